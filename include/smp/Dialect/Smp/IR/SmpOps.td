@@ -1,0 +1,366 @@
+//===- SmpOps.td - smp dialect operations ------------------*- tablegen -*-===//
+//
+// Every op verifies its operands and infers its result type, so the type a
+// frontend or pass writes is always checked against the op's semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_DIALECT_SMP_IR_SMPOPS_TD
+#define SMP_DIALECT_SMP_IR_SMPOPS_TD
+
+include "smp/Dialect/Smp/IR/SmpBase.td"
+include "smp/Dialect/Smp/IR/SmpAttrs.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Smp_Tensor : RankedTensorOf<[AnyType]>;
+def Smp_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Smp_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
+def Smp_BoolTensor : RankedTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Smp_ConstantOp : Smp_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "A small constant tensor (shapes, masks, scalars)";
+  let description = [{
+    Holds a constant whose bytes live in the IR. Frontends only create these
+    for small values; parameters are function arguments instead.
+  }];
+  let arguments = (ins TypedAttrInterface:$value);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Smp_UnaryOp<string mnemonic, Type type, list<Trait> traits = []>
+    : Smp_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType,
+                                    Elementwise], traits)> {
+  let arguments = (ins type:$input);
+  let results = (outs type:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Smp_NegOp : Smp_UnaryOp<"neg", Smp_Tensor> { let summary = "-x"; }
+def Smp_AbsOp : Smp_UnaryOp<"abs", Smp_Tensor> { let summary = "|x|"; }
+def Smp_ExpOp : Smp_UnaryOp<"exp", Smp_FloatTensor> { let summary = "e^x"; }
+def Smp_LogOp : Smp_UnaryOp<"log", Smp_FloatTensor> { let summary = "ln x"; }
+def Smp_SqrtOp : Smp_UnaryOp<"sqrt", Smp_FloatTensor> { let summary = "sqrt"; }
+def Smp_RsqrtOp : Smp_UnaryOp<"rsqrt", Smp_FloatTensor> {
+  let summary = "1 / sqrt(x)";
+}
+def Smp_ReciprocalOp : Smp_UnaryOp<"reciprocal", Smp_FloatTensor> {
+  let summary = "1 / x";
+}
+def Smp_TanhOp : Smp_UnaryOp<"tanh", Smp_FloatTensor> { let summary = "tanh"; }
+def Smp_ErfOp : Smp_UnaryOp<"erf", Smp_FloatTensor> { let summary = "erf"; }
+def Smp_SigmoidOp : Smp_UnaryOp<"sigmoid", Smp_FloatTensor> {
+  let summary = "1 / (1 + e^-x)";
+}
+def Smp_SiluOp : Smp_UnaryOp<"silu", Smp_FloatTensor> {
+  let summary = "x * sigmoid(x)";
+}
+def Smp_ReluOp : Smp_UnaryOp<"relu", Smp_Tensor> { let summary = "max(x, 0)"; }
+def Smp_SinOp : Smp_UnaryOp<"sin", Smp_FloatTensor> { let summary = "sin"; }
+def Smp_CosOp : Smp_UnaryOp<"cos", Smp_FloatTensor> { let summary = "cos"; }
+def Smp_NotOp : Smp_UnaryOp<"not", Smp_BoolTensor> { let summary = "!x"; }
+
+def Smp_LeakyReluOp : Smp_Op<"leaky_relu", [Pure, SameOperandsAndResultType,
+                                            Elementwise]> {
+  let summary = "x >= 0 ? x : alpha * x";
+  let arguments = (ins Smp_FloatTensor:$input, F32Attr:$alpha);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Smp_GeluOp : Smp_Op<"gelu", [Pure, SameOperandsAndResultType,
+                                 Elementwise]> {
+  let summary = "Gaussian error linear unit (exact or tanh approximation)";
+  let arguments = (ins Smp_FloatTensor:$input,
+                   DefaultValuedAttr<Smp_GeluApproximationAttr,
+                       "::smp::GeluApproximation::none">:$approximate);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Smp_CastOp : Smp_Op<"cast", [Pure, SameOperandsAndResultShape,
+                                 Elementwise]> {
+  let summary = "Element type conversion (ONNX Cast semantics)";
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+/// Binary elementwise ops broadcast their operands numpy-style.
+class Smp_BinaryOp<string mnemonic, Type operandType, Type resultType,
+                   list<Trait> traits = []>
+    : Smp_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Smp_ArithOp<string mnemonic, list<Trait> traits = []>
+    : Smp_BinaryOp<mnemonic, Smp_Tensor, Smp_Tensor, traits>;
+class Smp_CompareOp<string mnemonic>
+    : Smp_BinaryOp<mnemonic, Smp_Tensor, Smp_BoolTensor>;
+class Smp_LogicalOp<string mnemonic>
+    : Smp_BinaryOp<mnemonic, Smp_BoolTensor, Smp_BoolTensor>;
+
+def Smp_AddOp : Smp_ArithOp<"add", [Commutative]> { let summary = "a + b"; }
+def Smp_SubOp : Smp_ArithOp<"sub"> { let summary = "a - b"; }
+def Smp_MulOp : Smp_ArithOp<"mul", [Commutative]> { let summary = "a * b"; }
+def Smp_DivOp : Smp_ArithOp<"div"> {
+  let summary = "a / b (integer division truncates)";
+}
+def Smp_PowOp : Smp_ArithOp<"pow"> { let summary = "a ^ b"; }
+def Smp_MaxOp : Smp_ArithOp<"max", [Commutative]> { let summary = "max(a, b)"; }
+def Smp_MinOp : Smp_ArithOp<"min", [Commutative]> { let summary = "min(a, b)"; }
+def Smp_EqualOp : Smp_CompareOp<"equal"> { let summary = "a == b"; }
+def Smp_LessOp : Smp_CompareOp<"less"> { let summary = "a < b"; }
+def Smp_GreaterOp : Smp_CompareOp<"greater"> { let summary = "a > b"; }
+def Smp_AndOp : Smp_LogicalOp<"and"> { let summary = "a && b"; }
+def Smp_OrOp : Smp_LogicalOp<"or"> { let summary = "a || b"; }
+
+def Smp_WhereOp : Smp_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "cond ? a : b, broadcasting all three";
+  let arguments = (ins Smp_BoolTensor:$condition, Smp_Tensor:$lhs,
+                   Smp_Tensor:$rhs);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Smp_MatMulOp : Smp_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product with numpy broadcasting";
+  let description = [{
+    `numpy.matmul(op(lhs), op(rhs))` where `op` transposes the last two
+    dimensions when the matching flag is set. Rank-1 operands are promoted as
+    in numpy and the promoted dimension is dropped from the result.
+  }];
+  let arguments = (ins Smp_Tensor:$lhs, Smp_Tensor:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+class Smp_ReduceOp<string mnemonic> : Smp_Op<mnemonic, [Pure,
+                                                        InferTypeOpAdaptor]> {
+  let arguments = (ins Smp_Tensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+}
+def Smp_ReduceSumOp : Smp_ReduceOp<"reduce_sum"> { let summary = "sum"; }
+def Smp_ReduceMeanOp : Smp_ReduceOp<"reduce_mean"> { let summary = "mean"; }
+def Smp_ReduceMaxOp : Smp_ReduceOp<"reduce_max"> { let summary = "max"; }
+
+class Smp_SoftmaxLikeOp<string mnemonic>
+    : Smp_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let arguments = (ins Smp_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+def Smp_SoftmaxOp : Smp_SoftmaxLikeOp<"softmax"> {
+  let summary = "softmax along one axis";
+}
+def Smp_LogSoftmaxOp : Smp_SoftmaxLikeOp<"log_softmax"> {
+  let summary = "log(softmax) along one axis";
+}
+
+def Smp_LayerNormOp : Smp_Op<"layer_norm", [Pure,
+                                            InferTypeOpAdaptor]> {
+  let summary = "Layer normalisation over the dims from `axis` to the end";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Optional<Smp_FloatTensor>:$bias, I64Attr:$axis,
+                   F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_RmsNormOp : Smp_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x * rsqrt(mean(x^2, last dim) + eps) * scale";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_BatchNormOp : Smp_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Inference-mode batch normalisation over channel dim 1";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Smp_FloatTensor:$bias, Smp_FloatTensor:$mean,
+                   Smp_FloatTensor:$variance, F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Softmax cross-entropy of logits [..., C] against labels [...]";
+  let description = [{
+    Labels equal to `ignore_index` contribute nothing; `mean` divides by the
+    number of labels that are not ignored (PyTorch semantics).
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<Smp_ReductionAttr,
+                       "::smp::Reduction::mean">:$reduction);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Smp_ReshapeOp : Smp_Op<"reshape", [Pure]> {
+  let summary = "Reshape to the (static) result type";
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Smp_TransposeOp : Smp_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permute dimensions: result dim i = input dim perm[i]";
+  let arguments = (ins Smp_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Smp_ExpandOp : Smp_Op<"expand", [Pure]> {
+  let summary = "Broadcast to the (static) result type";
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Smp_SliceOp : Smp_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Strided slice with static, normalised bounds per dimension";
+  let description = [{
+    For each dimension d, takes indices start[d], start[d] + step[d], ... up
+    to (excluding) limit[d]. Negative steps walk backwards; bounds are already
+    clamped to the dimension (ONNX normalisation happens in the frontend).
+  }];
+  let arguments = (ins Smp_Tensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Smp_ConcatOp : Smp_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Concatenate along one axis";
+  let arguments = (ins Variadic<Smp_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+}
+
+def Smp_SplitOp : Smp_Op<"split", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Split along one axis into pieces of the given sizes";
+  let arguments = (ins Smp_Tensor:$input, I64Attr:$axis,
+                   DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Smp_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def Smp_GatherOp : Smp_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gather slices of data along axis (embedding lookup at 0)";
+  let description = [{
+    result = data[:axis] ++ indices.shape ++ data[axis+1:]. Negative indices
+    count from the end as in ONNX.
+  }];
+  let arguments = (ins Smp_Tensor:$data, Smp_IntTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_TriluOp : Smp_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Keep the upper or lower triangle (with diagonal offset k)";
+  let arguments = (ins Smp_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NC + spatial layout)
+//===----------------------------------------------------------------------===//
+
+def Smp_ConvOp : Smp_Op<"conv", [Pure,
+                                 InferTypeOpAdaptor]> {
+  let summary = "N-d grouped convolution, input [N, C, spatial...]";
+  let description = [{
+    `pads` holds the begin pads of every spatial dim followed by the end pads
+    (ONNX order).
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$weight,
+                   Optional<Smp_FloatTensor>:$bias,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Smp_PoolOp<string mnemonic> : Smp_Op<mnemonic, [Pure,
+                                                      InferTypeOpAdaptor]> {
+  let arguments = (ins Smp_FloatTensor:$input,
+                   DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                   DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+def Smp_MaxPoolOp : Smp_PoolOp<"max_pool"> {
+  let summary = "N-d max pooling, input [N, C, spatial...]";
+}
+def Smp_AvgPoolOp : Smp_PoolOp<"avg_pool"> {
+  let summary = "N-d average pooling, input [N, C, spatial...]";
+}
+
+#endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

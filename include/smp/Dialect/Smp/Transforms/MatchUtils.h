@@ -1,0 +1,24 @@
+//===- MatchUtils.h - Helpers for smp raising patterns ----------*- C++ -*-===//
+
+#ifndef SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H
+#define SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace smp {
+
+/// True if `v` is a constant whose every element equals `expected` within a
+/// relative tolerance of 1e-4.
+bool isSplatConstant(mlir::Value v, double expected);
+
+/// The splat value of a constant `v`, if it is one.
+std::optional<double> getSplatConstant(mlir::Value v);
+
+/// Flattens a tree of single-use `smp.mul` ops rooted at `root` into its
+/// factors (the root itself may have many uses).
+llvm::SmallVector<mlir::Value> collectMulFactors(mlir::Value root);
+
+} // namespace smp
+
+#endif // SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H

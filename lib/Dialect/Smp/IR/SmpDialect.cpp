@@ -1,0 +1,89 @@
+//===- SmpDialect.cpp - smp dialect registration and attribute checks -----===//
+
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace smp;
+
+#include "smp/Dialect/Smp/IR/SmpDialect.cpp.inc"
+#include "smp/Dialect/Smp/IR/SmpEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "smp/Dialect/Smp/IR/SmpAttrs.cpp.inc"
+
+void SmpDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "smp/Dialect/Smp/IR/SmpOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "smp/Dialect/Smp/IR/SmpAttrs.cpp.inc"
+      >();
+}
+
+Operation *SmpDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  auto typed = dyn_cast<TypedAttr>(value);
+  if (!typed || typed.getType() != type || !isa<RankedTensorType>(type))
+    return nullptr;
+  return ConstantOp::create(builder, loc, typed);
+}
+
+static LogicalResult requireString(Operation *op, NamedAttribute attr,
+                                   StringRef what) {
+  auto str = dyn_cast<StringAttr>(attr.getValue());
+  if (!str || str.getValue().empty())
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a non-empty string naming the "
+                           << what;
+  return success();
+}
+
+LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kParamAttr)
+    return requireString(op, attr, "parameter");
+  if (name == kInputAttr)
+    return requireString(op, attr, "graph input");
+  if (name == kFrozenAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  return op->emitError() << "unknown smp argument attribute '" << name << "'";
+}
+
+LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
+                                                      unsigned regionIndex,
+                                                      unsigned resultIndex,
+                                                      NamedAttribute attr) {
+  if (attr.getName().getValue() == kOutputAttr)
+    return requireString(op, attr, "graph output");
+  return op->emitError() << "unknown smp result attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
+LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == kSourceAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a string path";
+    return success();
+  }
+  if (name == kOpsetAttr) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an integer";
+    return success();
+  }
+  return op->emitError() << "unknown smp attribute '" << name << "'";
+}

@@ -1,0 +1,307 @@
+//===- SmpOps.cpp - smp ops: elementwise, linear algebra, norms, losses ---===//
+//
+// Result-type inference and verifiers. Data-movement, convolution and
+// pooling ops live in SmpDataMovementOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+
+using namespace mlir;
+using namespace smp;
+
+#define GET_OP_CLASSES
+#include "smp/Dialect/Smp/IR/SmpOps.cpp.inc"
+
+namespace {
+RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult ConstantOp::verify() {
+  if (!isa<ElementsAttr>(getValue()))
+    return emitOpError("value must be an elements attribute");
+  if (!cast<RankedTensorType>(getType()).hasStaticShape())
+    return emitOpError("constant must have a static shape");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcast(std::optional<Location> loc, Value lhs,
+                                    Value rhs, Type resultElement,
+                                    SmallVectorImpl<Type> &results,
+                                    StringRef opName) {
+  auto a = rankedType(lhs), b = rankedType(rhs);
+  if (a.getElementType() != b.getElementType())
+    return emitOptionalError(loc, "'smp.", opName,
+                             "' operands have different element types ",
+                             a.getElementType(), " and ", b.getElementType());
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "'smp.", opName, "' cannot broadcast ",
+                             a, " with ", b);
+  results.push_back(RankedTensorType::get(
+      *shape, resultElement ? resultElement : a.getElementType()));
+  return success();
+}
+
+#define SMP_ARITH_INFER(OP, NAME)                                              \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
+      SmallVectorImpl<Type> &results) {                                        \
+    return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), Type(),     \
+                          results, NAME);                                      \
+  }
+#define SMP_BOOL_INFER(OP, NAME)                                               \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *ctx, std::optional<Location> loc, OP::Adaptor adaptor,      \
+      SmallVectorImpl<Type> &results) {                                        \
+    return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(),             \
+                          IntegerType::get(ctx, 1), results, NAME);            \
+  }
+
+SMP_ARITH_INFER(AddOp, "add")
+SMP_ARITH_INFER(SubOp, "sub")
+SMP_ARITH_INFER(MulOp, "mul")
+SMP_ARITH_INFER(DivOp, "div")
+SMP_ARITH_INFER(PowOp, "pow")
+SMP_ARITH_INFER(MaxOp, "max")
+SMP_ARITH_INFER(MinOp, "min")
+SMP_BOOL_INFER(EqualOp, "equal")
+SMP_BOOL_INFER(LessOp, "less")
+SMP_BOOL_INFER(GreaterOp, "greater")
+SMP_BOOL_INFER(AndOp, "and")
+SMP_BOOL_INFER(OrOp, "or")
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        WhereOp::Adaptor adaptor,
+                                        SmallVectorImpl<Type> &results) {
+  SmallVector<Type, 1> values;
+  if (failed(inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), Type(),
+                            values, "where")))
+    return failure();
+  auto valueType = cast<RankedTensorType>(values.front());
+  auto shape = broadcastShapes(rankedType(adaptor.getCondition()).getShape(),
+                               valueType.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "'smp.where' condition ",
+                             adaptor.getCondition().getType(),
+                             " does not broadcast with ", valueType);
+  results.push_back(
+      RankedTensorType::get(*shape, valueType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         MatMulOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
+  if (a.getElementType() != b.getElementType())
+    return emitOptionalError(loc, "'smp.matmul' operands have different "
+                                  "element types ",
+                             a.getElementType(), " and ", b.getElementType());
+  if (a.getRank() == 0 || b.getRank() == 0)
+    return emitOptionalError(loc, "'smp.matmul' operands must not be scalars");
+  SmallVector<int64_t> sa(a.getShape()), sb(b.getShape());
+  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
+  if (promoteA)
+    sa.insert(sa.begin(), 1);
+  if (promoteB)
+    sb.push_back(1);
+  if (adaptor.getTransposeLhs())
+    std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
+  if (adaptor.getTransposeRhs())
+    std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);
+  int64_t m = sa[sa.size() - 2], k = sa.back();
+  int64_t k2 = sb[sb.size() - 2], n = sb.back();
+  if (k != k2)
+    return emitOptionalError(loc, "'smp.matmul' contraction mismatch: ", a,
+                             " and ", b, " (", k, " vs ", k2, ")");
+  auto batch = broadcastShapes(ArrayRef<int64_t>(sa).drop_back(2),
+                               ArrayRef<int64_t>(sb).drop_back(2));
+  if (!batch)
+    return emitOptionalError(loc, "'smp.matmul' batch dims of ", a, " and ",
+                             b, " do not broadcast");
+  SmallVector<int64_t> out(*batch);
+  if (!promoteA)
+    out.push_back(m);
+  if (!promoteB)
+    out.push_back(n);
+  results.push_back(RankedTensorType::get(out, a.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduce(std::optional<Location> loc, Value input,
+                                 ArrayRef<int64_t> axes, bool keepdims,
+                                 SmallVectorImpl<Type> &results) {
+  auto type = rankedType(input);
+  int64_t rank = type.getRank();
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t axis : axes) {
+    auto norm = normalizeAxis(axis, rank);
+    if (!norm)
+      return emitOptionalError(loc, "reduction axis ", axis,
+                               " out of range for rank ", rank);
+    if (reduced[*norm])
+      return emitOptionalError(loc, "reduction axis ", axis, " repeated");
+    reduced[*norm] = true;
+  }
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d])
+      out.push_back(type.getDimSize(d));
+    else if (keepdims)
+      out.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(out, type.getElementType()));
+  return success();
+}
+
+#define SMP_REDUCE_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, OP::Adaptor adaptor,         \
+      SmallVectorImpl<Type> &results) {                                        \
+    return inferReduce(loc, adaptor.getInput(), adaptor.getAxes(),             \
+                       adaptor.getKeepdims(), results);                        \
+  }
+SMP_REDUCE_INFER(ReduceSumOp)
+SMP_REDUCE_INFER(ReduceMeanOp)
+SMP_REDUCE_INFER(ReduceMaxOp)
+
+//===----------------------------------------------------------------------===//
+// Softmax, norms, losses
+//===----------------------------------------------------------------------===//
+
+template <typename OpT> static LogicalResult verifySoftmaxAxis(OpT op) {
+  int64_t rank = op.getType().getRank();
+  if (!normalizeAxis(static_cast<int64_t>(op.getAxis()), rank))
+    return op.emitOpError("axis ")
+           << static_cast<int64_t>(op.getAxis()) << " out of range for rank "
+           << rank;
+  return success();
+}
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+
+/// Checks that `param` broadcasts onto the trailing `normShape` dims.
+static LogicalResult checkNormParam(std::optional<Location> loc, Value param,
+                                    ArrayRef<int64_t> normShape,
+                                    StringRef what, StringRef opName) {
+  auto type = rankedType(param);
+  auto shape = broadcastShapes(normShape, type.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != normShape)
+    return emitOptionalError(loc, "'smp.", opName, "' ", what, " ", type,
+                             " does not match normalized shape ",
+                             shapeToString(normShape));
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            LayerNormOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto type = rankedType(adaptor.getInput());
+  auto axis = normalizeAxis(static_cast<int64_t>(adaptor.getAxis()),
+                            type.getRank());
+  if (!axis)
+    return emitOptionalError(loc, "'smp.layer_norm' axis ",
+                             static_cast<int64_t>(adaptor.getAxis()),
+                             " out of range for ", type);
+  auto normShape = type.getShape().drop_front(*axis);
+  if (failed(checkNormParam(loc, adaptor.getScale(), normShape, "scale",
+                            "layer_norm")))
+    return failure();
+  if (adaptor.getBias() &&
+      failed(checkNormParam(loc, adaptor.getBias(), normShape, "bias",
+                            "layer_norm")))
+    return failure();
+  results.push_back(type);
+  return success();
+}
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          RmsNormOp::Adaptor adaptor,
+                                          SmallVectorImpl<Type> &results) {
+  auto type = rankedType(adaptor.getInput());
+  if (type.getRank() == 0)
+    return emitOptionalError(loc, "'smp.rms_norm' input must not be a scalar");
+  if (failed(checkNormParam(loc, adaptor.getScale(),
+                            type.getShape().take_back(1), "scale",
+                            "rms_norm")))
+    return failure();
+  results.push_back(type);
+  return success();
+}
+
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            BatchNormOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto type = rankedType(adaptor.getInput());
+  if (type.getRank() < 2)
+    return emitOptionalError(loc, "'smp.batch_norm' input needs a channel dim");
+  int64_t c = type.getDimSize(1);
+  for (Value v : {adaptor.getScale(), adaptor.getBias(), adaptor.getMean(),
+                  adaptor.getVariance()}) {
+    auto t = rankedType(v);
+    if (t.getRank() != 1 || t.getDimSize(0) != c)
+      return emitOptionalError(loc, "'smp.batch_norm' per-channel operand ",
+                               t, " does not match ", c, " channels");
+  }
+  results.push_back(type);
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, CrossEntropyOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto logits = rankedType(adaptor.getLogits());
+  auto labels = rankedType(adaptor.getLabels());
+  if (logits.getRank() < 1 ||
+      logits.getShape().drop_back() != labels.getShape())
+    return emitOptionalError(loc, "'smp.cross_entropy' labels ", labels,
+                             " must have the shape of logits ", logits,
+                             " without its last (class) dim");
+  if (adaptor.getReduction() == Reduction::none)
+    results.push_back(logits.clone(labels.getShape()));
+  else
+    results.push_back(logits.clone(ArrayRef<int64_t>{}));
+  return success();
+}

@@ -1,0 +1,52 @@
+//===- MatchUtils.cpp - Helpers for smp raising patterns ------------------===//
+
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+std::optional<double> smp::getSplatConstant(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  if (isa<FloatType>(attr.getElementType()))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  if (auto intType = dyn_cast<IntegerType>(attr.getElementType());
+      intType && intType.getWidth() > 1)
+    return static_cast<double>(attr.getSplatValue<APInt>().getSExtValue());
+  return std::nullopt;
+}
+
+bool smp::isSplatConstant(Value v, double expected) {
+  auto value = getSplatConstant(v);
+  return value &&
+         std::fabs(*value - expected) <= 1e-4 * std::max(1.0, std::fabs(expected));
+}
+
+SmallVector<Value> smp::collectMulFactors(Value root) {
+  SmallVector<Value> factors, worklist{root};
+  // Iterative: the depth of a product tree comes from the input graph.
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    auto mul = v.getDefiningOp<MulOp>();
+    bool expandable = mul && (v == root || v.hasOneUse()) &&
+                      mul.getType() == mul.getLhs().getType() &&
+                      mul.getType() == mul.getRhs().getType();
+    if (!expandable && mul && v == root) {
+      // The root may broadcast (scale vectors); expand it regardless.
+      expandable = true;
+    }
+    if (!expandable) {
+      factors.push_back(v);
+      continue;
+    }
+    worklist.push_back(mul.getRhs());
+    worklist.push_back(mul.getLhs());
+  }
+  return factors;
+}

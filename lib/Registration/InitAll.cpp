@@ -1,0 +1,19 @@
+//===- InitAll.cpp - Register every smp dialect and pass ------------------===//
+
+#include "smp/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/Passes.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+
+void smp::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<smp::SmpDialect, mlir::func::FuncDialect>();
+}
+
+void smp::registerAllPasses() {
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  smp::registerSmpPasses();
+}
