@@ -47,6 +47,7 @@ class Smp_UnaryOp<string mnemonic, Type type, list<Trait> traits = []>
   let arguments = (ins type:$input);
   let results = (outs type:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasFolder = 1;
 }
 
 def Smp_NegOp : Smp_UnaryOp<"neg", Smp_Tensor> { let summary = "-x"; }
@@ -110,6 +111,7 @@ class Smp_BinaryOp<string mnemonic, Type operandType, Type resultType,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 class Smp_ArithOp<string mnemonic, list<Trait> traits = []>
@@ -142,6 +144,7 @@ def Smp_WhereOp : Smp_Op<"where", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,6 +266,7 @@ def Smp_TransposeOp : Smp_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins Smp_Tensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Smp_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Smp_ExpandOp : Smp_Op<"expand", [Pure]> {
@@ -271,6 +275,7 @@ def Smp_ExpandOp : Smp_Op<"expand", [Pure]> {
   let results = (outs Smp_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Smp_SliceOp : Smp_Op<"slice", [Pure, InferTypeOpAdaptor]> {
@@ -284,6 +289,7 @@ def Smp_SliceOp : Smp_Op<"slice", [Pure, InferTypeOpAdaptor]> {
                    DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
   let results = (outs Smp_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
 }
 
 def Smp_ConcatOp : Smp_Op<"concat", [Pure, InferTypeOpAdaptor]> {
@@ -293,6 +299,7 @@ def Smp_ConcatOp : Smp_Op<"concat", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type($inputs, results)
   }];
+  let hasFolder = 1;
 }
 
 def Smp_SplitOp : Smp_Op<"split", [Pure, InferTypeOpAdaptor]> {
@@ -315,6 +322,7 @@ def Smp_GatherOp : Smp_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 def Smp_TriluOp : Smp_Op<"trilu", [Pure, SameOperandsAndResultType]> {
@@ -323,6 +331,7 @@ def Smp_TriluOp : Smp_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let results = (outs Smp_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
