@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import onnxruntime as ort
 import torch
 import torch.nn as nn
@@ -126,6 +127,60 @@ def bert_inputs(vocab: int = 64, batch: int = 2, seq: int = 16):
 
 
 # --------------------------------------------------------------------------- #
+# Structural checks
+# --------------------------------------------------------------------------- #
+
+TIED_WEIGHT = "transformer.wte.weight"
+
+
+def check_tied_embedding(proto: onnx.ModelProto) -> list[str]:
+    """The tied GPT embedding / lm_head weight must be ONE initializer that feeds
+    both the embedding Gather and (directly or through Transpose(perm=[1,0]))
+    the MatMul producing the logits, with no second copy of its data."""
+    g = proto.graph
+    inits = {t.name: t for t in g.initializer}
+    if TIED_WEIGHT not in inits:
+        raise SystemExit(f"tied check: no initializer {TIED_WEIGHT!r}")
+    w = onnx.numpy_helper.to_array(inits[TIED_WEIGHT])
+    copies = [
+        n for n, t in inits.items()
+        if n != TIED_WEIGHT and sorted(t.dims) == sorted(w.shape)
+        and np.array_equal(np.sort(onnx.numpy_helper.to_array(t), axis=None), np.sort(w, axis=None))
+    ]
+    if copies:
+        raise SystemExit(f"tied check: {TIED_WEIGHT} has copies among the initializers: {copies}")
+    users = [n for n in g.node if TIED_WEIGHT in n.input]
+    producer = {o: n for n in g.node for o in n.output}
+    gathers = [n for n in users if n.op_type == "Gather" and n.input[0] == TIED_WEIGHT]
+    if len(gathers) != 1:
+        raise SystemExit(f"tied check: expected one Gather reading {TIED_WEIGHT}, got {[n.name for n in gathers]}")
+    head = producer.get(g.output[0].name)
+    if head is None or head.op_type != "MatMul":
+        raise SystemExit(f"tied check: graph output is not produced by a MatMul ({head and head.op_type})")
+    rhs = head.input[1]
+    if rhs == TIED_WEIGHT:
+        via = []
+    else:
+        t = producer.get(rhs)
+        perm = [list(a.ints) for a in t.attribute if a.name == "perm"] if t is not None else []
+        if t is None or t.op_type != "Transpose" or t.input[0] != TIED_WEIGHT or perm != [[1, 0]]:
+            raise SystemExit(f"tied check: lm_head MatMul {head.name} B operand {rhs!r} is not "
+                             f"{TIED_WEIGHT} or Transpose(perm=[1,0]) of it")
+        via = [t]
+    expected = {n.name for n in gathers + via} | ({head.name} if not via else set())
+    if {n.name for n in users} != expected:
+        raise SystemExit(f"tied check: unexpected users of {TIED_WEIGHT}: {[n.name for n in users]}")
+    dims = list(w.shape)
+    path = (f"`{via[0].op_type}(perm=[1, 0])` `{via[0].name}` -> `MatMul` `{head.name}`" if via
+            else f"`MatMul` `{head.name}` directly")
+    return [
+        f"- tied weight (checked): the single initializer `{TIED_WEIGHT}` {dims} is read by `Gather` "
+        f"`{gathers[0].name}` (embedding) and by {path} (lm_head, producing `{g.output[0].name}`); "
+        f"no other initializer holds a copy of it",
+    ]
+
+
+# --------------------------------------------------------------------------- #
 # Fixture table
 # --------------------------------------------------------------------------- #
 
@@ -141,6 +196,9 @@ class Fixture:
     alt_shape: tuple | None = None  # extra ORT-vs-PyTorch check shape for dynamic models
     constant_folding: bool = True
     notes: list = field(default_factory=list)
+    # Extra structural check on the exported onnx.ModelProto; raises SystemExit on failure and
+    # returns lines (Markdown) describing what it verified, copied into README.md.
+    check: Callable | None = None
 
 
 FIXTURES = [
@@ -180,6 +238,17 @@ FIXTURES = [
         idx_input(64),
         "same weights as gpt, exported without dynamic axes",
         opsets=(17,),
+    ),
+    Fixture(
+        "gpt_tied",
+        build_gpt,
+        idx_input(64),
+        "same weights as gpt, exported without dynamic axes and with do_constant_folding=False so that "
+        "the tied embedding / lm_head weight stays one initializer, `transformer.wte.weight`, feeding both "
+        "the embedding `Gather` and (through a `Transpose`) the lm_head `MatMul`",
+        opsets=(17,),
+        constant_folding=False,
+        check=check_tied_embedding,
     ),
     Fixture(
         "llama",
@@ -264,6 +333,7 @@ def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
     if got_opset.get("ai.onnx") != opset:
         raise SystemExit(f"{path}: opset_import {got_opset}, expected {opset}")
     ops = sorted({n.op_type for n in proto.graph.node})
+    check_notes = fx.check(proto) if fx.check is not None else []
 
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ref, got = run_both(model, sess, inputs)
@@ -302,6 +372,7 @@ def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
         outputs=[(vi.name, *value_info_str(vi), tuple(ref.shape)) for vi in proto.graph.output],
         n_init=len(proto.graph.initializer),
         n_nodes=len(proto.graph.node),
+        check_notes=check_notes,
     )
 
 
@@ -310,8 +381,15 @@ EXPORTER_NOTES = """## What the exporter emits (observed with the versions above
 - `Linear` on 2-D input becomes `Gemm` (transB=1) with the original parameter names; on 3-D input it
   becomes `MatMul` (+ `Add` for the bias) with the weight pre-transposed by constant folding into a new
   initializer named `onnx::MatMul_<N>` (the PyTorch parameter name is lost).
-- The tied GPT `lm_head` is not shared in ONNX: `transformer.wte.weight` [V, C] feeds the embedding
-  `Gather`, and a separate transposed copy `onnx::MatMul_<N>` [C, V] feeds the final `MatMul`.
+- With constant folding (all GPT fixtures but `gpt_tied`) the tied `lm_head` is not shared in ONNX:
+  `transformer.wte.weight` [V, C] feeds the embedding `Gather`, and a separate transposed copy
+  `onnx::MatMul_<N>` [C, V] feeds the final `MatMul`.
+- Without constant folding (`gpt_tied`) every parameter keeps its PyTorch name and layout:
+  `transformer.wte.weight` [V, C] feeds both the `Gather` and `Transpose(perm=[1,0])` -> final `MatMul`;
+  every 3-D `Linear` is `Transpose(perm=[1,0])` of the [out, in] weight -> `MatMul` -> `Add(bias)`.
+  Static `view`/`masked_fill` shapes are not folded either: `Reshape` targets are built from `Constant`
+  -> `Unsqueeze` -> `Concat`, and the causal mask is `Slice` x2 (constant starts/ends) of the float buffer
+  -> `Equal(.., 0)` -> `Cast(bool)` -> `Where`.
 - Initializers with identical contents are deduplicated: the first is kept and later ones are produced
   by `Identity` nodes (e.g. `transformer.h.1.attn.bias = Identity(transformer.h.0.attn.bias)`, the
   causal-mask buffer, which is the same in every layer).
@@ -341,7 +419,7 @@ def write_readme(out_dir: Path, results: list[dict]) -> None:
     L.append("")
     L.append("Generated by `python/make_fixtures.py` from the PyTorch modules in `python/smp_models.py`")
     L.append("(TorchScript-based exporter, `torch.onnx.export(..., dynamo=False)`, `export_params=True`,")
-    L.append("`do_constant_folding=True` except for `cnn_bn`, eval mode, `torch.manual_seed(0)` before building each model).")
+    L.append("`do_constant_folding=True` except for `cnn_bn` and `gpt_tied`, eval mode, `torch.manual_seed(0)` before building each model).")
     L.append("Do not edit by hand; regenerate with:")
     L.append("")
     L.append("```sh")
@@ -388,6 +466,7 @@ def write_readme(out_dir: Path, results: list[dict]) -> None:
             L.append(f"- stored data: inputs {concrete_in}; output {concrete_out}")
             L.append(f"- dynamic axes: {'`batch` (dim 0) and `seq` (dim 1) on every input and the output' if fx.dynamic else 'none'}")
         L.append(f"- opset {r['opset']} (`{r['stem']}.onnx`) ops: " + ", ".join(f"`{o}`" for o in r["ops"]))
+        L.extend(r["check_notes"])
     L.append("")
     L.extend(EXPORTER_NOTES)
     (out_dir / "README.md").write_text("\n".join(L))
