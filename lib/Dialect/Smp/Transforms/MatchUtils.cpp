@@ -34,13 +34,9 @@ SmallVector<Value> smp::collectMulFactors(Value root) {
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     auto mul = v.getDefiningOp<MulOp>();
-    bool expandable = mul && (v == root || v.hasOneUse()) &&
-                      mul.getType() == mul.getLhs().getType() &&
-                      mul.getType() == mul.getRhs().getType();
-    if (!expandable && mul && v == root) {
-      // The root may broadcast (scale vectors); expand it regardless.
-      expandable = true;
-    }
+    // Inner products are expanded only when nothing else uses them, so a
+    // rewrite of the root leaves no dangling partial product.
+    bool expandable = mul && (v == root || v.hasOneUse());
     if (!expandable) {
       factors.push_back(v);
       continue;

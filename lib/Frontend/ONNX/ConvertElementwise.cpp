@@ -1,0 +1,235 @@
+//===- ConvertElementwise.cpp - ONNX elementwise ops -> smp ---------------===//
+//
+// Unary math, binary arithmetic/comparison/logic (numpy broadcasting),
+// variadic Max/Min/Sum, Where, Cast, Clip, activations with attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+#include "TensorData.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+template <typename OpT> llvm::Error convertUnary(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto y = nc.create<OpT>(*x);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+template <typename OpT> llvm::Error convertBinary(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  auto y = nc.create<OpT>(nc.placeholder(), *a, *b);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+/// Max/Min/Sum take one or more inputs.
+template <typename OpT> llvm::Error convertVariadic(NodeContext &nc) {
+  auto acc = nc.input(0);
+  if (!acc)
+    return acc.takeError();
+  Value result = *acc;
+  for (unsigned i = 1; i < nc.numInputs(); ++i) {
+    auto next = nc.input(i);
+    if (!next)
+      return next.takeError();
+    auto y = nc.create<OpT>(nc.placeholder(), result, *next);
+    if (!y)
+      return y.takeError();
+    result = *y;
+  }
+  nc.setOutput(0, result);
+  return llvm::Error::success();
+}
+
+/// a <= b is !(a > b); a >= b is !(a < b).
+template <typename OpT> llvm::Error convertNegatedCompare(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  auto cmp = nc.create<OpT>(nc.placeholder(), *a, *b);
+  if (!cmp)
+    return cmp.takeError();
+  auto y = nc.create<smp::NotOp>(*cmp);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+llvm::Error convertPow(NodeContext &nc) {
+  auto a = nc.input(0), b = nc.input(1);
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  // ONNX allows a different exponent type; compute in the base's type.
+  auto exponent = nc.castTo(*b, tensorType(*a).getElementType());
+  if (!exponent)
+    return exponent.takeError();
+  auto y = nc.create<smp::PowOp>(nc.placeholder(), *a, *exponent);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+llvm::Error convertIdentity(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  nc.setOutput(0, *x);
+  return llvm::Error::success();
+}
+
+llvm::Error convertWhere(NodeContext &nc) {
+  auto c = nc.input(0), a = nc.input(1), b = nc.input(2);
+  if (!c)
+    return c.takeError();
+  if (!a)
+    return a.takeError();
+  if (!b)
+    return b.takeError();
+  auto y = nc.create<smp::WhereOp>(nc.placeholder(), *c, *a, *b);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+llvm::Error convertCast(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  if (!nc.hasAttr("to"))
+    return nc.error("missing attribute 'to'");
+  Type to = elementType(nc.context(), static_cast<int32_t>(nc.attrInt("to", 0)));
+  if (!to)
+    return nc.error("cannot cast to unsupported type " +
+                    llvm::Twine(nc.attrInt("to", 0)));
+  auto y = nc.castTo(*x, to);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+llvm::Error convertLeakyRelu(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto y = nc.create<smp::LeakyReluOp>(
+      *x, nc.builder().getF32FloatAttr(nc.attrFloat("alpha", 0.01f)));
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+llvm::Error convertGelu(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  std::string approx = nc.attrString("approximate", "none");
+  if (approx != "none" && approx != "tanh")
+    return nc.error("unknown approximate='" + approx + "'");
+  auto y = nc.create<smp::GeluOp>(*x, approx == "tanh"
+                                          ? smp::GeluApproximation::tanh
+                                          : smp::GeluApproximation::none);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
+/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes.
+llvm::Error convertClip(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  Value result = *x;
+  auto bound = [&](unsigned idx, const char *attr,
+                   bool isMax) -> llvm::Error {
+    Value b;
+    if (nc.opset() >= 11) {
+      auto in = nc.optionalInput(idx);
+      if (!in)
+        return in.takeError();
+      b = *in;
+    } else if (nc.hasAttr(attr)) {
+      b = nc.scalarLike(*x, nc.attrFloat(attr, 0));
+    }
+    if (!b)
+      return llvm::Error::success();
+    auto y = isMax ? nc.create<smp::MinOp>(nc.placeholder(), result, b)
+                   : nc.create<smp::MaxOp>(nc.placeholder(), result, b);
+    if (!y)
+      return y.takeError();
+    result = *y;
+    return llvm::Error::success();
+  };
+  if (auto err = bound(1, "min", false))
+    return err;
+  if (auto err = bound(2, "max", true))
+    return err;
+  nc.setOutput(0, result);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void registerElementwiseConverters(ConverterTable &t) {
+  t["Neg"] = convertUnary<smp::NegOp>;
+  t["Abs"] = convertUnary<smp::AbsOp>;
+  t["Exp"] = convertUnary<smp::ExpOp>;
+  t["Log"] = convertUnary<smp::LogOp>;
+  t["Sqrt"] = convertUnary<smp::SqrtOp>;
+  t["Reciprocal"] = convertUnary<smp::ReciprocalOp>;
+  t["Tanh"] = convertUnary<smp::TanhOp>;
+  t["Erf"] = convertUnary<smp::ErfOp>;
+  t["Sigmoid"] = convertUnary<smp::SigmoidOp>;
+  t["Relu"] = convertUnary<smp::ReluOp>;
+  t["Sin"] = convertUnary<smp::SinOp>;
+  t["Cos"] = convertUnary<smp::CosOp>;
+  t["Not"] = convertUnary<smp::NotOp>;
+  t["Add"] = convertBinary<smp::AddOp>;
+  t["Sub"] = convertBinary<smp::SubOp>;
+  t["Mul"] = convertBinary<smp::MulOp>;
+  t["Div"] = convertBinary<smp::DivOp>;
+  t["Equal"] = convertBinary<smp::EqualOp>;
+  t["Less"] = convertBinary<smp::LessOp>;
+  t["Greater"] = convertBinary<smp::GreaterOp>;
+  t["LessOrEqual"] = convertNegatedCompare<smp::GreaterOp>;
+  t["GreaterOrEqual"] = convertNegatedCompare<smp::LessOp>;
+  t["And"] = convertBinary<smp::AndOp>;
+  t["Or"] = convertBinary<smp::OrOp>;
+  t["Pow"] = convertPow;
+  t["Max"] = convertVariadic<smp::MaxOp>;
+  t["Min"] = convertVariadic<smp::MinOp>;
+  t["Sum"] = convertVariadic<smp::AddOp>;
+  t["Where"] = convertWhere;
+  t["Cast"] = convertCast;
+  t["Identity"] = convertIdentity;
+  t["LeakyRelu"] = convertLeakyRelu;
+  t["Gelu"] = convertGelu;
+  t["Clip"] = convertClip;
+}
+
+} // namespace smp::onnx_frontend

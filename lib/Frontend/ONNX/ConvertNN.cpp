@@ -1,0 +1,227 @@
+//===- ConvertNN.cpp - ONNX neural-network ops -> smp ---------------------===//
+//
+// Conv, pooling, BatchNormalization (inference), LayerNormalization and
+// SoftmaxCrossEntropyLoss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+struct Window {
+  SmallVector<int64_t> kernel, strides, pads, dilations;
+};
+
+/// Reads kernel/stride/pad/dilation attributes for `spatial` dims and
+/// resolves auto_pad.
+llvm::Expected<Window> readWindow(NodeContext &nc, ArrayRef<int64_t> input,
+                                  SmallVector<int64_t> kernel) {
+  size_t spatial = input.size() - 2;
+  Window w;
+  w.kernel = std::move(kernel);
+  w.strides = nc.attrInts("strides");
+  w.dilations = nc.attrInts("dilations");
+  w.pads = nc.attrInts("pads");
+  if (w.strides.empty())
+    w.strides.assign(spatial, 1);
+  if (w.dilations.empty())
+    w.dilations.assign(spatial, 1);
+  if (w.pads.empty())
+    w.pads.assign(2 * spatial, 0);
+  if (w.kernel.size() != spatial || w.strides.size() != spatial ||
+      w.dilations.size() != spatial || w.pads.size() != 2 * spatial)
+    return nc.error("kernel/strides/dilations/pads do not match " +
+                    llvm::Twine(spatial) + " spatial dims");
+  std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  if (autoPad == "VALID") {
+    w.pads.assign(2 * spatial, 0);
+  } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t in = input[2 + i], s = w.strides[i];
+      if (s <= 0)
+        return nc.error("stride must be positive");
+      int64_t out = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>(
+          0, (out - 1) * s + (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      int64_t small = total / 2, large = total - small;
+      w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      w.pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;
+    }
+  } else if (autoPad != "NOTSET") {
+    return nc.error("unknown auto_pad '" + autoPad + "'");
+  }
+  return w;
+}
+
+llvm::Error convertConv(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  auto bias = nc.optionalInput(2);
+  if (!bias)
+    return bias.takeError();
+  auto input = shapeOf((*in)[0]), weight = shapeOf((*in)[1]);
+  if (input.size() < 3 || weight.size() != input.size())
+    return nc.error("expects input [N, C, spatial...] and a weight of the "
+                    "same rank, got " +
+                    shapeToString(input) + " and " + shapeToString(weight));
+  SmallVector<int64_t> kernel = nc.attrInts("kernel_shape");
+  if (kernel.empty())
+    kernel.assign(weight.begin() + 2, weight.end());
+  auto w = readWindow(nc, input, kernel);
+  if (!w)
+    return w.takeError();
+  auto &b = nc.builder();
+  return nc.output(nc.create<smp::ConvOp>(
+      nc.placeholder(), (*in)[0], (*in)[1], *bias,
+      b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+      b.getDenseI64ArrayAttr(w->dilations),
+      b.getI64IntegerAttr(nc.attrInt("group", 1))));
+}
+
+template <typename OpT> llvm::Error convertPool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  if (nc.hasOutput(1))
+    return nc.error("the Indices output is not supported");
+  auto input = shapeOf(*x);
+  if (input.size() < 3)
+    return nc.error("expects input [N, C, spatial...], got " +
+                    shapeToString(input));
+  if (!nc.hasAttr("kernel_shape"))
+    return nc.error("missing attribute 'kernel_shape'");
+  auto w = readWindow(nc, input, nc.attrInts("kernel_shape"));
+  if (!w)
+    return w.takeError();
+  if (nc.attrInt("storage_order", 0) != 0)
+    return nc.error("storage_order=1 is not supported");
+  auto &b = nc.builder();
+  return nc.output(nc.create<OpT>(
+      nc.placeholder(), *x, b.getDenseI64ArrayAttr(w->kernel),
+      b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
+      b.getDenseI64ArrayAttr(w->dilations), nc.attrInt("ceil_mode", 0) != 0,
+      nc.attrInt("count_include_pad", 0) != 0));
+}
+
+template <typename OpT> llvm::Error convertGlobalPool(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  int64_t rank = tensorType(*x).getRank();
+  if (rank < 3)
+    return nc.error("expects input [N, C, spatial...]");
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  return nc.output(nc.create<OpT>(nc.placeholder(), *x,
+                                  nc.builder().getDenseI64ArrayAttr(axes),
+                                  true));
+}
+
+llvm::Error convertBatchNorm(NodeContext &nc) {
+  auto in = nc.inputs(5);
+  if (!in)
+    return in.takeError();
+  if (nc.attrInt("training_mode", 0) != 0 || nc.hasOutput(1) ||
+      nc.hasOutput(2))
+    return nc.error("training-mode BatchNormalization is not supported; "
+                    "export the model in eval() mode");
+  auto &v = *in;
+  return nc.output(nc.create<smp::BatchNormOp>(
+      nc.placeholder(), v[0], v[1], v[2], v[3], v[4],
+      nc.builder().getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f))));
+}
+
+llvm::Error convertLayerNorm(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  auto bias = nc.optionalInput(2);
+  if (!bias)
+    return bias.takeError();
+  if (nc.hasOutput(1) || nc.hasOutput(2))
+    return nc.error("the Mean and InvStdDev outputs are not supported");
+  if (nc.attrInt("stash_type", 1) != 1)
+    return nc.error("only stash_type=1 (fp32 statistics) is supported");
+  int64_t rank = tensorType((*in)[0]).getRank();
+  int64_t rawAxis = nc.attrInt("axis", -1);
+  auto axis = normalizeAxis(rawAxis, rank);
+  if (!axis)
+    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  auto &b = nc.builder();
+  return nc.output(nc.create<smp::LayerNormOp>(
+      nc.placeholder(), (*in)[0], (*in)[1], *bias, b.getI64IntegerAttr(*axis),
+      b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f))));
+}
+
+/// ONNX puts classes in dim 1 ([N, C, d1...]); smp.cross_entropy wants them
+/// last, so move dim 1 to the end first.
+llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  if (nc.hasInput(2))
+    return nc.error("class weights are not supported");
+  Value scores = (*in)[0], labels = (*in)[1];
+  int64_t rank = tensorType(scores).getRank();
+  if (rank < 2)
+    return nc.error("scores must be [N, C, ...]");
+  Value logits = scores;
+  if (rank > 2) {
+    SmallVector<int64_t> perm{0};
+    for (int64_t d = 2; d < rank; ++d)
+      perm.push_back(d);
+    perm.push_back(1);
+    auto moved = nc.create<smp::TransposeOp>(
+        nc.placeholder(), scores, nc.builder().getDenseI64ArrayAttr(perm));
+    if (!moved)
+      return moved.takeError();
+    logits = *moved;
+  }
+  std::string red = nc.attrString("reduction", "mean");
+  smp::Reduction reduction;
+  if (red == "mean")
+    reduction = smp::Reduction::mean;
+  else if (red == "sum")
+    reduction = smp::Reduction::sum;
+  else if (red == "none")
+    reduction = smp::Reduction::none;
+  else
+    return nc.error("unknown reduction '" + red + "'");
+  int64_t ignore = nc.hasAttr("ignore_index")
+                       ? nc.attrInt("ignore_index", 0)
+                       : std::numeric_limits<int64_t>::min();
+  auto loss = nc.create<smp::CrossEntropyOp>(
+      nc.placeholder(), logits, labels, ignore, reduction);
+  if (auto err = nc.output(std::move(loss)))
+    return err;
+  if (nc.hasOutput(1)) {
+    auto logp = nc.create<smp::LogSoftmaxOp>(scores,
+                                             nc.builder().getI64IntegerAttr(1));
+    if (auto err = nc.output(std::move(logp), 1))
+      return err;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+void registerNNConverters(ConverterTable &t) {
+  t["Conv"] = convertConv;
+  t["MaxPool"] = convertPool<smp::MaxPoolOp>;
+  t["AveragePool"] = convertPool<smp::AvgPoolOp>;
+  t["GlobalAveragePool"] = convertGlobalPool<smp::ReduceMeanOp>;
+  t["GlobalMaxPool"] = convertGlobalPool<smp::ReduceMaxOp>;
+  t["BatchNormalization"] = convertBatchNorm;
+  t["LayerNormalization"] = convertLayerNorm;
+  t["SoftmaxCrossEntropyLoss"] = convertSoftmaxCrossEntropy;
+}
+
+} // namespace smp::onnx_frontend

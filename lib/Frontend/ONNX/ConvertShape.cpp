@@ -1,0 +1,527 @@
+//===- ConvertShape.cpp - ONNX shape and data-movement ops -> smp ---------===//
+//
+// Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice,
+// Gather, Expand, Shape, Size, ConstantOfShape, Range, Constant, Dropout,
+// Trilu. Shape operands must be compile-time constants; the folder turns
+// shape subgraphs into constants once symbolic dims are bound.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+#include "TensorData.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+Value i64Constant(NodeContext &nc, ArrayRef<int64_t> values,
+                  ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, nc.builder().getI64Type());
+  return smp::ConstantOp::create(nc.builder(), nc.loc(),
+                                 DenseIntElementsAttr::get(type, values));
+}
+
+/// Axes from the `axes` input (opset >= `inputOpset`) or attribute.
+llvm::Expected<SmallVector<int64_t>> axesOf(NodeContext &nc, int inputOpset,
+                                            unsigned inputIndex) {
+  if (nc.opset() >= inputOpset) {
+    if (!nc.hasInput(inputIndex))
+      return SmallVector<int64_t>();
+    return nc.constantInts(inputIndex, "axes");
+  }
+  return nc.attrInts("axes");
+}
+
+llvm::Error convertReshape(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto shape = nc.constantInts(1, "shape");
+  if (!shape)
+    return shape.takeError();
+  auto in = shapeOf(*x);
+  bool allowZero = nc.attrInt("allowzero", 0) != 0;
+  SmallVector<int64_t> out;
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape->size(); ++i) {
+    int64_t d = (*shape)[i];
+    if (d == 0 && !allowZero) {
+      if (i >= in.size())
+        return nc.error("shape has 0 at index " + llvm::Twine(i) +
+                        " but the input has rank " + llvm::Twine(in.size()));
+      d = in[i];
+    }
+    if (d == -1) {
+      if (inferred >= 0)
+        return nc.error("shape has more than one -1");
+      inferred = static_cast<int>(i);
+    } else if (d < 0) {
+      return nc.error("shape has invalid dim " + llvm::Twine(d));
+    } else {
+      known *= d;
+    }
+    out.push_back(d);
+  }
+  int64_t numel = tensorType(*x).getNumElements();
+  if (inferred >= 0) {
+    if (known == 0 || numel % known != 0)
+      return nc.error("cannot reshape " + shapeToString(in) + " to " +
+                      shapeToString(*shape));
+    out[inferred] = numel / known;
+  }
+  auto total = checkedNumElements(out);
+  if (!total || *total != numel)
+    return nc.error("cannot reshape " + shapeToString(in) + " (" +
+                    llvm::Twine(numel) + " elements) to " +
+                    shapeToString(out));
+  return nc.output(nc.reshape(*x, out));
+}
+
+llvm::Error convertFlatten(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto in = shapeOf(*x);
+  int64_t rank = in.size(), axis = nc.attrInt("axis", 1);
+  if (axis < -rank || axis > rank)
+    return nc.error("axis " + llvm::Twine(axis) + " out of range for rank " +
+                    llvm::Twine(rank));
+  if (axis < 0)
+    axis += rank;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < axis ? rows : cols) *= in[d];
+  return nc.output(nc.reshape(*x, {rows, cols}));
+}
+
+llvm::Error convertSqueeze(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto axes = axesOf(nc, 13, 1);
+  if (!axes)
+    return axes.takeError();
+  auto in = shapeOf(*x);
+  int64_t rank = in.size();
+  SmallVector<bool> drop(rank, false);
+  if (axes->empty()) {
+    for (int64_t d = 0; d < rank; ++d)
+      drop[d] = in[d] == 1;
+  }
+  for (int64_t a : *axes) {
+    auto n = normalizeAxis(a, rank);
+    if (!n)
+      return nc.error("axis " + llvm::Twine(a) + " out of range for rank " +
+                      llvm::Twine(rank));
+    if (in[*n] != 1)
+      return nc.error("cannot squeeze dim " + llvm::Twine(*n) + " of size " +
+                      llvm::Twine(in[*n]));
+    drop[*n] = true;
+  }
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!drop[d])
+      out.push_back(in[d]);
+  return nc.output(nc.reshape(*x, out));
+}
+
+llvm::Error convertUnsqueeze(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto axes = axesOf(nc, 13, 1);
+  if (!axes)
+    return axes.takeError();
+  auto in = shapeOf(*x);
+  int64_t outRank = in.size() + axes->size();
+  SmallVector<bool> inserted(outRank, false);
+  for (int64_t a : *axes) {
+    auto n = normalizeAxis(a, outRank);
+    if (!n || inserted[*n])
+      return nc.error("invalid or repeated axis " + llvm::Twine(a));
+    inserted[*n] = true;
+  }
+  SmallVector<int64_t> out;
+  size_t next = 0;
+  for (int64_t d = 0; d < outRank; ++d)
+    out.push_back(inserted[d] ? 1 : in[next++]);
+  return nc.output(nc.reshape(*x, out));
+}
+
+llvm::Error convertTranspose(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  SmallVector<int64_t> perm = nc.attrInts("perm");
+  if (!nc.hasAttr("perm"))
+    for (int64_t d = tensorType(*x).getRank(); d-- > 0;)
+      perm.push_back(d);
+  return nc.output(nc.create<smp::TransposeOp>(
+      nc.placeholder(), *x, nc.builder().getDenseI64ArrayAttr(perm)));
+}
+
+llvm::Error convertConcat(NodeContext &nc) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < nc.numInputs(); ++i) {
+    auto v = nc.optionalInput(i);
+    if (!v)
+      return v.takeError();
+    if (*v)
+      values.push_back(*v);
+  }
+  if (!nc.hasAttr("axis"))
+    return nc.error("missing attribute 'axis'");
+  return nc.output(nc.create<smp::ConcatOp>(
+      nc.placeholder(), values,
+      nc.builder().getI64IntegerAttr(nc.attrInt("axis", 0))));
+}
+
+llvm::Error convertSplit(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto in = shapeOf(*x);
+  int64_t rawAxis = nc.attrInt("axis", 0);
+  auto axis = normalizeAxis(rawAxis, in.size());
+  if (!axis)
+    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  SmallVector<int64_t> sizes;
+  if (nc.opset() >= 13 && nc.hasInput(1)) {
+    auto s = nc.constantInts(1, "split");
+    if (!s)
+      return s.takeError();
+    sizes = *s;
+  } else if (nc.opset() < 13 && nc.hasAttr("split")) {
+    sizes = nc.attrInts("split");
+  } else {
+    int64_t parts = nc.hasAttr("num_outputs") ? nc.attrInt("num_outputs", 1)
+                                              : nc.numOutputs();
+    if (parts <= 0)
+      return nc.error("cannot split into " + llvm::Twine(parts) + " parts");
+    int64_t dim = in[*axis], chunk = (dim + parts - 1) / parts;
+    for (int64_t p = 0; p < parts; ++p)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - p * chunk)));
+  }
+  if (static_cast<int64_t>(sizes.size()) != nc.numOutputs())
+    return nc.error(llvm::Twine(sizes.size()) + " split sizes for " +
+                    llvm::Twine(nc.numOutputs()) + " outputs");
+  SmallVector<Type> types(sizes.size(), nc.placeholder());
+  auto parts = nc.createMulti<smp::SplitOp>(
+      TypeRange(types), *x, nc.builder().getI64IntegerAttr(*axis),
+      nc.builder().getDenseI64ArrayAttr(sizes));
+  if (!parts)
+    return parts.takeError();
+  for (auto [i, v] : llvm::enumerate(*parts))
+    nc.setOutput(i, v);
+  return llvm::Error::success();
+}
+
+llvm::Error convertSlice(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto in = shapeOf(*x);
+  int64_t rank = in.size();
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (nc.opset() < 10) {
+    starts = nc.attrInts("starts");
+    ends = nc.attrInts("ends");
+    axes = nc.attrInts("axes");
+  } else {
+    auto s = nc.constantInts(1, "starts");
+    if (!s)
+      return s.takeError();
+    auto e = nc.constantInts(2, "ends");
+    if (!e)
+      return e.takeError();
+    starts = *s;
+    ends = *e;
+    if (nc.hasInput(3)) {
+      auto a = nc.constantInts(3, "axes");
+      if (!a)
+        return a.takeError();
+      axes = *a;
+    }
+    if (nc.hasInput(4)) {
+      auto st = nc.constantInts(4, "steps");
+      if (!st)
+        return st.takeError();
+      steps = *st;
+    }
+  }
+  if (starts.size() != ends.size())
+    return nc.error("starts and ends differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(i);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    return nc.error("starts, ends, axes and steps differ in length");
+  SmallVector<int64_t> outStart(rank, 0), outLimit(in), outStep(rank, 1);
+  SmallVector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto axis = normalizeAxis(axes[i], rank);
+    if (!axis || seen[*axis])
+      return nc.error("invalid or repeated axis " + llvm::Twine(axes[i]));
+    seen[*axis] = true;
+    int64_t dim = in[*axis], step = steps[i];
+    if (step == 0)
+      return nc.error("step 0 on axis " + llvm::Twine(*axis));
+    auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0)
+        v = v < -dim ? lo : v + dim;
+      return std::clamp(v, lo, hi);
+    };
+    int64_t start, end;
+    if (step > 0) {
+      start = clampIndex(starts[i], 0, dim);
+      end = clampIndex(ends[i], 0, dim);
+    } else {
+      start = clampIndex(starts[i], -1, dim - 1);
+      end = ends[i] < -dim ? -1 : clampIndex(ends[i], -1, dim - 1);
+    }
+    outStart[*axis] = start;
+    outLimit[*axis] = end;
+    outStep[*axis] = step;
+  }
+  auto &b = nc.builder();
+  return nc.output(nc.create<smp::SliceOp>(
+      nc.placeholder(), *x, b.getDenseI64ArrayAttr(outStart),
+      b.getDenseI64ArrayAttr(outLimit), b.getDenseI64ArrayAttr(outStep)));
+}
+
+llvm::Error convertGather(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value data = (*in)[0], indices = (*in)[1];
+  int64_t rawAxis = nc.attrInt("axis", 0);
+  auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
+  if (!axis)
+    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  if (DenseElementsAttr idx = nc.constantInput(1)) {
+    int64_t dim = tensorType(data).getDimSize(*axis);
+    for (const APInt &v : idx.getValues<APInt>()) {
+      int64_t i = v.getSExtValue();
+      if (i < -dim || i >= dim)
+        return nc.error("index " + llvm::Twine(i) + " out of range for dim " +
+                        llvm::Twine(*axis) + " of size " + llvm::Twine(dim));
+    }
+  }
+  return nc.output(nc.create<smp::GatherOp>(
+      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
+}
+
+llvm::Error convertExpand(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto shape = nc.constantInts(1, "shape");
+  if (!shape)
+    return shape.takeError();
+  auto in = shapeOf(*x);
+  auto out = broadcastShapes(in, *shape);
+  if (!out || !checkedNumElements(*out))
+    return nc.error("cannot expand " + shapeToString(in) + " to " +
+                    shapeToString(*shape));
+  if (ArrayRef<int64_t>(*out) == ArrayRef<int64_t>(in)) {
+    nc.setOutput(0, *x);
+    return llvm::Error::success();
+  }
+  return nc.output(
+      nc.create<smp::ExpandOp>(tensorType(*x).clone(*out), *x));
+}
+
+llvm::Error convertShape(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto in = shapeOf(*x);
+  int64_t rank = in.size();
+  int64_t start = nc.attrInt("start", 0), end = nc.attrInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  SmallVector<int64_t> dims(in.begin() + start, in.begin() + end);
+  nc.setOutput(0, i64Constant(nc, dims, {static_cast<int64_t>(dims.size())}));
+  return llvm::Error::success();
+}
+
+llvm::Error convertSize(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  nc.setOutput(0, i64Constant(nc, {tensorType(*x).getNumElements()}, {}));
+  return llvm::Error::success();
+}
+
+llvm::Error convertConstantOfShape(NodeContext &nc) {
+  auto shape = nc.constantInts(0, "shape");
+  if (!shape)
+    return shape.takeError();
+  for (int64_t d : *shape)
+    if (d < 0)
+      return nc.error("negative dim " + llvm::Twine(d) + " in shape");
+  if (!checkedNumElements(*shape))
+    return nc.error("shape " + shapeToString(*shape) + " is too large");
+  Type elt = nc.builder().getF32Type();
+  double value = 0;
+  if (const auto *attr = nc.attr("value")) {
+    auto t = readTensor(nc.context(), attr->t(), "");
+    if (!t)
+      return nc.error(llvm::toString(t.takeError()));
+    if (t->getNumElements() != 1)
+      return nc.error("'value' must hold one element");
+    elt = t->getElementType();
+    value = isa<FloatType>(elt)
+                ? (*t->getValues<APFloat>().begin()).convertToDouble()
+                : static_cast<double>(
+                      (*t->getValues<APInt>().begin()).getSExtValue());
+  }
+  nc.setOutput(0, nc.splat(elt, *shape, value));
+  return llvm::Error::success();
+}
+
+llvm::Error convertRange(NodeContext &nc) {
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  auto start = nc.constantScalar(0, "start");
+  if (!start)
+    return start.takeError();
+  auto limit = nc.constantScalar(1, "limit");
+  if (!limit)
+    return limit.takeError();
+  auto delta = nc.constantScalar(2, "delta");
+  if (!delta)
+    return delta.takeError();
+  if (*delta == 0)
+    return nc.error("delta is 0");
+  double count = std::ceil((*limit - *start) / *delta);
+  if (!(count < double(int64_t(1) << 24)))
+    return nc.error("range has too many elements");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  Type elt = tensorType((*in)[0]).getElementType();
+  auto type = RankedTensorType::get({n}, elt);
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(elt)) {
+    SmallVector<APFloat> vals;
+    for (int64_t i = 0; i < n; ++i) {
+      // Accumulate in the element type, as onnxruntime and PyTorch do.
+      APFloat v(*start + i * *delta);
+      bool loses;
+      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+      vals.push_back(v);
+    }
+    attr = DenseElementsAttr::get(type, vals);
+  } else {
+    auto it = cast<IntegerType>(elt);
+    SmallVector<APInt> vals;
+    for (int64_t i = 0; i < n; ++i)
+      vals.emplace_back(it.getWidth(),
+                        static_cast<int64_t>(*start) +
+                            i * static_cast<int64_t>(*delta),
+                        true);
+    attr = DenseElementsAttr::get(type, vals);
+  }
+  nc.setOutput(0, smp::ConstantOp::create(nc.builder(), nc.loc(),
+                                          cast<TypedAttr>(attr)));
+  return llvm::Error::success();
+}
+
+llvm::Error convertConstant(NodeContext &nc) {
+  auto &b = nc.builder();
+  Attribute attr;
+  if (const auto *a = nc.attr("value")) {
+    auto t = readTensor(nc.context(), a->t(), "");
+    if (!t)
+      return nc.error(llvm::toString(t.takeError()));
+    attr = *t;
+  } else if (const auto *a = nc.attr("value_float")) {
+    attr = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                  a->f());
+  } else if (const auto *a = nc.attr("value_floats")) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    attr = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(v.size())},
+                              b.getF32Type()),
+        ArrayRef<float>(v));
+  } else if (const auto *a = nc.attr("value_int")) {
+    attr = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                  static_cast<int64_t>(a->i()));
+  } else if (const auto *a = nc.attr("value_ints")) {
+    SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
+    attr = DenseElementsAttr::get(
+        RankedTensorType::get({static_cast<int64_t>(v.size())},
+                              b.getI64Type()),
+        ArrayRef<int64_t>(v));
+  } else {
+    return nc.error("only tensor, float(s) and int(s) constants are "
+                    "supported (no strings or sparse tensors)");
+  }
+  nc.setOutput(0, smp::ConstantOp::create(b, nc.loc(), cast<TypedAttr>(attr)));
+  return llvm::Error::success();
+}
+
+/// Inference: Dropout is the identity and its mask is all true.
+llvm::Error convertDropout(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  nc.setOutput(0, *x);
+  if (nc.hasOutput(1))
+    nc.setOutput(1, nc.splat(nc.builder().getI1Type(), shapeOf(*x), 1));
+  return llvm::Error::success();
+}
+
+llvm::Error convertTrilu(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  int64_t k = 0;
+  if (nc.hasInput(1)) {
+    auto kv = nc.constantInts(1, "k");
+    if (!kv)
+      return kv.takeError();
+    if (kv->size() != 1)
+      return nc.error("k must be a scalar");
+    k = kv->front();
+  }
+  return nc.output(nc.create<smp::TriluOp>(
+      *x, nc.builder().getBoolAttr(nc.attrInt("upper", 1) != 0),
+      nc.builder().getI64IntegerAttr(k)));
+}
+
+} // namespace
+
+void registerShapeConverters(ConverterTable &t) {
+  t["Reshape"] = convertReshape;
+  t["Flatten"] = convertFlatten;
+  t["Squeeze"] = convertSqueeze;
+  t["Unsqueeze"] = convertUnsqueeze;
+  t["Transpose"] = convertTranspose;
+  t["Concat"] = convertConcat;
+  t["Split"] = convertSplit;
+  t["Slice"] = convertSlice;
+  t["Gather"] = convertGather;
+  t["Expand"] = convertExpand;
+  t["Shape"] = convertShape;
+  t["Size"] = convertSize;
+  t["ConstantOfShape"] = convertConstantOfShape;
+  t["Range"] = convertRange;
+  t["Constant"] = convertConstant;
+  t["Dropout"] = convertDropout;
+  t["Trilu"] = convertTrilu;
+}
+
+} // namespace smp::onnx_frontend

@@ -1,0 +1,327 @@
+//===- Importer.cpp - ONNX ModelProto -> smp dialect ----------------------===//
+
+#include "smp/Frontend/ONNX/Importer.h"
+
+#include "GraphImporter.h"
+#include "ModelLoader.h"
+#include "NodeContext.h"
+#include "TensorData.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+
+/// Float initializers are parameters; other initializers (index tables,
+/// masks, shape constants) become IR constants up to this many elements and
+/// frozen parameters beyond it, so the IR stays small.
+static constexpr int64_t kMaxInlineElements = int64_t(1) << 16;
+
+const ConverterTable &converters() {
+  static const ConverterTable table = [] {
+    ConverterTable t;
+    registerElementwiseConverters(t);
+    registerMatMulConverters(t);
+    registerReduceConverters(t);
+    registerShapeConverters(t);
+    registerNNConverters(t);
+    return t;
+  }();
+  return table;
+}
+
+std::vector<std::string> supportedOps() {
+  std::vector<std::string> ops;
+  for (const auto &entry : converters())
+    ops.push_back(entry.getKey().str());
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+static bool isDefaultDomain(const std::string &domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+GraphImporter::GraphImporter(MLIRContext &ctx, llvm::StringRef path,
+                             const ImportOptions &options,
+                             const onnx::ModelProto &model, int64_t opset)
+    : ctx(ctx), builder(&ctx), path(path.str()),
+      modelDir(llvm::sys::path::parent_path(path).str()), opset(opset),
+      options(options), model(model) {}
+
+llvm::Error GraphImporter::error(const llvm::Twine &msg) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + msg);
+}
+
+llvm::Expected<Value> GraphImporter::lookup(llvm::StringRef name) const {
+  auto it = values.find(name);
+  if (it != values.end() && it->second)
+    return it->second;
+  auto why = unavailable.find(name);
+  if (why != unavailable.end())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   why->second);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "tensor '" + name + "' is not defined");
+}
+
+llvm::Error GraphImporter::checkSupported() const {
+  const auto &table = converters();
+  std::set<std::string> missing;
+  std::string firstNode;
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto &node = model.graph().node(i);
+    bool known = isDefaultDomain(node.domain()) && table.count(node.op_type());
+    if (known)
+      continue;
+    std::string op = isDefaultDomain(node.domain())
+                         ? node.op_type()
+                         : node.domain() + "." + node.op_type();
+    if (missing.insert(op).second && firstNode.empty())
+      firstNode = describeNode(node, i);
+  }
+  if (missing.empty())
+    return llvm::Error::success();
+  std::string list;
+  for (const auto &op : missing)
+    list += (list.empty() ? "" : ", ") + op;
+  return error("unsupported ONNX op" + llvm::Twine(missing.size() > 1 ? "s" : "") +
+               " " + list + " (first at " + firstNode + ")");
+}
+
+llvm::Expected<RankedTensorType>
+GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
+                             llvm::StringRef what) {
+  if (!info.type().has_tensor_type())
+    return error(what + " '" + info.name() + "' is not a tensor");
+  const auto &tt = info.type().tensor_type();
+  Type elt = elementType(&ctx, tt.elem_type());
+  if (!elt)
+    return error(what + " '" + info.name() + "' has unsupported element type " +
+                 llvm::Twine(tt.elem_type()));
+  if (!tt.has_shape())
+    return error(what + " '" + info.name() +
+                 "' has no shape; smp needs static shapes");
+  SmallVector<int64_t> dims;
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const auto &dim = tt.shape().dim(d);
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0)
+        return error(what + " '" + info.name() + "' has negative dim " +
+                     llvm::Twine(dim.dim_value()) + " at index " +
+                     llvm::Twine(d));
+      dims.push_back(dim.dim_value());
+    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      auto it = options.dims.find(dim.dim_param());
+      if (it == options.dims.end())
+        return error("unbound symbolic dim '" + dim.dim_param() + "' of " +
+                     what + " '" + info.name() + "'; pass --dim " +
+                     dim.dim_param() + "=N");
+      if (it->second <= 0)
+        return error("symbolic dim '" + dim.dim_param() +
+                     "' must be positive, got " + llvm::Twine(it->second));
+      dims.push_back(it->second);
+    } else {
+      return error(what + " '" + info.name() + "' has an unknown dim at index " +
+                   llvm::Twine(d) + "; give it a name and bind it with --dim");
+    }
+  }
+  if (!checkedNumElements(dims))
+    return error(what + " '" + info.name() + "' shape " + shapeToString(dims) +
+                 " has too many elements");
+  return RankedTensorType::get(dims, elt);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
+  const onnx::GraphProto &graph = model.graph();
+  auto order = checkGraph(graph, path);
+  if (!order)
+    return order.takeError();
+  if (auto err = checkSupported())
+    return std::move(err);
+
+  // Capture op diagnostics so converters can report them with the node.
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      lastDiagnostic = diag.str();
+    return success();
+  });
+
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  module->getOperation()->setAttr(SmpDialect::kSourceAttr,
+                                  builder.getStringAttr(path));
+  module->getOperation()->setAttr(SmpDialect::kOpsetAttr,
+                                  builder.getI64IntegerAttr(opset));
+  if (!graph.name().empty())
+    module->setSymName(graph.name());
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "main",
+                                   builder.getFunctionType({}, {}));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  // Which initializers are used at all.
+  llvm::StringSet<> used;
+  for (const auto &node : graph.node())
+    for (const auto &in : node.input())
+      used.insert(in);
+  for (const auto &out : graph.output())
+    used.insert(out.name());
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+
+  // Graph inputs first (those without an initializer), then parameters.
+  for (const auto &input : graph.input()) {
+    if (initializerNames.count(input.name()))
+      continue;
+    auto type = valueInfoType(input, "input");
+    if (!type)
+      return type.takeError();
+    Value arg = body->addArgument(*type, fileLoc);
+    define(input.name(), arg);
+    argTypes.push_back(*type);
+    argAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        SmpDialect::kInputAttr, builder.getStringAttr(input.name()))));
+  }
+  for (const auto &init : graph.initializer()) {
+    auto type = checkTensor(&ctx, init, modelDir);
+    if (!type)
+      return error(llvm::toString(type.takeError()));
+    if (!used.count(init.name()))
+      continue;
+    bool isFloat = isa<FloatType>(type->getElementType());
+    int64_t numel = type->getNumElements();
+    bool asParam = (isFloat && numel > 1) ||
+                   (!isFloat && numel > kMaxInlineElements);
+    if (!asParam) {
+      auto value = readTensor(&ctx, init, modelDir);
+      if (!value)
+        return error(llvm::toString(value.takeError()));
+      define(init.name(), ConstantOp::create(builder, fileLoc,
+                                             cast<TypedAttr>(*value)));
+      continue;
+    }
+    Value arg = body->addArgument(*type, fileLoc);
+    define(init.name(), arg);
+    argTypes.push_back(*type);
+    SmallVector<NamedAttribute> attrs{builder.getNamedAttr(
+        SmpDialect::kParamAttr, builder.getStringAttr(init.name()))};
+    if (!isFloat)
+      attrs.push_back(
+          builder.getNamedAttr(SmpDialect::kFrozenAttr, builder.getUnitAttr()));
+    argAttrs.push_back(builder.getDictionaryAttr(attrs));
+  }
+
+  const auto &table = converters();
+  for (int index : *order) {
+    const auto &node = graph.node(index);
+    std::string locName =
+        node.name().empty() ? node.op_type() + "#" + std::to_string(index)
+                            : node.name();
+    NodeContext nc(*this, node, index,
+                   NameLoc::get(builder.getStringAttr(locName), fileLoc));
+    if (auto err = table.find(node.op_type())->second(nc))
+      return std::move(err);
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string &out = node.output(i);
+      if (out.empty() || values.count(out))
+        continue;
+      unavailable[out] = "output #" + std::to_string(i) + " ('" + out +
+                         "') of " + describeNode(node, index) +
+                         " is not supported";
+    }
+  }
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : graph.output()) {
+    auto v = lookup(out.name());
+    if (!v)
+      return error("graph output: " + llvm::toString(v.takeError()));
+    auto type = cast<RankedTensorType>(v->getType());
+    // A declared static shape must agree with what the graph computes.
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape()) {
+      const auto &shape = out.type().tensor_type().shape();
+      bool rankOk = shape.dim_size() == type.getRank();
+      for (int d = 0; rankOk && d < shape.dim_size(); ++d) {
+        int64_t expect = -1;
+        if (shape.dim(d).has_dim_value())
+          expect = shape.dim(d).dim_value();
+        else if (auto it = options.dims.find(shape.dim(d).dim_param());
+                 it != options.dims.end())
+          expect = it->second;
+        if (expect >= 0 && expect != type.getDimSize(d))
+          rankOk = false;
+      }
+      if (!rankOk)
+        return error("graph output '" + out.name() +
+                     "' is declared with a shape that differs from the "
+                     "computed " +
+                     shapeToString(type.getShape()));
+    }
+    results.push_back(*v);
+    resultTypes.push_back(type);
+    resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(
+        SmpDialect::kOutputAttr, builder.getStringAttr(out.name()))));
+  }
+  builder.setInsertionPointToEnd(body);
+  func::ReturnOp::create(builder, fileLoc, results);
+  func.setType(builder.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+
+  PassManager pm(&ctx);
+  if (options.raise) {
+    pm.addNestedPass<func::FuncOp>(createSmpRaiseNormsPass());
+    pm.addNestedPass<func::FuncOp>(createSmpRaiseActivationsPass());
+  }
+  if (failed(pm.run(*module)) || failed(verify(*module)))
+    return error("internal error: imported IR does not verify: " +
+                 lastDiagnostic);
+  return module;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+importONNXFile(MLIRContext &context, llvm::StringRef path,
+               const ImportOptions &options) {
+  context.loadDialect<SmpDialect, func::FuncDialect>();
+  onnx::ModelProto model;
+  if (auto err = loadModel(path, model))
+    return std::move(err);
+  auto opset = defaultOpset(model, path);
+  if (!opset)
+    return opset.takeError();
+  GraphImporter importer(context, path, options, model, *opset);
+  return importer.run();
+}
+
+llvm::Expected<std::vector<std::string>>
+unsupportedOpsIn(llvm::StringRef path) {
+  onnx::ModelProto model;
+  if (auto err = loadModel(path, model))
+    return std::move(err);
+  std::set<std::string> missing;
+  for (const auto &node : model.graph().node())
+    if (!isDefaultDomain(node.domain()) || !converters().count(node.op_type()))
+      missing.insert(node.op_type());
+  return std::vector<std::string>(missing.begin(), missing.end());
+}
+
+} // namespace smp::onnx_frontend

@@ -1,0 +1,53 @@
+//===- GraphImporter.h - Converts one validated ONNX graph ------*- C++ -*-===//
+
+#ifndef SMP_LIB_FRONTEND_ONNX_GRAPHIMPORTER_H
+#define SMP_LIB_FRONTEND_ONNX_GRAPHIMPORTER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "onnx/onnx_pb.h"
+#include "smp/Frontend/ONNX/Importer.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace smp::onnx_frontend {
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext &ctx, llvm::StringRef path,
+                const ImportOptions &options, const onnx::ModelProto &model,
+                int64_t opset);
+
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> run();
+
+  // State shared with NodeContext.
+  mlir::MLIRContext &ctx;
+  mlir::OpBuilder builder;
+  std::string path;
+  std::string modelDir;
+  int64_t opset;
+  /// The most recent error diagnostic emitted while building an op.
+  std::string lastDiagnostic;
+
+  /// The value of tensor `name`; an error if a converter did not produce it.
+  llvm::Expected<mlir::Value> lookup(llvm::StringRef name) const;
+  void define(llvm::StringRef name, mlir::Value v) { values[name] = v; }
+  llvm::Error error(const llvm::Twine &msg) const;
+
+private:
+  llvm::Error declareInputs(llvm::SmallVectorImpl<mlir::Type> &argTypes,
+                            llvm::SmallVectorImpl<mlir::NamedAttribute> &
+                                argAttrs);
+  llvm::Expected<mlir::RankedTensorType>
+  valueInfoType(const onnx::ValueInfoProto &info, llvm::StringRef what);
+  llvm::Error checkSupported() const;
+
+  const ImportOptions &options;
+  const onnx::ModelProto &model;
+  llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<std::string> unavailable;
+};
+
+} // namespace smp::onnx_frontend
+
+#endif // SMP_LIB_FRONTEND_ONNX_GRAPHIMPORTER_H

@@ -1,0 +1,220 @@
+//===- NodeContext.cpp - What an ONNX op converter sees -------------------===//
+
+#include "NodeContext.h"
+
+#include "GraphImporter.h"
+#include "ModelLoader.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+SmallVector<int64_t> shapeOf(Value v) {
+  return SmallVector<int64_t>(tensorType(v).getShape());
+}
+
+NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
+                         int nodeIndex, Location loc)
+    : importer_(importer), node_(node), nodeIndex_(nodeIndex), loc_(loc) {}
+
+OpBuilder &NodeContext::builder() { return importer_.builder; }
+MLIRContext *NodeContext::context() { return &importer_.ctx; }
+int64_t NodeContext::opset() const { return importer_.opset; }
+
+llvm::Error NodeContext::error(const llvm::Twine &msg) const {
+  return importer_.error(describeNode(node_, nodeIndex_) + ": " + msg);
+}
+
+llvm::Expected<Value> NodeContext::input(unsigned i) {
+  if (!hasInput(i))
+    return error("missing required input #" + llvm::Twine(i));
+  auto v = importer_.lookup(node_.input(i));
+  if (!v)
+    return error(llvm::toString(v.takeError()));
+  return *v;
+}
+
+llvm::Expected<SmallVector<Value>> NodeContext::inputs(unsigned count) {
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < count; ++i) {
+    auto v = input(i);
+    if (!v)
+      return v.takeError();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+llvm::Expected<Value> NodeContext::optionalInput(unsigned i) {
+  if (!hasInput(i))
+    return Value();
+  return input(i);
+}
+
+DenseElementsAttr NodeContext::constantInput(unsigned i) {
+  if (!hasInput(i))
+    return {};
+  auto v = importer_.lookup(node_.input(i));
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return {};
+  }
+  DenseElementsAttr attr;
+  if (!matchPattern(*v, m_Constant(&attr)))
+    return {};
+  return attr;
+}
+
+llvm::Expected<SmallVector<int64_t>>
+NodeContext::constantInts(unsigned i, llvm::StringRef what) {
+  if (!hasInput(i))
+    return error("missing input '" + what + "'");
+  DenseElementsAttr attr = constantInput(i);
+  if (!attr || !isa<IntegerType>(attr.getElementType()))
+    return error("input '" + node_.input(i) + "' (" + what +
+                 ") must be a compile-time integer constant; if it depends "
+                 "on a symbolic dim, bind it with --dim NAME=VALUE");
+  if (attr.getNumElements() > (int64_t(1) << 20))
+    return error("input '" + node_.input(i) + "' (" + what +
+                 ") is too large");
+  SmallVector<int64_t> out;
+  for (const APInt &v : attr.getValues<APInt>())
+    out.push_back(v.getSExtValue());
+  return out;
+}
+
+llvm::Expected<double> NodeContext::constantScalar(unsigned i,
+                                                   llvm::StringRef what) {
+  DenseElementsAttr attr = constantInput(i);
+  if (!attr || attr.getNumElements() != 1)
+    return error("input '" + (hasInput(i) ? node_.input(i) : std::string()) +
+                 "' (" + what + ") must be a compile-time scalar constant");
+  if (isa<FloatType>(attr.getElementType()))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  return static_cast<double>((*attr.getValues<APInt>().begin()).getSExtValue());
+}
+
+const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
+  for (const auto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attrInt(llvm::StringRef name, int64_t def) const {
+  const auto *a = attr(name);
+  return a ? a->i() : def;
+}
+float NodeContext::attrFloat(llvm::StringRef name, float def) const {
+  const auto *a = attr(name);
+  return a ? a->f() : def;
+}
+std::string NodeContext::attrString(llvm::StringRef name,
+                                    llvm::StringRef def) const {
+  const auto *a = attr(name);
+  return a ? a->s() : def.str();
+}
+SmallVector<int64_t> NodeContext::attrInts(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return {};
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+void NodeContext::setOutput(unsigned i, Value v) {
+  if (hasOutput(i))
+    importer_.define(node_.output(i), v);
+}
+
+Type NodeContext::placeholder() { return NoneType::get(context()); }
+
+llvm::Expected<SmallVector<Value>> NodeContext::finish(Operation *op) {
+  importer_.lastDiagnostic.clear();
+  if (auto infer = dyn_cast<InferTypeOpInterface>(op)) {
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(
+            context(), op->getLoc(), op->getOperands(),
+            op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+            op->getRegions(), types)) ||
+        types.size() != op->getNumResults()) {
+      std::string msg = importer_.lastDiagnostic;
+      op->erase();
+      return error(msg.empty() ? "cannot infer the result type" : msg);
+    }
+    for (auto [result, type] : llvm::zip(op->getResults(), types))
+      result.setType(type);
+  }
+  if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+    std::string msg = importer_.lastDiagnostic;
+    op->erase();
+    return error(msg.empty() ? "invalid operation" : msg);
+  }
+  // Fold when operands are constants (shape subgraphs, masks, ...).
+  SmallVector<Attribute> constants;
+  for (Value operand : op->getOperands()) {
+    Attribute attr;
+    matchPattern(operand, m_Constant(&attr));
+    constants.push_back(attr);
+  }
+  SmallVector<Value> results(op->getResults());
+  SmallVector<OpFoldResult> folded;
+  if (!op->hasTrait<OpTrait::ConstantLike>() &&
+      succeeded(op->fold(constants, folded)) && !folded.empty()) {
+    for (auto [i, f] : llvm::enumerate(folded)) {
+      if (auto v = dyn_cast<Value>(f)) {
+        results[i] = v;
+        continue;
+      }
+      auto typed = cast<TypedAttr>(cast<Attribute>(f));
+      results[i] = ConstantOp::create(builder(), loc_, typed);
+    }
+    op->erase();
+  }
+  return results;
+}
+
+Value NodeContext::splat(Type elementType, ArrayRef<int64_t> shape,
+                         double value) {
+  auto type = RankedTensorType::get(shape, elementType);
+  Attribute attr;
+  if (auto ft = dyn_cast<FloatType>(elementType)) {
+    APFloat v(value);
+    bool loses;
+    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+    attr = DenseElementsAttr::get(type, v);
+  } else {
+    auto it = cast<IntegerType>(elementType);
+    attr = DenseElementsAttr::get(
+        type, it.getWidth() == 1
+                  ? APInt(1, value != 0)
+                  : APInt(it.getWidth(), static_cast<int64_t>(value), true));
+  }
+  return ConstantOp::create(builder(), loc_, cast<TypedAttr>(attr));
+}
+
+Value NodeContext::scalarLike(Value like, double value) {
+  return splat(tensorType(like).getElementType(), {}, value);
+}
+
+llvm::Expected<Value> NodeContext::castTo(Value v, Type elementType) {
+  auto type = tensorType(v);
+  if (type.getElementType() == elementType)
+    return v;
+  return create<CastOp>(type.clone(elementType), v);
+}
+
+llvm::Expected<Value> NodeContext::reshape(Value v, ArrayRef<int64_t> shape) {
+  auto type = tensorType(v);
+  if (type.getShape() == shape)
+    return v;
+  return create<ReshapeOp>(type.clone(shape), v);
+}
+
+} // namespace smp::onnx_frontend

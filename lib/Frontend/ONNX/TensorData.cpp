@@ -1,0 +1,331 @@
+//===- TensorData.cpp - ONNX tensors: types, sizes, bytes -----------------===//
+
+#include "TensorData.h"
+
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <sys/stat.h>
+
+using namespace mlir;
+using llvm::createStringError;
+using llvm::inconvertibleErrorCode;
+
+namespace smp::onnx_frontend {
+
+static llvm::Error tensorError(const onnx::TensorProto &t,
+                               const llvm::Twine &msg) {
+  return createStringError(inconvertibleErrorCode(),
+                           "tensor '" + t.name() + "': " + msg);
+}
+
+Type elementType(MLIRContext *ctx, int32_t onnxType) {
+  using TP = onnx::TensorProto;
+  switch (onnxType) {
+  case TP::FLOAT:
+    return Float32Type::get(ctx);
+  case TP::DOUBLE:
+    return Float64Type::get(ctx);
+  case TP::FLOAT16:
+    return Float16Type::get(ctx);
+  case TP::BFLOAT16:
+    return BFloat16Type::get(ctx);
+  case TP::BOOL:
+    return IntegerType::get(ctx, 1);
+  case TP::INT8:
+    return IntegerType::get(ctx, 8);
+  case TP::INT16:
+    return IntegerType::get(ctx, 16);
+  case TP::INT32:
+    return IntegerType::get(ctx, 32);
+  case TP::INT64:
+    return IntegerType::get(ctx, 64);
+  case TP::UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case TP::UINT16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case TP::UINT32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case TP::UINT64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
+  default:
+    return {};
+  }
+}
+
+int64_t elementSize(int32_t onnxType) {
+  using TP = onnx::TensorProto;
+  switch (onnxType) {
+  case TP::BOOL:
+  case TP::INT8:
+  case TP::UINT8:
+    return 1;
+  case TP::FLOAT16:
+  case TP::BFLOAT16:
+  case TP::INT16:
+  case TP::UINT16:
+    return 2;
+  case TP::FLOAT:
+  case TP::INT32:
+  case TP::UINT32:
+    return 4;
+  case TP::DOUBLE:
+  case TP::INT64:
+  case TP::UINT64:
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+/// Number of values stored in the typed field matching the data type.
+static int64_t typedFieldCount(const onnx::TensorProto &t) {
+  using TP = onnx::TensorProto;
+  switch (t.data_type()) {
+  case TP::FLOAT:
+    return t.float_data_size();
+  case TP::DOUBLE:
+    return t.double_data_size();
+  case TP::INT64:
+    return t.int64_data_size();
+  case TP::UINT32:
+  case TP::UINT64:
+    return t.uint64_data_size();
+  default:
+    return t.int32_data_size();
+  }
+}
+
+struct ExternalInfo {
+  std::string location;
+  int64_t offset = 0;
+  int64_t length = -1;
+};
+
+static llvm::Expected<ExternalInfo>
+externalInfo(const onnx::TensorProto &t) {
+  ExternalInfo info;
+  for (const auto &kv : t.external_data()) {
+    auto parseInt = [&](llvm::StringRef s, int64_t &out) -> llvm::Error {
+      if (s.getAsInteger(10, out) || out < 0)
+        return tensorError(t, "external data " + kv.key() + " '" + s +
+                                  "' is not a non-negative integer");
+      return llvm::Error::success();
+    };
+    if (kv.key() == "location")
+      info.location = kv.value();
+    else if (kv.key() == "offset") {
+      if (auto err = parseInt(kv.value(), info.offset))
+        return std::move(err);
+    } else if (kv.key() == "length") {
+      if (auto err = parseInt(kv.value(), info.length))
+        return std::move(err);
+    }
+  }
+  if (info.location.empty())
+    return tensorError(t, "external data has no location");
+  return info;
+}
+
+llvm::Expected<std::string> resolveExternalData(llvm::StringRef modelDir,
+                                                llvm::StringRef location,
+                                                int64_t offset, int64_t length,
+                                                llvm::StringRef tensorName) {
+  auto refuse = [&](const llvm::Twine &why) {
+    return createStringError(inconvertibleErrorCode(),
+                             "tensor '" + tensorName + "': external data '" +
+                                 location + "' refused: " + why);
+  };
+  if (location.empty())
+    return refuse("empty location");
+  if (llvm::sys::path::is_absolute(location) || location.starts_with("/") ||
+      location.starts_with("\\"))
+    return refuse("absolute paths are not allowed");
+  if (location.contains('\0'))
+    return refuse("NUL in path");
+  llvm::SmallString<256> path(modelDir.empty() ? "." : modelDir);
+  for (auto it = llvm::sys::path::begin(location),
+            end = llvm::sys::path::end(location);
+       it != end; ++it) {
+    if (*it == "..")
+      return refuse("'..' would leave the model directory");
+    if (*it == ".")
+      continue;
+    llvm::sys::path::append(path, *it);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0)
+      return refuse("file not found");
+    if (S_ISLNK(st.st_mode))
+      return refuse("symbolic links are not allowed");
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return refuse("not a regular file");
+  if (st.st_nlink > 1)
+    return refuse("the file has other hard links (possibly outside the "
+                  "model directory)");
+  llvm::SmallString<256> realDir, realFile;
+  if (llvm::sys::fs::real_path(modelDir.empty() ? "." : modelDir, realDir) ||
+      llvm::sys::fs::real_path(path, realFile))
+    return refuse("cannot resolve path");
+  if (!llvm::StringRef(realFile).starts_with((realDir + "/").str()))
+    return refuse("resolves outside the model directory");
+  int64_t size = st.st_size;
+  if (offset < 0 || offset > size)
+    return refuse("offset " + llvm::Twine(offset) + " is past the end of the " +
+                  llvm::Twine(size) + "-byte file");
+  if (length >= 0 && length > size - offset)
+    return refuse("offset " + llvm::Twine(offset) + " + length " +
+                  llvm::Twine(length) + " is past the end of the " +
+                  llvm::Twine(size) + "-byte file");
+  return std::string(path.str());
+}
+
+llvm::Expected<RankedTensorType> checkTensor(MLIRContext *ctx,
+                                             const onnx::TensorProto &t,
+                                             llvm::StringRef modelDir) {
+  Type elt = elementType(ctx, t.data_type());
+  if (!elt)
+    return tensorError(t, "data type " + llvm::Twine(t.data_type()) +
+                              " is not supported");
+  llvm::SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
+  for (int64_t d : dims)
+    if (d < 0)
+      return tensorError(t, "negative dim " + llvm::Twine(d));
+  auto numel = checkedNumElements(dims);
+  if (!numel)
+    return tensorError(t, "shape " + shapeToString(dims) +
+                              " has too many elements");
+  int64_t bytes = *numel * elementSize(t.data_type());
+  if (bytes / elementSize(t.data_type()) != *numel)
+    return tensorError(t, "byte size overflows");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto info = externalInfo(t);
+    if (!info)
+      return info.takeError();
+    int64_t length = info->length >= 0 ? info->length : -1;
+    auto resolved = resolveExternalData(modelDir, info->location, info->offset,
+                                        length, t.name());
+    if (!resolved)
+      return resolved.takeError();
+    if (length < 0) {
+      uint64_t fileSize = 0;
+      llvm::sys::fs::file_size(*resolved, fileSize);
+      length = static_cast<int64_t>(fileSize) - info->offset;
+    }
+    if (length != bytes)
+      return tensorError(t, "external data holds " + llvm::Twine(length) +
+                                " bytes but shape " + shapeToString(dims) +
+                                " needs " + llvm::Twine(bytes));
+  } else if (t.has_raw_data()) {
+    if (static_cast<int64_t>(t.raw_data().size()) != bytes)
+      return tensorError(t, "raw_data holds " +
+                                llvm::Twine(t.raw_data().size()) +
+                                " bytes but shape " + shapeToString(dims) +
+                                " needs " + llvm::Twine(bytes));
+  } else if (typedFieldCount(t) != *numel) {
+    return tensorError(t, "holds " + llvm::Twine(typedFieldCount(t)) +
+                              " values but shape " + shapeToString(dims) +
+                              " needs " + llvm::Twine(*numel));
+  }
+  return RankedTensorType::get(dims, elt);
+}
+
+/// Element k of a little-endian byte buffer as T.
+template <typename T> static T loadLE(const char *data, int64_t k) {
+  T v;
+  std::memcpy(&v, data + k * sizeof(T), sizeof(T));
+  return v;
+}
+
+llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *ctx,
+                                             const onnx::TensorProto &t,
+                                             llvm::StringRef modelDir) {
+  auto type = checkTensor(ctx, t, modelDir);
+  if (!type)
+    return type.takeError();
+  int64_t n = type->getNumElements();
+  int64_t esize = elementSize(t.data_type());
+  std::string bytes;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto info = externalInfo(t);
+    if (!info)
+      return info.takeError();
+    auto resolved = resolveExternalData(modelDir, info->location, info->offset,
+                                        n * esize, t.name());
+    if (!resolved)
+      return resolved.takeError();
+    auto buf = llvm::MemoryBuffer::getFileSlice(*resolved, n * esize,
+                                                info->offset);
+    if (!buf)
+      return tensorError(t, "cannot read external data: " +
+                                buf.getError().message());
+    bytes = (*buf)->getBuffer().str();
+  } else if (t.has_raw_data()) {
+    bytes = t.raw_data();
+  }
+  bool raw = !bytes.empty() || n == 0;
+  using TP = onnx::TensorProto;
+  Type elt = type->getElementType();
+  if (auto ft = dyn_cast<FloatType>(elt)) {
+    llvm::SmallVector<llvm::APFloat> vals;
+    vals.reserve(n);
+    for (int64_t k = 0; k < n; ++k) {
+      switch (t.data_type()) {
+      case TP::FLOAT:
+        vals.emplace_back(raw ? loadLE<float>(bytes.data(), k)
+                              : t.float_data(k));
+        break;
+      case TP::DOUBLE:
+        vals.emplace_back(raw ? loadLE<double>(bytes.data(), k)
+                              : t.double_data(k));
+        break;
+      default: { // FLOAT16 / BFLOAT16: 16-bit patterns
+        uint16_t bits = raw ? loadLE<uint16_t>(bytes.data(), k)
+                            : static_cast<uint16_t>(t.int32_data(k));
+        vals.emplace_back(ft.getFloatSemantics(), llvm::APInt(16, bits));
+      }
+      }
+    }
+    return DenseElementsAttr::get(*type, vals);
+  }
+  auto it = cast<IntegerType>(elt);
+  unsigned width = it.getWidth();
+  llvm::SmallVector<llvm::APInt> vals;
+  vals.reserve(n);
+  for (int64_t k = 0; k < n; ++k) {
+    uint64_t v = 0;
+    if (raw) {
+      switch (esize) {
+      case 1:
+        v = loadLE<uint8_t>(bytes.data(), k);
+        break;
+      case 2:
+        v = loadLE<uint16_t>(bytes.data(), k);
+        break;
+      case 4:
+        v = loadLE<uint32_t>(bytes.data(), k);
+        break;
+      default:
+        v = loadLE<uint64_t>(bytes.data(), k);
+      }
+    } else if (t.data_type() == TP::INT64) {
+      v = static_cast<uint64_t>(t.int64_data(k));
+    } else if (t.data_type() == TP::UINT32 || t.data_type() == TP::UINT64) {
+      v = t.uint64_data(k);
+    } else {
+      v = static_cast<uint64_t>(static_cast<int64_t>(t.int32_data(k)));
+    }
+    if (width == 1)
+      vals.emplace_back(1, v != 0);
+    else
+      vals.emplace_back(width, v, /*isSigned=*/false, /*implicitTrunc=*/true);
+  }
+  return DenseElementsAttr::get(*type, vals);
+}
+
+} // namespace smp::onnx_frontend

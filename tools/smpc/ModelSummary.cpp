@@ -1,0 +1,70 @@
+//===- ModelSummary.cpp - Human-readable summary of an smp module ---------===//
+
+#include "ModelSummary.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+using namespace mlir;
+
+static std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
+}
+
+static std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+void smp::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    os << "function @" << func.getSymName() << "\n";
+    int64_t params = 0, paramBytes = 0, numParams = 0;
+    for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+      auto type = cast<RankedTensorType>(arg.getType());
+      if (auto name = func.getArgAttrOfType<StringAttr>(i,
+                                                        SmpDialect::kInputAttr))
+        os << "  input  " << name.getValue() << ": " << typeString(type)
+           << "\n";
+      if (func.getArgAttr(i, SmpDialect::kParamAttr)) {
+        ++numParams;
+        params += type.getNumElements();
+        paramBytes += type.getNumElements() *
+                      ((type.getElementTypeBitWidth() + 7) / 8);
+      }
+    }
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(
+          i, SmpDialect::kOutputAttr);
+      os << "  output " << (name ? name.getValue() : "?") << ": "
+         << typeString(func.getResultTypes()[i]) << "\n";
+    }
+    os << "  parameters: " << numParams << " tensors, " << params
+       << " values (" << humanBytes(static_cast<double>(paramBytes)) << ")\n";
+    std::map<std::string, int> histogram;
+    int total = 0;
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation() || isa<func::ReturnOp>(op))
+        return;
+      ++histogram[op->getName().getStringRef().str()];
+      ++total;
+    });
+    os << "  ops: " << total << "\n";
+    for (const auto &[name, count] : histogram)
+      os << "    " << llvm::left_justify(name, 22) << count << "\n";
+  }
+}

@@ -1,0 +1,194 @@
+//===- smpc.cpp - The smp compiler driver ---------------------------------===//
+//
+// smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
+// smpc summary MODEL [--dim NAME=VALUE]...
+// smpc ops
+//
+// MODEL is an ONNX file (.onnx, or .onnxtxt in ONNX text syntax) or smp
+// dialect MLIR text (.mlir). Errors are one line on stderr, exit code 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelSummary.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "smp/Frontend/ONNX/Importer.h"
+#include "smp/InitAll.h"
+#include "smp/Version.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+using namespace mlir;
+
+namespace {
+
+const char *kUsage = R"(smpc - the smp compiler: imports a model, and (in later releases) builds
+its training step and splits it over devices.
+
+USAGE
+  smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
+  smpc summary MODEL [--dim NAME=VALUE]...
+  smpc ops
+  smpc --help | --version
+
+COMMANDS
+  import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
+  summary   Print inputs, outputs, parameter count and an op histogram.
+  ops       List the ONNX ops the importer supports.
+
+MODEL
+  An ONNX model (.onnx; external data is read from the model's directory),
+  ONNX text syntax (.onnxtxt), or smp dialect MLIR text (.mlir).
+
+OPTIONS
+  -o FILE              Output file (default: stdout).
+  --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
+                       smp compiles static shapes: every symbolic dim of the
+                       model's inputs must be bound. Repeatable.
+  --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  -h, --help           Show this help.
+  --version            Show the version.
+
+EXAMPLES
+  smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
+  smpc summary gpt.mlir
+)";
+
+struct Options {
+  std::string command;
+  std::string input;
+  std::string output = "-";
+  smp::onnx_frontend::ImportOptions import;
+};
+
+int fail(const llvm::Twine &msg) {
+  llvm::errs() << "smpc: error: " << msg << "\n";
+  return 1;
+}
+
+/// Parses argv; returns an exit code when the program should stop.
+std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    llvm::errs() << kUsage;
+    return 1;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef a = args[i];
+    auto value = [&](llvm::StringRef flag) -> std::optional<std::string> {
+      if (a.starts_with(flag.str() + "="))
+        return a.drop_front(flag.size() + 1).str();
+      if (i + 1 < args.size())
+        return args[++i];
+      return std::nullopt;
+    };
+    if (a == "-h" || a == "--help") {
+      llvm::outs() << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      llvm::outs() << "smpc " << SMP_VERSION << " (LLVM/MLIR "
+                   << LLVM_VERSION_STRING << ")\n";
+      return 0;
+    }
+    if (a == "-o" || a.starts_with("-o=")) {
+      auto v = value("-o");
+      if (!v)
+        return fail("-o needs a file name");
+      opts.output = *v;
+    } else if (a == "--dim" || a.starts_with("--dim=")) {
+      auto v = value("--dim");
+      if (!v)
+        return fail("--dim needs NAME=VALUE");
+      auto [name, num] = llvm::StringRef(*v).split('=');
+      int64_t n;
+      if (name.empty() || num.getAsInteger(10, n) || n <= 0)
+        return fail("--dim expects NAME=VALUE with a positive integer, got '" +
+                    *v + "'");
+      opts.import.dims[name] = n;
+    } else if (a == "--no-raise") {
+      opts.import.raise = false;
+    } else if (a.starts_with("-") && a != "-") {
+      return fail("unknown option '" + a + "' (see smpc --help)");
+    } else if (opts.command.empty()) {
+      opts.command = a.str();
+    } else if (opts.input.empty()) {
+      opts.input = a.str();
+    } else {
+      return fail("unexpected argument '" + a + "'");
+    }
+  }
+  if (opts.command != "import" && opts.command != "summary" &&
+      opts.command != "ops")
+    return fail("unknown command '" + opts.command + "' (see smpc --help)");
+  if (opts.command != "ops" && opts.input.empty())
+    return fail(opts.command + " needs a MODEL file");
+  return std::nullopt;
+}
+
+/// Loads MODEL as an smp module, from ONNX or MLIR text.
+FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
+                                            const Options &opts) {
+  llvm::StringRef path = opts.input;
+  if (path.ends_with(".mlir")) {
+    std::string err;
+    auto file = openInputFile(path, &err);
+    if (!file) {
+      fail(path + ": " + err);
+      return failure();
+    }
+    llvm::SourceMgr sm;
+    sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    SourceMgrDiagnosticHandler handler(sm, &ctx);
+    OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &ctx);
+    if (!module) {
+      fail(path + ": invalid smp MLIR (see the diagnostic above)");
+      return failure();
+    }
+    return module;
+  }
+  auto module = smp::onnx_frontend::importONNXFile(ctx, path, opts.import);
+  if (!module) {
+    fail(llvm::toString(module.takeError()));
+    return failure();
+  }
+  return std::move(*module);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  Options opts;
+  if (auto code = parseArgs(argc, argv, opts))
+    return *code;
+  if (opts.command == "ops") {
+    for (const auto &op : smp::onnx_frontend::supportedOps())
+      llvm::outs() << op << "\n";
+    return 0;
+  }
+  DialectRegistry registry;
+  smp::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = loadModule(ctx, opts);
+  if (failed(module))
+    return 1;
+  std::string err;
+  auto out = openOutputFile(opts.output, &err);
+  if (!out)
+    return fail(opts.output + ": " + err);
+  if (opts.command == "summary")
+    smp::printModelSummary(**module, out->os());
+  else
+    (*module)->print(out->os());
+  out->keep();
+  return 0;
+}
