@@ -298,18 +298,37 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   return module;
 }
 
+/// Error messages quote names taken from the model; escape control bytes so
+/// that every error stays on one line whatever the file holds.
+static llvm::Error oneLine(llvm::Error err) {
+  std::string msg = llvm::toString(std::move(err)), out;
+  for (unsigned char c : msg) {
+    if (c >= 0x20 && c != 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), out);
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>>
 importONNXFile(MLIRContext &context, llvm::StringRef path,
                const ImportOptions &options) {
   context.loadDialect<SmpDialect, func::FuncDialect>();
   onnx::ModelProto model;
   if (auto err = loadModel(path, model))
-    return std::move(err);
+    return oneLine(std::move(err));
   auto opset = defaultOpset(model, path);
   if (!opset)
-    return opset.takeError();
+    return oneLine(opset.takeError());
   GraphImporter importer(context, path, options, model, *opset);
-  return importer.run();
+  auto module = importer.run();
+  if (!module)
+    return oneLine(module.takeError());
+  return module;
 }
 
 llvm::Expected<std::vector<std::string>>

@@ -1,0 +1,28 @@
+# -*- Python -*-
+# lit configuration for smp: FileCheck tests over smp-opt and smpc.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "smp"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.excludes = ["Inputs", "unit", "fixtures", "CMakeLists.txt", "README.md",
+                   "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.smp_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["smp-opt", "smpc"], [config.smp_tools_dir])
+
+config.substitutions.append(
+    ("%fixtures", os.path.join(config.smp_src_root, "test", "fixtures")))
+config.substitutions.append(
+    ("%bad", os.path.join(config.smp_src_root, "test", "Frontend", "ONNX",
+                          "Inputs", "bad")))
+if config.smp_have_cuda:
+    config.available_features.add("cuda")
