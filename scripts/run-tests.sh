@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds everything and runs every
+# test (lit + GoogleTest) through ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+start=$(date +%s)
+bash scripts/build.sh
+echo "build: $(( $(date +%s) - start )) s"
+BUILD_DIR=${BUILD_DIR:-build}
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j2

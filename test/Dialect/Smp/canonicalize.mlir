@@ -1,0 +1,99 @@
+// RUN: smp-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// Shape arithmetic folds to one constant.
+// CHECK-LABEL: func.func @shape_math
+// CHECK-NEXT: %[[C:.*]] = smp.constant dense<[2, 4, 16, 8]> : tensor<4xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @shape_math() -> tensor<4xi64> {
+  %shape = smp.constant dense<[2, 16, 32]> : tensor<3xi64>
+  %i0 = smp.constant dense<[0]> : tensor<1xi64>
+  %i1 = smp.constant dense<[1]> : tensor<1xi64>
+  %b = smp.gather %shape, %i0 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %t = smp.gather %shape, %i1 {axis = 0 : i64} : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %heads = smp.constant dense<[4]> : tensor<1xi64>
+  %c = smp.constant dense<[32]> : tensor<1xi64>
+  %hd = smp.div %c, %heads : (tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %r = smp.concat %b, %heads, %t, %hd {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  return %r : tensor<4xi64>
+}
+
+// -----
+
+// A large splat stays a splat: expand, compare and cast of a splat fold at any
+// size without materialising elements.
+// CHECK-LABEL: func.func @big_splat
+// CHECK-NEXT: %[[C:.*]] = smp.constant dense<true> : tensor<1024x1024xi1>
+// CHECK-NEXT: return %[[C]]
+func.func @big_splat() -> tensor<1024x1024xi1> {
+  %z = smp.constant dense<0.0> : tensor<1x1xf32>
+  %e = smp.expand %z : tensor<1x1xf32> -> tensor<1024x1024xf32>
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %eq = smp.equal %e, %zero : (tensor<1024x1024xf32>, tensor<f32>) -> tensor<1024x1024xi1>
+  return %eq : tensor<1024x1024xi1>
+}
+
+// -----
+
+// Non-splat constants above 65536 elements are not folded (the IR stays small).
+// CHECK-LABEL: func.func @big_non_splat
+// CHECK: smp.trilu
+func.func @big_non_splat() -> tensor<512x512xf32> {
+  %one = smp.constant dense<1.0> : tensor<512x512xf32>
+  %t = smp.trilu %one {upper = false, k = 0 : i64} : tensor<512x512xf32>
+  return %t : tensor<512x512xf32>
+}
+
+// -----
+
+// Integer division by zero is left for the runtime to report.
+// CHECK-LABEL: func.func @div_zero
+// CHECK: smp.div
+func.func @div_zero() -> tensor<i64> {
+  %a = smp.constant dense<4> : tensor<i64>
+  %z = smp.constant dense<0> : tensor<i64>
+  %r = smp.div %a, %z : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %r : tensor<i64>
+}
+
+// -----
+
+// No-op data movement folds away; casts to the same type vanish.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: return %[[X]]
+func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = smp.reshape %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = smp.transpose %0 {perm = array<i64: 0, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = smp.slice %1 {starts = array<i64: 0, 0>, limits = array<i64: 2, 3>, steps = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  %3 = smp.cast %2 : tensor<2x3xf32> to tensor<2x3xf32>
+  %4 = smp.concat %3 {axis = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}
+
+// -----
+
+// Float to int casts truncate toward zero; to bool test for non-zero.
+// CHECK-LABEL: func.func @casts
+// CHECK-DAG: smp.constant dense<[-1, 2, 0]> : tensor<3xi64>
+// CHECK-DAG: smp.constant dense<[true, true, false]> : tensor<3xi1>
+func.func @casts() -> (tensor<3xi64>, tensor<3xi1>) {
+  %f = smp.constant dense<[-1.7, 2.9, 0.0]> : tensor<3xf32>
+  %i = smp.cast %f : tensor<3xf32> to tensor<3xi64>
+  %b = smp.cast %f : tensor<3xf32> to tensor<3xi1>
+  return %i, %b : tensor<3xi64>, tensor<3xi1>
+}
+
+// -----
+
+// Where and a causal mask built from constants.
+// CHECK-LABEL: func.func @mask
+// CHECK-NEXT: smp.constant dense<{{\[}}[0.000000e+00, -1.000000e+04, -1.000000e+04], [0.000000e+00, 0.000000e+00, -1.000000e+04], [0.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<3x3xf32>
+func.func @mask() -> tensor<3x3xf32> {
+  %ones = smp.constant dense<1.0> : tensor<3x3xf32>
+  %tril = smp.trilu %ones {upper = false, k = 0 : i64} : tensor<3x3xf32>
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %keep = smp.greater %tril, %zero : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xi1>
+  %neg = smp.constant dense<-1.0e4> : tensor<f32>
+  %r = smp.where %keep, %zero, %neg : (tensor<3x3xi1>, tensor<f32>, tensor<f32>) -> tensor<3x3xf32>
+  return %r : tensor<3x3xf32>
+}

@@ -1,0 +1,252 @@
+// RUN: smp-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.add' cannot broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.add %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @element_types(%a: tensor<2xf32>, %b: tensor<2xi64>) {
+  // expected-error @+2 {{'smp.mul' operands have different element types}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.mul %a, %b : (tensor<2xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.add' op failed to infer returned types}}
+  // expected-error @+1 {{'smp.add' op inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3x2xf32>'}}
+  %0 = smp.add %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @compare_result(%a: tensor<2xf32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = smp.less %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @float_only(%a: tensor<2xi64>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of floating-point values}}
+  %0 = smp.exp %a : tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{'smp.matmul' contraction mismatch}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul %a, %b : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<3x3x4xf32>) {
+  // expected-error @+2 {{'smp.matmul' batch dims}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul %a, %b : (tensor<2x2x3xf32>, tensor<3x3x4xf32>) -> tensor<2x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{reduction axis 2 out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.reduce_sum %a {axes = array<i64: 2>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_repeat(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{reduction axis -1 repeated}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.reduce_max %a {axes = array<i64: 1, -1>} : tensor<2x3xf32> -> tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'smp.softmax' op axis 2 out of range for rank 2}}
+  %0 = smp.softmax %a {axis = 2 : i64} : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%a: tensor<2x3xf32>, %s: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.layer_norm' scale 'tensor<4xf32>' does not match normalized shape 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.layer_norm %a, %s {axis = -1 : i64, epsilon = 1.0e-5 : f32} : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scale(%a: tensor<2x3xf32>, %s: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.rms_norm' scale 'tensor<2x3xf32>' does not match normalized shape 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.rms_norm %a, %s {epsilon = 1.0e-5 : f32} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm(%a: tensor<2x3x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.batch_norm' per-channel operand 'tensor<4xf32>' does not match 3 channels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.batch_norm %a, %c, %c, %c, %c {epsilon = 1.0e-5 : f32} : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy(%l: tensor<4x10xf32>, %y: tensor<5xi64>) {
+  // expected-error @+2 {{'smp.cross_entropy' labels 'tensor<5xi64>' must have the shape of logits 'tensor<4x10xf32>' without its last (class) dim}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %l, %y : (tensor<4x10xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'smp.reshape' op cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<7xf32>' (7 elements)}}
+  %0 = smp.reshape %a : tensor<2x3xf32> -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_dynamic(%a: tensor<?x3xf32>) {
+  // expected-error @+1 {{'smp.reshape' op requires static shapes}}
+  %0 = smp.reshape %a : tensor<?x3xf32> -> tensor<3x?xf32>
+  return
+}
+
+// -----
+
+func.func @expand(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'smp.expand' op cannot broadcast 'tensor<2x3xf32>' to 'tensor<4x3xf32>'}}
+  %0 = smp.expand %a : tensor<2x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @transpose(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.transpose' invalid permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.transpose %a {perm = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%a: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.slice' bounds [0, 5) out of range in dim 0 of size 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.slice %a {starts = array<i64: 0>, limits = array<i64: 5>, steps = array<i64: 1>} : tensor<4xf32> -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step(%a: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.slice' step 0 in dim 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.slice %a {starts = array<i64: 0>, limits = array<i64: 4>, steps = array<i64: 0>} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error @+2 {{'smp.concat' operand 'tensor<3x3xf32>' differs from 'tensor<2x3xf32>' in dim 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @split(%a: tensor<6xf32>) {
+  // expected-error @+2 {{'smp.split' sizes sum to 5 but dim 0 of 'tensor<6xf32>' is 6}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = smp.split %a {axis = 0 : i64, sizes = array<i64: 2, 3>} : tensor<6xf32> -> tensor<2xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather(%a: tensor<6xf32>, %i: tensor<2xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of signless integer values}}
+  %0 = smp.gather %a, %i {axis = 0 : i64} : (tensor<6xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @trilu(%a: tensor<6xf32>) {
+  // expected-error @+1 {{'smp.trilu' op input must have rank >= 2}}
+  %0 = smp.trilu %a {upper = true, k = 0 : i64} : tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{'smp.conv' input channels 3 do not match weight 'tensor<4x2x3x3xf32>' with group 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x3x2x2xf32>) {
+  // expected-error @+2 {{'smp.max_pool' window 3 (stride 1, dilation 1) does not fit spatial dim 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x3x2x2xf32> -> tensor<1x3x1x1xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'smp.param' must be a non-empty string naming the parameter}}
+func.func @param_attr(%a: tensor<2xf32> {smp.param = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown smp argument attribute 'smp.bogus'}}
+func.func @unknown_arg_attr(%a: tensor<2xf32> {smp.bogus = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'smp.output' must be a non-empty string naming the graph output}}
+func.func @output_attr(%a: tensor<2xf32>) -> (tensor<2xf32> {smp.output = 3}) {
+  return %a : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'smp.opset' must be an integer}}
+module attributes {smp.opset = "17"} {
+}
