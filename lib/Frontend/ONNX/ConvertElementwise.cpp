@@ -25,10 +25,32 @@ template <typename OpT> llvm::Error convertUnary(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// Before opset 7, binary ops broadcast only with `broadcast=1`, and `axis`
+/// places B's dims at A's dim `axis` (not right-aligned). Returns B reshaped
+/// so that numpy broadcasting gives the legacy result.
+llvm::Expected<Value> legacyBroadcast(NodeContext &nc, Value a, Value b) {
+  if (nc.opset() >= 7 || nc.attrInt("broadcast", 0) == 0 ||
+      !nc.hasAttr("axis"))
+    return b;
+  int64_t rankA = tensorType(a).getRank(), rankB = tensorType(b).getRank();
+  int64_t axis = nc.attrInt("axis", 0);
+  if (axis < 0)
+    axis += rankA;
+  if (axis < 0 || axis + rankB > rankA)
+    return nc.error("legacy broadcast axis " + llvm::Twine(axis) +
+                    " does not fit");
+  SmallVector<int64_t> shape(shapeOf(b));
+  shape.append(rankA - axis - rankB, 1);
+  return nc.reshape(b, shape);
+}
+
 template <typename OpT> llvm::Error convertBinary(NodeContext &nc) {
   auto a = nc.input(0), b = nc.input(1);
   if (!a)
     return a.takeError();
+  if (!b)
+    return b.takeError();
+  b = legacyBroadcast(nc, *a, *b);
   if (!b)
     return b.takeError();
   auto y = nc.create<OpT>(nc.placeholder(), *a, *b);

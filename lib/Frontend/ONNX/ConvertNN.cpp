@@ -139,6 +139,38 @@ llvm::Error convertBatchNorm(NodeContext &nc) {
       nc.builder().getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f))));
 }
 
+/// The optional Mean and InvStdDev outputs of LayerNormalization, computed
+/// from their definition over the normalised axes (keepdims shapes).
+llvm::Error layerNormStatistics(NodeContext &nc, Value x, int64_t axis,
+                                float epsilon) {
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < tensorType(x).getRank(); ++d)
+    axes.push_back(d);
+  auto axesAttr = nc.builder().getDenseI64ArrayAttr(axes);
+  auto mean = nc.create<smp::ReduceMeanOp>(nc.placeholder(), x, axesAttr, true);
+  if (!mean)
+    return mean.takeError();
+  if (nc.hasOutput(1))
+    nc.setOutput(1, *mean);
+  if (!nc.hasOutput(2))
+    return llvm::Error::success();
+  auto centered = nc.create<smp::SubOp>(nc.placeholder(), x, *mean);
+  if (!centered)
+    return centered.takeError();
+  auto square = nc.create<smp::MulOp>(nc.placeholder(), *centered, *centered);
+  if (!square)
+    return square.takeError();
+  auto var = nc.create<smp::ReduceMeanOp>(nc.placeholder(), *square, axesAttr,
+                                          true);
+  if (!var)
+    return var.takeError();
+  auto shifted =
+      nc.create<smp::AddOp>(nc.placeholder(), *var, nc.scalarLike(*var, epsilon));
+  if (!shifted)
+    return shifted.takeError();
+  return nc.output(nc.create<smp::RsqrtOp>(*shifted), 2);
+}
+
 llvm::Error convertLayerNorm(NodeContext &nc) {
   auto in = nc.inputs(2);
   if (!in)
@@ -146,8 +178,6 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
   auto bias = nc.optionalInput(2);
   if (!bias)
     return bias.takeError();
-  if (nc.hasOutput(1) || nc.hasOutput(2))
-    return nc.error("the Mean and InvStdDev outputs are not supported");
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (fp32 statistics) is supported");
   int64_t rank = tensorType((*in)[0]).getRank();
@@ -155,10 +185,16 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
   auto axis = normalizeAxis(rawAxis, rank);
   if (!axis)
     return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  float epsilon = nc.attrFloat("epsilon", 1e-5f);
   auto &b = nc.builder();
-  return nc.output(nc.create<smp::LayerNormOp>(
+  auto y = nc.create<smp::LayerNormOp>(
       nc.placeholder(), (*in)[0], (*in)[1], *bias, b.getI64IntegerAttr(*axis),
-      b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f))));
+      b.getF32FloatAttr(epsilon));
+  if (auto err = nc.output(std::move(y)))
+    return err;
+  if (nc.hasOutput(1) || nc.hasOutput(2))
+    return layerNormStatistics(nc, (*in)[0], *axis, epsilon);
+  return llvm::Error::success();
 }
 
 /// ONNX puts classes in dim 1 ([N, C, d1...]); smp.cross_entropy wants them
