@@ -6,6 +6,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Pipelines/Pipelines.h"
 
 void smp::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<smp::SmpDialect, mlir::func::FuncDialect>();
@@ -16,4 +17,5 @@ void smp::registerAllPasses() {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   smp::registerSmpPasses();
+  smp::registerPipelines();
 }

@@ -12,7 +12,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
-#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Pipelines/Pipelines.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
@@ -288,10 +288,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   func.setAllResultAttrs(resultAttrs);
 
   PassManager pm(&ctx);
-  if (options.raise) {
-    pm.addNestedPass<func::FuncOp>(createSmpRaiseNormsPass());
-    pm.addNestedPass<func::FuncOp>(createSmpRaiseActivationsPass());
-  }
+  if (options.raise)
+    buildRaisePipeline(pm);
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return error("internal error: imported IR does not verify: " +
                  lastDiagnostic);

@@ -1,4 +1,5 @@
 // RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-raise-activations))' | FileCheck %s
+// RUN: smp-opt %s -split-input-file -smp-raise | FileCheck %s
 
 // torch.nn.GELU() as exported: x * (erf(x / sqrt(2)) + 1) * 0.5.
 // CHECK-LABEL: func.func @gelu_erf

@@ -1,4 +1,5 @@
 // RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-raise-norms))' | FileCheck %s
+// RUN: smp-opt %s -split-input-file -smp-raise | FileCheck %s
 
 // nn.LayerNorm as exported at opset < 17.
 // CHECK-LABEL: func.func @layer_norm
