@@ -284,7 +284,9 @@ llvm::Error convertSlice(NodeContext &nc) {
       start = clampIndex(starts[i], 0, dim);
       end = clampIndex(ends[i], 0, dim);
     } else {
-      start = clampIndex(starts[i], -1, dim - 1);
+      // ONNX: with a negative step the start is clamped into [0, dim - 1]
+      // and the end into [-1, dim - 1] (an empty dim slices nothing).
+      start = dim == 0 ? -1 : clampIndex(starts[i], 0, dim - 1);
       end = ends[i] < -dim ? -1 : clampIndex(ends[i], -1, dim - 1);
     }
     outStart[*axis] = start;
