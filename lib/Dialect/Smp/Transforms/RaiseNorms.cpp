@@ -78,6 +78,17 @@ struct InvRms {
   double eps;
 };
 
+/// Matches mean(y^2) + eps, the argument of the square root.
+std::optional<InvRms> matchMeanSquarePlusEps(Value v) {
+  auto addEps = matchAddEps(v);
+  if (!addEps)
+    return std::nullopt;
+  auto ms = matchMeanSquare(addEps->first);
+  if (!ms)
+    return std::nullopt;
+  return InvRms{ms->first, ms->second, addEps->second};
+}
+
 /// Matches 1/sqrt(mean(y^2) + eps) in its reciprocal/rsqrt spellings.
 std::optional<InvRms> matchInvSqrt(Value v) {
   Value sqrtArg;
@@ -97,13 +108,7 @@ std::optional<InvRms> matchInvSqrt(Value v) {
   } else {
     return std::nullopt;
   }
-  auto addEps = matchAddEps(sqrtArg);
-  if (!addEps)
-    return std::nullopt;
-  auto ms = matchMeanSquare(addEps->first);
-  if (!ms)
-    return std::nullopt;
-  return InvRms{ms->first, ms->second, addEps->second};
+  return matchMeanSquarePlusEps(sqrtArg);
 }
 
 /// Matches sqrt(mean(y^2) + eps) (a divisor).
@@ -111,13 +116,7 @@ std::optional<InvRms> matchSqrt(Value v) {
   auto sqrt = v.getDefiningOp<SqrtOp>();
   if (!sqrt)
     return std::nullopt;
-  auto addEps = matchAddEps(sqrt.getInput());
-  if (!addEps)
-    return std::nullopt;
-  auto ms = matchMeanSquare(addEps->first);
-  if (!ms)
-    return std::nullopt;
-  return InvRms{ms->first, ms->second, addEps->second};
+  return matchMeanSquarePlusEps(sqrt.getInput());
 }
 
 /// Splits `factors` into (normalised tensor x, inverse rms, the rest), where
