@@ -235,22 +235,17 @@ llvm::Expected<RankedTensorType> checkTensor(MLIRContext *ctx,
   return RankedTensorType::get(dims, elt);
 }
 
-/// Element k of a little-endian byte buffer as T.
-template <typename T> static T loadLE(const char *data, int64_t k) {
-  T v;
-  std::memcpy(&v, data + k * sizeof(T), sizeof(T));
-  return v;
+/// Appends `v` as `size` little-endian bytes.
+static void appendLE(std::string &out, uint64_t v, int64_t size) {
+  for (int64_t b = 0; b < size; ++b)
+    out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
 }
 
-llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *ctx,
-                                             const onnx::TensorProto &t,
-                                             llvm::StringRef modelDir) {
-  auto type = checkTensor(ctx, t, modelDir);
-  if (!type)
-    return type.takeError();
-  int64_t n = type->getNumElements();
+llvm::Expected<std::string> readTensorBytes(const onnx::TensorProto &t,
+                                            RankedTensorType type,
+                                            llvm::StringRef modelDir) {
+  int64_t n = type.getNumElements();
   int64_t esize = elementSize(t.data_type());
-  std::string bytes;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto info = externalInfo(t);
     if (!info)
@@ -264,62 +259,89 @@ llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *ctx,
     if (!buf)
       return tensorError(t, "cannot read external data: " +
                                 buf.getError().message());
-    bytes = (*buf)->getBuffer().str();
-  } else if (t.has_raw_data()) {
-    bytes = t.raw_data();
+    return (*buf)->getBuffer().str();
   }
-  bool raw = !bytes.empty() || n == 0;
+  if (t.has_raw_data() || n == 0)
+    return t.raw_data();
+  // Typed fields: widen/narrow each value to the element size.
   using TP = onnx::TensorProto;
+  std::string bytes;
+  bytes.reserve(n * esize);
+  for (int64_t k = 0; k < n; ++k) {
+    switch (t.data_type()) {
+    case TP::FLOAT: {
+      float f = t.float_data(k);
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      appendLE(bytes, bits, 4);
+      break;
+    }
+    case TP::DOUBLE: {
+      double d = t.double_data(k);
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      appendLE(bytes, bits, 8);
+      break;
+    }
+    case TP::INT64:
+      appendLE(bytes, static_cast<uint64_t>(t.int64_data(k)), 8);
+      break;
+    case TP::UINT32:
+    case TP::UINT64:
+      appendLE(bytes, t.uint64_data(k), esize);
+      break;
+    case TP::BOOL:
+      appendLE(bytes, t.int32_data(k) != 0 ? 1 : 0, 1);
+      break;
+    default: // int8/16/32, uint8/16, float16/bfloat16 bit patterns
+      appendLE(bytes, static_cast<uint64_t>(static_cast<int64_t>(t.int32_data(k))),
+               esize);
+    }
+  }
+  return bytes;
+}
+
+/// Element k of a little-endian byte buffer as T.
+template <typename T> static T loadLE(const char *data, int64_t k) {
+  T v;
+  std::memcpy(&v, data + k * sizeof(T), sizeof(T));
+  return v;
+}
+
+llvm::Expected<DenseElementsAttr> readTensor(MLIRContext *ctx,
+                                             const onnx::TensorProto &t,
+                                             llvm::StringRef modelDir) {
+  auto type = checkTensor(ctx, t, modelDir);
+  if (!type)
+    return type.takeError();
+  auto bytesOr = readTensorBytes(t, *type, modelDir);
+  if (!bytesOr)
+    return bytesOr.takeError();
+  const char *bytes = bytesOr->data();
+  int64_t n = type->getNumElements();
   Type elt = type->getElementType();
   if (auto ft = dyn_cast<FloatType>(elt)) {
     llvm::SmallVector<llvm::APFloat> vals;
     vals.reserve(n);
     for (int64_t k = 0; k < n; ++k) {
-      switch (t.data_type()) {
-      case TP::FLOAT:
-        vals.emplace_back(raw ? loadLE<float>(bytes.data(), k)
-                              : t.float_data(k));
-        break;
-      case TP::DOUBLE:
-        vals.emplace_back(raw ? loadLE<double>(bytes.data(), k)
-                              : t.double_data(k));
-        break;
-      default: { // FLOAT16 / BFLOAT16: 16-bit patterns
-        uint16_t bits = raw ? loadLE<uint16_t>(bytes.data(), k)
-                            : static_cast<uint16_t>(t.int32_data(k));
-        vals.emplace_back(ft.getFloatSemantics(), llvm::APInt(16, bits));
-      }
-      }
+      if (ft.isF32())
+        vals.emplace_back(loadLE<float>(bytes, k));
+      else if (ft.isF64())
+        vals.emplace_back(loadLE<double>(bytes, k));
+      else // f16 / bf16 bit patterns
+        vals.emplace_back(ft.getFloatSemantics(),
+                          llvm::APInt(16, loadLE<uint16_t>(bytes, k)));
     }
     return DenseElementsAttr::get(*type, vals);
   }
   auto it = cast<IntegerType>(elt);
   unsigned width = it.getWidth();
+  int64_t esize = elementSize(t.data_type());
   llvm::SmallVector<llvm::APInt> vals;
   vals.reserve(n);
   for (int64_t k = 0; k < n; ++k) {
     uint64_t v = 0;
-    if (raw) {
-      switch (esize) {
-      case 1:
-        v = loadLE<uint8_t>(bytes.data(), k);
-        break;
-      case 2:
-        v = loadLE<uint16_t>(bytes.data(), k);
-        break;
-      case 4:
-        v = loadLE<uint32_t>(bytes.data(), k);
-        break;
-      default:
-        v = loadLE<uint64_t>(bytes.data(), k);
-      }
-    } else if (t.data_type() == TP::INT64) {
-      v = static_cast<uint64_t>(t.int64_data(k));
-    } else if (t.data_type() == TP::UINT32 || t.data_type() == TP::UINT64) {
-      v = t.uint64_data(k);
-    } else {
-      v = static_cast<uint64_t>(static_cast<int64_t>(t.int32_data(k)));
-    }
+    std::memcpy(&v, bytes + k * esize, esize);
     if (width == 1)
       vals.emplace_back(1, v != 0);
     else

@@ -26,6 +26,12 @@ llvm::Expected<mlir::RankedTensorType>
 checkTensor(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor,
             llvm::StringRef modelDir);
 
+/// The little-endian bytes of a checked tensor of `type`, whatever its
+/// storage (raw, typed fields or external data).
+llvm::Expected<std::string> readTensorBytes(const onnx::TensorProto &tensor,
+                                            mlir::RankedTensorType type,
+                                            llvm::StringRef modelDir);
+
 /// Reads a checked tensor's values into an attribute (copies the bytes, so
 /// only for small tensors).
 llvm::Expected<mlir::DenseElementsAttr>
