@@ -79,21 +79,21 @@ template <typename OpT> llvm::Error convertVariadic(NodeContext &nc) {
   return llvm::Error::success();
 }
 
-/// a <= b is !(a > b); a >= b is !(a < b).
-template <typename OpT> llvm::Error convertNegatedCompare(NodeContext &nc) {
-  auto a = nc.input(0), b = nc.input(1);
-  if (!a)
-    return a.takeError();
-  if (!b)
-    return b.takeError();
-  auto cmp = nc.create<OpT>(nc.placeholder(), *a, *b);
-  if (!cmp)
-    return cmp.takeError();
-  auto y = nc.create<smp::NotOp>(*cmp);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+/// a <= b is (a < b) || (a == b), a >= b is (a > b) || (a == b): both are
+/// false when either side is NaN, as ONNX requires (unlike !(a > b)).
+template <typename StrictOp> llvm::Error convertOrEqual(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value a = (*in)[0], b = (*in)[1];
+  auto strict = nc.create<StrictOp>(nc.placeholder(), a, b);
+  if (!strict)
+    return strict.takeError();
+  auto equal = nc.create<smp::EqualOp>(nc.placeholder(), a, b);
+  if (!equal)
+    return equal.takeError();
+  return nc.output(
+      nc.create<smp::OrOp>(nc.placeholder(), *strict, *equal));
 }
 
 llvm::Error convertPow(NodeContext &nc) {
@@ -238,8 +238,8 @@ void registerElementwiseConverters(ConverterTable &t) {
   t["Equal"] = convertBinary<smp::EqualOp>;
   t["Less"] = convertBinary<smp::LessOp>;
   t["Greater"] = convertBinary<smp::GreaterOp>;
-  t["LessOrEqual"] = convertNegatedCompare<smp::GreaterOp>;
-  t["GreaterOrEqual"] = convertNegatedCompare<smp::LessOp>;
+  t["LessOrEqual"] = convertOrEqual<smp::LessOp>;
+  t["GreaterOrEqual"] = convertOrEqual<smp::GreaterOp>;
   t["And"] = convertBinary<smp::AndOp>;
   t["Or"] = convertBinary<smp::OrOp>;
   t["Pow"] = convertPow;

@@ -143,6 +143,11 @@ llvm::Error convertBatchNorm(NodeContext &nc) {
 /// from their definition over the normalised axes (keepdims shapes).
 llvm::Error layerNormStatistics(NodeContext &nc, Value x, int64_t axis,
                                 float epsilon) {
+  // The statistics are of the stash type (fp32), computed from x cast to it.
+  auto stashed = nc.castTo(x, nc.builder().getF32Type());
+  if (!stashed)
+    return stashed.takeError();
+  x = *stashed;
   SmallVector<int64_t> axes;
   for (int64_t d = axis; d < tensorType(x).getRank(); ++d)
     axes.push_back(d);

@@ -124,6 +124,10 @@ GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
       dims.push_back(dim.dim_value());
     } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
       auto it = options.dims.find(dim.dim_param());
+      if (it == options.dims.end() && d == 0 && options.batchSize > 0) {
+        dims.push_back(options.batchSize);
+        continue;
+      }
       if (it == options.dims.end())
         return error("unbound symbolic dim '" + dim.dim_param() + "' of " +
                      what + " '" + info.name() + "'; pass --dim " +
@@ -190,6 +194,20 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   for (const auto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
+    if (auto it = options.constantInputs.find(input.name());
+        it != options.constantInputs.end()) {
+      onnx::TensorProto tensor;
+      if (!tensor.ParseFromString(it->second))
+        return error("the value given for input '" + input.name() +
+                     "' is not a TensorProto");
+      auto value = readTensor(&ctx, tensor, modelDir);
+      if (!value)
+        return error("input '" + input.name() +
+                     "': " + llvm::toString(value.takeError()));
+      define(input.name(), ConstantOp::create(builder, fileLoc,
+                                              cast<TypedAttr>(*value)));
+      continue;
+    }
     auto type = valueInfoType(input, "input");
     if (!type)
       return type.takeError();
@@ -269,6 +287,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
           expect = it->second;
         if (expect >= 0 && expect != type.getDimSize(d))
           rankOk = false;
+      }
+      Type declared = elementType(&ctx, out.type().tensor_type().elem_type());
+      if (declared && declared != type.getElementType()) {
+        std::string want, got;
+        llvm::raw_string_ostream(want) << declared;
+        llvm::raw_string_ostream(got) << type.getElementType();
+        return error("graph output '" + out.name() +
+                     "' is declared with element type " + want +
+                     " but computes " + got);
       }
       if (!rankOk)
         return error("graph output '" + out.name() +

@@ -230,8 +230,11 @@ OpFoldResult foldUnary(Operation *op, ArrayRef<Attribute> operands, FF ff,
 std::optional<int64_t> noInt(int64_t) { return std::nullopt; }
 
 int64_t ipow(int64_t b, int64_t e) {
+  // A negative exponent gives 1 / b^|e| truncated toward zero: +-1 for
+  // |b| = 1, else 0 (division by zero for b = 0 also folds to 0, as
+  // onnxruntime's integer pow does).
   if (e < 0)
-    return b == 1 ? 1 : 0;
+    return b == 1 ? 1 : b == -1 ? ((-e) % 2 ? -1 : 1) : 0;
   int64_t r = 1;
   while (e--)
     r *= b;
