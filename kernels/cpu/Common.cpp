@@ -1,0 +1,252 @@
+//===- Common.cpp - Threads and shared helpers of the CPU kernels ---------===//
+
+#include "Common.h"
+
+#include <cblas.h>
+#include <cstring>
+
+namespace smp::kernels::cpu {
+
+void setNumThreads(int n) {
+  n = std::max(n, 1);
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+#ifdef SMP_HAVE_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+}
+
+int numThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+namespace detail {
+
+int64_t loadInt(const TensorRef &t, int64_t i) {
+  const void *p = t.data;
+  switch (t.dtype) {
+  case DType::Bool:
+  case DType::U8:
+    return static_cast<const uint8_t *>(p)[i];
+  case DType::I8:
+    return static_cast<const int8_t *>(p)[i];
+  case DType::I16:
+    return static_cast<const int16_t *>(p)[i];
+  case DType::U16:
+    return static_cast<const uint16_t *>(p)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::U32:
+    return static_cast<const uint32_t *>(p)[i];
+  case DType::I64:
+    return static_cast<const int64_t *>(p)[i];
+  case DType::U64: {
+    uint64_t v = static_cast<const uint64_t *>(p)[i];
+    return v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+  }
+  default:
+    return 0;
+  }
+}
+
+std::vector<double> toDouble(const TensorRef &t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  visitFloat(t.dtype, "toDouble", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S *p = t.as<S>();
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<double>(Float<S>::load(p[i]));
+    return Status::success();
+  });
+  return v;
+}
+
+Status fail(const char *op, const std::string &msg) {
+  return Status::failure(std::string(op) + ": " + msg);
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "[]";
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status checkTensor(const char *op, const char *what, const TensorRef &t) {
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return fail(op, std::string(what) +
+                          " has a negative dim: " + smprt::describe(t));
+  if (!t.data && t.numel() != 0)
+    return fail(op, std::string(what) + " has no data");
+  if (smprt::dtypeSize(t.dtype) == 0)
+    return fail(op, std::string(what) + " has an invalid dtype");
+  return Status::success();
+}
+
+Status checkDType(const char *op, const char *what, const TensorRef &t,
+                  DType expected) {
+  if (t.dtype == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " is " + smprt::describe(t) +
+                      ", expected element type " + smprt::dtypeName(expected));
+}
+
+Status checkShape(const char *op, const char *what, const TensorRef &t,
+                  const std::vector<int64_t> &expected) {
+  if (t.shape == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " has shape " + shapeStr(t.shape) +
+                      ", expected " + shapeStr(expected));
+}
+
+int64_t normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &outShape,
+                      std::vector<int64_t> &strides) {
+  if (in.size() > outShape.size())
+    return false;
+  size_t lead = outShape.size() - in.size();
+  std::vector<int64_t> inStrides = contiguousStrides(in);
+  strides.assign(outShape.size(), 0);
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == outShape[lead + d])
+      strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
+    else if (in[d] != 1)
+      return false;
+  }
+  return true;
+}
+
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return false;
+  }
+  return true;
+}
+
+int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < std::min(to, shape.size()); ++d)
+    n *= shape[d];
+  return n;
+}
+
+namespace {
+template <class T>
+void copyRuns(const StridedLoop<1> &loop, const T *in, T *out, int64_t total) {
+  loop.parallelRuns(total, grainFor(1),
+                    [&](int64_t pos, const std::array<int64_t, 1> &off,
+                        int64_t len, const std::array<int64_t, 1> &inner) {
+                      const T *src = in + off[0];
+                      T *dst = out + pos;
+                      if (inner[0] == 1) {
+                        std::memcpy(dst, src, len * sizeof(T));
+                      } else if (inner[0] == 0) {
+                        std::fill(dst, dst + len, *src);
+                      } else {
+                        for (int64_t i = 0; i < len; ++i)
+                          dst[i] = src[i * inner[0]];
+                      }
+                    });
+}
+} // namespace
+
+/// A transpose-like copy: the innermost output dim reads with a large
+/// stride while dim `j` reads contiguously. Copies 32x32 tiles of (j, last)
+/// so that both sides stay in cache.
+template <class T>
+void copyTiled(const StridedLoop<1> &loop, size_t j, const T *in, T *out) {
+  constexpr int64_t kTile = 32;
+  const std::vector<int64_t> &shape = loop.shape, &str = loop.strides[0];
+  size_t r = shape.size(), last = r - 1;
+  std::vector<int64_t> outStr = contiguousStrides(shape);
+  std::vector<int64_t> outerDims;
+  for (size_t d = 0; d < last; ++d)
+    if (d != j)
+      outerDims.push_back(static_cast<int64_t>(d));
+  int64_t outer = 1;
+  for (int64_t d : outerDims)
+    outer *= shape[d];
+  int64_t tj = (shape[j] + kTile - 1) / kTile,
+          tl = (shape[last] + kTile - 1) / kTile;
+  parallelFor(outer * tj * tl, grainFor(kTile * kTile),
+              [&](int64_t b, int64_t e) {
+                for (int64_t t = b; t < e; ++t) {
+                  int64_t rest = t / (tj * tl), tile = t % (tj * tl);
+                  int64_t j0 = (tile / tl) * kTile, l0 = (tile % tl) * kTile;
+                  int64_t inOff = 0, outOff = 0;
+                  for (size_t k = outerDims.size(); k-- > 0;) {
+                    int64_t d = outerDims[k], i = rest % shape[d];
+                    rest /= shape[d];
+                    inOff += i * str[d];
+                    outOff += i * outStr[d];
+                  }
+                  int64_t j1 = std::min(j0 + kTile, shape[j]);
+                  int64_t l1 = std::min(l0 + kTile, shape[last]);
+                  for (int64_t a = j0; a < j1; ++a) {
+                    const T *src = in + inOff + a * str[j];
+                    T *dst = out + outOff + a * outStr[j];
+                    for (int64_t l = l0; l < l1; ++l)
+                      dst[l] = src[l * str[last]];
+                  }
+                }
+              });
+}
+
+Status stridedCopy(const char *op, const TensorRef &in, int64_t base,
+                   const std::vector<int64_t> &strides, const TensorRef &out) {
+  int64_t total = out.numel();
+  if (total == 0)
+    return Status::success();
+  StridedLoop<1> loop(out.shape, {strides});
+  const std::vector<int64_t> &str = loop.strides[0];
+  size_t r = loop.shape.size(), tiledDim = r;
+  if (r >= 2 && str[r - 1] != 0 && str[r - 1] != 1 && loop.shape[r - 1] >= 8)
+    for (size_t d = 0; d + 1 < r; ++d)
+      if (str[d] == 1 && loop.shape[d] >= 8)
+        tiledDim = d;
+  return visitBytes(out.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (tiledDim < r)
+      copyTiled<T>(loop, tiledDim, in.as<T>() + base, out.as<T>());
+    else
+      copyRuns<T>(loop, in.as<T>() + base, out.as<T>(), total);
+    return Status::success();
+  });
+}
+
+} // namespace detail
+} // namespace smp::kernels::cpu

@@ -1,0 +1,285 @@
+//===- Common.h - Internals shared by the CPU kernels ------------*- C++
+//-*-===//
+//
+// Element-type dispatch, the fp16/bf16 storage types, shape checks, the
+// strided N-d loop behind broadcasting and data movement, and parallelFor.
+// Private to kernels/cpu.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_KERNELS_CPU_COMMON_H
+#define SMP_KERNELS_CPU_COMMON_H
+
+#include "smp/kernels/cpu/Kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace smp::kernels::cpu::detail {
+
+//===----------------------------------------------------------------------===//
+// Storage types and their compute types
+//===----------------------------------------------------------------------===//
+
+struct Half {
+  uint16_t bits;
+};
+struct BHalf {
+  uint16_t bits;
+};
+
+/// Float storage type S is computed in Float<S>::C.
+template <class S> struct Float;
+template <> struct Float<float> {
+  using C = float;
+  static float load(float v) { return v; }
+  static float store(float v) { return v; }
+};
+template <> struct Float<double> {
+  using C = double;
+  static double load(double v) { return v; }
+  static double store(double v) { return v; }
+};
+template <> struct Float<Half> {
+  using C = float;
+  static float load(Half v) { return smprt::halfToFloat(v.bits); }
+  static Half store(float v) { return Half{smprt::floatToHalf(v)}; }
+};
+template <> struct Float<BHalf> {
+  using C = float;
+  static float load(BHalf v) { return smprt::bf16ToFloat(v.bits); }
+  static BHalf store(float v) { return BHalf{smprt::floatToBf16(v)}; }
+};
+
+template <class T> struct Tag { using type = T; };
+
+inline Status unsupported(const char *op, DType t) {
+  return Status::failure(std::string(op) + ": unsupported element type " +
+                         smprt::dtypeName(t));
+}
+
+/// Calls f(Tag<S>{}) for the float storage type of t.
+template <class F> Status visitFloat(DType t, const char *op, F &&f) {
+  switch (t) {
+  case DType::F32:
+    return f(Tag<float>{});
+  case DType::F64:
+    return f(Tag<double>{});
+  case DType::F16:
+    return f(Tag<Half>{});
+  case DType::BF16:
+    return f(Tag<BHalf>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+/// Calls f(Tag<T>{}) for the integer type of t (not Bool).
+template <class F> Status visitInt(DType t, const char *op, F &&f) {
+  switch (t) {
+  case DType::I8:
+    return f(Tag<int8_t>{});
+  case DType::I16:
+    return f(Tag<int16_t>{});
+  case DType::I32:
+    return f(Tag<int32_t>{});
+  case DType::I64:
+    return f(Tag<int64_t>{});
+  case DType::U8:
+    return f(Tag<uint8_t>{});
+  case DType::U16:
+    return f(Tag<uint16_t>{});
+  case DType::U32:
+    return f(Tag<uint32_t>{});
+  case DType::U64:
+    return f(Tag<uint64_t>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+/// Calls f(Tag<T>{}) with an unsigned type of t's byte size (data movement).
+template <class F> Status visitBytes(DType t, const char *op, F &&f) {
+  switch (smprt::dtypeSize(t)) {
+  case 1:
+    return f(Tag<uint8_t>{});
+  case 2:
+    return f(Tag<uint16_t>{});
+  case 4:
+    return f(Tag<uint32_t>{});
+  case 8:
+    return f(Tag<uint64_t>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+/// Reads integer element i of t (any integer dtype or Bool) as int64.
+int64_t loadInt(const TensorRef &t, int64_t i);
+/// All elements of a float tensor as double (small parameter tensors).
+std::vector<double> toDouble(const TensorRef &t);
+
+//===----------------------------------------------------------------------===//
+// Checks and shapes
+//===----------------------------------------------------------------------===//
+
+Status fail(const char *op, const std::string &msg);
+std::string shapeStr(const std::vector<int64_t> &shape);
+
+/// Fails unless t has data (or no elements) and non-negative dims.
+Status checkTensor(const char *op, const char *what, const TensorRef &t);
+Status checkDType(const char *op, const char *what, const TensorRef &t,
+                  DType expected);
+Status checkShape(const char *op, const char *what, const TensorRef &t,
+                  const std::vector<int64_t> &expected);
+
+/// Normalises axis into [0, rank); -1 when out of range.
+int64_t normAxis(int64_t axis, int64_t rank);
+
+/// Row-major element strides.
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+
+/// Element strides of `in` broadcast (right-aligned) onto `outShape`, 0 on
+/// broadcast dims; false when the shapes do not broadcast that way.
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &outShape,
+                      std::vector<int64_t> &strides);
+
+/// Numpy broadcast of a and b into out; false when incompatible.
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out);
+
+int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
+                size_t to = SIZE_MAX);
+
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+inline int maxThreads() {
+#ifdef _OPENMP
+  return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+/// Runs f(begin, end) over [0, n) split into contiguous chunks of at least
+/// `grain` items, one per thread.
+template <class F> void parallelFor(int64_t n, int64_t grain, F &&f) {
+  if (n <= 0)
+    return;
+  int64_t chunks =
+      std::min<int64_t>(maxThreads(), n / std::max<int64_t>(grain, 1));
+  if (chunks <= 1) {
+    f(int64_t(0), n);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(static_cast <int>(chunks))                \
+    schedule(static, 1)
+#endif
+  for (int64_t c = 0; c < chunks; ++c)
+    f(n * c / chunks, n * (c + 1) / chunks);
+}
+
+/// Items per chunk so that a chunk does about 32K units of work.
+inline int64_t grainFor(int64_t costPerItem) {
+  return std::max<int64_t>(1, (int64_t(1) << 15) /
+                                  std::max<int64_t>(costPerItem, 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Strided N-d loops
+//===----------------------------------------------------------------------===//
+
+/// A loop over a contiguous output of `shape` with N strided operands,
+/// dims of size 1 dropped and mergeable dims merged.
+template <size_t N> struct StridedLoop {
+  std::vector<int64_t> shape;
+  std::array<std::vector<int64_t>, N> strides;
+
+  StridedLoop(const std::vector<int64_t> &outShape,
+              const std::array<std::vector<int64_t>, N> &operandStrides) {
+    for (size_t d = 0; d < outShape.size(); ++d) {
+      if (outShape[d] == 1)
+        continue;
+      bool merge = !shape.empty();
+      for (size_t k = 0; k < N && merge; ++k)
+        merge = strides[k].back() == operandStrides[k][d] * outShape[d];
+      if (merge) {
+        shape.back() *= outShape[d];
+        for (size_t k = 0; k < N; ++k)
+          strides[k].back() = operandStrides[k][d];
+        continue;
+      }
+      shape.push_back(outShape[d]);
+      for (size_t k = 0; k < N; ++k)
+        strides[k].push_back(operandStrides[k][d]);
+    }
+    if (shape.empty()) {
+      shape.push_back(1);
+      for (size_t k = 0; k < N; ++k)
+        strides[k].push_back(0);
+    }
+  }
+
+  /// Calls f(outPos, offsets, len, innerStrides) for the runs along the
+  /// innermost dim that cover output positions [begin, end).
+  template <class F> void forEachRun(int64_t begin, int64_t end, F &&f) const {
+    size_t r = shape.size();
+    std::vector<int64_t> idx(r);
+    std::array<int64_t, N> off{}, inner{};
+    int64_t rem = begin;
+    for (size_t d = r; d-- > 0;) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    for (size_t k = 0; k < N; ++k) {
+      inner[k] = strides[k][r - 1];
+      for (size_t d = 0; d < r; ++d)
+        off[k] += idx[d] * strides[k][d];
+    }
+    int64_t pos = begin;
+    while (pos < end) {
+      int64_t len = std::min(shape[r - 1] - idx[r - 1], end - pos);
+      f(pos, off, len, inner);
+      pos += len;
+      idx[r - 1] += len;
+      for (size_t k = 0; k < N; ++k)
+        off[k] += len * inner[k];
+      for (size_t d = r - 1; d > 0 && idx[d] == shape[d]; --d) {
+        for (size_t k = 0; k < N; ++k)
+          off[k] += strides[k][d - 1] - idx[d] * strides[k][d];
+        idx[d] = 0;
+        ++idx[d - 1];
+      }
+    }
+  }
+
+  /// forEachRun over [0, total) in parallel chunks.
+  template <class F>
+  void parallelRuns(int64_t total, int64_t grain, F &&f) const {
+    parallelFor(total, grain,
+                [&](int64_t b, int64_t e) { forEachRun(b, e, f); });
+  }
+};
+
+/// out (contiguous, outShape) = in at offset `base` with element `strides`
+/// (any sign, 0 for broadcast dims), copying elements of `elemSize` bytes.
+Status stridedCopy(const char *op, const TensorRef &in, int64_t base,
+                   const std::vector<int64_t> &strides, const TensorRef &out);
+
+} // namespace smp::kernels::cpu::detail
+
+#endif // SMP_KERNELS_CPU_COMMON_H

@@ -1,0 +1,414 @@
+//===- Conv.cpp - N-d grouped convolution, max pool, average pool ---------===//
+//
+// Convolution: im2col over chunks of output positions, then one GEMM per
+// (image, group, chunk): out[Mg, P] = W[Mg, Cg*K] x col[Cg*K, P]. 1x1
+// convolutions with unit strides and no padding multiply the input directly.
+// Pools walk each window's taps that fall inside the input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cblas.h>
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+/// Spatial geometry of a sliding-window op.
+struct Window {
+  size_t dims = 0;
+  std::vector<int64_t> in, out, kernel, strides, padBegin, padEnd, dilations;
+  int64_t inSize = 1, outSize = 1, kernelSize = 1;
+};
+
+/// ShapeUtils' windowOutputSize (ONNX/PyTorch): -1 when the window does not
+/// fit.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  int64_t span = in + padBegin + padEnd - effective;
+  if (span < 0)
+    return -1;
+  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+Status makeWindow(const char *op, const TensorRef &in, const TensorRef &out,
+                  const std::vector<int64_t> &kernel,
+                  const std::vector<int64_t> &strides,
+                  const std::vector<int64_t> &pads,
+                  const std::vector<int64_t> &dilations, bool ceilMode,
+                  int64_t outChannels, Window &w) {
+  if (in.rank() < 3)
+    return fail(op,
+                "input must be [N, C, spatial...], got " + smprt::describe(in));
+  w.dims = static_cast<size_t>(in.rank() - 2);
+  size_t n = w.dims;
+  if (kernel.size() != n || (!strides.empty() && strides.size() != n) ||
+      (!pads.empty() && pads.size() != 2 * n) ||
+      (!dilations.empty() && dilations.size() != n))
+    return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
+                        " entries and pads " + std::to_string(2 * n) + " for " +
+                        smprt::describe(in));
+  std::vector<int64_t> expected{in.shape[0], outChannels};
+  for (size_t d = 0; d < n; ++d) {
+    w.in.push_back(in.shape[d + 2]);
+    w.kernel.push_back(kernel[d]);
+    w.strides.push_back(strides.empty() ? 1 : strides[d]);
+    w.dilations.push_back(dilations.empty() ? 1 : dilations[d]);
+    w.padBegin.push_back(pads.empty() ? 0 : pads[d]);
+    w.padEnd.push_back(pads.empty() ? 0 : pads[n + d]);
+    if (w.kernel[d] <= 0 || w.strides[d] <= 0 || w.dilations[d] <= 0 ||
+        w.padBegin[d] < 0 || w.padEnd[d] < 0)
+      return fail(op, "kernel, strides and dilations must be positive and "
+                      "pads non-negative (spatial dim " +
+                          std::to_string(d) + ")");
+    int64_t o =
+        windowOutputSize(w.in[d], w.kernel[d], w.strides[d], w.padBegin[d],
+                         w.padEnd[d], w.dilations[d], ceilMode);
+    if (o < 0)
+      return fail(op, "window does not fit spatial dim " + std::to_string(d) +
+                          " of " + smprt::describe(in));
+    w.out.push_back(o);
+    expected.push_back(o);
+    w.inSize *= w.in[d];
+    w.outSize *= o;
+    w.kernelSize *= w.kernel[d];
+  }
+  return checkShape(op, "output", out, expected);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
+          int64_t ldb, T *c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
+                int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
+                int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+/// col[r][p - p0] for rows r = (c, kernel tap) and output positions
+/// p in [p0, p0 + len) of one image/group whose channels start at x.
+template <class T>
+void im2col(const Window &w, int64_t channels, const T *x, int64_t p0,
+            int64_t len, T *col) {
+  size_t n = w.dims;
+  std::vector<int64_t> inStrides = contiguousStrides(w.in);
+  int64_t rows = channels * w.kernelSize;
+  // Serial on purpose: the GEMM that follows runs on OpenBLAS's threads, and
+  // OpenMP workers still spinning after a parallel im2col compete with them
+  // (measured on 2 cores: slower than a serial im2col).
+  auto body = [&](int64_t rb, int64_t re) {
+    std::vector<int64_t> kOff(n), idx(n);
+    for (int64_t r = rb; r < re; ++r) {
+      int64_t c = r / w.kernelSize, rem = r % w.kernelSize;
+      for (size_t d = n; d-- > 0;) {
+        kOff[d] = (rem % w.kernel[d]) * w.dilations[d] - w.padBegin[d];
+        rem /= w.kernel[d];
+      }
+      const T *xc = x + c * w.inSize;
+      T *dst = col + r * len;
+      int64_t q = p0;
+      for (size_t d = n; d-- > 0;) {
+        idx[d] = q % w.out[d];
+        q /= w.out[d];
+      }
+      int64_t last = n - 1;
+      for (int64_t p = 0; p < len;) {
+        int64_t run = std::min(w.out[last] - idx[last], len - p);
+        bool valid = true;
+        int64_t base = 0;
+        for (int64_t d = 0; d < last; ++d) {
+          int64_t coord = idx[d] * w.strides[d] + kOff[d];
+          valid = valid && coord >= 0 && coord < w.in[d];
+          base += coord * inStrides[d];
+        }
+        if (!valid) {
+          std::fill_n(dst + p, run, T(0));
+        } else {
+          // Taps j in [lo, hi) of the run land inside the input row.
+          const T *xr = xc + base;
+          int64_t s = w.strides[last], lim = w.in[last];
+          int64_t c0 = idx[last] * s + kOff[last];
+          int64_t lo = c0 >= 0 ? 0 : (-c0 + s - 1) / s;
+          int64_t hi = c0 >= lim ? 0 : (lim - c0 + s - 1) / s;
+          lo = std::min(lo, run);
+          hi = std::max(lo, std::min(hi, run));
+          T *d = dst + p;
+          std::fill(d, d + lo, T(0));
+          if (s == 1)
+            std::copy(xr + c0 + lo, xr + c0 + hi, d + lo);
+          else
+            for (int64_t j = lo; j < hi; ++j)
+              d[j] = xr[c0 + j * s];
+          std::fill(d + hi, d + run, T(0));
+        }
+        p += run;
+        idx[last] += run;
+        for (int64_t d = last; d > 0 && idx[d] == w.out[d]; --d) {
+          idx[d] = 0;
+          ++idx[d - 1];
+        }
+      }
+    }
+  };
+  body(0, rows);
+}
+
+template <class T>
+void convImpl(const Window &w, const T *x, const T *wt,
+              const std::vector<double> *bias, T *y, int64_t batch,
+              int64_t inChannels, int64_t outChannels, int64_t group) {
+  int64_t cg = inChannels / group, mg = outChannels / group;
+  int64_t rows = cg * w.kernelSize, positions = w.outSize;
+  bool pointwise = w.kernelSize == 1;
+  for (size_t d = 0; d < w.dims; ++d)
+    pointwise = pointwise && w.strides[d] == 1 && w.padBegin[d] == 0 &&
+                w.padEnd[d] == 0;
+  // Chunks of output positions keep col under ~16 MiB.
+  int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) /
+                                           static_cast<int64_t>(sizeof(T)) /
+                                           std::max<int64_t>(rows, 1));
+  chunk = std::min(chunk, positions);
+  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(rows * chunk));
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t g = 0; g < group; ++g) {
+      const T *xg = x + (n * inChannels + g * cg) * w.inSize;
+      const T *wg = wt + g * mg * rows;
+      T *yg = y + (n * outChannels + g * mg) * positions;
+      if (pointwise) {
+        gemm(mg, positions, cg, wg, cg, xg, positions, yg, positions);
+        continue;
+      }
+      for (int64_t p0 = 0; p0 < positions; p0 += chunk) {
+        int64_t len = std::min(chunk, positions - p0);
+        im2col(w, cg, xg, p0, len, col.data());
+        gemm(mg, len, rows, wg, rows, col.data(), len, yg + p0, positions);
+      }
+    }
+  }
+  if (!bias)
+    return;
+  parallelFor(batch * outChannels, grainFor(positions),
+              [&](int64_t b, int64_t e) {
+                for (int64_t plane = b; plane < e; ++plane) {
+                  T v = static_cast<T>((*bias)[plane % outChannels]);
+                  T *yp = y + plane * positions;
+                  for (int64_t i = 0; i < positions; ++i)
+                    yp[i] += v;
+                }
+              });
+}
+
+} // namespace
+
+Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
+            const std::vector<int64_t> &strides,
+            const std::vector<int64_t> &pads,
+            const std::vector<int64_t> &dilations, int64_t group,
+            const TensorRef &out) {
+  const char *name = "conv";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&in, "input"},
+        {&weight, "weight"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "weight", weight, in.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  if (weight.rank() != in.rank() || in.rank() < 3)
+    return fail(name, "weight " + smprt::describe(weight) +
+                          " must have the rank of input " +
+                          smprt::describe(in) + " (at least 3)");
+  int64_t channels = in.shape[1], outChannels = weight.shape[0];
+  if (group <= 0 || channels != weight.shape[1] * group ||
+      outChannels % group != 0)
+    return fail(name, "input channels " + std::to_string(channels) +
+                          " do not match weight " + smprt::describe(weight) +
+                          " with group " + std::to_string(group));
+  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
+  Window w;
+  if (Status s = makeWindow(name, in, out, kernel, strides, pads, dilations,
+                            false, outChannels, w);
+      !s.ok())
+    return s;
+  std::vector<double> b;
+  if (bias) {
+    if (Status s = checkTensor(name, "bias", *bias); !s.ok())
+      return s;
+    if (!smprt::isFloat(bias->dtype))
+      return unsupported(name, bias->dtype);
+    if (Status s = checkShape(name, "bias", *bias, {outChannels}); !s.ok())
+      return s;
+    b = toDouble(*bias);
+  }
+  if (out.numel() == 0)
+    return Status::success();
+  int64_t batch = in.shape[0];
+  if (in.dtype == DType::F32) {
+    convImpl(w, in.as<float>(), weight.as<float>(), bias ? &b : nullptr,
+             out.as<float>(), batch, channels, outChannels, group);
+    return Status::success();
+  }
+  if (in.dtype == DType::F64) {
+    convImpl(w, in.as<double>(), weight.as<double>(), bias ? &b : nullptr,
+             out.as<double>(), batch, channels, outChannels, group);
+    return Status::success();
+  }
+  return visitFloat(in.dtype, name, [&](auto tag) { // f16 / bf16 via f32
+    using S = typename decltype(tag)::type;
+    auto widen = [](const TensorRef &t) {
+      std::vector<float> v(static_cast<size_t>(t.numel()));
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = Float<S>::load(t.as<S>()[i]);
+      return v;
+    };
+    std::vector<float> x = widen(in), wt = widen(weight);
+    std::vector<float> y(static_cast<size_t>(out.numel()));
+    convImpl(w, x.data(), wt.data(), bias ? &b : nullptr, y.data(), batch,
+             channels, outChannels, group);
+    for (size_t i = 0; i < y.size(); ++i)
+      out.as<S>()[i] = Float<S>::store(y[i]);
+    return Status::success();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <class S>
+void poolImpl(const Window &w, const S *x, S *y, int64_t planes, bool isMax,
+              bool countIncludePad) {
+  using C = typename Float<S>::C;
+  size_t n = w.dims;
+  std::vector<int64_t> inStrides = contiguousStrides(w.in);
+  parallelFor(
+      planes, grainFor(w.outSize * w.kernelSize), [&](int64_t pb, int64_t pe) {
+        // Per dim: offsets of the taps inside the input, and the divisor
+        // counts.
+        std::vector<std::vector<int64_t>> taps(n);
+        std::vector<int64_t> idx(n), tapIdx(n);
+        for (int64_t plane = pb; plane < pe; ++plane) {
+          const S *xp = x + plane * w.inSize;
+          S *yp = y + plane * w.outSize;
+          std::fill(idx.begin(), idx.end(), 0);
+          for (int64_t p = 0; p < w.outSize; ++p) {
+            int64_t inside = 1, padded = 1;
+            for (size_t d = 0; d < n; ++d) {
+              taps[d].clear();
+              int64_t start = idx[d] * w.strides[d] - w.padBegin[d], cnt = 0;
+              for (int64_t k = 0; k < w.kernel[d]; ++k) {
+                int64_t c = start + k * w.dilations[d];
+                if (c >= 0 && c < w.in[d])
+                  taps[d].push_back(c * inStrides[d]);
+                if (c >= -w.padBegin[d] && c < w.in[d] + w.padEnd[d])
+                  ++cnt;
+              }
+              inside *= static_cast<int64_t>(taps[d].size());
+              padded *= cnt;
+            }
+            C best = -std::numeric_limits<C>::infinity();
+            double sum = 0;
+            if (inside > 0) {
+              std::fill(tapIdx.begin(), tapIdx.end(), 0);
+              while (true) {
+                int64_t off = 0;
+                for (size_t d = 0; d < n; ++d)
+                  off += taps[d][tapIdx[d]];
+                C v = Float<S>::load(xp[off]);
+                if (isMax) {
+                  if (v > best || std::isnan(v))
+                    best = v;
+                } else {
+                  sum += static_cast<double>(v);
+                }
+                size_t d = n;
+                while (d > 0 && ++tapIdx[d - 1] ==
+                                    static_cast<int64_t>(taps[d - 1].size())) {
+                  tapIdx[d - 1] = 0;
+                  --d;
+                }
+                if (d == 0)
+                  break;
+              }
+            }
+            if (isMax)
+              yp[p] = Float<S>::store(best);
+            else
+              yp[p] = Float<S>::store(static_cast<C>(
+                  sum /
+                  static_cast<double>(countIncludePad ? padded : inside)));
+            for (size_t d = n; d-- > 0;) {
+              if (++idx[d] < w.out[d])
+                break;
+              idx[d] = 0;
+            }
+          }
+        }
+      });
+}
+
+Status pool(const char *name, bool isMax, const TensorRef &in,
+            const std::vector<int64_t> &kernel,
+            const std::vector<int64_t> &strides,
+            const std::vector<int64_t> &pads,
+            const std::vector<int64_t> &dilations, bool ceilMode,
+            bool countIncludePad, const TensorRef &out) {
+  if (Status s = checkTensor(name, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  Window w;
+  if (Status s = makeWindow(name, in, out, kernel, strides, pads, dilations,
+                            ceilMode, in.rank() >= 3 ? in.shape[1] : 0, w);
+      !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    poolImpl(w, in.as<S>(), out.as<S>(), in.shape[0] * in.shape[1], isMax,
+             countIncludePad);
+    return Status::success();
+  });
+}
+
+} // namespace
+
+Status maxPool(const TensorRef &in, const std::vector<int64_t> &kernel,
+               const std::vector<int64_t> &strides,
+               const std::vector<int64_t> &pads,
+               const std::vector<int64_t> &dilations, bool ceilMode,
+               const TensorRef &out) {
+  return pool("max_pool", true, in, kernel, strides, pads, dilations, ceilMode,
+              false, out);
+}
+
+Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
+               const std::vector<int64_t> &strides,
+               const std::vector<int64_t> &pads,
+               const std::vector<int64_t> &dilations, bool ceilMode,
+               bool countIncludePad, const TensorRef &out) {
+  return pool("avg_pool", false, in, kernel, strides, pads, dilations, ceilMode,
+              countIncludePad, out);
+}
+
+} // namespace smp::kernels::cpu

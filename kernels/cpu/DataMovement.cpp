@@ -1,0 +1,280 @@
+//===- DataMovement.cpp - copy, transpose, slice, concat, split, gather,
+//                        expand, trilu
+//                        -------------------------------------===//
+//
+// Dtype-agnostic: elements are moved by byte size. Transpose, slice and
+// expand are one strided copy (StridedLoop: dims merged, runs along the
+// innermost dim memcpy'd when contiguous).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cstring>
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  return checkDType(op, "output", out, in.dtype);
+}
+
+/// memcpy of `bytes` bytes, in parallel chunks when large.
+void parallelCopy(void *dst, const void *src, size_t bytes) {
+  constexpr int64_t kChunk = 1 << 20;
+  int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+  parallelFor(chunks, 1, [&](int64_t b, int64_t e) {
+    size_t from = static_cast<size_t>(b) * kChunk;
+    size_t to = std::min(bytes, static_cast<size_t>(e) * kChunk);
+    std::memcpy(static_cast<char *>(dst) + from,
+                static_cast<const char *>(src) + from, to - from);
+  });
+}
+
+} // namespace
+
+Status copy(const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkPair("copy", in, out); !s.ok())
+    return s;
+  if (in.numel() != out.numel())
+    return fail("copy", "element counts differ: " + smprt::describe(in) +
+                            " to " + smprt::describe(out));
+  if (in.data != out.data && in.numel() != 0)
+    parallelCopy(out.data, in.data, in.bytes());
+  return Status::success();
+}
+
+Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
+                 const TensorRef &out) {
+  const char *name = "transpose";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return fail(name, "permutation of size " + std::to_string(perm.size()) +
+                          " for rank " + std::to_string(rank));
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides,
+                       expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return fail(name, "invalid permutation " + shapeStr(perm));
+    seen[p] = true;
+    strides.push_back(inStrides[p]);
+    expected.push_back(in.shape[p]);
+  }
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  return stridedCopy(name, in, 0, strides, out);
+}
+
+Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &steps, const TensorRef &out) {
+  const char *name = "slice";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
+    return fail(name, "starts, steps and output must have rank " +
+                          std::to_string(rank));
+  if (out.numel() == 0)
+    return Status::success();
+  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t last = starts[d] + (out.shape[d] - 1) * steps[d];
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= in.shape[d] ||
+        last < 0 || last >= in.shape[d])
+      return fail(name, "dim " + std::to_string(d) + ": start " +
+                            std::to_string(starts[d]) + ", step " +
+                            std::to_string(steps[d]) + " and " +
+                            std::to_string(out.shape[d]) +
+                            " elements leave the input " + smprt::describe(in));
+    base += starts[d] * inStrides[d];
+    strides[d] = steps[d] * inStrides[d];
+  }
+  return stridedCopy(name, in, base, strides, out);
+}
+
+Status expand(const TensorRef &in, const TensorRef &out) {
+  const char *name = "expand";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(in.shape, out.shape, strides))
+    return fail(name, "cannot broadcast " + smprt::describe(in) + " to " +
+                          shapeStr(out.shape));
+  return stridedCopy(name, in, 0, strides, out);
+}
+
+namespace {
+
+/// Concat (toOut) or split (!toOut): out viewed as [outer, total * inner]
+/// bytes, each part as [outer, size_i * inner].
+Status concatSplit(const char *name, bool toOut,
+                   const std::vector<TensorRef> &parts, int64_t axis,
+                   const TensorRef &whole) {
+  if (Status s = checkTensor(name, toOut ? "output" : "input", whole); !s.ok())
+    return s;
+  int64_t rank = whole.rank();
+  int64_t a = normAxis(axis, rank);
+  if (a < 0)
+    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
+                          smprt::describe(whole));
+  if (parts.empty())
+    return fail(name, "no operands");
+  int64_t total = 0;
+  for (const TensorRef &p : parts) {
+    const char *what = toOut ? "input" : "output";
+    if (Status s = checkTensor(name, what, p); !s.ok())
+      return s;
+    if (Status s = checkDType(name, what, p, whole.dtype); !s.ok())
+      return s;
+    bool ok = p.rank() == rank;
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == a || p.shape[d] == whole.shape[d];
+    if (!ok)
+      return fail(name, std::string(what) + " " + smprt::describe(p) +
+                            " does not match " + smprt::describe(whole) +
+                            " outside axis " + std::to_string(a));
+    total += p.shape[a];
+  }
+  if (total != whole.shape[a])
+    return fail(name, "sizes along axis " + std::to_string(a) + " sum to " +
+                          std::to_string(total) + ", expected " +
+                          std::to_string(whole.shape[a]));
+  if (whole.numel() == 0)
+    return Status::success();
+  size_t es = smprt::dtypeSize(whole.dtype);
+  int64_t outer = product(whole.shape, 0, a),
+          innerBytes = product(whole.shape, a + 1) * static_cast<int64_t>(es);
+  int64_t rowBytes = whole.shape[a] * innerBytes;
+  parallelFor(outer, grainFor(rowBytes / 8 + 1), [&](int64_t b, int64_t e) {
+    for (int64_t o = b; o < e; ++o) {
+      char *row = static_cast<char *>(whole.data) + o * rowBytes;
+      for (const TensorRef &p : parts) {
+        int64_t bytes = p.shape[a] * innerBytes;
+        char *pp = static_cast<char *>(p.data) + o * bytes;
+        if (bytes) {
+          if (toOut)
+            std::memcpy(row, pp, static_cast<size_t>(bytes));
+          else
+            std::memcpy(pp, row, static_cast<size_t>(bytes));
+        }
+        row += bytes;
+      }
+    }
+  });
+  return Status::success();
+}
+
+} // namespace
+
+Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
+              const TensorRef &out) {
+  return concatSplit("concat", true, inputs, axis, out);
+}
+
+Status split(const TensorRef &in, int64_t axis,
+             const std::vector<TensorRef> &outputs) {
+  return concatSplit("split", false, outputs, axis, in);
+}
+
+Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
+              const TensorRef &out) {
+  const char *name = "gather";
+  if (Status s = checkPair(name, data, out); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "indices", indices); !s.ok())
+    return s;
+  if (!smprt::isInteger(indices.dtype))
+    return fail(name,
+                "indices must be integers, got " + smprt::describe(indices));
+  int64_t a = normAxis(axis, data.rank());
+  if (a < 0)
+    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
+                          smprt::describe(data));
+  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  int64_t dim = data.shape[a], ni = indices.numel();
+  std::vector<int64_t> idx(static_cast<size_t>(ni));
+  for (int64_t k = 0; k < ni; ++k) {
+    int64_t v = loadInt(indices, k);
+    bool huge =
+        indices.dtype == DType::U64 &&
+        static_cast<const uint64_t *>(indices.data)[k] > uint64_t(INT64_MAX);
+    if (huge || v < -dim || v >= dim)
+      return fail(
+          name, "index " +
+                    (huge ? std::to_string(
+                                static_cast<const uint64_t *>(indices.data)[k])
+                          : std::to_string(v)) +
+                    " at position " + std::to_string(k) +
+                    " is out of range for axis " + std::to_string(a) +
+                    " of size " + std::to_string(dim));
+    idx[k] = v < 0 ? v + dim : v;
+  }
+  if (out.numel() == 0)
+    return Status::success();
+  int64_t outer = product(data.shape, 0, a), inner = product(data.shape, a + 1);
+  return visitBytes(data.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *src = data.as<T>();
+    T *dst = out.as<T>();
+    parallelFor(outer * ni, grainFor(inner), [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t o = t / ni, k = t % ni;
+        const T *from = src + (o * dim + idx[k]) * inner;
+        std::copy_n(from, inner, dst + t * inner);
+      }
+    });
+    return Status::success();
+  });
+}
+
+Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
+  const char *name = "trilu";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+    return s;
+  if (in.rank() < 2)
+    return fail(name, "input " + smprt::describe(in) + " needs two dims");
+  int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
+  int64_t es = static_cast<int64_t>(smprt::dtypeSize(in.dtype));
+  int64_t allRows = in.numel() / std::max<int64_t>(cols, 1);
+  k = std::clamp<int64_t>(k, -(rows + cols), rows + cols); // no overflow below
+  if (in.numel() == 0)
+    return Status::success();
+  parallelFor(allRows, grainFor(cols * es / 8 + 1), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      int64_t r = t % rows;
+      // Kept columns: [keepFrom, keepTo).
+      int64_t keepFrom = upper ? std::clamp<int64_t>(r + k, 0, cols) : 0;
+      int64_t keepTo = upper ? cols : std::clamp<int64_t>(r + k + 1, 0, cols);
+      const char *src = static_cast<const char *>(in.data) + t * cols * es;
+      char *dst = static_cast<char *>(out.data) + t * cols * es;
+      if (keepFrom > 0)
+        std::memset(dst, 0, static_cast<size_t>(keepFrom * es));
+      if (keepTo > keepFrom && src != dst)
+        std::memcpy(dst + keepFrom * es, src + keepFrom * es,
+                    static_cast<size_t>((keepTo - keepFrom) * es));
+      if (keepTo < cols)
+        std::memset(dst + keepTo * es, 0,
+                    static_cast<size_t>((cols - keepTo) * es));
+    }
+  });
+  return Status::success();
+}
+
+} // namespace smp::kernels::cpu

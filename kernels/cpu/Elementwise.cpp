@@ -1,0 +1,533 @@
+//===- Elementwise.cpp - Unary, binary (broadcasting) and where kernels ---===//
+
+#include "Common.h"
+
+#include <atomic>
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+const char *unaryOpName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return "neg";
+  case UnaryOp::Abs:
+    return "abs";
+  case UnaryOp::Exp:
+    return "exp";
+  case UnaryOp::Log:
+    return "log";
+  case UnaryOp::Sqrt:
+    return "sqrt";
+  case UnaryOp::Rsqrt:
+    return "rsqrt";
+  case UnaryOp::Reciprocal:
+    return "reciprocal";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Silu:
+    return "silu";
+  case UnaryOp::Relu:
+    return "relu";
+  case UnaryOp::Sin:
+    return "sin";
+  case UnaryOp::Cos:
+    return "cos";
+  case UnaryOp::Not:
+    return "not";
+  case UnaryOp::Gelu:
+    return "gelu";
+  case UnaryOp::GeluTanh:
+    return "gelu_tanh";
+  }
+  return "unary";
+}
+
+const char *binaryOpName(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Add:
+    return "add";
+  case BinaryOp::Sub:
+    return "sub";
+  case BinaryOp::Mul:
+    return "mul";
+  case BinaryOp::Div:
+    return "div";
+  case BinaryOp::Pow:
+    return "pow";
+  case BinaryOp::Max:
+    return "max";
+  case BinaryOp::Min:
+    return "min";
+  case BinaryOp::Equal:
+    return "equal";
+  case BinaryOp::Less:
+    return "less";
+  case BinaryOp::Greater:
+    return "greater";
+  case BinaryOp::And:
+    return "and";
+  case BinaryOp::Or:
+    return "or";
+  }
+  return "binary";
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+template <class C> C sigmoid(C x) {
+  if (x >= 0)
+    return C(1) / (C(1) + std::exp(-x));
+  C e = std::exp(x);
+  return e / (C(1) + e);
+}
+
+template <class C> C geluExact(C x) {
+  return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+}
+
+template <class C> C geluTanh(C x) {
+  const C k = C(0.79788456080286535588); // sqrt(2 / pi)
+  return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+}
+
+/// y[i] = fn(x[i]) over n elements in parallel.
+template <class TIn, class TOut, class Fn>
+void mapElements(const TIn *x, TOut *y, int64_t n, int64_t cost, Fn fn) {
+  parallelFor(n, grainFor(cost), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      y[i] = fn(x[i]);
+  });
+}
+
+template <class S, class Fn>
+Status mapFloat(const TensorRef &in, const TensorRef &out, int64_t cost,
+                Fn fn) {
+  mapElements(in.as<S>(), out.as<S>(), in.numel(), cost,
+              [&](S v) { return Float<S>::store(fn(Float<S>::load(v))); });
+  return Status::success();
+}
+
+template <class S>
+Status unaryFloat(UnaryOp op, const TensorRef &in, const TensorRef &out) {
+  using C = typename Float<S>::C;
+  switch (op) {
+  case UnaryOp::Neg:
+    return mapFloat<S>(in, out, 1, [](C x) { return -x; });
+  case UnaryOp::Abs:
+    return mapFloat<S>(in, out, 1, [](C x) { return std::fabs(x); });
+  case UnaryOp::Exp:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::exp(x); });
+  case UnaryOp::Log:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::log(x); });
+  case UnaryOp::Sqrt:
+    return mapFloat<S>(in, out, 4, [](C x) { return std::sqrt(x); });
+  case UnaryOp::Rsqrt:
+    return mapFloat<S>(in, out, 4, [](C x) { return C(1) / std::sqrt(x); });
+  case UnaryOp::Reciprocal:
+    return mapFloat<S>(in, out, 2, [](C x) { return C(1) / x; });
+  case UnaryOp::Tanh:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::tanh(x); });
+  case UnaryOp::Erf:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::erf(x); });
+  case UnaryOp::Sigmoid:
+    return mapFloat<S>(in, out, 8, [](C x) { return sigmoid(x); });
+  case UnaryOp::Silu:
+    return mapFloat<S>(in, out, 8, [](C x) { return x * sigmoid(x); });
+  case UnaryOp::Relu: // NaN stays NaN
+    return mapFloat<S>(in, out, 1, [](C x) { return x < C(0) ? C(0) : x; });
+  case UnaryOp::Sin:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::sin(x); });
+  case UnaryOp::Cos:
+    return mapFloat<S>(in, out, 8, [](C x) { return std::cos(x); });
+  case UnaryOp::Gelu:
+    return mapFloat<S>(in, out, 8, [](C x) { return geluExact(x); });
+  case UnaryOp::GeluTanh:
+    return mapFloat<S>(in, out, 8, [](C x) { return geluTanh(x); });
+  case UnaryOp::Not:
+    break;
+  }
+  return unsupported(unaryOpName(op), in.dtype);
+}
+
+template <class T>
+Status unaryInt(UnaryOp op, const TensorRef &in, const TensorRef &out) {
+  using U = std::make_unsigned_t<T>;
+  const T *x = in.as<T>();
+  T *y = out.as<T>();
+  int64_t n = in.numel();
+  switch (op) {
+  case UnaryOp::Neg: // wraps: -INT_MIN == INT_MIN
+    mapElements(x, y, n, 1, [](T v) { return static_cast<T>(U(0) - U(v)); });
+    return Status::success();
+  case UnaryOp::Abs:
+    mapElements(x, y, n, 1,
+                [](T v) { return v < T(0) ? static_cast<T>(U(0) - U(v)) : v; });
+    return Status::success();
+  case UnaryOp::Relu:
+    mapElements(x, y, n, 1, [](T v) { return v < T(0) ? T(0) : v; });
+    return Status::success();
+  default:
+    return unsupported(unaryOpName(op), in.dtype);
+  }
+}
+
+Status checkSameTensor(const char *op, const TensorRef &in,
+                       const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
+    return s;
+  return checkShape(op, "output", out, in.shape);
+}
+
+} // namespace
+
+Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
+  const char *name = unaryOpName(op);
+  if (Status s = checkSameTensor(name, in, out); !s.ok())
+    return s;
+  if (smprt::isFloat(in.dtype))
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      return unaryFloat<typename decltype(tag)::type>(op, in, out);
+    });
+  if (in.dtype == DType::Bool) {
+    if (op != UnaryOp::Not)
+      return unsupported(name, in.dtype);
+    mapElements(in.as<uint8_t>(), out.as<uint8_t>(), in.numel(), 1,
+                [](uint8_t v) { return static_cast<uint8_t>(v == 0); });
+    return Status::success();
+  }
+  return visitInt(in.dtype, name, [&](auto tag) {
+    return unaryInt<typename decltype(tag)::type>(op, in, out);
+  });
+}
+
+Status leakyRelu(const TensorRef &in, float alpha, const TensorRef &out) {
+  if (Status s = checkSameTensor("leaky_relu", in, out); !s.ok())
+    return s;
+  return visitFloat(in.dtype, "leaky_relu", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    C a = static_cast<C>(alpha);
+    return mapFloat<S>(in, out, 1, [a](C x) { return x >= C(0) ? x : a * x; });
+  });
+}
+
+Status gelu(const TensorRef &in, bool tanhApproximation, const TensorRef &out) {
+  return unary(tanhApproximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, in, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// o[pos..] = fn(a[..], b[..]) over a broadcasting loop, with fast paths for
+/// contiguous and scalar-broadcast inner runs.
+template <class TIn, class TOut, class Fn>
+void runBinary(const StridedLoop<2> &loop, const TIn *a, const TIn *b, TOut *o,
+               int64_t total, Fn fn) {
+  loop.parallelRuns(total, grainFor(2),
+                    [&](int64_t pos, const std::array<int64_t, 2> &off,
+                        int64_t len, const std::array<int64_t, 2> &inner) {
+                      const TIn *pa = a + off[0], *pb = b + off[1];
+                      TOut *po = o + pos;
+                      if (inner[0] == 1 && inner[1] == 1) {
+                        for (int64_t i = 0; i < len; ++i)
+                          po[i] = fn(pa[i], pb[i]);
+                      } else if (inner[0] == 1 && inner[1] == 0) {
+                        TIn vb = *pb;
+                        for (int64_t i = 0; i < len; ++i)
+                          po[i] = fn(pa[i], vb);
+                      } else if (inner[0] == 0 && inner[1] == 1) {
+                        TIn va = *pa;
+                        for (int64_t i = 0; i < len; ++i)
+                          po[i] = fn(va, pb[i]);
+                      } else {
+                        for (int64_t i = 0; i < len; ++i)
+                          po[i] = fn(pa[i * inner[0]], pb[i * inner[1]]);
+                      }
+                    });
+}
+
+template <class C> C nanMax(C a, C b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<C>::quiet_NaN();
+  return a < b ? b : a;
+}
+template <class C> C nanMin(C a, C b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<C>::quiet_NaN();
+  return b < a ? b : a;
+}
+
+struct BinaryArgs {
+  BinaryOp op;
+  const StridedLoop<2> &loop;
+  const TensorRef &lhs, &rhs, &out;
+};
+
+template <class S> Status binaryFloat(const BinaryArgs &x) {
+  using C = typename Float<S>::C;
+  const S *a = x.lhs.as<S>(), *b = x.rhs.as<S>();
+  int64_t n = x.out.numel();
+  auto arith = [&](auto fn) {
+    runBinary(x.loop, a, b, x.out.as<S>(), n, [fn](S u, S v) {
+      return Float<S>::store(fn(Float<S>::load(u), Float<S>::load(v)));
+    });
+    return Status::success();
+  };
+  auto compare = [&](auto fn) {
+    runBinary(x.loop, a, b, x.out.as<uint8_t>(), n, [fn](S u, S v) {
+      return static_cast<uint8_t>(fn(Float<S>::load(u), Float<S>::load(v)));
+    });
+    return Status::success();
+  };
+  switch (x.op) {
+  case BinaryOp::Add:
+    return arith([](C u, C v) { return u + v; });
+  case BinaryOp::Sub:
+    return arith([](C u, C v) { return u - v; });
+  case BinaryOp::Mul:
+    return arith([](C u, C v) { return u * v; });
+  case BinaryOp::Div:
+    return arith([](C u, C v) { return u / v; });
+  case BinaryOp::Pow:
+    return arith([](C u, C v) { return std::pow(u, v); });
+  case BinaryOp::Max:
+    return arith([](C u, C v) { return nanMax(u, v); });
+  case BinaryOp::Min:
+    return arith([](C u, C v) { return nanMin(u, v); });
+  case BinaryOp::Equal:
+    return compare([](C u, C v) { return u == v; });
+  case BinaryOp::Less:
+    return compare([](C u, C v) { return u < v; });
+  case BinaryOp::Greater:
+    return compare([](C u, C v) { return u > v; });
+  case BinaryOp::And:
+  case BinaryOp::Or:
+    break;
+  }
+  return unsupported(binaryOpName(x.op), x.lhs.dtype);
+}
+
+/// base^exp wrapping modulo 2^bits. A negative exponent gives 1 / base^|exp|
+/// truncated toward zero: +-1 for |base| = 1, else 0 (also for base 0), as
+/// the constant folder and onnxruntime do.
+template <class T> T intPow(T base, T exp) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == T(1))
+        return T(1);
+      if (base == T(-1))
+        return (exp & 1) ? T(-1) : T(1);
+      return T(0);
+    }
+  }
+  U r = 1, p = static_cast<U>(base);
+  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1) {
+    if (e & 1)
+      r = static_cast<U>(r * p);
+    p = static_cast<U>(p * p);
+  }
+  return static_cast<T>(r);
+}
+
+template <class T> Status binaryInt(const BinaryArgs &x) {
+  using U = std::make_unsigned_t<T>;
+  const T *a = x.lhs.as<T>(), *b = x.rhs.as<T>();
+  int64_t n = x.out.numel();
+  auto arith = [&](auto fn) {
+    runBinary(x.loop, a, b, x.out.as<T>(), n, fn);
+    return Status::success();
+  };
+  auto compare = [&](auto fn) {
+    runBinary(x.loop, a, b, x.out.as<uint8_t>(), n,
+              [fn](T u, T v) { return static_cast<uint8_t>(fn(u, v)); });
+    return Status::success();
+  };
+  switch (x.op) {
+  case BinaryOp::Add:
+    return arith([](T u, T v) { return static_cast<T>(U(u) + U(v)); });
+  case BinaryOp::Sub:
+    return arith([](T u, T v) { return static_cast<T>(U(u) - U(v)); });
+  case BinaryOp::Mul:
+    return arith([](T u, T v) { return static_cast<T>(U(u) * U(v)); });
+  case BinaryOp::Div: {
+    std::atomic<bool> byZero{false};
+    runBinary(x.loop, a, b, x.out.as<T>(), n, [&byZero](T u, T v) {
+      if (v == T(0)) {
+        byZero.store(true, std::memory_order_relaxed);
+        return T(0);
+      }
+      if constexpr (std::is_signed_v<T>) {
+        if (v == T(-1)) // INT_MIN / -1 wraps
+          return static_cast<T>(U(0) - U(u));
+      }
+      return static_cast<T>(u / v);
+    });
+    if (byZero.load())
+      return fail("div", "integer division by zero");
+    return Status::success();
+  }
+  case BinaryOp::Pow:
+    return arith([](T u, T v) { return intPow(u, v); });
+  case BinaryOp::Max:
+    return arith([](T u, T v) { return u < v ? v : u; });
+  case BinaryOp::Min:
+    return arith([](T u, T v) { return v < u ? v : u; });
+  case BinaryOp::Equal:
+    return compare([](T u, T v) { return u == v; });
+  case BinaryOp::Less:
+    return compare([](T u, T v) { return u < v; });
+  case BinaryOp::Greater:
+    return compare([](T u, T v) { return u > v; });
+  case BinaryOp::And:
+  case BinaryOp::Or:
+    break;
+  }
+  return unsupported(binaryOpName(x.op), x.lhs.dtype);
+}
+
+Status binaryBool(const BinaryArgs &x) {
+  const uint8_t *a = x.lhs.as<uint8_t>(), *b = x.rhs.as<uint8_t>();
+  uint8_t *o = x.out.as<uint8_t>();
+  int64_t n = x.out.numel();
+  auto run = [&](auto fn) {
+    runBinary(x.loop, a, b, o, n, [fn](uint8_t u, uint8_t v) {
+      return static_cast<uint8_t>(fn(u != 0, v != 0));
+    });
+    return Status::success();
+  };
+  switch (x.op) {
+  case BinaryOp::And:
+    return run([](bool u, bool v) { return u && v; });
+  case BinaryOp::Or:
+    return run([](bool u, bool v) { return u || v; });
+  case BinaryOp::Equal:
+    return run([](bool u, bool v) { return u == v; });
+  case BinaryOp::Less:
+    return run([](bool u, bool v) { return u < v; });
+  case BinaryOp::Greater:
+    return run([](bool u, bool v) { return u > v; });
+  case BinaryOp::Max:
+    return run([](bool u, bool v) { return u || v; });
+  case BinaryOp::Min:
+    return run([](bool u, bool v) { return u && v; });
+  default:
+    return unsupported(binaryOpName(x.op), x.lhs.dtype);
+  }
+}
+
+bool isCompare(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::Less ||
+         op == BinaryOp::Greater || op == BinaryOp::And || op == BinaryOp::Or;
+}
+
+} // namespace
+
+Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
+              const TensorRef &out) {
+  const char *name = binaryOpName(op);
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out,
+                            isCompare(op) ? DType::Bool : lhs.dtype);
+      !s.ok())
+    return s;
+  std::vector<int64_t> shape, sa, sb;
+  if (!broadcastShapes(lhs.shape, rhs.shape, shape))
+    return fail(name, "cannot broadcast " + smprt::describe(lhs) + " with " +
+                          smprt::describe(rhs));
+  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+    return s;
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  if (out.numel() == 0)
+    return Status::success();
+  StridedLoop<2> loop(shape, {sa, sb});
+  BinaryArgs args{op, loop, lhs, rhs, out};
+  if (lhs.dtype == DType::Bool)
+    return binaryBool(args);
+  if (smprt::isFloat(lhs.dtype))
+    return visitFloat(lhs.dtype, name, [&](auto tag) {
+      return binaryFloat<typename decltype(tag)::type>(args);
+    });
+  return visitInt(lhs.dtype, name, [&](auto tag) {
+    return binaryInt<typename decltype(tag)::type>(args);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Where
+//===----------------------------------------------------------------------===//
+
+Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
+             const TensorRef &out) {
+  const char *name = "where";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&cond, "condition"},
+        {&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "condition", cond, DType::Bool); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
+    return s;
+  std::vector<int64_t> ab, shape, sc, sa, sb;
+  if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
+      !broadcastShapes(cond.shape, ab, shape))
+    return fail(name, "cannot broadcast " + smprt::describe(cond) + ", " +
+                          smprt::describe(lhs) + " and " +
+                          smprt::describe(rhs));
+  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+    return s;
+  broadcastStrides(cond.shape, shape, sc);
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  StridedLoop<3> loop(shape, {sc, sa, sb});
+  const uint8_t *c = cond.as<uint8_t>();
+  return visitBytes(out.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *a = lhs.as<T>(), *b = rhs.as<T>();
+    T *o = out.as<T>();
+    loop.parallelRuns(n, grainFor(2),
+                      [&](int64_t pos, const std::array<int64_t, 3> &off,
+                          int64_t len, const std::array<int64_t, 3> &in) {
+                        const uint8_t *pc = c + off[0];
+                        const T *pa = a + off[1], *pb = b + off[2];
+                        T *po = o + pos;
+                        for (int64_t i = 0; i < len; ++i)
+                          po[i] = pc[i * in[0]] ? pa[i * in[1]] : pb[i * in[2]];
+                      });
+    return Status::success();
+  });
+}
+
+} // namespace smp::kernels::cpu

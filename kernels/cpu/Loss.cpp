@@ -1,0 +1,121 @@
+//===- Loss.cpp - Softmax cross-entropy (PyTorch semantics) ---------------===//
+//
+// loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]], computed in
+// double after subtracting the row max. Labels are checked before any work.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+template <class S>
+void rowLosses(const S *x, const std::vector<int64_t> &labels,
+               int64_t ignoreIndex, int64_t classes,
+               std::vector<double> &loss) {
+  using C = typename Float<S>::C;
+  int64_t rows = static_cast<int64_t>(labels.size());
+  parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (labels[r] == ignoreIndex) {
+        loss[r] = 0;
+        continue;
+      }
+      const S *xr = x + r * classes;
+      C m = -std::numeric_limits<C>::infinity();
+      for (int64_t c = 0; c < classes; ++c) {
+        C v = Float<S>::load(xr[c]);
+        m = v > m ? v : m;
+      }
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        sum += std::exp(static_cast<double>(Float<S>::load(xr[c])) -
+                        static_cast<double>(m));
+      loss[r] = std::log(sum) + static_cast<double>(m) -
+                static_cast<double>(Float<S>::load(xr[labels[r]]));
+    }
+  });
+}
+
+} // namespace
+
+Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
+                    int64_t ignoreIndex, Reduction reduction,
+                    const TensorRef &out) {
+  const char *name = "cross_entropy";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&logits, "logits"},
+        {&labels, "labels"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (!smprt::isFloat(logits.dtype))
+    return unsupported(name, logits.dtype);
+  if (smprt::isFloat(labels.dtype))
+    return fail(name,
+                "labels must be integers, got " + smprt::describe(labels));
+  if (Status s = checkDType(name, "output", out, logits.dtype); !s.ok())
+    return s;
+  if (logits.rank() < 1 ||
+      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
+          labels.shape)
+    return fail(name, "labels " + smprt::describe(labels) +
+                          " must have the shape of logits " +
+                          smprt::describe(logits) + " without its last dim");
+  if (reduction == Reduction::None) {
+    if (Status s = checkShape(name, "output", out, labels.shape); !s.ok())
+      return s;
+  } else if (out.numel() != 1) {
+    return fail(name, "output " + smprt::describe(out) +
+                          " must hold one element for a reduced loss");
+  }
+  int64_t classes = logits.shape.back(), rows = labels.numel();
+  std::vector<int64_t> lab(static_cast<size_t>(rows));
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t v = loadInt(labels, r);
+    if (labels.dtype == DType::U64 &&
+        static_cast<const uint64_t *>(labels.data)[r] > uint64_t(INT64_MAX))
+      return fail(name, "label " +
+                            std::to_string(
+                                static_cast<const uint64_t *>(labels.data)[r]) +
+                            " at position " + std::to_string(r) +
+                            " is outside [0, " + std::to_string(classes) + ")");
+    lab[r] = v;
+    if (v == ignoreIndex)
+      continue;
+    if (v < 0 || v >= classes)
+      return fail(name, "label " + std::to_string(v) + " at position " +
+                            std::to_string(r) + " is outside [0, " +
+                            std::to_string(classes) +
+                            ") and is not the "
+                            "ignore_index " +
+                            std::to_string(ignoreIndex));
+    ++counted;
+  }
+  std::vector<double> loss(static_cast<size_t>(rows));
+  return visitFloat(logits.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    rowLosses(logits.as<S>(), lab, ignoreIndex, classes, loss);
+    S *o = out.as<S>();
+    if (reduction == Reduction::None) {
+      for (int64_t r = 0; r < rows; ++r)
+        o[r] = Float<S>::store(static_cast<C>(loss[r]));
+      return Status::success();
+    }
+    double total = 0;
+    for (double l : loss)
+      total += l;
+    if (reduction == Reduction::Mean) // 0 / 0 = NaN when all are ignored
+      total = counted ? total / static_cast<double>(counted)
+                      : std::numeric_limits<double>::quiet_NaN();
+    o[0] = Float<S>::store(static_cast<C>(total));
+    return Status::success();
+  });
+}
+
+} // namespace smp::kernels::cpu

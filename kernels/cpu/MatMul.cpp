@@ -1,0 +1,193 @@
+//===- MatMul.cpp - Batched matrix product (numpy.matmul + transposes) ----===//
+
+#include "Common.h"
+
+#include <cblas.h>
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+/// The product's geometry: stored matrices are rowsX x colsX; op(A) is M x K,
+/// op(B) is K x N; batch b multiplies A + offA[b] by B + offB[b] (elements).
+struct Geometry {
+  bool transA, transB;
+  int64_t rowsA, colsA, rowsB, colsB, M, K, N;
+  std::vector<int64_t> offA, offB;
+  bool foldBatchIntoM = false; // one GEMM with nb * M rows
+};
+
+/// C[nb][M][N] = op(A) op(B) through cblas ?gemm.
+template <class T>
+void gemmAll(const Geometry &g, const T *a, const T *b, T *c) {
+  int64_t nb = static_cast<int64_t>(g.offA.size());
+  auto gemm = [&](int64_t m, const T *pa, const T *pb, T *pc) {
+    auto ta = g.transA ? CblasTrans : CblasNoTrans;
+    auto tb = g.transB ? CblasTrans : CblasNoTrans;
+    int lda = static_cast<int>(std::max<int64_t>(1, g.colsA));
+    int ldb = static_cast<int>(std::max<int64_t>(1, g.colsB));
+    int ldc = static_cast<int>(std::max<int64_t>(1, g.N));
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
+                  static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, pa, lda,
+                  pb, ldb, 0.0f, pc, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
+                  static_cast<int>(g.N), static_cast<int>(g.K), 1.0, pa, lda,
+                  pb, ldb, 0.0, pc, ldc);
+  };
+  if (g.foldBatchIntoM) {
+    gemm(nb * g.M, a, b, c);
+    return;
+  }
+  for (int64_t i = 0; i < nb; ++i)
+    gemm(g.M, a + g.offA[i], b + g.offB[i], c + i * g.M * g.N);
+}
+
+/// Integer product with a plain loop (wrapping arithmetic).
+template <class T>
+void intMatMul(const Geometry &g, const T *a, const T *b, T *c) {
+  using U = uint64_t; // wraps; reduced to T's width at the end
+  int64_t nb = static_cast<int64_t>(g.offA.size());
+  // Element (i, k) of op(A) and (k, j) of op(B).
+  int64_t aI = g.transA ? 1 : g.colsA, aK = g.transA ? g.colsA : 1;
+  int64_t bK = g.transB ? 1 : g.colsB, bJ = g.transB ? g.colsB : 1;
+  parallelFor(nb * g.M, grainFor(g.K * g.N), [&](int64_t begin, int64_t end) {
+    std::vector<U> acc(static_cast<size_t>(g.N));
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t bi = row / g.M, i = row % g.M;
+      const T *pa = a + g.offA[bi] + i * aI;
+      const T *pb = b + g.offB[bi];
+      std::fill(acc.begin(), acc.end(), U(0));
+      for (int64_t k = 0; k < g.K; ++k) {
+        U av = static_cast<U>(static_cast<int64_t>(pa[k * aK]));
+        const T *bk = pb + k * bK;
+        for (int64_t j = 0; j < g.N; ++j)
+          acc[j] += av * static_cast<U>(static_cast<int64_t>(bk[j * bJ]));
+      }
+      T *pc = c + row * g.N;
+      for (int64_t j = 0; j < g.N; ++j)
+        pc[j] = static_cast<T>(acc[j]);
+    }
+  });
+}
+
+template <class S> std::vector<float> widenToF32(const TensorRef &t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  const S *p = t.as<S>();
+  parallelFor(t.numel(), grainFor(2), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      v[i] = Float<S>::load(p[i]);
+  });
+  return v;
+}
+
+} // namespace
+
+Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+              bool transposeLhs, bool transposeRhs) {
+  const char *name = "matmul";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
+    return s;
+  if (lhs.rank() == 0 || rhs.rank() == 0)
+    return fail(name, "operands must not be scalars");
+  std::vector<int64_t> sa = lhs.shape, sb = rhs.shape;
+  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
+  if (promoteA)
+    sa.insert(sa.begin(), 1);
+  if (promoteB)
+    sb.push_back(1);
+  Geometry g;
+  g.transA = transposeLhs;
+  g.transB = transposeRhs;
+  g.rowsA = sa[sa.size() - 2];
+  g.colsA = sa.back();
+  g.rowsB = sb[sb.size() - 2];
+  g.colsB = sb.back();
+  g.M = g.transA ? g.colsA : g.rowsA;
+  g.K = g.transA ? g.rowsA : g.colsA;
+  int64_t k2 = g.transB ? g.colsB : g.rowsB;
+  g.N = g.transB ? g.rowsB : g.colsB;
+  if (g.K != k2)
+    return fail(name, "contraction mismatch: " + smprt::describe(lhs) +
+                          " and " + smprt::describe(rhs));
+  std::vector<int64_t> batchA(sa.begin(), sa.end() - 2),
+      batchB(sb.begin(), sb.end() - 2), batch;
+  if (!broadcastShapes(batchA, batchB, batch))
+    return fail(name, "batch dims of " + smprt::describe(lhs) + " and " +
+                          smprt::describe(rhs) + " do not broadcast");
+  std::vector<int64_t> expected = batch;
+  if (!promoteA)
+    expected.push_back(g.M);
+  if (!promoteB)
+    expected.push_back(g.N);
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+
+  int64_t nb = product(batch);
+  std::vector<int64_t> strA, strB;
+  broadcastStrides(batchA, batch, strA);
+  broadcastStrides(batchB, batch, strB);
+  for (int64_t &s : strA)
+    s *= g.rowsA * g.colsA;
+  for (int64_t &s : strB)
+    s *= g.rowsB * g.colsB;
+  g.offA.resize(nb);
+  g.offB.resize(nb);
+  StridedLoop<2>(batch, {strA, strB})
+      .forEachRun(0, nb,
+                  [&](int64_t pos, const std::array<int64_t, 2> &off,
+                      int64_t len, const std::array<int64_t, 2> &in) {
+                    for (int64_t i = 0; i < len; ++i) {
+                      g.offA[pos + i] = off[0] + i * in[0];
+                      g.offB[pos + i] = off[1] + i * in[1];
+                    }
+                  });
+  g.foldBatchIntoM = !g.transA && product(batchB) == 1 && product(batchA) == nb;
+
+  if (g.K == 0) { // empty sum: zeros of any dtype are zero bytes
+    std::fill_n(static_cast<uint8_t *>(out.data), out.bytes(), uint8_t(0));
+    return Status::success();
+  }
+  switch (lhs.dtype) {
+  case DType::F32:
+    gemmAll(g, lhs.as<float>(), rhs.as<float>(), out.as<float>());
+    return Status::success();
+  case DType::F64:
+    gemmAll(g, lhs.as<double>(), rhs.as<double>(), out.as<double>());
+    return Status::success();
+  case DType::F16:
+  case DType::BF16:
+    return visitFloat(lhs.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      std::vector<float> a = widenToF32<S>(lhs), b = widenToF32<S>(rhs);
+      std::vector<float> c(static_cast<size_t>(out.numel()));
+      gemmAll(g, a.data(), b.data(), c.data());
+      S *o = out.as<S>();
+      parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
+        for (int64_t i = b0; i < e; ++i)
+          o[i] = Float<S>::store(c[i]);
+      });
+      return Status::success();
+    });
+  default:
+    return visitInt(lhs.dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      intMatMul(g, lhs.as<T>(), rhs.as<T>(), out.as<T>());
+      return Status::success();
+    });
+  }
+}
+
+} // namespace smp::kernels::cpu

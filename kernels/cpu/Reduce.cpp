@@ -1,0 +1,268 @@
+//===- Reduce.cpp - reduce_sum / reduce_mean / reduce_max -----------------===//
+//
+// The input's dims are grouped into runs of kept and reduced dims (size-1
+// dims dropped, neighbours merged). Each output element (or, when the last
+// group is kept, each contiguous row of outputs) accumulates over the
+// reduced groups; output rows are independent and run in parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+struct Group {
+  int64_t size, stride;
+};
+
+struct Plan {
+  std::vector<Group> keptOuter, reducedOuter;
+  int64_t inner = 1; // L: contiguous kept elements per output row
+  int64_t run = 1;   // contiguous reduced elements (when inner == 1)
+  int64_t rows = 1;  // product of keptOuter sizes
+  int64_t count = 1; // reduced elements per output
+};
+
+Plan makePlan(const std::vector<int64_t> &shape,
+              const std::vector<bool> &reduced) {
+  std::vector<int64_t> strides = contiguousStrides(shape);
+  struct G {
+    int64_t size, stride;
+    bool reduced;
+  };
+  std::vector<G> groups;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d]) {
+      groups.back().size *= shape[d];
+      groups.back().stride = strides[d];
+    } else {
+      groups.push_back({shape[d], strides[d], reduced[d]});
+    }
+  }
+  Plan p;
+  if (!groups.empty()) {
+    if (groups.back().reduced)
+      p.run = groups.back().size;
+    else
+      p.inner = groups.back().size;
+    groups.pop_back();
+  }
+  for (const G &g : groups) {
+    if (g.reduced)
+      p.reducedOuter.push_back({g.size, g.stride});
+    else
+      p.keptOuter.push_back({g.size, g.stride});
+  }
+  for (const Group &g : p.keptOuter)
+    p.rows *= g.size;
+  p.count = p.run;
+  for (const Group &g : p.reducedOuter)
+    p.count *= g.size;
+  return p;
+}
+
+/// Ops: Acc init(); void add(Acc &, S); S finish(Acc).
+template <class S, class Ops>
+void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
+  using Acc = decltype(ops.init());
+  int64_t work = std::max<int64_t>(1, p.count * p.inner);
+  parallelFor(p.rows, grainFor(work), [&](int64_t begin, int64_t end) {
+    std::vector<Acc> acc(static_cast<size_t>(p.inner));
+    size_t nr = p.reducedOuter.size();
+    std::vector<int64_t> qidx(nr);
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t base = 0, rem = r;
+      for (size_t d = p.keptOuter.size(); d-- > 0;) {
+        base += (rem % p.keptOuter[d].size) * p.keptOuter[d].stride;
+        rem /= p.keptOuter[d].size;
+      }
+      std::fill(acc.begin(), acc.end(), ops.init());
+      std::fill(qidx.begin(), qidx.end(), 0);
+      int64_t off = base;
+      while (true) {
+        if (p.inner > 1) {
+          const S *row = x + off;
+          for (int64_t j = 0; j < p.inner; ++j)
+            ops.add(acc[j], row[j]);
+        } else {
+          const S *run = x + off;
+          Acc a = acc[0];
+          for (int64_t j = 0; j < p.run; ++j)
+            ops.add(a, run[j]);
+          acc[0] = a;
+        }
+        // Next reduced multi-index (odometer over reducedOuter).
+        bool done = true;
+        for (size_t d = nr; d-- > 0;) {
+          off += p.reducedOuter[d].stride;
+          if (++qidx[d] < p.reducedOuter[d].size) {
+            done = false;
+            break;
+          }
+          off -= qidx[d] * p.reducedOuter[d].stride;
+          qidx[d] = 0;
+        }
+        if (done)
+          break;
+      }
+      S *dst = y + r * p.inner;
+      for (int64_t j = 0; j < p.inner; ++j)
+        dst[j] = ops.finish(acc[j]);
+    }
+  });
+}
+
+template <class S> struct FloatSum {
+  bool mean;
+  int64_t count;
+  double init() const { return 0.0; }
+  void add(double &a, S v) const {
+    a += static_cast<double>(Float<S>::load(v));
+  }
+  S finish(double a) const {
+    using C = typename Float<S>::C;
+    return Float<S>::store(
+        static_cast<C>(mean ? a / static_cast<double>(count) : a));
+  }
+};
+
+template <class S> struct FloatMax {
+  using C = typename Float<S>::C;
+  C init() const { return -std::numeric_limits<C>::infinity(); }
+  void add(C &a, S s) const {
+    C v = Float<S>::load(s);
+    if (v > a || std::isnan(v))
+      a = v;
+  }
+  S finish(C a) const { return Float<S>::store(a); }
+};
+
+template <class T> struct IntSum {
+  bool mean;
+  int64_t count;
+  uint64_t init() const { return 0; }
+  void add(uint64_t &a, T v) const {
+    a += static_cast<uint64_t>(static_cast<int64_t>(v));
+  }
+  T finish(uint64_t a) const {
+    if (!mean || count == 0)
+      return static_cast<T>(a);
+    if constexpr (std::is_signed_v<T>)
+      return static_cast<T>(static_cast<int64_t>(a) / count);
+    else
+      return static_cast<T>(a / static_cast<uint64_t>(count));
+  }
+};
+
+template <class T> struct IntMax {
+  T init() const { return std::numeric_limits<T>::lowest(); }
+  void add(T &a, T v) const { a = a < v ? v : a; }
+  T finish(T a) const { return a; }
+};
+
+/// The value of a reduction over no elements.
+Status fillEmpty(ReduceOp op, const TensorRef &out) {
+  int64_t n = out.numel();
+  if (smprt::isFloat(out.dtype))
+    return visitFloat(out.dtype, "reduce", [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      using C = typename Float<S>::C;
+      C v = op == ReduceOp::Sum    ? C(0)
+            : op == ReduceOp::Mean ? std::numeric_limits<C>::quiet_NaN()
+                                   : -std::numeric_limits<C>::infinity();
+      std::fill_n(out.as<S>(), n, Float<S>::store(v));
+      return Status::success();
+    });
+  if (op == ReduceOp::Max && out.dtype != DType::Bool)
+    return visitInt(out.dtype, "reduce_max", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::fill_n(out.as<T>(), n, std::numeric_limits<T>::lowest());
+      return Status::success();
+    });
+  std::fill_n(static_cast<uint8_t *>(out.data), out.bytes(), uint8_t(0));
+  return Status::success();
+}
+
+const char *reduceName(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "reduce_sum";
+  case ReduceOp::Mean:
+    return "reduce_mean";
+  case ReduceOp::Max:
+    return "reduce_max";
+  }
+  return "reduce";
+}
+
+} // namespace
+
+Status reduce(ReduceOp op, const TensorRef &in,
+              const std::vector<int64_t> &axes, const TensorRef &out) {
+  const char *name = reduceName(op);
+  if (Status s = checkTensor(name, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    int64_t d = normAxis(a, rank);
+    if (d < 0 || reduced[d])
+      return fail(name,
+                  "axis " + std::to_string(a) +
+                      (d < 0 ? " out of range for rank " + std::to_string(rank)
+                             : std::string(" repeated")));
+    reduced[d] = true;
+  }
+  std::vector<int64_t> kept, keptDims;
+  for (int64_t d = 0; d < rank; ++d) {
+    keptDims.push_back(reduced[d] ? 1 : in.shape[d]);
+    if (!reduced[d])
+      kept.push_back(in.shape[d]);
+  }
+  if (out.shape != kept && out.shape != keptDims)
+    return fail(name, "output has shape " + shapeStr(out.shape) +
+                          ", expected " + shapeStr(kept) + " (or " +
+                          shapeStr(keptDims) + " with keepdims)");
+  if (out.numel() == 0)
+    return Status::success();
+  if (in.numel() == 0)
+    return fillEmpty(op, out);
+  Plan p = makePlan(in.shape, reduced);
+
+  if (smprt::isFloat(in.dtype))
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      if (op == ReduceOp::Max)
+        reduceLoop(p, in.as<S>(), out.as<S>(), FloatMax<S>{});
+      else
+        reduceLoop(p, in.as<S>(), out.as<S>(),
+                   FloatSum<S>{op == ReduceOp::Mean, p.count});
+      return Status::success();
+    });
+  if (in.dtype == DType::Bool) {
+    if (op != ReduceOp::Max)
+      return unsupported(name, in.dtype);
+    reduceLoop(p, in.as<uint8_t>(), out.as<uint8_t>(), IntMax<uint8_t>{});
+    return Status::success();
+  }
+  return visitInt(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (op == ReduceOp::Max)
+      reduceLoop(p, in.as<T>(), out.as<T>(), IntMax<T>{});
+    else
+      reduceLoop(p, in.as<T>(), out.as<T>(),
+                 IntSum<T>{op == ReduceOp::Mean, p.count});
+    return Status::success();
+  });
+}
+
+} // namespace smp::kernels::cpu

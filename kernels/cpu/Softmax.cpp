@@ -1,0 +1,140 @@
+//===- Softmax.cpp - softmax and log_softmax along one axis ---------------===//
+//
+// Numerically stable: the max along the axis is subtracted first; the
+// denominator accumulates in double. The input is viewed as
+// [outer, n, inner]; rows (inner == 1) or column blocks (inner > 1) run in
+// parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+constexpr int64_t kBlock = 64; // inner columns per task when inner > 1
+
+template <class S>
+void softmaxRows(const S *x, S *y, int64_t outer, int64_t n, bool log) {
+  using C = typename Float<S>::C;
+  parallelFor(outer, grainFor(8 * n), [&](int64_t begin, int64_t end) {
+    std::vector<C> t(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const S *xr = x + r * n;
+      S *yr = y + r * n;
+      C m = -std::numeric_limits<C>::infinity();
+      for (int64_t i = 0; i < n; ++i) {
+        t[i] = Float<S>::load(xr[i]);
+        m = t[i] > m ? t[i] : m;
+      }
+      double sum = 0;
+      if (log) {
+        for (int64_t i = 0; i < n; ++i) {
+          t[i] -= m;
+          sum += static_cast<double>(std::exp(t[i]));
+        }
+        C ls = static_cast<C>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i)
+          yr[i] = Float<S>::store(t[i] - ls);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          t[i] = std::exp(t[i] - m);
+          sum += static_cast<double>(t[i]);
+        }
+        C inv = static_cast<C>(1.0 / sum);
+        for (int64_t i = 0; i < n; ++i)
+          yr[i] = Float<S>::store(t[i] * inv);
+      }
+    }
+  });
+}
+
+template <class S>
+void softmaxStrided(const S *x, S *y, int64_t outer, int64_t n, int64_t inner,
+                    bool log) {
+  using C = typename Float<S>::C;
+  int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallelFor(outer * blocks, grainFor(8 * n * kBlock),
+              [&](int64_t begin, int64_t end) {
+                C m[kBlock];
+                double sum[kBlock];
+                for (int64_t task = begin; task < end; ++task) {
+                  int64_t o = task / blocks, j0 = (task % blocks) * kBlock;
+                  int64_t w = std::min(kBlock, inner - j0);
+                  const S *xb = x + o * n * inner + j0;
+                  S *yb = y + o * n * inner + j0;
+                  for (int64_t j = 0; j < w; ++j) {
+                    m[j] = -std::numeric_limits<C>::infinity();
+                    sum[j] = 0;
+                  }
+                  for (int64_t i = 0; i < n; ++i)
+                    for (int64_t j = 0; j < w; ++j) {
+                      C v = Float<S>::load(xb[i * inner + j]);
+                      m[j] = v > m[j] ? v : m[j];
+                    }
+                  for (int64_t i = 0; i < n; ++i)
+                    for (int64_t j = 0; j < w; ++j)
+                      sum[j] += static_cast<double>(
+                          std::exp(Float<S>::load(xb[i * inner + j]) - m[j]));
+                  for (int64_t i = 0; i < n; ++i)
+                    for (int64_t j = 0; j < w; ++j) {
+                      C v = Float<S>::load(xb[i * inner + j]) - m[j];
+                      yb[i * inner + j] = Float<S>::store(
+                          log ? v - static_cast<C>(std::log(sum[j]))
+                              : static_cast<C>(std::exp(v) * (1.0 / sum[j])));
+                    }
+                }
+              });
+}
+
+Status softmaxImpl(const char *name, bool log, const TensorRef &in,
+                   int64_t axis, const TensorRef &out) {
+  if (Status s = checkTensor(name, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (rank == 0) { // a scalar: softmax 1, log_softmax 0
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      using C = typename Float<S>::C;
+      C v = Float<S>::load(*in.as<S>());
+      *out.as<S>() = Float<S>::store(std::isnan(v) ? v : C(log ? 0 : 1));
+      return Status::success();
+    });
+  }
+  int64_t d = normAxis(axis, rank);
+  if (d < 0)
+    return fail(name, "axis " + std::to_string(axis) +
+                          " out of range for rank " + std::to_string(rank));
+  int64_t outer = product(in.shape, 0, d), n = in.shape[d],
+          inner = product(in.shape, d + 1);
+  if (in.numel() == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (inner == 1)
+      softmaxRows(in.as<S>(), out.as<S>(), outer, n, log);
+    else
+      softmaxStrided(in.as<S>(), out.as<S>(), outer, n, inner, log);
+    return Status::success();
+  });
+}
+
+} // namespace
+
+Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
+  return softmaxImpl("softmax", false, in, axis, out);
+}
+
+Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
+  return softmaxImpl("log_softmax", true, in, axis, out);
+}
+
+} // namespace smp::kernels::cpu

@@ -1,0 +1,209 @@
+//===- NormLossTest.cpp - layer/rms/batch norm, cross-entropy -------------===//
+
+#include "TestUtil.h"
+
+#include <limits>
+
+namespace smp::kernels::cpu::test {
+namespace {
+
+std::vector<double> refLayerNorm(const Host &x, const Host &scale,
+                                 const Host *bias, int64_t axis, double eps) {
+  const auto &s = x.ref.shape;
+  std::vector<int64_t> norm(s.begin() + axis, s.end());
+  int64_t d = 1;
+  for (int64_t v : norm)
+    d *= v;
+  std::vector<double> out(static_cast<size_t>(x.numel()));
+  for (int64_t r = 0; r < x.numel() / d; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < d; ++i)
+      mean += x.get(r * d + i);
+    mean /= d;
+    for (int64_t i = 0; i < d; ++i)
+      var += (x.get(r * d + i) - mean) * (x.get(r * d + i) - mean);
+    var /= d;
+    for (int64_t i = 0; i < d; ++i) {
+      auto idx = unravel(i, norm);
+      double v = (x.get(r * d + i) - mean) / std::sqrt(var + eps) *
+                 scale.get(broadcastIndex(idx, scale.ref.shape));
+      if (bias)
+        v += bias->get(broadcastIndex(idx, bias->ref.shape));
+      out[r * d + i] = v;
+    }
+  }
+  return out;
+}
+
+TEST(LayerNorm, MatchesReference) {
+  struct Case {
+    std::vector<int64_t> x;
+    int64_t axis;
+    std::vector<int64_t> scale, bias;
+  };
+  const Case cases[] = {
+      {{4, 16}, 1, {16}, {16}},    {{2, 3, 8}, -1, {8}, {}},
+      {{2, 3, 8}, 1, {3, 8}, {8}}, {{2, 3, 8}, 1, {3, 1}, {1}},
+      {{5, 7}, 0, {5, 7}, {7}},    {{200, 96}, 1, {96}, {96}},
+  };
+  unsigned seed = 1;
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16})
+    for (const Case &c : cases) {
+      Host x = random(t, c.x, -3, 5, seed++);
+      Host scale = random(DType::F32, c.scale, 0.5, 1.5, seed++);
+      Host bias = random(t, c.bias.empty() ? std::vector<int64_t>{1} : c.bias,
+                         -1, 1, seed++);
+      const Host *b = c.bias.empty() ? nullptr : &bias;
+      Host out(t, c.x);
+      SCOPED_TRACE(smprt::describe(x) + " axis " + std::to_string(c.axis));
+      ASSERT_OK(layerNorm(x, scale, b ? &b->ref : nullptr, c.axis, 1e-5f, out));
+      int64_t axis = c.axis < 0 ? c.axis + c.x.size() : c.axis;
+      double tol = t == DType::F32 ? 1e-5 : tolFor(t) * 2;
+      expectNear(out.values(), refLayerNorm(x, scale, b, axis, 1e-5), tol, tol);
+    }
+}
+
+TEST(LayerNorm, KnownValuesAndErrors) {
+  Host x = make(DType::F32, {1, 4}, {1, 2, 3, 4});
+  Host sc = make(DType::F32, {4}, {1, 1, 1, 1}),
+       bi = make(DType::F32, {4}, {0, 0, 0, 1});
+  Host y(DType::F32, {1, 4});
+  ASSERT_OK(layerNorm(x, sc, &bi.ref, -1, 0.0f, y));
+  double r = 1 / std::sqrt(1.25);
+  expectNear(y.values(), {-1.5 * r, -0.5 * r, 0.5 * r, 1.5 * r + 1}, 1e-6);
+  EXPECT_FALSE(layerNorm(x, make(DType::F32, {3}), nullptr, 1, 1e-5f, y).ok());
+  EXPECT_FALSE(layerNorm(x, sc, nullptr, 2, 1e-5f, y).ok());
+}
+
+TEST(RmsNorm, MatchesReference) {
+  unsigned seed = 10;
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16})
+    for (auto shape : {std::vector<int64_t>{3, 10}, {2, 5, 64}, {300, 33}}) {
+      Host x = random(t, shape, -2, 2, seed++);
+      int64_t d = shape.back();
+      Host scale = random(t, {d}, 0.5, 2, seed++);
+      Host out(t, shape);
+      ASSERT_OK(rmsNorm(x, scale, 1e-6f, out));
+      std::vector<double> want(static_cast<size_t>(x.numel()));
+      for (int64_t r = 0; r < x.numel() / d; ++r) {
+        double ms = 0;
+        for (int64_t i = 0; i < d; ++i)
+          ms += x.get(r * d + i) * x.get(r * d + i);
+        ms /= d;
+        for (int64_t i = 0; i < d; ++i)
+          want[r * d + i] =
+              x.get(r * d + i) / std::sqrt(ms + 1e-6) * scale.get(i);
+      }
+      double tol = t == DType::F32 ? 1e-5 : tolFor(t) * 2;
+      expectNear(out.values(), want, tol, tol);
+    }
+  Host x = make(DType::F32, {1, 2}, {3, 4}), one = make(DType::F32, {1}, {2});
+  Host y(DType::F32, {1, 2});
+  ASSERT_OK(rmsNorm(x, one, 0.0f, y)); // rms = sqrt(12.5); scale broadcasts
+  expectNear(y.values(), {6 / std::sqrt(12.5), 8 / std::sqrt(12.5)}, 1e-6);
+}
+
+TEST(BatchNorm, MatchesReference) {
+  unsigned seed = 20;
+  for (DType t : {DType::F32, DType::F64, DType::F16})
+    for (auto shape : {std::vector<int64_t>{2, 3, 4, 5}, {4, 6}, {2, 3, 7}}) {
+      int64_t c = shape[1];
+      Host x = random(t, shape, -2, 2, seed++);
+      Host sc = random(DType::F32, {c}, 0.5, 2, seed++),
+           bi = random(DType::F32, {c}, -1, 1, seed++);
+      Host mu = random(DType::F32, {c}, -1, 1, seed++),
+           var = random(DType::F32, {c}, 0.1, 2, seed++);
+      Host out(t, shape);
+      ASSERT_OK(batchNorm(x, sc, bi, mu, var, 1e-5f, out));
+      int64_t inner = x.numel() / (shape[0] * c);
+      std::vector<double> want(static_cast<size_t>(x.numel()));
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        int64_t ch = (i / inner) % c;
+        want[i] = (x.get(i) - mu.get(ch)) / std::sqrt(var.get(ch) + 1e-5) *
+                      sc.get(ch) +
+                  bi.get(ch);
+      }
+      double tol = t == DType::F32 ? 1e-5 : tolFor(t) * 2;
+      expectNear(out.values(), want, tol, tol);
+    }
+  Host x(DType::F32, {2, 3}), p(DType::F32, {2});
+  EXPECT_FALSE(batchNorm(x, p, p, p, p, 1e-5f, x).ok()); // 3 channels
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST(CrossEntropy, HandComputedWithIgnoreIndex) {
+  // Rows: [1, 2, 3] label 2; [1, 1, 1] ignored; [0, 0, 5] label 0.
+  Host logits = make(DType::F32, {3, 3}, {1, 2, 3, 1, 1, 1, 0, 0, 5});
+  Host labels = make(DType::I64, {3}, {2, -100, 0});
+  double l0 = std::log(std::exp(1) + std::exp(2) + std::exp(3)) - 3;
+  double l2 = std::log(2 + std::exp(5)) - 0;
+  Host none(DType::F32, {3});
+  ASSERT_OK(crossEntropy(logits, labels, -100, Reduction::None, none));
+  expectNear(none.values(), {l0, 0, l2}, 1e-6);
+  Host s(DType::F32, {});
+  ASSERT_OK(crossEntropy(logits, labels, -100, Reduction::Sum, s));
+  EXPECT_NEAR(s.get(0), l0 + l2, 1e-5);
+  ASSERT_OK(crossEntropy(logits, labels, -100, Reduction::Mean, s));
+  EXPECT_NEAR(s.get(0), (l0 + l2) / 2, 1e-6); // divides by 2, not 3
+  EXPECT_NEAR(l0, 0.40760596444438, 1e-12);
+  // All ignored: mean is NaN (as PyTorch), sum is 0.
+  Host ign = make(DType::I32, {3}, {7, 7, 7});
+  ASSERT_OK(crossEntropy(logits, ign, 7, Reduction::Mean, s));
+  EXPECT_TRUE(std::isnan(s.get(0)));
+  ASSERT_OK(crossEntropy(logits, ign, 7, Reduction::Sum, s));
+  EXPECT_EQ(s.get(0), 0);
+}
+
+TEST(CrossEntropy, RejectsLabelsOutOfRange) {
+  Host logits(DType::F32, {2, 4});
+  Host out(DType::F32, {});
+  smprt::Status st = crossEntropy(logits, make(DType::I64, {2}, {1, 4}), -100,
+                                  Reduction::Mean, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error.find("label 4"), std::string::npos) << st.error;
+  EXPECT_NE(st.error.find("cross_entropy"), std::string::npos) << st.error;
+  EXPECT_FALSE(crossEntropy(logits, make(DType::I8, {2}, {-1, 0}), -100,
+                            Reduction::Mean, out)
+                   .ok());
+  EXPECT_FALSE(
+      crossEntropy(logits, make(DType::I64, {3}), -100, Reduction::Mean, out)
+          .ok()); // shape
+}
+
+TEST(CrossEntropy, MatchesReferenceOnBatches) {
+  unsigned seed = 30;
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (DType lt : {DType::I64, DType::I32, DType::U8}) {
+      Host logits = random(t, {2, 33, 50}, -10, 10, seed++);
+      Host labels = random(lt, {2, 33}, 0, 50, seed++);
+      int64_t ignore = 3;
+      std::vector<double> want(66);
+      double sum = 0;
+      int count = 0;
+      for (int64_t r = 0; r < 66; ++r) {
+        int64_t lab = static_cast<int64_t>(labels.get(r));
+        if (lab == ignore)
+          continue;
+        double m = -INFINITY, z = 0;
+        for (int64_t c = 0; c < 50; ++c)
+          m = std::max(m, logits.get(r * 50 + c));
+        for (int64_t c = 0; c < 50; ++c)
+          z += std::exp(logits.get(r * 50 + c) - m);
+        want[r] = std::log(z) + m - logits.get(r * 50 + lab);
+        sum += want[r];
+        ++count;
+      }
+      Host none(t, {2, 33}), mean(t, {});
+      ASSERT_OK(crossEntropy(logits, labels, ignore, Reduction::None, none));
+      double tol = t == DType::F32 ? 1e-5 : tolFor(t);
+      expectNear(none.values(), want, tol, tol);
+      ASSERT_OK(crossEntropy(logits, labels, ignore, Reduction::Mean, mean));
+      EXPECT_NEAR(mean.get(0), sum / count, tol * 4);
+    }
+}
+
+} // namespace
+} // namespace smp::kernels::cpu::test
