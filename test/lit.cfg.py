@@ -17,7 +17,9 @@ config.test_exec_root = os.path.join(config.smp_obj_root, "test")
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["smp-opt", "smpc"], [config.smp_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["smp-opt", "smpc", "smprun", "smp-npy-diff"], [config.smp_tools_dir])
+config.substitutions.append(("%python", "python3"))
 
 config.substitutions.append(
     ("%fixtures", os.path.join(config.smp_src_root, "test", "fixtures")))

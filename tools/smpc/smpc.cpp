@@ -15,9 +15,12 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "smp/Frontend/ONNX/Importer.h"
+#include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/InitAll.h"
 #include "smp/Version.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -33,12 +36,18 @@ const char *kUsage = R"(smpc - the smp compiler: imports a model, and (in later 
 its training step and splits it over devices.
 
 USAGE
+  smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
+               [--dim NAME=VALUE]...
   smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
   smpc summary MODEL [--dim NAME=VALUE]...
   smpc ops
   smpc --help | --version
 
 COMMANDS
+  compile   Build the artifact smprun runs: a directory OUT.smpx holding the
+            manifest, per-rank programs and weights, the final IR
+            (model.mlir) and the plan report (plan.txt). Forward only for
+            now: the training step comes with --train in a later release.
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
   summary   Print inputs, outputs, parameter count and an op histogram.
   ops       List the ONNX ops the importer supports.
@@ -48,7 +57,11 @@ MODEL
   ONNX text syntax (.onnxtxt), or smp dialect MLIR text (.mlir).
 
 OPTIONS
-  -o FILE              Output file (default: stdout).
+  -o FILE              Output file (default: stdout); for compile, the
+                       artifact directory (required).
+  --target cpu|cuda    Backend the artifact is built for (default: cpu).
+  --batch-size B       Bind the leading symbolic dim of every input to B
+                       (explicit --dim bindings win).
   --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
                        smp compiles static shapes: every symbolic dim of the
                        model's inputs must be bound. Repeatable.
@@ -57,6 +70,7 @@ OPTIONS
   --version            Show the version.
 
 EXAMPLES
+  smpc compile gpt.onnx --batch-size 8 --dim seq=1024 -o gpt.smpx
   smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
   smpc summary gpt.mlir
 )";
@@ -65,6 +79,7 @@ struct Options {
   std::string command;
   std::string input;
   std::string output = "-";
+  std::string target = "cpu";
   smp::onnx_frontend::ImportOptions import;
 };
 
@@ -113,6 +128,17 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--dim expects NAME=VALUE with a positive integer, got '" +
                     *v + "'");
       opts.import.dims[name] = n;
+    } else if (a == "--target" || a.starts_with("--target=")) {
+      auto v = value("--target");
+      if (!v || (*v != "cpu" && *v != "cuda"))
+        return fail("--target expects cpu or cuda");
+      opts.target = *v;
+    } else if (a == "--batch-size" || a.starts_with("--batch-size=")) {
+      auto v = value("--batch-size");
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n <= 0)
+        return fail("--batch-size expects a positive integer");
+      opts.import.batchSize = n;
     } else if (a == "--no-raise") {
       opts.import.raise = false;
     } else if (a.starts_with("-") && a != "-") {
@@ -126,10 +152,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     }
   }
   if (opts.command != "import" && opts.command != "summary" &&
-      opts.command != "ops")
+      opts.command != "ops" && opts.command != "compile")
     return fail("unknown command '" + opts.command + "' (see smpc --help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
+  if (opts.command == "compile" && opts.output == "-")
+    return fail("compile needs -o OUT.smpx (the artifact directory)");
   return std::nullopt;
 }
 
@@ -162,6 +190,46 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
   return std::move(*module);
 }
 
+/// The weights of a module: the ONNX file named by its smp.source attribute
+/// (relative paths are tried from the working directory, then from the
+/// directory of the .mlir file).
+llvm::Expected<std::unique_ptr<smp::WeightSource>>
+openWeights(ModuleOp module, const Options &opts) {
+  auto source = module->getAttrOfType<StringAttr>("smp.source");
+  if (!source)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        opts.input + ": the module has no smp.source attribute naming the "
+                     "model file that holds its weights");
+  std::string path = source.str();
+  if (!llvm::sys::fs::exists(path) && !llvm::sys::path::is_absolute(path)) {
+    llvm::SmallString<256> alt(llvm::sys::path::parent_path(opts.input));
+    llvm::sys::path::append(alt, path);
+    if (llvm::sys::fs::exists(alt))
+      path = alt.str().str();
+  }
+  return smp::onnx_frontend::openONNXWeights(path);
+}
+
+int compile(ModuleOp module, const Options &opts) {
+  auto weights = openWeights(module, opts);
+  if (!weights)
+    return fail(llvm::toString(weights.takeError()));
+  smp::ArtifactOptions artifact;
+  artifact.outputDir = opts.output;
+  artifact.target = opts.target;
+  artifact.producer = std::string("smpc ") + SMP_VERSION;
+  auto summary = smp::writeArtifact(module, **weights, artifact);
+  if (!summary)
+    return fail(llvm::toString(summary.takeError()));
+  llvm::outs() << "wrote " << opts.output << ": " << summary->numInstructions
+               << " instructions, " << summary->numBuffers << " buffers, arena "
+               << summary->arenaBytes << " bytes (weights "
+               << summary->weightsBytes << " bytes); plan report in "
+               << opts.output << "/plan.txt\n";
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -181,6 +249,8 @@ int main(int argc, char **argv) {
   auto module = loadModule(ctx, opts);
   if (failed(module))
     return 1;
+  if (opts.command == "compile")
+    return compile(**module, opts);
   std::string err;
   auto out = openOutputFile(opts.output, &err);
   if (!out)

@@ -475,11 +475,27 @@ llvm::Error convertConstant(NodeContext &nc) {
   return llvm::Error::success();
 }
 
-/// Inference: Dropout is the identity and its mask is all true.
+/// Inference: Dropout is the identity and its mask is all true. Training
+/// mode (random masks) is refused rather than silently ignored.
 llvm::Error convertDropout(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
+  if (nc.opset() >= 12 && nc.hasInput(2)) {
+    auto training = nc.constantScalar(2, "training_mode");
+    if (!training)
+      return training.takeError();
+    double ratio = 0.5;
+    if (nc.hasInput(1)) {
+      auto r = nc.constantScalar(1, "ratio");
+      if (!r)
+        return r.takeError();
+      ratio = *r;
+    }
+    if (*training != 0 && ratio != 0)
+      return nc.error("training-mode Dropout (random masks) is not "
+                      "supported; export the model in eval() mode");
+  }
   nc.setOutput(0, *x);
   if (nc.hasOutput(1))
     nc.setOutput(1, nc.splat(nc.builder().getI1Type(), shapeOf(*x), 1));

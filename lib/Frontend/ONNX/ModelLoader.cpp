@@ -16,7 +16,7 @@ using llvm::inconvertibleErrorCode;
 
 namespace smp::onnx_frontend {
 
-static constexpr int64_t kMinOpset = 6;
+static constexpr int64_t kMinOpset = 1;
 static constexpr int64_t kMaxOpset = 21;
 
 static llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {

@@ -1,0 +1,37 @@
+//===- ArtifactWriter.h - smp module -> model.smpx --------------*- C++ -*-===//
+
+#ifndef SMP_TARGET_ARTIFACT_ARTIFACTWRITER_H
+#define SMP_TARGET_ARTIFACT_ARTIFACTWRITER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "smp/Target/Artifact/WeightSource.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace smp {
+
+struct ArtifactOptions {
+  std::string outputDir;     // the model.smpx directory (created)
+  std::string target = "cpu";
+  std::string producer;      // "smpc 0.1.0"
+};
+
+/// Summary of what was written, for the driver to print.
+struct ArtifactSummary {
+  uint64_t arenaBytes = 0;
+  uint64_t weightsBytes = 0;
+  size_t numInstructions = 0;
+  size_t numBuffers = 0;
+};
+
+/// Lowers `func @main` of an smp module to one rank's instruction stream
+/// over buffers with a static memory plan, and writes the artifact directory
+/// (manifest, program, weights, final IR, plan report).
+llvm::Expected<ArtifactSummary> writeArtifact(mlir::ModuleOp module,
+                                              WeightSource &weights,
+                                              const ArtifactOptions &options);
+
+} // namespace smp
+
+#endif // SMP_TARGET_ARTIFACT_ARTIFACTWRITER_H

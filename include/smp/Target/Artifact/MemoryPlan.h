@@ -1,0 +1,31 @@
+//===- MemoryPlan.h - Static arena layout from live ranges ------*- C++ -*-===//
+
+#ifndef SMP_TARGET_ARTIFACT_MEMORYPLAN_H
+#define SMP_TARGET_ARTIFACT_MEMORYPLAN_H
+
+#include <cstdint>
+#include <vector>
+
+namespace smp {
+
+/// A buffer that is live from instruction `start` to `end` inclusive.
+struct LiveRange {
+  int64_t start;
+  int64_t end;
+  uint64_t bytes;
+};
+
+struct MemoryPlan {
+  std::vector<uint64_t> offsets; // one per LiveRange
+  uint64_t arenaBytes = 0;
+};
+
+/// Places every range in one arena so that ranges live at the same time never
+/// overlap: ranges are taken by start, then size, and put at the lowest
+/// aligned offset free for their whole life (first fit).
+MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
+                      uint64_t alignment = 64);
+
+} // namespace smp
+
+#endif // SMP_TARGET_ARTIFACT_MEMORYPLAN_H

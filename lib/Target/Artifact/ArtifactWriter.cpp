@@ -1,0 +1,418 @@
+//===- ArtifactWriter.cpp - smp module -> model.smpx ----------------------===//
+//
+// Lowers `func @main` to one rank's program: every value gets a buffer in a
+// single arena, every smp op (but reshape, which aliases its input) becomes an
+// instruction, parameters and constants become weight references into the
+// rank's weights file, and a first-fit plan over live ranges places the
+// buffers. Then writes the artifact directory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/Target/Artifact/ArtifactWriter.h"
+
+#include "artifact.pb.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Target/Artifact/MemoryPlan.h"
+#include "smprt/FileFormat.h"
+#include "smprt/Tensor.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace mlir;
+namespace pb = smp::artifact;
+
+namespace smp {
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kWeightAlignment = 64;
+
+llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::optional<smprt::DType> dtypeOf(Type t) {
+  using smprt::DType;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  auto it = dyn_cast<IntegerType>(t);
+  if (!it)
+    return std::nullopt;
+  bool isUnsigned = it.isUnsigned();
+  switch (it.getWidth()) {
+  case 1:
+    return DType::Bool;
+  case 8:
+    return isUnsigned ? DType::U8 : DType::I8;
+  case 16:
+    return isUnsigned ? DType::U16 : DType::I16;
+  case 32:
+    return isUnsigned ? DType::U32 : DType::I32;
+  case 64:
+    return isUnsigned ? DType::U64 : DType::I64;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string valueName(Operation *op) {
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    return name.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+/// Little-endian bytes of a constant, one element at a time.
+std::string elementsToBytes(DenseElementsAttr attr, size_t elementBytes) {
+  std::string out;
+  int64_t n = attr.getNumElements();
+  out.reserve(n * elementBytes);
+  auto put = [&](uint64_t v) {
+    for (size_t b = 0; b < elementBytes; ++b)
+      out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+  };
+  if (isa<FloatType>(attr.getElementType())) {
+    auto values = attr.getValues<APFloat>();
+    for (int64_t k = 0; k < n; ++k)
+      put(values[attr.isSplat() ? 0 : k].bitcastToAPInt().getZExtValue());
+  } else {
+    auto values = attr.getValues<APInt>();
+    for (int64_t k = 0; k < n; ++k) {
+      const APInt &v = values[attr.isSplat() ? 0 : k];
+      put(v.getBitWidth() == 1 ? (v.isZero() ? 0 : 1) : v.getZExtValue());
+    }
+  }
+  return out;
+}
+
+/// Converts an op's attributes to artifact attributes.
+llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
+  for (NamedAttribute named : op->getAttrDictionary()) {
+    pb::Attribute attr;
+    Attribute a = named.getValue();
+    if (auto b = dyn_cast<BoolAttr>(a))
+      attr.set_i(b.getValue() ? 1 : 0);
+    else if (auto i = dyn_cast<IntegerAttr>(a))
+      attr.set_i(i.getValue().getSExtValue());
+    else if (auto f = dyn_cast<FloatAttr>(a))
+      attr.set_f(f.getValueAsDouble());
+    else if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
+      for (int64_t v : arr.asArrayRef())
+        attr.mutable_ints()->add_values(v);
+    else if (auto g = dyn_cast<GeluApproximationAttr>(a))
+      attr.set_s(stringifyGeluApproximation(g.getValue()).str());
+    else if (auto r = dyn_cast<ReductionAttr>(a))
+      attr.set_s(stringifyReduction(r.getValue()).str());
+    else
+      return fail("cannot lower attribute '" + named.getName().getValue() +
+                  "' of " + op->getName().getStringRef());
+    (*inst.mutable_attrs())[named.getName().str()] = attr;
+  }
+  return llvm::Error::success();
+}
+
+class Lowering {
+public:
+  Lowering(func::FuncOp func, WeightSource &weights)
+      : func(func), weights(weights) {}
+
+  llvm::Error run();
+
+  pb::RankProgram program;
+  std::string weightsBytes;
+  pb::Manifest manifestIO; // inputs/outputs specs only
+
+private:
+  llvm::Expected<unsigned> newBuffer(Value v, const std::string &name,
+                                     int64_t start);
+  void use(Value v, int64_t at);
+  void addWeight(unsigned buffer, const std::string &bytes);
+
+  func::FuncOp func;
+  WeightSource &weights;
+  llvm::DenseMap<Value, unsigned> bufferOf;
+  std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
+  std::vector<LiveRange> live; // per buffer; meaningful for roots
+};
+
+llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
+                                             int64_t start) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return fail("value '" + name + "' does not have a static tensor type");
+  auto dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return fail("value '" + name + "' has unsupported element type");
+  unsigned id = program.buffers_size();
+  pb::Buffer *buf = program.add_buffers();
+  buf->set_dtype(static_cast<uint32_t>(*dtype));
+  for (int64_t d : type.getShape())
+    buf->add_shape(d);
+  buf->set_bytes(type.getNumElements() * smprt::dtypeSize(*dtype));
+  buf->set_name(name);
+  bufferOf[v] = id;
+  root.push_back(id);
+  live.push_back(LiveRange{start, start, buf->bytes()});
+  return id;
+}
+
+void Lowering::use(Value v, int64_t at) {
+  unsigned r = root[bufferOf.lookup(v)];
+  live[r].end = std::max(live[r].end, at);
+}
+
+void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
+  uint64_t offset = (weightsBytes.size() + kWeightAlignment - 1) /
+                    kWeightAlignment * kWeightAlignment;
+  weightsBytes.resize(offset, '\0');
+  weightsBytes += bytes;
+  pb::WeightRef *ref = program.add_weights();
+  ref->set_buffer(buffer);
+  ref->set_file_offset(offset);
+  ref->set_bytes(bytes.size());
+  live[buffer] = LiveRange{-1, kForever, live[buffer].bytes};
+}
+
+llvm::Error Lowering::run() {
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (auto input = func.getArgAttrOfType<StringAttr>(i, "smp.input")) {
+      auto id = newBuffer(arg, input.str(), -1);
+      if (!id)
+        return id.takeError();
+      live[*id].end = kForever;
+      pb::Binding *b = program.add_inputs();
+      b->set_name(input.str());
+      b->set_buffer(*id);
+      pb::TensorSpec *spec = manifestIO.add_inputs();
+      spec->set_name(input.str());
+      spec->set_dtype(program.buffers(*id).dtype());
+      *spec->mutable_shape() = program.buffers(*id).shape();
+      continue;
+    }
+    auto param = func.getArgAttrOfType<StringAttr>(i, "smp.param");
+    if (!param)
+      return fail("argument #" + llvm::Twine(i) +
+                  " is neither an smp.input nor an smp.param");
+    auto id = newBuffer(arg, param.str(), -1);
+    if (!id)
+      return id.takeError();
+    auto bytes =
+        weights.read(param.getValue(), cast<RankedTensorType>(arg.getType()));
+    if (!bytes)
+      return bytes.takeError();
+    if (bytes->size() != program.buffers(*id).bytes())
+      return fail("parameter '" + param.getValue() + "' has " +
+                  llvm::Twine(bytes->size()) + " bytes, expected " +
+                  llvm::Twine(program.buffers(*id).bytes()));
+    addWeight(*id, *bytes);
+  }
+
+  int64_t index = 0;
+  for (Operation &op : body.getOperations()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        use(v, kForever);
+        auto name = func.getResultAttrOfType<StringAttr>(i, "smp.output");
+        std::string outName = name ? name.str() : "output" + std::to_string(i);
+        pb::Binding *b = program.add_outputs();
+        b->set_name(outName);
+        b->set_buffer(bufferOf.lookup(v));
+        pb::TensorSpec *spec = manifestIO.add_outputs();
+        spec->set_name(outName);
+        spec->set_dtype(program.buffers(b->buffer()).dtype());
+        *spec->mutable_shape() = program.buffers(b->buffer()).shape();
+      }
+      continue;
+    }
+    if (op.getDialect() == nullptr ||
+        op.getDialect()->getNamespace() != SmpDialect::getDialectNamespace())
+      return fail("cannot lower op '" + op.getName().getStringRef() +
+                  "' (only smp ops run on a device)");
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto id = newBuffer(constant.getResult(), valueName(&op), -1);
+      if (!id)
+        return id.takeError();
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense)
+        return fail("constant '" + valueName(&op) + "' is not dense");
+      addWeight(*id, elementsToBytes(
+                         dense, smprt::dtypeSize(static_cast<smprt::DType>(
+                                    program.buffers(*id).dtype()))));
+      continue;
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      // Same bytes, new shape: alias the input's storage.
+      auto id = newBuffer(reshape.getResult(), valueName(&op), index);
+      if (!id)
+        return id.takeError();
+      root[*id] = root[bufferOf.lookup(reshape.getInput())];
+      use(reshape.getInput(), index);
+      ++index;
+      continue;
+    }
+    pb::Instruction *inst = program.add_instructions();
+    inst->set_op(op.getName().stripDialect().str());
+    inst->set_loc(valueName(&op));
+    for (Value operand : op.getOperands()) {
+      inst->add_inputs(bufferOf.lookup(operand));
+      use(operand, index);
+    }
+    for (Value result : op.getResults()) {
+      auto id = newBuffer(result, valueName(&op), index);
+      if (!id)
+        return id.takeError();
+      inst->add_outputs(*id);
+    }
+    if (auto err = convertAttrs(&op, *inst))
+      return err;
+    ++index;
+  }
+
+  // An alias keeps its root alive: fold alias uses into the root's range
+  // (done by `use`), then plan the roots.
+  std::vector<LiveRange> rootRanges;
+  std::vector<unsigned> rootIds;
+  for (unsigned id = 0; id < root.size(); ++id)
+    if (root[id] == id) {
+      rootIds.push_back(id);
+      rootRanges.push_back(live[id]);
+    }
+  MemoryPlan plan = planMemory(rootRanges);
+  std::vector<uint64_t> offsetOfRoot(root.size(), 0);
+  for (size_t k = 0; k < rootIds.size(); ++k)
+    offsetOfRoot[rootIds[k]] = plan.offsets[k];
+  for (unsigned id = 0; id < root.size(); ++id)
+    program.mutable_buffers(id)->set_offset(offsetOfRoot[root[id]]);
+  program.set_arena_bytes(plan.arenaBytes);
+  return llvm::Error::success();
+}
+
+llvm::Error writeFile(const std::string &path, const std::string &bytes) {
+  std::string tmp = path + ".tmp";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return fail(tmp + ": " + ec.message());
+    os << bytes;
+    os.close();
+    if (os.has_error())
+      return fail(tmp + ": write failed");
+  }
+  if (auto ec = llvm::sys::fs::rename(tmp, path))
+    return fail(path + ": " + ec.message());
+  return llvm::Error::success();
+}
+
+std::string humanBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30))
+    snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20))
+    snprintf(buf, sizeof(buf), "%.2f MiB", bytes / double(1ull << 20));
+  else
+    snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  return buf;
+}
+
+std::string planReport(const pb::RankProgram &program,
+                       const ArtifactOptions &options) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  uint64_t weights = 0;
+  for (const auto &w : program.weights())
+    weights += w.bytes();
+  os << "smp plan report\n"
+     << "target: " << options.target << "\n"
+     << "ranks: 1 (dp=1 tp=1 pp=1): a single device runs the whole model\n"
+     << "rank 0: arena " << humanBytes(program.arena_bytes()) << " ("
+     << program.arena_bytes() << " bytes), of which parameters and "
+     << "constants " << humanBytes(weights) << "\n"
+     << "rank 0: " << program.instructions_size() << " instructions over "
+     << program.buffers_size() << " buffers\n";
+  std::map<std::string, int> ops;
+  for (const auto &inst : program.instructions())
+    ++ops[inst.op()];
+  os << "instructions by op:\n";
+  for (const auto &[op, n] : ops)
+    os << "  " << op << ": " << n << "\n";
+  return s;
+}
+
+} // namespace
+
+llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
+                                              WeightSource &weights,
+                                              const ArtifactOptions &options) {
+  auto funcs = module.getOps<func::FuncOp>();
+  if (funcs.empty())
+    return fail("module has no function to compile");
+  func::FuncOp func = *funcs.begin();
+  Lowering lowering(func, weights);
+  if (auto err = lowering.run())
+    return std::move(err);
+  lowering.program.set_rank(0);
+
+  if (auto ec = llvm::sys::fs::create_directories(options.outputDir))
+    return fail(options.outputDir + ": " + ec.message());
+  auto path = [&](const char *name) {
+    llvm::SmallString<256> p(options.outputDir);
+    llvm::sys::path::append(p, name);
+    return std::string(p.str());
+  };
+  pb::Manifest manifest = lowering.manifestIO;
+  manifest.set_producer(options.producer);
+  manifest.set_model_name(module.getSymName() ? module.getSymName()->str()
+                                              : "model");
+  manifest.set_target(options.target);
+  manifest.set_num_ranks(1);
+  std::string programBytes = smprt::frame(lowering.program.SerializeAsString());
+  pb::RankFile *rank = manifest.add_ranks();
+  rank->set_rank(0);
+  rank->set_program_file("rank0.program.pb");
+  rank->set_program_bytes(programBytes.size());
+  rank->set_weights_file("rank0.weights.bin");
+  rank->set_weights_bytes(lowering.weightsBytes.size());
+  rank->set_weights_checksum(smprt::checksum64(lowering.weightsBytes.data(),
+                                               lowering.weightsBytes.size()));
+
+  std::string ir;
+  llvm::raw_string_ostream irStream(ir);
+  module.print(irStream);
+  // Weights and programs first, the manifest last: a crash in between leaves
+  // no manifest that points at missing files.
+  if (auto err = writeFile(path("rank0.weights.bin"), lowering.weightsBytes))
+    return std::move(err);
+  if (auto err = writeFile(path("rank0.program.pb"), programBytes))
+    return std::move(err);
+  if (auto err = writeFile(path("model.mlir"), ir))
+    return std::move(err);
+  if (auto err = writeFile(path("plan.txt"),
+                           planReport(lowering.program, options)))
+    return std::move(err);
+  if (auto err = writeFile(path("manifest.pb"),
+                           smprt::frame(manifest.SerializeAsString())))
+    return std::move(err);
+
+  ArtifactSummary summary;
+  summary.arenaBytes = lowering.program.arena_bytes();
+  summary.weightsBytes = lowering.weightsBytes.size();
+  summary.numInstructions = lowering.program.instructions_size();
+  summary.numBuffers = lowering.program.buffers_size();
+  return summary;
+}
+
+} // namespace smp

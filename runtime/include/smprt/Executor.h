@@ -1,0 +1,85 @@
+//===- Executor.h - Runs one rank's program ---------------------*- C++ -*-===//
+
+#ifndef SMPRT_EXECUTOR_H
+#define SMPRT_EXECUTOR_H
+
+#include "smprt/Artifact.h"
+#include "smprt/Tensor.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+/// One arena per rank, sized by the compile-time memory plan. Pages are
+/// mapped lazily; `highWaterBytes` is the highest arena byte any weight load
+/// or instruction output has written (measured, to check the plan).
+class Arena {
+public:
+  ~Arena();
+  Status allocate(uint64_t bytes);
+  char *data() const { return data_; }
+  uint64_t size() const { return size_; }
+  void touch(uint64_t offset, uint64_t bytes) {
+    highWater_ = std::max(highWater_, offset + bytes);
+  }
+  uint64_t highWaterBytes() const { return highWater_; }
+
+private:
+  char *data_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t highWater_ = 0;
+};
+
+/// A decoded instruction: runs its kernel on arena views.
+struct Step {
+  std::string op, loc;
+  std::function<Status()> run;
+  std::vector<uint32_t> outputs;
+};
+
+/// Builds the step of one instruction, or fails for an unknown op or bad
+/// attributes (KernelTable.cpp).
+Status decodeInstruction(const smp::artifact::Instruction &inst,
+                         const std::vector<TensorRef> &buffers, Step &step);
+
+class Executor {
+public:
+  /// Allocates the arena and loads the weights of a validated artifact.
+  Status init(const Artifact &artifact);
+
+  /// Copies graph input `name` into its buffer; the dtype and shape must be
+  /// exactly the compiled ones.
+  Status setInput(const std::string &name, const TensorRef &value,
+                  const std::string &source);
+  /// Runs every instruction once. Fails if an input was not set.
+  Status run();
+  /// Views of the graph outputs (valid until the next run).
+  std::vector<std::pair<std::string, TensorRef>> outputs() const;
+
+  /// Per-instruction wall time of the runs since profiling was enabled.
+  void enableProfiling() { profile_.assign(steps_.size(), 0.0); }
+  struct ProfileEntry {
+    std::string op, loc;
+    double seconds;
+  };
+  std::vector<ProfileEntry> profile() const;
+
+  const Artifact &artifact() const { return *artifact_; }
+  uint64_t arenaBytes() const { return arena_.size(); }
+  uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
+
+private:
+  const Artifact *artifact_ = nullptr;
+  Arena arena_;
+  std::vector<TensorRef> buffers_;
+  std::vector<Step> steps_;
+  std::vector<bool> inputSet_;
+  std::vector<double> profile_; // empty unless profiling
+};
+
+} // namespace smprt
+
+#endif // SMPRT_EXECUTOR_H

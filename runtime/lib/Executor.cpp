@@ -1,0 +1,123 @@
+//===- Executor.cpp - Runs one rank's program -----------------------------===//
+
+#include "smprt/Executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <sys/mman.h>
+
+namespace smprt {
+
+Arena::~Arena() {
+  if (data_)
+    ::munmap(data_, size_);
+}
+
+Status Arena::allocate(uint64_t bytes) {
+  size_ = std::max<uint64_t>(bytes, 1);
+  void *p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    data_ = nullptr;
+    return Status::failure("cannot allocate an arena of " +
+                           std::to_string(bytes) + " bytes");
+  }
+  data_ = static_cast<char *>(p);
+  return Status::success();
+}
+
+Status Executor::init(const Artifact &artifact) {
+  artifact_ = &artifact;
+  const auto &p = artifact.program;
+  Status s = arena_.allocate(p.arena_bytes());
+  if (!s.ok())
+    return s;
+  buffers_.clear();
+  for (const auto &b : p.buffers()) {
+    TensorRef ref;
+    ref.data = arena_.data() + b.offset();
+    ref.dtype = static_cast<DType>(b.dtype());
+    ref.shape.assign(b.shape().begin(), b.shape().end());
+    buffers_.push_back(ref);
+  }
+  std::string weights;
+  if (!(s = readWeights(artifact, weights)).ok())
+    return s;
+  for (const auto &w : p.weights()) {
+    const auto &b = p.buffers(w.buffer());
+    std::memcpy(arena_.data() + b.offset(), weights.data() + w.file_offset(),
+                w.bytes());
+    arena_.touch(b.offset(), b.bytes());
+  }
+  steps_.clear();
+  for (const auto &inst : p.instructions()) {
+    Step step;
+    if (!(s = decodeInstruction(inst, buffers_, step)).ok())
+      return Status::failure(artifact.dir + ": instruction '" + inst.op() +
+                             "' (" + inst.loc() + "): " + s.error);
+    steps_.push_back(std::move(step));
+  }
+  inputSet_.assign(p.inputs_size(), false);
+  return Status::success();
+}
+
+Status Executor::setInput(const std::string &name, const TensorRef &value,
+                          const std::string &source) {
+  const auto &p = artifact_->program;
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    if (p.inputs(i).name() != name)
+      continue;
+    const TensorRef &dst = buffers_[p.inputs(i).buffer()];
+    if (value.dtype != dst.dtype || value.shape != dst.shape)
+      return Status::failure(source + ": input '" + name + "' is " +
+                             describe(value) + " but the model was compiled "
+                                               "for " +
+                             describe(dst));
+    std::memcpy(dst.data, value.data, dst.bytes());
+    arena_.touch(static_cast<char *>(dst.data) - arena_.data(), dst.bytes());
+    inputSet_[i] = true;
+    return Status::success();
+  }
+  return Status::failure(source + ": the model has no input named '" + name +
+                         "'");
+}
+
+Status Executor::run() {
+  const auto &p = artifact_->program;
+  for (int i = 0; i < p.inputs_size(); ++i)
+    if (!inputSet_[i])
+      return Status::failure("input '" + p.inputs(i).name() +
+                             "' was not given");
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step &step = steps_[i];
+    auto start = std::chrono::steady_clock::now();
+    Status s = step.run();
+    if (!profile_.empty())
+      profile_[i] += std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (!s.ok())
+      return Status::failure("instruction '" + step.op + "' (node '" +
+                             step.loc + "'): " + s.error);
+    for (uint32_t o : step.outputs)
+      arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
+                   buffers_[o].bytes());
+  }
+  return Status::success();
+}
+
+std::vector<Executor::ProfileEntry> Executor::profile() const {
+  std::vector<ProfileEntry> out;
+  for (size_t i = 0; i < profile_.size(); ++i)
+    out.push_back({steps_[i].op, steps_[i].loc, profile_[i]});
+  return out;
+}
+
+std::vector<std::pair<std::string, TensorRef>> Executor::outputs() const {
+  std::vector<std::pair<std::string, TensorRef>> out;
+  for (const auto &b : artifact_->program.outputs())
+    out.emplace_back(b.name(), buffers_[b.buffer()]);
+  return out;
+}
+
+} // namespace smprt

@@ -1,0 +1,211 @@
+//===- smprun.cpp - Runs an smp artifact ----------------------------------===//
+//
+// smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
+//
+// Links no MLIR: it reads the protobuf artifact written by `smpc compile`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/kernels/cpu/Kernels.h"
+#include "smprt/Artifact.h"
+#include "smprt/Executor.h"
+#include "smprt/Npy.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <algorithm>
+#include <sched.h>
+#include <string>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <vector>
+
+namespace {
+
+const char *kUsage = R"(smprun - runs a model compiled by smpc.
+
+USAGE
+  smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
+  smprun --help | --version
+
+OPTIONS
+  --data DIR         One .npy file per graph input, named after the input
+                     (DIR/<input>.npy); dtype and shape must be exactly the
+                     compiled ones (see MODEL.smpx/plan.txt).
+  --output-dir DIR   Where to write one .npy per graph output
+                     (DIR/<output>.npy). Created if missing.
+  --threads N        Threads for the CPU kernels and OpenBLAS (default: the
+                     cores this process may run on).
+  --profile FILE     Write each instruction's wall time as JSON to FILE and
+                     print the time per op.
+  -h, --help         Show this help.
+  --version          Show the version.
+
+EXAMPLE
+  smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
+  smprun gpt.smpx --data inputs/ --output-dir outputs/
+)";
+
+int fail(const std::string &msg) {
+  std::cerr << "smprun: error: " << msg << "\n";
+  return 1;
+}
+
+std::string jsonEscape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20)
+      continue;
+    out += c;
+  }
+  return out;
+}
+
+int availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string model, dataDir, outDir, profilePath;
+  int threads = 0;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return 1;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    auto value = [&](const char *flag) -> const std::string * {
+      if (i + 1 >= args.size()) {
+        fail(std::string(flag) + " needs a value");
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      std::cout << "smprun 0.1.0\n";
+      return 0;
+    }
+    if (a == "--data") {
+      auto v = value("--data");
+      if (!v)
+        return 1;
+      dataDir = *v;
+    } else if (a == "--output-dir") {
+      auto v = value("--output-dir");
+      if (!v)
+        return 1;
+      outDir = *v;
+    } else if (a == "--profile") {
+      auto v = value("--profile");
+      if (!v)
+        return 1;
+      profilePath = *v;
+    } else if (a == "--threads") {
+      auto v = value("--threads");
+      if (!v)
+        return 1;
+      char *end;
+      long n = std::strtol(v->c_str(), &end, 10);
+      if (*end || n < 1 || n > 1024)
+        return fail("--threads expects a positive integer, got '" + *v + "'");
+      threads = static_cast<int>(n);
+    } else if (!a.empty() && a[0] == '-') {
+      return fail("unknown option '" + a + "' (see smprun --help)");
+    } else if (model.empty()) {
+      model = a;
+    } else {
+      return fail("unexpected argument '" + a + "'");
+    }
+  }
+  if (model.empty())
+    return fail("no MODEL.smpx given (see smprun --help)");
+  if (dataDir.empty())
+    return fail("--data DIR is required: one .npy per graph input");
+  if (outDir.empty())
+    return fail("--output-dir DIR is required");
+
+  smp::kernels::cpu::setNumThreads(threads > 0 ? threads : availableCores());
+  smprt::Artifact artifact;
+  smprt::Status s = smprt::loadArtifact(model, 0, artifact);
+  if (!s.ok())
+    return fail(s.error);
+  smprt::Executor exec;
+  if (!(s = exec.init(artifact)).ok())
+    return fail(s.error);
+  std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
+  for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
+    const std::string &name = artifact.manifest.inputs(i).name();
+    std::string path = dataDir + "/" + name + ".npy";
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return fail(path + ": missing; the model needs input '" + name +
+                  "' as a .npy file");
+    if (!(s = smprt::readNpy(path, inputs[i])).ok())
+      return fail(s.error);
+    if (!(s = exec.setInput(name, inputs[i].ref(), path)).ok())
+      return fail(s.error);
+  }
+  if (!profilePath.empty())
+    exec.enableProfiling();
+  auto start = std::chrono::steady_clock::now();
+  if (!(s = exec.run()).ok())
+    return fail(model + ": " + s.error);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  ::mkdir(outDir.c_str(), 0755);
+  for (const auto &[name, ref] : exec.outputs()) {
+    std::string path = outDir + "/" + name + ".npy";
+    if (!(s = smprt::writeNpy(path, ref)).ok())
+      return fail(s.error);
+    std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";
+  }
+  if (!profilePath.empty()) {
+    FILE *f = std::fopen(profilePath.c_str(), "w");
+    if (!f)
+      return fail(profilePath + ": cannot write");
+    std::map<std::string, double> byOp;
+    std::fprintf(f, "[\n");
+    auto entries = exec.profile();
+    for (size_t i = 0; i < entries.size(); ++i) {
+      byOp[entries[i].op] += entries[i].seconds;
+      std::fprintf(f, "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f}%s\n",
+                   entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
+                   entries[i].seconds, i + 1 < entries.size() ? "," : "");
+    }
+    std::fprintf(f, "]\n");
+    std::fclose(f);
+    std::vector<std::pair<double, std::string>> sorted;
+    for (const auto &[op, t] : byOp)
+      sorted.emplace_back(t, op);
+    std::sort(sorted.rbegin(), sorted.rend());
+    std::printf("time per op (profile in %s):\n", profilePath.c_str());
+    for (const auto &[t, op] : sorted)
+      std::printf("  %-14s %8.3f s  %5.1f%%\n", op.c_str(), t,
+                  100.0 * t / std::max(seconds, 1e-12));
+  }
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("ran %d instructions in %.3f s; arena %llu bytes planned, "
+              "%llu bytes high-water; peak RSS %ld KiB\n",
+              artifact.program.instructions_size(), seconds,
+              static_cast<unsigned long long>(exec.arenaBytes()),
+              static_cast<unsigned long long>(exec.highWaterBytes()),
+              usage.ru_maxrss);
+  return 0;
+}
