@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # The main job on a bundled example: installs dependencies, builds smpc and
-# imports the bundled GPT-style model (tied embeddings, causal mask) for a
-# batch of 8 sequences of 16 tokens, then prints its summary and IR.
+# smprun, compiles the bundled GPT-style model (exported from PyTorch: tied
+# embeddings, causal mask, 2 layers) for a batch of 2 sequences of 16 tokens,
+# shows the plan, runs it on the CPU backend and checks the logits against
+# PyTorch's. (Training and multi-rank plans come with the next issues.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh smpc
+bash scripts/build.sh smpc smprun smp-npy-diff
 BUILD_DIR=${BUILD_DIR:-build}
-SMPC=$BUILD_DIR/bin/smpc
+BIN=$BUILD_DIR/bin
 MODEL=test/fixtures/gpt_op17.onnx
+DATA=test/fixtures/gpt_op17
 OUT=${OUT:-$BUILD_DIR/example}
-mkdir -p "$OUT"
-echo "== smpc summary $MODEL --dim batch=8 --dim seq=16"
-"$SMPC" summary "$MODEL" --dim batch=8 --dim seq=16
-echo "== smpc import $MODEL --dim batch=8 --dim seq=16 -o $OUT/gpt.mlir"
-"$SMPC" import "$MODEL" --dim batch=8 --dim seq=16 -o "$OUT/gpt.mlir"
-echo "wrote $OUT/gpt.mlir ($(wc -c < "$OUT/gpt.mlir") bytes); first ops:"
-grep -m 12 -E "smp\.(gather|layer_norm|matmul|softmax|gelu)" "$OUT/gpt.mlir"
+rm -rf "$OUT" && mkdir -p "$OUT"
+echo "== smpc summary $MODEL --dim batch=2 --dim seq=16"
+"$BIN/smpc" summary "$MODEL" --dim batch=2 --dim seq=16
+echo "== smpc compile $MODEL --batch-size 2 --dim seq=16 -o $OUT/gpt.smpx"
+"$BIN/smpc" compile "$MODEL" --batch-size 2 --dim seq=16 -o "$OUT/gpt.smpx"
+echo "== plan ($OUT/gpt.smpx/plan.txt)"
+cat "$OUT/gpt.smpx/plan.txt"
+echo "== smprun $OUT/gpt.smpx --data $DATA --output-dir $OUT/out"
+"$BIN/smprun" "$OUT/gpt.smpx" --data "$DATA" --output-dir "$OUT/out"
+echo "== logits against PyTorch's reference"
+"$BIN/smp-npy-diff" "$OUT/out/logits.npy" "$DATA/logits.npy" --rtol 1e-4
