@@ -42,9 +42,20 @@ void rowLosses(const S *x, const std::vector<int64_t> &labels,
 
 } // namespace
 
+/// Element i of a float tensor of any float dtype, as double.
+static double loadFloatAt(const TensorRef &t, int64_t i) {
+  double v = 0;
+  visitFloat(t.dtype, "cross_entropy", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    v = static_cast<double>(Float<S>::load(t.as<S>()[i]));
+    return Status::success();
+  });
+  return v;
+}
+
 Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
-                    const TensorRef &out) {
+                    const TensorRef &out, const TensorRef *weights) {
   const char *name = "cross_entropy";
   for (auto [t, what] :
        {std::pair<const TensorRef *, const char *>{&logits, "logits"},
@@ -73,8 +84,17 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                           " must hold one element for a reduced loss");
   }
   int64_t classes = logits.shape.back(), rows = labels.numel();
+  if (weights) {
+    if (Status s = checkTensor(name, "weights", *weights); !s.ok())
+      return s;
+    if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
+        weights->shape[0] != classes)
+      return fail(name, "weights " + smprt::describe(*weights) +
+                            " must be a float vector of the " +
+                            std::to_string(classes) + " classes");
+  }
   std::vector<int64_t> lab(static_cast<size_t>(rows));
-  int64_t counted = 0;
+  double counted = 0; // labels not ignored, or the sum of their weights
   for (int64_t r = 0; r < rows; ++r) {
     int64_t v = loadInt(labels, r);
     if (labels.dtype == DType::U64 &&
@@ -94,13 +114,17 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                             ") and is not the "
                             "ignore_index " +
                             std::to_string(ignoreIndex));
-    ++counted;
+    counted += weights ? loadFloatAt(*weights, v) : 1.0;
   }
   std::vector<double> loss(static_cast<size_t>(rows));
   return visitFloat(logits.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using C = typename Float<S>::C;
     rowLosses(logits.as<S>(), lab, ignoreIndex, classes, loss);
+    if (weights)
+      for (int64_t r = 0; r < rows; ++r)
+        if (lab[r] != ignoreIndex)
+          loss[r] *= loadFloatAt(*weights, lab[r]);
     S *o = out.as<S>();
     if (reduction == Reduction::None) {
       for (int64_t r = 0; r < rows; ++r)
@@ -111,8 +135,8 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
     for (double l : loss)
       total += l;
     if (reduction == Reduction::Mean) // 0 / 0 = NaN when all are ignored
-      total = counted ? total / static_cast<double>(counted)
-                      : std::numeric_limits<double>::quiet_NaN();
+      total = counted != 0 ? total / counted
+                           : std::numeric_limits<double>::quiet_NaN();
     o[0] = Float<S>::store(static_cast<C>(total));
     return Status::success();
   });

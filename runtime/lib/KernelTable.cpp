@@ -179,8 +179,9 @@ bool batchNormStep(Decoder &d, Step &s) {
 }
 
 bool crossEntropyStep(Decoder &d, Step &s) {
-  if (!d.arity(2, 2, 1))
+  if (!d.arity(2, 3, 1))
     return false;
+  bool hasWeights = d.inst.inputs_size() == 3;
   std::string red = d.s("reduction", "mean");
   k::Reduction r = red == "none"  ? k::Reduction::None
                    : red == "sum" ? k::Reduction::Sum
@@ -190,8 +191,9 @@ bool crossEntropyStep(Decoder &d, Step &s) {
     return false;
   }
   s.run = [l = d.in(0), y = d.in(1), out = d.out(),
+           w = hasWeights ? d.in(2) : TensorRef(), hasWeights,
            ignore = d.i("ignore_index", -100), r] {
-    return k::crossEntropy(l, y, ignore, r, out);
+    return k::crossEntropy(l, y, ignore, r, out, hasWeights ? &w : nullptr);
   };
   return true;
 }

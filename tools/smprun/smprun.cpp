@@ -144,6 +144,11 @@ int main(int argc, char **argv) {
   smprt::Status s = smprt::loadArtifact(model, 0, artifact);
   if (!s.ok())
     return fail(s.error);
+  if (artifact.manifest.target() != "cpu")
+    return fail(model + ": compiled for target '" +
+                artifact.manifest.target() +
+                "', but this smprun runs the cpu backend only; recompile "
+                "with --target cpu");
   smprt::Executor exec;
   if (!(s = exec.init(artifact)).ok())
     return fail(s.error);

@@ -208,8 +208,9 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
   auto in = nc.inputs(2);
   if (!in)
     return in.takeError();
-  if (nc.hasInput(2))
-    return nc.error("class weights are not supported");
+  auto weights = nc.optionalInput(2);
+  if (!weights)
+    return weights.takeError();
   Value scores = (*in)[0], labels = (*in)[1];
   int64_t rank = tensorType(scores).getRank();
   if (rank < 2)
@@ -240,7 +241,7 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
                        ? nc.attrInt("ignore_index", 0)
                        : std::numeric_limits<int64_t>::min();
   auto loss = nc.create<smp::CrossEntropyOp>(
-      nc.placeholder(), logits, labels, ignore, reduction);
+      nc.placeholder(), logits, labels, *weights, ignore, reduction);
   if (auto err = nc.output(std::move(loss)))
     return err;
   if (nc.hasOutput(1)) {

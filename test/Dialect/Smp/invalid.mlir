@@ -123,6 +123,15 @@ func.func @cross_entropy(%l: tensor<4x10xf32>, %y: tensor<5xi64>) {
 
 // -----
 
+func.func @cross_entropy_weights(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %w: tensor<9xf32>) {
+  // expected-error @+2 {{'smp.cross_entropy' weights 'tensor<9xf32>' must be a vector of the 10 classes of 'tensor<4x10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %l, %y, %w : (tensor<4x10xf32>, tensor<4xi64>, tensor<9xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 func.func @reshape_count(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{'smp.reshape' op cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<7xf32>' (7 elements)}}
   %0 = smp.reshape %a : tensor<2x3xf32> -> tensor<7xf32>

@@ -72,6 +72,8 @@ func.func @linalg_norms(%a: tensor<4x2x8xf32>, %b: tensor<16x8xf32>,
   // CHECK: smp.cross_entropy {{.*}} -> tensor<f32>
   %10 = smp.cross_entropy %9, %l : (tensor<4x2x16xf32>, tensor<4x2xi64>) -> tensor<f32>
   %11 = smp.cross_entropy %9, %l {ignore_index = 0 : i64, reduction = #smp<reduction none>} : (tensor<4x2x16xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  // CHECK: smp.cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<16xf32>) -> tensor<f32>
+  %12 = smp.cross_entropy %9, %l, %s : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<16xf32>) -> tensor<f32>
   return %9, %2, %10 : tensor<4x2x16xf32>, tensor<4x2x1xf32>, tensor<f32>
 }
 

@@ -157,6 +157,28 @@ TEST(CrossEntropy, HandComputedWithIgnoreIndex) {
   EXPECT_EQ(s.get(0), 0);
 }
 
+TEST(CrossEntropy, ClassWeightsScaleLossesAndTheMean) {
+  // PyTorch: F.cross_entropy(x, y, weight=w) = sum_i w[y_i] l_i / sum_i w[y_i]
+  // over the labels that are not ignored.
+  Host logits = make(DType::F32, {3, 3}, {1, 2, 3, 1, 1, 1, 0, 0, 5});
+  Host labels = make(DType::I64, {3}, {2, -100, 0});
+  Host weights = make(DType::F32, {3}, {0.5, 2, 3});
+  double l0 = std::log(std::exp(1) + std::exp(2) + std::exp(3)) - 3;
+  double l2 = std::log(2 + std::exp(5)) - 0;
+  Host none(DType::F32, {3});
+  ASSERT_OK(crossEntropy(logits, labels, -100, Reduction::None, none,
+                         &weights.ref));
+  expectNear(none.values(), {3 * l0, 0, 0.5 * l2}, 1e-6);
+  Host s(DType::F32, {});
+  ASSERT_OK(crossEntropy(logits, labels, -100, Reduction::Mean, s,
+                         &weights.ref));
+  EXPECT_NEAR(s.get(0), (3 * l0 + 0.5 * l2) / 3.5, 1e-6);
+  Host wrong = make(DType::F32, {2}, {1, 1});
+  EXPECT_FALSE(crossEntropy(logits, labels, -100, Reduction::Mean, s,
+                            &wrong.ref)
+                   .ok());
+}
+
 TEST(CrossEntropy, RejectsLabelsOutOfRange) {
   Host logits(DType::F32, {2, 4});
   Host out(DType::F32, {});

@@ -289,6 +289,15 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
     return emitOptionalError(loc, "'smp.cross_entropy' labels ", labels,
                              " must have the shape of logits ", logits,
                              " without its last (class) dim");
+  if (Value weights = adaptor.getWeights()) {
+    auto w = rankedType(weights);
+    if (w.getRank() != 1 || w.getDimSize(0) != logits.getShape().back() ||
+        w.getElementType() != logits.getElementType())
+      return emitOptionalError(loc, "'smp.cross_entropy' weights ", w,
+                               " must be a vector of the ",
+                               logits.getShape().back(), " classes of ",
+                               logits);
+  }
   if (adaptor.getReduction() == Reduction::none)
     results.push_back(logits.clone(labels.getShape()));
   else

@@ -236,15 +236,18 @@ def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   let summary = "Softmax cross-entropy of logits [..., C] against labels [...]";
   let description = [{
     Labels equal to `ignore_index` contribute nothing; `mean` divides by the
-    number of labels that are not ignored (PyTorch semantics).
+    number of labels that are not ignored (PyTorch semantics). With class
+    `weights` ([C]) each loss is scaled by its label's weight and `mean`
+    divides by the sum of those weights.
   }];
   let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Optional<Smp_FloatTensor>:$weights,
                    DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                    DefaultValuedAttr<Smp_ReductionAttr,
                        "::smp::Reduction::mean">:$reduction);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+    $logits `,` $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -177,9 +177,12 @@ enum class Reduction : uint8_t { None = 0, Sum = 1, Mean = 2 };
 /// labels that are not ignored (NaN when all are ignored, as in PyTorch).
 /// out is labels' shape for None, a scalar (one element) otherwise. A label
 /// outside [0, C) that is not ignoreIndex is an error naming it.
+/// With `weights` ([C], any float dtype), each loss is scaled by its class's
+/// weight and Mean divides by the sum of the weights of the labels that are
+/// not ignored (PyTorch and ONNX SoftmaxCrossEntropyLoss semantics).
 Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
-                    const TensorRef &out);
+                    const TensorRef &out, const TensorRef *weights = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Data movement (DataMovement.cpp); any dtype, elements copied by size
