@@ -4,12 +4,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/Passes.h"
+#include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Pipelines/Pipelines.h"
 
 void smp::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<smp::SmpDialect, mlir::func::FuncDialect>();
+  smp::registerAutodiffExternalModels(registry);
 }
 
 void smp::registerAllPasses() {

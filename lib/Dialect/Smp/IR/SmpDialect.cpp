@@ -54,6 +54,8 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
     return requireString(op, attr, "parameter");
   if (name == kInputAttr)
     return requireString(op, attr, "graph input");
+  if (name == kStateAttr)
+    return requireString(op, attr, "optimizer state");
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";
@@ -68,6 +70,8 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName().getValue() == kOutputAttr)
     return requireString(op, attr, "graph output");
+  if (attr.getName().getValue() == kUpdateAttr)
+    return requireString(op, attr, "parameter or state it updates");
   return op->emitError() << "unknown smp result attribute '"
                          << attr.getName().getValue() << "'";
 }

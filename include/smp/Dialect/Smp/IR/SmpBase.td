@@ -32,6 +32,11 @@ def Smp_Dialect : Dialect {
     static constexpr llvm::StringLiteral kParamAttr = "smp.param";
     /// Unit argument attribute: a parameter that gets no gradient.
     static constexpr llvm::StringLiteral kFrozenAttr = "smp.frozen";
+    /// Argument attribute naming an optimizer state tensor.
+    static constexpr llvm::StringLiteral kStateAttr = "smp.state";
+    /// Result attribute: this result replaces the parameter or state of
+    /// that name after the step.
+    static constexpr llvm::StringLiteral kUpdateAttr = "smp.update";
     /// Argument attribute naming a graph input.
     static constexpr llvm::StringLiteral kInputAttr = "smp.input";
     /// Result attribute naming a graph output.

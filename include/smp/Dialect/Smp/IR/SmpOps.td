@@ -375,4 +375,143 @@ def Smp_AvgPoolOp : Smp_PoolOp<"avg_pool"> {
   let summary = "N-d average pooling, input [N, C, spatial...]";
 }
 
+//===----------------------------------------------------------------------===//
+// Backward ops (vector-Jacobian products that are not worth composing)
+//===----------------------------------------------------------------------===//
+
+def Smp_GeluGradOp : Smp_Op<"gelu_grad", [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "dy * gelu'(x)";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<Smp_GeluApproximationAttr,
+                       "::smp::GeluApproximation::none">:$approximate);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def Smp_LayerNormGradOp : Smp_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of layer_norm: (dx, dscale, dbias)";
+  let description = [{
+    Recomputes the statistics of `input` over dims [axis, rank) and returns
+    the gradients of the input, the scale and the bias (dbias is the sum of
+    `grad` over the leading dims, shaped like the scale).
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Smp_FloatTensor:$grad, I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$input_grad, Smp_FloatTensor:$scale_grad,
+                      Smp_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_RmsNormGradOp : Smp_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of rms_norm: (dx, dscale)";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Smp_FloatTensor:$grad, F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$input_grad, Smp_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradient of cross_entropy with respect to the logits";
+  let description = [{
+    (softmax(logits) - onehot(labels)) scaled by the incoming gradient (a
+    scalar for sum/mean, one value per label for none), the class weight and,
+    for mean, 1 / (number or weight of the labels not ignored).
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Optional<Smp_FloatTensor>:$weights, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<Smp_ReductionAttr,
+                       "::smp::Reduction::mean">:$reduction);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`,` $weights^)? `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_GatherGradOp : Smp_Op<"gather_grad", [Pure]> {
+  let summary = "Scatter-add of gather's gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather` with respect to its data: a tensor of the
+    result type (the data's type) where each gathered slice's gradient is
+    added at its index (repeated indices accumulate).
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   I64Attr:$axis);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_SliceGradOp : Smp_Op<"slice_grad", [Pure]> {
+  let summary = "Places a slice's gradient into zeros of the input's shape";
+  let arguments = (ins Smp_Tensor:$grad, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (PyTorch semantics)
+//===----------------------------------------------------------------------===//
+
+def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>, AllTypesMatch<["lr", "step"]>]> {
+  let summary = "torch.optim.SGD step for one parameter";
+  let description = [{
+    g = grad + weight_decay * param; with momentum: buf = momentum * buf +
+    (1 - dampening) * g (buf = g on the first step, `step` == 1), g = buf (or
+    g + momentum * buf with nesterov); param -= lr * g. `lr` and `step` are
+    rank-0 f32 tensors fed each step.
+  }];
+  let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
+                   Smp_FloatTensor:$momentum_buffer, Smp_FloatTensor:$lr,
+                   Smp_FloatTensor:$step,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$dampening,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs Smp_FloatTensor:$new_param,
+                      Smp_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step attr-dict `:`
+    type($param) `,` type($lr)
+  }];
+}
+
+def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["lr", "step"]>]> {
+  let summary = "torch.optim.Adam / AdamW step for one parameter";
+  let description = [{
+    Adam (decoupled = false): g = grad + weight_decay * param. AdamW
+    (decoupled = true): param *= 1 - lr * weight_decay. Then m = b1 m +
+    (1 - b1) g, v = b2 v + (1 - b2) g^2, param -= lr * (m / (1 - b1^step)) /
+    (sqrt(v / (1 - b2^step)) + eps).
+  }];
+  let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
+                   Smp_FloatTensor:$exp_avg, Smp_FloatTensor:$exp_avg_sq,
+                   Smp_FloatTensor:$lr, Smp_FloatTensor:$step,
+                   DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
+                   DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
+                   DefaultValuedAttr<F32Attr, "1.0e-8f">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "true">:$decoupled);
+  let results = (outs Smp_FloatTensor:$new_param, Smp_FloatTensor:$new_exp_avg,
+                      Smp_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
+    `:` type($param) `,` type($lr)
+  }];
+}
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

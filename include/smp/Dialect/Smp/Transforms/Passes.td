@@ -27,4 +27,44 @@ def SmpRaiseActivationsPass
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
+  let summary = "Build func @train_step: forward, loss, backward, optimizer";
+  let description = [{
+    Clones `func @main` into `func @train_step`, appends the loss, builds the
+    gradients of every trainable parameter with reverse-mode autodiff
+    (AutodiffOpInterface), optionally clips them by global norm, and updates
+    each parameter with the optimizer (PyTorch semantics). Parameters that
+    no gradient reaches are left alone (as PyTorch skips parameters whose
+    .grad is None).
+
+    New arguments: the loss's extra input (labels or targets), `@lr` and
+    `@step` (rank-0 f32, fed by the runtime each step) and the optimizer
+    state (`smp.state`). Results: the updated parameters and states (marked
+    `smp.update` with the name they replace), `loss` and `grad_norm`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "NAME (a scalar output), cross_entropy:LOGITS:LABELS or "
+           "mse:OUTPUT:TARGET">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam or adamw">,
+    Option<"momentum", "momentum", "float", /*default=*/"0.0f", "SGD momentum">,
+    Option<"dampening", "dampening", "float", /*default=*/"0.0f",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "float", /*default=*/"-1.0f",
+           "weight decay (negative: PyTorch's default, 0.01 for adamw, "
+           "else 0)">,
+    Option<"beta1", "beta1", "float", /*default=*/"0.9f", "Adam beta1">,
+    Option<"beta2", "beta2", "float", /*default=*/"0.999f", "Adam beta2">,
+    Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">,
+    Option<"clipGradNorm", "clip-grad-norm", "float", /*default=*/"0.0f",
+           "clip gradients to this global L2 norm (0: off)">,
+    Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
+           "parameters whose name matches this regex get no gradient">
+  ];
+}
+
 #endif // SMP_DIALECT_SMP_TRANSFORMS_PASSES_TD

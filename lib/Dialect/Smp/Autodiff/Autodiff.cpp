@@ -1,0 +1,119 @@
+//===- Autodiff.cpp - Reverse-mode automatic differentiation --------------===//
+//
+// Walks a block backwards from a scalar loss, asking each op for its
+// vector-Jacobian product (AutodiffOpInterface) and summing the gradients
+// of values used more than once. Only float values that depend on a value
+// we differentiate with respect to get gradients.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/Dialect/Smp/Autodiff/Autodiff.h"
+
+#include "GradientUtils.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Dialect.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace smp {
+namespace {
+
+template <typename OpT>
+struct VJPModel
+    : public AutodiffOpInterface::ExternalModel<VJPModel<OpT>, OpT> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
+                         ArrayRef<bool> need,
+                         SmallVectorImpl<Value> &gx) const {
+    gx.assign(op->getNumOperands(), Value());
+    return autodiff::vjp(cast<OpT>(op), b, gy, need, gx);
+  }
+};
+
+template <typename... Ops> void attach(MLIRContext *ctx) {
+  (Ops::template attachInterface<VJPModel<Ops>>(*ctx), ...);
+}
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && isa<FloatType>(t.getElementType());
+}
+
+} // namespace
+
+void registerAutodiffExternalModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, NegOp, AbsOp,
+           ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp,
+           SigmoidOp, SiluOp, ReluOp, SinOp, CosOp, LeakyReluOp, GeluOp,
+           CastOp, WhereOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+           SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
+           CrossEntropyOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
+           ConcatOp, SplitOp, GatherOp, TriluOp>(ctx);
+  });
+}
+
+FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
+                                            Value loss, ArrayRef<Value> wrt) {
+  // Forward: which values depend on what we differentiate.
+  llvm::DenseSet<Value> active(wrt.begin(), wrt.end());
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator()) {
+    ops.push_back(&op);
+    bool anyActive = llvm::any_of(op.getOperands(),
+                                  [&](Value v) { return active.count(v); });
+    if (!anyActive)
+      continue;
+    for (Value r : op.getResults())
+      if (isFloatTensor(r))
+        active.insert(r);
+  }
+  SmallVector<Value> result(wrt.size());
+  if (!active.count(loss))
+    return result; // nothing reaches the loss
+
+  llvm::DenseMap<Value, Value> grads;
+  autodiff::Grad G{builder, loss.getLoc()};
+  grads[loss] = G.reshape(G.scalar(loss, 1.0),
+                          autodiff::typeOf(loss).getShape());
+  // Backward, in reverse program order (a topological order).
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> gy;
+    bool anyGrad = false;
+    for (Value r : op->getResults()) {
+      Value g = grads.lookup(r);
+      gy.push_back(g);
+      anyGrad |= bool(g);
+    }
+    if (!anyGrad)
+      continue;
+    SmallVector<bool> need;
+    bool anyNeed = false;
+    for (Value v : op->getOperands()) {
+      need.push_back(active.count(v) && isFloatTensor(v));
+      anyNeed |= need.back();
+    }
+    if (!anyNeed)
+      continue;
+    auto iface = dyn_cast<AutodiffOpInterface>(op);
+    if (!iface)
+      return op->emitOpError("has no gradient (autodiff cannot go through "
+                             "it); freeze the parameters that reach it");
+    SmallVector<Value> gx;
+    if (failed(iface.buildVJP(builder, gy, need, gx)))
+      return failure();
+    for (auto [operand, g, needed] :
+         llvm::zip(op->getOperands(), gx, need)) {
+      if (!g || !needed)
+        continue;
+      Value &slot = grads[operand];
+      slot = slot ? G.add(slot, g) : g;
+    }
+  }
+  for (auto [i, v] : llvm::enumerate(wrt))
+    result[i] = grads.lookup(v);
+  return result;
+}
+
+} // namespace smp

@@ -1,0 +1,234 @@
+//===- VJPElementwise.cpp - Gradients of elementwise smp ops --------------===//
+
+#include "GradientUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace smp::autodiff {
+
+#define VJP(OP)                                                                \
+  LogicalResult vjp(OP op, OpBuilder &b, ArrayRef<Value> gy,                   \
+                    ArrayRef<bool> need, SmallVectorImpl<Value> &gx)
+
+//===--- Binary: gradients are reduced back over broadcast dims -----------===//
+
+VJP(AddOp) {
+  Grad G{b, op.getLoc()};
+  if (need[0])
+    gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
+  if (need[1])
+    gx[1] = G.unbroadcast(gy[0], op.getRhs().getType());
+  return success();
+}
+
+VJP(SubOp) {
+  Grad G{b, op.getLoc()};
+  if (need[0])
+    gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
+  if (need[1])
+    gx[1] = G.unbroadcast(G.neg(gy[0]), op.getRhs().getType());
+  return success();
+}
+
+VJP(MulOp) {
+  Grad G{b, op.getLoc()};
+  if (need[0])
+    gx[0] = G.unbroadcast(G.mul(gy[0], op.getRhs()), op.getLhs().getType());
+  if (need[1])
+    gx[1] = G.unbroadcast(G.mul(gy[0], op.getLhs()), op.getRhs().getType());
+  return success();
+}
+
+VJP(DivOp) {
+  Grad G{b, op.getLoc()};
+  Value ga = G.div(gy[0], op.getRhs());
+  if (need[0])
+    gx[0] = G.unbroadcast(ga, op.getLhs().getType());
+  if (need[1]) // d(a/b)/db = -(a/b)/b
+    gx[1] = G.unbroadcast(G.neg(G.mul(ga, op.getResult())),
+                          op.getRhs().getType());
+  return success();
+}
+
+VJP(PowOp) {
+  Grad G{b, op.getLoc()};
+  Value a = op.getLhs(), e = op.getRhs();
+  if (need[0]) { // e * a^(e - 1)
+    Value em1 = G.sub(e, G.scalar(e, 1.0));
+    Value d = G.mul(e, PowOp::create(b, op.getLoc(), a, em1));
+    gx[0] = G.unbroadcast(G.mul(gy[0], d), a.getType());
+  }
+  if (need[1]) // a^e * ln a
+    gx[1] = G.unbroadcast(
+        G.mul(gy[0], G.mul(op.getResult(), LogOp::create(b, op.getLoc(), a))),
+        e.getType());
+  return success();
+}
+
+/// max/min: the gradient goes to the winner; ties split it in half (as
+/// torch.maximum / torch.minimum do).
+template <typename WinsOp>
+static LogicalResult vjpMinMax(Operation *op, Value a, Value c, OpBuilder &b,
+                               ArrayRef<Value> gy, ArrayRef<bool> need,
+                               SmallVectorImpl<Value> &gx) {
+  Grad G{b, op->getLoc()};
+  Value g = gy[0];
+  Value half = G.mul(g, G.scalar(g, 0.5));
+  Value zero = G.scalar(g, 0.0);
+  Value tie = EqualOp::create(b, op->getLoc(), a, c);
+  if (need[0]) {
+    Value wins = WinsOp::create(b, op->getLoc(), a, c);
+    gx[0] = G.unbroadcast(G.where(wins, g, G.where(tie, half, zero)),
+                          a.getType());
+  }
+  if (need[1]) {
+    Value wins = WinsOp::create(b, op->getLoc(), c, a);
+    gx[1] = G.unbroadcast(G.where(wins, g, G.where(tie, half, zero)),
+                          c.getType());
+  }
+  return success();
+}
+VJP(MaxOp) {
+  return vjpMinMax<GreaterOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
+}
+VJP(MinOp) {
+  return vjpMinMax<LessOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
+}
+
+//===--- Unary ------------------------------------------------------------===//
+
+VJP(NegOp) {
+  gx[0] = Grad{b, op.getLoc()}.neg(gy[0]);
+  return success();
+}
+
+VJP(AbsOp) {
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput(), zero = G.scalar(x, 0.0);
+  Value pos = GreaterOp::create(b, op.getLoc(), x, zero);
+  Value negv = LessOp::create(b, op.getLoc(), x, zero);
+  gx[0] = G.where(pos, gy[0], G.where(negv, G.neg(gy[0]), zero));
+  return success();
+}
+
+VJP(ExpOp) {
+  gx[0] = Grad{b, op.getLoc()}.mul(gy[0], op.getResult());
+  return success();
+}
+
+VJP(LogOp) {
+  gx[0] = Grad{b, op.getLoc()}.div(gy[0], op.getInput());
+  return success();
+}
+
+VJP(SqrtOp) { // g / (2 sqrt x)
+  Grad G{b, op.getLoc()};
+  gx[0] = G.div(gy[0], G.mul(op.getResult(), G.scalar(gy[0], 2.0)));
+  return success();
+}
+
+VJP(RsqrtOp) { // -0.5 g y^3
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  gx[0] = G.mul(G.mul(gy[0], G.mul(y, G.mul(y, y))), G.scalar(y, -0.5));
+  return success();
+}
+
+VJP(ReciprocalOp) { // -g y^2
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  gx[0] = G.neg(G.mul(gy[0], G.mul(y, y)));
+  return success();
+}
+
+VJP(TanhOp) { // g (1 - y^2)
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  gx[0] = G.mul(gy[0], G.sub(G.scalar(y, 1.0), G.mul(y, y)));
+  return success();
+}
+
+VJP(ErfOp) { // g 2/sqrt(pi) exp(-x^2)
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput();
+  Value e = ExpOp::create(b, op.getLoc(), G.neg(G.mul(x, x)));
+  gx[0] = G.mul(G.mul(gy[0], e), G.scalar(x, 2.0 / std::sqrt(M_PI)));
+  return success();
+}
+
+VJP(SigmoidOp) { // g y (1 - y)
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  gx[0] = G.mul(gy[0], G.mul(y, G.sub(G.scalar(y, 1.0), y)));
+  return success();
+}
+
+VJP(SiluOp) { // g (s + x s (1 - s)), s = sigmoid(x)
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput();
+  Value s = SigmoidOp::create(b, op.getLoc(), x);
+  Value d = G.add(s, G.mul(G.mul(x, s), G.sub(G.scalar(x, 1.0), s)));
+  gx[0] = G.mul(gy[0], d);
+  return success();
+}
+
+VJP(ReluOp) {
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput();
+  if (!isa<FloatType>(typeOf(x).getElementType()))
+    return success();
+  Value pos = GreaterOp::create(b, op.getLoc(), x, G.scalar(x, 0.0));
+  gx[0] = G.where(pos, gy[0], G.scalar(x, 0.0));
+  return success();
+}
+
+VJP(SinOp) {
+  Grad G{b, op.getLoc()};
+  gx[0] = G.mul(gy[0], CosOp::create(b, op.getLoc(), op.getInput()));
+  return success();
+}
+
+VJP(CosOp) {
+  Grad G{b, op.getLoc()};
+  gx[0] = G.neg(G.mul(gy[0], SinOp::create(b, op.getLoc(), op.getInput())));
+  return success();
+}
+
+VJP(LeakyReluOp) { // x > 0 ? g : alpha g (PyTorch)
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput();
+  Value pos = GreaterOp::create(b, op.getLoc(), x, G.scalar(x, 0.0));
+  double alpha = op.getAlpha().convertToDouble();
+  gx[0] = G.where(pos, gy[0], G.mul(gy[0], G.scalar(x, alpha)));
+  return success();
+}
+
+VJP(GeluOp) {
+  gx[0] = GeluGradOp::create(b, op.getLoc(), op.getInput(), gy[0],
+                             op.getApproximate());
+  return success();
+}
+
+VJP(CastOp) {
+  Type in = typeOf(op.getInput()).getElementType();
+  if (!isa<FloatType>(in))
+    return success();
+  gx[0] = Grad{b, op.getLoc()}.cast(gy[0], in);
+  return success();
+}
+
+VJP(WhereOp) {
+  Grad G{b, op.getLoc()};
+  Value zero = G.scalar(gy[0], 0.0);
+  if (need[1])
+    gx[1] = G.unbroadcast(G.where(op.getCondition(), gy[0], zero),
+                          op.getLhs().getType());
+  if (need[2])
+    gx[2] = G.unbroadcast(G.where(op.getCondition(), zero, gy[0]),
+                          op.getRhs().getType());
+  return success();
+}
+
+} // namespace smp::autodiff

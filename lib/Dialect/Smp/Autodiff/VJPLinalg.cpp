@@ -1,0 +1,175 @@
+//===- VJPLinalg.cpp - Gradients of matmul, reductions, norms, losses -----===//
+
+#include "GradientUtils.h"
+
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+
+using namespace mlir;
+
+namespace smp::autodiff {
+
+#define VJP(OP)                                                                \
+  LogicalResult vjp(OP op, OpBuilder &b, ArrayRef<Value> gy,                   \
+                    ArrayRef<bool> need, SmallVectorImpl<Value> &gx)
+
+/// C = op(A) op(B) with op a transpose of the last two dims when flagged:
+///   dA = op_a(...) built so that dA has A's layout, same for dB.
+VJP(MatMulOp) {
+  Grad G{b, op.getLoc()};
+  Location loc = op.getLoc();
+  Value a = op.getLhs(), c = op.getRhs(), g = gy[0];
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  auto at = typeOf(a), ct = typeOf(c);
+  bool pa = at.getRank() == 1, pc = ct.getRank() == 1;
+  if ((pa && ta) || (pc && tb))
+    return op.emitOpError("gradient of a transposed rank-1 operand");
+  // Promote rank-1 operands as matmul does, and give the gradient the
+  // dropped dims back.
+  Value A = pa ? G.reshape(a, {1, at.getDimSize(0)}) : a;
+  Value C = pc ? G.reshape(c, {ct.getDimSize(0), 1}) : c;
+  SmallVector<int64_t> gShape(typeOf(g).getShape());
+  if (pa)
+    gShape.insert(gShape.end() - (pc ? 0 : 1), 1);
+  if (pc)
+    gShape.push_back(1);
+  Value Gm = G.reshape(g, gShape);
+  auto mm = [&](Value x, Value y, bool tx, bool ty) -> Value {
+    return MatMulOp::create(b, loc, x, y, tx, ty);
+  };
+  if (need[0]) {
+    Value dA = ta ? (tb ? mm(C, Gm, true, true) : mm(C, Gm, false, true))
+                  : (tb ? mm(Gm, C, false, false) : mm(Gm, C, false, true));
+    dA = G.unbroadcast(dA, A.getType());
+    gx[0] = G.reshape(dA, at.getShape());
+  }
+  if (need[1]) {
+    Value dC = tb ? (ta ? mm(Gm, A, true, true) : mm(Gm, A, true, false))
+                  : (ta ? mm(A, Gm, false, false) : mm(A, Gm, true, false));
+    dC = G.unbroadcast(dC, C.getType());
+    gx[1] = G.reshape(dC, ct.getShape());
+  }
+  return success();
+}
+
+static SmallVector<int64_t> normalizedAxes(ArrayRef<int64_t> axes,
+                                          int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes)
+    out.push_back(a < 0 ? a + rank : a);
+  return out;
+}
+
+VJP(ReduceSumOp) {
+  Grad G{b, op.getLoc()};
+  auto t = typeOf(op.getInput());
+  if (!isa<FloatType>(t.getElementType()))
+    return success();
+  gx[0] = G.expandTo(gy[0], normalizedAxes(op.getAxes(), t.getRank()), t);
+  return success();
+}
+
+VJP(ReduceMeanOp) {
+  Grad G{b, op.getLoc()};
+  auto t = typeOf(op.getInput());
+  auto axes = normalizedAxes(op.getAxes(), t.getRank());
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= t.getDimSize(a);
+  Value scaled = G.mul(gy[0], G.scalar(gy[0], 1.0 / double(count)));
+  gx[0] = G.expandTo(scaled, axes, t);
+  return success();
+}
+
+/// The gradient goes to the maxima, split evenly between ties (torch.amax).
+VJP(ReduceMaxOp) {
+  Grad G{b, op.getLoc()};
+  Location loc = op.getLoc();
+  Value x = op.getInput();
+  auto t = typeOf(x);
+  if (!isa<FloatType>(t.getElementType()))
+    return success();
+  auto axes = normalizedAxes(op.getAxes(), t.getRank());
+  Value y = G.expandTo(op.getResult(), axes, t);
+  Value hit = G.cast(EqualOp::create(b, loc, x, y), t.getElementType());
+  Value count = G.sum(hit, axes, /*keepdims=*/true);
+  Value share = G.div(hit, count);
+  gx[0] = G.mul(G.expandTo(gy[0], axes, t), share);
+  return success();
+}
+
+VJP(SoftmaxOp) { // y (g - sum(g y))
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  Value dot = G.sum(G.mul(gy[0], y), {axis < 0 ? axis + typeOf(y).getRank() : axis},
+                    /*keepdims=*/true);
+  gx[0] = G.mul(y, G.sub(gy[0], dot));
+  return success();
+}
+
+VJP(LogSoftmaxOp) { // g - exp(y) sum(g)
+  Grad G{b, op.getLoc()};
+  Value y = op.getResult();
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  Value total = G.sum(gy[0], {axis < 0 ? axis + typeOf(y).getRank() : axis},
+                      /*keepdims=*/true);
+  gx[0] = G.sub(gy[0], G.mul(ExpOp::create(b, op.getLoc(), y), total));
+  return success();
+}
+
+VJP(LayerNormOp) {
+  auto grads = LayerNormGradOp::create(b, op.getLoc(), op.getInput(),
+                                       op.getScale(), gy[0], op.getAxisAttr(),
+                                       op.getEpsilonAttr());
+  gx[0] = grads.getInputGrad();
+  gx[1] = grads.getScaleGrad();
+  if (op.getBias()) {
+    Grad G{b, op.getLoc()};
+    gx[2] = G.reshape(grads.getBiasGrad(), typeOf(op.getBias()).getShape());
+  }
+  return success();
+}
+
+VJP(RmsNormOp) {
+  auto grads = RmsNormGradOp::create(b, op.getLoc(), op.getInput(),
+                                     op.getScale(), gy[0],
+                                     op.getEpsilonAttr());
+  gx[0] = grads.getInputGrad();
+  gx[1] = grads.getScaleGrad();
+  return success();
+}
+
+/// Inference-mode batch norm: y = (x - mean) * rsqrt(var + eps) * scale +
+/// bias with fixed statistics.
+VJP(BatchNormOp) {
+  Grad G{b, op.getLoc()};
+  Value x = op.getInput(), g = gy[0];
+  auto t = typeOf(x);
+  SmallVector<int64_t> chan(t.getRank(), 1);
+  chan[1] = t.getDimSize(1);
+  SmallVector<int64_t> others;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    if (d != 1)
+      others.push_back(d);
+  Value eps = G.scalar(x, op.getEpsilon().convertToDouble());
+  Value inv = G.reshape(
+      RsqrtOp::create(b, op.getLoc(), G.add(op.getVariance(), eps)), chan);
+  if (need[0])
+    gx[0] = G.mul(g, G.mul(G.reshape(op.getScale(), chan), inv));
+  if (need[1]) {
+    Value xhat = G.mul(G.sub(x, G.reshape(op.getMean(), chan)), inv);
+    gx[1] = G.sum(G.mul(g, xhat), others, /*keepdims=*/false);
+  }
+  if (need[2])
+    gx[2] = G.sum(g, others, /*keepdims=*/false);
+  return success();
+}
+
+VJP(CrossEntropyOp) {
+  gx[0] = CrossEntropyGradOp::create(
+      b, op.getLoc(), op.getLogits(), op.getLabels(), op.getWeights(), gy[0],
+      op.getIgnoreIndexAttr(), op.getReductionAttr());
+  return success();
+}
+
+} // namespace smp::autodiff

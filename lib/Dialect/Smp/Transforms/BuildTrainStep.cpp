@@ -1,0 +1,306 @@
+//===- BuildTrainStep.cpp - forward + loss + backward + optimizer ---------===//
+//
+// Implements `smp-build-train-step`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "smp/Dialect/Smp/Autodiff/Autodiff.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/Support/Regex.h"
+
+#define DEBUG_TYPE "smp-build-train-step"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPBUILDTRAINSTEPPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
+  auto type = RankedTensorType::get({}, elt);
+  APFloat value(v);
+  bool loses;
+  value.convert(cast<FloatType>(elt).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &loses);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+}
+
+struct SmpBuildTrainStepPass
+    : public smp::impl::SmpBuildTrainStepPassBase<SmpBuildTrainStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto main = module.lookupSymbol<func::FuncOp>("main");
+    if (!main) {
+      module.emitError("smp-build-train-step: no func @main to train");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError("smp-build-train-step: @train_step exists already");
+      return signalPassFailure();
+    }
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw") {
+      module.emitError() << "unknown optimizer '" << optimizer
+                         << "' (expected sgd, adam or adamw)";
+      return signalPassFailure();
+    }
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(main);
+    auto step = cast<func::FuncOp>(b.clone(*main));
+    step.setSymName("train_step");
+    if (failed(build(step)))
+      return signalPassFailure();
+  }
+
+  /// The value named `name` among the function's outputs.
+  FailureOr<Value> output(func::FuncOp f, StringRef name) {
+    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+          n && n.getValue() == name)
+        return ret.getOperand(i);
+    std::string names;
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr))
+        names += (names.empty() ? "" : ", ") + n.str();
+    f.emitError() << "the model has no output named '" << name
+                  << "' (outputs: " << names << ")";
+    return failure();
+  }
+
+  Value addInput(func::FuncOp f, Type type, StringRef name) {
+    unsigned index = f.getNumArguments();
+    (void)f.insertArgument(index, type,
+                           DictionaryAttr::get(
+                               f.getContext(),
+                               {NamedAttribute(
+                                   StringAttr::get(f.getContext(),
+                                                   SmpDialect::kInputAttr),
+                                   StringAttr::get(f.getContext(), name))}),
+                           f.getLoc());
+    return f.getArgument(index);
+  }
+
+  /// Builds the scalar loss at the end of the body.
+  FailureOr<Value> buildLoss(func::FuncOp f, OpBuilder &b) {
+    SmallVector<StringRef> parts;
+    StringRef(loss).split(parts, ':');
+    Location loc = f.getLoc();
+    if (parts.size() == 1 && !parts[0].empty()) {
+      auto v = output(f, parts[0]);
+      if (failed(v))
+        return failure();
+      auto t = cast<RankedTensorType>(v->getType());
+      if (t.getNumElements() != 1 || !isa<FloatType>(t.getElementType())) {
+        f.emitError() << "loss output '" << parts[0]
+                      << "' must be a float scalar, got " << t;
+        return failure();
+      }
+      return *v;
+    }
+    if (parts.size() == 3 && parts[0] == "cross_entropy") {
+      auto logits = output(f, parts[1]);
+      if (failed(logits))
+        return failure();
+      auto lt = cast<RankedTensorType>(logits->getType());
+      if (lt.getRank() < 1 || !isa<FloatType>(lt.getElementType())) {
+        f.emitError() << "cross_entropy logits '" << parts[1]
+                      << "' must be float [..., classes], got " << lt;
+        return failure();
+      }
+      Value labels = addInput(
+          f, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
+          parts[2]);
+      return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
+                                          -100, Reduction::mean));
+    }
+    if (parts.size() == 3 && parts[0] == "mse") {
+      auto out = output(f, parts[1]);
+      if (failed(out))
+        return failure();
+      auto ot = cast<RankedTensorType>(out->getType());
+      Value target = addInput(f, ot, parts[2]);
+      Value d = SubOp::create(b, loc, *out, target);
+      SmallVector<int64_t> axes;
+      for (int64_t i = 0; i < ot.getRank(); ++i)
+        axes.push_back(i);
+      return Value(ReduceMeanOp::create(b, loc, MulOp::create(b, loc, d, d),
+                                        b.getDenseI64ArrayAttr(axes), false));
+    }
+    f.emitError() << "bad --loss '" << loss
+                  << "': expected NAME, cross_entropy:LOGITS:LABELS or "
+                     "mse:OUTPUT:TARGET";
+    return failure();
+  }
+
+  LogicalResult build(func::FuncOp f) {
+    MLIRContext *ctx = f.getContext();
+    Block &body = f.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    OpBuilder b(ret);
+    Location loc = f.getLoc();
+    auto lossValue = buildLoss(f, b);
+    if (failed(lossValue))
+      return failure();
+
+    // Trainable parameters: float, not frozen, not matching --freeze.
+    llvm::Regex frozen(freeze);
+    std::string regexError;
+    if (!freeze.empty() && !frozen.isValid(regexError))
+      return f.emitError() << "bad --freeze regex '" << freeze
+                           << "': " << regexError;
+    SmallVector<Value> params;
+    SmallVector<std::string> names;
+    for (BlockArgument arg : body.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
+      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr))
+        continue;
+      if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
+        continue;
+      if (!freeze.empty() && frozen.match(name.getValue()))
+        continue;
+      params.push_back(arg);
+      names.push_back(name.str());
+    }
+    auto grads = differentiate(b, body, *lossValue, params);
+    if (failed(grads))
+      return failure();
+
+    Type f32 = b.getF32Type();
+    // Global gradient norm (always reported), then optional clipping.
+    Value sumSq;
+    for (Value g : *grads) {
+      if (!g)
+        continue;
+      auto t = cast<RankedTensorType>(g.getType());
+      SmallVector<int64_t> axes;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        axes.push_back(d);
+      Value g32 = t.getElementType() == f32
+                      ? g
+                      : Value(CastOp::create(b, loc, t.clone(f32), g));
+      Value sq = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g32, g32),
+                                     b.getDenseI64ArrayAttr(axes), false);
+      sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, sq)) : sq;
+    }
+    Value gradNorm = sumSq ? Value(SqrtOp::create(b, loc, sumSq))
+                           : scalarConst(b, loc, f32, 0.0);
+    SmallVector<Value> clipped(grads->begin(), grads->end());
+    if (clipGradNorm > 0 && sumSq) {
+      // coef = min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_.
+      Value denom = AddOp::create(b, loc, gradNorm, scalarConst(b, loc, f32, 1e-6));
+      Value coef = MinOp::create(
+          b, loc, DivOp::create(b, loc, scalarConst(b, loc, f32, clipGradNorm), denom),
+          scalarConst(b, loc, f32, 1.0));
+      for (Value &g : clipped) {
+        if (!g)
+          continue;
+        auto t = cast<RankedTensorType>(g.getType());
+        Value c = t.getElementType() == f32
+                      ? coef
+                      : Value(CastOp::create(b, loc, RankedTensorType::get({}, t.getElementType()), coef));
+        g = MulOp::create(b, loc, g, c);
+      }
+    }
+
+    Type scalarF32 = RankedTensorType::get({}, f32);
+    Value lr = addInput(f, scalarF32, "@lr");
+    Value stepIndex = addInput(f, scalarF32, "@step");
+    float wd = weightDecay >= 0 ? weightDecay.getValue()
+                                : (optimizer == "adamw" ? 0.01f : 0.0f);
+
+    SmallVector<Value> newResults;
+    SmallVector<DictionaryAttr> newAttrs;
+    auto updateAttr = [&](StringRef name) {
+      return DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kUpdateAttr),
+                               StringAttr::get(ctx, name))});
+    };
+    auto addState = [&](Type type, const std::string &name) {
+      unsigned index = f.getNumArguments();
+      (void)f.insertArgument(
+          index, type,
+          DictionaryAttr::get(
+              ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kStateAttr),
+                                   StringAttr::get(ctx, name))}),
+          loc);
+      return f.getArgument(index);
+    };
+    for (auto [param, g, name] : llvm::zip(params, clipped, names)) {
+      if (!g)
+        continue; // no gradient reaches it: PyTorch skips it too
+      Type type = param.getType();
+      Value lrT = lr, stepT = stepIndex;
+      auto elt = cast<RankedTensorType>(type).getElementType();
+      if (elt != f32) {
+        lrT = CastOp::create(b, loc, RankedTensorType::get({}, elt), lr);
+        stepT = CastOp::create(b, loc, RankedTensorType::get({}, elt), stepIndex);
+      }
+      if (optimizer == "sgd") {
+        Value buf = momentum != 0.0f ? addState(type, name + ".momentum_buffer")
+                                     : g;
+        auto upd = SgdUpdateOp::create(
+            b, loc, type, type, param, g, buf, lrT, stepT,
+            b.getF32FloatAttr(momentum), b.getF32FloatAttr(dampening),
+            b.getF32FloatAttr(wd), b.getBoolAttr(nesterov));
+        newResults.push_back(upd.getNewParam());
+        newAttrs.push_back(updateAttr(name));
+        if (momentum != 0.0f) {
+          newResults.push_back(upd.getNewMomentumBuffer());
+          newAttrs.push_back(updateAttr(name + ".momentum_buffer"));
+        }
+        continue;
+      }
+      Value m = addState(type, name + ".exp_avg");
+      Value v = addState(type, name + ".exp_avg_sq");
+      auto upd = AdamUpdateOp::create(
+          b, loc, type, type, type, param, g, m, v, lrT, stepT,
+          b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
+          b.getF32FloatAttr(epsilon), b.getF32FloatAttr(wd),
+          b.getBoolAttr(optimizer == "adamw"));
+      newResults.push_back(upd.getNewParam());
+      newAttrs.push_back(updateAttr(name));
+      newResults.push_back(upd.getNewExpAvg());
+      newAttrs.push_back(updateAttr(name + ".exp_avg"));
+      newResults.push_back(upd.getNewExpAvgSq());
+      newAttrs.push_back(updateAttr(name + ".exp_avg_sq"));
+    }
+    auto outputAttr = [&](StringRef name) {
+      return DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kOutputAttr),
+                               StringAttr::get(ctx, name))});
+    };
+    Value loss32 = *lossValue;
+    auto lt = cast<RankedTensorType>(loss32.getType());
+    if (lt.getRank() != 0)
+      loss32 = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss32);
+    if (lt.getElementType() != f32)
+      loss32 = CastOp::create(b, loc, RankedTensorType::get({}, f32), loss32);
+    newResults.push_back(loss32);
+    newAttrs.push_back(outputAttr("loss"));
+    newResults.push_back(gradNorm);
+    newAttrs.push_back(outputAttr("grad_norm"));
+
+    // Replace the forward outputs with the step's.
+    func::ReturnOp::create(b, loc, newResults);
+    ret.erase();
+    SmallVector<Type> types;
+    for (Value v : newResults)
+      types.push_back(v.getType());
+    f.setType(FunctionType::get(ctx, body.getArgumentTypes(), types));
+    f.setAllResultAttrs(newAttrs);
+    return success();
+  }
+};
+
+} // namespace
