@@ -166,8 +166,9 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
     if (!(s = checkIndex(w.buffer(), p, programPath + ": weight")).ok())
       return s;
     const auto &b = p.buffers(w.buffer());
-    if (w.bytes() != b.bytes() || w.file_offset() > out.weightsBytes ||
-        w.bytes() > out.weightsBytes - w.file_offset())
+    if (w.bytes() != b.bytes() ||
+        (!w.zero_init() && (w.file_offset() > out.weightsBytes ||
+                            w.bytes() > out.weightsBytes - w.file_offset())))
       return Status::failure(programPath + ": weight '" + b.name() +
                              "' does not fit the weights file");
   }

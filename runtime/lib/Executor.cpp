@@ -45,8 +45,11 @@ Status Executor::init(const Artifact &artifact) {
     return s;
   for (const auto &w : p.weights()) {
     const auto &b = p.buffers(w.buffer());
-    std::memcpy(arena_.data() + b.offset(), weights.data() + w.file_offset(),
-                w.bytes());
+    if (w.zero_init())
+      std::memset(arena_.data() + b.offset(), 0, w.bytes());
+    else
+      std::memcpy(arena_.data() + b.offset(), weights.data() + w.file_offset(),
+                  w.bytes());
     arena_.touch(b.offset(), b.bytes());
   }
   steps_.clear();

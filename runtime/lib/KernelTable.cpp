@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "smp/kernels/cpu/Kernels.h"
+#include "smp/kernels/cpu/Training.h"
 #include "smprt/Executor.h"
 
 #include <map>
@@ -292,6 +293,115 @@ template <bool Max> bool poolStep(Decoder &d, Step &s) {
   return true;
 }
 
+//===--- Backward and optimizer ops ---------------------------------------===//
+
+/// Reads a rank-0 f32/f64 hyperparameter (lr, step) at run time.
+double scalarAt(const TensorRef &t) {
+  return t.dtype == DType::F64 ? *t.as<double>()
+         : t.dtype == DType::F32 ? static_cast<double>(*t.as<float>())
+         : t.dtype == DType::BF16 ? static_cast<double>(bf16ToFloat(*t.as<uint16_t>()))
+         : static_cast<double>(halfToFloat(*t.as<uint16_t>()));
+}
+
+bool geluGradStep(Decoder &d, Step &s) {
+  if (!d.arity(2, 2, 1))
+    return false;
+  bool tanh = d.s("approximate", "none") == "tanh";
+  s.run = [x = d.in(0), g = d.in(1), out = d.out(), tanh] {
+    return k::geluGrad(x, g, tanh, out);
+  };
+  return true;
+}
+
+bool layerNormGradStep(Decoder &d, Step &s) {
+  if (!d.arity(3, 3, 3) || !d.require("axis") || !d.require("epsilon"))
+    return false;
+  s.run = [x = d.in(0), w = d.in(1), g = d.in(2), dx = d.out(0),
+           dw = d.out(1), db = d.out(2), axis = d.i("axis", -1),
+           eps = float(d.f("epsilon", 1e-5))] {
+    return k::layerNormGrad(x, w, g, axis, eps, dx, dw, db);
+  };
+  return true;
+}
+
+bool rmsNormGradStep(Decoder &d, Step &s) {
+  if (!d.arity(3, 3, 2) || !d.require("epsilon"))
+    return false;
+  s.run = [x = d.in(0), w = d.in(1), g = d.in(2), dx = d.out(0),
+           dw = d.out(1), eps = float(d.f("epsilon", 1e-6))] {
+    return k::rmsNormGrad(x, w, g, eps, dx, dw);
+  };
+  return true;
+}
+
+bool crossEntropyGradStep(Decoder &d, Step &s) {
+  if (!d.arity(3, 4, 1))
+    return false;
+  bool hasWeights = d.inst.inputs_size() == 4;
+  std::string red = d.s("reduction", "mean");
+  k::Reduction r = red == "none"  ? k::Reduction::None
+                   : red == "sum" ? k::Reduction::Sum
+                                  : k::Reduction::Mean;
+  s.run = [l = d.in(0), y = d.in(1), w = hasWeights ? d.in(2) : TensorRef(),
+           g = d.in(hasWeights ? 3 : 2), hasWeights, out = d.out(),
+           ignore = d.i("ignore_index", -100), r] {
+    return k::crossEntropyGrad(l, y, hasWeights ? &w : nullptr, g, ignore, r,
+                               out);
+  };
+  return true;
+}
+
+bool gatherGradStep(Decoder &d, Step &s) {
+  if (!d.arity(2, 2, 1) || !d.require("axis"))
+    return false;
+  s.run = [idx = d.in(0), g = d.in(1), out = d.out(), axis = d.i("axis", 0)] {
+    return k::gatherGrad(idx, g, axis, out);
+  };
+  return true;
+}
+
+bool sliceGradStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1) || !d.require("starts") || !d.require("steps"))
+    return false;
+  s.run = [g = d.in(0), out = d.out(), starts = d.ints("starts"),
+           steps = d.ints("steps")] {
+    return k::sliceGrad(g, starts, steps, out);
+  };
+  return true;
+}
+
+bool sgdUpdateStep(Decoder &d, Step &s) {
+  if (!d.arity(5, 5, 2))
+    return false;
+  k::SgdOptions o;
+  o.momentum = d.f("momentum", 0);
+  o.dampening = d.f("dampening", 0);
+  o.weightDecay = d.f("weight_decay", 0);
+  o.nesterov = d.i("nesterov", 0) != 0;
+  s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
+           step = d.in(4), np = d.out(0), nb = d.out(1), o] {
+    return k::sgdUpdate(p, g, buf, scalarAt(lr), scalarAt(step), o, np, nb);
+  };
+  return true;
+}
+
+bool adamUpdateStep(Decoder &d, Step &s) {
+  if (!d.arity(6, 6, 3))
+    return false;
+  k::AdamOptions o;
+  o.beta1 = d.f("beta1", 0.9);
+  o.beta2 = d.f("beta2", 0.999);
+  o.epsilon = d.f("epsilon", 1e-8);
+  o.weightDecay = d.f("weight_decay", 0);
+  o.decoupled = d.i("decoupled", 1) != 0;
+  s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
+           step = d.in(5), np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
+    return k::adamUpdate(p, g, m, v, scalarAt(lr), scalarAt(step), o, np, nm,
+                         nv);
+  };
+  return true;
+}
+
 const std::map<std::string, Builder> &table() {
   using U = k::UnaryOp;
   using B = k::BinaryOp;
@@ -347,6 +457,14 @@ const std::map<std::string, Builder> &table() {
       {"conv", convStep},
       {"max_pool", poolStep<true>},
       {"avg_pool", poolStep<false>},
+      {"gelu_grad", geluGradStep},
+      {"layer_norm_grad", layerNormGradStep},
+      {"rms_norm_grad", rmsNormGradStep},
+      {"cross_entropy_grad", crossEntropyGradStep},
+      {"gather_grad", gatherGradStep},
+      {"slice_grad", sliceGradStep},
+      {"sgd_update", sgdUpdateStep},
+      {"adam_update", adamUpdateStep},
   };
   return t;
 }

@@ -13,6 +13,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
@@ -37,7 +39,7 @@ its training step and splits it over devices.
 
 USAGE
   smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
-               [--dim NAME=VALUE]...
+               [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
   smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
   smpc summary MODEL [--dim NAME=VALUE]...
   smpc ops
@@ -46,8 +48,8 @@ USAGE
 COMMANDS
   compile   Build the artifact smprun runs: a directory OUT.smpx holding the
             manifest, per-rank programs and weights, the final IR
-            (model.mlir) and the plan report (plan.txt). Forward only for
-            now: the training step comes with --train in a later release.
+            (model.mlir) and the plan report (plan.txt). Forward only
+            unless --train is given.
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
   summary   Print inputs, outputs, parameter count and an op histogram.
   ops       List the ONNX ops the importer supports.
@@ -66,11 +68,29 @@ OPTIONS
                        smp compiles static shapes: every symbolic dim of the
                        model's inputs must be bound. Repeatable.
   --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+
+TRAINING (compile --train)
+  --loss LOSS          NAME (a scalar output of the model),
+                       cross_entropy:LOGITS:LABELS (mean cross-entropy of
+                       output LOGITS [..., V] against a new int64 input
+                       LABELS; label -100 is ignored, as in PyTorch) or
+                       mse:OUTPUT:TARGET (a new input TARGET).
+  --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
+  --lr X               Peak learning rate (default 0.001).
+  --lr-schedule constant|cosine  Cosine decays to 0 over the run's steps.
+  --warmup-steps K     Linear warmup from 0 over the first K steps.
+  --momentum X --dampening X --nesterov      SGD options.
+  --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
+  --beta1 X --beta2 X --eps X                Adam/AdamW options.
+  --clip-grad-norm X   Clip gradients to global L2 norm X.
+  --freeze REGEX       Parameters whose name matches get no gradient.
   -h, --help           Show this help.
   --version            Show the version.
 
 EXAMPLES
   smpc compile gpt.onnx --batch-size 8 --dim seq=1024 -o gpt.smpx
+  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
+       --optimizer adamw --lr 1e-3 --batch-size 8 -o mlp.smpx
   smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
   smpc summary gpt.mlir
 )";
@@ -80,6 +100,12 @@ struct Options {
   std::string input;
   std::string output = "-";
   std::string target = "cpu";
+  bool train = false;
+  std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
+  double lr = 1e-3;
+  int64_t warmupSteps = 0;
+  /// Pass options of smp-build-train-step given on the command line.
+  std::vector<std::string> trainOptions;
   smp::onnx_frontend::ImportOptions import;
 };
 
@@ -139,6 +165,54 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n <= 0)
         return fail("--batch-size expects a positive integer");
       opts.import.batchSize = n;
+    } else if (a == "--train") {
+      opts.train = true;
+    } else if (a == "--nesterov") {
+      opts.trainOptions.push_back("nesterov=true");
+    } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
+               a == "--freeze" || a.starts_with("--loss=") ||
+               a.starts_with("--optimizer=") ||
+               a.starts_with("--lr-schedule=") || a.starts_with("--freeze=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      if (!v || v->empty())
+        return fail(flag + " needs a value");
+      if (flag == "--loss")
+        opts.loss = *v;
+      else if (flag == "--freeze")
+        opts.freeze = *v;
+      else if (flag == "--optimizer") {
+        if (*v != "sgd" && *v != "adam" && *v != "adamw")
+          return fail("--optimizer expects sgd, adam or adamw, got '" + *v +
+                      "'");
+        opts.optimizer = *v;
+      } else {
+        if (*v != "constant" && *v != "cosine")
+          return fail("--lr-schedule expects constant or cosine");
+        opts.lrSchedule = *v;
+      }
+    } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
+      auto v = value("--warmup-steps");
+      if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
+          opts.warmupSteps < 0)
+        return fail("--warmup-steps expects a non-negative integer");
+    } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
+               a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
+               a == "--eps" || a == "--clip-grad-norm" ||
+               a.starts_with("--lr=") || a.starts_with("--momentum=") ||
+               a.starts_with("--dampening=") ||
+               a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
+               a.starts_with("--beta2=") || a.starts_with("--eps=") ||
+               a.starts_with("--clip-grad-norm=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      double x;
+      if (!v || llvm::StringRef(*v).getAsDouble(x) || x < 0)
+        return fail(flag + " expects a non-negative number");
+      if (flag == "--lr")
+        opts.lr = x;
+      else
+        opts.trainOptions.push_back(flag.substr(2) + "=" + *v);
     } else if (a == "--no-raise") {
       opts.import.raise = false;
     } else if (a.starts_with("-") && a != "-") {
@@ -158,6 +232,13 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(opts.command + " needs a MODEL file");
   if (opts.command == "compile" && opts.output == "-")
     return fail("compile needs -o OUT.smpx (the artifact directory)");
+  if (opts.train && opts.command != "compile")
+    return fail("--train applies to compile");
+  if (opts.train && opts.loss.empty())
+    return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
+                "mse:OUTPUT:TARGET)");
+  if (!opts.train && (!opts.loss.empty() || !opts.trainOptions.empty()))
+    return fail("training options need --train");
   return std::nullopt;
 }
 
@@ -211,11 +292,43 @@ openWeights(ModuleOp module, const Options &opts) {
   return smp::onnx_frontend::openONNXWeights(path);
 }
 
+/// Builds @train_step with smp-build-train-step, then cleans up.
+LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
+  std::string pipeline = "smp-build-train-step{loss=" +
+                         opts.loss + " optimizer=" + opts.optimizer;
+  if (!opts.freeze.empty())
+    pipeline += " freeze=" + opts.freeze;
+  for (const auto &o : opts.trainOptions)
+    pipeline += " " + o;
+  pipeline += "},canonicalize,cse";
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (failed(parsePassPipeline(pipeline, pm))) {
+    fail("cannot build the training pipeline '" + pipeline + "'");
+    return failure();
+  }
+  if (failed(pm.run(module))) {
+    fail(opts.input + ": cannot build the training step (see above)");
+    return failure();
+  }
+  return success();
+}
+
 int compile(ModuleOp module, const Options &opts) {
   auto weights = openWeights(module, opts);
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
   smp::ArtifactOptions artifact;
+  if (opts.train) {
+    if (failed(buildTrainStep(module, opts)))
+      return 1;
+    smp::TrainingOptions t;
+    t.loss = opts.loss;
+    t.optimizer = opts.optimizer;
+    t.lr = opts.lr;
+    t.lrSchedule = opts.lrSchedule;
+    t.warmupSteps = opts.warmupSteps;
+    artifact.training = t;
+  }
   artifact.outputDir = opts.output;
   artifact.target = opts.target;
   artifact.producer = std::string("smpc ") + SMP_VERSION;
@@ -244,6 +357,7 @@ int main(int argc, char **argv) {
   }
   DialectRegistry registry;
   smp::registerAllDialects(registry);
+  smp::registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   auto module = loadModule(ctx, opts);

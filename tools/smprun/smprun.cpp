@@ -10,6 +10,9 @@
 #include "smprt/Artifact.h"
 #include "smprt/Executor.h"
 #include "smprt/Npy.h"
+#include "smprt/Trainer.h"
+
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -29,6 +32,7 @@ const char *kUsage = R"(smprun - runs a model compiled by smpc.
 
 USAGE
   smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
+  smprun MODEL.smpx --data DIR --steps N [--metrics FILE] [--threads N]
   smprun --help | --version
 
 OPTIONS
@@ -37,6 +41,12 @@ OPTIONS
                      compiled ones (see MODEL.smpx/plan.txt).
   --output-dir DIR   Where to write one .npy per graph output
                      (DIR/<output>.npy). Created if missing.
+  --steps N          Train N steps (artifacts compiled with --train). Each
+                     step takes the next batch of samples: the leading dim
+                     of each DIR/<input>.npy holds the samples, wrapping
+                     around. Prints the loss of every step.
+  --metrics FILE     With --steps: one JSON object per step (step, loss, lr,
+                     grad_norm, samples_per_s, peak_bytes).
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on).
   --profile FILE     Write each instruction's wall time as JSON to FILE and
@@ -47,6 +57,9 @@ OPTIONS
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
   smprun gpt.smpx --data inputs/ --output-dir outputs/
+  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
+       --optimizer sgd --lr 0.1 --batch-size 8 -o mlp.smpx
+  smprun mlp.smpx --data samples/ --steps 5 --metrics m.jsonl
 )";
 
 int fail(const std::string &msg) {
@@ -76,7 +89,8 @@ int availableCores() {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string model, dataDir, outDir, profilePath;
+  std::string model, dataDir, outDir, profilePath, metricsPath;
+  int64_t steps = 0;
   int threads = 0;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -110,6 +124,20 @@ int main(int argc, char **argv) {
       if (!v)
         return 1;
       outDir = *v;
+    } else if (a == "--steps") {
+      auto v = value("--steps");
+      if (!v)
+        return 1;
+      char *end;
+      long long n = std::strtoll(v->c_str(), &end, 10);
+      if (*end || n < 1)
+        return fail("--steps expects a positive integer, got '" + *v + "'");
+      steps = n;
+    } else if (a == "--metrics") {
+      auto v = value("--metrics");
+      if (!v)
+        return 1;
+      metricsPath = *v;
     } else if (a == "--profile") {
       auto v = value("--profile");
       if (!v)
@@ -136,8 +164,8 @@ int main(int argc, char **argv) {
     return fail("no MODEL.smpx given (see smprun --help)");
   if (dataDir.empty())
     return fail("--data DIR is required: one .npy per graph input");
-  if (outDir.empty())
-    return fail("--output-dir DIR is required");
+  if (outDir.empty() && steps == 0)
+    return fail("--output-dir DIR is required (or --steps N to train)");
 
   smp::kernels::cpu::setNumThreads(threads > 0 ? threads : availableCores());
   smprt::Artifact artifact;
@@ -152,6 +180,40 @@ int main(int argc, char **argv) {
   smprt::Executor exec;
   if (!(s = exec.init(artifact)).ok())
     return fail(s.error);
+  if (artifact.manifest.has_training() != (steps > 0))
+    return fail(artifact.manifest.has_training()
+                    ? model + ": a training artifact; give --steps N"
+                    : model + ": not a training artifact (compile with "
+                              "--train) but --steps was given");
+  if (steps > 0) {
+    smprt::TrainOptions topts;
+    topts.steps = steps;
+    topts.dataDir = dataDir;
+    topts.metricsPath = metricsPath;
+    topts.progress = isatty(2);
+    std::vector<smprt::StepRecord> records;
+    if (!profilePath.empty())
+      exec.enableProfiling();
+    auto start = std::chrono::steady_clock::now();
+    s = smprt::train(exec, topts, records);
+    for (const auto &r : records)
+      std::printf("step %lld loss %.6f lr %.6g grad_norm %.6f\n",
+                  static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm);
+    if (!s.ok())
+      return fail(model + ": " + s.error);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
+                "%llu bytes high-water; peak RSS %ld KiB\n",
+                static_cast<long long>(steps), seconds,
+                static_cast<unsigned long long>(exec.arenaBytes()),
+                static_cast<unsigned long long>(exec.highWaterBytes()),
+                usage.ru_maxrss);
+    return 0;
+  }
   std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     const std::string &name = artifact.manifest.inputs(i).name();

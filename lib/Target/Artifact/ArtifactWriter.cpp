@@ -18,6 +18,7 @@
 #include "smprt/FileFormat.h"
 #include "smprt/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -141,7 +142,12 @@ private:
 
   func::FuncOp func;
   WeightSource &weights;
+  /// Writes an updated parameter or state in place: its producer must be
+  /// the last user of the argument it replaces.
+  llvm::Error aliasUpdate(Value v, llvm::StringRef name, int64_t end);
+
   llvm::DenseMap<Value, unsigned> bufferOf;
+  llvm::StringMap<unsigned> argByName;
   std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
   std::vector<LiveRange> live; // per buffer; meaningful for roots
 };
@@ -172,6 +178,31 @@ void Lowering::use(Value v, int64_t at) {
   live[r].end = std::max(live[r].end, at);
 }
 
+llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
+  auto it = argByName.find(name);
+  if (it == argByName.end())
+    return fail("result updates '" + name +
+                "', which is not a parameter or state");
+  unsigned target = it->second;
+  Operation *producer = v.getDefiningOp();
+  BlockArgument arg;
+  for (auto [value, id] : bufferOf)
+    if (id == target)
+      arg = dyn_cast<BlockArgument>(value);
+  if (!producer || !arg)
+    return fail("update of '" + name + "' is not computed by an op");
+  for (Operation *user : arg.getUsers())
+    if (user != producer && producer->isBeforeInBlock(user))
+      return fail("'" + name + "' is read after its update");
+  unsigned id = bufferOf.lookup(v);
+  if (root[id] != id)
+    return fail("update of '" + name + "' aliases another buffer");
+  root[id] = root[target];
+  program.mutable_buffers(id)->set_name(name.str());
+  (void)end;
+  return llvm::Error::success();
+}
+
 void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
   uint64_t offset = (weightsBytes.size() + kWeightAlignment - 1) /
                     kWeightAlignment * kWeightAlignment;
@@ -192,6 +223,7 @@ llvm::Error Lowering::run() {
       auto id = newBuffer(arg, input.str(), -1);
       if (!id)
         return id.takeError();
+      program.mutable_buffers(*id)->set_role("input");
       live[*id].end = kForever;
       pb::Binding *b = program.add_inputs();
       b->set_name(input.str());
@@ -202,10 +234,24 @@ llvm::Error Lowering::run() {
       *spec->mutable_shape() = program.buffers(*id).shape();
       continue;
     }
+    if (auto state = func.getArgAttrOfType<StringAttr>(i, "smp.state")) {
+      // Optimizer state starts at zero: no bytes in the weights file.
+      auto id = newBuffer(arg, state.str(), -1);
+      if (!id)
+        return id.takeError();
+      program.mutable_buffers(*id)->set_role("state");
+      pb::WeightRef *ref = program.add_weights();
+      ref->set_buffer(*id);
+      ref->set_bytes(program.buffers(*id).bytes());
+      ref->set_zero_init(true);
+      live[*id] = LiveRange{-1, kForever, live[*id].bytes};
+      argByName[state.getValue()] = *id;
+      continue;
+    }
     auto param = func.getArgAttrOfType<StringAttr>(i, "smp.param");
     if (!param)
       return fail("argument #" + llvm::Twine(i) +
-                  " is neither an smp.input nor an smp.param");
+                  " is neither an smp.input, an smp.param nor an smp.state");
     auto id = newBuffer(arg, param.str(), -1);
     if (!id)
       return id.takeError();
@@ -218,12 +264,19 @@ llvm::Error Lowering::run() {
                   llvm::Twine(bytes->size()) + " bytes, expected " +
                   llvm::Twine(program.buffers(*id).bytes()));
     addWeight(*id, *bytes);
+    program.mutable_buffers(*id)->set_role("param");
+    argByName[param.getValue()] = *id;
   }
 
   int64_t index = 0;
   for (Operation &op : body.getOperations()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        if (auto update = func.getResultAttrOfType<StringAttr>(i, "smp.update")) {
+          if (auto err = aliasUpdate(v, update.getValue(), index))
+            return err;
+          continue;
+        }
         use(v, kForever);
         auto name = func.getResultAttrOfType<StringAttr>(i, "smp.output");
         std::string outName = name ? name.str() : "output" + std::to_string(i);
@@ -357,10 +410,15 @@ std::string planReport(const pb::RankProgram &program,
 llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               WeightSource &weights,
                                               const ArtifactOptions &options) {
-  auto funcs = module.getOps<func::FuncOp>();
-  if (funcs.empty())
-    return fail("module has no function to compile");
-  func::FuncOp func = *funcs.begin();
+  auto func = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!func)
+    func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func) {
+    auto funcs = module.getOps<func::FuncOp>();
+    if (funcs.empty())
+      return fail("module has no function to compile");
+    func = *funcs.begin();
+  }
   Lowering lowering(func, weights);
   if (auto err = lowering.run())
     return std::move(err);
@@ -379,6 +437,15 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               : "model");
   manifest.set_target(options.target);
   manifest.set_num_ranks(1);
+  if (options.training) {
+    pb::TrainingConfig *t = manifest.mutable_training();
+    t->set_loss(options.training->loss);
+    t->set_optimizer(options.training->optimizer);
+    t->set_lr(options.training->lr);
+    t->set_lr_schedule(options.training->lrSchedule);
+    t->set_warmup_steps(options.training->warmupSteps);
+    t->set_batch_size(options.training->batchSize);
+  }
   std::string programBytes = smprt::frame(lowering.program.SerializeAsString());
   pb::RankFile *rank = manifest.add_ranks();
   rank->set_rank(0);

@@ -7,14 +7,26 @@
 #include "smp/Target/Artifact/WeightSource.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 
 namespace smp {
+
+/// Training settings recorded in the manifest for smprun.
+struct TrainingOptions {
+  std::string loss, optimizer;
+  double lr = 0;
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0;
+  int64_t batchSize = 0;
+};
 
 struct ArtifactOptions {
   std::string outputDir;     // the model.smpx directory (created)
   std::string target = "cpu";
   std::string producer;      // "smpc 0.1.0"
+  /// Set when the module holds @train_step: smprun then trains.
+  std::optional<TrainingOptions> training;
 };
 
 /// Summary of what was written, for the driver to print.
@@ -25,7 +37,7 @@ struct ArtifactSummary {
   size_t numBuffers = 0;
 };
 
-/// Lowers `func @main` of an smp module to one rank's instruction stream
+/// Lowers `func @train_step` (or, without one, `func @main`) of an smp module to one rank's instruction stream
 /// over buffers with a static memory plan, and writes the artifact directory
 /// (manifest, program, weights, final IR, plan report).
 llvm::Expected<ArtifactSummary> writeArtifact(mlir::ModuleOp module,

@@ -1,0 +1,358 @@
+//===- Training.cpp - Backward and optimizer kernels ----------------------===//
+
+#include "smp/kernels/cpu/Training.h"
+
+#include "Common.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace smp::kernels::cpu {
+using namespace detail;
+
+namespace {
+
+/// Writes `values` (one per element) into a float tensor.
+Status storeDouble(const char *op, const TensorRef &out,
+                   const std::vector<double> &values) {
+  return visitFloat(out.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    S *o = out.as<S>();
+    for (size_t i = 0; i < values.size(); ++i)
+      o[i] = Float<S>::store(static_cast<C>(values[i]));
+    return Status::success();
+  });
+}
+
+Status requireFloat(const char *op, const char *what, const TensorRef &t) {
+  if (Status s = checkTensor(op, what, t); !s.ok())
+    return s;
+  if (!smprt::isFloat(t.dtype))
+    return unsupported(op, t.dtype);
+  return Status::success();
+}
+
+Status sameShape(const char *op, const TensorRef &a, const TensorRef &b) {
+  if (a.shape != b.shape)
+    return fail(op, smprt::describe(a) + " and " + smprt::describe(b) +
+                        " must have the same shape");
+  return Status::success();
+}
+
+/// For each index of `full` (row-major), the index of `part`, which
+/// numpy-broadcasts onto it.
+std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
+                                    const std::vector<int64_t> &part) {
+  int64_t n = product(full);
+  std::vector<int64_t> map(n), idx(full.size(), 0);
+  size_t off = full.size() - part.size();
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t o = 0;
+    for (size_t d = off; d < full.size(); ++d) {
+      int64_t pd = part[d - off];
+      o = o * pd + (pd == 1 ? 0 : idx[d]);
+    }
+    map[k] = o;
+    for (size_t d = full.size(); d-- > 0;) {
+      if (++idx[d] < full[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return map;
+}
+
+} // namespace
+
+Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
+                const TensorRef &dx) {
+  const char *op = "gelu_grad";
+  for (const TensorRef *t : {&x, &dy, &dx})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (Status s = sameShape(op, x, dy); !s.ok())
+    return s;
+  std::vector<double> xv = toDouble(x), g = toDouble(dy);
+  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+  parallelFor(static_cast<int64_t>(xv.size()), grainFor(20),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) {
+                  double v = xv[i], d;
+                  if (tanhApprox) {
+                    double t = std::tanh(k * (v + c * v * v * v));
+                    d = 0.5 * (1 + t) +
+                        0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+                  } else {
+                    d = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) +
+                        v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+                  }
+                  g[i] *= d;
+                }
+              });
+  return storeDouble(op, dx, g);
+}
+
+Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
+                     const TensorRef &dy, int64_t axis, float epsilon,
+                     const TensorRef &dx, const TensorRef &dscale,
+                     const TensorRef &dbias) {
+  const char *op = "layer_norm_grad";
+  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale, &dbias})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (Status s = sameShape(op, x, dy); !s.ok())
+    return s;
+  axis = normAxis(axis, x.rank());
+  if (axis < 0)
+    return fail(op, "axis out of range");
+  std::vector<int64_t> norm(x.shape.begin() + axis, x.shape.end());
+  int64_t n = product(norm), rows = n ? x.numel() / n : 0;
+  std::vector<int64_t> smap = broadcastIndex(norm, scale.shape);
+  std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
+  std::vector<double> out(xv.size()), ds(w.size(), 0.0), db(w.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = &xv[r * n], *gr = &g[r * n];
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j)
+      mean += xr[j];
+    mean /= n;
+    for (int64_t j = 0; j < n; ++j)
+      var += (xr[j] - mean) * (xr[j] - mean);
+    var /= n;
+    double rstd = 1.0 / std::sqrt(var + epsilon);
+    double sumD = 0, sumDX = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
+      sumD += d;
+      sumDX += d * xhat;
+      ds[smap[j]] += gr[j] * xhat;
+      db[smap[j]] += gr[j];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
+      out[r * n + j] = rstd * (d - sumD / n - xhat * sumDX / n);
+    }
+  }
+  if (Status s = storeDouble(op, dx, out); !s.ok())
+    return s;
+  if (Status s = storeDouble(op, dscale, ds); !s.ok())
+    return s;
+  return storeDouble(op, dbias, db);
+}
+
+Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
+                   const TensorRef &dy, float epsilon, const TensorRef &dx,
+                   const TensorRef &dscale) {
+  const char *op = "rms_norm_grad";
+  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (Status s = sameShape(op, x, dy); !s.ok())
+    return s;
+  if (x.rank() < 1)
+    return fail(op, "input must not be a scalar");
+  int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
+  std::vector<int64_t> smap = broadcastIndex({n}, scale.shape);
+  std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
+  std::vector<double> out(xv.size()), ds(w.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *xr = &xv[r * n], *gr = &g[r * n];
+    double ms = 0;
+    for (int64_t j = 0; j < n; ++j)
+      ms += xr[j] * xr[j];
+    ms /= n;
+    double rr = 1.0 / std::sqrt(ms + epsilon), dot = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      double d = gr[j] * w[smap[j]];
+      dot += d * xr[j];
+      ds[smap[j]] += gr[j] * xr[j] * rr;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      out[r * n + j] =
+          rr * (gr[j] * w[smap[j]] - xr[j] * rr * rr * dot / n);
+  }
+  if (Status s = storeDouble(op, dx, out); !s.ok())
+    return s;
+  return storeDouble(op, dscale, ds);
+}
+
+Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
+                        const TensorRef *weights, const TensorRef &dloss,
+                        int64_t ignoreIndex, Reduction reduction,
+                        const TensorRef &dlogits) {
+  const char *op = "cross_entropy_grad";
+  for (const TensorRef *t : {&logits, &dloss, &dlogits})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (Status s = sameShape(op, logits, dlogits); !s.ok())
+    return s;
+  if (logits.rank() < 1)
+    return fail(op, "logits must not be a scalar");
+  int64_t classes = logits.shape.back(), rows = labels.numel();
+  if (rows * classes != logits.numel())
+    return fail(op, "labels do not match the logits");
+  std::vector<double> w = weights ? toDouble(*weights) : std::vector<double>();
+  if (weights && static_cast<int64_t>(w.size()) != classes)
+    return fail(op, "weights must hold one value per class");
+  std::vector<double> g = toDouble(dloss);
+  if (reduction == Reduction::None ? static_cast<int64_t>(g.size()) != rows
+                                   : g.size() != 1)
+    return fail(op, "incoming gradient does not match the loss");
+  double counted = 0;
+  std::vector<int64_t> lab(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    lab[r] = loadInt(labels, r);
+    if (lab[r] == ignoreIndex)
+      continue;
+    if (lab[r] < 0 || lab[r] >= classes)
+      return fail(op, "label " + std::to_string(lab[r]) + " at position " +
+                          std::to_string(r) + " is outside [0, " +
+                          std::to_string(classes) + ")");
+    counted += weights ? w[lab[r]] : 1.0;
+  }
+  std::vector<double> x = toDouble(logits), out(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (lab[r] == ignoreIndex)
+      continue;
+    double scaleR = reduction == Reduction::None ? g[r] : g[0];
+    if (reduction == Reduction::Mean)
+      scaleR /= counted;
+    if (weights)
+      scaleR *= w[lab[r]];
+    const double *xr = &x[r * classes];
+    double m = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      m = std::max(m, xr[c]);
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(xr[c] - m);
+    for (int64_t c = 0; c < classes; ++c)
+      out[r * classes + c] =
+          scaleR * (std::exp(xr[c] - m) / sum - (c == lab[r] ? 1.0 : 0.0));
+  }
+  return storeDouble(op, dlogits, out);
+}
+
+Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
+                  const TensorRef &out) {
+  const char *op = "gather_grad";
+  for (const TensorRef *t : {&dy, &out})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  axis = normAxis(axis, out.rank());
+  if (axis < 0)
+    return fail(op, "axis out of range");
+  int64_t outer = product(out.shape, 0, axis), dim = out.shape[axis],
+          inner = product(out.shape, axis + 1), k = indices.numel();
+  if (dy.numel() != outer * k * inner)
+    return fail(op, "gradient does not match the gathered shape");
+  std::vector<double> g = toDouble(dy), acc(out.numel(), 0.0);
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t idx = loadInt(indices, j);
+    if (idx < -dim || idx >= dim)
+      return fail(op, "index " + std::to_string(idx) + " out of range");
+    if (idx < 0)
+      idx += dim;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i)
+        acc[(o * dim + idx) * inner + i] += g[(o * k + j) * inner + i];
+  }
+  return storeDouble(op, out, acc);
+}
+
+Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &steps, const TensorRef &out) {
+  const char *op = "slice_grad";
+  if (Status s = checkTensor(op, "grad", dy); !s.ok())
+    return s;
+  if (dy.dtype != out.dtype || dy.rank() != out.rank() ||
+      static_cast<int64_t>(starts.size()) != out.rank() ||
+      static_cast<int64_t>(steps.size()) != out.rank())
+    return fail(op, "grad, starts and steps must match the input's rank");
+  size_t esize = smprt::dtypeSize(out.dtype);
+  std::memset(out.data, 0, out.bytes());
+  std::vector<int64_t> idx(dy.rank(), 0), strides(out.rank(), 1);
+  for (int64_t d = out.rank() - 1; d > 0; --d)
+    strides[d - 1] = strides[d] * out.shape[d];
+  const char *src = static_cast<const char *>(dy.data);
+  char *dst = static_cast<char *>(out.data);
+  for (int64_t k = 0, n = dy.numel(); k < n; ++k) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < dy.rank(); ++d) {
+      int64_t p = starts[d] + idx[d] * steps[d];
+      if (p < 0 || p >= out.shape[d])
+        return fail(op, "slice position outside the input");
+      o += p * strides[d];
+    }
+    std::memcpy(dst + o * esize, src + k * esize, esize);
+    for (int64_t d = dy.rank(); d-- > 0;) {
+      if (++idx[d] < dy.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return Status::success();
+}
+
+Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &buffer, double lr, double step,
+                 const SgdOptions &o, const TensorRef &newParam,
+                 const TensorRef &newBuffer) {
+  const char *op = "sgd_update";
+  for (const TensorRef *t : {&param, &grad, &buffer, &newParam, &newBuffer})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  std::vector<double> p = toDouble(param), g = toDouble(grad),
+                      buf = toDouble(buffer);
+  if (g.size() != p.size() || buf.size() != p.size())
+    return fail(op, "parameter, gradient and buffer differ in size");
+  for (size_t i = 0; i < p.size(); ++i) {
+    double d = g[i];
+    if (o.weightDecay != 0)
+      d += o.weightDecay * p[i];
+    if (o.momentum != 0) {
+      buf[i] = step <= 1 ? d : o.momentum * buf[i] + (1 - o.dampening) * d;
+      d = o.nesterov ? d + o.momentum * buf[i] : buf[i];
+    }
+    p[i] -= lr * d;
+  }
+  if (Status s = storeDouble(op, newParam, p); !s.ok())
+    return s;
+  return o.momentum != 0 ? storeDouble(op, newBuffer, buf)
+                         : Status::success();
+}
+
+Status adamUpdate(const TensorRef &param, const TensorRef &grad,
+                  const TensorRef &expAvg, const TensorRef &expAvgSq,
+                  double lr, double step, const AdamOptions &o,
+                  const TensorRef &newParam, const TensorRef &newExpAvg,
+                  const TensorRef &newExpAvgSq) {
+  const char *op = "adam_update";
+  for (const TensorRef *t : {&param, &grad, &expAvg, &expAvgSq, &newParam,
+                             &newExpAvg, &newExpAvgSq})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  std::vector<double> p = toDouble(param), g = toDouble(grad),
+                      m = toDouble(expAvg), v = toDouble(expAvgSq);
+  if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size())
+    return fail(op, "parameter, gradient and states differ in size");
+  double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
+  double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
+  for (size_t i = 0; i < p.size(); ++i) {
+    double gi = g[i];
+    if (o.decoupled)
+      p[i] *= 1 - lr * o.weightDecay;
+    else if (o.weightDecay != 0)
+      gi += o.weightDecay * p[i];
+    m[i] += (1 - o.beta1) * (gi - m[i]);
+    v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
+    p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
+  }
+  if (Status s = storeDouble(op, newParam, p); !s.ok())
+    return s;
+  if (Status s = storeDouble(op, newExpAvg, m); !s.ok())
+    return s;
+  return storeDouble(op, newExpAvgSq, v);
+}
+
+} // namespace smp::kernels::cpu

@@ -1,0 +1,45 @@
+//===- Trainer.h - The training loop of smprun ------------------*- C++ -*-===//
+
+#ifndef SMPRT_TRAINER_H
+#define SMPRT_TRAINER_H
+
+#include "smprt/Executor.h"
+#include "smprt/Npy.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+struct TrainOptions {
+  int64_t steps = 0;
+  std::string dataDir;
+  std::string metricsPath; // one JSON object per step (JSON lines)
+  bool progress = false;   // a live progress line (on a terminal)
+};
+
+/// The learning rate of 0-based step `k` of `total`: linear warmup over the
+/// first `warmup` steps, then constant or cosine decay to 0 (the same
+/// function the PyTorch reference feeds to LambdaLR).
+double learningRate(const smp::artifact::TrainingConfig &config, int64_t k,
+                    int64_t total);
+
+/// Per-step results.
+struct StepRecord {
+  int64_t step;
+  double loss, lr, gradNorm, samplesPerSecond;
+  uint64_t peakBytes;
+};
+
+/// Runs `steps` training steps of a training artifact: each step takes the
+/// next batch of samples (the leading dim of each .npy in dataDir, wrapping
+/// around), feeds the learning rate and step number, and records the loss.
+/// Stops with an error naming the step if the loss or the gradient norm is
+/// not finite.
+Status train(Executor &exec, const TrainOptions &options,
+             std::vector<StepRecord> &records);
+
+} // namespace smprt
+
+#endif // SMPRT_TRAINER_H

@@ -1,0 +1,186 @@
+//===- Trainer.cpp - The training loop of smprun --------------------------===//
+
+#include "smprt/Trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace smprt {
+namespace {
+
+/// One data tensor: all samples of a graph input.
+struct Dataset {
+  std::string name;
+  NpyArray samples;
+  TensorRef batch; // the compiled input's dtype and shape
+  std::string batchBytes;
+};
+
+std::string formatDuration(double seconds) {
+  long s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60,
+           s % 60);
+  return buf;
+}
+
+} // namespace
+
+double learningRate(const smp::artifact::TrainingConfig &config, int64_t k,
+                    int64_t total) {
+  double lr = config.lr();
+  int64_t warmup = config.warmup_steps();
+  if (k < warmup)
+    return lr * static_cast<double>(k + 1) / static_cast<double>(warmup);
+  if (config.lr_schedule() == "cosine") {
+    double span = static_cast<double>(std::max<int64_t>(1, total - warmup));
+    double progress = static_cast<double>(k - warmup) / span;
+    return lr * 0.5 * (1.0 + std::cos(M_PI * progress));
+  }
+  return lr;
+}
+
+Status train(Executor &exec, const TrainOptions &options,
+             std::vector<StepRecord> &records) {
+  const Artifact &artifact = exec.artifact();
+  const auto &manifest = artifact.manifest;
+  if (!manifest.has_training())
+    return Status::failure(artifact.dir + ": not a training artifact; compile "
+                                          "it with smpc compile --train");
+  // Load every data input and check it against the compiled batch.
+  std::vector<Dataset> data;
+  int64_t samples = -1, batch = -1;
+  for (const auto &spec : manifest.inputs()) {
+    if (!spec.name().empty() && spec.name()[0] == '@')
+      continue; // fed by the trainer
+    Dataset d;
+    d.name = spec.name();
+    std::string path = options.dataDir + "/" + d.name + ".npy";
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return Status::failure(path + ": missing; training needs input '" +
+                             d.name + "' as a .npy file of samples");
+    Status s = readNpy(path, d.samples);
+    if (!s.ok())
+      return s;
+    d.batch.dtype = static_cast<DType>(spec.dtype());
+    d.batch.shape.assign(spec.shape().begin(), spec.shape().end());
+    if (d.batch.shape.empty())
+      return Status::failure(path + ": input '" + d.name +
+                             "' is a scalar; training data needs a leading "
+                             "sample dim");
+    std::vector<int64_t> perSample(d.batch.shape.begin() + 1,
+                                   d.batch.shape.end());
+    if (d.samples.dtype != d.batch.dtype || d.samples.shape.empty() ||
+        std::vector<int64_t>(d.samples.shape.begin() + 1,
+                             d.samples.shape.end()) != perSample ||
+        d.samples.shape[0] < 1)
+      return Status::failure(
+          path + ": input '" + d.name + "' is " + describe(d.samples.ref()) +
+          "; training expects N samples of " +
+          describe(TensorRef{nullptr, d.batch.dtype, perSample}) +
+          " (batches of " + std::to_string(d.batch.shape[0]) + ")");
+    if (samples >= 0 && d.samples.shape[0] != samples)
+      return Status::failure(path + ": holds " +
+                             std::to_string(d.samples.shape[0]) +
+                             " samples, other inputs hold " +
+                             std::to_string(samples));
+    samples = d.samples.shape[0];
+    batch = d.batch.shape[0];
+    d.batchBytes.resize(d.batch.bytes());
+    d.batch.data = d.batchBytes.data();
+    data.push_back(std::move(d));
+  }
+  if (data.empty())
+    return Status::failure(artifact.dir + ": the model has no data inputs");
+
+  FILE *metrics = nullptr;
+  if (!options.metricsPath.empty()) {
+    metrics = std::fopen(options.metricsPath.c_str(), "w");
+    if (!metrics)
+      return Status::failure(options.metricsPath + ": cannot write");
+  }
+  float lrValue = 0, stepValue = 0;
+  TensorRef lrRef{&lrValue, DType::F32, {}}, stepRef{&stepValue, DType::F32, {}};
+  auto start = std::chrono::steady_clock::now();
+  Status status;
+  for (int64_t k = 0; k < options.steps; ++k) {
+    auto stepStart = std::chrono::steady_clock::now();
+    for (Dataset &d : data) {
+      size_t rowBytes = d.batch.bytes() / batch;
+      for (int64_t i = 0; i < batch; ++i) {
+        int64_t sample = (k * batch + i) % samples;
+        std::memcpy(d.batchBytes.data() + i * rowBytes,
+                    d.samples.bytes.data() + sample * rowBytes, rowBytes);
+      }
+      if (!(status = exec.setInput(d.name, d.batch, options.dataDir)).ok())
+        break;
+    }
+    if (!status.ok())
+      break;
+    double lr = learningRate(manifest.training(), k, options.steps);
+    lrValue = static_cast<float>(lr);
+    stepValue = static_cast<float>(k + 1);
+    if (!(status = exec.setInput("@lr", lrRef, "trainer")).ok() ||
+        !(status = exec.setInput("@step", stepRef, "trainer")).ok())
+      break;
+    if (!(status = exec.run()).ok()) {
+      status = Status::failure("step " + std::to_string(k + 1) + ": " +
+                               status.error);
+      break;
+    }
+    StepRecord rec{k + 1, NAN, lr, NAN, 0, exec.highWaterBytes()};
+    for (const auto &[name, ref] : exec.outputs()) {
+      if (name == "loss")
+        rec.loss = *ref.as<float>();
+      else if (name == "grad_norm")
+        rec.gradNorm = *ref.as<float>();
+    }
+    double stepSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - stepStart)
+                             .count();
+    rec.samplesPerSecond = batch / std::max(stepSeconds, 1e-9);
+    records.push_back(rec);
+    if (metrics) {
+      std::fprintf(metrics,
+                   "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, "
+                   "\"grad_norm\": %.9g, \"samples_per_s\": %.6g, "
+                   "\"peak_bytes\": %llu}\n",
+                   static_cast<long long>(rec.step), rec.loss, rec.lr,
+                   rec.gradNorm, rec.samplesPerSecond,
+                   static_cast<unsigned long long>(rec.peakBytes));
+      std::fflush(metrics);
+    }
+    if (options.progress) {
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+      double eta = elapsed / (k + 1) * (options.steps - k - 1);
+      std::fprintf(stderr,
+                   "\rstep %lld/%lld  loss %.6f  lr %.3g  %.1f samples/s  "
+                   "ETA %s ",
+                   static_cast<long long>(k + 1),
+                   static_cast<long long>(options.steps), rec.loss, rec.lr,
+                   rec.samplesPerSecond, formatDuration(eta).c_str());
+      std::fflush(stderr);
+    }
+    if (!std::isfinite(rec.loss) || !std::isfinite(rec.gradNorm)) {
+      status = Status::failure(
+          "step " + std::to_string(k + 1) + ": the " +
+          (!std::isfinite(rec.loss) ? "loss" : "gradient norm") + " is " +
+          std::to_string(!std::isfinite(rec.loss) ? rec.loss : rec.gradNorm) +
+          "; stopping (lower the learning rate or clip gradients with "
+          "--clip-grad-norm)");
+      break;
+    }
+  }
+  if (options.progress)
+    std::fprintf(stderr, "\n");
+  if (metrics)
+    std::fclose(metrics);
+  return status;
+}
+
+} // namespace smprt
