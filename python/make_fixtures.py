@@ -8,7 +8,8 @@ test/fixtures relative to the repo root):
     <name>_opNN/<input>.npy          each input as fed to PyTorch
     <name>_opNN/<output>.npy         PyTorch's output (float32)
 
-and finally README.md describing all fixtures.  Every export is checked with
+and finally README.md describing all fixtures (keeping its last section, the
+training fixtures, which make_training_refs.py writes).  Every export is checked with
 onnx.checker and with onnxruntime against PyTorch (relative error must be
 <= 1e-4); models with dynamic axes are additionally checked at a second shape.
 
@@ -42,50 +43,9 @@ REL_TOL = 1e-4
 MAX_BYTES = 1 << 20
 OUTPUT = "logits"
 BATCH_SEQ = {0: "batch", 1: "seq"}
-
-
-# --------------------------------------------------------------------------- #
-# Model construction (each model seeded independently)
-# --------------------------------------------------------------------------- #
-
-
-def build_mlp() -> nn.Module:
-    torch.manual_seed(0)
-    return M.MLP()
-
-
-def build_cnn() -> nn.Module:
-    torch.manual_seed(0)
-    model = M.CNN()
-    # A few training-mode passes to move the running stats, then random affine
-    # params / stats on top so BatchNorm is clearly not an identity.
-    model.train()
-    with torch.no_grad():
-        for _ in range(3):
-            model(torch.randn(8, 1, 12, 12) * 2.0 + 0.5)
-    M.perturb_norms(model)
-    return model
-
-
-def build_gpt() -> nn.Module:
-    torch.manual_seed(0)
-    model = M.GPT(M.GPTConfig())
-    M.perturb_norms(model)
-    return model
-
-
-def build_llama() -> nn.Module:
-    torch.manual_seed(0)
-    model = M.Llama(M.LlamaConfig())
-    M.perturb_norms(model)
-    return model
-
-
-def build_bert() -> nn.Module:
-    torch.manual_seed(0)
-    model = M.Bert(M.BertConfig())
-    M.perturb_norms(model)
-    return model
+# README.md ends with the training-fixture section, which python/make_training_refs.py writes from this
+# line on; write_readme keeps it.
+TRAINING_MARKER = "<!-- training fixtures: written by python/make_training_refs.py, kept by make_fixtures.py -->"
 
 
 # --------------------------------------------------------------------------- #
@@ -204,20 +164,20 @@ class Fixture:
 FIXTURES = [
     Fixture(
         "mlp",
-        build_mlp,
+        M.build_mlp,
         x_input((4, 16)),
         "Linear(16,32)-ReLU-Linear(32,32)-GELU(erf)-Linear(32,10)",
     ),
     Fixture(
         "cnn",
-        build_cnn,
+        M.build_cnn,
         x_input((2, 1, 12, 12)),
         "Conv2d(1,4,3,p=1)-BatchNorm2d(4)-ReLU-MaxPool2d(2)-Conv2d(4,8,3)-ReLU-AvgPool2d(2)"
         "-AdaptiveAvgPool2d(1)-Flatten-Linear(8,10), eval mode, non-trivial BN stats",
     ),
     Fixture(
         "cnn_bn",
-        build_cnn,
+        M.build_cnn,
         x_input((2, 1, 12, 12)),
         "same weights as cnn, exported with do_constant_folding=False so that BatchNormalization "
         "stays in the graph (with folding on, the eval-mode exporter fuses it into the first Conv)",
@@ -225,7 +185,7 @@ FIXTURES = [
     ),
     Fixture(
         "gpt",
-        build_gpt,
+        M.build_gpt,
         idx_input(64),
         "GPT-2 style decoder: vocab 64, n_embd 32, block 16, 2 pre-LN layers, 4 heads, "
         "causal mask buffer + masked_fill(-inf), GELU(tanh), lm_head tied to wte",
@@ -234,14 +194,14 @@ FIXTURES = [
     ),
     Fixture(
         "gpt_static",
-        build_gpt,
+        M.build_gpt,
         idx_input(64),
         "same weights as gpt, exported without dynamic axes",
         opsets=(17,),
     ),
     Fixture(
         "gpt_tied",
-        build_gpt,
+        M.build_gpt,
         idx_input(64),
         "same weights as gpt, exported without dynamic axes and with do_constant_folding=False so that "
         "the tied embedding / lm_head weight stays one initializer, `transformer.wte.weight`, feeding both "
@@ -252,7 +212,7 @@ FIXTURES = [
     ),
     Fixture(
         "llama",
-        build_llama,
+        M.build_llama,
         idx_input(64),
         "LLaMA style decoder: vocab 64, dim 32, 2 layers, 4 heads, RMSNorm, RoPE "
         "(rotate_half, cos/sin computed in forward), additive causal mask (triu), "
@@ -262,7 +222,7 @@ FIXTURES = [
     ),
     Fixture(
         "bert",
-        build_bert,
+        M.build_bert,
         bert_inputs(),
         "BERT style encoder: vocab 64, hidden 32, max_pos 16, token types (zeros buffer), "
         "2 post-LN layers, 4 heads, additive padding mask (1-mask)*-10000, GELU(erf) FFN 64, "
@@ -299,16 +259,11 @@ def value_info_str(vi: onnx.ValueInfoProto) -> tuple[str, str]:
     return onnx.TensorProto.DataType.Name(t.elem_type).lower(), "[" + ", ".join(dims) + "]"
 
 
-def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
-    stem = f"{fx.name}_op{opset}"
-    path = out_dir / f"{stem}.onnx"
-    model = fx.build().eval()
-    inputs = fx.inputs()
-    input_names = list(inputs)
-    dynamic_axes = None
-    if fx.dynamic:
-        dynamic_axes = {n: dict(BATCH_SEQ) for n in input_names + [OUTPUT]}
-
+def export_onnx(model: nn.Module, inputs: "OrderedDict[str, torch.Tensor]", path: Path, opset: int,
+                dynamic_axes: dict | None, constant_folding: bool) -> tuple[onnx.ModelProto, int]:
+    """Exports `model` (fed `inputs`, output named OUTPUT) to `path` with the TorchScript-based
+    exporter, checks it with onnx.checker (full check), its size (< 1 MB) and its opset; returns
+    the loaded proto and the file size."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # legacy-exporter deprecation chatter
         torch.onnx.export(
@@ -318,8 +273,8 @@ def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
             dynamo=False,
             opset_version=opset,
             export_params=True,
-            do_constant_folding=fx.constant_folding,
-            input_names=input_names,
+            do_constant_folding=constant_folding,
+            input_names=list(inputs),
             output_names=[OUTPUT],
             dynamic_axes=dynamic_axes,
         )
@@ -332,13 +287,32 @@ def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
     got_opset = {o.domain or "ai.onnx": o.version for o in proto.opset_import}
     if got_opset.get("ai.onnx") != opset:
         raise SystemExit(f"{path}: opset_import {got_opset}, expected {opset}")
+    return proto, size
+
+
+def ort_matches(got: np.ndarray, ref: np.ndarray) -> tuple[float, bool]:
+    """The relative error of onnxruntime's output against PyTorch's and whether it is within REL_TOL."""
+    err = rel_error(got, ref)
+    return err, err <= REL_TOL and np.allclose(got, ref, rtol=REL_TOL, atol=1e-5)
+
+
+def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
+    stem = f"{fx.name}_op{opset}"
+    path = out_dir / f"{stem}.onnx"
+    model = fx.build().eval()
+    inputs = fx.inputs()
+    input_names = list(inputs)
+    dynamic_axes = None
+    if fx.dynamic:
+        dynamic_axes = {n: dict(BATCH_SEQ) for n in input_names + [OUTPUT]}
+
+    proto, size = export_onnx(model, inputs, path, opset, dynamic_axes, fx.constant_folding)
     ops = sorted({n.op_type for n in proto.graph.node})
     check_notes = fx.check(proto) if fx.check is not None else []
 
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ref, got = run_both(model, sess, inputs)
-    err = rel_error(got, ref)
-    ok = err <= REL_TOL and np.allclose(got, ref, rtol=REL_TOL, atol=1e-5)
+    err, ok = ort_matches(got, ref)
     print(f"{stem:18s} {size:8d} B  max rel err {err:.3e}  ops: {' '.join(ops)}")
     if not ok:
         raise SystemExit(f"FAIL: {stem}: onnxruntime differs from PyTorch (max rel err {err:.3e} > {REL_TOL})")
@@ -347,9 +321,9 @@ def export_one(fx: Fixture, opset: int, out_dir: Path) -> dict:
     if fx.alt_shape is not None:
         alt_inputs = fx.inputs(seed=4321, override=fx.alt_shape)
         aref, agot = run_both(model, sess, alt_inputs)
-        alt_err = rel_error(agot, aref)
+        alt_err, alt_ok = ort_matches(agot, aref)
         print(f"{'':18s} dynamic check at {tuple(next(iter(alt_inputs.values())).shape)}: max rel err {alt_err:.3e}")
-        if alt_err > REL_TOL or not np.allclose(agot, aref, rtol=REL_TOL, atol=1e-5):
+        if not alt_ok:
             raise SystemExit(f"FAIL: {stem}: dynamic-shape check max rel err {alt_err:.3e}")
 
     data_dir = out_dir / stem
@@ -469,7 +443,27 @@ def write_readme(out_dir: Path, results: list[dict]) -> None:
         L.extend(r["check_notes"])
     L.append("")
     L.extend(EXPORTER_NOTES)
+    L.extend(training_section(out_dir / "README.md"))
     (out_dir / "README.md").write_text("\n".join(L))
+
+
+def training_section(readme: Path) -> list[str]:
+    """The lines of `readme` from TRAINING_MARKER on (preceded by a blank line), or none."""
+    if not readme.exists():
+        return []
+    text = readme.read_text()
+    at = text.find(TRAINING_MARKER)
+    return [] if at < 0 else [""] + text[at:].split("\n")
+
+
+def replace_training_section(readme: Path, lines: list[str]) -> None:
+    """Writes `lines` (starting with TRAINING_MARKER) as the last section of `readme`, replacing the
+    previous one."""
+    assert lines and lines[0] == TRAINING_MARKER
+    text = readme.read_text() if readme.exists() else ""
+    at = text.find(TRAINING_MARKER)
+    head = (text if at < 0 else text[:at]).rstrip("\n")
+    readme.write_text((head + "\n\n" if head else "") + "\n".join(lines))
 
 
 def main() -> None:

@@ -1,7 +1,9 @@
 """Small reference PyTorch models used to produce ONNX test fixtures for smp.
 
-Shared by make_fixtures.py (tiny fixtures committed under test/fixtures/) and
-export_gpt2.py (a GPT-2 124M-shaped model, random weights, not committed).
+Shared by make_fixtures.py (tiny fixtures committed under test/fixtures/),
+make_training_refs.py (training fixtures and PyTorch loss references under
+test/fixtures/train/) and export_gpt2.py (a GPT-2 124M-shaped model, random
+weights, not committed).
 
 Every model here is plain PyTorch written by hand (no hub downloads, no
 transformers dependency) so that what the ONNX exporter sees is exactly the
@@ -396,3 +398,49 @@ class Bert(nn.Module):
         for layer in self.layers:
             x = layer(x, ext_mask)
         return self.classifier(x)
+
+
+# --------------------------------------------------------------------------- #
+# Seeded builders of the fixture models (shared by make_fixtures.py and
+# make_training_refs.py; each seeds the global RNG itself, so a model's
+# weights do not depend on what was built before it)
+# --------------------------------------------------------------------------- #
+
+
+def build_mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return MLP()
+
+
+def build_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    model = CNN()
+    # A few training-mode passes to move the running stats, then random affine
+    # params / stats on top so BatchNorm is clearly not an identity.
+    model.train()
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(8, 1, 12, 12) * 2.0 + 0.5)
+    perturb_norms(model)
+    return model
+
+
+def build_gpt() -> nn.Module:
+    torch.manual_seed(0)
+    model = GPT(GPTConfig())
+    perturb_norms(model)
+    return model
+
+
+def build_llama() -> nn.Module:
+    torch.manual_seed(0)
+    model = Llama(LlamaConfig())
+    perturb_norms(model)
+    return model
+
+
+def build_bert() -> nn.Module:
+    torch.manual_seed(0)
+    model = Bert(BertConfig())
+    perturb_norms(model)
+    return model

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""Training fixtures: small models, datasets and PyTorch loss curves that smp's
+training step (smpc compile --train, smprun --steps) must reproduce.
+
+For every model <name> (mlp, cnn_bn, gpt, llama, bert) this writes, under
+--out (default test/fixtures/train relative to the repo root):
+
+    <name>.onnx                  opset 17, dynamic leading dim `batch`, < 1 MB
+    <name>/<input>.npy           the dataset: 16 samples per graph input
+    <name>/labels.npy            int64 class ids (-100 = ignored), one per
+                                 sample (mlp, cnn_bn) or per token (the rest)
+    <name>/ref_<config>.json     {"config": {...}, "losses": [5 floats],
+                                  "grad_norms": [5 floats]}
+
+and replaces the training section of ../README.md.  The references come
+from training a deep copy of the PyTorch model for STEPS steps of BATCH
+samples; step k (0-based) uses samples (k*BATCH + i) % N, as smprun does.
+The loss is F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)) on the
+batch before the step; the grad norm is what clip_grad_norm_(params, inf)
+returns, before any clipping.  Everything is float32 on one CPU thread with
+torch.use_deterministic_algorithms(True).
+
+The models are trained in eval() mode: BatchNorm (cnn_bn) uses and keeps its
+running statistics, which is what smp's inference-mode batch_norm computes
+(its scale and bias train; mean and variance get no gradient).  None of the
+models has dropout.
+
+Every export is checked with onnx.checker and with onnxruntime against
+PyTorch on the first batch (and at batch 3, for the dynamic dim).
+
+Regenerate with:  python3 python/make_training_refs.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_fixtures as MF  # noqa: E402  (export helpers, input generators, tied-weight check)
+import smp_models as M  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "test" / "fixtures" / "train"
+OPSET = 17
+SAMPLES = 16
+BATCH = 8
+STEPS = 5
+ALT_BATCH = 3  # second onnxruntime check of the dynamic batch dim
+LABELS = "labels"
+IGNORE_INDEX = -100
+LOSS = f"cross_entropy:{MF.OUTPUT}:{LABELS}"
+
+
+# --------------------------------------------------------------------------- #
+# Optimizer configurations (PyTorch arguments and the matching smpc flags)
+# --------------------------------------------------------------------------- #
+
+
+@dataclass
+class OptConfig:
+    name: str
+    optimizer: str  # sgd | adam | adamw
+    lr: float
+    momentum: float = 0.0
+    weight_decay: float | None = None  # None: the optimizer's default
+    clip_grad_norm: float | None = None
+
+    def make(self, params) -> torch.optim.Optimizer:
+        kw = {} if self.weight_decay is None else {"weight_decay": self.weight_decay}
+        if self.optimizer == "sgd":
+            return torch.optim.SGD(params, lr=self.lr, momentum=self.momentum, nesterov=False, **kw)
+        if self.optimizer == "adam":
+            return torch.optim.Adam(params, lr=self.lr, **kw)
+        if self.optimizer == "adamw":
+            return torch.optim.AdamW(params, lr=self.lr, **kw)
+        raise ValueError(self.optimizer)
+
+    def smpc_flags(self) -> str:
+        f = [f"--optimizer {self.optimizer}", f"--lr {self.lr:g}"]
+        if self.momentum:
+            f.append(f"--momentum {self.momentum:g}")
+        if self.weight_decay is not None:
+            f.append(f"--weight-decay {self.weight_decay:g}")
+        if self.clip_grad_norm is not None:
+            f.append(f"--clip-grad-norm {self.clip_grad_norm:g}")
+        return " ".join(f)
+
+    def describe(self, opt: torch.optim.Optimizer) -> dict:
+        """The configuration as written to ref_<name>.json: every hyperparameter PyTorch used."""
+        d = OrderedDict(name=self.name, optimizer=self.optimizer)
+        for k, v in opt.defaults.items():
+            if k in ("lr", "momentum", "dampening", "nesterov", "weight_decay", "betas", "eps", "amsgrad"):
+                d[k] = list(v) if isinstance(v, tuple) else v
+        d["clip_grad_norm"] = self.clip_grad_norm
+        d["loss"] = LOSS
+        d["ignore_index"] = IGNORE_INDEX
+        d["batch_size"] = BATCH
+        d["steps"] = STEPS
+        d["samples"] = SAMPLES
+        d["smpc_flags"] = f"--train --loss {LOSS} {self.smpc_flags()} --batch-size {BATCH}"
+        return d
+
+
+CONFIGS = [
+    OptConfig("sgd", "sgd", lr=0.1),
+    OptConfig("sgd_momentum", "sgd", lr=0.05, momentum=0.9, weight_decay=1e-4, clip_grad_norm=1.0),
+    OptConfig("adamw", "adamw", lr=1e-3),
+    OptConfig("adam", "adam", lr=1e-3, weight_decay=1e-4),
+]
+
+
+# --------------------------------------------------------------------------- #
+# Models and datasets
+# --------------------------------------------------------------------------- #
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def class_labels(shape: tuple, classes: int, seed: int, ignore_fraction: float = 0.0) -> torch.Tensor:
+    """Random class ids; about `ignore_fraction` of them (at least one if > 0) set to IGNORE_INDEX."""
+    g = gen(seed)
+    labels = torch.randint(0, classes, shape, generator=g, dtype=torch.int64)
+    if ignore_fraction > 0:
+        drop = torch.rand(shape, generator=g) < ignore_fraction
+        drop.view(-1)[0] = True
+        labels[drop] = IGNORE_INDEX
+    return labels
+
+
+@dataclass
+class TrainFixture:
+    name: str
+    build: Callable[[], nn.Module]
+    inputs: Callable[[], "OrderedDict[str, torch.Tensor]"]  # SAMPLES samples of every graph input
+    labels: Callable[[], torch.Tensor]
+    description: str
+    constant_folding: bool = True
+    check: Callable | None = None  # structural check of the export (see make_fixtures.Fixture)
+
+
+SEQ = 16
+TRAIN_FIXTURES = [
+    TrainFixture(
+        "mlp", M.build_mlp,
+        lambda: MF.x_input((SAMPLES, 16))(seed=101),
+        lambda: class_labels((SAMPLES,), 10, seed=102),
+        "the `mlp` fixture's model (Linear-ReLU-Linear-GELU(erf)-Linear, 10 classes)",
+    ),
+    TrainFixture(
+        "cnn_bn", M.build_cnn,
+        lambda: MF.x_input((SAMPLES, 1, 12, 12))(seed=201),
+        lambda: class_labels((SAMPLES,), 10, seed=202),
+        "the `cnn_bn` fixture's model (Conv-BatchNorm-ReLU-MaxPool-Conv-ReLU-AvgPool-GlobalAvgPool-Linear, "
+        "10 classes), exported with do_constant_folding=False so `BatchNormalization` stays; trained in "
+        "eval() mode, i.e. with frozen BatchNorm statistics (scale and bias train)",
+        constant_folding=False,
+    ),
+    TrainFixture(
+        "gpt", M.build_gpt,
+        lambda: MF.idx_input(64)(seed=301, override=(SAMPLES, SEQ)),
+        lambda: class_labels((SAMPLES, SEQ), 64, seed=302, ignore_fraction=0.1),
+        "the `gpt` fixture's model (vocab 64, lm_head tied to wte), exported with do_constant_folding=False "
+        "so that the tied weight is one initializer, as in `gpt_tied_op17`; the labels are random token "
+        "ids",
+        constant_folding=False,
+        check=MF.check_tied_embedding,
+    ),
+    TrainFixture(
+        "llama", M.build_llama,
+        lambda: MF.idx_input(64)(seed=401, override=(SAMPLES, SEQ)),
+        lambda: class_labels((SAMPLES, SEQ), 64, seed=402, ignore_fraction=0.1),
+        "the `llama` fixture's model (RMSNorm, RoPE, SwiGLU, untied head, vocab 64)",
+    ),
+    TrainFixture(
+        "bert", M.build_bert,
+        lambda: MF.bert_inputs()(seed=501, override=(SAMPLES, SEQ)),
+        lambda: class_labels((SAMPLES, SEQ), 5, seed=502, ignore_fraction=0.1),
+        "the `bert` fixture's model (post-LN encoder, per-token 5-class head); `attention_mask` is 0 on "
+        "the last 4 positions of every odd sample",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- #
+# Reference training
+# --------------------------------------------------------------------------- #
+
+
+def batch_indices(step: int) -> list[int]:
+    return [(step * BATCH + i) % SAMPLES for i in range(BATCH)]
+
+
+def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
+def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", labels: torch.Tensor,
+                    cfg: OptConfig) -> dict:
+    model = copy.deepcopy(model).eval()  # eval(): frozen BatchNorm statistics, no dropout anywhere
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = cfg.make(params)
+    losses, norms = [], []
+    for k in range(STEPS):
+        idx = batch_indices(k)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(*(t[idx] for t in data.values())), labels[idx])
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))  # the norm only (coef clamps to 1)
+        if cfg.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
+        opt.step()
+        if not (torch.isfinite(loss) and torch.isfinite(norm)):
+            raise SystemExit(f"{cfg.name}: non-finite loss or grad norm at step {k + 1}")
+        losses.append(loss.item())
+        norms.append(norm.item())
+    return OrderedDict(config=cfg.describe(opt), losses=losses, grad_norms=norms)
+
+
+# --------------------------------------------------------------------------- #
+# Export, check, write
+# --------------------------------------------------------------------------- #
+
+
+def make_one(fx: TrainFixture, out_dir: Path) -> dict:
+    path = out_dir / f"{fx.name}.onnx"
+    model = fx.build().eval()
+    data = fx.inputs()
+    labels = fx.labels()
+    for k, v in data.items():
+        assert v.shape[0] == SAMPLES, (fx.name, k, v.shape)
+    assert labels.shape[0] == SAMPLES and labels.dtype == torch.int64
+
+    first = OrderedDict((k, v[batch_indices(0)]) for k, v in data.items())
+    dynamic_axes = {n: {0: "batch"} for n in list(data) + [MF.OUTPUT]}
+    proto, size = MF.export_onnx(model, first, path, OPSET, dynamic_axes, fx.constant_folding)
+    check_notes = fx.check(proto) if fx.check is not None else []
+    for vi in list(proto.graph.input) + list(proto.graph.output):
+        d0 = vi.type.tensor_type.shape.dim[0]
+        if d0.dim_param != "batch":
+            raise SystemExit(f"{path}: {vi.name} has leading dim {d0}, expected the symbolic dim `batch`")
+
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref, got = MF.run_both(model, sess, first)
+    err, ok = MF.ort_matches(got, ref)
+    alt = OrderedDict((k, v[:ALT_BATCH]) for k, v in data.items())
+    aref, agot = MF.run_both(model, sess, alt)
+    alt_err, alt_ok = MF.ort_matches(agot, aref)
+    print(f"{fx.name:8s} {size:8d} B  onnxruntime vs torch: max rel err {err:.3e} (batch {BATCH}), "
+          f"{alt_err:.3e} (batch {ALT_BATCH})")
+    if not (ok and alt_ok):
+        raise SystemExit(f"FAIL: {fx.name}: onnxruntime differs from PyTorch ({err:.3e}, {alt_err:.3e})")
+
+    data_dir = out_dir / fx.name
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for old in list(data_dir.glob("*.npy")) + list(data_dir.glob("ref_*.json")):
+        old.unlink()
+    for k, v in data.items():
+        np.save(data_dir / f"{k}.npy", v.numpy())
+    np.save(data_dir / f"{LABELS}.npy", labels.numpy())
+
+    refs = OrderedDict()
+    for cfg in CONFIGS:
+        r = train_reference(model, data, labels, cfg)
+        refs[cfg.name] = r
+        (data_dir / f"ref_{cfg.name}.json").write_text(json.dumps(r, indent=2) + "\n")
+        print(f"  {cfg.name:13s} losses " + " ".join(f"{x:.6f}" for x in r["losses"])
+              + "  grad norms " + " ".join(f"{x:.4f}" for x in r["grad_norms"]))
+
+    return dict(
+        fixture=fx, size=size, err=err, alt_err=alt_err, refs=refs,
+        data_bytes=sum(p.stat().st_size for p in data_dir.iterdir()),
+        inputs=[(vi.name, *MF.value_info_str(vi)) for vi in proto.graph.input],
+        outputs=[(vi.name, *MF.value_info_str(vi)) for vi in proto.graph.output],
+        samples={k: (str(v.dtype).replace("torch.", ""), list(v.shape)) for k, v in data.items()},
+        labels=(list(labels.shape), int((labels == IGNORE_INDEX).sum())),
+        n_nodes=len(proto.graph.node), n_init=len(proto.graph.initializer),
+        ops=sorted({n.op_type for n in proto.graph.node}),
+        check_notes=check_notes,
+    )
+
+
+def readme_section(results: list[dict]) -> list[str]:
+    L = [MF.TRAINING_MARKER, ""]
+    L.append("## Training fixtures (`train/`)")
+    L.append("")
+    L.append("Generated by `python/make_training_refs.py` (same model builders as above, from")
+    L.append("`python/smp_models.py`); regenerate with `python3 python/make_training_refs.py`, which rewrites")
+    L.append("`train/` and this section (`make_fixtures.py` keeps the section when it rewrites the rest).")
+    L.append(f"Generated with torch {torch.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}.")
+    L.append("")
+    L.append(f"For each model `<name>`: `train/<name>.onnx` (opset {OPSET}, TorchScript-based exporter, eval mode,")
+    L.append("`torch.manual_seed(0)` weights as in the forward fixtures, leading dim of every input and of `logits`")
+    L.append(f"the symbolic dim `batch`, `seq` static {SEQ}); `train/<name>/<input>.npy`, {SAMPLES} samples of each graph")
+    L.append(f"input (seeded); `train/<name>/{LABELS}.npy`, int64 class ids (per sample for mlp/cnn_bn, per token")
+    L.append(f"for the others, where about 10% are {IGNORE_INDEX}, the ignored label); and `train/<name>/ref_<config>.json`:")
+    L.append("`{\"config\": {...}, \"losses\": [...], \"grad_norms\": [...]}`, PyTorch's run of that configuration.")
+    L.append("")
+    L.append(f"Each reference trains a deep copy of the PyTorch model for {STEPS} steps of batch {BATCH}; step k")
+    L.append(f"(0-based) uses samples `(k*{BATCH} + i) % {SAMPLES}`, as `smprun --steps` does. The loss is")
+    L.append("`F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))` (mean over the non-ignored labels) of")
+    L.append("the batch before the step; the grad norm is the value `clip_grad_norm_(params, inf)` returns, i.e.")
+    L.append("the global L2 norm of the gradients before clipping. float32, one thread,")
+    L.append("`torch.use_deterministic_algorithms(True)`.")
+    L.append("")
+    L.append("The models train in **eval() mode**: `cnn_bn`'s BatchNorm uses and keeps its running statistics")
+    L.append("(frozen), because smp's `batch_norm` is the inference-mode op (its scale and bias get gradients,")
+    L.append("the mean and variance initializers get none and are not updated). No model has dropout.")
+    L.append("")
+    L.append("| config | PyTorch | smpc flags |")
+    L.append("| --- | --- | --- |")
+    torch_args = {
+        "sgd": "`SGD(lr=0.1)`",
+        "sgd_momentum": "`SGD(lr=0.05, momentum=0.9, weight_decay=1e-4, nesterov=False)` + `clip_grad_norm_(params, 1.0)`",
+        "adamw": "`AdamW(lr=1e-3)` (weight_decay 0.01, betas (0.9, 0.999), eps 1e-8)",
+        "adam": "`Adam(lr=1e-3, weight_decay=1e-4)`",
+    }
+    for cfg in CONFIGS:
+        L.append(f"| `{cfg.name}` | {torch_args[cfg.name]} | `{cfg.smpc_flags()}` |")
+    L.append("")
+    L.append(f"All are compiled with `--train --loss {LOSS} --batch-size {BATCH}`; `test/smprun/train.test` runs")
+    L.append("every model x config and compares with `test/train/compare_losses.py` (rtol 1e-4, loss and grad norm).")
+    L.append("")
+    L.append("| model | bytes | nodes | initializers | inputs | samples | labels (ignored) | ORT rel err (batch 8 / 3) |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        fx = r["fixture"]
+        ins = "<br>".join(f"`{n}` {dt} {s}" for n, dt, s in r["inputs"])
+        smp = "<br>".join(f"`{k}` {dt} {s}" for k, (dt, s) in r["samples"].items())
+        L.append(f"| `{fx.name}.onnx` | {r['size']} | {r['n_nodes']} | {r['n_init']} | {ins} | {smp} | "
+                 f"{r['labels'][0]} ({r['labels'][1]}) | {r['err']:.2e} / {r['alt_err']:.2e} |")
+    L.append("")
+    L.append("Reference losses (first -> last of the 5 steps):")
+    L.append("")
+    L.append("| model | " + " | ".join(f"`{c.name}`" for c in CONFIGS) + " |")
+    L.append("| --- |" + " --- |" * len(CONFIGS))
+    for r in results:
+        cells = [f"{r['refs'][c.name]['losses'][0]:.4f} -> {r['refs'][c.name]['losses'][-1]:.4f}" for c in CONFIGS]
+        L.append(f"| `{r['fixture'].name}` | " + " | ".join(cells) + " |")
+    L.append("")
+    for r in results:
+        fx = r["fixture"]
+        L.append(f"- `{fx.name}`: {fx.description}. Ops: " + ", ".join(f"`{o}`" for o in r["ops"]) + ".")
+        for n in r["check_notes"]:
+            L.append("  " + n.lstrip())
+    L.append("")
+    return L
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: %(default)s)")
+    ap.add_argument("--only", nargs="*", help="only these models (README.md is then not rewritten)")
+    args = ap.parse_args()
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.set_default_dtype(torch.float32)
+    out_dir = args.out.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"torch {torch.__version__}  onnx {onnx.__version__}  onnxruntime {ort.__version__}  -> {out_dir}")
+
+    results = [make_one(fx, out_dir) for fx in TRAIN_FIXTURES if not args.only or fx.name in args.only]
+    if args.only:
+        print(f"wrote {len(results)} models (README.md not rewritten because of --only)")
+        return
+    readme = out_dir.parent / "README.md"
+    MF.replace_training_section(readme, readme_section(results))
+    print(f"wrote {len(results)} models and the training section of {readme}")
+
+
+if __name__ == "__main__":
+    main()

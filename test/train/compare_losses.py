@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Compares an smprun training run with a PyTorch reference.
+
+    compare_losses.py METRICS.jsonl REF.json --rtol R [--label NAME]
+
+METRICS.jsonl is what `smprun --steps N --metrics FILE` writes (one JSON
+object per step: step, loss, lr, grad_norm, ...); REF.json is a
+test/fixtures/train/<model>/ref_<config>.json written by
+python/make_training_refs.py ({"config": {...}, "losses": [...],
+"grad_norms": [...]}).
+
+Prints every step's loss and grad norm next to the reference's with the
+relative error |smp - ref| / |ref|, then one summary line
+
+    NAME: N steps, max rel err loss E grad_norm E: ok
+    NAME: ... MISMATCH (...)
+
+and exits 1 on a mismatch: a relative error above R (loss or grad norm), a
+missing, extra or non-finite step, or a learning rate that differs from the
+reference's (the run was compiled with other flags). Exit status 2 means bad
+usage or unreadable files.
+
+Python 3 standard library only (CI has no numpy).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+
+def load_metrics(path):
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise SystemExit("%s:%d: not JSON: %s" % (path, n, e))
+    return rows
+
+
+def rel_err(got, ref):
+    if not (isinstance(got, (int, float)) and math.isfinite(got)):
+        return math.inf
+    if got == ref:
+        return 0.0
+    return abs(got - ref) / max(abs(ref), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("metrics", help="smprun --metrics output (JSON lines)")
+    ap.add_argument("ref", help="PyTorch reference (ref_<config>.json)")
+    ap.add_argument("--rtol", type=float, required=True, help="relative tolerance for losses and grad norms")
+    ap.add_argument("--label", help="name in the summary line (default: <model>/<config> from REF's path)")
+    try:
+        args = ap.parse_args()
+    except SystemExit as e:
+        sys.exit(0 if e.code == 0 else 2)
+
+    try:
+        with open(args.ref) as f:
+            ref = json.load(f)
+        rows = load_metrics(args.metrics)
+        ref_losses = [float(x) for x in ref["losses"]]
+        ref_norms = [float(x) for x in ref["grad_norms"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print("compare_losses: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    except SystemExit as e:
+        print("compare_losses: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    if len(ref_norms) != len(ref_losses):
+        print("compare_losses: %s: %d losses but %d grad norms" % (args.ref, len(ref_losses), len(ref_norms)),
+              file=sys.stderr)
+        sys.exit(2)
+
+    label = args.label
+    if not label:
+        stem = os.path.splitext(os.path.basename(args.ref))[0]
+        if stem.startswith("ref_"):
+            stem = stem[4:]
+        label = "%s/%s" % (os.path.basename(os.path.dirname(os.path.abspath(args.ref))) or "?", stem)
+
+    config = ref.get("config", {})
+    ref_lr = config.get("lr")
+    problems = []
+    if len(rows) != len(ref_losses):
+        problems.append("%d steps in %s, %d in the reference" % (len(rows), args.metrics, len(ref_losses)))
+
+    max_loss = max_norm = 0.0
+    print("%-4s %14s %14s %10s   %14s %14s %10s" % ("step", "smp loss", "ref loss", "rel err",
+                                                   "smp grad_norm", "ref grad_norm", "rel err"))
+    for i, (rl, rn) in enumerate(zip(ref_losses, ref_norms)):
+        if i >= len(rows):
+            break
+        row = rows[i]
+        step = row.get("step")
+        loss = row.get("loss")
+        norm = row.get("grad_norm")
+        if step != i + 1:
+            problems.append("line %d is step %r, expected %d" % (i + 1, step, i + 1))
+        el = rel_err(loss, rl)
+        en = rel_err(norm, rn)
+        max_loss = max(max_loss, el)
+        max_norm = max(max_norm, en)
+        flag = ""
+        if el > args.rtol:
+            flag += "  <-- loss"
+            problems.append("step %d loss %r vs %r (rel err %.3g)" % (i + 1, loss, rl, el))
+        if en > args.rtol:
+            flag += "  <-- grad_norm"
+            problems.append("step %d grad_norm %r vs %r (rel err %.3g)" % (i + 1, norm, rn, en))
+        if ref_lr is not None:
+            lr = row.get("lr")
+            if not isinstance(lr, (int, float)) or rel_err(lr, float(ref_lr)) > 1e-6:
+                flag += "  <-- lr"
+                problems.append("step %d lr %r, the reference used %r" % (i + 1, lr, ref_lr))
+        print("%-4d %14.8g %14.8g %10.3g   %14.8g %14.8g %10.3g%s" % (
+            i + 1, loss if isinstance(loss, (int, float)) else math.nan, rl, el,
+            norm if isinstance(norm, (int, float)) else math.nan, rn, en, flag))
+
+    summary = "%s: %d steps, max rel err loss %.3g grad_norm %.3g (rtol %g)" % (
+        label, min(len(rows), len(ref_losses)), max_loss, max_norm, args.rtol)
+    if problems:
+        more = " and %d more" % (len(problems) - 3) if len(problems) > 3 else ""
+        print("%s: MISMATCH (%s%s)" % (summary, "; ".join(problems[:3]), more))
+        sys.exit(1)
+    print("%s: ok" % summary)
+
+
+if __name__ == "__main__":
+    main()
