@@ -2,6 +2,8 @@
 
 #include "smprt/Trainer.h"
 
+#include "smprt/Checkpoint.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -96,9 +98,27 @@ Status train(Executor &exec, const TrainOptions &options,
   if (data.empty())
     return Status::failure(artifact.dir + ": the model has no data inputs");
 
+  int64_t first = 0;
+  if (options.resume) {
+    int64_t done = 0, total = 0;
+    Status s = loadCheckpoint(exec, options.checkpointDir, done, total);
+    if (!s.ok())
+      return s;
+    if (total != options.steps && manifest.training().lr_schedule() != "constant")
+      return Status::failure(
+          options.checkpointDir + ": the checkpoint was written for a run of " +
+          std::to_string(total) + " steps; the " +
+          manifest.training().lr_schedule() +
+          " schedule needs the same --steps to continue");
+    if (done >= options.steps)
+      return Status::failure(options.checkpointDir + ": the checkpoint has " +
+                             std::to_string(done) +
+                             " steps done already; ask for more --steps");
+    first = done;
+  }
   FILE *metrics = nullptr;
   if (!options.metricsPath.empty()) {
-    metrics = std::fopen(options.metricsPath.c_str(), "w");
+    metrics = std::fopen(options.metricsPath.c_str(), first ? "a" : "w");
     if (!metrics)
       return Status::failure(options.metricsPath + ": cannot write");
   }
@@ -106,7 +126,7 @@ Status train(Executor &exec, const TrainOptions &options,
   TensorRef lrRef{&lrValue, DType::F32, {}}, stepRef{&stepValue, DType::F32, {}};
   auto start = std::chrono::steady_clock::now();
   Status status;
-  for (int64_t k = 0; k < options.steps; ++k) {
+  for (int64_t k = first; k < options.steps; ++k) {
     auto stepStart = std::chrono::steady_clock::now();
     for (Dataset &d : data) {
       size_t rowBytes = d.batch.bytes() / batch;
@@ -157,7 +177,7 @@ Status train(Executor &exec, const TrainOptions &options,
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - start)
                            .count();
-      double eta = elapsed / (k + 1) * (options.steps - k - 1);
+      double eta = elapsed / (k + 1 - first) * (options.steps - k - 1);
       std::fprintf(stderr,
                    "\rstep %lld/%lld  loss %.6f  lr %.3g  %.1f samples/s  "
                    "ETA %s ",
@@ -165,6 +185,14 @@ Status train(Executor &exec, const TrainOptions &options,
                    static_cast<long long>(options.steps), rec.loss, rec.lr,
                    rec.samplesPerSecond, formatDuration(eta).c_str());
       std::fflush(stderr);
+    }
+    if (options.checkpointEvery > 0 && (k + 1) % options.checkpointEvery == 0 &&
+        std::isfinite(rec.loss)) {
+      std::string written;
+      status = saveCheckpoint(exec, options.checkpointDir, k + 1,
+                              options.steps, written);
+      if (!status.ok())
+        break;
     }
     if (!std::isfinite(rec.loss) || !std::isfinite(rec.gradNorm)) {
       status = Status::failure(

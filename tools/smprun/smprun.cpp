@@ -47,6 +47,11 @@ OPTIONS
                      around. Prints the loss of every step.
   --metrics FILE     With --steps: one JSON object per step (step, loss, lr,
                      grad_norm, samples_per_s, peak_bytes).
+  --checkpoint-dir D With --steps: where checkpoints go (parameters and
+                     optimizer state by name, written atomically).
+  --checkpoint-every K  Save a checkpoint every K steps.
+  --resume           Continue from the newest checkpoint in D (the data
+                     position and the step count come from it).
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on).
   --profile FILE     Write each instruction's wall time as JSON to FILE and
@@ -89,8 +94,9 @@ int availableCores() {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string model, dataDir, outDir, profilePath, metricsPath;
-  int64_t steps = 0;
+  std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir;
+  int64_t steps = 0, ckptEvery = 0;
+  bool resume = false;
   int threads = 0;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -133,6 +139,22 @@ int main(int argc, char **argv) {
       if (*end || n < 1)
         return fail("--steps expects a positive integer, got '" + *v + "'");
       steps = n;
+    } else if (a == "--checkpoint-dir") {
+      auto v = value("--checkpoint-dir");
+      if (!v)
+        return 1;
+      ckptDir = *v;
+    } else if (a == "--checkpoint-every") {
+      auto v = value("--checkpoint-every");
+      if (!v)
+        return 1;
+      char *end;
+      long long n = std::strtoll(v->c_str(), &end, 10);
+      if (*end || n < 1)
+        return fail("--checkpoint-every expects a positive integer");
+      ckptEvery = n;
+    } else if (a == "--resume") {
+      resume = true;
     } else if (a == "--metrics") {
       auto v = value("--metrics");
       if (!v)
@@ -191,6 +213,11 @@ int main(int argc, char **argv) {
     topts.dataDir = dataDir;
     topts.metricsPath = metricsPath;
     topts.progress = isatty(2);
+    topts.checkpointDir = ckptDir;
+    topts.checkpointEvery = ckptEvery;
+    topts.resume = resume;
+    if ((ckptEvery > 0 || resume) && ckptDir.empty())
+      return fail("--checkpoint-every and --resume need --checkpoint-dir");
     std::vector<smprt::StepRecord> records;
     if (!profilePath.empty())
       exec.enableProfiling();

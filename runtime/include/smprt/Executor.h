@@ -68,6 +68,8 @@ public:
   std::vector<ProfileEntry> profile() const;
 
   const Artifact &artifact() const { return *artifact_; }
+  /// Views of every buffer (index = the program's buffer index).
+  const std::vector<TensorRef> &buffers() const { return buffers_; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
 

@@ -17,6 +17,9 @@ struct TrainOptions {
   std::string dataDir;
   std::string metricsPath; // one JSON object per step (JSON lines)
   bool progress = false;   // a live progress line (on a terminal)
+  std::string checkpointDir;
+  int64_t checkpointEvery = 0; // 0: never
+  bool resume = false;         // continue from checkpointDir's latest
 };
 
 /// The learning rate of 0-based step `k` of `total`: linear warmup over the
