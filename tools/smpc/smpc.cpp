@@ -327,6 +327,11 @@ int compile(ModuleOp module, const Options &opts) {
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
+    if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
+      llvm::SmallString<256> abs(source.getValue());
+      llvm::sys::fs::make_absolute(abs);
+      t.sourceModel = abs.str().str();
+    }
     artifact.training = t;
   }
   artifact.outputDir = opts.output;

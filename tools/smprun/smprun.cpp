@@ -10,6 +10,7 @@
 #include "smprt/Artifact.h"
 #include "smprt/Executor.h"
 #include "smprt/Npy.h"
+#include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 
 #include <unistd.h>
@@ -52,6 +53,8 @@ OPTIONS
   --checkpoint-every K  Save a checkpoint every K steps.
   --resume           Continue from the newest checkpoint in D (the data
                      position and the step count come from it).
+  --save-onnx FILE   After training, write the original ONNX model with the
+                     trained parameter values (external data beyond 2 GB).
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on).
   --profile FILE     Write each instruction's wall time as JSON to FILE and
@@ -97,6 +100,7 @@ int main(int argc, char **argv) {
   std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir;
   int64_t steps = 0, ckptEvery = 0;
   bool resume = false;
+  std::string saveOnnx;
   int threads = 0;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -153,6 +157,11 @@ int main(int argc, char **argv) {
       if (*end || n < 1)
         return fail("--checkpoint-every expects a positive integer");
       ckptEvery = n;
+    } else if (a == "--save-onnx") {
+      auto v = value("--save-onnx");
+      if (!v)
+        return 1;
+      saveOnnx = *v;
     } else if (a == "--resume") {
       resume = true;
     } else if (a == "--metrics") {
@@ -228,6 +237,11 @@ int main(int argc, char **argv) {
                   static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm);
     if (!s.ok())
       return fail(model + ": " + s.error);
+    if (!saveOnnx.empty()) {
+      if (!(s = smprt::saveTrainedOnnx(exec, saveOnnx)).ok())
+        return fail(s.error);
+      std::printf("wrote the trained model to %s\n", saveOnnx.c_str());
+    }
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();

@@ -445,6 +445,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     t->set_lr_schedule(options.training->lrSchedule);
     t->set_warmup_steps(options.training->warmupSteps);
     t->set_batch_size(options.training->batchSize);
+    t->set_source_model(options.training->sourceModel);
   }
   std::string programBytes = smprt::frame(lowering.program.SerializeAsString());
   pb::RankFile *rank = manifest.add_ranks();

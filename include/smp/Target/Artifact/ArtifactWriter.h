@@ -19,6 +19,7 @@ struct TrainingOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
   int64_t batchSize = 0;
+  std::string sourceModel; // absolute path, for smprun --save-onnx
 };
 
 struct ArtifactOptions {

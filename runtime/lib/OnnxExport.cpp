@@ -1,0 +1,124 @@
+//===- OnnxExport.cpp - Write the trained model as ONNX -------------------===//
+
+#include "smprt/OnnxExport.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <fstream>
+#include <map>
+
+namespace smprt {
+namespace {
+
+/// The runtime dtype of an ONNX TensorProto data type.
+bool sameType(int32_t onnxType, uint32_t dtype) {
+  using TP = onnx::TensorProto;
+  switch (static_cast<DType>(dtype)) {
+  case DType::F32: return onnxType == TP::FLOAT;
+  case DType::F64: return onnxType == TP::DOUBLE;
+  case DType::F16: return onnxType == TP::FLOAT16;
+  case DType::BF16: return onnxType == TP::BFLOAT16;
+  case DType::Bool: return onnxType == TP::BOOL;
+  case DType::I8: return onnxType == TP::INT8;
+  case DType::I16: return onnxType == TP::INT16;
+  case DType::I32: return onnxType == TP::INT32;
+  case DType::I64: return onnxType == TP::INT64;
+  case DType::U8: return onnxType == TP::UINT8;
+  case DType::U16: return onnxType == TP::UINT16;
+  case DType::U32: return onnxType == TP::UINT32;
+  case DType::U64: return onnxType == TP::UINT64;
+  }
+  return false;
+}
+
+constexpr uint64_t kExternalThreshold = uint64_t(1) << 31; // protobuf's 2 GB
+
+} // namespace
+
+Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
+  const auto &artifact = exec.artifact();
+  const std::string &source = artifact.manifest.training().source_model();
+  if (source.empty())
+    return Status::failure(artifact.dir +
+                           ": the artifact does not name the ONNX model it "
+                           "was compiled from");
+  std::ifstream in(source, std::ios::binary);
+  if (!in)
+    return Status::failure(source + ": cannot read the model the artifact was "
+                                    "compiled from (needed by --save-onnx)");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in))
+    return Status::failure(source + ": not a valid ONNX model");
+  // Trained values by parameter name.
+  std::map<std::string, int> params;
+  const auto &program = artifact.program;
+  for (int i = 0; i < program.buffers_size(); ++i)
+    if (program.buffers(i).role() == "param")
+      params[program.buffers(i).name()] = i;
+  uint64_t total = 0;
+  for (const auto &init : model.graph().initializer())
+    if (params.count(init.name()))
+      total += program.buffers(params[init.name()]).bytes();
+  bool external = total >= kExternalThreshold;
+  std::string dataName = path.substr(path.find_last_of('/') + 1) + ".data";
+  std::ofstream data;
+  if (external) {
+    data.open(path + ".data", std::ios::binary | std::ios::trunc);
+    if (!data)
+      return Status::failure(path + ".data: cannot write");
+  }
+  uint64_t offset = 0;
+  size_t replaced = 0;
+  for (auto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = params.find(init.name());
+    if (it == params.end())
+      continue; // constants and frozen tables keep their values
+    const auto &b = program.buffers(it->second);
+    if (!sameType(init.data_type(), b.dtype()) ||
+        !std::equal(init.dims().begin(), init.dims().end(), b.shape().begin(),
+                    b.shape().end()))
+      return Status::failure(source + ": initializer '" + init.name() +
+                             "' no longer matches the trained parameter");
+    const TensorRef &t = exec.buffers()[it->second];
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_int32_data();
+    init.clear_int64_data();
+    init.clear_uint64_data();
+    init.clear_external_data();
+    if (external) {
+      data.write(static_cast<const char *>(t.data), t.bytes());
+      init.clear_raw_data();
+      init.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto add = [&](const char *k, const std::string &v) {
+        auto *kv = init.add_external_data();
+        kv->set_key(k);
+        kv->set_value(v);
+      };
+      add("location", dataName);
+      add("offset", std::to_string(offset));
+      add("length", std::to_string(t.bytes()));
+      offset += t.bytes();
+    } else {
+      init.set_data_location(onnx::TensorProto::DEFAULT);
+      init.set_raw_data(t.data, t.bytes());
+    }
+    ++replaced;
+  }
+  if (replaced != params.size())
+    return Status::failure(source + ": " +
+                           std::to_string(params.size() - replaced) +
+                           " trained parameters have no initializer to hold "
+                           "them");
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !model.SerializeToOstream(&out))
+      return Status::failure(path + ": cannot write");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return Status::failure(path + ": cannot rename the written file");
+  return Status::success();
+}
+
+} // namespace smprt
