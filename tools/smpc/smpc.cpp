@@ -84,6 +84,10 @@ TRAINING (compile --train)
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
   --clip-grad-norm X   Clip gradients to global L2 norm X.
   --freeze REGEX       Parameters whose name matches get no gradient.
+  --precision fp32|bf16
+                       bf16: compute in bfloat16 with fp32 master weights,
+                       optimizer state, loss and reductions (default fp32).
+                       fp16 needs dynamic loss scaling, not available yet.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -102,6 +106,7 @@ struct Options {
   std::string target = "cpu";
   bool train = false;
   std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
+  std::string precision = "fp32";
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   /// Pass options of smp-build-train-step given on the command line.
@@ -191,6 +196,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
           return fail("--lr-schedule expects constant or cosine");
         opts.lrSchedule = *v;
       }
+    } else if (a == "--precision" || a.starts_with("--precision=")) {
+      auto v = value("--precision");
+      if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
+        return fail("--precision expects fp32, bf16 or fp16");
+      if (*v == "fp16")
+        return fail("--precision fp16 needs dynamic loss scaling, which smp "
+                    "does not implement yet; use bf16");
+      opts.precision = *v;
     } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
       auto v = value("--warmup-steps");
       if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
@@ -237,7 +250,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (opts.train && opts.loss.empty())
     return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
                 "mse:OUTPUT:TARGET)");
-  if (!opts.train && (!opts.loss.empty() || !opts.trainOptions.empty()))
+  if (!opts.train && (!opts.loss.empty() || !opts.trainOptions.empty() ||
+                     opts.precision != "fp32"))
     return fail("training options need --train");
   return std::nullopt;
 }
@@ -294,7 +308,11 @@ openWeights(ModuleOp module, const Options &opts) {
 
 /// Builds @train_step with smp-build-train-step, then cleans up.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
-  std::string pipeline = "smp-build-train-step{loss=" +
+  std::string pipeline;
+  if (opts.precision != "fp32")
+    pipeline = "func.func(smp-mixed-precision{precision=" + opts.precision +
+               "}),";
+  pipeline += "smp-build-train-step{loss=" +
                          opts.loss + " optimizer=" + opts.optimizer;
   if (!opts.freeze.empty())
     pipeline += " freeze=" + opts.freeze;

@@ -67,4 +67,23 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
   ];
 }
 
+def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
+  let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
+  let description = [{
+    Retypes every f32 value of the function to the low-precision type: f32
+    arguments (parameters, the fp32 master weights, and inputs) are cast
+    down once at the top, f32 constants are converted, and the function's
+    f32 results are cast back up, so a loss built on them (and its
+    reduction) is computed in f32. Kernels accumulate reductions, norm
+    statistics and softmax sums in higher precision. Run before
+    smp-build-train-step: gradients flow back through the casts, so the
+    optimizer updates the fp32 master weights.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16 or fp16">
+  ];
+}
+
 #endif // SMP_DIALECT_SMP_TRANSFORMS_PASSES_TD
