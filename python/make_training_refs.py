@@ -10,14 +10,26 @@ For every model <name> (mlp, cnn_bn, gpt, llama, bert) this writes, under
     <name>/labels.npy            int64 class ids (-100 = ignored), one per
                                  sample (mlp, cnn_bn) or per token (the rest)
     <name>/ref_<config>.json     {"config": {...}, "losses": [5 floats],
-                                  "grad_norms": [5 floats]}
+                                  "grad_norms": [5 floats]} (+ "lrs":
+                                  [5 floats] for a config with a schedule)
+    <name>/logits_after_<config>.npy  the trained model's logits (eval-mode
+                                 forward after the STEPS steps) on the first
+                                 BATCH samples
+    <name>/first8/<input>.npy    the first BATCH samples of every graph input
+                                 (no labels): the data of a forward run of a
+                                 batch-8 artifact
 
 and replaces the training section of ../README.md.  The references come
 from training a deep copy of the PyTorch model for STEPS steps of BATCH
 samples; step k (0-based) uses samples (k*BATCH + i) % N, as smprun does.
 The loss is F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)) on the
 batch before the step; the grad norm is what clip_grad_norm_(params, inf)
-returns, before any clipping.  Everything is float32 on one CPU thread with
+returns, before any clipping.  A config with a learning-rate schedule
+(adamw_cosine) runs it as LambdaLR(opt, lambda k: lr_at(k) / lr), stepped
+after every optimizer step, where lr_at(k) is smp's schedule of 0-based step
+k of STEPS (linear warmup lr*(k+1)/K for k < K, then cosine
+lr*0.5*(1+cos(pi*(k-K)/max(1, STEPS-K))) or constant lr); the lr each step
+used is stored as "lrs".  Everything is float32 on one CPU thread with
 torch.use_deterministic_algorithms(True).
 
 The models are trained in eval() mode: BatchNorm (cnn_bn) uses and keeps its
@@ -36,6 +48,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -62,6 +75,7 @@ STEPS = 5
 ALT_BATCH = 3  # second onnxruntime check of the dynamic batch dim
 LABELS = "labels"
 IGNORE_INDEX = -100
+FIRST_DIR = f"first{BATCH}"  # <name>/first8/: the first BATCH samples of every input
 LOSS = f"cross_entropy:{MF.OUTPUT}:{LABELS}"
 
 
@@ -78,6 +92,27 @@ class OptConfig:
     momentum: float = 0.0
     weight_decay: float | None = None  # None: the optimizer's default
     clip_grad_norm: float | None = None
+    lr_schedule: str = "constant"  # constant | cosine (smpc --lr-schedule)
+    warmup_steps: int = 0  # smpc --warmup-steps
+
+    @property
+    def scheduled(self) -> bool:
+        return self.lr_schedule != "constant" or self.warmup_steps > 0
+
+    def lr_at(self, k: int, total: int = STEPS) -> float:
+        """The learning rate of 0-based step k of a run of `total` steps (smp's runtime schedule)."""
+        if k < self.warmup_steps:
+            return self.lr * (k + 1) / self.warmup_steps
+        if self.lr_schedule == "cosine":
+            return self.lr * 0.5 * (1.0 + math.cos(math.pi * (k - self.warmup_steps)
+                                                    / max(1, total - self.warmup_steps)))
+        return self.lr
+
+    def make_scheduler(self, opt: torch.optim.Optimizer):
+        """LambdaLR giving step k the rate lr_at(k), or None without a schedule."""
+        if not self.scheduled:
+            return None
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: self.lr_at(k) / self.lr)
 
     def make(self, params) -> torch.optim.Optimizer:
         kw = {} if self.weight_decay is None else {"weight_decay": self.weight_decay}
@@ -97,6 +132,10 @@ class OptConfig:
             f.append(f"--weight-decay {self.weight_decay:g}")
         if self.clip_grad_norm is not None:
             f.append(f"--clip-grad-norm {self.clip_grad_norm:g}")
+        if self.lr_schedule != "constant":
+            f.append(f"--lr-schedule {self.lr_schedule}")
+        if self.warmup_steps:
+            f.append(f"--warmup-steps {self.warmup_steps}")
         return " ".join(f)
 
     def describe(self, opt: torch.optim.Optimizer) -> dict:
@@ -106,6 +145,9 @@ class OptConfig:
             if k in ("lr", "momentum", "dampening", "nesterov", "weight_decay", "betas", "eps", "amsgrad"):
                 d[k] = list(v) if isinstance(v, tuple) else v
         d["clip_grad_norm"] = self.clip_grad_norm
+        if self.scheduled:  # only then, so that the constant-rate references stay as they were
+            d["lr_schedule"] = self.lr_schedule
+            d["warmup_steps"] = self.warmup_steps
         d["loss"] = LOSS
         d["ignore_index"] = IGNORE_INDEX
         d["batch_size"] = BATCH
@@ -120,6 +162,7 @@ CONFIGS = [
     OptConfig("sgd_momentum", "sgd", lr=0.05, momentum=0.9, weight_decay=1e-4, clip_grad_norm=1.0),
     OptConfig("adamw", "adamw", lr=1e-3),
     OptConfig("adam", "adam", lr=1e-3, weight_decay=1e-4),
+    OptConfig("adamw_cosine", "adamw", lr=1e-3, lr_schedule="cosine", warmup_steps=2),
 ]
 
 
@@ -206,17 +249,27 @@ def batch_indices(step: int) -> list[int]:
     return [(step * BATCH + i) % SAMPLES for i in range(BATCH)]
 
 
+def first_indices() -> list[int]:
+    """The samples of the forward checks after training (logits_after_*, first8/)."""
+    return list(range(BATCH))
+
+
 def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=IGNORE_INDEX)
 
 
 def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", labels: torch.Tensor,
-                    cfg: OptConfig) -> dict:
+                    cfg: OptConfig) -> tuple[dict, np.ndarray]:
+    """The reference of `cfg` and the trained model's logits on the first BATCH samples."""
     model = copy.deepcopy(model).eval()  # eval(): frozen BatchNorm statistics, no dropout anywhere
     params = [p for p in model.parameters() if p.requires_grad]
     opt = cfg.make(params)
-    losses, norms = [], []
+    sched = cfg.make_scheduler(opt)
+    losses, norms, lrs = [], [], []
     for k in range(STEPS):
+        lrs.append(opt.param_groups[0]["lr"])  # the rate this step uses
+        if sched is not None and not math.isclose(lrs[-1], cfg.lr_at(k), rel_tol=1e-12):
+            raise SystemExit(f"{cfg.name}: LambdaLR gave step {k} lr {lrs[-1]!r}, expected {cfg.lr_at(k)!r}")
         idx = batch_indices(k)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(*(t[idx] for t in data.values())), labels[idx])
@@ -225,11 +278,18 @@ def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", la
         if cfg.clip_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
         opt.step()
+        if sched is not None:
+            sched.step()
         if not (torch.isfinite(loss) and torch.isfinite(norm)):
             raise SystemExit(f"{cfg.name}: non-finite loss or grad norm at step {k + 1}")
         losses.append(loss.item())
         norms.append(norm.item())
-    return OrderedDict(config=cfg.describe(opt), losses=losses, grad_norms=norms)
+    ref = OrderedDict(config=cfg.describe(opt), losses=losses, grad_norms=norms)
+    if sched is not None:
+        ref["lrs"] = lrs
+    with torch.no_grad():
+        logits = model(*(t[first_indices()] for t in data.values()))
+    return ref, logits.numpy()
 
 
 # --------------------------------------------------------------------------- #
@@ -268,23 +328,29 @@ def make_one(fx: TrainFixture, out_dir: Path) -> dict:
 
     data_dir = out_dir / fx.name
     data_dir.mkdir(parents=True, exist_ok=True)
-    for old in list(data_dir.glob("*.npy")) + list(data_dir.glob("ref_*.json")):
+    first_dir = data_dir / FIRST_DIR
+    first_dir.mkdir(exist_ok=True)
+    for old in list(data_dir.glob("*.npy")) + list(data_dir.glob("ref_*.json")) + list(first_dir.glob("*.npy")):
         old.unlink()
     for k, v in data.items():
         np.save(data_dir / f"{k}.npy", v.numpy())
+        np.save(first_dir / f"{k}.npy", v[first_indices()].numpy())
     np.save(data_dir / f"{LABELS}.npy", labels.numpy())
 
     refs = OrderedDict()
     for cfg in CONFIGS:
-        r = train_reference(model, data, labels, cfg)
+        r, logits = train_reference(model, data, labels, cfg)
         refs[cfg.name] = r
         (data_dir / f"ref_{cfg.name}.json").write_text(json.dumps(r, indent=2) + "\n")
+        assert logits.dtype == np.float32 and logits.shape[0] == BATCH, (fx.name, cfg.name, logits.shape)
+        np.save(data_dir / f"logits_after_{cfg.name}.npy", logits)
         print(f"  {cfg.name:13s} losses " + " ".join(f"{x:.6f}" for x in r["losses"])
-              + "  grad norms " + " ".join(f"{x:.4f}" for x in r["grad_norms"]))
+              + "  grad norms " + " ".join(f"{x:.4f}" for x in r["grad_norms"])
+              + ("  lrs " + " ".join(f"{x:.3g}" for x in r["lrs"]) if "lrs" in r else ""))
 
     return dict(
         fixture=fx, size=size, err=err, alt_err=alt_err, refs=refs,
-        data_bytes=sum(p.stat().st_size for p in data_dir.iterdir()),
+        data_bytes=sum(p.stat().st_size for p in data_dir.rglob("*") if p.is_file()),
         inputs=[(vi.name, *MF.value_info_str(vi)) for vi in proto.graph.input],
         outputs=[(vi.name, *MF.value_info_str(vi)) for vi in proto.graph.output],
         samples={k: (str(v.dtype).replace("torch.", ""), list(v.shape)) for k, v in data.items()},
@@ -309,7 +375,12 @@ def readme_section(results: list[dict]) -> list[str]:
     L.append(f"the symbolic dim `batch`, `seq` static {SEQ}); `train/<name>/<input>.npy`, {SAMPLES} samples of each graph")
     L.append(f"input (seeded); `train/<name>/{LABELS}.npy`, int64 class ids (per sample for mlp/cnn_bn, per token")
     L.append(f"for the others, where about 10% are {IGNORE_INDEX}, the ignored label); and `train/<name>/ref_<config>.json`:")
-    L.append("`{\"config\": {...}, \"losses\": [...], \"grad_norms\": [...]}`, PyTorch's run of that configuration.")
+    L.append("`{\"config\": {...}, \"losses\": [...], \"grad_norms\": [...]}`, PyTorch's run of that configuration")
+    L.append("(a configuration with a learning-rate schedule also has `\"lrs\": [...]`, the rate of each step, and")
+    L.append("`lr_schedule`/`warmup_steps` in its config); `train/<name>/logits_after_<config>.npy`, float32, the")
+    L.append(f"logits of the model trained by that reference on the first {BATCH} samples (a forward pass in eval mode")
+    L.append(f"after the {STEPS} steps); and `train/<name>/{FIRST_DIR}/<input>.npy`, the first {BATCH} samples of every graph")
+    L.append(f"input (no labels), the `--data` of a forward run of a batch-{BATCH} artifact.")
     L.append("")
     L.append(f"Each reference trains a deep copy of the PyTorch model for {STEPS} steps of batch {BATCH}; step k")
     L.append(f"(0-based) uses samples `(k*{BATCH} + i) % {SAMPLES}`, as `smprun --steps` does. The loss is")
@@ -317,6 +388,11 @@ def readme_section(results: list[dict]) -> list[str]:
     L.append("the batch before the step; the grad norm is the value `clip_grad_norm_(params, inf)` returns, i.e.")
     L.append("the global L2 norm of the gradients before clipping. float32, one thread,")
     L.append("`torch.use_deterministic_algorithms(True)`.")
+    L.append("")
+    L.append("A learning-rate schedule (`--lr-schedule cosine --warmup-steps K`) gives 0-based step k of the")
+    L.append(f"{STEPS}-step run the rate `lr*(k+1)/K` for k < K, then `lr*0.5*(1+cos(pi*(k-K)/max(1, {STEPS}-K)))`; the")
+    L.append("reference runs it as `LambdaLR(opt, lambda k: f(k)/lr)` with `scheduler.step()` after every")
+    L.append("`optimizer.step()`.")
     L.append("")
     L.append("The models train in **eval() mode**: `cnn_bn`'s BatchNorm uses and keeps its running statistics")
     L.append("(frozen), because smp's `batch_norm` is the inference-mode op (its scale and bias get gradients,")
@@ -329,12 +405,19 @@ def readme_section(results: list[dict]) -> list[str]:
         "sgd_momentum": "`SGD(lr=0.05, momentum=0.9, weight_decay=1e-4, nesterov=False)` + `clip_grad_norm_(params, 1.0)`",
         "adamw": "`AdamW(lr=1e-3)` (weight_decay 0.01, betas (0.9, 0.999), eps 1e-8)",
         "adam": "`Adam(lr=1e-3, weight_decay=1e-4)`",
+        "adamw_cosine": "`AdamW(lr=1e-3)` + `LambdaLR`: warmup 2 steps, then cosine to 0 over the 5 "
+                        "(rates " + ", ".join(f"{c.lr_at(k):.3g}" for c in CONFIGS if c.name == "adamw_cosine"
+                                              for k in range(STEPS)) + ")",
     }
     for cfg in CONFIGS:
         L.append(f"| `{cfg.name}` | {torch_args[cfg.name]} | `{cfg.smpc_flags()}` |")
     L.append("")
     L.append(f"All are compiled with `--train --loss {LOSS} --batch-size {BATCH}`; `test/smprun/train.test` runs")
-    L.append("every model x config and compares with `test/train/compare_losses.py` (rtol 1e-4, loss and grad norm).")
+    L.append("every model x config and compares with `test/train/compare_losses.py` (rtol 1e-4, loss and grad norm;")
+    L.append("each step's lr to 1e-6 relative, against `lrs` where the reference has it, else the config's `lr`).")
+    L.append("`test/smprun/save-onnx.test` trains mlp/gpt/llama/bert with `sgd` and `adamw`, writes the trained model")
+    L.append(f"with `smprun --save-onnx`, compiles that ONNX forward at batch {BATCH}, runs it on `{FIRST_DIR}/` and compares")
+    L.append("the logits with `logits_after_<config>.npy` (`smp-npy-diff --rtol 1e-4 --atol 1e-5`).")
     L.append("")
     L.append("| model | bytes | nodes | initializers | inputs | samples | labels (ignored) | ORT rel err (batch 8 / 3) |")
     L.append("| --- | --- | --- | --- | --- | --- | --- | --- |")

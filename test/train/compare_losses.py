@@ -7,18 +7,20 @@ METRICS.jsonl is what `smprun --steps N --metrics FILE` writes (one JSON
 object per step: step, loss, lr, grad_norm, ...); REF.json is a
 test/fixtures/train/<model>/ref_<config>.json written by
 python/make_training_refs.py ({"config": {...}, "losses": [...],
-"grad_norms": [...]}).
+"grad_norms": [...]}, and "lrs": [...], the learning rate of every step,
+when the configuration has a learning-rate schedule).
 
-Prints every step's loss and grad norm next to the reference's with the
+Prints every step's loss, grad norm and lr next to the reference's with the
 relative error |smp - ref| / |ref|, then one summary line
 
-    NAME: N steps, max rel err loss E grad_norm E: ok
+    NAME: N steps, max rel err loss E grad_norm E lr E (rtol R): ok
     NAME: ... MISMATCH (...)
 
 and exits 1 on a mismatch: a relative error above R (loss or grad norm), a
 missing, extra or non-finite step, or a learning rate that differs from the
-reference's (the run was compiled with other flags). Exit status 2 means bad
-usage or unreadable files.
+reference's by more than 1e-6 relative (the run was compiled with other
+flags): each step's against the reference's "lrs" where it has them, else
+against config.lr. Exit status 2 means bad usage or unreadable files.
 
 Python 3 standard library only (CI has no numpy).
 """
@@ -28,6 +30,8 @@ import json
 import math
 import os
 import sys
+
+LR_RTOL = 1e-6  # the lr is computed in double on both sides; this only absorbs rounding
 
 
 def load_metrics(path):
@@ -69,6 +73,7 @@ def main():
         rows = load_metrics(args.metrics)
         ref_losses = [float(x) for x in ref["losses"]]
         ref_norms = [float(x) for x in ref["grad_norms"]]
+        ref_lrs = [float(x) for x in ref["lrs"]] if "lrs" in ref else None
     except (OSError, ValueError, KeyError, TypeError) as e:
         print("compare_losses: %s" % e, file=sys.stderr)
         sys.exit(2)
@@ -77,6 +82,10 @@ def main():
         sys.exit(2)
     if len(ref_norms) != len(ref_losses):
         print("compare_losses: %s: %d losses but %d grad norms" % (args.ref, len(ref_losses), len(ref_norms)),
+              file=sys.stderr)
+        sys.exit(2)
+    if ref_lrs is not None and len(ref_lrs) != len(ref_losses):
+        print("compare_losses: %s: %d losses but %d lrs" % (args.ref, len(ref_losses), len(ref_lrs)),
               file=sys.stderr)
         sys.exit(2)
 
@@ -89,13 +98,16 @@ def main():
 
     config = ref.get("config", {})
     ref_lr = config.get("lr")
+    if ref_lrs is None and ref_lr is not None:
+        ref_lrs = [float(ref_lr)] * len(ref_losses)  # a constant rate
     problems = []
     if len(rows) != len(ref_losses):
         problems.append("%d steps in %s, %d in the reference" % (len(rows), args.metrics, len(ref_losses)))
 
-    max_loss = max_norm = 0.0
-    print("%-4s %14s %14s %10s   %14s %14s %10s" % ("step", "smp loss", "ref loss", "rel err",
-                                                   "smp grad_norm", "ref grad_norm", "rel err"))
+    max_loss = max_norm = max_lr = 0.0
+    print("%-4s %14s %14s %10s   %14s %14s %10s   %12s %12s %10s" % (
+        "step", "smp loss", "ref loss", "rel err", "smp grad_norm", "ref grad_norm", "rel err",
+        "smp lr", "ref lr", "rel err"))
     for i, (rl, rn) in enumerate(zip(ref_losses, ref_norms)):
         if i >= len(rows):
             break
@@ -116,17 +128,23 @@ def main():
         if en > args.rtol:
             flag += "  <-- grad_norm"
             problems.append("step %d grad_norm %r vs %r (rel err %.3g)" % (i + 1, norm, rn, en))
-        if ref_lr is not None:
-            lr = row.get("lr")
-            if not isinstance(lr, (int, float)) or rel_err(lr, float(ref_lr)) > 1e-6:
+        lr = row.get("lr")
+        rlr = ref_lrs[i] if ref_lrs is not None else math.nan
+        elr = math.nan
+        if ref_lrs is not None:
+            elr = rel_err(lr, rlr)
+            max_lr = max(max_lr, elr)
+            if elr > LR_RTOL:
                 flag += "  <-- lr"
-                problems.append("step %d lr %r, the reference used %r" % (i + 1, lr, ref_lr))
-        print("%-4d %14.8g %14.8g %10.3g   %14.8g %14.8g %10.3g%s" % (
+                problems.append("step %d lr %r, the reference used %r (rel err %.3g)" % (i + 1, lr, rlr, elr))
+        print("%-4d %14.8g %14.8g %10.3g   %14.8g %14.8g %10.3g   %12.6g %12.6g %10.3g%s" % (
             i + 1, loss if isinstance(loss, (int, float)) else math.nan, rl, el,
-            norm if isinstance(norm, (int, float)) else math.nan, rn, en, flag))
+            norm if isinstance(norm, (int, float)) else math.nan, rn, en,
+            lr if isinstance(lr, (int, float)) else math.nan, rlr, elr, flag))
 
-    summary = "%s: %d steps, max rel err loss %.3g grad_norm %.3g (rtol %g)" % (
-        label, min(len(rows), len(ref_losses)), max_loss, max_norm, args.rtol)
+    summary = "%s: %d steps, max rel err loss %.3g grad_norm %.3g%s (rtol %g)" % (
+        label, min(len(rows), len(ref_losses)), max_loss, max_norm,
+        " lr %.3g" % max_lr if ref_lrs is not None else "", args.rtol)
     if problems:
         more = " and %d more" % (len(problems) - 3) if len(problems) > 3 else ""
         print("%s: MISMATCH (%s%s)" % (summary, "; ".join(problems[:3]), more))
