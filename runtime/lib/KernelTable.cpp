@@ -370,6 +370,34 @@ bool sliceGradStep(Decoder &d, Step &s) {
   return true;
 }
 
+bool convGradStep(Decoder &d, Step &s) {
+  if (!d.arity(3, 3, 2) || !d.require("group"))
+    return false;
+  s.run = [x = d.in(0), w = d.in(1), g = d.in(2), dx = d.out(0),
+           dw = d.out(1), strides = d.ints("strides"), pads = d.ints("pads"),
+           dil = d.ints("dilations"), group = d.i("group", 1)] {
+    return k::convGrad(x, w, g, strides, pads, dil, group, dx, dw);
+  };
+  return true;
+}
+
+bool poolGradStep(Decoder &d, Step &s) {
+  if (!d.arity(2, 2, 1) || !d.require("kernel") || !d.require("mode"))
+    return false;
+  std::string mode = d.s("mode", "");
+  if (mode != "max" && mode != "avg") {
+    d.error = "unknown pool mode '" + mode + "'";
+    return false;
+  }
+  s.run = [x = d.in(0), g = d.in(1), out = d.out(), max = mode == "max",
+           kernel = d.ints("kernel"), strides = d.ints("strides"),
+           pads = d.ints("pads"), dil = d.ints("dilations"),
+           countPad = d.i("count_include_pad", 0) != 0] {
+    return k::poolGrad(max, x, g, kernel, strides, pads, dil, countPad, out);
+  };
+  return true;
+}
+
 bool sgdUpdateStep(Decoder &d, Step &s) {
   if (!d.arity(5, 5, 2))
     return false;
@@ -463,6 +491,8 @@ const std::map<std::string, Builder> &table() {
       {"cross_entropy_grad", crossEntropyGradStep},
       {"gather_grad", gatherGradStep},
       {"slice_grad", sliceGradStep},
+      {"conv_grad", convGradStep},
+      {"pool_grad", poolGradStep},
       {"sgd_update", sgdUpdateStep},
       {"adam_update", adamUpdateStep},
   };

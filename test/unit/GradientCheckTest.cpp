@@ -319,4 +319,18 @@ TEST_F(GradientCheck, DataMovement) {
         T("2x3"), -1.5, 1.5, 1e-3, {}, /*h=*/1e-2); // f32 round trip
 }
 
+TEST_F(GradientCheck, ConvAndPool) {
+  check(IN(0, "2x4x5x5") ", " IN(1, "6x2x3x3") ", " IN(2, "6"),
+        "  %y = smp.conv %a0, %a1, %a2 {strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 0, 1>, dilations = array<i64: 1, 2>, group = 2 : i64} : (" T("2x4x5x5") ", " T("6x2x3x3") ", " T("6") ") -> " T("2x6x2x2"),
+        T("2x6x2x2"));
+  check(IN(0, "1x2x5x5"),
+        "  %y = smp.max_pool %a0 {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode = true} : " T("1x2x5x5") " -> " T("1x2x3x3"),
+        T("1x2x3x3"));
+  for (const char *countPad : {"false", "true"})
+    check(IN(0, "1x2x5x5"),
+          std::string("  %y = smp.avg_pool %a0 {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = ") +
+              countPad + "} : " T("1x2x5x5") " -> " T("1x2x3x3"),
+          T("1x2x3x3"));
+}
+
 } // namespace

@@ -111,6 +111,8 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
     else if (auto arr = dyn_cast<DenseI64ArrayAttr>(a))
       for (int64_t v : arr.asArrayRef())
         attr.mutable_ints()->add_values(v);
+    else if (auto str = dyn_cast<StringAttr>(a))
+      attr.set_s(str.str());
     else if (auto g = dyn_cast<GeluApproximationAttr>(a))
       attr.set_s(stringifyGeluApproximation(g.getValue()).str());
     else if (auto r = dyn_cast<ReductionAttr>(a))

@@ -49,7 +49,7 @@ void registerAutodiffExternalModels(DialectRegistry &registry) {
            SigmoidOp, SiluOp, ReluOp, SinOp, CosOp, LeakyReluOp, GeluOp,
            CastOp, WhereOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
            SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
-           CrossEntropyOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
+           CrossEntropyOp, ConvOp, MaxPoolOp, AvgPoolOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
            ConcatOp, SplitOp, GatherOp, TriluOp>(ctx);
   });
 }

@@ -172,4 +172,34 @@ VJP(CrossEntropyOp) {
   return success();
 }
 
+VJP(ConvOp) {
+  auto grads = ConvGradOp::create(
+      b, op.getLoc(), op.getInput().getType(), op.getWeight().getType(),
+      op.getInput(), op.getWeight(), gy[0], op.getStridesAttr(),
+      op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr());
+  gx[0] = grads.getInputGrad();
+  gx[1] = grads.getWeightGrad();
+  if (op.getBias() && need[2]) { // sum over N and the spatial dims
+    Grad G{b, op.getLoc()};
+    SmallVector<int64_t> axes{0};
+    for (int64_t d = 2; d < typeOf(gy[0]).getRank(); ++d)
+      axes.push_back(d);
+    gx[2] = G.sum(gy[0], axes, /*keepdims=*/false);
+  }
+  return success();
+}
+
+template <typename PoolOp>
+static LogicalResult vjpPool(PoolOp op, StringRef mode, OpBuilder &b,
+                             ArrayRef<Value> gy, SmallVectorImpl<Value> &gx) {
+  gx[0] = PoolGradOp::create(
+      b, op.getLoc(), op.getInput().getType(), op.getInput(), gy[0],
+      b.getStringAttr(mode), op.getKernelAttr(), op.getStridesAttr(),
+      op.getPadsAttr(), op.getDilationsAttr(), op.getCeilModeAttr(),
+      op.getCountIncludePadAttr());
+  return success();
+}
+VJP(MaxPoolOp) { return vjpPool(op, "max", b, gy, gx); }
+VJP(AvgPoolOp) { return vjpPool(op, "avg", b, gy, gx); }
+
 } // namespace smp::autodiff

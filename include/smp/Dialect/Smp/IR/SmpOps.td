@@ -458,6 +458,42 @@ def Smp_SliceGradOp : Smp_Op<"slice_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Smp_ConvGradOp : Smp_Op<"conv_grad", [Pure,
+    AllTypesMatch<["input", "input_grad"]>,
+    AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Gradients of conv with respect to its input and weight";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$weight,
+                   Smp_FloatTensor:$grad,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs Smp_FloatTensor:$input_grad,
+                      Smp_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+    `,` type($grad)
+  }];
+}
+
+def Smp_PoolGradOp : Smp_Op<"pool_grad", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Gradient of max_pool (mode max) or avg_pool (mode avg)";
+  let description = [{
+    Max: each window's gradient goes to its maximum (the first one on ties,
+    as PyTorch). Avg: each window's gradient is spread over the taps its
+    average divided by.
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$grad,
+                   StrAttr:$mode,
+                   DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                   DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` type($input) `,` type($grad)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer updates (PyTorch semantics)
 //===----------------------------------------------------------------------===//

@@ -47,6 +47,23 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
                  const std::vector<int64_t> &steps, const TensorRef &out);
 
+/// Gradients of conv (see Kernels.h) with respect to its input and weight
+/// (the bias gradient is a plain sum of dy).
+Status convGrad(const TensorRef &x, const TensorRef &weight,
+                const TensorRef &dy, const std::vector<int64_t> &strides,
+                const std::vector<int64_t> &pads,
+                const std::vector<int64_t> &dilations, int64_t group,
+                const TensorRef &dx, const TensorRef &dweight);
+
+/// Gradient of maxPool (max = true: to each window's first maximum) or
+/// avgPool (spread over the window's divisor) with respect to the input.
+Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
+                const std::vector<int64_t> &kernel,
+                const std::vector<int64_t> &strides,
+                const std::vector<int64_t> &pads,
+                const std::vector<int64_t> &dilations, bool countIncludePad,
+                const TensorRef &dx);
+
 struct SgdOptions {
   double momentum = 0, dampening = 0, weightDecay = 0;
   bool nesterov = false;
