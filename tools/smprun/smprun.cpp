@@ -97,11 +97,28 @@ int availableCores() {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir;
-  int64_t steps = 0, ckptEvery = 0;
+  std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir,
+      saveOnnx;
+  int64_t steps = 0, ckptEvery = 0, threads = 0;
   bool resume = false;
-  std::string saveOnnx;
-  int threads = 0;
+  // Flags that take a value: where it goes, and the smallest integer allowed
+  // (for integer flags).
+  struct Flag {
+    std::string *text = nullptr;
+    int64_t *number = nullptr;
+    int64_t min = 1, max = INT64_MAX;
+  };
+  const std::map<std::string, Flag> flags = {
+      {"--data", {&dataDir}},
+      {"--output-dir", {&outDir}},
+      {"--metrics", {&metricsPath}},
+      {"--profile", {&profilePath}},
+      {"--checkpoint-dir", {&ckptDir}},
+      {"--save-onnx", {&saveOnnx}},
+      {"--steps", {nullptr, &steps}},
+      {"--checkpoint-every", {nullptr, &ckptEvery}},
+      {"--threads", {nullptr, &threads, 1, 1024}},
+  };
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << kUsage;
@@ -109,13 +126,6 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
-    auto value = [&](const char *flag) -> const std::string * {
-      if (i + 1 >= args.size()) {
-        fail(std::string(flag) + " needs a value");
-        return nullptr;
-      }
-      return &args[++i];
-    };
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;
@@ -124,65 +134,24 @@ int main(int argc, char **argv) {
       std::cout << "smprun 0.1.0\n";
       return 0;
     }
-    if (a == "--data") {
-      auto v = value("--data");
-      if (!v)
-        return 1;
-      dataDir = *v;
-    } else if (a == "--output-dir") {
-      auto v = value("--output-dir");
-      if (!v)
-        return 1;
-      outDir = *v;
-    } else if (a == "--steps") {
-      auto v = value("--steps");
-      if (!v)
-        return 1;
-      char *end;
-      long long n = std::strtoll(v->c_str(), &end, 10);
-      if (*end || n < 1)
-        return fail("--steps expects a positive integer, got '" + *v + "'");
-      steps = n;
-    } else if (a == "--checkpoint-dir") {
-      auto v = value("--checkpoint-dir");
-      if (!v)
-        return 1;
-      ckptDir = *v;
-    } else if (a == "--checkpoint-every") {
-      auto v = value("--checkpoint-every");
-      if (!v)
-        return 1;
-      char *end;
-      long long n = std::strtoll(v->c_str(), &end, 10);
-      if (*end || n < 1)
-        return fail("--checkpoint-every expects a positive integer");
-      ckptEvery = n;
-    } else if (a == "--save-onnx") {
-      auto v = value("--save-onnx");
-      if (!v)
-        return 1;
-      saveOnnx = *v;
-    } else if (a == "--resume") {
+    if (a == "--resume") {
       resume = true;
-    } else if (a == "--metrics") {
-      auto v = value("--metrics");
-      if (!v)
-        return 1;
-      metricsPath = *v;
-    } else if (a == "--profile") {
-      auto v = value("--profile");
-      if (!v)
-        return 1;
-      profilePath = *v;
-    } else if (a == "--threads") {
-      auto v = value("--threads");
-      if (!v)
-        return 1;
+      continue;
+    }
+    auto flag = flags.find(a);
+    if (flag != flags.end()) {
+      if (i + 1 >= args.size())
+        return fail(a + " needs a value");
+      const std::string &v = args[++i];
+      if (flag->second.text) {
+        *flag->second.text = v;
+        continue;
+      }
       char *end;
-      long n = std::strtol(v->c_str(), &end, 10);
-      if (*end || n < 1 || n > 1024)
-        return fail("--threads expects a positive integer, got '" + *v + "'");
-      threads = static_cast<int>(n);
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < flag->second.min || n > flag->second.max)
+        return fail(a + " expects a positive integer, got '" + v + "'");
+      *flag->second.number = n;
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option '" + a + "' (see smprun --help)");
     } else if (model.empty()) {
@@ -198,7 +167,8 @@ int main(int argc, char **argv) {
   if (outDir.empty() && steps == 0)
     return fail("--output-dir DIR is required (or --steps N to train)");
 
-  smp::kernels::cpu::setNumThreads(threads > 0 ? threads : availableCores());
+  smp::kernels::cpu::setNumThreads(threads > 0 ? static_cast<int>(threads)
+                                              : availableCores());
   smprt::Artifact artifact;
   smprt::Status s = smprt::loadArtifact(model, 0, artifact);
   if (!s.ok())
