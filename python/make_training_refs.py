@@ -30,7 +30,13 @@ after every optimizer step, where lr_at(k) is smp's schedule of 0-based step
 k of STEPS (linear warmup lr*(k+1)/K for k < K, then cosine
 lr*0.5*(1+cos(pi*(k-K)/max(1, STEPS-K))) or constant lr); the lr each step
 used is stored as "lrs".  Everything is float32 on one CPU thread with
-torch.use_deterministic_algorithms(True).
+torch.use_deterministic_algorithms(True), except in the bf16 configs
+(bf16_sgd, bf16_adamw: smpc --precision bf16), whose forward runs under
+torch.autocast("cpu", dtype=torch.bfloat16) with fp32 parameters (master
+weights) and optimizer, the loss computed in fp32 on logits.float(), and the
+backward outside autocast (the standard mixed-precision recipe); their
+logits_after_<config>.npy come from the same autocast forward, cast to
+float32.
 
 The models are trained in eval() mode: BatchNorm (cnn_bn) uses and keeps its
 running statistics, which is what smp's inference-mode batch_norm computes
@@ -46,6 +52,7 @@ Regenerate with:  python3 python/make_training_refs.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -94,6 +101,21 @@ class OptConfig:
     clip_grad_norm: float | None = None
     lr_schedule: str = "constant"  # constant | cosine (smpc --lr-schedule)
     warmup_steps: int = 0  # smpc --warmup-steps
+    precision: str = "fp32"  # fp32 | bf16 (smpc --precision; PyTorch: CPU autocast to bfloat16)
+
+    @property
+    def bf16(self) -> bool:
+        return self.precision == "bf16"
+
+    def autocast(self):
+        """The context of the forward pass: CPU autocast to bfloat16 for a bf16 config (fp32
+        parameters, i.e. master weights, and optimizer; autocast casts them to bf16 where an op runs
+        in bf16), else nothing."""
+        if self.bf16:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        if self.precision != "fp32":
+            raise ValueError(self.precision)
+        return contextlib.nullcontext()
 
     @property
     def scheduled(self) -> bool:
@@ -136,6 +158,8 @@ class OptConfig:
             f.append(f"--lr-schedule {self.lr_schedule}")
         if self.warmup_steps:
             f.append(f"--warmup-steps {self.warmup_steps}")
+        if self.precision != "fp32":
+            f.append(f"--precision {self.precision}")
         return " ".join(f)
 
     def describe(self, opt: torch.optim.Optimizer) -> dict:
@@ -148,6 +172,9 @@ class OptConfig:
         if self.scheduled:  # only then, so that the constant-rate references stay as they were
             d["lr_schedule"] = self.lr_schedule
             d["warmup_steps"] = self.warmup_steps
+        if self.precision != "fp32":  # only then, so that the fp32 references stay as they were
+            d["precision"] = self.precision
+            d["autocast"] = "torch.autocast('cpu', dtype=torch.bfloat16) forward; loss on logits.float()"
         d["loss"] = LOSS
         d["ignore_index"] = IGNORE_INDEX
         d["batch_size"] = BATCH
@@ -163,6 +190,10 @@ CONFIGS = [
     OptConfig("adamw", "adamw", lr=1e-3),
     OptConfig("adam", "adam", lr=1e-3, weight_decay=1e-4),
     OptConfig("adamw_cosine", "adamw", lr=1e-3, lr_schedule="cosine", warmup_steps=2),
+    # bf16 mixed precision: the forward under CPU autocast (bfloat16), fp32 master weights, loss
+    # (on the logits cast to float32) and optimizer; compared loosely (2e-2 relative on the loss)
+    OptConfig("bf16_sgd", "sgd", lr=0.1, precision="bf16"),
+    OptConfig("bf16_adamw", "adamw", lr=1e-3, precision="bf16"),
 ]
 
 
@@ -272,7 +303,9 @@ def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", la
             raise SystemExit(f"{cfg.name}: LambdaLR gave step {k} lr {lrs[-1]!r}, expected {cfg.lr_at(k)!r}")
         idx = batch_indices(k)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(*(t[idx] for t in data.values())), labels[idx])
+        with cfg.autocast():
+            logits = model(*(t[idx] for t in data.values()))
+        loss = loss_fn(logits.float(), labels[idx])  # fp32 loss (.float() is a no-op for fp32 logits)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))  # the norm only (coef clamps to 1)
         if cfg.clip_grad_norm is not None:
@@ -287,9 +320,9 @@ def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", la
     ref = OrderedDict(config=cfg.describe(opt), losses=losses, grad_norms=norms)
     if sched is not None:
         ref["lrs"] = lrs
-    with torch.no_grad():
+    with torch.no_grad(), cfg.autocast():
         logits = model(*(t[first_indices()] for t in data.values()))
-    return ref, logits.numpy()
+    return ref, logits.float().numpy()
 
 
 # --------------------------------------------------------------------------- #
@@ -387,7 +420,33 @@ def readme_section(results: list[dict]) -> list[str]:
     L.append("`F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))` (mean over the non-ignored labels) of")
     L.append("the batch before the step; the grad norm is the value `clip_grad_norm_(params, inf)` returns, i.e.")
     L.append("the global L2 norm of the gradients before clipping. float32, one thread,")
-    L.append("`torch.use_deterministic_algorithms(True)`.")
+    L.append("`torch.use_deterministic_algorithms(True)` (the `bf16_*` configs: see below).")
+    L.append("")
+    bf16 = [c for c in CONFIGS if c.bf16]
+    L.append("The `bf16_*` configs (`smpc --precision bf16`) are mixed precision, PyTorch's standard recipe: the")
+    L.append("forward runs under `torch.autocast(\"cpu\", dtype=torch.bfloat16)` with fp32 parameters (master weights)")
+    L.append("and fp32 optimizer state; the loss is `cross_entropy(logits.float(), ...)` in fp32 and `backward()` runs")
+    L.append("outside the autocast region; `logits_after_bf16_*.npy` come from the same autocast forward, cast to")
+    L.append("float32. CPU autocast runs only matmul/linear/bmm/conv in bf16 (weights cast at use); every other op")
+    L.append("runs in the dtype of its inputs, so whatever is fed by an fp32 parameter, buffer or embedding outside")
+    L.append("a matmul is promoted back to fp32: with these models the embeddings, the residual stream, LayerNorm")
+    L.append("and RMSNorm, RoPE and the bert/llama softmax (its scores get the fp32 additive mask) run in fp32,")
+    L.append("while the gpt softmax (its causal mask is a `masked_fill`, which keeps bf16), GELU/SiLU, the cnn_bn")
+    L.append("BatchNorm/ReLU/pools and the whole mlp are bf16.")
+    L.append("smp's bf16 computes every f32 value of the forward in bf16 (sums accumulated in higher precision),")
+    L.append("which is why these references are compared loosely (see `test/smprun/train-bf16.test`). These tiny")
+    L.append("models start near the uniform prediction, so bf16 barely moves their losses: the largest relative")
+    diffs = []
+    for r in results:
+        for c in bf16:
+            fp = next(f for f in CONFIGS if not f.bf16 and f.optimizer == c.optimizer and f.lr == c.lr
+                      and not f.scheduled and not f.momentum and f.weight_decay is None)
+            a, b = r["refs"][fp.name]["losses"], r["refs"][c.name]["losses"]
+            diffs.append((max(abs(x - y) / abs(y) for x, y in zip(a, b)), r["fixture"].name, c.name, fp.name))
+    worst = max(diffs)
+    L.append(f"difference between a `bf16_*` reference's losses and its fp32 counterpart's (`sgd`, `adamw`) is")
+    L.append(f"{worst[0]:.2g} ({worst[1]} `{worst[2]}`), far below the 2e-2 tolerance: the loss comparison alone")
+    L.append("would not tell a bf16 run from an fp32 one, hence the test's check of the compiled IR.")
     L.append("")
     L.append("A learning-rate schedule (`--lr-schedule cosine --warmup-steps K`) gives 0-based step k of the")
     L.append(f"{STEPS}-step run the rate `lr*(k+1)/K` for k < K, then `lr*0.5*(1+cos(pi*(k-K)/max(1, {STEPS}-K)))`; the")
@@ -408,13 +467,18 @@ def readme_section(results: list[dict]) -> list[str]:
         "adamw_cosine": "`AdamW(lr=1e-3)` + `LambdaLR`: warmup 2 steps, then cosine to 0 over the 5 "
                         "(rates " + ", ".join(f"{c.lr_at(k):.3g}" for c in CONFIGS if c.name == "adamw_cosine"
                                               for k in range(STEPS)) + ")",
+        "bf16_sgd": "`SGD(lr=0.1)`, forward under `autocast(\"cpu\", bfloat16)`",
+        "bf16_adamw": "`AdamW(lr=1e-3)`, forward under `autocast(\"cpu\", bfloat16)`",
     }
     for cfg in CONFIGS:
         L.append(f"| `{cfg.name}` | {torch_args[cfg.name]} | `{cfg.smpc_flags()}` |")
     L.append("")
     L.append(f"All are compiled with `--train --loss {LOSS} --batch-size {BATCH}`; `test/smprun/train.test` runs")
-    L.append("every model x config and compares with `test/train/compare_losses.py` (rtol 1e-4, loss and grad norm;")
-    L.append("each step's lr to 1e-6 relative, against `lrs` where the reference has it, else the config's `lr`).")
+    L.append("every model x fp32 config and compares with `test/train/compare_losses.py` (rtol 1e-4, loss and grad")
+    L.append("norm; each step's lr to 1e-6 relative, against `lrs` where the reference has it, else the config's")
+    L.append("`lr`). `test/smprun/train-bf16.test` runs every model x `bf16_*` config (`--precision bf16`) and")
+    L.append("compares the losses to 2e-2 relative (`--rtol 2e-2`) and the grad norms only loosely, to 1e-1")
+    L.append("(`--grad-rtol 1e-1`); it also checks that each artifact's `model.mlir` really computes in bf16.")
     L.append("`test/smprun/save-onnx.test` trains mlp/gpt/llama/bert with `sgd` and `adamw`, writes the trained model")
     L.append(f"with `smprun --save-onnx`, compiles that ONNX forward at batch {BATCH}, runs it on `{FIRST_DIR}/` and compares")
     L.append("the logits with `logits_after_<config>.npy` (`smp-npy-diff --rtol 1e-4 --atol 1e-5`).")
