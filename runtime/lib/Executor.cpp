@@ -45,8 +45,16 @@ Status Executor::init(const Artifact &artifact) {
     return s;
   for (const auto &w : p.weights()) {
     const auto &b = p.buffers(w.buffer());
-    if (w.zero_init())
+    if (w.zero_init() && w.fill_value() == 0) {
       std::memset(arena_.data() + b.offset(), 0, w.bytes());
+    } else if (w.zero_init()) {
+      if (b.dtype() != static_cast<uint32_t>(DType::F32))
+        return Status::failure(artifact.dir + ": buffer '" + b.name() +
+                               "' has a fill value but is not f32");
+      float v = static_cast<float>(w.fill_value());
+      float *p = reinterpret_cast<float *>(arena_.data() + b.offset());
+      std::fill(p, p + w.bytes() / sizeof(float), v);
+    }
     else
       std::memcpy(arena_.data() + b.offset(), weights.data() + w.file_offset(),
                   w.bytes());

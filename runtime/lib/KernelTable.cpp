@@ -10,6 +10,7 @@
 #include "smp/kernels/cpu/Training.h"
 #include "smprt/Executor.h"
 
+#include <cstring>
 #include <map>
 
 namespace smprt {
@@ -398,24 +399,41 @@ bool poolGradStep(Decoder &d, Step &s) {
   return true;
 }
 
-bool sgdUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(5, 5, 2))
+/// True when an optimizer update's optional `skip` flag is set: then the
+/// outputs keep the inputs' values (copied unless written in place).
+bool skipUpdate(const std::vector<TensorRef> &in, size_t first,
+                const TensorRef *skip, const std::vector<TensorRef> &out) {
+  if (!skip || *skip->as<uint8_t>() == 0)
     return false;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].data != in[first + i].data)
+      std::memcpy(out[i].data, in[first + i].data, out[i].bytes());
+  return true;
+}
+
+bool sgdUpdateStep(Decoder &d, Step &s) {
+  if (!d.arity(5, 6, 2))
+    return false;
+  bool hasSkip = d.inst.inputs_size() == 6;
   k::SgdOptions o;
   o.momentum = d.f("momentum", 0);
   o.dampening = d.f("dampening", 0);
   o.weightDecay = d.f("weight_decay", 0);
   o.nesterov = d.i("nesterov", 0) != 0;
   s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
-           step = d.in(4), np = d.out(0), nb = d.out(1), o] {
+           step = d.in(4), skip = hasSkip ? d.in(5) : TensorRef(), hasSkip,
+           np = d.out(0), nb = d.out(1), o] {
+    if (skipUpdate({p, buf}, 0, hasSkip ? &skip : nullptr, {np, nb}))
+      return Status::success();
     return k::sgdUpdate(p, g, buf, scalarAt(lr), scalarAt(step), o, np, nb);
   };
   return true;
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(6, 6, 3))
+  if (!d.arity(6, 7, 3))
     return false;
+  bool hasSkip = d.inst.inputs_size() == 7;
   k::AdamOptions o;
   o.beta1 = d.f("beta1", 0.9);
   o.beta2 = d.f("beta2", 0.999);
@@ -423,7 +441,10 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   o.weightDecay = d.f("weight_decay", 0);
   o.decoupled = d.i("decoupled", 1) != 0;
   s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
-           step = d.in(5), np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
+           step = d.in(5), skip = hasSkip ? d.in(6) : TensorRef(), hasSkip,
+           np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
+    if (skipUpdate({p, m, v}, 0, hasSkip ? &skip : nullptr, {np, nm, nv}))
+      return Status::success();
     return k::adamUpdate(p, g, m, v, scalarAt(lr), scalarAt(step), o, np, nm,
                          nv);
   };

@@ -20,6 +20,15 @@ struct Dataset {
   std::string batchBytes;
 };
 
+/// A JSON number, or null for inf/NaN (which JSON cannot hold).
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
 std::string formatDuration(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
   char buf[32];
@@ -157,6 +166,10 @@ Status train(Executor &exec, const TrainOptions &options,
         rec.loss = *ref.as<float>();
       else if (name == "grad_norm")
         rec.gradNorm = *ref.as<float>();
+      else if (name == "skipped")
+        rec.skipped = *ref.as<float>() != 0;
+      else if (name == "loss_scale")
+        rec.lossScale = *ref.as<float>();
     }
     double stepSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - stepStart)
@@ -164,13 +177,19 @@ Status train(Executor &exec, const TrainOptions &options,
     rec.samplesPerSecond = batch / std::max(stepSeconds, 1e-9);
     records.push_back(rec);
     if (metrics) {
+      std::string scaling;
+      if (rec.lossScale > 0)
+        scaling = ", \"loss_scale\": " + jsonNumber(rec.lossScale) +
+                  ", \"skipped\": " + (rec.skipped ? "true" : "false");
       std::fprintf(metrics,
-                   "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, "
-                   "\"grad_norm\": %.9g, \"samples_per_s\": %.6g, "
-                   "\"peak_bytes\": %llu}\n",
-                   static_cast<long long>(rec.step), rec.loss, rec.lr,
-                   rec.gradNorm, rec.samplesPerSecond,
-                   static_cast<unsigned long long>(rec.peakBytes));
+                   "{\"step\": %lld, \"loss\": %s, \"lr\": %s, "
+                   "\"grad_norm\": %s, \"samples_per_s\": %.6g, "
+                   "\"peak_bytes\": %llu%s}\n",
+                   static_cast<long long>(rec.step),
+                   jsonNumber(rec.loss).c_str(), jsonNumber(rec.lr).c_str(),
+                   jsonNumber(rec.gradNorm).c_str(), rec.samplesPerSecond,
+                   static_cast<unsigned long long>(rec.peakBytes),
+                   scaling.c_str());
       std::fflush(metrics);
     }
     if (options.progress) {
@@ -194,6 +213,9 @@ Status train(Executor &exec, const TrainOptions &options,
       if (!status.ok())
         break;
     }
+    // With loss scaling an overflow skips the step and backs the scale off.
+    if (rec.skipped)
+      continue;
     if (!std::isfinite(rec.loss) || !std::isfinite(rec.gradNorm)) {
       status = Status::failure(
           "step " + std::to_string(k + 1) + ": the " +

@@ -84,10 +84,13 @@ TRAINING (compile --train)
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
   --clip-grad-norm X   Clip gradients to global L2 norm X.
   --freeze REGEX       Parameters whose name matches get no gradient.
-  --precision fp32|bf16
-                       bf16: compute in bfloat16 with fp32 master weights,
-                       optimizer state, loss and reductions (default fp32).
-                       fp16 needs dynamic loss scaling, not available yet.
+  --precision fp32|bf16|fp16
+                       Compute in bfloat16 or float16 with fp32 master
+                       weights, optimizer state, loss and reductions
+                       (default fp32). fp16 adds dynamic loss scaling
+                       (torch.amp.GradScaler's defaults): steps whose
+                       gradients overflow are skipped and the scale halves.
+  --loss-scale X       fp16: the initial loss scale (default 65536).
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -200,9 +203,6 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       auto v = value("--precision");
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
-      if (*v == "fp16")
-        return fail("--precision fp16 needs dynamic loss scaling, which smp "
-                    "does not implement yet; use bf16");
       opts.precision = *v;
     } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
       auto v = value("--warmup-steps");
@@ -211,12 +211,13 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--warmup-steps expects a non-negative integer");
     } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
                a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
-               a == "--eps" || a == "--clip-grad-norm" ||
+               a == "--eps" || a == "--clip-grad-norm" || a == "--loss-scale" ||
                a.starts_with("--lr=") || a.starts_with("--momentum=") ||
                a.starts_with("--dampening=") ||
                a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
                a.starts_with("--beta2=") || a.starts_with("--eps=") ||
-               a.starts_with("--clip-grad-norm=")) {
+               a.starts_with("--clip-grad-norm=") ||
+               a.starts_with("--loss-scale=")) {
       std::string flag = a.split('=').first.str();
       auto v = value(flag);
       double x;
@@ -224,6 +225,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail(flag + " expects a non-negative number");
       if (flag == "--lr")
         opts.lr = x;
+      else if (flag == "--loss-scale")
+        opts.trainOptions.push_back("init-scale=" + *v);
       else
         opts.trainOptions.push_back(flag.substr(2) + "=" + *v);
     } else if (a == "--no-raise") {
@@ -318,6 +321,8 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " freeze=" + opts.freeze;
   for (const auto &o : opts.trainOptions)
     pipeline += " " + o;
+  if (opts.precision == "fp16")
+    pipeline += " loss-scaling=true";
   pipeline += "},canonicalize,cse";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(parsePassPipeline(pipeline, pm))) {

@@ -202,9 +202,14 @@ int main(int argc, char **argv) {
       exec.enableProfiling();
     auto start = std::chrono::steady_clock::now();
     s = smprt::train(exec, topts, records);
-    for (const auto &r : records)
-      std::printf("step %lld loss %.6f lr %.6g grad_norm %.6f\n",
+    for (const auto &r : records) {
+      std::printf("step %lld loss %.6f lr %.6g grad_norm %.6f",
                   static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm);
+      if (r.lossScale > 0)
+        std::printf(" loss_scale %g%s", r.lossScale,
+                    r.skipped ? " (skipped: gradients overflowed)" : "");
+      std::printf("\n");
+    }
     if (!s.ok())
       return fail(model + ": " + s.error);
     if (!saveOnnx.empty()) {

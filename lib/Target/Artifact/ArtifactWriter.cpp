@@ -246,6 +246,8 @@ llvm::Error Lowering::run() {
       ref->set_buffer(*id);
       ref->set_bytes(program.buffers(*id).bytes());
       ref->set_zero_init(true);
+      if (auto init = func.getArgAttrOfType<FloatAttr>(i, "smp.init"))
+        ref->set_fill_value(init.getValueAsDouble());
       live[*id] = LiveRange{-1, kForever, live[*id].bytes};
       argByName[state.getValue()] = *id;
       continue;

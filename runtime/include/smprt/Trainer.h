@@ -33,6 +33,8 @@ struct StepRecord {
   int64_t step;
   double loss, lr, gradNorm, samplesPerSecond;
   uint64_t peakBytes;
+  bool skipped = false;  // fp16: gradients overflowed, no update
+  double lossScale = 0;  // fp16: the scale used this step
 };
 
 /// Runs `steps` training steps of a training artifact: each step takes the

@@ -9,10 +9,11 @@ func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}) -> (tensor<2x3xf32> {smp.
 
 // -----
 
-// An op without a gradient between a parameter and the loss.
-func.func @main(%x: tensor<1x1x4x4xf32> {smp.input = "x"}, %w: tensor<1x1x2x2xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "y"}) {
-  // expected-error @+1 {{'smp.conv' op has no gradient (autodiff cannot go through it); freeze the parameters that reach it}}
-  %0 = smp.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x3x3xf32>
-  %1 = smp.reduce_sum %0 {axes = array<i64: 0, 1, 2, 3>, keepdims = false} : tensor<1x1x3x3xf32> -> tensor<f32>
+// An op without a gradient between a parameter and the loss (a backward op:
+// smp has no second-order gradients).
+func.func @main(%x: tensor<4xf32> {smp.input = "x"}, %w: tensor<4xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "y"}) {
+  // expected-error @+1 {{'smp.gelu_grad' op has no gradient (autodiff cannot go through it); freeze the parameters that reach it}}
+  %0 = smp.gelu_grad %x, %w : tensor<4xf32>
+  %1 = smp.reduce_sum %0 {axes = array<i64: 0>, keepdims = false} : tensor<4xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }

@@ -56,6 +56,12 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
     return requireString(op, attr, "graph input");
   if (name == kStateAttr)
     return requireString(op, attr, "optimizer state");
+  if (name == "smp.init") {
+    if (!isa<FloatAttr>(attr.getValue()))
+      return op->emitError() << "'smp.init' must be a float (a state's "
+                                "initial value)";
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";

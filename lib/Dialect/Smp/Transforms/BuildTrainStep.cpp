@@ -172,11 +172,68 @@ struct SmpBuildTrainStepPass
       params.push_back(arg);
       names.push_back(name.str());
     }
-    auto grads = differentiate(b, body, *lossValue, params);
+    Type f32 = b.getF32Type();
+    Type scalarF32 = RankedTensorType::get({}, f32);
+    auto addState = [&](Type type, const std::string &name,
+                        std::optional<float> init = std::nullopt) {
+      unsigned index = f.getNumArguments();
+      SmallVector<NamedAttribute> attrs{NamedAttribute(
+          StringAttr::get(ctx, SmpDialect::kStateAttr),
+          StringAttr::get(ctx, name))};
+      if (init)
+        attrs.push_back(NamedAttribute(StringAttr::get(ctx, "smp.init"),
+                                       b.getF32FloatAttr(*init)));
+      (void)f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs), loc);
+      return f.getArgument(index);
+    };
+    // The loss in f32, as a scalar.
+    Value loss32 = *lossValue;
+    {
+      auto lt = cast<RankedTensorType>(loss32.getType());
+      if (lt.getRank() != 0)
+        loss32 = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss32);
+      if (lt.getElementType() != f32)
+        loss32 = CastOp::create(b, loc, scalarF32, loss32);
+    }
+    // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
+    Value scale, found, scaleUsed;
+    if (lossScaling) {
+      scale = addState(scalarF32, "@loss_scale", float(initScale));
+      // The scale this step used, read before the scale's in-place update.
+      scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
+    }
+    Value target = scale ? Value(MulOp::create(b, loc, loss32, scale)) : loss32;
+    auto grads = differentiate(b, body, target, params);
     if (failed(grads))
       return failure();
+    if (scale) {
+      // Any inf or NaN gradient makes sum(g * 0) NaN.
+      Value total;
+      for (Value &g : *grads) {
+        if (!g)
+          continue;
+        auto t = cast<RankedTensorType>(g.getType());
+        Value g32 = t.getElementType() == f32
+                        ? g
+                        : Value(CastOp::create(b, loc, t.clone(f32), g));
+        SmallVector<int64_t> axes;
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          axes.push_back(d);
+        Value z = ReduceSumOp::create(
+            b, loc, MulOp::create(b, loc, g32, scalarConst(b, loc, f32, 0.0)),
+            b.getDenseI64ArrayAttr(axes), false);
+        total = total ? Value(AddOp::create(b, loc, total, z)) : z;
+        Value inv = DivOp::create(b, loc, scalarConst(b, loc, f32, 1.0), scale);
+        if (t.getElementType() != f32)
+          inv = CastOp::create(b, loc, RankedTensorType::get({}, t.getElementType()), inv);
+        g = MulOp::create(b, loc, g, inv);
+      }
+      found = total ? Value(NotOp::create(b, loc, EqualOp::create(b, loc, total, total)))
+                    : Value(ConstantOp::create(
+                          b, loc, DenseElementsAttr::get(
+                                      RankedTensorType::get({}, b.getI1Type()), false)));
+    }
 
-    Type f32 = b.getF32Type();
     // Global gradient norm (always reported), then optional clipping.
     Value sumSq;
     for (Value g : *grads) {
@@ -213,7 +270,6 @@ struct SmpBuildTrainStepPass
       }
     }
 
-    Type scalarF32 = RankedTensorType::get({}, f32);
     Value lr = addInput(f, scalarF32, "@lr");
     Value stepIndex = addInput(f, scalarF32, "@step");
     float wd = weightDecay >= 0 ? weightDecay.getValue()
@@ -226,16 +282,34 @@ struct SmpBuildTrainStepPass
           ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kUpdateAttr),
                                StringAttr::get(ctx, name))});
     };
-    auto addState = [&](Type type, const std::string &name) {
-      unsigned index = f.getNumArguments();
-      (void)f.insertArgument(
-          index, type,
-          DictionaryAttr::get(
-              ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kStateAttr),
-                                   StringAttr::get(ctx, name))}),
-          loc);
-      return f.getArgument(index);
-    };
+    if (scale) {
+      // Skipped steps do not count for the optimizer (as GradScaler skips
+      // optimizer.step()): its own step counter, and the scale's update.
+      Value one = scalarConst(b, loc, f32, 1.0), zero = scalarConst(b, loc, f32, 0.0);
+      Value optStep = addState(scalarF32, "@optimizer_step");
+      Value tracker = addState(scalarF32, "@growth_tracker");
+      Value nextStep = AddOp::create(b, loc, optStep, one);
+      Value newStep = WhereOp::create(b, loc, found, optStep, nextStep);
+      Value nextTracker = AddOp::create(b, loc, tracker, one);
+      Value grow = Value(GreaterOp::create(
+          b, loc, nextTracker, scalarConst(b, loc, f32, growthInterval - 0.5)));
+      Value grown = WhereOp::create(
+          b, loc, grow, MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 2.0)),
+          scale);
+      Value newScale = WhereOp::create(
+          b, loc, found, MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 0.5)),
+          grown);
+      Value newTracker = WhereOp::create(
+          b, loc, found, zero, WhereOp::create(b, loc, grow, zero, nextTracker));
+      stepIndex = nextStep;
+      for (auto [v, name] :
+           {std::make_pair(newScale, "@loss_scale"),
+            std::make_pair(newTracker, "@growth_tracker"),
+            std::make_pair(newStep, "@optimizer_step")}) {
+        newResults.push_back(v);
+        newAttrs.push_back(updateAttr(name));
+      }
+    }
     for (auto [param, g, name] : llvm::zip(params, clipped, names)) {
       if (!g)
         continue; // no gradient reaches it: PyTorch skips it too
@@ -250,7 +324,7 @@ struct SmpBuildTrainStepPass
         Value buf = momentum != 0.0f ? addState(type, name + ".momentum_buffer")
                                      : g;
         auto upd = SgdUpdateOp::create(
-            b, loc, type, type, param, g, buf, lrT, stepT,
+            b, loc, type, type, param, g, buf, lrT, stepT, found,
             b.getF32FloatAttr(momentum), b.getF32FloatAttr(dampening),
             b.getF32FloatAttr(wd), b.getBoolAttr(nesterov));
         newResults.push_back(upd.getNewParam());
@@ -264,7 +338,7 @@ struct SmpBuildTrainStepPass
       Value m = addState(type, name + ".exp_avg");
       Value v = addState(type, name + ".exp_avg_sq");
       auto upd = AdamUpdateOp::create(
-          b, loc, type, type, type, param, g, m, v, lrT, stepT,
+          b, loc, type, type, type, param, g, m, v, lrT, stepT, found,
           b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
           b.getF32FloatAttr(epsilon), b.getF32FloatAttr(wd),
           b.getBoolAttr(optimizer == "adamw"));
@@ -280,16 +354,16 @@ struct SmpBuildTrainStepPass
           ctx, {NamedAttribute(StringAttr::get(ctx, SmpDialect::kOutputAttr),
                                StringAttr::get(ctx, name))});
     };
-    Value loss32 = *lossValue;
-    auto lt = cast<RankedTensorType>(loss32.getType());
-    if (lt.getRank() != 0)
-      loss32 = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss32);
-    if (lt.getElementType() != f32)
-      loss32 = CastOp::create(b, loc, RankedTensorType::get({}, f32), loss32);
     newResults.push_back(loss32);
     newAttrs.push_back(outputAttr("loss"));
     newResults.push_back(gradNorm);
     newAttrs.push_back(outputAttr("grad_norm"));
+    if (scale) {
+      newResults.push_back(CastOp::create(b, loc, scalarF32, found));
+      newAttrs.push_back(outputAttr("skipped"));
+      newResults.push_back(scaleUsed);
+      newAttrs.push_back(outputAttr("loss_scale"));
+    }
 
     // Replace the forward outputs with the step's.
     func::ReturnOp::create(b, loc, newResults);

@@ -510,7 +510,7 @@ def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
   }];
   let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
                    Smp_FloatTensor:$momentum_buffer, Smp_FloatTensor:$lr,
-                   Smp_FloatTensor:$step,
+                   Smp_FloatTensor:$step, Optional<Smp_BoolTensor>:$skip,
                    DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dampening,
                    DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
@@ -518,8 +518,8 @@ def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
   let results = (outs Smp_FloatTensor:$new_param,
                       Smp_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
-    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step attr-dict `:`
-    type($param) `,` type($lr)
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step
+    (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
   }];
 }
 
@@ -537,6 +537,7 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
   let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
                    Smp_FloatTensor:$exp_avg, Smp_FloatTensor:$exp_avg_sq,
                    Smp_FloatTensor:$lr, Smp_FloatTensor:$step,
+                   Optional<Smp_BoolTensor>:$skip,
                    DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
                    DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
                    DefaultValuedAttr<F32Attr, "1.0e-8f">:$epsilon,
@@ -545,8 +546,8 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
   let results = (outs Smp_FloatTensor:$new_param, Smp_FloatTensor:$new_exp_avg,
                       Smp_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step attr-dict
-    `:` type($param) `,` type($lr)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
   }];
 }
 

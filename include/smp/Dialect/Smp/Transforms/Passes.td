@@ -63,7 +63,15 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
     Option<"clipGradNorm", "clip-grad-norm", "float", /*default=*/"0.0f",
            "clip gradients to this global L2 norm (0: off)">,
     Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
-           "parameters whose name matches this regex get no gradient">
+           "parameters whose name matches this regex get no gradient">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "dynamic loss scaling (for fp16): scale the loss, skip steps "
+           "whose gradients overflow, halve the scale then, double it after "
+           "growth-interval good steps (torch.amp.GradScaler)">,
+    Option<"initScale", "init-scale", "float", /*default=*/"65536.0f",
+           "initial loss scale">,
+    Option<"growthInterval", "growth-interval", "int", /*default=*/"2000",
+           "good steps before the scale doubles">
   ];
 }
 
