@@ -11,7 +11,8 @@ For every model <name> (mlp, cnn_bn, gpt, llama, bert) this writes, under
                                  sample (mlp, cnn_bn) or per token (the rest)
     <name>/ref_<config>.json     {"config": {...}, "losses": [5 floats],
                                   "grad_norms": [5 floats]} (+ "lrs":
-                                  [5 floats] for a config with a schedule)
+                                  [5 floats] for a config with a schedule;
+                                  + "loss_scales" and "skipped" for fp16)
     <name>/logits_after_<config>.npy  the trained model's logits (eval-mode
                                  forward after the STEPS steps) on the first
                                  BATCH samples
@@ -21,7 +22,8 @@ For every model <name> (mlp, cnn_bn, gpt, llama, bert) this writes, under
 
 and replaces the training section of ../README.md.  The references come
 from training a deep copy of the PyTorch model for STEPS steps of BATCH
-samples; step k (0-based) uses samples (k*BATCH + i) % N, as smprun does.
+samples (a config's own `steps` where it sets them: fp16_overflow runs 6);
+step k (0-based) uses samples (k*BATCH + i) % N, as smprun does.
 The loss is F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1)) on the
 batch before the step; the grad norm is what clip_grad_norm_(params, inf)
 returns, before any clipping.  A config with a learning-rate schedule
@@ -36,7 +38,20 @@ torch.autocast("cpu", dtype=torch.bfloat16) with fp32 parameters (master
 weights) and optimizer, the loss computed in fp32 on logits.float(), and the
 backward outside autocast (the standard mixed-precision recipe); their
 logits_after_<config>.npy come from the same autocast forward, cast to
-float32.
+float32.  The fp16 configs (fp16_sgd, fp16_adamw, and fp16_overflow for mlp
+only: smpc --precision fp16 [--loss-scale X]) are the same recipe under
+torch.autocast("cpu", dtype=torch.float16) (supported on CPU by this torch;
+no manual casting) plus dynamic loss scaling with torch.amp.GradScaler("cpu")
+and its defaults (init_scale 65536 or the config's loss_scale,
+growth_factor 2, backoff_factor 0.5, growth_interval 2000):
+scaler.scale(loss).backward(), scaler.unscale_(opt), the grad norm of the
+unscaled gradients, scaler.step(opt), scaler.update().  Their references
+also hold "loss_scales" (the float32 scale each step used) and "skipped"
+(true where a gradient was inf/NaN, so that opt.step() did not run and the
+scale halved; the grad norm of such a step is null).  The script checks
+that a skipped step left the parameters and the optimizer's step count
+(Adam's bias correction, SGD's momentum buffer) unchanged, and that skipped
+<=> inf/NaN found by unscale_ <=> non-finite grad norm.
 
 The models are trained in eval() mode: BatchNorm (cnn_bn) uses and keeps its
 running statistics, which is what smp's inference-mode batch_norm computes
@@ -101,28 +116,51 @@ class OptConfig:
     clip_grad_norm: float | None = None
     lr_schedule: str = "constant"  # constant | cosine (smpc --lr-schedule)
     warmup_steps: int = 0  # smpc --warmup-steps
-    precision: str = "fp32"  # fp32 | bf16 (smpc --precision; PyTorch: CPU autocast to bfloat16)
+    precision: str = "fp32"  # fp32 | bf16 | fp16 (smpc --precision; PyTorch: CPU autocast)
+    loss_scale: float | None = None  # fp16: GradScaler's init_scale (smpc --loss-scale); None: default
+    steps: int = STEPS  # smprun --steps
+    models: tuple[str, ...] | None = None  # only these training fixtures (None: every one)
 
     @property
     def bf16(self) -> bool:
         return self.precision == "bf16"
 
+    @property
+    def fp16(self) -> bool:
+        return self.precision == "fp16"
+
+    def applies_to(self, model: str) -> bool:
+        return self.models is None or model in self.models
+
     def autocast(self):
-        """The context of the forward pass: CPU autocast to bfloat16 for a bf16 config (fp32
-        parameters, i.e. master weights, and optimizer; autocast casts them to bf16 where an op runs
-        in bf16), else nothing."""
+        """The context of the forward pass: CPU autocast to bfloat16 (bf16) or float16 (fp16) for a
+        mixed-precision config (fp32 parameters, i.e. master weights, and optimizer; autocast casts
+        them where an op runs in the low precision), else nothing."""
         if self.bf16:
             return torch.autocast("cpu", dtype=torch.bfloat16)
+        if self.fp16:
+            return torch.autocast("cpu", dtype=torch.float16)
         if self.precision != "fp32":
             raise ValueError(self.precision)
         return contextlib.nullcontext()
+
+    def make_scaler(self):
+        """fp16: torch.amp.GradScaler("cpu") with its defaults (growth_factor 2, backoff_factor 0.5,
+        growth_interval 2000; init_scale 65536 unless loss_scale is given), else None."""
+        if not self.fp16:
+            return None
+        kw = {} if self.loss_scale is None else {"init_scale": self.loss_scale}
+        return torch.amp.GradScaler("cpu", **kw)
 
     @property
     def scheduled(self) -> bool:
         return self.lr_schedule != "constant" or self.warmup_steps > 0
 
-    def lr_at(self, k: int, total: int = STEPS) -> float:
-        """The learning rate of 0-based step k of a run of `total` steps (smp's runtime schedule)."""
+    def lr_at(self, k: int, total: int | None = None) -> float:
+        """The learning rate of 0-based step k of a run of `total` (default: self.steps) steps (smp's
+        runtime schedule)."""
+        if total is None:
+            total = self.steps
         if k < self.warmup_steps:
             return self.lr * (k + 1) / self.warmup_steps
         if self.lr_schedule == "cosine":
@@ -160,9 +198,11 @@ class OptConfig:
             f.append(f"--warmup-steps {self.warmup_steps}")
         if self.precision != "fp32":
             f.append(f"--precision {self.precision}")
+        if self.loss_scale is not None:
+            f.append(f"--loss-scale {self.loss_scale:g}")
         return " ".join(f)
 
-    def describe(self, opt: torch.optim.Optimizer) -> dict:
+    def describe(self, opt: torch.optim.Optimizer, scaler=None) -> dict:
         """The configuration as written to ref_<name>.json: every hyperparameter PyTorch used."""
         d = OrderedDict(name=self.name, optimizer=self.optimizer)
         for k, v in opt.defaults.items():
@@ -174,11 +214,17 @@ class OptConfig:
             d["warmup_steps"] = self.warmup_steps
         if self.precision != "fp32":  # only then, so that the fp32 references stay as they were
             d["precision"] = self.precision
-            d["autocast"] = "torch.autocast('cpu', dtype=torch.bfloat16) forward; loss on logits.float()"
+            dtype = {"bf16": "bfloat16", "fp16": "float16"}[self.precision]
+            d["autocast"] = f"torch.autocast('cpu', dtype=torch.{dtype}) forward; loss on logits.float()"
+        if scaler is not None:  # the GradScaler's settings (init_scale: the scale of the first step)
+            d["grad_scaler"] = OrderedDict(
+                init_scale=self.loss_scale if self.loss_scale is not None else 65536.0,
+                growth_factor=scaler.get_growth_factor(), backoff_factor=scaler.get_backoff_factor(),
+                growth_interval=scaler.get_growth_interval())
         d["loss"] = LOSS
         d["ignore_index"] = IGNORE_INDEX
         d["batch_size"] = BATCH
-        d["steps"] = STEPS
+        d["steps"] = self.steps
         d["samples"] = SAMPLES
         d["smpc_flags"] = f"--train --loss {LOSS} {self.smpc_flags()} --batch-size {BATCH}"
         return d
@@ -194,6 +240,13 @@ CONFIGS = [
     # (on the logits cast to float32) and optimizer; compared loosely (2e-2 relative on the loss)
     OptConfig("bf16_sgd", "sgd", lr=0.1, precision="bf16"),
     OptConfig("bf16_adamw", "adamw", lr=1e-3, precision="bf16"),
+    # fp16 mixed precision: the forward under CPU autocast (float16), fp32 master weights, loss and
+    # optimizer, and dynamic loss scaling (torch.amp.GradScaler("cpu"), default settings); compared
+    # loosely like bf16, the loss scale and the skipped steps exactly
+    OptConfig("fp16_sgd", "sgd", lr=0.1, precision="fp16"),
+    OptConfig("fp16_adamw", "adamw", lr=1e-3, precision="fp16"),
+    # every step overflows (scale 1e30 * gradients > float16's max): each is skipped and the scale halves
+    OptConfig("fp16_overflow", "adamw", lr=0.1, precision="fp16", loss_scale=1e30, steps=6, models=("mlp",)),
 ]
 
 
@@ -291,13 +344,20 @@ def loss_fn(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", labels: torch.Tensor,
                     cfg: OptConfig) -> tuple[dict, np.ndarray]:
-    """The reference of `cfg` and the trained model's logits on the first BATCH samples."""
+    """The reference of `cfg` and the trained model's logits on the first BATCH samples.
+
+    An fp16 config runs the standard GradScaler loop: scaler.scale(loss).backward(),
+    scaler.unscale_(opt), the grad norm (of the unscaled gradients), scaler.step(opt) (which skips
+    opt.step() when a gradient is inf/NaN), scaler.update(); it records the scale each step used
+    ("loss_scales"), whether the step was skipped ("skipped") and None as the grad norm of a
+    skipped step."""
     model = copy.deepcopy(model).eval()  # eval(): frozen BatchNorm statistics, no dropout anywhere
     params = [p for p in model.parameters() if p.requires_grad]
     opt = cfg.make(params)
     sched = cfg.make_scheduler(opt)
-    losses, norms, lrs = [], [], []
-    for k in range(STEPS):
+    scaler = cfg.make_scaler()
+    losses, norms, lrs, scales, skipped = [], [], [], [], []
+    for k in range(cfg.steps):
         lrs.append(opt.param_groups[0]["lr"])  # the rate this step uses
         if sched is not None and not math.isclose(lrs[-1], cfg.lr_at(k), rel_tol=1e-12):
             raise SystemExit(f"{cfg.name}: LambdaLR gave step {k} lr {lrs[-1]!r}, expected {cfg.lr_at(k)!r}")
@@ -306,23 +366,60 @@ def train_reference(model: nn.Module, data: "OrderedDict[str, torch.Tensor]", la
         with cfg.autocast():
             logits = model(*(t[idx] for t in data.values()))
         loss = loss_fn(logits.float(), labels[idx])  # fp32 loss (.float() is a no-op for fp32 logits)
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))  # the norm only (coef clamps to 1)
-        if cfg.clip_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
-        opt.step()
+        if scaler is None:
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))  # the norm only (coef clamps to 1)
+            if cfg.clip_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
+            opt.step()
+            skip = False
+        else:
+            before = [p.detach().clone() for p in params]
+            steps_before = _optimizer_steps(opt)
+            scaled = scaler.scale(loss)  # loss * scale (fp32)
+            scale = scaler.get_scale()  # the scale this step uses: the float32 value (init_scale rounded)
+            scaled.backward()
+            scaler.unscale_(opt)  # grads *= 1/scale, records whether any is inf/NaN
+            found_inf = sum(v.item() for v in scaler._found_inf_per_device(opt).values()) > 0
+            norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))  # of the unscaled gradients
+            if cfg.clip_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
+            scaler.step(opt)  # opt.step() unless found_inf
+            scaler.update()  # found_inf: scale * 0.5; growth_interval good steps in a row: scale * 2
+            skip = scaler.get_scale() < scale
+            # consistency: skipped <=> some gradient was inf/NaN <=> the norm is not finite; a skipped
+            # step leaves the parameters and the optimizer's step count as they were
+            unchanged = all(torch.equal(a, p.detach()) for a, p in zip(before, params))
+            if not (skip == found_inf == (not torch.isfinite(norm).item())):
+                raise SystemExit(f"{cfg.name}: step {k + 1}: skipped {skip}, found_inf {found_inf}, norm {norm}")
+            if skip and not (unchanged and _optimizer_steps(opt) == steps_before):
+                raise SystemExit(f"{cfg.name}: step {k + 1}: a skipped step changed the model or optimizer")
+            scales.append(scale)
+            skipped.append(skip)
         if sched is not None:
             sched.step()
-        if not (torch.isfinite(loss) and torch.isfinite(norm)):
+        if not (torch.isfinite(loss) and (skip or torch.isfinite(norm))):
             raise SystemExit(f"{cfg.name}: non-finite loss or grad norm at step {k + 1}")
         losses.append(loss.item())
-        norms.append(norm.item())
-    ref = OrderedDict(config=cfg.describe(opt), losses=losses, grad_norms=norms)
+        norms.append(None if skip else norm.item())
+    ref = OrderedDict(config=cfg.describe(opt, scaler), losses=losses, grad_norms=norms)
     if sched is not None:
         ref["lrs"] = lrs
+    if scaler is not None:
+        ref["loss_scales"] = scales
+        ref["skipped"] = skipped
     with torch.no_grad(), cfg.autocast():
         logits = model(*(t[first_indices()] for t in data.values()))
     return ref, logits.float().numpy()
+
+
+def _optimizer_steps(opt: torch.optim.Optimizer) -> list:
+    """The per-parameter step counts of an Adam/AdamW (what its bias correction uses) or, for SGD,
+    whether each parameter has a momentum buffer yet (its first step initialises it)."""
+    out = []
+    for st in opt.state.values():
+        out.append(float(st["step"]) if "step" in st else st.get("momentum_buffer") is not None)
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -372,14 +469,19 @@ def make_one(fx: TrainFixture, out_dir: Path) -> dict:
 
     refs = OrderedDict()
     for cfg in CONFIGS:
+        if not cfg.applies_to(fx.name):
+            continue
         r, logits = train_reference(model, data, labels, cfg)
         refs[cfg.name] = r
         (data_dir / f"ref_{cfg.name}.json").write_text(json.dumps(r, indent=2) + "\n")
         assert logits.dtype == np.float32 and logits.shape[0] == BATCH, (fx.name, cfg.name, logits.shape)
         np.save(data_dir / f"logits_after_{cfg.name}.npy", logits)
         print(f"  {cfg.name:13s} losses " + " ".join(f"{x:.6f}" for x in r["losses"])
-              + "  grad norms " + " ".join(f"{x:.4f}" for x in r["grad_norms"])
-              + ("  lrs " + " ".join(f"{x:.3g}" for x in r["lrs"]) if "lrs" in r else ""))
+              + "  grad norms " + " ".join("-" if x is None else f"{x:.4f}" for x in r["grad_norms"])
+              + ("  lrs " + " ".join(f"{x:.3g}" for x in r["lrs"]) if "lrs" in r else "")
+              + ("  loss scales " + " ".join(f"{x:g}" + ("(skipped)" if sk else "")
+                                             for x, sk in zip(r["loss_scales"], r["skipped"]))
+                 if "loss_scales" in r else ""))
 
     return dict(
         fixture=fx, size=size, err=err, alt_err=alt_err, refs=refs,
@@ -392,6 +494,12 @@ def make_one(fx: TrainFixture, out_dir: Path) -> dict:
         ops=sorted({n.op_type for n in proto.graph.node}),
         check_notes=check_notes,
     )
+
+
+def fp32_counterpart(c: OptConfig) -> OptConfig:
+    """The fp32 config with the optimizer and lr of mixed-precision config `c` (sgd, adamw)."""
+    return next(f for f in CONFIGS if f.precision == "fp32" and f.optimizer == c.optimizer and f.lr == c.lr
+                and not f.scheduled and not f.momentum and f.weight_decay is None)
 
 
 def readme_section(results: list[dict]) -> list[str]:
@@ -410,17 +518,19 @@ def readme_section(results: list[dict]) -> list[str]:
     L.append(f"for the others, where about 10% are {IGNORE_INDEX}, the ignored label); and `train/<name>/ref_<config>.json`:")
     L.append("`{\"config\": {...}, \"losses\": [...], \"grad_norms\": [...]}`, PyTorch's run of that configuration")
     L.append("(a configuration with a learning-rate schedule also has `\"lrs\": [...]`, the rate of each step, and")
-    L.append("`lr_schedule`/`warmup_steps` in its config); `train/<name>/logits_after_<config>.npy`, float32, the")
+    L.append("`lr_schedule`/`warmup_steps` in its config; an `fp16_*` configuration also has `\"loss_scales\"` and")
+    L.append("`\"skipped\"`, see below); `train/<name>/logits_after_<config>.npy`, float32, the")
     L.append(f"logits of the model trained by that reference on the first {BATCH} samples (a forward pass in eval mode")
     L.append(f"after the {STEPS} steps); and `train/<name>/{FIRST_DIR}/<input>.npy`, the first {BATCH} samples of every graph")
     L.append(f"input (no labels), the `--data` of a forward run of a batch-{BATCH} artifact.")
     L.append("")
-    L.append(f"Each reference trains a deep copy of the PyTorch model for {STEPS} steps of batch {BATCH}; step k")
+    own_steps = ", ".join(f"`{c.name}` {c.steps}" for c in CONFIGS if c.steps != STEPS)
+    L.append(f"Each reference trains a deep copy of the PyTorch model for {STEPS} steps ({own_steps}) of batch {BATCH}; step k")
     L.append(f"(0-based) uses samples `(k*{BATCH} + i) % {SAMPLES}`, as `smprun --steps` does. The loss is")
     L.append("`F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))` (mean over the non-ignored labels) of")
     L.append("the batch before the step; the grad norm is the value `clip_grad_norm_(params, inf)` returns, i.e.")
     L.append("the global L2 norm of the gradients before clipping. float32, one thread,")
-    L.append("`torch.use_deterministic_algorithms(True)` (the `bf16_*` configs: see below).")
+    L.append("`torch.use_deterministic_algorithms(True)` (the `bf16_*` and `fp16_*` configs: see below).")
     L.append("")
     bf16 = [c for c in CONFIGS if c.bf16]
     L.append("The `bf16_*` configs (`smpc --precision bf16`) are mixed precision, PyTorch's standard recipe: the")
@@ -439,14 +549,47 @@ def readme_section(results: list[dict]) -> list[str]:
     diffs = []
     for r in results:
         for c in bf16:
-            fp = next(f for f in CONFIGS if not f.bf16 and f.optimizer == c.optimizer and f.lr == c.lr
-                      and not f.scheduled and not f.momentum and f.weight_decay is None)
+            fp = fp32_counterpart(c)
             a, b = r["refs"][fp.name]["losses"], r["refs"][c.name]["losses"]
             diffs.append((max(abs(x - y) / abs(y) for x, y in zip(a, b)), r["fixture"].name, c.name, fp.name))
     worst = max(diffs)
     L.append(f"difference between a `bf16_*` reference's losses and its fp32 counterpart's (`sgd`, `adamw`) is")
     L.append(f"{worst[0]:.2g} ({worst[1]} `{worst[2]}`), far below the 2e-2 tolerance: the loss comparison alone")
     L.append("would not tell a bf16 run from an fp32 one, hence the test's check of the compiled IR.")
+    L.append("")
+    fp16 = [c for c in CONFIGS if c.fp16]
+    default16 = [c for c in fp16 if c.loss_scale is None]
+    n_skip = sum(sum(r["refs"][c.name]["skipped"]) for r in results for c in default16 if c.name in r["refs"])
+    scales = sorted({x for r in results for c in default16 if c.name in r["refs"] for x in r["refs"][c.name]["loss_scales"]})
+    diffs = []
+    for r in results:
+        for c in default16:
+            if c.name in r["refs"]:
+                a, b = r["refs"][fp32_counterpart(c).name]["losses"], r["refs"][c.name]["losses"]
+                diffs.append((max(abs(x - y) / abs(y) for x, y in zip(a, b)), r["fixture"].name, c.name))
+    worst = max(diffs)
+    L.append("The `fp16_*` configs (`smpc --precision fp16 [--loss-scale X]`) are the same recipe in float16,")
+    L.append("`torch.autocast(\"cpu\", dtype=torch.float16)` (this torch's CPU autocast supports float16, so no manual")
+    L.append("casting is needed; every module of these models outputs the same dtypes as under bf16 autocast), plus")
+    L.append("dynamic loss scaling with `torch.amp.GradScaler(\"cpu\")` and its defaults (init_scale 65536, or")
+    L.append("`--loss-scale X`; growth_factor 2, backoff_factor 0.5, growth_interval 2000):")
+    L.append("`scaler.scale(loss).backward()`, `scaler.unscale_(opt)`,")
+    L.append("the grad norm of the unscaled gradients, `scaler.step(opt)`, `scaler.update()`. Their references also")
+    L.append("hold `\"loss_scales\"`, the scale each step used (the float32 value GradScaler keeps), and `\"skipped\"`,")
+    L.append("true where a gradient was inf/NaN: `opt.step()` did not run (parameters, optimizer state and the")
+    L.append("optimizer's step count unchanged, which the script checks) and the scale halved; the grad norm of a")
+    L.append(f"skipped step is `null`. At the default scale no model overflows: {n_skip} skipped steps, loss scale")
+    L.append(f"{' / '.join(f'{x:g}' for x in scales)} on every step (the first growth would come after 2000 good steps).")
+    L.append("`fp16_overflow` (mlp only, " + ", ".join(f"{c.steps} steps, AdamW lr {c.lr:g}, init_scale {c.loss_scale:g}"
+                                                    for c in fp16 if c.loss_scale is not None) + ")")
+    ov = [(r["fixture"].name, c, r["refs"][c.name]) for r in results for c in fp16
+          if c.loss_scale is not None and c.name in r["refs"]]
+    for name, c, ref in ov:
+        L.append(f"overflows float16 on every step: {sum(ref['skipped'])} of {c.steps} steps skipped, the scale halving each")
+        L.append(f"time ({' -> '.join(f'{x:.4g}' for x in ref['loss_scales'])}); the model never changes, so the losses")
+        L.append("alternate between the untrained model's losses on the two batches.")
+    L.append("As with bf16, fp16 barely moves the losses (largest relative difference from the fp32 counterpart:")
+    L.append(f"{worst[0]:.2g}, {worst[1]} `{worst[2]}`), hence `test/smprun/train-fp16.test`'s IR checks.")
     L.append("")
     L.append("A learning-rate schedule (`--lr-schedule cosine --warmup-steps K`) gives 0-based step k of the")
     L.append(f"{STEPS}-step run the rate `lr*(k+1)/K` for k < K, then `lr*0.5*(1+cos(pi*(k-K)/max(1, {STEPS}-K)))`; the")
@@ -469,6 +612,10 @@ def readme_section(results: list[dict]) -> list[str]:
                                               for k in range(STEPS)) + ")",
         "bf16_sgd": "`SGD(lr=0.1)`, forward under `autocast(\"cpu\", bfloat16)`",
         "bf16_adamw": "`AdamW(lr=1e-3)`, forward under `autocast(\"cpu\", bfloat16)`",
+        "fp16_sgd": "`SGD(lr=0.1)`, forward under `autocast(\"cpu\", float16)`, `GradScaler(\"cpu\")`",
+        "fp16_adamw": "`AdamW(lr=1e-3)`, forward under `autocast(\"cpu\", float16)`, `GradScaler(\"cpu\")`",
+        "fp16_overflow": "mlp only, 6 steps: `AdamW(lr=0.1)`, forward under `autocast(\"cpu\", float16)`, "
+                         "`GradScaler(\"cpu\", init_scale=1e30)`",
     }
     for cfg in CONFIGS:
         L.append(f"| `{cfg.name}` | {torch_args[cfg.name]} | `{cfg.smpc_flags()}` |")
@@ -479,6 +626,10 @@ def readme_section(results: list[dict]) -> list[str]:
     L.append("`lr`). `test/smprun/train-bf16.test` runs every model x `bf16_*` config (`--precision bf16`) and")
     L.append("compares the losses to 2e-2 relative (`--rtol 2e-2`) and the grad norms only loosely, to 1e-1")
     L.append("(`--grad-rtol 1e-1`); it also checks that each artifact's `model.mlir` really computes in bf16.")
+    L.append("`test/smprun/train-fp16.test` does the same for every model x `fp16_sgd`/`fp16_adamw` (`--precision fp16`;")
+    L.append("loss 2e-2, grad norm 1e-1, an f16 matmul and the loss-scale state in `model.mlir`) and runs mlp")
+    L.append("`fp16_overflow` (`--loss-scale 1e30 --steps 6`); compare_losses.py checks every step's `loss_scale`")
+    L.append("(1e-6 relative) and `skipped` (exactly) against the reference's and skips the grad norm of skipped steps.")
     L.append("`test/smprun/save-onnx.test` trains mlp/gpt/llama/bert with `sgd` and `adamw`, writes the trained model")
     L.append(f"with `smprun --save-onnx`, compiles that ONNX forward at batch {BATCH}, runs it on `{FIRST_DIR}/` and compares")
     L.append("the logits with `logits_after_<config>.npy` (`smp-npy-diff --rtol 1e-4 --atol 1e-5`).")
@@ -492,12 +643,13 @@ def readme_section(results: list[dict]) -> list[str]:
         L.append(f"| `{fx.name}.onnx` | {r['size']} | {r['n_nodes']} | {r['n_init']} | {ins} | {smp} | "
                  f"{r['labels'][0]} ({r['labels'][1]}) | {r['err']:.2e} / {r['alt_err']:.2e} |")
     L.append("")
-    L.append("Reference losses (first -> last of the 5 steps):")
+    L.append("Reference losses (first -> last step; `-`: no such reference):")
     L.append("")
     L.append("| model | " + " | ".join(f"`{c.name}`" for c in CONFIGS) + " |")
     L.append("| --- |" + " --- |" * len(CONFIGS))
     for r in results:
-        cells = [f"{r['refs'][c.name]['losses'][0]:.4f} -> {r['refs'][c.name]['losses'][-1]:.4f}" for c in CONFIGS]
+        cells = [f"{r['refs'][c.name]['losses'][0]:.4f} -> {r['refs'][c.name]['losses'][-1]:.4f}"
+                 if c.name in r["refs"] else "-" for c in CONFIGS]
         L.append(f"| `{r['fixture'].name}` | " + " | ".join(cells) + " |")
     L.append("")
     for r in results:
