@@ -3,6 +3,7 @@
 #include "smp/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Transforms/Passes.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
@@ -10,7 +11,8 @@
 #include "smp/Pipelines/Pipelines.h"
 
 void smp::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<smp::SmpDialect, mlir::func::FuncDialect>();
+  registry.insert<smp::SmpDialect, mlir::func::FuncDialect,
+                  mlir::shard::ShardDialect>();
   smp::registerAutodiffExternalModels(registry);
 }
 

@@ -91,6 +91,14 @@ TRAINING (compile --train)
                        (torch.amp.GradScaler's defaults): steps whose
                        gradients overflow are skipped and the scale halves.
   --loss-scale X       fp16: the initial loss scale (default 65536).
+
+PARALLELISM (compile --train)
+  --devices N          Number of ranks (default 1; must equal dp x tp x pp).
+  --dp D               Data parallel over D ranks: each rank trains on
+                       --batch-size / D samples of every global batch and
+                       the gradients are summed across ranks, so the step
+                       equals the one-device step. Run with smprun -n D.
+  --tp T, --pp P       Tensor and pipeline parallelism are not available yet.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -110,6 +118,7 @@ struct Options {
   bool train = false;
   std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
   std::string precision = "fp32";
+  int64_t dp = 1, devices = 0;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   /// Pass options of smp-build-train-step given on the command line.
@@ -204,6 +213,21 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
       opts.precision = *v;
+    } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
+               a.starts_with("--dp=") || a.starts_with("--devices=") ||
+               a.starts_with("--tp=") || a.starts_with("--pp=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail(flag + " expects a positive integer");
+      if ((flag == "--tp" || flag == "--pp") && n != 1)
+        return fail(flag + " " + *v + ": tensor and pipeline parallelism are "
+                    "not implemented yet; use --dp");
+      if (flag == "--dp")
+        opts.dp = n;
+      else if (flag == "--devices")
+        opts.devices = n;
     } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
       auto v = value("--warmup-steps");
       if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
@@ -248,6 +272,19 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(opts.command + " needs a MODEL file");
   if (opts.command == "compile" && opts.output == "-")
     return fail("compile needs -o OUT.smpx (the artifact directory)");
+  if (opts.devices == 0)
+    opts.devices = opts.dp;
+  if (opts.devices != opts.dp)
+    return fail("--devices " + std::to_string(opts.devices) +
+                " does not equal dp x tp x pp = " + std::to_string(opts.dp));
+  if (opts.dp > 1) {
+    if (!opts.train)
+      return fail("--dp applies to training (compile --train)");
+    if (opts.import.batchSize <= 0 || opts.import.batchSize % opts.dp != 0)
+      return fail("--dp " + std::to_string(opts.dp) +
+                  " needs a global --batch-size divisible by it");
+    opts.import.batchSize /= opts.dp; // each rank's share
+  }
   if (opts.train && opts.command != "compile")
     return fail("--train applies to compile");
   if (opts.train && opts.loss.empty())
@@ -323,6 +360,8 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " " + o;
   if (opts.precision == "fp16")
     pipeline += " loss-scaling=true";
+  if (opts.dp > 1)
+    pipeline += " dp=" + std::to_string(opts.dp);
   pipeline += "},canonicalize,cse";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (failed(parsePassPipeline(pipeline, pm))) {

@@ -12,6 +12,7 @@
 
 #include "artifact.pb.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
@@ -294,10 +295,32 @@ llvm::Error Lowering::run() {
       }
       continue;
     }
+    if (auto reduce = dyn_cast<shard::AllReduceOp>(op)) {
+      // A collective over the ranks of a grid axis.
+      pb::Instruction *inst = program.add_instructions();
+      inst->set_op("all_reduce");
+      inst->set_loc(valueName(&op));
+      inst->add_inputs(bufferOf.lookup(reduce.getInput()));
+      use(reduce.getInput(), index);
+      auto id = newBuffer(reduce.getResult(), valueName(&op), index);
+      if (!id)
+        return id.takeError();
+      inst->add_outputs(*id);
+      pb::Attribute kind, grid, axes;
+      kind.set_s(shard::stringifyReductionKind(reduce.getReduction()).str());
+      grid.set_s(reduce.getGrid().str());
+      for (int16_t axis : reduce.getGridAxes())
+        axes.mutable_ints()->add_values(axis);
+      (*inst->mutable_attrs())["reduction"] = kind;
+      (*inst->mutable_attrs())["grid"] = grid;
+      (*inst->mutable_attrs())["grid_axes"] = axes;
+      ++index;
+      continue;
+    }
     if (op.getDialect() == nullptr ||
         op.getDialect()->getNamespace() != SmpDialect::getDialectNamespace())
       return fail("cannot lower op '" + op.getName().getStringRef() +
-                  "' (only smp ops run on a device)");
+                  "' (only smp ops and shard collectives run on a device)");
     if (auto constant = dyn_cast<ConstantOp>(op)) {
       auto id = newBuffer(constant.getResult(), valueName(&op), -1);
       if (!id)
@@ -386,7 +409,7 @@ std::string humanBytes(uint64_t bytes) {
 }
 
 std::string planReport(const pb::RankProgram &program,
-                       const ArtifactOptions &options) {
+                       const ArtifactOptions &options, uint32_t numRanks) {
   std::string s;
   llvm::raw_string_ostream os(s);
   uint64_t weights = 0;
@@ -394,7 +417,11 @@ std::string planReport(const pb::RankProgram &program,
     weights += w.bytes();
   os << "smp plan report\n"
      << "target: " << options.target << "\n"
-     << "ranks: 1 (dp=1 tp=1 pp=1): a single device runs the whole model\n"
+     << "ranks: " << numRanks << " (dp=" << numRanks << " tp=1 pp=1): "
+     << (numRanks == 1
+             ? "a single device runs the whole model\n"
+             : "data parallel: every rank runs the whole model on its share "
+               "of the batch; gradients are summed with all_reduce\n")
      << "rank 0: arena " << humanBytes(program.arena_bytes()) << " ("
      << program.arena_bytes() << " bytes), of which parameters and "
      << "constants " << humanBytes(weights) << "\n"
@@ -426,7 +453,6 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   Lowering lowering(func, weights);
   if (auto err = lowering.run())
     return std::move(err);
-  lowering.program.set_rank(0);
 
   if (auto ec = llvm::sys::fs::create_directories(options.outputDir))
     return fail(options.outputDir + ": " + ec.message());
@@ -440,7 +466,13 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   manifest.set_model_name(module.getSymName() ? module.getSymName()->str()
                                               : "model");
   manifest.set_target(options.target);
-  manifest.set_num_ranks(1);
+  // Ranks: the data-parallel grid's size (every rank runs the same program
+  // on its share of the batch and holds a full copy of the weights).
+  uint32_t numRanks = 1;
+  if (auto grid = module.lookupSymbol<shard::GridOp>("dp"))
+    for (int64_t d : grid.getShape())
+      numRanks *= static_cast<uint32_t>(d);
+  manifest.set_num_ranks(numRanks);
   if (options.training) {
     pb::TrainingConfig *t = manifest.mutable_training();
     t->set_loss(options.training->loss);
@@ -451,15 +483,21 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     t->set_batch_size(options.training->batchSize);
     t->set_source_model(options.training->sourceModel);
   }
-  std::string programBytes = smprt::frame(lowering.program.SerializeAsString());
-  pb::RankFile *rank = manifest.add_ranks();
-  rank->set_rank(0);
-  rank->set_program_file("rank0.program.pb");
-  rank->set_program_bytes(programBytes.size());
-  rank->set_weights_file("rank0.weights.bin");
-  rank->set_weights_bytes(lowering.weightsBytes.size());
-  rank->set_weights_checksum(smprt::checksum64(lowering.weightsBytes.data(),
-                                               lowering.weightsBytes.size()));
+  std::vector<std::string> programs;
+  uint64_t weightsChecksum = smprt::checksum64(lowering.weightsBytes.data(),
+                                               lowering.weightsBytes.size());
+  for (uint32_t r = 0; r < numRanks; ++r) {
+    lowering.program.set_rank(r);
+    programs.push_back(smprt::frame(lowering.program.SerializeAsString()));
+    pb::RankFile *rank = manifest.add_ranks();
+    rank->set_rank(r);
+    rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
+    rank->set_program_bytes(programs.back().size());
+    // Replicated weights: one file that every rank reads.
+    rank->set_weights_file("rank0.weights.bin");
+    rank->set_weights_bytes(lowering.weightsBytes.size());
+    rank->set_weights_checksum(weightsChecksum);
+  }
 
   std::string ir;
   llvm::raw_string_ostream irStream(ir);
@@ -468,12 +506,15 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   // no manifest that points at missing files.
   if (auto err = writeFile(path("rank0.weights.bin"), lowering.weightsBytes))
     return std::move(err);
-  if (auto err = writeFile(path("rank0.program.pb"), programBytes))
-    return std::move(err);
+  for (uint32_t r = 0; r < numRanks; ++r)
+    if (auto err = writeFile(
+            path(("rank" + std::to_string(r) + ".program.pb").c_str()),
+            programs[r]))
+      return std::move(err);
   if (auto err = writeFile(path("model.mlir"), ir))
     return std::move(err);
   if (auto err = writeFile(path("plan.txt"),
-                           planReport(lowering.program, options)))
+                           planReport(lowering.program, options, numRanks)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
                            smprt::frame(manifest.SerializeAsString())))

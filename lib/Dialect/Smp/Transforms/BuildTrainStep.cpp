@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -54,12 +55,27 @@ struct SmpBuildTrainStepPass
       return signalPassFailure();
     }
     OpBuilder b(module.getContext());
+    if (dp > 1 && !module.lookupSymbol("dp")) {
+      b.setInsertionPointToStart(module.getBody());
+      shard::GridOp::create(b, module.getLoc(), "dp",
+                            ArrayRef<int64_t>{static_cast<int64_t>(dp)});
+    }
     b.setInsertionPointAfter(main);
     auto step = cast<func::FuncOp>(b.clone(*main));
     step.setSymName("train_step");
     if (failed(build(step)))
       return signalPassFailure();
   }
+
+  /// Sum over the data-parallel ranks (shard.all_reduce on the dp grid).
+  Value allReduce(OpBuilder &b, Location loc, Value v) {
+    return shard::AllReduceOp::create(b, loc, v, "dp",
+                                      ArrayRef<shard::GridAxis>{0},
+                                      shard::ReductionKind::Sum);
+  }
+
+  /// Whether the built loss is already this rank's share of the global one.
+  bool perRankShare = false;
 
   /// The value named `name` among the function's outputs.
   FailureOr<Value> output(func::FuncOp f, StringRef name) {
@@ -120,8 +136,33 @@ struct SmpBuildTrainStepPass
       Value labels = addInput(
           f, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
           parts[2]);
-      return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
-                                          -100, Reduction::mean));
+      if (dp <= 1)
+        return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
+                                            -100, Reduction::mean));
+      // Data parallel: this rank's share of the global mean, sum_r / count
+      // over every rank's labels that are not ignored, so the ranks' losses
+      // (and gradients) add up to exactly the one-device values.
+      Value sum = CrossEntropyOp::create(b, loc, *logits, labels, Value(),
+                                         -100, Reduction::sum);
+      auto lab = cast<RankedTensorType>(labels.getType());
+      Value ignore = ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                 int64_t(-100)));
+      Value kept = CastOp::create(
+          b, loc, lab.clone(b.getF32Type()),
+          NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore)));
+      SmallVector<int64_t> axes;
+      for (int64_t d = 0; d < lab.getRank(); ++d)
+        axes.push_back(d);
+      Value count = ReduceSumOp::create(b, loc, kept,
+                                        b.getDenseI64ArrayAttr(axes), false);
+      Value total = allReduce(b, loc, count);
+      Value sum32 = lt.getElementType().isF32()
+                        ? sum
+                        : Value(CastOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()), sum));
+      perRankShare = true;
+      return Value(DivOp::create(b, loc, sum32, total));
     }
     if (parts.size() == 3 && parts[0] == "mse") {
       auto out = output(f, parts[1]);
@@ -195,6 +236,11 @@ struct SmpBuildTrainStepPass
       if (lt.getElementType() != f32)
         loss32 = CastOp::create(b, loc, scalarF32, loss32);
     }
+    // Data parallel: every rank differentiates its share of the global loss
+    // and the gradients are summed over the ranks.
+    if (dp > 1 && !perRankShare)
+      loss32 = DivOp::create(b, loc, loss32,
+                             scalarConst(b, loc, f32, static_cast<double>(dp)));
     // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
     Value scale, found, scaleUsed;
     if (lossScaling) {
@@ -206,6 +252,12 @@ struct SmpBuildTrainStepPass
     auto grads = differentiate(b, body, target, params);
     if (failed(grads))
       return failure();
+    if (dp > 1) {
+      for (Value &g : *grads)
+        if (g)
+          g = allReduce(b, loc, g);
+      loss32 = allReduce(b, loc, loss32); // the global loss, on every rank
+    }
     if (scale) {
       // Any inf or NaN gradient makes sum(g * 0) NaN.
       Value total;

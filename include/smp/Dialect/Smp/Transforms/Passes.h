@@ -4,6 +4,7 @@
 #define SMP_DIALECT_SMP_TRANSFORMS_PASSES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Pass/Pass.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 

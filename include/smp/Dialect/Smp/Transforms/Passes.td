@@ -42,7 +42,7 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
     state (`smp.state`). Results: the updated parameters and states (marked
     `smp.update` with the name they replace), `loss` and `grad_norm`.
   }];
-  let dependentDialects = ["::smp::SmpDialect"];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"\"",
            "NAME (a scalar output), cross_entropy:LOGITS:LABELS or "
@@ -71,7 +71,12 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
     Option<"initScale", "init-scale", "float", /*default=*/"65536.0f",
            "initial loss scale">,
     Option<"growthInterval", "growth-interval", "int", /*default=*/"2000",
-           "good steps before the scale doubles">
+           "good steps before the scale doubles">,
+    Option<"dp", "dp", "int", /*default=*/"1",
+           "data-parallel ranks: the function is one rank's share of the "
+           "global batch; losses are scaled so that the gradients, summed "
+           "over the ranks with shard.all_reduce on grid @dp, equal the "
+           "one-device gradients">
   ];
 }
 
