@@ -89,15 +89,20 @@ Status checkIndex(uint32_t index, const smp::artifact::RankProgram &p,
 
 } // namespace
 
-Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
-  out.dir = dir;
+Status loadManifest(const std::string &dir, smp::artifact::Manifest &out) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return Status::failure(dir + ": not an artifact directory (compile one "
                                  "with `smpc compile MODEL -o " +
                            dir + "`)");
+  return readProto(dir + "/manifest.pb", uint64_t(64) << 20, out);
+}
+
+Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
+  out.dir = dir;
+  struct stat st;
   std::string manifestPath = dir + "/manifest.pb";
-  Status s = readProto(manifestPath, uint64_t(64) << 20, out.manifest);
+  Status s = loadManifest(dir, out.manifest);
   if (!s.ok())
     return s;
   const auto &m = out.manifest;

@@ -5,6 +5,7 @@
 #include "checkpoint.pb.h"
 #include "smprt/FileFormat.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -80,47 +81,33 @@ std::string stepDirName(int64_t step) {
   return buf;
 }
 
-} // namespace
+/// Files of this rank in a checkpoint directory: "index.pb" and
+/// "tensors.bin" in a single-rank run, "rank<R>.index.pb" and
+/// "rank<R>.tensors.bin" in a run of several ranks.
+std::string rankPrefix(const Communicator &comm) {
+  return comm.size() == 1 ? "" : "rank" + std::to_string(comm.rank()) + ".";
+}
 
-Status saveCheckpoint(const Executor &exec, const std::string &dir,
-                      int64_t step, int64_t totalSteps, std::string &written) {
-  ::mkdir(dir.c_str(), 0755);
-  const auto &program = exec.artifact().program;
-  pb::Checkpoint index;
-  index.set_step(step);
-  index.set_total_steps(totalSteps);
-  index.set_model_name(exec.artifact().manifest.model_name());
-  std::string data;
-  for (int i = 0; i < program.buffers_size(); ++i) {
-    const auto &b = program.buffers(i);
-    if (!checkpointed(b))
-      continue;
-    const TensorRef &t = exec.buffers()[i];
-    pb::CheckpointTensor *e = index.add_tensors();
-    e->set_name(b.name());
-    e->set_dtype(b.dtype());
-    *e->mutable_shape() = b.shape();
-    e->set_offset(data.size());
-    e->set_bytes(t.bytes());
-    e->set_checksum(checksum64(t.data, t.bytes()));
-    data.append(static_cast<const char *>(t.data), t.bytes());
-  }
-  std::string name = stepDirName(step);
-  std::string tmp = dir + "/.tmp-" + name, final = dir + "/" + name;
-  removeTree(tmp);
-  if (::mkdir(tmp.c_str(), 0755) != 0)
-    return Status::failure(tmp + ": cannot create: " + errnoText());
-  size_t abortAfter = SIZE_MAX;
-  if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ABORT_AT_STEP"))
-    if (std::atoll(fault) == step)
-      abortAfter = data.size() / 2;
-  Status s = writeSynced(tmp + "/tensors.bin", data.data(), data.size(),
-                         abortAfter);
+/// Every rank learns whether any rank failed; a rank that did not fail
+/// itself gets an error saying so (the failing rank reports its own).
+Status agree(Communicator &comm, const Status &mine, const std::string &what) {
+  if (comm.size() == 1)
+    return mine;
+  int32_t failed = mine.ok() ? 0 : 1;
+  Status s = comm.allReduce(&failed, 1, DType::I32, ReduceOp::Max, what);
   if (!s.ok())
     return s;
-  std::string framed = frame(index.SerializeAsString());
-  if (!(s = writeSynced(tmp + "/index.pb", framed.data(), framed.size())).ok())
-    return s;
+  if (!mine.ok())
+    return mine;
+  if (failed)
+    return Status::failure(what + ": another rank failed (see its error)");
+  return Status::success();
+}
+
+/// Renames the complete temporary checkpoint `tmp` to `final`, then moves
+/// `latest` to it and removes all but the previous checkpoint.
+Status publish(const std::string &dir, const std::string &tmp,
+               const std::string &final, const std::string &name) {
   syncDir(tmp);
   removeTree(final);
   if (::rename(tmp.c_str(), final.c_str()) != 0)
@@ -129,8 +116,8 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
   syncDir(dir);
   // Only now does `latest` move to the new checkpoint.
   std::string latest = name + "\n";
-  if (!(s = writeSynced(dir + "/latest.tmp", latest.data(), latest.size()))
-           .ok())
+  Status s = writeSynced(dir + "/latest.tmp", latest.data(), latest.size());
+  if (!s.ok())
     return s;
   if (::rename((dir + "/latest.tmp").c_str(), (dir + "/latest").c_str()) != 0)
     return Status::failure(dir + "/latest: cannot update: " + errnoText());
@@ -148,6 +135,91 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     for (size_t i = 0; i + 1 < old.size(); ++i)
       removeTree(dir + "/" + old[i]);
   }
+  return Status::success();
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// Reads a checkpoint index file.
+Status readIndex(const std::string &path, pb::Checkpoint &index) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::failure(path + ": missing");
+  std::string framed((std::istreambuf_iterator<char>(file)),
+                     std::istreambuf_iterator<char>()),
+      payload;
+  Status s = unframe(framed, path, payload);
+  if (!s.ok())
+    return s;
+  if (!index.ParseFromString(payload))
+    return Status::failure(path + ": corrupt");
+  return Status::success();
+}
+
+} // namespace
+
+Status saveCheckpoint(const Executor &exec, const std::string &dir,
+                      int64_t step, int64_t totalSteps, std::string &written) {
+  Communicator &comm = exec.communicator();
+  const int rank = comm.rank(), ranks = comm.size();
+  std::string name = stepDirName(step);
+  std::string tmp = dir + "/.tmp-" + name, final = dir + "/" + name;
+  std::string what = "saving checkpoint " + final;
+  // Rank 0 makes the temporary directory every rank writes into.
+  Status s;
+  if (rank == 0) {
+    ::mkdir(dir.c_str(), 0755);
+    removeTree(tmp);
+    if (::mkdir(tmp.c_str(), 0755) != 0)
+      s = Status::failure(tmp + ": cannot create: " + errnoText());
+  }
+  if (!(s = agree(comm, s, what + " (creating " + tmp + ")")).ok())
+    return s;
+
+  const auto &program = exec.artifact().program;
+  pb::Checkpoint index;
+  index.set_step(step);
+  index.set_total_steps(totalSteps);
+  index.set_model_name(exec.artifact().manifest.model_name());
+  index.set_rank(rank);
+  index.set_num_ranks(ranks);
+  std::string data;
+  for (int i = 0; i < program.buffers_size(); ++i) {
+    const auto &b = program.buffers(i);
+    if (!checkpointed(b))
+      continue;
+    const TensorRef &t = exec.buffers()[i];
+    pb::CheckpointTensor *e = index.add_tensors();
+    e->set_name(b.name());
+    e->set_dtype(b.dtype());
+    *e->mutable_shape() = b.shape();
+    e->set_offset(data.size());
+    e->set_bytes(t.bytes());
+    e->set_checksum(checksum64(t.data, t.bytes()));
+    data.append(static_cast<const char *>(t.data), t.bytes());
+  }
+  size_t abortAfter = SIZE_MAX;
+  if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ABORT_AT_STEP"))
+    if (std::atoll(fault) == step)
+      abortAfter = data.size() / 2;
+  std::string prefix = tmp + "/" + rankPrefix(comm);
+  s = writeSynced(prefix + "tensors.bin", data.data(), data.size(),
+                  abortAfter);
+  if (s.ok()) {
+    std::string framed = frame(index.SerializeAsString());
+    s = writeSynced(prefix + "index.pb", framed.data(), framed.size());
+  }
+  if (!(s = agree(comm, s, what + " (writing each rank's tensors)")).ok())
+    return s;
+
+  // Every rank's files are synced: rank 0 publishes the checkpoint.
+  if (rank == 0)
+    s = publish(dir, tmp, final, name);
+  if (!(s = agree(comm, s, what + " (publishing it)")).ok())
+    return s;
   written = final;
   return Status::success();
 }
@@ -163,28 +235,45 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     return Status::failure(dir + "/latest: names a bad checkpoint '" + name +
                            "'");
   std::string ckpt = dir + "/" + name;
-  std::ifstream indexFile(ckpt + "/index.pb", std::ios::binary);
-  if (!indexFile)
-    return Status::failure(ckpt + "/index.pb: missing");
-  std::string framed((std::istreambuf_iterator<char>(indexFile)),
-                     std::istreambuf_iterator<char>()),
-      payload;
-  Status s = unframe(framed, ckpt + "/index.pb", payload);
+  const Communicator &comm = exec.communicator();
+  std::string prefix = rankPrefix(comm);
+  std::string indexPath = ckpt + "/" + prefix + "index.pb",
+              dataPath = ckpt + "/" + prefix + "tensors.bin";
+  pb::Checkpoint index;
+  if (!fileExists(indexPath)) {
+    // Written with another number of ranks? Say so rather than "missing".
+    pb::Checkpoint other;
+    for (const char *alt : {"index.pb", "rank0.index.pb"})
+      if (readIndex(ckpt + "/" + alt, other).ok()) {
+        uint32_t n = std::max<uint32_t>(1, other.num_ranks());
+        return Status::failure(
+            ckpt + ": written by a run of " + std::to_string(n) +
+            (n == 1 ? " rank" : " ranks") + ", this run has " +
+            std::to_string(comm.size()) +
+            " (resharding checkpoints is not supported yet)");
+      }
+    return Status::failure(indexPath + ": missing");
+  }
+  Status s = readIndex(indexPath, index);
   if (!s.ok())
     return s;
-  pb::Checkpoint index;
-  if (!index.ParseFromString(payload))
-    return Status::failure(ckpt + "/index.pb: corrupt");
-  std::ifstream dataFile(ckpt + "/tensors.bin", std::ios::binary);
+  uint32_t writtenRanks = std::max<uint32_t>(1, index.num_ranks());
+  if (writtenRanks != static_cast<uint32_t>(comm.size()) ||
+      index.rank() != static_cast<uint32_t>(comm.rank()))
+    return Status::failure(
+        indexPath + ": written by rank " + std::to_string(index.rank()) +
+        " of " + std::to_string(writtenRanks) + ", but this is rank " +
+        std::to_string(comm.rank()) + " of " + std::to_string(comm.size()));
+  std::ifstream dataFile(dataPath, std::ios::binary);
   std::string data((std::istreambuf_iterator<char>(dataFile)),
                    std::istreambuf_iterator<char>());
   std::map<std::string, const pb::CheckpointTensor *> byName;
   for (const auto &t : index.tensors()) {
     if (t.offset() > data.size() || t.bytes() > data.size() - t.offset())
-      return Status::failure(ckpt + "/tensors.bin: truncated (tensor '" +
+      return Status::failure(dataPath + ": truncated (tensor '" +
                              t.name() + "')");
     if (checksum64(data.data() + t.offset(), t.bytes()) != t.checksum())
-      return Status::failure(ckpt + "/tensors.bin: checksum mismatch in '" +
+      return Status::failure(dataPath + ": checksum mismatch in '" +
                              t.name() + "'");
     byName[t.name()] = &t;
   }

@@ -63,7 +63,7 @@ Status Executor::init(const Artifact &artifact) {
   steps_.clear();
   for (const auto &inst : p.instructions()) {
     Step step;
-    if (!(s = decodeInstruction(inst, buffers_, step)).ok())
+    if (!(s = decodeInstruction(inst, buffers_, *comm_, step)).ok())
       return Status::failure(artifact.dir + ": instruction '" + inst.op() +
                              "' (" + inst.loc() + "): " + s.error);
     steps_.push_back(std::move(step));

@@ -23,6 +23,7 @@ using Inst = smp::artifact::Instruction;
 struct Decoder {
   const Inst &inst;
   const std::vector<TensorRef> &buffers;
+  Communicator &comm; // for the communication steps
   std::string error;
 
   bool arity(int minIn, int maxIn, int numOut) {
@@ -523,12 +524,12 @@ const std::map<std::string, Builder> &table() {
 } // namespace
 
 Status decodeInstruction(const Inst &inst, const std::vector<TensorRef> &buffers,
-                         Step &step) {
+                         Communicator &comm, Step &step) {
   auto it = table().find(inst.op());
   if (it == table().end())
     return Status::failure("this smprun has no kernel for op '" + inst.op() +
                            "'");
-  Decoder d{inst, buffers, ""};
+  Decoder d{inst, buffers, comm, ""};
   step.op = inst.op();
   step.loc = inst.loc();
   step.outputs.assign(inst.outputs().begin(), inst.outputs().end());

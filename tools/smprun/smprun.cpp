@@ -1,26 +1,31 @@
 //===- smprun.cpp - Runs an smp artifact ----------------------------------===//
 //
-// smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
+// smprun [-n N] MODEL.smpx --data DIR --output-dir DIR [--threads N]
 //
 // Links no MLIR: it reads the protobuf artifact written by `smpc compile`.
+// `-n N` runs N ranks on this machine by re-executing through mpirun; under
+// a launcher each process finds its rank in the environment (Launch.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Artifact.h"
 #include "smprt/Executor.h"
+#include "smprt/Launch.h"
 #include "smprt/Npy.h"
 #include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <algorithm>
+#include <memory>
 #include <sched.h>
 #include <string>
 #include <sys/resource.h>
@@ -34,6 +39,8 @@ const char *kUsage = R"(smprun - runs a model compiled by smpc.
 USAGE
   smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
   smprun MODEL.smpx --data DIR --steps N [--metrics FILE] [--threads N]
+  smprun -n N MODEL.smpx ...         N ranks on this machine (through mpirun)
+  mpirun -n N smprun MODEL.smpx ...  (or mpiexec, srun) under a launcher
   smprun --help | --version
 
 OPTIONS
@@ -55,12 +62,35 @@ OPTIONS
                      position and the step count come from it).
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
+  -n, --ranks N      Run N ranks on this machine: smprun re-executes itself
+                     as `mpirun -n N --oversubscribe --bind-to none smprun
+                     <the other arguments>` (Open MPI; $SMP_MPIRUN names
+                     another mpirun; as root smprun sets
+                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1) and exits with
+                     mpirun's status. N must be the number of ranks the
+                     artifact was compiled for. Under a launcher (mpirun,
+                     mpiexec, srun) every process takes its rank and the
+                     run's size from the environment instead; 1 rank never
+                     initializes MPI.
+  --timeout SECONDS  With several ranks: how long one collective (all-reduce,
+                     send, barrier, ...) may wait for the other ranks
+                     (default 600). When it expires the rank prints
+                     "rank R: timed out after T s in <collective>" and every
+                     rank exits non-zero.
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
-                     cores this process may run on).
+                     cores this process may run on, divided by the ranks on
+                     this machine).
   --profile FILE     Write each instruction's wall time as JSON to FILE and
                      print the time per op.
   -h, --help         Show this help.
   --version          Show the version.
+
+SEVERAL RANKS
+  Every rank loads only its own files of the artifact (rank<R>.*). Rank 0
+  prints the step lines and writes --metrics, --output-dir and --profile;
+  every rank saves its own tensors in checkpoints (step-<K>/rank<R>.*), and
+  rank 0 moves `latest` once all have written them. An error on one rank
+  ends every rank.
 
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
@@ -70,8 +100,17 @@ EXAMPLE
   smprun mlp.smpx --data samples/ --steps 5 --metrics m.jsonl
 )";
 
+// Set once this process knows it is one rank of several: errors name the
+// rank, and an error ends every rank (not only this one) once MPI is up.
+std::string gRankPrefix;
+smprt::Communicator *gComm = nullptr;
+
 int fail(const std::string &msg) {
-  std::cerr << "smprun: error: " << msg << "\n";
+  std::cout.flush();
+  std::cerr << "smprun: error: " << gRankPrefix << msg << "\n";
+  std::cerr.flush();
+  if (gComm && gComm->size() > 1)
+    gComm->abort(1);
   return 1;
 }
 
@@ -99,7 +138,8 @@ int availableCores() {
 int main(int argc, char **argv) {
   std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir,
       saveOnnx;
-  int64_t steps = 0, ckptEvery = 0, threads = 0;
+  int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0;
+  double timeout = 600;
   bool resume = false;
   // Flags that take a value: where it goes, and the smallest integer allowed
   // (for integer flags).
@@ -118,8 +158,12 @@ int main(int argc, char **argv) {
       {"--steps", {nullptr, &steps}},
       {"--checkpoint-every", {nullptr, &ckptEvery}},
       {"--threads", {nullptr, &threads, 1, 1024}},
+      {"-n", {nullptr, &ranks, 1, 65536}},
+      {"--ranks", {nullptr, &ranks, 1, 65536}},
   };
   std::vector<std::string> args(argv + 1, argv + argc);
+  // What `smprun -n N` passes on to each rank: everything but -n N.
+  std::vector<std::string> forwarded;
   if (args.empty()) {
     std::cerr << kUsage;
     return 1;
@@ -136,6 +180,19 @@ int main(int argc, char **argv) {
     }
     if (a == "--resume") {
       resume = true;
+      forwarded.push_back(a);
+      continue;
+    }
+    if (a == "--timeout") {
+      if (i + 1 >= args.size())
+        return fail(a + " needs a value");
+      const std::string &v = args[++i];
+      char *end;
+      timeout = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(timeout > 0) || timeout > 1e9)
+        return fail(a + " expects a positive number of seconds, got '" + v +
+                    "'");
+      forwarded.insert(forwarded.end(), {a, v});
       continue;
     }
     auto flag = flags.find(a);
@@ -143,6 +200,8 @@ int main(int argc, char **argv) {
       if (i + 1 >= args.size())
         return fail(a + " needs a value");
       const std::string &v = args[++i];
+      if (a != "-n" && a != "--ranks")
+        forwarded.insert(forwarded.end(), {a, v});
       if (flag->second.text) {
         *flag->second.text = v;
         continue;
@@ -156,6 +215,7 @@ int main(int argc, char **argv) {
       return fail("unknown option '" + a + "' (see smprun --help)");
     } else if (model.empty()) {
       model = a;
+      forwarded.push_back(a);
     } else {
       return fail("unexpected argument '" + a + "'");
     }
@@ -167,10 +227,53 @@ int main(int argc, char **argv) {
   if (outDir.empty() && steps == 0)
     return fail("--output-dir DIR is required (or --steps N to train)");
 
-  smp::kernels::cpu::setNumThreads(threads > 0 ? static_cast<int>(threads)
-                                              : availableCores());
+  if ((ckptEvery > 0 || resume) && ckptDir.empty())
+    return fail("--checkpoint-every and --resume need --checkpoint-dir");
+
+  // How many ranks, and which one this process is.
+  smprt::LaunchInfo launch;
+  smprt::Status s = smprt::detectLaunch(launch);
+  if (!s.ok())
+    return fail(s.error);
+  if (launch.size > 1)
+    gRankPrefix = "rank " + std::to_string(launch.rank) + ": ";
+  if (ranks > 0 && launch.underLauncher() && ranks != launch.size)
+    return fail("-n " + std::to_string(ranks) + " was given but the " +
+                "launcher (" + launch.launcher + ") started " +
+                std::to_string(launch.size) + " ranks");
+  int worldSize = launch.underLauncher() ? launch.size
+                                         : static_cast<int>(std::max<int64_t>(
+                                               ranks, 1));
+  {
+    smp::artifact::Manifest manifest;
+    if (!(s = smprt::loadManifest(model, manifest)).ok())
+      return fail(s.error);
+    if (!(s = smprt::checkRankCount(model, manifest.num_ranks(), worldSize))
+             .ok())
+      return fail(s.error);
+  }
+  if (worldSize > 1 && !saveOnnx.empty())
+    return fail("--save-onnx needs a single-rank run for now (gathering "
+                "every rank's parameters into one model is not implemented "
+                "yet)");
+  if (worldSize > 1 && !launch.underLauncher()) {
+    s = smprt::execMpirun(worldSize, forwarded);
+    return fail(s.error); // only reached if mpirun could not be started
+  }
+  smprt::MpiOptions mpiOptions;
+  mpiOptions.timeoutSeconds = timeout;
+  std::unique_ptr<smprt::Communicator> comm;
+  if (!(s = smprt::createCommunicator(launch, mpiOptions, comm)).ok())
+    return fail(s.error);
+  gComm = comm.get();
+  const int rank = comm->rank();
+  int localRanks = launch.localSize > 0 ? launch.localSize : comm->localSize();
+  smp::kernels::cpu::setNumThreads(
+      threads > 0 ? static_cast<int>(threads)
+                  : smprt::threadsPerRank(availableCores(), localRanks));
+
   smprt::Artifact artifact;
-  smprt::Status s = smprt::loadArtifact(model, 0, artifact);
+  s = smprt::loadArtifact(model, static_cast<uint32_t>(rank), artifact);
   if (!s.ok())
     return fail(s.error);
   if (artifact.manifest.target() != "cpu")
@@ -179,6 +282,7 @@ int main(int argc, char **argv) {
                 "', but this smprun runs the cpu backend only; recompile "
                 "with --target cpu");
   smprt::Executor exec;
+  exec.setCommunicator(comm.get());
   if (!(s = exec.init(artifact)).ok())
     return fail(s.error);
   if (artifact.manifest.has_training() != (steps > 0))
@@ -186,22 +290,26 @@ int main(int argc, char **argv) {
                     ? model + ": a training artifact; give --steps N"
                     : model + ": not a training artifact (compile with "
                               "--train) but --steps was given");
+  if (!(s = comm->barrier("the start barrier, after loading the artifact"))
+           .ok())
+    return fail(s.error);
   if (steps > 0) {
     smprt::TrainOptions topts;
     topts.steps = steps;
     topts.dataDir = dataDir;
-    topts.metricsPath = metricsPath;
-    topts.progress = isatty(2);
+    // Rank 0 reports for the run.
+    topts.metricsPath = rank == 0 ? metricsPath : "";
+    topts.progress = rank == 0 && isatty(2);
     topts.checkpointDir = ckptDir;
     topts.checkpointEvery = ckptEvery;
     topts.resume = resume;
-    if ((ckptEvery > 0 || resume) && ckptDir.empty())
-      return fail("--checkpoint-every and --resume need --checkpoint-dir");
     std::vector<smprt::StepRecord> records;
-    if (!profilePath.empty())
+    if (!profilePath.empty() && rank == 0)
       exec.enableProfiling();
     auto start = std::chrono::steady_clock::now();
     s = smprt::train(exec, topts, records);
+    if (rank != 0)
+      records.clear();
     for (const auto &r : records) {
       std::printf("step %lld loss %.6f lr %.6g grad_norm %.6f",
                   static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm);
@@ -220,6 +328,10 @@ int main(int argc, char **argv) {
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();
+    if (!(s = comm->barrier("the end barrier")).ok())
+      return fail(s.error);
+    if (rank != 0)
+      return 0;
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
@@ -243,7 +355,7 @@ int main(int argc, char **argv) {
     if (!(s = exec.setInput(name, inputs[i].ref(), path)).ok())
       return fail(s.error);
   }
-  if (!profilePath.empty())
+  if (!profilePath.empty() && rank == 0)
     exec.enableProfiling();
   auto start = std::chrono::steady_clock::now();
   if (!(s = exec.run()).ok())
@@ -251,6 +363,10 @@ int main(int argc, char **argv) {
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
+  if (!(s = comm->barrier("the end barrier")).ok())
+    return fail(s.error);
+  if (rank != 0)
+    return 0; // rank 0 writes the outputs
   ::mkdir(outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
     std::string path = outDir + "/" + name + ".npy";

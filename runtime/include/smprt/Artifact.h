@@ -23,6 +23,10 @@ struct Artifact {
 
 Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out);
 
+/// Reads and checks only the manifest of the artifact `dir` (how many ranks
+/// it was compiled for, before a rank's files are read).
+Status loadManifest(const std::string &dir, smp::artifact::Manifest &out);
+
 /// Reads the rank's weights file, checking its size and checksum.
 Status readWeights(const Artifact &artifact, std::string &bytes);
 

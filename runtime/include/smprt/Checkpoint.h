@@ -12,13 +12,18 @@ namespace smprt {
 /// Saves every parameter and optimizer-state buffer of `exec` by name, after
 /// `step` completed steps of a `totalSteps` run, into `dir` atomically (see
 /// checkpoint.proto). Returns the new checkpoint's directory in `written`.
+/// In a run of several ranks (exec.communicator()) it is collective: every
+/// rank writes its own files, rank 0 publishes the checkpoint once all have
+/// succeeded, and every rank returns the same success or failure. `dir` must
+/// be a directory every rank sees (a shared file system across machines).
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
                       int64_t step, int64_t totalSteps, std::string &written);
 
 /// Loads the newest checkpoint in `dir` into the parameter and state buffers
 /// of `exec` (names, dtypes and shapes must match; checksums are verified
-/// before any buffer is touched). Returns the completed step count and the
-/// total steps it was written for.
+/// before any buffer is touched): each rank reads its own files, which must
+/// have been written by a run of as many ranks. Returns the completed step
+/// count and the total steps it was written for.
 Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
                       int64_t &totalSteps);
 

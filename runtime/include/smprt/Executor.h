@@ -4,6 +4,7 @@
 #define SMPRT_EXECUTOR_H
 
 #include "smprt/Artifact.h"
+#include "smprt/Communicator.h"
 #include "smprt/Tensor.h"
 
 #include <functional>
@@ -41,12 +42,23 @@ struct Step {
 };
 
 /// Builds the step of one instruction, or fails for an unknown op or bad
-/// attributes (KernelTable.cpp).
+/// attributes (KernelTable.cpp). Communication steps capture `comm`.
 Status decodeInstruction(const smp::artifact::Instruction &inst,
-                         const std::vector<TensorRef> &buffers, Step &step);
+                         const std::vector<TensorRef> &buffers,
+                         Communicator &comm, Step &step);
 
 class Executor {
 public:
+  /// The communicator of this rank, for the program's communication steps
+  /// and the trainer (rank-0-only output, checkpoints). Call it before
+  /// init(): the steps capture it when they are decoded. Without one (or
+  /// with nullptr) the executor uses localCommunicator(). It must outlive
+  /// the executor.
+  void setCommunicator(Communicator *comm) {
+    comm_ = comm ? comm : &localCommunicator();
+  }
+  Communicator &communicator() const { return *comm_; }
+
   /// Allocates the arena and loads the weights of a validated artifact.
   Status init(const Artifact &artifact);
 
@@ -74,6 +86,7 @@ public:
   uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
 
 private:
+  Communicator *comm_ = &localCommunicator();
   const Artifact *artifact_ = nullptr;
   Arena arena_;
   std::vector<TensorRef> buffers_;

@@ -1,0 +1,147 @@
+//===- Communicator.h - Collectives between the ranks of a run --*- C++ -*-===//
+//
+// The runtime's only view of the other ranks. Kernel-table steps of the
+// communication instructions ("all_reduce", "all_gather", "reduce_scatter",
+// "send", "recv") call these methods on raw buffers of the arena; the trainer
+// uses them to agree on checkpoints. Two implementations:
+//
+//   LocalCommunicator  one rank: reductions leave the data as it is, gathers
+//                      copy, send/recv are errors. Never touches MPI.
+//   MpiCommunicator    (smprt/MpiCommunicator.h) MPI, every operation
+//                      non-blocking and polled against a deadline.
+//
+// Every call is collective over all ranks (send/recv/sendRecv: over the
+// two ranks named) and must be made in the same order on every rank. `what`
+// names the operation for error messages, e.g. "all_reduce of the gradients
+// of 'wte.weight' (instruction 412, node '/lm_head/MatMul')"; errors read
+// "<what>: <problem>".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_COMMUNICATOR_H
+#define SMPRT_COMMUNICATOR_H
+
+#include "smprt/Tensor.h"
+
+#include <cstddef>
+#include <string>
+
+namespace smprt {
+
+/// How allReduce/reduceScatter combine the ranks' values. Mean is the sum
+/// divided by size() (float dtypes only).
+enum class ReduceOp : uint8_t { Sum, Max, Min, Mean };
+
+/// "sum", "max", "min", "mean".
+const char *reduceOpName(ReduceOp op);
+
+/// Parses reduceOpName's spellings (for instruction attributes).
+bool parseReduceOp(const std::string &name, ReduceOp &op);
+
+class Communicator {
+public:
+  virtual ~Communicator();
+
+  /// This process's rank, 0 <= rank() < size().
+  virtual int rank() const = 0;
+  /// Ranks in the run.
+  virtual int size() const = 0;
+  /// Ranks of the run on this machine (for the threads per rank).
+  virtual int localSize() const = 0;
+  /// "local" or "mpi".
+  virtual const char *backend() const = 0;
+
+  /// Reduces `count` elements at `data` over all ranks, in place; every rank
+  /// gets the same bytes. Float dtypes: Sum, Max, Min, Mean; f16/bf16 are
+  /// reduced in f32 and rounded once. Integer dtypes: Sum, Max, Min (Sum
+  /// wraps). Bool: Max (any) and Min (all).
+  virtual Status allReduce(void *data, size_t count, DType dtype, ReduceOp op,
+                           const std::string &what) = 0;
+
+  /// Concatenates every rank's `countPerRank` elements at `send` into `recv`
+  /// (size() * countPerRank elements, rank 0's first). `send` may be this
+  /// rank's own slot of `recv` (in place).
+  virtual Status allGather(const void *send, void *recv, size_t countPerRank,
+                           DType dtype, const std::string &what) = 0;
+
+  /// Reduces `send` (size() * countPerRank elements) over all ranks, like
+  /// allReduce, and leaves slot rank() of the result (countPerRank elements)
+  /// in `recv`. The buffers may overlap.
+  virtual Status reduceScatter(const void *send, void *recv,
+                               size_t countPerRank, DType dtype, ReduceOp op,
+                               const std::string &what) = 0;
+
+  /// Sends `bytes` bytes to rank `peer` (!= rank()); returns once the buffer
+  /// may be reused, which for large messages is once `peer` has posted the
+  /// matching recv (two ranks that both send first deadlock: use sendRecv).
+  /// `tag` >= 0 tells messages between the same ranks apart.
+  virtual Status send(const void *data, size_t bytes, int peer, int tag,
+                      const std::string &what) = 0;
+  /// Receives exactly `bytes` bytes from rank `peer` with `tag`; another
+  /// size is an error.
+  virtual Status recv(void *data, size_t bytes, int peer, int tag,
+                      const std::string &what) = 0;
+  /// send() to `dest` and recv() from `source` at the same time (a ring
+  /// shift, or a pipeline stage passing activations forward while it
+  /// receives gradients): cannot deadlock against the peers' sendRecv.
+  virtual Status sendRecv(const void *sendData, size_t sendBytes, int dest,
+                          void *recvData, size_t recvBytes, int source,
+                          int tag, const std::string &what) = 0;
+
+  /// Returns on every rank once every rank has called it.
+  virtual Status barrier(const std::string &what) = 0;
+  /// Copies `bytes` bytes at `data` on rank `root` to `data` on every rank.
+  virtual Status broadcast(void *data, size_t bytes, int root,
+                           const std::string &what) = 0;
+
+  /// Ends every rank of the run with exit status `code` (after flushing
+  /// stdio): the way out after an error on one rank, so that the others do
+  /// not wait for it in their next collective.
+  [[noreturn]] virtual void abort(int code) = 0;
+
+protected:
+  /// Argument checks shared by the implementations, so that every backend
+  /// refuses the same calls with the same message.
+  Status checkReduce(const void *data, size_t count, DType dtype, ReduceOp op,
+                     const std::string &what) const;
+  Status checkBuffer(const void *data, size_t bytes,
+                     const std::string &what) const;
+  Status checkPeer(int peer, int tag, const char *verb,
+                   const std::string &what) const;
+  Status checkRoot(int root, const std::string &what) const;
+};
+
+/// The communicator of a single-rank run: rank 0 of 1.
+class LocalCommunicator final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int localSize() const override { return 1; }
+  const char *backend() const override { return "local"; }
+
+  Status allReduce(void *data, size_t count, DType dtype, ReduceOp op,
+                   const std::string &what) override;
+  Status allGather(const void *send, void *recv, size_t countPerRank,
+                   DType dtype, const std::string &what) override;
+  Status reduceScatter(const void *send, void *recv, size_t countPerRank,
+                       DType dtype, ReduceOp op,
+                       const std::string &what) override;
+  Status send(const void *data, size_t bytes, int peer, int tag,
+              const std::string &what) override;
+  Status recv(void *data, size_t bytes, int peer, int tag,
+              const std::string &what) override;
+  Status sendRecv(const void *sendData, size_t sendBytes, int dest,
+                  void *recvData, size_t recvBytes, int source, int tag,
+                  const std::string &what) override;
+  Status barrier(const std::string &what) override;
+  Status broadcast(void *data, size_t bytes, int root,
+                   const std::string &what) override;
+  [[noreturn]] void abort(int code) override;
+};
+
+/// A LocalCommunicator shared by everything that was given no communicator.
+Communicator &localCommunicator();
+
+} // namespace smprt
+
+#endif // SMPRT_COMMUNICATOR_H

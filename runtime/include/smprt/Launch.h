@@ -1,0 +1,73 @@
+//===- Launch.h - Rank discovery and multi-rank launching -------*- C++ -*-===//
+//
+// A run of N ranks is N smprun processes. Either an external launcher
+// starts them (mpirun, mpiexec, srun), and each process finds its rank and
+// the run's size in the environment the launcher set, or `smprun -n N`
+// starts them itself by re-executing through
+//   mpirun -n N --oversubscribe --bind-to none <smprun> <the other arguments>
+// Single-rank runs never initialize MPI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_LAUNCH_H
+#define SMPRT_LAUNCH_H
+
+#include "smprt/Communicator.h"
+#include "smprt/MpiCommunicator.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+struct LaunchInfo {
+  /// Who started this process: "" (no launcher: one rank), "openmpi", "pmi"
+  /// (MPICH, Intel MPI) or "slurm".
+  std::string launcher;
+  int rank = 0, size = 1;
+  /// Ranks on this machine as the launcher tells; 0 when it does not.
+  int localSize = 0;
+  bool underLauncher() const { return !launcher.empty(); }
+};
+
+/// Reads the rank and size a launcher set, first found wins:
+///   OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (+ OMPI_COMM_WORLD_LOCAL_SIZE)
+///   PMI_RANK / PMI_SIZE (+ MPI_LOCALNRANKS)
+///   SLURM_PROCID / SLURM_STEP_NUM_TASKS or SLURM_NTASKS, inside an srun job
+///   step only (SLURM_STEP_ID set: a batch script is not a launched rank)
+/// Malformed or inconsistent values are an error naming the variable.
+Status detectLaunch(LaunchInfo &out);
+/// The same with another environment (for tests).
+Status detectLaunch(const std::function<const char *(const char *)> &getenv,
+                    LaunchInfo &out);
+
+/// The communicator of this process: a LocalCommunicator when the run has
+/// one rank (MPI is never initialized), otherwise an MpiCommunicator
+/// (initializes MPI) whose rank and size must match `launch`.
+Status createCommunicator(const LaunchInfo &launch, const MpiOptions &options,
+                          std::unique_ptr<Communicator> &out);
+
+/// "<model>: compiled for 4 ranks but launched with 2 ..." unless equal.
+Status checkRankCount(const std::string &model, uint32_t compiledRanks,
+                      int launchedRanks);
+
+/// Kernel threads per rank: `cores` shared by `localRanks` ranks, at least 1.
+int threadsPerRank(int cores, int localRanks);
+
+/// The command line `smprun -n N` re-executes itself through: `mpirun`,
+/// -n N --oversubscribe --bind-to none, `self`, then `args`.
+std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
+                                       const std::string &self,
+                                       const std::vector<std::string> &args);
+
+/// Replaces this process by mpirunCommand(...) for this executable
+/// (/proc/self/exe); mpirun is $SMP_MPIRUN or `mpirun` on the PATH. As root
+/// it sets OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+/// (unless set), which Open MPI requires. Returns only on failure.
+Status execMpirun(int ranks, const std::vector<std::string> &args);
+
+} // namespace smprt
+
+#endif // SMPRT_LAUNCH_H

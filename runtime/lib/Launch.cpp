@@ -1,0 +1,162 @@
+//===- Launch.cpp - Rank discovery and multi-rank launching ---------------===//
+
+#include "smprt/Launch.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace smprt {
+namespace {
+
+/// A decimal integer in [0, INT_MAX].
+bool parseCount(const char *text, int &value) {
+  if (!text || !*text)
+    return false;
+  char *end;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (*end || errno || v < 0 || v > INT_MAX)
+    return false;
+  value = static_cast<int>(v);
+  return true;
+}
+
+std::string plural(long n, const char *word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+} // namespace
+
+Status detectLaunch(const std::function<const char *(const char *)> &getenv,
+                    LaunchInfo &out) {
+  out = LaunchInfo();
+  struct Source {
+    const char *launcher, *rank, *size, *localSize;
+  };
+  const Source sources[] = {
+      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+       "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
+      {"slurm", "SLURM_PROCID",
+       getenv("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
+                                      : "SLURM_NTASKS",
+       nullptr},
+  };
+  for (const Source &src : sources) {
+    const char *rank = getenv(src.rank);
+    if (!rank)
+      continue;
+    // A batch script has SLURM_PROCID too, but it is not a launched rank.
+    if (std::strcmp(src.launcher, "slurm") == 0 && !getenv("SLURM_STEP_ID"))
+      continue;
+    const char *size = getenv(src.size);
+    if (!size)
+      return Status::failure(std::string(src.rank) + " is set but " +
+                             src.size + " is not: cannot tell the run's size");
+    if (!parseCount(rank, out.rank))
+      return Status::failure(std::string(src.rank) + "='" + rank +
+                             "' is not a rank");
+    if (!parseCount(size, out.size) || out.size < 1)
+      return Status::failure(std::string(src.size) + "='" + size +
+                             "' is not a number of ranks");
+    if (out.rank >= out.size)
+      return Status::failure(std::string(src.rank) + "=" + rank +
+                             " is not below " + src.size + "=" + size);
+    const char *local = src.localSize ? getenv(src.localSize) : nullptr;
+    if (local && (!parseCount(local, out.localSize) || out.localSize < 1 ||
+                  out.localSize > out.size))
+      return Status::failure(std::string(src.localSize) + "='" + local +
+                             "' is not a number of ranks up to " + size);
+    out.launcher = src.launcher;
+    return Status::success();
+  }
+  return Status::success();
+}
+
+Status detectLaunch(LaunchInfo &out) {
+  return detectLaunch([](const char *name) { return std::getenv(name); },
+                      out);
+}
+
+Status createCommunicator(const LaunchInfo &launch, const MpiOptions &options,
+                          std::unique_ptr<Communicator> &out) {
+  if (launch.size <= 1) {
+    out = std::make_unique<LocalCommunicator>();
+    return Status::success();
+  }
+  std::unique_ptr<MpiCommunicator> mpi;
+  Status s = MpiCommunicator::create(options, mpi);
+  if (!s.ok())
+    return s;
+  if (mpi->rank() != launch.rank || mpi->size() != launch.size)
+    return Status::failure(
+        "the launcher (" + launch.launcher + ") says rank " +
+        std::to_string(launch.rank) + " of " + std::to_string(launch.size) +
+        " but MPI says rank " + std::to_string(mpi->rank()) + " of " +
+        std::to_string(mpi->size()) +
+        " (is this smprun's MPI the one the launcher belongs to?)");
+  out = std::move(mpi);
+  return Status::success();
+}
+
+Status checkRankCount(const std::string &model, uint32_t compiledRanks,
+                      int launchedRanks) {
+  if (compiledRanks == static_cast<uint32_t>(launchedRanks))
+    return Status::success();
+  return Status::failure(model + ": compiled for " +
+                         plural(compiledRanks, "rank") +
+                         " but launched with " +
+                         std::to_string(launchedRanks) + "; run it with "
+                         "smprun -n " + std::to_string(compiledRanks) +
+                         ", or recompile it for " +
+                         plural(launchedRanks, "rank"));
+}
+
+int threadsPerRank(int cores, int localRanks) {
+  return std::max(1, cores / std::max(1, localRanks));
+}
+
+std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
+                                       const std::string &self,
+                                       const std::vector<std::string> &args) {
+  std::vector<std::string> cmd = {mpirun, "-n", std::to_string(ranks),
+                                  "--oversubscribe", "--bind-to", "none",
+                                  self};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return cmd;
+}
+
+Status execMpirun(int ranks, const std::vector<std::string> &args) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0)
+    return Status::failure("cannot find this executable (/proc/self/exe): " +
+                           std::string(std::strerror(errno)));
+  self[n] = 0;
+  const char *mpirun = std::getenv("SMP_MPIRUN");
+  if (!mpirun || !*mpirun)
+    mpirun = "mpirun";
+  if (::geteuid() == 0) {
+    // Open MPI refuses to run as root unless told twice.
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  std::vector<std::string> cmd = mpirunCommand(mpirun, ranks, self, args);
+  std::vector<char *> argv;
+  for (std::string &a : cmd)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execvp(argv[0], argv.data());
+  return Status::failure(std::string("cannot run ") + mpirun + ": " +
+                         std::strerror(errno) +
+                         " (smprun -n needs Open MPI's mpirun: install "
+                         "openmpi-bin, or set SMP_MPIRUN)");
+}
+
+} // namespace smprt

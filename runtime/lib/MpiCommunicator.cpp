@@ -1,0 +1,662 @@
+//===- MpiCommunicator.cpp - Collectives over MPI with a watchdog ---------===//
+
+#include "smprt/MpiCommunicator.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <sched.h>
+#include <unistd.h>
+#include <vector>
+
+namespace smprt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the SIGTERM handler reports: the operation this rank waits in (set
+// around every wait) and the message prefix. Plain arrays: the handler may
+// only read them and call write(2).
+char gWaitingIn[512];
+volatile sig_atomic_t gWaiting = 0;
+char gPrefix[160];
+
+void writeStderr(const char *s) {
+  size_t n = std::strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(2, s, n);
+    if (w <= 0)
+      return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+extern "C" void onTerminate(int sig) {
+  if (gWaiting) {
+    writeStderr(gPrefix);
+    writeStderr("stopped by the launcher in ");
+    writeStderr(gWaitingIn);
+    writeStderr(" (another rank failed, or the job was cancelled)\n");
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+/// Marks the operation this rank waits in for the SIGTERM handler.
+struct WaitingIn {
+  explicit WaitingIn(const std::string &what) {
+    size_t n = std::min(what.size(), sizeof(gWaitingIn) - 1);
+    gWaiting = 0;
+    std::memcpy(gWaitingIn, what.data(), n);
+    gWaitingIn[n] = 0;
+    gWaiting = 1;
+  }
+  ~WaitingIn() { gWaiting = 0; }
+};
+
+MPI_Datatype mpiType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::F64:
+    return MPI_DOUBLE;
+  case DType::Bool:
+  case DType::U8:
+    return MPI_UINT8_T;
+  case DType::I8:
+    return MPI_INT8_T;
+  case DType::I16:
+    return MPI_INT16_T;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  case DType::U16:
+    return MPI_UINT16_T;
+  case DType::U32:
+    return MPI_UINT32_T;
+  case DType::U64:
+    return MPI_UINT64_T;
+  case DType::F16:
+  case DType::BF16:
+    break; // reduced in f32
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpiOp(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Max:
+    return MPI_MAX;
+  case ReduceOp::Min:
+    return MPI_MIN;
+  case ReduceOp::Sum:
+  case ReduceOp::Mean:
+    break;
+  }
+  return MPI_SUM;
+}
+
+std::string mpiErrorText(int rc) {
+  char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(rc);
+  return std::string(buf, len);
+}
+
+bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return aBytes && bBytes && pa < pb + bBytes && pb < pa + aBytes;
+}
+
+bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+void toF32(const void *src, float *dst, size_t n, DType t) {
+  const auto *s = static_cast<const uint16_t *>(src);
+  if (t == DType::F16)
+    for (size_t i = 0; i < n; ++i)
+      dst[i] = halfToFloat(s[i]);
+  else
+    for (size_t i = 0; i < n; ++i)
+      dst[i] = bf16ToFloat(s[i]);
+}
+
+void fromF32(const float *src, void *dst, size_t n, DType t) {
+  auto *d = static_cast<uint16_t *>(dst);
+  if (t == DType::F16)
+    for (size_t i = 0; i < n; ++i)
+      d[i] = floatToHalf(src[i]);
+  else
+    for (size_t i = 0; i < n; ++i)
+      d[i] = floatToBf16(src[i]);
+}
+
+/// The mean of a sum over `ranks` ranks (float dtypes).
+void divide(void *data, size_t n, DType t, int ranks) {
+  if (t == DType::F32) {
+    auto *p = static_cast<float *>(data);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = p[i] / static_cast<float>(ranks);
+  } else if (t == DType::F64) {
+    auto *p = static_cast<double *>(data);
+    for (size_t i = 0; i < n; ++i)
+      p[i] = p[i] / static_cast<double>(ranks);
+  }
+}
+
+bool gCreated = false;
+
+} // namespace
+
+struct MpiCommunicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1, localSize = 1, tagUB = 32767;
+  double timeout = 600;
+  size_t maxChunkBytes = size_t(1) << 30;
+  std::string program;
+
+  Clock::time_point deadline() const {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(timeout));
+  }
+
+  Status mpiError(int rc, const std::string &what) const {
+    return Status::failure(what + ": MPI error on rank " +
+                           std::to_string(rank) + ": " + mpiErrorText(rc));
+  }
+
+  [[noreturn]] void timedOut(const std::string &what) const {
+    gWaiting = 0;
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "%s: error: rank %d: timed out after %g s in %s (a peer rank "
+                 "died or hung)\n",
+                 program.c_str(), rank, timeout, what.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    ::_exit(1);
+  }
+
+  /// Polls `n` requests until they complete; past `until`, ends the run.
+  Status wait(MPI_Request *reqs, int n, MPI_Status *statuses,
+              Clock::time_point until, const std::string &what) const {
+    WaitingIn marker(what);
+    auto spinUntil = Clock::now() + std::chrono::milliseconds(2);
+    for (;;) {
+      int done = 0;
+      int rc = MPI_Testall(n, reqs, &done,
+                           statuses ? statuses : MPI_STATUSES_IGNORE);
+      if (rc == MPI_ERR_IN_STATUS && statuses)
+        for (int i = 0; i < n; ++i)
+          if (statuses[i].MPI_ERROR != MPI_SUCCESS &&
+              statuses[i].MPI_ERROR != MPI_ERR_PENDING) {
+            rc = statuses[i].MPI_ERROR;
+            break;
+          }
+      if (rc != MPI_SUCCESS)
+        return mpiError(rc, what);
+      if (done)
+        return Status::success();
+      auto now = Clock::now();
+      if (now >= until)
+        timedOut(what);
+      // Spin for the first milliseconds (small collectives finish there),
+      // then poll every 20 us so that a long wait leaves the core to others.
+      if (now < spinUntil) {
+        sched_yield();
+      } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, nullptr);
+      }
+    }
+  }
+
+  Status wait1(MPI_Request &req, Clock::time_point until,
+               const std::string &what) const {
+    return wait(&req, 1, nullptr, until, what);
+  }
+
+  /// MPI_Iallreduce in place, `maxChunkBytes` at a time.
+  Status allReduceRaw(void *data, size_t count, MPI_Datatype type,
+                      size_t esize, MPI_Op op, Clock::time_point until,
+                      const std::string &what) const {
+    size_t chunk = std::max<size_t>(1, maxChunkBytes / esize);
+    char *p = static_cast<char *>(data);
+    for (size_t off = 0; off < count; off += chunk) {
+      int n = static_cast<int>(std::min(chunk, count - off));
+      MPI_Request req;
+      int rc = MPI_Iallreduce(MPI_IN_PLACE, p + off * esize, n, type, op,
+                              comm, &req);
+      if (rc != MPI_SUCCESS)
+        return mpiError(rc, what);
+      Status s = wait1(req, until, what);
+      if (!s.ok())
+        return s;
+    }
+    return Status::success();
+  }
+
+  /// MPI_Ireduce_scatter_block; `send` must not overlap `recv`.
+  Status reduceScatterRaw(const void *send, void *recv, size_t count,
+                          MPI_Datatype type, size_t esize, MPI_Op op,
+                          Clock::time_point until,
+                          const std::string &what) const {
+    size_t chunk = std::max<size_t>(1, maxChunkBytes / esize);
+    const char *in = static_cast<const char *>(send);
+    char *out = static_cast<char *>(recv);
+    if (count <= chunk) {
+      MPI_Request req;
+      int rc = MPI_Ireduce_scatter_block(in, out, static_cast<int>(count),
+                                         type, op, comm, &req);
+      if (rc != MPI_SUCCESS)
+        return mpiError(rc, what);
+      return wait1(req, until, what);
+    }
+    // Chunk k reduces elements [off, off + n) of every rank's slot.
+    std::vector<char> tmp(std::min(chunk, count) * esize * size);
+    for (size_t off = 0; off < count; off += chunk) {
+      size_t n = std::min(chunk, count - off);
+      for (int r = 0; r < size; ++r)
+        std::memcpy(tmp.data() + r * n * esize, in + (r * count + off) * esize,
+                    n * esize);
+      MPI_Request req;
+      int rc = MPI_Ireduce_scatter_block(tmp.data(), out + off * esize,
+                                         static_cast<int>(n), type, op, comm,
+                                         &req);
+      if (rc != MPI_SUCCESS)
+        return mpiError(rc, what);
+      Status s = wait1(req, until, what);
+      if (!s.ok())
+        return s;
+    }
+    return Status::success();
+  }
+
+  Status checkTag(int tag, const std::string &what) const {
+    if (tag > tagUB)
+      return Status::failure(what + ": tag " + std::to_string(tag) +
+                             " is above MPI's limit " + std::to_string(tagUB));
+    return Status::success();
+  }
+
+  size_t chunks(size_t bytes) const {
+    return std::max<size_t>(1, (bytes + maxChunkBytes - 1) / maxChunkBytes);
+  }
+  int chunkBytes(size_t bytes, size_t k) const {
+    size_t off = k * maxChunkBytes;
+    return off >= bytes ? 0
+                        : static_cast<int>(std::min(maxChunkBytes, bytes - off));
+  }
+
+  /// Checks what one receive got.
+  Status checkReceived(const MPI_Status &st, int expected, int source,
+                       const std::string &what) const {
+    int got = 0;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    if (got != expected)
+      return Status::failure(what + ": rank " + std::to_string(rank) +
+                             " received " + std::to_string(got) +
+                             " bytes from rank " + std::to_string(source) +
+                             ", expected " + std::to_string(expected));
+    return Status::success();
+  }
+
+  Status truncation(int rc, int source, size_t bytes,
+                    const std::string &what) const {
+    int cls = 0;
+    MPI_Error_class(rc, &cls);
+    if (cls == MPI_ERR_TRUNCATE)
+      return Status::failure(what + ": rank " + std::to_string(source) +
+                             " sent more than the " + std::to_string(bytes) +
+                             " bytes rank " + std::to_string(rank) +
+                             " expected");
+    return Status::success();
+  }
+};
+
+MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {}
+
+Status MpiCommunicator::create(const MpiOptions &options,
+                               std::unique_ptr<MpiCommunicator> &out) {
+  if (gCreated)
+    return Status::failure("MPI communicator: one per process, and this "
+                           "process has made one already");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+      return Status::failure("MPI_Init_thread failed: " + mpiErrorText(rc));
+  }
+  gCreated = true;
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
+  Impl &m = *c->impl_;
+  m.timeout = options.timeoutSeconds;
+  m.program = options.program;
+  m.maxChunkBytes = std::max<size_t>(1, std::min<size_t>(
+                                            options.maxChunkBytes, INT32_MAX));
+  // Errors are returned, not fatal, on the world and on our duplicate of it.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
+  if (rc != MPI_SUCCESS)
+    return Status::failure("MPI_Comm_dup failed: " + mpiErrorText(rc));
+  MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(m.comm, &m.rank);
+  MPI_Comm_size(m.comm, &m.size);
+  MPI_Comm local;
+  if (MPI_Comm_split_type(m.comm, MPI_COMM_TYPE_SHARED, m.rank, MPI_INFO_NULL,
+                          &local) == MPI_SUCCESS) {
+    MPI_Comm_size(local, &m.localSize);
+    MPI_Comm_free(&local);
+  }
+  void *ub = nullptr;
+  int flag = 0;
+  if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) ==
+          MPI_SUCCESS &&
+      flag)
+    m.tagUB = *static_cast<int *>(ub);
+  std::snprintf(gPrefix, sizeof(gPrefix), "%s: error: rank %d: ",
+                m.program.c_str(), m.rank);
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = onTerminate;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  out = std::move(c);
+  return Status::success();
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  std::signal(SIGTERM, SIG_DFL);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return;
+  if (impl_->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&impl_->comm);
+  MPI_Finalize();
+}
+
+int MpiCommunicator::rank() const { return impl_->rank; }
+int MpiCommunicator::size() const { return impl_->size; }
+int MpiCommunicator::localSize() const { return impl_->localSize; }
+void MpiCommunicator::setTimeout(double seconds) { impl_->timeout = seconds; }
+double MpiCommunicator::timeout() const { return impl_->timeout; }
+void MpiCommunicator::setMaxChunkBytes(size_t bytes) {
+  impl_->maxChunkBytes =
+      std::max<size_t>(1, std::min<size_t>(bytes, INT32_MAX));
+}
+
+Status MpiCommunicator::allReduce(void *data, size_t count, DType dtype,
+                                  ReduceOp op, const std::string &what) {
+  Status s = checkReduce(data, count, dtype, op, what);
+  if (!s.ok() || count == 0)
+    return s;
+  const Impl &m = *impl_;
+  auto until = m.deadline();
+  if (isHalf(dtype)) {
+    // f16/bf16: reduce in f32 and round once.
+    std::vector<float> tmp(count);
+    toF32(data, tmp.data(), count, dtype);
+    s = m.allReduceRaw(tmp.data(), count, MPI_FLOAT, sizeof(float), mpiOp(op),
+                       until, what);
+    if (!s.ok())
+      return s;
+    if (op == ReduceOp::Mean)
+      divide(tmp.data(), count, DType::F32, m.size);
+    fromF32(tmp.data(), data, count, dtype);
+    return s;
+  }
+  s = m.allReduceRaw(data, count, mpiType(dtype), dtypeSize(dtype), mpiOp(op),
+                     until, what);
+  if (s.ok() && op == ReduceOp::Mean)
+    divide(data, count, dtype, m.size);
+  return s;
+}
+
+Status MpiCommunicator::allGather(const void *send, void *recv,
+                                  size_t countPerRank, DType dtype,
+                                  const std::string &what) {
+  const Impl &m = *impl_;
+  size_t esize = dtypeSize(dtype);
+  if (esize == 0)
+    return Status::failure(what + ": unknown dtype");
+  if (countPerRank > SIZE_MAX / esize / m.size)
+    return Status::failure(what + ": " + std::to_string(countPerRank) +
+                           " elements per rank overflow the address space");
+  size_t bytes = countPerRank * esize, total = bytes * m.size;
+  Status s = checkBuffer(send, bytes, what);
+  if (s.ok())
+    s = checkBuffer(recv, total, what);
+  if (!s.ok() || bytes == 0)
+    return s;
+  char *out = static_cast<char *>(recv);
+  const char *in = static_cast<const char *>(send);
+  bool inPlace = in == out + m.rank * bytes;
+  std::vector<char> copy;
+  if (!inPlace && overlaps(in, bytes, out, total)) {
+    copy.assign(in, in + bytes);
+    in = copy.data();
+  }
+  auto until = m.deadline();
+  if (bytes <= m.maxChunkBytes) {
+    MPI_Request req;
+    int n = static_cast<int>(bytes);
+    int rc = MPI_Iallgather(inPlace ? MPI_IN_PLACE : in, n, MPI_BYTE, out, n,
+                            MPI_BYTE, m.comm, &req);
+    if (rc != MPI_SUCCESS)
+      return m.mpiError(rc, what);
+    return m.wait1(req, until, what);
+  }
+  // Chunk k gathers bytes [off, off + n) of every rank's slot.
+  std::vector<char> tmp(m.maxChunkBytes * m.size);
+  for (size_t off = 0; off < bytes; off += m.maxChunkBytes) {
+    size_t n = std::min(m.maxChunkBytes, bytes - off);
+    MPI_Request req;
+    int rc = MPI_Iallgather(in + off, static_cast<int>(n), MPI_BYTE, tmp.data(),
+                            static_cast<int>(n), MPI_BYTE, m.comm, &req);
+    if (rc != MPI_SUCCESS)
+      return m.mpiError(rc, what);
+    if (!(s = m.wait1(req, until, what)).ok())
+      return s;
+    for (int r = 0; r < m.size; ++r)
+      std::memcpy(out + r * bytes + off, tmp.data() + r * n, n);
+  }
+  return s;
+}
+
+Status MpiCommunicator::reduceScatter(const void *send, void *recv,
+                                      size_t countPerRank, DType dtype,
+                                      ReduceOp op, const std::string &what) {
+  const Impl &m = *impl_;
+  // checkReduce refuses counts whose size() slots overflow.
+  Status s = checkReduce(send, countPerRank, dtype, op, what);
+  size_t esize = dtypeSize(dtype);
+  if (s.ok())
+    s = checkBuffer(recv, countPerRank * esize, what);
+  if (!s.ok() || countPerRank == 0)
+    return s;
+  auto until = m.deadline();
+  size_t total = countPerRank * m.size;
+  if (isHalf(dtype)) {
+    std::vector<float> in(total), out(countPerRank);
+    toF32(send, in.data(), total, dtype);
+    s = m.reduceScatterRaw(in.data(), out.data(), countPerRank, MPI_FLOAT,
+                           sizeof(float), mpiOp(op), until, what);
+    if (!s.ok())
+      return s;
+    if (op == ReduceOp::Mean)
+      divide(out.data(), countPerRank, DType::F32, m.size);
+    fromF32(out.data(), recv, countPerRank, dtype);
+    return s;
+  }
+  std::vector<char> copy;
+  const char *in = static_cast<const char *>(send);
+  if (overlaps(send, total * esize, recv, countPerRank * esize)) {
+    copy.assign(in, in + total * esize);
+    in = copy.data();
+  }
+  s = m.reduceScatterRaw(in, recv, countPerRank, mpiType(dtype), esize,
+                         mpiOp(op), until, what);
+  if (s.ok() && op == ReduceOp::Mean)
+    divide(recv, countPerRank, dtype, m.size);
+  return s;
+}
+
+Status MpiCommunicator::send(const void *data, size_t bytes, int peer,
+                             int tag, const std::string &what) {
+  const Impl &m = *impl_;
+  Status s = checkPeer(peer, tag, "send to", what);
+  if (s.ok())
+    s = m.checkTag(tag, what);
+  if (s.ok())
+    s = checkBuffer(data, bytes, what);
+  if (!s.ok())
+    return s;
+  auto until = m.deadline();
+  const char *p = static_cast<const char *>(data);
+  for (size_t k = 0; k < m.chunks(bytes); ++k) {
+    MPI_Request req;
+    int rc = MPI_Isend(p + k * m.maxChunkBytes, m.chunkBytes(bytes, k),
+                       MPI_BYTE, peer, tag, m.comm, &req);
+    if (rc != MPI_SUCCESS)
+      return m.mpiError(rc, what);
+    if (!(s = m.wait1(req, until, what)).ok())
+      return s;
+  }
+  return s;
+}
+
+Status MpiCommunicator::recv(void *data, size_t bytes, int peer, int tag,
+                             const std::string &what) {
+  const Impl &m = *impl_;
+  Status s = checkPeer(peer, tag, "receive from", what);
+  if (s.ok())
+    s = m.checkTag(tag, what);
+  if (s.ok())
+    s = checkBuffer(data, bytes, what);
+  if (!s.ok())
+    return s;
+  auto until = m.deadline();
+  char *p = static_cast<char *>(data);
+  for (size_t k = 0; k < m.chunks(bytes); ++k) {
+    MPI_Request req;
+    MPI_Status st;
+    st.MPI_ERROR = MPI_SUCCESS;
+    int n = m.chunkBytes(bytes, k);
+    int rc = MPI_Irecv(p + k * m.maxChunkBytes, n, MPI_BYTE, peer, tag, m.comm,
+                       &req);
+    if (rc != MPI_SUCCESS)
+      return m.mpiError(rc, what);
+    if (!(s = m.wait(&req, 1, &st, until, what)).ok()) {
+      Status t = m.truncation(st.MPI_ERROR, peer, bytes, what);
+      return t.ok() ? s : t;
+    }
+    if (!(s = m.checkReceived(st, n, peer, what)).ok())
+      return s;
+  }
+  return s;
+}
+
+Status MpiCommunicator::sendRecv(const void *sendData, size_t sendBytes,
+                                 int dest, void *recvData, size_t recvBytes,
+                                 int source, int tag,
+                                 const std::string &what) {
+  const Impl &m = *impl_;
+  Status s = checkPeer(dest, tag, "send to", what);
+  if (s.ok())
+    s = checkPeer(source, tag, "receive from", what);
+  if (s.ok())
+    s = m.checkTag(tag, what);
+  if (s.ok())
+    s = checkBuffer(sendData, sendBytes, what);
+  if (s.ok())
+    s = checkBuffer(recvData, recvBytes, what);
+  if (!s.ok())
+    return s;
+  auto until = m.deadline();
+  const char *out = static_cast<const char *>(sendData);
+  char *in = static_cast<char *>(recvData);
+  size_t ns = m.chunks(sendBytes), nr = m.chunks(recvBytes);
+  for (size_t k = 0; k < std::max(ns, nr); ++k) {
+    MPI_Request reqs[2];
+    MPI_Status st[2];
+    st[0].MPI_ERROR = st[1].MPI_ERROR = MPI_SUCCESS;
+    int n = 0, recvAt = -1, got = m.chunkBytes(recvBytes, k);
+    if (k < nr) {
+      int rc = MPI_Irecv(in + k * m.maxChunkBytes, got, MPI_BYTE, source, tag,
+                         m.comm, &reqs[n]);
+      if (rc != MPI_SUCCESS)
+        return m.mpiError(rc, what);
+      recvAt = n++;
+    }
+    if (k < ns) {
+      int rc = MPI_Isend(out + k * m.maxChunkBytes, m.chunkBytes(sendBytes, k),
+                         MPI_BYTE, dest, tag, m.comm, &reqs[n]);
+      if (rc != MPI_SUCCESS)
+        return m.mpiError(rc, what);
+      ++n;
+    }
+    if (!(s = m.wait(reqs, n, st, until, what)).ok()) {
+      Status t = recvAt >= 0
+                     ? m.truncation(st[recvAt].MPI_ERROR, source, recvBytes,
+                                    what)
+                     : Status::success();
+      return t.ok() ? s : t;
+    }
+    if (recvAt >= 0 && !(s = m.checkReceived(st[recvAt], got, source, what))
+                            .ok())
+      return s;
+  }
+  return s;
+}
+
+Status MpiCommunicator::barrier(const std::string &what) {
+  const Impl &m = *impl_;
+  auto until = m.deadline();
+  MPI_Request req;
+  int rc = MPI_Ibarrier(m.comm, &req);
+  if (rc != MPI_SUCCESS)
+    return m.mpiError(rc, what);
+  return m.wait1(req, until, what);
+}
+
+Status MpiCommunicator::broadcast(void *data, size_t bytes, int root,
+                                  const std::string &what) {
+  const Impl &m = *impl_;
+  Status s = checkRoot(root, what);
+  if (s.ok())
+    s = checkBuffer(data, bytes, what);
+  if (!s.ok() || bytes == 0)
+    return s;
+  auto until = m.deadline();
+  char *p = static_cast<char *>(data);
+  for (size_t k = 0; k < m.chunks(bytes); ++k) {
+    MPI_Request req;
+    int rc = MPI_Ibcast(p + k * m.maxChunkBytes, m.chunkBytes(bytes, k),
+                        MPI_BYTE, root, m.comm, &req);
+    if (rc != MPI_SUCCESS)
+      return m.mpiError(rc, what);
+    if (!(s = m.wait1(req, until, what)).ok())
+      return s;
+  }
+  return s;
+}
+
+void MpiCommunicator::abort(int code) {
+  gWaiting = 0;
+  std::fflush(nullptr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  ::_exit(code);
+}
+
+} // namespace smprt

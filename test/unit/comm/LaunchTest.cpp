@@ -1,0 +1,148 @@
+//===- LaunchTest.cpp - Rank discovery, rank counts, mpirun command -------===//
+
+#include "smprt/Launch.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace smprt;
+
+namespace {
+
+/// detectLaunch over a made-up environment.
+Status detect(const std::map<std::string, std::string> &env, LaunchInfo &out) {
+  return detectLaunch(
+      [&](const char *name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      out);
+}
+
+TEST(Launch, NoLauncherIsOneRank) {
+  LaunchInfo l;
+  ASSERT_TRUE(detect({{"HOME", "/root"}}, l).ok());
+  EXPECT_FALSE(l.underLauncher());
+  EXPECT_EQ(l.rank, 0);
+  EXPECT_EQ(l.size, 1);
+  EXPECT_EQ(l.localSize, 0);
+}
+
+TEST(Launch, OpenMpi) {
+  LaunchInfo l;
+  ASSERT_TRUE(detect({{"OMPI_COMM_WORLD_RANK", "3"},
+                      {"OMPI_COMM_WORLD_SIZE", "8"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                      // Open MPI wins over what else is set.
+                      {"PMI_RANK", "0"},
+                      {"PMI_SIZE", "2"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.launcher, "openmpi");
+  EXPECT_EQ(l.rank, 3);
+  EXPECT_EQ(l.size, 8);
+  EXPECT_EQ(l.localSize, 4);
+}
+
+TEST(Launch, Pmi) {
+  LaunchInfo l;
+  ASSERT_TRUE(detect({{"PMI_RANK", "1"},
+                      {"PMI_SIZE", "2"},
+                      {"MPI_LOCALNRANKS", "2"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.launcher, "pmi");
+  EXPECT_EQ(l.rank, 1);
+  EXPECT_EQ(l.size, 2);
+  EXPECT_EQ(l.localSize, 2);
+}
+
+TEST(Launch, SlurmStepsOnly) {
+  LaunchInfo l;
+  // A batch script: SLURM_PROCID without a step is not a launched rank.
+  ASSERT_TRUE(
+      detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}, l).ok());
+  EXPECT_FALSE(l.underLauncher());
+  ASSERT_TRUE(detect({{"SLURM_PROCID", "2"},
+                      {"SLURM_NTASKS", "16"},
+                      {"SLURM_STEP_NUM_TASKS", "4"},
+                      {"SLURM_STEP_ID", "0"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.launcher, "slurm");
+  EXPECT_EQ(l.rank, 2);
+  EXPECT_EQ(l.size, 4);
+  ASSERT_TRUE(detect({{"SLURM_PROCID", "2"},
+                      {"SLURM_NTASKS", "3"},
+                      {"SLURM_STEP_ID", "1"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.size, 3);
+}
+
+TEST(Launch, BadEnvironments) {
+  LaunchInfo l;
+  EXPECT_EQ(detect({{"OMPI_COMM_WORLD_RANK", "0"}}, l).error,
+            "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not: "
+            "cannot tell the run's size");
+  EXPECT_EQ(detect({{"PMI_RANK", "x"}, {"PMI_SIZE", "2"}}, l).error,
+            "PMI_RANK='x' is not a rank");
+  EXPECT_EQ(detect({{"PMI_RANK", "0"}, {"PMI_SIZE", "0"}}, l).error,
+            "PMI_SIZE='0' is not a number of ranks");
+  EXPECT_EQ(detect({{"PMI_RANK", "-1"}, {"PMI_SIZE", "2"}}, l).error,
+            "PMI_RANK='-1' is not a rank");
+  EXPECT_EQ(detect({{"OMPI_COMM_WORLD_RANK", "2"},
+                    {"OMPI_COMM_WORLD_SIZE", "2"}},
+                   l)
+                .error,
+            "OMPI_COMM_WORLD_RANK=2 is not below OMPI_COMM_WORLD_SIZE=2");
+  EXPECT_EQ(detect({{"OMPI_COMM_WORLD_RANK", "0"},
+                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}},
+                   l)
+                .error,
+            "OMPI_COMM_WORLD_LOCAL_SIZE='3' is not a number of ranks up to 2");
+}
+
+TEST(Launch, OneRankNeedsNoMpi) {
+  // A launcher that started one rank: no MPI_Init, a LocalCommunicator.
+  LaunchInfo l;
+  l.launcher = "openmpi";
+  std::unique_ptr<Communicator> c;
+  ASSERT_TRUE(createCommunicator(l, MpiOptions(), c).ok());
+  EXPECT_STREQ(c->backend(), "local");
+  EXPECT_EQ(c->size(), 1);
+}
+
+TEST(Launch, RankCounts) {
+  EXPECT_TRUE(checkRankCount("m.smpx", 2, 2).ok());
+  EXPECT_EQ(checkRankCount("m.smpx", 4, 2).error,
+            "m.smpx: compiled for 4 ranks but launched with 2; run it with "
+            "smprun -n 4, or recompile it for 2 ranks");
+  EXPECT_EQ(checkRankCount("m.smpx", 1, 2).error,
+            "m.smpx: compiled for 1 rank but launched with 2; run it with "
+            "smprun -n 1, or recompile it for 2 ranks");
+  EXPECT_EQ(checkRankCount("m.smpx", 2, 1).error,
+            "m.smpx: compiled for 2 ranks but launched with 1; run it with "
+            "smprun -n 2, or recompile it for 1 rank");
+}
+
+TEST(Launch, ThreadsPerRank) {
+  EXPECT_EQ(threadsPerRank(16, 4), 4);
+  EXPECT_EQ(threadsPerRank(16, 3), 5);
+  EXPECT_EQ(threadsPerRank(2, 4), 1);
+  EXPECT_EQ(threadsPerRank(8, 0), 8);
+  EXPECT_EQ(threadsPerRank(0, 1), 1);
+}
+
+TEST(Launch, MpirunCommand) {
+  EXPECT_EQ(mpirunCommand("mpirun", 4, "/opt/smp/bin/smprun",
+                          {"m.smpx", "--data", "d", "--steps", "5"}),
+            (std::vector<std::string>{"mpirun", "-n", "4", "--oversubscribe",
+                                      "--bind-to", "none",
+                                      "/opt/smp/bin/smprun", "m.smpx",
+                                      "--data", "d", "--steps", "5"}));
+}
+
+} // namespace
