@@ -372,6 +372,30 @@ bool sliceGradStep(Decoder &d, Step &s) {
   return true;
 }
 
+//===--- Communication ------------------------------------------------------===//
+
+/// all_reduce over every rank (the data-parallel grid is the world).
+bool allReduceStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1) || !d.require("reduction"))
+    return false;
+  ReduceOp op;
+  std::string kind = d.s("reduction", "sum");
+  if (kind == "average")
+    kind = "mean";
+  if (!parseReduceOp(kind, op)) {
+    d.error = "unknown reduction '" + kind + "'";
+    return false;
+  }
+  std::string what = "all_reduce of '" + d.inst.loc() + "'";
+  s.run = [in = d.in(0), out = d.out(), op, what, comm = &d.comm] {
+    if (out.data != in.data)
+      std::memcpy(out.data, in.data, out.bytes());
+    return comm->allReduce(out.data, static_cast<size_t>(out.numel()),
+                           out.dtype, op, what);
+  };
+  return true;
+}
+
 bool convGradStep(Decoder &d, Step &s) {
   if (!d.arity(3, 3, 2) || !d.require("group"))
     return false;
@@ -513,6 +537,7 @@ const std::map<std::string, Builder> &table() {
       {"cross_entropy_grad", crossEntropyGradStep},
       {"gather_grad", gatherGradStep},
       {"slice_grad", sliceGradStep},
+      {"all_reduce", allReduceStep},
       {"conv_grad", convGradStep},
       {"pool_grad", poolGradStep},
       {"sgd_update", sgdUpdateStep},

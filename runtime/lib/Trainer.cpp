@@ -106,6 +106,8 @@ Status train(Executor &exec, const TrainOptions &options,
   }
   if (data.empty())
     return Status::failure(artifact.dir + ": the model has no data inputs");
+  int64_t rank = exec.communicator().rank();
+  int64_t globalBatch = batch * exec.communicator().size();
 
   int64_t first = 0;
   if (options.resume) {
@@ -140,7 +142,8 @@ Status train(Executor &exec, const TrainOptions &options,
     for (Dataset &d : data) {
       size_t rowBytes = d.batch.bytes() / batch;
       for (int64_t i = 0; i < batch; ++i) {
-        int64_t sample = (k * batch + i) % samples;
+        // Data parallel: rank r takes its share of the global batch.
+        int64_t sample = (k * globalBatch + rank * batch + i) % samples;
         std::memcpy(d.batchBytes.data() + i * rowBytes,
                     d.samples.bytes.data() + sample * rowBytes, rowBytes);
       }
@@ -174,7 +177,7 @@ Status train(Executor &exec, const TrainOptions &options,
     double stepSeconds = std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - stepStart)
                              .count();
-    rec.samplesPerSecond = batch / std::max(stepSeconds, 1e-9);
+    rec.samplesPerSecond = globalBatch / std::max(stepSeconds, 1e-9);
     records.push_back(rec);
     if (metrics) {
       std::string scaling;
