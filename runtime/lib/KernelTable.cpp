@@ -396,6 +396,51 @@ bool allReduceStep(Decoder &d, Step &s) {
   return true;
 }
 
+/// reduce_scatter / all_gather / all_slice split or join dim 0 in equal
+/// chunks, one per rank.
+bool reduceScatterStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1))
+    return false;
+  std::string what = "reduce_scatter of '" + d.inst.loc() + "'";
+  s.run = [in = d.in(0), out = d.out(), what, comm = &d.comm] {
+    if (in.numel() != out.numel() * comm->size())
+      return Status::failure(what + ": input is not size x output");
+    return comm->reduceScatter(in.data, out.data,
+                               static_cast<size_t>(out.numel()), out.dtype,
+                               ReduceOp::Sum, what);
+  };
+  return true;
+}
+
+bool allGatherStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1))
+    return false;
+  std::string what = "all_gather of '" + d.inst.loc() + "'";
+  s.run = [in = d.in(0), out = d.out(), what, comm = &d.comm] {
+    if (out.numel() != in.numel() * comm->size())
+      return Status::failure(what + ": output is not size x input");
+    return comm->allGather(in.data, out.data, static_cast<size_t>(in.numel()),
+                           in.dtype, what);
+  };
+  return true;
+}
+
+bool allSliceStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1))
+    return false;
+  s.run = [in = d.in(0), out = d.out(), comm = &d.comm,
+           loc = d.inst.loc()] {
+    if (in.numel() != out.numel() * comm->size())
+      return Status::failure("all_slice of '" + loc +
+                             "': input is not size x output");
+    std::memcpy(out.data,
+                static_cast<const char *>(in.data) + out.bytes() * comm->rank(),
+                out.bytes());
+    return Status::success();
+  };
+  return true;
+}
+
 bool convGradStep(Decoder &d, Step &s) {
   if (!d.arity(3, 3, 2) || !d.require("group"))
     return false;
@@ -538,6 +583,9 @@ const std::map<std::string, Builder> &table() {
       {"gather_grad", gatherGradStep},
       {"slice_grad", sliceGradStep},
       {"all_reduce", allReduceStep},
+      {"reduce_scatter", reduceScatterStep},
+      {"all_gather", allGatherStep},
+      {"all_slice", allSliceStep},
       {"conv_grad", convGradStep},
       {"pool_grad", poolGradStep},
       {"sgd_update", sgdUpdateStep},

@@ -98,6 +98,10 @@ PARALLELISM (compile --train)
                        --batch-size / D samples of every global batch and
                        the gradients are summed across ranks, so the step
                        equals the one-device step. Run with smprun -n D.
+  --shard-optimizer-state
+                       ZeRO-1 (with --dp): gradients are reduce-scattered,
+                       each rank keeps and updates 1/D of the optimizer
+                       state and parameters, and parameters are all-gathered.
   --tp T, --pp P       Tensor and pipeline parallelism are not available yet.
   -h, --help           Show this help.
   --version            Show the version.
@@ -119,6 +123,7 @@ struct Options {
   std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
   std::string precision = "fp32";
   int64_t dp = 1, devices = 0;
+  bool zero = false;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   /// Pass options of smp-build-train-step given on the command line.
@@ -186,6 +191,9 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.train = true;
     } else if (a == "--nesterov") {
       opts.trainOptions.push_back("nesterov=true");
+    } else if (a == "--shard-optimizer-state") {
+      opts.trainOptions.push_back("shard-optimizer-state=true");
+      opts.zero = true;
     } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
                a == "--freeze" || a.starts_with("--loss=") ||
                a.starts_with("--optimizer=") ||
@@ -277,6 +285,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (opts.devices != opts.dp)
     return fail("--devices " + std::to_string(opts.devices) +
                 " does not equal dp x tp x pp = " + std::to_string(opts.dp));
+  if (opts.zero && opts.dp == 1)
+    return fail("--shard-optimizer-state needs --dp > 1");
   if (opts.dp > 1) {
     if (!opts.train)
       return fail("--dp applies to training (compile --train)");

@@ -187,20 +187,32 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
     return fail("result updates '" + name +
                 "', which is not a parameter or state");
   unsigned target = it->second;
-  Operation *producer = v.getDefiningOp();
   BlockArgument arg;
   for (auto [value, id] : bufferOf)
     if (id == target)
       arg = dyn_cast<BlockArgument>(value);
+  unsigned id = bufferOf.lookup(v);
+  unsigned r = root[id];
+  // The op that wrote the storage (through reshape aliases).
+  Value rootValue;
+  for (auto [value, bid] : bufferOf)
+    if (bid == r)
+      rootValue = value;
+  Operation *producer = rootValue ? rootValue.getDefiningOp() : nullptr;
   if (!producer || !arg)
     return fail("update of '" + name + "' is not computed by an op");
   for (Operation *user : arg.getUsers())
     if (user != producer && producer->isBeforeInBlock(user))
       return fail("'" + name + "' is read after its update");
-  unsigned id = bufferOf.lookup(v);
-  if (root[id] != id)
-    return fail("update of '" + name + "' aliases another buffer");
-  root[id] = root[target];
+  bool rIsArg = r == root[target];
+  for (const auto &entry : argByName)
+    rIsArg |= entry.second == r;
+  if (rIsArg)
+    return fail("update of '" + name + "' aliases another parameter");
+  // Re-root the update's storage (and its aliases) onto the parameter's.
+  for (unsigned &x : root)
+    if (x == r)
+      x = root[target];
   program.mutable_buffers(id)->set_name(name.str());
   (void)end;
   return llvm::Error::success();
@@ -314,6 +326,36 @@ llvm::Error Lowering::run() {
       (*inst->mutable_attrs())["reduction"] = kind;
       (*inst->mutable_attrs())["grid"] = grid;
       (*inst->mutable_attrs())["grid_axes"] = axes;
+      ++index;
+      continue;
+    }
+    if (isa<shard::ReduceScatterOp, shard::AllGatherOp, shard::AllSliceOp>(op)) {
+      // Collectives that split or join dim 0 across the grid's ranks.
+      pb::Instruction *inst = program.add_instructions();
+      inst->set_loc(valueName(&op));
+      Value input = op.getOperand(0);
+      inst->add_inputs(bufferOf.lookup(input));
+      use(input, index);
+      auto id = newBuffer(op.getResult(0), valueName(&op), index);
+      if (!id)
+        return id.takeError();
+      inst->add_outputs(*id);
+      int64_t axis = 0;
+      if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
+        inst->set_op("reduce_scatter");
+        axis = rs.getScatterAxis().getSExtValue();
+        pb::Attribute kind;
+        kind.set_s(shard::stringifyReductionKind(rs.getReduction()).str());
+        (*inst->mutable_attrs())["reduction"] = kind;
+      } else if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
+        inst->set_op("all_gather");
+        axis = ag.getGatherAxis().getSExtValue();
+      } else {
+        inst->set_op("all_slice");
+        axis = cast<shard::AllSliceOp>(op).getSliceAxis().getSExtValue();
+      }
+      if (axis != 0)
+        return fail("collectives along dims other than 0 are not supported");
       ++index;
       continue;
     }

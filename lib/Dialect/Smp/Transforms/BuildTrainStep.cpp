@@ -74,6 +74,49 @@ struct SmpBuildTrainStepPass
                                       shard::ReductionKind::Sum);
   }
 
+  /// v flattened to 1-D and zero-padded to a multiple of the dp ranks.
+  Value flatten(OpBuilder &b, Location loc, Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    int64_t n = t.getNumElements(), padded = (n + dp - 1) / dp * dp;
+    Value flat = ReshapeOp::create(b, loc, t.clone(ArrayRef<int64_t>{n}), v);
+    if (padded == n)
+      return flat;
+    auto zeros = RankedTensorType::get({padded - n}, t.getElementType());
+    Value pad = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(
+                    zeros, APFloat::getZero(cast<FloatType>(t.getElementType())
+                                                .getFloatSemantics())));
+    return ConcatOp::create(b, loc, ValueRange{flat, pad},
+                            b.getI64IntegerAttr(0));
+  }
+
+  /// Sums a flattened gradient over the ranks, keeping this rank's chunk.
+  Value reduceScatter(OpBuilder &b, Location loc, Value flat) {
+    auto t = cast<RankedTensorType>(flat.getType());
+    auto chunk = t.clone(ArrayRef<int64_t>{t.getDimSize(0) / dp});
+    return shard::ReduceScatterOp::create(
+        b, loc, chunk, FlatSymbolRefAttr::get(b.getContext(), "dp"),
+        b.getDenseI16ArrayAttr({0}), flat,
+        shard::ReductionKindAttr::get(b.getContext(), shard::ReductionKind::Sum),
+        b.getIndexAttr(0));
+  }
+
+  /// Gathers every rank's updated chunk back into the parameter's shape.
+  Value unshard(OpBuilder &b, Location loc, Value chunk, Value param) {
+    auto pt = cast<RankedTensorType>(param.getType());
+    auto ct = cast<RankedTensorType>(chunk.getType());
+    int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * dp;
+    Value all = shard::AllGatherOp::create(
+        b, loc, ct.clone(ArrayRef<int64_t>{padded}),
+        FlatSymbolRefAttr::get(b.getContext(), "dp"),
+        b.getDenseI16ArrayAttr({0}), chunk, b.getIndexAttr(0));
+    if (padded != n)
+      all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
+                            b.getDenseI64ArrayAttr({n}),
+                            b.getDenseI64ArrayAttr({1}));
+    return ReshapeOp::create(b, loc, pt, all);
+  }
+
   /// Whether the built loss is already this rank's share of the global one.
   bool perRankShare = false;
 
@@ -252,10 +295,16 @@ struct SmpBuildTrainStepPass
     auto grads = differentiate(b, body, target, params);
     if (failed(grads))
       return failure();
+    bool zero = dp > 1 && shardOptimizerState;
+    if (zero && scale) {
+      f.emitError() << "--shard-optimizer-state with fp16 loss scaling is not "
+                       "supported yet";
+      return failure();
+    }
     if (dp > 1) {
       for (Value &g : *grads)
-        if (g)
-          g = allReduce(b, loc, g);
+        if (g) // ZeRO-1: each rank keeps the sum of its shard only
+          g = zero ? reduceScatter(b, loc, flatten(b, loc, g)) : allReduce(b, loc, g);
       loss32 = allReduce(b, loc, loss32); // the global loss, on every rank
     }
     if (scale) {
@@ -302,6 +351,8 @@ struct SmpBuildTrainStepPass
                                      b.getDenseI64ArrayAttr(axes), false);
       sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, sq)) : sq;
     }
+    if (zero && sumSq) // each rank summed the squares of its shards
+      sumSq = allReduce(b, loc, sumSq);
     Value gradNorm = sumSq ? Value(SqrtOp::create(b, loc, sumSq))
                            : scalarConst(b, loc, f32, 0.0);
     SmallVector<Value> clipped(grads->begin(), grads->end());
@@ -366,6 +417,13 @@ struct SmpBuildTrainStepPass
       if (!g)
         continue; // no gradient reaches it: PyTorch skips it too
       Type type = param.getType();
+      Value paramIn = param;
+      if (zero) { // update this rank's shard of the flattened parameter
+        paramIn = shard::AllSliceOp::create(
+            b, loc, g.getType(), flatten(b, loc, param), "dp",
+            ArrayRef<shard::GridAxis>{0}, 0);
+        type = g.getType();
+      }
       Value lrT = lr, stepT = stepIndex;
       auto elt = cast<RankedTensorType>(type).getElementType();
       if (elt != f32) {
@@ -376,10 +434,11 @@ struct SmpBuildTrainStepPass
         Value buf = momentum != 0.0f ? addState(type, name + ".momentum_buffer")
                                      : g;
         auto upd = SgdUpdateOp::create(
-            b, loc, type, type, param, g, buf, lrT, stepT, found,
+            b, loc, type, type, paramIn, g, buf, lrT, stepT, found,
             b.getF32FloatAttr(momentum), b.getF32FloatAttr(dampening),
             b.getF32FloatAttr(wd), b.getBoolAttr(nesterov));
-        newResults.push_back(upd.getNewParam());
+        newResults.push_back(zero ? unshard(b, loc, upd.getNewParam(), param)
+                                  : upd.getNewParam());
         newAttrs.push_back(updateAttr(name));
         if (momentum != 0.0f) {
           newResults.push_back(upd.getNewMomentumBuffer());
@@ -390,11 +449,12 @@ struct SmpBuildTrainStepPass
       Value m = addState(type, name + ".exp_avg");
       Value v = addState(type, name + ".exp_avg_sq");
       auto upd = AdamUpdateOp::create(
-          b, loc, type, type, type, param, g, m, v, lrT, stepT, found,
+          b, loc, type, type, type, paramIn, g, m, v, lrT, stepT, found,
           b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
           b.getF32FloatAttr(epsilon), b.getF32FloatAttr(wd),
           b.getBoolAttr(optimizer == "adamw"));
-      newResults.push_back(upd.getNewParam());
+      newResults.push_back(zero ? unshard(b, loc, upd.getNewParam(), param)
+                                : upd.getNewParam());
       newAttrs.push_back(updateAttr(name));
       newResults.push_back(upd.getNewExpAvg());
       newAttrs.push_back(updateAttr(name + ".exp_avg"));

@@ -76,7 +76,12 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "data-parallel ranks: the function is one rank's share of the "
            "global batch; losses are scaled so that the gradients, summed "
            "over the ranks with shard.all_reduce on grid @dp, equal the "
-           "one-device gradients">
+           "one-device gradients">,
+    Option<"shardOptimizerState", "shard-optimizer-state", "bool",
+           /*default=*/"false",
+           "ZeRO-1 (with dp > 1): reduce-scatter each flattened gradient, "
+           "keep 1/dp of the optimizer state per rank, update that shard of "
+           "the parameter, and all-gather the parameter">
   ];
 }
 
