@@ -68,6 +68,10 @@ OPTIONS
                        smp compiles static shapes: every symbolic dim of the
                        model's inputs must be bound. Repeatable.
   --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  --emit=mlir          compile: print the final IR (after the training and
+                       parallelization passes) instead of writing an artifact.
+  --mlir-print-ir-after-all
+                       compile: print the IR after every pass (to stderr).
 
 TRAINING (compile --train)
   --loss LOSS          NAME (a scalar output of the model),
@@ -124,6 +128,7 @@ struct Options {
   std::string precision = "fp32";
   int64_t dp = 1, devices = 0;
   bool zero = false;
+  bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   /// Pass options of smp-build-train-step given on the command line.
@@ -261,6 +266,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         opts.trainOptions.push_back("init-scale=" + *v);
       else
         opts.trainOptions.push_back(flag.substr(2) + "=" + *v);
+    } else if (a == "--emit=mlir") {
+      opts.emitMlir = true;
+    } else if (a == "--mlir-print-ir-after-all") {
+      opts.printAfterAll = true;
+    } else if (a.starts_with("--emit")) {
+      return fail("--emit supports only --emit=mlir");
     } else if (a == "--no-raise") {
       opts.import.raise = false;
     } else if (a.starts_with("-") && a != "-") {
@@ -278,7 +289,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail("unknown command '" + opts.command + "' (see smpc --help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
-  if (opts.command == "compile" && opts.output == "-")
+  if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
   if (opts.devices == 0)
     opts.devices = opts.dp;
@@ -374,6 +385,13 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " dp=" + std::to_string(opts.dp);
   pipeline += "},canonicalize,cse";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  if (opts.printAfterAll) {
+    module.getContext()->disableMultithreading();
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
+                        /*printModuleScope=*/true,
+                        /*printAfterOnlyOnChange=*/false);
+  }
   if (failed(parsePassPipeline(pipeline, pm))) {
     fail("cannot build the training pipeline '" + pipeline + "'");
     return failure();
@@ -405,6 +423,15 @@ int compile(ModuleOp module, const Options &opts) {
       t.sourceModel = abs.str().str();
     }
     artifact.training = t;
+  }
+  if (opts.emitMlir) {
+    std::string err;
+    auto out = openOutputFile(opts.output, &err);
+    if (!out)
+      return fail(opts.output + ": " + err);
+    module.print(out->os());
+    out->keep();
+    return 0;
   }
   artifact.outputDir = opts.output;
   artifact.target = opts.target;
