@@ -1,0 +1,471 @@
+//===- PipelineSchedule.cpp - Pipeline-parallel schedules and simulator ---===//
+
+#include "smp/Schedule/PipelineSchedule.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace smp::schedule {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char &c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool setError(std::string *error, std::string message) {
+  if (error)
+    *error = std::move(message);
+  return false;
+}
+
+bool checkParameters(int p, int m, int v, std::string *error) {
+  if (p < 1)
+    return setError(error, "the number of pipeline ranks must be at least 1, got " +
+                               std::to_string(p));
+  if (m < 1)
+    return setError(error, "the number of micro-batches must be at least 1, got " +
+                               std::to_string(m));
+  if (v < 1)
+    return setError(error, "the number of virtual stages per rank must be at least 1, got " +
+                               std::to_string(v));
+  if (p > kMaxRanks)
+    return setError(error, "at most " + std::to_string(kMaxRanks) +
+                               " pipeline ranks are supported, got " + std::to_string(p));
+  if (m > kMaxMicrobatches)
+    return setError(error, "at most " + std::to_string(kMaxMicrobatches) +
+                               " micro-batches are supported, got " + std::to_string(m));
+  if (v > kMaxVirtualStages)
+    return setError(error, "at most " + std::to_string(kMaxVirtualStages) +
+                               " virtual stages per rank are supported, got " +
+                               std::to_string(v));
+  // Up to three actions (F, BI, BW) per stage and micro-batch.
+  if (3LL * p * v * m > kMaxActions)
+    return setError(error, "the schedule would have more than " +
+                               std::to_string(kMaxActions) + " actions (p=" +
+                               std::to_string(p) + ", m=" + std::to_string(m) +
+                               ", v=" + std::to_string(v) + ")");
+  return true;
+}
+
+Schedule buildGPipe(int p, int m) {
+  Schedule s(p);
+  for (int r = 0; r < p; ++r) {
+    for (int mb = 0; mb < m; ++mb)
+      s[r].push_back({Action::F, r, mb});
+    for (int mb = 0; mb < m; ++mb)
+      s[r].push_back({Action::B, r, mb});
+  }
+  return s;
+}
+
+Schedule buildOneFOneB(int p, int m) {
+  Schedule s(p);
+  for (int r = 0; r < p; ++r) {
+    std::vector<Action> &list = s[r];
+    int warmup = std::min(p - r - 1, m);
+    int f = 0, b = 0;
+    for (; f < warmup; ++f)
+      list.push_back({Action::F, r, f});
+    while (f < m) {
+      list.push_back({Action::F, r, f++});
+      list.push_back({Action::B, r, b++});
+    }
+    while (b < m)
+      list.push_back({Action::B, r, b++});
+  }
+  return s;
+}
+
+Schedule buildInterleaved(int p, int m, int v) {
+  if (v == 1)
+    return buildOneFOneB(p, m);
+  // Group sizes: R = max(1, m/p) groups, sizes differing by at most one,
+  // larger first (each >= p when m >= p; one group of m when m < p).
+  int numGroups = std::max(1, m / p);
+  int base = m / numGroups, extra = m % numGroups;
+  int largest = base + (extra > 0 ? 1 : 0);
+  // The (chunk, micro-batch) order every rank follows for its forwards;
+  // backwards follow it with the chunks reversed.
+  std::vector<std::pair<int, int>> order;
+  order.reserve(static_cast<size_t>(m) * v);
+  int first = 0;
+  for (int g = 0; g < numGroups; ++g) {
+    int size = base + (g < extra ? 1 : 0);
+    for (int c = 0; c < v; ++c)
+      for (int mb = first; mb < first + size; ++mb)
+        order.push_back({c, mb});
+    first += size;
+  }
+  int total = m * v;
+  Schedule s(p);
+  for (int r = 0; r < p; ++r) {
+    std::vector<Action> &list = s[r];
+    auto forward = [&](int k) {
+      return Action{Action::F, order[k].first * p + r, order[k].second};
+    };
+    auto backward = [&](int k) {
+      return Action{Action::B, (v - 1 - order[k].first) * p + r, order[k].second};
+    };
+    long long warmupLL = 2LL * (p - r - 1) + static_cast<long long>(v - 1) * largest;
+    int warmup = static_cast<int>(std::min<long long>(warmupLL, total));
+    int f = 0, b = 0;
+    for (; f < warmup; ++f)
+      list.push_back(forward(f));
+    while (f < total) {
+      list.push_back(forward(f++));
+      list.push_back(backward(b++));
+    }
+    while (b < total)
+      list.push_back(backward(b++));
+  }
+  return s;
+}
+
+Schedule buildZeroBubbleH1(int p, int m) {
+  Schedule s = buildOneFOneB(p, m);
+  for (int r = 0; r < p; ++r) {
+    std::vector<Action> list;
+    list.reserve(3 * static_cast<size_t>(m));
+    int inputGrads = 0, weightGrads = 0;
+    for (const Action &a : s[r]) {
+      if (a.kind == Action::F) {
+        list.push_back(a);
+        continue;
+      }
+      list.push_back({Action::BI, a.stage, a.microbatch});
+      ++inputGrads;
+      // Keep at most r weight gradients pending: BW(k) follows BI(k + r).
+      if (inputGrads - weightGrads > r)
+        list.push_back({Action::BW, r, weightGrads++});
+    }
+    while (weightGrads < m)
+      list.push_back({Action::BW, r, weightGrads++});
+    s[r] = std::move(list);
+  }
+  return s;
+}
+
+const char *kindName(Action::Kind kind) {
+  switch (kind) {
+  case Action::F:
+    return "F";
+  case Action::B:
+    return "B";
+  case Action::BI:
+    return "BI";
+  case Action::BW:
+    return "BW";
+  }
+  return "?";
+}
+
+} // namespace
+
+std::optional<ScheduleKind> parseScheduleKind(std::string_view name) {
+  std::string n = lower(name);
+  if (n == "gpipe")
+    return ScheduleKind::GPipe;
+  if (n == "1f1b")
+    return ScheduleKind::OneFOneB;
+  if (n == "interleaved" || n == "interleaved-1f1b")
+    return ScheduleKind::Interleaved;
+  if (n == "zb-h1" || n == "zbh1" || n == "zb_h1")
+    return ScheduleKind::ZeroBubbleH1;
+  return std::nullopt;
+}
+
+const char *scheduleKindName(ScheduleKind kind) {
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return "gpipe";
+  case ScheduleKind::OneFOneB:
+    return "1f1b";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
+  }
+  return "?";
+}
+
+std::string toString(const Action &action) {
+  return std::string(kindName(action.kind)) + "(" + std::to_string(action.stage) +
+         "," + std::to_string(action.microbatch) + ")";
+}
+
+std::string formatSchedule(const Schedule &schedule) {
+  std::ostringstream os;
+  for (size_t r = 0; r < schedule.size(); ++r) {
+    os << "rank " << r << ":";
+    for (const Action &a : schedule[r])
+      os << ' ' << toString(a);
+    os << '\n';
+  }
+  return os.str();
+}
+
+Schedule buildSchedule(ScheduleKind kind, int p, int m, int v, std::string *error) {
+  if (!checkParameters(p, m, v, error))
+    return {};
+  if (v != 1 && kind != ScheduleKind::Interleaved) {
+    setError(error, std::string("schedule '") + scheduleKindName(kind) +
+                        "' has one stage per rank; " + std::to_string(v) +
+                        " virtual stages need 'interleaved'");
+    return {};
+  }
+  switch (kind) {
+  case ScheduleKind::GPipe:
+    return buildGPipe(p, m);
+  case ScheduleKind::OneFOneB:
+    return buildOneFOneB(p, m);
+  case ScheduleKind::Interleaved:
+    return buildInterleaved(p, m, v);
+  case ScheduleKind::ZeroBubbleH1:
+    return buildZeroBubbleH1(p, m);
+  }
+  setError(error, "unknown schedule kind");
+  return {};
+}
+
+SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
+                                  const Costs &costs) {
+  SimulationResult result;
+  if (!checkParameters(p, m, v, &result.error))
+    return result;
+  if (!(costs.forward >= 0 && costs.backward >= 0 && costs.backwardInput >= 0 &&
+        costs.backwardWeight >= 0 && costs.communication >= 0)) {
+    result.error = "action costs and the communication time must be non-negative";
+    return result;
+  }
+  if (static_cast<long long>(schedule.size()) != p) {
+    result.error = "the schedule has " + std::to_string(schedule.size()) +
+                   " ranks, expected " + std::to_string(p);
+    return result;
+  }
+  const int numStages = p * v;
+  const size_t cells = static_cast<size_t>(numStages) * m;
+  auto cell = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
+
+  // Structure: ranges, ranks, duplicates, B mixed with BI/BW.
+  enum { kF, kB, kBI, kBW, kNumKinds };
+  std::vector<unsigned char> seen(cells * kNumKinds, 0);
+  for (int r = 0; r < p; ++r) {
+    for (const Action &a : schedule[r]) {
+      if (a.kind != Action::F && a.kind != Action::B && a.kind != Action::BI &&
+          a.kind != Action::BW) {
+        result.error = "rank " + std::to_string(r) + " has an action of unknown kind";
+        return result;
+      }
+      if (a.stage < 0 || a.stage >= numStages || a.microbatch < 0 ||
+          a.microbatch >= m) {
+        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
+                       " is out of range (" + std::to_string(numStages) +
+                       " stages, " + std::to_string(m) + " micro-batches)";
+        return result;
+      }
+      if (rankOfStage(a.stage, p) != r) {
+        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
+                       " belongs to rank " + std::to_string(rankOfStage(a.stage, p));
+        return result;
+      }
+      unsigned char &flag = seen[cell(a.stage, a.microbatch) * kNumKinds + a.kind];
+      if (flag) {
+        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
+                       " appears more than once";
+        return result;
+      }
+      flag = 1;
+    }
+  }
+  std::string missing;
+  for (int s = 0; s < numStages && missing.empty(); ++s) {
+    for (int mb = 0; mb < m; ++mb) {
+      const unsigned char *f = &seen[cell(s, mb) * kNumKinds];
+      bool split = f[kBI] || f[kBW];
+      if (f[kB] && split) {
+        result.error = "stage " + std::to_string(s) + ", micro-batch " +
+                       std::to_string(mb) + " has both B and BI/BW";
+        return result;
+      }
+      Action need{Action::F, s, mb};
+      if (!f[kF])
+        need.kind = Action::F;
+      else if (split && !f[kBI])
+        need.kind = Action::BI;
+      else if (split && !f[kBW])
+        need.kind = Action::BW;
+      else if (!split && !f[kB])
+        need.kind = Action::B;
+      else
+        continue;
+      missing = toString(need) + " is missing";
+      break;
+    }
+  }
+  result.complete = missing.empty();
+
+  // Execution. finish[kind][cell] < 0: not done yet.
+  std::vector<double> finishF(cells, -1.0), finishBack(cells, -1.0),
+      finishBI(cells, -1.0);
+  std::vector<size_t> next(p, 0);
+  std::vector<double> rankTime(p, 0.0);
+  std::vector<int> inFlight(p, 0), pendingW(p, 0);
+  result.peakInFlightActivations.assign(p, 0);
+  result.peakPendingWeightGradients.assign(p, 0);
+  result.startTimes.resize(p);
+  for (int r = 0; r < p; ++r)
+    result.startTimes[r].assign(schedule[r].size(), -1.0);
+
+  auto durationOf = [&costs](Action::Kind kind) {
+    switch (kind) {
+    case Action::F:
+      return costs.forward;
+    case Action::B:
+      return costs.backward;
+    case Action::BI:
+      return costs.backwardInput;
+    case Action::BW:
+      return costs.backwardWeight;
+    }
+    return 0.0;
+  };
+  // Whether the dependency (stage, mb) in `finish` is done; if so, raises
+  // *at to the time it is usable on `rank` (its finish time, plus the
+  // communication time when another rank produced it).
+  auto ready = [&](int rank, int stage, int mb, const std::vector<double> &finish,
+                   double *at) {
+    double t = finish[cell(stage, mb)];
+    if (t < 0)
+      return false;
+    if (rankOfStage(stage, p) != rank)
+      t += costs.communication;
+    *at = std::max(*at, t);
+    return true;
+  };
+  auto waitingFor = [&](int rank, const Action &a) -> std::string {
+    double at = 0;
+    switch (a.kind) {
+    case Action::F:
+      if (a.stage > 0 && !ready(rank, a.stage - 1, a.microbatch, finishF, &at))
+        return toString({Action::F, a.stage - 1, a.microbatch});
+      break;
+    case Action::B:
+    case Action::BI:
+      if (!ready(rank, a.stage, a.microbatch, finishF, &at))
+        return toString({Action::F, a.stage, a.microbatch});
+      if (a.stage + 1 < numStages &&
+          !ready(rank, a.stage + 1, a.microbatch, finishBack, &at))
+        return "the backward of stage " + std::to_string(a.stage + 1) +
+               ", micro-batch " + std::to_string(a.microbatch);
+      break;
+    case Action::BW:
+      if (!ready(rank, a.stage, a.microbatch, finishBI, &at))
+        return toString({Action::BI, a.stage, a.microbatch});
+      break;
+    }
+    return "";
+  };
+
+  bool progress = true;
+  size_t remaining = 0;
+  for (int r = 0; r < p; ++r)
+    remaining += schedule[r].size();
+  while (remaining > 0 && progress) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      while (next[r] < schedule[r].size()) {
+        const Action &a = schedule[r][next[r]];
+        double start = rankTime[r];
+        bool ok = true;
+        switch (a.kind) {
+        case Action::F:
+          ok = a.stage == 0 || ready(r, a.stage - 1, a.microbatch, finishF, &start);
+          break;
+        case Action::B:
+        case Action::BI:
+          ok = ready(r, a.stage, a.microbatch, finishF, &start) &&
+               (a.stage + 1 == numStages ||
+                ready(r, a.stage + 1, a.microbatch, finishBack, &start));
+          break;
+        case Action::BW:
+          ok = ready(r, a.stage, a.microbatch, finishBI, &start);
+          break;
+        }
+        if (!ok)
+          break;
+        double end = start + durationOf(a.kind);
+        size_t c = cell(a.stage, a.microbatch);
+        switch (a.kind) {
+        case Action::F:
+          finishF[c] = end;
+          result.peakInFlightActivations[r] =
+              std::max(result.peakInFlightActivations[r], ++inFlight[r]);
+          break;
+        case Action::B:
+          finishBack[c] = end;
+          --inFlight[r];
+          break;
+        case Action::BI:
+          finishBack[c] = end;
+          finishBI[c] = end;
+          --inFlight[r];
+          result.peakPendingWeightGradients[r] =
+              std::max(result.peakPendingWeightGradients[r], ++pendingW[r]);
+          break;
+        case Action::BW:
+          --pendingW[r];
+          break;
+        }
+        result.startTimes[r][next[r]] = start;
+        rankTime[r] = end;
+        result.busyTime += durationOf(a.kind);
+        result.makespan = std::max(result.makespan, end);
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+    }
+  }
+  if (remaining > 0) {
+    result.deadlock = true;
+    std::string message = "deadlock:";
+    for (int r = 0; r < p; ++r) {
+      if (next[r] >= schedule[r].size())
+        continue;
+      const Action &a = schedule[r][next[r]];
+      message += " rank " + std::to_string(r) + " waits at " + toString(a) +
+                 " for " + waitingFor(r, a) + ";";
+    }
+    message.pop_back();
+    result.error = message;
+  }
+  if (result.error.empty() && !result.complete)
+    result.error = missing;
+  if (result.makespan > 0)
+    result.bubbleFraction = 1.0 - result.busyTime / (p * result.makespan);
+  return result;
+}
+
+double unitCostBubbleFraction(ScheduleKind kind, int p, int m, int v) {
+  if (!checkParameters(p, m, v, nullptr) ||
+      (v != 1 && kind != ScheduleKind::Interleaved))
+    return -1.0;
+  const double P = p, M = m, V = v;
+  switch (kind) {
+  case ScheduleKind::GPipe:
+  case ScheduleKind::OneFOneB:
+    return (P - 1) / (M + P - 1);
+  case ScheduleKind::Interleaved:
+    return 1.0 - V * M / (V * std::max(M, P) + std::min(M, P) - 1);
+  case ScheduleKind::ZeroBubbleH1:
+    return 1.0 - 3 * M / std::max(3 * M + P - 1, 2 * M + 2 * P - 1);
+  }
+  return -1.0;
+}
+
+} // namespace smp::schedule
