@@ -5,6 +5,10 @@
 #include <cblas.h>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 namespace smp::kernels::cpu {
 
 void setNumThreads(int n) {
@@ -13,7 +17,9 @@ void setNumThreads(int n) {
   omp_set_num_threads(n);
 #endif
 #ifdef SMP_HAVE_OPENBLAS
-  openblas_set_num_threads(n);
+  // The GEMMs run on the OpenMP threads (Gemm.cpp); a second pool of
+  // spinning OpenBLAS workers would only compete with them.
+  openblas_set_num_threads(1);
 #endif
 }
 
@@ -26,6 +32,32 @@ int numThreads() {
 }
 
 namespace detail {
+
+void streamCopy(void *dst, const void *src, size_t n) {
+#if defined(__x86_64__) // SSE2 is baseline there
+  auto *d = static_cast<char *>(dst);
+  const auto *s = static_cast<const char *>(src);
+  size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+  if (head >= n) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  std::memcpy(d, s, head);
+  size_t i = head;
+  for (; i + 16 <= n; i += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i *>(d + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + i)));
+  std::memcpy(d + i, s + i, n - i);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
+
+void streamFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
 
 int64_t loadInt(const TensorRef &t, int64_t i) {
   const void *p = t.data;

@@ -200,6 +200,68 @@ inline int64_t grainFor(int64_t costPerItem) {
 }
 
 //===----------------------------------------------------------------------===//
+// Streaming stores
+//===----------------------------------------------------------------------===//
+
+/// Outputs of at least this many bytes are written with non-temporal stores:
+/// they cannot stay in the last-level cache anyway, and streaming stores skip
+/// reading every line before writing it (a third of the memory traffic of
+/// an elementwise op).
+constexpr int64_t kStreamBytes = int64_t(32) << 20;
+
+/// Copies n bytes to dst, with non-temporal stores on its 16-byte aligned
+/// part (x86-64; a plain memcpy elsewhere).
+void streamCopy(void *dst, const void *src, size_t n);
+/// Orders the streaming stores of this thread before later stores (call it
+/// before the data is handed to another thread).
+void streamFence();
+
+/// Writes dst[0, len): fill(p, i, l) writes elements [i, i + l) of the run
+/// to p[0, l). With stream, through a 4 KiB buffer copied out by streamCopy
+/// (fill must then not read dst beyond element i + l, which in-place
+/// elementwise ops do not); the caller calls streamFence once its chunk of
+/// the output is written.
+template <class T, class Fill>
+void writeRun(T *dst, int64_t len, bool stream, Fill &&fill) {
+  if (!stream) {
+    fill(dst, int64_t(0), len);
+    return;
+  }
+  constexpr int64_t kBuf = 4096 / static_cast<int64_t>(sizeof(T));
+  alignas(64) T buf[kBuf];
+  for (int64_t i = 0; i < len; i += kBuf) {
+    int64_t l = std::min(kBuf, len - i);
+    fill(buf, i, l);
+    streamCopy(dst + i, buf, static_cast<size_t>(l) * sizeof(T));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM (Gemm.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One row-major product C (m x n) = op(A) (m x k) op(B) (k x n), cblas
+/// conventions: op transposes when its flag is set, ldX is the row stride of
+/// the stored matrix.
+struct GemmShape {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+/// nb products of shape g: product i reads a + offA[i] and b + offB[i] and
+/// writes c + i * strideC. Split over the OpenMP threads; OpenBLAS itself
+/// runs single-threaded (see Gemm.cpp). T is float or double; g.k >= 1.
+template <class T>
+void gemmBatch(const GemmShape &g, const T *a, const int64_t *offA, const T *b,
+               const int64_t *offB, T *c, int64_t strideC, int64_t nb);
+
+/// A single product.
+template <class T> void gemm(const GemmShape &g, const T *a, const T *b, T *c) {
+  const int64_t zero = 0;
+  gemmBatch(g, a, &zero, b, &zero, c, 0, 1);
+}
+
+//===----------------------------------------------------------------------===//
 // Strided N-d loops
 //===----------------------------------------------------------------------===//
 
@@ -267,11 +329,16 @@ template <size_t N> struct StridedLoop {
     }
   }
 
-  /// forEachRun over [0, total) in parallel chunks.
+  /// forEachRun over [0, total) in parallel chunks; with fence, each chunk
+  /// ends with streamFence (for runs written by writeRun with stream).
   template <class F>
-  void parallelRuns(int64_t total, int64_t grain, F &&f) const {
-    parallelFor(total, grain,
-                [&](int64_t b, int64_t e) { forEachRun(b, e, f); });
+  void parallelRuns(int64_t total, int64_t grain, F &&f,
+                    bool fence = false) const {
+    parallelFor(total, grain, [&](int64_t b, int64_t e) {
+      forEachRun(b, e, f);
+      if (fence)
+        streamFence();
+    });
   }
 };
 

@@ -9,8 +9,6 @@
 
 #include "Common.h"
 
-#include <cblas.h>
-
 namespace smp::kernels::cpu {
 using namespace detail;
 
@@ -88,14 +86,16 @@ Status makeWindow(const char *op, const TensorRef &in, const TensorRef &out,
 //===----------------------------------------------------------------------===//
 
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda, const T *b,
-          int64_t ldb, T *c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
-                int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n),
-                int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+void convGemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+              const T *b, int64_t ldb, T *c, int64_t ldc) {
+  GemmShape g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  gemm(g, a, b, c);
 }
 
 /// col[r][p - p0] for rows r = (c, kernel tap) and output positions
@@ -106,9 +106,8 @@ void im2col(const Window &w, int64_t channels, const T *x, int64_t p0,
   size_t n = w.dims;
   std::vector<int64_t> inStrides = contiguousStrides(w.in);
   int64_t rows = channels * w.kernelSize;
-  // Serial on purpose: the GEMM that follows runs on OpenBLAS's threads, and
-  // OpenMP workers still spinning after a parallel im2col compete with them
-  // (measured on 2 cores: slower than a serial im2col).
+  // Rows in parallel: the GEMM that follows runs on the same OpenMP threads
+  // (OpenBLAS itself is single-threaded, see Gemm.cpp).
   auto body = [&](int64_t rb, int64_t re) {
     std::vector<int64_t> kOff(n), idx(n);
     for (int64_t r = rb; r < re; ++r) {
@@ -163,7 +162,7 @@ void im2col(const Window &w, int64_t channels, const T *x, int64_t p0,
       }
     }
   };
-  body(0, rows);
+  parallelFor(rows, grainFor(len), body);
 }
 
 template <class T>
@@ -188,13 +187,13 @@ void convImpl(const Window &w, const T *x, const T *wt,
       const T *wg = wt + g * mg * rows;
       T *yg = y + (n * outChannels + g * mg) * positions;
       if (pointwise) {
-        gemm(mg, positions, cg, wg, cg, xg, positions, yg, positions);
+        convGemm(mg, positions, cg, wg, cg, xg, positions, yg, positions);
         continue;
       }
       for (int64_t p0 = 0; p0 < positions; p0 += chunk) {
         int64_t len = std::min(chunk, positions - p0);
         im2col(w, cg, xg, p0, len, col.data());
-        gemm(mg, len, rows, wg, rows, col.data(), len, yg + p0, positions);
+        convGemm(mg, len, rows, wg, rows, col.data(), len, yg + p0, positions);
       }
     }
   }

@@ -1,6 +1,7 @@
 //===- Elementwise.cpp - Unary, binary (broadcasting) and where kernels ---===//
 
 #include "Common.h"
+#include "VecMath.h"
 
 #include <atomic>
 
@@ -94,9 +95,14 @@ template <class C> C geluExact(C x) {
   return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
 }
 
+/// f64 (f32 and the half types go through VecMath): 0.5 x (1 + tanh u)
+/// written as x sigmoid(2u), which keeps the low digits of 1 + tanh u for
+/// negative x.
 template <class C> C geluTanh(C x) {
   const C k = C(0.79788456080286535588); // sqrt(2 / pi)
-  return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+  C a = C(2) * k * (x + C(0.044715) * x * x * x);
+  C e = std::exp(-std::fabs(a));
+  return (a < C(0) ? x * e : x) / (C(1) + e);
 }
 
 /// y[i] = fn(x[i]) over n elements in parallel.
@@ -116,9 +122,68 @@ Status mapFloat(const TensorRef &in, const TensorRef &out, int64_t cost,
   return Status::success();
 }
 
+/// The ops with a vectorised f32 form (VecMath.h).
+bool vecOpFor(UnaryOp op, VecOp &v) {
+  switch (op) {
+  case UnaryOp::Exp:
+    v = VecOp::Exp;
+    return true;
+  case UnaryOp::Tanh:
+    v = VecOp::Tanh;
+    return true;
+  case UnaryOp::Sigmoid:
+    v = VecOp::Sigmoid;
+    return true;
+  case UnaryOp::Silu:
+    v = VecOp::Silu;
+    return true;
+  case UnaryOp::GeluTanh:
+    v = VecOp::GeluTanh;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// f32, f16 and bf16 through vecMap (the half types in blocks widened to
+/// f32 on the stack).
+template <class S>
+void mapVec(VecOp v, const TensorRef &in, const TensorRef &out) {
+  const S *x = in.as<S>();
+  S *y = out.as<S>();
+  bool stream = out.bytes() >= static_cast<size_t>(kStreamBytes);
+  parallelFor(in.numel(), grainFor(8), [&](int64_t b, int64_t e) {
+    if constexpr (std::is_same_v<S, float>) {
+      writeRun(y + b, e - b, stream, [&](float *p, int64_t i, int64_t l) {
+        vecMap(v, x + b + i, p, l);
+      });
+      if (stream)
+        streamFence();
+    } else {
+      constexpr int64_t kBlock = 256;
+      float buf[kBlock];
+      for (int64_t i = b; i < e; i += kBlock) {
+        int64_t len = std::min(kBlock, e - i);
+        for (int64_t k = 0; k < len; ++k)
+          buf[k] = Float<S>::load(x[i + k]);
+        vecMap(v, buf, buf, len);
+        for (int64_t k = 0; k < len; ++k)
+          y[i + k] = Float<S>::store(buf[k]);
+      }
+    }
+  });
+}
+
 template <class S>
 Status unaryFloat(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   using C = typename Float<S>::C;
+  if constexpr (!std::is_same_v<S, double>) {
+    VecOp v;
+    if (vecOpFor(op, v)) {
+      mapVec<S>(v, in, out);
+      return Status::success();
+    }
+  }
   switch (op) {
   case UnaryOp::Neg:
     return mapFloat<S>(in, out, 1, [](C x) { return -x; });
@@ -235,31 +300,38 @@ Status gelu(const TensorRef &in, bool tanhApproximation, const TensorRef &out) {
 namespace {
 
 /// o[pos..] = fn(a[..], b[..]) over a broadcasting loop, with fast paths for
-/// contiguous and scalar-broadcast inner runs.
+/// contiguous and scalar-broadcast inner runs; large outputs are streamed.
 template <class TIn, class TOut, class Fn>
 void runBinary(const StridedLoop<2> &loop, const TIn *a, const TIn *b, TOut *o,
                int64_t total, Fn fn) {
-  loop.parallelRuns(total, grainFor(2),
-                    [&](int64_t pos, const std::array<int64_t, 2> &off,
-                        int64_t len, const std::array<int64_t, 2> &inner) {
-                      const TIn *pa = a + off[0], *pb = b + off[1];
-                      TOut *po = o + pos;
-                      if (inner[0] == 1 && inner[1] == 1) {
-                        for (int64_t i = 0; i < len; ++i)
-                          po[i] = fn(pa[i], pb[i]);
-                      } else if (inner[0] == 1 && inner[1] == 0) {
-                        TIn vb = *pb;
-                        for (int64_t i = 0; i < len; ++i)
-                          po[i] = fn(pa[i], vb);
-                      } else if (inner[0] == 0 && inner[1] == 1) {
-                        TIn va = *pa;
-                        for (int64_t i = 0; i < len; ++i)
-                          po[i] = fn(va, pb[i]);
-                      } else {
-                        for (int64_t i = 0; i < len; ++i)
-                          po[i] = fn(pa[i * inner[0]], pb[i * inner[1]]);
-                      }
-                    });
+  bool stream = total * static_cast<int64_t>(sizeof(TOut)) >= kStreamBytes;
+  loop.parallelRuns(
+      total, grainFor(2),
+      [&](int64_t pos, const std::array<int64_t, 2> &off, int64_t len,
+          const std::array<int64_t, 2> &inner) {
+        const TIn *pa = a + off[0], *pb = b + off[1];
+        writeRun(o + pos, len, stream, [&](TOut *po, int64_t i0, int64_t l) {
+          if (inner[0] == 1 && inner[1] == 1) {
+            const TIn *qa = pa + i0, *qb = pb + i0;
+            for (int64_t i = 0; i < l; ++i)
+              po[i] = fn(qa[i], qb[i]);
+          } else if (inner[0] == 1 && inner[1] == 0) {
+            const TIn *qa = pa + i0;
+            TIn vb = *pb;
+            for (int64_t i = 0; i < l; ++i)
+              po[i] = fn(qa[i], vb);
+          } else if (inner[0] == 0 && inner[1] == 1) {
+            const TIn *qb = pb + i0;
+            TIn va = *pa;
+            for (int64_t i = 0; i < l; ++i)
+              po[i] = fn(va, qb[i]);
+          } else {
+            for (int64_t i = 0; i < l; ++i)
+              po[i] = fn(pa[(i0 + i) * inner[0]], pb[(i0 + i) * inner[1]]);
+          }
+        });
+      },
+      stream);
 }
 
 template <class C> C nanMax(C a, C b) {
@@ -481,6 +553,43 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
 // Where
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// One run of where with inner strides known at compile time (0: a
+/// broadcast scalar, 1: contiguous) and the select written with bit masks
+/// (T is an unsigned type of the element's size), so that it vectorises.
+template <int SC, int SA, int SB, class T>
+void whereRunFixed(const uint8_t *c, const T *a, const T *b, T *o,
+                   int64_t len) {
+  for (int64_t i = 0; i < len; ++i) {
+    T mask = static_cast<T>(T(0) - T(c[i * SC] != 0));
+    o[i] = static_cast<T>((a[i * SA] & mask) | (b[i * SB] & ~mask));
+  }
+}
+
+template <class T>
+void whereRun(const uint8_t *c, const T *a, const T *b, T *o, int64_t len,
+              const std::array<int64_t, 3> &in) {
+  auto is = [&](int64_t sc, int64_t sa, int64_t sb) {
+    return in[0] == sc && in[1] == sa && in[2] == sb;
+  };
+  if (is(1, 1, 1))
+    whereRunFixed<1, 1, 1>(c, a, b, o, len);
+  else if (is(1, 0, 1)) // masked_fill: a scalar where the mask is set
+    whereRunFixed<1, 0, 1>(c, a, b, o, len);
+  else if (is(1, 1, 0))
+    whereRunFixed<1, 1, 0>(c, a, b, o, len);
+  else if (is(1, 0, 0))
+    whereRunFixed<1, 0, 0>(c, a, b, o, len);
+  else if (is(0, 1, 1))
+    std::copy(*c ? a : b, (*c ? a : b) + len, o);
+  else
+    for (int64_t i = 0; i < len; ++i)
+      o[i] = c[i * in[0]] ? a[i * in[1]] : b[i * in[2]];
+}
+
+} // namespace
+
 Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
              const TensorRef &out) {
   const char *name = "where";
@@ -517,15 +626,17 @@ Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
     using T = typename decltype(tag)::type;
     const T *a = lhs.as<T>(), *b = rhs.as<T>();
     T *o = out.as<T>();
-    loop.parallelRuns(n, grainFor(2),
-                      [&](int64_t pos, const std::array<int64_t, 3> &off,
-                          int64_t len, const std::array<int64_t, 3> &in) {
-                        const uint8_t *pc = c + off[0];
-                        const T *pa = a + off[1], *pb = b + off[2];
-                        T *po = o + pos;
-                        for (int64_t i = 0; i < len; ++i)
-                          po[i] = pc[i * in[0]] ? pa[i * in[1]] : pb[i * in[2]];
-                      });
+    bool stream = n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+    loop.parallelRuns(
+        n, grainFor(2),
+        [&](int64_t pos, const std::array<int64_t, 3> &off, int64_t len,
+            const std::array<int64_t, 3> &in) {
+          writeRun(o + pos, len, stream, [&](T *po, int64_t i0, int64_t l) {
+            whereRun(c + off[0] + i0 * in[0], a + off[1] + i0 * in[1],
+                     b + off[2] + i0 * in[2], po, l, in);
+          });
+        },
+        stream);
     return Status::success();
   });
 }

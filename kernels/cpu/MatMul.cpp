@@ -2,8 +2,6 @@
 
 #include "Common.h"
 
-#include <cblas.h>
-
 namespace smp::kernels::cpu {
 using namespace detail;
 
@@ -18,31 +16,26 @@ struct Geometry {
   bool foldBatchIntoM = false; // one GEMM with nb * M rows
 };
 
-/// C[nb][M][N] = op(A) op(B) through cblas ?gemm.
+/// C[nb][M][N] = op(A) op(B) through cblas ?gemm, split over the threads
+/// by gemmBatch.
 template <class T>
 void gemmAll(const Geometry &g, const T *a, const T *b, T *c) {
   int64_t nb = static_cast<int64_t>(g.offA.size());
-  auto gemm = [&](int64_t m, const T *pa, const T *pb, T *pc) {
-    auto ta = g.transA ? CblasTrans : CblasNoTrans;
-    auto tb = g.transB ? CblasTrans : CblasNoTrans;
-    int lda = static_cast<int>(std::max<int64_t>(1, g.colsA));
-    int ldb = static_cast<int>(std::max<int64_t>(1, g.colsB));
-    int ldc = static_cast<int>(std::max<int64_t>(1, g.N));
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
-                  static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, pa, lda,
-                  pb, ldb, 0.0f, pc, ldc);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m),
-                  static_cast<int>(g.N), static_cast<int>(g.K), 1.0, pa, lda,
-                  pb, ldb, 0.0, pc, ldc);
-  };
+  GemmShape s;
+  s.transA = g.transA;
+  s.transB = g.transB;
+  s.m = g.M;
+  s.n = g.N;
+  s.k = g.K;
+  s.lda = std::max<int64_t>(1, g.colsA);
+  s.ldb = std::max<int64_t>(1, g.colsB);
+  s.ldc = std::max<int64_t>(1, g.N);
   if (g.foldBatchIntoM) {
-    gemm(nb * g.M, a, b, c);
+    s.m = nb * g.M;
+    gemm(s, a, b, c);
     return;
   }
-  for (int64_t i = 0; i < nb; ++i)
-    gemm(g.M, a + g.offA[i], b + g.offB[i], c + i * g.M * g.N);
+  gemmBatch(s, a, g.offA.data(), b, g.offB.data(), c, g.M * g.N, nb);
 }
 
 /// Integer product with a plain loop (wrapping arithmetic).

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "VecMath.h"
 
 namespace smp::kernels::cpu {
 using namespace detail;
@@ -16,36 +17,85 @@ namespace {
 
 constexpr int64_t kBlock = 64; // inner columns per task when inner > 1
 
+/// f32 rows (f16/bf16 widened into t first): max, exp(x - max) stored
+/// with its sum (VecMath: vectorised, the difference taken exactly, the sum
+/// in double), then one scaling pass over the row while it is in cache
+/// (streamed to the output when that is large).
 template <class S>
-void softmaxRows(const S *x, S *y, int64_t outer, int64_t n, bool log) {
-  using C = typename Float<S>::C;
+void softmaxRowsF32(const S *x, S *y, int64_t outer, int64_t n, bool log) {
+  constexpr bool f32 = std::is_same_v<S, float>;
+  bool stream = f32 && !log &&
+                outer * n * static_cast<int64_t>(sizeof(S)) >= kStreamBytes;
   parallelFor(outer, grainFor(8 * n), [&](int64_t begin, int64_t end) {
-    std::vector<C> t(static_cast<size_t>(n));
+    // t: the widened row (f16/bf16); u: the exp values when they do not go
+    // straight to the output row.
+    std::vector<float> t(f32 ? 0 : static_cast<size_t>(n));
+    std::vector<float> u(log || stream ? static_cast<size_t>(n) : 0);
     for (int64_t r = begin; r < end; ++r) {
-      const S *xr = x + r * n;
-      S *yr = y + r * n;
-      C m = -std::numeric_limits<C>::infinity();
+      const float *xr;
+      if constexpr (f32) {
+        xr = x + r * n;
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          t[i] = Float<S>::load(x[r * n + i]);
+        xr = t.data();
+      }
+      float m = vecMax(xr, n);
+      float *e = u.data();
+      if constexpr (f32) {
+        if (!log && !stream)
+          e = y + r * n;
+      } else if (!log) {
+        e = t.data(); // in place
+      }
+      double sum = vecExpSum(xr, e, n, m);
+      float inv = static_cast<float>(1.0 / sum);
+      if (log) {
+        float ls = static_cast<float>(std::log(sum));
+        for (int64_t i = 0; i < n; ++i)
+          y[r * n + i] = Float<S>::store((xr[i] - m) - ls);
+      } else if constexpr (f32) {
+        vecScale(e, y + r * n, n, inv, stream);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          y[r * n + i] = Float<S>::store(e[i] * inv);
+      }
+    }
+    if (stream)
+      streamFence();
+  });
+}
+
+/// f64 rows: the C library, sums in double.
+void softmaxRowsF64(const double *x, double *y, int64_t outer, int64_t n,
+                    bool log) {
+  parallelFor(outer, grainFor(8 * n), [&](int64_t begin, int64_t end) {
+    std::vector<double> t(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const double *xr = x + r * n;
+      double *yr = y + r * n;
+      double m = -std::numeric_limits<double>::infinity();
       for (int64_t i = 0; i < n; ++i) {
-        t[i] = Float<S>::load(xr[i]);
+        t[i] = xr[i];
         m = t[i] > m ? t[i] : m;
       }
       double sum = 0;
       if (log) {
         for (int64_t i = 0; i < n; ++i) {
           t[i] -= m;
-          sum += static_cast<double>(std::exp(t[i]));
+          sum += std::exp(t[i]);
         }
-        C ls = static_cast<C>(std::log(sum));
+        double ls = std::log(sum);
         for (int64_t i = 0; i < n; ++i)
-          yr[i] = Float<S>::store(t[i] - ls);
+          yr[i] = t[i] - ls;
       } else {
         for (int64_t i = 0; i < n; ++i) {
           t[i] = std::exp(t[i] - m);
-          sum += static_cast<double>(t[i]);
+          sum += t[i];
         }
-        C inv = static_cast<C>(1.0 / sum);
+        double inv = 1.0 / sum;
         for (int64_t i = 0; i < n; ++i)
-          yr[i] = Float<S>::store(t[i] * inv);
+          yr[i] = t[i] * inv;
       }
     }
   });
@@ -119,9 +169,12 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
     return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    if (inner == 1)
-      softmaxRows(in.as<S>(), out.as<S>(), outer, n, log);
-    else
+    if (inner == 1) {
+      if constexpr (std::is_same_v<S, double>)
+        softmaxRowsF64(in.as<S>(), out.as<S>(), outer, n, log);
+      else
+        softmaxRowsF32(in.as<S>(), out.as<S>(), outer, n, log);
+    } else
       softmaxStrided(in.as<S>(), out.as<S>(), outer, n, inner, log);
     return Status::success();
   });

@@ -92,6 +92,9 @@ TEST(Conv, MatchesNaiveReference) {
        1,
        true}, // 3-d
       {{{2, 16, 20, 20}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}}, 16, 1, false},
+      // Large enough for the GEMMs to be split over the threads.
+      {{{1, 16, 24, 24}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}}, 24, 1, true},
+      {{{1, 64, 16, 16}, {1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}}, 72, 1, false},
   };
   unsigned seed = 1;
   for (DType t : {DType::F32, DType::F64, DType::F16})

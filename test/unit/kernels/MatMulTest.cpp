@@ -94,6 +94,38 @@ TEST(MatMul, MatchesNaiveReference) {
   }
 }
 
+// Products large enough to be split over the threads (Gemm.cpp): by whole
+// products, by rows and by columns, with and without transposes; one and two
+// threads.
+TEST(MatMul, ThreadSplitsMatchReference) {
+  const Case cases[] = {
+      {{3, 130, 96}, {3, 96, 90}, false, false}, // odd batch: row blocks
+      {{3, 96, 130}, {96, 90}, true, false},     // ... transposed lhs
+      {{3, 40, 96}, {3, 300, 96}, false, true},  // column blocks, rhs^T
+      {{40, 96}, {96, 300}, false, false},       // one product by columns
+      {{8, 64, 64}, {8, 64, 64}, false, false},  // whole products
+      {{2, 3, 70, 64}, {2, 3, 64, 70}, false, false},
+  };
+  unsigned seed = 500;
+  int before = numThreads();
+  for (DType t : {DType::F32, DType::F64})
+    for (const Case &c : cases) {
+      Host a = random(t, c.a, -1, 1, seed++), b = random(t, c.b, -1, 1, seed++);
+      std::vector<int64_t> shape;
+      std::vector<double> want = refMatMul(a, b, c.ta, c.tb, shape);
+      SCOPED_TRACE(smprt::describe(a) + " x " + smprt::describe(b));
+      Host o2(t, shape), o1(t, shape);
+      setNumThreads(2);
+      ASSERT_OK(matmul(a, b, o2, c.ta, c.tb));
+      setNumThreads(1);
+      ASSERT_OK(matmul(a, b, o1, c.ta, c.tb));
+      setNumThreads(before);
+      double tol = t == DType::F32 ? 1e-5 : 1e-12;
+      expectNear(o2.values(), want, tol, tol);
+      expectNear(o1.values(), want, tol, tol);
+    }
+}
+
 TEST(MatMul, Integers) {
   unsigned seed = 50;
   for (DType t : {DType::I32, DType::I64, DType::I8, DType::U16}) {
