@@ -34,6 +34,24 @@ Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
 }
 
+/// `v` reduced to a scalar over every axis (sum, or mean).
+template <typename ReduceOpT>
+Value reduceAll(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    axes.push_back(d);
+  return ReduceOpT::create(b, loc, v, b.getDenseI64ArrayAttr(axes), false);
+}
+
+/// `v` with f32 elements (cast when it has another float type).
+Value toF32(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType().isF32())
+    return v;
+  return CastOp::create(b, loc, t.clone(b.getF32Type()), v);
+}
+
 struct SmpBuildTrainStepPass
     : public smp::impl::SmpBuildTrainStepPassBase<SmpBuildTrainStepPass> {
   using Base::Base;
@@ -195,17 +213,9 @@ struct SmpBuildTrainStepPass
       Value kept = CastOp::create(
           b, loc, lab.clone(b.getF32Type()),
           NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore)));
-      SmallVector<int64_t> axes;
-      for (int64_t d = 0; d < lab.getRank(); ++d)
-        axes.push_back(d);
-      Value count = ReduceSumOp::create(b, loc, kept,
-                                        b.getDenseI64ArrayAttr(axes), false);
-      Value total = allReduce(b, loc, count);
-      Value sum32 = lt.getElementType().isF32()
-                        ? sum
-                        : Value(CastOp::create(b, loc, RankedTensorType::get({}, b.getF32Type()), sum));
+      Value total = allReduce(b, loc, reduceAll<ReduceSumOp>(b, loc, kept));
       perRankShare = true;
-      return Value(DivOp::create(b, loc, sum32, total));
+      return Value(DivOp::create(b, loc, toF32(b, loc, sum), total));
     }
     if (parts.size() == 3 && parts[0] == "mse") {
       auto out = output(f, parts[1]);
@@ -214,11 +224,7 @@ struct SmpBuildTrainStepPass
       auto ot = cast<RankedTensorType>(out->getType());
       Value target = addInput(f, ot, parts[2]);
       Value d = SubOp::create(b, loc, *out, target);
-      SmallVector<int64_t> axes;
-      for (int64_t i = 0; i < ot.getRank(); ++i)
-        axes.push_back(i);
-      return Value(ReduceMeanOp::create(b, loc, MulOp::create(b, loc, d, d),
-                                        b.getDenseI64ArrayAttr(axes), false));
+      return reduceAll<ReduceMeanOp>(b, loc, MulOp::create(b, loc, d, d));
     }
     f.emitError() << "bad --loss '" << loss
                   << "': expected NAME, cross_entropy:LOGITS:LABELS or "
@@ -276,8 +282,7 @@ struct SmpBuildTrainStepPass
       auto lt = cast<RankedTensorType>(loss32.getType());
       if (lt.getRank() != 0)
         loss32 = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss32);
-      if (lt.getElementType() != f32)
-        loss32 = CastOp::create(b, loc, scalarF32, loss32);
+      loss32 = toF32(b, loc, loss32);
     }
     // Data parallel: every rank differentiates its share of the global loss
     // and the gradients are summed over the ranks.
@@ -314,15 +319,9 @@ struct SmpBuildTrainStepPass
         if (!g)
           continue;
         auto t = cast<RankedTensorType>(g.getType());
-        Value g32 = t.getElementType() == f32
-                        ? g
-                        : Value(CastOp::create(b, loc, t.clone(f32), g));
-        SmallVector<int64_t> axes;
-        for (int64_t d = 0; d < t.getRank(); ++d)
-          axes.push_back(d);
-        Value z = ReduceSumOp::create(
-            b, loc, MulOp::create(b, loc, g32, scalarConst(b, loc, f32, 0.0)),
-            b.getDenseI64ArrayAttr(axes), false);
+        Value z = reduceAll<ReduceSumOp>(
+            b, loc,
+            MulOp::create(b, loc, toF32(b, loc, g), scalarConst(b, loc, f32, 0.0)));
         total = total ? Value(AddOp::create(b, loc, total, z)) : z;
         Value inv = DivOp::create(b, loc, scalarConst(b, loc, f32, 1.0), scale);
         if (t.getElementType() != f32)
@@ -340,15 +339,8 @@ struct SmpBuildTrainStepPass
     for (Value g : *grads) {
       if (!g)
         continue;
-      auto t = cast<RankedTensorType>(g.getType());
-      SmallVector<int64_t> axes;
-      for (int64_t d = 0; d < t.getRank(); ++d)
-        axes.push_back(d);
-      Value g32 = t.getElementType() == f32
-                      ? g
-                      : Value(CastOp::create(b, loc, t.clone(f32), g));
-      Value sq = ReduceSumOp::create(b, loc, MulOp::create(b, loc, g32, g32),
-                                     b.getDenseI64ArrayAttr(axes), false);
+      Value g32 = toF32(b, loc, g);
+      Value sq = reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, g32, g32));
       sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, sq)) : sq;
     }
     if (zero && sumSq) // each rank summed the squares of its shards
