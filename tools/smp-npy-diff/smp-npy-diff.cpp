@@ -18,42 +18,8 @@
 
 using namespace smprt;
 
-static double valueAt(const NpyArray &a, int64_t k) {
-  const char *p = a.bytes.data();
-  switch (a.dtype) {
-  case DType::F32: {
-    float v;
-    std::memcpy(&v, p + 4 * k, 4);
-    return v;
-  }
-  case DType::F64: {
-    double v;
-    std::memcpy(&v, p + 8 * k, 8);
-    return v;
-  }
-  case DType::F16: {
-    uint16_t v;
-    std::memcpy(&v, p + 2 * k, 2);
-    return halfToFloat(v);
-  }
-  case DType::I64: {
-    int64_t v;
-    std::memcpy(&v, p + 8 * k, 8);
-    return static_cast<double>(v);
-  }
-  case DType::I32: {
-    int32_t v;
-    std::memcpy(&v, p + 4 * k, 4);
-    return v;
-  }
-  case DType::Bool:
-  case DType::U8:
-    return static_cast<unsigned char>(p[k]);
-  case DType::I8:
-    return static_cast<signed char>(p[k]);
-  default:
-    return NAN;
-  }
+static double valueAt(NpyArray &a, int64_t k) {
+  return elementAsDouble(a.ref(), k);
 }
 
 int main(int argc, char **argv) {

@@ -59,6 +59,10 @@ struct TensorRef {
   template <typename T> T *as() const { return static_cast<T *>(data); }
 };
 
+/// Element `k` of `t` as a double (any dtype; for tools and tests, not for
+/// kernels' inner loops).
+double elementAsDouble(const TensorRef &t, int64_t k);
+
 /// "2x3xf32" for messages.
 std::string describe(const TensorRef &t);
 
