@@ -150,6 +150,7 @@ private:
   llvm::Error aliasUpdate(Value v, llvm::StringRef name, int64_t end);
 
   llvm::DenseMap<Value, unsigned> bufferOf;
+  std::vector<Value> valueOf; // buffer -> the value it was made for
   llvm::StringMap<unsigned> argByName;
   std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
   std::vector<LiveRange> live; // per buffer; meaningful for roots
@@ -171,6 +172,7 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   buf->set_bytes(type.getNumElements() * smprt::dtypeSize(*dtype));
   buf->set_name(name);
   bufferOf[v] = id;
+  valueOf.push_back(v);
   root.push_back(id);
   live.push_back(LiveRange{start, start, buf->bytes()});
   return id;
@@ -187,18 +189,11 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
     return fail("result updates '" + name +
                 "', which is not a parameter or state");
   unsigned target = it->second;
-  BlockArgument arg;
-  for (auto [value, id] : bufferOf)
-    if (id == target)
-      arg = dyn_cast<BlockArgument>(value);
+  auto arg = dyn_cast<BlockArgument>(valueOf[target]);
   unsigned id = bufferOf.lookup(v);
   unsigned r = root[id];
   // The op that wrote the storage (through reshape aliases).
-  Value rootValue;
-  for (auto [value, bid] : bufferOf)
-    if (bid == r)
-      rootValue = value;
-  Operation *producer = rootValue ? rootValue.getDefiningOp() : nullptr;
+  Operation *producer = valueOf[r].getDefiningOp();
   if (!producer || !arg)
     return fail("update of '" + name + "' is not computed by an op");
   for (Operation *user : arg.getUsers())
