@@ -85,6 +85,35 @@ Status Communicator::checkRoot(int root, const std::string &what) const {
   return Status::success();
 }
 
+Status Communicator::checkGroup(const std::vector<int> &ranks,
+                                const std::string &what) const {
+  if (ranks.empty())
+    return Status::failure(what + ": a group needs at least one rank");
+  std::vector<bool> seen(static_cast<size_t>(size()), false);
+  bool self = false;
+  for (int r : ranks) {
+    if (r < 0 || r >= size())
+      return Status::failure(what + ": cannot put rank " + std::to_string(r) +
+                             " in a group: the run has " +
+                             std::to_string(size()) +
+                             (size() == 1 ? " rank" : " ranks"));
+    if (seen[r])
+      return Status::failure(what + ": rank " + std::to_string(r) +
+                             " is in the group twice");
+    seen[r] = true;
+    self |= r == rank();
+  }
+  if (!self) {
+    std::string list;
+    for (int r : ranks)
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return Status::failure(what + ": rank " + std::to_string(rank()) +
+                           " is not in the group {" + list +
+                           "} (only its members create a group)");
+  }
+  return Status::success();
+}
+
 // ---- LocalCommunicator --------------------------------------------------------
 
 Status LocalCommunicator::allReduce(void *data, size_t count, DType dtype,
@@ -131,6 +160,25 @@ Status LocalCommunicator::sendRecv(const void *, size_t, int dest, void *,
                                    size_t, int, int tag,
                                    const std::string &what) {
   return checkPeer(dest, tag, "send to", what);
+}
+
+Status LocalCommunicator::postSend(const void *, size_t, int peer, int tag,
+                                   const std::string &what) {
+  return checkPeer(peer, tag, "send to", what);
+}
+
+Status LocalCommunicator::completeSends(const std::string &) {
+  return Status::success(); // nothing was posted
+}
+
+Status LocalCommunicator::createGroup(const std::vector<int> &ranks,
+                                      std::unique_ptr<Communicator> &out,
+                                      const std::string &what) {
+  // One rank: the only group is {0}.
+  Status s = checkGroup(ranks, what);
+  if (s.ok())
+    out = std::make_unique<LocalCommunicator>();
+  return s;
 }
 
 Status LocalCommunicator::barrier(const std::string &) {

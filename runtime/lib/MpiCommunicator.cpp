@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <sched.h>
 #include <unistd.h>
 #include <vector>
@@ -152,6 +153,17 @@ void divide(void *data, size_t n, DType t, int ranks) {
   }
 }
 
+/// The error of a completion call (MPI_Testall) over `n` requests: with
+/// MPI_ERR_IN_STATUS, the first request's own error.
+int firstError(int rc, const MPI_Status *statuses, int n) {
+  if (rc == MPI_ERR_IN_STATUS && statuses)
+    for (int i = 0; i < n; ++i)
+      if (statuses[i].MPI_ERROR != MPI_SUCCESS &&
+          statuses[i].MPI_ERROR != MPI_ERR_PENDING)
+        return statuses[i].MPI_ERROR;
+  return rc;
+}
+
 bool gCreated = false;
 
 } // namespace
@@ -159,9 +171,19 @@ bool gCreated = false;
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1, localSize = 1, tagUB = 32767;
+  int worldRank = 0;  // the process, for the watchdog and MPI errors
+  bool world = false; // made by create(): finalizes MPI
   double timeout = 600;
   size_t maxChunkBytes = size_t(1) << 30;
   std::string program;
+
+  /// A message of postSend: its copy and the MPI_Isend of every chunk.
+  struct PostedSend {
+    std::unique_ptr<char[]> copy;
+    std::vector<MPI_Request> reqs;
+    std::string what;
+  };
+  std::deque<PostedSend> posted; // oldest first
 
   Clock::time_point deadline() const {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -170,7 +192,7 @@ struct MpiCommunicator::Impl {
 
   Status mpiError(int rc, const std::string &what) const {
     return Status::failure(what + ": MPI error on rank " +
-                           std::to_string(rank) + ": " + mpiErrorText(rc));
+                           std::to_string(worldRank) + ": " + mpiErrorText(rc));
   }
 
   [[noreturn]] void timedOut(const std::string &what) const {
@@ -179,7 +201,7 @@ struct MpiCommunicator::Impl {
     std::fprintf(stderr,
                  "%s: error: rank %d: timed out after %g s in %s (a peer rank "
                  "died or hung)\n",
-                 program.c_str(), rank, timeout, what.c_str());
+                 program.c_str(), worldRank, timeout, what.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     ::_exit(1);
@@ -194,13 +216,7 @@ struct MpiCommunicator::Impl {
       int done = 0;
       int rc = MPI_Testall(n, reqs, &done,
                            statuses ? statuses : MPI_STATUSES_IGNORE);
-      if (rc == MPI_ERR_IN_STATUS && statuses)
-        for (int i = 0; i < n; ++i)
-          if (statuses[i].MPI_ERROR != MPI_SUCCESS &&
-              statuses[i].MPI_ERROR != MPI_ERR_PENDING) {
-            rc = statuses[i].MPI_ERROR;
-            break;
-          }
+      rc = firstError(rc, statuses, n);
       if (rc != MPI_SUCCESS)
         return mpiError(rc, what);
       if (done)
@@ -320,6 +336,69 @@ struct MpiCommunicator::Impl {
                              " expected");
     return Status::success();
   }
+
+  /// Releases the posted sends that have completed, whichever order they
+  /// completed in; returns the error of the first that failed. A failed
+  /// send's copy is left to MPI (it may still be reading it).
+  Status reapSends() {
+    Status s = Status::success();
+    std::vector<MPI_Status> st;
+    size_t keep = 0;
+    for (size_t i = 0; i < posted.size(); ++i) {
+      PostedSend &p = posted[i];
+      int n = static_cast<int>(p.reqs.size()), done = 0;
+      MPI_Status ok;
+      ok.MPI_ERROR = MPI_SUCCESS;
+      st.assign(p.reqs.size(), ok);
+      int rc = firstError(MPI_Testall(n, p.reqs.data(), &done, st.data()),
+                          st.data(), n);
+      if (rc != MPI_SUCCESS) {
+        if (s.ok())
+          s = mpiError(rc, p.what);
+        (void)p.copy.release();
+        done = 1;
+      }
+      if (!done) {
+        if (keep != i)
+          posted[keep] = std::move(p);
+        ++keep;
+      }
+    }
+    posted.resize(keep);
+    return s;
+  }
+
+  /// When the communicator is destroyed: gives the posted sends a moment to
+  /// complete, then leaves the rest to MPI (MPI_Request_free) with their
+  /// copies, which it may still read.
+  void abandonSends() {
+    auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(
+                                        std::max(0.0, std::min(timeout, 1.0))));
+    for (;;) {
+      (void)reapSends(); // too late to report errors
+      if (posted.empty() || Clock::now() >= until)
+        break;
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, nullptr);
+    }
+    if (posted.empty())
+      return;
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "%s: warning: rank %d: %zu message(s) of postSend still "
+                 "pending when the communicator was destroyed, the first: %s "
+                 "(call completeSends first)\n",
+                 program.c_str(), worldRank, posted.size(),
+                 posted.front().what.c_str());
+    for (PostedSend &p : posted) {
+      for (MPI_Request &r : p.reqs)
+        if (r != MPI_REQUEST_NULL)
+          MPI_Request_free(&r);
+      (void)p.copy.release();
+    }
+    posted.clear();
+  }
 };
 
 MpiCommunicator::MpiCommunicator() : impl_(std::make_unique<Impl>()) {}
@@ -340,6 +419,7 @@ Status MpiCommunicator::create(const MpiOptions &options,
   gCreated = true;
   std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
   Impl &m = *c->impl_;
+  m.world = true;
   m.timeout = options.timeoutSeconds;
   m.program = options.program;
   m.maxChunkBytes = std::max<size_t>(1, std::min<size_t>(
@@ -352,6 +432,7 @@ Status MpiCommunicator::create(const MpiOptions &options,
   MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(m.comm, &m.rank);
   MPI_Comm_size(m.comm, &m.size);
+  m.worldRank = m.rank;
   MPI_Comm local;
   if (MPI_Comm_split_type(m.comm, MPI_COMM_TYPE_SHARED, m.rank, MPI_INFO_NULL,
                           &local) == MPI_SUCCESS) {
@@ -376,14 +457,19 @@ Status MpiCommunicator::create(const MpiOptions &options,
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  std::signal(SIGTERM, SIG_DFL);
+  Impl &m = *impl_;
+  if (m.world)
+    std::signal(SIGTERM, SIG_DFL);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized)
-    return;
-  if (impl_->comm != MPI_COMM_NULL)
-    MPI_Comm_free(&impl_->comm);
-  MPI_Finalize();
+    return; // MPI reads no copies any more
+  if (!m.posted.empty())
+    m.abandonSends();
+  if (m.comm != MPI_COMM_NULL)
+    MPI_Comm_free(&m.comm);
+  if (m.world)
+    MPI_Finalize();
 }
 
 int MpiCommunicator::rank() const { return impl_->rank; }
@@ -395,6 +481,7 @@ void MpiCommunicator::setMaxChunkBytes(size_t bytes) {
   impl_->maxChunkBytes =
       std::max<size_t>(1, std::min<size_t>(bytes, INT32_MAX));
 }
+size_t MpiCommunicator::pendingSends() const { return impl_->posted.size(); }
 
 Status MpiCommunicator::allReduce(void *data, size_t count, DType dtype,
                                   ReduceOp op, const std::string &what) {
@@ -618,6 +705,108 @@ Status MpiCommunicator::sendRecv(const void *sendData, size_t sendBytes,
       return s;
   }
   return s;
+}
+
+Status MpiCommunicator::postSend(const void *data, size_t bytes, int peer,
+                                 int tag, const std::string &what) {
+  Impl &m = *impl_;
+  Status s = checkPeer(peer, tag, "send to", what);
+  if (s.ok())
+    s = m.checkTag(tag, what);
+  if (s.ok())
+    s = checkBuffer(data, bytes, what);
+  if (s.ok())
+    s = m.reapSends();
+  if (!s.ok())
+    return s;
+  Impl::PostedSend p;
+  p.what = what;
+  if (bytes) {
+    p.copy.reset(new char[bytes]);
+    std::memcpy(p.copy.get(), data, bytes);
+  }
+  size_t n = m.chunks(bytes);
+  p.reqs.reserve(n);
+  for (size_t k = 0; k < n; ++k) {
+    MPI_Request req;
+    int rc =
+        MPI_Isend(p.copy.get() + k * m.maxChunkBytes, m.chunkBytes(bytes, k),
+                  MPI_BYTE, peer, tag, m.comm, &req);
+    if (rc != MPI_SUCCESS) {
+      s = m.mpiError(rc, what);
+      break;
+    }
+    p.reqs.push_back(req);
+  }
+  // Chunks posted before an error still read the copy.
+  if (!p.reqs.empty())
+    m.posted.push_back(std::move(p));
+  return s;
+}
+
+Status MpiCommunicator::completeSends(const std::string &what) {
+  Impl &m = *impl_;
+  auto until = m.deadline();
+  Status first = Status::success();
+  std::vector<MPI_Status> st;
+  while (!m.posted.empty()) {
+    Impl::PostedSend &p = m.posted.front();
+    MPI_Status ok;
+    ok.MPI_ERROR = MPI_SUCCESS;
+    st.assign(p.reqs.size(), ok);
+    Status s = m.wait(p.reqs.data(), static_cast<int>(p.reqs.size()), st.data(),
+                      until, what + ": waiting for " + p.what);
+    if (!s.ok()) {
+      (void)p.copy.release(); // MPI may still read it
+      if (first.ok())
+        first = s;
+    }
+    m.posted.pop_front();
+  }
+  return first;
+}
+
+Status MpiCommunicator::createGroup(const std::vector<int> &ranks,
+                                    std::unique_ptr<Communicator> &out,
+                                    const std::string &what) {
+  const Impl &m = *impl_;
+  Status s = checkGroup(ranks, what);
+  if (!s.ok())
+    return s;
+  MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rc = MPI_Comm_group(m.comm, &all);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(),
+                        &members);
+  if (rc == MPI_SUCCESS) {
+    // Blocks until the other members call it; no watchdog here.
+    WaitingIn marker(what);
+    rc = MPI_Comm_create_group(m.comm, members, 0, &comm);
+  }
+  if (members != MPI_GROUP_NULL)
+    MPI_Group_free(&members);
+  if (all != MPI_GROUP_NULL)
+    MPI_Group_free(&all);
+  if (rc != MPI_SUCCESS)
+    return m.mpiError(rc, what);
+  if (comm == MPI_COMM_NULL)
+    return Status::failure(what + ": MPI made no communicator for rank " +
+                           std::to_string(m.rank));
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
+  Impl &g = *c->impl_;
+  g.comm = comm;
+  MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(g.comm, &g.rank);
+  MPI_Comm_size(g.comm, &g.size);
+  g.localSize = m.localSize;
+  g.tagUB = m.tagUB;
+  g.worldRank = m.worldRank;
+  g.timeout = m.timeout;
+  g.maxChunkBytes = m.maxChunkBytes;
+  g.program = m.program;
+  out = std::move(c);
+  return Status::success();
 }
 
 Status MpiCommunicator::barrier(const std::string &what) {

@@ -6,15 +6,29 @@
 // uses them to agree on checkpoints. Two implementations:
 //
 //   LocalCommunicator  one rank: reductions leave the data as it is, gathers
-//                      copy, send/recv are errors. Never touches MPI.
+//                      copy, send/recv/postSend are errors, its only group
+//                      is itself. Never touches MPI.
 //   MpiCommunicator    (smprt/MpiCommunicator.h) MPI, every operation
 //                      non-blocking and polled against a deadline.
 //
 // Every call is collective over all ranks (send/recv/sendRecv: over the
-// two ranks named) and must be made in the same order on every rank. `what`
-// names the operation for error messages, e.g. "all_reduce of the gradients
-// of 'wte.weight' (instruction 412, node '/lm_head/MatMul')"; errors read
-// "<what>: <problem>".
+// two ranks named; createGroup: over the group's members) and must be made
+// in the same order on every rank. postSend and completeSends are local:
+// postSend only posts a message (the peer's recv() takes it whenever it
+// gets there) and completeSends waits for this rank's own posted messages.
+// `what` names the operation for error messages, e.g. "all_reduce of the
+// gradients of 'wte.weight' (instruction 412, node '/lm_head/MatMul')";
+// errors read "<what>: <problem>".
+//
+// Tensor and pipeline parallelism work on sub-groups of the run:
+// createGroup makes a communicator of some of the ranks (a tensor-parallel
+// group of the ranks that share a layer's weights, the two ranks of a
+// pipeline boundary), whose collectives run over its members only and whose
+// ranks are numbered 0 .. size()-1 in the order the group was given. A
+// pipeline stage sends its activations with postSend, which returns at once
+// whatever the message's size: a stage that posts its output before it
+// receives from the next stage cannot deadlock against that stage doing the
+// same (with send() both would wait for the other's recv()).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +38,9 @@
 #include "smprt/Tensor.h"
 
 #include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace smprt {
 
@@ -88,6 +104,35 @@ public:
                           void *recvData, size_t recvBytes, int source,
                           int tag, const std::string &what) = 0;
 
+  /// Sends `bytes` bytes to rank `peer` like send(), but copies them into
+  /// memory owned by the communicator and returns once the message is posted,
+  /// without waiting for `peer`: the caller may overwrite `data` at once. The
+  /// message matches a plain recv() of `bytes` bytes with `tag` on `peer`,
+  /// and messages between two ranks with the same tag arrive in the order
+  /// they were sent (posted or not). Sends posted earlier that have
+  /// completed are released on the way; if one of them failed, its error
+  /// is returned here instead of posting this message.
+  virtual Status postSend(const void *data, size_t bytes, int peer, int tag,
+                          const std::string &what) = 0;
+  /// Waits until every message this rank posted with postSend has been sent
+  /// (under the same deadline as the other operations) and frees their
+  /// copies. Of the other ranks it needs only the recv()s of those messages.
+  /// Call it where the memory should be given back, e.g. at the end of a
+  /// step, and at the latest before the communicator is destroyed.
+  virtual Status completeSends(const std::string &what) = 0;
+
+  /// Makes in `out` the communicator of the ranks `ranks` of this one: rank
+  /// i of the new communicator is ranks[i]. The ranks must be distinct and
+  /// include rank(). Collective over the members of `ranks` only (the other
+  /// ranks do not call it): every rank creates the groups it is in, in an
+  /// order common to all ranks (e.g. sorted), or two ranks may each wait
+  /// for the other in a different group. The new communicator works like
+  /// this one (a group of a group is possible); destroy it before the
+  /// communicator of the run.
+  virtual Status createGroup(const std::vector<int> &ranks,
+                             std::unique_ptr<Communicator> &out,
+                             const std::string &what) = 0;
+
   /// Returns on every rank once every rank has called it.
   virtual Status barrier(const std::string &what) = 0;
   /// Copies `bytes` bytes at `data` on rank `root` to `data` on every rank.
@@ -109,9 +154,13 @@ protected:
   Status checkPeer(int peer, int tag, const char *verb,
                    const std::string &what) const;
   Status checkRoot(int root, const std::string &what) const;
+  Status checkGroup(const std::vector<int> &ranks,
+                    const std::string &what) const;
 };
 
-/// The communicator of a single-rank run: rank 0 of 1.
+/// The communicator of a single-rank run: rank 0 of 1. Its only group is
+/// {0}, another LocalCommunicator; postSend is an error like send(), and
+/// completeSends has nothing to wait for.
 class LocalCommunicator final : public Communicator {
 public:
   int rank() const override { return 0; }
@@ -133,6 +182,12 @@ public:
   Status sendRecv(const void *sendData, size_t sendBytes, int dest,
                   void *recvData, size_t recvBytes, int source, int tag,
                   const std::string &what) override;
+  Status postSend(const void *data, size_t bytes, int peer, int tag,
+                  const std::string &what) override;
+  Status completeSends(const std::string &what) override;
+  Status createGroup(const std::vector<int> &ranks,
+                     std::unique_ptr<Communicator> &out,
+                     const std::string &what) override;
   Status barrier(const std::string &what) override;
   Status broadcast(void *data, size_t bytes, int root,
                    const std::string &what) override;

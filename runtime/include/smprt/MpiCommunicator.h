@@ -23,7 +23,28 @@
 // against one rank will need a fixed reduction order).
 //
 // Counts larger than maxChunkBytes (1 GiB) are split into several MPI calls
-// (MPI counts are ints).
+// (MPI counts are ints). The sender's and the receiver's maxChunkBytes must
+// agree; a postSend is split by the value at the time it is posted.
+//
+// createGroup is MPI_Comm_group + MPI_Group_incl + MPI_Comm_create_group
+// (tag 0) on this communicator's MPI communicator: the one call that blocks
+// in MPI without the watchdog (it waits for the group's other members to
+// call it; SIGTERM still reports it). A group inherits the timeout, the
+// program name and maxChunkBytes (later changes to either communicator
+// apply to that one only), reports rank() and size() within the group and
+// the localSize() of the communicator it was made from, and frees its MPI
+// communicator when it is destroyed (after MPI_Finalize it frees only its
+// memory); only the communicator made by create() finalizes MPI. In
+// the watchdog's message and in "MPI error on rank R", R is the rank in
+// MPI_COMM_WORLD, the process mpirun names; elsewhere ranks are the
+// group's.
+//
+// postSend copies the message and posts it with MPI_Isend (chunked like
+// send()); the copies live in the communicator until MPI_Testall finds
+// their sends complete, which every postSend checks for the sends posted
+// before it and completeSends waits for. A communicator destroyed with
+// sends still pending gives them up to a second to complete, then warns on
+// stderr and leaves their memory to MPI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,8 +68,8 @@ class MpiCommunicator final : public Communicator {
 public:
   /// Initializes MPI (MPI_Init_thread, MPI_THREAD_FUNNELED: only the thread
   /// that created it may call it) and returns the communicator of
-  /// MPI_COMM_WORLD. Only one may exist per process; MPI is finalized when it
-  /// is destroyed.
+  /// MPI_COMM_WORLD. Only one may exist per process (its groups aside); MPI
+  /// is finalized when it is destroyed.
   static Status create(const MpiOptions &options,
                        std::unique_ptr<MpiCommunicator> &out);
   ~MpiCommunicator() override;
@@ -62,6 +83,8 @@ public:
   double timeout() const;
   /// For tests: exercises the chunked paths with small buffers.
   void setMaxChunkBytes(size_t bytes);
+  /// For tests: the messages of postSend whose copies are still held.
+  size_t pendingSends() const;
 
   Status allReduce(void *data, size_t count, DType dtype, ReduceOp op,
                    const std::string &what) override;
@@ -77,6 +100,12 @@ public:
   Status sendRecv(const void *sendData, size_t sendBytes, int dest,
                   void *recvData, size_t recvBytes, int source, int tag,
                   const std::string &what) override;
+  Status postSend(const void *data, size_t bytes, int peer, int tag,
+                  const std::string &what) override;
+  Status completeSends(const std::string &what) override;
+  Status createGroup(const std::vector<int> &ranks,
+                     std::unique_ptr<Communicator> &out,
+                     const std::string &what) override;
   Status barrier(const std::string &what) override;
   Status broadcast(void *data, size_t bytes, int root,
                    const std::string &what) override;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 using namespace smprt;
@@ -97,6 +98,47 @@ TEST(LocalCommunicator, HasNoPeers) {
   EXPECT_TRUE(c.broadcast(buf, 4, 0, "bcast").ok());
   EXPECT_EQ(c.broadcast(buf, 4, 2, "bcast").error,
             "bcast: root rank 2 does not exist; the run has 1 rank");
+}
+
+TEST(LocalCommunicator, PostedSendsHaveNoPeers) {
+  LocalCommunicator c;
+  char buf[4] = {};
+  EXPECT_EQ(
+      c.postSend(buf, 4, 1, 0, "send of the activations of stage 0").error,
+      "send of the activations of stage 0: cannot send to rank 1: the "
+      "run has 1 rank");
+  EXPECT_EQ(c.postSend(buf, 4, 0, 0, "post").error,
+            "post: rank 0 cannot send to itself");
+  EXPECT_TRUE(c.completeSends("end of step").ok());
+}
+
+TEST(LocalCommunicator, ItsOnlyGroupIsItself) {
+  LocalCommunicator c;
+  std::unique_ptr<Communicator> g;
+  ASSERT_TRUE(c.createGroup({0}, g, "tensor-parallel group").ok());
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->rank(), 0);
+  EXPECT_EQ(g->size(), 1);
+  EXPECT_STREQ(g->backend(), "local");
+  std::vector<float> f = {1.5f, -2.0f};
+  ASSERT_TRUE(
+      g->allReduce(f.data(), f.size(), DType::F32, ReduceOp::Sum, "sum").ok());
+  EXPECT_EQ(f, (std::vector<float>{1.5f, -2.0f}));
+  // A group of the group.
+  std::unique_ptr<Communicator> gg;
+  EXPECT_TRUE(g->createGroup({0}, gg, "again").ok());
+  EXPECT_NE(gg, nullptr);
+
+  std::unique_ptr<Communicator> none;
+  EXPECT_EQ(c.createGroup({1}, none, "pipeline group").error,
+            "pipeline group: cannot put rank 1 in a group: the run has 1 rank");
+  EXPECT_EQ(c.createGroup({}, none, "empty group").error,
+            "empty group: a group needs at least one rank");
+  EXPECT_EQ(c.createGroup({0, 0}, none, "twice").error,
+            "twice: rank 0 is in the group twice");
+  EXPECT_EQ(c.createGroup({-1}, none, "negative").error,
+            "negative: cannot put rank -1 in a group: the run has 1 rank");
+  EXPECT_EQ(none, nullptr);
 }
 
 TEST(LocalCommunicator, AbortExitsWithTheCode) {
