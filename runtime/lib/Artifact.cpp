@@ -177,9 +177,12 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
       return Status::failure(programPath + ": weight '" + b.name() +
                              "' does not fit the weights file");
   }
+  // A rank binds every output and every input of the manifest, except that
+  // a pipeline stage binds only the inputs it reads.
   auto checkBindings = [&](const auto &bindings, const auto &specs,
-                           const char *kind) -> Status {
-    if (bindings.size() != specs.size())
+                           const char *kind, bool subset) -> Status {
+    if (subset ? bindings.size() > specs.size()
+               : bindings.size() != specs.size())
       return Status::failure(programPath + ": " + kind +
                              " bindings do not match the manifest");
     for (int i = 0; i < bindings.size(); ++i) {
@@ -188,19 +191,23 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
       if (!st.ok())
         return st;
       const auto &b = p.buffers(bindings[i].buffer());
-      if (bindings[i].name() != specs[i].name() ||
-          b.dtype() != specs[i].dtype() ||
+      int k = i;
+      if (subset)
+        for (k = 0; k < specs.size() && specs[k].name() != bindings[i].name();)
+          ++k;
+      if (k >= specs.size() || bindings[i].name() != specs[k].name() ||
+          b.dtype() != specs[k].dtype() ||
           !std::equal(b.shape().begin(), b.shape().end(),
-                      specs[i].shape().begin(), specs[i].shape().end()))
+                      specs[k].shape().begin(), specs[k].shape().end()))
         return Status::failure(programPath + ": " + kind + " '" +
                                bindings[i].name() +
                                "' differs from the manifest");
     }
     return Status::success();
   };
-  if (!(s = checkBindings(p.inputs(), m.inputs(), "input")).ok())
+  if (!(s = checkBindings(p.inputs(), m.inputs(), "input", m.pp() > 1)).ok())
     return s;
-  return checkBindings(p.outputs(), m.outputs(), "output");
+  return checkBindings(p.outputs(), m.outputs(), "output", false);
 }
 
 Status readWeights(const Artifact &artifact, std::string &bytes) {

@@ -3,6 +3,7 @@
 #include "smprt/Executor.h"
 
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -60,10 +61,32 @@ Status Executor::init(const Artifact &artifact) {
                   w.bytes());
     arena_.touch(b.offset(), b.bytes());
   }
+  // Communicators of the rank groups the collectives run over, created in
+  // sorted order (the same on every rank, so creation cannot deadlock).
+  groups_.clear();
+  std::map<std::vector<int>, Communicator *> groupOf;
+  for (const auto &inst : p.instructions())
+    if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
+      groupOf[std::vector<int>(it->second.ints().values().begin(),
+                               it->second.ints().values().end())] = nullptr;
+  for (auto &[ranks, group] : groupOf) {
+    std::unique_ptr<Communicator> c;
+    std::string what = "creating the group of ranks";
+    for (int r : ranks)
+      what += " " + std::to_string(r);
+    if (!(s = comm_->createGroup(ranks, c, what)).ok())
+      return Status::failure(artifact.dir + ": " + s.error);
+    group = c.get();
+    groups_.push_back(std::move(c));
+  }
   steps_.clear();
   for (const auto &inst : p.instructions()) {
     Step step;
-    if (!(s = decodeInstruction(inst, buffers_, *comm_, step)).ok())
+    Communicator *comm = comm_;
+    if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
+      comm = groupOf[std::vector<int>(it->second.ints().values().begin(),
+                                      it->second.ints().values().end())];
+    if (!(s = decodeInstruction(inst, buffers_, *comm, step)).ok())
       return Status::failure(artifact.dir + ": instruction '" + inst.op() +
                              "' (" + inst.loc() + "): " + s.error);
     steps_.push_back(std::move(step));
@@ -114,7 +137,15 @@ Status Executor::run() {
       arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
                    buffers_[o].bytes());
   }
-  return Status::success();
+  // Pipeline sends are eager; the step ends once the peers have them.
+  return comm_->completeSends("the sends of this step");
+}
+
+bool Executor::hasInput(const std::string &name) const {
+  for (const auto &b : artifact_->program.inputs())
+    if (b.name() == name)
+      return true;
+  return false;
 }
 
 std::vector<Executor::ProfileEntry> Executor::profile() const {

@@ -374,7 +374,8 @@ bool sliceGradStep(Decoder &d, Step &s) {
 
 //===--- Communication ------------------------------------------------------===//
 
-/// all_reduce over every rank (the data-parallel grid is the world).
+/// all_reduce over the instruction's rank group (its "ranks"; the world
+/// when absent).
 bool allReduceStep(Decoder &d, Step &s) {
   if (!d.arity(1, 1, 1) || !d.require("reduction"))
     return false;
@@ -437,6 +438,32 @@ bool allSliceStep(Decoder &d, Step &s) {
                 static_cast<const char *>(in.data) + out.bytes() * comm->rank(),
                 out.bytes());
     return Status::success();
+  };
+  return true;
+}
+
+/// Point-to-point between pipeline ranks: `peer` is a world rank. Sends are
+/// eager (the bytes are copied and the send posted), receives wait.
+bool sendStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 0) || !d.require("peer") || !d.require("tag"))
+    return false;
+  int peer = static_cast<int>(d.i("peer", -1)), tag = static_cast<int>(d.i("tag", 0));
+  std::string what = "send of '" + d.inst.loc() + "' to rank " +
+                     std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  s.run = [in = d.in(0), peer, tag, what, comm = &d.comm] {
+    return comm->postSend(in.data, in.bytes(), peer, tag, what);
+  };
+  return true;
+}
+
+bool recvStep(Decoder &d, Step &s) {
+  if (!d.arity(0, 0, 1) || !d.require("peer") || !d.require("tag"))
+    return false;
+  int peer = static_cast<int>(d.i("peer", -1)), tag = static_cast<int>(d.i("tag", 0));
+  std::string what = "receive of '" + d.inst.loc() + "' from rank " +
+                     std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  s.run = [out = d.out(), peer, tag, what, comm = &d.comm] {
+    return comm->recv(out.data, out.bytes(), peer, tag, what);
   };
   return true;
 }
@@ -586,6 +613,8 @@ const std::map<std::string, Builder> &table() {
       {"reduce_scatter", reduceScatterStep},
       {"all_gather", allGatherStep},
       {"all_slice", allSliceStep},
+      {"send", sendStep},
+      {"recv", recvStep},
       {"conv_grad", convGradStep},
       {"pool_grad", poolGradStep},
       {"sgd_update", sgdUpdateStep},

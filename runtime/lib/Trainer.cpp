@@ -63,9 +63,13 @@ Status train(Executor &exec, const TrainOptions &options,
   // Load every data input and check it against the compiled batch.
   std::vector<Dataset> data;
   int64_t samples = -1, batch = -1;
+  bool anyDataInput = false;
   for (const auto &spec : manifest.inputs()) {
     if (!spec.name().empty() && spec.name()[0] == '@')
       continue; // fed by the trainer
+    anyDataInput = true;
+    if (!exec.hasInput(spec.name()))
+      continue; // another pipeline stage reads it
     Dataset d;
     d.name = spec.name();
     std::string path = options.dataDir + "/" + d.name + ".npy";
@@ -104,10 +108,16 @@ Status train(Executor &exec, const TrainOptions &options,
     d.batch.data = d.batchBytes.data();
     data.push_back(std::move(d));
   }
-  if (data.empty())
+  if (!anyDataInput)
     return Status::failure(artifact.dir + ": the model has no data inputs");
-  int64_t rank = exec.communicator().rank();
-  int64_t globalBatch = batch * exec.communicator().size();
+  // Data parallel: each rank reads its share of the global batch (ranks of
+  // one pipeline or tensor-parallel group read the same share).
+  const auto &program = artifact.program;
+  int64_t rank = program.data_shards() ? program.data_shard()
+                                       : exec.communicator().rank();
+  int64_t globalBatch = batch * (program.data_shards()
+                                     ? program.data_shards()
+                                     : exec.communicator().size());
 
   int64_t first = 0;
   if (options.resume) {
@@ -155,8 +165,10 @@ Status train(Executor &exec, const TrainOptions &options,
     double lr = learningRate(manifest.training(), k, options.steps);
     lrValue = static_cast<float>(lr);
     stepValue = static_cast<float>(k + 1);
-    if (!(status = exec.setInput("@lr", lrRef, "trainer")).ok() ||
-        !(status = exec.setInput("@step", stepRef, "trainer")).ok())
+    if ((exec.hasInput("@lr") &&
+         !(status = exec.setInput("@lr", lrRef, "trainer")).ok()) ||
+        (exec.hasInput("@step") &&
+         !(status = exec.setInput("@step", stepRef, "trainer")).ok()))
       break;
     if (!(status = exec.run()).ok()) {
       status = Status::failure("step " + std::to_string(k + 1) + ": " +

@@ -17,7 +17,10 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "smp/Frontend/ONNX/Importer.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
+#include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/InitAll.h"
 #include "smp/Version.h"
 #include "llvm/Support/FileSystem.h"
@@ -106,7 +109,21 @@ PARALLELISM (compile --train)
                        ZeRO-1 (with --dp): gradients are reduce-scattered,
                        each rank keeps and updates 1/D of the optimizer
                        state and parameters, and parameters are all-gathered.
-  --tp T, --pp P       Tensor and pipeline parallelism are not available yet.
+  --pp P               Pipeline parallel over P ranks: the model is cut into
+                       P stages (balanced by predicted cost, or at
+                       --pp-cuts), each step runs --microbatches micro-
+                       batches through them in --schedule's order.
+  --pp-cuts A,B,...    The ONNX node names at which stages 1, 2, ... start.
+  --microbatches M     Micro-batches per step (default: pp; with pp 1,
+                       gradient accumulation). --batch-size / dp must be
+                       divisible by M.
+  --schedule S         gpipe, 1f1b (default), interleaved or zb-h1.
+  --virtual-stages V   Model chunks per pipeline rank (interleaved only).
+  --placement X        How the dp x pp x tp grid maps to ranks: cluster (DPT,
+                       the default: a rank's pipeline and tensor peers are
+                       adjacent), spread (TPD) or any order of D, P, T (the
+                       right-most axis gets adjacent ranks).
+  --tp T               Tensor parallelism is not available yet.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -126,7 +143,8 @@ struct Options {
   bool train = false;
   std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
   std::string precision = "fp32";
-  int64_t dp = 1, devices = 0;
+  int64_t dp = 1, devices = 0, pp = 1, microbatches = 0, virtualStages = 1;
+  std::string schedule = "1f1b", placement = "cluster", ppCuts;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
@@ -226,19 +244,45 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
       opts.precision = *v;
+    } else if (a == "--schedule" || a.starts_with("--schedule=")) {
+      auto v = value("--schedule");
+      if (!v || !smp::schedule::parseScheduleKind(*v))
+        return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
+      opts.schedule = smp::schedule::scheduleKindName(
+          *smp::schedule::parseScheduleKind(*v));
+    } else if (a == "--placement" || a.starts_with("--placement=")) {
+      auto v = value("--placement");
+      if (!v || !smp::DeviceGrid::parsePlacement(*v))
+        return fail("--placement expects cluster, spread or an order of the "
+                    "letters D, P and T (e.g. DTP)");
+      opts.placement = *v;
+    } else if (a == "--pp-cuts" || a.starts_with("--pp-cuts=")) {
+      auto v = value("--pp-cuts");
+      if (!v || v->empty())
+        return fail("--pp-cuts expects node names separated by commas");
+      opts.ppCuts = *v;
     } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
+               a == "--microbatches" || a == "--virtual-stages" ||
                a.starts_with("--dp=") || a.starts_with("--devices=") ||
-               a.starts_with("--tp=") || a.starts_with("--pp=")) {
+               a.starts_with("--tp=") || a.starts_with("--pp=") ||
+               a.starts_with("--microbatches=") ||
+               a.starts_with("--virtual-stages=")) {
       std::string flag = a.split('=').first.str();
       auto v = value(flag);
       int64_t n;
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail(flag + " expects a positive integer");
-      if ((flag == "--tp" || flag == "--pp") && n != 1)
-        return fail(flag + " " + *v + ": tensor and pipeline parallelism are "
-                    "not implemented yet; use --dp");
+      if (flag == "--tp" && n != 1)
+        return fail(flag + " " + *v + ": tensor parallelism is not "
+                    "implemented yet; use --dp and --pp");
       if (flag == "--dp")
         opts.dp = n;
+      else if (flag == "--pp")
+        opts.pp = n;
+      else if (flag == "--microbatches")
+        opts.microbatches = n;
+      else if (flag == "--virtual-stages")
+        opts.virtualStages = n;
       else if (flag == "--devices")
         opts.devices = n;
     } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
@@ -291,20 +335,41 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(opts.command + " needs a MODEL file");
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
+  int64_t product = opts.dp * opts.pp;
   if (opts.devices == 0)
-    opts.devices = opts.dp;
-  if (opts.devices != opts.dp)
+    opts.devices = product;
+  if (opts.devices != product)
     return fail("--devices " + std::to_string(opts.devices) +
-                " does not equal dp x tp x pp = " + std::to_string(opts.dp));
+                " does not equal dp x tp x pp = " + std::to_string(opts.dp) +
+                " x 1 x " + std::to_string(opts.pp) + " = " +
+                std::to_string(product));
   if (opts.zero && opts.dp == 1)
     return fail("--shard-optimizer-state needs --dp > 1");
-  if (opts.dp > 1) {
+  if (opts.virtualStages > 1 && opts.schedule != "interleaved")
+    return fail("--virtual-stages needs --schedule interleaved");
+  if (opts.schedule == "interleaved" && opts.pp == 1 && opts.virtualStages > 1)
+    return fail("--virtual-stages needs --pp > 1");
+  if (!opts.ppCuts.empty() && opts.pp * opts.virtualStages == 1)
+    return fail("--pp-cuts needs --pp > 1");
+  if (opts.microbatches == 0)
+    opts.microbatches = opts.pp;
+  bool parallel = opts.dp > 1 || opts.pp > 1 || opts.microbatches > 1;
+  if (parallel) {
     if (!opts.train)
-      return fail("--dp applies to training (compile --train)");
-    if (opts.import.batchSize <= 0 || opts.import.batchSize % opts.dp != 0)
-      return fail("--dp " + std::to_string(opts.dp) +
-                  " needs a global --batch-size divisible by it");
-    opts.import.batchSize /= opts.dp; // each rank's share
+      return fail("--dp, --pp and --microbatches apply to training "
+                  "(compile --train)");
+    int64_t split = opts.dp * opts.microbatches;
+    if (opts.import.batchSize <= 0 || opts.import.batchSize % split != 0)
+      return fail("--batch-size " + std::to_string(opts.import.batchSize) +
+                  " cannot be split over dp " + std::to_string(opts.dp) +
+                  (opts.microbatches > 1
+                       ? " x " + std::to_string(opts.microbatches) +
+                             " micro-batches"
+                       : std::string()) +
+                  " (give a global --batch-size divisible by " +
+                  std::to_string(split) + ")");
+    // Each rank's share, and within it one micro-batch.
+    opts.import.batchSize /= split;
   }
   if (opts.train && opts.command != "compile")
     return fail("--train applies to compile");
@@ -383,7 +448,21 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " loss-scaling=true";
   if (opts.dp > 1)
     pipeline += " dp=" + std::to_string(opts.dp);
-  pipeline += "},canonicalize,cse";
+  if (opts.microbatches > 1)
+    pipeline += " microbatches=" + std::to_string(opts.microbatches);
+  pipeline += "}";
+  if (opts.pp > 1 || opts.microbatches > 1) {
+    std::string split = "smp-pipeline-split{stages=" +
+                        std::to_string(opts.pp * opts.virtualStages);
+    if (!opts.ppCuts.empty())
+      split += " cuts=" + opts.ppCuts;
+    pipeline = pipeline.substr(0, pipeline.find("smp-build-train-step")) +
+               split + "}," +
+               pipeline.substr(pipeline.find("smp-build-train-step"));
+    pipeline += ",smp-pipeline-schedule{pp=" + std::to_string(opts.pp) +
+                " schedule=" + opts.schedule + "}";
+  }
+  pipeline += ",canonicalize,cse";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (opts.printAfterAll) {
     module.getContext()->disableMultithreading();
@@ -409,6 +488,11 @@ int compile(ModuleOp module, const Options &opts) {
     return fail(llvm::toString(weights.takeError()));
   smp::ArtifactOptions artifact;
   if (opts.train) {
+    smp::DeviceGrid grid;
+    grid.order = *smp::DeviceGrid::parsePlacement(opts.placement);
+    module->setAttr(smp::SmpDialect::kPlacementAttr,
+                    StringAttr::get(module.getContext(),
+                                    grid.placementLetters()));
     if (failed(buildTrainStep(module, opts)))
       return 1;
     smp::TrainingOptions t;

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smprt/FileFormat.h"
 #include "smprt/Tensor.h"
@@ -25,6 +26,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <memory>
+#include <set>
 
 using namespace mlir;
 namespace pb = smp::artifact;
@@ -351,6 +354,9 @@ llvm::Error Lowering::run() {
       }
       if (axis != 0)
         return fail("collectives along dims other than 0 are not supported");
+      pb::Attribute grid;
+      grid.set_s(op.getAttrOfType<FlatSymbolRefAttr>("grid").getValue().str());
+      (*inst->mutable_attrs())["grid"] = grid;
       ++index;
       continue;
     }
@@ -445,29 +451,130 @@ std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
-std::string planReport(const pb::RankProgram &program,
-                       const ArtifactOptions &options, uint32_t numRanks) {
+/// The grid axis a collective over grid `name` runs along.
+llvm::Expected<int> axisOfGrid(llvm::StringRef name) {
+  if (name == "dp")
+    return kDataAxis;
+  if (name == "tp")
+    return kTensorAxis;
+  if (name == "pp")
+    return kPipelineAxis;
+  return fail("collective over unknown grid '" + name +
+              "' (expected dp, tp or pp)");
+}
+
+/// Rank `rank`'s copy of its stage's program: the grid coordinates, the
+/// batch share, collectives bound to their rank groups and pipeline peers
+/// to world ranks.
+llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
+                                            const DeviceGrid &grid,
+                                            int64_t rank) {
+  pb::RankProgram program = stage;
+  auto coord = grid.coordOf(rank);
+  program.set_rank(static_cast<uint32_t>(rank));
+  program.set_dp_rank(coord[kDataAxis]);
+  program.set_pp_rank(coord[kPipelineAxis]);
+  program.set_tp_rank(coord[kTensorAxis]);
+  program.set_data_shard(coord[kDataAxis]);
+  program.set_data_shards(grid.size[kDataAxis]);
+  for (pb::Instruction &inst : *program.mutable_instructions()) {
+    auto &attrs = *inst.mutable_attrs();
+    if (inst.op() == "send" || inst.op() == "recv") {
+      auto peer = coord;
+      peer[kPipelineAxis] = attrs["peer"].i();
+      if (peer[kPipelineAxis] < 0 ||
+          peer[kPipelineAxis] >= grid.size[kPipelineAxis])
+        return fail(inst.op() + " to pipeline rank " +
+                    llvm::Twine(peer[kPipelineAxis]) + " of " +
+                    llvm::Twine(grid.size[kPipelineAxis]));
+      attrs["peer"].set_i(grid.rankOf(peer));
+      continue;
+    }
+    auto it = attrs.find("grid");
+    if (it == attrs.end())
+      continue;
+    auto axis = axisOfGrid(it->second.s());
+    if (!axis)
+      return axis.takeError();
+    pb::Attribute ranks;
+    for (int r : grid.group(rank, *axis))
+      ranks.mutable_ints()->add_values(r);
+    attrs["ranks"] = ranks;
+  }
+  return program;
+}
+
+std::string planReport(ModuleOp module,
+                       const std::vector<std::unique_ptr<Lowering>> &stages,
+                       const ArtifactOptions &options, const DeviceGrid &grid) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  uint64_t weights = 0;
-  for (const auto &w : program.weights())
-    weights += w.bytes();
+  int64_t dp = grid.size[kDataAxis], pp = grid.size[kPipelineAxis],
+          tp = grid.size[kTensorAxis];
   os << "smp plan report\n"
      << "target: " << options.target << "\n"
-     << "ranks: " << numRanks << " (dp=" << numRanks << " tp=1 pp=1): "
-     << (numRanks == 1
-             ? "a single device runs the whole model\n"
-             : "data parallel: every rank runs the whole model on its share "
-               "of the batch; gradients are summed with all_reduce\n")
-     << "rank 0: arena " << humanBytes(program.arena_bytes()) << " ("
-     << program.arena_bytes() << " bytes), of which parameters and "
-     << "constants " << humanBytes(weights) << "\n"
-     << "rank 0: " << program.instructions_size() << " instructions over "
-     << program.buffers_size() << " buffers\n";
+     << "ranks: " << grid.numRanks() << " (dp=" << dp << " tp=" << tp
+     << " pp=" << pp << ", placement " << grid.placementLetters()
+     << ": the right-most axis gets adjacent ranks)\n";
+  if (grid.numRanks() == 1)
+    os << "a single device runs the whole model\n";
+  if (dp > 1)
+    os << "data parallel: " << dp << " replicas train on their share of the "
+       << "batch; gradients are summed with all_reduce"
+       << (module.lookupSymbol<shard::GridOp>("dp") &&
+                   llvm::any_of(stages, [](const auto &l) {
+                     for (const auto &i : l->program.instructions())
+                       if (i.op() == "reduce_scatter")
+                         return true;
+                     return false;
+                   })
+               ? " (ZeRO-1: reduce_scatter, sharded optimizer state, "
+                 "all_gather of the parameters)"
+               : "")
+       << "\n";
+  if (pp > 1 || module->hasAttr(SmpDialect::kScheduleAttr)) {
+    os << "pipeline: " << pp << " ranks";
+    if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
+      os << ", schedule " << sched.getValue();
+    os << "\n";
+    if (auto costs =
+            module->getAttrOfType<DenseF64ArrayAttr>(SmpDialect::kStageCostsAttr)) {
+      double total = 0;
+      for (double c : costs.asArrayRef())
+        total += c;
+      os << "stage costs (predicted FLOPs + bytes of the forward, share):";
+      for (auto [k, c] : llvm::enumerate(costs.asArrayRef())) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), " %zu: %.3g (%.0f%%)", k, c,
+                 total > 0 ? 100.0 * c / total : 0.0);
+        os << buf;
+      }
+      os << "\n";
+    }
+  }
+  for (auto [p, lowering] : llvm::enumerate(stages)) {
+    const pb::RankProgram &program = lowering->program;
+    uint64_t weights = 0, sends = 0, recvs = 0;
+    for (const auto &w : program.weights())
+      weights += w.bytes();
+    for (const auto &inst : program.instructions()) {
+      sends += inst.op() == "send";
+      recvs += inst.op() == "recv";
+    }
+    std::string who = pp > 1 ? "pipeline rank " + std::to_string(p) : "rank 0";
+    os << who << ": arena " << humanBytes(program.arena_bytes()) << " ("
+       << program.arena_bytes() << " bytes), of which parameters, states and "
+       << "constants " << humanBytes(weights) << "\n"
+       << who << ": " << program.instructions_size() << " instructions over "
+       << program.buffers_size() << " buffers";
+    if (pp > 1)
+      os << ", " << sends << " sends and " << recvs << " receives per step";
+    os << "\n";
+  }
   std::map<std::string, int> ops;
-  for (const auto &inst : program.instructions())
+  for (const auto &inst : stages.front()->program.instructions())
     ++ops[inst.op()];
-  os << "instructions by op:\n";
+  os << (pp > 1 ? "pipeline rank 0" : "rank 0") << " instructions by op:\n";
   for (const auto &[op, n] : ops)
     os << "  " << op << ": " << n << "\n";
   return s;
@@ -478,38 +585,81 @@ std::string planReport(const pb::RankProgram &program,
 llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               WeightSource &weights,
                                               const ArtifactOptions &options) {
-  auto func = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!func)
-    func = module.lookupSymbol<func::FuncOp>("main");
-  if (!func) {
-    auto funcs = module.getOps<func::FuncOp>();
-    if (funcs.empty())
-      return fail("module has no function to compile");
-    func = *funcs.begin();
+  // One function per pipeline rank, or the single step (or forward).
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(SmpDialect::kPipelineRankAttr))
+      funcs.push_back(f);
+  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() <
+           b->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt();
+  });
+  for (auto [k, f] : llvm::enumerate(funcs))
+    if (f->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() !=
+        static_cast<int64_t>(k))
+      return fail("the pipeline-rank functions are not numbered 0.." +
+                  llvm::Twine(funcs.size() - 1));
+  if (funcs.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!func)
+      func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      auto all = module.getOps<func::FuncOp>();
+      if (all.empty())
+        return fail("module has no function to compile");
+      func = *all.begin();
+    }
+    funcs.push_back(func);
   }
-  Lowering lowering(func, weights);
-  if (auto err = lowering.run())
-    return std::move(err);
+  DeviceGrid grid;
+  grid.size[kPipelineAxis] = funcs.size();
+  for (auto [name, axis] : {std::make_pair("dp", kDataAxis),
+                            std::make_pair("tp", kTensorAxis)})
+    if (auto g = module.lookupSymbol<shard::GridOp>(name))
+      for (int64_t d : g.getShape())
+        grid.size[axis] *= d;
+  if (auto placement = module->getAttrOfType<StringAttr>(SmpDialect::kPlacementAttr)) {
+    auto order = DeviceGrid::parsePlacement(placement.str());
+    if (!order)
+      return fail("bad placement '" + placement.getValue() +
+                  "' (expected cluster, spread or an order of D, P, T)");
+    grid.order = *order;
+  }
+
+  std::vector<std::unique_ptr<Lowering>> stages;
+  for (func::FuncOp f : funcs) {
+    stages.push_back(std::make_unique<Lowering>(f, weights));
+    if (auto err = stages.back()->run())
+      return std::move(err);
+  }
 
   if (auto ec = llvm::sys::fs::create_directories(options.outputDir))
     return fail(options.outputDir + ": " + ec.message());
-  auto path = [&](const char *name) {
+  auto path = [&](const std::string &name) {
     llvm::SmallString<256> p(options.outputDir);
     llvm::sys::path::append(p, name);
     return std::string(p.str());
   };
-  pb::Manifest manifest = lowering.manifestIO;
+  // Inputs: every stage's (a pipeline's first stage reads the tokens, its
+  // last the labels); outputs: every stage returns the step's.
+  pb::Manifest manifest;
+  std::set<std::string> seen;
+  for (const auto &lowering : stages)
+    for (const auto &spec : lowering->manifestIO.inputs())
+      if (seen.insert(spec.name()).second)
+        *manifest.add_inputs() = spec;
+  *manifest.mutable_outputs() = stages.front()->manifestIO.outputs();
   manifest.set_producer(options.producer);
   manifest.set_model_name(module.getSymName() ? module.getSymName()->str()
                                               : "model");
   manifest.set_target(options.target);
-  // Ranks: the data-parallel grid's size (every rank runs the same program
-  // on its share of the batch and holds a full copy of the weights).
-  uint32_t numRanks = 1;
-  if (auto grid = module.lookupSymbol<shard::GridOp>("dp"))
-    for (int64_t d : grid.getShape())
-      numRanks *= static_cast<uint32_t>(d);
-  manifest.set_num_ranks(numRanks);
+  manifest.set_num_ranks(static_cast<uint32_t>(grid.numRanks()));
+  manifest.set_dp(grid.size[kDataAxis]);
+  manifest.set_pp(grid.size[kPipelineAxis]);
+  manifest.set_tp(grid.size[kTensorAxis]);
+  manifest.set_placement(grid.placementLetters());
+  if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
+    manifest.set_schedule(sched.str());
   if (options.training) {
     pb::TrainingConfig *t = manifest.mutable_training();
     t->set_loss(options.training->loss);
@@ -520,20 +670,30 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     t->set_batch_size(options.training->batchSize);
     t->set_source_model(options.training->sourceModel);
   }
+  // Weights: one file per pipeline stage, read by every rank of the stage.
+  std::vector<std::string> weightFiles;
+  std::vector<uint64_t> checksums;
+  for (size_t p = 0; p < stages.size(); ++p) {
+    weightFiles.push_back(stages.size() == 1
+                              ? "rank0.weights.bin"
+                              : "stage" + std::to_string(p) + ".weights.bin");
+    checksums.push_back(smprt::checksum64(stages[p]->weightsBytes.data(),
+                                          stages[p]->weightsBytes.size()));
+  }
   std::vector<std::string> programs;
-  uint64_t weightsChecksum = smprt::checksum64(lowering.weightsBytes.data(),
-                                               lowering.weightsBytes.size());
-  for (uint32_t r = 0; r < numRanks; ++r) {
-    lowering.program.set_rank(r);
-    programs.push_back(smprt::frame(lowering.program.SerializeAsString()));
+  for (int64_t r = 0; r < grid.numRanks(); ++r) {
+    int64_t p = grid.coordOf(r)[kPipelineAxis];
+    auto program = rankProgram(stages[p]->program, grid, r);
+    if (!program)
+      return program.takeError();
+    programs.push_back(smprt::frame(program->SerializeAsString()));
     pb::RankFile *rank = manifest.add_ranks();
     rank->set_rank(r);
     rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
     rank->set_program_bytes(programs.back().size());
-    // Replicated weights: one file that every rank reads.
-    rank->set_weights_file("rank0.weights.bin");
-    rank->set_weights_bytes(lowering.weightsBytes.size());
-    rank->set_weights_checksum(weightsChecksum);
+    rank->set_weights_file(weightFiles[p]);
+    rank->set_weights_bytes(stages[p]->weightsBytes.size());
+    rank->set_weights_checksum(checksums[p]);
   }
 
   std::string ir;
@@ -541,27 +701,30 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   module.print(irStream);
   // Weights and programs first, the manifest last: a crash in between leaves
   // no manifest that points at missing files.
-  if (auto err = writeFile(path("rank0.weights.bin"), lowering.weightsBytes))
-    return std::move(err);
-  for (uint32_t r = 0; r < numRanks; ++r)
-    if (auto err = writeFile(
-            path(("rank" + std::to_string(r) + ".program.pb").c_str()),
-            programs[r]))
+  for (size_t p = 0; p < stages.size(); ++p)
+    if (auto err = writeFile(path(weightFiles[p]), stages[p]->weightsBytes))
+      return std::move(err);
+  for (int64_t r = 0; r < grid.numRanks(); ++r)
+    if (auto err = writeFile(path("rank" + std::to_string(r) + ".program.pb"),
+                             programs[r]))
       return std::move(err);
   if (auto err = writeFile(path("model.mlir"), ir))
     return std::move(err);
   if (auto err = writeFile(path("plan.txt"),
-                           planReport(lowering.program, options, numRanks)))
+                           planReport(module, stages, options, grid)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
                            smprt::frame(manifest.SerializeAsString())))
     return std::move(err);
 
   ArtifactSummary summary;
-  summary.arenaBytes = lowering.program.arena_bytes();
-  summary.weightsBytes = lowering.weightsBytes.size();
-  summary.numInstructions = lowering.program.instructions_size();
-  summary.numBuffers = lowering.program.buffers_size();
+  for (const auto &lowering : stages) {
+    summary.arenaBytes = std::max<uint64_t>(summary.arenaBytes,
+                                            lowering->program.arena_bytes());
+    summary.weightsBytes += lowering->weightsBytes.size();
+    summary.numInstructions += lowering->program.instructions_size();
+    summary.numBuffers += lowering->program.buffers_size();
+  }
   return summary;
 }
 

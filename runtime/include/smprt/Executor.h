@@ -64,6 +64,9 @@ public:
 
   /// Copies graph input `name` into its buffer; the dtype and shape must be
   /// exactly the compiled ones.
+  /// Whether this rank's program takes the input `name` (the stages of a
+  /// pipeline take different inputs).
+  bool hasInput(const std::string &name) const;
   Status setInput(const std::string &name, const TensorRef &value,
                   const std::string &source);
   /// Runs every instruction once. Fails if an input was not set.
@@ -87,6 +90,8 @@ public:
 
 private:
   Communicator *comm_ = &localCommunicator();
+  /// Sub-communicators of the rank groups the program's collectives use.
+  std::vector<std::unique_ptr<Communicator>> groups_;
   const Artifact *artifact_ = nullptr;
   Arena arena_;
   std::vector<TensorRef> buffers_;

@@ -35,6 +35,27 @@ template <typename... Ops> void attach(MLIRContext *ctx) {
   (Ops::template attachInterface<VJPModel<Ops>>(*ctx), ...);
 }
 
+/// The op just before the builder's insertion point (nullptr at the start).
+Operation *lastInserted(OpBuilder &b) {
+  Block::iterator ip = b.getInsertionPoint();
+  return ip == b.getInsertionBlock()->begin() ? nullptr : &*std::prev(ip);
+}
+
+/// Gives the ops built after `mark` the pipeline stage of `from` (when it has
+/// one), so that a backward op runs on the stage of its forward op.
+void inheritStage(OpBuilder &b, Operation *mark, Operation *from) {
+  Attribute stage = from ? from->getAttr("smp.stage") : Attribute();
+  if (!stage)
+    return;
+  Block *block = b.getInsertionBlock();
+  Block::iterator ip = b.getInsertionPoint();
+  for (Block::iterator it = mark ? std::next(mark->getIterator())
+                                 : block->begin();
+       it != ip; ++it)
+    if (!it->hasTrait<OpTrait::ConstantLike>())
+      it->setAttr("smp.stage", stage);
+}
+
 bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && isa<FloatType>(t.getElementType());
@@ -75,8 +96,10 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
 
   llvm::DenseMap<Value, Value> grads;
   autodiff::Grad G{builder, loss.getLoc()};
+  Operation *mark = lastInserted(builder);
   grads[loss] = G.reshape(G.scalar(loss, 1.0),
                           autodiff::typeOf(loss).getShape());
+  inheritStage(builder, mark, loss.getDefiningOp());
   // Backward, in reverse program order (a topological order).
   for (Operation *op : llvm::reverse(ops)) {
     SmallVector<Value> gy;
@@ -101,6 +124,7 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
       return op->emitOpError("has no gradient (autodiff cannot go through "
                              "it); freeze the parameters that reach it");
     SmallVector<Value> gx;
+    mark = lastInserted(builder);
     if (failed(iface.buildVJP(builder, gy, need, gx)))
       return failure();
     for (auto [operand, g, needed] :
@@ -110,6 +134,7 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
       Value &slot = grads[operand];
       slot = slot ? G.add(slot, g) : g;
     }
+    inheritStage(builder, mark, op);
   }
   for (auto [i, v] : llvm::enumerate(wrt))
     result[i] = grads.lookup(v);

@@ -62,6 +62,11 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
                                 "initial value)";
     return success();
   }
+  if (name == kStageAttr) {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'smp.stage' must be an integer";
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";
@@ -90,9 +95,25 @@ LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a string path";
     return success();
   }
-  if (name == kOpsetAttr) {
+  if (name == kOpsetAttr || name == kStageAttr || name == kMicrobatchAttr ||
+      name == kPipelineRankAttr) {
     if (!isa<IntegerAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be an integer";
+    return success();
+  }
+  if (name == kBackwardAttr) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a unit attribute";
+    return success();
+  }
+  if (name == kPlacementAttr || name == kScheduleAttr) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == kStageCostsAttr) {
+    if (!isa<DenseF64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be an f64 array";
     return success();
   }
   return op->emitError() << "unknown smp attribute '" << name << "'";

@@ -13,6 +13,8 @@
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/Support/Regex.h"
 
+#include <map>
+
 #define DEBUG_TYPE "smp-build-train-step"
 
 namespace smp {
@@ -137,14 +139,22 @@ struct SmpBuildTrainStepPass
 
   /// Whether the built loss is already this rank's share of the global one.
   bool perRankShare = false;
+  /// Unrolled step (micro-batches, pipeline stages): see buildUnrolled.
+  bool unrolled = false;
+  int64_t currentMicrobatch = 0;
+  /// The loss's extra input holding every micro-batch (unrolled step).
+  Value lossInputFull;
+  /// Labels that count in a cross-entropy mean, over every rank and
+  /// micro-batch (built once).
+  Value labelCount;
 
-  /// The value named `name` among the function's outputs.
-  FailureOr<Value> output(func::FuncOp f, StringRef name) {
-    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  /// The value named `name` among the function's outputs `outs` (the
+  /// return's operands, or their copies for a micro-batch).
+  FailureOr<Value> output(func::FuncOp f, ValueRange outs, StringRef name) {
     for (unsigned i = 0; i < f.getNumResults(); ++i)
       if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
           n && n.getValue() == name)
-        return ret.getOperand(i);
+        return outs[i];
     std::string names;
     for (unsigned i = 0; i < f.getNumResults(); ++i)
       if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr))
@@ -167,13 +177,43 @@ struct SmpBuildTrainStepPass
     return f.getArgument(index);
   }
 
-  /// Builds the scalar loss at the end of the body.
-  FailureOr<Value> buildLoss(func::FuncOp f, OpBuilder &b) {
+  /// The loss's extra input (labels, targets) of `type`; in an unrolled step
+  /// the micro-batch's slice of an input holding every micro-batch.
+  Value lossInput(func::FuncOp f, OpBuilder &b, RankedTensorType type,
+                  StringRef name) {
+    if (!unrolled)
+      return addInput(f, type, name);
+    if (!lossInputFull) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= microbatches;
+      lossInputFull = addInput(f, type.clone(shape), name);
+    }
+    return sliceMicrobatch(b, f.getLoc(), lossInputFull, currentMicrobatch,
+                           microbatches);
+  }
+
+  /// Micro-batch `i` of `m` of `full` (equal slices along dim 0).
+  static Value sliceMicrobatch(OpBuilder &b, Location loc, Value full,
+                               int64_t i, int64_t m) {
+    auto t = cast<RankedTensorType>(full.getType());
+    int64_t rows = t.getDimSize(0) / m;
+    SmallVector<int64_t> begin(t.getRank(), 0), end(t.getShape()),
+        stepOne(t.getRank(), 1);
+    begin[0] = i * rows;
+    end[0] = (i + 1) * rows;
+    return SliceOp::create(b, loc, full, b.getDenseI64ArrayAttr(begin),
+                           b.getDenseI64ArrayAttr(end),
+                           b.getDenseI64ArrayAttr(stepOne));
+  }
+
+  /// Builds the scalar loss at the end of the body from the forward
+  /// outputs `outs`.
+  FailureOr<Value> buildLoss(func::FuncOp f, OpBuilder &b, ValueRange outs) {
     SmallVector<StringRef> parts;
     StringRef(loss).split(parts, ':');
     Location loc = f.getLoc();
     if (parts.size() == 1 && !parts[0].empty()) {
-      auto v = output(f, parts[0]);
+      auto v = output(f, outs, parts[0]);
       if (failed(v))
         return failure();
       auto t = cast<RankedTensorType>(v->getType());
@@ -185,7 +225,7 @@ struct SmpBuildTrainStepPass
       return *v;
     }
     if (parts.size() == 3 && parts[0] == "cross_entropy") {
-      auto logits = output(f, parts[1]);
+      auto logits = output(f, outs, parts[1]);
       if (failed(logits))
         return failure();
       auto lt = cast<RankedTensorType>(logits->getType());
@@ -194,31 +234,37 @@ struct SmpBuildTrainStepPass
                       << "' must be float [..., classes], got " << lt;
         return failure();
       }
-      Value labels = addInput(
-          f, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
+      Value labels = lossInput(
+          f, b, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
           parts[2]);
-      if (dp <= 1)
+      if (dp <= 1 && !unrolled)
         return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
                                             -100, Reduction::mean));
       // Data parallel: this rank's share of the global mean, sum_r / count
       // over every rank's labels that are not ignored, so the ranks' losses
       // (and gradients) add up to exactly the one-device values.
+      // Micro-batches likewise: the count is over the whole step's labels.
       Value sum = CrossEntropyOp::create(b, loc, *logits, labels, Value(),
                                          -100, Reduction::sum);
-      auto lab = cast<RankedTensorType>(labels.getType());
-      Value ignore = ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
-                                 int64_t(-100)));
-      Value kept = CastOp::create(
-          b, loc, lab.clone(b.getF32Type()),
-          NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore)));
-      Value total = allReduce(b, loc, reduceAll<ReduceSumOp>(b, loc, kept));
+      if (!labelCount) {
+        Value all = unrolled ? lossInputFull : labels;
+        auto lab = cast<RankedTensorType>(all.getType());
+        Value ignore = ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   int64_t(-100)));
+        Value kept = CastOp::create(
+            b, loc, lab.clone(b.getF32Type()),
+            NotOp::create(b, loc, EqualOp::create(b, loc, all, ignore)));
+        labelCount = reduceAll<ReduceSumOp>(b, loc, kept);
+        if (dp > 1)
+          labelCount = allReduce(b, loc, labelCount);
+      }
       perRankShare = true;
-      return Value(DivOp::create(b, loc, toF32(b, loc, sum), total));
+      return Value(DivOp::create(b, loc, toF32(b, loc, sum), labelCount));
     }
     if (parts.size() == 3 && parts[0] == "mse") {
-      auto out = output(f, parts[1]);
+      auto out = output(f, outs, parts[1]);
       if (failed(out))
         return failure();
       auto ot = cast<RankedTensorType>(out->getType());
@@ -232,15 +278,257 @@ struct SmpBuildTrainStepPass
     return failure();
   }
 
+  /// The loss as an f32 scalar.
+  static Value scalarF32Loss(OpBuilder &b, Location loc, Value loss) {
+    auto lt = cast<RankedTensorType>(loss.getType());
+    if (lt.getRank() != 0)
+      loss = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss);
+    return toF32(b, loc, loss);
+  }
+
+  /// The pipeline stage of a value: its op's, or a parameter argument's.
+  static std::optional<int64_t> stageOf(Value v) {
+    IntegerAttr stage;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+        stage = f.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                SmpDialect::kStageAttr);
+    } else {
+      stage = v.getDefiningOp()->getAttrOfType<IntegerAttr>(
+          SmpDialect::kStageAttr);
+    }
+    if (!stage)
+      return std::nullopt;
+    return stage.getInt();
+  }
+
+  static void setStage(Operation *op, int64_t stage) {
+    op->setAttr(SmpDialect::kStageAttr,
+                IntegerAttr::get(IntegerType::get(op->getContext(), 64), stage));
+  }
+
+  /// Ops without a stage that use a staged value run on the stage of their
+  /// first staged operand; the others (constants, computations on inputs
+  /// only) stay free, for every stage that needs them to recompute.
+  static void propagateStages(Block &body, Operation *from = nullptr) {
+    for (Operation &op : llvm::make_range(
+             from ? from->getIterator() : body.begin(), body.end())) {
+      if (op.hasAttr(SmpDialect::kStageAttr) ||
+          op.hasTrait<OpTrait::ConstantLike>() || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      for (Value v : op.getOperands())
+        if (auto stage = stageOf(v)) {
+          setStage(&op, *stage);
+          break;
+        }
+    }
+  }
+
+  /// Marks the ops after `mark` (up to the builder's insertion point) as
+  /// micro-batch `mb`'s (backward ones with smp.bwd) and gives those without
+  /// a stage the stage of their operands.
+  void stampMicrobatch(OpBuilder &b, Operation *mark, int64_t mb,
+                       bool backward) {
+    Block *block = b.getInsertionBlock();
+    Operation *first = mark ? mark->getNextNode() : &block->front();
+    for (Block::iterator it = first->getIterator(); it != b.getInsertionPoint();
+         ++it) {
+      if (it->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      it->setAttr(SmpDialect::kMicrobatchAttr,
+                  b.getI64IntegerAttr(mb));
+      if (backward)
+        it->setAttr(SmpDialect::kBackwardAttr, b.getUnitAttr());
+    }
+    propagateStages(*block, first);
+  }
+
+  static Operation *lastBefore(OpBuilder &b) {
+    Block::iterator ip = b.getInsertionPoint();
+    return ip == b.getInsertionBlock()->begin() ? nullptr : &*std::prev(ip);
+  }
+
+  /// The unrolled step: @main's forward once per micro-batch (the inputs
+  /// hold every micro-batch and are sliced), each micro-batch's loss and
+  /// backward, and the gradients summed over the micro-batches. A parameter
+  /// used on several pipeline stages (a tied embedding and LM head) gets an
+  /// argument per stage; each copy's gradient is the sum of every copy's,
+  /// added in stage order on each stage, so the copies stay equal.
+  /// `duplicate` marks the copies after the first (left out of the norm).
+  LogicalResult buildUnrolled(func::FuncOp f, OpBuilder &b,
+                              SmallVector<Value> &params,
+                              SmallVector<std::string> &names,
+                              SmallVector<bool> &duplicate,
+                              FailureOr<SmallVector<Value>> &grads,
+                              Value &lossTotal) {
+    MLIRContext *ctx = f.getContext();
+    Location loc = f.getLoc();
+    Block &body = f.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    int64_t m = microbatches;
+
+    // 1. A copy of each parameter per stage that uses it.
+    SmallVector<Value> trainable(params);
+    params.clear();
+    names.clear();
+    duplicate.clear();
+    SmallVector<SmallVector<unsigned>> copiesOf; // per trainable parameter
+    unsigned numArgs = body.getNumArguments();
+    for (unsigned i = 0; i < numArgs; ++i) {
+      BlockArgument arg = body.getArgument(i);
+      auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
+      if (!name)
+        continue;
+      std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+      for (OpOperand &use : arg.getUses()) {
+        auto s = use.getOwner()->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
+        usesByStage[s ? s.getInt() : 0].push_back(&use);
+      }
+      if (usesByStage.empty())
+        usesByStage[0] = {};
+      bool train = llvm::is_contained(trainable, Value(arg));
+      if (train)
+        copiesOf.emplace_back();
+      bool first = true;
+      for (auto &[stage, uses] : usesByStage) {
+        Value copy = arg;
+        if (!first) {
+          unsigned index = f.getNumArguments();
+          (void)f.insertArgument(index, arg.getType(), f.getArgAttrDict(i), loc);
+          copy = f.getArgument(index);
+          for (OpOperand *use : uses)
+            use->set(copy);
+        }
+        f.setArgAttr(cast<BlockArgument>(copy).getArgNumber(),
+                     SmpDialect::kStageAttr, b.getI64IntegerAttr(stage));
+        if (train) {
+          copiesOf.back().push_back(params.size());
+          params.push_back(copy);
+          names.push_back(name.str());
+          duplicate.push_back(!first);
+        }
+        first = false;
+      }
+    }
+    duplicate.resize(params.size(), false);
+
+    // 2. Inputs hold every micro-batch; micro-batch 0 uses slice 0.
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    SmallVector<std::pair<Value, Value>> inputs; // (full, slice 0)
+    SmallVector<unsigned> replaced;
+    if (m > 1) {
+      OpBuilder top(ctx);
+      top.setInsertionPointToStart(&body);
+      for (unsigned i = 0; i < numArgs; ++i) {
+        BlockArgument arg = body.getArgument(i);
+        if (!f.getArgAttr(i, SmpDialect::kInputAttr))
+          continue;
+        auto t = cast<RankedTensorType>(arg.getType());
+        if (t.getRank() == 0)
+          return f.emitError() << "input #" << i << " is a scalar: it cannot "
+                                  "be split into micro-batches";
+        SmallVector<int64_t> shape(t.getShape());
+        shape[0] *= m;
+        unsigned index = f.getNumArguments();
+        (void)f.insertArgument(index, t.clone(shape), f.getArgAttrDict(i), loc);
+        Value full = f.getArgument(index);
+        Value slice0 = sliceMicrobatch(top, loc, full, 0, m);
+        arg.replaceAllUsesWith(slice0);
+        inputs.push_back({full, slice0});
+        replaced.push_back(i);
+      }
+    }
+
+    // 3. Forward copies for micro-batches 1..m-1; micro-batch 0 is @main's.
+    SmallVector<SmallVector<Value>> outs(m);
+    outs[0].assign(ret.getOperands().begin(), ret.getOperands().end());
+    for (Operation *op : forward)
+      if (!op->hasTrait<OpTrait::ConstantLike>())
+        op->setAttr(SmpDialect::kMicrobatchAttr, b.getI64IntegerAttr(0));
+    for (int64_t i = 1; i < m; ++i) {
+      IRMapping map;
+      for (auto &[full, slice0] : inputs)
+        map.map(slice0, sliceMicrobatch(b, loc, full, i, m));
+      for (Operation *op : forward) {
+        if (op->hasTrait<OpTrait::ConstantLike>())
+          continue;
+        Operation *copy = b.clone(*op, map);
+        copy->setAttr(SmpDialect::kMicrobatchAttr, b.getI64IntegerAttr(i));
+      }
+      for (Value v : ret.getOperands())
+        outs[i].push_back(map.lookupOrDefault(v));
+    }
+
+    // 4. Each micro-batch's loss and backward; gradients summed.
+    SmallVector<Value> acc(params.size());
+    Type f32 = b.getF32Type();
+    for (int64_t i = 0; i < m; ++i) {
+      currentMicrobatch = i;
+      Operation *mark = lastBefore(b);
+      auto lossValue = buildLoss(f, b, outs[i]);
+      if (failed(lossValue))
+        return failure();
+      Value loss32 = scalarF32Loss(b, loc, *lossValue);
+      if (!perRankShare && m * dp > 1)
+        loss32 = DivOp::create(
+            b, loc, loss32, scalarConst(b, loc, f32, static_cast<double>(m * dp)));
+      lossTotal = lossTotal ? Value(AddOp::create(b, loc, lossTotal, loss32))
+                            : loss32;
+      stampMicrobatch(b, mark, i, /*backward=*/false);
+      mark = lastBefore(b);
+      auto g = differentiate(b, body, loss32, params);
+      if (failed(g))
+        return failure();
+      for (auto [k, gk] : llvm::enumerate(*g)) {
+        if (!gk)
+          continue;
+        acc[k] = acc[k] ? Value(AddOp::create(b, loc, acc[k], gk)) : gk;
+        if (auto s = stageOf(params[k]))
+          setStage(acc[k].getDefiningOp(), *s);
+      }
+      stampMicrobatch(b, mark, i, /*backward=*/true);
+    }
+    for (unsigned i : llvm::reverse(replaced))
+      f.eraseArgument(i);
+
+    // 5. Tied copies: every copy gets the sum of all, in stage order.
+    SmallVector<Value> total(acc);
+    for (const auto &copies : copiesOf) {
+      if (copies.size() < 2)
+        continue;
+      for (unsigned k : copies) {
+        Value sum;
+        for (unsigned j : copies) {
+          if (!acc[j])
+            continue;
+          sum = sum ? Value(AddOp::create(b, loc, sum, acc[j])) : acc[j];
+          if (sum != acc[j])
+            setStage(sum.getDefiningOp(), *stageOf(params[k]));
+        }
+        total[k] = sum;
+      }
+    }
+    grads = total;
+    return success();
+  }
+
   LogicalResult build(func::FuncOp f) {
     MLIRContext *ctx = f.getContext();
     Block &body = f.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder b(ret);
     Location loc = f.getLoc();
-    auto lossValue = buildLoss(f, b);
-    if (failed(lossValue))
-      return failure();
+    unrolled = microbatches > 1 ||
+               llvm::any_of(body.getOperations(), [](Operation &op) {
+                 return op.hasAttr(SmpDialect::kStageAttr);
+               });
+    if (microbatches < 1)
+      return f.emitError() << "microbatches must be >= 1, got " << microbatches;
+    if (unrolled && lossScaling)
+      return f.emitError() << "fp16 loss scaling with micro-batches or "
+                              "pipeline stages is not supported yet";
 
     // Trainable parameters: float, not frozen, not matching --freeze.
     llvm::Regex frozen(freeze);
@@ -276,30 +564,33 @@ struct SmpBuildTrainStepPass
       (void)f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs), loc);
       return f.getArgument(index);
     };
-    // The loss in f32, as a scalar.
-    Value loss32 = *lossValue;
-    {
-      auto lt = cast<RankedTensorType>(loss32.getType());
-      if (lt.getRank() != 0)
-        loss32 = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss32);
-      loss32 = toF32(b, loc, loss32);
+    Value loss32, scale, found, scaleUsed;
+    FailureOr<SmallVector<Value>> grads;
+    SmallVector<bool> duplicate(params.size(), false);
+    if (unrolled) {
+      if (failed(buildUnrolled(f, b, params, names, duplicate, grads, loss32)))
+        return failure();
+    } else {
+      auto lossValue = buildLoss(f, b, ret.getOperands());
+      if (failed(lossValue))
+        return failure();
+      loss32 = scalarF32Loss(b, loc, *lossValue);
+      // Data parallel: every rank differentiates its share of the global
+      // loss and the gradients are summed over the ranks.
+      if (dp > 1 && !perRankShare)
+        loss32 = DivOp::create(b, loc, loss32,
+                               scalarConst(b, loc, f32, static_cast<double>(dp)));
+      // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
+      if (lossScaling) {
+        scale = addState(scalarF32, "@loss_scale", float(initScale));
+        // The scale this step used, read before the scale's in-place update.
+        scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
+      }
+      Value target = scale ? Value(MulOp::create(b, loc, loss32, scale)) : loss32;
+      grads = differentiate(b, body, target, params);
+      if (failed(grads))
+        return failure();
     }
-    // Data parallel: every rank differentiates its share of the global loss
-    // and the gradients are summed over the ranks.
-    if (dp > 1 && !perRankShare)
-      loss32 = DivOp::create(b, loc, loss32,
-                             scalarConst(b, loc, f32, static_cast<double>(dp)));
-    // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
-    Value scale, found, scaleUsed;
-    if (lossScaling) {
-      scale = addState(scalarF32, "@loss_scale", float(initScale));
-      // The scale this step used, read before the scale's in-place update.
-      scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
-    }
-    Value target = scale ? Value(MulOp::create(b, loc, loss32, scale)) : loss32;
-    auto grads = differentiate(b, body, target, params);
-    if (failed(grads))
-      return failure();
     bool zero = dp > 1 && shardOptimizerState;
     if (zero && scale) {
       f.emitError() << "--shard-optimizer-state with fp16 loss scaling is not "
@@ -335,16 +626,23 @@ struct SmpBuildTrainStepPass
     }
 
     // Global gradient norm (always reported), then optional clipping.
-    Value sumSq;
-    for (Value g : *grads) {
-      if (!g)
+    // Summed per pipeline stage first (a tied weight's copies count once),
+    // then over the stages, so that only scalars cross between stages.
+    std::map<int64_t, Value> stageSumSq;
+    for (auto [k, g] : llvm::enumerate(*grads)) {
+      if (!g || duplicate[k])
         continue;
       Value g32 = toF32(b, loc, g);
       Value sq = reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, g32, g32));
-      sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, sq)) : sq;
+      Value &partial = stageSumSq[stageOf(params[k]).value_or(0)];
+      partial = partial ? Value(AddOp::create(b, loc, partial, sq)) : sq;
     }
-    if (zero && sumSq) // each rank summed the squares of its shards
-      sumSq = allReduce(b, loc, sumSq);
+    Value sumSq;
+    for (auto &[stage, partial] : stageSumSq) {
+      if (zero) // each rank summed the squares of its shards
+        partial = allReduce(b, loc, partial);
+      sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, partial)) : partial;
+    }
     Value gradNorm = sumSq ? Value(SqrtOp::create(b, loc, sumSq))
                            : scalarConst(b, loc, f32, 0.0);
     SmallVector<Value> clipped(grads->begin(), grads->end());
@@ -472,6 +770,8 @@ struct SmpBuildTrainStepPass
     // Replace the forward outputs with the step's.
     func::ReturnOp::create(b, loc, newResults);
     ret.erase();
+    if (unrolled)
+      propagateStages(body);
     SmallVector<Type> types;
     for (Value v : newResults)
       types.push_back(v.getType());

@@ -45,6 +45,20 @@ def Smp_Dialect : Dialect {
     static constexpr llvm::StringLiteral kSourceAttr = "smp.source";
     /// Module attribute: the ONNX default-domain opset the model came from.
     static constexpr llvm::StringLiteral kOpsetAttr = "smp.opset";
+    /// Pipeline stage (model chunk) of an op or a parameter argument (i64).
+    static constexpr llvm::StringLiteral kStageAttr = "smp.stage";
+    /// Micro-batch of an op of the forward/backward part of a step (i64).
+    static constexpr llvm::StringLiteral kMicrobatchAttr = "smp.mb";
+    /// Unit: the op belongs to the backward of its micro-batch.
+    static constexpr llvm::StringLiteral kBackwardAttr = "smp.bwd";
+    /// Module attribute: predicted cost of each pipeline stage (f64 array).
+    static constexpr llvm::StringLiteral kStageCostsAttr = "smp.stage_costs";
+    /// Function attribute: the pipeline rank a function runs on (i64).
+    static constexpr llvm::StringLiteral kPipelineRankAttr = "smp.pp_rank";
+    /// Module attribute: grid placement order, e.g. "DPT" (see docs).
+    static constexpr llvm::StringLiteral kPlacementAttr = "smp.placement";
+    /// Module attribute: the pipeline schedule's description.
+    static constexpr llvm::StringLiteral kScheduleAttr = "smp.schedule";
   }];
 }
 

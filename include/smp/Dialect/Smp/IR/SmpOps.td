@@ -428,7 +428,7 @@ def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdap
                        "::smp::Reduction::mean">:$reduction);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels (`,` $weights^)? `,` $grad attr-dict `:`
+    $logits `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -548,6 +548,38 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
     (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Point-to-point communication between pipeline ranks
+//===----------------------------------------------------------------------===//
+
+def Smp_SendOp : Smp_Op<"send", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Send a tensor to another pipeline rank";
+  let description = [{
+    Sends `input` to the pipeline rank `peer` (the rank's coordinate on the
+    grid's pp axis; the other coordinates are this rank's). The message is
+    matched by the `smp.recv` with the same `tag` on the peer. The send is
+    eager: the runtime copies the bytes and returns, so a send never waits
+    for its receiver.
+  }];
+  let arguments = (ins Smp_Tensor:$input, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = [{
+    $input `to` $peer `tag` $tag attr-dict `:` type($input)
+  }];
+}
+
+def Smp_RecvOp : Smp_Op<"recv", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Receive a tensor from another pipeline rank";
+  let description = [{
+    Waits for the tensor that pipeline rank `peer` sends with `tag`; its
+    type must be the sent one.
+  }];
+  let arguments = (ins I64Attr:$peer, I64Attr:$tag);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    `from` $peer `tag` $tag attr-dict `:` type($result)
   }];
 }
 

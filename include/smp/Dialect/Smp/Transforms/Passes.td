@@ -81,7 +81,61 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            /*default=*/"false",
            "ZeRO-1 (with dp > 1): reduce-scatter each flattened gradient, "
            "keep 1/dp of the optimizer state per rank, update that shard of "
-           "the parameter, and all-gather the parameter">
+           "the parameter, and all-gather the parameter">,
+    Option<"microbatches", "microbatches", "int", /*default=*/"1",
+           "micro-batches per step (gradient accumulation; pipelining). "
+           "With more than one, or when @main's ops carry smp.stage, the "
+           "step is unrolled per micro-batch: ops get smp.mb (and smp.bwd "
+           "for the backward) for smp-pipeline-schedule, and @main must "
+           "have been imported with the micro-batch size">
+  ];
+}
+
+def SmpPipelineSplitPass : Pass<"smp-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Assign the ops of func @main to pipeline stages";
+  let description = [{
+    Marks every op of `@main` that depends on a parameter with `smp.stage`:
+    the ops, in program order, are cut into `stages` contiguous stages. Ops
+    that depend only on inputs and constants (masks, position ids) stay
+    unmarked: every stage that needs them recomputes them. A cut may only
+    fall where the fewest tensors cross (between transformer blocks, one:
+    the residual stream). Cuts are given by `cuts` (the ONNX node names the
+    later stages start at) or chosen to balance the stages' predicted cost
+    (FLOPs and bytes moved of their ops), by dynamic programming over the
+    cut points. The predicted costs are recorded in `smp.stage_costs`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"stages", "stages", "int", /*default=*/"1",
+           "number of stages (pipeline ranks x virtual stages)">,
+    ListOption<"cuts", "cuts", "std::string",
+               "node names at which stages 1, 2, ... start">
+  ];
+}
+
+def SmpPipelineSchedulePass
+    : Pass<"smp-pipeline-schedule", "mlir::ModuleOp"> {
+  let summary = "Split @train_step into one function per pipeline rank";
+  let description = [{
+    Takes the micro-batched, staged `@train_step` (smp-build-train-step after
+    smp-pipeline-split) and writes `@train_step_pp<R>` for each pipeline rank
+    R (attribute `smp.pp_rank`); stage S runs on rank S % pp. Each function
+    runs, in order: the ops that need no micro-batch (prologue), the
+    forward/backward actions of the schedule (GPipe, 1F1B, interleaved 1F1B,
+    ZB-H1 with each backward split into its input-gradient part, which the
+    previous stage waits for, and its weight-gradient part), then the rest of
+    the step (epilogue: gradient exchange of tied weights, norm, optimizer).
+    A value used on another rank is sent right after it is computed
+    (`smp.send`) and received right before its first use (`smp.recv`). Ops
+    without a stage (constants, input-only computations) are recomputed on
+    every rank that uses them. Every rank returns the step's outputs; each
+    returns the updates of its own parameters and states.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"pp", "pp", "int", /*default=*/"1", "pipeline ranks">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1">
   ];
 }
 

@@ -1,0 +1,388 @@
+//===- SchedulePipeline.cpp - One function per pipeline rank --------------===//
+//
+// Implements `smp-pipeline-schedule`. See Passes.td for the contract.
+//
+// Ops of @train_step fall in four groups:
+//   free      no smp.stage: constants and computations on inputs only;
+//             cloned into every rank that needs them, before anything else.
+//   prologue  a stage but no micro-batch, using only arguments, free and
+//             prologue values (e.g. the labels counted for the loss mean).
+//   action    a stage and a micro-batch: forward (F) or, with smp.bwd,
+//             backward (B). For ZB-H1 the backward of a stage x micro-batch
+//             is split: its input-gradient part (BI) is what some other
+//             stage uses (and what that needs), the rest is the weight
+//             gradient (BW).
+//   epilogue  a stage, no micro-batch, depending on an action.
+// A rank runs its free ops, its prologue, its actions in the schedule's
+// order, then its epilogue; each group keeps @train_step's op order.
+//
+// Sends are eager in the runtime (a send never waits for its receiver), so
+// a rank blocks only in receives; the schedule's dependencies are then the
+// only waits, and the simulator in the unit tests shows them deadlock-free.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Schedule/PipelineSchedule.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <map>
+#include <set>
+
+namespace smp {
+#define GEN_PASS_DEF_SMPPIPELINESCHEDULEPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+namespace sched = smp::schedule;
+
+namespace {
+
+enum class Group { Free, Prologue, Action, Epilogue };
+
+struct OpInfo {
+  Group group = Group::Free;
+  int64_t stage = -1, mb = -1;
+  sched::Action::Kind kind = sched::Action::F;
+};
+
+struct SmpPipelineSchedulePass
+    : public smp::impl::SmpPipelineSchedulePassBase<SmpPipelineSchedulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError("smp-pipeline-schedule: no func @train_step (run "
+                       "smp-build-train-step first)");
+      return signalPassFailure();
+    }
+    if (failed(schedule_(module, step)))
+      return signalPassFailure();
+  }
+
+  LogicalResult schedule_(ModuleOp module, func::FuncOp step) {
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    auto kind = sched::parseScheduleKind(schedule);
+    if (!kind)
+      return module.emitError() << "unknown pipeline schedule '" << schedule
+                                << "' (expected gpipe, 1f1b, interleaved or "
+                                   "zb-h1)";
+    if (pp < 1)
+      return module.emitError() << "pp must be >= 1, got " << pp;
+
+    // Classify the ops.
+    llvm::DenseMap<Operation *, OpInfo> info;
+    int64_t numStages = 1, numMicrobatches = 1;
+    auto infoOf = [&](Value v) -> const OpInfo * {
+      Operation *def = v.getDefiningOp();
+      return def ? &info[def] : nullptr;
+    };
+    for (Operation &op : body.without_terminator()) {
+      OpInfo in;
+      auto stage = op.getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
+      auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
+      if (!stage) {
+        // Free unless it uses a staged value (an op a pass built after the
+        // stages were assigned): then it joins that value's group.
+        for (Value v : op.getOperands())
+          if (const OpInfo *d = infoOf(v); d && d->group != Group::Free) {
+            in = *d;
+            break;
+          }
+        info[&op] = in;
+        continue;
+      }
+      in.stage = stage.getInt();
+      numStages = std::max(numStages, in.stage + 1);
+      if (mb) {
+        in.group = Group::Action;
+        in.mb = mb.getInt();
+        in.kind = op.hasAttr(SmpDialect::kBackwardAttr) ? sched::Action::B
+                                                        : sched::Action::F;
+        numMicrobatches = std::max(numMicrobatches, in.mb + 1);
+      } else {
+        in.group = Group::Prologue;
+        for (Value v : op.getOperands())
+          if (const OpInfo *d = infoOf(v);
+              d && (d->group == Group::Action || d->group == Group::Epilogue))
+            in.group = Group::Epilogue;
+      }
+      info[&op] = in;
+    }
+    if (numStages % pp != 0)
+      return module.emitError()
+             << "cannot run " << numStages << " pipeline stages on " << pp
+             << " pipeline ranks (the stages must be a multiple of pp)";
+    int64_t virtualStages = numStages / pp;
+    if (virtualStages > 1 && *kind != sched::ScheduleKind::Interleaved)
+      return module.emitError()
+             << numStages << " stages on " << pp << " pipeline ranks need "
+             << "the interleaved schedule (" << virtualStages
+             << " virtual stages per rank)";
+    std::string error;
+    sched::Schedule order =
+        sched::buildSchedule(*kind, pp, numMicrobatches, virtualStages, &error);
+    if (order.empty())
+      return module.emitError() << "pipeline schedule: " << error;
+    auto rankOf = [&](int64_t stage) { return stage % pp; };
+
+    // ZB-H1: the input-gradient part of each backward.
+    if (*kind == sched::ScheduleKind::ZeroBubbleH1)
+      splitBackward(body, info);
+
+    // Which ranks use each value (ops, and the results each rank returns).
+    auto returnedBy = [&](unsigned i, Value v) -> SmallVector<int64_t> {
+      SmallVector<int64_t> ranks;
+      if (step.getResultAttr(i, SmpDialect::kUpdateAttr)) {
+        const OpInfo *d = infoOf(v);
+        ranks.push_back(d && d->stage >= 0 ? rankOf(d->stage) : 0);
+      } else {
+        for (int64_t r = 0; r < pp; ++r)
+          ranks.push_back(r);
+      }
+      return ranks;
+    };
+    // Per rank: the ops it runs, in order.
+    std::vector<std::vector<Operation *>> program(pp);
+    std::vector<llvm::DenseSet<Operation *>> needsFree(pp);
+    // Free ops a rank needs: those its ops (transitively) use.
+    std::function<void(int64_t, Value)> requireFree = [&](int64_t r, Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || info[def].group != Group::Free ||
+          !needsFree[r].insert(def).second)
+        return;
+      for (Value u : def->getOperands())
+        requireFree(r, u);
+    };
+    for (Operation &op : body.without_terminator())
+      if (info[&op].group != Group::Free)
+        for (Value v : op.getOperands())
+          requireFree(rankOf(info[&op].stage), v);
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      for (int64_t r : returnedBy(i, v))
+        requireFree(r, v);
+
+    std::map<std::tuple<int64_t, int64_t, int>, std::vector<Operation *>>
+        actions; // (stage, mb, kind) -> ops
+    for (int64_t r = 0; r < pp; ++r)
+      for (Operation &op : body.without_terminator())
+        if (info[&op].group == Group::Free && needsFree[r].count(&op))
+          program[r].push_back(&op);
+    for (Operation &op : body.without_terminator()) {
+      const OpInfo &in = info[&op];
+      if (in.group == Group::Prologue)
+        program[rankOf(in.stage)].push_back(&op);
+      else if (in.group == Group::Action)
+        actions[{in.stage, in.mb, in.kind}].push_back(&op);
+    }
+    for (int64_t r = 0; r < pp; ++r)
+      for (const sched::Action &a : order[r]) {
+        auto it = actions.find({a.stage, a.microbatch, a.kind});
+        if (it == actions.end())
+          continue; // e.g. no backward on a stage without parameters
+        program[r].insert(program[r].end(), it->second.begin(),
+                          it->second.end());
+        actions.erase(it);
+      }
+    if (!actions.empty()) {
+      auto [key, ops] = *actions.begin();
+      return ops.front()->emitError()
+             << "op of stage " << std::get<0>(key) << ", micro-batch "
+             << std::get<1>(key)
+             << " is not part of the pipeline schedule (stage or micro-batch "
+                "out of range)";
+    }
+    for (Operation &op : body.without_terminator())
+      if (info[&op].group == Group::Epilogue)
+        program[rankOf(info[&op].stage)].push_back(&op);
+
+    // Recipients of each staged value, and the tag of each message.
+    llvm::DenseMap<Value, std::set<int64_t>> usedBy;
+    for (int64_t r = 0; r < pp; ++r)
+      for (Operation *op : program[r])
+        for (Value v : op->getOperands())
+          usedBy[v].insert(r);
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      for (int64_t r : returnedBy(i, v))
+        usedBy[v].insert(r);
+    Tags tags;
+    int64_t nextTag = 0;
+    for (Operation &op : body.without_terminator()) {
+      const OpInfo &in = info[&op];
+      if (in.group == Group::Free)
+        continue;
+      for (Value v : op.getResults())
+        for (int64_t r : usedBy[v])
+          if (r != rankOf(in.stage))
+            tags[v].push_back({r, nextTag++});
+    }
+
+    // Build the functions.
+    OpBuilder mb(module.getContext());
+    mb.setInsertionPoint(step);
+    std::string description;
+    for (int64_t r = 0; r < pp; ++r)
+      if (failed(buildRankFunction(step, mb, r, program[r], info, tags,
+                                   rankOf, returnedBy)))
+        return failure();
+    llvm::raw_string_ostream os(description);
+    os << sched::scheduleKindName(*kind) << " pp=" << pp
+       << " microbatches=" << numMicrobatches
+       << " virtual-stages=" << virtualStages << " bubble="
+       << sched::unitCostBubbleFraction(*kind, pp, numMicrobatches,
+                                        virtualStages);
+    module->setAttr(SmpDialect::kScheduleAttr,
+                    StringAttr::get(module.getContext(), description));
+    step.erase();
+    return success();
+  }
+
+  /// Per value computed on one rank and used on others: (rank, tag) of
+  /// each message that carries it.
+  using Tags = llvm::DenseMap<Value, SmallVector<std::pair<int64_t, int64_t>>>;
+
+  /// Splits each backward (stage, micro-batch) into BI, the ops whose
+  /// values another stage's backward uses and what they need, and BW, the
+  /// rest (weight gradients and their sums over the micro-batches; a tied
+  /// weight's sum goes to the other stage only in the epilogue).
+  static void splitBackward(Block &body,
+                            llvm::DenseMap<Operation *, OpInfo> &info) {
+    for (Operation &op : llvm::reverse(body.without_terminator())) {
+      OpInfo &in = info[&op];
+      if (in.group != Group::Action || in.kind == sched::Action::F)
+        continue;
+      bool input = false;
+      for (Value v : op.getResults())
+        for (Operation *user : v.getUsers()) {
+          auto it = info.find(user);
+          if (it == info.end())
+            continue; // the return
+          const OpInfo &u = it->second;
+          if (u.stage != in.stage && u.group == Group::Action)
+            input = true; // another stage's backward needs it
+          if (u.stage == in.stage && u.mb == in.mb &&
+              u.kind == sched::Action::BI)
+            input = true; // the input gradient needs it
+        }
+      in.kind = input ? sched::Action::BI : sched::Action::BW;
+    }
+  }
+
+  LogicalResult buildRankFunction(
+      func::FuncOp step, OpBuilder &mb, int64_t rank,
+      ArrayRef<Operation *> ops, llvm::DenseMap<Operation *, OpInfo> &info,
+      const Tags &tags,
+      llvm::function_ref<int64_t(int64_t)> rankOf,
+      llvm::function_ref<SmallVector<int64_t>(unsigned, Value)> returnedBy) {
+    MLIRContext *ctx = step.getContext();
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Location loc = step.getLoc();
+
+    // Arguments: those the rank's ops use, in @train_step's order.
+    llvm::DenseSet<Value> used;
+    for (Operation *op : ops)
+      for (Value v : op->getOperands())
+        used.insert(v);
+    SmallVector<unsigned> results;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (llvm::is_contained(returnedBy(i, v), rank)) {
+        results.push_back(i);
+        used.insert(v);
+      }
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    SmallVector<BlockArgument> args;
+    for (BlockArgument arg : body.getArguments()) {
+      if (!used.count(arg))
+        continue;
+      args.push_back(arg);
+      argTypes.push_back(arg.getType());
+      NamedAttrList attrs(step.getArgAttrDict(arg.getArgNumber()));
+      attrs.erase(SmpDialect::kStageAttr);
+      argAttrs.push_back(attrs.getDictionary(ctx));
+    }
+    for (unsigned i : results) {
+      resultTypes.push_back(ret.getOperand(i).getType());
+      resultAttrs.push_back(step.getResultAttrDict(i));
+    }
+    auto f = func::FuncOp::create(
+        mb, loc, (step.getSymName() + "_pp" + Twine(rank)).str(),
+        FunctionType::get(ctx, argTypes, resultTypes));
+    f.setAllArgAttrs(argAttrs);
+    f.setAllResultAttrs(resultAttrs);
+    f->setAttr(SmpDialect::kPipelineRankAttr,
+               IntegerAttr::get(IntegerType::get(ctx, 64), rank));
+    Block *entry = f.addEntryBlock();
+    IRMapping map;
+    for (auto [k, arg] : llvm::enumerate(args))
+      map.map(arg, entry->getArgument(k));
+    OpBuilder b = OpBuilder::atBlockEnd(entry);
+
+    auto ownerOf = [&](Value v) -> int64_t {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return -1;
+      const OpInfo &in = info[def];
+      return in.group == Group::Free ? -1 : rankOf(in.stage);
+    };
+    auto lookup = [&](Value v) -> FailureOr<Value> {
+      if (Value mapped = map.lookupOrNull(v))
+        return mapped;
+      int64_t owner = ownerOf(v);
+      if (owner < 0 || owner == rank)
+        return step.emitError() << "smp-pipeline-schedule: a value is used "
+                                   "on pipeline rank "
+                                << rank << " before it is computed";
+      int64_t tag = -1;
+      if (auto it = tags.find(v); it != tags.end())
+        for (auto [r, t] : it->second)
+          if (r == rank)
+            tag = t;
+      assert(tag >= 0 && "a message for every value used on another rank");
+      auto recv = RecvOp::create(b, v.getLoc(), v.getType(),
+                                 b.getI64IntegerAttr(owner),
+                                 b.getI64IntegerAttr(tag));
+      map.map(v, recv.getResult());
+      return recv.getResult();
+    };
+    for (Operation *op : ops) {
+      for (Value v : op->getOperands())
+        if (failed(lookup(v)))
+          return failure();
+      Operation *copy = b.clone(*op, map);
+      copy->removeAttr(SmpDialect::kStageAttr);
+      copy->removeAttr(SmpDialect::kMicrobatchAttr);
+      copy->removeAttr(SmpDialect::kBackwardAttr);
+      if (info[op].group == Group::Free)
+        continue;
+      for (auto [k, v] : llvm::enumerate(op->getResults()))
+        if (auto it = tags.find(v); it != tags.end())
+          for (auto [r, tag] : it->second)
+            SendOp::create(b, v.getLoc(), copy->getResult(k),
+                           b.getI64IntegerAttr(r), b.getI64IntegerAttr(tag));
+    }
+    SmallVector<Value> returned;
+    for (unsigned i : results) {
+      auto v = lookup(ret.getOperand(i));
+      if (failed(v))
+        return failure();
+      returned.push_back(*v);
+    }
+    func::ReturnOp::create(b, loc, returned);
+    return success();
+  }
+};
+
+} // namespace
