@@ -123,7 +123,10 @@ PARALLELISM (compile --train)
                        the default: a rank's pipeline and tensor peers are
                        adjacent), spread (TPD) or any order of D, P, T (the
                        right-most axis gets adjacent ranks).
-  --tp T               Tensor parallelism is not available yet.
+  --tp T               Tensor parallel over T ranks: Megatron-style, the MLP
+                       (column- then row-parallel) and attention (heads)
+                       layers are split; T must divide the heads and the
+                       hidden units. Embeddings and the LM head stay whole.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -143,7 +146,7 @@ struct Options {
   bool train = false;
   std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
   std::string precision = "fp32";
-  int64_t dp = 1, devices = 0, pp = 1, microbatches = 0, virtualStages = 1;
+  int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
@@ -272,13 +275,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       int64_t n;
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail(flag + " expects a positive integer");
-      if (flag == "--tp" && n != 1)
-        return fail(flag + " " + *v + ": tensor parallelism is not "
-                    "implemented yet; use --dp and --pp");
       if (flag == "--dp")
         opts.dp = n;
       else if (flag == "--pp")
         opts.pp = n;
+      else if (flag == "--tp")
+        opts.tp = n;
       else if (flag == "--microbatches")
         opts.microbatches = n;
       else if (flag == "--virtual-stages")
@@ -335,14 +337,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(opts.command + " needs a MODEL file");
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
-  int64_t product = opts.dp * opts.pp;
+  int64_t product = opts.dp * opts.tp * opts.pp;
   if (opts.devices == 0)
     opts.devices = product;
   if (opts.devices != product)
     return fail("--devices " + std::to_string(opts.devices) +
                 " does not equal dp x tp x pp = " + std::to_string(opts.dp) +
-                " x 1 x " + std::to_string(opts.pp) + " = " +
-                std::to_string(product));
+                " x " + std::to_string(opts.tp) + " x " +
+                std::to_string(opts.pp) + " = " + std::to_string(product));
   if (opts.zero && opts.dp == 1)
     return fail("--shard-optimizer-state needs --dp > 1");
   if (opts.virtualStages > 1 && opts.schedule != "interleaved")
@@ -353,10 +355,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail("--pp-cuts needs --pp > 1");
   if (opts.microbatches == 0)
     opts.microbatches = opts.pp;
-  bool parallel = opts.dp > 1 || opts.pp > 1 || opts.microbatches > 1;
+  bool parallel = opts.dp > 1 || opts.pp > 1 || opts.tp > 1 ||
+                  opts.microbatches > 1;
   if (parallel) {
     if (!opts.train)
-      return fail("--dp, --pp and --microbatches apply to training "
+      return fail("--dp, --tp, --pp and --microbatches apply to training "
                   "(compile --train)");
     int64_t split = opts.dp * opts.microbatches;
     if (opts.import.batchSize <= 0 || opts.import.batchSize % split != 0)
@@ -435,9 +438,11 @@ openWeights(ModuleOp module, const Options &opts) {
 /// Builds @train_step with smp-build-train-step, then cleans up.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
   std::string pipeline;
+  if (opts.tp > 1)
+    pipeline = "smp-tensor-parallel{tp=" + std::to_string(opts.tp) + "},";
   if (opts.precision != "fp32")
-    pipeline = "func.func(smp-mixed-precision{precision=" + opts.precision +
-               "}),";
+    pipeline += "func.func(smp-mixed-precision{precision=" + opts.precision +
+                "}),";
   pipeline += "smp-build-train-step{loss=" +
                          opts.loss + " optimizer=" + opts.optimizer;
   if (!opts.freeze.empty())

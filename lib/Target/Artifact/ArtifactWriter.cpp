@@ -131,8 +131,11 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
 
 class Lowering {
 public:
-  Lowering(func::FuncOp func, WeightSource &weights)
-      : func(func), weights(weights) {}
+  /// `tpRank` of `tpSize`: which slice of tensor-parallel parameters this
+  /// rank holds.
+  Lowering(func::FuncOp func, WeightSource &weights, int64_t tpRank = 0,
+           int64_t tpSize = 1)
+      : func(func), weights(weights), tpRank(tpRank), tpSize(tpSize) {}
 
   llvm::Error run();
 
@@ -145,9 +148,13 @@ private:
                                      int64_t start);
   void use(Value v, int64_t at);
   void addWeight(unsigned buffer, const std::string &bytes);
+  /// This rank's slice of a tensor-parallel parameter's bytes.
+  std::string tpSlice(const std::string &bytes, RankedTensorType full,
+                      int64_t dim, int64_t blocks) const;
 
   func::FuncOp func;
   WeightSource &weights;
+  int64_t tpRank, tpSize;
   /// Writes an updated parameter or state in place: its producer must be
   /// the last user of the argument it replaces.
   llvm::Error aliasUpdate(Value v, llvm::StringRef name, int64_t end);
@@ -216,6 +223,24 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
   return llvm::Error::success();
 }
 
+std::string Lowering::tpSlice(const std::string &bytes, RankedTensorType full,
+                              int64_t dim, int64_t blocks) const {
+  // dim viewed as [blocks, tpSize, n]: this rank takes [:, tpRank, :].
+  uint64_t outer = 1, inner = bytes.size() / full.getNumElements();
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= full.getDimSize(d);
+  for (int64_t d = dim + 1; d < full.getRank(); ++d)
+    inner *= full.getDimSize(d);
+  uint64_t size = full.getDimSize(dim), n = size / (blocks * tpSize);
+  std::string out;
+  out.reserve(bytes.size() / tpSize);
+  for (uint64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < blocks; ++j)
+      out.append(bytes, ((o * size) + j * (size / blocks) + tpRank * n) * inner,
+                 n * inner);
+  return out;
+}
+
 void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
   uint64_t offset = (weightsBytes.size() + kWeightAlignment - 1) /
                     kWeightAlignment * kWeightAlignment;
@@ -270,10 +295,21 @@ llvm::Error Lowering::run() {
     auto id = newBuffer(arg, param.str(), -1);
     if (!id)
       return id.takeError();
-    auto bytes =
-        weights.read(param.getValue(), cast<RankedTensorType>(arg.getType()));
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto shard = func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard");
+    if (shard && (shard.size() != 2 || shard[0] < 0 || shard[0] >= type.getRank()))
+      return fail("parameter '" + param.getValue() + "' has a bad smp.tp_shard");
+    RankedTensorType fullType = type;
+    if (shard) {
+      SmallVector<int64_t> full(type.getShape());
+      full[shard[0]] *= tpSize;
+      fullType = type.clone(full);
+    }
+    auto bytes = weights.read(param.getValue(), fullType);
     if (!bytes)
       return bytes.takeError();
+    if (shard)
+      *bytes = tpSlice(*bytes, fullType, shard[0], shard[1]);
     if (bytes->size() != program.buffers(*id).bytes())
       return fail("parameter '" + param.getValue() + "' has " +
                   llvm::Twine(bytes->size()) + " bytes, expected " +
@@ -376,13 +412,13 @@ llvm::Error Lowering::run() {
                                     program.buffers(*id).dtype()))));
       continue;
     }
-    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      // Same bytes, new shape: alias the input's storage.
-      auto id = newBuffer(reshape.getResult(), valueName(&op), index);
+    if (isa<ReshapeOp, TpCopyOp>(op)) {
+      // Same bytes (new shape): alias the input's storage.
+      auto id = newBuffer(op.getResult(0), valueName(&op), index);
       if (!id)
         return id.takeError();
-      root[*id] = root[bufferOf.lookup(reshape.getInput())];
-      use(reshape.getInput(), index);
+      root[*id] = root[bufferOf.lookup(op.getOperand(0))];
+      use(op.getOperand(0), index);
       ++index;
       continue;
     }
@@ -532,6 +568,16 @@ std::string planReport(ModuleOp module,
                  "all_gather of the parameters)"
                : "")
        << "\n";
+  if (tp > 1) {
+    int64_t regions = 0;
+    for (const auto &inst : stages.front()->program.instructions())
+      if (inst.op() == "all_reduce" && inst.attrs().count("grid") &&
+          inst.attrs().at("grid").s() == "tp")
+        ++regions;
+    os << "tensor parallel: " << tp << " ranks split the MLP and attention "
+       << "layers (column- then row-parallel); " << regions
+       << " all_reduce(s) over tp per step in the forward and backward\n";
+  }
   if (pp > 1 || module->hasAttr(SmpDialect::kScheduleAttr)) {
     os << "pipeline: " << pp << " ranks";
     if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
@@ -626,12 +672,19 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     grid.order = *order;
   }
 
-  std::vector<std::unique_ptr<Lowering>> stages;
-  for (func::FuncOp f : funcs) {
-    stages.push_back(std::make_unique<Lowering>(f, weights));
-    if (auto err = stages.back()->run())
-      return std::move(err);
-  }
+  // One lowering per pipeline stage and tensor-parallel rank (the same
+  // program, each with its slice of the weights): index p * tp + t.
+  int64_t tp = grid.size[kTensorAxis];
+  std::vector<std::unique_ptr<Lowering>> lowered;
+  for (func::FuncOp f : funcs)
+    for (int64_t t = 0; t < tp; ++t) {
+      lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp));
+      if (auto err = lowered.back()->run())
+        return std::move(err);
+    }
+  std::vector<std::unique_ptr<Lowering>> stages; // tensor rank 0 of each
+  for (size_t p = 0; p < funcs.size(); ++p)
+    stages.push_back(std::move(lowered[p * tp]));
 
   if (auto ec = llvm::sys::fs::create_directories(options.outputDir))
     return fail(options.outputDir + ": " + ec.message());
@@ -670,20 +723,29 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     t->set_batch_size(options.training->batchSize);
     t->set_source_model(options.training->sourceModel);
   }
-  // Weights: one file per pipeline stage, read by every rank of the stage.
+  // Weights: one file per pipeline stage and tensor-parallel rank, read by
+  // the data-parallel replicas of that rank.
+  auto lowering = [&](int64_t p, int64_t t) -> Lowering & {
+    return t == 0 ? *stages[p] : *lowered[p * tp + t];
+  };
   std::vector<std::string> weightFiles;
   std::vector<uint64_t> checksums;
-  for (size_t p = 0; p < stages.size(); ++p) {
-    weightFiles.push_back(stages.size() == 1
-                              ? "rank0.weights.bin"
-                              : "stage" + std::to_string(p) + ".weights.bin");
-    checksums.push_back(smprt::checksum64(stages[p]->weightsBytes.data(),
-                                          stages[p]->weightsBytes.size()));
-  }
+  for (size_t p = 0; p < stages.size(); ++p)
+    for (int64_t t = 0; t < tp; ++t) {
+      std::string name = stages.size() == 1 && tp == 1 ? "rank0" : "";
+      if (stages.size() > 1)
+        name = "stage" + std::to_string(p);
+      if (tp > 1)
+        name += (name.empty() ? "" : ".") + std::string("tp") + std::to_string(t);
+      weightFiles.push_back(name + ".weights.bin");
+      const std::string &bytes = lowering(p, t).weightsBytes;
+      checksums.push_back(smprt::checksum64(bytes.data(), bytes.size()));
+    }
   std::vector<std::string> programs;
   for (int64_t r = 0; r < grid.numRanks(); ++r) {
-    int64_t p = grid.coordOf(r)[kPipelineAxis];
-    auto program = rankProgram(stages[p]->program, grid, r);
+    auto coord = grid.coordOf(r);
+    int64_t p = coord[kPipelineAxis], t = coord[kTensorAxis];
+    auto program = rankProgram(lowering(p, t).program, grid, r);
     if (!program)
       return program.takeError();
     programs.push_back(smprt::frame(program->SerializeAsString()));
@@ -691,9 +753,9 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     rank->set_rank(r);
     rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
     rank->set_program_bytes(programs.back().size());
-    rank->set_weights_file(weightFiles[p]);
-    rank->set_weights_bytes(stages[p]->weightsBytes.size());
-    rank->set_weights_checksum(checksums[p]);
+    rank->set_weights_file(weightFiles[p * tp + t]);
+    rank->set_weights_bytes(lowering(p, t).weightsBytes.size());
+    rank->set_weights_checksum(checksums[p * tp + t]);
   }
 
   std::string ir;
@@ -702,8 +764,10 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   // Weights and programs first, the manifest last: a crash in between leaves
   // no manifest that points at missing files.
   for (size_t p = 0; p < stages.size(); ++p)
-    if (auto err = writeFile(path(weightFiles[p]), stages[p]->weightsBytes))
-      return std::move(err);
+    for (int64_t t = 0; t < tp; ++t)
+      if (auto err = writeFile(path(weightFiles[p * tp + t]),
+                               lowering(p, t).weightsBytes))
+        return std::move(err);
   for (int64_t r = 0; r < grid.numRanks(); ++r)
     if (auto err = writeFile(path("rank" + std::to_string(r) + ".program.pb"),
                              programs[r]))

@@ -10,6 +10,8 @@
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 
 #include "GradientUtils.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "llvm/ADT/DenseMap.h"
@@ -56,6 +58,37 @@ void inheritStage(OpBuilder &b, Operation *mark, Operation *from) {
       it->setAttr("smp.stage", stage);
 }
 
+/// smp.tp_copy: the gradient summed over the tensor-parallel ranks.
+struct TpCopyVJP
+    : public AutodiffOpInterface::ExternalModel<TpCopyVJP, TpCopyOp> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
+                         ArrayRef<bool> need,
+                         SmallVectorImpl<Value> &gx) const {
+    gx.assign(1, Value());
+    if (gy[0])
+      gx[0] = shard::AllReduceOp::create(b, op->getLoc(), gy[0], "tp",
+                                         ArrayRef<shard::GridAxis>{0},
+                                         shard::ReductionKind::Sum);
+    return success();
+  }
+};
+
+/// shard.all_reduce (a sum whose result every rank uses as the same value,
+/// e.g. a row-parallel layer's output): the gradient passes unchanged.
+struct AllReduceVJP
+    : public AutodiffOpInterface::ExternalModel<AllReduceVJP,
+                                                shard::AllReduceOp> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
+                         ArrayRef<bool> need,
+                         SmallVectorImpl<Value> &gx) const {
+    auto reduce = cast<shard::AllReduceOp>(op);
+    if (reduce.getReduction() != shard::ReductionKind::Sum)
+      return op->emitOpError("has no gradient (only sums do)");
+    gx.assign(1, gy[0]);
+    return success();
+  }
+};
+
 bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && isa<FloatType>(t.getElementType());
@@ -72,6 +105,10 @@ void registerAutodiffExternalModels(DialectRegistry &registry) {
            SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
            CrossEntropyOp, ConvOp, MaxPoolOp, AvgPoolOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
            ConcatOp, SplitOp, GatherOp, TriluOp>(ctx);
+    TpCopyOp::attachInterface<TpCopyVJP>(*ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
+    shard::AllReduceOp::attachInterface<AllReduceVJP>(*ctx);
   });
 }
 

@@ -67,6 +67,12 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'smp.stage' must be an integer";
     return success();
   }
+  if (name == "smp.tp_shard") {
+    auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!shard || shard.size() != 2 || shard[0] < 0 || shard[1] < 1)
+      return op->emitError() << "'smp.tp_shard' must be [dim, blocks]";
+    return success();
+  }
   if (name == kFrozenAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";

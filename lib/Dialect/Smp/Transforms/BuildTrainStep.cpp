@@ -628,19 +628,27 @@ struct SmpBuildTrainStepPass
     // Global gradient norm (always reported), then optional clipping.
     // Summed per pipeline stage first (a tied weight's copies count once),
     // then over the stages, so that only scalars cross between stages.
-    std::map<int64_t, Value> stageSumSq;
+    // Tensor-parallel parameters: each rank holds a slice, so their squares
+    // are summed over the tp ranks too.
+    std::map<std::pair<int64_t, bool>, Value> stageSumSq;
     for (auto [k, g] : llvm::enumerate(*grads)) {
       if (!g || duplicate[k])
         continue;
       Value g32 = toF32(b, loc, g);
       Value sq = reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, g32, g32));
-      Value &partial = stageSumSq[stageOf(params[k]).value_or(0)];
+      auto arg = cast<BlockArgument>(params[k]);
+      bool sliced = f.getArgAttr(arg.getArgNumber(), "smp.tp_shard") != nullptr;
+      Value &partial = stageSumSq[{stageOf(params[k]).value_or(0), sliced}];
       partial = partial ? Value(AddOp::create(b, loc, partial, sq)) : sq;
     }
     Value sumSq;
-    for (auto &[stage, partial] : stageSumSq) {
+    for (auto &[key, partial] : stageSumSq) {
       if (zero) // each rank summed the squares of its shards
         partial = allReduce(b, loc, partial);
+      if (key.second)
+        partial = shard::AllReduceOp::create(b, loc, partial, "tp",
+                                             ArrayRef<shard::GridAxis>{0},
+                                             shard::ReductionKind::Sum);
       sumSq = sumSq ? Value(AddOp::create(b, loc, sumSq, partial)) : partial;
     }
     Value gradNorm = sumSq ? Value(SqrtOp::create(b, loc, sumSq))

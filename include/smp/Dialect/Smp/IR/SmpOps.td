@@ -583,4 +583,21 @@ def Smp_RecvOp : Smp_Op<"recv", [MemoryEffects<[MemWrite]>]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Tensor parallelism
+//===----------------------------------------------------------------------===//
+
+def Smp_TpCopyOp : Smp_Op<"tp_copy", [SameOperandsAndResultType]> {
+  let summary = "Enter a tensor-parallel region (Megatron's f)";
+  let description = [{
+    The identity in the forward; its gradient is summed over the ranks of
+    grid `@tp` (each rank's column-parallel layers see the whole input but
+    contribute only part of its gradient). The exit of a region (Megatron's
+    g) is a `shard.all_reduce` on `@tp`, whose gradient is the identity.
+  }];
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

@@ -91,6 +91,31 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
   ];
 }
 
+def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Megatron-style tensor parallelism of func @main over @tp";
+  let description = [{
+    Finds Megatron's regions on the imported forward: a region ends at a
+    row-parallel matmul (weight split along its input dim) whose input,
+    followed backwards through ops that keep a split dimension (elementwise
+    ops, bias adds, reshapes into and out of heads, transposes, slices and
+    concatenations along other dims, softmax, batched matmuls over the heads,
+    an equal split of a fused QKV projection), starts at column-parallel
+    matmuls (weight split along its output dim) of replicated inputs. This
+    covers the MLP (column then row) and attention (Q, K, V column-parallel
+    by heads, output row-parallel). Each rank then holds 1/tp of the
+    region's weights (arguments get their local type and `smp.tp_shard =
+    [dim, blocks]`: the parameter's dim viewed as [blocks, n] and split
+    along n) and computes 1/tp of the heads or hidden units. The region's
+    inputs pass `smp.tp_copy` (its gradient is all-reduced over `@tp`) and
+    its output is `shard.all_reduce`d on `@tp`. A region whose heads (or
+    hidden units) tp does not divide is refused.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"tp", "tp", "int", /*default=*/"1", "tensor-parallel ranks">
+  ];
+}
+
 def SmpPipelineSplitPass : Pass<"smp-pipeline-split", "mlir::ModuleOp"> {
   let summary = "Assign the ops of func @main to pipeline stages";
   let description = [{
