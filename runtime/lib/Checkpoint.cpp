@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - Atomic training checkpoints -----------------------===//
 
 #include "smprt/Checkpoint.h"
+#include "smprt/Reshard.h"
 
 #include "checkpoint.pb.h"
 #include "smprt/FileFormat.h"
@@ -199,6 +200,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     e->set_offset(data.size());
     e->set_bytes(t.bytes());
     e->set_checksum(checksum64(t.data, t.bytes()));
+    ShardLayout::of(b).to(*e);
     data.append(static_cast<const char *>(t.data), t.bytes());
   }
   size_t abortAfter = SIZE_MAX;
@@ -235,51 +237,51 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     return Status::failure(dir + "/latest: names a bad checkpoint '" + name +
                            "'");
   std::string ckpt = dir + "/" + name;
-  const Communicator &comm = exec.communicator();
-  std::string prefix = rankPrefix(comm);
-  std::string indexPath = ckpt + "/" + prefix + "index.pb",
-              dataPath = ckpt + "/" + prefix + "tensors.bin";
-  pb::Checkpoint index;
-  if (!fileExists(indexPath)) {
-    // Written with another number of ranks? Say so rather than "missing".
-    pb::Checkpoint other;
-    for (const char *alt : {"index.pb", "rank0.index.pb"})
-      if (readIndex(ckpt + "/" + alt, other).ok()) {
-        uint32_t n = std::max<uint32_t>(1, other.num_ranks());
-        return Status::failure(
-            ckpt + ": written by a run of " + std::to_string(n) +
-            (n == 1 ? " rank" : " ranks") + ", this run has " +
-            std::to_string(comm.size()) +
-            " (resharding checkpoints is not supported yet)");
-      }
-    return Status::failure(indexPath + ": missing");
-  }
-  Status s = readIndex(indexPath, index);
+  // Every rank's index and tensors (one rank's only, when the plan is the
+  // one that wrote them, the shards match this rank's buffers).
+  pb::Checkpoint first;
+  std::string firstPath = ckpt + "/index.pb";
+  if (!fileExists(firstPath))
+    firstPath = ckpt + "/rank0.index.pb";
+  Status s = readIndex(firstPath, first);
   if (!s.ok())
     return s;
-  uint32_t writtenRanks = std::max<uint32_t>(1, index.num_ranks());
-  if (writtenRanks != static_cast<uint32_t>(comm.size()) ||
-      index.rank() != static_cast<uint32_t>(comm.rank()))
-    return Status::failure(
-        indexPath + ": written by rank " + std::to_string(index.rank()) +
-        " of " + std::to_string(writtenRanks) + ", but this is rank " +
-        std::to_string(comm.rank()) + " of " + std::to_string(comm.size()));
-  std::ifstream dataFile(dataPath, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(dataFile)),
+  uint32_t writtenRanks = std::max<uint32_t>(1, first.num_ranks());
+  std::vector<pb::Checkpoint> indexes(writtenRanks);
+  std::vector<std::string> data(writtenRanks);
+  for (uint32_t r = 0; r < writtenRanks; ++r) {
+    std::string prefix = writtenRanks == 1 ? "" : "rank" + std::to_string(r) + ".";
+    std::string indexPath = ckpt + "/" + prefix + "index.pb",
+                dataPath = ckpt + "/" + prefix + "tensors.bin";
+    if (!(s = readIndex(indexPath, indexes[r])).ok())
+      return s;
+    if (indexes[r].rank() != r || indexes[r].step() != first.step())
+      return Status::failure(indexPath + ": not rank " + std::to_string(r) +
+                             " of the checkpoint of step " +
+                             std::to_string(first.step()));
+    std::ifstream dataFile(dataPath, std::ios::binary);
+    if (!dataFile)
+      return Status::failure(dataPath + ": missing");
+    data[r].assign((std::istreambuf_iterator<char>(dataFile)),
                    std::istreambuf_iterator<char>());
-  std::map<std::string, const pb::CheckpointTensor *> byName;
-  for (const auto &t : index.tensors()) {
-    if (t.offset() > data.size() || t.bytes() > data.size() - t.offset())
-      return Status::failure(dataPath + ": truncated (tensor '" +
-                             t.name() + "')");
-    if (checksum64(data.data() + t.offset(), t.bytes()) != t.checksum())
-      return Status::failure(dataPath + ": checksum mismatch in '" +
-                             t.name() + "'");
-    byName[t.name()] = &t;
+    for (const auto &t : indexes[r].tensors()) {
+      if (t.offset() > data[r].size() || t.bytes() > data[r].size() - t.offset())
+        return Status::failure(dataPath + ": truncated (tensor '" + t.name() +
+                               "')");
+      if (checksum64(data[r].data() + t.offset(), t.bytes()) != t.checksum())
+        return Status::failure(dataPath + ": checksum mismatch in '" +
+                               t.name() + "'");
+    }
   }
-  // Check every buffer before touching any.
+  std::map<std::string, std::vector<std::pair<uint32_t, const pb::CheckpointTensor *>>>
+      byName;
+  for (uint32_t r = 0; r < writtenRanks; ++r)
+    for (const auto &t : indexes[r].tensors())
+      byName[t.name()].push_back({r, &t});
+
+  // Check and build every buffer before touching any.
   const auto &program = exec.artifact().program;
-  std::vector<std::pair<int, const pb::CheckpointTensor *>> copies;
+  std::vector<std::pair<int, std::string>> values;
   for (int i = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
     if (!checkpointed(b))
@@ -288,18 +290,34 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     if (it == byName.end())
       return Status::failure(ckpt + ": has no tensor '" + b.name() +
                              "' (written for another model or optimizer?)");
-    const auto &t = *it->second;
-    if (t.dtype() != b.dtype() ||
-        !std::equal(t.shape().begin(), t.shape().end(), b.shape().begin(),
-                    b.shape().end()))
+    ShardLayout mine = ShardLayout::of(b);
+    std::vector<ShardPiece> pieces;
+    for (auto [r, t] : it->second) {
+      if (t->dtype() != b.dtype())
+        return Status::failure(ckpt + ": tensor '" + b.name() +
+                               "' has another dtype than the model's");
+      pieces.push_back({ShardLayout::of(*t), data[r].data() + t->offset(),
+                        static_cast<size_t>(t->bytes())});
+    }
+    if (pieces.front().layout.global != mine.global)
       return Status::failure(ckpt + ": tensor '" + b.name() +
-                             "' has another dtype or shape than the model's");
-    copies.emplace_back(i, &t);
+                             "' has another shape than the model's");
+    size_t esize = dtypeSize(static_cast<DType>(b.dtype()));
+    std::string whole;
+    if (!(s = gatherShards(pieces, esize, whole, ckpt + ": tensor '" +
+                                                     b.name() + "'"))
+             .ok())
+      return s;
+    std::string local = sliceShard(whole, mine, esize);
+    if (local.size() != exec.buffers()[i].bytes())
+      return Status::failure(ckpt + ": tensor '" + b.name() +
+                             "' does not fit this rank's buffer");
+    values.emplace_back(i, std::move(local));
   }
-  for (auto [i, t] : copies)
-    std::memcpy(exec.buffers()[i].data, data.data() + t->offset(), t->bytes());
-  step = index.step();
-  totalSteps = index.total_steps();
+  for (auto &[i, bytes] : values)
+    std::memcpy(exec.buffers()[i].data, bytes.data(), bytes.size());
+  step = first.step();
+  totalSteps = first.total_steps();
   return Status::success();
 }
 

@@ -148,6 +148,9 @@ private:
                                      int64_t start);
   void use(Value v, int64_t at);
   void addWeight(unsigned buffer, const std::string &bytes);
+  /// Records how the buffer holds part of a global tensor (checkpoints).
+  void setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
+                 DenseI64ArrayAttr zeroShape) const;
   /// This rank's slice of a tensor-parallel parameter's bytes.
   std::string tpSlice(const std::string &bytes, RankedTensorType full,
                       int64_t dim, int64_t blocks) const;
@@ -241,6 +244,27 @@ std::string Lowering::tpSlice(const std::string &bytes, RankedTensorType full,
   return out;
 }
 
+void Lowering::setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
+                         DenseI64ArrayAttr zeroShape) const {
+  SmallVector<int64_t> global(zeroShape ? zeroShape.asArrayRef()
+                                        : ArrayRef<int64_t>(
+                                              buffer.shape().data(),
+                                              buffer.shape().size()));
+  if (shard) {
+    global[shard[0]] *= tpSize;
+    buffer.set_tp_dim(shard[0]);
+    buffer.set_tp_blocks(shard[1]);
+    buffer.set_tp_parts(tpSize);
+    buffer.set_tp_index(tpRank);
+  }
+  if (zeroShape)
+    for (int64_t d : zeroShape.asArrayRef())
+      buffer.add_zero_shape(d);
+  if (shard || zeroShape)
+    for (int64_t d : global)
+      buffer.add_global_shape(d);
+}
+
 void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
   uint64_t offset = (weightsBytes.size() + kWeightAlignment - 1) /
                     kWeightAlignment * kWeightAlignment;
@@ -278,6 +302,9 @@ llvm::Error Lowering::run() {
       if (!id)
         return id.takeError();
       program.mutable_buffers(*id)->set_role("state");
+      setLayout(*program.mutable_buffers(*id),
+                func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard"),
+                func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.zero_shape"));
       pb::WeightRef *ref = program.add_weights();
       ref->set_buffer(*id);
       ref->set_bytes(program.buffers(*id).bytes());
@@ -316,6 +343,7 @@ llvm::Error Lowering::run() {
                   llvm::Twine(program.buffers(*id).bytes()));
     addWeight(*id, *bytes);
     program.mutable_buffers(*id)->set_role("param");
+    setLayout(*program.mutable_buffers(*id), shard, nullptr);
     argByName[param.getValue()] = *id;
   }
 
@@ -513,6 +541,11 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
   program.set_tp_rank(coord[kTensorAxis]);
   program.set_data_shard(coord[kDataAxis]);
   program.set_data_shards(grid.size[kDataAxis]);
+  for (pb::Buffer &b : *program.mutable_buffers())
+    if (b.zero_shape_size()) { // ZeRO-1 state: this replica's chunk
+      b.set_zero_parts(grid.size[kDataAxis]);
+      b.set_zero_index(coord[kDataAxis]);
+    }
   for (pb::Instruction &inst : *program.mutable_instructions()) {
     auto &attrs = *inst.mutable_attrs();
     if (inst.op() == "send" || inst.op() == "recv") {

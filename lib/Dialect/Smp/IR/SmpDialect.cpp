@@ -67,6 +67,11 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'smp.stage' must be an integer";
     return success();
   }
+  if (name == "smp.zero_shape") {
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'smp.zero_shape' must be an i64 array";
+    return success();
+  }
   if (name == "smp.tp_shard") {
     auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!shard || shard.size() != 2 || shard[0] < 0 || shard[1] < 1)

@@ -552,8 +552,12 @@ struct SmpBuildTrainStepPass
     }
     Type f32 = b.getF32Type();
     Type scalarF32 = RankedTensorType::get({}, f32);
+    // A parameter's state records how it is laid out across ranks (for
+    // checkpoints that another plan resumes): the parameter's tensor-
+    // parallel split and, under ZeRO-1, the shape it flattens.
     auto addState = [&](Type type, const std::string &name,
-                        std::optional<float> init = std::nullopt) {
+                        std::optional<float> init = std::nullopt,
+                        Value param = Value()) {
       unsigned index = f.getNumArguments();
       SmallVector<NamedAttribute> attrs{NamedAttribute(
           StringAttr::get(ctx, SmpDialect::kStateAttr),
@@ -561,6 +565,16 @@ struct SmpBuildTrainStepPass
       if (init)
         attrs.push_back(NamedAttribute(StringAttr::get(ctx, "smp.init"),
                                        b.getF32FloatAttr(*init)));
+      if (auto arg = dyn_cast_or_null<BlockArgument>(param)) {
+        if (Attribute shard = f.getArgAttr(arg.getArgNumber(), "smp.tp_shard"))
+          attrs.push_back(NamedAttribute(StringAttr::get(ctx, "smp.tp_shard"),
+                                         shard));
+        if (type != param.getType())
+          attrs.push_back(NamedAttribute(
+              StringAttr::get(ctx, "smp.zero_shape"),
+              b.getDenseI64ArrayAttr(
+                  cast<RankedTensorType>(param.getType()).getShape())));
+      }
       (void)f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs), loc);
       return f.getArgument(index);
     };
@@ -729,7 +743,8 @@ struct SmpBuildTrainStepPass
         stepT = CastOp::create(b, loc, RankedTensorType::get({}, elt), stepIndex);
       }
       if (optimizer == "sgd") {
-        Value buf = momentum != 0.0f ? addState(type, name + ".momentum_buffer")
+        Value buf = momentum != 0.0f ? addState(type, name + ".momentum_buffer",
+                                                std::nullopt, param)
                                      : g;
         auto upd = SgdUpdateOp::create(
             b, loc, type, type, paramIn, g, buf, lrT, stepT, found,
@@ -744,8 +759,8 @@ struct SmpBuildTrainStepPass
         }
         continue;
       }
-      Value m = addState(type, name + ".exp_avg");
-      Value v = addState(type, name + ".exp_avg_sq");
+      Value m = addState(type, name + ".exp_avg", std::nullopt, param);
+      Value v = addState(type, name + ".exp_avg_sq", std::nullopt, param);
       auto upd = AdamUpdateOp::create(
           b, loc, type, type, type, paramIn, g, m, v, lrT, stepT, found,
           b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
