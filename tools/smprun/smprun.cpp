@@ -80,7 +80,9 @@ OPTIONS
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on, divided by the ranks on
                      this machine).
-  --profile FILE     Write each instruction's wall time as JSON to FILE and
+  --profile FILE     Write each instruction's wall time (summed over the
+                     steps; rank R > 0 of a multi-rank run writes
+                     FILE.rank<R>) as JSON to FILE and
                      print the time per op.
   -h, --help         Show this help.
   --version          Show the version.
@@ -134,6 +136,37 @@ int availableCores() {
 }
 
 } // namespace
+
+/// Writes each instruction's wall time as JSON to `path`; with `summary`,
+/// prints the time per op.
+int writeProfile(const smprt::Executor &exec, const std::string &path,
+                 double seconds, bool summary) {
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return fail(path + ": cannot write");
+  std::map<std::string, double> byOp;
+  std::fprintf(f, "[\n");
+  auto entries = exec.profile();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    byOp[entries[i].op] += entries[i].seconds;
+    std::fprintf(f, "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f}%s\n",
+                 entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
+                 entries[i].seconds, i + 1 < entries.size() ? "," : "");
+  }
+  std::fprintf(f, "]\n");
+  std::fclose(f);
+  if (!summary)
+    return 0;
+  std::vector<std::pair<double, std::string>> sorted;
+  for (const auto &[op, t] : byOp)
+    sorted.emplace_back(t, op);
+  std::sort(sorted.rbegin(), sorted.rend());
+  std::printf("time per op (profile in %s):\n", path.c_str());
+  for (const auto &[t, op] : sorted)
+    std::printf("  %-14s %8.3f s  %5.1f%%\n", op.c_str(), t,
+                100.0 * t / std::max(seconds, 1e-12));
+  return 0;
+}
 
 int main(int argc, char **argv) {
   std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir,
@@ -304,7 +337,7 @@ int main(int argc, char **argv) {
     topts.checkpointEvery = ckptEvery;
     topts.resume = resume;
     std::vector<smprt::StepRecord> records;
-    if (!profilePath.empty() && rank == 0)
+    if (!profilePath.empty())
       exec.enableProfiling();
     auto start = std::chrono::steady_clock::now();
     s = smprt::train(exec, topts, records);
@@ -330,6 +363,14 @@ int main(int argc, char **argv) {
                          .count();
     if (!(s = comm->barrier("the end barrier")).ok())
       return fail(s.error);
+    // Every rank profiles: rank R > 0 writes FILE.rank<R>.
+    if (!profilePath.empty())
+      if (int rc = writeProfile(exec,
+                                rank == 0 ? profilePath
+                                          : profilePath + ".rank" +
+                                                std::to_string(rank),
+                                seconds, rank == 0))
+        return rc;
     if (rank != 0)
       return 0;
     struct rusage usage;
@@ -375,28 +416,8 @@ int main(int argc, char **argv) {
     std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";
   }
   if (!profilePath.empty()) {
-    FILE *f = std::fopen(profilePath.c_str(), "w");
-    if (!f)
-      return fail(profilePath + ": cannot write");
-    std::map<std::string, double> byOp;
-    std::fprintf(f, "[\n");
-    auto entries = exec.profile();
-    for (size_t i = 0; i < entries.size(); ++i) {
-      byOp[entries[i].op] += entries[i].seconds;
-      std::fprintf(f, "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f}%s\n",
-                   entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
-                   entries[i].seconds, i + 1 < entries.size() ? "," : "");
-    }
-    std::fprintf(f, "]\n");
-    std::fclose(f);
-    std::vector<std::pair<double, std::string>> sorted;
-    for (const auto &[op, t] : byOp)
-      sorted.emplace_back(t, op);
-    std::sort(sorted.rbegin(), sorted.rend());
-    std::printf("time per op (profile in %s):\n", profilePath.c_str());
-    for (const auto &[t, op] : sorted)
-      std::printf("  %-14s %8.3f s  %5.1f%%\n", op.c_str(), t,
-                  100.0 * t / std::max(seconds, 1e-12));
+    if (int rc = writeProfile(exec, profilePath, seconds, true))
+      return rc;
   }
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);

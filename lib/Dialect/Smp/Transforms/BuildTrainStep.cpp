@@ -268,7 +268,7 @@ struct SmpBuildTrainStepPass
       if (failed(out))
         return failure();
       auto ot = cast<RankedTensorType>(out->getType());
-      Value target = addInput(f, ot, parts[2]);
+      Value target = lossInput(f, b, ot, parts[2]);
       Value d = SubOp::create(b, loc, *out, target);
       return reduceAll<ReduceMeanOp>(b, loc, MulOp::create(b, loc, d, d));
     }
