@@ -3,7 +3,8 @@
 # smprun, compiles the bundled GPT-style model (exported from PyTorch: tied
 # embeddings, causal mask, 2 layers) for a batch of 2 sequences of 16 tokens,
 # shows the plan, runs it on the CPU backend and checks the logits against
-# PyTorch's, then trains it 5 steps with AdamW. (Multi-rank plans come next.)
+# PyTorch's, then trains it 5 steps with AdamW on one rank and on 8 ranks
+# (dp2 x tp2 x pp2, 1F1B, ZeRO-1) and checks that both give PyTorch's losses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -31,4 +32,17 @@ echo "== smpc compile $TRAIN/gpt.onnx --train --loss cross_entropy:logits:labels
 echo "== smprun $OUT/gpt-train.smpx --data $TRAIN/gpt --steps 5"
 "$BIN/smprun" "$OUT/gpt-train.smpx" --data "$TRAIN/gpt" --steps 5 \
   --metrics "$OUT/metrics.jsonl"
-echo "(PyTorch's losses for the same run: $TRAIN/gpt/ref_adamw.json)"
+echo "== losses against PyTorch's ($TRAIN/gpt/ref_adamw.json)"
+python3 test/train/compare_losses.py "$OUT/metrics.jsonl" "$TRAIN/gpt/ref_adamw.json" --rtol 1e-4 --label "1 rank"
+PLAN="--dp 2 --tp 2 --pp 2 --microbatches 2 --schedule 1f1b --shard-optimizer-state"
+echo "== smpc compile $TRAIN/gpt.onnx --train ... --batch-size 8 $PLAN"
+"$BIN/smpc" compile "$TRAIN/gpt.onnx" --train --loss cross_entropy:logits:labels \
+  --optimizer adamw --lr 1e-3 --batch-size 8 $PLAN -o "$OUT/gpt-8ranks.smpx"
+echo "== plan ($OUT/gpt-8ranks.smpx/plan.txt)"
+cat "$OUT/gpt-8ranks.smpx/plan.txt" | sed -n '1,/instructions by op/p'
+echo "== smprun -n 8 $OUT/gpt-8ranks.smpx --data $TRAIN/gpt --steps 5"
+"$BIN/smprun" -n 8 "$OUT/gpt-8ranks.smpx" --data "$TRAIN/gpt" --steps 5 \
+  --metrics "$OUT/metrics-8ranks.jsonl"
+echo "== 8 ranks against one rank, and against PyTorch"
+python3 test/train/same_losses.py "$OUT/metrics.jsonl" "$OUT/metrics-8ranks.jsonl" --rtol 1e-5
+python3 test/train/compare_losses.py "$OUT/metrics-8ranks.jsonl" "$TRAIN/gpt/ref_adamw.json" --rtol 1e-4 --label "8 ranks"

@@ -31,6 +31,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 
 #include <map>
 #include <set>
@@ -239,9 +240,11 @@ struct SmpPipelineSchedulePass
     llvm::raw_string_ostream os(description);
     os << sched::scheduleKindName(*kind) << " pp=" << pp
        << " microbatches=" << numMicrobatches
-       << " virtual-stages=" << virtualStages << " bubble="
-       << sched::unitCostBubbleFraction(*kind, pp, numMicrobatches,
-                                        virtualStages);
+       << " virtual-stages=" << virtualStages << " (simulated bubble "
+       << llvm::format("%.1f%%", 100.0 * sched::unitCostBubbleFraction(
+                                             *kind, pp, numMicrobatches,
+                                             virtualStages))
+       << ")";
     module->setAttr(SmpDialect::kScheduleAttr,
                     StringAttr::get(module.getContext(), description));
     step.erase();
