@@ -525,7 +525,7 @@ struct SmpBuildTrainStepPass
                  return op.hasAttr(SmpDialect::kStageAttr);
                });
     if (microbatches < 1)
-      return f.emitError() << "microbatches must be >= 1, got " << microbatches;
+      return f.emitError() << "microbatches must be >= 1, got " << static_cast<int64_t>(microbatches);
     if (unrolled && lossScaling)
       return f.emitError() << "fp16 loss scaling with micro-batches or "
                               "pipeline stages is not supported yet";

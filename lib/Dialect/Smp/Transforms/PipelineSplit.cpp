@@ -89,7 +89,7 @@ struct SmpPipelineSplitPass
     }
     if (stages < 1) {
       module.emitError() << "smp-pipeline-split: stages must be >= 1, got "
-                         << stages;
+                         << static_cast<int64_t>(stages);
       return signalPassFailure();
     }
     Block &body = main.getBody().front();
@@ -175,7 +175,7 @@ struct SmpPipelineSplitPass
     if (!cuts.empty()) {
       if (static_cast<int64_t>(cuts.size()) != stages - 1) {
         module.emitError() << "smp-pipeline-split: " << cuts.size()
-                           << " cut(s) given for " << stages
+                           << " cut(s) given for " << static_cast<int64_t>(stages)
                            << " stages (need " << stages - 1 << ")";
         return signalPassFailure();
       }
@@ -202,7 +202,7 @@ struct SmpPipelineSplitPass
     } else if (stages > 1) {
       if (static_cast<int64_t>(candidates.size()) < stages - 1) {
         module.emitError()
-            << "cannot split the model into " << stages
+            << "cannot split the model into " << static_cast<int64_t>(stages)
             << " pipeline stages: it has " << candidates.size()
             << " cut point(s) (places where only " << fewest
             << " tensor(s) cross), so at most " << candidates.size() + 1

@@ -80,7 +80,7 @@ struct SmpPipelineSchedulePass
                                 << "' (expected gpipe, 1f1b, interleaved or "
                                    "zb-h1)";
     if (pp < 1)
-      return module.emitError() << "pp must be >= 1, got " << pp;
+      return module.emitError() << "pp must be >= 1, got " << static_cast<int64_t>(pp);
 
     // Classify the ops.
     llvm::DenseMap<Operation *, OpInfo> info;
@@ -123,12 +123,12 @@ struct SmpPipelineSchedulePass
     }
     if (numStages % pp != 0)
       return module.emitError()
-             << "cannot run " << numStages << " pipeline stages on " << pp
+             << "cannot run " << numStages << " pipeline stages on " << static_cast<int64_t>(pp)
              << " pipeline ranks (the stages must be a multiple of pp)";
     int64_t virtualStages = numStages / pp;
     if (virtualStages > 1 && *kind != sched::ScheduleKind::Interleaved)
       return module.emitError()
-             << numStages << " stages on " << pp << " pipeline ranks need "
+             << numStages << " stages on " << static_cast<int64_t>(pp) << " pipeline ranks need "
              << "the interleaved schedule (" << virtualStages
              << " virtual stages per rank)";
     std::string error;

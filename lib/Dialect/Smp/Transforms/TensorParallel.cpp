@@ -232,7 +232,7 @@ struct SmpTensorParallelPass
       return signalPassFailure();
     }
     if (tp < 1) {
-      module.emitError() << "smp-tensor-parallel: tp must be >= 1, got " << tp;
+      module.emitError() << "smp-tensor-parallel: tp must be >= 1, got " << static_cast<int64_t>(tp);
       return signalPassFailure();
     }
     if (tp == 1)
