@@ -105,6 +105,9 @@ PARALLELISM (compile --train)
                        --batch-size / D samples of every global batch and
                        the gradients are summed across ranks, so the step
                        equals the one-device step. Run with smprun -n D.
+  --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
+                       to X MiB (default 25), each right after the backward
+                       computes its last gradient; 0: one per gradient.
   --shard-optimizer-state
                        ZeRO-1 (with --dp): gradients are reduce-scattered,
                        each rank keeps and updates 1/D of the optimizer
@@ -295,6 +298,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
                a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
                a == "--eps" || a == "--clip-grad-norm" || a == "--loss-scale" ||
+               a == "--bucket-mb" || a.starts_with("--bucket-mb=") ||
                a.starts_with("--lr=") || a.starts_with("--momentum=") ||
                a.starts_with("--dampening=") ||
                a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||

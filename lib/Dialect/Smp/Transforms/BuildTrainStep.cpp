@@ -514,6 +514,130 @@ struct SmpBuildTrainStepPass
     return success();
   }
 
+  /// Sums the gradients over the data-parallel ranks in buckets: gradients
+  /// of one stage and element type, in the order the backward computes
+  /// them, are flattened and concatenated up to bucket-mb MiB, all-reduced
+  /// at once and split back. Each bucket's ops follow its last gradient, so
+  /// the all-reduce can overlap the rest of the backward.
+  void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
+                          ArrayRef<Value> params) {
+    Block *block = b.getInsertionBlock();
+    SmallVector<unsigned> order;
+    for (unsigned k = 0; k < grads.size(); ++k)
+      if (grads[k])
+        order.push_back(k);
+    auto defOf = [&](unsigned k) { return grads[k].getDefiningOp(); };
+    llvm::stable_sort(order, [&](unsigned x, unsigned y) {
+      Operation *a = defOf(x), *c = defOf(y);
+      if (!a || !c)
+        return bool(c) && !a;
+      return a->isBeforeInBlock(c);
+    });
+    uint64_t limit = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
+    SmallVector<unsigned> bucket;
+    uint64_t bytes = 0;
+    auto flush = [&] {
+      if (bucket.empty())
+        return;
+      Operation *after = nullptr; // the bucket's last gradient
+      for (unsigned k : bucket)
+        if (Operation *d = defOf(k); d && d->getBlock() == block &&
+                                     (!after || after->isBeforeInBlock(d)))
+          after = d;
+      Operation *mark = lastBefore(b);
+      if (bucket.size() == 1) {
+        grads[bucket[0]] = allReduce(b, loc, grads[bucket[0]]);
+      } else {
+        SmallVector<Value> flat;
+        int64_t total = 0;
+        for (unsigned k : bucket) {
+          auto t = cast<RankedTensorType>(grads[k].getType());
+          flat.push_back(ReshapeOp::create(
+              b, loc, t.clone(ArrayRef<int64_t>{t.getNumElements()}), grads[k]));
+          total += t.getNumElements();
+        }
+        Value summed = allReduce(
+            b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)));
+        int64_t offset = 0;
+        for (unsigned k : bucket) {
+          auto t = cast<RankedTensorType>(grads[k].getType());
+          int64_t n = t.getNumElements();
+          Value part = SliceOp::create(b, loc, summed,
+                                       b.getDenseI64ArrayAttr({offset}),
+                                       b.getDenseI64ArrayAttr({offset + n}),
+                                       b.getDenseI64ArrayAttr({1}));
+          grads[k] = ReshapeOp::create(b, loc, t, part);
+          offset += n;
+        }
+        (void)total;
+      }
+      // Move the bucket's ops right after its last gradient.
+      Operation *first = mark ? mark->getNextNode() : &block->front();
+      if (after && first) {
+        SmallVector<Operation *> ops;
+        for (Operation *op = first; op && op != &*b.getInsertionPoint();
+             op = op->getNextNode())
+          ops.push_back(op);
+        for (Operation *op : ops) {
+          op->moveAfter(after);
+          after = op;
+        }
+      }
+      bucket.clear();
+      bytes = 0;
+    };
+    std::optional<int64_t> stage;
+    Type elt;
+    for (unsigned k : order) {
+      auto t = cast<RankedTensorType>(grads[k].getType());
+      uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+      std::optional<int64_t> s = stageOf(params[k]);
+      if (!bucket.empty() && (s != stage || t.getElementType() != elt ||
+                              bytes + size > limit))
+        flush();
+      bucket.push_back(k);
+      bytes += size;
+      stage = s;
+      elt = t.getElementType();
+    }
+    flush();
+  }
+
+  /// Moves each op computed from parameters and constants only (the
+  /// importer hoists weight transposes to the top) right before its first
+  /// user: its gradient is then complete as soon as its user's backward is
+  /// done, not at the very end of the backward, and data-parallel buckets
+  /// can start early. The copies also live shorter.
+  static void sinkWeightOnlyOps(func::FuncOp f) {
+    Block &body = f.getBody().front();
+    llvm::DenseSet<Value> weightOnly;
+    for (BlockArgument arg : body.getArguments())
+      if (f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+        weightOnly.insert(arg);
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator()) {
+      if (op.hasTrait<OpTrait::ConstantLike>() || op.getNumOperands() == 0)
+        continue;
+      bool onlyWeights = llvm::all_of(op.getOperands(), [&](Value v) {
+        Operation *d = v.getDefiningOp();
+        return weightOnly.count(v) || (d && d->hasTrait<OpTrait::ConstantLike>());
+      });
+      if (!onlyWeights)
+        continue;
+      for (Value r : op.getResults())
+        weightOnly.insert(r);
+      ops.push_back(&op);
+    }
+    for (Operation *op : llvm::reverse(ops)) {
+      Operation *first = nullptr;
+      for (Operation *user : op->getUsers())
+        if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
+          first = user;
+      if (first && op->getNextNode() != first)
+        op->moveBefore(first);
+    }
+  }
+
   LogicalResult build(func::FuncOp f) {
     MLIRContext *ctx = f.getContext();
     Block &body = f.getBody().front();
@@ -529,6 +653,8 @@ struct SmpBuildTrainStepPass
     if (unrolled && lossScaling)
       return f.emitError() << "fp16 loss scaling with micro-batches or "
                               "pipeline stages is not supported yet";
+
+    sinkWeightOnlyOps(f);
 
     // Trainable parameters: float, not frozen, not matching --freeze.
     llvm::Regex frozen(freeze);
@@ -612,9 +738,13 @@ struct SmpBuildTrainStepPass
       return failure();
     }
     if (dp > 1) {
-      for (Value &g : *grads)
-        if (g) // ZeRO-1: each rank keeps the sum of its shard only
-          g = zero ? reduceScatter(b, loc, flatten(b, loc, g)) : allReduce(b, loc, g);
+      if (zero) {
+        for (Value &g : *grads)
+          if (g) // ZeRO-1: each rank keeps the sum of its shard only
+            g = reduceScatter(b, loc, flatten(b, loc, g));
+      } else {
+        allReduceInBuckets(b, loc, *grads, params);
+      }
       loss32 = allReduce(b, loc, loss32); // the global loss, on every rank
     }
     if (scale) {

@@ -82,6 +82,13 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "ZeRO-1 (with dp > 1): reduce-scatter each flattened gradient, "
            "keep 1/dp of the optimizer state per rank, update that shard of "
            "the parameter, and all-gather the parameter">,
+    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
+           "data parallel without ZeRO: gradients of one stage are all-"
+           "reduced in buckets of up to this many MiB (flattened and "
+           "concatenated, in the order the backward produces them), each "
+           "placed right after its last gradient is computed so that a "
+           "backend can overlap it with the rest of the backward; 0: one "
+           "all-reduce per gradient">,
     Option<"microbatches", "microbatches", "int", /*default=*/"1",
            "micro-batches per step (gradient accumulation; pipelining). "
            "With more than one, or when @main's ops carry smp.stage, the "
