@@ -2,6 +2,7 @@
 
 #include "smprt/Reshard.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -25,16 +26,23 @@ void copyTpSlice(char *global, char *slice, const std::vector<int64_t> &shape,
     outer *= shape[d];
   for (size_t d = l.tpDim + 1; d < shape.size(); ++d)
     inner *= shape[d];
-  uint64_t size = shape[l.tpDim], n = size / (l.tpBlocks * l.tpParts);
-  uint64_t chunk = n * inner, k = 0;
+  uint64_t size = shape[l.tpDim];
+  uint64_t n = (size + l.tpBlocks * l.tpParts - 1) / (l.tpBlocks * l.tpParts);
+  uint64_t k = 0;
   for (uint64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < l.tpBlocks; ++j, ++k) {
-      char *g = global + ((o * size) + j * (size / l.tpBlocks) + l.tpIndex * n) * inner;
-      char *s = slice + k * chunk;
-      if (toSlice)
-        std::memcpy(s, g, chunk);
-      else
-        std::memcpy(g, s, chunk);
+      // Rows past the end (a padded vocabulary) are zeros in the slice.
+      uint64_t first = j * (size / l.tpBlocks) + l.tpIndex * n;
+      uint64_t end = std::min<uint64_t>(first + n, (j + 1) * (size / l.tpBlocks));
+      uint64_t valid = end > first ? (end - first) * inner : 0;
+      char *g = global + (o * size + first) * inner;
+      char *s = slice + k * n * inner;
+      if (toSlice) {
+        std::memcpy(s, g, valid);
+        std::memset(s + valid, 0, n * inner - valid);
+      } else {
+        std::memcpy(g, s, valid);
+      }
     }
 }
 
@@ -42,7 +50,8 @@ void copyTpSlice(char *global, char *slice, const std::vector<int64_t> &shape,
 std::vector<int64_t> tpShape(const ShardLayout &l) {
   std::vector<int64_t> s = l.global;
   if (l.tpParts > 0)
-    s[l.tpDim] /= l.tpParts;
+    s[l.tpDim] = (s[l.tpDim] + l.tpBlocks * l.tpParts - 1) /
+                 (l.tpBlocks * l.tpParts) * l.tpBlocks;
   return s;
 }
 

@@ -442,8 +442,15 @@ openWeights(ModuleOp module, const Options &opts) {
 /// Builds @train_step with smp-build-train-step, then cleans up.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
   std::string pipeline;
-  if (opts.tp > 1)
-    pipeline = "smp-tensor-parallel{tp=" + std::to_string(opts.tp) + "},";
+  if (opts.tp > 1) {
+    // A cross-entropy's logits may be split by vocabulary.
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(opts.loss).split(parts, ':');
+    pipeline = "smp-tensor-parallel{tp=" + std::to_string(opts.tp);
+    if (parts.size() == 3 && parts[0] == "cross_entropy")
+      pipeline += " vocab-parallel=" + parts[1].str();
+    pipeline += "},";
+  }
   if (opts.precision != "fp32")
     pipeline += "func.func(smp-mixed-precision{precision=" + opts.precision +
                 "}),";

@@ -151,6 +151,9 @@ private:
   /// Records how the buffer holds part of a global tensor (checkpoints).
   void setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
                  DenseI64ArrayAttr zeroShape) const;
+  /// The whole tensor's shape of a tensor-parallel slice of shape `local`.
+  SmallVector<int64_t> fullShape(ArrayRef<int64_t> local,
+                                 DenseI64ArrayAttr shard) const;
   /// This rank's slice of a tensor-parallel parameter's bytes.
   std::string tpSlice(const std::string &bytes, RankedTensorType full,
                       int64_t dim, int64_t blocks) const;
@@ -226,21 +229,35 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
   return llvm::Error::success();
 }
 
+SmallVector<int64_t> Lowering::fullShape(ArrayRef<int64_t> local,
+                                         DenseI64ArrayAttr shard) const {
+  SmallVector<int64_t> full(local);
+  full[shard[0]] = shard.size() > 2 ? shard[2] : full[shard[0]] * tpSize;
+  return full;
+}
+
 std::string Lowering::tpSlice(const std::string &bytes, RankedTensorType full,
                               int64_t dim, int64_t blocks) const {
-  // dim viewed as [blocks, tpSize, n]: this rank takes [:, tpRank, :].
+  // dim viewed as [blocks, tpSize, n], n = ceil(size / (blocks * tpSize)):
+  // this rank takes [:, tpRank, :]; rows past the end (a vocabulary that tp
+  // does not divide) are zeros.
   uint64_t outer = 1, inner = bytes.size() / full.getNumElements();
   for (int64_t d = 0; d < dim; ++d)
     outer *= full.getDimSize(d);
   for (int64_t d = dim + 1; d < full.getRank(); ++d)
     inner *= full.getDimSize(d);
-  uint64_t size = full.getDimSize(dim), n = size / (blocks * tpSize);
+  uint64_t size = full.getDimSize(dim);
+  uint64_t n = (size + blocks * tpSize - 1) / (blocks * tpSize);
   std::string out;
-  out.reserve(bytes.size() / tpSize);
+  out.reserve(outer * blocks * n * inner);
   for (uint64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < blocks; ++j)
-      out.append(bytes, ((o * size) + j * (size / blocks) + tpRank * n) * inner,
-                 n * inner);
+    for (int64_t j = 0; j < blocks; ++j) {
+      uint64_t first = j * (size / blocks) + tpRank * n;
+      uint64_t end = std::min<uint64_t>(first + n, (j + 1) * (size / blocks));
+      uint64_t valid = end > first ? end - first : 0;
+      out.append(bytes, (o * size + first) * inner, valid * inner);
+      out.append((n - valid) * inner, '\0');
+    }
   return out;
 }
 
@@ -251,7 +268,7 @@ void Lowering::setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
                                               buffer.shape().data(),
                                               buffer.shape().size()));
   if (shard) {
-    global[shard[0]] *= tpSize;
+    global = fullShape(global, shard);
     buffer.set_tp_dim(shard[0]);
     buffer.set_tp_blocks(shard[1]);
     buffer.set_tp_parts(tpSize);
@@ -324,14 +341,11 @@ llvm::Error Lowering::run() {
       return id.takeError();
     auto type = cast<RankedTensorType>(arg.getType());
     auto shard = func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard");
-    if (shard && (shard.size() != 2 || shard[0] < 0 || shard[0] >= type.getRank()))
+    if (shard && (shard.size() < 2 || shard[0] < 0 || shard[0] >= type.getRank()))
       return fail("parameter '" + param.getValue() + "' has a bad smp.tp_shard");
     RankedTensorType fullType = type;
-    if (shard) {
-      SmallVector<int64_t> full(type.getShape());
-      full[shard[0]] *= tpSize;
-      fullType = type.clone(full);
-    }
+    if (shard)
+      fullType = type.clone(fullShape(type.getShape(), shard));
     auto bytes = weights.read(param.getValue(), fullType);
     if (!bytes)
       return bytes.takeError();
@@ -438,6 +452,17 @@ llvm::Error Lowering::run() {
       addWeight(*id, elementsToBytes(
                          dense, smprt::dtypeSize(static_cast<smprt::DType>(
                                     program.buffers(*id).dtype()))));
+      continue;
+    }
+    if (isa<TpRankOp>(op)) {
+      // This tensor-parallel rank's index: a constant of its program.
+      auto id = newBuffer(op.getResult(0), valueName(&op), -1);
+      if (!id)
+        return id.takeError();
+      std::string bytes(8, '\0');
+      for (int k = 0; k < 8; ++k)
+        bytes[k] = static_cast<char>((static_cast<uint64_t>(tpRank) >> (8 * k)) & 0xff);
+      addWeight(*id, bytes);
       continue;
     }
     if (isa<ReshapeOp, TpCopyOp>(op)) {
@@ -610,6 +635,13 @@ std::string planReport(ModuleOp module,
     os << "tensor parallel: " << tp << " ranks split the MLP and attention "
        << "layers (column- then row-parallel); " << regions
        << " all_reduce(s) over tp per step in the forward and backward\n";
+    if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+      for (unsigned i = 0; i < main.getNumResults(); ++i)
+        if (auto v = main.getResultAttrOfType<IntegerAttr>(i, "smp.tp_vocab"))
+          os << "vocab parallel: the LM head and the cross-entropy over "
+             << v.getInt() << " classes are split by vocabulary, "
+             << (v.getInt() + tp - 1) / tp << " rows per rank"
+             << (v.getInt() % tp ? " (the last zero-padded)" : "") << "\n";
   }
   if (pp > 1 || module->hasAttr(SmpDialect::kScheduleAttr)) {
     os << "pipeline: " << pp << " ranks";

@@ -74,7 +74,9 @@ struct TpCopyVJP
 };
 
 /// shard.all_reduce (a sum whose result every rank uses as the same value,
-/// e.g. a row-parallel layer's output): the gradient passes unchanged.
+/// e.g. a row-parallel layer's output): the gradient passes unchanged. A
+/// max over the ranks is only ever the shift that keeps a vocab-parallel
+/// softmax finite, to which the loss is invariant: it gets no gradient.
 struct AllReduceVJP
     : public AutodiffOpInterface::ExternalModel<AllReduceVJP,
                                                 shard::AllReduceOp> {
@@ -82,9 +84,12 @@ struct AllReduceVJP
                          ArrayRef<bool> need,
                          SmallVectorImpl<Value> &gx) const {
     auto reduce = cast<shard::AllReduceOp>(op);
+    gx.assign(1, Value());
+    if (reduce.getReduction() == shard::ReductionKind::Max)
+      return success(); // a shift (the softmax's max): no gradient flows
     if (reduce.getReduction() != shard::ReductionKind::Sum)
-      return op->emitOpError("has no gradient (only sums do)");
-    gx.assign(1, gy[0]);
+      return op->emitOpError("has no gradient (only sums and maxima do)");
+    gx[0] = gy[0];
     return success();
   }
 };

@@ -74,8 +74,10 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
   }
   if (name == "smp.tp_shard") {
     auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!shard || shard.size() != 2 || shard[0] < 0 || shard[1] < 1)
-      return op->emitError() << "'smp.tp_shard' must be [dim, blocks]";
+    if (!shard || (shard.size() != 2 && shard.size() != 3) || shard[0] < 0 ||
+        shard[1] < 1 || (shard.size() == 3 && shard[2] < 1))
+      return op->emitError()
+             << "'smp.tp_shard' must be [dim, blocks] or [dim, 1, full size]";
     return success();
   }
   if (name == kFrozenAttr) {
@@ -94,6 +96,12 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
     return requireString(op, attr, "graph output");
   if (attr.getName().getValue() == kUpdateAttr)
     return requireString(op, attr, "parameter or state it updates");
+  if (attr.getName().getValue() == "smp.tp_vocab") {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'smp.tp_vocab' must be an integer (the "
+                                "vocabulary size of vocab-parallel logits)";
+    return success();
+  }
   return op->emitError() << "unknown smp result attribute '"
                          << attr.getName().getValue() << "'";
 }

@@ -13,6 +13,7 @@
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/Support/Regex.h"
 
+#include <limits>
 #include <map>
 
 #define DEBUG_TYPE "smp-build-train-step"
@@ -206,6 +207,61 @@ struct SmpBuildTrainStepPass
                            b.getDenseI64ArrayAttr(stepOne));
   }
 
+  /// Sum over the tokens of the cross-entropy of vocab-parallel logits
+  /// (this rank's ceil(V/tp) columns, the last padded): the softmax's max,
+  /// its normaliser and the target logit are combined over @tp (Megatron's
+  /// parallel cross-entropy), so no rank ever holds the whole logits.
+  static Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
+                                         Value logits, Value labels,
+                                         int64_t vocab) {
+    auto tpReduce = [&](Value v, shard::ReductionKind kind) -> Value {
+      return shard::AllReduceOp::create(b, loc, v, "tp",
+                                        ArrayRef<shard::GridAxis>{0}, kind);
+    };
+    auto i64Const = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+      auto type = RankedTensorType::get(shape, b.getI64Type());
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+    };
+    Value z = toF32(b, loc, logits);
+    auto zt = cast<RankedTensorType>(z.getType());
+    int64_t rank = zt.getRank(), cols = zt.getDimSize(rank - 1);
+    Type f32 = b.getF32Type();
+    SmallVector<int64_t> iota(cols);
+    for (int64_t c = 0; c < cols; ++c)
+      iota[c] = c;
+    Value col = i64Const({cols}, iota);
+    Value start = MulOp::create(
+        b, loc, TpRankOp::create(b, loc, RankedTensorType::get({}, b.getI64Type())),
+        i64Const({}, {cols}));
+    Value valid = LessOp::create(b, loc, AddOp::create(b, loc, col, start),
+                                 i64Const({}, {vocab}));
+    Value zm = WhereOp::create(
+        b, loc, valid, z,
+        scalarConst(b, loc, f32, -std::numeric_limits<double>::infinity()));
+    auto axis = b.getDenseI64ArrayAttr({rank - 1});
+    Value m = tpReduce(ReduceMaxOp::create(b, loc, zm, axis, true),
+                       shard::ReductionKind::Max);
+    Value e = ExpOp::create(b, loc, SubOp::create(b, loc, zm, m));
+    Value s = tpReduce(ReduceSumOp::create(b, loc, e, axis, true),
+                       shard::ReductionKind::Sum);
+    Value lse = AddOp::create(b, loc, LogOp::create(b, loc, s), m);
+    auto lt = cast<RankedTensorType>(labels.getType());
+    SmallVector<int64_t> shape(lt.getShape());
+    shape.push_back(1);
+    Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
+    Value hit = EqualOp::create(b, loc, SubOp::create(b, loc, lab, start), col);
+    Value zy = tpReduce(
+        ReduceSumOp::create(
+            b, loc, WhereOp::create(b, loc, hit, z, scalarConst(b, loc, f32, 0.0)),
+            axis, true),
+        shard::ReductionKind::Sum);
+    Value kept = CastOp::create(
+        b, loc, RankedTensorType::get(shape, f32),
+        NotOp::create(b, loc, EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
+    return reduceAll<ReduceSumOp>(
+        b, loc, MulOp::create(b, loc, SubOp::create(b, loc, lse, zy), kept));
+  }
+
   /// Builds the scalar loss at the end of the body from the forward
   /// outputs `outs`.
   FailureOr<Value> buildLoss(func::FuncOp f, OpBuilder &b, ValueRange outs) {
@@ -237,15 +293,22 @@ struct SmpBuildTrainStepPass
       Value labels = lossInput(
           f, b, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
           parts[2]);
-      if (dp <= 1 && !unrolled)
+      IntegerAttr vocab;
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        if (outs[i] == *logits)
+          vocab = f.getResultAttrOfType<IntegerAttr>(i, "smp.tp_vocab");
+      if (dp <= 1 && !unrolled && !vocab)
         return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
                                             -100, Reduction::mean));
       // Data parallel: this rank's share of the global mean, sum_r / count
       // over every rank's labels that are not ignored, so the ranks' losses
       // (and gradients) add up to exactly the one-device values.
       // Micro-batches likewise: the count is over the whole step's labels.
-      Value sum = CrossEntropyOp::create(b, loc, *logits, labels, Value(),
-                                         -100, Reduction::sum);
+      Value sum = vocab ? vocabParallelCrossEntropy(b, loc, *logits, labels,
+                                                    vocab.getInt())
+                        : Value(CrossEntropyOp::create(b, loc, *logits, labels,
+                                                       Value(), -100,
+                                                       Reduction::sum));
       if (!labelCount) {
         Value all = unrolled ? lossInputFull : labels;
         auto lab = cast<RankedTensorType>(all.getType());

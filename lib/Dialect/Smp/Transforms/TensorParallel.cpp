@@ -290,7 +290,8 @@ struct SmpTensorParallelPass
         takenWeights.insert(w);
       regions.push_back({std::move(region), row});
     }
-    if (regions.empty()) {
+    SmallVector<VocabTable> tables = findVocabTables(main, weightOnly, takenWeights);
+    if (regions.empty() && tables.empty()) {
       main.emitError() << "smp-tensor-parallel: found no layer to split over "
                           "tp "
                        << static_cast<int64_t>(tp)
@@ -305,8 +306,173 @@ struct SmpTensorParallelPass
     }
     for (auto &[region, row] : regions)
       rewrite(main, region, row, b);
+    for (VocabTable &table : tables)
+      rewriteVocab(main, table, b);
     main.setType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                    main.getFunctionType().getResults()));
+  }
+
+  /// An embedding table / LM head weight split by vocabulary rows.
+  struct VocabTable {
+    BlockArgument param;
+    int64_t dim;                      // the vocabulary dim of the parameter
+    SmallVector<GatherOp> gathers;    // embedding lookups (axis 0, dim 0)
+    MatMulOp lmHead;                  // the LM head producing the output
+    SmallVector<TransposeOp> chain;   // param -> ... -> the LM head's rhs
+    unsigned output = 0;              // the LM head's result index
+  };
+
+  /// The tables to split: parameters read only by embedding gathers of
+  /// input-derived ids and, with vocab-parallel=NAME, by the LM head that
+  /// computes output NAME (through weight transposes).
+  SmallVector<VocabTable> findVocabTables(func::FuncOp main,
+                                          const llvm::DenseSet<Value> &weightOnly,
+                                          const llvm::DenseSet<Value> &taken) {
+    Block &body = main.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    llvm::MapVector<Value, VocabTable> byParam;
+    auto isParam = [&](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr);
+    };
+    // The LM head.
+    if (!vocabParallel.empty())
+      for (unsigned i = 0; i < main.getNumResults(); ++i) {
+        auto name = main.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+        if (!name || name.getValue() != vocabParallel)
+          continue;
+        auto mm = ret.getOperand(i).getDefiningOp<MatMulOp>();
+        if (!mm || !ret.getOperand(i).hasOneUse() || !weightOnly.count(mm.getRhs()) ||
+            weightOnly.count(mm.getLhs()) || shapeOf(mm.getRhs()).size() != 2 ||
+            mm.getTransposeLhs())
+          break;
+        int64_t dim = mm.getTransposeRhs() ? 0 : 1;
+        Value w = mm.getRhs();
+        SmallVector<TransposeOp> chain;
+        while (auto t = w.getDefiningOp<TransposeOp>()) {
+          if (!w.hasOneUse())
+            break;
+          chain.insert(chain.begin(), t);
+          dim = t.getPerm()[dim];
+          w = t.getInput();
+        }
+        if (!isParam(w))
+          break;
+        VocabTable &t = byParam[w];
+        t.param = cast<BlockArgument>(w);
+        t.dim = dim;
+        t.lmHead = mm;
+        t.chain = chain;
+        t.output = i;
+      }
+    // Embedding lookups of input-derived ids.
+    for (Operation &op : body.without_terminator()) {
+      auto g = dyn_cast<GatherOp>(op);
+      if (!g || g.getAxis() != 0 || !isParam(g.getData()) ||
+          weightOnly.count(g.getIndices()))
+        continue;
+      Operation *def = g.getIndices().getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      VocabTable &t = byParam[g.getData()];
+      if (t.lmHead && t.dim != 0) {
+        t.param = BlockArgument(); // disagreeing uses: leave it whole
+        continue;
+      }
+      t.param = cast<BlockArgument>(g.getData());
+      t.dim = 0;
+      t.gathers.push_back(g);
+    }
+    SmallVector<VocabTable> tables;
+    for (auto &[param, t] : byParam) {
+      if (!t.param || taken.count(param))
+        continue;
+      // Every use is one of the table's gathers or its LM head chain.
+      bool closed = llvm::all_of(param.getUsers(), [&](Operation *user) {
+        return llvm::is_contained(t.gathers, user) ||
+               (!t.chain.empty() && user == t.chain.front()) ||
+               (t.chain.empty() && user == t.lmHead.getOperation());
+      });
+      // Worth splitting: the LM head, or a table with more rows than ranks.
+      if (closed && (t.lmHead || shapeOf(param)[t.dim] >= tp))
+        tables.push_back(t);
+    }
+    return tables;
+  }
+
+  void rewriteVocab(func::FuncOp main, VocabTable &t, OpBuilder &b) {
+    MLIRContext *ctx = &getContext();
+    int64_t vocab = shapeOf(t.param)[t.dim];
+    int64_t rows = (vocab + tp - 1) / tp; // per rank, the last zero-padded
+    auto local = [&](Value v, int64_t dim) {
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      shape[dim] = rows;
+      v.setType(type.clone(shape));
+    };
+    SmallVector<int64_t> shard{t.dim, 1};
+    if (vocab % tp != 0)
+      shard.push_back(vocab);
+    local(t.param, t.dim);
+    main.setArgAttr(t.param.getArgNumber(), "smp.tp_shard",
+                    DenseI64ArrayAttr::get(ctx, shard));
+    if (t.lmHead) {
+      int64_t dim = t.dim;
+      for (TransposeOp tr : t.chain) {
+        ArrayRef<int64_t> perm = tr.getPerm();
+        dim = std::find(perm.begin(), perm.end(), dim) - perm.begin();
+        local(tr.getResult(), dim);
+      }
+      b.setInsertionPoint(t.lmHead);
+      Value x = t.lmHead.getLhs();
+      t.lmHead.getLhsMutable().assign(TpCopyOp::create(b, x.getLoc(), x));
+      Value out = t.lmHead.getResult();
+      local(out, shapeOf(out).size() - 1);
+      SmallVector<Type> results(main.getFunctionType().getResults());
+      results[t.output] = out.getType();
+      main.setType(FunctionType::get(ctx, main.getFunctionType().getInputs(),
+                                     results));
+      main.setResultAttr(t.output, "smp.tp_vocab",
+                         IntegerAttr::get(IntegerType::get(ctx, 64), vocab));
+    }
+    for (GatherOp g : t.gathers) {
+      // Look up the ids in this rank's rows, zero the others, sum the ranks.
+      Location loc = g.getLoc();
+      b.setInsertionPoint(g);
+      Value ids = g.getIndices();
+      auto idType = cast<RankedTensorType>(ids.getType());
+      Type idElt = idType.getElementType();
+      auto scalar = [&](Type elt, int64_t v) -> Value {
+        auto type = RankedTensorType::get({}, elt);
+        return ConstantOp::create(
+            b, loc, DenseElementsAttr::get(type, APInt(elt.getIntOrFloatBitWidth(), v, true)));
+      };
+      Value rank = TpRankOp::create(b, loc, RankedTensorType::get({}, b.getI64Type()));
+      if (!idElt.isInteger(64))
+        rank = CastOp::create(b, loc, RankedTensorType::get({}, idElt), rank);
+      Value start = MulOp::create(b, loc, rank, scalar(idElt, rows));
+      Value shifted = SubOp::create(b, loc, ids, start);
+      Value valid = AndOp::create(
+          b, loc, NotOp::create(b, loc, LessOp::create(b, loc, shifted, scalar(idElt, 0))),
+          LessOp::create(b, loc, shifted, scalar(idElt, rows)));
+      Value safe = WhereOp::create(b, loc, valid, shifted, scalar(idElt, 0));
+      g.getIndicesMutable().assign(safe);
+      b.setInsertionPointAfter(g);
+      SmallVector<int64_t> bshape(idType.getShape());
+      bshape.push_back(1);
+      Value validB = ReshapeOp::create(
+          b, loc, RankedTensorType::get(bshape, b.getI1Type()), valid);
+      auto outType = cast<RankedTensorType>(g.getType());
+      Value zero = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(RankedTensorType::get({}, outType.getElementType()),
+                                         APFloat::getZero(cast<FloatType>(outType.getElementType())
+                                                              .getFloatSemantics())));
+      Value masked = WhereOp::create(b, loc, validB, g.getResult(), zero);
+      auto sum = shard::AllReduceOp::create(b, loc, masked, "tp",
+                                            ArrayRef<shard::GridAxis>{0},
+                                            shard::ReductionKind::Sum);
+      g.getResult().replaceAllUsesExcept(sum.getResult(), masked.getDefiningOp());
+    }
   }
 
   void rewrite(func::FuncOp main, Region &region, Operation *row,

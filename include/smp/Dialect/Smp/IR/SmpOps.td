@@ -600,4 +600,16 @@ def Smp_TpCopyOp : Smp_Op<"tp_copy", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Smp_TpRankOp : Smp_Op<"tp_rank", [Pure]> {
+  let summary = "This rank's coordinate on grid @tp (an i64 scalar)";
+  let description = [{
+    The index of this rank among its tensor-parallel peers: the artifact
+    writer, which writes each tensor-parallel rank's program, turns it into
+    that rank's constant. Vocab-parallel layers use it to find the rows of
+    the vocabulary this rank holds.
+  }];
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

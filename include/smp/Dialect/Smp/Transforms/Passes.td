@@ -116,10 +116,24 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
     inputs pass `smp.tp_copy` (its gradient is all-reduced over `@tp`) and
     its output is `shard.all_reduce`d on `@tp`. A region whose heads (or
     hidden units) tp does not divide is refused.
+
+    Vocabulary: an embedding table read only by gathers of input-derived ids
+    (and by the LM head, when that is split) is split by rows, each rank
+    holding ceil(V / tp) rows (zero-padded): a rank looks up the ids in its
+    range (`smp.tp_rank` gives its start), zeroes the others and the lookups
+    are all-reduced. With `vocab-parallel=NAME`, the LM head producing output
+    NAME is column-parallel over the vocabulary; the output keeps only this
+    rank's ceil(V / tp) logits and gets `smp.tp_vocab = V`, for
+    smp-build-train-step's parallel cross-entropy.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
-    Option<"tp", "tp", "int", /*default=*/"1", "tensor-parallel ranks">
+    Option<"tp", "tp", "int", /*default=*/"1", "tensor-parallel ranks">,
+    Option<"vocabParallel", "vocab-parallel", "std::string",
+           /*default=*/"\"\"",
+           "the output (logits) a cross-entropy loss will read: when it is a "
+           "matmul of a weight (the LM head), split it by vocabulary rows "
+           "(padded to a multiple of tp) and mark the output smp.tp_vocab">
   ];
 }
 

@@ -1,0 +1,55 @@
+// RUN: smp-opt %s '--smp-tensor-parallel=tp=3 vocab-parallel=logits' | FileCheck %s
+// RUN: smp-opt %s '--smp-tensor-parallel=tp=3 vocab-parallel=logits' '--smp-build-train-step=loss=cross_entropy:logits:labels' | FileCheck %s --check-prefix=CE
+// RUN: not smp-opt %s '--smp-tensor-parallel=tp=3' 2>&1 | FileCheck %s --check-prefix=NOHEAD
+
+// A vocabulary of 7 over tp 3: each rank holds ceil(7/3) = 3 rows of the
+// tied embedding / LM head (the last rank 1 row and 2 zero rows).
+// CHECK: shard.grid @tp(shape = 3)
+// CHECK: func.func @main(%[[IDS:.*]]: tensor<2x5xi64> {smp.input = "idx"}, %[[W:.*]]: tensor<3x6xf32> {smp.param = "wte", smp.tp_shard = array<i64: 0, 1, 7>})
+// CHECK-SAME: -> (tensor<2x5x3xf32> {smp.output = "logits", smp.tp_vocab = 7 : i64})
+// The lookup: ids in this rank's rows [3r, 3r+3), the others zeroed, summed.
+// CHECK: %[[R:.*]] = smp.tp_rank : tensor<i64>
+// CHECK: %[[START:.*]] = smp.mul %[[R]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+// CHECK: %[[LOCAL:.*]] = smp.sub %[[IDS]], %[[START]]
+// CHECK: %[[VALID:.*]] = smp.and
+// CHECK: %[[SAFE:.*]] = smp.where %[[VALID]], %[[LOCAL]]
+// CHECK: %[[E:.*]] = smp.gather %[[W]], %[[SAFE]] {axis = 0 : i64} : (tensor<3x6xf32>, tensor<2x5xi64>) -> tensor<2x5x6xf32>
+// CHECK: %[[VB:.*]] = smp.reshape %[[VALID]] : tensor<2x5xi1> -> tensor<2x5x1xi1>
+// CHECK: %[[M:.*]] = smp.where %[[VB]], %[[E]]
+// CHECK: shard.all_reduce %[[M]] on @tp
+// The LM head: column-parallel over the vocabulary.
+// CHECK: %[[WT:.*]] = smp.transpose %[[W]] {perm = array<i64: 1, 0>} : tensor<3x6xf32> -> tensor<6x3xf32>
+// CHECK: %[[HC:.*]] = smp.tp_copy
+// CHECK: %[[LOGITS:.*]] = smp.matmul %[[HC]], %[[WT]] : (tensor<2x5x6xf32>, tensor<6x3xf32>) -> tensor<2x5x3xf32>
+// CHECK: return %[[LOGITS]]
+
+// The parallel cross-entropy: padded columns masked, the max, the
+// normaliser and the target logit combined over @tp; only sums carry
+// gradients back.
+// CE-LABEL: func.func @train_step
+// CE: smp.less {{.*}} : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+// CE: smp.reduce_max {{.*}} : tensor<2x5x3xf32> -> tensor<2x5x1xf32>
+// CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] reduction = max
+// CE: smp.exp
+// CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] : tensor<2x5x1xf32>
+// CE: smp.log
+// CE: smp.equal {{.*}} : (tensor<2x5x1xi64>, tensor<3xi64>) -> tensor<2x5x3xi1>
+// CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] : tensor<2x5x1xf32>
+// CE: smp.gather_grad {{.*}} -> tensor<3x6xf32>
+// CE: smp.sgd_update {{.*}} : tensor<3x6xf32>
+
+// Without a cross-entropy on the logits the LM head stays whole, and so
+// does its tied embedding: there is nothing to split.
+// NOHEAD: error: smp-tensor-parallel: found no layer to split over tp 3
+
+module {
+  func.func @main(%idx: tensor<2x5xi64> {smp.input = "idx"},
+                  %wte: tensor<7x6xf32> {smp.param = "wte"})
+      -> (tensor<2x5x7xf32> {smp.output = "logits"}) {
+    %e = smp.gather %wte, %idx {axis = 0 : i64} : (tensor<7x6xf32>, tensor<2x5xi64>) -> tensor<2x5x6xf32>
+    %h = smp.tanh %e : tensor<2x5x6xf32>
+    %wt = smp.transpose %wte {perm = array<i64: 1, 0>} : tensor<7x6xf32> -> tensor<6x7xf32>
+    %logits = smp.matmul %h, %wt : (tensor<2x5x6xf32>, tensor<6x7xf32>) -> tensor<2x5x7xf32>
+    return %logits : tensor<2x5x7xf32>
+  }
+}
