@@ -128,8 +128,9 @@ PARALLELISM (compile --train)
                        right-most axis gets adjacent ranks).
   --tp T               Tensor parallel over T ranks: Megatron-style, the MLP
                        (column- then row-parallel) and attention (heads)
-                       layers are split; T must divide the heads and the
-                       hidden units. Embeddings and the LM head stay whole.
+                       layers are split (T must divide the heads and the
+                       hidden units), and the embedding, the LM head and
+                       a cross-entropy loss by vocabulary (any T).
   -h, --help           Show this help.
   --version            Show the version.
 
