@@ -100,7 +100,8 @@ TRAINING (compile --train)
   --loss-scale X       fp16: the initial loss scale (default 65536).
 
 PARALLELISM (compile --train)
-  --devices N          Number of ranks (default 1; must equal dp x tp x pp).
+  --devices N          Number of ranks (default dp x tp x pp; without --dp,
+                       dp = N / (tp x pp)).
   --dp D               Data parallel over D ranks: each rank trains on
                        --batch-size / D samples of every global batch and
                        the gradients are summed across ranks, so the step
@@ -152,6 +153,7 @@ struct Options {
   std::string precision = "fp32";
   int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
+  bool dpGiven = false;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
@@ -280,7 +282,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail(flag + " expects a positive integer");
       if (flag == "--dp")
-        opts.dp = n;
+        opts.dp = n, opts.dpGiven = true;
       else if (flag == "--pp")
         opts.pp = n;
       else if (flag == "--tp")
@@ -342,6 +344,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(opts.command + " needs a MODEL file");
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
+  // An unset data-parallel degree takes the devices the others leave.
+  if (!opts.dpGiven && opts.devices > 0) {
+    if (opts.devices % (opts.tp * opts.pp) != 0)
+      return fail("--devices " + std::to_string(opts.devices) +
+                  " is not a multiple of tp x pp = " +
+                  std::to_string(opts.tp * opts.pp));
+    opts.dp = opts.devices / (opts.tp * opts.pp);
+  }
   int64_t product = opts.dp * opts.tp * opts.pp;
   if (opts.devices == 0)
     opts.devices = product;
