@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Transforms/Passes.h"
+#include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
@@ -14,6 +15,7 @@ void smp::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<smp::SmpDialect, mlir::func::FuncDialect,
                   mlir::shard::ShardDialect>();
   smp::registerAutodiffExternalModels(registry);
+  smp::registerCostExternalModels(registry);
 }
 
 void smp::registerAllPasses() {

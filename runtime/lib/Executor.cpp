@@ -122,6 +122,8 @@ Status Executor::run() {
     if (!inputSet_[i])
       return Status::failure("input '" + p.inputs(i).name() +
                              "' was not given");
+  if (!profile_.empty())
+    ++profileRuns_;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();
@@ -151,7 +153,7 @@ bool Executor::hasInput(const std::string &name) const {
 std::vector<Executor::ProfileEntry> Executor::profile() const {
   std::vector<ProfileEntry> out;
   for (size_t i = 0; i < profile_.size(); ++i)
-    out.push_back({steps_[i].op, steps_[i].loc, profile_[i]});
+    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileRuns_});
   return out;
 }
 

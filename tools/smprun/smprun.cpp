@@ -149,9 +149,13 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
   auto entries = exec.profile();
   for (size_t i = 0; i < entries.size(); ++i) {
     byOp[entries[i].op] += entries[i].seconds;
-    std::fprintf(f, "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f}%s\n",
+    std::fprintf(f,
+                 "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f, "
+                 "\"calls\": %lld}%s\n",
                  entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
-                 entries[i].seconds, i + 1 < entries.size() ? "," : "");
+                 entries[i].seconds,
+                 static_cast<long long>(entries[i].calls),
+                 i + 1 < entries.size() ? "," : "");
   }
   std::fprintf(f, "]\n");
   std::fclose(f);

@@ -75,10 +75,14 @@ public:
   std::vector<std::pair<std::string, TensorRef>> outputs() const;
 
   /// Per-instruction wall time of the runs since profiling was enabled.
-  void enableProfiling() { profile_.assign(steps_.size(), 0.0); }
+  void enableProfiling() {
+    profile_.assign(steps_.size(), 0.0);
+    profileRuns_ = 0;
+  }
   struct ProfileEntry {
     std::string op, loc;
-    double seconds;
+    double seconds; // summed over the runs
+    int64_t calls;  // the runs
   };
   std::vector<ProfileEntry> profile() const;
 
@@ -98,6 +102,7 @@ private:
   std::vector<Step> steps_;
   std::vector<bool> inputSet_;
   std::vector<double> profile_; // empty unless profiling
+  int64_t profileRuns_ = 0;
 };
 
 } // namespace smprt

@@ -1,0 +1,180 @@
+//===- CostModel.cpp - Time of ops and collectives on a device ------------===//
+
+#include "smp/Analysis/Cost/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Analysis/Cost/OpCosts.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace smp {
+
+double rooflineTime(const OpCost &cost, unsigned elementBits,
+                    const DeviceSpec &d) {
+  if (cost.flops <= 0 && cost.bytes() <= 0)
+    return 0;
+  double peak = cost.matrix ? (elementBits <= 16 ? d.matrixFlops16
+                                                 : d.matrixFlops32) *
+                                  d.matrixEfficiency
+                            : d.vectorFlops;
+  double compute = peak > 0 ? cost.flops / peak : 0;
+  double memory = d.memoryBandwidth > 0
+                      ? cost.bytes() / (d.memoryBandwidth * d.memoryEfficiency)
+                      : 0;
+  return std::max(compute, memory) + d.kernelOverhead;
+}
+
+double collectiveTime(Collective kind, double n, int p, bool crossNode,
+                      const DeviceSpec &d) {
+  double alpha = crossNode ? d.interNodeLatency : d.intraNodeLatency;
+  double beta = crossNode ? d.interNodeBandwidth : d.intraNodeBandwidth;
+  if (beta <= 0)
+    return 0;
+  if (kind == Collective::P2P)
+    return alpha + n / beta;
+  if (p <= 1)
+    return 0;
+  double steps = p - 1, share = (p - 1.0) / p, logp = std::ceil(std::log2(p));
+  switch (kind) {
+  case Collective::AllReduce:
+    return std::min(2 * steps * alpha + 2 * share * n / beta,
+                    2 * logp * alpha + 2 * n / beta);
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+    return steps * alpha + share * n / beta;
+  case Collective::Broadcast:
+    return logp * alpha + n / beta;
+  case Collective::P2P:
+    break;
+  }
+  return 0;
+}
+
+llvm::Error ProfileDB::addFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": cannot read the profile");
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": not a profile (JSON list of instructions): " +
+            llvm::toString(parsed.takeError()));
+  const llvm::json::Array *entries = parsed->getAsArray();
+  if (!entries)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": not a profile (expected a list)");
+  for (const llvm::json::Value &e : *entries) {
+    const llvm::json::Object *o = e.getAsObject();
+    auto op = o ? o->getString("op") : std::nullopt;
+    auto node = o ? o->getString("node") : std::nullopt;
+    auto seconds = o ? o->getNumber("seconds") : std::nullopt;
+    if (!op || !node || !seconds)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": an entry lacks op, node or seconds");
+    double calls = o->getNumber("calls").value_or(1);
+    auto &slot = table[(*op + "|" + *node).str()];
+    slot.first += *seconds;
+    slot.second += calls;
+  }
+  return llvm::Error::success();
+}
+
+std::optional<double> ProfileDB::lookup(llvm::StringRef op,
+                                        llvm::StringRef node) const {
+  auto it = table.find((op + "|" + node).str());
+  if (it == table.end() || it->second.second <= 0)
+    return std::nullopt;
+  return it->second.first / it->second.second;
+}
+
+namespace {
+
+unsigned elementBits(Operation *op) {
+  unsigned bits = 32;
+  for (Value v : op->getOperands())
+    if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+      if (isa<FloatType>(t.getElementType()))
+        return t.getElementTypeBitWidth();
+  return bits;
+}
+
+double bytesOf(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return static_cast<double>(t.getNumElements()) *
+         std::max(1u, t.getElementTypeBitWidth() / 8);
+}
+
+std::string nodeName(Operation *op) {
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    return loc.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+int gridRanks(Operation *op, FlatSymbolRefAttr grid) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto g = module ? module.lookupSymbol<shard::GridOp>(grid.getAttr())
+                  : shard::GridOp();
+  int ranks = 1;
+  if (g)
+    for (int64_t d : g.getShape())
+      ranks *= static_cast<int>(d);
+  return ranks;
+}
+
+} // namespace
+
+StepEstimate estimateFunction(func::FuncOp func, const DeviceSpec &device,
+                              const ProfileDB *profile) {
+  StepEstimate e;
+  func.walk([&](Operation *op) {
+    if (op == func.getOperation() || isa<func::ReturnOp>(op))
+      return;
+    std::string name = op->getName().getStringRef().str();
+    llvm::StringRef opName = llvm::StringRef(name).rsplit('.').second;
+    if (opName.empty())
+      opName = name;
+    if (profile)
+      if (auto t = profile->lookup(opName, nodeName(op))) {
+        (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
+             SendOp, RecvOp>(op)
+             ? e.communicationSeconds
+             : e.computeSeconds) += *t;
+        ++e.measuredOps;
+        return;
+      }
+    ++e.modelledOps;
+    auto collective = [&](Collective kind, Value buffer,
+                          FlatSymbolRefAttr grid) {
+      int p = gridRanks(op, grid);
+      e.communicationSeconds += collectiveTime(
+          kind, bytesOf(buffer), p, p > device.devicesPerNode, device);
+    };
+    if (auto ar = dyn_cast<shard::AllReduceOp>(op))
+      return collective(Collective::AllReduce, ar.getInput(), ar.getGridAttr());
+    if (auto ag = dyn_cast<shard::AllGatherOp>(op))
+      return collective(Collective::AllGather, ag.getResult(), ag.getGridAttr());
+    if (auto rs = dyn_cast<shard::ReduceScatterOp>(op))
+      return collective(Collective::ReduceScatter, rs.getInput(),
+                        rs.getGridAttr());
+    if (auto send = dyn_cast<SendOp>(op)) {
+      e.communicationSeconds += collectiveTime(
+          Collective::P2P, bytesOf(send.getInput()), 2, false, device);
+      return;
+    }
+    e.computeSeconds += rooflineTime(costOf(op), elementBits(op), device);
+  });
+  return e;
+}
+
+} // namespace smp

@@ -1,0 +1,5 @@
+//===- CostInterface.cpp - Work and traffic of an op ----------------------===//
+
+#include "smp/Interfaces/CostInterface.h"
+
+#include "smp/Interfaces/CostInterface.cpp.inc"
