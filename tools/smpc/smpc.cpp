@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelSummary.h"
+#include "PlanCommand.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -37,14 +38,16 @@ using namespace mlir;
 
 namespace {
 
-const char *kUsage = R"(smpc - the smp compiler: imports a model, and (in later releases) builds
-its training step and splits it over devices.
+const char *kUsage = R"(smpc - the smp compiler: imports a model, builds its training step and
+splits it over devices.
 
 USAGE
   smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
                [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
   smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
   smpc summary MODEL [--dim NAME=VALUE]...
+  smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
+               [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
   smpc ops
   smpc --help | --version
 
@@ -55,6 +58,15 @@ COMMANDS
             unless --train is given.
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
   summary   Print inputs, outputs, parameter count and an op histogram.
+  plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
+            pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
+            cost and memory models; print the plan, its predicted step
+            time, throughput and memory per device, and the runners-up.
+            Pinned flags (--tp 8, --schedule 1f1b, --shard-optimizer-state)
+            fix a dimension; the rest is searched. --cluster is a preset
+            (h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a
+            JSON file (docs/architecture.md). The model is read at one sample
+            per batch (its batch dim is bound to 1).
   ops       List the ONNX ops the importer supports.
 
 MODEL
@@ -153,7 +165,11 @@ struct Options {
   std::string precision = "fp32";
   int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
-  bool dpGiven = false;
+  bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
+       zeroGiven = false;
+  /// smpc plan.
+  std::string cluster, jsonOutput;
+  int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
@@ -253,7 +269,27 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
       opts.precision = *v;
+    } else if (a == "--cluster" || a.starts_with("--cluster=")) {
+      auto v = value("--cluster");
+      if (!v || v->empty())
+        return fail("--cluster expects a preset name or a JSON file");
+      opts.cluster = *v;
+    } else if (a == "--json" || a.starts_with("--json=")) {
+      auto v = value("--json");
+      if (!v || v->empty())
+        return fail("--json expects a file name");
+      opts.jsonOutput = *v;
+    } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
+               a == "--microbatch-size" ||
+               a.starts_with("--microbatch-size=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail(flag + " expects a positive integer");
+      (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
     } else if (a == "--schedule" || a.starts_with("--schedule=")) {
+      opts.scheduleGiven = true;
       auto v = value("--schedule");
       if (!v || !smp::schedule::parseScheduleKind(*v))
         return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
@@ -284,9 +320,9 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (flag == "--dp")
         opts.dp = n, opts.dpGiven = true;
       else if (flag == "--pp")
-        opts.pp = n;
+        opts.pp = n, opts.ppGiven = true;
       else if (flag == "--tp")
-        opts.tp = n;
+        opts.tp = n, opts.tpGiven = true;
       else if (flag == "--microbatches")
         opts.microbatches = n;
       else if (flag == "--virtual-stages")
@@ -338,10 +374,21 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     }
   }
   if (opts.command != "import" && opts.command != "summary" &&
-      opts.command != "ops" && opts.command != "compile")
+      opts.command != "ops" && opts.command != "compile" &&
+      opts.command != "plan")
     return fail("unknown command '" + opts.command + "' (see smpc --help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
+  if (opts.command == "plan") {
+    if (opts.devices < 1)
+      return fail("plan needs --devices N");
+    if (opts.cluster.empty())
+      return fail("plan needs --cluster (a preset or a JSON file)");
+    if (opts.globalBatch == 0)
+      opts.globalBatch = opts.import.batchSize > 0 ? opts.import.batchSize : 1;
+    opts.import.batchSize = 1; // profiled per sample
+    return std::nullopt;
+  }
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
   // An unset data-parallel degree takes the devices the others leave.
@@ -580,6 +627,31 @@ int main(int argc, char **argv) {
     return 1;
   if (opts.command == "compile")
     return compile(**module, opts);
+  if (opts.command == "plan") {
+    PlanCommand plan;
+    plan.devices = opts.devices;
+    plan.cluster = opts.cluster;
+    plan.globalBatch = opts.globalBatch;
+    plan.loss = opts.loss;
+    plan.optimizer = opts.optimizer;
+    plan.precision = opts.precision;
+    if (opts.dpGiven)
+      plan.dp = opts.dp;
+    if (opts.tpGiven)
+      plan.tp = opts.tp;
+    if (opts.ppGiven)
+      plan.pp = opts.pp;
+    if (opts.microbatchSize)
+      plan.microbatchSize = opts.microbatchSize;
+    if (opts.scheduleGiven)
+      plan.schedule = opts.schedule;
+    if (opts.virtualStages > 1)
+      plan.virtualStages = opts.virtualStages;
+    if (opts.zero)
+      plan.zero = true;
+    plan.jsonOutput = opts.jsonOutput;
+    return runPlan(**module, plan);
+  }
   std::string err;
   auto out = openOutputFile(opts.output, &err);
   if (!out)

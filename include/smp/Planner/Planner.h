@@ -1,0 +1,113 @@
+//===- Planner.h - Choose dp x tp x pp, micro-batches, schedule -*- C++ -*-===//
+//
+// The planner sees the model as the per-sample costs of the forward ops on
+// the parameters' path (a ModelProfile per tensor-parallel degree, from the
+// IR that smp-tensor-parallel writes for that degree), cuts them into
+// pipeline stages by dynamic programming under each stage's memory cap, and
+// prices every plan of the space with the cost model: the pipeline's
+// makespan under its schedule, tensor-parallel and pipeline messages, the
+// data-parallel gradient reduction and the optimizer step. It returns the
+// fastest plan that fits, the runners-up, and, when nothing fits, what
+// would.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_PLANNER_PLANNER_H
+#define SMP_PLANNER_PLANNER_H
+
+#include "smp/Analysis/Cost/DeviceSpec.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace smp {
+
+/// One forward op on the parameters' path, per sample of the batch.
+struct OpProfile {
+  double flops = 0;           // per sample
+  double batchBytes = 0;      // bytes moved that grow with the batch, per sample
+  double fixedBytes = 0;      // bytes that do not (weights read)
+  bool matrix = false;
+  unsigned bits = 32;
+  double savedBytes = 0;      // activations kept for the backward, per sample
+  double paramBytes = 0;      // parameters (this rank's slice) first used here
+  double tpCommBytes = 0;     // all-reduced over tp in the forward, per sample
+  bool cutAfter = false;      // a pipeline cut may follow this op
+  double boundaryBytes = 0;   // per sample, what crosses a cut after this op
+  std::string name;           // node name, for reports
+};
+
+struct ModelProfile {
+  int64_t tp = 1;
+  std::vector<OpProfile> ops;
+  double totalParamBytes = 0;  // the whole model, f32 (one tp rank's slice)
+  double maxTempBytes = 0;     // the largest single result, per sample
+  double modelFlopsPerSample = 0; // forward, whole model (all tp ranks)
+};
+
+/// Profiles `module`'s @main (imported at one sample per batch) for tensor-
+/// parallel degree `tp` (running smp-tensor-parallel on a copy; the logits
+/// of a cross-entropy loss named by `vocabOutput` split by vocabulary).
+llvm::Expected<ModelProfile> profileModel(mlir::ModuleOp module, int64_t tp,
+                                          const std::string &vocabOutput);
+
+struct PlanRequest {
+  int64_t devices = 1;
+  int64_t globalBatch = 1;       // samples per step
+  DeviceSpec device;
+  std::string optimizer = "adamw"; // sgd (no state), sgd-momentum, adam(w)
+  /// Pinned choices (unset: searched).
+  std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
+  std::optional<std::string> schedule;
+  std::optional<bool> zero, recompute;
+  /// Fraction of device memory a plan may use (the rest: runtime, fragments).
+  double memoryFraction = 0.9;
+  size_t runnersUp = 5;
+};
+
+struct Plan {
+  int64_t dp = 1, tp = 1, pp = 1, microbatchSize = 1, microbatches = 1,
+          virtualStages = 1;
+  std::string schedule = "1f1b";
+  bool zero = false, recompute = false;
+  /// Predicted.
+  double stepSeconds = 0, pipelineSeconds = 0, dataParallelSeconds = 0,
+         optimizerSeconds = 0, bubble = 0;
+  double samplesPerSecond = 0, mfu = 0;
+  std::vector<double> stageSeconds;  // forward + backward of one micro-batch
+  std::vector<double> stageMemory;   // bytes per rank of each stage
+  double peakMemory = 0;
+  std::vector<std::string> cuts;     // node names stages 1.. start at
+  std::string summary() const;       // "dp=2 tp=4 pp=8 mb=1x96 1f1b ..."
+};
+
+struct PlanResult {
+  Plan best;
+  std::vector<Plan> runnersUp;
+  size_t plansPriced = 0, plansFitting = 0;
+  double plannerSeconds = 0;
+};
+
+/// Chooses the fastest plan that fits. `module` holds @main at one sample
+/// per batch. Fails with what would make a plan fit when none does.
+llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
+                                      const PlanRequest &request,
+                                      const std::string &vocabOutput);
+
+/// The plan, its prediction and the runners-up as a text table.
+std::string formatPlanResult(const PlanResult &result,
+                             const PlanRequest &request);
+
+/// The same as JSON (for the report written beside an artifact).
+std::string planResultJson(const PlanResult &result,
+                           const PlanRequest &request);
+
+} // namespace smp
+
+#endif // SMP_PLANNER_PLANNER_H

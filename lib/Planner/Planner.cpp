@@ -1,0 +1,544 @@
+//===- Planner.cpp - Choose dp x tp x pp, micro-batches, schedule ---------===//
+//
+// The search: tp over the divisors of the devices within a node (those the
+// model's heads allow), pp over the divisors of what is left (up to the cut
+// points), dp the rest; the micro-batch size over the divisors of each
+// replica's batch; recomputation and ZeRO-1 on or off; the schedules. For
+// each (tp, pp, micro-batch, recompute, ZeRO) the stages are cut by binary
+// search on the slowest stage's time with a greedy feasibility check (each
+// stage takes the longest run of ops whose time and memory fit), which is
+// exact for contiguous stages because both limits only grow with a stage.
+//
+// Time of a step, from the cost model:
+//   pipeline     m (F + B) / (1 - bubble), F and B the slowest stage's forward
+//                and backward of one micro-batch (B = 2F, + F when
+//                recomputing), bubble the schedule's (lib/Schedule), plus the
+//                activations and gradients sent between stages
+//   data parallel  the gradient all-reduce of the largest stage (exposed)
+//   optimizer    streaming the parameters, gradients and state once
+// Memory of a rank of stage s: parameters, gradients (f32), optimizer state
+// (/dp with ZeRO-1), activations of the micro-batches in flight (1F1B and
+// ZB-H1: min(p - s, m); GPipe: m; interleaved: x (1 + (p-1)/(p v))); with
+// recomputation only the stage's input per micro-batch plus one micro-
+// batch's activations; and a workspace of the largest temporary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/Planner/Planner.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "smp/Analysis/Cost/CostModel.h"
+#include "smp/Schedule/PipelineSchedule.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace smp {
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t k = 1; k * k <= n; ++k)
+    if (n % k == 0) {
+      d.push_back(k);
+      if (k != n / k)
+        d.push_back(n / k);
+    }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+std::string human(double bytes) {
+  char buf[32];
+  if (bytes >= 1e9)
+    snprintf(buf, sizeof(buf), "%.1f GB", bytes / 1e9);
+  else if (bytes >= 1e6)
+    snprintf(buf, sizeof(buf), "%.1f MB", bytes / 1e6);
+  else
+    snprintf(buf, sizeof(buf), "%.1f KB", bytes / 1e3);
+  return buf;
+}
+
+/// One tensor-parallel degree's profile with the micro-batch's op times.
+struct Stages {
+  const ModelProfile &profile;
+  const DeviceSpec &device;
+  int64_t b; // micro-batch size
+  std::vector<double> fwd, saved, params, tpComm; // per op
+  std::vector<size_t> cuts;                       // ops a stage may end after
+
+  Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b)
+      : profile(profile), device(device), b(b) {
+    int64_t tp = profile.tp;
+    for (size_t i = 0; i < profile.ops.size(); ++i) {
+      const OpProfile &o = profile.ops[i];
+      OpCost c;
+      c.flops = o.flops * b;
+      c.bytesRead = o.batchBytes * b + o.fixedBytes;
+      c.matrix = o.matrix;
+      double comm =
+          o.tpCommBytes > 0
+              ? collectiveTime(Collective::AllReduce, o.tpCommBytes * b,
+                               static_cast<int>(tp), tp > device.devicesPerNode,
+                               device)
+              : 0;
+      fwd.push_back(rooflineTime(c, o.bits, device));
+      tpComm.push_back(comm);
+      saved.push_back(o.savedBytes * b);
+      params.push_back(o.paramBytes);
+      if (o.cutAfter)
+        cuts.push_back(i);
+    }
+  }
+};
+
+struct Candidate {
+  int64_t tp, pp, dp, b, m;
+  bool zero, recompute;
+};
+
+double optimizerStateFactor(const std::string &optimizer) {
+  if (optimizer == "sgd")
+    return 0;
+  if (optimizer == "sgd-momentum")
+    return 1;
+  return 2; // adam, adamw: exp_avg and exp_avg_sq
+}
+
+/// In-flight micro-batches of stage s.
+double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,
+                int64_t v) {
+  if (schedule == "gpipe")
+    return static_cast<double>(m);
+  double base = std::min<double>(p - s, m);
+  if (schedule == "interleaved")
+    base *= 1.0 + (p - 1.0) / (p * static_cast<double>(v));
+  return base;
+}
+
+struct Partition {
+  bool ok = false;
+  std::vector<size_t> ends;   // last op of each stage
+  std::vector<double> time;   // F + B of one micro-batch, per stage
+  std::vector<double> memory; // per rank
+};
+
+class Evaluator {
+public:
+  Evaluator(const Stages &st, const PlanRequest &req, const Candidate &c,
+            const std::string &schedule, int64_t v)
+      : st(st), req(req), c(c), schedule(schedule), v(v) {
+    size_t n = st.fwd.size();
+    prefixTime.assign(n + 1, 0);
+    prefixSaved.assign(n + 1, 0);
+    prefixParams.assign(n + 1, 0);
+    for (size_t i = 0; i < n; ++i) {
+      double f = st.fwd[i] + st.tpComm[i];
+      double bwd = 2 * st.fwd[i] + st.tpComm[i] + (c.recompute ? f : 0);
+      prefixTime[i + 1] = prefixTime[i] + f + bwd;
+      prefixSaved[i + 1] = prefixSaved[i] + st.saved[i];
+      prefixParams[i + 1] = prefixParams[i] + st.params[i];
+    }
+  }
+
+  double time(size_t begin, size_t end) const {
+    return prefixTime[end] - prefixTime[begin];
+  }
+
+  double memory(size_t begin, size_t end, int64_t s) const {
+    double params = prefixParams[end] - prefixParams[begin];
+    double state = params * optimizerStateFactor(req.optimizer);
+    if (c.zero)
+      state /= static_cast<double>(c.dp);
+    double activations = prefixSaved[end] - prefixSaved[begin];
+    double boundary =
+        begin == 0 ? 0 : st.profile.ops[begin - 1].boundaryBytes * st.b;
+    double held = c.recompute
+                      ? inflight(schedule, s, c.pp, c.m, v) * boundary + activations
+                      : inflight(schedule, s, c.pp, c.m, v) * activations;
+    double workspace = 2 * st.profile.maxTempBytes * st.b;
+    return 2 * params + state + held + workspace;
+  }
+
+  /// The stages whose slowest is at most `limit` and whose memory fits.
+  Partition greedy(double limit, double cap) const {
+    Partition part;
+    size_t n = st.fwd.size(), begin = 0, cut = 0;
+    for (int64_t s = 0; s < c.pp; ++s) {
+      bool last = s == c.pp - 1;
+      size_t end = begin;
+      if (last) {
+        end = n;
+      } else {
+        // The longest run ending at a cut point that fits; at least one cut.
+        size_t best = 0;
+        bool found = false;
+        for (size_t k = cut; k < st.cuts.size(); ++k) {
+          size_t e = st.cuts[k] + 1;
+          if (e <= begin)
+            continue;
+          if (e >= n)
+            break;
+          if (time(begin, e) > limit || memory(begin, e, s) > cap)
+            break;
+          best = e;
+          found = true;
+          cut = k + 1;
+        }
+        if (!found)
+          return part;
+        end = best;
+      }
+      if (end <= begin || time(begin, end) > limit ||
+          memory(begin, end, s) > cap)
+        return part;
+      part.ends.push_back(end - 1);
+      part.time.push_back(time(begin, end));
+      part.memory.push_back(memory(begin, end, s));
+      begin = end;
+    }
+    part.ok = begin == n;
+    return part;
+  }
+
+  Partition partition(double cap) const {
+    size_t n = st.fwd.size();
+    if (c.pp == 1) {
+      Partition p;
+      p.ends = {n - 1};
+      p.time = {time(0, n)};
+      p.memory = {memory(0, n, 0)};
+      p.ok = p.memory[0] <= cap;
+      return p;
+    }
+    if (static_cast<int64_t>(st.cuts.size()) < c.pp - 1)
+      return Partition();
+    double lo = 0, hi = time(0, n);
+    for (size_t i = 0; i < n; ++i)
+      lo = std::max(lo, time(i, i + 1));
+    Partition best = greedy(hi, cap);
+    if (!best.ok)
+      return best;
+    for (int iter = 0; iter < 40 && hi - lo > 1e-9 * hi; ++iter) {
+      double mid = 0.5 * (lo + hi);
+      Partition p = greedy(mid, cap);
+      if (p.ok) {
+        best = p;
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    return best;
+  }
+
+  const Stages &st;
+  const PlanRequest &req;
+  Candidate c;
+  std::string schedule;
+  int64_t v;
+  std::vector<double> prefixTime, prefixSaved, prefixParams;
+};
+
+bool crossNode(int64_t span, const DeviceSpec &d) {
+  return span > d.devicesPerNode;
+}
+
+} // namespace
+
+std::string Plan::summary() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "dp=" << dp << " tp=" << tp << " pp=" << pp << " micro-batch "
+     << microbatchSize << " x " << microbatches << " " << schedule;
+  if (virtualStages > 1)
+    os << " v=" << virtualStages;
+  if (zero)
+    os << " zero-1";
+  if (recompute)
+    os << " recompute";
+  return s;
+}
+
+llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
+                                      const PlanRequest &req,
+                                      const std::string &vocabOutput) {
+  auto start = std::chrono::steady_clock::now();
+  const DeviceSpec &d = req.device;
+  PlanResult result;
+  if (req.devices < 1 || req.globalBatch < 1)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the plan needs devices >= 1 and a global "
+                                   "batch >= 1");
+  // Profiles per tensor-parallel degree (within a node, dividing the heads).
+  std::map<int64_t, ModelProfile> profiles;
+  std::vector<std::string> refusals;
+  auto base = profileModel(module, 1, vocabOutput);
+  if (!base)
+    return base.takeError();
+  double modelFlops = base->modelFlopsPerSample;
+  for (int64_t tp : divisors(req.devices)) {
+    if (req.tp && tp != *req.tp)
+      continue;
+    if (!req.tp && tp > d.devicesPerNode)
+      continue;
+    if (tp == 1) {
+      profiles.emplace(1, *base);
+      continue;
+    }
+    auto p = profileModel(module, tp, vocabOutput);
+    if (!p) {
+      refusals.push_back("tp " + std::to_string(tp) + ": " +
+                         llvm::toString(p.takeError()));
+      continue;
+    }
+    profiles.emplace(tp, std::move(*p));
+  }
+  double cap = d.memoryBytes * req.memoryFraction;
+  std::vector<Plan> plans;
+  double smallestMemory = std::numeric_limits<double>::infinity();
+  std::string smallestPlan;
+  for (auto &[tp, profile] : profiles) {
+    for (int64_t pp : divisors(req.devices / tp)) {
+      if (req.pp && pp != *req.pp)
+        continue;
+      int64_t dp = req.devices / (tp * pp);
+      if (req.dp && dp != *req.dp)
+        continue;
+      if (req.globalBatch % dp != 0)
+        continue;
+      int64_t perReplica = req.globalBatch / dp;
+      for (int64_t b : divisors(perReplica)) {
+        if (req.microbatchSize ? b != *req.microbatchSize : b > 64)
+          continue;
+        int64_t m = perReplica / b;
+        if (pp > 1 && m < pp && !req.microbatchSize)
+          continue; // a pipeline needs micro-batches to fill it
+        Stages st(profile, d, b);
+        if (static_cast<int64_t>(st.cuts.size()) < pp - 1)
+          continue;
+        for (bool recompute : {false, true}) {
+          if (req.recompute && recompute != *req.recompute)
+            continue;
+          for (bool zero : {false, true}) {
+            if (zero && dp == 1)
+              continue;
+            if (req.zero && zero != *req.zero)
+              continue;
+            Candidate c{tp, pp, dp, b, m, zero, recompute};
+            std::vector<std::pair<std::string, int64_t>> schedules;
+            if (pp == 1) {
+              schedules.push_back({"1f1b", 1});
+            } else {
+              for (const char *s : {"1f1b", "zb-h1", "gpipe"})
+                schedules.push_back({s, 1});
+              for (int64_t v : {2, 4})
+                if (m % pp == 0 &&
+                    static_cast<int64_t>(st.cuts.size()) >= pp * v - 1)
+                  schedules.push_back({"interleaved", v});
+            }
+            for (auto &[schedule, v] : schedules) {
+              if (req.schedule && *req.schedule != schedule)
+                continue;
+              if (req.virtualStages && *req.virtualStages != v)
+                continue;
+              ++result.plansPriced;
+              Evaluator ev(st, req, c, schedule, v);
+              Partition part = ev.partition(cap);
+              if (!part.ok) {
+                // Remember how close the smallest plan came.
+                Partition loose = ev.partition(
+                    std::numeric_limits<double>::infinity());
+                if (loose.ok) {
+                  double peak = *std::max_element(loose.memory.begin(),
+                                                  loose.memory.end());
+                  if (peak < smallestMemory) {
+                    smallestMemory = peak;
+                    Plan p;
+                    p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
+                    p.microbatches = m, p.schedule = schedule, p.zero = zero,
+                    p.recompute = recompute, p.virtualStages = v;
+                    smallestPlan = p.summary();
+                  }
+                }
+                continue;
+              }
+              Plan p;
+              p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
+              p.microbatches = m, p.schedule = schedule, p.zero = zero,
+              p.recompute = recompute, p.virtualStages = v;
+              p.stageSeconds = part.time;
+              p.stageMemory = part.memory;
+              p.peakMemory =
+                  *std::max_element(part.memory.begin(), part.memory.end());
+              for (size_t s = 0; s + 1 < part.ends.size(); ++s)
+                p.cuts.push_back(profile.ops[part.ends[s] + 1].name);
+              double slowest =
+                  *std::max_element(part.time.begin(), part.time.end());
+              double bubble = 0;
+              if (pp > 1) {
+                auto kind = *schedule::parseScheduleKind(schedule);
+                bubble = schedule::unitCostBubbleFraction(
+                    kind, static_cast<int>(pp), static_cast<int>(m),
+                    static_cast<int>(v));
+                if (bubble < 0)
+                  continue;
+              }
+              // Activations forward and gradients back across every cut,
+              // on the critical path once per stage of the fill/drain.
+              double p2p = 0;
+              for (size_t s = 0; s + 1 < part.ends.size(); ++s)
+                p2p = std::max(p2p, collectiveTime(
+                                        Collective::P2P,
+                                        profile.ops[part.ends[s]].boundaryBytes * b,
+                                        2, crossNode(tp * pp, d), d));
+              p.bubble = bubble;
+              p.pipelineSeconds = m * slowest / (1 - bubble) +
+                                  2 * (pp - 1) * v * p2p;
+              double stageParams = 0;
+              for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
+                stageParams = std::max(
+                    stageParams,
+                    ev.prefixParams[part.ends[s] + 1] - ev.prefixParams[begin]);
+                begin = part.ends[s] + 1;
+              }
+              p.dataParallelSeconds =
+                  dp > 1 ? collectiveTime(Collective::AllReduce, stageParams, 
+                                          static_cast<int>(dp),
+                                          crossNode(dp * tp * pp, d), d)
+                         : 0;
+              double touched =
+                  stageParams * (3 + 2 * optimizerStateFactor(req.optimizer)) /
+                  (zero ? dp : 1);
+              p.optimizerSeconds = touched / d.memoryBandwidth;
+              p.stepSeconds =
+                  p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;
+              p.samplesPerSecond = req.globalBatch / p.stepSeconds;
+              double peak = profile.ops.empty() ? 0
+                            : profile.ops.front().bits <= 16 ? d.matrixFlops16
+                                                             : d.matrixFlops32;
+              p.mfu = 3 * modelFlops * req.globalBatch /
+                      (p.stepSeconds * req.devices * peak);
+              plans.push_back(p);
+            }
+          }
+        }
+      }
+    }
+  }
+  result.plansFitting = plans.size();
+  result.plannerSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  if (plans.empty()) {
+    std::string msg = "no plan fits " + std::to_string(req.devices) + " x " +
+                      d.name + " (" + human(cap) + " usable per device) for a "
+                      "global batch of " + std::to_string(req.globalBatch);
+    if (!smallestPlan.empty())
+      msg += "; the smallest needs " + human(smallestMemory) + " per device (" +
+             smallestPlan + "): add devices" +
+             (req.zero && !*req.zero ? ", allow ZeRO-1" : "") +
+             (req.recompute && !*req.recompute ? ", allow recomputation" : "") +
+             ", or use a smaller micro-batch";
+    for (const std::string &r : refusals)
+      msg += "; " + r;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  }
+  std::sort(plans.begin(), plans.end(), [](const Plan &a, const Plan &b) {
+    if (a.stepSeconds != b.stepSeconds)
+      return a.stepSeconds < b.stepSeconds;
+    return a.peakMemory < b.peakMemory;
+  });
+  result.best = plans.front();
+  for (size_t i = 1; i < plans.size() && result.runnersUp.size() < req.runnersUp;
+       ++i)
+    result.runnersUp.push_back(plans[i]);
+  return result;
+}
+
+std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  const Plan &p = r.best;
+  os << "plan for " << req.devices << " x " << req.device.name
+     << ", global batch " << req.globalBatch << ": " << p.summary() << "\n"
+     << llvm::format("  predicted step %.4g s (pipeline %.4g s, bubble %.1f%%, "
+                     "data-parallel all-reduce %.4g s, optimizer %.4g s)\n",
+                     p.stepSeconds, p.pipelineSeconds, 100 * p.bubble,
+                     p.dataParallelSeconds, p.optimizerSeconds)
+     << llvm::format("  throughput %.4g samples/s, MFU %.1f%%\n",
+                     p.samplesPerSecond, 100 * p.mfu)
+     << "  memory per device: " << human(p.peakMemory) << " of "
+     << human(req.device.memoryBytes);
+  if (p.pp > 1) {
+    os << " (stages:";
+    for (double m : p.stageMemory)
+      os << " " << human(m);
+    os << ")";
+  }
+  os << "\n";
+  if (!p.cuts.empty()) {
+    os << "  stages start at:";
+    for (const std::string &c : p.cuts)
+      os << " " << c;
+    os << "\n";
+  }
+  os << "  why: the fastest of " << r.plansFitting << " plans that fit ("
+     << r.plansPriced << " priced in "
+     << llvm::format("%.2f", r.plannerSeconds) << " s)\n";
+  if (!r.runnersUp.empty()) {
+    os << "runners-up:\n"
+       << llvm::format("  %-56s %10s %8s %10s\n", "plan", "step (s)", "MFU",
+                       "memory");
+    for (const Plan &q : r.runnersUp)
+      os << llvm::format("  %-56s %10.4g %7.1f%% %10s\n", q.summary().c_str(),
+                         q.stepSeconds, 100 * q.mfu, human(q.peakMemory).c_str());
+  }
+  return s;
+}
+
+std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
+  auto planJson = [](const Plan &p) {
+    llvm::json::Array stages;
+    for (size_t s = 0; s < p.stageSeconds.size(); ++s)
+      stages.push_back(llvm::json::Object{{"seconds", p.stageSeconds[s]},
+                                          {"memory_bytes", p.stageMemory[s]}});
+    llvm::json::Array cuts;
+    for (const std::string &c : p.cuts)
+      cuts.push_back(c);
+    return llvm::json::Object{
+        {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp},
+        {"microbatch_size", p.microbatchSize},
+        {"microbatches", p.microbatches}, {"schedule", p.schedule},
+        {"virtual_stages", p.virtualStages}, {"zero", p.zero},
+        {"recompute", p.recompute}, {"step_seconds", p.stepSeconds},
+        {"pipeline_seconds", p.pipelineSeconds}, {"bubble", p.bubble},
+        {"data_parallel_seconds", p.dataParallelSeconds},
+        {"optimizer_seconds", p.optimizerSeconds},
+        {"samples_per_second", p.samplesPerSecond}, {"mfu", p.mfu},
+        {"peak_memory_bytes", p.peakMemory}, {"stages", std::move(stages)},
+        {"cuts", std::move(cuts)}};
+  };
+  llvm::json::Array runners;
+  for (const Plan &p : r.runnersUp)
+    runners.push_back(planJson(p));
+  llvm::json::Object root{
+      {"devices", req.devices},      {"device", req.device.name},
+      {"global_batch", req.globalBatch},
+      {"best", planJson(r.best)},     {"runners_up", std::move(runners)},
+      {"plans_priced", static_cast<int64_t>(r.plansPriced)},
+      {"plans_fitting", static_cast<int64_t>(r.plansFitting)},
+      {"planner_seconds", r.plannerSeconds}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return s;
+}
+
+} // namespace smp

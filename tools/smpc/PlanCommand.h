@@ -1,0 +1,24 @@
+//===- PlanCommand.h - smpc plan --------------------------------*- C++ -*-===//
+
+#ifndef SMPC_PLANCOMMAND_H
+#define SMPC_PLANCOMMAND_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+
+struct PlanCommand {
+  int64_t devices = 1, globalBatch = 1;
+  std::string cluster, loss, optimizer = "adamw", precision = "fp32",
+      jsonOutput;
+  std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
+  std::optional<std::string> schedule;
+  std::optional<bool> zero;
+};
+
+/// Plans the training of `module` (imported at one sample per batch) and
+/// prints the plan; returns the exit code.
+int runPlan(mlir::ModuleOp module, const PlanCommand &cmd);
+
+#endif // SMPC_PLANCOMMAND_H
