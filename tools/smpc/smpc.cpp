@@ -118,6 +118,11 @@ PARALLELISM (compile --train)
                        --batch-size / D samples of every global batch and
                        the gradients are summed across ranks, so the step
                        equals the one-device step. Run with smprun -n D.
+  --checkpoint-activations none|full|selective
+                       Recompute activations in the backward instead of
+                       keeping them: full keeps only the residual stream
+                       between half-layers, selective recomputes the
+                       attention cores (scores, mask, softmax).
   --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
                        to X MiB (default 25), each right after the backward
                        computes its last gradient; 0: one per gradient.
@@ -269,6 +274,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
       opts.precision = *v;
+    } else if (a == "--checkpoint-activations" ||
+               a.starts_with("--checkpoint-activations=")) {
+      auto v = value("--checkpoint-activations");
+      if (!v || (*v != "none" && *v != "full" && *v != "selective"))
+        return fail("--checkpoint-activations expects none, full or "
+                    "selective");
+      if (*v != "none")
+        opts.trainOptions.push_back("recompute=" + *v);
     } else if (a == "--cluster" || a.starts_with("--cluster=")) {
       auto v = value("--cluster");
       if (!v || v->empty())

@@ -104,6 +104,8 @@ std::string elementsToBytes(DenseElementsAttr attr, size_t elementBytes) {
 /// Converts an op's attributes to artifact attributes.
 llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
   for (NamedAttribute named : op->getAttrDictionary()) {
+    if (named.getName().getValue().starts_with("smp."))
+      continue; // compiler annotations (stages, recomputation), not semantics
     pb::Attribute attr;
     Attribute a = named.getValue();
     if (auto b = dyn_cast<BoolAttr>(a))

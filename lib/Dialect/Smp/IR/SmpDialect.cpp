@@ -120,7 +120,7 @@ LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be an integer";
     return success();
   }
-  if (name == kBackwardAttr) {
+  if (name == kBackwardAttr || name == "smp.recomputed") {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();
@@ -128,6 +128,24 @@ LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
   if (name == kPlacementAttr || name == kScheduleAttr) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a string";
+    return success();
+  }
+  if (name == kModelAttr) {
+    auto kind = dyn_cast<StringAttr>(attr.getValue());
+    if (!kind || kind.getValue().empty())
+      return op->emitError() << "'" << name
+                             << "' must be a non-empty string naming the "
+                                "generated model's kind";
+    return success();
+  }
+  if (name == kModelConfigAttr) {
+    auto config = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!config || llvm::any_of(config, [](NamedAttribute entry) {
+          return !isa<IntegerAttr>(entry.getValue());
+        }))
+      return op->emitError() << "'" << name
+                             << "' must be a dictionary of integers (the "
+                                "generated model's sizes)";
     return success();
   }
   if (name == kStageCostsAttr) {

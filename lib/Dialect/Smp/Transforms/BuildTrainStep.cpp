@@ -11,6 +11,7 @@
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "Recompute.h"
 #include "llvm/Support/Regex.h"
 
 #include <limits>
@@ -544,6 +545,18 @@ struct SmpBuildTrainStepPass
       auto g = differentiate(b, body, loss32, params);
       if (failed(g))
         return failure();
+      if (recompute != "none") {
+        SmallVector<Operation *> fwd;
+        for (Operation &op : body) {
+          if (&op == mark->getNextNode())
+            break;
+          auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
+          if (mb && mb.getInt() == i && !op.hasAttr(SmpDialect::kBackwardAttr))
+            fwd.push_back(&op);
+        }
+        recomputeActivations(fwd, std::next(mark->getIterator()),
+                             b.getInsertionPoint(), recompute);
+      }
       for (auto [k, gk] : llvm::enumerate(*g)) {
         if (!gk)
           continue;
@@ -713,6 +726,9 @@ struct SmpBuildTrainStepPass
                });
     if (microbatches < 1)
       return f.emitError() << "microbatches must be >= 1, got " << static_cast<int64_t>(microbatches);
+    if (recompute != "none" && recompute != "full" && recompute != "selective")
+      return f.emitError() << "unknown recompute mode '" << recompute
+                           << "' (expected none, full or selective)";
     if (unrolled && lossScaling)
       return f.emitError() << "fp16 loss scaling with micro-batches or "
                               "pipeline stages is not supported yet";
@@ -790,9 +806,21 @@ struct SmpBuildTrainStepPass
         scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
       }
       Value target = scale ? Value(MulOp::create(b, loc, loss32, scale)) : loss32;
+      Operation *mark = lastBefore(b);
       grads = differentiate(b, body, target, params);
       if (failed(grads))
         return failure();
+      if (recompute != "none" && mark) {
+        SmallVector<Operation *> fwd;
+        for (Operation &op : body) {
+          if (!op.hasTrait<OpTrait::ConstantLike>())
+            fwd.push_back(&op);
+          if (&op == mark)
+            break;
+        }
+        recomputeActivations(fwd, std::next(mark->getIterator()),
+                             b.getInsertionPoint(), recompute);
+      }
     }
     bool zero = dp > 1 && shardOptimizerState;
     if (zero && scale) {

@@ -82,6 +82,11 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "ZeRO-1 (with dp > 1): reduce-scatter each flattened gradient, "
            "keep 1/dp of the optimizer state per rank, update that shard of "
            "the parameter, and all-gather the parameter">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "activation checkpointing: none; full (the backward recomputes "
+           "the forward between cut points from their inputs, so only the "
+           "residual stream between half-layers stays alive); selective "
+           "(recompute only the attention cores: scores, mask, softmax)">,
     Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
            "data parallel without ZeRO: gradients of one stage are all-"
            "reduced in buckets of up to this many MiB (flattened and "

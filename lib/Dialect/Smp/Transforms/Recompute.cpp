@@ -1,0 +1,185 @@
+//===- Recompute.cpp - Activation checkpointing in the built backward -----===//
+//
+// After autodiff, the backward reads forward values directly, which keeps
+// every activation alive from the forward to the backward. Recomputation
+// gives the backward its own copies: the forward ops of a segment are cloned
+// right before the first backward op that reads one of the segment's
+// values, and the backward reads the clones. The originals die at the end
+// of the forward; only the segment's inputs (the checkpoints) stay alive.
+//
+//   full       segments are the stretches of the forward between cut points
+//              (where the fewest values cross: the residual stream between
+//              half-layers), so a transformer keeps one hidden state per
+//              half-layer and recomputes the rest.
+//   selective  segments are the attention cores: the scores' batched matmul
+//              of two activations, the elementwise ops after it (scale,
+//              mask) and the softmax; the checkpoints are Q and K (as in
+//              Korthikanti et al. 2022, which keeps the linear layers'
+//              outputs and recomputes the quadratic part).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Recompute.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace smp {
+namespace {
+
+/// The forward's segments between cut points (full recomputation).
+SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
+  llvm::DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(fwd))
+    position[op] = i;
+  size_t n = fwd.size();
+  std::vector<int64_t> delta(n + 1, 0);
+  for (auto [i, op] : llvm::enumerate(fwd))
+    for (Value r : op->getResults()) {
+      size_t last = i;
+      for (Operation *user : r.getUsers())
+        if (auto it = position.find(user); it != position.end())
+          last = std::max(last, it->second);
+      if (last > i) {
+        delta[i + 1] += 1;
+        if (last + 1 <= n)
+          delta[last + 1] -= 1;
+      }
+    }
+  int64_t crossing = 0, fewest = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> at(n + 1, 0);
+  for (size_t k = 1; k <= n; ++k) {
+    crossing += delta[k];
+    at[k] = crossing;
+    if (k < n)
+      fewest = std::min(fewest, crossing);
+  }
+  SmallVector<SmallVector<Operation *>> segments(1);
+  for (size_t i = 0; i < n; ++i) {
+    segments.back().push_back(fwd[i]);
+    if (i + 1 < n && at[i + 1] == fewest)
+      segments.emplace_back();
+  }
+  return segments;
+}
+
+/// The attention cores (selective recomputation).
+SmallVector<SmallVector<Operation *>>
+attentionCores(ArrayRef<Operation *> fwd) {
+  llvm::DenseSet<Operation *> inForward(fwd.begin(), fwd.end());
+  SmallVector<SmallVector<Operation *>> cores;
+  for (Operation *op : fwd) {
+    if (!isa<SoftmaxOp>(op))
+      continue;
+    SmallVector<Operation *> chain{op};
+    Operation *cur = op;
+    bool found = false;
+    while (true) {
+      // Follow the largest operand computed in the forward (the scores,
+      // not a broadcast mask or scale).
+      Operation *next = nullptr;
+      int64_t largest = -1;
+      for (Value v : cur->getOperands()) {
+        Operation *d = v.getDefiningOp();
+        if (!d || !inForward.count(d) || d->hasTrait<OpTrait::ConstantLike>())
+          continue;
+        int64_t n = cast<RankedTensorType>(v.getType()).getNumElements();
+        if (n > largest) {
+          largest = n;
+          next = d;
+        }
+      }
+      if (!next)
+        break;
+      if (auto mm = dyn_cast<MatMulOp>(next)) {
+        Operation *l = mm.getLhs().getDefiningOp(), *r = mm.getRhs().getDefiningOp();
+        if (l && r && inForward.count(l) && inForward.count(r)) {
+          chain.push_back(next);
+          found = true;
+        }
+        break;
+      }
+      if (!next->hasTrait<OpTrait::Elementwise>() &&
+          !isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(next))
+        break;
+      chain.push_back(next);
+      cur = next;
+    }
+    if (found)
+      cores.push_back(SmallVector<Operation *>(chain.rbegin(), chain.rend()));
+  }
+  return cores;
+}
+
+} // namespace
+
+size_t recomputeActivations(ArrayRef<Operation *> forward, Block::iterator
+                                                               backwardBegin,
+                            Block::iterator backwardEnd, StringRef mode) {
+  SmallVector<SmallVector<Operation *>> segments =
+      mode == "full" ? fullSegments(forward) : attentionCores(forward);
+  // Backward ops, in order, and their positions.
+  SmallVector<Operation *> backward;
+  for (auto it = backwardBegin; it != backwardEnd; ++it)
+    backward.push_back(&*it);
+  llvm::DenseMap<Operation *, size_t> bwdIndex;
+  for (auto [i, op] : llvm::enumerate(backward))
+    bwdIndex[op] = i;
+  size_t cloned = 0;
+  for (auto &segment : segments) {
+    llvm::DenseSet<Operation *> members(segment.begin(), segment.end());
+    // Full: values defined in the segment that later forward segments read
+    // are checkpoints, which the backward keeps reading (they are the next
+    // segment's recomputation's inputs). Selective: the core's values are
+    // all recomputed, also the probabilities the forward goes on to use.
+    llvm::DenseSet<Value> checkpoint;
+    for (Operation *op : mode == "full" ? segment : ArrayRef<Operation *>())
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (!members.count(user) && !bwdIndex.count(user))
+            checkpoint.insert(r);
+    // The first backward op that reads a recomputable value.
+    size_t first = backward.size();
+    for (Operation *op : segment)
+      for (Value r : op->getResults())
+        if (!checkpoint.count(r))
+          for (Operation *user : r.getUsers())
+            if (auto it = bwdIndex.find(user); it != bwdIndex.end())
+              first = std::min(first, it->second);
+    if (first == backward.size())
+      continue;
+    OpBuilder b(backward[first]);
+    IRMapping map;
+    for (Operation *op : segment) {
+      Operation *copy = b.clone(*op, map);
+      // Marked, so that CSE does not merge the copy back into the original.
+      copy->setAttr("smp.recomputed", b.getUnitAttr());
+      for (auto [orig, mine] : llvm::zip(op->getResults(), copy->getResults()))
+        if (!checkpoint.count(orig))
+          map.map(orig, mine);
+        else
+          map.map(orig, orig);
+      ++cloned;
+    }
+    for (Operation *op : segment)
+      for (Value r : op->getResults()) {
+        if (checkpoint.count(r))
+          continue;
+        Value mine = map.lookup(r);
+        r.replaceUsesWithIf(mine, [&](OpOperand &use) {
+          return bwdIndex.count(use.getOwner()) != 0;
+        });
+      }
+  }
+  return cloned;
+}
+
+} // namespace smp
+
