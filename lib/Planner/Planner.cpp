@@ -378,7 +378,10 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
               p.peakMemory =
                   *std::max_element(part.memory.begin(), part.memory.end());
               for (size_t s = 0; s + 1 < part.ends.size(); ++s)
-                p.cuts.push_back(profile.ops[part.ends[s] + 1].name);
+                p.cuts.push_back(
+                    profile.ops[part.ends[s] + 1].name.empty()
+                        ? "op #" + std::to_string(part.ends[s] + 1)
+                        : profile.ops[part.ends[s] + 1].name);
               double slowest =
                   *std::max_element(part.time.begin(), part.time.end());
               double bubble = 0;

@@ -39,17 +39,23 @@ std::string vocabOutput(ModuleOp module, const std::string &loss) {
 
 } // namespace
 
-int runPlan(ModuleOp module, const PlanCommand &cmd) {
+/// Runs the planner for `cmd`; prints errors.
+static std::optional<std::pair<smp::PlanResult, smp::PlanRequest>>
+plan(ModuleOp module, const PlanCommand &cmd) {
   auto device = smp::loadDeviceSpec(cmd.cluster);
-  if (!device)
-    return fail(llvm::toString(device.takeError()));
+  if (!device) {
+    fail(llvm::toString(device.takeError()));
+    return std::nullopt;
+  }
   if (cmd.precision != "fp32") {
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
     smp::SmpMixedPrecisionPassOptions options;
     options.precision = cmd.precision;
     pm.nest<func::FuncOp>().addPass(smp::createSmpMixedPrecisionPass(options));
-    if (failed(pm.run(module)))
-      return fail("cannot apply --precision " + cmd.precision);
+    if (failed(pm.run(module))) {
+      fail("cannot apply --precision " + cmd.precision);
+      return std::nullopt;
+    }
   }
   smp::PlanRequest req;
   req.devices = cmd.devices;
@@ -64,8 +70,29 @@ int runPlan(ModuleOp module, const PlanCommand &cmd) {
   req.schedule = cmd.schedule;
   req.zero = cmd.zero;
   auto result = smp::choosePlan(module, req, vocabOutput(module, cmd.loss));
-  if (!result)
-    return fail(llvm::toString(result.takeError()));
+  if (!result) {
+    fail(llvm::toString(result.takeError()));
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*result), req);
+}
+
+std::optional<smp::Plan> choosePlanForCompile(ModuleOp module,
+                                              const PlanCommand &cmd,
+                                              std::string &json) {
+  auto planned = plan(module, cmd);
+  if (!planned)
+    return std::nullopt;
+  json = smp::planResultJson(planned->first, planned->second);
+  return planned->first.best;
+}
+
+int runPlan(ModuleOp module, const PlanCommand &cmd) {
+  auto planned = plan(module, cmd);
+  if (!planned)
+    return 1;
+  auto *result = &planned->first;
+  const smp::PlanRequest &req = planned->second;
   llvm::outs() << smp::formatPlanResult(*result, req);
   if (!cmd.jsonOutput.empty()) {
     std::string err;

@@ -4,6 +4,7 @@
 #define SMPC_PLANCOMMAND_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "smp/Planner/Planner.h"
 
 #include <optional>
 #include <string>
@@ -20,5 +21,11 @@ struct PlanCommand {
 /// Plans the training of `module` (imported at one sample per batch) and
 /// prints the plan; returns the exit code.
 int runPlan(mlir::ModuleOp module, const PlanCommand &cmd);
+
+/// The planner's choice for `smpc compile --devices N` (errors printed);
+/// `json` gets the report.
+std::optional<smp::Plan> choosePlanForCompile(mlir::ModuleOp module,
+                                              const PlanCommand &cmd,
+                                              std::string &json);
 
 #endif // SMPC_PLANCOMMAND_H

@@ -172,8 +172,10 @@ struct Options {
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
   bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
        zeroGiven = false;
-  /// smpc plan.
+  /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput;
+  bool autoPlan = false;
+  std::string autoPlanJson;
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
@@ -188,6 +190,8 @@ int fail(const llvm::Twine &msg) {
   llvm::errs() << "smpc: error: " << msg << "\n";
   return 1;
 }
+
+std::optional<int> finishParallelOptions(Options &opts);
 
 /// Parses argv; returns an exit code when the program should stop.
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
@@ -404,6 +408,24 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   }
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
+  // Devices without any pinned degree: the planner chooses (in main).
+  if (opts.command == "compile" && opts.train && opts.devices > 1 &&
+      !opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
+      opts.microbatches == 0) {
+    if (opts.import.batchSize <= 0)
+      return fail("--devices without --dp/--tp/--pp needs a global "
+                  "--batch-size for the planner");
+    opts.autoPlan = true;
+    opts.globalBatch = opts.import.batchSize;
+    if (opts.cluster.empty())
+      opts.cluster = opts.target == "cuda" ? "h100-sxm-80g" : "cpu";
+    return std::nullopt;
+  }
+  return finishParallelOptions(opts);
+}
+
+/// Checks and derives the parallel degrees and each rank's batch.
+std::optional<int> finishParallelOptions(Options &opts) {
   // An unset data-parallel degree takes the devices the others leave.
   if (!opts.dpGiven && opts.devices > 0) {
     if (opts.devices % (opts.tp * opts.pp) != 0)
@@ -635,11 +657,60 @@ int main(int argc, char **argv) {
   smp::registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  if (opts.autoPlan) {
+    // Plan on the model at one sample per batch, then compile that plan.
+    Options perSample = opts;
+    perSample.import.batchSize = 1;
+    auto model = loadModule(ctx, perSample);
+    if (failed(model))
+      return 1;
+    PlanCommand cmd;
+    cmd.devices = opts.devices;
+    cmd.cluster = opts.cluster;
+    cmd.globalBatch = opts.globalBatch;
+    cmd.loss = opts.loss;
+    cmd.optimizer = opts.optimizer;
+    cmd.precision = opts.precision;
+    if (opts.zero)
+      cmd.zero = true;
+    if (opts.scheduleGiven)
+      cmd.schedule = opts.schedule;
+    auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson);
+    if (!chosen)
+      return 1;
+    opts.dp = chosen->dp, opts.dpGiven = true;
+    opts.tp = chosen->tp, opts.tpGiven = true;
+    opts.pp = chosen->pp, opts.ppGiven = true;
+    opts.microbatches = chosen->microbatches;
+    opts.schedule = chosen->schedule;
+    opts.virtualStages = chosen->virtualStages;
+    if (chosen->zero && !opts.zero) {
+      opts.zero = true;
+      opts.trainOptions.push_back("shard-optimizer-state=true");
+    }
+    if (chosen->recompute)
+      opts.trainOptions.push_back("recompute=full");
+    llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
+                 << ": " << chosen->summary() << "\n";
+    if (auto code = finishParallelOptions(opts))
+      return *code;
+  }
   auto module = loadModule(ctx, opts);
   if (failed(module))
     return 1;
-  if (opts.command == "compile")
-    return compile(**module, opts);
+  if (opts.command == "compile") {
+    int rc = compile(**module, opts);
+    if (rc == 0 && !opts.autoPlanJson.empty() && !opts.emitMlir) {
+      // The planner's report beside the artifact.
+      std::string err;
+      auto out = openOutputFile(opts.output + "/plan.json", &err);
+      if (!out)
+        return fail(opts.output + "/plan.json: " + err);
+      out->os() << opts.autoPlanJson;
+      out->keep();
+    }
+    return rc;
+  }
   if (opts.command == "plan") {
     PlanCommand plan;
     plan.devices = opts.devices;
