@@ -259,3 +259,21 @@ func.func @output_attr(%a: tensor<2xf32>) -> (tensor<2xf32> {smp.output = 3}) {
 // expected-error @+1 {{'smp.opset' must be an integer}}
 module attributes {smp.opset = "17"} {
 }
+
+// -----
+
+// expected-error @+1 {{'smp.model' must be a non-empty string naming the generated model's kind}}
+module attributes {smp.model = ""} {
+}
+
+// -----
+
+// expected-error @+1 {{'smp.model_config' must be a dictionary of integers (the generated model's sizes)}}
+module attributes {smp.model = "gpt", smp.model_config = {layers = 2 : i64, hidden = "32"}} {
+}
+
+// -----
+
+// expected-error @+1 {{'smp.model_config' must be a dictionary of integers (the generated model's sizes)}}
+module attributes {smp.model_config = [1, 2]} {
+}
