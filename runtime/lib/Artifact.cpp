@@ -72,7 +72,8 @@ Status checkBuffers(const smp::artifact::RankProgram &p,
     }
     if (numel * dtypeSize(static_cast<DType>(b.dtype())) != b.bytes())
       return Status::failure(name + " size does not match its shape");
-    if (b.offset() > p.arena_bytes() || b.bytes() > p.arena_bytes() - b.offset())
+    uint64_t limit = b.pool() == 1 ? p.host_arena_bytes() : p.arena_bytes();
+    if (b.pool() > 1 || b.offset() > limit || b.bytes() > limit - b.offset())
       return Status::failure(name + " lies outside the arena");
   }
   return Status::success();

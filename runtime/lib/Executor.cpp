@@ -33,10 +33,14 @@ Status Executor::init(const Artifact &artifact) {
   Status s = arena_.allocate(p.arena_bytes());
   if (!s.ok())
     return s;
+  // Offloaded activations live in host memory (pinned memory for the CUDA
+  // backend's copies; ordinary pages here).
+  if (!(s = hostArena_.allocate(p.host_arena_bytes())).ok())
+    return s;
   buffers_.clear();
   for (const auto &b : p.buffers()) {
     TensorRef ref;
-    ref.data = arena_.data() + b.offset();
+    ref.data = (b.pool() == 1 ? hostArena_.data() : arena_.data()) + b.offset();
     ref.dtype = static_cast<DType>(b.dtype());
     ref.shape.assign(b.shape().begin(), b.shape().end());
     buffers_.push_back(ref);
@@ -136,8 +140,9 @@ Status Executor::run() {
       return Status::failure("instruction '" + step.op + "' (node '" +
                              step.loc + "'): " + s.error);
     for (uint32_t o : step.outputs)
-      arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
-                   buffers_[o].bytes());
+      if (artifact_->program.buffers(o).pool() == 0)
+        arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
+                     buffers_[o].bytes());
   }
   // Pipeline sends are eager; the step ends once the peers have them.
   return comm_->completeSends("the sends of this step");

@@ -468,6 +468,20 @@ bool recvStep(Decoder &d, Step &s) {
   return true;
 }
 
+/// Activation offloading: copies between the device arena and the host
+/// pool (memcpy on the CPU backend).
+bool copyStep(Decoder &d, Step &s) {
+  if (!d.arity(1, 1, 1))
+    return false;
+  s.run = [in = d.in(0), out = d.out()] {
+    if (in.bytes() != out.bytes())
+      return Status::failure("copy between buffers of different sizes");
+    std::memcpy(out.data, in.data, out.bytes());
+    return Status::success();
+  };
+  return true;
+}
+
 bool convGradStep(Decoder &d, Step &s) {
   if (!d.arity(3, 3, 2) || !d.require("group"))
     return false;
@@ -614,6 +628,8 @@ const std::map<std::string, Builder> &table() {
       {"all_gather", allGatherStep},
       {"all_slice", allSliceStep},
       {"send", sendStep},
+      {"offload", copyStep},
+      {"prefetch", copyStep},
       {"recv", recvStep},
       {"conv_grad", convGradStep},
       {"pool_grad", poolGradStep},

@@ -123,6 +123,12 @@ PARALLELISM (compile --train)
                        keeping them: full keeps only the residual stream
                        between half-layers, selective recomputes the
                        attention cores (scores, mask, softmax).
+  --offload-activations
+                       Copy the activations the backward needs (after
+                       recomputation, its checkpoints) to host memory after
+                       their forward use and back before the backward.
+  --activation-loading-horizon K
+                       Prefetch offloaded activations K ahead (default 1).
   --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
                        to X MiB (default 25), each right after the backward
                        computes its last gradient; 0: one per gradient.
@@ -286,6 +292,15 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
                     "selective");
       if (*v != "none")
         opts.trainOptions.push_back("recompute=" + *v);
+    } else if (a == "--offload-activations") {
+      opts.trainOptions.push_back("offload=true");
+    } else if (a == "--activation-loading-horizon" ||
+               a.starts_with("--activation-loading-horizon=")) {
+      auto v = value("--activation-loading-horizon");
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail("--activation-loading-horizon expects a positive integer");
+      opts.trainOptions.push_back("offload-horizon=" + *v);
     } else if (a == "--cluster" || a.starts_with("--cluster=")) {
       auto v = value("--cluster");
       if (!v || v->empty())

@@ -380,11 +380,14 @@ int main(int argc, char **argv) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
-                "%llu bytes high-water; peak RSS %ld KiB\n",
+                "%llu bytes high-water",
                 static_cast<long long>(steps), seconds,
                 static_cast<unsigned long long>(exec.arenaBytes()),
-                static_cast<unsigned long long>(exec.highWaterBytes()),
-                usage.ru_maxrss);
+                static_cast<unsigned long long>(exec.highWaterBytes()));
+    if (exec.hostArenaBytes())
+      std::printf("; host pool %llu bytes (offloaded activations)",
+                  static_cast<unsigned long long>(exec.hostArenaBytes()));
+    std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
     return 0;
   }
   std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());

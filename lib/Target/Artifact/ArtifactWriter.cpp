@@ -171,6 +171,7 @@ private:
   std::vector<Value> valueOf; // buffer -> the value it was made for
   llvm::StringMap<unsigned> argByName;
   std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
+  std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
 };
 
@@ -192,6 +193,7 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   bufferOf[v] = id;
   valueOf.push_back(v);
   root.push_back(id);
+  pool.push_back(0);
   live.push_back(LiveRange{start, start, buf->bytes()});
   return id;
 }
@@ -489,6 +491,10 @@ llvm::Error Lowering::run() {
       if (!id)
         return id.takeError();
       inst->add_outputs(*id);
+      if (isa<OffloadOp>(op)) {
+        pool[*id] = 1;
+        program.mutable_buffers(*id)->set_pool(1);
+      }
     }
     if (auto err = convertAttrs(&op, *inst))
       return err;
@@ -497,20 +503,26 @@ llvm::Error Lowering::run() {
 
   // An alias keeps its root alive: fold alias uses into the root's range
   // (done by `use`), then plan the roots.
-  std::vector<LiveRange> rootRanges;
-  std::vector<unsigned> rootIds;
-  for (unsigned id = 0; id < root.size(); ++id)
-    if (root[id] == id) {
-      rootIds.push_back(id);
-      rootRanges.push_back(live[id]);
-    }
-  MemoryPlan plan = planMemory(rootRanges);
+  // The device arena and the host pool are planned separately.
   std::vector<uint64_t> offsetOfRoot(root.size(), 0);
-  for (size_t k = 0; k < rootIds.size(); ++k)
-    offsetOfRoot[rootIds[k]] = plan.offsets[k];
+  for (uint8_t which : {0, 1}) {
+    std::vector<LiveRange> rootRanges;
+    std::vector<unsigned> rootIds;
+    for (unsigned id = 0; id < root.size(); ++id)
+      if (root[id] == id && pool[id] == which) {
+        rootIds.push_back(id);
+        rootRanges.push_back(live[id]);
+      }
+    MemoryPlan plan = planMemory(rootRanges);
+    for (size_t k = 0; k < rootIds.size(); ++k)
+      offsetOfRoot[rootIds[k]] = plan.offsets[k];
+    if (which == 0)
+      program.set_arena_bytes(plan.arenaBytes);
+    else
+      program.set_host_arena_bytes(plan.arenaBytes);
+  }
   for (unsigned id = 0; id < root.size(); ++id)
     program.mutable_buffers(id)->set_offset(offsetOfRoot[root[id]]);
-  program.set_arena_bytes(plan.arenaBytes);
   return llvm::Error::success();
 }
 

@@ -91,6 +91,10 @@ public:
   const std::vector<TensorRef> &buffers() const { return buffers_; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
+  /// Bytes of the host pool (offloaded activations).
+  uint64_t hostArenaBytes() const {
+    return artifact_ ? artifact_->program.host_arena_bytes() : 0;
+  }
 
 private:
   Communicator *comm_ = &localCommunicator();
@@ -98,6 +102,7 @@ private:
   std::vector<std::unique_ptr<Communicator>> groups_;
   const Artifact *artifact_ = nullptr;
   Arena arena_;
+  Arena hostArena_; // offloaded activations
   std::vector<TensorRef> buffers_;
   std::vector<Step> steps_;
   std::vector<bool> inputSet_;

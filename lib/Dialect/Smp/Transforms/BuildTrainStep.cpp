@@ -545,18 +545,22 @@ struct SmpBuildTrainStepPass
       auto g = differentiate(b, body, loss32, params);
       if (failed(g))
         return failure();
+      SmallVector<Operation *> fwd;
+      for (Operation &op : body) {
+        if (&op == mark->getNextNode())
+          break;
+        auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
+        if (mb && mb.getInt() == i && !op.hasAttr(SmpDialect::kBackwardAttr))
+          fwd.push_back(&op);
+      }
       if (recompute != "none") {
-        SmallVector<Operation *> fwd;
-        for (Operation &op : body) {
-          if (&op == mark->getNextNode())
-            break;
-          auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
-          if (mb && mb.getInt() == i && !op.hasAttr(SmpDialect::kBackwardAttr))
-            fwd.push_back(&op);
-        }
         recomputeActivations(fwd, std::next(mark->getIterator()),
                              b.getInsertionPoint(), recompute);
       }
+      if (offload && mark)
+        offloadActivations(fwd, std::next(mark->getIterator()),
+                           b.getInsertionPoint(), offloadHorizon,
+                           offloadMinBytes);
       for (auto [k, gk] : llvm::enumerate(*g)) {
         if (!gk)
           continue;
@@ -810,17 +814,23 @@ struct SmpBuildTrainStepPass
       grads = differentiate(b, body, target, params);
       if (failed(grads))
         return failure();
+      SmallVector<Operation *> fwd;
+      for (Operation &op : body) {
+        if (!mark)
+          break;
+        if (!op.hasTrait<OpTrait::ConstantLike>())
+          fwd.push_back(&op);
+        if (&op == mark)
+          break;
+      }
       if (recompute != "none" && mark) {
-        SmallVector<Operation *> fwd;
-        for (Operation &op : body) {
-          if (!op.hasTrait<OpTrait::ConstantLike>())
-            fwd.push_back(&op);
-          if (&op == mark)
-            break;
-        }
         recomputeActivations(fwd, std::next(mark->getIterator()),
                              b.getInsertionPoint(), recompute);
       }
+      if (offload && mark)
+        offloadActivations(fwd, std::next(mark->getIterator()),
+                           b.getInsertionPoint(), offloadHorizon,
+                           offloadMinBytes);
     }
     bool zero = dp > 1 && shardOptimizerState;
     if (zero && scale) {

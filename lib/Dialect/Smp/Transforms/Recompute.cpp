@@ -183,3 +183,72 @@ size_t recomputeActivations(ArrayRef<Operation *> forward, Block::iterator
 
 } // namespace smp
 
+
+namespace smp {
+
+size_t offloadActivations(ArrayRef<Operation *> forward,
+                          Block::iterator backwardBegin,
+                          Block::iterator backwardEnd, int64_t horizon,
+                          int64_t minBytes) {
+  SmallVector<Operation *> backward;
+  for (auto it = backwardBegin; it != backwardEnd; ++it)
+    backward.push_back(&*it);
+  llvm::DenseMap<Operation *, size_t> bwdIndex;
+  for (auto [i, op] : llvm::enumerate(backward))
+    bwdIndex[op] = i;
+  llvm::DenseSet<Operation *> inForward(forward.begin(), forward.end());
+  // The saved values, by their first backward read.
+  struct Saved {
+    Value value;
+    Operation *lastForwardUse;
+    size_t firstBackwardUse;
+  };
+  SmallVector<Saved> saved;
+  for (Operation *op : forward) {
+    if (op->hasTrait<OpTrait::ConstantLike>() || isa<ReshapeOp>(op))
+      continue;
+    for (Value r : op->getResults()) {
+      auto t = dyn_cast<RankedTensorType>(r.getType());
+      if (!t || !t.hasStaticShape() ||
+          t.getNumElements() * std::max(1u, t.getElementTypeBitWidth() / 8) <
+              static_cast<uint64_t>(minBytes))
+        continue;
+      Operation *last = op;
+      size_t first = backward.size();
+      for (Operation *user : r.getUsers()) {
+        if (auto it = bwdIndex.find(user); it != bwdIndex.end())
+          first = std::min(first, it->second);
+        else if (inForward.count(user) && last->isBeforeInBlock(user))
+          last = user;
+      }
+      if (first < backward.size())
+        saved.push_back({r, last, first});
+    }
+  }
+  llvm::stable_sort(saved, [](const Saved &a, const Saved &b) {
+    return a.firstBackwardUse < b.firstBackwardUse;
+  });
+  for (auto [k, s] : llvm::enumerate(saved)) {
+    OpBuilder b(s.lastForwardUse->getContext());
+    b.setInsertionPointAfter(s.lastForwardUse);
+    auto offload = OffloadOp::create(b, s.value.getLoc(), s.value);
+    Value host = offload;
+    // The copy belongs to the forward of the value's stage and micro-batch.
+    if (Operation *def = s.value.getDefiningOp())
+      for (llvm::StringRef name : {"smp.stage", "smp.mb"})
+        if (Attribute a = def->getAttr(name))
+          offload->setAttr(name, a);
+    size_t anchor = k >= static_cast<size_t>(horizon)
+                        ? saved[k - horizon].firstBackwardUse
+                        : saved.front().firstBackwardUse;
+    anchor = std::min(anchor, s.firstBackwardUse);
+    b.setInsertionPoint(backward[anchor]);
+    Value back = PrefetchOp::create(b, s.value.getLoc(), host);
+    s.value.replaceUsesWithIf(back, [&](OpOperand &use) {
+      return bwdIndex.count(use.getOwner()) != 0;
+    });
+  }
+  return saved.size();
+}
+
+} // namespace smp

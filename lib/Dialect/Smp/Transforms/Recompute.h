@@ -16,6 +16,18 @@ size_t recomputeActivations(llvm::ArrayRef<mlir::Operation *> forward,
                             mlir::Block::iterator backwardEnd,
                             llvm::StringRef mode);
 
+/// Moves the forward values that the backward ops in [backwardBegin,
+/// backwardEnd) read (and that are at least `minBytes`) to host memory: an
+/// `smp.offload` right after the value's last forward use, an `smp.prefetch`
+/// before the backward needs it, `horizon` prefetches ahead (the prefetch of
+/// the k-th value to be read is placed before the first backward read of the
+/// (k - horizon)-th), and the backward reads the prefetched copy. Returns
+/// the number of values offloaded.
+size_t offloadActivations(llvm::ArrayRef<mlir::Operation *> forward,
+                          mlir::Block::iterator backwardBegin,
+                          mlir::Block::iterator backwardEnd, int64_t horizon,
+                          int64_t minBytes);
+
 } // namespace smp
 
 #endif // SMP_LIB_TRANSFORMS_RECOMPUTE_H

@@ -612,4 +612,29 @@ def Smp_TpRankOp : Smp_Op<"tp_rank", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 
+//===----------------------------------------------------------------------===//
+// Activation offloading
+//===----------------------------------------------------------------------===//
+
+def Smp_OffloadOp : Smp_Op<"offload", [SameOperandsAndResultType,
+                                       MemoryEffects<[MemWrite]>]> {
+  let summary = "Copy an activation to host memory";
+  let description = [{
+    The result lives in the rank's host pool, not in device memory, until a
+    `smp.prefetch` copies it back for the backward. Written by
+    smp-build-train-step{offload}.
+  }];
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Smp_PrefetchOp : Smp_Op<"prefetch", [SameOperandsAndResultType,
+                                         MemoryEffects<[MemWrite]>]> {
+  let summary = "Copy an offloaded activation back to device memory";
+  let arguments = (ins Smp_Tensor:$input);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

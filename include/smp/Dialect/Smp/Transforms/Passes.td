@@ -87,6 +87,15 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "the forward between cut points from their inputs, so only the "
            "residual stream between half-layers stays alive); selective "
            "(recompute only the attention cores: scores, mask, softmax)">,
+    Option<"offload", "offload", "bool", /*default=*/"false",
+           "activation offloading: the activations the backward reads are "
+           "copied to host memory after their last forward use and "
+           "prefetched back for the backward (after recomputation, only the "
+           "checkpoints)">,
+    Option<"offloadHorizon", "offload-horizon", "int", /*default=*/"1",
+           "prefetches ahead of the backward's reads">,
+    Option<"offloadMinBytes", "offload-min-bytes", "int", /*default=*/"4096",
+           "smaller activations stay in device memory">,
     Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
            "data parallel without ZeRO: gradients of one stage are all-"
            "reduced in buckets of up to this many MiB (flattened and "
