@@ -40,6 +40,60 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+/// The training step's peak of live values that depend on the data (per
+/// sample at one sample per batch), minus what the forward saves for the
+/// backward: the backward's working set. Parameter-shaped values (weight
+/// gradients) are counted with the parameters, not here.
+double transientPeak(func::FuncOp step, size_t numForward,
+                     const llvm::DenseSet<Value> &saved) {
+  Block &body = step.getBody().front();
+  llvm::DenseSet<Type> paramTypes;
+  llvm::DenseSet<Value> data;
+  for (BlockArgument arg : body.getArguments()) {
+    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+      paramTypes.insert(arg.getType());
+    else if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr))
+      data.insert(arg);
+  }
+  llvm::DenseMap<Operation *, size_t> index;
+  std::vector<Operation *> ops;
+  for (Operation &op : body.without_terminator()) {
+    index[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  std::vector<double> delta(ops.size() + 2, 0);
+  double savedBytes = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Operation *op = ops[i];
+    bool fromData = llvm::any_of(op->getOperands(),
+                                 [&](Value v) { return data.count(v); });
+    if (!fromData)
+      continue;
+    for (Value r : op->getResults()) {
+      data.insert(r);
+      if (paramTypes.count(r.getType()) || isa<ReshapeOp, TpCopyOp>(op))
+        continue;
+      size_t last = i;
+      for (Operation *user : r.getUsers())
+        if (auto it = index.find(user); it != index.end())
+          last = std::max(last, it->second);
+      if (i < numForward && saved.count(r)) {
+        savedBytes += bytesOf(r);
+        continue; // counted as saved activations
+      }
+      delta[i] += bytesOf(r);
+      delta[last + 1] -= bytesOf(r);
+    }
+  }
+  double live = 0, peak = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    live += delta[i];
+    peak = std::max(peak, live);
+  }
+  (void)savedBytes;
+  return peak;
+}
+
 } // namespace
 
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
@@ -64,6 +118,33 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   auto main = copy->lookupSymbol<func::FuncOp>("main");
   if (!main)
     return fail("the model has no func @main");
+  // With a cross-entropy on `vocabOutput`, build the training step on the
+  // copy: the activations the backward really reads (saved for it) are then
+  // known, rather than every forward result. Its first ops are @main's.
+  size_t numForward = main.getBody().front().getOperations().size() - 1;
+  llvm::DenseSet<Value> readByBackward;
+  bool knowSaved = false;
+  if (!vocabOutput.empty()) {
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    SmpBuildTrainStepPassOptions options;
+    options.loss = "cross_entropy:" + vocabOutput + ":labels";
+    options.bucketMb = 0;
+    pm.addPass(createSmpBuildTrainStepPass(options));
+    if (succeeded(pm.run(*copy))) {
+      auto step = copy->lookupSymbol<func::FuncOp>("train_step");
+      size_t i = 0;
+      for (Operation &op : step.getBody().front().without_terminator()) {
+        if (i++ < numForward)
+          continue;
+        for (Value v : op.getOperands())
+          readByBackward.insert(v);
+      }
+      main = step;
+      knowSaved = true;
+    }
+  }
   Block &body = main.getBody().front();
   ModelProfile profile;
   profile.tp = tp;
@@ -83,7 +164,10 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       roots[arg].push_back(arg);
   llvm::DenseSet<Value> charged;
   llvm::DenseMap<Operation *, size_t> position;
+  size_t index = 0;
   for (Operation &op : body.without_terminator()) {
+    if (index++ >= numForward)
+      break; // the loss and the backward
     if (op.hasTrait<OpTrait::ConstantLike>())
       continue;
     bool anyWeight = false, anyPath = false, anyOther = false;
@@ -127,11 +211,12 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     }
     // Bytes beyond the weights grow with the batch.
     p.batchBytes = std::max(0.0, cost.bytes() - p.fixedBytes);
-    if (!isa<ReshapeOp, TpCopyOp>(op))
-      for (Value r : op.getResults()) {
+    for (Value r : op.getResults()) {
+      profile.maxTempBytes = std::max(profile.maxTempBytes, bytesOf(r));
+      if (!isa<ReshapeOp, TpCopyOp>(op) &&
+          (!knowSaved || readByBackward.count(r)))
         p.savedBytes += bytesOf(r);
-        profile.maxTempBytes = std::max(profile.maxTempBytes, bytesOf(r));
-      }
+    }
     if (auto ar = dyn_cast<shard::AllReduceOp>(op);
         ar && ar.getGrid() == "tp")
       p.tpCommBytes = bytesOf(ar.getInput());
@@ -141,6 +226,8 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     profile.ops.push_back(p);
     profile.modelFlopsPerSample += cost.flops;
   }
+  if (knowSaved)
+    profile.transientBytes = transientPeak(main, numForward, readByBackward);
   size_t n = profile.ops.size();
   if (n == 0)
     return fail("no op of @main computes on both the inputs and the "
@@ -152,7 +239,10 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       size_t last = at;
       for (Operation *user : r.getUsers()) {
         auto it = position.find(user);
-        last = std::max(last, it != position.end() ? it->second : n);
+        if (it != position.end())
+          last = std::max(last, it->second);
+        else if (!knowSaved)
+          last = n; // @main's return (the step's loss and backward don't count)
       }
       if (last > at) {
         countDelta[at + 1] += 1;

@@ -162,7 +162,10 @@ public:
     double held = c.recompute
                       ? inflight(schedule, s, c.pp, c.m, v) * boundary + activations
                       : inflight(schedule, s, c.pp, c.m, v) * activations;
-    double workspace = 2 * st.profile.maxTempBytes * st.b;
+    double workspace = (st.profile.transientBytes > 0
+                            ? st.profile.transientBytes
+                            : 2 * st.profile.maxTempBytes) *
+                       st.b;
     return 2 * params + state + held + workspace;
   }
 

@@ -7,6 +7,9 @@
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Planner/Planner.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "mlir/Support/FileUtilities.h"
@@ -87,19 +90,53 @@ std::optional<smp::Plan> choosePlanForCompile(ModuleOp module,
   return planned->first.best;
 }
 
-int runPlan(ModuleOp module, const PlanCommand &cmd) {
+int runPlan(ModuleOp module, const PlanCommand &cmd,
+            const std::function<std::optional<std::vector<uint64_t>>(
+                const smp::Plan &)> &exactMemory) {
   auto planned = plan(module, cmd);
   if (!planned)
     return 1;
   auto *result = &planned->first;
   const smp::PlanRequest &req = planned->second;
   llvm::outs() << smp::formatPlanResult(*result, req);
+  std::optional<std::vector<uint64_t>> exact;
+  if (exactMemory)
+    exact = exactMemory(result->best);
+  if (exact) {
+    llvm::outs() << "  memory plan of this plan (each rank's arena, from the "
+                    "compiler's liveness-based plan):";
+    uint64_t peak = 0;
+    for (uint64_t b : *exact) {
+      llvm::outs() << " " << b;
+      peak = std::max(peak, b);
+    }
+    llvm::outs() << " bytes; the estimate above is "
+                 << llvm::format("%+.1f%%", 100.0 * (result->best.peakMemory -
+                                                     static_cast<double>(peak)) /
+                                                std::max<double>(peak, 1))
+                 << " off\n";
+  }
   if (!cmd.jsonOutput.empty()) {
     std::string err;
     auto out = openOutputFile(cmd.jsonOutput, &err);
     if (!out)
       return fail(cmd.jsonOutput + ": " + err);
-    out->os() << smp::planResultJson(*result, req);
+    std::string json = smp::planResultJson(*result, req);
+    if (exact) {
+      // Add the exact per-rank arenas to the report.
+      auto parsed = llvm::json::parse(json);
+      if (parsed && parsed->getAsObject()) {
+        llvm::json::Array arenas;
+        for (uint64_t b : *exact)
+          arenas.push_back(static_cast<int64_t>(b));
+        (*parsed->getAsObject())["memory_plan_bytes"] = std::move(arenas);
+        std::string s;
+        llvm::raw_string_ostream os(s);
+        os << llvm::formatv("{0:2}", *parsed) << "\n";
+        json = s;
+      }
+    }
+    out->os() << json;
     out->keep();
   }
   return 0;

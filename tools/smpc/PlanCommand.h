@@ -6,7 +6,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "smp/Planner/Planner.h"
 
+#include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 struct PlanCommand {
@@ -20,7 +22,11 @@ struct PlanCommand {
 
 /// Plans the training of `module` (imported at one sample per batch) and
 /// prints the plan; returns the exit code.
-int runPlan(mlir::ModuleOp module, const PlanCommand &cmd);
+/// `exactMemory`, when given, returns the arena each pipeline rank of the
+/// chosen plan gets from the compiler's memory plan (nullopt: not known).
+int runPlan(mlir::ModuleOp module, const PlanCommand &cmd,
+            const std::function<std::optional<std::vector<uint64_t>>(
+                const smp::Plan &)> &exactMemory = nullptr);
 
 /// The planner's choice for `smpc compile --devices N` (errors printed);
 /// `json` gets the report.

@@ -180,7 +180,7 @@ struct Options {
        zeroGiven = false;
   /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput;
-  bool autoPlan = false;
+  bool autoPlan = false, noExactMemory = false;
   std::string autoPlanJson;
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
@@ -306,6 +306,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || v->empty())
         return fail("--cluster expects a preset name or a JSON file");
       opts.cluster = *v;
+    } else if (a == "--no-memory-plan") {
+      opts.noExactMemory = true;
     } else if (a == "--json" || a.starts_with("--json=")) {
       auto v = value("--json");
       if (!v || v->empty())
@@ -749,7 +751,58 @@ int main(int argc, char **argv) {
     if (opts.zero)
       plan.zero = true;
     plan.jsonOutput = opts.jsonOutput;
-    return runPlan(**module, plan);
+    // The chosen plan's memory from the compiler's own memory plan, when the
+    // model can be imported at the plan's micro-batch size and is small
+    // enough to build its step in a moment.
+    auto exact = [&](const smp::Plan &p) -> std::optional<std::vector<uint64_t>> {
+      if (opts.noExactMemory)
+        return std::nullopt;
+      size_t ops = 0;
+      (**module).walk([&](Operation *) { ++ops; });
+      if (ops * p.microbatches * p.virtualStages > 20000)
+        return std::nullopt; // a large model: the estimate only
+      Options c = opts;
+      c.command = "compile";
+      c.train = true;
+      c.emitMlir = true;
+      if (c.loss.empty())
+        c.loss = "cross_entropy:logits:labels";
+      c.optimizer = opts.optimizer;
+      c.dp = p.dp, c.tp = p.tp, c.pp = p.pp;
+      c.dpGiven = c.tpGiven = c.ppGiven = true;
+      c.devices = p.dp * p.tp * p.pp;
+      c.microbatches = p.microbatches;
+      c.schedule = p.schedule;
+      c.virtualStages = p.virtualStages;
+      c.import.batchSize = opts.globalBatch;
+      if (p.zero && !opts.zero) {
+        c.zero = true;
+        c.trainOptions.push_back("shard-optimizer-state=true");
+      }
+      if (p.recompute)
+        c.trainOptions.push_back("recompute=full");
+      llvm::StringRef in = opts.input;
+      if (in.ends_with(".mlir") && p.microbatchSize != 1)
+        return std::nullopt; // generated at one sample per batch
+      if (finishParallelOptions(c))
+        return std::nullopt;
+      ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+      auto m = loadModule(ctx, c);
+      if (failed(m))
+        return std::nullopt;
+      smp::DeviceGrid grid;
+      (**m)->setAttr(smp::SmpDialect::kPlacementAttr,
+                     StringAttr::get(&ctx, grid.placementLetters()));
+      if (failed(buildTrainStep(**m, c)))
+        return std::nullopt;
+      auto bytes = smp::planArenaBytes(**m);
+      if (!bytes) {
+        llvm::consumeError(bytes.takeError());
+        return std::nullopt;
+      }
+      return *bytes;
+    };
+    return runPlan(**module, plan, exact);
   }
   std::string err;
   auto out = openOutputFile(opts.output, &err);

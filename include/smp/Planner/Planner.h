@@ -48,6 +48,10 @@ struct ModelProfile {
   std::vector<OpProfile> ops;
   double totalParamBytes = 0;  // the whole model, f32 (one tp rank's slice)
   double maxTempBytes = 0;     // the largest single result, per sample
+  /// Per sample: the step's peak of live activation-sized temporaries beyond
+  /// the saved activations (the backward's working set), from a liveness
+  /// sweep over the built training step; 0 when unknown.
+  double transientBytes = 0;
   double modelFlopsPerSample = 0; // forward, whole model (all tp ranks)
 };
 

@@ -163,6 +163,12 @@ private:
   func::FuncOp func;
   WeightSource &weights;
   int64_t tpRank, tpSize;
+
+public:
+  /// False: plan memory only, reading no parameter bytes.
+  bool withWeights = true;
+
+private:
   /// Writes an updated parameter or state in place: its producer must be
   /// the last user of the argument it replaces.
   llvm::Error aliasUpdate(Value v, llvm::StringRef name, int64_t end);
@@ -350,6 +356,13 @@ llvm::Error Lowering::run() {
     RankedTensorType fullType = type;
     if (shard)
       fullType = type.clone(fullShape(type.getShape(), shard));
+    if (!withWeights) {
+      // Memory planning only: the parameter lives for the whole step.
+      live[*id] = LiveRange{-1, kForever, live[*id].bytes};
+      program.mutable_buffers(*id)->set_role("param");
+      argByName[param.getValue()] = *id;
+      continue;
+    }
     auto bytes = weights.read(param.getValue(), fullType);
     if (!bytes)
       return bytes.takeError();
@@ -706,6 +719,51 @@ std::string planReport(ModuleOp module,
 }
 
 } // namespace
+
+namespace {
+/// Zeros of the right size: the memory plan does not need the weights.
+class ZeroWeights : public WeightSource {
+public:
+  llvm::Expected<std::string> read(llvm::StringRef,
+                                   RankedTensorType type) override {
+    unsigned bits = type.getElementTypeBitWidth();
+    return std::string(type.getNumElements() * std::max(1u, bits / 8), '\0');
+  }
+};
+} // namespace
+
+llvm::Expected<std::vector<uint64_t>> planArenaBytes(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(SmpDialect::kPipelineRankAttr))
+      funcs.push_back(f);
+  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() <
+           b->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt();
+  });
+  if (funcs.empty()) {
+    auto f = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!f)
+      f = module.lookupSymbol<func::FuncOp>("main");
+    if (!f)
+      return fail("module has no function to plan");
+    funcs.push_back(f);
+  }
+  int64_t tp = 1;
+  if (auto g = module.lookupSymbol<shard::GridOp>("tp"))
+    for (int64_t d : g.getShape())
+      tp *= d;
+  ZeroWeights zeros;
+  std::vector<uint64_t> bytes;
+  for (func::FuncOp f : funcs) {
+    Lowering lowering(f, zeros, 0, tp);
+    lowering.withWeights = false;
+    if (auto err = lowering.run())
+      return std::move(err);
+    bytes.push_back(lowering.program.arena_bytes());
+  }
+  return bytes;
+}
 
 llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               WeightSource &weights,

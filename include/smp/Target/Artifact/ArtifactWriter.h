@@ -45,6 +45,11 @@ llvm::Expected<ArtifactSummary> writeArtifact(mlir::ModuleOp module,
                                               WeightSource &weights,
                                               const ArtifactOptions &options);
 
+/// The device arena each pipeline rank of `module` would get (tensor rank
+/// 0; the same program as writeArtifact's, without reading any weights):
+/// the memory the runtime allocates and fills, i.e. its high-water mark.
+llvm::Expected<std::vector<uint64_t>> planArenaBytes(mlir::ModuleOp module);
+
 } // namespace smp
 
 #endif // SMP_TARGET_ARTIFACT_ARTIFACTWRITER_H
