@@ -158,7 +158,13 @@ bool Executor::hasInput(const std::string &name) const {
 std::vector<Executor::ProfileEntry> Executor::profile() const {
   std::vector<ProfileEntry> out;
   for (size_t i = 0; i < profile_.size(); ++i)
-    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileRuns_});
+  {
+    int64_t elements = 0;
+    for (uint32_t o : steps_[i].outputs)
+      elements += buffers_[o].numel();
+    out.push_back(
+        {steps_[i].op, steps_[i].loc, profile_[i], profileRuns_, elements});
+  }
   return out;
 }
 

@@ -18,6 +18,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "smp/Frontend/ONNX/Importer.h"
+#include "smp/Analysis/Cost/CostModel.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
@@ -123,6 +125,9 @@ PARALLELISM (compile --train)
                        keeping them: full keeps only the residual stream
                        between half-layers, selective recomputes the
                        attention cores (scores, mask, softmax).
+  --profile-db F,...   smprun --profile files: the compiled plan's step time is
+                       predicted from these measured op times (the roofline
+                       of --cluster where they have none) and printed.
   --offload-activations
                        Copy the activations the backward needs (after
                        recomputation, its checkpoints) to host memory after
@@ -179,7 +184,7 @@ struct Options {
   bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
        zeroGiven = false;
   /// smpc plan (and compile --devices N without pinned degrees).
-  std::string cluster, jsonOutput;
+  std::string cluster, jsonOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
   std::string autoPlanJson;
   int64_t globalBatch = 0, microbatchSize = 0;
@@ -306,6 +311,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || v->empty())
         return fail("--cluster expects a preset name or a JSON file");
       opts.cluster = *v;
+    } else if (a == "--profile-db" || a.starts_with("--profile-db=")) {
+      auto v = value("--profile-db");
+      if (!v || v->empty())
+        return fail("--profile-db expects smprun --profile files "
+                    "(comma-separated)");
+      opts.profileDb = *v;
     } else if (a == "--no-memory-plan") {
       opts.noExactMemory = true;
     } else if (a == "--json" || a.starts_with("--json=")) {
@@ -633,6 +644,39 @@ int compile(ModuleOp module, const Options &opts) {
       t.sourceModel = abs.str().str();
     }
     artifact.training = t;
+  }
+  // The step time on this plan's ranks, measured op times (--profile-db)
+  // preferred over the roofline of the target's device.
+  std::string prediction;
+  if (!opts.profileDb.empty()) {
+    smp::ProfileDB db;
+    llvm::SmallVector<llvm::StringRef> files;
+    llvm::StringRef(opts.profileDb).split(files, ',');
+    for (llvm::StringRef f : files)
+      if (auto err = db.addFile(f))
+        return fail(llvm::toString(std::move(err)));
+    auto device = smp::loadDeviceSpec(
+        opts.cluster.empty() ? (opts.target == "cuda" ? "h100-sxm-80g" : "cpu")
+                             : opts.cluster);
+    if (!device)
+      return fail(llvm::toString(device.takeError()));
+    double slowest = 0;
+    size_t measured = 0, modelled = 0;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.getSymName() == "main")
+        continue;
+      smp::StepEstimate e = smp::estimateFunction(f, *device, &db);
+      slowest = std::max(slowest, e.totalSeconds());
+      measured += e.measuredOps;
+      modelled += e.modelledOps;
+    }
+    char buf[256];
+    snprintf(buf, sizeof(buf),
+             "predicted step time: %.4g s (slowest rank; %zu ops measured in "
+             "the profile, %zu modelled)\n",
+             slowest, measured, modelled);
+    prediction = buf;
+    llvm::outs() << prediction;
   }
   if (opts.emitMlir) {
     std::string err;

@@ -81,19 +81,27 @@ llvm::Error ProfileDB::addFile(llvm::StringRef path) {
           llvm::inconvertibleErrorCode(),
           path + ": an entry lacks op, node or seconds");
     double calls = o->getNumber("calls").value_or(1);
-    auto &slot = table[(*op + "|" + *node).str()];
-    slot.first += *seconds;
-    slot.second += calls;
+    Entry &slot = table[(*op + "|" + *node).str()];
+    slot.seconds += *seconds;
+    slot.calls += calls;
+    slot.elements += o->getNumber("elements").value_or(0);
+    slot.entries += 1;
   }
   return llvm::Error::success();
 }
 
 std::optional<double> ProfileDB::lookup(llvm::StringRef op,
-                                        llvm::StringRef node) const {
+                                        llvm::StringRef node,
+                                        double elements) const {
   auto it = table.find((op + "|" + node).str());
-  if (it == table.end() || it->second.second <= 0)
+  if (it == table.end() || it->second.calls <= 0)
     return std::nullopt;
-  return it->second.first / it->second.second;
+  const Entry &e = it->second;
+  double perCall = e.seconds / e.calls;
+  double profiled = e.entries > 0 ? e.elements / e.entries : 0;
+  if (elements > 0 && profiled > 0)
+    perCall *= elements / profiled;
+  return perCall;
 }
 
 namespace {
@@ -144,8 +152,13 @@ StepEstimate estimateFunction(func::FuncOp func, const DeviceSpec &device,
     llvm::StringRef opName = llvm::StringRef(name).rsplit('.').second;
     if (opName.empty())
       opName = name;
+    double elements = 0;
+    for (Value r : op->getResults())
+      if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+        if (t.hasStaticShape())
+          elements += static_cast<double>(t.getNumElements());
     if (profile)
-      if (auto t = profile->lookup(opName, nodeName(op))) {
+      if (auto t = profile->lookup(opName, nodeName(op), elements)) {
         (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              SendOp, RecvOp>(op)
              ? e.communicationSeconds

@@ -81,8 +81,9 @@ public:
   }
   struct ProfileEntry {
     std::string op, loc;
-    double seconds; // summed over the runs
-    int64_t calls;  // the runs
+    double seconds;   // summed over the runs
+    int64_t calls;    // the runs
+    int64_t elements; // of its outputs (for scaling to other shapes)
   };
   std::vector<ProfileEntry> profile() const;
 

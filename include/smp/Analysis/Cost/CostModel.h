@@ -50,11 +50,19 @@ class ProfileDB {
 public:
   /// Reads a profile file; several files (ranks) may be added.
   llvm::Error addFile(llvm::StringRef path);
-  std::optional<double> lookup(llvm::StringRef op, llvm::StringRef node) const;
+  /// Seconds per call; with `elements` (the outputs' element count where
+  /// it runs now) and a profile that recorded its own, scaled by their
+  /// ratio (the same op on another plan's slice of the data).
+  std::optional<double> lookup(llvm::StringRef op, llvm::StringRef node,
+                               double elements = 0) const;
   size_t size() const { return table.size(); }
 
 private:
-  llvm::StringMap<std::pair<double, double>> table; // seconds, calls
+  struct Entry {
+    double seconds = 0, calls = 0, elements = 0; // elements: summed per entry
+    double entries = 0;
+  };
+  llvm::StringMap<Entry> table;
 };
 
 struct StepEstimate {
