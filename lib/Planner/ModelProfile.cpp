@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/PathOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -28,13 +29,7 @@ using namespace mlir;
 namespace smp {
 namespace {
 
-double bytesOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return 0;
-  return static_cast<double>(t.getNumElements()) *
-         std::max(1u, t.getElementTypeBitWidth() / 8);
-}
+double bytesOf(Value v) { return tensorBytes(v); }
 
 llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -149,50 +144,27 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   ModelProfile profile;
   profile.tp = tp;
 
-  llvm::DenseSet<Value> weightOnly, staged;
+  PathOps classified = findPathOps(main, numForward);
+  const llvm::DenseSet<Value> &weightOnly = classified.weightOnly;
   for (BlockArgument arg : body.getArguments())
-    if (main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr)) {
-      weightOnly.insert(arg);
+    if (main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
       profile.totalParamBytes += static_cast<double>(
           cast<RankedTensorType>(arg.getType()).getNumElements()) * 4;
-    }
   // Each parameter is charged to the first path op that reads it (through
   // ops on weights only).
   llvm::DenseMap<Value, llvm::SmallVector<Value>> roots; // weight value -> params
   for (BlockArgument arg : body.getArguments())
     if (weightOnly.count(arg))
       roots[arg].push_back(arg);
+  for (Operation *op : classified.weightOps)
+    for (Value r : op->getResults())
+      for (Value v : op->getOperands())
+        for (Value param : roots.lookup(v))
+          roots[r].push_back(param);
   llvm::DenseSet<Value> charged;
   llvm::DenseMap<Operation *, size_t> position;
-  size_t index = 0;
-  for (Operation &op : body.without_terminator()) {
-    if (index++ >= numForward)
-      break; // the loss and the backward
-    if (op.hasTrait<OpTrait::ConstantLike>())
-      continue;
-    bool anyWeight = false, anyPath = false, anyOther = false;
-    for (Value v : op.getOperands()) {
-      if (weightOnly.count(v))
-        anyWeight = true;
-      else if (staged.count(v))
-        anyPath = true;
-      else if (!v.getDefiningOp() ||
-               !v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
-        anyOther = true;
-    }
-    if (anyWeight && !anyPath && !anyOther) {
-      for (Value r : op.getResults()) {
-        weightOnly.insert(r);
-        for (Value v : op.getOperands())
-          for (Value p : roots.lookup(v))
-            roots[r].push_back(p);
-      }
-      continue;
-    }
-    if (!anyWeight && !anyPath)
-      continue; // on inputs only: recomputed where needed, cheap
-    for (Value r : op.getResults())
-      staged.insert(r);
+  for (Operation *opPtr : classified.path) {
+    Operation &op = *opPtr;
     OpProfile p;
     OpCost cost = costOf(&op);
     p.flops = cost.flops;

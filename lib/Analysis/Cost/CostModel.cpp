@@ -115,13 +115,7 @@ unsigned elementBits(Operation *op) {
   return bits;
 }
 
-double bytesOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return 0;
-  return static_cast<double>(t.getNumElements()) *
-         std::max(1u, t.getElementTypeBitWidth() / 8);
-}
+double bytesOf(Value v) { return tensorBytes(v); }
 
 std::string nodeName(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))

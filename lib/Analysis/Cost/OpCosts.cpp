@@ -27,13 +27,7 @@ double numel(Value v) {
   return t && t.hasStaticShape() ? static_cast<double>(t.getNumElements()) : 0;
 }
 
-double bytesOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return 0;
-  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
-  return numel(v) * std::max(1u, bits / 8);
-}
+double bytesOf(Value v) { return tensorBytes(v); }
 
 /// Operands read and results written once each; `perElement` FLOPs per
 /// result element.
@@ -160,6 +154,14 @@ void registerCostExternalModels(DialectRegistry &registry) {
         CollectiveCost<shard::ReduceScatterOp>>(*ctx);
     shard::AllSliceOp::attachInterface<CollectiveCost<shard::AllSliceOp>>(*ctx);
   });
+}
+
+double tensorBytes(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !t.hasStaticShape())
+    return 0;
+  return static_cast<double>(t.getNumElements()) *
+         std::max(1u, t.getElementTypeBitWidth() / 8);
 }
 
 OpCost costOf(Operation *op) {

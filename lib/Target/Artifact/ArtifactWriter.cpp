@@ -720,55 +720,9 @@ std::string planReport(ModuleOp module,
 
 } // namespace
 
-namespace {
-/// Zeros of the right size: the memory plan does not need the weights.
-class ZeroWeights : public WeightSource {
-public:
-  llvm::Expected<std::string> read(llvm::StringRef,
-                                   RankedTensorType type) override {
-    unsigned bits = type.getElementTypeBitWidth();
-    return std::string(type.getNumElements() * std::max(1u, bits / 8), '\0');
-  }
-};
-} // namespace
-
-llvm::Expected<std::vector<uint64_t>> planArenaBytes(ModuleOp module) {
-  SmallVector<func::FuncOp> funcs;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr(SmpDialect::kPipelineRankAttr))
-      funcs.push_back(f);
-  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
-    return a->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() <
-           b->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt();
-  });
-  if (funcs.empty()) {
-    auto f = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!f)
-      f = module.lookupSymbol<func::FuncOp>("main");
-    if (!f)
-      return fail("module has no function to plan");
-    funcs.push_back(f);
-  }
-  int64_t tp = 1;
-  if (auto g = module.lookupSymbol<shard::GridOp>("tp"))
-    for (int64_t d : g.getShape())
-      tp *= d;
-  ZeroWeights zeros;
-  std::vector<uint64_t> bytes;
-  for (func::FuncOp f : funcs) {
-    Lowering lowering(f, zeros, 0, tp);
-    lowering.withWeights = false;
-    if (auto err = lowering.run())
-      return std::move(err);
-    bytes.push_back(lowering.program.arena_bytes());
-  }
-  return bytes;
-}
-
-llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
-                                              WeightSource &weights,
-                                              const ArtifactOptions &options) {
-  // One function per pipeline rank, or the single step (or forward).
+/// The functions to lower, one per pipeline rank in rank order; without
+/// any, the single step (@train_step, else @main, else the first).
+llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module) {
   SmallVector<func::FuncOp> funcs;
   for (auto f : module.getOps<func::FuncOp>())
     if (f->hasAttr(SmpDialect::kPipelineRankAttr))
@@ -794,6 +748,49 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     }
     funcs.push_back(func);
   }
+  return funcs;
+}
+
+namespace {
+/// Zeros of the right size: the memory plan does not need the weights.
+class ZeroWeights : public WeightSource {
+public:
+  llvm::Expected<std::string> read(llvm::StringRef,
+                                   RankedTensorType type) override {
+    unsigned bits = type.getElementTypeBitWidth();
+    return std::string(type.getNumElements() * std::max(1u, bits / 8), '\0');
+  }
+};
+} // namespace
+
+llvm::Expected<std::vector<uint64_t>> planArenaBytes(ModuleOp module) {
+  auto funcs = rankFunctions(module);
+  if (!funcs)
+    return funcs.takeError();
+  int64_t tp = 1;
+  if (auto g = module.lookupSymbol<shard::GridOp>("tp"))
+    for (int64_t d : g.getShape())
+      tp *= d;
+  ZeroWeights zeros;
+  std::vector<uint64_t> bytes;
+  for (func::FuncOp f : *funcs) {
+    Lowering lowering(f, zeros, 0, tp);
+    lowering.withWeights = false;
+    if (auto err = lowering.run())
+      return std::move(err);
+    bytes.push_back(lowering.program.arena_bytes());
+  }
+  return bytes;
+}
+
+llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
+                                              WeightSource &weights,
+                                              const ArtifactOptions &options) {
+  // One function per pipeline rank, or the single step (or forward).
+  auto rankFuncs = rankFunctions(module);
+  if (!rankFuncs)
+    return rankFuncs.takeError();
+  SmallVector<func::FuncOp> funcs = std::move(*rankFuncs);
   DeviceGrid grid;
   grid.size[kPipelineAxis] = funcs.size();
   for (auto [name, axis] : {std::make_pair("dp", kDataAxis),

@@ -8,6 +8,7 @@
 namespace mlir {
 class DialectRegistry;
 class Operation;
+class Value;
 } // namespace mlir
 
 namespace smp {
@@ -19,6 +20,9 @@ void registerCostExternalModels(mlir::DialectRegistry &registry);
 /// The op's cost through CostOpInterface; ops without it (func.return, ...)
 /// cost nothing.
 OpCost costOf(mlir::Operation *op);
+
+/// Bytes of a statically shaped tensor value (0 otherwise).
+double tensorBytes(mlir::Value v);
 
 } // namespace smp
 

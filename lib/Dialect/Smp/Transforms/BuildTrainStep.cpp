@@ -553,14 +553,7 @@ struct SmpBuildTrainStepPass
         if (mb && mb.getInt() == i && !op.hasAttr(SmpDialect::kBackwardAttr))
           fwd.push_back(&op);
       }
-      if (recompute != "none") {
-        recomputeActivations(fwd, std::next(mark->getIterator()),
-                             b.getInsertionPoint(), recompute);
-      }
-      if (offload && mark)
-        offloadActivations(fwd, std::next(mark->getIterator()),
-                           b.getInsertionPoint(), offloadHorizon,
-                           offloadMinBytes);
+      rewriteSavedActivations(fwd, mark, b);
       for (auto [k, gk] : llvm::enumerate(*g)) {
         if (!gk)
           continue;
@@ -718,6 +711,19 @@ struct SmpBuildTrainStepPass
     }
   }
 
+  /// Recomputes and/or offloads what the backward built after `mark` reads
+  /// of the forward ops `fwd` (the recompute and offload options).
+  void rewriteSavedActivations(ArrayRef<Operation *> fwd, Operation *mark,
+                               OpBuilder &b) {
+    if (recompute != "none")
+      recomputeActivations(fwd, std::next(mark->getIterator()),
+                           b.getInsertionPoint(), recompute);
+    if (offload)
+      offloadActivations(fwd, std::next(mark->getIterator()),
+                         b.getInsertionPoint(), offloadHorizon,
+                         offloadMinBytes);
+  }
+
   LogicalResult build(func::FuncOp f) {
     MLIRContext *ctx = f.getContext();
     Block &body = f.getBody().front();
@@ -823,14 +829,8 @@ struct SmpBuildTrainStepPass
         if (&op == mark)
           break;
       }
-      if (recompute != "none" && mark) {
-        recomputeActivations(fwd, std::next(mark->getIterator()),
-                             b.getInsertionPoint(), recompute);
-      }
-      if (offload && mark)
-        offloadActivations(fwd, std::next(mark->getIterator()),
-                           b.getInsertionPoint(), offloadHorizon,
-                           offloadMinBytes);
+      if (mark)
+        rewriteSavedActivations(fwd, mark, b);
     }
     bool zero = dp > 1 && shardOptimizerState;
     if (zero && scale) {

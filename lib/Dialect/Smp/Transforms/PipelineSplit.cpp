@@ -17,6 +17,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Analysis/Cost/OpCosts.h"
+#include "smp/Dialect/Smp/Transforms/PathOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -35,45 +37,13 @@ using namespace smp;
 
 namespace {
 
-int64_t numElements(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() ? t.getNumElements() : 0;
-}
-
-int64_t bytesOf(Value v) {
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return 0;
-  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
-  return t.getNumElements() * std::max(1u, bits / 8);
-}
-
 /// Predicted cost of one op's forward: FLOPs plus the bytes it moves (CPU
-/// and GPU kernels outside GEMMs and convolutions are bandwidth-bound).
-/// Backward costs about twice the forward for every op, so the forward's
-/// balance is the step's.
+/// and GPU kernels outside GEMMs and convolutions are bandwidth-bound), from
+/// CostOpInterface. The backward costs about twice the forward for every
+/// op, so the forward's balance is the step's.
 double predictedCost(Operation *op) {
-  double flops = 0, bytes = 0;
-  for (Value v : op->getOperands())
-    bytes += bytesOf(v);
-  for (Value v : op->getResults())
-    bytes += bytesOf(v);
-  if (auto mm = dyn_cast<MatMulOp>(op)) {
-    auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
-    int64_t k = lhs.getRank() == 1 ? lhs.getDimSize(0)
-                                   : lhs.getDimSize(mm.getTransposeLhs()
-                                                        ? lhs.getRank() - 2
-                                                        : lhs.getRank() - 1);
-    flops = 2.0 * numElements(mm.getResult()) * k;
-  } else if (auto conv = dyn_cast<ConvOp>(op)) {
-    auto w = cast<RankedTensorType>(conv.getWeight().getType());
-    flops = 2.0 * numElements(conv.getResult()) * (w.getNumElements() /
-                                                   w.getDimSize(0));
-  } else {
-    for (Value v : op->getResults())
-      flops += numElements(v);
-  }
-  return flops + bytes;
+  OpCost c = costOf(op);
+  return c.flops + c.bytes();
 }
 
 struct SmpPipelineSplitPass
@@ -98,39 +68,13 @@ struct SmpPipelineSplitPass
     // by position; ops on parameters only (weight transposes, masks kept as
     // buffers) run on the stages of their users, copied when there are
     // several; ops on inputs only are free.
-    llvm::DenseSet<Value> staged, weightOnly;
-    for (BlockArgument arg : body.getArguments())
-      if (main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-        weightOnly.insert(arg);
-    SmallVector<Operation *> ops, weightOps;
-    llvm::DenseMap<Operation *, int64_t> position;
-    for (Operation &op : body.without_terminator()) {
+    for (Operation &op : body.without_terminator())
       op.removeAttr(SmpDialect::kStageAttr);
-      if (op.hasTrait<OpTrait::ConstantLike>())
-        continue;
-      bool anyWeight = false, anyPath = false, anyOther = false;
-      for (Value v : op.getOperands()) {
-        if (weightOnly.count(v))
-          anyWeight = true;
-        else if (staged.count(v))
-          anyPath = true;
-        else if (!v.getDefiningOp() ||
-                 !v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
-          anyOther = true;
-      }
-      if (anyWeight && !anyPath && !anyOther) {
-        for (Value r : op.getResults())
-          weightOnly.insert(r);
-        weightOps.push_back(&op);
-        continue;
-      }
-      if (!anyWeight && !anyPath)
-        continue; // free
-      for (Value r : op.getResults())
-        staged.insert(r);
-      position[&op] = ops.size();
-      ops.push_back(&op);
-    }
+    PathOps classified = findPathOps(main);
+    SmallVector<Operation *> ops(classified.path), weightOps(classified.weightOps);
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [i, op] : llvm::enumerate(ops))
+      position[op] = i;
     int64_t n = ops.size();
     if (n == 0) {
       main.emitError("smp-pipeline-split: no op of @main computes on both "

@@ -1,0 +1,49 @@
+//===- PathOps.cpp - The ops on the parameters' path ----------------------===//
+
+#include "smp/Dialect/Smp/Transforms/PathOps.h"
+
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+
+using namespace mlir;
+
+namespace smp {
+
+PathOps findPathOps(func::FuncOp f, size_t limit) {
+  PathOps result;
+  Block &body = f.getBody().front();
+  llvm::DenseSet<Value> staged;
+  for (BlockArgument arg : body.getArguments())
+    if (f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+      result.weightOnly.insert(arg);
+  size_t index = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (limit && index++ >= limit)
+      break;
+    if (op.hasTrait<OpTrait::ConstantLike>())
+      continue;
+    bool anyWeight = false, anyPath = false, anyOther = false;
+    for (Value v : op.getOperands()) {
+      if (result.weightOnly.count(v))
+        anyWeight = true;
+      else if (staged.count(v))
+        anyPath = true;
+      else if (!v.getDefiningOp() ||
+               !v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
+        anyOther = true;
+    }
+    if (anyWeight && !anyPath && !anyOther) {
+      for (Value r : op.getResults())
+        result.weightOnly.insert(r);
+      result.weightOps.push_back(&op);
+      continue;
+    }
+    if (!anyWeight && !anyPath)
+      continue; // on inputs only
+    for (Value r : op.getResults())
+      staged.insert(r);
+    result.path.push_back(&op);
+  }
+  return result;
+}
+
+} // namespace smp
