@@ -82,11 +82,13 @@ plan(ModuleOp module, const PlanCommand &cmd) {
 
 std::optional<smp::Plan> choosePlanForCompile(ModuleOp module,
                                               const PlanCommand &cmd,
-                                              std::string &json) {
+                                              std::string &json,
+                                              std::string &svg) {
   auto planned = plan(module, cmd);
   if (!planned)
     return std::nullopt;
   json = smp::planResultJson(planned->first, planned->second);
+  svg = smp::planReportSvg(planned->first, planned->second);
   return planned->first.best;
 }
 
@@ -115,6 +117,14 @@ int runPlan(ModuleOp module, const PlanCommand &cmd,
                                                      static_cast<double>(peak)) /
                                                 std::max<double>(peak, 1))
                  << " off\n";
+  }
+  if (!cmd.svgOutput.empty()) {
+    std::string err;
+    auto out = openOutputFile(cmd.svgOutput, &err);
+    if (!out)
+      return fail(cmd.svgOutput + ": " + err);
+    out->os() << smp::planReportSvg(*result, req);
+    out->keep();
   }
   if (!cmd.jsonOutput.empty()) {
     std::string err;

@@ -14,7 +14,7 @@
 struct PlanCommand {
   int64_t devices = 1, globalBatch = 1;
   std::string cluster, loss, optimizer = "adamw", precision = "fp32",
-      jsonOutput;
+      jsonOutput, svgOutput;
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
   std::optional<bool> zero;
@@ -32,6 +32,7 @@ int runPlan(mlir::ModuleOp module, const PlanCommand &cmd,
 /// `json` gets the report.
 std::optional<smp::Plan> choosePlanForCompile(mlir::ModuleOp module,
                                               const PlanCommand &cmd,
-                                              std::string &json);
+                                              std::string &json,
+                                              std::string &svg);
 
 #endif // SMPC_PLANCOMMAND_H

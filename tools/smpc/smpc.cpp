@@ -50,6 +50,7 @@ USAGE
   smpc summary MODEL [--dim NAME=VALUE]...
   smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
                [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
+               [--report FILE.svg]
   smpc ops
   smpc --help | --version
 
@@ -184,9 +185,9 @@ struct Options {
   bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
        zeroGiven = false;
   /// smpc plan (and compile --devices N without pinned degrees).
-  std::string cluster, jsonOutput, profileDb;
+  std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
-  std::string autoPlanJson;
+  std::string autoPlanJson, autoPlanSvg;
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;
@@ -317,6 +318,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--profile-db expects smprun --profile files "
                     "(comma-separated)");
       opts.profileDb = *v;
+    } else if (a == "--report" || a.starts_with("--report=")) {
+      auto v = value("--report");
+      if (!v || v->empty())
+        return fail("--report expects an .svg file name");
+      opts.svgOutput = *v;
     } else if (a == "--no-memory-plan") {
       opts.noExactMemory = true;
     } else if (a == "--json" || a.starts_with("--json=")) {
@@ -736,7 +742,8 @@ int main(int argc, char **argv) {
       cmd.zero = true;
     if (opts.scheduleGiven)
       cmd.schedule = opts.schedule;
-    auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson);
+    auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
+                                       opts.autoPlanSvg);
     if (!chosen)
       return 1;
     opts.dp = chosen->dp, opts.dpGiven = true;
@@ -769,6 +776,11 @@ int main(int argc, char **argv) {
         return fail(opts.output + "/plan.json: " + err);
       out->os() << opts.autoPlanJson;
       out->keep();
+      auto svg = openOutputFile(opts.output + "/plan.svg", &err);
+      if (!svg)
+        return fail(opts.output + "/plan.svg: " + err);
+      svg->os() << opts.autoPlanSvg;
+      svg->keep();
     }
     return rc;
   }
@@ -795,6 +807,7 @@ int main(int argc, char **argv) {
     if (opts.zero)
       plan.zero = true;
     plan.jsonOutput = opts.jsonOutput;
+    plan.svgOutput = opts.svgOutput;
     // The chosen plan's memory from the compiler's own memory plan, when the
     // model can be imported at the plan's micro-batch size and is small
     // enough to build its step in a moment.

@@ -108,6 +108,11 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
 std::string formatPlanResult(const PlanResult &result,
                              const PlanRequest &request);
 
+/// The chosen plan as an SVG: its pipeline timeline (the schedule
+/// simulated with the slowest stage's times) and each stage's memory per
+/// device against the device's.
+std::string planReportSvg(const PlanResult &result, const PlanRequest &req);
+
 /// The same as JSON (for the report written beside an artifact).
 std::string planResultJson(const PlanResult &result,
                            const PlanRequest &request);
