@@ -138,7 +138,18 @@ public:
     prefixTime.assign(n + 1, 0);
     prefixSaved.assign(n + 1, 0);
     prefixParams.assign(n + 1, 0);
+    prefixCheckpoints.assign(n + 1, 0);
+    double segment = 0;
     for (size_t i = 0; i < n; ++i) {
+      // Full recomputation keeps what crosses each cut point (the next
+      // segment's input) and recomputes one segment at a time.
+      const OpProfile &o = st.profile.ops[i];
+      prefixCheckpoints[i + 1] =
+          prefixCheckpoints[i] + (o.cutAfter ? o.boundaryBytes * st.b : 0);
+      segment += st.saved[i];
+      largestSegment = std::max(largestSegment, segment);
+      if (o.cutAfter)
+        segment = 0;
       double f = st.fwd[i] + st.tpComm[i];
       double bwd = 2 * st.fwd[i] + st.tpComm[i] + (c.recompute ? f : 0);
       prefixTime[i + 1] = prefixTime[i] + f + bwd;
@@ -157,10 +168,13 @@ public:
     if (c.zero)
       state /= static_cast<double>(c.dp);
     double activations = prefixSaved[end] - prefixSaved[begin];
-    double boundary =
-        begin == 0 ? 0 : st.profile.ops[begin - 1].boundaryBytes * st.b;
+    double checkpoints = prefixCheckpoints[end] - prefixCheckpoints[begin] +
+                         (begin == 0 ? 0
+                                     : st.profile.ops[begin - 1].boundaryBytes *
+                                           st.b);
     double held = c.recompute
-                      ? inflight(schedule, s, c.pp, c.m, v) * boundary + activations
+                      ? inflight(schedule, s, c.pp, c.m, v) * checkpoints +
+                            std::min(largestSegment, activations)
                       : inflight(schedule, s, c.pp, c.m, v) * activations;
     double workspace = (st.profile.transientBytes > 0
                             ? st.profile.transientBytes
@@ -246,7 +260,8 @@ public:
   Candidate c;
   std::string schedule;
   int64_t v;
-  std::vector<double> prefixTime, prefixSaved, prefixParams;
+  std::vector<double> prefixTime, prefixSaved, prefixParams, prefixCheckpoints;
+  double largestSegment = 0; // activations of the largest recompute segment
 };
 
 bool crossNode(int64_t span, const DeviceSpec &d) {

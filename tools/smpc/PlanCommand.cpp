@@ -72,6 +72,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.virtualStages = cmd.virtualStages;
   req.schedule = cmd.schedule;
   req.zero = cmd.zero;
+  req.recompute = cmd.recompute;
   auto result = smp::choosePlan(module, req, vocabOutput(module, cmd.loss));
   if (!result) {
     fail(llvm::toString(result.takeError()));

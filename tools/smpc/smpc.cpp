@@ -187,6 +187,7 @@ struct Options {
   /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
+  std::string recomputeGiven; // --checkpoint-activations, for the planner
   std::string autoPlanJson, autoPlanSvg;
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
@@ -298,6 +299,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
                     "selective");
       if (*v != "none")
         opts.trainOptions.push_back("recompute=" + *v);
+      opts.recomputeGiven = *v;
     } else if (a == "--offload-activations") {
       opts.trainOptions.push_back("offload=true");
     } else if (a == "--activation-loading-horizon" ||
@@ -806,6 +808,8 @@ int main(int argc, char **argv) {
       plan.virtualStages = opts.virtualStages;
     if (opts.zero)
       plan.zero = true;
+    if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
+      plan.recompute = opts.recomputeGiven == "full";
     plan.jsonOutput = opts.jsonOutput;
     plan.svgOutput = opts.svgOutput;
     // The chosen plan's memory from the compiler's own memory plan, when the
