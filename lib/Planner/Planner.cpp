@@ -100,7 +100,8 @@ struct Stages {
 
 struct Candidate {
   int64_t tp, pp, dp, b, m;
-  bool zero, recompute;
+  bool zero;
+  int recompute; // 0 none, 1 every stage, 2 the stages that need it
 };
 
 double optimizerStateFactor(const std::string &optimizer) {
@@ -127,6 +128,7 @@ struct Partition {
   std::vector<size_t> ends;   // last op of each stage
   std::vector<double> time;   // F + B of one micro-batch, per stage
   std::vector<double> memory; // per rank
+  std::vector<bool> recompute; // per stage
 };
 
 class Evaluator {
@@ -136,6 +138,7 @@ public:
       : st(st), req(req), c(c), schedule(schedule), v(v) {
     size_t n = st.fwd.size();
     prefixTime.assign(n + 1, 0);
+    prefixTimeRc.assign(n + 1, 0);
     prefixSaved.assign(n + 1, 0);
     prefixParams.assign(n + 1, 0);
     prefixCheckpoints.assign(n + 1, 0);
@@ -151,18 +154,33 @@ public:
       if (o.cutAfter)
         segment = 0;
       double f = st.fwd[i] + st.tpComm[i];
-      double bwd = 2 * st.fwd[i] + st.tpComm[i] + (c.recompute ? f : 0);
+      double bwd = 2 * st.fwd[i] + st.tpComm[i];
       prefixTime[i + 1] = prefixTime[i] + f + bwd;
+      prefixTimeRc[i + 1] = prefixTimeRc[i] + f + bwd + f;
       prefixSaved[i + 1] = prefixSaved[i] + st.saved[i];
       prefixParams[i + 1] = prefixParams[i] + st.params[i];
     }
   }
 
-  double time(size_t begin, size_t end) const {
-    return prefixTime[end] - prefixTime[begin];
+  double time(size_t begin, size_t end, bool rc) const {
+    return rc ? prefixTimeRc[end] - prefixTimeRc[begin]
+              : prefixTime[end] - prefixTime[begin];
   }
 
-  double memory(size_t begin, size_t end, int64_t s) const {
+  /// Whether ops [begin, end) fit as stage s within `limit` and `cap`:
+  /// without recomputation when allowed and enough, else with it.
+  std::optional<bool> fits(size_t begin, size_t end, int64_t s, double limit,
+                           double cap) const {
+    for (bool rc : {false, true}) {
+      if ((rc && c.recompute == 0) || (!rc && c.recompute == 1))
+        continue;
+      if (time(begin, end, rc) <= limit && memory(begin, end, s, rc) <= cap)
+        return rc;
+    }
+    return std::nullopt;
+  }
+
+  double memory(size_t begin, size_t end, int64_t s, bool rc) const {
     double params = prefixParams[end] - prefixParams[begin];
     double state = params * optimizerStateFactor(req.optimizer);
     if (c.zero)
@@ -172,7 +190,7 @@ public:
                          (begin == 0 ? 0
                                      : st.profile.ops[begin - 1].boundaryBytes *
                                            st.b);
-    double held = c.recompute
+    double held = rc
                       ? inflight(schedule, s, c.pp, c.m, v) * checkpoints +
                             std::min(largestSegment, activations)
                       : inflight(schedule, s, c.pp, c.m, v) * activations;
@@ -202,7 +220,7 @@ public:
             continue;
           if (e >= n)
             break;
-          if (time(begin, e) > limit || memory(begin, e, s) > cap)
+          if (!fits(begin, e, s, limit, cap))
             break;
           best = e;
           found = true;
@@ -212,12 +230,14 @@ public:
           return part;
         end = best;
       }
-      if (end <= begin || time(begin, end) > limit ||
-          memory(begin, end, s) > cap)
+      std::optional<bool> rc =
+          end > begin ? fits(begin, end, s, limit, cap) : std::nullopt;
+      if (!rc)
         return part;
       part.ends.push_back(end - 1);
-      part.time.push_back(time(begin, end));
-      part.memory.push_back(memory(begin, end, s));
+      part.time.push_back(time(begin, end, *rc));
+      part.memory.push_back(memory(begin, end, s, *rc));
+      part.recompute.push_back(*rc);
       begin = end;
     }
     part.ok = begin == n;
@@ -228,17 +248,22 @@ public:
     size_t n = st.fwd.size();
     if (c.pp == 1) {
       Partition p;
+      std::optional<bool> rc =
+          fits(0, n, 0, std::numeric_limits<double>::infinity(), cap);
+      bool r = rc.value_or(c.recompute == 1);
       p.ends = {n - 1};
-      p.time = {time(0, n)};
-      p.memory = {memory(0, n, 0)};
-      p.ok = p.memory[0] <= cap;
+      p.time = {time(0, n, r)};
+      p.memory = {memory(0, n, 0, r)};
+      p.recompute = {r};
+      p.ok = rc.has_value();
       return p;
     }
     if (static_cast<int64_t>(st.cuts.size()) < c.pp - 1)
       return Partition();
-    double lo = 0, hi = time(0, n);
+    bool slow = c.recompute == 1;
+    double lo = 0, hi = time(0, n, true);
     for (size_t i = 0; i < n; ++i)
-      lo = std::max(lo, time(i, i + 1));
+      lo = std::max(lo, time(i, i + 1, slow));
     Partition best = greedy(hi, cap);
     if (!best.ok)
       return best;
@@ -260,7 +285,8 @@ public:
   Candidate c;
   std::string schedule;
   int64_t v;
-  std::vector<double> prefixTime, prefixSaved, prefixParams, prefixCheckpoints;
+  std::vector<double> prefixTime, prefixTimeRc, prefixSaved, prefixParams,
+      prefixCheckpoints;
   double largestSegment = 0; // activations of the largest recompute segment
 };
 
@@ -279,8 +305,17 @@ std::string Plan::summary() const {
     os << " v=" << virtualStages;
   if (zero)
     os << " zero-1";
-  if (recompute)
+  if (recompute) {
+    bool all = llvm::all_of(stageRecompute, [](bool r) { return r; });
     os << " recompute";
+    if (!all) {
+      os << " (stages";
+      for (size_t k = 0; k < stageRecompute.size(); ++k)
+        if (stageRecompute[k])
+          os << " " << k;
+      os << ")";
+    }
+  }
   return s;
 }
 
@@ -341,9 +376,11 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
         Stages st(profile, d, b);
         if (static_cast<int64_t>(st.cuts.size()) < pp - 1)
           continue;
-        for (bool recompute : {false, true}) {
-          if (req.recompute && recompute != *req.recompute)
+        for (int recompute : {0, 1, 2}) {
+          if (req.recompute && (recompute == 2 || (recompute == 1) != *req.recompute))
             continue;
+          if (recompute == 2 && pp == 1)
+            continue; // per stage is all or nothing with one stage
           for (bool zero : {false, true}) {
             if (zero && dp == 1)
               continue;
@@ -381,7 +418,8 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                     Plan p;
                     p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
                     p.microbatches = m, p.schedule = schedule, p.zero = zero,
-                    p.recompute = recompute, p.virtualStages = v;
+                    p.recompute = recompute != 0, p.virtualStages = v;
+                    p.stageRecompute = loose.recompute;
                     smallestPlan = p.summary();
                   }
                 }
@@ -390,7 +428,13 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
               Plan p;
               p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
               p.microbatches = m, p.schedule = schedule, p.zero = zero,
-              p.recompute = recompute, p.virtualStages = v;
+              p.virtualStages = v;
+              p.stageRecompute = part.recompute;
+              p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
+              if (recompute == 2 && (!p.recompute ||
+                                     llvm::all_of(part.recompute,
+                                                  [](bool r) { return r; })))
+                continue; // the same plan as "none" or "every stage"
               p.stageSeconds = part.time;
               p.stageMemory = part.memory;
               p.peakMemory =
@@ -538,7 +582,15 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"microbatch_size", p.microbatchSize},
         {"microbatches", p.microbatches}, {"schedule", p.schedule},
         {"virtual_stages", p.virtualStages}, {"zero", p.zero},
-        {"recompute", p.recompute}, {"step_seconds", p.stepSeconds},
+        {"recompute", p.recompute},
+        {"recompute_stages", [&] {
+           llvm::json::Array a;
+           for (size_t k = 0; k < p.stageRecompute.size(); ++k)
+             if (p.stageRecompute[k])
+               a.push_back(static_cast<int64_t>(k));
+           return a;
+         }()},
+        {"step_seconds", p.stepSeconds},
         {"pipeline_seconds", p.pipelineSeconds}, {"bubble", p.bubble},
         {"data_parallel_seconds", p.dataParallelSeconds},
         {"optimizer_seconds", p.optimizerSeconds},

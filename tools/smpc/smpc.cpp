@@ -121,11 +121,13 @@ PARALLELISM (compile --train)
                        --batch-size / D samples of every global batch and
                        the gradients are summed across ranks, so the step
                        equals the one-device step. Run with smprun -n D.
-  --checkpoint-activations none|full|selective
+  --checkpoint-activations none|full|selective|auto
                        Recompute activations in the backward instead of
                        keeping them: full keeps only the residual stream
                        between half-layers, selective recomputes the
-                       attention cores (scores, mask, softmax).
+                       attention cores (scores, mask, softmax), auto lets
+                       the planner recompute the stages that need it
+                       (--devices N; pinned degrees stay pinned).
   --profile-db F,...   smprun --profile files: the compiled plan's step time is
                        predicted from these measured op times (the roofline
                        of --cluster where they have none) and printed.
@@ -294,10 +296,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     } else if (a == "--checkpoint-activations" ||
                a.starts_with("--checkpoint-activations=")) {
       auto v = value("--checkpoint-activations");
-      if (!v || (*v != "none" && *v != "full" && *v != "selective"))
-        return fail("--checkpoint-activations expects none, full or "
-                    "selective");
-      if (*v != "none")
+      if (!v || (*v != "none" && *v != "full" && *v != "selective" &&
+                 *v != "auto"))
+        return fail("--checkpoint-activations expects none, full, selective "
+                    "or auto");
+      if (*v != "none" && *v != "auto")
         opts.trainOptions.push_back("recompute=" + *v);
       opts.recomputeGiven = *v;
     } else if (a == "--offload-activations") {
@@ -446,8 +449,9 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail("compile needs -o OUT.smpx (the artifact directory)");
   // Devices without any pinned degree: the planner chooses (in main).
   if (opts.command == "compile" && opts.train && opts.devices > 1 &&
-      !opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
-      opts.microbatches == 0) {
+      ((!opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
+        opts.microbatches == 0) ||
+       opts.recomputeGiven == "auto")) {
     if (opts.import.batchSize <= 0)
       return fail("--devices without --dp/--tp/--pp needs a global "
                   "--batch-size for the planner");
@@ -744,6 +748,14 @@ int main(int argc, char **argv) {
       cmd.zero = true;
     if (opts.scheduleGiven)
       cmd.schedule = opts.schedule;
+    if (opts.dpGiven)
+      cmd.dp = opts.dp;
+    if (opts.tpGiven)
+      cmd.tp = opts.tp;
+    if (opts.ppGiven)
+      cmd.pp = opts.pp;
+    if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
+      cmd.recompute = opts.recomputeGiven == "full";
     auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
                                        opts.autoPlanSvg);
     if (!chosen)
@@ -758,8 +770,15 @@ int main(int argc, char **argv) {
       opts.zero = true;
       opts.trainOptions.push_back("shard-optimizer-state=true");
     }
-    if (chosen->recompute)
+    if (chosen->recompute && opts.recomputeGiven != "full") {
       opts.trainOptions.push_back("recompute=full");
+      std::string stages;
+      for (size_t k = 0; k < chosen->stageRecompute.size(); ++k)
+        if (chosen->stageRecompute[k])
+          stages += (stages.empty() ? "" : ",") + std::to_string(k);
+      if (!llvm::all_of(chosen->stageRecompute, [](bool r) { return r; }))
+        opts.trainOptions.push_back("recompute-stages=" + stages);
+    }
     llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
                  << ": " << chosen->summary() << "\n";
     if (auto code = finishParallelOptions(opts))
@@ -840,8 +859,15 @@ int main(int argc, char **argv) {
         c.zero = true;
         c.trainOptions.push_back("shard-optimizer-state=true");
       }
-      if (p.recompute)
+      if (p.recompute) {
         c.trainOptions.push_back("recompute=full");
+        std::string stages;
+        for (size_t k = 0; k < p.stageRecompute.size(); ++k)
+          if (p.stageRecompute[k])
+            stages += (stages.empty() ? "" : ",") + std::to_string(k);
+        if (!llvm::all_of(p.stageRecompute, [](bool r) { return r; }))
+          c.trainOptions.push_back("recompute-stages=" + stages);
+      }
       llvm::StringRef in = opts.input;
       if (in.ends_with(".mlir") && p.microbatchSize != 1)
         return std::nullopt; // generated at one sample per batch

@@ -80,6 +80,9 @@ struct Plan {
           virtualStages = 1;
   std::string schedule = "1f1b";
   bool zero = false, recompute = false;
+  /// Which stages recompute their activations (all when `recompute` and the
+  /// planner did not choose per stage).
+  std::vector<bool> stageRecompute;
   /// Predicted.
   double stepSeconds = 0, pipelineSeconds = 0, dataParallelSeconds = 0,
          optimizerSeconds = 0, bubble = 0;

@@ -715,9 +715,17 @@ struct SmpBuildTrainStepPass
   /// of the forward ops `fwd` (the recompute and offload options).
   void rewriteSavedActivations(ArrayRef<Operation *> fwd, Operation *mark,
                                OpBuilder &b) {
-    if (recompute != "none")
-      recomputeActivations(fwd, std::next(mark->getIterator()),
+    if (recompute != "none") {
+      SmallVector<Operation *> chosen;
+      for (Operation *op : fwd) {
+        auto stage = op->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
+        if (recomputeStages.empty() ||
+            (stage && llvm::is_contained(recomputeStages, stage.getInt())))
+          chosen.push_back(op);
+      }
+      recomputeActivations(chosen, std::next(mark->getIterator()),
                            b.getInsertionPoint(), recompute);
+    }
     if (offload)
       offloadActivations(fwd, std::next(mark->getIterator()),
                          b.getInsertionPoint(), offloadHorizon,

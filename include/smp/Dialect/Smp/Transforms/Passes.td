@@ -87,6 +87,9 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "the forward between cut points from their inputs, so only the "
            "residual stream between half-layers stays alive); selective "
            "(recompute only the attention cores: scores, mask, softmax)">,
+    ListOption<"recomputeStages", "recompute-stages", "int64_t",
+               "with recompute: only the ops of these pipeline stages "
+               "(smp.stage) are recomputed (the planner's per-stage choice)">,
     Option<"offload", "offload", "bool", /*default=*/"false",
            "activation offloading: the activations the backward reads are "
            "copied to host memory after their last forward use and "
