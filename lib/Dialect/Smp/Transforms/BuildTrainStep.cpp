@@ -12,6 +12,7 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "Recompute.h"
+#include "TrainStepUtils.h"
 #include "llvm/Support/Regex.h"
 
 #include <limits>
@@ -28,33 +29,6 @@ using namespace mlir;
 using namespace smp;
 
 namespace {
-
-Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
-  auto type = RankedTensorType::get({}, elt);
-  APFloat value(v);
-  bool loses;
-  value.convert(cast<FloatType>(elt).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &loses);
-  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
-}
-
-/// `v` reduced to a scalar over every axis (sum, or mean).
-template <typename ReduceOpT>
-Value reduceAll(OpBuilder &b, Location loc, Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  SmallVector<int64_t> axes;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    axes.push_back(d);
-  return ReduceOpT::create(b, loc, v, b.getDenseI64ArrayAttr(axes), false);
-}
-
-/// `v` with f32 elements (cast when it has another float type).
-Value toF32(OpBuilder &b, Location loc, Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  if (t.getElementType().isF32())
-    return v;
-  return CastOp::create(b, loc, t.clone(b.getF32Type()), v);
-}
 
 struct SmpBuildTrainStepPass
     : public smp::impl::SmpBuildTrainStepPassBase<SmpBuildTrainStepPass> {
@@ -194,75 +168,6 @@ struct SmpBuildTrainStepPass
                            microbatches);
   }
 
-  /// Micro-batch `i` of `m` of `full` (equal slices along dim 0).
-  static Value sliceMicrobatch(OpBuilder &b, Location loc, Value full,
-                               int64_t i, int64_t m) {
-    auto t = cast<RankedTensorType>(full.getType());
-    int64_t rows = t.getDimSize(0) / m;
-    SmallVector<int64_t> begin(t.getRank(), 0), end(t.getShape()),
-        stepOne(t.getRank(), 1);
-    begin[0] = i * rows;
-    end[0] = (i + 1) * rows;
-    return SliceOp::create(b, loc, full, b.getDenseI64ArrayAttr(begin),
-                           b.getDenseI64ArrayAttr(end),
-                           b.getDenseI64ArrayAttr(stepOne));
-  }
-
-  /// Sum over the tokens of the cross-entropy of vocab-parallel logits
-  /// (this rank's ceil(V/tp) columns, the last padded): the softmax's max,
-  /// its normaliser and the target logit are combined over @tp (Megatron's
-  /// parallel cross-entropy), so no rank ever holds the whole logits.
-  static Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
-                                         Value logits, Value labels,
-                                         int64_t vocab) {
-    auto tpReduce = [&](Value v, shard::ReductionKind kind) -> Value {
-      return shard::AllReduceOp::create(b, loc, v, "tp",
-                                        ArrayRef<shard::GridAxis>{0}, kind);
-    };
-    auto i64Const = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
-      auto type = RankedTensorType::get(shape, b.getI64Type());
-      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
-    };
-    Value z = toF32(b, loc, logits);
-    auto zt = cast<RankedTensorType>(z.getType());
-    int64_t rank = zt.getRank(), cols = zt.getDimSize(rank - 1);
-    Type f32 = b.getF32Type();
-    SmallVector<int64_t> iota(cols);
-    for (int64_t c = 0; c < cols; ++c)
-      iota[c] = c;
-    Value col = i64Const({cols}, iota);
-    Value start = MulOp::create(
-        b, loc, TpRankOp::create(b, loc, RankedTensorType::get({}, b.getI64Type())),
-        i64Const({}, {cols}));
-    Value valid = LessOp::create(b, loc, AddOp::create(b, loc, col, start),
-                                 i64Const({}, {vocab}));
-    Value zm = WhereOp::create(
-        b, loc, valid, z,
-        scalarConst(b, loc, f32, -std::numeric_limits<double>::infinity()));
-    auto axis = b.getDenseI64ArrayAttr({rank - 1});
-    Value m = tpReduce(ReduceMaxOp::create(b, loc, zm, axis, true),
-                       shard::ReductionKind::Max);
-    Value e = ExpOp::create(b, loc, SubOp::create(b, loc, zm, m));
-    Value s = tpReduce(ReduceSumOp::create(b, loc, e, axis, true),
-                       shard::ReductionKind::Sum);
-    Value lse = AddOp::create(b, loc, LogOp::create(b, loc, s), m);
-    auto lt = cast<RankedTensorType>(labels.getType());
-    SmallVector<int64_t> shape(lt.getShape());
-    shape.push_back(1);
-    Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
-    Value hit = EqualOp::create(b, loc, SubOp::create(b, loc, lab, start), col);
-    Value zy = tpReduce(
-        ReduceSumOp::create(
-            b, loc, WhereOp::create(b, loc, hit, z, scalarConst(b, loc, f32, 0.0)),
-            axis, true),
-        shard::ReductionKind::Sum);
-    Value kept = CastOp::create(
-        b, loc, RankedTensorType::get(shape, f32),
-        NotOp::create(b, loc, EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
-    return reduceAll<ReduceSumOp>(
-        b, loc, MulOp::create(b, loc, SubOp::create(b, loc, lse, zy), kept));
-  }
-
   /// Builds the scalar loss at the end of the body from the forward
   /// outputs `outs`.
   FailureOr<Value> buildLoss(func::FuncOp f, OpBuilder &b, ValueRange outs) {
@@ -342,52 +247,6 @@ struct SmpBuildTrainStepPass
     return failure();
   }
 
-  /// The loss as an f32 scalar.
-  static Value scalarF32Loss(OpBuilder &b, Location loc, Value loss) {
-    auto lt = cast<RankedTensorType>(loss.getType());
-    if (lt.getRank() != 0)
-      loss = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss);
-    return toF32(b, loc, loss);
-  }
-
-  /// The pipeline stage of a value: its op's, or a parameter argument's.
-  static std::optional<int64_t> stageOf(Value v) {
-    IntegerAttr stage;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-        stage = f.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
-                                                SmpDialect::kStageAttr);
-    } else {
-      stage = v.getDefiningOp()->getAttrOfType<IntegerAttr>(
-          SmpDialect::kStageAttr);
-    }
-    if (!stage)
-      return std::nullopt;
-    return stage.getInt();
-  }
-
-  static void setStage(Operation *op, int64_t stage) {
-    op->setAttr(SmpDialect::kStageAttr,
-                IntegerAttr::get(IntegerType::get(op->getContext(), 64), stage));
-  }
-
-  /// Ops without a stage that use a staged value run on the stage of their
-  /// first staged operand; the others (constants, computations on inputs
-  /// only) stay free, for every stage that needs them to recompute.
-  static void propagateStages(Block &body, Operation *from = nullptr) {
-    for (Operation &op : llvm::make_range(
-             from ? from->getIterator() : body.begin(), body.end())) {
-      if (op.hasAttr(SmpDialect::kStageAttr) ||
-          op.hasTrait<OpTrait::ConstantLike>() || op.hasTrait<OpTrait::IsTerminator>())
-        continue;
-      for (Value v : op.getOperands())
-        if (auto stage = stageOf(v)) {
-          setStage(&op, *stage);
-          break;
-        }
-    }
-  }
-
   /// Marks the ops after `mark` (up to the builder's insertion point) as
   /// micro-batch `mb`'s (backward ones with smp.bwd) and gives those without
   /// a stage the stage of their operands.
@@ -405,11 +264,6 @@ struct SmpBuildTrainStepPass
         it->setAttr(SmpDialect::kBackwardAttr, b.getUnitAttr());
     }
     propagateStages(*block, first);
-  }
-
-  static Operation *lastBefore(OpBuilder &b) {
-    Block::iterator ip = b.getInsertionPoint();
-    return ip == b.getInsertionBlock()->begin() ? nullptr : &*std::prev(ip);
   }
 
   /// The unrolled step: @main's forward once per micro-batch (the inputs
@@ -674,41 +528,6 @@ struct SmpBuildTrainStepPass
       elt = t.getElementType();
     }
     flush();
-  }
-
-  /// Moves each op computed from parameters and constants only (the
-  /// importer hoists weight transposes to the top) right before its first
-  /// user: its gradient is then complete as soon as its user's backward is
-  /// done, not at the very end of the backward, and data-parallel buckets
-  /// can start early. The copies also live shorter.
-  static void sinkWeightOnlyOps(func::FuncOp f) {
-    Block &body = f.getBody().front();
-    llvm::DenseSet<Value> weightOnly;
-    for (BlockArgument arg : body.getArguments())
-      if (f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-        weightOnly.insert(arg);
-    SmallVector<Operation *> ops;
-    for (Operation &op : body.without_terminator()) {
-      if (op.hasTrait<OpTrait::ConstantLike>() || op.getNumOperands() == 0)
-        continue;
-      bool onlyWeights = llvm::all_of(op.getOperands(), [&](Value v) {
-        Operation *d = v.getDefiningOp();
-        return weightOnly.count(v) || (d && d->hasTrait<OpTrait::ConstantLike>());
-      });
-      if (!onlyWeights)
-        continue;
-      for (Value r : op.getResults())
-        weightOnly.insert(r);
-      ops.push_back(&op);
-    }
-    for (Operation *op : llvm::reverse(ops)) {
-      Operation *first = nullptr;
-      for (Operation *user : op->getUsers())
-        if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
-          first = user;
-      if (first && op->getNextNode() != first)
-        op->moveBefore(first);
-    }
   }
 
   /// Recomputes and/or offloads what the backward built after `mark` reads

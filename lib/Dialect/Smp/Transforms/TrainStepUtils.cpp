@@ -1,0 +1,189 @@
+//===- TrainStepUtils.cpp - Helpers of smp-build-train-step ---------------===//
+
+#include "TrainStepUtils.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace smp {
+
+Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
+  auto type = RankedTensorType::get({}, elt);
+  APFloat value(v);
+  bool loses;
+  value.convert(cast<FloatType>(elt).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &loses);
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+}
+
+/// `v` with f32 elements (cast when it has another float type).
+Value toF32(OpBuilder &b, Location loc, Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType().isF32())
+    return v;
+  return CastOp::create(b, loc, t.clone(b.getF32Type()), v);
+}
+
+
+/// Micro-batch `i` of `m` of `full` (equal slices along dim 0).
+Value sliceMicrobatch(OpBuilder &b, Location loc, Value full,
+                             int64_t i, int64_t m) {
+  auto t = cast<RankedTensorType>(full.getType());
+  int64_t rows = t.getDimSize(0) / m;
+  SmallVector<int64_t> begin(t.getRank(), 0), end(t.getShape()),
+      stepOne(t.getRank(), 1);
+  begin[0] = i * rows;
+  end[0] = (i + 1) * rows;
+  return SliceOp::create(b, loc, full, b.getDenseI64ArrayAttr(begin),
+                         b.getDenseI64ArrayAttr(end),
+                         b.getDenseI64ArrayAttr(stepOne));
+}
+
+/// Sum over the tokens of the cross-entropy of vocab-parallel logits
+/// (this rank's ceil(V/tp) columns, the last padded): the softmax's max,
+/// its normaliser and the target logit are combined over @tp (Megatron's
+/// parallel cross-entropy), so no rank ever holds the whole logits.
+Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
+                                       Value logits, Value labels,
+                                       int64_t vocab) {
+  auto tpReduce = [&](Value v, shard::ReductionKind kind) -> Value {
+    return shard::AllReduceOp::create(b, loc, v, "tp",
+                                      ArrayRef<shard::GridAxis>{0}, kind);
+  };
+  auto i64Const = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> values) {
+    auto type = RankedTensorType::get(shape, b.getI64Type());
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
+  };
+  Value z = toF32(b, loc, logits);
+  auto zt = cast<RankedTensorType>(z.getType());
+  int64_t rank = zt.getRank(), cols = zt.getDimSize(rank - 1);
+  Type f32 = b.getF32Type();
+  SmallVector<int64_t> iota(cols);
+  for (int64_t c = 0; c < cols; ++c)
+    iota[c] = c;
+  Value col = i64Const({cols}, iota);
+  Value start = MulOp::create(
+      b, loc, TpRankOp::create(b, loc, RankedTensorType::get({}, b.getI64Type())),
+      i64Const({}, {cols}));
+  Value valid = LessOp::create(b, loc, AddOp::create(b, loc, col, start),
+                               i64Const({}, {vocab}));
+  Value zm = WhereOp::create(
+      b, loc, valid, z,
+      scalarConst(b, loc, f32, -std::numeric_limits<double>::infinity()));
+  auto axis = b.getDenseI64ArrayAttr({rank - 1});
+  Value m = tpReduce(ReduceMaxOp::create(b, loc, zm, axis, true),
+                     shard::ReductionKind::Max);
+  Value e = ExpOp::create(b, loc, SubOp::create(b, loc, zm, m));
+  Value s = tpReduce(ReduceSumOp::create(b, loc, e, axis, true),
+                     shard::ReductionKind::Sum);
+  Value lse = AddOp::create(b, loc, LogOp::create(b, loc, s), m);
+  auto lt = cast<RankedTensorType>(labels.getType());
+  SmallVector<int64_t> shape(lt.getShape());
+  shape.push_back(1);
+  Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
+  Value hit = EqualOp::create(b, loc, SubOp::create(b, loc, lab, start), col);
+  Value zy = tpReduce(
+      ReduceSumOp::create(
+          b, loc, WhereOp::create(b, loc, hit, z, scalarConst(b, loc, f32, 0.0)),
+          axis, true),
+      shard::ReductionKind::Sum);
+  Value kept = CastOp::create(
+      b, loc, RankedTensorType::get(shape, f32),
+      NotOp::create(b, loc, EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
+  return reduceAll<ReduceSumOp>(
+      b, loc, MulOp::create(b, loc, SubOp::create(b, loc, lse, zy), kept));
+}
+
+/// The loss as an f32 scalar.
+Value scalarF32Loss(OpBuilder &b, Location loc, Value loss) {
+  auto lt = cast<RankedTensorType>(loss.getType());
+  if (lt.getRank() != 0)
+    loss = ReshapeOp::create(b, loc, lt.clone(ArrayRef<int64_t>{}), loss);
+  return toF32(b, loc, loss);
+}
+
+/// The pipeline stage of a value: its op's, or a parameter argument's.
+std::optional<int64_t> stageOf(Value v) {
+  IntegerAttr stage;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      stage = f.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                              SmpDialect::kStageAttr);
+  } else {
+    stage = v.getDefiningOp()->getAttrOfType<IntegerAttr>(
+        SmpDialect::kStageAttr);
+  }
+  if (!stage)
+    return std::nullopt;
+  return stage.getInt();
+}
+
+void setStage(Operation *op, int64_t stage) {
+  op->setAttr(SmpDialect::kStageAttr,
+              IntegerAttr::get(IntegerType::get(op->getContext(), 64), stage));
+}
+
+/// Ops without a stage that use a staged value run on the stage of their
+/// first staged operand; the others (constants, computations on inputs
+/// only) stay free, for every stage that needs them to recompute.
+void propagateStages(Block &body, Operation *from) {
+  for (Operation &op : llvm::make_range(
+           from ? from->getIterator() : body.begin(), body.end())) {
+    if (op.hasAttr(SmpDialect::kStageAttr) ||
+        op.hasTrait<OpTrait::ConstantLike>() || op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    for (Value v : op.getOperands())
+      if (auto stage = stageOf(v)) {
+        setStage(&op, *stage);
+        break;
+      }
+  }
+}
+
+Operation *lastBefore(OpBuilder &b) {
+  Block::iterator ip = b.getInsertionPoint();
+  return ip == b.getInsertionBlock()->begin() ? nullptr : &*std::prev(ip);
+}
+
+/// Moves each op computed from parameters and constants only (the
+/// importer hoists weight transposes to the top) right before its first
+/// user: its gradient is then complete as soon as its user's backward is
+/// done, not at the very end of the backward, and data-parallel buckets
+/// can start early. The copies also live shorter.
+void sinkWeightOnlyOps(func::FuncOp f) {
+  Block &body = f.getBody().front();
+  llvm::DenseSet<Value> weightOnly;
+  for (BlockArgument arg : body.getArguments())
+    if (f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+      weightOnly.insert(arg);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator()) {
+    if (op.hasTrait<OpTrait::ConstantLike>() || op.getNumOperands() == 0)
+      continue;
+    bool onlyWeights = llvm::all_of(op.getOperands(), [&](Value v) {
+      Operation *d = v.getDefiningOp();
+      return weightOnly.count(v) || (d && d->hasTrait<OpTrait::ConstantLike>());
+    });
+    if (!onlyWeights)
+      continue;
+    for (Value r : op.getResults())
+      weightOnly.insert(r);
+    ops.push_back(&op);
+  }
+  for (Operation *op : llvm::reverse(ops)) {
+    Operation *first = nullptr;
+    for (Operation *user : op->getUsers())
+      if (user->getBlock() == &body && (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && op->getNextNode() != first)
+      op->moveBefore(first);
+  }
+}
+
+
+} // namespace smp

@@ -1,0 +1,69 @@
+//===- TrainStepUtils.h - Helpers of smp-build-train-step -------*- C++ -*-===//
+//
+// Stateless pieces of the training-step builder: scalar constants and
+// reductions, micro-batch slices, the vocab-parallel cross-entropy, pipeline
+// stage bookkeeping, and sinking weight-only ops to their users.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_LIB_TRANSFORMS_TRAINSTEPUTILS_H
+#define SMP_LIB_TRANSFORMS_TRAINSTEPUTILS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <optional>
+
+namespace smp {
+
+/// A rank-0 constant of float type `elt`.
+mlir::Value scalarConst(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Type elt, double v);
+
+/// `v` reduced to a scalar over every axis (sum, or mean).
+template <typename ReduceOpT>
+mlir::Value reduceAll(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  llvm::SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    axes.push_back(d);
+  return ReduceOpT::create(b, loc, v, b.getDenseI64ArrayAttr(axes), false);
+}
+
+
+/// `v` with f32 elements (cast when it has another float type).
+mlir::Value toF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
+/// Micro-batch `i` of `m` of `full` (equal slices along dim 0).
+mlir::Value sliceMicrobatch(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value full, int64_t i, int64_t m);
+
+/// Sum over the tokens of the cross-entropy of vocab-parallel logits (see
+/// TrainStepUtils.cpp).
+mlir::Value vocabParallelCrossEntropy(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::Value logits, mlir::Value labels,
+                                      int64_t vocab);
+
+/// The loss as an f32 scalar.
+mlir::Value scalarF32Loss(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value loss);
+
+/// The pipeline stage of a value: its op's, or a parameter argument's.
+std::optional<int64_t> stageOf(mlir::Value v);
+void setStage(mlir::Operation *op, int64_t stage);
+
+/// Ops without a stage that use a staged value run on the stage of their
+/// first staged operand; the others stay free.
+void propagateStages(mlir::Block &body, mlir::Operation *from = nullptr);
+
+/// The op just before the builder's insertion point (nullptr at the start).
+mlir::Operation *lastBefore(mlir::OpBuilder &b);
+
+/// Moves each op on parameters and constants only right before its first
+/// user (gradients complete early; copies live shorter).
+void sinkWeightOnlyOps(mlir::func::FuncOp f);
+
+} // namespace smp
+
+#endif // SMP_LIB_TRANSFORMS_TRAINSTEPUTILS_H
