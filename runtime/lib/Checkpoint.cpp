@@ -201,6 +201,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     e->set_bytes(t.bytes());
     e->set_checksum(checksum64(t.data, t.bytes()));
     ShardLayout::of(b).to(*e);
+    e->set_role(b.role());
     data.append(static_cast<const char *>(t.data), t.bytes());
   }
   size_t abortAfter = SIZE_MAX;
@@ -226,8 +227,21 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
   return Status::success();
 }
 
-Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
-                      int64_t &totalSteps) {
+namespace {
+
+/// Every rank's index and tensors of the newest checkpoint in `dir`,
+/// checksums verified, with the shards of each tensor by name.
+struct CheckpointFiles {
+  std::string ckpt;
+  pb::Checkpoint first;
+  std::vector<pb::Checkpoint> indexes;
+  std::vector<std::string> data;
+  std::map<std::string,
+           std::vector<std::pair<uint32_t, const pb::CheckpointTensor *>>>
+      byName;
+};
+
+Status readCheckpointFiles(const std::string &dir, CheckpointFiles &files) {
   std::ifstream latestFile(dir + "/latest");
   std::string name;
   if (!latestFile || !std::getline(latestFile, name))
@@ -273,11 +287,27 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
                                t.name() + "'");
     }
   }
-  std::map<std::string, std::vector<std::pair<uint32_t, const pb::CheckpointTensor *>>>
-      byName;
+  files.ckpt = ckpt;
+  files.first = std::move(first);
+  files.indexes = std::move(indexes);
+  files.data = std::move(data);
   for (uint32_t r = 0; r < writtenRanks; ++r)
-    for (const auto &t : indexes[r].tensors())
-      byName[t.name()].push_back({r, &t});
+    for (const auto &t : files.indexes[r].tensors())
+      files.byName[t.name()].push_back({r, &t});
+  return Status::success();
+}
+
+} // namespace
+
+Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
+                      int64_t &totalSteps) {
+  CheckpointFiles files;
+  Status s = readCheckpointFiles(dir, files);
+  if (!s.ok())
+    return s;
+  const std::string &ckpt = files.ckpt;
+  const auto &byName = files.byName;
+  const auto &data = files.data;
 
   // Check and build every buffer before touching any.
   const auto &program = exec.artifact().program;
@@ -316,8 +346,34 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
   }
   for (auto &[i, bytes] : values)
     std::memcpy(exec.buffers()[i].data, bytes.data(), bytes.size());
-  step = first.step();
-  totalSteps = first.total_steps();
+  step = files.first.step();
+  totalSteps = files.first.total_steps();
+  return Status::success();
+}
+
+Status readGlobalTensors(const std::string &dir, const std::string &role,
+                         std::map<std::string, GlobalTensor> &out) {
+  CheckpointFiles files;
+  Status s = readCheckpointFiles(dir, files);
+  if (!s.ok())
+    return s;
+  for (const auto &[name, shards] : files.byName) {
+    const pb::CheckpointTensor &first = *shards.front().second;
+    if (first.role() != role)
+      continue;
+    std::vector<ShardPiece> pieces;
+    for (auto [r, t] : shards)
+      pieces.push_back({ShardLayout::of(*t), files.data[r].data() + t->offset(),
+                        static_cast<size_t>(t->bytes())});
+    GlobalTensor g;
+    g.dtype = first.dtype();
+    g.shape = pieces.front().layout.global;
+    if (!(s = gatherShards(pieces, dtypeSize(static_cast<DType>(g.dtype)),
+                           g.bytes, files.ckpt + ": tensor '" + name + "'"))
+             .ok())
+      return s;
+    out[name] = std::move(g);
+  }
   return Status::success();
 }
 

@@ -36,7 +36,23 @@ constexpr uint64_t kExternalThreshold = uint64_t(1) << 31; // protobuf's 2 GB
 } // namespace
 
 Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
-  const auto &artifact = exec.artifact();
+  std::map<std::string, TrainedTensor> params;
+  const auto &program = exec.artifact().program;
+  for (int i = 0; i < program.buffers_size(); ++i) {
+    const auto &b = program.buffers(i);
+    if (b.role() != "param")
+      continue;
+    const TensorRef &t = exec.buffers()[i];
+    params[b.name()] = TrainedTensor{
+        b.dtype(), std::vector<int64_t>(b.shape().begin(), b.shape().end()),
+        static_cast<const char *>(t.data), t.bytes()};
+  }
+  return saveTrainedOnnx(exec.artifact(), params, path);
+}
+
+Status saveTrainedOnnx(const Artifact &artifact,
+                       const std::map<std::string, TrainedTensor> &params,
+                       const std::string &path) {
   const std::string &source = artifact.manifest.training().source_model();
   if (source.empty())
     return Status::failure(artifact.dir +
@@ -49,16 +65,10 @@ Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
     return Status::failure(source + ": not a valid ONNX model");
-  // Trained values by parameter name.
-  std::map<std::string, int> params;
-  const auto &program = artifact.program;
-  for (int i = 0; i < program.buffers_size(); ++i)
-    if (program.buffers(i).role() == "param")
-      params[program.buffers(i).name()] = i;
   uint64_t total = 0;
   for (const auto &init : model.graph().initializer())
-    if (params.count(init.name()))
-      total += program.buffers(params[init.name()]).bytes();
+    if (auto it = params.find(init.name()); it != params.end())
+      total += it->second.bytes;
   bool external = total >= kExternalThreshold;
   std::string dataName = path.substr(path.find_last_of('/') + 1) + ".data";
   std::ofstream data;
@@ -73,13 +83,12 @@ Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
     auto it = params.find(init.name());
     if (it == params.end())
       continue; // constants and frozen tables keep their values
-    const auto &b = program.buffers(it->second);
-    if (!sameType(init.data_type(), b.dtype()) ||
-        !std::equal(init.dims().begin(), init.dims().end(), b.shape().begin(),
-                    b.shape().end()))
+    const TrainedTensor &t = it->second;
+    if (!sameType(init.data_type(), t.dtype) ||
+        !std::equal(init.dims().begin(), init.dims().end(), t.shape.begin(),
+                    t.shape.end()))
       return Status::failure(source + ": initializer '" + init.name() +
                              "' no longer matches the trained parameter");
-    const TensorRef &t = exec.buffers()[it->second];
     init.clear_float_data();
     init.clear_double_data();
     init.clear_int32_data();
@@ -87,7 +96,7 @@ Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
     init.clear_uint64_data();
     init.clear_external_data();
     if (external) {
-      data.write(static_cast<const char *>(t.data), t.bytes());
+      data.write(t.data, static_cast<std::streamsize>(t.bytes));
       init.clear_raw_data();
       init.set_data_location(onnx::TensorProto::EXTERNAL);
       auto add = [&](const char *k, const std::string &v) {
@@ -97,11 +106,11 @@ Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
       };
       add("location", dataName);
       add("offset", std::to_string(offset));
-      add("length", std::to_string(t.bytes()));
-      offset += t.bytes();
+      add("length", std::to_string(t.bytes));
+      offset += t.bytes;
     } else {
       init.set_data_location(onnx::TensorProto::DEFAULT);
-      init.set_raw_data(t.data, t.bytes());
+      init.set_raw_data(t.data, t.bytes);
     }
     ++replaced;
   }

@@ -13,6 +13,7 @@
 #include "smprt/Executor.h"
 #include "smprt/Launch.h"
 #include "smprt/Npy.h"
+#include "smprt/Checkpoint.h"
 #include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <sched.h>
@@ -290,10 +292,6 @@ int main(int argc, char **argv) {
              .ok())
       return fail(s.error);
   }
-  if (worldSize > 1 && !saveOnnx.empty())
-    return fail("--save-onnx needs a single-rank run for now (gathering "
-                "every rank's parameters into one model is not implemented "
-                "yet)");
   if (worldSize > 1 && !launch.underLauncher()) {
     s = smprt::execMpirun(worldSize, forwarded);
     return fail(s.error); // only reached if mpirun could not be started
@@ -358,10 +356,31 @@ int main(int argc, char **argv) {
     }
     if (!s.ok())
       return fail(model + ": " + s.error);
-    if (!saveOnnx.empty()) {
+    if (!saveOnnx.empty() && comm->size() == 1) {
       if (!(s = smprt::saveTrainedOnnx(exec, saveOnnx)).ok())
         return fail(s.error);
       std::printf("wrote the trained model to %s\n", saveOnnx.c_str());
+    } else if (!saveOnnx.empty()) {
+      // Several ranks: every rank writes its shards as a checkpoint beside
+      // the output, rank 0 gathers each parameter whole and writes the model.
+      std::string gather = saveOnnx + ".shards", written;
+      if (!(s = smprt::saveCheckpoint(exec, gather, steps, steps, written)).ok())
+        return fail(s.error);
+      if (rank == 0) {
+        std::map<std::string, smprt::GlobalTensor> whole;
+        if (!(s = smprt::readGlobalTensors(gather, "param", whole)).ok())
+          return fail(s.error);
+        std::map<std::string, smprt::TrainedTensor> views;
+        for (const auto &[name, g] : whole)
+          views[name] = smprt::TrainedTensor{g.dtype, g.shape, g.bytes.data(),
+                                             g.bytes.size()};
+        if (!(s = smprt::saveTrainedOnnx(exec.artifact(), views, saveOnnx)).ok())
+          return fail(s.error);
+        std::error_code ec;
+        std::filesystem::remove_all(gather, ec);
+        std::printf("wrote the trained model to %s (gathered from %d ranks)\n",
+                    saveOnnx.c_str(), comm->size());
+      }
     }
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)

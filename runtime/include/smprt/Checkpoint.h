@@ -5,7 +5,9 @@
 
 #include "smprt/Executor.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace smprt {
 
@@ -26,6 +28,18 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
 /// count and the total steps it was written for.
 Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
                       int64_t &totalSteps);
+
+/// A tensor gathered whole from every rank's shards.
+struct GlobalTensor {
+  uint32_t dtype = 0;
+  std::vector<int64_t> shape;
+  std::string bytes;
+};
+
+/// The tensors of role `role` ("param", "state") of the newest checkpoint in
+/// `dir`, each gathered whole from the shards of every rank that wrote it.
+Status readGlobalTensors(const std::string &dir, const std::string &role,
+                         std::map<std::string, GlobalTensor> &out);
 
 } // namespace smprt
 

@@ -5,7 +5,9 @@
 
 #include "smprt/Executor.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace smprt {
 
@@ -13,6 +15,20 @@ namespace smprt {
 /// parameter's initializer replaced by the executor's current values. Models
 /// over 2 GB store their initializers as external data in `<path>.data`.
 Status saveTrainedOnnx(const Executor &exec, const std::string &path);
+
+/// A trained parameter's bytes (not owned).
+struct TrainedTensor {
+  uint32_t dtype = 0;
+  std::vector<int64_t> shape;
+  const char *data = nullptr;
+  size_t bytes = 0;
+};
+
+/// The same with the parameters given by name (gathered whole from every
+/// rank of a multi-rank run).
+Status saveTrainedOnnx(const Artifact &artifact,
+                       const std::map<std::string, TrainedTensor> &params,
+                       const std::string &path);
 
 } // namespace smprt
 
