@@ -1,11 +1,6 @@
-// RUN: not smp-opt %s -split-input-file '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2 loss-scaling=true' 2>&1 | FileCheck %s --check-prefix=FP16
-// RUN: not smp-opt %s -split-input-file --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels loss-scaling=true' 2>&1 | FileCheck %s --check-prefix=FP16
 // RUN: not smp-opt %s -split-input-file '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' 2>&1 | FileCheck %s --check-prefix=SCALAR
 // RUN: not smp-opt %s -split-input-file '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=0' 2>&1 | FileCheck %s --check-prefix=ZERO
 
-// Dynamic loss scaling is refused with micro-batches, and with pipeline
-// stages alone.
-// FP16: error: fp16 loss scaling with micro-batches or pipeline stages is not supported yet
 // ZERO: error: microbatches must be >= 1, got 0{{$}}
 func.func @main(%x: tensor<2x4xf32> {smp.input = "x"},
                 %w1: tensor<4x4xf32> {smp.param = "w1"},

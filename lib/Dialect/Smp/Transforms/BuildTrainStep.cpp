@@ -123,6 +123,8 @@ struct SmpBuildTrainStepPass
   /// Labels that count in a cross-entropy mean, over every rank and
   /// micro-batch (built once).
   Value labelCount;
+  /// The fp16 loss scale (a state), when loss scaling.
+  Value lossScale;
 
   /// The value named `name` among the function's outputs `outs` (the
   /// return's operands, or their copies for a micro-batch).
@@ -396,7 +398,9 @@ struct SmpBuildTrainStepPass
                             : loss32;
       stampMicrobatch(b, mark, i, /*backward=*/false);
       mark = lastBefore(b);
-      auto g = differentiate(b, body, loss32, params);
+      Value target = lossScale ? Value(MulOp::create(b, loc, loss32, lossScale))
+                               : loss32;
+      auto g = differentiate(b, body, target, params);
       if (failed(g))
         return failure();
       SmallVector<Operation *> fwd;
@@ -566,9 +570,6 @@ struct SmpBuildTrainStepPass
     if (recompute != "none" && recompute != "full" && recompute != "selective")
       return f.emitError() << "unknown recompute mode '" << recompute
                            << "' (expected none, full or selective)";
-    if (unrolled && lossScaling)
-      return f.emitError() << "fp16 loss scaling with micro-batches or "
-                              "pipeline stages is not supported yet";
 
     sinkWeightOnlyOps(f);
 
@@ -623,6 +624,13 @@ struct SmpBuildTrainStepPass
     Value loss32, scale, found, scaleUsed;
     FailureOr<SmallVector<Value>> grads;
     SmallVector<bool> duplicate(params.size(), false);
+    // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
+    if (lossScaling) {
+      scale = addState(scalarF32, "@loss_scale", float(initScale));
+      // The scale this step used, read before the scale's in-place update.
+      scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
+      lossScale = scale;
+    }
     if (unrolled) {
       if (failed(buildUnrolled(f, b, params, names, duplicate, grads, loss32)))
         return failure();
@@ -636,12 +644,6 @@ struct SmpBuildTrainStepPass
       if (dp > 1 && !perRankShare)
         loss32 = DivOp::create(b, loc, loss32,
                                scalarConst(b, loc, f32, static_cast<double>(dp)));
-      // Dynamic loss scaling (fp16): differentiate loss * scale, then unscale.
-      if (lossScaling) {
-        scale = addState(scalarF32, "@loss_scale", float(initScale));
-        // The scale this step used, read before the scale's in-place update.
-        scaleUsed = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 1.0));
-      }
       Value target = scale ? Value(MulOp::create(b, loc, loss32, scale)) : loss32;
       Operation *mark = lastBefore(b);
       grads = differentiate(b, body, target, params);

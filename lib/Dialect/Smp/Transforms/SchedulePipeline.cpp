@@ -142,12 +142,23 @@ struct SmpPipelineSchedulePass
     if (*kind == sched::ScheduleKind::ZeroBubbleH1)
       splitBackward(body, info);
 
+    // A step-wide state (the fp16 loss scale and its counters) that ops of
+    // several ranks read: every such rank keeps a copy and gets its update.
+    // (Filled once the free ops' ranks are known; until then, updates go
+    // to their owner only.)
+    llvm::DenseMap<StringAttr, std::set<int64_t>> stateReaders;
     // Which ranks use each value (ops, and the results each rank returns).
     auto returnedBy = [&](unsigned i, Value v) -> SmallVector<int64_t> {
       SmallVector<int64_t> ranks;
-      if (step.getResultAttr(i, SmpDialect::kUpdateAttr)) {
+      if (auto update = step.getResultAttrOfType<StringAttr>(
+              i, SmpDialect::kUpdateAttr)) {
         const OpInfo *d = infoOf(v);
-        ranks.push_back(d && d->stage >= 0 ? rankOf(d->stage) : 0);
+        int64_t owner = d && d->stage >= 0 ? rankOf(d->stage) : 0;
+        ranks.push_back(owner);
+        if (auto it = stateReaders.find(update); it != stateReaders.end())
+          for (int64_t r : it->second)
+            if (r != owner)
+              ranks.push_back(r);
       } else {
         for (int64_t r = 0; r < pp; ++r)
           ranks.push_back(r);
@@ -174,6 +185,23 @@ struct SmpPipelineSchedulePass
       for (int64_t r : returnedBy(i, v))
         requireFree(r, v);
 
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    SmpDialect::kStateAttr);
+      if (!name || !name.getValue().starts_with("@"))
+        continue;
+      for (Operation *user : arg.getUsers()) {
+        auto it = info.find(user);
+        if (it == info.end())
+          continue;
+        if (it->second.group != Group::Free)
+          stateReaders[name].insert(rankOf(it->second.stage));
+        else
+          for (int64_t r = 0; r < pp; ++r)
+            if (needsFree[r].count(user))
+              stateReaders[name].insert(r);
+      }
+    }
     std::map<std::tuple<int64_t, int64_t, int>, std::vector<Operation *>>
         actions; // (stage, mb, kind) -> ops
     for (int64_t r = 0; r < pp; ++r)
