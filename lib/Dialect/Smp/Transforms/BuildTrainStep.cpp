@@ -662,11 +662,6 @@ struct SmpBuildTrainStepPass
         rewriteSavedActivations(fwd, mark, b);
     }
     bool zero = dp > 1 && shardOptimizerState;
-    if (zero && scale) {
-      f.emitError() << "--shard-optimizer-state with fp16 loss scaling is not "
-                       "supported yet";
-      return failure();
-    }
     if (dp > 1) {
       if (zero) {
         for (Value &g : *grads)
@@ -693,6 +688,10 @@ struct SmpBuildTrainStepPass
           inv = CastOp::create(b, loc, RankedTensorType::get({}, t.getElementType()), inv);
         g = MulOp::create(b, loc, g, inv);
       }
+      // ZeRO-1: each rank checked its shards only; an overflow anywhere
+      // (a NaN in any rank's sum) skips the step on every rank.
+      if (zero && total)
+        total = allReduce(b, loc, total);
       found = total ? Value(NotOp::create(b, loc, EqualOp::create(b, loc, total, total)))
                     : Value(ConstantOp::create(
                           b, loc, DenseElementsAttr::get(
