@@ -730,6 +730,13 @@ int main(int argc, char **argv) {
   smp::registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  // Warnings (the context prints only errors by itself).
+  ScopedDiagnosticHandler warnings(&ctx, [](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Warning)
+      return failure(); // errors: the default handler
+    llvm::errs() << "smpc: warning: " << d.str() << "\n";
+    return success();
+  });
   if (opts.autoPlan) {
     // Plan on the model at one sample per batch, then compile that plan.
     Options perSample = opts;

@@ -141,6 +141,12 @@ struct SmpPipelineSplitPass
                                 "program order)";
           return signalPassFailure();
         }
+        if (crossing[at] > fewest)
+          ops[at]->emitWarning()
+              << "cut at '" << name << "' sends " << crossing[at]
+              << " tensors between stages per micro-batch; the cut points "
+                 "send "
+              << fewest;
         cutsAt.push_back(at);
       }
     } else if (stages > 1) {
