@@ -162,8 +162,13 @@ std::vector<Executor::ProfileEntry> Executor::profile() const {
     int64_t elements = 0;
     for (uint32_t o : steps_[i].outputs)
       elements += buffers_[o].numel();
-    out.push_back(
-        {steps_[i].op, steps_[i].loc, profile_[i], profileRuns_, elements});
+    const auto &attrs = artifact_->program.instructions(i).attrs();
+    auto num = [&](const char *key) {
+      auto it = attrs.find(key);
+      return it == attrs.end() ? 0.0 : it->second.f();
+    };
+    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileRuns_,
+                   elements, num("@flops"), num("@bytes")});
   }
   return out;
 }

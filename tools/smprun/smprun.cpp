@@ -153,11 +153,13 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
     byOp[entries[i].op] += entries[i].seconds;
     std::fprintf(f,
                  "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f, "
-                 "\"calls\": %lld, \"elements\": %lld}%s\n",
+                 "\"calls\": %lld, \"elements\": %lld, \"flops\": %.6g, "
+                 "\"bytes\": %.6g}%s\n",
                  entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
                  entries[i].seconds,
                  static_cast<long long>(entries[i].calls),
                  static_cast<long long>(entries[i].elements),
+                 entries[i].flops, entries[i].bytes,
                  i + 1 < entries.size() ? "," : "");
   }
   std::fprintf(f, "]\n");

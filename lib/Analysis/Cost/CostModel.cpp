@@ -85,6 +85,8 @@ llvm::Error ProfileDB::addFile(llvm::StringRef path) {
     slot.seconds += *seconds;
     slot.calls += calls;
     slot.elements += o->getNumber("elements").value_or(0);
+    slot.flops += o->getNumber("flops").value_or(0);
+    slot.bytes += o->getNumber("bytes").value_or(0);
     slot.entries += 1;
   }
   return llvm::Error::success();
@@ -102,6 +104,28 @@ std::optional<double> ProfileDB::lookup(llvm::StringRef op,
   if (elements > 0 && profiled > 0)
     perCall *= elements / profiled;
   return perCall;
+}
+
+std::optional<double> ProfileDB::lookupScaled(llvm::StringRef op,
+                                              llvm::StringRef node,
+                                              const OpCost &now, unsigned bits,
+                                              const DeviceSpec &device,
+                                              double elements) const {
+  auto it = table.find((op + "|" + node).str());
+  if (it == table.end() || it->second.calls <= 0)
+    return std::nullopt;
+  const Entry &e = it->second;
+  if (e.entries > 0 && (e.flops > 0 || e.bytes > 0)) {
+    OpCost then = now;
+    then.flops = e.flops / e.entries;
+    then.bytesRead = e.bytes / e.entries;
+    then.bytesWritten = 0;
+    double a = rooflineTime(now, bits, device);
+    double b = rooflineTime(then, bits, device);
+    if (b > 0)
+      return e.seconds / e.calls * (a / b);
+  }
+  return lookup(op, node, elements);
 }
 
 namespace {
@@ -152,12 +176,15 @@ StepEstimate estimateFunction(func::FuncOp func, const DeviceSpec &device,
         if (t.hasStaticShape())
           elements += static_cast<double>(t.getNumElements());
     if (profile)
-      if (auto t = profile->lookup(opName, nodeName(op), elements)) {
+      if (auto t = profile->lookupScaled(opName, nodeName(op), costOf(op),
+                                         elementBits(op), device, elements)) {
         (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              SendOp, RecvOp>(op)
              ? e.communicationSeconds
              : e.computeSeconds) += *t;
         ++e.measuredOps;
+        if (isa<RecvOp>(op))
+          ++e.measuredReceives;
         return;
       }
     ++e.modelledOps;

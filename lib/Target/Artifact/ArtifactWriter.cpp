@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smprt/FileFormat.h"
@@ -511,6 +512,14 @@ llvm::Error Lowering::run() {
     }
     if (auto err = convertAttrs(&op, *inst))
       return err;
+    // The compiler's cost of the instruction, for profiles that predict
+    // other plans (smprun --profile writes it beside the measured time).
+    OpCost cost = costOf(&op);
+    pb::Attribute flops, bytes;
+    flops.set_f(cost.flops);
+    bytes.set_f(cost.bytes());
+    (*inst->mutable_attrs())["@flops"] = flops;
+    (*inst->mutable_attrs())["@bytes"] = bytes;
     ++index;
   }
 

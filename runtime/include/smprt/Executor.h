@@ -84,6 +84,7 @@ public:
     double seconds;   // summed over the runs
     int64_t calls;    // the runs
     int64_t elements; // of its outputs (for scaling to other shapes)
+    double flops, bytes; // the compiler's cost of one call (0: unknown)
   };
   std::vector<ProfileEntry> profile() const;
 

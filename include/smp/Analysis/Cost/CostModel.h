@@ -55,12 +55,21 @@ public:
   /// ratio (the same op on another plan's slice of the data).
   std::optional<double> lookup(llvm::StringRef op, llvm::StringRef node,
                                double elements = 0) const;
+  /// Seconds per call of the op with cost `now`: when the profile recorded
+  /// the compiler's cost of what it measured, scaled by the ratio of the
+  /// two costs' roofline times on `device` (the same op on another plan's
+  /// shapes); else as lookup().
+  std::optional<double> lookupScaled(llvm::StringRef op, llvm::StringRef node,
+                                     const OpCost &now, unsigned bits,
+                                     const DeviceSpec &device,
+                                     double elements) const;
   size_t size() const { return table.size(); }
 
 private:
   struct Entry {
     double seconds = 0, calls = 0, elements = 0; // elements: summed per entry
     double entries = 0;
+    double flops = 0, bytes = 0; // the profiled op's cost (summed per entry)
   };
   llvm::StringMap<Entry> table;
 };
@@ -70,6 +79,8 @@ struct StepEstimate {
   double communicationSeconds = 0;
   double totalSeconds() const { return computeSeconds + communicationSeconds; }
   size_t measuredOps = 0, modelledOps = 0;
+  /// Receives whose measured time (waiting for the peer included) is used.
+  size_t measuredReceives = 0;
 };
 
 /// The time of one run of `func` on `device`: every op's roofline time (or
