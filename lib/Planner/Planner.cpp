@@ -102,6 +102,7 @@ struct Candidate {
   int64_t tp, pp, dp, b, m;
   bool zero;
   int recompute; // 0 none, 1 every stage, 2 the stages that need it
+  bool offload;  // saved activations to host memory and back
 };
 
 double optimizerStateFactor(const std::string &optimizer) {
@@ -163,8 +164,20 @@ public:
   }
 
   double time(size_t begin, size_t end, bool rc) const {
-    return rc ? prefixTimeRc[end] - prefixTimeRc[begin]
-              : prefixTime[end] - prefixTime[begin];
+    double t = rc ? prefixTimeRc[end] - prefixTimeRc[begin]
+                  : prefixTime[end] - prefixTime[begin];
+    if (c.offload && st.device.hostBandwidth > 0)
+      t += 2 * saved(begin, end, rc) / st.device.hostBandwidth; // out and back
+    return t;
+  }
+
+  /// What the backward reads of one micro-batch's stage: its activations,
+  /// or with recomputation the checkpoints.
+  double saved(size_t begin, size_t end, bool rc) const {
+    if (!rc)
+      return prefixSaved[end] - prefixSaved[begin];
+    return prefixCheckpoints[end] - prefixCheckpoints[begin] +
+           (begin == 0 ? 0 : st.profile.ops[begin - 1].boundaryBytes * st.b);
   }
 
   /// Whether ops [begin, end) fit as stage s within `limit` and `cap`:
@@ -194,6 +207,9 @@ public:
                       ? inflight(schedule, s, c.pp, c.m, v) * checkpoints +
                             std::min(largestSegment, activations)
                       : inflight(schedule, s, c.pp, c.m, v) * activations;
+    if (c.offload) // what is in flight lives in host memory; a segment's
+                   // worth is back on the device at a time
+      held = std::min(largestSegment, activations) * (rc ? 2 : 1);
     double workspace = (st.profile.transientBytes > 0
                             ? st.profile.transientBytes
                             : 2 * st.profile.maxTempBytes) *
@@ -305,6 +321,8 @@ std::string Plan::summary() const {
     os << " v=" << virtualStages;
   if (zero)
     os << " zero-1";
+  if (offload)
+    os << " offload";
   if (recompute) {
     bool all = llvm::all_of(stageRecompute, [](bool r) { return r; });
     os << " recompute";
@@ -381,12 +399,16 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
             continue;
           if (recompute == 2 && pp == 1)
             continue; // per stage is all or nothing with one stage
-          for (bool zero : {false, true}) {
+          for (int z = 0; z < 4; ++z) {
+            bool zero = z & 1, offload = z & 2;
             if (zero && dp == 1)
               continue;
             if (req.zero && zero != *req.zero)
               continue;
-            Candidate c{tp, pp, dp, b, m, zero, recompute};
+            if (req.offload ? offload != *req.offload
+                            : offload && d.hostBandwidth <= 0)
+              continue;
+            Candidate c{tp, pp, dp, b, m, zero, recompute, offload};
             std::vector<std::pair<std::string, int64_t>> schedules;
             if (pp == 1) {
               schedules.push_back({"1f1b", 1});
@@ -419,6 +441,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                     p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
                     p.microbatches = m, p.schedule = schedule, p.zero = zero,
                     p.recompute = recompute != 0, p.virtualStages = v;
+                    p.offload = offload;
                     p.stageRecompute = loose.recompute;
                     smallestPlan = p.summary();
                   }
@@ -429,6 +452,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
               p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
               p.microbatches = m, p.schedule = schedule, p.zero = zero,
               p.virtualStages = v;
+              p.offload = offload;
               p.stageRecompute = part.recompute;
               p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
               if (recompute == 2 && (!p.recompute ||
@@ -582,7 +606,7 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"microbatch_size", p.microbatchSize},
         {"microbatches", p.microbatches}, {"schedule", p.schedule},
         {"virtual_stages", p.virtualStages}, {"zero", p.zero},
-        {"recompute", p.recompute},
+        {"recompute", p.recompute}, {"offload", p.offload},
         {"recompute_stages", [&] {
            llvm::json::Array a;
            for (size_t k = 0; k < p.stageRecompute.size(); ++k)

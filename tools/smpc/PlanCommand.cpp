@@ -73,6 +73,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.schedule = cmd.schedule;
   req.zero = cmd.zero;
   req.recompute = cmd.recompute;
+  req.offload = cmd.offload;
   auto result = smp::choosePlan(module, req, vocabOutput(module, cmd.loss));
   if (!result) {
     fail(llvm::toString(result.takeError()));

@@ -17,7 +17,7 @@ struct PlanCommand {
       jsonOutput, svgOutput;
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
-  std::optional<bool> zero, recompute;
+  std::optional<bool> zero, recompute, offload;
 };
 
 /// Plans the training of `module` (imported at one sample per batch) and

@@ -190,6 +190,7 @@ struct Options {
   std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
   std::string recomputeGiven; // --checkpoint-activations, for the planner
+  bool offloadGiven = false;  // --offload-activations
   std::string autoPlanJson, autoPlanSvg;
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
@@ -305,6 +306,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.recomputeGiven = *v;
     } else if (a == "--offload-activations") {
       opts.trainOptions.push_back("offload=true");
+      opts.offloadGiven = true;
     } else if (a == "--activation-loading-horizon" ||
                a.starts_with("--activation-loading-horizon=")) {
       auto v = value("--activation-loading-horizon");
@@ -776,6 +778,12 @@ int main(int argc, char **argv) {
       cmd.pp = opts.pp;
     if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
       cmd.recompute = opts.recomputeGiven == "full";
+    // --checkpoint-activations auto asks for recomputation, not offloading
+    // (unless --offload-activations asks for that too).
+    if (opts.offloadGiven)
+      cmd.offload = true;
+    else if (opts.recomputeGiven == "auto")
+      cmd.offload = false;
     auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
                                        opts.autoPlanSvg);
     if (!chosen)
@@ -790,6 +798,8 @@ int main(int argc, char **argv) {
       opts.zero = true;
       opts.trainOptions.push_back("shard-optimizer-state=true");
     }
+    if (chosen->offload && !opts.offloadGiven)
+      opts.trainOptions.push_back("offload=true");
     if (chosen->recompute && opts.recomputeGiven != "full") {
       opts.trainOptions.push_back("recompute=full");
       std::string stages;
@@ -849,6 +859,8 @@ int main(int argc, char **argv) {
       plan.zero = true;
     if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
       plan.recompute = opts.recomputeGiven == "full";
+    if (opts.offloadGiven)
+      plan.offload = true;
     plan.jsonOutput = opts.jsonOutput;
     plan.svgOutput = opts.svgOutput;
     // The chosen plan's memory from the compiler's own memory plan, when the
@@ -879,6 +891,8 @@ int main(int argc, char **argv) {
         c.zero = true;
         c.trainOptions.push_back("shard-optimizer-state=true");
       }
+      if (p.offload && !opts.offloadGiven)
+        c.trainOptions.push_back("offload=true");
       if (p.recompute) {
         c.trainOptions.push_back("recompute=full");
         std::string stages;

@@ -69,7 +69,7 @@ struct PlanRequest {
   /// Pinned choices (unset: searched).
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
-  std::optional<bool> zero, recompute;
+  std::optional<bool> zero, recompute, offload;
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
   double memoryFraction = 0.9;
   size_t runnersUp = 5;
@@ -79,7 +79,7 @@ struct Plan {
   int64_t dp = 1, tp = 1, pp = 1, microbatchSize = 1, microbatches = 1,
           virtualStages = 1;
   std::string schedule = "1f1b";
-  bool zero = false, recompute = false;
+  bool zero = false, recompute = false, offload = false;
   /// Which stages recompute their activations (all when `recompute` and the
   /// planner did not choose per stage).
   std::vector<bool> stageRecompute;

@@ -30,6 +30,7 @@ DeviceSpec make(const char *name, double memGB, double bf16TF, double fp32TF,
   d.interNodeBandwidth = netGBps * G;
   d.interNodeLatency = 10 * us;
   d.kernelOverhead = 4 * us;
+  d.hostBandwidth = 25 * G;
   return d;
 }
 
@@ -42,14 +43,20 @@ std::vector<std::string> deviceSpecPresets() {
 std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name) {
   // NVLink: per direction (half the bidirectional figure); network: each
   // GPU's NIC (H100: 400 Gb/s, A100: 200 Gb/s HDR, V100: 100 Gb/s EDR).
-  if (name == "h100-sxm-80g")
-    return make("h100-sxm-80g", 80, 989, 67, 3350, 8, 450, 50);
+  if (name == "h100-sxm-80g") {
+    DeviceSpec d = make("h100-sxm-80g", 80, 989, 67, 3350, 8, 450, 50);
+    d.hostBandwidth = 55 * G; // PCIe 5 x16
+    return d;
+  }
   if (name == "a100-sxm-80g")
     return make("a100-sxm-80g", 80, 312, 19.5, 2039, 8, 300, 25);
   if (name == "a100-sxm-40g")
     return make("a100-sxm-40g", 40, 312, 19.5, 1555, 8, 300, 25);
-  if (name == "v100-32g")
-    return make("v100-32g", 32, 125, 15.7, 900, 8, 150, 12.5);
+  if (name == "v100-32g") {
+    DeviceSpec d = make("v100-32g", 32, 125, 15.7, 900, 8, 150, 12.5);
+    d.hostBandwidth = 12 * G; // PCIe 3 x16
+    return d;
+  }
   if (name == "cpu") {
     // One core of this project's 2-core Zen 4 VM per rank (docs/benchmarks.md:
     // ~115 GFLOP/s f32 FMA peak per core); ranks talk through shared memory.
@@ -58,6 +65,7 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name) {
     d.intraNodeLatency = 2 * us;
     d.interNodeLatency = 2 * us;
     d.kernelOverhead = 1 * us;
+    d.hostBandwidth = 10 * G; // memcpy into the host pool
     return d;
   }
   return std::nullopt;
@@ -88,6 +96,7 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
       "base", "name", "devices_per_node", "memory_gb", "peak_tflops",
       "memory_gbps", "intra_node_gbps", "inter_node_gbps",
       "intra_node_latency_us", "inter_node_latency_us", "kernel_overhead_us",
+      "host_gbps",
       "matrix_efficiency", "memory_efficiency"};
   for (const auto &kv : *o) {
     bool ok = false;
@@ -126,6 +135,7 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
        {std::make_tuple("intra_node_latency_us", us, &d.intraNodeLatency),
         std::make_tuple("inter_node_latency_us", us, &d.interNodeLatency),
         std::make_tuple("kernel_overhead_us", us, &d.kernelOverhead),
+        std::make_tuple("host_gbps", G, &d.hostBandwidth),
         std::make_tuple("matrix_efficiency", 1.0, &d.matrixEfficiency),
         std::make_tuple("memory_efficiency", 1.0, &d.memoryEfficiency)})
     if (auto err = number(*o, key, scale, *field, false))

@@ -33,6 +33,7 @@ struct DeviceSpec {
   double interNodeBandwidth = 0; // per device (its share of the NICs)
   double interNodeLatency = 0;
   double kernelOverhead = 0;     // s per kernel launch
+  double hostBandwidth = 0;      // device <-> host memory, bytes/s (offload)
   /// Achievable fractions of the peaks (calibrated, see the planner).
   double matrixEfficiency = 1.0;
   double memoryEfficiency = 1.0;
@@ -49,7 +50,7 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name);
 ///                    "vector": 19.5},
 ///    "memory_gbps": 2039, "intra_node_gbps": 300, "inter_node_gbps": 25,
 ///    "intra_node_latency_us": 5, "inter_node_latency_us": 10,
-///    "kernel_overhead_us": 5,
+///    "kernel_overhead_us": 5, "host_gbps": 25,
 ///    "matrix_efficiency": 0.6, "memory_efficiency": 0.8}
 /// (GB = 1e9 bytes). Without a base every rate must be given. Errors name
 /// `source` and the key.
