@@ -89,10 +89,96 @@ double transientPeak(func::FuncOp step, size_t numForward,
   return peak;
 }
 
+/// What a backend that fuses (DeviceSpec::fusesElementwise) does not move
+/// for forward op `op` of the step, in bytes:
+///  - a layout change (transpose, split) that a matrix product absorbs, as a
+///    strided operand or in its epilogue: all of it;
+///  - an elementwise op whose input comes from an op it alone uses (of the
+///    same shape): the read of that input and, unless the backward reads
+///    the input too, the write of it (the producer's epilogue writes the
+///    result instead). Chains (bias + GELU, scale + mask, bias + residual)
+///    thus cost one read and one write.
+class Fusion {
+public:
+  Fusion(Block &body, size_t numForward,
+         const llvm::DenseSet<Value> &readByBackward)
+      : numForward(numForward), readByBackward(readByBackward) {
+    size_t i = 0;
+    for (Operation &op : body.without_terminator())
+      index[&op] = i++;
+  }
+
+  double savedBytes(Operation *op, const OpCost &cost) const {
+    if (isa<TransposeOp, SplitOp>(op))
+      return fromMatmul(op->getOperand(0), 0) ||
+                     llvm::all_of(op->getResults(),
+                                  [&](Value r) { return feedsMatmul(r, 0); })
+                 ? cost.bytes()
+                 : 0;
+    // A softmax reduces whole rows: it cannot live in a matrix product's
+    // epilogue, so it reads its input and writes its result.
+    if (!isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, WhereOp>(op) &&
+        !op->hasTrait<OpTrait::Elementwise>() && !isa<GeluOp>(op))
+      return 0;
+    Value y = op->getResult(0);
+    for (Value x : op->getOperands()) {
+      Operation *producer = x.getDefiningOp();
+      if (!producer || isa<ConstantOp>(producer) ||
+          x.getType() != y.getType() || forwardUsers(x) != 1)
+        continue;
+      return tensorBytes(x) + (readByBackward.count(x) ? 0 : tensorBytes(y));
+    }
+    return 0;
+  }
+
+private:
+  size_t forwardUsers(Value v) const {
+    size_t n = 0;
+    for (Operation *user : v.getUsers())
+      if (auto it = index.find(user); it != index.end() && it->second < numForward)
+        ++n;
+    return n;
+  }
+  static bool isLayout(Operation *op) {
+    return isa<ReshapeOp, TransposeOp, SplitOp>(op);
+  }
+  bool fromMatmul(Value v, int depth) const {
+    Operation *def = v.getDefiningOp();
+    if (!def || depth > 4)
+      return false;
+    if (isa<MatMulOp>(def))
+      return forwardUsers(v) == 1;
+    return isLayout(def) && fromMatmul(def->getOperand(0), depth + 1);
+  }
+  bool feedsMatmul(Value v, int depth) const {
+    if (depth > 4)
+      return false;
+    bool any = false;
+    for (Operation *user : v.getUsers()) {
+      auto it = index.find(user);
+      if (it == index.end() || it->second >= numForward)
+        continue;
+      any = true;
+      if (isa<MatMulOp>(user))
+        continue;
+      if (!isLayout(user) ||
+          !llvm::all_of(user->getResults(),
+                        [&](Value r) { return feedsMatmul(r, depth + 1); }))
+        return false;
+    }
+    return any;
+  }
+
+  llvm::DenseMap<Operation *, size_t> index;
+  size_t numForward;
+  const llvm::DenseSet<Value> &readByBackward;
+};
+
 } // namespace
 
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
-                                          const std::string &vocabOutput) {
+                                          const std::string &vocabOutput,
+                                          bool fuse) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   if (tp > 1) {
     std::string diagnostics;
@@ -163,10 +249,12 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
           roots[r].push_back(param);
   llvm::DenseSet<Value> charged;
   llvm::DenseMap<Operation *, size_t> position;
+  Fusion fusion(body, numForward, readByBackward);
   for (Operation *opPtr : classified.path) {
     Operation &op = *opPtr;
     OpProfile p;
     OpCost cost = costOf(&op);
+    double fused = fuse ? fusion.savedBytes(&op, cost) : 0;
     p.flops = cost.flops;
     p.matrix = cost.matrix;
     for (Value v : op.getOperands()) {
@@ -182,7 +270,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       }
     }
     // Bytes beyond the weights grow with the batch.
-    p.batchBytes = std::max(0.0, cost.bytes() - p.fixedBytes);
+    p.batchBytes = std::max(0.0, cost.bytes() - p.fixedBytes - fused);
     for (Value r : op.getResults()) {
       profile.maxTempBytes = std::max(profile.maxTempBytes, bytesOf(r));
       if (!isa<ReshapeOp, TpCopyOp>(op) &&

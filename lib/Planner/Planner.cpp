@@ -14,7 +14,9 @@
 //                and backward of one micro-batch (B = 2F, + F when
 //                recomputing), bubble the schedule's (lib/Schedule), plus the
 //                activations and gradients sent between stages
-//   data parallel  the gradient all-reduce of the largest stage (exposed)
+//   data parallel  the gradient all-reduce of the largest stage (exposed;
+//                hierarchical when a replica group has several devices
+//                per node: the cluster placement puts tp x pp innermost)
 //   optimizer    streaming the parameters, gradients and state once
 // Memory of a rank of stage s: parameters, gradients (f32), optimizer state
 // (/dp with ZeRO-1), activations of the micro-batches in flight (1F1B and
@@ -84,9 +86,9 @@ struct Stages {
       c.matrix = o.matrix;
       double comm =
           o.tpCommBytes > 0
-              ? collectiveTime(Collective::AllReduce, o.tpCommBytes * b,
-                               static_cast<int>(tp), tp > device.devicesPerNode,
-                               device)
+              ? groupCollectiveTime(Collective::AllReduce, o.tpCommBytes * b,
+                                    static_cast<int>(tp),
+                                    device.devicesPerNode, device)
               : 0;
       fwd.push_back(rooflineTime(c, o.bits, device));
       tpComm.push_back(comm);
@@ -227,10 +229,12 @@ public:
       if (last) {
         end = n;
       } else {
-        // The longest run ending at a cut point that fits; at least one cut.
+        // The longest run ending at a cut point that fits, leaving a cut
+        // point for each later stage; at least one cut.
         size_t best = 0;
         bool found = false;
-        for (size_t k = cut; k < st.cuts.size(); ++k) {
+        size_t reserve = static_cast<size_t>(c.pp - 1 - s - 1);
+        for (size_t k = cut; k + reserve < st.cuts.size(); ++k) {
           size_t e = st.cuts[k] + 1;
           if (e <= begin)
             continue;
@@ -350,7 +354,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
   // Profiles per tensor-parallel degree (within a node, dividing the heads).
   std::map<int64_t, ModelProfile> profiles;
   std::vector<std::string> refusals;
-  auto base = profileModel(module, 1, vocabOutput);
+  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise);
   if (!base)
     return base.takeError();
   double modelFlops = base->modelFlopsPerSample;
@@ -363,7 +367,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
       profiles.emplace(1, *base);
       continue;
     }
-    auto p = profileModel(module, tp, vocabOutput);
+    auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise);
     if (!p) {
       refusals.push_back("tp " + std::to_string(tp) + ": " +
                          llvm::toString(p.takeError()));
@@ -415,7 +419,10 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
             } else {
               for (const char *s : {"1f1b", "zb-h1", "gpipe"})
                 schedules.push_back({s, 1});
-              for (int64_t v : {2, 4})
+              std::vector<int64_t> chunks = {2, 4};
+              if (req.virtualStages && *req.virtualStages > 1)
+                chunks = {*req.virtualStages};
+              for (int64_t v : chunks)
                 if (m % pp == 0 &&
                     static_cast<int64_t>(st.cuts.size()) >= pp * v - 1)
                   schedules.push_back({"interleaved", v});
@@ -498,9 +505,12 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                 begin = part.ends[s] + 1;
               }
               p.dataParallelSeconds =
-                  dp > 1 ? collectiveTime(Collective::AllReduce, stageParams, 
-                                          static_cast<int>(dp),
-                                          crossNode(dp * tp * pp, d), d)
+                  dp > 1 ? groupCollectiveTime(
+                               Collective::AllReduce, stageParams,
+                               static_cast<int>(dp),
+                               static_cast<int>(std::max<int64_t>(
+                                   1, d.devicesPerNode / (tp * pp))),
+                               d)
                          : 0;
               double touched =
                   stageParams * (3 + 2 * optimizerStateFactor(req.optimizer)) /

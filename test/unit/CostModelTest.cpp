@@ -83,6 +83,12 @@ TEST_F(CostModelTest, ConvGatherReshapeAndOptimizer) {
 
 TEST_F(CostModelTest, RooflinePicksTheBindingLimit) {
   DeviceSpec a100 = *deviceSpecPreset("a100-sxm-80g");
+  // The preset's achievable fractions (calibrated, docs/benchmarks.md).
+  EXPECT_EQ(a100.matrixEfficiency, 0.8);
+  EXPECT_EQ(a100.memoryEfficiency, 0.43);
+  EXPECT_TRUE(a100.fusesElementwise);
+  EXPECT_FALSE(deviceSpecPreset("cpu")->fusesElementwise);
+  a100.matrixEfficiency = a100.memoryEfficiency = 1;
   // 1 GFLOP of bf16 matmul on 1 MB: compute-bound at 312 TFLOP/s.
   OpCost big{1e9, 5e5, 5e5, true};
   EXPECT_NEAR(rooflineTime(big, 16, a100), 1e9 / 312e12 + a100.kernelOverhead,
@@ -118,6 +124,30 @@ TEST_F(CostModelTest, CollectivesFollowAlphaBeta) {
               a + 1e6 / b, 1e-12);
 }
 
+TEST_F(CostModelTest, CollectivesAcrossNodesAreHierarchical) {
+  DeviceSpec a100 = *deviceSpecPreset("a100-sxm-80g");
+  double n = 8e9;
+  // 32 ranks, 8 per node: reduce-scatter in the node, all-reduce of each
+  // device's eighth across 4 nodes, all-gather in the node.
+  EXPECT_NEAR(groupCollectiveTime(Collective::AllReduce, n, 32, 8, a100),
+              2 * collectiveTime(Collective::ReduceScatter, n, 8, false, a100) +
+                  collectiveTime(Collective::AllReduce, n / 8, 4, true, a100),
+              1e-12);
+  // Far faster than a flat ring through every device's NIC.
+  EXPECT_LT(groupCollectiveTime(Collective::AllReduce, n, 32, 8, a100),
+            0.3 * collectiveTime(Collective::AllReduce, n, 32, true, a100));
+  // Within a node: NVLink only; one per node: the network only.
+  EXPECT_EQ(groupCollectiveTime(Collective::AllReduce, n, 8, 8, a100),
+            collectiveTime(Collective::AllReduce, n, 8, false, a100));
+  EXPECT_EQ(groupCollectiveTime(Collective::AllGather, n, 6, 1, a100),
+            collectiveTime(Collective::AllGather, n, 6, true, a100));
+  EXPECT_NEAR(groupCollectiveTime(Collective::ReduceScatter, n, 16, 4, a100),
+              collectiveTime(Collective::ReduceScatter, n, 4, false, a100) +
+                  collectiveTime(Collective::ReduceScatter, n / 4, 4, true,
+                                 a100),
+              1e-12);
+}
+
 TEST_F(CostModelTest, ClusterFiles) {
   auto d = parseCluster(R"({"base": "a100-sxm-40g", "name": "selene",
                             "inter_node_gbps": 25, "matrix_efficiency": 0.5})",
@@ -150,6 +180,12 @@ TEST_F(CostModelTest, ClusterFiles) {
             "c.json: unknown key 'peak_tflops.int8' (bf16, fp16, fp32, vector)");
   EXPECT_EQ(error(R"({"base": "cpu", "matrix_efficiency": 2})"),
             "c.json: efficiencies must be at most 1");
+  EXPECT_EQ(error(R"({"base": "cpu", "fuses_elementwise": 1})"),
+            "c.json: 'fuses_elementwise' must be true or false");
+  auto fusing = parseCluster(R"({"base": "cpu", "fuses_elementwise": true})",
+                             "f.json");
+  ASSERT_TRUE(bool(fusing));
+  EXPECT_TRUE(fusing->fusesElementwise);
   for (const std::string &name : deviceSpecPresets())
     EXPECT_TRUE(deviceSpecPreset(name).has_value()) << name;
   auto missing = loadDeviceSpec("/nonexistent/cluster.json");

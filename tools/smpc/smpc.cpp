@@ -144,6 +144,8 @@ PARALLELISM (compile --train)
                        ZeRO-1 (with --dp): gradients are reduce-scattered,
                        each rank keeps and updates 1/D of the optimizer
                        state and parameters, and parameters are all-gathered.
+  --no-shard-optimizer-state
+                       Planner (plan, compile --devices N): never ZeRO-1.
   --pp P               Pipeline parallel over P ranks: the model is cut into
                        P stages (balanced by predicted cost, or at
                        --pp-cuts), each step runs --microbatches micro-
@@ -185,7 +187,7 @@ struct Options {
   int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
   bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
-       zeroGiven = false;
+       noZero = false; // --no-shard-optimizer-state (planner: pinned off)
   /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
@@ -264,9 +266,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.train = true;
     } else if (a == "--nesterov") {
       opts.trainOptions.push_back("nesterov=true");
-    } else if (a == "--shard-optimizer-state") {
-      opts.trainOptions.push_back("shard-optimizer-state=true");
-      opts.zero = true;
+    } else if (a == "--shard-optimizer-state" ||
+               a == "--no-shard-optimizer-state") {
+      (a == "--shard-optimizer-state" ? opts.zero : opts.noZero) = true;
+      if (opts.zero && opts.noZero)
+        return fail("--shard-optimizer-state and --no-shard-optimizer-state "
+                    "contradict each other");
+      if (opts.zero && a == "--shard-optimizer-state")
+        opts.trainOptions.push_back("shard-optimizer-state=true");
     } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
                a == "--freeze" || a.starts_with("--loss=") ||
                a.starts_with("--optimizer=") ||
@@ -766,8 +773,8 @@ int main(int argc, char **argv) {
     cmd.loss = opts.loss;
     cmd.optimizer = opts.optimizer;
     cmd.precision = opts.precision;
-    if (opts.zero)
-      cmd.zero = true;
+    if (opts.zero || opts.noZero)
+      cmd.zero = opts.zero;
     if (opts.scheduleGiven)
       cmd.schedule = opts.schedule;
     if (opts.dpGiven)
@@ -855,8 +862,8 @@ int main(int argc, char **argv) {
       plan.schedule = opts.schedule;
     if (opts.virtualStages > 1)
       plan.virtualStages = opts.virtualStages;
-    if (opts.zero)
-      plan.zero = true;
+    if (opts.zero || opts.noZero)
+      plan.zero = opts.zero;
     if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
       plan.recompute = opts.recomputeGiven == "full";
     if (opts.offloadGiven)

@@ -58,8 +58,11 @@ struct ModelProfile {
 /// Profiles `module`'s @main (imported at one sample per batch) for tensor-
 /// parallel degree `tp` (running smp-tensor-parallel on a copy; the logits
 /// of a cross-entropy loss named by `vocabOutput` split by vocabulary).
+/// With `fuse`, ops are costed as a fusing backend runs them (elementwise
+/// chains in one pass, layout changes absorbed by matrix products).
 llvm::Expected<ModelProfile> profileModel(mlir::ModuleOp module, int64_t tp,
-                                          const std::string &vocabOutput);
+                                          const std::string &vocabOutput,
+                                          bool fuse = false);
 
 struct PlanRequest {
   int64_t devices = 1;

@@ -56,6 +56,27 @@ double collectiveTime(Collective kind, double n, int p, bool crossNode,
   return 0;
 }
 
+double groupCollectiveTime(Collective kind, double n, int p, int k,
+                           const DeviceSpec &d) {
+  k = std::max(1, std::min(k, p));
+  if (k == p)
+    return collectiveTime(kind, n, p, /*crossNode=*/false, d);
+  if (k == 1 || kind == Collective::Broadcast || kind == Collective::P2P)
+    return collectiveTime(kind, n, p, /*crossNode=*/true, d);
+  int nodes = (p + k - 1) / k;
+  double inNode = collectiveTime(Collective::ReduceScatter, n, k, false, d);
+  switch (kind) {
+  case Collective::AllReduce:
+    return 2 * inNode +
+           collectiveTime(Collective::AllReduce, n / k, nodes, true, d);
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+    return inNode + collectiveTime(kind, n / k, nodes, true, d);
+  default:
+    return 0;
+  }
+}
+
 llvm::Error ProfileDB::addFile(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)

@@ -31,6 +31,14 @@ DeviceSpec make(const char *name, double memGB, double bf16TF, double fp32TF,
   d.interNodeLatency = 10 * us;
   d.kernelOverhead = 4 * us;
   d.hostBandwidth = 25 * G;
+  d.fusesElementwise = true; // the CUDA backend's fused kernels
+  // Achievable fractions of the peaks (docs/benchmarks.md, "Cost model
+  // against Megatron-LM"): matrix products at 80% of the tensor-core peak
+  // (a prior: what cuBLAS reaches on large bf16 GEMMs), memory-bound work at
+  // the fraction calibrated on the 1.7B row of Megatron-LM's Table 1 on
+  // A100s (bench/megatron_table1.py), carried over to the other GPUs.
+  d.matrixEfficiency = 0.8;
+  d.memoryEfficiency = 0.43;
   return d;
 }
 
@@ -66,6 +74,8 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name) {
     d.interNodeLatency = 2 * us;
     d.kernelOverhead = 1 * us;
     d.hostBandwidth = 10 * G; // memcpy into the host pool
+    d.fusesElementwise = false; // one kernel per instruction
+    d.matrixEfficiency = d.memoryEfficiency = 1.0; // the peaks are measured
     return d;
   }
   return std::nullopt;
@@ -97,7 +107,7 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
       "memory_gbps", "intra_node_gbps", "inter_node_gbps",
       "intra_node_latency_us", "inter_node_latency_us", "kernel_overhead_us",
       "host_gbps",
-      "matrix_efficiency", "memory_efficiency"};
+      "matrix_efficiency", "memory_efficiency", "fuses_elementwise"};
   for (const auto &kv : *o) {
     bool ok = false;
     for (const char *k : known)
@@ -140,6 +150,12 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
         std::make_tuple("memory_efficiency", 1.0, &d.memoryEfficiency)})
     if (auto err = number(*o, key, scale, *field, false))
       return std::move(err);
+  if (const llvm::json::Value *f = o->get("fuses_elementwise")) {
+    auto b = f->getAsBoolean();
+    if (!b)
+      return fail(source + ": 'fuses_elementwise' must be true or false");
+    d.fusesElementwise = *b;
+  }
   if (d.matrixEfficiency > 1 || d.memoryEfficiency > 1)
     return fail(source + ": efficiencies must be at most 1");
   const llvm::json::Object *peak = o->getObject("peak_tflops");

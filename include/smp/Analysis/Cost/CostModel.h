@@ -44,6 +44,14 @@ enum class Collective { AllReduce, AllGather, ReduceScatter, Broadcast, P2P };
 double collectiveTime(Collective kind, double bytes, int ranks, bool crossNode,
                       const DeviceSpec &device);
 
+/// The same over a group of `ranks` devices of which `ranksPerNode` share a
+/// node (the group spans ranks / ranksPerNode nodes): with several per node
+/// and several nodes, hierarchically, as NCCL does: a reduce-scatter within
+/// the node, the collective of each device's 1/k share across the nodes
+/// (each device on its own NIC), an all-gather within the node.
+double groupCollectiveTime(Collective kind, double bytes, int ranks,
+                           int ranksPerNode, const DeviceSpec &device);
+
 /// Measured seconds per call of each instruction, keyed by op and node
 /// name, from `smprun --profile FILE` (the instructions of one rank).
 class ProfileDB {

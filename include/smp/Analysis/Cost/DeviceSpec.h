@@ -37,6 +37,10 @@ struct DeviceSpec {
   /// Achievable fractions of the peaks (calibrated, see the planner).
   double matrixEfficiency = 1.0;
   double memoryEfficiency = 1.0;
+  /// The backend fuses elementwise chains into their producers and absorbs
+  /// layout changes into matrix products (the CUDA backend; the CPU backend
+  /// runs one kernel per instruction).
+  bool fusesElementwise = false;
 };
 
 /// The preset names: h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu.
@@ -51,7 +55,8 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name);
 ///    "memory_gbps": 2039, "intra_node_gbps": 300, "inter_node_gbps": 25,
 ///    "intra_node_latency_us": 5, "inter_node_latency_us": 10,
 ///    "kernel_overhead_us": 5, "host_gbps": 25,
-///    "matrix_efficiency": 0.6, "memory_efficiency": 0.8}
+///    "matrix_efficiency": 0.6, "memory_efficiency": 0.8,
+///    "fuses_elementwise": true}
 /// (GB = 1e9 bytes). Without a base every rate must be given. Errors name
 /// `source` and the key.
 llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef json,
