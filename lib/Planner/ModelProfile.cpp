@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/PathOps.h"
@@ -35,57 +36,170 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-/// The training step's peak of live values that depend on the data (per
-/// sample at one sample per batch), minus what the forward saves for the
-/// backward: the backward's working set. Parameter-shaped values (weight
-/// gradients) are counted with the parameters, not here.
-double transientPeak(func::FuncOp step, size_t numForward,
-                     const llvm::DenseSet<Value> &saved) {
+constexpr llvm::StringLiteral kAnchorAttr = "planner_anchor"; // not an smp attribute: the dialect verifies those
+
+/// Tags each forward op of `step` (its first `numForward`) with the path op
+/// whose stage holds its results: path ops with their own position, other
+/// ops with the next path op, weight-only ops with their first user's.
+void tagForwardAnchors(func::FuncOp step, size_t numForward,
+                       const llvm::DenseMap<Operation *, size_t> &position,
+                       int64_t lastPath) {
+  std::vector<Operation *> forward;
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    if (forward.size() == numForward)
+      break;
+    forward.push_back(&op);
+  }
+  llvm::DenseMap<Operation *, int64_t> anchor;
+  int64_t next = lastPath;
+  for (Operation *op : llvm::reverse(forward)) {
+    auto it = position.find(op);
+    if (it != position.end()) {
+      next = static_cast<int64_t>(it->second);
+      anchor[op] = next;
+      continue;
+    }
+    int64_t a = next;
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (auto u = anchor.find(user); u != anchor.end())
+          a = std::min(a, u->second);
+    anchor[op] = a;
+  }
+  Builder b(step.getContext());
+  for (auto &[op, a] : anchor)
+    op->setAttr(kAnchorAttr, b.getI64IntegerAttr(a));
+}
+
+/// The step's values as live ranges (the profile's memory timeline), on the
+/// step as the compiler lowers it (canonicalized, CSE'd; forward ops carry
+/// kAnchorAttr), and the peak of live activation-sized temporaries beyond
+/// the saved activations (the backward's working set, per sample).
+/// Parameters and optimizer state (the step's arguments, and the updates
+/// written back into them) are left to the planner; reshapes alias their
+/// operand. A value grows with the batch when it depends on the data and is
+/// not shaped like a parameter (or its transpose). Backward values are
+/// anchored at the latest forward value they read, else their operands'.
+double stepLiveness(func::FuncOp step, int64_t lastPath,
+                    ModelProfile &profile) {
   Block &body = step.getBody().front();
   llvm::DenseSet<Type> paramTypes;
   llvm::DenseSet<Value> data;
   for (BlockArgument arg : body.getArguments()) {
-    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-      paramTypes.insert(arg.getType());
-    else if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr))
+    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr)) {
+      auto t = cast<RankedTensorType>(arg.getType());
+      paramTypes.insert(t);
+      if (t.getRank() == 2)
+        paramTypes.insert(RankedTensorType::get(
+            {t.getDimSize(1), t.getDimSize(0)}, t.getElementType()));
+    } else if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr)) {
       data.insert(arg);
+    }
   }
-  llvm::DenseMap<Operation *, size_t> index;
   std::vector<Operation *> ops;
+  llvm::DenseMap<Operation *, int32_t> index;
   for (Operation &op : body.without_terminator()) {
-    index[&op] = ops.size();
+    index[&op] = static_cast<int32_t>(ops.size());
     ops.push_back(&op);
   }
-  std::vector<double> delta(ops.size() + 2, 0);
-  double savedBytes = 0;
+  int32_t end = static_cast<int32_t>(ops.size());
+  auto isForward = [&](Operation *op) { return op->hasAttr(kAnchorAttr); };
+  std::vector<int32_t> anchor(ops.size(), -1);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (auto a = ops[i]->getAttrOfType<IntegerAttr>(kAnchorAttr)) {
+      anchor[i] = static_cast<int32_t>(a.getInt());
+      continue;
+    }
+    int32_t fromForward = -1, fromBackward = -1;
+    for (Value v : ops[i]->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      auto it = def ? index.find(def) : index.end();
+      if (it == index.end())
+        continue;
+      if (isForward(def))
+        fromForward = std::max(fromForward, anchor[it->second]);
+      else if (fromBackward < 0)
+        fromBackward = anchor[it->second];
+    }
+    anchor[i] = fromForward >= 0    ? fromForward
+                : fromBackward >= 0 ? fromBackward
+                                    : static_cast<int32_t>(lastPath);
+  }
+  // Values: reshapes (and tp copies) alias their operand's root.
+  llvm::DenseMap<Value, size_t> rootOf; // value -> index into stepValues
+  llvm::DenseSet<Value> updates;        // written back into an argument
+  Operation *ret = body.getTerminator();
+  for (unsigned k = 0; k < ret->getNumOperands(); ++k)
+    if (step.getResultAttr(k, SmpDialect::kUpdateAttr))
+      updates.insert(ret->getOperand(k));
+  std::vector<ModelProfile::StepValue> &values = profile.stepValues;
+  values.clear();
+  // What grows with the batch: the data inputs and what is computed from
+  // them, but for sums over the batch (axis 0: weight and bias gradients)
+  // and parameter-shaped results.
+  llvm::DenseSet<Value> grows;
+  for (Value v : data)
+    if (cast<ShapedType>(v.getType()).getNumElements() > 1)
+      grows.insert(v);
+  auto reducesBatch = [&](Operation *op) {
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) && axes &&
+           llvm::is_contained(axes.asArrayRef(), 0);
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
     bool fromData = llvm::any_of(op->getOperands(),
                                  [&](Value v) { return data.count(v); });
-    if (!fromData)
-      continue;
+    bool fromGrowing = llvm::any_of(op->getOperands(),
+                                    [&](Value v) { return grows.count(v); });
     for (Value r : op->getResults()) {
-      data.insert(r);
-      if (paramTypes.count(r.getType()) || isa<ReshapeOp, TpCopyOp>(op))
+      if (fromData)
+        data.insert(r);
+      if (fromGrowing && !reducesBatch(op) && !paramTypes.count(r.getType()) &&
+          isa<ShapedType>(r.getType()) &&
+          cast<ShapedType>(r.getType()).getNumElements() > 1)
+        grows.insert(r);
+      if (isa<ReshapeOp, TpCopyOp>(op) && rootOf.count(op->getOperand(0))) {
+        rootOf[r] = rootOf[op->getOperand(0)];
         continue;
-      size_t last = i;
-      for (Operation *user : r.getUsers())
-        if (auto it = index.find(user); it != index.end())
-          last = std::max(last, it->second);
-      if (i < numForward && saved.count(r)) {
-        savedBytes += bytesOf(r);
-        continue; // counted as saved activations
       }
-      delta[i] += bytesOf(r);
-      delta[last + 1] -= bytesOf(r);
+      if (updates.count(r) || !isa<ShapedType>(r.getType()))
+        continue;
+      ModelProfile::StepValue v;
+      v.def = v.last = static_cast<int32_t>(i);
+      v.anchor = anchor[i];
+      double bytes = bytesOf(r);
+      bool perSample = grows.count(r);
+      (perSample ? v.perSample : v.fixed) = bytes;
+      v.gradient = fromData && !perSample && !isForward(op);
+      v.saved = isForward(op) && llvm::any_of(r.getUsers(), [&](Operation *u) {
+                  return !isForward(u);
+                });
+      rootOf[r] = values.size();
+      values.push_back(v);
     }
   }
+  for (auto &[value, root] : rootOf)
+    for (Operation *user : value.getUsers()) {
+      auto it = index.find(user);
+      int32_t at = it != index.end() ? it->second : end; // returned
+      values[root].last = std::max(values[root].last, at);
+      if (it != index.end() && anchor[it->second] != values[root].anchor)
+        values[root].foreignUses.push_back({at, anchor[it->second]});
+    }
+  profile.stepLength = end;
+  // The working set beyond the saved activations, per sample.
+  std::vector<double> delta(ops.size() + 2, 0);
+  for (const ModelProfile::StepValue &v : values)
+    if (v.perSample > 0 && !v.saved) {
+      delta[v.def] += v.perSample;
+      delta[std::min<size_t>(v.last, ops.size()) + 1] -= v.perSample;
+    }
   double live = 0, peak = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     live += delta[i];
     peak = std::max(peak, live);
   }
-  (void)savedBytes;
   return peak;
 }
 
@@ -263,10 +377,17 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
         p.bits = t.getElementTypeBitWidth();
       if (weightOnly.count(v)) {
         p.fixedBytes += bytesOf(v);
-        for (Value param : roots.lookup(v))
+        for (Value param : roots.lookup(v)) {
+          double bytes = static_cast<double>(
+              cast<RankedTensorType>(param.getType()).getNumElements()) * 4;
+          unsigned id = cast<BlockArgument>(param).getArgNumber();
+          if (profile.paramSizes.size() <= id)
+            profile.paramSizes.resize(id + 1, 0);
+          profile.paramSizes[id] = bytes;
+          p.params.push_back(id);
           if (charged.insert(param).second)
-            p.paramBytes += static_cast<double>(
-                cast<RankedTensorType>(param.getType()).getNumElements()) * 4;
+            p.paramBytes += bytes;
+        }
       }
     }
     // Bytes beyond the weights grow with the batch.
@@ -286,8 +407,20 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     profile.ops.push_back(p);
     profile.modelFlopsPerSample += cost.flops;
   }
-  if (knowSaved)
-    profile.transientBytes = transientPeak(main, numForward, readByBackward);
+  if (knowSaved) {
+    // The memory timeline on the step as the compiler lowers it.
+    int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
+    tagForwardAnchors(main, numForward, position, lastPath);
+    OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    auto step = lowered->lookupSymbol<func::FuncOp>("train_step");
+    if (step && succeeded(pm.run(*lowered)))
+      profile.transientBytes = stepLiveness(step, lastPath, profile);
+  }
   size_t n = profile.ops.size();
   if (n == 0)
     return fail("no op of @main computes on both the inputs and the "
@@ -327,6 +460,44 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   for (size_t k = 1; k < n; ++k)
     profile.ops[k - 1].cutAfter = crossing[k] == fewest;
   return profile;
+}
+
+double stepPeakBytes(const ModelProfile &profile, size_t begin, size_t end,
+                     double b, bool gradients) {
+  std::vector<std::pair<int32_t, double>> events;
+  auto inStage = [&](int32_t anchor) {
+    return anchor >= static_cast<int32_t>(begin) &&
+           anchor < static_cast<int32_t>(end);
+  };
+  for (const ModelProfile::StepValue &v : profile.stepValues) {
+    if (v.gradient && !gradients)
+      continue;
+    double bytes = v.fixed + v.perSample * b;
+    if (inStage(v.anchor)) {
+      events.push_back({v.def, bytes});
+      events.push_back({v.last + 1, -bytes});
+      continue;
+    }
+    // Made on another stage, read here: received, held from its first use
+    // here to its last.
+    int32_t first = INT32_MAX, last = -1;
+    for (auto [at, anchor] : v.foreignUses)
+      if (inStage(anchor)) {
+        first = std::min(first, at);
+        last = std::max(last, at);
+      }
+    if (last >= 0) {
+      events.push_back({first, bytes});
+      events.push_back({last + 1, -bytes});
+    }
+  }
+  std::sort(events.begin(), events.end());
+  double live = 0, peak = 0;
+  for (const auto &[at, bytes] : events) {
+    live += bytes;
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 } // namespace smp

@@ -31,6 +31,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "smp/Analysis/Cost/CostModel.h"
 #include "smp/Schedule/PipelineSchedule.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -314,6 +315,64 @@ bool crossNode(int64_t span, const DeviceSpec &d) {
   return span > d.devicesPerNode;
 }
 
+/// Replaces `p`'s stage memory by the liveness of each stage's step: the
+/// parameters and optimizer state of the stage, the most bytes its step
+/// holds at once for one micro-batch (with gradient accumulation over
+/// several micro-batches, the gradients whole), and the saved activations of
+/// the other micro-batches in flight. Plans that recompute or offload keep
+/// the search's estimate. Returns whether it swept.
+bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
+  if (profile.stepValues.empty() || p.recompute || p.offload ||
+      p.stageEnds.size() != static_cast<size_t>(p.pp))
+    return false;
+  double b = static_cast<double>(p.microbatchSize);
+  double stateFactor = optimizerStateFactor(req.optimizer) /
+                       (p.zero ? static_cast<double>(p.dp) : 1.0);
+  // Micro-batches whose activations a rank holds at once, from the
+  // schedule simulated: F done and B (BI) not, plus, under ZB-H1, those
+  // whose deferred weight gradients still read them (together never more
+  // than p; a chunk's share each when interleaved).
+  std::vector<double> held(p.pp, 1.0);
+  if (p.pp > 1) {
+    auto kind = schedule::parseScheduleKind(p.schedule);
+    int pp = static_cast<int>(p.pp), m = static_cast<int>(p.microbatches),
+        v = static_cast<int>(p.virtualStages);
+    if (kind && static_cast<long long>(pp) * m * v * 3 < schedule::kMaxActions) {
+      schedule::SimulationResult sim = schedule::simulateSchedule(
+          schedule::buildSchedule(*kind, pp, m, v), pp, m, v);
+      if (sim.complete && !sim.deadlock)
+        for (int r = 0; r < pp; ++r)
+          held[r] = std::max(
+              1.0, std::min(pp * v, sim.peakInFlightActivations[r] +
+                                        sim.peakPendingWeightGradients[r]) /
+                       static_cast<double>(v));
+    }
+  }
+  for (size_t s = 0, begin = 0; s < p.stageEnds.size(); ++s) {
+    size_t end = p.stageEnds[s] + 1;
+    double params = 0, saved = 0;
+    llvm::DenseSet<unsigned> mine; // a tied weight: a copy on every stage
+    for (size_t i = begin; i < end; ++i) {
+      for (unsigned id : profile.ops[i].params)
+        if (mine.insert(id).second)
+          params += profile.paramSizes[id];
+      saved += profile.ops[i].savedBytes * b;
+    }
+    // What the stage receives is held for the backward too.
+    if (begin > 0)
+      saved += profile.ops[begin - 1].boundaryBytes * b;
+    bool accumulate = p.microbatches > 1;
+    double memory = params * (1 + stateFactor) + (accumulate ? params : 0) +
+                    stepPeakBytes(profile, begin, end, b, !accumulate) +
+                    (held[s] - 1) * saved;
+    p.stageMemory[s] = memory;
+    begin = end;
+  }
+  p.peakMemory = *std::max_element(p.stageMemory.begin(), p.stageMemory.end());
+  p.memoryModel = "liveness";
+  return true;
+}
+
 } // namespace
 
 std::string Plan::summary() const {
@@ -467,6 +526,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                                                   [](bool r) { return r; })))
                 continue; // the same plan as "none" or "every stage"
               p.stageSeconds = part.time;
+              p.stageEnds = part.ends;
               p.stageMemory = part.memory;
               p.peakMemory =
                   *std::max_element(part.memory.begin(), part.memory.end());
@@ -554,10 +614,26 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
       return a.stepSeconds < b.stepSeconds;
     return a.peakMemory < b.peakMemory;
   });
-  result.best = plans.front();
-  for (size_t i = 1; i < plans.size() && result.runnersUp.size() < req.runnersUp;
-       ++i)
-    result.runnersUp.push_back(plans[i]);
+  // The fastest plans again with each stage's memory from the liveness of
+  // its step: a plan the sweep finds too big for the device is dropped.
+  std::vector<Plan> kept;
+  for (Plan &p : plans) {
+    if (kept.size() > req.runnersUp)
+      break;
+    if (!sweepMemory(p, profiles.at(p.tp), req) || p.peakMemory <= cap)
+      kept.push_back(std::move(p));
+  }
+  if (kept.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "no plan fits " + std::to_string(req.devices) + " x " + d.name + " (" +
+            human(cap) + " usable per device) for a global batch of " +
+            std::to_string(req.globalBatch) +
+            ": the fastest plans' steps hold more live memory than that; add "
+            "devices or allow recomputation");
+  result.best = kept.front();
+  for (size_t i = 1; i < kept.size(); ++i)
+    result.runnersUp.push_back(kept[i]);
   return result;
 }
 
@@ -629,7 +705,8 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"data_parallel_seconds", p.dataParallelSeconds},
         {"optimizer_seconds", p.optimizerSeconds},
         {"samples_per_second", p.samplesPerSecond}, {"mfu", p.mfu},
-        {"peak_memory_bytes", p.peakMemory}, {"stages", std::move(stages)},
+        {"peak_memory_bytes", p.peakMemory},
+        {"memory_model", p.memoryModel}, {"stages", std::move(stages)},
         {"cuts", std::move(cuts)}};
   };
   llvm::json::Array runners;

@@ -1,4 +1,4 @@
-//===- MemoryPlanTest.cpp - First-fit arena planning ----------------------===//
+//===- MemoryPlanTest.cpp - Arena planning --------------------------------===//
 
 #include "smp/Target/Artifact/MemoryPlan.h"
 
@@ -62,7 +62,34 @@ TEST(MemoryPlan, RandomRangesNeverOverlap) {
     MemoryPlan plan = planMemory(ranges, 64);
     expectNoOverlap(ranges, plan, 64);
     EXPECT_LE(plan.arenaBytes, peakBound);
+    // The most bytes live at once bounds every layout from below.
+    EXPECT_LE(plan.peakLiveBytes, plan.arenaBytes);
+    EXPECT_GT(plan.peakLiveBytes, 0u);
   }
+}
+
+TEST(MemoryPlan, LargestFirstWhenProgramOrderFragments) {
+  // In program order, a small buffer lands at 0, a large one above it, and
+  // a second large one (live with the small one only) cannot reuse the
+  // first's space below the small one: 3 slots. Largest first packs both
+  // large buffers at 0 and the small one above: 2 slots, the lower bound.
+  std::vector<LiveRange> ranges = {
+      {0, 1, 1024},   // small, live with both large ones
+      {1, 1, 4096},   // large
+      {0, 0, 4096}};  // large, before the other
+  MemoryPlan plan = planMemory(ranges, 64);
+  expectNoOverlap(ranges, plan, 64);
+  EXPECT_EQ(plan.peakLiveBytes, 4096u + 1024u);
+  EXPECT_EQ(plan.arenaBytes, plan.peakLiveBytes);
+}
+
+TEST(MemoryPlan, PeakLiveCountsPersistentBuffers) {
+  std::vector<LiveRange> ranges = {{-1, INT64_MAX, 4096}, {0, 3, 1024},
+                                   {2, 5, 1024}, {4, 4, 512}};
+  MemoryPlan plan = planMemory(ranges, 64);
+  expectNoOverlap(ranges, plan, 64);
+  EXPECT_EQ(plan.peakLiveBytes, 4096u + 2048u);
+  EXPECT_EQ(plan.arenaBytes, plan.peakLiveBytes);
 }
 
 } // namespace

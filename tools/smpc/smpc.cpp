@@ -581,6 +581,20 @@ openWeights(ModuleOp module, const Options &opts) {
   return smp::onnx_frontend::openONNXWeights(path);
 }
 
+/// The planner's stage cuts as --pp-cuts (empty when the planner's stages
+/// are not the compiled ones: interleaved chunks, or unnamed ops).
+std::string plannedCuts(const smp::Plan &p) {
+  if (p.pp <= 1 || p.virtualStages != 1 || p.cuts.empty())
+    return "";
+  std::string cuts;
+  for (const std::string &c : p.cuts) {
+    if (llvm::StringRef(c).starts_with("op #") || c.find(',') != std::string::npos)
+      return "";
+    cuts += (cuts.empty() ? "" : ",") + c;
+  }
+  return cuts;
+}
+
 /// Builds @train_step with smp-build-train-step, then cleans up.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
   std::string pipeline;
@@ -801,6 +815,8 @@ int main(int argc, char **argv) {
     opts.microbatches = chosen->microbatches;
     opts.schedule = chosen->schedule;
     opts.virtualStages = chosen->virtualStages;
+    if (opts.ppCuts.empty())
+      opts.ppCuts = plannedCuts(*chosen); // the stages the plan priced
     if (chosen->zero && !opts.zero) {
       opts.zero = true;
       opts.trainOptions.push_back("shard-optimizer-state=true");
@@ -893,6 +909,8 @@ int main(int argc, char **argv) {
       c.microbatches = p.microbatches;
       c.schedule = p.schedule;
       c.virtualStages = p.virtualStages;
+      if (c.ppCuts.empty())
+        c.ppCuts = plannedCuts(p);
       c.import.batchSize = opts.globalBatch;
       if (p.zero && !opts.zero) {
         c.zero = true;

@@ -16,6 +16,7 @@
 #define SMP_PLANNER_PLANNER_H
 
 #include "smp/Analysis/Cost/DeviceSpec.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
 #include <optional>
@@ -37,6 +38,7 @@ struct OpProfile {
   unsigned bits = 32;
   double savedBytes = 0;      // activations kept for the backward, per sample
   double paramBytes = 0;      // parameters (this rank's slice) first used here
+  std::vector<unsigned> params; // every parameter read (ModelProfile::paramSizes)
   double tpCommBytes = 0;     // all-reduced over tp in the forward, per sample
   bool cutAfter = false;      // a pipeline cut may follow this op
   double boundaryBytes = 0;   // per sample, what crosses a cut after this op
@@ -53,7 +55,33 @@ struct ModelProfile {
   /// sweep over the built training step; 0 when unknown.
   double transientBytes = 0;
   double modelFlopsPerSample = 0; // forward, whole model (all tp ranks)
+
+  /// The training step of one sample as live ranges over its ops (empty
+  /// when the step could not be built): every value but the parameters, the
+  /// optimizer state and the updates written back into them.
+  struct StepValue {
+    int32_t def = 0, last = 0; // ops of the step, inclusive
+    int32_t anchor = 0;        // the op of `ops` whose stage holds it
+    double fixed = 0;          // bytes that do not grow with the batch
+    double perSample = 0;      // bytes per sample
+    bool gradient = false;     // a parameter's gradient (or a part of it)
+    bool saved = false;        // kept by the forward for the backward
+    /// Uses by ops anchored elsewhere (op, its anchor): another stage's.
+    llvm::SmallVector<std::pair<int32_t, int32_t>, 1> foreignUses;
+  };
+  /// Bytes (f32) of each parameter, by the step's argument number.
+  std::vector<double> paramSizes;
+  std::vector<StepValue> stepValues;
+  int32_t stepLength = 0;
 };
+
+/// The most bytes live at once in the step of a stage holding `ops`
+/// [begin, end) for one micro-batch of `b` samples (values anchored there),
+/// without the parameters and optimizer state; `gradients`: with the
+/// gradients' own lifetimes (else they are left out, for the caller to
+/// count whole, as gradient accumulation keeps them).
+double stepPeakBytes(const ModelProfile &profile, size_t begin, size_t end,
+                     double b, bool gradients);
 
 /// Profiles `module`'s @main (imported at one sample per batch) for tensor-
 /// parallel degree `tp` (running smp-tensor-parallel on a copy; the logits
@@ -94,6 +122,11 @@ struct Plan {
   std::vector<double> stageMemory;   // bytes per rank of each stage
   double peakMemory = 0;
   std::vector<std::string> cuts;     // node names stages 1.. start at
+  std::vector<size_t> stageEnds;     // the profile's last op of each stage
+  /// How stageMemory was found: "liveness" (each stage's step swept for its
+  /// live values) or "estimate" (the search's formula: recomputing or
+  /// offloading stages, or no step to sweep).
+  std::string memoryModel = "estimate";
   std::string summary() const;       // "dp=2 tp=4 pp=8 mb=1x96 1f1b ..."
 };
 

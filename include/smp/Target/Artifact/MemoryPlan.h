@@ -18,11 +18,14 @@ struct LiveRange {
 struct MemoryPlan {
   std::vector<uint64_t> offsets; // one per LiveRange
   uint64_t arenaBytes = 0;
+  /// The most bytes live at once (aligned): what a perfect layout needs.
+  uint64_t peakLiveBytes = 0;
 };
 
 /// Places every range in one arena so that ranges live at the same time never
-/// overlap: ranges are taken by start, then size, and put at the lowest
-/// aligned offset free for their whole life (first fit).
+/// overlap: the smaller of two layouts, first fit in program order and
+/// greedy by size (largest first, each in the tightest gap among the ranges
+/// live at the same time).
 MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
                       uint64_t alignment = 64);
 
