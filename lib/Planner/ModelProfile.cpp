@@ -38,12 +38,13 @@ llvm::Error fail(const llvm::Twine &msg) {
 
 constexpr llvm::StringLiteral kAnchorAttr = "planner_anchor"; // not an smp attribute: the dialect verifies those
 
-/// Tags each forward op of `step` (its first `numForward`) with the path op
-/// whose stage holds its results: path ops with their own position, other
-/// ops with the next path op, weight-only ops with their first user's.
-void tagForwardAnchors(func::FuncOp step, size_t numForward,
-                       const llvm::DenseMap<Operation *, size_t> &position,
-                       int64_t lastPath) {
+/// The path op whose stage holds each forward op's results (the first
+/// `numForward` ops of `step`, by index): path ops their own position,
+/// other ops the next path op's, weight-only ops their first user's.
+std::vector<int64_t>
+forwardAnchors(func::FuncOp step, size_t numForward,
+               const llvm::DenseMap<Operation *, size_t> &position,
+               int64_t lastPath) {
   std::vector<Operation *> forward;
   for (Operation &op : step.getBody().front().without_terminator()) {
     if (forward.size() == numForward)
@@ -51,24 +52,35 @@ void tagForwardAnchors(func::FuncOp step, size_t numForward,
     forward.push_back(&op);
   }
   llvm::DenseMap<Operation *, int64_t> anchor;
+  std::vector<int64_t> byIndex(forward.size(), lastPath);
   int64_t next = lastPath;
-  for (Operation *op : llvm::reverse(forward)) {
+  for (size_t i = forward.size(); i-- > 0;) {
+    Operation *op = forward[i];
     auto it = position.find(op);
-    if (it != position.end()) {
-      next = static_cast<int64_t>(it->second);
-      anchor[op] = next;
-      continue;
-    }
     int64_t a = next;
-    for (Value r : op->getResults())
-      for (Operation *user : r.getUsers())
-        if (auto u = anchor.find(user); u != anchor.end())
-          a = std::min(a, u->second);
-    anchor[op] = a;
+    if (it != position.end()) {
+      next = a = static_cast<int64_t>(it->second);
+    } else {
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (auto u = anchor.find(user); u != anchor.end())
+            a = std::min(a, u->second);
+    }
+    anchor[op] = byIndex[i] = a;
   }
+  return byIndex;
+}
+
+/// Tags the forward ops of `step` (a step built from the same @main: its
+/// first ops are @main's, in order) with their anchors.
+void tagForwardAnchors(func::FuncOp step, const std::vector<int64_t> &anchors) {
   Builder b(step.getContext());
-  for (auto &[op, a] : anchor)
-    op->setAttr(kAnchorAttr, b.getI64IntegerAttr(a));
+  size_t i = 0;
+  for (Operation &op : step.getBody().front().without_terminator()) {
+    if (i == anchors.size())
+      break;
+    op.setAttr(kAnchorAttr, b.getI64IntegerAttr(anchors[i++]));
+  }
 }
 
 /// The step's values as live ranges (the profile's memory timeline), on the
@@ -81,7 +93,8 @@ void tagForwardAnchors(func::FuncOp step, size_t numForward,
 /// not shaped like a parameter (or its transpose). Backward values are
 /// anchored at the latest forward value they read, else their operands'.
 double stepLiveness(func::FuncOp step, int64_t lastPath,
-                    ModelProfile &profile) {
+                    std::vector<ModelProfile::StepValue> &values,
+                    int32_t &length) {
   Block &body = step.getBody().front();
   llvm::DenseSet<Type> paramTypes;
   llvm::DenseSet<Value> data;
@@ -132,7 +145,6 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
   for (unsigned k = 0; k < ret->getNumOperands(); ++k)
     if (step.getResultAttr(k, SmpDialect::kUpdateAttr))
       updates.insert(ret->getOperand(k));
-  std::vector<ModelProfile::StepValue> &values = profile.stepValues;
   values.clear();
   // What grows with the batch: the data inputs and what is computed from
   // them, but for sums over the batch (axis 0: weight and bias gradients)
@@ -187,7 +199,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       if (it != index.end() && anchor[it->second] != values[root].anchor)
         values[root].foreignUses.push_back({at, anchor[it->second]});
     }
-  profile.stepLength = end;
+  length = end;
   // The working set beyond the saved activations, per sample.
   std::vector<double> delta(ops.size() + 2, 0);
   for (const ModelProfile::StepValue &v : values)
@@ -319,7 +331,9 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   size_t numForward = main.getBody().front().getOperations().size() - 1;
   llvm::DenseSet<Value> readByBackward;
   bool knowSaved = false;
+  OwningOpRef<ModuleOp> recomputing; // the same step with recomputation
   if (!vocabOutput.empty()) {
+    recomputing = cast<ModuleOp>(copy->clone());
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
@@ -408,18 +422,39 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     profile.modelFlopsPerSample += cost.flops;
   }
   if (knowSaved) {
-    // The memory timeline on the step as the compiler lowers it.
+    // The memory timeline on the step as the compiler lowers it, without
+    // and with full recomputation.
     int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
-    tagForwardAnchors(main, numForward, position, lastPath);
-    OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
-    PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    std::vector<int64_t> anchors =
+        forwardAnchors(main, numForward, position, lastPath);
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
-    auto step = lowered->lookupSymbol<func::FuncOp>("train_step");
-    if (step && succeeded(pm.run(*lowered)))
-      profile.transientBytes = stepLiveness(step, lastPath, profile);
+    auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values)
+        -> std::optional<double> {
+      auto step = m.lookupSymbol<func::FuncOp>("train_step");
+      if (!step)
+        return std::nullopt;
+      tagForwardAnchors(step, anchors);
+      PassManager pm(module.getContext(), ModuleOp::getOperationName());
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+      if (failed(pm.run(m)))
+        return std::nullopt;
+      return stepLiveness(step, lastPath, values, profile.stepLength);
+    };
+    OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
+    if (auto transient = sweep(*lowered, profile.stepValues))
+      profile.transientBytes = *transient;
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    SmpBuildTrainStepPassOptions options;
+    options.loss = "cross_entropy:" + vocabOutput + ":labels";
+    options.bucketMb = 0;
+    options.recompute = "full";
+    pm.addPass(createSmpBuildTrainStepPass(options));
+    int32_t length = profile.stepLength;
+    if (succeeded(pm.run(*recomputing)))
+      (void)sweep(*recomputing, profile.stepValuesRecompute);
+    profile.stepLength = length;
   }
   size_t n = profile.ops.size();
   if (n == 0)
@@ -462,14 +497,14 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   return profile;
 }
 
-double stepPeakBytes(const ModelProfile &profile, size_t begin, size_t end,
-                     double b, bool gradients) {
+double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
+                     size_t begin, size_t end, double b, bool gradients) {
   std::vector<std::pair<int32_t, double>> events;
   auto inStage = [&](int32_t anchor) {
     return anchor >= static_cast<int32_t>(begin) &&
            anchor < static_cast<int32_t>(end);
   };
-  for (const ModelProfile::StepValue &v : profile.stepValues) {
+  for (const ModelProfile::StepValue &v : values) {
     if (v.gradient && !gradients)
       continue;
     double bytes = v.fixed + v.perSample * b;
@@ -498,6 +533,16 @@ double stepPeakBytes(const ModelProfile &profile, size_t begin, size_t end,
     peak = std::max(peak, live);
   }
   return peak;
+}
+
+double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
+                       size_t begin, size_t end, double b) {
+  double saved = 0;
+  for (const ModelProfile::StepValue &v : values)
+    if (v.saved && v.anchor >= static_cast<int32_t>(begin) &&
+        v.anchor < static_cast<int32_t>(end))
+      saved += v.perSample * b; // weights kept for the backward are shared
+  return saved;
 }
 
 } // namespace smp

@@ -319,11 +319,14 @@ bool crossNode(int64_t span, const DeviceSpec &d) {
 /// parameters and optimizer state of the stage, the most bytes its step
 /// holds at once for one micro-batch (with gradient accumulation over
 /// several micro-batches, the gradients whole), and the saved activations of
-/// the other micro-batches in flight. Plans that recompute or offload keep
-/// the search's estimate. Returns whether it swept.
+/// the other micro-batches in flight; a recomputing stage from the step
+/// built with recomputation. Plans that offload keep the search's
+/// estimate. Returns whether it swept.
 bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
-  if (profile.stepValues.empty() || p.recompute || p.offload ||
-      p.stageEnds.size() != static_cast<size_t>(p.pp))
+  if (profile.stepValues.empty() || p.offload ||
+      (p.recompute && profile.stepValuesRecompute.empty()) ||
+      p.stageEnds.size() != static_cast<size_t>(p.pp) ||
+      p.stageRecompute.size() != static_cast<size_t>(p.pp))
     return false;
   double b = static_cast<double>(p.microbatchSize);
   double stateFactor = optimizerStateFactor(req.optimizer) /
@@ -350,20 +353,20 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
   }
   for (size_t s = 0, begin = 0; s < p.stageEnds.size(); ++s) {
     size_t end = p.stageEnds[s] + 1;
-    double params = 0, saved = 0;
+    const std::vector<ModelProfile::StepValue> &values =
+        p.stageRecompute[s] ? profile.stepValuesRecompute : profile.stepValues;
+    double params = 0;
     llvm::DenseSet<unsigned> mine; // a tied weight: a copy on every stage
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i = begin; i < end; ++i)
       for (unsigned id : profile.ops[i].params)
         if (mine.insert(id).second)
           params += profile.paramSizes[id];
-      saved += profile.ops[i].savedBytes * b;
-    }
-    // What the stage receives is held for the backward too.
-    if (begin > 0)
-      saved += profile.ops[begin - 1].boundaryBytes * b;
+    // What the stage keeps per micro-batch, with what it receives.
+    double saved = stageSavedBytes(values, begin, end, b) +
+                   (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
     bool accumulate = p.microbatches > 1;
     double memory = params * (1 + stateFactor) + (accumulate ? params : 0) +
-                    stepPeakBytes(profile, begin, end, b, !accumulate) +
+                    stepPeakBytes(values, begin, end, b, !accumulate) +
                     (held[s] - 1) * saved;
     p.stageMemory[s] = memory;
     begin = end;

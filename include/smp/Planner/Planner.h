@@ -72,16 +72,26 @@ struct ModelProfile {
   /// Bytes (f32) of each parameter, by the step's argument number.
   std::vector<double> paramSizes;
   std::vector<StepValue> stepValues;
+  /// The same with full recomputation (the backward's copies of each
+  /// segment's forward; saved: the checkpoints).
+  std::vector<StepValue> stepValuesRecompute;
   int32_t stepLength = 0;
 };
 
-/// The most bytes live at once in the step of a stage holding `ops`
-/// [begin, end) for one micro-batch of `b` samples (values anchored there),
+/// The most bytes live at once in the step (`values`: a profile's
+/// stepValues or stepValuesRecompute) of a stage holding `ops` [begin, end)
+/// for one micro-batch of `b` samples (values anchored there, and those of
+/// other stages it reads),
 /// without the parameters and optimizer state; `gradients`: with the
 /// gradients' own lifetimes (else they are left out, for the caller to
 /// count whole, as gradient accumulation keeps them).
-double stepPeakBytes(const ModelProfile &profile, size_t begin, size_t end,
-                     double b, bool gradients);
+double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
+                     size_t begin, size_t end, double b, bool gradients);
+
+/// What the forward of ops [begin, end) keeps for the backward of one
+/// micro-batch of `b` samples, in bytes.
+double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
+                       size_t begin, size_t end, double b);
 
 /// Profiles `module`'s @main (imported at one sample per batch) for tensor-
 /// parallel degree `tp` (running smp-tensor-parallel on a copy; the logits
