@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 
 using namespace mlir;
@@ -303,4 +304,47 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   else
     results.push_back(logits.clone(ArrayRef<int64_t>{}));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp canonicalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// matmul(transpose(x) [last two dims swapped], y) -> matmul(x, y) with the
+/// operand's transpose flag flipped (and likewise for the rhs).
+struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp mm,
+                                PatternRewriter &rewriter) const override {
+    for (unsigned which : {0u, 1u}) {
+      auto t = mm->getOperand(which).getDefiningOp<TransposeOp>();
+      if (!t)
+        continue;
+      ArrayRef<int64_t> perm = t.getPerm();
+      int64_t n = static_cast<int64_t>(perm.size());
+      if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
+        continue;
+      bool rest = true;
+      for (int64_t k = 0; k + 2 < n; ++k)
+        rest &= perm[k] == k;
+      if (!rest)
+        continue;
+      rewriter.modifyOpInPlace(mm, [&] {
+        mm->setOperand(which, t.getInput());
+        if (which == 0)
+          mm.setTransposeLhs(!mm.getTransposeLhs());
+        else
+          mm.setTransposeRhs(!mm.getTransposeRhs());
+      });
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<FoldTransposeIntoMatMul>(context);
 }

@@ -165,6 +165,9 @@ def Smp_MatMulOp : Smp_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  // An operand that is a transpose of its last two dims becomes the flag:
+  // no transposed copy is made (for weights: a copy of every matrix).
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//
