@@ -1,12 +1,13 @@
 //===- MemoryPlan.cpp - Static arena layout from live ranges --------------===//
 //
-// Two offline layouts, the smaller arena wins:
+// Three offline layouts, the smallest arena wins:
 //  - first fit by start: ranges in program order, each at the lowest offset
 //    free for its whole life;
-//  - greedy by size (Pisarchyk and Lee, "Efficient Memory Management for
-//    Deep Neural Net Inference", 2020; TFLite's arena planner): the largest
-//    ranges first, each in the gap among the ranges already placed and live
-//    at the same time that fits it most tightly.
+//  - greedy by size and greedy by breadth (Pisarchyk and Lee, "Efficient
+//    Memory Management for Deep Neural Net Inference", 2020; TFLite's arena
+//    planner): ranges taken largest first, or those live at the widest
+//    instants first, each in the gap among the ranges already placed and
+//    live at the same time that fits it most tightly.
 // Both are checked against the lower bound, the most bytes live at once.
 //
 //===----------------------------------------------------------------------===//
@@ -65,17 +66,12 @@ MemoryPlan firstFitByStart(const std::vector<LiveRange> &ranges,
   return plan;
 }
 
-MemoryPlan greedyBySize(const std::vector<LiveRange> &ranges,
-                        uint64_t alignment) {
+/// Places the ranges in `order`, each in the tightest gap among the ranges
+/// already placed and live at the same time (else above them all).
+MemoryPlan greedyInOrder(const std::vector<LiveRange> &ranges,
+                         const std::vector<size_t> &order, uint64_t alignment) {
   MemoryPlan plan;
   plan.offsets.assign(ranges.size(), 0);
-  std::vector<size_t> order(ranges.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (ranges[a].bytes != ranges[b].bytes)
-      return ranges[a].bytes > ranges[b].bytes;
-    return ranges[a].start < ranges[b].start;
-  });
   std::vector<Placed> placed; // sorted by offset
   std::vector<const Placed *> overlapping;
   for (size_t idx : order) {
@@ -108,16 +104,102 @@ MemoryPlan greedyBySize(const std::vector<LiveRange> &ranges,
   return plan;
 }
 
+
+/// Largest first (TFLite's greedy by size).
+std::vector<size_t> orderBySize(const std::vector<LiveRange> &ranges) {
+  std::vector<size_t> order(ranges.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (ranges[a].bytes != ranges[b].bytes)
+      return ranges[a].bytes > ranges[b].bytes;
+    return ranges[a].start < ranges[b].start;
+  });
+  return order;
+}
+
+/// Greedy by breadth (Pisarchyk and Lee): the instants with the most bytes
+/// live first, and at each the ranges live there not yet placed, largest
+/// first. A range is taken at the widest instant of its life: ordered by
+/// that breadth, then the instant, then size.
+std::vector<size_t> orderByBreadth(const std::vector<LiveRange> &ranges,
+                                   uint64_t alignment) {
+  if (ranges.empty())
+    return {};
+  // Instants from the first start (-1: weights, inputs) to one past the last.
+  int64_t first = ranges[0].start, last = ranges[0].start;
+  for (const LiveRange &r : ranges) {
+    first = std::min(first, r.start);
+    last = std::max(last, r.start);
+  }
+  size_t n = static_cast<size_t>(last - first) + 2;
+  std::vector<int64_t> breadth(n, 0);
+  auto startAt = [&](const LiveRange &r) {
+    return static_cast<size_t>(r.start - first);
+  };
+  auto endAt = [&](const LiveRange &r) { // clamped: "forever" is past last
+    return static_cast<size_t>(std::min<int64_t>(endOf(r), last + 1) - first);
+  };
+  for (const LiveRange &r : ranges) {
+    int64_t size =
+        static_cast<int64_t>(alignUp(std::max<uint64_t>(r.bytes, 1), alignment));
+    breadth[startAt(r)] += size;
+    if (endAt(r) + 1 < n)
+      breadth[endAt(r) + 1] -= size;
+  }
+  for (size_t t = 1; t < n; ++t)
+    breadth[t] += breadth[t - 1];
+  // Sparse table of (breadth, -instant) maxima over ranges of instants.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> table(1);
+  table[0].resize(n);
+  for (size_t t = 0; t < n; ++t)
+    table[0][t] = {breadth[t], -static_cast<int64_t>(t)};
+  for (size_t k = 1; (size_t(1) << k) <= n; ++k) {
+    const auto &prev = table[k - 1];
+    std::vector<std::pair<int64_t, int64_t>> row(n - (size_t(1) << k) + 1);
+    for (size_t t = 0; t < row.size(); ++t)
+      row[t] = std::max(prev[t], prev[t + (size_t(1) << (k - 1))]);
+    table.push_back(std::move(row));
+  }
+  auto widest = [&](size_t lo, size_t hi) { // inclusive
+    size_t k = 0;
+    while ((size_t(2) << k) <= hi - lo + 1)
+      ++k;
+    return std::max(table[k][lo], table[k][hi - (size_t(1) << k) + 1]);
+  };
+  std::vector<std::pair<int64_t, int64_t>> key(ranges.size());
+  for (size_t i = 0; i < ranges.size(); ++i)
+    key[i] = widest(startAt(ranges[i]), endAt(ranges[i]));
+  std::vector<size_t> order(ranges.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (key[a] != key[b])
+      return key[a] > key[b];
+    return ranges[a].bytes > ranges[b].bytes;
+  });
+  return order;
+}
+
+/// Largest bytes x lifetime first.
+std::vector<size_t> orderByArea(const std::vector<LiveRange> &ranges) {
+  int64_t last = 0;
+  for (const LiveRange &r : ranges)
+    last = std::max(last, r.start);
+  auto area = [&](const LiveRange &r) {
+    return double(r.bytes) * double(std::min<int64_t>(endOf(r), last + 1) - r.start + 1);
+  };
+  std::vector<size_t> order(ranges.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return area(ranges[a]) > area(ranges[b]);
+  });
+  return order;
+}
+
 } // namespace
 
-MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
-                      uint64_t alignment) {
-  MemoryPlan bySize = greedyBySize(ranges, alignment);
-  MemoryPlan byStart = firstFitByStart(ranges, alignment);
-  MemoryPlan plan =
-      bySize.arenaBytes <= byStart.arenaBytes ? std::move(bySize)
-                                              : std::move(byStart);
-  // The most bytes live at once: a lower bound of any layout's arena.
+namespace {
+/// The most bytes live at once: a lower bound of any layout's arena.
+uint64_t peakLive(const std::vector<LiveRange> &ranges, uint64_t alignment) {
   std::vector<std::pair<int64_t, int64_t>> events; // (time, +/- bytes)
   for (const LiveRange &r : ranges) {
     int64_t size = static_cast<int64_t>(
@@ -128,11 +210,55 @@ MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
   }
   std::sort(events.begin(), events.end());
   int64_t liveBytes = 0;
+  uint64_t peak = 0;
   for (const auto &[t, delta] : events) {
     liveBytes += delta;
-    plan.peakLiveBytes = std::max(
-        plan.peakLiveBytes, static_cast<uint64_t>(std::max<int64_t>(liveBytes, 0)));
+    peak = std::max(peak, static_cast<uint64_t>(std::max<int64_t>(liveBytes, 0)));
   }
+  return peak;
+}
+
+/// Iterated greedy: after each layout, the ranges that reach its top are
+/// placed first in the next one; stops at the lower bound or after a few
+/// rounds without a smaller arena.
+void iterateGreedy(const std::vector<LiveRange> &ranges,
+                   std::vector<size_t> order, uint64_t alignment,
+                   MemoryPlan &best) {
+  constexpr int kRounds = 16, kPatience = 4;
+  for (int round = 0, stale = 0;
+       round < kRounds && stale < kPatience &&
+       best.arenaBytes > best.peakLiveBytes;
+       ++round) {
+    MemoryPlan greedy = greedyInOrder(ranges, order, alignment);
+    if (greedy.arenaBytes < best.arenaBytes) {
+      greedy.peakLiveBytes = best.peakLiveBytes;
+      best = std::move(greedy);
+      stale = 0;
+    } else {
+      ++stale;
+    }
+    const MemoryPlan &last = stale ? greedy : best;
+    std::vector<size_t> top, rest;
+    for (size_t idx : order) {
+      uint64_t size = alignUp(std::max<uint64_t>(ranges[idx].bytes, 1), alignment);
+      (last.offsets[idx] + size == last.arenaBytes ? top : rest).push_back(idx);
+    }
+    if (top.empty() || rest.empty())
+      return;
+    top.insert(top.end(), rest.begin(), rest.end());
+    order = std::move(top);
+  }
+}
+} // namespace
+
+MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
+                      uint64_t alignment) {
+  MemoryPlan plan = firstFitByStart(ranges, alignment);
+  plan.peakLiveBytes = peakLive(ranges, alignment);
+  for (const std::vector<size_t> &order :
+       {orderBySize(ranges), orderByBreadth(ranges, alignment),
+        orderByArea(ranges)})
+    iterateGreedy(ranges, order, alignment, plan);
   return plan;
 }
 

@@ -23,9 +23,11 @@ struct MemoryPlan {
 };
 
 /// Places every range in one arena so that ranges live at the same time never
-/// overlap: the smaller of two layouts, first fit in program order and
-/// greedy by size (largest first, each in the tightest gap among the ranges
-/// live at the same time).
+/// overlap: the smallest of first fit in program order and greedy placement
+/// (each range in the tightest gap among those live with it) in three
+/// orders (largest first, widest instant first, bytes x lifetime), each
+/// iterated (the ranges reaching the top go first next round) until the
+/// arena meets the lower bound or stops shrinking.
 MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
                       uint64_t alignment = 64);
 
