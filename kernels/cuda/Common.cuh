@@ -1,0 +1,489 @@
+//===- Common.cuh - Internals shared by the CUDA kernels ---------*- C++ -*-===//
+//
+// The Context, the device error flag, dtype dispatch, fp16/bf16 load/store,
+// host-side shape checks (the CPU kernels' messages), strided N-d indexing,
+// launch helpers and block reductions. Private to kernels/cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_KERNELS_CUDA_COMMON_CUH
+#define SMP_KERNELS_CUDA_COMMON_CUH
+
+#include "smp/kernels/cuda/Kernels.h"
+#include "smp/kernels/cuda/Training.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace smp::kernels::cuda {
+
+//===----------------------------------------------------------------------===//
+// Context and device errors
+//===----------------------------------------------------------------------===//
+
+/// Data error codes written by the kernels (first one wins).
+enum ErrorCode : int {
+  kErrNone = 0,
+  kErrDivByZero = 1,      // div
+  kErrGatherIndex = 2,    // gather: value, position, bound (dim), aux (axis)
+  kErrGatherGradIndex = 3, // gather_grad: same fields
+  kErrLabel = 4,          // cross_entropy: value, position, bound, aux (ignore)
+  kErrLabelGrad = 5,      // cross_entropy_grad: value, position, bound
+};
+
+struct DeviceError {
+  int code;
+  int pad;
+  long long value, position, bound, aux;
+};
+
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  bool ownsStream = false;
+  cublasLtHandle_t lt = nullptr;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  DeviceError *dError = nullptr; // device
+  DeviceError *hError = nullptr; // pinned host, for synchronize
+  bool allowTF32 = false;
+};
+
+/// Records a data error unless one is already recorded.
+__device__ inline void raiseError(DeviceError *e, int code, long long value,
+                                  long long position, long long bound,
+                                  long long aux) {
+  if (atomicCAS(&e->code, 0, code) == 0) {
+    e->value = value;
+    e->position = position;
+    e->bound = bound;
+    e->aux = aux;
+  }
+}
+
+namespace detail {
+
+//===----------------------------------------------------------------------===//
+// Host-side checks (same messages as kernels/cpu/Common.cpp)
+//===----------------------------------------------------------------------===//
+
+Status fail(const char *op, const std::string &msg);
+Status unsupported(const char *op, DType t);
+std::string shapeStr(const std::vector<int64_t> &shape);
+Status checkTensor(const char *op, const char *what, const TensorRef &t);
+Status checkDType(const char *op, const char *what, const TensorRef &t,
+                  DType expected);
+Status checkShape(const char *op, const char *what, const TensorRef &t,
+                  const std::vector<int64_t> &expected);
+int64_t normAxis(int64_t axis, int64_t rank);
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &outShape,
+                      std::vector<int64_t> &strides);
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out);
+int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
+                size_t to = SIZE_MAX);
+
+/// The calling thread's context, or a failure naming op.
+Status requireContext(const char *op, Context *&ctx);
+/// A failure naming op for a CUDA error (success for cudaSuccess).
+Status cudaStatus(const char *op, cudaError_t e);
+/// cudaGetLastError after a launch.
+Status launchStatus(const char *op);
+/// The name of a cuBLAS(Lt) status (cublasGetStatusString is in libcublas,
+/// which this library does not link).
+const char *cublasStatusName(cublasStatus_t s);
+
+/// Stream-ordered scratch memory (cudaMallocAsync), freed in stream order
+/// when it goes out of scope (after the kernels that use it were enqueued).
+class Scratch {
+public:
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() {
+    if (ptr_)
+      cudaFreeAsync(ptr_, stream_);
+  }
+  Status allocate(const char *op, size_t bytes, cudaStream_t stream) {
+    stream_ = stream;
+    return cudaStatus(op, cudaMallocAsync(&ptr_, std::max<size_t>(bytes, 16),
+                                          stream));
+  }
+  template <class T> T *as() const { return static_cast<T *>(ptr_); }
+
+private:
+  void *ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+/// Scratch holding a copy of host `values` (pageable source: the copy is
+/// staged before cudaMemcpyAsync returns, so `values` may die afterwards).
+template <class T>
+Status upload(const char *op, const std::vector<T> &values, Scratch &s,
+              cudaStream_t stream) {
+  size_t bytes = values.size() * sizeof(T);
+  if (Status st = s.allocate(op, bytes, stream); !st.ok())
+    return st;
+  if (bytes == 0)
+    return Status::success();
+  return cudaStatus(op, cudaMemcpyAsync(s.as<void>(), values.data(), bytes,
+                                        cudaMemcpyHostToDevice, stream));
+}
+
+//===----------------------------------------------------------------------===//
+// Dtype dispatch
+//===----------------------------------------------------------------------===//
+
+template <class T> struct Tag {
+  using type = T;
+};
+
+/// Calls f(Tag<S>{}) with the device storage type of float dtype t.
+template <class F> Status visitFloat(DType t, const char *op, F &&f) {
+  switch (t) {
+  case DType::F32:
+    return f(Tag<float>{});
+  case DType::F64:
+    return f(Tag<double>{});
+  case DType::F16:
+    return f(Tag<__half>{});
+  case DType::BF16:
+    return f(Tag<__nv_bfloat16>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+/// Calls f(Tag<T>{}) for the integer type of t (not Bool).
+template <class F> Status visitInt(DType t, const char *op, F &&f) {
+  switch (t) {
+  case DType::I8:
+    return f(Tag<int8_t>{});
+  case DType::I16:
+    return f(Tag<int16_t>{});
+  case DType::I32:
+    return f(Tag<int32_t>{});
+  case DType::I64:
+    return f(Tag<int64_t>{});
+  case DType::U8:
+    return f(Tag<uint8_t>{});
+  case DType::U16:
+    return f(Tag<uint16_t>{});
+  case DType::U32:
+    return f(Tag<uint32_t>{});
+  case DType::U64:
+    return f(Tag<uint64_t>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+/// Calls f(Tag<T>{}) with an unsigned type of t's byte size.
+template <class F> Status visitBytes(DType t, const char *op, F &&f) {
+  switch (smprt::dtypeSize(t)) {
+  case 1:
+    return f(Tag<uint8_t>{});
+  case 2:
+    return f(Tag<uint16_t>{});
+  case 4:
+    return f(Tag<uint32_t>{});
+  case 8:
+    return f(Tag<uint64_t>{});
+  default:
+    return unsupported(op, t);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Float storage types and their compute types (device)
+//===----------------------------------------------------------------------===//
+
+template <class S> struct FT;
+template <> struct FT<float> {
+  using C = float;
+  __device__ static float load(float v) { return v; }
+  __device__ static float store(float v) { return v; }
+};
+template <> struct FT<double> {
+  using C = double;
+  __device__ static double load(double v) { return v; }
+  __device__ static double store(double v) { return v; }
+};
+template <> struct FT<__half> {
+  using C = float;
+  __device__ static float load(__half v) { return __half2float(v); }
+  __device__ static __half store(float v) { return __float2half_rn(v); }
+};
+template <> struct FT<__nv_bfloat16> {
+  using C = float;
+  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 store(float v) {
+    return __float2bfloat16_rn(v);
+  }
+};
+
+/// Element i of a float tensor of any float dtype, as double.
+__device__ inline double loadFloat(const void *p, DType t, int64_t i) {
+  switch (t) {
+  case DType::F32:
+    return static_cast<const float *>(p)[i];
+  case DType::F64:
+    return static_cast<const double *>(p)[i];
+  case DType::F16:
+    return __half2float(static_cast<const __half *>(p)[i]);
+  case DType::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  default:
+    return 0;
+  }
+}
+
+/// Stores v into a float tensor of any float dtype (through f32 for the half
+/// types, as the CPU's storeDouble).
+__device__ inline void storeFloat(void *p, DType t, int64_t i, double v) {
+  switch (t) {
+  case DType::F32:
+    static_cast<float *>(p)[i] = static_cast<float>(v);
+    break;
+  case DType::F64:
+    static_cast<double *>(p)[i] = v;
+    break;
+  case DType::F16:
+    static_cast<__half *>(p)[i] = __float2half_rn(static_cast<float>(v));
+    break;
+  case DType::BF16:
+    static_cast<__nv_bfloat16 *>(p)[i] =
+        __float2bfloat16_rn(static_cast<float>(v));
+    break;
+  default:
+    break;
+  }
+}
+
+/// Element i of an integer (or Bool) tensor as int64; u64 values above
+/// INT64_MAX saturate (the CPU's loadInt).
+__device__ inline int64_t loadIndex(const void *p, DType t, int64_t i) {
+  switch (t) {
+  case DType::Bool:
+  case DType::U8:
+    return static_cast<const uint8_t *>(p)[i];
+  case DType::I8:
+    return static_cast<const int8_t *>(p)[i];
+  case DType::I16:
+    return static_cast<const int16_t *>(p)[i];
+  case DType::U16:
+    return static_cast<const uint16_t *>(p)[i];
+  case DType::I32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::U32:
+    return static_cast<const uint32_t *>(p)[i];
+  case DType::I64:
+    return static_cast<const int64_t *>(p)[i];
+  case DType::U64: {
+    uint64_t v = static_cast<const uint64_t *>(p)[i];
+    return v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+  }
+  default:
+    return 0;
+  }
+}
+
+/// True for a u64 element above INT64_MAX (never a valid index).
+__device__ inline bool hugeIndex(const void *p, DType t, int64_t i) {
+  return t == DType::U64 &&
+         static_cast<const uint64_t *>(p)[i] > uint64_t(INT64_MAX);
+}
+
+/// A one-element device scalar of any float or integer dtype as double.
+__device__ inline double loadScalar(const void *p, DType t) {
+  if (smprt::DType::F32 == t || t == DType::F64 || t == DType::F16 ||
+      t == DType::BF16)
+    return loadFloat(p, t, 0);
+  if (t == DType::U64)
+    return static_cast<double>(*static_cast<const uint64_t *>(p));
+  return static_cast<double>(loadIndex(p, t, 0));
+}
+
+__device__ inline bool isNaN(float v) { return isnan(v); }
+__device__ inline bool isNaN(double v) { return isnan(v); }
+template <class T> __device__ bool isNaN(T) { return false; } // integers
+
+/// v < 0 without a warning for unsigned types.
+template <class T> __device__ bool isNegative(T v) {
+  if constexpr (std::is_signed_v<T>)
+    return v < T(0);
+  else
+    return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided N-d indexing
+//===----------------------------------------------------------------------===//
+
+constexpr int kMaxRank = 8;
+
+/// A contiguous output of `shape` read through N operands with element
+/// strides (any sign, 0 for broadcast dims); size-1 dims dropped and
+/// mergeable dims merged (as the CPU's StridedLoop). Passed by value.
+template <int N> struct Strided {
+  int rank = 0;
+  int64_t shape[kMaxRank];
+  int64_t stride[N][kMaxRank];
+
+  /// Offsets of output element i into each operand.
+  __device__ void offsets(int64_t i, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k)
+      off[k] = 0;
+    if (rank == 1) {
+      for (int k = 0; k < N; ++k)
+        off[k] = i * stride[k][0];
+      return;
+    }
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t q = i / shape[d], idx = i - q * shape[d];
+      i = q;
+      for (int k = 0; k < N; ++k)
+        off[k] += idx * stride[k][d];
+    }
+  }
+};
+
+/// Builds a Strided<N>; fails when more than kMaxRank dims remain.
+template <int N>
+Status makeStrided(const char *op, const std::vector<int64_t> &outShape,
+                   const std::array<std::vector<int64_t>, N> &strides,
+                   Strided<N> &s) {
+  std::vector<int64_t> shape;
+  std::array<std::vector<int64_t>, N> str;
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    if (outShape[d] == 1)
+      continue;
+    bool merge = !shape.empty();
+    for (int k = 0; k < N && merge; ++k)
+      merge = str[k].back() == strides[k][d] * outShape[d];
+    if (merge) {
+      shape.back() *= outShape[d];
+      for (int k = 0; k < N; ++k)
+        str[k].back() = strides[k][d];
+      continue;
+    }
+    shape.push_back(outShape[d]);
+    for (int k = 0; k < N; ++k)
+      str[k].push_back(strides[k][d]);
+  }
+  if (shape.empty()) {
+    shape.push_back(1);
+    for (int k = 0; k < N; ++k)
+      str[k].push_back(0);
+  }
+  if (shape.size() > static_cast<size_t>(kMaxRank))
+    return fail(op, "more than " + std::to_string(kMaxRank) +
+                        " non-mergeable dims in " + shapeStr(outShape));
+  s.rank = static_cast<int>(shape.size());
+  for (int d = 0; d < s.rank; ++d) {
+    s.shape[d] = shape[d];
+    for (int k = 0; k < N; ++k)
+      s.stride[k][d] = str[k][d];
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Launch helpers
+//===----------------------------------------------------------------------===//
+
+constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over n items with `threads` per block.
+inline unsigned gridFor(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<int64_t>(b, 1, int64_t(1) << 20));
+}
+
+/// Blocks for a loop with one block per item (grid-stride over items).
+inline unsigned blocksFor(int64_t items) {
+  return static_cast<unsigned>(
+      std::clamp<int64_t>(items, 1, int64_t(1) << 20));
+}
+
+/// Threads (a multiple of 32, at most 256) for one block reducing n items.
+inline int rowThreads(int64_t n) {
+  if (n <= 32)
+    return 32;
+  if (n <= 64)
+    return 64;
+  if (n <= 128)
+    return 128;
+  return 256;
+}
+
+#define SMP_GRID_STRIDE(i, n)                                                  \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x +            \
+                   threadIdx.x;                                                \
+       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+//===----------------------------------------------------------------------===//
+// Block reductions (blockDim.x a multiple of 32, all threads call them)
+//===----------------------------------------------------------------------===//
+
+struct SumOp {
+  template <class T> __device__ T operator()(T a, T b) const { return a + b; }
+};
+/// Max that propagates NaN (a NaN operand wins).
+struct MaxOp {
+  template <class T> __device__ T operator()(T a, T b) const {
+    return (b > a || isNaN(b)) ? b : a;
+  }
+};
+
+template <class T> __device__ T shuffleDown(T v, int offset) {
+  return __shfl_down_sync(0xffffffffu, v, offset);
+}
+
+/// Reduces v over the block with op (identity: the value idle lanes use);
+/// every thread gets the result.
+template <class T, class Op>
+__device__ T blockReduce(T v, Op op, T identity) {
+  __shared__ T partial[32];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int warps = (blockDim.x + 31) >> 5;
+  for (int o = 16; o > 0; o >>= 1)
+    v = op(v, shuffleDown(v, o));
+  __syncthreads(); // partial may still be read by a previous call
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? partial[lane] : identity;
+    for (int o = 16; o > 0; o >>= 1)
+      v = op(v, shuffleDown(v, o));
+    if (lane == 0)
+      partial[0] = v;
+  }
+  __syncthreads();
+  return partial[0];
+}
+
+template <class T> __device__ T blockSum(T v) {
+  return blockReduce(v, SumOp{}, T(0));
+}
+template <class T> __device__ T blockMax(T v) {
+  return blockReduce(v, MaxOp{}, -std::numeric_limits<T>::infinity());
+}
+
+} // namespace detail
+} // namespace smp::kernels::cuda
+
+#endif // SMP_KERNELS_CUDA_COMMON_CUH

@@ -1,0 +1,325 @@
+//===- Context.cu - Contexts, the device error flag, shared host helpers --===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+thread_local Context *tlsContext = nullptr;
+
+std::string cudaMessage(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+} // namespace
+
+bool deviceAvailable() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky-free error so later calls start clean
+    return false;
+  }
+  return n > 0;
+}
+
+Status createContext(int dev, Context *&out, cudaStream_t stream) {
+  const char *op = "cuda_context";
+  out = nullptr;
+  Context *ctx = new Context;
+  ctx->device = dev;
+  auto cleanup = [&](Status s) {
+    destroyContext(ctx);
+    return s;
+  };
+  if (Status s = cudaStatus(op, cudaSetDevice(dev)); !s.ok()) {
+    delete ctx;
+    return s;
+  }
+  if (stream) {
+    ctx->stream = stream;
+  } else {
+    if (Status s = cudaStatus(
+            op, cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
+        !s.ok()) {
+      ctx->stream = nullptr;
+      return cleanup(s);
+    }
+    ctx->ownsStream = true;
+  }
+  if (cublasStatus_t st = cublasLtCreate(&ctx->lt);
+      st != CUBLAS_STATUS_SUCCESS) {
+    ctx->lt = nullptr;
+    return cleanup(fail(op, std::string("cublasLtCreate failed: ") +
+                                cublasStatusName(st)));
+  }
+  ctx->workspaceBytes = size_t(32) << 20;
+  if (Status s =
+          cudaStatus(op, cudaMalloc(&ctx->workspace, ctx->workspaceBytes));
+      !s.ok()) {
+    ctx->workspace = nullptr;
+    return cleanup(s);
+  }
+  if (Status s = cudaStatus(op, cudaMalloc(&ctx->dError, sizeof(DeviceError)));
+      !s.ok()) {
+    ctx->dError = nullptr;
+    return cleanup(s);
+  }
+  if (Status s = cudaStatus(
+          op, cudaMallocHost(reinterpret_cast<void **>(&ctx->hError),
+                             sizeof(DeviceError)));
+      !s.ok()) {
+    ctx->hError = nullptr;
+    return cleanup(s);
+  }
+  if (Status s = cudaStatus(op, cudaMemsetAsync(ctx->dError, 0,
+                                                sizeof(DeviceError),
+                                                ctx->stream));
+      !s.ok())
+    return cleanup(s);
+  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx->stream)); !s.ok())
+    return cleanup(s);
+  out = ctx;
+  return Status::success();
+}
+
+void destroyContext(Context *ctx) {
+  if (!ctx)
+    return;
+  if (tlsContext == ctx)
+    tlsContext = nullptr;
+  int previous = -1;
+  cudaGetDevice(&previous);
+  cudaSetDevice(ctx->device);
+  if (ctx->stream)
+    cudaStreamSynchronize(ctx->stream);
+  if (ctx->hError)
+    cudaFreeHost(ctx->hError);
+  if (ctx->dError)
+    cudaFree(ctx->dError);
+  if (ctx->workspace)
+    cudaFree(ctx->workspace);
+  if (ctx->lt)
+    cublasLtDestroy(ctx->lt);
+  if (ctx->ownsStream && ctx->stream)
+    cudaStreamDestroy(ctx->stream);
+  if (previous >= 0)
+    cudaSetDevice(previous);
+  cudaGetLastError();
+  delete ctx;
+}
+
+void setCurrentContext(Context *ctx) {
+  tlsContext = ctx;
+  if (ctx)
+    cudaSetDevice(ctx->device);
+}
+
+Context *currentContext() { return tlsContext; }
+
+cudaStream_t stream(Context &ctx) { return ctx.stream; }
+int device(Context &ctx) { return ctx.device; }
+void setAllowTF32(Context &ctx, bool allow) { ctx.allowTF32 = allow; }
+
+Status synchronize(Context &ctx) {
+  const char *op = "cuda_synchronize";
+  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
+    return s;
+  if (Status s = cudaStatus(op, cudaMemcpyAsync(ctx.hError, ctx.dError,
+                                                sizeof(DeviceError),
+                                                cudaMemcpyDeviceToHost,
+                                                ctx.stream));
+      !s.ok())
+    return s;
+  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
+    return s;
+  DeviceError e = *ctx.hError;
+  if (e.code == kErrNone)
+    return Status::success();
+  if (Status s = cudaStatus(op, cudaMemsetAsync(ctx.dError, 0,
+                                                sizeof(DeviceError),
+                                                ctx.stream));
+      !s.ok())
+    return s;
+  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
+    return s;
+  auto str = [](long long v) { return std::to_string(v); };
+  switch (e.code) {
+  case kErrDivByZero:
+    return fail("div", "integer division by zero");
+  case kErrGatherIndex:
+  case kErrGatherGradIndex:
+    return fail(e.code == kErrGatherIndex ? "gather" : "gather_grad",
+                "index " + str(e.value) + " at position " + str(e.position) +
+                    " is out of range for axis " + str(e.aux) + " of size " +
+                    str(e.bound));
+  case kErrLabel:
+    return fail("cross_entropy",
+                "label " + str(e.value) + " at position " + str(e.position) +
+                    " is outside [0, " + str(e.bound) +
+                    ") and is not the ignore_index " + str(e.aux));
+  case kErrLabelGrad:
+    return fail("cross_entropy_grad",
+                "label " + str(e.value) + " at position " + str(e.position) +
+                    " is outside [0, " + str(e.bound) + ")");
+  default:
+    return fail(op, "unknown device error code " + std::to_string(e.code));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Host helpers (mirror kernels/cpu/Common.cpp)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+Status fail(const char *op, const std::string &msg) {
+  return Status::failure(std::string(op) + ": " + msg);
+}
+
+Status unsupported(const char *op, DType t) {
+  return Status::failure(std::string(op) + ": unsupported element type " +
+                         smprt::dtypeName(t));
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "[]";
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status checkTensor(const char *op, const char *what, const TensorRef &t) {
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return fail(op, std::string(what) +
+                          " has a negative dim: " + smprt::describe(t));
+  if (!t.data && t.numel() != 0)
+    return fail(op, std::string(what) + " has no data");
+  if (smprt::dtypeSize(t.dtype) == 0)
+    return fail(op, std::string(what) + " has an invalid dtype");
+  return Status::success();
+}
+
+Status checkDType(const char *op, const char *what, const TensorRef &t,
+                  DType expected) {
+  if (t.dtype == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " is " + smprt::describe(t) +
+                      ", expected element type " + smprt::dtypeName(expected));
+}
+
+Status checkShape(const char *op, const char *what, const TensorRef &t,
+                  const std::vector<int64_t> &expected) {
+  if (t.shape == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " has shape " + shapeStr(t.shape) +
+                      ", expected " + shapeStr(expected));
+}
+
+int64_t normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &outShape,
+                      std::vector<int64_t> &strides) {
+  if (in.size() > outShape.size())
+    return false;
+  size_t lead = outShape.size() - in.size();
+  std::vector<int64_t> inStrides = contiguousStrides(in);
+  strides.assign(outShape.size(), 0);
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == outShape[lead + d])
+      strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
+    else if (in[d] != 1)
+      return false;
+  }
+  return true;
+}
+
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return false;
+  }
+  return true;
+}
+
+int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < std::min(to, shape.size()); ++d)
+    n *= shape[d];
+  return n;
+}
+
+Status requireContext(const char *op, Context *&ctx) {
+  ctx = tlsContext;
+  if (!ctx)
+    return fail(op, "no current CUDA context (call "
+                    "smp::kernels::cuda::setCurrentContext)");
+  return Status::success();
+}
+
+Status cudaStatus(const char *op, cudaError_t e) {
+  if (e == cudaSuccess)
+    return Status::success();
+  return fail(op, "CUDA error " + cudaMessage(e));
+}
+
+Status launchStatus(const char *op) {
+  return cudaStatus(op, cudaGetLastError());
+}
+
+const char *cublasStatusName(cublasStatus_t s) {
+  switch (s) {
+  case CUBLAS_STATUS_SUCCESS:
+    return "CUBLAS_STATUS_SUCCESS";
+  case CUBLAS_STATUS_NOT_INITIALIZED:
+    return "CUBLAS_STATUS_NOT_INITIALIZED";
+  case CUBLAS_STATUS_ALLOC_FAILED:
+    return "CUBLAS_STATUS_ALLOC_FAILED";
+  case CUBLAS_STATUS_INVALID_VALUE:
+    return "CUBLAS_STATUS_INVALID_VALUE";
+  case CUBLAS_STATUS_ARCH_MISMATCH:
+    return "CUBLAS_STATUS_ARCH_MISMATCH";
+  case CUBLAS_STATUS_MAPPING_ERROR:
+    return "CUBLAS_STATUS_MAPPING_ERROR";
+  case CUBLAS_STATUS_EXECUTION_FAILED:
+    return "CUBLAS_STATUS_EXECUTION_FAILED";
+  case CUBLAS_STATUS_INTERNAL_ERROR:
+    return "CUBLAS_STATUS_INTERNAL_ERROR";
+  case CUBLAS_STATUS_NOT_SUPPORTED:
+    return "CUBLAS_STATUS_NOT_SUPPORTED";
+  case CUBLAS_STATUS_LICENSE_ERROR:
+    return "CUBLAS_STATUS_LICENSE_ERROR";
+  default:
+    return "unknown cuBLAS status";
+  }
+}
+
+} // namespace detail
+} // namespace smp::kernels::cuda

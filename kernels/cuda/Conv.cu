@@ -1,0 +1,533 @@
+//===- Conv.cu - N-d grouped convolution, pooling and their gradients -----===//
+//
+// Direct kernels, one thread per output element, for the small CNN fixtures
+// (correctness over speed; no im2col, no cuDNN):
+//  * conv: sum over the group's input channels and the kernel taps that
+//    fall inside the input (f32 accumulation, f64 for f64), plus the bias;
+//  * pools: the taps inside the input (max propagates NaN; average divides
+//    by the CPU's divisor);
+//  * gradients gather instead of scatter (no atomics, deterministic): each
+//    input element sums the outputs whose window holds it (a tap k maps
+//    input i to output (i + pad - k * dilation) / stride when that divides
+//    exactly); each weight sums over the batch and output positions. They
+//    accumulate in f64, like the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+/// Spatial geometry of a sliding-window op (device copyable).
+struct Win {
+  int dims = 0;
+  int64_t in[kMaxRank], out[kMaxRank], kernel[kMaxRank], stride[kMaxRank],
+      padB[kMaxRank], padE[kMaxRank], dil[kMaxRank];
+  int64_t inSize = 1, outSize = 1, kernelSize = 1;
+
+  /// Unravels flat spatial index v over sizes s.
+  __device__ void unravel(int64_t v, const int64_t *s, int64_t *idx) const {
+    for (int d = dims - 1; d >= 0; --d) {
+      idx[d] = v % s[d];
+      v /= s[d];
+    }
+  }
+  /// Input offset of tap k of output o, or -1 outside the input; `padded`
+  /// tells whether it lies inside [-padB, in + padE).
+  __device__ int64_t tap(const int64_t *o, int64_t k, bool &padded) const {
+    int64_t kk[kMaxRank];
+    unravel(k, kernel, kk);
+    int64_t off = 0;
+    bool inside = true;
+    padded = true;
+    for (int d = 0; d < dims; ++d) {
+      int64_t i = o[d] * stride[d] - padB[d] + kk[d] * dil[d];
+      if (i < 0 || i >= in[d])
+        inside = false;
+      if (i < -padB[d] || i >= in[d] + padE[d])
+        padded = false;
+      off = off * in[d] + i;
+    }
+    return inside ? off : -1;
+  }
+  /// The output that tap k of input position i (coords) belongs to, or -1.
+  __device__ int64_t outputOf(const int64_t *i, int64_t k) const {
+    int64_t kk[kMaxRank];
+    unravel(k, kernel, kk);
+    int64_t o = 0;
+    for (int d = 0; d < dims; ++d) {
+      int64_t num = i[d] + padB[d] - kk[d] * dil[d];
+      if (num < 0 || num % stride[d] != 0)
+        return -1;
+      int64_t od = num / stride[d];
+      if (od >= out[d])
+        return -1;
+      o = o * out[d] + od;
+    }
+    return o;
+  }
+};
+
+/// ShapeUtils' windowOutputSize (ONNX/PyTorch): -1 when the window does not
+/// fit.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  int64_t span = in + padBegin + padEnd - effective;
+  if (span < 0)
+    return -1;
+  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+/// The window of `in` ([N, C, spatial...]). With `outShape` null, the output
+/// sizes follow windowOutputSize and are checked against `expectOut`
+/// (forward); otherwise they are taken from outShape's spatial dims
+/// (gradients).
+Status makeWin(const char *op, const TensorRef &in,
+               const std::vector<int64_t> &kernel,
+               const std::vector<int64_t> &strides,
+               const std::vector<int64_t> &pads,
+               const std::vector<int64_t> &dilations, bool ceilMode,
+               const std::vector<int64_t> *outShape, Win &w) {
+  if (in.rank() < 3)
+    return fail(op,
+                "input must be [N, C, spatial...], got " + smprt::describe(in));
+  size_t n = static_cast<size_t>(in.rank() - 2);
+  if (n > static_cast<size_t>(kMaxRank))
+    return fail(op, "too many spatial dims");
+  if (kernel.size() != n || (!strides.empty() && strides.size() != n) ||
+      (!pads.empty() && pads.size() != 2 * n) ||
+      (!dilations.empty() && dilations.size() != n))
+    return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
+                        " entries and pads " + std::to_string(2 * n) + " for " +
+                        smprt::describe(in));
+  if (outShape && outShape->size() != n + 2)
+    return fail(op, "expects [N, C, spatial...] tensors");
+  w.dims = static_cast<int>(n);
+  for (size_t d = 0; d < n; ++d) {
+    w.in[d] = in.shape[d + 2];
+    w.kernel[d] = kernel[d];
+    w.stride[d] = strides.empty() ? 1 : strides[d];
+    w.dil[d] = dilations.empty() ? 1 : dilations[d];
+    w.padB[d] = pads.empty() ? 0 : pads[d];
+    w.padE[d] = pads.empty() ? 0 : pads[n + d];
+    if (w.kernel[d] <= 0 || w.stride[d] <= 0 || w.dil[d] <= 0 ||
+        w.padB[d] < 0 || w.padE[d] < 0)
+      return fail(op, "kernel, strides and dilations must be positive and "
+                      "pads non-negative (spatial dim " +
+                          std::to_string(d) + ")");
+    int64_t o;
+    if (outShape) {
+      o = (*outShape)[d + 2];
+    } else {
+      o = windowOutputSize(w.in[d], w.kernel[d], w.stride[d], w.padB[d],
+                           w.padE[d], w.dil[d], ceilMode);
+      if (o < 0)
+        return fail(op, "window does not fit spatial dim " + std::to_string(d) +
+                            " of " + smprt::describe(in));
+    }
+    w.out[d] = o;
+    w.inSize *= w.in[d];
+    w.outSize *= o;
+    w.kernelSize *= w.kernel[d];
+  }
+  return Status::success();
+}
+
+std::vector<int64_t> windowShape(const Win &w, int64_t batch,
+                                 int64_t channels) {
+  std::vector<int64_t> s{batch, channels};
+  for (int d = 0; d < w.dims; ++d)
+    s.push_back(w.out[d]);
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+template <class S>
+__global__ void convKernel(const S *x, const S *wt, const void *bias,
+                           DType biasType, S *y, Win w, int64_t channels,
+                           int64_t outChannels, int64_t group, int64_t n) {
+  using C = typename FT<S>::C;
+  int64_t cg = channels / group, mg = outChannels / group;
+  SMP_GRID_STRIDE(t, n) {
+    int64_t o = t % w.outSize, plane = t / w.outSize;
+    int64_t m = plane % outChannels, b = plane / outChannels, g = m / mg;
+    int64_t oc[kMaxRank];
+    w.unravel(o, w.out, oc);
+    C acc = C(0);
+    for (int64_t k = 0; k < w.kernelSize; ++k) {
+      bool padded;
+      int64_t i = w.tap(oc, k, padded);
+      if (i < 0)
+        continue;
+      for (int64_t ic = 0; ic < cg; ++ic)
+        acc += FT<S>::load(x[(b * channels + g * cg + ic) * w.inSize + i]) *
+               FT<S>::load(wt[(m * cg + ic) * w.kernelSize + k]);
+    }
+    if (bias)
+      acc += static_cast<C>(loadFloat(bias, biasType, m));
+    y[t] = FT<S>::store(acc);
+  }
+}
+
+template <class S>
+__global__ void poolKernel(const S *x, S *y, Win w, bool isMax,
+                           bool countIncludePad, int64_t n) {
+  using C = typename FT<S>::C;
+  SMP_GRID_STRIDE(t, n) {
+    int64_t o = t % w.outSize, plane = t / w.outSize;
+    int64_t oc[kMaxRank];
+    w.unravel(o, w.out, oc);
+    const S *xp = x + plane * w.inSize;
+    C best = -std::numeric_limits<C>::infinity();
+    double sum = 0;
+    int64_t inside = 0, padded = 0;
+    for (int64_t k = 0; k < w.kernelSize; ++k) {
+      bool pad;
+      int64_t i = w.tap(oc, k, pad);
+      padded += pad ? 1 : 0;
+      if (i < 0)
+        continue;
+      ++inside;
+      C v = FT<S>::load(xp[i]);
+      if (isMax)
+        best = MaxOp{}(best, v);
+      else
+        sum += static_cast<double>(v);
+    }
+    if (isMax)
+      y[t] = FT<S>::store(best);
+    else
+      y[t] = FT<S>::store(static_cast<C>(
+          sum / static_cast<double>(countIncludePad ? padded : inside)));
+  }
+}
+
+} // namespace
+
+Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
+            const std::vector<int64_t> &strides,
+            const std::vector<int64_t> &pads,
+            const std::vector<int64_t> &dilations, int64_t group,
+            const TensorRef &out) {
+  const char *name = "conv";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&in, "input"},
+        {&weight, "weight"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "weight", weight, in.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  if (weight.rank() != in.rank() || in.rank() < 3)
+    return fail(name, "weight " + smprt::describe(weight) +
+                          " must have the rank of input " +
+                          smprt::describe(in) + " (at least 3)");
+  int64_t channels = in.shape[1], outChannels = weight.shape[0];
+  if (group <= 0 || channels != weight.shape[1] * group ||
+      outChannels % group != 0)
+    return fail(name, "input channels " + std::to_string(channels) +
+                          " do not match weight " + smprt::describe(weight) +
+                          " with group " + std::to_string(group));
+  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
+  Win w;
+  if (Status s = makeWin(name, in, kernel, strides, pads, dilations, false,
+                         nullptr, w);
+      !s.ok())
+    return s;
+  if (Status s = checkShape(name, "output", out,
+                            windowShape(w, in.shape[0], outChannels));
+      !s.ok())
+    return s;
+  if (bias) {
+    if (Status s = checkTensor(name, "bias", *bias); !s.ok())
+      return s;
+    if (!smprt::isFloat(bias->dtype))
+      return unsupported(name, bias->dtype);
+    if (Status s = checkShape(name, "bias", *bias, {outChannels}); !s.ok())
+      return s;
+  }
+  if (!smprt::isFloat(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    convKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<S>(), weight.as<S>(), bias ? bias->data : nullptr,
+        bias ? bias->dtype : DType::F32, out.as<S>(), w, channels, outChannels,
+        group, n);
+    return launchStatus(name);
+  });
+}
+
+namespace {
+
+Status pool(const char *name, bool isMax, const TensorRef &in,
+            const std::vector<int64_t> &kernel,
+            const std::vector<int64_t> &strides,
+            const std::vector<int64_t> &pads,
+            const std::vector<int64_t> &dilations, bool ceilMode,
+            bool countIncludePad, const TensorRef &out) {
+  if (Status s = checkTensor(name, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  Win w;
+  if (Status s = makeWin(name, in, kernel, strides, pads, dilations, ceilMode,
+                         nullptr, w);
+      !s.ok())
+    return s;
+  if (Status s = checkShape(name, "output", out,
+                            windowShape(w, in.shape[0], in.shape[1]));
+      !s.ok())
+    return s;
+  if (!smprt::isFloat(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    poolKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), w, isMax, countIncludePad, n);
+    return launchStatus(name);
+  });
+}
+
+} // namespace
+
+Status maxPool(const TensorRef &in, const std::vector<int64_t> &kernel,
+               const std::vector<int64_t> &strides,
+               const std::vector<int64_t> &pads,
+               const std::vector<int64_t> &dilations, bool ceilMode,
+               const TensorRef &out) {
+  return pool("max_pool", true, in, kernel, strides, pads, dilations, ceilMode,
+              false, out);
+}
+
+Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
+               const std::vector<int64_t> &strides,
+               const std::vector<int64_t> &pads,
+               const std::vector<int64_t> &dilations, bool ceilMode,
+               bool countIncludePad, const TensorRef &out) {
+  return pool("avg_pool", false, in, kernel, strides, pads, dilations, ceilMode,
+              countIncludePad, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct F {
+  const void *p;
+  DType t;
+};
+
+/// dx[b, c, i] = sum over the group's output channels oc and taps k of
+/// dy[b, oc, o(i, k)] * w[oc, c % cg, k].
+__global__ void convGradInput(F dy, F wt, void *dx, DType dxt, Win w,
+                              int64_t channels, int64_t outChannels,
+                              int64_t group, int64_t n) {
+  int64_t cg = channels / group, mg = outChannels / group;
+  SMP_GRID_STRIDE(t, n) {
+    int64_t i = t % w.inSize, plane = t / w.inSize;
+    int64_t c = plane % channels, b = plane / channels;
+    int64_t g = c / cg, ic = c % cg;
+    int64_t ii[kMaxRank];
+    w.unravel(i, w.in, ii);
+    double acc = 0;
+    for (int64_t k = 0; k < w.kernelSize; ++k) {
+      int64_t o = w.outputOf(ii, k);
+      if (o < 0)
+        continue;
+      for (int64_t oc = g * mg; oc < (g + 1) * mg; ++oc)
+        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
+               loadFloat(wt.p, wt.t, (oc * cg + ic) * w.kernelSize + k);
+    }
+    storeFloat(dx, dxt, t, acc);
+  }
+}
+
+/// dw[oc, ic, k] = sum over the batch and output positions o of
+/// dy[b, oc, o] * x[b, g * cg + ic, tap(o, k)].
+__global__ void convGradWeight(F x, F dy, void *dw, DType dwt, Win w,
+                               int64_t channels, int64_t outChannels,
+                               int64_t group, int64_t batch, int64_t n) {
+  int64_t cg = channels / group, mg = outChannels / group;
+  SMP_GRID_STRIDE(t, n) {
+    int64_t k = t % w.kernelSize, rest = t / w.kernelSize;
+    int64_t ic = rest % cg, oc = rest / cg, g = oc / mg;
+    double acc = 0;
+    for (int64_t o = 0; o < w.outSize; ++o) {
+      int64_t oo[kMaxRank];
+      w.unravel(o, w.out, oo);
+      bool padded;
+      int64_t i = w.tap(oo, k, padded);
+      if (i < 0)
+        continue;
+      for (int64_t b = 0; b < batch; ++b)
+        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
+               loadFloat(x.p, x.t, (b * channels + g * cg + ic) * w.inSize + i);
+    }
+    storeFloat(dw, dwt, t, acc);
+  }
+}
+
+/// dx[p, i] = sum over the windows o holding i: max: dy[p, o] when i is the
+/// window's first maximum; average: dy[p, o] / divisor(o).
+__global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
+                               bool isMax, bool countIncludePad, int64_t n) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t i = t % w.inSize, plane = t / w.inSize;
+    int64_t ii[kMaxRank];
+    w.unravel(i, w.in, ii);
+    double acc = 0;
+    for (int64_t k = 0; k < w.kernelSize; ++k) {
+      int64_t o = w.outputOf(ii, k);
+      if (o < 0)
+        continue;
+      int64_t oo[kMaxRank];
+      w.unravel(o, w.out, oo);
+      double g = loadFloat(dy.p, dy.t, plane * w.outSize + o);
+      if (isMax) {
+        int64_t best = -1;
+        double bestV = 0;
+        for (int64_t q = 0; q < w.kernelSize; ++q) {
+          bool padded;
+          int64_t j = w.tap(oo, q, padded);
+          if (j < 0)
+            continue;
+          double v = loadFloat(x.p, x.t, plane * w.inSize + j);
+          if (best < 0 || v > bestV) {
+            best = j;
+            bestV = v;
+          }
+        }
+        if (best == i)
+          acc += g;
+      } else {
+        int64_t divisor = 0;
+        for (int64_t q = 0; q < w.kernelSize; ++q) {
+          bool padded;
+          int64_t j = w.tap(oo, q, padded);
+          divisor += countIncludePad ? (padded ? 1 : 0) : (j >= 0 ? 1 : 0);
+        }
+        if (divisor > 0)
+          acc += g / static_cast<double>(divisor);
+      }
+    }
+    storeFloat(dx, dxt, t, acc);
+  }
+}
+
+Status requireFloat(const char *op, const TensorRef &t) {
+  if (Status s = checkTensor(op, "operand", t); !s.ok())
+    return s;
+  if (!smprt::isFloat(t.dtype))
+    return unsupported(op, t.dtype);
+  return Status::success();
+}
+
+} // namespace
+
+Status convGrad(const TensorRef &x, const TensorRef &weight,
+                const TensorRef &dy, const std::vector<int64_t> &strides,
+                const std::vector<int64_t> &pads,
+                const std::vector<int64_t> &dilations, int64_t group,
+                const TensorRef &dx, const TensorRef &dweight) {
+  const char *op = "conv_grad";
+  for (const TensorRef *t : {&x, &weight, &dy, &dx, &dweight})
+    if (Status s = requireFloat(op, *t); !s.ok())
+      return s;
+  if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
+    return fail(op, "expects [N, C, spatial...] tensors");
+  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
+  Win w;
+  if (Status s = makeWin(op, x, kernel, strides, pads, dilations, false,
+                         &dy.shape, w);
+      !s.ok())
+    return s;
+  int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
+  if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
+      dy.shape[1] != m || dy.shape[0] != batch)
+    return fail(op, "channels do not match the weight and group");
+  if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
+    return fail(op, "gradients must have the sizes of the input and weight");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (int64_t n = x.numel(); n > 0) {
+    convGradInput<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        F{dy.data, dy.dtype}, F{weight.data, weight.dtype}, dx.data, dx.dtype,
+        w, c, m, group, n);
+    if (Status s = launchStatus(op); !s.ok())
+      return s;
+  }
+  if (int64_t n = weight.numel(); n > 0) {
+    convGradWeight<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        F{x.data, x.dtype}, F{dy.data, dy.dtype}, dweight.data, dweight.dtype,
+        w, c, m, group, batch, n);
+    if (Status s = launchStatus(op); !s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
+Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
+                const std::vector<int64_t> &kernel,
+                const std::vector<int64_t> &strides,
+                const std::vector<int64_t> &pads,
+                const std::vector<int64_t> &dilations, bool countIncludePad,
+                const TensorRef &dx) {
+  const char *op = "pool_grad";
+  for (const TensorRef *t : {&x, &dy, &dx})
+    if (Status s = requireFloat(op, *t); !s.ok())
+      return s;
+  if (dy.rank() != x.rank())
+    return fail(op, "expects [N, C, spatial...] tensors");
+  Win w;
+  if (Status s = makeWin(op, x, kernel, strides, pads, dilations, false,
+                         &dy.shape, w);
+      !s.ok())
+    return s;
+  if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])
+    return fail(op, "gradient does not match the input's planes");
+  if (dx.numel() != x.numel())
+    return fail(op, "gradient must have the size of the input");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = x.numel();
+  if (n == 0)
+    return Status::success();
+  poolGradKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      F{x.data, x.dtype}, F{dy.data, dy.dtype}, dx.data, dx.dtype, w, max,
+      countIncludePad, n);
+  return launchStatus(op);
+}
+
+} // namespace smp::kernels::cuda

@@ -1,0 +1,499 @@
+//===- DataMovement.cu - copy, transpose, slice, concat, split, gather,
+//                       expand, trilu, gather_grad, slice_grad ----------===//
+//
+// Dtype-agnostic: elements are moved as unsigned integers of their size.
+// Transpose, slice and expand are one strided gather into a contiguous
+// output (Strided<1>: dims merged, any sign of stride); slice_grad is the
+// matching strided scatter into zeros. Concat / split copy one part per
+// launch as rows of [outer, size_i * inner]. gather_grad scatter-adds with
+// atomics (see Training.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  return checkDType(op, "output", out, in.dtype);
+}
+
+/// out[i] = in[base + offset(i)] (scatter: out[base + offset(i)] = in[i]).
+template <class T, bool Scatter>
+__global__ void stridedKernel(const T *in, T *out, int64_t base, Strided<1> st,
+                              int64_t n) {
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[1];
+    st.offsets(i, off);
+    if (Scatter)
+      out[base + off[0]] = in[i];
+    else
+      out[i] = in[base + off[0]];
+  }
+}
+
+/// Gather (or scatter) through strides: the strided side has `strides` over
+/// `shape`, the other side is contiguous of `shape`.
+Status stridedCopy(const char *op, Context *ctx, bool scatter,
+                   const TensorRef &in, int64_t base,
+                   const std::vector<int64_t> &shape,
+                   const std::vector<int64_t> &strides, const TensorRef &out) {
+  int64_t n = product(shape);
+  if (n == 0)
+    return Status::success();
+  Strided<1> st;
+  if (Status s = makeStrided<1>(op, shape, {strides}, st); !s.ok())
+    return s;
+  return visitBytes(out.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (scatter)
+      stridedKernel<T, true><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          in.as<T>(), out.as<T>(), base, st, n);
+    else
+      stridedKernel<T, false><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          in.as<T>(), out.as<T>(), base, st, n);
+    return launchStatus(op);
+  });
+}
+
+} // namespace
+
+Status copy(const TensorRef &in, const TensorRef &out) {
+  const char *name = "copy";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  if (in.numel() != out.numel())
+    return fail(name, "element counts differ: " + smprt::describe(in) +
+                          " to " + smprt::describe(out));
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (in.data == out.data || in.numel() == 0)
+    return Status::success();
+  return cudaStatus(name, cudaMemcpyAsync(out.data, in.data, in.bytes(),
+                                          cudaMemcpyDeviceToDevice,
+                                          ctx->stream));
+}
+
+Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
+                 const TensorRef &out) {
+  const char *name = "transpose";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return fail(name, "permutation of size " + std::to_string(perm.size()) +
+                          " for rank " + std::to_string(rank));
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides,
+                       expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return fail(name, "invalid permutation " + shapeStr(perm));
+    seen[p] = true;
+    strides.push_back(inStrides[p]);
+    expected.push_back(in.shape[p]);
+  }
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
+}
+
+namespace {
+
+/// The base offset and strides of a slice of `full` (starts, steps) with
+/// `counts` elements per dim; fails (the CPU's message) when an index leaves
+/// `full`.
+Status sliceGeometry(const char *name, const TensorRef &full,
+                     const std::vector<int64_t> &starts,
+                     const std::vector<int64_t> &steps,
+                     const std::vector<int64_t> &counts, int64_t &base,
+                     std::vector<int64_t> &strides) {
+  int64_t rank = full.rank();
+  std::vector<int64_t> fullStrides = contiguousStrides(full.shape);
+  strides.assign(static_cast<size_t>(rank), 0);
+  base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t last = starts[d] + (counts[d] - 1) * steps[d];
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= full.shape[d] ||
+        last < 0 || last >= full.shape[d])
+      return fail(name, "dim " + std::to_string(d) + ": start " +
+                            std::to_string(starts[d]) + ", step " +
+                            std::to_string(steps[d]) + " and " +
+                            std::to_string(counts[d]) +
+                            " elements leave the input " +
+                            smprt::describe(full));
+    base += starts[d] * fullStrides[d];
+    strides[d] = steps[d] * fullStrides[d];
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &steps, const TensorRef &out) {
+  const char *name = "slice";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
+    return fail(name, "starts, steps and output must have rank " +
+                          std::to_string(rank));
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  int64_t base;
+  std::vector<int64_t> strides;
+  if (Status s = sliceGeometry(name, in, starts, steps, out.shape, base,
+                               strides);
+      !s.ok())
+    return s;
+  return stridedCopy(name, ctx, false, in, base, out.shape, strides, out);
+}
+
+Status expand(const TensorRef &in, const TensorRef &out) {
+  const char *name = "expand";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(in.shape, out.shape, strides))
+    return fail(name, "cannot broadcast " + smprt::describe(in) + " to " +
+                          shapeStr(out.shape));
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
+}
+
+namespace {
+
+/// dst[o * dstRow + dstOff + k] = src[o * srcRow + srcOff + k], k < width.
+template <class T>
+__global__ void copyRows(const T *src, int64_t srcRow, int64_t srcOff, T *dst,
+                         int64_t dstRow, int64_t dstOff, int64_t width,
+                         int64_t rows) {
+  SMP_GRID_STRIDE(i, rows * width) {
+    int64_t o = i / width, k = i - o * width;
+    dst[o * dstRow + dstOff + k] = src[o * srcRow + srcOff + k];
+  }
+}
+
+Status concatSplit(const char *name, bool toOut,
+                   const std::vector<TensorRef> &parts, int64_t axis,
+                   const TensorRef &whole) {
+  if (Status s = checkTensor(name, toOut ? "output" : "input", whole); !s.ok())
+    return s;
+  int64_t rank = whole.rank();
+  int64_t a = normAxis(axis, rank);
+  if (a < 0)
+    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
+                          smprt::describe(whole));
+  if (parts.empty())
+    return fail(name, "no operands");
+  int64_t total = 0;
+  for (const TensorRef &p : parts) {
+    const char *what = toOut ? "input" : "output";
+    if (Status s = checkTensor(name, what, p); !s.ok())
+      return s;
+    if (Status s = checkDType(name, what, p, whole.dtype); !s.ok())
+      return s;
+    bool ok = p.rank() == rank;
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == a || p.shape[d] == whole.shape[d];
+    if (!ok)
+      return fail(name, std::string(what) + " " + smprt::describe(p) +
+                            " does not match " + smprt::describe(whole) +
+                            " outside axis " + std::to_string(a));
+    total += p.shape[a];
+  }
+  if (total != whole.shape[a])
+    return fail(name, "sizes along axis " + std::to_string(a) + " sum to " +
+                          std::to_string(total) + ", expected " +
+                          std::to_string(whole.shape[a]));
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (whole.numel() == 0)
+    return Status::success();
+  int64_t outer = product(whole.shape, 0, a),
+          inner = product(whole.shape, a + 1);
+  int64_t row = whole.shape[a] * inner;
+  return visitBytes(whole.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int64_t at = 0;
+    for (const TensorRef &p : parts) {
+      int64_t width = p.shape[a] * inner;
+      if (width > 0) {
+        if (toOut)
+          copyRows<T><<<gridFor(outer * width), kThreads, 0, ctx->stream>>>(
+              p.as<T>(), width, 0, whole.as<T>(), row, at, width, outer);
+        else
+          copyRows<T><<<gridFor(outer * width), kThreads, 0, ctx->stream>>>(
+              whole.as<T>(), row, at, p.as<T>(), width, 0, width, outer);
+        if (Status s = launchStatus(name); !s.ok())
+          return s;
+      }
+      at += width;
+    }
+    return Status::success();
+  });
+}
+
+} // namespace
+
+Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
+              const TensorRef &out) {
+  return concatSplit("concat", true, inputs, axis, out);
+}
+
+Status split(const TensorRef &in, int64_t axis,
+             const std::vector<TensorRef> &outputs) {
+  return concatSplit("split", false, outputs, axis, in);
+}
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Index {
+  const void *p;
+  DType t;
+  int64_t count; // indices
+  int64_t dim;   // size of the gathered axis
+  int64_t axis;
+};
+
+/// Index k normalised into [0, dim), or -1 after recording error `code`.
+__device__ inline int64_t loadGatherIndex(const Index &ix, int64_t k,
+                                          DeviceError *err, int code) {
+  bool huge = hugeIndex(ix.p, ix.t, k);
+  int64_t v = loadIndex(ix.p, ix.t, k);
+  if (huge || v < -ix.dim || v >= ix.dim) {
+    raiseError(err, code, v, k, ix.dim, ix.axis);
+    return -1;
+  }
+  return v < 0 ? v + ix.dim : v;
+}
+
+template <class T>
+__global__ void gatherKernel(const T *src, T *dst, Index ix, int64_t inner,
+                             int64_t n, DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t i = t % inner, rest = t / inner;
+    int64_t k = rest % ix.count, o = rest / ix.count;
+    int64_t idx = loadGatherIndex(ix, k, err, kErrGatherIndex);
+    dst[t] = idx < 0 ? T(0) : src[(o * ix.dim + idx) * inner + i];
+  }
+}
+
+} // namespace
+
+Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
+              const TensorRef &out) {
+  const char *name = "gather";
+  if (Status s = checkPair(name, data, out); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "indices", indices); !s.ok())
+    return s;
+  if (!smprt::isInteger(indices.dtype))
+    return fail(name,
+                "indices must be integers, got " + smprt::describe(indices));
+  int64_t a = normAxis(axis, data.rank());
+  if (a < 0)
+    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
+                          smprt::describe(data));
+  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  Index ix{indices.data, indices.dtype, indices.numel(), data.shape[a], a};
+  int64_t inner = product(data.shape, a + 1);
+  return visitBytes(data.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gatherKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        data.as<T>(), out.as<T>(), ix, inner, n, ctx->dError);
+    return launchStatus(name);
+  });
+}
+
+namespace {
+
+template <class A>
+__global__ void gatherGradKernel(const void *dy, DType dyt, A *acc, Index ix,
+                                 int64_t inner, int64_t n, DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t i = t % inner, rest = t / inner;
+    int64_t k = rest % ix.count, o = rest / ix.count;
+    int64_t idx = loadGatherIndex(ix, k, err, kErrGatherGradIndex);
+    if (idx >= 0)
+      atomicAdd(acc + (o * ix.dim + idx) * inner + i,
+                static_cast<A>(loadFloat(dy, dyt, t)));
+  }
+}
+
+__global__ void storeF32(const float *acc, void *out, DType t, int64_t n) {
+  SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
+}
+
+} // namespace
+
+Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
+                  const TensorRef &out) {
+  const char *op = "gather_grad";
+  for (const TensorRef *t : {&dy, &out}) {
+    if (Status s = checkTensor(op, "operand", *t); !s.ok())
+      return s;
+    if (!smprt::isFloat(t->dtype))
+      return unsupported(op, t->dtype);
+  }
+  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+    return s;
+  if (!smprt::isInteger(indices.dtype))
+    return fail(op, "indices must be integers, got " + smprt::describe(indices));
+  int64_t a = normAxis(axis, out.rank());
+  if (a < 0)
+    return fail(op, "axis out of range");
+  int64_t outer = product(out.shape, 0, a), dim = out.shape[a],
+          inner = product(out.shape, a + 1), k = indices.numel();
+  if (dy.numel() != outer * k * inner)
+    return fail(op, "gradient does not match the gathered shape");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
+                                                ctx->stream));
+      !s.ok())
+    return s;
+  int64_t n = dy.numel();
+  if (n == 0)
+    return Status::success();
+  Index ix{indices.data, indices.dtype, k, dim, a};
+  if (out.dtype == DType::F32 || out.dtype == DType::F64) {
+    if (out.dtype == DType::F32)
+      gatherGradKernel<float><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          dy.data, dy.dtype, out.as<float>(), ix, inner, n, ctx->dError);
+    else
+      gatherGradKernel<double><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          dy.data, dy.dtype, out.as<double>(), ix, inner, n, ctx->dError);
+    return launchStatus(op);
+  }
+  // f16 / bf16: accumulate in an f32 scratch, then round once.
+  int64_t m = out.numel();
+  Scratch acc;
+  if (Status s = acc.allocate(op, m * sizeof(float), ctx->stream); !s.ok())
+    return s;
+  if (Status s = cudaStatus(op, cudaMemsetAsync(acc.as<void>(), 0,
+                                                m * sizeof(float), ctx->stream));
+      !s.ok())
+    return s;
+  gatherGradKernel<float><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      dy.data, dy.dtype, acc.as<float>(), ix, inner, n, ctx->dError);
+  if (Status s = launchStatus(op); !s.ok())
+    return s;
+  storeF32<<<gridFor(m), kThreads, 0, ctx->stream>>>(acc.as<float>(), out.data,
+                                                     out.dtype, m);
+  return launchStatus(op);
+}
+
+Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &steps, const TensorRef &out) {
+  const char *op = "slice_grad";
+  if (Status s = checkTensor(op, "grad", dy); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  if (dy.dtype != out.dtype || dy.rank() != out.rank() ||
+      static_cast<int64_t>(starts.size()) != out.rank() ||
+      static_cast<int64_t>(steps.size()) != out.rank())
+    return fail(op, "grad, starts and steps must match the input's rank");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (out.numel() > 0)
+    if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
+                                                  ctx->stream));
+        !s.ok())
+      return s;
+  if (dy.numel() == 0)
+    return Status::success();
+  // A step is irrelevant on a dim of one element (the CPU accepts 0 there).
+  std::vector<int64_t> st = steps;
+  for (size_t d = 0; d < st.size(); ++d)
+    if (st[d] == 0 && dy.shape[d] == 1)
+      st[d] = 1;
+  int64_t base;
+  std::vector<int64_t> strides;
+  if (Status s = sliceGeometry(op, out, starts, st, dy.shape, base, strides);
+      !s.ok())
+    return fail(op, "slice position outside the input");
+  return stridedCopy(op, ctx, true, dy, base, dy.shape, strides, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Trilu
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <class T>
+__global__ void triluKernel(const T *in, T *out, int64_t rows, int64_t cols,
+                            bool upper, int64_t k, int64_t n) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t c = t % cols, r = (t / cols) % rows;
+    bool keep = upper ? c - r >= k : c - r <= k;
+    out[t] = keep ? in[t] : T(0);
+  }
+}
+
+} // namespace
+
+Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
+  const char *name = "trilu";
+  if (Status s = checkPair(name, in, out); !s.ok())
+    return s;
+  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+    return s;
+  if (in.rank() < 2)
+    return fail(name, "input " + smprt::describe(in) + " needs two dims");
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
+  k = std::clamp<int64_t>(k, -(rows + cols), rows + cols); // no overflow
+  int64_t n = in.numel();
+  if (n == 0)
+    return Status::success();
+  return visitBytes(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    triluKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<T>(), out.as<T>(), rows, cols, upper, k, n);
+    return launchStatus(name);
+  });
+}
+
+} // namespace smp::kernels::cuda

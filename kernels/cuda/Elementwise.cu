@@ -1,0 +1,589 @@
+//===- Elementwise.cu - Unary, binary (broadcasting) and where kernels ----===//
+//
+// One grid-stride kernel per storage type; the op is a run-time switch (the
+// same for every thread, so it costs a few instructions and keeps the number
+// of instantiations small). Broadcasting reads the operands through
+// Strided<N> (dims merged, at most 8 left).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include <type_traits>
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+const char *unaryOpName(UnaryOp op) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return "neg";
+  case UnaryOp::Abs:
+    return "abs";
+  case UnaryOp::Exp:
+    return "exp";
+  case UnaryOp::Log:
+    return "log";
+  case UnaryOp::Sqrt:
+    return "sqrt";
+  case UnaryOp::Rsqrt:
+    return "rsqrt";
+  case UnaryOp::Reciprocal:
+    return "reciprocal";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Silu:
+    return "silu";
+  case UnaryOp::Relu:
+    return "relu";
+  case UnaryOp::Sin:
+    return "sin";
+  case UnaryOp::Cos:
+    return "cos";
+  case UnaryOp::Not:
+    return "not";
+  case UnaryOp::Gelu:
+    return "gelu";
+  case UnaryOp::GeluTanh:
+    return "gelu_tanh";
+  }
+  return "unary";
+}
+
+const char *binaryOpName(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Add:
+    return "add";
+  case BinaryOp::Sub:
+    return "sub";
+  case BinaryOp::Mul:
+    return "mul";
+  case BinaryOp::Div:
+    return "div";
+  case BinaryOp::Pow:
+    return "pow";
+  case BinaryOp::Max:
+    return "max";
+  case BinaryOp::Min:
+    return "min";
+  case BinaryOp::Equal:
+    return "equal";
+  case BinaryOp::Less:
+    return "less";
+  case BinaryOp::Greater:
+    return "greater";
+  case BinaryOp::And:
+    return "and";
+  case BinaryOp::Or:
+    return "or";
+  }
+  return "binary";
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Math in the compute type (float or double)
+//===----------------------------------------------------------------------===//
+
+__device__ inline float dExp(float x) { return expf(x); }
+__device__ inline double dExp(double x) { return exp(x); }
+__device__ inline float dLog(float x) { return logf(x); }
+__device__ inline double dLog(double x) { return log(x); }
+__device__ inline float dSqrt(float x) { return sqrtf(x); }
+__device__ inline double dSqrt(double x) { return sqrt(x); }
+__device__ inline float dTanh(float x) { return tanhf(x); }
+__device__ inline double dTanh(double x) { return tanh(x); }
+__device__ inline float dErf(float x) { return erff(x); }
+__device__ inline double dErf(double x) { return erf(x); }
+__device__ inline float dSin(float x) { return sinf(x); }
+__device__ inline double dSin(double x) { return sin(x); }
+__device__ inline float dCos(float x) { return cosf(x); }
+__device__ inline double dCos(double x) { return cos(x); }
+__device__ inline float dAbs(float x) { return fabsf(x); }
+__device__ inline double dAbs(double x) { return fabs(x); }
+__device__ inline float dPow(float x, float y) { return powf(x, y); }
+__device__ inline double dPow(double x, double y) { return pow(x, y); }
+
+template <class C> __device__ C sigmoidC(C x) {
+  if (x >= C(0))
+    return C(1) / (C(1) + dExp(-x));
+  C e = dExp(x);
+  return e / (C(1) + e);
+}
+
+/// 0.5 x (1 + tanh u) written as x sigmoid(2u) (the CPU's form).
+template <class C> __device__ C geluTanhC(C x) {
+  const C k = C(0.79788456080286535588); // sqrt(2 / pi)
+  C a = C(2) * k * (x + C(0.044715) * x * x * x);
+  C e = dExp(-dAbs(a));
+  return (a < C(0) ? x * e : x) / (C(1) + e);
+}
+
+template <class C> __device__ C unaryMath(UnaryOp op, C x) {
+  switch (op) {
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Abs:
+    return dAbs(x);
+  case UnaryOp::Exp:
+    return dExp(x);
+  case UnaryOp::Log:
+    return dLog(x);
+  case UnaryOp::Sqrt:
+    return dSqrt(x);
+  case UnaryOp::Rsqrt:
+    return C(1) / dSqrt(x);
+  case UnaryOp::Reciprocal:
+    return C(1) / x;
+  case UnaryOp::Tanh:
+    return dTanh(x);
+  case UnaryOp::Erf:
+    return dErf(x);
+  case UnaryOp::Sigmoid:
+    return sigmoidC(x);
+  case UnaryOp::Silu:
+    return x * sigmoidC(x);
+  case UnaryOp::Relu: // NaN stays NaN
+    return x < C(0) ? C(0) : x;
+  case UnaryOp::Sin:
+    return dSin(x);
+  case UnaryOp::Cos:
+    return dCos(x);
+  case UnaryOp::Gelu:
+    return C(0.5) * x * (C(1) + dErf(x * C(0.70710678118654752440)));
+  case UnaryOp::GeluTanh:
+    return geluTanhC(x);
+  case UnaryOp::Not:
+    break;
+  }
+  return x;
+}
+
+bool floatUnary(UnaryOp op) { return op != UnaryOp::Not; }
+
+template <class S>
+__global__ void unaryFloatKernel(UnaryOp op, const S *x, S *y, int64_t n) {
+  SMP_GRID_STRIDE(i, n) {
+    y[i] = FT<S>::store(unaryMath(op, FT<S>::load(x[i])));
+  }
+}
+
+template <class S>
+__global__ void leakyReluKernel(const S *x, S *y, int64_t n, float alpha) {
+  using C = typename FT<S>::C;
+  C a = static_cast<C>(alpha);
+  SMP_GRID_STRIDE(i, n) {
+    C v = FT<S>::load(x[i]);
+    y[i] = FT<S>::store(v >= C(0) ? v : a * v);
+  }
+}
+
+template <class T>
+__global__ void unaryIntKernel(UnaryOp op, const T *x, T *y, int64_t n) {
+  using U = std::make_unsigned_t<T>;
+  SMP_GRID_STRIDE(i, n) {
+    T v = x[i];
+    T r = v;
+    if (op == UnaryOp::Neg) // wraps: -INT_MIN == INT_MIN
+      r = static_cast<T>(U(0) - U(v));
+    else if (op == UnaryOp::Abs)
+      r = isNegative(v) ? static_cast<T>(U(0) - U(v)) : v;
+    else if (op == UnaryOp::Relu)
+      r = isNegative(v) ? T(0) : v;
+    y[i] = r;
+  }
+}
+
+__global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
+  SMP_GRID_STRIDE(i, n) { y[i] = static_cast<uint8_t>(x[i] == 0); }
+}
+
+Status checkSameTensor(const char *op, const TensorRef &in,
+                       const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
+    return s;
+  return checkShape(op, "output", out, in.shape);
+}
+
+} // namespace
+
+Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
+  const char *name = unaryOpName(op);
+  if (Status s = checkSameTensor(name, in, out); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t n = in.numel();
+  if (smprt::isFloat(in.dtype)) {
+    if (!floatUnary(op))
+      return unsupported(name, in.dtype);
+    if (n == 0)
+      return Status::success();
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      unaryFloatKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          op, in.as<S>(), out.as<S>(), n);
+      return launchStatus(name);
+    });
+  }
+  if (in.dtype == DType::Bool) {
+    if (op != UnaryOp::Not)
+      return unsupported(name, in.dtype);
+    if (n == 0)
+      return Status::success();
+    notKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<uint8_t>(), out.as<uint8_t>(), n);
+    return launchStatus(name);
+  }
+  if (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu)
+    return unsupported(name, in.dtype);
+  if (n == 0)
+    return visitInt(in.dtype, name, [](auto) { return Status::success(); });
+  return visitInt(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    unaryIntKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        op, in.as<T>(), out.as<T>(), n);
+    return launchStatus(name);
+  });
+}
+
+Status leakyRelu(const TensorRef &in, float alpha, const TensorRef &out) {
+  const char *name = "leaky_relu";
+  if (Status s = checkSameTensor(name, in, out); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t n = in.numel();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (n == 0)
+      return Status::success();
+    leakyReluKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), n, alpha);
+    return launchStatus(name);
+  });
+}
+
+Status gelu(const TensorRef &in, bool tanhApproximation, const TensorRef &out) {
+  return unary(tanhApproximation ? UnaryOp::GeluTanh : UnaryOp::Gelu, in, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool isCompare(BinaryOp op) {
+  return op == BinaryOp::Equal || op == BinaryOp::Less ||
+         op == BinaryOp::Greater || op == BinaryOp::And || op == BinaryOp::Or;
+}
+
+template <class C> __device__ C nanMax(C a, C b) {
+  if (isNaN(a) || isNaN(b))
+    return a + b; // NaN
+  return a < b ? b : a;
+}
+template <class C> __device__ C nanMin(C a, C b) {
+  if (isNaN(a) || isNaN(b))
+    return a + b;
+  return b < a ? b : a;
+}
+
+template <class S>
+__global__ void binaryFloatKernel(BinaryOp op, const S *a, const S *b,
+                                  void *out, Strided<2> st, int64_t n) {
+  using C = typename FT<S>::C;
+  S *o = static_cast<S *>(out);
+  uint8_t *ob = static_cast<uint8_t *>(out);
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[2];
+    st.offsets(i, off);
+    C u = FT<S>::load(a[off[0]]), v = FT<S>::load(b[off[1]]);
+    switch (op) {
+    case BinaryOp::Add:
+      o[i] = FT<S>::store(u + v);
+      break;
+    case BinaryOp::Sub:
+      o[i] = FT<S>::store(u - v);
+      break;
+    case BinaryOp::Mul:
+      o[i] = FT<S>::store(u * v);
+      break;
+    case BinaryOp::Div:
+      o[i] = FT<S>::store(u / v);
+      break;
+    case BinaryOp::Pow:
+      o[i] = FT<S>::store(dPow(u, v));
+      break;
+    case BinaryOp::Max:
+      o[i] = FT<S>::store(nanMax(u, v));
+      break;
+    case BinaryOp::Min:
+      o[i] = FT<S>::store(nanMin(u, v));
+      break;
+    case BinaryOp::Equal:
+      ob[i] = static_cast<uint8_t>(u == v);
+      break;
+    case BinaryOp::Less:
+      ob[i] = static_cast<uint8_t>(u < v);
+      break;
+    case BinaryOp::Greater:
+      ob[i] = static_cast<uint8_t>(u > v);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+/// base^exp wrapping; a negative exponent gives +-1 for |base| 1, else 0.
+template <class T> __device__ T intPow(T base, T exp) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == T(1))
+        return T(1);
+      if (base == T(-1))
+        return (exp & 1) ? T(-1) : T(1);
+      return T(0);
+    }
+  }
+  // In 64 bits (no promotion of narrow unsigned types to int, whose
+  // overflow is undefined); truncating to T at the end wraps as T would.
+  uint64_t r = 1, p = static_cast<uint64_t>(static_cast<U>(base));
+  for (uint64_t e = static_cast<uint64_t>(exp); e; e >>= 1) {
+    if (e & 1)
+      r *= p;
+    p *= p;
+  }
+  return static_cast<T>(static_cast<U>(r));
+}
+
+template <class T>
+__global__ void binaryIntKernel(BinaryOp op, const T *a, const T *b, void *out,
+                                Strided<2> st, int64_t n, DeviceError *err) {
+  using U = std::make_unsigned_t<T>;
+  using W = uint64_t; // wrapping arithmetic, truncated to T's width
+  T *o = static_cast<T *>(out);
+  uint8_t *ob = static_cast<uint8_t *>(out);
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[2];
+    st.offsets(i, off);
+    T u = a[off[0]], v = b[off[1]];
+    switch (op) {
+    case BinaryOp::Add:
+      o[i] = static_cast<T>(static_cast<U>(W(U(u)) + W(U(v))));
+      break;
+    case BinaryOp::Sub:
+      o[i] = static_cast<T>(static_cast<U>(W(U(u)) - W(U(v))));
+      break;
+    case BinaryOp::Mul:
+      o[i] = static_cast<T>(static_cast<U>(W(U(u)) * W(U(v))));
+      break;
+    case BinaryOp::Div: {
+      T r;
+      if (v == T(0)) {
+        raiseError(err, kErrDivByZero, 0, i, 0, 0);
+        r = T(0);
+      } else if (std::is_signed_v<T> && v == static_cast<T>(-1)) {
+        r = static_cast<T>(U(0) - U(u)); // INT_MIN / -1 wraps
+      } else {
+        r = static_cast<T>(u / v);
+      }
+      o[i] = r;
+      break;
+    }
+    case BinaryOp::Pow:
+      o[i] = intPow(u, v);
+      break;
+    case BinaryOp::Max:
+      o[i] = u < v ? v : u;
+      break;
+    case BinaryOp::Min:
+      o[i] = v < u ? v : u;
+      break;
+    case BinaryOp::Equal:
+      ob[i] = static_cast<uint8_t>(u == v);
+      break;
+    case BinaryOp::Less:
+      ob[i] = static_cast<uint8_t>(u < v);
+      break;
+    case BinaryOp::Greater:
+      ob[i] = static_cast<uint8_t>(u > v);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+__global__ void binaryBoolKernel(BinaryOp op, const uint8_t *a,
+                                 const uint8_t *b, uint8_t *o, Strided<2> st,
+                                 int64_t n) {
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[2];
+    st.offsets(i, off);
+    bool u = a[off[0]] != 0, v = b[off[1]] != 0, r = false;
+    switch (op) {
+    case BinaryOp::And:
+    case BinaryOp::Min:
+      r = u && v;
+      break;
+    case BinaryOp::Or:
+    case BinaryOp::Max:
+      r = u || v;
+      break;
+    case BinaryOp::Equal:
+      r = u == v;
+      break;
+    case BinaryOp::Less:
+      r = !u && v;
+      break;
+    case BinaryOp::Greater:
+      r = u && !v;
+      break;
+    default:
+      break;
+    }
+    o[i] = static_cast<uint8_t>(r);
+  }
+}
+
+} // namespace
+
+Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
+              const TensorRef &out) {
+  const char *name = binaryOpName(op);
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out,
+                            isCompare(op) ? DType::Bool : lhs.dtype);
+      !s.ok())
+    return s;
+  std::vector<int64_t> shape, sa, sb;
+  if (!broadcastShapes(lhs.shape, rhs.shape, shape))
+    return fail(name, "cannot broadcast " + smprt::describe(lhs) + " with " +
+                          smprt::describe(rhs));
+  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+    return s;
+  // Which ops each dtype class supports (the CPU's lists).
+  bool isBool = lhs.dtype == DType::Bool, isF = smprt::isFloat(lhs.dtype);
+  bool logic = op == BinaryOp::And || op == BinaryOp::Or;
+  if (isBool ? !(logic || op == BinaryOp::Equal || op == BinaryOp::Less ||
+                 op == BinaryOp::Greater || op == BinaryOp::Max ||
+                 op == BinaryOp::Min)
+             : (logic || (!isF && !smprt::isInteger(lhs.dtype))))
+    return unsupported(name, lhs.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  Strided<2> st;
+  if (Status s = makeStrided<2>(name, shape, {sa, sb}, st); !s.ok())
+    return s;
+  unsigned grid = gridFor(n);
+  if (isBool) {
+    binaryBoolKernel<<<grid, kThreads, 0, ctx->stream>>>(
+        op, lhs.as<uint8_t>(), rhs.as<uint8_t>(), out.as<uint8_t>(), st, n);
+    return launchStatus(name);
+  }
+  if (isF)
+    return visitFloat(lhs.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      binaryFloatKernel<S><<<grid, kThreads, 0, ctx->stream>>>(
+          op, lhs.as<S>(), rhs.as<S>(), out.data, st, n);
+      return launchStatus(name);
+    });
+  return visitInt(lhs.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binaryIntKernel<T><<<grid, kThreads, 0, ctx->stream>>>(
+        op, lhs.as<T>(), rhs.as<T>(), out.data, st, n, ctx->dError);
+    return launchStatus(name);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Where
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <class T>
+__global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *o,
+                            Strided<3> st, int64_t n) {
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[3];
+    st.offsets(i, off);
+    o[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+  }
+}
+
+} // namespace
+
+Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
+             const TensorRef &out) {
+  const char *name = "where";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&cond, "condition"},
+        {&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "condition", cond, DType::Bool); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
+    return s;
+  std::vector<int64_t> ab, shape, sc, sa, sb;
+  if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
+      !broadcastShapes(cond.shape, ab, shape))
+    return fail(name, "cannot broadcast " + smprt::describe(cond) + ", " +
+                          smprt::describe(lhs) + " and " +
+                          smprt::describe(rhs));
+  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  broadcastStrides(cond.shape, shape, sc);
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  Strided<3> st;
+  if (Status s = makeStrided<3>(name, shape, {sc, sa, sb}, st); !s.ok())
+    return s;
+  return visitBytes(out.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    whereKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        cond.as<uint8_t>(), lhs.as<T>(), rhs.as<T>(), out.as<T>(), st, n);
+    return launchStatus(name);
+  });
+}
+
+} // namespace smp::kernels::cuda

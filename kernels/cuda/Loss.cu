@@ -1,0 +1,319 @@
+//===- Loss.cu - Softmax cross-entropy and its gradient (PyTorch) ---------===//
+//
+// One block per row: loss = log(sum(exp(x - max))) + max - x[label], the
+// exponentials in the compute type, their sum in f64. Labels are read on the
+// device; a label outside [0, C) that is not ignoreIndex records a device
+// error (reported by synchronize) and its row contributes NaN. Sum / Mean
+// write per-row losses and weights to a scratch summed by one block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+__device__ inline float dExp(float x) { return expf(x); }
+__device__ inline double dExp(double x) { return exp(x); }
+
+struct Labels {
+  const void *p;
+  DType t;
+  int64_t ignore;
+};
+
+struct Weights {
+  const void *p; // null: no weights
+  DType t;
+};
+
+/// The label of row r, or -1 with `valid` false for an ignored or bad label
+/// (a bad one also records a device error).
+__device__ inline int64_t rowLabel(const Labels &l, int64_t r, int64_t classes,
+                                   DeviceError *err, int code, bool &ignored,
+                                   bool &bad) {
+  bool huge = hugeIndex(l.p, l.t, r);
+  int64_t v = loadIndex(l.p, l.t, r);
+  ignored = !huge && v == l.ignore;
+  bad = !ignored && (huge || v < 0 || v >= classes);
+  if (bad && threadIdx.x == 0)
+    raiseError(err, code, v, r, classes, l.ignore);
+  return v;
+}
+
+/// Row r's max and sum(exp(x - max)) over the block.
+template <class S>
+__device__ void rowStats(const S *xr, int64_t classes,
+                         typename FT<S>::C &m, double &sum) {
+  using C = typename FT<S>::C;
+  C mx = -std::numeric_limits<C>::infinity();
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    mx = MaxOp{}(mx, FT<S>::load(xr[c]));
+  m = blockMax(mx);
+  double s = 0;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+    s += static_cast<double>(dExp(FT<S>::load(xr[c]) - m));
+  sum = blockSum(s);
+}
+
+template <class S>
+__global__ void crossEntropyRows(const S *x, Labels l, Weights w,
+                                 int64_t rows, int64_t classes, S *outNone,
+                                 double *rowLoss, double *rowWeight,
+                                 DeviceError *err) {
+  using C = typename FT<S>::C;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    bool ignored, bad;
+    int64_t lab = rowLabel(l, r, classes, err, kErrLabel, ignored, bad);
+    double loss = 0, weight = 0;
+    if (bad) {
+      loss = nan("");
+    } else if (!ignored) {
+      const S *xr = x + r * classes;
+      C m;
+      double sum;
+      rowStats(xr, classes, m, sum);
+      loss = log(sum) + static_cast<double>(m) -
+             static_cast<double>(FT<S>::load(xr[lab]));
+      weight = w.p ? loadFloat(w.p, w.t, lab) : 1.0;
+      if (w.p)
+        loss *= weight;
+    }
+    if (threadIdx.x == 0) {
+      if (outNone)
+        outNone[r] = FT<S>::store(static_cast<C>(loss));
+      else {
+        rowLoss[r] = loss;
+        rowWeight[r] = weight;
+      }
+    }
+  }
+}
+
+/// out[0] = sum(rowLoss) (/ sum(rowWeight) for Mean: NaN when 0).
+template <class S>
+__global__ void crossEntropyTotal(const double *rowLoss,
+                                  const double *rowWeight, int64_t rows,
+                                  bool mean, S *out) {
+  double total = 0, counted = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    total += rowLoss[r];
+    counted += rowWeight[r];
+  }
+  total = blockSum(total);
+  counted = blockSum(counted);
+  if (threadIdx.x == 0) {
+    if (mean)
+      total = counted != 0 ? total / counted : nan("");
+    using C = typename FT<S>::C;
+    out[0] = FT<S>::store(static_cast<C>(total));
+  }
+}
+
+Status checkWeights(const char *name, const TensorRef *weights,
+                    int64_t classes) {
+  if (!weights)
+    return Status::success();
+  if (Status s = checkTensor(name, "weights", *weights); !s.ok())
+    return s;
+  if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
+      weights->shape[0] != classes)
+    return fail(name, "weights " + smprt::describe(*weights) +
+                          " must be a float vector of the " +
+                          std::to_string(classes) + " classes");
+  return Status::success();
+}
+
+} // namespace
+
+Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
+                    int64_t ignoreIndex, Reduction reduction,
+                    const TensorRef &out, const TensorRef *weights) {
+  const char *name = "cross_entropy";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&logits, "logits"},
+        {&labels, "labels"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (!smprt::isFloat(logits.dtype))
+    return unsupported(name, logits.dtype);
+  if (smprt::isFloat(labels.dtype))
+    return fail(name,
+                "labels must be integers, got " + smprt::describe(labels));
+  if (Status s = checkDType(name, "output", out, logits.dtype); !s.ok())
+    return s;
+  if (logits.rank() < 1 ||
+      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
+          labels.shape)
+    return fail(name, "labels " + smprt::describe(labels) +
+                          " must have the shape of logits " +
+                          smprt::describe(logits) + " without its last dim");
+  if (reduction == Reduction::None) {
+    if (Status s = checkShape(name, "output", out, labels.shape); !s.ok())
+      return s;
+  } else if (out.numel() != 1) {
+    return fail(name, "output " + smprt::describe(out) +
+                          " must hold one element for a reduced loss");
+  }
+  int64_t classes = logits.shape.back(), rows = labels.numel();
+  if (Status s = checkWeights(name, weights, classes); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  Labels l{labels.data, labels.dtype, ignoreIndex};
+  Weights w{weights ? weights->data : nullptr,
+            weights ? weights->dtype : DType::F32};
+  return visitFloat(logits.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (reduction == Reduction::None) {
+      if (rows == 0)
+        return Status::success();
+      crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
+                            ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
+                                           out.as<S>(), nullptr, nullptr,
+                                           ctx->dError);
+      return launchStatus(name);
+    }
+    Scratch loss, weight;
+    if (Status s = loss.allocate(name, rows * sizeof(double), ctx->stream);
+        !s.ok())
+      return s;
+    if (Status s = weight.allocate(name, rows * sizeof(double), ctx->stream);
+        !s.ok())
+      return s;
+    if (rows > 0) {
+      crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
+                            ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
+                                           nullptr, loss.as<double>(),
+                                           weight.as<double>(), ctx->dError);
+      if (Status s = launchStatus(name); !s.ok())
+        return s;
+    }
+    crossEntropyTotal<S><<<1, 1024, 0, ctx->stream>>>(
+        loss.as<double>(), weight.as<double>(), rows,
+        reduction == Reduction::Mean, out.as<S>());
+    return launchStatus(name);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// *counted = the sum of the weights (1 without weights) of the rows whose
+/// label is valid and not ignored.
+__global__ void countLabels(Labels l, Weights w, int64_t rows, int64_t classes,
+                            double *counted) {
+  double c = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    if (hugeIndex(l.p, l.t, r))
+      continue;
+    int64_t v = loadIndex(l.p, l.t, r);
+    if (v == l.ignore || v < 0 || v >= classes)
+      continue;
+    c += w.p ? loadFloat(w.p, w.t, v) : 1.0;
+  }
+  c = blockSum(c);
+  if (threadIdx.x == 0)
+    *counted = c;
+}
+
+template <class S>
+__global__ void crossEntropyGradRows(const S *x, Labels l, Weights w,
+                                     const void *g, DType gt, bool none,
+                                     bool mean, const double *counted,
+                                     int64_t rows, int64_t classes, void *dx,
+                                     DType dxt, DeviceError *err) {
+  using C = typename FT<S>::C;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    bool ignored, bad;
+    int64_t lab = rowLabel(l, r, classes, err, kErrLabelGrad, ignored, bad);
+    int64_t base = r * classes;
+    if (ignored || bad) {
+      for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+        storeFloat(dx, dxt, base + c, 0.0);
+      continue;
+    }
+    double scale = loadFloat(g, gt, none ? r : 0);
+    if (mean)
+      scale /= *counted;
+    if (w.p)
+      scale *= loadFloat(w.p, w.t, lab);
+    const S *xr = x + base;
+    C m;
+    double sum;
+    rowStats(xr, classes, m, sum);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      double p = static_cast<double>(dExp(FT<S>::load(xr[c]) - m)) / sum;
+      storeFloat(dx, dxt, base + c, scale * (p - (c == lab ? 1.0 : 0.0)));
+    }
+  }
+}
+
+} // namespace
+
+Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
+                        const TensorRef *weights, const TensorRef &dloss,
+                        int64_t ignoreIndex, Reduction reduction,
+                        const TensorRef &dlogits) {
+  const char *op = "cross_entropy_grad";
+  for (const TensorRef *t : {&logits, &dloss, &dlogits}) {
+    if (Status s = checkTensor(op, "operand", *t); !s.ok())
+      return s;
+    if (!smprt::isFloat(t->dtype))
+      return unsupported(op, t->dtype);
+  }
+  if (Status s = checkTensor(op, "labels", labels); !s.ok())
+    return s;
+  if (smprt::isFloat(labels.dtype))
+    return fail(op, "labels must be integers, got " + smprt::describe(labels));
+  if (logits.shape != dlogits.shape)
+    return fail(op, smprt::describe(logits) + " and " +
+                        smprt::describe(dlogits) +
+                        " must have the same shape");
+  if (logits.rank() < 1)
+    return fail(op, "logits must not be a scalar");
+  int64_t classes = logits.shape.back(), rows = labels.numel();
+  if (rows * classes != logits.numel())
+    return fail(op, "labels do not match the logits");
+  if (weights && (weights->numel() != classes ||
+                  !smprt::isFloat(weights->dtype) ||
+                  !checkTensor(op, "weights", *weights).ok()))
+    return fail(op, "weights must hold one value per class");
+  if (reduction == Reduction::None ? dloss.numel() != rows
+                                   : dloss.numel() != 1)
+    return fail(op, "incoming gradient does not match the loss");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (dlogits.numel() == 0)
+    return Status::success();
+  Labels l{labels.data, labels.dtype, ignoreIndex};
+  Weights w{weights ? weights->data : nullptr,
+            weights ? weights->dtype : DType::F32};
+  Scratch counted;
+  if (Status s = counted.allocate(op, sizeof(double), ctx->stream); !s.ok())
+    return s;
+  countLabels<<<1, 1024, 0, ctx->stream>>>(l, w, rows, classes,
+                                           counted.as<double>());
+  if (Status s = launchStatus(op); !s.ok())
+    return s;
+  return visitFloat(logits.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    crossEntropyGradRows<S><<<blocksFor(rows), rowThreads(classes), 0,
+                              ctx->stream>>>(
+        logits.as<S>(), l, w, dloss.data, dloss.dtype,
+        reduction == Reduction::None, reduction == Reduction::Mean,
+        counted.as<double>(), rows, classes, dlogits.data, dlogits.dtype,
+        ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+} // namespace smp::kernels::cuda

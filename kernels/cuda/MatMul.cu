@@ -1,0 +1,435 @@
+//===- MatMul.cu - Batched matrix product on cuBLASLt ---------------------===//
+//
+// numpy.matmul(op(lhs), op(rhs)) with broadcast batch dims, as the CPU's
+// matmul. Row-major C = op(A) op(B) is computed by cuBLASLt in column-major
+// terms as C^T = op(B)^T op(A)^T: a row-major matrix is the column-major
+// view of its transpose, so no data moves.
+//
+// Batches: when every batch of both operands is one stride apart (strides
+// may differ per operand but not be 0), one strided-batched call; a rank-2
+// rhs under a batched, untransposed lhs folds the batch into M (one GEMM);
+// other broadcasts issue one call per group of the innermost merged batch
+// dim (or per batch when an operand repeats inside it, since cuBLASLt
+// documents non-negative but not zero batch strides).
+//
+// Integers, and anything cuBLASLt's heuristic refuses, run gemmTiled: a
+// 16x16 shared-memory tiled kernel (fp32 accumulation for f32/f16/bf16, f64
+// for f64, wrapping 64-bit for integers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+struct Geometry {
+  bool transA, transB;
+  int64_t rowsA, colsA, rowsB, colsB, M, K, N;
+  int64_t nb;
+  Strided<2> batch; // batch index -> element offsets into A and B
+  bool foldBatchIntoM;
+};
+
+//===----------------------------------------------------------------------===//
+// Tiled fallback
+//===----------------------------------------------------------------------===//
+
+template <class T> struct MM {
+  using Acc = uint64_t; // integers: wrapping, reduced to T at the end
+  __device__ static Acc load(T v) {
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  }
+  __device__ static T store(Acc v) { return static_cast<T>(v); }
+};
+template <> struct MM<float> {
+  using Acc = float;
+  __device__ static float load(float v) { return v; }
+  __device__ static float store(float v) { return v; }
+};
+template <> struct MM<double> {
+  using Acc = double;
+  __device__ static double load(double v) { return v; }
+  __device__ static double store(double v) { return v; }
+};
+template <> struct MM<__half> {
+  using Acc = float;
+  __device__ static float load(__half v) { return __half2float(v); }
+  __device__ static __half store(float v) { return __float2half_rn(v); }
+};
+template <> struct MM<__nv_bfloat16> {
+  using Acc = float;
+  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 store(float v) {
+    return __float2bfloat16_rn(v);
+  }
+};
+
+constexpr int kTile = 16;
+
+template <class T>
+__global__ void gemmTiled(const T *a, const T *b, T *c, Geometry g) {
+  using Acc = typename MM<T>::Acc;
+  __shared__ Acc as[kTile][kTile + 1];
+  __shared__ Acc bs[kTile][kTile + 1];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t tilesM = (g.M + kTile - 1) / kTile, tilesN = (g.N + kTile - 1) / kTile;
+  for (int64_t bi = blockIdx.z; bi < g.nb; bi += gridDim.z) {
+    int64_t off[2];
+    g.batch.offsets(bi, off);
+    const T *pa = a + off[0], *pb = b + off[1];
+    T *pc = c + bi * g.M * g.N;
+    for (int64_t tm = blockIdx.y; tm < tilesM; tm += gridDim.y)
+      for (int64_t tn = blockIdx.x; tn < tilesN; tn += gridDim.x) {
+        int64_t i = tm * kTile + ty, j = tn * kTile + tx;
+        Acc acc = Acc(0);
+        for (int64_t k0 = 0; k0 < g.K; k0 += kTile) {
+          // as[ty][tx] = op(A)(tm*16 + ty, k0 + tx)
+          int64_t ka = k0 + tx;
+          Acc va = Acc(0);
+          if (i < g.M && ka < g.K)
+            va = MM<T>::load(g.transA ? pa[ka * g.colsA + i]
+                                      : pa[i * g.colsA + ka]);
+          as[ty][tx] = va;
+          // bs[ty][tx] = op(B)(k0 + ty, tn*16 + tx)
+          int64_t kb = k0 + ty;
+          Acc vb = Acc(0);
+          if (kb < g.K && j < g.N)
+            vb = MM<T>::load(g.transB ? pb[j * g.colsB + kb]
+                                      : pb[kb * g.colsB + j]);
+          bs[ty][tx] = vb;
+          __syncthreads();
+          for (int k = 0; k < kTile; ++k)
+            acc += as[ty][k] * bs[k][tx];
+          __syncthreads();
+        }
+        if (i < g.M && j < g.N)
+          pc[i * g.N + j] = MM<T>::store(acc);
+      }
+  }
+}
+
+Status runTiled(const char *name, Context *ctx, const Geometry &g,
+                const TensorRef &lhs, const TensorRef &rhs,
+                const TensorRef &out) {
+  auto launch = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int64_t tilesM = (g.M + kTile - 1) / kTile,
+            tilesN = (g.N + kTile - 1) / kTile;
+    dim3 grid(static_cast<unsigned>(std::min<int64_t>(tilesN, 65535)),
+              static_cast<unsigned>(std::min<int64_t>(tilesM, 65535)),
+              static_cast<unsigned>(std::min<int64_t>(g.nb, 65535)));
+    gemmTiled<T><<<grid, dim3(kTile, kTile), 0, ctx->stream>>>(
+        lhs.as<T>(), rhs.as<T>(), out.as<T>(), g);
+    return launchStatus(name);
+  };
+  if (smprt::isFloat(lhs.dtype))
+    return visitFloat(lhs.dtype, name, launch);
+  return visitInt(lhs.dtype, name, launch);
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt
+//===----------------------------------------------------------------------===//
+
+/// Owns the cuBLASLt descriptors of one product.
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtDescs() {
+    if (pref)
+      cublasLtMatmulPreferenceDestroy(pref);
+    if (c)
+      cublasLtMatrixLayoutDestroy(c);
+    if (b)
+      cublasLtMatrixLayoutDestroy(b);
+    if (a)
+      cublasLtMatrixLayoutDestroy(a);
+    if (op)
+      cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// One cuBLASLt call: `count` products from these element offsets.
+struct Call {
+  int64_t offA, offB, offC;
+};
+
+/// The largest power of two (at most 256) dividing v; 256 for 0.
+uint32_t alignmentOf(uint64_t v) {
+  uint32_t a = 1;
+  while (a < 256 && (v & a) == 0)
+    a <<= 1;
+  return a;
+}
+
+/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
+/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
+Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
+             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+             bool &refused) {
+  refused = true;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  cudaDataType_t scaleType = CUDA_R_32F;
+  switch (dt) {
+  case DType::F32:
+    type = CUDA_R_32F;
+    compute = ctx->allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    break;
+  case DType::F64:
+    type = CUDA_R_64F;
+    compute = CUBLAS_COMPUTE_64F;
+    scaleType = CUDA_R_64F;
+    break;
+  case DType::F16:
+    type = CUDA_R_16F;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  case DType::BF16:
+    type = CUDA_R_16BF;
+    compute = CUBLAS_COMPUTE_32F;
+    break;
+  default:
+    return Status::success(); // refused
+  }
+  int64_t es = static_cast<int64_t>(smprt::dtypeSize(dt));
+
+  // The calls: M' rows per product and `count` products per call.
+  int64_t M = g.M, count = 1, sA = 0, sB = 0, sC = g.M * g.N;
+  std::vector<Call> calls;
+  const Strided<2> &bt = g.batch;
+  int r = bt.rank;
+  if (g.foldBatchIntoM) {
+    M = g.nb * g.M;
+    calls.push_back({0, 0, 0});
+  } else {
+    int64_t last = bt.shape[r - 1], lA = bt.stride[0][r - 1],
+            lB = bt.stride[1][r - 1];
+    bool strided = last > 1 && lA != 0 && lB != 0 && last <= INT32_MAX;
+    int64_t groups = g.nb / last;
+    for (int64_t o = 0; o < groups; ++o) {
+      // Offsets of batch o * last (dims before the last merged one).
+      int64_t rem = o, offA = 0, offB = 0;
+      for (int d = r - 2; d >= 0; --d) {
+        int64_t idx = rem % bt.shape[d];
+        rem /= bt.shape[d];
+        offA += idx * bt.stride[0][d];
+        offB += idx * bt.stride[1][d];
+      }
+      if (strided) {
+        calls.push_back({offA, offB, o * last * sC});
+      } else {
+        for (int64_t k = 0; k < last; ++k)
+          calls.push_back({offA + k * lA, offB + k * lB, (o * last + k) * sC});
+      }
+    }
+    if (strided) {
+      count = last;
+      sA = lA;
+      sB = lB;
+    }
+  }
+
+  // Alignment of every pointer the calls use.
+  uint32_t alA = 256, alB = 256, alC = 256;
+  for (const Call &c : calls) {
+    alA = std::min(alA, alignmentOf(reinterpret_cast<uintptr_t>(lhs.data) +
+                                    static_cast<uint64_t>(c.offA * es)));
+    alB = std::min(alB, alignmentOf(reinterpret_cast<uintptr_t>(rhs.data) +
+                                    static_cast<uint64_t>(c.offB * es)));
+    alC = std::min(alC, alignmentOf(reinterpret_cast<uintptr_t>(out.data) +
+                                    static_cast<uint64_t>(c.offC * es)));
+  }
+  if (count > 1) {
+    alA = std::min(alA, alignmentOf(static_cast<uint64_t>(sA * es)));
+    alB = std::min(alB, alignmentOf(static_cast<uint64_t>(sB * es)));
+    alC = std::min(alC, alignmentOf(static_cast<uint64_t>(sC * es)));
+  }
+
+  // Column-major: D (N x M') = opa(a) (N x K) * opb(b) (K x M'), with
+  // a = rhs stored as colsB x rowsB (ld colsB), b = lhs stored as colsA x
+  // rowsA' (ld colsA), D = out stored as N x M' (ld N).
+  int64_t rowsA = g.foldBatchIntoM ? M : g.rowsA;
+  LtDescs d;
+  auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
+  auto ltFail = [&](const char *what, cublasStatus_t s) {
+    refused = false;
+    return fail(name, std::string(what) + " failed: " +
+                          cublasStatusName(s));
+  };
+  cublasStatus_t st;
+  if (!ok(st = cublasLtMatmulDescCreate(&d.op, compute, scaleType)))
+    return ltFail("cublasLtMatmulDescCreate", st);
+  cublasOperation_t opa = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opb = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (!ok(st = cublasLtMatmulDescSetAttribute(
+              d.op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa))) ||
+      !ok(st = cublasLtMatmulDescSetAttribute(
+              d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb))))
+    return ltFail("cublasLtMatmulDescSetAttribute", st);
+  auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols,
+                    int64_t ld, int64_t stride) {
+    cublasStatus_t s = cublasLtMatrixLayoutCreate(
+        &l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
+    if (!ok(s))
+      return s;
+    if (count > 1) {
+      int32_t n32 = static_cast<int32_t>(count);
+      s = cublasLtMatrixLayoutSetAttribute(
+          l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n32, sizeof(n32));
+      if (!ok(s))
+        return s;
+      s = cublasLtMatrixLayoutSetAttribute(
+          l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+          sizeof(stride));
+    }
+    return s;
+  };
+  if (!ok(st = layout(d.a, g.colsB, g.rowsB, g.colsB, sB)) ||
+      !ok(st = layout(d.b, g.colsA, rowsA, g.colsA, sA)) ||
+      !ok(st = layout(d.c, g.N, M, g.N, sC)))
+    return ltFail("cublasLtMatrixLayoutCreate", st);
+  if (!ok(st = cublasLtMatmulPreferenceCreate(&d.pref)))
+    return ltFail("cublasLtMatmulPreferenceCreate", st);
+  uint64_t ws = ctx->workspaceBytes;
+  // cuBLASLt's A is our rhs, its B our lhs.
+  if (!ok(st = cublasLtMatmulPreferenceSetAttribute(
+              d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+              sizeof(ws))) ||
+      !ok(st = cublasLtMatmulPreferenceSetAttribute(
+              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alB,
+              sizeof(alB))) ||
+      !ok(st = cublasLtMatmulPreferenceSetAttribute(
+              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alA,
+              sizeof(alA))) ||
+      !ok(st = cublasLtMatmulPreferenceSetAttribute(
+              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alC,
+              sizeof(alC))) ||
+      !ok(st = cublasLtMatmulPreferenceSetAttribute(
+              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alC,
+              sizeof(alC))))
+    return ltFail("cublasLtMatmulPreferenceSetAttribute", st);
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.c,
+                                      d.pref, 1, &heur, &found);
+  if (!ok(st) || found == 0 || heur.state != CUBLAS_STATUS_SUCCESS)
+    return Status::success(); // refused: the caller runs the tiled kernel
+
+  float alpha32 = 1.0f, beta32 = 0.0f;
+  double alpha64 = 1.0, beta64 = 0.0;
+  const void *alpha = dt == DType::F64 ? static_cast<const void *>(&alpha64)
+                                       : static_cast<const void *>(&alpha32);
+  const void *beta = dt == DType::F64 ? static_cast<const void *>(&beta64)
+                                      : static_cast<const void *>(&beta32);
+  const char *pa = static_cast<const char *>(rhs.data);
+  const char *pb = static_cast<const char *>(lhs.data);
+  char *pc = static_cast<char *>(out.data);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call &c = calls[i];
+    char *dst = pc + c.offC * es;
+    st = cublasLtMatmul(ctx->lt, d.op, alpha, pa + c.offB * es, d.a,
+                        pb + c.offA * es, d.b, beta, dst, d.c, dst, d.c,
+                        &heur.algo, ctx->workspace, ctx->workspaceBytes,
+                        ctx->stream);
+    if (!ok(st)) {
+      // A first call that cuBLASLt rejects (nothing was enqueued yet): run
+      // the tiled kernel instead.
+      if (i == 0 && (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+                     st == CUBLAS_STATUS_INVALID_VALUE ||
+                     st == CUBLAS_STATUS_ARCH_MISMATCH))
+        return Status::success(); // refused
+      return ltFail("cublasLtMatmul", st);
+    }
+  }
+  refused = false;
+  return launchStatus(name);
+}
+
+} // namespace
+
+Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+              bool transposeLhs, bool transposeRhs) {
+  const char *name = "matmul";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
+        {&rhs, "rhs"},
+        {&out, "output"}})
+    if (Status s = checkTensor(name, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
+    return s;
+  if (lhs.rank() == 0 || rhs.rank() == 0)
+    return fail(name, "operands must not be scalars");
+  if (!smprt::isFloat(lhs.dtype) && !smprt::isInteger(lhs.dtype))
+    return unsupported(name, lhs.dtype);
+  std::vector<int64_t> sa = lhs.shape, sb = rhs.shape;
+  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
+  if (promoteA)
+    sa.insert(sa.begin(), 1);
+  if (promoteB)
+    sb.push_back(1);
+  Geometry g;
+  g.transA = transposeLhs;
+  g.transB = transposeRhs;
+  g.rowsA = sa[sa.size() - 2];
+  g.colsA = sa.back();
+  g.rowsB = sb[sb.size() - 2];
+  g.colsB = sb.back();
+  g.M = g.transA ? g.colsA : g.rowsA;
+  g.K = g.transA ? g.rowsA : g.colsA;
+  int64_t k2 = g.transB ? g.colsB : g.rowsB;
+  g.N = g.transB ? g.rowsB : g.colsB;
+  if (g.K != k2)
+    return fail(name, "contraction mismatch: " + smprt::describe(lhs) +
+                          " and " + smprt::describe(rhs));
+  std::vector<int64_t> batchA(sa.begin(), sa.end() - 2),
+      batchB(sb.begin(), sb.end() - 2), batch;
+  if (!broadcastShapes(batchA, batchB, batch))
+    return fail(name, "batch dims of " + smprt::describe(lhs) + " and " +
+                          smprt::describe(rhs) + " do not broadcast");
+  std::vector<int64_t> expected = batch;
+  if (!promoteA)
+    expected.push_back(g.M);
+  if (!promoteB)
+    expected.push_back(g.N);
+  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  if (g.K == 0) // empty sum: zeros of any dtype are zero bytes
+    return cudaStatus(name,
+                      cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
+
+  g.nb = product(batch);
+  std::vector<int64_t> strA, strB;
+  broadcastStrides(batchA, batch, strA);
+  broadcastStrides(batchB, batch, strB);
+  for (int64_t &s : strA)
+    s *= g.rowsA * g.colsA;
+  for (int64_t &s : strB)
+    s *= g.rowsB * g.colsB;
+  if (Status s = makeStrided<2>(name, batch, {strA, strB}, g.batch); !s.ok())
+    return s;
+  g.foldBatchIntoM = !g.transA && product(batchB) == 1 &&
+                     product(batchA) == g.nb && g.nb > 1;
+
+  if (smprt::isFloat(lhs.dtype)) {
+    bool refused = false;
+    if (Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, out, refused);
+        !s.ok() || !refused)
+      return s;
+  }
+  return runTiled(name, ctx, g, lhs, rhs, out);
+}
+
+} // namespace smp::kernels::cuda

@@ -1,0 +1,558 @@
+//===- Norm.cu - layer_norm, rms_norm, batch_norm and their gradients -----===//
+//
+// Forward: one block per row; the row's statistics are block reductions in
+// the compute type (f32 for f32/f16/bf16, f64 for f64), the variance in two
+// passes. Scale and bias (any float dtype, broadcast onto the normalised
+// dims) are first expanded into a compute-type scratch of the row length.
+//
+// Gradients (any float dtype per operand): one block per row computes dx and
+// stores the row's statistics; a column kernel (32 columns x 8 row slices
+// per block) sums dscale / dbias per normalised position; a last kernel
+// folds those into the scale's shape when the scale broadcasts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+__device__ inline float dSqrt(float x) { return sqrtf(x); }
+__device__ inline double dSqrt(double x) { return sqrt(x); }
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+template <class C>
+__global__ void expandParamKernel(const void *p, DType dt, Strided<1> st,
+                                  C *out, int64_t n) {
+  SMP_GRID_STRIDE(i, n) {
+    int64_t off[1];
+    st.offsets(i, off);
+    out[i] = static_cast<C>(loadFloat(p, dt, off[0]));
+  }
+}
+
+/// The parameter p broadcast onto `target`, flattened into a C scratch.
+template <class C>
+Status expandParam(const char *op, Context *ctx, const TensorRef &p,
+                   const std::vector<int64_t> &target, Scratch &s) {
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(p.shape, target, strides))
+    return fail(op, "parameter " + smprt::describe(p) +
+                        " does not broadcast onto " + shapeStr(target));
+  int64_t n = product(target);
+  if (Status st = s.allocate(op, static_cast<size_t>(n) * sizeof(C),
+                             ctx->stream);
+      !st.ok())
+    return st;
+  if (n == 0)
+    return Status::success();
+  Strided<1> st;
+  if (Status r = makeStrided<1>(op, target, {strides}, st); !r.ok())
+    return r;
+  expandParamKernel<C><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      p.data, p.dtype, st, s.as<C>(), n);
+  return launchStatus(op);
+}
+
+Status checkParam(const char *op, const char *what, const TensorRef &p,
+                  const std::vector<int64_t> &target) {
+  if (Status s = checkTensor(op, what, p); !s.ok())
+    return s;
+  if (!smprt::isFloat(p.dtype))
+    return unsupported(op, p.dtype);
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(p.shape, target, strides))
+    return fail(op, std::string(what) + " " + smprt::describe(p) +
+                        " does not broadcast onto " + shapeStr(target));
+  return Status::success();
+}
+
+Status checkInOut(const char *op, const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
+    return s;
+  return checkShape(op, "output", out, in.shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Forward kernels
+//===----------------------------------------------------------------------===//
+
+template <class S>
+__global__ void layerNormRows(const S *x, S *y, int64_t rows, int64_t d,
+                              const typename FT<S>::C *scale,
+                              const typename FT<S>::C *bias, float eps) {
+  using C = typename FT<S>::C;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *xr = x + r * d;
+    S *yr = y + r * d;
+    C sum = C(0);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      sum += FT<S>::load(xr[i]);
+    C mean = blockSum(sum) / static_cast<C>(d);
+    C sq = C(0);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      C c = FT<S>::load(xr[i]) - mean;
+      sq += c * c;
+    }
+    sq = blockSum(sq);
+    C rstd = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      C v = (FT<S>::load(xr[i]) - mean) * rstd * scale[i];
+      if (bias)
+        v += bias[i];
+      yr[i] = FT<S>::store(v);
+    }
+  }
+}
+
+template <class S>
+__global__ void rmsNormRows(const S *x, S *y, int64_t rows, int64_t d,
+                            const typename FT<S>::C *scale, float eps) {
+  using C = typename FT<S>::C;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S *xr = x + r * d;
+    S *yr = y + r * d;
+    C sq = C(0);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+      C v = FT<S>::load(xr[i]);
+      sq += v * v;
+    }
+    sq = blockSum(sq);
+    C inv = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+      yr[i] = FT<S>::store(FT<S>::load(xr[i]) * inv * scale[i]);
+  }
+}
+
+/// Per channel: a = scale / sqrt(var + eps), m = mean, b = bias (in double,
+/// then the compute type), stored as coef[3 * c + {0, 1, 2}].
+template <class C>
+__global__ void batchNormCoefs(const void *sc, DType tsc, const void *bi,
+                               DType tbi, const void *mu, DType tmu,
+                               const void *var, DType tvar, float eps,
+                               int64_t channels, C *coef) {
+  SMP_GRID_STRIDE(c, channels) {
+    double a = loadFloat(sc, tsc, c) /
+               sqrt(loadFloat(var, tvar, c) + static_cast<double>(eps));
+    coef[3 * c] = static_cast<C>(a);
+    coef[3 * c + 1] = static_cast<C>(loadFloat(mu, tmu, c));
+    coef[3 * c + 2] = static_cast<C>(loadFloat(bi, tbi, c));
+  }
+}
+
+template <class S>
+__global__ void batchNormKernel(const S *x, S *y, int64_t n, int64_t channels,
+                                int64_t inner,
+                                const typename FT<S>::C *coef) {
+  SMP_GRID_STRIDE(i, n) {
+    int64_t c = (i / inner) % channels;
+    y[i] = FT<S>::store((FT<S>::load(x[i]) - coef[3 * c + 1]) * coef[3 * c] +
+                        coef[3 * c + 2]);
+  }
+}
+
+} // namespace
+
+Status layerNorm(const TensorRef &in, const TensorRef &scale,
+                 const TensorRef *bias, int64_t axis, float epsilon,
+                 const TensorRef &out) {
+  const char *name = "layer_norm";
+  if (Status s = checkInOut(name, in, out); !s.ok())
+    return s;
+  int64_t a = normAxis(axis, in.rank());
+  if (a < 0)
+    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
+                          smprt::describe(in));
+  std::vector<int64_t> normShape(in.shape.begin() + a, in.shape.end());
+  if (Status s = checkParam(name, "scale", scale, normShape); !s.ok())
+    return s;
+  if (bias)
+    if (Status s = checkParam(name, "bias", *bias, normShape); !s.ok())
+      return s;
+  if (!smprt::isFloat(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t d = product(normShape);
+  if (in.numel() == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename FT<S>::C;
+    Scratch sc, bi;
+    if (Status s = expandParam<C>(name, ctx, scale, normShape, sc); !s.ok())
+      return s;
+    if (bias)
+      if (Status s = expandParam<C>(name, ctx, *bias, normShape, bi); !s.ok())
+        return s;
+    int64_t rows = in.numel() / d;
+    layerNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(),
+        bias ? bi.as<C>() : nullptr, epsilon);
+    return launchStatus(name);
+  });
+}
+
+Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
+               const TensorRef &out) {
+  const char *name = "rms_norm";
+  if (Status s = checkInOut(name, in, out); !s.ok())
+    return s;
+  if (in.rank() == 0)
+    return fail(name, "input must not be a scalar");
+  std::vector<int64_t> last{in.shape.back()};
+  if (Status s = checkParam(name, "scale", scale, last); !s.ok())
+    return s;
+  if (!smprt::isFloat(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  int64_t d = last[0];
+  if (in.numel() == 0)
+    return Status::success();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename FT<S>::C;
+    Scratch sc;
+    if (Status s = expandParam<C>(name, ctx, scale, last, sc); !s.ok())
+      return s;
+    int64_t rows = in.numel() / d;
+    rmsNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(), epsilon);
+    return launchStatus(name);
+  });
+}
+
+Status batchNorm(const TensorRef &in, const TensorRef &scale,
+                 const TensorRef &bias, const TensorRef &mean,
+                 const TensorRef &variance, float epsilon,
+                 const TensorRef &out) {
+  const char *name = "batch_norm";
+  if (Status s = checkInOut(name, in, out); !s.ok())
+    return s;
+  if (in.rank() < 2)
+    return fail(name, "input " + smprt::describe(in) + " needs a channel dim");
+  int64_t channels = in.shape[1];
+  for (auto [p, what] :
+       {std::pair<const TensorRef *, const char *>{&scale, "scale"},
+        {&bias, "bias"},
+        {&mean, "mean"},
+        {&variance, "variance"}}) {
+    if (Status s = checkTensor(name, what, *p); !s.ok())
+      return s;
+    if (!smprt::isFloat(p->dtype))
+      return unsupported(name, p->dtype);
+    if (Status s = checkShape(name, what, *p, {channels}); !s.ok())
+      return s;
+  }
+  if (!smprt::isFloat(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (in.numel() == 0)
+    return Status::success();
+  int64_t inner = product(in.shape, 2), n = in.numel();
+  return visitFloat(in.dtype, name, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename FT<S>::C;
+    Scratch coef;
+    if (Status s = coef.allocate(name, 3 * channels * sizeof(C), ctx->stream);
+        !s.ok())
+      return s;
+    batchNormCoefs<C><<<gridFor(channels), kThreads, 0, ctx->stream>>>(
+        scale.data, scale.dtype, bias.data, bias.dtype, mean.data, mean.dtype,
+        variance.data, variance.dtype, epsilon, channels, coef.as<C>());
+    if (Status s = launchStatus(name); !s.ok())
+      return s;
+    batchNormKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), n, channels, inner, coef.as<C>());
+    return launchStatus(name);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Float operands of any dtype, as the CPU's requireFloat.
+Status requireFloat(const char *op, const char *what, const TensorRef &t) {
+  if (Status s = checkTensor(op, what, t); !s.ok())
+    return s;
+  if (!smprt::isFloat(t.dtype))
+    return unsupported(op, t.dtype);
+  return Status::success();
+}
+
+struct Operand {
+  const void *p;
+  DType t;
+};
+struct OutOperand {
+  void *p;
+  DType t;
+};
+
+/// dx of one row per block; stores the row's statistics (layer norm: mean,
+/// rstd; rms norm: 0, 1 / rms) in stats[2 r], stats[2 r + 1].
+template <class A, bool Rms>
+__global__ void normGradRows(Operand x, Operand dy, const A *w, OutOperand dx,
+                             int64_t rows, int64_t n, float eps, A *stats) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * n;
+    A mean = A(0), rstd;
+    if (Rms) {
+      A sq = A(0);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        A v = static_cast<A>(loadFloat(x.p, x.t, base + j));
+        sq += v * v;
+      }
+      sq = blockSum(sq);
+      rstd = A(1) / dSqrt(sq / static_cast<A>(n) + static_cast<A>(eps));
+    } else {
+      A sum = A(0);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+        sum += static_cast<A>(loadFloat(x.p, x.t, base + j));
+      mean = blockSum(sum) / static_cast<A>(n);
+      A sq = A(0);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        A c = static_cast<A>(loadFloat(x.p, x.t, base + j)) - mean;
+        sq += c * c;
+      }
+      sq = blockSum(sq);
+      rstd = A(1) / dSqrt(sq / static_cast<A>(n) + static_cast<A>(eps));
+    }
+    // Layer norm: sumD = sum(dy w), sumDX = sum(dy w xhat).
+    // RMS norm: sumDX = sum(dy w x).
+    A sumD = A(0), sumDX = A(0);
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      A xv = static_cast<A>(loadFloat(x.p, x.t, base + j));
+      A d = static_cast<A>(loadFloat(dy.p, dy.t, base + j)) * w[j];
+      sumD += d;
+      sumDX += d * (Rms ? xv : (xv - mean) * rstd);
+    }
+    sumD = blockSum(sumD);
+    sumDX = blockSum(sumDX);
+    A inv = A(1) / static_cast<A>(n);
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      A xv = static_cast<A>(loadFloat(x.p, x.t, base + j));
+      A d = static_cast<A>(loadFloat(dy.p, dy.t, base + j)) * w[j];
+      A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
+                : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
+      storeFloat(dx.p, dx.t, base + j, static_cast<double>(g));
+    }
+    if (threadIdx.x == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+}
+
+constexpr int kColsX = 32, kColsY = 8;
+
+/// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j].
+template <class A, bool Rms>
+__global__ void normGradColumns(Operand x, Operand dy, const A *stats,
+                                int64_t rows, int64_t n, A *ds, A *db) {
+  __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
+       j0 += static_cast<int64_t>(gridDim.x) * kColsX) {
+    int64_t j = j0 + tx;
+    A s = A(0), b = A(0);
+    if (j < n)
+      for (int64_t r = ty; r < rows; r += kColsY) {
+        A g = static_cast<A>(loadFloat(dy.p, dy.t, r * n + j));
+        A xv = static_cast<A>(loadFloat(x.p, x.t, r * n + j));
+        A xhat = Rms ? xv * stats[2 * r + 1]
+                     : (xv - stats[2 * r]) * stats[2 * r + 1];
+        s += g * xhat;
+        b += g;
+      }
+    ps[ty][tx] = s;
+    pb[ty][tx] = b;
+    __syncthreads();
+    if (ty == 0 && j < n) {
+      for (int k = 1; k < kColsY; ++k) {
+        s += ps[k][tx];
+        b += pb[k][tx];
+      }
+      ds[j] = s;
+      if (db)
+        db[j] = b;
+    }
+    __syncthreads();
+  }
+}
+
+/// out[s] = sum of full[j] over the positions j of the normalised shape
+/// that parameter element s broadcasts onto.
+template <class A>
+__global__ void foldToParam(const A *full, Strided<1> keep, Strided<1> bcast,
+                            int64_t bcount, OutOperand out, int64_t n) {
+  SMP_GRID_STRIDE(s, n) {
+    int64_t base[1];
+    keep.offsets(s, base);
+    A acc = A(0);
+    for (int64_t b = 0; b < bcount; ++b) {
+      int64_t off[1];
+      bcast.offsets(b, off);
+      acc += full[base[0] + off[0]];
+    }
+    storeFloat(out.p, out.t, s, static_cast<double>(acc));
+  }
+}
+
+template <class A>
+Status foldParam(const char *op, Context *ctx, const A *full,
+                 const std::vector<int64_t> &norm, const TensorRef &param,
+                 const TensorRef &out) {
+  std::vector<int64_t> pshape(norm.size() - param.shape.size(), 1);
+  pshape.insert(pshape.end(), param.shape.begin(), param.shape.end());
+  std::vector<int64_t> normStrides = contiguousStrides(norm), bshape(norm.size());
+  for (size_t d = 0; d < norm.size(); ++d)
+    bshape[d] = pshape[d] == 1 ? norm[d] : 1;
+  Strided<1> keep, bcast;
+  if (Status s = makeStrided<1>(op, pshape, {normStrides}, keep); !s.ok())
+    return s;
+  if (Status s = makeStrided<1>(op, bshape, {normStrides}, bcast); !s.ok())
+    return s;
+  int64_t n = param.numel();
+  if (n == 0)
+    return Status::success();
+  foldToParam<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      full, keep, bcast, product(bshape), OutOperand{out.data, out.dtype}, n);
+  return launchStatus(op);
+}
+
+template <class A, bool Rms>
+Status normGrad(const char *op, Context *ctx, const TensorRef &x,
+                const TensorRef &scale, const TensorRef &dy,
+                const std::vector<int64_t> &norm, float eps,
+                const TensorRef &dx, const TensorRef &dscale,
+                const TensorRef *dbias) {
+  int64_t n = product(norm), rows = x.numel() / n;
+  Scratch w, stats, ds, db;
+  if (Status s = expandParam<A>(op, ctx, scale, norm, w); !s.ok())
+    return s;
+  for (auto [sc, count] : {std::pair<Scratch *, int64_t>{&stats, 2 * rows},
+                           {&ds, n},
+                           {&db, n}})
+    if (Status s = sc->allocate(op, static_cast<size_t>(count) * sizeof(A),
+                                ctx->stream);
+        !s.ok())
+      return s;
+  Operand xo{x.data, x.dtype}, go{dy.data, dy.dtype};
+  normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
+      xo, go, w.as<A>(), OutOperand{dx.data, dx.dtype}, rows, n, eps,
+      stats.as<A>());
+  if (Status s = launchStatus(op); !s.ok())
+    return s;
+  unsigned grid = static_cast<unsigned>(
+      std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
+  normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+      xo, go, stats.as<A>(), rows, n, ds.as<A>(), db.as<A>());
+  if (Status s = launchStatus(op); !s.ok())
+    return s;
+  if (Status s = foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale);
+      !s.ok())
+    return s;
+  if (dbias)
+    return foldParam<A>(op, ctx, db.as<A>(), norm, scale, *dbias);
+  return Status::success();
+}
+
+Status zeroFill(const char *op, Context *ctx, const TensorRef &t) {
+  if (t.bytes() == 0)
+    return Status::success();
+  return cudaStatus(op, cudaMemsetAsync(t.data, 0, t.bytes(), ctx->stream));
+}
+
+Status checkGradShapes(const char *op, const TensorRef &x,
+                       const TensorRef &scale, const TensorRef &dy,
+                       const std::vector<int64_t> &norm, const TensorRef &dx,
+                       const TensorRef &dscale, const TensorRef *dbias) {
+  if (x.shape != dy.shape)
+    return fail(op, smprt::describe(x) + " and " + smprt::describe(dy) +
+                        " must have the same shape");
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(scale.shape, norm, strides))
+    return fail(op, "scale " + smprt::describe(scale) +
+                        " does not broadcast onto " + shapeStr(norm));
+  if (dx.numel() != x.numel() || dscale.numel() != scale.numel() ||
+      (dbias && dbias->numel() != scale.numel()))
+    return fail(op, "gradients must have the sizes of the input and scale");
+  return Status::success();
+}
+
+} // namespace
+
+Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
+                     const TensorRef &dy, int64_t axis, float epsilon,
+                     const TensorRef &dx, const TensorRef &dscale,
+                     const TensorRef &dbias) {
+  const char *op = "layer_norm_grad";
+  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale, &dbias})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  int64_t a = normAxis(axis, x.rank());
+  if (a < 0)
+    return fail(op, "axis out of range");
+  std::vector<int64_t> norm(x.shape.begin() + a, x.shape.end());
+  if (Status s = checkGradShapes(op, x, scale, dy, norm, dx, dscale, &dbias);
+      !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (x.numel() == 0) { // no rows: zero parameter gradients
+    if (Status s = zeroFill(op, ctx, dscale); !s.ok())
+      return s;
+    return zeroFill(op, ctx, dbias);
+  }
+  if (x.dtype == DType::F64)
+    return normGrad<double, false>(op, ctx, x, scale, dy, norm, epsilon, dx,
+                                   dscale, &dbias);
+  return normGrad<float, false>(op, ctx, x, scale, dy, norm, epsilon, dx,
+                                dscale, &dbias);
+}
+
+Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
+                   const TensorRef &dy, float epsilon, const TensorRef &dx,
+                   const TensorRef &dscale) {
+  const char *op = "rms_norm_grad";
+  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (x.rank() < 1)
+    return fail(op, "input must not be a scalar");
+  std::vector<int64_t> norm{x.shape.back()};
+  if (Status s = checkGradShapes(op, x, scale, dy, norm, dx, dscale, nullptr);
+      !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (x.numel() == 0)
+    return zeroFill(op, ctx, dscale);
+  if (x.dtype == DType::F64)
+    return normGrad<double, true>(op, ctx, x, scale, dy, norm, epsilon, dx,
+                                  dscale, nullptr);
+  return normGrad<float, true>(op, ctx, x, scale, dy, norm, epsilon, dx,
+                               dscale, nullptr);
+}
+
+} // namespace smp::kernels::cuda

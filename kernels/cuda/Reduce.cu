@@ -1,0 +1,327 @@
+//===- Reduce.cu - reduce_sum / reduce_mean / reduce_max ------------------===//
+//
+// The input's dims are grouped into kept and reduced groups (size-1 dims
+// dropped, neighbours of the same kind merged), as on the CPU. An output's
+// elements are its kept index; each reduces over `count` elements addressed
+// through the reduced groups. Two kernels:
+//  * reduceRows, one block per output, when the innermost group is reduced
+//    (a contiguous run per output) and long;
+//  * reduceCols otherwise: 32 outputs per block (adjacent outputs read
+//    adjacent inputs), the reduction split over 8 thread rows.
+// Float sums accumulate in double (as the CPU), integer sums wrap in 64 bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+struct Plan {
+  int keptRank = 0, redRank = 0;
+  int64_t keptShape[kMaxRank], keptStride[kMaxRank];
+  int64_t redShape[kMaxRank], redStride[kMaxRank];
+  int64_t outputs = 1, count = 1;
+  bool innerReduced = false; // the last non-1 input dim is reduced
+
+  __device__ int64_t base(int64_t o) const {
+    int64_t off = 0;
+    for (int d = keptRank - 1; d >= 0; --d) {
+      int64_t q = o / keptShape[d];
+      off += (o - q * keptShape[d]) * keptStride[d];
+      o = q;
+    }
+    return off;
+  }
+  __device__ int64_t reduced(int64_t r) const {
+    if (redRank == 1)
+      return r * redStride[0];
+    int64_t off = 0;
+    for (int d = redRank - 1; d >= 0; --d) {
+      int64_t q = r / redShape[d];
+      off += (r - q * redShape[d]) * redStride[d];
+      r = q;
+    }
+    return off;
+  }
+};
+
+Status makePlan(const char *op, const std::vector<int64_t> &shape,
+                const std::vector<bool> &reduced, Plan &p) {
+  std::vector<int64_t> strides = contiguousStrides(shape);
+  struct G {
+    int64_t size, stride;
+    bool reduced;
+  };
+  std::vector<G> groups;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d]) {
+      groups.back().size *= shape[d];
+      groups.back().stride = strides[d];
+    } else {
+      groups.push_back({shape[d], strides[d], reduced[d]});
+    }
+  }
+  p.innerReduced = !groups.empty() && groups.back().reduced;
+  for (const G &g : groups) {
+    int &rank = g.reduced ? p.redRank : p.keptRank;
+    if (rank == kMaxRank)
+      return fail(op, "too many dim groups in " + shapeStr(shape));
+    (g.reduced ? p.redShape : p.keptShape)[rank] = g.size;
+    (g.reduced ? p.redStride : p.keptStride)[rank] = g.stride;
+    ++rank;
+    (g.reduced ? p.count : p.outputs) *= g.size;
+  }
+  if (p.redRank == 0) { // nothing reduced: one element per output
+    p.redRank = 1;
+    p.redShape[0] = 1;
+    p.redStride[0] = 0;
+  }
+  return Status::success();
+}
+
+// Ops: Acc init(); Acc add(Acc, S); Acc combine(Acc, Acc); S finish(Acc).
+template <class S> struct FloatSum {
+  using Acc = double;
+  bool mean;
+  int64_t count;
+  __device__ Acc init() const { return 0.0; }
+  __device__ Acc add(Acc a, S v) const {
+    return a + static_cast<double>(FT<S>::load(v));
+  }
+  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ S finish(Acc a) const {
+    using C = typename FT<S>::C;
+    return FT<S>::store(
+        static_cast<C>(mean ? a / static_cast<double>(count) : a));
+  }
+};
+
+template <class S> struct FloatMax {
+  using C = typename FT<S>::C;
+  using Acc = C;
+  __device__ Acc init() const { return -std::numeric_limits<C>::infinity(); }
+  __device__ Acc add(Acc a, S s) const { return MaxOp{}(a, FT<S>::load(s)); }
+  __device__ Acc combine(Acc a, Acc b) const { return MaxOp{}(a, b); }
+  __device__ S finish(Acc a) const { return FT<S>::store(a); }
+};
+
+template <class T> struct IntSum {
+  using Acc = unsigned long long;
+  bool mean;
+  int64_t count;
+  __device__ Acc init() const { return 0; }
+  __device__ Acc add(Acc a, T v) const {
+    return a + static_cast<Acc>(static_cast<int64_t>(v));
+  }
+  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
+  __device__ T finish(Acc a) const {
+    if (!mean || count == 0)
+      return static_cast<T>(a);
+    if constexpr (std::is_signed_v<T>)
+      return static_cast<T>(static_cast<int64_t>(a) / count);
+    else
+      return static_cast<T>(a / static_cast<uint64_t>(count));
+  }
+};
+
+/// Max of integers (and Bool as uint8), accumulated in a 64-bit type of the
+/// same signedness (the shuffles need 32- or 64-bit values).
+template <class T> struct IntMax {
+  using Acc = std::conditional_t<std::is_signed_v<T>, long long,
+                                 unsigned long long>;
+  __device__ Acc init() const {
+    return static_cast<Acc>(std::numeric_limits<T>::lowest());
+  }
+  __device__ Acc add(Acc a, T v) const {
+    Acc w = static_cast<Acc>(v);
+    return a < w ? w : a;
+  }
+  __device__ Acc combine(Acc a, Acc b) const { return a < b ? b : a; }
+  __device__ T finish(Acc a) const { return static_cast<T>(a); }
+};
+
+template <class Ops> struct Combine {
+  Ops ops;
+  template <class A> __device__ A operator()(A a, A b) const {
+    return ops.combine(a, b);
+  }
+};
+
+template <class S, class Ops>
+__global__ void reduceRows(const S *x, S *y, Plan p, Ops ops) {
+  using Acc = typename Ops::Acc;
+  for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
+    int64_t base = p.base(o);
+    Acc a = ops.init();
+    for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x)
+      a = ops.add(a, x[base + p.reduced(r)]);
+    a = blockReduce(a, Combine<Ops>{ops}, ops.init());
+    if (threadIdx.x == 0)
+      y[o] = ops.finish(a);
+  }
+}
+
+constexpr int kColsX = 32, kColsY = 8;
+
+template <class S, class Ops>
+__global__ void reduceCols(const S *x, S *y, Plan p, Ops ops) {
+  using Acc = typename Ops::Acc;
+  __shared__ Acc part[kColsY][kColsX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t o0 = static_cast<int64_t>(blockIdx.x) * kColsX; o0 < p.outputs;
+       o0 += static_cast<int64_t>(gridDim.x) * kColsX) {
+    int64_t o = o0 + tx;
+    Acc a = ops.init();
+    if (o < p.outputs) {
+      int64_t base = p.base(o);
+      for (int64_t r = ty; r < p.count; r += kColsY)
+        a = ops.add(a, x[base + p.reduced(r)]);
+    }
+    part[ty][tx] = a;
+    __syncthreads();
+    if (ty == 0 && o < p.outputs) {
+      for (int k = 1; k < kColsY; ++k)
+        a = ops.combine(a, part[k][tx]);
+      y[o] = ops.finish(a);
+    }
+    __syncthreads();
+  }
+}
+
+template <class S, class Ops>
+Status launchReduce(const char *name, Context *ctx, const Plan &p, const S *x,
+                    S *y, const Ops &ops) {
+  if (p.innerReduced && p.count >= 64) {
+    reduceRows<S, Ops><<<blocksFor(p.outputs), rowThreads(p.count), 0,
+                         ctx->stream>>>(x, y, p, ops);
+  } else {
+    unsigned grid = static_cast<unsigned>(std::clamp<int64_t>(
+        (p.outputs + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
+    reduceCols<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(x, y, p,
+                                                                      ops);
+  }
+  return launchStatus(name);
+}
+
+template <class T> __global__ void fillKernel(T *p, int64_t n, T v) {
+  SMP_GRID_STRIDE(i, n) { p[i] = v; }
+}
+
+/// The value of a reduction over no elements.
+Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
+                 const TensorRef &out) {
+  int64_t n = out.numel();
+  if (smprt::isFloat(out.dtype))
+    return visitFloat(out.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      double v = op == ReduceOp::Sum    ? 0.0
+                 : op == ReduceOp::Mean ? std::numeric_limits<double>::quiet_NaN()
+                                        : -std::numeric_limits<double>::infinity();
+      S sv;
+      if constexpr (std::is_same_v<S, __half>)
+        sv = __float2half_rn(static_cast<float>(v));
+      else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+        sv = __float2bfloat16_rn(static_cast<float>(v));
+      else
+        sv = static_cast<S>(v);
+      fillKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(out.as<S>(), n,
+                                                              sv);
+      return launchStatus(name);
+    });
+  if (op == ReduceOp::Max && out.dtype != DType::Bool)
+    return visitInt(out.dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      fillKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+          out.as<T>(), n, std::numeric_limits<T>::lowest());
+      return launchStatus(name);
+    });
+  return cudaStatus(name,
+                    cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
+}
+
+const char *reduceName(ReduceOp op) {
+  switch (op) {
+  case ReduceOp::Sum:
+    return "reduce_sum";
+  case ReduceOp::Mean:
+    return "reduce_mean";
+  case ReduceOp::Max:
+    return "reduce_max";
+  }
+  return "reduce";
+}
+
+} // namespace
+
+Status reduce(ReduceOp op, const TensorRef &in,
+              const std::vector<int64_t> &axes, const TensorRef &out) {
+  const char *name = reduceName(op);
+  if (Status s = checkTensor(name, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(name, "output", out); !s.ok())
+    return s;
+  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    int64_t d = normAxis(a, rank);
+    if (d < 0 || reduced[d])
+      return fail(name,
+                  "axis " + std::to_string(a) +
+                      (d < 0 ? " out of range for rank " + std::to_string(rank)
+                             : std::string(" repeated")));
+    reduced[d] = true;
+  }
+  std::vector<int64_t> kept, keptDims;
+  for (int64_t d = 0; d < rank; ++d) {
+    keptDims.push_back(reduced[d] ? 1 : in.shape[d]);
+    if (!reduced[d])
+      kept.push_back(in.shape[d]);
+  }
+  if (out.shape != kept && out.shape != keptDims)
+    return fail(name, "output has shape " + shapeStr(out.shape) +
+                          ", expected " + shapeStr(kept) + " (or " +
+                          shapeStr(keptDims) + " with keepdims)");
+  bool isF = smprt::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
+  if ((isBool && op != ReduceOp::Max) ||
+      (!isF && !isBool && !smprt::isInteger(in.dtype)))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  if (in.numel() == 0)
+    return fillEmpty(name, ctx, op, out);
+  Plan p;
+  if (Status s = makePlan(name, in.shape, reduced, p); !s.ok())
+    return s;
+
+  if (isF)
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      if (op == ReduceOp::Max)
+        return launchReduce(name, ctx, p, in.as<S>(), out.as<S>(),
+                            FloatMax<S>{});
+      return launchReduce(name, ctx, p, in.as<S>(), out.as<S>(),
+                          FloatSum<S>{op == ReduceOp::Mean, p.count});
+    });
+  if (isBool)
+    return launchReduce(name, ctx, p, in.as<uint8_t>(), out.as<uint8_t>(),
+                        IntMax<uint8_t>{});
+  return visitInt(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (op == ReduceOp::Max)
+      return launchReduce(name, ctx, p, in.as<T>(), out.as<T>(), IntMax<T>{});
+    return launchReduce(name, ctx, p, in.as<T>(), out.as<T>(),
+                        IntSum<T>{op == ReduceOp::Mean, p.count});
+  });
+}
+
+} // namespace smp::kernels::cuda

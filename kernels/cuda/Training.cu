@@ -1,0 +1,354 @@
+//===- Training.cu - gelu_grad and the optimizer updates ------------------===//
+//
+// Elementwise kernels that read each operand through its dtype (any float
+// dtype per operand, as the CPU) and compute in f64 like the CPU, then
+// round once. The optimizers read lr, step and the optional skip flag from
+// device scalars inside the kernel, so a training step needs no host
+// round trip. Multi-tensor Adam: one launch; block b finds its tensor by a
+// binary search over the per-tensor first blocks and updates one chunk of
+// it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+Status requireFloat(const char *op, const char *what, const TensorRef &t) {
+  if (Status s = checkTensor(op, what, t); !s.ok())
+    return s;
+  if (!smprt::isFloat(t.dtype))
+    return unsupported(op, t.dtype);
+  return Status::success();
+}
+
+struct In {
+  const void *p;
+  DType t;
+};
+struct Out {
+  void *p;
+  DType t;
+};
+
+__global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
+                               int64_t n) {
+  const double k = 0.79788456080286535588, c = 0.044715;
+  SMP_GRID_STRIDE(i, n) {
+    double v = loadFloat(x.p, x.t, i), d;
+    if (tanhApprox) {
+      double t = tanh(k * (v + c * v * v * v));
+      d = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+    } else {
+      d = 0.5 * (1 + erf(v * 0.70710678118654752440)) +
+          v * exp(-0.5 * v * v) * 0.39894228040143267794; // 1 / sqrt(2 pi)
+    }
+    storeFloat(dx.p, dx.t, i, loadFloat(dy.p, dy.t, i) * d);
+  }
+}
+
+} // namespace
+
+Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
+                const TensorRef &dx) {
+  const char *op = "gelu_grad";
+  for (const TensorRef *t : {&x, &dy, &dx})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  if (x.shape != dy.shape)
+    return fail(op, smprt::describe(x) + " and " + smprt::describe(dy) +
+                        " must have the same shape");
+  if (dx.numel() != x.numel())
+    return fail(op, "dx must have the size of x");
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = x.numel();
+  if (n == 0)
+    return Status::success();
+  geluGradKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      In{x.data, x.dtype}, In{dy.data, dy.dtype}, Out{dx.data, dx.dtype},
+      tanhApprox, n);
+  return launchStatus(op);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The device scalars of an update.
+struct Hyper {
+  const void *lr;
+  DType lrType;
+  const void *step;
+  DType stepType;
+  const void *skip; // null: never skip
+};
+
+/// The CPU runtime's skipUpdate reads the flag's first byte.
+__device__ inline bool skipSet(const Hyper &h) {
+  return h.skip && *static_cast<const uint8_t *>(h.skip) != 0;
+}
+
+/// Copies in to out element i when they differ (skip path).
+__device__ inline void copyThrough(In in, Out out, int64_t i) {
+  if (in.p != out.p)
+    storeFloat(out.p, out.t, i, loadFloat(in.p, in.t, i));
+}
+
+__global__ void sgdKernel(In param, In grad, In buf, Out newParam,
+                          Out newBuf, Hyper h, SgdOptions o, int64_t n) {
+  bool skip = skipSet(h);
+  double lr = loadScalar(h.lr, h.lrType), step = loadScalar(h.step, h.stepType);
+  SMP_GRID_STRIDE(i, n) {
+    if (skip) {
+      copyThrough(param, newParam, i);
+      copyThrough(buf, newBuf, i);
+      continue;
+    }
+    double p = loadFloat(param.p, param.t, i);
+    double d = loadFloat(grad.p, grad.t, i);
+    if (o.weightDecay != 0)
+      d += o.weightDecay * p;
+    if (o.momentum != 0) {
+      double b = loadFloat(buf.p, buf.t, i);
+      b = step <= 1 ? d : o.momentum * b + (1 - o.dampening) * d;
+      d = o.nesterov ? d + o.momentum * b : b;
+      storeFloat(newBuf.p, newBuf.t, i, b);
+    }
+    storeFloat(newParam.p, newParam.t, i, p - lr * d);
+  }
+}
+
+/// One tensor of a (multi-tensor) Adam update.
+struct AdamDesc {
+  In param, grad, m, v;
+  Out newParam, newM, newV;
+  int64_t n;
+};
+
+/// Adam on elements [begin, end) of one tensor; bc1 = 1 - beta1^step,
+/// bc2Sqrt = sqrt(1 - beta2^step).
+__device__ inline void adamRange(const AdamDesc &t, int64_t begin, int64_t end,
+                                 int64_t stride, bool skip, double lr,
+                                 double bc1, double bc2Sqrt,
+                                 const AdamOptions &o) {
+  double stepSize = lr / bc1;
+  for (int64_t i = begin; i < end; i += stride) {
+    if (skip) {
+      copyThrough(t.param, t.newParam, i);
+      copyThrough(t.m, t.newM, i);
+      copyThrough(t.v, t.newV, i);
+      continue;
+    }
+    double p = loadFloat(t.param.p, t.param.t, i);
+    double g = loadFloat(t.grad.p, t.grad.t, i);
+    double m = loadFloat(t.m.p, t.m.t, i);
+    double v = loadFloat(t.v.p, t.v.t, i);
+    if (o.decoupled)
+      p *= 1 - lr * o.weightDecay;
+    else if (o.weightDecay != 0)
+      g += o.weightDecay * p;
+    m += (1 - o.beta1) * (g - m);
+    v = v * o.beta2 + (1 - o.beta2) * g * g;
+    p -= stepSize * m / (sqrt(v) / bc2Sqrt + o.epsilon);
+    storeFloat(t.newParam.p, t.newParam.t, i, p);
+    storeFloat(t.newM.p, t.newM.t, i, m);
+    storeFloat(t.newV.p, t.newV.t, i, v);
+  }
+}
+
+__device__ inline void adamScalars(const Hyper &h, const AdamOptions &o,
+                                   double &lr, double &bc1, double &bc2Sqrt) {
+  lr = loadScalar(h.lr, h.lrType);
+  double step = loadScalar(h.step, h.stepType);
+  bc1 = 1 - pow(o.beta1, step);
+  bc2Sqrt = sqrt(1 - pow(o.beta2, step));
+}
+
+__global__ void adamKernel(AdamDesc t, Hyper h, AdamOptions o) {
+  double lr, bc1, bc2Sqrt;
+  adamScalars(h, o, lr, bc1, bc2Sqrt);
+  int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  adamRange(t, start, t.n, static_cast<int64_t>(gridDim.x) * blockDim.x,
+            skipSet(h), lr, bc1, bc2Sqrt, o);
+}
+
+constexpr int64_t kChunk = 8192; // elements per block in multi-tensor Adam
+
+/// firstBlock[k]: the first block of tensor k (ascending, k < count);
+/// block b handles chunk b - firstBlock[k] of tensor k.
+__global__ void adamMultiKernel(const AdamDesc *tensors,
+                                const int64_t *firstBlock, int64_t count,
+                                Hyper h, AdamOptions o) {
+  double lr, bc1, bc2Sqrt;
+  adamScalars(h, o, lr, bc1, bc2Sqrt);
+  bool skip = skipSet(h);
+  int64_t b = blockIdx.x;
+  // The last k with firstBlock[k] <= b.
+  int64_t lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (firstBlock[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const AdamDesc &t = tensors[lo];
+  int64_t begin = (b - firstBlock[lo]) * kChunk;
+  int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
+  adamRange(t, begin + threadIdx.x, end, blockDim.x, skip, lr, bc1, bc2Sqrt,
+            o);
+}
+
+Status checkScalar(const char *op, const char *what, const TensorRef &t) {
+  if (Status s = checkTensor(op, what, t); !s.ok())
+    return s;
+  if (t.numel() != 1 || t.dtype == DType::Bool)
+    return fail(op, std::string(what) + " must be a one-element number, got " +
+                        smprt::describe(t));
+  return Status::success();
+}
+
+Status makeHyper(const char *op, const TensorRef &lr, const TensorRef &step,
+                 const TensorRef *skip, Hyper &h) {
+  if (Status s = checkScalar(op, "lr", lr); !s.ok())
+    return s;
+  if (Status s = checkScalar(op, "step", step); !s.ok())
+    return s;
+  if (skip) {
+    if (Status s = checkTensor(op, "skip", *skip); !s.ok())
+      return s;
+    if (skip->numel() < 1)
+      return fail(op, "skip must hold one element");
+  }
+  h = Hyper{lr.data, lr.dtype, step.data, step.dtype,
+            skip ? skip->data : nullptr};
+  return Status::success();
+}
+
+Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
+  for (const TensorRef *t : {&a.param, &a.grad, &a.expAvg, &a.expAvgSq,
+                             &a.newParam, &a.newExpAvg, &a.newExpAvgSq})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  int64_t n = a.param.numel();
+  if (a.grad.numel() != n || a.expAvg.numel() != n ||
+      a.expAvgSq.numel() != n)
+    return fail(op, "parameter, gradient and states differ in size");
+  if (a.newParam.numel() != n || a.newExpAvg.numel() != n ||
+      a.newExpAvgSq.numel() != n)
+    return fail(op, "outputs differ in size from the parameter");
+  d = AdamDesc{In{a.param.data, a.param.dtype},
+               In{a.grad.data, a.grad.dtype},
+               In{a.expAvg.data, a.expAvg.dtype},
+               In{a.expAvgSq.data, a.expAvgSq.dtype},
+               Out{a.newParam.data, a.newParam.dtype},
+               Out{a.newExpAvg.data, a.newExpAvg.dtype},
+               Out{a.newExpAvgSq.data, a.newExpAvgSq.dtype},
+               n};
+  return Status::success();
+}
+
+} // namespace
+
+Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &buffer, const TensorRef &lr,
+                 const TensorRef &step, const TensorRef *skip,
+                 const SgdOptions &options, const TensorRef &newParam,
+                 const TensorRef &newBuffer) {
+  const char *op = "sgd_update";
+  for (const TensorRef *t : {&param, &grad, &buffer, &newParam, &newBuffer})
+    if (Status s = requireFloat(op, "operand", *t); !s.ok())
+      return s;
+  int64_t n = param.numel();
+  if (grad.numel() != n || buffer.numel() != n)
+    return fail(op, "parameter, gradient and buffer differ in size");
+  if (newParam.numel() != n || newBuffer.numel() != n)
+    return fail(op, "outputs differ in size from the parameter");
+  Hyper h;
+  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (n == 0)
+    return Status::success();
+  sgdKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
+      In{param.data, param.dtype}, In{grad.data, grad.dtype},
+      In{buffer.data, buffer.dtype}, Out{newParam.data, newParam.dtype},
+      Out{newBuffer.data, newBuffer.dtype}, h, options, n);
+  return launchStatus(op);
+}
+
+Status adamUpdate(const TensorRef &param, const TensorRef &grad,
+                  const TensorRef &expAvg, const TensorRef &expAvgSq,
+                  const TensorRef &lr, const TensorRef &step,
+                  const TensorRef *skip, const AdamOptions &options,
+                  const TensorRef &newParam, const TensorRef &newExpAvg,
+                  const TensorRef &newExpAvgSq) {
+  const char *op = "adam_update";
+  AdamDesc d;
+  if (Status s = makeAdamDesc(op,
+                              AdamTensors{param, grad, expAvg, expAvgSq,
+                                          newParam, newExpAvg, newExpAvgSq},
+                              d);
+      !s.ok())
+    return s;
+  Hyper h;
+  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (d.n == 0)
+    return Status::success();
+  adamKernel<<<gridFor(d.n), kThreads, 0, ctx->stream>>>(d, h, options);
+  return launchStatus(op);
+}
+
+Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
+                       const TensorRef &lr, const TensorRef &step,
+                       const TensorRef *skip, const AdamOptions &options) {
+  const char *op = "adam_update_multi";
+  std::vector<AdamDesc> descs;
+  std::vector<int64_t> firstBlock;
+  int64_t blocks = 0;
+  for (const AdamTensors &a : tensors) {
+    AdamDesc d;
+    if (Status s = makeAdamDesc(op, a, d); !s.ok())
+      return s;
+    if (d.n == 0)
+      continue;
+    descs.push_back(d);
+    firstBlock.push_back(blocks);
+    blocks += (d.n + kChunk - 1) / kChunk;
+  }
+  Hyper h;
+  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  if (descs.empty())
+    return Status::success();
+  if (blocks > INT32_MAX)
+    return fail(op, "too many elements for one launch");
+  Scratch dDescs, dFirst;
+  if (Status s = upload(op, descs, dDescs, ctx->stream); !s.ok())
+    return s;
+  if (Status s = upload(op, firstBlock, dFirst, ctx->stream); !s.ok())
+    return s;
+  adamMultiKernel<<<static_cast<unsigned>(blocks), kThreads, 0,
+                    ctx->stream>>>(dDescs.as<AdamDesc>(), dFirst.as<int64_t>(),
+                                   static_cast<int64_t>(descs.size()), h,
+                                   options);
+  return launchStatus(op);
+}
+
+} // namespace smp::kernels::cuda

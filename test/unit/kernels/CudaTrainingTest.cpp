@@ -1,0 +1,323 @@
+//===- CudaTrainingTest.cpp - CUDA gradients and optimizers vs the CPU ----===//
+
+#include "CudaTestUtil.h"
+
+namespace smp_cuda_test {
+namespace {
+
+TEST_F(Cuda, GeluGrad) {
+  unsigned seed = 300;
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (bool approx : {false, true}) {
+      SCOPED_TRACE(std::string(name(t)) + (approx ? " tanh" : " exact"));
+      Host x = random(t, {7, 13}, -5, 5, seed++);
+      Host dy = random(DType::F32, {7, 13}, -1, 1, seed++), want(t, {7, 13});
+      ASSERT_OK(cpuk::geluGrad(x, dy, approx, want));
+      Dev dx(x), ddy(dy), dout(t, {7, 13});
+      ASSERT_OK(cuk::geluGrad(dx, ddy, approx, dout));
+      expectTol(dout, want);
+    }
+}
+
+TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
+  struct Case {
+    std::vector<int64_t> x;
+    int64_t axis;
+    std::vector<int64_t> scale;
+  };
+  const Case cases[] = {{{8, 16}, 1, {16}},     {{2, 3, 8}, 1, {3, 8}},
+                        {{2, 3, 8}, 1, {3, 1}}, {{2, 3, 8}, -1, {1}},
+                        {{300, 64}, 1, {64}},   {{2, 1100}, 1, {1100}}};
+  unsigned seed = 320;
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string("layer_norm_grad ") + name(t) + " " +
+                   smprt::describe(make(t, c.x)) + " scale " +
+                   smprt::describe(make(t, c.scale)));
+      Host x = random(t, c.x, -2, 3, seed++);
+      Host scale = random(DType::F32, c.scale, 0.5, 1.5, seed++);
+      Host dy = random(t, c.x, -1, 1, seed++);
+      Host dx(t, c.x), ds(t, c.scale), db(t, c.scale);
+      ASSERT_OK(cpuk::layerNormGrad(x, scale, dy, c.axis, 1e-5f, dx, ds, db));
+      Dev gx(x), gscale(scale), gdy(dy), gdx(t, c.x), gds(t, c.scale),
+          gdb(t, c.scale);
+      ASSERT_OK(cuk::layerNormGrad(gx, gscale, gdy, c.axis, 1e-5f, gdx, gds,
+                                   gdb));
+      expectTol(gdx, dx, true);
+      expectTol(gds, ds, true);
+      expectTol(gdb, db, true);
+    }
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{6, 32}, {2, 3, 40}, {2, 1500}}) {
+      for (bool broadcastScale : {false, true}) {
+        SCOPED_TRACE(std::string("rms_norm_grad ") + name(t) + " " +
+                     smprt::describe(make(t, shape)));
+        std::vector<int64_t> ss{broadcastScale ? 1 : shape.back()};
+        Host x = random(t, shape, -2, 2, seed++);
+        Host scale = random(t, ss, 0.5, 1.5, seed++);
+        Host dy = random(t, shape, -1, 1, seed++);
+        Host dx(t, shape), ds(t, ss);
+        ASSERT_OK(cpuk::rmsNormGrad(x, scale, dy, 1e-6f, dx, ds));
+        Dev gx(x), gscale(scale), gdy(dy), gdx(t, shape), gds(t, ss);
+        ASSERT_OK(cuk::rmsNormGrad(gx, gscale, gdy, 1e-6f, gdx, gds));
+        expectTol(gdx, dx, true);
+        expectTol(gds, ds, true);
+      }
+    }
+}
+
+TEST_F(Cuda, CrossEntropyGrad) {
+  using Red = cuk::Reduction;
+  unsigned seed = 340;
+  for (DType t : {DType::F32, DType::BF16})
+    for (Red red : {Red::None, Red::Sum, Red::Mean})
+      for (bool weighted : {false, true}) {
+        SCOPED_TRACE(std::string(name(t)) + " reduction " +
+                     std::to_string(int(red)) + (weighted ? " weighted" : ""));
+        int64_t rows = 9, classes = 700;
+        Host logits = random(t, {rows, classes}, -3, 3, seed++);
+        Host labels = random(DType::I64, {rows}, 0, double(classes), seed++);
+        labels.set(2, -100);
+        Host w = random(DType::F32, {classes}, 0.5, 2, seed++);
+        Host g = red == Red::None ? random(DType::F32, {rows}, -1, 1, seed++)
+                                  : make(DType::F32, {}, {0.75});
+        Host want(t, {rows, classes});
+        ASSERT_OK(cpuk::crossEntropyGrad(
+            logits, labels, weighted ? &w.ref : nullptr, g, -100,
+            static_cast<cpuk::Reduction>(red), want));
+        Dev dl(logits), dlab(labels), dw(w), dg(g), dout(t, {rows, classes});
+        ASSERT_OK(cuk::crossEntropyGrad(dl, dlab, weighted ? dw.ptr() : nullptr,
+                                        dg, -100, red, dout));
+        expectTol(dout, want, true);
+      }
+  Host logits = random(DType::F32, {2, 3}, -1, 1, 1);
+  Host labels = make(DType::I32, {2}, {1, 7}), g = make(DType::F32, {}, {1});
+  Dev dl(logits), dlab(labels), dg(g), dout(DType::F32, {2, 3});
+  ASSERT_OK(cuk::crossEntropyGrad(dl, dlab, nullptr, dg, -100, Red::Mean, dout));
+  expectDeviceError("cross_entropy_grad: label 7 at position 1");
+}
+
+TEST_F(Cuda, GatherGradAndSliceGrad) {
+  unsigned seed = 360;
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16})
+    for (int64_t axis : {0, 1}) {
+      SCOPED_TRACE(std::string("gather_grad ") + name(t) + " axis " +
+                   std::to_string(axis));
+      std::vector<int64_t> data{6, 5, 4};
+      Host idx = make(DType::I64, {2, 4}, {0, 3, 3, -1, 2, 0, 3, 1});
+      std::vector<int64_t> dyShape(data.begin(), data.begin() + axis);
+      dyShape.insert(dyShape.end(), {2, 4});
+      dyShape.insert(dyShape.end(), data.begin() + axis + 1, data.end());
+      Host dy = random(t, dyShape, -1, 1, seed++), want(t, data);
+      ASSERT_OK(cpuk::gatherGrad(idx, dy, axis, want));
+      Dev di(idx), ddy(dy), dout(t, data);
+      ASSERT_OK(cuk::gatherGrad(di, ddy, axis, dout));
+      expectTol(dout, want, true);
+    }
+  {
+    Host idx = make(DType::I32, {2}, {0, 9}), dy = random(DType::F32, {2, 3}, -1, 1, 2);
+    Dev di(idx), ddy(dy), dout(DType::F32, {4, 3});
+    ASSERT_OK(cuk::gatherGrad(di, ddy, 0, dout));
+    expectDeviceError("gather_grad: index 9 at position 1");
+  }
+  for (DType t : {DType::F32, DType::I64, DType::F16}) {
+    SCOPED_TRACE(std::string("slice_grad ") + name(t));
+    Host dy = random(t, {3, 3}, -9, 9, seed++), want(t, {5, 6});
+    ASSERT_OK(cpuk::sliceGrad(dy, {4, 1}, {-2, 2}, want));
+    Dev ddy(dy), dout(t, {5, 6});
+    ASSERT_OK(cuk::sliceGrad(ddy, {4, 1}, {-2, 2}, dout));
+    expectSameBytes(dout, want);
+  }
+}
+
+TEST_F(Cuda, ConvGradAndPoolGrad) {
+  struct ConvCase {
+    std::vector<int64_t> x, w, strides, pads, dil;
+    int64_t group;
+  };
+  const ConvCase convs[] = {
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 2},
+      {{1, 3, 10}, {4, 3, 3}, {}, {}, {2}, 1},
+      {{2, 3, 5, 6}, {5, 3, 1, 1}, {}, {}, {}, 1},
+      {{1, 2, 6, 5}, {3, 2, 2, 3}, {2, 1}, {1, 0, 0, 2}, {1, 2}, 1},
+  };
+  unsigned seed = 380;
+  for (DType t : {DType::F32, DType::F64})
+    for (const ConvCase &c : convs) {
+      SCOPED_TRACE(std::string("conv_grad ") + name(t) + " " +
+                   smprt::describe(make(t, c.x)));
+      std::vector<int64_t> out{c.x[0], c.w[0]};
+      size_t sp = c.x.size() - 2;
+      for (size_t d = 0; d < sp; ++d) {
+        int64_t s = c.strides.empty() ? 1 : c.strides[d];
+        int64_t dl = c.dil.empty() ? 1 : c.dil[d];
+        int64_t pb = c.pads.empty() ? 0 : c.pads[d];
+        int64_t pe = c.pads.empty() ? 0 : c.pads[sp + d];
+        out.push_back((c.x[d + 2] + pb + pe - dl * (c.w[d + 2] - 1) - 1) / s + 1);
+      }
+      Host x = random(t, c.x, -1, 1, seed++), w = random(t, c.w, -1, 1, seed++);
+      Host dy = random(t, out, -1, 1, seed++);
+      Host dx(t, c.x), dw(t, c.w);
+      ASSERT_OK(cpuk::convGrad(x, w, dy, c.strides, c.pads, c.dil, c.group, dx,
+                               dw));
+      Dev gx(x), gw(w), gdy(dy), gdx(t, c.x), gdw(t, c.w);
+      ASSERT_OK(cuk::convGrad(gx, gw, gdy, c.strides, c.pads, c.dil, c.group,
+                              gdx, gdw));
+      expectTol(gdx, dx, true);
+      expectTol(gdw, dw, true);
+    }
+  struct PoolCase {
+    std::vector<int64_t> x, y, kernel, strides, pads, dil;
+  };
+  const PoolCase pools[] = {
+      {{2, 3, 7, 7}, {2, 3, 4, 4}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}},
+      {{1, 2, 9}, {1, 2, 3}, {2}, {3}, {0, 1}, {2}},
+      {{1, 1, 4, 4}, {1, 1, 3, 3}, {2, 2}, {}, {}, {}},
+  };
+  for (DType t : {DType::F32, DType::BF16})
+    for (const PoolCase &c : pools)
+      for (int kind = 0; kind < 3; ++kind) {
+        SCOPED_TRACE(std::string("pool_grad ") + std::to_string(kind) + " " +
+                     name(t) + " " + smprt::describe(make(t, c.x)));
+        Host x = random(t, c.x, -2, 2, seed++), dy = random(t, c.y, -1, 1, seed++);
+        Host want(t, c.x);
+        ASSERT_OK(cpuk::poolGrad(kind == 0, x, dy, c.kernel, c.strides, c.pads,
+                                 c.dil, kind == 2, want));
+        Dev gx(x), gdy(dy), gdx(t, c.x);
+        ASSERT_OK(cuk::poolGrad(kind == 0, gx, gdy, c.kernel, c.strides, c.pads,
+                                c.dil, kind == 2, gdx));
+        expectTol(gdx, want, true);
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+TEST_F(Cuda, SgdUpdate) {
+  unsigned seed = 400;
+  struct Opt {
+    double momentum, dampening, wd;
+    bool nesterov;
+  };
+  const Opt opts[] = {{0, 0, 0, false},
+                      {0.9, 0, 1e-2, false},
+                      {0.9, 0.1, 0, true},
+                      {0.5, 0.2, 1e-3, false}};
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Opt &o : opts)
+      for (double step : {1.0, 3.0}) {
+        SCOPED_TRACE(std::string(name(t)) + " momentum " +
+                     std::to_string(o.momentum) + " step " +
+                     std::to_string(step));
+        cuk::SgdOptions go;
+        go.momentum = o.momentum;
+        go.dampening = o.dampening;
+        go.weightDecay = o.wd;
+        go.nesterov = o.nesterov;
+        cpuk::SgdOptions co;
+        co.momentum = o.momentum;
+        co.dampening = o.dampening;
+        co.weightDecay = o.wd;
+        co.nesterov = o.nesterov;
+        Host p = random(t, {300}, -1, 1, seed++), g = random(t, {300}, -1, 1, seed++);
+        Host buf = random(DType::F32, {300}, -1, 1, seed++);
+        Host np = p, nb = buf;
+        ASSERT_OK(cpuk::sgdUpdate(p, g, buf, 0.05, step, co, np, nb));
+        Host lr = make(DType::F64, {}, {0.05}), st = make(DType::I64, {}, {step});
+        Dev dp(p), dg(g), dbuf(buf), dlr(lr), dst(st);
+        Dev dnp(t, {300}), dnb(buf); // without momentum nb is not written
+        ASSERT_OK(cuk::sgdUpdate(dp, dg, dbuf, dlr, dst, nullptr, go, dnp, dnb));
+        expectTol(dnp, np);
+        expectTol(dnb, nb);
+        // In place, and skipped: param and buffer stay.
+        Host skip = make(DType::Bool, {}, {1});
+        Dev dskip(skip);
+        ASSERT_OK(cuk::sgdUpdate(dp, dg, dbuf, dlr, dst, dskip.ptr(), go, dp,
+                                 dbuf));
+        expectSameBytes(dp, p);
+        expectSameBytes(dbuf, buf);
+      }
+}
+
+TEST_F(Cuda, AdamUpdateAndMultiTensorAdam) {
+  unsigned seed = 420;
+  for (bool decoupled : {true, false})
+    for (DType t : {DType::F32, DType::BF16, DType::F64}) {
+      SCOPED_TRACE(std::string(name(t)) + (decoupled ? " AdamW" : " Adam"));
+      cuk::AdamOptions go;
+      go.weightDecay = 0.01;
+      go.decoupled = decoupled;
+      cpuk::AdamOptions co;
+      co.weightDecay = 0.01;
+      co.decoupled = decoupled;
+      // lr in f32: the CPU gets the same (rounded) value.
+      float lr32 = 1e-3f;
+      Host lr = make(DType::F32, {}, {lr32}), step = make(DType::I64, {}, {5});
+      Dev dlr(lr), dstep(step);
+      const int64_t sizes[] = {10, 20000, 1, 8193};
+      std::vector<Host> ps, gs, ms, vs, nps, nms, nvs;
+      for (int64_t n : sizes) {
+        ps.push_back(random(t, {n}, -1, 1, seed++));
+        gs.push_back(random(t, {n}, -1, 1, seed++));
+        ms.push_back(random(DType::F32, {n}, -0.1, 0.1, seed++));
+        vs.push_back(random(DType::F32, {n}, 0, 0.01, seed++));
+        nps.push_back(ps.back());
+        nms.push_back(ms.back());
+        nvs.push_back(vs.back());
+        ASSERT_OK(cpuk::adamUpdate(ps.back(), gs.back(), ms.back(), vs.back(),
+                                   double(lr32), 5.0, co, nps.back(),
+                                   nms.back(), nvs.back()));
+      }
+      // One tensor at a time.
+      {
+        Dev p(ps[1]), g(gs[1]), m(ms[1]), v(vs[1]);
+        Dev np(t, ps[1].ref.shape), nm(DType::F32, ms[1].ref.shape),
+            nv(DType::F32, vs[1].ref.shape);
+        ASSERT_OK(cuk::adamUpdate(p, g, m, v, dlr, dstep, nullptr, go, np, nm,
+                                  nv));
+        expectTol(np, nps[1]);
+        expectTol(nm, nms[1]);
+        expectTol(nv, nvs[1]);
+      }
+      // All at once, in place.
+      std::vector<std::unique_ptr<Dev>> keep;
+      std::vector<cuk::AdamTensors> all;
+      for (size_t i = 0; i < ps.size(); ++i) {
+        for (const Host *h : {&ps[i], &gs[i], &ms[i], &vs[i]})
+          keep.push_back(std::make_unique<Dev>(*h));
+        size_t b = keep.size() - 4;
+        all.push_back({keep[b]->ref(), keep[b + 1]->ref(), keep[b + 2]->ref(),
+                       keep[b + 3]->ref(), keep[b]->ref(), keep[b + 2]->ref(),
+                       keep[b + 3]->ref()});
+      }
+      ASSERT_OK(cuk::adamUpdateMulti(all, dlr, dstep, nullptr, go));
+      for (size_t i = 0; i < ps.size(); ++i) {
+        SCOPED_TRACE("tensor " + std::to_string(i));
+        expectTol(*keep[4 * i], nps[i]);
+        expectTol(*keep[4 * i + 2], nms[i]);
+        expectTol(*keep[4 * i + 3], nvs[i]);
+      }
+      // Skipped: nothing changes.
+      ASSERT_OK(sync());
+      std::vector<Host> before;
+      for (const auto &d : keep)
+        before.push_back(d->download());
+      Host skip = make(DType::Bool, {}, {1});
+      Dev dskip(skip);
+      ASSERT_OK(cuk::adamUpdateMulti(all, dlr, dstep, dskip.ptr(), go));
+      for (size_t i = 0; i < keep.size(); ++i)
+        expectSameBytes(*keep[i], before[i]);
+      // A zero skip flag updates.
+      Host noSkip = make(DType::Bool, {}, {0});
+      Dev dnoSkip(noSkip);
+      Dev p(ps[0]), g(gs[0]), m(ms[0]), v(vs[0]);
+      ASSERT_OK(cuk::adamUpdate(p, g, m, v, dlr, dstep, dnoSkip.ptr(), go, p, m,
+                                v));
+      expectTol(p, nps[0]);
+    }
+}
+
+} // namespace
+} // namespace smp_cuda_test
