@@ -29,3 +29,11 @@ config.substitutions.append(
                           "Inputs", "bad")))
 if config.smp_have_cuda:
     config.available_features.add("cuda")
+    # A usable GPU: tests of the CUDA backend run (REQUIRES: gpu), the
+    # others skip them.
+    import shutil
+    import subprocess
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True,
+                              timeout=60).returncode == 0:
+        config.available_features.add("gpu")

@@ -77,9 +77,10 @@ Status copy(const TensorRef &in, const TensorRef &out) {
     return s;
   if (in.data == out.data || in.numel() == 0)
     return Status::success();
+  // cudaMemcpyDefault: either side may be pinned host memory (activation
+  // offloading copies between the arena and the host pool).
   return cudaStatus(name, cudaMemcpyAsync(out.data, in.data, in.bytes(),
-                                          cudaMemcpyDeviceToDevice,
-                                          ctx->stream));
+                                          cudaMemcpyDefault, ctx->stream));
 }
 
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,

@@ -199,18 +199,23 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     *e->mutable_shape() = b.shape();
     e->set_offset(data.size());
     e->set_bytes(t.bytes());
-    e->set_checksum(checksum64(t.data, t.bytes()));
+    // The tensor's bytes from the arena (device memory on a GPU).
+    size_t at = data.size();
+    data.resize(at + t.bytes());
+    if (!(s = exec.readBuffer(static_cast<uint32_t>(i), data.data() + at)).ok())
+      break; // reported to every rank below
+    e->set_checksum(checksum64(data.data() + at, t.bytes()));
     ShardLayout::of(b).to(*e);
     e->set_role(b.role());
-    data.append(static_cast<const char *>(t.data), t.bytes());
   }
   size_t abortAfter = SIZE_MAX;
   if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ABORT_AT_STEP"))
     if (std::atoll(fault) == step)
       abortAfter = data.size() / 2;
   std::string prefix = tmp + "/" + rankPrefix(comm);
-  s = writeSynced(prefix + "tensors.bin", data.data(), data.size(),
-                  abortAfter);
+  if (s.ok())
+    s = writeSynced(prefix + "tensors.bin", data.data(), data.size(),
+                    abortAfter);
   if (s.ok()) {
     std::string framed = frame(index.SerializeAsString());
     s = writeSynced(prefix + "index.pb", framed.data(), framed.size());
@@ -345,7 +350,8 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     values.emplace_back(i, std::move(local));
   }
   for (auto &[i, bytes] : values)
-    std::memcpy(exec.buffers()[i].data, bytes.data(), bytes.size());
+    if (Status w = exec.writeBuffer(static_cast<uint32_t>(i), bytes.data()); !w.ok())
+      return Status::failure(ckpt + ": " + w.error);
   step = files.first.step();
   totalSteps = files.first.total_steps();
   return Status::success();

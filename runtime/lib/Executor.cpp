@@ -5,38 +5,85 @@
 #include <chrono>
 #include <map>
 #include <cstring>
-#include <sys/mman.h>
 
 namespace smprt {
 
-Arena::~Arena() {
-  if (data_)
-    ::munmap(data_, size_);
+Arena::~Arena() { release(); }
+
+void Arena::release() {
+  if (data_ && backend_)
+    host_ ? backend_->releaseHost(data_, size_) : backend_->release(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
 }
 
-Status Arena::allocate(uint64_t bytes) {
+Status Arena::allocate(Backend &backend, uint64_t bytes, bool host) {
+  release();
+  backend_ = &backend;
+  host_ = host;
   size_ = std::max<uint64_t>(bytes, 1);
-  void *p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    data_ = nullptr;
-    return Status::failure("cannot allocate an arena of " +
-                           std::to_string(bytes) + " bytes");
+  void *p = nullptr;
+  Status s = host ? backend.allocateHost(size_, &p) : backend.allocate(size_, &p);
+  if (!s.ok()) {
+    size_ = 0;
+    return s;
   }
   data_ = static_cast<char *>(p);
+  return Status::success();
+}
+
+Executor::Executor() : backend_(nullptr), ownBackend_(makeCpuBackend()) {
+  backend_ = ownBackend_.get();
+}
+
+Executor::~Executor() = default;
+
+void Executor::setBackend(Backend *backend) {
+  backend_ = backend ? backend : ownBackend_.get();
+}
+
+/// Weights from the artifact's file (or their fill value) into the arena.
+Status Executor::loadWeights(const Artifact &artifact) {
+  const auto &p = artifact.program;
+  std::string weights;
+  Status s = readWeights(artifact, weights);
+  if (!s.ok())
+    return s;
+  std::string fill; // host bytes of a filled weight
+  for (const auto &w : p.weights()) {
+    const auto &b = p.buffers(w.buffer());
+    const char *src = weights.data() + w.file_offset();
+    if (w.zero_init()) {
+      if (w.fill_value() != 0 && b.dtype() != static_cast<uint32_t>(DType::F32))
+        return Status::failure(artifact.dir + ": buffer '" + b.name() +
+                               "' has a fill value but is not f32");
+      fill.assign(w.bytes(), '\0');
+      if (w.fill_value() != 0) {
+        float v = static_cast<float>(w.fill_value());
+        float *f = reinterpret_cast<float *>(fill.data());
+        std::fill(f, f + w.bytes() / sizeof(float), v);
+      }
+      src = fill.data();
+    }
+    if (!(s = backend_->copyIn(arena_.data() + b.offset(), src, w.bytes(),
+                               "weight '" + b.name() + "'"))
+             .ok())
+      return Status::failure(artifact.dir + ": " + s.error);
+    arena_.touch(b.offset(), b.bytes());
+  }
   return Status::success();
 }
 
 Status Executor::init(const Artifact &artifact) {
   artifact_ = &artifact;
   const auto &p = artifact.program;
-  Status s = arena_.allocate(p.arena_bytes());
+  Status s = arena_.allocate(*backend_, p.arena_bytes(), /*host=*/false);
   if (!s.ok())
-    return s;
-  // Offloaded activations live in host memory (pinned memory for the CUDA
-  // backend's copies; ordinary pages here).
-  if (!(s = hostArena_.allocate(p.host_arena_bytes())).ok())
-    return s;
+    return Status::failure(artifact.dir + ": " + s.error);
+  // Offloaded activations live in host memory (pinned for the CUDA
+  // backend's copies).
+  if (!(s = hostArena_.allocate(*backend_, p.host_arena_bytes(), true)).ok())
+    return Status::failure(artifact.dir + ": " + s.error);
   buffers_.clear();
   for (const auto &b : p.buffers()) {
     TensorRef ref;
@@ -45,26 +92,14 @@ Status Executor::init(const Artifact &artifact) {
     ref.shape.assign(b.shape().begin(), b.shape().end());
     buffers_.push_back(ref);
   }
-  std::string weights;
-  if (!(s = readWeights(artifact, weights)).ok())
+  if (!(s = loadWeights(artifact)).ok())
     return s;
-  for (const auto &w : p.weights()) {
-    const auto &b = p.buffers(w.buffer());
-    if (w.zero_init() && w.fill_value() == 0) {
-      std::memset(arena_.data() + b.offset(), 0, w.bytes());
-    } else if (w.zero_init()) {
-      if (b.dtype() != static_cast<uint32_t>(DType::F32))
-        return Status::failure(artifact.dir + ": buffer '" + b.name() +
-                               "' has a fill value but is not f32");
-      float v = static_cast<float>(w.fill_value());
-      float *p = reinterpret_cast<float *>(arena_.data() + b.offset());
-      std::fill(p, p + w.bytes() / sizeof(float), v);
-    }
-    else
-      std::memcpy(arena_.data() + b.offset(), weights.data() + w.file_offset(),
-                  w.bytes());
-    arena_.touch(b.offset(), b.bytes());
-  }
+  // The program's collectives run on the backend's communicator (NCCL on a
+  // GPU), made from the run's.
+  deviceComm_.reset();
+  if (!(s = backend_->deviceCommunicator(*comm_, deviceComm_)).ok())
+    return Status::failure(artifact.dir + ": " + s.error);
+  programComm_ = deviceComm_ ? deviceComm_.get() : comm_;
   // Communicators of the rank groups the collectives run over, created in
   // sorted order (the same on every rank, so creation cannot deadlock).
   groups_.clear();
@@ -78,7 +113,7 @@ Status Executor::init(const Artifact &artifact) {
     std::string what = "creating the group of ranks";
     for (int r : ranks)
       what += " " + std::to_string(r);
-    if (!(s = comm_->createGroup(ranks, c, what)).ok())
+    if (!(s = programComm_->createGroup(ranks, c, what)).ok())
       return Status::failure(artifact.dir + ": " + s.error);
     group = c.get();
     groups_.push_back(std::move(c));
@@ -86,17 +121,21 @@ Status Executor::init(const Artifact &artifact) {
   steps_.clear();
   for (const auto &inst : p.instructions()) {
     Step step;
-    Communicator *comm = comm_;
+    Communicator *comm = programComm_;
     if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
       comm = groupOf[std::vector<int>(it->second.ints().values().begin(),
                                       it->second.ints().values().end())];
-    if (!(s = decodeInstruction(inst, buffers_, *comm, step)).ok())
+    if (!(s = backend_->decode(inst, buffers_, *comm, step)).ok())
       return Status::failure(artifact.dir + ": instruction '" + inst.op() +
                              "' (" + inst.loc() + "): " + s.error);
     steps_.push_back(std::move(step));
   }
   inputSet_.assign(p.inputs_size(), false);
-  return Status::success();
+  outputCopies_.clear();
+  if (!backend_->hostAddressable())
+    for (const auto &o : p.outputs())
+      outputCopies_.emplace_back(buffers_[o.buffer()].bytes(), '\0');
+  return backend_->synchronize("loading the weights");
 }
 
 Status Executor::setInput(const std::string &name, const TensorRef &value,
@@ -111,7 +150,10 @@ Status Executor::setInput(const std::string &name, const TensorRef &value,
                              describe(value) + " but the model was compiled "
                                                "for " +
                              describe(dst));
-    std::memcpy(dst.data, value.data, dst.bytes());
+    Status s = backend_->copyIn(dst.data, value.data, dst.bytes(),
+                                "input '" + name + "'");
+    if (!s.ok())
+      return Status::failure(source + ": " + s.error);
     arena_.touch(static_cast<char *>(dst.data) - arena_.data(), dst.bytes());
     inputSet_[i] = true;
     return Status::success();
@@ -128,10 +170,14 @@ Status Executor::run() {
                              "' was not given");
   if (!profile_.empty())
     ++profileRuns_;
+  // A device queues the steps: profiling waits for each to time it.
+  bool waitEach = !profile_.empty() && !backend_->hostAddressable();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();
     Status s = step.run();
+    if (s.ok() && waitEach)
+      s = backend_->synchronize("the step");
     if (!profile_.empty())
       profile_[i] += std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
@@ -145,7 +191,39 @@ Status Executor::run() {
                      buffers_[o].bytes());
   }
   // Pipeline sends are eager; the step ends once the peers have them.
-  return comm_->completeSends("the sends of this step");
+  Status s = programComm_->completeSends("the sends of this step");
+  if (s.ok())
+    s = programComm_->synchronize("the collectives of this step");
+  if (s.ok())
+    s = backend_->synchronize("this step");
+  const auto &outs = artifact_->program.outputs();
+  for (size_t i = 0; s.ok() && i < outputCopies_.size(); ++i)
+    s = readBuffer(outs[static_cast<int>(i)].buffer(), outputCopies_[i].data());
+  return s;
+}
+
+Status Executor::readBuffer(uint32_t index, void *dst) const {
+  const TensorRef &t = buffers_.at(index);
+  if (artifact_->program.buffers(static_cast<int>(index)).pool() == 1) {
+    std::memcpy(dst, t.data, t.bytes()); // the host pool
+    return Status::success();
+  }
+  return backend_->copyOut(dst, t.data, t.bytes(),
+                           "buffer '" +
+                               artifact_->program.buffers(static_cast<int>(index)).name() +
+                               "'");
+}
+
+Status Executor::writeBuffer(uint32_t index, const void *src) {
+  const TensorRef &t = buffers_.at(index);
+  if (artifact_->program.buffers(static_cast<int>(index)).pool() == 1) {
+    std::memcpy(t.data, src, t.bytes());
+    return Status::success();
+  }
+  return backend_->copyIn(t.data, src, t.bytes(),
+                          "buffer '" +
+                              artifact_->program.buffers(static_cast<int>(index)).name() +
+                              "'");
 }
 
 bool Executor::hasInput(const std::string &name) const {
@@ -175,8 +253,13 @@ std::vector<Executor::ProfileEntry> Executor::profile() const {
 
 std::vector<std::pair<std::string, TensorRef>> Executor::outputs() const {
   std::vector<std::pair<std::string, TensorRef>> out;
-  for (const auto &b : artifact_->program.outputs())
-    out.emplace_back(b.name(), buffers_[b.buffer()]);
+  const auto &outs = artifact_->program.outputs();
+  for (int i = 0; i < outs.size(); ++i) {
+    TensorRef t = buffers_[outs[i].buffer()];
+    if (!outputCopies_.empty())
+      t.data = const_cast<char *>(outputCopies_[static_cast<size_t>(i)].data());
+    out.emplace_back(outs[i].name(), t);
+  }
   return out;
 }
 

@@ -36,16 +36,16 @@ Status detectLaunch(const std::function<const char *(const char *)> &getenv,
                     LaunchInfo &out) {
   out = LaunchInfo();
   struct Source {
-    const char *launcher, *rank, *size, *localSize;
+    const char *launcher, *rank, *size, *localSize, *localRank;
   };
   const Source sources[] = {
       {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-       "OMPI_COMM_WORLD_LOCAL_SIZE"},
-      {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"},
+       "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPI_LOCALRANKID"},
       {"slurm", "SLURM_PROCID",
        getenv("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
                                       : "SLURM_NTASKS",
-       nullptr},
+       nullptr, "SLURM_LOCALID"},
   };
   for (const Source &src : sources) {
     const char *rank = getenv(src.rank);
@@ -72,6 +72,10 @@ Status detectLaunch(const std::function<const char *(const char *)> &getenv,
                   out.localSize > out.size))
       return Status::failure(std::string(src.localSize) + "='" + local +
                              "' is not a number of ranks up to " + size);
+    const char *localRank = getenv(src.localRank);
+    if (localRank && !parseCount(localRank, out.localRank))
+      return Status::failure(std::string(src.localRank) + "='" + localRank +
+                             "' is not a rank");
     out.launcher = src.launcher;
     return Status::success();
   }

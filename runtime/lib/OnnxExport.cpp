@@ -37,15 +37,22 @@ constexpr uint64_t kExternalThreshold = uint64_t(1) << 31; // protobuf's 2 GB
 
 Status saveTrainedOnnx(const Executor &exec, const std::string &path) {
   std::map<std::string, TrainedTensor> params;
+  std::vector<std::string> bytes; // host copies (the arena may be a GPU's)
   const auto &program = exec.artifact().program;
-  for (int i = 0; i < program.buffers_size(); ++i) {
+  for (int i = 0; i < program.buffers_size(); ++i)
+    if (program.buffers(i).role() == "param")
+      bytes.emplace_back();
+  for (int i = 0, k = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
     if (b.role() != "param")
       continue;
-    const TensorRef &t = exec.buffers()[i];
+    std::string &host = bytes[static_cast<size_t>(k++)];
+    host.resize(exec.buffers()[i].bytes());
+    if (Status s = exec.readBuffer(static_cast<uint32_t>(i), host.data()); !s.ok())
+      return Status::failure(path + ": " + s.error);
     params[b.name()] = TrainedTensor{
         b.dtype(), std::vector<int64_t>(b.shape().begin(), b.shape().end()),
-        static_cast<const char *>(t.data), t.bytes()};
+        host.data(), host.size()};
   }
   return saveTrainedOnnx(exec.artifact(), params, path);
 }

@@ -79,6 +79,10 @@ OPTIONS
                      (default 600). When it expires the rank prints
                      "rank R: timed out after T s in <collective>" and every
                      rank exits non-zero.
+  --device D         Where each rank runs: cpu, cuda (rank r on its local
+                     rank's GPU) or cuda:N (default: the artifact's
+                     --target). The program is the same for both; the
+                     target only steered the compiler's cost model.
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on, divided by the ranks on
                      this machine).
@@ -183,6 +187,7 @@ int main(int argc, char **argv) {
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0;
   double timeout = 600;
   bool resume = false;
+  std::string device; // "": the artifact's target
   // Flags that take a value: where it goes, and the smallest integer allowed
   // (for integer flags).
   struct Flag {
@@ -197,6 +202,7 @@ int main(int argc, char **argv) {
       {"--profile", {&profilePath}},
       {"--checkpoint-dir", {&ckptDir}},
       {"--save-onnx", {&saveOnnx}},
+      {"--device", {&device}},
       {"--steps", {nullptr, &steps}},
       {"--checkpoint-every", {nullptr, &ckptEvery}},
       {"--threads", {nullptr, &threads, 1, 1024}},
@@ -314,13 +320,21 @@ int main(int argc, char **argv) {
   s = smprt::loadArtifact(model, static_cast<uint32_t>(rank), artifact);
   if (!s.ok())
     return fail(s.error);
-  if (artifact.manifest.target() != "cpu")
-    return fail(model + ": compiled for target '" +
-                artifact.manifest.target() +
-                "', but this smprun runs the cpu backend only; recompile "
-                "with --target cpu");
+  std::unique_ptr<smprt::Backend> backend;
+  if (device.empty()) {
+    if (!(s = smprt::makeBackend(artifact.manifest.target(), launch.localRank,
+                                 backend))
+             .ok())
+      return fail(model + ": compiled for target '" +
+                  artifact.manifest.target() + "': " + s.error +
+                  "; run it on the CPU with --device cpu");
+  } else if (!(s = smprt::makeBackend(device, launch.localRank, backend))
+                  .ok()) {
+    return fail(s.error);
+  }
   smprt::Executor exec;
   exec.setCommunicator(comm.get());
+  exec.setBackend(backend.get());
   if (!(s = exec.init(artifact)).ok())
     return fail(s.error);
   if (artifact.manifest.has_training() != (steps > 0))

@@ -139,6 +139,16 @@ public:
   virtual Status broadcast(void *data, size_t bytes, int root,
                            const std::string &what) = 0;
 
+  /// Waits until the operations this communicator queued have finished.
+  /// Host communicators (local, MPI) finish each call before returning:
+  /// nothing to wait for. A device communicator (NCCL) queues its
+  /// collectives on a stream; this waits for them under its watchdog and
+  /// reports their errors, naming `what`.
+  virtual Status synchronize(const std::string &what) {
+    (void)what;
+    return Status::success();
+  }
+
   /// Ends every rank of the run with exit status `code` (after flushing
   /// stdio): the way out after an error on one rank, so that the others do
   /// not wait for it in their next collective.

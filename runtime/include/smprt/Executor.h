@@ -4,6 +4,7 @@
 #define SMPRT_EXECUTOR_H
 
 #include "smprt/Artifact.h"
+#include "smprt/Backend.h"
 #include "smprt/Communicator.h"
 #include "smprt/Tensor.h"
 
@@ -14,13 +15,18 @@
 
 namespace smprt {
 
-/// One arena per rank, sized by the compile-time memory plan. Pages are
-/// mapped lazily; `highWaterBytes` is the highest arena byte any weight load
+/// One arena per rank, sized by the compile-time memory plan, in the
+/// backend's memory (host pages mapped lazily on the CPU, cudaMalloc on a
+/// GPU). `highWaterBytes` is the highest arena byte any weight load, input
 /// or instruction output has written (measured, to check the plan).
 class Arena {
 public:
+  Arena() = default;
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
   ~Arena();
-  Status allocate(uint64_t bytes);
+  /// Device memory of `backend`, or its host memory for copies (`host`).
+  Status allocate(Backend &backend, uint64_t bytes, bool host);
   char *data() const { return data_; }
   uint64_t size() const { return size_; }
   void touch(uint64_t offset, uint64_t bytes) {
@@ -29,26 +35,18 @@ public:
   uint64_t highWaterBytes() const { return highWater_; }
 
 private:
+  void release();
+  Backend *backend_ = nullptr;
+  bool host_ = false;
   char *data_ = nullptr;
   uint64_t size_ = 0;
   uint64_t highWater_ = 0;
 };
 
-/// A decoded instruction: runs its kernel on arena views.
-struct Step {
-  std::string op, loc;
-  std::function<Status()> run;
-  std::vector<uint32_t> outputs;
-};
-
-/// Builds the step of one instruction, or fails for an unknown op or bad
-/// attributes (KernelTable.cpp). Communication steps capture `comm`.
-Status decodeInstruction(const smp::artifact::Instruction &inst,
-                         const std::vector<TensorRef> &buffers,
-                         Communicator &comm, Step &step);
-
 class Executor {
 public:
+  Executor();
+  ~Executor();
   /// The communicator of this rank, for the program's communication steps
   /// and the trainer (rank-0-only output, checkpoints). Call it before
   /// init(): the steps capture it when they are decoded. Without one (or
@@ -58,6 +56,10 @@ public:
     comm_ = comm ? comm : &localCommunicator();
   }
   Communicator &communicator() const { return *comm_; }
+  /// Where the program runs; the CPU when not set. Call it before init();
+  /// the backend must outlive the executor.
+  void setBackend(Backend *backend);
+  Backend &backend() const { return *backend_; }
 
   /// Allocates the arena and loads the weights of a validated artifact.
   Status init(const Artifact &artifact);
@@ -71,8 +73,13 @@ public:
                   const std::string &source);
   /// Runs every instruction once. Fails if an input was not set.
   Status run();
-  /// Views of the graph outputs (valid until the next run).
+  /// Views of the graph outputs in host memory (valid until the next run).
   std::vector<std::pair<std::string, TensorRef>> outputs() const;
+  /// Copies buffer `index` (all its bytes) to host memory at `dst`, or
+  /// host memory at `src` into it: how checkpoints and exports reach a
+  /// device's arena.
+  Status readBuffer(uint32_t index, void *dst) const;
+  Status writeBuffer(uint32_t index, const void *src);
 
   /// Per-instruction wall time of the runs since profiling was enabled.
   void enableProfiling() {
@@ -89,7 +96,8 @@ public:
   std::vector<ProfileEntry> profile() const;
 
   const Artifact &artifact() const { return *artifact_; }
-  /// Views of every buffer (index = the program's buffer index).
+  /// Views of every buffer (index = the program's buffer index), in the
+  /// backend's memory: host memory only if backend().hostAddressable().
   const std::vector<TensorRef> &buffers() const { return buffers_; }
   uint64_t arenaBytes() const { return arena_.size(); }
   uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
@@ -99,7 +107,15 @@ public:
   }
 
 private:
+  Status loadWeights(const Artifact &artifact);
+
   Communicator *comm_ = &localCommunicator();
+  Backend *backend_;
+  std::unique_ptr<Backend> ownBackend_; // the CPU, when none was set
+  /// The communicator of the program's collectives: the backend's (NCCL on
+  /// a GPU) or comm_ itself.
+  std::unique_ptr<Communicator> deviceComm_;
+  Communicator *programComm_ = nullptr;
   /// Sub-communicators of the rank groups the program's collectives use.
   std::vector<std::unique_ptr<Communicator>> groups_;
   const Artifact *artifact_ = nullptr;
@@ -108,6 +124,8 @@ private:
   std::vector<TensorRef> buffers_;
   std::vector<Step> steps_;
   std::vector<bool> inputSet_;
+  /// Host copies of the outputs when the arena is not host memory.
+  std::vector<std::string> outputCopies_;
   std::vector<double> profile_; // empty unless profiling
   int64_t profileRuns_ = 0;
 };

@@ -29,14 +29,18 @@ struct LaunchInfo {
   int rank = 0, size = 1;
   /// Ranks on this machine as the launcher tells; 0 when it does not.
   int localSize = 0;
+  /// This rank's index among them (picks its GPU); 0 when not told.
+  int localRank = 0;
   bool underLauncher() const { return !launcher.empty(); }
 };
 
 /// Reads the rank and size a launcher set, first found wins:
-///   OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (+ OMPI_COMM_WORLD_LOCAL_SIZE)
-///   PMI_RANK / PMI_SIZE (+ MPI_LOCALNRANKS)
+///   OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (+ OMPI_COMM_WORLD_LOCAL_SIZE,
+///   OMPI_COMM_WORLD_LOCAL_RANK)
+///   PMI_RANK / PMI_SIZE (+ MPI_LOCALNRANKS, MPI_LOCALRANKID)
 ///   SLURM_PROCID / SLURM_STEP_NUM_TASKS or SLURM_NTASKS, inside an srun job
-///   step only (SLURM_STEP_ID set: a batch script is not a launched rank)
+///   step only (SLURM_STEP_ID set: a batch script is not a launched rank;
+///   + SLURM_LOCALID)
 /// Malformed or inconsistent values are an error naming the variable.
 Status detectLaunch(LaunchInfo &out);
 /// The same with another environment (for tests).

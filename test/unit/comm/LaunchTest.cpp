@@ -34,6 +34,7 @@ TEST(Launch, OpenMpi) {
   ASSERT_TRUE(detect({{"OMPI_COMM_WORLD_RANK", "3"},
                       {"OMPI_COMM_WORLD_SIZE", "8"},
                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
                       // Open MPI wins over what else is set.
                       {"PMI_RANK", "0"},
                       {"PMI_SIZE", "2"}},
@@ -43,19 +44,26 @@ TEST(Launch, OpenMpi) {
   EXPECT_EQ(l.rank, 3);
   EXPECT_EQ(l.size, 8);
   EXPECT_EQ(l.localSize, 4);
+  EXPECT_EQ(l.localRank, 3);
 }
 
 TEST(Launch, Pmi) {
   LaunchInfo l;
   ASSERT_TRUE(detect({{"PMI_RANK", "1"},
                       {"PMI_SIZE", "2"},
-                      {"MPI_LOCALNRANKS", "2"}},
+                      {"MPI_LOCALNRANKS", "2"},
+                      {"MPI_LOCALRANKID", "1"}},
                      l)
                   .ok());
   EXPECT_EQ(l.launcher, "pmi");
   EXPECT_EQ(l.rank, 1);
   EXPECT_EQ(l.size, 2);
   EXPECT_EQ(l.localSize, 2);
+  EXPECT_EQ(l.localRank, 1);
+  Status bad = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"},
+                       {"MPI_LOCALRANKID", "x"}},
+                      l);
+  EXPECT_EQ(bad.error, "MPI_LOCALRANKID='x' is not a rank");
 }
 
 TEST(Launch, SlurmStepsOnly) {
