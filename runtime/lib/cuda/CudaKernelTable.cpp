@@ -28,11 +28,7 @@ bool sgdUpdateStep(Decoder &d, Step &s) {
   if (!d.arity(5, 6, 2))
     return false;
   bool hasSkip = d.inst.inputs_size() == 6;
-  k::SgdOptions o;
-  o.momentum = d.f("momentum", 0);
-  o.dampening = d.f("dampening", 0);
-  o.weightDecay = d.f("weight_decay", 0);
-  o.nesterov = d.i("nesterov", 0) != 0;
+  k::SgdOptions o = sgdOptions(d);
   s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
            step = d.in(4), skip = hasSkip ? d.in(5) : TensorRef(), hasSkip,
            np = d.out(0), nb = d.out(1), o] {
@@ -46,12 +42,7 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   if (!d.arity(6, 7, 3))
     return false;
   bool hasSkip = d.inst.inputs_size() == 7;
-  k::AdamOptions o;
-  o.beta1 = d.f("beta1", 0.9);
-  o.beta2 = d.f("beta2", 0.999);
-  o.epsilon = d.f("epsilon", 1e-8);
-  o.weightDecay = d.f("weight_decay", 0);
-  o.decoupled = d.i("decoupled", 1) != 0;
+  k::AdamOptions o = adamOptions(d);
   s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
            step = d.in(5), skip = hasSkip ? d.in(6) : TensorRef(), hasSkip,
            np = d.out(0), nm = d.out(1), nv = d.out(2), o] {

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# GPT-2 124M training on one device: smp against PyTorch eager and
+# torch.compile on the same model (smp-modelgen gpt; bench/gpt2_train_torch.py
+# builds the same one), batch, sequence, AdamW and precision, measured in the
+# same run. Prints a markdown table: tokens/s (median step after warm-up),
+# MFU against the device's dense peak, and each side's loss after the steps.
+#
+#   bench/gpt2_train.sh [--device cuda|cpu] [--batch B] [--steps N]
+#                       [--warmup N] [--precision bf16|fp32]
+#                       [--peak-tflops P] [--small] [--no-torch]
+#
+# --small: a 2-layer, 128-wide model with seq 64 and vocab 512, to check
+# the benchmark itself on a CPU (`--device cpu --small`). The peak defaults to
+# the H100 SXM's dense bf16 989 TFLOP/s (fp32: 67). MFU counts 6 N + 12 L H T
+# FLOPs per token (N parameters, L layers, H hidden, T sequence; PaLM's
+# formula, attention included, no recomputation). Environment: SMP_BIN (the
+# build's bin directory, default build/bin), SMP_BENCH_DIR (scratch, default
+# /tmp/smp-gpt2-train), PYTHON.
+set -euo pipefail
+
+BIN=${SMP_BIN:-build/bin}
+DIR=${SMP_BENCH_DIR:-/tmp/smp-gpt2-train}
+PYTHON=${PYTHON:-python3}
+L=12 H=768 NH=12 T=1024 V=50257
+B=16 STEPS=30 WARM=10 DEV=cuda PREC=bf16 PEAK="" TORCH=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) DEV=$2; shift 2 ;;
+    --batch) B=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --warmup) WARM=$2; shift 2 ;;
+    --precision) PREC=$2; shift 2 ;;
+    --peak-tflops) PEAK=$2; shift 2 ;;
+    --small) L=2 H=128 NH=4 T=64 V=512; shift ;;
+    --no-torch) TORCH=0; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "gpt2_train.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$PEAK" ]; then
+  if [ "$PREC" = bf16 ]; then PEAK=989; else PEAK=67; fi
+fi
+mkdir -p "$DIR"
+echo "# gpt2_train.sh: L=$L H=$H heads=$NH T=$T V=$V batch=$B steps=$STEPS (+$WARM warm-up) $PREC on $DEV" >&2
+
+# The model and random tokens (enough samples for every step's batch).
+"$BIN/smp-modelgen" gpt --layers $L --hidden $H --heads $NH --seq $T \
+  --vocab $V -o "$DIR/gpt2.onnx" --write-data "$DIR/data" $((B * 2)) >&2
+target=cpu
+[ "$DEV" != cpu ] && target=cuda
+start=$(date +%s.%N)
+"$BIN/smpc" compile "$DIR/gpt2.onnx" --train --target $target \
+  --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
+  --precision "$PREC" --batch-size $B -o "$DIR/gpt2.smpx" >&2
+echo "# smpc compile: $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+"$BIN/smprun" "$DIR/gpt2.smpx" --device "$DEV" --data "$DIR/data" \
+  --steps $((STEPS + WARM)) --metrics "$DIR/smp.jsonl" > "$DIR/smprun.out"
+cat "$DIR/smprun.out" >&2
+
+rows=("$DIR/smp.jsonl")
+if [ $TORCH = 1 ]; then
+  for mode in eager compile; do
+    flag=""
+    [ $mode = compile ] && flag=--compile
+    $PYTHON "$(dirname "$0")/gpt2_train_torch.py" --layers $L --hidden $H \
+      --heads $NH --seq $T --vocab $V --batch $B --steps $STEPS \
+      --warmup $WARM --device "$DEV" --dtype "$PREC" $flag \
+      > "$DIR/torch-$mode.json"
+    rows+=("$DIR/torch-$mode.json")
+  done
+fi
+
+$PYTHON - "$L" "$H" "$T" "$B" "$WARM" "$PEAK" "$DIR/smprun.out" "${rows[@]}" <<'EOF'
+import json, re, statistics, sys
+L, H, T, B, warm = map(int, sys.argv[1:6])
+peak = float(sys.argv[6]) * 1e12
+smprun_out = open(sys.argv[7]).read()
+rows = []
+smp = [json.loads(l) for l in open(sys.argv[8]) if l.strip()]
+sps = statistics.median(r["samples_per_s"] for r in smp[warm:])
+m = re.search(r"arena (\d+) bytes planned", smprun_out)
+rows.append(("smp", sps * T, smp[-1]["loss"], int(m.group(1)) if m else 0))
+params = None
+for path in sys.argv[9:]:
+    r = json.load(open(path))
+    params = r["params"]
+    rows.append(("PyTorch " + r["mode"], r["tokens_per_s"], r["loss"],
+                 r["peak_bytes"]))
+if params is None:  # smp only: GPT-2's count from the config
+    V = 50257 if H == 768 else 512
+    params = V * H + T * H + L * (12 * H * H + 13 * H) + 2 * H
+flops_per_token = 6 * params + 12 * L * H * T
+print(f"| run | tokens/s | MFU | loss after the steps (own weights and data) | memory (bytes) |")
+print(f"| --- | --- | --- | --- | --- |")
+for name, tps, loss, mem in rows:
+    print(f"| {name} | {tps:,.0f} | {100 * tps * flops_per_token / peak:.1f}% "
+          f"| {loss:.4f} | {mem:,} |")
+EOF
