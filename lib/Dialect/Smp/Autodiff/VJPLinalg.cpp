@@ -43,6 +43,25 @@ VJP(MatMulOp) {
     gx[0] = G.reshape(dA, at.getShape());
   }
   if (need[1]) {
+    // A weight (a matrix) applied to a batch of activations, A [..., T, K]
+    // and G [..., T, N] with the same leading dims: one product over the
+    // flattened rows, [rows, K]^T [rows, N], instead of a batched product
+    // [..., K, N] summed over the batch (no batch-sized temporary, no
+    // reduction pass).
+    auto aT = typeOf(A), gT = typeOf(Gm);
+    int64_t rank = aT.getRank();
+    if (!ta && typeOf(C).getRank() == 2 && rank >= 3 &&
+        gT.getRank() == rank &&
+        aT.getShape().drop_back() == gT.getShape().drop_back()) {
+      int64_t rows = 1;
+      for (int64_t d : aT.getShape().drop_back())
+        rows *= d;
+      Value A2 = G.reshape(A, {rows, aT.getDimSize(rank - 1)});
+      Value G2 = G.reshape(Gm, {rows, gT.getDimSize(rank - 1)});
+      Value dC = tb ? mm(G2, A2, true, false) : mm(A2, G2, true, false);
+      gx[1] = G.reshape(dC, ct.getShape());
+      return success();
+    }
     Value dC = tb ? (ta ? mm(Gm, A, true, true) : mm(Gm, A, true, false))
                   : (ta ? mm(A, Gm, false, false) : mm(A, Gm, true, false));
     dC = G.unbroadcast(dC, C.getType());
