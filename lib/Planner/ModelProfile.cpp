@@ -96,15 +96,25 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
                     std::vector<ModelProfile::StepValue> &values,
                     int32_t &length) {
   Block &body = step.getBody().front();
+  // Parameter types (and transposes), also in the half-precision types of
+  // mixed precision: a weight's gradient made in bf16 by a product over the
+  // batch's rows is typed like the weight's copy and does not grow with the
+  // batch.
   llvm::DenseSet<Type> paramTypes;
   llvm::DenseSet<Value> data;
   for (BlockArgument arg : body.getArguments()) {
     if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr)) {
       auto t = cast<RankedTensorType>(arg.getType());
-      paramTypes.insert(t);
-      if (t.getRank() == 2)
-        paramTypes.insert(RankedTensorType::get(
-            {t.getDimSize(1), t.getDimSize(0)}, t.getElementType()));
+      for (Type e : {t.getElementType(),
+                     static_cast<Type>(BFloat16Type::get(t.getContext())),
+                     static_cast<Type>(Float16Type::get(t.getContext()))}) {
+        if (!isa<FloatType>(t.getElementType()) && e != t.getElementType())
+          continue;
+        paramTypes.insert(RankedTensorType::get(t.getShape(), e));
+        if (t.getRank() == 2)
+          paramTypes.insert(RankedTensorType::get(
+              {t.getDimSize(1), t.getDimSize(0)}, e));
+      }
     } else if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr)) {
       data.insert(arg);
     }
@@ -116,10 +126,27 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
     ops.push_back(&op);
   }
   int32_t end = static_cast<int32_t>(ops.size());
-  auto isForward = [&](Operation *op) { return op->hasAttr(kAnchorAttr); };
+  // Forward ops: @main's (tagged), and whatever canonicalization made
+  // before the loss (a folded cast chain) when the loss is one op (not the
+  // vocabulary-parallel one); recomputed copies are backward.
+  int32_t loss = -1;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (isa<CrossEntropyOp>(ops[i])) {
+      loss = static_cast<int32_t>(i);
+      break;
+    }
+  auto isForward = [&](Operation *op) {
+    if (op->hasAttr("smp.recomputed"))
+      return false;
+    if (op->hasAttr(kAnchorAttr))
+      return true;
+    auto it = index.find(op);
+    return it != index.end() && it->second < loss;
+  };
   std::vector<int32_t> anchor(ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (auto a = ops[i]->getAttrOfType<IntegerAttr>(kAnchorAttr)) {
+    auto a = ops[i]->getAttrOfType<IntegerAttr>(kAnchorAttr);
+    if (a && !ops[i]->hasAttr("smp.recomputed")) {
       anchor[i] = static_cast<int32_t>(a.getInt());
       continue;
     }
@@ -429,12 +456,13 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
         forwardAnchors(main, numForward, position, lastPath);
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
-    auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values)
-        -> std::optional<double> {
+    auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values,
+                     bool tagged) -> std::optional<double> {
       auto step = m.lookupSymbol<func::FuncOp>("train_step");
       if (!step)
         return std::nullopt;
-      tagForwardAnchors(step, anchors);
+      if (!tagged)
+        tagForwardAnchors(step, anchors);
       PassManager pm(module.getContext(), ModuleOp::getOperationName());
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
@@ -443,8 +471,15 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       return stepLiveness(step, lastPath, values, profile.stepLength);
     };
     OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
-    if (auto transient = sweep(*lowered, profile.stepValues))
+    if (auto transient = sweep(*lowered, profile.stepValues, false))
       profile.transientBytes = *transient;
+    // Recomputation reorders the forward (a segment's ops move next to
+    // their first backward use), so its step is not tagged by position:
+    // @main's ops are tagged before the step is built from them, and their
+    // clones in the step carry the tags (recomputed copies are marked as
+    // such and are not forward ops).
+    if (auto m = recomputing->lookupSymbol<func::FuncOp>("main"))
+      tagForwardAnchors(m, anchors);
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
     SmpBuildTrainStepPassOptions options;
     options.loss = "cross_entropy:" + vocabOutput + ":labels";
@@ -453,7 +488,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     pm.addPass(createSmpBuildTrainStepPass(options));
     int32_t length = profile.stepLength;
     if (succeeded(pm.run(*recomputing)))
-      (void)sweep(*recomputing, profile.stepValuesRecompute);
+      (void)sweep(*recomputing, profile.stepValuesRecompute, true);
     profile.stepLength = length;
   }
   size_t n = profile.ops.size();

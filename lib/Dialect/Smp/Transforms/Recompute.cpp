@@ -21,6 +21,7 @@
 
 #include "Recompute.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -40,9 +41,27 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   for (auto [i, op] : llvm::enumerate(fwd))
     position[op] = i;
   size_t n = fwd.size();
+  // Only activations count: values computed from the data. A value made
+  // from weights and constants alone (a causal mask or the positions built
+  // once and read by every layer) would cross every cut and leave the
+  // fewest crossings only where it does not exist yet; segments read it as
+  // they read a checkpoint.
+  llvm::DenseSet<Operation *> fromData;
+  auto isData = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      return f && f.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr);
+    }
+    return fromData.count(v.getDefiningOp()) > 0;
+  };
+  for (Operation *op : fwd)
+    if (llvm::any_of(op->getOperands(), isData))
+      fromData.insert(op);
   std::vector<int64_t> delta(n + 1, 0);
   for (auto [i, op] : llvm::enumerate(fwd))
     for (Value r : op->getResults()) {
+      if (!fromData.count(op))
+        continue;
       size_t last = i;
       for (Operation *user : r.getUsers())
         if (auto it = position.find(user); it != position.end())
@@ -58,8 +77,8 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   for (size_t k = 1; k <= n; ++k) {
     crossing += delta[k];
     at[k] = crossing;
-    if (k < n)
-      fewest = std::min(fewest, crossing);
+    if (k < n && crossing > 0) // where activations flow (not among the
+      fewest = std::min(fewest, crossing); // weight casts before the data)
   }
   SmallVector<SmallVector<Operation *>> segments(1);
   for (size_t i = 0; i < n; ++i) {
