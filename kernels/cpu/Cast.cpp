@@ -80,11 +80,7 @@ template <class S, class T> void castLoop(const S *x, T *y, int64_t n) {
 } // namespace
 
 Status cast(const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor("cast", "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor("cast", "output", out); !s.ok())
-    return s;
-  if (Status s = checkShape("cast", "output", out, in.shape); !s.ok())
+  if (Status s = common::checkCast(in, out); !s.ok())
     return s;
   if (in.dtype == out.dtype)
     return copy(in, out);

@@ -1,15 +1,17 @@
 //===- Common.h - Internals shared by the CPU kernels ------------*- C++
 //-*-===//
 //
-// Element-type dispatch, the fp16/bf16 storage types, shape checks, the
-// strided N-d loop behind broadcasting and data movement, and parallelFor.
-// Private to kernels/cpu.
+// The fp16/bf16 storage types, the strided N-d loop behind broadcasting and
+// data movement, and parallelFor; the checks, shapes and integer dispatch
+// shared with kernels/cuda come from kernels/common. Private to kernels/cpu.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SMP_KERNELS_CPU_COMMON_H
 #define SMP_KERNELS_CPU_COMMON_H
 
+#include "smp/kernels/common/Dispatch.h"
+#include "smp/kernels/common/OpChecks.h"
 #include "smp/kernels/cpu/Kernels.h"
 
 #include <algorithm>
@@ -26,6 +28,14 @@
 #endif
 
 namespace smp::kernels::cpu::detail {
+
+//===----------------------------------------------------------------------===//
+// Checks and shapes (kernels/common, shared with kernels/cuda)
+//===----------------------------------------------------------------------===//
+
+// fail, unsupported, checkTensor / checkDType / checkShape, broadcasting,
+// normAxis, product, Tag, visitInt, visitBytes, ...
+using namespace common;
 
 //===----------------------------------------------------------------------===//
 // Storage types and their compute types
@@ -61,106 +71,15 @@ template <> struct Float<BHalf> {
   static BHalf store(float v) { return BHalf{smprt::floatToBf16(v)}; }
 };
 
-template <class T> struct Tag { using type = T; };
-
-inline Status unsupported(const char *op, DType t) {
-  return Status::failure(std::string(op) + ": unsupported element type " +
-                         smprt::dtypeName(t));
-}
-
 /// Calls f(Tag<S>{}) for the float storage type of t.
 template <class F> Status visitFloat(DType t, const char *op, F &&f) {
-  switch (t) {
-  case DType::F32:
-    return f(Tag<float>{});
-  case DType::F64:
-    return f(Tag<double>{});
-  case DType::F16:
-    return f(Tag<Half>{});
-  case DType::BF16:
-    return f(Tag<BHalf>{});
-  default:
-    return unsupported(op, t);
-  }
-}
-
-/// Calls f(Tag<T>{}) for the integer type of t (not Bool).
-template <class F> Status visitInt(DType t, const char *op, F &&f) {
-  switch (t) {
-  case DType::I8:
-    return f(Tag<int8_t>{});
-  case DType::I16:
-    return f(Tag<int16_t>{});
-  case DType::I32:
-    return f(Tag<int32_t>{});
-  case DType::I64:
-    return f(Tag<int64_t>{});
-  case DType::U8:
-    return f(Tag<uint8_t>{});
-  case DType::U16:
-    return f(Tag<uint16_t>{});
-  case DType::U32:
-    return f(Tag<uint32_t>{});
-  case DType::U64:
-    return f(Tag<uint64_t>{});
-  default:
-    return unsupported(op, t);
-  }
-}
-
-/// Calls f(Tag<T>{}) with an unsigned type of t's byte size (data movement).
-template <class F> Status visitBytes(DType t, const char *op, F &&f) {
-  switch (smprt::dtypeSize(t)) {
-  case 1:
-    return f(Tag<uint8_t>{});
-  case 2:
-    return f(Tag<uint16_t>{});
-  case 4:
-    return f(Tag<uint32_t>{});
-  case 8:
-    return f(Tag<uint64_t>{});
-  default:
-    return unsupported(op, t);
-  }
+  return common::visitFloat<Half, BHalf>(t, op, f);
 }
 
 /// Reads integer element i of t (any integer dtype or Bool) as int64.
 int64_t loadInt(const TensorRef &t, int64_t i);
 /// All elements of a float tensor as double (small parameter tensors).
 std::vector<double> toDouble(const TensorRef &t);
-
-//===----------------------------------------------------------------------===//
-// Checks and shapes
-//===----------------------------------------------------------------------===//
-
-Status fail(const char *op, const std::string &msg);
-std::string shapeStr(const std::vector<int64_t> &shape);
-
-/// Fails unless t has data (or no elements) and non-negative dims.
-Status checkTensor(const char *op, const char *what, const TensorRef &t);
-Status checkDType(const char *op, const char *what, const TensorRef &t,
-                  DType expected);
-Status checkShape(const char *op, const char *what, const TensorRef &t,
-                  const std::vector<int64_t> &expected);
-
-/// Normalises axis into [0, rank); -1 when out of range.
-int64_t normAxis(int64_t axis, int64_t rank);
-
-/// Row-major element strides.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
-
-/// Element strides of `in` broadcast (right-aligned) onto `outShape`, 0 on
-/// broadcast dims; false when the shapes do not broadcast that way.
-bool broadcastStrides(const std::vector<int64_t> &in,
-                      const std::vector<int64_t> &outShape,
-                      std::vector<int64_t> &strides);
-
-/// Numpy broadcast of a and b into out; false when incompatible.
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b, std::vector<int64_t> &out);
-
-int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
-                size_t to = SIZE_MAX);
 
 //===----------------------------------------------------------------------===//
 // Threads
@@ -273,27 +192,7 @@ template <size_t N> struct StridedLoop {
 
   StridedLoop(const std::vector<int64_t> &outShape,
               const std::array<std::vector<int64_t>, N> &operandStrides) {
-    for (size_t d = 0; d < outShape.size(); ++d) {
-      if (outShape[d] == 1)
-        continue;
-      bool merge = !shape.empty();
-      for (size_t k = 0; k < N && merge; ++k)
-        merge = strides[k].back() == operandStrides[k][d] * outShape[d];
-      if (merge) {
-        shape.back() *= outShape[d];
-        for (size_t k = 0; k < N; ++k)
-          strides[k].back() = operandStrides[k][d];
-        continue;
-      }
-      shape.push_back(outShape[d]);
-      for (size_t k = 0; k < N; ++k)
-        strides[k].push_back(operandStrides[k][d]);
-    }
-    if (shape.empty()) {
-      shape.push_back(1);
-      for (size_t k = 0; k < N; ++k)
-        strides[k].push_back(0);
-    }
+    common::mergeDims<N>(outShape, operandStrides, shape, strides);
   }
 
   /// Calls f(outPos, offsets, len, innerStrides) for the runs along the

@@ -14,72 +14,9 @@ using namespace detail;
 
 namespace {
 
-/// Spatial geometry of a sliding-window op.
-struct Window {
-  size_t dims = 0;
-  std::vector<int64_t> in, out, kernel, strides, padBegin, padEnd, dilations;
-  int64_t inSize = 1, outSize = 1, kernelSize = 1;
-};
-
-/// ShapeUtils' windowOutputSize (ONNX/PyTorch): -1 when the window does not
-/// fit.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padBegin, int64_t padEnd, int64_t dilation,
-                         bool ceilMode) {
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padBegin + padEnd - effective;
-  if (span < 0)
-    return -1;
-  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
-    --out;
-  return out;
-}
-
-Status makeWindow(const char *op, const TensorRef &in, const TensorRef &out,
-                  const std::vector<int64_t> &kernel,
-                  const std::vector<int64_t> &strides,
-                  const std::vector<int64_t> &pads,
-                  const std::vector<int64_t> &dilations, bool ceilMode,
-                  int64_t outChannels, Window &w) {
-  if (in.rank() < 3)
-    return fail(op,
-                "input must be [N, C, spatial...], got " + smprt::describe(in));
-  w.dims = static_cast<size_t>(in.rank() - 2);
-  size_t n = w.dims;
-  if (kernel.size() != n || (!strides.empty() && strides.size() != n) ||
-      (!pads.empty() && pads.size() != 2 * n) ||
-      (!dilations.empty() && dilations.size() != n))
-    return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
-                        " entries and pads " + std::to_string(2 * n) + " for " +
-                        smprt::describe(in));
-  std::vector<int64_t> expected{in.shape[0], outChannels};
-  for (size_t d = 0; d < n; ++d) {
-    w.in.push_back(in.shape[d + 2]);
-    w.kernel.push_back(kernel[d]);
-    w.strides.push_back(strides.empty() ? 1 : strides[d]);
-    w.dilations.push_back(dilations.empty() ? 1 : dilations[d]);
-    w.padBegin.push_back(pads.empty() ? 0 : pads[d]);
-    w.padEnd.push_back(pads.empty() ? 0 : pads[n + d]);
-    if (w.kernel[d] <= 0 || w.strides[d] <= 0 || w.dilations[d] <= 0 ||
-        w.padBegin[d] < 0 || w.padEnd[d] < 0)
-      return fail(op, "kernel, strides and dilations must be positive and "
-                      "pads non-negative (spatial dim " +
-                          std::to_string(d) + ")");
-    int64_t o =
-        windowOutputSize(w.in[d], w.kernel[d], w.strides[d], w.padBegin[d],
-                         w.padEnd[d], w.dilations[d], ceilMode);
-    if (o < 0)
-      return fail(op, "window does not fit spatial dim " + std::to_string(d) +
-                          " of " + smprt::describe(in));
-    w.out.push_back(o);
-    expected.push_back(o);
-    w.inSize *= w.in[d];
-    w.outSize *= o;
-    w.kernelSize *= w.kernel[d];
-  }
-  return checkShape(op, "output", out, expected);
-}
+/// Spatial geometry of a sliding-window op (no limit on the spatial dims).
+using common::Window;
+constexpr size_t kAnyDims = SIZE_MAX;
 
 //===----------------------------------------------------------------------===//
 // Convolution
@@ -218,42 +155,15 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             const std::vector<int64_t> &dilations, int64_t group,
             const TensorRef &out) {
   const char *name = "conv";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&in, "input"},
-        {&weight, "weight"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "weight", weight, in.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  if (weight.rank() != in.rank() || in.rank() < 3)
-    return fail(name, "weight " + smprt::describe(weight) +
-                          " must have the rank of input " +
-                          smprt::describe(in) + " (at least 3)");
-  int64_t channels = in.shape[1], outChannels = weight.shape[0];
-  if (group <= 0 || channels != weight.shape[1] * group ||
-      outChannels % group != 0)
-    return fail(name, "input channels " + std::to_string(channels) +
-                          " do not match weight " + smprt::describe(weight) +
-                          " with group " + std::to_string(group));
-  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Window w;
-  if (Status s = makeWindow(name, in, out, kernel, strides, pads, dilations,
-                            false, outChannels, w);
+  if (Status s = common::checkConv(in, weight, bias, strides, pads, dilations,
+                                   group, out, kAnyDims, w);
       !s.ok())
     return s;
+  int64_t channels = in.shape[1], outChannels = weight.shape[0];
   std::vector<double> b;
-  if (bias) {
-    if (Status s = checkTensor(name, "bias", *bias); !s.ok())
-      return s;
-    if (!smprt::isFloat(bias->dtype))
-      return unsupported(name, bias->dtype);
-    if (Status s = checkShape(name, "bias", *bias, {outChannels}); !s.ok())
-      return s;
+  if (bias)
     b = toDouble(*bias);
-  }
   if (out.numel() == 0)
     return Status::success();
   int64_t batch = in.shape[0];
@@ -369,15 +279,9 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
             const std::vector<int64_t> &pads,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
-  if (Status s = checkTensor(name, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
   Window w;
-  if (Status s = makeWindow(name, in, out, kernel, strides, pads, dilations,
-                            ceilMode, in.rank() >= 3 ? in.shape[1] : 0, w);
+  if (Status s = common::checkPool(name, in, kernel, strides, pads, dilations,
+                                   ceilMode, out, kAnyDims, w);
       !s.ok())
     return s;
   if (out.numel() == 0)

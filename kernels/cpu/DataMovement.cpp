@@ -17,14 +17,6 @@ using namespace detail;
 
 namespace {
 
-Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
-  return checkDType(op, "output", out, in.dtype);
-}
-
 /// memcpy of `bytes` bytes, in parallel chunks when large.
 void parallelCopy(void *dst, const void *src, size_t bytes) {
   constexpr int64_t kChunk = 1 << 20;
@@ -40,11 +32,8 @@ void parallelCopy(void *dst, const void *src, size_t bytes) {
 } // namespace
 
 Status copy(const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkPair("copy", in, out); !s.ok())
+  if (Status s = common::checkCopy(in, out); !s.ok())
     return s;
-  if (in.numel() != out.numel())
-    return fail("copy", "element counts differ: " + smprt::describe(in) +
-                            " to " + smprt::describe(out));
   if (in.data != out.data && in.numel() != 0)
     parallelCopy(out.data, in.data, in.bytes());
   return Status::success();
@@ -53,23 +42,8 @@ Status copy(const TensorRef &in, const TensorRef &out) {
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";
-  if (Status s = checkPair(name, in, out); !s.ok())
-    return s;
-  int64_t rank = in.rank();
-  if (static_cast<int64_t>(perm.size()) != rank)
-    return fail(name, "permutation of size " + std::to_string(perm.size()) +
-                          " for rank " + std::to_string(rank));
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides,
-                       expected;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[p])
-      return fail(name, "invalid permutation " + shapeStr(perm));
-    seen[p] = true;
-    strides.push_back(inStrides[p]);
-    expected.push_back(in.shape[p]);
-  }
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  std::vector<int64_t> strides;
+  if (Status s = common::checkTranspose(in, perm, out, strides); !s.ok())
     return s;
   return stridedCopy(name, in, 0, strides, out);
 }
@@ -77,40 +51,24 @@ Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
 Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *name = "slice";
-  if (Status s = checkPair(name, in, out); !s.ok())
+  if (Status s = common::checkSlice(in, starts, steps, out); !s.ok())
     return s;
-  int64_t rank = in.rank();
-  if (static_cast<int64_t>(starts.size()) != rank ||
-      static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
-    return fail(name, "starts, steps and output must have rank " +
-                          std::to_string(rank));
   if (out.numel() == 0)
     return Status::success();
-  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides(rank);
-  int64_t base = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t last = starts[d] + (out.shape[d] - 1) * steps[d];
-    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= in.shape[d] ||
-        last < 0 || last >= in.shape[d])
-      return fail(name, "dim " + std::to_string(d) + ": start " +
-                            std::to_string(starts[d]) + ", step " +
-                            std::to_string(steps[d]) + " and " +
-                            std::to_string(out.shape[d]) +
-                            " elements leave the input " + smprt::describe(in));
-    base += starts[d] * inStrides[d];
-    strides[d] = steps[d] * inStrides[d];
-  }
+  int64_t base;
+  std::vector<int64_t> strides;
+  if (Status s = common::sliceGeometry(name, in, starts, steps, out.shape, base,
+                                       strides);
+      !s.ok())
+    return s;
   return stridedCopy(name, in, base, strides, out);
 }
 
 Status expand(const TensorRef &in, const TensorRef &out) {
   const char *name = "expand";
-  if (Status s = checkPair(name, in, out); !s.ok())
-    return s;
   std::vector<int64_t> strides;
-  if (!broadcastStrides(in.shape, out.shape, strides))
-    return fail(name, "cannot broadcast " + smprt::describe(in) + " to " +
-                          shapeStr(out.shape));
+  if (Status s = common::checkExpand(in, out, strides); !s.ok())
+    return s;
   return stridedCopy(name, in, 0, strides, out);
 }
 
@@ -121,35 +79,10 @@ namespace {
 Status concatSplit(const char *name, bool toOut,
                    const std::vector<TensorRef> &parts, int64_t axis,
                    const TensorRef &whole) {
-  if (Status s = checkTensor(name, toOut ? "output" : "input", whole); !s.ok())
+  int64_t a;
+  if (Status s = common::checkConcatSplit(name, toOut, parts, axis, whole, a);
+      !s.ok())
     return s;
-  int64_t rank = whole.rank();
-  int64_t a = normAxis(axis, rank);
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(whole));
-  if (parts.empty())
-    return fail(name, "no operands");
-  int64_t total = 0;
-  for (const TensorRef &p : parts) {
-    const char *what = toOut ? "input" : "output";
-    if (Status s = checkTensor(name, what, p); !s.ok())
-      return s;
-    if (Status s = checkDType(name, what, p, whole.dtype); !s.ok())
-      return s;
-    bool ok = p.rank() == rank;
-    for (int64_t d = 0; ok && d < rank; ++d)
-      ok = d == a || p.shape[d] == whole.shape[d];
-    if (!ok)
-      return fail(name, std::string(what) + " " + smprt::describe(p) +
-                            " does not match " + smprt::describe(whole) +
-                            " outside axis " + std::to_string(a));
-    total += p.shape[a];
-  }
-  if (total != whole.shape[a])
-    return fail(name, "sizes along axis " + std::to_string(a) + " sum to " +
-                          std::to_string(total) + ", expected " +
-                          std::to_string(whole.shape[a]));
   if (whole.numel() == 0)
     return Status::success();
   size_t es = smprt::dtypeSize(whole.dtype);
@@ -190,21 +123,8 @@ Status split(const TensorRef &in, int64_t axis,
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out) {
   const char *name = "gather";
-  if (Status s = checkPair(name, data, out); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "indices", indices); !s.ok())
-    return s;
-  if (!smprt::isInteger(indices.dtype))
-    return fail(name,
-                "indices must be integers, got " + smprt::describe(indices));
-  int64_t a = normAxis(axis, data.rank());
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(data));
-  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  int64_t a;
+  if (Status s = common::checkGather(data, indices, axis, out, a); !s.ok())
     return s;
   int64_t dim = data.shape[a], ni = indices.numel();
   std::vector<int64_t> idx(static_cast<size_t>(ni));
@@ -244,12 +164,8 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
 
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   const char *name = "trilu";
-  if (Status s = checkPair(name, in, out); !s.ok())
+  if (Status s = common::checkTrilu(in, out); !s.ok())
     return s;
-  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
-    return s;
-  if (in.rank() < 2)
-    return fail(name, "input " + smprt::describe(in) + " needs two dims");
   int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
   int64_t es = static_cast<int64_t>(smprt::dtypeSize(in.dtype));
   int64_t allRows = in.numel() / std::max<int64_t>(cols, 1);

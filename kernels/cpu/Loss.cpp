@@ -57,42 +57,11 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
                     const TensorRef &out, const TensorRef *weights) {
   const char *name = "cross_entropy";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&logits, "logits"},
-        {&labels, "labels"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (!smprt::isFloat(logits.dtype))
-    return unsupported(name, logits.dtype);
-  if (smprt::isFloat(labels.dtype))
-    return fail(name,
-                "labels must be integers, got " + smprt::describe(labels));
-  if (Status s = checkDType(name, "output", out, logits.dtype); !s.ok())
+  int64_t classes, rows = labels.numel();
+  if (Status s = common::checkCrossEntropy(
+          logits, labels, reduction != Reduction::None, out, weights, classes);
+      !s.ok())
     return s;
-  if (logits.rank() < 1 ||
-      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
-          labels.shape)
-    return fail(name, "labels " + smprt::describe(labels) +
-                          " must have the shape of logits " +
-                          smprt::describe(logits) + " without its last dim");
-  if (reduction == Reduction::None) {
-    if (Status s = checkShape(name, "output", out, labels.shape); !s.ok())
-      return s;
-  } else if (out.numel() != 1) {
-    return fail(name, "output " + smprt::describe(out) +
-                          " must hold one element for a reduced loss");
-  }
-  int64_t classes = logits.shape.back(), rows = labels.numel();
-  if (weights) {
-    if (Status s = checkTensor(name, "weights", *weights); !s.ok())
-      return s;
-    if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
-        weights->shape[0] != classes)
-      return fail(name, "weights " + smprt::describe(*weights) +
-                            " must be a float vector of the " +
-                            std::to_string(classes) + " classes");
-  }
   std::vector<int64_t> lab(static_cast<size_t>(rows));
   double counted = 0; // labels not ignored, or the sum of their weights
   for (int64_t r = 0; r < rows; ++r) {

@@ -7,11 +7,10 @@ using namespace detail;
 
 namespace {
 
-/// The product's geometry: stored matrices are rowsX x colsX; op(A) is M x K,
-/// op(B) is K x N; batch b multiplies A + offA[b] by B + offB[b] (elements).
-struct Geometry {
-  bool transA, transB;
-  int64_t rowsA, colsA, rowsB, colsB, M, K, N;
+/// The product's geometry (common::MatMulShape: stored matrices are rowsX x
+/// colsX; op(A) is M x K, op(B) is K x N); batch b multiplies A + offA[b] by
+/// B + offB[b] (elements).
+struct Geometry : common::MatMulShape {
   std::vector<int64_t> offA, offB;
   bool foldBatchIntoM = false; // one GEMM with nb * M rows
 };
@@ -81,64 +80,20 @@ template <class S> std::vector<float> widenToF32(const TensorRef &t) {
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
               bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
-        {&rhs, "rhs"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+  if (Status s = common::checkMatMulOperands(lhs, rhs, out); !s.ok())
     return s;
-  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
-    return s;
-  if (lhs.rank() == 0 || rhs.rank() == 0)
-    return fail(name, "operands must not be scalars");
-  std::vector<int64_t> sa = lhs.shape, sb = rhs.shape;
-  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
-  if (promoteA)
-    sa.insert(sa.begin(), 1);
-  if (promoteB)
-    sb.push_back(1);
   Geometry g;
-  g.transA = transposeLhs;
-  g.transB = transposeRhs;
-  g.rowsA = sa[sa.size() - 2];
-  g.colsA = sa.back();
-  g.rowsB = sb[sb.size() - 2];
-  g.colsB = sb.back();
-  g.M = g.transA ? g.colsA : g.rowsA;
-  g.K = g.transA ? g.rowsA : g.colsA;
-  int64_t k2 = g.transB ? g.colsB : g.rowsB;
-  g.N = g.transB ? g.rowsB : g.colsB;
-  if (g.K != k2)
-    return fail(name, "contraction mismatch: " + smprt::describe(lhs) +
-                          " and " + smprt::describe(rhs));
-  std::vector<int64_t> batchA(sa.begin(), sa.end() - 2),
-      batchB(sb.begin(), sb.end() - 2), batch;
-  if (!broadcastShapes(batchA, batchB, batch))
-    return fail(name, "batch dims of " + smprt::describe(lhs) + " and " +
-                          smprt::describe(rhs) + " do not broadcast");
-  std::vector<int64_t> expected = batch;
-  if (!promoteA)
-    expected.push_back(g.M);
-  if (!promoteB)
-    expected.push_back(g.N);
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  if (Status s =
+          common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, g);
+      !s.ok())
     return s;
   if (out.numel() == 0)
     return Status::success();
 
-  int64_t nb = product(batch);
-  std::vector<int64_t> strA, strB;
-  broadcastStrides(batchA, batch, strA);
-  broadcastStrides(batchB, batch, strB);
-  for (int64_t &s : strA)
-    s *= g.rowsA * g.colsA;
-  for (int64_t &s : strB)
-    s *= g.rowsB * g.colsB;
+  int64_t nb = product(g.batch);
   g.offA.resize(nb);
   g.offB.resize(nb);
-  StridedLoop<2>(batch, {strA, strB})
+  StridedLoop<2>(g.batch, {g.strA, g.strB})
       .forEachRun(0, nb,
                   [&](int64_t pos, const std::array<int64_t, 2> &off,
                       int64_t len, const std::array<int64_t, 2> &in) {
@@ -147,7 +102,8 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
                       g.offB[pos + i] = off[1] + i * in[1];
                     }
                   });
-  g.foldBatchIntoM = !g.transA && product(batchB) == 1 && product(batchA) == nb;
+  g.foldBatchIntoM =
+      !g.transA && product(g.batchB) == 1 && product(g.batchA) == nb;
 
   if (g.K == 0) { // empty sum: zeros of any dtype are zero bytes
     std::fill_n(static_cast<uint8_t *>(out.data), out.bytes(), uint8_t(0));

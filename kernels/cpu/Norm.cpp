@@ -34,29 +34,6 @@ std::vector<C> expandParam(const TensorRef &p,
   return out;
 }
 
-Status checkParam(const char *op, const char *what, const TensorRef &p,
-                  const std::vector<int64_t> &target) {
-  if (Status s = checkTensor(op, what, p); !s.ok())
-    return s;
-  if (!smprt::isFloat(p.dtype))
-    return unsupported(op, p.dtype);
-  std::vector<int64_t> strides;
-  if (!broadcastStrides(p.shape, target, strides))
-    return fail(op, std::string(what) + " " + smprt::describe(p) +
-                        " does not broadcast onto " + shapeStr(target));
-  return Status::success();
-}
-
-Status checkInOut(const char *op, const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
-    return s;
-  return checkShape(op, "output", out, in.shape);
-}
-
 /// The sum of f(t[i]) in double, over eight interleaved partial sums so that
 /// the loop vectorises (a single running sum is one long dependency chain).
 template <class C, class F> double sumDouble(const C *t, int64_t n, F f) {
@@ -109,18 +86,10 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef *bias, int64_t axis, float epsilon,
                  const TensorRef &out) {
   const char *name = "layer_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
+  std::vector<int64_t> normShape;
+  if (Status s = common::checkLayerNorm(in, scale, bias, axis, out, normShape);
+      !s.ok())
     return s;
-  int64_t a = normAxis(axis, in.rank());
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(in));
-  std::vector<int64_t> normShape(in.shape.begin() + a, in.shape.end());
-  if (Status s = checkParam(name, "scale", scale, normShape); !s.ok())
-    return s;
-  if (bias)
-    if (Status s = checkParam(name, "bias", *bias, normShape); !s.ok())
-      return s;
   int64_t d = product(normShape);
   if (in.numel() == 0)
     return Status::success();
@@ -139,12 +108,8 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
 Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
                const TensorRef &out) {
   const char *name = "rms_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
-    return s;
-  if (in.rank() == 0)
-    return fail(name, "input must not be a scalar");
-  std::vector<int64_t> last{in.shape.back()};
-  if (Status s = checkParam(name, "scale", scale, last); !s.ok())
+  std::vector<int64_t> last;
+  if (Status s = common::checkRmsNorm(in, scale, out, last); !s.ok())
     return s;
   int64_t d = last[0];
   if (in.numel() == 0)
@@ -178,23 +143,10 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &variance, float epsilon,
                  const TensorRef &out) {
   const char *name = "batch_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
+  if (Status s = common::checkBatchNorm(in, scale, bias, mean, variance, out);
+      !s.ok())
     return s;
-  if (in.rank() < 2)
-    return fail(name, "input " + smprt::describe(in) + " needs a channel dim");
   int64_t channels = in.shape[1];
-  for (auto [p, what] :
-       {std::pair<const TensorRef *, const char *>{&scale, "scale"},
-        {&bias, "bias"},
-        {&mean, "mean"},
-        {&variance, "variance"}}) {
-    if (Status s = checkTensor(name, what, *p); !s.ok())
-      return s;
-    if (!smprt::isFloat(p->dtype))
-      return unsupported(name, p->dtype);
-    if (Status s = checkShape(name, what, *p, {channels}); !s.ok())
-      return s;
-  }
   if (in.numel() == 0)
     return Status::success();
   std::vector<double> sc = toDouble(scale), bi = toDouble(bias),

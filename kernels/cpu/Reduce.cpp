@@ -28,22 +28,7 @@ struct Plan {
 
 Plan makePlan(const std::vector<int64_t> &shape,
               const std::vector<bool> &reduced) {
-  std::vector<int64_t> strides = contiguousStrides(shape);
-  struct G {
-    int64_t size, stride;
-    bool reduced;
-  };
-  std::vector<G> groups;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d]) {
-      groups.back().size *= shape[d];
-      groups.back().stride = strides[d];
-    } else {
-      groups.push_back({shape[d], strides[d], reduced[d]});
-    }
-  }
+  std::vector<common::DimGroup> groups = common::reduceGroups(shape, reduced);
   Plan p;
   if (!groups.empty()) {
     if (groups.back().reduced)
@@ -52,7 +37,7 @@ Plan makePlan(const std::vector<int64_t> &shape,
       p.inner = groups.back().size;
     groups.pop_back();
   }
-  for (const G &g : groups) {
+  for (const common::DimGroup &g : groups) {
     if (g.reduced)
       p.reducedOuter.push_back({g.size, g.stride});
     else
@@ -189,15 +174,8 @@ Status fillEmpty(ReduceOp op, const TensorRef &out) {
 }
 
 const char *reduceName(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return "reduce_sum";
-  case ReduceOp::Mean:
-    return "reduce_mean";
-  case ReduceOp::Max:
-    return "reduce_max";
-  }
-  return "reduce";
+  static_assert(static_cast<unsigned>(ReduceOp::Max) == 2);
+  return common::reduceOpName(static_cast<unsigned>(op));
 }
 
 } // namespace
@@ -205,33 +183,9 @@ const char *reduceName(ReduceOp op) {
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
   const char *name = reduceName(op);
-  if (Status s = checkTensor(name, "input", in); !s.ok())
+  std::vector<bool> reduced;
+  if (Status s = common::checkReduce(name, in, axes, out, reduced); !s.ok())
     return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  int64_t rank = in.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    int64_t d = normAxis(a, rank);
-    if (d < 0 || reduced[d])
-      return fail(name,
-                  "axis " + std::to_string(a) +
-                      (d < 0 ? " out of range for rank " + std::to_string(rank)
-                             : std::string(" repeated")));
-    reduced[d] = true;
-  }
-  std::vector<int64_t> kept, keptDims;
-  for (int64_t d = 0; d < rank; ++d) {
-    keptDims.push_back(reduced[d] ? 1 : in.shape[d]);
-    if (!reduced[d])
-      kept.push_back(in.shape[d]);
-  }
-  if (out.shape != kept && out.shape != keptDims)
-    return fail(name, "output has shape " + shapeStr(out.shape) +
-                          ", expected " + shapeStr(kept) + " (or " +
-                          shapeStr(keptDims) + " with keepdims)");
   if (out.numel() == 0)
     return Status::success();
   if (in.numel() == 0)

@@ -141,13 +141,7 @@ void softmaxStrided(const S *x, S *y, int64_t outer, int64_t n, int64_t inner,
 
 Status softmaxImpl(const char *name, bool log, const TensorRef &in,
                    int64_t axis, const TensorRef &out) {
-  if (Status s = checkTensor(name, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+  if (Status s = checkSameTensor(name, in, out); !s.ok())
     return s;
   int64_t rank = in.rank();
   if (rank == 0) { // a scalar: softmax 1, log_softmax 0
@@ -159,10 +153,9 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       return Status::success();
     });
   }
-  int64_t d = normAxis(axis, rank);
-  if (d < 0)
-    return fail(name, "axis " + std::to_string(axis) +
-                          " out of range for rank " + std::to_string(rank));
+  int64_t d;
+  if (Status s = common::checkAxis(name, axis, rank, d); !s.ok())
+    return s;
   int64_t outer = product(in.shape, 0, d), n = in.shape[d],
           inner = product(in.shape, d + 1);
   if (in.numel() == 0)

@@ -25,21 +25,6 @@ Status storeDouble(const char *op, const TensorRef &out,
   });
 }
 
-Status requireFloat(const char *op, const char *what, const TensorRef &t) {
-  if (Status s = checkTensor(op, what, t); !s.ok())
-    return s;
-  if (!smprt::isFloat(t.dtype))
-    return unsupported(op, t.dtype);
-  return Status::success();
-}
-
-Status sameShape(const char *op, const TensorRef &a, const TensorRef &b) {
-  if (a.shape != b.shape)
-    return fail(op, smprt::describe(a) + " and " + smprt::describe(b) +
-                        " must have the same shape");
-  return Status::success();
-}
-
 /// For each index of `full` (row-major), the index of `part`, which
 /// numpy-broadcasts onto it.
 std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
@@ -68,10 +53,7 @@ std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
-  for (const TensorRef *t : {&x, &dy, &dx})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
-  if (Status s = sameShape(op, x, dy); !s.ok())
+  if (Status s = common::checkGeluGrad(x, dy, dx); !s.ok())
     return s;
   std::vector<double> xv = toDouble(x), g = toDouble(dy);
   const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
@@ -98,10 +80,10 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
-  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale, &dbias})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
-  if (Status s = sameShape(op, x, dy); !s.ok())
+  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale, &dbias});
+      !s.ok())
+    return s;
+  if (Status s = checkSameShape(op, x, dy); !s.ok())
     return s;
   axis = normAxis(axis, x.rank());
   if (axis < 0)
@@ -145,10 +127,9 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
-  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
-  if (Status s = sameShape(op, x, dy); !s.ok())
+  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale}); !s.ok())
+    return s;
+  if (Status s = checkSameShape(op, x, dy); !s.ok())
     return s;
   if (x.rank() < 1)
     return fail(op, "input must not be a scalar");
@@ -182,10 +163,9 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         int64_t ignoreIndex, Reduction reduction,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
-  for (const TensorRef *t : {&logits, &dloss, &dlogits})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
-  if (Status s = sameShape(op, logits, dlogits); !s.ok())
+  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
+    return s;
+  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
     return s;
   if (logits.rank() < 1)
     return fail(op, "logits must not be a scalar");
@@ -236,9 +216,8 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  for (const TensorRef *t : {&dy, &out})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
+    return s;
   axis = normAxis(axis, out.rank());
   if (axis < 0)
     return fail(op, "axis out of range");
@@ -368,9 +347,8 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  for (const TensorRef *t : {&x, &weight, &dy, &dx, &dweight})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &weight, &dy, &dx, &dweight}); !s.ok())
+    return s;
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Window w;
   if (Status s = makeWindow(op, x, dy, kernel, strides, pads, dilations, w);
@@ -417,9 +395,8 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  for (const TensorRef *t : {&x, &dy, &dx})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
+    return s;
   Window w;
   if (Status s = makeWindow(op, x, dy, kernel, strides, pads, dilations, w);
       !s.ok())
@@ -465,13 +442,11 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const SgdOptions &o, const TensorRef &newParam,
                  const TensorRef &newBuffer) {
   const char *op = "sgd_update";
-  for (const TensorRef *t : {&param, &grad, &buffer, &newParam, &newBuffer})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = common::checkSgd(param, grad, buffer, newParam, newBuffer);
+      !s.ok())
+    return s;
   std::vector<double> p = toDouble(param), g = toDouble(grad),
                       buf = toDouble(buffer);
-  if (g.size() != p.size() || buf.size() != p.size())
-    return fail(op, "parameter, gradient and buffer differ in size");
   for (size_t i = 0; i < p.size(); ++i) {
     double d = g[i];
     if (o.weightDecay != 0)
@@ -494,14 +469,12 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                   const TensorRef &newParam, const TensorRef &newExpAvg,
                   const TensorRef &newExpAvgSq) {
   const char *op = "adam_update";
-  for (const TensorRef *t : {&param, &grad, &expAvg, &expAvgSq, &newParam,
-                             &newExpAvg, &newExpAvgSq})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = common::checkAdam(op, param, grad, expAvg, expAvgSq, newParam,
+                                   newExpAvg, newExpAvgSq);
+      !s.ok())
+    return s;
   std::vector<double> p = toDouble(param), g = toDouble(grad),
                       m = toDouble(expAvg), v = toDouble(expAvgSq);
-  if (g.size() != p.size() || m.size() != p.size() || v.size() != p.size())
-    return fail(op, "parameter, gradient and states differ in size");
   double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
   double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
   for (size_t i = 0; i < p.size(); ++i) {

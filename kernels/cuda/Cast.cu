@@ -154,11 +154,7 @@ __global__ void castKernel(const void *in, DType from, void *out, DType to,
 
 Status cast(const TensorRef &in, const TensorRef &out) {
   const char *name = "cast";
-  if (Status s = checkTensor(name, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+  if (Status s = common::checkCast(in, out); !s.ok())
     return s;
   if (in.dtype == out.dtype)
     return copy(in, out);

@@ -1,14 +1,17 @@
 //===- Common.cuh - Internals shared by the CUDA kernels ---------*- C++ -*-===//
 //
-// The Context, the device error flag, dtype dispatch, fp16/bf16 load/store,
-// host-side shape checks (the CPU kernels' messages), strided N-d indexing,
-// launch helpers and block reductions. Private to kernels/cuda.
+// The Context, the device error flag, fp16/bf16 load/store, strided N-d
+// indexing, launch helpers and block reductions; the host-side checks and
+// shapes shared with kernels/cpu (same messages) come from kernels/common.
+// Private to kernels/cuda.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SMP_KERNELS_CUDA_COMMON_CUH
 #define SMP_KERNELS_CUDA_COMMON_CUH
 
+#include "smp/kernels/common/Dispatch.h"
+#include "smp/kernels/common/OpChecks.h"
 #include "smp/kernels/cuda/Kernels.h"
 #include "smp/kernels/cuda/Training.h"
 
@@ -74,26 +77,12 @@ __device__ inline void raiseError(DeviceError *e, int code, long long value,
 namespace detail {
 
 //===----------------------------------------------------------------------===//
-// Host-side checks (same messages as kernels/cpu/Common.cpp)
+// Host-side checks (kernels/common, shared with kernels/cpu)
 //===----------------------------------------------------------------------===//
 
-Status fail(const char *op, const std::string &msg);
-Status unsupported(const char *op, DType t);
-std::string shapeStr(const std::vector<int64_t> &shape);
-Status checkTensor(const char *op, const char *what, const TensorRef &t);
-Status checkDType(const char *op, const char *what, const TensorRef &t,
-                  DType expected);
-Status checkShape(const char *op, const char *what, const TensorRef &t,
-                  const std::vector<int64_t> &expected);
-int64_t normAxis(int64_t axis, int64_t rank);
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
-bool broadcastStrides(const std::vector<int64_t> &in,
-                      const std::vector<int64_t> &outShape,
-                      std::vector<int64_t> &strides);
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b, std::vector<int64_t> &out);
-int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
-                size_t to = SIZE_MAX);
+// fail, unsupported, checkTensor / checkDType / checkShape, broadcasting,
+// normAxis, product, Tag, visitInt, visitBytes, ...
+using namespace common;
 
 /// The calling thread's context, or a failure naming op.
 Status requireContext(const char *op, Context *&ctx);
@@ -146,64 +135,9 @@ Status upload(const char *op, const std::vector<T> &values, Scratch &s,
 // Dtype dispatch
 //===----------------------------------------------------------------------===//
 
-template <class T> struct Tag {
-  using type = T;
-};
-
 /// Calls f(Tag<S>{}) with the device storage type of float dtype t.
 template <class F> Status visitFloat(DType t, const char *op, F &&f) {
-  switch (t) {
-  case DType::F32:
-    return f(Tag<float>{});
-  case DType::F64:
-    return f(Tag<double>{});
-  case DType::F16:
-    return f(Tag<__half>{});
-  case DType::BF16:
-    return f(Tag<__nv_bfloat16>{});
-  default:
-    return unsupported(op, t);
-  }
-}
-
-/// Calls f(Tag<T>{}) for the integer type of t (not Bool).
-template <class F> Status visitInt(DType t, const char *op, F &&f) {
-  switch (t) {
-  case DType::I8:
-    return f(Tag<int8_t>{});
-  case DType::I16:
-    return f(Tag<int16_t>{});
-  case DType::I32:
-    return f(Tag<int32_t>{});
-  case DType::I64:
-    return f(Tag<int64_t>{});
-  case DType::U8:
-    return f(Tag<uint8_t>{});
-  case DType::U16:
-    return f(Tag<uint16_t>{});
-  case DType::U32:
-    return f(Tag<uint32_t>{});
-  case DType::U64:
-    return f(Tag<uint64_t>{});
-  default:
-    return unsupported(op, t);
-  }
-}
-
-/// Calls f(Tag<T>{}) with an unsigned type of t's byte size.
-template <class F> Status visitBytes(DType t, const char *op, F &&f) {
-  switch (smprt::dtypeSize(t)) {
-  case 1:
-    return f(Tag<uint8_t>{});
-  case 2:
-    return f(Tag<uint16_t>{});
-  case 4:
-    return f(Tag<uint32_t>{});
-  case 8:
-    return f(Tag<uint64_t>{});
-  default:
-    return unsupported(op, t);
-  }
+  return common::visitFloat<__half, __nv_bfloat16>(t, op, f);
 }
 
 //===----------------------------------------------------------------------===//
@@ -367,27 +301,7 @@ Status makeStrided(const char *op, const std::vector<int64_t> &outShape,
                    Strided<N> &s) {
   std::vector<int64_t> shape;
   std::array<std::vector<int64_t>, N> str;
-  for (size_t d = 0; d < outShape.size(); ++d) {
-    if (outShape[d] == 1)
-      continue;
-    bool merge = !shape.empty();
-    for (int k = 0; k < N && merge; ++k)
-      merge = str[k].back() == strides[k][d] * outShape[d];
-    if (merge) {
-      shape.back() *= outShape[d];
-      for (int k = 0; k < N; ++k)
-        str[k].back() = strides[k][d];
-      continue;
-    }
-    shape.push_back(outShape[d]);
-    for (int k = 0; k < N; ++k)
-      str[k].push_back(strides[k][d]);
-  }
-  if (shape.empty()) {
-    shape.push_back(1);
-    for (int k = 0; k < N; ++k)
-      str[k].push_back(0);
-  }
+  common::mergeDims<N>(outShape, strides, shape, str);
   if (shape.size() > static_cast<size_t>(kMaxRank))
     return fail(op, "more than " + std::to_string(kMaxRank) +
                         " non-mergeable dims in " + shapeStr(outShape));

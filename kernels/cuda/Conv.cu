@@ -71,82 +71,39 @@ struct Win {
   }
 };
 
-/// ShapeUtils' windowOutputSize (ONNX/PyTorch): -1 when the window does not
-/// fit.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padBegin, int64_t padEnd, int64_t dilation,
-                         bool ceilMode) {
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padBegin + padEnd - effective;
-  if (span < 0)
-    return -1;
-  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
-    --out;
-  return out;
-}
-
-/// The window of `in` ([N, C, spatial...]). With `outShape` null, the output
-/// sizes follow windowOutputSize and are checked against `expectOut`
-/// (forward); otherwise they are taken from outShape's spatial dims
-/// (gradients).
-Status makeWin(const char *op, const TensorRef &in,
-               const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               const std::vector<int64_t> *outShape, Win &w) {
-  if (in.rank() < 3)
-    return fail(op,
-                "input must be [N, C, spatial...], got " + smprt::describe(in));
-  size_t n = static_cast<size_t>(in.rank() - 2);
-  if (n > static_cast<size_t>(kMaxRank))
-    return fail(op, "too many spatial dims");
-  if (kernel.size() != n || (!strides.empty() && strides.size() != n) ||
-      (!pads.empty() && pads.size() != 2 * n) ||
-      (!dilations.empty() && dilations.size() != n))
-    return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
-                        " entries and pads " + std::to_string(2 * n) + " for " +
-                        smprt::describe(in));
-  if (outShape && outShape->size() != n + 2)
-    return fail(op, "expects [N, C, spatial...] tensors");
-  w.dims = static_cast<int>(n);
-  for (size_t d = 0; d < n; ++d) {
-    w.in[d] = in.shape[d + 2];
-    w.kernel[d] = kernel[d];
-    w.stride[d] = strides.empty() ? 1 : strides[d];
-    w.dil[d] = dilations.empty() ? 1 : dilations[d];
-    w.padB[d] = pads.empty() ? 0 : pads[d];
-    w.padE[d] = pads.empty() ? 0 : pads[n + d];
-    if (w.kernel[d] <= 0 || w.stride[d] <= 0 || w.dil[d] <= 0 ||
-        w.padB[d] < 0 || w.padE[d] < 0)
-      return fail(op, "kernel, strides and dilations must be positive and "
-                      "pads non-negative (spatial dim " +
-                          std::to_string(d) + ")");
-    int64_t o;
-    if (outShape) {
-      o = (*outShape)[d + 2];
-    } else {
-      o = windowOutputSize(w.in[d], w.kernel[d], w.stride[d], w.padB[d],
-                           w.padE[d], w.dil[d], ceilMode);
-      if (o < 0)
-        return fail(op, "window does not fit spatial dim " + std::to_string(d) +
-                            " of " + smprt::describe(in));
-    }
-    w.out[d] = o;
-    w.inSize *= w.in[d];
-    w.outSize *= o;
-    w.kernelSize *= w.kernel[d];
+/// The device copy of a common::Window (at most kMaxRank spatial dims).
+Win toWin(const common::Window &cw) {
+  Win w;
+  w.dims = static_cast<int>(cw.dims);
+  for (size_t d = 0; d < cw.dims; ++d) {
+    w.in[d] = cw.in[d];
+    w.out[d] = cw.out[d];
+    w.kernel[d] = cw.kernel[d];
+    w.stride[d] = cw.strides[d];
+    w.padB[d] = cw.padBegin[d];
+    w.padE[d] = cw.padEnd[d];
+    w.dil[d] = cw.dilations[d];
   }
-  return Status::success();
+  w.inSize = cw.inSize;
+  w.outSize = cw.outSize;
+  w.kernelSize = cw.kernelSize;
+  return w;
 }
 
-std::vector<int64_t> windowShape(const Win &w, int64_t batch,
-                                 int64_t channels) {
-  std::vector<int64_t> s{batch, channels};
-  for (int d = 0; d < w.dims; ++d)
-    s.push_back(w.out[d]);
-  return s;
+/// The window of a gradient: output sizes from outShape's spatial dims.
+Status makeGradWin(const char *op, const TensorRef &in,
+                   const std::vector<int64_t> &kernel,
+                   const std::vector<int64_t> &strides,
+                   const std::vector<int64_t> &pads,
+                   const std::vector<int64_t> &dilations,
+                   const std::vector<int64_t> &outShape, Win &w) {
+  common::Window cw;
+  if (Status s = common::makeWindow(op, in, kernel, strides, pads, dilations,
+                                    false, &outShape, kMaxRank, cw);
+      !s.ok())
+    return s;
+  w = toWin(cw);
+  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,44 +178,13 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             const std::vector<int64_t> &dilations, int64_t group,
             const TensorRef &out) {
   const char *name = "conv";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&in, "input"},
-        {&weight, "weight"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "weight", weight, in.dtype); !s.ok())
+  common::Window cw;
+  if (Status s = common::checkConv(in, weight, bias, strides, pads, dilations,
+                                   group, out, kMaxRank, cw);
+      !s.ok())
     return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  if (weight.rank() != in.rank() || in.rank() < 3)
-    return fail(name, "weight " + smprt::describe(weight) +
-                          " must have the rank of input " +
-                          smprt::describe(in) + " (at least 3)");
+  Win w = toWin(cw);
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
-  if (group <= 0 || channels != weight.shape[1] * group ||
-      outChannels % group != 0)
-    return fail(name, "input channels " + std::to_string(channels) +
-                          " do not match weight " + smprt::describe(weight) +
-                          " with group " + std::to_string(group));
-  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
-  Win w;
-  if (Status s = makeWin(name, in, kernel, strides, pads, dilations, false,
-                         nullptr, w);
-      !s.ok())
-    return s;
-  if (Status s = checkShape(name, "output", out,
-                            windowShape(w, in.shape[0], outChannels));
-      !s.ok())
-    return s;
-  if (bias) {
-    if (Status s = checkTensor(name, "bias", *bias); !s.ok())
-      return s;
-    if (!smprt::isFloat(bias->dtype))
-      return unsupported(name, bias->dtype);
-    if (Status s = checkShape(name, "bias", *bias, {outChannels}); !s.ok())
-      return s;
-  }
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
@@ -285,21 +211,12 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
             const std::vector<int64_t> &pads,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
-  if (Status s = checkTensor(name, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  Win w;
-  if (Status s = makeWin(name, in, kernel, strides, pads, dilations, ceilMode,
-                         nullptr, w);
+  common::Window cw;
+  if (Status s = common::checkPool(name, in, kernel, strides, pads, dilations,
+                                   ceilMode, out, kMaxRank, cw);
       !s.ok())
     return s;
-  if (Status s = checkShape(name, "output", out,
-                            windowShape(w, in.shape[0], in.shape[1]));
-      !s.ok())
-    return s;
+  Win w = toWin(cw);
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
@@ -444,14 +361,6 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
   }
 }
 
-Status requireFloat(const char *op, const TensorRef &t) {
-  if (Status s = checkTensor(op, "operand", t); !s.ok())
-    return s;
-  if (!smprt::isFloat(t.dtype))
-    return unsupported(op, t.dtype);
-  return Status::success();
-}
-
 } // namespace
 
 Status convGrad(const TensorRef &x, const TensorRef &weight,
@@ -460,15 +369,14 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  for (const TensorRef *t : {&x, &weight, &dy, &dx, &dweight})
-    if (Status s = requireFloat(op, *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &weight, &dy, &dx, &dweight}); !s.ok())
+    return s;
   if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
     return fail(op, "expects [N, C, spatial...] tensors");
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Win w;
-  if (Status s = makeWin(op, x, kernel, strides, pads, dilations, false,
-                         &dy.shape, w);
+  if (Status s =
+          makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w);
       !s.ok())
     return s;
   int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
@@ -504,14 +412,13 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  for (const TensorRef *t : {&x, &dy, &dx})
-    if (Status s = requireFloat(op, *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
+    return s;
   if (dy.rank() != x.rank())
     return fail(op, "expects [N, C, spatial...] tensors");
   Win w;
-  if (Status s = makeWin(op, x, kernel, strides, pads, dilations, false,
-                         &dy.shape, w);
+  if (Status s =
+          makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w);
       !s.ok())
     return s;
   if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])

@@ -17,14 +17,6 @@ using namespace detail;
 
 namespace {
 
-Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
-  return checkDType(op, "output", out, in.dtype);
-}
-
 /// out[i] = in[base + offset(i)] (scatter: out[base + offset(i)] = in[i]).
 template <class T, bool Scatter>
 __global__ void stridedKernel(const T *in, T *out, int64_t base, Strided<1> st,
@@ -67,11 +59,8 @@ Status stridedCopy(const char *op, Context *ctx, bool scatter,
 
 Status copy(const TensorRef &in, const TensorRef &out) {
   const char *name = "copy";
-  if (Status s = checkPair(name, in, out); !s.ok())
+  if (Status s = common::checkCopy(in, out); !s.ok())
     return s;
-  if (in.numel() != out.numel())
-    return fail(name, "element counts differ: " + smprt::describe(in) +
-                          " to " + smprt::describe(out));
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
@@ -86,23 +75,8 @@ Status copy(const TensorRef &in, const TensorRef &out) {
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";
-  if (Status s = checkPair(name, in, out); !s.ok())
-    return s;
-  int64_t rank = in.rank();
-  if (static_cast<int64_t>(perm.size()) != rank)
-    return fail(name, "permutation of size " + std::to_string(perm.size()) +
-                          " for rank " + std::to_string(rank));
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  std::vector<int64_t> inStrides = contiguousStrides(in.shape), strides,
-                       expected;
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank || seen[p])
-      return fail(name, "invalid permutation " + shapeStr(perm));
-    seen[p] = true;
-    strides.push_back(inStrides[p]);
-    expected.push_back(in.shape[p]);
-  }
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  std::vector<int64_t> strides;
+  if (Status s = common::checkTranspose(in, perm, out, strides); !s.ok())
     return s;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -110,48 +84,11 @@ Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
   return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
 }
 
-namespace {
-
-/// The base offset and strides of a slice of `full` (starts, steps) with
-/// `counts` elements per dim; fails (the CPU's message) when an index leaves
-/// `full`.
-Status sliceGeometry(const char *name, const TensorRef &full,
-                     const std::vector<int64_t> &starts,
-                     const std::vector<int64_t> &steps,
-                     const std::vector<int64_t> &counts, int64_t &base,
-                     std::vector<int64_t> &strides) {
-  int64_t rank = full.rank();
-  std::vector<int64_t> fullStrides = contiguousStrides(full.shape);
-  strides.assign(static_cast<size_t>(rank), 0);
-  base = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    int64_t last = starts[d] + (counts[d] - 1) * steps[d];
-    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= full.shape[d] ||
-        last < 0 || last >= full.shape[d])
-      return fail(name, "dim " + std::to_string(d) + ": start " +
-                            std::to_string(starts[d]) + ", step " +
-                            std::to_string(steps[d]) + " and " +
-                            std::to_string(counts[d]) +
-                            " elements leave the input " +
-                            smprt::describe(full));
-    base += starts[d] * fullStrides[d];
-    strides[d] = steps[d] * fullStrides[d];
-  }
-  return Status::success();
-}
-
-} // namespace
-
 Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *name = "slice";
-  if (Status s = checkPair(name, in, out); !s.ok())
+  if (Status s = common::checkSlice(in, starts, steps, out); !s.ok())
     return s;
-  int64_t rank = in.rank();
-  if (static_cast<int64_t>(starts.size()) != rank ||
-      static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
-    return fail(name, "starts, steps and output must have rank " +
-                          std::to_string(rank));
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
@@ -159,8 +96,8 @@ Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
     return Status::success();
   int64_t base;
   std::vector<int64_t> strides;
-  if (Status s = sliceGeometry(name, in, starts, steps, out.shape, base,
-                               strides);
+  if (Status s = common::sliceGeometry(name, in, starts, steps, out.shape, base,
+                                       strides);
       !s.ok())
     return s;
   return stridedCopy(name, ctx, false, in, base, out.shape, strides, out);
@@ -168,12 +105,9 @@ Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
 
 Status expand(const TensorRef &in, const TensorRef &out) {
   const char *name = "expand";
-  if (Status s = checkPair(name, in, out); !s.ok())
-    return s;
   std::vector<int64_t> strides;
-  if (!broadcastStrides(in.shape, out.shape, strides))
-    return fail(name, "cannot broadcast " + smprt::describe(in) + " to " +
-                          shapeStr(out.shape));
+  if (Status s = common::checkExpand(in, out, strides); !s.ok())
+    return s;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
@@ -196,35 +130,10 @@ __global__ void copyRows(const T *src, int64_t srcRow, int64_t srcOff, T *dst,
 Status concatSplit(const char *name, bool toOut,
                    const std::vector<TensorRef> &parts, int64_t axis,
                    const TensorRef &whole) {
-  if (Status s = checkTensor(name, toOut ? "output" : "input", whole); !s.ok())
+  int64_t a;
+  if (Status s = common::checkConcatSplit(name, toOut, parts, axis, whole, a);
+      !s.ok())
     return s;
-  int64_t rank = whole.rank();
-  int64_t a = normAxis(axis, rank);
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(whole));
-  if (parts.empty())
-    return fail(name, "no operands");
-  int64_t total = 0;
-  for (const TensorRef &p : parts) {
-    const char *what = toOut ? "input" : "output";
-    if (Status s = checkTensor(name, what, p); !s.ok())
-      return s;
-    if (Status s = checkDType(name, what, p, whole.dtype); !s.ok())
-      return s;
-    bool ok = p.rank() == rank;
-    for (int64_t d = 0; ok && d < rank; ++d)
-      ok = d == a || p.shape[d] == whole.shape[d];
-    if (!ok)
-      return fail(name, std::string(what) + " " + smprt::describe(p) +
-                            " does not match " + smprt::describe(whole) +
-                            " outside axis " + std::to_string(a));
-    total += p.shape[a];
-  }
-  if (total != whole.shape[a])
-    return fail(name, "sizes along axis " + std::to_string(a) + " sum to " +
-                          std::to_string(total) + ", expected " +
-                          std::to_string(whole.shape[a]));
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
@@ -308,21 +217,8 @@ __global__ void gatherKernel(const T *src, T *dst, Index ix, int64_t inner,
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out) {
   const char *name = "gather";
-  if (Status s = checkPair(name, data, out); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "indices", indices); !s.ok())
-    return s;
-  if (!smprt::isInteger(indices.dtype))
-    return fail(name,
-                "indices must be integers, got " + smprt::describe(indices));
-  int64_t a = normAxis(axis, data.rank());
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(data));
-  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
-  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
-  expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  int64_t a;
+  if (Status s = common::checkGather(data, indices, axis, out, a); !s.ok())
     return s;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -364,12 +260,8 @@ __global__ void storeF32(const float *acc, void *out, DType t, int64_t n) {
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  for (const TensorRef *t : {&dy, &out}) {
-    if (Status s = checkTensor(op, "operand", *t); !s.ok())
-      return s;
-    if (!smprt::isFloat(t->dtype))
-      return unsupported(op, t->dtype);
-  }
+  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
+    return s;
   if (Status s = checkTensor(op, "indices", indices); !s.ok())
     return s;
   if (!smprt::isInteger(indices.dtype))
@@ -449,7 +341,8 @@ Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
       st[d] = 1;
   int64_t base;
   std::vector<int64_t> strides;
-  if (Status s = sliceGeometry(op, out, starts, st, dy.shape, base, strides);
+  if (Status s =
+          common::sliceGeometry(op, out, starts, st, dy.shape, base, strides);
       !s.ok())
     return fail(op, "slice position outside the input");
   return stridedCopy(op, ctx, true, dy, base, dy.shape, strides, out);
@@ -475,12 +368,8 @@ __global__ void triluKernel(const T *in, T *out, int64_t rows, int64_t cols,
 
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   const char *name = "trilu";
-  if (Status s = checkPair(name, in, out); !s.ok())
+  if (Status s = common::checkTrilu(in, out); !s.ok())
     return s;
-  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
-    return s;
-  if (in.rank() < 2)
-    return fail(name, "input " + smprt::describe(in) + " needs two dims");
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;

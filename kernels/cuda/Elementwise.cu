@@ -14,74 +14,16 @@
 namespace smp::kernels::cuda {
 using namespace detail;
 
+// common::unaryOpName / binaryOpName number the ops as these enums do.
+static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
+              static_cast<unsigned>(BinaryOp::Or) == 11);
+
 const char *unaryOpName(UnaryOp op) {
-  switch (op) {
-  case UnaryOp::Neg:
-    return "neg";
-  case UnaryOp::Abs:
-    return "abs";
-  case UnaryOp::Exp:
-    return "exp";
-  case UnaryOp::Log:
-    return "log";
-  case UnaryOp::Sqrt:
-    return "sqrt";
-  case UnaryOp::Rsqrt:
-    return "rsqrt";
-  case UnaryOp::Reciprocal:
-    return "reciprocal";
-  case UnaryOp::Tanh:
-    return "tanh";
-  case UnaryOp::Erf:
-    return "erf";
-  case UnaryOp::Sigmoid:
-    return "sigmoid";
-  case UnaryOp::Silu:
-    return "silu";
-  case UnaryOp::Relu:
-    return "relu";
-  case UnaryOp::Sin:
-    return "sin";
-  case UnaryOp::Cos:
-    return "cos";
-  case UnaryOp::Not:
-    return "not";
-  case UnaryOp::Gelu:
-    return "gelu";
-  case UnaryOp::GeluTanh:
-    return "gelu_tanh";
-  }
-  return "unary";
+  return common::unaryOpName(static_cast<unsigned>(op));
 }
 
 const char *binaryOpName(BinaryOp op) {
-  switch (op) {
-  case BinaryOp::Add:
-    return "add";
-  case BinaryOp::Sub:
-    return "sub";
-  case BinaryOp::Mul:
-    return "mul";
-  case BinaryOp::Div:
-    return "div";
-  case BinaryOp::Pow:
-    return "pow";
-  case BinaryOp::Max:
-    return "max";
-  case BinaryOp::Min:
-    return "min";
-  case BinaryOp::Equal:
-    return "equal";
-  case BinaryOp::Less:
-    return "less";
-  case BinaryOp::Greater:
-    return "greater";
-  case BinaryOp::And:
-    return "and";
-  case BinaryOp::Or:
-    return "or";
-  }
-  return "binary";
+  return common::binaryOpName(static_cast<unsigned>(op));
 }
 
 namespace {
@@ -201,17 +143,6 @@ __global__ void unaryIntKernel(UnaryOp op, const T *x, T *y, int64_t n) {
 
 __global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
   SMP_GRID_STRIDE(i, n) { y[i] = static_cast<uint8_t>(x[i] == 0); }
-}
-
-Status checkSameTensor(const char *op, const TensorRef &in,
-                       const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
-    return s;
-  return checkShape(op, "output", out, in.shape);
 }
 
 } // namespace
@@ -466,23 +397,10 @@ __global__ void binaryBoolKernel(BinaryOp op, const uint8_t *a,
 Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
               const TensorRef &out) {
   const char *name = binaryOpName(op);
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
-        {&rhs, "rhs"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out,
-                            isCompare(op) ? DType::Bool : lhs.dtype);
-      !s.ok())
-    return s;
   std::vector<int64_t> shape, sa, sb;
-  if (!broadcastShapes(lhs.shape, rhs.shape, shape))
-    return fail(name, "cannot broadcast " + smprt::describe(lhs) + " with " +
-                          smprt::describe(rhs));
-  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+  if (Status s = common::checkBinary(name, lhs, rhs, out, isCompare(op), shape,
+                                     sa, sb);
+      !s.ok())
     return s;
   // Which ops each dtype class supports (the CPU's lists).
   bool isBool = lhs.dtype == DType::Bool, isF = smprt::isFloat(lhs.dtype);
@@ -495,8 +413,6 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
-  broadcastStrides(lhs.shape, shape, sa);
-  broadcastStrides(rhs.shape, shape, sb);
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -545,33 +461,13 @@ __global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *o,
 Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
              const TensorRef &out) {
   const char *name = "where";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&cond, "condition"},
-        {&lhs, "lhs"},
-        {&rhs, "rhs"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "condition", cond, DType::Bool); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
-    return s;
-  std::vector<int64_t> ab, shape, sc, sa, sb;
-  if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
-      !broadcastShapes(cond.shape, ab, shape))
-    return fail(name, "cannot broadcast " + smprt::describe(cond) + ", " +
-                          smprt::describe(lhs) + " and " +
-                          smprt::describe(rhs));
-  if (Status s = checkShape(name, "output", out, shape); !s.ok())
+  std::vector<int64_t> shape, sc, sa, sb;
+  if (Status s = common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb);
+      !s.ok())
     return s;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
-  broadcastStrides(cond.shape, shape, sc);
-  broadcastStrides(lhs.shape, shape, sa);
-  broadcastStrides(rhs.shape, shape, sb);
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();

@@ -112,54 +112,16 @@ __global__ void crossEntropyTotal(const double *rowLoss,
   }
 }
 
-Status checkWeights(const char *name, const TensorRef *weights,
-                    int64_t classes) {
-  if (!weights)
-    return Status::success();
-  if (Status s = checkTensor(name, "weights", *weights); !s.ok())
-    return s;
-  if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
-      weights->shape[0] != classes)
-    return fail(name, "weights " + smprt::describe(*weights) +
-                          " must be a float vector of the " +
-                          std::to_string(classes) + " classes");
-  return Status::success();
-}
-
 } // namespace
 
 Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
                     const TensorRef &out, const TensorRef *weights) {
   const char *name = "cross_entropy";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&logits, "logits"},
-        {&labels, "labels"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (!smprt::isFloat(logits.dtype))
-    return unsupported(name, logits.dtype);
-  if (smprt::isFloat(labels.dtype))
-    return fail(name,
-                "labels must be integers, got " + smprt::describe(labels));
-  if (Status s = checkDType(name, "output", out, logits.dtype); !s.ok())
-    return s;
-  if (logits.rank() < 1 ||
-      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
-          labels.shape)
-    return fail(name, "labels " + smprt::describe(labels) +
-                          " must have the shape of logits " +
-                          smprt::describe(logits) + " without its last dim");
-  if (reduction == Reduction::None) {
-    if (Status s = checkShape(name, "output", out, labels.shape); !s.ok())
-      return s;
-  } else if (out.numel() != 1) {
-    return fail(name, "output " + smprt::describe(out) +
-                          " must hold one element for a reduced loss");
-  }
-  int64_t classes = logits.shape.back(), rows = labels.numel();
-  if (Status s = checkWeights(name, weights, classes); !s.ok())
+  int64_t classes, rows = labels.numel();
+  if (Status s = common::checkCrossEntropy(
+          logits, labels, reduction != Reduction::None, out, weights, classes);
+      !s.ok())
     return s;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -263,20 +225,14 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         int64_t ignoreIndex, Reduction reduction,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
-  for (const TensorRef *t : {&logits, &dloss, &dlogits}) {
-    if (Status s = checkTensor(op, "operand", *t); !s.ok())
-      return s;
-    if (!smprt::isFloat(t->dtype))
-      return unsupported(op, t->dtype);
-  }
+  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
+    return s;
   if (Status s = checkTensor(op, "labels", labels); !s.ok())
     return s;
   if (smprt::isFloat(labels.dtype))
     return fail(op, "labels must be integers, got " + smprt::describe(labels));
-  if (logits.shape != dlogits.shape)
-    return fail(op, smprt::describe(logits) + " and " +
-                        smprt::describe(dlogits) +
-                        " must have the same shape");
+  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
+    return s;
   if (logits.rank() < 1)
     return fail(op, "logits must not be a scalar");
   int64_t classes = logits.shape.back(), rows = labels.numel();

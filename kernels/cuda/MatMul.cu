@@ -25,9 +25,9 @@ using namespace detail;
 
 namespace {
 
-struct Geometry {
-  bool transA, transB;
-  int64_t rowsA, colsA, rowsB, colsB, M, K, N;
+/// The matrices (common::MatMulDims) and the batch walk; passed to the
+/// kernels by value.
+struct Geometry : common::MatMulDims {
   int64_t nb;
   Strided<2> batch; // batch index -> element offsets into A and B
   bool foldBatchIntoM;
@@ -355,52 +355,17 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
               bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul";
-  for (auto [t, what] :
-       {std::pair<const TensorRef *, const char *>{&lhs, "lhs"},
-        {&rhs, "rhs"},
-        {&out, "output"}})
-    if (Status s = checkTensor(name, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(name, "rhs", rhs, lhs.dtype); !s.ok())
+  if (Status s = common::checkMatMulOperands(lhs, rhs, out); !s.ok())
     return s;
-  if (Status s = checkDType(name, "output", out, lhs.dtype); !s.ok())
-    return s;
-  if (lhs.rank() == 0 || rhs.rank() == 0)
-    return fail(name, "operands must not be scalars");
   if (!smprt::isFloat(lhs.dtype) && !smprt::isInteger(lhs.dtype))
     return unsupported(name, lhs.dtype);
-  std::vector<int64_t> sa = lhs.shape, sb = rhs.shape;
-  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
-  if (promoteA)
-    sa.insert(sa.begin(), 1);
-  if (promoteB)
-    sb.push_back(1);
-  Geometry g;
-  g.transA = transposeLhs;
-  g.transB = transposeRhs;
-  g.rowsA = sa[sa.size() - 2];
-  g.colsA = sa.back();
-  g.rowsB = sb[sb.size() - 2];
-  g.colsB = sb.back();
-  g.M = g.transA ? g.colsA : g.rowsA;
-  g.K = g.transA ? g.rowsA : g.colsA;
-  int64_t k2 = g.transB ? g.colsB : g.rowsB;
-  g.N = g.transB ? g.rowsB : g.colsB;
-  if (g.K != k2)
-    return fail(name, "contraction mismatch: " + smprt::describe(lhs) +
-                          " and " + smprt::describe(rhs));
-  std::vector<int64_t> batchA(sa.begin(), sa.end() - 2),
-      batchB(sb.begin(), sb.end() - 2), batch;
-  if (!broadcastShapes(batchA, batchB, batch))
-    return fail(name, "batch dims of " + smprt::describe(lhs) + " and " +
-                          smprt::describe(rhs) + " do not broadcast");
-  std::vector<int64_t> expected = batch;
-  if (!promoteA)
-    expected.push_back(g.M);
-  if (!promoteB)
-    expected.push_back(g.N);
-  if (Status s = checkShape(name, "output", out, expected); !s.ok())
+  common::MatMulShape ms;
+  if (Status s =
+          common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, ms);
+      !s.ok())
     return s;
+  Geometry g;
+  static_cast<common::MatMulDims &>(g) = ms;
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
@@ -410,18 +375,12 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
     return cudaStatus(name,
                       cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
 
-  g.nb = product(batch);
-  std::vector<int64_t> strA, strB;
-  broadcastStrides(batchA, batch, strA);
-  broadcastStrides(batchB, batch, strB);
-  for (int64_t &s : strA)
-    s *= g.rowsA * g.colsA;
-  for (int64_t &s : strB)
-    s *= g.rowsB * g.colsB;
-  if (Status s = makeStrided<2>(name, batch, {strA, strB}, g.batch); !s.ok())
+  g.nb = product(ms.batch);
+  if (Status s = makeStrided<2>(name, ms.batch, {ms.strA, ms.strB}, g.batch);
+      !s.ok())
     return s;
-  g.foldBatchIntoM = !g.transA && product(batchB) == 1 &&
-                     product(batchA) == g.nb && g.nb > 1;
+  g.foldBatchIntoM = !g.transA && product(ms.batchB) == 1 &&
+                     product(ms.batchA) == g.nb && g.nb > 1;
 
   if (smprt::isFloat(lhs.dtype)) {
     bool refused = false;

@@ -59,29 +59,6 @@ Status expandParam(const char *op, Context *ctx, const TensorRef &p,
   return launchStatus(op);
 }
 
-Status checkParam(const char *op, const char *what, const TensorRef &p,
-                  const std::vector<int64_t> &target) {
-  if (Status s = checkTensor(op, what, p); !s.ok())
-    return s;
-  if (!smprt::isFloat(p.dtype))
-    return unsupported(op, p.dtype);
-  std::vector<int64_t> strides;
-  if (!broadcastStrides(p.shape, target, strides))
-    return fail(op, std::string(what) + " " + smprt::describe(p) +
-                        " does not broadcast onto " + shapeStr(target));
-  return Status::success();
-}
-
-Status checkInOut(const char *op, const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
-    return s;
-  return checkShape(op, "output", out, in.shape);
-}
-
 //===----------------------------------------------------------------------===//
 // Forward kernels
 //===----------------------------------------------------------------------===//
@@ -166,18 +143,10 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef *bias, int64_t axis, float epsilon,
                  const TensorRef &out) {
   const char *name = "layer_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
+  std::vector<int64_t> normShape;
+  if (Status s = common::checkLayerNorm(in, scale, bias, axis, out, normShape);
+      !s.ok())
     return s;
-  int64_t a = normAxis(axis, in.rank());
-  if (a < 0)
-    return fail(name, "axis " + std::to_string(axis) + " out of range for " +
-                          smprt::describe(in));
-  std::vector<int64_t> normShape(in.shape.begin() + a, in.shape.end());
-  if (Status s = checkParam(name, "scale", scale, normShape); !s.ok())
-    return s;
-  if (bias)
-    if (Status s = checkParam(name, "bias", *bias, normShape); !s.ok())
-      return s;
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
@@ -206,12 +175,8 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
 Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
                const TensorRef &out) {
   const char *name = "rms_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
-    return s;
-  if (in.rank() == 0)
-    return fail(name, "input must not be a scalar");
-  std::vector<int64_t> last{in.shape.back()};
-  if (Status s = checkParam(name, "scale", scale, last); !s.ok())
+  std::vector<int64_t> last;
+  if (Status s = common::checkRmsNorm(in, scale, out, last); !s.ok())
     return s;
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
@@ -239,23 +204,10 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &variance, float epsilon,
                  const TensorRef &out) {
   const char *name = "batch_norm";
-  if (Status s = checkInOut(name, in, out); !s.ok())
+  if (Status s = common::checkBatchNorm(in, scale, bias, mean, variance, out);
+      !s.ok())
     return s;
-  if (in.rank() < 2)
-    return fail(name, "input " + smprt::describe(in) + " needs a channel dim");
   int64_t channels = in.shape[1];
-  for (auto [p, what] :
-       {std::pair<const TensorRef *, const char *>{&scale, "scale"},
-        {&bias, "bias"},
-        {&mean, "mean"},
-        {&variance, "variance"}}) {
-    if (Status s = checkTensor(name, what, *p); !s.ok())
-      return s;
-    if (!smprt::isFloat(p->dtype))
-      return unsupported(name, p->dtype);
-    if (Status s = checkShape(name, what, *p, {channels}); !s.ok())
-      return s;
-  }
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
@@ -287,15 +239,6 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// Float operands of any dtype, as the CPU's requireFloat.
-Status requireFloat(const char *op, const char *what, const TensorRef &t) {
-  if (Status s = checkTensor(op, what, t); !s.ok())
-    return s;
-  if (!smprt::isFloat(t.dtype))
-    return unsupported(op, t.dtype);
-  return Status::success();
-}
 
 struct Operand {
   const void *p;
@@ -485,9 +428,8 @@ Status checkGradShapes(const char *op, const TensorRef &x,
                        const TensorRef &scale, const TensorRef &dy,
                        const std::vector<int64_t> &norm, const TensorRef &dx,
                        const TensorRef &dscale, const TensorRef *dbias) {
-  if (x.shape != dy.shape)
-    return fail(op, smprt::describe(x) + " and " + smprt::describe(dy) +
-                        " must have the same shape");
+  if (Status s = checkSameShape(op, x, dy); !s.ok())
+    return s;
   std::vector<int64_t> strides;
   if (!broadcastStrides(scale.shape, norm, strides))
     return fail(op, "scale " + smprt::describe(scale) +
@@ -505,9 +447,9 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
-  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale, &dbias})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale, &dbias});
+      !s.ok())
+    return s;
   int64_t a = normAxis(axis, x.rank());
   if (a < 0)
     return fail(op, "axis out of range");
@@ -534,9 +476,8 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
-  for (const TensorRef *t : {&x, &scale, &dy, &dx, &dscale})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale}); !s.ok())
+    return s;
   if (x.rank() < 1)
     return fail(op, "input must not be a scalar");
   std::vector<int64_t> norm{x.shape.back()};

@@ -50,24 +50,9 @@ struct Plan {
 
 Status makePlan(const char *op, const std::vector<int64_t> &shape,
                 const std::vector<bool> &reduced, Plan &p) {
-  std::vector<int64_t> strides = contiguousStrides(shape);
-  struct G {
-    int64_t size, stride;
-    bool reduced;
-  };
-  std::vector<G> groups;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d]) {
-      groups.back().size *= shape[d];
-      groups.back().stride = strides[d];
-    } else {
-      groups.push_back({shape[d], strides[d], reduced[d]});
-    }
-  }
+  std::vector<common::DimGroup> groups = common::reduceGroups(shape, reduced);
   p.innerReduced = !groups.empty() && groups.back().reduced;
-  for (const G &g : groups) {
+  for (const common::DimGroup &g : groups) {
     int &rank = g.reduced ? p.redRank : p.keptRank;
     if (rank == kMaxRank)
       return fail(op, "too many dim groups in " + shapeStr(shape));
@@ -245,15 +230,8 @@ Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
 }
 
 const char *reduceName(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Sum:
-    return "reduce_sum";
-  case ReduceOp::Mean:
-    return "reduce_mean";
-  case ReduceOp::Max:
-    return "reduce_max";
-  }
-  return "reduce";
+  static_assert(static_cast<unsigned>(ReduceOp::Max) == 2);
+  return common::reduceOpName(static_cast<unsigned>(op));
 }
 
 } // namespace
@@ -261,33 +239,9 @@ const char *reduceName(ReduceOp op) {
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
   const char *name = reduceName(op);
-  if (Status s = checkTensor(name, "input", in); !s.ok())
+  std::vector<bool> reduced;
+  if (Status s = common::checkReduce(name, in, axes, out, reduced); !s.ok())
     return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  int64_t rank = in.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    int64_t d = normAxis(a, rank);
-    if (d < 0 || reduced[d])
-      return fail(name,
-                  "axis " + std::to_string(a) +
-                      (d < 0 ? " out of range for rank " + std::to_string(rank)
-                             : std::string(" repeated")));
-    reduced[d] = true;
-  }
-  std::vector<int64_t> kept, keptDims;
-  for (int64_t d = 0; d < rank; ++d) {
-    keptDims.push_back(reduced[d] ? 1 : in.shape[d]);
-    if (!reduced[d])
-      kept.push_back(in.shape[d]);
-  }
-  if (out.shape != kept && out.shape != keptDims)
-    return fail(name, "output has shape " + shapeStr(out.shape) +
-                          ", expected " + shapeStr(kept) + " (or " +
-                          shapeStr(keptDims) + " with keepdims)");
   bool isF = smprt::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
   if ((isBool && op != ReduceOp::Max) ||
       (!isF && !isBool && !smprt::isInteger(in.dtype)))

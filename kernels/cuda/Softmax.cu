@@ -78,13 +78,7 @@ template <class S> __global__ void softmaxScalar(const S *x, S *y, bool log) {
 
 Status softmaxImpl(const char *name, bool log, const TensorRef &in,
                    int64_t axis, const TensorRef &out) {
-  if (Status s = checkTensor(name, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(name, "output", out); !s.ok())
-    return s;
-  if (Status s = checkDType(name, "output", out, in.dtype); !s.ok())
-    return s;
-  if (Status s = checkShape(name, "output", out, in.shape); !s.ok())
+  if (Status s = checkSameTensor(name, in, out); !s.ok())
     return s;
   if (!smprt::isFloat(in.dtype))
     return unsupported(name, in.dtype);
@@ -98,10 +92,9 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       softmaxScalar<S><<<1, 1, 0, ctx->stream>>>(in.as<S>(), out.as<S>(), log);
       return launchStatus(name);
     });
-  int64_t d = normAxis(axis, rank);
-  if (d < 0)
-    return fail(name, "axis " + std::to_string(axis) +
-                          " out of range for rank " + std::to_string(rank));
+  int64_t d;
+  if (Status s = common::checkAxis(name, axis, rank, d); !s.ok())
+    return s;
   int64_t outer = product(in.shape, 0, d), n = in.shape[d],
           inner = product(in.shape, d + 1);
   if (in.numel() == 0)

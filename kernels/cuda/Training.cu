@@ -17,14 +17,6 @@ using namespace detail;
 
 namespace {
 
-Status requireFloat(const char *op, const char *what, const TensorRef &t) {
-  if (Status s = checkTensor(op, what, t); !s.ok())
-    return s;
-  if (!smprt::isFloat(t.dtype))
-    return unsupported(op, t.dtype);
-  return Status::success();
-}
-
 struct In {
   const void *p;
   DType t;
@@ -55,12 +47,8 @@ __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
-  for (const TensorRef *t : {&x, &dy, &dx})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
-  if (x.shape != dy.shape)
-    return fail(op, smprt::describe(x) + " and " + smprt::describe(dy) +
-                        " must have the same shape");
+  if (Status s = common::checkGeluGrad(x, dy, dx); !s.ok())
+    return s;
   if (dx.numel() != x.numel())
     return fail(op, "dx must have the size of x");
   Context *ctx;
@@ -233,14 +221,11 @@ Status makeHyper(const char *op, const TensorRef &lr, const TensorRef &step,
 }
 
 Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
-  for (const TensorRef *t : {&a.param, &a.grad, &a.expAvg, &a.expAvgSq,
-                             &a.newParam, &a.newExpAvg, &a.newExpAvgSq})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = common::checkAdam(op, a.param, a.grad, a.expAvg, a.expAvgSq,
+                                   a.newParam, a.newExpAvg, a.newExpAvgSq);
+      !s.ok())
+    return s;
   int64_t n = a.param.numel();
-  if (a.grad.numel() != n || a.expAvg.numel() != n ||
-      a.expAvgSq.numel() != n)
-    return fail(op, "parameter, gradient and states differ in size");
   if (a.newParam.numel() != n || a.newExpAvg.numel() != n ||
       a.newExpAvgSq.numel() != n)
     return fail(op, "outputs differ in size from the parameter");
@@ -263,12 +248,10 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const SgdOptions &options, const TensorRef &newParam,
                  const TensorRef &newBuffer) {
   const char *op = "sgd_update";
-  for (const TensorRef *t : {&param, &grad, &buffer, &newParam, &newBuffer})
-    if (Status s = requireFloat(op, "operand", *t); !s.ok())
-      return s;
+  if (Status s = common::checkSgd(param, grad, buffer, newParam, newBuffer);
+      !s.ok())
+    return s;
   int64_t n = param.numel();
-  if (grad.numel() != n || buffer.numel() != n)
-    return fail(op, "parameter, gradient and buffer differ in size");
   if (newParam.numel() != n || newBuffer.numel() != n)
     return fail(op, "outputs differ in size from the parameter");
   Hyper h;

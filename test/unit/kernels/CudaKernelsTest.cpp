@@ -629,15 +629,9 @@ TEST_F(Cuda, ConvAndPools) {
       Host x = random(t, c.x, -1, 1, seed++), w = random(t, c.w, -1, 1, seed++);
       Host b = random(DType::F32, {c.w[0]}, -1, 1, seed++);
       // Output shape from the CPU's formula (it checks the shape we give).
-      std::vector<int64_t> out{c.x[0], c.w[0]};
-      size_t sp = c.x.size() - 2;
-      for (size_t d = 0; d < sp; ++d) {
-        int64_t s = c.strides.empty() ? 1 : c.strides[d];
-        int64_t dl = c.dil.empty() ? 1 : c.dil[d];
-        int64_t pb = c.pads.empty() ? 0 : c.pads[d];
-        int64_t pe = c.pads.empty() ? 0 : c.pads[sp + d];
-        out.push_back((c.x[d + 2] + pb + pe - dl * (c.w[d + 2] - 1) - 1) / s + 1);
-      }
+      std::vector<int64_t> out = windowOutShape(
+          c.x, c.w[0], std::vector<int64_t>(c.w.begin() + 2, c.w.end()),
+          c.strides, c.pads, c.dil);
       Host want(t, out);
       ASSERT_OK(cpuk::conv(x, w, c.bias ? &b.ref : nullptr, c.strides, c.pads,
                            c.dil, c.group, want));
@@ -666,16 +660,8 @@ TEST_F(Cuda, ConvAndPools) {
         std::vector<int64_t> out;
         Host want;
         for (int64_t extra = 0; extra < 2 && out.empty(); ++extra) {
-          std::vector<int64_t> cand{c.x[0], c.x[1]};
-          size_t sp = c.x.size() - 2;
-          for (size_t d = 0; d < sp; ++d) {
-            int64_t s = c.strides.empty() ? 1 : c.strides[d];
-            int64_t dl = c.dil.empty() ? 1 : c.dil[d];
-            int64_t pb = c.pads.empty() ? 0 : c.pads[d];
-            int64_t pe = c.pads.empty() ? 0 : c.pads[sp + d];
-            int64_t span = c.x[d + 2] + pb + pe - dl * (c.kernel[d] - 1) - 1;
-            cand.push_back((c.ceil ? (span + s - 1) / s : span / s) + 1 - extra);
-          }
+          std::vector<int64_t> cand = windowOutShape(
+              c.x, c.x[1], c.kernel, c.strides, c.pads, c.dil, c.ceil, extra);
           Host h(t, cand);
           Status s = kind == 0 ? cpuk::maxPool(x, c.kernel, c.strides, c.pads,
                                                c.dil, c.ceil, h)

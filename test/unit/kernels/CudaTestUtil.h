@@ -202,6 +202,27 @@ inline void expectDeviceError(const std::string &contains) {
 
 inline const char *name(DType t) { return smprt::dtypeName(t); }
 
+/// [x[0], channels, spatial...] of a conv / pool output by the ONNX formula
+/// (floor, or ceil with ceilMode), each spatial size less `less`. Empty
+/// strides / dilations are 1, empty pads 0.
+inline std::vector<int64_t> windowOutShape(
+    const std::vector<int64_t> &x, int64_t channels,
+    const std::vector<int64_t> &kernel, const std::vector<int64_t> &strides,
+    const std::vector<int64_t> &pads, const std::vector<int64_t> &dil,
+    bool ceilMode = false, int64_t less = 0) {
+  std::vector<int64_t> out{x[0], channels};
+  size_t sp = x.size() - 2;
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t s = strides.empty() ? 1 : strides[d];
+    int64_t dl = dil.empty() ? 1 : dil[d];
+    int64_t pb = pads.empty() ? 0 : pads[d];
+    int64_t pe = pads.empty() ? 0 : pads[sp + d];
+    int64_t span = x[d + 2] + pb + pe - dl * (kernel[d] - 1) - 1;
+    out.push_back((ceilMode ? (span + s - 1) / s : span / s) + 1 - less);
+  }
+  return out;
+}
+
 } // namespace smp_cuda_test
 
 #endif // SMP_TEST_UNIT_KERNELS_CUDATESTUTIL_H

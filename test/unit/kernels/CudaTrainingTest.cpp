@@ -147,15 +147,9 @@ TEST_F(Cuda, ConvGradAndPoolGrad) {
     for (const ConvCase &c : convs) {
       SCOPED_TRACE(std::string("conv_grad ") + name(t) + " " +
                    smprt::describe(make(t, c.x)));
-      std::vector<int64_t> out{c.x[0], c.w[0]};
-      size_t sp = c.x.size() - 2;
-      for (size_t d = 0; d < sp; ++d) {
-        int64_t s = c.strides.empty() ? 1 : c.strides[d];
-        int64_t dl = c.dil.empty() ? 1 : c.dil[d];
-        int64_t pb = c.pads.empty() ? 0 : c.pads[d];
-        int64_t pe = c.pads.empty() ? 0 : c.pads[sp + d];
-        out.push_back((c.x[d + 2] + pb + pe - dl * (c.w[d + 2] - 1) - 1) / s + 1);
-      }
+      std::vector<int64_t> out = windowOutShape(
+          c.x, c.w[0], std::vector<int64_t>(c.w.begin() + 2, c.w.end()),
+          c.strides, c.pads, c.dil);
       Host x = random(t, c.x, -1, 1, seed++), w = random(t, c.w, -1, 1, seed++);
       Host dy = random(t, out, -1, 1, seed++);
       Host dx(t, c.x), dw(t, c.w);

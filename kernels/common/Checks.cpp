@@ -1,0 +1,191 @@
+//===- Checks.cpp - Host-side helpers shared by the kernel libraries ------===//
+
+#include "smp/kernels/common/Checks.h"
+
+#include <algorithm>
+
+namespace smp::kernels::common {
+
+//===----------------------------------------------------------------------===//
+// Failures and tensor checks
+//===----------------------------------------------------------------------===//
+
+Status fail(const char *op, const std::string &msg) {
+  return Status::failure(std::string(op) + ": " + msg);
+}
+
+Status unsupported(const char *op, DType t) {
+  return Status::failure(std::string(op) + ": unsupported element type " +
+                         smprt::dtypeName(t));
+}
+
+std::string shapeStr(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "[]";
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status checkTensor(const char *op, const char *what, const TensorRef &t) {
+  for (int64_t d : t.shape)
+    if (d < 0)
+      return fail(op, std::string(what) +
+                          " has a negative dim: " + smprt::describe(t));
+  if (!t.data && t.numel() != 0)
+    return fail(op, std::string(what) + " has no data");
+  if (smprt::dtypeSize(t.dtype) == 0)
+    return fail(op, std::string(what) + " has an invalid dtype");
+  return Status::success();
+}
+
+Status checkDType(const char *op, const char *what, const TensorRef &t,
+                  DType expected) {
+  if (t.dtype == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " is " + smprt::describe(t) +
+                      ", expected element type " + smprt::dtypeName(expected));
+}
+
+Status checkShape(const char *op, const char *what, const TensorRef &t,
+                  const std::vector<int64_t> &expected) {
+  if (t.shape == expected)
+    return Status::success();
+  return fail(op, std::string(what) + " has shape " + shapeStr(t.shape) +
+                      ", expected " + shapeStr(expected));
+}
+
+Status checkFloat(const char *op, const char *what, const TensorRef &t) {
+  if (Status s = checkTensor(op, what, t); !s.ok())
+    return s;
+  if (!smprt::isFloat(t.dtype))
+    return unsupported(op, t.dtype);
+  return Status::success();
+}
+
+Status checkFloats(const char *op,
+                   std::initializer_list<const TensorRef *> ts) {
+  for (const TensorRef *t : ts)
+    if (Status s = checkFloat(op, "operand", *t); !s.ok())
+      return s;
+  return Status::success();
+}
+
+Status checkSameShape(const char *op, const TensorRef &a, const TensorRef &b) {
+  if (a.shape != b.shape)
+    return fail(op, smprt::describe(a) + " and " + smprt::describe(b) +
+                        " must have the same shape");
+  return Status::success();
+}
+
+Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkTensor(op, "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "output", out); !s.ok())
+    return s;
+  return checkDType(op, "output", out, in.dtype);
+}
+
+Status checkSameTensor(const char *op, const TensorRef &in,
+                       const TensorRef &out) {
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  return checkShape(op, "output", out, in.shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes
+//===----------------------------------------------------------------------===//
+
+int64_t normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return -1;
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+bool broadcastStrides(const std::vector<int64_t> &in,
+                      const std::vector<int64_t> &outShape,
+                      std::vector<int64_t> &strides) {
+  if (in.size() > outShape.size())
+    return false;
+  size_t lead = outShape.size() - in.size();
+  std::vector<int64_t> inStrides = contiguousStrides(in);
+  strides.assign(outShape.size(), 0);
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == outShape[lead + d])
+      strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
+    else if (in[d] != 1)
+      return false;
+  }
+  return true;
+}
+
+bool broadcastShapes(const std::vector<int64_t> &a,
+                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return false;
+  }
+  return true;
+}
+
+int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t d = from; d < std::min(to, shape.size()); ++d)
+    n *= shape[d];
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Op names
+//===----------------------------------------------------------------------===//
+
+namespace {
+template <size_t N>
+const char *nameAt(const char *const (&names)[N], unsigned i,
+                   const char *fallback) {
+  return i < N ? names[i] : fallback;
+}
+} // namespace
+
+const char *unaryOpName(unsigned op) {
+  static const char *const names[] = {
+      "neg",        "abs",  "exp", "log",     "sqrt",     "rsqrt",
+      "reciprocal", "tanh", "erf", "sigmoid", "silu",     "relu",
+      "sin",        "cos",  "not", "gelu",    "gelu_tanh"};
+  return nameAt(names, op, "unary");
+}
+
+const char *binaryOpName(unsigned op) {
+  static const char *const names[] = {"add",  "sub",     "mul", "div",
+                                      "pow",  "max",     "min", "equal",
+                                      "less", "greater", "and", "or"};
+  return nameAt(names, op, "binary");
+}
+
+const char *reduceOpName(unsigned op) {
+  static const char *const names[] = {"reduce_sum", "reduce_mean",
+                                      "reduce_max"};
+  return nameAt(names, op, "reduce");
+}
+
+} // namespace smp::kernels::common

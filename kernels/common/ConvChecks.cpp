@@ -1,0 +1,142 @@
+//===- ConvChecks.cpp - Windows and checks of convolution and pooling -----===//
+
+#include "smp/kernels/common/OpChecks.h"
+
+#include <utility>
+
+namespace smp::kernels::common {
+
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode) {
+  int64_t effective = dilation * (kernel - 1) + 1;
+  int64_t span = in + padBegin + padEnd - effective;
+  if (span < 0)
+    return -1;
+  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+Status makeWindow(const char *op, const TensorRef &in,
+                  const std::vector<int64_t> &kernel,
+                  const std::vector<int64_t> &strides,
+                  const std::vector<int64_t> &pads,
+                  const std::vector<int64_t> &dilations, bool ceilMode,
+                  const std::vector<int64_t> *outShape, size_t maxDims,
+                  Window &w) {
+  if (in.rank() < 3)
+    return fail(op,
+                "input must be [N, C, spatial...], got " + smprt::describe(in));
+  size_t n = static_cast<size_t>(in.rank() - 2);
+  if (n > maxDims)
+    return fail(op, "too many spatial dims");
+  if (kernel.size() != n || (!strides.empty() && strides.size() != n) ||
+      (!pads.empty() && pads.size() != 2 * n) ||
+      (!dilations.empty() && dilations.size() != n))
+    return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
+                        " entries and pads " + std::to_string(2 * n) + " for " +
+                        smprt::describe(in));
+  if (outShape && outShape->size() != n + 2)
+    return fail(op, "expects [N, C, spatial...] tensors");
+  w = Window();
+  w.dims = n;
+  for (size_t d = 0; d < n; ++d) {
+    w.in.push_back(in.shape[d + 2]);
+    w.kernel.push_back(kernel[d]);
+    w.strides.push_back(strides.empty() ? 1 : strides[d]);
+    w.dilations.push_back(dilations.empty() ? 1 : dilations[d]);
+    w.padBegin.push_back(pads.empty() ? 0 : pads[d]);
+    w.padEnd.push_back(pads.empty() ? 0 : pads[n + d]);
+    if (w.kernel[d] <= 0 || w.strides[d] <= 0 || w.dilations[d] <= 0 ||
+        w.padBegin[d] < 0 || w.padEnd[d] < 0)
+      return fail(op, "kernel, strides and dilations must be positive and "
+                      "pads non-negative (spatial dim " +
+                          std::to_string(d) + ")");
+    int64_t o;
+    if (outShape) {
+      o = (*outShape)[d + 2];
+    } else {
+      o = windowOutputSize(w.in[d], w.kernel[d], w.strides[d], w.padBegin[d],
+                           w.padEnd[d], w.dilations[d], ceilMode);
+      if (o < 0)
+        return fail(op, "window does not fit spatial dim " + std::to_string(d) +
+                            " of " + smprt::describe(in));
+    }
+    w.out.push_back(o);
+    w.inSize *= w.in[d];
+    w.outSize *= o;
+    w.kernelSize *= w.kernel[d];
+  }
+  return Status::success();
+}
+
+std::vector<int64_t> windowShape(const Window &w, int64_t batch,
+                                 int64_t channels) {
+  std::vector<int64_t> s{batch, channels};
+  s.insert(s.end(), w.out.begin(), w.out.end());
+  return s;
+}
+
+Status checkConv(const TensorRef &in, const TensorRef &weight,
+                 const TensorRef *bias, const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, int64_t group,
+                 const TensorRef &out, size_t maxDims, Window &w) {
+  const char *op = "conv";
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&in, "input"},
+        {&weight, "weight"},
+        {&out, "output"}})
+    if (Status s = checkTensor(op, what, *t); !s.ok())
+      return s;
+  if (Status s = checkDType(op, "weight", weight, in.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
+    return s;
+  if (weight.rank() != in.rank() || in.rank() < 3)
+    return fail(op, "weight " + smprt::describe(weight) +
+                        " must have the rank of input " + smprt::describe(in) +
+                        " (at least 3)");
+  int64_t channels = in.shape[1], outChannels = weight.shape[0];
+  if (group <= 0 || channels != weight.shape[1] * group ||
+      outChannels % group != 0)
+    return fail(op, "input channels " + std::to_string(channels) +
+                        " do not match weight " + smprt::describe(weight) +
+                        " with group " + std::to_string(group));
+  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
+  if (Status s = makeWindow(op, in, kernel, strides, pads, dilations, false,
+                            nullptr, maxDims, w);
+      !s.ok())
+    return s;
+  if (Status s = checkShape(op, "output", out,
+                            windowShape(w, in.shape[0], outChannels));
+      !s.ok())
+    return s;
+  if (bias) {
+    if (Status s = checkFloat(op, "bias", *bias); !s.ok())
+      return s;
+    if (Status s = checkShape(op, "bias", *bias, {outChannels}); !s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
+Status checkPool(const char *op, const TensorRef &in,
+                 const std::vector<int64_t> &kernel,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, bool ceilMode,
+                 const TensorRef &out, size_t maxDims, Window &w) {
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  if (Status s = makeWindow(op, in, kernel, strides, pads, dilations, ceilMode,
+                            nullptr, maxDims, w);
+      !s.ok())
+    return s;
+  return checkShape(op, "output", out,
+                    windowShape(w, in.shape[0], in.shape[1]));
+}
+
+} // namespace smp::kernels::common

@@ -1,0 +1,150 @@
+//===- DataMovementChecks.cpp - Checks of copy, transpose, slice, ... -----===//
+
+#include "smp/kernels/common/OpChecks.h"
+
+namespace smp::kernels::common {
+
+Status checkCopy(const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkPair("copy", in, out); !s.ok())
+    return s;
+  if (in.numel() != out.numel())
+    return fail("copy", "element counts differ: " + smprt::describe(in) +
+                            " to " + smprt::describe(out));
+  return Status::success();
+}
+
+Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
+                      const TensorRef &out, std::vector<int64_t> &strides) {
+  const char *op = "transpose";
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return fail(op, "permutation of size " + std::to_string(perm.size()) +
+                        " for rank " + std::to_string(rank));
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  std::vector<int64_t> inStrides = contiguousStrides(in.shape), expected;
+  strides.clear();
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return fail(op, "invalid permutation " + shapeStr(perm));
+    seen[p] = true;
+    strides.push_back(inStrides[p]);
+    expected.push_back(in.shape[p]);
+  }
+  return checkShape(op, "output", out, expected);
+}
+
+Status checkSlice(const TensorRef &in, const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &steps, const TensorRef &out) {
+  const char *op = "slice";
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
+    return fail(op, "starts, steps and output must have rank " +
+                        std::to_string(rank));
+  return Status::success();
+}
+
+Status sliceGeometry(const char *op, const TensorRef &full,
+                     const std::vector<int64_t> &starts,
+                     const std::vector<int64_t> &steps,
+                     const std::vector<int64_t> &counts, int64_t &base,
+                     std::vector<int64_t> &strides) {
+  int64_t rank = full.rank();
+  std::vector<int64_t> fullStrides = contiguousStrides(full.shape);
+  strides.assign(static_cast<size_t>(rank), 0);
+  base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t last = starts[d] + (counts[d] - 1) * steps[d];
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= full.shape[d] ||
+        last < 0 || last >= full.shape[d])
+      return fail(op, "dim " + std::to_string(d) + ": start " +
+                          std::to_string(starts[d]) + ", step " +
+                          std::to_string(steps[d]) + " and " +
+                          std::to_string(counts[d]) +
+                          " elements leave the input " + smprt::describe(full));
+    base += starts[d] * fullStrides[d];
+    strides[d] = steps[d] * fullStrides[d];
+  }
+  return Status::success();
+}
+
+Status checkExpand(const TensorRef &in, const TensorRef &out,
+                   std::vector<int64_t> &strides) {
+  const char *op = "expand";
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  if (!broadcastStrides(in.shape, out.shape, strides))
+    return fail(op, "cannot broadcast " + smprt::describe(in) + " to " +
+                        shapeStr(out.shape));
+  return Status::success();
+}
+
+Status checkConcatSplit(const char *op, bool toOut,
+                        const std::vector<TensorRef> &parts, int64_t axis,
+                        const TensorRef &whole, int64_t &a) {
+  if (Status s = checkTensor(op, toOut ? "output" : "input", whole); !s.ok())
+    return s;
+  int64_t rank = whole.rank();
+  a = normAxis(axis, rank);
+  if (a < 0)
+    return fail(op, "axis " + std::to_string(axis) + " out of range for " +
+                        smprt::describe(whole));
+  if (parts.empty())
+    return fail(op, "no operands");
+  int64_t total = 0;
+  for (const TensorRef &p : parts) {
+    const char *what = toOut ? "input" : "output";
+    if (Status s = checkTensor(op, what, p); !s.ok())
+      return s;
+    if (Status s = checkDType(op, what, p, whole.dtype); !s.ok())
+      return s;
+    bool ok = p.rank() == rank;
+    for (int64_t d = 0; ok && d < rank; ++d)
+      ok = d == a || p.shape[d] == whole.shape[d];
+    if (!ok)
+      return fail(op, std::string(what) + " " + smprt::describe(p) +
+                          " does not match " + smprt::describe(whole) +
+                          " outside axis " + std::to_string(a));
+    total += p.shape[a];
+  }
+  if (total != whole.shape[a])
+    return fail(op, "sizes along axis " + std::to_string(a) + " sum to " +
+                        std::to_string(total) + ", expected " +
+                        std::to_string(whole.shape[a]));
+  return Status::success();
+}
+
+Status checkGather(const TensorRef &data, const TensorRef &indices,
+                   int64_t axis, const TensorRef &out, int64_t &a) {
+  const char *op = "gather";
+  if (Status s = checkPair(op, data, out); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+    return s;
+  if (!smprt::isInteger(indices.dtype))
+    return fail(op,
+                "indices must be integers, got " + smprt::describe(indices));
+  a = normAxis(axis, data.rank());
+  if (a < 0)
+    return fail(op, "axis " + std::to_string(axis) + " out of range for " +
+                        smprt::describe(data));
+  std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
+  expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
+  expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
+  return checkShape(op, "output", out, expected);
+}
+
+Status checkTrilu(const TensorRef &in, const TensorRef &out) {
+  const char *op = "trilu";
+  if (Status s = checkSameTensor(op, in, out); !s.ok())
+    return s;
+  if (in.rank() < 2)
+    return fail(op, "input " + smprt::describe(in) + " needs two dims");
+  return Status::success();
+}
+
+} // namespace smp::kernels::common

@@ -1,0 +1,316 @@
+//===- OpChecks.cpp - Argument checks and geometry of the kernel ops ------===//
+
+#include "smp/kernels/common/OpChecks.h"
+
+#include <utility>
+
+namespace smp::kernels::common {
+
+namespace {
+
+/// checkTensor on each (tensor, what) in order.
+Status
+checkAll(const char *op,
+         std::initializer_list<std::pair<const TensorRef *, const char *>> ts) {
+  for (auto [t, what] : ts)
+    if (Status s = checkTensor(op, what, *t); !s.ok())
+      return s;
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+Status checkBinary(const char *op, const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, bool boolOutput,
+                   std::vector<int64_t> &shape, std::vector<int64_t> &sa,
+                   std::vector<int64_t> &sb) {
+  if (Status s = checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}});
+      !s.ok())
+    return s;
+  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s =
+          checkDType(op, "output", out, boolOutput ? DType::Bool : lhs.dtype);
+      !s.ok())
+    return s;
+  if (!broadcastShapes(lhs.shape, rhs.shape, shape))
+    return fail(op, "cannot broadcast " + smprt::describe(lhs) + " with " +
+                        smprt::describe(rhs));
+  if (Status s = checkShape(op, "output", out, shape); !s.ok())
+    return s;
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  return Status::success();
+}
+
+Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
+                  const TensorRef &rhs, const TensorRef &out,
+                  std::vector<int64_t> &shape, std::vector<int64_t> &sc,
+                  std::vector<int64_t> &sa, std::vector<int64_t> &sb) {
+  const char *op = "where";
+  if (Status s = checkAll(op, {{&cond, "condition"},
+                               {&lhs, "lhs"},
+                               {&rhs, "rhs"},
+                               {&out, "output"}});
+      !s.ok())
+    return s;
+  if (Status s = checkDType(op, "condition", cond, DType::Bool); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, lhs.dtype); !s.ok())
+    return s;
+  std::vector<int64_t> ab;
+  if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
+      !broadcastShapes(cond.shape, ab, shape))
+    return fail(op, "cannot broadcast " + smprt::describe(cond) + ", " +
+                        smprt::describe(lhs) + " and " + smprt::describe(rhs));
+  if (Status s = checkShape(op, "output", out, shape); !s.ok())
+    return s;
+  broadcastStrides(cond.shape, shape, sc);
+  broadcastStrides(lhs.shape, shape, sa);
+  broadcastStrides(rhs.shape, shape, sb);
+  return Status::success();
+}
+
+Status checkCast(const TensorRef &in, const TensorRef &out) {
+  if (Status s = checkTensor("cast", "input", in); !s.ok())
+    return s;
+  if (Status s = checkTensor("cast", "output", out); !s.ok())
+    return s;
+  return checkShape("cast", "output", out, in.shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+Status checkMatMulOperands(const TensorRef &lhs, const TensorRef &rhs,
+                           const TensorRef &out) {
+  const char *op = "matmul";
+  if (Status s = checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}});
+      !s.ok())
+    return s;
+  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "output", out, lhs.dtype); !s.ok())
+    return s;
+  if (lhs.rank() == 0 || rhs.rank() == 0)
+    return fail(op, "operands must not be scalars");
+  return Status::success();
+}
+
+Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, bool transposeLhs, bool transposeRhs,
+                   MatMulShape &g) {
+  const char *op = "matmul";
+  std::vector<int64_t> sa = lhs.shape, sb = rhs.shape;
+  bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
+  if (promoteA)
+    sa.insert(sa.begin(), 1);
+  if (promoteB)
+    sb.push_back(1);
+  g.transA = transposeLhs;
+  g.transB = transposeRhs;
+  g.rowsA = sa[sa.size() - 2];
+  g.colsA = sa.back();
+  g.rowsB = sb[sb.size() - 2];
+  g.colsB = sb.back();
+  g.M = g.transA ? g.colsA : g.rowsA;
+  g.K = g.transA ? g.rowsA : g.colsA;
+  int64_t k2 = g.transB ? g.colsB : g.rowsB;
+  g.N = g.transB ? g.rowsB : g.colsB;
+  if (g.K != k2)
+    return fail(op, "contraction mismatch: " + smprt::describe(lhs) + " and " +
+                        smprt::describe(rhs));
+  g.batchA.assign(sa.begin(), sa.end() - 2);
+  g.batchB.assign(sb.begin(), sb.end() - 2);
+  if (!broadcastShapes(g.batchA, g.batchB, g.batch))
+    return fail(op, "batch dims of " + smprt::describe(lhs) + " and " +
+                        smprt::describe(rhs) + " do not broadcast");
+  std::vector<int64_t> expected = g.batch;
+  if (!promoteA)
+    expected.push_back(g.M);
+  if (!promoteB)
+    expected.push_back(g.N);
+  if (Status s = checkShape(op, "output", out, expected); !s.ok())
+    return s;
+  broadcastStrides(g.batchA, g.batch, g.strA);
+  broadcastStrides(g.batchB, g.batch, g.strB);
+  for (int64_t &s : g.strA)
+    s *= g.rowsA * g.colsA;
+  for (int64_t &s : g.strB)
+    s *= g.rowsB * g.colsB;
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax
+//===----------------------------------------------------------------------===//
+
+Status checkReduce(const char *op, const TensorRef &in,
+                   const std::vector<int64_t> &axes, const TensorRef &out,
+                   std::vector<bool> &reduced) {
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  reduced.assign(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    int64_t d = normAxis(a, rank);
+    if (d < 0 || reduced[d])
+      return fail(op,
+                  "axis " + std::to_string(a) +
+                      (d < 0 ? " out of range for rank " + std::to_string(rank)
+                             : std::string(" repeated")));
+    reduced[d] = true;
+  }
+  std::vector<int64_t> kept, keptDims;
+  for (int64_t d = 0; d < rank; ++d) {
+    keptDims.push_back(reduced[d] ? 1 : in.shape[d]);
+    if (!reduced[d])
+      kept.push_back(in.shape[d]);
+  }
+  if (out.shape != kept && out.shape != keptDims)
+    return fail(op, "output has shape " + shapeStr(out.shape) + ", expected " +
+                        shapeStr(kept) + " (or " + shapeStr(keptDims) +
+                        " with keepdims)");
+  return Status::success();
+}
+
+std::vector<DimGroup> reduceGroups(const std::vector<int64_t> &shape,
+                                   const std::vector<bool> &reduced) {
+  std::vector<int64_t> strides = contiguousStrides(shape);
+  std::vector<DimGroup> groups;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d]) {
+      groups.back().size *= shape[d];
+      groups.back().stride = strides[d];
+    } else {
+      groups.push_back({shape[d], strides[d], reduced[d]});
+    }
+  }
+  return groups;
+}
+
+Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a) {
+  a = normAxis(axis, rank);
+  if (a < 0)
+    return fail(op, "axis " + std::to_string(axis) + " out of range for rank " +
+                        std::to_string(rank));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation, losses
+//===----------------------------------------------------------------------===//
+
+Status checkParam(const char *op, const char *what, const TensorRef &p,
+                  const std::vector<int64_t> &target) {
+  if (Status s = checkFloat(op, what, p); !s.ok())
+    return s;
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(p.shape, target, strides))
+    return fail(op, std::string(what) + " " + smprt::describe(p) +
+                        " does not broadcast onto " + shapeStr(target));
+  return Status::success();
+}
+
+Status checkLayerNorm(const TensorRef &in, const TensorRef &scale,
+                      const TensorRef *bias, int64_t axis, const TensorRef &out,
+                      std::vector<int64_t> &normShape) {
+  const char *op = "layer_norm";
+  if (Status s = checkSameTensor(op, in, out); !s.ok())
+    return s;
+  int64_t a = normAxis(axis, in.rank());
+  if (a < 0)
+    return fail(op, "axis " + std::to_string(axis) + " out of range for " +
+                        smprt::describe(in));
+  normShape.assign(in.shape.begin() + a, in.shape.end());
+  if (Status s = checkParam(op, "scale", scale, normShape); !s.ok())
+    return s;
+  if (bias)
+    if (Status s = checkParam(op, "bias", *bias, normShape); !s.ok())
+      return s;
+  return Status::success();
+}
+
+Status checkRmsNorm(const TensorRef &in, const TensorRef &scale,
+                    const TensorRef &out, std::vector<int64_t> &normShape) {
+  const char *op = "rms_norm";
+  if (Status s = checkSameTensor(op, in, out); !s.ok())
+    return s;
+  if (in.rank() == 0)
+    return fail(op, "input must not be a scalar");
+  normShape.assign(1, in.shape.back());
+  return checkParam(op, "scale", scale, normShape);
+}
+
+Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
+                      const TensorRef &bias, const TensorRef &mean,
+                      const TensorRef &variance, const TensorRef &out) {
+  const char *op = "batch_norm";
+  if (Status s = checkSameTensor(op, in, out); !s.ok())
+    return s;
+  if (in.rank() < 2)
+    return fail(op, "input " + smprt::describe(in) + " needs a channel dim");
+  int64_t channels = in.shape[1];
+  for (auto [p, what] :
+       {std::pair<const TensorRef *, const char *>{&scale, "scale"},
+        {&bias, "bias"},
+        {&mean, "mean"},
+        {&variance, "variance"}}) {
+    if (Status s = checkFloat(op, what, *p); !s.ok())
+      return s;
+    if (Status s = checkShape(op, what, *p, {channels}); !s.ok())
+      return s;
+  }
+  return Status::success();
+}
+
+Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
+                         bool reduced, const TensorRef &out,
+                         const TensorRef *weights, int64_t &classes) {
+  const char *op = "cross_entropy";
+  if (Status s = checkAll(
+          op, {{&logits, "logits"}, {&labels, "labels"}, {&out, "output"}});
+      !s.ok())
+    return s;
+  if (!smprt::isFloat(logits.dtype))
+    return unsupported(op, logits.dtype);
+  if (smprt::isFloat(labels.dtype))
+    return fail(op, "labels must be integers, got " + smprt::describe(labels));
+  if (Status s = checkDType(op, "output", out, logits.dtype); !s.ok())
+    return s;
+  if (logits.rank() < 1 ||
+      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
+          labels.shape)
+    return fail(op, "labels " + smprt::describe(labels) +
+                        " must have the shape of logits " +
+                        smprt::describe(logits) + " without its last dim");
+  if (!reduced) {
+    if (Status s = checkShape(op, "output", out, labels.shape); !s.ok())
+      return s;
+  } else if (out.numel() != 1) {
+    return fail(op, "output " + smprt::describe(out) +
+                        " must hold one element for a reduced loss");
+  }
+  classes = logits.shape.back();
+  if (weights) {
+    if (Status s = checkTensor(op, "weights", *weights); !s.ok())
+      return s;
+    if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
+        weights->shape[0] != classes)
+      return fail(op, "weights " + smprt::describe(*weights) +
+                          " must be a float vector of the " +
+                          std::to_string(classes) + " classes");
+  }
+  return Status::success();
+}
+
+} // namespace smp::kernels::common

@@ -1,0 +1,219 @@
+//===- OpChecks.h - Argument checks of the kernel ops -----------*- C++ -*-===//
+//
+// The host-side part of each op that kernels/cpu and kernels/cuda share:
+// the checks of a call's arguments (in the order both libraries run them,
+// with the messages the tests compare) and the shapes/strides computed from
+// them. What a library checks in addition (CUDA: the current context, the
+// dtypes its kernels cover, its rank limits) it checks itself, between or
+// after these calls, so that each library keeps its order of checks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_KERNELS_COMMON_OPCHECKS_H
+#define SMP_KERNELS_COMMON_OPCHECKS_H
+
+#include "smp/kernels/common/Checks.h"
+
+namespace smp::kernels::common {
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+/// binary: operands, dtypes (output Bool when boolOutput, else lhs's) and
+/// the broadcast: `shape` is out's shape, sa / sb the operands' strides
+/// onto it.
+Status checkBinary(const char *op, const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, bool boolOutput,
+                   std::vector<int64_t> &shape, std::vector<int64_t> &sa,
+                   std::vector<int64_t> &sb);
+
+/// where: as checkBinary with a Bool condition (strides sc).
+Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
+                  const TensorRef &rhs, const TensorRef &out,
+                  std::vector<int64_t> &shape, std::vector<int64_t> &sc,
+                  std::vector<int64_t> &sa, std::vector<int64_t> &sb);
+
+/// cast: input, output, same shape (any dtypes).
+Status checkCast(const TensorRef &in, const TensorRef &out);
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// matmul's operands and dtypes (valid tensors, one dtype, no scalars).
+Status checkMatMulOperands(const TensorRef &lhs, const TensorRef &rhs,
+                           const TensorRef &out);
+
+/// The matrices of numpy.matmul(op(lhs), op(rhs)): stored matrices are
+/// rowsX x colsX (rank-1 operands promoted), op(A) is M x K, op(B) K x N.
+/// Plain data (kernels/cuda passes it to its kernels).
+struct MatMulDims {
+  bool transA = false, transB = false;
+  int64_t rowsA = 0, colsA = 0, rowsB = 0, colsB = 0, M = 0, K = 0, N = 0;
+};
+
+/// MatMulDims and the batch: `batch` broadcasts batchA and batchB, and
+/// strA / strB are the operands' element strides along it (matrix-sized
+/// steps, 0 on broadcast dims).
+struct MatMulShape : MatMulDims {
+  std::vector<int64_t> batchA, batchB, batch, strA, strB;
+};
+
+/// Fills g after checkMatMulOperands; fails on a contraction mismatch,
+/// batch dims that do not broadcast, or a wrong output shape.
+Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, bool transposeLhs, bool transposeRhs,
+                   MatMulShape &g);
+
+//===----------------------------------------------------------------------===//
+// Reductions, softmax
+//===----------------------------------------------------------------------===//
+
+/// reduce: operands, the axes (distinct, in range; `reduced` per input dim)
+/// and out's shape (the kept dims, with or without keepdims).
+Status checkReduce(const char *op, const TensorRef &in,
+                   const std::vector<int64_t> &axes, const TensorRef &out,
+                   std::vector<bool> &reduced);
+
+/// The input's dims as runs of kept or reduced dims: size-1 dims dropped,
+/// neighbours of the same kind merged (stride: the run's innermost).
+struct DimGroup {
+  int64_t size, stride;
+  bool reduced;
+};
+std::vector<DimGroup> reduceGroups(const std::vector<int64_t> &shape,
+                                   const std::vector<bool> &reduced);
+
+/// normAxis, or "op: axis A out of range for rank R".
+Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a);
+
+//===----------------------------------------------------------------------===//
+// Normalisation, losses
+//===----------------------------------------------------------------------===//
+
+/// A float parameter (scale, bias) that broadcasts onto `target`.
+Status checkParam(const char *op, const char *what, const TensorRef &p,
+                  const std::vector<int64_t> &target);
+
+/// layer_norm: operands, axis and parameters; normShape = in dims [axis, rank).
+Status checkLayerNorm(const TensorRef &in, const TensorRef &scale,
+                      const TensorRef *bias, int64_t axis, const TensorRef &out,
+                      std::vector<int64_t> &normShape);
+/// rms_norm: operands and scale; normShape = {last dim}.
+Status checkRmsNorm(const TensorRef &in, const TensorRef &scale,
+                    const TensorRef &out, std::vector<int64_t> &normShape);
+/// batch_norm: operands and the four [C] parameters.
+Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
+                      const TensorRef &bias, const TensorRef &mean,
+                      const TensorRef &variance, const TensorRef &out);
+
+/// cross_entropy: logits, integer labels of logits' shape without its last
+/// dim, the output (labels' shape, or one element when `reduced`) and the
+/// optional [classes] float weights; classes = logits' last dim.
+Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
+                         bool reduced, const TensorRef &out,
+                         const TensorRef *weights, int64_t &classes);
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// copy: same dtype and element count.
+Status checkCopy(const TensorRef &in, const TensorRef &out);
+/// transpose: a permutation of in's dims; `strides` reads in for out.
+Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
+                      const TensorRef &out, std::vector<int64_t> &strides);
+/// slice: operands and the ranks of starts, steps and out.
+Status checkSlice(const TensorRef &in, const std::vector<int64_t> &starts,
+                  const std::vector<int64_t> &steps, const TensorRef &out);
+/// The base offset and strides of a slice of `full` (starts, steps) with
+/// `counts` elements per dim; fails when an index leaves `full`.
+Status sliceGeometry(const char *op, const TensorRef &full,
+                     const std::vector<int64_t> &starts,
+                     const std::vector<int64_t> &steps,
+                     const std::vector<int64_t> &counts, int64_t &base,
+                     std::vector<int64_t> &strides);
+/// expand: in broadcasts onto out's shape with `strides`.
+Status checkExpand(const TensorRef &in, const TensorRef &out,
+                   std::vector<int64_t> &strides);
+/// concat (toOut: parts are inputs, whole the output) or split: the parts
+/// match `whole` outside axis `a` (normalised) and sum to it along it.
+Status checkConcatSplit(const char *op, bool toOut,
+                        const std::vector<TensorRef> &parts, int64_t axis,
+                        const TensorRef &whole, int64_t &a);
+/// gather: integer indices, axis `a` (normalised) and out's shape.
+Status checkGather(const TensorRef &data, const TensorRef &indices,
+                   int64_t axis, const TensorRef &out, int64_t &a);
+/// trilu: same dtype and shape, at least two dims.
+Status checkTrilu(const TensorRef &in, const TensorRef &out);
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+/// Spatial geometry of a sliding-window op on [N, C, spatial...].
+struct Window {
+  size_t dims = 0;
+  std::vector<int64_t> in, out, kernel, strides, padBegin, padEnd, dilations;
+  int64_t inSize = 1, outSize = 1, kernelSize = 1;
+};
+
+/// ShapeUtils' windowOutputSize (ONNX/PyTorch): -1 when the window does not
+/// fit.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padBegin, int64_t padEnd, int64_t dilation,
+                         bool ceilMode);
+
+/// The window of `in`. Empty strides/dilations are 1, empty pads 0. With
+/// `outShape` null the output sizes follow windowOutputSize; otherwise they
+/// are outShape's spatial dims (gradients). Fails above maxDims spatial dims.
+Status makeWindow(const char *op, const TensorRef &in,
+                  const std::vector<int64_t> &kernel,
+                  const std::vector<int64_t> &strides,
+                  const std::vector<int64_t> &pads,
+                  const std::vector<int64_t> &dilations, bool ceilMode,
+                  const std::vector<int64_t> *outShape, size_t maxDims,
+                  Window &w);
+
+/// [batch, channels, w.out...].
+std::vector<int64_t> windowShape(const Window &w, int64_t batch,
+                                 int64_t channels);
+
+/// conv: operands, dtypes, channels and group, the window (at most maxDims
+/// spatial dims), out's shape and the optional float bias [M].
+Status checkConv(const TensorRef &in, const TensorRef &weight,
+                 const TensorRef *bias, const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, int64_t group,
+                 const TensorRef &out, size_t maxDims, Window &w);
+
+/// max_pool / avg_pool: operands, the window and out's shape.
+Status checkPool(const char *op, const TensorRef &in,
+                 const std::vector<int64_t> &kernel,
+                 const std::vector<int64_t> &strides,
+                 const std::vector<int64_t> &pads,
+                 const std::vector<int64_t> &dilations, bool ceilMode,
+                 const TensorRef &out, size_t maxDims, Window &w);
+
+//===----------------------------------------------------------------------===//
+// Training (the checks both libraries run first; each adds its own after)
+//===----------------------------------------------------------------------===//
+
+/// gelu_grad: float operands, x and dy of one shape.
+Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
+                     const TensorRef &dx);
+/// sgd_update: float operands; grad and buffer of param's size.
+Status checkSgd(const TensorRef &param, const TensorRef &grad,
+                const TensorRef &buffer, const TensorRef &newParam,
+                const TensorRef &newBuffer);
+/// adam_update (op names the caller): float operands; grad and the states
+/// of param's size.
+Status checkAdam(const char *op, const TensorRef &param, const TensorRef &grad,
+                 const TensorRef &expAvg, const TensorRef &expAvgSq,
+                 const TensorRef &newParam, const TensorRef &newExpAvg,
+                 const TensorRef &newExpAvgSq);
+
+} // namespace smp::kernels::common
+
+#endif // SMP_KERNELS_COMMON_OPCHECKS_H
