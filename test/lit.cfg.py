@@ -21,6 +21,10 @@ llvm_config.add_tool_substitutions(
     ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen"],
     [config.smp_tools_dir])
 config.substitutions.append(("%python", "python3"))
+config.substitutions.append(
+    ("%bench", os.path.join(config.smp_src_root, "bench")))
+config.substitutions.append(
+    ("%smp_build", os.path.dirname(config.smp_tools_dir)))
 
 config.substitutions.append(
     ("%fixtures", os.path.join(config.smp_src_root, "test", "fixtures")))
