@@ -2,6 +2,16 @@
 // RUN: smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' '--smp-pipeline-schedule=pp=2 schedule=1f1b' | FileCheck %s --check-prefixes=CHECK,1F1B
 // RUN: smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' '--smp-pipeline-schedule=pp=2 schedule=zb-h1' | FileCheck %s --check-prefixes=CHECK,ZB
 // RUN: smp-opt %s --smp-pipeline-split=stages=4 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' '--smp-pipeline-schedule=pp=2 schedule=interleaved' | FileCheck %s --check-prefix=INTER
+// Every pair of ranks exchanges its messages in one order (each rank's
+// sends to a peer in the order the peer receives them), for every
+// schedule: NCCL matches messages in queue order, not by tag.
+// RUN: for s in gpipe 1f1b zb-h1; do \
+// RUN:   smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' "--smp-pipeline-schedule=pp=2 schedule=$s" -o %t.$s.mlir && \
+// RUN:   %python %S/../../train/pair_order.py %t.$s.mlir; done | FileCheck %s --check-prefix=ORDER
+// RUN: smp-opt %s --smp-pipeline-split=stages=4 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' '--smp-pipeline-schedule=pp=2 schedule=interleaved' -o %t.inter.mlir
+// RUN: %python %S/../../train/pair_order.py %t.inter.mlir | FileCheck %s --check-prefix=ORDER
+// ORDER: 2 pairs, {{[0-9]+}} messages, in order
+// ORDER-NOT: ranks
 // RUN: smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=4' '--smp-pipeline-schedule=pp=2 schedule=gpipe' | FileCheck %s --check-prefix=GPIPE4
 // RUN: smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=4' '--smp-pipeline-schedule=pp=2 schedule=1f1b' | FileCheck %s --check-prefix=1F1B4
 // RUN: smp-opt %s '--smp-build-train-step=loss=cross_entropy:logits:labels microbatches=2' '--smp-pipeline-schedule=pp=1' | FileCheck %s --check-prefix=ONE
@@ -68,14 +78,12 @@
 
 // GPipe: both forwards, then both backwards.
 // GPIPE: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
-// GPIPE: smp.send %{{.*}} to 0 tag 3 : tensor<f32>
 // GPIPE: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
 // GPIPE: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
 // With 1F1B, micro-batch 0's backward (its gradient sent) comes before
 // micro-batch 1's forward (its input received).
 // 1F1B: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
 // 1F1B-NEXT: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
-// 1F1B: smp.send %{{.*}} to 0 tag 3 : tensor<f32>
 // 1F1B: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
 // ZB-H1 is as 1F1B, but each backward only computes the input gradient that
 // rank 0 waits for (no weight-gradient matmul, transpose_lhs, before it is
@@ -83,8 +91,6 @@
 // ZB-NOT: transpose_lhs
 // ZB: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
 // ZB-NEXT: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
-// ZB-NOT: transpose_lhs
-// ZB: smp.send %{{.*}} to 0 tag 3 : tensor<f32>
 // ZB-NOT: transpose_lhs
 // ZB: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
 // ZB-COUNT-4: smp.matmul {{.*}} {transpose_lhs = true}
@@ -97,6 +103,9 @@
 // CHECK-NEXT: smp.mul %[[GW2]], %[[GW2]]
 // CHECK-NEXT: %[[SQ1:.*]] = smp.reduce_sum
 // CHECK-NEXT: smp.send %[[SQ1]] to 0 tag 7 : tensor<f32>
+// The loss partial goes out last: rank 0 receives it last, and the two
+// ranks' messages must go in one order (NCCL has no tags).
+// CHECK-NEXT: smp.send %{{.*}} to 0 tag 3 : tensor<f32>
 // CHECK-NEXT: %[[NEWE:.*]], %{{.*}} = smp.sgd_update %[[E1]], %[[GE]], %[[GE]]
 // CHECK-NEXT: %[[NEWW2:.*]], %{{.*}} = smp.sgd_update %[[W2]], %[[GW2]], %[[GW2]]
 // CHECK-NEXT: %[[NORM:.*]] = smp.recv from 0 tag 8 : tensor<f32>
@@ -182,15 +191,15 @@
 // INTER-NEXT: smp.recv from 0 tag 2 : tensor<2x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 6 : tensor<2x4xf32>
 // INTER: smp.recv from 0 tag 5 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 0 tag 9 : tensor<f32>
 // INTER: smp.send %{{.*}} to 0 tag 10 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 0 tag 14 : tensor<4x4xf32>
-// INTER-NEXT: smp.recv from 0 tag 7 : tensor<2x4xf32>
+// INTER: smp.recv from 0 tag 7 : tensor<2x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 8 : tensor<2x4xf32>
 // INTER-NEXT: smp.recv from 0 tag 11 : tensor<2x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 12 : tensor<2x4xf32>
+// INTER: smp.send %{{.*}} to 0 tag 14 : tensor<4x4xf32>
 // INTER: smp.recv from 0 tag 13 : tensor<4x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 15 : tensor<f32>
+// INTER-NEXT: smp.send %{{.*}} to 0 tag 9 : tensor<f32>
 // INTER: smp.recv from 0 tag 16 : tensor<f32>
 // INTER-NEXT: return
 

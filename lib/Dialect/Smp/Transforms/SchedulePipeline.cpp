@@ -265,6 +265,11 @@ struct SmpPipelineSchedulePass
       if (failed(buildRankFunction(step, mb, r, program[r], info, tags,
                                    rankOf, returnedBy)))
         return failure();
+    SmallVector<func::FuncOp> rankFunctions;
+    for (int64_t r = 0; r < pp; ++r)
+      rankFunctions.push_back(module.lookupSymbol<func::FuncOp>(
+          (step.getSymName() + "_pp" + Twine(r)).str()));
+    orderSendsLikeReceives(rankFunctions);
     llvm::raw_string_ostream os(description);
     os << sched::scheduleKindName(*kind) << " pp=" << pp
        << " microbatches=" << numMicrobatches
@@ -277,6 +282,40 @@ struct SmpPipelineSchedulePass
                     StringAttr::get(module.getContext(), description));
     step.erase();
     return success();
+  }
+
+  /// Each rank's sends to a peer, in the order the peer receives them. The
+  /// tags make any order work over MPI, but NCCL matches a pair's messages
+  /// in the order they were queued. A send only moves later (after the
+  /// send the peer takes before it), never before its data is made; sends
+  /// are eager, so the sender never waits for that.
+  static void orderSendsLikeReceives(ArrayRef<func::FuncOp> ranks) {
+    for (auto [dst, rankFunction] : llvm::enumerate(ranks)) {
+      func::FuncOp f = rankFunction;
+      std::map<int64_t, SmallVector<int64_t>> received; // source -> tags
+      f.walk([&](RecvOp r) {
+        received[r.getPeer()].push_back(r.getTag());
+      });
+      for (auto &[src, order] : received) {
+        if (src < 0 || src >= static_cast<int64_t>(ranks.size()))
+          continue;
+        llvm::DenseMap<int64_t, Operation *> sendOf;
+        func::FuncOp sender = ranks[src];
+        sender.walk([&](SendOp s) {
+          if (s.getPeer() == static_cast<int64_t>(dst))
+            sendOf[s.getTag()] = s;
+        });
+        Operation *previous = nullptr;
+        for (int64_t tag : order) {
+          Operation *send = sendOf.lookup(tag);
+          if (!send)
+            continue;
+          if (previous && send->isBeforeInBlock(previous))
+            send->moveAfter(previous);
+          previous = send;
+        }
+      }
+    }
   }
 
   /// Per value computed on one rank and used on others: (rank, tag) of
