@@ -38,11 +38,15 @@
 // MB-NEXT: %[[L1:.*]] = smp.div %[[CE1]], %[[COUNT]] {smp.mb = 1 : i64, smp.stage = 0 : i64}
 // MB-NEXT: %[[LOSS:.*]] = smp.add %[[L0]], %[[L1]] {smp.mb = 1 : i64, smp.stage = 0 : i64}
 // MB: smp.cross_entropy_grad %[[LOGITS1]], %[[Y1]], %{{.*}} {reduction = #smp<reduction sum>, smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
+// Accumulation: each of micro-batch 1's gradients is added to micro-batch
+// 0's as soon as it is made (w2's first, then w1's, then e's).
+// MB: smp.matmul %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64, transpose_lhs = true}
+// MB: %[[GW2B:.*]] = smp.matmul %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64, transpose_lhs = true}
+// MB-NEXT: %[[GW2:.*]] = smp.add %{{.*}}, %[[GW2B]] {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
+// MB: %[[GW1B:.*]] = smp.matmul %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64, transpose_lhs = true}
+// MB-NEXT: %[[GW1:.*]] = smp.add %{{.*}}, %[[GW1B]] {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
 // MB: %[[GE1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// Accumulation: e's gradient of micro-batch 0 plus micro-batch 1's.
 // MB-NEXT: %[[GE:.*]] = smp.add %[[GE0]], %[[GE1]] {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
-// MB-NEXT: %[[GW1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
-// MB-NEXT: %[[GW2:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
 // MB: %[[NORM:.*]] = smp.sqrt %{{.*}} {smp.stage = 0 : i64}
 // MB-NEXT: %[[NEWE:.*]], %{{.*}} = smp.sgd_update %[[E]], %[[GE]], %[[GE]]
 // MB-NEXT: %[[NEWW1:.*]], %{{.*}} = smp.sgd_update %[[W1]], %[[GW1]], %[[GW1]]
@@ -75,11 +79,12 @@
 // PP: smp.cross_entropy_grad {{.*}} {reduction = #smp<reduction sum>, smp.bwd, smp.mb = 0 : i64, smp.stage = 1 : i64}
 // PP: smp.matmul %{{.*}}, %[[W1]] {smp.bwd, smp.mb = 0 : i64, smp.stage = 0 : i64, transpose_rhs = true}
 // PP: smp.cross_entropy_grad {{.*}} {reduction = #smp<reduction sum>, smp.bwd, smp.mb = 1 : i64, smp.stage = 1 : i64}
-// Accumulated over the micro-batches, per copy of e.
+// Accumulated over the micro-batches as each gradient is made (backward
+// order: the last stage's copy of e, w2, w1, the first stage's copy of e).
+// PP: %[[GE1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PP: %[[GW2:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+// PP: %[[GW1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // PP: %[[GE0:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// PP-NEXT: %[[GE1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// PP-NEXT: %[[GW1:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 0 : i64}
-// PP-NEXT: %[[GW2:.*]] = smp.add %{{.*}}, %{{.*}} {smp.bwd, smp.mb = 1 : i64, smp.stage = 1 : i64}
 // Summed over the copies, in stage order, on each copy's stage.
 // PP-NEXT: %[[SE0:.*]] = smp.add %[[GE0]], %[[GE1]] {smp.stage = 0 : i64}
 // PP-NEXT: %[[SE1:.*]] = smp.add %[[GE0]], %[[GE1]] {smp.stage = 1 : i64}

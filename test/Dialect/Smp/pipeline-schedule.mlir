@@ -21,10 +21,11 @@
 // on rank S % pp. Message tags number the values in @train_step's order, so
 // they are the same for every schedule:
 //   0, 1  stage 0's output of micro-batch 0, 1 (rank 0 -> 1)
-//   2, 4  the gradient of that output, micro-batch 0, 1 (rank 1 -> 0)
+//   2, 5  the gradient of that output, micro-batch 0, 1 (rank 1 -> 0)
 //   3     the loss (rank 1 -> 0)
-//   5, 6  e's gradient summed over the micro-batches on stage 0 and 1: each
-//         rank adds both, stage 0's first
+//   4, 6  e's gradient summed over the micro-batches on stage 1 and 0 (each
+//         micro-batch's gradient is added as soon as it is made, so stage
+//         1's sum is complete first): each rank adds both, stage 0's first
 //   7     stage 1's partial sum of squared gradients (rank 1 -> 0)
 //   8     the gradient norm (rank 0 -> 1)
 
@@ -50,12 +51,13 @@
 // CHECK-NEXT: smp.send %[[A1]] to 1 tag 1 : tensor<2x4xf32>
 // CHECK-NEXT: %[[G0:.*]] = smp.recv from 1 tag 2 : tensor<2x4xf32>
 // CHECK-NEXT: smp.matmul %[[G0]], %[[W1]] {transpose_rhs = true}
-// CHECK: %[[G1:.*]] = smp.recv from 1 tag 4 : tensor<2x4xf32>
+// CHECK: %[[G1:.*]] = smp.recv from 1 tag 5 : tensor<2x4xf32>
 // CHECK-NEXT: smp.matmul %[[G1]], %[[W1]] {transpose_rhs = true}
+// CHECK-NEXT: %[[GW1B:.*]] = smp.matmul %{{.*}}, %[[G1]] {transpose_lhs = true}
+// CHECK-NEXT: %[[GW1:.*]] = smp.add %{{.*}}, %[[GW1B]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
 // CHECK: %[[GE0:.*]] = smp.add %{{.*}}, %{{.*}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// CHECK-NEXT: smp.send %[[GE0]] to 1 tag 5 : tensor<4x4xf32>
-// CHECK-NEXT: %[[GW1:.*]] = smp.add
-// CHECK-NEXT: %[[GE1:.*]] = smp.recv from 1 tag 6 : tensor<4x4xf32>
+// CHECK-NEXT: smp.send %[[GE0]] to 1 tag 6 : tensor<4x4xf32>
+// CHECK-NEXT: %[[GE1:.*]] = smp.recv from 1 tag 4 : tensor<4x4xf32>
 // CHECK-NEXT: %[[GE:.*]] = smp.add %[[GE0]], %[[GE1]]
 // CHECK: %[[SQ1:.*]] = smp.recv from 1 tag 7 : tensor<f32>
 // CHECK-NEXT: %[[SUMSQ:.*]] = smp.add %{{.*}}, %[[SQ1]]
@@ -79,12 +81,12 @@
 // GPipe: both forwards, then both backwards.
 // GPIPE: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
 // GPIPE: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
-// GPIPE: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
+// GPIPE: smp.send %{{.*}} to 0 tag 5 : tensor<2x4xf32>
 // With 1F1B, micro-batch 0's backward (its gradient sent) comes before
 // micro-batch 1's forward (its input received).
 // 1F1B: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
 // 1F1B-NEXT: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
-// 1F1B: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
+// 1F1B: smp.send %{{.*}} to 0 tag 5 : tensor<2x4xf32>
 // ZB-H1 is as 1F1B, but each backward only computes the input gradient that
 // rank 0 waits for (no weight-gradient matmul, transpose_lhs, before it is
 // sent); the weight gradients of both micro-batches come after.
@@ -92,15 +94,14 @@
 // ZB: smp.send %{{.*}} to 0 tag 2 : tensor<2x4xf32>
 // ZB-NEXT: %[[R1:.*]] = smp.recv from 0 tag 1 : tensor<2x4xf32>
 // ZB-NOT: transpose_lhs
-// ZB: smp.send %{{.*}} to 0 tag 4 : tensor<2x4xf32>
-// ZB-COUNT-4: smp.matmul {{.*}} {transpose_lhs = true}
+// ZB: smp.send %{{.*}} to 0 tag 5 : tensor<2x4xf32>
+// ZB-COUNT-3: smp.matmul {{.*}} {transpose_lhs = true}
 
-// CHECK: %[[GE1:.*]] = smp.add %{{.*}}, %{{.*}} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-// CHECK-NEXT: smp.send %[[GE1]] to 0 tag 6 : tensor<4x4xf32>
-// CHECK-NEXT: %[[GW2:.*]] = smp.add
-// CHECK-NEXT: %[[GE0:.*]] = smp.recv from 0 tag 5 : tensor<4x4xf32>
+// CHECK: smp.send %[[GE1:[0-9]+]] to 0 tag 4 : tensor<4x4xf32>
+// ZB-NEXT: smp.matmul {{.*}} {transpose_lhs = true}
+// CHECK: %[[GE0:.*]] = smp.recv from 0 tag 6 : tensor<4x4xf32>
 // CHECK-NEXT: %[[GE:.*]] = smp.add %[[GE0]], %[[GE1]]
-// CHECK-NEXT: smp.mul %[[GW2]], %[[GW2]]
+// CHECK-NEXT: smp.mul %[[GW2:[0-9]+]], %[[GW2]]
 // CHECK-NEXT: %[[SQ1:.*]] = smp.reduce_sum
 // CHECK-NEXT: smp.send %[[SQ1]] to 0 tag 7 : tensor<f32>
 // The loss partial goes out last: rank 0 receives it last, and the two
@@ -113,9 +114,9 @@
 // CHECK-NEXT: }
 
 // Four micro-batches: GPipe runs all forwards on rank 0 before the first
-// backward's gradient arrives (tags 0-3 stage 0's outputs, 4-6 and 8 their
-// gradients, 7 the loss); 1F1B starts the first backward after pp=2
-// forwards.
+// backward's gradient arrives (tags 0-3 stage 0's outputs, 4-6 and 9 their
+// gradients, 7 the loss, 8 the last stage's sum of e's gradients); 1F1B
+// starts the first backward after pp=2 forwards.
 // GPIPE4-LABEL: func.func @train_step_pp0(
 // GPIPE4: smp.send %{{.*}} to 1 tag 0 : tensor<2x4xf32>
 // GPIPE4-NOT: smp.recv
@@ -127,7 +128,7 @@
 // GPIPE4: smp.recv from 1 tag 4 : tensor<2x4xf32>
 // GPIPE4: smp.recv from 1 tag 5 : tensor<2x4xf32>
 // GPIPE4: smp.recv from 1 tag 6 : tensor<2x4xf32>
-// GPIPE4: smp.recv from 1 tag 8 : tensor<2x4xf32>
+// GPIPE4: smp.recv from 1 tag 9 : tensor<2x4xf32>
 // GPIPE4-LABEL: func.func @train_step_pp1(
 // GPIPE4: smp.recv from 0 tag 0
 // GPIPE4-NOT: smp.send
@@ -146,7 +147,7 @@
 // 1F1B4-NOT: smp.recv
 // 1F1B4: smp.send %{{.*}} to 1 tag 3 : tensor<2x4xf32>
 // 1F1B4: smp.recv from 1 tag 6 : tensor<2x4xf32>
-// 1F1B4: smp.recv from 1 tag 8 : tensor<2x4xf32>
+// 1F1B4: smp.recv from 1 tag 9 : tensor<2x4xf32>
 // 1F1B4-LABEL: func.func @train_step_pp1(
 // 1F1B4: smp.recv from 0 tag 0
 // 1F1B4-NOT: smp.recv
@@ -172,11 +173,11 @@
 // INTER-NEXT: smp.recv from 1 tag 6 : tensor<2x4xf32>
 // INTER: smp.send %{{.*}} to 1 tag 7 : tensor<2x4xf32>
 // INTER-NEXT: smp.recv from 1 tag 10 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 1 tag 11 : tensor<2x4xf32>
+// INTER: smp.send %{{.*}} to 1 tag 12 : tensor<2x4xf32>
 // INTER: smp.recv from 1 tag 8 : tensor<2x4xf32>
-// INTER: smp.recv from 1 tag 12 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 1 tag 13 : tensor<4x4xf32>
-// INTER-NEXT: smp.recv from 1 tag 14 : tensor<4x4xf32>
+// INTER: smp.recv from 1 tag 13 : tensor<2x4xf32>
+// INTER: smp.send %{{.*}} to 1 tag 14 : tensor<4x4xf32>
+// INTER-NEXT: smp.recv from 1 tag 11 : tensor<4x4xf32>
 // INTER: smp.recv from 1 tag 15 : tensor<f32>
 // INTER: smp.send %{{.*}} to 1 tag 16 : tensor<f32>
 // INTER: smp.recv from 1 tag 9 : tensor<f32>
@@ -194,10 +195,10 @@
 // INTER: smp.send %{{.*}} to 0 tag 10 : tensor<2x4xf32>
 // INTER: smp.recv from 0 tag 7 : tensor<2x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 8 : tensor<2x4xf32>
-// INTER-NEXT: smp.recv from 0 tag 11 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 0 tag 12 : tensor<2x4xf32>
-// INTER: smp.send %{{.*}} to 0 tag 14 : tensor<4x4xf32>
-// INTER: smp.recv from 0 tag 13 : tensor<4x4xf32>
+// INTER-NEXT: smp.recv from 0 tag 12 : tensor<2x4xf32>
+// INTER: smp.send %{{.*}} to 0 tag 13 : tensor<2x4xf32>
+// INTER: smp.send %{{.*}} to 0 tag 11 : tensor<4x4xf32>
+// INTER: smp.recv from 0 tag 14 : tensor<4x4xf32>
 // INTER: smp.send %{{.*}} to 0 tag 15 : tensor<f32>
 // INTER-NEXT: smp.send %{{.*}} to 0 tag 9 : tensor<f32>
 // INTER: smp.recv from 0 tag 16 : tensor<f32>

@@ -412,10 +412,21 @@ struct SmpBuildTrainStepPass
           fwd.push_back(&op);
       }
       rewriteSavedActivations(fwd, mark, b);
+      // Each gradient joins the running sum as soon as it is made, so a
+      // micro-batch's gradients do not all wait for the end of its backward
+      // beside the sum of the earlier ones.
       for (auto [k, gk] : llvm::enumerate(*g)) {
         if (!gk)
           continue;
-        acc[k] = acc[k] ? Value(AddOp::create(b, loc, acc[k], gk)) : gk;
+        if (acc[k]) {
+          OpBuilder::InsertionGuard guard(b);
+          if (Operation *def = gk.getDefiningOp();
+              def && def->getBlock() == &body)
+            b.setInsertionPointAfter(def);
+          acc[k] = AddOp::create(b, loc, acc[k], gk);
+        } else {
+          acc[k] = gk;
+        }
         if (auto s = stageOf(params[k]))
           setStage(acc[k].getDefiningOp(), *s);
       }
