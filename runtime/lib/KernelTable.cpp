@@ -73,12 +73,8 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 const std::map<std::string, Builder> &table() {
-  static const std::map<std::string, Builder> t = [] {
-    std::map<std::string, Builder> steps = commonSteps();
-    steps["sgd_update"] = sgdUpdateStep;
-    steps["adam_update"] = adamUpdateStep;
-    return steps;
-  }();
+  static const std::map<std::string, Builder> t =
+      stepsWith(sgdUpdateStep, adamUpdateStep);
   return t;
 }
 
