@@ -225,6 +225,10 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       values[root].last = std::max(values[root].last, at);
       if (it != index.end() && anchor[it->second] != values[root].anchor)
         values[root].foreignUses.push_back({at, anchor[it->second]});
+      // A forward value the backward reads through a reshape is saved too.
+      if (it != index.end() && !isForward(user) &&
+          isForward(ops[values[root].def]))
+        values[root].saved = true;
     }
   length = end;
   // The working set beyond the saved activations, per sample.

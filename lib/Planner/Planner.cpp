@@ -331,25 +331,56 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
   double b = static_cast<double>(p.microbatchSize);
   double stateFactor = optimizerStateFactor(req.optimizer) /
                        (p.zero ? static_cast<double>(p.dp) : 1.0);
-  // Micro-batches whose activations a rank holds at once, from the
-  // schedule simulated: F done and B (BI) not, plus, under ZB-H1, those
-  // whose deferred weight gradients still read them (together never more
-  // than p; a chunk's share each when interleaved).
-  std::vector<double> held(p.pp, 1.0);
-  if (p.pp > 1) {
-    auto kind = schedule::parseScheduleKind(p.schedule);
-    int pp = static_cast<int>(p.pp), m = static_cast<int>(p.microbatches),
-        v = static_cast<int>(p.virtualStages);
-    if (kind && static_cast<long long>(pp) * m * v * 3 < schedule::kMaxActions) {
-      schedule::SimulationResult sim = schedule::simulateSchedule(
-          schedule::buildSchedule(*kind, pp, m, v), pp, m, v);
-      if (sim.complete && !sim.deadlock)
-        for (int r = 0; r < pp; ++r)
-          held[r] = std::max(
-              1.0, std::min(pp * v, sim.peakInFlightActivations[r] +
-                                        sim.peakPendingWeightGradients[r]) /
-                       static_cast<double>(v));
-    }
+  // Each backward a rank runs (B or BI), in its order: the micro-batches
+  // whose activations it holds then (F done and B/BI not, plus ZB-H1's
+  // pending weight gradients that still read theirs; never more than p, a
+  // chunk's share each when interleaved) and whether every gradient exists
+  // by then (a backward or a weight gradient has run before: gradient
+  // accumulation keeps them whole from there on; the first backward makes
+  // them as it goes). Without a simulated schedule: the first backward and
+  // a later one, each holding one micro-batch.
+  struct Backward {
+    double held;
+    bool gradientsWhole;
+  };
+  int pp = static_cast<int>(p.pp), m = static_cast<int>(p.microbatches),
+      v = static_cast<int>(p.virtualStages);
+  // With data parallelism the accumulated gradients are whole from the
+  // first backward (the compiled step keeps them flattened in buckets).
+  bool grownWhole = p.dp > 1 && p.microbatches > 1;
+  std::vector<std::vector<Backward>> backwards(
+      p.pp, {{1.0, grownWhole}, {1.0, p.microbatches > 1}});
+  auto kind = schedule::parseScheduleKind(p.schedule);
+  if (p.pp > 1 && kind &&
+      static_cast<long long>(pp) * m * v * 3 < schedule::kMaxActions) {
+    schedule::Schedule sched = schedule::buildSchedule(*kind, pp, m, v);
+    schedule::SimulationResult sim = schedule::simulateSchedule(sched, pp, m, v);
+    if (sim.complete && !sim.deadlock)
+      for (int r = 0; r < pp; ++r) {
+        backwards[r].clear();
+        int inFlight = 0, pendingW = 0;
+        bool whole = grownWhole;
+        for (const schedule::Action &a : sched[r]) {
+          if (a.kind == schedule::Action::F) {
+            ++inFlight;
+            continue;
+          }
+          if (a.kind == schedule::Action::BW) {
+            --pendingW;
+            whole = true;
+            continue;
+          }
+          backwards[r].push_back(
+              {std::max(1.0, std::min(pp * v, inFlight + pendingW) /
+                                 static_cast<double>(v)),
+               whole});
+          --inFlight;
+          if (a.kind == schedule::Action::BI)
+            ++pendingW;
+          else
+            whole = true;
+        }
+      }
   }
   for (size_t s = 0, begin = 0; s < p.stageEnds.size(); ++s) {
     size_t end = p.stageEnds[s] + 1;
@@ -364,11 +395,16 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     // What the stage keeps per micro-batch, with what it receives.
     double saved = stageSavedBytes(values, begin, end, b) +
                    (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
-    bool accumulate = p.microbatches > 1;
-    double memory = params * (1 + stateFactor) + (accumulate ? params : 0) +
-                    stepPeakBytes(values, begin, end, b, !accumulate) +
-                    (held[s] - 1) * saved;
-    p.stageMemory[s] = memory;
+    // The step's live peak with the gradients made as the backward goes,
+    // and without them (counted whole once they all exist).
+    double growing = stepPeakBytes(values, begin, end, b, true);
+    double withoutGradients = stepPeakBytes(values, begin, end, b, false);
+    double peak = 0;
+    for (const Backward &k : backwards[s])
+      peak = std::max(peak, (k.gradientsWhole ? params + withoutGradients
+                                              : growing) +
+                                (k.held - 1) * saved);
+    p.stageMemory[s] = params * (1 + stateFactor) + peak;
     begin = end;
   }
   p.peakMemory = *std::max_element(p.stageMemory.begin(), p.stageMemory.end());
