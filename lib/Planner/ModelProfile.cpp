@@ -126,27 +126,14 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
     ops.push_back(&op);
   }
   int32_t end = static_cast<int32_t>(ops.size());
-  // Forward ops: @main's (tagged), and whatever canonicalization made
-  // before the loss (a folded cast chain) when the loss is one op (not the
-  // vocabulary-parallel one); recomputed copies are backward.
-  int32_t loss = -1;
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (isa<CrossEntropyOp>(ops[i])) {
-      loss = static_cast<int32_t>(i);
-      break;
-    }
+  // Forward ops: @main's (tagged); recomputed copies are backward.
   auto isForward = [&](Operation *op) {
-    if (op->hasAttr("smp.recomputed"))
-      return false;
-    if (op->hasAttr(kAnchorAttr))
-      return true;
-    auto it = index.find(op);
-    return it != index.end() && it->second < loss;
+    return op->hasAttr(kAnchorAttr) && !op->hasAttr("smp.recomputed");
   };
   std::vector<int32_t> anchor(ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
-    auto a = ops[i]->getAttrOfType<IntegerAttr>(kAnchorAttr);
-    if (a && !ops[i]->hasAttr("smp.recomputed")) {
+    if (auto a = ops[i]->getAttrOfType<IntegerAttr>(kAnchorAttr);
+        a && isForward(ops[i])) {
       anchor[i] = static_cast<int32_t>(a.getInt());
       continue;
     }
