@@ -595,6 +595,37 @@ std::string plannedCuts(const smp::Plan &p) {
   return cuts;
 }
 
+/// What the command line pins for the planner (smpc plan, and smpc compile
+/// --devices N without pinned degrees); the rest is searched.
+PlanCommand planRequest(const Options &opts) {
+  PlanCommand cmd;
+  cmd.devices = opts.devices;
+  cmd.cluster = opts.cluster;
+  cmd.globalBatch = opts.globalBatch;
+  cmd.loss = opts.loss;
+  cmd.optimizer = opts.optimizer;
+  cmd.precision = opts.precision;
+  if (opts.dpGiven)
+    cmd.dp = opts.dp;
+  if (opts.tpGiven)
+    cmd.tp = opts.tp;
+  if (opts.ppGiven)
+    cmd.pp = opts.pp;
+  if (opts.microbatchSize)
+    cmd.microbatchSize = opts.microbatchSize;
+  if (opts.scheduleGiven)
+    cmd.schedule = opts.schedule;
+  if (opts.virtualStages > 1)
+    cmd.virtualStages = opts.virtualStages;
+  if (opts.zero || opts.noZero)
+    cmd.zero = opts.zero;
+  if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
+    cmd.recompute = opts.recomputeGiven == "full";
+  if (opts.offloadGiven)
+    cmd.offload = true;
+  return cmd;
+}
+
 /// Builds @train_step with smp-build-train-step, then cleans up.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
   std::string pipeline;
@@ -780,30 +811,10 @@ int main(int argc, char **argv) {
     auto model = loadModule(ctx, perSample);
     if (failed(model))
       return 1;
-    PlanCommand cmd;
-    cmd.devices = opts.devices;
-    cmd.cluster = opts.cluster;
-    cmd.globalBatch = opts.globalBatch;
-    cmd.loss = opts.loss;
-    cmd.optimizer = opts.optimizer;
-    cmd.precision = opts.precision;
-    if (opts.zero || opts.noZero)
-      cmd.zero = opts.zero;
-    if (opts.scheduleGiven)
-      cmd.schedule = opts.schedule;
-    if (opts.dpGiven)
-      cmd.dp = opts.dp;
-    if (opts.tpGiven)
-      cmd.tp = opts.tp;
-    if (opts.ppGiven)
-      cmd.pp = opts.pp;
-    if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
-      cmd.recompute = opts.recomputeGiven == "full";
+    PlanCommand cmd = planRequest(opts);
     // --checkpoint-activations auto asks for recomputation, not offloading
     // (unless --offload-activations asks for that too).
-    if (opts.offloadGiven)
-      cmd.offload = true;
-    else if (opts.recomputeGiven == "auto")
+    if (!opts.offloadGiven && opts.recomputeGiven == "auto")
       cmd.offload = false;
     auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
                                        opts.autoPlanSvg);
@@ -859,31 +870,7 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (opts.command == "plan") {
-    PlanCommand plan;
-    plan.devices = opts.devices;
-    plan.cluster = opts.cluster;
-    plan.globalBatch = opts.globalBatch;
-    plan.loss = opts.loss;
-    plan.optimizer = opts.optimizer;
-    plan.precision = opts.precision;
-    if (opts.dpGiven)
-      plan.dp = opts.dp;
-    if (opts.tpGiven)
-      plan.tp = opts.tp;
-    if (opts.ppGiven)
-      plan.pp = opts.pp;
-    if (opts.microbatchSize)
-      plan.microbatchSize = opts.microbatchSize;
-    if (opts.scheduleGiven)
-      plan.schedule = opts.schedule;
-    if (opts.virtualStages > 1)
-      plan.virtualStages = opts.virtualStages;
-    if (opts.zero || opts.noZero)
-      plan.zero = opts.zero;
-    if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
-      plan.recompute = opts.recomputeGiven == "full";
-    if (opts.offloadGiven)
-      plan.offload = true;
+    PlanCommand plan = planRequest(opts);
     plan.jsonOutput = opts.jsonOutput;
     plan.svgOutput = opts.svgOutput;
     // The chosen plan's memory from the compiler's own memory plan, when the
