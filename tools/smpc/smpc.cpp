@@ -212,6 +212,21 @@ int fail(const llvm::Twine &msg) {
 std::optional<int> finishParallelOptions(Options &opts);
 
 /// Parses argv; returns an exit code when the program should stop.
+/// Flags that take a non-empty text: where it goes, and what it should be.
+struct TextFlag {
+  const char *name;
+  std::string Options::*field;
+  const char *expects;
+};
+const TextFlag kTextFlags[] = {
+    {"--cluster", &Options::cluster, "a preset name or a JSON file"},
+    {"--profile-db", &Options::profileDb,
+     "smprun --profile files (comma-separated)"},
+    {"--report", &Options::svgOutput, "an .svg file name"},
+    {"--json", &Options::jsonOutput, "a file name"},
+    {"--pp-cuts", &Options::ppCuts, "node names separated by commas"},
+};
+
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -235,6 +250,16 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       llvm::outs() << "smpc " << SMP_VERSION << " (LLVM/MLIR "
                    << LLVM_VERSION_STRING << ")\n";
       return 0;
+    }
+    auto text = llvm::find_if(kTextFlags, [&](const TextFlag &f) {
+      return a == f.name || a.starts_with(std::string(f.name) + "=");
+    });
+    if (text != std::end(kTextFlags)) {
+      auto v = value(text->name);
+      if (!v || v->empty())
+        return fail(std::string(text->name) + " expects " + text->expects);
+      opts.*(text->field) = *v;
+      continue;
     }
     if (a == "-o" || a.starts_with("-o=")) {
       auto v = value("-o");
@@ -321,29 +346,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail("--activation-loading-horizon expects a positive integer");
       opts.trainOptions.push_back("offload-horizon=" + *v);
-    } else if (a == "--cluster" || a.starts_with("--cluster=")) {
-      auto v = value("--cluster");
-      if (!v || v->empty())
-        return fail("--cluster expects a preset name or a JSON file");
-      opts.cluster = *v;
-    } else if (a == "--profile-db" || a.starts_with("--profile-db=")) {
-      auto v = value("--profile-db");
-      if (!v || v->empty())
-        return fail("--profile-db expects smprun --profile files "
-                    "(comma-separated)");
-      opts.profileDb = *v;
-    } else if (a == "--report" || a.starts_with("--report=")) {
-      auto v = value("--report");
-      if (!v || v->empty())
-        return fail("--report expects an .svg file name");
-      opts.svgOutput = *v;
     } else if (a == "--no-memory-plan") {
       opts.noExactMemory = true;
-    } else if (a == "--json" || a.starts_with("--json=")) {
-      auto v = value("--json");
-      if (!v || v->empty())
-        return fail("--json expects a file name");
-      opts.jsonOutput = *v;
     } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
                a == "--microbatch-size" ||
                a.starts_with("--microbatch-size=")) {
@@ -366,11 +370,6 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--placement expects cluster, spread or an order of the "
                     "letters D, P and T (e.g. DTP)");
       opts.placement = *v;
-    } else if (a == "--pp-cuts" || a.starts_with("--pp-cuts=")) {
-      auto v = value("--pp-cuts");
-      if (!v || v->empty())
-        return fail("--pp-cuts expects node names separated by commas");
-      opts.ppCuts = *v;
     } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
                a == "--microbatches" || a == "--virtual-stages" ||
                a.starts_with("--dp=") || a.starts_with("--devices=") ||
