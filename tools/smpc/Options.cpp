@@ -1,0 +1,476 @@
+//===- Options.cpp - smpc's command line: usage, flags, their checks ------===//
+
+#include "Options.h"
+
+#include "smp/Schedule/PipelineSchedule.h"
+#include "smp/Target/Artifact/DeviceGrid.h"
+#include "smp/Version.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/raw_ostream.h"
+
+
+
+int fail(const llvm::Twine &msg) {
+  llvm::errs() << "smpc: error: " << msg << "\n";
+  return 1;
+}
+
+namespace {
+
+const char *kUsage = R"(smpc - the smp compiler: imports a model, builds its training step and
+splits it over devices.
+
+USAGE
+  smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
+               [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
+  smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
+  smpc summary MODEL [--dim NAME=VALUE]...
+  smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
+               [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
+               [--report FILE.svg]
+  smpc ops
+  smpc --help | --version
+
+COMMANDS
+  compile   Build the artifact smprun runs: a directory OUT.smpx holding the
+            manifest, per-rank programs and weights, the final IR
+            (model.mlir) and the plan report (plan.txt). Forward only
+            unless --train is given.
+  import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
+  summary   Print inputs, outputs, parameter count and an op histogram.
+  plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
+            pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
+            cost and memory models; print the plan, its predicted step
+            time, throughput and memory per device, and the runners-up.
+            Pinned flags (--tp 8, --schedule 1f1b, --shard-optimizer-state)
+            fix a dimension; the rest is searched. --cluster is a preset
+            (h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a
+            JSON file (docs/architecture.md). The model is read at one sample
+            per batch (its batch dim is bound to 1).
+  ops       List the ONNX ops the importer supports.
+
+MODEL
+  An ONNX model (.onnx; external data is read from the model's directory),
+  ONNX text syntax (.onnxtxt), or smp dialect MLIR text (.mlir).
+
+OPTIONS
+  -o FILE              Output file (default: stdout); for compile, the
+                       artifact directory (required).
+  --target cpu|cuda    Backend the artifact is built for (default: cpu).
+  --batch-size B       Bind the leading symbolic dim of every input to B
+                       (explicit --dim bindings win).
+  --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
+                       smp compiles static shapes: every symbolic dim of the
+                       model's inputs must be bound. Repeatable.
+  --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  --emit=mlir          compile: print the final IR (after the training and
+                       parallelization passes) instead of writing an artifact.
+  --mlir-print-ir-after-all
+                       compile: print the IR after every pass (to stderr).
+
+TRAINING (compile --train)
+  --loss LOSS          NAME (a scalar output of the model),
+                       cross_entropy:LOGITS:LABELS (mean cross-entropy of
+                       output LOGITS [..., V] against a new int64 input
+                       LABELS; label -100 is ignored, as in PyTorch) or
+                       mse:OUTPUT:TARGET (a new input TARGET).
+  --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
+  --lr X               Peak learning rate (default 0.001).
+  --lr-schedule constant|cosine  Cosine decays to 0 over the run's steps.
+  --warmup-steps K     Linear warmup from 0 over the first K steps.
+  --momentum X --dampening X --nesterov      SGD options.
+  --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
+  --beta1 X --beta2 X --eps X                Adam/AdamW options.
+  --clip-grad-norm X   Clip gradients to global L2 norm X.
+  --freeze REGEX       Parameters whose name matches get no gradient.
+  --precision fp32|bf16|fp16
+                       Compute in bfloat16 or float16 with fp32 master
+                       weights, optimizer state, loss and reductions
+                       (default fp32). fp16 adds dynamic loss scaling
+                       (torch.amp.GradScaler's defaults): steps whose
+                       gradients overflow are skipped and the scale halves.
+  --loss-scale X       fp16: the initial loss scale (default 65536).
+
+PARALLELISM (compile --train)
+  --devices N          Number of ranks (default dp x tp x pp; without --dp,
+                       dp = N / (tp x pp)).
+  --dp D               Data parallel over D ranks: each rank trains on
+                       --batch-size / D samples of every global batch and
+                       the gradients are summed across ranks, so the step
+                       equals the one-device step. Run with smprun -n D.
+  --checkpoint-activations none|full|selective|auto
+                       Recompute activations in the backward instead of
+                       keeping them: full keeps only the residual stream
+                       between half-layers, selective recomputes the
+                       attention cores (scores, mask, softmax), auto lets
+                       the planner recompute the stages that need it
+                       (--devices N; pinned degrees stay pinned).
+  --profile-db F,...   smprun --profile files: the compiled plan's step time is
+                       predicted from these measured op times (the roofline
+                       of --cluster where they have none) and printed.
+  --offload-activations
+                       Copy the activations the backward needs (after
+                       recomputation, its checkpoints) to host memory after
+                       their forward use and back before the backward.
+  --activation-loading-horizon K
+                       Prefetch offloaded activations K ahead (default 1).
+  --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
+                       to X MiB (default 25), each right after the backward
+                       computes its last gradient; 0: one per gradient.
+  --shard-optimizer-state
+                       ZeRO-1 (with --dp): gradients are reduce-scattered,
+                       each rank keeps and updates 1/D of the optimizer
+                       state and parameters, and parameters are all-gathered.
+  --no-shard-optimizer-state
+                       Planner (plan, compile --devices N): never ZeRO-1.
+  --pp P               Pipeline parallel over P ranks: the model is cut into
+                       P stages (balanced by predicted cost, or at
+                       --pp-cuts), each step runs --microbatches micro-
+                       batches through them in --schedule's order.
+  --pp-cuts A,B,...    The ONNX node names at which stages 1, 2, ... start.
+  --microbatches M     Micro-batches per step (default: pp; with pp 1,
+                       gradient accumulation). --batch-size / dp must be
+                       divisible by M.
+  --schedule S         gpipe, 1f1b (default), interleaved or zb-h1.
+  --virtual-stages V   Model chunks per pipeline rank (interleaved only).
+  --placement X        How the dp x pp x tp grid maps to ranks: cluster (DPT,
+                       the default: a rank's pipeline and tensor peers are
+                       adjacent), spread (TPD) or any order of D, P, T (the
+                       right-most axis gets adjacent ranks).
+  --tp T               Tensor parallel over T ranks: Megatron-style, the MLP
+                       (column- then row-parallel) and attention (heads)
+                       layers are split (T must divide the heads and the
+                       hidden units), and the embedding, the LM head and
+                       a cross-entropy loss by vocabulary (any T).
+  -h, --help           Show this help.
+  --version            Show the version.
+
+EXAMPLES
+  smpc compile gpt.onnx --batch-size 8 --dim seq=1024 -o gpt.smpx
+  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
+       --optimizer adamw --lr 1e-3 --batch-size 8 -o mlp.smpx
+  smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
+  smpc summary gpt.mlir
+)";
+
+/// Flags that take a non-empty text: where it goes, and what it should be.
+struct TextFlag {
+  const char *name;
+  std::string Options::*field;
+  const char *expects;
+};
+const TextFlag kTextFlags[] = {
+    {"--cluster", &Options::cluster, "a preset name or a JSON file"},
+    {"--profile-db", &Options::profileDb,
+     "smprun --profile files (comma-separated)"},
+    {"--report", &Options::svgOutput, "an .svg file name"},
+    {"--json", &Options::jsonOutput, "a file name"},
+    {"--pp-cuts", &Options::ppCuts, "node names separated by commas"},
+};
+
+} // namespace
+
+std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    llvm::errs() << kUsage;
+    return 1;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef a = args[i];
+    auto value = [&](llvm::StringRef flag) -> std::optional<std::string> {
+      if (a.starts_with(flag.str() + "="))
+        return a.drop_front(flag.size() + 1).str();
+      if (i + 1 < args.size())
+        return args[++i];
+      return std::nullopt;
+    };
+    if (a == "-h" || a == "--help") {
+      llvm::outs() << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      llvm::outs() << "smpc " << SMP_VERSION << " (LLVM/MLIR "
+                   << LLVM_VERSION_STRING << ")\n";
+      return 0;
+    }
+    auto text = llvm::find_if(kTextFlags, [&](const TextFlag &f) {
+      return a == f.name || a.starts_with(std::string(f.name) + "=");
+    });
+    if (text != std::end(kTextFlags)) {
+      auto v = value(text->name);
+      if (!v || v->empty())
+        return fail(std::string(text->name) + " expects " + text->expects);
+      opts.*(text->field) = *v;
+      continue;
+    }
+    if (a == "-o" || a.starts_with("-o=")) {
+      auto v = value("-o");
+      if (!v)
+        return fail("-o needs a file name");
+      opts.output = *v;
+    } else if (a == "--dim" || a.starts_with("--dim=")) {
+      auto v = value("--dim");
+      if (!v)
+        return fail("--dim needs NAME=VALUE");
+      auto [name, num] = llvm::StringRef(*v).split('=');
+      int64_t n;
+      if (name.empty() || num.getAsInteger(10, n) || n <= 0)
+        return fail("--dim expects NAME=VALUE with a positive integer, got '" +
+                    *v + "'");
+      opts.import.dims[name] = n;
+    } else if (a == "--target" || a.starts_with("--target=")) {
+      auto v = value("--target");
+      if (!v || (*v != "cpu" && *v != "cuda"))
+        return fail("--target expects cpu or cuda");
+      opts.target = *v;
+    } else if (a == "--batch-size" || a.starts_with("--batch-size=")) {
+      auto v = value("--batch-size");
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n <= 0)
+        return fail("--batch-size expects a positive integer");
+      opts.import.batchSize = n;
+    } else if (a == "--train") {
+      opts.train = true;
+    } else if (a == "--nesterov") {
+      opts.trainOptions.push_back("nesterov=true");
+    } else if (a == "--shard-optimizer-state" ||
+               a == "--no-shard-optimizer-state") {
+      (a == "--shard-optimizer-state" ? opts.zero : opts.noZero) = true;
+      if (opts.zero && opts.noZero)
+        return fail("--shard-optimizer-state and --no-shard-optimizer-state "
+                    "contradict each other");
+      if (opts.zero && a == "--shard-optimizer-state")
+        opts.trainOptions.push_back("shard-optimizer-state=true");
+    } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
+               a == "--freeze" || a.starts_with("--loss=") ||
+               a.starts_with("--optimizer=") ||
+               a.starts_with("--lr-schedule=") || a.starts_with("--freeze=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      if (!v || v->empty())
+        return fail(flag + " needs a value");
+      if (flag == "--loss")
+        opts.loss = *v;
+      else if (flag == "--freeze")
+        opts.freeze = *v;
+      else if (flag == "--optimizer") {
+        if (*v != "sgd" && *v != "adam" && *v != "adamw")
+          return fail("--optimizer expects sgd, adam or adamw, got '" + *v +
+                      "'");
+        opts.optimizer = *v;
+      } else {
+        if (*v != "constant" && *v != "cosine")
+          return fail("--lr-schedule expects constant or cosine");
+        opts.lrSchedule = *v;
+      }
+    } else if (a == "--precision" || a.starts_with("--precision=")) {
+      auto v = value("--precision");
+      if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
+        return fail("--precision expects fp32, bf16 or fp16");
+      opts.precision = *v;
+    } else if (a == "--checkpoint-activations" ||
+               a.starts_with("--checkpoint-activations=")) {
+      auto v = value("--checkpoint-activations");
+      if (!v || (*v != "none" && *v != "full" && *v != "selective" &&
+                 *v != "auto"))
+        return fail("--checkpoint-activations expects none, full, selective "
+                    "or auto");
+      if (*v != "none" && *v != "auto")
+        opts.trainOptions.push_back("recompute=" + *v);
+      opts.recomputeGiven = *v;
+    } else if (a == "--offload-activations") {
+      opts.trainOptions.push_back("offload=true");
+      opts.offloadGiven = true;
+    } else if (a == "--activation-loading-horizon" ||
+               a.starts_with("--activation-loading-horizon=")) {
+      auto v = value("--activation-loading-horizon");
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail("--activation-loading-horizon expects a positive integer");
+      opts.trainOptions.push_back("offload-horizon=" + *v);
+    } else if (a == "--no-memory-plan") {
+      opts.noExactMemory = true;
+    } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
+               a == "--microbatch-size" ||
+               a.starts_with("--microbatch-size=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail(flag + " expects a positive integer");
+      (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
+    } else if (a == "--schedule" || a.starts_with("--schedule=")) {
+      opts.scheduleGiven = true;
+      auto v = value("--schedule");
+      if (!v || !smp::schedule::parseScheduleKind(*v))
+        return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
+      opts.schedule = smp::schedule::scheduleKindName(
+          *smp::schedule::parseScheduleKind(*v));
+    } else if (a == "--placement" || a.starts_with("--placement=")) {
+      auto v = value("--placement");
+      if (!v || !smp::DeviceGrid::parsePlacement(*v))
+        return fail("--placement expects cluster, spread or an order of the "
+                    "letters D, P and T (e.g. DTP)");
+      opts.placement = *v;
+    } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
+               a == "--microbatches" || a == "--virtual-stages" ||
+               a.starts_with("--dp=") || a.starts_with("--devices=") ||
+               a.starts_with("--tp=") || a.starts_with("--pp=") ||
+               a.starts_with("--microbatches=") ||
+               a.starts_with("--virtual-stages=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      int64_t n;
+      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+        return fail(flag + " expects a positive integer");
+      if (flag == "--dp")
+        opts.dp = n, opts.dpGiven = true;
+      else if (flag == "--pp")
+        opts.pp = n, opts.ppGiven = true;
+      else if (flag == "--tp")
+        opts.tp = n, opts.tpGiven = true;
+      else if (flag == "--microbatches")
+        opts.microbatches = n;
+      else if (flag == "--virtual-stages")
+        opts.virtualStages = n;
+      else if (flag == "--devices")
+        opts.devices = n;
+    } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
+      auto v = value("--warmup-steps");
+      if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
+          opts.warmupSteps < 0)
+        return fail("--warmup-steps expects a non-negative integer");
+    } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
+               a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
+               a == "--eps" || a == "--clip-grad-norm" || a == "--loss-scale" ||
+               a == "--bucket-mb" || a.starts_with("--bucket-mb=") ||
+               a.starts_with("--lr=") || a.starts_with("--momentum=") ||
+               a.starts_with("--dampening=") ||
+               a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
+               a.starts_with("--beta2=") || a.starts_with("--eps=") ||
+               a.starts_with("--clip-grad-norm=") ||
+               a.starts_with("--loss-scale=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      double x;
+      if (!v || llvm::StringRef(*v).getAsDouble(x) || x < 0)
+        return fail(flag + " expects a non-negative number");
+      if (flag == "--lr")
+        opts.lr = x;
+      else if (flag == "--loss-scale")
+        opts.trainOptions.push_back("init-scale=" + *v);
+      else
+        opts.trainOptions.push_back(flag.substr(2) + "=" + *v);
+    } else if (a == "--emit=mlir") {
+      opts.emitMlir = true;
+    } else if (a == "--mlir-print-ir-after-all") {
+      opts.printAfterAll = true;
+    } else if (a.starts_with("--emit")) {
+      return fail("--emit supports only --emit=mlir");
+    } else if (a == "--no-raise") {
+      opts.import.raise = false;
+    } else if (a.starts_with("-") && a != "-") {
+      return fail("unknown option '" + a + "' (see smpc --help)");
+    } else if (opts.command.empty()) {
+      opts.command = a.str();
+    } else if (opts.input.empty()) {
+      opts.input = a.str();
+    } else {
+      return fail("unexpected argument '" + a + "'");
+    }
+  }
+  if (opts.command != "import" && opts.command != "summary" &&
+      opts.command != "ops" && opts.command != "compile" &&
+      opts.command != "plan")
+    return fail("unknown command '" + opts.command + "' (see smpc --help)");
+  if (opts.command != "ops" && opts.input.empty())
+    return fail(opts.command + " needs a MODEL file");
+  if (opts.command == "plan") {
+    if (opts.devices < 1)
+      return fail("plan needs --devices N");
+    if (opts.cluster.empty())
+      return fail("plan needs --cluster (a preset or a JSON file)");
+    if (opts.globalBatch == 0)
+      opts.globalBatch = opts.import.batchSize > 0 ? opts.import.batchSize : 1;
+    opts.import.batchSize = 1; // profiled per sample
+    return std::nullopt;
+  }
+  if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
+    return fail("compile needs -o OUT.smpx (the artifact directory)");
+  // Devices without any pinned degree: the planner chooses (in main).
+  if (opts.command == "compile" && opts.train && opts.devices > 1 &&
+      ((!opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
+        opts.microbatches == 0) ||
+       opts.recomputeGiven == "auto")) {
+    if (opts.import.batchSize <= 0)
+      return fail("--devices without --dp/--tp/--pp needs a global "
+                  "--batch-size for the planner");
+    opts.autoPlan = true;
+    opts.globalBatch = opts.import.batchSize;
+    if (opts.cluster.empty())
+      opts.cluster = opts.target == "cuda" ? "h100-sxm-80g" : "cpu";
+    return std::nullopt;
+  }
+  return finishParallelOptions(opts);
+}
+
+/// Checks and derives the parallel degrees and each rank's batch.
+std::optional<int> finishParallelOptions(Options &opts) {
+  // An unset data-parallel degree takes the devices the others leave.
+  if (!opts.dpGiven && opts.devices > 0) {
+    if (opts.devices % (opts.tp * opts.pp) != 0)
+      return fail("--devices " + std::to_string(opts.devices) +
+                  " is not a multiple of tp x pp = " +
+                  std::to_string(opts.tp * opts.pp));
+    opts.dp = opts.devices / (opts.tp * opts.pp);
+  }
+  int64_t product = opts.dp * opts.tp * opts.pp;
+  if (opts.devices == 0)
+    opts.devices = product;
+  if (opts.devices != product)
+    return fail("--devices " + std::to_string(opts.devices) +
+                " does not equal dp x tp x pp = " + std::to_string(opts.dp) +
+                " x " + std::to_string(opts.tp) + " x " +
+                std::to_string(opts.pp) + " = " + std::to_string(product));
+  if (opts.zero && opts.dp == 1)
+    return fail("--shard-optimizer-state needs --dp > 1");
+  if (opts.virtualStages > 1 && opts.schedule != "interleaved")
+    return fail("--virtual-stages needs --schedule interleaved");
+  if (opts.schedule == "interleaved" && opts.pp == 1 && opts.virtualStages > 1)
+    return fail("--virtual-stages needs --pp > 1");
+  if (!opts.ppCuts.empty() && opts.pp * opts.virtualStages == 1)
+    return fail("--pp-cuts needs --pp > 1");
+  if (opts.microbatches == 0)
+    opts.microbatches = opts.pp;
+  bool parallel = opts.dp > 1 || opts.pp > 1 || opts.tp > 1 ||
+                  opts.microbatches > 1;
+  if (parallel) {
+    if (!opts.train)
+      return fail("--dp, --tp, --pp and --microbatches apply to training "
+                  "(compile --train)");
+    int64_t split = opts.dp * opts.microbatches;
+    if (opts.import.batchSize <= 0 || opts.import.batchSize % split != 0)
+      return fail("--batch-size " + std::to_string(opts.import.batchSize) +
+                  " cannot be split over dp " + std::to_string(opts.dp) +
+                  (opts.microbatches > 1
+                       ? " x " + std::to_string(opts.microbatches) +
+                             " micro-batches"
+                       : std::string()) +
+                  " (give a global --batch-size divisible by " +
+                  std::to_string(split) + ")");
+    // Each rank's share, and within it one micro-batch.
+    opts.import.batchSize /= split;
+  }
+  if (opts.train && opts.command != "compile")
+    return fail("--train applies to compile");
+  if (opts.train && opts.loss.empty())
+    return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
+                "mse:OUTPUT:TARGET)");
+  if (!opts.train && (!opts.loss.empty() || !opts.trainOptions.empty() ||
+                     opts.precision != "fp32"))
+    return fail("training options need --train");
+  return std::nullopt;
+}
