@@ -4,6 +4,8 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -29,6 +31,84 @@ bool sameType(int32_t onnxType, uint32_t dtype) {
   case DType::U64: return onnxType == TP::UINT64;
   }
   return false;
+}
+
+/// Undoes in `model` what the importer did to shared initializers (see
+/// lib/Frontend/ONNX/SharedInitializers.cpp): untied parameters get their own
+/// initializers where the file read the merged one, and tied copies are
+/// written from their trained source. `transposedCopies` keeps the bytes.
+Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
+                         std::map<std::string, TrainedTensor> &params,
+                         std::vector<std::string> &transposedCopies) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  const std::string &source = artifact.manifest.training().source_model();
+  auto findInit = [&](const std::string &name) -> onnx::TensorProto * {
+    for (auto &t : *g.mutable_initializer())
+      if (t.name() == name)
+        return &t;
+    return nullptr;
+  };
+  std::vector<std::string> dropIdentity;
+  for (const auto &o : artifact.manifest.training().param_origins()) {
+    if (o.kind() == "tied" || o.kind() == "buffer")
+      continue;
+    const onnx::TensorProto *from = findInit(o.from());
+    if (!from)
+      return Status::failure(source + ": initializer '" + o.from() +
+                             "' is gone (the model changed after compiling)");
+    onnx::TensorProto copy = *from;
+    copy.set_name(o.name());
+    *g.add_initializer() = copy;
+    if (o.kind() == "identity")
+      dropIdentity.push_back(o.name());
+    for (int u = 0; u + 1 < o.uses_size(); u += 2) {
+      int64_t node = o.uses(u), input = o.uses(u + 1);
+      if (node < 0 || node >= g.node_size() || input < 0 ||
+          input >= g.node(static_cast<int>(node)).input_size() ||
+          g.node(static_cast<int>(node)).input(static_cast<int>(input)) !=
+              o.from())
+        return Status::failure(source + ": node #" + std::to_string(node) +
+                               " no longer reads '" + o.from() +
+                               "' (the model changed after compiling)");
+      g.mutable_node(static_cast<int>(node))
+          ->set_input(static_cast<int>(input), o.name());
+    }
+  }
+  auto *nodes = g.mutable_node();
+  nodes->erase(std::remove_if(nodes->begin(), nodes->end(),
+                              [&](const onnx::NodeProto &n) {
+                                return n.op_type() == "Identity" &&
+                                       n.output_size() == 1 &&
+                                       std::find(dropIdentity.begin(),
+                                                 dropIdentity.end(),
+                                                 n.output(0)) !=
+                                           dropIdentity.end();
+                              }),
+               nodes->end());
+  for (const auto &o : artifact.manifest.training().param_origins()) {
+    if (o.kind() != "tied")
+      continue;
+    auto it = params.find(o.from());
+    if (it == params.end())
+      continue; // the source did not train: the copy keeps its value
+    TrainedTensor t = it->second;
+    if (o.transposed()) {
+      if (t.shape.size() != 2)
+        return Status::failure(source + ": tied copy '" + o.name() +
+                               "' of a tensor that is not a matrix");
+      size_t es = t.bytes / static_cast<size_t>(t.shape[0] * t.shape[1]);
+      std::string out(t.bytes, '\0');
+      for (int64_t i = 0; i < t.shape[0]; ++i)
+        for (int64_t j = 0; j < t.shape[1]; ++j)
+          std::memcpy(&out[(j * t.shape[0] + i) * es],
+                      t.data + (i * t.shape[1] + j) * es, es);
+      transposedCopies.push_back(std::move(out));
+      t.data = transposedCopies.back().data();
+      t.shape = {t.shape[1], t.shape[0]};
+    }
+    params[o.name()] = t;
+  }
+  return Status::success();
 }
 
 constexpr uint64_t kExternalThreshold = uint64_t(1) << 31; // protobuf's 2 GB
@@ -72,9 +152,16 @@ Status saveTrainedOnnx(const Artifact &artifact,
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
     return Status::failure(source + ": not a valid ONNX model");
+  std::map<std::string, TrainedTensor> all = params;
+  std::vector<std::string> transposedCopies;
+  transposedCopies.reserve(
+      artifact.manifest.training().param_origins_size());
+  if (Status s = applyParamOrigins(artifact, model, all, transposedCopies);
+      !s.ok())
+    return s;
   uint64_t total = 0;
   for (const auto &init : model.graph().initializer())
-    if (auto it = params.find(init.name()); it != params.end())
+    if (auto it = all.find(init.name()); it != all.end())
       total += it->second.bytes;
   bool external = total >= kExternalThreshold;
   std::string dataName = path.substr(path.find_last_of('/') + 1) + ".data";
@@ -87,8 +174,8 @@ Status saveTrainedOnnx(const Artifact &artifact,
   uint64_t offset = 0;
   size_t replaced = 0;
   for (auto &init : *model.mutable_graph()->mutable_initializer()) {
-    auto it = params.find(init.name());
-    if (it == params.end())
+    auto it = all.find(init.name());
+    if (it == all.end())
       continue; // constants and frozen tables keep their values
     const TrainedTensor &t = it->second;
     if (!sameType(init.data_type(), t.dtype) ||
@@ -121,9 +208,9 @@ Status saveTrainedOnnx(const Artifact &artifact,
     }
     ++replaced;
   }
-  if (replaced != params.size())
+  if (replaced != all.size())
     return Status::failure(source + ": " +
-                           std::to_string(params.size() - replaced) +
+                           std::to_string(all.size() - replaced) +
                            " trained parameters have no initializer to hold "
                            "them");
   std::string tmp = path + ".tmp";

@@ -118,6 +118,14 @@ Status train(Executor &exec, const TrainOptions &options,
   int64_t globalBatch = batch * (program.data_shards()
                                      ? program.data_shards()
                                      : exec.communicator().size());
+  if (samples < globalBatch)
+    return Status::failure(
+        options.dataDir + ": holds " + std::to_string(samples) +
+        " samples, fewer than one global batch of " +
+        std::to_string(globalBatch) +
+        " (every step would train on repeated samples); give at least " +
+        std::to_string(globalBatch) + " samples or compile a smaller "
+        "--batch-size");
 
   int64_t first = 0;
   if (options.resume) {

@@ -30,7 +30,39 @@ static std::string humanBytes(double bytes) {
   return buf;
 }
 
+/// What the importer untied or tied (SharedInitializers.cpp).
+static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
+  auto origins = module->getAttrOfType<ArrayAttr>(
+      smp::SmpDialect::kParamOriginsAttr);
+  if (!origins)
+    return;
+  os << "shared initializers (see docs/bring-your-own-model.md):\n";
+  for (auto entry : origins.getAsRange<DictionaryAttr>()) {
+    auto name = entry.getAs<StringAttr>("name");
+    auto from = entry.getAs<StringAttr>("from");
+    auto kind = entry.getAs<StringAttr>("kind");
+    if (!name || !from || !kind)
+      continue;
+    os << "  " << name.getValue();
+    if (kind.getValue() == "buffer")
+      os << ": a buffer, not trained (it holds infinities: an attention "
+            "mask)\n";
+    else if (kind.getValue() == "identity")
+      os << ": untied from '" << from.getValue()
+         << "' (the exporter's Identity marker of a merged initializer)\n";
+    else if (kind.getValue() == "merged")
+      os << ": untied from '" << from.getValue()
+         << "' (one constant-valued initializer read by several nodes; "
+            "--tie " << from.getValue() << " keeps it shared)\n";
+    else
+      os << ": tied to '" << from.getValue() << "'"
+         << (entry.get("transposed") ? " (its transpose)" : " (a copy)")
+         << " (--untie " << name.getValue() << " trains it apart)\n";
+  }
+}
+
 void smp::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
+  printParamOrigins(module, os);
   for (auto func : module.getOps<func::FuncOp>()) {
     os << "function @" << func.getSymName() << "\n";
     int64_t params = 0, paramBytes = 0, numParams = 0;

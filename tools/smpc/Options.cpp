@@ -10,6 +10,8 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 
 
 int fail(const llvm::Twine &msg) {
@@ -65,6 +67,14 @@ OPTIONS
                        smp compiles static shapes: every symbolic dim of the
                        model's inputs must be bound. Repeatable.
   --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  --tie NAME           Keep initializer NAME shared by every node that reads
+                       it (smp gives each reader of a constant-valued
+                       initializer its own parameter: exporters merge equal
+                       fresh tensors such as LayerNorm weights). Repeatable.
+  --untie NAME         Train initializer NAME as its own parameter although
+                       it holds a copy (or the transpose) of another one
+                       (smp ties such copies: constant folding stores a tied
+                       weight twice). Repeatable.
   --emit=mlir          compile: print the final IR (after the training and
                        parallelization passes) instead of writing an artifact.
   --mlir-print-ir-after-all
@@ -170,6 +180,97 @@ const TextFlag kTextFlags[] = {
     {"--pp-cuts", &Options::ppCuts, "node names separated by commas"},
 };
 
+/// Refuses flags that would have no effect, or another effect than they say,
+/// in this command line (before the degrees are derived).
+std::optional<int> checkFlagCombinations(const Options &opts) {
+  auto has = [&](const char *f) { return opts.given.count(f) != 0; };
+  auto num = [&](const char *f) {
+    auto it = opts.numbers.find(f);
+    return it == opts.numbers.end() ? 0.0 : it->second;
+  };
+  bool compile = opts.command == "compile", plan = opts.command == "plan";
+  bool training = compile && opts.train;
+  static const char *kTrainingOnly[] = {
+      "--lr", "--lr-schedule", "--warmup-steps", "--momentum", "--dampening",
+      "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
+      "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
+      "--activation-loading-horizon", "--offload-activations",
+      "--checkpoint-activations", "--shard-optimizer-state", "--placement",
+      "--pp-cuts", "--virtual-stages", "--schedule", "--microbatches"};
+  for (const char *f : kTrainingOnly)
+    if (has(f) && !training && !plan)
+      return fail(std::string(f) + " applies to training (smpc compile "
+                                   "--train)");
+  if (!compile && !plan)
+    for (const char *f : {"--loss", "--optimizer", "--precision", "--dp",
+                          "--tp", "--pp", "--devices"})
+      if (has(f))
+        return fail(std::string(f) + " applies to smpc compile --train and "
+                                     "smpc plan");
+  for (const char *f : {"--global-batch", "--json", "--report",
+                        "--no-memory-plan"})
+    if (has(f) && !plan)
+      return fail(std::string(f) + " applies to smpc plan" +
+                  (std::string(f) == "--global-batch"
+                       ? "; smpc compile takes the global batch as --batch-size"
+                       : ""));
+  if (!training)
+    return std::nullopt;
+  bool sgd = opts.optimizer == "sgd";
+  for (const char *f : {"--momentum", "--dampening", "--nesterov"})
+    if (has(f) && !sgd)
+      return fail(std::string(f) + " applies to --optimizer sgd, not " +
+                  opts.optimizer + " (Adam's moments are --beta1/--beta2)");
+  for (const char *f : {"--beta1", "--beta2", "--eps"})
+    if (has(f) && sgd)
+      return fail(std::string(f) + " applies to --optimizer adam or adamw, "
+                                   "not sgd");
+  for (const char *f : {"beta1", "beta2"})
+    if (opts.numbers.count(f) && num(f) >= 1)
+      return fail(std::string("--") + f + " must be in [0, 1), got " +
+                  std::to_string(num(f)));
+  if (has("--nesterov") && (num("momentum") <= 0 || num("dampening") != 0))
+    return fail("--nesterov needs --momentum > 0 and no --dampening (as "
+                "torch.optim.SGD requires)");
+  if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
+    return fail("--clip-grad-norm 0 would zero every gradient (as "
+                "clip_grad_norm_ does); leave the flag out for no clipping");
+  if (has("--loss-scale") && opts.precision != "fp16")
+    return fail("--loss-scale applies to --precision fp16 (bf16 and fp32 "
+                "train without loss scaling)");
+  if (has("--loss-scale") && num("loss-scale") <= 0)
+    return fail("--loss-scale must be positive");
+  bool planned = opts.devices > 1 &&
+                 ((!opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
+                   opts.microbatches == 0) ||
+                  opts.recomputeGiven == "auto");
+  if (opts.recomputeGiven == "auto" && opts.devices <= 1)
+    return fail("--checkpoint-activations auto lets the planner choose, "
+                "which needs --devices N");
+  if (has("--cluster") && !planned && !has("--profile-db"))
+    return fail("--cluster is read by the planner (--devices N without "
+                "pinned degrees) or with --profile-db; this compile uses "
+                "neither");
+  if (has("--microbatch-size") && !planned)
+    return fail("--microbatch-size is read by the planner (--devices N "
+                "without pinned degrees); pinned plans take --microbatches");
+  if (has("--activation-loading-horizon") && !opts.offloadGiven && !planned)
+    return fail("--activation-loading-horizon applies to "
+                "--offload-activations");
+  return std::nullopt;
+}
+
+/// Checks that need the derived degrees.
+std::optional<int> checkDegreeFlags(const Options &opts) {
+  if (!opts.train || opts.command != "compile")
+    return std::nullopt;
+  if (opts.given.count("--schedule") && opts.pp == 1)
+    return fail("--schedule applies to pipelines (--pp > 1)");
+  if (opts.given.count("--bucket-mb") && opts.dp == 1)
+    return fail("--bucket-mb applies to data parallelism (--dp > 1)");
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
@@ -180,6 +281,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   }
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef a = args[i];
+    if (a.starts_with("--"))
+      opts.given.insert(a.split('=').first.str());
     auto value = [&](llvm::StringRef flag) -> std::optional<std::string> {
       if (a.starts_with(flag.str() + "="))
         return a.drop_front(flag.size() + 1).str();
@@ -220,7 +323,18 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (name.empty() || num.getAsInteger(10, n) || n <= 0)
         return fail("--dim expects NAME=VALUE with a positive integer, got '" +
                     *v + "'");
+      if (auto it = opts.import.dims.find(name); it != opts.import.dims.end())
+        return fail("--dim " + name + " is given twice (" +
+                    std::to_string(it->second) + " and " + num +
+                    "); give it once");
       opts.import.dims[name] = n;
+    } else if (a == "--tie" || a.starts_with("--tie=") || a == "--untie" ||
+               a.starts_with("--untie=")) {
+      std::string flag = a.split('=').first.str();
+      auto v = value(flag);
+      if (!v || v->empty())
+        return fail(flag + " needs an initializer name");
+      (flag == "--tie" ? opts.import.tie : opts.import.untie).push_back(*v);
     } else if (a == "--target" || a.starts_with("--target=")) {
       auto v = value("--target");
       if (!v || (*v != "cpu" && *v != "cuda"))
@@ -234,6 +348,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.import.batchSize = n;
     } else if (a == "--train") {
       opts.train = true;
+      opts.import.training = true;
     } else if (a == "--nesterov") {
       opts.trainOptions.push_back("nesterov=true");
     } else if (a == "--shard-optimizer-state" ||
@@ -356,8 +471,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       std::string flag = a.split('=').first.str();
       auto v = value(flag);
       double x;
-      if (!v || llvm::StringRef(*v).getAsDouble(x) || x < 0)
-        return fail(flag + " expects a non-negative number");
+      if (!v || llvm::StringRef(*v).getAsDouble(x) || !std::isfinite(x) ||
+          x < 0)
+        return fail(flag + " expects a finite non-negative number, got '" +
+                    (v ? *v : std::string()) + "'");
+      opts.numbers[flag.substr(2)] = x;
       if (flag == "--lr")
         opts.lr = x;
       else if (flag == "--loss-scale")
@@ -388,6 +506,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail("unknown command '" + opts.command + "' (see smpc --help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
+  if (auto code = checkFlagCombinations(opts))
+    return code;
   if (opts.command == "plan") {
     if (opts.devices < 1)
       return fail("plan needs --devices N");
@@ -414,7 +534,9 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.cluster = opts.target == "cuda" ? "h100-sxm-80g" : "cpu";
     return std::nullopt;
   }
-  return finishParallelOptions(opts);
+  if (auto code = finishParallelOptions(opts))
+    return code;
+  return checkDegreeFlags(opts);
 }
 
 /// Checks and derives the parallel degrees and each rank's batch.
@@ -447,12 +569,21 @@ std::optional<int> finishParallelOptions(Options &opts) {
     opts.microbatches = opts.pp;
   bool parallel = opts.dp > 1 || opts.pp > 1 || opts.tp > 1 ||
                   opts.microbatches > 1;
+  // The batch as stated: the importer checks every other source (a --dim of
+  // the batch dim, a batch fixed in the file) against it.
+  opts.import.globalBatch = opts.import.batchSize;
+  opts.import.batchSplit = opts.dp * opts.microbatches;
   if (parallel) {
     if (!opts.train)
       return fail("--dp, --tp, --pp and --microbatches apply to training "
                   "(compile --train)");
     int64_t split = opts.dp * opts.microbatches;
-    if (opts.import.batchSize <= 0 || opts.import.batchSize % split != 0)
+    if (opts.import.batchSize <= 0 && split > 1)
+      return fail("--dp " + std::to_string(opts.dp) + " x " +
+                  std::to_string(opts.microbatches) +
+                  " micro-batches split the batch: give the global batch "
+                  "as --batch-size");
+    if (opts.import.batchSize > 0 && opts.import.batchSize % split != 0)
       return fail("--batch-size " + std::to_string(opts.import.batchSize) +
                   " cannot be split over dp " + std::to_string(opts.dp) +
                   (opts.microbatches > 1

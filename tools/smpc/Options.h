@@ -7,7 +7,9 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,11 @@ struct Options {
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
+  /// The flags given on the command line (without their values), so that a
+  /// flag that would have no effect in this combination can be refused.
+  std::set<std::string> given;
+  /// Numeric training flags by name (without "--"), as given.
+  std::map<std::string, double> numbers;
   /// Pass options of smp-build-train-step given on the command line.
   std::vector<std::string> trainOptions;
   smp::onnx_frontend::ImportOptions import;

@@ -396,6 +396,7 @@ int main(int argc, char **argv) {
       Options c = opts;
       c.command = "compile";
       c.train = true;
+      c.import.training = true;
       c.emitMlir = true;
       if (c.loss.empty())
         c.loss = "cross_entropy:logits:labels";

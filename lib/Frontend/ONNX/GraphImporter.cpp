@@ -5,6 +5,7 @@
 #include "GraphImporter.h"
 #include "ModelLoader.h"
 #include "NodeContext.h"
+#include "SharedInitializers.h"
 #include "TensorData.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -123,18 +124,11 @@ GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
                      llvm::Twine(d));
       dims.push_back(dim.dim_value());
     } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
-      auto it = options.dims.find(dim.dim_param());
-      if (it == options.dims.end() && d == 0 && options.batchSize > 0) {
-        dims.push_back(options.batchSize);
-        continue;
-      }
-      if (it == options.dims.end())
+      auto it = boundDims.find(dim.dim_param());
+      if (it == boundDims.end())
         return error("unbound symbolic dim '" + dim.dim_param() + "' of " +
                      what + " '" + info.name() + "'; pass --dim " +
                      dim.dim_param() + "=N");
-      if (it->second <= 0)
-        return error("symbolic dim '" + dim.dim_param() +
-                     "' must be positive, got " + llvm::Twine(it->second));
       dims.push_back(it->second);
     } else {
       return error(what + " '" + info.name() + "' has an unknown dim at index " +
@@ -147,12 +141,123 @@ GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
   return RankedTensorType::get(dims, elt);
 }
 
+/// The graph inputs the user feeds (not initializers, not folded in).
+static SmallVector<const onnx::ValueInfoProto *>
+fedInputs(const onnx::GraphProto &graph, const ImportOptions &options) {
+  llvm::StringSet<> initializers;
+  for (const auto &init : graph.initializer())
+    initializers.insert(init.name());
+  SmallVector<const onnx::ValueInfoProto *> fed;
+  for (const auto &input : graph.input())
+    if (!initializers.count(input.name()) &&
+        !options.constantInputs.count(input.name()) &&
+        input.type().has_tensor_type() &&
+        input.type().tensor_type().has_shape())
+      fed.push_back(&input);
+  return fed;
+}
+
+static std::string joinNames(const llvm::StringSet<> &names) {
+  SmallVector<std::string> sorted;
+  for (const auto &n : names)
+    sorted.push_back(n.getKey().str());
+  llvm::sort(sorted);
+  std::string out;
+  for (const auto &n : sorted)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+llvm::Error GraphImporter::bindDims() {
+  auto inputs = fedInputs(model.graph(), options);
+  // The batch dims: the symbolic leading dims of the fed inputs.
+  llvm::StringSet<> batchNames, symbolic;
+  const onnx::ValueInfoProto *firstBatched = nullptr;
+  for (const auto *in : inputs) {
+    const auto &shape = in->type().tensor_type().shape();
+    for (int d = 0; d < shape.dim_size(); ++d)
+      if (shape.dim(d).has_dim_param() && !shape.dim(d).dim_param().empty())
+        symbolic.insert(shape.dim(d).dim_param());
+    if (shape.dim_size() > 0 && shape.dim(0).has_dim_param() &&
+        !shape.dim(0).dim_param().empty()) {
+      batchNames.insert(shape.dim(0).dim_param());
+      if (!firstBatched)
+        firstBatched = in;
+    }
+  }
+  // Every --dim names a symbolic dim of an input.
+  for (const auto &b : options.dims)
+    if (!symbolic.count(b.getKey()))
+      return error("--dim " + b.getKey() + "=" + llvm::Twine(b.getValue()) +
+                   ": the model's inputs have no symbolic dim '" +
+                   b.getKey() + "' (their symbolic dims: " +
+                   joinNames(symbolic) + ")");
+  int64_t split = std::max<int64_t>(1, options.batchSplit);
+  std::string splitText =
+      "dp x micro-batches = " + std::to_string(split);
+  for (const auto &b : options.dims) {
+    if (b.getValue() <= 0)
+      return error("symbolic dim '" + b.getKey() + "' must be positive, got " +
+                   llvm::Twine(b.getValue()));
+    boundDims[b.getKey()] = b.getValue();
+    if (!batchNames.count(b.getKey()))
+      continue;
+    // --dim on the batch dim states the global batch, as --batch-size does.
+    if (options.globalBatch > 0 && b.getValue() != options.globalBatch)
+      return error("--dim " + b.getKey() + "=" + llvm::Twine(b.getValue()) +
+                   " and --batch-size " + llvm::Twine(options.globalBatch) +
+                   " disagree on the batch ('" + b.getKey() +
+                   "' is the batch dim of input '" + firstBatched->name() +
+                   "'); pass only --batch-size");
+    if (options.batchSize <= 0 && split > 1)
+      return error("--dim " + b.getKey() + "=" + llvm::Twine(b.getValue()) +
+                   " binds the batch dim, which is split over " + splitText +
+                   "; give the global batch as --batch-size instead");
+  }
+  if (options.batchSize > 0)
+    for (const auto &name : batchNames)
+      boundDims[name.getKey()] = options.batchSize;
+  if (!batchNames.empty() ||
+      (options.globalBatch <= 0 && options.batchSize <= 0))
+    return llvm::Error::success();
+  // No symbolic batch dim: the file fixes the batch (an export without
+  // dynamic axes). It must be the batch asked for, unsplit.
+  for (const auto *in : inputs) {
+    const auto &shape = in->type().tensor_type().shape();
+    if (shape.dim_size() == 0 || !shape.dim(0).has_dim_value())
+      continue;
+    int64_t fixed = shape.dim(0).dim_value();
+    std::string reexport =
+        "re-export with a symbolic batch dim (smp.export does; with "
+        "torch.onnx.export pass dynamic_axes={'" +
+        in->name() + "': {0: 'batch'}, ...} for every input and output)";
+    if (options.globalBatch > 0 && fixed != options.globalBatch)
+      return error("input '" + in->name() + "' has batch " +
+                   llvm::Twine(fixed) + " fixed in the file but --batch-size " +
+                   llvm::Twine(options.globalBatch) + " was given; pass "
+                   "--batch-size " + llvm::Twine(fixed) + " or " + reexport);
+    if (split > 1)
+      return error("input '" + in->name() + "' has batch " +
+                   llvm::Twine(fixed) + " fixed in the file, which cannot "
+                   "be split over " + splitText + "; " + reexport);
+    if (options.batchSize > 0 && fixed != options.batchSize)
+      return error("input '" + in->name() + "' has batch " +
+                   llvm::Twine(fixed) + " fixed in the file, but this "
+                   "import needs batch " + llvm::Twine(options.batchSize) +
+                   " (the planner reads the model at one sample per batch); " +
+                   reexport);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   const onnx::GraphProto &graph = model.graph();
   auto order = checkGraph(graph, path);
   if (!order)
     return order.takeError();
   if (auto err = checkSupported())
+    return std::move(err);
+  if (auto err = bindDims())
     return std::move(err);
 
   // Capture op diagnostics so converters can report them with the node.
@@ -282,8 +387,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
         int64_t expect = -1;
         if (shape.dim(d).has_dim_value())
           expect = shape.dim(d).dim_value();
-        else if (auto it = options.dims.find(shape.dim(d).dim_param());
-                 it != options.dims.end())
+        else if (auto it = boundDims.find(shape.dim(d).dim_param());
+                 it != boundDims.end())
           expect = it->second;
         if (expect >= 0 && expect != type.getDimSize(d))
           rankOk = false;
@@ -349,10 +454,20 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
   auto opset = defaultOpset(model, path);
   if (!opset)
     return oneLine(opset.takeError());
+  // Parameters as the framework had them (exporters merge and copy them).
+  std::vector<std::string> warnings;
+  auto origins =
+      resolveSharedInitializers(model, path, &context, options, warnings);
+  if (!origins)
+    return oneLine(origins.takeError());
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+  for (const std::string &w : warnings)
+    emitWarning(fileLoc) << path << ": " << w;
   GraphImporter importer(context, path, options, model, *opset);
   auto module = importer.run();
   if (!module)
     return oneLine(module.takeError());
+  recordParamOrigins(**module, *origins);
   return module;
 }
 

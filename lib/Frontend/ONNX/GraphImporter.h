@@ -41,8 +41,14 @@ private:
   llvm::Expected<mlir::RankedTensorType>
   valueInfoType(const onnx::ValueInfoProto &info, llvm::StringRef what);
   llvm::Error checkSupported() const;
+  /// Binds the symbolic dims of the graph inputs (`boundDims`) from the
+  /// user's --dim bindings and the batch, and refuses every disagreement
+  /// between them and the file: see docs/bring-your-own-model.md.
+  llvm::Error bindDims();
 
   const ImportOptions &options;
+  /// Symbolic dim -> its value in this import.
+  llvm::StringMap<int64_t> boundDims;
   const onnx::ModelProto &model;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<std::string> unavailable;

@@ -364,7 +364,10 @@ llvm::Error Lowering::run() {
       argByName[param.getValue()] = *id;
       continue;
     }
-    auto bytes = weights.read(param.getValue(), fullType);
+    // A parameter the importer untied starts from the merged initializer.
+    auto initFrom = func.getArgAttrOfType<StringAttr>(i, "smp.init_from");
+    auto bytes = weights.read(initFrom ? initFrom.getValue() : param.getValue(),
+                              fullType);
     if (!bytes)
       return bytes.takeError();
     if (shard)
@@ -865,6 +868,22 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     t->set_warmup_steps(options.training->warmupSteps);
     t->set_batch_size(options.training->batchSize);
     t->set_source_model(options.training->sourceModel);
+    if (auto origins =
+            module->getAttrOfType<ArrayAttr>(SmpDialect::kParamOriginsAttr))
+      for (auto entry : origins.getAsRange<DictionaryAttr>()) {
+        pb::ParamOrigin *o = t->add_param_origins();
+        auto text = [&](const char *key) {
+          auto v = entry.getAs<StringAttr>(key);
+          return v ? v.str() : std::string();
+        };
+        o->set_name(text("name"));
+        o->set_from(text("from"));
+        o->set_kind(text("kind"));
+        o->set_transposed(entry.get("transposed") != nullptr);
+        if (auto uses = entry.getAs<DenseI64ArrayAttr>("uses"))
+          for (int64_t u : uses.asArrayRef())
+            o->add_uses(u);
+      }
   }
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.

@@ -24,9 +24,23 @@ struct ImportOptions {
   llvm::StringMap<int64_t> dims;
   /// Run the raising passes (layer norm, GELU, ...) after import.
   bool raise = true;
-  /// If positive, the value of a symbolic leading (batch) dim of any input
-  /// that `dims` does not bind.
+  /// If positive, the value of the batch dims: every symbolic dim that is
+  /// the leading dim of some graph input (and wherever else that name
+  /// appears). This is one rank's micro-batch: `globalBatch / batchSplit`.
   int64_t batchSize = 0;
+  /// The batch one training step takes, as the user stated it (--batch-size;
+  /// 0: not stated). A `dims` binding of a batch dim, or a static batch dim
+  /// in the file, must agree with it: the import is refused otherwise.
+  int64_t globalBatch = 0;
+  /// How many ways the global batch is split (data-parallel ranks x micro-
+  /// batches); a batch fixed in the file cannot be split.
+  int64_t batchSplit = 1;
+  /// The model will be trained: parameters the exporter removed (harmless
+  /// for inference) are refused.
+  bool training = false;
+  /// Initializers to keep as the file shares them (--tie) although the
+  /// importer would untie them, and tied copies to train apart (--untie).
+  std::vector<std::string> tie, untie;
   /// Graph inputs to fold in as constants: name -> a serialized ONNX
   /// TensorProto with the value (e.g. shapes and axes that ONNX test data
   /// feeds as inputs; smp compiles static shapes).

@@ -54,6 +54,8 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
     return requireString(op, attr, "parameter");
   if (name == kInputAttr)
     return requireString(op, attr, "graph input");
+  if (name == kInitFromAttr)
+    return requireString(op, attr, "initializer that holds the initial value");
   if (name == kStateAttr)
     return requireString(op, attr, "optimizer state");
   if (name == "smp.init") {
@@ -146,6 +148,15 @@ LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name
                              << "' must be a dictionary of integers (the "
                                 "generated model's sizes)";
+    return success();
+  }
+  if (name == kParamOriginsAttr) {
+    auto list = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!list || llvm::any_of(list, [](Attribute a) {
+          return !isa<DictionaryAttr>(a);
+        }))
+      return op->emitError() << "'" << name
+                             << "' must be an array of dictionaries";
     return success();
   }
   if (name == kStageCostsAttr) {

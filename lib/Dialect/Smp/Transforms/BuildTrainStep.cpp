@@ -157,8 +157,29 @@ struct SmpBuildTrainStepPass
 
   /// The loss's extra input (labels, targets) of `type`; in an unrolled step
   /// the micro-batch's slice of an input holding every micro-batch.
-  Value lossInput(func::FuncOp f, OpBuilder &b, RankedTensorType type,
-                  StringRef name) {
+  FailureOr<Value> lossInput(func::FuncOp f, OpBuilder &b,
+                             RankedTensorType type, StringRef name) {
+    if (!lossInputFull || !unrolled) {
+      // The labels (targets) are a new input: not one the model has.
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (auto in = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr);
+            in && in.getValue() == name) {
+          f.emitError() << "--loss names '" << name
+                        << "' as its labels, but the model already has an "
+                           "input of that name; the loss adds its own input: "
+                           "give it a new name";
+          return failure();
+        }
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        if (auto out = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+            out && out.getValue() == name) {
+          f.emitError() << "--loss names '" << name
+                        << "' as its labels, but that is an output of the "
+                           "model; the loss adds its own input: give it a "
+                           "new name";
+          return failure();
+        }
+    }
     if (!unrolled)
       return addInput(f, type, name);
     if (!lossInputFull) {
@@ -198,9 +219,12 @@ struct SmpBuildTrainStepPass
                       << "' must be float [..., classes], got " << lt;
         return failure();
       }
-      Value labels = lossInput(
+      auto labelsOr = lossInput(
           f, b, RankedTensorType::get(lt.getShape().drop_back(), b.getI64Type()),
           parts[2]);
+      if (failed(labelsOr))
+        return failure();
+      Value labels = *labelsOr;
       IntegerAttr vocab;
       for (unsigned i = 0; i < f.getNumResults(); ++i)
         if (outs[i] == *logits)
@@ -239,7 +263,10 @@ struct SmpBuildTrainStepPass
       if (failed(out))
         return failure();
       auto ot = cast<RankedTensorType>(out->getType());
-      Value target = lossInput(f, b, ot, parts[2]);
+      auto targetOr = lossInput(f, b, ot, parts[2]);
+      if (failed(targetOr))
+        return failure();
+      Value target = *targetOr;
       Value d = SubOp::create(b, loc, *out, target);
       return reduceAll<ReduceMeanOp>(b, loc, MulOp::create(b, loc, d, d));
     }
@@ -592,6 +619,7 @@ struct SmpBuildTrainStepPass
                            << "': " << regexError;
     SmallVector<Value> params;
     SmallVector<std::string> names;
+    int64_t matched = 0;
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
@@ -599,11 +627,20 @@ struct SmpBuildTrainStepPass
         continue;
       if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
         continue;
-      if (!freeze.empty() && frozen.match(name.getValue()))
+      if (!freeze.empty() && frozen.match(name.getValue())) {
+        ++matched;
         continue;
+      }
       params.push_back(arg);
       names.push_back(name.str());
     }
+    if (!freeze.empty() && matched == 0)
+      return f.emitError() << "--freeze '" << freeze
+                           << "' matches no trainable parameter (names are "
+                              "the ONNX initializer names; see smpc summary)";
+    if (!freeze.empty() && params.empty())
+      return f.emitError() << "--freeze '" << freeze
+                           << "' matches every parameter: nothing would train";
     Type f32 = b.getF32Type();
     Type scalarF32 = RankedTensorType::get({}, f32);
     // A parameter's state records how it is laid out across ranks (for

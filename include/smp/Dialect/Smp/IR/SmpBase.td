@@ -30,6 +30,15 @@ def Smp_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Argument attribute naming a parameter (its global name).
     static constexpr llvm::StringLiteral kParamAttr = "smp.param";
+    /// Argument attribute of a parameter whose initial value is another
+    /// initializer's (one the exporter had merged by value: every use gets
+    /// its own parameter again).
+    static constexpr llvm::StringLiteral kInitFromAttr = "smp.init_from";
+    /// Module attribute: how the importer untied or tied the file's
+    /// initializers (an array of dictionaries, see SharedInitializers.cpp);
+    /// the artifact carries it so --save-onnx writes the model back.
+    static constexpr llvm::StringLiteral kParamOriginsAttr =
+        "smp.param_origins";
     /// Unit argument attribute: a parameter that gets no gradient.
     static constexpr llvm::StringLiteral kFrozenAttr = "smp.frozen";
     /// Argument attribute naming an optimizer state tensor.

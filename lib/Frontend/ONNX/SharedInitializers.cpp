@@ -1,0 +1,447 @@
+//===- SharedInitializers.cpp - Parameters as the framework had them ------===//
+
+#include "SharedInitializers.h"
+
+#include "TensorData.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
+
+#include <google/protobuf/unknown_field_set.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+/// A float initializer that the importer makes a parameter.
+struct Init {
+  int index = 0; // in graph.initializer()
+  std::string name;
+  std::vector<int64_t> dims;
+  std::string bytes;
+  int64_t elementSize = 0;
+  bool constant = false; // every element equal (a fresh ones/zeros tensor)
+  bool infinite = false; // holds an infinity: a mask buffer, not a parameter
+};
+
+bool holdsInfinity(const std::string &bytes, int64_t es) {
+  for (size_t k = 0; k + es <= bytes.size(); k += es) {
+    if (es == 4) {
+      float v;
+      std::memcpy(&v, &bytes[k], 4);
+      if (std::isinf(v))
+        return true;
+    } else if (es == 8) {
+      double v;
+      std::memcpy(&v, &bytes[k], 8);
+      if (std::isinf(v))
+        return true;
+    } else if (es == 2) {
+      uint16_t h;
+      std::memcpy(&h, &bytes[k], 2);
+      // f16 and bf16 infinities: all-ones exponent, zero mantissa.
+      if ((h & 0x7fff) == 0x7c00 || (h & 0x7fff) == 0x7f80)
+        return true;
+    }
+  }
+  return false;
+}
+
+bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+
+/// Names an exporter made up (not a module's parameter name).
+bool generatedName(llvm::StringRef n) {
+  return n.starts_with("onnx::") || n.starts_with("val_") ||
+         n.starts_with("_val_") || n.empty();
+}
+
+std::string transposeBytes(const Init &t) {
+  int64_t rows = t.dims[0], cols = t.dims[1], es = t.elementSize;
+  std::string out(t.bytes.size(), '\0');
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      std::memcpy(&out[(j * rows + i) * es], &t.bytes[(i * cols + j) * es], es);
+  return out;
+}
+
+std::string describeValue(const Init &t) {
+  if (t.elementSize == 4) {
+    float v;
+    std::memcpy(&v, t.bytes.data(), 4);
+    char buf[32];
+    snprintf(buf, sizeof(buf), "all %g", v);
+    return buf;
+  }
+  return "constant";
+}
+
+std::string nodeName(const onnx::GraphProto &g, int i) {
+  const auto &n = g.node(i);
+  return n.name().empty() ? n.op_type() + " #" + std::to_string(i) : n.name();
+}
+
+/// The `metadata_props` entries (key, value) of a message. ONNX 1.16 added
+/// them to NodeProto (field 9) and GraphProto (field 16); Debian's ONNX
+/// library predates that, so they are read from the unknown fields.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::Message &m, int field) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto &unknown = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto &f = unknown.field(i);
+    if (f.number() != field ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto entry;
+    if (entry.ParseFromString(f.length_delimited()))
+      out.push_back({entry.key(), entry.value()});
+  }
+  return out;
+}
+
+/// A node's metadata entry, or "".
+std::string metadata(const onnx::NodeProto &n, llvm::StringRef key) {
+  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
+    if (k == key)
+      return v;
+  return "";
+}
+
+/// The parameter names (`p_x_y` -> "x.y") of a torch.export graph signature,
+/// which the dynamo exporter stores in the graph's metadata.
+std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
+  std::map<std::string, std::string> params;
+  for (const auto &[key, value] : metadataProps(g, /*metadata_props=*/16)) {
+    if (key != "pkg.torch.export.ExportedProgram.graph_signature")
+      continue;
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(value).split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      auto [var, rest] = line.split(": PARAMETER target='");
+      if (rest.empty())
+        continue;
+      params[var.trim().str()] = rest.split('\'').first.str();
+    }
+  }
+  return params;
+}
+
+/// The dynamo exporter's optimiser removes a Linear's bias that is all
+/// zeros at export (rule RemoveOptionalBiasFromGemm); PyTorch trains that
+/// bias, so a model without it trains to other numbers.
+llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
+                                   llvm::StringRef path) {
+  std::map<std::string, std::string> params;
+  bool read = false;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &n = g.node(i);
+    std::string rule = metadata(n, "pkg.onnxscript.rewriter.rule_name");
+    if (rule.find("RemoveOptionalBias") == std::string::npos)
+      continue;
+    // %out = call_function[target=torch.ops.aten.linear.default](args =
+    // (%x, %p_weight, %p_bias), ...)
+    std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
+    llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
+    llvm::SmallVector<llvm::StringRef> parts;
+    args.split(parts, ',');
+    if (parts.size() < 3)
+      continue;
+    llvm::StringRef bias = parts[2].trim().split(')').first.trim();
+    if (!bias.consume_front("%p_"))
+      continue;
+    if (!read) {
+      params = signatureParams(g);
+      read = true;
+    }
+    std::string var = "p_" + bias.str();
+    std::string name =
+        params.count(var) ? params[var] : bias.str() + " (torch.export name)";
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": the exporter's optimiser removed parameter '" + name +
+            "' from node '" + n.name() + "' (rule " + rule +
+            ": the bias was all zeros when exported), so smp would train a "
+            "model without it; re-export with torch.onnx.export(..., "
+            "optimize=False)");
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::vector<ParamOrigin>>
+resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
+                          MLIRContext *ctx, const ImportOptions &options,
+                          std::vector<std::string> &warnings) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  if (options.training)
+    if (auto err = checkRemovedParameters(g, path))
+      return std::move(err);
+  std::string modelDir = llvm::sys::path::parent_path(path).str();
+  llvm::StringSet<> tie, untie;
+  for (const auto &n : options.tie)
+    tie.insert(n);
+  for (const auto &n : options.untie)
+    untie.insert(n);
+
+  // The float initializers that become parameters, with their bytes.
+  std::vector<Init> inits;
+  llvm::StringMap<size_t> byName;
+  llvm::StringSet<> allInits;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const auto &t = g.initializer(i);
+    allInits.insert(t.name());
+    auto type = checkTensor(ctx, t, modelDir);
+    if (!type)
+      return type.takeError();
+    if (!isa<FloatType>(type->getElementType()) || type->getNumElements() <= 1)
+      continue;
+    auto bytes = readTensorBytes(t, *type, modelDir);
+    if (!bytes)
+      return bytes.takeError();
+    Init in;
+    in.index = i;
+    in.name = t.name();
+    in.dims.assign(type->getShape().begin(), type->getShape().end());
+    in.elementSize = elementSize(t.data_type());
+    in.bytes = std::move(*bytes);
+    in.constant = true;
+    for (size_t k = in.elementSize; k < in.bytes.size(); k += in.elementSize)
+      if (std::memcmp(&in.bytes[k], in.bytes.data(), in.elementSize) != 0) {
+        in.constant = false;
+        break;
+      }
+    in.infinite = holdsInfinity(in.bytes, in.elementSize);
+    byName[in.name] = inits.size();
+    inits.push_back(std::move(in));
+  }
+  for (const auto &n : options.tie)
+    if (!allInits.count(n))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": --tie " + n + ": the model has no initializer '" + n + "'");
+
+  std::vector<ParamOrigin> origins;
+  // 0. Float initializers holding infinities are buffers (attention masks),
+  // never parameters: they get no gradient.
+  for (const Init &in : inits)
+    if (in.infinite)
+      origins.push_back({in.name, in.name, "buffer", false, {}});
+  auto copyInitializer = [&](const Init &from, const std::string &name) {
+    onnx::TensorProto *copy = g.add_initializer();
+    *copy = g.initializer(from.index);
+    copy->set_name(name);
+    allInits.insert(name);
+  };
+
+  // 1. `b = Identity(a)` of a parameter: the exporter merged b into a.
+  // (Node indices stay those of the file until step 2 is done: the artifact
+  // records them for --save-onnx.)
+  std::set<int> dropNodes;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto &n = g.node(i);
+    if (n.op_type() != "Identity" || !isDefaultDomain(n.domain()) ||
+        n.input_size() != 1 || n.output_size() != 1)
+      continue;
+    auto it = byName.find(n.input(0));
+    const std::string &out = n.output(0);
+    if (it == byName.end() || out.empty() || allInits.count(out) ||
+        tie.count(out) || tie.count(n.input(0)))
+      continue;
+    copyInitializer(inits[it->second], out);
+    origins.push_back({out, n.input(0), "identity", false, {}});
+    dropNodes.insert(i);
+  }
+
+  // 2. One constant-valued initializer read by several nodes: the dynamo
+  // exporter merged equal fresh tensors (norm weights, zero biases). Each
+  // node gets its own parameter; a warning says how to keep them shared.
+  std::map<std::string, std::vector<std::pair<int, int>>> readers;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (int k = 0; k < g.node(i).input_size(); ++k)
+      if (!dropNodes.count(i) && byName.count(g.node(i).input(k)))
+        readers[g.node(i).input(k)].push_back({i, k});
+  llvm::StringSet<> graphOutputs;
+  for (const auto &o : g.output())
+    graphOutputs.insert(o.name());
+  for (auto &[name, uses] : readers) {
+    const Init &in = inits[byName[name]];
+    llvm::SmallVector<int> nodes;
+    for (auto [node, k] : uses)
+      if (nodes.empty() || nodes.back() != node)
+        nodes.push_back(node);
+    if (nodes.size() < 2 || !in.constant || in.infinite || tie.count(name) ||
+        graphOutputs.count(name))
+      continue;
+    std::string list;
+    int copyIndex = 0;
+    for (size_t u = 0; u < nodes.size(); ++u) {
+      list += (u ? ", " : "") + nodeName(g, nodes[u]);
+      if (u == 0)
+        continue;
+      std::string fresh;
+      do
+        fresh = name + "#" + std::to_string(++copyIndex);
+      while (allInits.count(fresh));
+      copyInitializer(in, fresh);
+      ParamOrigin o{fresh, name, "merged", false, {}};
+      for (auto [node, k] : uses)
+        if (node == nodes[u]) {
+          g.mutable_node(node)->set_input(k, fresh);
+          o.uses.push_back({node, k});
+        }
+      origins.push_back(o);
+    }
+    warnings.push_back(
+        "initializer '" + name + "' (" + describeValue(in) + ") is read by " +
+        std::to_string(nodes.size()) + " nodes (" + list +
+        "): exporters merge equal fresh tensors, so smp trains one parameter "
+        "per node ('" + name + "', '" + name + "#1', ...); pass --tie " + name +
+        " if they are one shared parameter");
+  }
+
+  for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
+    g.mutable_node()->DeleteSubrange(*it, 1);
+
+  // 3. Copies of one weight (equal, or its transpose: a tied weight that
+  // constant folding stored again) are read as that weight.
+  std::multimap<uint64_t, size_t> byHash;
+  for (size_t k = 0; k < inits.size(); ++k)
+    if (!inits[k].constant)
+      byHash.insert({llvm::xxh3_64bits(llvm::StringRef(inits[k].bytes)), k});
+  // Prefer a module's name (not one the exporter made up) as the source.
+  std::vector<size_t> order(inits.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return !generatedName(inits[a].name) && generatedName(inits[b].name);
+  });
+  std::vector<bool> replaced(inits.size(), false);
+  std::vector<std::string> tiedNames;
+  for (size_t a : order) {
+    const Init &src = inits[a];
+    if (src.constant || src.infinite || replaced[a])
+      continue;
+    auto tryCopy = [&](const std::string &bytes, bool transposed) {
+      auto range = byHash.equal_range(llvm::xxh3_64bits(llvm::StringRef(bytes)));
+      for (auto it = range.first; it != range.second; ++it) {
+        size_t b = it->second;
+        const Init &dst = inits[b];
+        if (b == a || replaced[b] || dst.bytes != bytes ||
+            dst.elementSize != src.elementSize ||
+            g.initializer(dst.index).data_type() !=
+                g.initializer(src.index).data_type())
+          continue;
+        std::vector<int64_t> want = src.dims;
+        if (transposed)
+          std::reverse(want.begin(), want.end());
+        if (dst.dims != want || untie.count(dst.name) || untie.count(src.name))
+          continue;
+        replaced[b] = true;
+        origins.push_back({dst.name, src.name, "tied", transposed, {}});
+        onnx::NodeProto *node = g.add_node();
+        node->set_op_type(transposed ? "Transpose" : "Identity");
+        node->set_name("smp.tie." + dst.name);
+        node->add_input(src.name);
+        node->add_output(dst.name);
+        if (transposed) {
+          auto *perm = node->add_attribute();
+          perm->set_name("perm");
+          perm->set_type(onnx::AttributeProto::INTS);
+          perm->add_ints(1);
+          perm->add_ints(0);
+        }
+        warnings.push_back(
+            "initializer '" + dst.name + "' holds " +
+            (transposed ? "the transpose of" : "a copy of") + " '" + src.name +
+            "' (a tied weight that the exporter stored twice): smp trains "
+            "them as one parameter; pass --untie " + dst.name +
+            " if they are separate");
+      }
+    };
+    tryCopy(src.bytes, false);
+    if (src.dims.size() == 2)
+      tryCopy(transposeBytes(src), true);
+  }
+  // Drop the tied copies' initializers (and their graph-input entries).
+  llvm::StringSet<> gone;
+  for (size_t k = 0; k < inits.size(); ++k)
+    if (replaced[k])
+      gone.insert(inits[k].name);
+  if (!gone.empty()) {
+    auto *list = g.mutable_initializer();
+    list->erase(std::remove_if(list->begin(), list->end(),
+                               [&](const onnx::TensorProto &t) {
+                                 return gone.count(t.name()) != 0;
+                               }),
+                list->end());
+    auto *ins = g.mutable_input();
+    ins->erase(std::remove_if(ins->begin(), ins->end(),
+                              [&](const onnx::ValueInfoProto &v) {
+                                return gone.count(v.name()) != 0;
+                              }),
+               ins->end());
+  }
+  for (const auto &n : options.untie)
+    if (!gone.count(n) && !llvm::any_of(origins, [&](const ParamOrigin &o) {
+          return o.name == n;
+        }) && !allInits.count(n))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": --untie " + n + ": the model has no initializer '" + n +
+              "'");
+  return origins;
+}
+
+void recordParamOrigins(ModuleOp module,
+                        const std::vector<ParamOrigin> &origins) {
+  if (origins.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  Builder b(ctx);
+  llvm::StringMap<std::string> initFrom;
+  llvm::StringSet<> buffers;
+  SmallVector<Attribute> list;
+  for (const ParamOrigin &o : origins) {
+    if (o.kind == "buffer")
+      buffers.insert(o.name);
+    else if (o.kind != "tied")
+      initFrom[o.name] = o.from;
+    SmallVector<NamedAttribute> entry{
+        b.getNamedAttr("name", b.getStringAttr(o.name)),
+        b.getNamedAttr("from", b.getStringAttr(o.from)),
+        b.getNamedAttr("kind", b.getStringAttr(o.kind))};
+    if (o.transposed)
+      entry.push_back(b.getNamedAttr("transposed", b.getUnitAttr()));
+    if (!o.uses.empty()) {
+      SmallVector<int64_t> flat;
+      for (auto [node, k] : o.uses)
+        flat.append({node, k});
+      entry.push_back(b.getNamedAttr("uses", b.getDenseI64ArrayAttr(flat)));
+    }
+    list.push_back(b.getDictionaryAttr(entry));
+  }
+  module->setAttr(SmpDialect::kParamOriginsAttr, b.getArrayAttr(list));
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto p = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr)) {
+        if (auto it = initFrom.find(p.getValue()); it != initFrom.end())
+          f.setArgAttr(i, SmpDialect::kInitFromAttr,
+                       b.getStringAttr(it->second));
+        if (buffers.count(p.getValue()))
+          f.setArgAttr(i, SmpDialect::kFrozenAttr, b.getUnitAttr());
+      }
+}
+
+} // namespace smp::onnx_frontend

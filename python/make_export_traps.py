@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Writes test/fixtures/traps/: a freshly initialised GPT exported the way
+users export it, with the traps of real exports left in.
+
+A new user's model has fresh LayerNorms (weights all 1, biases all 0) and a
+tied LM head. `torch.onnx.export` with default flags then
+  - merges the equal norm weights and biases into one initializer (the dynamo
+    exporter reuses one name; the TorchScript exporter, dynamo=False, writes
+    `b = Identity(a)`),
+  - stores the tied head's transpose as a separate folded copy,
+  - fixes the batch in the file (no dynamic axes).
+smp must train it to PyTorch's numbers anyway (see
+docs/bring-your-own-model.md). Files:
+
+  mlpgpt_dynamo.onnx      torch.onnx.export(model, (idx,), path) (defaults;
+                          external_data=False keeps it one file)
+  mlpgpt_torchscript.onnx torch.onnx.export(model, (idx,), path, dynamo=False)
+  gpt_dynamo.onnx, gpt_torchscript.onnx  the same with attention
+                          (nn.MultiheadAttention: zero biases the dynamo
+                          exporter's optimiser removes)
+  gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
+  gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
+      norms of mlpgpt (5 steps, batch 8, train() mode), for
+      test/train/compare_losses.py
+  gpt/logits_after_sgd.npy  mlpgpt's logits of the first batch after the
+      5 SGD steps (checks --save-onnx)
+
+Needs torch and onnx (PyPI); CI only reads the committed files.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+VOCAB, DIM, HEADS, SEQ, LAYERS = 32, 16, 2, 8, 2
+BATCH, SAMPLES, STEPS = 8, 16, 5
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(DIM)
+        self.attn = nn.MultiheadAttention(DIM, HEADS, batch_first=True, bias=True)
+        self.ln2 = nn.LayerNorm(DIM)
+        self.fc1 = nn.Linear(DIM, 4 * DIM)
+        self.fc2 = nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + a
+        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+
+
+class MlpBlock(nn.Module):
+    """A residual block without attention (fresh LayerNorms, random biases)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(DIM)
+        self.fc1 = nn.Linear(DIM, 4 * DIM)
+        self.fc2 = nn.Linear(4 * DIM, DIM)
+
+    def forward(self, x, mask):
+        return x + self.fc2(torch.relu(self.fc1(self.ln1(x))))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, block=Block):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.wpe = nn.Embedding(SEQ, DIM)
+        self.blocks = nn.ModuleList([block() for _ in range(LAYERS)])
+        self.ln_f = nn.LayerNorm(DIM)
+        self.head = nn.Linear(DIM, VOCAB, bias=False)
+        self.head.weight = self.wte.weight  # tied
+        self.register_buffer(
+            "mask", torch.triu(torch.full((SEQ, SEQ), float("-inf")), 1),
+            persistent=False)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1])
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.blocks:
+            x = b(x, self.mask)
+        return self.head(self.ln_f(x))
+
+
+def train(model, idx, labels, opt_name):
+    model.train()
+    if opt_name == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses, norms = [], []
+    for k in range(STEPS):
+        lo = (k * BATCH) % SAMPLES
+        x, y = idx[lo:lo + BATCH], labels[lo:lo + BATCH]
+        opt.zero_grad()
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters()))
+        losses.append(loss.item())
+        norms.append(norm.item())
+        opt.step()
+    return losses, norms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
+                                         "test" / "fixtures" / "traps"))
+    out = Path(ap.parse_args().out)
+    (out / "gpt").mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    np.save(out / "gpt" / "idx.npy", idx.numpy())
+    np.save(out / "gpt" / "labels.npy", labels.numpy())
+    (out / "gpt" / "first8").mkdir(exist_ok=True)
+    np.save(out / "gpt" / "first8" / "idx.npy", idx[:BATCH].numpy())
+
+    # gpt: attention (nn.MultiheadAttention, zero-initialised biases), for
+    # what smp must refuse; mlpgpt: no attention, for what it must train.
+    for name, block in (("gpt", Block), ("mlpgpt", MlpBlock)):
+        torch.manual_seed(0)
+        model = TinyGPT(block).eval()
+        init = {k: v.clone() for k, v in model.state_dict().items()}
+        example = idx[:BATCH]
+        torch.onnx.export(model, (example,), str(out / f"{name}_dynamo.onnx"),
+                          input_names=["idx"], output_names=["logits"],
+                          external_data=False)
+        torch.onnx.export(model, (example,), str(out / f"{name}_torchscript.onnx"),
+                          input_names=["idx"], output_names=["logits"],
+                          dynamo=False)
+        if name != "mlpgpt":
+            continue
+        for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
+            model.load_state_dict(init)
+            losses, norms = train(model, idx, labels, opt_name)
+            flags = (f"--train --loss cross_entropy:logits:labels --optimizer {opt_name} "
+                     f"--lr {lr} --batch-size {BATCH}")
+            ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                              "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
+                              "smpc_flags": flags},
+                   "losses": losses, "grad_norms": norms}
+            (out / "gpt" / f"ref_{opt_name}.json").write_text(
+                json.dumps(ref, indent=2) + "\n")
+            if opt_name == "sgd":
+                model.eval()
+                with torch.no_grad():
+                    np.save(out / "gpt" / "logits_after_sgd.npy",
+                            model(idx[:BATCH]).numpy().astype(np.float32))
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
