@@ -185,12 +185,18 @@ llvm::Error GraphImporter::bindDims() {
         firstBatched = in;
     }
   }
-  // Every --dim names a symbolic dim of an input.
+  // Every --dim names a symbolic dim of an input (or of an output, whose
+  // computed shape is then checked against it).
+  for (const auto &out : model.graph().output())
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape())
+      for (const auto &d : out.type().tensor_type().shape().dim())
+        if (d.has_dim_param() && !d.dim_param().empty())
+          symbolic.insert(d.dim_param());
   for (const auto &b : options.dims)
     if (!symbolic.count(b.getKey()))
       return error("--dim " + b.getKey() + "=" + llvm::Twine(b.getValue()) +
-                   ": the model's inputs have no symbolic dim '" +
-                   b.getKey() + "' (their symbolic dims: " +
+                   ": the model has no symbolic dim '" + b.getKey() +
+                   "' (its symbolic dims: " +
                    joinNames(symbolic) + ")");
   int64_t split = std::max<int64_t>(1, options.batchSplit);
   std::string splitText =

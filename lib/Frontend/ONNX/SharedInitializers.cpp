@@ -204,12 +204,16 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     allInits.insert(t.name());
     auto type = checkTensor(ctx, t, modelDir);
     if (!type)
-      return type.takeError();
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " +
+                                         llvm::toString(type.takeError()));
     if (!isa<FloatType>(type->getElementType()) || type->getNumElements() <= 1)
       continue;
     auto bytes = readTensorBytes(t, *type, modelDir);
     if (!bytes)
-      return bytes.takeError();
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " +
+                                         llvm::toString(bytes.takeError()));
     Init in;
     in.index = i;
     in.name = t.name();
