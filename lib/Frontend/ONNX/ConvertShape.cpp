@@ -308,6 +308,16 @@ llvm::Error convertGather(NodeContext &nc) {
   auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
   if (!axis)
     return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  // ONNX allows int32/int64 indices only; anything else (a shape Cast to
+  // float, say) would be read as integers below.
+  Type idxElt = tensorType(indices).getElementType();
+  if (!isa<IntegerType>(idxElt) || idxElt.isInteger(1)) {
+    std::string got;
+    llvm::raw_string_ostream(got) << idxElt;
+    return nc.error("input '" + nc.node().input(1) +
+                    "' (indices) must be an int32 or int64 tensor, got " +
+                    got);
+  }
   if (DenseElementsAttr idx = nc.constantInput(1)) {
     int64_t dim = tensorType(data).getDimSize(*axis);
     for (const APInt &v : idx.getValues<APInt>()) {
