@@ -389,7 +389,7 @@ llvm::Error convertConstantOfShape(NodeContext &nc) {
   Type elt = nc.builder().getF32Type();
   double value = 0;
   if (const auto *attr = nc.attr("value")) {
-    auto t = readTensor(nc.context(), attr->t(), "");
+    auto t = readTensor(nc.context(), attr->t(), nc.modelDir());
     if (!t)
       return nc.error(llvm::toString(t.takeError()));
     if (t->getNumElements() != 1)
@@ -455,7 +455,7 @@ llvm::Error convertConstant(NodeContext &nc) {
   auto &b = nc.builder();
   Attribute attr;
   if (const auto *a = nc.attr("value")) {
-    auto t = readTensor(nc.context(), a->t(), "");
+    auto t = readTensor(nc.context(), a->t(), nc.modelDir());
     if (!t)
       return nc.error(llvm::toString(t.takeError()));
     attr = *t;
