@@ -3,7 +3,9 @@
 #include "smprt/Trainer.h"
 
 #include "smprt/Checkpoint.h"
+#include "smprt/Files.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -72,7 +74,8 @@ Status train(Executor &exec, const TrainOptions &options,
       continue; // another pipeline stage reads it
     Dataset d;
     d.name = spec.name();
-    std::string path = options.dataDir + "/" + d.name + ".npy";
+    std::string path =
+        options.dataDir + "/" + fileNameFor(d.name) + ".npy";
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return Status::failure(path + ": missing; training needs input '" +

@@ -11,6 +11,7 @@
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Artifact.h"
 #include "smprt/Executor.h"
+#include "smprt/Files.h"
 #include "smprt/Launch.h"
 #include "smprt/Npy.h"
 #include "smprt/Checkpoint.h"
@@ -48,9 +49,13 @@ USAGE
 OPTIONS
   --data DIR         One .npy file per graph input, named after the input
                      (DIR/<input>.npy); dtype and shape must be exactly the
-                     compiled ones (see MODEL.smpx/plan.txt).
-  --output-dir DIR   Where to write one .npy per graph output
-                     (DIR/<output>.npy). Created if missing.
+                     compiled ones (see MODEL.smpx/plan.txt). In file names
+                     '/', '\\', '%' and control bytes of a name are written
+                     as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
+                     Each must be a regular file.
+  --output-dir DIR   Without --steps: where to write one .npy per graph
+                     output (DIR/<output>.npy, names encoded as for --data).
+                     Created if missing. Refused with --steps.
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping
@@ -115,7 +120,18 @@ smprt::Communicator *gComm = nullptr;
 
 int fail(const std::string &msg) {
   std::cout.flush();
-  std::cerr << "smprun: error: " << gRankPrefix << msg << "\n";
+  // One line whatever the names quoted from the model or the files hold.
+  std::string line;
+  for (unsigned char c : msg) {
+    if (c >= 0x20 && c != 0x7f) {
+      line += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      line += buf;
+    }
+  }
+  std::cerr << "smprun: error: " << gRankPrefix << line << "\n";
   std::cerr.flush();
   if (gComm && gComm->size() > 1)
     gComm->abort(1);
@@ -429,7 +445,7 @@ int main(int argc, char **argv) {
   std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     const std::string &name = artifact.manifest.inputs(i).name();
-    std::string path = dataDir + "/" + name + ".npy";
+    std::string path = dataDir + "/" + smprt::fileNameFor(name) + ".npy";
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return fail(path + ": missing; the model needs input '" + name +
@@ -453,7 +469,7 @@ int main(int argc, char **argv) {
     return 0; // rank 0 writes the outputs
   ::mkdir(outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
-    std::string path = outDir + "/" + name + ".npy";
+    std::string path = outDir + "/" + smprt::fileNameFor(name) + ".npy";
     if (!(s = smprt::writeNpy(path, ref)).ok())
       return fail(s.error);
     std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";
