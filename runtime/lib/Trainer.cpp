@@ -122,6 +122,9 @@ Status train(Executor &exec, const TrainOptions &options,
                                      ? program.data_shards()
                                      : exec.communicator().size());
 
+  // What a killed run or a full disk left of an unfinished save.
+  if (!options.checkpointDir.empty() && exec.communicator().rank() == 0)
+    removeStaleCheckpointTemps(options.checkpointDir);
   int64_t first = 0;
   if (options.resume) {
     int64_t done = 0, total = 0;
