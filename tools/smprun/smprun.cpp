@@ -18,6 +18,8 @@
 #include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 
+#include <cerrno>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,11 +66,14 @@ OPTIONS
                      grad_norm, samples_per_s, peak_bytes).
   --checkpoint-dir D With --steps: where checkpoints go (parameters and
                      optimizer state by name, written atomically).
-  --checkpoint-every K  Save a checkpoint every K steps.
+  --checkpoint-every K  Save a checkpoint every K steps. Without it,
+                     --checkpoint-dir saves one checkpoint after the last
+                     step.
   --resume           Continue from the newest checkpoint in D (the data
                      position and the step count come from it).
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
+                     FILE must be writable when smprun starts.
   -n, --ranks N      Run N ranks on this machine: smprun re-executes itself
                      as `mpirun -n N --oversubscribe --bind-to none smprun
                      <the other arguments>` (Open MPI; $SMP_MPIRUN names
@@ -148,6 +153,25 @@ std::string jsonEscape(const std::string &s) {
     out += c;
   }
   return out;
+}
+
+/// Whether `path` can be written (created, or overwritten), without
+/// truncating an existing file or leaving a new one behind.
+bool writable(const std::string &path, std::string &why) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return true;
+  }
+  if (errno == EEXIST)
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  why = std::strerror(errno);
+  return false;
 }
 
 int availableCores() {
@@ -290,6 +314,26 @@ int main(int argc, char **argv) {
     return fail("--data DIR is required: one .npy per graph input");
   if (outDir.empty() && steps == 0)
     return fail("--output-dir DIR is required (or --steps N to train)");
+  if (!outDir.empty() && steps > 0)
+    return fail("--output-dir is for running the model once (one .npy per "
+                "output); with --steps the losses go to stdout and "
+                "--metrics FILE, the trained model to --save-onnx FILE or "
+                "--checkpoint-dir DIR");
+  if (steps == 0) {
+    const std::pair<const char *, bool> trainingOnly[] = {
+        {"--checkpoint-dir", !ckptDir.empty()},
+        {"--checkpoint-every", ckptEvery > 0},
+        {"--resume", resume},
+        {"--save-onnx", !saveOnnx.empty()},
+        {"--metrics", !metricsPath.empty()}};
+    for (const auto &[flag, value] : trainingOnly)
+      if (value)
+        return fail(std::string(flag) + " is for training; give --steps N");
+  }
+  if (std::string why; !saveOnnx.empty() && !writable(saveOnnx, why))
+    return fail(saveOnnx + ": cannot write (" + why +
+                "); --save-onnx needs a writable file, checked before "
+                "training starts");
 
   if ((ckptEvery > 0 || resume) && ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
