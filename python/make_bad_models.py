@@ -185,12 +185,79 @@ def m_ext(location: str, offset: int = 0, length: int = 12) -> onnx.ModelProto:
     return model(graph([add_node()], initializers=[w_external(location, offset, length)]))
 
 
+def external_entries(t: TensorProto, entries) -> TensorProto:
+    t.data_location = TensorProto.EXTERNAL
+    for key, value in entries:
+        entry = t.external_data.add()
+        entry.key = key
+        entry.value = value
+    return t
+
+
+def m_ext_const() -> onnx.ModelProto:
+    """A Constant and a ConstantOfShape whose `value` tensors are external
+    data in weights.bin beside the model: c = w (float[3], bytes 0-11) and
+    k = ConstantOfShape([2, 3]) filled with 2.0 (bytes 4-7); y = x + c + k."""
+    c_val = TensorProto()
+    c_val.name = "c_value"
+    c_val.data_type = FLOAT
+    c_val.dims.extend([3])
+    external_entries(c_val, (("location", "weights.bin"), ("offset", "0"), ("length", "12")))
+    k_val = TensorProto()
+    k_val.name = "k_value"
+    k_val.data_type = FLOAT
+    k_val.dims.extend([1])
+    external_entries(k_val, (("location", "weights.bin"), ("offset", "4"), ("length", "4")))
+    shp = helper.make_tensor("shp", TensorProto.INT64, [2], np.array([2, 3], np.int64).tobytes(), raw=True)
+    nodes = [
+        helper.make_node("Constant", [], ["c"], name="const_c", value=c_val),
+        helper.make_node("ConstantOfShape", ["shp"], ["k"], name="const_k", value=k_val),
+        helper.make_node("Add", ["x", "c"], ["xc"], name="add_c"),
+        helper.make_node("Add", ["xc", "k"], ["y"], name="add_k"),
+    ]
+    return model(graph(nodes, initializers=[shp]))
+
+
+def m_ext_key() -> onnx.ModelProto:
+    t = w_external("weights.bin")
+    entry = t.external_data.add()
+    entry.key = "basepath"
+    entry.value = "/etc"
+    return model(graph([add_node()], initializers=[t]))
+
+
+BAD_UTF8_PLACEHOLDER = b"NODENAME"
+BAD_UTF8_BYTES = b"add\xff\xfe\xc0\xaf0"  # same length: 0xff, 0xfe and overlong '/'
+
+
+def m_bad_utf8_node() -> bytes:
+    """The valid model whose node name is not UTF-8 (protobuf's python API
+    cannot write such a string: the name is patched in the serialized bytes,
+    same length, so every length prefix stays right)."""
+    data = ser(model(graph([add_node(name=BAD_UTF8_PLACEHOLDER.decode())])))
+    assert data.count(BAD_UTF8_PLACEHOLDER) == 1 and len(BAD_UTF8_BYTES) == len(BAD_UTF8_PLACEHOLDER)
+    return data.replace(BAD_UTF8_PLACEHOLDER, BAD_UTF8_BYTES)
+
+
+def m_name_escape() -> onnx.ModelProto:
+    """Graph input and output names that are relative paths: smprun must not
+    read DATA/../secret_in.npy or write OUT/../escaped_out.npy."""
+    return model(
+        graph(
+            [add_node("../secret_in", "w", "../escaped_out")],
+            inputs=[vi("../secret_in", [2, 3])],
+            outputs=[vi("../escaped_out", [2, 3])],
+        )
+    )
+
+
 # --------------------------------------------------------------------------- #
 # Output
 # --------------------------------------------------------------------------- #
 
 # Models that must be valid ONNX (checked with onnx.checker after writing).
-EXPECT_VALID = ("valid.onnx", "unbound_dim.onnx", "unsupported_op.onnx", "ext_ok/model.onnx")
+EXPECT_VALID = ("valid.onnx", "unbound_dim.onnx", "unsupported_op.onnx", "ext_ok/model.onnx",
+                "ext_const/model.onnx", "name_escape.onnx")
 
 
 def write(out: Path, rel: str, data: bytes, written: list) -> None:
@@ -253,6 +320,17 @@ def main() -> None:
     missing = out / "ext_missing" / "missing.bin"
     if missing.exists() or missing.is_symlink():
         missing.unlink()
+
+    # Constant / ConstantOfShape values as external data (resolved beside
+    # the model, not in the working directory); ext_const_cwd has the same
+    # model and no weights.bin: run from ext_const, it must not find one.
+    write(out, "ext_const/model.onnx", ser(m_ext_const()), written)
+    write(out, "ext_const/weights.bin", w_bytes, written)
+    write(out, "ext_const_cwd/model.onnx", ser(m_ext_const()), written)
+    write(out, "ext_key/model.onnx", ser(m_ext_key()), written)
+    write(out, "ext_key/weights.bin", w_bytes, written)
+    write(out, "bad_utf8_node.onnx", m_bad_utf8_node(), written)
+    write(out, "name_escape.onnx", ser(m_name_escape()), written)
 
     # Sanity: the models meant to be valid are accepted by onnx.checker (by
     # path, so external data is resolved relative to the model's directory).

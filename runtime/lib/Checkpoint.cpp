@@ -26,9 +26,10 @@ namespace pb = smp::artifact;
 std::string errnoText() { return std::strerror(errno); }
 
 /// Writes `bytes` to `path` and fsyncs it. `abortAfter` (test hook) kills
-/// the process once that many bytes are written.
+/// the process once that many bytes are written; `failAfter` (test hook)
+/// fails the write there as a full disk would.
 Status writeSynced(const std::string &path, const char *data, size_t size,
-                   size_t abortAfter = SIZE_MAX) {
+                   size_t abortAfter = SIZE_MAX, size_t failAfter = SIZE_MAX) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0)
     return Status::failure(path + ": cannot create: " + errnoText());
@@ -37,7 +38,10 @@ Status writeSynced(const std::string &path, const char *data, size_t size,
     size_t chunk = std::min<size_t>(size - done, 1 << 20);
     if (done < abortAfter && done + chunk > abortAfter)
       chunk = abortAfter - done;
-    ssize_t n = ::write(fd, data + done, chunk);
+    if (done < failAfter && done + chunk > failAfter)
+      chunk = failAfter - done;
+    ssize_t n = done == failAfter ? (errno = ENOSPC, -1)
+                                  : ::write(fd, data + done, chunk);
     if (n < 0) {
       ::close(fd);
       return Status::failure(path + ": write failed: " + errnoText());
@@ -162,6 +166,29 @@ Status readIndex(const std::string &path, pb::Checkpoint &index) {
 
 } // namespace
 
+void removeStaleCheckpointTemps(const std::string &dir) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  std::vector<std::string> stale;
+  while (dirent *e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind(".tmp-step-", 0) == 0 || n == "latest.tmp")
+      stale.push_back(n);
+  }
+  ::closedir(d);
+  for (const std::string &n : stale) {
+    std::string path = dir + "/" + n;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0)
+      continue;
+    if (S_ISDIR(st.st_mode))
+      removeTree(path);
+    else
+      ::unlink(path.c_str());
+  }
+}
+
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
                       int64_t step, int64_t totalSteps, std::string &written) {
   Communicator &comm = exec.communicator();
@@ -208,24 +235,38 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     ShardLayout::of(b).to(*e);
     e->set_role(b.role());
   }
-  size_t abortAfter = SIZE_MAX;
+  size_t abortAfter = SIZE_MAX, failAfter = SIZE_MAX;
   if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ABORT_AT_STEP"))
     if (std::atoll(fault) == step)
       abortAfter = data.size() / 2;
+  if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ENOSPC_AT_STEP"))
+    if (std::atoll(fault) == step)
+      failAfter = data.size() / 2;
   std::string prefix = tmp + "/" + rankPrefix(comm);
   if (s.ok())
     s = writeSynced(prefix + "tensors.bin", data.data(), data.size(),
-                    abortAfter);
+                    abortAfter, failAfter);
   if (s.ok()) {
     std::string framed = frame(index.SerializeAsString());
     s = writeSynced(prefix + "index.pb", framed.data(), framed.size());
   }
-  if (!(s = agree(comm, s, what + " (writing each rank's tensors)")).ok())
+  // A failed save (a full disk, say) leaves nothing behind: the partial
+  // directory would hold the space the next save needs. Every rank is past
+  // its writes once `agree` returns.
+  if (!(s = agree(comm, s, what + " (writing each rank's tensors)")).ok()) {
+    if (rank == 0)
+      removeTree(tmp);
     return s;
+  }
 
   // Every rank's files are synced: rank 0 publishes the checkpoint.
-  if (rank == 0)
+  if (rank == 0) {
     s = publish(dir, tmp, final, name);
+    if (!s.ok()) {
+      removeTree(tmp);
+      ::unlink((dir + "/latest.tmp").c_str());
+    }
+  }
   if (!(s = agree(comm, s, what + " (publishing it)")).ok())
     return s;
   written = final;

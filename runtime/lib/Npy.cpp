@@ -2,6 +2,10 @@
 
 #include "smprt/Npy.h"
 
+#include "smprt/Files.h"
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -50,34 +54,40 @@ std::string headerField(const std::string &header, const std::string &key) {
 } // namespace
 
 Status readNpy(const std::string &path, NpyArray &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status::failure(path + ": cannot open");
-  std::string all((std::istreambuf_iterator<char>(in)),
-                  std::istreambuf_iterator<char>());
-  if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0)
+  // A regular file only (a directory, FIFO or device is refused before
+  // anything is read), and no more than its size is ever allocated.
+  RegularFile file;
+  Status s = file.open(path);
+  if (!s.ok())
+    return s;
+  uint64_t size = file.size();
+  char prefix[12];
+  if (size < 10 || !file.read(0, prefix, 10).ok() ||
+      std::memcmp(prefix, "\x93NUMPY", 6) != 0)
     return Status::failure(path + ": not a .npy file (bad magic)");
-  int major = static_cast<unsigned char>(all[6]);
-  size_t headerLen, headerStart;
+  int major = static_cast<unsigned char>(prefix[6]);
+  uint64_t headerLen, headerStart;
   if (major == 1) {
-    headerLen = static_cast<unsigned char>(all[8]) |
-                (static_cast<unsigned char>(all[9]) << 8);
+    headerLen = static_cast<unsigned char>(prefix[8]) |
+                (static_cast<unsigned char>(prefix[9]) << 8);
     headerStart = 10;
   } else if (major == 2 || major == 3) {
-    if (all.size() < 12)
+    if (size < 12 || !file.read(0, prefix, 12).ok())
       return Status::failure(path + ": truncated .npy header");
     headerLen = 0;
     for (int b = 0; b < 4; ++b)
-      headerLen |= static_cast<size_t>(static_cast<unsigned char>(all[8 + b]))
+      headerLen |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[8 + b]))
                    << (8 * b);
     headerStart = 12;
   } else {
     return Status::failure(path + ": unsupported .npy version " +
                            std::to_string(major));
   }
-  if (headerStart + headerLen > all.size())
+  if (headerLen > size - headerStart)
     return Status::failure(path + ": truncated .npy header");
-  std::string header = all.substr(headerStart, headerLen);
+  std::string header(headerLen, '\0');
+  if (!(s = file.read(headerStart, header.data(), headerLen)).ok())
+    return s;
   std::string descr = headerField(header, "descr");
   bool found = false;
   for (const auto &e : kDescrs)
@@ -95,28 +105,33 @@ Status readNpy(const std::string &path, NpyArray &out) {
   std::stringstream ss(shape.size() > 2 ? shape.substr(1, shape.size() - 2)
                                         : "");
   std::string item;
+  constexpr int64_t kMaxElements = int64_t(1) << 40;
   int64_t numel = 1;
   while (std::getline(ss, item, ',')) {
     if (item.find_first_not_of(' ') == std::string::npos)
       continue;
     char *end;
+    errno = 0;
     long long d = std::strtoll(item.c_str(), &end, 10);
-    if (d < 0 || d > (int64_t(1) << 40))
+    if (errno || end == item.c_str() ||
+        std::string(end).find_first_not_of(' ') != std::string::npos ||
+        d < 0 || d > kMaxElements)
       return Status::failure(path + ": bad shape " + shape);
     out.shape.push_back(d);
-    numel *= d;
-    if (numel > (int64_t(1) << 40))
+    // Checked: the product of dims up to 2^40 each overflows int64.
+    if (__builtin_mul_overflow(numel, static_cast<int64_t>(d), &numel) ||
+        numel > kMaxElements)
       return Status::failure(path + ": shape " + shape + " is too large");
   }
-  size_t payload = all.size() - headerStart - headerLen;
-  size_t expected = static_cast<size_t>(numel) * dtypeSize(out.dtype);
+  uint64_t payload = size - headerStart - headerLen;
+  uint64_t expected = static_cast<uint64_t>(numel) * dtypeSize(out.dtype);
   if (payload != expected)
     return Status::failure(path + ": holds " + std::to_string(payload) +
                            " data bytes but shape " + shape + " of " +
                            dtypeName(out.dtype) + " needs " +
                            std::to_string(expected));
-  out.bytes = all.substr(headerStart + headerLen);
-  return Status::success();
+  out.bytes.resize(expected);
+  return file.read(headerStart + headerLen, out.bytes.data(), expected);
 }
 
 Status writeNpy(const std::string &path, const TensorRef &t) {

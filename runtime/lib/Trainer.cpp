@@ -3,7 +3,9 @@
 #include "smprt/Trainer.h"
 
 #include "smprt/Checkpoint.h"
+#include "smprt/Files.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -35,6 +37,59 @@ std::string formatDuration(double seconds) {
   snprintf(buf, sizeof(buf), "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60,
            s % 60);
   return buf;
+}
+
+/// Whether element k of a float tensor is NaN or infinite (false for other
+/// dtypes).
+bool nonFinite(const TensorRef &t, int64_t k) {
+  const char *p = static_cast<const char *>(t.data);
+  switch (t.dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, p + 4 * k, 4);
+    return !std::isfinite(v);
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, p + 8 * k, 8);
+    return !std::isfinite(v);
+  }
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, p + 2 * k, 2);
+    uint16_t exp = t.dtype == DType::F16 ? 0x7c00 : 0x7f80;
+    return (bits & exp) == exp;
+  }
+  default:
+    return false;
+  }
+}
+
+/// Why the loss of this step is not finite, when the data says so: a batch
+/// of an input holding NaN or Inf, or a batch whose every cross-entropy
+/// label is the ignore index (the mean over no labels is 0/0). Empty when
+/// the data looks fine.
+std::string diagnoseNonFinite(const std::vector<Dataset> &data,
+                              const std::string &loss) {
+  std::string labels;
+  if (loss.rfind("cross_entropy:", 0) == 0)
+    labels = loss.substr(loss.rfind(':') + 1);
+  for (const Dataset &d : data) {
+    int64_t n = d.batch.numel();
+    for (int64_t k = 0; k < n; ++k)
+      if (nonFinite(d.batch, k))
+        return "input '" + d.name + "' holds NaN or Inf values in this " +
+               "step's batch; clean the data";
+    if (d.name == labels && d.batch.dtype == DType::I64 && n > 0) {
+      const auto *v = static_cast<const int64_t *>(d.batch.data);
+      if (std::all_of(v, v + n, [](int64_t x) { return x == -100; }))
+        return "every label of input '" + d.name +
+               "' in this step's batch is the ignore index -100, so the "
+               "mean loss is 0/0; give samples with labels to learn from";
+    }
+  }
+  return "";
 }
 
 } // namespace
@@ -72,7 +127,8 @@ Status train(Executor &exec, const TrainOptions &options,
       continue; // another pipeline stage reads it
     Dataset d;
     d.name = spec.name();
-    std::string path = options.dataDir + "/" + d.name + ".npy";
+    std::string path =
+        options.dataDir + "/" + fileNameFor(d.name) + ".npy";
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return Status::failure(path + ": missing; training needs input '" +
@@ -127,6 +183,9 @@ Status train(Executor &exec, const TrainOptions &options,
         std::to_string(globalBatch) + " samples or compile a smaller "
         "--batch-size");
 
+  // What a killed run or a full disk left of an unfinished save.
+  if (!options.checkpointDir.empty() && exec.communicator().rank() == 0)
+    removeStaleCheckpointTemps(options.checkpointDir);
   int64_t first = 0;
   if (options.resume) {
     int64_t done = 0, total = 0;
@@ -228,8 +287,10 @@ Status train(Executor &exec, const TrainOptions &options,
                    rec.samplesPerSecond, formatDuration(eta).c_str());
       std::fflush(stderr);
     }
-    if (options.checkpointEvery > 0 && (k + 1) % options.checkpointEvery == 0 &&
-        std::isfinite(rec.loss)) {
+    bool due = options.checkpointEvery > 0
+                   ? (k + 1) % options.checkpointEvery == 0
+                   : !options.checkpointDir.empty() && k + 1 == options.steps;
+    if (due && std::isfinite(rec.loss)) {
       std::string written;
       status = saveCheckpoint(exec, options.checkpointDir, k + 1,
                               options.steps, written);
@@ -240,12 +301,15 @@ Status train(Executor &exec, const TrainOptions &options,
     if (rec.skipped)
       continue;
     if (!std::isfinite(rec.loss) || !std::isfinite(rec.gradNorm)) {
+      std::string why = diagnoseNonFinite(data, manifest.training().loss());
+      if (why.empty())
+        why = "lower the learning rate or clip gradients with "
+              "--clip-grad-norm";
       status = Status::failure(
           "step " + std::to_string(k + 1) + ": the " +
           (!std::isfinite(rec.loss) ? "loss" : "gradient norm") + " is " +
           std::to_string(!std::isfinite(rec.loss) ? rec.loss : rec.gradNorm) +
-          "; stopping (lower the learning rate or clip gradients with "
-          "--clip-grad-norm)");
+          "; stopping (" + why + ")");
       break;
     }
   }

@@ -11,12 +11,15 @@
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Artifact.h"
 #include "smprt/Executor.h"
+#include "smprt/Files.h"
 #include "smprt/Launch.h"
 #include "smprt/Npy.h"
 #include "smprt/Checkpoint.h"
 #include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 
+#include <cerrno>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,9 +51,13 @@ USAGE
 OPTIONS
   --data DIR         One .npy file per graph input, named after the input
                      (DIR/<input>.npy); dtype and shape must be exactly the
-                     compiled ones (see MODEL.smpx/plan.txt).
-  --output-dir DIR   Where to write one .npy per graph output
-                     (DIR/<output>.npy). Created if missing.
+                     compiled ones (see MODEL.smpx/plan.txt). In file names
+                     '/', '\\', '%' and control bytes of a name are written
+                     as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
+                     Each must be a regular file.
+  --output-dir DIR   Without --steps: where to write one .npy per graph
+                     output (DIR/<output>.npy, names encoded as for --data).
+                     Created if missing. Refused with --steps.
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping
@@ -59,11 +66,14 @@ OPTIONS
                      grad_norm, samples_per_s, peak_bytes).
   --checkpoint-dir D With --steps: where checkpoints go (parameters and
                      optimizer state by name, written atomically).
-  --checkpoint-every K  Save a checkpoint every K steps.
+  --checkpoint-every K  Save a checkpoint every K steps. Without it,
+                     --checkpoint-dir saves one checkpoint after the last
+                     step.
   --resume           Continue from the newest checkpoint in D (the data
                      position and the step count come from it).
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
+                     FILE must be writable when smprun starts.
   -n, --ranks N      Run N ranks on this machine: smprun re-executes itself
                      as `mpirun -n N --oversubscribe --bind-to none smprun
                      <the other arguments>` (Open MPI; $SMP_MPIRUN names
@@ -115,7 +125,18 @@ smprt::Communicator *gComm = nullptr;
 
 int fail(const std::string &msg) {
   std::cout.flush();
-  std::cerr << "smprun: error: " << gRankPrefix << msg << "\n";
+  // One line whatever the names quoted from the model or the files hold.
+  std::string line;
+  for (unsigned char c : msg) {
+    if (c >= 0x20 && c != 0x7f) {
+      line += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      line += buf;
+    }
+  }
+  std::cerr << "smprun: error: " << gRankPrefix << line << "\n";
   std::cerr.flush();
   if (gComm && gComm->size() > 1)
     gComm->abort(1);
@@ -132,6 +153,25 @@ std::string jsonEscape(const std::string &s) {
     out += c;
   }
   return out;
+}
+
+/// Whether `path` can be written (created, or overwritten), without
+/// truncating an existing file or leaving a new one behind.
+bool writable(const std::string &path, std::string &why) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return true;
+  }
+  if (errno == EEXIST)
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  why = std::strerror(errno);
+  return false;
 }
 
 int availableCores() {
@@ -274,6 +314,26 @@ int main(int argc, char **argv) {
     return fail("--data DIR is required: one .npy per graph input");
   if (outDir.empty() && steps == 0)
     return fail("--output-dir DIR is required (or --steps N to train)");
+  if (!outDir.empty() && steps > 0)
+    return fail("--output-dir is for running the model once (one .npy per "
+                "output); with --steps the losses go to stdout and "
+                "--metrics FILE, the trained model to --save-onnx FILE or "
+                "--checkpoint-dir DIR");
+  if (steps == 0) {
+    const std::pair<const char *, bool> trainingOnly[] = {
+        {"--checkpoint-dir", !ckptDir.empty()},
+        {"--checkpoint-every", ckptEvery > 0},
+        {"--resume", resume},
+        {"--save-onnx", !saveOnnx.empty()},
+        {"--metrics", !metricsPath.empty()}};
+    for (const auto &[flag, value] : trainingOnly)
+      if (value)
+        return fail(std::string(flag) + " is for training; give --steps N");
+  }
+  if (std::string why; !saveOnnx.empty() && !writable(saveOnnx, why))
+    return fail(saveOnnx + ": cannot write (" + why +
+                "); --save-onnx needs a writable file, checked before "
+                "training starts");
 
   if ((ckptEvery > 0 || resume) && ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
@@ -429,7 +489,7 @@ int main(int argc, char **argv) {
   std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     const std::string &name = artifact.manifest.inputs(i).name();
-    std::string path = dataDir + "/" + name + ".npy";
+    std::string path = dataDir + "/" + smprt::fileNameFor(name) + ".npy";
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return fail(path + ": missing; the model needs input '" + name +
@@ -453,7 +513,7 @@ int main(int argc, char **argv) {
     return 0; // rank 0 writes the outputs
   ::mkdir(outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
-    std::string path = outDir + "/" + name + ".npy";
+    std::string path = outDir + "/" + smprt::fileNameFor(name) + ".npy";
     if (!(s = smprt::writeNpy(path, ref)).ok())
       return fail(s.error);
     std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";

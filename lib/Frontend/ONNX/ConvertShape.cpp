@@ -308,6 +308,16 @@ llvm::Error convertGather(NodeContext &nc) {
   auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
   if (!axis)
     return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  // ONNX allows int32/int64 indices only; anything else (a shape Cast to
+  // float, say) would be read as integers below.
+  Type idxElt = tensorType(indices).getElementType();
+  if (!isa<IntegerType>(idxElt) || idxElt.isInteger(1)) {
+    std::string got;
+    llvm::raw_string_ostream(got) << idxElt;
+    return nc.error("input '" + nc.node().input(1) +
+                    "' (indices) must be an int32 or int64 tensor, got " +
+                    got);
+  }
   if (DenseElementsAttr idx = nc.constantInput(1)) {
     int64_t dim = tensorType(data).getDimSize(*axis);
     for (const APInt &v : idx.getValues<APInt>()) {
@@ -379,7 +389,7 @@ llvm::Error convertConstantOfShape(NodeContext &nc) {
   Type elt = nc.builder().getF32Type();
   double value = 0;
   if (const auto *attr = nc.attr("value")) {
-    auto t = readTensor(nc.context(), attr->t(), "");
+    auto t = readTensor(nc.context(), attr->t(), nc.modelDir());
     if (!t)
       return nc.error(llvm::toString(t.takeError()));
     if (t->getNumElements() != 1)
@@ -445,7 +455,7 @@ llvm::Error convertConstant(NodeContext &nc) {
   auto &b = nc.builder();
   Attribute attr;
   if (const auto *a = nc.attr("value")) {
-    auto t = readTensor(nc.context(), a->t(), "");
+    auto t = readTensor(nc.context(), a->t(), nc.modelDir());
     if (!t)
       return nc.error(llvm::toString(t.takeError()));
     attr = *t;

@@ -5,6 +5,7 @@
 #include "onnx/defs/parser.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -86,8 +87,66 @@ std::string describeNode(const onnx::NodeProto &node, int index) {
   return "node " + name + " (" + node.op_type() + ")";
 }
 
+/// `s` with every byte outside printable ASCII written as \xNN.
+static std::string escapeBytes(llvm::StringRef s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+/// Names become protobuf `string` fields of the artifact, which must be
+/// valid UTF-8 (smprun refuses to parse a program holding anything else):
+/// every name in the graph is checked here, before anything is built.
+static llvm::Error checkNamesUtf8(const onnx::GraphProto &graph,
+                                  llvm::StringRef path) {
+  auto bad = [&](const std::string &name) {
+    const auto *begin = reinterpret_cast<const llvm::UTF8 *>(name.data());
+    return !llvm::isLegalUTF8String(&begin, begin + name.size());
+  };
+  auto refuse = [&](const llvm::Twine &what, const std::string &name) {
+    return fail(path, what + " '" + escapeBytes(name) +
+                          "' is not valid UTF-8; rename it in the model");
+  };
+  if (bad(graph.name()))
+    return refuse("graph name", graph.name());
+  for (const auto &init : graph.initializer())
+    if (bad(init.name()))
+      return refuse("initializer", init.name());
+  for (const auto &input : graph.input())
+    if (bad(input.name()))
+      return refuse("graph input", input.name());
+  for (const auto &output : graph.output())
+    if (bad(output.name()))
+      return refuse("graph output", output.name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto &node = graph.node(i);
+    std::string where = "node #" + std::to_string(i);
+    if (bad(node.name()))
+      return refuse(where + ": name", node.name());
+    if (bad(node.op_type()))
+      return refuse(where + ": op type", node.op_type());
+    for (const auto &in : node.input())
+      if (bad(in))
+        return refuse(where + ": input", in);
+    for (const auto &out : node.output())
+      if (bad(out))
+        return refuse(where + ": output", out);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<int>> checkGraph(const onnx::GraphProto &graph,
                                             llvm::StringRef path) {
+  if (auto err = checkNamesUtf8(graph, path))
+    return std::move(err);
   // Where each tensor name comes from: -1 for graph inputs/initializers.
   llvm::StringMap<int> producer;
   for (const auto &init : graph.initializer()) {

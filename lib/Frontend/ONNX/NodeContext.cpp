@@ -27,6 +27,7 @@ NodeContext::NodeContext(GraphImporter &importer, const onnx::NodeProto &node,
 OpBuilder &NodeContext::builder() { return importer_.builder; }
 MLIRContext *NodeContext::context() { return &importer_.ctx; }
 int64_t NodeContext::opset() const { return importer_.opset; }
+llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 
 llvm::Error NodeContext::error(const llvm::Twine &msg) const {
   return importer_.error(describeNode(node_, nodeIndex_) + ": " + msg);

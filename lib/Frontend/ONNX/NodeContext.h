@@ -34,6 +34,9 @@ public:
   mlir::MLIRContext *context();
   mlir::Location loc() const { return loc_; }
   int64_t opset() const;
+  /// The directory of the model file: external data of tensor attributes
+  /// (Constant's `value`) is resolved under it, as for initializers.
+  llvm::StringRef modelDir() const;
 
   //===--- Inputs ----------------------------------------------------------===//
   /// Number of inputs as written (omitted optional ones count).

@@ -4,6 +4,8 @@
 
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -109,7 +111,18 @@ struct ExternalInfo {
 static llvm::Expected<ExternalInfo>
 externalInfo(const onnx::TensorProto &t) {
   ExternalInfo info;
+  llvm::StringSet<> seen;
   for (const auto &kv : t.external_data()) {
+    // The keys ONNX defines; anything else (a "basepath", say) would be
+    // ignored, so the tensor might not mean what its writer meant.
+    if (kv.key() != "location" && kv.key() != "offset" &&
+        kv.key() != "length" && kv.key() != "checksum")
+      return tensorError(t, "external data has unknown key '" + kv.key() +
+                                "' (allowed: location, offset, length, "
+                                "checksum)");
+    if (!seen.insert(kv.key()).second)
+      return tensorError(t, "external data key '" + kv.key() +
+                                "' is given twice");
     auto parseInt = [&](llvm::StringRef s, int64_t &out) -> llvm::Error {
       if (s.getAsInteger(10, out) || out < 0)
         return tensorError(t, "external data " + kv.key() + " '" + s +
@@ -200,9 +213,11 @@ llvm::Expected<RankedTensorType> checkTensor(MLIRContext *ctx,
   if (!numel)
     return tensorError(t, "shape " + shapeToString(dims) +
                               " has too many elements");
-  int64_t bytes = *numel * elementSize(t.data_type());
-  if (bytes / elementSize(t.data_type()) != *numel)
+  auto checkedBytes =
+      llvm::checkedMul<int64_t>(*numel, elementSize(t.data_type()));
+  if (!checkedBytes)
     return tensorError(t, "byte size overflows");
+  int64_t bytes = *checkedBytes;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto info = externalInfo(t);
     if (!info)

@@ -21,6 +21,12 @@ namespace smprt {
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
                       int64_t step, int64_t totalSteps, std::string &written);
 
+/// Removes what a save that did not finish left in `dir` (a run killed or
+/// out of disk space while saving): `.tmp-step-*` directories and
+/// `latest.tmp`. Published checkpoints and `latest` are not touched. Rank 0
+/// calls it before training starts.
+void removeStaleCheckpointTemps(const std::string &dir);
+
 /// Loads the newest checkpoint in `dir` into the parameter and state buffers
 /// of `exec` (names, dtypes and shapes must match; checksums are verified
 /// before any buffer is touched): each rank reads its own files, which must

@@ -18,7 +18,8 @@ struct TrainOptions {
   std::string metricsPath; // one JSON object per step (JSON lines)
   bool progress = false;   // a live progress line (on a terminal)
   std::string checkpointDir;
-  int64_t checkpointEvery = 0; // 0: never
+  // Every K steps; 0 with a checkpointDir: once, after the last step.
+  int64_t checkpointEvery = 0;
   bool resume = false;         // continue from checkpointDir's latest
 };
 

@@ -7,12 +7,19 @@
 // Splat operands fold at any size (the result stays a splat); other constants
 // fold only up to kFoldLimit elements so that the IR stays small.
 //
+// Integer arithmetic is checked: a result that overflows int64 or the
+// result's element type (INT64_MIN / -1, INT32_MAX + 1 in i32, ...) is not
+// folded, as integer division by zero is not: the op stays and the runtime
+// kernel computes it (wrapping, as onnxruntime does), rather than the folder
+// silently writing a value of its own choosing.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
 
@@ -109,8 +116,12 @@ Attribute makeConst(RankedTensorType type, bool splat, GetF getF, GetI getI) {
   vals.reserve(n);
   for (int64_t k = 0; k < n; ++k) {
     int64_t v = getI(k);
-    vals.push_back(it.getWidth() == 1 ? APInt(1, v != 0)
-                                      : APInt(it.getWidth(), v, true));
+    // Wraps to narrower types on purpose (Cast); arithmetic folds check
+    // the range first (fitsElementType).
+    vals.push_back(it.getWidth() == 1
+                       ? APInt(1, v != 0)
+                       : APInt(it.getWidth(), static_cast<uint64_t>(v),
+                               /*isSigned=*/true, /*implicitTrunc=*/true));
   }
   return splat ? DenseElementsAttr::get(type, vals.front())
                : DenseElementsAttr::get(type, vals);
@@ -146,16 +157,35 @@ SmallVector<int64_t> broadcastMap(ArrayRef<int64_t> result,
   return map;
 }
 
+/// Whether `v` is a value of integer element type `elt` (i1 takes any value
+/// as true/false; 64-bit types take any int64).
+bool fitsElementType(Type elt, int64_t v) {
+  auto it = dyn_cast<IntegerType>(elt);
+  if (!it || it.getWidth() == 1 || it.getWidth() >= 64)
+    return true;
+  unsigned w = it.getWidth();
+  if (it.isUnsigned())
+    return v >= 0 && v < (int64_t(1) << w);
+  return v >= -(int64_t(1) << (w - 1)) && v < (int64_t(1) << (w - 1));
+}
+
+/// Whether a double converts to int64 without undefined behaviour.
+bool fitsInt64(double v) {
+  return std::isfinite(v) && v >= -0x1p63 && v < 0x1p63;
+}
+
 RankedTensorType resultType(Operation *op, unsigned i = 0) {
   return cast<RankedTensorType>(op->getResult(i).getType());
 }
 
 /// Elementwise fold over any number of broadcast operands. `ff` computes in
 /// double (float operands), `fi` in int64 (integer operands); either returns
-/// std::nullopt to refuse (e.g. integer division by zero).
+/// std::nullopt to refuse (e.g. integer division by zero). With
+/// `checkRange`, an integer result that does not fit the result's element
+/// type is refused too (Cast passes false: it wraps by definition).
 template <typename FF, typename FI>
 OpFoldResult foldElementwise(Operation *op, ArrayRef<Attribute> operands,
-                             FF ff, FI fi) {
+                             FF ff, FI fi, bool checkRange = true) {
   SmallVector<Host> hosts;
   for (Attribute a : operands) {
     auto h = readConst(a);
@@ -170,6 +200,8 @@ OpFoldResult foldElementwise(Operation *op, ArrayRef<Attribute> operands,
   // The computation domain is that of the last operand (where's condition
   // is i1, its values are float or int).
   bool floatDomain = hosts.back().isFloat;
+  Type resultElt = type.getElementType();
+  bool intResult = isa<IntegerType>(resultElt);
   int64_t n = allSplat ? 1 : type.getNumElements();
   SmallVector<SmallVector<int64_t>> maps;
   for (const Host &h : hosts)
@@ -183,18 +215,26 @@ OpFoldResult foldElementwise(Operation *op, ArrayRef<Attribute> operands,
   for (int64_t k = 0; k < n; ++k) {
     for (size_t a = 0; a < hosts.size(); ++a) {
       int64_t idx = hosts[a].splat ? 0 : maps[a][k];
-      fargs[a] = hosts[a].getF(idx);
-      iargs[a] = hosts[a].getI(idx);
+      // Only the domain's values: a float operand read as int64 could be
+      // out of range (undefined behaviour).
+      if (floatDomain)
+        fargs[a] = hosts[a].getF(idx);
+      else
+        iargs[a] = hosts[a].getI(idx);
     }
     if (floatDomain) {
       std::optional<double> v = ff(fargs);
       if (!v)
         return {};
+      if (intResult && !fitsInt64(*v))
+        return {};
       fres[k] = *v;
-      ires[k] = static_cast<int64_t>(*v);
+      ires[k] = intResult ? static_cast<int64_t>(*v) : 0;
+      if (intResult && checkRange && !fitsElementType(resultElt, ires[k]))
+        return {};
     } else {
       std::optional<int64_t> v = fi(iargs);
-      if (!v)
+      if (!v || (checkRange && !fitsElementType(resultElt, *v)))
         return {};
       ires[k] = *v;
       fres[k] = static_cast<double>(*v);
@@ -220,24 +260,38 @@ OpFoldResult foldBinary(Operation *op, ArrayRef<Attribute> operands, FF ff,
 
 template <typename FF, typename FI>
 OpFoldResult foldUnary(Operation *op, ArrayRef<Attribute> operands, FF ff,
-                       FI fi) {
+                       FI fi, bool checkRange = true) {
   return foldElementwise(
       op, operands,
       [&](ArrayRef<double> a) -> std::optional<double> { return ff(a[0]); },
-      [&](ArrayRef<int64_t> a) -> std::optional<int64_t> { return fi(a[0]); });
+      [&](ArrayRef<int64_t> a) -> std::optional<int64_t> { return fi(a[0]); },
+      checkRange);
 }
 
 std::optional<int64_t> noInt(int64_t) { return std::nullopt; }
 
-int64_t ipow(int64_t b, int64_t e) {
+/// b^e, or std::nullopt when it overflows int64.
+std::optional<int64_t> ipow(int64_t b, int64_t e) {
   // A negative exponent gives 1 / b^|e| truncated toward zero: +-1 for
   // |b| = 1, else 0 (division by zero for b = 0 also folds to 0, as
   // onnxruntime's integer pow does).
   if (e < 0)
-    return b == 1 ? 1 : b == -1 ? ((-e) % 2 ? -1 : 1) : 0;
+    return b == 1 ? 1 : b == -1 ? (e % 2 ? -1 : 1) : 0;
+  // |b| <= 1 never overflows (and must not loop e times).
+  if (b == 0)
+    return e == 0 ? 1 : 0;
+  if (b == 1)
+    return 1;
+  if (b == -1)
+    return e % 2 ? -1 : 1;
+  // |b| >= 2 overflows within 63 multiplications.
   int64_t r = 1;
-  while (e--)
-    r *= b;
+  while (e--) {
+    std::optional<int64_t> next = llvm::checkedMul(r, b);
+    if (!next)
+      return std::nullopt;
+    r = *next;
+  }
   return r;
 }
 
@@ -301,12 +355,16 @@ SMP_FLOAT_UNARY_FOLD(CosOp, std::cos(x))
 OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   return foldUnary(
       *this, adaptor.getOperands(), [](double x) { return -x; },
-      [](int64_t x) -> std::optional<int64_t> { return -x; });
+      [](int64_t x) -> std::optional<int64_t> {
+        return llvm::checkedSub<int64_t>(0, x);
+      });
 }
 OpFoldResult AbsOp::fold(FoldAdaptor adaptor) {
   return foldUnary(
       *this, adaptor.getOperands(), [](double x) { return std::fabs(x); },
-      [](int64_t x) -> std::optional<int64_t> { return x < 0 ? -x : x; });
+      [](int64_t x) -> std::optional<int64_t> {
+        return x < 0 ? llvm::checkedSub<int64_t>(0, x) : std::optional(x);
+      });
 }
 OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
   return foldUnary(
@@ -335,7 +393,8 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
       },
       [&](int64_t x) -> std::optional<int64_t> {
         return toBool ? (x != 0 ? 1 : 0) : x;
-      });
+      },
+      /*checkRange=*/false);
 }
 
 //===----------------------------------------------------------------------===//
@@ -350,11 +409,13 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
         [](int64_t a, int64_t b) -> std::optional<int64_t> { return IEXPR; }); \
   }
 
-SMP_BINARY_FOLD(AddOp, a + b, a + b)
-SMP_BINARY_FOLD(SubOp, a - b, a - b)
-SMP_BINARY_FOLD(MulOp, a *b, a *b)
+SMP_BINARY_FOLD(AddOp, a + b, llvm::checkedAdd(a, b))
+SMP_BINARY_FOLD(SubOp, a - b, llvm::checkedSub(a, b))
+SMP_BINARY_FOLD(MulOp, a *b, llvm::checkedMul(a, b))
+// Division by zero and INT64_MIN / -1 (which overflows) are not folded.
 SMP_BINARY_FOLD(DivOp, a / b,
-                b == 0 ? std::optional<int64_t>() : std::optional(a / b))
+                b == 0 || (a == INT64_MIN && b == -1) ? std::optional<int64_t>()
+                                                      : std::optional(a / b))
 SMP_BINARY_FOLD(PowOp, std::pow(a, b), ipow(a, b))
 SMP_BINARY_FOLD(MaxOp, std::max(a, b), std::max(a, b))
 SMP_BINARY_FOLD(MinOp, std::min(a, b), std::min(a, b))

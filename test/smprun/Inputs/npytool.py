@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Small .npy tool for lit tests, without numpy (the test python may lack it).
+
+  npytool.py save PATH DESCR DIMS VALUE     e.g. save x.npy <f4 2,3 1.0
+  npytool.py print PATH                     the values, one line
+  npytool.py set SRC DST INDEX VALUE        copy with element INDEX set
+  npytool.py fill SRC DST VALUE             copy with every element set
+
+DESCR is <f4, <f8 or <i8; VALUE is a number or nan.
+"""
+import ast
+import struct
+import sys
+
+FMT = {"<f4": "f", "<f8": "d", "<i8": "q"}
+
+
+def header(descr, shape):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode()
+
+
+def read(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<H", data[8:10])[0]
+    meta = ast.literal_eval(data[10:10 + n].decode())
+    fmt = FMT[meta["descr"]]
+    count = 1
+    for d in meta["shape"]:
+        count *= d
+    values = list(struct.unpack("<%d%s" % (count, fmt), data[10 + n:]))
+    return meta["descr"], meta["shape"], values
+
+
+def write(path, descr, shape, values):
+    fmt = FMT[descr]
+    with open(path, "wb") as f:
+        f.write(header(descr, shape) + struct.pack("<%d%s" % (len(values), fmt), *values))
+
+
+def value(descr, text):
+    return float(text) if descr != "<i8" else int(text)
+
+
+def main(argv):
+    cmd = argv[1]
+    if cmd == "save":
+        path, descr, dims, v = argv[2:6]
+        shape = [int(d) for d in dims.split(",") if d]
+        count = 1
+        for d in shape:
+            count *= d
+        write(path, descr, shape, [value(descr, v)] * count)
+    elif cmd == "print":
+        print(read(argv[2])[2])
+    elif cmd == "set":
+        src, dst, index, v = argv[2:6]
+        descr, shape, values = read(src)
+        values[int(index)] = value(descr, v)
+        write(dst, descr, shape, values)
+    elif cmd == "fill":
+        src, dst, v = argv[2:5]
+        descr, shape, values = read(src)
+        write(dst, descr, shape, [value(descr, v)] * len(values))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
