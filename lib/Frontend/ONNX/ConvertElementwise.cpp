@@ -153,6 +153,20 @@ llvm::Error convertCast(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// CastLike(x, like): x cast to like's element type.
+llvm::Error convertCastLike(NodeContext &nc) {
+  auto x = nc.input(0), like = nc.input(1);
+  if (!x)
+    return x.takeError();
+  if (!like)
+    return like.takeError();
+  auto y = nc.castTo(*x, cast<ShapedType>(like->getType()).getElementType());
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
 llvm::Error convertLeakyRelu(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -248,6 +262,7 @@ void registerElementwiseConverters(ConverterTable &t) {
   t["Sum"] = convertVariadic<smp::AddOp>;
   t["Where"] = convertWhere;
   t["Cast"] = convertCast;
+  t["CastLike"] = convertCastLike;
   t["Identity"] = convertIdentity;
   t["LeakyRelu"] = convertLeakyRelu;
   t["Gelu"] = convertGelu;

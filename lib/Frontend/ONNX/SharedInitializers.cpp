@@ -173,7 +173,7 @@ llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
             "' from node '" + n.name() + "' (rule " + rule +
             ": the bias was all zeros when exported), so smp would train a "
             "model without it; re-export with torch.onnx.export(..., "
-            "optimize=False)");
+            "optimize=False) or with dynamo=False");
   }
   return llvm::Error::success();
 }
