@@ -1,8 +1,9 @@
 //===- Conv.cpp - N-d grouped convolution, max pool, average pool ---------===//
 //
-// Convolution: im2col over chunks of output positions, then one GEMM per
-// (image, group, chunk): out[Mg, P] = W[Mg, Cg*K] x col[Cg*K, P]. 1x1
-// convolutions with unit strides and no padding multiply the input directly.
+// Convolution: im2col over chunks of output positions, then per (group,
+// chunk) one batch of GEMMs over the images: out[Mg, P] = W[Mg, Cg*K] x
+// col[Cg*K, P]. 1x1 convolutions with unit strides and no padding multiply
+// the input directly.
 // Pools walk each window's taps that fall inside the input.
 //
 //===----------------------------------------------------------------------===//
@@ -22,9 +23,12 @@ constexpr size_t kAnyDims = SIZE_MAX;
 // Convolution
 //===----------------------------------------------------------------------===//
 
+/// nb products out[Mg, P] = W[Mg, K] x col[K, P] (see gemmBatch): product
+/// i reads b + offB[i] and writes c + i * strideC.
 template <class T>
-void convGemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
-              const T *b, int64_t ldb, T *c, int64_t ldc) {
+void convGemms(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+               const T *b, const std::vector<int64_t> &offB, int64_t ldb, T *c,
+               int64_t strideC, int64_t ldc) {
   GemmShape g;
   g.m = m;
   g.n = n;
@@ -32,7 +36,9 @@ void convGemm(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
   g.lda = lda;
   g.ldb = ldb;
   g.ldc = ldc;
-  gemm(g, a, b, c);
+  std::vector<int64_t> offA(offB.size(), 0);
+  gemmBatch(g, a, offA.data(), b, offB.data(), c, strideC,
+            static_cast<int64_t>(offB.size()));
 }
 
 /// col[r][p - p0] for rows r = (c, kernel tap) and output positions
@@ -112,25 +118,46 @@ void convImpl(const Window &w, const T *x, const T *wt,
   for (size_t d = 0; d < w.dims; ++d)
     pointwise = pointwise && w.strides[d] == 1 && w.padBegin[d] == 0 &&
                 w.padEnd[d] == 0;
-  // Chunks of output positions keep col under ~16 MiB.
+  // Chunks of output positions keep one image's col under ~16 MiB. Small
+  // images are taken together, col under ~8 MiB (it stays in cache between
+  // im2col and the GEMMs), so that their GEMMs run as one batch (gemmBatch
+  // shares them out over the threads). Neither depends on the thread count
+  // (see Gemm.cpp).
   int64_t chunk = std::max<int64_t>(1, (int64_t(16) << 20) /
                                            static_cast<int64_t>(sizeof(T)) /
                                            std::max<int64_t>(rows, 1));
   chunk = std::min(chunk, positions);
-  std::vector<T> col(pointwise ? 0 : static_cast<size_t>(rows * chunk));
-  for (int64_t n = 0; n < batch; ++n) {
+  int64_t images =
+      std::clamp<int64_t>((int64_t(8) << 20) / static_cast<int64_t>(sizeof(T)) /
+                              std::max<int64_t>(rows * chunk, 1),
+                          1, batch);
+  std::vector<T> col(pointwise ? 0
+                               : static_cast<size_t>(images * rows * chunk));
+  std::vector<int64_t> offB;
+  int64_t imageStride = outChannels * positions;
+  for (int64_t n0 = 0; n0 < batch; n0 += images) {
+    int64_t nImages = std::min(images, batch - n0);
     for (int64_t g = 0; g < group; ++g) {
-      const T *xg = x + (n * inChannels + g * cg) * w.inSize;
       const T *wg = wt + g * mg * rows;
-      T *yg = y + (n * outChannels + g * mg) * positions;
+      T *yg = y + (n0 * outChannels + g * mg) * positions;
       if (pointwise) {
-        convGemm(mg, positions, cg, wg, cg, xg, positions, yg, positions);
+        offB.resize(nImages);
+        for (int64_t i = 0; i < nImages; ++i)
+          offB[i] = ((n0 + i) * inChannels + g * cg) * w.inSize;
+        convGemms(mg, positions, cg, wg, cg, x, offB, positions, yg,
+                  imageStride, positions);
         continue;
       }
       for (int64_t p0 = 0; p0 < positions; p0 += chunk) {
         int64_t len = std::min(chunk, positions - p0);
-        im2col(w, cg, xg, p0, len, col.data());
-        convGemm(mg, len, rows, wg, rows, col.data(), len, yg + p0, positions);
+        offB.resize(nImages);
+        for (int64_t i = 0; i < nImages; ++i) {
+          const T *xg = x + ((n0 + i) * inChannels + g * cg) * w.inSize;
+          offB[i] = i * rows * len;
+          im2col(w, cg, xg, p0, len, col.data() + offB[i]);
+        }
+        convGemms(mg, len, rows, wg, rows, col.data(), offB, len, yg + p0,
+                  imageStride, positions);
       }
     }
   }

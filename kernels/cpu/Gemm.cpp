@@ -4,16 +4,26 @@
 // while after each call; the OpenMP workers do the same after each loop. With
 // both pools running, the elementwise loops between two GEMMs share the cores
 // with spinning BLAS threads and vice versa. So OpenBLAS stays at one thread
-// (setNumThreads) and every GEMM is split over the OpenMP threads here: whole
-// products per thread when a batch has enough of them, else each product cut
-// into row or column blocks, each a plain single-threaded ?gemm.
+// (setNumThreads) and every GEMM is split over the OpenMP threads here into
+// tiles (whole products, or row or column blocks of one), each a plain
+// single-threaded ?gemm.
+//
+// Same bytes for any thread count: OpenBLAS's result for an element depends
+// on the shape of the call it is in (its kernels take other paths, with
+// other summation orders, for other m or n: on Zen/Haswell a 4-row block of
+// an 8-row product gives other last bits than the whole product). So the
+// tiles of an OpenBLAS product are chosen from the product's shape alone,
+// never from the thread count, and the threads only share out the tiles.
+// The choice between OpenBLAS and our own kernel is made once per product
+// shape, also never per tile.
 //
 // f32 products whose B is small once packed (K x N up to 128K elements, or
 // K <= 128 with N taken in blocks), such as the two products of attention
 // ([T, 64] x [64, T] and [T, T] x [T, 64]), run on our own AVX2/FMA kernel
 // instead where the CPU has it: OpenBLAS reaches ~75% of its large-GEMM
 // speed on them (measured on Zen 4: 77-85 vs 102-106 GFLOPS per core). Each
-// element of C is one sequential FMA chain over k, whatever the blocking.
+// element of C is one sequential FMA chain over k, whatever the blocking, so
+// those products are split by the thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,19 +155,31 @@ bool useSmallSgemm(bool transA, int64_t m, int64_t n, int64_t k) {
 }
 #endif
 
+/// Whether products of shape g run on smallSgemm (decided for the whole
+/// product: a tile of it must not take the other path).
+template <class T> bool useOwnKernel(const GemmShape &g) {
+#ifdef SMP_GEMM_X86
+  if constexpr (std::is_same_v<T, float>)
+    return useSmallSgemm(g.transA, g.m, g.n, g.k);
+#endif
+  (void)g;
+  return false;
+}
+
 template <class T>
-void gemmOne(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-             const T *a, int64_t lda, const T *b, int64_t ldb, T *c,
+void gemmOne(bool own, bool transA, bool transB, int64_t m, int64_t n,
+             int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb, T *c,
              int64_t ldc) {
   if (m <= 0 || n <= 0)
     return;
 #ifdef SMP_GEMM_X86
   if constexpr (std::is_same_v<T, float>)
-    if (useSmallSgemm(transA, m, n, k)) {
+    if (own) {
       smallSgemm(transB, m, n, k, a, lda, b, ldb, c, ldc);
       return;
     }
 #endif
+  (void)own;
   auto ta = transA ? CblasTrans : CblasNoTrans;
   auto tb = transB ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
@@ -170,16 +192,81 @@ void gemmOne(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                 static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
 }
 
-/// Block `part` of `parts` of [0, n), boundaries on multiples of `align`.
-std::pair<int64_t, int64_t> block(int64_t n, int64_t part, int64_t parts,
-                                  int64_t align) {
-  auto edge = [&](int64_t p) {
-    if (p >= parts)
-      return n;
-    int64_t e = n * p / parts;
-    return std::min(n, (e + align / 2) / align * align);
-  };
-  return {edge(part), edge(part + 1)};
+/// How the products of one gemmBatch are cut: each product in a grid of
+/// rowTiles x colTiles blocks of rowLen x colLen (the last ones shorter).
+/// Block (r, q) of product i is task (i * rowTiles + r) * colTiles + q.
+struct Tiling {
+  int64_t rowTiles = 1, colTiles = 1, rowLen = 0, colLen = 0;
+  int64_t perProduct() const { return rowTiles * colTiles; }
+};
+
+/// Below ~1M multiply-adds a product takes tens of microseconds: threads
+/// would cost about as much as they save.
+constexpr double kMinParallelMacs = double(1 << 20);
+
+/// OpenBLAS blocks: about kTargetTasks per batch (enough for 16 threads,
+/// 6% imbalance at 3), none with a side under kMinTile (every block packs
+/// its rows of A and columns of B again: 256-long sides cost ~3% on one
+/// thread on Zen, 64-long ones ~10%); then at least kMinTasks with sides
+/// down to kMinSide; none under kMinTileMacs.
+constexpr int64_t kTargetTasks = 16, kMinTile = 256, kMinTasks = 4,
+                  kMinSide = 64;
+constexpr double kMinTileMacs = double(1 << 19);
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// `tiles` blocks of [0, len) on whole 16-wide register tiles where long
+/// enough: sets the block length and returns the block count.
+int64_t cut(int64_t len, int64_t tiles, int64_t &blockLen) {
+  blockLen = ceilDiv(len, tiles);
+  if (tiles > 1 && len >= 32 * tiles)
+    blockLen = ceilDiv(blockLen, 16) * 16;
+  return ceilDiv(len, blockLen);
+}
+
+/// The tiling of nb products of shape g. For OpenBLAS products it depends
+/// on the shapes only (see the file comment); `threads` only shapes the
+/// tiling of our own kernel's products, whose elements do not depend on it.
+Tiling makeTiling(const GemmShape &g, int64_t nb, bool own, int threads) {
+  int64_t tm = 1, tn = 1;
+  double macs = double(g.m) * double(g.n) * double(std::max<int64_t>(g.k, 1));
+  bool parallel = macs * double(nb) >= kMinParallelMacs;
+  if (own) {
+    // Whole products per thread when they divide evenly or are many; else
+    // every product in `threads` blocks along its longer side (each block
+    // packs the other operand again, so the longer side costs least).
+    int64_t len = std::max(g.m, g.n);
+    bool whole = !parallel || threads <= 1 || nb % threads == 0 ||
+                 nb >= 8 * threads || len < 2 * threads;
+    if (!whole)
+      (g.m >= g.n ? tm : tn) = threads;
+  } else if (parallel) {
+    // About kTargetTasks blocks per batch; each block packs its rows of A
+    // and its columns of B again (the cost falls with the block's side), so
+    // the longer side of the blocks is cut next, none under kMinTile.
+    // Products too small for that still get kMinTasks blocks (sides down
+    // to kMinSide) when they have the work.
+    auto split = [&](int64_t want, int64_t minSide) {
+      while (tm * tn < want) {
+        bool rowsOk = g.m / (tm + 1) >= minSide;
+        bool colsOk = g.n / (tn + 1) >= minSide;
+        if (!rowsOk && !colsOk)
+          return;
+        bool rows = rowsOk && (!colsOk || ceilDiv(g.m, tm) >= ceilDiv(g.n, tn));
+        int64_t nm = tm + (rows ? 1 : 0), nn = tn + (rows ? 0 : 1);
+        if (macs / double(nm * nn) < kMinTileMacs)
+          return;
+        tm = nm;
+        tn = nn;
+      }
+    };
+    split(ceilDiv(kTargetTasks, nb), kMinTile);
+    split(ceilDiv(kMinTasks, nb), kMinSide);
+  }
+  Tiling t;
+  t.rowTiles = cut(g.m, tm, t.rowLen);
+  t.colTiles = cut(g.n, tn, t.colLen);
+  return t;
 }
 
 } // namespace
@@ -197,34 +284,32 @@ void gemmBatch(const GemmShape &g, const T *a, const int64_t *offA, const T *b,
   }();
   (void)blasSingleThreaded;
 #endif
-  auto run = [&](int64_t i, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  bool own = useOwnKernel<T>(g);
+  int threads = maxThreads();
+  Tiling tl = makeTiling(g, nb, own, threads);
+  auto runTask = [&](int64_t task) {
+    int64_t i = task / tl.perProduct(), r = task % tl.perProduct();
+    int64_t i0 = r / tl.colTiles * tl.rowLen, j0 = r % tl.colTiles * tl.colLen;
+    int64_t i1 = std::min(g.m, i0 + tl.rowLen),
+            j1 = std::min(g.n, j0 + tl.colLen);
     const T *pa = a + offA[i] + (g.transA ? i0 : i0 * g.lda);
     const T *pb = b + offB[i] + (g.transB ? j0 * g.ldb : j0);
-    gemmOne(g.transA, g.transB, i1 - i0, j1 - j0, g.k, pa, g.lda, pb, g.ldb,
-            c + i * strideC + i0 * g.ldc + j0, g.ldc);
+    gemmOne(own, g.transA, g.transB, i1 - i0, j1 - j0, g.k, pa, g.lda, pb,
+            g.ldb, c + i * strideC + i0 * g.ldc + j0, g.ldc);
   };
+  int64_t tasks = nb * tl.perProduct();
   double macs = double(g.m) * double(g.n) * double(std::max<int64_t>(g.k, 1)) *
                 double(nb);
-  int threads = maxThreads();
-  // Below ~1M multiply-adds a product takes tens of microseconds: threads
-  // would cost about as much as they save.
-  if (threads > 1 && macs < double(1 << 20))
+  if (threads > 1 && macs < kMinParallelMacs)
     threads = 1;
+  threads = static_cast<int>(std::min<int64_t>(threads, tasks));
   if (threads <= 1) {
-    for (int64_t i = 0; i < nb; ++i)
-      run(i, 0, g.m, 0, g.n);
+    for (int64_t task = 0; task < tasks; ++task)
+      runTask(task);
     return;
   }
-  // Whole products per thread when they divide evenly or are many; else
-  // every product split in `threads` blocks along its longer side (each
-  // block packs the other operand again, so the longer side costs least).
-  bool wholeProducts = nb % threads == 0 || nb >= 8 * threads;
-  bool splitRows = g.m >= g.n;
-  int64_t len = splitRows ? g.m : g.n;
-  if (!wholeProducts && len < 2 * threads) // too thin to split: by products
-    wholeProducts = true;
-  if (wholeProducts)
-    threads = static_cast<int>(std::min<int64_t>(threads, nb));
+  // Contiguous runs of tasks per thread: a thread's tiles of one product
+  // share the packed operand's cache lines.
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -234,21 +319,8 @@ void gemmBatch(const GemmShape &g, const T *a, const int64_t *offA, const T *b,
 #else
     int t = 0, nt = 1;
 #endif
-    if (wholeProducts) {
-      auto [b0, b1] = block(nb, t, nt, 1);
-      for (int64_t i = b0; i < b1; ++i)
-        run(i, 0, g.m, 0, g.n);
-    } else {
-      // Blocks on multiples of 16 rows/columns: whole register tiles and
-      // cache lines.
-      auto [s0, s1] = block(len, t, nt, len >= 32 * nt ? 16 : 1);
-      for (int64_t i = 0; i < nb; ++i) {
-        if (splitRows)
-          run(i, s0, s1, 0, g.n);
-        else
-          run(i, 0, g.m, s0, s1);
-      }
-    }
+    for (int64_t task = tasks * t / nt; task < tasks * (t + 1) / nt; ++task)
+      runTask(task);
   }
 }
 
