@@ -94,7 +94,10 @@ Status createCommunicator(const LaunchInfo &launch, const MpiOptions &options,
     return Status::success();
   }
   std::unique_ptr<MpiCommunicator> mpi;
-  Status s = MpiCommunicator::create(options, mpi);
+  MpiOptions withRank = options;
+  withRank.launchRank = launch.rank; // for the start-up watchdog's message
+  withRank.launchSize = launch.size;
+  Status s = MpiCommunicator::create(withRank, mpi);
   if (!s.ok())
     return s;
   if (mpi->rank() != launch.rank || mpi->size() != launch.size)

@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <cstdlib>
 #include <deque>
+#include <mutex>
 #include <sched.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -61,6 +65,73 @@ struct WaitingIn {
   }
   ~WaitingIn() { gWaiting = 0; }
 };
+
+/// A deadline for one blocking MPI call that cannot be polled
+/// (MPI_Init_thread, MPI_Comm_dup, MPI_Comm_create_group, MPI_Finalize): a
+/// thread that, unless the object is destroyed within `seconds`, writes
+/// `message` (one line) to stderr and ends the process with _exit(1). It
+/// calls no MPI (MPI_THREAD_FUNNELED); the launcher sees the rank exit with
+/// an error and ends the others.
+class BlockingDeadline {
+public:
+  BlockingDeadline(double seconds, std::string message)
+      : message_(std::move(message)) {
+    auto limit = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(seconds, 1e9)));
+    thread_ = std::thread([this, limit] {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, limit, [this] { return done_; }))
+        return;
+      gWaiting = 0; // no second line from the SIGTERM handler
+      writeStderr(message_.c_str());
+      ::_exit(1);
+    });
+  }
+  ~BlockingDeadline() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  BlockingDeadline(const BlockingDeadline &) = delete;
+  BlockingDeadline &operator=(const BlockingDeadline &) = delete;
+
+private:
+  std::string message_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+/// The watchdog's line for a blocking call: as for a polled operation,
+/// "<program>: error: rank R: timed out after T s in <what> (<why>)".
+std::string timedOutLine(const std::string &program, int rank, double seconds,
+                         const std::string &what, const std::string &why) {
+  return program + ": error: rank " + std::to_string(rank) +
+         ": timed out after " + secondsText(seconds) + " s in " + what +
+         " (" + why + ")\n";
+}
+
+/// SMP_FAULT_STALL_STARTUP_RANK=R: rank R sleeps before MPI_Init_thread,
+/// as a rank that never starts (for tests of the start-up deadline).
+void faultStallStartup(int rank) {
+  const char *fault = std::getenv("SMP_FAULT_STALL_STARTUP_RANK");
+  if (!fault || rank < 0 || std::atoi(fault) != rank)
+    return;
+  for (;;) {
+    struct timespec ts = {3600, 0};
+    nanosleep(&ts, nullptr);
+  }
+}
 
 MPI_Datatype mpiType(DType t) {
   switch (t) {
@@ -408,37 +479,69 @@ Status MpiCommunicator::create(const MpiOptions &options,
   if (gCreated)
     return Status::failure("MPI communicator: one per process, and this "
                            "process has made one already");
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  // Start-up is bounded like every operation: MPI_Init_thread and the
+  // collectives below wait for every rank and cannot be polled. A SIGTERM
+  // from the launcher meanwhile says where this rank was.
+  int rank = options.launchRank;
+  std::string who = rank >= 0 ? std::to_string(rank) : std::string("?");
+  std::snprintf(gPrefix, sizeof(gPrefix), "%s: error: rank %s: ",
+                options.program.c_str(), who.c_str());
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = onTerminate;
+  sigemptyset(&sa.sa_mask);
+  std::string startup = "MPI start-up";
+  std::string why =
+      (rank >= 0 && options.launchSize > 0
+           ? "rank " + who + " of " + std::to_string(options.launchSize) +
+                 "; "
+           : std::string()) +
+      "MPI_Init waits for every rank of the run: a rank did not start or is "
+      "stopped, or the launcher's network is unreachable; --timeout sets "
+      "the limit";
+  std::unique_ptr<MpiCommunicator> c;
+  {
+    sigaction(SIGTERM, &sa, nullptr);
+    WaitingIn marker(startup);
+    BlockingDeadline deadline(options.timeoutSeconds,
+                              timedOutLine(options.program, rank,
+                                           options.timeoutSeconds, startup,
+                                           why));
+    faultStallStartup(rank);
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      int rc =
+          MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      if (rc != MPI_SUCCESS)
+        return Status::failure("MPI_Init_thread failed: " + mpiErrorText(rc));
+    }
+    gCreated = true;
+    c.reset(new MpiCommunicator());
+    Impl &m = *c->impl_;
+    m.world = true;
+    m.timeout = options.timeoutSeconds;
+    m.program = options.program;
+    m.maxChunkBytes = std::max<size_t>(
+        1, std::min<size_t>(options.maxChunkBytes, INT32_MAX));
+    // Errors are returned, not fatal, on the world and on our duplicate.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
     if (rc != MPI_SUCCESS)
-      return Status::failure("MPI_Init_thread failed: " + mpiErrorText(rc));
+      return Status::failure("MPI_Comm_dup failed: " + mpiErrorText(rc));
+    MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(m.comm, &m.rank);
+    MPI_Comm_size(m.comm, &m.size);
+    m.worldRank = m.rank;
+    MPI_Comm local;
+    if (MPI_Comm_split_type(m.comm, MPI_COMM_TYPE_SHARED, m.rank,
+                            MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+      MPI_Comm_size(local, &m.localSize);
+      MPI_Comm_free(&local);
+    }
   }
-  gCreated = true;
-  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
   Impl &m = *c->impl_;
-  m.world = true;
-  m.timeout = options.timeoutSeconds;
-  m.program = options.program;
-  m.maxChunkBytes = std::max<size_t>(1, std::min<size_t>(
-                                            options.maxChunkBytes, INT32_MAX));
-  // Errors are returned, not fatal, on the world and on our duplicate of it.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rc = MPI_Comm_dup(MPI_COMM_WORLD, &m.comm);
-  if (rc != MPI_SUCCESS)
-    return Status::failure("MPI_Comm_dup failed: " + mpiErrorText(rc));
-  MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(m.comm, &m.rank);
-  MPI_Comm_size(m.comm, &m.size);
-  m.worldRank = m.rank;
-  MPI_Comm local;
-  if (MPI_Comm_split_type(m.comm, MPI_COMM_TYPE_SHARED, m.rank, MPI_INFO_NULL,
-                          &local) == MPI_SUCCESS) {
-    MPI_Comm_size(local, &m.localSize);
-    MPI_Comm_free(&local);
-  }
   void *ub = nullptr;
   int flag = 0;
   if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag) ==
@@ -447,10 +550,7 @@ Status MpiCommunicator::create(const MpiOptions &options,
     m.tagUB = *static_cast<int *>(ub);
   std::snprintf(gPrefix, sizeof(gPrefix), "%s: error: rank %d: ",
                 m.program.c_str(), m.rank);
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = onTerminate;
-  sigemptyset(&sa.sa_mask);
+  // MPI_Init may have installed handlers of its own.
   sigaction(SIGTERM, &sa, nullptr);
   out = std::move(c);
   return Status::success();
@@ -468,8 +568,14 @@ MpiCommunicator::~MpiCommunicator() {
     m.abandonSends();
   if (m.comm != MPI_COMM_NULL)
     MPI_Comm_free(&m.comm);
-  if (m.world)
+  if (m.world) {
+    // MPI_Finalize may wait for the other ranks too.
+    BlockingDeadline deadline(
+        m.timeout, timedOutLine(m.program, m.worldRank, m.timeout,
+                                "MPI shut-down (MPI_Finalize)",
+                                "a peer rank died or hung"));
     MPI_Finalize();
+  }
 }
 
 int MpiCommunicator::rank() const { return impl_->rank; }
@@ -780,8 +886,13 @@ Status MpiCommunicator::createGroup(const std::vector<int> &ranks,
     rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(),
                         &members);
   if (rc == MPI_SUCCESS) {
-    // Blocks until the other members call it; no watchdog here.
+    // Blocks until the other members call it: bounded by a watchdog thread.
     WaitingIn marker(what);
+    BlockingDeadline deadline(
+        m.timeout, timedOutLine(m.program, m.worldRank, m.timeout, what,
+                                "a member of the group did not create it: "
+                                "it died or hung, or its program names "
+                                "other groups"));
     rc = MPI_Comm_create_group(m.comm, members, 0, &comm);
   }
   if (members != MPI_GROUP_NULL)

@@ -86,8 +86,10 @@ OPTIONS
                      initializes MPI.
   --timeout SECONDS  With several ranks: how long one collective (all-reduce,
                      send, barrier, ...) may wait for the other ranks
-                     (default 600). When it expires the rank prints
-                     "rank R: timed out after T s in <collective>" and every
+                     (default 600), and also MPI start-up (MPI_Init, which
+                     waits for every rank), the creation of rank groups and
+                     MPI shut-down. When it expires the rank prints
+                     "rank R: timed out after T s in <what>" and every
                      rank exits non-zero.
   --device D         Where each rank runs: cpu, cuda (rank r on its local
                      rank's GPU) or cuda:N (default: the artifact's

@@ -22,14 +22,30 @@
 // ranks or from a single-rank run (tensor- and pipeline-parallel exactness
 // against one rank will need a fixed reduction order).
 //
+// Start-up and shut-down are bounded too. MPI_Init_thread, the first
+// collectives of create() (MPI_Comm_dup, MPI_Comm_split_type), the
+// MPI_Comm_create_group of createGroup and MPI_Finalize block and cannot
+// be polled, so a watchdog thread is armed around each (BlockingDeadline):
+// when the call has not returned within the timeout it prints
+//
+//   <program>: error: rank R: timed out after T s in MPI start-up (rank R
+//   of N; MPI_Init waits for every rank of the run: a rank did not start or
+//   is stopped, or the launcher's network is unreachable)
+//
+// (or names the group / MPI_Finalize) and ends the process with _exit(1);
+// the launcher then ends the other ranks. A SIGTERM during start-up is
+// reported as for an operation ("stopped by the launcher in MPI start-up").
+// For tests, SMP_FAULT_STALL_STARTUP_RANK=R makes rank R (the launcher's
+// rank) sleep before MPI_Init_thread, as a rank that never starts would.
+//
 // Counts larger than maxChunkBytes (1 GiB) are split into several MPI calls
 // (MPI counts are ints). The sender's and the receiver's maxChunkBytes must
 // agree; a postSend is split by the value at the time it is posted.
 //
 // createGroup is MPI_Comm_group + MPI_Group_incl + MPI_Comm_create_group
-// (tag 0) on this communicator's MPI communicator: the one call that blocks
-// in MPI without the watchdog (it waits for the group's other members to
-// call it; SIGTERM still reports it). A group inherits the timeout, the
+// (tag 0) on this communicator's MPI communicator: it blocks until the
+// group's other members call it, bounded by a watchdog thread (see
+// start-up above; SIGTERM still reports it). A group inherits the timeout, the
 // program name and maxChunkBytes (later changes to either communicator
 // apply to that one only), reports rank() and size() within the group and
 // the localSize() of the communicator it was made from, and frees its MPI
@@ -62,6 +78,9 @@ struct MpiOptions {
   double timeoutSeconds = 600;  // per operation; see the watchdog above
   std::string program = "smprun"; // the prefix of the watchdog's message
   size_t maxChunkBytes = size_t(1) << 30;
+  /// The rank and size the launcher set, for the start-up watchdog's
+  /// message (MPI cannot tell them before MPI_Init returns); -1: unknown.
+  int launchRank = -1, launchSize = -1;
 };
 
 class MpiCommunicator final : public Communicator {
