@@ -18,7 +18,8 @@ llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen"],
+    ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen",
+     "smp-artifact-text"],
     [config.smp_tools_dir])
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(

@@ -52,8 +52,12 @@ Status Executor::loadWeights(const Artifact &artifact) {
   std::string fill; // host bytes of a filled weight
   for (const auto &w : p.weights()) {
     const auto &b = p.buffers(w.buffer());
-    const char *src = weights.data() + w.file_offset();
-    if (w.zero_init()) {
+    // loadArtifact checked the range [file_offset, +bytes) of a weight read
+    // from the file (a filled one's file_offset means nothing).
+    const char *src = nullptr;
+    if (!w.zero_init())
+      src = weights.data() + w.file_offset();
+    else {
       if (w.fill_value() != 0 && b.dtype() != static_cast<uint32_t>(DType::F32))
         return Status::failure(artifact.dir + ": buffer '" + b.name() +
                                "' has a fill value but is not f32");
@@ -65,6 +69,9 @@ Status Executor::loadWeights(const Artifact &artifact) {
       }
       src = fill.data();
     }
+    if (b.pool() != 0) // loadArtifact refuses these; never write past
+      return Status::failure(artifact.dir + ": weight '" + b.name() +
+                             "' is not in the arena");
     if (!(s = backend_->copyIn(arena_.data() + b.offset(), src, w.bytes(),
                                "weight '" + b.name() + "'"))
              .ok())

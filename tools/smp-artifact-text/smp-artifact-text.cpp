@@ -1,0 +1,133 @@
+//===- smp-artifact-text.cpp - Artifact files as protobuf text ------------===//
+//
+// A test helper: shows a framed artifact file (manifest.pb,
+// rank<N>.program.pb, a checkpoint's index.pb) as protobuf text, writes text
+// back as a framed, checksummed file, and reseals an artifact (its manifest's
+// file sizes and weights checksums recomputed from the files). Tests use it
+// to craft artifacts that pass every checksum, so that only the runtime's
+// semantic checks can refuse them.
+//
+//   smp-artifact-text decode FILE.pb          protobuf text on stdout
+//   smp-artifact-text encode TEXT FILE.pb     TEXT -> framed FILE.pb
+//   smp-artifact-text reseal DIR              fix DIR/manifest.pb's sizes
+//
+//===----------------------------------------------------------------------===//
+
+#include "smprt/FileFormat.h"
+
+#include "artifact.pb.h"
+#include "checkpoint.pb.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+namespace {
+
+int fail(const std::string &msg) {
+  std::cerr << "smp-artifact-text: error: " << msg << "\n";
+  return 1;
+}
+
+bool readAll(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+bool writeAll(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+/// The message type a file holds, from its name.
+std::unique_ptr<google::protobuf::Message> messageFor(const std::string &path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  auto endsWith = [&](const char *s) {
+    std::string t = s;
+    return base.size() >= t.size() &&
+           base.compare(base.size() - t.size(), t.size(), t) == 0;
+  };
+  if (base == "manifest.pb")
+    return std::make_unique<smp::artifact::Manifest>();
+  if (endsWith(".program.pb"))
+    return std::make_unique<smp::artifact::RankProgram>();
+  if (endsWith("index.pb"))
+    return std::make_unique<smp::artifact::Checkpoint>();
+  return nullptr;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "decode" && argc == 3) {
+    auto msg = messageFor(argv[2]);
+    std::string bytes, payload;
+    if (!msg)
+      return fail(std::string(argv[2]) + ": unknown kind of file");
+    if (!readAll(argv[2], bytes))
+      return fail(std::string(argv[2]) + ": cannot read");
+    smprt::Status s = smprt::unframe(bytes, argv[2], payload);
+    if (!s.ok())
+      return fail(s.error);
+    if (!msg->ParseFromString(payload))
+      return fail(std::string(argv[2]) + ": corrupt payload");
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*msg, &text);
+    std::cout << text;
+    return 0;
+  }
+  if (cmd == "encode" && argc == 4) {
+    auto msg = messageFor(argv[3]);
+    std::string text, payload;
+    if (!msg)
+      return fail(std::string(argv[3]) + ": unknown kind of file");
+    if (!readAll(argv[2], text))
+      return fail(std::string(argv[2]) + ": cannot read");
+    if (!google::protobuf::TextFormat::ParseFromString(text, msg.get()))
+      return fail(std::string(argv[2]) + ": not protobuf text of " +
+                  msg->GetTypeName());
+    msg->SerializeToString(&payload);
+    if (!writeAll(argv[3], smprt::frame(payload)))
+      return fail(std::string(argv[3]) + ": cannot write");
+    return 0;
+  }
+  if (cmd == "reseal" && argc == 3) {
+    std::string dir = argv[2], bytes, payload;
+    smp::artifact::Manifest m;
+    if (!readAll(dir + "/manifest.pb", bytes))
+      return fail(dir + "/manifest.pb: cannot read");
+    smprt::Status s = smprt::unframe(bytes, dir + "/manifest.pb", payload);
+    if (!s.ok())
+      return fail(s.error);
+    if (!m.ParseFromString(payload))
+      return fail(dir + "/manifest.pb: corrupt payload");
+    for (auto &r : *m.mutable_ranks()) {
+      std::string program, weights;
+      if (readAll(dir + "/" + r.program_file(), program))
+        r.set_program_bytes(program.size());
+      if (readAll(dir + "/" + r.weights_file(), weights)) {
+        r.set_weights_bytes(weights.size());
+        r.set_weights_checksum(
+            smprt::checksum64(weights.data(), weights.size()));
+      }
+    }
+    m.SerializeToString(&payload);
+    if (!writeAll(dir + "/manifest.pb", smprt::frame(payload)))
+      return fail(dir + "/manifest.pb: cannot write");
+    return 0;
+  }
+  std::cerr << "usage: smp-artifact-text decode FILE.pb | encode TEXT FILE.pb "
+               "| reseal DIR\n";
+  return 1;
+}
