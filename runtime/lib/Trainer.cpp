@@ -158,6 +158,17 @@ Status train(Executor &exec, const TrainOptions &options,
                              std::to_string(d.samples.shape[0]) +
                              " samples, other inputs hold " +
                              std::to_string(samples));
+    if (d.batch.shape[0] < 1)
+      return Status::failure(artifact.dir + ": input '" + d.name +
+                             "' has a batch of 0 samples (the artifact is "
+                             "inconsistent; recompile it)");
+    if (batch >= 0 && d.batch.shape[0] != batch)
+      return Status::failure(artifact.dir + ": input '" + d.name +
+                             "' has a batch of " +
+                             std::to_string(d.batch.shape[0]) +
+                             " samples, other inputs " +
+                             std::to_string(batch) +
+                             " (the artifact is inconsistent; recompile it)");
     samples = d.samples.shape[0];
     batch = d.batch.shape[0];
     d.batchBytes.resize(d.batch.bytes());
@@ -171,9 +182,16 @@ Status train(Executor &exec, const TrainOptions &options,
   const auto &program = artifact.program;
   int64_t rank = program.data_shards() ? program.data_shard()
                                        : exec.communicator().rank();
-  int64_t globalBatch = batch * (program.data_shards()
-                                     ? program.data_shards()
-                                     : exec.communicator().size());
+  int64_t shards = program.data_shards() ? program.data_shards()
+                                         : exec.communicator().size();
+  int64_t globalBatch;
+  if (rank < 0 || rank >= shards ||
+      __builtin_mul_overflow(batch, shards, &globalBatch))
+    return Status::failure(artifact.dir + ": data shard " +
+                           std::to_string(rank) + " of " +
+                           std::to_string(shards) + " with batches of " +
+                           std::to_string(batch) +
+                           " (the artifact is inconsistent; recompile it)");
   if (samples < globalBatch)
     return Status::failure(
         options.dataDir + ": holds " + std::to_string(samples) +
@@ -220,7 +238,13 @@ Status train(Executor &exec, const TrainOptions &options,
       size_t rowBytes = d.batch.bytes() / batch;
       for (int64_t i = 0; i < batch; ++i) {
         // Data parallel: rank r takes its share of the global batch.
-        int64_t sample = (k * globalBatch + rank * batch + i) % samples;
+        // Modulo samples at each term: k * globalBatch overflows int64
+        // for a long enough run (globalBatch <= samples here).
+        int64_t sample = static_cast<int64_t>(
+            ((static_cast<unsigned __int128>(k % samples) *
+                  static_cast<uint64_t>(globalBatch) +
+              static_cast<uint64_t>(rank * batch + i)) %
+             static_cast<uint64_t>(samples)));
         std::memcpy(d.batchBytes.data() + i * rowBytes,
                     d.samples.bytes.data() + sample * rowBytes, rowBytes);
       }
