@@ -50,6 +50,10 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     else if (kind.getValue() == "identity")
       os << ": untied from '" << from.getValue()
          << "' (the exporter's Identity marker of a merged initializer)\n";
+    else if (kind.getValue() == "merged-exact")
+      os << ": untied from '" << from.getValue()
+         << "' (the exporter merged equal fresh tensors; its metadata names "
+            "this PyTorch parameter)\n";
     else if (kind.getValue() == "merged")
       os << ": untied from '" << from.getValue()
          << "' (one constant-valued initializer read by several nodes; "

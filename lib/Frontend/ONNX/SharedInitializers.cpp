@@ -178,6 +178,38 @@ llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
   return llvm::Error::success();
 }
 
+/// The PyTorch parameter (its module path) that node `n` read where the
+/// ONNX graph reads the merged initializer `init`, from the dynamo
+/// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
+/// of the node's aten call, the one whose name ends like `init` (".weight",
+/// ".bias"). Empty when that is not exactly one.
+std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
+                               const std::map<std::string, std::string> &sig) {
+  std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
+  llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
+  llvm::StringRef suffix = init.rsplit('.').second;
+  if (args.empty() || suffix.empty())
+    return "";
+  std::string found;
+  while (!args.empty()) {
+    size_t at = args.find("%p_");
+    if (at == llvm::StringRef::npos)
+      break;
+    args = args.drop_front(at + 1);
+    size_t end = args.find_first_of(",) ]");
+    std::string var = args.take_front(end).str();
+    auto it = sig.find(var);
+    if (it == sig.end())
+      continue;
+    if (!llvm::StringRef(it->second).ends_with("." + suffix.str()))
+      continue;
+    if (!found.empty() && found != it->second)
+      return "";
+    found = it->second;
+  }
+  return found;
+}
+
 } // namespace
 
 llvm::Expected<std::vector<ParamOrigin>>
@@ -269,8 +301,11 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   }
 
   // 2. One constant-valued initializer read by several nodes: the dynamo
-  // exporter merged equal fresh tensors (norm weights, zero biases). Each
-  // node gets its own parameter; a warning says how to keep them shared.
+  // exporter merged equal fresh tensors (norm weights, zero biases). Where
+  // its metadata names the PyTorch parameter each node read, the nodes are
+  // grouped by it (exact: an ALBERT-style shared norm stays one parameter);
+  // otherwise each node gets its own parameter and a warning says how to
+  // keep them shared.
   std::map<std::string, std::vector<std::pair<int, int>>> readers;
   for (int i = 0; i < g.node_size(); ++i)
     for (int k = 0; k < g.node(i).input_size(); ++k)
@@ -279,6 +314,7 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   llvm::StringSet<> graphOutputs;
   for (const auto &o : g.output())
     graphOutputs.insert(o.name());
+  std::map<std::string, std::string> signature = signatureParams(g);
   for (auto &[name, uses] : readers) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
@@ -288,31 +324,56 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     if (nodes.size() < 2 || !in.constant || in.infinite || tie.count(name) ||
         graphOutputs.count(name))
       continue;
+    // The PyTorch parameter behind each reading node, if the metadata says.
+    llvm::SmallVector<std::string> owner;
+    bool exact = !signature.empty();
+    for (int node : nodes) {
+      owner.push_back(exact ? torchParameterRead(g.node(node), name, signature)
+                            : std::string());
+      exact &= !owner.back().empty();
+    }
+    if (!exact)
+      for (size_t u = 0; u < nodes.size(); ++u)
+        owner[u] = std::to_string(u); // one parameter per node
+    // The first group keeps the initializer; every other group gets a copy,
+    // named after its PyTorch parameter where known.
+    std::map<std::string, std::string> groupName;
     std::string list;
     int copyIndex = 0;
     for (size_t u = 0; u < nodes.size(); ++u) {
       list += (u ? ", " : "") + nodeName(g, nodes[u]);
-      if (u == 0)
+      if (groupName.empty())
+        groupName[owner[u]] = name;
+      auto [it, fresh] = groupName.insert({owner[u], ""});
+      if (fresh) {
+        std::string want = exact ? owner[u] : name;
+        std::string copy = want;
+        while (copy.empty() || allInits.count(copy))
+          copy = want + "#" + std::to_string(++copyIndex);
+        copyInitializer(in, copy);
+        it->second = copy;
+        origins.push_back({copy, name, exact ? "merged-exact" : "merged",
+                           false, {}});
+      }
+      if (it->second == name)
         continue;
-      std::string fresh;
-      do
-        fresh = name + "#" + std::to_string(++copyIndex);
-      while (allInits.count(fresh));
-      copyInitializer(in, fresh);
-      ParamOrigin o{fresh, name, "merged", false, {}};
+      ParamOrigin &o = *llvm::find_if(origins, [&](const ParamOrigin &p) {
+        return p.name == it->second;
+      });
       for (auto [node, k] : uses)
         if (node == nodes[u]) {
-          g.mutable_node(node)->set_input(k, fresh);
+          g.mutable_node(node)->set_input(k, it->second);
           o.uses.push_back({node, k});
         }
-      origins.push_back(o);
     }
-    warnings.push_back(
-        "initializer '" + name + "' (" + describeValue(in) + ") is read by " +
-        std::to_string(nodes.size()) + " nodes (" + list +
-        "): exporters merge equal fresh tensors, so smp trains one parameter "
-        "per node ('" + name + "', '" + name + "#1', ...); pass --tie " + name +
-        " if they are one shared parameter");
+    if (!exact)
+      warnings.push_back(
+          "initializer '" + name + "' (" + describeValue(in) + ") is read by " +
+          std::to_string(nodes.size()) + " nodes (" + list +
+          "): exporters merge equal fresh tensors, so smp trains one "
+          "parameter per node ('" + name + "', '" + name +
+          "#1', ...); pass --tie " + name +
+          " if they are one shared parameter");
   }
 
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
