@@ -23,7 +23,8 @@ docs/bring-your-own-model.md). Files:
                           (data: gpt/)
   gpt_dynamo.onnx, gpt_torchscript.onnx  the same with attention
                           (nn.MultiheadAttention: zero biases the dynamo
-                          exporter's optimiser removes)
+                          exporter's optimiser removes); gpt_mha/ its
+                          references
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -163,6 +164,25 @@ def main():
         torch.onnx.export(model, (example,), str(out / f"{name}_torchscript.onnx"),
                           input_names=["idx"], output_names=["logits"],
                           dynamo=False)
+        if name == "gpt":
+            # The attention model's references (its zero out-projection bias
+            # is the one the dynamo exporter's optimiser removes).
+            (out / "gpt_mha").mkdir(exist_ok=True)
+            for opt_name in ("sgd", "adamw"):
+                model.load_state_dict(init)
+                losses, norms = train(model, idx, labels, opt_name)
+                ref = {"config": {"name": opt_name, "optimizer": opt_name,
+                                  "lr": 0.1 if opt_name == "sgd" else 1e-2,
+                                  "batch_size": BATCH, "steps": STEPS,
+                                  "samples": SAMPLES},
+                       "losses": losses, "grad_norms": norms}
+                (out / "gpt_mha" / f"ref_{opt_name}.json").write_text(
+                    json.dumps(ref, indent=2) + "\n")
+                if opt_name == "sgd":
+                    model.eval()
+                    with torch.no_grad():
+                        np.save(out / "gpt_mha" / "logits_after_sgd.npy",
+                                model(idx[:BATCH]).numpy().astype(np.float32))
         if name != "mlpgpt":
             continue
         # The dynamo export without its metadata (as tools that rewrite ONNX

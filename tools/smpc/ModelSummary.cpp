@@ -44,7 +44,10 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
-    if (kind.getValue() == "buffer")
+    if (kind.getValue() == "restored")
+      os << ": a zero bias the exporter's optimiser removed, put back (its "
+            "metadata names it)\n";
+    else if (kind.getValue() == "buffer")
       os << ": a buffer, not trained (it holds infinities: an attention "
             "mask)\n";
     else if (kind.getValue() == "identity")

@@ -139,25 +139,37 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
 
 /// The dynamo exporter's optimiser removes a Linear's bias that is all
 /// zeros at export (rule RemoveOptionalBiasFromGemm); PyTorch trains that
-/// bias, so a model without it trains to other numbers.
-llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
-                                   llvm::StringRef path) {
+/// bias. Its metadata names the parameter, so the bias is put back as a
+/// zero-initialised parameter under that name (exact: it was zero). A
+/// removal smp cannot undo is refused.
+llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
+                                 std::vector<ParamOrigin> &origins) {
   std::map<std::string, std::string> params;
   bool read = false;
+  llvm::StringSet<> names;
+  for (const auto &t : g.initializer())
+    names.insert(t.name());
   for (int i = 0; i < g.node_size(); ++i) {
-    const auto &n = g.node(i);
+    onnx::NodeProto &n = *g.mutable_node(i);
     std::string rule = metadata(n, "pkg.onnxscript.rewriter.rule_name");
     if (rule.find("RemoveOptionalBias") == std::string::npos)
       continue;
-    // %out = call_function[target=torch.ops.aten.linear.default](args =
-    // (%x, %p_weight, %p_bias), ...)
+    // aten.linear(x, weight, bias); aten.addmm(bias, x, weight) (HF's
+    // Conv1D); other calls are not recognised.
     std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
     llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
     llvm::SmallVector<llvm::StringRef> parts;
     args.split(parts, ',');
+    size_t biasArg;
+    if (llvm::StringRef(fx).contains("aten.linear"))
+      biasArg = 2;
+    else if (llvm::StringRef(fx).contains("aten.addmm"))
+      biasArg = 0;
+    else
+      continue;
     if (parts.size() < 3)
       continue;
-    llvm::StringRef bias = parts[2].trim().split(')').first.trim();
+    llvm::StringRef bias = parts[biasArg].trim().split(')').first.trim();
     if (!bias.consume_front("%p_"))
       continue;
     if (!read) {
@@ -167,13 +179,48 @@ llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
     std::string var = "p_" + bias.str();
     std::string name =
         params.count(var) ? params[var] : bias.str() + " (torch.export name)";
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        path + ": the exporter's optimiser removed parameter '" + name +
-            "' from node '" + n.name() + "' (rule " + rule +
-            ": the bias was all zeros when exported), so smp would train a "
-            "model without it; re-export with torch.onnx.export(..., "
-            "optimize=False) or with dynamo=False");
+    auto refuse = [&](const std::string &why) {
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": the exporter's optimiser removed parameter '" + name +
+              "' from node '" + n.name() + "' (rule " + rule +
+              ": the bias was all zeros when exported) and smp cannot put "
+              "it back (" + why + "), so it would train a model without "
+              "it; re-export with torch.onnx.export(..., optimize=False) or "
+              "with dynamo=False");
+    };
+    // Gemm(A, B) with the bias C gone: C is [N], N from B.
+    if (n.op_type() != "Gemm" || n.input_size() != 2)
+      return refuse("not a Gemm with two inputs");
+    const onnx::TensorProto *weight = nullptr;
+    for (const auto &t : g.initializer())
+      if (t.name() == n.input(1))
+        weight = &t;
+    if (!weight || weight->dims_size() != 2)
+      return refuse("its weight is not a matrix initializer");
+    int64_t transB = 0;
+    float beta = 1;
+    for (const auto &a : n.attribute()) {
+      if (a.name() == "transB")
+        transB = a.i();
+      if (a.name() == "beta")
+        beta = a.f();
+    }
+    if (beta != 1)
+      return refuse("beta is not 1");
+    std::string fresh = params.count(var) ? name : bias.str();
+    for (int k = 1; names.count(fresh); ++k)
+      fresh = (params.count(var) ? name : bias.str()) + "#" + std::to_string(k);
+    names.insert(fresh);
+    int64_t cols = weight->dims(transB ? 0 : 1);
+    onnx::TensorProto *zero = g.add_initializer();
+    zero->set_name(fresh);
+    zero->set_data_type(weight->data_type());
+    zero->add_dims(cols);
+    int64_t es = elementSize(weight->data_type());
+    zero->set_raw_data(std::string(static_cast<size_t>(cols * es), '\0'));
+    n.add_input(fresh);
+    origins.push_back({fresh, "", "restored", false, {{i, 2}}});
   }
   return llvm::Error::success();
 }
@@ -217,8 +264,9 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           MLIRContext *ctx, const ImportOptions &options,
                           std::vector<std::string> &warnings) {
   onnx::GraphProto &g = *model.mutable_graph();
+  std::vector<ParamOrigin> origins;
   if (options.training)
-    if (auto err = checkRemovedParameters(g, path))
+    if (auto err = restoreRemovedBiases(g, path, origins))
       return std::move(err);
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   llvm::StringSet<> tie, untie;
@@ -268,7 +316,6 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
-  std::vector<ParamOrigin> origins;
   // 0. Float initializers holding infinities are buffers (attention masks),
   // never parameters: they get no gradient.
   for (const Init &in : inits)
@@ -476,11 +523,13 @@ void recordParamOrigins(ModuleOp module,
   MLIRContext *ctx = module.getContext();
   Builder b(ctx);
   llvm::StringMap<std::string> initFrom;
-  llvm::StringSet<> buffers;
+  llvm::StringSet<> buffers, restored;
   SmallVector<Attribute> list;
   for (const ParamOrigin &o : origins) {
     if (o.kind == "buffer")
       buffers.insert(o.name);
+    else if (o.kind == "restored")
+      restored.insert(o.name);
     else if (o.kind != "tied")
       initFrom[o.name] = o.from;
     SmallVector<NamedAttribute> entry{
@@ -506,6 +555,8 @@ void recordParamOrigins(ModuleOp module,
                        b.getStringAttr(it->second));
         if (buffers.count(p.getValue()))
           f.setArgAttr(i, SmpDialect::kFrozenAttr, b.getUnitAttr());
+        if (restored.count(p.getValue()))
+          f.setArgAttr(i, SmpDialect::kInitZeroAttr, b.getUnitAttr());
       }
 }
 

@@ -28,6 +28,8 @@ struct ParamOrigin {
   std::string name;
   /// The initializer of the file that holds its value.
   std::string from;
+  /// "restored": a zero bias the dynamo exporter's optimiser removed, put
+  /// back as a zero-initialised parameter (`uses`: the node input);
   /// "buffer": a float initializer holding infinities (an attention mask
   /// the exporter stored; no parameter holds them), kept frozen;
   /// "identity": an exporter's `name = Identity(from)` marker, untied;

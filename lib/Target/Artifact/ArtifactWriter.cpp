@@ -380,8 +380,15 @@ llvm::Error Lowering::run() {
     }
     // A parameter the importer untied starts from the merged initializer.
     auto initFrom = func.getArgAttrOfType<StringAttr>(i, "smp.init_from");
-    auto bytes = weights.read(initFrom ? initFrom.getValue() : param.getValue(),
-                              fullType);
+    llvm::Expected<std::string> bytes =
+        func.getArgAttr(i, "smp.init_zero")
+            ? llvm::Expected<std::string>(std::string(
+                  static_cast<size_t>(fullType.getNumElements() *
+                                      ((fullType.getElementTypeBitWidth() + 7) /
+                                       8)),
+                  '\0'))
+            : weights.read(initFrom ? initFrom.getValue() : param.getValue(),
+                           fullType);
     if (!bytes)
       return bytes.takeError();
     if (shard)
