@@ -138,8 +138,16 @@ int fail(const std::string &msg) {
       line += buf;
     }
   }
-  std::cerr << "smprun: error: " << gRankPrefix << line << "\n";
+  // One write(2): under mpirun a line written in pieces can be split by
+  // the launcher's own messages (MPI_Abort's banner).
+  line = "smprun: error: " + gRankPrefix + line + "\n";
   std::cerr.flush();
+  for (size_t at = 0; at < line.size();) {
+    ssize_t n = ::write(2, line.data() + at, line.size() - at);
+    if (n <= 0)
+      break;
+    at += static_cast<size_t>(n);
+  }
   if (gComm && gComm->size() > 1)
     gComm->abort(1);
   return 1;
