@@ -330,13 +330,16 @@ struct SmpBuildTrainStepPass
       // c mod pp): a rank with several chunks of an interleaved schedule
       // updates its copy once. Keyed by rank, holding the rank's first
       // stage (the copy's smp.stage) and the uses.
-      int64_t ranks = std::max<int64_t>(1, pipelineRanks);
+      // (pp 1, the default: every stage is its own rank.)
+      auto rankOf = [&](int64_t stage) {
+        return pipelineRanks > 1 ? stage % pipelineRanks : stage;
+      };
       std::map<int64_t, std::pair<int64_t, SmallVector<OpOperand *>>>
           usesByRank;
       for (OpOperand &use : arg.getUses()) {
         auto s = use.getOwner()->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
         int64_t stage = s ? s.getInt() : 0;
-        auto [it, fresh] = usesByRank.insert({stage % ranks, {stage, {}}});
+        auto [it, fresh] = usesByRank.insert({rankOf(stage), {stage, {}}});
         it->second.first = std::min(it->second.first, stage);
         it->second.second.push_back(&use);
       }

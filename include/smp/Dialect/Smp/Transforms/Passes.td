@@ -110,7 +110,8 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "pipeline ranks: stage (chunk) c runs on rank c mod pp, and a "
            "parameter that several stages read gets one copy per rank "
            "that reads it (its gradient summed over the copies), so that "
-           "a rank with several chunks updates it once">,
+           "a rank with several chunks updates it once; 1: every stage is "
+           "its own rank">,
     Option<"microbatches", "microbatches", "int", /*default=*/"1",
            "micro-batches per step (gradient accumulation; pipelining). "
            "With more than one, or when @main's ops carry smp.stage, the "
