@@ -22,6 +22,8 @@ docs/bring-your-own-model.md). Files:
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
       test/train/compare_losses.py
+  gpt/ref_attn_sgd.json, gpt/ref_attn_adamw.json  the same for gpt (with
+      attention; its TorchScript export computes the head split with Mod)
   gpt/logits_after_sgd.npy  mlpgpt's logits of the first batch after the
       5 SGD steps (checks --save-onnx)
 
@@ -138,8 +140,6 @@ def main():
         torch.onnx.export(model, (example,), str(out / f"{name}_torchscript.onnx"),
                           input_names=["idx"], output_names=["logits"],
                           dynamo=False)
-        if name != "mlpgpt":
-            continue
         for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
             model.load_state_dict(init)
             losses, norms = train(model, idx, labels, opt_name)
@@ -149,9 +149,10 @@ def main():
                               "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
                               "smpc_flags": flags},
                    "losses": losses, "grad_norms": norms}
-            (out / "gpt" / f"ref_{opt_name}.json").write_text(
+            prefix = "ref_attn_" if name == "gpt" else "ref_"
+            (out / "gpt" / f"{prefix}{opt_name}.json").write_text(
                 json.dumps(ref, indent=2) + "\n")
-            if opt_name == "sgd":
+            if opt_name == "sgd" and name == "mlpgpt":
                 model.eval()
                 with torch.no_grad():
                     np.save(out / "gpt" / "logits_after_sgd.npy",
