@@ -15,15 +15,20 @@ docs/bring-your-own-model.md). Files:
   mlpgpt_dynamo.onnx      torch.onnx.export(model, (idx,), path) (defaults;
                           external_data=False keeps it one file)
   mlpgpt_torchscript.onnx torch.onnx.export(model, (idx,), path, dynamo=False)
+  mlpgpt_nometa.onnx      mlpgpt_dynamo.onnx without its metadata
+  mlpgpt_batch.onnx       the dynamo export with a symbolic batch
+                          (dynamic_shapes), for the parallel plans
+  albert_batch.onnx       one block shared by 4 layers (a true tie),
+                          symbolic batch; albert/ref_*.json its references
+                          (data: gpt/)
   gpt_dynamo.onnx, gpt_torchscript.onnx  the same with attention
                           (nn.MultiheadAttention: zero biases the dynamo
-                          exporter's optimiser removes)
+                          exporter's optimiser removes); gpt_mha/ its
+                          references
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
       test/train/compare_losses.py
-  gpt/ref_attn_sgd.json, gpt/ref_attn_adamw.json  the same for gpt (with
-      attention; its TorchScript export computes the head split with Mod)
   gpt/logits_after_sgd.npy  mlpgpt's logits of the first batch after the
       5 SGD steps (checks --save-onnx)
 
@@ -35,6 +40,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import onnx
 import torch
 import torch.nn as nn
 
@@ -69,6 +75,24 @@ class MlpBlock(nn.Module):
 
     def forward(self, x, mask):
         return x + self.fc2(torch.relu(self.fc1(self.ln1(x))))
+
+
+class SharedBlockLM(nn.Module):
+    """ALBERT-style: one block (its LayerNorm too) applied at every layer, a
+    true tie that every pipeline stage and virtual chunk reads."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.block = MlpBlock()
+        self.ln_f = nn.LayerNorm(DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        for _ in range(4):
+            x = self.block(x, None)
+        return self.head(self.ln_f(x))
 
 
 class TinyGPT(nn.Module):
@@ -140,6 +164,39 @@ def main():
         torch.onnx.export(model, (example,), str(out / f"{name}_torchscript.onnx"),
                           input_names=["idx"], output_names=["logits"],
                           dynamo=False)
+        if name == "gpt":
+            # The attention model's references (its zero out-projection bias
+            # is the one the dynamo exporter's optimiser removes).
+            (out / "gpt_mha").mkdir(exist_ok=True)
+            for opt_name in ("sgd", "adamw"):
+                model.load_state_dict(init)
+                losses, norms = train(model, idx, labels, opt_name)
+                ref = {"config": {"name": opt_name, "optimizer": opt_name,
+                                  "lr": 0.1 if opt_name == "sgd" else 1e-2,
+                                  "batch_size": BATCH, "steps": STEPS,
+                                  "samples": SAMPLES},
+                       "losses": losses, "grad_norms": norms}
+                (out / "gpt_mha" / f"ref_{opt_name}.json").write_text(
+                    json.dumps(ref, indent=2) + "\n")
+                if opt_name == "sgd":
+                    model.eval()
+                    with torch.no_grad():
+                        np.save(out / "gpt_mha" / "logits_after_sgd.npy",
+                                model(idx[:BATCH]).numpy().astype(np.float32))
+        if name != "mlpgpt":
+            continue
+        # The dynamo export without its metadata (as tools that rewrite ONNX
+        # files with an older onnx library leave it): smp must guess.
+        stripped = onnx.load(str(out / f"{name}_dynamo.onnx"))
+        del stripped.graph.metadata_props[:]
+        for node in stripped.graph.node:
+            del node.metadata_props[:]
+        onnx.save(stripped, str(out / f"{name}_nometa.onnx"))
+        # The same model with a symbolic batch, for the parallel plans.
+        torch.onnx.export(model, (example,), str(out / f"{name}_batch.onnx"),
+                          input_names=["idx"], output_names=["logits"],
+                          dynamic_shapes={"idx": {0: torch.export.Dim("batch")}},
+                          external_data=False)
         for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
             model.load_state_dict(init)
             losses, norms = train(model, idx, labels, opt_name)
@@ -149,14 +206,30 @@ def main():
                               "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
                               "smpc_flags": flags},
                    "losses": losses, "grad_norms": norms}
-            prefix = "ref_attn_" if name == "gpt" else "ref_"
-            (out / "gpt" / f"{prefix}{opt_name}.json").write_text(
+            (out / "gpt" / f"ref_{opt_name}.json").write_text(
                 json.dumps(ref, indent=2) + "\n")
-            if opt_name == "sgd" and name == "mlpgpt":
+            if opt_name == "sgd":
                 model.eval()
                 with torch.no_grad():
                     np.save(out / "gpt" / "logits_after_sgd.npy",
                             model(idx[:BATCH]).numpy().astype(np.float32))
+    # albert: a block shared by 4 layers (symbolic batch).
+    torch.manual_seed(0)
+    model = SharedBlockLM().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "albert_batch.onnx"),
+                      input_names=["idx"], output_names=["logits"],
+                      dynamic_shapes={"idx": {0: torch.export.Dim("batch")}},
+                      external_data=False)
+    (out / "albert").mkdir(exist_ok=True)
+    for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
+        model.load_state_dict(init)
+        losses, norms = train(model, idx, labels, opt_name)
+        ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                          "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES},
+               "losses": losses, "grad_norms": norms}
+        (out / "albert" / f"ref_{opt_name}.json").write_text(
+            json.dumps(ref, indent=2) + "\n")
     print("wrote", out)
 
 

@@ -50,6 +50,28 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
   };
   std::vector<std::string> dropIdentity;
   for (const auto &o : artifact.manifest.training().param_origins()) {
+    if (o.kind() == "restored") {
+      // A bias the exporter removed: a new initializer (its values come
+      // below) read again as the node's bias input.
+      auto it = params.find(o.name());
+      if (it == params.end() || o.uses_size() != 2 || o.uses(0) < 0 ||
+          o.uses(0) >= g.node_size())
+        return Status::failure(source + ": cannot write back the restored "
+                                        "bias '" + o.name() + "'");
+      onnx::TensorProto *t = g.add_initializer();
+      t->set_name(o.name());
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      if (static_cast<DType>(it->second.dtype) != DType::F32)
+        return Status::failure(source + ": the restored bias '" + o.name() +
+                               "' is not float32");
+      for (int64_t d : it->second.shape)
+        t->add_dims(d);
+      onnx::NodeProto *node = g.mutable_node(static_cast<int>(o.uses(0)));
+      while (node->input_size() <= o.uses(1))
+        node->add_input("");
+      node->set_input(static_cast<int>(o.uses(1)), o.name());
+      continue;
+    }
     if (o.kind() == "tied" || o.kind() == "buffer")
       continue;
     const onnx::TensorProto *from = findInit(o.from());

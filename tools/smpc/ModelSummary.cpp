@@ -44,12 +44,19 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
-    if (kind.getValue() == "buffer")
+    if (kind.getValue() == "restored")
+      os << ": a zero bias the exporter's optimiser removed, put back (its "
+            "metadata names it)\n";
+    else if (kind.getValue() == "buffer")
       os << ": a buffer, not trained (it holds infinities: an attention "
             "mask)\n";
     else if (kind.getValue() == "identity")
       os << ": untied from '" << from.getValue()
          << "' (the exporter's Identity marker of a merged initializer)\n";
+    else if (kind.getValue() == "merged-exact")
+      os << ": untied from '" << from.getValue()
+         << "' (the exporter merged equal fresh tensors; its metadata names "
+            "this PyTorch parameter)\n";
     else if (kind.getValue() == "merged")
       os << ": untied from '" << from.getValue()
          << "' (one constant-valued initializer read by several nodes; "

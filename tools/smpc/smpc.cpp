@@ -163,6 +163,8 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " dp=" + std::to_string(opts.dp);
   if (opts.microbatches > 1)
     pipeline += " microbatches=" + std::to_string(opts.microbatches);
+  if (opts.pp > 1)
+    pipeline += " pp=" + std::to_string(opts.pp);
   pipeline += "}";
   if (opts.pp > 1 || opts.microbatches > 1) {
     std::string split = "smp-pipeline-split{stages=" +

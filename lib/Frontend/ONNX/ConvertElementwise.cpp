@@ -169,6 +169,23 @@ llvm::Error convertCast(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// IsNaN(x) = not(x == x): NaN is the only value unequal to itself.
+llvm::Error convertIsNaN(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  if (!isa<FloatType>(cast<ShapedType>(x->getType()).getElementType()))
+    return nc.error("IsNaN needs a float input");
+  auto same = nc.create<smp::EqualOp>(nc.placeholder(), *x, *x);
+  if (!same)
+    return same.takeError();
+  auto y = nc.create<smp::NotOp>(nc.placeholder(), *same);
+  if (!y)
+    return y.takeError();
+  nc.setOutput(0, *y);
+  return llvm::Error::success();
+}
+
 /// CastLike(x, like): x cast to like's element type.
 llvm::Error convertCastLike(NodeContext &nc) {
   auto x = nc.input(0), like = nc.input(1);
@@ -280,6 +297,7 @@ void registerElementwiseConverters(ConverterTable &t) {
   t["Where"] = convertWhere;
   t["Cast"] = convertCast;
   t["CastLike"] = convertCastLike;
+  t["IsNaN"] = convertIsNaN;
   t["Identity"] = convertIdentity;
   t["LeakyRelu"] = convertLeakyRelu;
   t["Gelu"] = convertGelu;

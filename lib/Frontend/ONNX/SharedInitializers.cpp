@@ -139,25 +139,37 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
 
 /// The dynamo exporter's optimiser removes a Linear's bias that is all
 /// zeros at export (rule RemoveOptionalBiasFromGemm); PyTorch trains that
-/// bias, so a model without it trains to other numbers.
-llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
-                                   llvm::StringRef path) {
+/// bias. Its metadata names the parameter, so the bias is put back as a
+/// zero-initialised parameter under that name (exact: it was zero). A
+/// removal smp cannot undo is refused.
+llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
+                                 std::vector<ParamOrigin> &origins) {
   std::map<std::string, std::string> params;
   bool read = false;
+  llvm::StringSet<> names;
+  for (const auto &t : g.initializer())
+    names.insert(t.name());
   for (int i = 0; i < g.node_size(); ++i) {
-    const auto &n = g.node(i);
+    onnx::NodeProto &n = *g.mutable_node(i);
     std::string rule = metadata(n, "pkg.onnxscript.rewriter.rule_name");
     if (rule.find("RemoveOptionalBias") == std::string::npos)
       continue;
-    // %out = call_function[target=torch.ops.aten.linear.default](args =
-    // (%x, %p_weight, %p_bias), ...)
+    // aten.linear(x, weight, bias); aten.addmm(bias, x, weight) (HF's
+    // Conv1D); other calls are not recognised.
     std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
     llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
     llvm::SmallVector<llvm::StringRef> parts;
     args.split(parts, ',');
+    size_t biasArg;
+    if (llvm::StringRef(fx).contains("aten.linear"))
+      biasArg = 2;
+    else if (llvm::StringRef(fx).contains("aten.addmm"))
+      biasArg = 0;
+    else
+      continue;
     if (parts.size() < 3)
       continue;
-    llvm::StringRef bias = parts[2].trim().split(')').first.trim();
+    llvm::StringRef bias = parts[biasArg].trim().split(')').first.trim();
     if (!bias.consume_front("%p_"))
       continue;
     if (!read) {
@@ -167,15 +179,82 @@ llvm::Error checkRemovedParameters(const onnx::GraphProto &g,
     std::string var = "p_" + bias.str();
     std::string name =
         params.count(var) ? params[var] : bias.str() + " (torch.export name)";
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        path + ": the exporter's optimiser removed parameter '" + name +
-            "' from node '" + n.name() + "' (rule " + rule +
-            ": the bias was all zeros when exported), so smp would train a "
-            "model without it; re-export with torch.onnx.export(..., "
-            "optimize=False) or with dynamo=False");
+    auto refuse = [&](const std::string &why) {
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": the exporter's optimiser removed parameter '" + name +
+              "' from node '" + n.name() + "' (rule " + rule +
+              ": the bias was all zeros when exported) and smp cannot put "
+              "it back (" + why + "), so it would train a model without "
+              "it; re-export with torch.onnx.export(..., optimize=False) or "
+              "with dynamo=False");
+    };
+    // Gemm(A, B) with the bias C gone: C is [N], N from B.
+    if (n.op_type() != "Gemm" || n.input_size() != 2)
+      return refuse("not a Gemm with two inputs");
+    const onnx::TensorProto *weight = nullptr;
+    for (const auto &t : g.initializer())
+      if (t.name() == n.input(1))
+        weight = &t;
+    if (!weight || weight->dims_size() != 2)
+      return refuse("its weight is not a matrix initializer");
+    int64_t transB = 0;
+    float beta = 1;
+    for (const auto &a : n.attribute()) {
+      if (a.name() == "transB")
+        transB = a.i();
+      if (a.name() == "beta")
+        beta = a.f();
+    }
+    if (beta != 1)
+      return refuse("beta is not 1");
+    std::string fresh = params.count(var) ? name : bias.str();
+    for (int k = 1; names.count(fresh); ++k)
+      fresh = (params.count(var) ? name : bias.str()) + "#" + std::to_string(k);
+    names.insert(fresh);
+    int64_t cols = weight->dims(transB ? 0 : 1);
+    onnx::TensorProto *zero = g.add_initializer();
+    zero->set_name(fresh);
+    zero->set_data_type(weight->data_type());
+    zero->add_dims(cols);
+    int64_t es = elementSize(weight->data_type());
+    zero->set_raw_data(std::string(static_cast<size_t>(cols * es), '\0'));
+    n.add_input(fresh);
+    origins.push_back({fresh, "", "restored", false, {{i, 2}}});
   }
   return llvm::Error::success();
+}
+
+/// The PyTorch parameter (its module path) that node `n` read where the
+/// ONNX graph reads the merged initializer `init`, from the dynamo
+/// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
+/// of the node's aten call, the one whose name ends like `init` (".weight",
+/// ".bias"). Empty when that is not exactly one.
+std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
+                               const std::map<std::string, std::string> &sig) {
+  std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
+  llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
+  llvm::StringRef suffix = init.rsplit('.').second;
+  if (args.empty() || suffix.empty())
+    return "";
+  std::string found;
+  while (!args.empty()) {
+    size_t at = args.find("%p_");
+    if (at == llvm::StringRef::npos)
+      break;
+    args = args.drop_front(at + 1);
+    size_t end = args.find_first_of(",) ]");
+    std::string var = args.take_front(end).str();
+    auto it = sig.find(var);
+    if (it == sig.end())
+      continue;
+    if (!llvm::StringRef(it->second).ends_with("." + suffix.str()))
+      continue;
+    if (!found.empty() && found != it->second)
+      return "";
+    found = it->second;
+  }
+  return found;
 }
 
 } // namespace
@@ -185,8 +264,9 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           MLIRContext *ctx, const ImportOptions &options,
                           std::vector<std::string> &warnings) {
   onnx::GraphProto &g = *model.mutable_graph();
+  std::vector<ParamOrigin> origins;
   if (options.training)
-    if (auto err = checkRemovedParameters(g, path))
+    if (auto err = restoreRemovedBiases(g, path, origins))
       return std::move(err);
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   llvm::StringSet<> tie, untie;
@@ -236,7 +316,6 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
-  std::vector<ParamOrigin> origins;
   // 0. Float initializers holding infinities are buffers (attention masks),
   // never parameters: they get no gradient.
   for (const Init &in : inits)
@@ -269,8 +348,11 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   }
 
   // 2. One constant-valued initializer read by several nodes: the dynamo
-  // exporter merged equal fresh tensors (norm weights, zero biases). Each
-  // node gets its own parameter; a warning says how to keep them shared.
+  // exporter merged equal fresh tensors (norm weights, zero biases). Where
+  // its metadata names the PyTorch parameter each node read, the nodes are
+  // grouped by it (exact: an ALBERT-style shared norm stays one parameter);
+  // otherwise each node gets its own parameter and a warning says how to
+  // keep them shared.
   std::map<std::string, std::vector<std::pair<int, int>>> readers;
   for (int i = 0; i < g.node_size(); ++i)
     for (int k = 0; k < g.node(i).input_size(); ++k)
@@ -279,6 +361,7 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   llvm::StringSet<> graphOutputs;
   for (const auto &o : g.output())
     graphOutputs.insert(o.name());
+  std::map<std::string, std::string> signature = signatureParams(g);
   for (auto &[name, uses] : readers) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
@@ -288,31 +371,56 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     if (nodes.size() < 2 || !in.constant || in.infinite || tie.count(name) ||
         graphOutputs.count(name))
       continue;
+    // The PyTorch parameter behind each reading node, if the metadata says.
+    llvm::SmallVector<std::string> owner;
+    bool exact = !signature.empty();
+    for (int node : nodes) {
+      owner.push_back(exact ? torchParameterRead(g.node(node), name, signature)
+                            : std::string());
+      exact &= !owner.back().empty();
+    }
+    if (!exact)
+      for (size_t u = 0; u < nodes.size(); ++u)
+        owner[u] = std::to_string(u); // one parameter per node
+    // The first group keeps the initializer; every other group gets a copy,
+    // named after its PyTorch parameter where known.
+    std::map<std::string, std::string> groupName;
     std::string list;
     int copyIndex = 0;
     for (size_t u = 0; u < nodes.size(); ++u) {
       list += (u ? ", " : "") + nodeName(g, nodes[u]);
-      if (u == 0)
+      if (groupName.empty())
+        groupName[owner[u]] = name;
+      auto [it, fresh] = groupName.insert({owner[u], ""});
+      if (fresh) {
+        std::string want = exact ? owner[u] : name;
+        std::string copy = want;
+        while (copy.empty() || allInits.count(copy))
+          copy = want + "#" + std::to_string(++copyIndex);
+        copyInitializer(in, copy);
+        it->second = copy;
+        origins.push_back({copy, name, exact ? "merged-exact" : "merged",
+                           false, {}});
+      }
+      if (it->second == name)
         continue;
-      std::string fresh;
-      do
-        fresh = name + "#" + std::to_string(++copyIndex);
-      while (allInits.count(fresh));
-      copyInitializer(in, fresh);
-      ParamOrigin o{fresh, name, "merged", false, {}};
+      ParamOrigin &o = *llvm::find_if(origins, [&](const ParamOrigin &p) {
+        return p.name == it->second;
+      });
       for (auto [node, k] : uses)
         if (node == nodes[u]) {
-          g.mutable_node(node)->set_input(k, fresh);
+          g.mutable_node(node)->set_input(k, it->second);
           o.uses.push_back({node, k});
         }
-      origins.push_back(o);
     }
-    warnings.push_back(
-        "initializer '" + name + "' (" + describeValue(in) + ") is read by " +
-        std::to_string(nodes.size()) + " nodes (" + list +
-        "): exporters merge equal fresh tensors, so smp trains one parameter "
-        "per node ('" + name + "', '" + name + "#1', ...); pass --tie " + name +
-        " if they are one shared parameter");
+    if (!exact)
+      warnings.push_back(
+          "initializer '" + name + "' (" + describeValue(in) + ") is read by " +
+          std::to_string(nodes.size()) + " nodes (" + list +
+          "): exporters merge equal fresh tensors, so smp trains one "
+          "parameter per node ('" + name + "', '" + name +
+          "#1', ...); pass --tie " + name +
+          " if they are one shared parameter");
   }
 
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
@@ -415,11 +523,13 @@ void recordParamOrigins(ModuleOp module,
   MLIRContext *ctx = module.getContext();
   Builder b(ctx);
   llvm::StringMap<std::string> initFrom;
-  llvm::StringSet<> buffers;
+  llvm::StringSet<> buffers, restored;
   SmallVector<Attribute> list;
   for (const ParamOrigin &o : origins) {
     if (o.kind == "buffer")
       buffers.insert(o.name);
+    else if (o.kind == "restored")
+      restored.insert(o.name);
     else if (o.kind != "tied")
       initFrom[o.name] = o.from;
     SmallVector<NamedAttribute> entry{
@@ -445,6 +555,8 @@ void recordParamOrigins(ModuleOp module,
                        b.getStringAttr(it->second));
         if (buffers.count(p.getValue()))
           f.setArgAttr(i, SmpDialect::kFrozenAttr, b.getUnitAttr());
+        if (restored.count(p.getValue()))
+          f.setArgAttr(i, SmpDialect::kInitZeroAttr, b.getUnitAttr());
       }
 }
 

@@ -28,11 +28,15 @@ struct ParamOrigin {
   std::string name;
   /// The initializer of the file that holds its value.
   std::string from;
+  /// "restored": a zero bias the dynamo exporter's optimiser removed, put
+  /// back as a zero-initialised parameter (`uses`: the node input);
   /// "buffer": a float initializer holding infinities (an attention mask
   /// the exporter stored; no parameter holds them), kept frozen;
   /// "identity": an exporter's `name = Identity(from)` marker, untied;
   /// "merged": one of several nodes reading a constant-valued `from`,
-  /// untied; "tied": a copy of `from` (transposed or equal), read as it.
+  /// untied (a guess: warned about); "merged-exact": the same where the
+  /// dynamo exporter's metadata names the PyTorch parameter (`name`) that
+  /// the nodes read; "tied": a copy of `from` (transposed or equal), read as it.
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`

@@ -20,6 +20,7 @@
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smprt/FileFormat.h"
 #include "smprt/Tensor.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -307,6 +308,19 @@ void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
 
 llvm::Error Lowering::run() {
   Block &body = func.getBody().front();
+  // A parameter or state is one buffer of a rank: two arguments of one name
+  // would be updated twice (or alias silently).
+  llvm::StringSet<> named;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    for (llvm::StringRef attr : {"smp.param", "smp.state"})
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, attr))
+        if (!named.insert(name.getValue()).second)
+          return fail("'" + name.getValue() +
+                      "' is two arguments of one rank's program (a weight "
+                      "that several chunks of the rank read must be one "
+                      "copy per rank)");
+  }
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto input = func.getArgAttrOfType<StringAttr>(i, "smp.input")) {
@@ -366,8 +380,15 @@ llvm::Error Lowering::run() {
     }
     // A parameter the importer untied starts from the merged initializer.
     auto initFrom = func.getArgAttrOfType<StringAttr>(i, "smp.init_from");
-    auto bytes = weights.read(initFrom ? initFrom.getValue() : param.getValue(),
-                              fullType);
+    llvm::Expected<std::string> bytes =
+        func.getArgAttr(i, "smp.init_zero")
+            ? llvm::Expected<std::string>(std::string(
+                  static_cast<size_t>(fullType.getNumElements() *
+                                      ((fullType.getElementTypeBitWidth() + 7) /
+                                       8)),
+                  '\0'))
+            : weights.read(initFrom ? initFrom.getValue() : param.getValue(),
+                           fullType);
     if (!bytes)
       return bytes.takeError();
     if (shard)

@@ -82,7 +82,7 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
              << "'smp.tp_shard' must be [dim, blocks] or [dim, 1, full size]";
     return success();
   }
-  if (name == kFrozenAttr) {
+  if (name == kFrozenAttr || name == kInitZeroAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();

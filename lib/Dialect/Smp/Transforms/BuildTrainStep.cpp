@@ -326,13 +326,26 @@ struct SmpBuildTrainStepPass
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
       if (!name)
         continue;
-      std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+      // One copy per pipeline rank that reads it (chunk c runs on rank
+      // c mod pp): a rank with several chunks of an interleaved schedule
+      // updates its copy once. Keyed by rank, holding the rank's first
+      // stage (the copy's smp.stage) and the uses.
+      int64_t ranks = std::max<int64_t>(1, pipelineRanks);
+      std::map<int64_t, std::pair<int64_t, SmallVector<OpOperand *>>>
+          usesByRank;
       for (OpOperand &use : arg.getUses()) {
         auto s = use.getOwner()->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
-        usesByStage[s ? s.getInt() : 0].push_back(&use);
+        int64_t stage = s ? s.getInt() : 0;
+        auto [it, fresh] = usesByRank.insert({stage % ranks, {stage, {}}});
+        it->second.first = std::min(it->second.first, stage);
+        it->second.second.push_back(&use);
       }
-      if (usesByStage.empty())
-        usesByStage[0] = {};
+      if (usesByRank.empty())
+        usesByRank[0] = {0, {}};
+      // In stage order (the first copy is the one on the earliest stage).
+      std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
+      for (auto &[rank, entry] : usesByRank)
+        usesByStage[entry.first] = std::move(entry.second);
       bool train = llvm::is_contained(trainable, Value(arg));
       if (train)
         copiesOf.emplace_back();

@@ -34,6 +34,9 @@ def Smp_Dialect : Dialect {
     /// initializer's (one the exporter had merged by value: every use gets
     /// its own parameter again).
     static constexpr llvm::StringLiteral kInitFromAttr = "smp.init_from";
+    /// Unit argument attribute: a parameter that starts at zero (a bias
+    /// the exporter removed; the model file has no bytes for it).
+    static constexpr llvm::StringLiteral kInitZeroAttr = "smp.init_zero";
     /// Module attribute: how the importer untied or tied the file's
     /// initializers (an array of dictionaries, see SharedInitializers.cpp);
     /// the artifact carries it so --save-onnx writes the model back.

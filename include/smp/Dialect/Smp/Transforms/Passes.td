@@ -106,6 +106,11 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "placed right after its last gradient is computed so that a "
            "backend can overlap it with the rest of the backward; 0: one "
            "all-reduce per gradient">,
+    Option<"pipelineRanks", "pp", "int", /*default=*/"1",
+           "pipeline ranks: stage (chunk) c runs on rank c mod pp, and a "
+           "parameter that several stages read gets one copy per rank "
+           "that reads it (its gradient summed over the copies), so that "
+           "a rank with several chunks updates it once">,
     Option<"microbatches", "microbatches", "int", /*default=*/"1",
            "micro-batches per step (gradient accumulation; pipelining). "
            "With more than one, or when @main's ops carry smp.stage, the "
