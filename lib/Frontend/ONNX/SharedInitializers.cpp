@@ -225,6 +225,36 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// PyTorch parameters (from the dynamo exporter's graph signature) that the
+/// file neither holds as an initializer nor reads in any node: unused, or
+/// folded by the exporter's optimiser into a constant (a position or
+/// token-type embedding gathered at constant indices, perhaps added to
+/// another one), which smp would train in their place.
+std::vector<std::string> vanishedParameters(const onnx::GraphProto &g) {
+  std::map<std::string, std::string> sig = signatureParams(g);
+  if (sig.empty())
+    return {};
+  std::set<std::string> referenced, inits;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+  for (const auto &n : g.node()) {
+    llvm::StringRef fx = metadata(n, "pkg.torch.onnx.fx_node");
+    while (!fx.empty()) {
+      size_t at = fx.find("%p_");
+      if (at == llvm::StringRef::npos)
+        break;
+      fx = fx.drop_front(at + 1);
+      size_t end = fx.find_first_of(",) ]");
+      referenced.insert(fx.take_front(end).str());
+    }
+  }
+  std::vector<std::string> gone;
+  for (const auto &[var, target] : sig)
+    if (!inits.count(target) && !referenced.count(var))
+      gone.push_back(target);
+  return gone;
+}
+
 /// The PyTorch parameter (its module path) that node `n` read where the
 /// ONNX graph reads the merged initializer `init`, from the dynamo
 /// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
@@ -265,9 +295,28 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           std::vector<std::string> &warnings) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::vector<ParamOrigin> origins;
-  if (options.training)
+  if (options.training) {
     if (auto err = restoreRemovedBiases(g, path, origins))
       return std::move(err);
+    std::vector<std::string> gone = vanishedParameters(g);
+    if (!gone.empty()) {
+      std::string list;
+      for (size_t k = 0; k < gone.size() && k < 6; ++k)
+        list += (k ? ", " : "") + gone[k];
+      if (gone.size() > 6)
+        list += ", ... (" + std::to_string(gone.size()) + " in all)";
+      warnings.push_back(
+          "PyTorch parameter" + std::string(gone.size() > 1 ? "s " : " ") +
+          list + " of the exported module " +
+          (gone.size() > 1 ? "are" : "is") +
+          " neither stored nor read in the file: unused, tied to another "
+          "name, or folded by the exporter's optimiser into a constant "
+          "(an embedding gathered at constant positions) that smp then "
+          "trains in its place, which can differ from PyTorch after the "
+          "first step; check the losses, or re-export with "
+          "torch.onnx.export(..., optimize=False)");
+    }
+  }
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   llvm::StringSet<> tie, untie;
   for (const auto &n : options.tie)
@@ -317,10 +366,19 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
   // 0. Float initializers holding infinities are buffers (attention masks),
-  // never parameters: they get no gradient.
-  for (const Init &in : inits)
+  // never parameters: they get no gradient. So are constant-valued ones
+  // that the dynamo exporter's graph signature does not list as a
+  // parameter (a folded all-zero attention mask).
+  std::set<std::string> sigTargets;
+  for (const auto &[var, target] : signatureParams(g))
+    sigTargets.insert(target);
+  for (Init &in : inits) {
+    if (!in.infinite && in.constant && !sigTargets.empty() &&
+        !sigTargets.count(in.name))
+      in.infinite = true; // a buffer: kept out of the rules below
     if (in.infinite)
       origins.push_back({in.name, in.name, "buffer", false, {}});
+  }
   auto copyInitializer = [&](const Init &from, const std::string &name) {
     onnx::TensorProto *copy = g.add_initializer();
     *copy = g.initializer(from.index);
