@@ -178,7 +178,8 @@ const char *unaryOpName(unsigned op) {
 const char *binaryOpName(unsigned op) {
   static const char *const names[] = {"add",  "sub",     "mul", "div",
                                       "pow",  "max",     "min", "equal",
-                                      "less", "greater", "and", "or"};
+                                      "less", "greater", "and", "or",
+                                      "mod",  "fmod"};
   return nameAt(names, op, "binary");
 }
 

@@ -206,6 +206,19 @@ Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a) {
   return Status::success();
 }
 
+Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
+                   int64_t &a) {
+  const char *op = "cumsum";
+  if (Status s = checkSameTensor(op, in, out); !s.ok())
+    return s;
+  if (in.dtype == DType::Bool)
+    return fail(op, "input " + smprt::describe(in) +
+                        " must hold integers or floats");
+  if (in.rank() < 1)
+    return fail(op, "input " + smprt::describe(in) + " needs a dim");
+  return checkAxis(op, axis, in.rank(), a);
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation, losses
 //===----------------------------------------------------------------------===//

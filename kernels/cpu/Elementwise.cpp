@@ -10,7 +10,7 @@ using namespace detail;
 
 // common::unaryOpName / binaryOpName number the ops as these enums do.
 static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
-              static_cast<unsigned>(BinaryOp::Or) == 11);
+              static_cast<unsigned>(BinaryOp::FMod) == 13);
 
 const char *unaryOpName(UnaryOp op) {
   return common::unaryOpName(static_cast<unsigned>(op));
@@ -276,6 +276,29 @@ template <class C> C nanMin(C a, C b) {
   return b < a ? b : a;
 }
 
+/// The remainder with the divisor's sign (numpy.mod, Python's %).
+template <class C> C floorMod(C a, C b) {
+  C r = std::fmod(a, b);
+  if (r != C(0) && ((r < C(0)) != (b < C(0))))
+    r += b;
+  return r;
+}
+
+/// Integer remainders, b != 0: C's % (the dividend's sign) or the floor
+/// remainder (the divisor's sign). INT_MIN % -1 is 0.
+template <class T> T intMod(T a, T b, bool floor) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1))
+      return T(0);
+    T r = static_cast<T>(a % b);
+    if (floor && r != T(0) && ((r < T(0)) != (b < T(0))))
+      r = static_cast<T>(r + b);
+    return r;
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+
 struct BinaryArgs {
   BinaryOp op;
   const StridedLoop<2> &loop;
@@ -319,6 +342,10 @@ template <class S> Status binaryFloat(const BinaryArgs &x) {
     return compare([](C u, C v) { return u < v; });
   case BinaryOp::Greater:
     return compare([](C u, C v) { return u > v; });
+  case BinaryOp::Mod:
+    return arith([](C u, C v) { return floorMod(u, v); });
+  case BinaryOp::FMod:
+    return arith([](C u, C v) { return std::fmod(u, v); });
   case BinaryOp::And:
   case BinaryOp::Or:
     break;
@@ -384,6 +411,21 @@ template <class T> Status binaryInt(const BinaryArgs &x) {
     });
     if (byZero.load())
       return fail("div", "integer division by zero");
+    return Status::success();
+  }
+  case BinaryOp::Mod:
+  case BinaryOp::FMod: {
+    bool floor = x.op == BinaryOp::Mod;
+    std::atomic<bool> byZero{false};
+    runBinary(x.loop, a, b, x.out.as<T>(), n, [&byZero, floor](T u, T v) {
+      if (v == T(0)) {
+        byZero.store(true, std::memory_order_relaxed);
+        return T(0);
+      }
+      return intMod(u, v, floor);
+    });
+    if (byZero.load())
+      return fail(binaryOpName(x.op), "integer division by zero");
     return Status::success();
   }
   case BinaryOp::Pow:

@@ -220,3 +220,80 @@ Status reduce(ReduceOp op, const TensorRef &in,
 }
 
 } // namespace smp::kernels::cpu
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum
+//===----------------------------------------------------------------------===//
+
+namespace smp::kernels::cpu {
+using namespace detail;
+namespace {
+
+/// Runs every line along the axis (outer x inner of them, elements `inner`
+/// apart) in order; lines are independent and split over the threads.
+/// Acc add(Acc, S) and S store(Acc) define the arithmetic.
+template <class S, class Acc, class Add, class Store>
+void scanLines(const S *x, S *y, int64_t outer, int64_t len, int64_t inner,
+               bool exclusive, bool reverse, Add add, Store store) {
+  int64_t lines = outer * inner;
+  parallelFor(lines, grainFor(len), [&](int64_t begin, int64_t end) {
+    for (int64_t line = begin; line < end; ++line) {
+      int64_t o = line / inner, i = line % inner;
+      const S *px = x + o * len * inner + i;
+      S *py = y + o * len * inner + i;
+      Acc acc{};
+      for (int64_t step = 0; step < len; ++step) {
+        int64_t j = (reverse ? len - 1 - step : step) * inner;
+        S v = px[j]; // read before the write: may run in place
+        if (exclusive) {
+          py[j] = store(acc);
+          acc = add(acc, v);
+        } else {
+          acc = add(acc, v);
+          py[j] = store(acc);
+        }
+      }
+    }
+  });
+}
+
+} // namespace
+
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out) {
+  const char *name = "cumsum";
+  int64_t a;
+  if (Status s = common::checkCumSum(in, axis, out, a); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  int64_t len = in.shape[a], inner = 1;
+  for (int64_t d = a + 1; d < in.rank(); ++d)
+    inner *= in.shape[d];
+  int64_t outer = in.numel() / (len * inner);
+  if (smprt::isFloat(in.dtype))
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      using C = typename Float<S>::C;
+      scanLines<S, double>(
+          in.as<S>(), out.as<S>(), outer, len, inner, exclusive, reverse,
+          [](double acc, S v) {
+            return acc + static_cast<double>(Float<S>::load(v));
+          },
+          [](double acc) { return Float<S>::store(static_cast<C>(acc)); });
+      return Status::success();
+    });
+  return visitInt(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using U = std::make_unsigned_t<T>;
+    scanLines<T, uint64_t>(
+        in.as<T>(), out.as<T>(), outer, len, inner, exclusive, reverse,
+        [](uint64_t acc, T v) {
+          return acc + static_cast<uint64_t>(static_cast<U>(v));
+        },
+        [](uint64_t acc) { return static_cast<T>(static_cast<U>(acc)); });
+    return Status::success();
+  });
+}
+
+} // namespace smp::kernels::cpu

@@ -42,6 +42,7 @@ enum ErrorCode : int {
   kErrGatherGradIndex = 3, // gather_grad: same fields
   kErrLabel = 4,          // cross_entropy: value, position, bound, aux (ignore)
   kErrLabelGrad = 5,      // cross_entropy_grad: value, position, bound
+  kErrModByZero = 6,      // mod (aux 0) / fmod (aux 1)
 };
 
 struct DeviceError {

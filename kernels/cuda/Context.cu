@@ -147,6 +147,8 @@ Status synchronize(Context &ctx) {
   switch (e.code) {
   case kErrDivByZero:
     return fail("div", "integer division by zero");
+  case kErrModByZero:
+    return fail(e.aux ? "fmod" : "mod", "integer division by zero");
   case kErrGatherIndex:
   case kErrGatherGradIndex:
     return fail(e.code == kErrGatherIndex ? "gather" : "gather_grad",

@@ -16,7 +16,7 @@ using namespace detail;
 
 // common::unaryOpName / binaryOpName number the ops as these enums do.
 static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
-              static_cast<unsigned>(BinaryOp::Or) == 11);
+              static_cast<unsigned>(BinaryOp::FMod) == 13);
 
 const char *unaryOpName(UnaryOp op) {
   return common::unaryOpName(static_cast<unsigned>(op));
@@ -50,6 +50,8 @@ __device__ inline float dAbs(float x) { return fabsf(x); }
 __device__ inline double dAbs(double x) { return fabs(x); }
 __device__ inline float dPow(float x, float y) { return powf(x, y); }
 __device__ inline double dPow(double x, double y) { return pow(x, y); }
+__device__ inline float dFmod(float x, float y) { return fmodf(x, y); }
+__device__ inline double dFmod(double x, double y) { return fmod(x, y); }
 
 template <class C> __device__ C sigmoidC(C x) {
   if (x >= C(0))
@@ -258,6 +260,16 @@ __global__ void binaryFloatKernel(BinaryOp op, const S *a, const S *b,
     case BinaryOp::Pow:
       o[i] = FT<S>::store(dPow(u, v));
       break;
+    case BinaryOp::Mod: { // the divisor's sign
+      C r = dFmod(u, v);
+      if (r != C(0) && ((r < C(0)) != (v < C(0))))
+        r += v;
+      o[i] = FT<S>::store(r);
+      break;
+    }
+    case BinaryOp::FMod:
+      o[i] = FT<S>::store(dFmod(u, v));
+      break;
     case BinaryOp::Max:
       o[i] = FT<S>::store(nanMax(u, v));
       break;
@@ -302,6 +314,21 @@ template <class T> __device__ T intPow(T base, T exp) {
   return static_cast<T>(static_cast<U>(r));
 }
 
+/// b != 0: C's % or the floor remainder (the divisor's sign); INT_MIN % -1
+/// is 0.
+template <class T> __device__ T intMod(T a, T b, bool floor) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1))
+      return T(0);
+    T r = static_cast<T>(a % b);
+    if (floor && r != T(0) && ((r < T(0)) != (b < T(0))))
+      r = static_cast<T>(r + b);
+    return r;
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+
 template <class T>
 __global__ void binaryIntKernel(BinaryOp op, const T *a, const T *b, void *out,
                                 Strided<2> st, int64_t n, DeviceError *err) {
@@ -339,6 +366,18 @@ __global__ void binaryIntKernel(BinaryOp op, const T *a, const T *b, void *out,
     case BinaryOp::Pow:
       o[i] = intPow(u, v);
       break;
+    case BinaryOp::Mod:
+    case BinaryOp::FMod: {
+      bool floor = op == BinaryOp::Mod;
+      T r = T(0);
+      if (v == T(0)) {
+        raiseError(err, kErrModByZero, 0, i, 0, floor ? 0 : 1);
+      } else {
+        r = intMod(u, v, floor);
+      }
+      o[i] = r;
+      break;
+    }
     case BinaryOp::Max:
       o[i] = u < v ? v : u;
       break;

@@ -14,6 +14,8 @@
 
 #include "Common.cuh"
 
+#include <type_traits>
+
 namespace smp::kernels::cuda {
 using namespace detail;
 
@@ -275,6 +277,99 @@ Status reduce(ReduceOp op, const TensorRef &in,
       return launchReduce(name, ctx, p, in.as<T>(), out.as<T>(), IntMax<T>{});
     return launchReduce(name, ctx, p, in.as<T>(), out.as<T>(),
                         IntSum<T>{op == ReduceOp::Mean, p.count});
+  });
+}
+
+} // namespace smp::kernels::cuda
+
+//===----------------------------------------------------------------------===//
+// Cumulative sum: one thread per line along the axis, in order
+//===----------------------------------------------------------------------===//
+
+namespace smp::kernels::cuda {
+using namespace detail;
+namespace {
+
+template <class S>
+__global__ void cumsumFloatKernel(const S *x, S *y, int64_t lines,
+                                  int64_t len, int64_t inner, bool exclusive,
+                                  bool reverse) {
+  using C = typename FT<S>::C;
+  SMP_GRID_STRIDE(line, lines) {
+    int64_t o = line / inner, i = line - o * inner;
+    const S *px = x + o * len * inner + i;
+    S *py = y + o * len * inner + i;
+    double acc = 0;
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t j = (reverse ? len - 1 - step : step) * inner;
+      double v = static_cast<double>(FT<S>::load(px[j]));
+      if (exclusive) {
+        py[j] = FT<S>::store(static_cast<C>(acc));
+        acc += v;
+      } else {
+        acc += v;
+        py[j] = FT<S>::store(static_cast<C>(acc));
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void cumsumIntKernel(const T *x, T *y, int64_t lines, int64_t len,
+                                int64_t inner, bool exclusive, bool reverse) {
+  using U = std::make_unsigned_t<T>;
+  SMP_GRID_STRIDE(line, lines) {
+    int64_t o = line / inner, i = line - o * inner;
+    const T *px = x + o * len * inner + i;
+    T *py = y + o * len * inner + i;
+    uint64_t acc = 0;
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t j = (reverse ? len - 1 - step : step) * inner;
+      uint64_t v = static_cast<uint64_t>(static_cast<U>(px[j]));
+      if (exclusive) {
+        py[j] = static_cast<T>(static_cast<U>(acc));
+        acc += v;
+      } else {
+        acc += v;
+        py[j] = static_cast<T>(static_cast<U>(acc));
+      }
+    }
+  }
+}
+
+} // namespace
+
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out) {
+  const char *name = "cumsum";
+  int64_t a;
+  if (Status s = common::checkCumSum(in, axis, out, a); !s.ok())
+    return s;
+  bool isF = smprt::isFloat(in.dtype);
+  if (!isF && !smprt::isInteger(in.dtype))
+    return unsupported(name, in.dtype);
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  if (out.numel() == 0)
+    return Status::success();
+  int64_t len = in.shape[a], inner = 1;
+  for (int64_t d = a + 1; d < in.rank(); ++d)
+    inner *= in.shape[d];
+  int64_t lines = in.numel() / len;
+  unsigned grid = gridFor(lines);
+  if (isF)
+    return visitFloat(in.dtype, name, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      cumsumFloatKernel<S><<<grid, kThreads, 0, ctx->stream>>>(
+          in.as<S>(), out.as<S>(), lines, len, inner, exclusive, reverse);
+      return launchStatus(name);
+    });
+  return visitInt(in.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cumsumIntKernel<T><<<grid, kThreads, 0, ctx->stream>>>(
+        in.as<T>(), out.as<T>(), lines, len, inner, exclusive, reverse);
+    return launchStatus(name);
   });
 }
 

@@ -261,7 +261,7 @@ public:
                  : 0;
     // A softmax reduces whole rows: it cannot live in a matrix product's
     // epilogue, so it reads its input and writes its result.
-    if (!isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, WhereOp>(op) &&
+    if (!isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, ModOp, WhereOp>(op) &&
         !op->hasTrait<OpTrait::Elementwise>() && !isa<GeluOp>(op))
       return 0;
     Value y = op->getResult(0);

@@ -206,6 +206,33 @@ TEST_F(GradientCheck, Binary) {
         T("2x3"), 0.5, 1.5);
 }
 
+TEST_F(GradientCheck, Mod) {
+  // The remainder is smooth away from its jumps (a / b an integer), which
+  // random inputs in [0.5, 1.5] miss; positive and negative divisors (the
+  // floor remainder's adjustment).
+  for (const char *attrs : {"", " {fmod = true}"}) {
+    check(IN(0, "2x3") ", " IN(1, "3"),
+          std::string("  %y = smp.mod %a0, %a1") + attrs +
+              " : (" T("2x3") ", " T("3") ") -> " T("2x3"),
+          T("2x3"), 0.5, 1.5);
+    check(IN(0, "2x3") ", " IN(1, "3"),
+          "  %n = smp.neg %a1 : " T("3") "\n"
+          "  %y = smp.mod %a0, %n" + std::string(attrs) +
+              " : (" T("2x3") ", " T("3") ") -> " T("2x3"),
+          T("2x3"), 0.5, 1.5);
+  }
+}
+
+TEST_F(GradientCheck, CumSum) {
+  for (const char *attrs :
+       {"axis = 1 : i64", "axis = -1 : i64, exclusive = true",
+        "axis = 0 : i64, reverse = true",
+        "axis = 1 : i64, exclusive = true, reverse = true"})
+    check(IN(0, "3x4"),
+          std::string("  %y = smp.cumsum %a0 {") + attrs + "} : " T("3x4"),
+          T("3x4"));
+}
+
 TEST_F(GradientCheck, Unary) {
   for (const char *op : {"neg", "exp", "tanh", "erf", "sigmoid", "silu",
                          "sin", "cos", "gelu", "abs", "relu"})

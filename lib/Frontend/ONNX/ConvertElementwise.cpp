@@ -1,7 +1,7 @@
 //===- ConvertElementwise.cpp - ONNX elementwise ops -> smp ---------------===//
 //
 // Unary math, binary arithmetic/comparison/logic (numpy broadcasting),
-// variadic Max/Min/Sum, Where, Cast, Clip, activations with attributes.
+// variadic Max/Min/Sum, Where, Cast, Clip, activations with attributes, Mod.
 //
 //===----------------------------------------------------------------------===//
 
@@ -111,6 +111,22 @@ llvm::Error convertPow(NodeContext &nc) {
     return y.takeError();
   nc.setOutput(0, *y);
   return llvm::Error::success();
+}
+
+/// Mod(a, b): fmod=0 is the floor remainder (the divisor's sign), fmod=1
+/// C's fmod (the dividend's sign); both are smp.mod. ONNX requires fmod=1
+/// for floats (onnxruntime refuses fmod=0 on them), and so does smp.
+llvm::Error convertMod(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value a = (*in)[0], b = (*in)[1];
+  bool fmod = nc.attrInt("fmod", 0) != 0;
+  if (!fmod && isa<FloatType>(tensorType(a).getElementType()))
+    return nc.error("fmod=0 on floating-point inputs is not defined by ONNX "
+                    "(Mod requires fmod=1 for floats)");
+  return nc.output(nc.create<smp::ModOp>(nc.placeholder(), a, b,
+                                         nc.builder().getBoolAttr(fmod)));
 }
 
 llvm::Error convertIdentity(NodeContext &nc) {
@@ -274,6 +290,7 @@ void registerElementwiseConverters(ConverterTable &t) {
   t["And"] = convertBinary<smp::AndOp>;
   t["Or"] = convertBinary<smp::OrOp>;
   t["Pow"] = convertPow;
+  t["Mod"] = convertMod;
   t["Max"] = convertVariadic<smp::MaxOp>;
   t["Min"] = convertVariadic<smp::MinOp>;
   t["Sum"] = convertVariadic<smp::AddOp>;

@@ -1,4 +1,4 @@
-//===- ConvertReduce.cpp - ONNX reductions and softmax -> smp -------------===//
+//===- ConvertReduce.cpp - ONNX reductions, softmax and CumSum -> smp -----===//
 
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
@@ -68,6 +68,31 @@ template <typename OpT> llvm::Error convertSoftmax(NodeContext &nc) {
   return nc.output(nc.reshape(*y, type.getShape()));
 }
 
+/// CumSum(x, axis): the axis (a scalar or one-element tensor) must be a
+/// compile-time constant; `exclusive` and `reverse` map to smp.cumsum's.
+llvm::Error convertCumSum(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value x = (*in)[0];
+  auto axisValues = nc.constantInts(1, "axis");
+  if (!axisValues)
+    return axisValues.takeError();
+  if (axisValues->size() != 1)
+    return nc.error("axis must hold one value, got " +
+                    llvm::Twine(axisValues->size()));
+  int64_t rank = tensorType(x).getRank();
+  auto axis = normalizeAxis(axisValues->front(), rank);
+  if (!axis)
+    return nc.error("axis " + llvm::Twine(axisValues->front()) +
+                    " out of range for rank " + llvm::Twine(rank));
+  auto &b = nc.builder();
+  return nc.output(nc.create<smp::CumSumOp>(
+      x, b.getI64IntegerAttr(*axis),
+      b.getBoolAttr(nc.attrInt("exclusive", 0) != 0),
+      b.getBoolAttr(nc.attrInt("reverse", 0) != 0)));
+}
+
 } // namespace
 
 void registerReduceConverters(ConverterTable &t) {
@@ -76,6 +101,7 @@ void registerReduceConverters(ConverterTable &t) {
   t["ReduceMax"] = convertReduce<smp::ReduceMaxOp, 18>;
   t["Softmax"] = convertSoftmax<smp::SoftmaxOp>;
   t["LogSoftmax"] = convertSoftmax<smp::LogSoftmaxOp>;
+  t["CumSum"] = convertCumSum;
 }
 
 } // namespace smp::onnx_frontend

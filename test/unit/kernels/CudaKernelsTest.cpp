@@ -129,7 +129,7 @@ TEST_F(Cuda, BinaryFloatBroadcasting) {
   unsigned seed = 30;
   for (DType t : kFloats)
     for (B op : {B::Add, B::Sub, B::Mul, B::Div, B::Pow, B::Max, B::Min,
-                 B::Equal, B::Less, B::Greater})
+                 B::Equal, B::Less, B::Greater, B::Mod, B::FMod})
       for (const Shapes &sh : kBroadcasts) {
         SCOPED_TRACE(std::string(cuk::binaryOpName(op)) + " " + name(t) + " " +
                      std::to_string(sh.a.size()) + "d/" +
@@ -167,13 +167,13 @@ TEST_F(Cuda, BinaryIntegerAndBool) {
   unsigned seed = 40;
   for (DType t : kInts)
     for (B op : {B::Add, B::Sub, B::Mul, B::Div, B::Pow, B::Max, B::Min,
-                 B::Equal, B::Less, B::Greater}) {
+                 B::Equal, B::Less, B::Greater, B::Mod, B::FMod}) {
       SCOPED_TRACE(std::string(cuk::binaryOpName(op)) + " " + name(t));
       bool sgn = smprt::isSignedInteger(t);
       Host a = random(t, {3, 8}, sgn ? -60 : 0, 120, seed++);
       Host b = random(t, {8}, op == B::Pow ? (sgn ? -2 : 0) : 1,
                       op == B::Pow ? 5 : 13, seed++);
-      if (op == B::Div && sgn)
+      if ((op == B::Div || op == B::Mod || op == B::FMod) && sgn)
         for (int64_t i = 0; i < 8; i += 2)
           b.set(i, -b.get(i)); // negative divisors too
       bool cmp = op == B::Equal || op == B::Less || op == B::Greater;
@@ -201,6 +201,16 @@ TEST_F(Cuda, IntegerDivisionByZeroIsADeviceError) {
   ASSERT_OK(cuk::binary(cuk::BinaryOp::Div, da, db, dout));
   expectDeviceError("div: integer division by zero");
   ASSERT_OK(sync()); // the flag is cleared
+}
+
+TEST_F(Cuda, IntegerRemainderByZeroIsADeviceError) {
+  Host a = make(DType::I64, {3}, {5, -7, 3}), b = make(DType::I64, {3}, {2, 3, 0});
+  Dev da(a), db(b), dout(DType::I64, {3});
+  ASSERT_OK(cuk::binary(cuk::BinaryOp::Mod, da, db, dout));
+  expectDeviceError("mod: integer division by zero");
+  ASSERT_OK(cuk::binary(cuk::BinaryOp::FMod, da, db, dout));
+  expectDeviceError("fmod: integer division by zero");
+  ASSERT_OK(sync());
 }
 
 TEST_F(Cuda, Where) {
@@ -354,6 +364,35 @@ TEST_F(Cuda, Reduce) {
   Dev db(b), dout(DType::Bool, {4});
   ASSERT_OK(cuk::reduce(R::Max, db, {1}, dout));
   expectSameBytes(dout, want);
+}
+
+TEST_F(Cuda, CumSum) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t axis;
+  };
+  const Case cases[] = {{{7}, 0},        {{4, 300}, 1}, {{300, 5}, 0},
+                        {{3, 4, 5}, -2}, {{2, 0, 3}, 1}, {{2, 3, 1}, 2}};
+  unsigned seed = 95;
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
+                  DType::I64, DType::U8})
+    for (const Case &c : cases)
+      for (int flags = 0; flags < 4; ++flags) {
+        bool exclusive = flags & 1, reverse = flags & 2;
+        SCOPED_TRACE(std::string(name(t)) + " " +
+                     smprt::describe(make(t, c.shape)) + " axis " + std::to_string(c.axis) +
+                     (exclusive ? " exclusive" : "") + (reverse ? " reverse" : ""));
+        Host x = random(t, c.shape, smprt::isFloat(t) ? -2 : 0,
+                        smprt::isFloat(t) ? 2 : 50, seed++);
+        Host want(t, c.shape);
+        ASSERT_OK(cpuk::cumsum(x, c.axis, exclusive, reverse, want));
+        Dev dx(x), dout(t, c.shape);
+        ASSERT_OK(cuk::cumsum(dx, c.axis, exclusive, reverse, dout));
+        // The same additions in the same order, in double.
+        expectSameBytes(dout, want);
+      }
+  Dev b(DType::Bool, {3}), bo(DType::Bool, {3});
+  EXPECT_FALSE(cuk::cumsum(b, 0, false, false, bo).ok());
 }
 
 TEST_F(Cuda, SoftmaxAndLogSoftmax) {

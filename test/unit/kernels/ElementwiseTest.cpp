@@ -311,6 +311,84 @@ TEST(Binary, LogicAndErrors) {
   EXPECT_FALSE(binary(BinaryOp::Less, f, f, f).ok()); // out must be Bool
 }
 
+/// numpy.mod / math.fmod on doubles.
+double floorModRef(double a, double b) {
+  double r = std::fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+TEST(Binary, ModMatchesReference) {
+  for (DType t : kFloats) {
+    double tol = tolFor(t);
+    checkBinary(BinaryOp::Mod, t, -4, 4, floorModRef, t, tol);
+    checkBinary(
+        BinaryOp::FMod, t, -4, 4,
+        [](double a, double b) { return std::fmod(a, b); }, t, tol);
+  }
+  for (DType t : kInts) {
+    // Divisors in [1, 9]: zero is an error (ModByZeroAndSigns).
+    checkBinary(BinaryOp::Mod, t, 1, 10, floorModRef, t, 0);
+    checkBinary(
+        BinaryOp::FMod, t, 1, 10,
+        [](double a, double b) { return std::fmod(a, b); }, t, 0);
+  }
+}
+
+TEST(Binary, ModByZeroAndSigns) {
+  // ONNX's test_mod_mixed_sign: the floor remainder takes the divisor's
+  // sign, fmod the dividend's.
+  std::vector<double> a = {-4, 7, 5, 4, -7, 8}, b = {2, -3, 8, -2, 3, 5};
+  for (DType t : {DType::I8, DType::I16, DType::I32, DType::I64}) {
+    Host x = make(t, {6}, a), y = make(t, {6}, b), o(t, {6});
+    ASSERT_OK(binary(BinaryOp::Mod, x, y, o));
+    expectNear(o.values(), {0, -2, 5, 0, 2, 3}, 0);
+    ASSERT_OK(binary(BinaryOp::FMod, x, y, o));
+    expectNear(o.values(), {0, 1, 5, 0, -1, 3}, 0);
+  }
+  std::vector<double> fa = {-4.3, 7.2, 5.0, 4.3, -7.2, 8.0},
+                      fb = {2.1, -3.4, 8.0, -2.1, 3.4, -8.0};
+  for (DType t : {DType::F32, DType::F64}) {
+    Host x = make(t, {6}, fa), y = make(t, {6}, fb), o(t, {6});
+    std::vector<double> wantMod, wantFmod;
+    for (int i = 0; i < 6; ++i) {
+      wantMod.push_back(floorModRef(x.get(i), y.get(i)));
+      wantFmod.push_back(std::fmod(x.get(i), y.get(i)));
+    }
+    ASSERT_OK(binary(BinaryOp::Mod, x, y, o));
+    expectNear(o.values(), wantMod, tolFor(t));
+    ASSERT_OK(binary(BinaryOp::FMod, x, y, o));
+    expectNear(o.values(), wantFmod, 0); // fmod is exact
+  }
+  // INT_MIN % -1 is 0 (no trap); a remainder by zero is an error naming
+  // the op; a float one is NaN.
+  Host m = make(DType::I32, {1}, {-2147483648.0}),
+       m1 = make(DType::I32, {1}, {-1}), om(DType::I32, {1});
+  ASSERT_OK(binary(BinaryOp::Mod, m, m1, om));
+  EXPECT_EQ(om.get(0), 0);
+  ASSERT_OK(binary(BinaryOp::FMod, m, m1, om));
+  EXPECT_EQ(om.get(0), 0);
+  Host z = make(DType::I64, {2}, {5, 0}), o64(DType::I64, {2});
+  smprt::Status s = binary(BinaryOp::Mod, make(DType::I64, {2}, {3, 3}), z, o64);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error, "mod: integer division by zero");
+  s = binary(BinaryOp::FMod, make(DType::U8, {1}, {3}),
+             make(DType::U8, {1}, {0}), Host(DType::U8, {1}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error, "fmod: integer division by zero");
+  Host f = make(DType::F32, {1}, {1}), fo(DType::F32, {1});
+  ASSERT_OK(binary(BinaryOp::Mod, f, make(DType::F32, {}, {0}), fo));
+  EXPECT_TRUE(std::isnan(fo.get(0)));
+  // Unsigned values above the signed range.
+  Host u = make(DType::U64, {1}), uv = make(DType::U64, {1}, {10}),
+       uo(DType::U64, {1});
+  u.as<uint64_t>()[0] = ~uint64_t(0);
+  ASSERT_OK(binary(BinaryOp::Mod, u, uv, uo));
+  EXPECT_EQ(uo.as<uint64_t>()[0], 5u);
+  EXPECT_FALSE(binary(BinaryOp::Mod, make(DType::Bool, {1}),
+                      make(DType::Bool, {1}), Host(DType::Bool, {1}))
+                   .ok());
+}
+
 TEST(Binary, InPlace) {
   Host a = random(DType::F32, {4, 8}, -1, 1, 7),
        b = random(DType::F32, {8}, -1, 1, 8);

@@ -190,5 +190,98 @@ TEST(Softmax, KnownValuesAndStability) {
   EXPECT_FALSE(softmax(make(DType::I32, {3}), 0, make(DType::I32, {3})).ok());
 }
 
+//===----------------------------------------------------------------------===//
+// Cumulative sum
+//===----------------------------------------------------------------------===//
+
+/// Cumulative sum in double, line by line (integers: exact for the small
+/// values used).
+std::vector<double> refCumSum(const Host &in, int64_t axis, bool exclusive,
+                              bool reverse) {
+  const auto &s = in.ref.shape;
+  int64_t a = axis < 0 ? axis + s.size() : axis;
+  int64_t outer = 1, n = s[a], inner = 1;
+  for (int64_t d = 0; d < a; ++d)
+    outer *= s[d];
+  for (size_t d = a + 1; d < s.size(); ++d)
+    inner *= s[d];
+  std::vector<double> out(static_cast<size_t>(in.numel()));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double sum = 0;
+      for (int64_t step = 0; step < n; ++step) {
+        int64_t k = (o * n + (reverse ? n - 1 - step : step)) * inner + j;
+        double v = in.get(k);
+        if (!exclusive)
+          sum += v;
+        out[k] = sum;
+        if (exclusive)
+          sum += v;
+      }
+    }
+  return out;
+}
+
+TEST(CumSum, MatchesReferenceOnEveryAxisAndFlag) {
+  // {1024, 96} is big enough to be split over the threads on either axis.
+  const std::vector<int64_t> shapes[] = {{7}, {3, 4, 5}, {2, 1, 6}, {1024, 96}};
+  unsigned seed = 60;
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8,
+                  DType::I32, DType::I64, DType::U16, DType::U64})
+    for (const auto &shape : shapes)
+      for (int64_t axis = -1; axis < static_cast<int64_t>(shape.size());
+           ++axis)
+        for (int flags = 0; flags < 4; ++flags) {
+          bool exclusive = flags & 1, reverse = flags & 2;
+          SCOPED_TRACE(std::string(smprt::dtypeName(t)) + " " +
+                       smprt::describe(Host(t, shape)) + " axis " +
+                       std::to_string(axis) + (exclusive ? " exclusive" : "") +
+                       (reverse ? " reverse" : ""));
+          bool isInt = !smprt::isFloat(t);
+          // Integers small enough that no sum wraps (the big case only for
+          // types wider than 8 bits).
+          if (t == DType::I8 && shape[0] == 1024)
+            continue;
+          Host in = random(t, shape, isInt ? 0 : -2, isInt ? 3 : 2, seed++);
+          Host out(t, shape);
+          ASSERT_OK(cumsum(in, axis, exclusive, reverse, out));
+          double tol = t == DType::F32 ? 1e-6 : tolFor(t);
+          expectNear(out.values(), refCumSum(in, axis, exclusive, reverse),
+                     tol, isInt ? 0 : tol);
+        }
+}
+
+TEST(CumSum, KnownValuesInPlaceWrapAndErrors) {
+  Host x = make(DType::I64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Host o(DType::I64, {2, 3});
+  ASSERT_OK(cumsum(x, 1, false, false, o));
+  expectNear(o.values(), {1, 3, 6, 4, 9, 15}, 0);
+  ASSERT_OK(cumsum(x, 0, true, true, o));
+  expectNear(o.values(), {4, 5, 6, 0, 0, 0}, 0);
+  ASSERT_OK(cumsum(x, -1, true, false, x)); // in place
+  expectNear(x.values(), {0, 1, 3, 0, 4, 9}, 0);
+  Host w = make(DType::I8, {2}, {100, 100}), wo(DType::I8, {2});
+  ASSERT_OK(cumsum(w, 0, false, false, wo));
+  expectNear(wo.values(), {100, -56}, 0); // wraps
+  // Sums accumulate in double: 2^24 then ones stay exact in f32.
+  Host f = make(DType::F32, {3}, {16777216.0, 1, 1}), fo(DType::F32, {3});
+  ASSERT_OK(cumsum(f, 0, false, false, fo));
+  expectNear(fo.values(), {16777216.0, 16777216.0, 16777218.0}, 0);
+  Host e(DType::F32, {2, 0}), eo(DType::F32, {2, 0});
+  ASSERT_OK(cumsum(e, 1, false, false, eo));
+  smprt::Status s = cumsum(make(DType::F32, {2, 3}), 2, false, false,
+                           Host(DType::F32, {2, 3}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error, "cumsum: axis 2 out of range for rank 2");
+  EXPECT_FALSE(
+      cumsum(make(DType::F32, {}), 0, false, false, Host(DType::F32, {})).ok());
+  EXPECT_FALSE(
+      cumsum(make(DType::Bool, {2}), 0, false, false, Host(DType::Bool, {2}))
+          .ok());
+  EXPECT_FALSE(
+      cumsum(make(DType::F32, {2}), 0, false, false, Host(DType::F64, {2}))
+          .ok());
+}
+
 } // namespace
 } // namespace smp::kernels::cpu::test

@@ -179,7 +179,7 @@ TEST(Threads, ParallelLoopsMatchSerial) {
       outs.emplace_back(t, std::move(shape));
       return outs.back();
     };
-    outs.reserve(16);
+    outs.reserve(20);
     EXPECT_OK(reduce(ReduceOp::Sum, x, {1}, add(DType::F32, {1000})));
     EXPECT_OK(reduce(ReduceOp::Max, x, {0}, add(DType::F32, {120})));
     EXPECT_OK(
@@ -200,6 +200,9 @@ TEST(Threads, ParallelLoopsMatchSerial) {
     EXPECT_OK(crossEntropy(x, labels, -100, Reduction::None,
                            add(DType::F32, {1000})));
     EXPECT_OK(unary(UnaryOp::Gelu, x, add(DType::F32, {1000, 120})));
+    EXPECT_OK(cumsum(x, 1, false, false, add(DType::F32, {1000, 120})));
+    EXPECT_OK(cumsum(x, 0, true, true, add(DType::F32, {1000, 120})));
+    EXPECT_OK(binary(BinaryOp::FMod, x, scale, add(DType::F32, {1000, 120})));
     return outs;
   });
 }

@@ -67,6 +67,21 @@ VJP(PowOp) {
   return success();
 }
 
+/// r = a - q * b with q = floor(a / b) (or trunc with fmod), constant
+/// between the jumps: dr/da = 1, dr/db = -q, where q = (a - r) / b (an
+/// integer up to rounding; PyTorch's fmod/remainder use the same formula
+/// with q computed from a / b directly).
+VJP(ModOp) {
+  Grad G{b, op.getLoc()};
+  if (need[0])
+    gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
+  if (need[1]) {
+    Value q = G.div(G.sub(op.getLhs(), op.getResult()), op.getRhs());
+    gx[1] = G.unbroadcast(G.neg(G.mul(gy[0], q)), op.getRhs().getType());
+  }
+  return success();
+}
+
 /// max/min: the gradient goes to the winner; ties split it in half (as
 /// torch.maximum / torch.minimum do).
 template <typename WinsOp>

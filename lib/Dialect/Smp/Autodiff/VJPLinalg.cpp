@@ -136,6 +136,15 @@ VJP(LogSoftmaxOp) { // g - exp(y) sum(g)
   return success();
 }
 
+/// y_i = sum over j <= i of x_j, so dx_j = sum over i >= j of dy_i: the
+/// cumulative sum of the gradient in the other direction (same exclusive).
+VJP(CumSumOp) {
+  gx[0] = CumSumOp::create(b, op.getLoc(), gy[0], op.getAxisAttr(),
+                           op.getExclusiveAttr(),
+                           b.getBoolAttr(!op.getReverse()));
+  return success();
+}
+
 VJP(LayerNormOp) {
   auto grads = LayerNormGradOp::create(b, op.getLoc(), op.getInput(),
                                        op.getScale(), gy[0], op.getAxisAttr(),

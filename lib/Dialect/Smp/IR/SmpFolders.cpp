@@ -425,6 +425,32 @@ SMP_BINARY_FOLD(GreaterOp, a > b ? 1.0 : 0.0, a > b ? 1 : 0)
 SMP_BINARY_FOLD(AndOp, (a != 0 && b != 0) ? 1.0 : 0.0, (a && b) ? 1 : 0)
 SMP_BINARY_FOLD(OrOp, (a != 0 || b != 0) ? 1.0 : 0.0, (a || b) ? 1 : 0)
 
+/// Floor (sign of b) or C (sign of a) remainder; integer remainders by zero
+/// are left for the runtime to report, as division by zero is.
+OpFoldResult ModOp::fold(FoldAdaptor adaptor) {
+  bool cmod = getFmod();
+  bool isUnsigned = getType().getElementType().isUnsignedInteger();
+  return foldBinary(
+      *this, adaptor.getOperands(),
+      [cmod](double a, double b) -> double {
+        double r = std::fmod(a, b);
+        if (!cmod && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+        return r;
+      },
+      [cmod, isUnsigned](int64_t a, int64_t b) -> std::optional<int64_t> {
+        // Unsigned values above INT64_MAX read as negative: the kernel's.
+        if (b == 0 || (isUnsigned && (a < 0 || b < 0)))
+          return std::nullopt;
+        if (b == -1) // INT64_MIN % -1 overflows in C; the remainder is 0
+          return 0;
+        int64_t r = a % b;
+        if (!cmod && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+        return r;
+      });
+}
+
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
   return foldElementwise(
       *this, adaptor.getOperands(),
@@ -571,4 +597,62 @@ OpFoldResult TriluOp::fold(FoldAdaptor adaptor) {
       type, false,
       [&](int64_t f) { return keep(f) ? h->getF(f) : 0.0; },
       [&](int64_t f) { return keep(f) ? h->getI(f) : int64_t(0); });
+}
+
+//===----------------------------------------------------------------------===//
+// Scans
+//===----------------------------------------------------------------------===//
+
+/// Integer sums that overflow int64 or the element type are not folded
+/// (the kernel wraps them); floats accumulate in double, as the kernel does.
+OpFoldResult CumSumOp::fold(FoldAdaptor adaptor) {
+  auto h = readConst(adaptor.getInput());
+  RankedTensorType type = getType();
+  if (!h || type.getNumElements() > kFoldLimit)
+    return {};
+  auto shape = type.getShape();
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()),
+                                type.getRank());
+  int64_t len = shape[axis], inner = 1, n = type.getNumElements();
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t outer = len * inner == 0 ? 0 : n / (len * inner);
+  Type elt = type.getElementType();
+  bool isUnsigned = elt.isUnsignedInteger();
+  SmallVector<double> fres(n);
+  SmallVector<int64_t> ires(n);
+  bool exclusive = getExclusive(), reverse = getReverse();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double fsum = 0;
+      int64_t isum = 0;
+      for (int64_t step = 0; step < len; ++step) {
+        int64_t j = reverse ? len - 1 - step : step;
+        int64_t k = (o * len + j) * inner + i;
+        if (exclusive) {
+          fres[k] = fsum;
+          ires[k] = isum;
+        }
+        if (h->isFloat) {
+          fsum += h->getF(k);
+        } else {
+          int64_t v = h->getI(k);
+          std::optional<int64_t> next = llvm::checkedAdd(isum, v);
+          if ((isUnsigned && v < 0) || !next)
+            return {};
+          isum = *next;
+        }
+        if (!exclusive) {
+          fres[k] = fsum;
+          ires[k] = isum;
+        }
+      }
+    }
+  if (!h->isFloat)
+    for (int64_t v : ires)
+      if (!fitsElementType(elt, v))
+        return {};
+  return makeConst(
+      type, false, [&](int64_t k) { return fres[k]; },
+      [&](int64_t k) { return ires[k]; });
 }

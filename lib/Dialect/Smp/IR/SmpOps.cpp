@@ -90,6 +90,22 @@ SMP_BOOL_INFER(GreaterOp, "greater")
 SMP_BOOL_INFER(AndOp, "and")
 SMP_BOOL_INFER(OrOp, "or")
 
+LogicalResult ModOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      ModOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &results) {
+  return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), Type(),
+                        results, "mod");
+}
+
+LogicalResult ModOp::verify() {
+  Type elt = getType().getElementType();
+  if (elt.isInteger(1) || !(isa<IntegerType>(elt) || isa<FloatType>(elt)))
+    return emitOpError("operands must be integers or floats, got ")
+           << getLhs().getType();
+  return success();
+}
+
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         WhereOp::Adaptor adaptor,
@@ -209,6 +225,18 @@ template <typename OpT> static LogicalResult verifySoftmaxAxis(OpT op) {
 }
 LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getType().getRank();
+  if (!normalizeAxis(static_cast<int64_t>(getAxis()), rank))
+    return emitOpError("axis ") << static_cast<int64_t>(getAxis())
+                                << " out of range for rank " << rank;
+  Type elt = getType().getElementType();
+  if (elt.isInteger(1) || !(isa<IntegerType>(elt) || isa<FloatType>(elt)))
+    return emitOpError("input must hold integers or floats, got ")
+           << getType();
+  return success();
+}
 
 /// Checks that `param` broadcasts onto the trailing `normShape` dims.
 static LogicalResult checkNormParam(std::optional<Location> loc, Value param,

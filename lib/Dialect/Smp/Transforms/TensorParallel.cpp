@@ -131,7 +131,7 @@ struct Region {
       }
       return true;
     }
-    if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, WhereOp>(def)) {
+    if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, ModOp, WhereOp>(def)) {
       for (Value o : def->getOperands())
         if (!requireBroadcastOperand(o, s, rank))
           return false;

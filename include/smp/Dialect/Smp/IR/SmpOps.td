@@ -136,6 +136,24 @@ def Smp_GreaterOp : Smp_CompareOp<"greater"> { let summary = "a > b"; }
 def Smp_AndOp : Smp_LogicalOp<"and"> { let summary = "a && b"; }
 def Smp_OrOp : Smp_LogicalOp<"or"> { let summary = "a || b"; }
 
+def Smp_ModOp : Smp_Op<"mod", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Remainder of a / b (ONNX Mod), broadcasting";
+  let description = [{
+    With `fmod` false: the floor remainder, a - floor(a / b) * b, whose sign
+    is the divisor's (Python's `%`, ONNX Mod with fmod=0). With `fmod` true:
+    C's fmod, a - trunc(a / b) * b, whose sign is the dividend's. Integers or
+    floats; an integer remainder by zero is a runtime error, a float one NaN.
+  }];
+  let arguments = (ins Smp_Tensor:$lhs, Smp_Tensor:$rhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
 def Smp_WhereOp : Smp_Op<"where", [Pure, InferTypeOpAdaptor]> {
   let summary = "cond ? a : b, broadcasting all three";
   let arguments = (ins Smp_BoolTensor:$condition, Smp_Tensor:$lhs,
@@ -199,6 +217,22 @@ def Smp_SoftmaxOp : Smp_SoftmaxLikeOp<"softmax"> {
 }
 def Smp_LogSoftmaxOp : Smp_SoftmaxLikeOp<"log_softmax"> {
   let summary = "log(softmax) along one axis";
+}
+
+def Smp_CumSumOp : Smp_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "Cumulative sum along one axis (ONNX CumSum)";
+  let description = [{
+    result[.., i, ..] = sum of input[.., j, ..] over j <= i along `axis`
+    (negative counts from the end); `exclusive` leaves out j = i, `reverse`
+    sums from the end (j >= i). Floats accumulate in double, integers wrap.
+  }];
+  let arguments = (ins Smp_Tensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 def Smp_LayerNormOp : Smp_Op<"layer_norm", [Pure,

@@ -88,6 +88,11 @@ std::vector<DimGroup> reduceGroups(const std::vector<int64_t> &shape,
 /// normAxis, or "op: axis A out of range for rank R".
 Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a);
 
+/// cumsum: same dtype and shape (integers or floats, at least one dim) and
+/// the axis `a` (normalised).
+Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
+                   int64_t &a);
+
 //===----------------------------------------------------------------------===//
 // Normalisation, losses
 //===----------------------------------------------------------------------===//

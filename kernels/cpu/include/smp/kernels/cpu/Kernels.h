@@ -93,12 +93,15 @@ enum class BinaryOp : uint8_t {
   Greater, // any dtype -> Bool
   And,     // Bool
   Or,      // Bool
+  Mod,     // floor remainder, the divisor's sign (Python's %, ONNX fmod=0)
+  FMod,    // C fmod, the dividend's sign (ONNX fmod=1)
 };
 const char *binaryOpName(BinaryOp op);
 
 /// out = lhs op rhs with numpy broadcasting. lhs and rhs have the same dtype;
 /// out has that dtype (Bool for comparisons and logic). Integer add/sub/mul/
-/// pow wrap around. May run in place on an operand that has out's shape.
+/// pow wrap around; an integer div/mod/fmod by zero is an error (a float one
+/// gives inf or NaN). May run in place on an operand that has out's shape.
 Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
               const TensorRef &out);
 
@@ -138,6 +141,14 @@ enum class ReduceOp : uint8_t { Sum, Mean, Max };
 /// NaN and is -inf over an empty set; Max also accepts Bool.
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out);
+
+/// Cumulative sum along `axis` (negative counts from the end): out[.., i, ..]
+/// sums in[.., j, ..] over j <= i, or j < i with `exclusive`, j >= i (j > i)
+/// with `reverse`. Floats accumulate in double (as PyTorch's CPU cumsum
+/// does), integers wrap. Lines along the axis run in parallel, each in
+/// order, so the result does not depend on the thread count.
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out);
 
 /// exp(x - max) / sum(exp(x - max)) along `axis` (negative counts from the
 /// end). Same shape and dtype.

@@ -128,6 +128,8 @@ enum class BinaryOp : uint8_t {
   Greater,
   And,
   Or,
+  Mod,  // floor remainder; integer by zero: a device error ("mod: ...")
+  FMod, // C fmod; integer by zero: a device error ("fmod: ...")
 };
 const char *binaryOpName(BinaryOp op);
 
@@ -155,6 +157,10 @@ enum class ReduceOp : uint8_t { Sum, Mean, Max };
 
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out);
+/// One thread per line along the axis, in order (as the CPU: floats in
+/// double, integers wrapping).
+Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
+              const TensorRef &out);
 Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out);
 Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out);
 

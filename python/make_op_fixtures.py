@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Writes test/fixtures/ops/: a tiny model whose export holds the ops real
+exports need beyond the basic set (issue 12): CumSum (OPT's position ids,
+`mask.cumsum(1)`, and a float `h.cumsum(1)` the gradient flows through),
+Tile (`.repeat()` of an activation and of a parameter, as T5 repeats its
+decoder mask) and Mod (`torch.fmod`, fmod=1). The TorchScript export of
+nn.MultiheadAttention also writes Mod (test/fixtures/traps/gpt_torchscript.onnx).
+
+Files (plain torch.onnx.export, no dynamic axes: the batch of 4 is in the
+file):
+
+  opsnet_torchscript.onnx  torch.onnx.export(..., dynamo=False)
+  opsnet_dynamo_noopt.onnx torch.onnx.export(..., optimize=False)
+  opsnet_dynamo.onnx       torch.onnx.export(...) (defaults; one file). Its
+                           optimiser folds `self.pos.repeat(4, 2, 1)` into
+                           an initializer `repeat_1` [4, 12, 16] and drops
+                           `pos`: smp then trains the 8 copies apart and
+                           leaves PyTorch's losses (a known gap, see
+                           docs/bring-your-own-model.md); kept to reproduce it
+  data/x.npy, data/mask.npy, data/labels.npy   8 samples (mask: 1s then
+      padding 0s, as an attention mask)
+  data/ref_sgd.json, data/ref_adamw.json  PyTorch's per-step losses and
+      grad norms (5 steps, batch 4, train() mode), for
+      test/train/compare_losses.py
+
+Needs torch and onnx (PyPI); CI only reads the committed files.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+D, H, T, C = 8, 16, 6, 5
+BATCH, SAMPLES, STEPS = 4, 8, 5
+
+
+class OpsNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(D, H)
+        self.pos_emb = nn.Embedding(T + 1, H)
+        self.pos = nn.Parameter(torch.randn(1, T, H) * 0.1)
+        self.fc2 = nn.Linear(H, C)
+
+    def forward(self, x, mask):
+        # OPT's position ids: an int64 cumulative sum of the mask.
+        pos_ids = mask.cumsum(1) * mask
+        h = torch.tanh(self.fc1(x)) + self.pos_emb(pos_ids)
+        # A float cumulative sum over time, then a remainder (fmod=1).
+        c = torch.fmod(h.cumsum(1) * 0.5, 1.5)
+        # Tile: an activation repeated along time, a parameter over the
+        # batch (T5's .repeat() of its mask).
+        t = c.repeat(1, 2, 1)
+        p = self.pos.repeat(x.shape[0], 2, 1)
+        return self.fc2(t + p)
+
+
+def train(model, x, mask, labels, opt_name):
+    model.train()
+    if opt_name == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses, norms = [], []
+    for k in range(STEPS):
+        lo = (k * BATCH) % SAMPLES
+        xb, mb, yb = x[lo:lo + BATCH], mask[lo:lo + BATCH], labels[lo:lo + BATCH]
+        opt.zero_grad()
+        logits = model(xb, mb)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, C), yb.reshape(-1))
+        loss.backward()
+        norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters()))
+        losses.append(loss.item())
+        norms.append(norm.item())
+        opt.step()
+    return losses, norms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
+                                         "test" / "fixtures" / "ops"))
+    out = Path(ap.parse_args().out)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(SAMPLES, T, D, generator=g)
+    lengths = torch.randint(2, T + 1, (SAMPLES,), generator=g)
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).long()
+    labels = torch.randint(0, C, (SAMPLES, 2 * T), generator=g)
+    np.save(out / "data" / "x.npy", x.numpy())
+    np.save(out / "data" / "mask.npy", mask.numpy())
+    np.save(out / "data" / "labels.npy", labels.numpy())
+
+    torch.manual_seed(0)
+    model = OpsNet().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    example = (x[:BATCH], mask[:BATCH])
+    names = dict(input_names=["x", "mask"], output_names=["logits"])
+    torch.onnx.export(model, example, str(out / "opsnet_torchscript.onnx"),
+                      dynamo=False, **names)
+    torch.onnx.export(model, example, str(out / "opsnet_dynamo.onnx"),
+                      external_data=False, **names)
+    torch.onnx.export(model, example, str(out / "opsnet_dynamo_noopt.onnx"),
+                      external_data=False, optimize=False, **names)
+    for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
+        model.load_state_dict(init)
+        losses, norms = train(model, x, mask, labels, opt_name)
+        flags = (f"--train --loss cross_entropy:logits:labels --optimizer {opt_name} "
+                 f"--lr {lr} --batch-size {BATCH}")
+        ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                          "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
+                          "smpc_flags": flags},
+               "losses": losses, "grad_norms": norms}
+        (out / "data" / f"ref_{opt_name}.json").write_text(json.dumps(ref, indent=2) + "\n")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
