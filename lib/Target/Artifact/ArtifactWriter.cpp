@@ -20,6 +20,7 @@
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smprt/FileFormat.h"
 #include "smprt/Tensor.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -177,7 +178,10 @@ private:
   llvm::DenseMap<Value, unsigned> bufferOf;
   std::vector<Value> valueOf; // buffer -> the value it was made for
   llvm::StringMap<unsigned> argByName;
+  llvm::DenseSet<unsigned> argBuffers; // the buffers in argByName
   std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
+  /// root -> the buffers it is the root of (re-rooting touches only those).
+  std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
 };
@@ -200,6 +204,7 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   bufferOf[v] = id;
   valueOf.push_back(v);
   root.push_back(id);
+  members.emplace_back(1, id);
   pool.push_back(0);
   live.push_back(LiveRange{start, start, buf->bytes()});
   return id;
@@ -226,15 +231,14 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
   for (Operation *user : arg.getUsers())
     if (user != producer && producer->isBeforeInBlock(user))
       return fail("'" + name + "' is read after its update");
-  bool rIsArg = r == root[target];
-  for (const auto &entry : argByName)
-    rIsArg |= entry.second == r;
-  if (rIsArg)
+  if (r == root[target] || argBuffers.contains(r))
     return fail("update of '" + name + "' aliases another parameter");
   // Re-root the update's storage (and its aliases) onto the parameter's.
-  for (unsigned &x : root)
-    if (x == r)
-      x = root[target];
+  unsigned to = root[target];
+  for (unsigned x : members[r])
+    root[x] = to;
+  members[to].append(members[r].begin(), members[r].end());
+  members[r].clear();
   program.mutable_buffers(id)->set_name(name.str());
   (void)end;
   return llvm::Error::success();
@@ -341,6 +345,7 @@ llvm::Error Lowering::run() {
         ref->set_fill_value(init.getValueAsDouble());
       live[*id] = LiveRange{-1, kForever, live[*id].bytes};
       argByName[state.getValue()] = *id;
+      argBuffers.insert(*id);
       continue;
     }
     auto param = func.getArgAttrOfType<StringAttr>(i, "smp.param");
@@ -362,6 +367,7 @@ llvm::Error Lowering::run() {
       live[*id] = LiveRange{-1, kForever, live[*id].bytes};
       program.mutable_buffers(*id)->set_role("param");
       argByName[param.getValue()] = *id;
+      argBuffers.insert(*id);
       continue;
     }
     // A parameter the importer untied starts from the merged initializer.
@@ -380,6 +386,7 @@ llvm::Error Lowering::run() {
     program.mutable_buffers(*id)->set_role("param");
     setLayout(*program.mutable_buffers(*id), shard, nullptr);
     argByName[param.getValue()] = *id;
+    argBuffers.insert(*id);
   }
 
   int64_t index = 0;
@@ -491,7 +498,10 @@ llvm::Error Lowering::run() {
       auto id = newBuffer(op.getResult(0), valueName(&op), index);
       if (!id)
         return id.takeError();
-      root[*id] = root[bufferOf.lookup(op.getOperand(0))];
+      unsigned to = root[bufferOf.lookup(op.getOperand(0))];
+      root[*id] = to;
+      members[*id].clear();
+      members[to].push_back(*id);
       use(op.getOperand(0), index);
       ++index;
       continue;
