@@ -14,7 +14,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
@@ -81,10 +83,11 @@ std::string valueName(Operation *op) {
 }
 
 /// Little-endian bytes of a constant, one element at a time.
+/// The caller has checked the size (at most kMaxConstantBytes).
 std::string elementsToBytes(DenseElementsAttr attr, size_t elementBytes) {
   std::string out;
   int64_t n = attr.getNumElements();
-  out.reserve(n * elementBytes);
+  out.reserve(static_cast<size_t>(n) * elementBytes);
   auto put = [&](uint64_t v) {
     for (size_t b = 0; b < elementBytes; ++b)
       out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
@@ -184,6 +187,7 @@ private:
   std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
+  int64_t constantBytes = 0;   // written out by constants so far
 };
 
 llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
@@ -199,7 +203,12 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   buf->set_dtype(static_cast<uint32_t>(*dtype));
   for (int64_t d : type.getShape())
     buf->add_shape(d);
-  buf->set_bytes(type.getNumElements() * smprt::dtypeSize(*dtype));
+  auto bytes = checkedByteSize(type.getShape(), 8 * smprt::dtypeSize(*dtype));
+  if (!bytes || *bytes > kMaxTensorBytes)
+    return fail("value '" + name + "' of shape " +
+                shapeToString(type.getShape()) +
+                " is over the limit of 2^48 bytes for one tensor");
+  buf->set_bytes(*bytes);
   buf->set_name(name);
   bufferOf[v] = id;
   valueOf.push_back(v);
@@ -477,6 +486,19 @@ llvm::Error Lowering::run() {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return fail("constant '" + valueName(&op) + "' is not dense");
+      // Checked before a byte is allocated: a splat of [2^62] elements made
+      // this loop grow memory for ever (the size wrapped).
+      int64_t bytes = program.buffers(*id).bytes();
+      if (bytes > kMaxConstantBytes)
+        return fail("constant '" + valueName(&op) + "' of shape " +
+                    shapeToString(dense.getType().getShape()) + " has " +
+                    llvm::Twine(bytes) +
+                    " bytes, over the limit of 2^30 bytes for one constant");
+      constantBytes += bytes;
+      if (constantBytes > kMaxConstantBytesPerRank)
+        return fail("the constants of this program take over 2^32 bytes (at "
+                    "constant '" +
+                    valueName(&op) + "')");
       addWeight(*id, elementsToBytes(
                          dense, smprt::dtypeSize(static_cast<smprt::DType>(
                                     program.buffers(*id).dtype()))));
@@ -838,6 +860,33 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       if (auto err = lowered.back()->run())
         return std::move(err);
     }
+  // What one rank may need: checked before a file is written (smprun
+  // would only fail to allocate it).
+  for (size_t k = 0; k < lowered.size(); ++k) {
+    const Lowering &l = *lowered[k];
+    std::string which = "pipeline stage " + std::to_string(k / tp) +
+                        ", tensor rank " + std::to_string(k % tp);
+    for (auto [what, bytes] :
+         {std::pair<const char *, uint64_t>{"arena", l.program.arena_bytes()},
+          {"host arena", l.program.host_arena_bytes()},
+          {"weights", l.weightsBytes.size()}})
+      if (bytes > uint64_t(kMaxArenaBytes)) {
+        const pb::Buffer *largest = nullptr;
+        for (const pb::Buffer &b : l.program.buffers())
+          if (!largest || b.bytes() > largest->bytes())
+            largest = &b;
+        std::string detail;
+        if (largest) {
+          SmallVector<int64_t> shape(largest->shape().begin(),
+                                     largest->shape().end());
+          detail = " (its largest tensor: '" + largest->name() +
+                   "' of shape " + shapeToString(shape) + ")";
+        }
+        return fail(which + " needs " + llvm::Twine(bytes) + " bytes of " +
+                    what + detail +
+                    ", over the limit of 2^40 bytes (1 TiB) per rank");
+      }
+  }
   std::vector<std::unique_ptr<Lowering>> stages; // tensor rank 0 of each
   for (size_t p = 0; p < funcs.size(); ++p)
     stages.push_back(std::move(lowered[p * tp]));
