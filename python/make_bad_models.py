@@ -278,6 +278,25 @@ def symlink(out: Path, rel: str, target: str, written: list) -> None:
     written.append(f"{rel} -> {target}")
 
 
+def m_const_of_shape(dims) -> onnx.ModelProto:
+    """ConstantOfShape whose shape input is an initializer holding `dims`
+    (a few bytes in the file, a huge tensor if materialised): issue 13."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [len(dims)],
+                               np.array(dims, np.int64).tobytes(), raw=True)
+    node = helper.make_node("ConstantOfShape", ["shape"], ["y"], name="cos0",
+                            value=helper.make_tensor("value", FLOAT, [1], [1.0]))
+    return model(graph([node], outputs=[vi("y", dims)], initializers=[shape]))
+
+
+def m_expand(dims) -> onnx.ModelProto:
+    """Expand of the graph input x [1] to `dims` (an initializer)."""
+    shape = helper.make_tensor("shape", TensorProto.INT64, [len(dims)],
+                               np.array(dims, np.int64).tobytes(), raw=True)
+    node = helper.make_node("Expand", ["x", "shape"], ["y"], name="expand0")
+    return model(graph([node], inputs=[vi("x", [1])], outputs=[vi("y", dims)],
+                       initializers=[shape]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default: %(default)s)")
@@ -331,6 +350,14 @@ def main() -> None:
     write(out, "ext_key/weights.bin", w_bytes, written)
     write(out, "bad_utf8_node.onnx", m_bad_utf8_node(), written)
     write(out, "name_escape.onnx", ser(m_name_escape()), written)
+
+    # Sizes (issue 13): tiny files naming huge tensors. They aborted with
+    # "LLVM ERROR: out of memory" or made the artifact writer grow memory.
+    write(out, "const_of_shape_2e40.onnx", ser(m_const_of_shape([2**40])), written)
+    write(out, "const_of_shape_2e20x2e20.onnx", ser(m_const_of_shape([2**20, 2**20])), written)
+    write(out, "const_of_shape_2e31x2e31.onnx", ser(m_const_of_shape([2**31, 2**31])), written)
+    write(out, "const_of_shape_2e62.onnx", ser(m_const_of_shape([2**62])), written)
+    write(out, "expand_2e20x2e20.onnx", ser(m_expand([2**20, 2**20])), written)
 
     # Sanity: the models meant to be valid are accepted by onnx.checker (by
     # path, so external data is resolved relative to the model's directory).

@@ -12,6 +12,9 @@
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/Support/CheckedArithmetic.h"
+#include "smp/Support/CheckedMath.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -65,7 +68,10 @@ llvm::Error convertReshape(NodeContext &nc) {
     } else if (d < 0) {
       return nc.error("shape has invalid dim " + llvm::Twine(d));
     } else {
-      known *= d;
+      auto product = checkedMul(known, d);
+      if (!product)
+        return nc.error("shape " + shapeToString(*shape) + " overflows");
+      known = *product;
     }
     out.push_back(d);
   }
@@ -205,7 +211,11 @@ llvm::Error convertSplit(NodeContext &nc) {
                                               : nc.numOutputs();
     if (parts <= 0)
       return nc.error("cannot split into " + llvm::Twine(parts) + " parts");
-    int64_t dim = in[*axis], chunk = (dim + parts - 1) / parts;
+    if (parts > nc.numOutputs()) // (a huge num_outputs looped for ages)
+      return nc.error(llvm::Twine(parts) + " split sizes for " +
+                      llvm::Twine(nc.numOutputs()) + " outputs");
+    // parts is at most the number of outputs: no overflow below.
+    int64_t dim = in[*axis], chunk = dim / parts + (dim % parts != 0);
     for (int64_t p = 0; p < parts; ++p)
       sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - p * chunk)));
   }
@@ -387,6 +397,8 @@ llvm::Error convertConstantOfShape(NodeContext &nc) {
       return nc.error("negative dim " + llvm::Twine(d) + " in shape");
   if (!checkedNumElements(*shape))
     return nc.error("shape " + shapeToString(*shape) + " is too large");
+  // A constant over kMaxConstantBytes is not made: nc.splat builds an
+  // expand of one value, computed at run time.
   Type elt = nc.builder().getF32Type();
   double value = 0;
   if (const auto *attr = nc.attr("value")) {
@@ -425,6 +437,26 @@ llvm::Error convertRange(NodeContext &nc) {
     return nc.error("range has too many elements");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   Type elt = tensorType((*in)[0]).getElementType();
+  // The integer values: start, start + delta, ... (each below limit, so
+  // representable; (n - 1) * delta alone may not be: accumulate, checked).
+  // start and delta went through double: 2^63 does not convert back.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  auto inRange = [&](double v) { return v >= -kTwo63 && v < kTwo63; };
+  SmallVector<int64_t> ints;
+  if (isa<IntegerType>(elt) && n > 0) {
+    if (!inRange(*start) || !inRange(*delta))
+      return nc.error("range start or delta does not fit int64");
+    std::optional<int64_t> v = static_cast<int64_t>(*start);
+    for (int64_t i = 0; i < n; ++i) {
+      if (!v)
+        return nc.error("range of " + llvm::Twine(n) + " elements from " +
+                        llvm::formatv("{0}", *start) + " by " +
+                        llvm::formatv("{0}", *delta) + " overflows int64");
+      ints.push_back(*v);
+      if (i + 1 < n)
+        v = checkedAdd(*v, static_cast<int64_t>(*delta));
+    }
+  }
   auto type = RankedTensorType::get({n}, elt);
   Attribute attr;
   if (auto ft = dyn_cast<FloatType>(elt)) {
@@ -441,10 +473,7 @@ llvm::Error convertRange(NodeContext &nc) {
     auto it = cast<IntegerType>(elt);
     SmallVector<APInt> vals;
     for (int64_t i = 0; i < n; ++i)
-      vals.emplace_back(it.getWidth(),
-                        static_cast<int64_t>(*start) +
-                            i * static_cast<int64_t>(*delta),
-                        true);
+      vals.emplace_back(it.getWidth(), ints[i], true);
     attr = DenseElementsAttr::get(type, vals);
   }
   nc.setOutput(0, smp::ConstantOp::create(nc.builder(), nc.loc(),

@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 #include "smp/Pipelines/Pipelines.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
@@ -63,6 +64,19 @@ GraphImporter::GraphImporter(MLIRContext &ctx, llvm::StringRef path,
 llvm::Error GraphImporter::error(const llvm::Twine &msg) const {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  path + ": " + msg);
+}
+
+llvm::Error GraphImporter::checkTensorSize(RankedTensorType type,
+                                           const llvm::Twine &what) const {
+  auto bytes = checkedByteSize(type.getShape(),
+                               type.getElementType().getIntOrFloatBitWidth());
+  if (bytes && *bytes <= kMaxTensorBytes)
+    return llvm::Error::success();
+  std::string size = bytes ? std::to_string(*bytes) +
+                                 " bytes, over the limit of 2^48 bytes"
+                           : "a byte size that overflows int64";
+  return error(what + " of shape " + shapeToString(type.getShape()) + " has " +
+               size);
 }
 
 llvm::Expected<Value> GraphImporter::lookup(llvm::StringRef name) const {
@@ -138,6 +152,9 @@ GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
   if (!checkedNumElements(dims))
     return error(what + " '" + info.name() + "' shape " + shapeToString(dims) +
                  " has too many elements");
+  if (auto err = checkTensorSize(RankedTensorType::get(dims, elt),
+                                 what + " '" + info.name() + "'"))
+    return std::move(err);
   return RankedTensorType::get(dims, elt);
 }
 
@@ -332,6 +349,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     auto type = checkTensor(&ctx, init, modelDir);
     if (!type)
       return error(llvm::toString(type.takeError()));
+    if (auto err = checkTensorSize(*type, "initializer '" + init.name() + "'"))
+      return std::move(err);
     if (!used.count(init.name()))
       continue;
     bool isFloat = isa<FloatType>(type->getElementType());
@@ -369,8 +388,15 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
       return std::move(err);
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string &out = node.output(i);
-      if (out.empty() || values.count(out))
+      if (out.empty())
         continue;
+      if (auto it = values.find(out); it != values.end()) {
+        if (auto err = checkTensorSize(
+                cast<RankedTensorType>(it->second.getType()),
+                describeNode(node, index) + ": output '" + out + "'"))
+          return std::move(err);
+        continue;
+      }
       unavailable[out] = "output #" + std::to_string(i) + " ('" + out +
                          "') of " + describeNode(node, index) +
                          " is not supported";

@@ -33,6 +33,10 @@ public:
   llvm::Expected<mlir::Value> lookup(llvm::StringRef name) const;
   void define(llvm::StringRef name, mlir::Value v) { values[name] = v; }
   llvm::Error error(const llvm::Twine &msg) const;
+  /// An error naming `what` when a tensor of `type` is over kMaxTensorBytes
+  /// (smp/Support/CheckedMath.h) or its byte size overflows.
+  llvm::Error checkTensorSize(mlir::RankedTensorType type,
+                              const llvm::Twine &what) const;
 
 private:
   llvm::Error declareInputs(llvm::SmallVectorImpl<mlir::Type> &argTypes,

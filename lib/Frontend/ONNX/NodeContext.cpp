@@ -8,10 +8,17 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 
 using namespace mlir;
 
 namespace smp::onnx_frontend {
+
+/// Bytes of a constant of `type`; nullopt on overflow.
+static std::optional<int64_t> constantBytes(ShapedType type) {
+  return checkedByteSize(type.getShape(),
+                         type.getElementType().getIntOrFloatBitWidth());
+}
 
 RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
@@ -166,8 +173,24 @@ llvm::Expected<SmallVector<Value>> NodeContext::finish(Operation *op) {
   }
   SmallVector<Value> results(op->getResults());
   SmallVector<OpFoldResult> folded;
+  // A fold into a constant over kMaxConstantBytes (a splat expanded to
+  // [2^20, 2^20], say) is not taken: the op stays and runs at run time.
+  auto tooLarge = [](ArrayRef<OpFoldResult> results) {
+    for (OpFoldResult f : results) {
+      auto attr = dyn_cast_if_present<TypedAttr>(dyn_cast<Attribute>(f));
+      auto type = attr ? dyn_cast<ShapedType>(attr.getType()) : ShapedType();
+      if (!type || !type.hasStaticShape() ||
+          !type.getElementType().isIntOrFloat())
+        continue;
+      auto bytes = constantBytes(type);
+      if (!bytes || *bytes > kMaxConstantBytes)
+        return true;
+    }
+    return false;
+  };
   if (!op->hasTrait<OpTrait::ConstantLike>() &&
-      succeeded(op->fold(constants, folded)) && !folded.empty()) {
+      succeeded(op->fold(constants, folded)) && !folded.empty() &&
+      !tooLarge(folded)) {
     for (auto [i, f] : llvm::enumerate(folded)) {
       if (auto v = dyn_cast<Value>(f)) {
         results[i] = v;
@@ -184,6 +207,14 @@ llvm::Expected<SmallVector<Value>> NodeContext::finish(Operation *op) {
 Value NodeContext::splat(Type elementType, ArrayRef<int64_t> shape,
                          double value) {
   auto type = RankedTensorType::get(shape, elementType);
+  auto bytes = constantBytes(type);
+  if (!bytes || *bytes > kMaxConstantBytes) {
+    // Too large to write into the weights file: one value, expanded at run
+    // time (the caller has checked the shape's element count).
+    SmallVector<int64_t> ones(shape.size(), 1);
+    Value one = splat(elementType, ones, value);
+    return ExpandOp::create(builder(), loc_, type, one);
+  }
   Attribute attr;
   if (auto ft = dyn_cast<FloatType>(elementType)) {
     APFloat v(value);

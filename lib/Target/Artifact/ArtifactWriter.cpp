@@ -14,13 +14,16 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smprt/FileFormat.h"
 #include "smprt/Tensor.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -81,10 +84,11 @@ std::string valueName(Operation *op) {
 }
 
 /// Little-endian bytes of a constant, one element at a time.
+/// The caller has checked the size (at most kMaxConstantBytes).
 std::string elementsToBytes(DenseElementsAttr attr, size_t elementBytes) {
   std::string out;
   int64_t n = attr.getNumElements();
-  out.reserve(n * elementBytes);
+  out.reserve(static_cast<size_t>(n) * elementBytes);
   auto put = [&](uint64_t v) {
     for (size_t b = 0; b < elementBytes; ++b)
       out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
@@ -178,9 +182,13 @@ private:
   llvm::DenseMap<Value, unsigned> bufferOf;
   std::vector<Value> valueOf; // buffer -> the value it was made for
   llvm::StringMap<unsigned> argByName;
+  llvm::DenseSet<unsigned> argBuffers; // the buffers in argByName
   std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
+  /// root -> the buffers it is the root of (re-rooting touches only those).
+  std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
+  int64_t constantBytes = 0;   // written out by constants so far
 };
 
 llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
@@ -196,11 +204,17 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   buf->set_dtype(static_cast<uint32_t>(*dtype));
   for (int64_t d : type.getShape())
     buf->add_shape(d);
-  buf->set_bytes(type.getNumElements() * smprt::dtypeSize(*dtype));
+  auto bytes = checkedByteSize(type.getShape(), 8 * smprt::dtypeSize(*dtype));
+  if (!bytes || *bytes > kMaxTensorBytes)
+    return fail("value '" + name + "' of shape " +
+                shapeToString(type.getShape()) +
+                " is over the limit of 2^48 bytes for one tensor");
+  buf->set_bytes(*bytes);
   buf->set_name(name);
   bufferOf[v] = id;
   valueOf.push_back(v);
   root.push_back(id);
+  members.emplace_back(1, id);
   pool.push_back(0);
   live.push_back(LiveRange{start, start, buf->bytes()});
   return id;
@@ -227,15 +241,14 @@ llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name, int64_t end) {
   for (Operation *user : arg.getUsers())
     if (user != producer && producer->isBeforeInBlock(user))
       return fail("'" + name + "' is read after its update");
-  bool rIsArg = r == root[target];
-  for (const auto &entry : argByName)
-    rIsArg |= entry.second == r;
-  if (rIsArg)
+  if (r == root[target] || argBuffers.contains(r))
     return fail("update of '" + name + "' aliases another parameter");
   // Re-root the update's storage (and its aliases) onto the parameter's.
-  for (unsigned &x : root)
-    if (x == r)
-      x = root[target];
+  unsigned to = root[target];
+  for (unsigned x : members[r])
+    root[x] = to;
+  members[to].append(members[r].begin(), members[r].end());
+  members[r].clear();
   program.mutable_buffers(id)->set_name(name.str());
   (void)end;
   return llvm::Error::success();
@@ -355,6 +368,7 @@ llvm::Error Lowering::run() {
         ref->set_fill_value(init.getValueAsDouble());
       live[*id] = LiveRange{-1, kForever, live[*id].bytes};
       argByName[state.getValue()] = *id;
+      argBuffers.insert(*id);
       continue;
     }
     auto param = func.getArgAttrOfType<StringAttr>(i, "smp.param");
@@ -376,6 +390,7 @@ llvm::Error Lowering::run() {
       live[*id] = LiveRange{-1, kForever, live[*id].bytes};
       program.mutable_buffers(*id)->set_role("param");
       argByName[param.getValue()] = *id;
+      argBuffers.insert(*id);
       continue;
     }
     // A parameter the importer untied starts from the merged initializer.
@@ -401,6 +416,7 @@ llvm::Error Lowering::run() {
     program.mutable_buffers(*id)->set_role("param");
     setLayout(*program.mutable_buffers(*id), shard, nullptr);
     argByName[param.getValue()] = *id;
+    argBuffers.insert(*id);
   }
 
   int64_t index = 0;
@@ -491,6 +507,19 @@ llvm::Error Lowering::run() {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (!dense)
         return fail("constant '" + valueName(&op) + "' is not dense");
+      // Checked before a byte is allocated: a splat of [2^62] elements made
+      // this loop grow memory for ever (the size wrapped).
+      int64_t bytes = program.buffers(*id).bytes();
+      if (bytes > kMaxConstantBytes)
+        return fail("constant '" + valueName(&op) + "' of shape " +
+                    shapeToString(dense.getType().getShape()) + " has " +
+                    llvm::Twine(bytes) +
+                    " bytes, over the limit of 2^30 bytes for one constant");
+      constantBytes += bytes;
+      if (constantBytes > kMaxConstantBytesPerRank)
+        return fail("the constants of this program take over 2^32 bytes (at "
+                    "constant '" +
+                    valueName(&op) + "')");
       addWeight(*id, elementsToBytes(
                          dense, smprt::dtypeSize(static_cast<smprt::DType>(
                                     program.buffers(*id).dtype()))));
@@ -512,7 +541,10 @@ llvm::Error Lowering::run() {
       auto id = newBuffer(op.getResult(0), valueName(&op), index);
       if (!id)
         return id.takeError();
-      root[*id] = root[bufferOf.lookup(op.getOperand(0))];
+      unsigned to = root[bufferOf.lookup(op.getOperand(0))];
+      root[*id] = to;
+      members[*id].clear();
+      members[to].push_back(*id);
       use(op.getOperand(0), index);
       ++index;
       continue;
@@ -849,6 +881,33 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       if (auto err = lowered.back()->run())
         return std::move(err);
     }
+  // What one rank may need: checked before a file is written (smprun
+  // would only fail to allocate it).
+  for (size_t k = 0; k < lowered.size(); ++k) {
+    const Lowering &l = *lowered[k];
+    std::string which = "pipeline stage " + std::to_string(k / tp) +
+                        ", tensor rank " + std::to_string(k % tp);
+    for (auto [what, bytes] :
+         {std::pair<const char *, uint64_t>{"arena", l.program.arena_bytes()},
+          {"host arena", l.program.host_arena_bytes()},
+          {"weights", l.weightsBytes.size()}})
+      if (bytes > uint64_t(kMaxArenaBytes)) {
+        const pb::Buffer *largest = nullptr;
+        for (const pb::Buffer &b : l.program.buffers())
+          if (!largest || b.bytes() > largest->bytes())
+            largest = &b;
+        std::string detail;
+        if (largest) {
+          SmallVector<int64_t> shape(largest->shape().begin(),
+                                     largest->shape().end());
+          detail = " (its largest tensor: '" + largest->name() +
+                   "' of shape " + shapeToString(shape) + ")";
+        }
+        return fail(which + " needs " + llvm::Twine(bytes) + " bytes of " +
+                    what + detail +
+                    ", over the limit of 2^40 bytes (1 TiB) per rank");
+      }
+  }
   std::vector<std::unique_ptr<Lowering>> stages; // tensor rank 0 of each
   for (size_t p = 0; p < funcs.size(); ++p)
     stages.push_back(std::move(lowered[p * tp]));

@@ -91,10 +91,12 @@ VJP(ReduceMeanOp) {
   Grad G{b, op.getLoc()};
   auto t = typeOf(op.getInput());
   auto axes = normalizedAxes(op.getAxes(), t.getRank());
-  int64_t count = 1;
+  // In double: the product of the reduced dims cannot overflow (it did in
+  // int64 for shapes holding a 0 dim beside huge ones).
+  double count = 1;
   for (int64_t a : axes)
-    count *= t.getDimSize(a);
-  Value scaled = G.mul(gy[0], G.scalar(gy[0], 1.0 / double(count)));
+    count *= double(t.getDimSize(a));
+  Value scaled = G.mul(gy[0], G.scalar(gy[0], 1.0 / count));
   gx[0] = G.expandTo(scaled, axes, t);
   return success();
 }

@@ -1,6 +1,7 @@
 //===- ShapeUtils.cpp - Shape arithmetic shared by ops and frontends ------===//
 
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Support/CheckedMath.h"
 
 #include <string>
 
@@ -30,16 +31,7 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
 }
 
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape) {
-  constexpr int64_t kLimit = int64_t(1) << 62;
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return std::nullopt;
-    if (d != 0 && n > kLimit / d)
-      return std::nullopt;
-    n *= d;
-  }
-  return n;
+  return checkedElementCount(shape);
 }
 
 std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
@@ -47,24 +39,45 @@ std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
                                         int64_t padEnd, int64_t dilation,
                                         bool ceilMode) {
   if (kernel <= 0 || stride <= 0 || dilation <= 0 || padBegin < 0 ||
-      padEnd < 0)
+      padEnd < 0 || in < 0)
     return std::nullopt;
-  int64_t effective = dilation * (kernel - 1) + 1;
-  int64_t span = in + padBegin + padEnd - effective;
+  // Every step checked: pads or dilations near INT64_MAX wrapped into a
+  // small, wrong output size.
+  auto effective = checkedMul(dilation, kernel - 1);
+  auto padded = checkedAdd(in, padBegin);
+  if (!effective || !padded)
+    return std::nullopt;
+  auto total = checkedAdd(*padded, padEnd);
+  auto window = checkedAdd(*effective, 1);
+  if (!total || !window)
+    return std::nullopt;
+  int64_t span = *total - *window;
   if (span < 0)
     return std::nullopt;
-  int64_t out = ceilMode ? (span + stride - 1) / stride + 1 : span / stride + 1;
+  int64_t out = span / stride + 1;
+  if (ceilMode && span % stride != 0)
+    ++out;
   // ONNX/PyTorch: with ceil mode the last window must start inside the input
   // or the begin padding.
-  if (ceilMode && (out - 1) * stride >= in + padBegin)
-    --out;
+  if (ceilMode) {
+    auto lastStart = checkedMul(out - 1, stride);
+    if (!lastStart || *lastStart >= *padded)
+      --out;
+  }
   return out;
 }
 
 int64_t sliceLength(int64_t start, int64_t limit, int64_t step) {
+  // In unsigned arithmetic: a step of INT64_MIN cannot be negated, and
+  // limit - start + step - 1 overflowed for large steps.
   if (step > 0)
-    return limit > start ? (limit - start + step - 1) / step : 0;
-  return start > limit ? (start - limit + (-step) - 1) / (-step) : 0;
+    return limit > start ? int64_t(uint64_t(limit - start - 1) /
+                                   uint64_t(step)) +
+                               1
+                         : 0;
+  uint64_t magnitude = uint64_t(-(step + 1)) + 1;
+  return start > limit ? int64_t(uint64_t(start - limit - 1) / magnitude) + 1
+                       : 0;
 }
 
 std::string shapeToString(llvm::ArrayRef<int64_t> shape) {

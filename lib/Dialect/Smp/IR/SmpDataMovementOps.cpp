@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 
 using namespace mlir;
 using namespace smp;
@@ -134,7 +135,11 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
       if (d != *axis && t.getDimSize(d) != first.getDimSize(d))
         return emitOptionalError(loc, "'smp.concat' operand ", t,
                                  " differs from ", first, " in dim ", d);
-    out[*axis] += t.getDimSize(*axis);
+    auto sum = checkedAdd(out[*axis], t.getDimSize(*axis));
+    if (!sum)
+      return emitOptionalError(loc, "'smp.concat' size along axis ", *axis,
+                               " overflows");
+    out[*axis] = *sum;
   }
   results.push_back(first.clone(out));
   return success();
@@ -153,7 +158,10 @@ LogicalResult SplitOp::inferReturnTypes(MLIRContext *,
   for (int64_t size : adaptor.getSizes()) {
     if (size < 0)
       return emitOptionalError(loc, "'smp.split' negative size ", size);
-    total += size;
+    auto sum = checkedAdd(total, size);
+    if (!sum)
+      return emitOptionalError(loc, "'smp.split' sizes overflow");
+    total = *sum;
     SmallVector<int64_t> shape(type.getShape());
     shape[*axis] = size;
     results.push_back(type.clone(shape));
@@ -214,6 +222,16 @@ static LogicalResult inferWindow(std::optional<Location> loc, StringRef op,
                              " kernel/stride/dilation values and ",
                              2 * spatial, " pads");
   for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = input.getDimSize(2 + i);
+    auto padded = checkedAdd(in, pads[i]);
+    if (pads[i] >= 0 && pads[spatial + i] >= 0 && kernel[i] > 0 &&
+        dilations[i] > 0 &&
+        (!padded || !checkedAdd(*padded, pads[spatial + i]) ||
+         !checkedMul(dilations[i], kernel[i] - 1)))
+      return emitOptionalError(loc, "'smp.", op, "' pads ", pads[i], ", ",
+                               pads[spatial + i], " or dilation ",
+                               dilations[i], " of spatial dim ", i,
+                               " overflow the size arithmetic");
     auto size = windowOutputSize(input.getDimSize(2 + i), kernel[i],
                                  strides[i], pads[i], pads[spatial + i],
                                  dilations[i], ceilMode);

@@ -4,8 +4,9 @@
 // shape-computation subgraphs (Shape/Gather/Concat/...) into constants once
 // the symbolic dims are bound, and how `canonicalize` cleans smp IR.
 //
-// Splat operands fold at any size (the result stays a splat); other constants
-// fold only up to kFoldLimit elements so that the IR stays small.
+// Splat operands fold up to kMaxConstantBytes (the result stays a splat, but
+// the artifact writes it out); other constants fold only up to kFoldLimit
+// elements so that the IR stays small.
 //
 // Integer arithmetic is checked: a result that overflows int64 or the
 // result's element type (INT64_MIN / -1, INT32_MAX + 1 in i32, ...) is not
@@ -19,6 +20,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
@@ -95,6 +97,12 @@ Attribute makeConst(RankedTensorType type, bool splat, GetF getF, GetI getI) {
     return {};
   int64_t n = splat ? 1 : type.getNumElements();
   if (!splat && n > kFoldLimit)
+    return {};
+  // Nor a splat the artifact would have to write out over the limit: the
+  // op stays (docs/threat-model.md, sizes and limits).
+  auto bytes = checkedByteSize(type.getShape(),
+                               type.getElementType().getIntOrFloatBitWidth());
+  if (!bytes || *bytes > kMaxConstantBytes)
     return {};
   Type elt = type.getElementType();
   if (auto ft = dyn_cast<FloatType>(elt)) {

@@ -24,11 +24,12 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Normalises a possibly negative axis into [0, rank); nullopt if out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
-/// Product of dims; nullopt on overflow past 2^62 or a negative dim.
+/// Product of dims; nullopt on a negative dim or when the product of the
+/// non-zero dims passes 2^62 (smp/Support/CheckedMath.h).
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape);
 
 /// Output length of a sliding window (conv / pool) along one dim; nullopt if
-/// the window does not fit.
+/// the window does not fit or a size overflows.
 std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
                                         int64_t stride, int64_t padBegin,
                                         int64_t padEnd, int64_t dilation,
