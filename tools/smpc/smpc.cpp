@@ -34,6 +34,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -320,7 +321,13 @@ int main(int argc, char **argv) {
     // Plan on the model at one sample per batch, then compile that plan.
     Options perSample = opts;
     perSample.import.batchSize = 1;
+    // The compile below imports the model again and prints its warnings.
+    std::optional<ScopedDiagnosticHandler> quietWarnings;
+    quietWarnings.emplace(&ctx, [](Diagnostic &d) {
+      return success(d.getSeverity() == DiagnosticSeverity::Warning);
+    });
     auto model = loadModule(ctx, perSample);
+    quietWarnings.reset();
     if (failed(model))
       return 1;
     PlanCommand cmd = planRequest(opts);
