@@ -36,13 +36,14 @@ Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import onnx
 import torch
 import torch.nn as nn
+
+import torch_refs
 
 VOCAB, DIM, HEADS, SEQ, LAYERS = 32, 16, 2, 8, 2
 BATCH, SAMPLES, STEPS = 8, 16, 5
@@ -116,25 +117,27 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def train(model, idx, labels, opt_name):
-    model.train()
-    if opt_name == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    else:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    losses, norms = [], []
-    for k in range(STEPS):
-        lo = (k * BATCH) % SAMPLES
-        x, y = idx[lo:lo + BATCH], labels[lo:lo + BATCH]
-        opt.zero_grad()
-        logits = model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
-        loss.backward()
-        norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters()))
-        losses.append(loss.item())
-        norms.append(norm.item())
-        opt.step()
-    return losses, norms
+def write_refs(model, init, where, idx, labels, logits_after_sgd=False):
+    """PyTorch's references of `model` from `init` into `where`: SGD and
+    AdamW (torch_refs.LRS), and optionally the first batch's logits after
+    the SGD steps."""
+    where.mkdir(exist_ok=True)
+    for opt_name, lr in torch_refs.LRS.items():
+        model.load_state_dict(init)
+        losses, norms = torch_refs.train_steps(model, (idx,), labels, VOCAB,
+                                               opt_name, STEPS, BATCH)
+        config = {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                  "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
+                  "smpc_flags": (f"--train --loss cross_entropy:logits:labels "
+                                 f"--optimizer {opt_name} --lr {lr} "
+                                 f"--batch-size {BATCH}")}
+        torch_refs.write_ref(where / f"ref_{opt_name}.json", config, losses,
+                             norms)
+        if opt_name == "sgd" and logits_after_sgd:
+            model.eval()
+            with torch.no_grad():
+                np.save(where / "logits_after_sgd.npy",
+                        model(idx[:BATCH]).numpy().astype(np.float32))
 
 
 def main():
@@ -167,22 +170,7 @@ def main():
         if name == "gpt":
             # The attention model's references (its zero out-projection bias
             # is the one the dynamo exporter's optimiser removes).
-            (out / "gpt_mha").mkdir(exist_ok=True)
-            for opt_name in ("sgd", "adamw"):
-                model.load_state_dict(init)
-                losses, norms = train(model, idx, labels, opt_name)
-                ref = {"config": {"name": opt_name, "optimizer": opt_name,
-                                  "lr": 0.1 if opt_name == "sgd" else 1e-2,
-                                  "batch_size": BATCH, "steps": STEPS,
-                                  "samples": SAMPLES},
-                       "losses": losses, "grad_norms": norms}
-                (out / "gpt_mha" / f"ref_{opt_name}.json").write_text(
-                    json.dumps(ref, indent=2) + "\n")
-                if opt_name == "sgd":
-                    model.eval()
-                    with torch.no_grad():
-                        np.save(out / "gpt_mha" / "logits_after_sgd.npy",
-                                model(idx[:BATCH]).numpy().astype(np.float32))
+            write_refs(model, init, out / "gpt_mha", idx, labels, True)
         if name != "mlpgpt":
             continue
         # The dynamo export without its metadata (as tools that rewrite ONNX
@@ -197,22 +185,7 @@ def main():
                           input_names=["idx"], output_names=["logits"],
                           dynamic_shapes={"idx": {0: torch.export.Dim("batch")}},
                           external_data=False)
-        for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
-            model.load_state_dict(init)
-            losses, norms = train(model, idx, labels, opt_name)
-            flags = (f"--train --loss cross_entropy:logits:labels --optimizer {opt_name} "
-                     f"--lr {lr} --batch-size {BATCH}")
-            ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
-                              "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
-                              "smpc_flags": flags},
-                   "losses": losses, "grad_norms": norms}
-            (out / "gpt" / f"ref_{opt_name}.json").write_text(
-                json.dumps(ref, indent=2) + "\n")
-            if opt_name == "sgd":
-                model.eval()
-                with torch.no_grad():
-                    np.save(out / "gpt" / "logits_after_sgd.npy",
-                            model(idx[:BATCH]).numpy().astype(np.float32))
+        write_refs(model, init, out / "gpt", idx, labels, True)
     # albert: a block shared by 4 layers (symbolic batch).
     torch.manual_seed(0)
     model = SharedBlockLM().eval()
@@ -221,15 +194,7 @@ def main():
                       input_names=["idx"], output_names=["logits"],
                       dynamic_shapes={"idx": {0: torch.export.Dim("batch")}},
                       external_data=False)
-    (out / "albert").mkdir(exist_ok=True)
-    for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
-        model.load_state_dict(init)
-        losses, norms = train(model, idx, labels, opt_name)
-        ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
-                          "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES},
-               "losses": losses, "grad_norms": norms}
-        (out / "albert" / f"ref_{opt_name}.json").write_text(
-            json.dumps(ref, indent=2) + "\n")
+    write_refs(model, init, out / "albert", idx, labels)
     print("wrote", out)
 
 

@@ -27,12 +27,13 @@ Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+import torch_refs
 
 D, H, T, C = 8, 16, 6, 5
 BATCH, SAMPLES, STEPS = 4, 8, 5
@@ -57,27 +58,6 @@ class OpsNet(nn.Module):
         t = c.repeat(1, 2, 1)
         p = self.pos.repeat(x.shape[0], 2, 1)
         return self.fc2(t + p)
-
-
-def train(model, x, mask, labels, opt_name):
-    model.train()
-    if opt_name == "sgd":
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    else:
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    losses, norms = [], []
-    for k in range(STEPS):
-        lo = (k * BATCH) % SAMPLES
-        xb, mb, yb = x[lo:lo + BATCH], mask[lo:lo + BATCH], labels[lo:lo + BATCH]
-        opt.zero_grad()
-        logits = model(xb, mb)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, C), yb.reshape(-1))
-        loss.backward()
-        norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters()))
-        losses.append(loss.item())
-        norms.append(norm.item())
-        opt.step()
-    return losses, norms
 
 
 def main():
@@ -106,16 +86,17 @@ def main():
                       external_data=False, **names)
     torch.onnx.export(model, example, str(out / "opsnet_dynamo_noopt.onnx"),
                       external_data=False, optimize=False, **names)
-    for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
+    for opt_name, lr in torch_refs.LRS.items():
         model.load_state_dict(init)
-        losses, norms = train(model, x, mask, labels, opt_name)
+        losses, norms = torch_refs.train_steps(model, (x, mask), labels, C,
+                                               opt_name, STEPS, BATCH)
         flags = (f"--train --loss cross_entropy:logits:labels --optimizer {opt_name} "
                  f"--lr {lr} --batch-size {BATCH}")
-        ref = {"config": {"name": opt_name, "optimizer": opt_name, "lr": lr,
-                          "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
-                          "smpc_flags": flags},
-               "losses": losses, "grad_norms": norms}
-        (out / "data" / f"ref_{opt_name}.json").write_text(json.dumps(ref, indent=2) + "\n")
+        torch_refs.write_ref(out / "data" / f"ref_{opt_name}.json",
+                             {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                              "batch_size": BATCH, "steps": STEPS,
+                              "samples": SAMPLES, "smpc_flags": flags},
+                             losses, norms)
     print("wrote", out)
 
 

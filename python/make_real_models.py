@@ -22,13 +22,14 @@ Needs torch and transformers (PyPI); CI only reads the committed files.
 """
 
 import argparse
-import json
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 import transformers as T
+
+import torch_refs
 
 VOCAB, SEQ, BATCH, SAMPLES, STEPS = 64, 8, 8, 16, 5
 
@@ -78,26 +79,6 @@ class LogitsOnly(torch.nn.Module):
         return self.model(input_ids=input_ids, return_dict=False, **kw)[0]
 
 
-def train(model, ids, labels, opt_name):
-    model.train()
-    opt = (torch.optim.SGD(model.parameters(), lr=0.1) if opt_name == "sgd"
-           else torch.optim.AdamW(model.parameters(), lr=1e-2))
-    losses, norms = [], []
-    for k in range(STEPS):
-        lo = (k * BATCH) % SAMPLES
-        opt.zero_grad()
-        logits = model(ids[lo:lo + BATCH])
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, VOCAB), labels[lo:lo + BATCH].reshape(-1))
-        loss.backward()
-        norms.append(torch.sqrt(sum((p.grad.double() ** 2).sum()
-                                    for p in model.parameters()
-                                    if p.grad is not None)).item())
-        losses.append(loss.item())
-        opt.step()
-    return losses, norms
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
@@ -122,15 +103,15 @@ def main():
                           input_names=["input_ids"], output_names=["logits"],
                           external_data=False)
         (out / name).mkdir(exist_ok=True)
-        for opt_name, lr in (("sgd", 0.1), ("adamw", 1e-2)):
+        for opt_name, lr in torch_refs.LRS.items():
             model.load_state_dict(init)
-            losses, norms = train(model, ids, labels, opt_name)
-            ref = {"config": {"name": opt_name, "optimizer": opt_name,
-                              "lr": lr, "batch_size": BATCH, "steps": STEPS,
-                              "samples": SAMPLES},
-                   "losses": losses, "grad_norms": norms}
-            (out / name / f"ref_{opt_name}.json").write_text(
-                json.dumps(ref, indent=2) + "\n")
+            losses, norms = torch_refs.train_steps(model, (ids,), labels, VOCAB,
+                                                   opt_name, STEPS, BATCH)
+            torch_refs.write_ref(out / name / f"ref_{opt_name}.json",
+                                 {"name": opt_name, "optimizer": opt_name,
+                                  "lr": lr, "batch_size": BATCH,
+                                  "steps": STEPS, "samples": SAMPLES},
+                                 losses, norms)
         print("wrote", name)
 
 
