@@ -143,9 +143,9 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
 /// zero-initialised parameter under that name (exact: it was zero). A
 /// removal smp cannot undo is refused.
 llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
+                                 const std::map<std::string, std::string> &sig,
                                  std::vector<ParamOrigin> &origins) {
-  std::map<std::string, std::string> params;
-  bool read = false;
+  std::map<std::string, std::string> params = sig;
   llvm::StringSet<> names;
   for (const auto &t : g.initializer())
     names.insert(t.name());
@@ -172,10 +172,6 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
     llvm::StringRef bias = parts[biasArg].trim().split(')').first.trim();
     if (!bias.consume_front("%p_"))
       continue;
-    if (!read) {
-      params = signatureParams(g);
-      read = true;
-    }
     std::string var = "p_" + bias.str();
     std::string name =
         params.count(var) ? params[var] : bias.str() + " (torch.export name)";
@@ -230,8 +226,9 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
 /// folded by the exporter's optimiser into a constant (a position or
 /// token-type embedding gathered at constant indices, perhaps added to
 /// another one), which smp would train in their place.
-std::vector<std::string> vanishedParameters(const onnx::GraphProto &g) {
-  std::map<std::string, std::string> sig = signatureParams(g);
+std::vector<std::string>
+vanishedParameters(const onnx::GraphProto &g,
+                   const std::map<std::string, std::string> &sig) {
   if (sig.empty())
     return {};
   std::set<std::string> referenced, inits;
@@ -294,11 +291,13 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           MLIRContext *ctx, const ImportOptions &options,
                           std::vector<std::string> &warnings) {
   onnx::GraphProto &g = *model.mutable_graph();
+  // The dynamo exporter's graph signature (empty for other files), read once.
+  const std::map<std::string, std::string> signature = signatureParams(g);
   std::vector<ParamOrigin> origins;
   if (options.training) {
-    if (auto err = restoreRemovedBiases(g, path, origins))
+    if (auto err = restoreRemovedBiases(g, path, signature, origins))
       return std::move(err);
-    std::vector<std::string> gone = vanishedParameters(g);
+    std::vector<std::string> gone = vanishedParameters(g, signature);
     if (!gone.empty()) {
       std::string list;
       for (size_t k = 0; k < gone.size() && k < 6; ++k)
@@ -370,7 +369,7 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   // that the dynamo exporter's graph signature does not list as a
   // parameter (a folded all-zero attention mask).
   std::set<std::string> sigTargets;
-  for (const auto &[var, target] : signatureParams(g))
+  for (const auto &[var, target] : signature)
     sigTargets.insert(target);
   for (Init &in : inits) {
     if (!in.infinite && in.constant && !sigTargets.empty() &&
@@ -419,7 +418,6 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   llvm::StringSet<> graphOutputs;
   for (const auto &o : g.output())
     graphOutputs.insert(o.name());
-  std::map<std::string, std::string> signature = signatureParams(g);
   for (auto &[name, uses] : readers) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
