@@ -159,26 +159,22 @@ struct SmpBuildTrainStepPass
   /// the micro-batch's slice of an input holding every micro-batch.
   FailureOr<Value> lossInput(func::FuncOp f, OpBuilder &b,
                              RankedTensorType type, StringRef name) {
-    if (!lossInputFull || !unrolled) {
-      // The labels (targets) are a new input: not one the model has.
-      for (unsigned i = 0; i < f.getNumArguments(); ++i)
-        if (auto in = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr);
-            in && in.getValue() == name) {
-          f.emitError() << "--loss names '" << name
-                        << "' as its labels, but the model already has an "
-                           "input of that name; the loss adds its own input: "
-                           "give it a new name";
-          return failure();
-        }
-      for (unsigned i = 0; i < f.getNumResults(); ++i)
-        if (auto out = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
-            out && out.getValue() == name) {
-          f.emitError() << "--loss names '" << name
-                        << "' as its labels, but that is an output of the "
-                           "model; the loss adds its own input: give it a "
-                           "new name";
-          return failure();
-        }
+    if (!lossInputFull) {
+      // The labels (targets) are a new input: no name the model has.
+      auto named = [&](StringAttr a) { return a && a.getValue() == name; };
+      const char *taken = nullptr;
+      for (unsigned i = 0; i < f.getNumArguments() && !taken; ++i)
+        if (named(f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr)))
+          taken = "the model already has an input of that name";
+      for (unsigned i = 0; i < f.getNumResults() && !taken; ++i)
+        if (named(f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr)))
+          taken = "that is an output of the model";
+      if (taken) {
+        f.emitError() << "--loss names '" << name << "' as its labels, but "
+                      << taken
+                      << "; the loss adds its own input: give it a new name";
+        return failure();
+      }
     }
     if (!unrolled)
       return addInput(f, type, name);
