@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 namespace smprt {
 namespace {
@@ -133,6 +134,33 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
   return Status::success();
 }
 
+/// The trained model runs in eval mode: a training-mode BatchNormalization
+/// (training_mode=1, a TorchScript TrainingMode.TRAINING export) becomes an
+/// inference one reading the trained running statistics, unless a node or
+/// the graph's outputs read its running-statistics outputs.
+void batchNormsToEvalMode(onnx::GraphProto &g) {
+  std::set<std::string> read;
+  for (const auto &n : g.node())
+    for (const auto &in : n.input())
+      read.insert(in);
+  for (const auto &o : g.output())
+    read.insert(o.name());
+  for (auto &n : *g.mutable_node()) {
+    if (n.op_type() != "BatchNormalization" || n.output_size() < 1 ||
+        std::any_of(n.output().begin() + 1, n.output().end(),
+                    [&](const std::string &o) { return read.count(o) > 0; }))
+      continue;
+    while (n.output_size() > 1)
+      n.mutable_output()->RemoveLast();
+    auto *attrs = n.mutable_attribute();
+    attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                                [](const onnx::AttributeProto &a) {
+                                  return a.name() == "training_mode";
+                                }),
+                 attrs->end());
+  }
+}
+
 constexpr uint64_t kExternalThreshold = uint64_t(1) << 31; // protobuf's 2 GB
 
 } // namespace
@@ -181,6 +209,7 @@ Status saveTrainedOnnx(const Artifact &artifact,
   if (Status s = applyParamOrigins(artifact, model, all, transposedCopies);
       !s.ok())
     return s;
+  batchNormsToEvalMode(*model.mutable_graph());
   uint64_t total = 0;
   for (const auto &init : model.graph().initializer())
     if (auto it = all.find(init.name()); it != all.end())

@@ -95,6 +95,14 @@ TRAINING (compile --train)
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
   --clip-grad-norm X   Clip gradients to global L2 norm X.
   --freeze REGEX       Parameters whose name matches get no gradient.
+  --bn-stats global|replica
+                       BatchNorm trains as in PyTorch's train() mode (batch
+                       statistics; running statistics updated once per
+                       micro-batch). global (default): the statistics of
+                       each micro-batch over every data-parallel replica
+                       (SyncBatchNorm; any --dp equals one device); replica:
+                       each replica's own (DDP's BatchNorm), the running
+                       statistics following replica 0's.
   --precision fp32|bf16|fp16
                        Compute in bfloat16 or float16 with fp32 master
                        weights, optimizer state, loss and reductions
@@ -196,7 +204,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
       "--activation-loading-horizon", "--offload-activations",
       "--checkpoint-activations", "--shard-optimizer-state", "--placement",
-      "--pp-cuts", "--virtual-stages", "--schedule", "--microbatches"};
+      "--pp-cuts", "--virtual-stages", "--schedule", "--microbatches",
+      "--bn-stats"};
   for (const char *f : kTrainingOnly)
     if (has(f) && !training && !plan)
       return fail(std::string(f) + " applies to training (smpc compile "
@@ -268,6 +277,9 @@ std::optional<int> checkDegreeFlags(const Options &opts) {
     return fail("--schedule applies to pipelines (--pp > 1)");
   if (opts.given.count("--bucket-mb") && opts.dp == 1)
     return fail("--bucket-mb applies to data parallelism (--dp > 1)");
+  if (opts.bnStats == "replica" && opts.dp == 1)
+    return fail("--bn-stats replica applies to data parallelism (--dp > 1): "
+                "with one replica its statistics are the batch's");
   return std::nullopt;
 }
 
@@ -424,6 +436,13 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
       opts.schedule = smp::schedule::scheduleKindName(
           *smp::schedule::parseScheduleKind(*v));
+    } else if (a == "--bn-stats" || a.starts_with("--bn-stats=")) {
+      auto v = value("--bn-stats");
+      if (!v || (*v != "global" && *v != "replica"))
+        return fail("--bn-stats expects global (statistics over every "
+                    "data-parallel replica: SyncBatchNorm) or replica (each "
+                    "replica's own: DDP's BatchNorm)");
+      opts.bnStats = *v;
     } else if (a == "--placement" || a.starts_with("--placement=")) {
       auto v = value("--placement");
       if (!v || !smp::DeviceGrid::parsePlacement(*v))

@@ -23,6 +23,7 @@ struct Options {
   std::string precision = "fp32";
   int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
   std::string schedule = "1f1b", placement = "cluster", ppCuts;
+  std::string bnStats = "global"; // --bn-stats
   bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
        noZero = false; // --no-shard-optimizer-state (planner: pinned off)
   /// smpc plan (and compile --devices N without pinned degrees).

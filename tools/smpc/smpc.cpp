@@ -162,6 +162,8 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
     pipeline += " loss-scaling=true";
   if (opts.dp > 1)
     pipeline += " dp=" + std::to_string(opts.dp);
+  if (opts.bnStats != "global")
+    pipeline += " bn-stats=" + opts.bnStats;
   if (opts.microbatches > 1)
     pipeline += " microbatches=" + std::to_string(opts.microbatches);
   if (opts.pp > 1)

@@ -125,18 +125,86 @@ template <typename OpT> llvm::Error convertGlobalPool(NodeContext &nc) {
                                   true));
 }
 
+/// BatchNormalization. `@main` is the file's forward: an eval-mode node
+/// normalises with its running statistics; a training-mode one
+/// (training_mode=1, TorchScript's TrainingMode.TRAINING export) with the
+/// batch's mean and biased variance, its optional outputs 1 and 2 being the
+/// running statistics updated by ONNX's rule (`running * momentum + batch *
+/// (1 - momentum)`, biased variance). Imported for training, every batch norm
+/// keeps its running statistics as operands: smp-build-train-step trains it
+/// in PyTorch's train() mode whatever mode the file has.
 llvm::Error convertBatchNorm(NodeContext &nc) {
   auto in = nc.inputs(5);
   if (!in)
     return in.takeError();
-  if (nc.attrInt("training_mode", 0) != 0 || nc.hasOutput(1) ||
-      nc.hasOutput(2))
-    return nc.error("training-mode BatchNormalization is not supported; "
-                    "export the model in eval() mode");
   auto &v = *in;
-  return nc.output(nc.create<smp::BatchNormOp>(
-      nc.placeholder(), v[0], v[1], v[2], v[3], v[4],
-      nc.builder().getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f))));
+  auto &b = nc.builder();
+  float epsilon = nc.attrFloat("epsilon", 1e-5f);
+  float momentum = nc.attrFloat("momentum", 0.9f);
+  bool trainingMode = nc.attrInt("training_mode", 0) != 0;
+  if (!trainingMode && (nc.hasOutput(1) || nc.hasOutput(2)))
+    return nc.error("outputs running_mean and running_var need training_mode=1");
+  auto bn = [&](Value mean, Value var) {
+    return nc.create<smp::BatchNormOp>(nc.placeholder(), v[0], v[1], v[2], mean,
+                                       var, b.getF32FloatAttr(epsilon),
+                                       b.getF32FloatAttr(momentum));
+  };
+  if (!trainingMode || (nc.training() && !nc.hasOutput(1) && !nc.hasOutput(2)))
+    return nc.output(bn(v[3], v[4]));
+  // The batch's statistics over every dim but the channels (dim 1).
+  auto xt = tensorType(v[0]);
+  if (xt.getRank() < 2)
+    return nc.error("expects input [N, C, ...]");
+  SmallVector<int64_t> others, perChannel{xt.getDimSize(1)}, chan(xt.getRank(), 1);
+  chan[1] = xt.getDimSize(1);
+  for (int64_t d = 0; d < xt.getRank(); ++d)
+    if (d != 1)
+      others.push_back(d);
+  auto axes = b.getDenseI64ArrayAttr(others);
+  auto mean = nc.create<smp::ReduceMeanOp>(nc.placeholder(), v[0], axes, false);
+  if (!mean)
+    return mean.takeError();
+  auto meanC = nc.reshape(*mean, chan);
+  if (!meanC)
+    return meanC.takeError();
+  auto centred = nc.create<smp::SubOp>(nc.placeholder(), v[0], *meanC);
+  if (!centred)
+    return centred.takeError();
+  auto square = nc.create<smp::MulOp>(nc.placeholder(), *centred, *centred);
+  if (!square)
+    return square.takeError();
+  auto var = nc.create<smp::ReduceMeanOp>(nc.placeholder(), *square, axes, false);
+  if (!var)
+    return var.takeError();
+  // Output i (1: mean, 2: variance): running * momentum + batch * (1 - m).
+  for (unsigned i : {1u, 2u}) {
+    if (!nc.hasOutput(i))
+      continue;
+    Value running = v[i + 2], batch = i == 1 ? *mean : *var;
+    if (tensorType(running).getShape() != ArrayRef<int64_t>(perChannel))
+      return nc.error("running statistics must be [C]");
+    auto kept = nc.create<smp::MulOp>(nc.placeholder(), running,
+                                      nc.scalarLike(running, momentum));
+    if (!kept)
+      return kept.takeError();
+    auto fresh = nc.create<smp::MulOp>(nc.placeholder(), batch,
+                                       nc.scalarLike(batch, 1.0f - momentum));
+    if (!fresh)
+      return fresh.takeError();
+    if (auto err = nc.output(nc.create<smp::AddOp>(nc.placeholder(), *kept,
+                                                   *fresh),
+                             i))
+      return err;
+  }
+  if (nc.training())
+    return nc.output(bn(v[3], v[4]));
+  nc.warnOnce("training-mode BatchNormalization",
+              "training_mode=1 (and every other such node): this forward "
+              "normalises with each batch's statistics (ONNX semantics), not "
+              "the running ones; compile with --train to train it, and use "
+              "an eval() export or smprun --save-onnx's trained file for "
+              "inference");
+  return nc.output(bn(*mean, *var));
 }
 
 /// The optional Mean and InvStdDev outputs of LayerNormalization, computed

@@ -285,6 +285,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
 
   // Capture op diagnostics so converters can report them with the node.
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Warning)
+      return failure(); // a converter's warning: the caller's handler
     if (diag.getSeverity() == DiagnosticSeverity::Error)
       lastDiagnostic = diag.str();
     return success();

@@ -9,6 +9,7 @@
 #include "onnx/onnx_pb.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace smp::onnx_frontend {
 
@@ -28,6 +29,10 @@ public:
   int64_t opset;
   /// The most recent error diagnostic emitted while building an op.
   std::string lastDiagnostic;
+  /// Whether the model is imported to be trained.
+  bool training() const { return options.training; }
+  /// Warnings given once per import (keys).
+  llvm::StringSet<> warned;
 
   /// The value of tensor `name`; an error if a converter did not produce it.
   llvm::Expected<mlir::Value> lookup(llvm::StringRef name) const;

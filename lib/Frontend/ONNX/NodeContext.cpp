@@ -35,6 +35,12 @@ OpBuilder &NodeContext::builder() { return importer_.builder; }
 MLIRContext *NodeContext::context() { return &importer_.ctx; }
 int64_t NodeContext::opset() const { return importer_.opset; }
 llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
+bool NodeContext::training() const { return importer_.training(); }
+void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
+  if (importer_.warned.insert(key).second)
+    mlir::emitWarning(loc_) << importer_.path << ": node '" << node_.name()
+                            << "' (" << node_.op_type() << "): " << msg;
+}
 
 llvm::Error NodeContext::error(const llvm::Twine &msg) const {
   return importer_.error(describeNode(node_, nodeIndex_) + ": " + msg);

@@ -37,6 +37,11 @@ public:
   /// The directory of the model file: external data of tensor attributes
   /// (Constant's `value`) is resolved under it, as for initializers.
   llvm::StringRef modelDir() const;
+  /// Whether the model is imported to be trained (smpc compile --train).
+  bool training() const;
+  /// A warning naming this node, given once per import for each `key`
+  /// ("N more nodes" are not listed).
+  void warnOnce(llvm::StringRef key, const llvm::Twine &msg);
 
   //===--- Inputs ----------------------------------------------------------===//
   /// Number of inputs as written (omitted optional ones count).

@@ -74,9 +74,13 @@ struct TpCopyVJP
 };
 
 /// shard.all_reduce (a sum whose result every rank uses as the same value,
-/// e.g. a row-parallel layer's output): the gradient passes unchanged. A
-/// max over the ranks is only ever the shift that keeps a vocab-parallel
-/// softmax finite, to which the loss is invariant: it gets no gradient.
+/// e.g. a row-parallel layer's output): the gradient passes unchanged, as
+/// every tensor-parallel rank differentiates the same loss. On the
+/// data-parallel grid `@dp` each rank differentiates its own share of the
+/// loss (synchronised batch-norm statistics), so the gradient of the shared
+/// sum is the sum of the ranks' gradients: an all_reduce again. A max over
+/// the ranks is only ever the shift that keeps a vocab-parallel softmax
+/// finite, to which the loss is invariant: it gets no gradient.
 struct AllReduceVJP
     : public AutodiffOpInterface::ExternalModel<AllReduceVJP,
                                                 shard::AllReduceOp> {
@@ -89,7 +93,11 @@ struct AllReduceVJP
       return success(); // a shift (the softmax's max): no gradient flows
     if (reduce.getReduction() != shard::ReductionKind::Sum)
       return op->emitOpError("has no gradient (only sums and maxima do)");
-    gx[0] = gy[0];
+    gx[0] = reduce.getGrid() == "dp"
+                ? Value(shard::AllReduceOp::create(
+                      b, op->getLoc(), gy[0], "dp",
+                      ArrayRef<shard::GridAxis>{0}, shard::ReductionKind::Sum))
+                : gy[0];
     return success();
   }
 };

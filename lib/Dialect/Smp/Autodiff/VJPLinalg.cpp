@@ -169,8 +169,11 @@ VJP(RmsNormOp) {
   return success();
 }
 
-/// Inference-mode batch norm: y = (x - mean) * rsqrt(var + eps) * scale +
-/// bias with fixed statistics.
+/// Batch norm: y = (x - mean) * inv * scale + bias, inv = rsqrt(var + eps),
+/// per channel (dim 1). In inference the statistics are fixed; in training
+/// they are the batch's (computed from x by ops before this one), so their
+/// gradients carry the rest of the input's gradient:
+/// d mean = -scale * inv * sum(g), d var = -scale * inv^2 / 2 * sum(g xhat).
 VJP(BatchNormOp) {
   Grad G{b, op.getLoc()};
   Value x = op.getInput(), g = gy[0];
@@ -181,17 +184,36 @@ VJP(BatchNormOp) {
   for (int64_t d = 0; d < t.getRank(); ++d)
     if (d != 1)
       others.push_back(d);
+  ArrayRef<int64_t> perChannel = typeOf(op.getVariance()).getShape();
   Value eps = G.scalar(x, op.getEpsilon().convertToDouble());
-  Value inv = G.reshape(
-      RsqrtOp::create(b, op.getLoc(), G.add(op.getVariance(), eps)), chan);
+  Value invC = RsqrtOp::create(b, op.getLoc(), G.add(op.getVariance(), eps));
+  Value inv = G.reshape(invC, chan);
+  Value xhat;
+  if (need[1] || need[4])
+    xhat = G.mul(G.sub(x, G.reshape(op.getMean(), chan)), inv);
   if (need[0])
     gx[0] = G.mul(g, G.mul(G.reshape(op.getScale(), chan), inv));
-  if (need[1]) {
-    Value xhat = G.mul(G.sub(x, G.reshape(op.getMean(), chan)), inv);
-    gx[1] = G.sum(G.mul(g, xhat), others, /*keepdims=*/false);
-  }
+  Value gxhat; // sum(g * xhat) per channel
+  if (need[1] || need[4])
+    gxhat = G.sum(G.mul(g, xhat), others, /*keepdims=*/false);
+  Value gsum; // sum(g) per channel
+  if (need[2] || need[3])
+    gsum = G.sum(g, others, /*keepdims=*/false);
+  if (need[1])
+    gx[1] = G.reshape(gxhat, typeOf(op.getScale()).getShape());
   if (need[2])
-    gx[2] = G.sum(g, others, /*keepdims=*/false);
+    gx[2] = G.reshape(gsum, typeOf(op.getBias()).getShape());
+  Value scaleInv;
+  if (need[3] || need[4])
+    scaleInv = G.mul(G.reshape(op.getScale(), perChannel), invC);
+  if (need[3])
+    gx[3] = G.reshape(
+        NegOp::create(b, op.getLoc(),
+                      G.mul(scaleInv, G.reshape(gsum, perChannel))),
+        typeOf(op.getMean()).getShape());
+  if (need[4])
+    gx[4] = G.mul(G.mul(scaleInv, G.mul(invC, G.scalar(invC, -0.5))),
+                  G.reshape(gxhat, perChannel));
   return success();
 }
 

@@ -127,7 +127,8 @@ LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' must be a unit attribute";
     return success();
   }
-  if (name == kPlacementAttr || name == kScheduleAttr) {
+  if (name == kPlacementAttr || name == kScheduleAttr ||
+      name == kRunningStatAttr) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a string";
     return success();

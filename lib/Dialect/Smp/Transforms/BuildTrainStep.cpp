@@ -11,8 +11,10 @@
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "BatchNormTraining.h"
 #include "Recompute.h"
 #include "TrainStepUtils.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
 #include <limits>
@@ -621,6 +623,20 @@ struct SmpBuildTrainStepPass
       return f.emitError() << "unknown recompute mode '" << recompute
                            << "' (expected none, full or selective)";
 
+    if (bnStats != "global" && bnStats != "replica")
+      return f.emitError() << "unknown bn-stats '" << bnStats
+                           << "' (expected global or replica)";
+    // Batch norms normalise with the batch's statistics (train() mode); their
+    // running statistics are updated by the step, not trained.
+    auto running = trainBatchNorms(f, dp,
+                                   bnStats == "global" ? BatchNormStats::Global
+                                                       : BatchNormStats::Replica);
+    if (failed(running))
+      return failure();
+    llvm::DenseSet<Value> runningArgs;
+    for (const RunningStat &s : *running)
+      runningArgs.insert(s.arg);
+
     sinkWeightOnlyOps(f);
 
     // Trainable parameters: float, not frozen, not matching --freeze.
@@ -635,7 +651,8 @@ struct SmpBuildTrainStepPass
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
-      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr))
+      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr) ||
+          runningArgs.contains(arg))
         continue;
       if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
         continue;
@@ -892,6 +909,11 @@ struct SmpBuildTrainStepPass
       newAttrs.push_back(updateAttr(name + ".exp_avg"));
       newResults.push_back(upd.getNewExpAvgSq());
       newAttrs.push_back(updateAttr(name + ".exp_avg_sq"));
+    }
+    // The running statistics, after every micro-batch's update.
+    for (auto &[name, value] : chainRunningStats(f, *running)) {
+      newResults.push_back(value);
+      newAttrs.push_back(updateAttr(name));
     }
     auto outputAttr = [&](StringRef name) {
       return DictionaryAttr::get(

@@ -61,6 +61,10 @@ def Smp_Dialect : Dialect {
     static constexpr llvm::StringLiteral kStageAttr = "smp.stage";
     /// Micro-batch of an op of the forward/backward part of a step (i64).
     static constexpr llvm::StringLiteral kMicrobatchAttr = "smp.mb";
+    /// On the op of a training step that reads a batch norm's running
+    /// statistic (string: its parameter) to update it; a micro-batch's copy
+    /// chains from the previous micro-batch's update.
+    static constexpr llvm::StringLiteral kRunningStatAttr = "smp.running_stat";
     /// Unit: the op belongs to the backward of its micro-batch.
     static constexpr llvm::StringLiteral kBackwardAttr = "smp.bwd";
     /// Module attribute: predicted cost of each pipeline stage (f64 array).

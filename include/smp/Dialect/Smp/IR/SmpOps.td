@@ -258,10 +258,20 @@ def Smp_RmsNormOp : Smp_Op<"rms_norm", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Smp_BatchNormOp : Smp_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
-  let summary = "Inference-mode batch normalisation over channel dim 1";
+  let summary = "Batch normalisation over channel dim 1 with given statistics";
+  let description = [{
+    `(x - mean) * rsqrt(variance + epsilon) * scale + bias`, per channel. In
+    `@main` the statistics are the running ones (inference). The training
+    step (`smp-build-train-step`) passes the batch's statistics instead and
+    updates the running ones with `momentum` (ONNX's convention:
+    `running = running * momentum + batch * (1 - momentum)`, PyTorch's
+    momentum 0.1 exports as 0.9); the VJP covers every operand, so the
+    gradient flows through batch statistics too.
+  }];
   let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
                    Smp_FloatTensor:$bias, Smp_FloatTensor:$mean,
-                   Smp_FloatTensor:$variance, F32Attr:$epsilon);
+                   Smp_FloatTensor:$variance, F32Attr:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $bias `,` $mean `,` $variance attr-dict `:`

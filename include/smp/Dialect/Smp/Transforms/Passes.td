@@ -106,6 +106,13 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "placed right after its last gradient is computed so that a "
            "backend can overlap it with the rest of the backward; 0: one "
            "all-reduce per gradient">,
+    Option<"bnStats", "bn-stats", "std::string", /*default=*/"\"global\"",
+           "batch norm in the step (always PyTorch's train() mode: batch "
+           "statistics, running statistics updated with momentum and the "
+           "unbiased variance): global sums the statistics over the dp "
+           "ranks (SyncBatchNorm: every plan equals one device); replica "
+           "keeps each rank's own (DDP's BatchNorm), the running statistics "
+           "following dp rank 0's">,
     Option<"pipelineRanks", "pp", "int", /*default=*/"1",
            "pipeline ranks: stage (chunk) c runs on rank c mod pp, and a "
            "parameter that several stages read gets one copy per rank "
