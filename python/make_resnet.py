@@ -17,6 +17,7 @@ mode, with its exports and PyTorch's references.
                      as users have it (train() mode, default flags): the
                      optimiser folds every BN into its convolution
   x.npy, labels.npy  16 samples [3, 16, 16], 10 classes
+  eval/x.npy         the first 8 (one batch), for forward runs
   logits.npy         PyTorch's eval() output of the fresh model on x[:8]
   logits_<opt>.npy   the same after ref_<opt>'s 5 steps (running statistics
                      and parameters trained)
@@ -158,6 +159,8 @@ def main():
     y = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
     np.save(out / "x.npy", x.numpy())
     np.save(out / "labels.npy", y.numpy())
+    (out / "eval").mkdir(exist_ok=True)  # one batch, for forward runs
+    np.save(out / "eval" / "x.npy", x[:BATCH].numpy())
     with torch.no_grad():
         np.save(out / "logits.npy", fresh().eval()(x[:BATCH]).numpy())
 

@@ -95,14 +95,16 @@ TRAINING (compile --train)
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
   --clip-grad-norm X   Clip gradients to global L2 norm X.
   --freeze REGEX       Parameters whose name matches get no gradient.
-  --bn-stats global|replica
+  --bn-stats global|replica|running
                        BatchNorm trains as in PyTorch's train() mode (batch
                        statistics; running statistics updated once per
                        micro-batch). global (default): the statistics of
                        each micro-batch over every data-parallel replica
                        (SyncBatchNorm; any --dp equals one device); replica:
                        each replica's own (DDP's BatchNorm), the running
-                       statistics following replica 0's.
+                       statistics following replica 0's; running: the
+                       running statistics, never updated (PyTorch's eval()
+                       mode while training: frozen BatchNorm).
   --precision fp32|bf16|fp16
                        Compute in bfloat16 or float16 with fp32 master
                        weights, optimizer state, loss and reductions
@@ -438,10 +440,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
           *smp::schedule::parseScheduleKind(*v));
     } else if (a == "--bn-stats" || a.starts_with("--bn-stats=")) {
       auto v = value("--bn-stats");
-      if (!v || (*v != "global" && *v != "replica"))
-        return fail("--bn-stats expects global (statistics over every "
-                    "data-parallel replica: SyncBatchNorm) or replica (each "
-                    "replica's own: DDP's BatchNorm)");
+      if (!v || (*v != "global" && *v != "replica" && *v != "running"))
+        return fail("--bn-stats expects global (batch statistics over every "
+                    "data-parallel replica: SyncBatchNorm), replica (each "
+                    "replica's own: DDP's BatchNorm) or running (the running "
+                    "statistics, kept: frozen BatchNorm)");
       opts.bnStats = *v;
     } else if (a == "--placement" || a.starts_with("--placement=")) {
       auto v = value("--placement");

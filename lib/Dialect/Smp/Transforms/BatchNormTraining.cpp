@@ -44,14 +44,19 @@ BlockArgument paramBehind(func::FuncOp f, Value v) {
   return arg;
 }
 
-/// Whether `arg` is read only by `bn` (directly or through casts).
+/// Whether `arg` is read only by `bn`, as one of its operands (directly or
+/// through casts).
 bool onlyReadBy(BlockArgument arg, Operation *bn) {
   SmallVector<Value> work{arg};
   while (!work.empty()) {
     Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (user == bn)
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == bn) {
+        if (llvm::count(bn->getOperands(), v) > 1)
+          return false;
         continue;
+      }
       auto cast = dyn_cast<CastOp>(user);
       if (!cast)
         return false;
@@ -197,6 +202,16 @@ struct Rewriter {
 };
 
 } // namespace
+
+llvm::DenseSet<Value> batchNormStatArgs(func::FuncOp f) {
+  llvm::DenseSet<Value> args;
+  f.walk([&](BatchNormOp bn) {
+    for (Value v : {bn.getMean(), bn.getVariance()})
+      if (BlockArgument arg = paramBehind(f, v))
+        args.insert(arg);
+  });
+  return args;
+}
 
 FailureOr<SmallVector<RunningStat>>
 trainBatchNorms(func::FuncOp f, int64_t dp, BatchNormStats stats) {

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
@@ -29,6 +30,10 @@ struct RunningStat {
   mlir::BlockArgument arg;
   std::string name;
 };
+
+/// The parameter arguments that the batch norms of `f` read as their
+/// statistics (directly or through casts): buffers, never trained.
+llvm::DenseSet<mlir::Value> batchNormStatArgs(mlir::func::FuncOp f);
 
 /// Rewrites every smp.batch_norm of `f` (the step's forward, before
 /// autodiff) to normalise with its batch's mean and biased variance, and

@@ -623,19 +623,21 @@ struct SmpBuildTrainStepPass
       return f.emitError() << "unknown recompute mode '" << recompute
                            << "' (expected none, full or selective)";
 
-    if (bnStats != "global" && bnStats != "replica")
+    if (bnStats != "global" && bnStats != "replica" && bnStats != "running")
       return f.emitError() << "unknown bn-stats '" << bnStats
-                           << "' (expected global or replica)";
+                           << "' (expected global, replica or running)";
     // Batch norms normalise with the batch's statistics (train() mode); their
-    // running statistics are updated by the step, not trained.
-    auto running = trainBatchNorms(f, dp,
-                                   bnStats == "global" ? BatchNormStats::Global
-                                                       : BatchNormStats::Replica);
+    // running statistics are updated by the step, not trained. (`running`:
+    // they normalise with the running statistics, which stay as they are.)
+    // Running statistics are buffers: never trained, in any mode.
+    llvm::DenseSet<Value> runningArgs = batchNormStatArgs(f);
+    FailureOr<SmallVector<RunningStat>> running = SmallVector<RunningStat>();
+    if (bnStats != "running")
+      running = trainBatchNorms(f, dp,
+                                bnStats == "global" ? BatchNormStats::Global
+                                                    : BatchNormStats::Replica);
     if (failed(running))
       return failure();
-    llvm::DenseSet<Value> runningArgs;
-    for (const RunningStat &s : *running)
-      runningArgs.insert(s.arg);
 
     sinkWeightOnlyOps(f);
 

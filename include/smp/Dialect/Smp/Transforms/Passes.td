@@ -112,7 +112,9 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "unbiased variance): global sums the statistics over the dp "
            "ranks (SyncBatchNorm: every plan equals one device); replica "
            "keeps each rank's own (DDP's BatchNorm), the running statistics "
-           "following dp rank 0's">,
+           "following dp rank 0's; running normalises with the running "
+           "statistics and keeps them (PyTorch's eval() mode while training, "
+           "torchvision's FrozenBatchNorm2d)">,
     Option<"pipelineRanks", "pp", "int", /*default=*/"1",
            "pipeline ranks: stage (chunk) c runs on rank c mod pp, and a "
            "parameter that several stages read gets one copy per rank "
