@@ -38,8 +38,8 @@ llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 bool NodeContext::training() const { return importer_.training(); }
 void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
   if (importer_.warned.insert(key).second)
-    mlir::emitWarning(loc_) << importer_.path << ": node '" << node_.name()
-                            << "' (" << node_.op_type() << "): " << msg;
+    mlir::emitWarning(loc_) << importer_.path << ": "
+                            << describeNode(node_, nodeIndex_) << ": " << msg;
 }
 
 llvm::Error NodeContext::error(const llvm::Twine &msg) const {

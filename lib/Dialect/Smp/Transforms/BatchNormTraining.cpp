@@ -44,8 +44,27 @@ BlockArgument paramBehind(func::FuncOp f, Value v) {
   return arg;
 }
 
-/// Whether `arg` is read only by `bn`, as one of its operands (directly or
-/// through casts).
+/// Whether `v`'s values reach only the function's outputs (through any ops
+/// but batch norms): a training-mode export's running-statistics outputs,
+/// which the training step drops.
+bool feedsOnlyOutputs(Value v) {
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    for (Operation *user : w.getUsers()) {
+      if (isa<func::ReturnOp>(user))
+        continue;
+      if (isa<BatchNormOp>(user) || user->getNumResults() == 0)
+        return false;
+      for (Value r : user->getResults())
+        work.push_back(r);
+    }
+  }
+  return true;
+}
+
+/// Whether `arg` is read by `bn` as one of its operands only (directly or
+/// through casts), or else only on the way to the function's outputs.
 bool onlyReadBy(BlockArgument arg, Operation *bn) {
   SmallVector<Value> work{arg};
   while (!work.empty()) {
@@ -57,10 +76,12 @@ bool onlyReadBy(BlockArgument arg, Operation *bn) {
           return false;
         continue;
       }
-      auto cast = dyn_cast<CastOp>(user);
-      if (!cast)
+      if (auto cast = dyn_cast<CastOp>(user)) {
+        work.push_back(cast.getResult());
+        continue;
+      }
+      if (!llvm::all_of(user->getResults(), feedsOnlyOutputs))
         return false;
-      work.push_back(cast.getResult());
     }
   }
   return true;
