@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+#include "SharedInitializers.h"
 #include "TensorData.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -338,8 +339,23 @@ llvm::Error convertGather(NodeContext &nc) {
                         llvm::Twine(*axis) + " of size " + llvm::Twine(dim));
     }
   }
+  // nn.Embedding(padding_idx=p) (the dynamo exporter's metadata says
+  // aten.embedding(weight, ids, p)): row p gets no gradient from the lookup.
+  IntegerAttr padding;
+  llvm::StringRef fx = "";
+  std::string meta = nodeMetadata(nc.node(), "pkg.torch.onnx.fx_node");
+  fx = meta;
+  if (*axis == 0 && fx.contains("aten.embedding.default](args = (")) {
+    llvm::SmallVector<llvm::StringRef> args;
+    fx.split("args = (").second.split(')').first.split(args, ',');
+    int64_t p = -1;
+    if (args.size() >= 3 && !args[2].trim().getAsInteger(10, p) && p >= 0 &&
+        p < tensorType(data).getDimSize(0))
+      padding = nc.builder().getI64IntegerAttr(p);
+  }
   return nc.output(nc.create<smp::GatherOp>(
-      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
+      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis),
+      padding));
 }
 
 llvm::Error convertExpand(NodeContext &nc) {
