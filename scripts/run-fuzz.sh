@@ -19,7 +19,7 @@ BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 
 for tool in clang-22 clang++-22; do
   command -v $tool >/dev/null || {
-    echo "run-fuzz: $tool not found: apt-get install clang-22 libclang-rt-22-dev libfuzzer-22-dev" >&2
+    echo "run-fuzz: $tool not found (bash scripts/install-deps.sh installs it)" >&2
     exit 1
   }
 done
@@ -47,7 +47,7 @@ for t in "${TARGETS[@]}"; do
   log="$BUILD_DIR/findings/$t.log"
   echo "run-fuzz: smp-fuzz-$t for $SECONDS_PER_TARGET s"
   if ! "$BUILD_DIR/bin/smp-fuzz-$t" "$BUILD_DIR/corpus/$t" "test/fuzz/corpus/$t" \
-      -max_total_time="$SECONDS_PER_TARGET" -timeout=25 \
+      -max_total_time="$SECONDS_PER_TARGET" -timeout=25 -seed=1 \
       -rss_limit_mb=4096 -malloc_limit_mb=2048 -max_len=262144 \
       -artifact_prefix="$BUILD_DIR/findings/$t-" -print_final_stats=1 \
       >"$log" 2>&1; then

@@ -14,6 +14,8 @@
 #include "smp/InitAll.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 
+#include <string>
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static mlir::DialectRegistry *registry = [] {
     auto *r = new mlir::DialectRegistry;
@@ -25,9 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctx.loadAllAvailableDialects();
   mlir::ScopedDiagnosticHandler quiet(
       &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // NUL-terminated, as smpc reads a file (openInputFile): MLIR's lexer
+  // reads the terminator to find the end of the buffer.
+  std::string text(reinterpret_cast<const char *>(data), size);
   mlir::ParserConfig config(&ctx);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, config);
+  auto module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, config, "input.mlir");
   if (!module)
     return 0;
   auto arenas = smp::planArenaBytes(*module);
