@@ -38,7 +38,9 @@ echo "run-fuzz: build $(( $(date +%s) - start )) s"
 # compiler makes (kMaxConstantBytes, 1 GiB) and a copy of it; no input of
 # these sizes justifies more. Per input: 25 s (the importer of a 100k-node
 # graph takes seconds; under ASan about 3x more).
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:handle_abort=1}
+# allow_user_poisoning=0: see test/fuzz/FuzzSupport.cpp (LLVM's allocator
+# poisons in our code, libMLIR allocates uninstrumented from the same slab).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=1:allocator_may_return_null=0:handle_abort=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$BUILD_DIR/findings"
 status=0
