@@ -9,6 +9,7 @@ PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
+  clang-22 libclang-rt-22-dev libfuzzer-22-dev libomp-22-dev
 )
 
 missing=()

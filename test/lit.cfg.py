@@ -9,7 +9,7 @@ from lit.llvm import llvm_config
 config.name = "smp"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
-config.excludes = ["Inputs", "unit", "fixtures", "CMakeLists.txt", "README.md",
+config.excludes = ["Inputs", "corpus", "unit", "fixtures", "CMakeLists.txt", "README.md",
                    "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.smp_obj_root, "test")
