@@ -32,6 +32,10 @@ config.substitutions.append(
 config.substitutions.append(
     ("%bad", os.path.join(config.smp_src_root, "test", "Frontend", "ONNX",
                           "Inputs", "bad")))
+# PyTorch's torchrun (test/smprun/launchers-torchrun.test).
+import shutil as _shutil
+if _shutil.which("torchrun"):
+    config.available_features.add("torchrun")
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).
 onnx_node = "/usr/share/libonnx-testdata/data/node"
 if os.path.isdir(onnx_node):

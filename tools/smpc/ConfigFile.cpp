@@ -114,6 +114,11 @@ llvm::Error error(llvm::StringRef origin, const llvm::Twine &msg) {
 }
 
 std::string shownValue(const llvm::json::Value &v) {
+  if (!v.getAsInteger() && v.getAsNumber()) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.15g", *v.getAsNumber());
+    return buf;
+  }
   std::string s;
   llvm::raw_string_ostream os(s);
   os << v;
@@ -443,7 +448,7 @@ llvm::Error expandConfigFile(std::vector<std::string> &args) {
       return error("--config", "given twice; give one config file");
     if (a.starts_with("--config="))
       path = a.drop_front(9).str();
-    else if (i + 1 < args.size())
+    else if (i + 1 < args.size() && !llvm::StringRef(args[i + 1]).starts_with("-"))
       path = args[++i];
     if (!path || path->empty())
       return error("--config", "expects a JSON file");
