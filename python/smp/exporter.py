@@ -167,8 +167,9 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     for key, t in module.state_dict(keep_vars=True).items():
         groups.setdefault(id(t), []).append(key)
     key_group = {k: g for g in groups.values() for k in g}
-    trainable = {k for k, p in module.named_parameters(remove_duplicate=False)
-                 if p.requires_grad}
+    # Every key of a tied parameter (state_dict keeps them all).
+    trainable = {k for k, t in module.state_dict(keep_vars=True).items()
+                 if isinstance(t, torch.nn.Parameter) and t.requires_grad}
     model = onnx.load(str(path), load_external_data=False)
     float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE,
                    onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}

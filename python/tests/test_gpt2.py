@@ -70,7 +70,7 @@ def test_gpt2_export_compile_train_reload(tools, tmp_path):
                            loss="cross_entropy:logits:labels")
     assert artifact.ranks == 4
     assert "dp=2 tp=1 pp=2" in artifact.plan_text
-    result = smp.train(artifact, data={"input_ids": ids.numpy(),
+    result = smp.train(artifact, data={exported.input_names[0]: ids.numpy(),
                                        "labels": labels.numpy()},
                        steps=STEPS, ranks=4, checkpoint_dir=tmp_path / "ckpt",
                        save_onnx=tmp_path / "trained.onnx")
@@ -95,7 +95,7 @@ def test_gpt2_export_compile_train_reload(tools, tmp_path):
     with torch.no_grad():
         want = logits_of(fresh, ids[:BATCH]).numpy()
     got, runner = smp.run_onnx(tmp_path / "trained.onnx",
-                               {"input_ids": ids[:BATCH].numpy()})
+                               {exported.input_names[0]: ids[:BATCH].numpy()})
     diff = float(np.max(np.abs(got["logits"] - want)))
     print(f"trained logits vs smp's trained ONNX ({runner}): max |diff| {diff:.3g}")
     assert diff < 1e-4
