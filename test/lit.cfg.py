@@ -19,7 +19,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen",
-     "smp-artifact-text", "smp-onnx-conformance"],
+     "smp-artifact-text", "smp-onnx-conformance", "smp-checkpoint"],
     [config.smp_tools_dir])
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(
