@@ -16,8 +16,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <map>
 #include <cstring>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 
@@ -83,18 +83,18 @@ int main(int argc, char **argv) {
     if (!s.ok())
       return fail(s.error);
     for (auto &[name, g] : tensors) {
-      std::string file = std::string(role) + "." + smprt::fileNameFor(name) +
-                         ".npy";
+      std::string file =
+          std::string(role) + "." + smprt::fileNameFor(name) + ".npy";
       smprt::TensorRef ref;
       ref.data = g.bytes.data();
       ref.dtype = static_cast<smprt::DType>(g.dtype);
       ref.shape = g.shape;
       if (!(s = smprt::writeNpy(out + "/" + file, ref)).ok())
         return fail(s.error);
-      index += std::string(index.size() > 1 ? ",\n " : "\n ") +
-               jsonString(std::string(role) == "param" ? name
-                                                       : "state:" + name) +
-               ": " + jsonString(file);
+      index +=
+          std::string(index.size() > 1 ? ",\n " : "\n ") +
+          jsonString(std::string(role) == "param" ? name : "state:" + name) +
+          ": " + jsonString(file);
     }
   }
   index += "\n}\n";

@@ -76,22 +76,42 @@ const std::pair<const char *, Kind> kFlags[] = {
 };
 
 /// SageMaker model-parallel v1 keys (docs/python.md has the table).
-const char *kSageMakerKeys[] = {
-    "pipeline_parallel_degree", "partitions", "tensor_parallel_degree",
-    "microbatches", "pipeline", "placement_strategy", "ddp",
-    "shard_optimizer_state", "optimize", "auto_partition",
-    "offload_activations", "activation_loading_horizon", "fp16", "bf16",
-    "prescaled_batch"};
+const char *kSageMakerKeys[] = {"pipeline_parallel_degree",
+                                "partitions",
+                                "tensor_parallel_degree",
+                                "microbatches",
+                                "pipeline",
+                                "placement_strategy",
+                                "ddp",
+                                "shard_optimizer_state",
+                                "optimize",
+                                "auto_partition",
+                                "offload_activations",
+                                "activation_loading_horizon",
+                                "fp16",
+                                "bf16",
+                                "prescaled_batch"};
 
 /// SageMaker keys with no smp counterpart: refused by name.
-const char *kUnsupportedSageMakerKeys[] = {
-    "horovod", "memory_weight", "active_microbatches", "skip_tracing",
-    "tensor_parallel_seed", "delayed_parameter_initialization",
-    "sharded_data_parallel_degree", "fp32_grad_accumulation",
-    "predefined_hooks", "contiguous", "ddp_port", "ddp_dist_backend",
-    "default_partition", "load_partition", "sdp_reduce_bucket_size",
-    "sdp_param_persistence_threshold", "sdp_max_live_parameters",
-    "sdp_hierarchical_allgather", "sdp_gradient_clipping"};
+const char *kUnsupportedSageMakerKeys[] = {"horovod",
+                                           "memory_weight",
+                                           "active_microbatches",
+                                           "skip_tracing",
+                                           "tensor_parallel_seed",
+                                           "delayed_parameter_initialization",
+                                           "sharded_data_parallel_degree",
+                                           "fp32_grad_accumulation",
+                                           "predefined_hooks",
+                                           "contiguous",
+                                           "ddp_port",
+                                           "ddp_dist_backend",
+                                           "default_partition",
+                                           "load_partition",
+                                           "sdp_reduce_bucket_size",
+                                           "sdp_param_persistence_threshold",
+                                           "sdp_max_live_parameters",
+                                           "sdp_hierarchical_allgather",
+                                           "sdp_gradient_clipping"};
 
 std::optional<Kind> flagKind(llvm::StringRef flag) {
   for (const auto &[name, kind] : kFlags)
@@ -179,8 +199,8 @@ sageMakerItems(llvm::StringRef key, const llvm::json::Value &v,
     return Item{key.str(), shown, flag, std::move(value), present};
   };
   auto bad = [&](const char *expects) -> llvm::Expected<std::vector<Item>> {
-    return error(origin, "\"" + key + "\" expects " + expects + ", got " +
-                             shown);
+    return error(origin,
+                 "\"" + key + "\" expects " + expects + ", got " + shown);
   };
   auto positive = [&]() -> std::optional<std::string> {
     auto i = v.getAsInteger();
@@ -196,7 +216,7 @@ sageMakerItems(llvm::StringRef key, const llvm::json::Value &v,
     if (!n)
       return bad("a positive integer");
     const char *f = key == "tensor_parallel_degree" ? "--tp"
-                    : key == "microbatches"          ? "--microbatches"
+                    : key == "microbatches"         ? "--microbatches"
                     : key == "activation_loading_horizon"
                         ? "--activation-loading-horizon"
                         : "--pp";
@@ -271,9 +291,10 @@ llvm::Expected<std::vector<Item>> keyItems(llvm::StringRef key,
   auto kind = flagKind(flag);
   if (!kind) {
     std::string near = closestKey(key);
-    return error(origin, "unknown key \"" + key + "\"" +
-                             (near.empty() ? std::string(" (see docs/python.md)")
-                                           : "; did you mean \"" + near + "\"?"));
+    return error(origin,
+                 "unknown key \"" + key + "\"" +
+                     (near.empty() ? std::string(" (see docs/python.md)")
+                                   : "; did you mean \"" + near + "\"?"));
   }
   std::string shown = shownValue(v);
   auto bad = [&](const char *expects) -> llvm::Expected<std::vector<Item>> {
@@ -356,7 +377,8 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
                 const std::vector<std::string> &commandLine) {
   auto parsed = llvm::json::parse(text);
   if (!parsed)
-    return error(origin, "not valid JSON: " + llvm::toString(parsed.takeError()));
+    return error(origin,
+                 "not valid JSON: " + llvm::toString(parsed.takeError()));
   const llvm::json::Object *object = parsed->getAsObject();
   if (!object)
     return error(origin, "expects a JSON object of keys (SageMaker "
@@ -385,11 +407,11 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
       auto kind = flagKind(a.flag);
       if (kind == Kind::Repeated || kind == Kind::Dims)
         continue;
-      bool clash = a.present && b.present
-                       ? !sameValue(a.value, b.value)
-                       : a.present != b.present &&
-                             ((a.present ? b : a).value.empty() ||
-                              sameValue(a.value, b.value));
+      bool clash =
+          a.present && b.present
+              ? !sameValue(a.value, b.value)
+              : a.present != b.present && ((a.present ? b : a).value.empty() ||
+                                           sameValue(a.value, b.value));
       if (clash)
         return error(origin, describe(a) + " and " + describe(b) +
                                  " contradict each other");
@@ -448,7 +470,8 @@ llvm::Error expandConfigFile(std::vector<std::string> &args) {
       return error("--config", "given twice; give one config file");
     if (a.starts_with("--config="))
       path = a.drop_front(9).str();
-    else if (i + 1 < args.size() && !llvm::StringRef(args[i + 1]).starts_with("-"))
+    else if (i + 1 < args.size() &&
+             !llvm::StringRef(args[i + 1]).starts_with("-"))
       path = args[++i];
     if (!path || path->empty())
       return error("--config", "expects a JSON file");

@@ -26,8 +26,8 @@ std::optional<int> applyExportSidecar(Options &opts) {
     return fail(path + ": cannot read (" + buffer.getError().message() + ")");
   auto parsed = llvm::json::parse((*buffer)->getBuffer());
   if (!parsed)
-    return fail(path + ": not valid JSON: " +
-                llvm::toString(parsed.takeError()));
+    return fail(path +
+                ": not valid JSON: " + llvm::toString(parsed.takeError()));
   const llvm::json::Object *root = parsed->getAsObject();
   if (!root || root->getString("format") != "smp-export/1")
     return fail(path + ": not an smp.export sidecar (\"format\": "

@@ -1,4 +1,5 @@
-//===- ExportSidecar.h - What smp.export records beside the ONNX file -*- C++ -*-===//
+//===- ExportSidecar.h - What smp.export records beside the ONNX file -*- C++
+//-*-===//
 //
 // `smp.export` (python/smp) writes MODEL.smp-export.json beside MODEL.onnx
 // with what ONNX cannot say about the PyTorch module:
