@@ -1,5 +1,4 @@
-//===- ExportSidecar.h - What smp.export records beside the ONNX file -*- C++
-//-*-===//
+//===- ExportSidecar.h - smp.export's sidecar file ------------*- C++ -*-===//
 //
 // `smp.export` (python/smp) writes MODEL.smp-export.json beside MODEL.onnx
 // with what ONNX cannot say about the PyTorch module:
