@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExportSidecar.h"
 #include "ModelSummary.h"
 #include "Options.h"
 #include "PlanCommand.h"
@@ -116,6 +117,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.loss = opts.loss;
   cmd.optimizer = opts.optimizer;
   cmd.precision = opts.precision;
+  cmd.optimize = opts.optimize;
   if (opts.dpGiven)
     cmd.dp = opts.dp;
   if (opts.tpGiven)
@@ -299,6 +301,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   Options opts;
   if (auto code = parseArgs(argc, argv, opts))
+    return *code;
+  if (auto code = applyExportSidecar(opts))
     return *code;
   if (opts.command == "ops") {
     for (const auto &op : smp::onnx_frontend::supportedOps())
