@@ -11,6 +11,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/InitAll.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 
@@ -35,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       mlir::parseSourceString<mlir::ModuleOp>(text, config, "input.mlir");
   if (!module)
     return 0;
+  // As smpc: sizes are checked before anything computes with them.
+  if (llvm::Error e = smp::checkSizeLimits(*module, "input.mlir")) {
+    llvm::consumeError(std::move(e));
+    return 0;
+  }
   auto arenas = smp::planArenaBytes(*module);
   if (!arenas)
     llvm::consumeError(arenas.takeError());

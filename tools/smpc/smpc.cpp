@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/Analysis/Cost/CostModel.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -60,6 +61,10 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &ctx);
     if (!module) {
       fail(path + ": invalid smp MLIR (see the diagnostic above)");
+      return failure();
+    }
+    if (llvm::Error e = smp::checkSizeLimits(*module, path)) {
+      fail(llvm::toString(std::move(e)));
       return failure();
     }
     return module;
