@@ -7,6 +7,9 @@ For each architecture:
   <arch>.onnx        torch.onnx.export(model, (input_ids,), path) with default
                      flags (the dynamo exporter and its optimiser), no dynamic
                      shapes: batch 8 fixed in the file, as users get it
+  <arch>_dyn.onnx    the way docs/bring-your-own-model.md tells users to
+                     export: the same with dynamic_shapes (a symbolic batch
+                     dim "batch")
   <arch>/ref_sgd.json, <arch>/ref_adamw.json
                      PyTorch's per-step losses and grad norms: 5 steps of
                      SGD (lr 0.1) and AdamW (lr 1e-2) on batches of 8, in
@@ -101,6 +104,11 @@ def main():
         init = {k: v.clone() for k, v in model.state_dict().items()}
         torch.onnx.export(model, (ids[:BATCH],), str(out / f"{name}.onnx"),
                           input_names=["input_ids"], output_names=["logits"],
+                          external_data=False)
+        torch.onnx.export(model, (ids[:BATCH],), str(out / f"{name}_dyn.onnx"),
+                          input_names=["input_ids"], output_names=["logits"],
+                          dynamic_shapes={"input_ids": {
+                              0: torch.export.Dim("batch")}},
                           external_data=False)
         (out / name).mkdir(exist_ok=True)
         for opt_name, lr in torch_refs.LRS.items():

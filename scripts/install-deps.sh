@@ -9,6 +9,14 @@ PACKAGES=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libopenblas-dev
+  # The fuzzers (test/fuzz, scripts/run-fuzz.sh): clang-22 with its
+  # sanitizer, libFuzzer and OpenMP runtimes.
+  clang-22 libclang-rt-22-dev libfuzzer-22-dev libomp-22-dev
+  # The Python package and its tests (python/, ctest's python-pytest):
+  # Debian's torch 1.13 (TorchScript exporter), onnx, numpy, pytest; about a
+  # minute to install (docs/python.md).
+  python3-torch python3-onnx python3-numpy python3-pytest python3-pip
+  python3-setuptools python3-wheel
 )
 
 missing=()
@@ -19,8 +27,18 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
+# The smp package, editable from this checkout, into the python3 the tests
+# use (Debian 12's pip refuses system installs without the flag).
+install_python_package() {
+  if ! python3 -c "import smp" 2>/dev/null; then
+    python3 -m pip install --quiet --no-deps --no-build-isolation \
+      --break-system-packages -e "$(dirname "$0")/../python"
+  fi
+}
+
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_python_package
   exit 0
 fi
 
@@ -30,3 +48,4 @@ echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   --no-install-recommends "${missing[@]}"
+install_python_package

@@ -9,3 +9,6 @@ bash scripts/build.sh
 echo "build: $(( $(date +%s) - start )) s"
 BUILD_DIR=${BUILD_DIR:-build}
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
+# The libFuzzer targets (clang-22, ASan+UBSan, build-fuzz/): each runs over
+# its committed corpus and then mutates for FUZZ_SECONDS (default 45).
+bash scripts/run-fuzz.sh "${FUZZ_SECONDS:-45}"

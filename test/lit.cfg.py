@@ -9,7 +9,7 @@ from lit.llvm import llvm_config
 config.name = "smp"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
-config.excludes = ["Inputs", "unit", "fixtures", "CMakeLists.txt", "README.md",
+config.excludes = ["Inputs", "corpus", "unit", "fixtures", "CMakeLists.txt", "README.md",
                    "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.smp_obj_root, "test")
@@ -19,7 +19,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen",
-     "smp-artifact-text", "smp-onnx-conformance"],
+     "smp-artifact-text", "smp-onnx-conformance", "smp-checkpoint"],
     [config.smp_tools_dir])
 config.substitutions.append(("%python", "python3"))
 config.substitutions.append(
@@ -32,6 +32,10 @@ config.substitutions.append(
 config.substitutions.append(
     ("%bad", os.path.join(config.smp_src_root, "test", "Frontend", "ONNX",
                           "Inputs", "bad")))
+# PyTorch's torchrun (test/smprun/launchers-torchrun.test).
+import shutil as _shutil
+if _shutil.which("torchrun"):
+    config.available_features.add("torchrun")
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).
 onnx_node = "/usr/share/libonnx-testdata/data/node"
 if os.path.isdir(onnx_node):

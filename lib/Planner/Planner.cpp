@@ -648,11 +648,14 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
       msg += "; " + r;
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   }
-  std::sort(plans.begin(), plans.end(), [](const Plan &a, const Plan &b) {
+  auto better = [&](const Plan &a, const Plan &b) {
+    if (req.minimizeMemory && a.peakMemory != b.peakMemory)
+      return a.peakMemory < b.peakMemory;
     if (a.stepSeconds != b.stepSeconds)
       return a.stepSeconds < b.stepSeconds;
     return a.peakMemory < b.peakMemory;
-  });
+  };
+  std::sort(plans.begin(), plans.end(), better);
   // The fastest plans again with each stage's memory from the liveness of
   // its step: a plan the sweep finds too big for the device is dropped.
   std::vector<Plan> kept;
@@ -670,6 +673,9 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
             std::to_string(req.globalBatch) +
             ": the fastest plans' steps hold more live memory than that; add "
             "devices or allow recomputation");
+  // The sweep measured each stage's memory anew: rank by it.
+  if (req.minimizeMemory)
+    std::stable_sort(kept.begin(), kept.end(), better);
   result.best = kept.front();
   for (size_t i = 1; i < kept.size(); ++i)
     result.runnersUp.push_back(kept[i]);
@@ -754,6 +760,7 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
   llvm::json::Object root{
       {"devices", req.devices},      {"device", req.device.name},
       {"global_batch", req.globalBatch},
+      {"optimize", req.minimizeMemory ? "memory" : "speed"},
       {"best", planJson(r.best)},     {"runners_up", std::move(runners)},
       {"plans_priced", static_cast<int64_t>(r.plansPriced)},
       {"plans_fitting", static_cast<int64_t>(r.plansFitting)},

@@ -16,13 +16,27 @@ namespace {
 
 constexpr uint32_t kMaxDType = static_cast<uint32_t>(DType::U64);
 
+/// lstat of a file of the artifact, refusing what is not a regular file.
+/// smpc writes regular files only, so a symbolic link in an artifact (one
+/// from elsewhere could point anywhere: /etc/passwd as its weights) is
+/// refused, never followed.
+Status statArtifactFile(const std::string &path, struct stat &st) {
+  if (::lstat(path.c_str(), &st) != 0)
+    return Status::failure(path + ": missing (the artifact is incomplete)");
+  if (S_ISLNK(st.st_mode))
+    return Status::failure(path + ": a symbolic link; an artifact holds "
+                                  "regular files only (copy the file in)");
+  if (!S_ISREG(st.st_mode))
+    return Status::failure(path + ": not a regular file");
+  return Status::success();
+}
+
 Status readFile(const std::string &path, std::string &bytes,
                 uint64_t maxBytes) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return Status::failure(path + ": missing (the artifact is incomplete)");
-  if (!S_ISREG(st.st_mode))
-    return Status::failure(path + ": not a regular file");
+  Status s = statArtifactFile(path, st);
+  if (!s.ok())
+    return s;
   if (static_cast<uint64_t>(st.st_size) > maxBytes)
     return Status::failure(path + ": " + std::to_string(st.st_size) +
                            " bytes, more than the " +
@@ -486,8 +500,9 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
         name.find("..") != std::string::npos)
       return Status::failure(manifestPath + ": bad file name '" + name + "'");
   std::string programPath = dir + "/" + file->program_file();
-  if (::stat(programPath.c_str(), &st) == 0 &&
-      static_cast<uint64_t>(st.st_size) != file->program_bytes())
+  if (!(s = statArtifactFile(programPath, st)).ok())
+    return s;
+  if (static_cast<uint64_t>(st.st_size) != file->program_bytes())
     return Status::failure(programPath + ": " + std::to_string(st.st_size) +
                            " bytes, expected " +
                            std::to_string(file->program_bytes()) +
@@ -528,9 +543,8 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out) {
   out.weightsPath = dir + "/" + file->weights_file();
   out.weightsBytes = file->weights_bytes();
   out.weightsChecksum = file->weights_checksum();
-  if (::stat(out.weightsPath.c_str(), &st) != 0)
-    return Status::failure(out.weightsPath +
-                           ": missing (the artifact is incomplete)");
+  if (!(s = statArtifactFile(out.weightsPath, st)).ok())
+    return s;
   if (static_cast<uint64_t>(st.st_size) != out.weightsBytes)
     return Status::failure(out.weightsPath + ": " +
                            std::to_string(st.st_size) + " bytes, expected " +

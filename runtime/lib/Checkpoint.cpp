@@ -325,6 +325,19 @@ Status readCheckpointFiles(const std::string &dir, CheckpointFiles &files) {
     data[r].assign((std::istreambuf_iterator<char>(dataFile)),
                    std::istreambuf_iterator<char>());
     for (const auto &t : indexes[r].tensors()) {
+      // The layout fields are checked like an artifact's before any shard
+      // is gathered (a crafted index with a fresh checksum must not make
+      // the gather write outside its buffers).
+      std::string bad =
+          t.dtype() > static_cast<uint32_t>(DType::U64)
+              ? "has unknown dtype " + std::to_string(t.dtype())
+              : checkShardLayout(ShardLayout::of(t), t.bytes(),
+                                 dtypeSize(static_cast<DType>(t.dtype())));
+      if (!bad.empty())
+        return Status::failure(indexPath + ": tensor '" + t.name() + "' " +
+                               bad +
+                               " (the checkpoint is inconsistent; it was "
+                               "not written by smprun)");
       if (t.offset() > data[r].size() || t.bytes() > data[r].size() - t.offset())
         return Status::failure(dataPath + ": truncated (tensor '" + t.name() +
                                "')");

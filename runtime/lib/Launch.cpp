@@ -30,6 +30,63 @@ std::string plural(long n, const char *word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+using Getenv = std::function<const char *(const char *)>;
+
+/// An srun job step of several ranks must give MPI a process-management
+/// interface (PMIx or PMI-2), or MPI_Init cannot connect the ranks (srun's
+/// default, --mpi=none, gives none).
+Status checkSlurmPmi(const Getenv &getenv) {
+  if (getenv("PMIX_RANK") || getenv("PMI_FD") || getenv("PMI_RANK"))
+    return Status::success();
+  const char *type = getenv("SLURM_MPI_TYPE");
+  return Status::failure(
+      std::string("srun started this rank without a process-management "
+                  "interface for MPI (") +
+      (type ? std::string("SLURM_MPI_TYPE=") + type
+            : std::string("no PMIX_RANK or PMI_FD")) +
+      "), so MPI cannot connect the ranks: run srun --mpi=pmix smprun ... "
+      "(`srun --mpi=list` shows what this Slurm offers), or start the ranks "
+      "with mpirun -n N smprun ... (docs/launchers.md)");
+}
+
+/// torchrun and Kubernetes training operators set RANK and WORLD_SIZE (and
+/// LOCAL_RANK, MASTER_ADDR, MASTER_PORT) but start no MPI: one rank runs,
+/// several are refused with the launchers that work.
+Status detectTorchrun(const Getenv &getenv, LaunchInfo &out) {
+  const char *rank = getenv("RANK"), *size = getenv("WORLD_SIZE");
+  // Both, as torchrun sets them: RANK alone is too common a name.
+  if (!rank || !size)
+    return Status::success();
+  LaunchInfo info;
+  if (!parseCount(rank, info.rank))
+    return Status::failure(std::string("RANK='") + rank + "' is not a rank");
+  if (!parseCount(size, info.size) || info.size < 1)
+    return Status::failure(std::string("WORLD_SIZE='") + size +
+                           "' is not a number of ranks");
+  if (info.rank >= info.size)
+    return Status::failure(std::string("RANK=") + rank +
+                           " is not below WORLD_SIZE=" + size);
+  if (const char *local = getenv("LOCAL_RANK");
+      local && !parseCount(local, info.localRank))
+    return Status::failure(std::string("LOCAL_RANK='") + local +
+                           "' is not a rank");
+  if (info.size > 1) {
+    const char *addr = getenv("MASTER_ADDR");
+    return Status::failure(
+        "started by torchrun or a training operator (RANK=" +
+        std::string(rank) + ", WORLD_SIZE=" + size +
+        (addr ? std::string(", MASTER_ADDR=") + addr : std::string()) +
+        "), which starts no MPI, and smprun's ranks talk through MPI: "
+        "launch the " + plural(info.size, "rank") + " with smprun -n " +
+        size + " (one machine), mpirun -n " + size + " smprun ... or srun "
+        "--mpi=pmix smprun ... (Slurm); on Kubernetes use an MPI job "
+        "(MPIJob) (docs/launchers.md)");
+  }
+  info.launcher = "torchrun";
+  out = info;
+  return Status::success();
+}
+
 } // namespace
 
 Status detectLaunch(const std::function<const char *(const char *)> &getenv,
@@ -77,9 +134,11 @@ Status detectLaunch(const std::function<const char *(const char *)> &getenv,
       return Status::failure(std::string(src.localRank) + "='" + localRank +
                              "' is not a rank");
     out.launcher = src.launcher;
+    if (out.launcher == "slurm" && out.size > 1)
+      return checkSlurmPmi(getenv);
     return Status::success();
   }
-  return Status::success();
+  return detectTorchrun(getenv, out);
 }
 
 Status detectLaunch(LaunchInfo &out) {

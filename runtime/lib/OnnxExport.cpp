@@ -73,8 +73,33 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       node->set_input(static_cast<int>(o.uses(1)), o.name());
       continue;
     }
-    if (o.kind() == "tied" || o.kind() == "buffer")
+    if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded")
       continue;
+    if (o.kind() == "folded-rows") {
+      // A folded embedding trained as its distinct rows: written back as
+      // the folded initializer (row r = distinct row uses[2r]).
+      const onnx::TensorProto *from = findInit(o.from());
+      auto it = params.find(o.name());
+      if (!from || it == params.end() || it->second.shape.size() != 2)
+        return Status::failure(source + ": cannot write back the folded "
+                                        "embedding '" + o.from() + "'");
+      TrainedTensor t = it->second;
+      size_t rowBytes = t.bytes / static_cast<size_t>(t.shape[0]);
+      std::string out;
+      for (int u = 0; u + 1 < o.uses_size(); u += 2) {
+        if (o.uses(u) < 0 || o.uses(u) >= t.shape[0])
+          return Status::failure(source + ": the folded embedding '" +
+                                 o.from() + "' has a bad row index");
+        out.append(t.data + o.uses(u) * rowBytes, rowBytes);
+      }
+      transposedCopies.push_back(std::move(out));
+      t.data = transposedCopies.back().data();
+      t.bytes = transposedCopies.back().size();
+      t.shape.assign(from->dims().begin(), from->dims().end());
+      params.erase(it);
+      params[o.from()] = t;
+      continue;
+    }
     const onnx::TensorProto *from = findInit(o.from());
     if (!from)
       return Status::failure(source + ": initializer '" + o.from() +

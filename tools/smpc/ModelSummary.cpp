@@ -58,6 +58,14 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
       os << ": untied from '" << from.getValue()
          << "' (the exporter merged equal fresh tensors; its metadata names "
             "this PyTorch parameter)\n";
+    else if (kind.getValue() == "folded")
+      os << ": rows of an embedding the exporter's optimiser gathered at "
+            "constant positions and folded, trained as those rows\n";
+    else if (kind.getValue() == "folded-rows")
+      os << ": the distinct rows of '" << from.getValue()
+         << "' (an embedding the exporter's optimiser gathered at constant "
+            "positions and folded), trained as PyTorch trains the rows "
+            "they were gathered from\n";
     else if (kind.getValue() == "merged")
       os << ": untied from '" << from.getValue()
          << "' (one constant-valued initializer read by several nodes; "

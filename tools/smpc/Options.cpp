@@ -1,6 +1,7 @@
 //===- Options.cpp - smpc's command line: usage, flags, their checks ------===//
 
 #include "Options.h"
+#include "ConfigFile.h"
 
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
@@ -164,6 +165,18 @@ PARALLELISM (compile --train)
                        layers are split (T must divide the heads and the
                        hidden units), and the embedding, the LM head and
                        a cross-entropy loss by vocabulary (any T).
+  --optimize speed|memory
+                       Planner (plan, compile --devices N): choose the
+                       fastest plan that fits (speed, the default) or the
+                       one that needs the least memory per device (memory).
+
+CONFIG FILE
+  --config FILE.json   Read flags from a JSON object: SageMaker
+                       model-parallel v1 keys (pipeline_parallel_degree,
+                       microbatches, ddp, ...) or smpc flags by name
+                       ("batch_size": 8, "dim": {"seq": 16}). Flags also
+                       given on the command line must agree with it; unknown
+                       keys are refused. docs/python.md has the table.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -262,6 +275,10 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
     return fail("--cluster is read by the planner (--devices N without "
                 "pinned degrees) or with --profile-db; this compile uses "
                 "neither");
+  if (has("--optimize") && !planned && !plan)
+    return fail("--optimize is what the planner optimises (smpc plan, or "
+                "compile --devices N without pinned degrees); this compile "
+                "has its plan pinned");
   if (has("--microbatch-size") && !planned)
     return fail("--microbatch-size is read by the planner (--devices N "
                 "without pinned degrees); pinned plans take --microbatches");
@@ -293,6 +310,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     llvm::errs() << kUsage;
     return 1;
   }
+  if (llvm::Error e = expandConfigFile(args))
+    return fail(llvm::toString(std::move(e)));
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef a = args[i];
     if (a.starts_with("--"))
@@ -431,6 +450,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail(flag + " expects a positive integer");
       (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
+    } else if (a == "--optimize" || a.starts_with("--optimize=")) {
+      auto v = value("--optimize");
+      if (!v || (*v != "speed" && *v != "memory"))
+        return fail("--optimize expects speed (the fastest plan that fits) "
+                    "or memory (the plan that needs the least memory)");
+      opts.optimize = *v;
     } else if (a == "--schedule" || a.starts_with("--schedule=")) {
       opts.scheduleGiven = true;
       auto v = value("--schedule");

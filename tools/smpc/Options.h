@@ -32,6 +32,7 @@ struct Options {
   std::string recomputeGiven; // --checkpoint-activations, for the planner
   bool offloadGiven = false;  // --offload-activations
   std::string autoPlanJson, autoPlanSvg;
+  std::string optimize = "speed"; // what the planner minimises: speed|memory
   int64_t globalBatch = 0, microbatchSize = 0;
   bool zero = false;
   bool emitMlir = false, printAfterAll = false;

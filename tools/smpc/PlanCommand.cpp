@@ -74,6 +74,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.zero = cmd.zero;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;
+  req.minimizeMemory = cmd.optimize == "memory";
   auto result = smp::choosePlan(module, req, vocabOutput(module, cmd.loss));
   if (!result) {
     fail(llvm::toString(result.takeError()));

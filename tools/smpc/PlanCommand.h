@@ -14,7 +14,7 @@
 struct PlanCommand {
   int64_t devices = 1, globalBatch = 1;
   std::string cluster, loss, optimizer = "adamw", precision = "fp32",
-      jsonOutput, svgOutput;
+      jsonOutput, svgOutput, optimize = "speed";
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
   std::optional<bool> zero, recompute, offload;

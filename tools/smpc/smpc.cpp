@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExportSidecar.h"
 #include "ModelSummary.h"
 #include "Options.h"
 #include "PlanCommand.h"
@@ -18,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
+#include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/Analysis/Cost/CostModel.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -59,6 +61,10 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &ctx);
     if (!module) {
       fail(path + ": invalid smp MLIR (see the diagnostic above)");
+      return failure();
+    }
+    if (llvm::Error e = smp::checkSizeLimits(*module, path)) {
+      fail(llvm::toString(std::move(e)));
       return failure();
     }
     return module;
@@ -116,6 +122,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.loss = opts.loss;
   cmd.optimizer = opts.optimizer;
   cmd.precision = opts.precision;
+  cmd.optimize = opts.optimize;
   if (opts.dpGiven)
     cmd.dp = opts.dp;
   if (opts.tpGiven)
@@ -301,6 +308,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   Options opts;
   if (auto code = parseArgs(argc, argv, opts))
+    return *code;
+  if (auto code = applyExportSidecar(opts))
     return *code;
   if (opts.command == "ops") {
     for (const auto &op : smp::onnx_frontend::supportedOps())

@@ -45,7 +45,8 @@ USAGE
   smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
   smprun MODEL.smpx --data DIR --steps N [--metrics FILE] [--threads N]
   smprun -n N MODEL.smpx ...         N ranks on this machine (through mpirun)
-  mpirun -n N smprun MODEL.smpx ...  (or mpiexec, srun) under a launcher
+  mpirun -n N smprun MODEL.smpx ...  (or mpiexec, srun --mpi=pmix) under a
+                                     launcher (docs/launchers.md)
   smprun --help | --version
 
 OPTIONS
@@ -83,7 +84,9 @@ OPTIONS
                      artifact was compiled for. Under a launcher (mpirun,
                      mpiexec, srun) every process takes its rank and the
                      run's size from the environment instead; 1 rank never
-                     initializes MPI.
+                     initializes MPI. srun without a PMI (--mpi=pmix) and
+                     torchrun's RANK/WORLD_SIZE (no MPI) are refused with
+                     the launchers that work (docs/launchers.md).
   --timeout SECONDS  With several ranks: how long one collective (all-reduce,
                      send, barrier, ...) may wait for the other ranks
                      (default 600), and also MPI start-up (MPI_Init, which

@@ -114,6 +114,9 @@ struct PlanRequest {
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
   double memoryFraction = 0.9;
   size_t runnersUp = 5;
+  /// What the search minimises: the step time (then the memory), or with
+  /// this set the peak memory per device (then the step time).
+  bool minimizeMemory = false;
 };
 
 struct Plan {

@@ -8,6 +8,7 @@
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
 
 using namespace mlir;
 
@@ -46,9 +47,22 @@ llvm::Expected<Window> readWindow(NodeContext &nc, ArrayRef<int64_t> input,
       int64_t in = input[2 + i], s = w.strides[i];
       if (s <= 0)
         return nc.error("stride must be positive");
-      int64_t out = (in + s - 1) / s;
-      int64_t total = std::max<int64_t>(
-          0, (out - 1) * s + (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      if (w.kernel[i] <= 0 || w.dilations[i] <= 0)
+        return nc.error("kernel and dilation must be positive");
+      // Checked: kernel, dilation and stride come from the model.
+      int64_t out = in / s + (in % s != 0);
+      std::optional<int64_t> reach =
+          checkedMul(w.kernel[i] - 1, w.dilations[i]);
+      if (reach)
+        reach = checkedAdd(*reach, (out - 1) * s); // (out - 1) * s < in
+      if (reach)
+        reach = checkedSub(*reach, in - 1);
+      if (!reach)
+        return nc.error(llvm::Twine("auto_pad ") + autoPad + ": the window (kernel " +
+                        llvm::Twine(w.kernel[i]) + ", dilation " +
+                        llvm::Twine(w.dilations[i]) + ") of spatial dim " +
+                        llvm::Twine(i) + " overflows int64");
+      int64_t total = std::max<int64_t>(0, *reach);
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[spatial + i] = autoPad == "SAME_UPPER" ? large : small;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+#include "SharedInitializers.h"
 #include "TensorData.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -338,8 +339,23 @@ llvm::Error convertGather(NodeContext &nc) {
                         llvm::Twine(*axis) + " of size " + llvm::Twine(dim));
     }
   }
+  // nn.Embedding(padding_idx=p) (the dynamo exporter's metadata says
+  // aten.embedding(weight, ids, p)): row p gets no gradient from the lookup.
+  IntegerAttr padding;
+  llvm::StringRef fx = "";
+  std::string meta = nodeMetadata(nc.node(), "pkg.torch.onnx.fx_node");
+  fx = meta;
+  if (*axis == 0 && fx.contains("aten.embedding.default](args = (")) {
+    llvm::SmallVector<llvm::StringRef> args;
+    fx.split("args = (").second.split(')').first.split(args, ',');
+    int64_t p = -1;
+    if (args.size() >= 3 && !args[2].trim().getAsInteger(10, p) && p >= 0 &&
+        p < tensorType(data).getDimSize(0))
+      padding = nc.builder().getI64IntegerAttr(p);
+  }
   return nc.output(nc.create<smp::GatherOp>(
-      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
+      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis),
+      padding));
 }
 
 llvm::Error convertExpand(NodeContext &nc) {
@@ -417,10 +433,60 @@ llvm::Error convertConstantOfShape(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// The number of elements of an integer Range, max(ceil((limit - start) /
+/// delta), 0), computed exactly in 64-bit unsigned arithmetic (through
+/// double, limits past 2^53 gave a wrong count and wrong values).
+static uint64_t integerRangeCount(int64_t start, int64_t limit,
+                                  int64_t delta) {
+  bool up = delta > 0;
+  if (up ? limit <= start : limit >= start)
+    return 0;
+  uint64_t span = up ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                     : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+  uint64_t step = up ? static_cast<uint64_t>(delta)
+                     : uint64_t(0) - static_cast<uint64_t>(delta);
+  return span / step + (span % step != 0);
+}
+
 llvm::Error convertRange(NodeContext &nc) {
   auto in = nc.inputs(3);
   if (!in)
     return in.takeError();
+  Type elt = tensorType((*in)[0]).getElementType();
+  constexpr int64_t kMaxElements = int64_t(1) << 24;
+  if (isa<IntegerType>(elt)) {
+    // Integers exactly: start, start + delta, ... each below limit.
+    int64_t v[3];
+    const char *names[3] = {"start", "limit", "delta"};
+    for (unsigned i = 0; i < 3; ++i) {
+      auto ints = nc.constantInts(i, names[i]);
+      if (!ints)
+        return ints.takeError();
+      if (ints->size() != 1)
+        return nc.error(llvm::Twine("input '") + names[i] +
+                        "' must be a scalar");
+      v[i] = (*ints)[0];
+    }
+    if (v[2] == 0)
+      return nc.error("delta is 0");
+    uint64_t n = integerRangeCount(v[0], v[1], v[2]);
+    if (n >= static_cast<uint64_t>(kMaxElements))
+      return nc.error("range has too many elements");
+    auto it = cast<IntegerType>(elt);
+    SmallVector<APInt> vals;
+    int64_t x = v[0];
+    for (uint64_t i = 0; i < n; ++i) {
+      vals.emplace_back(it.getWidth(), x, true);
+      if (i + 1 < n) // in [start, limit): never overflows
+        x = static_cast<int64_t>(static_cast<uint64_t>(x) +
+                                 static_cast<uint64_t>(v[2]));
+    }
+    auto type = RankedTensorType::get({static_cast<int64_t>(n)}, elt);
+    nc.setOutput(0, smp::ConstantOp::create(
+                        nc.builder(), nc.loc(),
+                        cast<TypedAttr>(DenseElementsAttr::get(type, vals))));
+    return llvm::Error::success();
+  }
   auto start = nc.constantScalar(0, "start");
   if (!start)
     return start.takeError();
@@ -433,51 +499,24 @@ llvm::Error convertRange(NodeContext &nc) {
   if (*delta == 0)
     return nc.error("delta is 0");
   double count = std::ceil((*limit - *start) / *delta);
-  if (!(count < double(int64_t(1) << 24)))
+  if (!(count < double(kMaxElements)))
     return nc.error("range has too many elements");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
-  Type elt = tensorType((*in)[0]).getElementType();
-  // The integer values: start, start + delta, ... (each below limit, so
-  // representable; (n - 1) * delta alone may not be: accumulate, checked).
-  // start and delta went through double: 2^63 does not convert back.
-  constexpr double kTwo63 = 9223372036854775808.0;
-  auto inRange = [&](double v) { return v >= -kTwo63 && v < kTwo63; };
-  SmallVector<int64_t> ints;
-  if (isa<IntegerType>(elt) && n > 0) {
-    if (!inRange(*start) || !inRange(*delta))
-      return nc.error("range start or delta does not fit int64");
-    std::optional<int64_t> v = static_cast<int64_t>(*start);
-    for (int64_t i = 0; i < n; ++i) {
-      if (!v)
-        return nc.error("range of " + llvm::Twine(n) + " elements from " +
-                        llvm::formatv("{0}", *start) + " by " +
-                        llvm::formatv("{0}", *delta) + " overflows int64");
-      ints.push_back(*v);
-      if (i + 1 < n)
-        v = checkedAdd(*v, static_cast<int64_t>(*delta));
-    }
+  auto ft = dyn_cast<FloatType>(elt);
+  if (!ft)
+    return nc.error("Range of a non-numeric type");
+  SmallVector<APFloat> vals;
+  for (int64_t i = 0; i < n; ++i) {
+    // Accumulate in the element type, as onnxruntime and PyTorch do.
+    APFloat v(*start + i * *delta);
+    bool loses;
+    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+    vals.push_back(v);
   }
   auto type = RankedTensorType::get({n}, elt);
-  Attribute attr;
-  if (auto ft = dyn_cast<FloatType>(elt)) {
-    SmallVector<APFloat> vals;
-    for (int64_t i = 0; i < n; ++i) {
-      // Accumulate in the element type, as onnxruntime and PyTorch do.
-      APFloat v(*start + i * *delta);
-      bool loses;
-      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
-      vals.push_back(v);
-    }
-    attr = DenseElementsAttr::get(type, vals);
-  } else {
-    auto it = cast<IntegerType>(elt);
-    SmallVector<APInt> vals;
-    for (int64_t i = 0; i < n; ++i)
-      vals.emplace_back(it.getWidth(), ints[i], true);
-    attr = DenseElementsAttr::get(type, vals);
-  }
-  nc.setOutput(0, smp::ConstantOp::create(nc.builder(), nc.loc(),
-                                          cast<TypedAttr>(attr)));
+  nc.setOutput(0, smp::ConstantOp::create(
+                      nc.builder(), nc.loc(),
+                      cast<TypedAttr>(DenseElementsAttr::get(type, vals))));
   return llvm::Error::success();
 }
 

@@ -110,12 +110,8 @@ metadataProps(const google::protobuf::Message &m, int field) {
   return out;
 }
 
-/// A node's metadata entry, or "".
 std::string metadata(const onnx::NodeProto &n, llvm::StringRef key) {
-  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
-    if (k == key)
-      return v;
-  return "";
+  return nodeMetadata(n, key);
 }
 
 /// The parameter names (`p_x_y` -> "x.y") of a torch.export graph signature,
@@ -259,37 +255,6 @@ llvm::Error refuseFoldedBatchNorms(const onnx::GraphProto &g,
           "torch.onnx.export(..., optimize=False)");
 }
 
-/// PyTorch parameters (from the dynamo exporter's graph signature) that the
-/// file neither holds as an initializer nor reads in any node: unused, or
-/// folded by the exporter's optimiser into a constant (a position or
-/// token-type embedding gathered at constant indices, perhaps added to
-/// another one), which smp would train in their place.
-std::vector<std::string>
-vanishedParameters(const onnx::GraphProto &g,
-                   const std::map<std::string, std::string> &sig) {
-  if (sig.empty())
-    return {};
-  std::set<std::string> referenced, inits;
-  for (const auto &t : g.initializer())
-    inits.insert(t.name());
-  for (const auto &n : g.node()) {
-    llvm::StringRef fx = metadata(n, "pkg.torch.onnx.fx_node");
-    while (!fx.empty()) {
-      size_t at = fx.find("%p_");
-      if (at == llvm::StringRef::npos)
-        break;
-      fx = fx.drop_front(at + 1);
-      size_t end = fx.find_first_of(",) ]");
-      referenced.insert(fx.take_front(end).str());
-    }
-  }
-  std::vector<std::string> gone;
-  for (const auto &[var, target] : sig)
-    if (!inits.count(target) && !referenced.count(var))
-      gone.push_back(target);
-  return gone;
-}
-
 /// The PyTorch parameter (its module path) that node `n` read where the
 /// ONNX graph reads the merged initializer `init`, from the dynamo
 /// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
@@ -324,6 +289,13 @@ std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
 
 } // namespace
 
+std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
+  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
+    if (k == key)
+      return v;
+  return "";
+}
+
 llvm::Expected<std::vector<ParamOrigin>>
 resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           MLIRContext *ctx, const ImportOptions &options,
@@ -337,26 +309,14 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
       return std::move(err);
     if (auto err = restoreRemovedBiases(g, path, signature, origins))
       return std::move(err);
-    std::vector<std::string> gone = vanishedParameters(g, signature);
-    if (!gone.empty()) {
-      std::string list;
-      for (size_t k = 0; k < gone.size() && k < 6; ++k)
-        list += (k ? ", " : "") + gone[k];
-      if (gone.size() > 6)
-        list += ", ... (" + std::to_string(gone.size()) + " in all)";
-      warnings.push_back(
-          "PyTorch parameter" + std::string(gone.size() > 1 ? "s " : " ") +
-          list + " of the exported module " +
-          (gone.size() > 1 ? "are" : "is") +
-          " neither stored nor read in the file: unused, tied to another "
-          "name, or folded by the exporter's optimiser into a constant "
-          "(an embedding gathered at constant positions) that smp then "
-          "trains in its place, which can differ from PyTorch after the "
-          "first step; check the losses, or re-export with "
-          "torch.onnx.export(..., optimize=False)");
-    }
   }
   std::string modelDir = llvm::sys::path::parent_path(path).str();
+  std::set<std::string> frozenFolds;
+  if (options.training)
+    if (auto err = resolveFoldedParameters(g, path, signature, origins,
+                                           warnings, frozenFolds, ctx,
+                                           modelDir))
+      return std::move(err);
   llvm::StringSet<> tie, untie;
   for (const auto &n : options.tie)
     tie.insert(n);
@@ -415,6 +375,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     if (!in.infinite && in.constant && !sigTargets.empty() &&
         !sigTargets.count(in.name))
       in.infinite = true; // a buffer: kept out of the rules below
+    if (frozenFolds.count(in.name))
+      in.infinite = true; // a value folded from buffers (rotary tables)
     if (in.infinite)
       origins.push_back({in.name, in.name, "buffer", false, {}});
   }
@@ -620,13 +582,16 @@ void recordParamOrigins(ModuleOp module,
   Builder b(ctx);
   llvm::StringMap<std::string> initFrom;
   llvm::StringSet<> buffers, restored;
+  llvm::StringMap<const std::string *> initValue;
   SmallVector<Attribute> list;
   for (const ParamOrigin &o : origins) {
     if (o.kind == "buffer")
       buffers.insert(o.name);
     else if (o.kind == "restored")
       restored.insert(o.name);
-    else if (o.kind != "tied")
+    else if (o.kind == "folded-rows")
+      initValue[o.name] = &o.initBytes;
+    else if (o.kind != "tied" && o.kind != "folded" && o.kind != "folded-rows")
       initFrom[o.name] = o.from;
     SmallVector<NamedAttribute> entry{
         b.getNamedAttr("name", b.getStringAttr(o.name)),
@@ -653,6 +618,12 @@ void recordParamOrigins(ModuleOp module,
           f.setArgAttr(i, SmpDialect::kFrozenAttr, b.getUnitAttr());
         if (restored.count(p.getValue()))
           f.setArgAttr(i, SmpDialect::kInitZeroAttr, b.getUnitAttr());
+        if (auto it = initValue.find(p.getValue()); it != initValue.end())
+          if (auto type = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]))
+            f.setArgAttr(i, SmpDialect::kInitValueAttr,
+                         DenseElementsAttr::getFromRawBuffer(
+                             type, llvm::ArrayRef<char>(it->second->data(),
+                                                        it->second->size())));
       }
 }
 

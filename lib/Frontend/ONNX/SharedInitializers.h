@@ -17,6 +17,8 @@
 #include "onnx/onnx_pb.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,13 +38,37 @@ struct ParamOrigin {
   /// "merged": one of several nodes reading a constant-valued `from`,
   /// untied (a guess: warned about); "merged-exact": the same where the
   /// dynamo exporter's metadata names the PyTorch parameter (`name`) that
-  /// the nodes read; "tied": a copy of `from` (transposed or equal), read as it.
+  /// the nodes read; "tied": a copy of `from` (transposed or equal), read as it;
+  /// "folded": `from` holds rows of an embedding the dynamo optimiser
+  /// gathered at constant positions and folded, trained as they are;
+  /// "folded-rows": the same where rows repeat: `name` holds the distinct
+  /// rows and `from` = Gather(name, index), the index in `uses`.
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`
-  /// and now read `name`.
+  /// and now read `name`; folded-rows: (distinct row, 0) per row of `from`.
   std::vector<std::pair<int, int>> uses;
+  /// folded-rows: the initial value of `name` (the file has no such
+  /// initializer), recorded as `smp.init_value`.
+  std::string initBytes;
 };
+
+/// A node's `metadata_props` entry (read from the protobuf unknown fields:
+/// Debian's ONNX library predates them), or "".
+std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
+
+/// Under --train, for a file with the dynamo exporter's graph signature
+/// `sig` (variable -> PyTorch parameter): refuses a file whose optimiser
+/// merged calls that read parameters (common subexpression elimination) or
+/// folded a parameter into a value smp cannot train as PyTorch does;
+/// rewrites embeddings gathered at constant positions into their distinct
+/// rows (FoldedParameters.cpp); adds to `frozen` folded values of buffers.
+llvm::Error resolveFoldedParameters(
+    onnx::GraphProto &g, llvm::StringRef path,
+    const std::map<std::string, std::string> &sig,
+    std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
+    std::set<std::string> &frozen, mlir::MLIRContext *ctx,
+    llvm::StringRef modelDir);
 
 /// Rewrites `model` in memory so that every parameter is as the framework
 /// had it (the rules above, overridden by `options.tie`/`options.untie`);

@@ -395,8 +395,13 @@ llvm::Error Lowering::run() {
     }
     // A parameter the importer untied starts from the merged initializer.
     auto initFrom = func.getArgAttrOfType<StringAttr>(i, "smp.init_from");
+    auto initValue =
+        func.getArgAttrOfType<DenseElementsAttr>(i, "smp.init_value");
     llvm::Expected<std::string> bytes =
-        func.getArgAttr(i, "smp.init_zero")
+        initValue && !initValue.isSplat()
+            ? llvm::Expected<std::string>(std::string(
+                  initValue.getRawData().begin(), initValue.getRawData().end()))
+        : func.getArgAttr(i, "smp.init_zero")
             ? llvm::Expected<std::string>(std::string(
                   static_cast<size_t>(fullType.getNumElements() *
                                       ((fullType.getElementTypeBitWidth() + 7) /

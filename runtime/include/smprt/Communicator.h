@@ -66,6 +66,11 @@ public:
   virtual int localSize() const = 0;
   /// "local" or "mpi".
   virtual const char *backend() const = 0;
+  /// The deadline, in seconds, this communicator puts on each blocking
+  /// operation (smprun --timeout); 0 when it puts none (one local rank,
+  /// which never waits for another). A device communicator made on top of
+  /// this one (NCCL) takes it, so its start-up is bounded like MPI's.
+  virtual double timeoutSeconds() const { return 0; }
 
   /// Reduces `count` elements at `data` over all ranks, in place; every rank
   /// gets the same bytes. Float dtypes: Sum, Max, Min, Mean; f16/bf16 are

@@ -24,7 +24,7 @@ namespace smprt {
 
 struct LaunchInfo {
   /// Who started this process: "" (no launcher: one rank), "openmpi", "pmi"
-  /// (MPICH, Intel MPI) or "slurm".
+  /// (MPICH, Intel MPI), "slurm" or "torchrun" (one rank).
   std::string launcher;
   int rank = 0, size = 1;
   /// Ranks on this machine as the launcher tells; 0 when it does not.
@@ -40,7 +40,12 @@ struct LaunchInfo {
 ///   PMI_RANK / PMI_SIZE (+ MPI_LOCALNRANKS, MPI_LOCALRANKID)
 ///   SLURM_PROCID / SLURM_STEP_NUM_TASKS or SLURM_NTASKS, inside an srun job
 ///   step only (SLURM_STEP_ID set: a batch script is not a launched rank;
-///   + SLURM_LOCALID)
+///   + SLURM_LOCALID); with several ranks PMIX_RANK, PMI_FD or PMI_RANK
+///   must be set too (srun --mpi=pmix), else an error says what to pass
+///   (MPI_Init would fail without a hint)
+///   RANK / WORLD_SIZE (+ LOCAL_RANK), as torchrun and Kubernetes training
+///   operators set them ("torchrun"): one rank runs; several are an error
+///   naming the launchers that work (they start no MPI)
 /// Malformed or inconsistent values are an error naming the variable.
 Status detectLaunch(LaunchInfo &out);
 /// The same with another environment (for tests).

@@ -100,6 +100,7 @@ public:
 
   void setTimeout(double seconds);
   double timeout() const;
+  double timeoutSeconds() const override { return timeout(); }
   /// For tests: exercises the chunked paths with small buffers.
   void setMaxChunkBytes(size_t bytes);
   /// For tests: the messages of postSend whose copies are still held.

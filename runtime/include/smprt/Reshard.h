@@ -63,6 +63,16 @@ struct ShardPiece {
   size_t bytes;
 };
 
+/// Whether `l` describes a shard that gatherShards and sliceShard can use:
+/// element counts of at most 2^50 (never wrapping), `bytes` the shard's
+/// element count times `elementBytes`, the tensor-parallel fields (dim
+/// inside the global shape, 1 <= blocks, parts < 2^31, index < parts) and
+/// the ZeRO fields (index < parts < 2^31, the chunk of the slice) in range
+/// and consistent with the shapes. Returns "" when it does, else what is
+/// wrong (for an error naming the file and the tensor).
+std::string checkShardLayout(const ShardLayout &l, uint64_t bytes,
+                             size_t elementBytes);
+
 /// Assembles the global tensor (layout.global of `pieces`' first entry) from
 /// shards of `elementBytes`-byte elements; every part must be present.
 /// Errors name `what`.

@@ -75,7 +75,12 @@ public:
 
   Status deviceCommunicator(Communicator &host,
                             std::unique_ptr<Communicator> &out) override {
+    // NCCL's start-up (ncclCommInitRank waits for every rank) and each
+    // collective are bounded by the host communicator's deadline
+    // (smprun --timeout), not a fixed one.
     NcclOptions options;
+    if (host.timeoutSeconds() > 0)
+      options.timeoutSeconds = host.timeoutSeconds();
     return createNcclCommunicator(host, k::stream(*ctx_), options, out);
   }
 

@@ -108,6 +108,7 @@ public:
   int size() const override { return host_->size(); }
   int localSize() const override { return host_->localSize(); }
   const char *backend() const override { return "nccl"; }
+  double timeoutSeconds() const override { return timeout_; }
 
   Status allReduce(void *data, size_t count, DType dtype, ReduceOp op,
                    const std::string &what) override {

@@ -75,7 +75,8 @@ TEST(Launch, SlurmStepsOnly) {
   ASSERT_TRUE(detect({{"SLURM_PROCID", "2"},
                       {"SLURM_NTASKS", "16"},
                       {"SLURM_STEP_NUM_TASKS", "4"},
-                      {"SLURM_STEP_ID", "0"}},
+                      {"SLURM_STEP_ID", "0"},
+                      {"PMIX_RANK", "2"}},
                      l)
                   .ok());
   EXPECT_EQ(l.launcher, "slurm");
@@ -83,10 +84,77 @@ TEST(Launch, SlurmStepsOnly) {
   EXPECT_EQ(l.size, 4);
   ASSERT_TRUE(detect({{"SLURM_PROCID", "2"},
                       {"SLURM_NTASKS", "3"},
-                      {"SLURM_STEP_ID", "1"}},
+                      {"SLURM_STEP_ID", "1"},
+                      {"PMI_FD", "5"}},
                      l)
                   .ok());
   EXPECT_EQ(l.size, 3);
+}
+
+TEST(Launch, SlurmWithoutPmi) {
+  // srun's default --mpi=none: MPI_Init could not connect the ranks.
+  LaunchInfo l;
+  Status s = detect({{"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "4"},
+                     {"SLURM_STEP_ID", "0"},
+                     {"SLURM_MPI_TYPE", "none"}},
+                    l);
+  EXPECT_EQ(s.error,
+            "srun started this rank without a process-management interface "
+            "for MPI (SLURM_MPI_TYPE=none), so MPI cannot connect the ranks: "
+            "run srun --mpi=pmix smprun ... (`srun --mpi=list` shows what "
+            "this Slurm offers), or start the ranks with mpirun -n N smprun "
+            "... (docs/launchers.md)");
+  // One task needs no PMI: it never initializes MPI.
+  ASSERT_TRUE(detect({{"SLURM_PROCID", "0"},
+                      {"SLURM_NTASKS", "1"},
+                      {"SLURM_STEP_ID", "0"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.size, 1);
+}
+
+TEST(Launch, TorchrunEnvironment) {
+  LaunchInfo l;
+  // One rank runs (LOCAL_RANK picks its GPU).
+  ASSERT_TRUE(detect({{"RANK", "0"},
+                      {"WORLD_SIZE", "1"},
+                      {"LOCAL_RANK", "0"},
+                      {"MASTER_ADDR", "127.0.0.1"},
+                      {"MASTER_PORT", "29500"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.launcher, "torchrun");
+  EXPECT_EQ(l.size, 1);
+  // Several: refused, naming the launchers that work.
+  Status s = detect({{"RANK", "1"},
+                     {"WORLD_SIZE", "4"},
+                     {"LOCAL_RANK", "1"},
+                     {"MASTER_ADDR", "10.0.0.1"},
+                     {"MASTER_PORT", "29500"}},
+                    l);
+  EXPECT_EQ(s.error,
+            "started by torchrun or a training operator (RANK=1, "
+            "WORLD_SIZE=4, MASTER_ADDR=10.0.0.1), which starts no MPI, and "
+            "smprun's ranks talk through MPI: launch the 4 ranks with smprun "
+            "-n 4 (one machine), mpirun -n 4 smprun ... or srun --mpi=pmix "
+            "smprun ... (Slurm); on Kubernetes use an MPI job (MPIJob) "
+            "(docs/launchers.md)");
+  // An MPI launcher's variables win over RANK/WORLD_SIZE.
+  ASSERT_TRUE(detect({{"OMPI_COMM_WORLD_RANK", "1"},
+                      {"OMPI_COMM_WORLD_SIZE", "4"},
+                      {"RANK", "1"},
+                      {"WORLD_SIZE", "4"}},
+                     l)
+                  .ok());
+  EXPECT_EQ(l.launcher, "openmpi");
+  // RANK alone is not a launch (too common a name).
+  ASSERT_TRUE(detect({{"RANK", "3"}}, l).ok());
+  EXPECT_FALSE(l.underLauncher());
+  EXPECT_EQ(detect({{"RANK", "4"}, {"WORLD_SIZE", "4"}}, l).error,
+            "RANK=4 is not below WORLD_SIZE=4");
+  EXPECT_EQ(detect({{"RANK", "0"}, {"WORLD_SIZE", "x"}}, l).error,
+            "WORLD_SIZE='x' is not a number of ranks");
 }
 
 TEST(Launch, BadEnvironments) {

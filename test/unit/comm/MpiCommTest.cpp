@@ -571,6 +571,10 @@ void testGroups(MpiCommunicator &world) {
   for (size_t k = 0; k < groups.size(); ++k) {
     auto *mpi = dynamic_cast<MpiCommunicator *>(groups[k].get());
     CHECK(mpi && mpi->timeout() == 300, "the pair did not inherit the timeout");
+    // What a device communicator made on the pair (NCCL) takes as its own.
+    CHECK(groups[k]->timeoutSeconds() == 300,
+          "the pair reports a deadline of %g s, not 300",
+          groups[k]->timeoutSeconds());
     checkGroupCollectives(*groups[k], members[k], r);
   }
   for (size_t k = 0; k < groups.size(); ++k)

@@ -87,6 +87,9 @@ TEST_F(NcclCommunicator, IsRankZeroOfOne) {
   EXPECT_EQ(comm_->size(), 1);
   EXPECT_EQ(comm_->localSize(), 1);
   EXPECT_STREQ(comm_->backend(), "nccl");
+  // Its deadline is the one it was made with (CudaBackend passes the host
+  // communicator's, i.e. smprun --timeout).
+  EXPECT_EQ(comm_->timeoutSeconds(), 60);
 }
 
 TEST_F(NcclCommunicator, AllReduceKeepsTheValues) {

@@ -71,9 +71,28 @@ VJP(SplitOp) {
 }
 
 VJP(GatherOp) {
-  if (need[0])
-    gx[0] = GatherGradOp::create(b, op.getLoc(), op.getData().getType(),
-                                 op.getIndices(), gy[0], op.getAxisAttr());
+  if (!need[0])
+    return success();
+  Value g = gy[0];
+  if (auto pad = op.getPaddingIdxAttr()) {
+    // nn.Embedding(padding_idx=p): positions reading row p add nothing.
+    Grad G{b, op.getLoc()};
+    auto ids = typeOf(op.getIndices());
+    auto padType = RankedTensorType::get({}, ids.getElementType());
+    Value p = ConstantOp::create(
+        b, op.getLoc(),
+        DenseElementsAttr::get(
+            padType, APInt(ids.getElementTypeBitWidth(), pad.getInt(), true)));
+    Value isPad = EqualOp::create(
+        b, op.getLoc(), ids.clone(b.getI1Type()), op.getIndices(), p);
+    SmallVector<int64_t> shape(ids.getShape());
+    shape.append(typeOf(g).getRank() - ids.getRank(), 1);
+    isPad = ReshapeOp::create(
+        b, op.getLoc(), RankedTensorType::get(shape, b.getI1Type()), isPad);
+    g = G.where(isPad, G.scalar(g, 0.0), g);
+  }
+  gx[0] = GatherGradOp::create(b, op.getLoc(), op.getData().getType(),
+                               op.getIndices(), g, op.getAxisAttr());
   return success();
 }
 

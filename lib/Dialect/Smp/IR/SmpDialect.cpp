@@ -82,6 +82,11 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
              << "'smp.tp_shard' must be [dim, blocks] or [dim, 1, full size]";
     return success();
   }
+  if (name == kInitValueAttr) {
+    if (!isa<DenseElementsAttr>(attr.getValue()))
+      return op->emitError() << "'smp.init_value' must be dense elements";
+    return success();
+  }
   if (name == kFrozenAttr || name == kInitZeroAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";

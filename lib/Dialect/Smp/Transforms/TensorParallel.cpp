@@ -365,7 +365,9 @@ struct SmpTensorParallelPass
         t.chain = chain;
         t.output = i;
       }
-    // Embedding lookups of input-derived ids.
+    // Embedding lookups of input-derived ids. A table with a padding_idx
+    // lookup stays whole (its gradient mask compares global ids).
+    llvm::SmallPtrSet<void *, 4> keepWhole;
     for (Operation &op : body.without_terminator()) {
       auto g = dyn_cast<GatherOp>(op);
       if (!g || g.getAxis() != 0 || !isParam(g.getData()) ||
@@ -382,7 +384,12 @@ struct SmpTensorParallelPass
       t.param = cast<BlockArgument>(g.getData());
       t.dim = 0;
       t.gathers.push_back(g);
+      if (g.getPaddingIdx())
+        keepWhole.insert(g.getData().getAsOpaquePointer());
     }
+    for (auto &[param, t] : byParam)
+      if (keepWhole.count(param.getAsOpaquePointer()))
+        t.param = BlockArgument();
     SmallVector<VocabTable> tables;
     for (auto &[param, t] : byParam) {
       if (!t.param || taken.count(param))

@@ -37,6 +37,10 @@ def Smp_Dialect : Dialect {
     /// Unit argument attribute: a parameter that starts at zero (a bias
     /// the exporter removed; the model file has no bytes for it).
     static constexpr llvm::StringLiteral kInitZeroAttr = "smp.init_zero";
+    /// Argument attribute: a parameter's initial value (dense elements of
+    /// its type) where the model file has no initializer holding it (the
+    /// distinct rows of a folded embedding).
+    static constexpr llvm::StringLiteral kInitValueAttr = "smp.init_value";
     /// Module attribute: how the importer untied or tied the file's
     /// initializers (an array of dictionaries, see SharedInitializers.cpp);
     /// the artifact carries it so --save-onnx writes the model back.

@@ -364,11 +364,20 @@ def Smp_GatherOp : Smp_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let summary = "Gather slices of data along axis (embedding lookup at 0)";
   let description = [{
     result = data[:axis] ++ indices.shape ++ data[axis+1:]. Negative indices
-    count from the end as in ONNX.
+    count from the end as in ONNX. `padding_idx` (axis 0 only): positions
+    whose index equals it give `data` no gradient, as PyTorch's
+    `nn.Embedding(padding_idx=...)` (read from the dynamo exporter's
+    metadata); the forward is unchanged.
   }];
   let arguments = (ins Smp_Tensor:$data, Smp_IntTensor:$indices,
-                   I64Attr:$axis);
+                   I64Attr:$axis, OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Smp_Tensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$data, "::mlir::Value":$indices,
+                   "::mlir::IntegerAttr":$axis), [{
+      build($_builder, $_state, data, indices, axis, ::mlir::IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` functional-type(operands, results)
   }];

@@ -1,0 +1,138 @@
+"""smp.compile and smp.plan: smpc driven with a config dict and flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from . import _tools
+
+
+def _model_path(model) -> str:
+    path = getattr(model, "path", model)
+    return str(path)
+
+
+def _config_args(config, workdir: Path) -> List[str]:
+    """--config FILE: a dict is written to FILE (smpc parses and checks it,
+    as it does `smpc compile --config smp.json`); a path is passed on."""
+    if config is None:
+        return []
+    if isinstance(config, (str, os.PathLike)):
+        return ["--config", str(config)]
+    if not isinstance(config, dict):
+        raise TypeError("config= takes a dict of SageMaker-style keys or a "
+                        "JSON file's path")
+    path = workdir / "smp-config.json"
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return ["--config", str(path)]
+
+
+@dataclass
+class Artifact:
+    """What `smpc compile` wrote: the directory smprun runs."""
+    path: Path
+    ranks: int
+    plan_text: str
+    log: str
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"Artifact({str(self.path)!r}, ranks={self.ranks})"
+
+
+def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
+            output: Union[str, os.PathLike, None] = None,
+            **options) -> Artifact:
+    """Compiles `model` (an .onnx/.mlir path or what smp.export returned)
+    with smpc. `config` is a dict (or a JSON file) of SageMaker
+    model-parallel keys and smpc flag names; `options` are smpc flags by
+    name (batch_size=8, loss="cross_entropy:logits:labels", dim={"seq": 16}).
+    A `loss` implies train=True. Returns an Artifact; raises SmpError with
+    smpc's message when smpc refuses."""
+    if options.get("loss") and "train" not in options:
+        options["train"] = True
+    if output is None:
+        stem = Path(_model_path(model)).stem
+        output = Path(tempfile.mkdtemp(prefix="smp-")) / f"{stem}.smpx"
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    args = ["compile", _model_path(model), "-o", str(output)]
+    args += _config_args(config, output.parent)
+    args += _tools.flag_args(options)
+    log = _tools.run("smpc", args)
+    plan_text = (output / "plan.txt").read_text() if (output / "plan.txt").exists() else ""
+    m = re.search(r"^ranks: (\d+)", plan_text, re.M)
+    return Artifact(path=output, ranks=int(m.group(1)) if m else 1,
+                    plan_text=plan_text, log=log)
+
+
+@dataclass
+class Plan:
+    """The planner's answer as data (what `smpc plan --json` writes)."""
+    data: Dict[str, Any]
+    text: str = ""
+
+    @property
+    def best(self) -> Dict[str, Any]:
+        return self.data["best"]
+
+    @property
+    def runners_up(self) -> List[Dict[str, Any]]:
+        return self.data["runners_up"]
+
+    @property
+    def degrees(self) -> Dict[str, int]:
+        return {k: self.best[k] for k in ("dp", "tp", "pp")}
+
+    @property
+    def schedule(self) -> str:
+        return self.best["schedule"]
+
+    @property
+    def step_seconds(self) -> float:
+        return self.best["step_seconds"]
+
+    @property
+    def stage_memory_bytes(self) -> List[float]:
+        return [s["memory_bytes"] for s in self.best["stages"]]
+
+    def summary(self) -> str:
+        """The plan line smpc prints ("plan for N x DEVICE ...: dp=...")."""
+        return self.text.splitlines()[0] if self.text else ""
+
+    def to_pandas(self):
+        """The best plan and the runners-up, one row each (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as e:  # pragma: no cover - depends on the env
+            raise ImportError("Plan.to_pandas() needs pandas "
+                              "(pip install pandas)") from e
+        rows = []
+        for rank, p in enumerate([self.best] + self.runners_up):
+            row = {k: v for k, v in p.items() if k not in ("stages", "cuts")}
+            row["rank"] = rank
+            row["stage_memory_bytes"] = [s["memory_bytes"] for s in p["stages"]]
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("rank")
+
+
+def plan(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
+         **options) -> Plan:
+    """Runs `smpc plan` on `model` (devices=N, cluster="a100-sxm-80g",
+    global_batch=B, precision="bf16", ... as smpc flags, or in `config`) and
+    returns the plan as data."""
+    with tempfile.TemporaryDirectory(prefix="smp-plan-") as d:
+        out = Path(d) / "plan.json"
+        args = ["plan", _model_path(model), "--json", str(out)]
+        args += _config_args(config, Path(d))
+        args += _tools.flag_args(options)
+        text = _tools.run("smpc", args)
+        return Plan(data=json.loads(out.read_text()), text=text)

@@ -1,0 +1,171 @@
+"""smp.train, smp.load_checkpoint, smp.load_state_dict: smprun and
+smp-checkpoint driven from Python."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+
+from . import _tools
+
+
+def file_name_for(name: str) -> str:
+    """The file name smprun reads input `name` from (runtime/lib/Files.cpp:
+    '/', '\\', '%' and control bytes percent-encoded)."""
+    raw = bytearray()
+    for b in name.encode():
+        if b in (0x2F, 0x5C, 0x25) or b < 0x20 or b == 0x7F:
+            raw += b"%%%02X" % b
+        else:
+            raw.append(b)
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def write_data_dir(data, directory: Path) -> Path:
+    """A --data directory from `data`: a directory path (used as is), or a
+    dict of input name -> numpy array (np.memmap too: written with
+    np.save) or .npy path (linked, not copied, when it can be)."""
+    if isinstance(data, (str, os.PathLike)):
+        return Path(data)
+    if not isinstance(data, Mapping):
+        raise TypeError("data= takes a directory or a dict of input name -> "
+                        "numpy array or .npy path")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, value in data.items():
+        target = directory / (file_name_for(name) + ".npy")
+        if isinstance(value, (str, os.PathLike)):
+            src = Path(value).resolve()
+            try:
+                os.link(src, target)
+            except OSError:
+                shutil.copyfile(src, target)
+        else:
+            arr = value.detach().cpu().numpy() if hasattr(value, "detach") else value
+            np.save(target, np.ascontiguousarray(arr))
+    return directory
+
+
+@dataclass
+class TrainResult:
+    """What a training run printed and wrote."""
+    losses: List[float]
+    metrics: List[Dict[str, Any]]
+    output: str
+    checkpoint_dir: Optional[Path] = None
+    save_onnx: Optional[Path] = None
+
+
+_STEP = re.compile(r"^step (\d+) loss (\S+)")
+
+
+def train(artifact, data, steps: int, ranks: Optional[int] = None,
+          checkpoint_dir: Union[str, os.PathLike, None] = None,
+          checkpoint_every: Optional[int] = None,
+          save_onnx: Union[str, os.PathLike, None] = None,
+          resume: bool = False, threads: Optional[int] = None,
+          timeout: Optional[float] = None, device: Optional[str] = None,
+          progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
+    """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
+    steps with smprun on `ranks` ranks on this machine (default: the ranks it
+    was compiled for; smprun -n N, through mpirun). `data` is a dict of
+    input name -> numpy array / memmap / .npy path (the leading dim holds the
+    samples), or a directory of .npy files. Each step's line is shown as
+    smprun prints it (progress=False: quiet; a callable: called per line).
+    Returns the losses and the per-step metrics; raises SmpError with
+    smprun's message."""
+    path = Path(getattr(artifact, "path", artifact))
+    if ranks is None:
+        ranks = getattr(artifact, "ranks", 1)
+    with tempfile.TemporaryDirectory(prefix="smp-train-") as tmp:
+        tmp = Path(tmp)
+        data_dir = write_data_dir(data, tmp / "data")
+        metrics_path = tmp / "metrics.jsonl"
+        args = [] if ranks == 1 else ["-n", str(ranks)]
+        args += [str(path), "--data", str(data_dir), "--steps", str(steps),
+                 "--metrics", str(metrics_path)]
+        if checkpoint_dir is not None:
+            args += ["--checkpoint-dir", str(checkpoint_dir)]
+        if checkpoint_every is not None:
+            args += ["--checkpoint-every", str(checkpoint_every)]
+        if resume:
+            args.append("--resume")
+        if save_onnx is not None:
+            args += ["--save-onnx", str(save_onnx)]
+        if threads is not None:
+            args += ["--threads", str(threads)]
+        if timeout is not None:
+            args += ["--timeout", str(timeout)]
+        if device is not None:
+            args += ["--device", device]
+        on_line = (progress if callable(progress)
+                   else _tools.progress_printer() if progress else None)
+        output = _tools.run("smprun", args, on_line=on_line)
+        metrics = [json.loads(l) for l in metrics_path.read_text().splitlines()
+                   if l.strip()] if metrics_path.exists() else []
+    losses = [m["loss"] for m in metrics] or [
+        float(m.group(2)) for m in map(_STEP.match, output.splitlines()) if m]
+    return TrainResult(losses=losses, metrics=metrics, output=output,
+                       checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
+                       save_onnx=Path(save_onnx) if save_onnx else None)
+
+
+def load_checkpoint(directory: Union[str, os.PathLike],
+                    state: bool = False) -> Dict[str, np.ndarray]:
+    """The newest checkpoint in `directory` as {parameter name: array}, each
+    gathered whole from every rank's shards (smp-checkpoint). Names are the
+    ONNX initializer names; with state=True the optimizer state follows as
+    "state:NAME" entries."""
+    with tempfile.TemporaryDirectory(prefix="smp-ckpt-") as tmp:
+        args = [str(directory), "-o", tmp] + (["--state"] if state else [])
+        _tools.run("smp-checkpoint", args)
+        index = json.loads((Path(tmp) / "index.json").read_text())
+        return {name: np.load(Path(tmp) / f) for name, f in index.items()}
+
+
+def load_state_dict(module, weights: Mapping[str, np.ndarray], exported=None,
+                    strict: bool = True):
+    """Loads `weights` (smp.load_checkpoint's dict) into `module`'s
+    parameters and buffers. `exported` (smp.export's result, or its sidecar
+    path) maps ONNX initializer names to state_dict keys (a tied weight
+    fills every key that shares it); without it the names are taken as
+    state_dict keys. strict: every trainable parameter must get a value and
+    every weight must find a home, else SmpError names them."""
+    import torch
+
+    mapping: Dict[str, List[str]] = {}
+    if exported is not None:
+        sidecar = getattr(exported, "sidecar", exported)
+        mapping = json.loads(Path(sidecar).read_text())["parameters"]
+    state = module.state_dict()
+    new = {}
+    unplaced = []
+    for name, value in weights.items():
+        if name.startswith("state:"):
+            continue
+        keys = mapping.get(name, [name] if name in state else [])
+        if not keys:
+            unplaced.append(name)
+            continue
+        for key in keys:
+            new[key] = torch.from_numpy(np.array(value)).to(state[key].dtype) \
+                .reshape(state[key].shape)
+    missing = [k for k, p in module.named_parameters() if p.requires_grad
+               and k not in new]
+    if strict and (unplaced or missing):
+        raise _tools.SmpError(
+            "load_state_dict: " +
+            (f"no module key for {sorted(unplaced)}" if unplaced else "") +
+            ("; " if unplaced and missing else "") +
+            (f"no value for {sorted(missing)}" if missing else "") +
+            " (pass exported=smp.export(...)'s result)")
+    module.load_state_dict(new, strict=False)
+    return module

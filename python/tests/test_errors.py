@@ -1,0 +1,50 @@
+"""smp's refusals reach Python as SmpError carrying the tool's message."""
+
+from pathlib import Path
+
+import pytest
+
+import smp
+
+FIXTURES = Path(__file__).resolve().parents[2] / "test" / "fixtures"
+MLP = FIXTURES / "train" / "mlp.onnx"
+TRAIN = dict(loss="cross_entropy:logits:labels", batch_size=8)
+
+
+def test_unknown_config_key_did_you_mean(tools):
+    with pytest.raises(smp.SmpError) as e:
+        smp.compile(MLP, config={"pipeline_paralel_degree": 2}, **TRAIN)
+    assert str(e.value).endswith('unknown key "pipeline_paralel_degree"; '
+                                 'did you mean "pipeline_parallel_degree"?')
+    assert e.value.tool == "smpc" and e.value.returncode == 1
+
+
+def test_config_contradicts_option(tools):
+    with pytest.raises(smp.SmpError) as e:
+        smp.compile(MLP, config={"pipeline_parallel_degree": 2}, pp=4, **TRAIN)
+    assert str(e.value).endswith('"pipeline_parallel_degree": 2 contradicts '
+                                 '--pp 4 on the command line')
+
+
+def test_config_file_path(tools, tmp_path):
+    cfg = tmp_path / "smp.json"
+    cfg.write_text('{"ddp": true, "devices": 2}')
+    art = smp.compile(MLP, config=cfg, output=tmp_path / "a.smpx", **TRAIN)
+    assert art.ranks == 2
+
+
+def test_train_error_is_smpruns_message(tools, tmp_path):
+    art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
+    import numpy as np
+    with pytest.raises(smp.SmpError) as e:
+        smp.train(art, data={"x": np.zeros((8, 3), np.float32)}, steps=1,
+                  progress=False)
+    assert e.value.tool == "smprun"
+    assert "input 'x' is 8x3xf32" in str(e.value)
+    print(e.value)
+
+
+def test_missing_tools(monkeypatch, tmp_path):
+    monkeypatch.setenv("SMP_BIN_DIR", str(tmp_path))
+    with pytest.raises(smp.SmpError, match="cannot find smpc"):
+        smp.compile(MLP, **TRAIN)

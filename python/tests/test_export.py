@@ -1,0 +1,108 @@
+"""smp.export's sidecar (MODEL.smp-export.json) carries what ONNX cannot:
+frozen parameters and buffers get no gradient in smp as in PyTorch, and
+padding_idx rows are refused (smp cannot keep single rows fixed yet)."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+import smp  # noqa: E402
+import torch_refs  # noqa: E402
+
+CLASSES, BATCH, SAMPLES, STEPS = 5, 8, 16, 3
+
+
+class Frozen(torch.nn.Module):
+    """A frozen first layer and a float buffer used in the forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.fc2 = torch.nn.Linear(12, CLASSES)
+        self.register_buffer("scale", torch.linspace(0.5, 1.5, 12))
+        for p in self.fc1.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)) * self.scale)
+
+
+def data():
+    g = torch.Generator().manual_seed(3)
+    return (torch.randn(SAMPLES, 6, generator=g),
+            torch.randint(0, CLASSES, (SAMPLES,), generator=g))
+
+
+def test_frozen_parameters_and_buffers(tools, tmp_path):
+    torch.manual_seed(0)
+    model = Frozen()
+    x, labels = data()
+    exported = smp.export(model, x[:BATCH], tmp_path / "frozen.onnx")
+    sidecar = json.loads(exported.sidecar.read_text())
+    assert sorted(sidecar["frozen"]) == ["fc1.bias", "fc1.weight", "scale"]
+    assert sidecar["parameters"]["fc2.weight"] == ["fc2.weight"]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    art = smp.compile(exported, output=tmp_path / "f.smpx", batch_size=BATCH,
+                      loss="cross_entropy:logits:labels", lr=0.1)
+    res = smp.train(art, data={"x": x.numpy(), "labels": labels.numpy()},
+                    steps=STEPS, checkpoint_dir=tmp_path / "ckpt",
+                    progress=False)
+    losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
+                                       STEPS, BATCH)
+    np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
+    weights = smp.load_checkpoint(tmp_path / "ckpt")
+    for k in ("fc1.weight", "fc1.bias", "scale"):
+        np.testing.assert_array_equal(weights[k], before[k].numpy())
+    assert not np.array_equal(weights["fc2.weight"], before["fc2.weight"].numpy())
+
+    # Without the sidecar smp trains fc1 and the buffer: other losses.
+    exported.sidecar.unlink()
+    art = smp.compile(exported.path, output=tmp_path / "g.smpx",
+                      batch_size=BATCH, loss="cross_entropy:logits:labels",
+                      lr=0.1)
+    other = smp.train(art, data={"x": x.numpy(), "labels": labels.numpy()},
+                      steps=STEPS, progress=False)
+    assert abs(other.losses[-1] - losses[-1]) > 1e-4
+
+
+class Padded(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 4, padding_idx=0)
+        self.fc = torch.nn.Linear(4, CLASSES)
+
+    def forward(self, ids):
+        return self.fc(self.emb(ids))
+
+
+def test_padding_idx_rows_are_refused(tools, tmp_path):
+    torch.manual_seed(0)
+    ids = torch.randint(0, 10, (BATCH, 3))
+    exported = smp.export(Padded(), ids, tmp_path / "padded.onnx")
+    assert exported.padding_rows == [{"initializer": "emb.weight", "rows": [0]}]
+    with pytest.raises(smp.SmpError) as e:
+        smp.compile(exported, output=tmp_path / "p.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels")
+    assert "'emb.weight' has padding_idx rows that PyTorch never updates" \
+        in str(e.value)
+    # Inference needs no rows held fixed.
+    smp.compile(exported, output=tmp_path / "q.smpx", batch_size=BATCH)
+
+
+def test_export_check_catches_a_changed_model(tools, tmp_path, monkeypatch):
+    """The check compares the file with the module: a file that computes
+    something else is an error, not a silent export."""
+    import smp.exporter as ex
+    torch.manual_seed(0)
+    x, _ = data()
+    real = ex.run_onnx
+
+    def skewed(path, inputs):
+        outs, by = real(path, inputs)
+        return {k: v + 1e-2 for k, v in outs.items()}, by
+    monkeypatch.setattr(ex, "run_onnx", skewed)
+    with pytest.raises(smp.SmpError, match="differs from the module's"):
+        smp.export(Frozen(), x[:BATCH], tmp_path / "bad.onnx")

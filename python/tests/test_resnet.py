@@ -1,0 +1,88 @@
+"""Acceptance, convolutional: a small ResNet (torchvision's resnet18 layout
+scaled down, or the same blocks hand-written where torchvision is absent)
+with trainable BatchNorm, exported with smp.export (training-mode
+BatchNormalization), compiled with a SageMaker-style dict and trained 5
+steps on 4 ranks against PyTorch. Until smpc imports training-mode
+BatchNormalization this test is an expected failure on exactly that
+refusal (detected at run time); any other error fails it."""
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+import smp  # noqa: E402
+import torch_refs  # noqa: E402
+
+CLASSES, BATCH, SAMPLES, STEPS = 10, 8, 16, 5
+# smpc's refusal of training-mode BatchNormalization (ConvertNN.cpp).
+BN_REFUSAL = "BatchNormalization"
+
+
+class Block(torch.nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = torch.nn.BatchNorm2d(cout)
+        self.conv2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = torch.nn.Sequential(
+                torch.nn.Conv2d(cin, cout, 1, stride, bias=False),
+                torch.nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class TinyResNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, 1, 1, bias=False),
+            torch.nn.BatchNorm2d(8), torch.nn.ReLU())
+        self.layer1 = Block(8, 8, 1)
+        self.layer2 = Block(8, 16, 2)
+        self.fc = torch.nn.Linear(16, CLASSES)
+
+    def forward(self, x):
+        y = self.layer2(self.layer1(self.stem(x)))
+        return self.fc(torch.flatten(torch.mean(y, dim=(2, 3), keepdim=True), 1))
+
+
+def test_resnet_export_compile_train(tools, tmp_path):
+    torch.manual_seed(0)
+    model = TinyResNet()
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(SAMPLES, 3, 8, 8, generator=g)
+    labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
+    initial = copy.deepcopy(model.state_dict())
+    try:
+        exported = smp.export(model, x[:BATCH], tmp_path / "resnet.onnx")
+        artifact = smp.compile(
+            exported, config={"pipeline_parallel_degree": 2, "microbatches": 4,
+                              "ddp": True, "devices": 4, "batch_size": BATCH,
+                              "optimizer": "sgd", "lr": torch_refs.LRS["sgd"]},
+            loss="cross_entropy:logits:labels")
+    except smp.SmpError as e:
+        if BN_REFUSAL in str(e) and "train" in str(e).lower():
+            pytest.xfail(f"smpc refuses training-mode BatchNorm: {e}")
+        raise
+    result = smp.train(artifact, data={"x": x.numpy(), "labels": labels.numpy()},
+                       steps=STEPS, ranks=4, checkpoint_dir=tmp_path / "ckpt",
+                       save_onnx=tmp_path / "trained.onnx")
+    losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
+                                       STEPS, BATCH)
+    np.testing.assert_allclose(result.losses, losses, rtol=0, atol=1e-4)
+    fresh = TinyResNet()
+    fresh.load_state_dict(initial)
+    smp.load_state_dict(fresh, smp.load_checkpoint(tmp_path / "ckpt"), exported)
+    for k, p in model.named_parameters():
+        np.testing.assert_allclose(fresh.state_dict()[k].numpy(),
+                                   p.detach().numpy(), rtol=1e-3, atol=1e-4,
+                                   err_msg=k)

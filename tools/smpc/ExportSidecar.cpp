@@ -1,0 +1,63 @@
+//===- ExportSidecar.cpp - What smp.export records beside the ONNX file ---===//
+
+#include "ExportSidecar.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
+
+std::string exportSidecarPath(const std::string &model) {
+  llvm::StringRef m = model;
+  if (m.ends_with(".onnx"))
+    m = m.drop_back(5);
+  return m.str() + ".smp-export.json";
+}
+
+std::optional<int> applyExportSidecar(Options &opts) {
+  if (opts.command != "compile" || !opts.train ||
+      !llvm::StringRef(opts.input).ends_with(".onnx"))
+    return std::nullopt;
+  std::string path = exportSidecarPath(opts.input);
+  if (!llvm::sys::fs::exists(path))
+    return std::nullopt;
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail(path + ": cannot read (" + buffer.getError().message() + ")");
+  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    return fail(path +
+                ": not valid JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  if (!root || root->getString("format") != "smp-export/1")
+    return fail(path + ": not an smp.export sidecar (\"format\": "
+                       "\"smp-export/1\"); remove it or export again");
+  if (const llvm::json::Array *rows = root->getArray("padding_rows"))
+    for (const llvm::json::Value &r : *rows) {
+      const llvm::json::Object *o = r.getAsObject();
+      auto name = o ? o->getString("initializer") : std::nullopt;
+      if (!name)
+        return fail(path + ": \"padding_rows\" entries need \"initializer\"");
+      return fail(path + ": '" + *name +
+                  "' has padding_idx rows that PyTorch never updates; smp "
+                  "cannot hold single rows of a parameter fixed yet, so it "
+                  "would train them: export the embedding without "
+                  "padding_idx (its row then trains as in PyTorch) or freeze "
+                  "the whole table with --freeze");
+    }
+  const llvm::json::Array *frozen = root->getArray("frozen");
+  if (!frozen || frozen->empty())
+    return std::nullopt;
+  // One anchored alternation of the exact names; name#N are the per-reader
+  // copies the importer makes of a merged initializer.
+  std::string regex;
+  for (const llvm::json::Value &v : *frozen) {
+    auto name = v.getAsString();
+    if (!name)
+      return fail(path + ": \"frozen\" must list initializer names");
+    regex += (regex.empty() ? "" : "|") + llvm::Regex::escape(*name);
+  }
+  regex = "^(" + regex + ")(#[0-9]+)?$";
+  opts.freeze = opts.freeze.empty() ? regex : "(" + opts.freeze + ")|" + regex;
+  return std::nullopt;
+}
