@@ -99,46 +99,6 @@ def running_stats(model):
             if name.endswith(("running_mean", "running_var"))}
 
 
-def train_grouped(model, x, y, opt_name, dp, mb, sync):
-    """Steps of DDP over `dp` replicas with `mb` micro-batches each and
-    gradient accumulation, as smp splits a step: replica r takes samples
-    [r B/dp, (r+1) B/dp) of the step's batch, micro-batch j of it the j-th
-    equal slice. sync: SyncBatchNorm, so micro-batch j's statistics are over
-    every replica's micro-batch j (one forward of their concatenation);
-    otherwise each replica's own, the running statistics rank 0's."""
-    model.train()
-    lr = torch_refs.LRS[opt_name]
-    opt = (torch.optim.SGD(model.parameters(), lr=lr) if opt_name == "sgd"
-           else torch.optim.AdamW(model.parameters(), lr=lr))
-    per = BATCH // (dp * mb)
-    losses, norms = [], []
-    for k in range(STEPS):
-        lo = (k * BATCH) % SAMPLES
-        opt.zero_grad()
-        total = 0.0
-        for j in range(mb):
-            rows = [lo + r * (BATCH // dp) + j * per for r in range(dp)]
-            groups = ([[torch.arange(a, a + per) for a in rows]] if sync
-                      else [[torch.arange(a, a + per)] for a in rows])
-            for g, idx in enumerate(groups):
-                idx = torch.cat(idx)
-                saved = {n: b.clone() for n, b in model.named_buffers()}
-                logits = model(x[idx])
-                loss = torch.nn.functional.cross_entropy(
-                    logits, y[idx], reduction="sum") / BATCH
-                loss.backward()
-                total += loss.item()
-                if g > 0:  # replicas other than rank 0 keep no statistics
-                    with torch.no_grad():
-                        for n, b in model.named_buffers():
-                            b.copy_(saved[n])
-        norms.append(torch.sqrt(sum((p.grad.double() ** 2).sum()
-                                    for p in model.parameters())).item())
-        losses.append(total)
-        opt.step()
-    return losses, norms
-
-
 def write(path, config, losses, norms, model):
     ref = {"config": config, "losses": losses, "grad_norms": norms,
            "running_stats": running_stats(model)}
@@ -203,13 +163,15 @@ def main():
           losses, norms, exported)
     # The grouped loop at one replica and one micro-batch is torch_refs'.
     model = fresh()
-    check, _ = train_grouped(model, x, y, "sgd", 1, 1, True)
+    check, _ = torch_refs.train_steps_grouped(model, x, y, CLASSES, "sgd",
+                                              STEPS, BATCH, 1, 1)
     ref = json.loads((out / "ref_sgd.json").read_text())["losses"]
     assert np.allclose(check, ref, rtol=1e-6), (check, ref)
     for name, dp, mb, sync in (("mb4", 1, 4, True), ("dp2_mb2", 2, 2, True),
                                ("dp2_replica", 2, 1, False)):
         model = fresh()
-        losses, norms = train_grouped(model, x, y, "sgd", dp, mb, sync)
+        losses, norms = torch_refs.train_steps_grouped(
+            model, x, y, CLASSES, "sgd", STEPS, BATCH, dp, mb, sync)
         write(out / f"ref_sgd_{name}.json",
               dict(base, optimizer="sgd", lr=torch_refs.LRS["sgd"], dp=dp,
                    microbatches=mb, bn_stats="global" if sync else "replica"),

@@ -37,6 +37,52 @@ def train_steps(model, inputs, labels, classes, opt_name, steps, batch):
     return losses, norms
 
 
+def train_steps_grouped(model, x, labels, classes, opt_name, steps, batch,
+                        dp, microbatches, sync=True):
+    """train_steps as smp splits a step over `dp` data-parallel replicas and
+    `microbatches` micro-batches with gradient accumulation (what matters
+    for BatchNorm in train() mode): replica r takes samples [r B/dp, (r+1)
+    B/dp) of the step's batch, micro-batch j of it the j-th equal slice.
+    sync (SyncBatchNorm): micro-batch j's statistics are over every
+    replica's micro-batch j (one forward of their concatenation); otherwise
+    each replica's own, the running statistics rank 0's (DDP's
+    broadcast_buffers). At dp = microbatches = 1 this is train_steps."""
+    model.train()
+    lr = LRS[opt_name]
+    opt = (torch.optim.SGD(model.parameters(), lr=lr) if opt_name == "sgd"
+           else torch.optim.AdamW(model.parameters(), lr=lr))
+    samples = labels.shape[0]
+    per = batch // (dp * microbatches)
+    losses, norms = [], []
+    for k in range(steps):
+        lo = (k * batch) % samples
+        opt.zero_grad()
+        total = 0.0
+        for j in range(microbatches):
+            rows = [lo + r * (batch // dp) + j * per for r in range(dp)]
+            groups = ([[torch.arange(a, a + per) for a in rows]] if sync
+                      else [[torch.arange(a, a + per)] for a in rows])
+            for g, idx in enumerate(groups):
+                idx = torch.cat(idx)
+                saved = {n: b.clone() for n, b in model.named_buffers()}
+                logits = model(x[idx])
+                loss = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, classes), labels[idx].reshape(-1),
+                    reduction="sum") / labels[lo:lo + batch].numel()
+                loss.backward()
+                total += loss.item()
+                if g > 0:  # replicas other than rank 0 keep no statistics
+                    with torch.no_grad():
+                        for n, b in model.named_buffers():
+                            b.copy_(saved[n])
+        norms.append(torch.sqrt(sum((p.grad.double() ** 2).sum()
+                                    for p in model.parameters()
+                                    if p.grad is not None)).item())
+        losses.append(total)
+        opt.step()
+    return losses, norms
+
+
 def write_ref(path, config, losses, norms):
     ref = {"config": config, "losses": losses, "grad_norms": norms}
     path.write_text(json.dumps(ref, indent=2) + "\n")

@@ -2,9 +2,10 @@
 scaled down, or the same blocks hand-written where torchvision is absent)
 with trainable BatchNorm, exported with smp.export (training-mode
 BatchNormalization), compiled with a SageMaker-style dict and trained 5
-steps on 4 ranks against PyTorch. Until smpc imports training-mode
-BatchNormalization this test is an expected failure on exactly that
-refusal (detected at run time); any other error fails it."""
+steps on 4 ranks (dp2 x pp2, 4 micro-batches) against PyTorch with the
+same grouping: BatchNorm statistics per micro-batch, synchronised over the
+data-parallel replicas (torch_refs.train_steps_grouped; smpc's default
+--bn-stats global)."""
 
 import copy
 
@@ -17,8 +18,6 @@ import smp  # noqa: E402
 import torch_refs  # noqa: E402
 
 CLASSES, BATCH, SAMPLES, STEPS = 10, 8, 16, 5
-# smpc's refusal of training-mode BatchNormalization (ConvertNN.cpp).
-BN_REFUSAL = "BatchNormalization"
 
 
 class Block(torch.nn.Module):
@@ -62,22 +61,18 @@ def test_resnet_export_compile_train(tools, tmp_path):
     x = torch.randn(SAMPLES, 3, 8, 8, generator=g)
     labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
     initial = copy.deepcopy(model.state_dict())
-    try:
-        exported = smp.export(model, x[:BATCH], tmp_path / "resnet.onnx")
-        artifact = smp.compile(
-            exported, config={"pipeline_parallel_degree": 2, "microbatches": 4,
-                              "ddp": True, "devices": 4, "batch_size": BATCH,
-                              "optimizer": "sgd", "lr": torch_refs.LRS["sgd"]},
-            loss="cross_entropy:logits:labels")
-    except smp.SmpError as e:
-        if BN_REFUSAL in str(e) and "train" in str(e).lower():
-            pytest.xfail(f"smpc refuses training-mode BatchNorm: {e}")
-        raise
+    exported = smp.export(model, x[:BATCH], tmp_path / "resnet.onnx")
+    artifact = smp.compile(
+        exported, config={"pipeline_parallel_degree": 2, "microbatches": 4,
+                          "ddp": True, "devices": 4, "batch_size": BATCH,
+                          "optimizer": "sgd", "lr": torch_refs.LRS["sgd"]},
+        loss="cross_entropy:logits:labels")
     result = smp.train(artifact, data={"x": x.numpy(), "labels": labels.numpy()},
                        steps=STEPS, ranks=4, checkpoint_dir=tmp_path / "ckpt",
                        save_onnx=tmp_path / "trained.onnx")
-    losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
-                                       STEPS, BATCH)
+    losses, _ = torch_refs.train_steps_grouped(model, x, labels, CLASSES,
+                                               "sgd", STEPS, BATCH, dp=2,
+                                               microbatches=4)
     np.testing.assert_allclose(result.losses, losses, rtol=0, atol=1e-4)
     fresh = TinyResNet()
     fresh.load_state_dict(initial)

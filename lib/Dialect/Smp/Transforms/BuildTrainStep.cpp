@@ -653,8 +653,7 @@ struct SmpBuildTrainStepPass
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
-      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr) ||
-          runningArgs.contains(arg))
+      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr))
         continue;
       if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
         continue;
@@ -662,6 +661,10 @@ struct SmpBuildTrainStepPass
         ++matched;
         continue;
       }
+      // A batch norm's running statistics (updated by the step, never
+      // trained; --freeze naming them, as for any buffer, changes nothing).
+      if (runningArgs.contains(arg))
+        continue;
       params.push_back(arg);
       names.push_back(name.str());
     }
