@@ -17,41 +17,12 @@ pytest.importorskip("onnx")
 import smp  # noqa: E402
 import torch_refs  # noqa: E402
 
-CLASSES, BATCH, SAMPLES, STEPS = 10, 8, 16, 5
+BATCH, SAMPLES, STEPS = 8, 16, 5
 
 
-class Block(torch.nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = torch.nn.BatchNorm2d(cout)
-        self.conv2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = torch.nn.BatchNorm2d(cout)
-        self.down = None
-        if stride != 1 or cin != cout:
-            self.down = torch.nn.Sequential(
-                torch.nn.Conv2d(cin, cout, 1, stride, bias=False),
-                torch.nn.BatchNorm2d(cout))
-
-    def forward(self, x):
-        y = torch.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return torch.relu(y + (x if self.down is None else self.down(x)))
-
-
-class TinyResNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.stem = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 8, 3, 1, 1, bias=False),
-            torch.nn.BatchNorm2d(8), torch.nn.ReLU())
-        self.layer1 = Block(8, 8, 1)
-        self.layer2 = Block(8, 16, 2)
-        self.fc = torch.nn.Linear(16, CLASSES)
-
-    def forward(self, x):
-        y = self.layer2(self.layer1(self.stem(x)))
-        return self.fc(torch.flatten(torch.mean(y, dim=(2, 3), keepdim=True), 1))
+# The ResNet of the committed fixtures (python/make_resnet.py): BasicBlocks
+# with conv-BN-ReLU, a downsample with BN, global average pool and fc.
+from make_resnet import CLASSES, ResNet as TinyResNet  # noqa: E402
 
 
 def test_resnet_export_compile_train(tools, tmp_path):

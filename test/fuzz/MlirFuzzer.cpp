@@ -7,27 +7,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzContext.h"
+
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "smp/Dialect/Smp/IR/SizeLimits.h"
-#include "smp/InitAll.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static mlir::DialectRegistry *registry = [] {
-    auto *r = new mlir::DialectRegistry;
-    smp::registerAllDialects(*r);
-    smp::registerAllPasses();
-    return r;
-  }();
-  mlir::MLIRContext ctx(*registry, mlir::MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  mlir::ScopedDiagnosticHandler quiet(
-      &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+  smp::fuzz::FuzzContext fuzzContext;
+  mlir::MLIRContext &ctx = fuzzContext.get();
   // NUL-terminated, as smpc reads a file (openInputFile): MLIR's lexer
   // reads the terminator to find the end of the buffer.
   std::string text(reinterpret_cast<const char *>(data), size);

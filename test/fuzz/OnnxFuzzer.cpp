@@ -12,14 +12,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzContext.h"
 #include "FuzzSupport.h"
 
-#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "onnx/onnx_pb.h"
 #include "smp/Frontend/ONNX/Importer.h"
-#include "smp/InitAll.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 
 #include <cstdio>
@@ -56,16 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (d.has_dim_param() && !d.dim_param().empty())
           options.dims[d.dim_param()] = 2;
 
-  static mlir::DialectRegistry *registry = [] {
-    auto *r = new mlir::DialectRegistry;
-    smp::registerAllDialects(*r);
-    smp::registerAllPasses();
-    return r;
-  }();
-  mlir::MLIRContext ctx(*registry, mlir::MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  mlir::ScopedDiagnosticHandler quiet(
-      &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+  smp::fuzz::FuzzContext fuzzContext;
+  mlir::MLIRContext &ctx = fuzzContext.get();
 
   auto module = smp::onnx_frontend::importONNXFile(ctx, path, options);
   if (!module) {
