@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
 """Writes test/fixtures/real/: Hugging Face architectures built from small
 random configs (dropout 0), exported the way users export them, with
-PyTorch's training references.
+PyTorch's training references and forward logits.
 
 For each architecture:
-  <arch>.onnx        torch.onnx.export(model, (input_ids,), path) with default
+  <arch>.onnx        torch.onnx.export(model, inputs, path) with default
                      flags (the dynamo exporter and its optimiser), no dynamic
                      shapes: batch 8 fixed in the file, as users get it
   <arch>_dyn.onnx    the way docs/bring-your-own-model.md tells users to
                      export: the same with dynamic_shapes (a symbolic batch
-                     dim "batch")
+                     dim "batch" on every input)
   <arch>/ref_sgd.json, <arch>/ref_adamw.json
                      PyTorch's per-step losses and grad norms: 5 steps of
                      SGD (lr 0.1) and AdamW (lr 1e-2) on batches of 8, in
                      train() mode, cross-entropy of every position's logits
                      against the labels (test/train/compare_losses.py)
-  input_ids.npy, labels.npy (shared): 16 samples of 8 tokens, vocab 64
+  <arch>/logits.npy  the eval() logits of the first 8 samples (forward/)
+  t5_noopt.onnx      T5 only: the dyn export with optimize=False (the fix
+                     smpc names when it refuses the other two)
+Shared data (16 samples; forward/ holds the first 8 of each input):
+  input_ids.npy, labels.npy        8 tokens each, vocab 64 (the LMs; T5's
+                                   encoder input and decoder labels)
+  decoder_input_ids.npy            T5's decoder input (labels shifted right)
+  pixel_values.npy, class_labels.npy   ViT: 3x16x16 images, 10 classes
 
-The model is wrapped so that its forward takes input_ids and returns the
+The model is wrapped so that its forward takes the inputs and returns the
 logits (return_dict=False, use_cache=False). Which architectures train and
 which are refused (and why) is asserted by test/smprun/real-models.test.
 
@@ -29,6 +36,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import torch
 import transformers as T
 
@@ -37,41 +45,67 @@ import torch_refs
 VOCAB, SEQ, BATCH, SAMPLES, STEPS = 64, 8, 8, 16, 5
 
 
+IDS = ("input_ids",)
+T5_INPUTS = ("input_ids", "decoder_input_ids")
+VIT_INPUTS = ("pixel_values",)
+IMAGE, PATCH, CLASSES = 16, 4, 10
+
+
 def configs():
+    """(name, model builder, input names, label file, classes)."""
     small = dict(vocab_size=VOCAB)
-    yield "gpt2", lambda: T.GPT2LMHeadModel(T.GPT2Config(
+    lm = lambda name, build: (name, build, IDS, "labels", VOCAB)
+    yield lm("gpt2", lambda: T.GPT2LMHeadModel(T.GPT2Config(
         n_layer=2, n_head=2, n_embd=16, n_positions=32, resid_pdrop=0,
-        embd_pdrop=0, attn_pdrop=0, **small))
-    yield "bert", lambda: T.BertForMaskedLM(T.BertConfig(
+        embd_pdrop=0, attn_pdrop=0, **small)))
+    yield lm("bert", lambda: T.BertForMaskedLM(T.BertConfig(
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         intermediate_size=32, max_position_embeddings=32,
-        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small))
-    yield "distilbert", lambda: T.DistilBertForMaskedLM(T.DistilBertConfig(
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small)))
+    yield lm("distilbert", lambda: T.DistilBertForMaskedLM(T.DistilBertConfig(
         n_layers=2, n_heads=2, dim=16, hidden_dim=32,
-        max_position_embeddings=32, dropout=0, attention_dropout=0, **small))
-    yield "roberta", lambda: T.RobertaForMaskedLM(T.RobertaConfig(
+        max_position_embeddings=32, dropout=0, attention_dropout=0, **small)))
+    yield lm("roberta", lambda: T.RobertaForMaskedLM(T.RobertaConfig(
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         intermediate_size=32, max_position_embeddings=40,
-        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small))
-    yield "llama", lambda: T.LlamaForCausalLM(T.LlamaConfig(
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small)))
+    yield lm("llama", lambda: T.LlamaForCausalLM(T.LlamaConfig(
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         hidden_size=16, intermediate_size=32, max_position_embeddings=32,
-        **small))
-    yield "mistral", lambda: T.MistralForCausalLM(T.MistralConfig(
+        **small)))
+    yield lm("mistral", lambda: T.MistralForCausalLM(T.MistralConfig(
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         hidden_size=16, intermediate_size=32, max_position_embeddings=32,
-        sliding_window=None, **small))
-    yield "gptneox", lambda: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(
+        sliding_window=None, **small)))
+    yield lm("gptneox", lambda: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         intermediate_size=32, max_position_embeddings=32, hidden_dropout=0,
-        attention_dropout=0, **small))
-    yield "opt", lambda: T.OPTForCausalLM(T.OPTConfig(
+        attention_dropout=0, **small)))
+    yield lm("opt", lambda: T.OPTForCausalLM(T.OPTConfig(
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         ffn_dim=32, max_position_embeddings=32, word_embed_proj_dim=16,
-        dropout=0, attention_dropout=0, **small))
+        dropout=0, attention_dropout=0, **small)))
+    # Encoder-decoder: two inputs, the decoder's logits against the labels.
+    # Eager attention: with its default (sdpa) torch 2.15's exporter fails
+    # to decompose T5's attention (a view of a transposed tensor).
+    yield ("t5", lambda: T.T5ForConditionalGeneration(T.T5Config(
+        d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=2,
+        num_heads=2, relative_attention_num_buckets=8,
+        relative_attention_max_distance=16, dropout_rate=0,
+        feed_forward_proj="relu", decoder_start_token_id=0, pad_token_id=0,
+        eos_token_id=1, attn_implementation="eager", **small)),
+        T5_INPUTS, "labels", VOCAB)
+    # Image classification: a patch-embedding conv, a class token, 10 classes.
+    yield ("vit", lambda: T.ViTForImageClassification(T.ViTConfig(
+        image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
+        num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+        num_labels=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
 
 
 class LogitsOnly(torch.nn.Module):
+    """input_ids -> logits (the LMs)."""
+
     def __init__(self, model):
         super().__init__()
         self.model = model
@@ -82,39 +116,102 @@ class LogitsOnly(torch.nn.Module):
         return self.model(input_ids=input_ids, return_dict=False, **kw)[0]
 
 
+class Seq2SeqLogits(LogitsOnly):
+    """input_ids, decoder_input_ids -> the decoder's logits (T5)."""
+
+    def forward(self, input_ids, decoder_input_ids):
+        return self.model(input_ids=input_ids,
+                          decoder_input_ids=decoder_input_ids,
+                          use_cache=False, return_dict=False)[0]
+
+
+class ImageLogits(LogitsOnly):
+    """pixel_values -> class logits (ViT)."""
+
+    def forward(self, pixel_values):
+        return self.model(pixel_values=pixel_values, return_dict=False)[0]
+
+
+WRAPPERS = {IDS: LogitsOnly, T5_INPUTS: Seq2SeqLogits,
+            VIT_INPUTS: ImageLogits}
+
+
+def data(out):
+    """The shared inputs and labels (16 samples), written to `out`."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    # T5's decoder input: the labels shifted right after the start token 0.
+    dec = torch.cat([torch.zeros(SAMPLES, 1, dtype=torch.long),
+                     labels[:, :-1]], dim=1)
+    g2 = torch.Generator().manual_seed(2)
+    pixels = torch.randn(SAMPLES, 3, IMAGE, IMAGE, generator=g2)
+    classes = torch.randint(0, CLASSES, (SAMPLES,), generator=g2)
+    t = {"input_ids": ids, "labels": labels, "decoder_input_ids": dec,
+         "pixel_values": pixels, "class_labels": classes}
+    (out / "forward").mkdir(exist_ok=True)
+    for name, v in t.items():
+        np.save(out / f"{name}.npy", v.numpy())
+        if name in IDS + T5_INPUTS + VIT_INPUTS:
+            np.save(out / "forward" / f"{name}.npy", v[:BATCH].numpy())
+    return t
+
+
+def strip_stack_traces(path):
+    m = onnx.load(str(path))
+    for n in m.graph.node:
+        keep = [p for p in n.metadata_props
+                if p.key != "pkg.torch.onnx.stack_trace"]
+        del n.metadata_props[:]
+        n.metadata_props.extend(keep)
+    onnx.save(m, str(path))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
                                          "test" / "fixtures" / "real"))
     ap.add_argument("--only", nargs="*")
-    out = Path(ap.parse_args().out)
-    only = ap.parse_args().only
+    args = ap.parse_args()
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
-    labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
-    np.save(out / "input_ids.npy", ids.numpy())
-    np.save(out / "labels.npy", labels.numpy())
-    for name, build in configs():
-        if only and name not in only:
+    t = data(out)
+    for name, build, names, label, classes in configs():
+        if args.only and name not in args.only:
             continue
         torch.manual_seed(0)
-        model = LogitsOnly(build()).eval()
+        model = WRAPPERS[names](build()).eval()
         init = {k: v.clone() for k, v in model.state_dict().items()}
-        torch.onnx.export(model, (ids[:BATCH],), str(out / f"{name}.onnx"),
-                          input_names=["input_ids"], output_names=["logits"],
+        inputs = tuple(t[n] for n in names)
+        example = tuple(v[:BATCH] for v in inputs)
+        torch.onnx.export(model, example, str(out / f"{name}.onnx"),
+                          input_names=list(names), output_names=["logits"],
                           external_data=False)
-        torch.onnx.export(model, (ids[:BATCH],), str(out / f"{name}_dyn.onnx"),
-                          input_names=["input_ids"], output_names=["logits"],
-                          dynamic_shapes={"input_ids": {
-                              0: torch.export.Dim("batch")}},
+        batch = torch.export.Dim("batch")
+        torch.onnx.export(model, example, str(out / f"{name}_dyn.onnx"),
+                          input_names=list(names), output_names=["logits"],
+                          dynamic_shapes={n: {0: batch} for n in names},
                           external_data=False)
+        if name == "t5":
+            # What smpc's refusal of the two exports above names as the fix:
+            # optimize=False keeps the relative position bias a gather of
+            # its parameter (the optimiser folds it). Stack traces dropped
+            # (they would make the file 1.4 MB).
+            noopt = out / f"{name}_noopt.onnx"
+            torch.onnx.export(model, example, str(noopt),
+                              input_names=list(names), output_names=["logits"],
+                              dynamic_shapes={n: {0: batch} for n in names},
+                              optimize=False, external_data=False)
+            strip_stack_traces(noopt)
         (out / name).mkdir(exist_ok=True)
+        with torch.no_grad():
+            np.save(out / name / "logits.npy", model(*example).numpy())
         for opt_name, lr in torch_refs.LRS.items():
             model.load_state_dict(init)
-            losses, norms = torch_refs.train_steps(model, (ids,), labels, VOCAB,
-                                                   opt_name, STEPS, BATCH)
+            losses, norms = torch_refs.train_steps(model, inputs, t[label],
+                                                   classes, opt_name, STEPS,
+                                                   BATCH)
             torch_refs.write_ref(out / name / f"ref_{opt_name}.json",
                                  {"name": opt_name, "optimizer": opt_name,
                                   "lr": lr, "batch_size": BATCH,

@@ -43,6 +43,10 @@ enum ErrorCode : int {
   kErrLabel = 4,          // cross_entropy: value, position, bound, aux (ignore)
   kErrLabelGrad = 5,      // cross_entropy_grad: value, position, bound
   kErrModByZero = 6,      // mod (aux 0) / fmod (aux 1)
+  kErrGatherNdIndex = 7,  // gather_nd: value, position, bound, aux (dim)
+  kErrGatherNdGradIndex = 8,       // gather_nd_grad: same fields
+  kErrGatherElementsIndex = 9,     // gather_elements: as gather
+  kErrGatherElementsGradIndex = 10, // gather_elements_grad: same fields
 };
 
 struct DeviceError {

@@ -151,10 +151,19 @@ Status synchronize(Context &ctx) {
     return fail(e.aux ? "fmod" : "mod", "integer division by zero");
   case kErrGatherIndex:
   case kErrGatherGradIndex:
-    return fail(e.code == kErrGatherIndex ? "gather" : "gather_grad",
+  case kErrGatherNdIndex:
+  case kErrGatherNdGradIndex:
+  case kErrGatherElementsIndex:
+  case kErrGatherElementsGradIndex: {
+    static const char *const names[] = {
+        "gather", "gather_grad", "", "", "", "",
+        "gather_nd", "gather_nd_grad", "gather_elements",
+        "gather_elements_grad"};
+    return fail(names[e.code - kErrGatherIndex],
                 "index " + str(e.value) + " at position " + str(e.position) +
                     " is out of range for axis " + str(e.aux) + " of size " +
                     str(e.bound));
+  }
   case kErrLabel:
     return fail("cross_entropy",
                 "label " + str(e.value) + " at position " + str(e.position) +

@@ -333,6 +333,16 @@ TEST_F(GradientCheck, DataMovement) {
         "  %i = smp.constant dense<[[3, 0], [3, -1]]> : tensor<2x2xi64>\n"
         "  %y = smp.gather %a0, %i {axis = 0 : i64} : (" T("4x3") ", tensor<2x2xi64>) -> " T("2x2x3"),
         T("2x2x3"));
+  // Index tuples with a batch dim and a repeated tuple; elements along
+  // axis 1 with repeated and negative indices.
+  check(IN(0, "2x3x4"),
+        "  %i = smp.constant dense<[[[2], [0], [2]], [[-1], [1], [0]]]> : tensor<2x3x1xi64>\n"
+        "  %y = smp.gather_nd %a0, %i {batch_dims = 1 : i64} : (" T("2x3x4") ", tensor<2x3x1xi64>) -> " T("2x3x4"),
+        T("2x3x4"));
+  check(IN(0, "3x4"),
+        "  %i = smp.constant dense<[[3, 3, -1], [0, 1, 0]]> : tensor<2x3xi32>\n"
+        "  %y = smp.gather_elements %a0, %i {axis = 1 : i64} : (" T("3x4") ", tensor<2x3xi32>) -> " T("2x3"),
+        T("2x3"));
   check(IN(0, "3x3"),
         "  %y = smp.trilu %a0 {upper = false, k = 0 : i64} : " T("3x3"), T("3x3"));
   check(IN(0, "2x3") ", " IN(1, "2x3"),

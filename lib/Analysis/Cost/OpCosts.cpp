@@ -80,13 +80,15 @@ OpCost computeCost(Operation *op) {
         c.matrix = true;
         return c;
       })
-      .Case<GatherOp>([](GatherOp g) {
+      .Case<GatherOp, GatherNdOp, GatherElementsOp>([](Operation *g) {
+        // Reads the elements it returns and the indices.
         OpCost c;
-        c.bytesRead = bytesOf(g.getResult()) + bytesOf(g.getIndices());
-        c.bytesWritten = bytesOf(g.getResult());
+        c.bytesRead = bytesOf(g->getResult(0)) + bytesOf(g->getOperand(1));
+        c.bytesWritten = bytesOf(g->getResult(0));
         return c;
       })
-      .Case<GatherGradOp>([](GatherGradOp g) {
+      .Case<GatherGradOp, GatherNdGradOp, GatherElementsGradOp>(
+          [](Operation *g) {
         OpCost c = streaming(g, 0);
         c.flops = numel(g->getOperand(1)); // the scattered additions
         return c;

@@ -37,6 +37,7 @@ const ConverterTable &converters() {
     registerReduceConverters(t);
     registerShapeConverters(t);
     registerNNConverters(t);
+    registerGatherIndexedConverters(t);
     return t;
   }();
   return table;

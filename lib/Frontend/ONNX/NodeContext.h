@@ -135,6 +135,7 @@ void registerMatMulConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
 void registerNNConverters(ConverterTable &table);
+void registerGatherIndexedConverters(ConverterTable &table);
 
 /// The table of all converters (built once).
 const ConverterTable &converters();

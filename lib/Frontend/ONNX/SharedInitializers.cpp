@@ -133,8 +133,9 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
   return params;
 }
 
-/// The dynamo exporter's optimiser removes a Linear's bias that is all
-/// zeros at export (rule RemoveOptionalBiasFromGemm); PyTorch trains that
+/// The dynamo exporter's optimiser removes a Linear's or a convolution's
+/// bias that is all zeros at export (rules RemoveOptionalBiasFromGemm,
+/// RemoveOptionalBiasFromConv: HF ViT's patch embedding); PyTorch trains that
 /// bias. Its metadata names the parameter, so the bias is put back as a
 /// zero-initialised parameter under that name (exact: it was zero). A
 /// removal smp cannot undo is refused.
@@ -150,24 +151,34 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
     std::string rule = metadata(n, "pkg.onnxscript.rewriter.rule_name");
     if (rule.find("RemoveOptionalBias") == std::string::npos)
       continue;
-    // aten.linear(x, weight, bias); aten.addmm(bias, x, weight) (HF's
-    // Conv1D); other calls are not recognised.
+    // aten.linear(x, weight, bias), aten.conv<N>d / aten.convolution(x,
+    // weight, bias, ...); aten.addmm(bias, x, weight) (HF's Conv1D). A
+    // removal in any other call is refused: smp cannot tell what it was.
     std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
+    llvm::StringRef call = llvm::StringRef(fx).split("target=").second;
     llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
     llvm::SmallVector<llvm::StringRef> parts;
     args.split(parts, ',');
-    size_t biasArg;
-    if (llvm::StringRef(fx).contains("aten.linear"))
-      biasArg = 2;
-    else if (llvm::StringRef(fx).contains("aten.addmm"))
+    bool conv = call.starts_with("torch.ops.aten.conv") ||
+                call.starts_with("torch.ops.aten.convolution");
+    size_t biasArg = 2;
+    if (call.starts_with("torch.ops.aten.addmm"))
       biasArg = 0;
-    else
-      continue;
-    if (parts.size() < 3)
-      continue;
-    llvm::StringRef bias = parts[biasArg].trim().split(')').first.trim();
+    else if (!conv && !call.starts_with("torch.ops.aten.linear"))
+      biasArg = parts.size(); // unknown: refused below
+    llvm::StringRef bias =
+        biasArg < parts.size() ? parts[biasArg].trim().split(')').first.trim()
+                               : llvm::StringRef();
     if (!bias.consume_front("%p_"))
-      continue;
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": the exporter's optimiser removed an input of node '" +
+              n.name() + "' (rule " + rule +
+              ") in a call smp does not recognise (" +
+              call.split(']').first.str() +
+              "), so it cannot tell which parameter is gone and would train a "
+              "model without it; re-export with torch.onnx.export(..., "
+              "optimize=False) or with dynamo=False");
     std::string var = "p_" + bias.str();
     std::string name =
         params.count(var) ? params[var] : bias.str() + " (torch.export name)";
@@ -181,30 +192,40 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
               "it; re-export with torch.onnx.export(..., optimize=False) or "
               "with dynamo=False");
     };
-    // Gemm(A, B) with the bias C gone: C is [N], N from B.
-    if (n.op_type() != "Gemm" || n.input_size() != 2)
-      return refuse("not a Gemm with two inputs");
     const onnx::TensorProto *weight = nullptr;
     for (const auto &t : g.initializer())
-      if (t.name() == n.input(1))
+      if (n.input_size() == 2 && t.name() == n.input(1))
         weight = &t;
-    if (!weight || weight->dims_size() != 2)
-      return refuse("its weight is not a matrix initializer");
-    int64_t transB = 0;
-    float beta = 1;
-    for (const auto &a : n.attribute()) {
-      if (a.name() == "transB")
-        transB = a.i();
-      if (a.name() == "beta")
-        beta = a.f();
+    int64_t cols;
+    if (conv) {
+      // Conv(X, W) with the bias B gone: B is [M], M = W's first dim.
+      if (n.op_type() != "Conv" || n.input_size() != 2)
+        return refuse("not a Conv with two inputs");
+      if (!weight || weight->dims_size() < 3)
+        return refuse("its weight is not a convolution kernel initializer");
+      cols = weight->dims(0);
+    } else {
+      // Gemm(A, B) with the bias C gone: C is [N], N from B.
+      if (n.op_type() != "Gemm" || n.input_size() != 2)
+        return refuse("not a Gemm with two inputs");
+      if (!weight || weight->dims_size() != 2)
+        return refuse("its weight is not a matrix initializer");
+      int64_t transB = 0;
+      float beta = 1;
+      for (const auto &a : n.attribute()) {
+        if (a.name() == "transB")
+          transB = a.i();
+        if (a.name() == "beta")
+          beta = a.f();
+      }
+      if (beta != 1)
+        return refuse("beta is not 1");
+      cols = weight->dims(transB ? 0 : 1);
     }
-    if (beta != 1)
-      return refuse("beta is not 1");
     std::string fresh = params.count(var) ? name : bias.str();
     for (int k = 1; names.count(fresh); ++k)
       fresh = (params.count(var) ? name : bias.str()) + "#" + std::to_string(k);
     names.insert(fresh);
-    int64_t cols = weight->dims(transB ? 0 : 1);
     onnx::TensorProto *zero = g.add_initializer();
     zero->set_name(fresh);
     zero->set_data_type(weight->data_type());

@@ -98,6 +98,57 @@ TEST_F(Cuda, CrossEntropyGrad) {
   expectDeviceError("cross_entropy_grad: label 7 at position 1");
 }
 
+/// gather_nd / gather_elements and their gradients against the CPU: with
+/// batch dims, negative and repeated indices; bad indices are device errors.
+TEST_F(Cuda, GatherNdAndGatherElements) {
+  unsigned seed = 380;
+  Host tuples = make(DType::I64, {2, 3, 1}, {2, 0, 2, -1, 1, 0});
+  Host pairs = make(DType::I32, {3, 2}, {1, 1, -1, 0, 1, 1});
+  Host cols = make(DType::I64, {2, 3, 3}, {0, 3, 3, -1, 2, 0, 3, 1, 1,
+                                           2, 2, 0, 1, -4, 3, 0, 0, 1});
+  for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I64}) {
+    SCOPED_TRACE(name(t));
+    Host data = random(t, {2, 3, 4}, -9, 9, seed++);
+    Host w1(t, {2, 3, 4}), w2(t, {3, 4}), w3(t, {2, 3, 3});
+    ASSERT_OK(cpuk::gatherNd(data, tuples, 1, w1));
+    ASSERT_OK(cpuk::gatherNd(data, pairs, 0, w2));
+    ASSERT_OK(cpuk::gatherElements(data, cols, 2, w3));
+    Dev dd(data), dt(tuples), dp(pairs), dc(cols), o1(t, {2, 3, 4}),
+        o2(t, {3, 4}), o3(t, {2, 3, 3});
+    ASSERT_OK(cuk::gatherNd(dd, dt, 1, o1));
+    ASSERT_OK(cuk::gatherNd(dd, dp, 0, o2));
+    ASSERT_OK(cuk::gatherElements(dd, dc, 2, o3));
+    expectSameBytes(o1, w1);
+    expectSameBytes(o2, w2);
+    expectSameBytes(o3, w3);
+    if (!smprt::isFloat(t))
+      continue;
+    Host g1 = random(t, {2, 3, 4}, -1, 1, seed++), g3 = random(t, {2, 3, 3}, -1, 1, seed++);
+    Host x1(t, {2, 3, 4}), x3(t, {2, 3, 4});
+    ASSERT_OK(cpuk::gatherNdGrad(tuples, g1, 1, x1));
+    ASSERT_OK(cpuk::gatherElementsGrad(cols, g3, 2, x3));
+    Dev dg1(g1), dg3(g3), dx1(t, {2, 3, 4}), dx3(t, {2, 3, 4});
+    ASSERT_OK(cuk::gatherNdGrad(dt, dg1, 1, dx1));
+    ASSERT_OK(cuk::gatherElementsGrad(dc, dg3, 2, dx3));
+    expectTol(dx1, x1, true);
+    expectTol(dx3, x3, true);
+  }
+  {
+    Host data = random(DType::F32, {2, 3}, -1, 1, 1);
+    Host bad = make(DType::I64, {2, 2}, {1, 2, 1, 3});
+    Dev dd(data), di(bad), out(DType::F32, {2});
+    ASSERT_OK(cuk::gatherNd(dd, di, 0, out));
+    expectDeviceError("gather_nd: index 3 at position 3 is out of range for axis 1 of size 3");
+    Host cbad = make(DType::I32, {2, 2}, {0, 1, 2, -4});
+    Dev dc(cbad), o2(DType::F32, {2, 2});
+    ASSERT_OK(cuk::gatherElements(dd, dc, 1, o2));
+    expectDeviceError("gather_elements: index -4 at position 3");
+    Dev dx(DType::F32, {2, 3});
+    ASSERT_OK(cuk::gatherElementsGrad(dc, o2, 1, dx));
+    expectDeviceError("gather_elements_grad: index -4 at position 3");
+  }
+}
+
 TEST_F(Cuda, GatherGradAndSliceGrad) {
   unsigned seed = 360;
   for (DType t : {DType::F32, DType::F64, DType::BF16, DType::F16})

@@ -179,7 +179,7 @@ TEST(Threads, ParallelLoopsMatchSerial) {
       outs.emplace_back(t, std::move(shape));
       return outs.back();
     };
-    outs.reserve(20);
+    outs.reserve(24);
     EXPECT_OK(reduce(ReduceOp::Sum, x, {1}, add(DType::F32, {1000})));
     EXPECT_OK(reduce(ReduceOp::Max, x, {0}, add(DType::F32, {120})));
     EXPECT_OK(
@@ -203,6 +203,14 @@ TEST(Threads, ParallelLoopsMatchSerial) {
     EXPECT_OK(cumsum(x, 1, false, false, add(DType::F32, {1000, 120})));
     EXPECT_OK(cumsum(x, 0, true, true, add(DType::F32, {1000, 120})));
     EXPECT_OK(binary(BinaryOp::FMod, x, scale, add(DType::F32, {1000, 120})));
+    Host rows = idx;
+    rows.ref.shape = {500, 1};
+    Host &picked = add(DType::F32, {500, 120});
+    EXPECT_OK(gatherNd(x, rows, 0, picked));
+    EXPECT_OK(gatherNdGrad(rows, picked, 0, add(DType::F32, {1000, 120})));
+    Host cols = random(DType::I64, {1000, 120}, -120, 120, 10);
+    EXPECT_OK(gatherElements(x, cols, 1, add(DType::F32, {1000, 120})));
+    EXPECT_OK(gatherElementsGrad(cols, x, 1, add(DType::F32, {1000, 120})));
     return outs;
   });
 }

@@ -117,7 +117,8 @@ void registerAutodiffExternalModels(DialectRegistry &registry) {
            CastOp, WhereOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
            SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
            CrossEntropyOp, ConvOp, MaxPoolOp, AvgPoolOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
-           ConcatOp, SplitOp, GatherOp, TriluOp, ModOp, CumSumOp>(ctx);
+           ConcatOp, SplitOp, GatherOp, GatherNdOp, GatherElementsOp, TriluOp,
+           ModOp, CumSumOp>(ctx);
     TpCopyOp::attachInterface<TpCopyVJP>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {

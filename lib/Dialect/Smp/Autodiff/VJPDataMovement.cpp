@@ -96,6 +96,23 @@ VJP(GatherOp) {
   return success();
 }
 
+VJP(GatherNdOp) {
+  if (need[0])
+    gx[0] = GatherNdGradOp::create(b, op.getLoc(), op.getData().getType(),
+                                   op.getIndices(), gy[0],
+                                   op.getBatchDimsAttr());
+  return success();
+}
+
+VJP(GatherElementsOp) {
+  if (need[0])
+    gx[0] = GatherElementsGradOp::create(b, op.getLoc(),
+                                         op.getData().getType(),
+                                         op.getIndices(), gy[0],
+                                         op.getAxisAttr());
+  return success();
+}
+
 VJP(TriluOp) {
   gx[0] = TriluOp::create(b, op.getLoc(), gy[0], op.getUpperAttr(),
                           op.getKAttr());

@@ -588,6 +588,73 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   });
 }
 
+/// Reads constant indices normalised into [0, bound(k)) for index k, or
+/// nothing when one is out of range (the op stays: the kernel reports it).
+static std::optional<SmallVector<int64_t>>
+readIndices(Attribute attr, function_ref<int64_t(int64_t)> bound) {
+  auto h = readConst(attr);
+  if (!h)
+    return std::nullopt;
+  int64_t n = h->type.getNumElements();
+  if (n > kFoldLimit)
+    return std::nullopt;
+  SmallVector<int64_t> idx(n);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t v = h->getI(k), dim = bound(k);
+    if (v < -dim || v >= dim)
+      return std::nullopt;
+    idx[k] = v < 0 ? v + dim : v;
+  }
+  return idx;
+}
+
+OpFoldResult GatherNdOp::fold(FoldAdaptor adaptor) {
+  auto data = getData().getType().getShape();
+  auto ishape = getIndices().getType().getShape();
+  if (!getData().getType().hasStaticShape() ||
+      !getIndices().getType().hasStaticShape())
+    return {};
+  int64_t b = static_cast<int64_t>(getBatchDims()), k = ishape.back();
+  auto idx = readIndices(adaptor.getIndices(),
+                         [&](int64_t i) { return data[b + i % k]; });
+  if (!idx)
+    return {};
+  SmallVector<int64_t> strides = rowMajorStrides(data);
+  int64_t inner = strides[b + k - 1]; // elements of one gathered slice
+  int64_t perBatch = 1;
+  for (int64_t d = b; d + 1 < static_cast<int64_t>(ishape.size()); ++d)
+    perBatch *= ishape[d];
+  int64_t batchStride = b == 0 ? 0 : strides[b - 1];
+  return foldGatherLike(*this, adaptor.getData(), [&](int64_t e) {
+    int64_t p = e / inner, off = (p / perBatch) * batchStride + e % inner;
+    for (int64_t j = 0; j < k; ++j)
+      off += (*idx)[p * k + j] * strides[b + j];
+    return off;
+  });
+}
+
+OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
+  auto data = getData().getType().getShape();
+  auto ishape = getIndices().getType().getShape();
+  if (!getData().getType().hasStaticShape() ||
+      !getIndices().getType().hasStaticShape())
+    return {};
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()), data.size());
+  auto idx = readIndices(adaptor.getIndices(),
+                         [&](int64_t) { return data[axis]; });
+  if (!idx)
+    return {};
+  SmallVector<int64_t> strides = rowMajorStrides(data);
+  return foldGatherLike(*this, adaptor.getData(), [&](int64_t e) {
+    SmallVector<int64_t> at = unflatten(e, ishape);
+    at[axis] = (*idx)[e];
+    int64_t off = 0;
+    for (size_t d = 0; d < at.size(); ++d)
+      off += at[d] * strides[d];
+    return off;
+  });
+}
+
 OpFoldResult TriluOp::fold(FoldAdaptor adaptor) {
   auto h = readConst(adaptor.getInput());
   RankedTensorType type = getType();

@@ -384,6 +384,42 @@ def Smp_GatherOp : Smp_Op<"gather", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
+def Smp_GatherNdOp : Smp_Op<"gather_nd", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gather slices of data at index tuples (ONNX GatherND)";
+  let description = [{
+    With b = `batch_dims` and k = the last dim of `indices`:
+    result = indices.shape[:-1] ++ data.shape[b + k:], where result[i..] is
+    the slice data[i[:b], indices[i..][0], ..., indices[i..][k-1], :] (the
+    first b dims of data and indices are shared batch dims). Negative
+    indices count from the end.
+  }];
+  let arguments = (ins Smp_Tensor:$data, Smp_IntTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def Smp_GatherElementsOp : Smp_Op<"gather_elements", [Pure,
+                                                       InferTypeOpAdaptor]> {
+  let summary = "Gather single elements along one axis (ONNX GatherElements)";
+  let description = [{
+    result has the shape of `indices` (same rank as data; every dim but
+    `axis` at most data's): result[i..] = data[i.. with i[axis] replaced by
+    indices[i..]], PyTorch's torch.gather. Negative indices count from the
+    end.
+  }];
+  let arguments = (ins Smp_Tensor:$data, Smp_IntTensor:$indices,
+                   I64Attr:$axis);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
 def Smp_TriluOp : Smp_Op<"trilu", [Pure, SameOperandsAndResultType]> {
   let summary = "Keep the upper or lower triangle (with diagonal offset k)";
   let arguments = (ins Smp_Tensor:$input, BoolAttr:$upper, I64Attr:$k);
@@ -495,6 +531,38 @@ def Smp_GatherGradOp : Smp_Op<"gather_grad", [Pure]> {
     The gradient of `smp.gather` with respect to its data: a tensor of the
     result type (the data's type) where each gathered slice's gradient is
     added at its index (repeated indices accumulate).
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   I64Attr:$axis);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_GatherNdGradOp : Smp_Op<"gather_nd_grad", [Pure]> {
+  let summary = "Scatter-add of gather_nd's gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather_nd` with respect to its data (the result
+    type): each gathered slice's gradient is added at its index tuple
+    (repeated tuples accumulate).
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_GatherElementsGradOp : Smp_Op<"gather_elements_grad", [Pure]> {
+  let summary = "Scatter-add of gather_elements' gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather_elements` with respect to its data (the
+    result type): each element's gradient is added where it was read
+    (repeated indices accumulate), PyTorch's scatter_add.
   }];
   let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
                    I64Attr:$axis);

@@ -150,6 +150,29 @@ Status checkConcatSplit(const char *op, bool toOut,
 /// gather: integer indices, axis `a` (normalised) and out's shape.
 Status checkGather(const TensorRef &data, const TensorRef &indices,
                    int64_t axis, const TensorRef &out, int64_t &a);
+/// gather_nd's geometry: data [batch (b dims), tuple dims (k), slice...];
+/// `positions` index tuples, `perBatch` of them per batch entry of
+/// `batchStride` data elements; tuple component j indexes dims[j] with
+/// element stride strides[j]; each tuple reads `slice` contiguous elements.
+struct GatherNdGeom {
+  int64_t b = 0, k = 0, positions = 0, perBatch = 1, batchStride = 0,
+          slice = 1;
+  std::vector<int64_t> dims, strides;
+};
+/// gather_nd (ONNX GatherND with batch_dims): integer indices, shapes.
+Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
+                     int64_t batchDims, const TensorRef &out, GatherNdGeom &g);
+/// gather_nd_grad: float dy and out (the data's shape), integer indices.
+Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
+                         int64_t batchDims, const TensorRef &out,
+                         GatherNdGeom &g);
+/// gather_elements (torch.gather): indices of data's rank, no dim but the
+/// axis `a` (normalised) larger than data's; out has the indices' shape.
+Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
+                           int64_t axis, const TensorRef &out, int64_t &a);
+/// gather_elements_grad: float dy (the indices' shape) and out (data's).
+Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
+                               int64_t axis, const TensorRef &out, int64_t &a);
 /// trilu: same dtype and shape, at least two dims.
 Status checkTrilu(const TensorRef &in, const TensorRef &out);
 

@@ -233,6 +233,18 @@ Status split(const TensorRef &in, int64_t axis,
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out);
 
+/// ONNX GatherND: out = indices.shape[:-1] ++ data.shape[b + k:], each
+/// index tuple (k = indices' last dim) reading one slice of data after the
+/// b = batchDims shared leading dims. An index outside [-dim, dim) is an
+/// error naming it.
+Status gatherNd(const TensorRef &data, const TensorRef &indices,
+                int64_t batchDims, const TensorRef &out);
+
+/// ONNX GatherElements (torch.gather): out (the indices' shape) reads
+/// data at each element's position with `axis` replaced by its index.
+Status gatherElements(const TensorRef &data, const TensorRef &indices,
+                      int64_t axis, const TensorRef &out);
+
 /// Numpy-broadcasts `in` to out.shape.
 Status expand(const TensorRef &in, const TensorRef &out);
 

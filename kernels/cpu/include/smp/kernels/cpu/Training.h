@@ -43,6 +43,13 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out);
 
+/// Scatter-adds gather_nd's / gather_elements' gradient into zeros of out's
+/// shape (the data's), in double, in index order (thread-count independent).
+Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
+                    int64_t batchDims, const TensorRef &out);
+Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
+                          int64_t axis, const TensorRef &out);
+
 /// Zeros of out's shape with dy placed at the sliced positions.
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
                  const std::vector<int64_t> &steps, const TensorRef &out);

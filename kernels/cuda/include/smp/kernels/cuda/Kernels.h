@@ -203,6 +203,13 @@ Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
               const TensorRef &out);
 Status split(const TensorRef &in, int64_t axis,
              const std::vector<TensorRef> &outputs);
+/// gather_nd / gather_elements (see the CPU's Kernels.h); an index out of
+/// range is a device error ("gather_nd: index ..."); at most kMaxRank (8)
+/// tuple components / dims.
+Status gatherNd(const TensorRef &data, const TensorRef &indices,
+                int64_t batchDims, const TensorRef &out);
+Status gatherElements(const TensorRef &data, const TensorRef &indices,
+                      int64_t axis, const TensorRef &out);
 /// An index outside [-dim, dim) is a device error ("gather: index ...").
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out);

@@ -48,6 +48,13 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out);
 
+/// Scatter-adds with atomics as gatherGrad (not deterministic in the last
+/// bits); an index out of range is a device error.
+Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
+                    int64_t batchDims, const TensorRef &out);
+Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
+                          int64_t axis, const TensorRef &out);
+
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
                  const std::vector<int64_t> &steps, const TensorRef &out);
 

@@ -1,0 +1,138 @@
+//===- GatherIndexedChecks.cpp - Checks of gather_nd / gather_elements ----===//
+//
+// Argument checks and geometry of the indexed gathers and their gradients,
+// shared by kernels/cpu and kernels/cuda (the index values themselves are
+// checked by each library's kernels as they read them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/kernels/common/OpChecks.h"
+
+#include <algorithm>
+
+namespace smp::kernels::common {
+namespace {
+
+Status checkIndices(const char *op, const TensorRef &indices) {
+  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+    return s;
+  if (!smprt::isInteger(indices.dtype))
+    return fail(op,
+                "indices must be integers, got " + smprt::describe(indices));
+  return Status::success();
+}
+
+/// The geometry of gathering tuples of `indices` from a tensor of `data`'s
+/// shape, and the gathered shape (`gathered`).
+Status geometryNd(const char *op, const std::vector<int64_t> &data,
+                  const TensorRef &indices, int64_t b, GatherNdGeom &g,
+                  std::vector<int64_t> &gathered) {
+  const std::vector<int64_t> &ix = indices.shape;
+  int64_t r = static_cast<int64_t>(data.size()),
+          q = static_cast<int64_t>(ix.size());
+  if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q))
+    return fail(op, "batch_dims " + std::to_string(b) +
+                        " must be in [0, min(rank(data), rank(indices))) "
+                        "for data " + shapeStr(data) + ", indices " +
+                        shapeStr(ix));
+  int64_t k = ix.back();
+  if (k < 1 || k > r - b)
+    return fail(op, "the last dim of indices " + shapeStr(ix) +
+                        " must be in [1, " + std::to_string(r - b) + "]");
+  for (int64_t d = 0; d < b; ++d)
+    if (data[d] != ix[d])
+      return fail(op, "batch dim " + std::to_string(d) + " differs: data " +
+                          shapeStr(data) + ", indices " + shapeStr(ix));
+  std::vector<int64_t> strides = contiguousStrides(data);
+  g.b = b;
+  g.k = k;
+  g.positions = product(ix, 0, ix.size() - 1);
+  g.perBatch = product(ix, b, ix.size() - 1);
+  g.batchStride = b == 0 ? 0 : strides[b - 1];
+  g.slice = strides[b + k - 1];
+  g.dims.assign(data.begin() + b, data.begin() + b + k);
+  g.strides.assign(strides.begin() + b, strides.begin() + b + k);
+  gathered.assign(ix.begin(), ix.end() - 1);
+  gathered.insert(gathered.end(), data.begin() + b + k, data.end());
+  return Status::success();
+}
+
+Status geometryElements(const char *op, const std::vector<int64_t> &data,
+                        const TensorRef &indices, int64_t axis, int64_t &a) {
+  const std::vector<int64_t> &ix = indices.shape;
+  if (data.empty() || ix.size() != data.size())
+    return fail(op, "indices " + shapeStr(ix) +
+                        " must have the rank of data " + shapeStr(data));
+  a = normAxis(axis, static_cast<int64_t>(data.size()));
+  if (a < 0)
+    return fail(op, "axis " + std::to_string(axis) + " out of range for " +
+                        shapeStr(data));
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != a && ix[d] > data[d])
+      return fail(op, "indices " + shapeStr(ix) + " exceed data " +
+                          shapeStr(data) + " in dim " + std::to_string(d));
+  return Status::success();
+}
+
+} // namespace
+
+Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
+                     int64_t batchDims, const TensorRef &out,
+                     GatherNdGeom &g) {
+  const char *op = "gather_nd";
+  if (Status s = checkPair(op, data, out); !s.ok())
+    return s;
+  if (Status s = checkIndices(op, indices); !s.ok())
+    return s;
+  std::vector<int64_t> expected;
+  if (Status s = geometryNd(op, data.shape, indices, batchDims, g, expected);
+      !s.ok())
+    return s;
+  return checkShape(op, "output", out, expected);
+}
+
+Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
+                         int64_t batchDims, const TensorRef &out,
+                         GatherNdGeom &g) {
+  const char *op = "gather_nd_grad";
+  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "grad", dy, out.dtype); !s.ok())
+    return s;
+  if (Status s = checkIndices(op, indices); !s.ok())
+    return s;
+  std::vector<int64_t> expected;
+  if (Status s = geometryNd(op, out.shape, indices, batchDims, g, expected);
+      !s.ok())
+    return s;
+  return checkShape(op, "grad", dy, expected);
+}
+
+Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
+                           int64_t axis, const TensorRef &out, int64_t &a) {
+  const char *op = "gather_elements";
+  if (Status s = checkPair(op, data, out); !s.ok())
+    return s;
+  if (Status s = checkIndices(op, indices); !s.ok())
+    return s;
+  if (Status s = geometryElements(op, data.shape, indices, axis, a); !s.ok())
+    return s;
+  return checkShape(op, "output", out, indices.shape);
+}
+
+Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
+                               int64_t axis, const TensorRef &out,
+                               int64_t &a) {
+  const char *op = "gather_elements_grad";
+  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
+    return s;
+  if (Status s = checkDType(op, "grad", dy, out.dtype); !s.ok())
+    return s;
+  if (Status s = checkIndices(op, indices); !s.ok())
+    return s;
+  if (Status s = geometryElements(op, out.shape, indices, axis, a); !s.ok())
+    return s;
+  return checkShape(op, "grad", dy, indices.shape);
+}
+
+} // namespace smp::kernels::common

@@ -1,0 +1,274 @@
+//===- GatherIndexed.cu - gather_nd, gather_elements and their grads ------===//
+//
+// One thread per output (or gradient) element computes its data offset from
+// the indices it reads; an index out of range is a device error naming it
+// (reported at the next synchronisation, as gather's). The gradients
+// scatter-add with atomics as gather_grad does (f16/bf16 through an f32
+// scratch): repeated indices add up in no fixed order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+/// gather_nd's geometry for the device (common::GatherNdGeom, k <= kMaxRank).
+struct NdGeom {
+  const void *idx;
+  DType t;
+  int64_t b, k, perBatch, batchStride, slice;
+  int64_t dims[kMaxRank], strides[kMaxRank];
+};
+
+/// gather_elements' geometry: the indices' shape, data's strides.
+struct ElGeom {
+  const void *idx;
+  DType t;
+  int rank;
+  int64_t axis, dim;
+  int64_t shape[kMaxRank], strides[kMaxRank];
+};
+
+Status makeNd(const char *op, const TensorRef &indices,
+              const common::GatherNdGeom &g, NdGeom &d) {
+  if (g.k > kMaxRank)
+    return fail(op, "index tuples of more than " + std::to_string(kMaxRank) +
+                        " components are not supported");
+  d = NdGeom{indices.data, indices.dtype, g.b, g.k, g.perBatch,
+             g.batchStride, g.slice, {}, {}};
+  for (int64_t j = 0; j < g.k; ++j) {
+    d.dims[j] = g.dims[j];
+    d.strides[j] = g.strides[j];
+  }
+  return Status::success();
+}
+
+Status makeEl(const char *op, const TensorRef &indices,
+              const std::vector<int64_t> &data, int64_t a, ElGeom &d) {
+  if (data.size() > static_cast<size_t>(kMaxRank))
+    return fail(op, "more than " + std::to_string(kMaxRank) +
+                        " dims are not supported");
+  std::vector<int64_t> strides = contiguousStrides(data);
+  d = ElGeom{indices.data, indices.dtype, static_cast<int>(data.size()),
+             a, data[a], {}, {}};
+  for (size_t i = 0; i < data.size(); ++i) {
+    d.shape[i] = indices.shape[i];
+    d.strides[i] = strides[i];
+  }
+  return Status::success();
+}
+
+/// The data offset of element t's slice start (gather_nd, t / slice is
+/// the tuple), or -1 after recording error `code`.
+__device__ inline int64_t ndOffset(const NdGeom &g, int64_t p,
+                                   DeviceError *err, int code) {
+  int64_t off = (p / g.perBatch) * g.batchStride;
+  for (int64_t j = 0; j < g.k; ++j) {
+    int64_t at = p * g.k + j, dim = g.dims[j];
+    bool huge = hugeIndex(g.idx, g.t, at);
+    int64_t v = loadIndex(g.idx, g.t, at);
+    if (huge || v < -dim || v >= dim) {
+      raiseError(err, code, v, at, dim, g.b + j);
+      return -1;
+    }
+    off += (v < 0 ? v + dim : v) * g.strides[j];
+  }
+  return off;
+}
+
+/// The data offset element t of gather_elements reads, or -1.
+__device__ inline int64_t elOffset(const ElGeom &g, int64_t t,
+                                   DeviceError *err, int code) {
+  bool huge = hugeIndex(g.idx, g.t, t);
+  int64_t v = loadIndex(g.idx, g.t, t);
+  if (huge || v < -g.dim || v >= g.dim) {
+    raiseError(err, code, v, t, g.dim, g.axis);
+    return -1;
+  }
+  if (v < 0)
+    v += g.dim;
+  int64_t off = 0, rest = t;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    int64_t c = rest % g.shape[d];
+    rest /= g.shape[d];
+    off += (d == g.axis ? v : c) * g.strides[d];
+  }
+  return off;
+}
+
+template <class T>
+__global__ void gatherNdKernel(const T *src, T *dst, NdGeom g, int64_t n,
+                               DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t off = ndOffset(g, t / g.slice, err, kErrGatherNdIndex);
+    dst[t] = off < 0 ? T(0) : src[off + t % g.slice];
+  }
+}
+
+template <class T>
+__global__ void gatherElementsKernel(const T *src, T *dst, ElGeom g, int64_t n,
+                                     DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t off = elOffset(g, t, err, kErrGatherElementsIndex);
+    dst[t] = off < 0 ? T(0) : src[off];
+  }
+}
+
+template <class A>
+__global__ void gatherNdGradKernel(const void *dy, DType dyt, A *acc, NdGeom g,
+                                   int64_t n, DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t off = ndOffset(g, t / g.slice, err, kErrGatherNdGradIndex);
+    if (off >= 0)
+      atomicAdd(acc + off + t % g.slice, static_cast<A>(loadFloat(dy, dyt, t)));
+  }
+}
+
+template <class A>
+__global__ void gatherElementsGradKernel(const void *dy, DType dyt, A *acc,
+                                         ElGeom g, int64_t n,
+                                         DeviceError *err) {
+  SMP_GRID_STRIDE(t, n) {
+    int64_t off = elOffset(g, t, err, kErrGatherElementsGradIndex);
+    if (off >= 0)
+      atomicAdd(acc + off, static_cast<A>(loadFloat(dy, dyt, t)));
+  }
+}
+
+__global__ void storeFromF32(const float *acc, void *out, DType t, int64_t n) {
+  SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
+}
+
+/// Zeroes out, then runs launch(acc) with acc the f32/f64 accumulator:
+/// out itself, or an f32 scratch rounded into f16/bf16 out at the end.
+template <class Launch>
+Status scatterAdd(const char *op, Context *ctx, const TensorRef &out,
+                  int64_t n, Launch &&launch) {
+  if (out.numel() == 0)
+    return Status::success();
+  if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
+                                                ctx->stream));
+      !s.ok())
+    return s;
+  if (n == 0)
+    return Status::success();
+  if (out.dtype == DType::F32) {
+    launch(out.as<float>());
+    return launchStatus(op);
+  }
+  if (out.dtype == DType::F64) {
+    launch(out.as<double>());
+    return launchStatus(op);
+  }
+  int64_t m = out.numel();
+  Scratch acc;
+  if (Status s = acc.allocate(op, m * sizeof(float), ctx->stream); !s.ok())
+    return s;
+  if (Status s = cudaStatus(op, cudaMemsetAsync(acc.as<void>(), 0,
+                                                m * sizeof(float), ctx->stream));
+      !s.ok())
+    return s;
+  launch(acc.as<float>());
+  if (Status s = launchStatus(op); !s.ok())
+    return s;
+  storeFromF32<<<gridFor(m), kThreads, 0, ctx->stream>>>(acc.as<float>(),
+                                                         out.data, out.dtype, m);
+  return launchStatus(op);
+}
+
+} // namespace
+
+Status gatherNd(const TensorRef &data, const TensorRef &indices,
+                int64_t batchDims, const TensorRef &out) {
+  const char *op = "gather_nd";
+  common::GatherNdGeom geom;
+  if (Status s = common::checkGatherNd(data, indices, batchDims, out, geom);
+      !s.ok())
+    return s;
+  NdGeom g;
+  if (Status s = makeNd(op, indices, geom, g); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  return visitBytes(data.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gatherNdKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        data.as<T>(), out.as<T>(), g, n, ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+Status gatherElements(const TensorRef &data, const TensorRef &indices,
+                      int64_t axis, const TensorRef &out) {
+  const char *op = "gather_elements";
+  int64_t a;
+  if (Status s = common::checkGatherElements(data, indices, axis, out, a);
+      !s.ok())
+    return s;
+  ElGeom g;
+  if (Status s = makeEl(op, indices, data.shape, a, g); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = out.numel();
+  if (n == 0)
+    return Status::success();
+  return visitBytes(data.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gatherElementsKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        data.as<T>(), out.as<T>(), g, n, ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
+                    int64_t batchDims, const TensorRef &out) {
+  const char *op = "gather_nd_grad";
+  common::GatherNdGeom geom;
+  if (Status s = common::checkGatherNdGrad(indices, dy, batchDims, out, geom);
+      !s.ok())
+    return s;
+  NdGeom g;
+  if (Status s = makeNd(op, indices, geom, g); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = dy.numel();
+  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
+    using A = std::remove_pointer_t<decltype(acc)>;
+    gatherNdGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        dy.data, dy.dtype, acc, g, n, ctx->dError);
+  });
+}
+
+Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
+                          int64_t axis, const TensorRef &out) {
+  const char *op = "gather_elements_grad";
+  int64_t a;
+  if (Status s = common::checkGatherElementsGrad(indices, dy, axis, out, a);
+      !s.ok())
+    return s;
+  ElGeom g;
+  if (Status s = makeEl(op, indices, out.shape, a, g); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(op, ctx); !s.ok())
+    return s;
+  int64_t n = dy.numel();
+  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
+    using A = std::remove_pointer_t<decltype(acc)>;
+    gatherElementsGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        dy.data, dy.dtype, acc, g, n, ctx->dError);
+  });
+}
+
+} // namespace smp::kernels::cuda

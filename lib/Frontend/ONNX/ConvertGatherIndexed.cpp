@@ -1,0 +1,99 @@
+//===- ConvertGatherIndexed.cpp - ONNX GatherND, GatherElements -> smp ----===//
+//
+// Gathers at computed positions: GatherND (index tuples, with batch_dims;
+// what the dynamo exporter writes for `aten.index` with tensor indices, e.g.
+// HF attention masks) and GatherElements (torch.gather; RoBERTa's position
+// ids). Each is one smp op with a scatter-add gradient. Constant indices are
+// checked against the data's dims here; others by the kernels at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+/// ONNX allows int64 indices only (int32 too, as Gather does, is accepted).
+llvm::Error checkIndexType(NodeContext &nc, Value indices) {
+  Type elt = tensorType(indices).getElementType();
+  if (isa<IntegerType>(elt) && !elt.isInteger(1))
+    return llvm::Error::success();
+  std::string got;
+  llvm::raw_string_ostream(got) << elt;
+  return nc.error("input '" + nc.node().input(1) +
+                  "' (indices) must be an int32 or int64 tensor, got " + got);
+}
+
+/// A constant index outside [-dim, dim) is an error naming it.
+llvm::Error checkConstantIndices(NodeContext &nc,
+                                 function_ref<int64_t(int64_t)> dimOf,
+                                 function_ref<int64_t(int64_t)> axisOf) {
+  DenseElementsAttr idx = nc.constantInput(1);
+  if (!idx)
+    return llvm::Error::success();
+  int64_t k = 0;
+  for (const APInt &v : idx.getValues<APInt>()) {
+    int64_t i = v.getSExtValue(), dim = dimOf(k);
+    if (i < -dim || i >= dim)
+      return nc.error("index " + llvm::Twine(i) + " at position " +
+                      llvm::Twine(k) + " is out of range for dim " +
+                      llvm::Twine(axisOf(k)) + " of size " + llvm::Twine(dim));
+    ++k;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error convertGatherND(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value data = (*in)[0], indices = (*in)[1];
+  if (auto err = checkIndexType(nc, indices))
+    return err;
+  int64_t b = nc.attrInt("batch_dims", 0);
+  auto dataShape = shapeOf(data), idxShape = shapeOf(indices);
+  // The shape checks (with their messages) are the op's type inference;
+  // the constant check below needs a valid last dim first.
+  auto op = nc.create<smp::GatherNdOp>(nc.placeholder(), data, indices,
+                                       nc.builder().getI64IntegerAttr(b));
+  if (!op)
+    return op.takeError();
+  int64_t k = idxShape.back();
+  if (auto err = checkConstantIndices(
+          nc, [&](int64_t i) { return dataShape[b + i % k]; },
+          [&](int64_t i) { return b + i % k; }))
+    return err;
+  return nc.output(std::move(op));
+}
+
+llvm::Error convertGatherElements(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value data = (*in)[0], indices = (*in)[1];
+  if (auto err = checkIndexType(nc, indices))
+    return err;
+  int64_t rawAxis = nc.attrInt("axis", 0);
+  auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
+  if (!axis)
+    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+  int64_t dim = tensorType(data).getDimSize(*axis);
+  if (auto err = checkConstantIndices(
+          nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))
+    return err;
+  return nc.output(nc.create<smp::GatherElementsOp>(
+      nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
+}
+
+} // namespace
+
+void registerGatherIndexedConverters(ConverterTable &t) {
+  t["GatherND"] = convertGatherND;
+  t["GatherElements"] = convertGatherElements;
+}
+
+} // namespace smp::onnx_frontend
