@@ -171,7 +171,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
                                          "test" / "fixtures" / "real"))
-    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--only", nargs="*", help="only these architectures (for debugging)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -245,6 +245,23 @@ __device__ inline bool hugeIndex(const void *p, DType t, int64_t i) {
          static_cast<const uint64_t *>(p)[i] > uint64_t(INT64_MAX);
 }
 
+/// Element i of an index tensor (any integer dtype) normalised into
+/// [0, dim) (a negative index counts from the end), or -1 after recording
+/// error `code` with the index, its position i, `dim` and `axis`: the one
+/// range check of gather, gather_nd and gather_elements and their
+/// gradients.
+__device__ inline int64_t checkedIndex(const void *p, DType t, int64_t i,
+                                       int64_t dim, int64_t axis,
+                                       DeviceError *err, int code) {
+  bool huge = hugeIndex(p, t, i);
+  int64_t v = loadIndex(p, t, i);
+  if (huge || v < -dim || v >= dim) {
+    raiseError(err, code, v, i, dim, axis);
+    return -1;
+  }
+  return v < 0 ? v + dim : v;
+}
+
 /// A one-element device scalar of any float or integer dtype as double.
 __device__ inline double loadScalar(const void *p, DType t) {
   if (smprt::DType::F32 == t || t == DType::F64 || t == DType::F16 ||

@@ -192,13 +192,7 @@ struct Index {
 /// Index k normalised into [0, dim), or -1 after recording error `code`.
 __device__ inline int64_t loadGatherIndex(const Index &ix, int64_t k,
                                           DeviceError *err, int code) {
-  bool huge = hugeIndex(ix.p, ix.t, k);
-  int64_t v = loadIndex(ix.p, ix.t, k);
-  if (huge || v < -ix.dim || v >= ix.dim) {
-    raiseError(err, code, v, k, ix.dim, ix.axis);
-    return -1;
-  }
-  return v < 0 ? v + ix.dim : v;
+  return checkedIndex(ix.p, ix.t, k, ix.dim, ix.axis, err, code);
 }
 
 template <class T>

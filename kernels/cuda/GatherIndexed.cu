@@ -67,14 +67,11 @@ __device__ inline int64_t ndOffset(const NdGeom &g, int64_t p,
                                    DeviceError *err, int code) {
   int64_t off = (p / g.perBatch) * g.batchStride;
   for (int64_t j = 0; j < g.k; ++j) {
-    int64_t at = p * g.k + j, dim = g.dims[j];
-    bool huge = hugeIndex(g.idx, g.t, at);
-    int64_t v = loadIndex(g.idx, g.t, at);
-    if (huge || v < -dim || v >= dim) {
-      raiseError(err, code, v, at, dim, g.b + j);
+    int64_t v = checkedIndex(g.idx, g.t, p * g.k + j, g.dims[j], g.b + j,
+                             err, code);
+    if (v < 0)
       return -1;
-    }
-    off += (v < 0 ? v + dim : v) * g.strides[j];
+    off += v * g.strides[j];
   }
   return off;
 }
@@ -82,14 +79,9 @@ __device__ inline int64_t ndOffset(const NdGeom &g, int64_t p,
 /// The data offset element t of gather_elements reads, or -1.
 __device__ inline int64_t elOffset(const ElGeom &g, int64_t t,
                                    DeviceError *err, int code) {
-  bool huge = hugeIndex(g.idx, g.t, t);
-  int64_t v = loadIndex(g.idx, g.t, t);
-  if (huge || v < -g.dim || v >= g.dim) {
-    raiseError(err, code, v, t, g.dim, g.axis);
-    return -1;
-  }
+  int64_t v = checkedIndex(g.idx, g.t, t, g.dim, g.axis, err, code);
   if (v < 0)
-    v += g.dim;
+    return -1;
   int64_t off = 0, rest = t;
   for (int d = g.rank - 1; d >= 0; --d) {
     int64_t c = rest % g.shape[d];

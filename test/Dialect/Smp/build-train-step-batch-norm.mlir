@@ -1,3 +1,7 @@
+// Training-mode BatchNormalization in smp-build-train-step
+// (lib/Dialect/Smp/Transforms/BatchNormTraining.cpp): batch statistics, the
+// running-statistics update, dp synchronisation, replica statistics,
+// micro-batches and frozen (running) statistics.
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd})' | FileCheck %s
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd dp=2})' | FileCheck %s --check-prefix=DP
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd dp=2 bn-stats=replica})' | FileCheck %s --check-prefix=REPLICA
