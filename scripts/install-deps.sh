@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages smp needs to build and test. Idempotent: when
 # everything is installed it only runs dpkg-query (well under a second).
+# `--tests` adds what only the test suite needs: a one-node Slurm
+# (scripts/slurm-local.sh starts it) for the srun launcher test.
 set -euo pipefail
 
 PACKAGES=(
@@ -18,6 +20,9 @@ PACKAGES=(
   python3-torch python3-onnx python3-numpy python3-pytest python3-pip
   python3-setuptools python3-wheel
 )
+if [[ ${1:-} == --tests ]]; then
+  PACKAGES+=(slurmd slurmctld slurm-client munge)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

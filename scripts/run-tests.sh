@@ -3,7 +3,10 @@
 # test (lit + GoogleTest) through ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --tests
+# A one-node Slurm for test/smprun/launchers-srun.test (never touches a
+# Slurm this machine already has; without root the test is skipped).
+bash scripts/slurm-local.sh
 start=$(date +%s)
 bash scripts/build.sh
 echo "build: $(( $(date +%s) - start )) s"

@@ -36,6 +36,23 @@ config.substitutions.append(
 import shutil as _shutil
 if _shutil.which("torchrun"):
     config.available_features.add("torchrun")
+# A Slurm that answers and offers PMIx (scripts/slurm-local.sh starts a
+# one-node one): test/smprun/launchers-srun.test.
+def _slurm_up():
+    import subprocess
+    if not (_shutil.which("srun") and _shutil.which("sinfo")):
+        return False
+    try:
+        states = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True,
+                                text=True, timeout=20).stdout
+        mpis = subprocess.run(["srun", "--mpi=list"], capture_output=True,
+                              text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return (any(s in states for s in ("idle", "mix", "alloc")) and
+            "pmix" in mpis.stdout + mpis.stderr)
+if _slurm_up():
+    config.available_features.add("slurm")
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).
 onnx_node = "/usr/share/libonnx-testdata/data/node"
 if os.path.isdir(onnx_node):

@@ -1,6 +1,6 @@
 """smp.export's sidecar (MODEL.smp-export.json) carries what ONNX cannot:
-frozen parameters and buffers get no gradient in smp as in PyTorch, and
-padding_idx rows are refused (smp cannot keep single rows fixed yet)."""
+frozen parameters and buffers get no gradient in smp as in PyTorch, and an
+nn.Embedding's padding_idx row gets no gradient from the lookup."""
 
 import json
 
@@ -71,25 +71,69 @@ def test_frozen_parameters_and_buffers(tools, tmp_path):
 class Padded(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.emb = torch.nn.Embedding(10, 4, padding_idx=0)
+        self.emb = torch.nn.Embedding(10, 4, padding_idx=2)
         self.fc = torch.nn.Linear(4, CLASSES)
 
     def forward(self, ids):
-        return self.fc(self.emb(ids))
+        return self.fc(self.emb(ids).mean(1))
 
 
-def test_padding_idx_rows_are_refused(tools, tmp_path):
+def padded_data():
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(0, 10, (SAMPLES, 3), generator=g)
+    ids[:, 0] = 2  # every sample reads the padding row
+    return ids, torch.randint(0, CLASSES, (SAMPLES,), generator=g)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+def test_padding_idx_row_gets_no_gradient(tools, tmp_path, optimizer):
     torch.manual_seed(0)
-    ids = torch.randint(0, 10, (BATCH, 3))
-    exported = smp.export(Padded(), ids, tmp_path / "padded.onnx")
-    assert exported.padding_rows == [{"initializer": "emb.weight", "rows": [0]}]
+    model = Padded()
+    ids, labels = padded_data()
+    exported = smp.export(model, ids[:BATCH], tmp_path / "padded.onnx")
+    assert exported.padding_rows == [{"initializer": "emb.weight", "rows": [2]}]
+    before = model.emb.weight.detach().clone()
+    art = smp.compile(exported, output=tmp_path / "p.smpx", batch_size=BATCH,
+                      loss="cross_entropy:logits:labels", optimizer=optimizer,
+                      lr=torch_refs.LRS[optimizer])
+    res = smp.train(art, data={"ids": ids.numpy(), "labels": labels.numpy()},
+                    steps=STEPS, checkpoint_dir=tmp_path / "ckpt",
+                    progress=False)
+    losses, _ = torch_refs.train_steps(model, (ids,), labels, CLASSES,
+                                       optimizer, STEPS, BATCH)
+    np.testing.assert_allclose(res.losses, losses, rtol=1e-5, atol=0)
+    trained = smp.load_checkpoint(tmp_path / "ckpt")["emb.weight"]
+    np.testing.assert_allclose(trained, model.emb.weight.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    if optimizer == "sgd":  # AdamW's weight decay still moves the row
+        np.testing.assert_array_equal(trained[2], before[2].numpy())
+
+    # Without the sidecar the row would train: another result, so the
+    # sidecar is what keeps it.
+    exported.sidecar.unlink()
+    art = smp.compile(exported.path, output=tmp_path / "q.smpx",
+                      batch_size=BATCH, loss="cross_entropy:logits:labels",
+                      optimizer=optimizer, lr=torch_refs.LRS[optimizer])
+    other = smp.train(art, data={"ids": ids.numpy(), "labels": labels.numpy()},
+                      steps=STEPS, progress=False)
+    assert abs(other.losses[-1] - losses[-1]) > 1e-6
+
+
+def test_padding_row_of_a_table_no_gather_reads_is_refused(tools, tmp_path):
+    """A sidecar row the importer cannot apply is an error, not a table that
+    silently trains its padding row."""
+    torch.manual_seed(0)
+    ids, _ = padded_data()
+    exported = smp.export(Padded(), ids[:BATCH], tmp_path / "padded.onnx")
+    side = json.loads(exported.sidecar.read_text())
+    side["padding_rows"] = [{"initializer": "fc.weight", "rows": [0]}]
+    exported.sidecar.write_text(json.dumps(side))
     with pytest.raises(smp.SmpError) as e:
         smp.compile(exported, output=tmp_path / "p.smpx", batch_size=BATCH,
                     loss="cross_entropy:logits:labels")
-    assert "'emb.weight' has padding_idx rows that PyTorch never updates" \
-        in str(e.value)
-    # Inference needs no rows held fixed.
-    smp.compile(exported, output=tmp_path / "q.smpx", batch_size=BATCH)
+    assert ("padding row 0 of 'fc.weight' (nn.Embedding padding_idx, from "
+            "the smp.export sidecar) cannot be kept: no Gather on axis 0 "
+            "reads 'fc.weight' directly") in str(e.value)
 
 
 def test_export_check_catches_a_changed_model(tools, tmp_path, monkeypatch):

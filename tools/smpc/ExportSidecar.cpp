@@ -36,14 +36,16 @@ std::optional<int> applyExportSidecar(Options &opts) {
     for (const llvm::json::Value &r : *rows) {
       const llvm::json::Object *o = r.getAsObject();
       auto name = o ? o->getString("initializer") : std::nullopt;
-      if (!name)
-        return fail(path + ": \"padding_rows\" entries need \"initializer\"");
-      return fail(path + ": '" + *name +
-                  "' has padding_idx rows that PyTorch never updates; smp "
-                  "cannot hold single rows of a parameter fixed yet, so it "
-                  "would train them: export the embedding without "
-                  "padding_idx (its row then trains as in PyTorch) or freeze "
-                  "the whole table with --freeze");
+      const llvm::json::Array *list = o ? o->getArray("rows") : nullptr;
+      std::optional<int64_t> row;
+      if (list && list->size() == 1)
+        row = (*list)[0].getAsInteger();
+      if (!name || !row || *row < 0)
+        return fail(path + ": \"padding_rows\" entries need \"initializer\" "
+                           "and \"rows\" (one row index >= 0)");
+      // The importer keeps the row out of the lookup's gradient, as
+      // nn.Embedding(padding_idx=row) does.
+      opts.import.paddingRows[*name] = *row;
     }
   const llvm::json::Array *frozen = root->getArray("frozen");
   if (!frozen || frozen->empty())

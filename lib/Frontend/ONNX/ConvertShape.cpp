@@ -353,6 +353,22 @@ llvm::Error convertGather(NodeContext &nc) {
         p < tensorType(data).getDimSize(0))
       padding = nc.builder().getI64IntegerAttr(p);
   }
+  // The same from the smp.export sidecar (the TorchScript exporter records
+  // no padding_idx in the file).
+  if (int64_t p = *axis == 0 ? nc.paddingRow(nc.node().input(0)) : -1;
+      p >= 0) {
+    if (p >= tensorType(data).getDimSize(0))
+      return nc.error("padding row " + llvm::Twine(p) + " of '" +
+                      nc.node().input(0) + "' (smp.export sidecar) is not a "
+                      "row of its " +
+                      llvm::Twine(tensorType(data).getDimSize(0)) + " rows");
+    if (padding && padding.getInt() != p)
+      return nc.error("the smp.export sidecar gives '" + nc.node().input(0) +
+                      "' padding row " + llvm::Twine(p) +
+                      " but the node's metadata says " +
+                      llvm::Twine(padding.getInt()));
+    padding = nc.builder().getI64IntegerAttr(p);
+  }
   return nc.output(nc.create<smp::GatherOp>(
       nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis),
       padding));

@@ -274,6 +274,14 @@ llvm::Error GraphImporter::bindDims() {
   return llvm::Error::success();
 }
 
+int64_t GraphImporter::takePaddingRow(llvm::StringRef name) {
+  auto it = options.paddingRows.find(name);
+  if (it == options.paddingRows.end())
+    return -1;
+  paddingApplied.insert(name);
+  return it->second;
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   const onnx::GraphProto &graph = model.graph();
   auto order = checkGraph(graph, path);
@@ -405,6 +413,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                          " is not supported";
     }
   }
+
+  for (const auto &row : options.paddingRows)
+    if (!paddingApplied.contains(row.getKey()))
+      return error("padding row " + llvm::Twine(row.getValue()) + " of '" +
+                   row.getKey() +
+                   "' (nn.Embedding padding_idx, from the smp.export "
+                   "sidecar) cannot be kept: no Gather on axis 0 reads '" +
+                   row.getKey() + "' directly; export again with smp.export");
 
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;

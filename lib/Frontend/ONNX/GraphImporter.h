@@ -33,6 +33,9 @@ public:
   bool training() const { return options.training; }
   /// Warnings given once per import (keys).
   llvm::StringSet<> warned;
+  /// The padding row ImportOptions::paddingRows gives the initializer
+  /// `name`, or -1; a row returned is marked as applied.
+  int64_t takePaddingRow(llvm::StringRef name);
 
   /// The value of tensor `name`; an error if a converter did not produce it.
   llvm::Expected<mlir::Value> lookup(llvm::StringRef name) const;
@@ -61,6 +64,7 @@ private:
   const onnx::ModelProto &model;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<std::string> unavailable;
+  llvm::StringSet<> paddingApplied;
 };
 
 } // namespace smp::onnx_frontend

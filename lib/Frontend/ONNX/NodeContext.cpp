@@ -36,6 +36,9 @@ MLIRContext *NodeContext::context() { return &importer_.ctx; }
 int64_t NodeContext::opset() const { return importer_.opset; }
 llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 bool NodeContext::training() const { return importer_.training(); }
+int64_t NodeContext::paddingRow(llvm::StringRef name) {
+  return importer_.takePaddingRow(name);
+}
 void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
   if (importer_.warned.insert(key).second)
     mlir::emitWarning(loc_) << importer_.path << ": "

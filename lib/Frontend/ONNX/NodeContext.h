@@ -42,6 +42,9 @@ public:
   /// A warning naming this node, given once per import for each `key`
   /// ("N more nodes" are not listed).
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);
+  /// The padding row (nn.Embedding padding_idx) the smp.export sidecar
+  /// gives initializer `name`, or -1.
+  int64_t paddingRow(llvm::StringRef name);
 
   //===--- Inputs ----------------------------------------------------------===//
   /// Number of inputs as written (omitted optional ones count).

@@ -45,6 +45,11 @@ struct ImportOptions {
   /// TensorProto with the value (e.g. shapes and axes that ONNX test data
   /// feeds as inputs; smp compiles static shapes).
   llvm::StringMap<std::string> constantInputs;
+  /// Embedding tables whose row gets no gradient from the lookup
+  /// (nn.Embedding padding_idx): initializer name -> row, from the
+  /// smp.export sidecar. Each must be read by a Gather on axis 0, or the
+  /// import is refused.
+  llvm::StringMap<int64_t> paddingRows;
 };
 
 /// A tensor read from an ONNX TensorProto file (`input_0.pb`).
