@@ -21,7 +21,9 @@ PACKAGES=(
   python3-setuptools python3-wheel
 )
 if [[ ${1:-} == --tests ]]; then
-  PACKAGES+=(slurmd slurmctld slurm-client munge)
+  PACKAGES+=(slurmd slurmctld slurm-client munge
+    # smp.Plan.to_pandas() (python/tests/test_plan.py).
+    python3-pandas)
 fi
 
 missing=()

@@ -37,12 +37,21 @@ def test_gpt3_175b_plan_equals_smpc_plan(tools, gpt3, tmp_path):
     assert got.schedule == want["best"]["schedule"]
     assert len(got.stage_memory_bytes) == want["best"]["pp"]
     assert got.step_seconds > 0 and len(got.runners_up) >= 1
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return
+
+
+def test_plan_to_pandas(tools, gpt3):
+    """One row per plan, the best first, with the degrees, schedule and
+    per-stage memory smpc's JSON has."""
+    pytest.importorskip("pandas")
+    got = smp.plan(gpt3, devices=1024, cluster="a100-sxm-80g",
+                   global_batch=1536, precision="bf16")
     frame = got.to_pandas()
-    assert list(frame["dp"])[0] == want["best"]["dp"]
+    plans = [got.best] + got.runners_up
+    assert list(frame.index) == list(range(len(plans)))
+    for col in ("dp", "tp", "pp", "schedule"):
+        assert list(frame[col]) == [p[col] for p in plans]
+    assert list(frame["stage_memory_bytes"].iloc[0]) == got.stage_memory_bytes
+    assert "stages" not in frame.columns and "cuts" not in frame.columns
 
 
 def test_plan_config_dict(tools, gpt3):
