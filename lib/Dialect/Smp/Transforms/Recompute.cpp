@@ -126,7 +126,7 @@ attentionCores(ArrayRef<Operation *> fwd) {
         break;
       }
       if (!next->hasTrait<OpTrait::Elementwise>() &&
-          !isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(next))
+          !next->hasTrait<OpTrait::smp::BroadcastingElementwise>())
         break;
       chain.push_back(next);
       cur = next;
