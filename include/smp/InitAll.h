@@ -7,7 +7,8 @@
 
 namespace smp {
 /// Dialects smp tools understand: smp, func, and the upstream dialects our
-/// pipelines produce.
+/// pipelines produce, with the op models (gradients, costs, sharding
+/// rules) of their ops.
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// Every smp pass, plus the upstream passes useful on smp IR.
 void registerAllPasses();

@@ -152,7 +152,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
                 : fromBackward >= 0 ? fromBackward
                                     : static_cast<int32_t>(lastPath);
   }
-  // Values: reshapes (and tp copies) alias their operand's root.
+  // Values: views (reshapes, tp copies) alias their source's root.
   llvm::DenseMap<Value, size_t> rootOf; // value -> index into stepValues
   llvm::DenseSet<Value> updates;        // written back into an argument
   Operation *ret = body.getTerminator();
@@ -185,8 +185,9 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
           isa<ShapedType>(r.getType()) &&
           cast<ShapedType>(r.getType()).getNumElements() > 1)
         grows.insert(r);
-      if (isa<ReshapeOp, TpCopyOp>(op) && rootOf.count(op->getOperand(0))) {
-        rootOf[r] = rootOf[op->getOperand(0)];
+      if (auto view = dyn_cast<ViewLikeOpInterface>(op);
+          view && rootOf.count(view.getViewSource())) {
+        rootOf[r] = rootOf[view.getViewSource()];
         continue;
       }
       if (updates.count(r) || !isa<ShapedType>(r.getType()))
@@ -261,8 +262,8 @@ public:
                  : 0;
     // A softmax reduces whole rows: it cannot live in a matrix product's
     // epilogue, so it reads its input and writes its result.
-    if (!isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, ModOp, WhereOp>(op) &&
-        !op->hasTrait<OpTrait::Elementwise>() && !isa<GeluOp>(op))
+    if (!op->hasTrait<OpTrait::smp::BroadcastingElementwise>() &&
+        !op->hasTrait<OpTrait::Elementwise>())
       return 0;
     Value y = op->getResult(0);
     for (Value x : op->getOperands()) {
@@ -426,7 +427,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     p.batchBytes = std::max(0.0, cost.bytes() - p.fixedBytes - fused);
     for (Value r : op.getResults()) {
       profile.maxTempBytes = std::max(profile.maxTempBytes, bytesOf(r));
-      if (!isa<ReshapeOp, TpCopyOp>(op) &&
+      if (!isa<ViewLikeOpInterface>(op) &&
           (!knowSaved || readByBackward.count(r)))
         p.savedBytes += bytesOf(r);
     }

@@ -5,17 +5,15 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Transforms/Passes.h"
-#include "smp/Analysis/Cost/OpCosts.h"
-#include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/OpModels/OpModels.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Pipelines/Pipelines.h"
 
 void smp::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<smp::SmpDialect, mlir::func::FuncDialect,
                   mlir::shard::ShardDialect>();
-  smp::registerAutodiffExternalModels(registry);
-  smp::registerCostExternalModels(registry);
+  smp::registerOpModels(registry);
 }
 
 void smp::registerAllPasses() {

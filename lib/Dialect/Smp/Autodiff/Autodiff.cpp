@@ -1,17 +1,16 @@
 //===- Autodiff.cpp - Reverse-mode automatic differentiation --------------===//
 //
 // Walks a block backwards from a scalar loss, asking each op for its
-// vector-Jacobian product (AutodiffOpInterface) and summing the gradients
-// of values used more than once. Only float values that depend on a value
+// vector-Jacobian product (AutodiffOpInterface, whose models live with the
+// op families in lib/Dialect/Smp/OpModels) and summing the gradients of
+// values used more than once. Only float values that depend on a value
 // we differentiate with respect to get gradients.
 //
 //===----------------------------------------------------------------------===//
 
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 
-#include "GradientUtils.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "llvm/ADT/DenseMap.h"
@@ -21,21 +20,6 @@ using namespace mlir;
 
 namespace smp {
 namespace {
-
-template <typename OpT>
-struct VJPModel
-    : public AutodiffOpInterface::ExternalModel<VJPModel<OpT>, OpT> {
-  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
-                         ArrayRef<bool> need,
-                         SmallVectorImpl<Value> &gx) const {
-    gx.assign(op->getNumOperands(), Value());
-    return autodiff::vjp(cast<OpT>(op), b, gy, need, gx);
-  }
-};
-
-template <typename... Ops> void attach(MLIRContext *ctx) {
-  (Ops::template attachInterface<VJPModel<Ops>>(*ctx), ...);
-}
 
 /// The op just before the builder's insertion point (nullptr at the start).
 Operation *lastInserted(OpBuilder &b) {
@@ -58,73 +42,12 @@ void inheritStage(OpBuilder &b, Operation *mark, Operation *from) {
       it->setAttr("smp.stage", stage);
 }
 
-/// smp.tp_copy: the gradient summed over the tensor-parallel ranks.
-struct TpCopyVJP
-    : public AutodiffOpInterface::ExternalModel<TpCopyVJP, TpCopyOp> {
-  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
-                         ArrayRef<bool> need,
-                         SmallVectorImpl<Value> &gx) const {
-    gx.assign(1, Value());
-    if (gy[0])
-      gx[0] = shard::AllReduceOp::create(b, op->getLoc(), gy[0], "tp",
-                                         ArrayRef<shard::GridAxis>{0},
-                                         shard::ReductionKind::Sum);
-    return success();
-  }
-};
-
-/// shard.all_reduce (a sum whose result every rank uses as the same value,
-/// e.g. a row-parallel layer's output): the gradient passes unchanged, as
-/// every tensor-parallel rank differentiates the same loss. On the
-/// data-parallel grid `@dp` each rank differentiates its own share of the
-/// loss (synchronised batch-norm statistics), so the gradient of the shared
-/// sum is the sum of the ranks' gradients: an all_reduce again. A max over
-/// the ranks is only ever the shift that keeps a vocab-parallel softmax
-/// finite, to which the loss is invariant: it gets no gradient.
-struct AllReduceVJP
-    : public AutodiffOpInterface::ExternalModel<AllReduceVJP,
-                                                shard::AllReduceOp> {
-  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
-                         ArrayRef<bool> need,
-                         SmallVectorImpl<Value> &gx) const {
-    auto reduce = cast<shard::AllReduceOp>(op);
-    gx.assign(1, Value());
-    if (reduce.getReduction() == shard::ReductionKind::Max)
-      return success(); // a shift (the softmax's max): no gradient flows
-    if (reduce.getReduction() != shard::ReductionKind::Sum)
-      return op->emitOpError("has no gradient (only sums and maxima do)");
-    gx[0] = reduce.getGrid() == "dp"
-                ? Value(shard::AllReduceOp::create(
-                      b, op->getLoc(), gy[0], "dp",
-                      ArrayRef<shard::GridAxis>{0}, shard::ReductionKind::Sum))
-                : gy[0];
-    return success();
-  }
-};
-
 bool isFloatTensor(Value v) {
   auto t = dyn_cast<RankedTensorType>(v.getType());
   return t && isa<FloatType>(t.getElementType());
 }
 
 } // namespace
-
-void registerAutodiffExternalModels(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, NegOp, AbsOp,
-           ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, ErfOp,
-           SigmoidOp, SiluOp, ReluOp, SinOp, CosOp, LeakyReluOp, GeluOp,
-           CastOp, WhereOp, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
-           SoftmaxOp, LogSoftmaxOp, LayerNormOp, RmsNormOp, BatchNormOp,
-           CrossEntropyOp, ConvOp, MaxPoolOp, AvgPoolOp, ReshapeOp, TransposeOp, ExpandOp, SliceOp,
-           ConcatOp, SplitOp, GatherOp, GatherNdOp, GatherElementsOp, TriluOp,
-           ModOp, CumSumOp>(ctx);
-    TpCopyOp::attachInterface<TpCopyVJP>(*ctx);
-  });
-  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
-    shard::AllReduceOp::attachInterface<AllReduceVJP>(*ctx);
-  });
-}
 
 FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
                                             Value loss, ArrayRef<Value> wrt) {

@@ -1,6 +1,6 @@
 //===- GradientUtils.cpp - Helpers for the smp VJPs -----------------------===//
 
-#include "GradientUtils.h"
+#include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 

@@ -32,6 +32,12 @@ LogicalResult ReshapeOp::verify() {
   return success();
 }
 
+/// A reshape is a view: the runtime aliases its result to its input.
+Value ReshapeOp::getViewSource() { return getInput(); }
+
+/// tp_copy is the identity in the forward: a view of its input.
+Value TpCopyOp::getViewSource() { return getInput(); }
+
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();

@@ -74,7 +74,7 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'smp.zero_shape' must be an i64 array";
     return success();
   }
-  if (name == "smp.tp_shard") {
+  if (name == kTpShardAttr) {
     auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!shard || (shard.size() != 2 && shard.size() != 3) || shard[0] < 0 ||
         shard[1] < 1 || (shard.size() == 3 && shard[2] < 1))

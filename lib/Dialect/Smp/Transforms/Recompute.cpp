@@ -126,7 +126,7 @@ attentionCores(ArrayRef<Operation *> fwd) {
         break;
       }
       if (!next->hasTrait<OpTrait::Elementwise>() &&
-          !isa<AddOp, SubOp, MulOp, DivOp, WhereOp>(next))
+          !next->hasTrait<OpTrait::smp::BroadcastingElementwise>())
         break;
       chain.push_back(next);
       cur = next;
@@ -224,6 +224,10 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
   };
   SmallVector<Saved> saved;
   for (Operation *op : forward) {
+    // A reshape's result is its input's buffer: the input is offloaded
+    // where the backward reads it. tp_copy, the other view, is kept: it is
+    // the value the column-parallel matmuls' backward reads (its input is
+    // not), so offloading it is what frees that activation.
     if (op->hasTrait<OpTrait::ConstantLike>() || isa<ReshapeOp>(op))
       continue;
     for (Value r : op->getResults()) {

@@ -7,7 +7,8 @@
 // the fused QKV projection that an equal split cuts into Q, K and V). Region
 // discovery starts at a candidate row-parallel matmul (activation x weight)
 // and requires its input split along the contraction dim, then walks the
-// producers backwards, deriving each operand's sharding from its result's,
+// producers backwards, deriving each operand's sharding from its result's
+// with the op's sharding rule (TensorParallelOpInterface, in the op models),
 // until it reaches column-parallel matmuls of unsplit inputs. Any op it
 // cannot see through ends the attempt (the matmul stays replicated); a
 // region that is sound but whose sizes tp does not divide is an error.
@@ -19,9 +20,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Interfaces/TensorParallelInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <optional>
 
 namespace smp {
 #define GEN_PASS_DEF_SMPTENSORPARALLELPASS
@@ -33,13 +37,8 @@ using namespace smp;
 
 namespace {
 
-struct Shard {
-  int64_t dim = 0;
-  int64_t blocks = 1;
-  bool operator==(const Shard &o) const {
-    return dim == o.dim && blocks == o.blocks;
-  }
-};
+using Shard = TpShard;
+using Layout = TpOperandLayout;
 
 std::string nameOf(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
@@ -52,12 +51,15 @@ ArrayRef<int64_t> shapeOf(Value v) {
 }
 
 /// One candidate region: the values it splits and the weights it shards.
+/// The op-specific knowledge (how an op's operands must be split for each
+/// rank to compute its share of the result) is the ops'
+/// TensorParallelOpInterface rules (lib/Dialect/Smp/OpModels).
 struct Region {
   int64_t tp;
   llvm::DenseSet<Value> weightOnly; // values computed from parameters only
   llvm::MapVector<Value, Shard> act;
   llvm::MapVector<Value, Shard> weights;
-  llvm::SetVector<Operation *> columns;
+  llvm::SetVector<OpOperand *> entries; // read whole: a tp_copy enters
   std::string indivisible; // the first size tp does not divide
 
   bool divisible(Value v, Shard s, Operation *at) {
@@ -74,6 +76,20 @@ struct Region {
     return true;
   }
 
+  /// The operand layouts `def`'s rule asks for with result `v` split `s`
+  /// (none when it has no rule or cannot be split so).
+  std::optional<SmallVector<Layout>> layoutsOf(Operation *def, Value v,
+                                               Shard s) {
+    auto rule = dyn_cast<TensorParallelOpInterface>(def);
+    SmallVector<Layout> layouts;
+    auto isWeight = [&](Value x) { return weightOnly.count(x) > 0; };
+    if (!rule ||
+        failed(rule.getTpOperandLayouts(cast<OpResult>(v), s, isWeight,
+                                        layouts)))
+      return std::nullopt;
+    return layouts;
+  }
+
   bool requireWeight(Value w, Shard s) {
     if (auto it = weights.find(w); it != weights.end())
       return it->second == s;
@@ -85,21 +101,19 @@ struct Region {
       return false;
     if (!def)
       return true; // the parameter itself
-    if (auto t = dyn_cast<TransposeOp>(def))
-      return requireWeight(t.getInput(), Shard{t.getPerm()[s.dim], s.blocks});
-    if (def->hasTrait<OpTrait::Elementwise>() && def->getNumOperands() == 1)
-      return requireWeight(def->getOperand(0), s);
-    return false;
-  }
-
-  /// Operand `o` of a broadcasting elementwise op whose result is split `s`.
-  bool requireBroadcastOperand(Value o, Shard s, int64_t resultRank) {
-    int64_t ad = s.dim - (resultRank - static_cast<int64_t>(shapeOf(o).size()));
-    if (ad < 0 || shapeOf(o)[ad] == 1)
-      return true; // does not span the split dim: every rank has it whole
-    if (weightOnly.count(o))
-      return requireWeight(o, Shard{ad, s.blocks});
-    return require(o, Shard{ad, s.blocks});
+    auto rule = dyn_cast<TensorParallelOpInterface>(def);
+    if (!rule || !rule.splitsTpWeightChains())
+      return false;
+    std::optional<SmallVector<Layout>> layouts = layoutsOf(def, w, s);
+    if (!layouts)
+      return false;
+    for (auto [operand, layout] : llvm::zip(def->getOperands(), *layouts)) {
+      if (layout.kind == Layout::Kind::Enter ||
+          (layout.kind != Layout::Kind::Whole &&
+           !requireWeight(operand, layout.shard)))
+        return false;
+    }
+    return true;
   }
 
   bool require(Value v, Shard s) {
@@ -111,85 +125,30 @@ struct Region {
     act.insert({v, s});
     if (!divisible(v, s, def))
       return false;
-    int64_t rank = shapeOf(v).size();
-    if (auto mm = dyn_cast<MatMulOp>(def)) {
-      bool lhsW = weightOnly.count(mm.getLhs()), rhsW = weightOnly.count(mm.getRhs());
-      if (rhsW && !lhsW) { // column-parallel
-        if (s.dim != rank - 1 || shapeOf(mm.getRhs()).size() != 2 ||
-            act.count(mm.getLhs()))
-          return false;
-        columns.insert(mm);
-        return requireWeight(mm.getRhs(),
-                             Shard{mm.getTransposeRhs() ? 0 : 1, s.blocks});
-      }
-      if (lhsW || rhsW || s.dim >= rank - 2 || s.blocks != 1)
-        return false;
-      for (Value o : {mm.getLhs(), mm.getRhs()}) {
-        int64_t ad = s.dim - (rank - static_cast<int64_t>(shapeOf(o).size()));
-        if (ad < 0 || shapeOf(o)[ad] != shapeOf(v)[s.dim] || !require(o, Shard{ad, 1}))
-          return false;
-      }
-      return true;
-    }
-    if (isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, ModOp, WhereOp>(def)) {
-      for (Value o : def->getOperands())
-        if (!requireBroadcastOperand(o, s, rank))
-          return false;
-      return true;
-    }
-    if (def->hasTrait<OpTrait::Elementwise>() && def->getNumOperands() == 1)
-      return require(def->getOperand(0), s);
-    if (auto t = dyn_cast<TransposeOp>(def))
-      return require(t.getInput(), Shard{t.getPerm()[s.dim], s.blocks});
-    if (auto r = dyn_cast<ReshapeOp>(def)) {
-      if (s.blocks != 1)
-        return false;
-      ArrayRef<int64_t> in = shapeOf(r.getInput()), out = shapeOf(v);
-      int64_t pre = 1;
-      for (int64_t e = 0; e < s.dim; ++e)
-        pre *= out[e];
-      int64_t p = 1;
-      for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
-        if (p == pre && in[d] != 1 &&
-            (in[d] % out[s.dim] == 0 || out[s.dim] % in[d] == 0))
-          return require(r.getInput(), Shard{d, 1});
-        p *= in[d];
-      }
+    std::optional<SmallVector<Layout>> layouts = layoutsOf(def, v, s);
+    if (!layouts)
       return false;
-    }
-    if (auto sl = dyn_cast<SliceOp>(def)) {
-      int64_t d = s.dim;
-      if (sl.getStarts()[d] != 0 || sl.getSteps()[d] != 1 ||
-          sl.getLimits()[d] < shapeOf(sl.getInput())[d])
-        return false;
-      return require(sl.getInput(), s);
-    }
-    if (auto c = dyn_cast<ConcatOp>(def)) {
-      int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
-      if (axis == s.dim)
-        return false;
-      for (Value o : c.getInputs())
-        if (!require(o, s))
+    for (auto [operand, layout] :
+         llvm::zip(def->getOpOperands(), *layouts)) {
+      switch (layout.kind) {
+      case Layout::Kind::Whole:
+        break;
+      case Layout::Kind::Split:
+        if (!require(operand.get(), layout.shard))
           return false;
-      return true;
+        break;
+      case Layout::Kind::SplitWeight:
+        if (!requireWeight(operand.get(), layout.shard))
+          return false;
+        break;
+      case Layout::Kind::Enter:
+        if (act.count(operand.get()))
+          return false;
+        entries.insert(&operand);
+        break;
+      }
     }
-    if (auto sp = dyn_cast<SplitOp>(def)) {
-      int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
-      if (axis != s.dim)
-        return require(sp.getInput(), s);
-      ArrayRef<int64_t> sizes = sp.getSizes();
-      if (s.blocks != 1 || !llvm::all_equal(sizes))
-        return false;
-      return require(sp.getInput(),
-                     Shard{s.dim, static_cast<int64_t>(sizes.size())});
-    }
-    if (isa<SoftmaxOp, LogSoftmaxOp>(def)) {
-      int64_t axis = def->getAttrOfType<IntegerAttr>("axis").getInt();
-      if ((axis < 0 ? axis + rank : axis) == s.dim)
-        return false;
-      return require(def->getOperand(0), s);
-    }
-    return false;
+    return true;
   }
 
   /// Every split value is used only inside the region (or by the row
@@ -209,7 +168,7 @@ struct Region {
       for (Operation *user : w.getUsers())
         if (!ops.count(user))
           return false;
-    return !columns.empty();
+    return !entries.empty();
   }
 };
 
@@ -421,7 +380,7 @@ struct SmpTensorParallelPass
     if (vocab % tp != 0)
       shard.push_back(vocab);
     local(t.param, t.dim);
-    main.setArgAttr(t.param.getArgNumber(), "smp.tp_shard",
+    main.setArgAttr(t.param.getArgNumber(), SmpDialect::kTpShardAttr,
                     DenseI64ArrayAttr::get(ctx, shard));
     if (t.lmHead) {
       int64_t dim = t.dim;
@@ -490,42 +449,28 @@ struct SmpTensorParallelPass
     llvm::DenseSet<Operation *> fixed;
     for (auto &[v, s] : region.act) {
       Operation *def = v.getDefiningOp();
-      if (!fixed.insert(def).second)
-        continue;
-      if (auto sl = dyn_cast<SliceOp>(def)) {
-        SmallVector<int64_t> limits(sl.getLimits());
-        limits[s.dim] /= tp;
-        sl.setLimits(limits);
-      } else if (auto sp = dyn_cast<SplitOp>(def)) {
-        int64_t rank = shapeOf(v).size();
-        int64_t axis = sp.getAxis() < 0 ? sp.getAxis() + rank : sp.getAxis();
-        if (axis == s.dim) {
-          SmallVector<int64_t> sizes(sp.getSizes());
-          for (int64_t &n : sizes)
-            n /= tp;
-          sp.setSizes(sizes);
-        }
-      }
+      if (fixed.insert(def).second)
+        cast<TensorParallelOpInterface>(def).shrinkForTp(cast<OpResult>(v), s,
+                                                         tp);
     }
     for (auto &[v, s] : region.act)
       v.setType(localType(v.getType(), s, tp));
     for (auto &[w, s] : region.weights) {
       w.setType(localType(w.getType(), s, tp));
       if (auto arg = dyn_cast<BlockArgument>(w))
-        main.setArgAttr(arg.getArgNumber(), "smp.tp_shard",
+        main.setArgAttr(arg.getArgNumber(), SmpDialect::kTpShardAttr,
                         DenseI64ArrayAttr::get(ctx, {s.dim, s.blocks}));
     }
     // Enter: the column matmuls' inputs, once each.
     llvm::DenseMap<Value, Value> entered;
-    for (Operation *col : region.columns) {
-      auto mm = cast<MatMulOp>(col);
-      Value x = mm.getLhs();
+    for (OpOperand *entry : region.entries) {
+      Value x = entry->get();
       Value &copy = entered[x];
       if (!copy) {
         b.setInsertionPointAfterValue(x);
         copy = TpCopyOp::create(b, x.getLoc(), x);
       }
-      mm.getLhsMutable().assign(copy);
+      entry->set(copy);
     }
     // Exit: the row matmul's partial sums.
     b.setInsertionPointAfter(row);

@@ -4,14 +4,9 @@
 #define SMP_DIALECT_SMP_AUTODIFF_AUTODIFF_H
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace smp {
-
-/// Attaches the vector-Jacobian products of the smp ops
-/// (AutodiffOpInterface external models).
-void registerAutodiffExternalModels(mlir::DialectRegistry &registry);
 
 /// Builds d(loss)/d(wrt[i]) for every value in `wrt`, walking the ops of
 /// `body` backwards from `loss` (a scalar). New ops go at the builder's

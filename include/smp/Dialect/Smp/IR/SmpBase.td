@@ -53,6 +53,11 @@ def Smp_Dialect : Dialect {
     /// Result attribute: this result replaces the parameter or state of
     /// that name after the step.
     static constexpr llvm::StringLiteral kUpdateAttr = "smp.update";
+    /// Argument attribute of a parameter that tensor parallelism splits:
+    /// [dim, blocks] (each rank holds 1/tp of dim viewed as [blocks, n],
+    /// along n) or [dim, 1, full size] (vocabulary rows, the last rank's
+    /// zero-padded).
+    static constexpr llvm::StringLiteral kTpShardAttr = "smp.tp_shard";
     /// Argument attribute naming a graph input.
     static constexpr llvm::StringLiteral kInputAttr = "smp.input";
     /// Result attribute naming a graph output.
@@ -88,6 +93,14 @@ def Smp_Dialect : Dialect {
     /// for llama).
     static constexpr llvm::StringLiteral kModelConfigAttr = "smp.model_config";
   }];
+}
+
+/// A binary (or ternary) elementwise op whose operands broadcast
+/// numpy-style to the result's shape (upstream `Elementwise` requires equal
+/// shapes). An operand of lower rank aligns with the result's trailing
+/// dims; a dim of size 1 repeats.
+def Smp_BroadcastingElementwise : NativeOpTrait<"BroadcastingElementwise"> {
+  let cppNamespace = "::mlir::OpTrait::smp";
 }
 
 class Smp_Op<string mnemonic, list<Trait> traits = []>

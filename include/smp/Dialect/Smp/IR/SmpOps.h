@@ -9,7 +9,9 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/SmpTraits.h"
 
 #define GET_OP_CLASSES
 #include "smp/Dialect/Smp/IR/SmpOps.h.inc"

@@ -13,6 +13,7 @@ include "smp/Dialect/Smp/IR/SmpAttrs.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 def Smp_Tensor : RankedTensorOf<[AnyType]>;
 def Smp_FloatTensor : RankedTensorOf<[AnyFloat]>;
@@ -105,7 +106,8 @@ def Smp_CastOp : Smp_Op<"cast", [Pure, SameOperandsAndResultShape,
 /// Binary elementwise ops broadcast their operands numpy-style.
 class Smp_BinaryOp<string mnemonic, Type operandType, Type resultType,
                    list<Trait> traits = []>
-    : Smp_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+    : Smp_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor,
+                                    Smp_BroadcastingElementwise], traits)> {
   let arguments = (ins operandType:$lhs, operandType:$rhs);
   let results = (outs resultType:$result);
   let assemblyFormat = [{
@@ -136,7 +138,8 @@ def Smp_GreaterOp : Smp_CompareOp<"greater"> { let summary = "a > b"; }
 def Smp_AndOp : Smp_LogicalOp<"and"> { let summary = "a && b"; }
 def Smp_OrOp : Smp_LogicalOp<"or"> { let summary = "a || b"; }
 
-def Smp_ModOp : Smp_Op<"mod", [Pure, InferTypeOpAdaptor]> {
+def Smp_ModOp : Smp_Op<"mod", [Pure, InferTypeOpAdaptor,
+                               Smp_BroadcastingElementwise]> {
   let summary = "Remainder of a / b (ONNX Mod), broadcasting";
   let description = [{
     With `fmod` false: the floor remainder, a - floor(a / b) * b, whose sign
@@ -154,7 +157,8 @@ def Smp_ModOp : Smp_Op<"mod", [Pure, InferTypeOpAdaptor]> {
   let hasVerifier = 1;
 }
 
-def Smp_WhereOp : Smp_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Smp_WhereOp : Smp_Op<"where", [Pure, InferTypeOpAdaptor,
+                                   Smp_BroadcastingElementwise]> {
   let summary = "cond ? a : b, broadcasting all three";
   let arguments = (ins Smp_BoolTensor:$condition, Smp_Tensor:$lhs,
                    Smp_Tensor:$rhs);
@@ -302,7 +306,8 @@ def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Smp_ReshapeOp : Smp_Op<"reshape", [Pure]> {
+def Smp_ReshapeOp : Smp_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "Reshape to the (static) result type";
   let arguments = (ins Smp_Tensor:$input);
   let results = (outs Smp_Tensor:$result);
@@ -711,7 +716,8 @@ def Smp_RecvOp : Smp_Op<"recv", [MemoryEffects<[MemWrite]>]> {
 // Tensor parallelism
 //===----------------------------------------------------------------------===//
 
-def Smp_TpCopyOp : Smp_Op<"tp_copy", [SameOperandsAndResultType]> {
+def Smp_TpCopyOp : Smp_Op<"tp_copy", [SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<ViewLikeOpInterface>]> {
   let summary = "Enter a tensor-parallel region (Megatron's f)";
   let description = [{
     The identity in the forward; its gradient is summed over the ranks of

@@ -1,20 +1,27 @@
-//===- VJPElementwise.cpp - Gradients of elementwise smp ops --------------===//
+//===- Elementwise.cpp - Op models of the elementwise smp ops -------------===//
+//
+// Unary ops (exp, gelu, cast, ...), broadcasting binary ops (add, mul, the
+// comparisons, mod, where) and gelu's backward: gradients, costs and
+// sharding rules.
+//
+//===----------------------------------------------------------------------===//
 
-#include "GradientUtils.h"
+#include "OpModelSupport.h"
 
 #include <cmath>
 
 using namespace mlir;
+using namespace smp::autodiff;
 
-namespace smp::autodiff {
+namespace smp {
 
-#define VJP(OP)                                                                \
-  LogicalResult vjp(OP op, OpBuilder &b, ArrayRef<Value> gy,                   \
-                    ArrayRef<bool> need, SmallVectorImpl<Value> &gx)
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
 
 //===--- Binary: gradients are reduced back over broadcast dims -----------===//
 
-VJP(AddOp) {
+SMP_VJP(AddOp) {
   Grad G{b, op.getLoc()};
   if (need[0])
     gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
@@ -23,7 +30,7 @@ VJP(AddOp) {
   return success();
 }
 
-VJP(SubOp) {
+SMP_VJP(SubOp) {
   Grad G{b, op.getLoc()};
   if (need[0])
     gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
@@ -32,7 +39,7 @@ VJP(SubOp) {
   return success();
 }
 
-VJP(MulOp) {
+SMP_VJP(MulOp) {
   Grad G{b, op.getLoc()};
   if (need[0])
     gx[0] = G.unbroadcast(G.mul(gy[0], op.getRhs()), op.getLhs().getType());
@@ -41,7 +48,7 @@ VJP(MulOp) {
   return success();
 }
 
-VJP(DivOp) {
+SMP_VJP(DivOp) {
   Grad G{b, op.getLoc()};
   Value ga = G.div(gy[0], op.getRhs());
   if (need[0])
@@ -52,7 +59,7 @@ VJP(DivOp) {
   return success();
 }
 
-VJP(PowOp) {
+SMP_VJP(PowOp) {
   Grad G{b, op.getLoc()};
   Value a = op.getLhs(), e = op.getRhs();
   if (need[0]) { // e * a^(e - 1)
@@ -71,7 +78,7 @@ VJP(PowOp) {
 /// between the jumps: dr/da = 1, dr/db = -q, where q = (a - r) / b (an
 /// integer up to rounding; PyTorch's fmod/remainder use the same formula
 /// with q computed from a / b directly).
-VJP(ModOp) {
+SMP_VJP(ModOp) {
   Grad G{b, op.getLoc()};
   if (need[0])
     gx[0] = G.unbroadcast(gy[0], op.getLhs().getType());
@@ -105,21 +112,21 @@ static LogicalResult vjpMinMax(Operation *op, Value a, Value c, OpBuilder &b,
   }
   return success();
 }
-VJP(MaxOp) {
+SMP_VJP(MaxOp) {
   return vjpMinMax<GreaterOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
 }
-VJP(MinOp) {
+SMP_VJP(MinOp) {
   return vjpMinMax<LessOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
 }
 
 //===--- Unary ------------------------------------------------------------===//
 
-VJP(NegOp) {
+SMP_VJP(NegOp) {
   gx[0] = Grad{b, op.getLoc()}.neg(gy[0]);
   return success();
 }
 
-VJP(AbsOp) {
+SMP_VJP(AbsOp) {
   Grad G{b, op.getLoc()};
   Value x = op.getInput(), zero = G.scalar(x, 0.0);
   Value pos = GreaterOp::create(b, op.getLoc(), x, zero);
@@ -128,44 +135,44 @@ VJP(AbsOp) {
   return success();
 }
 
-VJP(ExpOp) {
+SMP_VJP(ExpOp) {
   gx[0] = Grad{b, op.getLoc()}.mul(gy[0], op.getResult());
   return success();
 }
 
-VJP(LogOp) {
+SMP_VJP(LogOp) {
   gx[0] = Grad{b, op.getLoc()}.div(gy[0], op.getInput());
   return success();
 }
 
-VJP(SqrtOp) { // g / (2 sqrt x)
+SMP_VJP(SqrtOp) { // g / (2 sqrt x)
   Grad G{b, op.getLoc()};
   gx[0] = G.div(gy[0], G.mul(op.getResult(), G.scalar(gy[0], 2.0)));
   return success();
 }
 
-VJP(RsqrtOp) { // -0.5 g y^3
+SMP_VJP(RsqrtOp) { // -0.5 g y^3
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   gx[0] = G.mul(G.mul(gy[0], G.mul(y, G.mul(y, y))), G.scalar(y, -0.5));
   return success();
 }
 
-VJP(ReciprocalOp) { // -g y^2
+SMP_VJP(ReciprocalOp) { // -g y^2
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   gx[0] = G.neg(G.mul(gy[0], G.mul(y, y)));
   return success();
 }
 
-VJP(TanhOp) { // g (1 - y^2)
+SMP_VJP(TanhOp) { // g (1 - y^2)
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   gx[0] = G.mul(gy[0], G.sub(G.scalar(y, 1.0), G.mul(y, y)));
   return success();
 }
 
-VJP(ErfOp) { // g 2/sqrt(pi) exp(-x^2)
+SMP_VJP(ErfOp) { // g 2/sqrt(pi) exp(-x^2)
   Grad G{b, op.getLoc()};
   Value x = op.getInput();
   Value e = ExpOp::create(b, op.getLoc(), G.neg(G.mul(x, x)));
@@ -173,14 +180,14 @@ VJP(ErfOp) { // g 2/sqrt(pi) exp(-x^2)
   return success();
 }
 
-VJP(SigmoidOp) { // g y (1 - y)
+SMP_VJP(SigmoidOp) { // g y (1 - y)
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   gx[0] = G.mul(gy[0], G.mul(y, G.sub(G.scalar(y, 1.0), y)));
   return success();
 }
 
-VJP(SiluOp) { // g (s + x s (1 - s)), s = sigmoid(x)
+SMP_VJP(SiluOp) { // g (s + x s (1 - s)), s = sigmoid(x)
   Grad G{b, op.getLoc()};
   Value x = op.getInput();
   Value s = SigmoidOp::create(b, op.getLoc(), x);
@@ -189,7 +196,7 @@ VJP(SiluOp) { // g (s + x s (1 - s)), s = sigmoid(x)
   return success();
 }
 
-VJP(ReluOp) {
+SMP_VJP(ReluOp) {
   Grad G{b, op.getLoc()};
   Value x = op.getInput();
   if (!isa<FloatType>(typeOf(x).getElementType()))
@@ -199,19 +206,19 @@ VJP(ReluOp) {
   return success();
 }
 
-VJP(SinOp) {
+SMP_VJP(SinOp) {
   Grad G{b, op.getLoc()};
   gx[0] = G.mul(gy[0], CosOp::create(b, op.getLoc(), op.getInput()));
   return success();
 }
 
-VJP(CosOp) {
+SMP_VJP(CosOp) {
   Grad G{b, op.getLoc()};
   gx[0] = G.neg(G.mul(gy[0], SinOp::create(b, op.getLoc(), op.getInput())));
   return success();
 }
 
-VJP(LeakyReluOp) { // x > 0 ? g : alpha g (PyTorch)
+SMP_VJP(LeakyReluOp) { // x > 0 ? g : alpha g (PyTorch)
   Grad G{b, op.getLoc()};
   Value x = op.getInput();
   Value pos = GreaterOp::create(b, op.getLoc(), x, G.scalar(x, 0.0));
@@ -220,13 +227,13 @@ VJP(LeakyReluOp) { // x > 0 ? g : alpha g (PyTorch)
   return success();
 }
 
-VJP(GeluOp) {
+SMP_VJP(GeluOp) {
   gx[0] = GeluGradOp::create(b, op.getLoc(), op.getInput(), gy[0],
                              op.getApproximate());
   return success();
 }
 
-VJP(CastOp) {
+SMP_VJP(CastOp) {
   Type in = typeOf(op.getInput()).getElementType();
   if (!isa<FloatType>(in))
     return success();
@@ -234,7 +241,7 @@ VJP(CastOp) {
   return success();
 }
 
-VJP(WhereOp) {
+SMP_VJP(WhereOp) {
   Grad G{b, op.getLoc()};
   Value zero = G.scalar(gy[0], 0.0);
   if (need[1])
@@ -246,4 +253,61 @@ VJP(WhereOp) {
   return success();
 }
 
-} // namespace smp::autodiff
+//===----------------------------------------------------------------------===//
+// Sharding rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A broadcasting elementwise op whose result is split: an operand that
+/// spans the split dimension is split along its own (aligned) dimension, a
+/// weight sliced as such; one that does not (lower rank, or size 1 there)
+/// is read whole by every rank.
+template <typename OpT>
+struct BroadcastTpRule : public TpRule<BroadcastTpRule<OpT>, OpT> {
+  LogicalResult
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+                      function_ref<bool(Value)> isWeight,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    int64_t resultRank = shapeOf(result).size();
+    for (Value o : op->getOperands()) {
+      int64_t ad =
+          s.dim - (resultRank - static_cast<int64_t>(shapeOf(o).size()));
+      if (ad < 0 || shapeOf(o)[ad] == 1)
+        layouts.push_back(TpOperandLayout::whole());
+      else if (isWeight(o))
+        layouts.push_back(TpOperandLayout::splitWeight({ad, s.blocks}));
+      else
+        layouts.push_back(TpOperandLayout::split({ad, s.blocks}));
+    }
+    return success();
+  }
+};
+
+} // namespace
+
+void registerElementwiseOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<GradientModel, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
+           ModOp, WhereOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
+           ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp,
+           CosOp, LeakyReluOp, GeluOp, CastOp>(ctx);
+    // Transcendental functions: a few FLOPs per element.
+    attach<CostFn<streamingCost<4>>::Model, ExpOp, LogOp, SqrtOp, RsqrtOp,
+           ReciprocalOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, PowOp>(ctx);
+    attach<CostFn<streamingCost<8>>::Model, GeluOp, SiluOp, LeakyReluOp>(ctx);
+    attach<CostFn<streamingCost<12>>::Model, GeluGradOp>(ctx);
+    attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, AddOp, SubOp,
+           MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
+           GreaterOp, AndOp, OrOp>(ctx);
+    // Comparisons and logical ops (boolean masks) have no rule: a
+    // tensor-parallel region ends at them.
+    attach<BroadcastTpRule, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
+           ModOp, WhereOp>(ctx);
+    attach<SameSplitTpRule, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
+           ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp,
+           CosOp, NotOp, LeakyReluOp, GeluOp, CastOp>(ctx);
+  });
+}
+
+} // namespace smp

@@ -1,20 +1,26 @@
-//===- VJPLinalg.cpp - Gradients of matmul, reductions, norms, losses -----===//
+//===- Linalg.cpp - Op models of matmul, reductions, softmax ----------------===//
+//
+// matmul, reduce_sum/mean/max, softmax, log_softmax and cumsum: gradients,
+// costs and sharding rules.
+//
+//===----------------------------------------------------------------------===//
 
-#include "GradientUtils.h"
+#include "OpModelSupport.h"
 
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 
 using namespace mlir;
+using namespace smp::autodiff;
 
-namespace smp::autodiff {
+namespace smp {
 
-#define VJP(OP)                                                                \
-  LogicalResult vjp(OP op, OpBuilder &b, ArrayRef<Value> gy,                   \
-                    ArrayRef<bool> need, SmallVectorImpl<Value> &gx)
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
 
 /// C = op(A) op(B) with op a transpose of the last two dims when flagged:
 ///   dA = op_a(...) built so that dA has A's layout, same for dB.
-VJP(MatMulOp) {
+SMP_VJP(MatMulOp) {
   Grad G{b, op.getLoc()};
   Location loc = op.getLoc();
   Value a = op.getLhs(), c = op.getRhs(), g = gy[0];
@@ -78,7 +84,7 @@ static SmallVector<int64_t> normalizedAxes(ArrayRef<int64_t> axes,
   return out;
 }
 
-VJP(ReduceSumOp) {
+SMP_VJP(ReduceSumOp) {
   Grad G{b, op.getLoc()};
   auto t = typeOf(op.getInput());
   if (!isa<FloatType>(t.getElementType()))
@@ -87,7 +93,7 @@ VJP(ReduceSumOp) {
   return success();
 }
 
-VJP(ReduceMeanOp) {
+SMP_VJP(ReduceMeanOp) {
   Grad G{b, op.getLoc()};
   auto t = typeOf(op.getInput());
   auto axes = normalizedAxes(op.getAxes(), t.getRank());
@@ -102,7 +108,7 @@ VJP(ReduceMeanOp) {
 }
 
 /// The gradient goes to the maxima, split evenly between ties (torch.amax).
-VJP(ReduceMaxOp) {
+SMP_VJP(ReduceMaxOp) {
   Grad G{b, op.getLoc()};
   Location loc = op.getLoc();
   Value x = op.getInput();
@@ -118,7 +124,7 @@ VJP(ReduceMaxOp) {
   return success();
 }
 
-VJP(SoftmaxOp) { // y (g - sum(g y))
+SMP_VJP(SoftmaxOp) { // y (g - sum(g y))
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -128,7 +134,7 @@ VJP(SoftmaxOp) { // y (g - sum(g y))
   return success();
 }
 
-VJP(LogSoftmaxOp) { // g - exp(y) sum(g)
+SMP_VJP(LogSoftmaxOp) { // g - exp(y) sum(g)
   Grad G{b, op.getLoc()};
   Value y = op.getResult();
   int64_t axis = static_cast<int64_t>(op.getAxis());
@@ -140,118 +146,103 @@ VJP(LogSoftmaxOp) { // g - exp(y) sum(g)
 
 /// y_i = sum over j <= i of x_j, so dx_j = sum over i >= j of dy_i: the
 /// cumulative sum of the gradient in the other direction (same exclusive).
-VJP(CumSumOp) {
+SMP_VJP(CumSumOp) {
   gx[0] = CumSumOp::create(b, op.getLoc(), gy[0], op.getAxisAttr(),
                            op.getExclusiveAttr(),
                            b.getBoolAttr(!op.getReverse()));
   return success();
 }
 
-VJP(LayerNormOp) {
-  auto grads = LayerNormGradOp::create(b, op.getLoc(), op.getInput(),
-                                       op.getScale(), gy[0], op.getAxisAttr(),
-                                       op.getEpsilonAttr());
-  gx[0] = grads.getInputGrad();
-  gx[1] = grads.getScaleGrad();
-  if (op.getBias()) {
-    Grad G{b, op.getLoc()};
-    gx[2] = G.reshape(grads.getBiasGrad(), typeOf(op.getBias()).getShape());
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+OpCost matmulCost(Operation *op) {
+  auto mm = cast<MatMulOp>(op);
+  OpCost c = streaming(mm, 0);
+  auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
+  int64_t k = lhs.getRank() == 1
+                  ? lhs.getDimSize(0)
+                  : lhs.getDimSize(mm.getTransposeLhs() ? lhs.getRank() - 2
+                                                        : lhs.getRank() - 1);
+  c.flops = 2.0 * numel(mm.getResult()) * static_cast<double>(k);
+  c.matrix = true;
+  return c;
+}
+
+/// One addition (or comparison) per input element.
+OpCost reduceCost(Operation *op) {
+  OpCost c = streaming(op, 0);
+  c.flops = numel(op->getOperand(0));
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding rules
+//===----------------------------------------------------------------------===//
+
+/// Column-parallel (activation x weight, the result split by the weight's
+/// columns: the activation enters the region whole) or a product of two
+/// activations split along a batch dimension both span (attention's heads).
+struct MatMulTpRule : public TpRule<MatMulTpRule, MatMulOp> {
+  LogicalResult
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+                      function_ref<bool(Value)> isWeight,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    auto mm = cast<MatMulOp>(op);
+    int64_t rank = shapeOf(result).size();
+    bool lhsW = isWeight(mm.getLhs()), rhsW = isWeight(mm.getRhs());
+    if (rhsW && !lhsW) {
+      if (s.dim != rank - 1 || shapeOf(mm.getRhs()).size() != 2)
+        return failure();
+      layouts.push_back(TpOperandLayout::enter());
+      layouts.push_back(TpOperandLayout::splitWeight(
+          {mm.getTransposeRhs() ? 0 : 1, s.blocks}));
+      return success();
+    }
+    if (lhsW || rhsW || s.dim >= rank - 2 || s.blocks != 1)
+      return failure();
+    for (Value o : {mm.getLhs(), mm.getRhs()}) {
+      int64_t ad = s.dim - (rank - static_cast<int64_t>(shapeOf(o).size()));
+      if (ad < 0 || shapeOf(o)[ad] != shapeOf(result)[s.dim])
+        return failure();
+      layouts.push_back(TpOperandLayout::split({ad, 1}));
+    }
+    return success();
   }
-  return success();
-}
+};
 
-VJP(RmsNormOp) {
-  auto grads = RmsNormGradOp::create(b, op.getLoc(), op.getInput(),
-                                     op.getScale(), gy[0],
-                                     op.getEpsilonAttr());
-  gx[0] = grads.getInputGrad();
-  gx[1] = grads.getScaleGrad();
-  return success();
-}
-
-/// Batch norm: y = (x - mean) * inv * scale + bias, inv = rsqrt(var + eps),
-/// per channel (dim 1). In inference the statistics are fixed; in training
-/// they are the batch's (computed from x by ops before this one), so their
-/// gradients carry the rest of the input's gradient:
-/// d mean = -scale * inv * sum(g), d var = -scale * inv^2 / 2 * sum(g xhat).
-VJP(BatchNormOp) {
-  Grad G{b, op.getLoc()};
-  Value x = op.getInput(), g = gy[0];
-  auto t = typeOf(x);
-  SmallVector<int64_t> chan(t.getRank(), 1);
-  chan[1] = t.getDimSize(1);
-  SmallVector<int64_t> others;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    if (d != 1)
-      others.push_back(d);
-  ArrayRef<int64_t> perChannel = typeOf(op.getVariance()).getShape();
-  Value eps = G.scalar(x, op.getEpsilon().convertToDouble());
-  Value invC = RsqrtOp::create(b, op.getLoc(), G.add(op.getVariance(), eps));
-  Value inv = G.reshape(invC, chan);
-  Value xhat;
-  if (need[1] || need[4])
-    xhat = G.mul(G.sub(x, G.reshape(op.getMean(), chan)), inv);
-  if (need[0])
-    gx[0] = G.mul(g, G.mul(G.reshape(op.getScale(), chan), inv));
-  Value gxhat; // sum(g * xhat) per channel
-  if (need[1] || need[4])
-    gxhat = G.sum(G.mul(g, xhat), others, /*keepdims=*/false);
-  Value gsum; // sum(g) per channel
-  if (need[2] || need[3])
-    gsum = G.sum(g, others, /*keepdims=*/false);
-  if (need[1])
-    gx[1] = G.reshape(gxhat, typeOf(op.getScale()).getShape());
-  if (need[2])
-    gx[2] = G.reshape(gsum, typeOf(op.getBias()).getShape());
-  Value scaleInv;
-  if (need[3] || need[4])
-    scaleInv = G.mul(G.reshape(op.getScale(), perChannel), invC);
-  if (need[3])
-    gx[3] = G.reshape(
-        NegOp::create(b, op.getLoc(),
-                      G.mul(scaleInv, G.reshape(gsum, perChannel))),
-        typeOf(op.getMean()).getShape());
-  if (need[4])
-    gx[4] = G.mul(G.mul(scaleInv, G.mul(invC, G.scalar(invC, -0.5))),
-                  G.reshape(gxhat, perChannel));
-  return success();
-}
-
-VJP(CrossEntropyOp) {
-  gx[0] = CrossEntropyGradOp::create(
-      b, op.getLoc(), op.getLogits(), op.getLabels(), op.getWeights(), gy[0],
-      op.getIgnoreIndexAttr(), op.getReductionAttr());
-  return success();
-}
-
-VJP(ConvOp) {
-  auto grads = ConvGradOp::create(
-      b, op.getLoc(), op.getInput().getType(), op.getWeight().getType(),
-      op.getInput(), op.getWeight(), gy[0], op.getStridesAttr(),
-      op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr());
-  gx[0] = grads.getInputGrad();
-  gx[1] = grads.getWeightGrad();
-  if (op.getBias() && need[2]) { // sum over N and the spatial dims
-    Grad G{b, op.getLoc()};
-    SmallVector<int64_t> axes{0};
-    for (int64_t d = 2; d < typeOf(gy[0]).getRank(); ++d)
-      axes.push_back(d);
-    gx[2] = G.sum(gy[0], axes, /*keepdims=*/false);
+/// Rows normalised along `axis`: split along any other dimension.
+template <typename OpT>
+struct SoftmaxTpRule : public TpRule<SoftmaxTpRule<OpT>, OpT> {
+  LogicalResult
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+                      function_ref<bool(Value)>,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    int64_t axis = static_cast<int64_t>(cast<OpT>(op).getAxis());
+    if (axisIndex(axis, shapeOf(result).size()) == s.dim)
+      return failure();
+    layouts.push_back(TpOperandLayout::split(s));
+    return success();
   }
-  return success();
+};
+
+} // namespace
+
+void registerLinalgOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<GradientModel, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+           SoftmaxOp, LogSoftmaxOp, CumSumOp>(ctx);
+    attach<CostFn<matmulCost>::Model, MatMulOp>(ctx);
+    attach<CostFn<reduceCost>::Model, ReduceSumOp, ReduceMeanOp,
+           ReduceMaxOp>(ctx);
+    attach<CostFn<streamingCost<5>>::Model, SoftmaxOp, LogSoftmaxOp>(ctx);
+    attach<Streaming1, CumSumOp>(ctx);
+    MatMulOp::attachInterface<MatMulTpRule>(*ctx);
+    attach<SoftmaxTpRule, SoftmaxOp, LogSoftmaxOp>(ctx);
+  });
 }
 
-template <typename PoolOp>
-static LogicalResult vjpPool(PoolOp op, StringRef mode, OpBuilder &b,
-                             ArrayRef<Value> gy, SmallVectorImpl<Value> &gx) {
-  gx[0] = PoolGradOp::create(
-      b, op.getLoc(), op.getInput().getType(), op.getInput(), gy[0],
-      b.getStringAttr(mode), op.getKernelAttr(), op.getStridesAttr(),
-      op.getPadsAttr(), op.getDilationsAttr(), op.getCeilModeAttr(),
-      op.getCountIncludePadAttr());
-  return success();
-}
-VJP(MaxPoolOp) { return vjpPool(op, "max", b, gy, gx); }
-VJP(AvgPoolOp) { return vjpPool(op, "avg", b, gy, gx); }
-
-} // namespace smp::autodiff
+} // namespace smp

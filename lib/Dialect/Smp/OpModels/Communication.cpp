@@ -1,0 +1,73 @@
+//===- Communication.cpp - Op models of communication and offloading ------===//
+//
+// Pipeline send/recv, the tensor-parallel tp_copy and tp_rank, activation
+// offload/prefetch, and the upstream shard dialect's collectives:
+// gradients and costs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpModelSupport.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+
+using namespace mlir;
+
+namespace smp {
+
+/// smp.tp_copy: the gradient summed over the tensor-parallel ranks.
+SMP_VJP(TpCopyOp) {
+  if (gy[0])
+    gx[0] = shard::AllReduceOp::create(b, op->getLoc(), gy[0], "tp",
+                                       ArrayRef<shard::GridAxis>{0},
+                                       shard::ReductionKind::Sum);
+  return success();
+}
+
+/// shard.all_reduce (a sum whose result every rank uses as the same value,
+/// e.g. a row-parallel layer's output): the gradient passes unchanged, as
+/// every tensor-parallel rank differentiates the same loss. On the
+/// data-parallel grid `@dp` each rank differentiates its own share of the
+/// loss (synchronised batch-norm statistics), so the gradient of the shared
+/// sum is the sum of the ranks' gradients: an all_reduce again. A max over
+/// the ranks is only ever the shift that keeps a vocab-parallel softmax
+/// finite, to which the loss is invariant: it gets no gradient.
+namespace {
+struct AllReduceGradient
+    : public AutodiffOpInterface::ExternalModel<AllReduceGradient,
+                                                shard::AllReduceOp> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
+                         ArrayRef<bool> need,
+                         SmallVectorImpl<Value> &gx) const {
+    auto reduce = cast<shard::AllReduceOp>(op);
+    gx.assign(1, Value());
+    if (reduce.getReduction() == shard::ReductionKind::Max)
+      return success(); // a shift (the softmax's max): no gradient flows
+    if (reduce.getReduction() != shard::ReductionKind::Sum)
+      return op->emitOpError("has no gradient (only sums and maxima do)");
+    gx[0] = reduce.getGrid() == "dp"
+                ? Value(shard::AllReduceOp::create(
+                      b, op->getLoc(), gy[0], "dp",
+                      ArrayRef<shard::GridAxis>{0}, shard::ReductionKind::Sum))
+                : gy[0];
+    return success();
+  }
+};
+} // namespace
+
+void registerCommunicationOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<GradientModel, TpCopyOp>(ctx);
+    attach<NoCost, TpCopyOp, TpRankOp, SendOp, RecvOp>(ctx);
+    attach<Streaming1, OffloadOp, PrefetchOp>(ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
+    shard::AllReduceOp::attachInterface<AllReduceGradient>(*ctx);
+    // The transfer is timed by the communication model; on the device
+    // they only stream their buffers.
+    attach<NoCost, shard::AllReduceOp, shard::AllGatherOp,
+           shard::ReduceScatterOp, shard::AllSliceOp>(ctx);
+  });
+}
+
+} // namespace smp

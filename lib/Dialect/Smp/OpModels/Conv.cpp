@@ -1,0 +1,83 @@
+//===- Conv.cpp - Op models of convolution and pooling ----------------------===//
+//
+// conv, max_pool, avg_pool and their backward ops: gradients and costs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpModelSupport.h"
+
+using namespace mlir;
+using namespace smp::autodiff;
+
+namespace smp {
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+SMP_VJP(ConvOp) {
+  auto grads = ConvGradOp::create(
+      b, op.getLoc(), op.getInput().getType(), op.getWeight().getType(),
+      op.getInput(), op.getWeight(), gy[0], op.getStridesAttr(),
+      op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr());
+  gx[0] = grads.getInputGrad();
+  gx[1] = grads.getWeightGrad();
+  if (op.getBias() && need[2]) { // sum over N and the spatial dims
+    Grad G{b, op.getLoc()};
+    SmallVector<int64_t> axes{0};
+    for (int64_t d = 2; d < typeOf(gy[0]).getRank(); ++d)
+      axes.push_back(d);
+    gx[2] = G.sum(gy[0], axes, /*keepdims=*/false);
+  }
+  return success();
+}
+
+template <typename PoolOp>
+static LogicalResult vjpPool(PoolOp op, StringRef mode, OpBuilder &b,
+                             ArrayRef<Value> gy, SmallVectorImpl<Value> &gx) {
+  gx[0] = PoolGradOp::create(
+      b, op.getLoc(), op.getInput().getType(), op.getInput(), gy[0],
+      b.getStringAttr(mode), op.getKernelAttr(), op.getStridesAttr(),
+      op.getPadsAttr(), op.getDilationsAttr(), op.getCeilModeAttr(),
+      op.getCountIncludePadAttr());
+  return success();
+}
+SMP_VJP(MaxPoolOp) { return vjpPool(op, "max", b, gy, gx); }
+SMP_VJP(AvgPoolOp) { return vjpPool(op, "avg", b, gy, gx); }
+
+namespace {
+
+double convFlops(Value output, Value weight) {
+  auto w = cast<RankedTensorType>(weight.getType());
+  return 2.0 * numel(output) *
+         (static_cast<double>(w.getNumElements()) / w.getDimSize(0));
+}
+
+OpCost convCost(Operation *op) {
+  auto conv = cast<ConvOp>(op);
+  OpCost c = streaming(conv, 0);
+  c.flops = convFlops(conv.getResult(), conv.getWeight());
+  c.matrix = true;
+  return c;
+}
+
+/// The input and the weight gradient: two convolutions' work.
+OpCost convGradCost(Operation *op) {
+  OpCost c = streaming(op, 0);
+  c.flops = 2 * convFlops(op->getOperand(2), op->getOperand(1));
+  c.matrix = true;
+  return c;
+}
+
+} // namespace
+
+void registerConvOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<GradientModel, ConvOp, MaxPoolOp, AvgPoolOp>(ctx);
+    attach<CostFn<convCost>::Model, ConvOp>(ctx);
+    attach<CostFn<convGradCost>::Model, ConvGradOp>(ctx);
+    attach<Streaming1, MaxPoolOp, AvgPoolOp, PoolGradOp>(ctx);
+  });
+}
+
+} // namespace smp

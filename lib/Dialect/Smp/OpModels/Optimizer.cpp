@@ -1,0 +1,21 @@
+//===- Optimizer.cpp - Op models of the optimizer updates -----------------===//
+//
+// sgd_update and adam_update: costs (they run after the backward: no
+// gradient, no sharding rule).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpModelSupport.h"
+
+using namespace mlir;
+
+namespace smp {
+
+void registerOptimizerOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<CostFn<streamingCost<3>>::Model, SgdUpdateOp>(ctx);
+    attach<CostFn<streamingCost<5>>::Model, AdamUpdateOp>(ctx);
+  });
+}
+
+} // namespace smp

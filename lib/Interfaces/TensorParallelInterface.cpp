@@ -1,0 +1,5 @@
+//===- TensorParallelInterface.cpp - Sharding rules -----------------------===//
+
+#include "smp/Interfaces/TensorParallelInterface.h"
+
+#include "smp/Interfaces/TensorParallelInterface.cpp.inc"

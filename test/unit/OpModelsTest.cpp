@@ -1,0 +1,184 @@
+//===- OpModelsTest.cpp - Every smp op has the models it needs ------------===//
+//
+// The op models (lib/Dialect/Smp/OpModels) hold each op's gradient, cost
+// and tensor-parallel sharding rule. A new op that lacks one fails here,
+// with a message naming it and the file to add it to. Ops that need no
+// gradient or sharding rule are listed with the reason, and the lists are
+// checked both ways (an op that gains a model must leave its list).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/InitAll.h"
+#include "smp/Interfaces/AutodiffInterface.h"
+#include "smp/Interfaces/CostInterface.h"
+#include "smp/Interfaces/TensorParallelInterface.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+/// Ops autodiff never differentiates, and why.
+const llvm::StringMap<const char *> &noGradient() {
+  static const llvm::StringMap<const char *> m = {
+      {"smp.constant", "no operands"},
+      {"smp.not", "boolean"},
+      {"smp.equal", "boolean result"},
+      {"smp.less", "boolean result"},
+      {"smp.greater", "boolean result"},
+      {"smp.and", "boolean"},
+      {"smp.or", "boolean"},
+      {"smp.tp_rank", "integer, no operands"},
+      {"smp.gelu_grad", "a backward op"},
+      {"smp.layer_norm_grad", "a backward op"},
+      {"smp.rms_norm_grad", "a backward op"},
+      {"smp.cross_entropy_grad", "a backward op"},
+      {"smp.gather_grad", "a backward op"},
+      {"smp.gather_nd_grad", "a backward op"},
+      {"smp.gather_elements_grad", "a backward op"},
+      {"smp.slice_grad", "a backward op"},
+      {"smp.conv_grad", "a backward op"},
+      {"smp.pool_grad", "a backward op"},
+      {"smp.sgd_update", "the optimizer, after the backward"},
+      {"smp.adam_update", "the optimizer, after the backward"},
+      {"smp.send", "pipeline split, after the backward"},
+      {"smp.recv", "pipeline split, after the backward"},
+      {"smp.offload", "inserted after the backward"},
+      {"smp.prefetch", "inserted after the backward"},
+  };
+  return m;
+}
+
+/// Forward ops (those smp-tensor-parallel meets) without a sharding rule: a
+/// tensor-parallel region ends at them, and why.
+const llvm::StringMap<const char *> &noShardingRule() {
+  static const llvm::StringMap<const char *> m = {
+      {"smp.constant", "read whole by every rank"},
+      {"smp.equal", "boolean masks stay whole"},
+      {"smp.less", "boolean masks stay whole"},
+      {"smp.greater", "boolean masks stay whole"},
+      {"smp.and", "boolean masks stay whole"},
+      {"smp.or", "boolean masks stay whole"},
+      {"smp.tp_rank", "written by smp-tensor-parallel"},
+      {"smp.tp_copy", "written by smp-tensor-parallel"},
+      {"smp.reduce_sum", "not split through (yet)"},
+      {"smp.reduce_mean", "not split through (yet)"},
+      {"smp.reduce_max", "not split through (yet)"},
+      {"smp.cumsum", "not split through (yet)"},
+      {"smp.expand", "not split through (yet)"},
+      {"smp.trilu", "not split through (yet)"},
+      {"smp.layer_norm", "normalises the hidden dim tp splits"},
+      {"smp.rms_norm", "normalises the hidden dim tp splits"},
+      {"smp.batch_norm", "convolutional models are not split"},
+      {"smp.conv", "convolutional models are not split"},
+      {"smp.max_pool", "convolutional models are not split"},
+      {"smp.avg_pool", "convolutional models are not split"},
+      {"smp.cross_entropy", "the loss: vocab-parallel is its own rewrite"},
+      {"smp.gather", "embeddings: vocab-parallel is its own rewrite"},
+      {"smp.gather_nd", "not split through (yet)"},
+      {"smp.gather_elements", "not split through (yet)"},
+  };
+  return m;
+}
+
+class OpModelsTest : public ::testing::Test {
+protected:
+  OpModelsTest() {
+    registerAllDialects(registry);
+    ctx = std::make_unique<MLIRContext>(registry);
+    ctx->loadAllAvailableDialects();
+  }
+
+  /// Every registered op of the smp dialect.
+  std::vector<RegisteredOperationName> smpOps() {
+    std::vector<RegisteredOperationName> ops;
+    for (RegisteredOperationName name : ctx->getRegisteredOperations())
+      if (name.getDialectNamespace() == SmpDialect::getDialectNamespace())
+        ops.push_back(name);
+    return ops;
+  }
+
+  DialectRegistry registry;
+  std::unique_ptr<MLIRContext> ctx;
+};
+
+TEST_F(OpModelsTest, SeesEverySmpOp) {
+  // Guards the tests below against an empty op list.
+  EXPECT_GE(smpOps().size(), 75u);
+}
+
+TEST_F(OpModelsTest, EveryOpHasACost) {
+  for (RegisteredOperationName name : smpOps())
+    EXPECT_TRUE(name.hasInterface<CostOpInterface>())
+        << name.getStringRef().str()
+        << " has no cost: attach a CostOpInterface model in its family's "
+           "file in lib/Dialect/Smp/OpModels";
+  // The collectives the parallelisation passes write cost no device work.
+  EXPECT_TRUE(RegisteredOperationName::lookup(shard::AllReduceOp::getOperationName(), ctx.get())
+                  ->hasInterface<CostOpInterface>());
+  EXPECT_TRUE(RegisteredOperationName::lookup(shard::AllGatherOp::getOperationName(), ctx.get())
+                  ->hasInterface<CostOpInterface>());
+  EXPECT_TRUE(RegisteredOperationName::lookup(shard::ReduceScatterOp::getOperationName(), ctx.get())
+                  ->hasInterface<CostOpInterface>());
+  EXPECT_TRUE(RegisteredOperationName::lookup(shard::AllSliceOp::getOperationName(), ctx.get())
+                  ->hasInterface<CostOpInterface>());
+}
+
+TEST_F(OpModelsTest, EveryDifferentiableOpHasAGradient) {
+  for (RegisteredOperationName name : smpOps()) {
+    std::string op = name.getStringRef().str();
+    bool listed = noGradient().count(op);
+    bool has = name.hasInterface<AutodiffOpInterface>();
+    EXPECT_TRUE(has || listed)
+        << op << " has no gradient: attach an AutodiffOpInterface model "
+                 "(SMP_VJP) in its family's file in lib/Dialect/Smp/OpModels, "
+                 "or list it in noGradient() with the reason";
+    EXPECT_FALSE(has && listed)
+        << op << " has a gradient but is listed in noGradient()";
+  }
+  // The tensor-parallel exit's gradient.
+  EXPECT_TRUE(RegisteredOperationName::lookup(shard::AllReduceOp::getOperationName(), ctx.get())
+                  ->hasInterface<AutodiffOpInterface>());
+}
+
+TEST_F(OpModelsTest, EveryForwardOpDecidesItsShardingRule) {
+  for (RegisteredOperationName name : smpOps()) {
+    std::string op = name.getStringRef().str();
+    // Ops written after the forward (backward, optimizer, pipeline,
+    // offloading) never meet smp-tensor-parallel.
+    if (noGradient().count(op) && !noShardingRule().count(op))
+      continue;
+    bool listed = noShardingRule().count(op);
+    bool has = name.hasInterface<TensorParallelOpInterface>();
+    EXPECT_TRUE(has || listed)
+        << op << " has no tensor-parallel sharding rule: attach a "
+                 "TensorParallelOpInterface model in its family's file in "
+                 "lib/Dialect/Smp/OpModels, or list it in noShardingRule() "
+                 "with the reason";
+    EXPECT_FALSE(has && listed)
+        << op << " has a sharding rule but is listed in noShardingRule()";
+  }
+}
+
+TEST_F(OpModelsTest, UnaryElementwiseOpsSplitWeightChains) {
+  // An op with upstream's Elementwise trait and one operand is split as its
+  // operand, also where it computes from parameters only (a cast weight).
+  for (RegisteredOperationName name : smpOps()) {
+    if (!name.hasTrait<OpTrait::Elementwise>() ||
+        !name.hasTrait<OpTrait::OneOperand>())
+      continue;
+    EXPECT_TRUE(name.hasInterface<TensorParallelOpInterface>())
+        << name.getStringRef().str()
+        << " is unary elementwise but has no sharding rule (attach "
+           "SameSplitTpRule in lib/Dialect/Smp/OpModels/Elementwise.cpp)";
+  }
+}
+
+} // namespace
