@@ -524,9 +524,18 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   return profile;
 }
 
-double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
-                     size_t begin, size_t end, double b, bool gradients) {
-  std::vector<std::pair<int32_t, double>> events;
+StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
+                  size_t begin, size_t end, double b, bool gradients) {
+  // (time, bytes, kind: 0 gradient, 1 saved, 2 other)
+  struct Event {
+    int32_t at;
+    double bytes;
+    int kind;
+    bool operator<(const Event &o) const {
+      return at != o.at ? at < o.at : bytes < o.bytes;
+    }
+  };
+  std::vector<Event> events;
   auto inStage = [&](int32_t anchor) {
     return anchor >= static_cast<int32_t>(begin) &&
            anchor < static_cast<int32_t>(end);
@@ -535,9 +544,10 @@ double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
     if (v.gradient && !gradients)
       continue;
     double bytes = v.fixed + v.perSample * b;
+    int kind = v.gradient ? 0 : v.saved ? 1 : 2;
     if (inStage(v.anchor)) {
-      events.push_back({v.def, bytes});
-      events.push_back({v.last + 1, -bytes});
+      events.push_back({v.def, bytes, kind});
+      events.push_back({v.last + 1, -bytes, kind});
       continue;
     }
     // Made on another stage, read here: received, held from its first use
@@ -549,17 +559,27 @@ double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
         last = std::max(last, at);
       }
     if (last >= 0) {
-      events.push_back({first, bytes});
-      events.push_back({last + 1, -bytes});
+      events.push_back({first, bytes, kind});
+      events.push_back({last + 1, -bytes, kind});
     }
   }
   std::sort(events.begin(), events.end());
-  double live = 0, peak = 0;
-  for (const auto &[at, bytes] : events) {
-    live += bytes;
-    peak = std::max(peak, live);
+  // The total is summed in event order alone (as the planner always has);
+  // the kinds beside it only say what the peak is made of.
+  double live = 0, kinds[3] = {0, 0, 0};
+  StepPeak peak;
+  for (const Event &e : events) {
+    live += e.bytes;
+    kinds[e.kind] += e.bytes;
+    if (live > peak.total)
+      peak = {live, kinds[0], kinds[1], kinds[2]};
   }
   return peak;
+}
+
+double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
+                     size_t begin, size_t end, double b, bool gradients) {
+  return stepPeak(values, begin, end, b, gradients).total;
 }
 
 double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,

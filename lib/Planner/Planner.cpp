@@ -132,6 +132,7 @@ struct Partition {
   std::vector<size_t> ends;   // last op of each stage
   std::vector<double> time;   // F + B of one micro-batch, per stage
   std::vector<double> memory; // per rank
+  std::vector<MemoryBreakdown> breakdown; // the same, by kind
   std::vector<bool> recompute; // per stage
 };
 
@@ -197,6 +198,11 @@ public:
   }
 
   double memory(size_t begin, size_t end, int64_t s, bool rc) const {
+    return breakdown(begin, end, s, rc).total();
+  }
+
+  MemoryBreakdown breakdown(size_t begin, size_t end, int64_t s,
+                            bool rc) const {
     double params = prefixParams[end] - prefixParams[begin];
     double state = params * optimizerStateFactor(req.optimizer);
     if (c.zero)
@@ -217,7 +223,8 @@ public:
                             ? st.profile.transientBytes
                             : 2 * st.profile.maxTempBytes) *
                        st.b;
-    return 2 * params + state + held + workspace;
+    // parameters + gradients (as many bytes) + state + held + workspace.
+    return {params, params, state, held, workspace};
   }
 
   /// The stages whose slowest is at most `limit` and whose memory fits.
@@ -257,7 +264,8 @@ public:
         return part;
       part.ends.push_back(end - 1);
       part.time.push_back(time(begin, end, *rc));
-      part.memory.push_back(memory(begin, end, s, *rc));
+      part.breakdown.push_back(breakdown(begin, end, s, *rc));
+      part.memory.push_back(part.breakdown.back().total());
       part.recompute.push_back(*rc);
       begin = end;
     }
@@ -397,14 +405,27 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                    (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
     // The step's live peak with the gradients made as the backward goes,
     // and without them (counted whole once they all exist).
-    double growing = stepPeakBytes(values, begin, end, b, true);
-    double withoutGradients = stepPeakBytes(values, begin, end, b, false);
+    StepPeak growing = stepPeak(values, begin, end, b, true);
+    StepPeak withoutGradients = stepPeak(values, begin, end, b, false);
     double peak = 0;
-    for (const Backward &k : backwards[s])
-      peak = std::max(peak, (k.gradientsWhole ? params + withoutGradients
-                                              : growing) +
-                                (k.held - 1) * saved);
+    MemoryBreakdown parts;
+    for (const Backward &k : backwards[s]) {
+      double at = (k.gradientsWhole ? params + withoutGradients.total
+                                    : growing.total) +
+                  (k.held - 1) * saved;
+      if (at < peak)
+        continue;
+      peak = at;
+      const StepPeak &step = k.gradientsWhole ? withoutGradients : growing;
+      parts.gradients = k.gradientsWhole ? params : step.gradients;
+      parts.activations = step.saved + (k.held - 1) * saved;
+      parts.workspace = step.other;
+    }
+    parts.parameters = params;
+    parts.optimizerState = params * stateFactor;
     p.stageMemory[s] = params * (1 + stateFactor) + peak;
+    p.stageBreakdown.resize(p.stageMemory.size());
+    p.stageBreakdown[s] = parts;
     begin = end;
   }
   p.peakMemory = *std::max_element(p.stageMemory.begin(), p.stageMemory.end());
@@ -567,6 +588,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
               p.stageSeconds = part.time;
               p.stageEnds = part.ends;
               p.stageMemory = part.memory;
+              p.stageBreakdown = part.breakdown;
               p.peakMemory =
                   *std::max_element(part.memory.begin(), part.memory.end());
               for (size_t s = 0; s + 1 < part.ends.size(); ++s)
@@ -726,9 +748,18 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
 std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
   auto planJson = [](const Plan &p) {
     llvm::json::Array stages;
-    for (size_t s = 0; s < p.stageSeconds.size(); ++s)
-      stages.push_back(llvm::json::Object{{"seconds", p.stageSeconds[s]},
-                                          {"memory_bytes", p.stageMemory[s]}});
+    for (size_t s = 0; s < p.stageSeconds.size(); ++s) {
+      llvm::json::Object stage{{"seconds", p.stageSeconds[s]},
+                               {"memory_bytes", p.stageMemory[s]}};
+      if (s < p.stageBreakdown.size()) {
+        const MemoryBreakdown &m = p.stageBreakdown[s];
+        stage["memory"] = llvm::json::Object{
+            {"parameters", m.parameters}, {"gradients", m.gradients},
+            {"optimizer_state", m.optimizerState},
+            {"activations", m.activations}, {"workspace", m.workspace}};
+      }
+      stages.push_back(std::move(stage));
+    }
     llvm::json::Array cuts;
     for (const std::string &c : p.cuts)
       cuts.push_back(c);

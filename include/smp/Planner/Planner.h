@@ -87,6 +87,13 @@ struct ModelProfile {
 /// count whole, as gradient accumulation keeps them).
 double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
                      size_t begin, size_t end, double b, bool gradients);
+/// The same peak split by what is live at that moment: gradients, values
+/// the forward saved for the backward, and the rest (the working set).
+struct StepPeak {
+  double total = 0, gradients = 0, saved = 0, other = 0;
+};
+StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
+                  size_t begin, size_t end, double b, bool gradients);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
 /// micro-batch of `b` samples, in bytes.
@@ -119,6 +126,16 @@ struct PlanRequest {
   bool minimizeMemory = false;
 };
 
+/// What one device of a pipeline stage holds at its predicted peak, in
+/// bytes (the parts sum to the stage's memory).
+struct MemoryBreakdown {
+  double parameters = 0, gradients = 0, optimizerState = 0, activations = 0,
+         workspace = 0;
+  double total() const {
+    return parameters + gradients + optimizerState + activations + workspace;
+  }
+};
+
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1, microbatchSize = 1, microbatches = 1,
           virtualStages = 1;
@@ -133,6 +150,7 @@ struct Plan {
   double samplesPerSecond = 0, mfu = 0;
   std::vector<double> stageSeconds;  // forward + backward of one micro-batch
   std::vector<double> stageMemory;   // bytes per rank of each stage
+  std::vector<MemoryBreakdown> stageBreakdown; // the same, by kind
   double peakMemory = 0;
   std::vector<std::string> cuts;     // node names stages 1.. start at
   std::vector<size_t> stageEnds;     // the profile's last op of each stage
