@@ -158,11 +158,10 @@ struct ConcatTpRule : public TpRule<ConcatTpRule, ConcatOp> {
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto c = cast<ConcatOp>(op);
-    // The axis is compared as stored, as the pass always did: a negative
-    // axis (the importer keeps ONNX's) is never taken for the split dim.
-    // Known issue, reported (not changed here: it changes which regions
-    // split).
-    if (static_cast<int64_t>(c.getAxis()) == s.dim)
+    // Along the split dimension the pieces cannot each be split alike. The
+    // axis may be negative (ONNX's, kept by the importer).
+    if (axisIndex(static_cast<int64_t>(c.getAxis()),
+                  shapeOf(result).size()) == s.dim)
       return failure();
     layouts.assign(op->getNumOperands(), TpOperandLayout::split(s));
     return success();
@@ -174,12 +173,18 @@ struct ConcatTpRule : public TpRule<ConcatTpRule, ConcatOp> {
 /// V): the input split in as many blocks, each rank holding its share of
 /// every part.
 struct SplitTpRule : public TpRule<SplitTpRule, SplitOp> {
+  /// The split's axis, counted from 0 (it may be stored negative).
+  static int64_t splitAxis(SplitOp sp) {
+    return axisIndex(static_cast<int64_t>(sp.getAxis()),
+                     shapeOf(sp.getInput()).size());
+  }
+
   LogicalResult
   getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto sp = cast<SplitOp>(op);
-    if (static_cast<int64_t>(sp.getAxis()) != s.dim) {
+    if (splitAxis(sp) != s.dim) {
       layouts.push_back(TpOperandLayout::split(s));
       return success();
     }
@@ -193,7 +198,7 @@ struct SplitTpRule : public TpRule<SplitTpRule, SplitOp> {
   void shrinkForTp(Operation *op, OpResult result, TpShard s,
                    int64_t tp) const {
     auto sp = cast<SplitOp>(op);
-    if (static_cast<int64_t>(sp.getAxis()) != s.dim)
+    if (splitAxis(sp) != s.dim)
       return;
     SmallVector<int64_t> sizes(sp.getSizes());
     for (int64_t &n : sizes)
