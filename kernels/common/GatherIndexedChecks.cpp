@@ -16,9 +16,9 @@ namespace {
 Status checkIndices(const char *op, const TensorRef &indices) {
   if (Status s = checkTensor(op, "indices", indices); !s.ok())
     return s;
-  if (!smprt::isInteger(indices.dtype))
-    return fail(op,
-                "indices must be integers, got " + smprt::describe(indices));
+  if (!smp::base::isInteger(indices.dtype))
+    return fail(op, "indices must be integers, got " +
+                        smp::base::describe(indices));
   return Status::success();
 }
 

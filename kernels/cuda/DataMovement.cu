@@ -258,8 +258,9 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
     return s;
   if (Status s = checkTensor(op, "indices", indices); !s.ok())
     return s;
-  if (!smprt::isInteger(indices.dtype))
-    return fail(op, "indices must be integers, got " + smprt::describe(indices));
+  if (!smp::base::isInteger(indices.dtype))
+    return fail(op, "indices must be integers, got " +
+                        smp::base::describe(indices));
   int64_t a = normAxis(axis, out.rank());
   if (a < 0)
     return fail(op, "axis out of range");

@@ -2,7 +2,7 @@
 
 #include "smprt/Artifact.h"
 
-#include "smprt/FileFormat.h"
+#include "smprt/Base.h"
 
 #include <cmath>
 #include <cstring>
@@ -83,20 +83,6 @@ Status inconsistent(const std::string &path, const std::string &what) {
                          " (the artifact is inconsistent; recompile it)");
 }
 
-/// The element count of `shape`, false when a dim is negative or the count
-/// exceeds kMaxElements (checked: never wraps).
-template <typename Dims> bool elementCount(const Dims &shape, uint64_t &n) {
-  n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      return false;
-    if (d > 0 && n > kMaxElements / static_cast<uint64_t>(d))
-      return false;
-    n *= static_cast<uint64_t>(d);
-  }
-  return n <= kMaxElements;
-}
-
 /// The device grid of a manifest: sizes along D, P, T and the axes from
 /// slowest to fastest (as DeviceGrid in the compiler).
 struct Grid {
@@ -172,7 +158,7 @@ Status checkSpecs(const Specs &specs, const char *kind,
       return inconsistent(path, std::string(kind) + " '" + spec.name() +
                                     "' has unknown dtype " +
                                     std::to_string(spec.dtype()));
-    if (!elementCount(spec.shape(), n))
+    if (!checkedElementCount(spec.shape(), kMaxElements, n))
       return inconsistent(path, std::string(kind) + " '" + spec.name() +
                                     "' has an impossible shape");
     if (!names.insert(spec.name()).second)
@@ -261,7 +247,7 @@ Status checkLayout(const smp::artifact::Buffer &b,
   }
   std::vector<int64_t> global(b.global_shape().begin(), b.global_shape().end());
   uint64_t n;
-  if (!elementCount(global, n))
+  if (!checkedElementCount(global, kMaxElements, n))
     return inconsistent(path, name + " has an impossible global shape");
   std::vector<int64_t> slice = global;
   if (tp) {
@@ -302,7 +288,8 @@ Status checkLayout(const smp::artifact::Buffer &b,
   uint64_t whole, mine;
   if (!std::equal(slice.begin(), slice.end(), b.zero_shape().begin(),
                   b.zero_shape().end()) ||
-      !elementCount(slice, whole) || !elementCount(b.shape(), mine) ||
+      !checkedElementCount(slice, kMaxElements, whole) ||
+      !checkedElementCount(b.shape(), kMaxElements, mine) ||
       mine != (whole + b.zero_parts() - 1) / b.zero_parts())
     return inconsistent(path, name + ": its shape is not its ZeRO chunk of "
                                      "the global tensor");
@@ -319,7 +306,7 @@ Status checkBuffers(const smp::artifact::RankProgram &p, const Grid &grid,
       return inconsistent(what, name + " has unknown dtype " +
                                     std::to_string(b.dtype()));
     uint64_t numel;
-    if (!elementCount(b.shape(), numel))
+    if (!checkedElementCount(b.shape(), kMaxElements, numel))
       return inconsistent(what, name + " has an impossible shape");
     uint64_t esize = dtypeSize(static_cast<DType>(b.dtype()));
     if (numel * esize != b.bytes()) // numel <= 2^50, esize <= 8

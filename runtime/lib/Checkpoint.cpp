@@ -4,7 +4,7 @@
 #include "smprt/Reshard.h"
 
 #include "checkpoint.pb.h"
-#include "smprt/FileFormat.h"
+#include "smprt/Base.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -2,8 +2,8 @@
 
 #include "smprt/Trainer.h"
 
+#include "smprt/Base.h"
 #include "smprt/Checkpoint.h"
-#include "smprt/Files.h"
 
 #include <algorithm>
 #include <chrono>
@@ -185,8 +185,7 @@ Status train(Executor &exec, const TrainOptions &options,
   int64_t shards = program.data_shards() ? program.data_shards()
                                          : exec.communicator().size();
   int64_t globalBatch;
-  if (rank < 0 || rank >= shards ||
-      __builtin_mul_overflow(batch, shards, &globalBatch))
+  if (rank < 0 || rank >= shards || !checkedMul(batch, shards, globalBatch))
     return Status::failure(artifact.dir + ": data shard " +
                            std::to_string(rank) + " of " +
                            std::to_string(shards) + " with batches of " +

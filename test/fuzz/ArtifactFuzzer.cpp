@@ -18,7 +18,7 @@
 #include "FuzzSupport.h"
 
 #include "smprt/Artifact.h"
-#include "smprt/FileFormat.h"
+#include "smprt/Base.h"
 
 #include <algorithm>
 #include <cstdio>

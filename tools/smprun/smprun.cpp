@@ -10,11 +10,10 @@
 
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Artifact.h"
-#include "smprt/Executor.h"
-#include "smprt/Files.h"
-#include "smprt/Launch.h"
-#include "smprt/Npy.h"
+#include "smprt/Base.h"
 #include "smprt/Checkpoint.h"
+#include "smprt/Executor.h"
+#include "smprt/Launch.h"
 #include "smprt/OnnxExport.h"
 #include "smprt/Trainer.h"
 

@@ -4,7 +4,7 @@
 #define SMPRT_ARTIFACT_H
 
 #include "artifact.pb.h"
-#include "smprt/Tensor.h"
+#include "smprt/Base.h"
 
 #include <string>
 

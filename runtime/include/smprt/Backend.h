@@ -18,8 +18,8 @@
 #ifndef SMPRT_BACKEND_H
 #define SMPRT_BACKEND_H
 
+#include "smprt/Base.h"
 #include "smprt/Communicator.h"
-#include "smprt/Tensor.h"
 
 #include <functional>
 #include <memory>

@@ -35,7 +35,7 @@
 #ifndef SMPRT_COMMUNICATOR_H
 #define SMPRT_COMMUNICATOR_H
 
-#include "smprt/Tensor.h"
+#include "smprt/Base.h"
 
 #include <cstddef>
 #include <memory>

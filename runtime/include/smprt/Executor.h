@@ -5,8 +5,8 @@
 
 #include "smprt/Artifact.h"
 #include "smprt/Backend.h"
+#include "smprt/Base.h"
 #include "smprt/Communicator.h"
-#include "smprt/Tensor.h"
 
 #include <functional>
 #include <memory>

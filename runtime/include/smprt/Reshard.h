@@ -12,7 +12,7 @@
 #ifndef SMPRT_RESHARD_H
 #define SMPRT_RESHARD_H
 
-#include "smprt/Tensor.h"
+#include "smprt/Base.h"
 
 #include <cstdint>
 #include <string>

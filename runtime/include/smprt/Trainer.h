@@ -3,8 +3,8 @@
 #ifndef SMPRT_TRAINER_H
 #define SMPRT_TRAINER_H
 
+#include "smprt/Base.h"
 #include "smprt/Executor.h"
-#include "smprt/Npy.h"
 
 #include <cstdio>
 #include <string>

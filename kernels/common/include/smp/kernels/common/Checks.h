@@ -10,7 +10,8 @@
 #ifndef SMP_KERNELS_COMMON_CHECKS_H
 #define SMP_KERNELS_COMMON_CHECKS_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Shape.h"
+#include "smp/base/Tensor.h"
 
 #include <array>
 #include <cstddef>
@@ -21,9 +22,9 @@
 
 namespace smp::kernels::common {
 
-using smprt::DType;
-using smprt::Status;
-using smprt::TensorRef;
+using smp::base::DType;
+using smp::base::Status;
+using smp::base::TensorRef;
 
 //===----------------------------------------------------------------------===//
 // Failures and tensor checks
@@ -63,8 +64,8 @@ Status checkSameTensor(const char *op, const TensorRef &in,
 /// Normalises axis into [0, rank); -1 when out of range.
 int64_t normAxis(int64_t axis, int64_t rank);
 
-/// Row-major element strides.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+/// Row-major element strides (smp_base).
+using smp::base::contiguousStrides;
 
 /// Element strides of `in` broadcast (right-aligned) onto `outShape`, 0 on
 /// broadcast dims; false when the shapes do not broadcast that way.

@@ -6,15 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SMPRT_FILEFORMAT_H
-#define SMPRT_FILEFORMAT_H
+#ifndef SMP_BASE_FILEFORMAT_H
+#define SMP_BASE_FILEFORMAT_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Status.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace smprt {
+namespace smp::base {
 
 constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kFrameHeaderBytes = 16;
@@ -30,6 +31,6 @@ std::string frame(const std::string &payload);
 Status unframe(const std::string &bytes, const std::string &what,
                std::string &payload);
 
-} // namespace smprt
+} // namespace smp::base
 
-#endif // SMPRT_FILEFORMAT_H
+#endif // SMP_BASE_FILEFORMAT_H

@@ -1,15 +1,16 @@
 //===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 
-#include "smprt/Npy.h"
+#include "smp/base/Npy.h"
 
-#include "smprt/Files.h"
+#include "smp/base/Files.h"
+#include "smp/base/Shape.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-namespace smprt {
+namespace smp::base {
 namespace {
 
 struct DescrEntry {
@@ -17,10 +18,10 @@ struct DescrEntry {
   DType dtype;
 };
 const DescrEntry kDescrs[] = {
-    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16},
-    {"|b1", DType::Bool}, {"|i1", DType::I8}, {"<i2", DType::I16},
-    {"<i4", DType::I32}, {"<i8", DType::I64}, {"|u1", DType::U8},
-    {"<u2", DType::U16}, {"<u4", DType::U32}, {"<u8", DType::U64},
+    {"<f4", DType::F32},  {"<f8", DType::F64}, {"<f2", DType::F16},
+    {"|b1", DType::Bool}, {"|i1", DType::I8},  {"<i2", DType::I16},
+    {"<i4", DType::I32},  {"<i8", DType::I64}, {"|u1", DType::U8},
+    {"<u2", DType::U16},  {"<u4", DType::U32}, {"<u8", DType::U64},
 };
 
 const char *descrOf(DType t) {
@@ -76,8 +77,9 @@ Status readNpy(const std::string &path, NpyArray &out) {
       return Status::failure(path + ": truncated .npy header");
     headerLen = 0;
     for (int b = 0; b < 4; ++b)
-      headerLen |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[8 + b]))
-                   << (8 * b);
+      headerLen |=
+          static_cast<uint64_t>(static_cast<unsigned char>(prefix[8 + b]))
+          << (8 * b);
     headerStart = 12;
   } else {
     return Status::failure(path + ": unsupported .npy version " +
@@ -114,12 +116,12 @@ Status readNpy(const std::string &path, NpyArray &out) {
     errno = 0;
     long long d = std::strtoll(item.c_str(), &end, 10);
     if (errno || end == item.c_str() ||
-        std::string(end).find_first_not_of(' ') != std::string::npos ||
-        d < 0 || d > kMaxElements)
+        std::string(end).find_first_not_of(' ') != std::string::npos || d < 0 ||
+        d > kMaxElements)
       return Status::failure(path + ": bad shape " + shape);
     out.shape.push_back(d);
     // Checked: the product of dims up to 2^40 each overflows int64.
-    if (__builtin_mul_overflow(numel, static_cast<int64_t>(d), &numel) ||
+    if (!checkedMul(numel, static_cast<int64_t>(d), numel) ||
         numel > kMaxElements)
       return Status::failure(path + ": shape " + shape + " is too large");
   }
@@ -141,7 +143,9 @@ Status writeNpy(const std::string &path, const TensorRef &t) {
                            std::string(dtypeName(t.dtype)) + " as .npy");
   std::string shape = "(";
   for (size_t i = 0; i < t.shape.size(); ++i)
-    shape += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : i + 1 < t.shape.size() ? ", " : "");
+    shape += std::to_string(t.shape[i]) + (t.shape.size() == 1      ? ","
+                                           : i + 1 < t.shape.size() ? ", "
+                                                                    : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + descr +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
@@ -167,4 +171,4 @@ Status writeNpy(const std::string &path, const TensorRef &t) {
   return Status::success();
 }
 
-} // namespace smprt
+} // namespace smp::base

@@ -1,11 +1,11 @@
-//===- Tensor.cpp - Element types, tensor views, fp16/bf16 conversions ----===//
+//===- DType.cpp - Element types and fp16/bf16 conversions ----------------===//
 
-#include "smprt/Tensor.h"
+#include "smp/base/DType.h"
 
 #include <cmath>
 #include <cstring>
 
-namespace smprt {
+namespace smp::base {
 
 size_t dtypeSize(DType t) {
   switch (t) {
@@ -73,52 +73,6 @@ bool isSignedInteger(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 ||
          t == DType::I64;
 }
-
-double elementAsDouble(const TensorRef &t, int64_t k) {
-  const char *p = static_cast<const char *>(t.data);
-  auto load = [&](auto v) {
-    std::memcpy(&v, p + k * sizeof(v), sizeof(v));
-    return v;
-  };
-  switch (t.dtype) {
-  case DType::F32:
-    return load(float());
-  case DType::F64:
-    return load(double());
-  case DType::F16:
-    return halfToFloat(load(uint16_t()));
-  case DType::BF16:
-    return bf16ToFloat(load(uint16_t()));
-  case DType::Bool:
-  case DType::U8:
-    return load(uint8_t());
-  case DType::I8:
-    return load(int8_t());
-  case DType::I16:
-    return load(int16_t());
-  case DType::U16:
-    return load(uint16_t());
-  case DType::I32:
-    return load(int32_t());
-  case DType::U32:
-    return load(uint32_t());
-  case DType::I64:
-    return static_cast<double>(load(int64_t()));
-  case DType::U64:
-    return static_cast<double>(load(uint64_t()));
-  }
-  return 0;
-}
-
-std::string describe(const TensorRef &t) {
-  std::string s;
-  for (int64_t d : t.shape) {
-    s += std::to_string(d);
-    s += 'x';
-  }
-  return s + dtypeName(t.dtype);
-}
-
 namespace {
 uint32_t bitsOf(float f) {
   uint32_t u;
@@ -179,4 +133,4 @@ uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-} // namespace smprt
+} // namespace smp::base

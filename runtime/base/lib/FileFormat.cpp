@@ -1,10 +1,10 @@
 //===- FileFormat.cpp - Framed, checksummed artifact files ----------------===//
 
-#include "smprt/FileFormat.h"
+#include "smp/base/FileFormat.h"
 
 #include <cstring>
 
-namespace smprt {
+namespace smp::base {
 
 static uint64_t mix(uint64_t h) {
   h ^= h >> 33;
@@ -78,4 +78,4 @@ Status unframe(const std::string &bytes, const std::string &what,
   return Status::success();
 }
 
-} // namespace smprt
+} // namespace smp::base

@@ -1,6 +1,6 @@
 //===- Files.cpp - File names from the model, safe reads of data files ----===//
 
-#include "smprt/Files.h"
+#include "smp/base/Files.h"
 
 #include <cerrno>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace smprt {
+namespace smp::base {
 
 std::string fileNameFor(const std::string &name) {
   static const char kHex[] = "0123456789ABCDEF";
@@ -52,8 +52,8 @@ Status RegularFile::read(uint64_t offset, char *dst, size_t n) const {
                            " bytes)");
   size_t done = 0;
   while (done < n) {
-    ssize_t got = ::pread(fd_, dst + done, n - done,
-                          static_cast<off_t>(offset + done));
+    ssize_t got =
+        ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
@@ -80,4 +80,4 @@ Status readRegularFile(const std::string &path, std::string &bytes,
   return file.read(0, bytes.data(), bytes.size());
 }
 
-} // namespace smprt
+} // namespace smp::base

@@ -14,15 +14,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SMPRT_FILES_H
-#define SMPRT_FILES_H
+#ifndef SMP_BASE_FILES_H
+#define SMP_BASE_FILES_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Status.h"
 
 #include <cstdint>
 #include <string>
 
-namespace smprt {
+namespace smp::base {
 
 /// The file name (without directory or extension) under which the tensor
 /// called `name` in the model is read or written: `name` with '/', '\\',
@@ -56,6 +56,6 @@ private:
 Status readRegularFile(const std::string &path, std::string &bytes,
                        uint64_t maxBytes = UINT64_MAX);
 
-} // namespace smprt
+} // namespace smp::base
 
-#endif // SMPRT_FILES_H
+#endif // SMP_BASE_FILES_H
