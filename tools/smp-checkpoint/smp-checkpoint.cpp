@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "smprt/Base.h"
-#include "smprt/Checkpoint.h"
+#include "smprt/train/Checkpoint.h"
 
 #include <cerrno>
 #include <cstdio>
