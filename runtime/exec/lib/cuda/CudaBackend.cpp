@@ -183,27 +183,34 @@ public:
 
   Status createStream(std::unique_ptr<Stream> &out) override {
     cudaStream_t stream = nullptr;
-    cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess)
-      e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    if (e != cudaSuccess)
-      return cudaFailure("creating a stream on " + name(), e);
-    out = std::make_unique<CudaStream>(*this, stream, true);
-    return Status::success();
+    Status s = onDevice("creating a stream", [&] {
+      return cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaStream>(*this, stream, true);
+    return s;
   }
 
   Status createEvent(std::unique_ptr<Event> &out) override {
     cudaEvent_t event = nullptr;
-    cudaError_t e = cudaSetDevice(device_);
-    if (e == cudaSuccess)
-      e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (e != cudaSuccess)
-      return cudaFailure("creating an event on " + name(), e);
-    out = std::make_unique<CudaEvent>(*this, event);
-    return Status::success();
+    Status s = onDevice("creating an event", [&] {
+      return cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaEvent>(*this, event);
+    return s;
   }
 
 private:
+  /// Runs the CUDA call `call` with this backend's device current.
+  template <typename Call> Status onDevice(const std::string &what, Call call) {
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess)
+      e = call();
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + name(), e);
+  }
+
   /// After the queued work: the copy sees what the steps wrote.
   Status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
               const std::string &what) {
