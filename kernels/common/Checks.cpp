@@ -16,7 +16,7 @@ Status fail(const char *op, const std::string &msg) {
 
 Status unsupported(const char *op, DType t) {
   return Status::failure(std::string(op) + ": unsupported element type " +
-                         smprt::dtypeName(t));
+                         smp::base::dtypeName(t));
 }
 
 std::string shapeStr(const std::vector<int64_t> &shape) {
@@ -35,10 +35,10 @@ Status checkTensor(const char *op, const char *what, const TensorRef &t) {
   for (int64_t d : t.shape)
     if (d < 0)
       return fail(op, std::string(what) +
-                          " has a negative dim: " + smprt::describe(t));
+                          " has a negative dim: " + smp::base::describe(t));
   if (!t.data && t.numel() != 0)
     return fail(op, std::string(what) + " has no data");
-  if (smprt::dtypeSize(t.dtype) == 0)
+  if (smp::base::dtypeSize(t.dtype) == 0)
     return fail(op, std::string(what) + " has an invalid dtype");
   return Status::success();
 }
@@ -47,8 +47,18 @@ Status checkDType(const char *op, const char *what, const TensorRef &t,
                   DType expected) {
   if (t.dtype == expected)
     return Status::success();
-  return fail(op, std::string(what) + " is " + smprt::describe(t) +
-                      ", expected element type " + smprt::dtypeName(expected));
+  return fail(op, std::string(what) + " is " + smp::base::describe(t) +
+                      ", expected element type " +
+                      smp::base::dtypeName(expected));
+}
+
+Status checkIndices(const char *op, const TensorRef &indices) {
+  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+    return s;
+  if (!smp::base::isInteger(indices.dtype))
+    return fail(op, "indices must be integers, got " +
+                        smp::base::describe(indices));
+  return Status::success();
 }
 
 Status checkShape(const char *op, const char *what, const TensorRef &t,
@@ -62,7 +72,7 @@ Status checkShape(const char *op, const char *what, const TensorRef &t,
 Status checkFloat(const char *op, const char *what, const TensorRef &t) {
   if (Status s = checkTensor(op, what, t); !s.ok())
     return s;
-  if (!smprt::isFloat(t.dtype))
+  if (!smp::base::isFloat(t.dtype))
     return unsupported(op, t.dtype);
   return Status::success();
 }
@@ -77,7 +87,7 @@ Status checkFloats(const char *op,
 
 Status checkSameShape(const char *op, const TensorRef &a, const TensorRef &b) {
   if (a.shape != b.shape)
-    return fail(op, smprt::describe(a) + " and " + smprt::describe(b) +
+    return fail(op, smp::base::describe(a) + " and " + smp::base::describe(b) +
                         " must have the same shape");
   return Status::success();
 }
@@ -105,13 +115,6 @@ int64_t normAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return -1;
   return axis < 0 ? axis + rank : axis;
-}
-
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    s[d - 1] = s[d] * shape[d];
-  return s;
 }
 
 bool broadcastStrides(const std::vector<int64_t> &in,

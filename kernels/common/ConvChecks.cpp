@@ -27,8 +27,8 @@ Status makeWindow(const char *op, const TensorRef &in,
                   const std::vector<int64_t> *outShape, size_t maxDims,
                   Window &w) {
   if (in.rank() < 3)
-    return fail(op,
-                "input must be [N, C, spatial...], got " + smprt::describe(in));
+    return fail(op, "input must be [N, C, spatial...], got " +
+                        smp::base::describe(in));
   size_t n = static_cast<size_t>(in.rank() - 2);
   if (n > maxDims)
     return fail(op, "too many spatial dims");
@@ -37,7 +37,7 @@ Status makeWindow(const char *op, const TensorRef &in,
       (!dilations.empty() && dilations.size() != n))
     return fail(op, "kernel/strides/dilations need " + std::to_string(n) +
                         " entries and pads " + std::to_string(2 * n) + " for " +
-                        smprt::describe(in));
+                        smp::base::describe(in));
   if (outShape && outShape->size() != n + 2)
     return fail(op, "expects [N, C, spatial...] tensors");
   w = Window();
@@ -62,7 +62,7 @@ Status makeWindow(const char *op, const TensorRef &in,
                            w.padEnd[d], w.dilations[d], ceilMode);
       if (o < 0)
         return fail(op, "window does not fit spatial dim " + std::to_string(d) +
-                            " of " + smprt::describe(in));
+                            " of " + smp::base::describe(in));
     }
     w.out.push_back(o);
     w.inSize *= w.in[d];
@@ -96,14 +96,14 @@ Status checkConv(const TensorRef &in, const TensorRef &weight,
   if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
     return s;
   if (weight.rank() != in.rank() || in.rank() < 3)
-    return fail(op, "weight " + smprt::describe(weight) +
-                        " must have the rank of input " + smprt::describe(in) +
-                        " (at least 3)");
+    return fail(op, "weight " + smp::base::describe(weight) +
+                        " must have the rank of input " +
+                        smp::base::describe(in) + " (at least 3)");
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
   if (group <= 0 || channels != weight.shape[1] * group ||
       outChannels % group != 0)
     return fail(op, "input channels " + std::to_string(channels) +
-                        " do not match weight " + smprt::describe(weight) +
+                        " do not match weight " + smp::base::describe(weight) +
                         " with group " + std::to_string(group));
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   if (Status s = makeWindow(op, in, kernel, strides, pads, dilations, false,

@@ -8,8 +8,8 @@ Status checkCopy(const TensorRef &in, const TensorRef &out) {
   if (Status s = checkPair("copy", in, out); !s.ok())
     return s;
   if (in.numel() != out.numel())
-    return fail("copy", "element counts differ: " + smprt::describe(in) +
-                            " to " + smprt::describe(out));
+    return fail("copy", "element counts differ: " + smp::base::describe(in) +
+                            " to " + smp::base::describe(out));
   return Status::success();
 }
 
@@ -65,7 +65,8 @@ Status sliceGeometry(const char *op, const TensorRef &full,
                           std::to_string(starts[d]) + ", step " +
                           std::to_string(steps[d]) + " and " +
                           std::to_string(counts[d]) +
-                          " elements leave the input " + smprt::describe(full));
+                          " elements leave the input " +
+                          smp::base::describe(full));
     base += starts[d] * fullStrides[d];
     strides[d] = steps[d] * fullStrides[d];
   }
@@ -78,7 +79,7 @@ Status checkExpand(const TensorRef &in, const TensorRef &out,
   if (Status s = checkPair(op, in, out); !s.ok())
     return s;
   if (!broadcastStrides(in.shape, out.shape, strides))
-    return fail(op, "cannot broadcast " + smprt::describe(in) + " to " +
+    return fail(op, "cannot broadcast " + smp::base::describe(in) + " to " +
                         shapeStr(out.shape));
   return Status::success();
 }
@@ -92,7 +93,7 @@ Status checkConcatSplit(const char *op, bool toOut,
   a = normAxis(axis, rank);
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
-                        smprt::describe(whole));
+                        smp::base::describe(whole));
   if (parts.empty())
     return fail(op, "no operands");
   int64_t total = 0;
@@ -106,8 +107,8 @@ Status checkConcatSplit(const char *op, bool toOut,
     for (int64_t d = 0; ok && d < rank; ++d)
       ok = d == a || p.shape[d] == whole.shape[d];
     if (!ok)
-      return fail(op, std::string(what) + " " + smprt::describe(p) +
-                          " does not match " + smprt::describe(whole) +
+      return fail(op, std::string(what) + " " + smp::base::describe(p) +
+                          " does not match " + smp::base::describe(whole) +
                           " outside axis " + std::to_string(a));
     total += p.shape[a];
   }
@@ -123,15 +124,12 @@ Status checkGather(const TensorRef &data, const TensorRef &indices,
   const char *op = "gather";
   if (Status s = checkPair(op, data, out); !s.ok())
     return s;
-  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+  if (Status s = checkIndices(op, indices); !s.ok())
     return s;
-  if (!smprt::isInteger(indices.dtype))
-    return fail(op,
-                "indices must be integers, got " + smprt::describe(indices));
   a = normAxis(axis, data.rank());
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
-                        smprt::describe(data));
+                        smp::base::describe(data));
   std::vector<int64_t> expected(data.shape.begin(), data.shape.begin() + a);
   expected.insert(expected.end(), indices.shape.begin(), indices.shape.end());
   expected.insert(expected.end(), data.shape.begin() + a + 1, data.shape.end());
@@ -143,7 +141,7 @@ Status checkTrilu(const TensorRef &in, const TensorRef &out) {
   if (Status s = checkSameTensor(op, in, out); !s.ok())
     return s;
   if (in.rank() < 2)
-    return fail(op, "input " + smprt::describe(in) + " needs two dims");
+    return fail(op, "input " + smp::base::describe(in) + " needs two dims");
   return Status::success();
 }
 

@@ -38,8 +38,8 @@ Status checkBinary(const char *op, const TensorRef &lhs, const TensorRef &rhs,
       !s.ok())
     return s;
   if (!broadcastShapes(lhs.shape, rhs.shape, shape))
-    return fail(op, "cannot broadcast " + smprt::describe(lhs) + " with " +
-                        smprt::describe(rhs));
+    return fail(op, "cannot broadcast " + smp::base::describe(lhs) + " with " +
+                        smp::base::describe(rhs));
   if (Status s = checkShape(op, "output", out, shape); !s.ok())
     return s;
   broadcastStrides(lhs.shape, shape, sa);
@@ -67,8 +67,9 @@ Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
   std::vector<int64_t> ab;
   if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
       !broadcastShapes(cond.shape, ab, shape))
-    return fail(op, "cannot broadcast " + smprt::describe(cond) + ", " +
-                        smprt::describe(lhs) + " and " + smprt::describe(rhs));
+    return fail(op, "cannot broadcast " + smp::base::describe(cond) + ", " +
+                        smp::base::describe(lhs) + " and " +
+                        smp::base::describe(rhs));
   if (Status s = checkShape(op, "output", out, shape); !s.ok())
     return s;
   broadcastStrides(cond.shape, shape, sc);
@@ -125,13 +126,13 @@ Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
   int64_t k2 = g.transB ? g.colsB : g.rowsB;
   g.N = g.transB ? g.rowsB : g.colsB;
   if (g.K != k2)
-    return fail(op, "contraction mismatch: " + smprt::describe(lhs) + " and " +
-                        smprt::describe(rhs));
+    return fail(op, "contraction mismatch: " + smp::base::describe(lhs) +
+                        " and " + smp::base::describe(rhs));
   g.batchA.assign(sa.begin(), sa.end() - 2);
   g.batchB.assign(sb.begin(), sb.end() - 2);
   if (!broadcastShapes(g.batchA, g.batchB, g.batch))
-    return fail(op, "batch dims of " + smprt::describe(lhs) + " and " +
-                        smprt::describe(rhs) + " do not broadcast");
+    return fail(op, "batch dims of " + smp::base::describe(lhs) + " and " +
+                        smp::base::describe(rhs) + " do not broadcast");
   std::vector<int64_t> expected = g.batch;
   if (!promoteA)
     expected.push_back(g.M);
@@ -212,10 +213,10 @@ Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
   if (Status s = checkSameTensor(op, in, out); !s.ok())
     return s;
   if (in.dtype == DType::Bool)
-    return fail(op, "input " + smprt::describe(in) +
+    return fail(op, "input " + smp::base::describe(in) +
                         " must hold integers or floats");
   if (in.rank() < 1)
-    return fail(op, "input " + smprt::describe(in) + " needs a dim");
+    return fail(op, "input " + smp::base::describe(in) + " needs a dim");
   return checkAxis(op, axis, in.rank(), a);
 }
 
@@ -229,7 +230,7 @@ Status checkParam(const char *op, const char *what, const TensorRef &p,
     return s;
   std::vector<int64_t> strides;
   if (!broadcastStrides(p.shape, target, strides))
-    return fail(op, std::string(what) + " " + smprt::describe(p) +
+    return fail(op, std::string(what) + " " + smp::base::describe(p) +
                         " does not broadcast onto " + shapeStr(target));
   return Status::success();
 }
@@ -243,7 +244,7 @@ Status checkLayerNorm(const TensorRef &in, const TensorRef &scale,
   int64_t a = normAxis(axis, in.rank());
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
-                        smprt::describe(in));
+                        smp::base::describe(in));
   normShape.assign(in.shape.begin() + a, in.shape.end());
   if (Status s = checkParam(op, "scale", scale, normShape); !s.ok())
     return s;
@@ -271,7 +272,8 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
   if (Status s = checkSameTensor(op, in, out); !s.ok())
     return s;
   if (in.rank() < 2)
-    return fail(op, "input " + smprt::describe(in) + " needs a channel dim");
+    return fail(op,
+                "input " + smp::base::describe(in) + " needs a channel dim");
   int64_t channels = in.shape[1];
   for (auto [p, what] :
        {std::pair<const TensorRef *, const char *>{&scale, "scale"},
@@ -294,32 +296,33 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
           op, {{&logits, "logits"}, {&labels, "labels"}, {&out, "output"}});
       !s.ok())
     return s;
-  if (!smprt::isFloat(logits.dtype))
+  if (!smp::base::isFloat(logits.dtype))
     return unsupported(op, logits.dtype);
-  if (smprt::isFloat(labels.dtype))
-    return fail(op, "labels must be integers, got " + smprt::describe(labels));
+  if (smp::base::isFloat(labels.dtype))
+    return fail(op,
+                "labels must be integers, got " + smp::base::describe(labels));
   if (Status s = checkDType(op, "output", out, logits.dtype); !s.ok())
     return s;
   if (logits.rank() < 1 ||
       std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
           labels.shape)
-    return fail(op, "labels " + smprt::describe(labels) +
+    return fail(op, "labels " + smp::base::describe(labels) +
                         " must have the shape of logits " +
-                        smprt::describe(logits) + " without its last dim");
+                        smp::base::describe(logits) + " without its last dim");
   if (!reduced) {
     if (Status s = checkShape(op, "output", out, labels.shape); !s.ok())
       return s;
   } else if (out.numel() != 1) {
-    return fail(op, "output " + smprt::describe(out) +
+    return fail(op, "output " + smp::base::describe(out) +
                         " must hold one element for a reduced loss");
   }
   classes = logits.shape.back();
   if (weights) {
     if (Status s = checkTensor(op, "weights", *weights); !s.ok())
       return s;
-    if (!smprt::isFloat(weights->dtype) || weights->rank() != 1 ||
+    if (!smp::base::isFloat(weights->dtype) || weights->rank() != 1 ||
         weights->shape[0] != classes)
-      return fail(op, "weights " + smprt::describe(*weights) +
+      return fail(op, "weights " + smp::base::describe(*weights) +
                           " must be a float vector of the " +
                           std::to_string(classes) + " classes");
   }

@@ -19,7 +19,7 @@ struct Bool8 {
 template <class F> Status visitAny(DType t, F &&f) {
   if (t == DType::Bool)
     return f(Tag<Bool8>{});
-  if (smprt::isFloat(t))
+  if (smp::base::isFloat(t))
     return visitFloat(t, "cast", f);
   return visitInt(t, "cast", f);
 }

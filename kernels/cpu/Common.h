@@ -62,13 +62,13 @@ template <> struct Float<double> {
 };
 template <> struct Float<Half> {
   using C = float;
-  static float load(Half v) { return smprt::halfToFloat(v.bits); }
-  static Half store(float v) { return Half{smprt::floatToHalf(v)}; }
+  static float load(Half v) { return smp::base::halfToFloat(v.bits); }
+  static Half store(float v) { return Half{smp::base::floatToHalf(v)}; }
 };
 template <> struct Float<BHalf> {
   using C = float;
-  static float load(BHalf v) { return smprt::bf16ToFloat(v.bits); }
-  static BHalf store(float v) { return BHalf{smprt::floatToBf16(v)}; }
+  static float load(BHalf v) { return smp::base::bf16ToFloat(v.bits); }
+  static BHalf store(float v) { return BHalf{smp::base::floatToBf16(v)}; }
 };
 
 /// Calls f(Tag<S>{}) for the float storage type of t.

@@ -85,7 +85,7 @@ Status concatSplit(const char *name, bool toOut,
     return s;
   if (whole.numel() == 0)
     return Status::success();
-  size_t es = smprt::dtypeSize(whole.dtype);
+  size_t es = smp::base::dtypeSize(whole.dtype);
   int64_t outer = product(whole.shape, 0, a),
           innerBytes = product(whole.shape, a + 1) * static_cast<int64_t>(es);
   int64_t rowBytes = whole.shape[a] * innerBytes;
@@ -167,7 +167,7 @@ Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   if (Status s = common::checkTrilu(in, out); !s.ok())
     return s;
   int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
-  int64_t es = static_cast<int64_t>(smprt::dtypeSize(in.dtype));
+  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(in.dtype));
   int64_t allRows = in.numel() / std::max<int64_t>(cols, 1);
   k = std::clamp<int64_t>(k, -(rows + cols), rows + cols); // no overflow below
   if (in.numel() == 0)

@@ -193,7 +193,7 @@ Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   const char *name = unaryOpName(op);
   if (Status s = checkSameTensor(name, in, out); !s.ok())
     return s;
-  if (smprt::isFloat(in.dtype))
+  if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       return unaryFloat<typename decltype(tag)::type>(op, in, out);
     });
@@ -498,7 +498,7 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   BinaryArgs args{op, loop, lhs, rhs, out};
   if (lhs.dtype == DType::Bool)
     return binaryBool(args);
-  if (smprt::isFloat(lhs.dtype))
+  if (smp::base::isFloat(lhs.dtype))
     return visitFloat(lhs.dtype, name, [&](auto tag) {
       return binaryFloat<typename decltype(tag)::type>(args);
     });

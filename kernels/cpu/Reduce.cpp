@@ -153,7 +153,7 @@ template <class T> struct IntMax {
 /// The value of a reduction over no elements.
 Status fillEmpty(ReduceOp op, const TensorRef &out) {
   int64_t n = out.numel();
-  if (smprt::isFloat(out.dtype))
+  if (smp::base::isFloat(out.dtype))
     return visitFloat(out.dtype, "reduce", [&](auto tag) {
       using S = typename decltype(tag)::type;
       using C = typename Float<S>::C;
@@ -192,7 +192,7 @@ Status reduce(ReduceOp op, const TensorRef &in,
     return fillEmpty(op, out);
   Plan p = makePlan(in.shape, reduced);
 
-  if (smprt::isFloat(in.dtype))
+  if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       if (op == ReduceOp::Max)
@@ -271,7 +271,7 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
   for (int64_t d = a + 1; d < in.rank(); ++d)
     inner *= in.shape[d];
   int64_t outer = in.numel() / (len * inner);
-  if (smprt::isFloat(in.dtype))
+  if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       using C = typename Float<S>::C;

@@ -248,7 +248,7 @@ Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
       static_cast<int64_t>(starts.size()) != out.rank() ||
       static_cast<int64_t>(steps.size()) != out.rank())
     return fail(op, "grad, starts and steps must match the input's rank");
-  size_t esize = smprt::dtypeSize(out.dtype);
+  size_t esize = smp::base::dtypeSize(out.dtype);
   std::memset(out.data, 0, out.bytes());
   std::vector<int64_t> idx(dy.rank(), 0), strides(out.rank(), 1);
   for (int64_t d = out.rank() - 1; d > 0; --d)

@@ -264,7 +264,7 @@ __device__ inline int64_t checkedIndex(const void *p, DType t, int64_t i,
 
 /// A one-element device scalar of any float or integer dtype as double.
 __device__ inline double loadScalar(const void *p, DType t) {
-  if (smprt::DType::F32 == t || t == DType::F64 || t == DType::F16 ||
+  if (smp::base::DType::F32 == t || t == DType::F64 || t == DType::F16 ||
       t == DType::BF16)
     return loadFloat(p, t, 0);
   if (t == DType::U64)

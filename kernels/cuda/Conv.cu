@@ -185,7 +185,7 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
     return s;
   Win w = toWin(cw);
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -217,7 +217,7 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
       !s.ok())
     return s;
   Win w = toWin(cw);
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())

@@ -157,7 +157,7 @@ Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
   int64_t n = in.numel();
-  if (smprt::isFloat(in.dtype)) {
+  if (smp::base::isFloat(in.dtype)) {
     if (!floatUnary(op))
       return unsupported(name, in.dtype);
     if (n == 0)
@@ -442,12 +442,12 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
       !s.ok())
     return s;
   // Which ops each dtype class supports (the CPU's lists).
-  bool isBool = lhs.dtype == DType::Bool, isF = smprt::isFloat(lhs.dtype);
+  bool isBool = lhs.dtype == DType::Bool, isF = smp::base::isFloat(lhs.dtype);
   bool logic = op == BinaryOp::And || op == BinaryOp::Or;
   if (isBool ? !(logic || op == BinaryOp::Equal || op == BinaryOp::Less ||
                  op == BinaryOp::Greater || op == BinaryOp::Max ||
                  op == BinaryOp::Min)
-             : (logic || (!isF && !smprt::isInteger(lhs.dtype))))
+             : (logic || (!isF && !smp::base::isInteger(lhs.dtype))))
     return unsupported(name, lhs.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())

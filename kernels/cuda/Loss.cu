@@ -229,8 +229,9 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
     return s;
   if (Status s = checkTensor(op, "labels", labels); !s.ok())
     return s;
-  if (smprt::isFloat(labels.dtype))
-    return fail(op, "labels must be integers, got " + smprt::describe(labels));
+  if (smp::base::isFloat(labels.dtype))
+    return fail(op,
+                "labels must be integers, got " + smp::base::describe(labels));
   if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
     return s;
   if (logits.rank() < 1)
@@ -238,9 +239,9 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   int64_t classes = logits.shape.back(), rows = labels.numel();
   if (rows * classes != logits.numel())
     return fail(op, "labels do not match the logits");
-  if (weights && (weights->numel() != classes ||
-                  !smprt::isFloat(weights->dtype) ||
-                  !checkTensor(op, "weights", *weights).ok()))
+  if (weights &&
+      (weights->numel() != classes || !smp::base::isFloat(weights->dtype) ||
+       !checkTensor(op, "weights", *weights).ok()))
     return fail(op, "weights must hold one value per class");
   if (reduction == Reduction::None ? dloss.numel() != rows
                                    : dloss.numel() != 1)

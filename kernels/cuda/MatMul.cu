@@ -125,7 +125,7 @@ Status runTiled(const char *name, Context *ctx, const Geometry &g,
         lhs.as<T>(), rhs.as<T>(), out.as<T>(), g);
     return launchStatus(name);
   };
-  if (smprt::isFloat(lhs.dtype))
+  if (smp::base::isFloat(lhs.dtype))
     return visitFloat(lhs.dtype, name, launch);
   return visitInt(lhs.dtype, name, launch);
 }
@@ -196,7 +196,7 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   default:
     return Status::success(); // refused
   }
-  int64_t es = static_cast<int64_t>(smprt::dtypeSize(dt));
+  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(dt));
 
   // The calls: M' rows per product and `count` products per call.
   int64_t M = g.M, count = 1, sA = 0, sB = 0, sC = g.M * g.N;
@@ -357,7 +357,7 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
   const char *name = "matmul";
   if (Status s = common::checkMatMulOperands(lhs, rhs, out); !s.ok())
     return s;
-  if (!smprt::isFloat(lhs.dtype) && !smprt::isInteger(lhs.dtype))
+  if (!smp::base::isFloat(lhs.dtype) && !smp::base::isInteger(lhs.dtype))
     return unsupported(name, lhs.dtype);
   common::MatMulShape ms;
   if (Status s =
@@ -382,7 +382,7 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
   g.foldBatchIntoM = !g.transA && product(ms.batchB) == 1 &&
                      product(ms.batchA) == g.nb && g.nb > 1;
 
-  if (smprt::isFloat(lhs.dtype)) {
+  if (smp::base::isFloat(lhs.dtype)) {
     bool refused = false;
     if (Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, out, refused);
         !s.ok() || !refused)

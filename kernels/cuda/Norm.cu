@@ -42,7 +42,7 @@ Status expandParam(const char *op, Context *ctx, const TensorRef &p,
                    const std::vector<int64_t> &target, Scratch &s) {
   std::vector<int64_t> strides;
   if (!broadcastStrides(p.shape, target, strides))
-    return fail(op, "parameter " + smprt::describe(p) +
+    return fail(op, "parameter " + smp::base::describe(p) +
                         " does not broadcast onto " + shapeStr(target));
   int64_t n = product(target);
   if (Status st = s.allocate(op, static_cast<size_t>(n) * sizeof(C),
@@ -147,7 +147,7 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
   if (Status s = common::checkLayerNorm(in, scale, bias, axis, out, normShape);
       !s.ok())
     return s;
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -178,7 +178,7 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
   std::vector<int64_t> last;
   if (Status s = common::checkRmsNorm(in, scale, out, last); !s.ok())
     return s;
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -208,7 +208,7 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
       !s.ok())
     return s;
   int64_t channels = in.shape[1];
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -432,7 +432,7 @@ Status checkGradShapes(const char *op, const TensorRef &x,
     return s;
   std::vector<int64_t> strides;
   if (!broadcastStrides(scale.shape, norm, strides))
-    return fail(op, "scale " + smprt::describe(scale) +
+    return fail(op, "scale " + smp::base::describe(scale) +
                         " does not broadcast onto " + shapeStr(norm));
   if (dx.numel() != x.numel() || dscale.numel() != scale.numel() ||
       (dbias && dbias->numel() != scale.numel()))

@@ -203,7 +203,7 @@ template <class T> __global__ void fillKernel(T *p, int64_t n, T v) {
 Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
                  const TensorRef &out) {
   int64_t n = out.numel();
-  if (smprt::isFloat(out.dtype))
+  if (smp::base::isFloat(out.dtype))
     return visitFloat(out.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       double v = op == ReduceOp::Sum    ? 0.0
@@ -244,9 +244,9 @@ Status reduce(ReduceOp op, const TensorRef &in,
   std::vector<bool> reduced;
   if (Status s = common::checkReduce(name, in, axes, out, reduced); !s.ok())
     return s;
-  bool isF = smprt::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
+  bool isF = smp::base::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
   if ((isBool && op != ReduceOp::Max) ||
-      (!isF && !isBool && !smprt::isInteger(in.dtype)))
+      (!isF && !isBool && !smp::base::isInteger(in.dtype)))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())
@@ -345,8 +345,8 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
   int64_t a;
   if (Status s = common::checkCumSum(in, axis, out, a); !s.ok())
     return s;
-  bool isF = smprt::isFloat(in.dtype);
-  if (!isF && !smprt::isInteger(in.dtype))
+  bool isF = smp::base::isFloat(in.dtype);
+  if (!isF && !smp::base::isInteger(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())

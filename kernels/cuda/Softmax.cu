@@ -80,7 +80,7 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
                    int64_t axis, const TensorRef &out) {
   if (Status s = checkSameTensor(name, in, out); !s.ok())
     return s;
-  if (!smprt::isFloat(in.dtype))
+  if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   if (Status s = requireContext(name, ctx); !s.ok())

@@ -199,7 +199,7 @@ Status checkScalar(const char *op, const char *what, const TensorRef &t) {
     return s;
   if (t.numel() != 1 || t.dtype == DType::Bool)
     return fail(op, std::string(what) + " must be a one-element number, got " +
-                        smprt::describe(t));
+                        smp::base::describe(t));
   return Status::success();
 }
 

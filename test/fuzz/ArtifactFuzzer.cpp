@@ -17,8 +17,8 @@
 
 #include "FuzzSupport.h"
 
-#include "smprt/Artifact.h"
-#include "smprt/FileFormat.h"
+#include "smprt/Base.h"
+#include "smprt/exec/Artifact.h"
 
 #include <algorithm>
 #include <cstdio>

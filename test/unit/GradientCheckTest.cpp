@@ -15,8 +15,8 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/InitAll.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
-#include "smprt/Artifact.h"
-#include "smprt/Executor.h"
+#include "smprt/exec/Artifact.h"
+#include "smprt/exec/Executor.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "smprt/FileFormat.h"
+#include "smp/base/FileFormat.h"
 
 #include "artifact.pb.h"
 #include "checkpoint.pb.h"
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
       return fail(std::string(argv[2]) + ": unknown kind of file");
     if (!readAll(argv[2], bytes))
       return fail(std::string(argv[2]) + ": cannot read");
-    smprt::Status s = smprt::unframe(bytes, argv[2], payload);
+    smp::base::Status s = smp::base::unframe(bytes, argv[2], payload);
     if (!s.ok())
       return fail(s.error);
     if (!msg->ParseFromString(payload))
@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
       return fail(std::string(argv[2]) + ": not protobuf text of " +
                   msg->GetTypeName());
     msg->SerializeToString(&payload);
-    if (!writeAll(argv[3], smprt::frame(payload)))
+    if (!writeAll(argv[3], smp::base::frame(payload)))
       return fail(std::string(argv[3]) + ": cannot write");
     return 0;
   }
@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
     smp::artifact::Manifest m;
     if (!readAll(dir + "/manifest.pb", bytes))
       return fail(dir + "/manifest.pb: cannot read");
-    smprt::Status s = smprt::unframe(bytes, dir + "/manifest.pb", payload);
+    smp::base::Status s =
+        smp::base::unframe(bytes, dir + "/manifest.pb", payload);
     if (!s.ok())
       return fail(s.error);
     if (!m.ParseFromString(payload))
@@ -119,11 +120,11 @@ int main(int argc, char **argv) {
       if (readAll(dir + "/" + r.weights_file(), weights)) {
         r.set_weights_bytes(weights.size());
         r.set_weights_checksum(
-            smprt::checksum64(weights.data(), weights.size()));
+            smp::base::checksum64(weights.data(), weights.size()));
       }
     }
     m.SerializeToString(&payload);
-    if (!writeAll(dir + "/manifest.pb", smprt::frame(payload)))
+    if (!writeAll(dir + "/manifest.pb", smp::base::frame(payload)))
       return fail(dir + "/manifest.pb: cannot write");
     return 0;
   }

@@ -10,9 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "smprt/Checkpoint.h"
-#include "smprt/Files.h"
-#include "smprt/Npy.h"
+#include "smprt/Base.h"
+#include "smprt/train/Checkpoint.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -11,7 +11,7 @@
 #include "OnnxWriter.h"
 
 #include "smp/Version.h"
-#include "smprt/Npy.h"
+#include "smp/base/Npy.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -408,8 +408,8 @@ llvm::Error writeTrainingData(const ModelConfig &c, uint64_t seed,
                             {"labels.npy", &labels}}) {
     llvm::SmallString<256> path(dir);
     llvm::sys::path::append(path, name);
-    smprt::TensorRef ref{data->data(), smprt::DType::I64, shape};
-    smprt::Status st = smprt::writeNpy(path.str().str(), ref);
+    smp::base::TensorRef ref{data->data(), smp::base::DType::I64, shape};
+    smp::base::Status st = smp::base::writeNpy(path.str().str(), ref);
     if (!st.ok())
       return error(st.error);
   }

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "smprt/Npy.h"
+#include "smp/base/Npy.h"
 
 #include <cmath>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-using namespace smprt;
+using namespace smp::base;
 
 static double valueAt(NpyArray &a, int64_t k) {
   return elementAsDouble(a.ref(), k);

@@ -9,14 +9,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "smp/kernels/cpu/Kernels.h"
-#include "smprt/Artifact.h"
-#include "smprt/Executor.h"
-#include "smprt/Files.h"
-#include "smprt/Launch.h"
-#include "smprt/Npy.h"
-#include "smprt/Checkpoint.h"
-#include "smprt/OnnxExport.h"
-#include "smprt/Trainer.h"
+#include "smprt/Base.h"
+#include "smprt/comm/Launch.h"
+#include "smprt/exec/Artifact.h"
+#include "smprt/exec/BackendRegistry.h"
+#include "smprt/exec/Executor.h"
+#include "smprt/train/Checkpoint.h"
+#include "smprt/train/OnnxExport.h"
+#include "smprt/train/Trainer.h"
 
 #include <cerrno>
 #include <fcntl.h>

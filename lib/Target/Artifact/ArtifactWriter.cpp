@@ -14,18 +14,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Support/CheckedMath.h"
-#include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
-#include "smprt/FileFormat.h"
-#include "smprt/Tensor.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/DenseSet.h"
+#include "smp/base/FileFormat.h"
+#include "smp/base/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,8 +47,8 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-std::optional<smprt::DType> dtypeOf(Type t) {
-  using smprt::DType;
+std::optional<smp::base::DType> dtypeOf(Type t) {
+  using smp::base::DType;
   if (t.isF32())
     return DType::F32;
   if (t.isF64())
@@ -204,7 +204,8 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   buf->set_dtype(static_cast<uint32_t>(*dtype));
   for (int64_t d : type.getShape())
     buf->add_shape(d);
-  auto bytes = checkedByteSize(type.getShape(), 8 * smprt::dtypeSize(*dtype));
+  auto bytes =
+      checkedByteSize(type.getShape(), 8 * smp::base::dtypeSize(*dtype));
   if (!bytes || *bytes > kMaxTensorBytes)
     return fail("value '" + name + "' of shape " +
                 shapeToString(type.getShape()) +
@@ -525,9 +526,10 @@ llvm::Error Lowering::run() {
         return fail("the constants of this program take over 2^32 bytes (at "
                     "constant '" +
                     valueName(&op) + "')");
-      addWeight(*id, elementsToBytes(
-                         dense, smprt::dtypeSize(static_cast<smprt::DType>(
-                                    program.buffers(*id).dtype()))));
+      addWeight(*id,
+                elementsToBytes(
+                    dense, smp::base::dtypeSize(static_cast<smp::base::DType>(
+                               program.buffers(*id).dtype()))));
       continue;
     }
     if (isa<TpRankOp>(op)) {
@@ -986,7 +988,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
         name += (name.empty() ? "" : ".") + std::string("tp") + std::to_string(t);
       weightFiles.push_back(name + ".weights.bin");
       const std::string &bytes = lowering(p, t).weightsBytes;
-      checksums.push_back(smprt::checksum64(bytes.data(), bytes.size()));
+      checksums.push_back(smp::base::checksum64(bytes.data(), bytes.size()));
     }
   std::vector<std::string> programs;
   for (int64_t r = 0; r < grid.numRanks(); ++r) {
@@ -995,7 +997,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     auto program = rankProgram(lowering(p, t).program, grid, r);
     if (!program)
       return program.takeError();
-    programs.push_back(smprt::frame(program->SerializeAsString()));
+    programs.push_back(smp::base::frame(program->SerializeAsString()));
     pb::RankFile *rank = manifest.add_ranks();
     rank->set_rank(r);
     rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
@@ -1025,7 +1027,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                            planReport(module, stages, options, grid)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
-                           smprt::frame(manifest.SerializeAsString())))
+                           smp::base::frame(manifest.SerializeAsString())))
     return std::move(err);
 
   ArtifactSummary summary;

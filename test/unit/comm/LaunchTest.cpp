@@ -1,6 +1,6 @@
 //===- LaunchTest.cpp - Rank discovery, rank counts, mpirun command -------===//
 
-#include "smprt/Launch.h"
+#include "smprt/comm/Launch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 //===- LocalCommunicatorTest.cpp - The single-rank communicator -----------===//
 
-#include "smprt/Communicator.h"
-#include "smprt/Executor.h"
+#include "smprt/comm/Communicator.h"
+#include "smprt/exec/Executor.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,8 @@ using namespace smprt;
 namespace {
 
 TEST(LocalCommunicator, IsRankZeroOfOne) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   EXPECT_EQ(c.rank(), 0);
   EXPECT_EQ(c.size(), 1);
   EXPECT_EQ(c.localSize(), 1);
@@ -23,7 +24,8 @@ TEST(LocalCommunicator, IsRankZeroOfOne) {
 }
 
 TEST(LocalCommunicator, AllReduceKeepsTheValues) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   for (ReduceOp op :
        {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Mean}) {
     std::vector<float> f = {1.5f, -2.25f, 3e-30f, 7e20f};
@@ -47,7 +49,8 @@ TEST(LocalCommunicator, AllReduceKeepsTheValues) {
 }
 
 TEST(LocalCommunicator, RefusesWhatMpiRefuses) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   int64_t i = 3;
   Status s = c.allReduce(&i, 1, DType::I64, ReduceOp::Mean,
                          "all_reduce of 'steps' (instruction 7)");
@@ -67,7 +70,8 @@ TEST(LocalCommunicator, RefusesWhatMpiRefuses) {
 }
 
 TEST(LocalCommunicator, GathersAndScattersCopy) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   std::vector<int32_t> send = {1, 2, 3}, recv(3, 0);
   ASSERT_TRUE(c.allGather(send.data(), recv.data(), 3, DType::I32, "g").ok());
   EXPECT_EQ(recv, send);
@@ -85,7 +89,8 @@ TEST(LocalCommunicator, GathersAndScattersCopy) {
 }
 
 TEST(LocalCommunicator, HasNoPeers) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   char buf[4] = {};
   EXPECT_EQ(c.send(buf, 4, 1, 0, "send of the activations of stage 0").error,
             "send of the activations of stage 0: cannot send to rank 1: the "
@@ -101,7 +106,8 @@ TEST(LocalCommunicator, HasNoPeers) {
 }
 
 TEST(LocalCommunicator, PostedSendsHaveNoPeers) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   char buf[4] = {};
   EXPECT_EQ(
       c.postSend(buf, 4, 1, 0, "send of the activations of stage 0").error,
@@ -113,7 +119,8 @@ TEST(LocalCommunicator, PostedSendsHaveNoPeers) {
 }
 
 TEST(LocalCommunicator, ItsOnlyGroupIsItself) {
-  LocalCommunicator c;
+  std::unique_ptr<Communicator> local = makeLocalCommunicator();
+  Communicator &c = *local;
   std::unique_ptr<Communicator> g;
   ASSERT_TRUE(c.createGroup({0}, g, "tensor-parallel group").ok());
   ASSERT_NE(g, nullptr);
@@ -144,7 +151,8 @@ TEST(LocalCommunicator, ItsOnlyGroupIsItself) {
 TEST(LocalCommunicator, AbortExitsWithTheCode) {
   // OpenBLAS has started threads by now: re-execute for the death test.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(LocalCommunicator().abort(7), ::testing::ExitedWithCode(7), "");
+  EXPECT_EXIT(makeLocalCommunicator()->abort(7), ::testing::ExitedWithCode(7),
+              "");
 }
 
 TEST(ReduceOp, NamesRoundTrip) {
@@ -161,9 +169,9 @@ TEST(ReduceOp, NamesRoundTrip) {
 TEST(Executor, DefaultsToTheLocalCommunicator) {
   Executor exec;
   EXPECT_EQ(&exec.communicator(), &localCommunicator());
-  LocalCommunicator mine;
-  exec.setCommunicator(&mine);
-  EXPECT_EQ(&exec.communicator(), &mine);
+  std::unique_ptr<Communicator> mine = makeLocalCommunicator();
+  exec.setCommunicator(mine.get());
+  EXPECT_EQ(&exec.communicator(), mine.get());
   exec.setCommunicator(nullptr);
   EXPECT_EQ(&exec.communicator(), &localCommunicator());
 }

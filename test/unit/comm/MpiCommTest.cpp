@@ -22,7 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "smprt/MpiCommunicator.h"
+#include "smprt/comm/MpiCommunicator.h"
 
 #include <algorithm>
 #include <chrono>

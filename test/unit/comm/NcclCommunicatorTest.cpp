@@ -1,13 +1,13 @@
 //===- NcclCommunicatorTest.cpp - The NCCL communicator on one rank -------===//
 //
-// One rank (a LocalCommunicator as the host): what a single GPU can
+// One rank (a local communicator as the host): what a single GPU can
 // exercise. Several ranks need several GPUs. Every test skips without a CUDA
 // device; the binary touches CUDA only inside tests (discovery just lists
 // them).
 //
 //===----------------------------------------------------------------------===//
 
-#include "smprt/NcclCommunicator.h"
+#include "smprt/comm/NcclCommunicator.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -76,7 +76,8 @@ protected:
     return v;
   }
 
-  LocalCommunicator host_;
+  std::unique_ptr<Communicator> hostOwner_ = makeLocalCommunicator();
+  Communicator &host_ = *hostOwner_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<Communicator> comm_;
   std::vector<void *> buffers_;

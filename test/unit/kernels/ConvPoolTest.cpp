@@ -108,7 +108,7 @@ TEST(Conv, MatchesNaiveReference) {
       std::vector<double> want =
           refConv(c.g, x, w, c.bias ? &b : nullptr, c.group, c.M, os);
       Host out(t, os);
-      SCOPED_TRACE(smprt::describe(x) + " * " + smprt::describe(w));
+      SCOPED_TRACE(smp::base::describe(x) + " * " + smp::base::describe(w));
       ASSERT_OK(conv(x, w, c.bias ? &b.ref : nullptr, c.g.strides, c.g.pads,
                      c.g.dilations, c.group, out));
       double tol = t == DType::F32 ? 1e-5 : t == DType::F64 ? 1e-12 : 1e-2;
@@ -205,7 +205,7 @@ TEST(Pool, MatchesNaiveReference) {
         std::vector<int64_t> os;
         std::vector<double> want = refPool(g, x, mode == 0, mode == 2, os);
         Host out(t, os);
-        SCOPED_TRACE(smprt::describe(x) + " mode " + std::to_string(mode) +
+        SCOPED_TRACE(smp::base::describe(x) + " mode " + std::to_string(mode) +
                      (g.ceil ? " ceil" : ""));
         if (mode == 0)
           ASSERT_OK(maxPool(x, g.kernel, g.strides, g.pads, g.dilations, g.ceil,

@@ -13,7 +13,7 @@ namespace {
 /// lo, or 0 for unsigned types and Bool (host conversions of negative
 /// doubles to them are undefined).
 double lowFor(DType t, double lo) {
-  return smprt::isFloat(t) || smprt::isSignedInteger(t) ? lo : 0;
+  return smp::base::isFloat(t) || smp::base::isSignedInteger(t) ? lo : 0;
 }
 
 const DType kFloats[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
@@ -169,7 +169,7 @@ TEST_F(Cuda, BinaryIntegerAndBool) {
     for (B op : {B::Add, B::Sub, B::Mul, B::Div, B::Pow, B::Max, B::Min,
                  B::Equal, B::Less, B::Greater, B::Mod, B::FMod}) {
       SCOPED_TRACE(std::string(cuk::binaryOpName(op)) + " " + name(t));
-      bool sgn = smprt::isSignedInteger(t);
+      bool sgn = smp::base::isSignedInteger(t);
       Host a = random(t, {3, 8}, sgn ? -60 : 0, 120, seed++);
       Host b = random(t, {8}, op == B::Pow ? (sgn ? -2 : 0) : 1,
                       op == B::Pow ? 5 : 13, seed++);
@@ -237,7 +237,7 @@ TEST_F(Cuda, CastBetweenAllDtypes) {
   for (DType from : all) {
     double hi = from == DType::I8 || from == DType::U8 ? 120 : 300;
     Host x = random(from, {40}, lowFor(from, -hi), hi, seed++);
-    if (smprt::isFloat(from)) {
+    if (smp::base::isFloat(from)) {
       x.set(0, std::numeric_limits<double>::quiet_NaN());
       x.set(1, 1e30); // saturates / infinity in the half types
       x.set(2, -2.5);
@@ -278,10 +278,11 @@ TEST_F(Cuda, MatMulShapesTransposesAndBroadcasts) {
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
                   DType::I64})
     for (const Case &c : cases) {
-      SCOPED_TRACE(std::string(name(t)) + " " + smprt::describe(make(t, c.a)) +
-                   " x " + smprt::describe(make(t, c.b)) +
-                   (c.ta ? " tA" : "") + (c.tb ? " tB" : ""));
-      bool isInt = !smprt::isFloat(t);
+      SCOPED_TRACE(std::string(name(t)) + " " +
+                   smp::base::describe(make(t, c.a)) + " x " +
+                   smp::base::describe(make(t, c.b)) + (c.ta ? " tA" : "") +
+                   (c.tb ? " tB" : ""));
+      bool isInt = !smp::base::isFloat(t);
       Host a = random(t, c.a, isInt ? -5 : -1, isInt ? 5 : 1, seed++);
       Host b = random(t, c.b, isInt ? -5 : -1, isInt ? 5 : 1, seed++);
       // The CPU decides the output shape (it checks it): try the CPU with an
@@ -339,10 +340,12 @@ TEST_F(Cuda, Reduce) {
     for (DType t : {DType::F32, DType::F64, DType::BF16, DType::I32, DType::U8,
                     DType::I64})
       for (const Case &c : cases) {
-        SCOPED_TRACE(std::string(op == R::Sum ? "sum " : op == R::Mean ? "mean " : "max ") +
-                     name(t) + " " + smprt::describe(make(t, c.shape)));
-        Host x = random(t, c.shape, smprt::isFloat(t) ? -2 : 0,
-                        smprt::isFloat(t) ? 2 : 50, seed++);
+        SCOPED_TRACE(std::string(op == R::Sum    ? "sum "
+                                 : op == R::Mean ? "mean "
+                                                 : "max ") +
+                     name(t) + " " + smp::base::describe(make(t, c.shape)));
+        Host x = random(t, c.shape, smp::base::isFloat(t) ? -2 : 0,
+                        smp::base::isFloat(t) ? 2 : 50, seed++);
         std::vector<bool> red(c.shape.size(), false);
         for (int64_t a : c.axes)
           red[a < 0 ? a + static_cast<int64_t>(c.shape.size()) : a] = true;
@@ -354,7 +357,7 @@ TEST_F(Cuda, Reduce) {
         ASSERT_OK(cpuk::reduce(static_cast<cpuk::ReduceOp>(op), x, c.axes, want));
         Dev dx(x), dout(t, out);
         ASSERT_OK(cuk::reduce(op, dx, c.axes, dout));
-        if (smprt::isFloat(t))
+        if (smp::base::isFloat(t))
           expectTol(dout, want, true);
         else
           expectSameBytes(dout, want);
@@ -380,10 +383,11 @@ TEST_F(Cuda, CumSum) {
       for (int flags = 0; flags < 4; ++flags) {
         bool exclusive = flags & 1, reverse = flags & 2;
         SCOPED_TRACE(std::string(name(t)) + " " +
-                     smprt::describe(make(t, c.shape)) + " axis " + std::to_string(c.axis) +
-                     (exclusive ? " exclusive" : "") + (reverse ? " reverse" : ""));
-        Host x = random(t, c.shape, smprt::isFloat(t) ? -2 : 0,
-                        smprt::isFloat(t) ? 2 : 50, seed++);
+                     smp::base::describe(make(t, c.shape)) + " axis " +
+                     std::to_string(c.axis) + (exclusive ? " exclusive" : "") +
+                     (reverse ? " reverse" : ""));
+        Host x = random(t, c.shape, smp::base::isFloat(t) ? -2 : 0,
+                        smp::base::isFloat(t) ? 2 : 50, seed++);
         Host want(t, c.shape);
         ASSERT_OK(cpuk::cumsum(x, c.axis, exclusive, reverse, want));
         Dev dx(x), dout(t, c.shape);
@@ -408,7 +412,7 @@ TEST_F(Cuda, SoftmaxAndLogSoftmax) {
     for (const Case &c : cases)
       for (bool log : {false, true}) {
         SCOPED_TRACE(std::string(log ? "log_softmax " : "softmax ") + name(t) +
-                     " " + smprt::describe(make(t, c.shape)));
+                     " " + smp::base::describe(make(t, c.shape)));
         Host x = random(t, c.shape, -6, 6, seed++), want(t, c.shape);
         if (log)
           ASSERT_OK(cpuk::logSoftmax(x, c.axis, want));
@@ -443,7 +447,7 @@ TEST_F(Cuda, LayerNormRmsNormBatchNorm) {
   for (DType t : kFloats) {
     for (const Case &c : cases) {
       SCOPED_TRACE(std::string("layer_norm ") + name(t) + " " +
-                   smprt::describe(make(t, c.x)));
+                   smp::base::describe(make(t, c.x)));
       Host x = random(t, c.x, -3, 5, seed++);
       Host scale = random(DType::F32, c.scale, 0.5, 1.5, seed++);
       Host bias = random(t, c.bias.empty() ? std::vector<int64_t>{1} : c.bias,
@@ -494,7 +498,7 @@ TEST_F(Cuda, CrossEntropy) {
             SCOPED_TRACE(std::string(name(t)) + " labels " + name(lt) +
                          " reduction " + std::to_string(int(red)) +
                          (weighted ? " weighted " : " ") +
-                         smprt::describe(make(t, shape)));
+                         smp::base::describe(make(t, shape)));
             int64_t classes = shape.back();
             std::vector<int64_t> lshape(shape.begin(), shape.end() - 1);
             Host logits = random(t, shape, -4, 4, seed++);
@@ -622,8 +626,9 @@ TEST_F(Cuda, ConcatSplitGather) {
       for (int64_t axis : {0, 1, -1}) {
         int64_t a = axis < 0 ? axis + 3 : axis, dim = data.ref.shape[a];
         Host idx = make(it, {2, 3},
-                        {0, double(dim - 1), 1, smprt::isSignedInteger(it) ? -1.0 : 2.0,
-                         0, double(dim - 1)});
+                        {0, double(dim - 1), 1,
+                         smp::base::isSignedInteger(it) ? -1.0 : 2.0, 0,
+                         double(dim - 1)});
         std::vector<int64_t> shape(data.ref.shape.begin(),
                                    data.ref.shape.begin() + a);
         shape.insert(shape.end(), {2, 3});
@@ -664,7 +669,7 @@ TEST_F(Cuda, ConvAndPools) {
   for (DType t : {DType::F32, DType::F64, DType::F16})
     for (const ConvCase &c : convs) {
       SCOPED_TRACE(std::string("conv ") + name(t) + " " +
-                   smprt::describe(make(t, c.x)));
+                   smp::base::describe(make(t, c.x)));
       Host x = random(t, c.x, -1, 1, seed++), w = random(t, c.w, -1, 1, seed++);
       Host b = random(DType::F32, {c.w[0]}, -1, 1, seed++);
       // Output shape from the CPU's formula (it checks the shape we give).
@@ -693,7 +698,7 @@ TEST_F(Cuda, ConvAndPools) {
     for (const PoolCase &c : pools)
       for (int kind = 0; kind < 3; ++kind) { // max, avg, avg + pads
         SCOPED_TRACE(std::string("pool ") + std::to_string(kind) + " " +
-                     name(t) + " " + smprt::describe(make(t, c.x)));
+                     name(t) + " " + smp::base::describe(make(t, c.x)));
         Host x = random(t, c.x, -2, 2, seed++);
         // The output size: try growing candidates until the CPU accepts one.
         std::vector<int64_t> out;

@@ -28,13 +28,13 @@ namespace smp_cuda_test {
 
 namespace cpuk = smp::kernels::cpu;
 namespace cuk = smp::kernels::cuda;
+using smp::base::DType;
+using smp::base::Status;
+using smp::base::TensorRef;
 using smp::kernels::cpu::test::expectNear;
 using smp::kernels::cpu::test::Host;
 using smp::kernels::cpu::test::make;
 using smp::kernels::cpu::test::random;
-using smprt::DType;
-using smprt::Status;
-using smprt::TensorRef;
 
 #define CUDA_OK(expr)                                                          \
   do {                                                                         \
@@ -159,11 +159,11 @@ inline void expectSameBytes(const Dev &d, const Host &h) {
   const auto *b = static_cast<const uint8_t *>(h.ref.data);
   for (size_t i = 0; i < n && bad < 5; ++i)
     if (a[i] != b[i]) {
-      size_t e = i / smprt::dtypeSize(h.ref.dtype);
+      size_t e = i / smp::base::dtypeSize(h.ref.dtype);
       ADD_FAILURE() << "element " << e << ": got " << got.get(e) << ", want "
                     << h.get(e);
       ++bad;
-      i = (e + 1) * smprt::dtypeSize(h.ref.dtype) - 1;
+      i = (e + 1) * smp::base::dtypeSize(h.ref.dtype) - 1;
     }
 }
 
@@ -200,7 +200,7 @@ inline void expectDeviceError(const std::string &contains) {
   EXPECT_NE(s.error.find(contains), std::string::npos) << s.error;
 }
 
-inline const char *name(DType t) { return smprt::dtypeName(t); }
+inline const char *name(DType t) { return smp::base::dtypeName(t); }
 
 /// [x[0], channels, spatial...] of a conv / pool output by the ONNX formula
 /// (floor, or ceil with ceilMode), each spatial size less `less`. Empty

@@ -32,8 +32,8 @@ TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
   for (DType t : {DType::F32, DType::F64, DType::BF16})
     for (const Case &c : cases) {
       SCOPED_TRACE(std::string("layer_norm_grad ") + name(t) + " " +
-                   smprt::describe(make(t, c.x)) + " scale " +
-                   smprt::describe(make(t, c.scale)));
+                   smp::base::describe(make(t, c.x)) + " scale " +
+                   smp::base::describe(make(t, c.scale)));
       Host x = random(t, c.x, -2, 3, seed++);
       Host scale = random(DType::F32, c.scale, 0.5, 1.5, seed++);
       Host dy = random(t, c.x, -1, 1, seed++);
@@ -52,7 +52,7 @@ TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
          {std::vector<int64_t>{6, 32}, {2, 3, 40}, {2, 1500}}) {
       for (bool broadcastScale : {false, true}) {
         SCOPED_TRACE(std::string("rms_norm_grad ") + name(t) + " " +
-                     smprt::describe(make(t, shape)));
+                     smp::base::describe(make(t, shape)));
         std::vector<int64_t> ss{broadcastScale ? 1 : shape.back()};
         Host x = random(t, shape, -2, 2, seed++);
         Host scale = random(t, ss, 0.5, 1.5, seed++);
@@ -121,7 +121,7 @@ TEST_F(Cuda, GatherNdAndGatherElements) {
     expectSameBytes(o1, w1);
     expectSameBytes(o2, w2);
     expectSameBytes(o3, w3);
-    if (!smprt::isFloat(t))
+    if (!smp::base::isFloat(t))
       continue;
     Host g1 = random(t, {2, 3, 4}, -1, 1, seed++), g3 = random(t, {2, 3, 3}, -1, 1, seed++);
     Host x1(t, {2, 3, 4}), x3(t, {2, 3, 4});
@@ -197,7 +197,7 @@ TEST_F(Cuda, ConvGradAndPoolGrad) {
   for (DType t : {DType::F32, DType::F64})
     for (const ConvCase &c : convs) {
       SCOPED_TRACE(std::string("conv_grad ") + name(t) + " " +
-                   smprt::describe(make(t, c.x)));
+                   smp::base::describe(make(t, c.x)));
       std::vector<int64_t> out = windowOutShape(
           c.x, c.w[0], std::vector<int64_t>(c.w.begin() + 2, c.w.end()),
           c.strides, c.pads, c.dil);
@@ -224,7 +224,7 @@ TEST_F(Cuda, ConvGradAndPoolGrad) {
     for (const PoolCase &c : pools)
       for (int kind = 0; kind < 3; ++kind) {
         SCOPED_TRACE(std::string("pool_grad ") + std::to_string(kind) + " " +
-                     name(t) + " " + smprt::describe(make(t, c.x)));
+                     name(t) + " " + smp::base::describe(make(t, c.x)));
         Host x = random(t, c.x, -2, 2, seed++), dy = random(t, c.y, -1, 1, seed++);
         Host want(t, c.x);
         ASSERT_OK(cpuk::poolGrad(kind == 0, x, dy, c.kernel, c.strides, c.pads,

@@ -9,7 +9,7 @@ namespace {
 /// identifies its source.
 Host iota(DType t, std::vector<int64_t> shape) {
   Host h(t, std::move(shape));
-  int64_t mod = smprt::dtypeSize(t) == 1 ? 100 : 2000;
+  int64_t mod = smp::base::dtypeSize(t) == 1 ? 100 : 2000;
   for (int64_t k = 0; k < h.numel(); ++k)
     h.set(k, t == DType::Bool ? k % 2 : k % mod);
   return h;
@@ -130,7 +130,7 @@ TEST(Gather, AxesAndNegativeIndices) {
       for (int64_t axis : {0, 1, -1}) {
         std::vector<int64_t> ds{4, 5, 3};
         int64_t a = axis < 0 ? axis + 3 : axis;
-        bool sign = smprt::isSignedInteger(it);
+        bool sign = smp::base::isSignedInteger(it);
         Host data = iota(t, ds);
         Host idx = random(it, {2, 3}, sign ? -ds[a] : 0, ds[a], 5);
         std::vector<int64_t> os(ds.begin(), ds.begin() + a);
@@ -153,7 +153,7 @@ TEST(Gather, AxesAndNegativeIndices) {
   ASSERT_OK(gather(table, make(DType::I64, {}, {-2}), 0, row));
   expectNear(row.values(), {6, 7}, 0);
   Host two(DType::F32, {2, 2});
-  smprt::Status s = gather(table, make(DType::I64, {2}, {1, 5}), 0, two);
+  smp::base::Status s = gather(table, make(DType::I64, {2}, {1, 5}), 0, two);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error.find("index 5"), std::string::npos) << s.error;
   s = gather(table, make(DType::I32, {2}, {-6, 0}), 0, two);

@@ -56,7 +56,8 @@ TEST(Unary, FloatOpsMatchDoubleReference) {
   unsigned seed = 1;
   for (const UnaryCase &c : cases)
     for (DType t : kFloats) {
-      SCOPED_TRACE(std::string(unaryOpName(c.op)) + " " + smprt::dtypeName(t));
+      SCOPED_TRACE(std::string(unaryOpName(c.op)) + " " +
+                   smp::base::dtypeName(t));
       Host x = random(t, {3, 37}, c.lo, c.hi, seed++);
       Host y(t, {3, 37});
       ASSERT_OK(unary(c.op, x, y));
@@ -105,8 +106,8 @@ TEST(Unary, LeakyReluAndInPlace) {
 
 TEST(Unary, IntegersAndBool) {
   for (DType t : kInts) {
-    SCOPED_TRACE(smprt::dtypeName(t));
-    bool sign = smprt::isSignedInteger(t);
+    SCOPED_TRACE(smp::base::dtypeName(t));
+    bool sign = smp::base::isSignedInteger(t);
     Host x = make(t, {4}, {sign ? -3.0 : 3.0, 0, 7, sign ? -1.0 : 1.0});
     Host y(t, {4});
     ASSERT_OK(unary(UnaryOp::Abs, x, y));
@@ -133,7 +134,7 @@ TEST(Unary, IntegersAndBool) {
 TEST(Unary, RejectsMismatchedOutput) {
   Host x(DType::F32, {2, 3});
   Host wrongShape(DType::F32, {3, 2}), wrongType(DType::F64, {2, 3});
-  smprt::Status s = unary(UnaryOp::Exp, x, wrongShape);
+  smp::base::Status s = unary(UnaryOp::Exp, x, wrongShape);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error.find("exp"), std::string::npos) << s.error;
   EXPECT_FALSE(unary(UnaryOp::Exp, x, wrongType).ok());
@@ -163,8 +164,8 @@ void checkBinary(BinaryOp op, DType t, double lo, double hi,
                  DType outType, double tol) {
   unsigned seed = 100;
   for (const Shapes &s : kShapes) {
-    SCOPED_TRACE(std::string(binaryOpName(op)) + " " + smprt::dtypeName(t) +
-                 " " + smprt::describe(Host(t, s.out)));
+    SCOPED_TRACE(std::string(binaryOpName(op)) + " " + smp::base::dtypeName(t) +
+                 " " + smp::base::describe(Host(t, s.out)));
     Host a = random(t, s.a, lo, hi, seed++), b = random(t, s.b, lo, hi, seed++);
     if (op == BinaryOp::Equal) // make some elements equal
       for (int64_t i = 0; i < b.numel(); i += 2)
@@ -212,7 +213,7 @@ TEST(Binary, FloatBroadcastingMatchesReference) {
 
 TEST(Binary, IntegerBroadcastingMatchesReference) {
   for (DType t : kInts) {
-    bool sign = smprt::isSignedInteger(t);
+    bool sign = smp::base::isSignedInteger(t);
     double lo = sign ? -10 : 0, hi = 11;
     checkBinary(BinaryOp::Add, t, lo, hi, std::plus<double>(), t, 0);
     checkBinary(BinaryOp::Mul, t, lo, hi, std::multiplies<double>(), t, 0);
@@ -246,7 +247,7 @@ TEST(Binary, IntegerDivisionTruncatesAndRejectsZero) {
   expectNear(o.values(), {3, -3, -3, 3}, 0);
   Host z = make(DType::I64, {2}, {1, 0});
   Host o64(DType::I64, {2});
-  smprt::Status s = binary(BinaryOp::Div, z, z, o64);
+  smp::base::Status s = binary(BinaryOp::Div, z, z, o64);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error.find("div"), std::string::npos) << s.error;
   EXPECT_NE(s.error.find("zero"), std::string::npos) << s.error;
@@ -368,7 +369,8 @@ TEST(Binary, ModByZeroAndSigns) {
   ASSERT_OK(binary(BinaryOp::FMod, m, m1, om));
   EXPECT_EQ(om.get(0), 0);
   Host z = make(DType::I64, {2}, {5, 0}), o64(DType::I64, {2});
-  smprt::Status s = binary(BinaryOp::Mod, make(DType::I64, {2}, {3, 3}), z, o64);
+  smp::base::Status s =
+      binary(BinaryOp::Mod, make(DType::I64, {2}, {3, 3}), z, o64);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error, "mod: integer division by zero");
   s = binary(BinaryOp::FMod, make(DType::U8, {1}, {3}),
@@ -401,7 +403,7 @@ TEST(Binary, InPlace) {
 TEST(Where, BroadcastsAllThree) {
   for (DType t :
        {DType::F32, DType::F16, DType::I64, DType::Bool, DType::F64}) {
-    SCOPED_TRACE(smprt::dtypeName(t));
+    SCOPED_TRACE(smp::base::dtypeName(t));
     Host c = random(DType::Bool, {3, 1, 5}, 0, 2, 1);
     Host a = random(t, {4, 1}, -5, 5, 2), b = random(t, {5}, -5, 5, 3);
     Host o(t, {3, 4, 5});
@@ -429,14 +431,14 @@ TEST(Cast, EveryPairOnSmallValues) {
                        DType::U64};
   for (DType from : all)
     for (DType to : all) {
-      SCOPED_TRACE(std::string(smprt::dtypeName(from)) + " -> " +
-                   smprt::dtypeName(to));
+      SCOPED_TRACE(std::string(smp::base::dtypeName(from)) + " -> " +
+                   smp::base::dtypeName(to));
       std::vector<double> vals = {0, 1, 2, 5, 100, 7};
       if (from == DType::Bool)
         vals = {0, 1, 1, 0, 1, 0};
-      if (smprt::isSignedInteger(from) || smprt::isFloat(from))
+      if (smp::base::isSignedInteger(from) || smp::base::isFloat(from))
         vals[3] = -5;
-      if (smprt::isFloat(from))
+      if (smp::base::isFloat(from))
         vals[5] = -2.75;
       Host x = make(from, {2, 3}, vals), y(to, {2, 3});
       ASSERT_OK(cast(x, y));
@@ -444,12 +446,13 @@ TEST(Cast, EveryPairOnSmallValues) {
         double v = x.get(i), want;
         if (to == DType::Bool)
           want = v != 0;
-        else if (smprt::isFloat(to))
+        else if (smp::base::isFloat(to))
           want = v;
         else {
           want = std::trunc(v);
-          if (want < 0 && !smprt::isSignedInteger(to)) // wraps modulo 2^bits
-            want += std::ldexp(1.0, 8 * int(smprt::dtypeSize(to)));
+          if (want < 0 &&
+              !smp::base::isSignedInteger(to)) // wraps modulo 2^bits
+            want += std::ldexp(1.0, 8 * int(smp::base::dtypeSize(to)));
         }
         EXPECT_EQ(y.get(i), want) << i;
       }

@@ -61,7 +61,7 @@ TEST(GatherNd, MatchesReference) {
   for (DType it : {DType::I64, DType::I32})
     for (DType t : {DType::F32, DType::F64, DType::F16, DType::I64})
       for (const NdCase &c : kNdCases) {
-        SCOPED_TRACE(smprt::dtypeName(t) + std::string(" b=") +
+        SCOPED_TRACE(smp::base::dtypeName(t) + std::string(" b=") +
                      std::to_string(c.b));
         int64_t k = c.indices.back();
         Host idx(it, c.indices);
@@ -77,7 +77,7 @@ TEST(GatherNd, MatchesReference) {
         ASSERT_OK(gatherNd(data, idx, c.b, out));
         for (int64_t e = 0; e < out.numel(); ++e)
           ASSERT_EQ(out.get(e), data.get(ndSource(e, c.data, idx, c.b)));
-        if (!smprt::isFloat(t))
+        if (!smp::base::isFloat(t))
           continue;
         // The gradient: every output element's gradient added at its
         // source, repeated sources summed.
@@ -108,7 +108,7 @@ TEST(GatherElements, MatchesReference) {
         ASSERT_OK(gatherElements(data, idx, c.axis, out));
         for (int64_t e = 0; e < out.numel(); ++e)
           ASSERT_EQ(out.get(e), data.get(elementSource(e, c.data, idx, a)));
-        if (!smprt::isFloat(t))
+        if (!smp::base::isFloat(t))
           continue;
         Host dy = random(t, c.indices, -1, 1, 6), dx(t, c.data);
         ASSERT_OK(gatherElementsGrad(idx, dy, c.axis, dx));
@@ -123,7 +123,7 @@ TEST(GatherElements, MatchesReference) {
 TEST(GatherIndexed, ErrorsNameTheIndex) {
   Host data = random(DType::F32, {2, 3}, -1, 1, 1);
   Host out(DType::F32, {2});
-  smprt::Status s =
+  smp::base::Status s =
       gatherNd(data, make(DType::I64, {2, 2}, {1, 2, 1, 3}), 0, out);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error,

@@ -84,7 +84,7 @@ TEST(MatMul, MatchesNaiveReference) {
       Host a = random(t, c.a, -1, 1, seed++), b = random(t, c.b, -1, 1, seed++);
       std::vector<int64_t> shape;
       std::vector<double> want = refMatMul(a, b, c.ta, c.tb, shape);
-      SCOPED_TRACE(smprt::describe(a) + " x " + smprt::describe(b) +
+      SCOPED_TRACE(smp::base::describe(a) + " x " + smp::base::describe(b) +
                    (c.ta ? " ta" : "") + (c.tb ? " tb" : ""));
       Host o(t, shape);
       ASSERT_OK(matmul(a, b, o, c.ta, c.tb));
@@ -113,7 +113,7 @@ TEST(MatMul, ThreadSplitsMatchReference) {
       Host a = random(t, c.a, -1, 1, seed++), b = random(t, c.b, -1, 1, seed++);
       std::vector<int64_t> shape;
       std::vector<double> want = refMatMul(a, b, c.ta, c.tb, shape);
-      SCOPED_TRACE(smprt::describe(a) + " x " + smprt::describe(b));
+      SCOPED_TRACE(smp::base::describe(a) + " x " + smp::base::describe(b));
       Host o2(t, shape), o1(t, shape);
       setNumThreads(2);
       ASSERT_OK(matmul(a, b, o2, c.ta, c.tb));
@@ -130,7 +130,7 @@ TEST(MatMul, Integers) {
   unsigned seed = 50;
   for (DType t : {DType::I32, DType::I64, DType::I8, DType::U16}) {
     for (const Case &c : kCases) {
-      bool sign = smprt::isSignedInteger(t);
+      bool sign = smp::base::isSignedInteger(t);
       Host a = random(t, c.a, sign ? -3 : 0, 4, seed++);
       Host b = random(t, c.b, sign ? -3 : 0, 4, seed++);
       std::vector<int64_t> shape;

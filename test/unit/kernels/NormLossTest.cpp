@@ -55,7 +55,7 @@ TEST(LayerNorm, MatchesReference) {
                          -1, 1, seed++);
       const Host *b = c.bias.empty() ? nullptr : &bias;
       Host out(t, c.x);
-      SCOPED_TRACE(smprt::describe(x) + " axis " + std::to_string(c.axis));
+      SCOPED_TRACE(smp::base::describe(x) + " axis " + std::to_string(c.axis));
       ASSERT_OK(layerNorm(x, scale, b ? &b->ref : nullptr, c.axis, 1e-5f, out));
       int64_t axis = c.axis < 0 ? c.axis + c.x.size() : c.axis;
       double tol = t == DType::F32 ? 1e-5 : tolFor(t) * 2;
@@ -182,8 +182,8 @@ TEST(CrossEntropy, ClassWeightsScaleLossesAndTheMean) {
 TEST(CrossEntropy, RejectsLabelsOutOfRange) {
   Host logits(DType::F32, {2, 4});
   Host out(DType::F32, {});
-  smprt::Status st = crossEntropy(logits, make(DType::I64, {2}, {1, 4}), -100,
-                                  Reduction::Mean, out);
+  smp::base::Status st = crossEntropy(logits, make(DType::I64, {2}, {1, 4}),
+                                      -100, Reduction::Mean, out);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error.find("label 4"), std::string::npos) << st.error;
   EXPECT_NE(st.error.find("cross_entropy"), std::string::npos) << st.error;

@@ -69,8 +69,9 @@ TEST(Reduce, MatchesReferenceForEveryAxisSet) {
         Host in = random(t, c.shape, -2, 2, seed++);
         std::vector<int64_t> kept;
         std::vector<double> want = refReduce(op, in, c.axes, kept);
-        SCOPED_TRACE(smprt::describe(in) + " op " + std::to_string(int(op)) +
-                     " axes " + std::to_string(c.axes.size()));
+        SCOPED_TRACE(smp::base::describe(in) + " op " +
+                     std::to_string(int(op)) + " axes " +
+                     std::to_string(c.axes.size()));
         Host out(t, kept);
         ASSERT_OK(reduce(op, in, c.axes, out));
         double tol = t == DType::F32 ? 1e-6 : tolFor(t);
@@ -158,8 +159,8 @@ TEST(Softmax, MatchesReferenceOnEveryAxis) {
         for (bool log : {false, true}) {
           Host in = random(t, shape, -20, 20, seed++);
           Host out(t, shape);
-          SCOPED_TRACE(smprt::describe(in) + " axis " + std::to_string(axis) +
-                       (log ? " log" : ""));
+          SCOPED_TRACE(smp::base::describe(in) + " axis " +
+                       std::to_string(axis) + (log ? " log" : ""));
           ASSERT_OK(log ? logSoftmax(in, axis, out) : softmax(in, axis, out));
           double tol = t == DType::F32 ? 4e-6 : tolFor(t);
           // log_softmax values reach -40: compare with an absolute tolerance
@@ -233,11 +234,11 @@ TEST(CumSum, MatchesReferenceOnEveryAxisAndFlag) {
            ++axis)
         for (int flags = 0; flags < 4; ++flags) {
           bool exclusive = flags & 1, reverse = flags & 2;
-          SCOPED_TRACE(std::string(smprt::dtypeName(t)) + " " +
-                       smprt::describe(Host(t, shape)) + " axis " +
+          SCOPED_TRACE(std::string(smp::base::dtypeName(t)) + " " +
+                       smp::base::describe(Host(t, shape)) + " axis " +
                        std::to_string(axis) + (exclusive ? " exclusive" : "") +
                        (reverse ? " reverse" : ""));
-          bool isInt = !smprt::isFloat(t);
+          bool isInt = !smp::base::isFloat(t);
           // Integers small enough that no sum wraps (the big case only for
           // types wider than 8 bits).
           if (t == DType::I8 && shape[0] == 1024)
@@ -269,8 +270,8 @@ TEST(CumSum, KnownValuesInPlaceWrapAndErrors) {
   expectNear(fo.values(), {16777216.0, 16777216.0, 16777218.0}, 0);
   Host e(DType::F32, {2, 0}), eo(DType::F32, {2, 0});
   ASSERT_OK(cumsum(e, 1, false, false, eo));
-  smprt::Status s = cumsum(make(DType::F32, {2, 3}), 2, false, false,
-                           Host(DType::F32, {2, 3}));
+  smp::base::Status s = cumsum(make(DType::F32, {2, 3}), 2, false, false,
+                               Host(DType::F32, {2, 3}));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error, "cumsum: axis 2 out of range for rank 2");
   EXPECT_FALSE(

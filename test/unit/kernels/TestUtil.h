@@ -14,8 +14,8 @@
 
 namespace smp::kernels::cpu::test {
 
-using smprt::DType;
-using smprt::TensorRef;
+using smp::base::DType;
+using smp::base::TensorRef;
 
 /// A tensor that owns its bytes.
 struct Host {
@@ -48,9 +48,9 @@ struct Host {
     case DType::F64:
       return static_cast<const double *>(p)[i];
     case DType::F16:
-      return smprt::halfToFloat(static_cast<const uint16_t *>(p)[i]);
+      return smp::base::halfToFloat(static_cast<const uint16_t *>(p)[i]);
     case DType::BF16:
-      return smprt::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
+      return smp::base::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
     case DType::Bool:
     case DType::U8:
       return static_cast<const uint8_t *>(p)[i];
@@ -83,10 +83,12 @@ struct Host {
       static_cast<double *>(p)[i] = v;
       break;
     case DType::F16:
-      static_cast<uint16_t *>(p)[i] = smprt::floatToHalf(static_cast<float>(v));
+      static_cast<uint16_t *>(p)[i] =
+          smp::base::floatToHalf(static_cast<float>(v));
       break;
     case DType::BF16:
-      static_cast<uint16_t *>(p)[i] = smprt::floatToBf16(static_cast<float>(v));
+      static_cast<uint16_t *>(p)[i] =
+          smp::base::floatToBf16(static_cast<float>(v));
       break;
     case DType::Bool:
       static_cast<uint8_t *>(p)[i] = v != 0;
@@ -142,7 +144,7 @@ inline Host random(DType t, std::vector<int64_t> shape, double lo, double hi,
   std::uniform_real_distribution<double> dist(lo, hi);
   for (int64_t i = 0; i < h.numel(); ++i) {
     double v = dist(gen);
-    h.set(i, smprt::isFloat(t) ? v : std::floor(v));
+    h.set(i, smp::base::isFloat(t) ? v : std::floor(v));
   }
   return h;
 }
@@ -197,12 +199,12 @@ inline void expectNear(const std::vector<double> &got,
 
 #define EXPECT_OK(expr)                                                        \
   do {                                                                         \
-    ::smprt::Status _s = (expr);                                               \
+    ::smp::base::Status _s = (expr);                                           \
     EXPECT_TRUE(_s.ok()) << _s.error;                                          \
   } while (0)
 #define ASSERT_OK(expr)                                                        \
   do {                                                                         \
-    ::smprt::Status _s = (expr);                                               \
+    ::smp::base::Status _s = (expr);                                           \
     ASSERT_TRUE(_s.ok()) << _s.error;                                          \
   } while (0)
 

@@ -103,12 +103,13 @@ TEST(Threads, MatMulSameBytesAnyThreadCount) {
         shape.assign(c.b.begin(), c.b.end() - 2);
       shape.push_back(m);
       shape.push_back(n);
-      expectSameBytes(smprt::describe(a) + " x " + smprt::describe(b), [&] {
-        std::vector<Host> outs;
-        outs.emplace_back(t, shape);
-        EXPECT_OK(matmul(a, b, outs.back(), c.ta, c.tb));
-        return outs;
-      });
+      expectSameBytes(smp::base::describe(a) + " x " + smp::base::describe(b),
+                      [&] {
+                        std::vector<Host> outs;
+                        outs.emplace_back(t, shape);
+                        EXPECT_OK(matmul(a, b, outs.back(), c.ta, c.tb));
+                        return outs;
+                      });
     }
 }
 
@@ -142,24 +143,25 @@ TEST(Threads, ConvSameBytesAnyThreadCount) {
         yShape.push_back((c.x[d] + pad - dil * (c.w[d] - 1) - 1) / stride + 1);
       }
       Host dy = random(t, yShape, -1, 1, seed++);
-      expectSameBytes(smprt::describe(x) + " conv " + smprt::describe(w), [&] {
-        std::vector<Host> outs;
-        outs.reserve(4);
-        outs.emplace_back(t, yShape);
-        EXPECT_OK(conv(x, w, nullptr, c.strides, c.pads, c.dilations, c.group,
-                       outs.back()));
-        outs.emplace_back(t, yShape);
-        EXPECT_OK(conv(x, w, &bias.ref, c.strides, c.pads, c.dilations, c.group,
-                       outs.back()));
-        if (t != DType::F16) {
-          outs.emplace_back(t, c.x);
-          Host &dx = outs.back();
-          outs.emplace_back(t, c.w);
-          EXPECT_OK(convGrad(x, w, dy, c.strides, c.pads, c.dilations, c.group,
-                             dx, outs.back()));
-        }
-        return outs;
-      });
+      expectSameBytes(
+          smp::base::describe(x) + " conv " + smp::base::describe(w), [&] {
+            std::vector<Host> outs;
+            outs.reserve(4);
+            outs.emplace_back(t, yShape);
+            EXPECT_OK(conv(x, w, nullptr, c.strides, c.pads, c.dilations,
+                           c.group, outs.back()));
+            outs.emplace_back(t, yShape);
+            EXPECT_OK(conv(x, w, &bias.ref, c.strides, c.pads, c.dilations,
+                           c.group, outs.back()));
+            if (t != DType::F16) {
+              outs.emplace_back(t, c.x);
+              Host &dx = outs.back();
+              outs.emplace_back(t, c.w);
+              EXPECT_OK(convGrad(x, w, dy, c.strides, c.pads, c.dilations,
+                                 c.group, dx, outs.back()));
+            }
+            return outs;
+          });
     }
 }
 

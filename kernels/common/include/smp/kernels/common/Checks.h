@@ -10,7 +10,8 @@
 #ifndef SMP_KERNELS_COMMON_CHECKS_H
 #define SMP_KERNELS_COMMON_CHECKS_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Shape.h"
+#include "smp/base/Tensor.h"
 
 #include <array>
 #include <cstddef>
@@ -21,9 +22,9 @@
 
 namespace smp::kernels::common {
 
-using smprt::DType;
-using smprt::Status;
-using smprt::TensorRef;
+using smp::base::DType;
+using smp::base::Status;
+using smp::base::TensorRef;
 
 //===----------------------------------------------------------------------===//
 // Failures and tensor checks
@@ -41,6 +42,8 @@ std::string shapeStr(const std::vector<int64_t> &shape);
 Status checkTensor(const char *op, const char *what, const TensorRef &t);
 Status checkDType(const char *op, const char *what, const TensorRef &t,
                   DType expected);
+/// checkTensor(op, "indices", indices), and an integer dtype.
+Status checkIndices(const char *op, const TensorRef &indices);
 Status checkShape(const char *op, const char *what, const TensorRef &t,
                   const std::vector<int64_t> &expected);
 /// checkTensor, then unsupported unless t is a float tensor.
@@ -63,8 +66,8 @@ Status checkSameTensor(const char *op, const TensorRef &in,
 /// Normalises axis into [0, rank); -1 when out of range.
 int64_t normAxis(int64_t axis, int64_t rank);
 
-/// Row-major element strides.
-std::vector<int64_t> contiguousStrides(const std::vector<int64_t> &shape);
+/// Row-major element strides (smp_base).
+using smp::base::contiguousStrides;
 
 /// Element strides of `in` broadcast (right-aligned) onto `outShape`, 0 on
 /// broadcast dims; false when the shapes do not broadcast that way.

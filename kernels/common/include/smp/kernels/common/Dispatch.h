@@ -58,7 +58,7 @@ template <class F> Status visitInt(DType t, const char *op, F &&f) {
 
 /// Calls f(Tag<T>{}) with an unsigned type of t's byte size (data movement).
 template <class F> Status visitBytes(DType t, const char *op, F &&f) {
-  switch (smprt::dtypeSize(t)) {
+  switch (smp::base::dtypeSize(t)) {
   case 1:
     return f(Tag<uint8_t>{});
   case 2:

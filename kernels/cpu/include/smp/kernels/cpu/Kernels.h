@@ -26,16 +26,16 @@
 #ifndef SMP_KERNELS_CPU_KERNELS_H
 #define SMP_KERNELS_CPU_KERNELS_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Tensor.h"
 
 #include <cstdint>
 #include <vector>
 
 namespace smp::kernels::cpu {
 
-using smprt::DType;
-using smprt::Status;
-using smprt::TensorRef;
+using smp::base::DType;
+using smp::base::Status;
+using smp::base::TensorRef;
 
 //===----------------------------------------------------------------------===//
 // Threads

@@ -32,7 +32,7 @@
 #ifndef SMP_KERNELS_CUDA_KERNELS_H
 #define SMP_KERNELS_CUDA_KERNELS_H
 
-#include "smprt/Tensor.h"
+#include "smp/base/Tensor.h"
 
 #include <cuda_runtime_api.h>
 
@@ -41,9 +41,9 @@
 
 namespace smp::kernels::cuda {
 
-using smprt::DType;
-using smprt::Status;
-using smprt::TensorRef;
+using smp::base::DType;
+using smp::base::Status;
+using smp::base::TensorRef;
 
 //===----------------------------------------------------------------------===//
 // Devices, contexts and streams (Context.cu)

@@ -1,0 +1,50 @@
+//===- Tensor.h - Tensor views ----------------------------------*- C++ -*-===//
+//
+// The kernels, the runtime and the compiler's artifact writer share these
+// plain types. Part of smp_base: nothing here depends on MLIR, the runtime
+// or the kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_BASE_TENSOR_H
+#define SMP_BASE_TENSOR_H
+
+#include "smp/base/DType.h"
+#include "smp/base/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace smp::base {
+
+/// A non-owning view of a dense, row-major tensor.
+struct TensorRef {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  size_t bytes() const {
+    return static_cast<size_t>(numel()) * dtypeSize(dtype);
+  }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+};
+
+/// Element `k` of `t` as a double (any dtype; for tools and tests, not for
+/// kernels' inner loops).
+double elementAsDouble(const TensorRef &t, int64_t k);
+
+/// "2x3xf32" for messages.
+std::string describe(const TensorRef &t);
+
+} // namespace smp::base
+
+#endif // SMP_BASE_TENSOR_H

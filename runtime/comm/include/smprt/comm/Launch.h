@@ -1,0 +1,82 @@
+//===- Launch.h - Rank discovery and multi-rank launching -------*- C++ -*-===//
+//
+// A run of N ranks is N smprun processes. Either an external launcher
+// starts them (mpirun, mpiexec, srun), and each process finds its rank and
+// the run's size in the environment the launcher set, or `smprun -n N`
+// starts them itself by re-executing through
+//   mpirun -n N --oversubscribe --bind-to none <smprun> <the other arguments>
+// Single-rank runs never initialize MPI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_COMM_LAUNCH_H
+#define SMPRT_COMM_LAUNCH_H
+
+#include "smprt/comm/Communicator.h"
+#include "smprt/comm/MpiCommunicator.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+struct LaunchInfo {
+  /// Who started this process: "" (no launcher: one rank), "openmpi", "pmi"
+  /// (MPICH, Intel MPI), "slurm" or "torchrun" (one rank).
+  std::string launcher;
+  int rank = 0, size = 1;
+  /// Ranks on this machine as the launcher tells; 0 when it does not.
+  int localSize = 0;
+  /// This rank's index among them (picks its GPU); 0 when not told.
+  int localRank = 0;
+  bool underLauncher() const { return !launcher.empty(); }
+};
+
+/// Reads the rank and size a launcher set, first found wins:
+///   OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (+ OMPI_COMM_WORLD_LOCAL_SIZE,
+///   OMPI_COMM_WORLD_LOCAL_RANK)
+///   PMI_RANK / PMI_SIZE (+ MPI_LOCALNRANKS, MPI_LOCALRANKID)
+///   SLURM_PROCID / SLURM_STEP_NUM_TASKS or SLURM_NTASKS, inside an srun job
+///   step only (SLURM_STEP_ID set: a batch script is not a launched rank;
+///   + SLURM_LOCALID); with several ranks PMIX_RANK, PMI_FD or PMI_RANK
+///   must be set too (srun --mpi=pmix), else an error says what to pass
+///   (MPI_Init would fail without a hint)
+///   RANK / WORLD_SIZE (+ LOCAL_RANK), as torchrun and Kubernetes training
+///   operators set them ("torchrun"): one rank runs; several are an error
+///   naming the launchers that work (they start no MPI)
+/// Malformed or inconsistent values are an error naming the variable.
+Status detectLaunch(LaunchInfo &out);
+/// The same with another environment (for tests).
+Status detectLaunch(const std::function<const char *(const char *)> &getenv,
+                    LaunchInfo &out);
+
+/// The communicator of this process: a local communicator when the run has
+/// one rank (MPI is never initialized), otherwise an MpiCommunicator
+/// (initializes MPI) whose rank and size must match `launch`.
+Status createCommunicator(const LaunchInfo &launch, const MpiOptions &options,
+                          std::unique_ptr<Communicator> &out);
+
+/// "<model>: compiled for 4 ranks but launched with 2 ..." unless equal.
+Status checkRankCount(const std::string &model, uint32_t compiledRanks,
+                      int launchedRanks);
+
+/// Kernel threads per rank: `cores` shared by `localRanks` ranks, at least 1.
+int threadsPerRank(int cores, int localRanks);
+
+/// The command line `smprun -n N` re-executes itself through: `mpirun`,
+/// -n N --oversubscribe --bind-to none, `self`, then `args`.
+std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
+                                       const std::string &self,
+                                       const std::vector<std::string> &args);
+
+/// Replaces this process by mpirunCommand(...) for this executable
+/// (/proc/self/exe); mpirun is $SMP_MPIRUN or `mpirun` on the PATH. As root
+/// it sets OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+/// (unless set), which Open MPI requires. Returns only on failure.
+Status execMpirun(int ranks, const std::vector<std::string> &args);
+
+} // namespace smprt
+
+#endif // SMPRT_COMM_LAUNCH_H

@@ -1,0 +1,137 @@
+//===- Backend.h - Where a rank's program runs ------------------*- C++ -*-===//
+//
+// The executor is the same for every device: it lays the program's buffers
+// out in one arena, loads the weights, decodes each instruction into a step
+// and runs the steps in order. A Backend supplies what differs:
+//
+//   cpu    arena in host pages (mapped lazily), kernels of kernels/cpu run
+//          synchronously, collectives through the host communicator (MPI).
+//   cuda   arena from cudaMalloc, offload pool in pinned host memory,
+//          kernels of kernels/cuda queued on one stream, collectives
+//          through NCCL on that stream (exec/lib/cuda, built with nvcc).
+//
+// Backends are chosen by name from a BackendRegistry (BackendRegistry.h);
+// streams and events (below) order work within and across streams.
+//
+// Buffers of a device arena are not host memory: the executor copies inputs
+// in and outputs, checkpoints and exports out through the backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_EXEC_BACKEND_H
+#define SMPRT_EXEC_BACKEND_H
+
+#include "smprt/Base.h"
+#include "smprt/comm/Communicator.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smp::artifact {
+class Instruction;
+} // namespace smp::artifact
+
+namespace smprt {
+
+/// A decoded instruction: runs (or, on a device, queues) its kernel on
+/// arena views.
+struct Step {
+  std::string op, loc;
+  std::function<Status()> run;
+  std::vector<uint32_t> outputs;
+};
+
+class Backend;
+
+/// A point in the work of a stream. Stream::record marks it; Stream::wait
+/// orders the work queued after it on another stream behind it. An event
+/// never recorded is complete. Belongs to the backend that created it.
+class Event {
+public:
+  virtual ~Event() = default;
+  /// Whether the work before the recorded point has finished (never
+  /// blocks; true on the CPU, where work finishes when it is issued).
+  virtual bool query() = 0;
+  /// Blocks the host until the work before the recorded point has
+  /// finished; `what` names the wait in errors.
+  virtual Status synchronize(const std::string &what) = 0;
+  virtual const Backend &backend() const = 0;
+};
+
+/// An ordered queue of a backend's work: what is queued on one stream runs
+/// in order; work on different streams may overlap unless ordered with
+/// events (record on one, wait on the other). The CPU runs everything when
+/// it is issued, so its streams are trivially in order and complete; on a
+/// GPU a stream is a CUDA stream.
+class Stream {
+public:
+  virtual ~Stream() = default;
+  /// Marks in `event` the point after the work queued on this stream so
+  /// far (replacing what it marked before).
+  virtual Status record(Event &event) = 0;
+  /// Makes the work queued on this stream from now on wait for the point
+  /// `event` marks (on any stream of the same backend), without blocking
+  /// the host.
+  virtual Status wait(Event &event) = 0;
+  /// Blocks the host until the work queued on this stream has finished.
+  virtual Status synchronize(const std::string &what) = 0;
+  virtual const Backend &backend() const = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// "cpu", "cuda:0", ... (for messages and `smprun` output).
+  virtual std::string name() const = 0;
+  /// Whether arena memory is host memory (the executor may read it).
+  virtual bool hostAddressable() const = 0;
+
+  /// Memory of the arena (`bytes` > 0); released by `release`.
+  virtual Status allocate(uint64_t bytes, void **out) = 0;
+  virtual void release(void *p, uint64_t bytes) = 0;
+  /// Host memory the device copies to and from (offloaded activations):
+  /// pinned for CUDA.
+  virtual Status allocateHost(uint64_t bytes, void **out) = 0;
+  virtual void releaseHost(void *p, uint64_t bytes) = 0;
+
+  /// Synchronous copies between host memory and arena memory (after the
+  /// queued work). `what` names the data for errors.
+  virtual Status copyIn(void *dst, const void *src, size_t bytes,
+                        const std::string &what) = 0;
+  virtual Status copyOut(void *dst, const void *src, size_t bytes,
+                         const std::string &what) = 0;
+
+  /// The communicator the program's collectives use, made from the run's
+  /// host communicator (collective over its ranks). The CPU backend uses
+  /// `host` itself (out stays empty).
+  virtual Status deviceCommunicator(Communicator &host,
+                                    std::unique_ptr<Communicator> &out) = 0;
+
+  /// Builds the step of one instruction, or fails for an unknown op or bad
+  /// attributes. Communication steps capture `comm`.
+  virtual Status decode(const smp::artifact::Instruction &inst,
+                        const std::vector<TensorRef> &buffers,
+                        Communicator &comm, Step &step) = 0;
+
+  /// Waits for the queued work and reports errors the kernels found in the
+  /// data (an index out of range, ...). Nothing to wait for on the CPU.
+  virtual Status synchronize(const std::string &what) = 0;
+
+  /// The stream every decoded step is queued on (today the only one: the
+  /// program runs in order on it).
+  virtual Stream &computeStream() = 0;
+  /// Another stream of this device, e.g. for communication or offload
+  /// copies overlapped with compute (ordered against it with events).
+  virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
+  /// An event of this device, for Stream::record and Stream::wait.
+  virtual Status createEvent(std::unique_ptr<Event> &out) = 0;
+};
+
+/// The CPU backend (always built; the executor's default).
+std::unique_ptr<Backend> makeCpuBackend();
+
+} // namespace smprt
+
+#endif // SMPRT_EXEC_BACKEND_H

@@ -1,0 +1,108 @@
+//===- Executor.h - Runs one rank's program ---------------------*- C++ -*-===//
+
+#ifndef SMPRT_EXEC_EXECUTOR_H
+#define SMPRT_EXEC_EXECUTOR_H
+
+#include "smprt/Base.h"
+#include "smprt/comm/Communicator.h"
+#include "smprt/exec/Arena.h"
+#include "smprt/exec/Artifact.h"
+#include "smprt/exec/Backend.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+class Executor {
+public:
+  Executor();
+  ~Executor();
+  /// The communicator of this rank, for the program's communication steps
+  /// and the trainer (rank-0-only output, checkpoints). Call it before
+  /// init(): the steps capture it when they are decoded. Without one (or
+  /// with nullptr) the executor uses localCommunicator(). It must outlive
+  /// the executor.
+  void setCommunicator(Communicator *comm) {
+    comm_ = comm ? comm : &localCommunicator();
+  }
+  Communicator &communicator() const { return *comm_; }
+  /// Where the program runs; the CPU when not set. Call it before init();
+  /// the backend must outlive the executor.
+  void setBackend(Backend *backend);
+  Backend &backend() const { return *backend_; }
+
+  /// Allocates the arena and loads the weights of a validated artifact.
+  Status init(const Artifact &artifact);
+
+  /// Copies graph input `name` into its buffer; the dtype and shape must be
+  /// exactly the compiled ones.
+  /// Whether this rank's program takes the input `name` (the stages of a
+  /// pipeline take different inputs).
+  bool hasInput(const std::string &name) const;
+  Status setInput(const std::string &name, const TensorRef &value,
+                  const std::string &source);
+  /// Runs every instruction once. Fails if an input was not set.
+  Status run();
+  /// Views of the graph outputs in host memory (valid until the next run).
+  std::vector<std::pair<std::string, TensorRef>> outputs() const;
+  /// Copies buffer `index` (all its bytes) to host memory at `dst`, or
+  /// host memory at `src` into it: how checkpoints and exports reach a
+  /// device's arena.
+  Status readBuffer(uint32_t index, void *dst) const;
+  Status writeBuffer(uint32_t index, const void *src);
+
+  /// Per-instruction wall time of the runs since profiling was enabled.
+  void enableProfiling() {
+    profile_.assign(steps_.size(), 0.0);
+    profileRuns_ = 0;
+  }
+  struct ProfileEntry {
+    std::string op, loc;
+    double seconds;      // summed over the runs
+    int64_t calls;       // the runs
+    int64_t elements;    // of its outputs (for scaling to other shapes)
+    double flops, bytes; // the compiler's cost of one call (0: unknown)
+  };
+  std::vector<ProfileEntry> profile() const;
+
+  const Artifact &artifact() const { return *artifact_; }
+  /// Views of every buffer (index = the program's buffer index), in the
+  /// backend's memory: host memory only if backend().hostAddressable().
+  const std::vector<TensorRef> &buffers() const { return buffers_; }
+  uint64_t arenaBytes() const { return arena_.size(); }
+  uint64_t highWaterBytes() const { return arena_.highWaterBytes(); }
+  /// Bytes of the host pool (offloaded activations).
+  uint64_t hostArenaBytes() const {
+    return artifact_ ? artifact_->program.host_arena_bytes() : 0;
+  }
+
+private:
+  Status loadWeights(const Artifact &artifact);
+
+  Communicator *comm_ = &localCommunicator();
+  Backend *backend_;
+  std::unique_ptr<Backend> ownBackend_; // the CPU, when none was set
+  /// The communicator of the program's collectives: the backend's (NCCL on
+  /// a GPU) or comm_ itself.
+  std::unique_ptr<Communicator> deviceComm_;
+  Communicator *programComm_ = nullptr;
+  /// Sub-communicators of the rank groups the program's collectives use.
+  std::vector<std::unique_ptr<Communicator>> groups_;
+  const Artifact *artifact_ = nullptr;
+  Arena arena_;
+  Arena hostArena_; // offloaded activations
+  std::vector<TensorRef> buffers_;
+  std::vector<Step> steps_;
+  std::vector<bool> inputSet_;
+  /// Host copies of the outputs when the arena is not host memory.
+  std::vector<std::string> outputCopies_;
+  std::vector<double> profile_; // empty unless profiling
+  int64_t profileRuns_ = 0;
+};
+
+} // namespace smprt
+
+#endif // SMPRT_EXEC_EXECUTOR_H

@@ -1,0 +1,249 @@
+//===- Executor.cpp - Runs one rank's program -----------------------------===//
+
+#include "smprt/exec/Executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+namespace smprt {
+
+Executor::Executor() : backend_(nullptr), ownBackend_(makeCpuBackend()) {
+  backend_ = ownBackend_.get();
+}
+
+Executor::~Executor() = default;
+
+void Executor::setBackend(Backend *backend) {
+  backend_ = backend ? backend : ownBackend_.get();
+}
+
+/// Weights from the artifact's file (or their fill value) into the arena.
+Status Executor::loadWeights(const Artifact &artifact) {
+  const auto &p = artifact.program;
+  std::string weights;
+  Status s = readWeights(artifact, weights);
+  if (!s.ok())
+    return s;
+  std::string fill; // host bytes of a filled weight
+  for (const auto &w : p.weights()) {
+    const auto &b = p.buffers(w.buffer());
+    // loadArtifact checked the range [file_offset, +bytes) of a weight read
+    // from the file (a filled one's file_offset means nothing).
+    const char *src = nullptr;
+    if (!w.zero_init())
+      src = weights.data() + w.file_offset();
+    else {
+      if (w.fill_value() != 0 && b.dtype() != static_cast<uint32_t>(DType::F32))
+        return Status::failure(artifact.dir + ": buffer '" + b.name() +
+                               "' has a fill value but is not f32");
+      fill.assign(w.bytes(), '\0');
+      if (w.fill_value() != 0) {
+        float v = static_cast<float>(w.fill_value());
+        float *f = reinterpret_cast<float *>(fill.data());
+        std::fill(f, f + w.bytes() / sizeof(float), v);
+      }
+      src = fill.data();
+    }
+    if (b.pool() != 0) // loadArtifact refuses these; never write past
+      return Status::failure(artifact.dir + ": weight '" + b.name() +
+                             "' is not in the arena");
+    if (!(s = backend_->copyIn(arena_.data() + b.offset(), src, w.bytes(),
+                               "weight '" + b.name() + "'"))
+             .ok())
+      return Status::failure(artifact.dir + ": " + s.error);
+    arena_.touch(b.offset(), b.bytes());
+  }
+  return Status::success();
+}
+
+Status Executor::init(const Artifact &artifact) {
+  artifact_ = &artifact;
+  const auto &p = artifact.program;
+  Status s = arena_.allocate(*backend_, p.arena_bytes(), /*host=*/false);
+  if (!s.ok())
+    return Status::failure(artifact.dir + ": " + s.error);
+  // Offloaded activations live in host memory (pinned for the CUDA
+  // backend's copies).
+  if (!(s = hostArena_.allocate(*backend_, p.host_arena_bytes(), true)).ok())
+    return Status::failure(artifact.dir + ": " + s.error);
+  buffers_.clear();
+  for (const auto &b : p.buffers()) {
+    TensorRef ref;
+    ref.data = (b.pool() == 1 ? hostArena_.data() : arena_.data()) + b.offset();
+    ref.dtype = static_cast<DType>(b.dtype());
+    ref.shape.assign(b.shape().begin(), b.shape().end());
+    buffers_.push_back(ref);
+  }
+  if (!(s = loadWeights(artifact)).ok())
+    return s;
+  // The program's collectives run on the backend's communicator (NCCL on a
+  // GPU), made from the run's.
+  deviceComm_.reset();
+  if (!(s = backend_->deviceCommunicator(*comm_, deviceComm_)).ok())
+    return Status::failure(artifact.dir + ": " + s.error);
+  programComm_ = deviceComm_ ? deviceComm_.get() : comm_;
+  // Communicators of the rank groups the collectives run over, created in
+  // sorted order (the same on every rank, so creation cannot deadlock).
+  groups_.clear();
+  std::map<std::vector<int>, Communicator *> groupOf;
+  for (const auto &inst : p.instructions())
+    if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
+      groupOf[std::vector<int>(it->second.ints().values().begin(),
+                               it->second.ints().values().end())] = nullptr;
+  for (auto &[ranks, group] : groupOf) {
+    std::unique_ptr<Communicator> c;
+    std::string what = "creating the group of ranks";
+    for (int r : ranks)
+      what += " " + std::to_string(r);
+    if (!(s = programComm_->createGroup(ranks, c, what)).ok())
+      return Status::failure(artifact.dir + ": " + s.error);
+    group = c.get();
+    groups_.push_back(std::move(c));
+  }
+  steps_.clear();
+  for (const auto &inst : p.instructions()) {
+    Step step;
+    Communicator *comm = programComm_;
+    if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
+      comm = groupOf[std::vector<int>(it->second.ints().values().begin(),
+                                      it->second.ints().values().end())];
+    if (!(s = backend_->decode(inst, buffers_, *comm, step)).ok())
+      return Status::failure(artifact.dir + ": instruction '" + inst.op() +
+                             "' (" + inst.loc() + "): " + s.error);
+    steps_.push_back(std::move(step));
+  }
+  inputSet_.assign(p.inputs_size(), false);
+  outputCopies_.clear();
+  if (!backend_->hostAddressable())
+    for (const auto &o : p.outputs())
+      outputCopies_.emplace_back(buffers_[o.buffer()].bytes(), '\0');
+  return backend_->synchronize("loading the weights");
+}
+
+Status Executor::setInput(const std::string &name, const TensorRef &value,
+                          const std::string &source) {
+  const auto &p = artifact_->program;
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    if (p.inputs(i).name() != name)
+      continue;
+    const TensorRef &dst = buffers_[p.inputs(i).buffer()];
+    if (value.dtype != dst.dtype || value.shape != dst.shape)
+      return Status::failure(source + ": input '" + name + "' is " +
+                             describe(value) +
+                             " but the model was compiled "
+                             "for " +
+                             describe(dst));
+    Status s = backend_->copyIn(dst.data, value.data, dst.bytes(),
+                                "input '" + name + "'");
+    if (!s.ok())
+      return Status::failure(source + ": " + s.error);
+    arena_.touch(static_cast<char *>(dst.data) - arena_.data(), dst.bytes());
+    inputSet_[i] = true;
+    return Status::success();
+  }
+  return Status::failure(source + ": the model has no input named '" + name +
+                         "'");
+}
+
+Status Executor::run() {
+  const auto &p = artifact_->program;
+  for (int i = 0; i < p.inputs_size(); ++i)
+    if (!inputSet_[i])
+      return Status::failure("input '" + p.inputs(i).name() +
+                             "' was not given");
+  if (!profile_.empty())
+    ++profileRuns_;
+  // A device queues the steps: profiling waits for each to time it.
+  bool waitEach = !profile_.empty() && !backend_->hostAddressable();
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step &step = steps_[i];
+    auto start = std::chrono::steady_clock::now();
+    Status s = step.run();
+    if (s.ok() && waitEach)
+      s = backend_->synchronize("the step");
+    if (!profile_.empty())
+      profile_[i] += std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (!s.ok())
+      return Status::failure("instruction '" + step.op + "' (node '" +
+                             step.loc + "'): " + s.error);
+    for (uint32_t o : step.outputs)
+      if (artifact_->program.buffers(o).pool() == 0)
+        arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
+                     buffers_[o].bytes());
+  }
+  // Pipeline sends are eager; the step ends once the peers have them.
+  Status s = programComm_->completeSends("the sends of this step");
+  if (s.ok())
+    s = programComm_->synchronize("the collectives of this step");
+  if (s.ok())
+    s = backend_->synchronize("this step");
+  const auto &outs = artifact_->program.outputs();
+  for (size_t i = 0; s.ok() && i < outputCopies_.size(); ++i)
+    s = readBuffer(outs[static_cast<int>(i)].buffer(), outputCopies_[i].data());
+  return s;
+}
+
+Status Executor::readBuffer(uint32_t index, void *dst) const {
+  const TensorRef &t = buffers_.at(index);
+  if (artifact_->program.buffers(static_cast<int>(index)).pool() == 1) {
+    std::memcpy(dst, t.data, t.bytes()); // the host pool
+    return Status::success();
+  }
+  return backend_->copyOut(
+      dst, t.data, t.bytes(),
+      "buffer '" + artifact_->program.buffers(static_cast<int>(index)).name() +
+          "'");
+}
+
+Status Executor::writeBuffer(uint32_t index, const void *src) {
+  const TensorRef &t = buffers_.at(index);
+  if (artifact_->program.buffers(static_cast<int>(index)).pool() == 1) {
+    std::memcpy(t.data, src, t.bytes());
+    return Status::success();
+  }
+  return backend_->copyIn(
+      t.data, src, t.bytes(),
+      "buffer '" + artifact_->program.buffers(static_cast<int>(index)).name() +
+          "'");
+}
+
+bool Executor::hasInput(const std::string &name) const {
+  for (const auto &b : artifact_->program.inputs())
+    if (b.name() == name)
+      return true;
+  return false;
+}
+
+std::vector<Executor::ProfileEntry> Executor::profile() const {
+  std::vector<ProfileEntry> out;
+  for (size_t i = 0; i < profile_.size(); ++i) {
+    int64_t elements = 0;
+    for (uint32_t o : steps_[i].outputs)
+      elements += buffers_[o].numel();
+    const auto &attrs = artifact_->program.instructions(i).attrs();
+    auto num = [&](const char *key) {
+      auto it = attrs.find(key);
+      return it == attrs.end() ? 0.0 : it->second.f();
+    };
+    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileRuns_,
+                   elements, num("@flops"), num("@bytes")});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, TensorRef>> Executor::outputs() const {
+  std::vector<std::pair<std::string, TensorRef>> out;
+  const auto &outs = artifact_->program.outputs();
+  for (int i = 0; i < outs.size(); ++i) {
+    TensorRef t = buffers_[outs[i].buffer()];
+    if (!outputCopies_.empty())
+      t.data = const_cast<char *>(outputCopies_[static_cast<size_t>(i)].data());
+    out.emplace_back(outs[i].name(), t);
+  }
+  return out;
+}
+
+} // namespace smprt

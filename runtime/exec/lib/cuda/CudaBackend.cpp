@@ -1,0 +1,263 @@
+//===- CudaBackend.cpp - Arena, copies and kernels on one GPU -------------===//
+//
+// One rank, one GPU, one kernel context (a stream, cuBLASLt, the device
+// error flag). Every step queues on that stream in program order, so the
+// steps need no events between them; collectives queue on the same stream
+// through NCCL (an eager pipeline send is staged there and sent in one NCCL
+// group with the communicator's next operation: NcclCommunicator.h). The
+// arena is one cudaMalloc; the offload pool is pinned host memory, which
+// the copies reach with cudaMemcpyAsync. The executor copies weights and
+// inputs in and outputs out synchronously, between steps. Streams made by
+// createStream and events (timing off) are there to overlap communication
+// and copies with compute; nothing queues on a second stream yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/CudaBackend.h"
+#include "smprt/exec/BackendRegistry.h"
+
+#include "smp/kernels/cuda/Kernels.h"
+#include "smprt/comm/NcclCommunicator.h"
+
+#include <cuda_runtime_api.h>
+
+namespace smprt {
+namespace {
+
+namespace k = smp::kernels::cuda;
+
+Status cudaFailure(const std::string &what, cudaError_t e) {
+  return Status::failure(what + ": " + cudaGetErrorName(e) + " (" +
+                         cudaGetErrorString(e) + ")");
+}
+
+/// A cudaEvent_t (timing off) of one device.
+class CudaEvent final : public Event {
+public:
+  CudaEvent(const Backend &backend, cudaEvent_t event)
+      : backend_(backend), event_(event) {}
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  bool query() override { return cudaEventQuery(event_) == cudaSuccess; }
+  Status synchronize(const std::string &what) override {
+    cudaError_t e = cudaEventSynchronize(event_);
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + backend_.name(), e);
+  }
+  const Backend &backend() const override { return backend_; }
+  cudaEvent_t event() const { return event_; }
+
+private:
+  const Backend &backend_;
+  cudaEvent_t event_;
+};
+
+/// A cudaStream_t of one device: the kernel context's (not owned), or one
+/// made by createStream (non-blocking, destroyed with this object).
+class CudaStream final : public Stream {
+public:
+  CudaStream(const Backend &backend, cudaStream_t stream, bool owned)
+      : backend_(backend), stream_(stream), owned_(owned) {}
+  ~CudaStream() override {
+    if (owned_)
+      cudaStreamDestroy(stream_);
+  }
+  Status record(Event &event) override {
+    const CudaEvent *e = eventOf(event);
+    if (!e)
+      return foreign(event, "record");
+    return check(cudaEventRecord(e->event(), stream_), "recording an event");
+  }
+  Status wait(Event &event) override {
+    const CudaEvent *e = eventOf(event);
+    if (!e)
+      return foreign(event, "wait for");
+    return check(cudaStreamWaitEvent(stream_, e->event(), 0),
+                 "waiting for an event");
+  }
+  Status synchronize(const std::string &what) override {
+    return check(cudaStreamSynchronize(stream_), what);
+  }
+  const Backend &backend() const override { return backend_; }
+
+private:
+  /// Events order the streams of one backend only.
+  const CudaEvent *eventOf(const Event &event) const {
+    return &event.backend() == &backend_
+               ? static_cast<const CudaEvent *>(&event)
+               : nullptr;
+  }
+  Status foreign(const Event &event, const char *verb) const {
+    return Status::failure(std::string("a stream of ") + backend_.name() +
+                           " cannot " + verb +
+                           " an event of another "
+                           "backend (" +
+                           event.backend().name() + ")");
+  }
+  Status check(cudaError_t e, const std::string &what) const {
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + backend_.name(), e);
+  }
+  const Backend &backend_;
+  cudaStream_t stream_;
+  bool owned_;
+};
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(int device, k::Context *ctx)
+      : device_(device), ctx_(ctx), compute_(*this, k::stream(*ctx), false) {}
+  ~CudaBackend() override { k::destroyContext(ctx_); }
+
+  std::string name() const override {
+    return "cuda:" + std::to_string(device_);
+  }
+  bool hostAddressable() const override { return false; }
+
+  Status allocate(uint64_t bytes, void **out) override {
+    cudaError_t e = cudaMalloc(out, bytes);
+    if (e != cudaSuccess) {
+      size_t freeBytes = 0, total = 0;
+      cudaMemGetInfo(&freeBytes, &total);
+      return Status::failure(
+          "cannot allocate an arena of " + std::to_string(bytes) +
+          " bytes on " + name() + " (" + std::to_string(freeBytes) + " of " +
+          std::to_string(total) + " bytes free): " + cudaGetErrorString(e));
+    }
+    return Status::success();
+  }
+  void release(void *p, uint64_t) override { cudaFree(p); }
+  Status allocateHost(uint64_t bytes, void **out) override {
+    cudaError_t e = cudaMallocHost(out, bytes);
+    return e == cudaSuccess
+               ? Status::success()
+               : cudaFailure("cannot pin " + std::to_string(bytes) +
+                                 " bytes of host memory for offloading",
+                             e);
+  }
+  void releaseHost(void *p, uint64_t) override { cudaFreeHost(p); }
+
+  Status copyIn(void *dst, const void *src, size_t bytes,
+                const std::string &what) override {
+    return copy(dst, src, bytes, cudaMemcpyHostToDevice,
+                "copying " + what + " to " + name());
+  }
+  Status copyOut(void *dst, const void *src, size_t bytes,
+                 const std::string &what) override {
+    return copy(dst, src, bytes, cudaMemcpyDeviceToHost,
+                "copying " + what + " from " + name());
+  }
+
+  Status deviceCommunicator(Communicator &host,
+                            std::unique_ptr<Communicator> &out) override {
+    // NCCL's start-up (ncclCommInitRank waits for every rank) and each
+    // collective are bounded by the host communicator's deadline
+    // (smprun --timeout), not a fixed one.
+    NcclOptions options;
+    if (host.timeoutSeconds() > 0)
+      options.timeoutSeconds = host.timeoutSeconds();
+    return createNcclCommunicator(host, k::stream(*ctx_), options, out);
+  }
+
+  Status decode(const smp::artifact::Instruction &inst,
+                const std::vector<TensorRef> &buffers, Communicator &comm,
+                Step &step) override {
+    Status s = decodeCudaInstruction(inst, buffers, comm, step);
+    if (!s.ok())
+      return s;
+    // Each step queues on this backend's context, whichever thread runs it.
+    step.run = [run = std::move(step.run), ctx = ctx_] {
+      if (k::currentContext() != ctx)
+        k::setCurrentContext(ctx);
+      return run();
+    };
+    return Status::success();
+  }
+
+  Status synchronize(const std::string &what) override {
+    Status s = k::synchronize(*ctx_);
+    return s.ok() ? s
+                  : Status::failure(what + " on " + name() + ": " + s.error);
+  }
+
+  Stream &computeStream() override { return compute_; }
+
+  Status createStream(std::unique_ptr<Stream> &out) override {
+    cudaStream_t stream = nullptr;
+    Status s = onDevice("creating a stream", [&] {
+      return cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaStream>(*this, stream, true);
+    return s;
+  }
+
+  Status createEvent(std::unique_ptr<Event> &out) override {
+    cudaEvent_t event = nullptr;
+    Status s = onDevice("creating an event", [&] {
+      return cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaEvent>(*this, event);
+    return s;
+  }
+
+private:
+  /// Runs the CUDA call `call` with this backend's device current.
+  template <typename Call> Status onDevice(const std::string &what, Call call) {
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess)
+      e = call();
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + name(), e);
+  }
+
+  /// After the queued work: the copy sees what the steps wrote.
+  Status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+              const std::string &what) {
+    if (!bytes)
+      return Status::success();
+    k::setCurrentContext(ctx_);
+    cudaStream_t stream = k::stream(*ctx_);
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, stream);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize(stream);
+    return e == cudaSuccess ? Status::success() : cudaFailure(what, e);
+  }
+
+  int device_;
+  k::Context *ctx_;
+  CudaStream compute_; // the kernel context's stream
+};
+
+} // namespace
+
+Status makeCudaBackend(int device, int localRank,
+                       std::unique_ptr<Backend> &out) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return Status::failure(
+        "--device cuda: no CUDA device is usable here" +
+        std::string(e != cudaSuccess
+                        ? std::string(" (") + cudaGetErrorString(e) + ")"
+                        : std::string()));
+  if (device < 0)
+    device = localRank % count;
+  if (device >= count)
+    return Status::failure("--device cuda:" + std::to_string(device) +
+                           ": only " + std::to_string(count) +
+                           " CUDA device(s) are visible");
+  k::Context *ctx = nullptr;
+  Status s = k::createContext(device, ctx);
+  if (!s.ok())
+    return Status::failure("cuda:" + std::to_string(device) + ": " + s.error);
+  k::setCurrentContext(ctx);
+  out = std::make_unique<CudaBackend>(device, ctx);
+  return Status::success();
+}
+
+void registerCudaBackend(BackendRegistry &registry) {
+  registry.add("cuda", /*takesDevice=*/true, makeCudaBackend);
+}
+
+} // namespace smprt

@@ -1,0 +1,70 @@
+//===- TensorTest.cpp - smp_base dtypes and fp16/bf16 conversions ---------===//
+
+#include "smp/base/Tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace smp::base {
+namespace {
+
+TEST(Tensor, DTypeHelpers) {
+  EXPECT_EQ(dtypeSize(DType::F16), 2u);
+  EXPECT_EQ(dtypeSize(DType::Bool), 1u);
+  EXPECT_EQ(dtypeSize(DType::U64), 8u);
+  EXPECT_STREQ(dtypeName(DType::BF16), "bf16");
+  EXPECT_TRUE(isFloat(DType::BF16));
+  EXPECT_FALSE(isFloat(DType::I32));
+  EXPECT_TRUE(isInteger(DType::U8));
+  EXPECT_FALSE(isInteger(DType::Bool));
+  EXPECT_TRUE(isSignedInteger(DType::I16));
+  EXPECT_FALSE(isSignedInteger(DType::U16));
+  TensorRef t;
+  t.shape = {2, 3};
+  t.dtype = DType::I64;
+  EXPECT_EQ(describe(t), "2x3xi64");
+  EXPECT_EQ(t.bytes(), 48u);
+  t.shape = {};
+  EXPECT_EQ(describe(t), "i64");
+  EXPECT_EQ(t.numel(), 1);
+}
+
+TEST(Tensor, HalfRoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    float f = halfToFloat(static_cast<uint16_t>(h));
+    uint16_t back = floatToHalf(f);
+    if (std::isnan(f))
+      ASSERT_TRUE((back & 0x7c00) == 0x7c00 && (back & 0x3ff)) << h;
+    else
+      ASSERT_EQ(back, h) << h;
+  }
+  EXPECT_EQ(halfToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(halfToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(halfToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff); // rounds down
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // rounds to inf
+  EXPECT_EQ(floatToHalf(-0.0f), 0x8000);
+  // Ties go to even, also among subnormals.
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000);
+  EXPECT_EQ(floatToHalf(3 * std::ldexp(1.0f, -25)), 0x0002);
+}
+
+TEST(Tensor, Bf16Rounding) {
+  for (uint32_t b = 0; b < 0x10000; b += 7) {
+    float f = bf16ToFloat(static_cast<uint16_t>(b));
+    if (!std::isnan(f))
+      ASSERT_EQ(floatToBf16(f), b) << b;
+  }
+  EXPECT_EQ(bf16ToFloat(0x3f80), 1.0f);
+  EXPECT_EQ(floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80); // tie
+  EXPECT_EQ(floatToBf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(floatToBf16(INFINITY), 0x7f80);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+  EXPECT_EQ(floatToBf16(3.4e38f), 0x7f80); // rounds past max to inf
+}
+
+} // namespace
+} // namespace smp::base
