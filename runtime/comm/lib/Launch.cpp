@@ -91,8 +91,24 @@ Status detectTorchrun(const Getenv &getenv, LaunchInfo &out) {
 
 } // namespace
 
+/// Ranks started through PMI-1/PMI-2 alone need an MPI that speaks it.
+Status checkPmi(const Getenv &getenv, const MpiTraits &mpi) {
+  if (mpi.pmi || getenv("PMIX_RANK") ||
+      !(getenv("PMI_FD") || getenv("PMI_RANK")))
+    return Status::success();
+  const char *type = getenv("SLURM_MPI_TYPE");
+  return Status::failure(
+      std::string("this rank was started through PMI-1/PMI-2 (") +
+      (type ? std::string("SLURM_MPI_TYPE=") + type
+            : std::string("PMI_RANK or PMI_FD set, no PMIX_RANK")) +
+      "), which this smprun's MPI (" + mpi.name +
+      ", built without PMI-1/PMI-2 support) cannot connect through: under "
+      "Slurm run srun --mpi=pmix smprun ..., otherwise mpirun -n N smprun "
+      "... (docs/launchers.md)");
+}
+
 Status detectLaunch(const std::function<const char *(const char *)> &getenv,
-                    LaunchInfo &out) {
+                    LaunchInfo &out, const MpiTraits &mpi) {
   out = LaunchInfo();
   struct Source {
     const char *launcher, *rank, *size, *localSize, *localRank;
@@ -135,15 +151,19 @@ Status detectLaunch(const std::function<const char *(const char *)> &getenv,
       return Status::failure(std::string(src.localRank) + "='" + localRank +
                              "' is not a rank");
     out.launcher = src.launcher;
-    if (out.launcher == "slurm" && out.size > 1)
-      return checkSlurmPmi(getenv);
+    if (out.size > 1 && out.launcher == "slurm")
+      if (Status s = checkSlurmPmi(getenv); !s.ok())
+        return s;
+    if (out.size > 1 && out.launcher != "openmpi")
+      return checkPmi(getenv, mpi);
     return Status::success();
   }
   return detectTorchrun(getenv, out);
 }
 
 Status detectLaunch(LaunchInfo &out) {
-  return detectLaunch([](const char *name) { return std::getenv(name); }, out);
+  return detectLaunch([](const char *name) { return std::getenv(name); }, out,
+                      mpiTraits());
 }
 
 Status createCommunicator(const LaunchInfo &launch, const MpiOptions &options,

@@ -222,3 +222,55 @@ TEST(Launch, MpirunCommand) {
 }
 
 } // namespace
+
+/// detectLaunch with an MPI that cannot use PMI-1/PMI-2 (Debian's Open MPI).
+Status detectPmixOnly(const std::map<std::string, std::string> &env,
+                      LaunchInfo &out) {
+  MpiTraits mpi;
+  mpi.name = "Open MPI 4.1.4";
+  mpi.pmi = false;
+  return detectLaunch(
+      [&](const char *name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      out, mpi);
+}
+
+TEST(Launch, Pmi2WithAnMpiWithoutItIsRefused) {
+  // What srun --mpi=pmi2 sets (PMI_RANK wins over SLURM_PROCID).
+  std::map<std::string, std::string> env = {
+      {"PMI_RANK", "1"},       {"PMI_SIZE", "2"},      {"PMI_FD", "7"},
+      {"SLURM_PROCID", "1"},   {"SLURM_NTASKS", "2"},  {"SLURM_STEP_ID", "0"},
+      {"SLURM_MPI_TYPE", "pmi2"}};
+  LaunchInfo l;
+  Status s = detectPmixOnly(env, l);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error,
+            "this rank was started through PMI-1/PMI-2 (SLURM_MPI_TYPE=pmi2), "
+            "which this smprun's MPI (Open MPI 4.1.4, built without "
+            "PMI-1/PMI-2 support) cannot connect through: under Slurm run "
+            "srun --mpi=pmix smprun ..., otherwise mpirun -n N smprun ... "
+            "(docs/launchers.md)");
+  // An MPI that speaks PMI-2 runs it.
+  EXPECT_TRUE(detect(env, l).ok());
+  EXPECT_EQ(l.rank, 1);
+  // PMIx alongside (srun --mpi=pmix) runs; one rank never needs MPI.
+  env["PMIX_RANK"] = "1";
+  EXPECT_TRUE(detectPmixOnly(env, l).ok());
+  EXPECT_TRUE(detectPmixOnly({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"},
+                              {"PMI_FD", "7"}},
+                             l)
+                  .ok());
+  // Open MPI's own mpirun is never refused.
+  EXPECT_TRUE(detectPmixOnly({{"OMPI_COMM_WORLD_RANK", "0"},
+                              {"OMPI_COMM_WORLD_SIZE", "2"},
+                              {"PMI_FD", "7"}},
+                             l)
+                  .ok());
+}
+
+TEST(Launch, ThisMpiIsDescribed) {
+  MpiTraits t = mpiTraits();
+  EXPECT_FALSE(t.name.empty());
+}

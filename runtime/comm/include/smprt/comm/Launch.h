@@ -46,11 +46,26 @@ struct LaunchInfo {
 ///   RANK / WORLD_SIZE (+ LOCAL_RANK), as torchrun and Kubernetes training
 ///   operators set them ("torchrun"): one rank runs; several are an error
 ///   naming the launchers that work (they start no MPI)
+/// Several ranks started through PMI-1/PMI-2 only (PMI_RANK or PMI_FD, no
+/// PMIX_RANK: srun --mpi=pmi2, MPICH's mpiexec) are an error when this
+/// smprun's MPI cannot connect through them (Open MPI talks PMIx only
+/// unless built with PMI-1/PMI-2 support), naming what works instead.
 /// Malformed or inconsistent values are an error naming the variable.
 Status detectLaunch(LaunchInfo &out);
-/// The same with another environment (for tests).
+
+/// What the MPI smprun is linked with can connect ranks through.
+struct MpiTraits {
+  std::string name = "MPI"; // "Open MPI 4.1.4"
+  /// PMI-1/PMI-2 (besides PMIx, and its own mpirun).
+  bool pmi = true;
+};
+/// This smprun's MPI (Open MPI 4: whether its s1/s2 PMI components are
+/// installed; Open MPI 5: never; others: yes). Does not initialize MPI.
+MpiTraits mpiTraits();
+
+/// detectLaunch with another environment and MPI (for tests).
 Status detectLaunch(const std::function<const char *(const char *)> &getenv,
-                    LaunchInfo &out);
+                    LaunchInfo &out, const MpiTraits &mpi = MpiTraits());
 
 /// The communicator of this process: a local communicator when the run has
 /// one rank (MPI is never initialized), otherwise an MpiCommunicator
