@@ -26,36 +26,58 @@ std::string smp::TrainingPipelineOptions::crossEntropyLogits(
 
 namespace {
 
-/// The passes that build @train_step from @main.
+/// The passes that build @train_step from @main, in order (see
+/// lib/Dialect/Smp/Transforms/TrainStepContract.h for the IR between them).
 void buildTrainStep(OpPassManager &pm,
                     const smp::TrainingPipelineOptions &o) {
-  smp::SmpBuildTrainStepPassOptions step;
-  step.loss = o.loss;
-  step.optimizer = o.optimizer;
-  step.momentum = o.momentum;
-  step.dampening = o.dampening;
-  step.nesterov = o.nesterov;
-  step.weightDecay = o.weightDecay.value_or(-1.0f);
-  step.beta1 = o.beta1;
-  step.beta2 = o.beta2;
-  step.epsilon = o.epsilon;
-  step.clipGradNorm = o.clipGradNorm.value_or(0.0f);
-  step.freeze = o.freeze;
-  step.lossScaling = o.lossScaling;
-  step.initScale = o.initScale;
-  step.growthInterval = static_cast<int>(o.growthInterval);
-  step.dp = static_cast<int>(o.dp);
-  step.shardOptimizerState = o.zero;
-  step.recompute = o.recompute;
-  step.recomputeStages.assign(o.recomputeStages.begin(), o.recomputeStages.end());
-  step.offload = o.offload;
-  step.offloadHorizon = static_cast<int>(o.offloadHorizon);
-  step.offloadMinBytes = static_cast<int>(o.offloadMinBytes);
-  step.bucketMb = o.bucketMb;
-  step.bnStats = o.bnStats;
-  step.pipelineRanks = static_cast<int>(o.pp);
-  step.microbatches = static_cast<int>(o.microbatches);
-  pm.addPass(smp::createSmpBuildTrainStepPass(step));
+  smp::SmpBuildGradientsPassOptions gradients;
+  gradients.loss = o.loss;
+  gradients.freeze = o.freeze;
+  gradients.dp = static_cast<int>(o.dp);
+  gradients.bnStats = o.bnStats;
+  gradients.pipelineRanks = static_cast<int>(o.pp);
+  gradients.microbatches = static_cast<int>(o.microbatches);
+  gradients.lossScaling = o.lossScaling;
+  gradients.initScale = o.initScale;
+  pm.addPass(smp::createSmpBuildGradientsPass(gradients));
+  if (o.recompute != "none") {
+    smp::SmpRecomputePassOptions recompute;
+    recompute.mode = o.recompute;
+    recompute.stages.assign(o.recomputeStages.begin(),
+                            o.recomputeStages.end());
+    pm.addPass(smp::createSmpRecomputePass(recompute));
+  }
+  if (o.offload) {
+    smp::SmpOffloadActivationsPassOptions offload;
+    offload.horizon = static_cast<int>(o.offloadHorizon);
+    offload.minBytes = static_cast<int>(o.offloadMinBytes);
+    pm.addPass(smp::createSmpOffloadActivationsPass(offload));
+  }
+  if (o.dp > 1) {
+    if (o.zero)
+      pm.addPass(smp::createSmpShardOptimizerStatePass());
+    smp::SmpGradientAllReducePassOptions allReduce;
+    allReduce.bucketMb = o.bucketMb;
+    pm.addPass(smp::createSmpGradientAllReducePass(allReduce));
+  }
+  if (o.lossScaling) {
+    smp::SmpLossScalingPassOptions scaling;
+    scaling.growthInterval = static_cast<int>(o.growthInterval);
+    pm.addPass(smp::createSmpLossScalingPass(scaling));
+  }
+  smp::SmpGradientNormPassOptions norm;
+  norm.clipGradNorm = o.clipGradNorm.value_or(0.0f);
+  pm.addPass(smp::createSmpGradientNormPass(norm));
+  smp::SmpOptimizerPassOptions optimizer;
+  optimizer.optimizer = o.optimizer;
+  optimizer.momentum = o.momentum;
+  optimizer.dampening = o.dampening;
+  optimizer.nesterov = o.nesterov;
+  optimizer.weightDecay = o.weightDecay.value_or(-1.0f);
+  optimizer.beta1 = o.beta1;
+  optimizer.beta2 = o.beta2;
+  optimizer.epsilon = o.epsilon;
+  pm.addPass(smp::createSmpOptimizerPass(optimizer));
 }
 
 } // namespace
@@ -229,5 +251,17 @@ void smp::registerPipelines() {
       "mixed precision, pipeline stages, @train_step, schedule, clean-up)",
       [](OpPassManager &pm, const TrainPipelineCLOptions &o) {
         buildTrainingPipeline(pm, o.toOptions());
+      });
+  PassPipelineRegistration<TrainPipelineCLOptions>(
+      "smp-build-train-step",
+      "Build func @train_step from func @main: the train-step passes of "
+      "smp-train-pipeline alone (smp-build-gradients, smp-recompute, "
+      "smp-offload-activations, smp-shard-optimizer-state, "
+      "smp-gradient-all-reduce, smp-loss-scaling, smp-gradient-norm, "
+      "smp-optimizer, as the options ask)",
+      [](OpPassManager &pm, const TrainPipelineCLOptions &o) {
+        TrainingPipelineOptions options = o.toOptions();
+        options.phases = kPhaseTrainStep;
+        buildTrainingPipeline(pm, options);
       });
 }
