@@ -15,11 +15,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/PathOps.h"
-#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Pipelines/Pipelines.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -319,6 +318,20 @@ private:
   const llvm::DenseSet<Value> &readByBackward;
 };
 
+/// The training step the profile measures: one device, a cross-entropy on
+/// `vocabOutput`, one all-reduce per gradient, with or without full
+/// recomputation.
+TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
+                                     bool recompute) {
+  TrainingPipelineOptions step;
+  step.loss = "cross_entropy:" + vocabOutput + ":labels";
+  step.bucketMb = 0;
+  if (recompute)
+    step.recompute = "full";
+  step.phases = kPhaseTrainStep;
+  return step;
+}
+
 } // namespace
 
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
@@ -333,10 +346,11 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       return success();
     });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    SmpTensorParallelPassOptions options;
-    options.tp = static_cast<int>(tp);
+    TrainingPipelineOptions options;
+    options.tp = tp;
     options.vocabParallel = vocabOutput;
-    pm.addPass(createSmpTensorParallelPass(options));
+    options.phases = kPhaseTensorParallel;
+    buildTrainingPipeline(pm, options);
     if (failed(pm.run(*copy)))
       return fail(diagnostics.empty() ? "tensor parallelism failed"
                                       : diagnostics);
@@ -356,10 +370,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    SmpBuildTrainStepPassOptions options;
-    options.loss = "cross_entropy:" + vocabOutput + ":labels";
-    options.bucketMb = 0;
-    pm.addPass(createSmpBuildTrainStepPass(options));
+    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/false));
     if (succeeded(pm.run(*copy))) {
       auto step = copy->lookupSymbol<func::FuncOp>("train_step");
       size_t i = 0;
@@ -456,8 +467,9 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       if (!tagged)
         tagForwardAnchors(step, anchors);
       PassManager pm(module.getContext(), ModuleOp::getOperationName());
-      pm.addPass(createCanonicalizerPass());
-      pm.addPass(createCSEPass());
+      TrainingPipelineOptions cleanup;
+      cleanup.phases = kPhaseCleanup;
+      buildTrainingPipeline(pm, cleanup);
       if (failed(pm.run(m)))
         return std::nullopt;
       return stepLiveness(step, lastPath, values, profile.stepLength);
@@ -473,11 +485,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     if (auto m = recomputing->lookupSymbol<func::FuncOp>("main"))
       tagForwardAnchors(m, anchors);
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    SmpBuildTrainStepPassOptions options;
-    options.loss = "cross_entropy:" + vocabOutput + ":labels";
-    options.bucketMb = 0;
-    options.recompute = "full";
-    pm.addPass(createSmpBuildTrainStepPass(options));
+    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true));
     int32_t length = profile.stepLength;
     if (succeeded(pm.run(*recomputing)))
       (void)sweep(*recomputing, profile.stepValuesRecompute, true);

@@ -60,6 +60,6 @@ std::optional<int> applyExportSidecar(Options &opts) {
     regex += (regex.empty() ? "" : "|") + llvm::Regex::escape(*name);
   }
   regex = "^(" + regex + ")(#[0-9]+)?$";
-  opts.freeze = opts.freeze.empty() ? regex : "(" + opts.freeze + ")|" + regex;
+  opts.plan.freeze = opts.plan.freeze.empty() ? regex : "(" + opts.plan.freeze + ")|" + regex;
   return std::nullopt;
 }

@@ -7,6 +7,7 @@
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Version.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
@@ -203,6 +204,15 @@ const TextFlag kTextFlags[] = {
     {"--pp-cuts", &Options::ppCuts, "node names separated by commas"},
 };
 
+/// Whether the planner chooses the plan: devices without any pinned degree,
+/// or recomputation left to it.
+bool plannerChooses(const Options &opts) {
+  const Options::Pinned &p = opts.pinned;
+  return opts.devices > 1 &&
+         ((!p.dp && !p.tp && !p.pp && !p.microbatches) ||
+          p.recompute == "auto");
+}
+
 /// Refuses flags that would have no effect, or another effect than they say,
 /// in this command line (before the degrees are derived).
 std::optional<int> checkFlagCombinations(const Options &opts) {
@@ -240,11 +250,11 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                        : ""));
   if (!training)
     return std::nullopt;
-  bool sgd = opts.optimizer == "sgd";
+  bool sgd = opts.plan.optimizer == "sgd";
   for (const char *f : {"--momentum", "--dampening", "--nesterov"})
     if (has(f) && !sgd)
       return fail(std::string(f) + " applies to --optimizer sgd, not " +
-                  opts.optimizer + " (Adam's moments are --beta1/--beta2)");
+                  opts.plan.optimizer + " (Adam's moments are --beta1/--beta2)");
   for (const char *f : {"--beta1", "--beta2", "--eps"})
     if (has(f) && sgd)
       return fail(std::string(f) + " applies to --optimizer adam or adamw, "
@@ -259,16 +269,13 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
     return fail("--clip-grad-norm 0 would zero every gradient (as "
                 "clip_grad_norm_ does); leave the flag out for no clipping");
-  if (has("--loss-scale") && opts.precision != "fp16")
+  if (has("--loss-scale") && opts.plan.precision != "fp16")
     return fail("--loss-scale applies to --precision fp16 (bf16 and fp32 "
                 "train without loss scaling)");
   if (has("--loss-scale") && num("loss-scale") <= 0)
     return fail("--loss-scale must be positive");
-  bool planned = opts.devices > 1 &&
-                 ((!opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
-                   opts.microbatches == 0) ||
-                  opts.recomputeGiven == "auto");
-  if (opts.recomputeGiven == "auto" && opts.devices <= 1)
+  bool planned = plannerChooses(opts);
+  if (opts.pinned.recompute == "auto" && opts.devices <= 1)
     return fail("--checkpoint-activations auto lets the planner choose, "
                 "which needs --devices N");
   if (has("--cluster") && !planned && !has("--profile-db"))
@@ -282,7 +289,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   if (has("--microbatch-size") && !planned)
     return fail("--microbatch-size is read by the planner (--devices N "
                 "without pinned degrees); pinned plans take --microbatches");
-  if (has("--activation-loading-horizon") && !opts.offloadGiven && !planned)
+  if (has("--activation-loading-horizon") && !opts.pinned.offload && !planned)
     return fail("--activation-loading-horizon applies to "
                 "--offload-activations");
   return std::nullopt;
@@ -292,11 +299,11 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
 std::optional<int> checkDegreeFlags(const Options &opts) {
   if (!opts.train || opts.command != "compile")
     return std::nullopt;
-  if (opts.given.count("--schedule") && opts.pp == 1)
+  if (opts.given.count("--schedule") && opts.plan.pp == 1)
     return fail("--schedule applies to pipelines (--pp > 1)");
-  if (opts.given.count("--bucket-mb") && opts.dp == 1)
+  if (opts.given.count("--bucket-mb") && opts.plan.dp == 1)
     return fail("--bucket-mb applies to data parallelism (--dp > 1)");
-  if (opts.bnStats == "replica" && opts.dp == 1)
+  if (opts.plan.bnStats == "replica" && opts.plan.dp == 1)
     return fail("--bn-stats replica applies to data parallelism (--dp > 1): "
                 "with one replica its statistics are the batch's");
   return std::nullopt;
@@ -383,15 +390,15 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.train = true;
       opts.import.training = true;
     } else if (a == "--nesterov") {
-      opts.trainOptions.push_back("nesterov=true");
+      opts.plan.nesterov = true;
     } else if (a == "--shard-optimizer-state" ||
                a == "--no-shard-optimizer-state") {
-      (a == "--shard-optimizer-state" ? opts.zero : opts.noZero) = true;
-      if (opts.zero && opts.noZero)
+      bool on = a == "--shard-optimizer-state";
+      if (opts.pinned.zero && *opts.pinned.zero != on)
         return fail("--shard-optimizer-state and --no-shard-optimizer-state "
                     "contradict each other");
-      if (opts.zero && a == "--shard-optimizer-state")
-        opts.trainOptions.push_back("shard-optimizer-state=true");
+      opts.pinned.zero = on;
+      opts.plan.zero = on;
     } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
                a == "--freeze" || a.starts_with("--loss=") ||
                a.starts_with("--optimizer=") ||
@@ -401,14 +408,14 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || v->empty())
         return fail(flag + " needs a value");
       if (flag == "--loss")
-        opts.loss = *v;
+        opts.plan.loss = *v;
       else if (flag == "--freeze")
-        opts.freeze = *v;
+        opts.plan.freeze = *v;
       else if (flag == "--optimizer") {
         if (*v != "sgd" && *v != "adam" && *v != "adamw")
           return fail("--optimizer expects sgd, adam or adamw, got '" + *v +
                       "'");
-        opts.optimizer = *v;
+        opts.plan.optimizer = *v;
       } else {
         if (*v != "constant" && *v != "cosine")
           return fail("--lr-schedule expects constant or cosine");
@@ -418,7 +425,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       auto v = value("--precision");
       if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
         return fail("--precision expects fp32, bf16 or fp16");
-      opts.precision = *v;
+      opts.plan.precision = *v;
     } else if (a == "--checkpoint-activations" ||
                a.starts_with("--checkpoint-activations=")) {
       auto v = value("--checkpoint-activations");
@@ -427,18 +434,18 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail("--checkpoint-activations expects none, full, selective "
                     "or auto");
       if (*v != "none" && *v != "auto")
-        opts.trainOptions.push_back("recompute=" + *v);
-      opts.recomputeGiven = *v;
+        opts.plan.recompute = *v;
+      opts.pinned.recompute = *v;
     } else if (a == "--offload-activations") {
-      opts.trainOptions.push_back("offload=true");
-      opts.offloadGiven = true;
+      opts.plan.offload = true;
+      opts.pinned.offload = true;
     } else if (a == "--activation-loading-horizon" ||
                a.starts_with("--activation-loading-horizon=")) {
       auto v = value("--activation-loading-horizon");
       int64_t n;
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail("--activation-loading-horizon expects a positive integer");
-      opts.trainOptions.push_back("offload-horizon=" + *v);
+      opts.plan.offloadHorizon = n;
     } else if (a == "--no-memory-plan") {
       opts.noExactMemory = true;
     } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
@@ -457,12 +464,12 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
                     "or memory (the plan that needs the least memory)");
       opts.optimize = *v;
     } else if (a == "--schedule" || a.starts_with("--schedule=")) {
-      opts.scheduleGiven = true;
       auto v = value("--schedule");
       if (!v || !smp::schedule::parseScheduleKind(*v))
         return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
-      opts.schedule = smp::schedule::scheduleKindName(
+      opts.plan.schedule = smp::schedule::scheduleKindName(
           *smp::schedule::parseScheduleKind(*v));
+      opts.pinned.schedule = opts.plan.schedule;
     } else if (a == "--bn-stats" || a.starts_with("--bn-stats=")) {
       auto v = value("--bn-stats");
       if (!v || (*v != "global" && *v != "replica" && *v != "running"))
@@ -470,7 +477,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
                     "data-parallel replica: SyncBatchNorm), replica (each "
                     "replica's own: DDP's BatchNorm) or running (the running "
                     "statistics, kept: frozen BatchNorm)");
-      opts.bnStats = *v;
+      opts.plan.bnStats = *v;
     } else if (a == "--placement" || a.starts_with("--placement=")) {
       auto v = value("--placement");
       if (!v || !smp::DeviceGrid::parsePlacement(*v))
@@ -489,15 +496,15 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
         return fail(flag + " expects a positive integer");
       if (flag == "--dp")
-        opts.dp = n, opts.dpGiven = true;
+        opts.plan.dp = n, opts.pinned.dp = n;
       else if (flag == "--pp")
-        opts.pp = n, opts.ppGiven = true;
+        opts.plan.pp = n, opts.pinned.pp = n;
       else if (flag == "--tp")
-        opts.tp = n, opts.tpGiven = true;
+        opts.plan.tp = n, opts.pinned.tp = n;
       else if (flag == "--microbatches")
-        opts.microbatches = n;
+        opts.pinned.microbatches = n;
       else if (flag == "--virtual-stages")
-        opts.virtualStages = n;
+        opts.plan.virtualStages = n;
       else if (flag == "--devices")
         opts.devices = n;
     } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
@@ -523,12 +530,28 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         return fail(flag + " expects a finite non-negative number, got '" +
                     (v ? *v : std::string()) + "'");
       opts.numbers[flag.substr(2)] = x;
+      float f = static_cast<float>(x);
+      smp::TrainingPipelineOptions &p = opts.plan;
       if (flag == "--lr")
         opts.lr = x;
       else if (flag == "--loss-scale")
-        opts.trainOptions.push_back("init-scale=" + *v);
+        p.initScale = f;
+      else if (flag == "--momentum")
+        p.momentum = f;
+      else if (flag == "--dampening")
+        p.dampening = f;
+      else if (flag == "--weight-decay")
+        p.weightDecay = f;
+      else if (flag == "--beta1")
+        p.beta1 = f;
+      else if (flag == "--beta2")
+        p.beta2 = f;
+      else if (flag == "--eps")
+        p.epsilon = f;
+      else if (flag == "--clip-grad-norm")
+        p.clipGradNorm = f;
       else
-        opts.trainOptions.push_back(flag.substr(2) + "=" + *v);
+        p.bucketMb = f;
     } else if (a == "--emit=mlir") {
       opts.emitMlir = true;
     } else if (a == "--mlir-print-ir-after-all") {
@@ -568,10 +591,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
     return fail("compile needs -o OUT.smpx (the artifact directory)");
   // Devices without any pinned degree: the planner chooses (in main).
-  if (opts.command == "compile" && opts.train && opts.devices > 1 &&
-      ((!opts.dpGiven && !opts.tpGiven && !opts.ppGiven &&
-        opts.microbatches == 0) ||
-       opts.recomputeGiven == "auto")) {
+  if (opts.command == "compile" && opts.train && plannerChooses(opts)) {
     if (opts.import.batchSize <= 0)
       return fail("--devices without --dp/--tp/--pp needs a global "
                   "--batch-size for the planner");
@@ -589,52 +609,60 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
 /// Checks and derives the parallel degrees and each rank's batch.
 std::optional<int> finishParallelOptions(Options &opts) {
   // An unset data-parallel degree takes the devices the others leave.
-  if (!opts.dpGiven && opts.devices > 0) {
-    if (opts.devices % (opts.tp * opts.pp) != 0)
+  if (!opts.pinned.dp && opts.devices > 0) {
+    if (opts.devices % (opts.plan.tp * opts.plan.pp) != 0)
       return fail("--devices " + std::to_string(opts.devices) +
                   " is not a multiple of tp x pp = " +
-                  std::to_string(opts.tp * opts.pp));
-    opts.dp = opts.devices / (opts.tp * opts.pp);
+                  std::to_string(opts.plan.tp * opts.plan.pp));
+    opts.plan.dp = opts.devices / (opts.plan.tp * opts.plan.pp);
   }
-  int64_t product = opts.dp * opts.tp * opts.pp;
+  int64_t product = opts.plan.dp * opts.plan.tp * opts.plan.pp;
   if (opts.devices == 0)
     opts.devices = product;
   if (opts.devices != product)
     return fail("--devices " + std::to_string(opts.devices) +
-                " does not equal dp x tp x pp = " + std::to_string(opts.dp) +
-                " x " + std::to_string(opts.tp) + " x " +
-                std::to_string(opts.pp) + " = " + std::to_string(product));
-  if (opts.zero && opts.dp == 1)
+                " does not equal dp x tp x pp = " + std::to_string(opts.plan.dp) +
+                " x " + std::to_string(opts.plan.tp) + " x " +
+                std::to_string(opts.plan.pp) + " = " + std::to_string(product));
+  if (opts.plan.zero && opts.plan.dp == 1)
     return fail("--shard-optimizer-state needs --dp > 1");
-  if (opts.virtualStages > 1 && opts.schedule != "interleaved")
+  if (opts.plan.virtualStages > 1 && opts.plan.schedule != "interleaved")
     return fail("--virtual-stages needs --schedule interleaved");
-  if (opts.schedule == "interleaved" && opts.pp == 1 && opts.virtualStages > 1)
+  if (opts.plan.schedule == "interleaved" && opts.plan.pp == 1 && opts.plan.virtualStages > 1)
     return fail("--virtual-stages needs --pp > 1");
-  if (!opts.ppCuts.empty() && opts.pp * opts.virtualStages == 1)
+  if (!opts.ppCuts.empty() && opts.plan.pp * opts.plan.virtualStages == 1)
     return fail("--pp-cuts needs --pp > 1");
-  if (opts.microbatches == 0)
-    opts.microbatches = opts.pp;
-  bool parallel = opts.dp > 1 || opts.pp > 1 || opts.tp > 1 ||
-                  opts.microbatches > 1;
+  opts.plan.microbatches = opts.pinned.microbatches.value_or(opts.plan.pp);
+  // Under tensor parallelism a cross-entropy's logits are split by
+  // vocabulary; fp16 trains with dynamic loss scaling.
+  opts.plan.vocabParallel =
+      smp::TrainingPipelineOptions::crossEntropyLogits(opts.plan.loss);
+  opts.plan.lossScaling = opts.plan.precision == "fp16";
+  opts.plan.cuts.clear();
+  if (!opts.ppCuts.empty())
+    for (llvm::StringRef cut : llvm::split(opts.ppCuts, ','))
+      opts.plan.cuts.push_back(cut.str());
+  bool parallel = opts.plan.dp > 1 || opts.plan.pp > 1 || opts.plan.tp > 1 ||
+                  opts.plan.microbatches > 1;
   // The batch as stated: the importer checks every other source (a --dim of
   // the batch dim, a batch fixed in the file) against it.
   opts.import.globalBatch = opts.import.batchSize;
-  opts.import.batchSplit = opts.dp * opts.microbatches;
+  opts.import.batchSplit = opts.plan.dp * opts.plan.microbatches;
   if (parallel) {
     if (!opts.train)
       return fail("--dp, --tp, --pp and --microbatches apply to training "
                   "(compile --train)");
-    int64_t split = opts.dp * opts.microbatches;
+    int64_t split = opts.plan.dp * opts.plan.microbatches;
     if (opts.import.batchSize <= 0 && split > 1)
-      return fail("--dp " + std::to_string(opts.dp) + " x " +
-                  std::to_string(opts.microbatches) +
+      return fail("--dp " + std::to_string(opts.plan.dp) + " x " +
+                  std::to_string(opts.plan.microbatches) +
                   " micro-batches split the batch: give the global batch "
                   "as --batch-size");
     if (opts.import.batchSize > 0 && opts.import.batchSize % split != 0)
       return fail("--batch-size " + std::to_string(opts.import.batchSize) +
-                  " cannot be split over dp " + std::to_string(opts.dp) +
-                  (opts.microbatches > 1
-                       ? " x " + std::to_string(opts.microbatches) +
+                  " cannot be split over dp " + std::to_string(opts.plan.dp) +
+                  (opts.plan.microbatches > 1
+                       ? " x " + std::to_string(opts.plan.microbatches) +
                              " micro-batches"
                        : std::string()) +
                   " (give a global --batch-size divisible by " +
@@ -644,11 +672,11 @@ std::optional<int> finishParallelOptions(Options &opts) {
   }
   if (opts.train && opts.command != "compile")
     return fail("--train applies to compile");
-  if (opts.train && opts.loss.empty())
+  if (opts.train && opts.plan.loss.empty())
     return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
                 "mse:OUTPUT:TARGET)");
-  if (!opts.train && (!opts.loss.empty() || !opts.trainOptions.empty() ||
-                     opts.precision != "fp32"))
+  if (!opts.train && (!opts.plan.loss.empty() ||
+                     opts.plan.precision != "fp32"))
     return fail("training options need --train");
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #define SMPC_OPTIONS_H
 
 #include "smp/Frontend/ONNX/Importer.h"
+#include "smp/Pipelines/Pipelines.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
@@ -19,22 +20,30 @@ struct Options {
   std::string output = "-";
   std::string target = "cpu";
   bool train = false;
-  std::string loss, optimizer = "sgd", lrSchedule = "constant", freeze;
-  std::string precision = "fp32";
-  int64_t dp = 1, devices = 0, pp = 1, tp = 1, microbatches = 0, virtualStages = 1;
-  std::string schedule = "1f1b", placement = "cluster", ppCuts;
-  std::string bnStats = "global"; // --bn-stats
-  bool dpGiven = false, tpGiven = false, ppGiven = false, scheduleGiven = false,
-       noZero = false; // --no-shard-optimizer-state (planner: pinned off)
+  /// The training plan (the resolved degrees) and the training options: what
+  /// smp::buildTrainingPipeline gets.
+  smp::TrainingPipelineOptions plan;
+  /// What the command line pins for the planner (the rest it searches);
+  /// unset: not given.
+  struct Pinned {
+    std::optional<int64_t> dp, tp, pp, microbatches;
+    std::optional<std::string> schedule;
+    /// --checkpoint-activations: none, full, selective or auto.
+    std::optional<std::string> recompute;
+    /// --shard-optimizer-state (true) or --no-shard-optimizer-state (false).
+    std::optional<bool> zero;
+    /// --offload-activations.
+    std::optional<bool> offload;
+  } pinned;
+  std::string lrSchedule = "constant";
+  int64_t devices = 0;
+  std::string placement = "cluster", ppCuts;
   /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
-  std::string recomputeGiven; // --checkpoint-activations, for the planner
-  bool offloadGiven = false;  // --offload-activations
   std::string autoPlanJson, autoPlanSvg;
   std::string optimize = "speed"; // what the planner minimises: speed|memory
   int64_t globalBatch = 0, microbatchSize = 0;
-  bool zero = false;
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
@@ -43,8 +52,6 @@ struct Options {
   std::set<std::string> given;
   /// Numeric training flags by name (without "--"), as given.
   std::map<std::string, double> numbers;
-  /// Pass options of smp-build-train-step given on the command line.
-  std::vector<std::string> trainOptions;
   smp::onnx_frontend::ImportOptions import;
 };
 

@@ -5,7 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
-#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/Pipelines/Pipelines.h"
 #include "smp/Planner/Planner.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -52,9 +52,10 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   }
   if (cmd.precision != "fp32") {
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    smp::SmpMixedPrecisionPassOptions options;
+    smp::TrainingPipelineOptions options;
     options.precision = cmd.precision;
-    pm.nest<func::FuncOp>().addPass(smp::createSmpMixedPrecisionPass(options));
+    options.phases = smp::kPhaseMixedPrecision;
+    smp::buildTrainingPipeline(pm, options);
     if (failed(pm.run(module))) {
       fail("cannot apply --precision " + cmd.precision);
       return std::nullopt;

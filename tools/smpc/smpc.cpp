@@ -28,6 +28,7 @@
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/InitAll.h"
+#include "smp/Pipelines/Pipelines.h"
 #include "smp/Version.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -112,6 +113,25 @@ std::string plannedCuts(const smp::Plan &p) {
   return cuts;
 }
 
+/// The planner's memory choices for `p` in the training plan: ZeRO-1,
+/// offloading and (unless `recompute` is false) full recomputation of the
+/// stages it chose.
+void applyPlannedMemory(const smp::Plan &p, smp::TrainingPipelineOptions &plan,
+                        bool recompute = true) {
+  if (p.zero)
+    plan.zero = true;
+  if (p.offload)
+    plan.offload = true;
+  if (!recompute || !p.recompute)
+    return;
+  plan.recompute = "full";
+  plan.recomputeStages.clear();
+  if (!llvm::all_of(p.stageRecompute, [](bool r) { return r; }))
+    for (size_t k = 0; k < p.stageRecompute.size(); ++k)
+      if (p.stageRecompute[k])
+        plan.recomputeStages.push_back(static_cast<int64_t>(k));
+}
+
 /// What the command line pins for the planner (smpc plan, and smpc compile
 /// --devices N without pinned degrees); the rest is searched.
 PlanCommand planRequest(const Options &opts) {
@@ -119,75 +139,28 @@ PlanCommand planRequest(const Options &opts) {
   cmd.devices = opts.devices;
   cmd.cluster = opts.cluster;
   cmd.globalBatch = opts.globalBatch;
-  cmd.loss = opts.loss;
-  cmd.optimizer = opts.optimizer;
-  cmd.precision = opts.precision;
+  cmd.loss = opts.plan.loss;
+  cmd.optimizer = opts.plan.optimizer;
+  cmd.precision = opts.plan.precision;
   cmd.optimize = opts.optimize;
-  if (opts.dpGiven)
-    cmd.dp = opts.dp;
-  if (opts.tpGiven)
-    cmd.tp = opts.tp;
-  if (opts.ppGiven)
-    cmd.pp = opts.pp;
+  cmd.dp = opts.pinned.dp;
+  cmd.tp = opts.pinned.tp;
+  cmd.pp = opts.pinned.pp;
   if (opts.microbatchSize)
     cmd.microbatchSize = opts.microbatchSize;
-  if (opts.scheduleGiven)
-    cmd.schedule = opts.schedule;
-  if (opts.virtualStages > 1)
-    cmd.virtualStages = opts.virtualStages;
-  if (opts.zero || opts.noZero)
-    cmd.zero = opts.zero;
-  if (opts.recomputeGiven == "none" || opts.recomputeGiven == "full")
-    cmd.recompute = opts.recomputeGiven == "full";
-  if (opts.offloadGiven)
+  cmd.schedule = opts.pinned.schedule;
+  if (opts.plan.virtualStages > 1)
+    cmd.virtualStages = opts.plan.virtualStages;
+  cmd.zero = opts.pinned.zero;
+  if (opts.pinned.recompute == "none" || opts.pinned.recompute == "full")
+    cmd.recompute = opts.pinned.recompute == "full";
+  if (opts.pinned.offload)
     cmd.offload = true;
   return cmd;
 }
 
-/// Builds @train_step with smp-build-train-step, then cleans up.
+/// Builds @train_step with the training pipeline of the plan.
 LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
-  std::string pipeline;
-  if (opts.tp > 1) {
-    // A cross-entropy's logits may be split by vocabulary.
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(opts.loss).split(parts, ':');
-    pipeline = "smp-tensor-parallel{tp=" + std::to_string(opts.tp);
-    if (parts.size() == 3 && parts[0] == "cross_entropy")
-      pipeline += " vocab-parallel=" + parts[1].str();
-    pipeline += "},";
-  }
-  if (opts.precision != "fp32")
-    pipeline += "func.func(smp-mixed-precision{precision=" + opts.precision +
-                "}),";
-  pipeline += "smp-build-train-step{loss=" +
-                         opts.loss + " optimizer=" + opts.optimizer;
-  if (!opts.freeze.empty())
-    pipeline += " freeze=" + opts.freeze;
-  for (const auto &o : opts.trainOptions)
-    pipeline += " " + o;
-  if (opts.precision == "fp16")
-    pipeline += " loss-scaling=true";
-  if (opts.dp > 1)
-    pipeline += " dp=" + std::to_string(opts.dp);
-  if (opts.bnStats != "global")
-    pipeline += " bn-stats=" + opts.bnStats;
-  if (opts.microbatches > 1)
-    pipeline += " microbatches=" + std::to_string(opts.microbatches);
-  if (opts.pp > 1)
-    pipeline += " pp=" + std::to_string(opts.pp);
-  pipeline += "}";
-  if (opts.pp > 1 || opts.microbatches > 1) {
-    std::string split = "smp-pipeline-split{stages=" +
-                        std::to_string(opts.pp * opts.virtualStages);
-    if (!opts.ppCuts.empty())
-      split += " cuts=" + opts.ppCuts;
-    pipeline = pipeline.substr(0, pipeline.find("smp-build-train-step")) +
-               split + "}," +
-               pipeline.substr(pipeline.find("smp-build-train-step"));
-    pipeline += ",smp-pipeline-schedule{pp=" + std::to_string(opts.pp) +
-                " schedule=" + opts.schedule + "}";
-  }
-  pipeline += ",canonicalize,cse";
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (opts.printAfterAll) {
     module.getContext()->disableMultithreading();
@@ -196,10 +169,7 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
                         /*printModuleScope=*/true,
                         /*printAfterOnlyOnChange=*/false);
   }
-  if (failed(parsePassPipeline(pipeline, pm))) {
-    fail("cannot build the training pipeline '" + pipeline + "'");
-    return failure();
-  }
+  smp::buildTrainingPipeline(pm, opts.plan);
   if (failed(pm.run(module))) {
     fail(opts.input + ": cannot build the training step (see above)");
     return failure();
@@ -221,8 +191,8 @@ int compile(ModuleOp module, const Options &opts) {
     if (failed(buildTrainStep(module, opts)))
       return 1;
     smp::TrainingOptions t;
-    t.loss = opts.loss;
-    t.optimizer = opts.optimizer;
+    t.loss = opts.plan.loss;
+    t.optimizer = opts.plan.optimizer;
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
@@ -263,12 +233,12 @@ int compile(ModuleOp module, const Options &opts) {
     // gives it for equal stages (unless the profile measured this plan's
     // receives, waits included).
     double bubble = 0;
-    if (opts.pp > 1 && waits == 0)
-      if (auto kind = smp::schedule::parseScheduleKind(opts.schedule))
+    if (opts.plan.pp > 1 && waits == 0)
+      if (auto kind = smp::schedule::parseScheduleKind(opts.plan.schedule))
         bubble = std::max(0.0, smp::schedule::unitCostBubbleFraction(
-                                   *kind, static_cast<int>(opts.pp),
-                                   static_cast<int>(opts.microbatches),
-                                   static_cast<int>(opts.virtualStages)));
+                                   *kind, static_cast<int>(opts.plan.pp),
+                                   static_cast<int>(opts.plan.microbatches),
+                                   static_cast<int>(opts.plan.virtualStages)));
     slowest /= 1 - bubble;
     char buf[256];
     snprintf(buf, sizeof(buf),
@@ -344,35 +314,21 @@ int main(int argc, char **argv) {
     PlanCommand cmd = planRequest(opts);
     // --checkpoint-activations auto asks for recomputation, not offloading
     // (unless --offload-activations asks for that too).
-    if (!opts.offloadGiven && opts.recomputeGiven == "auto")
+    if (!opts.pinned.offload && opts.pinned.recompute == "auto")
       cmd.offload = false;
     auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
                                        opts.autoPlanSvg);
     if (!chosen)
       return 1;
-    opts.dp = chosen->dp, opts.dpGiven = true;
-    opts.tp = chosen->tp, opts.tpGiven = true;
-    opts.pp = chosen->pp, opts.ppGiven = true;
-    opts.microbatches = chosen->microbatches;
-    opts.schedule = chosen->schedule;
-    opts.virtualStages = chosen->virtualStages;
+    opts.plan.dp = chosen->dp, opts.pinned.dp = chosen->dp;
+    opts.plan.tp = chosen->tp, opts.pinned.tp = chosen->tp;
+    opts.plan.pp = chosen->pp, opts.pinned.pp = chosen->pp;
+    opts.pinned.microbatches = chosen->microbatches;
+    opts.plan.schedule = chosen->schedule;
+    opts.plan.virtualStages = chosen->virtualStages;
     if (opts.ppCuts.empty())
       opts.ppCuts = plannedCuts(*chosen); // the stages the plan priced
-    if (chosen->zero && !opts.zero) {
-      opts.zero = true;
-      opts.trainOptions.push_back("shard-optimizer-state=true");
-    }
-    if (chosen->offload && !opts.offloadGiven)
-      opts.trainOptions.push_back("offload=true");
-    if (chosen->recompute && opts.recomputeGiven != "full") {
-      opts.trainOptions.push_back("recompute=full");
-      std::string stages;
-      for (size_t k = 0; k < chosen->stageRecompute.size(); ++k)
-        if (chosen->stageRecompute[k])
-          stages += (stages.empty() ? "" : ",") + std::to_string(k);
-      if (!llvm::all_of(chosen->stageRecompute, [](bool r) { return r; }))
-        opts.trainOptions.push_back("recompute-stages=" + stages);
-    }
+    applyPlannedMemory(*chosen, opts.plan, opts.pinned.recompute != "full");
     llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
                  << ": " << chosen->summary() << "\n";
     if (auto code = finishParallelOptions(opts))
@@ -418,33 +374,19 @@ int main(int argc, char **argv) {
       c.train = true;
       c.import.training = true;
       c.emitMlir = true;
-      if (c.loss.empty())
-        c.loss = "cross_entropy:logits:labels";
-      c.optimizer = opts.optimizer;
-      c.dp = p.dp, c.tp = p.tp, c.pp = p.pp;
-      c.dpGiven = c.tpGiven = c.ppGiven = true;
+      if (c.plan.loss.empty())
+        c.plan.loss = "cross_entropy:logits:labels";
+      c.plan.optimizer = opts.plan.optimizer;
+      c.plan.dp = p.dp, c.plan.tp = p.tp, c.plan.pp = p.pp;
+      c.pinned.dp = p.dp, c.pinned.tp = p.tp, c.pinned.pp = p.pp;
       c.devices = p.dp * p.tp * p.pp;
-      c.microbatches = p.microbatches;
-      c.schedule = p.schedule;
-      c.virtualStages = p.virtualStages;
+      c.pinned.microbatches = p.microbatches;
+      c.plan.schedule = p.schedule;
+      c.plan.virtualStages = p.virtualStages;
       if (c.ppCuts.empty())
         c.ppCuts = plannedCuts(p);
       c.import.batchSize = opts.globalBatch;
-      if (p.zero && !opts.zero) {
-        c.zero = true;
-        c.trainOptions.push_back("shard-optimizer-state=true");
-      }
-      if (p.offload && !opts.offloadGiven)
-        c.trainOptions.push_back("offload=true");
-      if (p.recompute) {
-        c.trainOptions.push_back("recompute=full");
-        std::string stages;
-        for (size_t k = 0; k < p.stageRecompute.size(); ++k)
-          if (p.stageRecompute[k])
-            stages += (stages.empty() ? "" : ",") + std::to_string(k);
-        if (!llvm::all_of(p.stageRecompute, [](bool r) { return r; }))
-          c.trainOptions.push_back("recompute-stages=" + stages);
-      }
+      applyPlannedMemory(p, c.plan);
       llvm::StringRef in = opts.input;
       if (in.ends_with(".mlir") && p.microbatchSize != 1)
         return std::nullopt; // generated at one sample per batch

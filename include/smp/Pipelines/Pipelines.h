@@ -1,9 +1,20 @@
 //===- Pipelines.h - Pass pipelines shared by smpc and smp-opt --*- C++ -*-===//
+//
+// The pass pipelines, built from typed options (as IREE's
+// buildStreamTransformPassPipeline): smpc, the planner and smp-opt call the
+// same builders, so no tool assembles a pipeline string of its own.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef SMP_PIPELINES_PIPELINES_H
 #define SMP_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace smp {
 
@@ -12,7 +23,99 @@ namespace smp {
 /// exposes it as `smp-raise`.
 void buildRaisePipeline(mlir::OpPassManager &pm);
 
-/// Registers the pipelines above with the pass registry.
+/// The phases of the training pipeline, in the order they run. The planner
+/// builds some of them alone (tensor parallelism on a copy it profiles, the
+/// step without any parallelism, the clean-up).
+enum TrainingPhase : unsigned {
+  /// smp-tensor-parallel (tp > 1).
+  kPhaseTensorParallel = 1u << 0,
+  /// smp-mixed-precision on every function (precision other than fp32).
+  kPhaseMixedPrecision = 1u << 1,
+  /// smp-pipeline-split (pp x virtual stages > 1, or micro-batches > 1).
+  kPhasePipelineSplit = 1u << 2,
+  /// The training step: the passes that build @train_step from @main.
+  kPhaseTrainStep = 1u << 3,
+  /// smp-pipeline-schedule (pp > 1 or micro-batches > 1).
+  kPhasePipelineSchedule = 1u << 4,
+  /// canonicalize, cse.
+  kPhaseCleanup = 1u << 5,
+  kPhaseAll = (1u << 6) - 1,
+};
+
+/// The typed plan of a training compile: the parallel layout, the loss,
+/// the optimizer and its hyper-parameters, and the memory-saving choices.
+/// The degrees are the resolved ones (what the user pinned or the planner
+/// chose); what is optional has no effect unless given.
+struct TrainingPipelineOptions {
+  // Parallel layout.
+  int64_t dp = 1, tp = 1, pp = 1;
+  /// Stages per pipeline rank (the interleaved schedule's chunks).
+  int64_t virtualStages = 1;
+  /// Micro-batches per step (gradient accumulation, pipelining).
+  int64_t microbatches = 1;
+  /// ONNX node names at which pipeline stages 1, 2, ... start (empty: the
+  /// cuts balance the stages' predicted cost).
+  std::vector<std::string> cuts;
+  /// gpipe, 1f1b, interleaved or zb-h1.
+  std::string schedule = "1f1b";
+  /// Under tensor parallelism, the output (logits) whose LM head is split
+  /// by vocabulary rows for a parallel cross-entropy (empty: none).
+  std::string vocabParallel;
+  /// fp32, bf16 or fp16.
+  std::string precision = "fp32";
+  /// With data parallelism: each rank keeps 1/dp of the optimizer state
+  /// (ZeRO-1).
+  bool zero = false;
+  /// Data parallel without ZeRO: gradient all-reduce buckets in MiB (0: one
+  /// all-reduce per gradient).
+  float bucketMb = 25.0f;
+  /// Batch norm statistics in the step: global, replica or running.
+  std::string bnStats = "global";
+
+  // Loss and optimizer.
+  /// NAME, cross_entropy:LOGITS:LABELS or mse:OUTPUT:TARGET.
+  std::string loss;
+  /// Parameters whose name matches this regex are not trained.
+  std::string freeze;
+  /// sgd, adam or adamw.
+  std::string optimizer = "sgd";
+  float momentum = 0.0f, dampening = 0.0f;
+  bool nesterov = false;
+  /// Weight decay (none given: PyTorch's default, 0.01 for adamw, else 0).
+  std::optional<float> weightDecay;
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1.0e-8f;
+  /// Clip the gradients to this global L2 norm (none given: no clipping).
+  std::optional<float> clipGradNorm;
+  /// Dynamic loss scaling (fp16), torch.amp.GradScaler's.
+  bool lossScaling = false;
+  float initScale = 65536.0f;
+  int64_t growthInterval = 2000;
+
+  // Activation memory.
+  /// none, full or selective.
+  std::string recompute = "none";
+  /// With recompute: only these pipeline stages' ops (empty: every stage).
+  std::vector<int64_t> recomputeStages;
+  bool offload = false;
+  int64_t offloadHorizon = 1, offloadMinBytes = 4096;
+
+  /// The phases to build (TrainingPhase bits).
+  unsigned phases = kPhaseAll;
+
+  /// The logits of a cross-entropy loss `loss` (cross_entropy:LOGITS:LABELS),
+  /// else "".
+  static std::string crossEntropyLogits(llvm::StringRef loss);
+};
+
+/// Adds the training pipeline for `options` to `pm` (on builtin.module):
+/// tensor parallelism, mixed precision, the pipeline stages, the passes
+/// that build @train_step from @main, the pipeline schedule and the
+/// clean-up, each where the plan needs it and its phase is asked for.
+void buildTrainingPipeline(mlir::OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+/// Registers the pipelines above with the pass registry (`smp-raise`,
+/// `smp-train-pipeline`).
 void registerPipelines();
 
 } // namespace smp

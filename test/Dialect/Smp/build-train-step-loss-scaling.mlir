@@ -6,8 +6,8 @@
 // states updated in place.
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[S:[^:]*]]: tensor<f32> {smp.init = 1.024000e+03 : f32, smp.state = "@loss_scale"}
-// CHECK-SAME: %[[OS:[^:]*]]: tensor<f32> {smp.state = "@optimizer_step"}
 // CHECK-SAME: %[[GT:[^:]*]]: tensor<f32> {smp.state = "@growth_tracker"}
+// CHECK-SAME: %[[OS:[^:]*]]: tensor<f32> {smp.state = "@optimizer_step"}
 // CHECK-SAME: -> (tensor<f32> {smp.update = "@loss_scale"}, tensor<f32> {smp.update = "@growth_tracker"}, tensor<f32> {smp.update = "@optimizer_step"}, tensor<3xf32> {smp.update = "w"}, tensor<3xf32> {smp.update = "w.exp_avg"}, tensor<3xf32> {smp.update = "w.exp_avg_sq"}, tensor<f32> {smp.output = "loss"}, tensor<f32> {smp.output = "grad_norm"}, tensor<f32> {smp.output = "skipped"}, tensor<f32> {smp.output = "loss_scale"})
 // CHECK: %[[USED:.*]] = smp.mul %[[S]], %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
 // CHECK: %[[SCALED:.*]] = smp.mul %{{.*}}, %[[S]]

@@ -109,6 +109,23 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
                                 "vocabulary size of vocab-parallel logits)";
     return success();
   }
+  // Between the passes that build @train_step (TrainStepContract.h).
+  if (attr.getName().getValue() == "smp.grad_of") {
+    if (!isa<IntegerAttr>(attr.getValue()))
+      return op->emitError() << "'smp.grad_of' must be an integer (the "
+                                "argument number of the parameter)";
+    return success();
+  }
+  if (attr.getName().getValue() == "smp.found_inf") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'smp.found_inf' must be a unit attribute";
+    return success();
+  }
+  if (attr.getName().getValue() == "smp.zero_shape") {
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError() << "'smp.zero_shape' must be an i64 array";
+    return success();
+  }
   return op->emitError() << "unknown smp result attribute '"
                          << attr.getName().getValue() << "'";
 }

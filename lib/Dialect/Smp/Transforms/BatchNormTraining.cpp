@@ -26,7 +26,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
-#define DEBUG_TYPE "smp-build-train-step"
+#define DEBUG_TYPE "smp-build-gradients"
 
 using namespace mlir;
 

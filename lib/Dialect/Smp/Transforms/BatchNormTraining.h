@@ -1,6 +1,6 @@
 //===- BatchNormTraining.h - Batch norm in train() mode ---------*- C++ -*-===//
 //
-// Part of smp-build-train-step: every smp.batch_norm of the training step
+// Part of smp-build-gradients: every smp.batch_norm of the training step
 // normalises with the batch's statistics and updates its running statistics
 // as PyTorch's train() mode does (see BatchNormTraining.cpp).
 //

@@ -1,4 +1,4 @@
-//===- TrainStepUtils.cpp - Helpers of smp-build-train-step ---------------===//
+//===- TrainStepUtils.cpp - Helpers of the train-step passes -------------===//
 
 #include "TrainStepUtils.h"
 

@@ -1,4 +1,4 @@
-//===- TrainStepUtils.h - Helpers of smp-build-train-step -------*- C++ -*-===//
+//===- TrainStepUtils.h - Helpers of the train-step passes -----*- C++ -*-===//
 //
 // Stateless pieces of the training-step builder: scalar constants and
 // reductions, micro-batch slices, the vocab-parallel cross-entropy, pipeline

@@ -27,85 +27,39 @@ def SmpRaiseActivationsPass
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
-def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
-  let summary = "Build func @train_step: forward, loss, backward, optimizer";
-  let description = [{
-    Clones `func @main` into `func @train_step`, appends the loss, builds the
-    gradients of every trainable parameter with reverse-mode autodiff
-    (AutodiffOpInterface), optionally clips them by global norm, and updates
-    each parameter with the optimizer (PyTorch semantics). Parameters that
-    no gradient reaches are left alone (as PyTorch skips parameters whose
-    .grad is None).
+// The training step, built by the passes below in this order (see
+// lib/Dialect/Smp/Transforms/TrainStepContract.h for the IR between them;
+// smp::buildTrainingPipeline adds them from the typed plan).
 
-    New arguments: the loss's extra input (labels or targets), `@lr` and
-    `@step` (rank-0 f32, fed by the runtime each step) and the optimizer
-    state (`smp.state`). Results: the updated parameters and states (marked
-    `smp.update` with the name they replace), `loss` and `grad_norm`.
+def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
+  let summary = "Build func @train_step: forward, loss and the gradients";
+  let description = [{
+    Clones `func @main` into `func @train_step`, puts its batch norms in
+    train() mode, appends the loss and builds the gradient of every
+    trainable parameter with reverse-mode autodiff (AutodiffOpInterface).
+    With micro-batches (or pipeline stages) the step is unrolled: the
+    forward, loss and backward once per micro-batch (ops marked `smp.mb`),
+    the gradients summed. Backward ops are marked `smp.bwd`.
+
+    New arguments: the loss's extra input (labels or targets) and, with
+    loss scaling, the state `@loss_scale`. Results: each gradient
+    (`smp.grad_of` = its parameter's argument number; parameters that no
+    gradient reaches get none, as PyTorch's .grad stays None), the running
+    statistics' updates (`smp.update`), `loss` (this rank's share before
+    smp-gradient-all-reduce) and, with loss scaling, `loss_scale`.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"\"",
            "NAME (a scalar output), cross_entropy:LOGITS:LABELS or "
            "mse:OUTPUT:TARGET">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "sgd, adam or adamw">,
-    Option<"momentum", "momentum", "float", /*default=*/"0.0f", "SGD momentum">,
-    Option<"dampening", "dampening", "float", /*default=*/"0.0f",
-           "SGD dampening">,
-    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
-           "SGD Nesterov momentum">,
-    Option<"weightDecay", "weight-decay", "float", /*default=*/"-1.0f",
-           "weight decay (negative: PyTorch's default, 0.01 for adamw, "
-           "else 0)">,
-    Option<"beta1", "beta1", "float", /*default=*/"0.9f", "Adam beta1">,
-    Option<"beta2", "beta2", "float", /*default=*/"0.999f", "Adam beta2">,
-    Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">,
-    Option<"clipGradNorm", "clip-grad-norm", "float", /*default=*/"0.0f",
-           "clip gradients to this global L2 norm (0: off)">,
     Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
            "parameters whose name matches this regex get no gradient">,
-    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
-           "dynamic loss scaling (for fp16): scale the loss, skip steps "
-           "whose gradients overflow, halve the scale then, double it after "
-           "growth-interval good steps (torch.amp.GradScaler)">,
-    Option<"initScale", "init-scale", "float", /*default=*/"65536.0f",
-           "initial loss scale">,
-    Option<"growthInterval", "growth-interval", "int", /*default=*/"2000",
-           "good steps before the scale doubles">,
     Option<"dp", "dp", "int", /*default=*/"1",
-           "data-parallel ranks: the function is one rank's share of the "
-           "global batch; losses are scaled so that the gradients, summed "
-           "over the ranks with shard.all_reduce on grid @dp, equal the "
-           "one-device gradients">,
-    Option<"shardOptimizerState", "shard-optimizer-state", "bool",
-           /*default=*/"false",
-           "ZeRO-1 (with dp > 1): reduce-scatter each flattened gradient, "
-           "keep 1/dp of the optimizer state per rank, update that shard of "
-           "the parameter, and all-gather the parameter">,
-    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
-           "activation checkpointing: none; full (the backward recomputes "
-           "the forward between cut points from their inputs, so only the "
-           "residual stream between half-layers stays alive); selective "
-           "(recompute only the attention cores: scores, mask, softmax)">,
-    ListOption<"recomputeStages", "recompute-stages", "int64_t",
-               "with recompute: only the ops of these pipeline stages "
-               "(smp.stage) are recomputed (the planner's per-stage choice)">,
-    Option<"offload", "offload", "bool", /*default=*/"false",
-           "activation offloading: the activations the backward reads are "
-           "copied to host memory after their last forward use and "
-           "prefetched back for the backward (after recomputation, only the "
-           "checkpoints)">,
-    Option<"offloadHorizon", "offload-horizon", "int", /*default=*/"1",
-           "prefetches ahead of the backward's reads">,
-    Option<"offloadMinBytes", "offload-min-bytes", "int", /*default=*/"4096",
-           "smaller activations stay in device memory">,
-    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
-           "data parallel without ZeRO: gradients of one stage are all-"
-           "reduced in buckets of up to this many MiB (flattened and "
-           "concatenated, in the order the backward produces them), each "
-           "placed right after its last gradient is computed so that a "
-           "backend can overlap it with the rest of the backward; 0: one "
-           "all-reduce per gradient">,
+           "data-parallel ranks (creates shard.grid @dp): the function is "
+           "one rank's share of the global batch; losses are scaled so that "
+           "the gradients, summed over the ranks, equal the one-device "
+           "gradients">,
     Option<"bnStats", "bn-stats", "std::string", /*default=*/"\"global\"",
            "batch norm in the step (always PyTorch's train() mode: batch "
            "statistics, running statistics updated with momentum and the "
@@ -126,7 +80,148 @@ def SmpBuildTrainStepPass : Pass<"smp-build-train-step", "mlir::ModuleOp"> {
            "With more than one, or when @main's ops carry smp.stage, the "
            "step is unrolled per micro-batch: ops get smp.mb (and smp.bwd "
            "for the backward) for smp-pipeline-schedule, and @main must "
-           "have been imported with the micro-batch size">
+           "have been imported with the micro-batch size">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "dynamic loss scaling (for fp16): differentiate the loss times "
+           "the state @loss_scale (see smp-loss-scaling)">,
+    Option<"initScale", "init-scale", "float", /*default=*/"65536.0f",
+           "initial loss scale">
+  ];
+}
+
+def SmpRecomputePass : Pass<"smp-recompute", "mlir::ModuleOp"> {
+  let summary = "Activation checkpointing: the backward recomputes the forward";
+  let description = [{
+    For each micro-batch of @train_step, gives the backward (`smp.bwd`)
+    its own copies of forward values (marked `smp.recomputed` and
+    `smp.bwd`): full recomputes the forward between cut points from their
+    inputs, so only the residual stream between half-layers stays alive;
+    selective recomputes only the attention cores (scores, mask, softmax).
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"mode", "recompute", "std::string", /*default=*/"\"full\"",
+           "full or selective">,
+    ListOption<"stages", "recompute-stages", "int64_t",
+               "only the ops of these pipeline stages (smp.stage) are "
+               "recomputed (the planner's per-stage choice); empty: all">
+  ];
+}
+
+def SmpOffloadActivationsPass
+    : Pass<"smp-offload-activations", "mlir::ModuleOp"> {
+  let summary = "Keep the activations the backward reads in host memory";
+  let description = [{
+    For each micro-batch of @train_step, the forward values that the
+    backward (`smp.bwd`) reads are copied to host memory after their last
+    forward use (`smp.offload`) and prefetched back for the backward
+    (`smp.prefetch`, marked `smp.bwd`). After smp-recompute, only the
+    checkpoints are read by the backward.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"horizon", "offload-horizon", "int", /*default=*/"1",
+           "prefetches ahead of the backward's reads">,
+    Option<"minBytes", "offload-min-bytes", "int", /*default=*/"4096",
+           "smaller activations stay in device memory">
+  ];
+}
+
+def SmpShardOptimizerStatePass
+    : Pass<"smp-shard-optimizer-state", "mlir::ModuleOp"> {
+  let summary = "ZeRO-1: each data-parallel rank keeps a shard of the gradients";
+  let description = [{
+    Each gradient of @train_step is flattened, zero-padded to a multiple of
+    the dp ranks and reduce-scattered over `@dp`: the rank keeps the sum of
+    its chunk (the result gets `smp.zero_shape`, the parameter's shape).
+    smp-loss-scaling and smp-gradient-norm then sum over the ranks, and
+    smp-optimizer keeps 1/dp of the optimizer state, updates that chunk of
+    the parameter and all-gathers it.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+}
+
+def SmpGradientAllReducePass
+    : Pass<"smp-gradient-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Sum the gradients and the loss over the data-parallel ranks";
+  let description = [{
+    The gradients of @train_step that are not ZeRO-1 shards are all-reduced
+    over `@dp` in buckets: gradients of one stage and element type, in the
+    order the backward produces them, are flattened and concatenated up to
+    bucket-mb MiB, all-reduced at once and split back; each bucket's ops
+    follow its last gradient, so that a backend can overlap the all-reduce
+    with the rest of the backward. The loss is all-reduced too (the global
+    loss, on every rank). Does nothing without a `shard.grid @dp`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
+           "bucket size in MiB; 0: one all-reduce per gradient">
+  ];
+}
+
+def SmpLossScalingPass : Pass<"smp-loss-scaling", "mlir::ModuleOp"> {
+  let summary = "Unscale the gradients; skip overflowing steps; update the scale";
+  let description = [{
+    For a step whose backward was seeded with the loss times the state
+    `@loss_scale` (smp-build-gradients{loss-scaling=true}): divides the
+    gradients by the scale, flags an inf or NaN in any of them (on any
+    rank, under ZeRO-1) as the result `smp.found_inf` (smp-optimizer then
+    skips the step), halves the scale after an overflow and doubles it
+    after growth-interval good steps (state `@growth_tracker`), as
+    torch.amp.GradScaler. Output `skipped` (1 when skipped).
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"growthInterval", "growth-interval", "int", /*default=*/"2000",
+           "good steps before the scale doubles">
+  ];
+}
+
+def SmpGradientNormPass : Pass<"smp-gradient-norm", "mlir::ModuleOp"> {
+  let summary = "The global gradient norm (output grad_norm), and clipping";
+  let description = [{
+    The L2 norm of every gradient of @train_step together: squares summed
+    per pipeline stage first (a tied weight's copies count once), then over
+    the stages, so that only scalars cross between stages; sums over the
+    tensor-parallel ranks for split parameters and over the dp ranks for
+    ZeRO-1 shards. With clip-grad-norm, the gradients are scaled by
+    min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"clipGradNorm", "clip-grad-norm", "float", /*default=*/"0.0f",
+           "clip gradients to this global L2 norm (0: off)">
+  ];
+}
+
+def SmpOptimizerPass : Pass<"smp-optimizer", "mlir::ModuleOp"> {
+  let summary = "Update each parameter from its gradient (SGD, Adam, AdamW)";
+  let description = [{
+    Adds the inputs `@lr` and `@step` (rank-0 f32, fed by the runtime each
+    step) and the optimizer state (`smp.state`), and replaces each gradient
+    result of @train_step by the updated parameter and states (`smp.update`
+    with the name they replace), with PyTorch's semantics. A step flagged
+    `smp.found_inf` leaves everything as it was and does not count (state
+    `@optimizer_step`). ZeRO-1 shards update this rank's chunk of the
+    parameter and all-gather it. Finishes the step: only updates and
+    outputs remain.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "sgd, adam or adamw">,
+    Option<"momentum", "momentum", "float", /*default=*/"0.0f", "SGD momentum">,
+    Option<"dampening", "dampening", "float", /*default=*/"0.0f",
+           "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "float", /*default=*/"-1.0f",
+           "weight decay (negative: PyTorch's default, 0.01 for adamw, "
+           "else 0)">,
+    Option<"beta1", "beta1", "float", /*default=*/"0.9f", "Adam beta1">,
+    Option<"beta2", "beta2", "float", /*default=*/"0.999f", "Adam beta2">,
+    Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">
   ];
 }
 
@@ -156,7 +251,7 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
     are all-reduced. With `vocab-parallel=NAME`, the LM head producing output
     NAME is column-parallel over the vocabulary; the output keeps only this
     rank's ceil(V / tp) logits and gets `smp.tp_vocab = V`, for
-    smp-build-train-step's parallel cross-entropy.
+    smp-build-gradients' parallel cross-entropy.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -195,8 +290,8 @@ def SmpPipelineSchedulePass
     : Pass<"smp-pipeline-schedule", "mlir::ModuleOp"> {
   let summary = "Split @train_step into one function per pipeline rank";
   let description = [{
-    Takes the micro-batched, staged `@train_step` (smp-build-train-step after
-    smp-pipeline-split) and writes `@train_step_pp<R>` for each pipeline rank
+    Takes the micro-batched, staged `@train_step` (the train-step passes
+    after smp-pipeline-split) and writes `@train_step_pp<R>` for each pipeline rank
     R (attribute `smp.pp_rank`); stage S runs on rank S % pp. Each function
     runs, in order: the ops that need no micro-batch (prologue), the
     forward/backward actions of the schedule (GPipe, 1F1B, interleaved 1F1B,
@@ -226,7 +321,7 @@ def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
     f32 results are cast back up, so a loss built on them (and its
     reduction) is computed in f32. Kernels accumulate reductions, norm
     statistics and softmax sums in higher precision. Run before
-    smp-build-train-step: gradients flow back through the casts, so the
+    smp-build-gradients: gradients flow back through the casts, so the
     optimizer updates the fp32 master weights.
   }];
   let dependentDialects = ["::smp::SmpDialect"];

@@ -1,0 +1,148 @@
+//===- GradientAllReduce.cpp - smp-gradient-all-reduce --------------------===//
+//
+// Implements `smp-gradient-all-reduce`: the gradients of @train_step (those
+// that are not ZeRO-1 shards) and its loss are summed over the data-parallel
+// ranks, the gradients in buckets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepContract.h"
+#include "TrainStepUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+
+#define DEBUG_TYPE "smp-gradient-all-reduce"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPGRADIENTALLREDUCEPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+/// Sums the gradients over the data-parallel ranks in buckets: gradients
+/// of one stage and element type, in the order the backward computes
+/// them, are flattened and concatenated up to bucket-mb MiB, all-reduced
+/// at once and split back. Each bucket's ops follow its last gradient, so
+/// the all-reduce can overlap the rest of the backward.
+void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
+                      ArrayRef<Value> params, double bucketMb) {
+  Block *block = b.getInsertionBlock();
+  SmallVector<unsigned> order;
+  for (unsigned k = 0; k < grads.size(); ++k)
+    if (grads[k])
+      order.push_back(k);
+  auto defOf = [&](unsigned k) { return grads[k].getDefiningOp(); };
+  llvm::stable_sort(order, [&](unsigned x, unsigned y) {
+    Operation *a = defOf(x), *c = defOf(y);
+    if (!a || !c)
+      return bool(c) && !a;
+    return a->isBeforeInBlock(c);
+  });
+  uint64_t limit = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
+  SmallVector<unsigned> bucket;
+  uint64_t bytes = 0;
+  auto flush = [&] {
+    if (bucket.empty())
+      return;
+    Operation *after = nullptr; // the bucket's last gradient
+    for (unsigned k : bucket)
+      if (Operation *d = defOf(k); d && d->getBlock() == block &&
+                                   (!after || after->isBeforeInBlock(d)))
+        after = d;
+    Operation *mark = lastBefore(b);
+    if (bucket.size() == 1) {
+      grads[bucket[0]] = allReduceDp(b, loc, grads[bucket[0]]);
+    } else {
+      SmallVector<Value> flat;
+      int64_t total = 0;
+      for (unsigned k : bucket) {
+        auto t = cast<RankedTensorType>(grads[k].getType());
+        flat.push_back(ReshapeOp::create(
+            b, loc, t.clone(ArrayRef<int64_t>{t.getNumElements()}), grads[k]));
+        total += t.getNumElements();
+      }
+      Value summed = allReduceDp(
+          b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)));
+      int64_t offset = 0;
+      for (unsigned k : bucket) {
+        auto t = cast<RankedTensorType>(grads[k].getType());
+        int64_t n = t.getNumElements();
+        Value part = SliceOp::create(b, loc, summed,
+                                     b.getDenseI64ArrayAttr({offset}),
+                                     b.getDenseI64ArrayAttr({offset + n}),
+                                     b.getDenseI64ArrayAttr({1}));
+        grads[k] = ReshapeOp::create(b, loc, t, part);
+        offset += n;
+      }
+      (void)total;
+    }
+    // Move the bucket's ops right after its last gradient.
+    Operation *first = mark ? mark->getNextNode() : &block->front();
+    if (after && first) {
+      SmallVector<Operation *> ops;
+      for (Operation *op = first; op && op != &*b.getInsertionPoint();
+           op = op->getNextNode())
+        ops.push_back(op);
+      for (Operation *op : ops) {
+        op->moveAfter(after);
+        after = op;
+      }
+    }
+    bucket.clear();
+    bytes = 0;
+  };
+  std::optional<int64_t> stage;
+  Type elt;
+  for (unsigned k : order) {
+    auto t = cast<RankedTensorType>(grads[k].getType());
+    uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+    std::optional<int64_t> s = stageOf(params[k]);
+    if (!bucket.empty() && (s != stage || t.getElementType() != elt ||
+                            bytes + size > limit))
+      flush();
+    bucket.push_back(k);
+    bytes += size;
+    stage = s;
+    elt = t.getElementType();
+  }
+  flush();
+}
+
+
+struct SmpGradientAllReducePass
+    : public smp::impl::SmpGradientAllReducePassBase<SmpGradientAllReducePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto f = trainStep(module, "smp-gradient-all-reduce");
+    if (failed(f))
+      return signalPassFailure();
+    if (dataParallelRanks(module) <= 1)
+      return; // one replica: nothing to sum
+    OpBuilder b(f->getBody().front().getTerminator());
+    Location loc = f->getLoc();
+    SmallVector<Gradient> grads;
+    SmallVector<Value> values, params;
+    for (const Gradient &g : gradients(*f))
+      if (!g.sharded) { // a ZeRO-1 shard is summed already
+        grads.push_back(g);
+        values.push_back(g.value);
+        params.push_back(g.param);
+      }
+    allReduceInBuckets(b, loc, values, params, bucketMb);
+    for (auto [g, v] : llvm::zip(grads, values))
+      setResult(*f, g.result, v);
+    // The global loss, on every rank.
+    if (auto i = findResult(*f, SmpDialect::kOutputAttr, "loss"))
+      setResult(*f, *i,
+                allReduceDp(b, loc,
+                            f->getBody().front().getTerminator()->getOperand(*i)));
+  }
+};
+
+} // namespace

@@ -1,0 +1,191 @@
+//===- OptimizerUpdate.cpp - smp-optimizer --------------------------------===//
+//
+// Implements `smp-optimizer`, the last of the passes that build
+// func @train_step: each gradient becomes the parameter's and its states'
+// updates (torch.optim.SGD, Adam, AdamW semantics).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepContract.h"
+#include "TrainStepUtils.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+
+#define DEBUG_TYPE "smp-optimizer"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPOPTIMIZERPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+struct SmpOptimizerPass
+    : public smp::impl::SmpOptimizerPassBase<SmpOptimizerPass> {
+  using Base::Base;
+
+  /// The new results, and their attributes.
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> attrs;
+
+  void add(Value v, StringRef attr, StringRef name) {
+    MLIRContext *ctx = &getContext();
+    results.push_back(v);
+    attrs.push_back(DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, attr),
+                             StringAttr::get(ctx, name))}));
+  }
+
+  /// Updates the parameter of `grad` (and its states) with learning rate
+  /// `lr` at step `step`, unless `found` (when given) says the gradients
+  /// overflowed.
+  void update(func::FuncOp f, OpBuilder &b, const Gradient &grad, Value lr,
+              Value step, Value found, int64_t dp) {
+    Location loc = f.getLoc();
+    Type f32 = b.getF32Type();
+    Value param = grad.param, g = grad.value;
+    std::string name =
+        f.getArgAttrOfType<StringAttr>(grad.param.getArgNumber(),
+                                       SmpDialect::kParamAttr)
+            .str();
+    float wd = weightDecay >= 0 ? weightDecay.getValue()
+                                : (optimizer == "adamw" ? 0.01f : 0.0f);
+    Type type = param.getType();
+    Value paramIn = param;
+    if (grad.sharded) { // update this rank's shard of the flattened parameter
+      paramIn = shard::AllSliceOp::create(
+          b, loc, g.getType(), flattenPadded(b, loc, param, dp), "dp",
+          ArrayRef<shard::GridAxis>{0}, 0);
+      type = g.getType();
+    }
+    auto elt = cast<RankedTensorType>(type).getElementType();
+    if (elt != f32) {
+      lr = CastOp::create(b, loc, RankedTensorType::get({}, elt), lr);
+      step = CastOp::create(b, loc, RankedTensorType::get({}, elt), step);
+    }
+    auto whole = [&](Value newParam) {
+      return grad.sharded ? unshard(b, loc, newParam, param, dp) : newParam;
+    };
+    if (optimizer == "sgd") {
+      Value buf = momentum != 0.0f
+                      ? addState(f, type, name + ".momentum_buffer",
+                                 std::nullopt, param)
+                      : g;
+      auto upd = SgdUpdateOp::create(
+          b, loc, type, type, paramIn, g, buf, lr, step, found,
+          b.getF32FloatAttr(momentum), b.getF32FloatAttr(dampening),
+          b.getF32FloatAttr(wd), b.getBoolAttr(nesterov));
+      add(whole(upd.getNewParam()), SmpDialect::kUpdateAttr, name);
+      if (momentum != 0.0f)
+        add(upd.getNewMomentumBuffer(), SmpDialect::kUpdateAttr,
+            name + ".momentum_buffer");
+      return;
+    }
+    Value m = addState(f, type, name + ".exp_avg", std::nullopt, param);
+    Value v = addState(f, type, name + ".exp_avg_sq", std::nullopt, param);
+    auto upd = AdamUpdateOp::create(
+        b, loc, type, type, type, paramIn, g, m, v, lr, step, found,
+        b.getF32FloatAttr(beta1), b.getF32FloatAttr(beta2),
+        b.getF32FloatAttr(epsilon), b.getF32FloatAttr(wd),
+        b.getBoolAttr(optimizer == "adamw"));
+    add(whole(upd.getNewParam()), SmpDialect::kUpdateAttr, name);
+    add(upd.getNewExpAvg(), SmpDialect::kUpdateAttr, name + ".exp_avg");
+    add(upd.getNewExpAvgSq(), SmpDialect::kUpdateAttr, name + ".exp_avg_sq");
+  }
+
+  /// Ends the step: an unrolled step's new ops get the stage of their
+  /// operands (for smp-pipeline-schedule); one that is not drops the
+  /// backward marks (its ops are one program, which CSE may merge).
+  static void finish(func::FuncOp f) {
+    Block &body = f.getBody().front();
+    bool unrolled = llvm::any_of(body, [](Operation &op) {
+      return op.hasAttr(SmpDialect::kMicrobatchAttr);
+    });
+    if (unrolled) {
+      propagateStages(body);
+      return;
+    }
+    for (Operation &op : body)
+      op.removeAttr(SmpDialect::kBackwardAttr);
+  }
+
+  /// Refuses an unknown optimizer before anything runs.
+  LogicalResult initialize(MLIRContext *ctx) override {
+    if (optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw")
+      return success();
+    return emitError(UnknownLoc::get(ctx))
+           << "unknown optimizer '" << optimizer
+           << "' (expected sgd, adam or adamw)";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    results.clear();
+    attrs.clear();
+    auto f = trainStep(module, "smp-optimizer");
+    if (failed(f))
+      return signalPassFailure();
+    Block &body = f->getBody().front();
+    Operation *ret = body.getTerminator();
+    OpBuilder b(ret);
+    Location loc = f->getLoc();
+    Type f32 = b.getF32Type();
+    Type scalarF32 = RankedTensorType::get({}, f32);
+    Value lr = addInput(*f, scalarF32, "@lr");
+    Value step = addInput(*f, scalarF32, "@step");
+    std::optional<unsigned> foundAt = findResult(*f, kFoundInfAttr);
+    Value found = foundAt ? ret->getOperand(*foundAt) : Value();
+    if (found) {
+      // Skipped steps do not count for the optimizer (as GradScaler skips
+      // optimizer.step()): its own step counter.
+      Value optStep = addState(*f, scalarF32, "@optimizer_step");
+      Value nextStep =
+          AddOp::create(b, loc, optStep, scalarConst(b, loc, f32, 1.0));
+      add(WhereOp::create(b, loc, found, optStep, nextStep),
+          SmpDialect::kUpdateAttr, "@optimizer_step");
+      step = nextStep;
+    }
+    int64_t dp = dataParallelRanks(module);
+    SmallVector<Gradient> grads = gradients(*f);
+    for (const Gradient &g : grads)
+      update(*f, b, g, lr, step, found, dp);
+    // The other results: the updates of the step's own states (`@` names:
+    // the loss scale's) first, then the parameters' updates, the other
+    // updates (running statistics) and the outputs.
+    SmallVector<std::pair<int, unsigned>> others; // (group, result)
+    static constexpr llvm::StringLiteral kOutputs[] = {"loss", "grad_norm",
+                                                       "skipped", "loss_scale"};
+    for (unsigned i = 0; i < f->getNumResults(); ++i) {
+      if (auto u = f->getResultAttrOfType<StringAttr>(i, SmpDialect::kUpdateAttr))
+        others.push_back({u.getValue().starts_with("@") ? -1 : 0, i});
+      else if (auto o = f->getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr))
+        others.push_back(
+            {1 + static_cast<int>(llvm::find(kOutputs, o.getValue()) -
+                                  std::begin(kOutputs)),
+             i});
+    }
+    llvm::stable_sort(others, [](auto &x, auto &y) { return x.first < y.first; });
+    SmallVector<Value> all;
+    SmallVector<DictionaryAttr> allAttrs;
+    for (auto [group, i] : others)
+      if (group < 0) {
+        all.push_back(ret->getOperand(i));
+        allAttrs.push_back(f->getResultAttrDict(i));
+      }
+    all.append(results.begin(), results.end());
+    allAttrs.append(attrs.begin(), attrs.end());
+    for (auto [group, i] : others)
+      if (group >= 0) {
+        all.push_back(ret->getOperand(i));
+        allAttrs.push_back(f->getResultAttrDict(i));
+      }
+    setResults(*f, all, allAttrs);
+    finish(*f);
+  }
+};
+
+} // namespace

@@ -1,0 +1,216 @@
+//===- TrainStepContract.cpp - The IR between the train-step passes -------===//
+//
+// See TrainStepContract.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepContract.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace smp {
+
+FailureOr<func::FuncOp> trainStep(ModuleOp module, StringRef pass) {
+  if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+    return f;
+  module.emitError() << pass
+                     << ": no func @train_step (run smp-build-gradients first)";
+  return failure();
+}
+
+int64_t dataParallelRanks(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>("dp");
+  if (!grid || grid.getShape().size() != 1)
+    return 1;
+  return grid.getShape()[0];
+}
+
+Value allReduceDp(OpBuilder &b, Location loc, Value v) {
+  return shard::AllReduceOp::create(b, loc, v, "dp",
+                                    ArrayRef<shard::GridAxis>{0},
+                                    shard::ReductionKind::Sum);
+}
+
+Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
+  auto t = cast<RankedTensorType>(v.getType());
+  int64_t n = t.getNumElements(), padded = (n + dp - 1) / dp * dp;
+  Value flat = ReshapeOp::create(b, loc, t.clone(ArrayRef<int64_t>{n}), v);
+  if (padded == n)
+    return flat;
+  auto zeros = RankedTensorType::get({padded - n}, t.getElementType());
+  Value pad = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          zeros, APFloat::getZero(
+                     cast<FloatType>(t.getElementType()).getFloatSemantics())));
+  return ConcatOp::create(b, loc, ValueRange{flat, pad},
+                          b.getI64IntegerAttr(0));
+}
+
+Value unshard(OpBuilder &b, Location loc, Value chunk, Value param,
+              int64_t dp) {
+  auto pt = cast<RankedTensorType>(param.getType());
+  auto ct = cast<RankedTensorType>(chunk.getType());
+  int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * dp;
+  Value all = shard::AllGatherOp::create(
+      b, loc, ct.clone(ArrayRef<int64_t>{padded}),
+      FlatSymbolRefAttr::get(b.getContext(), "dp"),
+      b.getDenseI16ArrayAttr({0}), chunk, b.getIndexAttr(0));
+  if (padded != n)
+    all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
+                          b.getDenseI64ArrayAttr({n}),
+                          b.getDenseI64ArrayAttr({1}));
+  return ReshapeOp::create(b, loc, pt, all);
+}
+
+SmallVector<Gradient> gradients(func::FuncOp f) {
+  SmallVector<Gradient> grads;
+  Operation *ret = f.getBody().front().getTerminator();
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (auto of = f.getResultAttrOfType<IntegerAttr>(i, kGradOfAttr))
+      grads.push_back({i, f.getArgument(of.getInt()), ret->getOperand(i),
+                       f.getResultAttr(i, kZeroShapeAttr) != nullptr});
+  return grads;
+}
+
+std::optional<unsigned> findResult(func::FuncOp f, StringRef attr,
+                                   StringRef name) {
+  for (unsigned i = 0; i < f.getNumResults(); ++i) {
+    Attribute a = f.getResultAttr(i, attr);
+    if (!a)
+      continue;
+    auto s = dyn_cast<StringAttr>(a);
+    if (name.empty() || (s && s.getValue() == name))
+      return i;
+  }
+  return std::nullopt;
+}
+
+void setResult(func::FuncOp f, unsigned i, Value v) {
+  Block &body = f.getBody().front();
+  body.getTerminator()->setOperand(i, v);
+  f.setType(FunctionType::get(f.getContext(), body.getArgumentTypes(),
+                              body.getTerminator()->getOperandTypes()));
+}
+
+void setResults(func::FuncOp f, ValueRange values,
+                ArrayRef<DictionaryAttr> attrs) {
+  Block &body = f.getBody().front();
+  Operation *ret = body.getTerminator();
+  OpBuilder b(ret);
+  func::ReturnOp::create(b, f.getLoc(), values);
+  ret->erase();
+  f.setType(FunctionType::get(f.getContext(), body.getArgumentTypes(),
+                              ValueRange(values).getTypes()));
+  f.setAllResultAttrs(attrs);
+}
+
+void appendResult(func::FuncOp f, Value v, StringRef attr, Attribute value) {
+  Operation *ret = f.getBody().front().getTerminator();
+  SmallVector<Value> values(ret->getOperands());
+  SmallVector<DictionaryAttr> attrs;
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    attrs.push_back(f.getResultAttrDict(i)
+                        ? f.getResultAttrDict(i)
+                        : DictionaryAttr::get(f.getContext()));
+  values.push_back(v);
+  attrs.push_back(DictionaryAttr::get(
+      f.getContext(),
+      {NamedAttribute(StringAttr::get(f.getContext(), attr), value)}));
+  setResults(f, values, attrs);
+}
+
+Value addInput(func::FuncOp f, Type type, StringRef name) {
+  MLIRContext *ctx = f.getContext();
+  unsigned index = f.getNumArguments();
+  (void)f.insertArgument(
+      index, type,
+      DictionaryAttr::get(ctx, {NamedAttribute(
+                                   StringAttr::get(ctx, SmpDialect::kInputAttr),
+                                   StringAttr::get(ctx, name))}),
+      f.getLoc());
+  return f.getArgument(index);
+}
+
+Value addState(func::FuncOp f, Type type, StringRef name,
+               std::optional<float> init, Value param) {
+  MLIRContext *ctx = f.getContext();
+  Builder b(ctx);
+  unsigned index = f.getNumArguments();
+  SmallVector<NamedAttribute> attrs{
+      NamedAttribute(StringAttr::get(ctx, SmpDialect::kStateAttr),
+                     StringAttr::get(ctx, name))};
+  if (init)
+    attrs.push_back(NamedAttribute(StringAttr::get(ctx, "smp.init"),
+                                   b.getF32FloatAttr(*init)));
+  if (auto arg = dyn_cast_or_null<BlockArgument>(param)) {
+    if (Attribute shard = f.getArgAttr(arg.getArgNumber(), "smp.tp_shard"))
+      attrs.push_back(
+          NamedAttribute(StringAttr::get(ctx, "smp.tp_shard"), shard));
+    if (type != param.getType())
+      attrs.push_back(NamedAttribute(
+          StringAttr::get(ctx, kZeroShapeAttr),
+          b.getDenseI64ArrayAttr(
+              cast<RankedTensorType>(param.getType()).getShape())));
+  }
+  (void)f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
+                         f.getLoc());
+  return f.getArgument(index);
+}
+
+SmallVector<BackwardRange> backwardRanges(func::FuncOp f) {
+  Block &body = f.getBody().front();
+  bool unrolled = llvm::any_of(body, [](Operation &op) {
+    return op.hasAttr(SmpDialect::kMicrobatchAttr);
+  });
+  auto keyOf = [&](Operation &op) -> std::optional<int64_t> {
+    if (!unrolled)
+      return 0;
+    auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
+    return mb ? std::optional<int64_t>(mb.getInt()) : std::nullopt;
+  };
+  std::map<int64_t, BackwardRange> ranges;
+  for (Operation &op : body) {
+    if (!op.hasAttr(SmpDialect::kBackwardAttr))
+      continue;
+    std::optional<int64_t> key = keyOf(op);
+    if (!key)
+      continue;
+    auto [it, fresh] = ranges.try_emplace(*key);
+    if (fresh) {
+      it->second.begin = op.getIterator();
+      if (unrolled)
+        it->second.microbatch = *key;
+    }
+    it->second.end = std::next(op.getIterator());
+  }
+  // The forward: the ops before the backward (of the same micro-batch).
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::ConstantLike>() ||
+        op.hasAttr(SmpDialect::kBackwardAttr))
+      continue;
+    std::optional<int64_t> key = keyOf(op);
+    auto it = key ? ranges.find(*key) : ranges.end();
+    if (it != ranges.end() && op.isBeforeInBlock(&*it->second.begin))
+      it->second.forward.push_back(&op);
+  }
+  SmallVector<BackwardRange> result;
+  for (auto &[key, range] : ranges)
+    result.push_back(std::move(range));
+  return result;
+}
+
+void markBackward(Operation *op, const BackwardRange &range) {
+  Builder b(op->getContext());
+  op->setAttr(SmpDialect::kBackwardAttr, b.getUnitAttr());
+  if (range.microbatch)
+    op->setAttr(SmpDialect::kMicrobatchAttr,
+                b.getI64IntegerAttr(*range.microbatch));
+}
+
+} // namespace smp

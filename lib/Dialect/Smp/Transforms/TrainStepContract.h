@@ -1,0 +1,152 @@
+//===- TrainStepContract.h - The IR between the train-step passes -*- C++ -*-===//
+//
+// The passes that build func @train_step (smp-build-gradients, then
+// smp-recompute, smp-offload-activations, smp-shard-optimizer-state,
+// smp-gradient-all-reduce, smp-loss-scaling, smp-gradient-norm and
+// smp-optimizer) hand the step to each other as IR:
+//
+//   results  `smp.grad_of = N`      the gradient of parameter argument N
+//                                   (after smp-shard-optimizer-state: this
+//                                   rank's chunk of it flattened, the result
+//                                   also carrying `smp.zero_shape`, the
+//                                   parameter's shape)
+//            `smp.found_inf`        i1 scalar: the gradients overflowed
+//                                   (loss scaling); the optimizer skips
+//            `smp.update = NAME`    the new value of a parameter or state
+//            `smp.output = NAME`    loss, loss_scale, skipped, grad_norm
+//   args     `smp.state = "@loss_scale"` the dynamic loss scale (its value
+//                                   seeded the backward)
+//   ops      `smp.bwd`              the backward (of micro-batch `smp.mb`
+//                                   when the step is unrolled; a step that is
+//                                   not has no smp.mb, and smp-optimizer
+//                                   drops its smp.bwd marks at the end)
+//   module   `shard.grid @dp`       the data-parallel ranks
+//
+// smp-optimizer consumes the gradients and the overflow flag: the finished
+// step returns only updates and outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_LIB_TRANSFORMS_TRAINSTEPCONTRACT_H
+#define SMP_LIB_TRANSFORMS_TRAINSTEPCONTRACT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "TrainStepUtils.h"
+
+#include <optional>
+
+namespace smp {
+
+/// Result attribute: the gradient of parameter argument N (i64).
+constexpr llvm::StringLiteral kGradOfAttr = "smp.grad_of";
+/// Unit result attribute: the i1 scalar that says the step's gradients
+/// overflowed.
+constexpr llvm::StringLiteral kFoundInfAttr = "smp.found_inf";
+/// Result (and argument) attribute: the shape a ZeRO-1 shard flattens.
+constexpr llvm::StringLiteral kZeroShapeAttr = "smp.zero_shape";
+/// The dynamic loss scale's state name.
+constexpr llvm::StringLiteral kLossScaleState = "@loss_scale";
+
+/// func @train_step of `module`, or an error naming `pass` (which needs
+/// smp-build-gradients to have run).
+mlir::FailureOr<mlir::func::FuncOp> trainStep(mlir::ModuleOp module,
+                                              llvm::StringRef pass);
+
+/// The number of data-parallel ranks (the shard.grid @dp's size, 1 without).
+int64_t dataParallelRanks(mlir::ModuleOp module);
+
+/// Sum over the data-parallel ranks (shard.all_reduce on the dp grid).
+mlir::Value allReduceDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
+/// `v` flattened to 1-D and zero-padded to a multiple of `dp` (ZeRO-1).
+mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value v, int64_t dp);
+
+/// Gathers every rank's updated chunk back into the parameter's shape
+/// (ZeRO-1).
+mlir::Value unshard(mlir::OpBuilder &b, mlir::Location loc, mlir::Value chunk,
+                    mlir::Value param, int64_t dp);
+
+/// One gradient of the step: its result and its parameter argument.
+struct Gradient {
+  unsigned result;
+  mlir::BlockArgument param;
+  /// Its value (the return's operand).
+  mlir::Value value;
+  /// A ZeRO-1 shard (smp.zero_shape on the result).
+  bool sharded;
+};
+
+/// The step's gradients, in result order.
+llvm::SmallVector<Gradient> gradients(mlir::func::FuncOp f);
+
+/// The result carrying unit attribute or string attribute `attr` (with
+/// value `name` when given).
+std::optional<unsigned> findResult(mlir::func::FuncOp f, llvm::StringRef attr,
+                                   llvm::StringRef name = "");
+
+/// Replaces the value of result `i` (retyping `f`).
+void setResult(mlir::func::FuncOp f, unsigned i, mlir::Value v);
+
+/// Appends a result with attribute `attr` = `value`.
+void appendResult(mlir::func::FuncOp f, mlir::Value v, llvm::StringRef attr,
+                  mlir::Attribute value);
+
+/// Replaces the return with `values` and `attrs`, and retypes `f`.
+void setResults(mlir::func::FuncOp f, mlir::ValueRange values,
+                llvm::ArrayRef<mlir::DictionaryAttr> attrs);
+
+/// A new argument `smp.input = name`.
+mlir::Value addInput(mlir::func::FuncOp f, mlir::Type type,
+                     llvm::StringRef name);
+
+/// A new optimizer (or loss-scaling) state argument `smp.state = name`,
+/// with `smp.init` when given; a parameter's state records the parameter's
+/// tensor-parallel split and, when its type differs (a ZeRO-1 shard), the
+/// shape it flattens.
+mlir::Value addState(mlir::func::FuncOp f, mlir::Type type,
+                     llvm::StringRef name,
+                     std::optional<float> init = std::nullopt,
+                     mlir::Value param = mlir::Value());
+
+/// The forward and backward of one micro-batch (or of the whole step when it
+/// is not unrolled): the forward's ops in order, and the backward's range.
+struct BackwardRange {
+  llvm::SmallVector<mlir::Operation *> forward;
+  mlir::Block::iterator begin, end;
+  /// The micro-batch, when the step is unrolled.
+  std::optional<int64_t> microbatch;
+};
+
+/// The step's backward ranges (smp.bwd), by micro-batch.
+llvm::SmallVector<BackwardRange> backwardRanges(mlir::func::FuncOp f);
+
+/// Marks `op` as part of the backward of `range`.
+void markBackward(mlir::Operation *op, const BackwardRange &range);
+
+/// Runs `rewrite`, which adds ops to the backward of `range` (those that
+/// `isAdded` says, not marked yet), marks them (smp.bwd, smp.mb), and gives
+/// them stages in an unrolled step.
+template <typename Pred, typename Fn>
+void rewriteBackward(mlir::func::FuncOp f, const BackwardRange &range,
+                     Pred isAdded, Fn rewrite) {
+  rewrite();
+  mlir::Block &body = f.getBody().front();
+  mlir::Operation *first = nullptr;
+  for (mlir::Operation &op : body) {
+    bool added = isAdded(op) && !op.hasAttr(SmpDialect::kBackwardAttr);
+    if (added)
+      markBackward(&op, range);
+    if (!first && (added || &op == &*range.begin))
+      first = &op;
+  }
+  if (range.microbatch && first)
+    propagateStages(body, first);
+}
+
+} // namespace smp
+
+#endif // SMP_LIB_TRANSFORMS_TRAINSTEPCONTRACT_H
