@@ -21,6 +21,7 @@
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smp/base/FileFormat.h"
+#include "smp/base/OpSchema.h"
 #include "smp/base/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -134,6 +135,33 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
                   "' of " + op->getName().getStringRef());
     (*inst.mutable_attrs())[named.getName().str()] = attr;
   }
+  return llvm::Error::success();
+}
+
+/// Checks an instruction against the runtime's op schema (OpSchema.def):
+/// the runtime would refuse it at load time.
+llvm::Error checkSchema(const pb::Instruction &inst) {
+  const smp::base::OpSchema *schema = smp::base::findOp(inst.op());
+  if (!schema)
+    return fail("op '" + inst.op() + "' at '" + inst.loc() +
+                "' is not in the runtime's op schema (smp/base/OpSchema.def)");
+  std::vector<std::pair<std::string, smp::base::AttrKind>> attrs;
+  for (const auto &[name, a] : inst.attrs()) {
+    // An empty list is stored as no value: it passes as any kind.
+    smp::base::OpAttr id;
+    smp::base::AttrKind kind =
+        a.has_f()      ? smp::base::AttrKind::Float
+        : a.has_s()    ? smp::base::AttrKind::String
+        : a.has_ints() ? smp::base::AttrKind::Ints
+        : a.has_i()    ? smp::base::AttrKind::Int
+        : smp::base::findAttr(name, id) ? smp::base::attrSchema(id).kind
+                                        : smp::base::AttrKind::Int;
+    attrs.emplace_back(name, kind);
+  }
+  smp::base::Status s = smp::base::checkInstruction(
+      *schema, inst.inputs_size(), inst.outputs_size(), attrs);
+  if (!s.ok())
+    return fail(s.error + " (at '" + inst.loc() + "')");
   return llvm::Error::success();
 }
 
@@ -585,6 +613,10 @@ llvm::Error Lowering::run() {
     (*inst->mutable_attrs())["@bytes"] = bytes;
     ++index;
   }
+
+  for (const pb::Instruction &inst : program.instructions())
+    if (auto err = checkSchema(inst))
+      return err;
 
   // An alias keeps its root alive: fold alias uses into the root's range
   // (done by `use`), then plan the roots.

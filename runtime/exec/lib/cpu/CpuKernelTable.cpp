@@ -10,10 +10,10 @@
 
 #include "smp/kernels/cpu/Kernels.h"
 #include "smp/kernels/cpu/Training.h"
+#include "smp/base/OpSchema.h"
 #include "smprt/exec/Artifact.h"
 
 #include <cstring>
-#include <map>
 
 namespace smprt {
 namespace {
@@ -45,8 +45,6 @@ bool skipUpdate(const std::vector<TensorRef> &in, size_t first,
 }
 
 bool sgdUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(5, 6, 2))
-    return false;
   bool hasSkip = d.inst.inputs_size() == 6;
   k::SgdOptions o = sgdOptions(d);
   s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
@@ -60,8 +58,6 @@ bool sgdUpdateStep(Decoder &d, Step &s) {
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(6, 7, 3))
-    return false;
   bool hasSkip = d.inst.inputs_size() == 7;
   k::AdamOptions o = adamOptions(d);
   s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
@@ -74,18 +70,13 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   };
   return true;
 }
-const std::map<std::string, Builder> &table() {
-  static const std::map<std::string, Builder> t =
-      stepsWith(sgdUpdateStep, adamUpdateStep);
-  return t;
-}
 
 } // namespace
 
 Status decodeInstruction(const Inst &inst,
                          const std::vector<TensorRef> &buffers,
                          Communicator &comm, Step &step) {
-  return decodeWith(table(), "this smprun", inst, buffers, comm, step);
+  return decodeWith("this smprun", inst, buffers, comm, step);
 }
 
 } // namespace smprt

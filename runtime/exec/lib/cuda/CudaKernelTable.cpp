@@ -12,9 +12,9 @@
 
 #include "smp/kernels/cuda/Kernels.h"
 #include "smp/kernels/cuda/Training.h"
+#include "smp/base/OpSchema.h"
 #include "smprt/exec/Artifact.h"
 
-#include <map>
 
 namespace smprt {
 namespace {
@@ -25,8 +25,6 @@ using Inst = smp::artifact::Instruction;
 #include "KernelSteps.inc"
 
 bool sgdUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(5, 6, 2))
-    return false;
   bool hasSkip = d.inst.inputs_size() == 6;
   k::SgdOptions o = sgdOptions(d);
   s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
@@ -39,8 +37,6 @@ bool sgdUpdateStep(Decoder &d, Step &s) {
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(6, 7, 3))
-    return false;
   bool hasSkip = d.inst.inputs_size() == 7;
   k::AdamOptions o = adamOptions(d);
   s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
@@ -52,18 +48,13 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 
-const std::map<std::string, Builder> &table() {
-  static const std::map<std::string, Builder> t =
-      stepsWith(sgdUpdateStep, adamUpdateStep);
-  return t;
-}
 
 } // namespace
 
 Status decodeCudaInstruction(const Inst &inst,
                              const std::vector<TensorRef> &buffers,
                              Communicator &comm, Step &step) {
-  return decodeWith(table(), "the CUDA backend", inst, buffers, comm, step);
+  return decodeWith("the CUDA backend", inst, buffers, comm, step);
 }
 
 } // namespace smprt
