@@ -45,28 +45,24 @@ bool skipUpdate(const std::vector<TensorRef> &in, size_t first,
 }
 
 bool sgdUpdateStep(Decoder &d, Step &s) {
-  bool hasSkip = d.inst.inputs_size() == 6;
-  k::SgdOptions o = sgdOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
-           step = d.in(4), skip = hasSkip ? d.in(5) : TensorRef(), hasSkip,
-           np = d.out(0), nb = d.out(1), o] {
-    if (skipUpdate({p, buf}, 0, hasSkip ? &skip : nullptr, {np, nb}))
+  s.run = [x = sgdOperands(d)] {
+    if (skipUpdate({x.param, x.buffer}, 0, x.hasSkip ? &x.skip : nullptr,
+                   {x.newParam, x.newBuffer}))
       return Status::success();
-    return k::sgdUpdate(p, g, buf, scalarAt(lr), scalarAt(step), o, np, nb);
+    return k::sgdUpdate(x.param, x.grad, x.buffer, scalarAt(x.lr),
+                        scalarAt(x.step), x.options, x.newParam, x.newBuffer);
   };
   return true;
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  bool hasSkip = d.inst.inputs_size() == 7;
-  k::AdamOptions o = adamOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
-           step = d.in(5), skip = hasSkip ? d.in(6) : TensorRef(), hasSkip,
-           np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
-    if (skipUpdate({p, m, v}, 0, hasSkip ? &skip : nullptr, {np, nm, nv}))
+  s.run = [x = adamOperands(d)] {
+    if (skipUpdate({x.param, x.m, x.v}, 0, x.hasSkip ? &x.skip : nullptr,
+                   {x.newParam, x.newM, x.newV}))
       return Status::success();
-    return k::adamUpdate(p, g, m, v, scalarAt(lr), scalarAt(step), o, np, nm,
-                         nv);
+    return k::adamUpdate(x.param, x.grad, x.m, x.v, scalarAt(x.lr),
+                         scalarAt(x.step), x.options, x.newParam, x.newM,
+                         x.newV);
   };
   return true;
 }
