@@ -53,6 +53,15 @@ Status checkDType(const char *op, const char *what, const TensorRef &t,
                       smp::base::dtypeName(expected));
 }
 
+Status checkIndices(const char *op, const TensorRef &indices) {
+  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+    return s;
+  if (!smp::base::isInteger(indices.dtype))
+    return fail(op, "indices must be integers, got " +
+                        smp::base::describe(indices));
+  return Status::success();
+}
+
 Status checkShape(const char *op, const char *what, const TensorRef &t,
                   const std::vector<int64_t> &expected) {
   if (t.shape == expected)

@@ -124,11 +124,8 @@ Status checkGather(const TensorRef &data, const TensorRef &indices,
   const char *op = "gather";
   if (Status s = checkPair(op, data, out); !s.ok())
     return s;
-  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+  if (Status s = checkIndices(op, indices); !s.ok())
     return s;
-  if (!smp::base::isInteger(indices.dtype))
-    return fail(op, "indices must be integers, got " +
-                        smp::base::describe(indices));
   a = normAxis(axis, data.rank());
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +

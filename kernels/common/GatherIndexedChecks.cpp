@@ -13,15 +13,6 @@
 namespace smp::kernels::common {
 namespace {
 
-Status checkIndices(const char *op, const TensorRef &indices) {
-  if (Status s = checkTensor(op, "indices", indices); !s.ok())
-    return s;
-  if (!smp::base::isInteger(indices.dtype))
-    return fail(op, "indices must be integers, got " +
-                        smp::base::describe(indices));
-  return Status::success();
-}
-
 /// The geometry of gathering tuples of `indices` from a tensor of `data`'s
 /// shape, and the gathered shape (`gathered`).
 Status geometryNd(const char *op, const std::vector<int64_t> &data,

@@ -256,11 +256,8 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
   const char *op = "gather_grad";
   if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
     return s;
-  if (Status s = checkTensor(op, "indices", indices); !s.ok())
+  if (Status s = checkIndices(op, indices); !s.ok())
     return s;
-  if (!smp::base::isInteger(indices.dtype))
-    return fail(op, "indices must be integers, got " +
-                        smp::base::describe(indices));
   int64_t a = normAxis(axis, out.rank());
   if (a < 0)
     return fail(op, "axis out of range");

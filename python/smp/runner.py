@@ -19,7 +19,7 @@ from . import _tools
 
 
 def file_name_for(name: str) -> str:
-    """The file name smprun reads input `name` from (runtime/lib/Files.cpp:
+    """The file name smprun reads input `name` from (runtime/base/lib/Files.cpp:
     '/', '\\', '%' and control bytes percent-encoded)."""
     raw = bytearray()
     for b in name.encode():

@@ -46,7 +46,7 @@ def write_npy(path, descr, shape, payload, version=1, header=None):
 
 
 def file_name_for(name):
-    """smprt::fileNameFor (runtime/lib/Files.cpp)."""
+    """smp::base::fileNameFor (runtime/base/lib/Files.cpp)."""
     out = ""
     for b in name.encode("utf-8", "surrogateescape"):
         if b in (0x2F, 0x5C, 0x25) or b < 0x20 or b == 0x7F:
@@ -413,7 +413,7 @@ NPY_DESCR = {0: ("<f4", 4), 1: ("<f2", 2), 2: ("<f2", 2), 3: ("<f8", 8), 4: ("|i
 
 
 def dtype_descr(d):
-    """smprt::DType (runtime/include/smprt/Tensor.h) -> .npy descr."""
+    """smp::base::DType (runtime/base/include/smp/base/DType.h) -> .npy descr."""
     return NPY_DESCR.get(d, ("<f4", 4))
 
 

@@ -12,6 +12,7 @@
 #include "smprt/Base.h"
 #include "smprt/comm/Launch.h"
 #include "smprt/exec/Artifact.h"
+#include "smprt/exec/BackendRegistry.h"
 #include "smprt/exec/Executor.h"
 #include "smprt/train/Checkpoint.h"
 #include "smprt/train/OnnxExport.h"

@@ -1,6 +1,7 @@
 //===- CpuBackend.cpp - Host memory, kernels/cpu called synchronously -----===//
 
 #include "cpu/CpuBackend.h"
+#include "smprt/exec/BackendRegistry.h"
 
 #include <cstring>
 #include <sys/mman.h>
@@ -8,6 +9,41 @@
 namespace smprt {
 
 namespace {
+
+/// Work on the CPU finishes when it is issued: an event is complete once
+/// recorded (and before), a stream has nothing queued.
+class CpuEvent final : public Event {
+public:
+  explicit CpuEvent(const Backend &backend) : backend_(backend) {}
+  bool query() override { return true; }
+  Status synchronize(const std::string &) override { return Status::success(); }
+  const Backend &backend() const override { return backend_; }
+
+private:
+  const Backend &backend_;
+};
+
+class CpuStream final : public Stream {
+public:
+  explicit CpuStream(const Backend &backend) : backend_(backend) {}
+  Status record(Event &event) override { return check(event, "record"); }
+  Status wait(Event &event) override { return check(event, "wait for"); }
+  Status synchronize(const std::string &) override { return Status::success(); }
+  const Backend &backend() const override { return backend_; }
+
+private:
+  /// Events order the streams of one backend only.
+  Status check(const Event &event, const char *verb) const {
+    if (&event.backend() != &backend_)
+      return Status::failure(std::string("a stream of ") + backend_.name() +
+                             " cannot " + verb +
+                             " an event of another "
+                             "backend (" +
+                             event.backend().name() + ")");
+    return Status::success();
+  }
+  const Backend &backend_;
+};
 
 /// Host memory, kernels of kernels/cpu called synchronously.
 class CpuBackend final : public Backend {
@@ -55,12 +91,33 @@ public:
     return decodeInstruction(inst, buffers, comm, step);
   }
   Status synchronize(const std::string &) override { return Status::success(); }
+
+  Stream &computeStream() override { return compute_; }
+  Status createStream(std::unique_ptr<Stream> &out) override {
+    out = std::make_unique<CpuStream>(*this);
+    return Status::success();
+  }
+  Status createEvent(std::unique_ptr<Event> &out) override {
+    out = std::make_unique<CpuEvent>(*this);
+    return Status::success();
+  }
+
+private:
+  CpuStream compute_{*this};
 };
 
 } // namespace
 
 std::unique_ptr<Backend> makeCpuBackend() {
   return std::make_unique<CpuBackend>();
+}
+
+void registerCpuBackend(BackendRegistry &registry) {
+  registry.add("cpu", /*takesDevice=*/false,
+               [](int, int, std::unique_ptr<Backend> &out) {
+                 out = makeCpuBackend();
+                 return Status::success();
+               });
 }
 
 } // namespace smprt

@@ -7,11 +7,14 @@
 // group with the communicator's next operation: NcclCommunicator.h). The
 // arena is one cudaMalloc; the offload pool is pinned host memory, which
 // the copies reach with cudaMemcpyAsync. The executor copies weights and
-// inputs in and outputs out synchronously, between steps.
+// inputs in and outputs out synchronously, between steps. Streams made by
+// createStream and events (timing off) are there to overlap communication
+// and copies with compute; nothing queues on a second stream yet.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/CudaBackend.h"
+#include "smprt/exec/BackendRegistry.h"
 
 #include "smp/kernels/cuda/Kernels.h"
 #include "smprt/comm/NcclCommunicator.h"
@@ -28,9 +31,81 @@ Status cudaFailure(const std::string &what, cudaError_t e) {
                          cudaGetErrorString(e) + ")");
 }
 
+/// A cudaEvent_t (timing off) of one device.
+class CudaEvent final : public Event {
+public:
+  CudaEvent(const Backend &backend, cudaEvent_t event)
+      : backend_(backend), event_(event) {}
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  bool query() override { return cudaEventQuery(event_) == cudaSuccess; }
+  Status synchronize(const std::string &what) override {
+    cudaError_t e = cudaEventSynchronize(event_);
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + backend_.name(), e);
+  }
+  const Backend &backend() const override { return backend_; }
+  cudaEvent_t event() const { return event_; }
+
+private:
+  const Backend &backend_;
+  cudaEvent_t event_;
+};
+
+/// A cudaStream_t of one device: the kernel context's (not owned), or one
+/// made by createStream (non-blocking, destroyed with this object).
+class CudaStream final : public Stream {
+public:
+  CudaStream(const Backend &backend, cudaStream_t stream, bool owned)
+      : backend_(backend), stream_(stream), owned_(owned) {}
+  ~CudaStream() override {
+    if (owned_)
+      cudaStreamDestroy(stream_);
+  }
+  Status record(Event &event) override {
+    const CudaEvent *e = eventOf(event);
+    if (!e)
+      return foreign(event, "record");
+    return check(cudaEventRecord(e->event(), stream_), "recording an event");
+  }
+  Status wait(Event &event) override {
+    const CudaEvent *e = eventOf(event);
+    if (!e)
+      return foreign(event, "wait for");
+    return check(cudaStreamWaitEvent(stream_, e->event(), 0),
+                 "waiting for an event");
+  }
+  Status synchronize(const std::string &what) override {
+    return check(cudaStreamSynchronize(stream_), what);
+  }
+  const Backend &backend() const override { return backend_; }
+
+private:
+  /// Events order the streams of one backend only.
+  const CudaEvent *eventOf(const Event &event) const {
+    return &event.backend() == &backend_
+               ? static_cast<const CudaEvent *>(&event)
+               : nullptr;
+  }
+  Status foreign(const Event &event, const char *verb) const {
+    return Status::failure(std::string("a stream of ") + backend_.name() +
+                           " cannot " + verb +
+                           " an event of another "
+                           "backend (" +
+                           event.backend().name() + ")");
+  }
+  Status check(cudaError_t e, const std::string &what) const {
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + backend_.name(), e);
+  }
+  const Backend &backend_;
+  cudaStream_t stream_;
+  bool owned_;
+};
+
 class CudaBackend final : public Backend {
 public:
-  CudaBackend(int device, k::Context *ctx) : device_(device), ctx_(ctx) {}
+  CudaBackend(int device, k::Context *ctx)
+      : device_(device), ctx_(ctx), compute_(*this, k::stream(*ctx), false) {}
   ~CudaBackend() override { k::destroyContext(ctx_); }
 
   std::string name() const override {
@@ -104,7 +179,38 @@ public:
                   : Status::failure(what + " on " + name() + ": " + s.error);
   }
 
+  Stream &computeStream() override { return compute_; }
+
+  Status createStream(std::unique_ptr<Stream> &out) override {
+    cudaStream_t stream = nullptr;
+    Status s = onDevice("creating a stream", [&] {
+      return cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaStream>(*this, stream, true);
+    return s;
+  }
+
+  Status createEvent(std::unique_ptr<Event> &out) override {
+    cudaEvent_t event = nullptr;
+    Status s = onDevice("creating an event", [&] {
+      return cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaEvent>(*this, event);
+    return s;
+  }
+
 private:
+  /// Runs the CUDA call `call` with this backend's device current.
+  template <typename Call> Status onDevice(const std::string &what, Call call) {
+    cudaError_t e = cudaSetDevice(device_);
+    if (e == cudaSuccess)
+      e = call();
+    return e == cudaSuccess ? Status::success()
+                            : cudaFailure(what + " on " + name(), e);
+  }
+
   /// After the queued work: the copy sees what the steps wrote.
   Status copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
               const std::string &what) {
@@ -120,6 +226,7 @@ private:
 
   int device_;
   k::Context *ctx_;
+  CudaStream compute_; // the kernel context's stream
 };
 
 } // namespace
@@ -147,6 +254,10 @@ Status makeCudaBackend(int device, int localRank,
   k::setCurrentContext(ctx);
   out = std::make_unique<CudaBackend>(device, ctx);
   return Status::success();
+}
+
+void registerCudaBackend(BackendRegistry &registry) {
+  registry.add("cuda", /*takesDevice=*/true, makeCudaBackend);
 }
 
 } // namespace smprt

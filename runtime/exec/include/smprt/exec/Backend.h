@@ -8,7 +8,10 @@
 //          synchronously, collectives through the host communicator (MPI).
 //   cuda   arena from cudaMalloc, offload pool in pinned host memory,
 //          kernels of kernels/cuda queued on one stream, collectives
-//          through NCCL on that stream (runtime/lib/cuda, built with nvcc).
+//          through NCCL on that stream (exec/lib/cuda, built with nvcc).
+//
+// Backends are chosen by name from a BackendRegistry (BackendRegistry.h);
+// streams and events (below) order work within and across streams.
 //
 // Buffers of a device arena are not host memory: the executor copies inputs
 // in and outputs, checkpoints and exports out through the backend.
@@ -38,6 +41,43 @@ struct Step {
   std::string op, loc;
   std::function<Status()> run;
   std::vector<uint32_t> outputs;
+};
+
+class Backend;
+
+/// A point in the work of a stream. Stream::record marks it; Stream::wait
+/// orders the work queued after it on another stream behind it. An event
+/// never recorded is complete. Belongs to the backend that created it.
+class Event {
+public:
+  virtual ~Event() = default;
+  /// Whether the work before the recorded point has finished (never
+  /// blocks; true on the CPU, where work finishes when it is issued).
+  virtual bool query() = 0;
+  /// Blocks the host until the work before the recorded point has
+  /// finished; `what` names the wait in errors.
+  virtual Status synchronize(const std::string &what) = 0;
+  virtual const Backend &backend() const = 0;
+};
+
+/// An ordered queue of a backend's work: what is queued on one stream runs
+/// in order; work on different streams may overlap unless ordered with
+/// events (record on one, wait on the other). The CPU runs everything when
+/// it is issued, so its streams are trivially in order and complete; on a
+/// GPU a stream is a CUDA stream.
+class Stream {
+public:
+  virtual ~Stream() = default;
+  /// Marks in `event` the point after the work queued on this stream so
+  /// far (replacing what it marked before).
+  virtual Status record(Event &event) = 0;
+  /// Makes the work queued on this stream from now on wait for the point
+  /// `event` marks (on any stream of the same backend), without blocking
+  /// the host.
+  virtual Status wait(Event &event) = 0;
+  /// Blocks the host until the work queued on this stream has finished.
+  virtual Status synchronize(const std::string &what) = 0;
+  virtual const Backend &backend() const = 0;
 };
 
 class Backend {
@@ -78,19 +118,19 @@ public:
   /// Waits for the queued work and reports errors the kernels found in the
   /// data (an index out of range, ...). Nothing to wait for on the CPU.
   virtual Status synchronize(const std::string &what) = 0;
+
+  /// The stream every decoded step is queued on (today the only one: the
+  /// program runs in order on it).
+  virtual Stream &computeStream() = 0;
+  /// Another stream of this device, e.g. for communication or offload
+  /// copies overlapped with compute (ordered against it with events).
+  virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
+  /// An event of this device, for Stream::record and Stream::wait.
+  virtual Status createEvent(std::unique_ptr<Event> &out) = 0;
 };
 
-/// The CPU backend (always built).
+/// The CPU backend (always built; the executor's default).
 std::unique_ptr<Backend> makeCpuBackend();
-
-/// Whether this smprun was built with the CUDA backend (nvcc was found).
-bool cudaBackendBuilt();
-
-/// "cpu", "cuda" or "cuda:N". For "cuda" the device is the rank's local
-/// rank modulo the visible devices. Fails with a clear message when the
-/// backend was not built or no device is usable.
-Status makeBackend(const std::string &spec, int localRank,
-                   std::unique_ptr<Backend> &out);
 
 } // namespace smprt
 

@@ -42,6 +42,8 @@ std::string shapeStr(const std::vector<int64_t> &shape);
 Status checkTensor(const char *op, const char *what, const TensorRef &t);
 Status checkDType(const char *op, const char *what, const TensorRef &t,
                   DType expected);
+/// checkTensor(op, "indices", indices), and an integer dtype.
+Status checkIndices(const char *op, const TensorRef &indices);
 Status checkShape(const char *op, const char *what, const TensorRef &t,
                   const std::vector<int64_t> &expected);
 /// checkTensor, then unsupported unless t is a float tensor.
