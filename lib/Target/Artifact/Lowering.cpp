@@ -154,14 +154,22 @@ llvm::Error Lowering::lowerInput(BlockArgument arg, StringAttr name) {
   return llvm::Error::success();
 }
 
+/// A parameter or state: named (an update aliases it by name), live for the
+/// whole step.
+void Lowering::bindArgument(unsigned id, StringAttr name, const char *role) {
+  program.mutable_buffers(id)->set_role(role);
+  live[id] = LiveRange{-1, kForever, live[id].bytes};
+  argByName[name.getValue()] = id;
+  argBuffers.insert(id);
+}
+
 /// Optimizer state starts at zero: no bytes in the weights file.
 llvm::Error Lowering::lowerState(BlockArgument arg, StringAttr name) {
   unsigned i = arg.getArgNumber();
-  // Optimizer state starts at zero: no bytes in the weights file.
   auto id = newBuffer(arg, name.str(), -1);
   if (!id)
     return id.takeError();
-  program.mutable_buffers(*id)->set_role("state");
+  bindArgument(*id, name, "state");
   setLayout(*program.mutable_buffers(*id),
             func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard"),
             func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.zero_shape"));
@@ -171,9 +179,6 @@ llvm::Error Lowering::lowerState(BlockArgument arg, StringAttr name) {
   ref->set_zero_init(true);
   if (auto init = func.getArgAttrOfType<FloatAttr>(i, "smp.init"))
     ref->set_fill_value(init.getValueAsDouble());
-  live[*id] = LiveRange{-1, kForever, live[*id].bytes};
-  argByName[name.getValue()] = *id;
-  argBuffers.insert(*id);
   return llvm::Error::success();
 }
 
@@ -190,11 +195,7 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
   if (shard)
     fullType = type.clone(fullShape(type.getShape(), shard));
   if (!withWeights) {
-    // Memory planning only: the parameter lives for the whole step.
-    live[*id] = LiveRange{-1, kForever, live[*id].bytes};
-    program.mutable_buffers(*id)->set_role("param");
-    argByName[name.getValue()] = *id;
-    argBuffers.insert(*id);
+    bindArgument(*id, name, "param"); // memory planning only
     return llvm::Error::success();
   }
   // A parameter the importer untied starts from the merged initializer.
@@ -222,10 +223,8 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
                 llvm::Twine(bytes->size()) + " bytes, expected " +
                 llvm::Twine(program.buffers(*id).bytes()));
   addWeight(*id, *bytes);
-  program.mutable_buffers(*id)->set_role("param");
+  bindArgument(*id, name, "param");
   setLayout(*program.mutable_buffers(*id), shard, nullptr);
-  argByName[name.getValue()] = *id;
-  argBuffers.insert(*id);
   return llvm::Error::success();
 }
 

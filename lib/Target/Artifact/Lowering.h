@@ -82,6 +82,7 @@ private:
   llvm::Error lowerInput(BlockArgument arg, StringAttr name);
   llvm::Error lowerState(BlockArgument arg, StringAttr name);
   llvm::Error lowerParam(BlockArgument arg, StringAttr name);
+  void bindArgument(unsigned id, StringAttr name, const char *role);
   llvm::Error lowerOp(Operation &op, int64_t &index);
   llvm::Error lowerReturn(func::ReturnOp ret);
   llvm::Error lowerConstant(Operation &op);

@@ -9,17 +9,9 @@ static_assert(sizeof(kOpAttrs) / sizeof(kOpAttrs[0]) == kNumOpAttrs);
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps);
 
 const char *attrKindName(AttrKind kind) {
-  switch (kind) {
-  case AttrKind::Int:
-    return "an integer";
-  case AttrKind::Float:
-    return "a float";
-  case AttrKind::String:
-    return "a string";
-  case AttrKind::Ints:
-    return "a list of integers";
-  }
-  return "?";
+  static const char *const names[] = {"an integer", "a float", "a string",
+                                      "a list of integers"};
+  return names[static_cast<int>(kind)];
 }
 
 const OpSchema *findOp(std::string_view name) {
