@@ -1,6 +1,7 @@
 //===- Checks.cpp - Host-side helpers shared by the kernel libraries ------===//
 
 #include "smp/kernels/common/Checks.h"
+#include "smp/kernels/Kernels.h"
 
 #include <algorithm>
 
@@ -193,3 +194,19 @@ const char *reduceOpName(unsigned op) {
 }
 
 } // namespace smp::kernels::common
+
+namespace smp::kernels {
+
+// common::unaryOpName / binaryOpName number the ops as these enums do.
+static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
+              static_cast<unsigned>(BinaryOp::FMod) == 13);
+
+const char *unaryOpName(UnaryOp op) {
+  return common::unaryOpName(static_cast<unsigned>(op));
+}
+
+const char *binaryOpName(BinaryOp op) {
+  return common::binaryOpName(static_cast<unsigned>(op));
+}
+
+} // namespace smp::kernels

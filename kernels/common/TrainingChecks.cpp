@@ -9,7 +9,70 @@ Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
   const char *op = "gelu_grad";
   if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
     return s;
-  return checkSameShape(op, x, dy);
+  if (Status s = checkSameShape(op, x, dy); !s.ok())
+    return s;
+  if (dx.numel() != x.numel())
+    return fail(op, "dx must have the size of x");
+  return Status::success();
+}
+
+Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
+                             const TensorRef *weights, const TensorRef &dloss,
+                             bool reduced, const TensorRef &dlogits,
+                             int64_t &classes, int64_t &rows) {
+  const char *op = "cross_entropy_grad";
+  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
+    return s;
+  if (Status s = checkTensor(op, "labels", labels); !s.ok())
+    return s;
+  if (smp::base::isFloat(labels.dtype))
+    return fail(op,
+                "labels must be integers, got " + smp::base::describe(labels));
+  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
+    return s;
+  if (logits.rank() < 1)
+    return fail(op, "logits must not be a scalar");
+  classes = logits.shape.back();
+  rows = labels.numel();
+  if (rows * classes != logits.numel())
+    return fail(op, "labels do not match the logits");
+  if (weights &&
+      (weights->numel() != classes || !smp::base::isFloat(weights->dtype) ||
+       !checkTensor(op, "weights", *weights).ok()))
+    return fail(op, "weights must hold one value per class");
+  if (reduced ? dloss.numel() != 1 : dloss.numel() != rows)
+    return fail(op, "incoming gradient does not match the loss");
+  return Status::success();
+}
+
+Status checkNormGrad(const char *op, const TensorRef &x,
+                     const TensorRef &scale, const TensorRef &dy, int64_t axis,
+                     const TensorRef &dx, const TensorRef &dscale,
+                     const TensorRef *dbias, std::vector<int64_t> &norm) {
+  if (Status s = dbias ? checkFloats(op, {&x, &scale, &dy, &dx, &dscale, dbias})
+                       : checkFloats(op, {&x, &scale, &dy, &dx, &dscale});
+      !s.ok())
+    return s;
+  if (Status s = checkSameShape(op, x, dy); !s.ok())
+    return s;
+  if (!dbias) { // rms_norm_grad: the last dim
+    if (x.rank() < 1)
+      return fail(op, "input must not be a scalar");
+    norm = {x.shape.back()};
+  } else {
+    int64_t a = normAxis(axis, x.rank());
+    if (a < 0)
+      return fail(op, "axis out of range");
+    norm.assign(x.shape.begin() + a, x.shape.end());
+  }
+  std::vector<int64_t> strides;
+  if (!broadcastStrides(scale.shape, norm, strides))
+    return fail(op, "scale " + smp::base::describe(scale) +
+                        " does not broadcast onto " + shapeStr(norm));
+  if (dx.numel() != x.numel() || dscale.numel() != scale.numel() ||
+      (dbias && dbias->numel() != scale.numel()))
+    return fail(op, "gradients must have the sizes of the input and scale");
+  return Status::success();
 }
 
 Status checkSgd(const TensorRef &param, const TensorRef &grad,

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "smp/kernels/common/Elements.h"
 
 namespace smp::kernels::cpu {
 using namespace detail;
@@ -35,26 +36,7 @@ template <class S> auto widen(S v) {
     return static_cast<double>(Float<S>::load(v));
 }
 
-/// Truncates toward zero; NaN gives 0; values beyond i64 (u64 for uint64_t)
-/// saturate, then narrower types wrap.
-template <class T> T floatToInt(double v) {
-  if (std::isnan(v))
-    return T(0);
-  v = std::trunc(v);
-  if constexpr (std::is_same_v<T, uint64_t>) {
-    if (v >= 9223372036854775808.0)
-      return v >= 18446744073709551616.0 ? UINT64_MAX
-                                         : static_cast<uint64_t>(v);
-  }
-  int64_t i;
-  if (v >= 9223372036854775808.0)
-    i = INT64_MAX;
-  else if (v < -9223372036854775808.0)
-    i = INT64_MIN;
-  else
-    i = static_cast<int64_t>(v);
-  return static_cast<T>(i);
-}
+using common::floatToInt; // smp/kernels/common/Elements.h
 
 template <class T, class V> T narrow(V v) {
   if constexpr (std::is_same_v<T, Bool8>) {

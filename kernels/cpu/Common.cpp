@@ -1,6 +1,7 @@
 //===- Common.cpp - Threads and shared helpers of the CPU kernels ---------===//
 
 #include "Common.h"
+#include "smp/kernels/common/Elements.h"
 
 #include <cblas.h>
 #include <cstring>
@@ -60,30 +61,7 @@ void streamFence() {
 }
 
 int64_t loadInt(const TensorRef &t, int64_t i) {
-  const void *p = t.data;
-  switch (t.dtype) {
-  case DType::Bool:
-  case DType::U8:
-    return static_cast<const uint8_t *>(p)[i];
-  case DType::I8:
-    return static_cast<const int8_t *>(p)[i];
-  case DType::I16:
-    return static_cast<const int16_t *>(p)[i];
-  case DType::U16:
-    return static_cast<const uint16_t *>(p)[i];
-  case DType::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::U32:
-    return static_cast<const uint32_t *>(p)[i];
-  case DType::I64:
-    return static_cast<const int64_t *>(p)[i];
-  case DType::U64: {
-    uint64_t v = static_cast<const uint64_t *>(p)[i];
-    return v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
-  }
-  default:
-    return 0;
-  }
+  return common::loadIndex(t.data, t.dtype, i);
 }
 
 std::vector<double> toDouble(const TensorRef &t) {

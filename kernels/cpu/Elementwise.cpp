@@ -8,18 +8,6 @@
 namespace smp::kernels::cpu {
 using namespace detail;
 
-// common::unaryOpName / binaryOpName number the ops as these enums do.
-static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
-              static_cast<unsigned>(BinaryOp::FMod) == 13);
-
-const char *unaryOpName(UnaryOp op) {
-  return common::unaryOpName(static_cast<unsigned>(op));
-}
-
-const char *binaryOpName(BinaryOp op) {
-  return common::binaryOpName(static_cast<unsigned>(op));
-}
-
 namespace {
 
 //===----------------------------------------------------------------------===//

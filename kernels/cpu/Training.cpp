@@ -80,15 +80,11 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
-  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale, &dbias});
+  std::vector<int64_t> norm;
+  if (Status s = common::checkNormGrad(op, x, scale, dy, axis, dx, dscale,
+                                       &dbias, norm);
       !s.ok())
     return s;
-  if (Status s = checkSameShape(op, x, dy); !s.ok())
-    return s;
-  axis = normAxis(axis, x.rank());
-  if (axis < 0)
-    return fail(op, "axis out of range");
-  std::vector<int64_t> norm(x.shape.begin() + axis, x.shape.end());
   int64_t n = product(norm), rows = n ? x.numel() / n : 0;
   std::vector<int64_t> smap = broadcastIndex(norm, scale.shape);
   std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
@@ -127,12 +123,11 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
-  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale}); !s.ok())
+  std::vector<int64_t> norm;
+  if (Status s = common::checkNormGrad(op, x, scale, dy, -1, dx, dscale,
+                                       nullptr, norm);
+      !s.ok())
     return s;
-  if (Status s = checkSameShape(op, x, dy); !s.ok())
-    return s;
-  if (x.rank() < 1)
-    return fail(op, "input must not be a scalar");
   int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
   std::vector<int64_t> smap = broadcastIndex({n}, scale.shape);
   std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
@@ -163,22 +158,14 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         int64_t ignoreIndex, Reduction reduction,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
-  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
+  int64_t classes, rows;
+  if (Status s = common::checkCrossEntropyGrad(
+          logits, labels, weights, dloss, reduction != Reduction::None,
+          dlogits, classes, rows);
+      !s.ok())
     return s;
-  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
-    return s;
-  if (logits.rank() < 1)
-    return fail(op, "logits must not be a scalar");
-  int64_t classes = logits.shape.back(), rows = labels.numel();
-  if (rows * classes != logits.numel())
-    return fail(op, "labels do not match the logits");
   std::vector<double> w = weights ? toDouble(*weights) : std::vector<double>();
-  if (weights && static_cast<int64_t>(w.size()) != classes)
-    return fail(op, "weights must hold one value per class");
   std::vector<double> g = toDouble(dloss);
-  if (reduction == Reduction::None ? static_cast<int64_t>(g.size()) != rows
-                                   : g.size() != 1)
-    return fail(op, "incoming gradient does not match the loss");
   double counted = 0;
   std::vector<int64_t> lab(rows);
   for (int64_t r = 0; r < rows; ++r) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "smp/kernels/common/Elements.h"
 
 namespace smp::kernels::cuda {
 using namespace detail;
@@ -62,26 +63,7 @@ __device__ Wide widen(const void *p, DType t, int64_t i) {
   return w;
 }
 
-/// Truncates toward zero; NaN gives 0; values beyond i64 (u64 for uint64_t)
-/// saturate, then narrower types wrap (the CPU's floatToInt).
-template <class T> __device__ T floatToInt(double v) {
-  if (isnan(v))
-    return T(0);
-  v = trunc(v);
-  if constexpr (std::is_same_v<T, uint64_t>) {
-    if (v >= 9223372036854775808.0)
-      return v >= 18446744073709551616.0 ? UINT64_MAX
-                                         : static_cast<uint64_t>(v);
-  }
-  int64_t i;
-  if (v >= 9223372036854775808.0)
-    i = INT64_MAX;
-  else if (v < -9223372036854775808.0)
-    i = INT64_MIN;
-  else
-    i = static_cast<int64_t>(v);
-  return static_cast<T>(i);
-}
+using common::floatToInt; // smp/kernels/common/Elements.h
 
 template <class T> __device__ T narrowInt(const Wide &w) {
   if (w.kind == 0)

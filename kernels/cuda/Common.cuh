@@ -11,6 +11,7 @@
 #define SMP_KERNELS_CUDA_COMMON_CUH
 
 #include "smp/kernels/common/Dispatch.h"
+#include "smp/kernels/common/Elements.h"
 #include "smp/kernels/common/OpChecks.h"
 #include "smp/kernels/cuda/Kernels.h"
 #include "smp/kernels/cuda/Training.h"
@@ -211,33 +212,8 @@ __device__ inline void storeFloat(void *p, DType t, int64_t i, double v) {
   }
 }
 
-/// Element i of an integer (or Bool) tensor as int64; u64 values above
-/// INT64_MAX saturate (the CPU's loadInt).
-__device__ inline int64_t loadIndex(const void *p, DType t, int64_t i) {
-  switch (t) {
-  case DType::Bool:
-  case DType::U8:
-    return static_cast<const uint8_t *>(p)[i];
-  case DType::I8:
-    return static_cast<const int8_t *>(p)[i];
-  case DType::I16:
-    return static_cast<const int16_t *>(p)[i];
-  case DType::U16:
-    return static_cast<const uint16_t *>(p)[i];
-  case DType::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case DType::U32:
-    return static_cast<const uint32_t *>(p)[i];
-  case DType::I64:
-    return static_cast<const int64_t *>(p)[i];
-  case DType::U64: {
-    uint64_t v = static_cast<const uint64_t *>(p)[i];
-    return v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
-  }
-  default:
-    return 0;
-  }
-}
+/// Element i of an integer (or Bool) tensor as int64 (the CPU's loadInt).
+using common::loadIndex;
 
 /// True for a u64 element above INT64_MAX (never a valid index).
 __device__ inline bool hugeIndex(const void *p, DType t, int64_t i) {

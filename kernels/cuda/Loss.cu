@@ -225,27 +225,12 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         int64_t ignoreIndex, Reduction reduction,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
-  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
+  int64_t classes, rows;
+  if (Status s = common::checkCrossEntropyGrad(
+          logits, labels, weights, dloss, reduction != Reduction::None,
+          dlogits, classes, rows);
+      !s.ok())
     return s;
-  if (Status s = checkTensor(op, "labels", labels); !s.ok())
-    return s;
-  if (smp::base::isFloat(labels.dtype))
-    return fail(op,
-                "labels must be integers, got " + smp::base::describe(labels));
-  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
-    return s;
-  if (logits.rank() < 1)
-    return fail(op, "logits must not be a scalar");
-  int64_t classes = logits.shape.back(), rows = labels.numel();
-  if (rows * classes != logits.numel())
-    return fail(op, "labels do not match the logits");
-  if (weights &&
-      (weights->numel() != classes || !smp::base::isFloat(weights->dtype) ||
-       !checkTensor(op, "weights", *weights).ok()))
-    return fail(op, "weights must hold one value per class");
-  if (reduction == Reduction::None ? dloss.numel() != rows
-                                   : dloss.numel() != 1)
-    return fail(op, "incoming gradient does not match the loss");
   Context *ctx;
   if (Status s = requireContext(op, ctx); !s.ok())
     return s;

@@ -424,21 +424,6 @@ Status zeroFill(const char *op, Context *ctx, const TensorRef &t) {
   return cudaStatus(op, cudaMemsetAsync(t.data, 0, t.bytes(), ctx->stream));
 }
 
-Status checkGradShapes(const char *op, const TensorRef &x,
-                       const TensorRef &scale, const TensorRef &dy,
-                       const std::vector<int64_t> &norm, const TensorRef &dx,
-                       const TensorRef &dscale, const TensorRef *dbias) {
-  if (Status s = checkSameShape(op, x, dy); !s.ok())
-    return s;
-  std::vector<int64_t> strides;
-  if (!broadcastStrides(scale.shape, norm, strides))
-    return fail(op, "scale " + smp::base::describe(scale) +
-                        " does not broadcast onto " + shapeStr(norm));
-  if (dx.numel() != x.numel() || dscale.numel() != scale.numel() ||
-      (dbias && dbias->numel() != scale.numel()))
-    return fail(op, "gradients must have the sizes of the input and scale");
-  return Status::success();
-}
 
 } // namespace
 
@@ -447,14 +432,9 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
-  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale, &dbias});
-      !s.ok())
-    return s;
-  int64_t a = normAxis(axis, x.rank());
-  if (a < 0)
-    return fail(op, "axis out of range");
-  std::vector<int64_t> norm(x.shape.begin() + a, x.shape.end());
-  if (Status s = checkGradShapes(op, x, scale, dy, norm, dx, dscale, &dbias);
+  std::vector<int64_t> norm;
+  if (Status s = common::checkNormGrad(op, x, scale, dy, axis, dx, dscale,
+                                       &dbias, norm);
       !s.ok())
     return s;
   Context *ctx;
@@ -476,12 +456,9 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
-  if (Status s = checkFloats(op, {&x, &scale, &dy, &dx, &dscale}); !s.ok())
-    return s;
-  if (x.rank() < 1)
-    return fail(op, "input must not be a scalar");
-  std::vector<int64_t> norm{x.shape.back()};
-  if (Status s = checkGradShapes(op, x, scale, dy, norm, dx, dscale, nullptr);
+  std::vector<int64_t> norm;
+  if (Status s = common::checkNormGrad(op, x, scale, dy, -1, dx, dscale,
+                                       nullptr, norm);
       !s.ok())
     return s;
   Context *ctx;

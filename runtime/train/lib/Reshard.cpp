@@ -1,6 +1,7 @@
 //===- Reshard.cpp - Shards of global tensors across plans ----------------===//
 
 #include "smprt/train/Reshard.h"
+#include "smp/base/TpSlice.h"
 
 #include <algorithm>
 #include <cstring>
@@ -16,43 +17,21 @@ int64_t product(const std::vector<int64_t> &shape) {
   return n;
 }
 
-/// Copies between a global tensor and its tensor-parallel slice: dim viewed
-/// as [blocks, parts, n], index `index` along parts. toSlice: global ->
-/// slice, else slice -> global.
+/// Copies between a global tensor and its tensor-parallel slice (the
+/// arithmetic the artifact writer cuts the weights with: smp/base/TpSlice.h).
 void copyTpSlice(char *global, char *slice, const std::vector<int64_t> &shape,
                  const ShardLayout &l, size_t esize, bool toSlice) {
-  uint64_t outer = 1, inner = esize;
-  for (int64_t d = 0; d < l.tpDim; ++d)
-    outer *= shape[d];
-  for (size_t d = l.tpDim + 1; d < shape.size(); ++d)
-    inner *= shape[d];
-  uint64_t size = shape[l.tpDim];
-  uint64_t n = (size + l.tpBlocks * l.tpParts - 1) / (l.tpBlocks * l.tpParts);
-  uint64_t k = 0;
-  for (uint64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < l.tpBlocks; ++j, ++k) {
-      // Rows past the end (a padded vocabulary) are zeros in the slice.
-      uint64_t first = j * (size / l.tpBlocks) + l.tpIndex * n;
-      uint64_t end =
-          std::min<uint64_t>(first + n, (j + 1) * (size / l.tpBlocks));
-      uint64_t valid = end > first ? (end - first) * inner : 0;
-      char *g = global + (o * size + first) * inner;
-      char *s = slice + k * n * inner;
-      if (toSlice) {
-        std::memcpy(s, g, valid);
-        std::memset(s + valid, 0, n * inner - valid);
-      } else {
-        std::memcpy(g, s, valid);
-      }
-    }
+  smp::base::copyTpSlice(global, slice, shape,
+                         {l.tpDim, l.tpBlocks, l.tpParts, l.tpIndex}, esize,
+                         toSlice);
 }
 
 /// The shape of the tensor-parallel slice of `l`.
 std::vector<int64_t> tpShape(const ShardLayout &l) {
   std::vector<int64_t> s = l.global;
   if (l.tpParts > 0)
-    s[l.tpDim] = (s[l.tpDim] + l.tpBlocks * l.tpParts - 1) /
-                 (l.tpBlocks * l.tpParts) * l.tpBlocks;
+    s[l.tpDim] = smp::base::tpSliceDim(
+        s[l.tpDim], {l.tpDim, l.tpBlocks, l.tpParts, l.tpIndex});
   return s;
 }
 

@@ -227,5 +227,45 @@ TEST(CrossEntropy, MatchesReferenceOnBatches) {
     }
 }
 
+
+// The gradient kernels share their argument checks with the CUDA backend
+// (kernels/common TrainingChecks.cpp): contradictory arguments are refused
+// with the same messages on both.
+TEST(NormGrad, RefusesAScaleThatDoesNotBroadcast) {
+  Host x = make(DType::F32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Host scale = make(DType::F32, {3}, {1, 1, 1});
+  Host dx(DType::F32, {2, 4}), ds(DType::F32, {3}), db(DType::F32, {3});
+  Status s = layerNormGrad(x, scale, x, -1, 1e-5f, dx, ds, db);
+  EXPECT_EQ(s.error,
+            "layer_norm_grad: scale 3xf32 does not broadcast onto [4]");
+  s = rmsNormGrad(x, scale, x, 1e-6f, dx, ds);
+  EXPECT_EQ(s.error, "rms_norm_grad: scale 3xf32 does not broadcast onto [4]");
+  Host small(DType::F32, {4});
+  s = rmsNormGrad(x, make(DType::F32, {4}, {1, 1, 1, 1}), x, 1e-6f, small,
+                  ds);
+  EXPECT_EQ(s.error, "rms_norm_grad: gradients must have the sizes of the "
+                     "input and scale");
+}
+
+TEST(CrossEntropyGrad, RefusesFloatLabelsAndBadWeights) {
+  Host logits = make(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Host labels = make(DType::F32, {2}, {0, 2});
+  Host dloss = make(DType::F32, {1}, {1});
+  Host dlogits(DType::F32, {2, 3});
+  Status s = crossEntropyGrad(logits, labels, nullptr, dloss, -100,
+                              Reduction::Mean, dlogits);
+  EXPECT_EQ(s.error, "cross_entropy_grad: labels must be integers, got 2xf32");
+  Host ints = make(DType::I64, {2}, {0, 2});
+  Host weights = make(DType::F32, {2}, {1, 1});
+  s = crossEntropyGrad(logits, ints, &weights.ref, dloss, -100, Reduction::Mean,
+                       dlogits);
+  EXPECT_EQ(s.error, "cross_entropy_grad: weights must hold one value per "
+                     "class");
+  s = crossEntropyGrad(logits, ints, nullptr, dloss, -100, Reduction::None,
+                       dlogits);
+  EXPECT_EQ(s.error, "cross_entropy_grad: incoming gradient does not match "
+                     "the loss");
+}
+
 } // namespace
 } // namespace smp::kernels::cpu::test

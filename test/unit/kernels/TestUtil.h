@@ -40,37 +40,7 @@ struct Host {
   int64_t numel() const { return ref.numel(); }
 
   /// Element i as double (any dtype).
-  double get(int64_t i) const {
-    const void *p = ref.data;
-    switch (ref.dtype) {
-    case DType::F32:
-      return static_cast<const float *>(p)[i];
-    case DType::F64:
-      return static_cast<const double *>(p)[i];
-    case DType::F16:
-      return smp::base::halfToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::BF16:
-      return smp::base::bf16ToFloat(static_cast<const uint16_t *>(p)[i]);
-    case DType::Bool:
-    case DType::U8:
-      return static_cast<const uint8_t *>(p)[i];
-    case DType::I8:
-      return static_cast<const int8_t *>(p)[i];
-    case DType::I16:
-      return static_cast<const int16_t *>(p)[i];
-    case DType::U16:
-      return static_cast<const uint16_t *>(p)[i];
-    case DType::I32:
-      return static_cast<const int32_t *>(p)[i];
-    case DType::U32:
-      return static_cast<const uint32_t *>(p)[i];
-    case DType::I64:
-      return static_cast<double>(static_cast<const int64_t *>(p)[i]);
-    case DType::U64:
-      return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
-    }
-    return 0;
-  }
+  double get(int64_t i) const { return smp::base::elementAsDouble(ref, i); }
   /// Sets element i from a double (rounded for half types, C conversion for
   /// integers; callers pass representable values).
   void set(int64_t i, double v) {

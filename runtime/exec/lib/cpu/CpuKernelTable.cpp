@@ -10,10 +10,10 @@
 
 #include "smp/kernels/cpu/Kernels.h"
 #include "smp/kernels/cpu/Training.h"
+#include "smp/base/OpSchema.h"
 #include "smprt/exec/Artifact.h"
 
 #include <cstring>
-#include <map>
 
 namespace smprt {
 namespace {
@@ -45,39 +45,26 @@ bool skipUpdate(const std::vector<TensorRef> &in, size_t first,
 }
 
 bool sgdUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(5, 6, 2))
-    return false;
-  bool hasSkip = d.inst.inputs_size() == 6;
-  k::SgdOptions o = sgdOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
-           step = d.in(4), skip = hasSkip ? d.in(5) : TensorRef(), hasSkip,
-           np = d.out(0), nb = d.out(1), o] {
-    if (skipUpdate({p, buf}, 0, hasSkip ? &skip : nullptr, {np, nb}))
+  s.run = [x = sgdOperands(d)] {
+    if (skipUpdate({x.param, x.buffer}, 0, x.hasSkip ? &x.skip : nullptr,
+                   {x.newParam, x.newBuffer}))
       return Status::success();
-    return k::sgdUpdate(p, g, buf, scalarAt(lr), scalarAt(step), o, np, nb);
+    return k::sgdUpdate(x.param, x.grad, x.buffer, scalarAt(x.lr),
+                        scalarAt(x.step), x.options, x.newParam, x.newBuffer);
   };
   return true;
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(6, 7, 3))
-    return false;
-  bool hasSkip = d.inst.inputs_size() == 7;
-  k::AdamOptions o = adamOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
-           step = d.in(5), skip = hasSkip ? d.in(6) : TensorRef(), hasSkip,
-           np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
-    if (skipUpdate({p, m, v}, 0, hasSkip ? &skip : nullptr, {np, nm, nv}))
+  s.run = [x = adamOperands(d)] {
+    if (skipUpdate({x.param, x.m, x.v}, 0, x.hasSkip ? &x.skip : nullptr,
+                   {x.newParam, x.newM, x.newV}))
       return Status::success();
-    return k::adamUpdate(p, g, m, v, scalarAt(lr), scalarAt(step), o, np, nm,
-                         nv);
+    return k::adamUpdate(x.param, x.grad, x.m, x.v, scalarAt(x.lr),
+                         scalarAt(x.step), x.options, x.newParam, x.newM,
+                         x.newV);
   };
   return true;
-}
-const std::map<std::string, Builder> &table() {
-  static const std::map<std::string, Builder> t =
-      stepsWith(sgdUpdateStep, adamUpdateStep);
-  return t;
 }
 
 } // namespace
@@ -85,7 +72,7 @@ const std::map<std::string, Builder> &table() {
 Status decodeInstruction(const Inst &inst,
                          const std::vector<TensorRef> &buffers,
                          Communicator &comm, Step &step) {
-  return decodeWith(table(), "this smprun", inst, buffers, comm, step);
+  return decodeWith("this smprun", inst, buffers, comm, step);
 }
 
 } // namespace smprt

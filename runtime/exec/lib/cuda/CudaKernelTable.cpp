@@ -12,9 +12,9 @@
 
 #include "smp/kernels/cuda/Kernels.h"
 #include "smp/kernels/cuda/Training.h"
+#include "smp/base/OpSchema.h"
 #include "smprt/exec/Artifact.h"
 
-#include <map>
 
 namespace smprt {
 namespace {
@@ -25,37 +25,21 @@ using Inst = smp::artifact::Instruction;
 #include "KernelSteps.inc"
 
 bool sgdUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(5, 6, 2))
-    return false;
-  bool hasSkip = d.inst.inputs_size() == 6;
-  k::SgdOptions o = sgdOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), buf = d.in(2), lr = d.in(3),
-           step = d.in(4), skip = hasSkip ? d.in(5) : TensorRef(), hasSkip,
-           np = d.out(0), nb = d.out(1), o] {
-    return k::sgdUpdate(p, g, buf, lr, step, hasSkip ? &skip : nullptr, o, np,
-                        nb);
+  s.run = [x = sgdOperands(d)] {
+    return k::sgdUpdate(x.param, x.grad, x.buffer, x.lr, x.step,
+                        x.hasSkip ? &x.skip : nullptr, x.options, x.newParam,
+                        x.newBuffer);
   };
   return true;
 }
 
 bool adamUpdateStep(Decoder &d, Step &s) {
-  if (!d.arity(6, 7, 3))
-    return false;
-  bool hasSkip = d.inst.inputs_size() == 7;
-  k::AdamOptions o = adamOptions(d);
-  s.run = [p = d.in(0), g = d.in(1), m = d.in(2), v = d.in(3), lr = d.in(4),
-           step = d.in(5), skip = hasSkip ? d.in(6) : TensorRef(), hasSkip,
-           np = d.out(0), nm = d.out(1), nv = d.out(2), o] {
-    return k::adamUpdate(p, g, m, v, lr, step, hasSkip ? &skip : nullptr, o, np,
-                         nm, nv);
+  s.run = [x = adamOperands(d)] {
+    return k::adamUpdate(x.param, x.grad, x.m, x.v, x.lr, x.step,
+                         x.hasSkip ? &x.skip : nullptr, x.options, x.newParam,
+                         x.newM, x.newV);
   };
   return true;
-}
-
-const std::map<std::string, Builder> &table() {
-  static const std::map<std::string, Builder> t =
-      stepsWith(sgdUpdateStep, adamUpdateStep);
-  return t;
 }
 
 } // namespace
@@ -63,7 +47,7 @@ const std::map<std::string, Builder> &table() {
 Status decodeCudaInstruction(const Inst &inst,
                              const std::vector<TensorRef> &buffers,
                              Communicator &comm, Step &step) {
-  return decodeWith(table(), "the CUDA backend", inst, buffers, comm, step);
+  return decodeWith("the CUDA backend", inst, buffers, comm, step);
 }
 
 } // namespace smprt

@@ -228,9 +228,24 @@ Status checkPool(const char *op, const TensorRef &in,
 // Training (the checks both libraries run first; each adds its own after)
 //===----------------------------------------------------------------------===//
 
-/// gelu_grad: float operands, x and dy of one shape.
+/// gelu_grad: float operands, x and dy of one shape, dx of x's size.
 Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
                      const TensorRef &dx);
+/// cross_entropy_grad: float logits, dloss and dlogits (logits' shape);
+/// integer labels, one per row of logits; optional [classes] float weights;
+/// dloss one element when `reduced`, else one per label.
+Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
+                             const TensorRef *weights, const TensorRef &dloss,
+                             bool reduced, const TensorRef &dlogits,
+                             int64_t &classes, int64_t &rows);
+/// layer_norm_grad (dbias given; dims [axis, rank) normalised) and
+/// rms_norm_grad (no dbias; the last dim): float operands, x and dy of one
+/// shape, scale broadcasting onto the normalised dims `norm`, gradients of
+/// the input's and the scale's sizes.
+Status checkNormGrad(const char *op, const TensorRef &x,
+                     const TensorRef &scale, const TensorRef &dy, int64_t axis,
+                     const TensorRef &dx, const TensorRef &dscale,
+                     const TensorRef *dbias, std::vector<int64_t> &norm);
 /// sgd_update: float operands; grad and buffer of param's size.
 Status checkSgd(const TensorRef &param, const TensorRef &grad,
                 const TensorRef &buffer, const TensorRef &newParam,

@@ -1,0 +1,350 @@
+//===- Lowering.cpp - Arguments, ops and memory of one rank's program -----===//
+//
+// Lowers `func @main` (or a pipeline rank's function) to one rank's program:
+// arguments become inputs, states and parameters (weights), ops become
+// instructions (InstructionEncoding.cpp) or aliases, and a first-fit plan
+// over live ranges places the buffers in the device arena and the host pool.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Support/CheckedMath.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace smp::writer {
+
+llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
+                                             int64_t start) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return fail("value '" + name + "' does not have a static tensor type");
+  auto dtype = dtypeOf(type.getElementType());
+  if (!dtype)
+    return fail("value '" + name + "' has unsupported element type");
+  unsigned id = program.buffers_size();
+  pb::Buffer *buf = program.add_buffers();
+  buf->set_dtype(static_cast<uint32_t>(*dtype));
+  for (int64_t d : type.getShape())
+    buf->add_shape(d);
+  auto bytes =
+      checkedByteSize(type.getShape(), 8 * smp::base::dtypeSize(*dtype));
+  if (!bytes || *bytes > kMaxTensorBytes)
+    return fail("value '" + name + "' of shape " +
+                shapeToString(type.getShape()) +
+                " is over the limit of 2^48 bytes for one tensor");
+  buf->set_bytes(*bytes);
+  buf->set_name(name);
+  bufferOf[v] = id;
+  valueOf.push_back(v);
+  root.push_back(id);
+  members.emplace_back(1, id);
+  pool.push_back(0);
+  live.push_back(LiveRange{start, start, buf->bytes()});
+  return id;
+}
+
+void Lowering::use(Value v, int64_t at) {
+  unsigned r = root[bufferOf.lookup(v)];
+  live[r].end = std::max(live[r].end, at);
+}
+
+llvm::Error Lowering::aliasUpdate(Value v, llvm::StringRef name) {
+  auto it = argByName.find(name);
+  if (it == argByName.end())
+    return fail("result updates '" + name +
+                "', which is not a parameter or state");
+  unsigned target = it->second;
+  auto arg = dyn_cast<BlockArgument>(valueOf[target]);
+  unsigned id = bufferOf.lookup(v);
+  unsigned r = root[id];
+  // The op that wrote the storage (through reshape aliases).
+  Operation *producer = valueOf[r].getDefiningOp();
+  if (!producer || !arg)
+    return fail("update of '" + name + "' is not computed by an op");
+  for (Operation *user : arg.getUsers())
+    if (user != producer && producer->isBeforeInBlock(user))
+      return fail("'" + name + "' is read after its update");
+  if (r == root[target] || argBuffers.contains(r))
+    return fail("update of '" + name + "' aliases another parameter");
+  // Re-root the update's storage (and its aliases) onto the parameter's.
+  unsigned to = root[target];
+  for (unsigned x : members[r])
+    root[x] = to;
+  members[to].append(members[r].begin(), members[r].end());
+  members[r].clear();
+  program.mutable_buffers(id)->set_name(name.str());
+  return llvm::Error::success();
+}
+
+void Lowering::addWeight(unsigned buffer, const std::string &bytes) {
+  uint64_t offset = (weightsBytes.size() + kWeightAlignment - 1) /
+                    kWeightAlignment * kWeightAlignment;
+  weightsBytes.resize(offset, '\0');
+  weightsBytes += bytes;
+  pb::WeightRef *ref = program.add_weights();
+  ref->set_buffer(buffer);
+  ref->set_file_offset(offset);
+  ref->set_bytes(bytes.size());
+  live[buffer] = LiveRange{-1, kForever, live[buffer].bytes};
+}
+
+llvm::Error Lowering::run() {
+  if (auto err = checkArgumentNames())
+    return err;
+  for (BlockArgument arg : func.getBody().front().getArguments())
+    if (auto err = lowerArgument(arg))
+      return err;
+  int64_t index = 0;
+  for (Operation &op : func.getBody().front().getOperations())
+    if (auto err = lowerOp(op, index))
+      return err;
+  for (const pb::Instruction &inst : program.instructions())
+    if (auto err = checkSchema(inst))
+      return err;
+  planBuffers();
+  return llvm::Error::success();
+}
+
+/// A parameter or state is one buffer of a rank: two arguments of one name
+/// would be updated twice (or alias silently).
+llvm::Error Lowering::checkArgumentNames() {
+  llvm::StringSet<> named;
+  for (BlockArgument arg : func.getBody().front().getArguments()) {
+    unsigned i = arg.getArgNumber();
+    for (llvm::StringRef attr : {"smp.param", "smp.state"})
+      if (auto name = func.getArgAttrOfType<StringAttr>(i, attr))
+        if (!named.insert(name.getValue()).second)
+          return fail("'" + name.getValue() +
+                      "' is two arguments of one rank's program (a weight "
+                      "that several chunks of the rank read must be one "
+                      "copy per rank)");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Lowering::lowerArgument(BlockArgument arg) {
+  unsigned i = arg.getArgNumber();
+  if (auto input = func.getArgAttrOfType<StringAttr>(i, "smp.input"))
+    return lowerInput(arg, input);
+  if (auto state = func.getArgAttrOfType<StringAttr>(i, "smp.state"))
+    return lowerState(arg, state);
+  if (auto param = func.getArgAttrOfType<StringAttr>(i, "smp.param"))
+    return lowerParam(arg, param);
+  return fail("argument #" + llvm::Twine(i) +
+              " is neither an smp.input, an smp.param nor an smp.state");
+}
+
+llvm::Error Lowering::lowerInput(BlockArgument arg, StringAttr name) {
+  auto id = newBuffer(arg, name.str(), -1);
+  if (!id)
+    return id.takeError();
+  program.mutable_buffers(*id)->set_role("input");
+  live[*id].end = kForever;
+  pb::Binding *b = program.add_inputs();
+  b->set_name(name.str());
+  b->set_buffer(*id);
+  pb::TensorSpec *spec = manifestIO.add_inputs();
+  spec->set_name(name.str());
+  spec->set_dtype(program.buffers(*id).dtype());
+  *spec->mutable_shape() = program.buffers(*id).shape();
+  return llvm::Error::success();
+}
+
+/// A parameter or state: named (an update aliases it by name), live for the
+/// whole step.
+void Lowering::bindArgument(unsigned id, StringAttr name, const char *role) {
+  program.mutable_buffers(id)->set_role(role);
+  live[id] = LiveRange{-1, kForever, live[id].bytes};
+  argByName[name.getValue()] = id;
+  argBuffers.insert(id);
+}
+
+/// Optimizer state starts at zero: no bytes in the weights file.
+llvm::Error Lowering::lowerState(BlockArgument arg, StringAttr name) {
+  unsigned i = arg.getArgNumber();
+  auto id = newBuffer(arg, name.str(), -1);
+  if (!id)
+    return id.takeError();
+  bindArgument(*id, name, "state");
+  setLayout(*program.mutable_buffers(*id),
+            func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard"),
+            func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.zero_shape"));
+  pb::WeightRef *ref = program.add_weights();
+  ref->set_buffer(*id);
+  ref->set_bytes(program.buffers(*id).bytes());
+  ref->set_zero_init(true);
+  if (auto init = func.getArgAttrOfType<FloatAttr>(i, "smp.init"))
+    ref->set_fill_value(init.getValueAsDouble());
+  return llvm::Error::success();
+}
+
+llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
+  unsigned i = arg.getArgNumber();
+  auto id = newBuffer(arg, name.str(), -1);
+  if (!id)
+    return id.takeError();
+  auto type = cast<RankedTensorType>(arg.getType());
+  auto shard = func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard");
+  if (shard && (shard.size() < 2 || shard[0] < 0 || shard[0] >= type.getRank()))
+    return fail("parameter '" + name.getValue() + "' has a bad smp.tp_shard");
+  RankedTensorType fullType = type;
+  if (shard)
+    fullType = type.clone(fullShape(type.getShape(), shard));
+  if (!withWeights) {
+    bindArgument(*id, name, "param"); // memory planning only
+    return llvm::Error::success();
+  }
+  // A parameter the importer untied starts from the merged initializer.
+  auto initFrom = func.getArgAttrOfType<StringAttr>(i, "smp.init_from");
+  auto initValue =
+      func.getArgAttrOfType<DenseElementsAttr>(i, "smp.init_value");
+  llvm::Expected<std::string> bytes =
+      initValue && !initValue.isSplat()
+          ? llvm::Expected<std::string>(std::string(
+                initValue.getRawData().begin(), initValue.getRawData().end()))
+      : func.getArgAttr(i, "smp.init_zero")
+          ? llvm::Expected<std::string>(std::string(
+                static_cast<size_t>(fullType.getNumElements() *
+                                    ((fullType.getElementTypeBitWidth() + 7) /
+                                     8)),
+                '\0'))
+          : weights.read(initFrom ? initFrom.getValue() : name.getValue(),
+                         fullType);
+  if (!bytes)
+    return bytes.takeError();
+  if (shard)
+    *bytes = tpSlice(*bytes, fullType, shard[0], shard[1]);
+  if (bytes->size() != program.buffers(*id).bytes())
+    return fail("parameter '" + name.getValue() + "' has " +
+                llvm::Twine(bytes->size()) + " bytes, expected " +
+                llvm::Twine(program.buffers(*id).bytes()));
+  addWeight(*id, *bytes);
+  bindArgument(*id, name, "param");
+  setLayout(*program.mutable_buffers(*id), shard, nullptr);
+  return llvm::Error::success();
+}
+
+llvm::Error Lowering::lowerOp(Operation &op, int64_t &index) {
+  if (auto ret = dyn_cast<func::ReturnOp>(op))
+    return lowerReturn(ret);
+  if (isa<shard::AllReduceOp>(op))
+    return lowerAllReduce(op, index++);
+  if (isa<shard::ReduceScatterOp, shard::AllGatherOp, shard::AllSliceOp>(op))
+    return lowerShardCollective(op, index++);
+  if (op.getDialect() == nullptr ||
+      op.getDialect()->getNamespace() != SmpDialect::getDialectNamespace())
+    return fail("cannot lower op '" + op.getName().getStringRef() +
+                "' (only smp ops and shard collectives run on a device)");
+  if (isa<ConstantOp>(op))
+    return lowerConstant(op);
+  if (isa<TpRankOp>(op))
+    return lowerTpRank(op);
+  if (isa<ReshapeOp, TpCopyOp>(op))
+    return lowerAlias(op, index++);
+  return lowerInstruction(op, index++);
+}
+
+llvm::Error Lowering::lowerReturn(func::ReturnOp ret) {
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (auto update = func.getResultAttrOfType<StringAttr>(i, "smp.update")) {
+      if (auto err = aliasUpdate(v, update.getValue()))
+        return err;
+      continue;
+    }
+    use(v, kForever);
+    auto name = func.getResultAttrOfType<StringAttr>(i, "smp.output");
+    std::string outName = name ? name.str() : "output" + std::to_string(i);
+    pb::Binding *b = program.add_outputs();
+    b->set_name(outName);
+    b->set_buffer(bufferOf.lookup(v));
+    pb::TensorSpec *spec = manifestIO.add_outputs();
+    spec->set_name(outName);
+    spec->set_dtype(program.buffers(b->buffer()).dtype());
+    *spec->mutable_shape() = program.buffers(b->buffer()).shape();
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Lowering::lowerConstant(Operation &op) {
+  auto constant = cast<ConstantOp>(op);
+  auto id = newBuffer(constant.getResult(), valueName(&op), -1);
+  if (!id)
+    return id.takeError();
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense)
+    return fail("constant '" + valueName(&op) + "' is not dense");
+  // Checked before a byte is allocated: a splat of [2^62] elements made
+  // this loop grow memory for ever (the size wrapped).
+  int64_t bytes = program.buffers(*id).bytes();
+  if (bytes > kMaxConstantBytes)
+    return fail("constant '" + valueName(&op) + "' of shape " +
+                shapeToString(dense.getType().getShape()) + " has " +
+                llvm::Twine(bytes) +
+                " bytes, over the limit of 2^30 bytes for one constant");
+  constantBytes += bytes;
+  if (constantBytes > kMaxConstantBytesPerRank)
+    return fail("the constants of this program take over 2^32 bytes (at "
+                "constant '" +
+                valueName(&op) + "')");
+  addWeight(*id,
+            elementsToBytes(
+                dense, smp::base::dtypeSize(static_cast<smp::base::DType>(
+                           program.buffers(*id).dtype()))));
+  return llvm::Error::success();
+}
+
+/// This tensor-parallel rank's index: a constant of its program.
+llvm::Error Lowering::lowerTpRank(Operation &op) {
+  auto id = newBuffer(op.getResult(0), valueName(&op), -1);
+  if (!id)
+    return id.takeError();
+  std::string bytes(8, '\0');
+  for (int k = 0; k < 8; ++k)
+    bytes[k] = static_cast<char>((static_cast<uint64_t>(tpRank) >> (8 * k)) & 0xff);
+  addWeight(*id, bytes);
+  return llvm::Error::success();
+}
+
+/// Same bytes (new shape): alias the input's storage.
+llvm::Error Lowering::lowerAlias(Operation &op, int64_t index) {
+  auto id = newBuffer(op.getResult(0), valueName(&op), index);
+  if (!id)
+    return id.takeError();
+  unsigned to = root[bufferOf.lookup(op.getOperand(0))];
+  root[*id] = to;
+  members[*id].clear();
+  members[to].push_back(*id);
+  use(op.getOperand(0), index);
+  return llvm::Error::success();
+}
+
+/// An alias keeps its root alive: alias uses are folded into the root's
+/// range (by `use`); the roots are planned, the device arena and the host
+/// pool separately.
+void Lowering::planBuffers() {
+  std::vector<uint64_t> offsetOfRoot(root.size(), 0);
+  for (uint8_t which : {0, 1}) {
+    std::vector<LiveRange> rootRanges;
+    std::vector<unsigned> rootIds;
+    for (unsigned id = 0; id < root.size(); ++id)
+      if (root[id] == id && pool[id] == which) {
+        rootIds.push_back(id);
+        rootRanges.push_back(live[id]);
+      }
+    MemoryPlan plan = planMemory(rootRanges);
+    for (size_t k = 0; k < rootIds.size(); ++k)
+      offsetOfRoot[rootIds[k]] = plan.offsets[k];
+    if (which == 0)
+      program.set_arena_bytes(plan.arenaBytes);
+    else
+      program.set_host_arena_bytes(plan.arenaBytes);
+  }
+  for (unsigned id = 0; id < root.size(); ++id)
+    program.mutable_buffers(id)->set_offset(offsetOfRoot[root[id]]);
+}
+
+} // namespace smp::writer

@@ -1,0 +1,154 @@
+//===- Lowering.h - One rank's program from a function (internal) -*- C++ -*-===//
+//
+// The artifact writer's pieces, shared by its files:
+//   Lowering.cpp             arguments, ops and the memory plan of a program
+//   InstructionEncoding.cpp  an op -> an instruction (attributes, collectives,
+//                            the schema check)
+//   WeightLayout.cpp         tensor-parallel slices and layout metadata
+//   RankProgram.cpp          the functions to lower; per-rank programs
+//   PlanReport.cpp           plan.txt
+//   ArtifactWriter.cpp       the manifest and the files
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_LIB_TARGET_ARTIFACT_LOWERING_H
+#define SMP_LIB_TARGET_ARTIFACT_LOWERING_H
+
+#include "artifact.pb.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Target/Artifact/ArtifactWriter.h"
+#include "smp/Target/Artifact/DeviceGrid.h"
+#include "smp/Target/Artifact/MemoryPlan.h"
+#include "smp/base/DType.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace smp::writer {
+
+namespace pb = smp::artifact;
+using namespace mlir;
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kWeightAlignment = 64;
+
+inline llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+//===--- InstructionEncoding.cpp ------------------------------------------===//
+
+std::optional<smp::base::DType> dtypeOf(Type t);
+/// The op's name in messages and instructions: its NameLoc, else its kind.
+std::string valueName(Operation *op);
+/// Little-endian bytes of a constant, one element at a time.
+std::string elementsToBytes(DenseElementsAttr attr, size_t elementBytes);
+/// Converts an op's attributes to artifact attributes.
+llvm::Error convertAttrs(Operation *op, pb::Instruction &inst);
+/// Checks an instruction against the runtime's op schema (OpSchema.def).
+llvm::Error checkSchema(const pb::Instruction &inst);
+
+/// One rank's program: every value gets a buffer in a single arena, every
+/// smp op (but reshape and tp_copy, which alias their input) becomes an
+/// instruction, parameters and constants become weight references into the
+/// rank's weights file, and a first-fit plan over live ranges places the
+/// buffers.
+class Lowering {
+public:
+  /// `tpRank` of `tpSize`: which slice of tensor-parallel parameters this
+  /// rank holds.
+  Lowering(func::FuncOp func, WeightSource &weights, int64_t tpRank = 0,
+           int64_t tpSize = 1)
+      : func(func), weights(weights), tpRank(tpRank), tpSize(tpSize) {}
+
+  llvm::Error run();
+
+  pb::RankProgram program;
+  std::string weightsBytes;
+  pb::Manifest manifestIO; // inputs/outputs specs only
+  /// False: plan memory only, reading no parameter bytes.
+  bool withWeights = true;
+
+private:
+  // Lowering.cpp
+  llvm::Error checkArgumentNames();
+  llvm::Error lowerArgument(BlockArgument arg);
+  llvm::Error lowerInput(BlockArgument arg, StringAttr name);
+  llvm::Error lowerState(BlockArgument arg, StringAttr name);
+  llvm::Error lowerParam(BlockArgument arg, StringAttr name);
+  void bindArgument(unsigned id, StringAttr name, const char *role);
+  llvm::Error lowerOp(Operation &op, int64_t &index);
+  llvm::Error lowerReturn(func::ReturnOp ret);
+  llvm::Error lowerConstant(Operation &op);
+  llvm::Error lowerTpRank(Operation &op);
+  llvm::Error lowerAlias(Operation &op, int64_t index);
+  void planBuffers();
+  llvm::Expected<unsigned> newBuffer(Value v, const std::string &name,
+                                     int64_t start);
+  void use(Value v, int64_t at);
+  void addWeight(unsigned buffer, const std::string &bytes);
+  /// Writes an updated parameter or state in place: its producer must be
+  /// the last user of the argument it replaces.
+  llvm::Error aliasUpdate(Value v, llvm::StringRef name);
+
+  // InstructionEncoding.cpp
+  llvm::Error lowerAllReduce(Operation &op, int64_t index);
+  llvm::Error lowerShardCollective(Operation &op, int64_t index);
+  llvm::Error lowerInstruction(Operation &op, int64_t index);
+
+  // WeightLayout.cpp
+  /// Records how the buffer holds part of a global tensor (checkpoints).
+  void setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
+                 DenseI64ArrayAttr zeroShape) const;
+  /// The whole tensor's shape of a tensor-parallel slice of shape `local`.
+  SmallVector<int64_t> fullShape(ArrayRef<int64_t> local,
+                                 DenseI64ArrayAttr shard) const;
+  /// This rank's slice of a tensor-parallel parameter's bytes.
+  std::string tpSlice(const std::string &bytes, RankedTensorType full,
+                      int64_t dim, int64_t blocks) const;
+
+  func::FuncOp func;
+  WeightSource &weights;
+  int64_t tpRank, tpSize;
+
+  llvm::DenseMap<Value, unsigned> bufferOf;
+  std::vector<Value> valueOf; // buffer -> the value it was made for
+  llvm::StringMap<unsigned> argByName;
+  llvm::DenseSet<unsigned> argBuffers; // the buffers in argByName
+  std::vector<unsigned> root;  // buffer -> storage root (reshape aliases)
+  /// root -> the buffers it is the root of (re-rooting touches only those).
+  std::vector<SmallVector<unsigned, 1>> members;
+  std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
+  std::vector<LiveRange> live; // per buffer; meaningful for roots
+  int64_t constantBytes = 0;   // written out by constants so far
+};
+
+//===--- RankProgram.cpp ---------------------------------------------------===//
+
+/// The functions to lower, one per pipeline rank in rank order; without
+/// any, the single step (@train_step, else @main, else the first).
+llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module);
+/// Rank `rank`'s copy of its stage's program: the grid coordinates, the
+/// batch share, collectives bound to their rank groups and pipeline peers
+/// to world ranks.
+llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
+                                            const DeviceGrid &grid,
+                                            int64_t rank);
+
+//===--- PlanReport.cpp ----------------------------------------------------===//
+
+/// plan.txt: the grid, the parallelism in words, per-stage memory and
+/// instruction counts.
+std::string planReport(ModuleOp module,
+                       const std::vector<std::unique_ptr<Lowering>> &stages,
+                       const ArtifactOptions &options, const DeviceGrid &grid);
+
+} // namespace smp::writer
+
+#endif // SMP_LIB_TARGET_ARTIFACT_LOWERING_H

@@ -1,0 +1,122 @@
+//===- PlanReport.cpp - plan.txt ------------------------------------------===//
+//
+// The artifact's plan report: the device grid, each kind of parallelism in
+// words, per-stage arena, weights and instruction counts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace smp::writer {
+
+static std::string humanBytes(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30))
+    snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20))
+    snprintf(buf, sizeof(buf), "%.2f MiB", bytes / double(1ull << 20));
+  else
+    snprintf(buf, sizeof(buf), "%.1f KiB", bytes / 1024.0);
+  return buf;
+}
+
+std::string planReport(ModuleOp module,
+                       const std::vector<std::unique_ptr<Lowering>> &stages,
+                       const ArtifactOptions &options, const DeviceGrid &grid) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  int64_t dp = grid.size[kDataAxis], pp = grid.size[kPipelineAxis],
+          tp = grid.size[kTensorAxis];
+  os << "smp plan report\n"
+     << "target: " << options.target << "\n"
+     << "ranks: " << grid.numRanks() << " (dp=" << dp << " tp=" << tp
+     << " pp=" << pp << ", placement " << grid.placementLetters()
+     << ": the right-most axis gets adjacent ranks)\n";
+  if (grid.numRanks() == 1)
+    os << "a single device runs the whole model\n";
+  if (dp > 1)
+    os << "data parallel: " << dp << " replicas train on their share of the "
+       << "batch; gradients are summed with all_reduce"
+       << (module.lookupSymbol<shard::GridOp>("dp") &&
+                   llvm::any_of(stages, [](const auto &l) {
+                     for (const auto &i : l->program.instructions())
+                       if (i.op() == "reduce_scatter")
+                         return true;
+                     return false;
+                   })
+               ? " (ZeRO-1: reduce_scatter, sharded optimizer state, "
+                 "all_gather of the parameters)"
+               : "")
+       << "\n";
+  if (tp > 1) {
+    int64_t regions = 0;
+    for (const auto &inst : stages.front()->program.instructions())
+      if (inst.op() == "all_reduce" && inst.attrs().count("grid") &&
+          inst.attrs().at("grid").s() == "tp")
+        ++regions;
+    os << "tensor parallel: " << tp << " ranks split the MLP and attention "
+       << "layers (column- then row-parallel); " << regions
+       << " all_reduce(s) over tp per step in the forward and backward\n";
+    if (auto main = module.lookupSymbol<func::FuncOp>("main"))
+      for (unsigned i = 0; i < main.getNumResults(); ++i)
+        if (auto v = main.getResultAttrOfType<IntegerAttr>(i, "smp.tp_vocab"))
+          os << "vocab parallel: the LM head and the cross-entropy over "
+             << v.getInt() << " classes are split by vocabulary, "
+             << (v.getInt() + tp - 1) / tp << " rows per rank"
+             << (v.getInt() % tp ? " (the last zero-padded)" : "") << "\n";
+  }
+  if (pp > 1 || module->hasAttr(SmpDialect::kScheduleAttr)) {
+    os << "pipeline: " << pp << " ranks";
+    if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
+      os << ", schedule " << sched.getValue();
+    os << "\n";
+    if (auto costs =
+            module->getAttrOfType<DenseF64ArrayAttr>(SmpDialect::kStageCostsAttr)) {
+      double total = 0;
+      for (double c : costs.asArrayRef())
+        total += c;
+      os << "stage costs (predicted FLOPs + bytes of the forward, share):";
+      for (auto [k, c] : llvm::enumerate(costs.asArrayRef())) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), " %zu: %.3g (%.0f%%)", k, c,
+                 total > 0 ? 100.0 * c / total : 0.0);
+        os << buf;
+      }
+      os << "\n";
+    }
+  }
+  for (auto [p, lowering] : llvm::enumerate(stages)) {
+    const pb::RankProgram &program = lowering->program;
+    uint64_t weights = 0, sends = 0, recvs = 0;
+    for (const auto &w : program.weights())
+      weights += w.bytes();
+    for (const auto &inst : program.instructions()) {
+      sends += inst.op() == "send";
+      recvs += inst.op() == "recv";
+    }
+    std::string who = pp > 1 ? "pipeline rank " + std::to_string(p) : "rank 0";
+    os << who << ": arena " << humanBytes(program.arena_bytes()) << " ("
+       << program.arena_bytes() << " bytes), of which parameters, states and "
+       << "constants " << humanBytes(weights) << "\n"
+       << who << ": " << program.instructions_size() << " instructions over "
+       << program.buffers_size() << " buffers";
+    if (pp > 1)
+      os << ", " << sends << " sends and " << recvs << " receives per step";
+    os << "\n";
+  }
+  std::map<std::string, int> ops;
+  for (const auto &inst : stages.front()->program.instructions())
+    ++ops[inst.op()];
+  os << (pp > 1 ? "pipeline rank 0" : "rank 0") << " instructions by op:\n";
+  for (const auto &[op, n] : ops)
+    os << "  " << op << ": " << n << "\n";
+  return s;
+}
+
+} // namespace smp::writer

@@ -1,0 +1,98 @@
+//===- RankProgram.cpp - The functions to lower and per-rank programs -----===//
+//
+// Which functions become programs (one per pipeline rank), and each rank's
+// copy of its stage's program bound to its grid coordinates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+namespace smp::writer {
+
+llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(SmpDialect::kPipelineRankAttr))
+      funcs.push_back(f);
+  llvm::sort(funcs, [](func::FuncOp a, func::FuncOp b) {
+    return a->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() <
+           b->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt();
+  });
+  for (auto [k, f] : llvm::enumerate(funcs))
+    if (f->getAttrOfType<IntegerAttr>(SmpDialect::kPipelineRankAttr).getInt() !=
+        static_cast<int64_t>(k))
+      return fail("the pipeline-rank functions are not numbered 0.." +
+                  llvm::Twine(funcs.size() - 1));
+  if (funcs.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!func)
+      func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func) {
+      auto all = module.getOps<func::FuncOp>();
+      if (all.empty())
+        return fail("module has no function to compile");
+      func = *all.begin();
+    }
+    funcs.push_back(func);
+  }
+  return funcs;
+}
+
+/// The grid axis a collective over grid `name` runs along.
+static llvm::Expected<int> axisOfGrid(llvm::StringRef name) {
+  if (name == "dp")
+    return kDataAxis;
+  if (name == "tp")
+    return kTensorAxis;
+  if (name == "pp")
+    return kPipelineAxis;
+  return fail("collective over unknown grid '" + name +
+              "' (expected dp, tp or pp)");
+}
+
+llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
+                                            const DeviceGrid &grid,
+                                            int64_t rank) {
+  pb::RankProgram program = stage;
+  auto coord = grid.coordOf(rank);
+  program.set_rank(static_cast<uint32_t>(rank));
+  program.set_dp_rank(coord[kDataAxis]);
+  program.set_pp_rank(coord[kPipelineAxis]);
+  program.set_tp_rank(coord[kTensorAxis]);
+  program.set_data_shard(coord[kDataAxis]);
+  program.set_data_shards(grid.size[kDataAxis]);
+  for (pb::Buffer &b : *program.mutable_buffers())
+    if (b.zero_shape_size()) { // ZeRO-1 state: this replica's chunk
+      b.set_zero_parts(grid.size[kDataAxis]);
+      b.set_zero_index(coord[kDataAxis]);
+    }
+  for (pb::Instruction &inst : *program.mutable_instructions()) {
+    auto &attrs = *inst.mutable_attrs();
+    if (inst.op() == "send" || inst.op() == "recv") {
+      auto peer = coord;
+      peer[kPipelineAxis] = attrs["peer"].i();
+      if (peer[kPipelineAxis] < 0 ||
+          peer[kPipelineAxis] >= grid.size[kPipelineAxis])
+        return fail(inst.op() + " to pipeline rank " +
+                    llvm::Twine(peer[kPipelineAxis]) + " of " +
+                    llvm::Twine(grid.size[kPipelineAxis]));
+      attrs["peer"].set_i(grid.rankOf(peer));
+      continue;
+    }
+    auto it = attrs.find("grid");
+    if (it == attrs.end())
+      continue;
+    auto axis = axisOfGrid(it->second.s());
+    if (!axis)
+      return axis.takeError();
+    pb::Attribute ranks;
+    for (int r : grid.group(rank, *axis))
+      ranks.mutable_ints()->add_values(r);
+    attrs["ranks"] = ranks;
+  }
+  return program;
+}
+
+} // namespace smp::writer

@@ -1,0 +1,110 @@
+//===- OpSchema.h - The runtime's op schema ---------------------*- C++ -*-===//
+//
+// The instructions an artifact may hold (OpSchema.def), as constexpr tables:
+// the compiler's artifact writer checks what it emits against them, the
+// kernel tables decode through them. No MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_BASE_OPSCHEMA_H
+#define SMP_BASE_OPSCHEMA_H
+
+#include "smp/base/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace smp::base {
+
+/// How an attribute is stored in the artifact (smp::artifact::Attribute).
+enum class AttrKind : uint8_t { Int, Float, String, Ints };
+const char *attrKindName(AttrKind kind);
+
+/// Every attribute name of every op.
+enum class OpAttr : uint8_t {
+#define SMP_OP_ATTR(Id, Name, Kind) Id,
+#include "smp/base/OpSchema.def"
+  NumAttrs
+};
+
+/// Every instruction op.
+enum class OpId : uint8_t {
+#define SMP_OP(Id, ...) Id,
+#include "smp/base/OpSchema.def"
+  NumOps
+};
+
+constexpr int kNumOpAttrs = static_cast<int>(OpAttr::NumAttrs);
+constexpr int kNumOps = static_cast<int>(OpId::NumOps);
+static_assert(kNumOpAttrs <= 64, "attribute masks are 64 bits");
+
+/// numOutputs of an op with any number of results (split).
+constexpr int kAnyCount = -1;
+/// maxInputs of an op with any number of operands (concat).
+constexpr int kManyInputs = 1 << 20;
+
+constexpr uint64_t attrBit(OpAttr a) {
+  return uint64_t(1) << static_cast<unsigned>(a);
+}
+
+struct AttrSchema {
+  const char *name;
+  AttrKind kind;
+};
+
+struct OpSchema {
+  OpId id;
+  const char *name;
+  int minInputs, maxInputs, numOutputs;
+  uint64_t required, optional; // masks of attrBit
+  constexpr bool allows(OpAttr a) const {
+    return ((required | optional) & attrBit(a)) != 0;
+  }
+  constexpr bool needs(OpAttr a) const {
+    return (required & attrBit(a)) != 0;
+  }
+};
+
+inline constexpr AttrSchema kOpAttrs[] = {
+#define SMP_OP_ATTR(Id, Name, Kind) {Name, AttrKind::Kind},
+#include "smp/base/OpSchema.def"
+};
+
+#define SMP_A(Id) ::smp::base::attrBit(::smp::base::OpAttr::Id)
+inline constexpr OpSchema kOps[] = {
+#define SMP_OP(Id, Name, MinIn, MaxIn, NumOut, Required, Optional)            \
+  {OpId::Id, Name, MinIn, MaxIn, NumOut, Required, Optional},
+#include "smp/base/OpSchema.def"
+};
+#undef SMP_A
+
+constexpr const AttrSchema &attrSchema(OpAttr a) {
+  return kOpAttrs[static_cast<int>(a)];
+}
+constexpr const OpSchema &opSchema(OpId id) {
+  return kOps[static_cast<int>(id)];
+}
+
+/// The op named `name` ("layer_norm"), or null.
+const OpSchema *findOp(std::string_view name);
+/// The attribute named `name`; false when no op has it.
+bool findAttr(std::string_view name, OpAttr &out);
+
+/// Checks an instruction against its op's schema: the operand and result
+/// counts, that every attribute is one the op has with the right kind, and
+/// that the required ones are present. `attrs` are (name, kind) pairs; names
+/// starting with '@' (the compiler's annotations, e.g. "@flops") are not
+/// part of the schema and pass. The failure names the op.
+Status checkInstruction(
+    const OpSchema &op, int numInputs, int numOutputs,
+    const std::vector<std::pair<std::string, AttrKind>> &attrs);
+
+/// "has N inputs and M outputs" unless the counts fit the op (empty).
+std::string arityError(const OpSchema &op, int numInputs, int numOutputs);
+
+} // namespace smp::base
+
+#endif // SMP_BASE_OPSCHEMA_H

@@ -1,0 +1,81 @@
+//===- OpSchema.cpp - The runtime's op schema -----------------------------===//
+
+#include "smp/base/OpSchema.h"
+
+namespace smp::base {
+
+// The tables follow the enums' order (both come from OpSchema.def).
+static_assert(sizeof(kOpAttrs) / sizeof(kOpAttrs[0]) == kNumOpAttrs);
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == kNumOps);
+
+const char *attrKindName(AttrKind kind) {
+  static const char *const names[] = {"an integer", "a float", "a string",
+                                      "a list of integers"};
+  return names[static_cast<int>(kind)];
+}
+
+const OpSchema *findOp(std::string_view name) {
+  for (const OpSchema &op : kOps)
+    if (name == op.name)
+      return &op;
+  return nullptr;
+}
+
+bool findAttr(std::string_view name, OpAttr &out) {
+  for (int a = 0; a < kNumOpAttrs; ++a)
+    if (name == kOpAttrs[a].name) {
+      out = static_cast<OpAttr>(a);
+      return true;
+    }
+  return false;
+}
+
+std::string arityError(const OpSchema &op, int numInputs, int numOutputs) {
+  if (numInputs >= op.minInputs && numInputs <= op.maxInputs &&
+      (op.numOutputs == kAnyCount || numOutputs == op.numOutputs))
+    return "";
+  return "has " + std::to_string(numInputs) + " inputs and " +
+         std::to_string(numOutputs) + " outputs";
+}
+
+Status checkInstruction(
+    const OpSchema &op, int numInputs, int numOutputs,
+    const std::vector<std::pair<std::string, AttrKind>> &attrs) {
+  std::string what = std::string("op '") + op.name + "' ";
+  if (std::string e = arityError(op, numInputs, numOutputs); !e.empty()) {
+    std::string expected =
+        op.minInputs == op.maxInputs ? std::to_string(op.minInputs)
+        : op.maxInputs == kManyInputs
+            ? std::to_string(op.minInputs) + " or more"
+            : std::to_string(op.minInputs) + " to " +
+                  std::to_string(op.maxInputs);
+    return Status::failure(
+        what + e + "; the runtime's op schema expects " + expected +
+        " inputs and " +
+        (op.numOutputs == kAnyCount ? std::string("any number of")
+                                    : std::to_string(op.numOutputs)) +
+        " outputs");
+  }
+  uint64_t seen = 0;
+  for (const auto &[name, kind] : attrs) {
+    if (!name.empty() && name[0] == '@')
+      continue;
+    OpAttr a;
+    if (!findAttr(name, a) || !op.allows(a))
+      return Status::failure(what + "has attribute '" + name +
+                             "', which the runtime's op schema does not list "
+                             "for it (smp/base/OpSchema.def)");
+    if (attrSchema(a).kind != kind)
+      return Status::failure(what + "has attribute '" + name + "' as " +
+                             attrKindName(kind) + "; the schema says " +
+                             attrKindName(attrSchema(a).kind));
+    seen |= attrBit(a);
+  }
+  for (int a = 0; a < kNumOpAttrs; ++a)
+    if (op.needs(static_cast<OpAttr>(a)) && !(seen & attrBit(OpAttr(a))))
+      return Status::failure(what + "misses attribute '" + kOpAttrs[a].name +
+                             "' that the runtime requires");
+  return Status::success();
+}
+
+} // namespace smp::base

@@ -1,0 +1,178 @@
+//===- OpSchemaTest.cpp - The runtime's op schema against ODS and the tables //
+//
+// smp/base/OpSchema.def is the runtime's list of instructions. These tests
+// fail, naming the op, when the dialect and the schema disagree (an smp op
+// the artifact writer would emit that the schema lacks, an ODS attribute
+// the schema does not list) or when the CPU kernel table cannot decode an op
+// of the schema (the CUDA table is the same KernelSteps.inc; a missing op is
+// a compile error in both).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cpu/CpuBackend.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "smp/InitAll.h"
+#include "smp/base/OpSchema.h"
+#include "smprt/comm/Communicator.h"
+#include "smprt/exec/Artifact.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace mlir;
+namespace base = smp::base;
+
+namespace {
+
+/// smp ops the writer lowers without an instruction: constants and the
+/// tensor-parallel rank become weights, reshape and tp_copy alias storage.
+const std::set<std::string> kNotInstructions = {"constant", "tp_rank",
+                                                "reshape", "tp_copy"};
+/// Instructions that come from the shard dialect's collectives.
+const std::set<std::string> kShardCollectives = {
+    "all_reduce", "reduce_scatter", "all_gather", "all_slice"};
+
+std::set<std::string> smpOpNames(MLIRContext &ctx) {
+  std::set<std::string> names;
+  for (RegisteredOperationName op : ctx.getRegisteredOperations())
+    if (op.getDialectNamespace() == "smp")
+      names.insert(op.stripDialect().str());
+  return names;
+}
+
+TEST(OpSchemaTest, EverySmpOpAndItsAttributesAreInTheSchema) {
+  DialectRegistry registry;
+  smp::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  size_t checked = 0;
+  for (RegisteredOperationName op : ctx.getRegisteredOperations()) {
+    if (op.getDialectNamespace() != "smp")
+      continue;
+    std::string name = op.stripDialect().str();
+    if (kNotInstructions.count(name))
+      continue;
+    const base::OpSchema *schema = base::findOp(name);
+    ASSERT_NE(schema, nullptr)
+        << "smp." << name << " lowers to an instruction but is not in "
+        << "smp/base/OpSchema.def";
+    for (StringAttr attr : op.getAttributeNames()) {
+      base::OpAttr id;
+      EXPECT_TRUE(base::findAttr(attr.getValue(), id) && schema->allows(id))
+          << "attribute '" << attr.getValue().str() << "' of smp." << name
+          << " is not in its schema entry (smp/base/OpSchema.def)";
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 60u);
+}
+
+TEST(OpSchemaTest, EverySchemaOpComesFromTheCompiler) {
+  DialectRegistry registry;
+  smp::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  std::set<std::string> smpOps = smpOpNames(ctx);
+  for (const base::OpSchema &op : base::kOps)
+    EXPECT_TRUE(smpOps.count(op.name) || kShardCollectives.count(op.name))
+        << "'" << op.name << "' is in OpSchema.def but no compiler op "
+        << "lowers to it";
+}
+
+TEST(OpSchemaTest, CheckInstructionNamesTheOpAndTheProblem) {
+  const base::OpSchema *ln = base::findOp("layer_norm");
+  ASSERT_NE(ln, nullptr);
+  using K = base::AttrKind;
+  EXPECT_TRUE(base::checkInstruction(*ln, 3, 1,
+                                     {{"axis", K::Int},
+                                      {"epsilon", K::Float},
+                                      {"@flops", K::Float}})
+                  .ok());
+  EXPECT_EQ(base::checkInstruction(*ln, 1, 1, {}).error,
+            "op 'layer_norm' has 1 inputs and 1 outputs; the runtime's op "
+            "schema expects 2 to 3 inputs and 1 outputs");
+  EXPECT_EQ(base::checkInstruction(*ln, 2, 1, {{"epsilon", K::Float}}).error,
+            "op 'layer_norm' misses attribute 'axis' that the runtime "
+            "requires");
+  EXPECT_EQ(base::checkInstruction(*ln, 2, 1,
+                                   {{"axis", K::Int}, {"epsilion", K::Float}})
+                .error,
+            "op 'layer_norm' has attribute 'epsilion', which the runtime's op "
+            "schema does not list for it (smp/base/OpSchema.def)");
+  EXPECT_EQ(base::checkInstruction(*ln, 2, 1,
+                                   {{"axis", K::Float}, {"epsilon", K::Float}})
+                .error,
+            "op 'layer_norm' has attribute 'axis' as a float; the schema says "
+            "an integer");
+}
+
+/// An instruction of `op` with the fewest operands and its required
+/// attributes, over f32 [2, 2] buffers.
+smp::artifact::Instruction minimalInstruction(const base::OpSchema &op) {
+  smp::artifact::Instruction inst;
+  inst.set_op(op.name);
+  inst.set_loc("test");
+  int outputs = op.numOutputs == base::kAnyCount ? 1 : op.numOutputs;
+  for (int i = 0; i < op.minInputs; ++i)
+    inst.add_inputs(i);
+  for (int i = 0; i < outputs; ++i)
+    inst.add_outputs(op.minInputs + i);
+  for (int a = 0; a < base::kNumOpAttrs; ++a) {
+    base::OpAttr id = static_cast<base::OpAttr>(a);
+    if (!op.needs(id))
+      continue;
+    smp::artifact::Attribute attr;
+    switch (base::attrSchema(id).kind) {
+    case base::AttrKind::Int:
+      attr.set_i(0);
+      break;
+    case base::AttrKind::Float:
+      attr.set_f(1e-5);
+      break;
+    case base::AttrKind::String: // a value each string attribute accepts
+      attr.set_s(id == base::OpAttr::Mode ? "max" : "sum");
+      break;
+    case base::AttrKind::Ints:
+      attr.mutable_ints()->add_values(0);
+      break;
+    }
+    (*inst.mutable_attrs())[base::attrSchema(id).name] = attr;
+  }
+  return inst;
+}
+
+TEST(OpSchemaTest, TheCpuKernelTableDecodesEveryOp) {
+  std::vector<float> data(2 * 4 * 8, 0.0f);
+  std::vector<smprt::TensorRef> buffers;
+  for (int i = 0; i < 16; ++i)
+    buffers.push_back(smprt::TensorRef{data.data() + 4 * i,
+                                       smprt::DType::F32,
+                                       {2, 2}});
+  auto comm = smprt::makeLocalCommunicator();
+  for (const base::OpSchema &op : base::kOps) {
+    smprt::Step step;
+    smprt::Status s =
+        smprt::decodeInstruction(minimalInstruction(op), buffers, *comm, step);
+    EXPECT_TRUE(s.ok()) << "op '" << op.name << "': " << s.error;
+    EXPECT_TRUE(static_cast<bool>(step.run)) << "op '" << op.name << "'";
+  }
+}
+
+TEST(OpSchemaTest, TheKernelTableRefusesWhatTheSchemaRefuses) {
+  std::vector<float> data(16, 0.0f);
+  std::vector<smprt::TensorRef> buffers(
+      4, smprt::TensorRef{data.data(), smprt::DType::F32, {2, 2}});
+  auto comm = smprt::makeLocalCommunicator();
+  smprt::Step step;
+  smp::artifact::Instruction inst = minimalInstruction(*base::findOp("gather"));
+  inst.mutable_attrs()->erase("axis");
+  EXPECT_EQ(smprt::decodeInstruction(inst, buffers, *comm, step).error,
+            "misses attribute 'axis'");
+  inst.set_op("no_such_op");
+  EXPECT_EQ(smprt::decodeInstruction(inst, buffers, *comm, step).error,
+            "this smprun has no kernel for op 'no_such_op'");
+}
+
+} // namespace
