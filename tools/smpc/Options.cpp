@@ -309,6 +309,305 @@ std::optional<int> checkDegreeFlags(const Options &opts) {
   return std::nullopt;
 }
 
+using FlagValue =
+    llvm::function_ref<std::optional<std::string>(llvm::StringRef)>;
+
+bool failFlag(std::optional<int> &exit, const llvm::Twine &msg) {
+  exit = fail(msg);
+  return true;
+}
+
+/// The output, the model and its import: -o, --dim, --tie, --untie,
+/// --target, --batch-size, --train, --nesterov, --shard-optimizer-state.
+/// Returns whether `a` is one of them; `exit` is set when its value is
+/// malformed.
+bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
+                    std::optional<int> &exit) {
+  if (a == "-o" || a.starts_with("-o=")) {
+    auto v = value("-o");
+    if (!v)
+      return failFlag(exit, "-o needs a file name");
+    opts.output = *v;
+  } else if (a == "--dim" || a.starts_with("--dim=")) {
+    auto v = value("--dim");
+    if (!v)
+      return failFlag(exit, "--dim needs NAME=VALUE");
+    auto [name, num] = llvm::StringRef(*v).split('=');
+    int64_t n;
+    if (name.empty() || num.getAsInteger(10, n) || n <= 0)
+      return failFlag(
+          exit,
+          "--dim expects NAME=VALUE with a positive integer, got '" + *v + "'");
+    if (auto it = opts.import.dims.find(name); it != opts.import.dims.end())
+      return failFlag(exit, "--dim " + name + " is given twice (" +
+                                std::to_string(it->second) + " and " + num +
+                                "); give it once");
+    opts.import.dims[name] = n;
+  } else if (a == "--tie" || a.starts_with("--tie=") || a == "--untie" ||
+             a.starts_with("--untie=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    if (!v || v->empty())
+      return failFlag(exit, flag + " needs an initializer name");
+    (flag == "--tie" ? opts.import.tie : opts.import.untie).push_back(*v);
+  } else if (a == "--target" || a.starts_with("--target=")) {
+    auto v = value("--target");
+    if (!v || (*v != "cpu" && *v != "cuda"))
+      return failFlag(exit, "--target expects cpu or cuda");
+    opts.target = *v;
+  } else if (a == "--batch-size" || a.starts_with("--batch-size=")) {
+    auto v = value("--batch-size");
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n <= 0)
+      return failFlag(exit, "--batch-size expects a positive integer");
+    opts.import.batchSize = n;
+  } else if (a == "--train") {
+    opts.train = true;
+    opts.import.training = true;
+  } else if (a == "--nesterov") {
+    opts.plan.nesterov = true;
+  } else if (a == "--shard-optimizer-state" ||
+             a == "--no-shard-optimizer-state") {
+    bool on = a == "--shard-optimizer-state";
+    if (opts.pinned.zero && *opts.pinned.zero != on)
+      return failFlag(exit,
+                      "--shard-optimizer-state and --no-shard-optimizer-state "
+                      "contradict each other");
+    opts.pinned.zero = on;
+    opts.plan.zero = on;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The training step: loss, optimizer, schedule, precision,
+/// recomputation, offloading, global batch, --optimize, --schedule,
+/// --bn-stats. Returns whether `a` is one of them; `exit` is set when its
+/// value is malformed.
+bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
+                       std::optional<int> &exit) {
+  if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
+      a == "--freeze" || a.starts_with("--loss=") ||
+      a.starts_with("--optimizer=") || a.starts_with("--lr-schedule=") ||
+      a.starts_with("--freeze=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    if (!v || v->empty())
+      return failFlag(exit, flag + " needs a value");
+    if (flag == "--loss")
+      opts.plan.loss = *v;
+    else if (flag == "--freeze")
+      opts.plan.freeze = *v;
+    else if (flag == "--optimizer") {
+      if (*v != "sgd" && *v != "adam" && *v != "adamw")
+        return failFlag(exit, "--optimizer expects sgd, adam or adamw, got '" +
+                                  *v + "'");
+      opts.plan.optimizer = *v;
+    } else {
+      if (*v != "constant" && *v != "cosine")
+        return failFlag(exit, "--lr-schedule expects constant or cosine");
+      opts.lrSchedule = *v;
+    }
+  } else if (a == "--precision" || a.starts_with("--precision=")) {
+    auto v = value("--precision");
+    if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
+      return failFlag(exit, "--precision expects fp32, bf16 or fp16");
+    opts.plan.precision = *v;
+  } else if (a == "--checkpoint-activations" ||
+             a.starts_with("--checkpoint-activations=")) {
+    auto v = value("--checkpoint-activations");
+    if (!v ||
+        (*v != "none" && *v != "full" && *v != "selective" && *v != "auto"))
+      return failFlag(exit,
+                      "--checkpoint-activations expects none, full, selective "
+                      "or auto");
+    if (*v != "none" && *v != "auto")
+      opts.plan.recompute = *v;
+    opts.pinned.recompute = *v;
+  } else if (a == "--offload-activations") {
+    opts.plan.offload = true;
+    opts.pinned.offload = true;
+  } else if (a == "--activation-loading-horizon" ||
+             a.starts_with("--activation-loading-horizon=")) {
+    auto v = value("--activation-loading-horizon");
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(
+          exit, "--activation-loading-horizon expects a positive integer");
+    opts.plan.offloadHorizon = n;
+  } else if (a == "--no-memory-plan") {
+    opts.noExactMemory = true;
+  } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
+             a == "--microbatch-size" || a.starts_with("--microbatch-size=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, flag + " expects a positive integer");
+    (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
+  } else if (a == "--optimize" || a.starts_with("--optimize=")) {
+    auto v = value("--optimize");
+    if (!v || (*v != "speed" && *v != "memory"))
+      return failFlag(exit,
+                      "--optimize expects speed (the fastest plan that fits) "
+                      "or memory (the plan that needs the least memory)");
+    opts.optimize = *v;
+  } else if (a == "--schedule" || a.starts_with("--schedule=")) {
+    auto v = value("--schedule");
+    if (!v || !smp::schedule::parseScheduleKind(*v))
+      return failFlag(exit,
+                      "--schedule expects gpipe, 1f1b, interleaved or zb-h1");
+    opts.plan.schedule =
+        smp::schedule::scheduleKindName(*smp::schedule::parseScheduleKind(*v));
+    opts.pinned.schedule = opts.plan.schedule;
+  } else if (a == "--bn-stats" || a.starts_with("--bn-stats=")) {
+    auto v = value("--bn-stats");
+    if (!v || (*v != "global" && *v != "replica" && *v != "running"))
+      return failFlag(exit,
+                      "--bn-stats expects global (batch statistics over every "
+                      "data-parallel replica: SyncBatchNorm), replica (each "
+                      "replica's own: DDP's BatchNorm) or running (the running "
+                      "statistics, kept: frozen BatchNorm)");
+    opts.plan.bnStats = *v;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// Placement, degrees, numbers (lr, betas, ...) and output modes. Returns
+/// whether `a` is one of them; `exit` is set when its value is malformed.
+bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
+                       std::optional<int> &exit) {
+  if (a == "--placement" || a.starts_with("--placement=")) {
+    auto v = value("--placement");
+    if (!v || !smp::DeviceGrid::parsePlacement(*v))
+      return failFlag(exit,
+                      "--placement expects cluster, spread or an order of the "
+                      "letters D, P and T (e.g. DTP)");
+    opts.placement = *v;
+  } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
+             a == "--microbatches" || a == "--virtual-stages" ||
+             a.starts_with("--dp=") || a.starts_with("--devices=") ||
+             a.starts_with("--tp=") || a.starts_with("--pp=") ||
+             a.starts_with("--microbatches=") ||
+             a.starts_with("--virtual-stages=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, flag + " expects a positive integer");
+    if (flag == "--dp")
+      opts.plan.dp = n, opts.pinned.dp = n;
+    else if (flag == "--pp")
+      opts.plan.pp = n, opts.pinned.pp = n;
+    else if (flag == "--tp")
+      opts.plan.tp = n, opts.pinned.tp = n;
+    else if (flag == "--microbatches")
+      opts.pinned.microbatches = n;
+    else if (flag == "--virtual-stages")
+      opts.plan.virtualStages = n;
+    else if (flag == "--devices")
+      opts.devices = n;
+  } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
+    auto v = value("--warmup-steps");
+    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
+        opts.warmupSteps < 0)
+      return failFlag(exit, "--warmup-steps expects a non-negative integer");
+  } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
+             a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
+             a == "--eps" || a == "--clip-grad-norm" || a == "--loss-scale" ||
+             a == "--bucket-mb" || a.starts_with("--bucket-mb=") ||
+             a.starts_with("--lr=") || a.starts_with("--momentum=") ||
+             a.starts_with("--dampening=") ||
+             a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
+             a.starts_with("--beta2=") || a.starts_with("--eps=") ||
+             a.starts_with("--clip-grad-norm=") ||
+             a.starts_with("--loss-scale=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    double x;
+    if (!v || llvm::StringRef(*v).getAsDouble(x) || !std::isfinite(x) || x < 0)
+      return failFlag(exit, flag +
+                                " expects a finite non-negative number, got '" +
+                                (v ? *v : std::string()) + "'");
+    opts.numbers[flag.substr(2)] = x;
+    float f = static_cast<float>(x);
+    smp::TrainingPipelineOptions &p = opts.plan;
+    if (flag == "--lr")
+      opts.lr = x;
+    else if (flag == "--loss-scale")
+      p.initScale = f;
+    else if (flag == "--momentum")
+      p.momentum = f;
+    else if (flag == "--dampening")
+      p.dampening = f;
+    else if (flag == "--weight-decay")
+      p.weightDecay = f;
+    else if (flag == "--beta1")
+      p.beta1 = f;
+    else if (flag == "--beta2")
+      p.beta2 = f;
+    else if (flag == "--eps")
+      p.epsilon = f;
+    else if (flag == "--clip-grad-norm")
+      p.clipGradNorm = f;
+    else
+      p.bucketMb = f;
+  } else if (a == "--emit=mlir") {
+    opts.emitMlir = true;
+  } else if (a == "--mlir-print-ir-after-all") {
+    opts.printAfterAll = true;
+  } else if (a.starts_with("--emit")) {
+    return failFlag(exit, "--emit supports only --emit=mlir");
+  } else if (a == "--no-raise") {
+    opts.import.raise = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// What the flags mean together: the command and its input, the plan
+/// command's needs, the planner's choice, the parallel degrees.
+std::optional<int> finishArgs(Options &opts) {
+  if (opts.command != "import" && opts.command != "summary" &&
+      opts.command != "ops" && opts.command != "compile" &&
+      opts.command != "plan")
+    return fail("unknown command '" + opts.command + "' (see smpc --help)");
+  if (opts.command != "ops" && opts.input.empty())
+    return fail(opts.command + " needs a MODEL file");
+  if (auto code = checkFlagCombinations(opts))
+    return code;
+  if (opts.command == "plan") {
+    if (opts.devices < 1)
+      return fail("plan needs --devices N");
+    if (opts.cluster.empty())
+      return fail("plan needs --cluster (a preset or a JSON file)");
+    if (opts.globalBatch == 0)
+      opts.globalBatch = opts.import.batchSize > 0 ? opts.import.batchSize : 1;
+    opts.import.batchSize = 1; // profiled per sample
+    return std::nullopt;
+  }
+  if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
+    return fail("compile needs -o OUT.smpx (the artifact directory)");
+  // Devices without any pinned degree: the planner chooses (in main).
+  if (opts.command == "compile" && opts.train && plannerChooses(opts)) {
+    if (opts.import.batchSize <= 0)
+      return fail("--devices without --dp/--tp/--pp needs a global "
+                  "--batch-size for the planner");
+    opts.autoPlan = true;
+    opts.globalBatch = opts.import.batchSize;
+    if (opts.cluster.empty())
+      opts.cluster = opts.target == "cuda" ? "h100-sxm-80g" : "cpu";
+    return std::nullopt;
+  }
+  if (auto code = finishParallelOptions(opts))
+    return code;
+  return checkDegreeFlags(opts);
+}
+
 } // namespace
 
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
@@ -349,218 +648,15 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       opts.*(text->field) = *v;
       continue;
     }
-    if (a == "-o" || a.starts_with("-o=")) {
-      auto v = value("-o");
-      if (!v)
-        return fail("-o needs a file name");
-      opts.output = *v;
-    } else if (a == "--dim" || a.starts_with("--dim=")) {
-      auto v = value("--dim");
-      if (!v)
-        return fail("--dim needs NAME=VALUE");
-      auto [name, num] = llvm::StringRef(*v).split('=');
-      int64_t n;
-      if (name.empty() || num.getAsInteger(10, n) || n <= 0)
-        return fail("--dim expects NAME=VALUE with a positive integer, got '" +
-                    *v + "'");
-      if (auto it = opts.import.dims.find(name); it != opts.import.dims.end())
-        return fail("--dim " + name + " is given twice (" +
-                    std::to_string(it->second) + " and " + num +
-                    "); give it once");
-      opts.import.dims[name] = n;
-    } else if (a == "--tie" || a.starts_with("--tie=") || a == "--untie" ||
-               a.starts_with("--untie=")) {
-      std::string flag = a.split('=').first.str();
-      auto v = value(flag);
-      if (!v || v->empty())
-        return fail(flag + " needs an initializer name");
-      (flag == "--tie" ? opts.import.tie : opts.import.untie).push_back(*v);
-    } else if (a == "--target" || a.starts_with("--target=")) {
-      auto v = value("--target");
-      if (!v || (*v != "cpu" && *v != "cuda"))
-        return fail("--target expects cpu or cuda");
-      opts.target = *v;
-    } else if (a == "--batch-size" || a.starts_with("--batch-size=")) {
-      auto v = value("--batch-size");
-      int64_t n;
-      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n <= 0)
-        return fail("--batch-size expects a positive integer");
-      opts.import.batchSize = n;
-    } else if (a == "--train") {
-      opts.train = true;
-      opts.import.training = true;
-    } else if (a == "--nesterov") {
-      opts.plan.nesterov = true;
-    } else if (a == "--shard-optimizer-state" ||
-               a == "--no-shard-optimizer-state") {
-      bool on = a == "--shard-optimizer-state";
-      if (opts.pinned.zero && *opts.pinned.zero != on)
-        return fail("--shard-optimizer-state and --no-shard-optimizer-state "
-                    "contradict each other");
-      opts.pinned.zero = on;
-      opts.plan.zero = on;
-    } else if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
-               a == "--freeze" || a.starts_with("--loss=") ||
-               a.starts_with("--optimizer=") ||
-               a.starts_with("--lr-schedule=") || a.starts_with("--freeze=")) {
-      std::string flag = a.split('=').first.str();
-      auto v = value(flag);
-      if (!v || v->empty())
-        return fail(flag + " needs a value");
-      if (flag == "--loss")
-        opts.plan.loss = *v;
-      else if (flag == "--freeze")
-        opts.plan.freeze = *v;
-      else if (flag == "--optimizer") {
-        if (*v != "sgd" && *v != "adam" && *v != "adamw")
-          return fail("--optimizer expects sgd, adam or adamw, got '" + *v +
-                      "'");
-        opts.plan.optimizer = *v;
-      } else {
-        if (*v != "constant" && *v != "cosine")
-          return fail("--lr-schedule expects constant or cosine");
-        opts.lrSchedule = *v;
-      }
-    } else if (a == "--precision" || a.starts_with("--precision=")) {
-      auto v = value("--precision");
-      if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
-        return fail("--precision expects fp32, bf16 or fp16");
-      opts.plan.precision = *v;
-    } else if (a == "--checkpoint-activations" ||
-               a.starts_with("--checkpoint-activations=")) {
-      auto v = value("--checkpoint-activations");
-      if (!v || (*v != "none" && *v != "full" && *v != "selective" &&
-                 *v != "auto"))
-        return fail("--checkpoint-activations expects none, full, selective "
-                    "or auto");
-      if (*v != "none" && *v != "auto")
-        opts.plan.recompute = *v;
-      opts.pinned.recompute = *v;
-    } else if (a == "--offload-activations") {
-      opts.plan.offload = true;
-      opts.pinned.offload = true;
-    } else if (a == "--activation-loading-horizon" ||
-               a.starts_with("--activation-loading-horizon=")) {
-      auto v = value("--activation-loading-horizon");
-      int64_t n;
-      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
-        return fail("--activation-loading-horizon expects a positive integer");
-      opts.plan.offloadHorizon = n;
-    } else if (a == "--no-memory-plan") {
-      opts.noExactMemory = true;
-    } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
-               a == "--microbatch-size" ||
-               a.starts_with("--microbatch-size=")) {
-      std::string flag = a.split('=').first.str();
-      auto v = value(flag);
-      int64_t n;
-      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
-        return fail(flag + " expects a positive integer");
-      (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
-    } else if (a == "--optimize" || a.starts_with("--optimize=")) {
-      auto v = value("--optimize");
-      if (!v || (*v != "speed" && *v != "memory"))
-        return fail("--optimize expects speed (the fastest plan that fits) "
-                    "or memory (the plan that needs the least memory)");
-      opts.optimize = *v;
-    } else if (a == "--schedule" || a.starts_with("--schedule=")) {
-      auto v = value("--schedule");
-      if (!v || !smp::schedule::parseScheduleKind(*v))
-        return fail("--schedule expects gpipe, 1f1b, interleaved or zb-h1");
-      opts.plan.schedule = smp::schedule::scheduleKindName(
-          *smp::schedule::parseScheduleKind(*v));
-      opts.pinned.schedule = opts.plan.schedule;
-    } else if (a == "--bn-stats" || a.starts_with("--bn-stats=")) {
-      auto v = value("--bn-stats");
-      if (!v || (*v != "global" && *v != "replica" && *v != "running"))
-        return fail("--bn-stats expects global (batch statistics over every "
-                    "data-parallel replica: SyncBatchNorm), replica (each "
-                    "replica's own: DDP's BatchNorm) or running (the running "
-                    "statistics, kept: frozen BatchNorm)");
-      opts.plan.bnStats = *v;
-    } else if (a == "--placement" || a.starts_with("--placement=")) {
-      auto v = value("--placement");
-      if (!v || !smp::DeviceGrid::parsePlacement(*v))
-        return fail("--placement expects cluster, spread or an order of the "
-                    "letters D, P and T (e.g. DTP)");
-      opts.placement = *v;
-    } else if (a == "--dp" || a == "--devices" || a == "--tp" || a == "--pp" ||
-               a == "--microbatches" || a == "--virtual-stages" ||
-               a.starts_with("--dp=") || a.starts_with("--devices=") ||
-               a.starts_with("--tp=") || a.starts_with("--pp=") ||
-               a.starts_with("--microbatches=") ||
-               a.starts_with("--virtual-stages=")) {
-      std::string flag = a.split('=').first.str();
-      auto v = value(flag);
-      int64_t n;
-      if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
-        return fail(flag + " expects a positive integer");
-      if (flag == "--dp")
-        opts.plan.dp = n, opts.pinned.dp = n;
-      else if (flag == "--pp")
-        opts.plan.pp = n, opts.pinned.pp = n;
-      else if (flag == "--tp")
-        opts.plan.tp = n, opts.pinned.tp = n;
-      else if (flag == "--microbatches")
-        opts.pinned.microbatches = n;
-      else if (flag == "--virtual-stages")
-        opts.plan.virtualStages = n;
-      else if (flag == "--devices")
-        opts.devices = n;
-    } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
-      auto v = value("--warmup-steps");
-      if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
-          opts.warmupSteps < 0)
-        return fail("--warmup-steps expects a non-negative integer");
-    } else if (a == "--lr" || a == "--momentum" || a == "--dampening" ||
-               a == "--weight-decay" || a == "--beta1" || a == "--beta2" ||
-               a == "--eps" || a == "--clip-grad-norm" || a == "--loss-scale" ||
-               a == "--bucket-mb" || a.starts_with("--bucket-mb=") ||
-               a.starts_with("--lr=") || a.starts_with("--momentum=") ||
-               a.starts_with("--dampening=") ||
-               a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
-               a.starts_with("--beta2=") || a.starts_with("--eps=") ||
-               a.starts_with("--clip-grad-norm=") ||
-               a.starts_with("--loss-scale=")) {
-      std::string flag = a.split('=').first.str();
-      auto v = value(flag);
-      double x;
-      if (!v || llvm::StringRef(*v).getAsDouble(x) || !std::isfinite(x) ||
-          x < 0)
-        return fail(flag + " expects a finite non-negative number, got '" +
-                    (v ? *v : std::string()) + "'");
-      opts.numbers[flag.substr(2)] = x;
-      float f = static_cast<float>(x);
-      smp::TrainingPipelineOptions &p = opts.plan;
-      if (flag == "--lr")
-        opts.lr = x;
-      else if (flag == "--loss-scale")
-        p.initScale = f;
-      else if (flag == "--momentum")
-        p.momentum = f;
-      else if (flag == "--dampening")
-        p.dampening = f;
-      else if (flag == "--weight-decay")
-        p.weightDecay = f;
-      else if (flag == "--beta1")
-        p.beta1 = f;
-      else if (flag == "--beta2")
-        p.beta2 = f;
-      else if (flag == "--eps")
-        p.epsilon = f;
-      else if (flag == "--clip-grad-norm")
-        p.clipGradNorm = f;
-      else
-        p.bucketMb = f;
-    } else if (a == "--emit=mlir") {
-      opts.emitMlir = true;
-    } else if (a == "--mlir-print-ir-after-all") {
-      opts.printAfterAll = true;
-    } else if (a.starts_with("--emit")) {
-      return fail("--emit supports only --emit=mlir");
-    } else if (a == "--no-raise") {
-      opts.import.raise = false;
-    } else if (a.starts_with("-") && a != "-") {
+    std::optional<int> exit;
+    if (parseModelFlag(a, value, opts, exit) ||
+        parseTrainingFlag(a, value, opts, exit) ||
+        parseParallelFlag(a, value, opts, exit)) {
+      if (exit)
+        return exit;
+      continue;
+    }
+    if (a.starts_with("-") && a != "-") {
       return fail("unknown option '" + a + "' (see smpc --help)");
     } else if (opts.command.empty()) {
       opts.command = a.str();
@@ -570,40 +666,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       return fail("unexpected argument '" + a + "'");
     }
   }
-  if (opts.command != "import" && opts.command != "summary" &&
-      opts.command != "ops" && opts.command != "compile" &&
-      opts.command != "plan")
-    return fail("unknown command '" + opts.command + "' (see smpc --help)");
-  if (opts.command != "ops" && opts.input.empty())
-    return fail(opts.command + " needs a MODEL file");
-  if (auto code = checkFlagCombinations(opts))
-    return code;
-  if (opts.command == "plan") {
-    if (opts.devices < 1)
-      return fail("plan needs --devices N");
-    if (opts.cluster.empty())
-      return fail("plan needs --cluster (a preset or a JSON file)");
-    if (opts.globalBatch == 0)
-      opts.globalBatch = opts.import.batchSize > 0 ? opts.import.batchSize : 1;
-    opts.import.batchSize = 1; // profiled per sample
-    return std::nullopt;
-  }
-  if (opts.command == "compile" && opts.output == "-" && !opts.emitMlir)
-    return fail("compile needs -o OUT.smpx (the artifact directory)");
-  // Devices without any pinned degree: the planner chooses (in main).
-  if (opts.command == "compile" && opts.train && plannerChooses(opts)) {
-    if (opts.import.batchSize <= 0)
-      return fail("--devices without --dp/--tp/--pp needs a global "
-                  "--batch-size for the planner");
-    opts.autoPlan = true;
-    opts.globalBatch = opts.import.batchSize;
-    if (opts.cluster.empty())
-      opts.cluster = opts.target == "cuda" ? "h100-sxm-80g" : "cpu";
-    return std::nullopt;
-  }
-  if (auto code = finishParallelOptions(opts))
-    return code;
-  return checkDegreeFlags(opts);
+  return finishArgs(opts);
 }
 
 /// Checks and derives the parallel degrees and each rank's batch.
