@@ -1,4 +1,4 @@
-//===- DataMovementChecks.cpp - Checks of copy, transpose, slice, ... -----===//
+//===- DataMovementChecks.cpp - Checks of copy, transpose, slice, tile, ... ===//
 
 #include "smp/kernels/common/OpChecks.h"
 
@@ -82,6 +82,29 @@ Status checkExpand(const TensorRef &in, const TensorRef &out,
     return fail(op, "cannot broadcast " + smp::base::describe(in) + " to " +
                         shapeStr(out.shape));
   return Status::success();
+}
+
+Status checkTile(const TensorRef &in, const std::vector<int64_t> &repeats,
+                 const TensorRef &out, std::vector<int64_t> &shape,
+                 std::vector<int64_t> &strides) {
+  const char *op = "tile";
+  if (Status s = checkPair(op, in, out); !s.ok())
+    return s;
+  int64_t rank = in.rank();
+  if (static_cast<int64_t>(repeats.size()) != rank)
+    return fail(op, std::to_string(repeats.size()) + " repeats for " +
+                        smp::base::describe(in));
+  std::vector<int64_t> inStrides = contiguousStrides(in.shape), expected;
+  shape.clear();
+  strides.clear();
+  for (int64_t d = 0; d < rank; ++d) {
+    if (repeats[d] < 0)
+      return fail(op, "negative repeat " + std::to_string(repeats[d]));
+    expected.push_back(in.shape[d] * repeats[d]);
+    shape.insert(shape.end(), {repeats[d], in.shape[d]});
+    strides.insert(strides.end(), {0, inStrides[d]});
+  }
+  return checkShape(op, "output", out, expected);
 }
 
 Status checkConcatSplit(const char *op, bool toOut,

@@ -1,8 +1,8 @@
 //===- DataMovement.cpp - copy, transpose, slice, concat, split, gather,
-//                        expand, trilu
+//                        expand, tile, trilu
 //                        -------------------------------------===//
 //
-// Dtype-agnostic: elements are moved by byte size. Transpose, slice and
+// Dtype-agnostic: elements are moved by byte size. Transpose, slice, tile and
 // expand are one strided copy (StridedLoop: dims merged, runs along the
 // innermost dim memcpy'd when contiguous).
 //
@@ -70,6 +70,17 @@ Status expand(const TensorRef &in, const TensorRef &out) {
   if (Status s = common::checkExpand(in, out, strides); !s.ok())
     return s;
   return stridedCopy(name, in, 0, strides, out);
+}
+
+Status tile(const TensorRef &in, const std::vector<int64_t> &repeats,
+            const TensorRef &out) {
+  const char *name = "tile";
+  std::vector<int64_t> shape, strides;
+  if (Status s = common::checkTile(in, repeats, out, shape, strides); !s.ok())
+    return s;
+  TensorRef view = out; // out as [r0, d0, r1, d1, ..]
+  view.shape = shape;
+  return stridedCopy(name, in, 0, strides, view);
 }
 
 namespace {

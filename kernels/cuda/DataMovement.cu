@@ -1,8 +1,8 @@
 //===- DataMovement.cu - copy, transpose, slice, concat, split, gather,
-//                       expand, trilu, gather_grad, slice_grad ----------===//
+//                       expand, tile, trilu, gather_grad, slice_grad ----===//
 //
 // Dtype-agnostic: elements are moved as unsigned integers of their size.
-// Transpose, slice and expand are one strided gather into a contiguous
+// Transpose, slice, expand and tile are one strided gather into a contiguous
 // output (Strided<1>: dims merged, any sign of stride); slice_grad is the
 // matching strided scatter into zeros. Concat / split copy one part per
 // launch as rows of [outer, size_i * inner]. gather_grad scatter-adds with
@@ -112,6 +112,19 @@ Status expand(const TensorRef &in, const TensorRef &out) {
   if (Status s = requireContext(name, ctx); !s.ok())
     return s;
   return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
+}
+
+Status tile(const TensorRef &in, const std::vector<int64_t> &repeats,
+            const TensorRef &out) {
+  const char *name = "tile";
+  std::vector<int64_t> shape, strides;
+  if (Status s = common::checkTile(in, repeats, out, shape, strides); !s.ok())
+    return s;
+  Context *ctx;
+  if (Status s = requireContext(name, ctx); !s.ok())
+    return s;
+  // out viewed as [r0, d0, r1, d1, ..], reading in with stride 0 along r.
+  return stridedCopy(name, ctx, false, in, 0, shape, strides, out);
 }
 
 namespace {

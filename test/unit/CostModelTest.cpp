@@ -81,6 +81,17 @@ TEST_F(CostModelTest, ConvGatherReshapeAndOptimizer) {
   EXPECT_EQ(cost<ReshapeOp>(*m).bytes(), 0);
 }
 
+TEST_F(CostModelTest, TileReadsItsInputAndWritesEveryCopy) {
+  auto m = parse("    %0 = smp.tile %x {repeats = array<i64: 3, 1, 2>} : "
+                 "tensor<2x5x4xf32> -> tensor<6x5x8xf32>\n",
+                 "%x: tensor<2x5x4xf32>");
+  OpCost c = cost<TileOp>(*m);
+  EXPECT_EQ(c.flops, 0);
+  EXPECT_FALSE(c.matrix);
+  EXPECT_EQ(c.bytesRead, 40 * 4.0);
+  EXPECT_EQ(c.bytesWritten, 240 * 4.0);
+}
+
 TEST_F(CostModelTest, RooflinePicksTheBindingLimit) {
   DeviceSpec a100 = *deviceSpecPreset("a100-sxm-80g");
   // The preset's achievable fractions (calibrated, docs/benchmarks.md).

@@ -319,6 +319,13 @@ TEST_F(GradientCheck, DataMovement) {
         "  %y = smp.reshape %a0 : " T("2x3x4") " -> " T("6x4"), T("6x4"));
   check(IN(0, "1x3"), "  %y = smp.expand %a0 : " T("1x3") " -> " T("4x3"),
         T("4x3"));
+  // Tile: every copy's gradient summed (a size-1 dim repeated too).
+  check(IN(0, "2x1x3"),
+        "  %y = smp.tile %a0 {repeats = array<i64: 2, 3, 1>} : " T("2x1x3") " -> " T("4x3x3"),
+        T("4x3x3"));
+  check(IN(0, "3x2"),
+        "  %y = smp.tile %a0 {repeats = array<i64: 1, 4>} : " T("3x2") " -> " T("3x8"),
+        T("3x8"));
   check(IN(0, "5x4"),
         "  %y = smp.slice %a0 {starts = array<i64: 4, 1>, limits = array<i64: -1, 4>, steps = array<i64: -2, 2>} : " T("5x4") " -> " T("3x2"),
         T("3x2"));

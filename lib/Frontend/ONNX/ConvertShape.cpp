@@ -615,11 +615,7 @@ llvm::Error convertTrilu(NodeContext &nc) {
       nc.builder().getI64IntegerAttr(k)));
 }
 
-/// Tile(x, repeats) with constant repeats is a broadcast: x [d0, d1, ..]
-/// reshaped to [1, d0, 1, d1, ..], expanded to [r0, d0, r1, d1, ..] and
-/// reshaped to [r0 d0, r1 d1, ..] (dims repeated once are left alone, size-1
-/// dims are expanded in place). No op of its own: the expand's gradient
-/// (a sum over the copies) is Tile's, and constant inputs fold.
+/// Tile(x, repeats) with constant repeats: smp.tile (constant inputs fold).
 llvm::Error convertTile(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -631,38 +627,22 @@ llvm::Error convertTile(NodeContext &nc) {
   if (repeats->size() != in.size())
     return nc.error("repeats has " + llvm::Twine(repeats->size()) +
                     " entries for an input of rank " + llvm::Twine(in.size()));
-  SmallVector<int64_t> mid, big, out;
+  SmallVector<int64_t> out;
   for (auto [d, r] : llvm::zip(in, *repeats)) {
     if (r < 0)
       return nc.error("negative repeat " + llvm::Twine(r));
-    if (r != 1 && d != 1)
-      mid.push_back(1);
-    mid.push_back(d);
-    if (r != 1 && d != 1)
-      big.push_back(r);
-    big.push_back(r != 1 && d == 1 ? r : d);
     std::optional<int64_t> size = llvm::checkedMul(d, r);
     out.push_back(size ? *size : -1);
   }
-  if (llvm::is_contained(out, -1) || !checkedNumElements(out) ||
-      !checkedNumElements(big))
+  if (llvm::is_contained(out, -1) || !checkedNumElements(out))
     return nc.error("tiling " + shapeToString(in) + " by " +
                     shapeToString(*repeats) + " is too large");
   if (ArrayRef<int64_t>(out) == ArrayRef<int64_t>(in)) {
     nc.setOutput(0, *x);
     return llvm::Error::success();
   }
-  Value v = *x;
-  if (ArrayRef<int64_t>(mid) != ArrayRef<int64_t>(in)) {
-    auto r = nc.reshape(v, mid);
-    if (!r)
-      return r.takeError();
-    v = *r;
-  }
-  auto e = nc.create<smp::ExpandOp>(tensorType(v).clone(big), v);
-  if (!e)
-    return e.takeError();
-  return nc.output(nc.reshape(*e, out));
+  return nc.output(nc.create<smp::TileOp>(
+      nc.placeholder(), *x, nc.builder().getDenseI64ArrayAttr(*repeats)));
 }
 
 } // namespace

@@ -148,6 +148,33 @@ func.func @reshape_dynamic(%a: tensor<?x3xf32>) {
 
 // -----
 
+func.func @tile_rank(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.tile' op failed to infer returned types}}
+  // expected-error @+1 {{'smp.tile' has 1 repeats for rank 2}}
+  %0 = smp.tile %a {repeats = array<i64: 2>} : tensor<2x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @tile_negative(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.tile' op failed to infer returned types}}
+  // expected-error @+1 {{'smp.tile' invalid repeat -1 of a dim of size 2}}
+  %0 = smp.tile %a {repeats = array<i64: -1, 1>} : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @tile_result(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{'smp.tile' op failed to infer returned types}}
+  // expected-error @+1 {{'smp.tile' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x6xf32>'}}
+  %0 = smp.tile %a {repeats = array<i64: 2, 1>} : tensor<2x3xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
 func.func @expand(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{'smp.expand' op cannot broadcast 'tensor<2x3xf32>' to 'tensor<4x3xf32>'}}
   %0 = smp.expand %a : tensor<2x3xf32> -> tensor<4x3xf32>

@@ -90,6 +90,8 @@ func.func @data_movement(%x: tensor<2x3x4xf32>, %idx: tensor<5xi64>)
   %5:2 = smp.split %4 {axis = 1 : i64, sizes = array<i64: 1, 5>} : tensor<2x6x4xf32> -> tensor<2x1x4xf32>, tensor<2x5x4xf32>
   %6 = smp.gather %x, %idx {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<5xi64>) -> tensor<2x5x4xf32>
   %7 = smp.trilu %x {upper = false, k = 0 : i64} : tensor<2x3x4xf32>
+  // CHECK: smp.tile %{{.*}} {repeats = array<i64: 2, 1, 3>} : tensor<2x3x4xf32> -> tensor<4x3x12xf32>
+  %8 = smp.tile %x {repeats = array<i64: 2, 1, 3>} : tensor<2x3x4xf32> -> tensor<4x3x12xf32>
   return %6 : tensor<2x5x4xf32>
 }
 

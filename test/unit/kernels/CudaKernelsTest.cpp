@@ -537,7 +537,7 @@ TEST_F(Cuda, CrossEntropyBadLabelIsADeviceError) {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-TEST_F(Cuda, CopyTransposeSliceExpandTrilu) {
+TEST_F(Cuda, CopyTransposeSliceExpandTileTrilu) {
   unsigned seed = 170;
   for (DType t : {DType::F32, DType::F16, DType::I64, DType::Bool, DType::I8}) {
     SCOPED_TRACE(name(t));
@@ -577,6 +577,13 @@ TEST_F(Cuda, CopyTransposeSliceExpandTrilu) {
       ASSERT_OK(cpuk::expand(y, want));
       Dev d(t, {2, 3, 4});
       ASSERT_OK(cuk::expand(dy, d));
+      expectSameBytes(d, want);
+    }
+    {
+      Host want(t, {4, 3, 12});
+      ASSERT_OK(cpuk::tile(x, {2, 1, 3}, want));
+      Dev d(t, {4, 3, 12});
+      ASSERT_OK(cuk::tile(dx, {2, 1, 3}, d));
       expectSameBytes(d, want);
     }
     for (bool upper : {false, true})

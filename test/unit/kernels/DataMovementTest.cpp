@@ -176,6 +176,46 @@ TEST(Expand, BroadcastsToOutputShape) {
   EXPECT_FALSE(expand(Host(DType::F32, {3}), o).ok());
 }
 
+/// out[i..] = in[i[d] mod in dim d ..] (ONNX Tile), the index computed here
+/// directly, for repeats of 0, 1 and more, size-1 dims and every dtype.
+TEST(Tile, MatchesReference) {
+  struct Case {
+    std::vector<int64_t> shape, repeats;
+  };
+  const Case cases[] = {{{2, 3}, {1, 2}},       {{2, 3}, {3, 1}},
+                        {{2, 1, 3}, {2, 4, 1}}, {{4}, {5}},
+                        {{3, 2}, {0, 2}},       {{}, {}},
+                        {{1, 7, 9}, {3, 2, 3}}, {{2, 3, 4}, {1, 1, 1}}};
+  for (DType t : kTypes)
+    for (const Case &c : cases) {
+      Host in = iota(t, c.shape);
+      std::vector<int64_t> os;
+      for (size_t d = 0; d < c.shape.size(); ++d)
+        os.push_back(c.shape[d] * c.repeats[d]);
+      Host out(t, os);
+      ASSERT_OK(tile(in, c.repeats, out));
+      std::vector<int64_t> inStrides(c.shape.size(), 1);
+      for (size_t d = c.shape.size(); d-- > 1;)
+        inStrides[d - 1] = inStrides[d] * c.shape[d];
+      for (int64_t k = 0; k < out.numel(); ++k) {
+        std::vector<int64_t> idx = unravel(k, os);
+        int64_t src = 0;
+        for (size_t d = 0; d < idx.size(); ++d)
+          src += (idx[d] % c.shape[d]) * inStrides[d];
+        ASSERT_EQ(out.get(k), in.get(src)) << k;
+      }
+    }
+  // ONNX's example: [[1, 2], [3, 4]] tiled by [2, 2].
+  Host x = make(DType::F32, {2, 2}, {1, 2, 3, 4}), y(DType::F32, {4, 4});
+  ASSERT_OK(tile(x, {2, 2}, y));
+  expectNear(y.values(),
+             {1, 2, 1, 2, 3, 4, 3, 4, 1, 2, 1, 2, 3, 4, 3, 4}, 0);
+  // Wrong output shape, repeat count or a negative repeat: refused.
+  EXPECT_FALSE(tile(x, {2, 1}, y).ok());
+  EXPECT_FALSE(tile(x, {2}, Host(DType::F32, {4, 2})).ok());
+  EXPECT_FALSE(tile(x, {-1, 2}, Host(DType::F32, {0, 4})).ok());
+}
+
 TEST(Trilu, UpperAndLowerWithOffsets) {
   for (DType t : kTypes)
     for (bool upper : {true, false})

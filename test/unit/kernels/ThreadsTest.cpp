@@ -62,6 +62,17 @@ TEST(Threads, SetNumThreadsKeepsResults) {
   EXPECT_EQ(o1.bytes, o2.bytes);
 }
 
+/// Tile is a strided copy split over threads: the same bytes for any count.
+TEST(Threads, TileSameBytesAnyThreadCount) {
+  Host a = random(DType::F32, {3, 70, 33}, -1, 1, 7);
+  expectSameBytes("tile", [&] {
+    std::vector<Host> outs;
+    outs.emplace_back(DType::F32, std::vector<int64_t>{6, 70, 99});
+    EXPECT_OK(tile(a, {2, 1, 3}, outs.back()));
+    return outs;
+  });
+}
+
 struct MatMulCase {
   std::vector<int64_t> a, b;
   bool ta, tb;

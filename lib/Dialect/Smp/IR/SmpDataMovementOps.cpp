@@ -58,7 +58,7 @@ LogicalResult ExpandOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// Transpose / Slice / Concat / Split / Gather / Trilu
+// Transpose / Tile / Slice / Concat / Split / Gather / Trilu
 //===----------------------------------------------------------------------===//
 
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
@@ -78,6 +78,29 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
     seen[p] = true;
     out.push_back(type.getDimSize(p));
   }
+  results.push_back(type.clone(out));
+  return success();
+}
+
+LogicalResult TileOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       TileOp::Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  auto type = rankedType(adaptor.getInput());
+  ArrayRef<int64_t> repeats = adaptor.getRepeats();
+  if (static_cast<int64_t>(repeats.size()) != type.getRank())
+    return emitOptionalError(loc, "'smp.tile' has ", repeats.size(),
+                             " repeats for rank ", type.getRank());
+  SmallVector<int64_t> out;
+  for (auto [d, r] : llvm::zip(type.getShape(), repeats)) {
+    std::optional<int64_t> n = checkedMul(d, r);
+    if (r < 0 || !n)
+      return emitOptionalError(loc, "'smp.tile' invalid repeat ", r,
+                               " of a dim of size ", d);
+    out.push_back(*n);
+  }
+  if (!checkedElementCount(out))
+    return emitOptionalError(loc, "'smp.tile' result is too large");
   results.push_back(type.clone(out));
   return success();
 }

@@ -506,6 +506,26 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
                         [&](int64_t k) { return map[k]; });
 }
 
+OpFoldResult TileOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (getType().getNumElements() > kFoldLimit) {
+    auto h = readConst(adaptor.getInput());
+    if (!h || !h->splat)
+      return {};
+  }
+  auto inShape = getInput().getType().getShape();
+  auto inStrides = rowMajorStrides(inShape);
+  auto outShape = getType().getShape();
+  return foldGatherLike(*this, adaptor.getInput(), [&](int64_t k) {
+    auto idx = unflatten(k, outShape);
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d)
+      src += (idx[d] % inShape[d]) * inStrides[d];
+    return src;
+  });
+}
+
 OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType() &&
       llvm::all_of(getSteps(), [](int64_t s) { return s == 1; }))

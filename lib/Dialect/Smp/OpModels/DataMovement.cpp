@@ -1,7 +1,7 @@
 //===- DataMovement.cpp - Op models of the data-movement ops ----------------===//
 //
-// constant, reshape, transpose, expand, slice, concat, split, trilu and
-// slice_grad: gradients, costs and sharding rules.
+// constant, reshape, transpose, expand, tile, slice, concat, split, trilu
+// and slice_grad: gradients, costs and sharding rules.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +35,28 @@ SMP_VJP(TransposeOp) {
 
 SMP_VJP(ExpandOp) {
   gx[0] = Grad{b, op.getLoc()}.unbroadcast(gy[0], op.getInput().getType());
+  return success();
+}
+
+/// The sum over the copies: gy [r0 d0, r1 d1, ..] viewed as
+/// [r0, d0, r1, d1, ..] (each copy is one index of the r axes) and summed
+/// over the r axes.
+SMP_VJP(TileOp) {
+  Grad G{b, op.getLoc()};
+  ArrayRef<int64_t> in = typeOf(op.getInput()).getShape();
+  SmallVector<int64_t> view, axes;
+  for (auto [d, r] : llvm::zip(in, op.getRepeats())) {
+    if (r != 1) {
+      axes.push_back(static_cast<int64_t>(view.size()));
+      view.push_back(r);
+    }
+    view.push_back(d);
+  }
+  if (axes.empty()) {
+    gx[0] = gy[0];
+    return success();
+  }
+  gx[0] = G.sum(G.reshape(gy[0], view), axes, /*keepdims=*/false);
   return success();
 }
 
@@ -129,6 +151,20 @@ struct ReshapeTpRule : public TpRule<ReshapeTpRule, ReshapeOp> {
   }
 };
 
+/// A tile that repeats the split dimension once: the input split alike
+/// (each rank's share of the result is its share of the input, tiled).
+struct TileTpRule : public TpRule<TileTpRule, TileOp> {
+  LogicalResult
+  getTpOperandLayouts(Operation *op, OpResult, TpShard s,
+                      function_ref<bool(Value)>,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    if (cast<TileOp>(op).getRepeats()[s.dim] != 1)
+      return failure();
+    layouts.push_back(TpOperandLayout::split(s));
+    return success();
+  }
+};
+
 /// A slice that keeps the whole split dimension.
 struct SliceTpRule : public TpRule<SliceTpRule, SliceOp> {
   LogicalResult
@@ -211,15 +247,16 @@ struct SplitTpRule : public TpRule<SplitTpRule, SplitOp> {
 
 void registerDataMovementOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<GradientModel, ReshapeOp, TransposeOp, ExpandOp, SliceOp, ConcatOp,
-           SplitOp, TriluOp>(ctx);
+    attach<GradientModel, ReshapeOp, TransposeOp, ExpandOp, TileOp, SliceOp,
+           ConcatOp, SplitOp, TriluOp>(ctx);
     // A reshape is a view (the runtime aliases it); the others copy.
     attach<NoCost, ConstantOp, ReshapeOp>(ctx);
     attach<Streaming0, TransposeOp, SliceOp, ConcatOp, SplitOp, ExpandOp,
-           SliceGradOp>(ctx);
+           TileOp, SliceGradOp>(ctx);
     attach<Streaming1, TriluOp>(ctx);
     TransposeOp::attachInterface<TransposeTpRule>(*ctx);
     ReshapeOp::attachInterface<ReshapeTpRule>(*ctx);
+    TileOp::attachInterface<TileTpRule>(*ctx);
     SliceOp::attachInterface<SliceTpRule>(*ctx);
     ConcatOp::attachInterface<ConcatTpRule>(*ctx);
     SplitOp::attachInterface<SplitTpRule>(*ctx);

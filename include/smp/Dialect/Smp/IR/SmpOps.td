@@ -333,6 +333,18 @@ def Smp_ExpandOp : Smp_Op<"expand", [Pure]> {
   let hasFolder = 1;
 }
 
+def Smp_TileOp : Smp_Op<"tile", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Repeat the input repeats[d] times along each dim (ONNX Tile)";
+  let description = [{
+    result dim d = input dim d * repeats[d] (repeats non-negative, one per
+    dim); result[i..] = input[i[d] mod input dim d ..].
+  }];
+  let arguments = (ins Smp_Tensor:$input, DenseI64ArrayAttr:$repeats);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
 def Smp_SliceOp : Smp_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let summary = "Strided slice with static, normalised bounds per dimension";
   let description = [{

@@ -142,6 +142,11 @@ Status sliceGeometry(const char *op, const TensorRef &full,
 /// expand: in broadcasts onto out's shape with `strides`.
 Status checkExpand(const TensorRef &in, const TensorRef &out,
                    std::vector<int64_t> &strides);
+/// tile: out's shape is in's times repeats; `shape` and `strides` read in
+/// for out viewed as [r0, d0, r1, d1, ..] (stride 0 along the r dims).
+Status checkTile(const TensorRef &in, const std::vector<int64_t> &repeats,
+                 const TensorRef &out, std::vector<int64_t> &shape,
+                 std::vector<int64_t> &strides);
 /// concat (toOut: parts are inputs, whole the output) or split: the parts
 /// match `whole` outside axis `a` (normalised) and sum to it along it.
 Status checkConcatSplit(const char *op, bool toOut,
