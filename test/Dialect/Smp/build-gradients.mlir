@@ -1,3 +1,6 @@
+// smp-build-gradients (BuildGradients.cpp) and the IR contract the later
+// training-step passes read (TrainStepContract.h/.cpp): each gradient a
+// result marked smp.grad_of = <parameter argument>.
 // RUN: smp-opt %s '--smp-build-gradients=loss=mse:y:target dp=2 loss-scaling=true init-scale=8.0' | FileCheck %s
 // RUN: smp-opt %s '--smp-build-gradients=loss=mse:y:target freeze=w1' | FileCheck %s --check-prefix=FREEZE
 // RUN: smp-opt %s '--smp-build-gradients=loss=mse:y:target microbatches=2' | FileCheck %s --check-prefix=MB

@@ -1,3 +1,5 @@
+// smp-optimizer (lib/Dialect/Smp/Transforms/OptimizerUpdate.cpp): consumes
+// the smp.grad_of results and the smp.found_inf flag of the step contract.
 // RUN: smp-opt %s -split-input-file -verify-diagnostics '--smp-optimizer=optimizer=adamw' | FileCheck %s
 // RUN: smp-opt %s -split-input-file -verify-diagnostics '--smp-optimizer=optimizer=sgd momentum=0.9' | FileCheck %s --check-prefix=SGD
 // RUN: not smp-opt %s '--smp-optimizer=optimizer=lamb' 2>&1 | FileCheck %s --check-prefix=BAD

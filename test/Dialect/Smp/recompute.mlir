@@ -1,3 +1,5 @@
+// smp-recompute (lib/Dialect/Smp/Transforms/RecomputeActivations.cpp, over
+// the policies of Recompute.cpp).
 // RUN: smp-opt %s '--smp-build-gradients=loss=y' '--smp-recompute=recompute=selective' | FileCheck %s
 // RUN: smp-opt %s --smp-pipeline-split=stages=2 '--smp-build-gradients=loss=y' '--smp-recompute=recompute=full recompute-stages=1' | FileCheck %s --check-prefix=STAGE
 // RUN: not smp-opt %s '--smp-recompute=recompute=full' 2>&1 | FileCheck %s --check-prefix=NOSTEP
