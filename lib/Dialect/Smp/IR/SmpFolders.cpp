@@ -319,6 +319,15 @@ OpFoldResult foldGatherLike(Operation *op, Attribute input,
       [&](int64_t k) { return h->getI(sourceIndex(k)); });
 }
 
+/// Whether an op that makes more elements than it reads (expand, tile)
+/// would fold into a result over kFoldLimit that is not a splat.
+bool growsPastFoldLimit(Operation *op, Attribute input) {
+  if (resultType(op).getNumElements() <= kFoldLimit)
+    return false;
+  auto h = readConst(input);
+  return !h || !h->splat;
+}
+
 SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;)
@@ -493,11 +502,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
 OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  if (getType().getNumElements() > kFoldLimit) {
-    auto h = readConst(adaptor.getInput());
-    if (!h || !h->splat)
-      return {};
-  }
+  if (growsPastFoldLimit(*this, adaptor.getInput()))
+    return {};
   auto inShape = getInput().getType().getShape();
   SmallVector<int64_t> map;
   if (getType().getNumElements() <= kFoldLimit)
@@ -509,11 +515,8 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
 OpFoldResult TileOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  if (getType().getNumElements() > kFoldLimit) {
-    auto h = readConst(adaptor.getInput());
-    if (!h || !h->splat)
-      return {};
-  }
+  if (growsPastFoldLimit(*this, adaptor.getInput()))
+    return {};
   auto inShape = getInput().getType().getShape();
   auto inStrides = rowMajorStrides(inShape);
   auto outShape = getType().getShape();
