@@ -19,6 +19,7 @@
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/DType.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -104,14 +105,11 @@ private:
 
   // WeightLayout.cpp
   /// Records how the buffer holds part of a global tensor (checkpoints).
-  void setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
-                 DenseI64ArrayAttr zeroShape) const;
-  /// The whole tensor's shape of a tensor-parallel slice of shape `local`.
-  SmallVector<int64_t> fullShape(ArrayRef<int64_t> local,
-                                 DenseI64ArrayAttr shard) const;
-  /// This rank's slice of a tensor-parallel parameter's bytes.
+  void setLayout(pb::Buffer &buffer, LayoutAttr layout) const;
+  /// This rank's slice of the bytes of a tensor-parallel parameter of
+  /// global type `full` split by `layout`.
   std::string tpSlice(const std::string &bytes, RankedTensorType full,
-                      int64_t dim, int64_t blocks) const;
+                      LayoutAttr layout) const;
 
   func::FuncOp func;
   WeightSource &weights;
