@@ -21,6 +21,7 @@
 #include "smp/Target/Artifact/MemoryPlan.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/DType.h"
+#include "smp/base/Layout.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -104,6 +105,10 @@ private:
   llvm::Error lowerInstruction(Operation &op, int64_t index);
 
   // WeightLayout.cpp
+  /// This rank's part (at tpRank of tpSize) of the global tensor of a
+  /// value of type shape `local` and layout `layout` (null: whole).
+  smp::base::Layout rankLayout(ArrayRef<int64_t> local,
+                               LayoutAttr layout) const;
   /// Records how the buffer holds part of a global tensor (checkpoints).
   void setLayout(pb::Buffer &buffer, LayoutAttr layout) const;
   /// This rank's slice of the bytes of a tensor-parallel parameter of
