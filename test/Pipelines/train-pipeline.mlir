@@ -9,9 +9,9 @@
 // CHECK-DAG: shard.grid @tp(shape = 2)
 // CHECK-DAG: shard.grid @dp(shape = 2)
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: tensor<8x2xf32> {smp.param = "w1", smp.tp_shard = array<i64: 1, 1>}
-// CHECK-SAME: tensor<2x8xf32> {smp.param = "w2", smp.tp_shard = array<i64: 0, 1>}
-// CHECK-SAME: tensor<8x8xf32> {smp.param = "head", smp.tp_shard = array<i64: 1, 1>}
+// CHECK-SAME: tensor<8x2xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "w1"}
+// CHECK-SAME: tensor<2x8xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "w2"}
+// CHECK-SAME: tensor<8x8xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "head"}
 // CHECK-SAME: {smp.output = "loss"}
 // CHECK: shard.reduce_scatter
 // CHECK: smp.adam_update

@@ -78,7 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (auto &r : *manifest.mutable_ranks()) {
       if (r.rank() != rank)
         continue;
-      std::string framed = smprt::frame(programBytes);
+      std::string framed =
+          smprt::frame(programBytes, smprt::FileKind::Artifact);
       if (flags & 1) {
         r.set_program_file(programName);
         r.set_weights_file(weightsName);
@@ -98,9 +99,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   std::vector<std::string> written = {dir + "/manifest.pb",
                                       dir + "/" + programName};
-  smp::fuzz::writeFile(written[0], smprt::frame(manifestBytes).data(),
-                       smprt::frame(manifestBytes).size());
-  std::string framedProgram = smprt::frame(programBytes);
+  smp::fuzz::writeFile(
+      written[0], smprt::frame(manifestBytes, smprt::FileKind::Artifact).data(),
+      smprt::frame(manifestBytes, smprt::FileKind::Artifact).size());
+  std::string framedProgram =
+      smprt::frame(programBytes, smprt::FileKind::Artifact);
   smp::fuzz::writeFile(written[1], framedProgram.data(), framedProgram.size());
   if (!(flags & 16)) {
     written.push_back(dir + "/" + weightsName);

@@ -66,6 +66,13 @@ std::unique_ptr<google::protobuf::Message> messageFor(const std::string &path) {
   return nullptr;
 }
 
+/// The format (version) a file is framed with, from its name.
+smp::base::FileKind kindOf(const std::string &path) {
+  return path.size() >= 8 && path.compare(path.size() - 8, 8, "index.pb") == 0
+             ? smp::base::FileKind::Checkpoint
+             : smp::base::FileKind::Artifact;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -77,7 +84,8 @@ int main(int argc, char **argv) {
       return fail(std::string(argv[2]) + ": unknown kind of file");
     if (!readAll(argv[2], bytes))
       return fail(std::string(argv[2]) + ": cannot read");
-    smp::base::Status s = smp::base::unframe(bytes, argv[2], payload);
+    smp::base::Status s =
+        smp::base::unframe(bytes, argv[2], payload, kindOf(argv[2]));
     if (!s.ok())
       return fail(s.error);
     if (!msg->ParseFromString(payload))
@@ -98,7 +106,7 @@ int main(int argc, char **argv) {
       return fail(std::string(argv[2]) + ": not protobuf text of " +
                   msg->GetTypeName());
     msg->SerializeToString(&payload);
-    if (!writeAll(argv[3], smp::base::frame(payload)))
+    if (!writeAll(argv[3], smp::base::frame(payload, kindOf(argv[3]))))
       return fail(std::string(argv[3]) + ": cannot write");
     return 0;
   }
@@ -107,8 +115,8 @@ int main(int argc, char **argv) {
     smp::artifact::Manifest m;
     if (!readAll(dir + "/manifest.pb", bytes))
       return fail(dir + "/manifest.pb: cannot read");
-    smp::base::Status s =
-        smp::base::unframe(bytes, dir + "/manifest.pb", payload);
+    smp::base::Status s = smp::base::unframe(
+        bytes, dir + "/manifest.pb", payload, smp::base::FileKind::Artifact);
     if (!s.ok())
       return fail(s.error);
     if (!m.ParseFromString(payload))
@@ -124,7 +132,8 @@ int main(int argc, char **argv) {
       }
     }
     m.SerializeToString(&payload);
-    if (!writeAll(dir + "/manifest.pb", smp::base::frame(payload)))
+    if (!writeAll(dir + "/manifest.pb",
+                  smp::base::frame(payload, smp::base::FileKind::Artifact)))
       return fail(dir + "/manifest.pb: cannot write");
     return 0;
   }

@@ -244,7 +244,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     auto program = rankProgram(lowering(p, t).program, grid, r);
     if (!program)
       return program.takeError();
-    programs.push_back(smp::base::frame(program->SerializeAsString()));
+    programs.push_back(smp::base::frame(program->SerializeAsString(),
+                                        smp::base::FileKind::Artifact));
     pb::RankFile *rank = manifest.add_ranks();
     rank->set_rank(r);
     rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
@@ -274,7 +275,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                            planReport(module, stages, options, grid)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
-                           smp::base::frame(manifest.SerializeAsString())))
+                           smp::base::frame(manifest.SerializeAsString(),
+                                            smp::base::FileKind::Artifact)))
     return std::move(err);
 
   ArtifactSummary summary;

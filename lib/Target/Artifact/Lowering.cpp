@@ -10,6 +10,7 @@
 #include "Lowering.h"
 
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Support/CheckedMath.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -170,9 +171,7 @@ llvm::Error Lowering::lowerState(BlockArgument arg, StringAttr name) {
   if (!id)
     return id.takeError();
   bindArgument(*id, name, "state");
-  setLayout(*program.mutable_buffers(*id),
-            func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard"),
-            func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.zero_shape"));
+  setLayout(*program.mutable_buffers(*id), getArgLayout(func, i));
   pb::WeightRef *ref = program.add_weights();
   ref->set_buffer(*id);
   ref->set_bytes(program.buffers(*id).bytes());
@@ -188,12 +187,16 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
   if (!id)
     return id.takeError();
   auto type = cast<RankedTensorType>(arg.getType());
-  auto shard = func.getArgAttrOfType<DenseI64ArrayAttr>(i, "smp.tp_shard");
-  if (shard && (shard.size() < 2 || shard[0] < 0 || shard[0] >= type.getRank()))
-    return fail("parameter '" + name.getValue() + "' has a bad smp.tp_shard");
+  // A parameter is whole or split over tp (the verifier checked the split
+  // against its type).
+  LayoutAttr layout = getArgLayout(func, i);
+  if (layout && (!layout.hasTpSplit() || layout.getDpChunked()))
+    return fail("parameter '" + name.getValue() + "' has " +
+                SmpDialect::kLayoutAttr +
+                " with a dp chunk; only optimizer state is chunked");
   RankedTensorType fullType = type;
-  if (shard)
-    fullType = type.clone(fullShape(type.getShape(), shard));
+  if (layout)
+    fullType = type.clone(layout.fullShape(type.getShape(), tpSize));
   if (!withWeights) {
     bindArgument(*id, name, "param"); // memory planning only
     return llvm::Error::success();
@@ -216,15 +219,15 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
                          fullType);
   if (!bytes)
     return bytes.takeError();
-  if (shard)
-    *bytes = tpSlice(*bytes, fullType, shard[0], shard[1]);
+  if (layout)
+    *bytes = tpSlice(*bytes, fullType, layout);
   if (bytes->size() != program.buffers(*id).bytes())
     return fail("parameter '" + name.getValue() + "' has " +
                 llvm::Twine(bytes->size()) + " bytes, expected " +
                 llvm::Twine(program.buffers(*id).bytes()));
   addWeight(*id, *bytes);
   bindArgument(*id, name, "param");
-  setLayout(*program.mutable_buffers(*id), shard, nullptr);
+  setLayout(*program.mutable_buffers(*id), layout);
   return llvm::Error::success();
 }
 

@@ -19,7 +19,9 @@
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/DType.h"
+#include "smp/base/Layout.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -103,15 +105,16 @@ private:
   llvm::Error lowerInstruction(Operation &op, int64_t index);
 
   // WeightLayout.cpp
+  /// This rank's part (at tpRank of tpSize) of the global tensor of a
+  /// value of type shape `local` and layout `layout` (null: whole).
+  smp::base::Layout rankLayout(ArrayRef<int64_t> local,
+                               LayoutAttr layout) const;
   /// Records how the buffer holds part of a global tensor (checkpoints).
-  void setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
-                 DenseI64ArrayAttr zeroShape) const;
-  /// The whole tensor's shape of a tensor-parallel slice of shape `local`.
-  SmallVector<int64_t> fullShape(ArrayRef<int64_t> local,
-                                 DenseI64ArrayAttr shard) const;
-  /// This rank's slice of a tensor-parallel parameter's bytes.
+  void setLayout(pb::Buffer &buffer, LayoutAttr layout) const;
+  /// This rank's slice of the bytes of a tensor-parallel parameter of
+  /// global type `full` split by `layout`.
   std::string tpSlice(const std::string &bytes, RankedTensorType full,
-                      int64_t dim, int64_t blocks) const;
+                      LayoutAttr layout) const;
 
   func::FuncOp func;
   WeightSource &weights;

@@ -8,6 +8,7 @@
 #include "Lowering.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -65,11 +66,17 @@ std::string planReport(ModuleOp module,
        << " all_reduce(s) over tp per step in the forward and backward\n";
     if (auto main = module.lookupSymbol<func::FuncOp>("main"))
       for (unsigned i = 0; i < main.getNumResults(); ++i)
-        if (auto v = main.getResultAttrOfType<IntegerAttr>(i, "smp.tp_vocab"))
-          os << "vocab parallel: the LM head and the cross-entropy over "
-             << v.getInt() << " classes are split by vocabulary, "
-             << (v.getInt() + tp - 1) / tp << " rows per rank"
-             << (v.getInt() % tp ? " (the last zero-padded)" : "") << "\n";
+        if (LayoutAttr layout = getResultLayout(main, i);
+            layout && layout.hasTpSplit()) {
+          int64_t v =
+              layout.fullExtent(cast<RankedTensorType>(main.getResultTypes()[i])
+                                    .getDimSize(layout.getTpDim()),
+                                tp);
+          os << "vocab parallel: the LM head and the cross-entropy over " << v
+             << " classes are split by vocabulary, " << (v + tp - 1) / tp
+             << " rows per rank" << (v % tp ? " (the last zero-padded)" : "")
+             << "\n";
+        }
   }
   if (pp > 1 || module->hasAttr(SmpDialect::kScheduleAttr)) {
     os << "pipeline: " << pp << " ranks";

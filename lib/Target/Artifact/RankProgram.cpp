@@ -64,9 +64,10 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
   program.set_data_shard(coord[kDataAxis]);
   program.set_data_shards(grid.size[kDataAxis]);
   for (pb::Buffer &b : *program.mutable_buffers())
-    if (b.zero_shape_size()) { // ZeRO-1 state: this replica's chunk
-      b.set_zero_parts(grid.size[kDataAxis]);
-      b.set_zero_index(coord[kDataAxis]);
+    if (b.has_layout() && b.layout().zero_parts()) {
+      // ZeRO-1 state: this replica's chunk.
+      b.mutable_layout()->set_zero_parts(grid.size[kDataAxis]);
+      b.mutable_layout()->set_zero_index(coord[kDataAxis]);
     }
   for (pb::Instruction &inst : *program.mutable_instructions()) {
     auto &attrs = *inst.mutable_attrs();

@@ -1,60 +1,60 @@
 //===- WeightLayout.cpp - Tensor-parallel slices and layout metadata ------===//
 //
-// How a rank's buffer holds part of a global tensor: the tensor-parallel
-// slice of a parameter's bytes (smp/base/TpSlice.h, the arithmetic the
-// runtime's resharding uses too) and the layout fields of the artifact's
-// Buffer (tp_*, zero_*, global_shape) that checkpoints read.
+// How a rank's buffer holds part of a global tensor: the #smp.layout of an
+// argument turned into the Buffer's Layout message that checkpoints read,
+// and the tensor-parallel slice of a parameter's bytes. Both go through
+// smp/base/Layout.h, the arithmetic the runtime's loader and resharding use
+// too.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
 
-#include "smp/base/TpSlice.h"
+#include "smp/base/Layout.h"
 
 namespace smp::writer {
 
-SmallVector<int64_t> Lowering::fullShape(ArrayRef<int64_t> local,
-                                         DenseI64ArrayAttr shard) const {
-  SmallVector<int64_t> full(local);
-  full[shard[0]] = shard.size() > 2 ? shard[2] : full[shard[0]] * tpSize;
-  return full;
+smp::base::Layout Lowering::rankLayout(ArrayRef<int64_t> local,
+                                       LayoutAttr layout) const {
+  if (!layout)
+    return smp::base::Layout::wholeOf({local.begin(), local.end()});
+  // The shape the tp split applies to: the value's, or the one a dp chunk
+  // flattens.
+  ArrayRef<int64_t> slice =
+      layout.getDpChunked() ? layout.getDpChunkOf() : local;
+  SmallVector<int64_t> full = layout.fullShape(slice, tpSize);
+  smp::base::Layout l;
+  l.fullShape.assign(full.begin(), full.end());
+  if (layout.hasTpSplit()) {
+    l.tpDim = layout.getTpDim();
+    l.tpBlocks = layout.getTpBlocks();
+    l.tpParts = tpSize;
+    l.tpIndex = tpRank;
+  }
+  if (layout.getDpChunked()) {
+    // One chunk until rankProgram gives each data-parallel replica its own.
+    l.zeroShape.assign(slice.begin(), slice.end());
+    l.zeroParts = 1;
+  }
+  return l;
 }
 
 std::string Lowering::tpSlice(const std::string &bytes, RankedTensorType full,
-                              int64_t dim, int64_t blocks) const {
-  smp::base::TpSliceSpec spec{dim, blocks, tpSize, tpRank};
+                              LayoutAttr layout) const {
   std::vector<int64_t> shape(full.getShape().begin(), full.getShape().end());
   size_t elementBytes = bytes.size() / full.getNumElements();
-  std::vector<int64_t> sliced = shape;
-  sliced[dim] = smp::base::tpSliceDim(shape[dim], spec);
-  uint64_t n = elementBytes;
-  for (int64_t d : sliced)
-    n *= d;
-  std::string out(n, '\0');
-  smp::base::copyTpSlice(const_cast<char *>(bytes.data()), out.data(), shape,
-                         spec, elementBytes, /*toSlice=*/true);
-  return out;
+  return smp::base::cutShard(
+      bytes,
+      smp::base::Layout::tpSliceOf(shape, layout.getTpDim(),
+                                   layout.getTpBlocks(), tpSize, tpRank),
+      elementBytes);
 }
 
-void Lowering::setLayout(pb::Buffer &buffer, DenseI64ArrayAttr shard,
-                         DenseI64ArrayAttr zeroShape) const {
-  SmallVector<int64_t> global(zeroShape ? zeroShape.asArrayRef()
-                                        : ArrayRef<int64_t>(
-                                              buffer.shape().data(),
-                                              buffer.shape().size()));
-  if (shard) {
-    global = fullShape(global, shard);
-    buffer.set_tp_dim(shard[0]);
-    buffer.set_tp_blocks(shard[1]);
-    buffer.set_tp_parts(tpSize);
-    buffer.set_tp_index(tpRank);
-  }
-  if (zeroShape)
-    for (int64_t d : zeroShape.asArrayRef())
-      buffer.add_zero_shape(d);
-  if (shard || zeroShape)
-    for (int64_t d : global)
-      buffer.add_global_shape(d);
+void Lowering::setLayout(pb::Buffer &buffer, LayoutAttr layout) const {
+  smp::base::setLayout(buffer,
+                       rankLayout({buffer.shape().data(),
+                                   static_cast<size_t>(buffer.shape().size())},
+                                  layout));
 }
 
 } // namespace smp::writer

@@ -49,25 +49,50 @@ static uint64_t getLE(const std::string &in, size_t at, int bytes) {
   return v;
 }
 
-std::string frame(const std::string &payload) {
+uint32_t formatVersion(FileKind kind) {
+  return kind == FileKind::Artifact ? kArtifactFormatVersion
+                                    : kCheckpointFormatVersion;
+}
+
+/// The error for a file of format version `version` where this build reads
+/// `kind`'s: what wrote it and what to do.
+static Status versionMismatch(const std::string &what, FileKind kind,
+                              uint32_t version) {
+  uint32_t mine = formatVersion(kind);
+  bool older = version < mine;
+  std::string head = what + ": " +
+                     (kind == FileKind::Artifact ? "artifact" : "checkpoint") +
+                     " format version " + std::to_string(version) +
+                     ", this smprun reads " + std::to_string(mine);
+  if (kind == FileKind::Artifact)
+    return Status::failure(
+        head + (older ? " (an older smpc wrote it); recompile the model with "
+                        "this release's smpc"
+                      : "; recompile the model with a matching smpc"));
+  return Status::failure(
+      head + (older ? " (an older smprun wrote it); re-save it: resume it "
+                      "with that smprun and --save-onnx, then compile that "
+                      "model with this release's smpc (or start the run "
+                      "again)"
+                    : "; resume it with the smprun that wrote it"));
+}
+
+std::string frame(const std::string &payload, FileKind kind) {
   std::string out = "SMPX";
-  putLE(out, kFormatVersion, 4);
+  putLE(out, formatVersion(kind), 4);
   putLE(out, checksum64(payload.data(), payload.size()), 8);
   out += payload;
   return out;
 }
 
 Status unframe(const std::string &bytes, const std::string &what,
-               std::string &payload) {
+               std::string &payload, FileKind kind) {
   if (bytes.size() < kFrameHeaderBytes || bytes.compare(0, 4, "SMPX") != 0)
     return Status::failure(what + ": not an smp artifact file (bad magic; "
                                   "truncated or not written by smpc)");
   uint32_t version = static_cast<uint32_t>(getLE(bytes, 4, 4));
-  if (version != kFormatVersion)
-    return Status::failure(what + ": artifact format version " +
-                           std::to_string(version) + ", this smprun reads " +
-                           std::to_string(kFormatVersion) +
-                           "; recompile the model with a matching smpc");
+  if (version != formatVersion(kind))
+    return versionMismatch(what, kind, version);
   uint64_t expected = getLE(bytes, 8, 8);
   uint64_t actual = checksum64(bytes.data() + kFrameHeaderBytes,
                                bytes.size() - kFrameHeaderBytes);

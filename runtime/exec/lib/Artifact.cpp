@@ -2,6 +2,7 @@
 
 #include "smprt/exec/Artifact.h"
 
+#include "smp/base/Layout.h"
 #include "smprt/Base.h"
 
 #include <cmath>
@@ -57,7 +58,7 @@ Status readProto(const std::string &path, uint64_t maxBytes, Proto &proto) {
   Status s = readFile(path, bytes, maxBytes);
   if (!s.ok())
     return s;
-  s = unframe(bytes, path, payload);
+  s = unframe(bytes, path, payload, FileKind::Artifact);
   if (!s.ok())
     return s;
   if (!proto.ParseFromString(payload))
@@ -213,83 +214,33 @@ Status checkManifest(const smp::artifact::Manifest &m, const std::string &path,
   return Status::success();
 }
 
-/// The shape of the tensor-parallel slice of `global` along `dim` viewed
-/// as [blocks, parts, n] (as the writer and Reshard.cpp cut it).
-std::vector<int64_t> tpSliceShape(const std::vector<int64_t> &global,
-                                  int64_t dim, int64_t blocks, int64_t parts) {
-  std::vector<int64_t> s = global;
-  int64_t bp = blocks * parts; // both below 2^31: no overflow
-  s[dim] = (s[dim] + bp - 1) / bp * blocks;
-  return s;
-}
-
 /// How a buffer holds part of a global tensor (checkpoints gather and cut
-/// by these fields): consistent with its own shape and with this rank's
-/// place on the grid.
+/// by its Layout): a layout smp/base/Layout.h accepts for its shape, and
+/// this rank's part on the grid.
 Status checkLayout(const smp::artifact::Buffer &b,
                    const smp::artifact::RankProgram &p, const Grid &grid,
                    const std::string &path, const std::string &name) {
-  bool tp = b.tp_parts() != 0, zero = b.zero_parts() != 0;
-  if (!tp && (b.tp_dim() || b.tp_blocks() || b.tp_index()))
-    return inconsistent(path, name + " has tensor-parallel fields without "
-                                     "tp_parts");
-  if (!zero && (b.zero_index() || b.zero_shape_size()))
-    return inconsistent(path, name + " has ZeRO fields without zero_parts");
-  if (!tp && !zero) {
-    if (b.global_shape_size() &&
-        !std::equal(b.global_shape().begin(), b.global_shape().end(),
-                    b.shape().begin(), b.shape().end()))
-      return inconsistent(path, name + " is a whole tensor but its global "
-                                       "shape differs from its shape");
+  smp::base::Layout l = smp::base::layoutOf(b);
+  std::string bad =
+      smp::base::checkLayout(l, {b.shape().begin(), b.shape().end()});
+  if (!bad.empty())
+    return inconsistent(path, name + " " + bad);
+  if (!grid.known)
     return Status::success();
-  }
-  std::vector<int64_t> global(b.global_shape().begin(), b.global_shape().end());
-  uint64_t n;
-  if (!checkedElementCount(global, kMaxElements, n))
-    return inconsistent(path, name + " has an impossible global shape");
-  std::vector<int64_t> slice = global;
-  if (tp) {
-    if (b.tp_parts() < 1 || b.tp_parts() > INT32_MAX || b.tp_blocks() < 1 ||
-        b.tp_blocks() > INT32_MAX || b.tp_dim() < 0 ||
-        b.tp_dim() >= static_cast<int64_t>(global.size()) || b.tp_index() < 0 ||
-        b.tp_index() >= b.tp_parts())
-      return inconsistent(path, name + " has an impossible tensor-parallel "
-                                       "layout");
-    if (grid.known && (static_cast<uint64_t>(b.tp_parts()) != grid.size[2] ||
-                       static_cast<uint64_t>(b.tp_index()) != p.tp_rank()))
-      return inconsistent(path, name + " is tensor-parallel slice " +
-                                    std::to_string(b.tp_index()) + " of " +
-                                    std::to_string(b.tp_parts()) +
-                                    ", but the rank is tp " +
-                                    std::to_string(p.tp_rank()) + " of " +
-                                    std::to_string(grid.size[2]));
-    slice = tpSliceShape(global, b.tp_dim(), b.tp_blocks(), b.tp_parts());
-  }
-  if (!zero) {
-    if (!std::equal(slice.begin(), slice.end(), b.shape().begin(),
-                    b.shape().end()))
-      return inconsistent(path, name + ": its shape is not its slice of the "
-                                       "global tensor");
-    return Status::success();
-  }
-  if (b.zero_parts() < 1 || b.zero_parts() > INT32_MAX || b.zero_index() < 0 ||
-      b.zero_index() >= b.zero_parts())
-    return inconsistent(path, name + " has an impossible ZeRO layout");
-  if (grid.known && (static_cast<uint64_t>(b.zero_parts()) != grid.size[0] ||
-                     static_cast<uint64_t>(b.zero_index()) != p.dp_rank()))
+  if (l.tpSplit() && (static_cast<uint64_t>(l.tpParts) != grid.size[2] ||
+                      static_cast<uint64_t>(l.tpIndex) != p.tp_rank()))
     return inconsistent(
-        path, name + " is ZeRO chunk " + std::to_string(b.zero_index()) +
-                  " of " + std::to_string(b.zero_parts()) +
-                  ", but the rank is dp " + std::to_string(p.dp_rank()) +
-                  " of " + std::to_string(grid.size[0]));
-  uint64_t whole, mine;
-  if (!std::equal(slice.begin(), slice.end(), b.zero_shape().begin(),
-                  b.zero_shape().end()) ||
-      !checkedElementCount(slice, kMaxElements, whole) ||
-      !checkedElementCount(b.shape(), kMaxElements, mine) ||
-      mine != (whole + b.zero_parts() - 1) / b.zero_parts())
-    return inconsistent(path, name + ": its shape is not its ZeRO chunk of "
-                                     "the global tensor");
+        path, name + " is tensor-parallel slice " + std::to_string(l.tpIndex) +
+                  " of " + std::to_string(l.tpParts) + ", but the rank is tp " +
+                  std::to_string(p.tp_rank()) + " of " +
+                  std::to_string(grid.size[2]));
+  if (l.zeroChunk() && (static_cast<uint64_t>(l.zeroParts) != grid.size[0] ||
+                        static_cast<uint64_t>(l.zeroIndex) != p.dp_rank()))
+    return inconsistent(
+        path, name + " is ZeRO chunk " + std::to_string(l.zeroIndex) + " of " +
+                  std::to_string(l.zeroParts) + ", but the rank is dp " +
+                  std::to_string(p.dp_rank()) + " of " +
+                  std::to_string(grid.size[0]));
   return Status::success();
 }
 

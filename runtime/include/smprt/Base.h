@@ -44,9 +44,9 @@ using smp::base::checkedMul;
 using smp::base::contiguousStrides;
 // FileFormat.h, Files.h, Npy.h
 using smp::base::checksum64;
+using smp::base::FileKind;
 using smp::base::fileNameFor;
 using smp::base::frame;
-using smp::base::kFormatVersion;
 using smp::base::kFrameHeaderBytes;
 using smp::base::NpyArray;
 using smp::base::readNpy;

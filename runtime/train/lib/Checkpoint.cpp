@@ -148,6 +148,24 @@ bool fileExists(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+/// What is wrong with tensor `t` of an index ("" when nothing): its dtype,
+/// shape and bytes, and its layout (smp::base::checkLayout, as the artifact
+/// loader checks a buffer's) before any shard is gathered: a crafted index
+/// with a fresh checksum must not make the gather write outside its
+/// buffers.
+std::string checkTensor(const pb::CheckpointTensor &t) {
+  if (t.dtype() > static_cast<uint32_t>(DType::U64))
+    return "has unknown dtype " + std::to_string(t.dtype());
+  uint64_t n, esize = dtypeSize(static_cast<DType>(t.dtype()));
+  if (!checkedElementCount(t.shape(), smp::base::kMaxLayoutElements, n))
+    return "has an impossible shape";
+  if (n * esize != t.bytes()) // n <= 2^50, esize <= 8
+    return "holds " + std::to_string(t.bytes()) +
+           " bytes but its shape needs " + std::to_string(n * esize);
+  return smp::base::checkLayout(smp::base::layoutOf(t),
+                                {t.shape().begin(), t.shape().end()});
+}
+
 /// Reads a checkpoint index file.
 Status readIndex(const std::string &path, pb::Checkpoint &index) {
   std::ifstream file(path, std::ios::binary);
@@ -156,7 +174,7 @@ Status readIndex(const std::string &path, pb::Checkpoint &index) {
   std::string framed((std::istreambuf_iterator<char>(file)),
                      std::istreambuf_iterator<char>()),
       payload;
-  Status s = unframe(framed, path, payload);
+  Status s = unframe(framed, path, payload, FileKind::Checkpoint);
   if (!s.ok())
     return s;
   if (!index.ParseFromString(payload))
@@ -232,7 +250,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     if (!(s = exec.readBuffer(static_cast<uint32_t>(i), data.data() + at)).ok())
       break; // reported to every rank below
     e->set_checksum(checksum64(data.data() + at, t.bytes()));
-    ShardLayout::of(b).to(*e);
+    smp::base::setLayout(*e, smp::base::layoutOf(b));
     e->set_role(b.role());
   }
   size_t abortAfter = SIZE_MAX, failAfter = SIZE_MAX;
@@ -247,7 +265,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     s = writeSynced(prefix + "tensors.bin", data.data(), data.size(),
                     abortAfter, failAfter);
   if (s.ok()) {
-    std::string framed = frame(index.SerializeAsString());
+    std::string framed = frame(index.SerializeAsString(), FileKind::Checkpoint);
     s = writeSynced(prefix + "index.pb", framed.data(), framed.size());
   }
   // A failed save (a full disk, say) leaves nothing behind: the partial
@@ -326,14 +344,7 @@ Status readCheckpointFiles(const std::string &dir, CheckpointFiles &files) {
     data[r].assign((std::istreambuf_iterator<char>(dataFile)),
                    std::istreambuf_iterator<char>());
     for (const auto &t : indexes[r].tensors()) {
-      // The layout fields are checked like an artifact's before any shard
-      // is gathered (a crafted index with a fresh checksum must not make
-      // the gather write outside its buffers).
-      std::string bad =
-          t.dtype() > static_cast<uint32_t>(DType::U64)
-              ? "has unknown dtype " + std::to_string(t.dtype())
-              : checkShardLayout(ShardLayout::of(t), t.bytes(),
-                                 dtypeSize(static_cast<DType>(t.dtype())));
+      std::string bad = checkTensor(t);
       if (!bad.empty())
         return Status::failure(indexPath + ": tensor '" + t.name() + "' " +
                                bad +
@@ -381,16 +392,16 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     if (it == byName.end())
       return Status::failure(ckpt + ": has no tensor '" + b.name() +
                              "' (written for another model or optimizer?)");
-    ShardLayout mine = ShardLayout::of(b);
+    smp::base::Layout mine = smp::base::layoutOf(b);
     std::vector<ShardPiece> pieces;
     for (auto [r, t] : it->second) {
       if (t->dtype() != b.dtype())
         return Status::failure(ckpt + ": tensor '" + b.name() +
                                "' has another dtype than the model's");
-      pieces.push_back({ShardLayout::of(*t), data[r].data() + t->offset(),
+      pieces.push_back({smp::base::layoutOf(*t), data[r].data() + t->offset(),
                         static_cast<size_t>(t->bytes())});
     }
-    if (pieces.front().layout.global != mine.global)
+    if (pieces.front().layout.fullShape != mine.fullShape)
       return Status::failure(ckpt + ": tensor '" + b.name() +
                              "' has another shape than the model's");
     size_t esize = dtypeSize(static_cast<DType>(b.dtype()));
@@ -399,7 +410,7 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
                            ckpt + ": tensor '" + b.name() + "'"))
              .ok())
       return s;
-    std::string local = sliceShard(whole, mine, esize);
+    std::string local = smp::base::cutShard(whole, mine, esize);
     if (local.size() != exec.buffers()[i].bytes())
       return Status::failure(ckpt + ": tensor '" + b.name() +
                              "' does not fit this rank's buffer");
@@ -426,11 +437,12 @@ Status readGlobalTensors(const std::string &dir, const std::string &role,
       continue;
     std::vector<ShardPiece> pieces;
     for (auto [r, t] : shards)
-      pieces.push_back({ShardLayout::of(*t), files.data[r].data() + t->offset(),
+      pieces.push_back({smp::base::layoutOf(*t),
+                        files.data[r].data() + t->offset(),
                         static_cast<size_t>(t->bytes())});
     GlobalTensor g;
     g.dtype = first.dtype();
-    g.shape = pieces.front().layout.global;
+    g.shape = pieces.front().layout.fullShape;
     if (!(s = gatherShards(pieces, dtypeSize(static_cast<DType>(g.dtype)),
                            g.bytes, files.ckpt + ": tensor '" + name + "'"))
              .ok())

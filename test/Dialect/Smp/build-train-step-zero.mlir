@@ -5,8 +5,8 @@
 // elements, this rank's slice of the parameter is updated, and the
 // parameter is all-gathered, unpadded and reshaped.
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: tensor<5xf32> {smp.state = "w.exp_avg", smp.zero_shape = array<i64: 3, 3>}
-// CHECK-SAME: tensor<5xf32> {smp.state = "w.exp_avg_sq", smp.zero_shape = array<i64: 3, 3>}
+// CHECK-SAME: tensor<5xf32> {smp.layout = #smp.layout<dp = chunk(of = [3, 3])>, smp.state = "w.exp_avg"}
+// CHECK-SAME: tensor<5xf32> {smp.layout = #smp.layout<dp = chunk(of = [3, 3])>, smp.state = "w.exp_avg_sq"}
 // CHECK: %[[GF:.*]] = smp.reshape %{{.*}} : tensor<3x3xf32> -> tensor<9xf32>
 // CHECK: %[[GP:.*]] = smp.concat %[[GF]], %{{.*}} {axis = 0 : i64} : (tensor<9xf32>, tensor<1xf32>) -> tensor<10xf32>
 // CHECK: %[[GS:.*]] = shard.reduce_scatter %[[GP]] on @dp grid_axes = [0] scatter_axis = 0 : tensor<10xf32> -> tensor<5xf32>

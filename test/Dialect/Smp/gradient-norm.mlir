@@ -31,7 +31,7 @@ module {
   func.func @train_step(%loss: tensor<f32>,
                         %e0: tensor<4xf32> {smp.param = "e", smp.stage = 0 : i64},
                         %e1: tensor<4xf32> {smp.param = "e", smp.stage = 0 : i64},
-                        %w: tensor<2xf32> {smp.param = "w", smp.tp_shard = array<i64: 0, 1>})
+                        %w: tensor<2xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "w"})
       -> (tensor<4xf32> {smp.grad_of = 1 : i64}, tensor<4xf32> {smp.grad_of = 2 : i64},
           tensor<2xf32> {smp.grad_of = 3 : i64}, tensor<f32> {smp.output = "loss"}) {
     return %e0, %e1, %w, %loss : tensor<4xf32>, tensor<4xf32>, tensor<2xf32>, tensor<f32>

@@ -38,11 +38,11 @@ func.func @train_step(%loss: tensor<f32>, %w: tensor<3xf32> {smp.param = "w"},
 // -----
 
 // ZeRO-1: the gradient is this rank's chunk of the flattened parameter
-// (smp.zero_shape): the rank slices its chunk of the parameter, keeps
+// (a dp chunk layout): the rank slices its chunk of the parameter, keeps
 // states of the chunk's size (recording the shape), and all-gathers the
 // updated chunks back into the parameter's shape.
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: tensor<2xf32> {smp.state = "w.exp_avg", smp.zero_shape = array<i64: 2, 2>}
+// CHECK-SAME: tensor<2xf32> {smp.layout = #smp.layout<dp = chunk(of = [2, 2])>, smp.state = "w.exp_avg"}
 // CHECK: %[[FLAT:.*]] = smp.reshape %arg1 : tensor<2x2xf32> -> tensor<4xf32>
 // CHECK: %[[MINE:.*]] = shard.all_slice %[[FLAT]] on @dp grid_axes = [0] slice_axis = 0 : tensor<4xf32> -> tensor<2xf32>
 // CHECK: %[[NEW:.*]], %{{.*}}, %{{.*}} = smp.adam_update %[[MINE]], %arg2
@@ -53,7 +53,7 @@ module {
   shard.grid @dp(shape = 2)
   func.func @train_step(%loss: tensor<f32>, %w: tensor<2x2xf32> {smp.param = "w"},
                         %g: tensor<2xf32>)
-      -> (tensor<2xf32> {smp.grad_of = 1 : i64, smp.zero_shape = array<i64: 2, 2>},
+      -> (tensor<2xf32> {smp.grad_of = 1 : i64, smp.layout = #smp.layout<dp = chunk(of = [2, 2])>},
           tensor<f32> {smp.output = "loss"}) {
     return %g, %loss : tensor<2xf32>, tensor<f32>
   }

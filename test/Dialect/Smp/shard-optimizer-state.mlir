@@ -4,7 +4,7 @@
 // of the ranks (15 -> 16 values) and reduce-scattered over @dp; the result
 // is this rank's chunk, marked with the parameter's shape.
 // CHECK-LABEL: func.func @train_step
-// CHECK-SAME: -> (tensor<8xf32> {smp.grad_of = 1 : i64, smp.zero_shape = array<i64: 3, 5>}, tensor<f32> {smp.output = "loss"})
+// CHECK-SAME: -> (tensor<8xf32> {smp.grad_of = 1 : i64, smp.layout = #smp.layout<dp = chunk(of = [3, 5])>}, tensor<f32> {smp.output = "loss"})
 // CHECK: %[[FLAT:.*]] = smp.reshape %{{.*}} : tensor<3x5xf32> -> tensor<15xf32>
 // CHECK: %[[PAD:.*]] = smp.constant dense<0.000000e+00> : tensor<1xf32>
 // CHECK: %[[CAT:.*]] = smp.concat %[[FLAT]], %[[PAD]]

@@ -5,8 +5,8 @@
 // RUN: not smp-opt %s --split-input-file --smp-tensor-parallel=tp=2 2>/dev/null | FileCheck %s
 // RUN: not smp-opt %s --split-input-file --smp-tensor-parallel=tp=2 2>&1 >/dev/null | FileCheck %s --check-prefix=REPEATED
 
-// CHECK: %arg1: tensor<8x8xf32> {smp.param = "w1", smp.tp_shard = array<i64: 1, 1>}
-// CHECK-SAME: %arg2: tensor<8x8xf32> {smp.param = "w2", smp.tp_shard = array<i64: 0, 1>}
+// CHECK: %arg1: tensor<8x8xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "w1"}
+// CHECK-SAME: %arg2: tensor<8x8xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "w2"}
 // CHECK: %[[H:.*]] = smp.matmul %{{.*}}, %arg1 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
 // CHECK: smp.tile %[[H]] {repeats = array<i64: 2, 1, 1>} : tensor<2x4x8xf32> -> tensor<4x4x8xf32>
 // CHECK: smp.gelu %{{.*}} : tensor<4x4x8xf32>

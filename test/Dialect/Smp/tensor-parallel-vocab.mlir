@@ -5,8 +5,8 @@
 // A vocabulary of 7 over tp 3: each rank holds ceil(7/3) = 3 rows of the
 // tied embedding / LM head (the last rank 1 row and 2 zero rows).
 // CHECK: shard.grid @tp(shape = 3)
-// CHECK: func.func @main(%[[IDS:.*]]: tensor<2x5xi64> {smp.input = "idx"}, %[[W:.*]]: tensor<3x6xf32> {smp.param = "wte", smp.tp_shard = array<i64: 0, 1, 7>})
-// CHECK-SAME: -> (tensor<2x5x3xf32> {smp.output = "logits", smp.tp_vocab = 7 : i64})
+// CHECK: func.func @main(%[[IDS:.*]]: tensor<2x5xi64> {smp.input = "idx"}, %[[W:.*]]: tensor<3x6xf32> {smp.layout = #smp.layout<tp = split(dim = 0, full = 7)>, smp.param = "wte"})
+// CHECK-SAME: -> (tensor<2x5x3xf32> {smp.layout = #smp.layout<tp = split(dim = 2, full = 7)>, smp.output = "logits"})
 // The lookup: ids in this rank's rows [3r, 3r+3), the others zeroed, summed.
 // CHECK: %[[R:.*]] = smp.tp_rank : tensor<i64>
 // CHECK: %[[START:.*]] = smp.mul %[[R]], %{{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i64>

@@ -4,14 +4,14 @@
 
 // Attention (Q, K, V column-parallel by heads, output row-parallel) and an
 // MLP (column then row): each rank keeps 1 of the 2 heads and 8 of the 16
-// hidden units; weights get their local types and smp.tp_shard.
+// hidden units; weights get their local types and a tp split layout.
 // CHECK: shard.grid @tp(shape = 2)
 // CHECK: func.func @main(%[[X:.*]]: tensor<2x4x8xf32> {smp.input = "x"},
-// CHECK-SAME: tensor<8x4xf32> {smp.param = "wq", smp.tp_shard = array<i64: 1, 1>}
-// CHECK-SAME: tensor<4x8xf32> {smp.param = "wo", smp.tp_shard = array<i64: 0, 1>}
-// CHECK-SAME: tensor<8x8xf32> {smp.param = "w1", smp.tp_shard = array<i64: 0, 1>}
-// CHECK-SAME: tensor<8xf32> {smp.param = "b1", smp.tp_shard = array<i64: 0, 1>}
-// CHECK-SAME: tensor<8x8xf32> {smp.param = "w2", smp.tp_shard = array<i64: 1, 1>}
+// CHECK-SAME: tensor<8x4xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "wq"}
+// CHECK-SAME: tensor<4x8xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "wo"}
+// CHECK-SAME: tensor<8x8xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "w1"}
+// CHECK-SAME: tensor<8xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "b1"}
+// CHECK-SAME: tensor<8x8xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "w2"}
 // CHECK: %[[XC:.*]] = smp.tp_copy %[[X]] : tensor<2x4x8xf32>
 // CHECK: smp.matmul %[[XC]], %{{.*}} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
 // CHECK: smp.reshape %{{.*}} : tensor<2x4x4xf32> -> tensor<2x4x1x4xf32>

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -13,18 +14,13 @@ using namespace smp;
 
 #include "smp/Dialect/Smp/IR/SmpDialect.cpp.inc"
 #include "smp/Dialect/Smp/IR/SmpEnums.cpp.inc"
-#define GET_ATTRDEF_CLASSES
-#include "smp/Dialect/Smp/IR/SmpAttrs.cpp.inc"
 
 void SmpDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "smp/Dialect/Smp/IR/SmpOps.cpp.inc"
       >();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "smp/Dialect/Smp/IR/SmpAttrs.cpp.inc"
-      >();
+  registerAttributes();
 }
 
 Operation *SmpDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -69,18 +65,13 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'smp.stage' must be an integer";
     return success();
   }
-  if (name == "smp.zero_shape") {
-    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
-      return op->emitError() << "'smp.zero_shape' must be an i64 array";
-    return success();
-  }
-  if (name == kTpShardAttr) {
-    auto shard = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!shard || (shard.size() != 2 && shard.size() != 3) || shard[0] < 0 ||
-        shard[1] < 1 || (shard.size() == 3 && shard[2] < 1))
+  if (name == kLayoutAttr) {
+    auto f = dyn_cast<FunctionOpInterface>(op);
+    if (!f || argIndex >= f.getNumArguments())
       return op->emitError()
-             << "'smp.tp_shard' must be [dim, blocks] or [dim, 1, full size]";
-    return success();
+             << "'" << name << "' belongs on function arguments and results";
+    return verifyLayoutOf(op, attr.getValue(), f.getArgumentTypes()[argIndex],
+                          "argument #" + Twine(argIndex));
   }
   if (name == kInitValueAttr) {
     if (!isa<DenseElementsAttr>(attr.getValue()))
@@ -103,11 +94,13 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
     return requireString(op, attr, "graph output");
   if (attr.getName().getValue() == kUpdateAttr)
     return requireString(op, attr, "parameter or state it updates");
-  if (attr.getName().getValue() == "smp.tp_vocab") {
-    if (!isa<IntegerAttr>(attr.getValue()))
-      return op->emitError() << "'smp.tp_vocab' must be an integer (the "
-                                "vocabulary size of vocab-parallel logits)";
-    return success();
+  if (attr.getName().getValue() == kLayoutAttr) {
+    auto f = dyn_cast<FunctionOpInterface>(op);
+    if (!f || resultIndex >= f.getNumResults())
+      return op->emitError() << "'" << kLayoutAttr
+                             << "' belongs on function arguments and results";
+    return verifyLayoutOf(op, attr.getValue(), f.getResultTypes()[resultIndex],
+                          "result #" + Twine(resultIndex));
   }
   // Between the passes that build @train_step (TrainStepContract.h).
   if (attr.getName().getValue() == "smp.grad_of") {
@@ -119,11 +112,6 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
   if (attr.getName().getValue() == "smp.found_inf") {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'smp.found_inf' must be a unit attribute";
-    return success();
-  }
-  if (attr.getName().getValue() == "smp.zero_shape") {
-    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
-      return op->emitError() << "'smp.zero_shape' must be an i64 array";
     return success();
   }
   return op->emitError() << "unknown smp result attribute '"

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "BatchNormTraining.h"
@@ -160,10 +161,25 @@ struct SmpBuildGradientsPass
       if (failed(labelsOr))
         return failure();
       Value labels = *labelsOr;
-      IntegerAttr vocab;
-      for (unsigned i = 0; i < f.getNumResults(); ++i)
-        if (outs[i] == *logits)
-          vocab = f.getResultAttrOfType<IntegerAttr>(i, "smp.tp_vocab");
+      // Vocab-parallel logits (smp-tensor-parallel): this rank's classes
+      // of the full vocabulary.
+      std::optional<int64_t> vocab;
+      for (unsigned i = 0; i < f.getNumResults(); ++i) {
+        LayoutAttr layout =
+            outs[i] == *logits ? getResultLayout(f, i) : nullptr;
+        if (!layout || !layout.hasTpSplit())
+          continue;
+        std::optional<int64_t> tp = gridSize(f, "tp");
+        if (layout.getTpDim() != lt.getRank() - 1 || layout.getDpChunked() ||
+            !tp) {
+          f.emitError() << "cross_entropy logits '" << parts[1]
+                        << "' have layout " << layout
+                        << "; only the class dim can be split, over a "
+                           "shard.grid @tp";
+          return failure();
+        }
+        vocab = layout.fullExtent(lt.getShape().back(), *tp);
+      }
       if (dp <= 1 && !unrolled && !vocab)
         return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
                                             -100, Reduction::mean));
@@ -171,11 +187,10 @@ struct SmpBuildGradientsPass
       // over every rank's labels that are not ignored, so the ranks' losses
       // (and gradients) add up to exactly the one-device values.
       // Micro-batches likewise: the count is over the whole step's labels.
-      Value sum = vocab ? vocabParallelCrossEntropy(b, loc, *logits, labels,
-                                                    vocab.getInt())
-                        : Value(CrossEntropyOp::create(b, loc, *logits, labels,
-                                                       Value(), -100,
-                                                       Reduction::sum));
+      Value sum =
+          vocab ? vocabParallelCrossEntropy(b, loc, *logits, labels, *vocab)
+                : Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
+                                               -100, Reduction::sum));
       if (!labelCount) {
         Value all = unrolled ? lossInputFull : labels;
         auto lab = cast<RankedTensorType>(all.getType());

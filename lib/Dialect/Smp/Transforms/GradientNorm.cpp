@@ -8,6 +8,7 @@
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
@@ -50,8 +51,8 @@ struct SmpGradientNormPass
         continue;
       Value g32 = toF32(b, loc, g.value);
       Value sq = reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, g32, g32));
-      bool sliced =
-          f.getArgAttr(g.param.getArgNumber(), "smp.tp_shard") != nullptr;
+      LayoutAttr layout = getArgLayout(f, g.param.getArgNumber());
+      bool sliced = layout && layout.hasTpSplit();
       Value &partial = stageSumSq[{stageOf(g.param).value_or(0), sliced}];
       partial = partial ? Value(AddOp::create(b, loc, partial, sq)) : sq;
     }

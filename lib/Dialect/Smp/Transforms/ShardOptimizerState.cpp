@@ -55,9 +55,11 @@ struct SmpShardOptimizerStatePass
                                         shard::ReductionKind::Sum),
           b.getIndexAttr(0));
       setResult(*f, g.result, mine);
-      f->setResultAttr(g.result, kZeroShapeAttr,
-                       b.getDenseI64ArrayAttr(
-                           cast<RankedTensorType>(g.param.getType()).getShape()));
+      setResultLayout(
+          *f, g.result,
+          LayoutAttr::chunk(
+              b.getContext(),
+              cast<RankedTensorType>(g.param.getType()).getShape()));
     }
   }
 };

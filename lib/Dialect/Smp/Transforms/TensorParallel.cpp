@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Interfaces/TensorParallelInterface.h"
@@ -376,12 +377,11 @@ struct SmpTensorParallelPass
       shape[dim] = rows;
       v.setType(type.clone(shape));
     };
-    SmallVector<int64_t> shard{t.dim, 1};
-    if (vocab % tp != 0)
-      shard.push_back(vocab);
+    // The full vocabulary is recorded where tp does not divide it.
+    int64_t full = vocab % tp != 0 ? vocab : 0;
     local(t.param, t.dim);
-    main.setArgAttr(t.param.getArgNumber(), SmpDialect::kTpShardAttr,
-                    DenseI64ArrayAttr::get(ctx, shard));
+    setArgLayout(main, t.param.getArgNumber(),
+                 LayoutAttr::split(ctx, t.dim, 1, full));
     if (t.lmHead) {
       int64_t dim = t.dim;
       for (TransposeOp tr : t.chain) {
@@ -398,8 +398,8 @@ struct SmpTensorParallelPass
       results[t.output] = out.getType();
       main.setType(FunctionType::get(ctx, main.getFunctionType().getInputs(),
                                      results));
-      main.setResultAttr(t.output, "smp.tp_vocab",
-                         IntegerAttr::get(IntegerType::get(ctx, 64), vocab));
+      setResultLayout(main, t.output,
+                      LayoutAttr::split(ctx, shapeOf(out).size() - 1, 1, full));
     }
     for (GatherOp g : t.gathers) {
       // Look up the ids in this rank's rows, zero the others, sum the ranks.
@@ -458,8 +458,8 @@ struct SmpTensorParallelPass
     for (auto &[w, s] : region.weights) {
       w.setType(localType(w.getType(), s, tp));
       if (auto arg = dyn_cast<BlockArgument>(w))
-        main.setArgAttr(arg.getArgNumber(), SmpDialect::kTpShardAttr,
-                        DenseI64ArrayAttr::get(ctx, {s.dim, s.blocks}));
+        setArgLayout(main, arg.getArgNumber(),
+                     LayoutAttr::split(ctx, s.dim, s.blocks));
     }
     // Enter: the column matmuls' inputs, once each.
     llvm::DenseMap<Value, Value> entered;

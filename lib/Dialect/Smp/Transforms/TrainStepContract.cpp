@@ -72,9 +72,11 @@ SmallVector<Gradient> gradients(func::FuncOp f) {
   SmallVector<Gradient> grads;
   Operation *ret = f.getBody().front().getTerminator();
   for (unsigned i = 0; i < f.getNumResults(); ++i)
-    if (auto of = f.getResultAttrOfType<IntegerAttr>(i, kGradOfAttr))
+    if (auto of = f.getResultAttrOfType<IntegerAttr>(i, kGradOfAttr)) {
+      LayoutAttr layout = getResultLayout(f, i);
       grads.push_back({i, f.getArgument(of.getInt()), ret->getOperand(i),
-                       f.getResultAttr(i, kZeroShapeAttr) != nullptr});
+                       layout && layout.getDpChunked()});
+    }
   return grads;
 }
 
@@ -149,14 +151,12 @@ Value addState(func::FuncOp f, Type type, StringRef name,
     attrs.push_back(NamedAttribute(StringAttr::get(ctx, "smp.init"),
                                    b.getF32FloatAttr(*init)));
   if (auto arg = dyn_cast_or_null<BlockArgument>(param)) {
-    if (Attribute shard = f.getArgAttr(arg.getArgNumber(), "smp.tp_shard"))
-      attrs.push_back(
-          NamedAttribute(StringAttr::get(ctx, "smp.tp_shard"), shard));
-    if (type != param.getType())
-      attrs.push_back(NamedAttribute(
-          StringAttr::get(ctx, kZeroShapeAttr),
-          b.getDenseI64ArrayAttr(
-              cast<RankedTensorType>(param.getType()).getShape())));
+    LayoutAttr layout = getArgLayout(f, arg.getArgNumber());
+    if (type != param.getType()) // a ZeRO-1 chunk of the parameter
+      layout = LayoutAttr::chunkOf(
+          layout, ctx, cast<RankedTensorType>(param.getType()).getShape());
+    if (layout)
+      attrs.push_back(namedLayout(layout));
   }
   (void)f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
                          f.getLoc());

@@ -8,8 +8,9 @@
 //   results  `smp.grad_of = N`      the gradient of parameter argument N
 //                                   (after smp-shard-optimizer-state: this
 //                                   rank's chunk of it flattened, the result
-//                                   also carrying `smp.zero_shape`, the
-//                                   parameter's shape)
+//                                   also carrying `smp.layout` =
+//                                   #smp.layout<dp = chunk(of = the
+//                                   parameter's shape)>, SmpLayout.h)
 //            `smp.found_inf`        i1 scalar: the gradients overflowed
 //                                   (loss scaling); the optimizer skips
 //            `smp.update = NAME`    the new value of a parameter or state
@@ -34,6 +35,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "TrainStepUtils.h"
 
 #include <optional>
@@ -45,8 +47,6 @@ constexpr llvm::StringLiteral kGradOfAttr = "smp.grad_of";
 /// Unit result attribute: the i1 scalar that says the step's gradients
 /// overflowed.
 constexpr llvm::StringLiteral kFoundInfAttr = "smp.found_inf";
-/// Result (and argument) attribute: the shape a ZeRO-1 shard flattens.
-constexpr llvm::StringLiteral kZeroShapeAttr = "smp.zero_shape";
 /// The dynamic loss scale's state name.
 constexpr llvm::StringLiteral kLossScaleState = "@loss_scale";
 
@@ -76,7 +76,7 @@ struct Gradient {
   mlir::BlockArgument param;
   /// Its value (the return's operand).
   mlir::Value value;
-  /// A ZeRO-1 shard (smp.zero_shape on the result).
+  /// A ZeRO-1 shard (a dp chunk layout on the result).
   bool sharded;
 };
 

@@ -28,6 +28,9 @@ def Smp_Dialect : Dialect {
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
+    /// Registers the attributes of SmpAttrs.td (SmpAttrs.cpp).
+    void registerAttributes();
+
     /// Argument attribute naming a parameter (its global name).
     static constexpr llvm::StringLiteral kParamAttr = "smp.param";
     /// Argument attribute of a parameter whose initial value is another
@@ -53,11 +56,10 @@ def Smp_Dialect : Dialect {
     /// Result attribute: this result replaces the parameter or state of
     /// that name after the step.
     static constexpr llvm::StringLiteral kUpdateAttr = "smp.update";
-    /// Argument attribute of a parameter that tensor parallelism splits:
-    /// [dim, blocks] (each rank holds 1/tp of dim viewed as [blocks, n],
-    /// along n) or [dim, 1, full size] (vocabulary rows, the last rank's
-    /// zero-padded).
-    static constexpr llvm::StringLiteral kTpShardAttr = "smp.tp_shard";
+    /// Argument and result attribute: how the value is split over the
+    /// grid's tp and dp axes (a #smp.layout). Read and written only through
+    /// the accessors of SmpLayout.h.
+    static constexpr llvm::StringLiteral kLayoutAttr = "smp.layout";
     /// Argument attribute naming a graph input.
     static constexpr llvm::StringLiteral kInputAttr = "smp.input";
     /// Result attribute naming a graph output.

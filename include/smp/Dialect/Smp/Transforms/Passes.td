@@ -133,7 +133,8 @@ def SmpShardOptimizerStatePass
   let description = [{
     Each gradient of @train_step is flattened, zero-padded to a multiple of
     the dp ranks and reduce-scattered over `@dp`: the rank keeps the sum of
-    its chunk (the result gets `smp.zero_shape`, the parameter's shape).
+    its chunk (the result gets `smp.layout = #smp.layout<dp = chunk(of =
+    [the parameter's shape])>`).
     smp-loss-scaling and smp-gradient-norm then sum over the ranks, and
     smp-optimizer keeps 1/dp of the optimizer state, updates that chunk of
     the parameter and all-gathers it.
@@ -237,21 +238,22 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
     matmuls (weight split along its output dim) of replicated inputs. This
     covers the MLP (column then row) and attention (Q, K, V column-parallel
     by heads, output row-parallel). Each rank then holds 1/tp of the
-    region's weights (arguments get their local type and `smp.tp_shard =
-    [dim, blocks]`: the parameter's dim viewed as [blocks, n] and split
-    along n) and computes 1/tp of the heads or hidden units. The region's
+    region's weights (arguments get their local type and `smp.layout =
+    #smp.layout<tp = split(dim = D, blocks = B)>`: the parameter's dim viewed
+    as [B, n] and split along n) and computes 1/tp of the heads or hidden units. The region's
     inputs pass `smp.tp_copy` (its gradient is all-reduced over `@tp`) and
     its output is `shard.all_reduce`d on `@tp`. A region whose heads (or
     hidden units) tp does not divide is refused.
 
     Vocabulary: an embedding table read only by gathers of input-derived ids
     (and by the LM head, when that is split) is split by rows, each rank
-    holding ceil(V / tp) rows (zero-padded): a rank looks up the ids in its
+    holding ceil(V / tp) rows (zero-padded; its layout records `full = V`
+    where tp does not divide V): a rank looks up the ids in its
     range (`smp.tp_rank` gives its start), zeroes the others and the lookups
     are all-reduced. With `vocab-parallel=NAME`, the LM head producing output
     NAME is column-parallel over the vocabulary; the output keeps only this
-    rank's ceil(V / tp) logits and gets `smp.tp_vocab = V`, for
-    smp-build-gradients' parallel cross-entropy.
+    rank's ceil(V / tp) logits and gets a tp split layout of its last dim,
+    for smp-build-gradients' parallel cross-entropy.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -260,7 +262,7 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
            /*default=*/"\"\"",
            "the output (logits) a cross-entropy loss will read: when it is a "
            "matmul of a weight (the LM head), split it by vocabulary rows "
-           "(padded to a multiple of tp) and mark the output smp.tp_vocab">
+           "(padded to a multiple of tp) and give the output a tp split layout">
   ];
 }
 
