@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "smp/Target/Artifact/ArtifactWriter.h"
+#include "MlirTest.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -154,23 +155,14 @@ struct Written {
   std::vector<std::string> weights; // each rank's weights file
 };
 
-class ArtifactWriterTest : public ::testing::Test {
+class ArtifactWriterTest : public smp::test::MlirTest {
 protected:
   ArtifactWriterTest() {
-    smp::registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
     llvm::SmallString<128> dir;
     EXPECT_FALSE(llvm::sys::fs::createUniqueDirectory("smp-writer", dir));
     tmp = dir.str().str();
   }
   ~ArtifactWriterTest() override { llvm::sys::fs::remove_directories(tmp); }
-
-  OwningOpRef<ModuleOp> parse(const char *text) {
-    auto module = parseSourceString<ModuleOp>(text, ctx.get());
-    EXPECT_TRUE(module) << text;
-    return module;
-  }
 
   /// kMlp through the training pipeline of `plan` (loss, SGD as smpc sets
   /// them up), written to a fresh directory and read back.
@@ -218,8 +210,6 @@ protected:
     return summary ? std::string() : llvm::toString(summary.takeError());
   }
 
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
   std::string tmp;
   TestWeights weights;
 };
