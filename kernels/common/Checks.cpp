@@ -129,23 +129,6 @@ bool broadcastStrides(const std::vector<int64_t> &in,
   return true;
 }
 
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1)
-      out[i] = da;
-    else if (da == 1)
-      out[i] = db;
-    else
-      return false;
-  }
-  return true;
-}
-
 int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
   int64_t n = 1;
   for (size_t d = from; d < std::min(to, shape.size()); ++d)
