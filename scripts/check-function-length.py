@@ -19,6 +19,10 @@ CMake) outside test fixtures and corpora.
 Generated code (build trees, files saying they are generated) is skipped.
 Prints each offender as `path:line: name: N lines (limit L)` and exits 1 if
 there is one; otherwise prints the longest function and file and exits 0.
+
+--allow FILE lists functions not split yet, one `path name N` a line: each
+may stay over the limit but not grow past N lines (a ratchet; remove the
+line once it is split).
 """
 
 import argparse
@@ -177,7 +181,19 @@ def is_generated(text):
     return GENERATED.search(text[:2000]) is not None
 
 
-def check_functions(root, files, limit):
+def read_allowed(path):
+    allowed = {}
+    if not path:
+        return allowed
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if len(line) == 3:
+                allowed[(line[0], line[1])] = int(line[2])
+    return allowed
+
+
+def check_functions(root, files, limit, allowed):
     bad, longest = [], (0, "")
     for path in files:
         if not path.startswith(tuple(d + "/" for d in FUNCTION_DIRS)) or \
@@ -190,8 +206,13 @@ def check_functions(root, files, limit):
             length = end - start + 1
             where = f"{path}:{start}: {name}"
             longest = max(longest, (length, where))
-            if length > limit:
-                bad.append(f"{where}: {length} lines (limit {limit})")
+            cap = allowed.get((path, name))
+            if cap is not None and limit < length <= cap:
+                print(f"{where}: {length} lines (allowed up to {cap} until "
+                      f"it is split)")
+            elif length > limit:
+                bad.append(f"{where}: {length} lines (limit "
+                           f"{max(limit, cap or 0)})")
     return bad, longest
 
 
@@ -217,6 +238,7 @@ def main():
     ap.add_argument("--max-function-lines", type=int, default=150)
     ap.add_argument("--max-file-lines", type=int, default=800)
     ap.add_argument("--only", choices=("functions", "files"))
+    ap.add_argument("--allow", help="functions not split yet (path name N)")
     args = ap.parse_args()
     files = tracked_files(args.root)
     if not files:
@@ -226,7 +248,8 @@ def main():
     bad = []
     if args.only in (None, "functions"):
         found, (n, where) = check_functions(args.root, files,
-                                            args.max_function_lines)
+                                            args.max_function_lines,
+                                            read_allowed(args.allow))
         bad += found
         print(f"longest function: {where}: {n} lines "
               f"(limit {args.max_function_lines})")
