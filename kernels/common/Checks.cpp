@@ -54,8 +54,7 @@ Status checkDType(const char *op, const char *what, const TensorRef &t,
 }
 
 Status checkIndices(const char *op, const TensorRef &indices) {
-  if (Status s = checkTensor(op, "indices", indices); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, "indices", indices));
   if (!smp::base::isInteger(indices.dtype))
     return fail(op, "indices must be integers, got " +
                         smp::base::describe(indices));
@@ -71,8 +70,7 @@ Status checkShape(const char *op, const char *what, const TensorRef &t,
 }
 
 Status checkFloat(const char *op, const char *what, const TensorRef &t) {
-  if (Status s = checkTensor(op, what, t); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, what, t));
   if (!smp::base::isFloat(t.dtype))
     return unsupported(op, t.dtype);
   return Status::success();
@@ -81,8 +79,7 @@ Status checkFloat(const char *op, const char *what, const TensorRef &t) {
 Status checkFloats(const char *op,
                    std::initializer_list<const TensorRef *> ts) {
   for (const TensorRef *t : ts)
-    if (Status s = checkFloat(op, "operand", *t); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkFloat(op, "operand", *t));
   return Status::success();
 }
 
@@ -94,17 +91,14 @@ Status checkSameShape(const char *op, const TensorRef &a, const TensorRef &b) {
 }
 
 Status checkPair(const char *op, const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor(op, "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, "input", in));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "output", out));
   return checkDType(op, "output", out, in.dtype);
 }
 
 Status checkSameTensor(const char *op, const TensorRef &in,
                        const TensorRef &out) {
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   return checkShape(op, "output", out, in.shape);
 }
 
@@ -130,23 +124,6 @@ bool broadcastStrides(const std::vector<int64_t> &in,
     if (in[d] == outShape[lead + d])
       strides[lead + d] = in[d] == 1 ? 0 : inStrides[d];
     else if (in[d] != 1)
-      return false;
-  }
-  return true;
-}
-
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b, std::vector<int64_t> &out) {
-  size_t rank = std::max(a.size(), b.size());
-  out.assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1)
-      out[i] = da;
-    else if (da == 1)
-      out[i] = db;
-    else
       return false;
   }
   return true;

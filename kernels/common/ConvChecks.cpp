@@ -89,12 +89,9 @@ Status checkConv(const TensorRef &in, const TensorRef &weight,
        {std::pair<const TensorRef *, const char *>{&in, "input"},
         {&weight, "weight"},
         {&out, "output"}})
-    if (Status s = checkTensor(op, what, *t); !s.ok())
-      return s;
-  if (Status s = checkDType(op, "weight", weight, in.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, in.dtype); !s.ok())
-    return s;
+    SMP_RETURN_IF_ERROR(checkTensor(op, what, *t));
+  SMP_RETURN_IF_ERROR(checkDType(op, "weight", weight, in.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, in.dtype));
   if (weight.rank() != in.rank() || in.rank() < 3)
     return fail(op, "weight " + smp::base::describe(weight) +
                         " must have the rank of input " +
@@ -106,19 +103,13 @@ Status checkConv(const TensorRef &in, const TensorRef &weight,
                         " do not match weight " + smp::base::describe(weight) +
                         " with group " + std::to_string(group));
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
-  if (Status s = makeWindow(op, in, kernel, strides, pads, dilations, false,
-                            nullptr, maxDims, w);
-      !s.ok())
-    return s;
-  if (Status s = checkShape(op, "output", out,
-                            windowShape(w, in.shape[0], outChannels));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeWindow(op, in, kernel, strides, pads, dilations,
+                                 false, nullptr, maxDims, w));
+  SMP_RETURN_IF_ERROR(
+      checkShape(op, "output", out, windowShape(w, in.shape[0], outChannels)));
   if (bias) {
-    if (Status s = checkFloat(op, "bias", *bias); !s.ok())
-      return s;
-    if (Status s = checkShape(op, "bias", *bias, {outChannels}); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkFloat(op, "bias", *bias));
+    SMP_RETURN_IF_ERROR(checkShape(op, "bias", *bias, {outChannels}));
   }
   return Status::success();
 }
@@ -129,12 +120,9 @@ Status checkPool(const char *op, const TensorRef &in,
                  const std::vector<int64_t> &pads,
                  const std::vector<int64_t> &dilations, bool ceilMode,
                  const TensorRef &out, size_t maxDims, Window &w) {
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
-  if (Status s = makeWindow(op, in, kernel, strides, pads, dilations, ceilMode,
-                            nullptr, maxDims, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
+  SMP_RETURN_IF_ERROR(makeWindow(op, in, kernel, strides, pads, dilations,
+                                 ceilMode, nullptr, maxDims, w));
   return checkShape(op, "output", out,
                     windowShape(w, in.shape[0], in.shape[1]));
 }

@@ -5,8 +5,7 @@
 namespace smp::kernels::common {
 
 Status checkCopy(const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkPair("copy", in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair("copy", in, out));
   if (in.numel() != out.numel())
     return fail("copy", "element counts differ: " + smp::base::describe(in) +
                             " to " + smp::base::describe(out));
@@ -16,8 +15,7 @@ Status checkCopy(const TensorRef &in, const TensorRef &out) {
 Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
                       const TensorRef &out, std::vector<int64_t> &strides) {
   const char *op = "transpose";
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   int64_t rank = in.rank();
   if (static_cast<int64_t>(perm.size()) != rank)
     return fail(op, "permutation of size " + std::to_string(perm.size()) +
@@ -38,8 +36,7 @@ Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
 Status checkSlice(const TensorRef &in, const std::vector<int64_t> &starts,
                   const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *op = "slice";
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   int64_t rank = in.rank();
   if (static_cast<int64_t>(starts.size()) != rank ||
       static_cast<int64_t>(steps.size()) != rank || out.rank() != rank)
@@ -76,8 +73,7 @@ Status sliceGeometry(const char *op, const TensorRef &full,
 Status checkExpand(const TensorRef &in, const TensorRef &out,
                    std::vector<int64_t> &strides) {
   const char *op = "expand";
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   if (!broadcastStrides(in.shape, out.shape, strides))
     return fail(op, "cannot broadcast " + smp::base::describe(in) + " to " +
                         shapeStr(out.shape));
@@ -88,8 +84,7 @@ Status checkTile(const TensorRef &in, const std::vector<int64_t> &repeats,
                  const TensorRef &out, std::vector<int64_t> &shape,
                  std::vector<int64_t> &strides) {
   const char *op = "tile";
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   int64_t rank = in.rank();
   if (static_cast<int64_t>(repeats.size()) != rank)
     return fail(op, std::to_string(repeats.size()) + " repeats for " +
@@ -110,8 +105,7 @@ Status checkTile(const TensorRef &in, const std::vector<int64_t> &repeats,
 Status checkConcatSplit(const char *op, bool toOut,
                         const std::vector<TensorRef> &parts, int64_t axis,
                         const TensorRef &whole, int64_t &a) {
-  if (Status s = checkTensor(op, toOut ? "output" : "input", whole); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, toOut ? "output" : "input", whole));
   int64_t rank = whole.rank();
   a = normAxis(axis, rank);
   if (a < 0)
@@ -122,10 +116,8 @@ Status checkConcatSplit(const char *op, bool toOut,
   int64_t total = 0;
   for (const TensorRef &p : parts) {
     const char *what = toOut ? "input" : "output";
-    if (Status s = checkTensor(op, what, p); !s.ok())
-      return s;
-    if (Status s = checkDType(op, what, p, whole.dtype); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkTensor(op, what, p));
+    SMP_RETURN_IF_ERROR(checkDType(op, what, p, whole.dtype));
     bool ok = p.rank() == rank;
     for (int64_t d = 0; ok && d < rank; ++d)
       ok = d == a || p.shape[d] == whole.shape[d];
@@ -145,10 +137,8 @@ Status checkConcatSplit(const char *op, bool toOut,
 Status checkGather(const TensorRef &data, const TensorRef &indices,
                    int64_t axis, const TensorRef &out, int64_t &a) {
   const char *op = "gather";
-  if (Status s = checkPair(op, data, out); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, data, out));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   a = normAxis(axis, data.rank());
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
@@ -161,8 +151,7 @@ Status checkGather(const TensorRef &data, const TensorRef &indices,
 
 Status checkTrilu(const TensorRef &in, const TensorRef &out) {
   const char *op = "trilu";
-  if (Status s = checkSameTensor(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   if (in.rank() < 2)
     return fail(op, "input " + smp::base::describe(in) + " needs two dims");
   return Status::success();

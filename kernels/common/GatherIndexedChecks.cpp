@@ -71,14 +71,11 @@ Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
                      int64_t batchDims, const TensorRef &out,
                      GatherNdGeom &g) {
   const char *op = "gather_nd";
-  if (Status s = checkPair(op, data, out); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, data, out));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   std::vector<int64_t> expected;
-  if (Status s = geometryNd(op, data.shape, indices, batchDims, g, expected);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      geometryNd(op, data.shape, indices, batchDims, g, expected));
   return checkShape(op, "output", out, expected);
 }
 
@@ -86,28 +83,21 @@ Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                          int64_t batchDims, const TensorRef &out,
                          GatherNdGeom &g) {
   const char *op = "gather_nd_grad";
-  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "grad", dy, out.dtype); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   std::vector<int64_t> expected;
-  if (Status s = geometryNd(op, out.shape, indices, batchDims, g, expected);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      geometryNd(op, out.shape, indices, batchDims, g, expected));
   return checkShape(op, "grad", dy, expected);
 }
 
 Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
                            int64_t axis, const TensorRef &out, int64_t &a) {
   const char *op = "gather_elements";
-  if (Status s = checkPair(op, data, out); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
-  if (Status s = geometryElements(op, data.shape, indices, axis, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, data, out));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
+  SMP_RETURN_IF_ERROR(geometryElements(op, data.shape, indices, axis, a));
   return checkShape(op, "output", out, indices.shape);
 }
 
@@ -115,14 +105,10 @@ Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                                int64_t axis, const TensorRef &out,
                                int64_t &a) {
   const char *op = "gather_elements_grad";
-  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "grad", dy, out.dtype); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
-  if (Status s = geometryElements(op, out.shape, indices, axis, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
+  SMP_RETURN_IF_ERROR(geometryElements(op, out.shape, indices, axis, a));
   return checkShape(op, "grad", dy, indices.shape);
 }
 

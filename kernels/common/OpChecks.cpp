@@ -13,8 +13,7 @@ Status
 checkAll(const char *op,
          std::initializer_list<std::pair<const TensorRef *, const char *>> ts) {
   for (auto [t, what] : ts)
-    if (Status s = checkTensor(op, what, *t); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkTensor(op, what, *t));
   return Status::success();
 }
 
@@ -28,20 +27,15 @@ Status checkBinary(const char *op, const TensorRef &lhs, const TensorRef &rhs,
                    const TensorRef &out, bool boolOutput,
                    std::vector<int64_t> &shape, std::vector<int64_t> &sa,
                    std::vector<int64_t> &sb) {
-  if (Status s = checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}});
-      !s.ok())
-    return s;
-  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
-    return s;
-  if (Status s =
-          checkDType(op, "output", out, boolOutput ? DType::Bool : lhs.dtype);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "rhs", rhs, lhs.dtype));
+  SMP_RETURN_IF_ERROR(
+      checkDType(op, "output", out, boolOutput ? DType::Bool : lhs.dtype));
   if (!broadcastShapes(lhs.shape, rhs.shape, shape))
     return fail(op, "cannot broadcast " + smp::base::describe(lhs) + " with " +
                         smp::base::describe(rhs));
-  if (Status s = checkShape(op, "output", out, shape); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkShape(op, "output", out, shape));
   broadcastStrides(lhs.shape, shape, sa);
   broadcastStrides(rhs.shape, shape, sb);
   return Status::success();
@@ -52,26 +46,19 @@ Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
                   std::vector<int64_t> &shape, std::vector<int64_t> &sc,
                   std::vector<int64_t> &sa, std::vector<int64_t> &sb) {
   const char *op = "where";
-  if (Status s = checkAll(op, {{&cond, "condition"},
-                               {&lhs, "lhs"},
-                               {&rhs, "rhs"},
-                               {&out, "output"}});
-      !s.ok())
-    return s;
-  if (Status s = checkDType(op, "condition", cond, DType::Bool); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, lhs.dtype); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkAll(
+      op,
+      {{&cond, "condition"}, {&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "condition", cond, DType::Bool));
+  SMP_RETURN_IF_ERROR(checkDType(op, "rhs", rhs, lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, lhs.dtype));
   std::vector<int64_t> ab;
   if (!broadcastShapes(lhs.shape, rhs.shape, ab) ||
       !broadcastShapes(cond.shape, ab, shape))
     return fail(op, "cannot broadcast " + smp::base::describe(cond) + ", " +
                         smp::base::describe(lhs) + " and " +
                         smp::base::describe(rhs));
-  if (Status s = checkShape(op, "output", out, shape); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkShape(op, "output", out, shape));
   broadcastStrides(cond.shape, shape, sc);
   broadcastStrides(lhs.shape, shape, sa);
   broadcastStrides(rhs.shape, shape, sb);
@@ -79,10 +66,8 @@ Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
 }
 
 Status checkCast(const TensorRef &in, const TensorRef &out) {
-  if (Status s = checkTensor("cast", "input", in); !s.ok())
-    return s;
-  if (Status s = checkTensor("cast", "output", out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor("cast", "input", in));
+  SMP_RETURN_IF_ERROR(checkTensor("cast", "output", out));
   return checkShape("cast", "output", out, in.shape);
 }
 
@@ -93,13 +78,10 @@ Status checkCast(const TensorRef &in, const TensorRef &out) {
 Status checkMatMulOperands(const TensorRef &lhs, const TensorRef &rhs,
                            const TensorRef &out) {
   const char *op = "matmul";
-  if (Status s = checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}});
-      !s.ok())
-    return s;
-  if (Status s = checkDType(op, "rhs", rhs, lhs.dtype); !s.ok())
-    return s;
-  if (Status s = checkDType(op, "output", out, lhs.dtype); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      checkAll(op, {{&lhs, "lhs"}, {&rhs, "rhs"}, {&out, "output"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "rhs", rhs, lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, lhs.dtype));
   if (lhs.rank() == 0 || rhs.rank() == 0)
     return fail(op, "operands must not be scalars");
   return Status::success();
@@ -138,8 +120,7 @@ Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
     expected.push_back(g.M);
   if (!promoteB)
     expected.push_back(g.N);
-  if (Status s = checkShape(op, "output", out, expected); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkShape(op, "output", out, expected));
   broadcastStrides(g.batchA, g.batch, g.strA);
   broadcastStrides(g.batchB, g.batch, g.strB);
   for (int64_t &s : g.strA)
@@ -156,8 +137,7 @@ Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
 Status checkReduce(const char *op, const TensorRef &in,
                    const std::vector<int64_t> &axes, const TensorRef &out,
                    std::vector<bool> &reduced) {
-  if (Status s = checkPair(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkPair(op, in, out));
   int64_t rank = in.rank();
   reduced.assign(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
@@ -210,8 +190,7 @@ Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a) {
 Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
                    int64_t &a) {
   const char *op = "cumsum";
-  if (Status s = checkSameTensor(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   if (in.dtype == DType::Bool)
     return fail(op, "input " + smp::base::describe(in) +
                         " must hold integers or floats");
@@ -226,8 +205,7 @@ Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
 
 Status checkParam(const char *op, const char *what, const TensorRef &p,
                   const std::vector<int64_t> &target) {
-  if (Status s = checkFloat(op, what, p); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloat(op, what, p));
   std::vector<int64_t> strides;
   if (!broadcastStrides(p.shape, target, strides))
     return fail(op, std::string(what) + " " + smp::base::describe(p) +
@@ -239,26 +217,22 @@ Status checkLayerNorm(const TensorRef &in, const TensorRef &scale,
                       const TensorRef *bias, int64_t axis, const TensorRef &out,
                       std::vector<int64_t> &normShape) {
   const char *op = "layer_norm";
-  if (Status s = checkSameTensor(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   int64_t a = normAxis(axis, in.rank());
   if (a < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
                         smp::base::describe(in));
   normShape.assign(in.shape.begin() + a, in.shape.end());
-  if (Status s = checkParam(op, "scale", scale, normShape); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkParam(op, "scale", scale, normShape));
   if (bias)
-    if (Status s = checkParam(op, "bias", *bias, normShape); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkParam(op, "bias", *bias, normShape));
   return Status::success();
 }
 
 Status checkRmsNorm(const TensorRef &in, const TensorRef &scale,
                     const TensorRef &out, std::vector<int64_t> &normShape) {
   const char *op = "rms_norm";
-  if (Status s = checkSameTensor(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   if (in.rank() == 0)
     return fail(op, "input must not be a scalar");
   normShape.assign(1, in.shape.back());
@@ -269,8 +243,7 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
                       const TensorRef &bias, const TensorRef &mean,
                       const TensorRef &variance, const TensorRef &out) {
   const char *op = "batch_norm";
-  if (Status s = checkSameTensor(op, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   if (in.rank() < 2)
     return fail(op,
                 "input " + smp::base::describe(in) + " needs a channel dim");
@@ -280,10 +253,8 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
         {&bias, "bias"},
         {&mean, "mean"},
         {&variance, "variance"}}) {
-    if (Status s = checkFloat(op, what, *p); !s.ok())
-      return s;
-    if (Status s = checkShape(op, what, *p, {channels}); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkFloat(op, what, *p));
+    SMP_RETURN_IF_ERROR(checkShape(op, what, *p, {channels}));
   }
   return Status::success();
 }
@@ -292,17 +263,14 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                          bool reduced, const TensorRef &out,
                          const TensorRef *weights, int64_t &classes) {
   const char *op = "cross_entropy";
-  if (Status s = checkAll(
-          op, {{&logits, "logits"}, {&labels, "labels"}, {&out, "output"}});
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkAll(
+      op, {{&logits, "logits"}, {&labels, "labels"}, {&out, "output"}}));
   if (!smp::base::isFloat(logits.dtype))
     return unsupported(op, logits.dtype);
   if (smp::base::isFloat(labels.dtype))
     return fail(op,
                 "labels must be integers, got " + smp::base::describe(labels));
-  if (Status s = checkDType(op, "output", out, logits.dtype); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, logits.dtype));
   if (logits.rank() < 1 ||
       std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
           labels.shape)
@@ -310,16 +278,14 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                         " must have the shape of logits " +
                         smp::base::describe(logits) + " without its last dim");
   if (!reduced) {
-    if (Status s = checkShape(op, "output", out, labels.shape); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkShape(op, "output", out, labels.shape));
   } else if (out.numel() != 1) {
     return fail(op, "output " + smp::base::describe(out) +
                         " must hold one element for a reduced loss");
   }
   classes = logits.shape.back();
   if (weights) {
-    if (Status s = checkTensor(op, "weights", *weights); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkTensor(op, "weights", *weights));
     if (!smp::base::isFloat(weights->dtype) || weights->rank() != 1 ||
         weights->shape[0] != classes)
       return fail(op, "weights " + smp::base::describe(*weights) +

@@ -7,10 +7,8 @@ namespace smp::kernels::common {
 Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
                      const TensorRef &dx) {
   const char *op = "gelu_grad";
-  if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
-    return s;
-  if (Status s = checkSameShape(op, x, dy); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
+  SMP_RETURN_IF_ERROR(checkSameShape(op, x, dy));
   if (dx.numel() != x.numel())
     return fail(op, "dx must have the size of x");
   return Status::success();
@@ -21,15 +19,12 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                              bool reduced, const TensorRef &dlogits,
                              int64_t &classes, int64_t &rows) {
   const char *op = "cross_entropy_grad";
-  if (Status s = checkFloats(op, {&logits, &dloss, &dlogits}); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "labels", labels); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&logits, &dloss, &dlogits}));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "labels", labels));
   if (smp::base::isFloat(labels.dtype))
     return fail(op,
                 "labels must be integers, got " + smp::base::describe(labels));
-  if (Status s = checkSameShape(op, logits, dlogits); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameShape(op, logits, dlogits));
   if (logits.rank() < 1)
     return fail(op, "logits must not be a scalar");
   classes = logits.shape.back();
@@ -49,12 +44,10 @@ Status checkNormGrad(const char *op, const TensorRef &x,
                      const TensorRef &scale, const TensorRef &dy, int64_t axis,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef *dbias, std::vector<int64_t> &norm) {
-  if (Status s = dbias ? checkFloats(op, {&x, &scale, &dy, &dx, &dscale, dbias})
-                       : checkFloats(op, {&x, &scale, &dy, &dx, &dscale});
-      !s.ok())
-    return s;
-  if (Status s = checkSameShape(op, x, dy); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      dbias ? checkFloats(op, {&x, &scale, &dy, &dx, &dscale, dbias})
+            : checkFloats(op, {&x, &scale, &dy, &dx, &dscale}));
+  SMP_RETURN_IF_ERROR(checkSameShape(op, x, dy));
   if (!dbias) { // rms_norm_grad: the last dim
     if (x.rank() < 1)
       return fail(op, "input must not be a scalar");
@@ -79,10 +72,8 @@ Status checkSgd(const TensorRef &param, const TensorRef &grad,
                 const TensorRef &buffer, const TensorRef &newParam,
                 const TensorRef &newBuffer) {
   const char *op = "sgd_update";
-  if (Status s =
-          checkFloats(op, {&param, &grad, &buffer, &newParam, &newBuffer});
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      checkFloats(op, {&param, &grad, &buffer, &newParam, &newBuffer}));
   int64_t n = param.numel();
   if (grad.numel() != n || buffer.numel() != n)
     return fail(op, "parameter, gradient and buffer differ in size");
@@ -93,10 +84,8 @@ Status checkAdam(const char *op, const TensorRef &param, const TensorRef &grad,
                  const TensorRef &expAvg, const TensorRef &expAvgSq,
                  const TensorRef &newParam, const TensorRef &newExpAvg,
                  const TensorRef &newExpAvgSq) {
-  if (Status s = checkFloats(op, {&param, &grad, &expAvg, &expAvgSq, &newParam,
-                                  &newExpAvg, &newExpAvgSq});
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&param, &grad, &expAvg, &expAvgSq,
+                                       &newParam, &newExpAvg, &newExpAvgSq}));
   int64_t n = param.numel();
   if (grad.numel() != n || expAvg.numel() != n || expAvgSq.numel() != n)
     return fail(op, "parameter, gradient and states differ in size");

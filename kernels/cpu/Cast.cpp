@@ -62,8 +62,7 @@ template <class S, class T> void castLoop(const S *x, T *y, int64_t n) {
 } // namespace
 
 Status cast(const TensorRef &in, const TensorRef &out) {
-  if (Status s = common::checkCast(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCast(in, out));
   if (in.dtype == out.dtype)
     return copy(in, out);
   return visitAny(in.dtype, [&](auto from) {

@@ -183,10 +183,8 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             const TensorRef &out) {
   const char *name = "conv";
   Window w;
-  if (Status s = common::checkConv(in, weight, bias, strides, pads, dilations,
-                                   group, out, kAnyDims, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkConv(in, weight, bias, strides, pads,
+                                        dilations, group, out, kAnyDims, w));
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
   std::vector<double> b;
   if (bias)
@@ -307,10 +305,8 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
   Window w;
-  if (Status s = common::checkPool(name, in, kernel, strides, pads, dilations,
-                                   ceilMode, out, kAnyDims, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkPool(name, in, kernel, strides, pads,
+                                        dilations, ceilMode, out, kAnyDims, w));
   if (out.numel() == 0)
     return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {

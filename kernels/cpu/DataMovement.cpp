@@ -32,8 +32,7 @@ void parallelCopy(void *dst, const void *src, size_t bytes) {
 } // namespace
 
 Status copy(const TensorRef &in, const TensorRef &out) {
-  if (Status s = common::checkCopy(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCopy(in, out));
   if (in.data != out.data && in.numel() != 0)
     parallelCopy(out.data, in.data, in.bytes());
   return Status::success();
@@ -43,32 +42,27 @@ Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";
   std::vector<int64_t> strides;
-  if (Status s = common::checkTranspose(in, perm, out, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTranspose(in, perm, out, strides));
   return stridedCopy(name, in, 0, strides, out);
 }
 
 Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *name = "slice";
-  if (Status s = common::checkSlice(in, starts, steps, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkSlice(in, starts, steps, out));
   if (out.numel() == 0)
     return Status::success();
   int64_t base;
   std::vector<int64_t> strides;
-  if (Status s = common::sliceGeometry(name, in, starts, steps, out.shape, base,
-                                       strides);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::sliceGeometry(name, in, starts, steps, out.shape, base, strides));
   return stridedCopy(name, in, base, strides, out);
 }
 
 Status expand(const TensorRef &in, const TensorRef &out) {
   const char *name = "expand";
   std::vector<int64_t> strides;
-  if (Status s = common::checkExpand(in, out, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkExpand(in, out, strides));
   return stridedCopy(name, in, 0, strides, out);
 }
 
@@ -76,8 +70,7 @@ Status tile(const TensorRef &in, const std::vector<int64_t> &repeats,
             const TensorRef &out) {
   const char *name = "tile";
   std::vector<int64_t> shape, strides;
-  if (Status s = common::checkTile(in, repeats, out, shape, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTile(in, repeats, out, shape, strides));
   TensorRef view = out; // out as [r0, d0, r1, d1, ..]
   view.shape = shape;
   return stridedCopy(name, in, 0, strides, view);
@@ -91,9 +84,8 @@ Status concatSplit(const char *name, bool toOut,
                    const std::vector<TensorRef> &parts, int64_t axis,
                    const TensorRef &whole) {
   int64_t a;
-  if (Status s = common::checkConcatSplit(name, toOut, parts, axis, whole, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkConcatSplit(name, toOut, parts, axis, whole, a));
   if (whole.numel() == 0)
     return Status::success();
   size_t es = smp::base::dtypeSize(whole.dtype);
@@ -135,8 +127,7 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out) {
   const char *name = "gather";
   int64_t a;
-  if (Status s = common::checkGather(data, indices, axis, out, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGather(data, indices, axis, out, a));
   int64_t dim = data.shape[a], ni = indices.numel();
   std::vector<int64_t> idx(static_cast<size_t>(ni));
   for (int64_t k = 0; k < ni; ++k) {
@@ -175,8 +166,7 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
 
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   const char *name = "trilu";
-  if (Status s = common::checkTrilu(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTrilu(in, out));
   int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
   int64_t es = static_cast<int64_t>(smp::base::dtypeSize(in.dtype));
   int64_t allRows = in.numel() / std::max<int64_t>(cols, 1);

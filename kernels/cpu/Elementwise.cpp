@@ -179,8 +179,7 @@ Status unaryInt(UnaryOp op, const TensorRef &in, const TensorRef &out) {
 
 Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   const char *name = unaryOpName(op);
-  if (Status s = checkSameTensor(name, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       return unaryFloat<typename decltype(tag)::type>(op, in, out);
@@ -198,8 +197,7 @@ Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
 }
 
 Status leakyRelu(const TensorRef &in, float alpha, const TensorRef &out) {
-  if (Status s = checkSameTensor("leaky_relu", in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor("leaky_relu", in, out));
   return visitFloat(in.dtype, "leaky_relu", [&](auto tag) {
     using S = typename decltype(tag)::type;
     using C = typename Float<S>::C;
@@ -476,10 +474,8 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
               const TensorRef &out) {
   const char *name = binaryOpName(op);
   std::vector<int64_t> shape, sa, sb;
-  if (Status s = common::checkBinary(name, lhs, rhs, out, isCompare(op), shape,
-                                     sa, sb);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkBinary(name, lhs, rhs, out, isCompare(op), shape, sa, sb));
   if (out.numel() == 0)
     return Status::success();
   StridedLoop<2> loop(shape, {sa, sb});
@@ -540,9 +536,8 @@ Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
              const TensorRef &out) {
   const char *name = "where";
   std::vector<int64_t> shape, sc, sa, sb;
-  if (Status s = common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();

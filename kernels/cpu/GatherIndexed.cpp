@@ -45,9 +45,8 @@ Status tupleOffsets(const char *op, const TensorRef &indices,
     int64_t off = (p / g.perBatch) * g.batchStride;
     for (int64_t j = 0; j < g.k; ++j) {
       int64_t v;
-      if (Status s = loadIndex(op, indices, p * g.k + j, g.dims[j], g.b + j, v);
-          !s.ok())
-        return s;
+      SMP_RETURN_IF_ERROR(
+          loadIndex(op, indices, p * g.k + j, g.dims[j], g.b + j, v));
       off += v * g.strides[j];
     }
     offsets[p] = off;
@@ -65,8 +64,7 @@ Status elementOffsets(const char *op, const TensorRef &indices,
   offsets.assign(static_cast<size_t>(n), 0);
   for (int64_t t = 0; t < n; ++t) {
     int64_t v;
-    if (Status s = loadIndex(op, indices, t, data[a], a, v); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(loadIndex(op, indices, t, data[a], a, v));
     int64_t off = 0;
     for (size_t d = 0; d < ix.size(); ++d)
       off += (static_cast<int64_t>(d) == a ? v : at[d]) * strides[d];
@@ -123,12 +121,9 @@ Status gatherNd(const TensorRef &data, const TensorRef &indices,
                 int64_t batchDims, const TensorRef &out) {
   const char *op = "gather_nd";
   GatherNdGeom g;
-  if (Status s = common::checkGatherNd(data, indices, batchDims, out, g);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGatherNd(data, indices, batchDims, out, g));
   std::vector<int64_t> offsets;
-  if (Status s = tupleOffsets(op, indices, g, offsets); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(tupleOffsets(op, indices, g, offsets));
   return copySlices(op, data, offsets, g.slice, out);
 }
 
@@ -136,12 +131,10 @@ Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                     int64_t batchDims, const TensorRef &out) {
   const char *op = "gather_nd_grad";
   GatherNdGeom g;
-  if (Status s = common::checkGatherNdGrad(indices, dy, batchDims, out, g);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherNdGrad(indices, dy, batchDims, out, g));
   std::vector<int64_t> offsets;
-  if (Status s = tupleOffsets(op, indices, g, offsets); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(tupleOffsets(op, indices, g, offsets));
   return scatterAddSlices(op, dy, offsets, g.slice, out);
 }
 
@@ -149,12 +142,9 @@ Status gatherElements(const TensorRef &data, const TensorRef &indices,
                       int64_t axis, const TensorRef &out) {
   const char *op = "gather_elements";
   int64_t a;
-  if (Status s = common::checkGatherElements(data, indices, axis, out, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGatherElements(data, indices, axis, out, a));
   std::vector<int64_t> offsets;
-  if (Status s = elementOffsets(op, indices, data.shape, a, offsets); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(elementOffsets(op, indices, data.shape, a, offsets));
   return copySlices(op, data, offsets, 1, out);
 }
 
@@ -162,12 +152,10 @@ Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
   const char *op = "gather_elements_grad";
   int64_t a;
-  if (Status s = common::checkGatherElementsGrad(indices, dy, axis, out, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherElementsGrad(indices, dy, axis, out, a));
   std::vector<int64_t> offsets;
-  if (Status s = elementOffsets(op, indices, out.shape, a, offsets); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(elementOffsets(op, indices, out.shape, a, offsets));
   return scatterAddSlices(op, dy, offsets, 1, out);
 }
 

@@ -58,10 +58,8 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     const TensorRef &out, const TensorRef *weights) {
   const char *name = "cross_entropy";
   int64_t classes, rows = labels.numel();
-  if (Status s = common::checkCrossEntropy(
-          logits, labels, reduction != Reduction::None, out, weights, classes);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropy(
+      logits, labels, reduction != Reduction::None, out, weights, classes));
   std::vector<int64_t> lab(static_cast<size_t>(rows));
   double counted = 0; // labels not ignored, or the sum of their weights
   for (int64_t r = 0; r < rows; ++r) {

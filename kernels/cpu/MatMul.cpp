@@ -80,13 +80,10 @@ template <class S> std::vector<float> widenToF32(const TensorRef &t) {
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
               bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul";
-  if (Status s = common::checkMatMulOperands(lhs, rhs, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   Geometry g;
-  if (Status s =
-          common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, g);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, g));
   if (out.numel() == 0)
     return Status::success();
 

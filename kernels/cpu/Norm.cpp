@@ -87,9 +87,8 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &out) {
   const char *name = "layer_norm";
   std::vector<int64_t> normShape;
-  if (Status s = common::checkLayerNorm(in, scale, bias, axis, out, normShape);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkLayerNorm(in, scale, bias, axis, out, normShape));
   int64_t d = product(normShape);
   if (in.numel() == 0)
     return Status::success();
@@ -109,8 +108,7 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
                const TensorRef &out) {
   const char *name = "rms_norm";
   std::vector<int64_t> last;
-  if (Status s = common::checkRmsNorm(in, scale, out, last); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkRmsNorm(in, scale, out, last));
   int64_t d = last[0];
   if (in.numel() == 0)
     return Status::success();
@@ -143,9 +141,8 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &variance, float epsilon,
                  const TensorRef &out) {
   const char *name = "batch_norm";
-  if (Status s = common::checkBatchNorm(in, scale, bias, mean, variance, out);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkBatchNorm(in, scale, bias, mean, variance, out));
   int64_t channels = in.shape[1];
   if (in.numel() == 0)
     return Status::success();

@@ -184,8 +184,7 @@ Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
   const char *name = reduceName(op);
   std::vector<bool> reduced;
-  if (Status s = common::checkReduce(name, in, axes, out, reduced); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkReduce(name, in, axes, out, reduced));
   if (out.numel() == 0)
     return Status::success();
   if (in.numel() == 0)
@@ -263,8 +262,7 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
   int64_t a;
-  if (Status s = common::checkCumSum(in, axis, out, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
   if (out.numel() == 0)
     return Status::success();
   int64_t len = in.shape[a], inner = 1;

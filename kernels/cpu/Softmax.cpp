@@ -141,8 +141,7 @@ void softmaxStrided(const S *x, S *y, int64_t outer, int64_t n, int64_t inner,
 
 Status softmaxImpl(const char *name, bool log, const TensorRef &in,
                    int64_t axis, const TensorRef &out) {
-  if (Status s = checkSameTensor(name, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   int64_t rank = in.rank();
   if (rank == 0) { // a scalar: softmax 1, log_softmax 0
     return visitFloat(in.dtype, name, [&](auto tag) {
@@ -154,8 +153,7 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
     });
   }
   int64_t d;
-  if (Status s = common::checkAxis(name, axis, rank, d); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkAxis(name, axis, rank, d));
   int64_t outer = product(in.shape, 0, d), n = in.shape[d],
           inner = product(in.shape, d + 1);
   if (in.numel() == 0)

@@ -53,8 +53,7 @@ std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
-  if (Status s = common::checkGeluGrad(x, dy, dx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
   std::vector<double> xv = toDouble(x), g = toDouble(dy);
   const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
   parallelFor(static_cast<int64_t>(xv.size()), grainFor(20),
@@ -81,10 +80,8 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
   std::vector<int64_t> norm;
-  if (Status s = common::checkNormGrad(op, x, scale, dy, axis, dx, dscale,
-                                       &dbias, norm);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
   int64_t n = product(norm), rows = n ? x.numel() / n : 0;
   std::vector<int64_t> smap = broadcastIndex(norm, scale.shape);
   std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
@@ -112,10 +109,8 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
       out[r * n + j] = rstd * (d - sumD / n - xhat * sumDX / n);
     }
   }
-  if (Status s = storeDouble(op, dx, out); !s.ok())
-    return s;
-  if (Status s = storeDouble(op, dscale, ds); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(storeDouble(op, dx, out));
+  SMP_RETURN_IF_ERROR(storeDouble(op, dscale, ds));
   return storeDouble(op, dbias, db);
 }
 
@@ -124,10 +119,8 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
   std::vector<int64_t> norm;
-  if (Status s = common::checkNormGrad(op, x, scale, dy, -1, dx, dscale,
-                                       nullptr, norm);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
   int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
   std::vector<int64_t> smap = broadcastIndex({n}, scale.shape);
   std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
@@ -148,8 +141,7 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
       out[r * n + j] =
           rr * (gr[j] * w[smap[j]] - xr[j] * rr * rr * dot / n);
   }
-  if (Status s = storeDouble(op, dx, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(storeDouble(op, dx, out));
   return storeDouble(op, dscale, ds);
 }
 
@@ -159,11 +151,9 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
   int64_t classes, rows;
-  if (Status s = common::checkCrossEntropyGrad(
-          logits, labels, weights, dloss, reduction != Reduction::None,
-          dlogits, classes, rows);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropyGrad(
+      logits, labels, weights, dloss, reduction != Reduction::None, dlogits,
+      classes, rows));
   std::vector<double> w = weights ? toDouble(*weights) : std::vector<double>();
   std::vector<double> g = toDouble(dloss);
   double counted = 0;
@@ -203,8 +193,7 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
   axis = normAxis(axis, out.rank());
   if (axis < 0)
     return fail(op, "axis out of range");
@@ -229,8 +218,7 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
                  const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *op = "slice_grad";
-  if (Status s = checkTensor(op, "grad", dy); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, "grad", dy));
   if (dy.dtype != out.dtype || dy.rank() != out.rank() ||
       static_cast<int64_t>(starts.size()) != out.rank() ||
       static_cast<int64_t>(steps.size()) != out.rank())
@@ -334,13 +322,11 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  if (Status s = checkFloats(op, {&x, &weight, &dy, &dx, &dweight}); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Window w;
-  if (Status s = makeWindow(op, x, dy, kernel, strides, pads, dilations, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeWindow(op, x, dy, kernel, strides, pads, dilations, w));
   int64_t n = x.shape[0], c = x.shape[1], m = weight.shape[0];
   if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
       dy.shape[1] != m)
@@ -370,8 +356,7 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
         }
       }
     }
-  if (Status s = storeDouble(op, dx, gx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(storeDouble(op, dx, gx));
   return storeDouble(op, dweight, gw);
 }
 
@@ -382,12 +367,10 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
   Window w;
-  if (Status s = makeWindow(op, x, dy, kernel, strides, pads, dilations, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeWindow(op, x, dy, kernel, strides, pads, dilations, w));
   int64_t planes = x.shape[0] * x.shape[1];
   if (dy.shape[0] * dy.shape[1] != planes)
     return fail(op, "gradient does not match the input's planes");
@@ -429,9 +412,8 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const SgdOptions &o, const TensorRef &newParam,
                  const TensorRef &newBuffer) {
   const char *op = "sgd_update";
-  if (Status s = common::checkSgd(param, grad, buffer, newParam, newBuffer);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkSgd(param, grad, buffer, newParam, newBuffer));
   std::vector<double> p = toDouble(param), g = toDouble(grad),
                       buf = toDouble(buffer);
   for (size_t i = 0; i < p.size(); ++i) {
@@ -444,8 +426,7 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
     }
     p[i] -= lr * d;
   }
-  if (Status s = storeDouble(op, newParam, p); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(storeDouble(op, newParam, p));
   return o.momentum != 0 ? storeDouble(op, newBuffer, buf)
                          : Status::success();
 }
@@ -456,10 +437,8 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                   const TensorRef &newParam, const TensorRef &newExpAvg,
                   const TensorRef &newExpAvgSq) {
   const char *op = "adam_update";
-  if (Status s = common::checkAdam(op, param, grad, expAvg, expAvgSq, newParam,
-                                   newExpAvg, newExpAvgSq);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkAdam(op, param, grad, expAvg, expAvgSq,
+                                        newParam, newExpAvg, newExpAvgSq));
   std::vector<double> p = toDouble(param), g = toDouble(grad),
                       m = toDouble(expAvg), v = toDouble(expAvgSq);
   double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
@@ -474,10 +453,8 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
     v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
     p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
   }
-  if (Status s = storeDouble(op, newParam, p); !s.ok())
-    return s;
-  if (Status s = storeDouble(op, newExpAvg, m); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(storeDouble(op, newParam, p));
+  SMP_RETURN_IF_ERROR(storeDouble(op, newExpAvg, m));
   return storeDouble(op, newExpAvgSq, v);
 }
 

@@ -136,13 +136,11 @@ __global__ void castKernel(const void *in, DType from, void *out, DType to,
 
 Status cast(const TensorRef &in, const TensorRef &out) {
   const char *name = "cast";
-  if (Status s = common::checkCast(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCast(in, out));
   if (in.dtype == out.dtype)
     return copy(in, out);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = in.numel();
   if (n == 0)
     return Status::success();

@@ -123,26 +123,17 @@ void setAllowTF32(Context &ctx, bool allow) { ctx.allowTF32 = allow; }
 
 Status synchronize(Context &ctx) {
   const char *op = "cuda_synchronize";
-  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
-    return s;
-  if (Status s = cudaStatus(op, cudaMemcpyAsync(ctx.hError, ctx.dError,
-                                                sizeof(DeviceError),
-                                                cudaMemcpyDeviceToHost,
-                                                ctx.stream));
-      !s.ok())
-    return s;
-  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(cudaStatus(op, cudaStreamSynchronize(ctx.stream)));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemcpyAsync(ctx.hError, ctx.dError, sizeof(DeviceError),
+                          cudaMemcpyDeviceToHost, ctx.stream)));
+  SMP_RETURN_IF_ERROR(cudaStatus(op, cudaStreamSynchronize(ctx.stream)));
   DeviceError e = *ctx.hError;
   if (e.code == kErrNone)
     return Status::success();
-  if (Status s = cudaStatus(op, cudaMemsetAsync(ctx.dError, 0,
-                                                sizeof(DeviceError),
-                                                ctx.stream));
-      !s.ok())
-    return s;
-  if (Status s = cudaStatus(op, cudaStreamSynchronize(ctx.stream)); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemsetAsync(ctx.dError, 0, sizeof(DeviceError), ctx.stream)));
+  SMP_RETURN_IF_ERROR(cudaStatus(op, cudaStreamSynchronize(ctx.stream)));
   auto str = [](long long v) { return std::to_string(v); };
   switch (e.code) {
   case kErrDivByZero:

@@ -98,10 +98,9 @@ Status makeGradWin(const char *op, const TensorRef &in,
                    const std::vector<int64_t> &dilations,
                    const std::vector<int64_t> &outShape, Win &w) {
   common::Window cw;
-  if (Status s = common::makeWindow(op, in, kernel, strides, pads, dilations,
-                                    false, &outShape, kMaxRank, cw);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::makeWindow(op, in, kernel, strides, pads,
+                                         dilations, false, &outShape, kMaxRank,
+                                         cw));
   w = toWin(cw);
   return Status::success();
 }
@@ -179,17 +178,14 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
             const TensorRef &out) {
   const char *name = "conv";
   common::Window cw;
-  if (Status s = common::checkConv(in, weight, bias, strides, pads, dilations,
-                                   group, out, kMaxRank, cw);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkConv(in, weight, bias, strides, pads,
+                                        dilations, group, out, kMaxRank, cw));
   Win w = toWin(cw);
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -212,16 +208,13 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
   common::Window cw;
-  if (Status s = common::checkPool(name, in, kernel, strides, pads, dilations,
-                                   ceilMode, out, kMaxRank, cw);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkPool(
+      name, in, kernel, strides, pads, dilations, ceilMode, out, kMaxRank, cw));
   Win w = toWin(cw);
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -369,16 +362,13 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  if (Status s = checkFloats(op, {&x, &weight, &dy, &dx, &dweight}); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
   if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
     return fail(op, "expects [N, C, spatial...] tensors");
   std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Win w;
-  if (Status s =
-          makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
   int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
   if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
       dy.shape[1] != m || dy.shape[0] != batch)
@@ -386,21 +376,18 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
   if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
     return fail(op, "gradients must have the sizes of the input and weight");
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (int64_t n = x.numel(); n > 0) {
     convGradInput<<<gridFor(n), kThreads, 0, ctx->stream>>>(
         F{dy.data, dy.dtype}, F{weight.data, weight.dtype}, dx.data, dx.dtype,
         w, c, m, group, n);
-    if (Status s = launchStatus(op); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(launchStatus(op));
   }
   if (int64_t n = weight.numel(); n > 0) {
     convGradWeight<<<gridFor(n), kThreads, 0, ctx->stream>>>(
         F{x.data, x.dtype}, F{dy.data, dy.dtype}, dweight.data, dweight.dtype,
         w, c, m, group, batch, n);
-    if (Status s = launchStatus(op); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(launchStatus(op));
   }
   return Status::success();
 }
@@ -412,22 +399,18 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  if (Status s = checkFloats(op, {&x, &dy, &dx}); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
   if (dy.rank() != x.rank())
     return fail(op, "expects [N, C, spatial...] tensors");
   Win w;
-  if (Status s =
-          makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
   if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])
     return fail(op, "gradient does not match the input's planes");
   if (dx.numel() != x.numel())
     return fail(op, "gradient must have the size of the input");
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = x.numel();
   if (n == 0)
     return Status::success();

@@ -41,8 +41,7 @@ Status stridedCopy(const char *op, Context *ctx, bool scatter,
   if (n == 0)
     return Status::success();
   Strided<1> st;
-  if (Status s = makeStrided<1>(op, shape, {strides}, st); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeStrided<1>(op, shape, {strides}, st));
   return visitBytes(out.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (scatter)
@@ -59,11 +58,9 @@ Status stridedCopy(const char *op, Context *ctx, bool scatter,
 
 Status copy(const TensorRef &in, const TensorRef &out) {
   const char *name = "copy";
-  if (Status s = common::checkCopy(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCopy(in, out));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (in.data == out.data || in.numel() == 0)
     return Status::success();
   // cudaMemcpyDefault: either side may be pinned host memory (activation
@@ -76,41 +73,33 @@ Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";
   std::vector<int64_t> strides;
-  if (Status s = common::checkTranspose(in, perm, out, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTranspose(in, perm, out, strides));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
 }
 
 Status slice(const TensorRef &in, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *name = "slice";
-  if (Status s = common::checkSlice(in, starts, steps, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkSlice(in, starts, steps, out));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
   int64_t base;
   std::vector<int64_t> strides;
-  if (Status s = common::sliceGeometry(name, in, starts, steps, out.shape, base,
-                                       strides);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::sliceGeometry(name, in, starts, steps, out.shape, base, strides));
   return stridedCopy(name, ctx, false, in, base, out.shape, strides, out);
 }
 
 Status expand(const TensorRef &in, const TensorRef &out) {
   const char *name = "expand";
   std::vector<int64_t> strides;
-  if (Status s = common::checkExpand(in, out, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkExpand(in, out, strides));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   return stridedCopy(name, ctx, false, in, 0, out.shape, strides, out);
 }
 
@@ -118,11 +107,9 @@ Status tile(const TensorRef &in, const std::vector<int64_t> &repeats,
             const TensorRef &out) {
   const char *name = "tile";
   std::vector<int64_t> shape, strides;
-  if (Status s = common::checkTile(in, repeats, out, shape, strides); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTile(in, repeats, out, shape, strides));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   // out viewed as [r0, d0, r1, d1, ..], reading in with stride 0 along r.
   return stridedCopy(name, ctx, false, in, 0, shape, strides, out);
 }
@@ -144,12 +131,10 @@ Status concatSplit(const char *name, bool toOut,
                    const std::vector<TensorRef> &parts, int64_t axis,
                    const TensorRef &whole) {
   int64_t a;
-  if (Status s = common::checkConcatSplit(name, toOut, parts, axis, whole, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkConcatSplit(name, toOut, parts, axis, whole, a));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (whole.numel() == 0)
     return Status::success();
   int64_t outer = product(whole.shape, 0, a),
@@ -167,8 +152,7 @@ Status concatSplit(const char *name, bool toOut,
         else
           copyRows<T><<<gridFor(outer * width), kThreads, 0, ctx->stream>>>(
               whole.as<T>(), row, at, p.as<T>(), width, 0, width, outer);
-        if (Status s = launchStatus(name); !s.ok())
-          return s;
+        SMP_RETURN_IF_ERROR(launchStatus(name));
       }
       at += width;
     }
@@ -225,11 +209,9 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
               const TensorRef &out) {
   const char *name = "gather";
   int64_t a;
-  if (Status s = common::checkGather(data, indices, axis, out, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGather(data, indices, axis, out, a));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -267,10 +249,8 @@ __global__ void storeF32(const float *acc, void *out, DType t, int64_t n) {
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  if (Status s = checkFloats(op, {&dy, &out}); !s.ok())
-    return s;
-  if (Status s = checkIndices(op, indices); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   int64_t a = normAxis(axis, out.rank());
   if (a < 0)
     return fail(op, "axis out of range");
@@ -279,14 +259,11 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
   if (dy.numel() != outer * k * inner)
     return fail(op, "gradient does not match the gathered shape");
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (out.numel() == 0)
     return Status::success();
-  if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
-                                                ctx->stream));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
   int64_t n = dy.numel();
   if (n == 0)
     return Status::success();
@@ -303,16 +280,12 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
   // f16 / bf16: accumulate in an f32 scratch, then round once.
   int64_t m = out.numel();
   Scratch acc;
-  if (Status s = acc.allocate(op, m * sizeof(float), ctx->stream); !s.ok())
-    return s;
-  if (Status s = cudaStatus(op, cudaMemsetAsync(acc.as<void>(), 0,
-                                                m * sizeof(float), ctx->stream));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(acc.allocate(op, m * sizeof(float), ctx->stream));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemsetAsync(acc.as<void>(), 0, m * sizeof(float), ctx->stream)));
   gatherGradKernel<float><<<gridFor(n), kThreads, 0, ctx->stream>>>(
       dy.data, dy.dtype, acc.as<float>(), ix, inner, n, ctx->dError);
-  if (Status s = launchStatus(op); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(launchStatus(op));
   storeF32<<<gridFor(m), kThreads, 0, ctx->stream>>>(acc.as<float>(), out.data,
                                                      out.dtype, m);
   return launchStatus(op);
@@ -321,22 +294,17 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
                  const std::vector<int64_t> &steps, const TensorRef &out) {
   const char *op = "slice_grad";
-  if (Status s = checkTensor(op, "grad", dy); !s.ok())
-    return s;
-  if (Status s = checkTensor(op, "output", out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, "grad", dy));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "output", out));
   if (dy.dtype != out.dtype || dy.rank() != out.rank() ||
       static_cast<int64_t>(starts.size()) != out.rank() ||
       static_cast<int64_t>(steps.size()) != out.rank())
     return fail(op, "grad, starts and steps must match the input's rank");
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (out.numel() > 0)
-    if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
-                                                  ctx->stream));
-        !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(
+        cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
   if (dy.numel() == 0)
     return Status::success();
   // A step is irrelevant on a dim of one element (the CPU accepts 0 there).
@@ -373,11 +341,9 @@ __global__ void triluKernel(const T *in, T *out, int64_t rows, int64_t cols,
 
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   const char *name = "trilu";
-  if (Status s = common::checkTrilu(in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkTrilu(in, out));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
   k = std::clamp<int64_t>(k, -(rows + cols), rows + cols); // no overflow
   int64_t n = in.numel();

@@ -139,11 +139,9 @@ __global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
 
 Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   const char *name = unaryOpName(op);
-  if (Status s = checkSameTensor(name, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = in.numel();
   if (smp::base::isFloat(in.dtype)) {
     if (!floatUnary(op))
@@ -180,11 +178,9 @@ Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
 
 Status leakyRelu(const TensorRef &in, float alpha, const TensorRef &out) {
   const char *name = "leaky_relu";
-  if (Status s = checkSameTensor(name, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = in.numel();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -425,10 +421,8 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
               const TensorRef &out) {
   const char *name = binaryOpName(op);
   std::vector<int64_t> shape, sa, sb;
-  if (Status s = common::checkBinary(name, lhs, rhs, out, isCompare(op), shape,
-                                     sa, sb);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkBinary(name, lhs, rhs, out, isCompare(op), shape, sa, sb));
   // Which ops each dtype class supports (the CPU's lists).
   bool isBool = lhs.dtype == DType::Bool, isF = smp::base::isFloat(lhs.dtype);
   bool logic = op == BinaryOp::And || op == BinaryOp::Or;
@@ -438,14 +432,12 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
              : (logic || (!isF && !smp::base::isInteger(lhs.dtype))))
     return unsupported(name, lhs.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
   Strided<2> st;
-  if (Status s = makeStrided<2>(name, shape, {sa, sb}, st); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeStrided<2>(name, shape, {sa, sb}, st));
   unsigned grid = gridFor(n);
   if (isBool) {
     binaryBoolKernel<<<grid, kThreads, 0, ctx->stream>>>(
@@ -489,18 +481,15 @@ Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
              const TensorRef &out) {
   const char *name = "where";
   std::vector<int64_t> shape, sc, sa, sb;
-  if (Status s = common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
   Strided<3> st;
-  if (Status s = makeStrided<3>(name, shape, {sc, sa, sb}, st); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeStrided<3>(name, shape, {sc, sa, sb}, st));
   return visitBytes(out.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     whereKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(

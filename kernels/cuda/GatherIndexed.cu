@@ -141,10 +141,8 @@ Status scatterAdd(const char *op, Context *ctx, const TensorRef &out,
                   int64_t n, Launch &&launch) {
   if (out.numel() == 0)
     return Status::success();
-  if (Status s = cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(),
-                                                ctx->stream));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
   if (n == 0)
     return Status::success();
   if (out.dtype == DType::F32) {
@@ -157,15 +155,11 @@ Status scatterAdd(const char *op, Context *ctx, const TensorRef &out,
   }
   int64_t m = out.numel();
   Scratch acc;
-  if (Status s = acc.allocate(op, m * sizeof(float), ctx->stream); !s.ok())
-    return s;
-  if (Status s = cudaStatus(op, cudaMemsetAsync(acc.as<void>(), 0,
-                                                m * sizeof(float), ctx->stream));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(acc.allocate(op, m * sizeof(float), ctx->stream));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemsetAsync(acc.as<void>(), 0, m * sizeof(float), ctx->stream)));
   launch(acc.as<float>());
-  if (Status s = launchStatus(op); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(launchStatus(op));
   storeFromF32<<<gridFor(m), kThreads, 0, ctx->stream>>>(acc.as<float>(),
                                                          out.data, out.dtype, m);
   return launchStatus(op);
@@ -177,15 +171,12 @@ Status gatherNd(const TensorRef &data, const TensorRef &indices,
                 int64_t batchDims, const TensorRef &out) {
   const char *op = "gather_nd";
   common::GatherNdGeom geom;
-  if (Status s = common::checkGatherNd(data, indices, batchDims, out, geom);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherNd(data, indices, batchDims, out, geom));
   NdGeom g;
-  if (Status s = makeNd(op, indices, geom, g); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -201,15 +192,11 @@ Status gatherElements(const TensorRef &data, const TensorRef &indices,
                       int64_t axis, const TensorRef &out) {
   const char *op = "gather_elements";
   int64_t a;
-  if (Status s = common::checkGatherElements(data, indices, axis, out, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGatherElements(data, indices, axis, out, a));
   ElGeom g;
-  if (Status s = makeEl(op, indices, data.shape, a, g); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeEl(op, indices, data.shape, a, g));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -225,15 +212,12 @@ Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                     int64_t batchDims, const TensorRef &out) {
   const char *op = "gather_nd_grad";
   common::GatherNdGeom geom;
-  if (Status s = common::checkGatherNdGrad(indices, dy, batchDims, out, geom);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherNdGrad(indices, dy, batchDims, out, geom));
   NdGeom g;
-  if (Status s = makeNd(op, indices, geom, g); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = dy.numel();
   return scatterAdd(op, ctx, out, n, [&](auto *acc) {
     using A = std::remove_pointer_t<decltype(acc)>;
@@ -246,15 +230,12 @@ Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
   const char *op = "gather_elements_grad";
   int64_t a;
-  if (Status s = common::checkGatherElementsGrad(indices, dy, axis, out, a);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherElementsGrad(indices, dy, axis, out, a));
   ElGeom g;
-  if (Status s = makeEl(op, indices, out.shape, a, g); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeEl(op, indices, out.shape, a, g));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = dy.numel();
   return scatterAdd(op, ctx, out, n, [&](auto *acc) {
     using A = std::remove_pointer_t<decltype(acc)>;

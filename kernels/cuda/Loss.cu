@@ -119,13 +119,10 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     const TensorRef &out, const TensorRef *weights) {
   const char *name = "cross_entropy";
   int64_t classes, rows = labels.numel();
-  if (Status s = common::checkCrossEntropy(
-          logits, labels, reduction != Reduction::None, out, weights, classes);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropy(
+      logits, labels, reduction != Reduction::None, out, weights, classes));
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   Labels l{labels.data, labels.dtype, ignoreIndex};
   Weights w{weights ? weights->data : nullptr,
             weights ? weights->dtype : DType::F32};
@@ -141,19 +138,16 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
       return launchStatus(name);
     }
     Scratch loss, weight;
-    if (Status s = loss.allocate(name, rows * sizeof(double), ctx->stream);
-        !s.ok())
-      return s;
-    if (Status s = weight.allocate(name, rows * sizeof(double), ctx->stream);
-        !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(
+        loss.allocate(name, rows * sizeof(double), ctx->stream));
+    SMP_RETURN_IF_ERROR(
+        weight.allocate(name, rows * sizeof(double), ctx->stream));
     if (rows > 0) {
       crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
                             ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
                                            nullptr, loss.as<double>(),
                                            weight.as<double>(), ctx->dError);
-      if (Status s = launchStatus(name); !s.ok())
-        return s;
+      SMP_RETURN_IF_ERROR(launchStatus(name));
     }
     crossEntropyTotal<S><<<1, 1024, 0, ctx->stream>>>(
         loss.as<double>(), weight.as<double>(), rows,
@@ -226,26 +220,21 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         const TensorRef &dlogits) {
   const char *op = "cross_entropy_grad";
   int64_t classes, rows;
-  if (Status s = common::checkCrossEntropyGrad(
-          logits, labels, weights, dloss, reduction != Reduction::None,
-          dlogits, classes, rows);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropyGrad(
+      logits, labels, weights, dloss, reduction != Reduction::None, dlogits,
+      classes, rows));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (dlogits.numel() == 0)
     return Status::success();
   Labels l{labels.data, labels.dtype, ignoreIndex};
   Weights w{weights ? weights->data : nullptr,
             weights ? weights->dtype : DType::F32};
   Scratch counted;
-  if (Status s = counted.allocate(op, sizeof(double), ctx->stream); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(counted.allocate(op, sizeof(double), ctx->stream));
   countLabels<<<1, 1024, 0, ctx->stream>>>(l, w, rows, classes,
                                            counted.as<double>());
-  if (Status s = launchStatus(op); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(launchStatus(op));
   return visitFloat(logits.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     crossEntropyGradRows<S><<<blocksFor(rows), rowThreads(classes), 0,

@@ -355,20 +355,16 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
               bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul";
-  if (Status s = common::checkMatMulOperands(lhs, rhs, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   if (!smp::base::isFloat(lhs.dtype) && !smp::base::isInteger(lhs.dtype))
     return unsupported(name, lhs.dtype);
   common::MatMulShape ms;
-  if (Status s =
-          common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, ms);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, ms));
   Geometry g;
   static_cast<common::MatMulDims &>(g) = ms;
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
   if (g.K == 0) // empty sum: zeros of any dtype are zero bytes
@@ -376,9 +372,8 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
                       cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
 
   g.nb = product(ms.batch);
-  if (Status s = makeStrided<2>(name, ms.batch, {ms.strA, ms.strB}, g.batch);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeStrided<2>(name, ms.batch, {ms.strA, ms.strB}, g.batch));
   g.foldBatchIntoM = !g.transA && product(ms.batchB) == 1 &&
                      product(ms.batchA) == g.nb && g.nb > 1;
 

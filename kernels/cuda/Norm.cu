@@ -144,14 +144,12 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &out) {
   const char *name = "layer_norm";
   std::vector<int64_t> normShape;
-  if (Status s = common::checkLayerNorm(in, scale, bias, axis, out, normShape);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkLayerNorm(in, scale, bias, axis, out, normShape));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t d = product(normShape);
   if (in.numel() == 0)
     return Status::success();
@@ -159,11 +157,9 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
     using S = typename decltype(tag)::type;
     using C = typename FT<S>::C;
     Scratch sc, bi;
-    if (Status s = expandParam<C>(name, ctx, scale, normShape, sc); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, scale, normShape, sc));
     if (bias)
-      if (Status s = expandParam<C>(name, ctx, *bias, normShape, bi); !s.ok())
-        return s;
+      SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, *bias, normShape, bi));
     int64_t rows = in.numel() / d;
     layerNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
         in.as<S>(), out.as<S>(), rows, d, sc.as<C>(),
@@ -176,13 +172,11 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
                const TensorRef &out) {
   const char *name = "rms_norm";
   std::vector<int64_t> last;
-  if (Status s = common::checkRmsNorm(in, scale, out, last); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkRmsNorm(in, scale, out, last));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t d = last[0];
   if (in.numel() == 0)
     return Status::success();
@@ -190,8 +184,7 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
     using S = typename decltype(tag)::type;
     using C = typename FT<S>::C;
     Scratch sc;
-    if (Status s = expandParam<C>(name, ctx, scale, last, sc); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, scale, last, sc));
     int64_t rows = in.numel() / d;
     rmsNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
         in.as<S>(), out.as<S>(), rows, d, sc.as<C>(), epsilon);
@@ -204,15 +197,13 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
                  const TensorRef &variance, float epsilon,
                  const TensorRef &out) {
   const char *name = "batch_norm";
-  if (Status s = common::checkBatchNorm(in, scale, bias, mean, variance, out);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkBatchNorm(in, scale, bias, mean, variance, out));
   int64_t channels = in.shape[1];
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (in.numel() == 0)
     return Status::success();
   int64_t inner = product(in.shape, 2), n = in.numel();
@@ -220,14 +211,12 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
     using S = typename decltype(tag)::type;
     using C = typename FT<S>::C;
     Scratch coef;
-    if (Status s = coef.allocate(name, 3 * channels * sizeof(C), ctx->stream);
-        !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(
+        coef.allocate(name, 3 * channels * sizeof(C), ctx->stream));
     batchNormCoefs<C><<<gridFor(channels), kThreads, 0, ctx->stream>>>(
         scale.data, scale.dtype, bias.data, bias.dtype, mean.data, mean.dtype,
         variance.data, variance.dtype, epsilon, channels, coef.as<C>());
-    if (Status s = launchStatus(name); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(launchStatus(name));
     batchNormKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
         in.as<S>(), out.as<S>(), n, channels, inner, coef.as<C>());
     return launchStatus(name);
@@ -369,10 +358,8 @@ Status foldParam(const char *op, Context *ctx, const A *full,
   for (size_t d = 0; d < norm.size(); ++d)
     bshape[d] = pshape[d] == 1 ? norm[d] : 1;
   Strided<1> keep, bcast;
-  if (Status s = makeStrided<1>(op, pshape, {normStrides}, keep); !s.ok())
-    return s;
-  if (Status s = makeStrided<1>(op, bshape, {normStrides}, bcast); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeStrided<1>(op, pshape, {normStrides}, keep));
+  SMP_RETURN_IF_ERROR(makeStrided<1>(op, bshape, {normStrides}, bcast));
   int64_t n = param.numel();
   if (n == 0)
     return Status::success();
@@ -389,30 +376,23 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
                 const TensorRef *dbias) {
   int64_t n = product(norm), rows = x.numel() / n;
   Scratch w, stats, ds, db;
-  if (Status s = expandParam<A>(op, ctx, scale, norm, w); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(expandParam<A>(op, ctx, scale, norm, w));
   for (auto [sc, count] : {std::pair<Scratch *, int64_t>{&stats, 2 * rows},
                            {&ds, n},
                            {&db, n}})
-    if (Status s = sc->allocate(op, static_cast<size_t>(count) * sizeof(A),
-                                ctx->stream);
-        !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(
+        sc->allocate(op, static_cast<size_t>(count) * sizeof(A), ctx->stream));
   Operand xo{x.data, x.dtype}, go{dy.data, dy.dtype};
   normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
       xo, go, w.as<A>(), OutOperand{dx.data, dx.dtype}, rows, n, eps,
       stats.as<A>());
-  if (Status s = launchStatus(op); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(launchStatus(op));
   unsigned grid = static_cast<unsigned>(
       std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
   normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
       xo, go, stats.as<A>(), rows, n, ds.as<A>(), db.as<A>());
-  if (Status s = launchStatus(op); !s.ok())
-    return s;
-  if (Status s = foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(launchStatus(op));
+  SMP_RETURN_IF_ERROR(foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale));
   if (dbias)
     return foldParam<A>(op, ctx, db.as<A>(), norm, scale, *dbias);
   return Status::success();
@@ -433,16 +413,12 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dbias) {
   const char *op = "layer_norm_grad";
   std::vector<int64_t> norm;
-  if (Status s = common::checkNormGrad(op, x, scale, dy, axis, dx, dscale,
-                                       &dbias, norm);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (x.numel() == 0) { // no rows: zero parameter gradients
-    if (Status s = zeroFill(op, ctx, dscale); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(zeroFill(op, ctx, dscale));
     return zeroFill(op, ctx, dbias);
   }
   if (x.dtype == DType::F64)
@@ -457,13 +433,10 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dscale) {
   const char *op = "rms_norm_grad";
   std::vector<int64_t> norm;
-  if (Status s = common::checkNormGrad(op, x, scale, dy, -1, dx, dscale,
-                                       nullptr, norm);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (x.numel() == 0)
     return zeroFill(op, ctx, dscale);
   if (x.dtype == DType::F64)

@@ -242,22 +242,19 @@ Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
   const char *name = reduceName(op);
   std::vector<bool> reduced;
-  if (Status s = common::checkReduce(name, in, axes, out, reduced); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkReduce(name, in, axes, out, reduced));
   bool isF = smp::base::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
   if ((isBool && op != ReduceOp::Max) ||
       (!isF && !isBool && !smp::base::isInteger(in.dtype)))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
   if (in.numel() == 0)
     return fillEmpty(name, ctx, op, out);
   Plan p;
-  if (Status s = makePlan(name, in.shape, reduced, p); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makePlan(name, in.shape, reduced, p));
 
   if (isF)
     return visitFloat(in.dtype, name, [&](auto tag) {
@@ -343,14 +340,12 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
   int64_t a;
-  if (Status s = common::checkCumSum(in, axis, out, a); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
   bool isF = smp::base::isFloat(in.dtype);
   if (!isF && !smp::base::isInteger(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
   int64_t len = in.shape[a], inner = 1;

@@ -78,13 +78,11 @@ template <class S> __global__ void softmaxScalar(const S *x, S *y, bool log) {
 
 Status softmaxImpl(const char *name, bool log, const TensorRef &in,
                    int64_t axis, const TensorRef &out) {
-  if (Status s = checkSameTensor(name, in, out); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
-  if (Status s = requireContext(name, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t rank = in.rank();
   if (rank == 0)
     return visitFloat(in.dtype, name, [&](auto tag) {
@@ -93,8 +91,7 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       return launchStatus(name);
     });
   int64_t d;
-  if (Status s = common::checkAxis(name, axis, rank, d); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkAxis(name, axis, rank, d));
   int64_t outer = product(in.shape, 0, d), n = in.shape[d],
           inner = product(in.shape, d + 1);
   if (in.numel() == 0)

@@ -47,11 +47,9 @@ __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
-  if (Status s = common::checkGeluGrad(x, dy, dx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = x.numel();
   if (n == 0)
     return Status::success();
@@ -193,8 +191,7 @@ __global__ void adamMultiKernel(const AdamDesc *tensors,
 }
 
 Status checkScalar(const char *op, const char *what, const TensorRef &t) {
-  if (Status s = checkTensor(op, what, t); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkTensor(op, what, t));
   if (t.numel() != 1 || t.dtype == DType::Bool)
     return fail(op, std::string(what) + " must be a one-element number, got " +
                         smp::base::describe(t));
@@ -203,13 +200,10 @@ Status checkScalar(const char *op, const char *what, const TensorRef &t) {
 
 Status makeHyper(const char *op, const TensorRef &lr, const TensorRef &step,
                  const TensorRef *skip, Hyper &h) {
-  if (Status s = checkScalar(op, "lr", lr); !s.ok())
-    return s;
-  if (Status s = checkScalar(op, "step", step); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(checkScalar(op, "lr", lr));
+  SMP_RETURN_IF_ERROR(checkScalar(op, "step", step));
   if (skip) {
-    if (Status s = checkTensor(op, "skip", *skip); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(checkTensor(op, "skip", *skip));
     if (skip->numel() < 1)
       return fail(op, "skip must hold one element");
   }
@@ -219,10 +213,9 @@ Status makeHyper(const char *op, const TensorRef &lr, const TensorRef &step,
 }
 
 Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
-  if (Status s = common::checkAdam(op, a.param, a.grad, a.expAvg, a.expAvgSq,
-                                   a.newParam, a.newExpAvg, a.newExpAvgSq);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(common::checkAdam(op, a.param, a.grad, a.expAvg,
+                                        a.expAvgSq, a.newParam, a.newExpAvg,
+                                        a.newExpAvgSq));
   int64_t n = a.param.numel();
   if (a.newParam.numel() != n || a.newExpAvg.numel() != n ||
       a.newExpAvgSq.numel() != n)
@@ -246,18 +239,15 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const SgdOptions &options, const TensorRef &newParam,
                  const TensorRef &newBuffer) {
   const char *op = "sgd_update";
-  if (Status s = common::checkSgd(param, grad, buffer, newParam, newBuffer);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      common::checkSgd(param, grad, buffer, newParam, newBuffer));
   int64_t n = param.numel();
   if (newParam.numel() != n || newBuffer.numel() != n)
     return fail(op, "outputs differ in size from the parameter");
   Hyper h;
-  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (n == 0)
     return Status::success();
   sgdKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
@@ -275,18 +265,15 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                   const TensorRef &newExpAvgSq) {
   const char *op = "adam_update";
   AdamDesc d;
-  if (Status s = makeAdamDesc(op,
-                              AdamTensors{param, grad, expAvg, expAvgSq,
-                                          newParam, newExpAvg, newExpAvgSq},
-                              d);
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      makeAdamDesc(op,
+                   AdamTensors{param, grad, expAvg, expAvgSq, newParam,
+                               newExpAvg, newExpAvgSq},
+                   d));
   Hyper h;
-  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (d.n == 0)
     return Status::success();
   adamKernel<<<gridFor(d.n), kThreads, 0, ctx->stream>>>(d, h, options);
@@ -302,8 +289,7 @@ Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
   int64_t blocks = 0;
   for (const AdamTensors &a : tensors) {
     AdamDesc d;
-    if (Status s = makeAdamDesc(op, a, d); !s.ok())
-      return s;
+    SMP_RETURN_IF_ERROR(makeAdamDesc(op, a, d));
     if (d.n == 0)
       continue;
     descs.push_back(d);
@@ -311,20 +297,16 @@ Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
     blocks += (d.n + kChunk - 1) / kChunk;
   }
   Hyper h;
-  if (Status s = makeHyper(op, lr, step, skip, h); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
   Context *ctx;
-  if (Status s = requireContext(op, ctx); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (descs.empty())
     return Status::success();
   if (blocks > INT32_MAX)
     return fail(op, "too many elements for one launch");
   Scratch dDescs, dFirst;
-  if (Status s = upload(op, descs, dDescs, ctx->stream); !s.ok())
-    return s;
-  if (Status s = upload(op, firstBlock, dFirst, ctx->stream); !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(upload(op, descs, dDescs, ctx->stream));
+  SMP_RETURN_IF_ERROR(upload(op, firstBlock, dFirst, ctx->stream));
   adamMultiKernel<<<static_cast<unsigned>(blocks), kThreads, 0,
                     ctx->stream>>>(dDescs.as<AdamDesc>(), dFirst.as<int64_t>(),
                                    static_cast<int64_t>(descs.size()), h,

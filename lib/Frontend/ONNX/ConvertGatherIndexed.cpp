@@ -47,13 +47,21 @@ llvm::Error checkConstantIndices(NodeContext &nc,
   return llvm::Error::success();
 }
 
-llvm::Error convertGatherND(NodeContext &nc) {
+/// The node's (data, indices), the indices of an integer type.
+llvm::Expected<std::pair<Value, Value>> dataAndIndices(NodeContext &nc) {
   auto in = nc.inputs(2);
   if (!in)
     return in.takeError();
-  Value data = (*in)[0], indices = (*in)[1];
-  if (auto err = checkIndexType(nc, indices))
-    return err;
+  if (auto err = checkIndexType(nc, (*in)[1]))
+    return std::move(err);
+  return std::make_pair((*in)[0], (*in)[1]);
+}
+
+llvm::Error convertGatherND(NodeContext &nc) {
+  auto in = dataAndIndices(nc);
+  if (!in)
+    return in.takeError();
+  auto [data, indices] = *in;
   int64_t b = nc.attrInt("batch_dims", 0);
   auto dataShape = shapeOf(data), idxShape = shapeOf(indices);
   // The shape checks (with their messages) are the op's type inference;
@@ -71,12 +79,10 @@ llvm::Error convertGatherND(NodeContext &nc) {
 }
 
 llvm::Error convertGatherElements(NodeContext &nc) {
-  auto in = nc.inputs(2);
+  auto in = dataAndIndices(nc);
   if (!in)
     return in.takeError();
-  Value data = (*in)[0], indices = (*in)[1];
-  if (auto err = checkIndexType(nc, indices))
-    return err;
+  auto [data, indices] = *in;
   int64_t rawAxis = nc.attrInt("axis", 0);
   auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
   if (!axis)

@@ -10,6 +10,8 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Support/CheckedMath.h"
 
+#include <array>
+
 using namespace mlir;
 
 namespace smp::onnx_frontend {
@@ -73,13 +75,22 @@ llvm::Expected<Window> readWindow(NodeContext &nc, ArrayRef<int64_t> input,
   return w;
 }
 
-llvm::Error convertConv(NodeContext &nc) {
+/// Inputs 0 and 1 and the optional input 2 (a null Value when absent).
+llvm::Expected<std::array<Value, 3>> inputsWithOptionalThird(NodeContext &nc) {
   auto in = nc.inputs(2);
   if (!in)
     return in.takeError();
-  auto bias = nc.optionalInput(2);
-  if (!bias)
-    return bias.takeError();
+  auto third = nc.optionalInput(2);
+  if (!third)
+    return third.takeError();
+  return std::array<Value, 3>{(*in)[0], (*in)[1], *third};
+}
+
+llvm::Error convertConv(NodeContext &nc) {
+  auto in = inputsWithOptionalThird(nc);
+  if (!in)
+    return in.takeError();
+  Value bias = (*in)[2];
   auto input = shapeOf((*in)[0]), weight = shapeOf((*in)[1]);
   if (input.size() < 3 || weight.size() != input.size())
     return nc.error("expects input [N, C, spatial...] and a weight of the "
@@ -93,7 +104,7 @@ llvm::Error convertConv(NodeContext &nc) {
     return w.takeError();
   auto &b = nc.builder();
   return nc.output(nc.create<smp::ConvOp>(
-      nc.placeholder(), (*in)[0], (*in)[1], *bias,
+      nc.placeholder(), (*in)[0], (*in)[1], bias,
       b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
       b.getDenseI64ArrayAttr(w->dilations),
       b.getI64IntegerAttr(nc.attrInt("group", 1))));
@@ -259,12 +270,10 @@ llvm::Error layerNormStatistics(NodeContext &nc, Value x, int64_t axis,
 }
 
 llvm::Error convertLayerNorm(NodeContext &nc) {
-  auto in = nc.inputs(2);
+  auto in = inputsWithOptionalThird(nc);
   if (!in)
     return in.takeError();
-  auto bias = nc.optionalInput(2);
-  if (!bias)
-    return bias.takeError();
+  Value bias = (*in)[2];
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (fp32 statistics) is supported");
   int64_t rank = tensorType((*in)[0]).getRank();
@@ -274,9 +283,9 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
     return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
   float epsilon = nc.attrFloat("epsilon", 1e-5f);
   auto &b = nc.builder();
-  auto y = nc.create<smp::LayerNormOp>(
-      nc.placeholder(), (*in)[0], (*in)[1], *bias, b.getI64IntegerAttr(*axis),
-      b.getF32FloatAttr(epsilon));
+  auto y = nc.create<smp::LayerNormOp>(nc.placeholder(), (*in)[0], (*in)[1],
+                                       bias, b.getI64IntegerAttr(*axis),
+                                       b.getF32FloatAttr(epsilon));
   if (auto err = nc.output(std::move(y)))
     return err;
   if (nc.hasOutput(1) || nc.hasOutput(2))

@@ -43,6 +43,16 @@ uint64_t alignUp(uint64_t v, uint64_t alignment) {
 
 int64_t endOf(const LiveRange &r) { return std::max(r.end, r.start); }
 
+/// The first and the last start of non-empty `ranges`.
+std::pair<int64_t, int64_t> startSpan(const std::vector<LiveRange> &ranges) {
+  int64_t first = ranges[0].start, last = ranges[0].start;
+  for (const LiveRange &r : ranges) {
+    first = std::min(first, r.start);
+    last = std::max(last, r.start);
+  }
+  return {first, last};
+}
+
 /// Disjoint blocks [offset, end) of the arena ordered by offset (a treap),
 /// each subtree knowing its first offset, its last end and the largest gap
 /// between its blocks: the lowest gap that fits a size is found in
@@ -264,11 +274,7 @@ std::optional<MemoryPlan> greedyInOrder(const std::vector<LiveRange> &ranges,
   plan.offsets.assign(ranges.size(), 0);
   if (ranges.empty())
     return plan;
-  int64_t first = ranges[0].start, last = ranges[0].start;
-  for (const LiveRange &r : ranges) {
-    first = std::min(first, r.start);
-    last = std::max(last, r.start);
-  }
+  auto [first, last] = startSpan(ranges);
   // Instants past the last start change no overlap: ends are clamped there.
   PlacedByTime placed(first, last);
   std::vector<Placed> info(ranges.size());
@@ -489,11 +495,7 @@ MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
   plan.offsets.assign(ranges.size(), 0);
   if (ranges.empty())
     return plan;
-  int64_t first = ranges[0].start, last = ranges[0].start;
-  for (const LiveRange &r : ranges) {
-    first = std::min(first, r.start);
-    last = std::max(last, r.start);
-  }
+  auto [first, last] = startSpan(ranges);
   std::vector<size_t> permanent, transient;
   for (size_t i = 0; i < ranges.size(); ++i)
     (ranges[i].start == first && endOf(ranges[i]) >= last ? permanent

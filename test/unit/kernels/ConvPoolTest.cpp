@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include <array>
+
 namespace smp::kernels::cpu::test {
 namespace {
 
@@ -26,6 +28,18 @@ struct Geo {
                           pads[n + d], dilations[d], ceil));
     return o;
   }
+  /// Elements of the output's spatial dims (P), of the window (K) and of
+  /// the input's spatial dims (I).
+  std::array<int64_t, 3> spatialCounts() const {
+    std::vector<int64_t> os = outSpatial();
+    int64_t P = 1, K = 1, I = 1;
+    for (size_t d = 0; d < kernel.size(); ++d) {
+      P *= os[d];
+      K *= kernel[d];
+      I *= in[d + 2];
+    }
+    return {P, K, I};
+  }
 };
 
 /// Naive convolution in double.
@@ -38,12 +52,7 @@ std::vector<double> refConv(const Geo &g, const Host &x, const Host &w,
   outShape.insert(outShape.end(), os.begin(), os.end());
   int64_t C = g.in[1], cg = C / group, mg = M / group;
   std::vector<int64_t> inSp(g.in.begin() + 2, g.in.end());
-  int64_t P = 1, K = 1, I = 1;
-  for (size_t d = 0; d < n; ++d) {
-    P *= os[d];
-    K *= g.kernel[d];
-    I *= inSp[d];
-  }
+  auto [P, K, I] = g.spatialCounts();
   std::vector<double> out;
   for (int64_t bn = 0; bn < g.in[0]; ++bn)
     for (int64_t m = 0; m < M; ++m)
@@ -148,12 +157,7 @@ std::vector<double> refPool(const Geo &g, const Host &x, bool isMax,
   outShape = {g.in[0], g.in[1]};
   outShape.insert(outShape.end(), os.begin(), os.end());
   std::vector<int64_t> inSp(g.in.begin() + 2, g.in.end());
-  int64_t P = 1, K = 1, I = 1;
-  for (size_t d = 0; d < n; ++d) {
-    P *= os[d];
-    K *= g.kernel[d];
-    I *= inSp[d];
-  }
+  auto [P, K, I] = g.spatialCounts();
   std::vector<double> out;
   for (int64_t plane = 0; plane < g.in[0] * g.in[1]; ++plane)
     for (int64_t p = 0; p < P; ++p) {

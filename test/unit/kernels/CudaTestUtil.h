@@ -34,6 +34,8 @@ using smp::base::TensorRef;
 using smp::kernels::cpu::test::expectNear;
 using smp::kernels::cpu::test::Host;
 using smp::kernels::cpu::test::make;
+using smp::kernels::cpu::test::NormCase;
+using smp::kernels::cpu::test::normCases;
 using smp::kernels::cpu::test::random;
 
 #define CUDA_OK(expr)                                                          \

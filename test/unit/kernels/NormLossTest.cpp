@@ -36,19 +36,9 @@ std::vector<double> refLayerNorm(const Host &x, const Host &scale,
 }
 
 TEST(LayerNorm, MatchesReference) {
-  struct Case {
-    std::vector<int64_t> x;
-    int64_t axis;
-    std::vector<int64_t> scale, bias;
-  };
-  const Case cases[] = {
-      {{4, 16}, 1, {16}, {16}},    {{2, 3, 8}, -1, {8}, {}},
-      {{2, 3, 8}, 1, {3, 8}, {8}}, {{2, 3, 8}, 1, {3, 1}, {1}},
-      {{5, 7}, 0, {5, 7}, {7}},    {{200, 96}, 1, {96}, {96}},
-  };
   unsigned seed = 1;
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16})
-    for (const Case &c : cases) {
+    for (const NormCase &c : normCases()) {
       Host x = random(t, c.x, -3, 5, seed++);
       Host scale = random(DType::F32, c.scale, 0.5, 1.5, seed++);
       Host bias = random(t, c.bias.empty() ? std::vector<int64_t>{1} : c.bias,

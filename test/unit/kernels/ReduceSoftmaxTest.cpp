@@ -126,13 +126,7 @@ TEST(Reduce, SumAccumulatesInDoubleAndMaxPropagatesNan) {
 //===----------------------------------------------------------------------===//
 
 std::vector<double> refSoftmax(const Host &in, int64_t axis, bool log) {
-  const auto &s = in.ref.shape;
-  int64_t a = axis < 0 ? axis + s.size() : axis;
-  int64_t outer = 1, n = s[a], inner = 1;
-  for (int64_t d = 0; d < a; ++d)
-    outer *= s[d];
-  for (size_t d = a + 1; d < s.size(); ++d)
-    inner *= s[d];
+  auto [outer, n, inner] = splitAtAxis(in.ref.shape, axis);
   std::vector<double> out(static_cast<size_t>(in.numel()));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {
@@ -199,13 +193,7 @@ TEST(Softmax, KnownValuesAndStability) {
 /// values used).
 std::vector<double> refCumSum(const Host &in, int64_t axis, bool exclusive,
                               bool reverse) {
-  const auto &s = in.ref.shape;
-  int64_t a = axis < 0 ? axis + s.size() : axis;
-  int64_t outer = 1, n = s[a], inner = 1;
-  for (int64_t d = 0; d < a; ++d)
-    outer *= s[d];
-  for (size_t d = a + 1; d < s.size(); ++d)
-    inner *= s[d];
+  auto [outer, n, inner] = splitAtAxis(in.ref.shape, axis);
   std::vector<double> out(static_cast<size_t>(in.numel()));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {

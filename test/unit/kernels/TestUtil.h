@@ -98,6 +98,37 @@ struct Host {
   template <class T> T *as() { return static_cast<T *>(ref.data); }
 };
 
+/// The dims before `axis` (negative: from the end), at it, and after it,
+/// each as one count: a tensor viewed as [outer, n, inner].
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline AxisSplit splitAtAxis(const std::vector<int64_t> &s, int64_t axis) {
+  int64_t a = axis < 0 ? axis + static_cast<int64_t>(s.size()) : axis;
+  AxisSplit r;
+  r.n = s[a];
+  for (int64_t d = 0; d < a; ++d)
+    r.outer *= s[d];
+  for (size_t d = a + 1; d < s.size(); ++d)
+    r.inner *= s[d];
+  return r;
+}
+
+/// The layer/RMS norm cases both backends' tests run: x's shape, the
+/// normalized axis, scale's and bias's shapes (empty: none).
+struct NormCase {
+  std::vector<int64_t> x;
+  int64_t axis;
+  std::vector<int64_t> scale, bias;
+};
+inline std::vector<NormCase> normCases() {
+  return {
+      {{4, 16}, 1, {16}, {16}},    {{2, 3, 8}, -1, {8}, {}},
+      {{2, 3, 8}, 1, {3, 8}, {8}}, {{2, 3, 8}, 1, {3, 1}, {1}},
+      {{5, 7}, 0, {5, 7}, {7}},    {{200, 96}, 1, {96}, {96}},
+  };
+}
+
 inline Host make(DType t, std::vector<int64_t> shape,
                  const std::vector<double> &values = {}) {
   Host h(t, std::move(shape));

@@ -2,6 +2,7 @@
 
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Support/CheckedMath.h"
+#include "smp/base/Shape.h"
 
 #include <string>
 
@@ -9,18 +10,9 @@ namespace smp {
 
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
-  size_t rank = std::max(a.size(), b.size());
-  llvm::SmallVector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da == db || db == 1)
-      out[i] = da;
-    else if (da == 1)
-      out[i] = db;
-    else
-      return std::nullopt;
-  }
+  llvm::SmallVector<int64_t> out;
+  if (!smp::base::broadcastShapes(a, b, out))
+    return std::nullopt;
   return out;
 }
 

@@ -631,11 +631,19 @@ readIndices(Attribute attr, function_ref<int64_t(int64_t)> bound) {
   return idx;
 }
 
+/// The data's and the indices' shapes of a gather, when both are static.
+template <typename GatherOp>
+static bool staticShapes(GatherOp op, ArrayRef<int64_t> &data,
+                         ArrayRef<int64_t> &indices) {
+  data = op.getData().getType().getShape();
+  indices = op.getIndices().getType().getShape();
+  return op.getData().getType().hasStaticShape() &&
+         op.getIndices().getType().hasStaticShape();
+}
+
 OpFoldResult GatherNdOp::fold(FoldAdaptor adaptor) {
-  auto data = getData().getType().getShape();
-  auto ishape = getIndices().getType().getShape();
-  if (!getData().getType().hasStaticShape() ||
-      !getIndices().getType().hasStaticShape())
+  ArrayRef<int64_t> data, ishape;
+  if (!staticShapes(*this, data, ishape))
     return {};
   int64_t b = static_cast<int64_t>(getBatchDims()), k = ishape.back();
   auto idx = readIndices(adaptor.getIndices(),
@@ -657,10 +665,8 @@ OpFoldResult GatherNdOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
-  auto data = getData().getType().getShape();
-  auto ishape = getIndices().getType().getShape();
-  if (!getData().getType().hasStaticShape() ||
-      !getIndices().getType().hasStaticShape())
+  ArrayRef<int64_t> data, ishape;
+  if (!staticShapes(*this, data, ishape))
     return {};
   int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()), data.size());
   auto idx = readIndices(adaptor.getIndices(),

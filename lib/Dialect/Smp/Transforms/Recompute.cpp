@@ -35,6 +35,16 @@ using namespace mlir;
 namespace smp {
 namespace {
 
+/// The backward ops, in order, and the position of each.
+void listBackward(Block::iterator begin, Block::iterator end,
+                  SmallVector<Operation *> &ops,
+                  llvm::DenseMap<Operation *, size_t> &index) {
+  for (auto it = begin; it != end; ++it)
+    ops.push_back(&*it);
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = i;
+}
+
 /// The forward's segments between cut points (full recomputation).
 SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   llvm::DenseMap<Operation *, size_t> position;
@@ -146,11 +156,8 @@ size_t recomputeActivations(ArrayRef<Operation *> forward, Block::iterator
       mode == "full" ? fullSegments(forward) : attentionCores(forward);
   // Backward ops, in order, and their positions.
   SmallVector<Operation *> backward;
-  for (auto it = backwardBegin; it != backwardEnd; ++it)
-    backward.push_back(&*it);
   llvm::DenseMap<Operation *, size_t> bwdIndex;
-  for (auto [i, op] : llvm::enumerate(backward))
-    bwdIndex[op] = i;
+  listBackward(backwardBegin, backwardEnd, backward, bwdIndex);
   size_t cloned = 0;
   for (auto &segment : segments) {
     llvm::DenseSet<Operation *> members(segment.begin(), segment.end());
@@ -210,11 +217,8 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
                           Block::iterator backwardEnd, int64_t horizon,
                           int64_t minBytes) {
   SmallVector<Operation *> backward;
-  for (auto it = backwardBegin; it != backwardEnd; ++it)
-    backward.push_back(&*it);
   llvm::DenseMap<Operation *, size_t> bwdIndex;
-  for (auto [i, op] : llvm::enumerate(backward))
-    bwdIndex[op] = i;
+  listBackward(backwardBegin, backwardEnd, backward, bwdIndex);
   llvm::DenseSet<Operation *> inForward(forward.begin(), forward.end());
   // The saved values, by their first backward read.
   struct Saved {

@@ -55,41 +55,61 @@ struct OpInfo {
   sched::Action::Kind kind = sched::Action::F;
 };
 
-struct SmpPipelineSchedulePass
-    : public smp::impl::SmpPipelineSchedulePassBase<SmpPipelineSchedulePass> {
-  using Base::Base;
+/// Per value computed on one rank and used on others: (rank, tag) of each
+/// message that carries it.
+using Tags = llvm::DenseMap<Value, SmallVector<std::pair<int64_t, int64_t>>>;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!step) {
-      module.emitError("smp-pipeline-schedule: no func @train_step (run "
-                       "smp-build-train-step first)");
-      return signalPassFailure();
-    }
-    if (failed(schedule_(module, step)))
-      return signalPassFailure();
+/// What the pass works out about @train_step, one step at a time: each op's
+/// group, which ranks run and read what, and the messages between them.
+struct RankPlan {
+  func::FuncOp step;
+  int64_t pp;
+  llvm::DenseMap<Operation *, OpInfo> info;
+  int64_t numStages = 1, numMicrobatches = 1;
+  /// A step-wide state (the fp16 loss scale and its counters) that ops of
+  /// several ranks read: every such rank keeps a copy and gets its update.
+  /// (Filled once the free ops' ranks are known; until then, updates go to
+  /// their owner only.)
+  llvm::DenseMap<StringAttr, std::set<int64_t>> stateReaders;
+  /// Per rank: the ops it runs, in order, and the free ops it needs.
+  std::vector<std::vector<Operation *>> program;
+  std::vector<llvm::DenseSet<Operation *>> needsFree;
+  Tags tags;
+
+  RankPlan(func::FuncOp step, int64_t pp)
+      : step(step), pp(pp), program(pp), needsFree(pp) {}
+
+  Block &body() { return step.getBody().front(); }
+  func::ReturnOp ret() { return cast<func::ReturnOp>(body().getTerminator()); }
+  int64_t rankOf(int64_t stage) const { return stage % pp; }
+  const OpInfo *infoOf(Value v) {
+    Operation *def = v.getDefiningOp();
+    return def ? &info[def] : nullptr;
   }
 
-  LogicalResult schedule_(ModuleOp module, func::FuncOp step) {
-    Block &body = step.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
-    auto kind = sched::parseScheduleKind(schedule);
-    if (!kind)
-      return module.emitError() << "unknown pipeline schedule '" << schedule
-                                << "' (expected gpipe, 1f1b, interleaved or "
-                                   "zb-h1)";
-    if (pp < 1)
-      return module.emitError() << "pp must be >= 1, got " << static_cast<int64_t>(pp);
+  /// The ranks that return result `i` (value `v`) of @train_step.
+  SmallVector<int64_t> returnedBy(unsigned i, Value v) {
+    SmallVector<int64_t> ranks;
+    if (auto update =
+            step.getResultAttrOfType<StringAttr>(i, SmpDialect::kUpdateAttr)) {
+      const OpInfo *d = infoOf(v);
+      int64_t owner = d && d->stage >= 0 ? rankOf(d->stage) : 0;
+      ranks.push_back(owner);
+      if (auto it = stateReaders.find(update); it != stateReaders.end())
+        for (int64_t r : it->second)
+          if (r != owner)
+            ranks.push_back(r);
+    } else {
+      for (int64_t r = 0; r < pp; ++r)
+        ranks.push_back(r);
+    }
+    return ranks;
+  }
 
-    // Classify the ops.
-    llvm::DenseMap<Operation *, OpInfo> info;
-    int64_t numStages = 1, numMicrobatches = 1;
-    auto infoOf = [&](Value v) -> const OpInfo * {
-      Operation *def = v.getDefiningOp();
-      return def ? &info[def] : nullptr;
-    };
-    for (Operation &op : body.without_terminator()) {
+  /// Puts each op in its group (free, prologue, action, epilogue) and counts
+  /// the stages and micro-batches.
+  void classifyOps() {
+    for (Operation &op : body().without_terminator()) {
       OpInfo in;
       auto stage = op.getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
       auto mb = op.getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr);
@@ -121,71 +141,38 @@ struct SmpPipelineSchedulePass
       }
       info[&op] = in;
     }
-    if (numStages % pp != 0)
-      return module.emitError()
-             << "cannot run " << numStages << " pipeline stages on " << static_cast<int64_t>(pp)
-             << " pipeline ranks (the stages must be a multiple of pp)";
-    int64_t virtualStages = numStages / pp;
-    if (virtualStages > 1 && *kind != sched::ScheduleKind::Interleaved)
-      return module.emitError()
-             << numStages << " stages on " << static_cast<int64_t>(pp) << " pipeline ranks need "
-             << "the interleaved schedule (" << virtualStages
-             << " virtual stages per rank)";
-    std::string error;
-    sched::Schedule order =
-        sched::buildSchedule(*kind, pp, numMicrobatches, virtualStages, &error);
-    if (order.empty())
-      return module.emitError() << "pipeline schedule: " << error;
-    auto rankOf = [&](int64_t stage) { return stage % pp; };
+  }
 
-    // ZB-H1: the input-gradient part of each backward.
-    if (*kind == sched::ScheduleKind::ZeroBubbleH1)
-      splitBackward(body, info);
-
-    // A step-wide state (the fp16 loss scale and its counters) that ops of
-    // several ranks read: every such rank keeps a copy and gets its update.
-    // (Filled once the free ops' ranks are known; until then, updates go
-    // to their owner only.)
-    llvm::DenseMap<StringAttr, std::set<int64_t>> stateReaders;
-    // Which ranks use each value (ops, and the results each rank returns).
-    auto returnedBy = [&](unsigned i, Value v) -> SmallVector<int64_t> {
-      SmallVector<int64_t> ranks;
-      if (auto update = step.getResultAttrOfType<StringAttr>(
-              i, SmpDialect::kUpdateAttr)) {
-        const OpInfo *d = infoOf(v);
-        int64_t owner = d && d->stage >= 0 ? rankOf(d->stage) : 0;
-        ranks.push_back(owner);
-        if (auto it = stateReaders.find(update); it != stateReaders.end())
-          for (int64_t r : it->second)
-            if (r != owner)
-              ranks.push_back(r);
-      } else {
-        for (int64_t r = 0; r < pp; ++r)
-          ranks.push_back(r);
-      }
-      return ranks;
-    };
-    // Per rank: the ops it runs, in order.
-    std::vector<std::vector<Operation *>> program(pp);
-    std::vector<llvm::DenseSet<Operation *>> needsFree(pp);
-    // Free ops a rank needs: those its ops (transitively) use.
-    std::function<void(int64_t, Value)> requireFree = [&](int64_t r, Value v) {
+  /// Marks on rank `r` the free op defining `root` and the free ops it
+  /// (transitively) uses. A worklist: no recursion as deep as the graph.
+  void requireFree(int64_t r, Value root) {
+    SmallVector<Value> work{root};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
       Operation *def = v.getDefiningOp();
       if (!def || info[def].group != Group::Free ||
           !needsFree[r].insert(def).second)
-        return;
-      for (Value u : def->getOperands())
-        requireFree(r, u);
-    };
-    for (Operation &op : body.without_terminator())
+        continue;
+      for (Value u : llvm::reverse(def->getOperands()))
+        work.push_back(u);
+    }
+  }
+
+  /// Free ops a rank needs: those its ops and its results (transitively)
+  /// use.
+  void collectFreeOps() {
+    for (Operation &op : body().without_terminator())
       if (info[&op].group != Group::Free)
         for (Value v : op.getOperands())
           requireFree(rankOf(info[&op].stage), v);
-    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    for (auto [i, v] : llvm::enumerate(ret().getOperands()))
       for (int64_t r : returnedBy(i, v))
         requireFree(r, v);
+  }
 
-    for (BlockArgument arg : body.getArguments()) {
+  /// The ranks that read each step-wide state argument (named "@...").
+  void collectStateReaders() {
+    for (BlockArgument arg : body().getArguments()) {
       auto name = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     SmpDialect::kStateAttr);
       if (!name || !name.getValue().starts_with("@"))
@@ -202,13 +189,19 @@ struct SmpPipelineSchedulePass
               stateReaders[name].insert(r);
       }
     }
+  }
+
+  /// Each rank's program: its free ops, its prologue, its actions in the
+  /// schedule's order, then its epilogue. Fails on an action the schedule
+  /// has no slot for.
+  LogicalResult assignOps(const sched::Schedule &order) {
     std::map<std::tuple<int64_t, int64_t, int>, std::vector<Operation *>>
         actions; // (stage, mb, kind) -> ops
     for (int64_t r = 0; r < pp; ++r)
-      for (Operation &op : body.without_terminator())
+      for (Operation &op : body().without_terminator())
         if (info[&op].group == Group::Free && needsFree[r].count(&op))
           program[r].push_back(&op);
-    for (Operation &op : body.without_terminator()) {
+    for (Operation &op : body().without_terminator()) {
       const OpInfo &in = info[&op];
       if (in.group == Group::Prologue)
         program[rankOf(in.stage)].push_back(&op);
@@ -232,22 +225,24 @@ struct SmpPipelineSchedulePass
              << " is not part of the pipeline schedule (stage or micro-batch "
                 "out of range)";
     }
-    for (Operation &op : body.without_terminator())
+    for (Operation &op : body().without_terminator())
       if (info[&op].group == Group::Epilogue)
         program[rankOf(info[&op].stage)].push_back(&op);
+    return success();
+  }
 
-    // Recipients of each staged value, and the tag of each message.
+  /// Recipients of each staged value, and the tag of each message.
+  void assignTags() {
     llvm::DenseMap<Value, std::set<int64_t>> usedBy;
     for (int64_t r = 0; r < pp; ++r)
       for (Operation *op : program[r])
         for (Value v : op->getOperands())
           usedBy[v].insert(r);
-    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    for (auto [i, v] : llvm::enumerate(ret().getOperands()))
       for (int64_t r : returnedBy(i, v))
         usedBy[v].insert(r);
-    Tags tags;
     int64_t nextTag = 0;
-    for (Operation &op : body.without_terminator()) {
+    for (Operation &op : body().without_terminator()) {
       const OpInfo &in = info[&op];
       if (in.group == Group::Free)
         continue;
@@ -256,26 +251,95 @@ struct SmpPipelineSchedulePass
           if (r != rankOf(in.stage))
             tags[v].push_back({r, nextTag++});
     }
+  }
+};
+
+struct SmpPipelineSchedulePass
+    : public smp::impl::SmpPipelineSchedulePassBase<SmpPipelineSchedulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("train_step");
+    if (!step) {
+      module.emitError("smp-pipeline-schedule: no func @train_step (run "
+                       "smp-build-train-step first)");
+      return signalPassFailure();
+    }
+    if (failed(schedule_(module, step)))
+      return signalPassFailure();
+  }
+
+  /// The schedule for `plan`'s stages and micro-batches on pp ranks, or an
+  /// error naming what does not fit.
+  FailureOr<sched::Schedule> buildOrder(ModuleOp module, RankPlan &plan,
+                                        sched::ScheduleKind kind,
+                                        int64_t &virtualStages) {
+    int64_t numStages = plan.numStages;
+    if (numStages % pp != 0)
+      return module.emitError()
+             << "cannot run " << numStages << " pipeline stages on "
+             << static_cast<int64_t>(pp)
+             << " pipeline ranks (the stages must be a multiple of pp)";
+    virtualStages = numStages / pp;
+    if (virtualStages > 1 && kind != sched::ScheduleKind::Interleaved)
+      return module.emitError()
+             << numStages << " stages on " << static_cast<int64_t>(pp)
+             << " pipeline ranks need "
+             << "the interleaved schedule (" << virtualStages
+             << " virtual stages per rank)";
+    std::string error;
+    sched::Schedule order = sched::buildSchedule(kind, pp, plan.numMicrobatches,
+                                                 virtualStages, &error);
+    if (order.empty())
+      return module.emitError() << "pipeline schedule: " << error;
+    return order;
+  }
+
+  LogicalResult schedule_(ModuleOp module, func::FuncOp step) {
+    auto kind = sched::parseScheduleKind(schedule);
+    if (!kind)
+      return module.emitError() << "unknown pipeline schedule '" << schedule
+                                << "' (expected gpipe, 1f1b, interleaved or "
+                                   "zb-h1)";
+    if (pp < 1)
+      return module.emitError()
+             << "pp must be >= 1, got " << static_cast<int64_t>(pp);
+
+    RankPlan plan(step, pp);
+    plan.classifyOps();
+    int64_t virtualStages = 1;
+    FailureOr<sched::Schedule> order =
+        buildOrder(module, plan, *kind, virtualStages);
+    if (failed(order))
+      return failure();
+    // ZB-H1: the input-gradient part of each backward.
+    if (*kind == sched::ScheduleKind::ZeroBubbleH1)
+      splitBackward(plan.body(), plan.info);
+    plan.collectFreeOps();
+    plan.collectStateReaders();
+    if (failed(plan.assignOps(*order)))
+      return failure();
+    plan.assignTags();
 
     // Build the functions.
     OpBuilder mb(module.getContext());
     mb.setInsertionPoint(step);
-    std::string description;
     for (int64_t r = 0; r < pp; ++r)
-      if (failed(buildRankFunction(step, mb, r, program[r], info, tags,
-                                   rankOf, returnedBy)))
+      if (failed(buildRankFunction(plan, mb, r)))
         return failure();
     SmallVector<func::FuncOp> rankFunctions;
     for (int64_t r = 0; r < pp; ++r)
       rankFunctions.push_back(module.lookupSymbol<func::FuncOp>(
           (step.getSymName() + "_pp" + Twine(r)).str()));
     orderSendsLikeReceives(rankFunctions);
+    std::string description;
     llvm::raw_string_ostream os(description);
     os << sched::scheduleKindName(*kind) << " pp=" << pp
-       << " microbatches=" << numMicrobatches
+       << " microbatches=" << plan.numMicrobatches
        << " virtual-stages=" << virtualStages << " (simulated bubble "
        << llvm::format("%.1f%%", 100.0 * sched::unitCostBubbleFraction(
-                                             *kind, pp, numMicrobatches,
+                                             *kind, pp, plan.numMicrobatches,
                                              virtualStages))
        << ")";
     module->setAttr(SmpDialect::kScheduleAttr,
@@ -318,10 +382,6 @@ struct SmpPipelineSchedulePass
     }
   }
 
-  /// Per value computed on one rank and used on others: (rank, tag) of
-  /// each message that carries it.
-  using Tags = llvm::DenseMap<Value, SmallVector<std::pair<int64_t, int64_t>>>;
-
   /// Splits each backward (stage, micro-batch) into BI, the ops whose
   /// values another stage's backward uses and what they need, and BW, the
   /// rest (weight gradients and their sums over the micro-batches; a tied
@@ -349,12 +409,18 @@ struct SmpPipelineSchedulePass
     }
   }
 
-  LogicalResult buildRankFunction(
-      func::FuncOp step, OpBuilder &mb, int64_t rank,
-      ArrayRef<Operation *> ops, llvm::DenseMap<Operation *, OpInfo> &info,
-      const Tags &tags,
-      llvm::function_ref<int64_t(int64_t)> rankOf,
-      llvm::function_ref<SmallVector<int64_t>(unsigned, Value)> returnedBy) {
+  /// Rank `rank`'s function: its program, with a receive before the first
+  /// use of each value made on another rank and a send after each value
+  /// another rank uses.
+  LogicalResult buildRankFunction(RankPlan &plan, OpBuilder &mb, int64_t rank) {
+    func::FuncOp step = plan.step;
+    ArrayRef<Operation *> ops = plan.program[rank];
+    llvm::DenseMap<Operation *, OpInfo> &info = plan.info;
+    const Tags &tags = plan.tags;
+    auto rankOf = [&](int64_t stage) { return plan.rankOf(stage); };
+    auto returnedBy = [&](unsigned i, Value v) {
+      return plan.returnedBy(i, v);
+    };
     MLIRContext *ctx = step.getContext();
     Block &body = step.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());

@@ -12,6 +12,7 @@
 #ifndef SMP_BASE_SHAPE_H
 #define SMP_BASE_SHAPE_H
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -40,6 +41,27 @@ bool checkedElementCount(const Dims &shape, uint64_t limit, uint64_t &n) {
     n *= static_cast<uint64_t>(d);
   }
   return n <= limit;
+}
+
+/// Numpy broadcast of the dims of `a` and `b` (right-aligned) into `out`
+/// (any containers of int64 dims; `out` is resized); false when a pair of
+/// dims is neither equal nor 1. The compiler's shape inference and the
+/// kernels' checks both use it.
+template <typename A, typename B, typename Out>
+bool broadcastShapes(const A &a, const B &b, Out &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return false;
+  }
+  return true;
 }
 
 } // namespace smp::base

@@ -24,4 +24,11 @@ struct Status {
 
 } // namespace smp::base
 
+/// Returns the Status of `expr` from the enclosing function when it failed.
+#define SMP_RETURN_IF_ERROR(expr)                                              \
+  do {                                                                         \
+    if (::smp::base::Status smpStatus_ = (expr); !smpStatus_.ok())             \
+      return smpStatus_;                                                       \
+  } while (0)
+
 #endif // SMP_BASE_STATUS_H

@@ -76,8 +76,7 @@ bool broadcastStrides(const std::vector<int64_t> &in,
                       std::vector<int64_t> &strides);
 
 /// Numpy broadcast of a and b into out; false when incompatible.
-bool broadcastShapes(const std::vector<int64_t> &a,
-                     const std::vector<int64_t> &b, std::vector<int64_t> &out);
+using smp::base::broadcastShapes;
 
 /// Product of shape[from, to).
 int64_t product(const std::vector<int64_t> &shape, size_t from = 0,

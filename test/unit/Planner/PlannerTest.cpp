@@ -1,10 +1,11 @@
 //===- PlannerTest.cpp - Model profiles as the planner sees them ----------===//
 
+#include "smp/Planner/Planner.h"
+#include "MlirTest.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "smp/InitAll.h"
-#include "smp/Planner/Planner.h"
 
 #include <gtest/gtest.h>
 
@@ -13,15 +14,8 @@ using namespace smp;
 
 namespace {
 
-class PlannerTest : public ::testing::Test {
+class PlannerTest : public smp::test::MlirTest {
 protected:
-  PlannerTest() {
-    registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 // x -> matmul -> + bias -> GELU -> transpose -> matmul: the bias and the

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MlirTest.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
@@ -88,14 +89,8 @@ const llvm::StringMap<const char *> &noShardingRule() {
   return m;
 }
 
-class OpModelsTest : public ::testing::Test {
+class OpModelsTest : public smp::test::MlirTest {
 protected:
-  OpModelsTest() {
-    registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-
   /// Every registered op of the smp dialect.
   std::vector<RegisteredOperationName> smpOps() {
     std::vector<RegisteredOperationName> ops;
@@ -104,9 +99,6 @@ protected:
         ops.push_back(name);
     return ops;
   }
-
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 TEST_F(OpModelsTest, SeesEverySmpOp) {

@@ -1,5 +1,6 @@
 //===- FoldTest.cpp - Constant folding of smp ops against C++ references --===//
 
+#include "MlirTest.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -17,14 +18,8 @@ using namespace mlir;
 
 namespace {
 
-class FoldTest : public ::testing::Test {
+class FoldTest : public smp::test::MlirTest {
 protected:
-  FoldTest() {
-    smp::registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-
   /// Canonicalizes `src` and returns the returned constant values.
   std::vector<double> foldToValues(const std::string &src) {
     OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(src, ctx.get());
@@ -53,9 +48,6 @@ protected:
     EXPECT_EQ(returns, 0) << "not everything folded";
     return values;
   }
-
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 std::string denseF32(const std::vector<float> &v) {

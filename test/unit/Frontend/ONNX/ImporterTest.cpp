@@ -1,9 +1,10 @@
 //===- ImporterTest.cpp - ONNX importer on fixtures and bad input ---------===//
 
+#include "smp/Frontend/ONNX/Importer.h"
+#include "MlirTest.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
-#include "smp/Frontend/ONNX/Importer.h"
 #include "smp/InitAll.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -29,12 +30,8 @@ std::string bad(const std::string &name) {
   return std::string(SMP_SOURCE_DIR) + "/test/Frontend/ONNX/Inputs/bad/" + name;
 }
 
-class ImporterTest : public ::testing::Test {
+class ImporterTest : public smp::test::MlirTest {
 protected:
-  ImporterTest() {
-    smp::registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-  }
   llvm::Expected<OwningOpRef<ModuleOp>> import(const std::string &path,
                                                 bool bindDims = true) {
     fe::ImportOptions opts;
@@ -57,8 +54,6 @@ protected:
       return "";
     return llvm::toString(m.takeError());
   }
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 /// Shape from a .npy header ("'shape': (2, 16, 64)").

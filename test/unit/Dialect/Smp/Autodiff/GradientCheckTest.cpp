@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MlirTest.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
@@ -42,12 +43,9 @@ struct Compiled {
   smprt::Executor exec;
 };
 
-class GradientCheck : public ::testing::Test {
+class GradientCheck : public smp::test::MlirTest {
 protected:
   GradientCheck() {
-    smp::registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
     llvm::sys::fs::createUniqueDirectory("smp-gradcheck", scratch);
   }
   ~GradientCheck() override { llvm::sys::fs::remove_directories(scratch); }
@@ -186,8 +184,6 @@ protected:
     }
   }
 
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
   llvm::SmallString<128> scratch;
   int counter = 0;
 };

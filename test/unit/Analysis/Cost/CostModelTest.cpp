@@ -1,10 +1,11 @@
 //===- CostModelTest.cpp - Op costs, roofline, collectives, cluster files ===//
 
+#include "smp/Analysis/Cost/CostModel.h"
+#include "MlirTest.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "smp/Analysis/Cost/CostModel.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/InitAll.h"
@@ -20,14 +21,8 @@ using namespace smp;
 
 namespace {
 
-class CostModelTest : public ::testing::Test {
+class CostModelTest : public smp::test::MlirTest {
 protected:
-  CostModelTest() {
-    registerAllDialects(registry);
-    ctx = std::make_unique<MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-  }
-
   OwningOpRef<ModuleOp> parse(const std::string &body,
                               const std::string &args) {
     std::string src = "module {\n  shard.grid @dp(shape = 4)\n  func.func @main(" +
@@ -42,9 +37,6 @@ protected:
     module.walk([&](OpT op) { c = costOf(op); });
     return c;
   }
-
-  DialectRegistry registry;
-  std::unique_ptr<MLIRContext> ctx;
 };
 
 TEST_F(CostModelTest, MatMulCountsTwoFlopsPerMultiplyAdd) {

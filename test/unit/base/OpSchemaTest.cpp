@@ -9,11 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "smp/base/OpSchema.h"
+#include "MlirTest.h"
 #include "cpu/CpuBackend.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "smp/InitAll.h"
-#include "smp/base/OpSchema.h"
 #include "smprt/comm/Communicator.h"
 #include "smprt/exec/Artifact.h"
 
@@ -42,13 +43,12 @@ std::set<std::string> smpOpNames(MLIRContext &ctx) {
   return names;
 }
 
-TEST(OpSchemaTest, EverySmpOpAndItsAttributesAreInTheSchema) {
-  DialectRegistry registry;
-  smp::registerAllDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+/// The checks that need the dialects.
+class OpSchemaTest : public smp::test::MlirTest {};
+
+TEST_F(OpSchemaTest, EverySmpOpAndItsAttributesAreInTheSchema) {
   size_t checked = 0;
-  for (RegisteredOperationName op : ctx.getRegisteredOperations()) {
+  for (RegisteredOperationName op : ctx->getRegisteredOperations()) {
     if (op.getDialectNamespace() != "smp")
       continue;
     std::string name = op.stripDialect().str();
@@ -69,19 +69,15 @@ TEST(OpSchemaTest, EverySmpOpAndItsAttributesAreInTheSchema) {
   EXPECT_GT(checked, 60u);
 }
 
-TEST(OpSchemaTest, EverySchemaOpComesFromTheCompiler) {
-  DialectRegistry registry;
-  smp::registerAllDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  std::set<std::string> smpOps = smpOpNames(ctx);
+TEST_F(OpSchemaTest, EverySchemaOpComesFromTheCompiler) {
+  std::set<std::string> smpOps = smpOpNames(*ctx);
   for (const base::OpSchema &op : base::kOps)
     EXPECT_TRUE(smpOps.count(op.name) || kShardCollectives.count(op.name))
         << "'" << op.name << "' is in OpSchema.def but no compiler op "
         << "lowers to it";
 }
 
-TEST(OpSchemaTest, CheckInstructionNamesTheOpAndTheProblem) {
+TEST_F(OpSchemaTest, CheckInstructionNamesTheOpAndTheProblem) {
   const base::OpSchema *ln = base::findOp("layer_norm");
   ASSERT_NE(ln, nullptr);
   using K = base::AttrKind;
@@ -143,7 +139,7 @@ smp::artifact::Instruction minimalInstruction(const base::OpSchema &op) {
   return inst;
 }
 
-TEST(OpSchemaTest, TheCpuKernelTableDecodesEveryOp) {
+TEST_F(OpSchemaTest, TheCpuKernelTableDecodesEveryOp) {
   std::vector<float> data(2 * 4 * 8, 0.0f);
   std::vector<smprt::TensorRef> buffers;
   for (int i = 0; i < 16; ++i)
@@ -160,7 +156,7 @@ TEST(OpSchemaTest, TheCpuKernelTableDecodesEveryOp) {
   }
 }
 
-TEST(OpSchemaTest, TheKernelTableRefusesWhatTheSchemaRefuses) {
+TEST_F(OpSchemaTest, TheKernelTableRefusesWhatTheSchemaRefuses) {
   std::vector<float> data(16, 0.0f);
   std::vector<smprt::TensorRef> buffers(
       4, smprt::TensorRef{data.data(), smprt::DType::F32, {2, 2}});
