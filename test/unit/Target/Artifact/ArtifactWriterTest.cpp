@@ -91,19 +91,19 @@ struct ShortWeights : smp::WeightSource {
 
 /// How a buffer holds part of a global tensor along one dim: that dim
 /// viewed as [blocks, parts, n], index `index` along parts. The only place
-/// this test reads the artifact's slicing fields.
+/// this test reads the artifact's Layout message's slicing fields.
 struct TpSlice {
   bool sliced = false;
   int64_t dim = 0, blocks = 1, parts = 1, index = 0;
 };
 TpSlice tpSliceOf(const pb::Buffer &b) {
   TpSlice s;
-  s.sliced = b.tp_parts() > 0;
+  s.sliced = b.has_layout() && b.layout().tp_parts() > 0;
   if (s.sliced) {
-    s.dim = b.tp_dim();
-    s.blocks = b.tp_blocks();
-    s.parts = b.tp_parts();
-    s.index = b.tp_index();
+    s.dim = b.layout().tp_dim();
+    s.blocks = b.layout().tp_blocks();
+    s.parts = b.layout().tp_parts();
+    s.index = b.layout().tp_index();
   }
   return s;
 }
@@ -286,8 +286,9 @@ TEST_F(ArtifactWriterTest, TensorParallelRanksHoldSlicesOfTheWeights) {
       const pb::Buffer &b = *params[name];
       EXPECT_EQ(std::vector<int64_t>(b.shape().begin(), b.shape().end()),
                 dimAndShape.second);
-      EXPECT_EQ(std::vector<int64_t>(b.global_shape().begin(),
-                                     b.global_shape().end()),
+      ASSERT_TRUE(b.has_layout());
+      EXPECT_EQ(std::vector<int64_t>(b.layout().full_shape().begin(),
+                                     b.layout().full_shape().end()),
                 kParamShapes.at(name));
       TpSlice s = tpSliceOf(b);
       ASSERT_TRUE(s.sliced);
