@@ -86,11 +86,23 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
                                        const std::string &self,
                                        const std::vector<std::string> &args);
 
-/// Replaces this process by mpirunCommand(...) for this executable
-/// (/proc/self/exe); mpirun is $SMP_MPIRUN or `mpirun` on the PATH. As root
-/// it sets OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-/// (unless set), which Open MPI requires. Returns only on failure.
-Status execMpirun(int ranks, const std::vector<std::string> &args);
+/// Runs mpirunCommand(...) for this executable (/proc/self/exe) as a child
+/// process in its own process group and waits for it; mpirun is
+/// $SMP_MPIRUN or `mpirun` on the PATH. As root it sets
+/// OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (unless
+/// set), which Open MPI requires. `exitCode` is mpirun's exit status (128 +
+/// the signal when a signal ended it). Fails only when mpirun cannot start.
+///
+/// Signals: Open MPI's mpirun answers SIGINT and SIGTERM by killing every
+/// rank a second later, too soon for a rank to finish its step and save a
+/// checkpoint; it forwards SIGUSR1 to the ranks instead. So mpirun runs in
+/// its own process group (a terminal's Ctrl-C reaches only this process),
+/// and a SIGINT or SIGTERM this process gets is relayed: with `stoppable`
+/// (a training run, which stops cleanly on SIGUSR1) the first as SIGUSR1,
+/// then as SIGTERM; otherwise as SIGTERM. When the ranks then exit with
+/// 128 + SIGUSR1, `exitCode` is 128 + the signal this process got.
+Status runMpirun(int ranks, const std::vector<std::string> &args,
+                 bool stoppable, int &exitCode);
 
 } // namespace smprt
 
