@@ -3,7 +3,7 @@
 // smprun [-n N] MODEL.smpx --data DIR --output-dir DIR [--threads N]
 //
 // Links no MLIR: it reads the protobuf artifact written by `smpc compile`.
-// `-n N` runs N ranks on this machine by re-executing through mpirun; under
+// `-n N` runs N ranks on this machine through a child mpirun; under
 // a launcher each process finds its rank in the environment (Launch.h).
 //
 //===----------------------------------------------------------------------===//
@@ -20,6 +20,7 @@
 #include "smprt/train/Trainer.h"
 
 #include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -102,11 +103,12 @@ OPTIONS
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
                      FILE must be writable when smprun starts.
-  -n, --ranks N      Run N ranks on this machine: smprun re-executes itself
-                     as `mpirun -n N --oversubscribe --bind-to none smprun
+  -n, --ranks N      Run N ranks on this machine: smprun runs itself through
+                     `mpirun -n N --oversubscribe --bind-to none smprun
                      <the other arguments>` (Open MPI; $SMP_MPIRUN names
                      another mpirun; as root smprun sets
-                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1) and exits with
+                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1), relays SIGINT and
+                     SIGTERM to the ranks (see STOPPING) and exits with
                      mpirun's status. N must be the number of ranks the
                      artifact was compiled for. Under a launcher (mpirun,
                      mpiexec, srun) every process takes its rank and the
@@ -446,9 +448,10 @@ std::string resumeCommand(const Cli &cli, const smprt::LaunchInfo &launch) {
 /// What rank 0 says about a run stopped by a signal.
 void reportStop(const Cli &cli, const smprt::LaunchInfo &launch,
                 const smprt::TrainStop &stop) {
-  std::string line = "smprun: stopped by " +
-                     std::string(smprt::signalName(stop.signal)) +
-                     " after step " + std::to_string(stop.step) + " of " +
+  std::string by = smprt::signalName(stop.signal);
+  if (stop.signal == SIGUSR1 && std::getenv("SMP_SMPRUN_RANKS"))
+    by = "a signal to smprun -n (relayed as SIGUSR1)";
+  std::string line = "smprun: stopped by " + by + " after step " + std::to_string(stop.step) + " of " +
                      std::to_string(cli.steps);
   if (stop.checkpoint.empty())
     line += "; no --checkpoint-dir was given, so nothing was saved (give "

@@ -3,7 +3,7 @@
 // A run of N ranks is N smprun processes. Either an external launcher
 // starts them (mpirun, mpiexec, srun), and each process finds its rank and
 // the run's size in the environment the launcher set, or `smprun -n N`
-// starts them itself by re-executing through
+// starts them itself through a child process
 //   mpirun -n N --oversubscribe --bind-to none <smprun> <the other arguments>
 // Single-rank runs never initialize MPI.
 //
@@ -80,7 +80,7 @@ Status checkRankCount(const std::string &model, uint32_t compiledRanks,
 /// Kernel threads per rank: `cores` shared by `localRanks` ranks, at least 1.
 int threadsPerRank(int cores, int localRanks);
 
-/// The command line `smprun -n N` re-executes itself through: `mpirun`,
+/// The command line `smprun -n N` runs itself through: `mpirun`,
 /// -n N --oversubscribe --bind-to none, `self`, then `args`.
 std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
                                        const std::string &self,
