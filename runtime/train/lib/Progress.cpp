@@ -119,17 +119,17 @@ std::string Reporter::metricsRow(const StepRecord &rec) const {
                     ", \"loss\": " + jsonNumber(rec.loss) +
                     ", \"lr\": " + jsonNumber(rec.lr) +
                     ", \"grad_norm\": " + jsonNumber(rec.gradNorm) +
-                    ", \"samples_per_s\": " + format("%.6g", rec.samplesPerSecond) +
+                    ", \"samples_per_s\": " + jsonNumber(rec.samplesPerSecond) +
                     ", \"tokens_per_s\": " +
                     (facts_.tokensPerSample > 0
-                         ? format("%.6g", rec.samplesPerSecond *
-                                              facts_.tokensPerSample)
+                         ? jsonNumber(rec.samplesPerSecond *
+                                      facts_.tokensPerSample)
                          : "null") +
                     ", \"tflops_per_device\": " + jsonNumber(flops / 1e12) +
                     ", \"mfu\": " + jsonNumber(mfu) +
-                    ", \"step_time\": " + format("%.6g", rec.seconds) +
+                    ", \"step_time\": " + jsonNumber(rec.seconds) +
                     ", \"time\": " + format("%.6f", rec.wallTime) +
-                    ", \"elapsed\": " + format("%.6g", rec.elapsed) +
+                    ", \"elapsed\": " + jsonNumber(rec.elapsed) +
                     ", \"peak_bytes\": " + std::to_string(rec.peakBytes) +
                     ", \"peak_bytes_per_rank\": [";
   for (size_t r = 0; r < rec.peakBytesPerRank.size(); ++r)
