@@ -2,7 +2,8 @@
 """Stops a training run with a real signal at a random step, resumes it with
 the command it printed, and checks the result against an uninterrupted run.
 
-    stop_and_resume.py --signal INT|TERM|USR1 [--target smprun|mpirun]
+    stop_and_resume.py --signal INT|TERM|USR1
+        [--target smprun|mpirun|scancel:JOB]
         [--seed S] [--min-step A --max-step B] --reference FULL.jsonl
         [--reference-onnx FULL.onnx] -- SMPRUN-COMMAND...
 
@@ -11,7 +12,9 @@ SMPRUN-COMMAND must train with --metrics M, --checkpoint-dir D and
 own process group, waits until its stdout shows step K (K drawn from
 [A, B] with seed S, printed), sends the signal to the process (--target
 smprun) or to the mpirun it runs under (--target mpirun: the newest process
-named mpirun in the group), and then checks that
+named mpirun in the group), or through Slurm (--target scancel:JOB:
+`scancel --signal=SIG` of the job named JOB, srun -J JOB), and then checks
+that
   - it exits with 128 + the signal (SIGUSR1 relayed by smprun -n reports
     the signal smprun got), after a step >= K, having said
     "stopped by ... after step J of N; checkpoint D/step-<J>" and
@@ -80,7 +83,7 @@ def mpirun_in_group(pgid):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--signal", required=True, choices=["INT", "TERM", "USR1"])
-    ap.add_argument("--target", default="smprun", choices=["smprun", "mpirun"])
+    ap.add_argument("--target", default="smprun")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--min-step", type=int, default=3)
     ap.add_argument("--max-step", type=int, default=30)
@@ -105,6 +108,16 @@ def main():
         m = re.match(r"step (\d+) loss", line)
         if m and int(m.group(1)) >= k and not sent:
             target = proc.pid
+            if args.target.startswith("scancel:"):
+                job = subprocess.run(["squeue", "-h", "-n", args.target[8:],
+                                      "-o", "%i"], capture_output=True,
+                                     text=True).stdout.split()
+                if len(job) != 1:
+                    fail(f"squeue found jobs {job} named {args.target[8:]}")
+                subprocess.run(["scancel", "--signal=" + args.signal, job[0]],
+                               check=True)
+                sent = True
+                continue
             if args.target == "mpirun":
                 target = mpirun_in_group(proc.pid)
                 if target is None:

@@ -433,7 +433,8 @@ std::string resumeCommand(const Cli &cli, const smprt::LaunchInfo &launch) {
   if (parentArgv0 && parentRanks) // started by `smprun -n N`
     cmd = shellQuote(parentArgv0) + " -n " + parentRanks;
   else if (launch.launcher == "slurm")
-    cmd = "srun " + shellQuote(cli.argv0);
+    cmd = "srun --mpi=pmix -n " + std::to_string(launch.size) + " " +
+          shellQuote(cli.argv0);
   else if (launch.underLauncher())
     cmd = "mpirun -n " + std::to_string(launch.size) + " " +
           shellQuote(cli.argv0);
@@ -666,14 +667,15 @@ int main(int argc, char **argv) {
   }
   if (worldSize > 1 && !launch.underLauncher())
     return launchRanks(cli, worldSize);
-  // A training run stops cleanly on SIGINT/SIGTERM/SIGUSR1 (Signals.h).
-  if (cli.steps > 0)
-    smprt::installStopHandlers();
   smprt::MpiOptions mpiOptions;
   mpiOptions.timeoutSeconds = cli.timeout;
   std::unique_ptr<smprt::Communicator> comm;
   if (!(s = smprt::createCommunicator(launch, mpiOptions, comm)).ok())
     return fail(s.error);
+  // A training run stops cleanly on SIGINT/SIGTERM/SIGUSR1 (Signals.h);
+  // after MPI_Init, whose handlers the second signal goes on to.
+  if (cli.steps > 0)
+    smprt::installStopHandlers();
   gComm = comm.get();
   const int rank = comm->rank();
   int localRanks = launch.localSize > 0 ? launch.localSize : comm->localSize();

@@ -11,6 +11,10 @@ namespace smprt {
 namespace {
 
 volatile sig_atomic_t gStop = 0;
+// The handlers installed before ours (MPI's watchdog reports the operation
+// a rank was waiting in when a launcher ends it): a second signal goes on
+// to them.
+struct sigaction gPrevious[NSIG];
 
 /// write(2) of a C string (async-signal-safe).
 void say(const char *s) {
@@ -34,6 +38,10 @@ void onSignal(int sig) {
   say("\nsmprun: a second signal (");
   say(signalName(sig));
   say("): stopping now, without a checkpoint\n");
+  const struct sigaction &prev = gPrevious[sig];
+  if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL &&
+      prev.sa_handler != SIG_IGN && prev.sa_handler != onSignal)
+    prev.sa_handler(sig); // reports, then ends the process by the signal
   ::_exit(128 + sig);
 }
 
@@ -45,7 +53,7 @@ void installStopHandlers() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGINT, SIGTERM, SIGUSR1})
-    ::sigaction(sig, &sa, nullptr);
+    ::sigaction(sig, &sa, &gPrevious[sig]);
 }
 
 int stopRequested() { return gStop; }

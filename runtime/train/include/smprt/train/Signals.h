@@ -5,7 +5,9 @@
 // async-signal-safe store); the trainer polls it at each step boundary, the
 // ranks agree on it, and the run stops after the current step with a
 // checkpoint. A second signal ends the process at once (exit status
-// 128 + signal), without a checkpoint.
+// 128 + signal), without a checkpoint, through the handler installed before
+// (MPI's, which names the operation the rank was waiting in) when there was
+// one. Installed after MPI is initialized, so that they come first.
 //
 // SIGUSR1 is a stop request too: Open MPI's mpirun forwards it to every rank
 // (it answers SIGINT/SIGTERM itself by killing the ranks a second later),
