@@ -21,8 +21,9 @@ Prints each offender as `path:line: name: N lines (limit L)` and exits 1 if
 there is one; otherwise prints the longest function and file and exits 0.
 
 --allow FILE lists functions not split yet, one `path name N` a line: each
-may stay over the limit but not grow past N lines (a ratchet; remove the
-line once it is split).
+may stay over the limit but not grow past N lines (a ratchet). A listed
+function that is now within the limit (or gone) is an error too: remove its
+line, so the list only ever shrinks.
 """
 
 import argparse
@@ -194,7 +195,7 @@ def read_allowed(path):
 
 
 def check_functions(root, files, limit, allowed):
-    bad, longest = [], (0, "")
+    bad, longest, over = [], (0, ""), set()
     for path in files:
         if not path.startswith(tuple(d + "/" for d in FUNCTION_DIRS)) or \
                 not path.endswith(FUNCTION_EXTS):
@@ -207,12 +208,17 @@ def check_functions(root, files, limit, allowed):
             where = f"{path}:{start}: {name}"
             longest = max(longest, (length, where))
             cap = allowed.get((path, name))
+            if length > limit:
+                over.add((path, name))
             if cap is not None and limit < length <= cap:
                 print(f"{where}: {length} lines (allowed up to {cap} until "
                       f"it is split)")
             elif length > limit:
                 bad.append(f"{where}: {length} lines (limit "
                            f"{max(limit, cap or 0)})")
+    for path, name in sorted(set(allowed) - over):
+        bad.append(f"{path}: {name}: listed in the allowlist but no longer "
+                   f"over {limit} lines (remove its line)")
     return bad, longest
 
 

@@ -23,7 +23,9 @@ PACKAGES=(
 if [[ ${1:-} == --tests ]]; then
   PACKAGES+=(slurmd slurmctld slurm-client munge
     # smp.Plan.to_pandas() (python/tests/test_plan.py).
-    python3-pandas)
+    python3-pandas
+    # smp.plot_metrics (python/tests/test_metrics.py).
+    python3-matplotlib)
 fi
 
 missing=()
@@ -43,9 +45,27 @@ install_python_package() {
   fi
 }
 
+# --tests: the tensorboard package, whose own event reader checks smprun's
+# --tensorboard-dir files (test/smprun/tensorboard.test; lit feature
+# `tensorboard`). Not in Debian 12; 2.15 works with Debian's protobuf
+# (3.21, which newer releases refuse). The numpy and protobuf already there are pinned
+# so pip does not replace them (onnx and torch are built against them).
+install_test_python_packages() {
+  if [[ ${1:-} == --tests ]] && ! python3 -c "import tensorboard" 2>/dev/null; then
+    local pins
+    pins=$(python3 -c "import numpy, google.protobuf as p; \
+print('numpy==' + numpy.__version__, 'protobuf==' + p.__version__)" \
+      2>/dev/null || true)
+    # shellcheck disable=SC2086
+    python3 -m pip install --quiet --break-system-packages \
+      "tensorboard<2.16" $pins
+  fi
+}
+
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
   install_python_package
+  install_test_python_packages "${1:-}"
   exit 0
 fi
 
@@ -56,3 +76,4 @@ $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
   --no-install-recommends "${missing[@]}"
 install_python_package
+install_test_python_packages "${1:-}"

@@ -53,6 +53,22 @@ def _slurm_up():
             "pmix" in mpis.stdout + mpis.stderr)
 if _slurm_up():
     config.available_features.add("slurm")
+# The python3 the tests run (%python, found on lit's PATH) and what it can
+# import: tensorboard (test/smprun/tensorboard.test reads smprun's event
+# files with its own reader), matplotlib (smp.plot_metrics).
+def _python_has(module):
+    import subprocess
+    exe = _shutil.which("python3", path=config.environment.get("PATH"))
+    if not exe:
+        return False
+    try:
+        return subprocess.run([exe, "-c", "import " + module],
+                              capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+for _module in ("tensorboard", "matplotlib"):
+    if _python_has(_module):
+        config.available_features.add(_module)
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).
 onnx_node = "/usr/share/libonnx-testdata/data/node"
 if os.path.isdir(onnx_node):

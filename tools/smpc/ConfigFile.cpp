@@ -39,6 +39,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--lr", Kind::Value},
     {"--lr-schedule", Kind::Value},
     {"--warmup-steps", Kind::Value},
+    {"--decay-steps", Kind::Value},
     {"--momentum", Kind::Value},
     {"--dampening", Kind::Value},
     {"--nesterov", Kind::Switch},

@@ -90,8 +90,13 @@ TRAINING (compile --train)
                        mse:OUTPUT:TARGET (a new input TARGET).
   --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
   --lr X               Peak learning rate (default 0.001).
-  --lr-schedule constant|cosine  Cosine decays to 0 over the run's steps.
+  --lr-schedule constant|cosine  Cosine decays to 0 after the warmup, at
+                       step --decay-steps.
   --warmup-steps K     Linear warmup from 0 over the first K steps.
+  --decay-steps N      cosine: the schedule's length in steps, warmup
+                       included; the rate is 0 from step N on (default: the
+                       --steps of the run that starts it, recorded in its
+                       checkpoints, so resumed or extended runs continue it).
   --momentum X --dampening X --nesterov      SGD options.
   --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
@@ -224,7 +229,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   bool compile = opts.command == "compile", plan = opts.command == "plan";
   bool training = compile && opts.train;
   static const char *kTrainingOnly[] = {
-      "--lr", "--lr-schedule", "--warmup-steps", "--momentum", "--dampening",
+      "--lr", "--lr-schedule", "--warmup-steps", "--decay-steps",
+      "--momentum", "--dampening",
       "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
       "--activation-loading-horizon", "--offload-activations",
@@ -269,6 +275,14 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
     return fail("--clip-grad-norm 0 would zero every gradient (as "
                 "clip_grad_norm_ does); leave the flag out for no clipping");
+  if (has("--decay-steps") && opts.lrSchedule != "cosine")
+    return fail("--decay-steps applies to --lr-schedule cosine (a constant "
+                "rate does not decay)");
+  if (has("--decay-steps") && opts.decaySteps <= opts.warmupSteps)
+    return fail("--decay-steps " + std::to_string(opts.decaySteps) +
+                " leaves no steps to decay over after --warmup-steps " +
+                std::to_string(opts.warmupSteps) +
+                "; give more --decay-steps than --warmup-steps");
   if (has("--loss-scale") && opts.plan.precision != "fp16")
     return fail("--loss-scale applies to --precision fp16 (bf16 and fp32 "
                 "train without loss scaling)");
@@ -510,6 +524,11 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.plan.virtualStages = n;
     else if (flag == "--devices")
       opts.devices = n;
+  } else if (a == "--decay-steps" || a.starts_with("--decay-steps=")) {
+    auto v = value("--decay-steps");
+    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.decaySteps) ||
+        opts.decaySteps < 1)
+      return failFlag(exit, "--decay-steps expects a positive integer");
   } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
     auto v = value("--warmup-steps");
     if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||

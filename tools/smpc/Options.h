@@ -47,6 +47,7 @@ struct Options {
   bool emitMlir = false, printAfterAll = false;
   double lr = 1e-3;
   int64_t warmupSteps = 0;
+  int64_t decaySteps = 0; // 0: the run's --steps (smprun)
   /// The flags given on the command line (without their values), so that a
   /// flag that would have no effect in this combination can be refused.
   std::set<std::string> given;

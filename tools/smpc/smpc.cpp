@@ -196,6 +196,7 @@ int compile(ModuleOp module, const Options &opts) {
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
+    t.decaySteps = opts.decaySteps;
     if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
       llvm::SmallString<256> abs(source.getValue());
       llvm::sys::fs::make_absolute(abs);
@@ -260,6 +261,18 @@ int compile(ModuleOp module, const Options &opts) {
   }
   artifact.outputDir = opts.output;
   artifact.target = opts.target;
+  // The device whose peak smprun's MFU is a fraction of: the planner's
+  // cluster, else the target's default device.
+  {
+    auto device = smp::loadDeviceSpec(
+        opts.cluster.empty() ? (opts.target == "cuda" ? "h100-sxm-80g" : "cpu")
+                             : opts.cluster);
+    if (!device)
+      return fail(llvm::toString(device.takeError()));
+    artifact.device = device->name.empty() ? opts.cluster : device->name;
+    artifact.peakFlops = opts.plan.precision == "fp32" ? device->matrixFlops32
+                                                       : device->matrixFlops16;
+  }
   artifact.producer = std::string("smpc ") + SMP_VERSION;
   auto summary = smp::writeArtifact(module, **weights, artifact);
   if (!summary)

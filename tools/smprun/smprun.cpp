@@ -3,7 +3,7 @@
 // smprun [-n N] MODEL.smpx --data DIR --output-dir DIR [--threads N]
 //
 // Links no MLIR: it reads the protobuf artifact written by `smpc compile`.
-// `-n N` runs N ranks on this machine by re-executing through mpirun; under
+// `-n N` runs N ranks on this machine through a child mpirun; under
 // a launcher each process finds its rank in the environment (Launch.h).
 //
 //===----------------------------------------------------------------------===//
@@ -16,9 +16,11 @@
 #include "smprt/exec/Executor.h"
 #include "smprt/train/Checkpoint.h"
 #include "smprt/train/OnnxExport.h"
+#include "smprt/train/Signals.h"
 #include "smprt/train/Trainer.h"
 
 #include <cerrno>
+#include <csignal>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -31,6 +33,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sched.h>
 #include <string>
 #include <sys/resource.h>
@@ -62,24 +66,49 @@ OPTIONS
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping
-                     around. Prints the loss of every step.
-  --metrics FILE     With --steps: one JSON object per step (step, loss, lr,
-                     grad_norm, samples_per_s, peak_bytes).
+                     around. Prints the loss of every step as it ends
+                     ("step K loss L lr R grad_norm G", on stdout).
+  --metrics FILE     With --steps: one JSON object per step, written as the
+                     step ends: step, loss, lr, grad_norm, samples_per_s,
+                     tokens_per_s (null without token ids), tflops_per_device
+                     and mfu (from the compiler's FLOPs of a step and the
+                     artifact's device peak; null when unknown), step_time
+                     (s), time (unix seconds), elapsed (s since this launch
+                     began), peak_bytes (rank 0's arena high-water mark),
+                     peak_bytes_per_rank ([every rank's]), and with fp16
+                     loss_scale and skipped. Appended to with --resume.
+  --tensorboard-dir D  With --steps: write TensorBoard event files into D
+                     (created if missing; a new file per launch): scalars
+                     loss, lr, grad_norm, samples_per_s, tokens_per_s,
+                     step_time, tflops_per_device, mfu, loss_scale (those
+                     the run has) at every step.
+  --progress MODE    With --steps, on stderr of rank 0: live (one line
+                     redrawn every step), log (a line every --log-every
+                     steps and at the first and last: iteration, loss, lr,
+                     grad norm, tokens/s or samples/s, TFLOP/s per device,
+                     MFU, ms/step, loss scale, elapsed, ETA), none, or auto
+                     (default: live on a terminal, log otherwise: under
+                     mpirun, srun, a pipe or a file).
+  --log-every K      The log line every K steps (default 10).
   --checkpoint-dir D With --steps: where checkpoints go (parameters and
                      optimizer state by name, written atomically).
   --checkpoint-every K  Save a checkpoint every K steps. Without it,
                      --checkpoint-dir saves one checkpoint after the last
                      step.
   --resume           Continue from the newest checkpoint in D (the data
-                     position and the step count come from it).
+                     position, the step count and the learning-rate
+                     schedule come from it): --steps N is the total to
+                     reach, which may be more than the first run's (the
+                     schedule goes on as recorded; see smpc --decay-steps).
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
                      FILE must be writable when smprun starts.
-  -n, --ranks N      Run N ranks on this machine: smprun re-executes itself
-                     as `mpirun -n N --oversubscribe --bind-to none smprun
+  -n, --ranks N      Run N ranks on this machine: smprun runs itself through
+                     `mpirun -n N --oversubscribe --bind-to none smprun
                      <the other arguments>` (Open MPI; $SMP_MPIRUN names
                      another mpirun; as root smprun sets
-                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1) and exits with
+                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1), relays SIGINT and
+                     SIGTERM to the ranks (see STOPPING) and exits with
                      mpirun's status. N must be the number of ranks the
                      artifact was compiled for. Under a launcher (mpirun,
                      mpiexec, srun) every process takes its rank and the
@@ -108,9 +137,21 @@ OPTIONS
   -h, --help         Show this help.
   --version          Show the version.
 
+STOPPING (SIGINT, SIGTERM, SIGUSR1)
+  A training run that gets SIGINT (Ctrl-C), SIGTERM (a preemption, Slurm's
+  time limit) or SIGUSR1 on any rank stops on every rank after the step in
+  flight: it saves a checkpoint of that step when --checkpoint-dir is set,
+  prints the command that resumes it (the same one with --resume) and exits
+  with 128 + the signal (130 for SIGINT, 143 for SIGTERM). A second signal
+  stops at once, without a checkpoint. `smprun -n N` relays a SIGINT or
+  SIGTERM it gets to the ranks as SIGUSR1 (mpirun would kill them a second
+  after SIGINT/SIGTERM; it forwards SIGUSR1); under mpirun directly send
+  SIGUSR1 to mpirun (docs/launchers.md).
+
 SEVERAL RANKS
   Every rank loads only its own files of the artifact (rank<R>.*). Rank 0
-  prints the step lines and writes --metrics, --output-dir and --profile;
+  prints the step lines and the progress and writes --metrics,
+  --tensorboard-dir, --output-dir and --profile;
   every rank saves its own tensors in checkpoints (step-<K>/rank<R>.*), and
   rank 0 moves `latest` once all have written them. An error on one rank
   ends every rank.
@@ -121,6 +162,8 @@ EXAMPLE
   smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
        --optimizer sgd --lr 0.1 --batch-size 8 -o mlp.smpx
   smprun mlp.smpx --data samples/ --steps 5 --metrics m.jsonl
+  smprun -n 2 gpt.smpx --data samples/ --steps 200 --checkpoint-dir ck \
+       --checkpoint-every 50 --tensorboard-dir tb --log-every 20
 )";
 
 // Set once this process knows it is one rank of several: errors name the
@@ -194,8 +237,6 @@ int availableCores() {
   return 1;
 }
 
-} // namespace
-
 /// Writes each instruction's wall time as JSON to `path`; with `summary`,
 /// prints the time per op.
 int writeProfile(const smprt::Executor &exec, const std::string &path,
@@ -234,13 +275,22 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
   return 0;
 }
 
-int main(int argc, char **argv) {
-  std::string model, dataDir, outDir, profilePath, metricsPath, ckptDir,
-      saveOnnx;
-  int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0;
+/// The command line.
+struct Cli {
+  std::string argv0, model, dataDir, outDir, profilePath, metricsPath,
+      ckptDir, saveOnnx, tensorboardDir, progress = "auto";
+  int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10;
   double timeout = 600;
   bool resume = false;
   std::string device; // "": the artifact's target
+  std::vector<std::string> args;
+  // What `smprun -n N` passes on to each rank: everything but -n N.
+  std::vector<std::string> forwarded;
+};
+
+/// Parses and checks the flags; returns an exit code when smprun is done
+/// (help, version, an error).
+std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
   // Flags that take a value: where it goes, and the smallest integer allowed
   // (for integer flags).
   struct Flag {
@@ -249,26 +299,30 @@ int main(int argc, char **argv) {
     int64_t min = 1, max = INT64_MAX;
   };
   const std::map<std::string, Flag> flags = {
-      {"--data", {&dataDir}},
-      {"--output-dir", {&outDir}},
-      {"--metrics", {&metricsPath}},
-      {"--profile", {&profilePath}},
-      {"--checkpoint-dir", {&ckptDir}},
-      {"--save-onnx", {&saveOnnx}},
-      {"--device", {&device}},
-      {"--steps", {nullptr, &steps}},
-      {"--checkpoint-every", {nullptr, &ckptEvery}},
-      {"--threads", {nullptr, &threads, 1, 1024}},
-      {"-n", {nullptr, &ranks, 1, 65536}},
-      {"--ranks", {nullptr, &ranks, 1, 65536}},
+      {"--data", {&cli.dataDir}},
+      {"--output-dir", {&cli.outDir}},
+      {"--metrics", {&cli.metricsPath}},
+      {"--tensorboard-dir", {&cli.tensorboardDir}},
+      {"--progress", {&cli.progress}},
+      {"--profile", {&cli.profilePath}},
+      {"--checkpoint-dir", {&cli.ckptDir}},
+      {"--save-onnx", {&cli.saveOnnx}},
+      {"--device", {&cli.device}},
+      {"--steps", {nullptr, &cli.steps}},
+      {"--checkpoint-every", {nullptr, &cli.ckptEvery}},
+      {"--log-every", {nullptr, &cli.logEvery}},
+      {"--threads", {nullptr, &cli.threads, 1, 1024}},
+      {"-n", {nullptr, &cli.ranks, 1, 65536}},
+      {"--ranks", {nullptr, &cli.ranks, 1, 65536}},
   };
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // What `smprun -n N` passes on to each rank: everything but -n N.
-  std::vector<std::string> forwarded;
+  cli.argv0 = argv[0];
+  cli.args.assign(argv + 1, argv + argc);
+  const std::vector<std::string> &args = cli.args;
   if (args.empty()) {
     std::cerr << kUsage;
     return 1;
   }
+  std::set<std::string> given;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a == "-h" || a == "--help") {
@@ -280,8 +334,8 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (a == "--resume") {
-      resume = true;
-      forwarded.push_back(a);
+      cli.resume = true;
+      cli.forwarded.push_back(a);
       continue;
     }
     if (a == "--timeout") {
@@ -289,11 +343,11 @@ int main(int argc, char **argv) {
         return fail(a + " needs a value");
       const std::string &v = args[++i];
       char *end;
-      timeout = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(timeout > 0) || timeout > 1e9)
+      cli.timeout = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(cli.timeout > 0) || cli.timeout > 1e9)
         return fail(a + " expects a positive number of seconds, got '" + v +
                     "'");
-      forwarded.insert(forwarded.end(), {a, v});
+      cli.forwarded.insert(cli.forwarded.end(), {a, v});
       continue;
     }
     auto flag = flags.find(a);
@@ -301,8 +355,9 @@ int main(int argc, char **argv) {
       if (i + 1 >= args.size())
         return fail(a + " needs a value");
       const std::string &v = args[++i];
+      given.insert(a);
       if (a != "-n" && a != "--ranks")
-        forwarded.insert(forwarded.end(), {a, v});
+        cli.forwarded.insert(cli.forwarded.end(), {a, v});
       if (flag->second.text) {
         *flag->second.text = v;
         continue;
@@ -314,195 +369,213 @@ int main(int argc, char **argv) {
       *flag->second.number = n;
     } else if (!a.empty() && a[0] == '-') {
       return fail("unknown option '" + a + "' (see smprun --help)");
-    } else if (model.empty()) {
-      model = a;
-      forwarded.push_back(a);
+    } else if (cli.model.empty()) {
+      cli.model = a;
+      cli.forwarded.push_back(a);
     } else {
       return fail("unexpected argument '" + a + "'");
     }
   }
-  if (model.empty())
+  if (cli.model.empty())
     return fail("no MODEL.smpx given (see smprun --help)");
-  if (dataDir.empty())
+  if (cli.dataDir.empty())
     return fail("--data DIR is required: one .npy per graph input");
-  if (outDir.empty() && steps == 0)
+  if (cli.outDir.empty() && cli.steps == 0)
     return fail("--output-dir DIR is required (or --steps N to train)");
-  if (!outDir.empty() && steps > 0)
+  if (!cli.outDir.empty() && cli.steps > 0)
     return fail("--output-dir is for running the model once (one .npy per "
                 "output); with --steps the losses go to stdout and "
                 "--metrics FILE, the trained model to --save-onnx FILE or "
                 "--checkpoint-dir DIR");
-  if (steps == 0) {
-    const std::pair<const char *, bool> trainingOnly[] = {
-        {"--checkpoint-dir", !ckptDir.empty()},
-        {"--checkpoint-every", ckptEvery > 0},
-        {"--resume", resume},
-        {"--save-onnx", !saveOnnx.empty()},
-        {"--metrics", !metricsPath.empty()}};
-    for (const auto &[flag, value] : trainingOnly)
-      if (value)
+  if (cli.progress != "auto" && cli.progress != "live" &&
+      cli.progress != "log" && cli.progress != "none")
+    return fail("--progress expects auto, live, log or none, got '" +
+                cli.progress + "'");
+  if (cli.steps == 0) {
+    for (const char *flag :
+         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx", "--metrics",
+          "--tensorboard-dir", "--progress", "--log-every"})
+      if (given.count(flag))
         return fail(std::string(flag) + " is for training; give --steps N");
+    if (cli.resume)
+      return fail("--resume is for training; give --steps N");
   }
-  if (std::string why; !saveOnnx.empty() && !writable(saveOnnx, why))
-    return fail(saveOnnx + ": cannot write (" + why +
+  if (given.count("--log-every") &&
+      (cli.progress == "live" || cli.progress == "none"))
+    return fail("--log-every sets the progress log lines; --progress " +
+                cli.progress + " prints none (use --progress log or auto)");
+  if (std::string why; !cli.saveOnnx.empty() && !writable(cli.saveOnnx, why))
+    return fail(cli.saveOnnx + ": cannot write (" + why +
                 "); --save-onnx needs a writable file, checked before "
                 "training starts");
-
-  if ((ckptEvery > 0 || resume) && ckptDir.empty())
+  if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
+  return std::nullopt;
+}
 
-  // How many ranks, and which one this process is.
-  smprt::LaunchInfo launch;
-  smprt::Status s = smprt::detectLaunch(launch);
-  if (!s.ok())
-    return fail(s.error);
-  if (launch.size > 1)
-    gRankPrefix = "rank " + std::to_string(launch.rank) + ": ";
-  if (ranks > 0 && launch.underLauncher() && ranks != launch.size)
-    return fail("-n " + std::to_string(ranks) + " was given but the " +
-                "launcher (" + launch.launcher + ") started " +
-                std::to_string(launch.size) + " ranks");
-  int worldSize = launch.underLauncher() ? launch.size
-                                         : static_cast<int>(std::max<int64_t>(
-                                               ranks, 1));
-  {
-    smp::artifact::Manifest manifest;
-    if (!(s = smprt::loadManifest(model, manifest)).ok())
-      return fail(s.error);
-    if (!(s = smprt::checkRankCount(model, manifest.num_ranks(), worldSize))
-             .ok())
-      return fail(s.error);
-  }
-  if (worldSize > 1 && !launch.underLauncher()) {
-    s = smprt::execMpirun(worldSize, forwarded);
-    return fail(s.error); // only reached if mpirun could not be started
-  }
-  smprt::MpiOptions mpiOptions;
-  mpiOptions.timeoutSeconds = timeout;
-  std::unique_ptr<smprt::Communicator> comm;
-  if (!(s = smprt::createCommunicator(launch, mpiOptions, comm)).ok())
-    return fail(s.error);
-  gComm = comm.get();
-  const int rank = comm->rank();
-  int localRanks = launch.localSize > 0 ? launch.localSize : comm->localSize();
-  smp::kernels::cpu::setNumThreads(
-      threads > 0 ? static_cast<int>(threads)
-                  : smprt::threadsPerRank(availableCores(), localRanks));
+/// A word as a POSIX shell reads it back.
+std::string shellQuote(const std::string &w) {
+  if (!w.empty() &&
+      w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789-_./=:,+@%") == std::string::npos)
+    return w;
+  std::string q = "'";
+  for (char c : w)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 
-  smprt::Artifact artifact;
-  s = smprt::loadArtifact(model, static_cast<uint32_t>(rank), artifact);
-  if (!s.ok())
-    return fail(s.error);
-  std::unique_ptr<smprt::Backend> backend;
-  if (device.empty()) {
-    if (!(s = smprt::makeBackend(artifact.manifest.target(), launch.localRank,
-                                 backend))
-             .ok())
-      return fail(model + ": compiled for target '" +
-                  artifact.manifest.target() + "': " + s.error +
-                  "; run it on the CPU with --device cpu");
-  } else if (!(s = smprt::makeBackend(device, launch.localRank, backend))
-                  .ok()) {
-    return fail(s.error);
-  }
-  smprt::Executor exec;
-  exec.setCommunicator(comm.get());
-  exec.setBackend(backend.get());
-  if (!(s = exec.init(artifact)).ok())
-    return fail(s.error);
-  if (artifact.manifest.has_training() != (steps > 0))
-    return fail(artifact.manifest.has_training()
-                    ? model + ": a training artifact; give --steps N"
-                    : model + ": not a training artifact (compile with "
-                              "--train) but --steps was given");
-  if (!(s = comm->barrier("the start barrier, after loading the artifact"))
-           .ok())
-    return fail(s.error);
-  if (steps > 0) {
-    smprt::TrainOptions topts;
-    topts.steps = steps;
-    topts.dataDir = dataDir;
-    // Rank 0 reports for the run.
-    topts.metricsPath = rank == 0 ? metricsPath : "";
-    topts.progress = rank == 0 && isatty(2);
-    topts.checkpointDir = ckptDir;
-    topts.checkpointEvery = ckptEvery;
-    topts.resume = resume;
-    std::vector<smprt::StepRecord> records;
-    if (!profilePath.empty())
-      exec.enableProfiling();
-    auto start = std::chrono::steady_clock::now();
-    s = smprt::train(exec, topts, records);
-    if (rank != 0)
-      records.clear();
-    for (const auto &r : records) {
-      std::printf("step %lld loss %.6f lr %.6g grad_norm %.6f",
-                  static_cast<long long>(r.step), r.loss, r.lr, r.gradNorm);
-      if (r.lossScale > 0)
-        std::printf(" loss_scale %g%s", r.lossScale,
-                    r.skipped ? " (skipped: gradients overflowed)" : "");
-      std::printf("\n");
-    }
-    if (!s.ok())
-      return fail(model + ": " + s.error);
-    if (!saveOnnx.empty() && comm->size() == 1) {
-      if (!(s = smprt::saveTrainedOnnx(exec, saveOnnx)).ok())
-        return fail(s.error);
-      std::printf("wrote the trained model to %s\n", saveOnnx.c_str());
-    } else if (!saveOnnx.empty()) {
-      // Several ranks: every rank writes its shards as a checkpoint beside
-      // the output, rank 0 gathers each parameter whole and writes the model.
-      std::string gather = saveOnnx + ".shards", written;
-      if (!(s = smprt::saveCheckpoint(exec, gather, steps, steps, written)).ok())
-        return fail(s.error);
-      if (rank == 0) {
-        std::map<std::string, smprt::GlobalTensor> whole;
-        if (!(s = smprt::readGlobalTensors(gather, "param", whole)).ok())
-          return fail(s.error);
-        std::map<std::string, smprt::TrainedTensor> views;
-        for (const auto &[name, g] : whole)
-          views[name] = smprt::TrainedTensor{g.dtype, g.shape, g.bytes.data(),
-                                             g.bytes.size()};
-        if (!(s = smprt::saveTrainedOnnx(exec.artifact(), views, saveOnnx)).ok())
-          return fail(s.error);
-        std::error_code ec;
-        std::filesystem::remove_all(gather, ec);
-        std::printf("wrote the trained model to %s (gathered from %d ranks)\n",
-                    saveOnnx.c_str(), comm->size());
-      }
-    }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    if (!(s = comm->barrier("the end barrier")).ok())
+/// The command that resumes this run: its own with --resume.
+std::string resumeCommand(const Cli &cli, const smprt::LaunchInfo &launch) {
+  std::string cmd;
+  const char *parentArgv0 = std::getenv("SMP_SMPRUN_ARGV0");
+  const char *parentRanks = std::getenv("SMP_SMPRUN_RANKS");
+  if (parentArgv0 && parentRanks) // started by `smprun -n N`
+    cmd = shellQuote(parentArgv0) + " -n " + parentRanks;
+  else if (launch.launcher == "slurm")
+    cmd = "srun --mpi=pmix -n " + std::to_string(launch.size) + " " +
+          shellQuote(cli.argv0);
+  else if (launch.underLauncher())
+    cmd = "mpirun -n " + std::to_string(launch.size) + " " +
+          shellQuote(cli.argv0);
+  else
+    cmd = shellQuote(cli.argv0);
+  for (const std::string &a : cli.args)
+    if (a != "--resume")
+      cmd += " " + shellQuote(a);
+  return cmd + " --resume";
+}
+
+/// What rank 0 says about a run stopped by a signal.
+void reportStop(const Cli &cli, const smprt::LaunchInfo &launch,
+                const smprt::TrainStop &stop) {
+  std::string by = smprt::signalName(stop.signal);
+  if (stop.signal == SIGUSR1 && std::getenv("SMP_SMPRUN_RANKS"))
+    by = "a signal to smprun -n (relayed as SIGUSR1)";
+  std::string line = "smprun: stopped by " + by + " after step " + std::to_string(stop.step) + " of " +
+                     std::to_string(cli.steps);
+  if (stop.checkpoint.empty())
+    line += "; no --checkpoint-dir was given, so nothing was saved (give "
+            "--checkpoint-dir DIR to be able to resume)\n";
+  else
+    line += "; checkpoint " + stop.checkpoint + "\nsmprun: resume with: " +
+            resumeCommand(cli, launch) + "\n";
+  std::fflush(stdout);
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+/// Writes the trained model with --save-onnx (gathered from every rank's
+/// shards when there are several).
+int saveOnnx(const Cli &cli, smprt::Executor &exec, smprt::Communicator &comm) {
+  smprt::Status s;
+  if (comm.size() == 1) {
+    if (!(s = smprt::saveTrainedOnnx(exec, cli.saveOnnx)).ok())
       return fail(s.error);
-    // Every rank profiles: rank R > 0 writes FILE.rank<R>.
-    if (!profilePath.empty())
-      if (int rc = writeProfile(exec,
-                                rank == 0 ? profilePath
-                                          : profilePath + ".rank" +
-                                                std::to_string(rank),
-                                seconds, rank == 0))
-        return rc;
-    if (rank != 0)
-      return 0;
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
-                "%llu bytes high-water",
-                static_cast<long long>(steps), seconds,
-                static_cast<unsigned long long>(exec.arenaBytes()),
-                static_cast<unsigned long long>(exec.highWaterBytes()));
-    if (exec.hostArenaBytes())
-      std::printf("; host pool %llu bytes (offloaded activations)",
-                  static_cast<unsigned long long>(exec.hostArenaBytes()));
-    std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
+    std::printf("wrote the trained model to %s\n", cli.saveOnnx.c_str());
     return 0;
   }
+  // Several ranks: every rank writes its shards as a checkpoint beside
+  // the output, rank 0 gathers each parameter whole and writes the model.
+  std::string gather = cli.saveOnnx + ".shards", written;
+  if (!(s = smprt::saveCheckpoint(exec, gather, cli.steps, cli.steps, written))
+           .ok())
+    return fail(s.error);
+  if (comm.rank() != 0)
+    return 0;
+  std::map<std::string, smprt::GlobalTensor> whole;
+  if (!(s = smprt::readGlobalTensors(gather, "param", whole)).ok())
+    return fail(s.error);
+  std::map<std::string, smprt::TrainedTensor> views;
+  for (const auto &[name, g] : whole)
+    views[name] =
+        smprt::TrainedTensor{g.dtype, g.shape, g.bytes.data(), g.bytes.size()};
+  if (!(s = smprt::saveTrainedOnnx(exec.artifact(), views, cli.saveOnnx)).ok())
+    return fail(s.error);
+  std::error_code ec;
+  std::filesystem::remove_all(gather, ec);
+  std::printf("wrote the trained model to %s (gathered from %d ranks)\n",
+              cli.saveOnnx.c_str(), comm.size());
+  return 0;
+}
+
+/// smprun --steps N.
+int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
+               smprt::Executor &exec, smprt::Communicator &comm) {
+  const int rank = comm.rank();
+  smprt::TrainOptions topts;
+  topts.steps = cli.steps;
+  topts.dataDir = cli.dataDir;
+  // Rank 0 reports for the run.
+  topts.report = rank == 0;
+  topts.progress = cli.progress == "live"   ? smprt::ProgressMode::Live
+                   : cli.progress == "log"  ? smprt::ProgressMode::Log
+                   : cli.progress == "none" ? smprt::ProgressMode::None
+                   : isatty(2)              ? smprt::ProgressMode::Live
+                                            : smprt::ProgressMode::Log;
+  topts.logEvery = cli.logEvery;
+  topts.metricsPath = cli.metricsPath;
+  topts.tensorboardDir = cli.tensorboardDir;
+  topts.checkpointDir = cli.ckptDir;
+  topts.checkpointEvery = cli.ckptEvery;
+  topts.resume = cli.resume;
+  std::vector<smprt::StepRecord> records;
+  if (!cli.profilePath.empty())
+    exec.enableProfiling();
+  auto start = std::chrono::steady_clock::now();
+  smprt::TrainStop stop;
+  smprt::Status s = smprt::train(exec, topts, records, &stop);
+  if (!s.ok())
+    return fail(cli.model + ": " + s.error);
+  if (stop.signal) {
+    if (rank == 0)
+      reportStop(cli, launch, stop);
+    // No rank exits before rank 0 has said how to resume (mpirun ends the
+    // others once one exits non-zero).
+    if (!(s = comm.barrier("the stop barrier")).ok())
+      return fail(s.error);
+    return 128 + stop.signal;
+  }
+  if (!cli.saveOnnx.empty())
+    if (int rc = saveOnnx(cli, exec, comm))
+      return rc;
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (!(s = comm.barrier("the end barrier")).ok())
+    return fail(s.error);
+  // Every rank profiles: rank R > 0 writes FILE.rank<R>.
+  if (!cli.profilePath.empty())
+    if (int rc = writeProfile(exec,
+                              rank == 0 ? cli.profilePath
+                                        : cli.profilePath + ".rank" +
+                                              std::to_string(rank),
+                              seconds, rank == 0))
+      return rc;
+  if (rank != 0)
+    return 0;
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
+              "%llu bytes high-water",
+              static_cast<long long>(cli.steps), seconds,
+              static_cast<unsigned long long>(exec.arenaBytes()),
+              static_cast<unsigned long long>(exec.highWaterBytes()));
+  if (exec.hostArenaBytes())
+    std::printf("; host pool %llu bytes (offloaded activations)",
+                static_cast<unsigned long long>(exec.hostArenaBytes()));
+  std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
+  return 0;
+}
+
+/// smprun --output-dir DIR: one run of the model.
+int runOnce(const Cli &cli, const smprt::Artifact &artifact,
+            smprt::Executor &exec, smprt::Communicator &comm) {
+  smprt::Status s;
   std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     const std::string &name = artifact.manifest.inputs(i).name();
-    std::string path = dataDir + "/" + smprt::fileNameFor(name) + ".npy";
+    std::string path = cli.dataDir + "/" + smprt::fileNameFor(name) + ".npy";
     struct stat st;
     if (::stat(path.c_str(), &st) != 0)
       return fail(path + ": missing; the model needs input '" + name +
@@ -512,27 +585,28 @@ int main(int argc, char **argv) {
     if (!(s = exec.setInput(name, inputs[i].ref(), path)).ok())
       return fail(s.error);
   }
-  if (!profilePath.empty() && rank == 0)
+  const int rank = comm.rank();
+  if (!cli.profilePath.empty() && rank == 0)
     exec.enableProfiling();
   auto start = std::chrono::steady_clock::now();
   if (!(s = exec.run()).ok())
-    return fail(model + ": " + s.error);
+    return fail(cli.model + ": " + s.error);
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
-  if (!(s = comm->barrier("the end barrier")).ok())
+  if (!(s = comm.barrier("the end barrier")).ok())
     return fail(s.error);
   if (rank != 0)
     return 0; // rank 0 writes the outputs
-  ::mkdir(outDir.c_str(), 0755);
+  ::mkdir(cli.outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
-    std::string path = outDir + "/" + smprt::fileNameFor(name) + ".npy";
+    std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
     if (!(s = smprt::writeNpy(path, ref)).ok())
       return fail(s.error);
     std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";
   }
-  if (!profilePath.empty()) {
-    if (int rc = writeProfile(exec, profilePath, seconds, true))
+  if (!cli.profilePath.empty()) {
+    if (int rc = writeProfile(exec, cli.profilePath, seconds, true))
       return rc;
   }
   struct rusage usage;
@@ -544,4 +618,101 @@ int main(int argc, char **argv) {
               static_cast<unsigned long long>(exec.highWaterBytes()),
               usage.ru_maxrss);
   return 0;
+}
+
+/// `smprun -n N` outside a launcher: runs the ranks through mpirun and
+/// exits with its status.
+int launchRanks(const Cli &cli, int worldSize) {
+  std::vector<std::string> forwarded = cli.forwarded;
+  // The terminal is this process's: mpirun hands the ranks pipes.
+  if (cli.steps > 0 && cli.progress == "auto" && isatty(2))
+    forwarded.insert(forwarded.end(), {"--progress", "live"});
+  ::setenv("SMP_SMPRUN_ARGV0", cli.argv0.c_str(), 1);
+  ::setenv("SMP_SMPRUN_RANKS", std::to_string(worldSize).c_str(), 1);
+  int rc = 1;
+  smprt::Status s = smprt::runMpirun(worldSize, forwarded, cli.steps > 0, rc);
+  if (!s.ok())
+    return fail(s.error);
+  return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Cli cli;
+  if (auto rc = parseCli(argc, argv, cli))
+    return *rc;
+  // How many ranks, and which one this process is.
+  smprt::LaunchInfo launch;
+  smprt::Status s = smprt::detectLaunch(launch);
+  if (!s.ok())
+    return fail(s.error);
+  if (launch.size > 1)
+    gRankPrefix = "rank " + std::to_string(launch.rank) + ": ";
+  if (cli.ranks > 0 && launch.underLauncher() && cli.ranks != launch.size)
+    return fail("-n " + std::to_string(cli.ranks) + " was given but the " +
+                "launcher (" + launch.launcher + ") started " +
+                std::to_string(launch.size) + " ranks");
+  int worldSize = launch.underLauncher() ? launch.size
+                                         : static_cast<int>(std::max<int64_t>(
+                                               cli.ranks, 1));
+  {
+    smp::artifact::Manifest manifest;
+    if (!(s = smprt::loadManifest(cli.model, manifest)).ok())
+      return fail(s.error);
+    if (!(s = smprt::checkRankCount(cli.model, manifest.num_ranks(),
+                                    worldSize))
+             .ok())
+      return fail(s.error);
+  }
+  if (worldSize > 1 && !launch.underLauncher())
+    return launchRanks(cli, worldSize);
+  smprt::MpiOptions mpiOptions;
+  mpiOptions.timeoutSeconds = cli.timeout;
+  std::unique_ptr<smprt::Communicator> comm;
+  if (!(s = smprt::createCommunicator(launch, mpiOptions, comm)).ok())
+    return fail(s.error);
+  // A training run stops cleanly on SIGINT/SIGTERM/SIGUSR1 (Signals.h);
+  // after MPI_Init, whose handlers the second signal goes on to.
+  if (cli.steps > 0)
+    smprt::installStopHandlers();
+  gComm = comm.get();
+  const int rank = comm->rank();
+  int localRanks = launch.localSize > 0 ? launch.localSize : comm->localSize();
+  smp::kernels::cpu::setNumThreads(
+      cli.threads > 0 ? static_cast<int>(cli.threads)
+                      : smprt::threadsPerRank(availableCores(), localRanks));
+
+  smprt::Artifact artifact;
+  s = smprt::loadArtifact(cli.model, static_cast<uint32_t>(rank), artifact);
+  if (!s.ok())
+    return fail(s.error);
+  std::unique_ptr<smprt::Backend> backend;
+  if (cli.device.empty()) {
+    if (!(s = smprt::makeBackend(artifact.manifest.target(), launch.localRank,
+                                 backend))
+             .ok())
+      return fail(cli.model + ": compiled for target '" +
+                  artifact.manifest.target() + "': " + s.error +
+                  "; run it on the CPU with --device cpu");
+  } else if (!(s = smprt::makeBackend(cli.device, launch.localRank, backend))
+                  .ok()) {
+    return fail(s.error);
+  }
+  smprt::Executor exec;
+  exec.setCommunicator(comm.get());
+  exec.setBackend(backend.get());
+  if (!(s = exec.init(artifact)).ok())
+    return fail(s.error);
+  if (artifact.manifest.has_training() != (cli.steps > 0))
+    return fail(artifact.manifest.has_training()
+                    ? cli.model + ": a training artifact; give --steps N"
+                    : cli.model + ": not a training artifact (compile with "
+                                  "--train) but --steps was given");
+  if (!(s = comm->barrier("the start barrier, after loading the artifact"))
+           .ok())
+    return fail(s.error);
+  if (cli.steps > 0)
+    return trainModel(cli, launch, exec, *comm);
+  return runOnce(cli, artifact, exec, *comm);
 }

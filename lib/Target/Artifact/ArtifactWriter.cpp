@@ -101,6 +101,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_lr(training.lr);
   t->set_lr_schedule(training.lrSchedule);
   t->set_warmup_steps(training.warmupSteps);
+  t->set_decay_steps(training.decaySteps);
   t->set_batch_size(training.batchSize);
   t->set_source_model(training.sourceModel);
   if (auto origins =
@@ -144,6 +145,8 @@ pb::Manifest manifestOf(ModuleOp module,
   manifest.set_pp(grid.size[kPipelineAxis]);
   manifest.set_tp(grid.size[kTensorAxis]);
   manifest.set_placement(grid.placementLetters());
+  manifest.set_device(options.device);
+  manifest.set_peak_flops(options.peakFlops);
   if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
     manifest.set_schedule(sched.str());
   if (options.training)
@@ -238,6 +241,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       checksums.push_back(smp::base::checksum64(bytes.data(), bytes.size()));
     }
   std::vector<std::string> programs;
+  double stepFlops = 0; // every rank's instructions, by the cost model
   for (int64_t r = 0; r < grid.numRanks(); ++r) {
     auto coord = grid.coordOf(r);
     int64_t p = coord[kPipelineAxis], t = coord[kTensorAxis];
@@ -246,6 +250,9 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       return program.takeError();
     programs.push_back(smp::base::frame(program->SerializeAsString(),
                                         smp::base::FileKind::Artifact));
+    for (const pb::Instruction &inst : program->instructions())
+      if (auto it = inst.attrs().find("@flops"); it != inst.attrs().end())
+        stepFlops += it->second.f();
     pb::RankFile *rank = manifest.add_ranks();
     rank->set_rank(r);
     rank->set_program_file("rank" + std::to_string(r) + ".program.pb");
@@ -254,6 +261,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     rank->set_weights_bytes(lowering(p, t).weightsBytes.size());
     rank->set_weights_checksum(checksums[p * tp + t]);
   }
+
+  manifest.set_step_flops(stepFlops);
 
   std::string ir;
   llvm::raw_string_ostream irStream(ir);

@@ -8,6 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
+#include <fcntl.h>
+#include <initializer_list>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace smprt {
@@ -217,7 +221,21 @@ std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
   return cmd;
 }
 
-Status execMpirun(int ranks, const std::vector<std::string> &args) {
+namespace {
+
+volatile sig_atomic_t gRelayed = 0;  // the signals this process got
+volatile sig_atomic_t gFirstSignal = 0;
+
+void onRelaySignal(int sig) {
+  if (gFirstSignal == 0)
+    gFirstSignal = sig;
+  gRelayed = gRelayed + 1;
+}
+
+} // namespace
+
+Status runMpirun(int ranks, const std::vector<std::string> &args,
+                 bool stoppable, int &exitCode) {
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0)
@@ -237,12 +255,76 @@ Status execMpirun(int ranks, const std::vector<std::string> &args) {
   for (std::string &a : cmd)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The handlers first: a signal between fork and waitpid is relayed too.
+  struct sigaction sa = {};
+  sa.sa_handler = onRelaySignal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM})
+    ::sigaction(sig, &sa, nullptr);
+  // The child tells an exec failure through a close-on-exec pipe.
+  int pipeFds[2];
+  if (::pipe2(pipeFds, O_CLOEXEC) != 0)
+    return Status::failure(std::string("cannot start mpirun: pipe: ") +
+                           std::strerror(errno));
   std::fflush(nullptr);
-  ::execvp(argv[0], argv.data());
-  return Status::failure(std::string("cannot run ") + mpirun + ": " +
-                         std::strerror(errno) +
-                         " (smprun -n needs Open MPI's mpirun: install "
-                         "openmpi-bin, or set SMP_MPIRUN)");
+  pid_t child = ::fork();
+  if (child < 0)
+    return Status::failure(std::string("cannot start mpirun: fork: ") +
+                           std::strerror(errno));
+  if (child == 0) {
+    ::close(pipeFds[0]);
+    ::setpgid(0, 0);
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM})
+      ::sigaction(sig, &dfl, nullptr);
+    ::execvp(argv[0], argv.data());
+    int err = errno;
+    (void)!::write(pipeFds[1], &err, sizeof(err));
+    ::_exit(127);
+  }
+  ::setpgid(child, child); // either side may run first
+  ::close(pipeFds[1]);
+  int err = 0;
+  ssize_t got;
+  while ((got = ::read(pipeFds[0], &err, sizeof(err))) < 0 && errno == EINTR)
+    ;
+  ::close(pipeFds[0]);
+  if (got == static_cast<ssize_t>(sizeof(err))) {
+    ::waitpid(child, nullptr, 0);
+    return Status::failure(std::string("cannot run ") + mpirun + ": " +
+                           std::strerror(err) +
+                           " (smprun -n needs Open MPI's mpirun: install "
+                           "openmpi-bin, or set SMP_MPIRUN)");
+  }
+  int relayed = 0, status = 0;
+  for (;;) {
+    while (relayed < gRelayed) {
+      ++relayed;
+      int sig = stoppable && relayed == 1 ? SIGUSR1 : SIGTERM;
+      if (stoppable && relayed == 1) {
+        const char *msg = "smprun: the ranks stop after their current step "
+                          "(and save a checkpoint with --checkpoint-dir); a "
+                          "second signal aborts\n";
+        (void)!::write(2, msg, std::strlen(msg));
+      }
+      ::kill(child, sig);
+    }
+    // Polled: a signal that lands between the relay and a blocking wait
+    // would otherwise wait for mpirun's exit.
+    pid_t w = ::waitpid(child, &status, WNOHANG);
+    if (w == child)
+      break;
+    if (w < 0 && errno != EINTR)
+      return Status::failure(std::string("waiting for mpirun: ") +
+                             std::strerror(errno));
+    ::usleep(20000);
+  }
+  exitCode = WIFEXITED(status) ? WEXITSTATUS(status)
+                               : 128 + WTERMSIG(status);
+  if (gFirstSignal != 0 && stoppable && exitCode == 128 + SIGUSR1)
+    exitCode = 128 + gFirstSignal;
+  return Status::success();
 }
 
 } // namespace smprt

@@ -208,7 +208,8 @@ void removeStaleCheckpointTemps(const std::string &dir) {
 }
 
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
-                      int64_t step, int64_t totalSteps, std::string &written) {
+                      int64_t step, int64_t totalSteps, std::string &written,
+                      const LrSchedule *schedule) {
   Communicator &comm = exec.communicator();
   const int rank = comm.rank(), ranks = comm.size();
   std::string name = stepDirName(step);
@@ -232,6 +233,8 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
   index.set_model_name(exec.artifact().manifest.model_name());
   index.set_rank(rank);
   index.set_num_ranks(ranks);
+  if (schedule)
+    schedule->to(*index.mutable_lr_schedule());
   std::string data;
   for (int i = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
@@ -372,7 +375,9 @@ Status readCheckpointFiles(const std::string &dir, CheckpointFiles &files) {
 } // namespace
 
 Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
-                      int64_t &totalSteps) {
+                      int64_t &totalSteps,
+                      std::optional<smp::artifact::LrSchedule> *schedule,
+                      std::string *path) {
   CheckpointFiles files;
   Status s = readCheckpointFiles(dir, files);
   if (!s.ok())
@@ -422,6 +427,10 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
       return Status::failure(ckpt + ": " + w.error);
   step = files.first.step();
   totalSteps = files.first.total_steps();
+  if (schedule && files.first.has_lr_schedule())
+    *schedule = files.first.lr_schedule();
+  if (path)
+    *path = ckpt;
   return Status::success();
 }
 

@@ -18,6 +18,7 @@ struct TrainingOptions {
   double lr = 0;
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
+  int64_t decaySteps = 0; // 0: the run's --steps
   int64_t batchSize = 0;
   std::string sourceModel; // absolute path, for smprun --save-onnx
 };
@@ -26,6 +27,10 @@ struct ArtifactOptions {
   std::string outputDir;     // the model.smpx directory (created)
   std::string target = "cpu";
   std::string producer;      // "smpc 0.1.0"
+  /// The device the plan was made for and its peak FLOP/s for the compute
+  /// precision (smprun's MFU).
+  std::string device;
+  double peakFlops = 0;
   /// Set when the module holds @train_step: smprun then trains.
   std::optional<TrainingOptions> training;
 };

@@ -141,7 +141,8 @@ std::string readFile(const std::string &path) {
 
 template <typename Message> Message readFramed(const std::string &path) {
   std::string payload;
-  smp::base::Status s = smp::base::unframe(readFile(path), path, payload);
+  smp::base::Status s = smp::base::unframe(
+      readFile(path), path, payload, smp::base::FileKind::Artifact);
   EXPECT_TRUE(s.ok()) << s.error;
   Message m;
   EXPECT_TRUE(m.ParseFromString(payload)) << path;

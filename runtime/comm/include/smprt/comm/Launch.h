@@ -3,7 +3,7 @@
 // A run of N ranks is N smprun processes. Either an external launcher
 // starts them (mpirun, mpiexec, srun), and each process finds its rank and
 // the run's size in the environment the launcher set, or `smprun -n N`
-// starts them itself by re-executing through
+// starts them itself through a child process
 //   mpirun -n N --oversubscribe --bind-to none <smprun> <the other arguments>
 // Single-rank runs never initialize MPI.
 //
@@ -80,17 +80,29 @@ Status checkRankCount(const std::string &model, uint32_t compiledRanks,
 /// Kernel threads per rank: `cores` shared by `localRanks` ranks, at least 1.
 int threadsPerRank(int cores, int localRanks);
 
-/// The command line `smprun -n N` re-executes itself through: `mpirun`,
+/// The command line `smprun -n N` runs itself through: `mpirun`,
 /// -n N --oversubscribe --bind-to none, `self`, then `args`.
 std::vector<std::string> mpirunCommand(const std::string &mpirun, int ranks,
                                        const std::string &self,
                                        const std::vector<std::string> &args);
 
-/// Replaces this process by mpirunCommand(...) for this executable
-/// (/proc/self/exe); mpirun is $SMP_MPIRUN or `mpirun` on the PATH. As root
-/// it sets OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-/// (unless set), which Open MPI requires. Returns only on failure.
-Status execMpirun(int ranks, const std::vector<std::string> &args);
+/// Runs mpirunCommand(...) for this executable (/proc/self/exe) as a child
+/// process in its own process group and waits for it; mpirun is
+/// $SMP_MPIRUN or `mpirun` on the PATH. As root it sets
+/// OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (unless
+/// set), which Open MPI requires. `exitCode` is mpirun's exit status (128 +
+/// the signal when a signal ended it). Fails only when mpirun cannot start.
+///
+/// Signals: Open MPI's mpirun answers SIGINT and SIGTERM by killing every
+/// rank a second later, too soon for a rank to finish its step and save a
+/// checkpoint; it forwards SIGUSR1 to the ranks instead. So mpirun runs in
+/// its own process group (a terminal's Ctrl-C reaches only this process),
+/// and a SIGINT or SIGTERM this process gets is relayed: with `stoppable`
+/// (a training run, which stops cleanly on SIGUSR1) the first as SIGUSR1,
+/// then as SIGTERM; otherwise as SIGTERM. When the ranks then exit with
+/// 128 + SIGUSR1, `exitCode` is 128 + the signal this process got.
+Status runMpirun(int ranks, const std::vector<std::string> &args,
+                 bool stoppable, int &exitCode);
 
 } // namespace smprt
 

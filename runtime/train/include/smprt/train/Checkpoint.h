@@ -4,8 +4,10 @@
 #define SMPRT_TRAIN_CHECKPOINT_H
 
 #include "smprt/exec/Executor.h"
+#include "smprt/train/Schedule.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +20,10 @@ namespace smprt {
 /// rank writes its own files, rank 0 publishes the checkpoint once all have
 /// succeeded, and every rank returns the same success or failure. `dir` must
 /// be a directory every rank sees (a shared file system across machines).
+/// `schedule`, when given, is recorded for resumed runs to continue.
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
-                      int64_t step, int64_t totalSteps, std::string &written);
+                      int64_t step, int64_t totalSteps, std::string &written,
+                      const LrSchedule *schedule = nullptr);
 
 /// Removes what a save that did not finish left in `dir` (a run killed or
 /// out of disk space while saving): `.tmp-step-*` directories and
@@ -31,9 +35,14 @@ void removeStaleCheckpointTemps(const std::string &dir);
 /// of `exec` (names, dtypes and shapes must match; checksums are verified
 /// before any buffer is touched): each rank reads its own files, which must
 /// have been written by a run of as many ranks. Returns the completed step
-/// count and the total steps it was written for.
+/// count and the total steps it was written for, and in `schedule` the
+/// learning-rate schedule it recorded (none in older checkpoints), and in
+/// `path` the checkpoint directory it loaded.
 Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
-                      int64_t &totalSteps);
+                      int64_t &totalSteps,
+                      std::optional<smp::artifact::LrSchedule> *schedule =
+                          nullptr,
+                      std::string *path = nullptr);
 
 /// A tensor gathered whole from every rank's shards.
 struct GlobalTensor {

@@ -5,6 +5,7 @@
 
 #include "smprt/Base.h"
 #include "smprt/exec/Executor.h"
+#include "smprt/train/Progress.h"
 
 #include <cstdio>
 #include <string>
@@ -15,36 +16,42 @@ namespace smprt {
 struct TrainOptions {
   int64_t steps = 0;
   std::string dataDir;
+  /// Rank 0 reports: the step lines on stdout, progress on stderr, the
+  /// metrics and the TensorBoard events (Progress.h); other ranks do not.
+  bool report = false;
+  ProgressMode progress = ProgressMode::Log;
+  int64_t logEvery = 10;   // a progress log line every K steps
   std::string metricsPath; // one JSON object per step (JSON lines)
-  bool progress = false;   // a live progress line (on a terminal)
+  std::string tensorboardDir;
   std::string checkpointDir;
   // Every K steps; 0 with a checkpointDir: once, after the last step.
   int64_t checkpointEvery = 0;
   bool resume = false; // continue from checkpointDir's latest
 };
 
-/// The learning rate of 0-based step `k` of `total`: linear warmup over the
-/// first `warmup` steps, then constant or cosine decay to 0 (the same
-/// function the PyTorch reference feeds to LambdaLR).
+/// The learning rate of 0-based step `k` of a run of `total` steps under
+/// the artifact's schedule (Schedule.h; decay over `total` unless the
+/// artifact fixes decay_steps).
 double learningRate(const smp::artifact::TrainingConfig &config, int64_t k,
                     int64_t total);
 
-/// Per-step results.
-struct StepRecord {
-  int64_t step;
-  double loss, lr, gradNorm, samplesPerSecond;
-  uint64_t peakBytes;
-  bool skipped = false; // fp16: gradients overflowed, no update
-  double lossScale = 0; // fp16: the scale used this step
+/// How a run stopped early on a signal (Signals.h).
+struct TrainStop {
+  int signal = 0;         // 0: it did not
+  int64_t step = 0;       // the last step done
+  std::string checkpoint; // the checkpoint written of it ("" without one)
 };
 
 /// Runs `steps` training steps of a training artifact: each step takes the
 /// next batch of samples (the leading dim of each .npy in dataDir, wrapping
 /// around), feeds the learning rate and step number, and records the loss.
 /// Stops with an error naming the step if the loss or the gradient norm is
-/// not finite.
+/// not finite. After every step the ranks agree on a stop request (a
+/// signal any rank got, Signals.h): on one, every rank finishes that step,
+/// saves a checkpoint when there is a checkpoint directory, fills `stop` and
+/// returns success.
 Status train(Executor &exec, const TrainOptions &options,
-             std::vector<StepRecord> &records);
+             std::vector<StepRecord> &records, TrainStop *stop = nullptr);
 
 } // namespace smprt
 

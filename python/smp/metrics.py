@@ -1,0 +1,107 @@
+"""Reading and plotting a training run's metrics (smprun --metrics FILE,
+one JSON object per step; docs/training-runs.md lists the fields).
+
+    rows = smp.read_metrics("m.jsonl")
+    smp.plot_metrics("m.jsonl", "run.png")   # needs matplotlib
+"""
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from ._tools import SmpError
+
+PathLike = Union[str, Path]
+
+# What plot_metrics draws by default, one panel each, when the run has it.
+DEFAULT_KEYS = ("loss", "lr", "grad_norm", "tokens_per_s", "mfu",
+                "loss_scale")
+
+
+def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
+    """The rows of a --metrics file by step: a resumed run appends, so a
+    step written twice (a run killed between checkpoints and resumed)
+    keeps its later row. Raises SmpError naming the file and line."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise SmpError(f"{path}: cannot read the metrics: {e.strerror}")
+    by_step: Dict[int, Dict[str, Any]] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            step = int(row["step"])
+        except (ValueError, KeyError, TypeError):
+            raise SmpError(f"{path}:{n}: not a metrics row (one JSON object "
+                           f"with a \"step\" per line, as smprun --metrics "
+                           f"writes)")
+        by_step[step] = row
+    if not by_step:
+        raise SmpError(f"{path}: holds no steps")
+    return [by_step[s] for s in sorted(by_step)]
+
+
+def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
+                 out: PathLike, keys: Optional[Sequence[str]] = None) -> Path:
+    """Plots a run's metrics (an --metrics file, or the rows of one, e.g.
+    smp.train(...).metrics) against the step into the image `out` (PNG,
+    SVG or PDF by its suffix): one panel per key of `keys` (default:
+    loss, lr, grad_norm, tokens/s, MFU, loss scale), skipping keys the run
+    does not have (tokens_per_s falls back to samples_per_s for a model
+    without token ids). Needs matplotlib; raises SmpError without it, for
+    an unknown key, or for a file that is not smprun's metrics. Returns
+    `out`."""
+    if isinstance(metrics, (str, Path)):
+        rows, path = read_metrics(metrics), str(metrics)
+    else:
+        rows, path = list(metrics), "the metrics"
+        if not rows or not all(isinstance(r, dict) and "step" in r
+                                for r in rows):
+            raise SmpError("smp.plot_metrics: expected an --metrics file or "
+                           "its rows (dicts with a \"step\")")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SmpError("smp.plot_metrics needs matplotlib: pip install "
+                       "matplotlib (Debian: apt install python3-matplotlib)")
+
+    def has(key):
+        return any(r.get(key) is not None for r in rows)
+
+    if keys is None:
+        keys = [k for k in DEFAULT_KEYS if has(k)]
+        if "tokens_per_s" not in keys and has("samples_per_s"):
+            keys.insert(min(3, len(keys)), "samples_per_s")
+    else:
+        missing = [k for k in keys if not has(k)]
+        if missing:
+            known = sorted({k for r in rows for k, v in r.items()
+                            if isinstance(v, (int, float))
+                            and not isinstance(v, bool)})
+            raise SmpError(f"{path}: no values of {', '.join(missing)} "
+                           f"(it has {', '.join(known)})")
+    steps = [r["step"] for r in rows]
+    fig, axes = plt.subplots(len(keys), 1, sharex=True, squeeze=False,
+                             figsize=(8, 2.2 * len(keys)))
+    for ax, key in zip(axes[:, 0], keys):
+        ys = [r.get(key) for r in rows]
+        ax.plot(steps, [float("nan") if y is None else y for y in ys],
+                linewidth=1)
+        ax.set_ylabel(key)
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("step")
+    fig.suptitle(Path(path).name if path != "the metrics" else "training run")
+    fig.tight_layout()
+    out = Path(out)
+    try:
+        fig.savefig(out)
+    except (OSError, ValueError) as e:
+        raise SmpError(f"{out}: cannot write the plot: {e}")
+    finally:
+        plt.close(fig)
+    return out

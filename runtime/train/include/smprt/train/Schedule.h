@@ -1,0 +1,57 @@
+//===- Schedule.h - The learning-rate schedule of a run ---------*- C++ -*-===//
+//
+// Linear warmup, then a constant rate or a cosine decay to 0 that ends at
+// step decay_steps (and stays 0 after it). Everything but decay_steps is
+// compiled into the artifact (smpc --lr, --lr-schedule, --warmup-steps);
+// decay_steps too with smpc --decay-steps, else it is the --steps of the run
+// that starts training. Checkpoints record the schedule, so a run resumed
+// with any --steps (split into several launches, or extended) continues the
+// one it started with, and a resume under another schedule is refused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_TRAIN_SCHEDULE_H
+#define SMPRT_TRAIN_SCHEDULE_H
+
+#include "checkpoint.pb.h"
+#include "smprt/Base.h"
+#include "smprt/exec/Artifact.h"
+
+#include <cstdint>
+#include <string>
+
+namespace smprt {
+
+struct LrSchedule {
+  std::string kind = "constant"; // or "cosine"
+  double lr = 0;
+  int64_t warmupSteps = 0;
+  int64_t decaySteps = 0;
+
+  /// The artifact's schedule for a run of `steps` steps (decay over them
+  /// unless the artifact fixes decay_steps).
+  static LrSchedule of(const smp::artifact::TrainingConfig &config,
+                       int64_t steps);
+  void to(smp::artifact::LrSchedule &record) const;
+
+  /// The rate of 0-based step `k`: lr * (k + 1) / warmup for k < warmup,
+  /// then lr (constant) or lr * (1 + cos(pi * p)) / 2 with
+  /// p = min(1, (k - warmup) / max(1, decay - warmup)) (cosine; the function
+  /// the PyTorch reference feeds to LambdaLR).
+  double rate(int64_t k) const;
+};
+
+/// The schedule a resumed run follows: the checkpoint's `recorded` one
+/// (absent in checkpoints of older smprun: the artifact's, decaying over the
+/// checkpoint's `recordedTotal` steps). Refused, with the smpc flags to
+/// compile with, when the artifact's rate, kind or warmup differ from the
+/// record, or when it fixes --decay-steps to another length. `ckpt` names the
+/// checkpoint in errors.
+Status resumedSchedule(const smp::artifact::TrainingConfig &config,
+                       const smp::artifact::LrSchedule *recorded,
+                       int64_t recordedTotal, const std::string &ckpt,
+                       LrSchedule &out);
+
+} // namespace smprt
+
+#endif // SMPRT_TRAIN_SCHEDULE_H
