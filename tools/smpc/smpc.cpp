@@ -196,6 +196,7 @@ int compile(ModuleOp module, const Options &opts) {
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
+    t.microbatches = opts.plan.microbatches;
     if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
       llvm::SmallString<256> abs(source.getValue());
       llvm::sys::fs::make_absolute(abs);

@@ -71,7 +71,17 @@ OPTIONS
                      --checkpoint-dir saves one checkpoint after the last
                      step.
   --resume           Continue from the newest checkpoint in D (the data
-                     position and the step count come from it).
+                     position and the step count come from it) and print
+                     what was resumed. The checkpoint must agree with
+                     MODEL.smpx: the same parameters (names, dtypes, global
+                     shapes: a changed model is refused), the same optimizer
+                     and hyper-parameters and the same global batch; the
+                     plan (dp, tp, pp, micro-batches, ZeRO) may differ.
+  --reset-optimizer  With --resume: accept a checkpoint of another optimizer
+                     or other hyper-parameters; the optimizer state starts
+                     fresh (zero moments, step count 1) at the resumed step.
+  --reset-data       With --resume: accept a checkpoint of another global
+                     batch; the data restarts at sample 0.
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
                      FILE must be writable when smprun starts.
@@ -239,7 +249,7 @@ int main(int argc, char **argv) {
       saveOnnx;
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0;
   double timeout = 600;
-  bool resume = false;
+  bool resume = false, resetOptimizer = false, resetData = false;
   std::string device; // "": the artifact's target
   // Flags that take a value: where it goes, and the smallest integer allowed
   // (for integer flags).
@@ -279,8 +289,9 @@ int main(int argc, char **argv) {
       std::cout << "smprun 0.1.0\n";
       return 0;
     }
-    if (a == "--resume") {
-      resume = true;
+    if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {
+      (a == "--resume" ? resume
+                       : a == "--reset-data" ? resetData : resetOptimizer) = true;
       forwarded.push_back(a);
       continue;
     }
@@ -350,6 +361,10 @@ int main(int argc, char **argv) {
 
   if ((ckptEvery > 0 || resume) && ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
+  if ((resetOptimizer || resetData) && !resume)
+    return fail(std::string(resetOptimizer ? "--reset-optimizer" : "--reset-data") +
+                " applies to --resume (what to accept from the checkpoint "
+                "resumed); give --resume --checkpoint-dir DIR");
 
   // How many ranks, and which one this process is.
   smprt::LaunchInfo launch;
@@ -428,6 +443,18 @@ int main(int argc, char **argv) {
     topts.checkpointDir = ckptDir;
     topts.checkpointEvery = ckptEvery;
     topts.resume = resume;
+    topts.resetOptimizer = resetOptimizer;
+    topts.resetData = resetData;
+    if (rank == 0)
+      topts.report = [](bool warning, const std::string &line) {
+        if (warning) {
+          std::fflush(stdout);
+          std::fprintf(stderr, "smprun: warning: %s\n", line.c_str());
+        } else {
+          std::printf("%s\n", line.c_str());
+          std::fflush(stdout);
+        }
+      };
     std::vector<smprt::StepRecord> records;
     if (!profilePath.empty())
       exec.enableProfiling();

@@ -201,11 +201,24 @@ Status train(Executor &exec, const TrainOptions &options,
   if (!options.checkpointDir.empty() && exec.communicator().rank() == 0)
     removeStaleCheckpointTemps(options.checkpointDir);
   int64_t first = 0;
+  // What the checkpoints of this run record (the start steps of the
+  // optimizer state and the data position carry over from a resume).
+  RunRecord record = runRecordOf(artifact);
   if (options.resume) {
-    int64_t done = 0, total = 0;
-    Status s = loadCheckpoint(exec, options.checkpointDir, done, total);
+    ResumeOptions ropts;
+    ropts.resetOptimizer = options.resetOptimizer;
+    ropts.resetData = options.resetData;
+    ResumeInfo info;
+    Status s = loadCheckpoint(exec, options.checkpointDir, ropts, info);
     if (!s.ok())
       return s;
+    int64_t done = info.step, total = info.totalSteps;
+    record = info.resumed;
+    if (options.report) {
+      for (const std::string &w : info.warnings)
+        options.report(true, w);
+      options.report(false, info.summary());
+    }
     if (total != options.steps &&
         manifest.training().lr_schedule() != "constant")
       return Status::failure(options.checkpointDir +
@@ -239,7 +252,8 @@ Status train(Executor &exec, const TrainOptions &options,
         // Modulo samples at each term: k * globalBatch overflows int64
         // for a long enough run (globalBatch <= samples here).
         int64_t sample =
-            static_cast<int64_t>(((static_cast<unsigned __int128>(k % samples) *
+            static_cast<int64_t>(((static_cast<unsigned __int128>(
+                                       (k - record.dataStartStep) % samples) *
                                        static_cast<uint64_t>(globalBatch) +
                                    static_cast<uint64_t>(rank * batch + i)) %
                                   static_cast<uint64_t>(samples)));
@@ -253,7 +267,9 @@ Status train(Executor &exec, const TrainOptions &options,
       break;
     double lr = learningRate(manifest.training(), k, options.steps);
     lrValue = static_cast<float>(lr);
-    stepValue = static_cast<float>(k + 1);
+    // The optimizer's own step count (Adam's bias correction, SGD's first
+    // momentum step): from where its state started.
+    stepValue = static_cast<float>(k + 1 - record.optimizerStartStep);
     if ((exec.hasInput("@lr") &&
          !(status = exec.setInput("@lr", lrRef, "trainer")).ok()) ||
         (exec.hasInput("@step") &&
@@ -315,7 +331,7 @@ Status train(Executor &exec, const TrainOptions &options,
     if (due && std::isfinite(rec.loss)) {
       std::string written;
       status = saveCheckpoint(exec, options.checkpointDir, k + 1, options.steps,
-                              written);
+                              record, written);
       if (!status.ok())
         break;
     }

@@ -19,6 +19,7 @@ struct TrainingOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
   int64_t batchSize = 0;
+  int64_t microbatches = 1; // per step
   std::string sourceModel; // absolute path, for smprun --save-onnx
 };
 
