@@ -20,9 +20,11 @@ from ._tools import SmpError, bin_dir
 from .compiler import Artifact, Plan, compile, plan
 from .exporter import ExportedModel, export, run_onnx, sidecar_path
 from .runner import TrainResult, load_checkpoint, load_state_dict, train
+from . import checkpoint
 
 __version__ = "0.1.0"
 
 __all__ = ["SmpError", "Artifact", "Plan", "ExportedModel", "TrainResult",
            "export", "compile", "plan", "train", "load_checkpoint",
-           "load_state_dict", "run_onnx", "sidecar_path", "bin_dir"]
+           "load_state_dict", "run_onnx", "sidecar_path", "bin_dir",
+           "checkpoint"]

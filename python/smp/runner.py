@@ -134,7 +134,8 @@ def load_checkpoint(directory: Union[str, os.PathLike],
     ONNX initializer names; with state=True the optimizer state follows as
     "state:NAME" entries."""
     with tempfile.TemporaryDirectory(prefix="smp-ckpt-") as tmp:
-        args = [str(directory), "-o", tmp] + (["--state"] if state else [])
+        args = ["export", str(directory), "--format", "npy", "-o", tmp] + (
+            ["--state"] if state else [])
         _tools.run("smp-checkpoint", args)
         index = json.loads((Path(tmp) / "index.json").read_text())
         return {name: np.load(Path(tmp) / f) for name, f in index.items()}

@@ -96,10 +96,6 @@ std::string ResumeInfo::summary() const {
   return s;
 }
 
-namespace {
-
-/// The first difference between the checkpoint's parameters and the
-/// artifact's ("" when they agree), and how many there are.
 std::string modelDifference(const std::vector<ParamSpec> &ckpt,
                             const std::vector<ParamSpec> &mine,
                             const std::string &model, size_t &count) {
@@ -132,8 +128,6 @@ std::string modelDifference(const std::vector<ParamSpec> &ckpt,
            describeParam(p->dtype, p->shape) + ") that the checkpoint does not");
   return first;
 }
-
-} // namespace
 
 Status checkResume(const Artifact &artifact, const std::vector<ParamSpec> &params,
                    const ResumeOptions &options, ResumeInfo &info) {

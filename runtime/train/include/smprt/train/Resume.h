@@ -55,6 +55,13 @@ RunRecord runRecordOf(const Artifact &artifact);
 /// "f32[64, 32]".
 std::string describeParam(uint32_t dtype, const std::vector<int64_t> &shape);
 
+/// The first difference between a checkpoint's parameters and a model's
+/// (both sorted or not; "" when they agree), naming `model`, and how many
+/// differences there are in `count`.
+std::string modelDifference(const std::vector<ParamSpec> &checkpoint,
+                            const std::vector<ParamSpec> &mine,
+                            const std::string &model, size_t &count);
+
 /// What --resume is told to accept.
 struct ResumeOptions {
   bool resetOptimizer = false; // fresh optimizer state from the resumed step
