@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Diagnostics.h"
 #include "ExportSidecar.h"
 #include "ModelSummary.h"
 #include "Options.h"
@@ -58,10 +59,11 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
     }
     llvm::SourceMgr sm;
     sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    SourceMgrDiagnosticHandler handler(sm, &ctx);
+    unsigned errors = OneLineDiagnostics::errorCount();
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &ctx);
     if (!module) {
-      fail(path + ": invalid smp MLIR (see the diagnostic above)");
+      if (OneLineDiagnostics::errorCount() == errors)
+        fail(path + ": invalid smp MLIR");
       return failure();
     }
     if (llvm::Error e = smp::checkSizeLimits(*module, path)) {
@@ -170,8 +172,10 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
                         /*printAfterOnlyOnChange=*/false);
   }
   smp::buildTrainingPipeline(pm, opts.plan);
+  unsigned errors = OneLineDiagnostics::errorCount();
   if (failed(pm.run(module))) {
-    fail(opts.input + ": cannot build the training step (see above)");
+    if (OneLineDiagnostics::errorCount() == errors)
+      fail(opts.input + ": cannot build the training step");
     return failure();
   }
   return success();
@@ -292,13 +296,8 @@ int main(int argc, char **argv) {
   smp::registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  // Warnings (the context prints only errors by itself).
-  ScopedDiagnosticHandler warnings(&ctx, [](Diagnostic &d) {
-    if (d.getSeverity() != DiagnosticSeverity::Warning)
-      return failure(); // errors: the default handler
-    llvm::errs() << "smpc: warning: " << d.str() << "\n";
-    return success();
-  });
+  // Errors and warnings as one line each (Diagnostics.h).
+  OneLineDiagnostics diagnostics(&ctx);
   if (opts.autoPlan) {
     // Plan on the model at one sample per batch, then compile that plan.
     Options perSample = opts;

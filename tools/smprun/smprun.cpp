@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "smp/base/Suggest.h"
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Base.h"
 #include "smprt/comm/Launch.h"
@@ -307,13 +308,23 @@ int main(int argc, char **argv) {
       forwarded.insert(forwarded.end(), {a, v});
       continue;
     }
-    auto flag = flags.find(a);
+    // --flag=value as --flag value.
+    std::string name = a, inlineValue;
+    bool hasInline = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      name = a.substr(0, a.find('='));
+      inlineValue = a.substr(a.find('=') + 1);
+      hasInline = flags.count(name) != 0;
+      if (!hasInline)
+        name = a;
+    }
+    auto flag = flags.find(name);
     if (flag != flags.end()) {
-      if (i + 1 >= args.size())
+      if (!hasInline && i + 1 >= args.size())
         return fail(a + " needs a value");
-      const std::string &v = args[++i];
-      if (a != "-n" && a != "--ranks")
-        forwarded.insert(forwarded.end(), {a, v});
+      const std::string &v = hasInline ? inlineValue : args[++i];
+      if (name != "-n" && name != "--ranks")
+        forwarded.insert(forwarded.end(), {name, v});
       if (flag->second.text) {
         *flag->second.text = v;
         continue;
@@ -321,10 +332,16 @@ int main(int argc, char **argv) {
       char *end;
       long long n = std::strtoll(v.c_str(), &end, 10);
       if (v.empty() || *end || n < flag->second.min || n > flag->second.max)
-        return fail(a + " expects a positive integer, got '" + v + "'");
+        return fail(name + " expects a positive integer, got '" + v + "'");
       *flag->second.number = n;
     } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "' (see smprun --help)");
+      std::vector<std::string> known = {"--resume", "--reset-optimizer",
+                                        "--reset-data", "--timeout",
+                                        "--help", "--version"};
+      for (const auto &entry : flags)
+        known.push_back(entry.first);
+      return fail("unknown option '" + a + "'" +
+                  smp::base::didYouMean(a, known) + " (see smprun --help)");
     } else if (model.empty()) {
       model = a;
       forwarded.push_back(a);
