@@ -475,6 +475,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   }
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
+  opts.argv = args;
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef a = args[i];
     if (a.starts_with("--"))

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RankHosts.h"
 #include "smp/base/Suggest.h"
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Base.h"
@@ -450,6 +451,15 @@ int main(int argc, char **argv) {
   if (!(s = comm->barrier("the start barrier, after loading the artifact"))
            .ok())
     return fail(s.error);
+  if (comm->size() > 1) {
+    // The hosts were unknown when smpc wrote plan.txt's rank map.
+    std::vector<std::string> hostLines;
+    if (!(s = rankHostMap(*comm, artifact.program, hostLines)).ok())
+      return fail(s.error);
+    for (const std::string &line : hostLines)
+      std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
   if (steps > 0) {
     smprt::TrainOptions topts;
     topts.steps = steps;

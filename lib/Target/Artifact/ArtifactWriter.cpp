@@ -328,8 +328,13 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       return std::move(err);
   if (auto err = writeFile(path("model.mlir"), ir))
     return std::move(err);
+  PlanDetails details =
+      collectPlanDetails(funcs, stages, options, grid, manifest);
   if (auto err = writeFile(path("plan.txt"),
-                           planReport(module, stages, options, grid)))
+                           planReport(module, stages, options, grid) +
+                               planDetailsText(details)))
+    return std::move(err);
+  if (auto err = writeFile(path("plan.json"), planJson(details)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
                            smp::base::frame(manifest.SerializeAsString())))
