@@ -38,11 +38,19 @@ done
 
 # The smp package, editable from this checkout, into the python3 the tests
 # use (Debian 12's pip refuses system installs without the flag).
+# PyPI packages the package uses where Debian has none: safetensors
+# (smp.checkpoint.export_safetensors).
+PIP_PACKAGES=(safetensors)
 install_python_package() {
   if ! python3 -c "import smp" 2>/dev/null; then
     python3 -m pip install --quiet --no-deps --no-build-isolation \
       --break-system-packages -e "$(dirname "$0")/../python"
   fi
+  for pkg in "${PIP_PACKAGES[@]}"; do
+    if ! python3 -c "import $pkg" 2>/dev/null; then
+      python3 -m pip install --quiet --break-system-packages "$pkg"
+    fi
+  done
 }
 
 # --tests: the tensorboard package, whose own event reader checks smprun's

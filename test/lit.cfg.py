@@ -84,3 +84,18 @@ if config.smp_have_cuda:
     if smi and subprocess.run([smi, "-L"], capture_output=True,
                               timeout=60).returncode == 0:
         config.available_features.add("gpu")
+# The python3 the tests run (%python): PyTorch (test/smprun/
+# checkpoint-safetensors.test loads an exported checkpoint into it).
+def _python_has(module):
+    import subprocess
+    import lit.util
+    exe = lit.util.which("python3", config.environment.get("PATH", ""))
+    if not exe:
+        return False
+    try:
+        return subprocess.run([exe, "-c", "import " + module],
+                              capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+if _python_has("torch"):
+    config.available_features.add("torch")

@@ -22,10 +22,11 @@ from .compiler import Artifact, Plan, compile, plan
 from .exporter import ExportedModel, export, run_onnx, sidecar_path
 from .metrics import plot_metrics, read_metrics
 from .runner import TrainResult, load_checkpoint, load_state_dict, train
+from . import checkpoint
 
 __version__ = "0.1.0"
 
 __all__ = ["SmpError", "Artifact", "Plan", "ExportedModel", "TrainResult",
            "export", "compile", "plan", "train", "load_checkpoint",
            "load_state_dict", "run_onnx", "sidecar_path", "bin_dir",
-           "read_metrics", "plot_metrics"]
+           "read_metrics", "plot_metrics", "checkpoint"]

@@ -71,14 +71,19 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           checkpoint_dir: Union[str, os.PathLike, None] = None,
           checkpoint_every: Optional[int] = None,
           save_onnx: Union[str, os.PathLike, None] = None,
-          resume: bool = False, threads: Optional[int] = None,
+          resume: bool = False, reset_optimizer: bool = False,
+          reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
     """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
     steps with smprun on `ranks` ranks on this machine (default: the ranks it
     was compiled for; smprun -n N, through mpirun). `data` is a dict of
     input name -> numpy array / memmap / .npy path (the leading dim holds the
-    samples), or a directory of .npy files. Each step's line is shown as
+    samples), or a directory of .npy files. resume continues from the newest
+    checkpoint in checkpoint_dir, which must agree with the artifact (model,
+    optimizer, global batch); reset_optimizer / reset_data accept another
+    optimizer (fresh state) / global batch (data from sample 0), as smprun's
+    --reset-optimizer / --reset-data. Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -98,6 +103,10 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args += ["--checkpoint-every", str(checkpoint_every)]
         if resume:
             args.append("--resume")
+        if reset_optimizer:
+            args.append("--reset-optimizer")
+        if reset_data:
+            args.append("--reset-data")
         if save_onnx is not None:
             args += ["--save-onnx", str(save_onnx)]
         if threads is not None:
@@ -125,7 +134,8 @@ def load_checkpoint(directory: Union[str, os.PathLike],
     ONNX initializer names; with state=True the optimizer state follows as
     "state:NAME" entries."""
     with tempfile.TemporaryDirectory(prefix="smp-ckpt-") as tmp:
-        args = [str(directory), "-o", tmp] + (["--state"] if state else [])
+        args = ["export", str(directory), "--format", "npy", "-o", tmp] + (
+            ["--state"] if state else [])
         _tools.run("smp-checkpoint", args)
         index = json.loads((Path(tmp) / "index.json").read_text())
         return {name: np.load(Path(tmp) / f) for name, f in index.items()}

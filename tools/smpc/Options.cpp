@@ -2,6 +2,7 @@
 
 #include "Options.h"
 #include "ConfigFile.h"
+#include "Help.h"
 
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
@@ -12,6 +13,7 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 
 
@@ -23,176 +25,23 @@ int fail(const llvm::Twine &msg) {
 
 namespace {
 
-const char *kUsage = R"(smpc - the smp compiler: imports a model, builds its training step and
-splits it over devices.
+/// " (did you mean 'X'?)" for the closest of `known` within a third of the
+/// word's length (at most 3 edits), or "".
+std::string didYouMean(llvm::StringRef word,
+                       const std::vector<std::string> &known) {
+  unsigned limit = std::min<unsigned>(3, std::max<unsigned>(1, word.size() / 3));
+  std::string best;
+  unsigned bestDistance = limit + 1;
+  for (const std::string &k : known) {
+    unsigned d = word.edit_distance(k, /*AllowReplacements=*/true, limit);
+    if (d < bestDistance) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
 
-USAGE
-  smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
-               [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
-  smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
-  smpc summary MODEL [--dim NAME=VALUE]...
-  smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
-               [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
-               [--report FILE.svg]
-  smpc ops
-  smpc --help | --version
-
-COMMANDS
-  compile   Build the artifact smprun runs: a directory OUT.smpx holding the
-            manifest, per-rank programs and weights, the final IR
-            (model.mlir) and the plan report (plan.txt). Forward only
-            unless --train is given.
-  import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
-  summary   Print inputs, outputs, parameter count and an op histogram.
-  plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
-            pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
-            cost and memory models; print the plan, its predicted step
-            time, throughput and memory per device, and the runners-up.
-            Pinned flags (--tp 8, --schedule 1f1b, --shard-optimizer-state)
-            fix a dimension; the rest is searched. --cluster is a preset
-            (h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a
-            JSON file (docs/architecture.md). The model is read at one sample
-            per batch (its batch dim is bound to 1).
-  ops       List the ONNX ops the importer supports.
-
-MODEL
-  An ONNX model (.onnx; external data is read from the model's directory),
-  ONNX text syntax (.onnxtxt), or smp dialect MLIR text (.mlir).
-
-OPTIONS
-  -o FILE              Output file (default: stdout); for compile, the
-                       artifact directory (required).
-  --target cpu|cuda    Backend the artifact is built for (default: cpu).
-  --batch-size B       Bind the leading symbolic dim of every input to B
-                       (explicit --dim bindings win).
-  --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
-                       smp compiles static shapes: every symbolic dim of the
-                       model's inputs must be bound. Repeatable.
-  --no-raise           Keep decomposed layer-norm/GELU chains as imported.
-  --tie NAME           Keep initializer NAME shared by every node that reads
-                       it (smp gives each reader of a constant-valued
-                       initializer its own parameter: exporters merge equal
-                       fresh tensors such as LayerNorm weights). Repeatable.
-  --untie NAME         Train initializer NAME as its own parameter although
-                       it holds a copy (or the transpose) of another one
-                       (smp ties such copies: constant folding stores a tied
-                       weight twice). Repeatable.
-  --emit=mlir          compile: print the final IR (after the training and
-                       parallelization passes) instead of writing an artifact.
-  --mlir-print-ir-after-all
-                       compile: print the IR after every pass (to stderr).
-
-TRAINING (compile --train)
-  --loss LOSS          NAME (a scalar output of the model),
-                       cross_entropy:LOGITS:LABELS (mean cross-entropy of
-                       output LOGITS [..., V] against a new int64 input
-                       LABELS; label -100 is ignored, as in PyTorch) or
-                       mse:OUTPUT:TARGET (a new input TARGET).
-  --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
-  --lr X               Peak learning rate (default 0.001).
-  --lr-schedule constant|cosine  Cosine decays to 0 after the warmup, at
-                       step --decay-steps.
-  --warmup-steps K     Linear warmup from 0 over the first K steps.
-  --decay-steps N      cosine: the schedule's length in steps, warmup
-                       included; the rate is 0 from step N on (default: the
-                       --steps of the run that starts it, recorded in its
-                       checkpoints, so resumed or extended runs continue it).
-  --momentum X --dampening X --nesterov      SGD options.
-  --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
-  --beta1 X --beta2 X --eps X                Adam/AdamW options.
-  --clip-grad-norm X   Clip gradients to global L2 norm X.
-  --freeze REGEX       Parameters whose name matches get no gradient.
-  --bn-stats global|replica|running
-                       BatchNorm trains as in PyTorch's train() mode (batch
-                       statistics; running statistics updated once per
-                       micro-batch). global (default): the statistics of
-                       each micro-batch over every data-parallel replica
-                       (SyncBatchNorm; any --dp equals one device); replica:
-                       each replica's own (DDP's BatchNorm), the running
-                       statistics following replica 0's; running: the
-                       running statistics, never updated (PyTorch's eval()
-                       mode while training: frozen BatchNorm).
-  --precision fp32|bf16|fp16
-                       Compute in bfloat16 or float16 with fp32 master
-                       weights, optimizer state, loss and reductions
-                       (default fp32). fp16 adds dynamic loss scaling
-                       (torch.amp.GradScaler's defaults): steps whose
-                       gradients overflow are skipped and the scale halves.
-  --loss-scale X       fp16: the initial loss scale (default 65536).
-
-PARALLELISM (compile --train)
-  --devices N          Number of ranks (default dp x tp x pp; without --dp,
-                       dp = N / (tp x pp)).
-  --dp D               Data parallel over D ranks: each rank trains on
-                       --batch-size / D samples of every global batch and
-                       the gradients are summed across ranks, so the step
-                       equals the one-device step. Run with smprun -n D.
-  --checkpoint-activations none|full|selective|auto
-                       Recompute activations in the backward instead of
-                       keeping them: full keeps only the residual stream
-                       between half-layers, selective recomputes the
-                       attention cores (scores, mask, softmax), auto lets
-                       the planner recompute the stages that need it
-                       (--devices N; pinned degrees stay pinned).
-  --profile-db F,...   smprun --profile files: the compiled plan's step time is
-                       predicted from these measured op times (the roofline
-                       of --cluster where they have none) and printed.
-  --offload-activations
-                       Copy the activations the backward needs (after
-                       recomputation, its checkpoints) to host memory after
-                       their forward use and back before the backward.
-  --activation-loading-horizon K
-                       Prefetch offloaded activations K ahead (default 1).
-  --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
-                       to X MiB (default 25), each right after the backward
-                       computes its last gradient; 0: one per gradient.
-  --shard-optimizer-state
-                       ZeRO-1 (with --dp): gradients are reduce-scattered,
-                       each rank keeps and updates 1/D of the optimizer
-                       state and parameters, and parameters are all-gathered.
-  --no-shard-optimizer-state
-                       Planner (plan, compile --devices N): never ZeRO-1.
-  --pp P               Pipeline parallel over P ranks: the model is cut into
-                       P stages (balanced by predicted cost, or at
-                       --pp-cuts), each step runs --microbatches micro-
-                       batches through them in --schedule's order.
-  --pp-cuts A,B,...    The ONNX node names at which stages 1, 2, ... start.
-  --microbatches M     Micro-batches per step (default: pp; with pp 1,
-                       gradient accumulation). --batch-size / dp must be
-                       divisible by M.
-  --schedule S         gpipe, 1f1b (default), interleaved or zb-h1.
-  --virtual-stages V   Model chunks per pipeline rank (interleaved only).
-  --placement X        How the dp x pp x tp grid maps to ranks: cluster (DPT,
-                       the default: a rank's pipeline and tensor peers are
-                       adjacent), spread (TPD) or any order of D, P, T (the
-                       right-most axis gets adjacent ranks).
-  --tp T               Tensor parallel over T ranks: Megatron-style, the MLP
-                       (column- then row-parallel) and attention (heads)
-                       layers are split (T must divide the heads and the
-                       hidden units), and the embedding, the LM head and
-                       a cross-entropy loss by vocabulary (any T).
-  --optimize speed|memory
-                       Planner (plan, compile --devices N): choose the
-                       fastest plan that fits (speed, the default) or the
-                       one that needs the least memory per device (memory).
-
-CONFIG FILE
-  --config FILE.json   Read flags from a JSON object: SageMaker
-                       model-parallel v1 keys (pipeline_parallel_degree,
-                       microbatches, ddp, ...) or smpc flags by name
-                       ("batch_size": 8, "dim": {"seq": 16}). Flags also
-                       given on the command line must agree with it; unknown
-                       keys are refused. docs/python.md has the table.
-  -h, --help           Show this help.
-  --version            Show the version.
-
-EXAMPLES
-  smpc compile gpt.onnx --batch-size 8 --dim seq=1024 -o gpt.smpx
-  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
-       --optimizer adamw --lr 1e-3 --batch-size 8 -o mlp.smpx
-  smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
-  smpc summary gpt.mlir
-)";
 
 /// Flags that take a non-empty text: where it goes, and what it should be.
 struct TextFlag {
@@ -594,7 +443,10 @@ std::optional<int> finishArgs(Options &opts) {
   if (opts.command != "import" && opts.command != "summary" &&
       opts.command != "ops" && opts.command != "compile" &&
       opts.command != "plan")
-    return fail("unknown command '" + opts.command + "' (see smpc --help)");
+    return fail("unknown command '" + opts.command + "'" +
+                didYouMean(opts.command, smpcCommands()) +
+                " (expected compile, plan, import, summary or ops; see smpc "
+                "--help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
   if (auto code = checkFlagCombinations(opts))
@@ -632,11 +484,12 @@ std::optional<int> finishArgs(Options &opts) {
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    llvm::errs() << kUsage;
+    llvm::errs() << smpcUsage();
     return 1;
   }
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
+  opts.argv = args;
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef a = args[i];
     if (a.starts_with("--"))
@@ -649,7 +502,13 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       return std::nullopt;
     };
     if (a == "-h" || a == "--help") {
-      llvm::outs() << kUsage;
+      // smpc COMMAND --help (or smpc --help COMMAND): the command's help.
+      for (const std::string &w : args)
+        if (auto help = commandHelp(w)) {
+          llvm::outs() << *help;
+          return 0;
+        }
+      llvm::outs() << smpcUsage();
       return 0;
     }
     if (a == "--version") {
@@ -676,7 +535,9 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       continue;
     }
     if (a.starts_with("-") && a != "-") {
-      return fail("unknown option '" + a + "' (see smpc --help)");
+      return fail("unknown option '" + a + "'" +
+                  didYouMean(a.split('=').first, smpcFlags()) + " (see smpc " +
+                  (opts.command.empty() ? "" : opts.command + " ") + "--help)");
     } else if (opts.command.empty()) {
       opts.command = a.str();
     } else if (opts.input.empty()) {

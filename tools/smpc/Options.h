@@ -15,6 +15,8 @@
 #include <vector>
 
 struct Options {
+  /// The arguments as given (after --config expansion).
+  std::vector<std::string> argv;
   std::string command;
   std::string input;
   std::string output = "-";

@@ -9,10 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Diagnostics.h"
 #include "ExportSidecar.h"
 #include "ModelSummary.h"
 #include "Options.h"
 #include "PlanCommand.h"
+#include "Reproduce.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -58,10 +60,11 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
     }
     llvm::SourceMgr sm;
     sm.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    SourceMgrDiagnosticHandler handler(sm, &ctx);
+    unsigned errors = OneLineDiagnostics::errorCount();
     OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sm, &ctx);
     if (!module) {
-      fail(path + ": invalid smp MLIR (see the diagnostic above)");
+      if (OneLineDiagnostics::errorCount() == errors)
+        fail(path + ": invalid smp MLIR");
       return failure();
     }
     if (llvm::Error e = smp::checkSizeLimits(*module, path)) {
@@ -170,8 +173,10 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
                         /*printAfterOnlyOnChange=*/false);
   }
   smp::buildTrainingPipeline(pm, opts.plan);
+  unsigned errors = OneLineDiagnostics::errorCount();
   if (failed(pm.run(module))) {
-    fail(opts.input + ": cannot build the training step (see above)");
+    if (OneLineDiagnostics::errorCount() == errors)
+      fail(opts.input + ": cannot build the training step");
     return failure();
   }
   return success();
@@ -197,6 +202,11 @@ int compile(ModuleOp module, const Options &opts) {
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
     t.decaySteps = opts.decaySteps;
+    t.microbatches = opts.plan.microbatches;
+    t.precision = opts.plan.precision;
+    t.recompute = opts.plan.recompute;
+    t.recomputeStages = opts.plan.recomputeStages;
+    t.offload = opts.plan.offload;
     if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
       llvm::SmallString<256> abs(source.getValue());
       llvm::sys::fs::make_absolute(abs);
@@ -205,12 +215,13 @@ int compile(ModuleOp module, const Options &opts) {
     artifact.training = t;
   }
   // The step time on this plan's ranks, measured op times (--profile-db)
-  // preferred over the roofline of the target's device.
-  std::string prediction;
-  if (!opts.profileDb.empty()) {
+  // preferred over the roofline of the target's device: printed with
+  // --profile-db, reported in plan.txt and plan.json always.
+  {
     smp::ProfileDB db;
     llvm::SmallVector<llvm::StringRef> files;
-    llvm::StringRef(opts.profileDb).split(files, ',');
+    if (!opts.profileDb.empty())
+      llvm::StringRef(opts.profileDb).split(files, ',');
     for (llvm::StringRef f : files)
       if (auto err = db.addFile(f))
         return fail(llvm::toString(std::move(err)));
@@ -222,9 +233,10 @@ int compile(ModuleOp module, const Options &opts) {
     double slowest = 0;
     size_t measured = 0, modelled = 0, waits = 0;
     for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.getSymName() == "main")
+      if (f.getSymName() == "main" && opts.train)
         continue;
-      smp::StepEstimate e = smp::estimateFunction(f, *device, &db);
+      smp::StepEstimate e =
+          smp::estimateFunction(f, *device, files.empty() ? nullptr : &db);
       slowest = std::max(slowest, e.totalSeconds());
       measured += e.measuredOps;
       modelled += e.modelledOps;
@@ -241,15 +253,26 @@ int compile(ModuleOp module, const Options &opts) {
                                    static_cast<int>(opts.plan.microbatches),
                                    static_cast<int>(opts.plan.virtualStages)));
     slowest /= 1 - bubble;
-    char buf[256];
-    snprintf(buf, sizeof(buf),
-             "predicted step time: %.4g s (slowest rank%s; %zu ops measured "
-             "in the profile, %zu modelled)\n",
-             slowest, bubble > 0 ? ", with the pipeline's bubble" : "",
-             measured, modelled);
-    prediction = buf;
-    llvm::outs() << prediction;
+    artifact.predictedStepSeconds = slowest;
+    artifact.predictionSource =
+        "slowest rank" +
+        std::string(bubble > 0 ? ", with the pipeline's bubble" : "") + "; " +
+        (files.empty() ? "the cost model's roofline of " + device->name
+                       : std::to_string(measured) +
+                             " ops measured in --profile-db, " +
+                             std::to_string(modelled) + " modelled");
+    if (!files.empty()) {
+      char buf[256];
+      snprintf(buf, sizeof(buf),
+               "predicted step time: %.4g s (slowest rank%s; %zu ops "
+               "measured in the profile, %zu modelled)\n",
+               slowest, bubble > 0 ? ", with the pipeline's bubble" : "",
+               measured, modelled);
+      llvm::outs() << buf;
+    }
   }
+  artifact.command = reproducingCommand(opts);
+  artifact.plannerJson = opts.autoPlanJson;
   if (opts.emitMlir) {
     std::string err;
     auto out = openOutputFile(opts.output, &err);
@@ -304,13 +327,8 @@ int main(int argc, char **argv) {
   smp::registerAllPasses();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  // Warnings (the context prints only errors by itself).
-  ScopedDiagnosticHandler warnings(&ctx, [](Diagnostic &d) {
-    if (d.getSeverity() != DiagnosticSeverity::Warning)
-      return failure(); // errors: the default handler
-    llvm::errs() << "smpc: warning: " << d.str() << "\n";
-    return success();
-  });
+  // Errors and warnings as one line each (Diagnostics.h).
+  OneLineDiagnostics diagnostics(&ctx);
   if (opts.autoPlan) {
     // Plan on the model at one sample per batch, then compile that plan.
     Options perSample = opts;
@@ -353,13 +371,9 @@ int main(int argc, char **argv) {
   if (opts.command == "compile") {
     int rc = compile(**module, opts);
     if (rc == 0 && !opts.autoPlanJson.empty() && !opts.emitMlir) {
-      // The planner's report beside the artifact.
+      // The planner's picture beside the artifact (its JSON report is in
+      // plan.json, which the writer writes for every compile).
       std::string err;
-      auto out = openOutputFile(opts.output + "/plan.json", &err);
-      if (!out)
-        return fail(opts.output + "/plan.json: " + err);
-      out->os() << opts.autoPlanJson;
-      out->keep();
       auto svg = openOutputFile(opts.output + "/plan.svg", &err);
       if (!svg)
         return fail(opts.output + "/plan.svg: " + err);

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RankHosts.h"
+#include "smp/base/Suggest.h"
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Base.h"
 #include "smprt/comm/Launch.h"
@@ -99,7 +101,18 @@ OPTIONS
                      position, the step count and the learning-rate
                      schedule come from it): --steps N is the total to
                      reach, which may be more than the first run's (the
-                     schedule goes on as recorded; see smpc --decay-steps).
+                     schedule goes on as recorded; see smpc --decay-steps)
+                     and print what was resumed. The checkpoint must agree
+                     with MODEL.smpx: the same parameters (names, dtypes,
+                     global shapes: a changed model is refused), the same
+                     optimizer and hyper-parameters and the same global
+                     batch; the plan (dp, tp, pp, micro-batches, ZeRO) may
+                     differ.
+  --reset-optimizer  With --resume: accept a checkpoint of another optimizer
+                     or other hyper-parameters; the optimizer state starts
+                     fresh (zero moments, step count 1) at the resumed step.
+  --reset-data       With --resume: accept a checkpoint of another global
+                     batch; the data restarts at sample 0.
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
                      FILE must be writable when smprun starts.
@@ -281,7 +294,7 @@ struct Cli {
       ckptDir, saveOnnx, tensorboardDir, progress = "auto";
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10;
   double timeout = 600;
-  bool resume = false;
+  bool resume = false, resetOptimizer = false, resetData = false;
   std::string device; // "": the artifact's target
   std::vector<std::string> args;
   // What `smprun -n N` passes on to each rank: everything but -n N.
@@ -333,8 +346,10 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       std::cout << "smprun 0.1.0\n";
       return 0;
     }
-    if (a == "--resume") {
-      cli.resume = true;
+    if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {
+      (a == "--resume"       ? cli.resume
+       : a == "--reset-data" ? cli.resetData
+                             : cli.resetOptimizer) = true;
       cli.forwarded.push_back(a);
       continue;
     }
@@ -350,14 +365,24 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       cli.forwarded.insert(cli.forwarded.end(), {a, v});
       continue;
     }
-    auto flag = flags.find(a);
+    // --flag=value as --flag value.
+    std::string name = a, inlineValue;
+    bool hasInline = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      name = a.substr(0, a.find('='));
+      inlineValue = a.substr(a.find('=') + 1);
+      hasInline = flags.count(name) != 0;
+      if (!hasInline)
+        name = a;
+    }
+    auto flag = flags.find(name);
     if (flag != flags.end()) {
-      if (i + 1 >= args.size())
+      if (!hasInline && i + 1 >= args.size())
         return fail(a + " needs a value");
-      const std::string &v = args[++i];
-      given.insert(a);
-      if (a != "-n" && a != "--ranks")
-        cli.forwarded.insert(cli.forwarded.end(), {a, v});
+      const std::string &v = hasInline ? inlineValue : args[++i];
+      given.insert(name);
+      if (name != "-n" && name != "--ranks")
+        cli.forwarded.insert(cli.forwarded.end(), {name, v});
       if (flag->second.text) {
         *flag->second.text = v;
         continue;
@@ -365,10 +390,16 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       char *end;
       long long n = std::strtoll(v.c_str(), &end, 10);
       if (v.empty() || *end || n < flag->second.min || n > flag->second.max)
-        return fail(a + " expects a positive integer, got '" + v + "'");
+        return fail(name + " expects a positive integer, got '" + v + "'");
       *flag->second.number = n;
     } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "' (see smprun --help)");
+      std::vector<std::string> known = {"--resume", "--reset-optimizer",
+                                        "--reset-data", "--timeout",
+                                        "--help", "--version"};
+      for (const auto &entry : flags)
+        known.push_back(entry.first);
+      return fail("unknown option '" + a + "'" +
+                  smp::base::didYouMean(a, known) + " (see smprun --help)");
     } else if (cli.model.empty()) {
       cli.model = a;
       cli.forwarded.push_back(a);
@@ -410,6 +441,11 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
                 "training starts");
   if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
+  if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
+    return fail(std::string(cli.resetOptimizer ? "--reset-optimizer"
+                                               : "--reset-data") +
+                " applies to --resume (what to accept from the checkpoint "
+                "resumed); give --resume --checkpoint-dir DIR");
   return std::nullopt;
 }
 
@@ -441,7 +477,7 @@ std::string resumeCommand(const Cli &cli, const smprt::LaunchInfo &launch) {
   else
     cmd = shellQuote(cli.argv0);
   for (const std::string &a : cli.args)
-    if (a != "--resume")
+    if (a != "--resume" && a != "--reset-optimizer" && a != "--reset-data")
       cmd += " " + shellQuote(a);
   return cmd + " --resume";
 }
@@ -519,6 +555,18 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   topts.checkpointDir = cli.ckptDir;
   topts.checkpointEvery = cli.ckptEvery;
   topts.resume = cli.resume;
+  topts.resetOptimizer = cli.resetOptimizer;
+  topts.resetData = cli.resetData;
+  if (rank == 0)
+    topts.onResume = [](bool warning, const std::string &line) {
+      if (warning) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "smprun: warning: %s\n", line.c_str());
+      } else {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      }
+    };
   std::vector<smprt::StepRecord> records;
   if (!cli.profilePath.empty())
     exec.enableProfiling();
@@ -712,6 +760,15 @@ int main(int argc, char **argv) {
   if (!(s = comm->barrier("the start barrier, after loading the artifact"))
            .ok())
     return fail(s.error);
+  if (comm->size() > 1) {
+    // The hosts were unknown when smpc wrote plan.txt's rank map.
+    std::vector<std::string> hostLines;
+    if (!(s = rankHostMap(*comm, artifact.program, hostLines)).ok())
+      return fail(s.error);
+    for (const std::string &line : hostLines)
+      std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
   if (cli.steps > 0)
     return trainModel(cli, launch, exec, *comm);
   return runOnce(cli, artifact, exec, *comm);

@@ -125,7 +125,7 @@ GraphImporter::valueInfoType(const onnx::ValueInfoProto &info,
   Type elt = elementType(&ctx, tt.elem_type());
   if (!elt)
     return error(what + " '" + info.name() + "' has unsupported element type " +
-                 llvm::Twine(tt.elem_type()));
+                 onnxTypeName(tt.elem_type()));
   if (!tt.has_shape())
     return error(what + " '" + info.name() +
                  "' has no shape; smp needs static shapes");

@@ -2,6 +2,8 @@
 
 #include "TensorData.h"
 
+#include <cctype>
+
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringSet.h"
@@ -23,6 +25,16 @@ static llvm::Error tensorError(const onnx::TensorProto &t,
                                const llvm::Twine &msg) {
   return createStringError(inconvertibleErrorCode(),
                            "tensor '" + t.name() + "': " + msg);
+}
+
+std::string onnxTypeName(int32_t onnxType) {
+  if (!onnx::TensorProto_DataType_IsValid(onnxType))
+    return "unknown ONNX data type " + std::to_string(onnxType);
+  std::string name = onnx::TensorProto_DataType_Name(
+      static_cast<onnx::TensorProto_DataType>(onnxType));
+  for (char &c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name + " (ONNX data type " + std::to_string(onnxType) + ")";
 }
 
 Type elementType(MLIRContext *ctx, int32_t onnxType) {
@@ -203,7 +215,7 @@ llvm::Expected<RankedTensorType> checkTensor(MLIRContext *ctx,
                                              llvm::StringRef modelDir) {
   Type elt = elementType(ctx, t.data_type());
   if (!elt)
-    return tensorError(t, "data type " + llvm::Twine(t.data_type()) +
+    return tensorError(t, "element type " + onnxTypeName(t.data_type()) +
                               " is not supported");
   llvm::SmallVector<int64_t> dims(t.dims().begin(), t.dims().end());
   for (int64_t d : dims)

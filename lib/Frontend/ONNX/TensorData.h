@@ -15,6 +15,10 @@ namespace smp::onnx_frontend {
 /// MLIR element type of an ONNX TensorProto data type, or null.
 mlir::Type elementType(mlir::MLIRContext *ctx, int32_t onnxType);
 
+/// An ONNX data type by name for messages: "complex64 (ONNX data type 14)",
+/// "unknown ONNX data type 99".
+std::string onnxTypeName(int32_t onnxType);
+
 /// Bytes per element, 0 for unsupported types.
 int64_t elementSize(int32_t onnxType);
 

@@ -18,6 +18,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <set>
 
 namespace smp {
@@ -94,10 +95,63 @@ llvm::Error checkRankLimits(const std::vector<std::unique_ptr<Lowering>> &lowere
   return llvm::Error::success();
 }
 
+/// The optimizer update's kind and hyper-parameters as the program runs
+/// them (the first update op's: every parameter gets the same ones), in the
+/// form a checkpoint records and smprun --resume compares.
+std::string optimizerSpec(ModuleOp module, const std::string &fallback) {
+  std::string spec;
+  auto num = [](double v) {
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%.6g", v);
+    return std::string(buf);
+  };
+  module.walk([&](Operation *op) {
+    if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
+      spec = "sgd(momentum=" + num(sgd.getMomentum().convertToFloat()) +
+             ", dampening=" + num(sgd.getDampening().convertToFloat()) +
+             ", nesterov=" + (sgd.getNesterov() ? "true" : "false") +
+             ", weight_decay=" + num(sgd.getWeightDecay().convertToFloat()) +
+             ")";
+    } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
+      spec = std::string(adam.getDecoupled() ? "adamw" : "adam") +
+             "(beta1=" + num(adam.getBeta1().convertToFloat()) +
+             ", beta2=" + num(adam.getBeta2().convertToFloat()) +
+             ", eps=" + num(adam.getEpsilon().convertToFloat()) +
+             ", weight_decay=" + num(adam.getWeightDecay().convertToFloat()) +
+             ")";
+    } else {
+      return WalkResult::advance();
+    }
+    return WalkResult::interrupt();
+  });
+  return spec.empty() ? fallback + "(no parameter trains)" : spec;
+}
+
+/// Every parameter of every rank once, with its global shape, by name.
+void addParameters(const std::vector<std::unique_ptr<Lowering>> &lowered,
+                   pb::Manifest &manifest) {
+  std::map<std::string, pb::TensorSpec> params;
+  for (const auto &l : lowered)
+    for (const pb::Buffer &b : l->program.buffers()) {
+      if (b.role() != "param" || params.count(b.name()))
+        continue;
+      pb::TensorSpec spec;
+      spec.set_name(b.name());
+      spec.set_dtype(b.dtype());
+      *spec.mutable_shape() = b.has_layout() ? b.layout().full_shape()
+                                             : b.shape();
+      params[b.name()] = std::move(spec);
+    }
+  for (auto &[name, spec] : params)
+    *manifest.add_parameters() = std::move(spec);
+}
+
 void setTraining(ModuleOp module, const TrainingOptions &training,
                  pb::TrainingConfig *t) {
   t->set_loss(training.loss);
   t->set_optimizer(training.optimizer);
+  t->set_optimizer_spec(optimizerSpec(module, training.optimizer));
+  t->set_microbatches(static_cast<uint32_t>(training.microbatches));
   t->set_lr(training.lr);
   t->set_lr_schedule(training.lrSchedule);
   t->set_warmup_steps(training.warmupSteps);
@@ -210,6 +264,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     }
   if (auto err = checkRankLimits(lowered, tp))
     return std::move(err);
+  pb::Manifest params;
+  addParameters(lowered, params);
   std::vector<std::unique_ptr<Lowering>> stages; // tensor rank 0 of each
   for (size_t p = 0; p < funcs.size(); ++p)
     stages.push_back(std::move(lowered[p * tp]));
@@ -222,6 +278,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     return std::string(p.str());
   };
   pb::Manifest manifest = manifestOf(module, stages, options, grid);
+  if (options.training)
+    *manifest.mutable_parameters() = params.parameters();
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.
   auto lowering = [&](int64_t p, int64_t t) -> Lowering & {
@@ -280,8 +338,13 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       return std::move(err);
   if (auto err = writeFile(path("model.mlir"), ir))
     return std::move(err);
+  PlanDetails details =
+      collectPlanDetails(funcs, stages, options, grid, manifest);
   if (auto err = writeFile(path("plan.txt"),
-                           planReport(module, stages, options, grid)))
+                           planReport(module, stages, options, grid) +
+                               planDetailsText(details)))
+    return std::move(err);
+  if (auto err = writeFile(path("plan.json"), planJson(details)))
     return std::move(err);
   if (auto err = writeFile(path("manifest.pb"),
                            smp::base::frame(manifest.SerializeAsString(),

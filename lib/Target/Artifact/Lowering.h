@@ -152,6 +152,36 @@ std::string planReport(ModuleOp module,
                        const std::vector<std::unique_ptr<Lowering>> &stages,
                        const ArtifactOptions &options, const DeviceGrid &grid);
 
+//===--- PlanDetails.cpp ---------------------------------------------------===//
+
+/// What plan.txt's training sections and plan.json report.
+struct PlanDetails {
+  const pb::Manifest *manifest = nullptr;
+  const ArtifactOptions *options = nullptr;
+  DeviceGrid grid;
+  struct Stage {
+    std::string startsAt; // the ONNX node the stage starts at ("": inputs)
+    std::string recompute = "none";
+    bool offload = false;
+    uint64_t arenaBytes = 0, hostBytes = 0, weightsBytes = 0;
+  };
+  std::vector<Stage> stages;
+};
+
+PlanDetails collectPlanDetails(const SmallVector<func::FuncOp> &funcs,
+                               const std::vector<std::unique_ptr<Lowering>> &stages,
+                               const ArtifactOptions &options,
+                               const DeviceGrid &grid,
+                               const pb::Manifest &manifest);
+
+/// plan.txt's lines: the reproducing command, inputs, loss, optimizer,
+/// precision, degrees, stages, prediction and the rank map.
+std::string planDetailsText(const PlanDetails &details);
+
+/// plan.json: the same under "artifact", merged into the planner's report
+/// (options.plannerJson) when there is one.
+std::string planJson(const PlanDetails &details);
+
 } // namespace smp::writer
 
 #endif // SMP_LIB_TARGET_ARTIFACT_LOWERING_H

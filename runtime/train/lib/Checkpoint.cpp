@@ -182,6 +182,34 @@ Status readIndex(const std::string &path, pb::Checkpoint &index) {
   return Status::success();
 }
 
+void setRecord(const RunRecord &r, pb::Checkpoint &index) {
+  index.set_optimizer_spec(r.optimizer);
+  index.set_global_batch(r.globalBatch);
+  index.set_microbatches(r.microbatches);
+  index.set_model_fingerprint(r.modelFingerprint);
+  index.set_plan(r.plan);
+  index.set_optimizer_start_step(r.optimizerStartStep);
+  index.set_data_start_step(r.dataStartStep);
+  index.set_artifact(r.artifact);
+  if (r.schedule)
+    *index.mutable_lr_schedule() = *r.schedule;
+}
+
+RunRecord recordOf(const pb::Checkpoint &index) {
+  RunRecord r;
+  r.optimizer = index.optimizer_spec();
+  r.globalBatch = index.global_batch();
+  r.microbatches = index.microbatches();
+  r.modelFingerprint = index.model_fingerprint();
+  r.plan = index.plan();
+  r.optimizerStartStep = index.optimizer_start_step();
+  r.dataStartStep = index.data_start_step();
+  r.artifact = index.artifact();
+  if (index.has_lr_schedule())
+    r.schedule = index.lr_schedule();
+  return r;
+}
+
 } // namespace
 
 void removeStaleCheckpointTemps(const std::string &dir) {
@@ -208,8 +236,14 @@ void removeStaleCheckpointTemps(const std::string &dir) {
 }
 
 Status saveCheckpoint(const Executor &exec, const std::string &dir,
-                      int64_t step, int64_t totalSteps, std::string &written,
-                      const LrSchedule *schedule) {
+                      int64_t step, int64_t totalSteps, std::string &written) {
+  return saveCheckpoint(exec, dir, step, totalSteps,
+                        runRecordOf(exec.artifact()), written);
+}
+
+Status saveCheckpoint(const Executor &exec, const std::string &dir,
+                      int64_t step, int64_t totalSteps, const RunRecord &record,
+                      std::string &written) {
   Communicator &comm = exec.communicator();
   const int rank = comm.rank(), ranks = comm.size();
   std::string name = stepDirName(step);
@@ -233,8 +267,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
   index.set_model_name(exec.artifact().manifest.model_name());
   index.set_rank(rank);
   index.set_num_ranks(ranks);
-  if (schedule)
-    schedule->to(*index.mutable_lr_schedule());
+  setRecord(record, index);
   std::string data;
   for (int i = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
@@ -374,10 +407,23 @@ Status readCheckpointFiles(const std::string &dir, CheckpointFiles &files) {
 
 } // namespace
 
-Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
-                      int64_t &totalSteps,
-                      std::optional<smp::artifact::LrSchedule> *schedule,
-                      std::string *path) {
+namespace {
+
+/// The checkpoint's parameters (role "param"), global shapes, by name.
+std::vector<ParamSpec> checkpointParameters(const CheckpointFiles &files) {
+  std::vector<ParamSpec> out;
+  for (const auto &[name, shards] : files.byName) {
+    const pb::CheckpointTensor &t = *shards.front().second;
+    if (t.role() == "param")
+      out.push_back({name, t.dtype(), smp::base::layoutOf(t).fullShape});
+  }
+  return out;
+}
+
+} // namespace
+
+Status loadCheckpoint(Executor &exec, const std::string &dir,
+                      const ResumeOptions &options, ResumeInfo &info) {
   CheckpointFiles files;
   Status s = readCheckpointFiles(dir, files);
   if (!s.ok())
@@ -385,15 +431,31 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
   const std::string &ckpt = files.ckpt;
   const auto &byName = files.byName;
   const auto &data = files.data;
+  info.checkpoint = ckpt;
+  info.step = files.first.step();
+  info.totalSteps = files.first.total_steps();
+  info.numRanks = std::max<uint32_t>(1, files.first.num_ranks());
+  info.written = recordOf(files.first);
+  if (!(s = checkResume(exec.artifact(), checkpointParameters(files), options,
+                        info))
+           .ok())
+    return s;
 
   // Check and build every buffer before touching any.
   const auto &program = exec.artifact().program;
   std::vector<std::pair<int, std::string>> values;
   for (int i = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
-    if (!checkpointed(b))
-      continue;
+    if (!checkpointed(b) ||
+        (info.resetOptimizer && b.role() == "state" &&
+         isOptimizerState(b.name())))
+      continue; // a reset optimizer keeps its initial state
     auto it = byName.find(b.name());
+    if (it == byName.end() && b.role() == "state" && isOptimizerState(b.name()))
+      return Status::failure(ckpt + ": has no optimizer state '" + b.name() +
+                             "' (written with another optimizer?); pass "
+                             "--reset-optimizer to start fresh optimizer "
+                             "state");
     if (it == byName.end())
       return Status::failure(ckpt + ": has no tensor '" + b.name() +
                              "' (written for another model or optimizer?)");
@@ -425,12 +487,34 @@ Status loadCheckpoint(Executor &exec, const std::string &dir, int64_t &step,
     if (Status w = exec.writeBuffer(static_cast<uint32_t>(i), bytes.data());
         !w.ok())
       return Status::failure(ckpt + ": " + w.error);
-  step = files.first.step();
-  totalSteps = files.first.total_steps();
-  if (schedule && files.first.has_lr_schedule())
-    *schedule = files.first.lr_schedule();
-  if (path)
-    *path = ckpt;
+  return Status::success();
+}
+
+Status summarizeCheckpoint(const std::string &dir, CheckpointSummary &out) {
+  CheckpointFiles files;
+  Status s = readCheckpointFiles(dir, files);
+  if (!s.ok())
+    return s;
+  out.checkpoint = files.ckpt;
+  out.step = files.first.step();
+  out.totalSteps = files.first.total_steps();
+  out.numRanks = std::max<uint32_t>(1, files.first.num_ranks());
+  out.modelName = files.first.model_name();
+  out.record = recordOf(files.first);
+  for (const auto &[name, shards] : files.byName) {
+    const pb::CheckpointTensor &t = *shards.front().second;
+    CheckpointSummary::Tensor e;
+    e.name = name;
+    e.role = t.role();
+    e.dtype = t.dtype();
+    e.shape = smp::base::layoutOf(t).fullShape;
+    uint64_t n = 1;
+    for (int64_t d : e.shape)
+      n *= static_cast<uint64_t>(d);
+    e.bytes = n * dtypeSize(static_cast<DType>(t.dtype()));
+    e.shards = static_cast<uint32_t>(shards.size());
+    out.tensors.push_back(std::move(e));
+  }
   return Status::success();
 }
 

@@ -161,27 +161,48 @@ int64_t tokensPerSample(const smp::artifact::Manifest &manifest) {
   return 0;
 }
 
-/// The learning-rate schedule of this launch: the artifact's for a fresh
-/// run; the checkpoint's when resuming (refused when they disagree).
-/// `note` says so when the decay length comes from the checkpoint.
+/// Resumes the run when asked (Resume.h: the checkpoint checked against the
+/// artifact) and sets this launch's learning-rate schedule: the artifact's
+/// for a fresh run; the checkpoint's when resuming (refused when they
+/// disagree). `record` is what this run's checkpoints record; `note` says
+/// when the decay length comes from the checkpoint.
 Status resumeRun(Executor &exec, const TrainOptions &options,
-                 LrSchedule &schedule, int64_t &first, std::string &note) {
+                 LrSchedule &schedule, RunRecord &record, int64_t &first,
+                 std::string &note) {
   const auto &training = exec.artifact().manifest.training();
   schedule = LrSchedule::of(training, options.steps);
+  record = runRecordOf(exec.artifact());
   first = 0;
   if (!options.resume)
     return Status::success();
-  int64_t done = 0, total = 0;
-  std::optional<smp::artifact::LrSchedule> recorded;
-  std::string ckpt;
-  Status s = loadCheckpoint(exec, options.checkpointDir, done, total,
-                            &recorded, &ckpt);
+  ResumeOptions ropts;
+  ropts.resetOptimizer = options.resetOptimizer;
+  ropts.resetData = options.resetData;
+  ResumeInfo info;
+  Status s = loadCheckpoint(exec, options.checkpointDir, ropts, info);
   if (!s.ok())
     return s;
-  if (!(s = resumedSchedule(training, recorded ? &*recorded : nullptr, total,
-                            ckpt, schedule))
-           .ok())
+  record = info.resumed;
+  if (options.onResume) {
+    for (const std::string &w : info.warnings)
+      options.onResume(true, w);
+    options.onResume(false, info.summary());
+  }
+  const std::string &ckpt = info.checkpoint;
+  int64_t done = info.step;
+  const auto &recorded = info.written.schedule;
+  if (options.resetOptimizer) {
+    // The rate, kind and warmup are the optimizer's settings the reset
+    // accepts: the artifact's; the decay keeps its length (the artifact's
+    // --decay-steps, else the recorded one) and the global step.
+    schedule = LrSchedule::of(
+        training, recorded ? recorded->decay_steps() : info.totalSteps);
+  } else if (!(s = resumedSchedule(training,
+                                   recorded ? &*recorded : nullptr,
+                                   info.totalSteps, ckpt, schedule))
+                  .ok()) {
     return s;
+  }
   if (done >= options.steps)
     return Status::failure(ckpt + ": the checkpoint has " +
                            std::to_string(done) +
@@ -334,8 +355,11 @@ Status train(Executor &exec, const TrainOptions &options,
   LrSchedule schedule;
   int64_t first = 0;
   std::string note;
-  if (Status s = resumeRun(exec, options, schedule, first, note); !s.ok())
+  RunRecord record;
+  if (Status s = resumeRun(exec, options, schedule, record, first, note);
+      !s.ok())
     return s;
+  schedule.to(record.schedule.emplace());
   facts.firstStep = first;
   Reporter reporter(facts, reports ? options.progress : ProgressMode::None,
                     options.logEvery, reports);
@@ -359,13 +383,16 @@ Status train(Executor &exec, const TrainOptions &options,
                                .count();
   for (int64_t k = first; k < options.steps; ++k) {
     auto stepStart = std::chrono::steady_clock::now();
-    if (!(status = feedBatch(exec, data, k, samples, batch, globalBatch, rank,
-                             options.dataDir))
+    // The data position counts from where it (re)started (--reset-data).
+    if (!(status = feedBatch(exec, data, k - record.dataStartStep, samples,
+                             batch, globalBatch, rank, options.dataDir))
              .ok())
       break;
     double lr = schedule.rate(k);
     lrValue = static_cast<float>(lr);
-    stepValue = static_cast<float>(k + 1);
+    // The optimizer's own step count (Adam's bias correction, SGD's first
+    // momentum step): from where its state started.
+    stepValue = static_cast<float>(k + 1 - record.optimizerStartStep);
     if ((exec.hasInput("@lr") &&
          !(status = exec.setInput("@lr", lrRef, "trainer")).ok()) ||
         (exec.hasInput("@step") &&
@@ -397,7 +424,7 @@ Status train(Executor &exec, const TrainOptions &options,
     if ((due || (stopping && !options.checkpointDir.empty())) &&
         std::isfinite(rec.loss) &&
         !(status = saveCheckpoint(exec, options.checkpointDir, k + 1,
-                                  options.steps, written, &schedule))
+                                  options.steps, record, written))
              .ok())
       break;
     // With loss scaling an overflow skips the step and backs the scale off.

@@ -5,6 +5,8 @@
   npytool.py print PATH                     the values, one line
   npytool.py set SRC DST INDEX VALUE        copy with element INDEX set
   npytool.py fill SRC DST VALUE             copy with every element set
+  npytool.py rotate SRCDIR DSTDIR K         every .npy of SRCDIR with its
+                                            samples (leading dim) rotated by K
 
 DESCR is <f4, <f8 or <i8; VALUE is a number or nan.
 """
@@ -63,6 +65,17 @@ def main(argv):
         src, dst, v = argv[2:5]
         descr, shape, values = read(src)
         write(dst, descr, shape, [value(descr, v)] * len(values))
+    elif cmd == "rotate":
+        import os
+        src, dst, k = argv[2], argv[3], int(argv[4])
+        os.makedirs(dst, exist_ok=True)
+        for name in sorted(os.listdir(src)):
+            if not name.endswith(".npy"):
+                continue
+            descr, shape, values = read(os.path.join(src, name))
+            row = len(values) // shape[0]
+            values = values[k * row:] + values[:k * row]
+            write(os.path.join(dst, name), descr, shape, values)
     else:
         sys.exit("unknown command " + cmd)
 

@@ -8,6 +8,7 @@
 #include "llvm/Support/Error.h"
 
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace smp {
@@ -20,6 +21,13 @@ struct TrainingOptions {
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps
   int64_t batchSize = 0;
+  int64_t microbatches = 1; // per step
+  std::string precision = "fp32";
+  /// Activation memory: recompute none/full/selective (only the pipeline
+  /// stages `recomputeStages` lists, when it lists any) and offloading.
+  std::string recompute = "none";
+  std::vector<int64_t> recomputeStages;
+  bool offload = false;
   std::string sourceModel; // absolute path, for smprun --save-onnx
 };
 
@@ -33,6 +41,13 @@ struct ArtifactOptions {
   double peakFlops = 0;
   /// Set when the module holds @train_step: smprun then trains.
   std::optional<TrainingOptions> training;
+  /// For plan.txt and plan.json: the smpc command that reproduces this
+  /// artifact's plan, the predicted step time (0: none) and what it comes
+  /// from, and the planner's JSON report when the planner chose the plan.
+  std::string command;
+  double predictedStepSeconds = 0;
+  std::string predictionSource;
+  std::string plannerJson;
 };
 
 /// Summary of what was written, for the driver to print.

@@ -8,6 +8,7 @@
 #include "smprt/train/Progress.h"
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct TrainOptions {
   // Every K steps; 0 with a checkpointDir: once, after the last step.
   int64_t checkpointEvery = 0;
   bool resume = false; // continue from checkpointDir's latest
+  // What --resume accepts when the checkpoint disagrees with the artifact.
+  bool resetOptimizer = false, resetData = false;
+  // Called with the line saying what was resumed (warning false) and each
+  // warning about what could not be checked (warning true).
+  std::function<void(bool warning, const std::string &line)> onResume;
 };
 
 /// The learning rate of 0-based step `k` of a run of `total` steps under

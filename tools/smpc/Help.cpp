@@ -1,0 +1,320 @@
+//===- Help.cpp - smpc's help: the usage and each command's -------------===//
+//
+// The one usage text (smpc --help) and, per command (smpc plan --help), its
+// synopsis and the sections of the usage that apply to it. The flags the
+// usage explains are also what an unknown flag is compared with ("did you
+// mean").
+//
+//===----------------------------------------------------------------------===//
+
+#include "Help.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <set>
+
+namespace {
+
+const char *kUsage = R"(smpc - the smp compiler: imports a model, builds its training step and
+splits it over devices.
+
+USAGE
+  smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
+               [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
+  smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
+  smpc summary MODEL [--dim NAME=VALUE]...
+  smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
+               [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
+               [--report FILE.svg]
+  smpc ops
+  smpc --help | --version
+
+COMMANDS
+  compile   Build the artifact smprun runs: a directory OUT.smpx holding the
+            manifest, per-rank programs and weights, the final IR
+            (model.mlir) and the plan report (plan.txt). Forward only
+            unless --train is given.
+  import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
+  summary   Print inputs, outputs, parameter count and an op histogram.
+  plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
+            pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
+            cost and memory models; print the plan, its predicted step
+            time, throughput and memory per device, and the runners-up.
+            Pinned flags (--tp 8, --schedule 1f1b, --shard-optimizer-state)
+            fix a dimension; the rest is searched. --cluster is a preset
+            (h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a
+            JSON file (docs/architecture.md). The model is read at one sample
+            per batch (its batch dim is bound to 1).
+  ops       List the ONNX ops the importer supports.
+
+MODEL
+  An ONNX model (.onnx; external data is read from the model's directory),
+  ONNX text syntax (.onnxtxt), or smp dialect MLIR text (.mlir).
+
+OPTIONS
+  -o FILE              Output file (default: stdout); for compile, the
+                       artifact directory (required).
+  --target cpu|cuda    Backend the artifact is built for (default: cpu).
+  --batch-size B       Bind the leading symbolic dim of every input to B
+                       (explicit --dim bindings win).
+  --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
+                       smp compiles static shapes: every symbolic dim of the
+                       model's inputs must be bound. Repeatable.
+  --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  --tie NAME           Keep initializer NAME shared by every node that reads
+                       it (smp gives each reader of a constant-valued
+                       initializer its own parameter: exporters merge equal
+                       fresh tensors such as LayerNorm weights). Repeatable.
+  --untie NAME         Train initializer NAME as its own parameter although
+                       it holds a copy (or the transpose) of another one
+                       (smp ties such copies: constant folding stores a tied
+                       weight twice). Repeatable.
+  --emit=mlir          compile: print the final IR (after the training and
+                       parallelization passes) instead of writing an artifact.
+  --mlir-print-ir-after-all
+                       compile: print the IR after every pass (to stderr).
+
+TRAINING (compile --train)
+  --train              Build the training step (forward, --loss, backward,
+                       optimizer update): smprun trains the artifact with
+                       --steps N. Needs --loss.
+  --loss LOSS          NAME (a scalar output of the model),
+                       cross_entropy:LOGITS:LABELS (mean cross-entropy of
+                       output LOGITS [..., V] against a new int64 input
+                       LABELS; label -100 is ignored, as in PyTorch) or
+                       mse:OUTPUT:TARGET (a new input TARGET).
+  --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
+  --lr X               Peak learning rate (default 0.001).
+  --lr-schedule constant|cosine  Cosine decays to 0 after the warmup, at
+                       step --decay-steps.
+  --warmup-steps K     Linear warmup from 0 over the first K steps.
+  --decay-steps N      cosine: the schedule's length in steps, warmup
+                       included; the rate is 0 from step N on (default: the
+                       --steps of the run that starts it, recorded in its
+                       checkpoints, so resumed or extended runs continue it).
+  --momentum X --dampening X --nesterov      SGD options.
+  --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
+  --beta1 X --beta2 X --eps X                Adam/AdamW options.
+  --clip-grad-norm X   Clip gradients to global L2 norm X.
+  --freeze REGEX       Parameters whose name matches get no gradient.
+  --bn-stats global|replica|running
+                       BatchNorm trains as in PyTorch's train() mode (batch
+                       statistics; running statistics updated once per
+                       micro-batch). global (default): the statistics of
+                       each micro-batch over every data-parallel replica
+                       (SyncBatchNorm; any --dp equals one device); replica:
+                       each replica's own (DDP's BatchNorm), the running
+                       statistics following replica 0's; running: the
+                       running statistics, never updated (PyTorch's eval()
+                       mode while training: frozen BatchNorm).
+  --precision fp32|bf16|fp16
+                       Compute in bfloat16 or float16 with fp32 master
+                       weights, optimizer state, loss and reductions
+                       (default fp32). fp16 adds dynamic loss scaling
+                       (torch.amp.GradScaler's defaults): steps whose
+                       gradients overflow are skipped and the scale halves.
+  --loss-scale X       fp16: the initial loss scale (default 65536).
+
+PARALLELISM (compile --train)
+  --devices N          Number of ranks (default dp x tp x pp; without --dp,
+                       dp = N / (tp x pp)).
+  --dp D               Data parallel over D ranks: each rank trains on
+                       --batch-size / D samples of every global batch and
+                       the gradients are summed across ranks, so the step
+                       equals the one-device step. Run with smprun -n D.
+  --checkpoint-activations none|full|selective|auto
+                       Recompute activations in the backward instead of
+                       keeping them: full keeps only the residual stream
+                       between half-layers, selective recomputes the
+                       attention cores (scores, mask, softmax), auto lets
+                       the planner recompute the stages that need it
+                       (--devices N; pinned degrees stay pinned).
+  --profile-db F,...   smprun --profile files: the compiled plan's step time is
+                       predicted from these measured op times (the roofline
+                       of --cluster where they have none) and printed.
+  --offload-activations
+                       Copy the activations the backward needs (after
+                       recomputation, its checkpoints) to host memory after
+                       their forward use and back before the backward.
+  --activation-loading-horizon K
+                       Prefetch offloaded activations K ahead (default 1).
+  --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
+                       to X MiB (default 25), each right after the backward
+                       computes its last gradient; 0: one per gradient.
+  --shard-optimizer-state
+                       ZeRO-1 (with --dp): gradients are reduce-scattered,
+                       each rank keeps and updates 1/D of the optimizer
+                       state and parameters, and parameters are all-gathered.
+  --no-shard-optimizer-state
+                       Planner (plan, compile --devices N): never ZeRO-1.
+  --pp P               Pipeline parallel over P ranks: the model is cut into
+                       P stages (balanced by predicted cost, or at
+                       --pp-cuts), each step runs --microbatches micro-
+                       batches through them in --schedule's order.
+  --pp-cuts A,B,...    The ONNX node names at which stages 1, 2, ... start.
+  --microbatches M     Micro-batches per step (default: pp; with pp 1,
+                       gradient accumulation). --batch-size / dp must be
+                       divisible by M.
+  --schedule S         gpipe, 1f1b (default), interleaved or zb-h1.
+  --virtual-stages V   Model chunks per pipeline rank (interleaved only).
+  --placement X        How the dp x pp x tp grid maps to ranks: cluster (DPT,
+                       the default: a rank's pipeline and tensor peers are
+                       adjacent), spread (TPD) or any order of D, P, T (the
+                       right-most axis gets adjacent ranks).
+  --tp T               Tensor parallel over T ranks: Megatron-style, the MLP
+                       (column- then row-parallel) and attention (heads)
+                       layers are split (T must divide the heads and the
+                       hidden units), and the embedding, the LM head and
+                       a cross-entropy loss by vocabulary (any T).
+  --optimize speed|memory
+                       Planner (plan, compile --devices N): choose the
+                       fastest plan that fits (speed, the default) or the
+                       one that needs the least memory per device (memory).
+
+PLANNER (plan; compile --train --devices N without --dp/--tp/--pp)
+  --cluster NAME|FILE.json
+                       The devices to plan for: a preset (h100-sxm-80g,
+                       a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a JSON
+                       file of device and link speeds (docs/architecture.md).
+                       compile defaults to the --target's (cpu, or
+                       h100-sxm-80g for cuda).
+  --global-batch B     plan: samples per step over every replica (default:
+                       --batch-size, else 1). compile plans for --batch-size.
+  --microbatch-size M  Pin the samples per micro-batch (the planner searches
+                       it otherwise).
+  --json FILE          plan: write the chosen plan and the runners-up as JSON
+                       (compile writes OUT.smpx/plan.json).
+  --report FILE.svg    plan: draw the chosen plan (pipeline timeline, memory
+                       per device) as SVG (compile writes OUT.smpx/plan.svg).
+  --no-memory-plan     plan: report the cost model's memory estimate only
+                       (do not build the chosen plan's training step to
+                       measure its memory plan; slow for large models).
+
+CONFIG FILE
+  --config FILE.json   Read flags from a JSON object: SageMaker
+                       model-parallel v1 keys (pipeline_parallel_degree,
+                       microbatches, ddp, ...) or smpc flags by name
+                       ("batch_size": 8, "dim": {"seq": 16}). Flags also
+                       given on the command line must agree with it; unknown
+                       keys are refused. docs/python.md has the table.
+  -h, --help           Show this help.
+  --version            Show the version.
+
+EXAMPLES
+  smpc compile gpt.onnx --batch-size 8 --dim seq=1024 -o gpt.smpx
+  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
+       --optimizer adamw --lr 1e-3 --batch-size 8 -o mlp.smpx
+  smpc import gpt.onnx --dim batch=8 --dim seq=1024 -o gpt.mlir
+  smpc summary gpt.mlir
+)";
+
+/// A section of the usage: from its heading line to the next heading.
+std::string section(llvm::StringRef heading) {
+  llvm::StringRef usage(kUsage);
+  size_t at = usage.find("\n" + heading.str());
+  if (at == llvm::StringRef::npos)
+    return "";
+  llvm::StringRef rest = usage.drop_front(at + 1);
+  size_t end = 0;
+  // The next line that starts with a capital letter (a heading).
+  while ((end = rest.find('\n', end)) != llvm::StringRef::npos) {
+    ++end;
+    if (end < rest.size() && rest[end] >= 'A' && rest[end] <= 'Z')
+      break;
+  }
+  return rest.take_front(end == llvm::StringRef::npos ? rest.size() : end)
+      .str();
+}
+
+struct CommandHelp {
+  const char *name;
+  const char *synopsis;
+  const char *sections[6];
+};
+
+const CommandHelp kCommands[] = {
+    {"compile",
+     R"(usage: smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
+                    [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
+                    [--dp D] [--tp T] [--pp P] [--devices N] [--config FILE.json]
+
+Builds the artifact smprun runs: a directory OUT.smpx holding the manifest,
+per-rank programs and weights, the final IR (model.mlir) and the plan report
+(plan.txt, plan.json). Forward only unless --train is given; --devices N
+without --dp/--tp/--pp lets the planner choose the plan (PLANNER below).
+)",
+     {"MODEL", "OPTIONS", "TRAINING", "PARALLELISM", "PLANNER", "CONFIG FILE"}},
+    {"plan",
+     R"(usage: smpc plan MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
+                 [--dp D] [--tp T] [--pp P] [--microbatch-size M]
+                 [--json FILE] [--report FILE.svg] [TRAINING OPTIONS...]
+
+Chooses how to train MODEL on N devices of a cluster: dp x tp x pp,
+micro-batches, schedule, ZeRO-1 and recomputation, by the cost and memory
+models; prints the plan, its predicted step time, throughput and memory per
+device, and the runners-up. Pinned flags (--tp 8, --schedule 1f1b,
+--shard-optimizer-state) fix a dimension; the rest is searched. The model is
+read at one sample per batch (its batch dim is bound to 1).
+)",
+     {"MODEL", "PLANNER", "PARALLELISM", "TRAINING", "CONFIG FILE", nullptr}},
+    {"import",
+     R"(usage: smpc import MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
+
+Converts MODEL into smp dialect MLIR (to stdout, or to -o FILE).
+)",
+     {"MODEL", "OPTIONS", nullptr}},
+    {"summary",
+     R"(usage: smpc summary MODEL [--dim NAME=VALUE]... [--batch-size B]
+
+Prints the model's inputs, outputs, parameter count and an op histogram.
+)",
+     {"MODEL", "OPTIONS", nullptr}},
+    {"ops",
+     R"(usage: smpc ops
+
+Lists the ONNX ops the importer supports, one per line.
+)",
+     {nullptr}},
+};
+
+} // namespace
+
+const char *smpcUsage() { return kUsage; }
+
+std::vector<std::string> smpcCommands() {
+  std::vector<std::string> out;
+  for (const CommandHelp &c : kCommands)
+    out.push_back(c.name);
+  return out;
+}
+
+std::optional<std::string> commandHelp(llvm::StringRef command) {
+  for (const CommandHelp &c : kCommands) {
+    if (command != c.name)
+      continue;
+    std::string text = std::string(c.synopsis) + "\n";
+    for (const char *s : c.sections)
+      if (s)
+        text += section(s);
+    return text + "\nsmpc --help shows every command.\n";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> smpcFlags() {
+  std::set<std::string> flags = {"-o", "-h"};
+  llvm::StringRef usage(kUsage);
+  for (size_t i = 0; i + 2 < usage.size(); ++i) {
+    if (usage.substr(i, 2) != "--" || (i > 0 && usage[i - 1] != ' ' &&
+                                       usage[i - 1] != '[' && usage[i - 1] != '\n'))
+      continue;
+    size_t end = i + 2;
+    while (end < usage.size() &&
+           (llvm::isAlnum(usage[end]) || usage[end] == '-'))
+      ++end;
+    if (end > i + 2)
+      flags.insert(usage.substr(i, end - i).str());
+  }
+  return {flags.begin(), flags.end()};
+}
