@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 
 
@@ -490,16 +491,29 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
   opts.argv = args;
+  // A flag's value, by flag: one given twice with another value is refused
+  // (the last would silently win). --dim, --tie and --untie repeat.
+  std::map<std::string, std::string> valueOf;
+  std::string twice;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (!twice.empty())
+      return fail(twice);
     llvm::StringRef a = args[i];
     if (a.starts_with("--"))
       opts.given.insert(a.split('=').first.str());
     auto value = [&](llvm::StringRef flag) -> std::optional<std::string> {
+      std::optional<std::string> v;
       if (a.starts_with(flag.str() + "="))
-        return a.drop_front(flag.size() + 1).str();
-      if (i + 1 < args.size())
-        return args[++i];
-      return std::nullopt;
+        v = a.drop_front(flag.size() + 1).str();
+      else if (i + 1 < args.size())
+        v = args[++i];
+      if (v && flag != "--dim" && flag != "--tie" && flag != "--untie") {
+        auto [it, fresh] = valueOf.emplace(flag.str(), *v);
+        if (!fresh && it->second != *v && twice.empty())
+          twice = flag.str() + " is given twice, as '" + it->second +
+                  "' and as '" + *v + "'; give it once";
+      }
+      return v;
     };
     if (a == "-h" || a == "--help") {
       // smpc COMMAND --help (or smpc --help COMMAND): the command's help.
@@ -546,6 +560,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       return fail("unexpected argument '" + a + "'");
     }
   }
+  if (!twice.empty())
+    return fail(twice);
   return finishArgs(opts);
 }
 

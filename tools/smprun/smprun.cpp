@@ -336,6 +336,7 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
     return 1;
   }
   std::set<std::string> given;
+  std::map<std::string, std::string> valueOf;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
     if (a == "-h" || a == "--help") {
@@ -380,6 +381,11 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       if (!hasInline && i + 1 >= args.size())
         return fail(a + " needs a value");
       const std::string &v = hasInline ? inlineValue : args[++i];
+      // Given twice with another value: the last would silently win.
+      if (auto [it, fresh] = valueOf.emplace(name == "--ranks" ? "-n" : name, v);
+          !fresh && it->second != v)
+        return fail(name + " is given twice, as '" + it->second +
+                    "' and as '" + v + "'; give it once");
       given.insert(name);
       if (name != "-n" && name != "--ranks")
         cli.forwarded.insert(cli.forwarded.end(), {name, v});
@@ -604,9 +610,14 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
     return 0;
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("trained %lld steps in %.3f s; arena %llu bytes planned, "
+  // The steps this launch ran (a resumed one starts past 1).
+  std::string ran = std::to_string(records.size()) + " steps";
+  if (!records.empty() && records.front().step > 1)
+    ran += " (" + std::to_string(records.front().step) + " to " +
+           std::to_string(records.back().step) + ")";
+  std::printf("trained %s in %.3f s; arena %llu bytes planned, "
               "%llu bytes high-water",
-              static_cast<long long>(cli.steps), seconds,
+              ran.c_str(), seconds,
               static_cast<unsigned long long>(exec.arenaBytes()),
               static_cast<unsigned long long>(exec.highWaterBytes()));
   if (exec.hostArenaBytes())
