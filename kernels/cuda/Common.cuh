@@ -252,6 +252,29 @@ __device__ inline bool isNaN(float v) { return isnan(v); }
 __device__ inline bool isNaN(double v) { return isnan(v); }
 template <class T> __device__ bool isNaN(T) { return false; } // integers
 
+/// Math in the compute type (float or double): the float or the double
+/// function of the CUDA math library.
+__device__ inline float dExp(float x) { return expf(x); }
+__device__ inline double dExp(double x) { return exp(x); }
+__device__ inline float dLog(float x) { return logf(x); }
+__device__ inline double dLog(double x) { return log(x); }
+__device__ inline float dSqrt(float x) { return sqrtf(x); }
+__device__ inline double dSqrt(double x) { return sqrt(x); }
+__device__ inline float dTanh(float x) { return tanhf(x); }
+__device__ inline double dTanh(double x) { return tanh(x); }
+__device__ inline float dErf(float x) { return erff(x); }
+__device__ inline double dErf(double x) { return erf(x); }
+__device__ inline float dSin(float x) { return sinf(x); }
+__device__ inline double dSin(double x) { return sin(x); }
+__device__ inline float dCos(float x) { return cosf(x); }
+__device__ inline double dCos(double x) { return cos(x); }
+__device__ inline float dAbs(float x) { return fabsf(x); }
+__device__ inline double dAbs(double x) { return fabs(x); }
+__device__ inline float dPow(float x, float y) { return powf(x, y); }
+__device__ inline double dPow(double x, double y) { return pow(x, y); }
+__device__ inline float dFmod(float x, float y) { return fmodf(x, y); }
+__device__ inline double dFmod(double x, double y) { return fmod(x, y); }
+
 /// v < 0 without a warning for unsigned types.
 template <class T> __device__ bool isNegative(T v) {
   if constexpr (std::is_signed_v<T>)
