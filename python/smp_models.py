@@ -425,22 +425,21 @@ def build_cnn() -> nn.Module:
     return model
 
 
-def build_gpt() -> nn.Module:
+def _build_perturbed(model_class, config) -> nn.Module:
+    """model_class(config), seeded, with perturbed norms."""
     torch.manual_seed(0)
-    model = GPT(GPTConfig())
+    model = model_class(config)
     perturb_norms(model)
     return model
+
+
+def build_gpt() -> nn.Module:
+    return _build_perturbed(GPT, GPTConfig())
 
 
 def build_llama() -> nn.Module:
-    torch.manual_seed(0)
-    model = Llama(LlamaConfig())
-    perturb_norms(model)
-    return model
+    return _build_perturbed(Llama, LlamaConfig())
 
 
 def build_bert() -> nn.Module:
-    torch.manual_seed(0)
-    model = Bert(BertConfig())
-    perturb_norms(model)
-    return model
+    return _build_perturbed(Bert, BertConfig())

@@ -55,7 +55,9 @@ if _slurm_up():
     config.available_features.add("slurm")
 # The python3 the tests run (%python, found on lit's PATH) and what it can
 # import: tensorboard (test/smprun/tensorboard.test reads smprun's event
-# files with its own reader), matplotlib (smp.plot_metrics).
+# files with its own reader), matplotlib (smp.plot_metrics), PyTorch
+# (test/smprun/checkpoint-safetensors.test loads an exported checkpoint
+# into it).
 def _python_has(module):
     import subprocess
     exe = _shutil.which("python3", path=config.environment.get("PATH"))
@@ -66,7 +68,7 @@ def _python_has(module):
                               capture_output=True, timeout=120).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
-for _module in ("tensorboard", "matplotlib"):
+for _module in ("tensorboard", "matplotlib", "torch"):
     if _python_has(_module):
         config.available_features.add(_module)
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).
@@ -84,18 +86,3 @@ if config.smp_have_cuda:
     if smi and subprocess.run([smi, "-L"], capture_output=True,
                               timeout=60).returncode == 0:
         config.available_features.add("gpu")
-# The python3 the tests run (%python): PyTorch (test/smprun/
-# checkpoint-safetensors.test loads an exported checkpoint into it).
-def _python_has(module):
-    import subprocess
-    import lit.util
-    exe = lit.util.which("python3", config.environment.get("PATH", ""))
-    if not exe:
-        return False
-    try:
-        return subprocess.run([exe, "-c", "import " + module],
-                              capture_output=True, timeout=120).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-if _python_has("torch"):
-    config.available_features.add("torch")

@@ -252,6 +252,29 @@ __device__ inline bool isNaN(float v) { return isnan(v); }
 __device__ inline bool isNaN(double v) { return isnan(v); }
 template <class T> __device__ bool isNaN(T) { return false; } // integers
 
+/// Math in the compute type (float or double): the float or the double
+/// function of the CUDA math library.
+__device__ inline float dExp(float x) { return expf(x); }
+__device__ inline double dExp(double x) { return exp(x); }
+__device__ inline float dLog(float x) { return logf(x); }
+__device__ inline double dLog(double x) { return log(x); }
+__device__ inline float dSqrt(float x) { return sqrtf(x); }
+__device__ inline double dSqrt(double x) { return sqrt(x); }
+__device__ inline float dTanh(float x) { return tanhf(x); }
+__device__ inline double dTanh(double x) { return tanh(x); }
+__device__ inline float dErf(float x) { return erff(x); }
+__device__ inline double dErf(double x) { return erf(x); }
+__device__ inline float dSin(float x) { return sinf(x); }
+__device__ inline double dSin(double x) { return sin(x); }
+__device__ inline float dCos(float x) { return cosf(x); }
+__device__ inline double dCos(double x) { return cos(x); }
+__device__ inline float dAbs(float x) { return fabsf(x); }
+__device__ inline double dAbs(double x) { return fabs(x); }
+__device__ inline float dPow(float x, float y) { return powf(x, y); }
+__device__ inline double dPow(double x, double y) { return pow(x, y); }
+__device__ inline float dFmod(float x, float y) { return fmodf(x, y); }
+__device__ inline double dFmod(double x, double y) { return fmod(x, y); }
+
 /// v < 0 without a warning for unsigned types.
 template <class T> __device__ bool isNegative(T v) {
   if constexpr (std::is_signed_v<T>)
@@ -393,6 +416,44 @@ template <class T> __device__ T blockSum(T v) {
 }
 template <class T> __device__ T blockMax(T v) {
   return blockReduce(v, MaxOp{}, -std::numeric_limits<T>::infinity());
+}
+
+/// Rounds the accumulator `acc` into the float tensor `out` of dtype t.
+template <class A>
+__global__ void storeAccumulated(const A *acc, void *out, DType t, int64_t n) {
+  SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
+}
+
+/// The gradient of a gather (scatter-add of dy into out, by atomicAdd):
+/// zeroes out, then runs launch(acc) with acc the f32/f64 accumulator:
+/// out itself, or an f32 scratch rounded into f16/bf16 out at the end.
+template <class Launch>
+Status scatterAdd(const char *op, Context *ctx, const TensorRef &out,
+                  int64_t n, Launch &&launch) {
+  if (out.numel() == 0)
+    return Status::success();
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
+  if (n == 0)
+    return Status::success();
+  if (out.dtype == DType::F32) {
+    launch(out.as<float>());
+    return launchStatus(op);
+  }
+  if (out.dtype == DType::F64) {
+    launch(out.as<double>());
+    return launchStatus(op);
+  }
+  int64_t m = out.numel();
+  Scratch acc;
+  SMP_RETURN_IF_ERROR(acc.allocate(op, m * sizeof(float), ctx->stream));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemsetAsync(acc.as<void>(), 0, m * sizeof(float), ctx->stream)));
+  launch(acc.as<float>());
+  SMP_RETURN_IF_ERROR(launchStatus(op));
+  storeAccumulated<<<gridFor(m), kThreads, 0, ctx->stream>>>(
+      acc.as<float>(), out.data, out.dtype, m);
+  return launchStatus(op);
 }
 
 } // namespace detail

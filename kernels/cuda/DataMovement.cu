@@ -240,10 +240,6 @@ __global__ void gatherGradKernel(const void *dy, DType dyt, A *acc, Index ix,
   }
 }
 
-__global__ void storeF32(const float *acc, void *out, DType t, int64_t n) {
-  SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
-}
-
 } // namespace
 
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
@@ -260,35 +256,13 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
     return fail(op, "gradient does not match the gathered shape");
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (out.numel() == 0)
-    return Status::success();
-  SMP_RETURN_IF_ERROR(
-      cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
-  int64_t n = dy.numel();
-  if (n == 0)
-    return Status::success();
   Index ix{indices.data, indices.dtype, k, dim, a};
-  if (out.dtype == DType::F32 || out.dtype == DType::F64) {
-    if (out.dtype == DType::F32)
-      gatherGradKernel<float><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          dy.data, dy.dtype, out.as<float>(), ix, inner, n, ctx->dError);
-    else
-      gatherGradKernel<double><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          dy.data, dy.dtype, out.as<double>(), ix, inner, n, ctx->dError);
-    return launchStatus(op);
-  }
-  // f16 / bf16: accumulate in an f32 scratch, then round once.
-  int64_t m = out.numel();
-  Scratch acc;
-  SMP_RETURN_IF_ERROR(acc.allocate(op, m * sizeof(float), ctx->stream));
-  SMP_RETURN_IF_ERROR(cudaStatus(
-      op, cudaMemsetAsync(acc.as<void>(), 0, m * sizeof(float), ctx->stream)));
-  gatherGradKernel<float><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      dy.data, dy.dtype, acc.as<float>(), ix, inner, n, ctx->dError);
-  SMP_RETURN_IF_ERROR(launchStatus(op));
-  storeF32<<<gridFor(m), kThreads, 0, ctx->stream>>>(acc.as<float>(), out.data,
-                                                     out.dtype, m);
-  return launchStatus(op);
+  int64_t n = dy.numel();
+  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
+    using A = std::remove_pointer_t<decltype(acc)>;
+    gatherGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        dy.data, dy.dtype, acc, ix, inner, n, ctx->dError);
+  });
 }
 
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,

@@ -16,31 +16,6 @@ using namespace detail;
 
 namespace {
 
-//===----------------------------------------------------------------------===//
-// Math in the compute type (float or double)
-//===----------------------------------------------------------------------===//
-
-__device__ inline float dExp(float x) { return expf(x); }
-__device__ inline double dExp(double x) { return exp(x); }
-__device__ inline float dLog(float x) { return logf(x); }
-__device__ inline double dLog(double x) { return log(x); }
-__device__ inline float dSqrt(float x) { return sqrtf(x); }
-__device__ inline double dSqrt(double x) { return sqrt(x); }
-__device__ inline float dTanh(float x) { return tanhf(x); }
-__device__ inline double dTanh(double x) { return tanh(x); }
-__device__ inline float dErf(float x) { return erff(x); }
-__device__ inline double dErf(double x) { return erf(x); }
-__device__ inline float dSin(float x) { return sinf(x); }
-__device__ inline double dSin(double x) { return sin(x); }
-__device__ inline float dCos(float x) { return cosf(x); }
-__device__ inline double dCos(double x) { return cos(x); }
-__device__ inline float dAbs(float x) { return fabsf(x); }
-__device__ inline double dAbs(double x) { return fabs(x); }
-__device__ inline float dPow(float x, float y) { return powf(x, y); }
-__device__ inline double dPow(double x, double y) { return pow(x, y); }
-__device__ inline float dFmod(float x, float y) { return fmodf(x, y); }
-__device__ inline double dFmod(double x, double y) { return fmod(x, y); }
-
 template <class C> __device__ C sigmoidC(C x) {
   if (x >= C(0))
     return C(1) / (C(1) + dExp(-x));

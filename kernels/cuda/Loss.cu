@@ -15,9 +15,6 @@ using namespace detail;
 
 namespace {
 
-__device__ inline float dExp(float x) { return expf(x); }
-__device__ inline double dExp(double x) { return exp(x); }
-
 struct Labels {
   const void *p;
   DType t;

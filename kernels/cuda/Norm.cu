@@ -19,9 +19,6 @@ using namespace detail;
 
 namespace {
 
-__device__ inline float dSqrt(float x) { return sqrtf(x); }
-__device__ inline double dSqrt(double x) { return sqrt(x); }
-
 //===----------------------------------------------------------------------===//
 // Parameters
 //===----------------------------------------------------------------------===//

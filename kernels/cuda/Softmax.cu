@@ -15,11 +15,6 @@ using namespace detail;
 
 namespace {
 
-__device__ inline float dExp(float x) { return expf(x); }
-__device__ inline double dExp(double x) { return exp(x); }
-__device__ inline float dLog(float x) { return logf(x); }
-__device__ inline double dLog(double x) { return log(x); }
-
 template <class S>
 __global__ void softmaxRows(const S *x, S *y, int64_t rows, int64_t n,
                             bool log) {

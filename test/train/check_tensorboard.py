@@ -11,13 +11,14 @@ steps.
 
 Prints "N steps, tags TAG... equal the metrics" or what differs (exit 1).
 """
-import json
 import math
 import struct
 import sys
 
 from tensorboard.backend.event_processing.event_accumulator import (
     EventAccumulator)
+
+from same_losses import read_rows  # this directory
 
 
 def f32(x):
@@ -26,12 +27,7 @@ def f32(x):
 
 def main():
     event_dir, metrics_path, tags = sys.argv[1], sys.argv[2], sys.argv[3:]
-    rows = {}
-    with open(metrics_path) as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
-                rows[row["step"]] = row
+    rows = read_rows(metrics_path)
     acc = EventAccumulator(event_dir, size_guidance={"scalars": 0})
     acc.Reload()
     have = acc.Tags()["scalars"]

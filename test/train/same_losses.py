@@ -10,14 +10,20 @@ import json
 import sys
 
 
-def read(path):
-    steps = {}
+def read_rows(path):
+    """A --metrics file's rows by step (a step appended again wins)."""
+    rows = {}
     with open(path) as f:
         for line in f:
             if line.strip():
-                rec = json.loads(line)
-                steps[rec["step"]] = (rec["loss"], rec["grad_norm"])
-    return steps
+                row = json.loads(line)
+                rows[row["step"]] = row
+    return rows
+
+
+def read(path):
+    return {step: (row["loss"], row["grad_norm"])
+            for step, row in read_rows(path).items()}
 
 
 def close(a, b, rtol):

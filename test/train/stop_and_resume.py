@@ -28,7 +28,6 @@ prints what differs and exits 1. Standard library only.
 """
 import argparse
 import hashlib
-import json
 import os
 import random
 import re
@@ -37,20 +36,12 @@ import subprocess
 import sys
 import time
 
+from same_losses import read as read_metrics  # this directory
+
 
 def fail(msg):
     print("FAILED: " + msg)
     sys.exit(1)
-
-
-def read_metrics(path):
-    steps = {}
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                rec = json.loads(line)
-                steps[rec["step"]] = (rec["loss"], rec["grad_norm"])
-    return steps
 
 
 def sha256(path):

@@ -28,6 +28,8 @@
 
 namespace {
 
+using smprt::jsonString;
+
 const char *kUsage = R"(smp-checkpoint - lists, gathers and exports smprun checkpoints.
 
 USAGE
@@ -114,23 +116,6 @@ from every rank's shards, under their ONNX initializer names.
 int fail(const std::string &msg) {
   std::fprintf(stderr, "smp-checkpoint: error: %s\n", msg.c_str());
   return 1;
-}
-
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 /// A subcommand's arguments: DIR, and flags with or without a value.

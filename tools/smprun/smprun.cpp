@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RankHosts.h"
+#include "smp/base/SignalSafe.h"
 #include "smp/base/Suggest.h"
 #include "smp/kernels/cpu/Kernels.h"
 #include "smprt/Base.h"
@@ -201,12 +202,7 @@ int fail(const std::string &msg) {
   // the launcher's own messages (MPI_Abort's banner).
   line = "smprun: error: " + gRankPrefix + line + "\n";
   std::cerr.flush();
-  for (size_t at = 0; at < line.size();) {
-    ssize_t n = ::write(2, line.data() + at, line.size() - at);
-    if (n <= 0)
-      break;
-    at += static_cast<size_t>(n);
-  }
+  smp::base::writeStderr(line.data(), line.size());
   if (gComm && gComm->size() > 1)
     gComm->abort(1);
   return 1;

@@ -182,34 +182,6 @@ Status readIndex(const std::string &path, pb::Checkpoint &index) {
   return Status::success();
 }
 
-void setRecord(const RunRecord &r, pb::Checkpoint &index) {
-  index.set_optimizer_spec(r.optimizer);
-  index.set_global_batch(r.globalBatch);
-  index.set_microbatches(r.microbatches);
-  index.set_model_fingerprint(r.modelFingerprint);
-  index.set_plan(r.plan);
-  index.set_optimizer_start_step(r.optimizerStartStep);
-  index.set_data_start_step(r.dataStartStep);
-  index.set_artifact(r.artifact);
-  if (r.schedule)
-    *index.mutable_lr_schedule() = *r.schedule;
-}
-
-RunRecord recordOf(const pb::Checkpoint &index) {
-  RunRecord r;
-  r.optimizer = index.optimizer_spec();
-  r.globalBatch = index.global_batch();
-  r.microbatches = index.microbatches();
-  r.modelFingerprint = index.model_fingerprint();
-  r.plan = index.plan();
-  r.optimizerStartStep = index.optimizer_start_step();
-  r.dataStartStep = index.data_start_step();
-  r.artifact = index.artifact();
-  if (index.has_lr_schedule())
-    r.schedule = index.lr_schedule();
-  return r;
-}
-
 } // namespace
 
 void removeStaleCheckpointTemps(const std::string &dir) {
@@ -267,7 +239,7 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
   index.set_model_name(exec.artifact().manifest.model_name());
   index.set_rank(rank);
   index.set_num_ranks(ranks);
-  setRecord(record, index);
+  setRunRecord(record, index);
   std::string data;
   for (int i = 0; i < program.buffers_size(); ++i) {
     const auto &b = program.buffers(i);
@@ -435,7 +407,7 @@ Status loadCheckpoint(Executor &exec, const std::string &dir,
   info.step = files.first.step();
   info.totalSteps = files.first.total_steps();
   info.numRanks = std::max<uint32_t>(1, files.first.num_ranks());
-  info.written = recordOf(files.first);
+  info.written = runRecordFrom(files.first);
   if (!(s = checkResume(exec.artifact(), checkpointParameters(files), options,
                         info))
            .ok())
@@ -500,7 +472,7 @@ Status summarizeCheckpoint(const std::string &dir, CheckpointSummary &out) {
   out.totalSteps = files.first.total_steps();
   out.numRanks = std::max<uint32_t>(1, files.first.num_ranks());
   out.modelName = files.first.model_name();
-  out.record = recordOf(files.first);
+  out.record = runRecordFrom(files.first);
   for (const auto &[name, shards] : files.byName) {
     const pb::CheckpointTensor &t = *shards.front().second;
     CheckpointSummary::Tensor e;

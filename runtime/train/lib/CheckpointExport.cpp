@@ -14,23 +14,6 @@ namespace {
 
 namespace pb = smp::artifact;
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 /// The safetensors dtype names.
 const char *safetensorsDtype(DType t) {
   switch (t) {
@@ -74,6 +57,23 @@ Status writeFile(const std::string &path, const std::string &head,
 }
 
 } // namespace
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
 
 Status writeSafetensors(const std::string &path,
                         const std::map<std::string, GlobalTensor> &tensors,
@@ -134,17 +134,10 @@ Status writeGatheredCheckpoint(const std::string &srcDir,
   index.set_model_name(summary.modelName);
   index.set_rank(0);
   index.set_num_ranks(1);
-  const RunRecord &r = summary.record;
-  index.set_optimizer_spec(r.optimizer);
-  index.set_global_batch(r.globalBatch);
-  index.set_microbatches(r.microbatches);
-  index.set_model_fingerprint(r.modelFingerprint);
-  index.set_plan(r.plan.empty() ? "" : "gathered from " + r.plan);
-  index.set_optimizer_start_step(r.optimizerStartStep);
-  index.set_data_start_step(r.dataStartStep);
-  index.set_artifact(r.artifact);
-  if (r.schedule)
-    *index.mutable_lr_schedule() = *r.schedule;
+  RunRecord record = summary.record;
+  if (!record.plan.empty())
+    record.plan = "gathered from " + record.plan;
+  setRunRecord(record, index);
   std::string data;
   for (int k = 0; k < 2; ++k)
     for (const auto &[name, t] : tensors[k]) {

@@ -70,6 +70,34 @@ RunRecord runRecordOf(const Artifact &artifact) {
   return r;
 }
 
+void setRunRecord(const RunRecord &r, smp::artifact::Checkpoint &index) {
+  index.set_optimizer_spec(r.optimizer);
+  index.set_global_batch(r.globalBatch);
+  index.set_microbatches(r.microbatches);
+  index.set_model_fingerprint(r.modelFingerprint);
+  index.set_plan(r.plan);
+  index.set_optimizer_start_step(r.optimizerStartStep);
+  index.set_data_start_step(r.dataStartStep);
+  index.set_artifact(r.artifact);
+  if (r.schedule)
+    *index.mutable_lr_schedule() = *r.schedule;
+}
+
+RunRecord runRecordFrom(const smp::artifact::Checkpoint &index) {
+  RunRecord r;
+  r.optimizer = index.optimizer_spec();
+  r.globalBatch = index.global_batch();
+  r.microbatches = index.microbatches();
+  r.modelFingerprint = index.model_fingerprint();
+  r.plan = index.plan();
+  r.optimizerStartStep = index.optimizer_start_step();
+  r.dataStartStep = index.data_start_step();
+  r.artifact = index.artifact();
+  if (index.has_lr_schedule())
+    r.schedule = index.lr_schedule();
+  return r;
+}
+
 bool isOptimizerState(const std::string &name) {
   return name != "@loss_scale" && name != "@growth_tracker";
 }

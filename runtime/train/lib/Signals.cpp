@@ -2,6 +2,8 @@
 
 #include "smprt/train/Signals.h"
 
+#include "smp/base/SignalSafe.h"
+
 #include <csignal>
 #include <initializer_list>
 #include <cstdio>
@@ -16,28 +18,14 @@ volatile sig_atomic_t gStop = 0;
 // to them.
 struct sigaction gPrevious[NSIG];
 
-/// write(2) of a C string (async-signal-safe).
-void say(const char *s) {
-  size_t n = 0;
-  while (s[n])
-    ++n;
-  while (n > 0) {
-    ssize_t w = ::write(2, s, n);
-    if (w <= 0)
-      return;
-    s += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 void onSignal(int sig) {
   if (gStop == 0) {
     gStop = sig;
     return;
   }
-  say("\nsmprun: a second signal (");
-  say(signalName(sig));
-  say("): stopping now, without a checkpoint\n");
+  smp::base::writeStderr("\nsmprun: a second signal (");
+  smp::base::writeStderr(signalName(sig));
+  smp::base::writeStderr("): stopping now, without a checkpoint\n");
   const struct sigaction &prev = gPrevious[sig];
   if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL &&
       prev.sa_handler != SIG_IGN && prev.sa_handler != onSignal)

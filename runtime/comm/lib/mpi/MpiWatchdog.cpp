@@ -2,6 +2,8 @@
 
 #include "mpi/MpiWatchdog.h"
 
+#include "smp/base/SignalSafe.h"
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -13,23 +15,14 @@
 namespace smprt::mpi {
 namespace {
 
+using smp::base::writeStderr;
+
 // What the SIGTERM handler reports: the operation this rank waits in (set
 // around every wait) and the message prefix. Plain arrays: the handler may
 // only read them and call write(2).
 char gWaitingIn[512];
 volatile sig_atomic_t gWaiting = 0;
 char gPrefix[160];
-
-void writeStderr(const char *s) {
-  size_t n = std::strlen(s);
-  while (n > 0) {
-    ssize_t w = ::write(2, s, n);
-    if (w <= 0)
-      return;
-    s += w;
-    n -= static_cast<size_t>(w);
-  }
-}
 
 extern "C" void onTerminate(int sig) {
   if (gWaiting) {

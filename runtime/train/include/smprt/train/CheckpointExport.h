@@ -16,6 +16,10 @@
 
 namespace smprt {
 
+/// `s` as a JSON string: quoted, with '"' and '\\' escaped and bytes below
+/// 0x20 written as \u00XX.
+std::string jsonString(const std::string &s);
+
 /// Writes `tensors` to `path` in the safetensors format
 /// (huggingface.co/docs/safetensors): an 8-byte little-endian header
 /// length, a JSON header {name: {"dtype", "shape", "data_offsets"}, ...,

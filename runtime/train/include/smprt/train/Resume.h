@@ -58,6 +58,11 @@ uint64_t modelFingerprint(const std::vector<ParamSpec> &params);
 /// The record of a run of `artifact` (the start steps 0).
 RunRecord runRecordOf(const Artifact &artifact);
 
+/// Writes `record` into a checkpoint's index (its run fields), and reads
+/// it back.
+void setRunRecord(const RunRecord &record, smp::artifact::Checkpoint &index);
+RunRecord runRecordFrom(const smp::artifact::Checkpoint &index);
+
 /// "f32[64, 32]".
 std::string describeParam(uint32_t dtype, const std::vector<int64_t> &shape);
 
