@@ -166,47 +166,49 @@ uint32_t alignmentOf(uint64_t v) {
   return a;
 }
 
-/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
-/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
-Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
-             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
-             bool &refused) {
-  refused = true;
-  cudaDataType_t type;
-  cublasComputeType_t compute;
-  cudaDataType_t scaleType = CUDA_R_32F;
+/// cuBLASLt's data, compute and scale types for `dt`; false where it has
+/// none (the caller then runs the tiled kernel).
+bool ltTypes(DType dt, bool allowTF32, cudaDataType_t &type,
+             cublasComputeType_t &compute, cudaDataType_t &scaleType) {
   switch (dt) {
   case DType::F32:
     type = CUDA_R_32F;
-    compute = ctx->allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    break;
+    compute = allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    return true;
   case DType::F64:
     type = CUDA_R_64F;
     compute = CUBLAS_COMPUTE_64F;
     scaleType = CUDA_R_64F;
-    break;
+    return true;
   case DType::F16:
     type = CUDA_R_16F;
     compute = CUBLAS_COMPUTE_32F;
-    break;
+    return true;
   case DType::BF16:
     type = CUDA_R_16BF;
     compute = CUBLAS_COMPUTE_32F;
-    break;
+    return true;
   default:
-    return Status::success(); // refused
+    return false;
   }
-  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(dt));
+}
 
-  // The calls: M' rows per product and `count` products per call.
-  int64_t M = g.M, count = 1, sA = 0, sB = 0, sC = g.M * g.N;
+/// The cuBLASLt calls of one product: M' rows per product and `count`
+/// products per call (strides sA, sB, sC in elements), with the alignment
+/// of every pointer the calls use.
+struct LtCalls {
+  int64_t M = 0, count = 1, sA = 0, sB = 0, sC = 0;
   std::vector<Call> calls;
-  const Strided<2> &bt = g.batch;
-  int r = bt.rank;
-  if (g.foldBatchIntoM) {
-    M = g.nb * g.M;
-    calls.push_back({0, 0, 0});
-  } else {
+  uint32_t alA = 256, alB = 256, alC = 256;
+
+  explicit LtCalls(const Geometry &g) : M(g.M), sC(g.M * g.N) {
+    const Strided<2> &bt = g.batch;
+    int r = bt.rank;
+    if (g.foldBatchIntoM) {
+      M = g.nb * g.M;
+      calls.push_back({0, 0, 0});
+      return;
+    }
     int64_t last = bt.shape[r - 1], lA = bt.stride[0][r - 1],
             lB = bt.stride[1][r - 1];
     bool strided = last > 1 && lA != 0 && lB != 0 && last <= INT32_MAX;
@@ -234,21 +236,44 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
     }
   }
 
-  // Alignment of every pointer the calls use.
-  uint32_t alA = 256, alB = 256, alC = 256;
-  for (const Call &c : calls) {
-    alA = std::min(alA, alignmentOf(reinterpret_cast<uintptr_t>(lhs.data) +
-                                    static_cast<uint64_t>(c.offA * es)));
-    alB = std::min(alB, alignmentOf(reinterpret_cast<uintptr_t>(rhs.data) +
-                                    static_cast<uint64_t>(c.offB * es)));
-    alC = std::min(alC, alignmentOf(reinterpret_cast<uintptr_t>(out.data) +
-                                    static_cast<uint64_t>(c.offC * es)));
+  /// Alignment of every pointer the calls use (elements of `es` bytes).
+  void align(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+             int64_t es) {
+    for (const Call &c : calls) {
+      alA = std::min(alA, alignmentOf(reinterpret_cast<uintptr_t>(lhs.data) +
+                                      static_cast<uint64_t>(c.offA * es)));
+      alB = std::min(alB, alignmentOf(reinterpret_cast<uintptr_t>(rhs.data) +
+                                      static_cast<uint64_t>(c.offB * es)));
+      alC = std::min(alC, alignmentOf(reinterpret_cast<uintptr_t>(out.data) +
+                                      static_cast<uint64_t>(c.offC * es)));
+    }
+    if (count > 1) {
+      alA = std::min(alA, alignmentOf(static_cast<uint64_t>(sA * es)));
+      alB = std::min(alB, alignmentOf(static_cast<uint64_t>(sB * es)));
+      alC = std::min(alC, alignmentOf(static_cast<uint64_t>(sC * es)));
+    }
   }
-  if (count > 1) {
-    alA = std::min(alA, alignmentOf(static_cast<uint64_t>(sA * es)));
-    alB = std::min(alB, alignmentOf(static_cast<uint64_t>(sB * es)));
-    alC = std::min(alC, alignmentOf(static_cast<uint64_t>(sC * es)));
-  }
+};
+
+/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
+/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
+Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
+             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+             bool &refused) {
+  refused = true;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  cudaDataType_t scaleType = CUDA_R_32F;
+  if (!ltTypes(dt, ctx->allowTF32, type, compute, scaleType))
+    return Status::success(); // refused
+  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(dt));
+
+  // The calls: M' rows per product and `count` products per call.
+  LtCalls lc(g);
+  lc.align(lhs, rhs, out, es);
+  const std::vector<Call> &calls = lc.calls;
+  int64_t M = lc.M, count = lc.count, sA = lc.sA, sB = lc.sB, sC = lc.sC;
+  uint32_t alA = lc.alA, alB = lc.alB, alC = lc.alC;
 
   // Column-major: D (N x M') = opa(a) (N x K) * opb(b) (K x M'), with
   // a = rhs stored as colsB x rowsB (ld colsB), b = lhs stored as colsA x

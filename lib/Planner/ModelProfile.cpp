@@ -332,47 +332,53 @@ TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
   return step;
 }
 
-} // namespace
+/// Splits `copy` over `tp` devices (tensor parallelism, with the vocabulary
+/// parallel on `vocabOutput`); the first diagnostic on failure.
+llvm::Error applyTensorParallel(ModuleOp module, ModuleOp copy, int64_t tp,
+                                const std::string &vocabOutput) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+    if (diagnostics.empty())
+      diagnostics = d.str();
+    return success();
+  });
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  TrainingPipelineOptions options;
+  options.tp = tp;
+  options.vocabParallel = vocabOutput;
+  options.phases = kPhaseTensorParallel;
+  buildTrainingPipeline(pm, options);
+  if (failed(pm.run(copy)))
+    return fail(diagnostics.empty() ? "tensor parallelism failed"
+                                    : diagnostics);
+  return llvm::Error::success();
+}
 
-llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
-                                          const std::string &vocabOutput,
-                                          bool fuse) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-  if (tp > 1) {
-    std::string diagnostics;
-    ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
-      if (diagnostics.empty())
-        diagnostics = d.str();
-      return success();
-    });
-    PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    TrainingPipelineOptions options;
-    options.tp = tp;
-    options.vocabParallel = vocabOutput;
-    options.phases = kPhaseTensorParallel;
-    buildTrainingPipeline(pm, options);
-    if (failed(pm.run(*copy)))
-      return fail(diagnostics.empty() ? "tensor parallelism failed"
-                                      : diagnostics);
-  }
-  auto main = copy->lookupSymbol<func::FuncOp>("main");
-  if (!main)
-    return fail("the model has no func @main");
-  // With a cross-entropy on `vocabOutput`, build the training step on the
-  // copy: the activations the backward really reads (saved for it) are then
-  // known, rather than every forward result. Its first ops are @main's.
-  size_t numForward = main.getBody().front().getOperations().size() - 1;
+/// What profileModel measures on: the function whose ops it profiles
+/// (@main, or the training step built on the copy), its forward length, the
+/// values the backward reads and a copy to build the recomputing step from.
+struct ProfiledFunction {
+  func::FuncOp main;
+  size_t numForward = 0;
   llvm::DenseSet<Value> readByBackward;
   bool knowSaved = false;
   OwningOpRef<ModuleOp> recomputing; // the same step with recomputation
-  if (!vocabOutput.empty()) {
+
+  /// With a cross-entropy on `vocabOutput`, builds the training step on the
+  /// copy: the activations the backward really reads (saved for it) are then
+  /// known, rather than every forward result. Its first ops are @main's.
+  void buildStep(ModuleOp module, ModuleOp copy,
+                 const std::string &vocabOutput) {
+    numForward = main.getBody().front().getOperations().size() - 1;
+    if (vocabOutput.empty())
+      return;
     recomputing = cast<ModuleOp>(copy->clone());
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
     buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/false));
-    if (succeeded(pm.run(*copy))) {
-      auto step = copy->lookupSymbol<func::FuncOp>("train_step");
+    if (succeeded(pm.run(copy))) {
+      auto step = copy.lookupSymbol<func::FuncOp>("train_step");
       size_t i = 0;
       for (Operation &op : step.getBody().front().without_terminator()) {
         if (i++ < numForward)
@@ -384,11 +390,15 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
       knowSaved = true;
     }
   }
-  Block &body = main.getBody().front();
-  ModelProfile profile;
-  profile.tp = tp;
+};
 
-  PathOps classified = findPathOps(main, numForward);
+/// Profiles each path op of `f.main` into profile.ops (parameters charged to
+/// the first path op that reads them); `position` maps each to its index.
+void profilePathOps(const ProfiledFunction &f, bool fuse, ModelProfile &profile,
+                    llvm::DenseMap<Operation *, size_t> &position) {
+  func::FuncOp main = f.main;
+  Block &body = main.getBody().front();
+  PathOps classified = findPathOps(main, f.numForward);
   const llvm::DenseSet<Value> &weightOnly = classified.weightOnly;
   for (BlockArgument arg : body.getArguments())
     if (main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
@@ -406,8 +416,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
         for (Value param : roots.lookup(v))
           roots[r].push_back(param);
   llvm::DenseSet<Value> charged;
-  llvm::DenseMap<Operation *, size_t> position;
-  Fusion fusion(body, numForward, readByBackward);
+  Fusion fusion(body, f.numForward, f.readByBackward);
   for (Operation *opPtr : classified.path) {
     Operation &op = *opPtr;
     OpProfile p;
@@ -439,7 +448,7 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     for (Value r : op.getResults()) {
       profile.maxTempBytes = std::max(profile.maxTempBytes, bytesOf(r));
       if (!isa<ViewLikeOpInterface>(op) &&
-          (!knowSaved || readByBackward.count(r)))
+          (!f.knowSaved || f.readByBackward.count(r)))
         p.savedBytes += bytesOf(r);
     }
     if (auto ar = dyn_cast<shard::AllReduceOp>(op);
@@ -451,51 +460,57 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
     profile.ops.push_back(p);
     profile.modelFlopsPerSample += cost.flops;
   }
-  if (knowSaved) {
-    // The memory timeline on the step as the compiler lowers it, without
-    // and with full recomputation.
-    int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
-    std::vector<int64_t> anchors =
-        forwardAnchors(main, numForward, position, lastPath);
-    ScopedDiagnosticHandler quiet(module.getContext(),
-                                  [](Diagnostic &) { return success(); });
-    auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values,
-                     bool tagged) -> std::optional<double> {
-      auto step = m.lookupSymbol<func::FuncOp>("train_step");
-      if (!step)
-        return std::nullopt;
-      if (!tagged)
-        tagForwardAnchors(step, anchors);
-      PassManager pm(module.getContext(), ModuleOp::getOperationName());
-      TrainingPipelineOptions cleanup;
-      cleanup.phases = kPhaseCleanup;
-      buildTrainingPipeline(pm, cleanup);
-      if (failed(pm.run(m)))
-        return std::nullopt;
-      return stepLiveness(step, lastPath, values, profile.stepLength);
-    };
-    OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
-    if (auto transient = sweep(*lowered, profile.stepValues, false))
-      profile.transientBytes = *transient;
-    // Recomputation reorders the forward (a segment's ops move next to
-    // their first backward use), so its step is not tagged by position:
-    // @main's ops are tagged before the step is built from them, and their
-    // clones in the step carry the tags (recomputed copies are marked as
-    // such and are not forward ops).
-    if (auto m = recomputing->lookupSymbol<func::FuncOp>("main"))
-      tagForwardAnchors(m, anchors);
+}
+
+/// The memory timeline on the step as the compiler lowers it, without and
+/// with full recomputation (profile.stepValues, stepValuesRecompute).
+void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
+                       const std::string &vocabOutput,
+                       const llvm::DenseMap<Operation *, size_t> &position,
+                       ModelProfile &profile) {
+  int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
+  std::vector<int64_t> anchors =
+      forwardAnchors(f.main, f.numForward, position, lastPath);
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values,
+                   bool tagged) -> std::optional<double> {
+    auto step = m.lookupSymbol<func::FuncOp>("train_step");
+    if (!step)
+      return std::nullopt;
+    if (!tagged)
+      tagForwardAnchors(step, anchors);
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true));
-    int32_t length = profile.stepLength;
-    if (succeeded(pm.run(*recomputing)))
-      (void)sweep(*recomputing, profile.stepValuesRecompute, true);
-    profile.stepLength = length;
-  }
+    TrainingPipelineOptions cleanup;
+    cleanup.phases = kPhaseCleanup;
+    buildTrainingPipeline(pm, cleanup);
+    if (failed(pm.run(m)))
+      return std::nullopt;
+    return stepLiveness(step, lastPath, values, profile.stepLength);
+  };
+  OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
+  if (auto transient = sweep(*lowered, profile.stepValues, false))
+    profile.transientBytes = *transient;
+  // Recomputation reorders the forward (a segment's ops move next to
+  // their first backward use), so its step is not tagged by position:
+  // @main's ops are tagged before the step is built from them, and their
+  // clones in the step carry the tags (recomputed copies are marked as
+  // such and are not forward ops).
+  if (auto m = f.recomputing->lookupSymbol<func::FuncOp>("main"))
+    tagForwardAnchors(m, anchors);
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true));
+  int32_t length = profile.stepLength;
+  if (succeeded(pm.run(*f.recomputing)))
+    (void)sweep(*f.recomputing, profile.stepValuesRecompute, true);
+  profile.stepLength = length;
+}
+
+/// What crosses the cut after each op (boundaryBytes), and the cuts with
+/// the fewest values crossing (cutAfter).
+void markCuts(const llvm::DenseMap<Operation *, size_t> &position,
+              bool knowSaved, ModelProfile &profile) {
   size_t n = profile.ops.size();
-  if (n == 0)
-    return fail("no op of @main computes on both the inputs and the "
-                "parameters");
-  // What crosses the cut after each op.
   std::vector<double> countDelta(n + 1, 0), bytesDelta(n + 1, 0);
   for (auto &[op, at] : position)
     for (Value r : op->getResults()) {
@@ -529,6 +544,32 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   }
   for (size_t k = 1; k < n; ++k)
     profile.ops[k - 1].cutAfter = crossing[k] == fewest;
+}
+
+} // namespace
+
+llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
+                                          const std::string &vocabOutput,
+                                          bool fuse) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  if (tp > 1)
+    if (llvm::Error err = applyTensorParallel(module, *copy, tp, vocabOutput))
+      return std::move(err);
+  ProfiledFunction f;
+  f.main = copy->lookupSymbol<func::FuncOp>("main");
+  if (!f.main)
+    return fail("the model has no func @main");
+  f.buildStep(module, *copy, vocabOutput);
+  ModelProfile profile;
+  profile.tp = tp;
+  llvm::DenseMap<Operation *, size_t> position;
+  profilePathOps(f, fuse, profile, position);
+  if (f.knowSaved)
+    profileStepMemory(module, *copy, f, vocabOutput, position, profile);
+  if (profile.ops.empty())
+    return fail("no op of @main computes on both the inputs and the "
+                "parameters");
+  markCuts(position, f.knowSaved, profile);
   return profile;
 }
 

@@ -424,33 +424,20 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
   return true;
 }
 
-} // namespace
-
-
-llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
-                                      const PlanRequest &req,
-                                      const std::string &vocabOutput) {
-  auto start = std::chrono::steady_clock::now();
+/// The profiles per tensor-parallel degree (within a node, dividing the
+/// heads); a degree the model cannot be split over adds a refusal.
+void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
+                   const std::string &vocabOutput, const ModelProfile &base,
+                   std::map<int64_t, ModelProfile> &profiles,
+                   std::vector<std::string> &refusals) {
   const DeviceSpec &d = req.device;
-  PlanResult result;
-  if (req.devices < 1 || req.globalBatch < 1)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the plan needs devices >= 1 and a global "
-                                   "batch >= 1");
-  // Profiles per tensor-parallel degree (within a node, dividing the heads).
-  std::map<int64_t, ModelProfile> profiles;
-  std::vector<std::string> refusals;
-  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise);
-  if (!base)
-    return base.takeError();
-  double modelFlops = base->modelFlopsPerSample;
   for (int64_t tp : divisors(req.devices)) {
     if (req.tp && tp != *req.tp)
       continue;
     if (!req.tp && tp > d.devicesPerNode)
       continue;
     if (tp == 1) {
-      profiles.emplace(1, *base);
+      profiles.emplace(1, base);
       continue;
     }
     auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise);
@@ -461,169 +448,197 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
     }
     profiles.emplace(tp, std::move(*p));
   }
-  double cap = d.memoryBytes * req.memoryFraction;
+}
+
+/// The schedules (name, virtual stages) a candidate may run: one stage runs
+/// 1F1B; a pipeline any schedule, interleaved where its chunks fit.
+std::vector<std::pair<std::string, int64_t>>
+candidateSchedules(const Stages &st, const PlanRequest &req, int64_t pp,
+                   int64_t m) {
+  std::vector<std::pair<std::string, int64_t>> schedules;
+  if (pp == 1) {
+    schedules.push_back({"1f1b", 1});
+  } else {
+    for (const char *s : {"1f1b", "zb-h1", "gpipe"})
+      schedules.push_back({s, 1});
+    std::vector<int64_t> chunks = {2, 4};
+    if (req.virtualStages && *req.virtualStages > 1)
+      chunks = {*req.virtualStages};
+    for (int64_t v : chunks)
+      if (m % pp == 0 && static_cast<int64_t>(st.cuts.size()) >= pp * v - 1)
+        schedules.push_back({"interleaved", v});
+  }
+  return schedules;
+}
+
+/// The sweep over every candidate plan: the plans that fit, and the
+/// smallest of those that do not (for the error when none fits).
+struct PlanSearch {
+  const PlanRequest &req;
+  const DeviceSpec &d;
+  double cap;        // usable bytes per device
+  double modelFlops; // per sample
+  PlanResult &result;
   std::vector<Plan> plans;
   double smallestMemory = std::numeric_limits<double>::infinity();
   std::string smallestPlan;
-  for (auto &[tp, profile] : profiles) {
-    for (int64_t pp : divisors(req.devices / tp)) {
-      if (req.pp && pp != *req.pp)
-        continue;
-      int64_t dp = req.devices / (tp * pp);
-      if (req.dp && dp != *req.dp)
-        continue;
-      if (req.globalBatch % dp != 0)
-        continue;
-      int64_t perReplica = req.globalBatch / dp;
-      for (int64_t b : divisors(perReplica)) {
-        if (req.microbatchSize ? b != *req.microbatchSize : b > 64)
+
+  void sweep(std::map<int64_t, ModelProfile> &profiles) {
+    for (auto &[tp, profile] : profiles) {
+      for (int64_t pp : divisors(req.devices / tp)) {
+        if (req.pp && pp != *req.pp)
           continue;
-        int64_t m = perReplica / b;
-        if (pp > 1 && m < pp && !req.microbatchSize)
-          continue; // a pipeline needs micro-batches to fill it
-        Stages st(profile, d, b);
-        if (static_cast<int64_t>(st.cuts.size()) < pp - 1)
+        int64_t dp = req.devices / (tp * pp);
+        if (req.dp && dp != *req.dp)
           continue;
-        for (int recompute : {0, 1, 2}) {
-          if (req.recompute && (recompute == 2 || (recompute == 1) != *req.recompute))
+        if (req.globalBatch % dp != 0)
+          continue;
+        int64_t perReplica = req.globalBatch / dp;
+        for (int64_t b : divisors(perReplica)) {
+          if (req.microbatchSize ? b != *req.microbatchSize : b > 64)
             continue;
-          if (recompute == 2 && pp == 1)
-            continue; // per stage is all or nothing with one stage
-          for (int z = 0; z < 4; ++z) {
-            bool zero = z & 1, offload = z & 2;
-            if (zero && dp == 1)
-              continue;
-            if (req.zero && zero != *req.zero)
-              continue;
-            if (req.offload ? offload != *req.offload
-                            : offload && d.hostBandwidth <= 0)
-              continue;
-            Candidate c{tp, pp, dp, b, m, zero, recompute, offload};
-            std::vector<std::pair<std::string, int64_t>> schedules;
-            if (pp == 1) {
-              schedules.push_back({"1f1b", 1});
-            } else {
-              for (const char *s : {"1f1b", "zb-h1", "gpipe"})
-                schedules.push_back({s, 1});
-              std::vector<int64_t> chunks = {2, 4};
-              if (req.virtualStages && *req.virtualStages > 1)
-                chunks = {*req.virtualStages};
-              for (int64_t v : chunks)
-                if (m % pp == 0 &&
-                    static_cast<int64_t>(st.cuts.size()) >= pp * v - 1)
-                  schedules.push_back({"interleaved", v});
-            }
-            for (auto &[schedule, v] : schedules) {
-              if (req.schedule && *req.schedule != schedule)
-                continue;
-              if (req.virtualStages && *req.virtualStages != v)
-                continue;
-              ++result.plansPriced;
-              Evaluator ev(st, req, c, schedule, v);
-              Partition part = ev.partition(cap);
-              if (!part.ok) {
-                // Remember how close the smallest plan came.
-                Partition loose = ev.partition(
-                    std::numeric_limits<double>::infinity());
-                if (loose.ok) {
-                  double peak = *std::max_element(loose.memory.begin(),
-                                                  loose.memory.end());
-                  if (peak < smallestMemory) {
-                    smallestMemory = peak;
-                    Plan p;
-                    p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
-                    p.microbatches = m, p.schedule = schedule, p.zero = zero,
-                    p.recompute = recompute != 0, p.virtualStages = v;
-                    p.offload = offload;
-                    p.stageRecompute = loose.recompute;
-                    smallestPlan = p.summary();
-                  }
-                }
-                continue;
-              }
-              Plan p;
-              p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
-              p.microbatches = m, p.schedule = schedule, p.zero = zero,
-              p.virtualStages = v;
-              p.offload = offload;
-              p.stageRecompute = part.recompute;
-              p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
-              if (recompute == 2 && (!p.recompute ||
-                                     llvm::all_of(part.recompute,
-                                                  [](bool r) { return r; })))
-                continue; // the same plan as "none" or "every stage"
-              p.stageSeconds = part.time;
-              p.stageEnds = part.ends;
-              p.stageMemory = part.memory;
-              p.stageBreakdown = part.breakdown;
-              p.peakMemory =
-                  *std::max_element(part.memory.begin(), part.memory.end());
-              for (size_t s = 0; s + 1 < part.ends.size(); ++s)
-                p.cuts.push_back(
-                    profile.ops[part.ends[s] + 1].name.empty()
-                        ? "op #" + std::to_string(part.ends[s] + 1)
-                        : profile.ops[part.ends[s] + 1].name);
-              double slowest =
-                  *std::max_element(part.time.begin(), part.time.end());
-              double bubble = 0;
-              if (pp > 1) {
-                auto kind = *schedule::parseScheduleKind(schedule);
-                bubble = schedule::unitCostBubbleFraction(
-                    kind, static_cast<int>(pp), static_cast<int>(m),
-                    static_cast<int>(v));
-                if (bubble < 0)
-                  continue;
-              }
-              // Activations forward and gradients back across every cut,
-              // on the critical path once per stage of the fill/drain.
-              double p2p = 0;
-              for (size_t s = 0; s + 1 < part.ends.size(); ++s)
-                p2p = std::max(p2p, collectiveTime(
-                                        Collective::P2P,
-                                        profile.ops[part.ends[s]].boundaryBytes * b,
-                                        2, crossNode(tp * pp, d), d));
-              p.bubble = bubble;
-              p.pipelineSeconds = m * slowest / (1 - bubble) +
-                                  2 * (pp - 1) * v * p2p;
-              double stageParams = 0;
-              for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
-                stageParams = std::max(
-                    stageParams,
-                    ev.prefixParams[part.ends[s] + 1] - ev.prefixParams[begin]);
-                begin = part.ends[s] + 1;
-              }
-              p.dataParallelSeconds =
-                  dp > 1 ? groupCollectiveTime(
-                               Collective::AllReduce, stageParams,
-                               static_cast<int>(dp),
-                               static_cast<int>(std::max<int64_t>(
-                                   1, d.devicesPerNode / (tp * pp))),
-                               d)
-                         : 0;
-              double touched =
-                  stageParams * (3 + 2 * optimizerStateFactor(req.optimizer)) /
-                  (zero ? dp : 1);
-              p.optimizerSeconds = touched / d.memoryBandwidth;
-              p.stepSeconds =
-                  p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;
-              p.samplesPerSecond = req.globalBatch / p.stepSeconds;
-              double peak = profile.ops.empty() ? 0
-                            : profile.ops.front().bits <= 16 ? d.matrixFlops16
-                                                             : d.matrixFlops32;
-              p.mfu = 3 * modelFlops * req.globalBatch /
-                      (p.stepSeconds * req.devices * peak);
-              plans.push_back(p);
-            }
-          }
+          int64_t m = perReplica / b;
+          if (pp > 1 && m < pp && !req.microbatchSize)
+            continue; // a pipeline needs micro-batches to fill it
+          Stages st(profile, d, b);
+          if (static_cast<int64_t>(st.cuts.size()) < pp - 1)
+            continue;
+          sweepOptions(st, tp, pp, dp, b, m);
         }
       }
     }
   }
-  result.plansFitting = plans.size();
-  result.plannerSeconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
-  if (plans.empty()) {
+
+  /// Recomputation, ZeRO-1, offloading and the schedule for one shape.
+  void sweepOptions(const Stages &st, int64_t tp, int64_t pp, int64_t dp,
+                    int64_t b, int64_t m) {
+    for (int recompute : {0, 1, 2}) {
+      if (req.recompute && (recompute == 2 || (recompute == 1) != *req.recompute))
+        continue;
+      if (recompute == 2 && pp == 1)
+        continue; // per stage is all or nothing with one stage
+      for (int z = 0; z < 4; ++z) {
+        bool zero = z & 1, offload = z & 2;
+        if (zero && dp == 1)
+          continue;
+        if (req.zero && zero != *req.zero)
+          continue;
+        if (req.offload ? offload != *req.offload
+                        : offload && d.hostBandwidth <= 0)
+          continue;
+        Candidate c{tp, pp, dp, b, m, zero, recompute, offload};
+        for (auto &[schedule, v] : candidateSchedules(st, req, pp, m)) {
+          if (req.schedule && *req.schedule != schedule)
+            continue;
+          if (req.virtualStages && *req.virtualStages != v)
+            continue;
+          ++result.plansPriced;
+          price(st, c, schedule, v);
+        }
+      }
+    }
+  }
+
+  /// Remembers how close a candidate that does not fit came.
+  void noteSmallest(Evaluator &ev, const Candidate &c,
+                    const std::string &schedule, int64_t v) {
+    Partition loose = ev.partition(std::numeric_limits<double>::infinity());
+    if (!loose.ok)
+      return;
+    double peak = *std::max_element(loose.memory.begin(), loose.memory.end());
+    if (peak < smallestMemory) {
+      smallestMemory = peak;
+      Plan p;
+      p.dp = c.dp, p.tp = c.tp, p.pp = c.pp, p.microbatchSize = c.b,
+      p.microbatches = c.m, p.schedule = schedule, p.zero = c.zero,
+      p.recompute = c.recompute != 0, p.virtualStages = v;
+      p.offload = c.offload;
+      p.stageRecompute = loose.recompute;
+      smallestPlan = p.summary();
+    }
+  }
+
+  /// Partitions and prices one candidate; keeps it if it fits.
+  void price(const Stages &st, const Candidate &c, const std::string &schedule,
+             int64_t v) {
+    const ModelProfile &profile = st.profile;
+    int64_t tp = c.tp, pp = c.pp, dp = c.dp, b = c.b, m = c.m;
+    Evaluator ev(st, req, c, schedule, v);
+    Partition part = ev.partition(cap);
+    if (!part.ok) {
+      noteSmallest(ev, c, schedule, v);
+      return;
+    }
+    Plan p;
+    p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
+    p.microbatches = m, p.schedule = schedule, p.zero = c.zero,
+    p.virtualStages = v;
+    p.offload = c.offload;
+    p.stageRecompute = part.recompute;
+    p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
+    if (c.recompute == 2 &&
+        (!p.recompute || llvm::all_of(part.recompute, [](bool r) { return r; })))
+      return; // the same plan as "none" or "every stage"
+    p.stageSeconds = part.time;
+    p.stageEnds = part.ends;
+    p.stageMemory = part.memory;
+    p.stageBreakdown = part.breakdown;
+    p.peakMemory = *std::max_element(part.memory.begin(), part.memory.end());
+    for (size_t s = 0; s + 1 < part.ends.size(); ++s)
+      p.cuts.push_back(profile.ops[part.ends[s] + 1].name.empty()
+                           ? "op #" + std::to_string(part.ends[s] + 1)
+                           : profile.ops[part.ends[s] + 1].name);
+    double slowest = *std::max_element(part.time.begin(), part.time.end());
+    double bubble = 0;
+    if (pp > 1) {
+      auto kind = *schedule::parseScheduleKind(schedule);
+      bubble = schedule::unitCostBubbleFraction(
+          kind, static_cast<int>(pp), static_cast<int>(m),
+          static_cast<int>(v));
+      if (bubble < 0)
+        return;
+    }
+    // Activations forward and gradients back across every cut, on the
+    // critical path once per stage of the fill/drain.
+    double p2p = 0;
+    for (size_t s = 0; s + 1 < part.ends.size(); ++s)
+      p2p = std::max(p2p, collectiveTime(
+                              Collective::P2P,
+                              profile.ops[part.ends[s]].boundaryBytes * b, 2,
+                              crossNode(tp * pp, d), d));
+    p.bubble = bubble;
+    p.pipelineSeconds = m * slowest / (1 - bubble) + 2 * (pp - 1) * v * p2p;
+    double stageParams = 0;
+    for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
+      stageParams = std::max(stageParams, ev.prefixParams[part.ends[s] + 1] -
+                                              ev.prefixParams[begin]);
+      begin = part.ends[s] + 1;
+    }
+    p.dataParallelSeconds =
+        dp > 1 ? groupCollectiveTime(
+                     Collective::AllReduce, stageParams, static_cast<int>(dp),
+                     static_cast<int>(
+                         std::max<int64_t>(1, d.devicesPerNode / (tp * pp))),
+                     d)
+               : 0;
+    double touched = stageParams *
+                     (3 + 2 * optimizerStateFactor(req.optimizer)) /
+                     (c.zero ? dp : 1);
+    p.optimizerSeconds = touched / d.memoryBandwidth;
+    p.stepSeconds =
+        p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;
+    p.samplesPerSecond = req.globalBatch / p.stepSeconds;
+    double peak = profile.ops.empty()               ? 0
+                  : profile.ops.front().bits <= 16 ? d.matrixFlops16
+                                                   : d.matrixFlops32;
+    p.mfu = 3 * modelFlops * req.globalBatch /
+            (p.stepSeconds * req.devices * peak);
+    plans.push_back(p);
+  }
+
+  /// The error when no candidate fits, with the smallest that came close
+  /// and why a tensor-parallel degree was refused.
+  llvm::Error noPlanFits(const std::vector<std::string> &refusals) const {
     std::string msg = "no plan fits " + std::to_string(req.devices) + " x " +
                       d.name + " (" + formatBytes(cap) + " usable per device) for a "
                       "global batch of " + std::to_string(req.globalBatch);
@@ -637,6 +652,14 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
       msg += "; " + r;
     return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
   }
+};
+
+/// Ranks the plans that fit, sweeps the fastest for their live memory and
+/// fills result.best and result.runnersUp.
+llvm::Error rankPlans(std::vector<Plan> &plans,
+                      const std::map<int64_t, ModelProfile> &profiles,
+                      const PlanRequest &req, double cap, PlanResult &result) {
+  const DeviceSpec &d = req.device;
   auto better = [&](const Plan &a, const Plan &b) {
     if (req.minimizeMemory && a.peakMemory != b.peakMemory)
       return a.peakMemory < b.peakMemory;
@@ -668,6 +691,38 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
   result.best = kept.front();
   for (size_t i = 1; i < kept.size(); ++i)
     result.runnersUp.push_back(kept[i]);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
+                                      const PlanRequest &req,
+                                      const std::string &vocabOutput) {
+  auto start = std::chrono::steady_clock::now();
+  const DeviceSpec &d = req.device;
+  PlanResult result;
+  if (req.devices < 1 || req.globalBatch < 1)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the plan needs devices >= 1 and a global "
+                                   "batch >= 1");
+  std::map<int64_t, ModelProfile> profiles;
+  std::vector<std::string> refusals;
+  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise);
+  if (!base)
+    return base.takeError();
+  profilesPerTp(module, req, vocabOutput, *base, profiles, refusals);
+  PlanSearch search{req, d, d.memoryBytes * req.memoryFraction,
+                    base->modelFlopsPerSample, result};
+  search.sweep(profiles);
+  result.plansFitting = search.plans.size();
+  result.plannerSeconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  if (search.plans.empty())
+    return search.noPlanFits(refusals);
+  if (llvm::Error err = rankPlans(search.plans, profiles, req, search.cap, result))
+    return std::move(err);
   return result;
 }
 

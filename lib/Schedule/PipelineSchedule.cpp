@@ -232,65 +232,59 @@ Schedule buildSchedule(ScheduleKind kind, int p, int m, int v, std::string *erro
   return {};
 }
 
-SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
-                                  const Costs &costs) {
-  SimulationResult result;
-  if (!checkParameters(p, m, v, &result.error))
-    return result;
-  if (!(costs.forward >= 0 && costs.backward >= 0 && costs.backwardInput >= 0 &&
-        costs.backwardWeight >= 0 && costs.communication >= 0)) {
-    result.error = "action costs and the communication time must be non-negative";
-    return result;
-  }
-  if (static_cast<long long>(schedule.size()) != p) {
-    result.error = "the schedule has " + std::to_string(schedule.size()) +
-                   " ranks, expected " + std::to_string(p);
-    return result;
-  }
-  const int numStages = p * v;
-  const size_t cells = static_cast<size_t>(numStages) * m;
-  auto cell = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
+namespace {
 
-  // Structure: ranges, ranks, duplicates, B mixed with BI/BW.
-  enum { kF, kB, kBI, kBW, kNumKinds };
-  std::vector<unsigned char> seen(cells * kNumKinds, 0);
+enum { kF, kB, kBI, kBW, kNumKinds };
+
+/// Structure: ranges, ranks, duplicates. Marks seen[cell * kNumKinds +
+/// kind] for every action; false with *error on the first bad one.
+bool checkActions(const Schedule &schedule, int p, int m, int numStages,
+                  std::vector<unsigned char> &seen, std::string *error) {
+  auto cell = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
   for (int r = 0; r < p; ++r) {
     for (const Action &a : schedule[r]) {
       if (a.kind != Action::F && a.kind != Action::B && a.kind != Action::BI &&
           a.kind != Action::BW) {
-        result.error = "rank " + std::to_string(r) + " has an action of unknown kind";
-        return result;
+        *error = "rank " + std::to_string(r) + " has an action of unknown kind";
+        return false;
       }
       if (a.stage < 0 || a.stage >= numStages || a.microbatch < 0 ||
           a.microbatch >= m) {
-        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
-                       " is out of range (" + std::to_string(numStages) +
-                       " stages, " + std::to_string(m) + " micro-batches)";
-        return result;
+        *error = "rank " + std::to_string(r) + ": " + toString(a) +
+                 " is out of range (" + std::to_string(numStages) +
+                 " stages, " + std::to_string(m) + " micro-batches)";
+        return false;
       }
       if (rankOfStage(a.stage, p) != r) {
-        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
-                       " belongs to rank " + std::to_string(rankOfStage(a.stage, p));
-        return result;
+        *error = "rank " + std::to_string(r) + ": " + toString(a) +
+                 " belongs to rank " + std::to_string(rankOfStage(a.stage, p));
+        return false;
       }
       unsigned char &flag = seen[cell(a.stage, a.microbatch) * kNumKinds + a.kind];
       if (flag) {
-        result.error = "rank " + std::to_string(r) + ": " + toString(a) +
-                       " appears more than once";
-        return result;
+        *error = "rank " + std::to_string(r) + ": " + toString(a) +
+                 " appears more than once";
+        return false;
       }
       flag = 1;
     }
   }
-  std::string missing;
-  for (int s = 0; s < numStages && missing.empty(); ++s) {
+  return true;
+}
+
+/// The first action the schedule lacks ("" when complete); false with
+/// *error where a (stage, micro-batch) has B mixed with BI/BW.
+bool findMissing(const std::vector<unsigned char> &seen, int m, int numStages,
+                 std::string *missing, std::string *error) {
+  auto cell = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
+  for (int s = 0; s < numStages && missing->empty(); ++s) {
     for (int mb = 0; mb < m; ++mb) {
       const unsigned char *f = &seen[cell(s, mb) * kNumKinds];
       bool split = f[kBI] || f[kBW];
       if (f[kB] && split) {
-        result.error = "stage " + std::to_string(s) + ", micro-batch " +
-                       std::to_string(mb) + " has both B and BI/BW";
-        return result;
+        *error = "stage " + std::to_string(s) + ", micro-batch " +
+                 std::to_string(mb) + " has both B and BI/BW";
+        return false;
       }
       Action need{Action::F, s, mb};
       if (!f[kF])
@@ -303,25 +297,48 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
         need.kind = Action::B;
       else
         continue;
-      missing = toString(need) + " is missing";
+      *missing = toString(need) + " is missing";
       break;
     }
   }
-  result.complete = missing.empty();
+  return true;
+}
 
-  // Execution. finish[kind][cell] < 0: not done yet.
-  std::vector<double> finishF(cells, -1.0), finishBack(cells, -1.0),
-      finishBI(cells, -1.0);
-  std::vector<size_t> next(p, 0);
-  std::vector<double> rankTime(p, 0.0);
-  std::vector<int> inFlight(p, 0), pendingW(p, 0);
-  result.peakInFlightActivations.assign(p, 0);
-  result.peakPendingWeightGradients.assign(p, 0);
-  result.startTimes.resize(p);
-  for (int r = 0; r < p; ++r)
-    result.startTimes[r].assign(schedule[r].size(), -1.0);
+/// Runs a schedule's actions in order on each rank as soon as their inputs
+/// are ready, filling the result's times and peaks.
+struct Execution {
+  const Schedule &schedule;
+  int p, m, numStages;
+  const Costs &costs;
+  SimulationResult &result;
+  // finish*[cell] < 0: not done yet.
+  std::vector<double> finishF, finishBack, finishBI;
+  std::vector<size_t> next;
+  std::vector<double> rankTime;
+  std::vector<int> inFlight, pendingW;
 
-  auto durationOf = [&costs](Action::Kind kind) {
+  Execution(const Schedule &schedule, int p, int m, int numStages,
+            const Costs &costs, SimulationResult &result)
+      : schedule(schedule), p(p), m(m), numStages(numStages), costs(costs),
+        result(result) {
+    const size_t cells = static_cast<size_t>(numStages) * m;
+    finishF.assign(cells, -1.0);
+    finishBack.assign(cells, -1.0);
+    finishBI.assign(cells, -1.0);
+    next.assign(p, 0);
+    rankTime.assign(p, 0.0);
+    inFlight.assign(p, 0);
+    pendingW.assign(p, 0);
+    result.peakInFlightActivations.assign(p, 0);
+    result.peakPendingWeightGradients.assign(p, 0);
+    result.startTimes.resize(p);
+    for (int r = 0; r < p; ++r)
+      result.startTimes[r].assign(schedule[r].size(), -1.0);
+  }
+
+  size_t cell(int stage, int mb) const { return static_cast<size_t>(stage) * m + mb; }
+
+  double durationOf(Action::Kind kind) const {
     switch (kind) {
     case Action::F:
       return costs.forward;
@@ -333,12 +350,13 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
       return costs.backwardWeight;
     }
     return 0.0;
-  };
+  }
+
   // Whether the dependency (stage, mb) in `finish` is done; if so, raises
   // *at to the time it is usable on `rank` (its finish time, plus the
   // communication time when another rank produced it).
-  auto ready = [&](int rank, int stage, int mb, const std::vector<double> &finish,
-                   double *at) {
+  bool ready(int rank, int stage, int mb, const std::vector<double> &finish,
+             double *at) const {
     double t = finish[cell(stage, mb)];
     if (t < 0)
       return false;
@@ -346,8 +364,9 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
       t += costs.communication;
     *at = std::max(*at, t);
     return true;
-  };
-  auto waitingFor = [&](int rank, const Action &a) -> std::string {
+  }
+
+  std::string waitingFor(int rank, const Action &a) const {
     double at = 0;
     switch (a.kind) {
     case Action::F:
@@ -369,81 +388,123 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
       break;
     }
     return "";
-  };
+  }
 
-  bool progress = true;
-  size_t remaining = 0;
-  for (int r = 0; r < p; ++r)
-    remaining += schedule[r].size();
-  while (remaining > 0 && progress) {
-    progress = false;
-    for (int r = 0; r < p; ++r) {
-      while (next[r] < schedule[r].size()) {
-        const Action &a = schedule[r][next[r]];
-        double start = rankTime[r];
-        bool ok = true;
-        switch (a.kind) {
-        case Action::F:
-          ok = a.stage == 0 || ready(r, a.stage - 1, a.microbatch, finishF, &start);
-          break;
-        case Action::B:
-        case Action::BI:
-          ok = ready(r, a.stage, a.microbatch, finishF, &start) &&
-               (a.stage + 1 == numStages ||
-                ready(r, a.stage + 1, a.microbatch, finishBack, &start));
-          break;
-        case Action::BW:
-          ok = ready(r, a.stage, a.microbatch, finishBI, &start);
-          break;
+  /// Runs rank r's next action if its inputs are ready.
+  bool step(int r) {
+    const Action &a = schedule[r][next[r]];
+    double start = rankTime[r];
+    bool ok = true;
+    switch (a.kind) {
+    case Action::F:
+      ok = a.stage == 0 || ready(r, a.stage - 1, a.microbatch, finishF, &start);
+      break;
+    case Action::B:
+    case Action::BI:
+      ok = ready(r, a.stage, a.microbatch, finishF, &start) &&
+           (a.stage + 1 == numStages ||
+            ready(r, a.stage + 1, a.microbatch, finishBack, &start));
+      break;
+    case Action::BW:
+      ok = ready(r, a.stage, a.microbatch, finishBI, &start);
+      break;
+    }
+    if (!ok)
+      return false;
+    double end = start + durationOf(a.kind);
+    size_t c = cell(a.stage, a.microbatch);
+    switch (a.kind) {
+    case Action::F:
+      finishF[c] = end;
+      result.peakInFlightActivations[r] =
+          std::max(result.peakInFlightActivations[r], ++inFlight[r]);
+      break;
+    case Action::B:
+      finishBack[c] = end;
+      --inFlight[r];
+      break;
+    case Action::BI:
+      finishBack[c] = end;
+      finishBI[c] = end;
+      --inFlight[r];
+      result.peakPendingWeightGradients[r] =
+          std::max(result.peakPendingWeightGradients[r], ++pendingW[r]);
+      break;
+    case Action::BW:
+      --pendingW[r];
+      break;
+    }
+    result.startTimes[r][next[r]] = start;
+    rankTime[r] = end;
+    result.busyTime += durationOf(a.kind);
+    result.makespan = std::max(result.makespan, end);
+    ++next[r];
+    return true;
+  }
+
+  /// Runs every action it can; a deadlock sets result.deadlock and error.
+  void run() {
+    bool progress = true;
+    size_t remaining = 0;
+    for (int r = 0; r < p; ++r)
+      remaining += schedule[r].size();
+    while (remaining > 0 && progress) {
+      progress = false;
+      for (int r = 0; r < p; ++r) {
+        while (next[r] < schedule[r].size()) {
+          if (!step(r))
+            break;
+          --remaining;
+          progress = true;
         }
-        if (!ok)
-          break;
-        double end = start + durationOf(a.kind);
-        size_t c = cell(a.stage, a.microbatch);
-        switch (a.kind) {
-        case Action::F:
-          finishF[c] = end;
-          result.peakInFlightActivations[r] =
-              std::max(result.peakInFlightActivations[r], ++inFlight[r]);
-          break;
-        case Action::B:
-          finishBack[c] = end;
-          --inFlight[r];
-          break;
-        case Action::BI:
-          finishBack[c] = end;
-          finishBI[c] = end;
-          --inFlight[r];
-          result.peakPendingWeightGradients[r] =
-              std::max(result.peakPendingWeightGradients[r], ++pendingW[r]);
-          break;
-        case Action::BW:
-          --pendingW[r];
-          break;
-        }
-        result.startTimes[r][next[r]] = start;
-        rankTime[r] = end;
-        result.busyTime += durationOf(a.kind);
-        result.makespan = std::max(result.makespan, end);
-        ++next[r];
-        --remaining;
-        progress = true;
       }
     }
-  }
-  if (remaining > 0) {
-    result.deadlock = true;
-    std::string message = "deadlock:";
-    for (int r = 0; r < p; ++r) {
-      if (next[r] >= schedule[r].size())
-        continue;
-      const Action &a = schedule[r][next[r]];
-      message += " rank " + std::to_string(r) + " waits at " + toString(a) +
-                 " for " + waitingFor(r, a) + ";";
+    if (remaining > 0) {
+      result.deadlock = true;
+      std::string message = "deadlock:";
+      for (int r = 0; r < p; ++r) {
+        if (next[r] >= schedule[r].size())
+          continue;
+        const Action &a = schedule[r][next[r]];
+        message += " rank " + std::to_string(r) + " waits at " + toString(a) +
+                   " for " + waitingFor(r, a) + ";";
+      }
+      message.pop_back();
+      result.error = message;
     }
-    message.pop_back();
-    result.error = message;
   }
+};
+
+} // namespace
+
+SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
+                                  const Costs &costs) {
+  SimulationResult result;
+  if (!checkParameters(p, m, v, &result.error))
+    return result;
+  if (!(costs.forward >= 0 && costs.backward >= 0 && costs.backwardInput >= 0 &&
+        costs.backwardWeight >= 0 && costs.communication >= 0)) {
+    result.error = "action costs and the communication time must be non-negative";
+    return result;
+  }
+  if (static_cast<long long>(schedule.size()) != p) {
+    result.error = "the schedule has " + std::to_string(schedule.size()) +
+                   " ranks, expected " + std::to_string(p);
+    return result;
+  }
+  const int numStages = p * v;
+  const size_t cells = static_cast<size_t>(numStages) * m;
+
+  // Structure: ranges, ranks, duplicates, B mixed with BI/BW.
+  std::vector<unsigned char> seen(cells * kNumKinds, 0);
+  if (!checkActions(schedule, p, m, numStages, seen, &result.error))
+    return result;
+  std::string missing;
+  if (!findMissing(seen, m, numStages, &missing, &result.error))
+    return result;
+  result.complete = missing.empty();
+
+  Execution(schedule, p, m, numStages, costs, result).run();
   if (result.error.empty() && !result.complete)
     result.error = missing;
   if (result.makespan > 0)

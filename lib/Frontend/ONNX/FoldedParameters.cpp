@@ -129,6 +129,212 @@ bool constantRow(llvm::StringRef row, int64_t es) {
   return true;
 }
 
+/// What the surviving nodes say about the FX graph.
+struct FxGraph {
+  std::set<std::string> defined, params, initNames, graphInputs;
+  std::vector<std::string> nodeFx;
+  std::map<std::string, int> producer;                   // ONNX value -> node
+  std::map<std::string, std::vector<int>> foldedReaders; // FX arg -> nodes
+  std::set<std::string> sigTargets;
+  std::vector<std::string> vanished; // parameters gone from the file
+
+  FxGraph(const onnx::GraphProto &g,
+          const std::map<std::string, std::string> &sig)
+      : nodeFx(g.node_size()) {
+    for (const auto &t : g.initializer())
+      initNames.insert(t.name());
+    for (const auto &in : g.input())
+      graphInputs.insert(in.name());
+    for (int i = 0; i < g.node_size(); ++i) {
+      nodeFx[i] = nodeMetadata(g.node(i), "pkg.torch.onnx.fx_node");
+      defined.insert(fxDefined(nodeFx[i]));
+      for (const auto &o : g.node(i).output())
+        producer[o] = i;
+      for (const auto &a : fxArgs(nodeFx[i])) {
+        if (isParamArg(a))
+          params.insert(a);
+        else if (!isLiftedArg(a))
+          foldedReaders[a].push_back(i);
+      }
+    }
+    for (const auto &[var, target] : sig) {
+      sigTargets.insert(target);
+      if (!initNames.count(target) && !params.count(var))
+        vanished.push_back(target);
+    }
+  }
+};
+
+/// 1. Common subexpression elimination of a call that reads parameters:
+/// node N reads value V (made by the call %A) where PyTorch passed %B, a
+/// call of the same op that no node makes any more.
+llvm::Error refuseMergedCalls(const onnx::GraphProto &g, llvm::StringRef path,
+                              const FxGraph &fx) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto &b : fxArgs(fx.nodeFx[i])) {
+      if (isLiftedArg(b) || fx.defined.count(b) || fx.initNames.count(b) ||
+          fx.graphInputs.count(b))
+        continue;
+      for (const auto &v : g.node(i).input()) {
+        auto p = fx.producer.find(v);
+        if (p == fx.producer.end())
+          continue;
+        std::string a = fxDefined(fx.nodeFx[p->second]);
+        if (a.empty() || a == b || fxOp(a) != fxOp(b))
+          continue;
+        bool readsParams = false;
+        for (const auto &arg : fxArgs(fx.nodeFx[p->second]))
+          readsParams |= isParamArg(arg);
+        if (!readsParams)
+          continue;
+        return refuse(path,
+                      "node '" + g.node(i).name() + "' reads '" + v +
+                          "' where PyTorch computes '" + b +
+                          "': the exporter's optimiser merged two " +
+                          fxOp(a).str() +
+                          " calls whose parameters were equal when exported, "
+                          "so PyTorch parameter(s) " + joinNames(fx.vanished) +
+                          " are gone from the file");
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// Initializer i holds rows of an embedding, some repeated: name#rows
+/// [distinct x last] and name#index [leading dims] make `name` again with a
+/// Gather; name#rows is trained.
+void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
+                        const std::string &bytes, const Rows &rows,
+                        int64_t last, const std::string &note,
+                        std::vector<ParamOrigin> &origins,
+                        std::vector<std::string> &warnings) {
+  const onnx::TensorProto &t = g.initializer(i);
+  std::string name = t.name(), rowsName = name + "#rows",
+              indexName = name + "#index";
+  onnx::TensorProto distinct = t;
+  distinct.set_name(rowsName);
+  distinct.clear_dims();
+  distinct.add_dims(static_cast<int64_t>(rows.firstOf.size()));
+  distinct.add_dims(last);
+  std::string data;
+  for (int64_t f : rows.firstOf)
+    data.append(bytes.data() + f * rows.rowBytes, rows.rowBytes);
+  distinct.clear_float_data();
+  distinct.clear_double_data();
+  distinct.clear_int32_data();
+  distinct.clear_data_location();
+  distinct.clear_external_data();
+  distinct.set_raw_data(data);
+  onnx::TensorProto index;
+  index.set_name(indexName);
+  index.set_data_type(onnx::TensorProto::INT64);
+  for (int d = 0; d + 1 < type.getRank(); ++d)
+    index.add_dims(type.getShape()[d]);
+  index.set_raw_data(std::string(
+      reinterpret_cast<const char *>(rows.index.data()),
+      rows.index.size() * sizeof(int64_t)));
+  *g.mutable_initializer(i) = std::move(distinct);
+  *g.add_initializer() = std::move(index);
+  onnx::NodeProto *gather = g.add_node();
+  gather->set_op_type("Gather");
+  gather->set_name("smp.folded." + name);
+  gather->add_input(rowsName);
+  gather->add_input(indexName);
+  gather->add_output(name);
+  auto *ins = g.mutable_input();
+  for (int k = 0; k < ins->size(); ++k)
+    if (ins->Get(k).name() == name) {
+      ins->DeleteSubrange(k, 1);
+      break;
+    }
+  ParamOrigin o{rowsName, name, "folded-rows", false, {}, data};
+  for (int64_t r : rows.index)
+    o.uses.push_back({static_cast<int>(r), 0});
+  origins.push_back(std::move(o));
+  warnings.push_back(note + "its " + std::to_string(rows.rows) +
+                     " rows hold " + std::to_string(rows.firstOf.size()) +
+                     " distinct ones, which smp trains as " + rowsName +
+                     " (one parameter row per distinct row, its gradient "
+                     "summed over the positions that read it, as "
+                     "PyTorch's); --save-onnx writes '" + name +
+                     "' back from them; re-export with "
+                     "torch.onnx.export(..., optimize=False) to train the "
+                     "whole parameter");
+}
+
+/// 2. Initializer i, if a float initializer that holds a folded FX value
+/// (its name is an argument of a surviving node and no parameter's).
+llvm::Error resolveFoldedInitializer(
+    onnx::GraphProto &g, int i, llvm::StringRef path, const FxGraph &fx,
+    std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
+    std::set<std::string> &frozen, mlir::MLIRContext *ctx,
+    llvm::StringRef modelDir) {
+  const onnx::TensorProto &t = g.initializer(i);
+  if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
+    return llvm::Error::success();
+  auto type = checkTensor(ctx, t, modelDir.str());
+  if (!type) {
+    llvm::consumeError(type.takeError());
+    return llvm::Error::success();
+  }
+  if (!mlir::isa<mlir::FloatType>(type->getElementType()) ||
+      type->getNumElements() <= 1 || type->getRank() < 2)
+    return llvm::Error::success();
+  auto bytes = readTensorBytes(t, *type, modelDir.str());
+  if (!bytes)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": " +
+                                       llvm::toString(bytes.takeError()));
+  int64_t es = elementSize(t.data_type());
+  if (constantRow(*bytes, es) || holdsInf(*bytes, es))
+    return llvm::Error::success(); // a buffer: frozen by the shared-initializer rules
+  llvm::StringRef op = fxOp(t.name());
+  if (fx.vanished.empty()) {
+    // Folded from buffers only (rotary cos/sin tables): not trained.
+    frozen.insert(t.name());
+    return llvm::Error::success();
+  }
+  if (op != "embedding")
+    return refuse(path, "initializer '" + t.name() +
+                            "' holds a value the exporter's optimiser "
+                            "folded (an aten." + op.str() +
+                            " of constants), and PyTorch parameter(s) " +
+                            joinNames(fx.vanished) +
+                            " are gone from the file: smp cannot tell "
+                            "which parameter it holds or how to train it");
+  // Rows of an embedding weight gathered at constant indices. PyTorch
+  // sums the gradients of every position that gathered one row: train
+  // the distinct rows, gathered back into the folded shape.
+  int64_t last = type->getShape().back();
+  Rows rows = distinctRows(*bytes, last * es);
+  for (int64_t f : rows.firstOf)
+    if (constantRow(llvm::StringRef(bytes->data() + f * rows.rowBytes,
+                                    rows.rowBytes),
+                    es))
+      return refuse(path, "the folded embedding '" + t.name() +
+                              "' holds a constant row (a padding row, "
+                              "which PyTorch does not train, or equal rows "
+                              "that smp cannot tell apart)");
+  std::string note =
+      "initializer '" + t.name() +
+      "' holds rows of an embedding that the exporter's optimiser "
+      "gathered at constant positions and folded (PyTorch parameter(s) "
+      "gone from the file: " + joinNames(fx.vanished) + "): ";
+  if ((int64_t)rows.firstOf.size() == rows.rows) {
+    origins.push_back({t.name(), t.name(), "folded", false, {}});
+    warnings.push_back(note + "smp trains its " +
+                       std::to_string(rows.rows) +
+                       " rows as those parameter rows; --save-onnx writes "
+                       "the folded rows back; re-export with "
+                       "torch.onnx.export(..., optimize=False) to train "
+                       "the whole parameter");
+    return llvm::Error::success();
+  }
+  gatherDistinctRows(g, i, *type, *bytes, rows, last, note, origins, warnings);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error resolveFoldedParameters(
@@ -139,185 +345,13 @@ llvm::Error resolveFoldedParameters(
     llvm::StringRef modelDir) {
   if (sig.empty())
     return llvm::Error::success();
-  // What the surviving nodes say about the FX graph.
-  std::set<std::string> defined, params, initNames, graphInputs;
-  std::vector<std::string> nodeFx(g.node_size());
-  std::map<std::string, int> producer; // ONNX value -> node
-  for (const auto &t : g.initializer())
-    initNames.insert(t.name());
-  for (const auto &in : g.input())
-    graphInputs.insert(in.name());
-  std::map<std::string, std::vector<int>> foldedReaders; // FX arg -> nodes
-  for (int i = 0; i < g.node_size(); ++i) {
-    nodeFx[i] = nodeMetadata(g.node(i), "pkg.torch.onnx.fx_node");
-    defined.insert(fxDefined(nodeFx[i]));
-    for (const auto &o : g.node(i).output())
-      producer[o] = i;
-    for (const auto &a : fxArgs(nodeFx[i])) {
-      if (isParamArg(a))
-        params.insert(a);
-      else if (!isLiftedArg(a))
-        foldedReaders[a].push_back(i);
-    }
-  }
-  std::set<std::string> sigTargets;
-  std::vector<std::string> vanished;
-  for (const auto &[var, target] : sig) {
-    sigTargets.insert(target);
-    if (!initNames.count(target) && !params.count(var))
-      vanished.push_back(target);
-  }
-
-  // 1. Common subexpression elimination of a call that reads parameters:
-  // node N reads value V (made by the call %A) where PyTorch passed %B, a
-  // call of the same op that no node makes any more.
-  for (int i = 0; i < g.node_size(); ++i) {
-    for (const auto &b : fxArgs(nodeFx[i])) {
-      if (isLiftedArg(b) || defined.count(b) || initNames.count(b) ||
-          graphInputs.count(b))
-        continue;
-      for (const auto &v : g.node(i).input()) {
-        auto p = producer.find(v);
-        if (p == producer.end())
-          continue;
-        std::string a = fxDefined(nodeFx[p->second]);
-        if (a.empty() || a == b || fxOp(a) != fxOp(b))
-          continue;
-        bool readsParams = false;
-        for (const auto &arg : fxArgs(nodeFx[p->second]))
-          readsParams |= isParamArg(arg);
-        if (!readsParams)
-          continue;
-        return refuse(path,
-                      "node '" + g.node(i).name() + "' reads '" + v +
-                          "' where PyTorch computes '" + b +
-                          "': the exporter's optimiser merged two " +
-                          fxOp(a).str() +
-                          " calls whose parameters were equal when exported, "
-                          "so PyTorch parameter(s) " + joinNames(vanished) +
-                          " are gone from the file");
-      }
-    }
-  }
-
-  // 2. Float initializers that hold a folded FX value (their name is an
-  // argument of a surviving node and no parameter's).
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    const onnx::TensorProto &t = g.initializer(i);
-    if (sigTargets.count(t.name()) || !foldedReaders.count(t.name()))
-      continue;
-    auto type = checkTensor(ctx, t, modelDir.str());
-    if (!type) {
-      llvm::consumeError(type.takeError());
-      continue;
-    }
-    if (!mlir::isa<mlir::FloatType>(type->getElementType()) ||
-        type->getNumElements() <= 1 || type->getRank() < 2)
-      continue;
-    auto bytes = readTensorBytes(t, *type, modelDir.str());
-    if (!bytes)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": " +
-                                         llvm::toString(bytes.takeError()));
-    int64_t es = elementSize(t.data_type());
-    if (constantRow(*bytes, es) || holdsInf(*bytes, es))
-      continue; // a buffer: frozen by the shared-initializer rules
-    llvm::StringRef op = fxOp(t.name());
-    if (vanished.empty()) {
-      // Folded from buffers only (rotary cos/sin tables): not trained.
-      frozen.insert(t.name());
-      continue;
-    }
-    if (op != "embedding")
-      return refuse(path, "initializer '" + t.name() +
-                              "' holds a value the exporter's optimiser "
-                              "folded (an aten." + op.str() +
-                              " of constants), and PyTorch parameter(s) " +
-                              joinNames(vanished) +
-                              " are gone from the file: smp cannot tell "
-                              "which parameter it holds or how to train it");
-    // Rows of an embedding weight gathered at constant indices. PyTorch
-    // sums the gradients of every position that gathered one row: train
-    // the distinct rows, gathered back into the folded shape.
-    int64_t last = type->getShape().back();
-    Rows rows = distinctRows(*bytes, last * es);
-    for (int64_t f : rows.firstOf)
-      if (constantRow(llvm::StringRef(bytes->data() + f * rows.rowBytes,
-                                      rows.rowBytes),
-                      es))
-        return refuse(path, "the folded embedding '" + t.name() +
-                                "' holds a constant row (a padding row, "
-                                "which PyTorch does not train, or equal rows "
-                                "that smp cannot tell apart)");
-    std::string note =
-        "initializer '" + t.name() +
-        "' holds rows of an embedding that the exporter's optimiser "
-        "gathered at constant positions and folded (PyTorch parameter(s) "
-        "gone from the file: " + joinNames(vanished) + "): ";
-    if ((int64_t)rows.firstOf.size() == rows.rows) {
-      origins.push_back({t.name(), t.name(), "folded", false, {}});
-      warnings.push_back(note + "smp trains its " +
-                         std::to_string(rows.rows) +
-                         " rows as those parameter rows; --save-onnx writes "
-                         "the folded rows back; re-export with "
-                         "torch.onnx.export(..., optimize=False) to train "
-                         "the whole parameter");
-      continue;
-    }
-    // name#rows [distinct x last] and name#index [leading dims] make `name`
-    // again with a Gather.
-    std::string name = t.name(), rowsName = name + "#rows",
-                indexName = name + "#index";
-    onnx::TensorProto distinct = t;
-    distinct.set_name(rowsName);
-    distinct.clear_dims();
-    distinct.add_dims(static_cast<int64_t>(rows.firstOf.size()));
-    distinct.add_dims(last);
-    std::string data;
-    for (int64_t f : rows.firstOf)
-      data.append(bytes->data() + f * rows.rowBytes, rows.rowBytes);
-    distinct.clear_float_data();
-    distinct.clear_double_data();
-    distinct.clear_int32_data();
-    distinct.clear_data_location();
-    distinct.clear_external_data();
-    distinct.set_raw_data(data);
-    onnx::TensorProto index;
-    index.set_name(indexName);
-    index.set_data_type(onnx::TensorProto::INT64);
-    for (int d = 0; d + 1 < type->getRank(); ++d)
-      index.add_dims(type->getShape()[d]);
-    index.set_raw_data(std::string(
-        reinterpret_cast<const char *>(rows.index.data()),
-        rows.index.size() * sizeof(int64_t)));
-    *g.mutable_initializer(i) = std::move(distinct);
-    *g.add_initializer() = std::move(index);
-    onnx::NodeProto *gather = g.add_node();
-    gather->set_op_type("Gather");
-    gather->set_name("smp.folded." + name);
-    gather->add_input(rowsName);
-    gather->add_input(indexName);
-    gather->add_output(name);
-    auto *ins = g.mutable_input();
-    for (int k = 0; k < ins->size(); ++k)
-      if (ins->Get(k).name() == name) {
-        ins->DeleteSubrange(k, 1);
-        break;
-      }
-    ParamOrigin o{rowsName, name, "folded-rows", false, {}, data};
-    for (int64_t r : rows.index)
-      o.uses.push_back({static_cast<int>(r), 0});
-    origins.push_back(std::move(o));
-    warnings.push_back(note + "its " + std::to_string(rows.rows) +
-                       " rows hold " + std::to_string(rows.firstOf.size()) +
-                       " distinct ones, which smp trains as " + rowsName +
-                       " (one parameter row per distinct row, its gradient "
-                       "summed over the positions that read it, as "
-                       "PyTorch's); --save-onnx writes '" + name +
-                       "' back from them; re-export with "
-                       "torch.onnx.export(..., optimize=False) to train the "
-                       "whole parameter");
-  }
+  FxGraph fx(g, sig);
+  if (llvm::Error err = refuseMergedCalls(g, path, fx))
+    return err;
+  for (int i = 0; i < g.initializer_size(); ++i)
+    if (llvm::Error err = resolveFoldedInitializer(
+            g, i, path, fx, origins, warnings, frozen, ctx, modelDir))
+      return err;
   return llvm::Error::success();
 }
 

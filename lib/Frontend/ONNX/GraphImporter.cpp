@@ -282,39 +282,10 @@ int64_t GraphImporter::takePaddingRow(llvm::StringRef name) {
   return it->second;
 }
 
-llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
+llvm::Error GraphImporter::declareArguments(
+    Block *body, Location fileLoc, SmallVectorImpl<Type> &argTypes,
+    SmallVectorImpl<DictionaryAttr> &argAttrs) {
   const onnx::GraphProto &graph = model.graph();
-  auto order = checkGraph(graph, path);
-  if (!order)
-    return order.takeError();
-  if (auto err = checkSupported())
-    return std::move(err);
-  if (auto err = bindDims())
-    return std::move(err);
-
-  // Capture op diagnostics so converters can report them with the node.
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    if (diag.getSeverity() == DiagnosticSeverity::Warning)
-      return failure(); // a converter's warning: the caller's handler
-    if (diag.getSeverity() == DiagnosticSeverity::Error)
-      lastDiagnostic = diag.str();
-    return success();
-  });
-
-  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  module->getOperation()->setAttr(SmpDialect::kSourceAttr,
-                                  builder.getStringAttr(path));
-  module->getOperation()->setAttr(SmpDialect::kOpsetAttr,
-                                  builder.getI64IntegerAttr(opset));
-  if (!graph.name().empty())
-    module->setSymName(graph.name());
-  builder.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(builder, fileLoc, "main",
-                                   builder.getFunctionType({}, {}));
-  Block *body = func.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-
   // Which initializers are used at all.
   llvm::StringSet<> used;
   for (const auto &node : graph.node())
@@ -323,8 +294,6 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   for (const auto &out : graph.output())
     used.insert(out.name());
 
-  SmallVector<Type> argTypes;
-  SmallVector<DictionaryAttr> argAttrs;
   llvm::StringSet<> initializerNames;
   for (const auto &init : graph.initializer())
     initializerNames.insert(init.name());
@@ -361,7 +330,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     if (!type)
       return error(llvm::toString(type.takeError()));
     if (auto err = checkTensorSize(*type, "initializer '" + init.name() + "'"))
-      return std::move(err);
+      return err;
     if (!used.count(init.name()))
       continue;
     bool isFloat = isa<FloatType>(type->getElementType());
@@ -386,9 +355,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
           builder.getNamedAttr(SmpDialect::kFrozenAttr, builder.getUnitAttr()));
     argAttrs.push_back(builder.getDictionaryAttr(attrs));
   }
+  return llvm::Error::success();
+}
 
+llvm::Error GraphImporter::convertNodes(llvm::ArrayRef<int> order,
+                                        Location fileLoc) {
+  const onnx::GraphProto &graph = model.graph();
   const auto &table = converters();
-  for (int index : *order) {
+  for (int index : order) {
     const auto &node = graph.node(index);
     std::string locName =
         node.name().empty() ? node.op_type() + "#" + std::to_string(index)
@@ -396,7 +370,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
     NodeContext nc(*this, node, index,
                    NameLoc::get(builder.getStringAttr(locName), fileLoc));
     if (auto err = table.find(node.op_type())->second(nc))
-      return std::move(err);
+      return err;
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string &out = node.output(i);
       if (out.empty())
@@ -405,7 +379,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
         if (auto err = checkTensorSize(
                 cast<RankedTensorType>(it->second.getType()),
                 describeNode(node, index) + ": output '" + out + "'"))
-          return std::move(err);
+          return err;
         continue;
       }
       unavailable[out] = "output #" + std::to_string(i) + " ('" + out +
@@ -413,7 +387,10 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                          " is not supported";
     }
   }
+  return llvm::Error::success();
+}
 
+llvm::Error GraphImporter::checkPaddingApplied() const {
   for (const auto &row : options.paddingRows)
     if (!paddingApplied.contains(row.getKey()))
       return error("padding row " + llvm::Twine(row.getValue()) + " of '" +
@@ -421,6 +398,84 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
                    "' (nn.Embedding padding_idx, from the smp.export "
                    "sidecar) cannot be kept: no Gather on axis 0 reads '" +
                    row.getKey() + "' directly; export again with smp.export");
+  return llvm::Error::success();
+}
+
+llvm::Error
+GraphImporter::checkDeclaredOutput(const onnx::ValueInfoProto &out,
+                                   RankedTensorType type) const {
+  if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape())
+    return llvm::Error::success();
+  const auto &shape = out.type().tensor_type().shape();
+  bool rankOk = shape.dim_size() == type.getRank();
+  for (int d = 0; rankOk && d < shape.dim_size(); ++d) {
+    int64_t expect = -1;
+    if (shape.dim(d).has_dim_value())
+      expect = shape.dim(d).dim_value();
+    else if (auto it = boundDims.find(shape.dim(d).dim_param());
+             it != boundDims.end())
+      expect = it->second;
+    if (expect >= 0 && expect != type.getDimSize(d))
+      rankOk = false;
+  }
+  Type declared = elementType(&ctx, out.type().tensor_type().elem_type());
+  if (declared && declared != type.getElementType()) {
+    std::string want, got;
+    llvm::raw_string_ostream(want) << declared;
+    llvm::raw_string_ostream(got) << type.getElementType();
+    return error("graph output '" + out.name() +
+                 "' is declared with element type " + want +
+                 " but computes " + got);
+  }
+  if (!rankOk)
+    return error("graph output '" + out.name() +
+                 "' is declared with a shape that differs from the "
+                 "computed " +
+                 shapeToString(type.getShape()));
+  return llvm::Error::success();
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
+  const onnx::GraphProto &graph = model.graph();
+  auto order = checkGraph(graph, path);
+  if (!order)
+    return order.takeError();
+  if (auto err = checkSupported())
+    return std::move(err);
+  if (auto err = bindDims())
+    return std::move(err);
+
+  // Capture op diagnostics so converters can report them with the node.
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Warning)
+      return failure(); // a converter's warning: the caller's handler
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      lastDiagnostic = diag.str();
+    return success();
+  });
+
+  Location fileLoc = FileLineColLoc::get(&ctx, path, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  module->getOperation()->setAttr(SmpDialect::kSourceAttr,
+                                  builder.getStringAttr(path));
+  module->getOperation()->setAttr(SmpDialect::kOpsetAttr,
+                                  builder.getI64IntegerAttr(opset));
+  if (!graph.name().empty())
+    module->setSymName(graph.name());
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc, "main",
+                                   builder.getFunctionType({}, {}));
+  Block *body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  if (auto err = declareArguments(body, fileLoc, argTypes, argAttrs))
+    return std::move(err);
+  if (auto err = convertNodes(*order, fileLoc))
+    return std::move(err);
+  if (auto err = checkPaddingApplied())
+    return std::move(err);
 
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
@@ -431,34 +486,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
       return error("graph output: " + llvm::toString(v.takeError()));
     auto type = cast<RankedTensorType>(v->getType());
     // A declared static shape must agree with what the graph computes.
-    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape()) {
-      const auto &shape = out.type().tensor_type().shape();
-      bool rankOk = shape.dim_size() == type.getRank();
-      for (int d = 0; rankOk && d < shape.dim_size(); ++d) {
-        int64_t expect = -1;
-        if (shape.dim(d).has_dim_value())
-          expect = shape.dim(d).dim_value();
-        else if (auto it = boundDims.find(shape.dim(d).dim_param());
-                 it != boundDims.end())
-          expect = it->second;
-        if (expect >= 0 && expect != type.getDimSize(d))
-          rankOk = false;
-      }
-      Type declared = elementType(&ctx, out.type().tensor_type().elem_type());
-      if (declared && declared != type.getElementType()) {
-        std::string want, got;
-        llvm::raw_string_ostream(want) << declared;
-        llvm::raw_string_ostream(got) << type.getElementType();
-        return error("graph output '" + out.name() +
-                     "' is declared with element type " + want +
-                     " but computes " + got);
-      }
-      if (!rankOk)
-        return error("graph output '" + out.name() +
-                     "' is declared with a shape that differs from the "
-                     "computed " +
-                     shapeToString(type.getShape()));
-    }
+    if (auto err = checkDeclaredOutput(out, type))
+      return std::move(err);
     results.push_back(*v);
     resultTypes.push_back(type);
     resultAttrs.push_back(builder.getDictionaryAttr(builder.getNamedAttr(

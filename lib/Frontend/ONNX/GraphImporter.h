@@ -47,9 +47,21 @@ public:
                               const llvm::Twine &what) const;
 
 private:
-  llvm::Error declareInputs(llvm::SmallVectorImpl<mlir::Type> &argTypes,
-                            llvm::SmallVectorImpl<mlir::NamedAttribute> &
-                                argAttrs);
+  /// Adds @main's arguments to `body`: the graph inputs (or the values
+  /// given for them), then the used initializers (parameters, or constants
+  /// when small), with their types and attributes.
+  llvm::Error
+  declareArguments(mlir::Block *body, mlir::Location loc,
+                   llvm::SmallVectorImpl<mlir::Type> &argTypes,
+                   llvm::SmallVectorImpl<mlir::DictionaryAttr> &argAttrs);
+  /// Converts the graph's nodes in `order`; notes outputs not produced.
+  llvm::Error convertNodes(llvm::ArrayRef<int> order, mlir::Location loc);
+  /// An error for a --padding-row that no Gather kept.
+  llvm::Error checkPaddingApplied() const;
+  /// An error where graph output `out` declares a static shape or element
+  /// type that differs from the computed `type`.
+  llvm::Error checkDeclaredOutput(const onnx::ValueInfoProto &out,
+                                  mlir::RankedTensorType type) const;
   llvm::Expected<mlir::RankedTensorType>
   valueInfoType(const onnx::ValueInfoProto &info, llvm::StringRef what);
   llvm::Error checkSupported() const;

@@ -308,140 +308,127 @@ std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
   return found;
 }
 
-} // namespace
-
-std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
-  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
-    if (k == key)
-      return v;
-  return "";
-}
-
-llvm::Expected<std::vector<ParamOrigin>>
-resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
-                          MLIRContext *ctx, const ImportOptions &options,
-                          std::vector<std::string> &warnings) {
-  onnx::GraphProto &g = *model.mutable_graph();
-  // The dynamo exporter's graph signature (empty for other files), read once.
-  const std::map<std::string, std::string> signature = signatureParams(g);
-  std::vector<ParamOrigin> origins;
-  if (options.training) {
-    if (auto err = refuseFoldedBatchNorms(g, path))
-      return std::move(err);
-    if (auto err = restoreRemovedBiases(g, path, signature, origins))
-      return std::move(err);
-  }
-  std::string modelDir = llvm::sys::path::parent_path(path).str();
-  std::set<std::string> frozenFolds;
-  if (options.training)
-    if (auto err = resolveFoldedParameters(g, path, signature, origins,
-                                           warnings, frozenFolds, ctx,
-                                           modelDir))
-      return std::move(err);
+/// The steps of resolveSharedInitializers on one graph, with what they share:
+/// the float initializers that become parameters and the origins found.
+struct SharedInitializers {
+  onnx::GraphProto &g;
+  llvm::StringRef path;
+  const std::map<std::string, std::string> &signature;
+  std::vector<ParamOrigin> &origins;
+  std::vector<std::string> &warnings;
   llvm::StringSet<> tie, untie;
-  for (const auto &n : options.tie)
-    tie.insert(n);
-  for (const auto &n : options.untie)
-    untie.insert(n);
-
   // The float initializers that become parameters, with their bytes.
   std::vector<Init> inits;
   llvm::StringMap<size_t> byName;
   llvm::StringSet<> allInits;
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    const auto &t = g.initializer(i);
-    allInits.insert(t.name());
-    auto type = checkTensor(ctx, t, modelDir);
-    if (!type)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": " +
-                                         llvm::toString(type.takeError()));
-    if (!isa<FloatType>(type->getElementType()) || type->getNumElements() <= 1)
-      continue;
-    auto bytes = readTensorBytes(t, *type, modelDir);
-    if (!bytes)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path + ": " +
-                                         llvm::toString(bytes.takeError()));
-    Init in;
-    in.index = i;
-    in.name = t.name();
-    in.dims.assign(type->getShape().begin(), type->getShape().end());
-    in.elementSize = elementSize(t.data_type());
-    in.bytes = std::move(*bytes);
-    in.constant = true;
-    for (size_t k = in.elementSize; k < in.bytes.size(); k += in.elementSize)
-      if (std::memcmp(&in.bytes[k], in.bytes.data(), in.elementSize) != 0) {
-        in.constant = false;
-        break;
-      }
-    in.infinite = holdsInfinity(in.bytes, in.elementSize);
-    byName[in.name] = inits.size();
-    inits.push_back(std::move(in));
-  }
-  for (const auto &n : options.tie)
-    if (!allInits.count(n))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
-  // 0. Float initializers holding infinities are buffers (attention masks),
-  // never parameters: they get no gradient. So are constant-valued ones
-  // that the dynamo exporter's graph signature does not list as a
-  // parameter (a folded all-zero attention mask).
-  std::set<std::string> sigTargets;
-  for (const auto &[var, target] : signature)
-    sigTargets.insert(target);
-  for (Init &in : inits) {
-    if (!in.infinite && in.constant && !sigTargets.empty() &&
-        !sigTargets.count(in.name))
-      in.infinite = true; // a buffer: kept out of the rules below
-    if (frozenFolds.count(in.name))
-      in.infinite = true; // a value folded from buffers (rotary tables)
-    if (in.infinite)
-      origins.push_back({in.name, in.name, "buffer", false, {}});
+  /// Reads the float initializers that become parameters into `inits`.
+  llvm::Error readInits(MLIRContext *ctx, const std::string &modelDir) {
+    for (int i = 0; i < g.initializer_size(); ++i) {
+      const auto &t = g.initializer(i);
+      allInits.insert(t.name());
+      auto type = checkTensor(ctx, t, modelDir);
+      if (!type)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       path + ": " +
+                                           llvm::toString(type.takeError()));
+      if (!isa<FloatType>(type->getElementType()) || type->getNumElements() <= 1)
+        continue;
+      auto bytes = readTensorBytes(t, *type, modelDir);
+      if (!bytes)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       path + ": " +
+                                           llvm::toString(bytes.takeError()));
+      Init in;
+      in.index = i;
+      in.name = t.name();
+      in.dims.assign(type->getShape().begin(), type->getShape().end());
+      in.elementSize = elementSize(t.data_type());
+      in.bytes = std::move(*bytes);
+      in.constant = true;
+      for (size_t k = in.elementSize; k < in.bytes.size(); k += in.elementSize)
+        if (std::memcmp(&in.bytes[k], in.bytes.data(), in.elementSize) != 0) {
+          in.constant = false;
+          break;
+        }
+      in.infinite = holdsInfinity(in.bytes, in.elementSize);
+      byName[in.name] = inits.size();
+      inits.push_back(std::move(in));
+    }
+    return llvm::Error::success();
   }
-  auto copyInitializer = [&](const Init &from, const std::string &name) {
+
+  /// 0. Float initializers holding infinities are buffers (attention masks),
+  /// never parameters: they get no gradient. So are constant-valued ones
+  /// that the dynamo exporter's graph signature does not list as a
+  /// parameter (a folded all-zero attention mask).
+  void markBuffers(const std::set<std::string> &frozenFolds) {
+    std::set<std::string> sigTargets;
+    for (const auto &[var, target] : signature)
+      sigTargets.insert(target);
+    for (Init &in : inits) {
+      if (!in.infinite && in.constant && !sigTargets.empty() &&
+          !sigTargets.count(in.name))
+        in.infinite = true; // a buffer: kept out of the rules below
+      if (frozenFolds.count(in.name))
+        in.infinite = true; // a value folded from buffers (rotary tables)
+      if (in.infinite)
+        origins.push_back({in.name, in.name, "buffer", false, {}});
+    }
+  }
+
+  void copyInitializer(const Init &from, const std::string &name) {
     onnx::TensorProto *copy = g.add_initializer();
     *copy = g.initializer(from.index);
     copy->set_name(name);
     allInits.insert(name);
-  };
-
-  // 1. `b = Identity(a)` of a parameter: the exporter merged b into a.
-  // (Node indices stay those of the file until step 2 is done: the artifact
-  // records them for --save-onnx.)
-  std::set<int> dropNodes;
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto &n = g.node(i);
-    if (n.op_type() != "Identity" || !isDefaultDomain(n.domain()) ||
-        n.input_size() != 1 || n.output_size() != 1)
-      continue;
-    auto it = byName.find(n.input(0));
-    const std::string &out = n.output(0);
-    if (it == byName.end() || out.empty() || allInits.count(out) ||
-        tie.count(out) || tie.count(n.input(0)))
-      continue;
-    copyInitializer(inits[it->second], out);
-    origins.push_back({out, n.input(0), "identity", false, {}});
-    dropNodes.insert(i);
   }
 
-  // 2. One constant-valued initializer read by several nodes: the dynamo
-  // exporter merged equal fresh tensors (norm weights, zero biases). Where
-  // its metadata names the PyTorch parameter each node read, the nodes are
-  // grouped by it (exact: an ALBERT-style shared norm stays one parameter);
-  // otherwise each node gets its own parameter and a warning says how to
-  // keep them shared.
-  std::map<std::string, std::vector<std::pair<int, int>>> readers;
-  for (int i = 0; i < g.node_size(); ++i)
-    for (int k = 0; k < g.node(i).input_size(); ++k)
-      if (!dropNodes.count(i) && byName.count(g.node(i).input(k)))
-        readers[g.node(i).input(k)].push_back({i, k});
-  llvm::StringSet<> graphOutputs;
-  for (const auto &o : g.output())
-    graphOutputs.insert(o.name());
-  for (auto &[name, uses] : readers) {
+  /// 1. `b = Identity(a)` of a parameter: the exporter merged b into a.
+  /// (Node indices stay those of the file until step 2 is done: the artifact
+  /// records them for --save-onnx.) Returns the Identity nodes to drop.
+  std::set<int> splitIdentities() {
+    std::set<int> dropNodes;
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto &n = g.node(i);
+      if (n.op_type() != "Identity" || !isDefaultDomain(n.domain()) ||
+          n.input_size() != 1 || n.output_size() != 1)
+        continue;
+      auto it = byName.find(n.input(0));
+      const std::string &out = n.output(0);
+      if (it == byName.end() || out.empty() || allInits.count(out) ||
+          tie.count(out) || tie.count(n.input(0)))
+        continue;
+      copyInitializer(inits[it->second], out);
+      origins.push_back({out, n.input(0), "identity", false, {}});
+      dropNodes.insert(i);
+    }
+    return dropNodes;
+  }
+
+  /// 2. One constant-valued initializer read by several nodes: the dynamo
+  /// exporter merged equal fresh tensors (norm weights, zero biases). Where
+  /// its metadata names the PyTorch parameter each node read, the nodes are
+  /// grouped by it (exact: an ALBERT-style shared norm stays one parameter);
+  /// otherwise each node gets its own parameter and a warning says how to
+  /// keep them shared.
+  void splitMergedConstants(const std::set<int> &dropNodes) {
+    std::map<std::string, std::vector<std::pair<int, int>>> readers;
+    for (int i = 0; i < g.node_size(); ++i)
+      for (int k = 0; k < g.node(i).input_size(); ++k)
+        if (!dropNodes.count(i) && byName.count(g.node(i).input(k)))
+          readers[g.node(i).input(k)].push_back({i, k});
+    llvm::StringSet<> graphOutputs;
+    for (const auto &o : g.output())
+      graphOutputs.insert(o.name());
+    for (auto &[name, uses] : readers)
+      splitMergedConstant(name, uses, graphOutputs);
+  }
+
+  /// Step 2 for initializer `name`, read at `uses` (node, input).
+  void splitMergedConstant(const std::string &name,
+                           const std::vector<std::pair<int, int>> &uses,
+                           const llvm::StringSet<> &graphOutputs) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
     for (auto [node, k] : uses)
@@ -449,7 +436,7 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
         nodes.push_back(node);
     if (nodes.size() < 2 || !in.constant || in.infinite || tie.count(name) ||
         graphOutputs.count(name))
-      continue;
+      return;
     // The PyTorch parameter behind each reading node, if the metadata says.
     llvm::SmallVector<std::string> owner;
     bool exact = !signature.empty();
@@ -502,92 +489,155 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           " if they are one shared parameter");
   }
 
+  /// 3. Copies of one weight (equal, or its transpose: a tied weight that
+  /// constant folding stored again) are read as that weight. Returns which
+  /// initializers were replaced by a tie.
+  std::vector<bool> tieCopies() {
+    std::multimap<uint64_t, size_t> byHash;
+    for (size_t k = 0; k < inits.size(); ++k)
+      if (!inits[k].constant)
+        byHash.insert({llvm::xxh3_64bits(llvm::StringRef(inits[k].bytes)), k});
+    // Prefer a module's name (not one the exporter made up) as the source.
+    std::vector<size_t> order(inits.size());
+    for (size_t k = 0; k < order.size(); ++k)
+      order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return !generatedName(inits[a].name) && generatedName(inits[b].name);
+    });
+    std::vector<bool> replaced(inits.size(), false);
+    for (size_t a : order) {
+      const Init &src = inits[a];
+      if (src.constant || src.infinite || replaced[a])
+        continue;
+      tieCopy(a, src.bytes, false, byHash, replaced);
+      if (src.dims.size() == 2)
+        tieCopy(a, transposeBytes(src), true, byHash, replaced);
+    }
+    return replaced;
+  }
+
+  /// Ties every initializer that holds `bytes` (inits[a]'s, or their
+  /// transpose) to inits[a]: an Identity or Transpose node makes it.
+  void tieCopy(size_t a, const std::string &bytes, bool transposed,
+               const std::multimap<uint64_t, size_t> &byHash,
+               std::vector<bool> &replaced) {
+    const Init &src = inits[a];
+    auto range = byHash.equal_range(llvm::xxh3_64bits(llvm::StringRef(bytes)));
+    for (auto it = range.first; it != range.second; ++it) {
+      size_t b = it->second;
+      const Init &dst = inits[b];
+      if (b == a || replaced[b] || dst.bytes != bytes ||
+          dst.elementSize != src.elementSize ||
+          g.initializer(dst.index).data_type() !=
+              g.initializer(src.index).data_type())
+        continue;
+      std::vector<int64_t> want = src.dims;
+      if (transposed)
+        std::reverse(want.begin(), want.end());
+      if (dst.dims != want || untie.count(dst.name) || untie.count(src.name))
+        continue;
+      replaced[b] = true;
+      origins.push_back({dst.name, src.name, "tied", transposed, {}});
+      onnx::NodeProto *node = g.add_node();
+      node->set_op_type(transposed ? "Transpose" : "Identity");
+      node->set_name("smp.tie." + dst.name);
+      node->add_input(src.name);
+      node->add_output(dst.name);
+      if (transposed) {
+        auto *perm = node->add_attribute();
+        perm->set_name("perm");
+        perm->set_type(onnx::AttributeProto::INTS);
+        perm->add_ints(1);
+        perm->add_ints(0);
+      }
+      warnings.push_back(
+          "initializer '" + dst.name + "' holds " +
+          (transposed ? "the transpose of" : "a copy of") + " '" + src.name +
+          "' (a tied weight that the exporter stored twice): smp trains "
+          "them as one parameter; pass --untie " + dst.name +
+          " if they are separate");
+    }
+  }
+
+  /// Drops the tied copies' initializers (and their graph-input entries);
+  /// returns their names.
+  llvm::StringSet<> dropTiedCopies(const std::vector<bool> &replaced) {
+    llvm::StringSet<> gone;
+    for (size_t k = 0; k < inits.size(); ++k)
+      if (replaced[k])
+        gone.insert(inits[k].name);
+    if (!gone.empty()) {
+      auto *list = g.mutable_initializer();
+      list->erase(std::remove_if(list->begin(), list->end(),
+                                 [&](const onnx::TensorProto &t) {
+                                   return gone.count(t.name()) != 0;
+                                 }),
+                  list->end());
+      auto *ins = g.mutable_input();
+      ins->erase(std::remove_if(ins->begin(), ins->end(),
+                                [&](const onnx::ValueInfoProto &v) {
+                                  return gone.count(v.name()) != 0;
+                                }),
+                 ins->end());
+    }
+    return gone;
+  }
+};
+
+} // namespace
+
+std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
+  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
+    if (k == key)
+      return v;
+  return "";
+}
+
+llvm::Expected<std::vector<ParamOrigin>>
+resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
+                          MLIRContext *ctx, const ImportOptions &options,
+                          std::vector<std::string> &warnings) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  // The dynamo exporter's graph signature (empty for other files), read once.
+  const std::map<std::string, std::string> signature = signatureParams(g);
+  std::vector<ParamOrigin> origins;
+  if (options.training) {
+    if (auto err = refuseFoldedBatchNorms(g, path))
+      return std::move(err);
+    if (auto err = restoreRemovedBiases(g, path, signature, origins))
+      return std::move(err);
+  }
+  std::string modelDir = llvm::sys::path::parent_path(path).str();
+  std::set<std::string> frozenFolds;
+  if (options.training)
+    if (auto err = resolveFoldedParameters(g, path, signature, origins,
+                                           warnings, frozenFolds, ctx,
+                                           modelDir))
+      return std::move(err);
+  SharedInitializers s{g, path, signature, origins, warnings, {}, {}, {}, {}, {}};
+  for (const auto &n : options.tie)
+    s.tie.insert(n);
+  for (const auto &n : options.untie)
+    s.untie.insert(n);
+
+  if (auto err = s.readInits(ctx, modelDir))
+    return std::move(err);
+  for (const auto &n : options.tie)
+    if (!s.allInits.count(n))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": --tie " + n + ": the model has no initializer '" + n + "'");
+
+  s.markBuffers(frozenFolds);
+  std::set<int> dropNodes = s.splitIdentities();
+  s.splitMergedConstants(dropNodes);
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
     g.mutable_node()->DeleteSubrange(*it, 1);
-
-  // 3. Copies of one weight (equal, or its transpose: a tied weight that
-  // constant folding stored again) are read as that weight.
-  std::multimap<uint64_t, size_t> byHash;
-  for (size_t k = 0; k < inits.size(); ++k)
-    if (!inits[k].constant)
-      byHash.insert({llvm::xxh3_64bits(llvm::StringRef(inits[k].bytes)), k});
-  // Prefer a module's name (not one the exporter made up) as the source.
-  std::vector<size_t> order(inits.size());
-  for (size_t k = 0; k < order.size(); ++k)
-    order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return !generatedName(inits[a].name) && generatedName(inits[b].name);
-  });
-  std::vector<bool> replaced(inits.size(), false);
-  std::vector<std::string> tiedNames;
-  for (size_t a : order) {
-    const Init &src = inits[a];
-    if (src.constant || src.infinite || replaced[a])
-      continue;
-    auto tryCopy = [&](const std::string &bytes, bool transposed) {
-      auto range = byHash.equal_range(llvm::xxh3_64bits(llvm::StringRef(bytes)));
-      for (auto it = range.first; it != range.second; ++it) {
-        size_t b = it->second;
-        const Init &dst = inits[b];
-        if (b == a || replaced[b] || dst.bytes != bytes ||
-            dst.elementSize != src.elementSize ||
-            g.initializer(dst.index).data_type() !=
-                g.initializer(src.index).data_type())
-          continue;
-        std::vector<int64_t> want = src.dims;
-        if (transposed)
-          std::reverse(want.begin(), want.end());
-        if (dst.dims != want || untie.count(dst.name) || untie.count(src.name))
-          continue;
-        replaced[b] = true;
-        origins.push_back({dst.name, src.name, "tied", transposed, {}});
-        onnx::NodeProto *node = g.add_node();
-        node->set_op_type(transposed ? "Transpose" : "Identity");
-        node->set_name("smp.tie." + dst.name);
-        node->add_input(src.name);
-        node->add_output(dst.name);
-        if (transposed) {
-          auto *perm = node->add_attribute();
-          perm->set_name("perm");
-          perm->set_type(onnx::AttributeProto::INTS);
-          perm->add_ints(1);
-          perm->add_ints(0);
-        }
-        warnings.push_back(
-            "initializer '" + dst.name + "' holds " +
-            (transposed ? "the transpose of" : "a copy of") + " '" + src.name +
-            "' (a tied weight that the exporter stored twice): smp trains "
-            "them as one parameter; pass --untie " + dst.name +
-            " if they are separate");
-      }
-    };
-    tryCopy(src.bytes, false);
-    if (src.dims.size() == 2)
-      tryCopy(transposeBytes(src), true);
-  }
-  // Drop the tied copies' initializers (and their graph-input entries).
-  llvm::StringSet<> gone;
-  for (size_t k = 0; k < inits.size(); ++k)
-    if (replaced[k])
-      gone.insert(inits[k].name);
-  if (!gone.empty()) {
-    auto *list = g.mutable_initializer();
-    list->erase(std::remove_if(list->begin(), list->end(),
-                               [&](const onnx::TensorProto &t) {
-                                 return gone.count(t.name()) != 0;
-                               }),
-                list->end());
-    auto *ins = g.mutable_input();
-    ins->erase(std::remove_if(ins->begin(), ins->end(),
-                              [&](const onnx::ValueInfoProto &v) {
-                                return gone.count(v.name()) != 0;
-                              }),
-               ins->end());
-  }
+  llvm::StringSet<> gone = s.dropTiedCopies(s.tieCopies());
   for (const auto &n : options.untie)
     if (!gone.count(n) && !llvm::any_of(origins, [&](const ParamOrigin &o) {
           return o.name == n;
-        }) && !allInits.count(n))
+        }) && !s.allInits.count(n))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           path + ": --untie " + n + ": the model has no initializer '" + n +
