@@ -297,6 +297,50 @@ struct Cli {
   std::vector<std::string> forwarded;
 };
 
+/// The checks of a parsed command line that involve several flags.
+std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) {
+  if (cli.model.empty())
+    return fail("no MODEL.smpx given (see smprun --help)");
+  if (cli.dataDir.empty())
+    return fail("--data DIR is required: one .npy per graph input");
+  if (cli.outDir.empty() && cli.steps == 0)
+    return fail("--output-dir DIR is required (or --steps N to train)");
+  if (!cli.outDir.empty() && cli.steps > 0)
+    return fail("--output-dir is for running the model once (one .npy per "
+                "output); with --steps the losses go to stdout and "
+                "--metrics FILE, the trained model to --save-onnx FILE or "
+                "--checkpoint-dir DIR");
+  if (cli.progress != "auto" && cli.progress != "live" &&
+      cli.progress != "log" && cli.progress != "none")
+    return fail("--progress expects auto, live, log or none, got '" +
+                cli.progress + "'");
+  if (cli.steps == 0) {
+    for (const char *flag :
+         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx", "--metrics",
+          "--tensorboard-dir", "--progress", "--log-every"})
+      if (given.count(flag))
+        return fail(std::string(flag) + " is for training; give --steps N");
+    if (cli.resume)
+      return fail("--resume is for training; give --steps N");
+  }
+  if (given.count("--log-every") &&
+      (cli.progress == "live" || cli.progress == "none"))
+    return fail("--log-every sets the progress log lines; --progress " +
+                cli.progress + " prints none (use --progress log or auto)");
+  if (std::string why; !cli.saveOnnx.empty() && !writable(cli.saveOnnx, why))
+    return fail(cli.saveOnnx + ": cannot write (" + why +
+                "); --save-onnx needs a writable file, checked before "
+                "training starts");
+  if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
+    return fail("--checkpoint-every and --resume need --checkpoint-dir");
+  if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
+    return fail(std::string(cli.resetOptimizer ? "--reset-optimizer"
+                                               : "--reset-data") +
+                " applies to --resume (what to accept from the checkpoint "
+                "resumed); give --resume --checkpoint-dir DIR");
+  return std::nullopt;
+}
+
 /// Parses and checks the flags; returns an exit code when smprun is done
 /// (help, version, an error).
 std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
@@ -409,46 +453,7 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return fail("unexpected argument '" + a + "'");
     }
   }
-  if (cli.model.empty())
-    return fail("no MODEL.smpx given (see smprun --help)");
-  if (cli.dataDir.empty())
-    return fail("--data DIR is required: one .npy per graph input");
-  if (cli.outDir.empty() && cli.steps == 0)
-    return fail("--output-dir DIR is required (or --steps N to train)");
-  if (!cli.outDir.empty() && cli.steps > 0)
-    return fail("--output-dir is for running the model once (one .npy per "
-                "output); with --steps the losses go to stdout and "
-                "--metrics FILE, the trained model to --save-onnx FILE or "
-                "--checkpoint-dir DIR");
-  if (cli.progress != "auto" && cli.progress != "live" &&
-      cli.progress != "log" && cli.progress != "none")
-    return fail("--progress expects auto, live, log or none, got '" +
-                cli.progress + "'");
-  if (cli.steps == 0) {
-    for (const char *flag :
-         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx", "--metrics",
-          "--tensorboard-dir", "--progress", "--log-every"})
-      if (given.count(flag))
-        return fail(std::string(flag) + " is for training; give --steps N");
-    if (cli.resume)
-      return fail("--resume is for training; give --steps N");
-  }
-  if (given.count("--log-every") &&
-      (cli.progress == "live" || cli.progress == "none"))
-    return fail("--log-every sets the progress log lines; --progress " +
-                cli.progress + " prints none (use --progress log or auto)");
-  if (std::string why; !cli.saveOnnx.empty() && !writable(cli.saveOnnx, why))
-    return fail(cli.saveOnnx + ": cannot write (" + why +
-                "); --save-onnx needs a writable file, checked before "
-                "training starts");
-  if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
-    return fail("--checkpoint-every and --resume need --checkpoint-dir");
-  if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
-    return fail(std::string(cli.resetOptimizer ? "--reset-optimizer"
-                                               : "--reset-data") +
-                " applies to --resume (what to accept from the checkpoint "
-                "resumed); give --resume --checkpoint-dir DIR");
-  return std::nullopt;
+  return checkCli(cli, given);
 }
 
 /// A word as a POSIX shell reads it back.
