@@ -338,20 +338,6 @@ struct Execution {
 
   size_t cell(int stage, int mb) const { return static_cast<size_t>(stage) * m + mb; }
 
-  double durationOf(Action::Kind kind) const {
-    switch (kind) {
-    case Action::F:
-      return costs.forward;
-    case Action::B:
-      return costs.backward;
-    case Action::BI:
-      return costs.backwardInput;
-    case Action::BW:
-      return costs.backwardWeight;
-    }
-    return 0.0;
-  }
-
   // Whether the dependency (stage, mb) in `finish` is done; if so, raises
   // *at to the time it is usable on `rank` (its finish time, plus the
   // communication time when another rank produced it).
@@ -411,7 +397,7 @@ struct Execution {
     }
     if (!ok)
       return false;
-    double end = start + durationOf(a.kind);
+    double end = start + costs.of(a.kind);
     size_t c = cell(a.stage, a.microbatch);
     switch (a.kind) {
     case Action::F:
@@ -436,7 +422,7 @@ struct Execution {
     }
     result.startTimes[r][next[r]] = start;
     rankTime[r] = end;
-    result.busyTime += durationOf(a.kind);
+    result.busyTime += costs.of(a.kind);
     result.makespan = std::max(result.makespan, end);
     ++next[r];
     return true;

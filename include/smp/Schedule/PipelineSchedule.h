@@ -104,6 +104,21 @@ struct Costs {
   double backwardInput = 1.0;
   double backwardWeight = 1.0;
   double communication = 0.0;
+
+  /// The duration of an action of `kind`.
+  double of(Action::Kind kind) const {
+    switch (kind) {
+    case Action::F:
+      return forward;
+    case Action::B:
+      return backward;
+    case Action::BI:
+      return backwardInput;
+    case Action::BW:
+      return backwardWeight;
+    }
+    return 0.0;
+  }
 };
 
 struct SimulationResult {

@@ -257,19 +257,6 @@ TEST(SimulatorTest, TimesRespectDependenciesWithUnevenCosts) {
   costs.backwardInput = 1.25;
   costs.backwardWeight = 0.75;
   costs.communication = 0.3;
-  auto duration = [&](const Action &a) {
-    switch (a.kind) {
-    case Action::F:
-      return costs.forward;
-    case Action::B:
-      return costs.backward;
-    case Action::BI:
-      return costs.backwardInput;
-    case Action::BW:
-      return costs.backwardWeight;
-    }
-    return 0.0;
-  };
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
                             ScheduleKind::Interleaved, ScheduleKind::ZeroBubbleH1})
     for (int p : {1, 2, 3, 5, 8})
@@ -296,7 +283,7 @@ TEST(SimulatorTest, TimesRespectDependenciesWithUnevenCosts) {
               const Action &a = s[r][i];
               double start = res.startTimes[r][i];
               ASSERT_GE(start, prevEnd - kEps);
-              prevEnd = start + duration(a);
+              prevEnd = start + costs.of(a.kind);
               fin[a.kind][size_t(a.stage) * m + a.microbatch] = prevEnd;
               makespan = std::max(makespan, prevEnd);
             }
