@@ -71,6 +71,24 @@ def mpirun_in_group(pgid):
     return max(found) if found else None
 
 
+def run_signalled(cmd, k, send):
+    """Runs `cmd` in its own process group, collecting its output, and calls
+    send(proc) once, when its stdout first shows step `k` or later. Returns
+    (stdout, stderr, exit status, whether send was called)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    out, sent = [], False
+    for line in proc.stdout:
+        out.append(line)
+        m = re.match(r"step (\d+) loss", line)
+        if m and int(m.group(1)) >= k and not sent:
+            send(proc)
+            sent = True
+    err = proc.stderr.read()
+    return "".join(out), err, proc.wait(), sent
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--signal", required=True, choices=["INT", "TERM", "USR1"])
@@ -90,34 +108,24 @@ def main():
     metrics, ckpt = option(cmd, "--metrics"), option(cmd, "--checkpoint-dir")
     steps = int(option(cmd, "--steps"))
 
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    out_lines = []
-    sent = False
-    for line in proc.stdout:
-        out_lines.append(line)
-        m = re.match(r"step (\d+) loss", line)
-        if m and int(m.group(1)) >= k and not sent:
-            target = proc.pid
-            if args.target.startswith("scancel:"):
-                job = subprocess.run(["squeue", "-h", "-n", args.target[8:],
-                                      "-o", "%i"], capture_output=True,
-                                     text=True).stdout.split()
-                if len(job) != 1:
-                    fail(f"squeue found jobs {job} named {args.target[8:]}")
-                subprocess.run(["scancel", "--signal=" + args.signal, job[0]],
-                               check=True)
-                sent = True
-                continue
-            if args.target == "mpirun":
-                target = mpirun_in_group(proc.pid)
-                if target is None:
-                    fail("no mpirun in the run's process group")
-            os.kill(target, sig)
-            sent = True
-    err = proc.stderr.read()
-    rc = proc.wait()
-    out = "".join(out_lines)
+    def send(proc):
+        target = proc.pid
+        if args.target.startswith("scancel:"):
+            job = subprocess.run(["squeue", "-h", "-n", args.target[8:],
+                                  "-o", "%i"], capture_output=True,
+                                 text=True).stdout.split()
+            if len(job) != 1:
+                fail(f"squeue found jobs {job} named {args.target[8:]}")
+            subprocess.run(["scancel", "--signal=" + args.signal, job[0]],
+                           check=True)
+            return
+        if args.target == "mpirun":
+            target = mpirun_in_group(proc.pid)
+            if target is None:
+                fail("no mpirun in the run's process group")
+        os.kill(target, sig)
+
+    out, err, rc, sent = run_signalled(cmd, k, send)
     if not sent:
         fail(f"the run ended before step {k} (exit {rc}):\n{out}{err}")
     # What smprun reports: the signal smprun got (SIGUSR1 sent to mpirun is

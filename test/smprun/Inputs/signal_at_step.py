@@ -7,10 +7,12 @@ stdout and stderr and "exit status N". Exits 0 (FileCheck reads the output).
 """
 import argparse
 import os
-import re
 import signal
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "train"))
+from stop_and_resume import run_signalled  # test/train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--signal", required=True)
@@ -19,19 +21,14 @@ ap.add_argument("--twice", action="store_true")
 ap.add_argument("cmd", nargs=argparse.REMAINDER)
 args = ap.parse_args()
 cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                        text=True, start_new_session=True)
-out = []
-sent = False
-for line in proc.stdout:
-    out.append(line)
-    m = re.match(r"step (\d+) loss", line)
-    if m and int(m.group(1)) >= args.step and not sent:
-        os.kill(proc.pid, getattr(signal, "SIG" + args.signal))
-        if args.twice:
-            os.kill(proc.pid, signal.SIGTERM)
-        sent = True
-err = proc.stderr.read()
-rc = proc.wait()
-sys.stdout.write("".join(out) + err)
+
+
+def send(proc):
+    os.kill(proc.pid, getattr(signal, "SIG" + args.signal))
+    if args.twice:
+        os.kill(proc.pid, signal.SIGTERM)
+
+
+out, err, rc, _ = run_signalled(cmd, args.step, send)
+sys.stdout.write(out + err)
 print(f"exit status {rc if rc >= 0 else 128 - rc}")
