@@ -193,10 +193,12 @@ Status resumeRun(Executor &exec, const TrainOptions &options,
   const auto &recorded = info.written.schedule;
   if (options.resetOptimizer) {
     // The rate, kind and warmup are the optimizer's settings the reset
-    // accepts: the artifact's; the decay keeps its length (the artifact's
-    // --decay-steps, else the recorded one) and the global step.
-    schedule = LrSchedule::of(
-        training, recorded ? recorded->decay_steps() : info.totalSteps);
+    // accepts: the artifact's. A cosine decay keeps its length (the
+    // artifact's --decay-steps, else the recorded cosine's; after a constant
+    // rate, which has none, this launch's --steps) and the global step.
+    bool recordedCosine = recorded && recorded->kind() == "cosine";
+    schedule = LrSchedule::of(training, recordedCosine ? recorded->decay_steps()
+                                                       : options.steps);
   } else if (!(s = resumedSchedule(training,
                                    recorded ? &*recorded : nullptr,
                                    info.totalSteps, ckpt, schedule))
