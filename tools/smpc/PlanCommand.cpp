@@ -65,7 +65,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.devices = cmd.devices;
   req.globalBatch = cmd.globalBatch;
   req.device = *device;
-  req.optimizer = cmd.optimizer == "sgd" ? "sgd" : cmd.optimizer;
+  req.optimizer = cmd.optimizer;
   req.dp = cmd.dp;
   req.tp = cmd.tp;
   req.pp = cmd.pp;
