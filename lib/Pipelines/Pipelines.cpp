@@ -10,9 +10,11 @@
 
 using namespace mlir;
 
-void smp::buildRaisePipeline(OpPassManager &pm) {
+void smp::buildRaisePipeline(OpPassManager &pm, bool fuseAttention) {
   pm.addNestedPass<func::FuncOp>(createSmpRaiseNormsPass());
   pm.addNestedPass<func::FuncOp>(createSmpRaiseActivationsPass());
+  if (fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createSmpRaiseAttentionPass());
 }
 
 std::string smp::TrainingPipelineOptions::crossEntropyLogits(
@@ -243,8 +245,9 @@ struct TrainPipelineCLOptions
 void smp::registerPipelines() {
   PassPipelineRegistration<>(
       "smp-raise",
-      "Raise decomposed layer-norm, RMS-norm, GELU and SiLU chains to smp ops",
-      buildRaisePipeline);
+      "Raise decomposed layer-norm, RMS-norm, GELU and SiLU chains to smp ops "
+      "and fuse attention",
+      [](OpPassManager &pm) { buildRaisePipeline(pm); });
   PassPipelineRegistration<TrainPipelineCLOptions>(
       "smp-train-pipeline",
       "The training pipeline of smpc compile --train (tensor parallelism, "

@@ -33,6 +33,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--tie", Kind::Repeated},
     {"--untie", Kind::Repeated},
     {"--no-raise", Kind::Switch},
+    {"--no-fuse-attention", Kind::Switch},
     {"--train", Kind::Switch},
     {"--loss", Kind::Value},
     {"--optimizer", Kind::Value},

@@ -61,7 +61,11 @@ OPTIONS
   --dim NAME=VALUE     Bind the symbolic dim NAME (ONNX dim_param) to VALUE.
                        smp compiles static shapes: every symbolic dim of the
                        model's inputs must be bound. Repeatable.
-  --no-raise           Keep decomposed layer-norm/GELU chains as imported.
+  --no-raise           Keep decomposed layer-norm/GELU chains as imported
+                       (attention too).
+  --no-fuse-attention  Keep attention chains (matmul, scale, mask, softmax,
+                       matmul) as imported instead of one smp.attention op
+                       that never holds the [seq, seq] scores.
   --tie NAME           Keep initializer NAME shared by every node that reads
                        it (smp gives each reader of a constant-valued
                        initializer its own parameter: exporters merge equal

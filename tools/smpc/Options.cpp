@@ -432,6 +432,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     return failFlag(exit, "--emit supports only --emit=mlir");
   } else if (a == "--no-raise") {
     opts.import.raise = false;
+  } else if (a == "--no-fuse-attention") {
+    opts.import.fuseAttention = false;
   } else {
     return false;
   }

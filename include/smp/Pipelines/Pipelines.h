@@ -19,9 +19,10 @@
 namespace smp {
 
 /// Raises the decomposed chains exporters write (layer norm, RMS norm, GELU,
-/// SiLU) into smp ops. The ONNX importer runs it after conversion; smp-opt
+/// SiLU) into smp ops and, with `fuseAttention`, attention chains into
+/// smp.attention. The ONNX importer runs it after conversion; smp-opt
 /// exposes it as `smp-raise`.
-void buildRaisePipeline(mlir::OpPassManager &pm);
+void buildRaisePipeline(mlir::OpPassManager &pm, bool fuseAttention = true);
 
 /// The phases of the training pipeline, in the order they run. The planner
 /// builds some of them alone (tensor parallelism on a copy it profiles, the

@@ -499,10 +499,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> GraphImporter::run() {
   func.setAllArgAttrs(argAttrs);
   func.setAllResultAttrs(resultAttrs);
 
-  PassManager pm(&ctx);
-  if (options.raise)
-    buildRaisePipeline(pm);
-  if (failed(pm.run(*module)) || failed(verify(*module)))
+  if (failed(verify(*module)))
     return error("internal error: imported IR does not verify: " +
                  lastDiagnostic);
   return module;
@@ -548,6 +545,16 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
   if (!module)
     return oneLine(module.takeError());
   recordParamOrigins(**module, *origins);
+  // Raised after the parameters are known: a mask that needs no gradient
+  // (a frozen buffer) may be fused into smp.attention.
+  if (options.raise) {
+    PassManager pm(&context);
+    buildRaisePipeline(pm, options.fuseAttention);
+    if (failed(pm.run(**module)))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": internal error: raising the "
+                                            "imported IR failed");
+  }
   return module;
 }
 

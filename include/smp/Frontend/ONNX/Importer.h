@@ -24,6 +24,9 @@ struct ImportOptions {
   llvm::StringMap<int64_t> dims;
   /// Run the raising passes (layer norm, GELU, ...) after import.
   bool raise = true;
+  /// With `raise`: fuse attention chains into smp.attention
+  /// (`--no-fuse-attention` keeps them as imported).
+  bool fuseAttention = true;
   /// If positive, the value of the batch dims: every symbolic dim that is
   /// the leading dim of some graph input (and wherever else that name
   /// appears). This is one rank's micro-batch: `globalBatch / batchSplit`.

@@ -8,6 +8,7 @@ void smp::registerOpModels(mlir::DialectRegistry &registry) {
   registerElementwiseOpModels(registry);
   registerLinalgOpModels(registry);
   registerNormOpModels(registry);
+  registerAttentionOpModels(registry);
   registerLossOpModels(registry);
   registerConvOpModels(registry);
   registerDataMovementOpModels(registry);

@@ -779,4 +779,6 @@ def Smp_PrefetchOp : Smp_Op<"prefetch", [SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+include "smp/Dialect/Smp/IR/SmpAttentionOps.td"
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_TD

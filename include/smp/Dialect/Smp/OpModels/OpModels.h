@@ -23,6 +23,7 @@ void registerOpModels(mlir::DialectRegistry &registry);
 void registerElementwiseOpModels(mlir::DialectRegistry &registry);
 void registerLinalgOpModels(mlir::DialectRegistry &registry);
 void registerNormOpModels(mlir::DialectRegistry &registry);
+void registerAttentionOpModels(mlir::DialectRegistry &registry);
 void registerLossOpModels(mlir::DialectRegistry &registry);
 void registerConvOpModels(mlir::DialectRegistry &registry);
 void registerDataMovementOpModels(mlir::DialectRegistry &registry);

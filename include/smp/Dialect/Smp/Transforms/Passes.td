@@ -27,6 +27,24 @@ def SmpRaiseActivationsPass
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpRaiseAttentionPass
+    : Pass<"smp-raise-attention", "mlir::func::FuncOp"> {
+  let summary = "Fuse scaled-dot-product attention chains into smp.attention";
+  let description = [{
+    Rewrites `matmul(softmax(scale * q k^T [+ mask]), v)` into
+    `smp.attention`, which never materialises the [S, Sk] scores. Matches the
+    forms exporters write: the scale on the scores or split over q and k
+    (PyTorch's `scaled_dot_product_attention` export), k^T as a transpose
+    (or reshape-transpose-reshape) of k, additive float masks and boolean
+    masks applied with `where(cond, -inf, s)`, and the export's guard that
+    turns a fully masked row's NaN into 0. A chain whose scores, mask or
+    probabilities are used elsewhere, whose mask depends on a trainable
+    parameter (it would need a gradient) or whose shapes broadcast stays
+    unfused, as imported.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 // The training step, built by the passes below in this order (see
 // lib/Dialect/Smp/Transforms/TrainStepContract.h for the IR between them;
 // smp::buildTrainingPipeline adds them from the typed plan).

@@ -1,0 +1,62 @@
+//===- SmpAttentionOps.td - Fused attention ----------------*- tablegen -*-===//
+//
+// Scaled-dot-product attention as one op, forward and backward, so that no
+// pass and no kernel materialises the [S, Sk] score matrix per head. Included
+// by SmpOps.td (it uses its tensor constraints and Smp_Op).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_DIALECT_SMP_IR_SMPATTENTIONOPS_TD
+#define SMP_DIALECT_SMP_IR_SMPATTENTIONOPS_TD
+
+def Smp_AttentionOp : Smp_Op<"attention", [Pure, InferTypeOpAdaptor]> {
+  let summary = "softmax(scale * q k^T [+ mask]) v without the score matrix";
+  let description = [{
+    `q` is `[B, Hq, S, D]`, `k` is `[B, Hkv, Sk, D]`, `v` is `[B, Hkv, Sk, Dv]`
+    with `Hq` a multiple of `Hkv` (grouped-query and multi-query attention:
+    query head `h` reads key/value head `h / (Hq / Hkv)`). `mask`, when
+    given, is rank 4 with each dim 1 or the size of `[B, Hq, S, Sk]`: `i1`
+    (true: the query may attend the key, as PyTorch's boolean `attn_mask`) or
+    q's float type (added to the scaled scores). `causal` excludes key `j`
+    for query `i` when `j > i` (top-left aligned, PyTorch's `is_causal`).
+
+    Results: the output `[B, Hq, S, Dv]` and the log-sum-exp of each query's
+    scores `[B, Hq, S]` in f32, which the backward uses to recompute the
+    probabilities. A query with no key allowed gets 0 and log-sum-exp -inf
+    (the unfused graph would give NaN).
+  }];
+  let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
+                   Smp_FloatTensor:$value, Optional<Smp_Tensor>:$mask,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Smp_FloatTensor:$result, Smp_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_AttentionGradOp : Smp_Op<"attention_grad", [Pure,
+                                                    InferTypeOpAdaptor]> {
+  let summary = "Gradients of attention: (dq, dk, dv)";
+  let description = [{
+    From the forward's operands, its output and log-sum-exp and the output's
+    gradient `grad`: the gradients of the query, key and value
+    (FlashAttention-2's backward: the probabilities are recomputed block by
+    block from the log-sum-exp). A float mask gets no gradient: the compiler
+    fuses only masks that need none.
+  }];
+  let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
+                   Smp_FloatTensor:$value, Smp_FloatTensor:$output,
+                   Smp_FloatTensor:$lse, Smp_FloatTensor:$grad,
+                   Optional<Smp_Tensor>:$mask, F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Smp_FloatTensor:$query_grad, Smp_FloatTensor:$key_grad,
+                      Smp_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $grad (`,` $mask^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // SMP_DIALECT_SMP_IR_SMPATTENTIONOPS_TD

@@ -1,0 +1,117 @@
+//===- SmpAttentionOps.cpp - attention and attention_grad ------------------===//
+//
+// Type inference, which is the verifier: the shapes of q, k, v and the mask
+// (see SmpAttentionOps.td), checked once for the forward and the backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Checks q [B, Hq, S, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] and the
+/// mask; returns the output's type [B, Hq, S, Dv].
+FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
+                                          StringRef name, Value q, Value k,
+                                          Value v, Value mask) {
+  auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
+  for (auto [what, t] : {std::pair{"query", qt}, {"key", kt}, {"value", vt}})
+    if (t.getRank() != 4)
+      return emitOptionalError(loc, "'smp.", name, "' ", what,
+                               " must be rank 4 [batch, heads, seq, head_dim], "
+                               "got ",
+                               t);
+  if (kt.getElementType() != qt.getElementType() ||
+      vt.getElementType() != qt.getElementType())
+    return emitOptionalError(loc, "'smp.", name,
+                             "' query, key and value must share one element "
+                             "type, got ",
+                             qt, ", ", kt, ", ", vt);
+  auto qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
+  if (ks[0] != qs[0] || vs[0] != qs[0])
+    return emitOptionalError(loc, "'smp.", name,
+                             "' batch sizes differ: query ", qt, ", key ", kt,
+                             ", value ", vt);
+  if (vs[1] != ks[1] || vs[2] != ks[2])
+    return emitOptionalError(loc, "'smp.", name, "' key ", kt, " and value ",
+                             vt, " must have the same heads and length");
+  if (ks[3] != qs[3])
+    return emitOptionalError(loc, "'smp.", name, "' key ", kt,
+                             " must have the query's head dim ", qs[3]);
+  if (ks[1] <= 0 || qs[1] % ks[1] != 0)
+    return emitOptionalError(loc, "'smp.", name, "' query heads ", qs[1],
+                             " are not a multiple of the key/value heads ",
+                             ks[1]);
+  if (mask) {
+    auto mt = rankedType(mask);
+    Type et = mt.getElementType();
+    if (!et.isInteger(1) && et != qt.getElementType())
+      return emitOptionalError(loc, "'smp.", name,
+                               "' mask must be i1 or the query's element "
+                               "type, got ",
+                               mt);
+    int64_t full[4] = {qs[0], qs[1], qs[2], ks[2]};
+    bool ok = mt.getRank() == 4;
+    for (int64_t i = 0; ok && i < 4; ++i)
+      ok = mt.getDimSize(i) == 1 || mt.getDimSize(i) == full[i];
+    if (!ok)
+      return emitOptionalError(
+          loc, "'smp.", name, "' mask ", mt,
+          " must be rank 4 with each dim 1 or that of [batch, heads, seq, "
+          "key seq] = [",
+          full[0], ", ", full[1], ", ", full[2], ", ", full[3], "]");
+  }
+  return RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]},
+                               qt.getElementType());
+}
+
+RankedTensorType lseType(RankedTensorType out) {
+  return RankedTensorType::get(out.getShape().take_front(3),
+                               Float32Type::get(out.getContext()));
+}
+
+} // namespace
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            AttentionOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto out = checkOperands(loc, "attention", adaptor.getQuery(),
+                           adaptor.getKey(), adaptor.getValue(),
+                           adaptor.getMask());
+  if (failed(out))
+    return failure();
+  results.push_back(*out);
+  results.push_back(lseType(*out));
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, AttentionGradOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  auto out = checkOperands(loc, "attention_grad", adaptor.getQuery(),
+                           adaptor.getKey(), adaptor.getValue(),
+                           adaptor.getMask());
+  if (failed(out))
+    return failure();
+  for (auto [what, v, want] :
+       {std::tuple{"output", adaptor.getOutput(), *out},
+        {"grad", adaptor.getGrad(), *out},
+        {"lse", adaptor.getLse(), lseType(*out)}})
+    if (rankedType(v) != want)
+      return emitOptionalError(loc, "'smp.attention_grad' ", what, " ",
+                               v.getType(), " must be ", want);
+  results.push_back(rankedType(adaptor.getQuery()));
+  results.push_back(rankedType(adaptor.getKey()));
+  results.push_back(rankedType(adaptor.getValue()));
+  return success();
+}

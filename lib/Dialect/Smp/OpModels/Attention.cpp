@@ -1,0 +1,134 @@
+//===- Attention.cpp - Op models of attention and attention_grad ----------===//
+//
+// The fused attention op: its gradient (attention_grad, which recomputes the
+// probabilities from the saved log-sum-exp), its cost (the FLOPs of the key
+// pairs a query may attend and the bytes of q, k, v, the output and the
+// statistics: no score matrix) and its sharding rule (split by heads).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpModelSupport.h"
+
+using namespace mlir;
+
+namespace smp {
+
+//===----------------------------------------------------------------------===//
+// Gradients
+//===----------------------------------------------------------------------===//
+
+SMP_VJP(AttentionOp) {
+  if (gy.size() > 1 && gy[1])
+    return op.emitOpError("the log-sum-exp result has a gradient; only the "
+                          "output may be differentiated");
+  if (!gy[0])
+    return success();
+  if (op.getMask() && need[3])
+    return op.emitOpError("the mask needs a gradient, which fused attention "
+                          "does not compute (a trainable bias must stay "
+                          "unfused)");
+  auto grads = AttentionGradOp::create(
+      b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+      op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
+      op.getCausalAttr());
+  gx[0] = grads.getQueryGrad();
+  gx[1] = grads.getKeyGrad();
+  gx[2] = grads.getValueGrad();
+  return success();
+}
+
+} // namespace smp
+
+namespace {
+
+using namespace smp;
+
+//===----------------------------------------------------------------------===//
+// Costs
+//===----------------------------------------------------------------------===//
+
+/// The (query, key) pairs of one head that take part: all S x Sk, or with
+/// `causal` the keys j <= i of each query i.
+double attendedPairs(int64_t s, int64_t sk, bool causal) {
+  if (!causal)
+    return static_cast<double>(s) * static_cast<double>(sk);
+  double pairs = 0;
+  int64_t full = std::min(s, sk); // queries 0..full-1 see i + 1 keys
+  pairs += static_cast<double>(full) * static_cast<double>(full + 1) / 2;
+  pairs += static_cast<double>(s - full) * static_cast<double>(sk);
+  return pairs;
+}
+
+/// FLOPs per attended pair, and the shapes they scale with.
+template <typename OpT> OpCost attentionCostOf(Operation *op, double dMul,
+                                                double dvMul) {
+  auto a = cast<OpT>(op);
+  ArrayRef<int64_t> q = shapeOf(a.getQuery()), v = shapeOf(a.getValue());
+  double pairs = static_cast<double>(q[0]) * static_cast<double>(q[1]) *
+                 attendedPairs(q[2], shapeOf(a.getKey())[2], a.getCausal());
+  OpCost c = streaming(op, 0);
+  c.flops = pairs * (dMul * static_cast<double>(q[3]) +
+                     dvMul * static_cast<double>(v[3]));
+  c.matrix = true;
+  return c;
+}
+
+/// Forward: q.k (2 D FLOPs a pair) and p.v (2 Dv).
+OpCost attentionCost(Operation *op) {
+  return attentionCostOf<AttentionOp>(op, 2, 2);
+}
+
+/// Backward in two passes, both recomputing the scores: dk and dv (q.k, do.v,
+/// p^T do, ds^T q: 4 D + 4 Dv) and dq (q.k, do.v, ds k: 4 D + 2 Dv).
+OpCost attentionGradCost(Operation *op) {
+  return attentionCostOf<AttentionGradOp>(op, 8, 6);
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding rule
+//===----------------------------------------------------------------------===//
+
+/// Split by heads (dim 1 of every operand and result): each rank attends its
+/// query heads with their key/value heads. A mask broadcast over the heads is
+/// read whole; a per-head mask is split alike.
+struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
+  LogicalResult
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+                      function_ref<bool(Value)>,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    auto a = cast<AttentionOp>(op);
+    if (result != a.getResult() || s.dim != 1 || s.blocks != 1)
+      return failure();
+    for (int i = 0; i < 3; ++i)
+      layouts.push_back(TpOperandLayout::split({1, 1}));
+    if (Value mask = a.getMask())
+      layouts.push_back(shapeOf(mask)[1] == 1
+                            ? TpOperandLayout::whole()
+                            : TpOperandLayout::split({1, 1}));
+    return success();
+  }
+
+  /// The log-sum-exp [B, H, S] is split by heads with the output.
+  void shrinkForTp(Operation *op, OpResult, TpShard, int64_t tp) const {
+    Value lse = cast<AttentionOp>(op).getLse();
+    auto t = cast<RankedTensorType>(lse.getType());
+    SmallVector<int64_t> shape(t.getShape());
+    shape[1] /= tp;
+    lse.setType(t.clone(shape));
+  }
+};
+
+} // namespace
+
+namespace smp {
+
+void registerAttentionOpModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
+    attach<GradientModel, AttentionOp>(ctx);
+    attach<CostFn<attentionCost>::Model, AttentionOp>(ctx);
+    attach<CostFn<attentionGradCost>::Model, AttentionGradOp>(ctx);
+    AttentionOp::attachInterface<AttentionTpRule>(*ctx);
+  });
+}
+
+} // namespace smp

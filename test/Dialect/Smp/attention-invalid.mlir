@@ -1,0 +1,81 @@
+// The verifier of smp.attention and smp.attention_grad (SmpAttentionOps.cpp).
+// RUN: smp-opt %s -split-input-file -verify-diagnostics
+
+func.func @rank(%q: tensor<4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) {
+  // expected-error @+2 {{'smp.attention' query must be rank 4 [batch, heads, seq, head_dim], got 'tensor<4x8x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @heads(%q: tensor<2x6x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) {
+  // expected-error @+2 {{'smp.attention' query heads 6 are not a multiple of the key/value heads 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x6x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x6x8x16xf32>, tensor<2x6x8xf32>)
+  return
+}
+
+// -----
+
+func.func @head_dim(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x32xf32>, %v: tensor<2x4x8x32xf32>) {
+  // expected-error @+2 {{'smp.attention' key 'tensor<2x4x8x32xf32>' must have the query's head dim 16}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>) -> (tensor<2x4x8x32xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @key_value(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x9x16xf32>) {
+  // expected-error @+2 {{'smp.attention' key 'tensor<2x4x8x16xf32>' and value 'tensor<2x4x9x16xf32>' must have the same heads and length}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x9x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @batch(%q: tensor<2x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) {
+  // expected-error @+2 {{'smp.attention' batch sizes differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @element_type(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xbf16>, %v: tensor<2x4x8x16xf32>) {
+  // expected-error @+2 {{'smp.attention' query, key and value must share one element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @mask_shape(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %m: tensor<2x2x8x8xi1>) {
+  // expected-error @+2 {{'smp.attention' mask 'tensor<2x2x8x8xi1>' must be rank 4 with each dim 1 or that of [batch, heads, seq, key seq] = [2, 4, 8, 8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x2x8x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @mask_type(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %m: tensor<1x1x8x8xi64>) {
+  // expected-error @+2 {{'smp.attention' mask must be i1 or the query's element type, got 'tensor<1x1x8x8xi64>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<1x1x8x8xi64>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @grad_lse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x16xf32>, %l: tensor<2x4x8xbf16>, %g: tensor<2x4x8x16xf32>) {
+  // expected-error @+2 {{'smp.attention_grad' lse 'tensor<2x4x8xbf16>' must be 'tensor<2x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %g {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xbf16>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+  return
+}

@@ -1,0 +1,148 @@
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-raise-attention))' | FileCheck %s
+// RUN: smp-opt %s -split-input-file -smp-raise | FileCheck %s
+
+// A hand-written GPT attention: k^T as one transpose of the split heads, the
+// scale on the scores, a causal buffer applied as where(mask == 0, -inf, s).
+// CHECK-LABEL: func.func @gpt
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K4:.*]]: tensor<2x8x4x16xf32>, %[[V:.*]]: tensor<2x4x8x16xf32>, %[[B:.*]]: tensor<1x1x8x8xf32>
+// CHECK-DAG: %[[K:.*]] = smp.transpose %[[K4]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-DAG: %[[EQ:.*]] = smp.equal %[[B]]
+// CHECK-DAG: %[[KEEP:.*]] = smp.not %[[EQ]]
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %[[Q]], %[[K]], %[[V]], %[[KEEP]] {scale = 2.500000e-01 : f32}
+// CHECK-NOT: smp.softmax
+// CHECK: return %[[O]]
+func.func @gpt(%q: tensor<2x4x8x16xf32>, %k4: tensor<2x8x4x16xf32>,
+               %v: tensor<2x4x8x16xf32>, %bias: tensor<1x1x8x8xf32>)
+    -> tensor<2x4x8x16xf32> {
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %scale = smp.constant dense<0.25> : tensor<f32>
+  %kt = smp.transpose %k4 {perm = array<i64: 0, 2, 3, 1>} : tensor<2x8x4x16xf32> -> tensor<2x4x16x8xf32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %ss = smp.mul %s, %scale : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %masked = smp.equal %bias, %zero : (tensor<1x1x8x8xf32>, tensor<f32>) -> tensor<1x1x8x8xi1>
+  %sm = smp.where %masked, %ninf, %ss : (tensor<1x1x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %sm {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// PyTorch's scaled_dot_product_attention as torch.onnx.export writes it:
+// sqrt(scale) on q and on k^T (a reshape, swap, reshape of k), an additive
+// mask [B, 1, S, S], and the guard turning a fully masked row's NaN into 0.
+// CHECK-LABEL: func.func @sdpa_export
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x4x8x16xf32>, %[[V:.*]]: tensor<2x4x8x16xf32>, %[[M:.*]]: tensor<2x1x8x8xf32> {smp.frozen, smp.param = "mask"})
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %[[Q]], %[[K]], %[[V]], %[[M]] {scale = 2.500000e-01 : f32}
+// CHECK-NOT: smp.softmax
+// CHECK-NOT: smp.matmul
+// CHECK: return %[[O]]
+func.func @sdpa_export(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>,
+                       %v: tensor<2x4x8x16xf32>,
+                       %m: tensor<2x1x8x8xf32> {smp.frozen, smp.param = "mask"})
+    -> tensor<2x4x8x16xf32> {
+  %c = smp.constant dense<0.5> : tensor<f32>
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %qs = smp.mul %q, %c : (tensor<2x4x8x16xf32>, tensor<f32>) -> tensor<2x4x8x16xf32>
+  %k3 = smp.reshape %k : tensor<2x4x8x16xf32> -> tensor<8x8x16xf32>
+  %kt3 = smp.transpose %k3 {perm = array<i64: 0, 2, 1>} : tensor<8x8x16xf32> -> tensor<8x16x8xf32>
+  %kt = smp.reshape %kt3 : tensor<8x16x8xf32> -> tensor<2x4x16x8xf32>
+  %kts = smp.mul %kt, %c : (tensor<2x4x16x8xf32>, tensor<f32>) -> tensor<2x4x16x8xf32>
+  %s = smp.matmul %qs, %kts : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %sm = smp.add %s, %m : (tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %sm {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %nan = smp.equal %p, %p : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xi1>
+  %isnan = smp.not %nan : tensor<2x4x8x8xi1>
+  %pg = smp.where %isnan, %zero, %p : (tensor<2x4x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %o = smp.matmul %pg, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Grouped-query attention (Llama's repeat_kv stays before the op), no mask,
+// the scale as a division, both a boolean and a float mask: one float mask
+// where(keep, bias, -inf).
+// CHECK-LABEL: func.func @two_masks
+// CHECK-SAME: %[[BIAS:[^:]*]]: tensor<1x1x8x8xf32>, %[[KEEP:[^:]*]]: tensor<2x1x1x8xi1>)
+// CHECK: %[[NINF:.*]] = smp.constant dense<0xFF800000> : tensor<f32>
+// CHECK: %[[M:.*]] = smp.where %[[KEEP]], %[[BIAS]], %[[NINF]]
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {scale = 1.250000e-01 : f32} : {{.*}}tensor<2x1x8x8xf32>)
+func.func @two_masks(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                     %v: tensor<2x4x8x16xf32>, %bias: tensor<1x1x8x8xf32>,
+                     %keep: tensor<2x1x1x8xi1>) -> tensor<2x4x8x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %d = smp.constant dense<8.0> : tensor<f32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %ss = smp.div %s, %d : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %sb = smp.add %ss, %bias : (tensor<2x4x8x8xf32>, tensor<1x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %sm = smp.where %keep, %sb, %ninf : (tensor<2x1x1x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %sm {axis = -1 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Stay unfused: a trainable additive bias (T5's relative position bias needs
+// its gradient), probabilities the model also returns, a scale applied after
+// the mask (it would scale the mask), and a finite fill (HF's finfo.min
+// where(): a fully masked row would average, not give 0).
+// CHECK-LABEL: func.func @trainable_bias
+// CHECK-NOT: smp.attention
+// CHECK: smp.softmax
+func.func @trainable_bias(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                          %v: tensor<2x4x8x16xf32>,
+                          %b: tensor<1x4x8x8xf32> {smp.param = "rel_bias"})
+    -> tensor<2x4x8x16xf32> {
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %sb = smp.add %s, %b : (tensor<2x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %sb {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @probs_returned
+// CHECK-NOT: smp.attention
+func.func @probs_returned(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                          %v: tensor<2x4x8x16xf32>)
+    -> (tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>) {
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %s {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o, %p : tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @scale_after_mask
+// CHECK-NOT: smp.attention
+func.func @scale_after_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                            %v: tensor<2x4x8x16xf32>, %m: tensor<1x1x8x8xf32>)
+    -> tensor<2x4x8x16xf32> {
+  %c = smp.constant dense<0.25> : tensor<f32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %sm = smp.add %s, %m : (tensor<2x4x8x8xf32>, tensor<1x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %ss = smp.mul %sm, %c : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %ss {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @finite_fill
+// CHECK-NOT: smp.attention
+func.func @finite_fill(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                       %v: tensor<2x4x8x16xf32>, %masked: tensor<1x1x8x8xi1>)
+    -> tensor<2x4x8x16xf32> {
+  %min = smp.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %sm = smp.where %masked, %min, %s : (tensor<1x1x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %sm {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
