@@ -82,7 +82,11 @@ struct SmpMixedPrecisionPass
       if (auto c = dyn_cast<CastOp>(op))
         if (c.getInput().getType() == c.getType())
           continue;
-      for (Value r : op.getResults())
+      // Attention's log-sum-exp stays f32 whatever q's type (its contract).
+      ValueRange results = op.getResults();
+      if (auto attention = dyn_cast<AttentionOp>(op))
+        results = attention->getResults().take_front(1);
+      for (Value r : results)
         if (auto t = lowered(r.getType(), low))
           r.setType(t);
     }
