@@ -228,5 +228,31 @@ TEST(Threads, ParallelLoopsMatchSerial) {
   });
 }
 
+/// Fused attention forward and backward (several query and key blocks with
+/// tails, GQA, head dims off the 16-wide tiles, causal with a Bool mask, and
+/// bf16): the backward's two passes sum every gradient in a fixed order.
+TEST(Threads, AttentionSameBytesAnyThreadCount) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    Host q = random(t, {2, 4, 150, 40}, -1, 1, 31),
+         k = random(t, {2, 2, 170, 40}, -1, 1, 32),
+         v = random(t, {2, 2, 170, 24}, -1, 1, 33),
+         dout = random(t, {2, 4, 150, 24}, -1, 1, 34),
+         mask = random(DType::Bool, {2, 1, 150, 170}, 0, 1.3, 35);
+    expectSameBytes("attention", [&] {
+      std::vector<Host> outs;
+      outs.reserve(5);
+      Host &o = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 24});
+      Host &lse = outs.emplace_back(DType::F32, std::vector<int64_t>{2, 4, 150});
+      EXPECT_OK(attention(q, k, v, &mask.ref, 0.15f, true, o, lse));
+      Host &dq = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 40});
+      Host &dk = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 40});
+      Host &dv = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 24});
+      EXPECT_OK(attentionGrad(q, k, v, o, lse, dout, &mask.ref, 0.15f, true,
+                              dq, dk, dv));
+      return outs;
+    });
+  }
+}
+
 } // namespace
 } // namespace smp::kernels::cpu::test

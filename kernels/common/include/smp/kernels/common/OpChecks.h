@@ -262,6 +262,40 @@ Status checkAdam(const char *op, const TensorRef &param, const TensorRef &grad,
                  const TensorRef &newParam, const TensorRef &newExpAvg,
                  const TensorRef &newExpAvgSq);
 
+//===----------------------------------------------------------------------===//
+// Attention (AttentionChecks.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The sizes of an attention call: q [b, hq, s, d], k [b, hkv, sk, d],
+/// v [b, hkv, sk, dv]; query head h reads key/value head h / group. The
+/// optional mask (boolMask: Bool, else q's dtype added to the scores) is
+/// read at element b * maskStride[0] + h * maskStride[1] + i *
+/// maskStride[2] + j * maskStride[3] (0 along its broadcast dims).
+/// Plain data (kernels/cuda passes it to its kernels).
+struct AttentionDims {
+  int64_t b = 0, hq = 0, hkv = 0, s = 0, sk = 0, d = 0, dv = 0, group = 1;
+  bool hasMask = false, boolMask = false;
+  int64_t maskStride[4] = {0, 0, 0, 0};
+};
+
+/// attention: q, k, v of one float dtype (f32, f16 or bf16) and rank 4 with
+/// matching sizes, Hq a multiple of Hkv, the optional mask (rank 4, each dim
+/// 1 or [B, Hq, S, Sk]'s, Bool or q's dtype), out [B, Hq, S, Dv] of q's
+/// dtype and lse [B, Hq, S] f32. Messages name the operand and both shapes.
+Status checkAttention(const TensorRef &q, const TensorRef &k,
+                      const TensorRef &v, const TensorRef *mask,
+                      const TensorRef &out, const TensorRef &lse,
+                      AttentionDims &dims);
+/// attention_grad: checkAttention's checks of q, k, v, mask, out and lse
+/// ("attention_grad: ..."), dout of out's shape and dtype, and dq, dk, dv
+/// of q's, k's and v's.
+Status checkAttentionGrad(const TensorRef &q, const TensorRef &k,
+                          const TensorRef &v, const TensorRef &out,
+                          const TensorRef &lse, const TensorRef &dout,
+                          const TensorRef *mask, const TensorRef &dq,
+                          const TensorRef &dk, const TensorRef &dv,
+                          AttentionDims &dims);
+
 } // namespace smp::kernels::common
 
 #endif // SMP_KERNELS_COMMON_OPCHECKS_H

@@ -1,0 +1,132 @@
+//===- AttentionChecks.cpp - Checks of the fused attention ops ------------===//
+//
+// The argument checks kernels/cpu and kernels/cuda share for attention and
+// attention_grad (the layout is in KernelApi.inc, "Attention").
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/kernels/common/OpChecks.h"
+
+namespace smp::kernels::common {
+
+namespace {
+
+using smp::base::describe;
+
+/// q, k, v: one supported float dtype, rank 4, sizes that fit together.
+Status checkQkv(const char *op, const TensorRef &q, const TensorRef &k,
+                const TensorRef &v, AttentionDims &g) {
+  SMP_RETURN_IF_ERROR(checkTensor(op, "q", q));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "k", k));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "v", v));
+  if (q.dtype != DType::F32 && q.dtype != DType::F16 && q.dtype != DType::BF16)
+    return fail(op, "q is " + describe(q) + ", expected f32, f16 or bf16");
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    return fail(op, "q, k and v must have one dtype, got " + describe(q) +
+                        ", " + describe(k) + " and " + describe(v));
+  if (q.rank() != 4)
+    return fail(op, "q must be [B, Hq, S, D], got " + shapeStr(q.shape));
+  if (k.rank() != 4)
+    return fail(op, "k must be [B, Hkv, Sk, D], got " + shapeStr(k.shape));
+  if (v.rank() != 4)
+    return fail(op, "v must be [B, Hkv, Sk, Dv], got " + shapeStr(v.shape));
+  g.b = q.shape[0];
+  g.hq = q.shape[1];
+  g.s = q.shape[2];
+  g.d = q.shape[3];
+  g.hkv = k.shape[1];
+  g.sk = k.shape[2];
+  g.dv = v.shape[3];
+  if (k.shape[0] != g.b || k.shape[3] != g.d)
+    return fail(op, "k " + shapeStr(k.shape) + " does not match q " +
+                        shapeStr(q.shape) +
+                        " (batch and head dim must be equal)");
+  if (v.shape[0] != g.b || v.shape[1] != g.hkv || v.shape[2] != g.sk)
+    return fail(op, "v " + shapeStr(v.shape) + " does not match k " +
+                        shapeStr(k.shape) +
+                        " (batch, heads and keys must be equal)");
+  if (g.hkv == 0 ? g.hq != 0 : g.hq % g.hkv != 0)
+    return fail(op, "q has " + std::to_string(g.hq) +
+                        " heads, not a multiple of the " +
+                        std::to_string(g.hkv) + " heads of k and v");
+  g.group = g.hkv == 0 ? 1 : g.hq / g.hkv;
+  return Status::success();
+}
+
+/// The optional mask: rank 4, each dim 1 or [B, Hq, S, Sk]'s, Bool or q's
+/// dtype; fills the mask fields of g.
+Status checkMask(const char *op, const TensorRef *mask, DType qType,
+                 AttentionDims &g) {
+  g.hasMask = mask != nullptr;
+  if (!mask)
+    return Status::success();
+  SMP_RETURN_IF_ERROR(checkTensor(op, "mask", *mask));
+  std::vector<int64_t> full = {g.b, g.hq, g.s, g.sk};
+  bool fits = mask->rank() == 4;
+  for (size_t d = 0; fits && d < 4; ++d)
+    fits = mask->shape[d] == 1 || mask->shape[d] == full[d];
+  if (!fits)
+    return fail(op, "mask " + shapeStr(mask->shape) +
+                        " must be rank 4 with each dim 1 or that of [B, Hq, "
+                        "S, Sk] = " +
+                        shapeStr(full));
+  if (mask->dtype != DType::Bool && mask->dtype != qType)
+    return fail(op, "mask is " + describe(*mask) +
+                        ", expected bool or q's element type " +
+                        smp::base::dtypeName(qType));
+  g.boolMask = mask->dtype == DType::Bool;
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    g.maskStride[d] = mask->shape[d] == 1 ? 0 : stride;
+    stride *= mask->shape[d];
+  }
+  return Status::success();
+}
+
+/// out [B, Hq, S, Dv] of q's dtype, lse [B, Hq, S] f32.
+Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
+                   const TensorRef &lse, const AttentionDims &g) {
+  SMP_RETURN_IF_ERROR(checkTensor(op, "out", out));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "lse", lse));
+  SMP_RETURN_IF_ERROR(checkDType(op, "out", out, q.dtype));
+  SMP_RETURN_IF_ERROR(checkShape(op, "out", out, {g.b, g.hq, g.s, g.dv}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "lse", lse, DType::F32));
+  return checkShape(op, "lse", lse, {g.b, g.hq, g.s});
+}
+
+} // namespace
+
+Status checkAttention(const TensorRef &q, const TensorRef &k,
+                      const TensorRef &v, const TensorRef *mask,
+                      const TensorRef &out, const TensorRef &lse,
+                      AttentionDims &dims) {
+  const char *op = "attention";
+  SMP_RETURN_IF_ERROR(checkQkv(op, q, k, v, dims));
+  SMP_RETURN_IF_ERROR(checkMask(op, mask, q.dtype, dims));
+  return checkOutLse(op, q, out, lse, dims);
+}
+
+Status checkAttentionGrad(const TensorRef &q, const TensorRef &k,
+                          const TensorRef &v, const TensorRef &out,
+                          const TensorRef &lse, const TensorRef &dout,
+                          const TensorRef *mask, const TensorRef &dq,
+                          const TensorRef &dk, const TensorRef &dv,
+                          AttentionDims &dims) {
+  const char *op = "attention_grad";
+  SMP_RETURN_IF_ERROR(checkQkv(op, q, k, v, dims));
+  SMP_RETURN_IF_ERROR(checkMask(op, mask, q.dtype, dims));
+  SMP_RETURN_IF_ERROR(checkOutLse(op, q, out, lse, dims));
+  const std::pair<const char *, const TensorRef *> grads[] = {
+      {"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
+  const TensorRef *like[] = {&out, &q, &k, &v};
+  for (int i = 0; i < 4; ++i) {
+    SMP_RETURN_IF_ERROR(checkTensor(op, grads[i].first, *grads[i].second));
+    SMP_RETURN_IF_ERROR(
+        checkDType(op, grads[i].first, *grads[i].second, q.dtype));
+    SMP_RETURN_IF_ERROR(
+        checkShape(op, grads[i].first, *grads[i].second, like[i]->shape));
+  }
+  return Status::success();
+}
+
+} // namespace smp::kernels::common

@@ -1,0 +1,144 @@
+//===- AttentionRefs.h - Attention test cases and their inputs ----*- C++
+//-*-===//
+//
+// The cases of test/unit/kernels/Inputs/attention/cases.txt (written with
+// PyTorch's references by python/make_attention_refs.py) and the inputs
+// both sides generate from them: splitmix64 of (seed * 16 + tensor id) <<
+// 32 plus the element index, its top 24 bits as a multiple of 2^-23 in
+// [-1, 1) (exact in every float type's f32 compute). Shared by the CPU and
+// CUDA kernel tests.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_TEST_UNIT_KERNELS_ATTENTIONREFS_H
+#define SMP_TEST_UNIT_KERNELS_ATTENTIONREFS_H
+
+#include "TestUtil.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+namespace smp::kernels::cpu::test {
+
+struct AttnCase {
+  std::string name, mask = "none";
+  int64_t b = 1, hq = 1, hkv = 1, s = 1, sk = 1, d = 16, dv = 16;
+  bool causal = false;
+  double scale = 1;
+  uint64_t seed = 1;
+};
+
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// Element i of generator stream (seed, id): a multiple of 2^-24 in [0, 1).
+inline double uniformAt(uint64_t seed, uint64_t id, uint64_t i) {
+  return double(splitmix64(((seed * 16 + id) << 32) + i) >> 40) /
+         double(1 << 24);
+}
+
+/// Tensor `id` of a case: values 2u - 1 in dtype t.
+inline Host genValues(DType t, std::vector<int64_t> shape, uint64_t seed,
+                      uint64_t id) {
+  Host h(t, std::move(shape));
+  for (int64_t i = 0; i < h.numel(); ++i)
+    h.set(i, 2.0 * uniformAt(seed, id, static_cast<uint64_t>(i)) - 1.0);
+  return h;
+}
+
+/// The case's mask in dtype t for float masks (make_attention_refs.py's
+/// make_mask); an empty Host for "none".
+inline Host genMask(const AttnCase &c, DType t) {
+  double inf = std::numeric_limits<double>::infinity();
+  if (c.mask == "bool_b1") {
+    Host m(DType::Bool, {c.b, 1, c.s, c.sk});
+    for (int64_t i = 0; i < m.numel(); ++i)
+      m.set(i, i % c.sk == 0 || uniformAt(c.seed, 10, uint64_t(i)) < 0.7);
+    return m;
+  }
+  if (c.mask == "float_h") {
+    Host m(t, {1, c.hq, c.s, c.sk});
+    for (int64_t i = 0; i < m.numel(); ++i) {
+      double u = uniformAt(c.seed, 10, uint64_t(i)),
+             w = uniformAt(c.seed, 11, uint64_t(i));
+      m.set(i, w < 0.2 && i % c.sk != 0 ? -inf : 2.0 * (2.0 * u - 1.0));
+    }
+    return m;
+  }
+  if (c.mask == "pad_b") {
+    Host m(t, {c.b, 1, 1, c.sk});
+    for (int64_t b = 0; b < c.b; ++b)
+      for (int64_t j = 0; j < c.sk; ++j)
+        m.set(b * c.sk + j, b && j >= c.sk - 2 * b ? -inf : 0.0);
+    return m;
+  }
+  return Host();
+}
+
+inline std::string attnFixtureDir() { return SMP_ATTENTION_FIXTURES; }
+
+/// The cases of cases.txt (empty, with a test failure, when unreadable).
+inline std::vector<AttnCase> loadAttnCases() {
+  std::vector<AttnCase> cases;
+  std::ifstream in(attnFixtureDir() + "/cases.txt");
+  if (!in) {
+    ADD_FAILURE() << "cannot read " << attnFixtureDir() << "/cases.txt";
+    return cases;
+  }
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    std::istringstream ls(line);
+    AttnCase c;
+    int causal = 0;
+    ls >> c.name >> c.b >> c.hq >> c.hkv >> c.s >> c.sk >> c.d >> c.dv >>
+        causal >> c.mask >> c.scale >> c.seed;
+    EXPECT_TRUE(bool(ls)) << "bad line in cases.txt: " << line;
+    c.causal = causal != 0;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+/// The inputs of a case in dtype t: q, k, v, dout and the mask.
+struct AttnInputs {
+  Host q, k, v, dout, mask;
+  bool hasMask = false;
+  AttnInputs(const AttnCase &c, DType t)
+      : q(genValues(t, {c.b, c.hq, c.s, c.d}, c.seed, 0)),
+        k(genValues(t, {c.b, c.hkv, c.sk, c.d}, c.seed, 1)),
+        v(genValues(t, {c.b, c.hkv, c.sk, c.dv}, c.seed, 2)),
+        dout(genValues(t, {c.b, c.hq, c.s, c.dv}, c.seed, 3)),
+        mask(genMask(c, t)), hasMask(c.mask != "none") {}
+  const TensorRef *maskRef() const { return hasMask ? &mask.ref : nullptr; }
+};
+
+/// max |got - want| / max |want| (infinities must match exactly: a
+/// mismatch gives inf).
+inline double maxRelDiff(const std::vector<double> &got,
+                         const std::vector<double> &want) {
+  double diff = 0, ref = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (std::isinf(want[i]) || std::isinf(got[i])) {
+      if (got[i] != want[i])
+        return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    diff = std::max(diff, std::fabs(got[i] - want[i]));
+    ref = std::max(ref, std::fabs(want[i]));
+  }
+  if (got.size() != want.size())
+    return std::numeric_limits<double>::infinity();
+  return ref > 0 ? diff / ref : diff;
+}
+
+} // namespace smp::kernels::cpu::test
+
+#endif // SMP_TEST_UNIT_KERNELS_ATTENTIONREFS_H

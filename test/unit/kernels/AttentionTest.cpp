@@ -1,0 +1,384 @@
+//===- AttentionTest.cpp - Fused attention against PyTorch and unfused ----===//
+//
+// attention / attentionGrad against PyTorch's scaled_dot_product_attention
+// and autograd (Inputs/attention, python/make_attention_refs.py: causal and
+// not, Bool and additive masks, GQA and MQA, head dims 32/64/128, sequence
+// lengths 1, 7, 9, 65, 130, S != Sk), f16/bf16 against f32, a larger random
+// case against the unfused kernels (matmul + scale + mask + softmax +
+// matmul, and the gradients composed from matmuls), a query with no allowed
+// key, and every refused input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionRefs.h"
+
+#include <cstdio>
+#include <functional>
+
+namespace smp::kernels::cpu::test {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The five results of a case: out, lse, dq, dk, dv.
+struct AttnResults {
+  Host out, lse, dq, dk, dv;
+  AttnResults(const AttnCase &c, DType t)
+      : out(t, {c.b, c.hq, c.s, c.dv}), lse(DType::F32, {c.b, c.hq, c.s}),
+        dq(t, {c.b, c.hq, c.s, c.d}), dk(t, {c.b, c.hkv, c.sk, c.d}),
+        dv(t, {c.b, c.hkv, c.sk, c.dv}) {}
+  const Host &part(int i) const {
+    const Host *p[] = {&out, &lse, &dq, &dk, &dv};
+    return *p[i];
+  }
+};
+const char *const kPartNames[] = {"out", "lse", "dq", "dk", "dv"};
+
+AttnResults runAttention(const AttnCase &c, const AttnInputs &in, DType t) {
+  AttnResults r(c, t);
+  float scale = static_cast<float>(c.scale);
+  EXPECT_OK(
+      attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal, r.out, r.lse));
+  EXPECT_OK(attentionGrad(in.q, in.k, in.v, r.out, r.lse, in.dout, in.maskRef(),
+                          scale, c.causal, r.dq, r.dk, r.dv));
+  return r;
+}
+
+std::vector<double> readF32(const std::string &path, size_t n) {
+  std::vector<float> f(n);
+  std::FILE *fp = std::fopen(path.c_str(), "rb");
+  if (!fp) {
+    ADD_FAILURE() << "cannot read " << path;
+    return {};
+  }
+  size_t got = std::fread(f.data(), sizeof(float), n, fp);
+  bool atEnd = std::fgetc(fp) == EOF;
+  std::fclose(fp);
+  EXPECT_TRUE(got == n && atEnd) << path << " does not hold " << n << " f32";
+  return std::vector<double>(f.begin(), f.end());
+}
+
+TEST(Attention, MatchesPyTorch) {
+  std::vector<AttnCase> cases = loadAttnCases();
+  EXPECT_GE(cases.size(), 9u);
+  for (const AttnCase &c : cases) {
+    SCOPED_TRACE(c.name);
+    AttnInputs in(c, DType::F32);
+    AttnResults r = runAttention(c, in, DType::F32);
+    size_t total = 0;
+    for (int i = 0; i < 5; ++i)
+      total += static_cast<size_t>(r.part(i).numel());
+    std::vector<double> ref =
+        readF32(attnFixtureDir() + "/" + c.name + ".bin", total);
+    if (ref.size() != total)
+      continue;
+    size_t at = 0;
+    std::printf("[ torch    ] %-18s", c.name.c_str());
+    for (int i = 0; i < 5; ++i) {
+      std::vector<double> got = r.part(i).values();
+      std::vector<double> want(ref.begin() + at, ref.begin() + at + got.size());
+      at += got.size();
+      double rel = maxRelDiff(got, want);
+      std::printf(" %s %.1e", kPartNames[i], rel);
+      EXPECT_LE(rel, 1e-5) << kPartNames[i];
+    }
+    std::printf("\n");
+  }
+}
+
+/// f16 and bf16 (computed in f32) against f32 on the same rounded inputs:
+/// within the storage type's rounding.
+TEST(Attention, HalfTypesMatchF32) {
+  std::vector<AttnCase> cases = loadAttnCases();
+  for (DType t : {DType::F16, DType::BF16})
+    for (const AttnCase &c : cases) {
+      SCOPED_TRACE(c.name + (t == DType::F16 ? " f16" : " bf16"));
+      AttnInputs half(c, t), wide(c, DType::F32);
+      std::pair<Host *, const Host *> same[] = {{&wide.q, &half.q},
+                                                {&wide.k, &half.k},
+                                                {&wide.v, &half.v},
+                                                {&wide.dout, &half.dout}};
+      for (auto [w, h] : same)
+        for (int64_t i = 0; i < w->numel(); ++i)
+          w->set(i, h->get(i));
+      if (c.mask != "none" && c.mask != "bool_b1")
+        for (int64_t i = 0; i < wide.mask.numel(); ++i)
+          wide.mask.set(i, half.mask.get(i));
+      AttnResults a = runAttention(c, half, t);
+      AttnResults b = runAttention(c, wide, DType::F32);
+      for (int i = 0; i < 5; ++i)
+        EXPECT_LE(maxRelDiff(a.part(i).values(), b.part(i).values()),
+                  i == 1 ? 1e-6 : 4 * tolFor(t))
+            << kPartNames[i];
+    }
+}
+
+/// View of slice [offset, offset + prod(shape)) of h.
+TensorRef view(const Host &h, int64_t offset, std::vector<int64_t> shape) {
+  TensorRef r = h.ref;
+  r.data = static_cast<float *>(h.ref.data) + offset;
+  r.shape = std::move(shape);
+  return r;
+}
+
+/// The unfused graph with the existing kernels, per (batch, head): scores =
+/// matmul(q, k^T) * scale + mask, softmax, matmul by v; the gradients as
+/// the unfused graph's backward composes them: dv = P^T dout,
+/// dP = dout v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k,
+/// dk = scale dS^T q (summed over the heads of a group).
+AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
+  AttnResults r(c, DType::F32);
+  int64_t group = c.hq / c.hkv, n = c.s * c.sk;
+  Host sc(DType::F32, {c.s, c.sk}), p(DType::F32, {c.s, c.sk}),
+      dp(DType::F32, {c.s, c.sk}), part(DType::F32, {c.sk, c.d}),
+      partV(DType::F32, {c.sk, c.dv});
+  std::fill(r.dk.bytes.begin(), r.dk.bytes.end(), 0);
+  std::fill(r.dv.bytes.begin(), r.dv.bytes.end(), 0);
+  for (int64_t b = 0; b < c.b; ++b)
+    for (int64_t h = 0; h < c.hq; ++h) {
+      int64_t qo = (b * c.hq + h) * c.s, ko = (b * c.hkv + h / group) * c.sk;
+      TensorRef q = view(in.q, qo * c.d, {c.s, c.d}),
+                k = view(in.k, ko * c.d, {c.sk, c.d}),
+                v = view(in.v, ko * c.dv, {c.sk, c.dv}),
+                g = view(in.dout, qo * c.dv, {c.s, c.dv});
+      EXPECT_OK(matmul(q, k, sc, false, true));
+      for (int64_t e = 0; e < n; ++e) {
+        int64_t i = e / c.sk, j = e % c.sk;
+        double x = sc.get(e) * float(c.scale);
+        bool allowed = !(c.causal && j > i);
+        if (in.hasMask) {
+          int64_t mi = broadcastIndex({b, h, i, j}, in.mask.ref.shape);
+          if (in.mask.ref.dtype == DType::Bool)
+            allowed = allowed && in.mask.get(mi) != 0;
+          else
+            x += in.mask.get(mi);
+        }
+        sc.set(e, allowed ? x : -kInf);
+      }
+      EXPECT_OK(softmax(sc, 1, p));
+      EXPECT_OK(matmul(p, v, view(r.out, qo * c.dv, {c.s, c.dv})));
+      for (int64_t i = 0; i < c.s; ++i) { // lse = log sum exp(scores)
+        double m = -kInf, s = 0;
+        for (int64_t j = 0; j < c.sk; ++j)
+          m = std::max(m, sc.get(i * c.sk + j));
+        for (int64_t j = 0; j < c.sk; ++j)
+          s += std::exp(sc.get(i * c.sk + j) - m);
+        r.lse.set(qo + i, m + std::log(s));
+      }
+      EXPECT_OK(matmul(p, g, partV, true, false)); // P^T dout
+      for (int64_t e = 0; e < c.sk * c.dv; ++e)
+        r.dv.set(ko * c.dv + e, r.dv.get(ko * c.dv + e) + partV.get(e));
+      EXPECT_OK(matmul(g, v, dp, false, true)); // dout v^T
+      for (int64_t i = 0; i < c.s; ++i) {
+        double dot = 0;
+        for (int64_t j = 0; j < c.sk; ++j)
+          dot += p.get(i * c.sk + j) * dp.get(i * c.sk + j);
+        for (int64_t j = 0; j < c.sk; ++j) {
+          int64_t e = i * c.sk + j;
+          dp.set(e, c.scale * p.get(e) * (dp.get(e) - dot));
+        }
+      }
+      EXPECT_OK(matmul(dp, k, view(r.dq, qo * c.d, {c.s, c.d})));
+      EXPECT_OK(matmul(dp, q, part, true, false));
+      for (int64_t e = 0; e < c.sk * c.d; ++e)
+        r.dk.set(ko * c.d + e, r.dk.get(ko * c.d + e) + part.get(e));
+    }
+  return r;
+}
+
+/// Several blocks of queries and keys with tails (S = 200, Sk = 150), head
+/// dims that are not multiples of 16, GQA, causal with a Bool mask that
+/// blanks a whole key block (skipped) and a float mask: fused equals the
+/// unfused kernels.
+TEST(Attention, MatchesUnfusedKernels) {
+  for (const char *mask : {"bool", "float"}) {
+    SCOPED_TRACE(mask);
+    AttnCase c;
+    c.b = 2, c.hq = 4, c.hkv = 2, c.s = 200, c.sk = 150, c.d = 40, c.dv = 24;
+    c.causal = std::string(mask) == "bool";
+    c.scale = 0.2;
+    c.seed = 21;
+    AttnInputs in(c, DType::F32);
+    in.hasMask = true;
+    if (c.causal) {
+      in.mask = Host(DType::Bool, {c.b, 1, c.s, c.sk});
+      for (int64_t e = 0; e < in.mask.numel(); ++e) {
+        int64_t j = e % c.sk;
+        in.mask.set(e, j == 0 || (j / 64 != 1 &&
+                                  uniformAt(c.seed, 10, uint64_t(e)) < 0.8));
+      }
+    } else {
+      in.mask = genValues(DType::F32, {1, c.hq, c.s, c.sk}, c.seed, 10);
+    }
+    AttnResults fused = runAttention(c, in, DType::F32);
+    AttnResults ref = unfused(c, in);
+    for (int i = 0; i < 5; ++i) {
+      double rel = maxRelDiff(fused.part(i).values(), ref.part(i).values());
+      std::printf("[ unfused  ] %s mask: %s %.1e\n", mask, kPartNames[i], rel);
+      EXPECT_LE(rel, 1e-5) << kPartNames[i];
+    }
+  }
+}
+
+/// A query whose keys are all masked (or causal with none before it) gets
+/// out 0 and lse -inf, and no gradient; the other rows are unaffected.
+TEST(Attention, QueryWithoutKeysGivesZero) {
+  AttnCase c;
+  c.b = 1, c.hq = 2, c.hkv = 1, c.s = 3, c.sk = 5, c.d = 8, c.dv = 8;
+  c.scale = 0.5;
+  AttnInputs in(c, DType::F32);
+  in.hasMask = true;
+  in.mask = make(DType::Bool, {1, 1, 3, 5},
+                 {1, 0, 1, 1, 0, /**/ 0, 0, 0, 0, 0, /**/ 1, 1, 1, 1, 1});
+  AttnResults r = runAttention(c, in, DType::F32);
+  AttnResults ref = unfused(c, in);
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_EQ(r.lse.get(h * 3 + 1), -kInf);
+    for (int64_t e = 0; e < 8; ++e) {
+      EXPECT_EQ(r.out.get((h * 3 + 1) * 8 + e), 0.0);
+      EXPECT_EQ(r.dq.get((h * 3 + 1) * 8 + e), 0.0);
+      for (int64_t i : {0, 2}) {
+        int64_t at = (h * 3 + i) * 8 + e;
+        EXPECT_NEAR(r.out.get(at), ref.out.get(at), 1e-6);
+        EXPECT_NEAR(r.dq.get(at), ref.dq.get(at), 1e-6);
+      }
+    }
+  }
+  // No keys at all: every query has none.
+  AttnCase e = c;
+  e.sk = 0;
+  AttnInputs none(e, DType::F32);
+  AttnResults z = runAttention(e, none, DType::F32);
+  for (int64_t i = 0; i < z.out.numel(); ++i)
+    EXPECT_EQ(z.out.get(i), 0.0);
+  for (int64_t i = 0; i < z.lse.numel(); ++i)
+    EXPECT_EQ(z.lse.get(i), -kInf);
+}
+
+/// The failure message of attention (grad: attentionGrad) on the case with
+/// one operand replaced.
+std::string attnError(const AttnCase &c, const AttnInputs &in,
+                      const AttnResults &r, bool grad) {
+  Status s = grad
+                 ? attentionGrad(in.q, in.k, in.v, r.out, r.lse, in.dout,
+                                 in.maskRef(), 1.0f, c.causal, r.dq, r.dk, r.dv)
+                 : attention(in.q, in.k, in.v, in.maskRef(), 1.0f, c.causal,
+                             r.out, r.lse);
+  EXPECT_FALSE(s.ok());
+  return s.error;
+}
+
+TEST(Attention, RefusesBadInputs) {
+  AttnCase c;
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = 3, c.sk = 5, c.d = 8, c.dv = 6;
+  auto expectError =
+      [&](const std::function<void(AttnInputs &, AttnResults &)> &edit,
+          const std::string &want, bool grad = false) {
+        AttnInputs in(c, DType::F32);
+        AttnResults r(c, DType::F32);
+        edit(in, r);
+        std::string got = attnError(c, in, r, grad);
+        EXPECT_NE(got.find(want), std::string::npos)
+            << "got '" << got << "', want '" << want << "'";
+      };
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.q = Host(DType::F64, {2, 4, 3, 8});
+      },
+      "attention: q is 2x4x3x8xf64, expected f32, f16 or bf16");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.k = Host(DType::BF16, {2, 2, 5, 8});
+      },
+      "attention: q, k and v must have one dtype");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.q = Host(DType::F32, {4, 3, 8});
+      },
+      "attention: q must be [B, Hq, S, D], got [4, 3, 8]");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.k = Host(DType::F32, {2, 2, 5, 7});
+      },
+      "attention: k [2, 2, 5, 7] does not match q [2, 4, 3, 8]");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.v = Host(DType::F32, {2, 2, 4, 6});
+      },
+      "attention: v [2, 2, 4, 6] does not match k [2, 2, 5, 8]");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.k = Host(DType::F32, {2, 3, 5, 8});
+        in.v = Host(DType::F32, {2, 3, 5, 6});
+      },
+      "attention: q has 4 heads, not a multiple of the 3 heads of k and v");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.hasMask = true;
+        in.mask = Host(DType::Bool, {2, 2, 3, 5});
+      },
+      "attention: mask [2, 2, 3, 5] must be rank 4 with each dim 1 or that of "
+      "[B, Hq, S, Sk] = [2, 4, 3, 5]");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.hasMask = true;
+        in.mask = Host(DType::F32, {3, 5});
+      },
+      "attention: mask [3, 5] must be rank 4");
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.hasMask = true;
+        in.mask = Host(DType::I64, {1, 1, 3, 5});
+      },
+      "attention: mask is 1x1x3x5xi64, expected bool or q's element type f32");
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.out = Host(DType::F32, {2, 4, 3, 8});
+      },
+      "attention: out has shape [2, 4, 3, 8], expected [2, 4, 3, 6]");
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.out = Host(DType::F16, {2, 4, 3, 6});
+      },
+      "attention: out is 2x4x3x6xf16, expected element type f32");
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.lse = Host(DType::F32, {2, 4, 3, 1});
+      },
+      "attention: lse has shape [2, 4, 3, 1], expected [2, 4, 3]");
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.lse = Host(DType::BF16, {2, 4, 3});
+      },
+      "attention: lse is 2x4x3xbf16, expected element type f32");
+  // attention_grad: the same checks, then the gradients.
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.v = Host(DType::F32, {2, 2, 4, 6});
+      },
+      "attention_grad: v [2, 2, 4, 6] does not match k", true);
+  expectError(
+      [](AttnInputs &in, AttnResults &) {
+        in.dout = Host(DType::F32, {2, 4, 3, 8});
+      },
+      "attention_grad: dout has shape [2, 4, 3, 8], expected [2, 4, 3, 6]",
+      true);
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.dq = Host(DType::F32, {2, 4, 3, 6});
+      },
+      "attention_grad: dq has shape [2, 4, 3, 6], expected [2, 4, 3, 8]", true);
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.dk = Host(DType::F32, {2, 4, 5, 8});
+      },
+      "attention_grad: dk has shape [2, 4, 5, 8], expected [2, 2, 5, 8]", true);
+  expectError(
+      [](AttnInputs &, AttnResults &r) {
+        r.dv = Host(DType::BF16, {2, 2, 5, 6});
+      },
+      "attention_grad: dv is 2x2x5x6xbf16, expected element type f32", true);
+}
+
+} // namespace
+} // namespace smp::kernels::cpu::test
