@@ -14,10 +14,12 @@ namespace smp::kernels::common {
 namespace {
 
 /// The geometry of gathering tuples of `indices` from a tensor of `data`'s
-/// shape, and the gathered shape (`gathered`).
+/// shape; checks the indices and that `gathered` (named `what`: gather_nd's
+/// output or its gradient's dy) has the gathered shape.
 Status geometryNd(const char *op, const std::vector<int64_t> &data,
-                  const TensorRef &indices, int64_t b, GatherNdGeom &g,
-                  std::vector<int64_t> &gathered) {
+                  const TensorRef &indices, int64_t b, const char *what,
+                  const TensorRef &gathered, GatherNdGeom &g) {
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   const std::vector<int64_t> &ix = indices.shape;
   int64_t r = static_cast<int64_t>(data.size()),
           q = static_cast<int64_t>(ix.size());
@@ -43,13 +45,18 @@ Status geometryNd(const char *op, const std::vector<int64_t> &data,
   g.slice = strides[b + k - 1];
   g.dims.assign(data.begin() + b, data.begin() + b + k);
   g.strides.assign(strides.begin() + b, strides.begin() + b + k);
-  gathered.assign(ix.begin(), ix.end() - 1);
-  gathered.insert(gathered.end(), data.begin() + b + k, data.end());
-  return Status::success();
+  std::vector<int64_t> expected(ix.begin(), ix.end() - 1);
+  expected.insert(expected.end(), data.begin() + b + k, data.end());
+  return checkShape(op, what, gathered, expected);
 }
 
+/// gather_elements' normalised axis `a` for a tensor of `data`'s shape;
+/// checks the indices and that `gathered` (named `what`) has their shape.
 Status geometryElements(const char *op, const std::vector<int64_t> &data,
-                        const TensorRef &indices, int64_t axis, int64_t &a) {
+                        const TensorRef &indices, int64_t axis,
+                        const char *what, const TensorRef &gathered,
+                        int64_t &a) {
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
   const std::vector<int64_t> &ix = indices.shape;
   if (data.empty() || ix.size() != data.size())
     return fail(op, "indices " + shapeStr(ix) +
@@ -62,7 +69,7 @@ Status geometryElements(const char *op, const std::vector<int64_t> &data,
     if (static_cast<int64_t>(d) != a && ix[d] > data[d])
       return fail(op, "indices " + shapeStr(ix) + " exceed data " +
                           shapeStr(data) + " in dim " + std::to_string(d));
-  return Status::success();
+  return checkShape(op, what, gathered, ix);
 }
 
 } // namespace
@@ -72,11 +79,7 @@ Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
                      GatherNdGeom &g) {
   const char *op = "gather_nd";
   SMP_RETURN_IF_ERROR(checkPair(op, data, out));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  std::vector<int64_t> expected;
-  SMP_RETURN_IF_ERROR(
-      geometryNd(op, data.shape, indices, batchDims, g, expected));
-  return checkShape(op, "output", out, expected);
+  return geometryNd(op, data.shape, indices, batchDims, "output", out, g);
 }
 
 Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
@@ -85,20 +88,14 @@ Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
   const char *op = "gather_nd_grad";
   SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
   SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  std::vector<int64_t> expected;
-  SMP_RETURN_IF_ERROR(
-      geometryNd(op, out.shape, indices, batchDims, g, expected));
-  return checkShape(op, "grad", dy, expected);
+  return geometryNd(op, out.shape, indices, batchDims, "grad", dy, g);
 }
 
 Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
                            int64_t axis, const TensorRef &out, int64_t &a) {
   const char *op = "gather_elements";
   SMP_RETURN_IF_ERROR(checkPair(op, data, out));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  SMP_RETURN_IF_ERROR(geometryElements(op, data.shape, indices, axis, a));
-  return checkShape(op, "output", out, indices.shape);
+  return geometryElements(op, data.shape, indices, axis, "output", out, a);
 }
 
 Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
@@ -107,9 +104,7 @@ Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
   const char *op = "gather_elements_grad";
   SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
   SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  SMP_RETURN_IF_ERROR(geometryElements(op, out.shape, indices, axis, a));
-  return checkShape(op, "grad", dy, indices.shape);
+  return geometryElements(op, out.shape, indices, axis, "grad", dy, a);
 }
 
 } // namespace smp::kernels::common

@@ -105,14 +105,7 @@ Status scatterAddSlices(const char *op, const TensorRef &dy,
   for (size_t i = 0; i < offsets.size(); ++i)
     for (int64_t s = 0; s < slice; ++s)
       acc[offsets[i] + s] += g[i * slice + s];
-  return visitFloat(out.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = out.as<S>();
-    for (size_t i = 0; i < acc.size(); ++i)
-      o[i] = Float<S>::store(static_cast<C>(acc[i]));
-    return Status::success();
-  });
+  return storeDouble(op, out, acc);
 }
 
 } // namespace

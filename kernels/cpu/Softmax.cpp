@@ -139,8 +139,11 @@ void softmaxStrided(const S *x, S *y, int64_t outer, int64_t n, int64_t inner,
               });
 }
 
-Status softmaxImpl(const char *name, bool log, const TensorRef &in,
-                   int64_t axis, const TensorRef &out) {
+} // namespace
+
+Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out,
+               bool log) {
+  const char *name = log ? "log_softmax" : "softmax";
   SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   int64_t rank = in.rank();
   if (rank == 0) { // a scalar: softmax 1, log_softmax 0
@@ -169,16 +172,6 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       softmaxStrided(in.as<S>(), out.as<S>(), outer, n, inner, log);
     return Status::success();
   });
-}
-
-} // namespace
-
-Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("softmax", false, in, axis, out);
-}
-
-Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("log_softmax", true, in, axis, out);
 }
 
 } // namespace smp::kernels::cpu

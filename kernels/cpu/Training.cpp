@@ -12,19 +12,6 @@ using namespace detail;
 
 namespace {
 
-/// Writes `values` (one per element) into a float tensor.
-Status storeDouble(const char *op, const TensorRef &out,
-                   const std::vector<double> &values) {
-  return visitFloat(out.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = out.as<S>();
-    for (size_t i = 0; i < values.size(); ++i)
-      o[i] = Float<S>::store(static_cast<C>(values[i]));
-    return Status::success();
-  });
-}
-
 /// For each index of `full` (row-major), the index of `part`, which
 /// numpy-broadcasts onto it.
 std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
@@ -193,14 +180,10 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
-  axis = normAxis(axis, out.rank());
-  if (axis < 0)
-    return fail(op, "axis out of range");
-  int64_t outer = product(out.shape, 0, axis), dim = out.shape[axis],
-          inner = product(out.shape, axis + 1), k = indices.numel();
-  if (dy.numel() != outer * k * inner)
-    return fail(op, "gradient does not match the gathered shape");
+  GatherGradGeom geom;
+  SMP_RETURN_IF_ERROR(common::checkGatherGrad(indices, dy, axis, out, geom));
+  int64_t outer = geom.outer, dim = geom.dim, inner = geom.inner,
+          k = geom.count;
   std::vector<double> g = toDouble(dy), acc(out.numel(), 0.0);
   for (int64_t j = 0; j < k; ++j) {
     int64_t idx = loadInt(indices, j);

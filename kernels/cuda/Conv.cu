@@ -110,9 +110,9 @@ Status makeGradWin(const char *op, const TensorRef &in,
 //===----------------------------------------------------------------------===//
 
 template <class S>
-__global__ void convKernel(const S *x, const S *wt, const void *bias,
-                           DType biasType, S *y, Win w, int64_t channels,
-                           int64_t outChannels, int64_t group, int64_t n) {
+__global__ void convKernel(const S *x, const S *wt, In bias, S *y, Win w,
+                           int64_t channels, int64_t outChannels, int64_t group,
+                           int64_t n) {
   using C = typename FT<S>::C;
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
@@ -130,8 +130,8 @@ __global__ void convKernel(const S *x, const S *wt, const void *bias,
         acc += FT<S>::load(x[(b * channels + g * cg + ic) * w.inSize + i]) *
                FT<S>::load(wt[(m * cg + ic) * w.kernelSize + k]);
     }
-    if (bias)
-      acc += static_cast<C>(loadFloat(bias, biasType, m));
+    if (bias.p)
+      acc += static_cast<C>(bias.load(m));
     y[t] = FT<S>::store(acc);
   }
 }
@@ -182,68 +182,30 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
                                         dilations, group, out, kMaxRank, cw));
   Win w = toWin(cw);
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
-  if (!smp::base::isFloat(in.dtype))
-    return unsupported(name, in.dtype);
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    convKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), weight.as<S>(), bias ? bias->data : nullptr,
-        bias ? bias->dtype : DType::F32, out.as<S>(), w, channels, outChannels,
-        group, n);
-    return launchStatus(name);
+    return launch(name, n, convKernel<S>, in.as<S>(), weight.as<S>(),
+                  asIn(bias), out.as<S>(), w, channels, outChannels, group, n);
   });
 }
 
-namespace {
-
-Status pool(const char *name, bool isMax, const TensorRef &in,
-            const std::vector<int64_t> &kernel,
+Status pool(bool isMax, const TensorRef &in, const std::vector<int64_t> &kernel,
             const std::vector<int64_t> &strides,
             const std::vector<int64_t> &pads,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
+  const char *name = isMax ? "max_pool" : "avg_pool";
   common::Window cw;
   SMP_RETURN_IF_ERROR(common::checkPool(
       name, in, kernel, strides, pads, dilations, ceilMode, out, kMaxRank, cw));
   Win w = toWin(cw);
-  if (!smp::base::isFloat(in.dtype))
-    return unsupported(name, in.dtype);
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    poolKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), w, isMax, countIncludePad, n);
-    return launchStatus(name);
+    return launch(name, n, poolKernel<S>, in.as<S>(), out.as<S>(), w, isMax,
+                  countIncludePad, n);
   });
-}
-
-} // namespace
-
-Status maxPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               const TensorRef &out) {
-  return pool("max_pool", true, in, kernel, strides, pads, dilations, ceilMode,
-              false, out);
-}
-
-Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               bool countIncludePad, const TensorRef &out) {
-  return pool("avg_pool", false, in, kernel, strides, pads, dilations, ceilMode,
-              countIncludePad, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,16 +214,10 @@ Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
 
 namespace {
 
-struct F {
-  const void *p;
-  DType t;
-};
-
 /// dx[b, c, i] = sum over the group's output channels oc and taps k of
 /// dy[b, oc, o(i, k)] * w[oc, c % cg, k].
-__global__ void convGradInput(F dy, F wt, void *dx, DType dxt, Win w,
-                              int64_t channels, int64_t outChannels,
-                              int64_t group, int64_t n) {
+__global__ void convGradInput(In dy, In wt, Out dx, Win w, int64_t channels,
+                              int64_t outChannels, int64_t group, int64_t n) {
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % w.inSize, plane = t / w.inSize;
@@ -275,18 +231,18 @@ __global__ void convGradInput(F dy, F wt, void *dx, DType dxt, Win w,
       if (o < 0)
         continue;
       for (int64_t oc = g * mg; oc < (g + 1) * mg; ++oc)
-        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
-               loadFloat(wt.p, wt.t, (oc * cg + ic) * w.kernelSize + k);
+        acc += dy.load((b * outChannels + oc) * w.outSize + o) *
+               wt.load((oc * cg + ic) * w.kernelSize + k);
     }
-    storeFloat(dx, dxt, t, acc);
+    dx.store(t, acc);
   }
 }
 
 /// dw[oc, ic, k] = sum over the batch and output positions o of
 /// dy[b, oc, o] * x[b, g * cg + ic, tap(o, k)].
-__global__ void convGradWeight(F x, F dy, void *dw, DType dwt, Win w,
-                               int64_t channels, int64_t outChannels,
-                               int64_t group, int64_t batch, int64_t n) {
+__global__ void convGradWeight(In x, In dy, Out dw, Win w, int64_t channels,
+                               int64_t outChannels, int64_t group,
+                               int64_t batch, int64_t n) {
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
     int64_t k = t % w.kernelSize, rest = t / w.kernelSize;
@@ -300,17 +256,17 @@ __global__ void convGradWeight(F x, F dy, void *dw, DType dwt, Win w,
       if (i < 0)
         continue;
       for (int64_t b = 0; b < batch; ++b)
-        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
-               loadFloat(x.p, x.t, (b * channels + g * cg + ic) * w.inSize + i);
+        acc += dy.load((b * outChannels + oc) * w.outSize + o) *
+               x.load((b * channels + g * cg + ic) * w.inSize + i);
     }
-    storeFloat(dw, dwt, t, acc);
+    dw.store(t, acc);
   }
 }
 
 /// dx[p, i] = sum over the windows o holding i: max: dy[p, o] when i is the
 /// window's first maximum; average: dy[p, o] / divisor(o).
-__global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
-                               bool isMax, bool countIncludePad, int64_t n) {
+__global__ void poolGradKernel(In x, In dy, Out dx, Win w, bool isMax,
+                               bool countIncludePad, int64_t n) {
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % w.inSize, plane = t / w.inSize;
     int64_t ii[kMaxRank];
@@ -322,7 +278,7 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
         continue;
       int64_t oo[kMaxRank];
       w.unravel(o, w.out, oo);
-      double g = loadFloat(dy.p, dy.t, plane * w.outSize + o);
+      double g = dy.load(plane * w.outSize + o);
       if (isMax) {
         int64_t best = -1;
         double bestV = 0;
@@ -331,7 +287,7 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
           int64_t j = w.tap(oo, q, padded);
           if (j < 0)
             continue;
-          double v = loadFloat(x.p, x.t, plane * w.inSize + j);
+          double v = x.load(plane * w.inSize + j);
           if (best < 0 || v > bestV) {
             best = j;
             bestV = v;
@@ -350,7 +306,7 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
           acc += g / static_cast<double>(divisor);
       }
     }
-    storeFloat(dx, dxt, t, acc);
+    dx.store(t, acc);
   }
 }
 
@@ -375,21 +331,11 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
     return fail(op, "channels do not match the weight and group");
   if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
     return fail(op, "gradients must have the sizes of the input and weight");
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (int64_t n = x.numel(); n > 0) {
-    convGradInput<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        F{dy.data, dy.dtype}, F{weight.data, weight.dtype}, dx.data, dx.dtype,
-        w, c, m, group, n);
-    SMP_RETURN_IF_ERROR(launchStatus(op));
-  }
-  if (int64_t n = weight.numel(); n > 0) {
-    convGradWeight<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        F{x.data, x.dtype}, F{dy.data, dy.dtype}, dweight.data, dweight.dtype,
-        w, c, m, group, batch, n);
-    SMP_RETURN_IF_ERROR(launchStatus(op));
-  }
-  return Status::success();
+  SMP_RETURN_IF_ERROR(launch(op, x.numel(), convGradInput, asIn(dy),
+                             asIn(weight), asOut(dx), w, c, m, group,
+                             x.numel()));
+  return launch(op, weight.numel(), convGradWeight, asIn(x), asIn(dy),
+                asOut(dweight), w, c, m, group, batch, weight.numel());
 }
 
 Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
@@ -409,15 +355,8 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
     return fail(op, "gradient does not match the input's planes");
   if (dx.numel() != x.numel())
     return fail(op, "gradient must have the size of the input");
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = x.numel();
-  if (n == 0)
-    return Status::success();
-  poolGradKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      F{x.data, x.dtype}, F{dy.data, dy.dtype}, dx.data, dx.dtype, w, max,
-      countIncludePad, n);
-  return launchStatus(op);
+  return launch(op, x.numel(), poolGradKernel, asIn(x), asIn(dy), asOut(dx), w,
+                max, countIncludePad, x.numel());
 }
 
 } // namespace smp::kernels::cuda

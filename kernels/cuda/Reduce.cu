@@ -21,6 +21,18 @@ using namespace detail;
 
 namespace {
 
+/// The element offset of row-major index i over `rank` dims.
+__device__ inline int64_t offsetOf(int64_t i, int rank, const int64_t *shape,
+                                   const int64_t *stride) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    int64_t q = i / shape[d];
+    off += (i - q * shape[d]) * stride[d];
+    i = q;
+  }
+  return off;
+}
+
 struct Plan {
   int keptRank = 0, redRank = 0;
   int64_t keptShape[kMaxRank], keptStride[kMaxRank];
@@ -29,24 +41,12 @@ struct Plan {
   bool innerReduced = false; // the last non-1 input dim is reduced
 
   __device__ int64_t base(int64_t o) const {
-    int64_t off = 0;
-    for (int d = keptRank - 1; d >= 0; --d) {
-      int64_t q = o / keptShape[d];
-      off += (o - q * keptShape[d]) * keptStride[d];
-      o = q;
-    }
-    return off;
+    return offsetOf(o, keptRank, keptShape, keptStride);
   }
   __device__ int64_t reduced(int64_t r) const {
     if (redRank == 1)
       return r * redStride[0];
-    int64_t off = 0;
-    for (int d = redRank - 1; d >= 0; --d) {
-      int64_t q = r / redShape[d];
-      off += (r - q * redShape[d]) * redStride[d];
-      r = q;
-    }
-    return off;
+    return offsetOf(r, redRank, redShape, redStride);
   }
 };
 
@@ -216,31 +216,23 @@ Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
         sv = __float2bfloat16_rn(static_cast<float>(v));
       else
         sv = static_cast<S>(v);
-      fillKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(out.as<S>(), n,
-                                                              sv);
-      return launchStatus(name);
+      return launchGrid(name, ctx, n, fillKernel<S>, out.as<S>(), n, sv);
     });
   if (op == ReduceOp::Max && out.dtype != DType::Bool)
     return visitInt(out.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      fillKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          out.as<T>(), n, std::numeric_limits<T>::lowest());
-      return launchStatus(name);
+      return launchGrid(name, ctx, n, fillKernel<T>, out.as<T>(), n,
+                        std::numeric_limits<T>::lowest());
     });
   return cudaStatus(name,
                     cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
-}
-
-const char *reduceName(ReduceOp op) {
-  static_assert(static_cast<unsigned>(ReduceOp::Max) == 2);
-  return common::reduceOpName(static_cast<unsigned>(op));
 }
 
 } // namespace
 
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
-  const char *name = reduceName(op);
+  const char *name = reduceOpName(op);
   std::vector<bool> reduced;
   SMP_RETURN_IF_ERROR(common::checkReduce(name, in, axes, out, reduced));
   bool isF = smp::base::isFloat(in.dtype), isBool = in.dtype == DType::Bool;

@@ -71,8 +71,11 @@ template <class S> __global__ void softmaxScalar(const S *x, S *y, bool log) {
   *y = FT<S>::store(isNaN(v) ? v : C(log ? 0 : 1));
 }
 
-Status softmaxImpl(const char *name, bool log, const TensorRef &in,
-                   int64_t axis, const TensorRef &out) {
+} // namespace
+
+Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out,
+               bool log) {
+  const char *name = log ? "log_softmax" : "softmax";
   SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
@@ -101,16 +104,6 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
           in.as<S>(), out.as<S>(), outer, n, inner, log);
     return launchStatus(name);
   });
-}
-
-} // namespace
-
-Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("softmax", false, in, axis, out);
-}
-
-Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("log_softmax", true, in, axis, out);
 }
 
 } // namespace smp::kernels::cuda

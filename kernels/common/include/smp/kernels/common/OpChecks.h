@@ -236,6 +236,15 @@ Status checkPool(const char *op, const TensorRef &in,
 /// gelu_grad: float operands, x and dy of one shape, dx of x's size.
 Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
                      const TensorRef &dx);
+/// gather_grad's geometry: out viewed as [outer, dim, inner] (dim along
+/// the normalised axis), dy as [outer, count, inner] (count indices).
+struct GatherGradGeom {
+  int64_t axis, outer, dim, inner, count;
+};
+/// gather_grad: float dy and out, integer indices, the axis in out's range,
+/// dy of the gathered size.
+Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
+                       int64_t axis, const TensorRef &out, GatherGradGeom &g);
 /// cross_entropy_grad: float logits, dloss and dlogits (logits' shape);
 /// integer labels, one per row of logits; optional [classes] float weights;
 /// dloss one element when `reduced`, else one per label.
