@@ -257,14 +257,11 @@ void scanLines(const S *x, S *y, int64_t outer, int64_t len, int64_t inner,
 Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, s));
   if (out.numel() == 0)
     return Status::success();
-  int64_t len = in.shape[a], inner = 1;
-  for (int64_t d = a + 1; d < in.rank(); ++d)
-    inner *= in.shape[d];
-  int64_t outer = in.numel() / (len * inner);
+  int64_t outer = s.outer, len = s.len, inner = s.inner;
   if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;

@@ -69,6 +69,15 @@ struct Win {
     }
     return o;
   }
+  /// Calls f(k, o) for each output o whose window holds input position i
+  /// (flat, spatial), at tap k, in tap order.
+  template <class F> __device__ void forEachWindowOf(int64_t i, F &&f) const {
+    int64_t ii[kMaxRank];
+    unravel(i, in, ii);
+    for (int64_t k = 0; k < kernelSize; ++k)
+      if (int64_t o = outputOf(ii, k); o >= 0)
+        f(k, o);
+  }
 };
 
 /// The device copy of a common::Window (at most kMaxRank spatial dims).
@@ -88,21 +97,6 @@ Win toWin(const common::Window &cw) {
   w.outSize = cw.outSize;
   w.kernelSize = cw.kernelSize;
   return w;
-}
-
-/// The window of a gradient: output sizes from outShape's spatial dims.
-Status makeGradWin(const char *op, const TensorRef &in,
-                   const std::vector<int64_t> &kernel,
-                   const std::vector<int64_t> &strides,
-                   const std::vector<int64_t> &pads,
-                   const std::vector<int64_t> &dilations,
-                   const std::vector<int64_t> &outShape, Win &w) {
-  common::Window cw;
-  SMP_RETURN_IF_ERROR(common::makeWindow(op, in, kernel, strides, pads,
-                                         dilations, false, &outShape, kMaxRank,
-                                         cw));
-  w = toWin(cw);
-  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -223,17 +217,12 @@ __global__ void convGradInput(In dy, In wt, Out dx, Win w, int64_t channels,
     int64_t i = t % w.inSize, plane = t / w.inSize;
     int64_t c = plane % channels, b = plane / channels;
     int64_t g = c / cg, ic = c % cg;
-    int64_t ii[kMaxRank];
-    w.unravel(i, w.in, ii);
     double acc = 0;
-    for (int64_t k = 0; k < w.kernelSize; ++k) {
-      int64_t o = w.outputOf(ii, k);
-      if (o < 0)
-        continue;
+    w.forEachWindowOf(i, [&](int64_t k, int64_t o) {
       for (int64_t oc = g * mg; oc < (g + 1) * mg; ++oc)
         acc += dy.load((b * outChannels + oc) * w.outSize + o) *
                wt.load((oc * cg + ic) * w.kernelSize + k);
-    }
+    });
     dx.store(t, acc);
   }
 }
@@ -269,13 +258,8 @@ __global__ void poolGradKernel(In x, In dy, Out dx, Win w, bool isMax,
                                bool countIncludePad, int64_t n) {
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % w.inSize, plane = t / w.inSize;
-    int64_t ii[kMaxRank];
-    w.unravel(i, w.in, ii);
     double acc = 0;
-    for (int64_t k = 0; k < w.kernelSize; ++k) {
-      int64_t o = w.outputOf(ii, k);
-      if (o < 0)
-        continue;
+    w.forEachWindowOf(i, [&](int64_t, int64_t o) {
       int64_t oo[kMaxRank];
       w.unravel(o, w.out, oo);
       double g = dy.load(plane * w.outSize + o);
@@ -305,7 +289,7 @@ __global__ void poolGradKernel(In x, In dy, Out dx, Win w, bool isMax,
         if (divisor > 0)
           acc += g / static_cast<double>(divisor);
       }
-    }
+    });
     dx.store(t, acc);
   }
 }
@@ -318,19 +302,12 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
-  if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
-    return fail(op, "expects [N, C, spatial...] tensors");
-  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
-  Win w;
-  SMP_RETURN_IF_ERROR(
-      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
+  common::Window cw;
+  SMP_RETURN_IF_ERROR(common::checkConvGrad(x, weight, dy, strides, pads,
+                                            dilations, group, dx, dweight,
+                                            kMaxRank, cw));
+  Win w = toWin(cw);
   int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
-  if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
-      dy.shape[1] != m || dy.shape[0] != batch)
-    return fail(op, "channels do not match the weight and group");
-  if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
-    return fail(op, "gradients must have the sizes of the input and weight");
   SMP_RETURN_IF_ERROR(launch(op, x.numel(), convGradInput, asIn(dy),
                              asIn(weight), asOut(dx), w, c, m, group,
                              x.numel()));
@@ -345,16 +322,10 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
-  if (dy.rank() != x.rank())
-    return fail(op, "expects [N, C, spatial...] tensors");
-  Win w;
-  SMP_RETURN_IF_ERROR(
-      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
-  if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])
-    return fail(op, "gradient does not match the input's planes");
-  if (dx.numel() != x.numel())
-    return fail(op, "gradient must have the size of the input");
+  common::Window cw;
+  SMP_RETURN_IF_ERROR(common::checkPoolGrad(x, dy, kernel, strides, pads,
+                                            dilations, dx, kMaxRank, cw));
+  Win w = toWin(cw);
   return launch(op, x.numel(), poolGradKernel, asIn(x), asIn(dy), asOut(dx), w,
                 max, countIncludePad, x.numel());
 }

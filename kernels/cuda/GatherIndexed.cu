@@ -30,8 +30,9 @@ struct ElGeom {
   int64_t shape[kMaxRank], strides[kMaxRank];
 };
 
-Status makeNd(const char *op, const TensorRef &indices,
-              const common::GatherNdGeom &g, NdGeom &d) {
+/// The device copy of a geometry (fails past kMaxRank).
+Status toDevice(const char *op, const TensorRef &indices,
+                const common::GatherNdGeom &g, NdGeom &d) {
   if (g.k > kMaxRank)
     return fail(op, "index tuples of more than " + std::to_string(kMaxRank) +
                         " components are not supported");
@@ -44,8 +45,10 @@ Status makeNd(const char *op, const TensorRef &indices,
   return Status::success();
 }
 
-Status makeEl(const char *op, const TensorRef &indices,
-              const std::vector<int64_t> &data, int64_t a, ElGeom &d) {
+Status toDevice(const char *op, const TensorRef &indices,
+                const common::GatherElementsGeom &g, ElGeom &d) {
+  const std::vector<int64_t> &data = g.data;
+  int64_t a = g.axis;
   if (data.size() > static_cast<size_t>(kMaxRank))
     return fail(op, "more than " + std::to_string(kMaxRank) +
                         " dims are not supported");
@@ -116,31 +119,38 @@ __global__ void scatterIndexedKernel(In dy, A *acc, G g, int64_t n,
   }
 }
 
-/// out = data gathered through g; an index out of range records `code`.
-template <class G>
-Status gatherIndexed(const char *op, const TensorRef &data, const G &g,
+/// out = data gathered through the geometry (D: its device copy); an index
+/// out of range records `code`.
+template <class D, class G>
+Status gatherIndexed(const char *op, const TensorRef &data,
+                     const TensorRef &indices, const G &geom,
                      const TensorRef &out, int code) {
+  D g;
+  SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   return visitBytes(data.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return launchGrid(op, ctx, out.numel(), gatherIndexedKernel<T, G>,
+    return launchGrid(op, ctx, out.numel(), gatherIndexedKernel<T, D>,
                       data.as<T>(), out.as<T>(), g, out.numel(), ctx->dError,
                       code);
   });
 }
 
-/// out = zeros with dy scatter-added through g (the gradient of
+/// out = zeros with dy scatter-added through the geometry (the gradient of
 /// gatherIndexed).
-template <class G>
-Status scatterIndexed(const char *op, const TensorRef &dy, const G &g,
+template <class D, class G>
+Status scatterIndexed(const char *op, const TensorRef &dy,
+                      const TensorRef &indices, const G &geom,
                       const TensorRef &out, int code) {
+  D g;
+  SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = dy.numel();
   return scatterAdd(op, ctx, out, n, [&](auto *acc) {
     using A = std::remove_pointer_t<decltype(acc)>;
-    scatterIndexedKernel<A, G><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+    scatterIndexedKernel<A, D><<<gridFor(n), kThreads, 0, ctx->stream>>>(
         asIn(dy), acc, g, n, ctx->dError, code);
   });
 }
@@ -149,45 +159,38 @@ Status scatterIndexed(const char *op, const TensorRef &dy, const G &g,
 
 Status gatherNd(const TensorRef &data, const TensorRef &indices,
                 int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd";
-  common::GatherNdGeom geom;
+  common::GatherNdGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherNd(data, indices, batchDims, out, geom));
-  NdGeom g;
-  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
-  return gatherIndexed(op, data, g, out, kErrGatherNdIndex);
+      common::checkGatherNd(false, data, indices, batchDims, out, g));
+  return gatherIndexed<NdGeom>("gather_nd", data, indices, g, out,
+                               kErrGatherNdIndex);
 }
 
 Status gatherElements(const TensorRef &data, const TensorRef &indices,
                       int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkGatherElements(data, indices, axis, out, a));
-  ElGeom g;
-  SMP_RETURN_IF_ERROR(makeEl(op, indices, data.shape, a, g));
-  return gatherIndexed(op, data, g, out, kErrGatherElementsIndex);
+  common::GatherElementsGeom g;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherElements(false, data, indices, axis, out, g));
+  return gatherIndexed<ElGeom>("gather_elements", data, indices, g, out,
+                               kErrGatherElementsIndex);
 }
 
 Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                     int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd_grad";
-  common::GatherNdGeom geom;
+  common::GatherNdGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherNdGrad(indices, dy, batchDims, out, geom));
-  NdGeom g;
-  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
-  return scatterIndexed(op, dy, g, out, kErrGatherNdGradIndex);
+      common::checkGatherNd(true, out, indices, batchDims, dy, g));
+  return scatterIndexed<NdGeom>("gather_nd_grad", dy, indices, g, out,
+                                kErrGatherNdGradIndex);
 }
 
 Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements_grad";
-  int64_t a;
+  common::GatherElementsGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherElementsGrad(indices, dy, axis, out, a));
-  ElGeom g;
-  SMP_RETURN_IF_ERROR(makeEl(op, indices, out.shape, a, g));
-  return scatterIndexed(op, dy, g, out, kErrGatherElementsGradIndex);
+      common::checkGatherElements(true, out, indices, axis, dy, g));
+  return scatterIndexed<ElGeom>("gather_elements_grad", dy, indices, g, out,
+                                kErrGatherElementsGradIndex);
 }
 
 } // namespace smp::kernels::cuda

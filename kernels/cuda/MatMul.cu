@@ -51,6 +51,18 @@ using MM = std::conditional_t<std::is_integral_v<T>, IntMM<T>, FT<T>>;
 
 constexpr int kTile = 16;
 
+/// Element (r, c) of op(X), X stored with row stride ld (op transposes when
+/// trans), in the accumulator type; 0 outside [rows, cols].
+template <class T>
+__device__ typename MM<T>::C opElement(const T *x, bool trans, int64_t ld,
+                                       int64_t r, int64_t c, int64_t rows,
+                                       int64_t cols) {
+  using C = typename MM<T>::C;
+  if (r >= rows || c >= cols)
+    return C(0);
+  return MM<T>::load(trans ? x[c * ld + r] : x[r * ld + c]);
+}
+
 template <class T>
 __global__ void gemmTiled(const T *a, const T *b, T *c, Geometry g) {
   using Acc = typename MM<T>::C;
@@ -68,20 +80,8 @@ __global__ void gemmTiled(const T *a, const T *b, T *c, Geometry g) {
         int64_t i = tm * kTile + ty, j = tn * kTile + tx;
         Acc acc = Acc(0);
         for (int64_t k0 = 0; k0 < g.K; k0 += kTile) {
-          // as[ty][tx] = op(A)(tm*16 + ty, k0 + tx)
-          int64_t ka = k0 + tx;
-          Acc va = Acc(0);
-          if (i < g.M && ka < g.K)
-            va = MM<T>::load(g.transA ? pa[ka * g.colsA + i]
-                                      : pa[i * g.colsA + ka]);
-          as[ty][tx] = va;
-          // bs[ty][tx] = op(B)(k0 + ty, tn*16 + tx)
-          int64_t kb = k0 + ty;
-          Acc vb = Acc(0);
-          if (kb < g.K && j < g.N)
-            vb = MM<T>::load(g.transB ? pb[j * g.colsB + kb]
-                                      : pb[kb * g.colsB + j]);
-          bs[ty][tx] = vb;
+          as[ty][tx] = opElement(pa, g.transA, g.colsA, i, k0 + tx, g.M, g.K);
+          bs[ty][tx] = opElement(pb, g.transB, g.colsB, k0 + ty, j, g.K, g.N);
           __syncthreads();
           for (int k = 0; k < kTile; ++k)
             acc += as[ty][k] * bs[k][tx];

@@ -279,48 +279,45 @@ namespace smp::kernels::cuda {
 using namespace detail;
 namespace {
 
+/// cumsum's arithmetic: floats accumulate in double, integers wrap in 64
+/// bits.
+template <class S> struct FloatScan {
+  using Acc = double;
+  __device__ static Acc load(S v) {
+    return static_cast<double>(FT<S>::load(v));
+  }
+  __device__ static S store(Acc a) {
+    return FT<S>::store(static_cast<typename FT<S>::C>(a));
+  }
+};
+template <class T> struct IntScan {
+  using Acc = uint64_t;
+  using U = std::make_unsigned_t<T>;
+  __device__ static Acc load(T v) { return static_cast<uint64_t>(U(v)); }
+  __device__ static T store(Acc a) { return static_cast<T>(static_cast<U>(a)); }
+};
 template <class S>
-__global__ void cumsumFloatKernel(const S *x, S *y, int64_t lines,
-                                  int64_t len, int64_t inner, bool exclusive,
-                                  bool reverse) {
-  using C = typename FT<S>::C;
+using Scan =
+    std::conditional_t<std::is_integral_v<S>, IntScan<S>, FloatScan<S>>;
+
+template <class S>
+__global__ void cumsumKernel(const S *x, S *y, int64_t lines, int64_t len,
+                             int64_t inner, bool exclusive, bool reverse) {
+  using Ops = Scan<S>;
   SMP_GRID_STRIDE(line, lines) {
     int64_t o = line / inner, i = line - o * inner;
     const S *px = x + o * len * inner + i;
     S *py = y + o * len * inner + i;
-    double acc = 0;
+    typename Ops::Acc acc = 0;
     for (int64_t step = 0; step < len; ++step) {
       int64_t j = (reverse ? len - 1 - step : step) * inner;
-      double v = static_cast<double>(FT<S>::load(px[j]));
+      typename Ops::Acc v = Ops::load(px[j]);
       if (exclusive) {
-        py[j] = FT<S>::store(static_cast<C>(acc));
+        py[j] = Ops::store(acc);
         acc += v;
       } else {
         acc += v;
-        py[j] = FT<S>::store(static_cast<C>(acc));
-      }
-    }
-  }
-}
-
-template <class T>
-__global__ void cumsumIntKernel(const T *x, T *y, int64_t lines, int64_t len,
-                                int64_t inner, bool exclusive, bool reverse) {
-  using U = std::make_unsigned_t<T>;
-  SMP_GRID_STRIDE(line, lines) {
-    int64_t o = line / inner, i = line - o * inner;
-    const T *px = x + o * len * inner + i;
-    T *py = y + o * len * inner + i;
-    uint64_t acc = 0;
-    for (int64_t step = 0; step < len; ++step) {
-      int64_t j = (reverse ? len - 1 - step : step) * inner;
-      uint64_t v = static_cast<uint64_t>(static_cast<U>(px[j]));
-      if (exclusive) {
-        py[j] = static_cast<T>(static_cast<U>(acc));
-        acc += v;
-      } else {
-        acc += v;
-        py[j] = static_cast<T>(static_cast<U>(acc));
+        py[j] = Ops::store(acc);
       }
     }
   }
@@ -331,8 +328,8 @@ __global__ void cumsumIntKernel(const T *x, T *y, int64_t lines, int64_t len,
 Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, s));
   bool isF = smp::base::isFloat(in.dtype);
   if (!isF && !smp::base::isInteger(in.dtype))
     return unsupported(name, in.dtype);
@@ -340,24 +337,13 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
-  int64_t len = in.shape[a], inner = 1;
-  for (int64_t d = a + 1; d < in.rank(); ++d)
-    inner *= in.shape[d];
-  int64_t lines = in.numel() / len;
-  unsigned grid = gridFor(lines);
-  if (isF)
-    return visitFloat(in.dtype, name, [&](auto tag) {
-      using S = typename decltype(tag)::type;
-      cumsumFloatKernel<S><<<grid, kThreads, 0, ctx->stream>>>(
-          in.as<S>(), out.as<S>(), lines, len, inner, exclusive, reverse);
-      return launchStatus(name);
-    });
-  return visitInt(in.dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    cumsumIntKernel<T><<<grid, kThreads, 0, ctx->stream>>>(
-        in.as<T>(), out.as<T>(), lines, len, inner, exclusive, reverse);
-    return launchStatus(name);
-  });
+  int64_t lines = s.outer * s.inner;
+  auto run = [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    return launchGrid(name, ctx, lines, cumsumKernel<S>, in.as<S>(),
+                      out.as<S>(), lines, s.len, s.inner, exclusive, reverse);
+  };
+  return isF ? visitFloat(in.dtype, name, run) : visitInt(in.dtype, name, run);
 }
 
 } // namespace smp::kernels::cuda

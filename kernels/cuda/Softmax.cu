@@ -76,22 +76,19 @@ template <class S> __global__ void softmaxScalar(const S *x, S *y, bool log) {
 Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out,
                bool log) {
   const char *name = log ? "log_softmax" : "softmax";
-  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkSoftmax(name, in, axis, out, s));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
-  int64_t rank = in.rank();
-  if (rank == 0)
+  if (in.rank() == 0)
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       softmaxScalar<S><<<1, 1, 0, ctx->stream>>>(in.as<S>(), out.as<S>(), log);
       return launchStatus(name);
     });
-  int64_t d;
-  SMP_RETURN_IF_ERROR(common::checkAxis(name, axis, rank, d));
-  int64_t outer = product(in.shape, 0, d), n = in.shape[d],
-          inner = product(in.shape, d + 1);
+  int64_t outer = s.outer, n = s.len, inner = s.inner;
   if (in.numel() == 0)
     return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
