@@ -174,9 +174,11 @@ const char *reduceOpName(unsigned op) {
 
 namespace smp::kernels {
 
-// common::unaryOpName / binaryOpName number the ops as these enums do.
+// common::unaryOpName / binaryOpName / reduceOpName number the ops as these
+// enums do.
 static_assert(static_cast<unsigned>(UnaryOp::GeluTanh) == 16 &&
-              static_cast<unsigned>(BinaryOp::FMod) == 13);
+              static_cast<unsigned>(BinaryOp::FMod) == 13 &&
+              static_cast<unsigned>(ReduceOp::Max) == 2);
 
 const char *unaryOpName(UnaryOp op) {
   return common::unaryOpName(static_cast<unsigned>(op));
@@ -184,6 +186,10 @@ const char *unaryOpName(UnaryOp op) {
 
 const char *binaryOpName(BinaryOp op) {
   return common::binaryOpName(static_cast<unsigned>(op));
+}
+
+const char *reduceOpName(ReduceOp op) {
+  return common::reduceOpName(static_cast<unsigned>(op));
 }
 
 } // namespace smp::kernels

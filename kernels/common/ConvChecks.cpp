@@ -19,6 +19,11 @@ int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
   return out;
 }
 
+namespace {
+
+/// The window of `in`. Empty strides/dilations are 1, empty pads 0. With
+/// `outShape` null the output sizes follow windowOutputSize; otherwise they
+/// are outShape's spatial dims (gradients). Fails above maxDims spatial dims.
 Status makeWindow(const char *op, const TensorRef &in,
                   const std::vector<int64_t> &kernel,
                   const std::vector<int64_t> &strides,
@@ -71,6 +76,8 @@ Status makeWindow(const char *op, const TensorRef &in,
   }
   return Status::success();
 }
+
+} // namespace
 
 std::vector<int64_t> windowShape(const Window &w, int64_t batch,
                                  int64_t channels) {
@@ -125,6 +132,47 @@ Status checkPool(const char *op, const TensorRef &in,
                                  ceilMode, nullptr, maxDims, w));
   return checkShape(op, "output", out,
                     windowShape(w, in.shape[0], in.shape[1]));
+}
+
+Status checkConvGrad(const TensorRef &x, const TensorRef &weight,
+                     const TensorRef &dy, const std::vector<int64_t> &strides,
+                     const std::vector<int64_t> &pads,
+                     const std::vector<int64_t> &dilations, int64_t group,
+                     const TensorRef &dx, const TensorRef &dweight,
+                     size_t maxDims, Window &w) {
+  const char *op = "conv_grad";
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
+  if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
+    return fail(op, "expects [N, C, spatial...] tensors");
+  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
+  SMP_RETURN_IF_ERROR(makeWindow(op, x, kernel, strides, pads, dilations, false,
+                                 &dy.shape, maxDims, w));
+  int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
+  if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
+      dy.shape[1] != m || dy.shape[0] != batch)
+    return fail(op, "channels do not match the weight and group");
+  if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
+    return fail(op, "gradients must have the sizes of the input and weight");
+  return Status::success();
+}
+
+Status checkPoolGrad(const TensorRef &x, const TensorRef &dy,
+                     const std::vector<int64_t> &kernel,
+                     const std::vector<int64_t> &strides,
+                     const std::vector<int64_t> &pads,
+                     const std::vector<int64_t> &dilations, const TensorRef &dx,
+                     size_t maxDims, Window &w) {
+  const char *op = "pool_grad";
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
+  if (dy.rank() != x.rank())
+    return fail(op, "expects [N, C, spatial...] tensors");
+  SMP_RETURN_IF_ERROR(makeWindow(op, x, kernel, strides, pads, dilations, false,
+                                 &dy.shape, maxDims, w));
+  if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])
+    return fail(op, "gradient does not match the input's planes");
+  if (dx.numel() != x.numel())
+    return fail(op, "gradient must have the size of the input");
+  return Status::success();
 }
 
 } // namespace smp::kernels::common

@@ -13,12 +13,26 @@
 namespace smp::kernels::common {
 namespace {
 
-/// The geometry of gathering tuples of `indices` from a tensor of `data`'s
-/// shape, and the gathered shape (`gathered`).
-Status geometryNd(const char *op, const std::vector<int64_t> &data,
-                  const TensorRef &indices, int64_t b, GatherNdGeom &g,
-                  std::vector<int64_t> &gathered) {
-  const std::vector<int64_t> &ix = indices.shape;
+/// The tensors of an indexed gather (data -> gathered output) or, with
+/// grad, of its gradient (the gathered dy scattered into `dataLike`, the
+/// gradient of data).
+Status checkOperands(const char *op, bool grad, const TensorRef &dataLike,
+                     const TensorRef &gathered) {
+  if (!grad)
+    return checkPair(op, dataLike, gathered);
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&gathered, &dataLike}));
+  return checkDType(op, "grad", gathered, dataLike.dtype);
+}
+
+} // namespace
+
+Status checkGatherNd(bool grad, const TensorRef &dataLike,
+                     const TensorRef &indices, int64_t b,
+                     const TensorRef &gathered, GatherNdGeom &g) {
+  const char *op = grad ? "gather_nd_grad" : "gather_nd";
+  SMP_RETURN_IF_ERROR(checkOperands(op, grad, dataLike, gathered));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
+  const std::vector<int64_t> &data = dataLike.shape, &ix = indices.shape;
   int64_t r = static_cast<int64_t>(data.size()),
           q = static_cast<int64_t>(ix.size());
   if (r < 1 || q < 1 || b < 0 || b >= std::min(r, q))
@@ -43,73 +57,31 @@ Status geometryNd(const char *op, const std::vector<int64_t> &data,
   g.slice = strides[b + k - 1];
   g.dims.assign(data.begin() + b, data.begin() + b + k);
   g.strides.assign(strides.begin() + b, strides.begin() + b + k);
-  gathered.assign(ix.begin(), ix.end() - 1);
-  gathered.insert(gathered.end(), data.begin() + b + k, data.end());
-  return Status::success();
+  std::vector<int64_t> expected(ix.begin(), ix.end() - 1);
+  expected.insert(expected.end(), data.begin() + b + k, data.end());
+  return checkShape(op, grad ? "grad" : "output", gathered, expected);
 }
 
-Status geometryElements(const char *op, const std::vector<int64_t> &data,
-                        const TensorRef &indices, int64_t axis, int64_t &a) {
-  const std::vector<int64_t> &ix = indices.shape;
+Status checkGatherElements(bool grad, const TensorRef &dataLike,
+                           const TensorRef &indices, int64_t axis,
+                           const TensorRef &gathered, GatherElementsGeom &g) {
+  const char *op = grad ? "gather_elements_grad" : "gather_elements";
+  SMP_RETURN_IF_ERROR(checkOperands(op, grad, dataLike, gathered));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
+  const std::vector<int64_t> &data = dataLike.shape, &ix = indices.shape;
+  g.data = data;
   if (data.empty() || ix.size() != data.size())
     return fail(op, "indices " + shapeStr(ix) +
                         " must have the rank of data " + shapeStr(data));
-  a = normAxis(axis, static_cast<int64_t>(data.size()));
-  if (a < 0)
+  g.axis = normAxis(axis, static_cast<int64_t>(data.size()));
+  if (g.axis < 0)
     return fail(op, "axis " + std::to_string(axis) + " out of range for " +
                         shapeStr(data));
   for (size_t d = 0; d < data.size(); ++d)
-    if (static_cast<int64_t>(d) != a && ix[d] > data[d])
+    if (static_cast<int64_t>(d) != g.axis && ix[d] > data[d])
       return fail(op, "indices " + shapeStr(ix) + " exceed data " +
                           shapeStr(data) + " in dim " + std::to_string(d));
-  return Status::success();
-}
-
-} // namespace
-
-Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
-                     int64_t batchDims, const TensorRef &out,
-                     GatherNdGeom &g) {
-  const char *op = "gather_nd";
-  SMP_RETURN_IF_ERROR(checkPair(op, data, out));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  std::vector<int64_t> expected;
-  SMP_RETURN_IF_ERROR(
-      geometryNd(op, data.shape, indices, batchDims, g, expected));
-  return checkShape(op, "output", out, expected);
-}
-
-Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
-                         int64_t batchDims, const TensorRef &out,
-                         GatherNdGeom &g) {
-  const char *op = "gather_nd_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
-  SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  std::vector<int64_t> expected;
-  SMP_RETURN_IF_ERROR(
-      geometryNd(op, out.shape, indices, batchDims, g, expected));
-  return checkShape(op, "grad", dy, expected);
-}
-
-Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
-                           int64_t axis, const TensorRef &out, int64_t &a) {
-  const char *op = "gather_elements";
-  SMP_RETURN_IF_ERROR(checkPair(op, data, out));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  SMP_RETURN_IF_ERROR(geometryElements(op, data.shape, indices, axis, a));
-  return checkShape(op, "output", out, indices.shape);
-}
-
-Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
-                               int64_t axis, const TensorRef &out,
-                               int64_t &a) {
-  const char *op = "gather_elements_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
-  SMP_RETURN_IF_ERROR(checkDType(op, "grad", dy, out.dtype));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  SMP_RETURN_IF_ERROR(geometryElements(op, out.shape, indices, axis, a));
-  return checkShape(op, "grad", dy, indices.shape);
+  return checkShape(op, grad ? "grad" : "output", gathered, ix);
 }
 
 } // namespace smp::kernels::common

@@ -187,8 +187,21 @@ Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a) {
   return Status::success();
 }
 
+namespace {
+/// checkAxis, then `shape` split at the axis.
+Status splitAtAxis(const char *op, const std::vector<int64_t> &shape,
+                   int64_t axis, AxisSplit &s) {
+  SMP_RETURN_IF_ERROR(
+      checkAxis(op, axis, static_cast<int64_t>(shape.size()), s.axis));
+  s.outer = product(shape, 0, s.axis);
+  s.len = shape[s.axis];
+  s.inner = product(shape, s.axis + 1);
+  return Status::success();
+}
+} // namespace
+
 Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
-                   int64_t &a) {
+                   AxisSplit &s) {
   const char *op = "cumsum";
   SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
   if (in.dtype == DType::Bool)
@@ -196,7 +209,15 @@ Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
                         " must hold integers or floats");
   if (in.rank() < 1)
     return fail(op, "input " + smp::base::describe(in) + " needs a dim");
-  return checkAxis(op, axis, in.rank(), a);
+  return splitAtAxis(op, in.shape, axis, s);
+}
+
+Status checkSoftmax(const char *op, const TensorRef &in, int64_t axis,
+                    const TensorRef &out, AxisSplit &s) {
+  SMP_RETURN_IF_ERROR(checkSameTensor(op, in, out));
+  s = AxisSplit();
+  return in.rank() == 0 ? Status::success()
+                        : splitAtAxis(op, in.shape, axis, s);
 }
 
 //===----------------------------------------------------------------------===//

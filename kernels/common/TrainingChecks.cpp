@@ -14,6 +14,23 @@ Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
   return Status::success();
 }
 
+Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
+                       int64_t axis, const TensorRef &out, GatherGradGeom &g) {
+  const char *op = "gather_grad";
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
+  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
+  g.axis = normAxis(axis, out.rank());
+  if (g.axis < 0)
+    return fail(op, "axis out of range");
+  g.outer = product(out.shape, 0, g.axis);
+  g.dim = out.shape[g.axis];
+  g.inner = product(out.shape, g.axis + 1);
+  g.count = indices.numel();
+  if (dy.numel() != g.outer * g.count * g.inner)
+    return fail(op, "gradient does not match the gathered shape");
+  return Status::success();
+}
+
 Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                              const TensorRef *weights, const TensorRef &dloss,
                              bool reduced, const TensorRef &dlogits,

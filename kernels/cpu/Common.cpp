@@ -76,6 +76,18 @@ std::vector<double> toDouble(const TensorRef &t) {
   return v;
 }
 
+Status storeDouble(const char *op, const TensorRef &out,
+                   const std::vector<double> &values) {
+  return visitFloat(out.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    S *o = out.as<S>();
+    for (size_t i = 0; i < values.size(); ++i)
+      o[i] = Float<S>::store(static_cast<C>(values[i]));
+    return Status::success();
+  });
+}
+
 namespace {
 template <class T>
 void copyRuns(const StridedLoop<1> &loop, const T *in, T *out, int64_t total) {

@@ -80,6 +80,10 @@ template <class F> Status visitFloat(DType t, const char *op, F &&f) {
 int64_t loadInt(const TensorRef &t, int64_t i);
 /// All elements of a float tensor as double (small parameter tensors).
 std::vector<double> toDouble(const TensorRef &t);
+/// Writes `values` (one per element) into a float tensor (toDouble's
+/// inverse, rounding through the compute type).
+Status storeDouble(const char *op, const TensorRef &out,
+                   const std::vector<double> &values);
 
 //===----------------------------------------------------------------------===//
 // Threads

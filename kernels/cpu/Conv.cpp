@@ -29,13 +29,7 @@ template <class T>
 void convGemms(int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
                const T *b, const std::vector<int64_t> &offB, int64_t ldb, T *c,
                int64_t strideC, int64_t ldc) {
-  GemmShape g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.lda = lda;
-  g.ldb = ldb;
-  g.ldc = ldc;
+  GemmShape g{false, false, m, n, k, lda, ldb, ldc};
   std::vector<int64_t> offA(offB.size(), 0);
   gemmBatch(g, a, offA.data(), b, offB.data(), c, strideC,
             static_cast<int64_t>(offB.size()));
@@ -298,12 +292,14 @@ void poolImpl(const Window &w, const S *x, S *y, int64_t planes, bool isMax,
       });
 }
 
-Status pool(const char *name, bool isMax, const TensorRef &in,
-            const std::vector<int64_t> &kernel,
+} // namespace
+
+Status pool(bool isMax, const TensorRef &in, const std::vector<int64_t> &kernel,
             const std::vector<int64_t> &strides,
             const std::vector<int64_t> &pads,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
+  const char *name = isMax ? "max_pool" : "avg_pool";
   Window w;
   SMP_RETURN_IF_ERROR(common::checkPool(name, in, kernel, strides, pads,
                                         dilations, ceilMode, out, kAnyDims, w));
@@ -315,26 +311,6 @@ Status pool(const char *name, bool isMax, const TensorRef &in,
              countIncludePad);
     return Status::success();
   });
-}
-
-} // namespace
-
-Status maxPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               const TensorRef &out) {
-  return pool("max_pool", true, in, kernel, strides, pads, dilations, ceilMode,
-              false, out);
-}
-
-Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               bool countIncludePad, const TensorRef &out) {
-  return pool("avg_pool", false, in, kernel, strides, pads, dilations, ceilMode,
-              countIncludePad, out);
 }
 
 } // namespace smp::kernels::cpu

@@ -76,13 +76,11 @@ Status tile(const TensorRef &in, const std::vector<int64_t> &repeats,
   return stridedCopy(name, in, 0, strides, view);
 }
 
-namespace {
-
 /// Concat (toOut) or split (!toOut): out viewed as [outer, total * inner]
 /// bytes, each part as [outer, size_i * inner].
-Status concatSplit(const char *name, bool toOut,
-                   const std::vector<TensorRef> &parts, int64_t axis,
-                   const TensorRef &whole) {
+Status concatSplit(bool toOut, const std::vector<TensorRef> &parts,
+                   int64_t axis, const TensorRef &whole) {
+  const char *name = toOut ? "concat" : "split";
   int64_t a;
   SMP_RETURN_IF_ERROR(
       common::checkConcatSplit(name, toOut, parts, axis, whole, a));
@@ -109,18 +107,6 @@ Status concatSplit(const char *name, bool toOut,
     }
   });
   return Status::success();
-}
-
-} // namespace
-
-Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
-              const TensorRef &out) {
-  return concatSplit("concat", true, inputs, axis, out);
-}
-
-Status split(const TensorRef &in, int64_t axis,
-             const std::vector<TensorRef> &outputs) {
-  return concatSplit("split", false, outputs, axis, in);
 }
 
 Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,

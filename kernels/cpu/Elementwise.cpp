@@ -3,7 +3,10 @@
 #include "Common.h"
 #include "VecMath.h"
 
+#include "smp/kernels/common/Elements.h"
+
 #include <atomic>
+#include <utility>
 
 namespace smp::kernels::cpu {
 using namespace detail;
@@ -54,25 +57,18 @@ Status mapFloat(const TensorRef &in, const TensorRef &out, int64_t cost,
 
 /// The ops with a vectorised f32 form (VecMath.h).
 bool vecOpFor(UnaryOp op, VecOp &v) {
-  switch (op) {
-  case UnaryOp::Exp:
-    v = VecOp::Exp;
-    return true;
-  case UnaryOp::Tanh:
-    v = VecOp::Tanh;
-    return true;
-  case UnaryOp::Sigmoid:
-    v = VecOp::Sigmoid;
-    return true;
-  case UnaryOp::Silu:
-    v = VecOp::Silu;
-    return true;
-  case UnaryOp::GeluTanh:
-    v = VecOp::GeluTanh;
-    return true;
-  default:
-    return false;
-  }
+  static constexpr std::pair<UnaryOp, VecOp> kVecOps[] = {
+      {UnaryOp::Exp, VecOp::Exp},
+      {UnaryOp::Tanh, VecOp::Tanh},
+      {UnaryOp::Sigmoid, VecOp::Sigmoid},
+      {UnaryOp::Silu, VecOp::Silu},
+      {UnaryOp::GeluTanh, VecOp::GeluTanh}};
+  for (auto [u, vec] : kVecOps)
+    if (u == op) {
+      v = vec;
+      return true;
+    }
+  return false;
 }
 
 /// f32, f16 and bf16 through vecMap (the half types in blocks widened to
@@ -268,21 +264,6 @@ template <class C> C floorMod(C a, C b) {
   if (r != C(0) && ((r < C(0)) != (b < C(0))))
     r += b;
   return r;
-}
-
-/// Integer remainders, b != 0: C's % (the dividend's sign) or the floor
-/// remainder (the divisor's sign). INT_MIN % -1 is 0.
-template <class T> T intMod(T a, T b, bool floor) {
-  if constexpr (std::is_signed_v<T>) {
-    if (b == T(-1))
-      return T(0);
-    T r = static_cast<T>(a % b);
-    if (floor && r != T(0) && ((r < T(0)) != (b < T(0))))
-      r = static_cast<T>(r + b);
-    return r;
-  } else {
-    return static_cast<T>(a % b);
-  }
 }
 
 struct BinaryArgs {

@@ -37,9 +37,9 @@ Status loadIndex(const char *op, const TensorRef &indices, int64_t k,
   return Status::success();
 }
 
-/// The data offset of each index tuple's slice.
-Status tupleOffsets(const char *op, const TensorRef &indices,
-                    const GatherNdGeom &g, std::vector<int64_t> &offsets) {
+/// The data offset of each index tuple's slice (gather_nd).
+Status sourceOffsets(const char *op, const TensorRef &indices,
+                     const GatherNdGeom &g, std::vector<int64_t> &offsets) {
   offsets.assign(static_cast<size_t>(g.positions), 0);
   for (int64_t p = 0; p < g.positions; ++p) {
     int64_t off = (p / g.perBatch) * g.batchStride;
@@ -55,10 +55,11 @@ Status tupleOffsets(const char *op, const TensorRef &indices,
 }
 
 /// The data offset each element of `indices` reads (gather_elements).
-Status elementOffsets(const char *op, const TensorRef &indices,
-                      const std::vector<int64_t> &data, int64_t a,
-                      std::vector<int64_t> &offsets) {
-  const std::vector<int64_t> &ix = indices.shape;
+Status sourceOffsets(const char *op, const TensorRef &indices,
+                     const GatherElementsGeom &g,
+                     std::vector<int64_t> &offsets) {
+  const std::vector<int64_t> &ix = indices.shape, &data = g.data;
+  int64_t a = g.axis;
   std::vector<int64_t> strides = contiguousStrides(data), at(ix.size(), 0);
   int64_t n = indices.numel();
   offsets.assign(static_cast<size_t>(n), 0);
@@ -78,10 +79,19 @@ Status elementOffsets(const char *op, const TensorRef &indices,
   return Status::success();
 }
 
-/// out[i * slice + s] = data[offsets[i] + s].
-Status copySlices(const char *op, const TensorRef &data,
-                  const std::vector<int64_t> &offsets, int64_t slice,
-                  const TensorRef &out) {
+/// Elements read per offset.
+int64_t sliceOf(const GatherNdGeom &g) { return g.slice; }
+int64_t sliceOf(const GatherElementsGeom &) { return 1; }
+
+/// out[i * slice + s] = data[offsets[i] + s] (g: GatherNdGeom or
+/// GatherElementsGeom).
+template <class G>
+Status gatherIndexed(const char *op, const TensorRef &data,
+                     const TensorRef &indices, const G &g,
+                     const TensorRef &out) {
+  std::vector<int64_t> offsets;
+  SMP_RETURN_IF_ERROR(sourceOffsets(op, indices, g, offsets));
+  int64_t slice = sliceOf(g);
   if (out.numel() == 0)
     return Status::success();
   int64_t n = static_cast<int64_t>(offsets.size());
@@ -97,66 +107,54 @@ Status copySlices(const char *op, const TensorRef &data,
   });
 }
 
-/// out = zeros; out[offsets[i] * slice ... ] += dy[i * slice + s], in order.
-Status scatterAddSlices(const char *op, const TensorRef &dy,
-                        const std::vector<int64_t> &offsets, int64_t slice,
-                        const TensorRef &out) {
-  std::vector<double> g = toDouble(dy), acc(out.numel(), 0.0);
+/// out = zeros; out[offsets[i] + s] += dy[i * slice + s], in order (the
+/// gradient of gatherIndexed).
+template <class G>
+Status scatterIndexed(const char *op, const TensorRef &dy,
+                      const TensorRef &indices, const G &g,
+                      const TensorRef &out) {
+  std::vector<int64_t> offsets;
+  SMP_RETURN_IF_ERROR(sourceOffsets(op, indices, g, offsets));
+  int64_t slice = sliceOf(g);
+  std::vector<double> grad = toDouble(dy), acc(out.numel(), 0.0);
   for (size_t i = 0; i < offsets.size(); ++i)
     for (int64_t s = 0; s < slice; ++s)
-      acc[offsets[i] + s] += g[i * slice + s];
-  return visitFloat(out.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = out.as<S>();
-    for (size_t i = 0; i < acc.size(); ++i)
-      o[i] = Float<S>::store(static_cast<C>(acc[i]));
-    return Status::success();
-  });
+      acc[offsets[i] + s] += grad[i * slice + s];
+  return storeDouble(op, out, acc);
 }
 
 } // namespace
 
 Status gatherNd(const TensorRef &data, const TensorRef &indices,
                 int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd";
   GatherNdGeom g;
-  SMP_RETURN_IF_ERROR(common::checkGatherNd(data, indices, batchDims, out, g));
-  std::vector<int64_t> offsets;
-  SMP_RETURN_IF_ERROR(tupleOffsets(op, indices, g, offsets));
-  return copySlices(op, data, offsets, g.slice, out);
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherNd(false, data, indices, batchDims, out, g));
+  return gatherIndexed("gather_nd", data, indices, g, out);
 }
 
 Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                     int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd_grad";
   GatherNdGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherNdGrad(indices, dy, batchDims, out, g));
-  std::vector<int64_t> offsets;
-  SMP_RETURN_IF_ERROR(tupleOffsets(op, indices, g, offsets));
-  return scatterAddSlices(op, dy, offsets, g.slice, out);
+      common::checkGatherNd(true, out, indices, batchDims, dy, g));
+  return scatterIndexed("gather_nd_grad", dy, indices, g, out);
 }
 
 Status gatherElements(const TensorRef &data, const TensorRef &indices,
                       int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkGatherElements(data, indices, axis, out, a));
-  std::vector<int64_t> offsets;
-  SMP_RETURN_IF_ERROR(elementOffsets(op, indices, data.shape, a, offsets));
-  return copySlices(op, data, offsets, 1, out);
+  GatherElementsGeom g;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherElements(false, data, indices, axis, out, g));
+  return gatherIndexed("gather_elements", data, indices, g, out);
 }
 
 Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements_grad";
-  int64_t a;
+  GatherElementsGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherElementsGrad(indices, dy, axis, out, a));
-  std::vector<int64_t> offsets;
-  SMP_RETURN_IF_ERROR(elementOffsets(op, indices, out.shape, a, offsets));
-  return scatterAddSlices(op, dy, offsets, 1, out);
+      common::checkGatherElements(true, out, indices, axis, dy, g));
+  return scatterIndexed("gather_elements_grad", dy, indices, g, out);
 }
 
 } // namespace smp::kernels::cpu

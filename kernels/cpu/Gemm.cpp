@@ -50,47 +50,28 @@ constexpr int64_t kMR = 6, kNR = 16;
 constexpr int64_t kPackFloats = int64_t(128) << 10;
 
 /// C[6][16] = sum over p < k of rows[r][p] * bp[p][0..16), one FMA chain per
-/// element, accumulators in 12 registers.
+/// element, accumulators in 12 registers: the loops over r must unroll
+/// fully (the pragmas) for the array to live in registers.
 SMP_AVX2 void microKernel(int64_t k, const float *const *rows, const float *bp,
                           float *c, int64_t ldc) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-         c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00,
-         c51 = c00;
-  const float *a0 = rows[0], *a1 = rows[1], *a2 = rows[2], *a3 = rows[3],
-              *a4 = rows[4], *a5 = rows[5];
+  __m256 acc[kMR][2];
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < kMR; ++r)
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t p = 0; p < k; ++p, bp += kNR) {
-    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), v;
-    v = _mm256_broadcast_ss(a0 + p);
-    c00 = _mm256_fmadd_ps(v, b0, c00);
-    c01 = _mm256_fmadd_ps(v, b1, c01);
-    v = _mm256_broadcast_ss(a1 + p);
-    c10 = _mm256_fmadd_ps(v, b0, c10);
-    c11 = _mm256_fmadd_ps(v, b1, c11);
-    v = _mm256_broadcast_ss(a2 + p);
-    c20 = _mm256_fmadd_ps(v, b0, c20);
-    c21 = _mm256_fmadd_ps(v, b1, c21);
-    v = _mm256_broadcast_ss(a3 + p);
-    c30 = _mm256_fmadd_ps(v, b0, c30);
-    c31 = _mm256_fmadd_ps(v, b1, c31);
-    v = _mm256_broadcast_ss(a4 + p);
-    c40 = _mm256_fmadd_ps(v, b0, c40);
-    c41 = _mm256_fmadd_ps(v, b1, c41);
-    v = _mm256_broadcast_ss(a5 + p);
-    c50 = _mm256_fmadd_ps(v, b0, c50);
-    c51 = _mm256_fmadd_ps(v, b1, c51);
+    __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+#pragma GCC unroll 6
+    for (int64_t r = 0; r < kMR; ++r) {
+      __m256 v = _mm256_broadcast_ss(rows[r] + p);
+      acc[r][0] = _mm256_fmadd_ps(v, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(v, b1, acc[r][1]);
+    }
   }
-  _mm256_storeu_ps(c, c00);
-  _mm256_storeu_ps(c + 8, c01);
-  _mm256_storeu_ps(c + ldc, c10);
-  _mm256_storeu_ps(c + ldc + 8, c11);
-  _mm256_storeu_ps(c + 2 * ldc, c20);
-  _mm256_storeu_ps(c + 2 * ldc + 8, c21);
-  _mm256_storeu_ps(c + 3 * ldc, c30);
-  _mm256_storeu_ps(c + 3 * ldc + 8, c31);
-  _mm256_storeu_ps(c + 4 * ldc, c40);
-  _mm256_storeu_ps(c + 4 * ldc + 8, c41);
-  _mm256_storeu_ps(c + 5 * ldc, c50);
-  _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < kMR; ++r) {
+    _mm256_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+  }
 }
 
 /// dst[p][q] = op(B)[p][j0 + q] for p < k, q < 16 (0 beyond column j0 + w).

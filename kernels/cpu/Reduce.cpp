@@ -150,6 +150,14 @@ template <class T> struct IntMax {
   T finish(T a) const { return a; }
 };
 
+/// The arithmetic of storage type S (float or integer).
+template <class S>
+using SumOps =
+    std::conditional_t<std::is_integral_v<S>, IntSum<S>, FloatSum<S>>;
+template <class S>
+using MaxOps =
+    std::conditional_t<std::is_integral_v<S>, IntMax<S>, FloatMax<S>>;
+
 /// The value of a reduction over no elements.
 Status fillEmpty(ReduceOp op, const TensorRef &out) {
   int64_t n = out.numel();
@@ -173,16 +181,11 @@ Status fillEmpty(ReduceOp op, const TensorRef &out) {
   return Status::success();
 }
 
-const char *reduceName(ReduceOp op) {
-  static_assert(static_cast<unsigned>(ReduceOp::Max) == 2);
-  return common::reduceOpName(static_cast<unsigned>(op));
-}
-
 } // namespace
 
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
-  const char *name = reduceName(op);
+  const char *name = reduceOpName(op);
   std::vector<bool> reduced;
   SMP_RETURN_IF_ERROR(common::checkReduce(name, in, axes, out, reduced));
   if (out.numel() == 0)
@@ -191,31 +194,24 @@ Status reduce(ReduceOp op, const TensorRef &in,
     return fillEmpty(op, out);
   Plan p = makePlan(in.shape, reduced);
 
+  auto run = [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (op == ReduceOp::Max)
+      reduceLoop(p, in.as<S>(), out.as<S>(), MaxOps<S>{});
+    else
+      reduceLoop(p, in.as<S>(), out.as<S>(),
+                 SumOps<S>{op == ReduceOp::Mean, p.count});
+    return Status::success();
+  };
   if (smp::base::isFloat(in.dtype))
-    return visitFloat(in.dtype, name, [&](auto tag) {
-      using S = typename decltype(tag)::type;
-      if (op == ReduceOp::Max)
-        reduceLoop(p, in.as<S>(), out.as<S>(), FloatMax<S>{});
-      else
-        reduceLoop(p, in.as<S>(), out.as<S>(),
-                   FloatSum<S>{op == ReduceOp::Mean, p.count});
-      return Status::success();
-    });
+    return visitFloat(in.dtype, name, run);
   if (in.dtype == DType::Bool) {
     if (op != ReduceOp::Max)
       return unsupported(name, in.dtype);
     reduceLoop(p, in.as<uint8_t>(), out.as<uint8_t>(), IntMax<uint8_t>{});
     return Status::success();
   }
-  return visitInt(in.dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (op == ReduceOp::Max)
-      reduceLoop(p, in.as<T>(), out.as<T>(), IntMax<T>{});
-    else
-      reduceLoop(p, in.as<T>(), out.as<T>(),
-                 IntSum<T>{op == ReduceOp::Mean, p.count});
-    return Status::success();
-  });
+  return visitInt(in.dtype, name, run);
 }
 
 } // namespace smp::kernels::cpu
@@ -261,14 +257,11 @@ void scanLines(const S *x, S *y, int64_t outer, int64_t len, int64_t inner,
 Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, s));
   if (out.numel() == 0)
     return Status::success();
-  int64_t len = in.shape[a], inner = 1;
-  for (int64_t d = a + 1; d < in.rank(); ++d)
-    inner *= in.shape[d];
-  int64_t outer = in.numel() / (len * inner);
+  int64_t outer = s.outer, len = s.len, inner = s.inner;
   if (smp::base::isFloat(in.dtype))
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;

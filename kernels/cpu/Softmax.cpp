@@ -139,11 +139,14 @@ void softmaxStrided(const S *x, S *y, int64_t outer, int64_t n, int64_t inner,
               });
 }
 
-Status softmaxImpl(const char *name, bool log, const TensorRef &in,
-                   int64_t axis, const TensorRef &out) {
-  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
-  int64_t rank = in.rank();
-  if (rank == 0) { // a scalar: softmax 1, log_softmax 0
+} // namespace
+
+Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out,
+               bool log) {
+  const char *name = log ? "log_softmax" : "softmax";
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkSoftmax(name, in, axis, out, s));
+  if (in.rank() == 0) { // a scalar: softmax 1, log_softmax 0
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       using C = typename Float<S>::C;
@@ -152,10 +155,7 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       return Status::success();
     });
   }
-  int64_t d;
-  SMP_RETURN_IF_ERROR(common::checkAxis(name, axis, rank, d));
-  int64_t outer = product(in.shape, 0, d), n = in.shape[d],
-          inner = product(in.shape, d + 1);
+  int64_t outer = s.outer, n = s.len, inner = s.inner;
   if (in.numel() == 0)
     return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
@@ -169,16 +169,6 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
       softmaxStrided(in.as<S>(), out.as<S>(), outer, n, inner, log);
     return Status::success();
   });
-}
-
-} // namespace
-
-Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("softmax", false, in, axis, out);
-}
-
-Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("log_softmax", true, in, axis, out);
 }
 
 } // namespace smp::kernels::cpu

@@ -12,19 +12,6 @@ using namespace detail;
 
 namespace {
 
-/// Writes `values` (one per element) into a float tensor.
-Status storeDouble(const char *op, const TensorRef &out,
-                   const std::vector<double> &values) {
-  return visitFloat(out.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = out.as<S>();
-    for (size_t i = 0; i < values.size(); ++i)
-      o[i] = Float<S>::store(static_cast<C>(values[i]));
-    return Status::success();
-  });
-}
-
 /// For each index of `full` (row-major), the index of `part`, which
 /// numpy-broadcasts onto it.
 std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
@@ -193,14 +180,10 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
-  axis = normAxis(axis, out.rank());
-  if (axis < 0)
-    return fail(op, "axis out of range");
-  int64_t outer = product(out.shape, 0, axis), dim = out.shape[axis],
-          inner = product(out.shape, axis + 1), k = indices.numel();
-  if (dy.numel() != outer * k * inner)
-    return fail(op, "gradient does not match the gathered shape");
+  GatherGradGeom geom;
+  SMP_RETURN_IF_ERROR(common::checkGatherGrad(indices, dy, axis, out, geom));
+  int64_t outer = geom.outer, dim = geom.dim, inner = geom.inner,
+          k = geom.count;
   std::vector<double> g = toDouble(dy), acc(out.numel(), 0.0);
   for (int64_t j = 0; j < k; ++j) {
     int64_t idx = loadInt(indices, j);
@@ -250,69 +233,33 @@ Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
 
 namespace {
 
-/// Spatial geometry shared by conv and pool gradients.
-struct Window {
-  int64_t spatial;
-  std::vector<int64_t> in, out, kernel, strides, padBegin, padEnd, dilations;
-  int64_t inSize = 1, outSize = 1, kernelSize = 1;
-
-  /// Input offset of kernel tap `k` at output position `o` (flat), or -1
-  /// when it falls in the padding. `inPadded` tells whether it is inside
-  /// [-padBegin, in + padEnd).
-  int64_t tap(int64_t o, int64_t k, bool *inPadded = nullptr) const {
-    int64_t offset = 0;
-    bool inside = true, padded = true;
-    for (int64_t d = spatial; d-- > 0;) {
-      int64_t od = o % out[d], kd = k % kernel[d];
-      o /= out[d];
-      k /= kernel[d];
-      int64_t i = od * strides[d] - padBegin[d] + kd * dilations[d];
-      if (i < 0 || i >= in[d])
-        inside = false;
-      if (i < -padBegin[d] || i >= in[d] + padEnd[d])
-        padded = false;
-      int64_t stride = 1;
-      for (int64_t e = d + 1; e < spatial; ++e)
-        stride *= in[e];
-      offset += i * stride;
-    }
-    if (inPadded)
-      *inPadded = padded;
-    return inside ? offset : -1;
+/// Input offset of kernel tap `k` at output position `o` (flat) of window
+/// w, or -1 when it falls in the padding. `inPadded` tells whether it is
+/// inside [-padBegin, in + padEnd).
+int64_t tap(const Window &w, int64_t o, int64_t k, bool *inPadded = nullptr) {
+  int64_t offset = 0, spatial = static_cast<int64_t>(w.dims);
+  bool inside = true, padded = true;
+  for (int64_t d = spatial; d-- > 0;) {
+    int64_t od = o % w.out[d], kd = k % w.kernel[d];
+    o /= w.out[d];
+    k /= w.kernel[d];
+    int64_t i = od * w.strides[d] - w.padBegin[d] + kd * w.dilations[d];
+    if (i < 0 || i >= w.in[d])
+      inside = false;
+    if (i < -w.padBegin[d] || i >= w.in[d] + w.padEnd[d])
+      padded = false;
+    int64_t stride = 1;
+    for (int64_t e = d + 1; e < spatial; ++e)
+      stride *= w.in[e];
+    offset += i * stride;
   }
-};
-
-Status makeWindow(const char *op, const TensorRef &x, const TensorRef &y,
-                  std::vector<int64_t> kernel, std::vector<int64_t> strides,
-                  std::vector<int64_t> pads, std::vector<int64_t> dilations,
-                  Window &w) {
-  if (x.rank() < 3 || y.rank() != x.rank())
-    return fail(op, "expects [N, C, spatial...] tensors");
-  w.spatial = x.rank() - 2;
-  size_t sp = static_cast<size_t>(w.spatial);
-  if (strides.empty())
-    strides.assign(sp, 1);
-  if (dilations.empty())
-    dilations.assign(sp, 1);
-  if (pads.empty())
-    pads.assign(2 * sp, 0);
-  if (kernel.size() != sp || strides.size() != sp || dilations.size() != sp ||
-      pads.size() != 2 * sp)
-    return fail(op, "window attributes do not match the spatial dims");
-  w.in.assign(x.shape.begin() + 2, x.shape.end());
-  w.out.assign(y.shape.begin() + 2, y.shape.end());
-  w.kernel = kernel;
-  w.strides = strides;
-  w.dilations = dilations;
-  w.padBegin.assign(pads.begin(), pads.begin() + sp);
-  w.padEnd.assign(pads.begin() + sp, pads.end());
-  for (size_t d = 0; d < sp; ++d) {
-    w.inSize *= w.in[d];
-    w.outSize *= w.out[d];
-    w.kernelSize *= w.kernel[d];
-  }
-  return Status::success();
+  if (inPadded)
+    *inPadded = padded;
+  return inside ? offset : -1;
 }
+
+/// The CPU takes windows of any number of spatial dims.
+constexpr size_t kAnyDims = SIZE_MAX;
 
 } // namespace
 
@@ -322,15 +269,11 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
-  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
   Window w;
-  SMP_RETURN_IF_ERROR(
-      makeWindow(op, x, dy, kernel, strides, pads, dilations, w));
+  SMP_RETURN_IF_ERROR(common::checkConvGrad(x, weight, dy, strides, pads,
+                                            dilations, group, dx, dweight,
+                                            kAnyDims, w));
   int64_t n = x.shape[0], c = x.shape[1], m = weight.shape[0];
-  if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
-      dy.shape[1] != m)
-    return fail(op, "channels do not match the weight and group");
   int64_t cg = c / group, mg = m / group;
   std::vector<double> xv = toDouble(x), wv = toDouble(weight),
                       g = toDouble(dy), gx(xv.size(), 0.0), gw(wv.size(), 0.0);
@@ -344,7 +287,7 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
         if (go == 0)
           continue;
         for (int64_t k = 0; k < w.kernelSize; ++k) {
-          int64_t i = w.tap(o, k);
+          int64_t i = tap(w, o, k);
           if (i < 0)
             continue;
           for (int64_t ic = 0; ic < cg; ++ic) {
@@ -367,13 +310,10 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
   Window w;
-  SMP_RETURN_IF_ERROR(
-      makeWindow(op, x, dy, kernel, strides, pads, dilations, w));
+  SMP_RETURN_IF_ERROR(common::checkPoolGrad(x, dy, kernel, strides, pads,
+                                            dilations, dx, kAnyDims, w));
   int64_t planes = x.shape[0] * x.shape[1];
-  if (dy.shape[0] * dy.shape[1] != planes)
-    return fail(op, "gradient does not match the input's planes");
   std::vector<double> xv = toDouble(x), g = toDouble(dy), gx(xv.size(), 0.0);
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t o = 0; o < w.outSize; ++o) {
@@ -381,7 +321,7 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
       if (max) {
         int64_t best = -1;
         for (int64_t k = 0; k < w.kernelSize; ++k) {
-          int64_t i = w.tap(o, k);
+          int64_t i = tap(w, o, k);
           if (i >= 0 && (best < 0 || xv[p * w.inSize + i] >
                                          xv[p * w.inSize + best]))
             best = i;
@@ -393,13 +333,13 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
       int64_t divisor = 0;
       for (int64_t k = 0; k < w.kernelSize; ++k) {
         bool padded;
-        int64_t i = w.tap(o, k, &padded);
+        int64_t i = tap(w, o, k, &padded);
         divisor += countIncludePad ? (padded ? 1 : 0) : (i >= 0 ? 1 : 0);
       }
       if (divisor == 0)
         continue;
       for (int64_t k = 0; k < w.kernelSize; ++k) {
-        int64_t i = w.tap(o, k);
+        int64_t i = tap(w, o, k);
         if (i >= 0)
           gx[p * w.inSize + i] += go / static_cast<double>(divisor);
       }

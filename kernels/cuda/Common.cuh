@@ -212,30 +212,58 @@ __device__ inline void storeFloat(void *p, DType t, int64_t i, double v) {
   }
 }
 
+/// A float tensor of any float dtype read element by element in double
+/// (operands whose dtypes may differ from each other).
+struct In {
+  const void *p; // null: absent (optional operands)
+  DType t;
+  __device__ double load(int64_t i) const { return loadFloat(p, t, i); }
+};
+/// A float tensor of any float dtype written element by element.
+struct Out {
+  void *p;
+  DType t;
+  __device__ void store(int64_t i, double v) const { storeFloat(p, t, i, v); }
+};
+inline In asIn(const TensorRef &t) { return In{t.data, t.dtype}; }
+/// An optional operand (p null when t is).
+inline In asIn(const TensorRef *t) {
+  return t ? asIn(*t) : In{nullptr, DType::F32};
+}
+inline Out asOut(const TensorRef &t) { return Out{t.data, t.dtype}; }
+
 /// Element i of an integer (or Bool) tensor as int64 (the CPU's loadInt).
 using common::loadIndex;
 
-/// True for a u64 element above INT64_MAX (never a valid index).
-__device__ inline bool hugeIndex(const void *p, DType t, int64_t i) {
-  return t == DType::U64 &&
-         static_cast<const uint64_t *>(p)[i] > uint64_t(INT64_MAX);
-}
+/// An integer tensor of any integer dtype read on the device (indices,
+/// labels).
+struct IndexIn {
+  const void *p;
+  DType t;
 
-/// Element i of an index tensor (any integer dtype) normalised into
-/// [0, dim) (a negative index counts from the end), or -1 after recording
-/// error `code` with the index, its position i, `dim` and `axis`: the one
-/// range check of gather, gather_nd and gather_elements and their
-/// gradients.
-__device__ inline int64_t checkedIndex(const void *p, DType t, int64_t i,
-                                       int64_t dim, int64_t axis,
-                                       DeviceError *err, int code) {
-  bool huge = hugeIndex(p, t, i);
-  int64_t v = loadIndex(p, t, i);
-  if (huge || v < -dim || v >= dim) {
-    raiseError(err, code, v, i, dim, axis);
-    return -1;
+  __device__ int64_t load(int64_t i) const { return loadIndex(p, t, i); }
+  /// True for a u64 element above INT64_MAX (never a valid index).
+  __device__ bool huge(int64_t i) const {
+    return t == DType::U64 &&
+           static_cast<const uint64_t *>(p)[i] > uint64_t(INT64_MAX);
   }
-  return v < 0 ? v + dim : v;
+  /// Element i normalised into [0, dim) (a negative index counts from the
+  /// end), or -1 after recording error `code` with the index, its position
+  /// i, `dim` and `axis`: the one range check of gather, gather_nd and
+  /// gather_elements and their gradients.
+  __device__ int64_t checked(int64_t i, int64_t dim, int64_t axis,
+                             DeviceError *err, int code) const {
+    bool big = huge(i);
+    int64_t v = load(i);
+    if (big || v < -dim || v >= dim) {
+      raiseError(err, code, v, i, dim, axis);
+      return -1;
+    }
+    return v < 0 ? v + dim : v;
+  }
+};
+inline IndexIn asIndexIn(const TensorRef &t) {
+  return IndexIn{t.data, t.dtype};
 }
 
 /// A one-element device scalar of any float or integer dtype as double.
@@ -362,6 +390,27 @@ inline int rowThreads(int64_t n) {
   if (n <= 128)
     return 128;
   return 256;
+}
+
+/// Enqueues kernel(args...) over n items (gridFor(n) blocks of kThreads) on
+/// ctx's stream and returns the launch status; launches nothing for n == 0.
+template <class... P, class... A>
+Status launchGrid(const char *op, const Context *ctx, int64_t n,
+                  void (*kernel)(P...), const A &...args) {
+  if (n == 0)
+    return Status::success();
+  kernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(args...);
+  return launchStatus(op);
+}
+
+/// launchGrid on the calling thread's context (a failure naming op when
+/// there is none, also for n == 0).
+template <class... P, class... A>
+Status launch(const char *op, int64_t n, void (*kernel)(P...),
+              const A &...args) {
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  return launchGrid(op, ctx, n, kernel, args...);
 }
 
 #define SMP_GRID_STRIDE(i, n)                                                  \

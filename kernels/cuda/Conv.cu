@@ -69,6 +69,15 @@ struct Win {
     }
     return o;
   }
+  /// Calls f(k, o) for each output o whose window holds input position i
+  /// (flat, spatial), at tap k, in tap order.
+  template <class F> __device__ void forEachWindowOf(int64_t i, F &&f) const {
+    int64_t ii[kMaxRank];
+    unravel(i, in, ii);
+    for (int64_t k = 0; k < kernelSize; ++k)
+      if (int64_t o = outputOf(ii, k); o >= 0)
+        f(k, o);
+  }
 };
 
 /// The device copy of a common::Window (at most kMaxRank spatial dims).
@@ -90,29 +99,14 @@ Win toWin(const common::Window &cw) {
   return w;
 }
 
-/// The window of a gradient: output sizes from outShape's spatial dims.
-Status makeGradWin(const char *op, const TensorRef &in,
-                   const std::vector<int64_t> &kernel,
-                   const std::vector<int64_t> &strides,
-                   const std::vector<int64_t> &pads,
-                   const std::vector<int64_t> &dilations,
-                   const std::vector<int64_t> &outShape, Win &w) {
-  common::Window cw;
-  SMP_RETURN_IF_ERROR(common::makeWindow(op, in, kernel, strides, pads,
-                                         dilations, false, &outShape, kMaxRank,
-                                         cw));
-  w = toWin(cw);
-  return Status::success();
-}
-
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
 template <class S>
-__global__ void convKernel(const S *x, const S *wt, const void *bias,
-                           DType biasType, S *y, Win w, int64_t channels,
-                           int64_t outChannels, int64_t group, int64_t n) {
+__global__ void convKernel(const S *x, const S *wt, In bias, S *y, Win w,
+                           int64_t channels, int64_t outChannels, int64_t group,
+                           int64_t n) {
   using C = typename FT<S>::C;
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
@@ -130,8 +124,8 @@ __global__ void convKernel(const S *x, const S *wt, const void *bias,
         acc += FT<S>::load(x[(b * channels + g * cg + ic) * w.inSize + i]) *
                FT<S>::load(wt[(m * cg + ic) * w.kernelSize + k]);
     }
-    if (bias)
-      acc += static_cast<C>(loadFloat(bias, biasType, m));
+    if (bias.p)
+      acc += static_cast<C>(bias.load(m));
     y[t] = FT<S>::store(acc);
   }
 }
@@ -182,68 +176,30 @@ Status conv(const TensorRef &in, const TensorRef &weight, const TensorRef *bias,
                                         dilations, group, out, kMaxRank, cw));
   Win w = toWin(cw);
   int64_t channels = in.shape[1], outChannels = weight.shape[0];
-  if (!smp::base::isFloat(in.dtype))
-    return unsupported(name, in.dtype);
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    convKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), weight.as<S>(), bias ? bias->data : nullptr,
-        bias ? bias->dtype : DType::F32, out.as<S>(), w, channels, outChannels,
-        group, n);
-    return launchStatus(name);
+    return launch(name, n, convKernel<S>, in.as<S>(), weight.as<S>(),
+                  asIn(bias), out.as<S>(), w, channels, outChannels, group, n);
   });
 }
 
-namespace {
-
-Status pool(const char *name, bool isMax, const TensorRef &in,
-            const std::vector<int64_t> &kernel,
+Status pool(bool isMax, const TensorRef &in, const std::vector<int64_t> &kernel,
             const std::vector<int64_t> &strides,
             const std::vector<int64_t> &pads,
             const std::vector<int64_t> &dilations, bool ceilMode,
             bool countIncludePad, const TensorRef &out) {
+  const char *name = isMax ? "max_pool" : "avg_pool";
   common::Window cw;
   SMP_RETURN_IF_ERROR(common::checkPool(
       name, in, kernel, strides, pads, dilations, ceilMode, out, kMaxRank, cw));
   Win w = toWin(cw);
-  if (!smp::base::isFloat(in.dtype))
-    return unsupported(name, in.dtype);
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    poolKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), w, isMax, countIncludePad, n);
-    return launchStatus(name);
+    return launch(name, n, poolKernel<S>, in.as<S>(), out.as<S>(), w, isMax,
+                  countIncludePad, n);
   });
-}
-
-} // namespace
-
-Status maxPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               const TensorRef &out) {
-  return pool("max_pool", true, in, kernel, strides, pads, dilations, ceilMode,
-              false, out);
-}
-
-Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
-               const std::vector<int64_t> &strides,
-               const std::vector<int64_t> &pads,
-               const std::vector<int64_t> &dilations, bool ceilMode,
-               bool countIncludePad, const TensorRef &out) {
-  return pool("avg_pool", false, in, kernel, strides, pads, dilations, ceilMode,
-              countIncludePad, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,41 +208,30 @@ Status avgPool(const TensorRef &in, const std::vector<int64_t> &kernel,
 
 namespace {
 
-struct F {
-  const void *p;
-  DType t;
-};
-
 /// dx[b, c, i] = sum over the group's output channels oc and taps k of
 /// dy[b, oc, o(i, k)] * w[oc, c % cg, k].
-__global__ void convGradInput(F dy, F wt, void *dx, DType dxt, Win w,
-                              int64_t channels, int64_t outChannels,
-                              int64_t group, int64_t n) {
+__global__ void convGradInput(In dy, In wt, Out dx, Win w, int64_t channels,
+                              int64_t outChannels, int64_t group, int64_t n) {
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % w.inSize, plane = t / w.inSize;
     int64_t c = plane % channels, b = plane / channels;
     int64_t g = c / cg, ic = c % cg;
-    int64_t ii[kMaxRank];
-    w.unravel(i, w.in, ii);
     double acc = 0;
-    for (int64_t k = 0; k < w.kernelSize; ++k) {
-      int64_t o = w.outputOf(ii, k);
-      if (o < 0)
-        continue;
+    w.forEachWindowOf(i, [&](int64_t k, int64_t o) {
       for (int64_t oc = g * mg; oc < (g + 1) * mg; ++oc)
-        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
-               loadFloat(wt.p, wt.t, (oc * cg + ic) * w.kernelSize + k);
-    }
-    storeFloat(dx, dxt, t, acc);
+        acc += dy.load((b * outChannels + oc) * w.outSize + o) *
+               wt.load((oc * cg + ic) * w.kernelSize + k);
+    });
+    dx.store(t, acc);
   }
 }
 
 /// dw[oc, ic, k] = sum over the batch and output positions o of
 /// dy[b, oc, o] * x[b, g * cg + ic, tap(o, k)].
-__global__ void convGradWeight(F x, F dy, void *dw, DType dwt, Win w,
-                               int64_t channels, int64_t outChannels,
-                               int64_t group, int64_t batch, int64_t n) {
+__global__ void convGradWeight(In x, In dy, Out dw, Win w, int64_t channels,
+                               int64_t outChannels, int64_t group,
+                               int64_t batch, int64_t n) {
   int64_t cg = channels / group, mg = outChannels / group;
   SMP_GRID_STRIDE(t, n) {
     int64_t k = t % w.kernelSize, rest = t / w.kernelSize;
@@ -300,29 +245,24 @@ __global__ void convGradWeight(F x, F dy, void *dw, DType dwt, Win w,
       if (i < 0)
         continue;
       for (int64_t b = 0; b < batch; ++b)
-        acc += loadFloat(dy.p, dy.t, (b * outChannels + oc) * w.outSize + o) *
-               loadFloat(x.p, x.t, (b * channels + g * cg + ic) * w.inSize + i);
+        acc += dy.load((b * outChannels + oc) * w.outSize + o) *
+               x.load((b * channels + g * cg + ic) * w.inSize + i);
     }
-    storeFloat(dw, dwt, t, acc);
+    dw.store(t, acc);
   }
 }
 
 /// dx[p, i] = sum over the windows o holding i: max: dy[p, o] when i is the
 /// window's first maximum; average: dy[p, o] / divisor(o).
-__global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
-                               bool isMax, bool countIncludePad, int64_t n) {
+__global__ void poolGradKernel(In x, In dy, Out dx, Win w, bool isMax,
+                               bool countIncludePad, int64_t n) {
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % w.inSize, plane = t / w.inSize;
-    int64_t ii[kMaxRank];
-    w.unravel(i, w.in, ii);
     double acc = 0;
-    for (int64_t k = 0; k < w.kernelSize; ++k) {
-      int64_t o = w.outputOf(ii, k);
-      if (o < 0)
-        continue;
+    w.forEachWindowOf(i, [&](int64_t, int64_t o) {
       int64_t oo[kMaxRank];
       w.unravel(o, w.out, oo);
-      double g = loadFloat(dy.p, dy.t, plane * w.outSize + o);
+      double g = dy.load(plane * w.outSize + o);
       if (isMax) {
         int64_t best = -1;
         double bestV = 0;
@@ -331,7 +271,7 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
           int64_t j = w.tap(oo, q, padded);
           if (j < 0)
             continue;
-          double v = loadFloat(x.p, x.t, plane * w.inSize + j);
+          double v = x.load(plane * w.inSize + j);
           if (best < 0 || v > bestV) {
             best = j;
             bestV = v;
@@ -349,8 +289,8 @@ __global__ void poolGradKernel(F x, F dy, void *dx, DType dxt, Win w,
         if (divisor > 0)
           acc += g / static_cast<double>(divisor);
       }
-    }
-    storeFloat(dx, dxt, t, acc);
+    });
+    dx.store(t, acc);
   }
 }
 
@@ -362,34 +302,17 @@ Status convGrad(const TensorRef &x, const TensorRef &weight,
                 const std::vector<int64_t> &dilations, int64_t group,
                 const TensorRef &dx, const TensorRef &dweight) {
   const char *op = "conv_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &weight, &dy, &dx, &dweight}));
-  if (weight.rank() != x.rank() || x.rank() < 3 || dy.rank() != x.rank())
-    return fail(op, "expects [N, C, spatial...] tensors");
-  std::vector<int64_t> kernel(weight.shape.begin() + 2, weight.shape.end());
-  Win w;
-  SMP_RETURN_IF_ERROR(
-      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
+  common::Window cw;
+  SMP_RETURN_IF_ERROR(common::checkConvGrad(x, weight, dy, strides, pads,
+                                            dilations, group, dx, dweight,
+                                            kMaxRank, cw));
+  Win w = toWin(cw);
   int64_t batch = x.shape[0], c = x.shape[1], m = weight.shape[0];
-  if (group <= 0 || c % group || m % group || weight.shape[1] != c / group ||
-      dy.shape[1] != m || dy.shape[0] != batch)
-    return fail(op, "channels do not match the weight and group");
-  if (dx.numel() != x.numel() || dweight.numel() != weight.numel())
-    return fail(op, "gradients must have the sizes of the input and weight");
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (int64_t n = x.numel(); n > 0) {
-    convGradInput<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        F{dy.data, dy.dtype}, F{weight.data, weight.dtype}, dx.data, dx.dtype,
-        w, c, m, group, n);
-    SMP_RETURN_IF_ERROR(launchStatus(op));
-  }
-  if (int64_t n = weight.numel(); n > 0) {
-    convGradWeight<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        F{x.data, x.dtype}, F{dy.data, dy.dtype}, dweight.data, dweight.dtype,
-        w, c, m, group, batch, n);
-    SMP_RETURN_IF_ERROR(launchStatus(op));
-  }
-  return Status::success();
+  SMP_RETURN_IF_ERROR(launch(op, x.numel(), convGradInput, asIn(dy),
+                             asIn(weight), asOut(dx), w, c, m, group,
+                             x.numel()));
+  return launch(op, weight.numel(), convGradWeight, asIn(x), asIn(dy),
+                asOut(dweight), w, c, m, group, batch, weight.numel());
 }
 
 Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
@@ -399,25 +322,12 @@ Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
                 const std::vector<int64_t> &dilations, bool countIncludePad,
                 const TensorRef &dx) {
   const char *op = "pool_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx}));
-  if (dy.rank() != x.rank())
-    return fail(op, "expects [N, C, spatial...] tensors");
-  Win w;
-  SMP_RETURN_IF_ERROR(
-      makeGradWin(op, x, kernel, strides, pads, dilations, dy.shape, w));
-  if (dy.shape[0] * dy.shape[1] != x.shape[0] * x.shape[1])
-    return fail(op, "gradient does not match the input's planes");
-  if (dx.numel() != x.numel())
-    return fail(op, "gradient must have the size of the input");
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = x.numel();
-  if (n == 0)
-    return Status::success();
-  poolGradKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      F{x.data, x.dtype}, F{dy.data, dy.dtype}, dx.data, dx.dtype, w, max,
-      countIncludePad, n);
-  return launchStatus(op);
+  common::Window cw;
+  SMP_RETURN_IF_ERROR(common::checkPoolGrad(x, dy, kernel, strides, pads,
+                                            dilations, dx, kMaxRank, cw));
+  Win w = toWin(cw);
+  return launch(op, x.numel(), poolGradKernel, asIn(x), asIn(dy), asOut(dx), w,
+                max, countIncludePad, x.numel());
 }
 
 } // namespace smp::kernels::cuda

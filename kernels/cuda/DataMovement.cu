@@ -44,13 +44,8 @@ Status stridedCopy(const char *op, Context *ctx, bool scatter,
   SMP_RETURN_IF_ERROR(makeStrided<1>(op, shape, {strides}, st));
   return visitBytes(out.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (scatter)
-      stridedKernel<T, true><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          in.as<T>(), out.as<T>(), base, st, n);
-    else
-      stridedKernel<T, false><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          in.as<T>(), out.as<T>(), base, st, n);
-    return launchStatus(op);
+    auto kernel = scatter ? stridedKernel<T, true> : stridedKernel<T, false>;
+    return launchGrid(op, ctx, n, kernel, in.as<T>(), out.as<T>(), base, st, n);
   });
 }
 
@@ -127,9 +122,11 @@ __global__ void copyRows(const T *src, int64_t srcRow, int64_t srcOff, T *dst,
   }
 }
 
-Status concatSplit(const char *name, bool toOut,
-                   const std::vector<TensorRef> &parts, int64_t axis,
-                   const TensorRef &whole) {
+} // namespace
+
+Status concatSplit(bool toOut, const std::vector<TensorRef> &parts,
+                   int64_t axis, const TensorRef &whole) {
+  const char *name = toOut ? "concat" : "split";
   int64_t a;
   SMP_RETURN_IF_ERROR(
       common::checkConcatSplit(name, toOut, parts, axis, whole, a));
@@ -145,31 +142,16 @@ Status concatSplit(const char *name, bool toOut,
     int64_t at = 0;
     for (const TensorRef &p : parts) {
       int64_t width = p.shape[a] * inner;
-      if (width > 0) {
-        if (toOut)
-          copyRows<T><<<gridFor(outer * width), kThreads, 0, ctx->stream>>>(
-              p.as<T>(), width, 0, whole.as<T>(), row, at, width, outer);
-        else
-          copyRows<T><<<gridFor(outer * width), kThreads, 0, ctx->stream>>>(
-              whole.as<T>(), row, at, p.as<T>(), width, 0, width, outer);
-        SMP_RETURN_IF_ERROR(launchStatus(name));
-      }
+      SMP_RETURN_IF_ERROR(
+          toOut
+              ? launchGrid(name, ctx, outer * width, copyRows<T>, p.as<T>(),
+                           width, 0, whole.as<T>(), row, at, width, outer)
+              : launchGrid(name, ctx, outer * width, copyRows<T>, whole.as<T>(),
+                           row, at, p.as<T>(), width, 0, width, outer));
       at += width;
     }
     return Status::success();
   });
-}
-
-} // namespace
-
-Status concat(const std::vector<TensorRef> &inputs, int64_t axis,
-              const TensorRef &out) {
-  return concatSplit("concat", true, inputs, axis, out);
-}
-
-Status split(const TensorRef &in, int64_t axis,
-             const std::vector<TensorRef> &outputs) {
-  return concatSplit("split", false, outputs, axis, in);
 }
 
 //===----------------------------------------------------------------------===//
@@ -178,19 +160,11 @@ Status split(const TensorRef &in, int64_t axis,
 
 namespace {
 
-struct Index {
-  const void *p;
-  DType t;
+struct Index : IndexIn {
   int64_t count; // indices
   int64_t dim;   // size of the gathered axis
   int64_t axis;
 };
-
-/// Index k normalised into [0, dim), or -1 after recording error `code`.
-__device__ inline int64_t loadGatherIndex(const Index &ix, int64_t k,
-                                          DeviceError *err, int code) {
-  return checkedIndex(ix.p, ix.t, k, ix.dim, ix.axis, err, code);
-}
 
 template <class T>
 __global__ void gatherKernel(const T *src, T *dst, Index ix, int64_t inner,
@@ -198,7 +172,7 @@ __global__ void gatherKernel(const T *src, T *dst, Index ix, int64_t inner,
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % inner, rest = t / inner;
     int64_t k = rest % ix.count, o = rest / ix.count;
-    int64_t idx = loadGatherIndex(ix, k, err, kErrGatherIndex);
+    int64_t idx = ix.checked(k, ix.dim, ix.axis, err, kErrGatherIndex);
     dst[t] = idx < 0 ? T(0) : src[(o * ix.dim + idx) * inner + i];
   }
 }
@@ -213,30 +187,27 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
-  Index ix{indices.data, indices.dtype, indices.numel(), data.shape[a], a};
+  Index ix{asIndexIn(indices), indices.numel(), data.shape[a], a};
   int64_t inner = product(data.shape, a + 1);
   return visitBytes(data.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    gatherKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        data.as<T>(), out.as<T>(), ix, inner, n, ctx->dError);
-    return launchStatus(name);
+    return launchGrid(name, ctx, n, gatherKernel<T>, data.as<T>(), out.as<T>(),
+                      ix, inner, n, ctx->dError);
   });
 }
 
 namespace {
 
 template <class A>
-__global__ void gatherGradKernel(const void *dy, DType dyt, A *acc, Index ix,
-                                 int64_t inner, int64_t n, DeviceError *err) {
+__global__ void gatherGradKernel(In dy, A *acc, Index ix, int64_t inner,
+                                 int64_t n, DeviceError *err) {
   SMP_GRID_STRIDE(t, n) {
     int64_t i = t % inner, rest = t / inner;
     int64_t k = rest % ix.count, o = rest / ix.count;
-    int64_t idx = loadGatherIndex(ix, k, err, kErrGatherGradIndex);
+    int64_t idx = ix.checked(k, ix.dim, ix.axis, err, kErrGatherGradIndex);
     if (idx >= 0)
       atomicAdd(acc + (o * ix.dim + idx) * inner + i,
-                static_cast<A>(loadFloat(dy, dyt, t)));
+                static_cast<A>(dy.load(t)));
   }
 }
 
@@ -245,23 +216,16 @@ __global__ void gatherGradKernel(const void *dy, DType dyt, A *acc, Index ix,
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&dy, &out}));
-  SMP_RETURN_IF_ERROR(checkIndices(op, indices));
-  int64_t a = normAxis(axis, out.rank());
-  if (a < 0)
-    return fail(op, "axis out of range");
-  int64_t outer = product(out.shape, 0, a), dim = out.shape[a],
-          inner = product(out.shape, a + 1), k = indices.numel();
-  if (dy.numel() != outer * k * inner)
-    return fail(op, "gradient does not match the gathered shape");
+  GatherGradGeom g;
+  SMP_RETURN_IF_ERROR(common::checkGatherGrad(indices, dy, axis, out, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  Index ix{indices.data, indices.dtype, k, dim, a};
+  Index ix{asIndexIn(indices), g.count, g.dim, g.axis};
   int64_t n = dy.numel();
   return scatterAdd(op, ctx, out, n, [&](auto *acc) {
     using A = std::remove_pointer_t<decltype(acc)>;
     gatherGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        dy.data, dy.dtype, acc, ix, inner, n, ctx->dError);
+        asIn(dy), acc, ix, g.inner, n, ctx->dError);
   });
 }
 
@@ -316,18 +280,13 @@ __global__ void triluKernel(const T *in, T *out, int64_t rows, int64_t cols,
 Status trilu(const TensorRef &in, bool upper, int64_t k, const TensorRef &out) {
   const char *name = "trilu";
   SMP_RETURN_IF_ERROR(common::checkTrilu(in, out));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t rows = in.shape[in.rank() - 2], cols = in.shape.back();
   k = std::clamp<int64_t>(k, -(rows + cols), rows + cols); // no overflow
   int64_t n = in.numel();
-  if (n == 0)
-    return Status::success();
   return visitBytes(in.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    triluKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<T>(), out.as<T>(), rows, cols, upper, k, n);
-    return launchStatus(name);
+    return launch(name, n, triluKernel<T>, in.as<T>(), out.as<T>(), rows, cols,
+                  upper, k, n);
   });
 }
 

@@ -115,55 +115,37 @@ __global__ void notKernel(const uint8_t *x, uint8_t *y, int64_t n) {
 Status unary(UnaryOp op, const TensorRef &in, const TensorRef &out) {
   const char *name = unaryOpName(op);
   SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = in.numel();
   if (smp::base::isFloat(in.dtype)) {
     if (!floatUnary(op))
       return unsupported(name, in.dtype);
-    if (n == 0)
-      return Status::success();
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      unaryFloatKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          op, in.as<S>(), out.as<S>(), n);
-      return launchStatus(name);
+      return launch(name, n, unaryFloatKernel<S>, op, in.as<S>(), out.as<S>(),
+                    n);
     });
   }
   if (in.dtype == DType::Bool) {
     if (op != UnaryOp::Not)
       return unsupported(name, in.dtype);
-    if (n == 0)
-      return Status::success();
-    notKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<uint8_t>(), out.as<uint8_t>(), n);
-    return launchStatus(name);
+    return launch(name, n, notKernel, in.as<uint8_t>(), out.as<uint8_t>(), n);
   }
   if (op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu)
     return unsupported(name, in.dtype);
-  if (n == 0)
-    return visitInt(in.dtype, name, [](auto) { return Status::success(); });
   return visitInt(in.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    unaryIntKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        op, in.as<T>(), out.as<T>(), n);
-    return launchStatus(name);
+    return launch(name, n, unaryIntKernel<T>, op, in.as<T>(), out.as<T>(), n);
   });
 }
 
 Status leakyRelu(const TensorRef &in, float alpha, const TensorRef &out) {
   const char *name = "leaky_relu";
   SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = in.numel();
   return visitFloat(in.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    if (n == 0)
-      return Status::success();
-    leakyReluKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), n, alpha);
-    return launchStatus(name);
+    return launch(name, n, leakyReluKernel<S>, in.as<S>(), out.as<S>(), n,
+                  alpha);
   });
 }
 
@@ -191,6 +173,13 @@ template <class C> __device__ C nanMin(C a, C b) {
   if (isNaN(a) || isNaN(b))
     return a + b;
   return b < a ? b : a;
+}
+
+/// A comparison (Equal, Less, Greater) as a Bool element.
+template <class C> __device__ uint8_t compare(BinaryOp op, C u, C v) {
+  return static_cast<uint8_t>(op == BinaryOp::Equal  ? u == v
+                              : op == BinaryOp::Less ? u < v
+                                                     : u > v);
 }
 
 template <class S>
@@ -235,16 +224,8 @@ __global__ void binaryFloatKernel(BinaryOp op, const S *a, const S *b,
     case BinaryOp::Min:
       o[i] = FT<S>::store(nanMin(u, v));
       break;
-    case BinaryOp::Equal:
-      ob[i] = static_cast<uint8_t>(u == v);
-      break;
-    case BinaryOp::Less:
-      ob[i] = static_cast<uint8_t>(u < v);
-      break;
-    case BinaryOp::Greater:
-      ob[i] = static_cast<uint8_t>(u > v);
-      break;
-    default:
+    default: // Equal, Less, Greater (the only others binary() lets through)
+      ob[i] = compare(op, u, v);
       break;
     }
   }
@@ -271,21 +252,6 @@ template <class T> __device__ T intPow(T base, T exp) {
     p *= p;
   }
   return static_cast<T>(static_cast<U>(r));
-}
-
-/// b != 0: C's % or the floor remainder (the divisor's sign); INT_MIN % -1
-/// is 0.
-template <class T> __device__ T intMod(T a, T b, bool floor) {
-  if constexpr (std::is_signed_v<T>) {
-    if (b == T(-1))
-      return T(0);
-    T r = static_cast<T>(a % b);
-    if (floor && r != T(0) && ((r < T(0)) != (b < T(0))))
-      r = static_cast<T>(r + b);
-    return r;
-  } else {
-    return static_cast<T>(a % b);
-  }
 }
 
 template <class T>
@@ -343,16 +309,8 @@ __global__ void binaryIntKernel(BinaryOp op, const T *a, const T *b, void *out,
     case BinaryOp::Min:
       o[i] = v < u ? v : u;
       break;
-    case BinaryOp::Equal:
-      ob[i] = static_cast<uint8_t>(u == v);
-      break;
-    case BinaryOp::Less:
-      ob[i] = static_cast<uint8_t>(u < v);
-      break;
-    case BinaryOp::Greater:
-      ob[i] = static_cast<uint8_t>(u > v);
-      break;
-    default:
+    default: // Equal, Less, Greater (the only others binary() lets through)
+      ob[i] = compare(op, u, v);
       break;
     }
   }
@@ -413,24 +371,19 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
     return Status::success();
   Strided<2> st;
   SMP_RETURN_IF_ERROR(makeStrided<2>(name, shape, {sa, sb}, st));
-  unsigned grid = gridFor(n);
-  if (isBool) {
-    binaryBoolKernel<<<grid, kThreads, 0, ctx->stream>>>(
-        op, lhs.as<uint8_t>(), rhs.as<uint8_t>(), out.as<uint8_t>(), st, n);
-    return launchStatus(name);
-  }
+  if (isBool)
+    return launchGrid(name, ctx, n, binaryBoolKernel, op, lhs.as<uint8_t>(),
+                      rhs.as<uint8_t>(), out.as<uint8_t>(), st, n);
   if (isF)
     return visitFloat(lhs.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      binaryFloatKernel<S><<<grid, kThreads, 0, ctx->stream>>>(
-          op, lhs.as<S>(), rhs.as<S>(), out.data, st, n);
-      return launchStatus(name);
+      return launchGrid(name, ctx, n, binaryFloatKernel<S>, op, lhs.as<S>(),
+                        rhs.as<S>(), out.data, st, n);
     });
   return visitInt(lhs.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    binaryIntKernel<T><<<grid, kThreads, 0, ctx->stream>>>(
-        op, lhs.as<T>(), rhs.as<T>(), out.data, st, n, ctx->dError);
-    return launchStatus(name);
+    return launchGrid(name, ctx, n, binaryIntKernel<T>, op, lhs.as<T>(),
+                      rhs.as<T>(), out.data, st, n, ctx->dError);
   });
 }
 
@@ -458,8 +411,6 @@ Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
   std::vector<int64_t> shape, sc, sa, sb;
   SMP_RETURN_IF_ERROR(
       common::checkWhere(cond, lhs, rhs, out, shape, sc, sa, sb));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   int64_t n = out.numel();
   if (n == 0)
     return Status::success();
@@ -467,9 +418,8 @@ Status where(const TensorRef &cond, const TensorRef &lhs, const TensorRef &rhs,
   SMP_RETURN_IF_ERROR(makeStrided<3>(name, shape, {sc, sa, sb}, st));
   return visitBytes(out.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    whereKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        cond.as<uint8_t>(), lhs.as<T>(), rhs.as<T>(), out.as<T>(), st, n);
-    return launchStatus(name);
+    return launch(name, n, whereKernel<T>, cond.as<uint8_t>(), lhs.as<T>(),
+                  rhs.as<T>(), out.as<T>(), st, n);
   });
 }
 

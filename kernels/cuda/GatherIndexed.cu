@@ -17,28 +17,27 @@ namespace {
 
 /// gather_nd's geometry for the device (common::GatherNdGeom, k <= kMaxRank).
 struct NdGeom {
-  const void *idx;
-  DType t;
+  IndexIn idx;
   int64_t b, k, perBatch, batchStride, slice;
   int64_t dims[kMaxRank], strides[kMaxRank];
 };
 
 /// gather_elements' geometry: the indices' shape, data's strides.
 struct ElGeom {
-  const void *idx;
-  DType t;
+  IndexIn idx;
   int rank;
   int64_t axis, dim;
   int64_t shape[kMaxRank], strides[kMaxRank];
 };
 
-Status makeNd(const char *op, const TensorRef &indices,
-              const common::GatherNdGeom &g, NdGeom &d) {
+/// The device copy of a geometry (fails past kMaxRank).
+Status toDevice(const char *op, const TensorRef &indices,
+                const common::GatherNdGeom &g, NdGeom &d) {
   if (g.k > kMaxRank)
     return fail(op, "index tuples of more than " + std::to_string(kMaxRank) +
                         " components are not supported");
-  d = NdGeom{indices.data, indices.dtype, g.b, g.k, g.perBatch,
-             g.batchStride, g.slice, {}, {}};
+  d = NdGeom{asIndexIn(indices), g.b,     g.k, g.perBatch,
+             g.batchStride,      g.slice, {},  {}};
   for (int64_t j = 0; j < g.k; ++j) {
     d.dims[j] = g.dims[j];
     d.strides[j] = g.strides[j];
@@ -46,14 +45,16 @@ Status makeNd(const char *op, const TensorRef &indices,
   return Status::success();
 }
 
-Status makeEl(const char *op, const TensorRef &indices,
-              const std::vector<int64_t> &data, int64_t a, ElGeom &d) {
+Status toDevice(const char *op, const TensorRef &indices,
+                const common::GatherElementsGeom &g, ElGeom &d) {
+  const std::vector<int64_t> &data = g.data;
+  int64_t a = g.axis;
   if (data.size() > static_cast<size_t>(kMaxRank))
     return fail(op, "more than " + std::to_string(kMaxRank) +
                         " dims are not supported");
   std::vector<int64_t> strides = contiguousStrides(data);
-  d = ElGeom{indices.data, indices.dtype, static_cast<int>(data.size()),
-             a, data[a], {}, {}};
+  d = ElGeom{
+      asIndexIn(indices), static_cast<int>(data.size()), a, data[a], {}, {}};
   for (size_t i = 0; i < data.size(); ++i) {
     d.shape[i] = indices.shape[i];
     d.strides[i] = strides[i];
@@ -67,8 +68,7 @@ __device__ inline int64_t ndOffset(const NdGeom &g, int64_t p,
                                    DeviceError *err, int code) {
   int64_t off = (p / g.perBatch) * g.batchStride;
   for (int64_t j = 0; j < g.k; ++j) {
-    int64_t v = checkedIndex(g.idx, g.t, p * g.k + j, g.dims[j], g.b + j,
-                             err, code);
+    int64_t v = g.idx.checked(p * g.k + j, g.dims[j], g.b + j, err, code);
     if (v < 0)
       return -1;
     off += v * g.strides[j];
@@ -76,10 +76,17 @@ __device__ inline int64_t ndOffset(const NdGeom &g, int64_t p,
   return off;
 }
 
-/// The data offset element t of gather_elements reads, or -1.
-__device__ inline int64_t elOffset(const ElGeom &g, int64_t t,
-                                   DeviceError *err, int code) {
-  int64_t v = checkedIndex(g.idx, g.t, t, g.dim, g.axis, err, code);
+/// The data offset gather_nd's element t reads, or -1.
+__device__ inline int64_t sourceOffset(const NdGeom &g, int64_t t,
+                                       DeviceError *err, int code) {
+  int64_t off = ndOffset(g, t / g.slice, err, code);
+  return off < 0 ? -1 : off + t % g.slice;
+}
+
+/// The data offset gather_elements' element t reads, or -1.
+__device__ inline int64_t sourceOffset(const ElGeom &g, int64_t t,
+                                       DeviceError *err, int code) {
+  int64_t v = g.idx.checked(t, g.dim, g.axis, err, code);
   if (v < 0)
     return -1;
   int64_t off = 0, rest = t;
@@ -91,122 +98,99 @@ __device__ inline int64_t elOffset(const ElGeom &g, int64_t t,
   return off;
 }
 
-template <class T>
-__global__ void gatherNdKernel(const T *src, T *dst, NdGeom g, int64_t n,
-                               DeviceError *err) {
+/// dst[t] = src[sourceOffset(g, t)] (NdGeom or ElGeom).
+template <class T, class G>
+__global__ void gatherIndexedKernel(const T *src, T *dst, G g, int64_t n,
+                                    DeviceError *err, int code) {
   SMP_GRID_STRIDE(t, n) {
-    int64_t off = ndOffset(g, t / g.slice, err, kErrGatherNdIndex);
-    dst[t] = off < 0 ? T(0) : src[off + t % g.slice];
-  }
-}
-
-template <class T>
-__global__ void gatherElementsKernel(const T *src, T *dst, ElGeom g, int64_t n,
-                                     DeviceError *err) {
-  SMP_GRID_STRIDE(t, n) {
-    int64_t off = elOffset(g, t, err, kErrGatherElementsIndex);
+    int64_t off = sourceOffset(g, t, err, code);
     dst[t] = off < 0 ? T(0) : src[off];
   }
 }
 
-template <class A>
-__global__ void gatherNdGradKernel(const void *dy, DType dyt, A *acc, NdGeom g,
-                                   int64_t n, DeviceError *err) {
+/// acc[sourceOffset(g, t)] += dy[t] (atomically).
+template <class A, class G>
+__global__ void scatterIndexedKernel(In dy, A *acc, G g, int64_t n,
+                                     DeviceError *err, int code) {
   SMP_GRID_STRIDE(t, n) {
-    int64_t off = ndOffset(g, t / g.slice, err, kErrGatherNdGradIndex);
+    int64_t off = sourceOffset(g, t, err, code);
     if (off >= 0)
-      atomicAdd(acc + off + t % g.slice, static_cast<A>(loadFloat(dy, dyt, t)));
+      atomicAdd(acc + off, static_cast<A>(dy.load(t)));
   }
 }
 
-template <class A>
-__global__ void gatherElementsGradKernel(const void *dy, DType dyt, A *acc,
-                                         ElGeom g, int64_t n,
-                                         DeviceError *err) {
-  SMP_GRID_STRIDE(t, n) {
-    int64_t off = elOffset(g, t, err, kErrGatherElementsGradIndex);
-    if (off >= 0)
-      atomicAdd(acc + off, static_cast<A>(loadFloat(dy, dyt, t)));
-  }
+/// out = data gathered through the geometry (D: its device copy); an index
+/// out of range records `code`.
+template <class D, class G>
+Status gatherIndexed(const char *op, const TensorRef &data,
+                     const TensorRef &indices, const G &geom,
+                     const TensorRef &out, int code) {
+  D g;
+  SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  return visitBytes(data.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchGrid(op, ctx, out.numel(), gatherIndexedKernel<T, D>,
+                      data.as<T>(), out.as<T>(), g, out.numel(), ctx->dError,
+                      code);
+  });
+}
+
+/// out = zeros with dy scatter-added through the geometry (the gradient of
+/// gatherIndexed).
+template <class D, class G>
+Status scatterIndexed(const char *op, const TensorRef &dy,
+                      const TensorRef &indices, const G &geom,
+                      const TensorRef &out, int code) {
+  D g;
+  SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  int64_t n = dy.numel();
+  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
+    using A = std::remove_pointer_t<decltype(acc)>;
+    scatterIndexedKernel<A, D><<<gridFor(n), kThreads, 0, ctx->stream>>>(
+        asIn(dy), acc, g, n, ctx->dError, code);
+  });
 }
 
 } // namespace
 
 Status gatherNd(const TensorRef &data, const TensorRef &indices,
                 int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd";
-  common::GatherNdGeom geom;
+  common::GatherNdGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherNd(data, indices, batchDims, out, geom));
-  NdGeom g;
-  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
-  return visitBytes(data.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    gatherNdKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        data.as<T>(), out.as<T>(), g, n, ctx->dError);
-    return launchStatus(op);
-  });
+      common::checkGatherNd(false, data, indices, batchDims, out, g));
+  return gatherIndexed<NdGeom>("gather_nd", data, indices, g, out,
+                               kErrGatherNdIndex);
 }
 
 Status gatherElements(const TensorRef &data, const TensorRef &indices,
                       int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkGatherElements(data, indices, axis, out, a));
-  ElGeom g;
-  SMP_RETURN_IF_ERROR(makeEl(op, indices, data.shape, a, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = out.numel();
-  if (n == 0)
-    return Status::success();
-  return visitBytes(data.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    gatherElementsKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        data.as<T>(), out.as<T>(), g, n, ctx->dError);
-    return launchStatus(op);
-  });
+  common::GatherElementsGeom g;
+  SMP_RETURN_IF_ERROR(
+      common::checkGatherElements(false, data, indices, axis, out, g));
+  return gatherIndexed<ElGeom>("gather_elements", data, indices, g, out,
+                               kErrGatherElementsIndex);
 }
 
 Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
                     int64_t batchDims, const TensorRef &out) {
-  const char *op = "gather_nd_grad";
-  common::GatherNdGeom geom;
+  common::GatherNdGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherNdGrad(indices, dy, batchDims, out, geom));
-  NdGeom g;
-  SMP_RETURN_IF_ERROR(makeNd(op, indices, geom, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = dy.numel();
-  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
-    using A = std::remove_pointer_t<decltype(acc)>;
-    gatherNdGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        dy.data, dy.dtype, acc, g, n, ctx->dError);
-  });
+      common::checkGatherNd(true, out, indices, batchDims, dy, g));
+  return scatterIndexed<NdGeom>("gather_nd_grad", dy, indices, g, out,
+                                kErrGatherNdGradIndex);
 }
 
 Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
-  const char *op = "gather_elements_grad";
-  int64_t a;
+  common::GatherElementsGeom g;
   SMP_RETURN_IF_ERROR(
-      common::checkGatherElementsGrad(indices, dy, axis, out, a));
-  ElGeom g;
-  SMP_RETURN_IF_ERROR(makeEl(op, indices, out.shape, a, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = dy.numel();
-  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
-    using A = std::remove_pointer_t<decltype(acc)>;
-    gatherElementsGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        dy.data, dy.dtype, acc, g, n, ctx->dError);
-  });
+      common::checkGatherElements(true, out, indices, axis, dy, g));
+  return scatterIndexed<ElGeom>("gather_elements_grad", dy, indices, g, out,
+                                kErrGatherElementsGradIndex);
 }
 
 } // namespace smp::kernels::cuda

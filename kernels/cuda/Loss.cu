@@ -15,15 +15,8 @@ using namespace detail;
 
 namespace {
 
-struct Labels {
-  const void *p;
-  DType t;
+struct Labels : IndexIn {
   int64_t ignore;
-};
-
-struct Weights {
-  const void *p; // null: no weights
-  DType t;
 };
 
 /// The label of row r, or -1 with `valid` false for an ignored or bad label
@@ -31,8 +24,8 @@ struct Weights {
 __device__ inline int64_t rowLabel(const Labels &l, int64_t r, int64_t classes,
                                    DeviceError *err, int code, bool &ignored,
                                    bool &bad) {
-  bool huge = hugeIndex(l.p, l.t, r);
-  int64_t v = loadIndex(l.p, l.t, r);
+  bool huge = l.huge(r);
+  int64_t v = l.load(r);
   ignored = !huge && v == l.ignore;
   bad = !ignored && (huge || v < 0 || v >= classes);
   if (bad && threadIdx.x == 0)
@@ -56,10 +49,9 @@ __device__ void rowStats(const S *xr, int64_t classes,
 }
 
 template <class S>
-__global__ void crossEntropyRows(const S *x, Labels l, Weights w,
-                                 int64_t rows, int64_t classes, S *outNone,
-                                 double *rowLoss, double *rowWeight,
-                                 DeviceError *err) {
+__global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
+                                 int64_t classes, S *outNone, double *rowLoss,
+                                 double *rowWeight, DeviceError *err) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     bool ignored, bad;
@@ -74,7 +66,7 @@ __global__ void crossEntropyRows(const S *x, Labels l, Weights w,
       rowStats(xr, classes, m, sum);
       loss = log(sum) + static_cast<double>(m) -
              static_cast<double>(FT<S>::load(xr[lab]));
-      weight = w.p ? loadFloat(w.p, w.t, lab) : 1.0;
+      weight = w.p ? w.load(lab) : 1.0;
       if (w.p)
         loss *= weight;
     }
@@ -120,9 +112,8 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
       logits, labels, reduction != Reduction::None, out, weights, classes));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
-  Labels l{labels.data, labels.dtype, ignoreIndex};
-  Weights w{weights ? weights->data : nullptr,
-            weights ? weights->dtype : DType::F32};
+  Labels l{asIndexIn(labels), ignoreIndex};
+  In w = asIn(weights); // w.p null: no weights
   return visitFloat(logits.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if (reduction == Reduction::None) {
@@ -161,16 +152,16 @@ namespace {
 
 /// *counted = the sum of the weights (1 without weights) of the rows whose
 /// label is valid and not ignored.
-__global__ void countLabels(Labels l, Weights w, int64_t rows, int64_t classes,
+__global__ void countLabels(Labels l, In w, int64_t rows, int64_t classes,
                             double *counted) {
   double c = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
-    if (hugeIndex(l.p, l.t, r))
+    if (l.huge(r))
       continue;
-    int64_t v = loadIndex(l.p, l.t, r);
+    int64_t v = l.load(r);
     if (v == l.ignore || v < 0 || v >= classes)
       continue;
-    c += w.p ? loadFloat(w.p, w.t, v) : 1.0;
+    c += w.p ? w.load(v) : 1.0;
   }
   c = blockSum(c);
   if (threadIdx.x == 0)
@@ -178,11 +169,10 @@ __global__ void countLabels(Labels l, Weights w, int64_t rows, int64_t classes,
 }
 
 template <class S>
-__global__ void crossEntropyGradRows(const S *x, Labels l, Weights w,
-                                     const void *g, DType gt, bool none,
-                                     bool mean, const double *counted,
-                                     int64_t rows, int64_t classes, void *dx,
-                                     DType dxt, DeviceError *err) {
+__global__ void
+crossEntropyGradRows(const S *x, Labels l, In w, In g, bool none, bool mean,
+                     const double *counted, int64_t rows, int64_t classes,
+                     Out dx, DeviceError *err) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     bool ignored, bad;
@@ -190,21 +180,21 @@ __global__ void crossEntropyGradRows(const S *x, Labels l, Weights w,
     int64_t base = r * classes;
     if (ignored || bad) {
       for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-        storeFloat(dx, dxt, base + c, 0.0);
+        dx.store(base + c, 0.0);
       continue;
     }
-    double scale = loadFloat(g, gt, none ? r : 0);
+    double scale = g.load(none ? r : 0);
     if (mean)
       scale /= *counted;
     if (w.p)
-      scale *= loadFloat(w.p, w.t, lab);
+      scale *= w.load(lab);
     const S *xr = x + base;
     C m;
     double sum;
     rowStats(xr, classes, m, sum);
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
       double p = static_cast<double>(dExp(FT<S>::load(xr[c]) - m)) / sum;
-      storeFloat(dx, dxt, base + c, scale * (p - (c == lab ? 1.0 : 0.0)));
+      dx.store(base + c, scale * (p - (c == lab ? 1.0 : 0.0)));
     }
   }
 }
@@ -224,9 +214,8 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (dlogits.numel() == 0)
     return Status::success();
-  Labels l{labels.data, labels.dtype, ignoreIndex};
-  Weights w{weights ? weights->data : nullptr,
-            weights ? weights->dtype : DType::F32};
+  Labels l{asIndexIn(labels), ignoreIndex};
+  In w = asIn(weights); // w.p null: no weights
   Scratch counted;
   SMP_RETURN_IF_ERROR(counted.allocate(op, sizeof(double), ctx->stream));
   countLabels<<<1, 1024, 0, ctx->stream>>>(l, w, rows, classes,
@@ -234,12 +223,11 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   SMP_RETURN_IF_ERROR(launchStatus(op));
   return visitFloat(logits.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    crossEntropyGradRows<S><<<blocksFor(rows), rowThreads(classes), 0,
-                              ctx->stream>>>(
-        logits.as<S>(), l, w, dloss.data, dloss.dtype,
-        reduction == Reduction::None, reduction == Reduction::Mean,
-        counted.as<double>(), rows, classes, dlogits.data, dlogits.dtype,
-        ctx->dError);
+    crossEntropyGradRows<S>
+        <<<blocksFor(rows), rowThreads(classes), 0, ctx->stream>>>(
+            logits.as<S>(), l, w, asIn(dloss), reduction == Reduction::None,
+            reduction == Reduction::Mean, counted.as<double>(), rows, classes,
+            asOut(dlogits), ctx->dError);
     return launchStatus(op);
   });
 }

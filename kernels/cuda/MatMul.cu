@@ -37,41 +37,35 @@ struct Geometry : common::MatMulDims {
 // Tiled fallback
 //===----------------------------------------------------------------------===//
 
-template <class T> struct MM {
-  using Acc = uint64_t; // integers: wrapping, reduced to T at the end
-  __device__ static Acc load(T v) {
+/// The tiled kernel's element access: floats as FT (computed in FT<T>::C);
+/// integers accumulate wrapping in uint64_t, reduced to T at the end.
+template <class T> struct IntMM {
+  using C = uint64_t;
+  __device__ static C load(T v) {
     return static_cast<uint64_t>(static_cast<int64_t>(v));
   }
-  __device__ static T store(Acc v) { return static_cast<T>(v); }
+  __device__ static T store(C v) { return static_cast<T>(v); }
 };
-template <> struct MM<float> {
-  using Acc = float;
-  __device__ static float load(float v) { return v; }
-  __device__ static float store(float v) { return v; }
-};
-template <> struct MM<double> {
-  using Acc = double;
-  __device__ static double load(double v) { return v; }
-  __device__ static double store(double v) { return v; }
-};
-template <> struct MM<__half> {
-  using Acc = float;
-  __device__ static float load(__half v) { return __half2float(v); }
-  __device__ static __half store(float v) { return __float2half_rn(v); }
-};
-template <> struct MM<__nv_bfloat16> {
-  using Acc = float;
-  __device__ static float load(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 store(float v) {
-    return __float2bfloat16_rn(v);
-  }
-};
+template <class T>
+using MM = std::conditional_t<std::is_integral_v<T>, IntMM<T>, FT<T>>;
 
 constexpr int kTile = 16;
 
+/// Element (r, c) of op(X), X stored with row stride ld (op transposes when
+/// trans), in the accumulator type; 0 outside [rows, cols].
+template <class T>
+__device__ typename MM<T>::C opElement(const T *x, bool trans, int64_t ld,
+                                       int64_t r, int64_t c, int64_t rows,
+                                       int64_t cols) {
+  using C = typename MM<T>::C;
+  if (r >= rows || c >= cols)
+    return C(0);
+  return MM<T>::load(trans ? x[c * ld + r] : x[r * ld + c]);
+}
+
 template <class T>
 __global__ void gemmTiled(const T *a, const T *b, T *c, Geometry g) {
-  using Acc = typename MM<T>::Acc;
+  using Acc = typename MM<T>::C;
   __shared__ Acc as[kTile][kTile + 1];
   __shared__ Acc bs[kTile][kTile + 1];
   int tx = threadIdx.x, ty = threadIdx.y;
@@ -86,20 +80,8 @@ __global__ void gemmTiled(const T *a, const T *b, T *c, Geometry g) {
         int64_t i = tm * kTile + ty, j = tn * kTile + tx;
         Acc acc = Acc(0);
         for (int64_t k0 = 0; k0 < g.K; k0 += kTile) {
-          // as[ty][tx] = op(A)(tm*16 + ty, k0 + tx)
-          int64_t ka = k0 + tx;
-          Acc va = Acc(0);
-          if (i < g.M && ka < g.K)
-            va = MM<T>::load(g.transA ? pa[ka * g.colsA + i]
-                                      : pa[i * g.colsA + ka]);
-          as[ty][tx] = va;
-          // bs[ty][tx] = op(B)(k0 + ty, tn*16 + tx)
-          int64_t kb = k0 + ty;
-          Acc vb = Acc(0);
-          if (kb < g.K && j < g.N)
-            vb = MM<T>::load(g.transB ? pb[j * g.colsB + kb]
-                                      : pb[kb * g.colsB + j]);
-          bs[ty][tx] = vb;
+          as[ty][tx] = opElement(pa, g.transA, g.colsA, i, k0 + tx, g.M, g.K);
+          bs[ty][tx] = opElement(pb, g.transB, g.colsB, k0 + ty, j, g.K, g.N);
           __syncthreads();
           for (int k = 0; k < kTile; ++k)
             acc += as[ty][k] * bs[k][tx];
@@ -322,21 +304,18 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
     return ltFail("cublasLtMatmulPreferenceCreate", st);
   uint64_t ws = ctx->workspaceBytes;
   // cuBLASLt's A is our rhs, its B our lhs.
-  if (!ok(st = cublasLtMatmulPreferenceSetAttribute(
-              d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-              sizeof(ws))) ||
-      !ok(st = cublasLtMatmulPreferenceSetAttribute(
-              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alB,
-              sizeof(alB))) ||
-      !ok(st = cublasLtMatmulPreferenceSetAttribute(
-              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alA,
-              sizeof(alA))) ||
-      !ok(st = cublasLtMatmulPreferenceSetAttribute(
-              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alC,
-              sizeof(alC))) ||
-      !ok(st = cublasLtMatmulPreferenceSetAttribute(
-              d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alC,
-              sizeof(alC))))
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const uint32_t *>
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alB},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alA},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alC},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alC}};
+  st = cublasLtMatmulPreferenceSetAttribute(
+      d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  for (auto [attr, value] : alignments)
+    if (ok(st))
+      st = cublasLtMatmulPreferenceSetAttribute(d.pref, attr, value,
+                                                sizeof(*value));
+  if (!ok(st))
     return ltFail("cublasLtMatmulPreferenceSetAttribute", st);
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;

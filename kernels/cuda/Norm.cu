@@ -24,12 +24,11 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 template <class C>
-__global__ void expandParamKernel(const void *p, DType dt, Strided<1> st,
-                                  C *out, int64_t n) {
+__global__ void expandParamKernel(In p, Strided<1> st, C *out, int64_t n) {
   SMP_GRID_STRIDE(i, n) {
     int64_t off[1];
     st.offsets(i, off);
-    out[i] = static_cast<C>(loadFloat(p, dt, off[0]));
+    out[i] = static_cast<C>(p.load(off[0]));
   }
 }
 
@@ -51,27 +50,31 @@ Status expandParam(const char *op, Context *ctx, const TensorRef &p,
   Strided<1> st;
   if (Status r = makeStrided<1>(op, target, {strides}, st); !r.ok())
     return r;
-  expandParamKernel<C><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      p.data, p.dtype, st, s.as<C>(), n);
-  return launchStatus(op);
+  return launchGrid(op, ctx, n, expandParamKernel<C>, asIn(p), st, s.as<C>(),
+                    n);
 }
 
 //===----------------------------------------------------------------------===//
 // Forward kernels
 //===----------------------------------------------------------------------===//
 
-template <class S>
-__global__ void layerNormRows(const S *x, S *y, int64_t rows, int64_t d,
-                              const typename FT<S>::C *scale,
-                              const typename FT<S>::C *bias, float eps) {
+/// One row per block: layer norm ((x - mean) * rstd * scale (+ bias)) or,
+/// with Rms, x * rstd * scale where rstd uses the mean square (mean 0).
+template <class S, bool Rms>
+__global__ void normRows(const S *x, S *y, int64_t rows, int64_t d,
+                         const typename FT<S>::C *scale,
+                         const typename FT<S>::C *bias, float eps) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *xr = x + r * d;
     S *yr = y + r * d;
-    C sum = C(0);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      sum += FT<S>::load(xr[i]);
-    C mean = blockSum(sum) / static_cast<C>(d);
+    C mean = C(0);
+    if (!Rms) {
+      C sum = C(0);
+      for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
+        sum += FT<S>::load(xr[i]);
+      mean = blockSum(sum) / static_cast<C>(d);
+    }
     C sq = C(0);
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
       C c = FT<S>::load(xr[i]) - mean;
@@ -88,38 +91,16 @@ __global__ void layerNormRows(const S *x, S *y, int64_t rows, int64_t d,
   }
 }
 
-template <class S>
-__global__ void rmsNormRows(const S *x, S *y, int64_t rows, int64_t d,
-                            const typename FT<S>::C *scale, float eps) {
-  using C = typename FT<S>::C;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const S *xr = x + r * d;
-    S *yr = y + r * d;
-    C sq = C(0);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      C v = FT<S>::load(xr[i]);
-      sq += v * v;
-    }
-    sq = blockSum(sq);
-    C inv = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      yr[i] = FT<S>::store(FT<S>::load(xr[i]) * inv * scale[i]);
-  }
-}
-
 /// Per channel: a = scale / sqrt(var + eps), m = mean, b = bias (in double,
 /// then the compute type), stored as coef[3 * c + {0, 1, 2}].
 template <class C>
-__global__ void batchNormCoefs(const void *sc, DType tsc, const void *bi,
-                               DType tbi, const void *mu, DType tmu,
-                               const void *var, DType tvar, float eps,
+__global__ void batchNormCoefs(In sc, In bi, In mu, In var, float eps,
                                int64_t channels, C *coef) {
   SMP_GRID_STRIDE(c, channels) {
-    double a = loadFloat(sc, tsc, c) /
-               sqrt(loadFloat(var, tvar, c) + static_cast<double>(eps));
+    double a = sc.load(c) / sqrt(var.load(c) + static_cast<double>(eps));
     coef[3 * c] = static_cast<C>(a);
-    coef[3 * c + 1] = static_cast<C>(loadFloat(mu, tmu, c));
-    coef[3 * c + 2] = static_cast<C>(loadFloat(bi, tbi, c));
+    coef[3 * c + 1] = static_cast<C>(mu.load(c));
+    coef[3 * c + 2] = static_cast<C>(bi.load(c));
   }
 }
 
@@ -158,7 +139,7 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
     if (bias)
       SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, *bias, normShape, bi));
     int64_t rows = in.numel() / d;
-    layerNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
+    normRows<S, false><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
         in.as<S>(), out.as<S>(), rows, d, sc.as<C>(),
         bias ? bi.as<C>() : nullptr, epsilon);
     return launchStatus(name);
@@ -183,8 +164,8 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
     Scratch sc;
     SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, scale, last, sc));
     int64_t rows = in.numel() / d;
-    rmsNormRows<S><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(), epsilon);
+    normRows<S, true><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
+        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(), nullptr, epsilon);
     return launchStatus(name);
   });
 }
@@ -210,13 +191,11 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
     Scratch coef;
     SMP_RETURN_IF_ERROR(
         coef.allocate(name, 3 * channels * sizeof(C), ctx->stream));
-    batchNormCoefs<C><<<gridFor(channels), kThreads, 0, ctx->stream>>>(
-        scale.data, scale.dtype, bias.data, bias.dtype, mean.data, mean.dtype,
-        variance.data, variance.dtype, epsilon, channels, coef.as<C>());
-    SMP_RETURN_IF_ERROR(launchStatus(name));
-    batchNormKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), n, channels, inner, coef.as<C>());
-    return launchStatus(name);
+    SMP_RETURN_IF_ERROR(launchGrid(
+        name, ctx, channels, batchNormCoefs<C>, asIn(scale), asIn(bias),
+        asIn(mean), asIn(variance), epsilon, channels, coef.as<C>()));
+    return launchGrid(name, ctx, n, batchNormKernel<S>, in.as<S>(), out.as<S>(),
+                      n, channels, inner, coef.as<C>());
   });
 }
 
@@ -226,27 +205,18 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
 
 namespace {
 
-struct Operand {
-  const void *p;
-  DType t;
-};
-struct OutOperand {
-  void *p;
-  DType t;
-};
-
 /// dx of one row per block; stores the row's statistics (layer norm: mean,
 /// rstd; rms norm: 0, 1 / rms) in stats[2 r], stats[2 r + 1].
 template <class A, bool Rms>
-__global__ void normGradRows(Operand x, Operand dy, const A *w, OutOperand dx,
-                             int64_t rows, int64_t n, float eps, A *stats) {
+__global__ void normGradRows(In x, In dy, const A *w, Out dx, int64_t rows,
+                             int64_t n, float eps, A *stats) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * n;
     A mean = A(0), rstd;
     if (Rms) {
       A sq = A(0);
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        A v = static_cast<A>(loadFloat(x.p, x.t, base + j));
+        A v = static_cast<A>(x.load(base + j));
         sq += v * v;
       }
       sq = blockSum(sq);
@@ -254,11 +224,11 @@ __global__ void normGradRows(Operand x, Operand dy, const A *w, OutOperand dx,
     } else {
       A sum = A(0);
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-        sum += static_cast<A>(loadFloat(x.p, x.t, base + j));
+        sum += static_cast<A>(x.load(base + j));
       mean = blockSum(sum) / static_cast<A>(n);
       A sq = A(0);
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        A c = static_cast<A>(loadFloat(x.p, x.t, base + j)) - mean;
+        A c = static_cast<A>(x.load(base + j)) - mean;
         sq += c * c;
       }
       sq = blockSum(sq);
@@ -268,8 +238,8 @@ __global__ void normGradRows(Operand x, Operand dy, const A *w, OutOperand dx,
     // RMS norm: sumDX = sum(dy w x).
     A sumD = A(0), sumDX = A(0);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      A xv = static_cast<A>(loadFloat(x.p, x.t, base + j));
-      A d = static_cast<A>(loadFloat(dy.p, dy.t, base + j)) * w[j];
+      A xv = static_cast<A>(x.load(base + j));
+      A d = static_cast<A>(dy.load(base + j)) * w[j];
       sumD += d;
       sumDX += d * (Rms ? xv : (xv - mean) * rstd);
     }
@@ -277,11 +247,11 @@ __global__ void normGradRows(Operand x, Operand dy, const A *w, OutOperand dx,
     sumDX = blockSum(sumDX);
     A inv = A(1) / static_cast<A>(n);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      A xv = static_cast<A>(loadFloat(x.p, x.t, base + j));
-      A d = static_cast<A>(loadFloat(dy.p, dy.t, base + j)) * w[j];
+      A xv = static_cast<A>(x.load(base + j));
+      A d = static_cast<A>(dy.load(base + j)) * w[j];
       A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
                 : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
-      storeFloat(dx.p, dx.t, base + j, static_cast<double>(g));
+      dx.store(base + j, static_cast<double>(g));
     }
     if (threadIdx.x == 0) {
       stats[2 * r] = mean;
@@ -294,8 +264,8 @@ constexpr int kColsX = 32, kColsY = 8;
 
 /// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j].
 template <class A, bool Rms>
-__global__ void normGradColumns(Operand x, Operand dy, const A *stats,
-                                int64_t rows, int64_t n, A *ds, A *db) {
+__global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
+                                int64_t n, A *ds, A *db) {
   __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
   int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
@@ -304,8 +274,8 @@ __global__ void normGradColumns(Operand x, Operand dy, const A *stats,
     A s = A(0), b = A(0);
     if (j < n)
       for (int64_t r = ty; r < rows; r += kColsY) {
-        A g = static_cast<A>(loadFloat(dy.p, dy.t, r * n + j));
-        A xv = static_cast<A>(loadFloat(x.p, x.t, r * n + j));
+        A g = static_cast<A>(dy.load(r * n + j));
+        A xv = static_cast<A>(x.load(r * n + j));
         A xhat = Rms ? xv * stats[2 * r + 1]
                      : (xv - stats[2 * r]) * stats[2 * r + 1];
         s += g * xhat;
@@ -331,7 +301,7 @@ __global__ void normGradColumns(Operand x, Operand dy, const A *stats,
 /// that parameter element s broadcasts onto.
 template <class A>
 __global__ void foldToParam(const A *full, Strided<1> keep, Strided<1> bcast,
-                            int64_t bcount, OutOperand out, int64_t n) {
+                            int64_t bcount, Out out, int64_t n) {
   SMP_GRID_STRIDE(s, n) {
     int64_t base[1];
     keep.offsets(s, base);
@@ -341,7 +311,7 @@ __global__ void foldToParam(const A *full, Strided<1> keep, Strided<1> bcast,
       bcast.offsets(b, off);
       acc += full[base[0] + off[0]];
     }
-    storeFloat(out.p, out.t, s, static_cast<double>(acc));
+    out.store(s, static_cast<double>(acc));
   }
 }
 
@@ -358,11 +328,8 @@ Status foldParam(const char *op, Context *ctx, const A *full,
   SMP_RETURN_IF_ERROR(makeStrided<1>(op, pshape, {normStrides}, keep));
   SMP_RETURN_IF_ERROR(makeStrided<1>(op, bshape, {normStrides}, bcast));
   int64_t n = param.numel();
-  if (n == 0)
-    return Status::success();
-  foldToParam<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      full, keep, bcast, product(bshape), OutOperand{out.data, out.dtype}, n);
-  return launchStatus(op);
+  return launchGrid(op, ctx, n, foldToParam<A>, full, keep, bcast,
+                    product(bshape), asOut(out), n);
 }
 
 template <class A, bool Rms>
@@ -379,10 +346,9 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
                            {&db, n}})
     SMP_RETURN_IF_ERROR(
         sc->allocate(op, static_cast<size_t>(count) * sizeof(A), ctx->stream));
-  Operand xo{x.data, x.dtype}, go{dy.data, dy.dtype};
+  In xo = asIn(x), go = asIn(dy);
   normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
-      xo, go, w.as<A>(), OutOperand{dx.data, dx.dtype}, rows, n, eps,
-      stats.as<A>());
+      xo, go, w.as<A>(), asOut(dx), rows, n, eps, stats.as<A>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
   unsigned grid = static_cast<unsigned>(
       std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));

@@ -21,6 +21,18 @@ using namespace detail;
 
 namespace {
 
+/// The element offset of row-major index i over `rank` dims.
+__device__ inline int64_t offsetOf(int64_t i, int rank, const int64_t *shape,
+                                   const int64_t *stride) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    int64_t q = i / shape[d];
+    off += (i - q * shape[d]) * stride[d];
+    i = q;
+  }
+  return off;
+}
+
 struct Plan {
   int keptRank = 0, redRank = 0;
   int64_t keptShape[kMaxRank], keptStride[kMaxRank];
@@ -29,24 +41,12 @@ struct Plan {
   bool innerReduced = false; // the last non-1 input dim is reduced
 
   __device__ int64_t base(int64_t o) const {
-    int64_t off = 0;
-    for (int d = keptRank - 1; d >= 0; --d) {
-      int64_t q = o / keptShape[d];
-      off += (o - q * keptShape[d]) * keptStride[d];
-      o = q;
-    }
-    return off;
+    return offsetOf(o, keptRank, keptShape, keptStride);
   }
   __device__ int64_t reduced(int64_t r) const {
     if (redRank == 1)
       return r * redStride[0];
-    int64_t off = 0;
-    for (int d = redRank - 1; d >= 0; --d) {
-      int64_t q = r / redShape[d];
-      off += (r - q * redShape[d]) * redStride[d];
-      r = q;
-    }
-    return off;
+    return offsetOf(r, redRank, redShape, redStride);
   }
 };
 
@@ -216,31 +216,23 @@ Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
         sv = __float2bfloat16_rn(static_cast<float>(v));
       else
         sv = static_cast<S>(v);
-      fillKernel<S><<<gridFor(n), kThreads, 0, ctx->stream>>>(out.as<S>(), n,
-                                                              sv);
-      return launchStatus(name);
+      return launchGrid(name, ctx, n, fillKernel<S>, out.as<S>(), n, sv);
     });
   if (op == ReduceOp::Max && out.dtype != DType::Bool)
     return visitInt(out.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      fillKernel<T><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-          out.as<T>(), n, std::numeric_limits<T>::lowest());
-      return launchStatus(name);
+      return launchGrid(name, ctx, n, fillKernel<T>, out.as<T>(), n,
+                        std::numeric_limits<T>::lowest());
     });
   return cudaStatus(name,
                     cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream));
-}
-
-const char *reduceName(ReduceOp op) {
-  static_assert(static_cast<unsigned>(ReduceOp::Max) == 2);
-  return common::reduceOpName(static_cast<unsigned>(op));
 }
 
 } // namespace
 
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {
-  const char *name = reduceName(op);
+  const char *name = reduceOpName(op);
   std::vector<bool> reduced;
   SMP_RETURN_IF_ERROR(common::checkReduce(name, in, axes, out, reduced));
   bool isF = smp::base::isFloat(in.dtype), isBool = in.dtype == DType::Bool;
@@ -287,48 +279,45 @@ namespace smp::kernels::cuda {
 using namespace detail;
 namespace {
 
+/// cumsum's arithmetic: floats accumulate in double, integers wrap in 64
+/// bits.
+template <class S> struct FloatScan {
+  using Acc = double;
+  __device__ static Acc load(S v) {
+    return static_cast<double>(FT<S>::load(v));
+  }
+  __device__ static S store(Acc a) {
+    return FT<S>::store(static_cast<typename FT<S>::C>(a));
+  }
+};
+template <class T> struct IntScan {
+  using Acc = uint64_t;
+  using U = std::make_unsigned_t<T>;
+  __device__ static Acc load(T v) { return static_cast<uint64_t>(U(v)); }
+  __device__ static T store(Acc a) { return static_cast<T>(static_cast<U>(a)); }
+};
 template <class S>
-__global__ void cumsumFloatKernel(const S *x, S *y, int64_t lines,
-                                  int64_t len, int64_t inner, bool exclusive,
-                                  bool reverse) {
-  using C = typename FT<S>::C;
+using Scan =
+    std::conditional_t<std::is_integral_v<S>, IntScan<S>, FloatScan<S>>;
+
+template <class S>
+__global__ void cumsumKernel(const S *x, S *y, int64_t lines, int64_t len,
+                             int64_t inner, bool exclusive, bool reverse) {
+  using Ops = Scan<S>;
   SMP_GRID_STRIDE(line, lines) {
     int64_t o = line / inner, i = line - o * inner;
     const S *px = x + o * len * inner + i;
     S *py = y + o * len * inner + i;
-    double acc = 0;
+    typename Ops::Acc acc = 0;
     for (int64_t step = 0; step < len; ++step) {
       int64_t j = (reverse ? len - 1 - step : step) * inner;
-      double v = static_cast<double>(FT<S>::load(px[j]));
+      typename Ops::Acc v = Ops::load(px[j]);
       if (exclusive) {
-        py[j] = FT<S>::store(static_cast<C>(acc));
+        py[j] = Ops::store(acc);
         acc += v;
       } else {
         acc += v;
-        py[j] = FT<S>::store(static_cast<C>(acc));
-      }
-    }
-  }
-}
-
-template <class T>
-__global__ void cumsumIntKernel(const T *x, T *y, int64_t lines, int64_t len,
-                                int64_t inner, bool exclusive, bool reverse) {
-  using U = std::make_unsigned_t<T>;
-  SMP_GRID_STRIDE(line, lines) {
-    int64_t o = line / inner, i = line - o * inner;
-    const T *px = x + o * len * inner + i;
-    T *py = y + o * len * inner + i;
-    uint64_t acc = 0;
-    for (int64_t step = 0; step < len; ++step) {
-      int64_t j = (reverse ? len - 1 - step : step) * inner;
-      uint64_t v = static_cast<uint64_t>(static_cast<U>(px[j]));
-      if (exclusive) {
-        py[j] = static_cast<T>(static_cast<U>(acc));
-        acc += v;
-      } else {
-        acc += v;
-        py[j] = static_cast<T>(static_cast<U>(acc));
+        py[j] = Ops::store(acc);
       }
     }
   }
@@ -339,8 +328,8 @@ __global__ void cumsumIntKernel(const T *x, T *y, int64_t lines, int64_t len,
 Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
               const TensorRef &out) {
   const char *name = "cumsum";
-  int64_t a;
-  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, a));
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkCumSum(in, axis, out, s));
   bool isF = smp::base::isFloat(in.dtype);
   if (!isF && !smp::base::isInteger(in.dtype))
     return unsupported(name, in.dtype);
@@ -348,24 +337,13 @@ Status cumsum(const TensorRef &in, int64_t axis, bool exclusive, bool reverse,
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   if (out.numel() == 0)
     return Status::success();
-  int64_t len = in.shape[a], inner = 1;
-  for (int64_t d = a + 1; d < in.rank(); ++d)
-    inner *= in.shape[d];
-  int64_t lines = in.numel() / len;
-  unsigned grid = gridFor(lines);
-  if (isF)
-    return visitFloat(in.dtype, name, [&](auto tag) {
-      using S = typename decltype(tag)::type;
-      cumsumFloatKernel<S><<<grid, kThreads, 0, ctx->stream>>>(
-          in.as<S>(), out.as<S>(), lines, len, inner, exclusive, reverse);
-      return launchStatus(name);
-    });
-  return visitInt(in.dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    cumsumIntKernel<T><<<grid, kThreads, 0, ctx->stream>>>(
-        in.as<T>(), out.as<T>(), lines, len, inner, exclusive, reverse);
-    return launchStatus(name);
-  });
+  int64_t lines = s.outer * s.inner;
+  auto run = [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    return launchGrid(name, ctx, lines, cumsumKernel<S>, in.as<S>(),
+                      out.as<S>(), lines, s.len, s.inner, exclusive, reverse);
+  };
+  return isF ? visitFloat(in.dtype, name, run) : visitInt(in.dtype, name, run);
 }
 
 } // namespace smp::kernels::cuda

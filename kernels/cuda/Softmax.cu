@@ -71,24 +71,24 @@ template <class S> __global__ void softmaxScalar(const S *x, S *y, bool log) {
   *y = FT<S>::store(isNaN(v) ? v : C(log ? 0 : 1));
 }
 
-Status softmaxImpl(const char *name, bool log, const TensorRef &in,
-                   int64_t axis, const TensorRef &out) {
-  SMP_RETURN_IF_ERROR(checkSameTensor(name, in, out));
+} // namespace
+
+Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out,
+               bool log) {
+  const char *name = log ? "log_softmax" : "softmax";
+  common::AxisSplit s;
+  SMP_RETURN_IF_ERROR(common::checkSoftmax(name, in, axis, out, s));
   if (!smp::base::isFloat(in.dtype))
     return unsupported(name, in.dtype);
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
-  int64_t rank = in.rank();
-  if (rank == 0)
+  if (in.rank() == 0)
     return visitFloat(in.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
       softmaxScalar<S><<<1, 1, 0, ctx->stream>>>(in.as<S>(), out.as<S>(), log);
       return launchStatus(name);
     });
-  int64_t d;
-  SMP_RETURN_IF_ERROR(common::checkAxis(name, axis, rank, d));
-  int64_t outer = product(in.shape, 0, d), n = in.shape[d],
-          inner = product(in.shape, d + 1);
+  int64_t outer = s.outer, n = s.len, inner = s.inner;
   if (in.numel() == 0)
     return Status::success();
   return visitFloat(in.dtype, name, [&](auto tag) {
@@ -101,16 +101,6 @@ Status softmaxImpl(const char *name, bool log, const TensorRef &in,
           in.as<S>(), out.as<S>(), outer, n, inner, log);
     return launchStatus(name);
   });
-}
-
-} // namespace
-
-Status softmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("softmax", false, in, axis, out);
-}
-
-Status logSoftmax(const TensorRef &in, int64_t axis, const TensorRef &out) {
-  return softmaxImpl("log_softmax", true, in, axis, out);
 }
 
 } // namespace smp::kernels::cuda

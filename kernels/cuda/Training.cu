@@ -17,20 +17,11 @@ using namespace detail;
 
 namespace {
 
-struct In {
-  const void *p;
-  DType t;
-};
-struct Out {
-  void *p;
-  DType t;
-};
-
 __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
                                int64_t n) {
   const double k = 0.79788456080286535588, c = 0.044715;
   SMP_GRID_STRIDE(i, n) {
-    double v = loadFloat(x.p, x.t, i), d;
+    double v = x.load(i), d;
     if (tanhApprox) {
       double t = tanh(k * (v + c * v * v * v));
       d = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
@@ -38,7 +29,7 @@ __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
       d = 0.5 * (1 + erf(v * 0.70710678118654752440)) +
           v * exp(-0.5 * v * v) * 0.39894228040143267794; // 1 / sqrt(2 pi)
     }
-    storeFloat(dx.p, dx.t, i, loadFloat(dy.p, dy.t, i) * d);
+    dx.store(i, dy.load(i) * d);
   }
 }
 
@@ -48,15 +39,9 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
   SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   int64_t n = x.numel();
-  if (n == 0)
-    return Status::success();
-  geluGradKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      In{x.data, x.dtype}, In{dy.data, dy.dtype}, Out{dx.data, dx.dtype},
-      tanhApprox, n);
-  return launchStatus(op);
+  return launch(op, n, geluGradKernel, asIn(x), asIn(dy), asOut(dx), tanhApprox,
+                n);
 }
 
 //===----------------------------------------------------------------------===//
@@ -82,7 +67,7 @@ __device__ inline bool skipSet(const Hyper &h) {
 /// Copies in to out element i when they differ (skip path).
 __device__ inline void copyThrough(In in, Out out, int64_t i) {
   if (in.p != out.p)
-    storeFloat(out.p, out.t, i, loadFloat(in.p, in.t, i));
+    out.store(i, in.load(i));
 }
 
 __global__ void sgdKernel(In param, In grad, In buf, Out newParam,
@@ -95,17 +80,17 @@ __global__ void sgdKernel(In param, In grad, In buf, Out newParam,
       copyThrough(buf, newBuf, i);
       continue;
     }
-    double p = loadFloat(param.p, param.t, i);
-    double d = loadFloat(grad.p, grad.t, i);
+    double p = param.load(i);
+    double d = grad.load(i);
     if (o.weightDecay != 0)
       d += o.weightDecay * p;
     if (o.momentum != 0) {
-      double b = loadFloat(buf.p, buf.t, i);
+      double b = buf.load(i);
       b = step <= 1 ? d : o.momentum * b + (1 - o.dampening) * d;
       d = o.nesterov ? d + o.momentum * b : b;
-      storeFloat(newBuf.p, newBuf.t, i, b);
+      newBuf.store(i, b);
     }
-    storeFloat(newParam.p, newParam.t, i, p - lr * d);
+    newParam.store(i, p - lr * d);
   }
 }
 
@@ -130,10 +115,10 @@ __device__ inline void adamRange(const AdamDesc &t, int64_t begin, int64_t end,
       copyThrough(t.v, t.newV, i);
       continue;
     }
-    double p = loadFloat(t.param.p, t.param.t, i);
-    double g = loadFloat(t.grad.p, t.grad.t, i);
-    double m = loadFloat(t.m.p, t.m.t, i);
-    double v = loadFloat(t.v.p, t.v.t, i);
+    double p = t.param.load(i);
+    double g = t.grad.load(i);
+    double m = t.m.load(i);
+    double v = t.v.load(i);
     if (o.decoupled)
       p *= 1 - lr * o.weightDecay;
     else if (o.weightDecay != 0)
@@ -141,9 +126,9 @@ __device__ inline void adamRange(const AdamDesc &t, int64_t begin, int64_t end,
     m += (1 - o.beta1) * (g - m);
     v = v * o.beta2 + (1 - o.beta2) * g * g;
     p -= stepSize * m / (sqrt(v) / bc2Sqrt + o.epsilon);
-    storeFloat(t.newParam.p, t.newParam.t, i, p);
-    storeFloat(t.newM.p, t.newM.t, i, m);
-    storeFloat(t.newV.p, t.newV.t, i, v);
+    t.newParam.store(i, p);
+    t.newM.store(i, m);
+    t.newV.store(i, v);
   }
 }
 
@@ -220,14 +205,10 @@ Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
   if (a.newParam.numel() != n || a.newExpAvg.numel() != n ||
       a.newExpAvgSq.numel() != n)
     return fail(op, "outputs differ in size from the parameter");
-  d = AdamDesc{In{a.param.data, a.param.dtype},
-               In{a.grad.data, a.grad.dtype},
-               In{a.expAvg.data, a.expAvg.dtype},
-               In{a.expAvgSq.data, a.expAvgSq.dtype},
-               Out{a.newParam.data, a.newParam.dtype},
-               Out{a.newExpAvg.data, a.newExpAvg.dtype},
-               Out{a.newExpAvgSq.data, a.newExpAvgSq.dtype},
-               n};
+  d = AdamDesc{asIn(a.param),        asIn(a.grad),
+               asIn(a.expAvg),       asIn(a.expAvgSq),
+               asOut(a.newParam),    asOut(a.newExpAvg),
+               asOut(a.newExpAvgSq), n};
   return Status::success();
 }
 
@@ -246,15 +227,8 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
     return fail(op, "outputs differ in size from the parameter");
   Hyper h;
   SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (n == 0)
-    return Status::success();
-  sgdKernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(
-      In{param.data, param.dtype}, In{grad.data, grad.dtype},
-      In{buffer.data, buffer.dtype}, Out{newParam.data, newParam.dtype},
-      Out{newBuffer.data, newBuffer.dtype}, h, options, n);
-  return launchStatus(op);
+  return launch(op, n, sgdKernel, asIn(param), asIn(grad), asIn(buffer),
+                asOut(newParam), asOut(newBuffer), h, options, n);
 }
 
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,
@@ -272,12 +246,7 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                    d));
   Hyper h;
   SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (d.n == 0)
-    return Status::success();
-  adamKernel<<<gridFor(d.n), kThreads, 0, ctx->stream>>>(d, h, options);
-  return launchStatus(op);
+  return launch(op, d.n, adamKernel, d, h, options);
 }
 
 Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,

@@ -81,6 +81,8 @@ enum class BinaryOp : uint8_t {
 const char *binaryOpName(BinaryOp op);
 
 enum class ReduceOp : uint8_t { Sum, Mean, Max };
+/// "reduce_sum", "reduce_mean", "reduce_max" (kernels/common).
+const char *reduceOpName(ReduceOp op);
 
 /// Same numbering as smp::Reduction in SmpAttrs.td.
 enum class Reduction : uint8_t { None = 0, Sum = 1, Mean = 2 };

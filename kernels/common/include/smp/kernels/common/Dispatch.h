@@ -9,6 +9,7 @@
 #define SMP_KERNELS_COMMON_DISPATCH_H
 
 #include "smp/kernels/common/Checks.h"
+#include "smp/kernels/common/Elements.h"
 
 namespace smp::kernels::common {
 
@@ -35,22 +36,11 @@ Status visitFloat(DType t, const char *op, F &&f) {
 /// Calls f(Tag<T>{}) for the integer type of t (not Bool).
 template <class F> Status visitInt(DType t, const char *op, F &&f) {
   switch (t) {
-  case DType::I8:
-    return f(Tag<int8_t>{});
-  case DType::I16:
-    return f(Tag<int16_t>{});
-  case DType::I32:
-    return f(Tag<int32_t>{});
-  case DType::I64:
-    return f(Tag<int64_t>{});
-  case DType::U8:
-    return f(Tag<uint8_t>{});
-  case DType::U16:
-    return f(Tag<uint16_t>{});
-  case DType::U32:
-    return f(Tag<uint32_t>{});
-  case DType::U64:
-    return f(Tag<uint64_t>{});
+#define SMP_VISIT_INT(D, T)                                                    \
+  case DType::D:                                                               \
+    return f(Tag<T>{});
+    SMP_INTEGER_DTYPES(SMP_VISIT_INT)
+#undef SMP_VISIT_INT
   default:
     return unsupported(op, t);
   }

@@ -88,10 +88,20 @@ std::vector<DimGroup> reduceGroups(const std::vector<int64_t> &shape,
 /// normAxis, or "op: axis A out of range for rank R".
 Status checkAxis(const char *op, int64_t axis, int64_t rank, int64_t &a);
 
+/// A tensor viewed as [outer, len, inner] around dim `axis` (normalised).
+struct AxisSplit {
+  int64_t axis = 0, outer = 1, len = 1, inner = 1;
+};
+
 /// cumsum: same dtype and shape (integers or floats, at least one dim) and
-/// the axis `a` (normalised).
+/// the split at the axis.
 Status checkCumSum(const TensorRef &in, int64_t axis, const TensorRef &out,
-                   int64_t &a);
+                   AxisSplit &s);
+
+/// softmax / log_softmax (named op): same dtype and shape and the split at
+/// the axis (a scalar: all 1, the axis unchecked).
+Status checkSoftmax(const char *op, const TensorRef &in, int64_t axis,
+                    const TensorRef &out, AxisSplit &s);
 
 //===----------------------------------------------------------------------===//
 // Normalisation, losses
@@ -164,20 +174,24 @@ struct GatherNdGeom {
           slice = 1;
   std::vector<int64_t> dims, strides;
 };
-/// gather_nd (ONNX GatherND with batch_dims): integer indices, shapes.
-Status checkGatherNd(const TensorRef &data, const TensorRef &indices,
-                     int64_t batchDims, const TensorRef &out, GatherNdGeom &g);
-/// gather_nd_grad: float dy and out (the data's shape), integer indices.
-Status checkGatherNdGrad(const TensorRef &indices, const TensorRef &dy,
-                         int64_t batchDims, const TensorRef &out,
-                         GatherNdGeom &g);
-/// gather_elements (torch.gather): indices of data's rank, no dim but the
-/// axis `a` (normalised) larger than data's; out has the indices' shape.
-Status checkGatherElements(const TensorRef &data, const TensorRef &indices,
-                           int64_t axis, const TensorRef &out, int64_t &a);
-/// gather_elements_grad: float dy (the indices' shape) and out (data's).
-Status checkGatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
-                               int64_t axis, const TensorRef &out, int64_t &a);
+/// gather_nd (ONNX GatherND with batch_dims; grad: gather_nd_grad):
+/// `dataLike` is the data (gather_nd) or the gradient of the data (grad),
+/// `gathered` the output or dy; the operands (one dtype; float for grad),
+/// integer indices, the geometry and the gathered shape.
+Status checkGatherNd(bool grad, const TensorRef &dataLike,
+                     const TensorRef &indices, int64_t batchDims,
+                     const TensorRef &gathered, GatherNdGeom &g);
+/// gather_elements' geometry: the normalised axis and the data's shape.
+struct GatherElementsGeom {
+  int64_t axis = 0;
+  std::vector<int64_t> data;
+};
+/// gather_elements (torch.gather; grad: gather_elements_grad), operands as
+/// checkGatherNd's: indices of the data's rank, no dim but the axis larger
+/// than the data's; `gathered` has the indices' shape.
+Status checkGatherElements(bool grad, const TensorRef &dataLike,
+                           const TensorRef &indices, int64_t axis,
+                           const TensorRef &gathered, GatherElementsGeom &g);
 /// trilu: same dtype and shape, at least two dims.
 Status checkTrilu(const TensorRef &in, const TensorRef &out);
 
@@ -197,17 +211,6 @@ struct Window {
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t padBegin, int64_t padEnd, int64_t dilation,
                          bool ceilMode);
-
-/// The window of `in`. Empty strides/dilations are 1, empty pads 0. With
-/// `outShape` null the output sizes follow windowOutputSize; otherwise they
-/// are outShape's spatial dims (gradients). Fails above maxDims spatial dims.
-Status makeWindow(const char *op, const TensorRef &in,
-                  const std::vector<int64_t> &kernel,
-                  const std::vector<int64_t> &strides,
-                  const std::vector<int64_t> &pads,
-                  const std::vector<int64_t> &dilations, bool ceilMode,
-                  const std::vector<int64_t> *outShape, size_t maxDims,
-                  Window &w);
 
 /// [batch, channels, w.out...].
 std::vector<int64_t> windowShape(const Window &w, int64_t batch,
@@ -229,6 +232,26 @@ Status checkPool(const char *op, const TensorRef &in,
                  const std::vector<int64_t> &dilations, bool ceilMode,
                  const TensorRef &out, size_t maxDims, Window &w);
 
+/// conv_grad: float operands, [N, C, spatial...] tensors, the window of x
+/// with dy's spatial sizes (empty strides/dilations 1, pads 0; at most
+/// maxDims spatial dims), channels and group, and dx / dweight of the
+/// input's / weight's sizes.
+Status checkConvGrad(const TensorRef &x, const TensorRef &weight,
+                     const TensorRef &dy, const std::vector<int64_t> &strides,
+                     const std::vector<int64_t> &pads,
+                     const std::vector<int64_t> &dilations, int64_t group,
+                     const TensorRef &dx, const TensorRef &dweight,
+                     size_t maxDims, Window &w);
+
+/// pool_grad: float operands, the window of x with dy's spatial sizes, dy
+/// of x's planes and dx of x's size.
+Status checkPoolGrad(const TensorRef &x, const TensorRef &dy,
+                     const std::vector<int64_t> &kernel,
+                     const std::vector<int64_t> &strides,
+                     const std::vector<int64_t> &pads,
+                     const std::vector<int64_t> &dilations, const TensorRef &dx,
+                     size_t maxDims, Window &w);
+
 //===----------------------------------------------------------------------===//
 // Training (the checks both libraries run first; each adds its own after)
 //===----------------------------------------------------------------------===//
@@ -236,6 +259,15 @@ Status checkPool(const char *op, const TensorRef &in,
 /// gelu_grad: float operands, x and dy of one shape, dx of x's size.
 Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
                      const TensorRef &dx);
+/// gather_grad's geometry: out viewed as [outer, dim, inner] (dim along
+/// the normalised axis), dy as [outer, count, inner] (count indices).
+struct GatherGradGeom {
+  int64_t axis, outer, dim, inner, count;
+};
+/// gather_grad: float dy and out, integer indices, the axis in out's range,
+/// dy of the gathered size.
+Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
+                       int64_t axis, const TensorRef &out, GatherGradGeom &g);
 /// cross_entropy_grad: float logits, dloss and dlogits (logits' shape);
 /// integer labels, one per row of logits; optional [classes] float weights;
 /// dloss one element when `reduced`, else one per label.
