@@ -296,13 +296,10 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
 /// ONNX puts classes in dim 1 ([N, C, d1...]); smp.cross_entropy wants them
 /// last, so move dim 1 to the end first.
 llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
-  auto in = nc.inputs(2);
+  auto in = inputsWithOptionalThird(nc);
   if (!in)
     return in.takeError();
-  auto weights = nc.optionalInput(2);
-  if (!weights)
-    return weights.takeError();
-  Value scores = (*in)[0], labels = (*in)[1];
+  auto [scores, labels, weights] = *in;
   int64_t rank = tensorType(scores).getRank();
   if (rank < 2)
     return nc.error("scores must be [N, C, ...]");
@@ -332,7 +329,7 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
                        ? nc.attrInt("ignore_index", 0)
                        : std::numeric_limits<int64_t>::min();
   auto loss = nc.create<smp::CrossEntropyOp>(
-      nc.placeholder(), logits, labels, *weights, ignore, reduction);
+      nc.placeholder(), logits, labels, weights, ignore, reduction);
   if (auto err = nc.output(std::move(loss)))
     return err;
   if (nc.hasOutput(1)) {
