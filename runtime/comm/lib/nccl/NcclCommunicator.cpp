@@ -126,15 +126,11 @@ public:
 
   Status allGather(const void *send, void *recv, size_t countPerRank,
                    DType dtype, const std::string &what) override {
-    size_t esize = dtypeSize(dtype);
-    if (esize == 0)
-      return Status::failure(what + ": unknown dtype " +
-                             std::to_string(static_cast<int>(dtype)));
-    if (countPerRank > SIZE_MAX / esize / static_cast<size_t>(size()))
-      return Status::failure(what + ": " + std::to_string(countPerRank) +
-                             " elements per rank overflow the address space");
-    size_t bytes = countPerRank * esize, total = bytes * size();
-    Status s = checkBuffer(send, bytes, what);
+    Status s = checkCount(countPerRank, dtype, "elements per rank", what);
+    if (!s.ok())
+      return s;
+    size_t bytes = countPerRank * dtypeSize(dtype), total = bytes * size();
+    s = checkBuffer(send, bytes, what);
     if (s.ok())
       s = checkBuffer(recv, total, what);
     if (s.ok())
@@ -199,9 +195,7 @@ public:
   // errors. Zero-byte messages are not sent (the receiver skips them too).
   Status send(const void *data, size_t bytes, int peer, int tag,
               const std::string &what) override {
-    Status s = checkPeer(peer, tag, "send to", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (!s.ok() || bytes == 0)
       return s;
     return launch(what, [&] {
@@ -211,9 +205,7 @@ public:
 
   Status recv(void *data, size_t bytes, int peer, int tag,
               const std::string &what) override {
-    Status s = checkPeer(peer, tag, "receive from", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "receive from", what);
     if (!s.ok() || bytes == 0)
       return s;
     return launch(what, [&] {
@@ -247,9 +239,7 @@ public:
 
   Status postSend(const void *data, size_t bytes, int peer, int tag,
                   const std::string &what) override {
-    Status s = checkPeer(peer, tag, "send to", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (s.ok())
       s = usable(what);
     // An earlier message that failed fails this call.
