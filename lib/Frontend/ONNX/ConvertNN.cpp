@@ -277,10 +277,9 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (fp32 statistics) is supported");
   int64_t rank = tensorType((*in)[0]).getRank();
-  int64_t rawAxis = nc.attrInt("axis", -1);
-  auto axis = normalizeAxis(rawAxis, rank);
+  auto axis = nc.attrAxis(-1, rank);
   if (!axis)
-    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+    return axis.takeError();
   float epsilon = nc.attrFloat("epsilon", 1e-5f);
   auto &b = nc.builder();
   auto y = nc.create<smp::LayerNormOp>(nc.placeholder(), (*in)[0], (*in)[1],
