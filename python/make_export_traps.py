@@ -35,8 +35,6 @@ docs/bring-your-own-model.md). Files:
 Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -141,10 +139,7 @@ def write_refs(model, init, where, idx, labels, logits_after_sgd=False):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
-                                         "test" / "fixtures" / "traps"))
-    out = Path(ap.parse_args().out)
+    out = torch_refs.fixture_arguments("traps").parse_args().out
     (out / "gpt").mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(1)
     idx = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)

@@ -26,8 +26,6 @@ file):
 Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
-import argparse
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -61,10 +59,7 @@ class OpsNet(nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
-                                         "test" / "fixtures" / "ops"))
-    out = Path(ap.parse_args().out)
+    out = torch_refs.fixture_arguments("ops").parse_args().out
     (out / "data").mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(3)
     x = torch.randn(SAMPLES, T, D, generator=g)

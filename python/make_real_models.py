@@ -31,9 +31,7 @@ which are refused (and why) is asserted by test/smprun/real-models.test.
 Needs torch and transformers (PyPI); CI only reads the committed files.
 """
 
-import argparse
 import warnings
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -168,12 +166,10 @@ def strip_stack_traces(path):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent /
-                                         "test" / "fixtures" / "real"))
+    ap = torch_refs.fixture_arguments("real")
     ap.add_argument("--only", nargs="*", help="only these architectures (for debugging)")
     args = ap.parse_args()
-    out = Path(args.out)
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
     t = data(out)

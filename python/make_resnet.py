@@ -41,10 +41,8 @@ mode, with its exports and PyTorch's references.
 Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
-import argparse
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -106,11 +104,7 @@ def write(path, config, losses, norms, model):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent
-                                          / "test/fixtures/resnet"))
-    args = ap.parse_args()
-    out = Path(args.out)
+    out = torch_refs.fixture_arguments("resnet").parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
 

@@ -1,13 +1,17 @@
 """PyTorch training references for smp's tests, shared by the fixture
-scripts (make_export_traps.py, make_op_fixtures.py, make_real_models.py).
+scripts (make_export_traps.py, make_op_fixtures.py, make_real_models.py,
+make_resnet.py).
 
 train_steps() runs `steps` optimizer steps in train() mode on consecutive
 batches (wrapping around the samples, as smprun does) with cross-entropy over
 every position, and returns the per-step losses and global gradient norms;
-write_ref() stores them as test/train/compare_losses.py reads them.
+write_ref() stores them as test/train/compare_losses.py reads them;
+fixture_arguments() is the scripts' command line.
 """
 
+import argparse
 import json
+from pathlib import Path
 
 import torch
 
@@ -81,6 +85,15 @@ def train_steps_grouped(model, x, labels, classes, opt_name, steps, batch,
         losses.append(total)
         opt.step()
     return losses, norms
+
+
+def fixture_arguments(name):
+    """A command-line parser with --out, the directory written (default:
+    test/fixtures/NAME of this repository)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path,
+                    default=Path(__file__).resolve().parent.parent / "test" / "fixtures" / name)
+    return ap
 
 
 def write_ref(path, config, losses, norms):

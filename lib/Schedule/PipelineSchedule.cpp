@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <sstream>
 
 namespace smp::schedule {
@@ -150,52 +151,44 @@ Schedule buildZeroBubbleH1(int p, int m) {
   return s;
 }
 
-const char *kindName(Action::Kind kind) {
-  switch (kind) {
-  case Action::F:
-    return "F";
-  case Action::B:
-    return "B";
-  case Action::BI:
-    return "BI";
-  case Action::BW:
-    return "BW";
-  }
-  return "?";
-}
+/// Each schedule kind's canonical name (first) and the other names
+/// parseScheduleKind accepts (null: no more).
+struct ScheduleNames {
+  ScheduleKind kind;
+  const char *names[3];
+};
+constexpr ScheduleNames kScheduleNames[] = {
+    {ScheduleKind::GPipe, {"gpipe"}},
+    {ScheduleKind::OneFOneB, {"1f1b"}},
+    {ScheduleKind::Interleaved, {"interleaved", "interleaved-1f1b"}},
+    {ScheduleKind::ZeroBubbleH1, {"zb-h1", "zbh1", "zb_h1"}}};
+
+/// Action::Kind's names, by its value.
+constexpr const char *kActionNames[] = {"F", "B", "BI", "BW"};
 
 } // namespace
 
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name) {
   std::string n = lower(name);
-  if (n == "gpipe")
-    return ScheduleKind::GPipe;
-  if (n == "1f1b")
-    return ScheduleKind::OneFOneB;
-  if (n == "interleaved" || n == "interleaved-1f1b")
-    return ScheduleKind::Interleaved;
-  if (n == "zb-h1" || n == "zbh1" || n == "zb_h1")
-    return ScheduleKind::ZeroBubbleH1;
+  for (const ScheduleNames &entry : kScheduleNames)
+    for (const char *known : entry.names)
+      if (known && n == known)
+        return entry.kind;
   return std::nullopt;
 }
 
 const char *scheduleKindName(ScheduleKind kind) {
-  switch (kind) {
-  case ScheduleKind::GPipe:
-    return "gpipe";
-  case ScheduleKind::OneFOneB:
-    return "1f1b";
-  case ScheduleKind::Interleaved:
-    return "interleaved";
-  case ScheduleKind::ZeroBubbleH1:
-    return "zb-h1";
-  }
+  for (const ScheduleNames &entry : kScheduleNames)
+    if (entry.kind == kind)
+      return entry.names[0];
   return "?";
 }
 
 std::string toString(const Action &action) {
-  return std::string(kindName(action.kind)) + "(" + std::to_string(action.stage) +
-         "," + std::to_string(action.microbatch) + ")";
+  auto k = static_cast<size_t>(action.kind);
+  const char *kind = k < std::size(kActionNames) ? kActionNames[k] : "?";
+  return std::string(kind) + "(" + std::to_string(action.stage) + "," +
+         std::to_string(action.microbatch) + ")";
 }
 
 std::string formatSchedule(const Schedule &schedule) {

@@ -58,6 +58,18 @@ def file_name_for(name):
 
 # ---- hostile models (smpc) --------------------------------------------------
 
+def replace_file(f, by, target=None):
+    """Puts in place of file `f` a FIFO, a directory or a link to `target`
+    (`by`: "fifo", "dir" or "link"): files smprun must refuse to read."""
+    os.unlink(f)
+    if by == "fifo":
+        os.mkfifo(f)
+    elif by == "dir":
+        os.mkdir(f)
+    else:
+        os.symlink(target, f)
+
+
 def pick(rng, xs):
     return xs[rng.randrange(len(xs))]
 
@@ -463,14 +475,11 @@ def case_art_bytes(rng, sb, bases):
     elif op == 2:
         os.unlink(f)
     elif op == 3:
-        os.unlink(f)
-        os.mkfifo(f)
+        replace_file(f, "fifo")
     elif op == 4:
-        os.unlink(f)
-        os.symlink(rng.choice(["/dev/zero", os.path.join(sb.outside, "secret.bin")]), f)
+        replace_file(f, "link", rng.choice(["/dev/zero", os.path.join(sb.outside, "secret.bin")]))
     else:
-        os.unlink(f)
-        os.mkdir(f)
+        replace_file(f, "dir")
     write_data(sb, bases.specs(bases.arts[name]))
     return art, name
 
@@ -528,17 +537,14 @@ def case_npy(rng, sb, bases):
     descr, size = dtype_descr(dtype)
     kind = rng.randrange(9)
     if kind == 0:
-        os.unlink(f)
-        os.mkfifo(f)
+        replace_file(f, "fifo")
     elif kind == 1:
-        os.unlink(f)
-        os.mkdir(f)
+        replace_file(f, "dir")
     elif kind == 2:
-        os.unlink(f)
         # (a link of the user's own to a regular file elsewhere is the
         # user's: docs/threat-model.md, "Trusted"; devices are refused)
-        os.symlink(rng.choice(["/dev/zero", "/dev/urandom", "/proc/self/mem",
-                               "/nonexistent", "."]), f)
+        replace_file(f, "link", rng.choice(["/dev/zero", "/dev/urandom", "/proc/self/mem",
+                                            "/nonexistent", "."]))
     elif kind == 3:
         sh = [pick(rng, BIG) for _ in range(rng.randint(0, 4))]
         write_npy(f, descr, sh, bytes(rng.choice([0, 8, 64])))

@@ -21,6 +21,15 @@ def read_rows(path):
     return rows
 
 
+def report(bad, ok):
+    """Prints the first five of the problems `bad` after "FAILED: " and
+    exits 1; prints `ok` when there are none."""
+    if bad:
+        print("FAILED: " + "; ".join(bad[:5]))
+        sys.exit(1)
+    print(ok)
+
+
 def read(path):
     return {step: (row["loss"], row["grad_norm"])
             for step, row in read_rows(path).items()}

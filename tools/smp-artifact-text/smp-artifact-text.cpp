@@ -73,23 +73,32 @@ smp::base::FileKind kindOf(const std::string &path) {
              : smp::base::FileKind::Artifact;
 }
 
+/// Reads the framed file `path` into `msg`: "" or what is wrong.
+std::string readMessage(const std::string &path,
+                        google::protobuf::Message &msg,
+                        smp::base::FileKind kind) {
+  std::string bytes, payload;
+  if (!readAll(path, bytes))
+    return path + ": cannot read";
+  smp::base::Status s = smp::base::unframe(bytes, path, payload, kind);
+  if (!s.ok())
+    return s.error;
+  if (!msg.ParseFromString(payload))
+    return path + ": corrupt payload";
+  return "";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "decode" && argc == 3) {
     auto msg = messageFor(argv[2]);
-    std::string bytes, payload;
     if (!msg)
       return fail(std::string(argv[2]) + ": unknown kind of file");
-    if (!readAll(argv[2], bytes))
-      return fail(std::string(argv[2]) + ": cannot read");
-    smp::base::Status s =
-        smp::base::unframe(bytes, argv[2], payload, kindOf(argv[2]));
-    if (!s.ok())
-      return fail(s.error);
-    if (!msg->ParseFromString(payload))
-      return fail(std::string(argv[2]) + ": corrupt payload");
+    std::string error = readMessage(argv[2], *msg, kindOf(argv[2]));
+    if (!error.empty())
+      return fail(error);
     std::string text;
     google::protobuf::TextFormat::PrintToString(*msg, &text);
     std::cout << text;
@@ -111,16 +120,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (cmd == "reseal" && argc == 3) {
-    std::string dir = argv[2], bytes, payload;
+    std::string dir = argv[2];
     smp::artifact::Manifest m;
-    if (!readAll(dir + "/manifest.pb", bytes))
-      return fail(dir + "/manifest.pb: cannot read");
-    smp::base::Status s = smp::base::unframe(
-        bytes, dir + "/manifest.pb", payload, smp::base::FileKind::Artifact);
-    if (!s.ok())
-      return fail(s.error);
-    if (!m.ParseFromString(payload))
-      return fail(dir + "/manifest.pb: corrupt payload");
+    std::string error =
+        readMessage(dir + "/manifest.pb", m, smp::base::FileKind::Artifact);
+    if (!error.empty())
+      return fail(error);
     for (auto &r : *m.mutable_ranks()) {
       std::string program, weights;
       if (readAll(dir + "/" + r.program_file(), program))
@@ -131,6 +136,7 @@ int main(int argc, char **argv) {
             smp::base::checksum64(weights.data(), weights.size()));
       }
     }
+    std::string payload;
     m.SerializeToString(&payload);
     if (!writeAll(dir + "/manifest.pb",
                   smp::base::frame(payload, smp::base::FileKind::Artifact)))

@@ -18,11 +18,7 @@ template <typename OpT> llvm::Error convertUnary(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
-  auto y = nc.create<OpT>(*x);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<OpT>(*x));
 }
 
 /// Before opset 7, binary ops broadcast only with `broadcast=1`, and `axis`
@@ -45,19 +41,14 @@ llvm::Expected<Value> legacyBroadcast(NodeContext &nc, Value a, Value b) {
 }
 
 template <typename OpT> llvm::Error convertBinary(NodeContext &nc) {
-  auto a = nc.input(0), b = nc.input(1);
-  if (!a)
-    return a.takeError();
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value a = (*in)[0];
+  auto b = legacyBroadcast(nc, a, (*in)[1]);
   if (!b)
     return b.takeError();
-  b = legacyBroadcast(nc, *a, *b);
-  if (!b)
-    return b.takeError();
-  auto y = nc.create<OpT>(nc.placeholder(), *a, *b);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<OpT>(nc.placeholder(), a, *b));
 }
 
 /// Max/Min/Sum take one or more inputs.
@@ -97,20 +88,15 @@ template <typename StrictOp> llvm::Error convertOrEqual(NodeContext &nc) {
 }
 
 llvm::Error convertPow(NodeContext &nc) {
-  auto a = nc.input(0), b = nc.input(1);
-  if (!a)
-    return a.takeError();
-  if (!b)
-    return b.takeError();
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Value a = (*in)[0];
   // ONNX allows a different exponent type; compute in the base's type.
-  auto exponent = nc.castTo(*b, tensorType(*a).getElementType());
+  auto exponent = nc.castTo((*in)[1], tensorType(a).getElementType());
   if (!exponent)
     return exponent.takeError();
-  auto y = nc.create<smp::PowOp>(nc.placeholder(), *a, *exponent);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<smp::PowOp>(nc.placeholder(), a, *exponent));
 }
 
 /// Mod(a, b): fmod=0 is the floor remainder (the divisor's sign), fmod=1
@@ -130,26 +116,15 @@ llvm::Error convertMod(NodeContext &nc) {
 }
 
 llvm::Error convertIdentity(NodeContext &nc) {
-  auto x = nc.input(0);
-  if (!x)
-    return x.takeError();
-  nc.setOutput(0, *x);
-  return llvm::Error::success();
+  return nc.output(nc.input(0));
 }
 
 llvm::Error convertWhere(NodeContext &nc) {
-  auto c = nc.input(0), a = nc.input(1), b = nc.input(2);
-  if (!c)
-    return c.takeError();
-  if (!a)
-    return a.takeError();
-  if (!b)
-    return b.takeError();
-  auto y = nc.create<smp::WhereOp>(nc.placeholder(), *c, *a, *b);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  return nc.output(nc.create<smp::WhereOp>(nc.placeholder(), (*in)[0],
+                                           (*in)[1], (*in)[2]));
 }
 
 llvm::Error convertCast(NodeContext &nc) {
@@ -162,11 +137,7 @@ llvm::Error convertCast(NodeContext &nc) {
   if (!to)
     return nc.error("cannot cast to unsupported type " +
                     llvm::Twine(nc.attrInt("to", 0)));
-  auto y = nc.castTo(*x, to);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.castTo(*x, to));
 }
 
 /// IsNaN(x) = not(x == x): NaN is the only value unequal to itself.
@@ -179,37 +150,24 @@ llvm::Error convertIsNaN(NodeContext &nc) {
   auto same = nc.create<smp::EqualOp>(nc.placeholder(), *x, *x);
   if (!same)
     return same.takeError();
-  auto y = nc.create<smp::NotOp>(nc.placeholder(), *same);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<smp::NotOp>(nc.placeholder(), *same));
 }
 
 /// CastLike(x, like): x cast to like's element type.
 llvm::Error convertCastLike(NodeContext &nc) {
-  auto x = nc.input(0), like = nc.input(1);
-  if (!x)
-    return x.takeError();
-  if (!like)
-    return like.takeError();
-  auto y = nc.castTo(*x, cast<ShapedType>(like->getType()).getElementType());
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  Type like = cast<ShapedType>((*in)[1].getType()).getElementType();
+  return nc.output(nc.castTo((*in)[0], like));
 }
 
 llvm::Error convertLeakyRelu(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
-  auto y = nc.create<smp::LeakyReluOp>(
-      *x, nc.builder().getF32FloatAttr(nc.attrFloat("alpha", 0.01f)));
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<smp::LeakyReluOp>(
+      *x, nc.builder().getF32FloatAttr(nc.attrFloat("alpha", 0.01f))));
 }
 
 llvm::Error convertGelu(NodeContext &nc) {
@@ -219,13 +177,9 @@ llvm::Error convertGelu(NodeContext &nc) {
   std::string approx = nc.attrString("approximate", "none");
   if (approx != "none" && approx != "tanh")
     return nc.error("unknown approximate='" + approx + "'");
-  auto y = nc.create<smp::GeluOp>(*x, approx == "tanh"
-                                          ? smp::GeluApproximation::tanh
-                                          : smp::GeluApproximation::none);
-  if (!y)
-    return y.takeError();
-  nc.setOutput(0, *y);
-  return llvm::Error::success();
+  return nc.output(nc.create<smp::GeluOp>(
+      *x, approx == "tanh" ? smp::GeluApproximation::tanh
+                           : smp::GeluApproximation::none));
 }
 
 /// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes.

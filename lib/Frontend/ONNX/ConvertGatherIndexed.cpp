@@ -83,10 +83,9 @@ llvm::Error convertGatherElements(NodeContext &nc) {
   if (!in)
     return in.takeError();
   auto [data, indices] = *in;
-  int64_t rawAxis = nc.attrInt("axis", 0);
-  auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
+  auto axis = nc.attrAxis(0, tensorType(data).getRank());
   if (!axis)
-    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+    return axis.takeError();
   int64_t dim = tensorType(data).getDimSize(*axis);
   if (auto err = checkConstantIndices(
           nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))

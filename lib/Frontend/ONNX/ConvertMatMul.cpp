@@ -16,6 +16,13 @@ llvm::Error convertMatMul(NodeContext &nc) {
                                             (*in)[1], false, false));
 }
 
+/// `v * factor`, or `v` itself when the factor is 1.
+llvm::Expected<Value> scaled(NodeContext &nc, Value v, float factor) {
+  if (factor == 1.0f)
+    return v;
+  return nc.create<smp::MulOp>(nc.placeholder(), v, nc.scalarLike(v, factor));
+}
+
 /// Y = alpha * op(A) @ op(B) + beta * C, C broadcasting onto [M, N].
 llvm::Error convertGemm(NodeContext &nc) {
   auto in = nc.inputs(2);
@@ -31,28 +38,19 @@ llvm::Error convertGemm(NodeContext &nc) {
                                     nc.attrInt("transB", 0) != 0);
   if (!y)
     return y.takeError();
-  Value result = *y;
   float alpha = nc.attrFloat("alpha", 1.0f), beta = nc.attrFloat("beta", 1.0f);
-  if (alpha != 1.0f) {
-    auto scaled = nc.create<smp::MulOp>(nc.placeholder(), result,
-                                        nc.scalarLike(result, alpha));
-    if (!scaled)
-      return scaled.takeError();
-    result = *scaled;
-  }
+  auto scaledY = scaled(nc, *y, alpha);
+  if (!scaledY)
+    return scaledY.takeError();
+  Value result = *scaledY;
   auto c = nc.optionalInput(2);
   if (!c)
     return c.takeError();
   if (*c && beta != 0.0f) {
-    Value bias = *c;
-    if (beta != 1.0f) {
-      auto scaled = nc.create<smp::MulOp>(nc.placeholder(), bias,
-                                          nc.scalarLike(bias, beta));
-      if (!scaled)
-        return scaled.takeError();
-      bias = *scaled;
-    }
-    auto sum = nc.create<smp::AddOp>(nc.placeholder(), result, bias);
+    auto bias = scaled(nc, *c, beta);
+    if (!bias)
+      return bias.takeError();
+    auto sum = nc.create<smp::AddOp>(nc.placeholder(), result, *bias);
     if (!sum)
       return sum.takeError();
     if (tensorType(*sum) != tensorType(result))

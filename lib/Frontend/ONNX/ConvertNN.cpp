@@ -277,10 +277,9 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
   if (nc.attrInt("stash_type", 1) != 1)
     return nc.error("only stash_type=1 (fp32 statistics) is supported");
   int64_t rank = tensorType((*in)[0]).getRank();
-  int64_t rawAxis = nc.attrInt("axis", -1);
-  auto axis = normalizeAxis(rawAxis, rank);
+  auto axis = nc.attrAxis(-1, rank);
   if (!axis)
-    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+    return axis.takeError();
   float epsilon = nc.attrFloat("epsilon", 1e-5f);
   auto &b = nc.builder();
   auto y = nc.create<smp::LayerNormOp>(nc.placeholder(), (*in)[0], (*in)[1],
@@ -296,13 +295,10 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
 /// ONNX puts classes in dim 1 ([N, C, d1...]); smp.cross_entropy wants them
 /// last, so move dim 1 to the end first.
 llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
-  auto in = nc.inputs(2);
+  auto in = inputsWithOptionalThird(nc);
   if (!in)
     return in.takeError();
-  auto weights = nc.optionalInput(2);
-  if (!weights)
-    return weights.takeError();
-  Value scores = (*in)[0], labels = (*in)[1];
+  auto [scores, labels, weights] = *in;
   int64_t rank = tensorType(scores).getRank();
   if (rank < 2)
     return nc.error("scores must be [N, C, ...]");
@@ -332,7 +328,7 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
                        ? nc.attrInt("ignore_index", 0)
                        : std::numeric_limits<int64_t>::min();
   auto loss = nc.create<smp::CrossEntropyOp>(
-      nc.placeholder(), logits, labels, *weights, ignore, reduction);
+      nc.placeholder(), logits, labels, weights, ignore, reduction);
   if (auto err = nc.output(std::move(loss)))
     return err;
   if (nc.hasOutput(1)) {

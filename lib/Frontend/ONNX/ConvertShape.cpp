@@ -195,10 +195,9 @@ llvm::Error convertSplit(NodeContext &nc) {
   if (!x)
     return x.takeError();
   auto in = shapeOf(*x);
-  int64_t rawAxis = nc.attrInt("axis", 0);
-  auto axis = normalizeAxis(rawAxis, in.size());
+  auto axis = nc.attrAxis(0, in.size());
   if (!axis)
-    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+    return axis.takeError();
   SmallVector<int64_t> sizes;
   if (nc.opset() >= 13 && nc.hasInput(1)) {
     auto s = nc.constantInts(1, "split");
@@ -316,10 +315,9 @@ llvm::Error convertGather(NodeContext &nc) {
   if (!in)
     return in.takeError();
   Value data = (*in)[0], indices = (*in)[1];
-  int64_t rawAxis = nc.attrInt("axis", 0);
-  auto axis = normalizeAxis(rawAxis, tensorType(data).getRank());
+  auto axis = nc.attrAxis(0, tensorType(data).getRank());
   if (!axis)
-    return nc.error("axis " + llvm::Twine(rawAxis) + " out of range");
+    return axis.takeError();
   // ONNX allows int32/int64 indices only; anything else (a shape Cast to
   // float, say) would be read as integers below.
   Type idxElt = tensorType(indices).getElementType();

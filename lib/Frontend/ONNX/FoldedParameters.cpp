@@ -30,18 +30,7 @@ namespace {
 
 /// The `%name` tokens of an fx_node text after "args = (" (the arguments).
 std::vector<std::string> fxArgs(llvm::StringRef fx) {
-  std::vector<std::string> out;
-  llvm::StringRef args = fx.split("args = (").second;
-  while (!args.empty()) {
-    size_t at = args.find('%');
-    if (at == llvm::StringRef::npos)
-      break;
-    args = args.drop_front(at + 1);
-    size_t end = args.find_first_of(",) ]}");
-    out.push_back(args.take_front(end).str());
-    args = args.drop_front(std::min(end, args.size()));
-  }
-  return out;
+  return smp::onnx_frontend::fxArgs(fx, "%", ",) ]}");
 }
 
 /// The FX value an fx_node text defines (`%add_1 : ...` -> "add_1").

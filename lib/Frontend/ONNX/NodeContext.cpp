@@ -7,6 +7,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Support/CheckedMath.h"
 
@@ -138,6 +139,14 @@ std::string NodeContext::attrString(llvm::StringRef name,
   const auto *a = attr(name);
   return a ? a->s() : def.str();
 }
+llvm::Expected<int64_t> NodeContext::attrAxis(int64_t def,
+                                              int64_t rank) const {
+  int64_t raw = attrInt("axis", def);
+  if (auto axis = normalizeAxis(raw, rank))
+    return *axis;
+  return error("axis " + llvm::Twine(raw) + " out of range");
+}
+
 SmallVector<int64_t> NodeContext::attrInts(llvm::StringRef name) const {
   const auto *a = attr(name);
   if (!a)

@@ -71,6 +71,9 @@ public:
   float attrFloat(llvm::StringRef name, float def) const;
   std::string attrString(llvm::StringRef name, llvm::StringRef def) const;
   llvm::SmallVector<int64_t> attrInts(llvm::StringRef name) const;
+  /// Attribute `axis` (default `def`) as a dim of a rank-`rank` tensor;
+  /// the error "axis A out of range" when it is not one.
+  llvm::Expected<int64_t> attrAxis(int64_t def, int64_t rank) const;
 
   //===--- Outputs ---------------------------------------------------------===//
   unsigned numOutputs() const { return node_.output_size(); }

@@ -283,19 +283,12 @@ llvm::Error refuseFoldedBatchNorms(const onnx::GraphProto &g,
 /// ".bias"). Empty when that is not exactly one.
 std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
                                const std::map<std::string, std::string> &sig) {
-  std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
-  llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
   llvm::StringRef suffix = init.rsplit('.').second;
-  if (args.empty() || suffix.empty())
+  if (suffix.empty())
     return "";
   std::string found;
-  while (!args.empty()) {
-    size_t at = args.find("%p_");
-    if (at == llvm::StringRef::npos)
-      break;
-    args = args.drop_front(at + 1);
-    size_t end = args.find_first_of(",) ]");
-    std::string var = args.take_front(end).str();
+  for (const std::string &var :
+       fxArgs(metadata(n, "pkg.torch.onnx.fx_node"), "%p_", ",) ]")) {
     auto it = sig.find(var);
     if (it == sig.end())
       continue;
@@ -585,6 +578,22 @@ struct SharedInitializers {
 };
 
 } // namespace
+
+std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
+                                llvm::StringRef ends) {
+  std::vector<std::string> out;
+  llvm::StringRef args = fx.split("args = (").second;
+  while (!args.empty()) {
+    size_t at = args.find(prefix);
+    if (at == llvm::StringRef::npos)
+      break;
+    args = args.drop_front(at + 1);
+    size_t end = args.find_first_of(ends);
+    out.push_back(args.take_front(end).str());
+    args = args.drop_front(std::min(end, args.size()));
+  }
+  return out;
+}
 
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
   for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))

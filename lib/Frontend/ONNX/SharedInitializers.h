@@ -57,6 +57,12 @@ struct ParamOrigin {
 /// Debian's ONNX library predates them), or "".
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
 
+/// The `%name` tokens (without the '%') of the arguments of a dynamo
+/// exporter's fx_node text (after "args = ("), those that start with
+/// `prefix` ("%p_": parameters), each ending at one of `ends`.
+std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
+                                llvm::StringRef ends);
+
 /// Under --train, for a file with the dynamo exporter's graph signature
 /// `sig` (variable -> PyTorch parameter): refuses a file whose optimiser
 /// merged calls that read parameters (common subexpression elimination) or

@@ -37,68 +37,59 @@ std::string onnxTypeName(int32_t onnxType) {
   return name + " (ONNX data type " + std::to_string(onnxType) + ")";
 }
 
+namespace {
+template <typename FloatT> Type floatType(MLIRContext *ctx) {
+  return FloatT::get(ctx);
+}
+template <unsigned Width, IntegerType::SignednessSemantics Signedness =
+                              IntegerType::Signless>
+Type intType(MLIRContext *ctx) {
+  return IntegerType::get(ctx, Width, Signedness);
+}
+
+/// The ONNX data types smp reads: bytes per element and the MLIR type.
+struct OnnxElementType {
+  int32_t onnxType;
+  int64_t bytes;
+  Type (*get)(MLIRContext *);
+};
+using TP = onnx::TensorProto;
+constexpr OnnxElementType kElementTypes[] = {
+    {TP::FLOAT, 4, floatType<Float32Type>},
+    {TP::DOUBLE, 8, floatType<Float64Type>},
+    {TP::FLOAT16, 2, floatType<Float16Type>},
+    {TP::BFLOAT16, 2, floatType<BFloat16Type>},
+    {TP::BOOL, 1, intType<1>},
+    {TP::INT8, 1, intType<8>},
+    {TP::INT16, 2, intType<16>},
+    {TP::INT32, 4, intType<32>},
+    {TP::INT64, 8, intType<64>},
+    {TP::UINT8, 1, intType<8, IntegerType::Unsigned>},
+    {TP::UINT16, 2, intType<16, IntegerType::Unsigned>},
+    {TP::UINT32, 4, intType<32, IntegerType::Unsigned>},
+    {TP::UINT64, 8, intType<64, IntegerType::Unsigned>},
+};
+
+const OnnxElementType *lookupElementType(int32_t onnxType) {
+  for (const OnnxElementType &e : kElementTypes)
+    if (e.onnxType == onnxType)
+      return &e;
+  return nullptr;
+}
+} // namespace
+
 Type elementType(MLIRContext *ctx, int32_t onnxType) {
-  using TP = onnx::TensorProto;
-  switch (onnxType) {
-  case TP::FLOAT:
-    return Float32Type::get(ctx);
-  case TP::DOUBLE:
-    return Float64Type::get(ctx);
-  case TP::FLOAT16:
-    return Float16Type::get(ctx);
-  case TP::BFLOAT16:
-    return BFloat16Type::get(ctx);
-  case TP::BOOL:
-    return IntegerType::get(ctx, 1);
-  case TP::INT8:
-    return IntegerType::get(ctx, 8);
-  case TP::INT16:
-    return IntegerType::get(ctx, 16);
-  case TP::INT32:
-    return IntegerType::get(ctx, 32);
-  case TP::INT64:
-    return IntegerType::get(ctx, 64);
-  case TP::UINT8:
-    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  case TP::UINT16:
-    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
-  case TP::UINT32:
-    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
-  case TP::UINT64:
-    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
-  default:
-    return {};
-  }
+  const OnnxElementType *e = lookupElementType(onnxType);
+  return e ? e->get(ctx) : Type();
 }
 
 int64_t elementSize(int32_t onnxType) {
-  using TP = onnx::TensorProto;
-  switch (onnxType) {
-  case TP::BOOL:
-  case TP::INT8:
-  case TP::UINT8:
-    return 1;
-  case TP::FLOAT16:
-  case TP::BFLOAT16:
-  case TP::INT16:
-  case TP::UINT16:
-    return 2;
-  case TP::FLOAT:
-  case TP::INT32:
-  case TP::UINT32:
-    return 4;
-  case TP::DOUBLE:
-  case TP::INT64:
-  case TP::UINT64:
-    return 8;
-  default:
-    return 0;
-  }
+  const OnnxElementType *e = lookupElementType(onnxType);
+  return e ? e->bytes : 0;
 }
 
 /// Number of values stored in the typed field matching the data type.
 static int64_t typedFieldCount(const onnx::TensorProto &t) {
-  using TP = onnx::TensorProto;
   switch (t.data_type()) {
   case TP::FLOAT:
     return t.float_data_size();
@@ -268,6 +259,15 @@ static void appendLE(std::string &out, uint64_t v, int64_t size) {
     out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
 }
 
+/// Appends the bit pattern of floating-point `v` (little-endian).
+template <typename Bits, typename Float>
+static void appendBitsLE(std::string &out, Float v) {
+  static_assert(sizeof(Bits) == sizeof(Float));
+  Bits bits;
+  std::memcpy(&bits, &v, sizeof(v));
+  appendLE(out, bits, sizeof(bits));
+}
+
 llvm::Expected<std::string> readTensorBytes(const onnx::TensorProto &t,
                                             RankedTensorType type,
                                             llvm::StringRef modelDir) {
@@ -291,25 +291,16 @@ llvm::Expected<std::string> readTensorBytes(const onnx::TensorProto &t,
   if (t.has_raw_data() || n == 0)
     return t.raw_data();
   // Typed fields: widen/narrow each value to the element size.
-  using TP = onnx::TensorProto;
   std::string bytes;
   bytes.reserve(n * esize);
   for (int64_t k = 0; k < n; ++k) {
     switch (t.data_type()) {
-    case TP::FLOAT: {
-      float f = t.float_data(k);
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      appendLE(bytes, bits, 4);
+    case TP::FLOAT:
+      appendBitsLE<uint32_t>(bytes, t.float_data(k));
       break;
-    }
-    case TP::DOUBLE: {
-      double d = t.double_data(k);
-      uint64_t bits;
-      std::memcpy(&bits, &d, 8);
-      appendLE(bytes, bits, 8);
+    case TP::DOUBLE:
+      appendBitsLE<uint64_t>(bytes, t.double_data(k));
       break;
-    }
     case TP::INT64:
       appendLE(bytes, static_cast<uint64_t>(t.int64_data(k)), 8);
       break;

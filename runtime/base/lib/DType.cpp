@@ -4,67 +4,56 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 namespace smp::base {
 
+namespace {
+/// What the runtime knows of each element type, indexed by DType's value.
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  size_t bytes;
+  bool isFloat;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4, true},   {DType::F64, "f64", 8, true},
+    {DType::F16, "f16", 2, true},   {DType::BF16, "bf16", 2, true},
+    {DType::Bool, "bool", 1, false}, {DType::I8, "i8", 1, false},
+    {DType::I16, "i16", 2, false},  {DType::I32, "i32", 4, false},
+    {DType::I64, "i64", 8, false},  {DType::U8, "u8", 1, false},
+    {DType::U16, "u16", 2, false},  {DType::U32, "u32", 4, false},
+    {DType::U64, "u64", 8, false},
+};
+
+constexpr bool indexedByValue() {
+  for (size_t i = 0; i < std::size(kDTypes); ++i)
+    if (static_cast<size_t>(kDTypes[i].dtype) != i)
+      return false;
+  return true;
+}
+static_assert(indexedByValue(), "kDTypes[i] must describe DType value i");
+
+/// The entry of `t`; null for a value outside the enum.
+const DTypeInfo *infoOf(DType t) {
+  auto i = static_cast<size_t>(t);
+  return i < std::size(kDTypes) ? &kDTypes[i] : nullptr;
+}
+} // namespace
+
 size_t dtypeSize(DType t) {
-  switch (t) {
-  case DType::F64:
-  case DType::I64:
-  case DType::U64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-  case DType::U32:
-    return 4;
-  case DType::F16:
-  case DType::BF16:
-  case DType::I16:
-  case DType::U16:
-    return 2;
-  case DType::Bool:
-  case DType::I8:
-  case DType::U8:
-    return 1;
-  }
-  return 0;
+  const DTypeInfo *info = infoOf(t);
+  return info ? info->bytes : 0;
 }
 
 const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::Bool:
-    return "bool";
-  case DType::I8:
-    return "i8";
-  case DType::I16:
-    return "i16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  case DType::U8:
-    return "u8";
-  case DType::U16:
-    return "u16";
-  case DType::U32:
-    return "u32";
-  case DType::U64:
-    return "u64";
-  }
-  return "?";
+  const DTypeInfo *info = infoOf(t);
+  return info ? info->name : "?";
 }
 
 bool isFloat(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16 ||
-         t == DType::BF16;
+  const DTypeInfo *info = infoOf(t);
+  return info && info->isFloat;
 }
 
 bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }

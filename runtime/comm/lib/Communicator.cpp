@@ -42,22 +42,37 @@ Status Communicator::checkBuffer(const void *data, size_t bytes,
   return Status::success();
 }
 
-Status Communicator::checkReduce(const void *data, size_t count, DType dtype,
-                                 ReduceOp op, const std::string &what) const {
+Status Communicator::checkCount(size_t count, DType dtype, const char *unit,
+                                const std::string &what) const {
   size_t esize = dtypeSize(dtype);
   if (esize == 0)
     return Status::failure(what + ": unknown dtype " +
                            std::to_string(static_cast<int>(dtype)));
   if (count > SIZE_MAX / esize / static_cast<size_t>(size()))
-    return Status::failure(what + ": " + std::to_string(count) +
-                           " elements overflow the address space");
+    return Status::failure(what + ": " + std::to_string(count) + " " + unit +
+                           " overflow the address space");
+  return Status::success();
+}
+
+Status Communicator::checkPeerBuffer(const void *data, size_t bytes, int peer,
+                                     int tag, const char *verb,
+                                     const std::string &what) const {
+  Status s = checkPeer(peer, tag, verb, what);
+  return s.ok() ? checkBuffer(data, bytes, what) : s;
+}
+
+Status Communicator::checkReduce(const void *data, size_t count, DType dtype,
+                                 ReduceOp op, const std::string &what) const {
+  Status s = checkCount(count, dtype, "elements", what);
+  if (!s.ok())
+    return s;
   if (op == ReduceOp::Mean && !isFloat(dtype))
     return Status::failure(what + ": mean is defined for float tensors, not " +
                            dtypeName(dtype) + " (use sum)");
   if (dtype == DType::Bool && op == ReduceOp::Sum)
     return Status::failure(what + ": sum of bool tensors is not supported "
                                   "(max is 'any', min is 'all')");
-  return checkBuffer(data, count * esize, what);
+  return checkBuffer(data, count * dtypeSize(dtype), what);
 }
 
 Status Communicator::checkPeer(int peer, int tag, const char *verb,

@@ -16,6 +16,7 @@
 #include "smp/base/DType.h"
 #include "smp/base/FileFormat.h"
 #include "smp/base/Files.h"
+#include "smp/base/NonCopyable.h"
 #include "smp/base/Npy.h"
 #include "smp/base/Shape.h"
 #include "smp/base/Status.h"
@@ -36,6 +37,7 @@ using smp::base::halfToFloat;
 using smp::base::isFloat;
 using smp::base::isInteger;
 using smp::base::isSignedInteger;
+using smp::base::NonCopyable;
 using smp::base::Status;
 using smp::base::TensorRef;
 // Shape.h

@@ -95,7 +95,7 @@ TEST(BuildScheduleTest, RejectsInvalidParameters) {
     std::string error;
     Schedule s = buildSchedule(c.kind, c.p, c.m, c.v, &error);
     EXPECT_TRUE(s.empty());
-    EXPECT_NE(error.find(c.message), std::string::npos) << error;
+    EXPECT_PRED_FORMAT2(testing::IsSubstring, c.message, error);
     EXPECT_EQ(unitCostBubbleFraction(c.kind, c.p, c.m, c.v), -1.0);
   }
   // No error pointer: still an empty schedule, no crash.
@@ -471,12 +471,12 @@ TEST(SimulatorTest, DetectsACrossRankCycle) {
   SimulationResult res = simulateSchedule(s, 2, 2, 1);
   EXPECT_TRUE(res.complete);
   EXPECT_TRUE(res.deadlock);
-  EXPECT_NE(res.error.find("rank 0 waits at B(0,0) for the backward of stage 1, "
-                           "micro-batch 0"),
-            std::string::npos)
-      << res.error;
-  EXPECT_NE(res.error.find("rank 1 waits at F(1,1) for F(0,1)"), std::string::npos)
-      << res.error;
+  EXPECT_PRED_FORMAT2(testing::IsSubstring,
+                      "rank 0 waits at B(0,0) for the backward of stage 1, "
+                      "micro-batch 0",
+                      res.error);
+  EXPECT_PRED_FORMAT2(testing::IsSubstring,
+                      "rank 1 waits at F(1,1) for F(0,1)", res.error);
   EXPECT_EQ(res.startTimes[0][0], 0.0); // F(0,0) ran
   EXPECT_DOUBLE_EQ(res.makespan, 1.0);
 }
@@ -537,8 +537,8 @@ TEST(SimulatorTest, ReportsMissingActions) {
   SimulationResult r2 = simulateSchedule(t, 2, 2, 1);
   EXPECT_FALSE(r2.complete);
   EXPECT_TRUE(r2.deadlock);
-  EXPECT_NE(r2.error.find("rank 1 waits at F(1,1) for F(0,1)"), std::string::npos)
-      << r2.error;
+  EXPECT_PRED_FORMAT2(testing::IsSubstring,
+                      "rank 1 waits at F(1,1) for F(0,1)", r2.error);
 
   // A split backward with its BW missing.
   Schedule z = build(ScheduleKind::ZeroBubbleH1, 1, 2);
@@ -575,13 +575,13 @@ TEST(SimulatorTest, RejectsMalformedSchedules) {
     SimulationResult res = simulateSchedule(c.schedule, c.p, c.m, c.v);
     EXPECT_FALSE(res.complete);
     EXPECT_FALSE(res.deadlock);
-    EXPECT_NE(res.error.find(c.error), std::string::npos) << res.error;
+    EXPECT_PRED_FORMAT2(testing::IsSubstring, c.error, res.error);
   }
   Costs negative;
   negative.backwardWeight = -1;
   SimulationResult res = simulateSchedule(build(ScheduleKind::GPipe, 1, 1), 1, 1, 1, negative);
   EXPECT_FALSE(res.complete);
-  EXPECT_NE(res.error.find("non-negative"), std::string::npos);
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "non-negative", res.error);
 }
 
 TEST(SimulatorTest, CommunicationTime) {

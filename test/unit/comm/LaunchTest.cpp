@@ -10,14 +10,37 @@ using namespace smprt;
 
 namespace {
 
-/// detectLaunch over a made-up environment.
-Status detect(const std::map<std::string, std::string> &env, LaunchInfo &out) {
+using Env = std::map<std::string, std::string>;
+
+/// detectLaunch over a made-up environment (by default with an MPI that
+/// connects through every process-management interface).
+Status detect(const Env &env, LaunchInfo &out,
+              const MpiTraits &mpi = MpiTraits()) {
   return detectLaunch(
       [&](const char *name) -> const char * {
         auto it = env.find(name);
         return it == env.end() ? nullptr : it->second.c_str();
       },
-      out);
+      out, mpi);
+}
+
+/// The launch detected in a made-up environment that must be accepted.
+LaunchInfo detected(const Env &env) {
+  LaunchInfo l;
+  Status s = detect(env, l);
+  EXPECT_TRUE(s.ok()) << s.error;
+  return l;
+}
+
+/// `l` is rank `rank` of `size` started by `launcher`, local rank
+/// `localRank` of `localSize` on its machine.
+void expectLaunch(const LaunchInfo &l, const std::string &launcher, int rank,
+                  int size, int localRank, int localSize) {
+  EXPECT_EQ(l.launcher, launcher);
+  EXPECT_EQ(l.rank, rank);
+  EXPECT_EQ(l.size, size);
+  EXPECT_EQ(l.localRank, localRank);
+  EXPECT_EQ(l.localSize, localSize);
 }
 
 TEST(Launch, NoLauncherIsOneRank) {
@@ -30,36 +53,25 @@ TEST(Launch, NoLauncherIsOneRank) {
 }
 
 TEST(Launch, OpenMpi) {
-  LaunchInfo l;
-  ASSERT_TRUE(detect({{"OMPI_COMM_WORLD_RANK", "3"},
-                      {"OMPI_COMM_WORLD_SIZE", "8"},
-                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
-                      {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
-                      // Open MPI wins over what else is set.
-                      {"PMI_RANK", "0"},
-                      {"PMI_SIZE", "2"}},
-                     l)
-                  .ok());
-  EXPECT_EQ(l.launcher, "openmpi");
-  EXPECT_EQ(l.rank, 3);
-  EXPECT_EQ(l.size, 8);
-  EXPECT_EQ(l.localSize, 4);
-  EXPECT_EQ(l.localRank, 3);
+  expectLaunch(detected({{"OMPI_COMM_WORLD_RANK", "3"},
+                         {"OMPI_COMM_WORLD_SIZE", "8"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                         // Open MPI wins over what else is set.
+                         {"PMI_RANK", "0"},
+                         {"PMI_SIZE", "2"}}),
+               "openmpi", /*rank=*/3, /*size=*/8, /*localRank=*/3,
+               /*localSize=*/4);
 }
 
 TEST(Launch, Pmi) {
+  expectLaunch(detected({{"PMI_RANK", "1"},
+                         {"PMI_SIZE", "2"},
+                         {"MPI_LOCALNRANKS", "2"},
+                         {"MPI_LOCALRANKID", "1"}}),
+               "pmi", /*rank=*/1, /*size=*/2, /*localRank=*/1,
+               /*localSize=*/2);
   LaunchInfo l;
-  ASSERT_TRUE(detect({{"PMI_RANK", "1"},
-                      {"PMI_SIZE", "2"},
-                      {"MPI_LOCALNRANKS", "2"},
-                      {"MPI_LOCALRANKID", "1"}},
-                     l)
-                  .ok());
-  EXPECT_EQ(l.launcher, "pmi");
-  EXPECT_EQ(l.rank, 1);
-  EXPECT_EQ(l.size, 2);
-  EXPECT_EQ(l.localSize, 2);
-  EXPECT_EQ(l.localRank, 1);
   Status bad = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"},
                        {"MPI_LOCALRANKID", "x"}},
                       l);
@@ -224,17 +236,11 @@ TEST(Launch, MpirunCommand) {
 } // namespace
 
 /// detectLaunch with an MPI that cannot use PMI-1/PMI-2 (Debian's Open MPI).
-Status detectPmixOnly(const std::map<std::string, std::string> &env,
-                      LaunchInfo &out) {
+Status detectPmixOnly(const Env &env, LaunchInfo &out) {
   MpiTraits mpi;
   mpi.name = "Open MPI 4.1.4";
   mpi.pmi = false;
-  return detectLaunch(
-      [&](const char *name) -> const char * {
-        auto it = env.find(name);
-        return it == env.end() ? nullptr : it->second.c_str();
-      },
-      out, mpi);
+  return detect(env, out, mpi);
 }
 
 TEST(Launch, Pmi2WithAnMpiWithoutItIsRefused) {

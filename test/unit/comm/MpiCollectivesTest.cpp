@@ -7,6 +7,26 @@ using namespace smprt;
 namespace mpitest {
 namespace {
 
+/// The reduction by `op` of value(r, i) over ranks r = 0..ranks-1, computed
+/// in T in rank order (Mean: the sum divided by the ranks).
+template <typename T>
+T reduced(ReduceOp op, int ranks, size_t i,
+          const std::function<T(int, size_t)> &value) {
+  T want = value(0, i);
+  for (int r = 1; r < ranks; ++r) {
+    T v = value(r, i);
+    if (op == ReduceOp::Max)
+      want = std::max(want, v);
+    else if (op == ReduceOp::Min)
+      want = std::min(want, v);
+    else
+      want = static_cast<T>(want + v);
+  }
+  if (op == ReduceOp::Mean)
+    want = static_cast<T>(want / static_cast<T>(ranks));
+  return want;
+}
+
 /// Every rank's contribution is value(rank, i): the expected reduction is
 /// computed locally over all ranks.
 template <typename T>
@@ -19,22 +39,9 @@ void checkAllReduce(Communicator &c, DType dtype, ReduceOp op, size_t count,
   CHECK_OK(c.allReduce(data.data(), count, dtype, op,
                        std::string("all_reduce ") + label));
   size_t bad = 0;
-  for (size_t i = 0; i < count; ++i) {
-    T want = value(0, i);
-    for (int r = 1; r < c.size(); ++r) {
-      T v = value(r, i);
-      if (op == ReduceOp::Sum || op == ReduceOp::Mean)
-        want = static_cast<T>(want + v);
-      else if (op == ReduceOp::Max)
-        want = std::max(want, v);
-      else
-        want = std::min(want, v);
-    }
-    if (op == ReduceOp::Mean)
-      want = static_cast<T>(want / static_cast<T>(c.size()));
-    if (!sameBits(data[i], want))
+  for (size_t i = 0; i < count; ++i)
+    if (!sameBits(data[i], reduced(op, c.size(), i, value)))
       ++bad;
-  }
   CHECK(bad == 0, "%s %s: %zu of %zu elements differ", label,
         reduceOpName(op), bad, count);
 }
@@ -52,19 +59,9 @@ void checkHalfAllReduce(Communicator &c, DType dtype, ReduceOp op,
   CHECK_OK(c.allReduce(data.data(), count, dtype, op,
                        std::string("all_reduce ") + label));
   size_t bad = 0;
-  for (size_t i = 0; i < count; ++i) {
-    float want = value(0, i);
-    for (int r = 1; r < c.size(); ++r) {
-      float v = value(r, i);
-      want = op == ReduceOp::Max   ? std::max(want, v)
-             : op == ReduceOp::Min ? std::min(want, v)
-                                   : want + v;
-    }
-    if (op == ReduceOp::Mean)
-      want /= static_cast<float>(c.size());
-    if (data[i] != to(want))
+  for (size_t i = 0; i < count; ++i)
+    if (data[i] != to(reduced(op, c.size(), i, value)))
       ++bad;
-  }
   CHECK(bad == 0, "%s %s: %zu of %zu elements differ", label,
         reduceOpName(op), bad, count);
 }

@@ -83,12 +83,12 @@ TEST(BackendRegistry, ThisBuildHasTheCpu) {
   if (r.has("cuda"))
     GTEST_SKIP() << "built with the CUDA backend";
   Status s = makeBackend("cuda:0", 0, b);
-  EXPECT_NE(s.error.find("--device cuda:0: this smprun was built without the "
-                         "CUDA backend ("),
-            std::string::npos)
-      << s.error;
-  EXPECT_NE(s.error.find("); the backends built are: cpu"), std::string::npos)
-      << s.error;
+  EXPECT_PRED_FORMAT2(testing::IsSubstring,
+                      "--device cuda:0: this smprun was built without the "
+                      "CUDA backend (",
+                      s.error);
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "); the backends built are: cpu",
+                      s.error);
 }
 
 TEST(CpuStreams, AreInOrderAndComplete) {

@@ -118,61 +118,62 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
                          << attr.getName().getValue() << "'";
 }
 
+namespace {
+template <typename AttrT> bool isA(Attribute a) { return isa<AttrT>(a); }
+
+bool isNonEmptyString(Attribute a) {
+  auto s = dyn_cast<StringAttr>(a);
+  return s && !s.getValue().empty();
+}
+
+bool isIntegerDictionary(Attribute a) {
+  auto d = dyn_cast<DictionaryAttr>(a);
+  return d && llvm::all_of(d, [](NamedAttribute entry) {
+           return isa<IntegerAttr>(entry.getValue());
+         });
+}
+
+bool isDictionaryArray(Attribute a) {
+  auto list = dyn_cast<ArrayAttr>(a);
+  return list && llvm::all_of(list, isA<DictionaryAttr>);
+}
+
+/// The dialect's attributes on operations: what each must hold, and how an
+/// error says so ("'NAME' must be ...").
+struct OperationAttrRule {
+  StringRef name;
+  bool (*holds)(Attribute);
+  const char *mustBe;
+};
+const OperationAttrRule kOperationAttrRules[] = {
+    {SmpDialect::kSourceAttr, isA<StringAttr>, "a string path"},
+    {SmpDialect::kOpsetAttr, isA<IntegerAttr>, "an integer"},
+    {SmpDialect::kStageAttr, isA<IntegerAttr>, "an integer"},
+    {SmpDialect::kMicrobatchAttr, isA<IntegerAttr>, "an integer"},
+    {SmpDialect::kPipelineRankAttr, isA<IntegerAttr>, "an integer"},
+    {SmpDialect::kBackwardAttr, isA<UnitAttr>, "a unit attribute"},
+    {"smp.recomputed", isA<UnitAttr>, "a unit attribute"},
+    {SmpDialect::kPlacementAttr, isA<StringAttr>, "a string"},
+    {SmpDialect::kScheduleAttr, isA<StringAttr>, "a string"},
+    {SmpDialect::kRunningStatAttr, isA<StringAttr>, "a string"},
+    {SmpDialect::kModelAttr, isNonEmptyString,
+     "a non-empty string naming the generated model's kind"},
+    {SmpDialect::kModelConfigAttr, isIntegerDictionary,
+     "a dictionary of integers (the generated model's sizes)"},
+    {SmpDialect::kParamOriginsAttr, isDictionaryArray,
+     "an array of dictionaries"},
+    {SmpDialect::kStageCostsAttr, isA<DenseF64ArrayAttr>, "an f64 array"},
+};
+} // namespace
+
 LogicalResult SmpDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name == kSourceAttr) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be a string path";
-    return success();
-  }
-  if (name == kOpsetAttr || name == kStageAttr || name == kMicrobatchAttr ||
-      name == kPipelineRankAttr) {
-    if (!isa<IntegerAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be an integer";
-    return success();
-  }
-  if (name == kBackwardAttr || name == "smp.recomputed") {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be a unit attribute";
-    return success();
-  }
-  if (name == kPlacementAttr || name == kScheduleAttr ||
-      name == kRunningStatAttr) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be a string";
-    return success();
-  }
-  if (name == kModelAttr) {
-    auto kind = dyn_cast<StringAttr>(attr.getValue());
-    if (!kind || kind.getValue().empty())
-      return op->emitError() << "'" << name
-                             << "' must be a non-empty string naming the "
-                                "generated model's kind";
-    return success();
-  }
-  if (name == kModelConfigAttr) {
-    auto config = dyn_cast<DictionaryAttr>(attr.getValue());
-    if (!config || llvm::any_of(config, [](NamedAttribute entry) {
-          return !isa<IntegerAttr>(entry.getValue());
-        }))
-      return op->emitError() << "'" << name
-                             << "' must be a dictionary of integers (the "
-                                "generated model's sizes)";
-    return success();
-  }
-  if (name == kParamOriginsAttr) {
-    auto list = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!list || llvm::any_of(list, [](Attribute a) {
-          return !isa<DictionaryAttr>(a);
-        }))
-      return op->emitError() << "'" << name
-                             << "' must be an array of dictionaries";
-    return success();
-  }
-  if (name == kStageCostsAttr) {
-    if (!isa<DenseF64ArrayAttr>(attr.getValue()))
-      return op->emitError() << "'" << name << "' must be an f64 array";
+  for (const OperationAttrRule &rule : kOperationAttrRules) {
+    if (name != rule.name)
+      continue;
+    if (!rule.holds(attr.getValue()))
+      return op->emitError() << "'" << name << "' must be " << rule.mustBe;
     return success();
   }
   return op->emitError() << "unknown smp attribute '" << name << "'";

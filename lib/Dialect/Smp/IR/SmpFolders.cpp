@@ -345,6 +345,25 @@ SmallVector<int64_t> unflatten(int64_t k, ArrayRef<int64_t> shape) {
   return idx;
 }
 
+/// foldGatherLike for an op (transpose, tile, slice) whose result index i
+/// along dim d reads its input (operand 0) at `position(d, i)`: the pair
+/// (input dim, index along it).
+template <typename Fn>
+OpFoldResult foldIndexMap(Operation *op, Attribute input, Fn position) {
+  auto inStrides = rowMajorStrides(
+      cast<RankedTensorType>(op->getOperand(0).getType()).getShape());
+  auto outShape = resultType(op).getShape();
+  return foldGatherLike(op, input, [&](int64_t k) {
+    auto idx = unflatten(k, outShape);
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      auto [inDim, i] = position(d, idx[d]);
+      src += i * inStrides[inDim];
+    }
+    return src;
+  });
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -487,15 +506,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return getInput();
-  auto inShape = getInput().getType().getShape();
-  auto inStrides = rowMajorStrides(inShape);
-  auto outShape = getType().getShape();
-  return foldGatherLike(*this, adaptor.getInput(), [&](int64_t k) {
-    auto idx = unflatten(k, outShape);
-    int64_t src = 0;
-    for (size_t d = 0; d < idx.size(); ++d)
-      src += idx[d] * inStrides[perm[d]];
-    return src;
+  return foldIndexMap(*this, adaptor.getInput(), [&](size_t d, int64_t i) {
+    return std::make_pair(perm[d], i);
   });
 }
 
@@ -518,14 +530,8 @@ OpFoldResult TileOp::fold(FoldAdaptor adaptor) {
   if (growsPastFoldLimit(*this, adaptor.getInput()))
     return {};
   auto inShape = getInput().getType().getShape();
-  auto inStrides = rowMajorStrides(inShape);
-  auto outShape = getType().getShape();
-  return foldGatherLike(*this, adaptor.getInput(), [&](int64_t k) {
-    auto idx = unflatten(k, outShape);
-    int64_t src = 0;
-    for (size_t d = 0; d < idx.size(); ++d)
-      src += (idx[d] % inShape[d]) * inStrides[d];
-    return src;
+  return foldIndexMap(*this, adaptor.getInput(), [&](size_t d, int64_t i) {
+    return std::make_pair(d, i % inShape[d]);
   });
 }
 
@@ -533,15 +539,9 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType() &&
       llvm::all_of(getSteps(), [](int64_t s) { return s == 1; }))
     return getInput();
-  auto inStrides = rowMajorStrides(getInput().getType().getShape());
-  auto outShape = getType().getShape();
   ArrayRef<int64_t> starts = getStarts(), steps = getSteps();
-  return foldGatherLike(*this, adaptor.getInput(), [&](int64_t k) {
-    auto idx = unflatten(k, outShape);
-    int64_t src = 0;
-    for (size_t d = 0; d < idx.size(); ++d)
-      src += (starts[d] + idx[d] * steps[d]) * inStrides[d];
-    return src;
+  return foldIndexMap(*this, adaptor.getInput(), [&](size_t d, int64_t i) {
+    return std::make_pair(d, starts[d] + i * steps[d]);
   });
 }
 

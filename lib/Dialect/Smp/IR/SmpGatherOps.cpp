@@ -1,7 +1,7 @@
 //===- SmpGatherOps.cpp - gather_nd / gather_elements and their grads -----===//
 //
 // Result types and verifiers of ONNX GatherND and GatherElements as smp ops,
-// and of their scatter-add gradients. One shape rule per op family, shared
+// and of their scatter-add gradients (and of gather's). One shape rule per op family, shared
 // by the forward's type inference and the gradient's verifier.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +17,19 @@ using namespace mlir;
 using namespace smp;
 
 namespace {
+
+/// A gather gradient's incoming grad must be what its forward (`kind`)
+/// returns: a `shape` tensor of the data's element type.
+template <typename GradOp>
+LogicalResult verifyForwardResult(GradOp op, ArrayRef<int64_t> shape,
+                                  StringRef kind) {
+  RankedTensorType grad = op.getGrad().getType(), data = op.getType();
+  if (grad.getShape() == shape &&
+      grad.getElementType() == data.getElementType())
+    return success();
+  return op.emitOpError("grad ")
+         << grad << " is not the " << kind << " result of " << data;
+}
 
 /// "[2, 3]" (ONNX style, as the kernels' messages write shapes).
 std::string dims(ArrayRef<int64_t> shape) {
@@ -131,11 +144,19 @@ LogicalResult GatherNdGradOp::verify() {
                     static_cast<int64_t>(getBatchDims()), why);
   if (failed(expected))
     return emitOpError(why);
-  if (getGrad().getType().getShape() != ArrayRef<int64_t>(*expected) ||
-      getGrad().getType().getElementType() != data.getElementType())
-    return emitOpError("grad ") << getGrad().getType()
-                                << " is not the gather_nd result of " << data;
-  return success();
+  return verifyForwardResult(*this, *expected, "gather_nd");
+}
+
+LogicalResult GatherGradOp::verify() {
+  auto data = getType();
+  auto indices = getIndices().getType();
+  auto axis = normalizeAxis(static_cast<int64_t>(getAxis()), data.getRank());
+  if (!axis)
+    return emitOpError("axis out of range for ") << data;
+  SmallVector<int64_t> expected(data.getShape().take_front(*axis));
+  llvm::append_range(expected, indices.getShape());
+  llvm::append_range(expected, data.getShape().drop_front(*axis + 1));
+  return verifyForwardResult(*this, expected, "gather");
 }
 
 LogicalResult GatherElementsGradOp::verify() {

@@ -12,35 +12,40 @@ static RankedTensorType rankedType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// The shape a norm's scale/bias gradient takes: the scale's own type.
+/// A norm gradient's result types: the input's (which the incoming grad
+/// must have), then the scale's own type for each of its `numParams`
+/// parameter gradients (scale, and bias).
+template <typename Adaptor>
+static LogicalResult inferNormGradTypes(std::optional<Location> loc,
+                                        StringRef opName, Adaptor adaptor,
+                                        unsigned numParams,
+                                        SmallVectorImpl<Type> &results) {
+  auto x = rankedType(adaptor.getInput());
+  if (rankedType(adaptor.getGrad()) != x)
+    return emitOptionalError(loc, "'", opName, "' grad ",
+                             adaptor.getGrad().getType(),
+                             " does not match input ", x);
+  results.push_back(x);
+  results.append(numParams, rankedType(adaptor.getScale()));
+  return success();
+}
+
 LogicalResult LayerNormGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, LayerNormGradOp::Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  auto x = rankedType(adaptor.getInput());
-  if (rankedType(adaptor.getGrad()) != x)
-    return emitOptionalError(loc, "'smp.layer_norm_grad' grad ",
-                             adaptor.getGrad().getType(),
-                             " does not match input ", x);
-  if (!normalizeAxis(static_cast<int64_t>(adaptor.getAxis()), x.getRank()))
+  if (failed(inferNormGradTypes(loc, "smp.layer_norm_grad", adaptor, 2,
+                                results)))
+    return failure();
+  int64_t rank = rankedType(adaptor.getInput()).getRank();
+  if (!normalizeAxis(static_cast<int64_t>(adaptor.getAxis()), rank))
     return emitOptionalError(loc, "'smp.layer_norm_grad' axis out of range");
-  auto scale = rankedType(adaptor.getScale());
-  results.push_back(x);
-  results.push_back(scale);
-  results.push_back(scale);
   return success();
 }
 
 LogicalResult RmsNormGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, RmsNormGradOp::Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  auto x = rankedType(adaptor.getInput());
-  if (rankedType(adaptor.getGrad()) != x)
-    return emitOptionalError(loc, "'smp.rms_norm_grad' grad ",
-                             adaptor.getGrad().getType(),
-                             " does not match input ", x);
-  results.push_back(x);
-  results.push_back(rankedType(adaptor.getScale()));
-  return success();
+  return inferNormGradTypes(loc, "smp.rms_norm_grad", adaptor, 1, results);
 }
 
 LogicalResult CrossEntropyGradOp::inferReturnTypes(
@@ -59,22 +64,6 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
     return emitOptionalError(loc, "'smp.cross_entropy_grad' incoming grad ",
                              grad, " does not match the loss");
   results.push_back(logits);
-  return success();
-}
-
-LogicalResult GatherGradOp::verify() {
-  auto data = getType();
-  auto indices = getIndices().getType();
-  auto axis = normalizeAxis(static_cast<int64_t>(getAxis()), data.getRank());
-  if (!axis)
-    return emitOpError("axis out of range for ") << data;
-  SmallVector<int64_t> expected(data.getShape().take_front(*axis));
-  llvm::append_range(expected, indices.getShape());
-  llvm::append_range(expected, data.getShape().drop_front(*axis + 1));
-  if (getGrad().getType().getShape() != ArrayRef<int64_t>(expected) ||
-      getGrad().getType().getElementType() != data.getElementType())
-    return emitOpError("grad ") << getGrad().getType()
-                                << " is not the gather result of " << data;
   return success();
 }
 

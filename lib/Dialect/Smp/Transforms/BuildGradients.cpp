@@ -39,11 +39,10 @@ struct SmpBuildGradientsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main) {
-      module.emitError("smp-build-gradients: no func @main to train");
+    auto main =
+        lookupFuncOrError(module, "main", "smp-build-gradients", "to train");
+    if (!main)
       return signalPassFailure();
-    }
     if (module.lookupSymbol("train_step")) {
       module.emitError("smp-build-gradients: @train_step exists already");
       return signalPassFailure();

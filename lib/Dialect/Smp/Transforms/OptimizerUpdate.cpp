@@ -115,11 +115,7 @@ struct SmpOptimizerPass
 
   /// Refuses an unknown optimizer before anything runs.
   LogicalResult initialize(MLIRContext *ctx) override {
-    if (optimizer == "sgd" || optimizer == "adam" || optimizer == "adamw")
-      return success();
-    return emitError(UnknownLoc::get(ctx))
-           << "unknown optimizer '" << optimizer
-           << "' (expected sgd, adam or adamw)";
+    return checkChoice(ctx, "optimizer", optimizer, {"sgd", "adam", "adamw"});
   }
 
   void runOnOperation() override {

@@ -20,6 +20,7 @@
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/Transforms/PathOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "TrainStepUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -52,16 +53,11 @@ struct SmpPipelineSplitPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main) {
-      module.emitError("smp-pipeline-split: no func @main to split");
+    auto main =
+        lookupFuncOrError(module, "main", "smp-pipeline-split", "to split");
+    if (!main ||
+        !checkAtLeastOne(module, "smp-pipeline-split", "stages", stages))
       return signalPassFailure();
-    }
-    if (stages < 1) {
-      module.emitError() << "smp-pipeline-split: stages must be >= 1, got "
-                         << static_cast<int64_t>(stages);
-      return signalPassFailure();
-    }
     Block &body = main.getBody().front();
 
     // Ops on the path from the inputs through the parameters get a stage

@@ -29,11 +29,8 @@ struct SmpRecomputePass
 
   /// Refuses an unknown mode before anything runs.
   LogicalResult initialize(MLIRContext *ctx) override {
-    if (mode == "none" || mode == "full" || mode == "selective")
-      return success();
-    return emitError(UnknownLoc::get(ctx))
-           << "unknown recompute mode '" << mode
-           << "' (expected none, full or selective)";
+    return checkChoice(ctx, "recompute mode", mode,
+                       {"none", "full", "selective"});
   }
 
   void runOnOperation() override {

@@ -27,6 +27,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "TrainStepUtils.h"
 #include "smp/Schedule/PipelineSchedule.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -260,13 +261,9 @@ struct SmpPipelineSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!step) {
-      module.emitError("smp-pipeline-schedule: no func @train_step (run "
-                       "smp-build-train-step first)");
-      return signalPassFailure();
-    }
-    if (failed(schedule_(module, step)))
+    auto step = lookupFuncOrError(module, "train_step", "smp-pipeline-schedule",
+                                  "(run smp-build-train-step first)");
+    if (!step || failed(schedule_(module, step)))
       return signalPassFailure();
   }
 

@@ -21,6 +21,7 @@
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "TrainStepUtils.h"
 #include "smp/Interfaces/TensorParallelInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -186,15 +187,10 @@ struct SmpTensorParallelPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto main = module.lookupSymbol<func::FuncOp>("main");
-    if (!main) {
-      module.emitError("smp-tensor-parallel: no func @main to split");
+    auto main =
+        lookupFuncOrError(module, "main", "smp-tensor-parallel", "to split");
+    if (!main || !checkAtLeastOne(module, "smp-tensor-parallel", "tp", tp))
       return signalPassFailure();
-    }
-    if (tp < 1) {
-      module.emitError() << "smp-tensor-parallel: tp must be >= 1, got " << static_cast<int64_t>(tp);
-      return signalPassFailure();
-    }
     if (tp == 1)
       return;
     Block &body = main.getBody().front();

@@ -16,10 +16,9 @@ using namespace mlir;
 namespace smp {
 
 FailureOr<func::FuncOp> trainStep(ModuleOp module, StringRef pass) {
-  if (auto f = module.lookupSymbol<func::FuncOp>("train_step"))
+  if (auto f = lookupFuncOrError(module, "train_step", pass,
+                                 "(run smp-build-gradients first)"))
     return f;
-  module.emitError() << pass
-                     << ": no func @train_step (run smp-build-gradients first)";
   return failure();
 }
 

@@ -12,6 +12,35 @@ using namespace mlir;
 
 namespace smp {
 
+func::FuncOp lookupFuncOrError(ModuleOp module, StringRef name,
+                               StringRef pass, StringRef why) {
+  auto f = module.lookupSymbol<func::FuncOp>(name);
+  if (!f)
+    module.emitError() << pass << ": no func @" << name << " " << why;
+  return f;
+}
+
+bool checkAtLeastOne(ModuleOp module, StringRef pass, StringRef option,
+                     int64_t value) {
+  if (value >= 1)
+    return true;
+  module.emitError() << pass << ": " << option << " must be >= 1, got "
+                     << value;
+  return false;
+}
+
+LogicalResult checkChoice(MLIRContext *ctx, StringRef what, StringRef value,
+                          ArrayRef<StringRef> choices) {
+  if (llvm::is_contained(choices, value))
+    return success();
+  auto diag = emitError(UnknownLoc::get(ctx))
+              << "unknown " << what << " '" << value << "' (expected ";
+  for (size_t i = 0; i < choices.size(); ++i)
+    diag << (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ")
+         << choices[i];
+  return diag << ")";
+}
+
 Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
   auto type = RankedTensorType::get({}, elt);
   APFloat value(v);

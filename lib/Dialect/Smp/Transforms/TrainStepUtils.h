@@ -11,11 +11,30 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 #include <optional>
 
 namespace smp {
+
+/// func @`name` of `module`; null after the error "`pass`: no func @name
+/// `why`" on the module.
+mlir::func::FuncOp lookupFuncOrError(mlir::ModuleOp module,
+                                     llvm::StringRef name,
+                                     llvm::StringRef pass, llvm::StringRef why);
+
+/// Whether pass option `option` (= `value`) is at least 1; otherwise false
+/// after the error "`pass`: `option` must be >= 1, got `value`".
+bool checkAtLeastOne(mlir::ModuleOp module, llvm::StringRef pass,
+                     llvm::StringRef option, int64_t value);
+
+/// For a pass's initialize(): success when string option `what` (= `value`)
+/// is one of `choices`; otherwise the error "unknown `what` 'value'
+/// (expected a, b or c)".
+mlir::LogicalResult checkChoice(mlir::MLIRContext *ctx, llvm::StringRef what,
+                                llvm::StringRef value,
+                                llvm::ArrayRef<llvm::StringRef> choices);
 
 /// A rank-0 constant of float type `elt`.
 mlir::Value scalarConst(mlir::OpBuilder &b, mlir::Location loc,

@@ -62,22 +62,12 @@ bool isHalf(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 void toF32(const void *src, float *dst, size_t n, DType t) {
   const auto *s = static_cast<const uint16_t *>(src);
-  if (t == DType::F16)
-    for (size_t i = 0; i < n; ++i)
-      dst[i] = halfToFloat(s[i]);
-  else
-    for (size_t i = 0; i < n; ++i)
-      dst[i] = bf16ToFloat(s[i]);
+  std::transform(s, s + n, dst, t == DType::F16 ? halfToFloat : bf16ToFloat);
 }
 
 void fromF32(const float *src, void *dst, size_t n, DType t) {
-  auto *d = static_cast<uint16_t *>(dst);
-  if (t == DType::F16)
-    for (size_t i = 0; i < n; ++i)
-      d[i] = floatToHalf(src[i]);
-  else
-    for (size_t i = 0; i < n; ++i)
-      d[i] = floatToBf16(src[i]);
+  std::transform(src, src + n, static_cast<uint16_t *>(dst),
+                 t == DType::F16 ? floatToHalf : floatToBf16);
 }
 
 void divide(void *data, size_t n, DType t, int ranks) {

@@ -126,15 +126,11 @@ public:
 
   Status allGather(const void *send, void *recv, size_t countPerRank,
                    DType dtype, const std::string &what) override {
-    size_t esize = dtypeSize(dtype);
-    if (esize == 0)
-      return Status::failure(what + ": unknown dtype " +
-                             std::to_string(static_cast<int>(dtype)));
-    if (countPerRank > SIZE_MAX / esize / static_cast<size_t>(size()))
-      return Status::failure(what + ": " + std::to_string(countPerRank) +
-                             " elements per rank overflow the address space");
-    size_t bytes = countPerRank * esize, total = bytes * size();
-    Status s = checkBuffer(send, bytes, what);
+    Status s = checkCount(countPerRank, dtype, "elements per rank", what);
+    if (!s.ok())
+      return s;
+    size_t bytes = countPerRank * dtypeSize(dtype), total = bytes * size();
+    s = checkBuffer(send, bytes, what);
     if (s.ok())
       s = checkBuffer(recv, total, what);
     if (s.ok())
@@ -144,19 +140,11 @@ public:
     // Any dtype moves as bytes. In place when `send` is this rank's slot;
     // another overlap gathers from a copy.
     char *out = static_cast<char *>(recv);
-    const void *in = send;
-    void *copy = nullptr;
-    if (in != out + rank() * bytes && overlaps(in, bytes, out, total)) {
-      if (!(s = stage(send, bytes, copy, what)).ok())
-        return s;
-      in = copy;
-    }
-    s = launch(what, [&] {
+    bool overlap =
+        send != out + rank() * bytes && overlaps(send, bytes, out, total);
+    return launchFrom(send, overlap ? bytes : 0, what, [&](const void *in) {
       return ncclAllGather(in, out, bytes, ncclUint8, comm_, stream_);
     });
-    if (copy)
-      cudaFreeAsync(copy, stream_); // after the gather (stream order)
-    return s;
   }
 
   Status reduceScatter(const void *send, void *recv, size_t countPerRank,
@@ -177,20 +165,12 @@ public:
     // In place when `recv` is this rank's slot of `send`; another overlap
     // reduces a copy of `send`.
     size_t bytes = countPerRank * esize, total = bytes * size();
-    const char *in = static_cast<const char *>(send);
-    void *copy = nullptr;
-    if (recv != in + rank() * bytes && overlaps(in, total, recv, bytes)) {
-      if (!(s = stage(send, total, copy, what)).ok())
-        return s;
-      in = static_cast<const char *>(copy);
-    }
-    s = launch(what, [&] {
+    const char *slot = static_cast<const char *>(send) + rank() * bytes;
+    bool overlap = recv != slot && overlaps(send, total, recv, bytes);
+    return launchFrom(send, overlap ? total : 0, what, [&](const void *in) {
       return ncclReduceScatter(in, recv, countPerRank, type, reduceOp(op),
                                comm_, stream_);
     });
-    if (copy)
-      cudaFreeAsync(copy, stream_);
-    return s;
   }
 
   // Point-to-point: NCCL has no tags. The messages between two ranks of
@@ -199,9 +179,7 @@ public:
   // errors. Zero-byte messages are not sent (the receiver skips them too).
   Status send(const void *data, size_t bytes, int peer, int tag,
               const std::string &what) override {
-    Status s = checkPeer(peer, tag, "send to", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (!s.ok() || bytes == 0)
       return s;
     return launch(what, [&] {
@@ -211,9 +189,7 @@ public:
 
   Status recv(void *data, size_t bytes, int peer, int tag,
               const std::string &what) override {
-    Status s = checkPeer(peer, tag, "receive from", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "receive from", what);
     if (!s.ok() || bytes == 0)
       return s;
     return launch(what, [&] {
@@ -247,9 +223,7 @@ public:
 
   Status postSend(const void *data, size_t bytes, int peer, int tag,
                   const std::string &what) override {
-    Status s = checkPeer(peer, tag, "send to", what);
-    if (s.ok())
-      s = checkBuffer(data, bytes, what);
+    Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (s.ok())
       s = usable(what);
     // An earlier message that failed fails this call.
@@ -465,6 +439,24 @@ private:
   }
 
   /// `copy`: a stream-ordered copy of `bytes` at `src` from the pool.
+  /// launch() of `call` on `src`, or (when `copyBytes` > 0: `src` overlaps
+  /// the output) on a staged copy of its first `copyBytes`, freed after the
+  /// operation in stream order.
+  template <typename Call>
+  Status launchFrom(const void *src, size_t copyBytes, const std::string &what,
+                    Call call) {
+    void *copy = nullptr;
+    if (copyBytes > 0) {
+      Status s = stage(src, copyBytes, copy, what);
+      if (!s.ok())
+        return s;
+    }
+    Status s = launch(what, [&] { return call(copy ? copy : src); });
+    if (copy)
+      cudaFreeAsync(copy, stream_);
+    return s;
+  }
+
   Status stage(const void *src, size_t bytes, void *&copy,
                const std::string &what) {
     copy = nullptr;

@@ -74,29 +74,34 @@ TEST(DeviceGridPlacement, Letters) {
             "PDT");
 }
 
-// Cluster (DPT): rank = (d * P + p) * T + t.
-TEST(DeviceGridRanks, Cluster2x2x2) {
-  DeviceGrid grid = makeGrid(2, 2, 2, kDPT);
-  EXPECT_EQ(grid.numRanks(), 8);
-  const std::pair<Coord, int64_t> expected[] = {
-      {{0, 0, 0}, 0}, {{0, 0, 1}, 1}, {{0, 1, 0}, 2}, {{0, 1, 1}, 3},
-      {{1, 0, 0}, 4}, {{1, 0, 1}, 5}, {{1, 1, 0}, 6}, {{1, 1, 1}, 7}};
-  for (const auto &[coord, rank] : expected) {
+/// `grid` gives each of these coordinates its rank, and each rank its
+/// coordinate.
+void expectRanks(const DeviceGrid &grid,
+                 std::initializer_list<std::pair<Coord, int64_t>> ranks) {
+  for (const auto &[coord, rank] : ranks) {
     EXPECT_EQ(grid.rankOf(coord), rank);
     EXPECT_EQ(grid.coordOf(rank), coord) << "rank " << rank;
   }
 }
 
-// Spread (TPD): rank = (t * P + p) * D + d: data-parallel replicas adjacent.
-TEST(DeviceGridRanks, Spread2x2x2) {
-  DeviceGrid grid = makeGrid(2, 2, 2, kTPD);
-  EXPECT_EQ(grid.numRanks(), 8);
-  const std::pair<Coord, int64_t> expected[] = {
-      {{0, 0, 0}, 0}, {{1, 0, 0}, 1}, {{0, 1, 0}, 2}, {{1, 1, 0}, 3},
-      {{0, 0, 1}, 4}, {{1, 0, 1}, 5}, {{0, 1, 1}, 6}, {{1, 1, 1}, 7}};
-  for (const auto &[coord, rank] : expected) {
-    EXPECT_EQ(grid.rankOf(coord), rank);
-    EXPECT_EQ(grid.coordOf(rank), coord) << "rank " << rank;
+// The coordinates of ranks 0..7 on a 2 x 2 x 2 grid. Cluster (DPT):
+// rank = (d * P + p) * T + t. Spread (TPD): rank = (t * P + p) * D + d,
+// data-parallel replicas adjacent.
+TEST(DeviceGridRanks, ClusterAndSpread2x2x2) {
+  const std::pair<Order, std::array<Coord, 8>> coordsByRank[] = {
+      {kDPT,
+       {{{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 1},
+         {1, 0, 0}, {1, 0, 1}, {1, 1, 0}, {1, 1, 1}}}},
+      {kTPD,
+       {{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0},
+         {0, 0, 1}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}}}}};
+  for (const auto &[order, coords] : coordsByRank) {
+    DeviceGrid grid = makeGrid(2, 2, 2, order);
+    EXPECT_EQ(grid.numRanks(), 8);
+    for (int64_t rank = 0; rank < 8; ++rank) {
+      EXPECT_EQ(grid.rankOf(coords[rank]), rank);
+      EXPECT_EQ(grid.coordOf(rank), coords[rank]) << "rank " << rank;
+    }
   }
 }
 
@@ -104,25 +109,17 @@ TEST(DeviceGridRanks, Spread2x2x2) {
 TEST(DeviceGridRanks, UnequalSizes) {
   DeviceGrid cluster = makeGrid(2, 3, 4, kDPT);
   EXPECT_EQ(cluster.numRanks(), 24);
-  EXPECT_EQ(cluster.rankOf({1, 2, 3}), 23);
-  EXPECT_EQ(cluster.rankOf({1, 0, 2}), 14); // (1*3+0)*4+2
-  EXPECT_EQ(cluster.rankOf({0, 2, 1}), 9);  // (0*3+2)*4+1
-  EXPECT_EQ(cluster.coordOf(14), (Coord{1, 0, 2}));
-  EXPECT_EQ(cluster.coordOf(9), (Coord{0, 2, 1}));
+  // 14 = (1*3+0)*4+2, 9 = (0*3+2)*4+1.
+  expectRanks(cluster, {{{1, 2, 3}, 23}, {{1, 0, 2}, 14}, {{0, 2, 1}, 9}});
 
   DeviceGrid spread = makeGrid(2, 3, 4, kTPD);
   EXPECT_EQ(spread.numRanks(), 24);
-  EXPECT_EQ(spread.rankOf({1, 2, 3}), 23);
-  EXPECT_EQ(spread.rankOf({1, 0, 2}), 13); // (2*3+0)*2+1
-  EXPECT_EQ(spread.rankOf({0, 2, 1}), 10); // (1*3+2)*2+0
-  EXPECT_EQ(spread.coordOf(13), (Coord{1, 0, 2}));
-  EXPECT_EQ(spread.coordOf(10), (Coord{0, 2, 1}));
+  // 13 = (2*3+0)*2+1, 10 = (1*3+2)*2+0.
+  expectRanks(spread, {{{1, 2, 3}, 23}, {{1, 0, 2}, 13}, {{0, 2, 1}, 10}});
 
   // PDT with dp 2 x pp 3 (no tp): rank = p * D + d.
   DeviceGrid pdt = makeGrid(2, 3, 1, *DeviceGrid::parsePlacement("PDT"));
-  EXPECT_EQ(pdt.rankOf({1, 2, 0}), 5);
-  EXPECT_EQ(pdt.rankOf({0, 1, 0}), 2);
-  EXPECT_EQ(pdt.coordOf(3), (Coord{1, 1, 0}));
+  expectRanks(pdt, {{{1, 2, 0}, 5}, {{0, 1, 0}, 2}, {{1, 1, 0}, 3}});
 }
 
 // rankOf and coordOf are inverse bijections for every order.
@@ -148,28 +145,25 @@ TEST(DeviceGridRanks, RoundTripEveryOrder) {
   } while (std::next_permutation(letters.begin(), letters.end()));
 }
 
+/// The groups of ranks 5 (d 1, p 0, t 1) and 2 (d 0, p 1, t 0) along the
+/// data, pipeline and tensor axes of a 2 x 2 x 2 grid placed in `order`.
+void expectGroups2x2x2(Order order, std::array<std::vector<int>, 3> of5,
+                       std::array<std::vector<int>, 3> of2) {
+  DeviceGrid grid = makeGrid(2, 2, 2, order);
+  for (int axis : {kDataAxis, kPipelineAxis, kTensorAxis}) {
+    EXPECT_EQ(grid.group(5, axis), of5[axis]) << "axis " << axis;
+    EXPECT_EQ(grid.group(2, axis), of2[axis]) << "axis " << axis;
+  }
+}
+
 TEST(DeviceGridGroups, Cluster2x2x2) {
-  DeviceGrid grid = makeGrid(2, 2, 2, kDPT);
-  // Rank 5 = (d 1, p 0, t 1).
-  EXPECT_EQ(grid.group(5, kDataAxis), (std::vector<int>{1, 5}));
-  EXPECT_EQ(grid.group(5, kPipelineAxis), (std::vector<int>{5, 7}));
-  EXPECT_EQ(grid.group(5, kTensorAxis), (std::vector<int>{4, 5}));
-  // Rank 2 = (d 0, p 1, t 0).
-  EXPECT_EQ(grid.group(2, kDataAxis), (std::vector<int>{2, 6}));
-  EXPECT_EQ(grid.group(2, kPipelineAxis), (std::vector<int>{0, 2}));
-  EXPECT_EQ(grid.group(2, kTensorAxis), (std::vector<int>{2, 3}));
+  expectGroups2x2x2(kDPT, {{{1, 5}, {5, 7}, {4, 5}}},
+                    {{{2, 6}, {0, 2}, {2, 3}}});
 }
 
 TEST(DeviceGridGroups, Spread2x2x2) {
-  DeviceGrid grid = makeGrid(2, 2, 2, kTPD);
-  // Rank 5 = (d 1, p 0, t 1).
-  EXPECT_EQ(grid.group(5, kDataAxis), (std::vector<int>{4, 5}));
-  EXPECT_EQ(grid.group(5, kPipelineAxis), (std::vector<int>{5, 7}));
-  EXPECT_EQ(grid.group(5, kTensorAxis), (std::vector<int>{1, 5}));
-  // Rank 2 = (d 0, p 1, t 0).
-  EXPECT_EQ(grid.group(2, kDataAxis), (std::vector<int>{2, 3}));
-  EXPECT_EQ(grid.group(2, kPipelineAxis), (std::vector<int>{0, 2}));
-  EXPECT_EQ(grid.group(2, kTensorAxis), (std::vector<int>{2, 6}));
+  expectGroups2x2x2(kTPD, {{{4, 5}, {5, 7}, {1, 5}}},
+                    {{{2, 3}, {0, 2}, {2, 6}}});
 }
 
 // Groups are ordered by the coordinate on the axis, contain the rank, and

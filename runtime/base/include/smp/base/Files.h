@@ -17,6 +17,7 @@
 #ifndef SMP_BASE_FILES_H
 #define SMP_BASE_FILES_H
 
+#include "smp/base/NonCopyable.h"
 #include "smp/base/Status.h"
 
 #include <cstdint>
@@ -31,11 +32,8 @@ namespace smp::base {
 std::string fileNameFor(const std::string &name);
 
 /// An open, read-only regular file (closed on destruction).
-class RegularFile {
+class RegularFile : NonCopyable {
 public:
-  RegularFile() = default;
-  RegularFile(const RegularFile &) = delete;
-  RegularFile &operator=(const RegularFile &) = delete;
   ~RegularFile();
 
   /// Opens `path` without blocking and checks, on the descriptor, that it

@@ -168,6 +168,13 @@ protected:
                      const std::string &what) const;
   Status checkBuffer(const void *data, size_t bytes,
                      const std::string &what) const;
+  /// That `count` elements of `dtype` (`unit`: "elements", "elements per
+  /// rank") fit size() times in the address space.
+  Status checkCount(size_t count, DType dtype, const char *unit,
+                    const std::string &what) const;
+  /// A point-to-point message's arguments: checkPeer, then checkBuffer.
+  Status checkPeerBuffer(const void *data, size_t bytes, int peer, int tag,
+                         const char *verb, const std::string &what) const;
   Status checkPeer(int peer, int tag, const char *verb,
                    const std::string &what) const;
   Status checkRoot(int root, const std::string &what) const;

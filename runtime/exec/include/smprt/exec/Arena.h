@@ -15,11 +15,8 @@ namespace smprt {
 /// backend's memory (host pages mapped lazily on the CPU, cudaMalloc on a
 /// GPU). `highWaterBytes` is the highest arena byte any weight load, input
 /// or instruction output has written (measured, to check the plan).
-class Arena {
+class Arena : NonCopyable {
 public:
-  Arena() = default;
-  Arena(const Arena &) = delete;
-  Arena &operator=(const Arena &) = delete;
   ~Arena();
   /// Device memory of `backend`, or its host memory for copies (`host`).
   Status allocate(Backend &backend, uint64_t bytes, bool host);

@@ -62,14 +62,12 @@ std::string formatDuration(double seconds);
 /// A JSON number, or null for inf/NaN (which JSON cannot hold).
 std::string jsonNumber(double v);
 
-class Reporter {
+class Reporter : NonCopyable {
 public:
   Reporter(const RunFacts &facts, ProgressMode mode, int64_t logEvery,
            bool printSteps)
       : facts_(facts), mode_(mode), logEvery_(logEvery),
         printSteps_(printSteps) {}
-  Reporter(const Reporter &) = delete;
-  Reporter &operator=(const Reporter &) = delete;
   ~Reporter();
 
   /// The JSON-lines file (appended to when resuming).

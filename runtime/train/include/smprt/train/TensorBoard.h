@@ -33,11 +33,8 @@ namespace smprt {
 uint32_t crc32c(const void *data, size_t n);
 uint32_t maskedCrc32c(const void *data, size_t n);
 
-class EventWriter {
+class EventWriter : NonCopyable {
 public:
-  EventWriter() = default;
-  EventWriter(const EventWriter &) = delete;
-  EventWriter &operator=(const EventWriter &) = delete;
   ~EventWriter();
 
   /// Creates `dir` if missing and a new event file in it.
