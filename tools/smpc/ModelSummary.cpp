@@ -41,6 +41,7 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     auto name = entry.getAs<StringAttr>("name");
     auto from = entry.getAs<StringAttr>("from");
     auto kind = entry.getAs<StringAttr>("kind");
+    auto why = entry.getAs<StringAttr>("why"); // buffers: why not trained
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
@@ -48,9 +49,9 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
       os << ": a zero bias the exporter's optimiser removed, put back (its "
             "metadata names it)\n";
     else if (kind.getValue() == "buffer")
-      os << ": a buffer, not trained (it holds infinities, or it is "
-            "constant and not a parameter of the exporter's signature: an "
-            "attention mask)\n";
+      os << ": a buffer, not trained ("
+         << (why ? why.getValue() : llvm::StringRef("not a parameter"))
+         << ")\n";
     else if (kind.getValue() == "identity")
       os << ": untied from '" << from.getValue()
          << "' (the exporter's Identity marker of a merged initializer)\n";

@@ -33,6 +33,7 @@ struct Init {
   int64_t elementSize = 0;
   bool constant = false; // every element equal (a fresh ones/zeros tensor)
   bool infinite = false; // holds an infinity: a mask buffer, not a parameter
+  bool buffer = false;   // frozen (markBuffers): not a parameter
 };
 
 bool holdsInfinity(const std::string &bytes, int64_t es) {
@@ -354,19 +355,41 @@ struct SharedInitializers {
   /// 0. Float initializers holding infinities are buffers (attention masks),
   /// never parameters: they get no gradient. So are constant-valued ones
   /// that the dynamo exporter's graph signature does not list as a
-  /// parameter (a folded all-zero attention mask).
-  void markBuffers(const std::set<std::string> &frozenFolds) {
+  /// parameter (a folded all-zero attention mask), values folded from
+  /// buffers (`frozenFolds`), and those frozenByUse finds (no gradient
+  /// reaches them; the dynamo optimiser folded them from constants). The
+  /// parameters the earlier steps made (`made`: restored biases, folded
+  /// embedding rows) stay parameters.
+  void markBuffers(const std::set<std::string> &frozenFolds,
+                   const std::set<std::string> &made) {
     std::set<std::string> sigTargets;
     for (const auto &[var, target] : signature)
       sigTargets.insert(target);
+    std::vector<std::string> candidates;
+    for (const Init &in : inits)
+      if (!in.infinite && !made.count(in.name))
+        candidates.push_back(in.name);
+    std::map<std::string, std::string> byUse =
+        frozenByUse(g, candidates, sigTargets);
     for (Init &in : inits) {
-      if (!in.infinite && in.constant && !sigTargets.empty() &&
-          !sigTargets.count(in.name))
-        in.infinite = true; // a buffer: kept out of the rules below
-      if (frozenFolds.count(in.name))
-        in.infinite = true; // a value folded from buffers (rotary tables)
+      std::string why;
       if (in.infinite)
-        origins.push_back({in.name, in.name, "buffer", false, {}});
+        why = "it holds infinities: an attention mask";
+      else if (in.constant && !sigTargets.empty() &&
+               !sigTargets.count(in.name) && !made.count(in.name))
+        why = "it is constant and not a parameter of the exporter's "
+              "signature: an attention mask";
+      else if (frozenFolds.count(in.name))
+        why = "the exporter's optimiser folded it from buffers: rotary "
+              "tables";
+      else if (auto it = byUse.find(in.name); it != byUse.end())
+        why = it->second;
+      if (why.empty())
+        continue;
+      in.buffer = true; // kept out of the rules below
+      ParamOrigin o{in.name, in.name, "buffer", false, {}};
+      o.why = why;
+      origins.push_back(std::move(o));
     }
   }
 
@@ -393,7 +416,13 @@ struct SharedInitializers {
           tie.count(out) || tie.count(n.input(0)))
         continue;
       copyInitializer(inits[it->second], out);
-      origins.push_back({out, n.input(0), "identity", false, {}});
+      ParamOrigin o{out, n.input(0), "identity", false, {}};
+      if (inits[it->second].buffer) { // a copy of a buffer is one too
+        o.kind = "buffer";
+        o.why = "a copy of buffer '" + n.input(0) +
+                "' that the exporter wrote as an Identity";
+      }
+      origins.push_back(std::move(o));
       dropNodes.insert(i);
     }
     return dropNodes;
@@ -427,7 +456,7 @@ struct SharedInitializers {
     for (auto [node, k] : uses)
       if (nodes.empty() || nodes.back() != node)
         nodes.push_back(node);
-    if (nodes.size() < 2 || !in.constant || in.infinite || tie.count(name) ||
+    if (nodes.size() < 2 || !in.constant || in.buffer || tie.count(name) ||
         graphOutputs.count(name))
       return;
     // The PyTorch parameter behind each reading node, if the metadata says.
@@ -500,7 +529,7 @@ struct SharedInitializers {
     std::vector<bool> replaced(inits.size(), false);
     for (size_t a : order) {
       const Init &src = inits[a];
-      if (src.constant || src.infinite || replaced[a])
+      if (src.constant || src.buffer || replaced[a])
         continue;
       tieCopy(a, src.bytes, false, byHash, replaced);
       if (src.dims.size() == 2)
@@ -519,7 +548,7 @@ struct SharedInitializers {
     for (auto it = range.first; it != range.second; ++it) {
       size_t b = it->second;
       const Init &dst = inits[b];
-      if (b == a || replaced[b] || dst.bytes != bytes ||
+      if (b == a || replaced[b] || dst.buffer || dst.bytes != bytes ||
           dst.elementSize != src.elementSize ||
           g.initializer(dst.index).data_type() !=
               g.initializer(src.index).data_type())
@@ -637,7 +666,10 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
-  s.markBuffers(frozenFolds);
+  std::set<std::string> made;
+  for (const ParamOrigin &o : origins)
+    made.insert(o.name);
+  s.markBuffers(frozenFolds, made);
   std::set<int> dropNodes = s.splitIdentities();
   s.splitMergedConstants(dropNodes);
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
@@ -679,6 +711,8 @@ void recordParamOrigins(ModuleOp module,
         b.getNamedAttr("kind", b.getStringAttr(o.kind))};
     if (o.transposed)
       entry.push_back(b.getNamedAttr("transposed", b.getUnitAttr()));
+    if (!o.why.empty())
+      entry.push_back(b.getNamedAttr("why", b.getStringAttr(o.why)));
     if (!o.uses.empty()) {
       SmallVector<int64_t> flat;
       for (auto [node, k] : o.uses)

@@ -32,8 +32,9 @@ struct ParamOrigin {
   std::string from;
   /// "restored": a zero bias the dynamo exporter's optimiser removed, put
   /// back as a zero-initialised parameter (`uses`: the node input);
-  /// "buffer": a float initializer holding infinities (an attention mask
-  /// the exporter stored; no parameter holds them), kept frozen;
+  /// "buffer": a float initializer PyTorch trains nothing in (it holds
+  /// infinities, no gradient reaches it, the dynamo optimiser folded it
+  /// from constants: markBuffers, FrozenInitializers.cpp), kept frozen;
   /// "identity": an exporter's `name = Identity(from)` marker, untied;
   /// "merged": one of several nodes reading a constant-valued `from`,
   /// untied (a guess: warned about); "merged-exact": the same where the
@@ -51,6 +52,8 @@ struct ParamOrigin {
   /// folded-rows: the initial value of `name` (the file has no such
   /// initializer), recorded as `smp.init_value`.
   std::string initBytes;
+  /// buffer: why it is not trained (`smpc summary` says it).
+  std::string why;
 };
 
 /// A node's `metadata_props` entry (read from the protobuf unknown fields:
@@ -75,6 +78,15 @@ llvm::Error resolveFoldedParameters(
     std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
     std::set<std::string> &frozen, mlir::MLIRContext *ctx,
     llvm::StringRef modelDir);
+
+/// Of `candidates` (float initializers that would become parameters), the
+/// ones no training may change, with why (FrozenInitializers.cpp): those no
+/// gradient reaches, and, where `paramTargets` (the dynamo graph signature's
+/// PARAMETER targets) is not empty, the values its optimiser folded from
+/// constants and buffers.
+std::map<std::string, std::string>
+frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
+            const std::set<std::string> &paramTargets);
 
 /// Rewrites `model` in memory so that every parameter is as the framework
 /// had it (the rules above, overridden by `options.tie`/`options.untie`);

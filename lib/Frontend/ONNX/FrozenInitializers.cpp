@@ -1,0 +1,176 @@
+//===- FrozenInitializers.cpp - Float initializers that are not trained ---===//
+//
+// Every float initializer of more than one element becomes a parameter
+// unless a rule says it is a buffer (kept, frozen: no gradient, no optimizer
+// state). SharedInitializers.cpp freezes those that hold infinities and,
+// under the dynamo exporter's graph signature, constant-valued ones the
+// signature does not list; FoldedParameters.cpp freezes FX values folded
+// from buffers. This file holds two more rules, each where the file proves
+// that PyTorch trains nothing there:
+//
+//  - No gradient path: every use of the initializer reaches, through
+//    data-movement ops only (Identity, Slice, Reshape, Gather, ...), an
+//    input without a derivative (a comparison, a cast to integers or bool,
+//    Shape). PyTorch leaves such a tensor's .grad None, and its optimizers
+//    skip a parameter whose .grad is None (no step, no weight decay, no
+//    state); a buffer it is anyway (the legacy TorchScript export of a GPT's
+//    causal `tril` buffer: Slice -> Equal -> Where's condition).
+//  - A dynamo constant fold: in a file with the dynamo exporter's graph
+//    signature, a float initializer that no PARAMETER target names, that is
+//    not an FX value (`embedding_1`: FoldedParameters.cpp decides those),
+//    and that only nodes of aten calls taking no parameter (no `%p_...`
+//    argument in their `pkg.torch.onnx.fx_node` metadata) read. The
+//    optimiser folded it from constants, shapes and buffers: HF GPT-2's,
+//    OPT's, Llama's causal + padding mask (`val_160`, finfo.min and 0). An
+//    initializer that a parameter's call reads (`val_37`: the folded
+//    transpose of a Linear's weight, whose own initializer is gone) stays a
+//    parameter, trained as that weight.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SharedInitializers.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <map>
+
+namespace smp::onnx_frontend {
+namespace {
+
+bool isDefaultDomain(const std::string &d) {
+  return d.empty() || d == "ai.onnx";
+}
+
+/// Ops whose inputs have no derivative (outputs are bool, integer or a
+/// shape), whatever the input's values.
+bool noDerivative(llvm::StringRef op) {
+  static const llvm::StringSet<> ops = {
+      "Equal", "Less",   "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
+      "And",   "Or",     "Xor",     "IsNaN",       "IsInf",          "Shape",
+      "Size",  "ArgMax", "ArgMin",  "NonZero"};
+  return ops.contains(op);
+}
+
+/// Ops that move input `k`'s values into their outputs unchanged (the
+/// gradient is the values' own, moved back).
+bool movesData(llvm::StringRef op, int k) {
+  static const llvm::StringSet<> dataFirst = {
+      "Identity",  "Reshape", "Unsqueeze", "Squeeze", "Flatten",
+      "Transpose", "Expand",  "Slice",     "Gather",  "GatherElements",
+      "GatherND",  "Tile",    "Split"};
+  return op == "Concat" || (k == 0 && dataFirst.contains(op));
+}
+
+bool isFloatType(int64_t t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16;
+}
+
+/// A Cast's target type, or -1.
+int64_t castTo(const onnx::NodeProto &n) {
+  for (const auto &a : n.attribute())
+    if (a.name() == "to")
+      return a.i();
+  return -1;
+}
+
+/// The readers (node, input index) of every value.
+using Readers = std::map<std::string, std::vector<std::pair<int, int>>>;
+
+Readers readersOf(const onnx::GraphProto &g) {
+  Readers r;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (int k = 0; k < g.node(i).input_size(); ++k)
+      if (!g.node(i).input(k).empty())
+        r[g.node(i).input(k)].push_back({i, k});
+  return r;
+}
+
+/// Whether no gradient can reach `init` (the first rule above). False when
+/// nothing reads it, or when a value it moves into is a graph output.
+bool gradientFree(const onnx::GraphProto &g, const std::string &init,
+                  const Readers &readers, const llvm::StringSet<> &outputs) {
+  std::vector<std::string> work{init};
+  llvm::StringSet<> seen{init};
+  bool used = false;
+  while (!work.empty()) {
+    std::string v = work.back();
+    work.pop_back();
+    if (outputs.contains(v))
+      return false;
+    auto it = readers.find(v);
+    if (it == readers.end())
+      continue;
+    for (auto [i, k] : it->second) {
+      const onnx::NodeProto &n = g.node(i);
+      if (!isDefaultDomain(n.domain()))
+        return false;
+      used = true;
+      if (noDerivative(n.op_type()) ||
+          (n.op_type() == "Cast" && castTo(n) >= 0 && !isFloatType(castTo(n))))
+        continue;
+      if (!movesData(n.op_type(), k) && n.op_type() != "Cast")
+        return false;
+      for (const auto &o : n.output())
+        if (!o.empty() && seen.insert(o).second)
+          work.push_back(o);
+    }
+  }
+  return used;
+}
+
+/// Whether `fx` (a node's `pkg.torch.onnx.fx_node`) passes `%name` to its
+/// aten call (`prefix`: any argument whose name starts so).
+bool fxPasses(llvm::StringRef fx, llvm::StringRef name, bool prefix) {
+  llvm::StringRef args = fx.split("args = (").second;
+  std::string token = "%" + name.str();
+  for (size_t at = args.find(token); at != llvm::StringRef::npos;
+       at = args.find(token, at + 1)) {
+    if (prefix)
+      return true;
+    size_t end = at + token.size();
+    if (end == args.size() || llvm::StringRef(",) ]}").contains(args[end]))
+      return true;
+  }
+  return false;
+}
+
+/// Whether `init` is a dynamo constant fold (the second rule above).
+bool dynamoConstantFold(const onnx::GraphProto &g, const std::string &init,
+                        const Readers &readers) {
+  auto it = readers.find(init);
+  if (it == readers.end())
+    return false;
+  for (auto [i, k] : it->second) {
+    std::string fx = nodeMetadata(g.node(i), "pkg.torch.onnx.fx_node");
+    if (fx.empty() || fxPasses(fx, "p_", /*prefix=*/true) ||
+        fxPasses(fx, init, /*prefix=*/false))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::map<std::string, std::string>
+frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
+            const std::set<std::string> &paramTargets) {
+  Readers readers = readersOf(g);
+  llvm::StringSet<> outputs;
+  for (const auto &o : g.output())
+    outputs.insert(o.name());
+  std::map<std::string, std::string> frozen;
+  for (const std::string &name : candidates) {
+    if (gradientFree(g, name, readers, outputs))
+      frozen[name] = "no gradient reaches it: every use is a comparison, a "
+                     "cast to integers or bool or a shape";
+    else if (!paramTargets.empty() && !paramTargets.count(name) &&
+             !outputs.contains(name) && dynamoConstantFold(g, name, readers))
+      frozen[name] = "the exporter's optimiser folded it from constants and "
+                     "buffers, and no aten call that reads it takes a "
+                     "parameter: an attention mask";
+  }
+  return frozen;
+}
+
+} // namespace smp::onnx_frontend
