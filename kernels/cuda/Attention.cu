@@ -1,0 +1,463 @@
+//===- Attention.cu - Fused scaled-dot-product attention ------------------===//
+//
+// Tiled FlashAttention-2 kernels, written for clarity first (speed on the
+// GPU comes later): f32 compute and accumulation for f32, f16 and bf16
+// storage. Semantics: KernelApi.inc, "Attention".
+//
+//   forward:  one block per (query tile of kBQ queries, head, batch); it
+//             walks the key tiles of kBK keys through shared memory with an
+//             online softmax (running max m and sum l per query), the
+//             output accumulator in shared memory.
+//   backward: the CPU's deterministic two-pass split, no atomics:
+//             pass 1, one block per (key tile, key/value head, batch):
+//             dv += P^T dout and dk += dS^T q over every query tile of
+//             every query head of the group; pass 2, one block per (query
+//             tile, head, batch): dq += dS k over the key tiles.
+//
+// A warp holds one query row of a score tile, lane j its key j (kBK = 32),
+// so row maxima and sums are warp shuffles. Scores are one fmaf chain over
+// the head dim (scoreDot), the same in the forward and both backward passes.
+// Key tiles above the causal diagonal are not visited; a tile no query of
+// which may attend any key (mask all false / -inf) is skipped after its
+// scores. The head dims' shared-memory tiles must fit the device (checked
+// on the host: about 120 KB for the backward at D = Dv = 128).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kBQ = 16;        // queries per tile
+constexpr int kBK = 32;        // keys per tile (one per lane)
+constexpr int kThreadsA = 128; // 4 warps
+constexpr int kWarps = kThreadsA / 32;
+
+/// What every attention kernel reads besides its tensors (plain data).
+struct AttnArgs {
+  common::AttentionDims g;
+  float scale;
+  bool causal;
+  const void *mask; // null: none
+};
+
+/// The mask's contribution at (b, h, i, j): false when key j is not
+/// allowed for query i, else `add` is added to the score.
+template <class S>
+__device__ bool maskAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
+                       int64_t j, float &add) {
+  add = 0.0f;
+  if (a.causal && j > i)
+    return false;
+  if (!a.mask)
+    return true;
+  const int64_t *st = a.g.maskStride;
+  int64_t e = b * st[0] + h * st[1] + i * st[2] + j * st[3];
+  if (a.g.boolMask)
+    return static_cast<const uint8_t *>(a.mask)[e] != 0;
+  add = FT<S>::load(static_cast<const S *>(a.mask)[e]);
+  return add != -INFINITY;
+}
+
+/// q . k over d elements, one fmaf chain in order.
+__device__ inline float scoreDot(const float *q, const float *k, int64_t d) {
+  float s = 0.0f;
+  for (int64_t p = 0; p < d; ++p)
+    s = fmaf(q[p], k[p], s);
+  return s;
+}
+
+/// The score of (i, j) or -inf (not allowed, or outside the sequences).
+template <class S>
+__device__ float scoreAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
+                         int64_t j, const float *qRow, const float *kRow) {
+  float add;
+  if (i >= a.g.s || j >= a.g.sk || !maskAt<S>(a, b, h, i, j, add))
+    return -INFINITY;
+  return a.scale * scoreDot(qRow, kRow, a.g.d) + add;
+}
+
+/// Copies rows [r0, r0 + n) of the [rows][cols] tensor at p (rows past
+/// `rows` as zeros) into shared memory with row stride ld, as f32.
+template <class S>
+__device__ void loadTile(const S *p, int64_t r0, int n, int64_t rows,
+                         int64_t cols, float *dst, int64_t ld) {
+  for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
+    int64_t r = e / cols, c = e - r * cols;
+    dst[r * ld + c] =
+        r0 + r < rows ? FT<S>::load(p[(r0 + r) * cols + c]) : 0.0f;
+  }
+}
+
+__device__ inline float warpMax(float v) {
+  for (int o = 16; o > 0; o /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ inline float warpSum(float v) {
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// The forward's shared memory: q [kBQ][d], k [kBK][d + 1], v [kBK][dv],
+/// P [kBQ][kBK], o [kBQ][dv], then m, l and the rescale factors per query.
+size_t forwardSmem(const common::AttentionDims &g) {
+  return sizeof(float) * (kBQ * g.d + kBK * (g.d + 1) + kBK * g.dv + kBQ * kBK +
+                          kBQ * g.dv + 3 * kBQ);
+}
+
+template <class S>
+__global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
+                                 S *out, float *lse) {
+  extern __shared__ float sm[];
+  const common::AttentionDims &g = a.g;
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kBQ;
+  int64_t kvh = h / g.group, dk1 = g.d + 1;
+  float *sq = sm, *sk = sq + kBQ * g.d, *sv = sk + kBK * dk1,
+        *sp = sv + kBK * g.dv, *so = sp + kBQ * kBK, *sm_ = so + kBQ * g.dv,
+        *sl = sm_ + kBQ, *sc = sl + kBQ;
+  const S *qh = q + (b * g.hq + h) * g.s * g.d;
+  const S *kh = k + (b * g.hkv + kvh) * g.sk * g.d;
+  const S *vh = v + (b * g.hkv + kvh) * g.sk * g.dv;
+  loadTile(qh, i0, kBQ, g.s, g.d, sq, g.d);
+  for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x)
+    so[e] = 0.0f;
+  if (threadIdx.x < kBQ) {
+    sm_[threadIdx.x] = -INFINITY;
+    sl[threadIdx.x] = 0.0f;
+  }
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
+  for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
+    __syncthreads(); // the previous tile's readers are done
+    loadTile(kh, j0, kBK, g.sk, g.d, sk, dk1);
+    loadTile(vh, j0, kBK, g.sk, g.dv, sv, g.dv);
+    __syncthreads();
+    bool any = false;
+    for (int r = warp; r < kBQ; r += kWarps) {
+      float s =
+          scoreAt<S>(a, b, h, i0 + r, j0 + lane, sq + r * g.d, sk + lane * dk1);
+      sp[r * kBK + lane] = s;
+      any |= s != -INFINITY;
+    }
+    if (!__syncthreads_or(any))
+      continue; // nothing allowed in this tile
+    for (int r = warp; r < kBQ; r += kWarps) {
+      float s = sp[r * kBK + lane], mOld = sm_[r];
+      float mNew = fmaxf(mOld, warpMax(s));
+      float p = s == -INFINITY ? 0.0f : expf(s - mNew);
+      float sum = warpSum(p);
+      sp[r * kBK + lane] = p;
+      if (lane == 0) {
+        float corr = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
+        sc[r] = mNew == -INFINITY ? 1.0f : corr;
+        sl[r] = mNew == -INFINITY ? 0.0f : sl[r] * corr + sum;
+        sm_[r] = mNew;
+      }
+    }
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x) {
+      int64_t r = e / g.dv, c = e - r * g.dv;
+      float acc = so[e] * sc[r];
+      for (int j = 0; j < kBK; ++j)
+        acc = fmaf(sp[r * kBK + j], sv[j * g.dv + c], acc);
+      so[e] = acc;
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x) {
+    int64_t r = e / g.dv, c = e - r * g.dv;
+    if (i0 + r < g.s) {
+      float l = sl[r];
+      out[((b * g.hq + h) * g.s + i0 + r) * g.dv + c] =
+          FT<S>::store(l == 0.0f ? 0.0f : so[e] / l);
+    }
+  }
+  if (threadIdx.x < kBQ && i0 + threadIdx.x < g.s) {
+    float l = sl[threadIdx.x];
+    lse[(b * g.hq + h) * g.s + i0 + threadIdx.x] =
+        l == 0.0f ? -INFINITY : sm_[threadIdx.x] + logf(l);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// A query tile's operands in shared memory: q [kBQ][d], dout [kBQ][dv],
+/// lse and Dsum (dout . out) per query.
+struct QueryTile {
+  float *q, *dout, *lse, *dsum;
+};
+
+template <class S>
+__device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
+                              int64_t i0, const S *q, const S *out,
+                              const S *dout, const float *lse, QueryTile t) {
+  const common::AttentionDims &g = a.g;
+  int64_t row0 = (b * g.hq + h) * g.s;
+  loadTile(q + row0 * g.d, i0, kBQ, g.s, g.d, t.q, g.d);
+  loadTile(dout + row0 * g.dv, i0, kBQ, g.s, g.dv, t.dout, g.dv);
+  if (threadIdx.x < kBQ) {
+    int64_t i = i0 + threadIdx.x;
+    float d = 0.0f, l = -INFINITY;
+    if (i < g.s) {
+      l = lse[row0 + i];
+      for (int64_t c = 0; c < g.dv; ++c)
+        d = fmaf(FT<S>::load(dout[(row0 + i) * g.dv + c]),
+                 FT<S>::load(out[(row0 + i) * g.dv + c]), d);
+    }
+    t.lse[threadIdx.x] = l;
+    t.dsum[threadIdx.x] = d;
+  }
+}
+
+/// P and dS of the query tile against the key tile in shared memory (k with
+/// row stride d + 1, v with dv + 1) into sp and sds [kBQ][kBK]; returns
+/// whether any entry is allowed (the same for every thread).
+template <class S>
+__device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
+                           int64_t j0, QueryTile t, const float *sk,
+                           const float *sv, float *sp, float *sds) {
+  const common::AttentionDims &g = a.g;
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  bool any = false;
+  for (int r = warp; r < kBQ; r += kWarps) {
+    float s = scoreAt<S>(a, b, h, i0 + r, j0 + lane, t.q + r * g.d,
+                         sk + lane * (g.d + 1));
+    float l = t.lse[r];
+    float p = s == -INFINITY || l == -INFINITY ? 0.0f : expf(s - l);
+    float dp = scoreDot(t.dout + r * g.dv, sv + lane * (g.dv + 1), g.dv);
+    sp[r * kBK + lane] = p;
+    sds[r * kBK + lane] = p * (dp - t.dsum[r]);
+    any |= s != -INFINITY;
+  }
+  return __syncthreads_or(any);
+}
+
+/// Shared memory of pass 1: k, v tiles (padded rows), dk, dv accumulators,
+/// the query tile, P and dS.
+size_t keyPassSmem(const common::AttentionDims &g) {
+  return sizeof(float) *
+         (kBK * (g.d + 1) + kBK * (g.dv + 1) + kBK * g.d + kBK * g.dv +
+          kBQ * g.d + kBQ * g.dv + 2 * kBQ + 2 * kBQ * kBK);
+}
+
+template <class S>
+__global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
+                                  const S *v, const S *out, const float *lse,
+                                  const S *dout, S *dk, S *dv) {
+  extern __shared__ float sm[];
+  const common::AttentionDims &g = a.g;
+  int64_t b = blockIdx.z, kvh = blockIdx.y, j0 = int64_t(blockIdx.x) * kBK;
+  float *sk = sm, *sv = sk + kBK * (g.d + 1), *sdk = sv + kBK * (g.dv + 1),
+        *sdv = sdk + kBK * g.d;
+  QueryTile t;
+  t.q = sdv + kBK * g.dv;
+  t.dout = t.q + kBQ * g.d;
+  t.lse = t.dout + kBQ * g.dv;
+  t.dsum = t.lse + kBQ;
+  float *sp = t.dsum + kBQ, *sds = sp + kBQ * kBK;
+  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
+  loadTile(k + kRow0 * g.d, j0, kBK, g.sk, g.d, sk, g.d + 1);
+  loadTile(v + kRow0 * g.dv, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
+  for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x)
+    sdk[e] = 0.0f;
+  for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x)
+    sdv[e] = 0.0f;
+  for (int64_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h)
+    for (int64_t i0 = a.causal ? j0 / kBQ * kBQ : 0; i0 < g.s; i0 += kBQ) {
+      __syncthreads(); // the previous tile's readers are done
+      loadQueryTile(a, b, h, i0, q, out, dout, lse, t);
+      __syncthreads();
+      if (!probsAndDs<S>(a, b, h, i0, j0, t, sk, sv, sp, sds))
+        continue;
+      for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x) {
+        int64_t j = e / g.dv, c = e - j * g.dv;
+        float acc = sdv[e];
+        for (int r = 0; r < kBQ; ++r)
+          acc = fmaf(sp[r * kBK + j], t.dout[r * g.dv + c], acc);
+        sdv[e] = acc;
+      }
+      for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x) {
+        int64_t j = e / g.d, c = e - j * g.d;
+        float acc = sdk[e];
+        for (int r = 0; r < kBQ; ++r)
+          acc = fmaf(sds[r * kBK + j], t.q[r * g.d + c], acc);
+        sdk[e] = acc;
+      }
+    }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x) {
+    int64_t j = e / g.d;
+    if (j0 + j < g.sk)
+      dk[(kRow0 + j0) * g.d + e] = FT<S>::store(a.scale * sdk[e]);
+  }
+  for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x) {
+    int64_t j = e / g.dv;
+    if (j0 + j < g.sk)
+      dv[(kRow0 + j0) * g.dv + e] = FT<S>::store(sdv[e]);
+  }
+}
+
+/// Shared memory of pass 2: the query tile, dq, k and v tiles, P and dS.
+size_t queryPassSmem(const common::AttentionDims &g) {
+  return sizeof(float) * (kBQ * g.d + kBQ * g.dv + 2 * kBQ + kBQ * g.d +
+                          kBK * (g.d + 1) + kBK * (g.dv + 1) + 2 * kBQ * kBK);
+}
+
+template <class S>
+__global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
+                                     const S *v, const S *out, const float *lse,
+                                     const S *dout, S *dq) {
+  extern __shared__ float sm[];
+  const common::AttentionDims &g = a.g;
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kBQ;
+  int64_t kvh = h / g.group;
+  QueryTile t;
+  t.q = sm;
+  t.dout = t.q + kBQ * g.d;
+  t.lse = t.dout + kBQ * g.dv;
+  t.dsum = t.lse + kBQ;
+  float *sdq = t.dsum + kBQ, *sk = sdq + kBQ * g.d, *sv = sk + kBK * (g.d + 1),
+        *sp = sv + kBK * (g.dv + 1), *sds = sp + kBQ * kBK;
+  loadQueryTile(a, b, h, i0, q, out, dout, lse, t);
+  for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x)
+    sdq[e] = 0.0f;
+  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
+  for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
+    __syncthreads();
+    loadTile(k + kRow0 * g.d, j0, kBK, g.sk, g.d, sk, g.d + 1);
+    loadTile(v + kRow0 * g.dv, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
+    __syncthreads();
+    if (!probsAndDs<S>(a, b, h, i0, j0, t, sk, sv, sp, sds))
+      continue;
+    for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x) {
+      int64_t r = e / g.d, c = e - r * g.d;
+      float acc = sdq[e];
+      for (int j = 0; j < kBK; ++j)
+        acc = fmaf(sds[r * kBK + j], sk[j * (g.d + 1) + c], acc);
+      sdq[e] = acc;
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x) {
+    int64_t r = e / g.d;
+    if (i0 + r < g.s)
+      dq[((b * g.hq + h) * g.s + i0) * g.d + e] =
+          FT<S>::store(a.scale * sdq[e]);
+  }
+}
+
+/// Allows `kernel` `bytes` of dynamic shared memory, or fails naming the
+/// head dims when the device has less.
+template <class K>
+Status allowSmem(const char *op, K kernel, size_t bytes,
+                 const common::AttentionDims &g, const Context &ctx) {
+  int most = 0;
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                 ctx.device)));
+  if (bytes > static_cast<size_t>(most))
+    return fail(op, "head dims D = " + std::to_string(g.d) +
+                        ", Dv = " + std::to_string(g.dv) + " need " +
+                        std::to_string(bytes) +
+                        " bytes of shared memory per block, the device has " +
+                        std::to_string(most));
+  return cudaStatus(op, cudaFuncSetAttribute(
+                            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            static_cast<int>(bytes)));
+}
+
+AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
+                  float scale, bool causal) {
+  AttnArgs a;
+  a.g = g;
+  a.scale = scale;
+  a.causal = causal;
+  a.mask = mask && mask->numel() > 0 ? mask->data : nullptr;
+  return a;
+}
+
+int blocksOf(int64_t n, int64_t tile) {
+  return static_cast<int>((n + tile - 1) / tile);
+}
+
+} // namespace
+
+Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
+                 const TensorRef *mask, float scale, bool causal,
+                 const TensorRef &out, const TensorRef &lse) {
+  const char *op = "attention";
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (lse.numel() == 0)
+    return Status::success();
+  AttnArgs a = makeArgs(g, mask, scale, causal);
+  return visitFloat(q.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, double>) {
+      return unsupported(op, q.dtype); // checkAttention refused it already
+    } else {
+      size_t bytes = forwardSmem(g);
+      SMP_RETURN_IF_ERROR(allowSmem(op, attentionForward<S>, bytes, g, *ctx));
+      dim3 grid(blocksOf(g.s, kBQ), static_cast<unsigned>(g.hq),
+                static_cast<unsigned>(g.b));
+      attentionForward<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
+          a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
+      return launchStatus(op);
+    }
+  });
+}
+
+Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
+                     const TensorRef &out, const TensorRef &lse,
+                     const TensorRef &dout, const TensorRef *mask, float scale,
+                     bool causal, const TensorRef &dq, const TensorRef &dk,
+                     const TensorRef &dv) {
+  const char *op = "attention_grad";
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(
+      common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  AttnArgs a = makeArgs(g, mask, scale, causal);
+  return visitFloat(q.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, double>) {
+      return unsupported(op, q.dtype);
+    } else {
+      if (dk.numel() > 0 || dv.numel() > 0) {
+        size_t bytes = keyPassSmem(g);
+        SMP_RETURN_IF_ERROR(
+            allowSmem(op, attentionGradKeys<S>, bytes, g, *ctx));
+        dim3 grid(blocksOf(g.sk, kBK), static_cast<unsigned>(g.hkv),
+                  static_cast<unsigned>(g.b));
+        attentionGradKeys<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
+            a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>(),
+            dout.as<S>(), dk.as<S>(), dv.as<S>());
+        SMP_RETURN_IF_ERROR(launchStatus(op));
+      }
+      if (dq.numel() == 0)
+        return Status::success();
+      size_t bytes = queryPassSmem(g);
+      SMP_RETURN_IF_ERROR(
+          allowSmem(op, attentionGradQueries<S>, bytes, g, *ctx));
+      dim3 grid(blocksOf(g.s, kBQ), static_cast<unsigned>(g.hq),
+                static_cast<unsigned>(g.b));
+      attentionGradQueries<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
+          a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>(),
+          dout.as<S>(), dq.as<S>());
+      return launchStatus(op);
+    }
+  });
+}
+
+} // namespace smp::kernels::cuda

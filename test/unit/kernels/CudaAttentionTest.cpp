@@ -1,0 +1,147 @@
+//===- CudaAttentionTest.cpp - CUDA fused attention against CPU and torch -===//
+//
+// The CUDA attention kernels on the PyTorch cases of AttentionTest
+// (Inputs/attention) against both the PyTorch references and the CPU
+// kernels, in f32, f16 and bf16; a larger causal GQA case with a Bool mask
+// against the CPU; the backward's bytes do not change between two runs; the
+// shared argument check's message. Skips without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionRefs.h"
+#include "CudaTestUtil.h"
+
+namespace smp_cuda_test {
+namespace {
+
+namespace kt = smp::kernels::cpu::test;
+
+/// out, lse, dq, dk, dv of a case on the CPU (Host) or the GPU (Dev).
+struct CpuResults {
+  Host part[5];
+};
+
+std::vector<std::vector<int64_t>> shapesOf(const kt::AttnCase &c) {
+  return {{c.b, c.hq, c.s, c.dv},
+          {c.b, c.hq, c.s},
+          {c.b, c.hq, c.s, c.d},
+          {c.b, c.hkv, c.sk, c.d},
+          {c.b, c.hkv, c.sk, c.dv}};
+}
+
+DType partType(int i, DType t) { return i == 1 ? DType::F32 : t; }
+
+CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
+  CpuResults r;
+  auto shapes = shapesOf(c);
+  for (int i = 0; i < 5; ++i)
+    r.part[i] = Host(partType(i, t), shapes[i]);
+  float scale = static_cast<float>(c.scale);
+  EXPECT_OK(cpuk::attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal,
+                            r.part[0], r.part[1]));
+  EXPECT_OK(cpuk::attentionGrad(in.q, in.k, in.v, r.part[0], r.part[1], in.dout,
+                                in.maskRef(), scale, c.causal, r.part[2],
+                                r.part[3], r.part[4]));
+  return r;
+}
+
+/// The GPU's five results, downloaded.
+std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
+                         DType t) {
+  auto shapes = shapesOf(c);
+  Dev q(in.q), k(in.k), v(in.v), dout(in.dout);
+  std::unique_ptr<Dev> mask;
+  if (in.hasMask)
+    mask = std::make_unique<Dev>(in.mask);
+  Dev out(t, shapes[0]), lse(DType::F32, shapes[1]), dq(t, shapes[2]),
+      dk(t, shapes[3]), dv(t, shapes[4]);
+  float scale = static_cast<float>(c.scale);
+  const TensorRef *m = mask ? mask->ptr() : nullptr;
+  EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse));
+  EXPECT_OK(cuk::attentionGrad(q, k, v, out, lse, dout, m, scale, c.causal, dq,
+                               dk, dv));
+  Status s = cuk::synchronize(*sharedContext());
+  EXPECT_TRUE(s.ok()) << s.error;
+  return {out.download(), lse.download(), dq.download(), dk.download(),
+          dv.download()};
+}
+
+const char *const kParts[] = {"out", "lse", "dq", "dk", "dv"};
+
+TEST_F(Cuda, AttentionMatchesPyTorchAndCpu) {
+  for (const kt::AttnCase &c : kt::loadAttnCases()) {
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in(c, DType::F32);
+    std::vector<Host> gpu = runGpu(c, in, DType::F32);
+    CpuResults cpu = runCpu(c, in, DType::F32);
+    std::vector<float> ref(1);
+    size_t total = 0;
+    for (const Host &h : gpu)
+      total += static_cast<size_t>(h.numel());
+    ref.resize(total);
+    std::string path = kt::attnFixtureDir() + "/" + c.name + ".bin";
+    std::FILE *fp = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(fp, nullptr) << path;
+    ASSERT_EQ(std::fread(ref.data(), sizeof(float), total, fp), total);
+    std::fclose(fp);
+    size_t at = 0;
+    for (int i = 0; i < 5; ++i) {
+      std::vector<double> got = gpu[i].values();
+      std::vector<double> want(ref.begin() + at, ref.begin() + at + got.size());
+      at += got.size();
+      EXPECT_LE(kt::maxRelDiff(got, want), 1e-5) << kParts[i] << " vs torch";
+      EXPECT_LE(kt::maxRelDiff(got, cpu.part[i].values()), 1e-5)
+          << kParts[i] << " vs cpu";
+    }
+  }
+}
+
+TEST_F(Cuda, AttentionHalfTypesMatchCpu) {
+  for (DType t : {DType::F16, DType::BF16})
+    for (const kt::AttnCase &c : kt::loadAttnCases()) {
+      SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+      kt::AttnInputs in(c, t);
+      std::vector<Host> gpu = runGpu(c, in, t);
+      CpuResults cpu = runCpu(c, in, t);
+      double tol = t == DType::F16 ? 4e-3 : 3e-2;
+      for (int i = 0; i < 5; ++i)
+        EXPECT_LE(kt::maxRelDiff(gpu[i].values(), cpu.part[i].values()),
+                  i == 1 ? 1e-5 : tol)
+            << kParts[i];
+    }
+}
+
+/// Several tiles with tails, GQA, head dims off any tile width, causal
+/// with a Bool mask; the backward gives the same bytes twice.
+TEST_F(Cuda, AttentionLargerCaseMatchesCpuAndIsDeterministic) {
+  kt::AttnCase c;
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = 150, c.sk = 170, c.d = 40, c.dv = 24;
+  c.causal = true;
+  c.scale = 0.15;
+  c.seed = 41;
+  c.mask = "bool_b1";
+  kt::AttnInputs in(c, DType::F32);
+  std::vector<Host> a = runGpu(c, in, DType::F32);
+  std::vector<Host> b = runGpu(c, in, DType::F32);
+  CpuResults cpu = runCpu(c, in, DType::F32);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_LE(kt::maxRelDiff(a[i].values(), cpu.part[i].values()), 1e-5)
+        << kParts[i];
+    EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs between runs";
+  }
+}
+
+TEST_F(Cuda, AttentionRefusesWhatTheCpuRefuses) {
+  Dev q(DType::F32, {2, 4, 3, 8}), k(DType::F32, {2, 3, 5, 8}),
+      v(DType::F32, {2, 3, 5, 8}), out(DType::F32, {2, 4, 3, 8}),
+      lse(DType::F32, {2, 4, 3});
+  Status s = cuk::attention(q, k, v, nullptr, 1.0f, false, out, lse);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("attention: q has 4 heads, not a multiple of the 3 "
+                         "heads of k and v"),
+            std::string::npos)
+      << s.error;
+}
+
+} // namespace
+} // namespace smp_cuda_test
