@@ -100,13 +100,7 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     return Status::success();
   return visitFloat(q.dtype, "attention", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Operands in;
-    in.g = &g;
-    in.sc = makeScores(g, mask, scale, causal);
-    in.nQb = ceilDiv(g.s, kBr);
-    in.nKb = ceilDiv(g.sk, kBc);
-    widenRows<S>(q, g.d, in.q);
-    packPanels<S>(k, g.b * g.hkv, g.sk, g.d, in.kp);
+    Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
     widenRows<S>(v, g.dv, in.v);
     S *o = out.as<S>();
     float *l = lse.as<float>();

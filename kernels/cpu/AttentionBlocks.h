@@ -153,6 +153,22 @@ struct Operands {
               float *s, const float *zeros) const;
 };
 
+/// What the forward and the backward both read: the geometry, the scores'
+/// mask, the block counts, q's rows and k's panels.
+template <class S>
+Operands scoreOperands(const common::AttentionDims &g, const TensorRef &q,
+                       const TensorRef &k, const TensorRef *mask, float scale,
+                       bool causal) {
+  Operands in;
+  in.g = &g;
+  in.sc = makeScores(g, mask, scale, causal);
+  in.nQb = ceilDiv(g.s, kBr);
+  in.nKb = ceilDiv(g.sk, kBc);
+  widenRows<S>(q, g.d, in.q);
+  packPanels<S>(k, g.b * g.hkv, g.sk, g.d, in.kp);
+  return in;
+}
+
 /// Runs f(task) for task in [0, n) on the OpenMP threads, dynamically
 /// scheduled (each task writes its own outputs: the results do not depend
 /// on which thread runs it).

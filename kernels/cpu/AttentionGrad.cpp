@@ -163,13 +163,7 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
   return visitFloat(q.dtype, "attention_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Operands in;
-    in.g = &g;
-    in.sc = makeScores(g, mask, scale, causal);
-    in.nQb = ceilDiv(g.s, kBr);
-    in.nKb = ceilDiv(g.sk, kBc);
-    widenRows<S>(q, g.d, in.q);
-    packPanels<S>(k, g.b * g.hkv, g.sk, g.d, in.kp);
+    Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
     widenRows<S>(k, g.d, in.k);
     packPanels<S>(v, g.b * g.hkv, g.sk, g.dv, in.vp);
     widenRows<S>(dout, g.dv, in.dout);

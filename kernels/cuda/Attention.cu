@@ -219,6 +219,21 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
 /// P and dS of the query tile against the key tile in shared memory (k with
 /// row stride d + 1, v with dv + 1) into sp and sds [kBQ][kBK]; returns
 /// whether any entry is allowed (the same for every thread).
+/// acc[j][c] += sum over the tile's queries r of w[r][j] * x[r][c], for the
+/// kBK keys j and n columns c (the key-side products of the backward: dv from
+/// the probabilities and dout, dk from dS and q). Each thread owns its
+/// elements: a fixed summation order.
+__device__ inline void accumulateTransposed(float *acc, const float *w,
+                                            const float *x, int64_t n) {
+  for (int64_t e = threadIdx.x; e < kBK * n; e += blockDim.x) {
+    int64_t j = e / n, c = e - j * n;
+    float sum = acc[e];
+    for (int r = 0; r < kBQ; ++r)
+      sum = fmaf(w[r * kBK + j], x[r * n + c], sum);
+    acc[e] = sum;
+  }
+}
+
 template <class S>
 __device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
                            int64_t j0, QueryTile t, const float *sk,
@@ -276,20 +291,8 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
       __syncthreads();
       if (!probsAndDs<S>(a, b, h, i0, j0, t, sk, sv, sp, sds))
         continue;
-      for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x) {
-        int64_t j = e / g.dv, c = e - j * g.dv;
-        float acc = sdv[e];
-        for (int r = 0; r < kBQ; ++r)
-          acc = fmaf(sp[r * kBK + j], t.dout[r * g.dv + c], acc);
-        sdv[e] = acc;
-      }
-      for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x) {
-        int64_t j = e / g.d, c = e - j * g.d;
-        float acc = sdk[e];
-        for (int r = 0; r < kBQ; ++r)
-          acc = fmaf(sds[r * kBK + j], t.q[r * g.d + c], acc);
-        sdk[e] = acc;
-      }
+      accumulateTransposed(sdv, sp, t.dout, g.dv); // dv += P^T dout
+      accumulateTransposed(sdk, sds, t.q, g.d);    // dk += dS^T q
     }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x) {
@@ -354,11 +357,17 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   }
 }
 
-/// Allows `kernel` `bytes` of dynamic shared memory, or fails naming the
-/// head dims when the device has less.
-template <class K>
-Status allowSmem(const char *op, K kernel, size_t bytes,
-                 const common::AttentionDims &g, const Context &ctx) {
+int blocksOf(int64_t n, int64_t tile) {
+  return static_cast<int>((n + tile - 1) / tile);
+}
+
+/// Launches `kernel` over [ceil(rows / tile), heads, batch] blocks with
+/// `bytes` of dynamic shared memory, or fails naming the head dims when the
+/// device has less.
+template <class K, class... Args>
+Status launchTiles(const char *op, K kernel, size_t bytes, int64_t rows,
+                   int tile, int64_t heads, const common::AttentionDims &g,
+                   const Context &ctx, Args... args) {
   int most = 0;
   SMP_RETURN_IF_ERROR(cudaStatus(
       op, cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
@@ -369,9 +378,14 @@ Status allowSmem(const char *op, K kernel, size_t bytes,
                         std::to_string(bytes) +
                         " bytes of shared memory per block, the device has " +
                         std::to_string(most));
-  return cudaStatus(op, cudaFuncSetAttribute(
-                            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            static_cast<int>(bytes)));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaFuncSetAttribute(kernel,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(bytes))));
+  dim3 grid(blocksOf(rows, tile), static_cast<unsigned>(heads),
+            static_cast<unsigned>(g.b));
+  kernel<<<grid, kThreadsA, bytes, ctx.stream>>>(args...);
+  return launchStatus(op);
 }
 
 AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
@@ -382,10 +396,6 @@ AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
   a.causal = causal;
   a.mask = mask && mask->numel() > 0 ? mask->data : nullptr;
   return a;
-}
-
-int blocksOf(int64_t n, int64_t tile) {
-  return static_cast<int>((n + tile - 1) / tile);
 }
 
 } // namespace
@@ -406,13 +416,9 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     if constexpr (std::is_same_v<S, double>) {
       return unsupported(op, q.dtype); // checkAttention refused it already
     } else {
-      size_t bytes = forwardSmem(g);
-      SMP_RETURN_IF_ERROR(allowSmem(op, attentionForward<S>, bytes, g, *ctx));
-      dim3 grid(blocksOf(g.s, kBQ), static_cast<unsigned>(g.hq),
-                static_cast<unsigned>(g.b));
-      attentionForward<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
-          a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
-      return launchStatus(op);
+      return launchTiles(op, attentionForward<S>, forwardSmem(g), g.s, kBQ,
+                         g.hq, g, *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
+                         out.as<S>(), lse.as<float>());
     }
   });
 }
@@ -434,28 +440,17 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     if constexpr (std::is_same_v<S, double>) {
       return unsupported(op, q.dtype);
     } else {
-      if (dk.numel() > 0 || dv.numel() > 0) {
-        size_t bytes = keyPassSmem(g);
-        SMP_RETURN_IF_ERROR(
-            allowSmem(op, attentionGradKeys<S>, bytes, g, *ctx));
-        dim3 grid(blocksOf(g.sk, kBK), static_cast<unsigned>(g.hkv),
-                  static_cast<unsigned>(g.b));
-        attentionGradKeys<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
-            a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>(),
-            dout.as<S>(), dk.as<S>(), dv.as<S>());
-        SMP_RETURN_IF_ERROR(launchStatus(op));
-      }
+      if (dk.numel() > 0 || dv.numel() > 0)
+        SMP_RETURN_IF_ERROR(launchTiles(
+            op, attentionGradKeys<S>, keyPassSmem(g), g.sk, kBK, g.hkv, g,
+            *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
+            lse.as<float>(), dout.as<S>(), dk.as<S>(), dv.as<S>()));
       if (dq.numel() == 0)
         return Status::success();
-      size_t bytes = queryPassSmem(g);
-      SMP_RETURN_IF_ERROR(
-          allowSmem(op, attentionGradQueries<S>, bytes, g, *ctx));
-      dim3 grid(blocksOf(g.s, kBQ), static_cast<unsigned>(g.hq),
-                static_cast<unsigned>(g.b));
-      attentionGradQueries<S><<<grid, kThreadsA, bytes, ctx->stream>>>(
-          a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>(),
-          dout.as<S>(), dq.as<S>());
-      return launchStatus(op);
+      return launchTiles(op, attentionGradQueries<S>, queryPassSmem(g), g.s,
+                         kBQ, g.hq, g, *ctx, a, q.as<S>(), k.as<S>(),
+                         v.as<S>(), out.as<S>(), lse.as<float>(),
+                         dout.as<S>(), dq.as<S>());
     }
   });
 }

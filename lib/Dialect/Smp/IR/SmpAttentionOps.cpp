@@ -20,9 +20,11 @@ RankedTensorType rankedType(Value v) {
 
 /// Checks q [B, Hq, S, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] and the
 /// mask; returns the output's type [B, Hq, S, Dv].
+template <typename Adaptor>
 FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
-                                          StringRef name, Value q, Value k,
-                                          Value v, Value mask) {
+                                          StringRef name, Adaptor adaptor) {
+  Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue(),
+        mask = adaptor.getMask();
   auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
   for (auto [what, t] : {std::pair{"query", qt}, {"key", kt}, {"value", vt}})
     if (t.getRank() != 4)
@@ -85,9 +87,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             AttentionOp::Adaptor adaptor,
                                             SmallVectorImpl<Type> &results) {
-  auto out = checkOperands(loc, "attention", adaptor.getQuery(),
-                           adaptor.getKey(), adaptor.getValue(),
-                           adaptor.getMask());
+  auto out = checkOperands(loc, "attention", adaptor);
   if (failed(out))
     return failure();
   results.push_back(*out);
@@ -98,9 +98,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
 LogicalResult AttentionGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, AttentionGradOp::Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
-  auto out = checkOperands(loc, "attention_grad", adaptor.getQuery(),
-                           adaptor.getKey(), adaptor.getValue(),
-                           adaptor.getMask());
+  auto out = checkOperands(loc, "attention_grad", adaptor);
   if (failed(out))
     return failure();
   for (auto [what, v, want] :
