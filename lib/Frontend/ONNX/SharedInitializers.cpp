@@ -697,9 +697,11 @@ void recordParamOrigins(ModuleOp module,
   llvm::StringMap<const std::string *> initValue;
   SmallVector<Attribute> list;
   for (const ParamOrigin &o : origins) {
-    if (o.kind == "buffer")
+    if (o.kind == "buffer") {
       buffers.insert(o.name);
-    else if (o.kind == "restored")
+      if (o.from != o.name) // a copy of a buffer (Identity marker)
+        initFrom[o.name] = o.from;
+    } else if (o.kind == "restored")
       restored.insert(o.name);
     else if (o.kind == "folded-rows")
       initValue[o.name] = &o.initBytes;

@@ -88,6 +88,12 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       node->set_input(static_cast<int>(o.uses(1)), o.name());
       continue;
     }
+    if (o.kind() == "buffer" && o.from() != o.name()) {
+      // A frozen copy of a buffer (the file's `name = Identity(from)`,
+      // which stays): never trained, nothing to write.
+      params.erase(o.name());
+      continue;
+    }
     if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded")
       continue;
     if (o.kind() == "folded-rows") {
