@@ -13,7 +13,8 @@ Large-Scale Language Model Training on GPU Clusters Using Megatron-LM"
    that row's plan gives the paper's 137 TFLOP/s per GPU.
 2. Prediction of every other row with that calibrated device: their t, p, d,
    batch, full recomputation, no optimizer sharding (Megatron 2021 had
-   none), and the schedule (1F1B, or interleaved with a whole number of
+   none), attention unfused (it had no FlashAttention: the models are
+   generated with --no-fuse-attention, for smp's plan too), and the schedule (1F1B, or interleaved with a whole number of
    layers per chunk: Megatron's two) and micro-batch size the model
    predicts best, since the table does not give them.
 3. smp's own plan for each row (same devices, batch and model; everything
@@ -68,7 +69,8 @@ class Bench:
             subprocess.run([os.path.join(self.bin, "smp-modelgen"), "gpt",
                             "--layers", str(layers), "--hidden", str(hidden),
                             "--heads", str(heads), "--seq", str(SEQ),
-                            "--vocab", str(VOCAB), "-o", path],
+                            "--vocab", str(VOCAB), "--no-fuse-attention",
+                            "-o", path],
                            check=True, stdout=subprocess.DEVNULL)
         return path
 

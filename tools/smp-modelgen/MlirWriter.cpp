@@ -211,7 +211,7 @@ private:
 } // namespace
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-buildMlirModule(MLIRContext &ctx, const ModelConfig &c) {
+buildMlirModule(MLIRContext &ctx, const ModelConfig &c, bool fuseAttention) {
   ctx.loadDialect<SmpDialect, func::FuncDialect>();
   OpBuilder b(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
@@ -235,9 +235,10 @@ buildMlirModule(MLIRContext &ctx, const ModelConfig &c) {
   buildModel(c, c.batch ? c.batch : 1, writer);
   writer.finish();
 
-  // The importer's last step: raising (nothing to raise here, but its
-  // greedy driver uniques and hoists constants and drops dead ones, so the
-  // module reads like an imported one), then verification.
+  // The importer's last step: raising (norms and activations are written
+  // raised already, attention is fused unless --no-fuse-attention, as smpc
+  // import does; the greedy driver uniques and hoists constants and drops
+  // dead ones, so the module reads like an imported one), then verification.
   std::string diagnostic;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostic.empty())
@@ -245,7 +246,7 @@ buildMlirModule(MLIRContext &ctx, const ModelConfig &c) {
     return success();
   });
   PassManager pm(&ctx);
-  buildRaisePipeline(pm);
+  buildRaisePipeline(pm, fuseAttention);
   if (failed(pm.run(*module)) || failed(verify(*module)))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -18,7 +18,8 @@ namespace smp::modelgen {
 /// `smp.model` (the kind) and `smp.model_config` (the sizes), not
 /// `smp.source`: there is no weights file.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildMlirModule(mlir::MLIRContext &ctx, const ModelConfig &config);
+buildMlirModule(mlir::MLIRContext &ctx, const ModelConfig &config,
+                bool fuseAttention = true);
 
 } // namespace smp::modelgen
 

@@ -3,6 +3,7 @@
 // smp-modelgen gpt|llama --layers L --hidden H --heads N --seq S --vocab V
 //              [--kv-heads K] [--ffn F] [--batch B] [--seed X]
 //              [-o OUT.mlir|OUT.onnx] [--write-data DIR N]
+//              [--no-fuse-attention]
 //
 // .mlir: the smp dialect module smpc import would produce, with shape-only
 // parameters (GPT-3 175B prints in a fraction of a second); .onnx: the same
@@ -38,7 +39,7 @@ USAGE
                      [--ffn F] [--batch B] [-o OUT.mlir|OUT.onnx]
   smp-modelgen llama --layers L --hidden H --heads N [--kv-heads K]
                      [--ffn F] --seq S --vocab V [--batch B] [-o OUT]
-  smp-modelgen KIND ... [--seed X] [--write-data DIR N]
+  smp-modelgen KIND ... [--seed X] [--write-data DIR N] [--no-fuse-attention]
   smp-modelgen --help | --version
 
 MODELS
@@ -83,6 +84,11 @@ OPTIONS
                        the data is written.
   -o FILE              Output file, .mlir or .onnx (default: .mlir text on
                        stdout).
+  --no-fuse-attention  .mlir: keep each attention as its matmuls, mask and
+                       softmax, as smpc import --no-fuse-attention does
+                       (default: one smp.attention per layer, as smpc import
+                       writes it). An .onnx file is always the unfused graph;
+                       smpc decides when it imports it.
   -h, --help           Show this help.
   --version            Show the version.
 
@@ -104,6 +110,7 @@ struct Options {
   ModelConfig config;
   std::string output;
   bool outputGiven = false;
+  bool fuseAttention = true;
   uint64_t seed = 0;
   std::string dataDir;
   int64_t dataSamples = 0;
@@ -178,6 +185,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       auto v = value("--seed");
       if (!v || llvm::StringRef(*v).getAsInteger(10, opts.seed))
         return fail("--seed expects a non-negative integer");
+    } else if (a == "--no-fuse-attention") {
+      opts.fuseAttention = false;
     } else if (a == "--write-data") {
       if (i + 2 >= args.size())
         return fail("--write-data needs DIR and N (the number of samples)");
@@ -223,6 +232,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   }
   if (!opts.outputGiven)
     opts.output = opts.dataDir.empty() ? "-" : "";
+  if (!opts.fuseAttention && !llvm::StringRef(opts.output).ends_with(".mlir") &&
+      opts.output != "-")
+    return fail("--no-fuse-attention applies to .mlir output only: an .onnx "
+                "model is fused or not when smpc imports it (pass "
+                "--no-fuse-attention to smpc compile instead)");
   completeDefaults(c);
   if (auto err = validate(c))
     return fail(*err);
@@ -249,7 +263,7 @@ std::string describe(const ModelConfig &c) {
 
 int writeMlir(const Options &opts) {
   mlir::MLIRContext ctx;
-  auto module = buildMlirModule(ctx, opts.config);
+  auto module = buildMlirModule(ctx, opts.config, opts.fuseAttention);
   if (!module)
     return fail(llvm::toString(module.takeError()));
   std::string err;

@@ -146,3 +146,32 @@ func.func @finite_fill(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
   %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// Two layers reading one computed causal mask [8, 8]: it is reshaped to
+// [1, 1, 8, 8] and inverted once for both fused attentions, not per layer
+// (whichever layer is raised first).
+// CHECK-LABEL: func.func @shared_mask
+// CHECK: %[[M:.*]] = smp.trilu
+// CHECK: %[[R:.*]] = smp.reshape %[[M]] : tensor<8x8xi1> -> tensor<1x1x8x8xi1>
+// CHECK-NEXT: %[[KEEP:.*]] = smp.not %[[R]]
+// CHECK: %[[O1:.*]], %{{.*}} = smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[KEEP]]
+// CHECK: smp.attention %[[O1]], %{{.*}}, %{{.*}}, %[[KEEP]]
+// CHECK-NOT: smp.not
+// CHECK-NOT: smp.reshape
+func.func @shared_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                       %v: tensor<2x4x8x16xf32>, %ones: tensor<8x8xi1>)
+    -> tensor<2x4x8x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %future = smp.trilu %ones {k = 1 : i64, upper = true} : tensor<8x8xi1>
+  %s1 = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %m1 = smp.where %future, %ninf, %s1 : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p1 = smp.softmax %m1 {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o1 = smp.matmul %p1, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %s2 = smp.matmul %o1, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %m2 = smp.where %future, %ninf, %s2 : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p2 = smp.softmax %m2 {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o2 = smp.matmul %p2, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o2 : tensor<2x4x8x16xf32>
+}

@@ -212,23 +212,48 @@ bool masksFit(const Chain &chain, ArrayRef<int64_t> full, Type elementType) {
   return true;
 }
 
+/// `v`, or the result of an op equal to v's (same name, operands, attributes
+/// and types) elsewhere in its block, the new one erased: every layer's
+/// attention reads the same causal mask, which must be reshaped and inverted
+/// once, not once per layer (at 2048 tokens, 4 MiB each). An equal op later
+/// in the block (the driver may raise the last layer first) moves up to the
+/// new one's place, where its operands, being the same, are defined.
+Value reuseEqual(PatternRewriter &rewriter, Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getNumOperands() == 0)
+    return v;
+  for (Operation *user : op->getOperand(0).getUsers()) {
+    if (user == op || user->getBlock() != op->getBlock() ||
+        !OperationEquivalence::isEquivalentTo(
+            user, op, OperationEquivalence::IgnoreLocations))
+      continue;
+    if (op->isBeforeInBlock(user))
+      rewriter.moveOpBefore(user, op);
+    rewriter.eraseOp(op);
+    return user->getResult(0);
+  }
+  return v;
+}
+
 /// One mask from the chain's (which fit): the i1 ones and-ed, the float ones
 /// added, and both as where(keep, added, -inf); null when there is none.
-Value buildMask(Grad &G, const Chain &chain, ArrayRef<int64_t> full) {
+Value buildMask(Grad &G, PatternRewriter &rewriter, const Chain &chain,
+                ArrayRef<int64_t> full) {
+  auto build = [&](Value v) { return reuseEqual(rewriter, v); };
   Value keep, added;
   for (auto [cond, maskedOut] : chain.keep) {
-    Value c = G.reshape(cond, *maskShape(cond, full));
+    Value c = build(G.reshape(cond, *maskShape(cond, full)));
     if (maskedOut)
-      c = NotOp::create(G.b, G.loc, c);
-    keep = keep ? AndOp::create(G.b, G.loc, keep, c).getResult() : c;
+      c = build(NotOp::create(G.b, G.loc, c));
+    keep = keep ? build(AndOp::create(G.b, G.loc, keep, c)) : c;
   }
   for (Value m : chain.additive) {
-    Value a = G.reshape(m, *maskShape(m, full));
-    added = added ? AddOp::create(G.b, G.loc, added, a).getResult() : a;
+    Value a = build(G.reshape(m, *maskShape(m, full)));
+    added = added ? build(AddOp::create(G.b, G.loc, added, a)) : a;
   }
   if (keep && added)
-    return WhereOp::create(G.b, G.loc, keep, added,
-                           G.scalar(added, -INFINITY));
+    return build(WhereOp::create(G.b, G.loc, keep, added,
+                                 G.scalar(added, -INFINITY)));
   return keep ? keep : added;
 }
 
@@ -278,7 +303,7 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(pv);
     Grad G{rewriter, pv.getLoc()};
     Value k = qk.getTransposeRhs() ? kOrKT : untransposeKey(G, kOrKT);
-    Value mask = buildMask(G, chain, full);
+    Value mask = buildMask(G, rewriter, chain, full);
     auto attn = AttentionOp::create(
         rewriter, pv.getLoc(), q, k, v, mask,
         rewriter.getF32FloatAttr(static_cast<float>(chain.scale)),
