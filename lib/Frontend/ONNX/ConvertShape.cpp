@@ -42,20 +42,35 @@ llvm::Expected<SmallVector<int64_t>> axesOf(NodeContext &nc, int inputOpset,
   return nc.attrInts("axes");
 }
 
-llvm::Error convertReshape(NodeContext &nc) {
+/// Input 0 and the constant integers of input 1 (a Reshape's or Expand's
+/// shape, a Tile's repeats).
+struct InputAndInts {
+  Value x;
+  SmallVector<int64_t> ints;
+};
+llvm::Expected<InputAndInts> inputAndInts(NodeContext &nc,
+                                          llvm::StringRef what) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
-  auto shape = nc.constantInts(1, "shape");
-  if (!shape)
-    return shape.takeError();
-  auto in = shapeOf(*x);
+  auto ints = nc.constantInts(1, what);
+  if (!ints)
+    return ints.takeError();
+  return InputAndInts{*x, std::move(*ints)};
+}
+
+llvm::Error convertReshape(NodeContext &nc) {
+  auto args = inputAndInts(nc, "shape");
+  if (!args)
+    return args.takeError();
+  auto &[x, shape] = *args;
+  auto in = shapeOf(x);
   bool allowZero = nc.attrInt("allowzero", 0) != 0;
   SmallVector<int64_t> out;
   int inferred = -1;
   int64_t known = 1;
-  for (size_t i = 0; i < shape->size(); ++i) {
-    int64_t d = (*shape)[i];
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i];
     if (d == 0 && !allowZero) {
       if (i >= in.size())
         return nc.error("shape has 0 at index " + llvm::Twine(i) +
@@ -71,16 +86,16 @@ llvm::Error convertReshape(NodeContext &nc) {
     } else {
       auto product = checkedMul(known, d);
       if (!product)
-        return nc.error("shape " + shapeToString(*shape) + " overflows");
+        return nc.error("shape " + shapeToString(shape) + " overflows");
       known = *product;
     }
     out.push_back(d);
   }
-  int64_t numel = tensorType(*x).getNumElements();
+  int64_t numel = tensorType(x).getNumElements();
   if (inferred >= 0) {
     if (known == 0 || numel % known != 0)
       return nc.error("cannot reshape " + shapeToString(in) + " to " +
-                      shapeToString(*shape));
+                      shapeToString(shape));
     out[inferred] = numel / known;
   }
   auto total = checkedNumElements(out);
@@ -88,7 +103,7 @@ llvm::Error convertReshape(NodeContext &nc) {
     return nc.error("cannot reshape " + shapeToString(in) + " (" +
                     llvm::Twine(numel) + " elements) to " +
                     shapeToString(out));
-  return nc.output(nc.reshape(*x, out));
+  return nc.output(nc.reshape(x, out));
 }
 
 llvm::Error convertFlatten(NodeContext &nc) {
@@ -373,23 +388,21 @@ llvm::Error convertGather(NodeContext &nc) {
 }
 
 llvm::Error convertExpand(NodeContext &nc) {
-  auto x = nc.input(0);
-  if (!x)
-    return x.takeError();
-  auto shape = nc.constantInts(1, "shape");
-  if (!shape)
-    return shape.takeError();
-  auto in = shapeOf(*x);
-  auto out = broadcastShapes(in, *shape);
+  auto args = inputAndInts(nc, "shape");
+  if (!args)
+    return args.takeError();
+  auto &[x, shape] = *args;
+  auto in = shapeOf(x);
+  auto out = broadcastShapes(in, shape);
   if (!out || !checkedNumElements(*out))
     return nc.error("cannot expand " + shapeToString(in) + " to " +
-                    shapeToString(*shape));
+                    shapeToString(shape));
   if (ArrayRef<int64_t>(*out) == ArrayRef<int64_t>(in)) {
-    nc.setOutput(0, *x);
+    nc.setOutput(0, x);
     return llvm::Error::success();
   }
   return nc.output(
-      nc.create<smp::ExpandOp>(tensorType(*x).clone(*out), *x));
+      nc.create<smp::ExpandOp>(tensorType(x).clone(*out), x));
 }
 
 llvm::Error convertShape(NodeContext &nc) {
@@ -615,18 +628,16 @@ llvm::Error convertTrilu(NodeContext &nc) {
 
 /// Tile(x, repeats) with constant repeats: smp.tile (constant inputs fold).
 llvm::Error convertTile(NodeContext &nc) {
-  auto x = nc.input(0);
-  if (!x)
-    return x.takeError();
-  auto repeats = nc.constantInts(1, "repeats");
-  if (!repeats)
-    return repeats.takeError();
-  auto in = shapeOf(*x);
-  if (repeats->size() != in.size())
-    return nc.error("repeats has " + llvm::Twine(repeats->size()) +
+  auto args = inputAndInts(nc, "repeats");
+  if (!args)
+    return args.takeError();
+  auto &[x, repeats] = *args;
+  auto in = shapeOf(x);
+  if (repeats.size() != in.size())
+    return nc.error("repeats has " + llvm::Twine(repeats.size()) +
                     " entries for an input of rank " + llvm::Twine(in.size()));
   SmallVector<int64_t> out;
-  for (auto [d, r] : llvm::zip(in, *repeats)) {
+  for (auto [d, r] : llvm::zip(in, repeats)) {
     if (r < 0)
       return nc.error("negative repeat " + llvm::Twine(r));
     std::optional<int64_t> size = llvm::checkedMul(d, r);
@@ -634,13 +645,13 @@ llvm::Error convertTile(NodeContext &nc) {
   }
   if (llvm::is_contained(out, -1) || !checkedNumElements(out))
     return nc.error("tiling " + shapeToString(in) + " by " +
-                    shapeToString(*repeats) + " is too large");
+                    shapeToString(repeats) + " is too large");
   if (ArrayRef<int64_t>(out) == ArrayRef<int64_t>(in)) {
-    nc.setOutput(0, *x);
+    nc.setOutput(0, x);
     return llvm::Error::success();
   }
   return nc.output(nc.create<smp::TileOp>(
-      nc.placeholder(), *x, nc.builder().getDenseI64ArrayAttr(*repeats)));
+      nc.placeholder(), x, nc.builder().getDenseI64ArrayAttr(repeats)));
 }
 
 } // namespace

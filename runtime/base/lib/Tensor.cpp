@@ -42,6 +42,39 @@ double elementAsDouble(const TensorRef &t, int64_t k) {
   return 0;
 }
 
+void setElementFromDouble(const TensorRef &t, int64_t k, double v) {
+  char *p = static_cast<char *>(t.data);
+  auto store = [&](auto x) { std::memcpy(p + k * sizeof(x), &x, sizeof(x)); };
+  switch (t.dtype) {
+  case DType::F32:
+    return store(static_cast<float>(v));
+  case DType::F64:
+    return store(v);
+  case DType::F16:
+    return store(floatToHalf(static_cast<float>(v)));
+  case DType::BF16:
+    return store(floatToBf16(static_cast<float>(v)));
+  case DType::Bool:
+    return store(static_cast<uint8_t>(v != 0));
+  case DType::U8:
+    return store(static_cast<uint8_t>(v));
+  case DType::I8:
+    return store(static_cast<int8_t>(v));
+  case DType::I16:
+    return store(static_cast<int16_t>(v));
+  case DType::U16:
+    return store(static_cast<uint16_t>(v));
+  case DType::I32:
+    return store(static_cast<int32_t>(v));
+  case DType::U32:
+    return store(static_cast<uint32_t>(v));
+  case DType::I64:
+    return store(static_cast<int64_t>(v));
+  case DType::U64:
+    return store(static_cast<uint64_t>(v));
+  }
+}
+
 std::string describe(const TensorRef &t) {
   std::string s;
   for (int64_t d : t.shape) {

@@ -66,5 +66,29 @@ TEST(Tensor, Bf16Rounding) {
   EXPECT_EQ(floatToBf16(3.4e38f), 0x7f80); // rounds past max to inf
 }
 
+// setElementFromDouble writes what elementAsDouble reads, for every dtype:
+// 1.25 and -3 (wrapped for the unsigned types), the half types rounded.
+TEST(Tensor, ElementsRoundTripThroughDouble) {
+  const DType all[] = {DType::F32, DType::F64, DType::F16, DType::BF16,
+                       DType::Bool, DType::U8,  DType::I8,  DType::I16,
+                       DType::U16, DType::I32, DType::U32, DType::I64,
+                       DType::U64};
+  for (DType d : all) {
+    alignas(8) unsigned char bytes[16] = {};
+    TensorRef t{bytes, d, {2}};
+    bool integral = !isFloat(d);
+    setElementFromDouble(t, 0, 1.25);
+    setElementFromDouble(t, 1, integral ? 7 : -3);
+    EXPECT_EQ(elementAsDouble(t, 0), d == DType::Bool || integral ? 1 : 1.25)
+        << dtypeName(d);
+    EXPECT_EQ(elementAsDouble(t, 1), d == DType::Bool ? 1 : integral ? 7 : -3)
+        << dtypeName(d);
+  }
+  alignas(8) unsigned char bytes[4] = {};
+  setElementFromDouble(TensorRef{bytes, DType::BF16, {1}}, 0, 1.00390625);
+  EXPECT_EQ(elementAsDouble(TensorRef{bytes, DType::BF16, {1}}, 0), 1.0)
+      << "bf16 rounds to nearest even";
+}
+
 } // namespace
 } // namespace smp::base

@@ -43,52 +43,8 @@ struct Host {
   double get(int64_t i) const { return smp::base::elementAsDouble(ref, i); }
   /// Sets element i from a double (rounded for half types, C conversion for
   /// integers; callers pass representable values).
-  void set(int64_t i, double v) {
-    void *p = ref.data;
-    switch (ref.dtype) {
-    case DType::F32:
-      static_cast<float *>(p)[i] = static_cast<float>(v);
-      break;
-    case DType::F64:
-      static_cast<double *>(p)[i] = v;
-      break;
-    case DType::F16:
-      static_cast<uint16_t *>(p)[i] =
-          smp::base::floatToHalf(static_cast<float>(v));
-      break;
-    case DType::BF16:
-      static_cast<uint16_t *>(p)[i] =
-          smp::base::floatToBf16(static_cast<float>(v));
-      break;
-    case DType::Bool:
-      static_cast<uint8_t *>(p)[i] = v != 0;
-      break;
-    case DType::U8:
-      static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-      break;
-    case DType::I8:
-      static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-      break;
-    case DType::I16:
-      static_cast<int16_t *>(p)[i] = static_cast<int16_t>(v);
-      break;
-    case DType::U16:
-      static_cast<uint16_t *>(p)[i] = static_cast<uint16_t>(v);
-      break;
-    case DType::I32:
-      static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-      break;
-    case DType::U32:
-      static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-      break;
-    case DType::I64:
-      static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
-      break;
-    case DType::U64:
-      static_cast<uint64_t *>(p)[i] = static_cast<uint64_t>(v);
-      break;
-    }
-  }
+  void set(int64_t i, double v) { smp::base::setElementFromDouble(ref, i, v); }
+
   std::vector<double> values() const {
     std::vector<double> v(static_cast<size_t>(numel()));
     for (int64_t i = 0; i < numel(); ++i)

@@ -41,6 +41,10 @@ struct TensorRef {
 /// Element `k` of `t` as a double (any dtype; for tools and tests, not for
 /// kernels' inner loops).
 double elementAsDouble(const TensorRef &t, int64_t k);
+/// Sets element `k` of `t` from a double: rounded to nearest even for the
+/// half types (through f32), C conversion for the others (callers pass
+/// representable values), != 0 for bool. The inverse of elementAsDouble.
+void setElementFromDouble(const TensorRef &t, int64_t k, double v);
 
 /// "2x3xf32" for messages.
 std::string describe(const TensorRef &t);
