@@ -5,15 +5,23 @@
 # same run. Prints a markdown table: tokens/s (median step after warm-up),
 # MFU against the device's dense peak, and each side's loss after the steps.
 #
-#   bench/gpt2_train.sh [--device cuda|cpu] [--batch B] [--steps N]
-#                       [--warmup N] [--precision bf16|fp32]
+#   bench/gpt2_train.sh [--device cuda|cpu] [--batch B] [--seq T]
+#                       [--steps N] [--warmup N] [--precision bf16|fp32]
 #                       [--peak-tflops P] [--small] [--no-torch]
+#                       [--unfused] [--sdpa] [--no-compile]
+#
+# --unfused adds a row for smp with --no-fuse-attention (the s x s scores
+# materialised); --sdpa adds PyTorch eager with scaled_dot_product_attention
+# (its fused kernel) beside the explicit attention; --no-compile leaves out
+# torch.compile (minutes of compilation on a CPU).
 #
 # --small: a 2-layer, 128-wide model with seq 64 and vocab 512, to check
 # the benchmark itself on a CPU (`--device cpu --small`). The peak defaults to
 # the H100 SXM's dense bf16 989 TFLOP/s (fp32: 67). MFU counts 6 N + 12 L H T
 # FLOPs per token (N parameters, L layers, H hidden, T sequence; PaLM's
-# formula, attention included, no recomputation). Environment: SMP_BIN (the
+# formula, attention included, no recomputation). Memory: smp's planned
+# arena; PyTorch's max allocated (CUDA) or peak resident set (CPU, the
+# libraries included). Environment: SMP_BIN (the
 # build's bin directory, default build/bin), SMP_BENCH_DIR (scratch, default
 # /tmp/smp-gpt2-train), PYTHON.
 set -euo pipefail
@@ -23,17 +31,22 @@ DIR=${SMP_BENCH_DIR:-/tmp/smp-gpt2-train}
 PYTHON=${PYTHON:-python3}
 L=12 H=768 NH=12 T=1024 V=50257
 B=16 STEPS=30 WARM=10 DEV=cuda PREC=bf16 PEAK="" TORCH=1
+UNFUSED=0 SDPA=0 COMPILE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEV=$2; shift 2 ;;
     --batch) B=$2; shift 2 ;;
+    --seq) T=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --warmup) WARM=$2; shift 2 ;;
     --precision) PREC=$2; shift 2 ;;
     --peak-tflops) PEAK=$2; shift 2 ;;
     --small) L=2 H=128 NH=4 T=64 V=512; shift ;;
     --no-torch) TORCH=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --unfused) UNFUSED=1; shift ;;
+    --sdpa) SDPA=1; shift ;;
+    --no-compile) COMPILE=0; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "gpt2_train.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -48,46 +61,60 @@ echo "# gpt2_train.sh: L=$L H=$H heads=$NH T=$T V=$V batch=$B steps=$STEPS (+$WA
   --vocab $V -o "$DIR/gpt2.onnx" --write-data "$DIR/data" $((B * 2)) >&2
 target=cpu
 [ "$DEV" != cpu ] && target=cuda
-start=$(date +%s.%N)
-"$BIN/smpc" compile "$DIR/gpt2.onnx" --train --target $target \
-  --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
-  --precision "$PREC" --batch-size $B -o "$DIR/gpt2.smpx" >&2
-echo "# smpc compile: $(echo "$(date +%s.%N) - $start" | bc) s" >&2
-"$BIN/smprun" "$DIR/gpt2.smpx" --device "$DEV" --data "$DIR/data" \
-  --steps $((STEPS + WARM)) --metrics "$DIR/smp.jsonl" > "$DIR/smprun.out"
-cat "$DIR/smprun.out" >&2
-
-rows=("$DIR/smp.jsonl")
+rows=()
+variants=(fused)
+[ $UNFUSED = 1 ] && variants+=(unfused)
+for variant in "${variants[@]}"; do
+  flag=""
+  [ $variant = unfused ] && flag=--no-fuse-attention
+  start=$(date +%s.%N)
+  "$BIN/smpc" compile "$DIR/gpt2.onnx" --train --target $target \
+    --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
+    --precision "$PREC" --batch-size $B $flag -o "$DIR/gpt2-$variant.smpx" >&2
+  echo "# smpc compile ($variant attention): $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+  "$BIN/smprun" "$DIR/gpt2-$variant.smpx" --device "$DEV" --data "$DIR/data" \
+    --steps $((STEPS + WARM)) --metrics "$DIR/smp-$variant.jsonl" \
+    > "$DIR/smprun-$variant.out"
+  cat "$DIR/smprun-$variant.out" >&2
+  rows+=("smp-$variant:$DIR/smp-$variant.jsonl:$DIR/smprun-$variant.out")
+done
 if [ $TORCH = 1 ]; then
-  for mode in eager compile; do
+  modes=(eager)
+  [ $SDPA = 1 ] && modes+=(eager-sdpa)
+  [ $COMPILE = 1 ] && modes+=(compile)
+  for mode in "${modes[@]}"; do
     flag=""
     [ $mode = compile ] && flag=--compile
+    [ $mode = eager-sdpa ] && flag=--sdpa
     $PYTHON "$(dirname "$0")/gpt2_train_torch.py" --layers $L --hidden $H \
       --heads $NH --seq $T --vocab $V --batch $B --steps $STEPS \
       --warmup $WARM --device "$DEV" --dtype "$PREC" $flag \
       > "$DIR/torch-$mode.json"
-    rows+=("$DIR/torch-$mode.json")
+    rows+=("torch:$DIR/torch-$mode.json:")
   done
 fi
 
-$PYTHON - "$L" "$H" "$T" "$B" "$WARM" "$PEAK" "$DIR/smprun.out" "${rows[@]}" <<'EOF'
+$PYTHON - "$L" "$H" "$T" "$B" "$WARM" "$PEAK" "$V" "${rows[@]}" <<'EOF'
 import json, re, statistics, sys
 L, H, T, B, warm = map(int, sys.argv[1:6])
 peak = float(sys.argv[6]) * 1e12
-smprun_out = open(sys.argv[7]).read()
+V = int(sys.argv[7])
 rows = []
-smp = [json.loads(l) for l in open(sys.argv[8]) if l.strip()]
-sps = statistics.median(r["samples_per_s"] for r in smp[warm:])
-m = re.search(r"arena (\d+) bytes planned", smprun_out)
-rows.append(("smp", sps * T, smp[-1]["loss"], int(m.group(1)) if m else 0))
 params = None
-for path in sys.argv[9:]:
-    r = json.load(open(path))
-    params = r["params"]
-    rows.append(("PyTorch " + r["mode"], r["tokens_per_s"], r["loss"],
-                 r["peak_bytes"]))
+for spec in sys.argv[8:]:
+    kind, path, out = spec.split(":")
+    if kind == "torch":
+        r = json.load(open(path))
+        params = r["params"]
+        name = "PyTorch " + r["mode"] + (" (SDPA)" if r["attention"] == "sdpa" else "")
+        rows.append((name, r["tokens_per_s"], r["loss"], r["peak_bytes"]))
+        continue
+    smp = [json.loads(l) for l in open(path) if l.strip()]
+    sps = statistics.median(r["samples_per_s"] for r in smp[warm:])
+    m = re.search(r"arena (\d+) bytes planned", open(out).read())
+    rows.append((kind.replace("-", " ") + " attention", sps * T,
+                 smp[-1]["loss"], int(m.group(1)) if m else 0))
 if params is None:  # smp only: GPT-2's count from the config
-    V = 50257 if H == 768 else 512
     params = V * H + T * H + L * (12 * H * H + 13 * H) + 2 * H
 flops_per_token = 6 * params + 12 * L * H * T
 print(f"| run | tokens/s | MFU | loss after the steps (own weights and data) | memory (bytes) |")

@@ -10,13 +10,16 @@ random tokens, timed per step after warm-up.
         --device cuda --dtype bf16 [--compile] [--sdpa]
 
 Prints one JSON line: tokens/s (median step), step time, parameters, the
-peak memory, and the mode. Attention is written out (matmul, mask,
-softmax, matmul) like smp's model unless --sdpa asks for PyTorch's fused
-scaled_dot_product_attention (flash attention on a GPU).
+peak memory (CUDA: max allocated; CPU: the process's peak resident set,
+libraries included), and the mode. Attention is written out (matmul, mask,
+softmax, matmul) like smp's unfused model unless --sdpa asks for PyTorch's
+fused scaled_dot_product_attention (flash attention on a GPU, a fused
+kernel on the CPU).
 """
 import argparse
 import json
 import math
+import resource
 import statistics
 import time
 
@@ -126,7 +129,10 @@ def main():
     if not times:
         p.error("--steps must be at least 1")
     step = statistics.median(times)
-    peak = torch.cuda.max_memory_allocated() if dev.type == "cuda" else 0
+    if dev.type == "cuda":
+        peak = torch.cuda.max_memory_allocated()
+    else:  # ru_maxrss is in KiB on Linux
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({
         "mode": "torch.compile" if a.compile else "eager",
         "attention": "sdpa" if a.sdpa else "explicit",

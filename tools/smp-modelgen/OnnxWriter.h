@@ -14,8 +14,9 @@
 namespace smp::modelgen {
 
 /// Models with more parameters than this are refused for .onnx (every
-/// weight is written into the file).
-constexpr int64_t kMaxOnnxParameters = 100'000'000;
+/// weight is written into the file: 1.6 GB of f32, under protobuf's 2 GiB
+/// message limit).
+constexpr int64_t kMaxOnnxParameters = 400'000'000;
 
 /// Deterministic normal samples: std::mt19937_64 (whose output the
 /// standard fixes) and Box-Muller, so a seed gives the same weights with any

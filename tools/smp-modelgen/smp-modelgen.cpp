@@ -63,7 +63,8 @@ OUTPUT (-o FILE, by extension)
             and planning; it has no weights to compile. Default: stdout.
   .onnx     ONNX, opset 17, with random weights: N(0, 0.02) for matrices and
             embeddings, 1 for norm scales, 0 for biases. For smpc compile
-            and smprun; at most 100000000 parameters.
+            and smprun; at most 400000000 parameters (1.6 GB of f32, under
+            protobuf's 2 GiB limit): GPT-2 small and medium fit.
 
 OPTIONS
   --layers L           Transformer blocks.

@@ -545,6 +545,9 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
   if (!module)
     return oneLine(module.takeError());
   recordParamOrigins(**module, *origins);
+  if (auto err = recordCausalBuffers(
+          **module, model.graph(), llvm::sys::path::parent_path(path)))
+    return oneLine(std::move(err));
   // Raised after the parameters are known: a mask that needs no gradient
   // (a frozen buffer) may be fused into smp.attention.
   if (options.raise) {

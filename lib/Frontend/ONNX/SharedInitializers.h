@@ -101,6 +101,14 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
 void recordParamOrigins(mlir::ModuleOp module,
                         const std::vector<ParamOrigin> &origins);
 
+/// Marks each frozen argument whose initializer holds a causal mask (every
+/// trailing [S, S] slice: one value on and below the diagonal, another
+/// above) with smp.causal_values, read from the file's bytes
+/// (CausalBuffers.cpp).
+llvm::Error recordCausalBuffers(mlir::ModuleOp module,
+                                const onnx::GraphProto &graph,
+                                llvm::StringRef modelDir);
+
 } // namespace smp::onnx_frontend
 
 #endif // SMP_LIB_FRONTEND_ONNX_SHAREDINITIALIZERS_H

@@ -23,7 +23,7 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   auto type = dyn_cast<RankedTensorType>(v.getType());
   if (!type || !type.hasStaticShape())
     return fail("value '" + name + "' does not have a static tensor type");
-  auto dtype = dtypeOf(type.getElementType());
+  auto dtype = smp::baseDType(type.getElementType());
   if (!dtype)
     return fail("value '" + name + "' has unsupported element type");
   unsigned id = program.buffers_size();

@@ -19,6 +19,7 @@
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
+#include "smp/Dialect/Smp/IR/BaseTypes.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/DType.h"
 #include "smp/base/Layout.h"
@@ -46,7 +47,6 @@ inline llvm::Error fail(const llvm::Twine &msg) {
 
 //===--- InstructionEncoding.cpp ------------------------------------------===//
 
-std::optional<smp::base::DType> dtypeOf(Type t);
 /// The op's name in messages and instructions: its NameLoc, else its kind.
 std::string valueName(Operation *op);
 /// Little-endian bytes of a constant, one element at a time.

@@ -79,3 +79,24 @@ func.func @grad_lse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tens
   %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %g {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xbf16>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
   return
 }
+
+// -----
+
+// expected-error @+1 {{'smp.causal_values' belongs on a frozen argument whose last two dims are equal (a [..., S, S] mask)}}
+func.func @causal_values_trainable(%m: tensor<8x8xf32> {smp.param = "m", smp.causal_values = array<f64: 0.0, 1.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'smp.causal_values' belongs on a frozen argument whose last two dims are equal (a [..., S, S] mask)}}
+func.func @causal_values_not_square(%m: tensor<8x4xf32> {smp.frozen, smp.param = "m", smp.causal_values = array<f64: 0.0, 1.0>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'smp.causal_values' must be array<f64: below, above>}}
+func.func @causal_values_three(%m: tensor<8x8xf32> {smp.frozen, smp.param = "m", smp.causal_values = array<f64: 0.0, 1.0, 2.0>}) {
+  return
+}

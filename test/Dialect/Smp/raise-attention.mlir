@@ -175,3 +175,119 @@ func.func @shared_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
   %o2 = smp.matmul %p2, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
   return %o2 : tensor<2x4x8x16xf32>
 }
+
+// -----
+
+// Causal masks become `causal = true` and no mask operand: a trilu of ones
+// above the diagonal as the masked-out condition (nanoGPT at long contexts).
+// CHECK-LABEL: func.func @causal_trilu
+// CHECK-NOT: smp.trilu
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// CHECK-NOT: smp.not
+// CHECK: return %[[O]]
+func.func @causal_trilu(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                        %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %ones = smp.constant dense<true> : tensor<8x8xi1>
+  %future = smp.trilu %ones {k = 1 : i64, upper = true} : tensor<8x8xi1>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %m = smp.where %future, %ninf, %s : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// A folded bool constant that keeps j <= i (where(keep, s, -inf)), reshaped
+// to [1, 1, 4, 4]; and a folded additive one of 0 and finfo.min (Hugging
+// Face's), broadcast over the batch.
+// CHECK-LABEL: func.func @causal_constants
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>)
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>, tensor<2x4x4x16xf32>)
+// CHECK-NOT: smp.constant dense<{{.*}}> : tensor<{{.*}}4x4x
+func.func @causal_constants(%q: tensor<2x4x4x16xf32>, %kt: tensor<2x4x16x4xf32>,
+                            %v: tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %keep = smp.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %keep4 = smp.reshape %keep : tensor<4x4xi1> -> tensor<1x1x4x4xi1>
+  %s = smp.matmul %q, %kt : (tensor<2x4x4x16xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x4x4xf32>
+  %m = smp.where %keep4, %s, %ninf : (tensor<1x1x4x4xi1>, tensor<2x4x4x4xf32>, tensor<f32>) -> tensor<2x4x4x4xf32>
+  %p = smp.softmax %m {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x4x4xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %add = smp.constant dense<[[[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]], [[[0.0, -3.40282347E+38, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0, 0.0]]]]> : tensor<2x1x4x4xf32>
+  %s2 = smp.matmul %o, %kt : (tensor<2x4x4x16xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x4x4xf32>
+  %m2 = smp.add %s2, %add : (tensor<2x4x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %p2 = smp.softmax %m2 {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %o2 = smp.matmul %p2, %v : (tensor<2x4x4x4xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  return %o2 : tensor<2x4x4x16xf32>
+}
+
+// -----
+
+// Frozen buffers the importer read (smp.causal_values): Hugging Face's folded
+// [B, 1, S, S] mask of 0 and finfo.min, and the legacy export's tril buffer
+// of ones, sliced to the sequence and compared with 0.
+// CHECK-LABEL: func.func @causal_buffers
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+// CHECK-NOT: smp.equal
+// CHECK-NOT: smp.slice
+func.func @causal_buffers(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
+                          %v: tensor<2x4x8x16xf32>,
+                          %hf: tensor<2x1x8x8xf32> {smp.causal_values = array<f64: 0.0, -3.4028234663852886e+38>, smp.frozen, smp.param = "val_160"},
+                          %tril: tensor<1x1x16x16xf32> {smp.causal_values = array<f64: 1.0, 0.0>, smp.frozen, smp.param = "h.0.attn.bias"})
+    -> tensor<2x4x8x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %m = smp.add %s, %hf : (tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %b = smp.slice %tril {limits = array<i64: 1, 1, 8, 8>, starts = array<i64: 0, 0, 0, 0>, steps = array<i64: 1, 1, 1, 1>} : tensor<1x1x16x16xf32> -> tensor<1x1x8x8xf32>
+  %out = smp.equal %b, %zero : (tensor<1x1x8x8xf32>, tensor<f32>) -> tensor<1x1x8x8xi1>
+  %s2 = smp.matmul %o, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %m2 = smp.where %out, %ninf, %s2 : (tensor<1x1x8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p2 = smp.softmax %m2 {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o2 = smp.matmul %p2, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o2 : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Not causal, the mask stays an operand: a fill of -10000 (BERT's; exp of
+// it is not exactly 0 for every score), a mask whose first row also hides
+// key 0 (padding), a frozen buffer whose values the importer did not find
+// causal (no smp.causal_values), and keys longer than the queries.
+// CHECK-LABEL: func.func @not_causal
+// CHECK-COUNT-4: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{[^ ]*}} {scale
+// CHECK-NOT: causal = true
+func.func @not_causal(%q: tensor<2x4x4x16xf32>, %kt: tensor<2x4x16x4xf32>,
+                      %v: tensor<2x4x4x16xf32>, %kt6: tensor<2x4x16x6xf32>,
+                      %v6: tensor<2x4x6x16xf32>,
+                      %buffer: tensor<4x4xf32> {smp.frozen, smp.param = "w"}) -> tensor<2x4x4x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %soft = smp.constant dense<[[0.0, -1.0E+4, -1.0E+4, -1.0E+4], [0.0, 0.0, -1.0E+4, -1.0E+4], [0.0, 0.0, 0.0, -1.0E+4], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xf32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x4x16xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x4x4xf32>
+  %m = smp.add %s, %soft : (tensor<2x4x4x4xf32>, tensor<4x4xf32>) -> tensor<2x4x4x4xf32>
+  %p = smp.softmax %m {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x4x4xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %pad = smp.constant dense<[[false, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %s2 = smp.matmul %o, %kt : (tensor<2x4x4x16xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x4x4xf32>
+  %m2 = smp.where %pad, %s2, %ninf : (tensor<4x4xi1>, tensor<2x4x4x4xf32>, tensor<f32>) -> tensor<2x4x4x4xf32>
+  %p2 = smp.softmax %m2 {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %o2 = smp.matmul %p2, %v : (tensor<2x4x4x4xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %zero = smp.constant dense<0.0> : tensor<f32>
+  %tmask = smp.equal %buffer, %zero : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xi1>
+  %s3 = smp.matmul %o2, %kt : (tensor<2x4x4x16xf32>, tensor<2x4x16x4xf32>) -> tensor<2x4x4x4xf32>
+  %m3 = smp.where %tmask, %ninf, %s3 : (tensor<4x4xi1>, tensor<f32>, tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %p3 = smp.softmax %m3 {axis = 3 : i64} : tensor<2x4x4x4xf32>
+  %o3 = smp.matmul %p3, %v : (tensor<2x4x4x4xf32>, tensor<2x4x4x16xf32>) -> tensor<2x4x4x16xf32>
+  %wide = smp.constant dense<true> : tensor<4x6xi1>
+  %future = smp.trilu %wide {k = 1 : i64, upper = true} : tensor<4x6xi1>
+  %s4 = smp.matmul %o3, %kt6 : (tensor<2x4x4x16xf32>, tensor<2x4x16x6xf32>) -> tensor<2x4x4x6xf32>
+  %m4 = smp.where %future, %ninf, %s4 : (tensor<4x6xi1>, tensor<f32>, tensor<2x4x4x6xf32>) -> tensor<2x4x4x6xf32>
+  %p4 = smp.softmax %m4 {axis = 3 : i64} : tensor<2x4x4x6xf32>
+  %o4 = smp.matmul %p4, %v6 : (tensor<2x4x4x6xf32>, tensor<2x4x6x16xf32>) -> tensor<2x4x4x16xf32>
+  return %o4 : tensor<2x4x4x16xf32>
+}

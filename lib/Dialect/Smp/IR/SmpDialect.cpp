@@ -78,6 +78,24 @@ LogicalResult SmpDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "'smp.init_value' must be dense elements";
     return success();
   }
+  if (name == kCausalValuesAttr) {
+    auto values = dyn_cast<DenseF64ArrayAttr>(attr.getValue());
+    auto f = dyn_cast<FunctionOpInterface>(op);
+    auto type = f && argIndex < f.getNumArguments()
+                    ? dyn_cast<RankedTensorType>(f.getArgumentTypes()[argIndex])
+                    : RankedTensorType();
+    if (!values || values.size() != 2)
+      return op->emitError() << "'" << name
+                             << "' must be array<f64: below, above>";
+    if (!type || type.getRank() < 2 ||
+        type.getDimSize(type.getRank() - 1) !=
+            type.getDimSize(type.getRank() - 2) ||
+        !f.getArgAttr(argIndex, kFrozenAttr))
+      return op->emitError()
+             << "'" << name << "' belongs on a frozen argument whose last "
+             << "two dims are equal (a [..., S, S] mask)";
+    return success();
+  }
   if (name == kFrozenAttr || name == kInitZeroAttr) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError() << "'" << name << "' must be a unit attribute";

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "CausalMask.h"
 #include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -235,6 +236,27 @@ Value reuseEqual(PatternRewriter &rewriter, Value v) {
   return v;
 }
 
+/// Removes the chain's masks that are exactly the causal one over [s, s]
+/// (what attends is key j <= query i); returns whether there was one. Such a
+/// mask becomes `causal = true`: nothing to read, half the blocks skipped.
+bool dropCausalMasks(Chain &chain, int64_t s) {
+  auto overScores = [&](Value m) {
+    return typeOf(m).getShape().take_back(2) == ArrayRef<int64_t>{s, s};
+  };
+  auto isCausal = [&](Value m, double below, double above) {
+    auto v = overScores(m) ? causalValues(m) : std::nullopt;
+    return v && v->below == below && v->above == above;
+  };
+  size_t before = chain.keep.size() + chain.additive.size();
+  llvm::erase_if(chain.keep, [&](const std::pair<Value, bool> &k) {
+    // where(masked, -inf, s) masks j > i; where(keep, s, -inf) keeps j <= i.
+    return k.second ? isCausal(k.first, 0, 1) : isCausal(k.first, 1, 0);
+  });
+  llvm::erase_if(chain.additive,
+                 [&](Value m) { return isCausal(m, 0, -INFINITY); });
+  return chain.keep.size() + chain.additive.size() < before;
+}
+
 /// One mask from the chain's (which fit): the i1 ones and-ed, the float ones
 /// added, and both as where(keep, added, -inf); null when there is none.
 Value buildMask(Grad &G, PatternRewriter &rewriter, const Chain &chain,
@@ -298,6 +320,7 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
         vs[1] != ks[1] || vs[2] != ks[2] || ks[1] == 0 || qs[1] % ks[1] != 0)
       return rewriter.notifyMatchFailure(pv, "shapes broadcast");
     int64_t full[4] = {qs[0], qs[1], qs[2], ks[2]};
+    bool causal = qs[2] == ks[2] && dropCausalMasks(chain, qs[2]);
     if (!masksFit(chain, full, qt.getElementType()))
       return rewriter.notifyMatchFailure(pv, "a mask does not fit");
     rewriter.setInsertionPoint(pv);
@@ -307,7 +330,7 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
     auto attn = AttentionOp::create(
         rewriter, pv.getLoc(), q, k, v, mask,
         rewriter.getF32FloatAttr(static_cast<float>(chain.scale)),
-        rewriter.getBoolAttr(false));
+        rewriter.getBoolAttr(causal));
     rewriter.replaceOp(pv, attn.getResult());
     return success();
   }

@@ -438,7 +438,13 @@ struct SmpPipelineSchedulePass
     SmallVector<DictionaryAttr> argAttrs, resultAttrs;
     SmallVector<BlockArgument> args;
     for (BlockArgument arg : body.getArguments()) {
-      if (!used.count(arg))
+      // A parameter no op reads (a causal mask buffer that smp.attention
+      // replaced) stays on rank 0, so that every plan checkpoints the same
+      // tensors as one rank does.
+      bool unreadParam = arg.use_empty() &&
+                         step.getArgAttr(arg.getArgNumber(),
+                                         SmpDialect::kParamAttr);
+      if (!used.count(arg) && !(rank == 0 && unreadParam))
         continue;
       args.push_back(arg);
       argTypes.push_back(arg.getType());

@@ -51,6 +51,13 @@ def Smp_Dialect : Dialect {
         "smp.param_origins";
     /// Unit argument attribute: a parameter that gets no gradient.
     static constexpr llvm::StringLiteral kFrozenAttr = "smp.frozen";
+    /// Argument attribute of a frozen parameter, array<f64: below, above>:
+    /// every trailing [S, S] slice of its value holds `below` where key
+    /// j <= query i and `above` where j > i (above <= -1e30 is written
+    /// -inf). The importer sets it from the initializer's bytes (a causal
+    /// mask); smp-raise-attention reads it.
+    static constexpr llvm::StringLiteral kCausalValuesAttr =
+        "smp.causal_values";
     /// Argument attribute naming an optimizer state tensor.
     static constexpr llvm::StringLiteral kStateAttr = "smp.state";
     /// Result attribute: this result replaces the parameter or state of
