@@ -18,11 +18,11 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/BaseTypes.h"
+#include "smp/Dialect/Smp/IR/CausalValues.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/Tensor.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <cmath>
 #include <optional>
 
 using namespace mlir;
@@ -30,31 +30,16 @@ using namespace mlir;
 namespace smp::onnx_frontend {
 namespace {
 
-/// The values of a causal tensor of `type` held in `bytes`: the one on and
-/// below the diagonal and the one above (<= -1e30 as -inf), when every
-/// trailing [S, S] slice is such.
-std::optional<std::pair<double, double>>
-causalPattern(RankedTensorType type, std::string &bytes) {
+/// The causal values of a tensor of `type` held in `bytes`.
+std::optional<CausalValues> causalPattern(RankedTensorType type,
+                                          std::string &bytes) {
   auto dtype = smp::baseDType(type.getElementType());
-  int64_t s = type.getShape().back();
   if (!dtype)
     return std::nullopt;
   smp::base::TensorRef t{bytes.data(), *dtype, type.getShape().vec()};
-  std::optional<double> below, above;
-  for (int64_t k = 0, n = t.numel(); k < n; ++k) {
-    double x = smp::base::elementAsDouble(t, k);
-    if (x <= -1e30)
-      x = -INFINITY;
-    int64_t i = (k / s) % s, j = k % s;
-    std::optional<double> &slot = j <= i ? below : above;
-    if (!slot)
-      slot = x;
-    if (!(*slot == x)) // NaN fails too
-      return std::nullopt;
-  }
-  if (!below || !above || *below == *above)
-    return std::nullopt;
-  return std::pair{*below, *above};
+  return classifyCausal(t.numel(), type.getShape().back(), [&](int64_t k) {
+    return smp::base::elementAsDouble(t, k);
+  });
 }
 
 } // namespace
@@ -90,7 +75,7 @@ llvm::Error recordCausalBuffers(ModuleOp module,
         return bytes.takeError();
       if (auto p = causalPattern(type, *bytes))
         f.setArgAttr(a, SmpDialect::kCausalValuesAttr,
-                     b.getDenseF64ArrayAttr({p->first, p->second}));
+                     b.getDenseF64ArrayAttr({p->below, p->above}));
     }
   }
   return llvm::Error::success();

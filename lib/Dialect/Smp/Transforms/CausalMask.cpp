@@ -14,8 +14,6 @@ using namespace mlir;
 
 namespace smp {
 
-double normalizeCausalValue(double x) { return x <= -1e30 ? -INFINITY : x; }
-
 namespace {
 
 /// The trailing [S, S] of a ranked type, S >= 2; 0 otherwise.
@@ -38,31 +36,16 @@ std::optional<CausalValues> constantValues(DenseElementsAttr dense) {
   int64_t s = squareTail(dense.getType());
   if (s == 0 || dense.isSplat())
     return std::nullopt;
-  std::optional<double> below, above;
-  int64_t index = 0;
-  auto check = [&](double x) {
-    x = normalizeCausalValue(x);
-    int64_t i = (index / s) % s, j = index % s;
-    ++index;
-    std::optional<double> &slot = j <= i ? below : above;
-    if (!slot)
-      slot = x;
-    return *slot == x;
-  };
+  int64_t n = dense.getNumElements();
   if (dense.getElementType().isInteger(1)) {
-    for (bool b : dense.getValues<bool>())
-      if (!check(b ? 1.0 : 0.0))
-        return std::nullopt;
-  } else if (isa<FloatType>(dense.getElementType())) {
-    for (const APFloat &f : dense.getValues<APFloat>())
-      if (!check(f.convertToDouble()))
-        return std::nullopt;
-  } else {
-    return std::nullopt;
+    auto values = dense.getValues<bool>();
+    return classifyCausal(n, s, [&](int64_t k) { return values[k] ? 1.0 : 0.0; });
   }
-  if (!below || !above || *below == *above)
+  if (!isa<FloatType>(dense.getElementType()))
     return std::nullopt;
-  return CausalValues{*below, *above};
+  auto values = dense.getValues<APFloat>();
+  return classifyCausal(
+      n, s, [&](int64_t k) { return values[k].convertToDouble(); });
 }
 
 /// A splat constant's value, booleans as 0 and 1.

@@ -11,17 +11,11 @@
 #define SMP_LIB_DIALECT_SMP_TRANSFORMS_CAUSALMASK_H
 
 #include "mlir/IR/Value.h"
+#include "smp/Dialect/Smp/IR/CausalValues.h"
 
 #include <optional>
 
 namespace smp {
-
-/// The two values of a causal mask: every trailing [S, S] slice holds
-/// `below` where key j <= query i and `above` where j > i (booleans as 0 and
-/// 1; a value <= -1e30 as -inf: added to a score, either leaves exp() 0).
-struct CausalValues {
-  double below, above;
-};
 
 /// `v`'s causal values when the IR proves them: a constant, a trilu of a
 /// splat, a frozen argument the importer marked (smp.causal_values), and
@@ -29,9 +23,6 @@ struct CausalValues {
 /// the trailing [S, S] make of those. Nullopt otherwise (not known, or not
 /// causal, or S < 2).
 std::optional<CausalValues> causalValues(mlir::Value v);
-
-/// A value of a causal mask as the analysis compares it: -inf for <= -1e30.
-double normalizeCausalValue(double x);
 
 } // namespace smp
 
