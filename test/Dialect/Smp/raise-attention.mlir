@@ -291,3 +291,56 @@ func.func @not_causal(%q: tensor<2x4x4x16xf32>, %kt: tensor<2x4x16x4xf32>,
   %o4 = smp.matmul %p4, %v6 : (tensor<2x4x4x6xf32>, tensor<2x4x6x16xf32>) -> tensor<2x4x4x16xf32>
   return %o4 : tensor<2x4x4x16xf32>
 }
+
+// -----
+
+// Grouped-query attention as Hugging Face's repeat_kv writes it: 2 key/value
+// heads reshaped to [B, 2, 1, S, D], expanded to [B, 2, 2, S, D] and
+// reshaped to 4 heads. The op reads the 2 heads themselves (query head h
+// reads key/value head h / 2); the copies are gone.
+// CHECK-LABEL: func.func @gqa_repeat_kv
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x2x8x16xf32>, %[[V:.*]]: tensor<2x2x8x16xf32>)
+// CHECK-NOT: smp.expand
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f32} : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// CHECK-NOT: smp.expand
+// CHECK: return %[[O]]
+func.func @gqa_repeat_kv(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>,
+                         %v: tensor<2x2x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %ninf = smp.constant dense<0xFF800000> : tensor<f32>
+  %scale = smp.constant dense<0.25> : tensor<f32>
+  %ones = smp.constant dense<true> : tensor<8x8xi1>
+  %future = smp.trilu %ones {k = 1 : i64, upper = true} : tensor<8x8xi1>
+  %k5 = smp.reshape %k : tensor<2x2x8x16xf32> -> tensor<2x2x1x8x16xf32>
+  %ke = smp.expand %k5 : tensor<2x2x1x8x16xf32> -> tensor<2x2x2x8x16xf32>
+  %kr = smp.reshape %ke : tensor<2x2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  %v5 = smp.reshape %v : tensor<2x2x8x16xf32> -> tensor<2x2x1x8x16xf32>
+  %ve = smp.expand %v5 : tensor<2x2x1x8x16xf32> -> tensor<2x2x2x8x16xf32>
+  %vr = smp.reshape %ve : tensor<2x2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  %kt = smp.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<2x4x8x16xf32> -> tensor<2x4x16x8xf32>
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %ss = smp.mul %s, %scale : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %m = smp.where %future, %ninf, %ss : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %vr : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// The heads repeated the other way (tiled: [B, 1, 2, S, D] expanded to
+// [B, 2, 2, S, D], so query head h reads key/value head h % 2) is not the
+// op's pairing: the op reads the repeated tensors.
+// CHECK-LABEL: func.func @gqa_tiled
+// CHECK: %[[KE:.*]] = smp.expand
+// CHECK: %[[KR:.*]] = smp.reshape %[[KE]] : tensor<2x2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+// CHECK: smp.attention %{{.*}}, %[[KR]], %{{.*}} {scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>)
+func.func @gqa_tiled(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>,
+                     %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %k5 = smp.reshape %k : tensor<2x2x8x16xf32> -> tensor<2x1x2x8x16xf32>
+  %ke = smp.expand %k5 : tensor<2x1x2x8x16xf32> -> tensor<2x2x2x8x16xf32>
+  %kr = smp.reshape %ke : tensor<2x2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  %s = smp.matmul %q, %kr {transpose_rhs = true} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %p = smp.softmax %s {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}

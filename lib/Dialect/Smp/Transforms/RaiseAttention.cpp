@@ -186,6 +186,31 @@ Value untransposeKey(Grad &G, Value kT) {
                              G.b.getDenseI64ArrayAttr({0, 1, 3, 2}));
 }
 
+/// x [B, Hkv, S, D] when `v` [B, Hkv * G, S, D] is Hugging Face's repeat_kv
+/// of it (grouped-query attention): reshape to [B, Hkv, 1, S, D], expand to
+/// [B, Hkv, G, S, D], reshape back. Query head h then reads key/value head
+/// h / G, which is what smp.attention does with fewer key/value heads, so
+/// the op reads x and never materialises the G copies. Null otherwise (a
+/// repeat along another dim, h % Hkv, is not this pairing).
+Value matchRepeatKv(Value v) {
+  auto outer = v.getDefiningOp<ReshapeOp>();
+  auto ex = outer ? outer.getInput().getDefiningOp<ExpandOp>() : ExpandOp();
+  auto inner = ex ? ex.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!inner || typeOf(inner.getInput()).getRank() != 4)
+    return {};
+  Value x = inner.getInput();
+  ArrayRef<int64_t> xs = typeOf(x).getShape(), es = typeOf(ex).getShape();
+  if (es.size() != 5)
+    return {};
+  int64_t b = xs[0], h = xs[1], s = xs[2], d = xs[3], g = es[2];
+  if (typeOf(inner.getResult()).getShape() !=
+          ArrayRef<int64_t>{b, h, 1, s, d} ||
+      es != ArrayRef<int64_t>{b, h, g, s, d} ||
+      typeOf(v).getShape() != ArrayRef<int64_t>{b, h * g, s, d})
+    return {};
+  return x;
+}
+
 /// `m`'s shape as rank 4 (leading 1s), if each dim is 1 or that of `full`.
 std::optional<SmallVector<int64_t>> maskShape(Value m,
                                               ArrayRef<int64_t> full) {
@@ -326,6 +351,12 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(pv);
     Grad G{rewriter, pv.getLoc()};
     Value k = qk.getTransposeRhs() ? kOrKT : untransposeKey(G, kOrKT);
+    // Grouped-query attention: the op reads the key/value heads themselves.
+    Value kvK = matchRepeatKv(k), kvV = matchRepeatKv(v);
+    if (kvK && kvV && typeOf(kvK).getDimSize(1) == typeOf(kvV).getDimSize(1)) {
+      k = kvK;
+      v = kvV;
+    }
     Value mask = buildMask(G, rewriter, chain, full);
     auto attn = AttentionOp::create(
         rewriter, pv.getLoc(), q, k, v, mask,

@@ -37,7 +37,10 @@ def SmpRaiseAttentionPass
     (PyTorch's `scaled_dot_product_attention` export), k^T as a transpose
     (or reshape-transpose-reshape) of k, additive float masks and boolean
     masks applied with `where(cond, -inf, s)`, and the export's guard that
-    turns a fully masked row's NaN into 0. A chain whose scores, mask or
+    turns a fully masked row's NaN into 0. A mask that is exactly causal
+    becomes `causal = true`; grouped-query attention's repeated keys and
+    values (Hugging Face's repeat_kv: reshape, expand, reshape) are read as
+    the key/value heads themselves. A chain whose scores, mask or
     probabilities are used elsewhere, whose mask depends on a trainable
     parameter (it would need a gradient) or whose shapes broadcast stays
     unfused, as imported.
