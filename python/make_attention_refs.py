@@ -12,10 +12,12 @@ in float64 with autograd,
   out = torch.nn.functional.scaled_dot_product_attention(q, k, v, mask,
             scale=scale, enable_gqa=...)       (causal: see below)
   lse = torch.logsumexp(scale * q k^T + mask, -1)   over the allowed keys
-  dq, dk, dv = autograd of (out * dout).sum()
+  dq, dk, dv (, dmask) = autograd of (out * dout).sum()
 
 and stores them as little-endian f32 in <name>.bin (out, lse, dq, dk, dv in
-that order, each row-major). cases.txt lists the cases, one a line:
+that order, each row-major; then, for a float mask, its gradient dmask of
+the mask's shape, the scores' gradient summed over the dims it broadcasts
+along). cases.txt lists the cases, one a line:
 
   name B Hq Hkv S Sk D Dv causal mask scale seed
 
@@ -119,6 +121,9 @@ def reference(case):
     v = values(seed, 2, (b, hkv, sk, dv)).requires_grad_()
     dout = values(seed, 3, (b, hq, s, dv))
     mask = make_mask(kind, seed, b, hq, s, sk)
+    float_mask = mask is not None and mask.dtype != torch.bool
+    if float_mask:
+        mask.requires_grad_()
     full = with_causal(mask, s, sk) if causal else mask
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=full, scale=scale,
                                          enable_gqa=hq != hkv)
@@ -131,6 +136,9 @@ def reference(case):
                       if full.dtype == torch.bool else scores + full)
         lse = torch.logsumexp(scores, dim=-1)
     parts = [out.detach(), lse, q.grad, k.grad, v.grad]
+    if float_mask:
+        # d mask: where the mask is -inf the probability is 0 and so is dS
+        parts.append(mask.grad)
     assert all(torch.isfinite(p).all() for p in parts), name
     line = f"{name} {b} {hq} {hkv} {s} {sk} {d} {dv} {causal} {kind} " \
            f"{scale!r} {seed}"

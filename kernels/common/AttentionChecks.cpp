@@ -1,7 +1,7 @@
 //===- AttentionChecks.cpp - Checks of the fused attention ops ------------===//
 //
 // The argument checks kernels/cpu and kernels/cuda share for attention and
-// attention_grad (the layout is in KernelApi.inc, "Attention").
+// attention_grad and attention_mask_grad (the layout is in KernelApi.inc, "Attention").
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +94,21 @@ Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
   return checkShape(op, "lse", lse, {g.b, g.hq, g.s});
 }
 
+/// A gradient: what `like` is, a tensor of its shape and dtype `t`.
+struct LikeArg {
+  const char *name;
+  const TensorRef *grad, *like;
+};
+
+Status checkLike(const char *op, DType t, std::initializer_list<LikeArg> args) {
+  for (const LikeArg &a : args) {
+    SMP_RETURN_IF_ERROR(checkTensor(op, a.name, *a.grad));
+    SMP_RETURN_IF_ERROR(checkDType(op, a.name, *a.grad, t));
+    SMP_RETURN_IF_ERROR(checkShape(op, a.name, *a.grad, a.like->shape));
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Status checkAttention(const TensorRef &q, const TensorRef &k,
@@ -116,17 +131,25 @@ Status checkAttentionGrad(const TensorRef &q, const TensorRef &k,
   SMP_RETURN_IF_ERROR(checkQkv(op, q, k, v, dims));
   SMP_RETURN_IF_ERROR(checkMask(op, mask, q.dtype, dims));
   SMP_RETURN_IF_ERROR(checkOutLse(op, q, out, lse, dims));
-  const std::pair<const char *, const TensorRef *> grads[] = {
-      {"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
-  const TensorRef *like[] = {&out, &q, &k, &v};
-  for (int i = 0; i < 4; ++i) {
-    SMP_RETURN_IF_ERROR(checkTensor(op, grads[i].first, *grads[i].second));
-    SMP_RETURN_IF_ERROR(
-        checkDType(op, grads[i].first, *grads[i].second, q.dtype));
-    SMP_RETURN_IF_ERROR(
-        checkShape(op, grads[i].first, *grads[i].second, like[i]->shape));
-  }
-  return Status::success();
+  return checkLike(op, q.dtype,
+                   {{"dout", &dout, &out}, {"dq", &dq, &q}, {"dk", &dk, &k},
+                    {"dv", &dv, &v}});
+}
+
+Status checkAttentionMaskGrad(const TensorRef &q, const TensorRef &k,
+                              const TensorRef &v, const TensorRef &out,
+                              const TensorRef &lse, const TensorRef &dout,
+                              const TensorRef &mask, const TensorRef &dmask,
+                              AttentionDims &dims) {
+  const char *op = "attention_mask_grad";
+  SMP_RETURN_IF_ERROR(checkQkv(op, q, k, v, dims));
+  SMP_RETURN_IF_ERROR(checkMask(op, &mask, q.dtype, dims));
+  if (dims.boolMask)
+    return fail(op, "mask is " + describe(mask) +
+                        "; only an additive mask of q's dtype has a gradient");
+  SMP_RETURN_IF_ERROR(checkOutLse(op, q, out, lse, dims));
+  return checkLike(op, q.dtype,
+                   {{"dout", &dout, &out}, {"dmask", &dmask, &mask}});
 }
 
 } // namespace smp::kernels::common

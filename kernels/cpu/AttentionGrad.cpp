@@ -12,7 +12,10 @@
 //      key blocks.
 //
 // Both passes recompute P and dS with the same code on the same packed
-// operands as the forward (the same bits). Semantics: KernelApi.inc.
+// operands as the forward (the same bits). attentionMaskGrad, for a
+// trainable additive mask, recomputes them once more, one task per mask
+// (batch, head[, query block]) summing dS over what that part of the mask
+// broadcasts to. Semantics: KernelApi.inc.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +154,88 @@ std::vector<float> rowDots(const TensorRef &out, const TensorRef &dout,
   return d;
 }
 
+/// What both backward kernels read: the scores' operands, v's panels,
+/// dout's rows, the log-sum-exp and Dsum (withKeyRows: k's rows, for dq).
+template <class S>
+Operands gradOperands(const common::AttentionDims &g, const TensorRef &q,
+                      const TensorRef &k, const TensorRef &v,
+                      const TensorRef &out, const TensorRef &lse,
+                      const TensorRef &dout, const TensorRef *mask,
+                      float scale, bool causal, bool withKeyRows) {
+  Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
+  if (withKeyRows)
+    widenRows<S>(k, g.d, in.k);
+  packPanels<S>(v, g.b * g.hkv, g.sk, g.dv, in.vp);
+  widenRows<S>(dout, g.dv, in.dout);
+  in.lse = lse.as<float>();
+  in.dsum = rowDots<S>(out, dout, g.b * g.hq * g.s, g.dv);
+  return in;
+}
+
+/// The tasks of the mask's gradient: one per mask (batch, head) and, when
+/// the mask has a query dim, query block; a task sums dS over the batches,
+/// heads and query blocks its mask elements broadcast to, in that order.
+struct MaskTasks {
+  int64_t mb, mh, mq; // mask batches, heads and query blocks (1: broadcast)
+  MaskTasks(const TensorRef &mask, int64_t nQb)
+      : mb(mask.shape[0]), mh(mask.shape[1]), mq(mask.shape[2] == 1 ? 1 : nQb) {}
+  int64_t count() const { return mb * mh * mq; }
+};
+
+/// Task `task` of `m`: adds dS into dmask (f32, the mask's element
+/// strides).
+void maskTaskGrad(const Operands &in, const MaskTasks &m, int64_t task,
+                  float *dmask) {
+  const common::AttentionDims &g = *in.g;
+  int64_t tb = task / (m.mh * m.mq), th = task / m.mq % m.mh, tq = task % m.mq;
+  auto range = [](int64_t n, int64_t full, int64_t at) {
+    return n == 1 ? std::pair<int64_t, int64_t>{0, full}
+                  : std::pair<int64_t, int64_t>{at, at + 1};
+  };
+  auto [b0, b1] = range(m.mb, g.b, tb);
+  auto [h0, h1] = range(m.mh, g.hq, th);
+  auto [q0, q1] = range(m.mq, in.nQb, tq);
+  const int64_t *st = g.maskStride;
+  GradTile t(g, 0, 0);
+  // A query block's P and dS over every key, and per row the sums of P
+  // and dS: dS = P (dP - Dsum) with Dsum from the output sums to
+  // sum P dP - Dsum sum P, not 0, by the output's rounding; the mask's
+  // gradient (sums of dS, which cancel) is recentred with the sums, as the
+  // unfused softmax gradient computes it.
+  size_t rowFloats = static_cast<size_t>(kBr * g.sk);
+  std::vector<float> rowP(rowFloats), rowDs(rowFloats);
+  std::vector<double> sumP(kBr), sumDs(kBr);
+  for (int64_t b = b0; b < b1; ++b)
+    for (int64_t h = h0; h < h1; ++h)
+      for (int64_t qb = q0; qb < q1; ++qb) {
+        int64_t i0 = qb * kBr, br = std::min(kBr, g.s - i0);
+        std::fill(rowP.begin(), rowP.end(), 0.0f);
+        std::fill(rowDs.begin(), rowDs.end(), 0.0f);
+        std::fill(sumP.begin(), sumP.end(), 0.0);
+        std::fill(sumDs.begin(), sumDs.end(), 0.0);
+        for (int64_t kb = 0; kb <= in.sc.lastKeyBlock(i0, br, in.nKb); ++kb) {
+          int64_t j0 = kb * kBc, bc = std::min(kBc, g.sk - j0);
+          if (!in.sc.anyAllowed(b, h, i0, br, j0, bc))
+            continue;
+          probsAndDs(in, b, h, i0, br, kb, t);
+          for (int64_t r = 0; r < br; ++r)
+            for (int64_t c = 0; c < bc; ++c) {
+              float p = t.p[r * kBc + c], ds = t.ds[r * kBc + c];
+              rowP[r * g.sk + j0 + c] = p;
+              rowDs[r * g.sk + j0 + c] = ds;
+              sumP[r] += p;
+              sumDs[r] += ds;
+            }
+        }
+        for (int64_t r = 0; r < br; ++r) {
+          float shift = sumP[r] > 0 ? static_cast<float>(sumDs[r] / sumP[r]) : 0;
+          float *o = dmask + b * st[0] + h * st[1] + (i0 + r) * st[2];
+          for (int64_t j = 0; j < g.sk; ++j)
+            o[j * st[3]] += rowDs[r * g.sk + j] - rowP[r * g.sk + j] * shift;
+        }
+      }
+}
+
 } // namespace
 
 Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
@@ -163,17 +248,46 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
   return visitFloat(q.dtype, "attention_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
-    widenRows<S>(k, g.d, in.k);
-    packPanels<S>(v, g.b * g.hkv, g.sk, g.dv, in.vp);
-    widenRows<S>(dout, g.dv, in.dout);
-    in.lse = lse.as<float>();
-    in.dsum = rowDots<S>(out, dout, g.b * g.hq * g.s, g.dv);
+    Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, mask, scale,
+                                  causal, true);
     S *pdk = dk.as<S>(), *pdv = dv.as<S>(), *pdq = dq.as<S>();
     forTasks(g.b * g.hkv * in.nKb,
              [&](int64_t task) { keyBlockGrads<S>(in, task, pdk, pdv); });
     forTasks(g.b * g.hq * in.nQb,
              [&](int64_t task) { queryBlockGrad<S>(in, task, pdq); });
+    return Status::success();
+  });
+}
+
+Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
+                         const TensorRef &v, const TensorRef &out,
+                         const TensorRef &lse, const TensorRef &dout,
+                         const TensorRef &mask, float scale, bool causal,
+                         const TensorRef &dmask) {
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(common::checkAttentionMaskGrad(q, k, v, out, lse, dout,
+                                                     mask, dmask, g));
+  return visitFloat(q.dtype, "attention_mask_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, &mask, scale,
+                                  causal, false);
+    // f32 sums in the result itself; f16 / bf16 in an f32 copy, rounded once.
+    std::vector<float> wide;
+    float *acc = dmask.as<float>();
+    if (!std::is_same_v<S, float>) {
+      wide.assign(static_cast<size_t>(dmask.numel()), 0.0f);
+      acc = wide.data();
+    } else {
+      std::fill_n(acc, dmask.numel(), 0.0f);
+    }
+    MaskTasks tasks(mask, in.nQb);
+    forTasks(tasks.count(),
+             [&](int64_t task) { maskTaskGrad(in, tasks, task, acc); });
+    if (!std::is_same_v<S, float>) {
+      S *o = dmask.as<S>();
+      for (int64_t i = 0; i < dmask.numel(); ++i)
+        o[i] = Float<S>::store(wide[static_cast<size_t>(i)]);
+    }
     return Status::success();
   });
 }

@@ -13,6 +13,8 @@
 //             dv += P^T dout and dk += dS^T q over every query tile of
 //             every query head of the group; pass 2, one block per (query
 //             tile, head, batch): dq += dS k over the key tiles.
+//   mask gradient (a trainable additive mask only): one thread per mask
+//             element, dS summed over what it broadcasts to.
 //
 // A warp holds one query row of a score tile, lane j its key j (kBK = 32),
 // so row maxima and sums are warp shuffles. Scores are one fmaf chain over
@@ -35,6 +37,11 @@ constexpr int kBQ = 16;        // queries per tile
 constexpr int kBK = 32;        // keys per tile (one per lane)
 constexpr int kThreadsA = 128; // 4 warps
 constexpr int kWarps = kThreadsA / 32;
+
+/// A mask's sizes (plain data for the mask-gradient kernel).
+struct MaskShape {
+  int64_t n[4];
+};
 
 /// What every attention kernel reads besides its tensors (plain data).
 struct AttnArgs {
@@ -357,6 +364,60 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   }
 }
 
+/// x . y over n elements of S, one fmaf chain in order, f32.
+template <class S>
+__device__ float dotOf(const S *x, const S *y, int64_t n) {
+  float s = 0.0f;
+  for (int64_t p = 0; p < n; ++p)
+    s = fmaf(FT<S>::load(x[p]), FT<S>::load(y[p]), s);
+  return s;
+}
+
+/// The mask's gradient, one thread per mask element (written for clarity:
+/// a trainable mask is rare, and the tiled passes above are where the time
+/// goes): dS summed over the (b, h, i, j) the element broadcasts to, in
+/// that order, from global memory.
+template <class S>
+__global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
+                                       const S *k, const S *v, const S *out,
+                                       const float *lse, const S *dout,
+                                       S *dmask) {
+  const common::AttentionDims &g = a.g;
+  int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= m.n[0] * m.n[1] * m.n[2] * m.n[3])
+    return;
+  int64_t at[4], rest = e;
+  for (int d = 3; d >= 0; --d) {
+    at[d] = rest % m.n[d];
+    rest /= m.n[d];
+  }
+  int64_t full[4] = {g.b, g.hq, g.s, g.sk}, lo[4], hi[4];
+  for (int d = 0; d < 4; ++d) {
+    lo[d] = m.n[d] == 1 ? 0 : at[d];
+    hi[d] = m.n[d] == 1 ? full[d] : at[d] + 1;
+  }
+  float acc = 0.0f;
+  for (int64_t b = lo[0]; b < hi[0]; ++b)
+    for (int64_t h = lo[1]; h < hi[1]; ++h)
+      for (int64_t i = lo[2]; i < hi[2]; ++i) {
+        int64_t row = (b * g.hq + h) * g.s + i, kvh = h / g.group;
+        float l = lse[row];
+        if (l == -INFINITY)
+          continue;
+        const S *qi = q + row * g.d, *doi = dout + row * g.dv;
+        float dsum = dotOf(doi, out + row * g.dv, g.dv);
+        for (int64_t j = lo[3]; j < hi[3]; ++j) {
+          float add;
+          if (!maskAt<S>(a, b, h, i, j, add))
+            continue;
+          int64_t kr = (b * g.hkv + kvh) * g.sk + j;
+          float p = expf(a.scale * dotOf(qi, k + kr * g.d, g.d) + add - l);
+          acc += p * (dotOf(doi, v + kr * g.dv, g.dv) - dsum);
+        }
+      }
+  dmask[e] = FT<S>::store(acc);
+}
+
 int blocksOf(int64_t n, int64_t tile) {
   return static_cast<int>((n + tile - 1) / tile);
 }
@@ -451,6 +512,36 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                          kBQ, g.hq, g, *ctx, a, q.as<S>(), k.as<S>(),
                          v.as<S>(), out.as<S>(), lse.as<float>(),
                          dout.as<S>(), dq.as<S>());
+    }
+  });
+}
+
+Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
+                         const TensorRef &v, const TensorRef &out,
+                         const TensorRef &lse, const TensorRef &dout,
+                         const TensorRef &mask, float scale, bool causal,
+                         const TensorRef &dmask) {
+  const char *op = "attention_mask_grad";
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(common::checkAttentionMaskGrad(q, k, v, out, lse, dout,
+                                                     mask, dmask, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (dmask.numel() == 0)
+    return Status::success();
+  AttnArgs a = makeArgs(g, &mask, scale, causal);
+  MaskShape m{{mask.shape[0], mask.shape[1], mask.shape[2], mask.shape[3]}};
+  return visitFloat(q.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, double>) {
+      return unsupported(op, q.dtype);
+    } else {
+      constexpr int kThreads = 256;
+      attentionMaskGradElems<S>
+          <<<blocksOf(dmask.numel(), kThreads), kThreads, 0, ctx->stream>>>(
+              a, m, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
+              lse.as<float>(), dout.as<S>(), dmask.as<S>());
+      return launchStatus(op);
     }
   });
 }

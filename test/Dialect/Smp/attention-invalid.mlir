@@ -1,4 +1,5 @@
-// The verifier of smp.attention and smp.attention_grad (SmpAttentionOps.cpp).
+// The verifier of smp.attention, smp.attention_grad and smp.attention_mask_grad
+// (SmpAttentionOps.cpp).
 // RUN: smp-opt %s -split-input-file -verify-diagnostics
 
 func.func @rank(%q: tensor<4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) {
@@ -98,5 +99,32 @@ func.func @causal_values_not_square(%m: tensor<8x4xf32> {smp.frozen, smp.param =
 
 // expected-error @+1 {{'smp.causal_values' must be array<f64: below, above>}}
 func.func @causal_values_three(%m: tensor<8x8xf32> {smp.frozen, smp.param = "m", smp.causal_values = array<f64: 0.0, 1.0, 2.0>}) {
+  return
+}
+
+// -----
+
+// A boolean mask has no gradient.
+func.func @mask_grad_bool(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x16xf32>, %l: tensor<2x4x8xf32>, %m: tensor<1x4x8x8xi1>) {
+  // expected-error @+1 {{operand #6 must be}}
+  %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %o, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<1x4x8x8xi1>) -> tensor<1x4x8x8xi1>
+  return
+}
+
+// -----
+
+func.func @mask_grad_type(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x16xf32>, %l: tensor<2x4x8xf32>, %m: tensor<1x4x8x8xf16>) {
+  // expected-error @+2 {{'smp.attention_mask_grad' mask must be i1 or the query's element type, got 'tensor<1x4x8x8xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %o, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8xf32>, tensor<2x4x8x16xf32>, tensor<1x4x8x8xf16>) -> tensor<1x4x8x8xf16>
+  return
+}
+
+// -----
+
+func.func @mask_grad_lse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x16xf32>, %l: tensor<2x4xf32>, %m: tensor<1x4x8x8xf32>) {
+  // expected-error @+2 {{'smp.attention_mask_grad' lse 'tensor<2x4xf32>' must be 'tensor<2x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %o, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4xf32>, tensor<2x4x8x16xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
   return
 }

@@ -85,13 +85,12 @@ func.func @two_masks(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 
 // -----
 
-// Stay unfused: a trainable additive bias (T5's relative position bias needs
-// its gradient), probabilities the model also returns, a scale applied after
-// the mask (it would scale the mask), and a finite fill (HF's finfo.min
-// where(): a fully masked row would average, not give 0).
+// A trainable additive bias (T5's relative position bias) fuses: its
+// gradient is smp.attention_mask_grad's (build-gradients-attention.mlir).
 // CHECK-LABEL: func.func @trainable_bias
-// CHECK-NOT: smp.attention
-// CHECK: smp.softmax
+// CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<1x4x8x8xf32> {smp.param = "rel_bias"}
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[B]] {scale = 1.000000e+00 : f32}
+// CHECK-NOT: smp.softmax
 func.func @trainable_bias(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
                           %v: tensor<2x4x8x16xf32>,
                           %b: tensor<1x4x8x8xf32> {smp.param = "rel_bias"})
@@ -105,6 +104,9 @@ func.func @trainable_bias(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 
 // -----
 
+// Stay unfused: probabilities the model also returns, a scale applied after
+// the mask (it would scale the mask), and a finite fill (HF's finfo.min
+// where(): a fully masked row would average, not give 0).
 // CHECK-LABEL: func.func @probs_returned
 // CHECK-NOT: smp.attention
 func.func @probs_returned(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,

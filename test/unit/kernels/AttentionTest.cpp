@@ -20,27 +20,39 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// The five results of a case: out, lse, dq, dk, dv.
+/// Whether the inputs' mask is an additive float one (it has a gradient).
+bool floatMask(const AttnInputs &in) {
+  return in.hasMask && in.mask.ref.dtype != DType::Bool;
+}
+
+/// The results of a case: out, lse, dq, dk, dv and, for a float mask, its
+/// gradient dmask.
 struct AttnResults {
-  Host out, lse, dq, dk, dv;
-  AttnResults(const AttnCase &c, DType t)
+  Host out, lse, dq, dk, dv, dmask;
+  int parts;
+  AttnResults(const AttnCase &c, DType t, const AttnInputs &in)
       : out(t, {c.b, c.hq, c.s, c.dv}), lse(DType::F32, {c.b, c.hq, c.s}),
         dq(t, {c.b, c.hq, c.s, c.d}), dk(t, {c.b, c.hkv, c.sk, c.d}),
-        dv(t, {c.b, c.hkv, c.sk, c.dv}) {}
+        dv(t, {c.b, c.hkv, c.sk, c.dv}),
+        dmask(floatMask(in) ? Host(t, in.mask.ref.shape) : Host()),
+        parts(floatMask(in) ? 6 : 5) {}
   const Host &part(int i) const {
-    const Host *p[] = {&out, &lse, &dq, &dk, &dv};
+    const Host *p[] = {&out, &lse, &dq, &dk, &dv, &dmask};
     return *p[i];
   }
 };
-const char *const kPartNames[] = {"out", "lse", "dq", "dk", "dv"};
+const char *const kPartNames[] = {"out", "lse", "dq", "dk", "dv", "dmask"};
 
 AttnResults runAttention(const AttnCase &c, const AttnInputs &in, DType t) {
-  AttnResults r(c, t);
+  AttnResults r(c, t, in);
   float scale = static_cast<float>(c.scale);
   EXPECT_OK(
       attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal, r.out, r.lse));
   EXPECT_OK(attentionGrad(in.q, in.k, in.v, r.out, r.lse, in.dout, in.maskRef(),
                           scale, c.causal, r.dq, r.dk, r.dv));
+  if (floatMask(in))
+    EXPECT_OK(attentionMaskGrad(in.q, in.k, in.v, r.out, r.lse, in.dout,
+                                in.mask, scale, c.causal, r.dmask));
   return r;
 }
 
@@ -66,7 +78,7 @@ TEST(Attention, MatchesPyTorch) {
     AttnInputs in(c, DType::F32);
     AttnResults r = runAttention(c, in, DType::F32);
     size_t total = 0;
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < r.parts; ++i)
       total += static_cast<size_t>(r.part(i).numel());
     std::vector<double> ref =
         readF32(attnFixtureDir() + "/" + c.name + ".bin", total);
@@ -74,7 +86,7 @@ TEST(Attention, MatchesPyTorch) {
       continue;
     size_t at = 0;
     std::printf("[ torch    ] %-18s", c.name.c_str());
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < r.parts; ++i) {
       std::vector<double> got = r.part(i).values();
       std::vector<double> want(ref.begin() + at, ref.begin() + at + got.size());
       at += got.size();
@@ -106,7 +118,7 @@ TEST(Attention, HalfTypesMatchF32) {
           wide.mask.set(i, half.mask.get(i));
       AttnResults a = runAttention(c, half, t);
       AttnResults b = runAttention(c, wide, DType::F32);
-      for (int i = 0; i < 5; ++i)
+      for (int i = 0; i < a.parts; ++i)
         EXPECT_LE(maxRelDiff(a.part(i).values(), b.part(i).values()),
                   i == 1 ? 1e-6 : 4 * tolFor(t))
             << kPartNames[i];
@@ -125,15 +137,17 @@ TensorRef view(const Host &h, int64_t offset, std::vector<int64_t> shape) {
 /// matmul(q, k^T) * scale + mask, softmax, matmul by v; the gradients as
 /// the unfused graph's backward composes them: dv = P^T dout,
 /// dP = dout v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k,
-/// dk = scale dS^T q (summed over the heads of a group).
+/// dk = scale dS^T q (summed over the heads of a group), dmask = dS / scale
+/// summed over the mask's broadcast dims.
 AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
-  AttnResults r(c, DType::F32);
+  AttnResults r(c, DType::F32, in);
   int64_t group = c.hq / c.hkv, n = c.s * c.sk;
   Host sc(DType::F32, {c.s, c.sk}), p(DType::F32, {c.s, c.sk}),
       dp(DType::F32, {c.s, c.sk}), part(DType::F32, {c.sk, c.d}),
       partV(DType::F32, {c.sk, c.dv});
   std::fill(r.dk.bytes.begin(), r.dk.bytes.end(), 0);
   std::fill(r.dv.bytes.begin(), r.dv.bytes.end(), 0);
+  std::fill(r.dmask.bytes.begin(), r.dmask.bytes.end(), 0);
   for (int64_t b = 0; b < c.b; ++b)
     for (int64_t h = 0; h < c.hq; ++h) {
       int64_t qo = (b * c.hq + h) * c.s, ko = (b * c.hkv + h / group) * c.sk;
@@ -175,7 +189,12 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
           dot += p.get(i * c.sk + j) * dp.get(i * c.sk + j);
         for (int64_t j = 0; j < c.sk; ++j) {
           int64_t e = i * c.sk + j;
-          dp.set(e, c.scale * p.get(e) * (dp.get(e) - dot));
+          double ds = p.get(e) * (dp.get(e) - dot);
+          if (floatMask(in)) {
+            int64_t mi = broadcastIndex({b, h, i, j}, in.mask.ref.shape);
+            r.dmask.set(mi, r.dmask.get(mi) + ds);
+          }
+          dp.set(e, c.scale * ds);
         }
       }
       EXPECT_OK(matmul(dp, k, view(r.dq, qo * c.d, {c.s, c.d})));
@@ -188,19 +207,24 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
 
 /// Several blocks of queries and keys with tails (S = 200, Sk = 150), head
 /// dims that are not multiples of 16, GQA, causal with a Bool mask that
-/// blanks a whole key block (skipped) and a float mask: fused equals the
-/// unfused kernels.
+/// blanks a whole key block (skipped), a float mask per head and a causal
+/// float mask [B, 1, 1, Sk] (one value per key, broadcast over heads and
+/// queries: its gradient sums over both; a per-query mask would have a
+/// gradient of exactly 0, a softmax being blind to a row's shift): fused
+/// equals the unfused kernels.
 TEST(Attention, MatchesUnfusedKernels) {
-  for (const char *mask : {"bool", "float"}) {
+  for (const char *mask : {"bool", "float", "float_keys"}) {
     SCOPED_TRACE(mask);
     AttnCase c;
     c.b = 2, c.hq = 4, c.hkv = 2, c.s = 200, c.sk = 150, c.d = 40, c.dv = 24;
-    c.causal = std::string(mask) == "bool";
+    c.causal = std::string(mask) != "float";
     c.scale = 0.2;
     c.seed = 21;
     AttnInputs in(c, DType::F32);
     in.hasMask = true;
-    if (c.causal) {
+    if (std::string(mask) == "float_keys") {
+      in.mask = genValues(DType::F32, {c.b, 1, 1, c.sk}, c.seed, 10);
+    } else if (c.causal) {
       in.mask = Host(DType::Bool, {c.b, 1, c.s, c.sk});
       for (int64_t e = 0; e < in.mask.numel(); ++e) {
         int64_t j = e % c.sk;
@@ -212,7 +236,7 @@ TEST(Attention, MatchesUnfusedKernels) {
     }
     AttnResults fused = runAttention(c, in, DType::F32);
     AttnResults ref = unfused(c, in);
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < fused.parts; ++i) {
       double rel = maxRelDiff(fused.part(i).values(), ref.part(i).values());
       std::printf("[ unfused  ] %s mask: %s %.1e\n", mask, kPartNames[i], rel);
       EXPECT_LE(rel, 1e-5) << kPartNames[i];
@@ -275,7 +299,7 @@ TEST(Attention, RefusesBadInputs) {
       [&](const std::function<void(AttnInputs &, AttnResults &)> &edit,
           const std::string &want, bool grad = false) {
         AttnInputs in(c, DType::F32);
-        AttnResults r(c, DType::F32);
+        AttnResults r(c, DType::F32, in);
         edit(in, r);
         std::string got = attnError(c, in, r, grad);
         EXPECT_NE(got.find(want), std::string::npos)
@@ -378,6 +402,25 @@ TEST(Attention, RefusesBadInputs) {
         r.dv = Host(DType::BF16, {2, 2, 5, 6});
       },
       "attention_grad: dv is 2x2x5x6xbf16, expected element type f32", true);
+  // attention_mask_grad: the same checks, an additive mask, dmask like it.
+  auto maskGradError = [&](DType maskType, std::vector<int64_t> dmaskShape,
+                           const std::string &want) {
+    AttnInputs in(c, DType::F32);
+    AttnResults r(c, DType::F32, in);
+    in.mask = Host(maskType, {1, 4, 3, 5});
+    Host dmask(DType::F32, std::move(dmaskShape));
+    Status s = attentionMaskGrad(in.q, in.k, in.v, r.out, r.lse, in.dout,
+                                 in.mask, 1.0f, false, dmask.ref);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.error.find(want), std::string::npos)
+        << "got '" << s.error << "', want '" << want << "'";
+  };
+  maskGradError(DType::Bool, {1, 4, 3, 5},
+                "attention_mask_grad: mask is 1x4x3x5xbool; only an additive "
+                "mask of q's dtype has a gradient");
+  maskGradError(DType::F32, {1, 1, 3, 5},
+                "attention_mask_grad: dmask has shape [1, 1, 3, 5], expected "
+                "[1, 4, 3, 5]");
 }
 
 } // namespace

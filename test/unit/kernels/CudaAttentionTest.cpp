@@ -2,9 +2,10 @@
 //
 // The CUDA attention kernels on the PyTorch cases of AttentionTest
 // (Inputs/attention) against both the PyTorch references and the CPU
-// kernels, in f32, f16 and bf16; a larger causal GQA case with a Bool mask
-// against the CPU; the backward's bytes do not change between two runs; the
-// shared argument check's message. Skips without a GPU.
+// kernels (the float masks' gradient too), in f32, f16 and bf16; a larger
+// causal GQA case with a Bool mask against the CPU; the backward's bytes do
+// not change between two runs; the shared argument check's message. Skips
+// without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,39 +17,52 @@ namespace {
 
 namespace kt = smp::kernels::cpu::test;
 
-/// out, lse, dq, dk, dv of a case on the CPU (Host) or the GPU (Dev).
+/// out, lse, dq, dk, dv (and dmask for a float mask) of a case on the CPU
+/// (Host) or the GPU (Dev).
 struct CpuResults {
-  Host part[5];
+  Host part[6];
 };
 
-std::vector<std::vector<int64_t>> shapesOf(const kt::AttnCase &c) {
-  return {{c.b, c.hq, c.s, c.dv},
-          {c.b, c.hq, c.s},
-          {c.b, c.hq, c.s, c.d},
-          {c.b, c.hkv, c.sk, c.d},
-          {c.b, c.hkv, c.sk, c.dv}};
+bool floatMask(const kt::AttnInputs &in) {
+  return in.hasMask && in.mask.ref.dtype != DType::Bool;
+}
+
+std::vector<std::vector<int64_t>> shapesOf(const kt::AttnCase &c,
+                                           const kt::AttnInputs &in) {
+  std::vector<std::vector<int64_t>> s = {{c.b, c.hq, c.s, c.dv},
+                                         {c.b, c.hq, c.s},
+                                         {c.b, c.hq, c.s, c.d},
+                                         {c.b, c.hkv, c.sk, c.d},
+                                         {c.b, c.hkv, c.sk, c.dv}};
+  if (floatMask(in))
+    s.push_back(in.mask.ref.shape);
+  return s;
 }
 
 DType partType(int i, DType t) { return i == 1 ? DType::F32 : t; }
 
 CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
   CpuResults r;
-  auto shapes = shapesOf(c);
-  for (int i = 0; i < 5; ++i)
-    r.part[i] = Host(partType(i, t), shapes[i]);
+  auto shapes = shapesOf(c, in);
+  for (size_t i = 0; i < shapes.size(); ++i)
+    r.part[i] = Host(partType(int(i), t), shapes[i]);
   float scale = static_cast<float>(c.scale);
   EXPECT_OK(cpuk::attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal,
                             r.part[0], r.part[1]));
   EXPECT_OK(cpuk::attentionGrad(in.q, in.k, in.v, r.part[0], r.part[1], in.dout,
                                 in.maskRef(), scale, c.causal, r.part[2],
                                 r.part[3], r.part[4]));
+  if (floatMask(in))
+    EXPECT_OK(cpuk::attentionMaskGrad(in.q, in.k, in.v, r.part[0], r.part[1],
+                                      in.dout, in.mask, scale, c.causal,
+                                      r.part[5]));
   return r;
 }
 
-/// The GPU's five results, downloaded.
+/// The GPU's results, downloaded.
 std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
                          DType t) {
-  auto shapes = shapesOf(c);
+  auto shapes = shapesOf(c, in);
   Dev q(in.q), k(in.k), v(in.v), dout(in.dout);
   std::unique_ptr<Dev> mask;
   if (in.hasMask)
@@ -60,13 +74,22 @@ std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
   EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse));
   EXPECT_OK(cuk::attentionGrad(q, k, v, out, lse, dout, m, scale, c.causal, dq,
                                dk, dv));
+  std::unique_ptr<Dev> dmask;
+  if (floatMask(in)) {
+    dmask = std::make_unique<Dev>(t, shapes[5]);
+    EXPECT_OK(cuk::attentionMaskGrad(q, k, v, out, lse, dout, *m, scale,
+                                     c.causal, *dmask));
+  }
   Status s = cuk::synchronize(*sharedContext());
   EXPECT_TRUE(s.ok()) << s.error;
-  return {out.download(), lse.download(), dq.download(), dk.download(),
-          dv.download()};
+  std::vector<Host> r = {out.download(), lse.download(), dq.download(),
+                         dk.download(), dv.download()};
+  if (dmask)
+    r.push_back(dmask->download());
+  return r;
 }
 
-const char *const kParts[] = {"out", "lse", "dq", "dk", "dv"};
+const char *const kParts[] = {"out", "lse", "dq", "dk", "dv", "dmask"};
 
 TEST_F(Cuda, AttentionMatchesPyTorchAndCpu) {
   for (const kt::AttnCase &c : kt::loadAttnCases()) {
@@ -85,7 +108,7 @@ TEST_F(Cuda, AttentionMatchesPyTorchAndCpu) {
     ASSERT_EQ(std::fread(ref.data(), sizeof(float), total, fp), total);
     std::fclose(fp);
     size_t at = 0;
-    for (int i = 0; i < 5; ++i) {
+    for (size_t i = 0; i < gpu.size(); ++i) {
       std::vector<double> got = gpu[i].values();
       std::vector<double> want(ref.begin() + at, ref.begin() + at + got.size());
       at += got.size();
@@ -104,7 +127,7 @@ TEST_F(Cuda, AttentionHalfTypesMatchCpu) {
       std::vector<Host> gpu = runGpu(c, in, t);
       CpuResults cpu = runCpu(c, in, t);
       double tol = t == DType::F16 ? 4e-3 : 3e-2;
-      for (int i = 0; i < 5; ++i)
+      for (size_t i = 0; i < gpu.size(); ++i)
         EXPECT_LE(kt::maxRelDiff(gpu[i].values(), cpu.part[i].values()),
                   i == 1 ? 1e-5 : tol)
             << kParts[i];

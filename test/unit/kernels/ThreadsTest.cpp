@@ -229,8 +229,9 @@ TEST(Threads, ParallelLoopsMatchSerial) {
 }
 
 /// Fused attention forward and backward (several query and key blocks with
-/// tails, GQA, head dims off the 16-wide tiles, causal with a Bool mask, and
-/// bf16): the backward's two passes sum every gradient in a fixed order.
+/// tails, GQA, head dims off the 16-wide tiles, causal with a Bool mask or a
+/// float bias, and bf16): the backward's passes sum every gradient in a
+/// fixed order.
 TEST(Threads, AttentionSameBytesAnyThreadCount) {
   for (DType t : {DType::F32, DType::BF16}) {
     Host q = random(t, {2, 4, 150, 40}, -1, 1, 31),
@@ -251,6 +252,23 @@ TEST(Threads, AttentionSameBytesAnyThreadCount) {
                               dq, dk, dv));
       return outs;
     });
+    // A trainable bias [1, H, S, Sk] and one per key [B, 1, 1, Sk]: the mask
+    // gradient sums over batches (and heads, queries) in one task each.
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{1, 4, 150, 170}, {2, 1, 1, 170}}) {
+      Host bias = random(t, shape, -1, 1, 36);
+      expectSameBytes("attention_mask_grad", [&] {
+        std::vector<Host> outs;
+        outs.reserve(2);
+        Host o(t, {2, 4, 150, 24}), lse(DType::F32, {2, 4, 150});
+        EXPECT_OK(attention(q, k, v, &bias.ref, 0.15f, true, o, lse));
+        outs.push_back(o);
+        Host &db = outs.emplace_back(t, shape);
+        EXPECT_OK(attentionMaskGrad(q, k, v, o, lse, dout, bias, 0.15f, true,
+                                    db));
+        return outs;
+      });
+    }
   }
 }
 

@@ -95,10 +95,14 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, AttentionGradOp::Adaptor adaptor,
-    SmallVectorImpl<Type> &results) {
-  auto out = checkOperands(loc, "attention_grad", adaptor);
+namespace {
+
+/// The backward ops' checks: the forward's operands, and the output, its
+/// gradient and the log-sum-exp of the types the forward gives.
+template <typename Adaptor>
+LogicalResult checkGradOperands(std::optional<Location> loc, StringRef name,
+                                Adaptor adaptor) {
+  auto out = checkOperands(loc, name, adaptor);
   if (failed(out))
     return failure();
   for (auto [what, v, want] :
@@ -106,10 +110,30 @@ LogicalResult AttentionGradOp::inferReturnTypes(
         {"grad", adaptor.getGrad(), *out},
         {"lse", adaptor.getLse(), lseType(*out)}})
     if (rankedType(v) != want)
-      return emitOptionalError(loc, "'smp.attention_grad' ", what, " ",
+      return emitOptionalError(loc, "'smp.", name, "' ", what, " ",
                                v.getType(), " must be ", want);
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, AttentionGradOp::Adaptor adaptor,
+    SmallVectorImpl<Type> &results) {
+  if (failed(checkGradOperands(loc, "attention_grad", adaptor)))
+    return failure();
   results.push_back(rankedType(adaptor.getQuery()));
   results.push_back(rankedType(adaptor.getKey()));
   results.push_back(rankedType(adaptor.getValue()));
+  return success();
+}
+
+LogicalResult AttentionMaskGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc,
+    AttentionMaskGradOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (failed(checkGradOperands(loc, "attention_mask_grad", adaptor)))
+    return failure();
+  // The mask is float (ODS), so of the query's type (checkOperands).
+  results.push_back(rankedType(adaptor.getMask()));
   return success();
 }

@@ -1,7 +1,8 @@
 //===- Attention.cpp - Op models of attention and attention_grad ----------===//
 //
 // The fused attention op: its gradient (attention_grad, which recomputes the
-// probabilities from the saved log-sum-exp), its cost (the FLOPs of the key
+// probabilities from the saved log-sum-exp, and attention_mask_grad for a
+// trainable additive mask), its cost (the FLOPs of the key
 // pairs a query may attend and the bytes of q, k, v, the output and the
 // statistics: no score matrix) and its sharding rule (split by heads).
 //
@@ -23,10 +24,6 @@ SMP_VJP(AttentionOp) {
                           "output may be differentiated");
   if (!gy[0])
     return success();
-  if (op.getMask() && need[3])
-    return op.emitOpError("the mask needs a gradient, which fused attention "
-                          "does not compute (a trainable bias must stay "
-                          "unfused)");
   auto grads = AttentionGradOp::create(
       b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
       op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
@@ -34,6 +31,12 @@ SMP_VJP(AttentionOp) {
   gx[0] = grads.getQueryGrad();
   gx[1] = grads.getKeyGrad();
   gx[2] = grads.getValueGrad();
+  // A trainable additive mask (T5's relative position bias).
+  if (op.getMask() && need.size() > 3 && need[3])
+    gx[3] = AttentionMaskGradOp::create(
+        b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
+        op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
+        op.getCausalAttr());
   return success();
 }
 
@@ -84,6 +87,11 @@ OpCost attentionGradCost(Operation *op) {
   return attentionCostOf<AttentionGradOp>(op, 8, 6);
 }
 
+/// The mask's gradient recomputes the scores and dP (q.k, do.v: 2 D + 2 Dv).
+OpCost attentionMaskGradCost(Operation *op) {
+  return attentionCostOf<AttentionMaskGradOp>(op, 2, 2);
+}
+
 //===----------------------------------------------------------------------===//
 // Sharding rule
 //===----------------------------------------------------------------------===//
@@ -127,6 +135,7 @@ void registerAttentionOpModels(DialectRegistry &registry) {
     attach<GradientModel, AttentionOp>(ctx);
     attach<CostFn<attentionCost>::Model, AttentionOp>(ctx);
     attach<CostFn<attentionGradCost>::Model, AttentionGradOp>(ctx);
+    attach<CostFn<attentionMaskGradCost>::Model, AttentionMaskGradOp>(ctx);
     AttentionOp::attachInterface<AttentionTpRule>(*ctx);
   });
 }

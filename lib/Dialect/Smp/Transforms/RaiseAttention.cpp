@@ -53,28 +53,6 @@ bool isMinusInfinity(Value v) {
   return c && std::isinf(*c) && *c < 0;
 }
 
-/// Whether `v` is computed from a trainable parameter (a mask that is would
-/// need a gradient, which the fused op does not compute).
-bool dependsOnTrainable(Value v) {
-  SmallVector<Value> work{v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (f && f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr) &&
-          !f.getArgAttr(arg.getArgNumber(), SmpDialect::kFrozenAttr))
-        return true;
-      continue;
-    }
-    for (Value o : x.getDefiningOp()->getOperands())
-      work.push_back(o);
-  }
-  return false;
-}
-
 /// What the walk from the softmax to the scores' product collects.
 struct Chain {
   double scale = 1.0;
@@ -226,14 +204,14 @@ std::optional<SmallVector<int64_t>> maskShape(Value m,
 }
 
 /// Whether every mask of the chain fits the fused op: broadcastable to
-/// `full`, float masks of the scores' type and needing no gradient.
+/// `full`, float masks of the scores' type (a trainable one, T5's relative
+/// position bias, gets its gradient from smp.attention_mask_grad).
 bool masksFit(const Chain &chain, ArrayRef<int64_t> full, Type elementType) {
   for (auto [cond, maskedOut] : chain.keep)
     if (!maskShape(cond, full))
       return false;
   for (Value m : chain.additive)
-    if (!maskShape(m, full) || typeOf(m).getElementType() != elementType ||
-        dependsOnTrainable(m))
+    if (!maskShape(m, full) || typeOf(m).getElementType() != elementType)
       return false;
   return true;
 }

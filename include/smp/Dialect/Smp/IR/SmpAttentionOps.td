@@ -43,8 +43,8 @@ def Smp_AttentionGradOp : Smp_Op<"attention_grad", [Pure,
     From the forward's operands, its output and log-sum-exp and the output's
     gradient `grad`: the gradients of the query, key and value
     (FlashAttention-2's backward: the probabilities are recomputed block by
-    block from the log-sum-exp). A float mask gets no gradient: the compiler
-    fuses only masks that need none.
+    block from the log-sum-exp). The mask's gradient, when it needs one, is
+    `smp.attention_mask_grad`'s.
   }];
   let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
                    Smp_FloatTensor:$value, Smp_FloatTensor:$output,
@@ -55,6 +55,33 @@ def Smp_AttentionGradOp : Smp_Op<"attention_grad", [Pure,
                       Smp_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad (`,` $mask^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_AttentionMaskGradOp : Smp_Op<"attention_mask_grad", [Pure,
+                                                            InferTypeOpAdaptor]> {
+  let summary = "Gradient of attention's float mask";
+  let description = [{
+    The gradient of an additive float `mask` (a trainable bias: T5's
+    relative position bias, a learned ALiBi), from the same operands as
+    `smp.attention_grad`: dS = P (dP - Dsum), the gradient of the scores,
+    summed over the dims the mask broadcasts along; the mask's type. Only
+    the mask-sized result is written, never a [B, Hq, S, Sk] tensor (unless
+    the mask is one). A separate op rather than a fourth result of
+    `attention_grad`: it recomputes P and dP once more (the forward's
+    products), which only models with a trainable mask pay, and its
+    deterministic summation over broadcast dims wants another split of the
+    work than dq's.
+  }];
+  let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
+                   Smp_FloatTensor:$value, Smp_FloatTensor:$output,
+                   Smp_FloatTensor:$lse, Smp_FloatTensor:$grad,
+                   Smp_FloatTensor:$mask, F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Smp_FloatTensor:$mask_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $grad `,` $mask
     attr-dict `:` functional-type(operands, results)
   }];
 }

@@ -40,9 +40,10 @@ def SmpRaiseAttentionPass
     turns a fully masked row's NaN into 0. A mask that is exactly causal
     becomes `causal = true`; grouped-query attention's repeated keys and
     values (Hugging Face's repeat_kv: reshape, expand, reshape) are read as
-    the key/value heads themselves. A chain whose scores, mask or
-    probabilities are used elsewhere, whose mask depends on a trainable
-    parameter (it would need a gradient) or whose shapes broadcast stays
+    the key/value heads themselves. A mask computed from trainable
+    parameters (T5's relative position bias) fuses too: its gradient is
+    `smp.attention_mask_grad`'s. A chain whose scores, mask or
+    probabilities are used elsewhere or whose shapes broadcast stays
     unfused, as imported.
   }];
   let dependentDialects = ["::smp::SmpDialect"];

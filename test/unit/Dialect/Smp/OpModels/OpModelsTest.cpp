@@ -48,6 +48,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.conv_grad", "a backward op"},
       {"smp.pool_grad", "a backward op"},
       {"smp.attention_grad", "a backward op"},
+      {"smp.attention_mask_grad", "a backward op"},
       {"smp.sgd_update", "the optimizer, after the backward"},
       {"smp.adam_update", "the optimizer, after the backward"},
       {"smp.send", "pipeline split, after the backward"},

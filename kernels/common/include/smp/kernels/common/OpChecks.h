@@ -327,6 +327,14 @@ Status checkAttentionGrad(const TensorRef &q, const TensorRef &k,
                           const TensorRef *mask, const TensorRef &dq,
                           const TensorRef &dk, const TensorRef &dv,
                           AttentionDims &dims);
+/// attention_mask_grad: checkAttentionGrad's checks of q, k, v, out, lse and
+/// dout ("attention_mask_grad: ..."), a float mask of q's dtype, and dmask
+/// of the mask's shape and dtype.
+Status checkAttentionMaskGrad(const TensorRef &q, const TensorRef &k,
+                              const TensorRef &v, const TensorRef &out,
+                              const TensorRef &lse, const TensorRef &dout,
+                              const TensorRef &mask, const TensorRef &dmask,
+                              AttentionDims &dims);
 
 } // namespace smp::kernels::common
 
