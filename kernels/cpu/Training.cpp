@@ -409,6 +409,35 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                          : Status::success();
 }
 
+namespace {
+
+/// Elements [begin, begin + n) of a float tensor as double (toDouble's
+/// conversion, one chunk).
+void loadChunk(const TensorRef &t, int64_t begin, int64_t n, double *dst) {
+  (void)visitFloat(t.dtype, "toDouble", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S *p = t.as<S>() + begin;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = static_cast<double>(Float<S>::load(p[i]));
+    return Status::success();
+  });
+}
+
+/// Writes n doubles to elements [begin, begin + n) (storeDouble's rounding).
+void storeChunk(const TensorRef &t, int64_t begin, int64_t n,
+                const double *src) {
+  (void)visitFloat(t.dtype, "storeDouble", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    S *o = t.as<S>() + begin;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = Float<S>::store(static_cast<C>(src[i]));
+    return Status::success();
+  });
+}
+
+} // namespace
+
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                   const TensorRef &expAvg, const TensorRef &expAvgSq,
                   double lr, double step, const AdamOptions &o,
@@ -417,23 +446,37 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
   const char *op = "adam_update";
   SMP_RETURN_IF_ERROR(common::checkAdam(op, param, grad, expAvg, expAvgSq,
                                         newParam, newExpAvg, newExpAvgSq));
-  std::vector<double> p = toDouble(param), g = toDouble(grad),
-                      m = toDouble(expAvg), v = toDouble(expAvgSq);
   double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
   double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
-  for (size_t i = 0; i < p.size(); ++i) {
-    double gi = g[i];
-    if (o.decoupled)
-      p[i] *= 1 - lr * o.weightDecay;
-    else if (o.weightDecay != 0)
-      gi += o.weightDecay * p[i];
-    m[i] += (1 - o.beta1) * (gi - m[i]);
-    v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
-    p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
-  }
-  SMP_RETURN_IF_ERROR(storeDouble(op, newParam, p));
-  SMP_RETURN_IF_ERROR(storeDouble(op, newExpAvg, m));
-  return storeDouble(op, newExpAvgSq, v);
+  // Streamed in chunks of doubles on the stack, chunks in parallel: no
+  // whole-tensor copies, each element the same double arithmetic as before
+  // (the same bits for any thread count; outputs may alias inputs).
+  constexpr int64_t kChunk = 512;
+  int64_t n = param.numel(), chunks = (n + kChunk - 1) / kChunk;
+  parallelFor(chunks, grainFor(kChunk * 24), [&](int64_t cb, int64_t ce) {
+    double p[kChunk], g[kChunk], m[kChunk], v[kChunk];
+    for (int64_t c = cb; c < ce; ++c) {
+      int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
+      loadChunk(param, i0, len, p);
+      loadChunk(grad, i0, len, g);
+      loadChunk(expAvg, i0, len, m);
+      loadChunk(expAvgSq, i0, len, v);
+      for (int64_t i = 0; i < len; ++i) {
+        double gi = g[i];
+        if (o.decoupled)
+          p[i] *= 1 - lr * o.weightDecay;
+        else if (o.weightDecay != 0)
+          gi += o.weightDecay * p[i];
+        m[i] += (1 - o.beta1) * (gi - m[i]);
+        v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
+        p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
+      }
+      storeChunk(newParam, i0, len, p);
+      storeChunk(newExpAvg, i0, len, m);
+      storeChunk(newExpAvgSq, i0, len, v);
+    }
+  });
+  return Status::success();
 }
 
 } // namespace smp::kernels::cpu
