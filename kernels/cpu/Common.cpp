@@ -64,28 +64,38 @@ int64_t loadInt(const TensorRef &t, int64_t i) {
   return common::loadIndex(t.data, t.dtype, i);
 }
 
-std::vector<double> toDouble(const TensorRef &t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  visitFloat(t.dtype, "toDouble", [&](auto tag) {
+Status loadDoubles(const TensorRef &t, int64_t begin, int64_t n, double *dst) {
+  return visitFloat(t.dtype, "toDouble", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const S *p = t.as<S>();
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = static_cast<double>(Float<S>::load(p[i]));
+    const S *p = t.as<S>() + begin;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = static_cast<double>(Float<S>::load(p[i]));
     return Status::success();
   });
+}
+
+Status storeDoubles(const char *op, const TensorRef &t, int64_t begin,
+                    int64_t n, const double *src) {
+  return visitFloat(t.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    S *o = t.as<S>() + begin;
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = Float<S>::store(static_cast<C>(src[i]));
+    return Status::success();
+  });
+}
+
+std::vector<double> toDouble(const TensorRef &t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  (void)loadDoubles(t, 0, t.numel(), v.data());
   return v;
 }
 
 Status storeDouble(const char *op, const TensorRef &out,
                    const std::vector<double> &values) {
-  return visitFloat(out.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = out.as<S>();
-    for (size_t i = 0; i < values.size(); ++i)
-      o[i] = Float<S>::store(static_cast<C>(values[i]));
-    return Status::success();
-  });
+  return storeDoubles(op, out, 0, static_cast<int64_t>(values.size()),
+                      values.data());
 }
 
 namespace {

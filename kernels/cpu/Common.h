@@ -78,6 +78,13 @@ template <class F> Status visitFloat(DType t, const char *op, F &&f) {
 
 /// Reads integer element i of t (any integer dtype or Bool) as int64.
 int64_t loadInt(const TensorRef &t, int64_t i);
+/// Elements [begin, begin + n) of a float tensor as double, and back
+/// (rounding through the compute type): one chunk of toDouble and
+/// storeDouble, for kernels that stream through doubles on the stack. They
+/// fail (visitFloat's error) for a dtype that is not float.
+Status loadDoubles(const TensorRef &t, int64_t begin, int64_t n, double *dst);
+Status storeDoubles(const char *op, const TensorRef &t, int64_t begin,
+                    int64_t n, const double *src);
 /// All elements of a float tensor as double (small parameter tensors).
 std::vector<double> toDouble(const TensorRef &t);
 /// Writes `values` (one per element) into a float tensor (toDouble's

@@ -409,35 +409,6 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                          : Status::success();
 }
 
-namespace {
-
-/// Elements [begin, begin + n) of a float tensor as double (toDouble's
-/// conversion, one chunk).
-void loadChunk(const TensorRef &t, int64_t begin, int64_t n, double *dst) {
-  (void)visitFloat(t.dtype, "toDouble", [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    const S *p = t.as<S>() + begin;
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = static_cast<double>(Float<S>::load(p[i]));
-    return Status::success();
-  });
-}
-
-/// Writes n doubles to elements [begin, begin + n) (storeDouble's rounding).
-void storeChunk(const TensorRef &t, int64_t begin, int64_t n,
-                const double *src) {
-  (void)visitFloat(t.dtype, "storeDouble", [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
-    S *o = t.as<S>() + begin;
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = Float<S>::store(static_cast<C>(src[i]));
-    return Status::success();
-  });
-}
-
-} // namespace
-
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                   const TensorRef &expAvg, const TensorRef &expAvgSq,
                   double lr, double step, const AdamOptions &o,
@@ -457,10 +428,11 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
     double p[kChunk], g[kChunk], m[kChunk], v[kChunk];
     for (int64_t c = cb; c < ce; ++c) {
       int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
-      loadChunk(param, i0, len, p);
-      loadChunk(grad, i0, len, g);
-      loadChunk(expAvg, i0, len, m);
-      loadChunk(expAvgSq, i0, len, v);
+      // checkAdam made sure every operand is float: the loads cannot fail.
+      (void)loadDoubles(param, i0, len, p);
+      (void)loadDoubles(grad, i0, len, g);
+      (void)loadDoubles(expAvg, i0, len, m);
+      (void)loadDoubles(expAvgSq, i0, len, v);
       for (int64_t i = 0; i < len; ++i) {
         double gi = g[i];
         if (o.decoupled)
@@ -471,9 +443,9 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
         v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
         p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
       }
-      storeChunk(newParam, i0, len, p);
-      storeChunk(newExpAvg, i0, len, m);
-      storeChunk(newExpAvgSq, i0, len, v);
+      (void)storeDoubles(op, newParam, i0, len, p);
+      (void)storeDoubles(op, newExpAvg, i0, len, m);
+      (void)storeDoubles(op, newExpAvgSq, i0, len, v);
     }
   });
   return Status::success();

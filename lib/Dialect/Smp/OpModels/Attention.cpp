@@ -32,7 +32,7 @@ SMP_VJP(AttentionOp) {
   gx[1] = grads.getKeyGrad();
   gx[2] = grads.getValueGrad();
   // A trainable additive mask (T5's relative position bias).
-  if (op.getMask() && need.size() > 3 && need[3])
+  if (op.getMask() && need[3])
     gx[3] = AttentionMaskGradOp::create(
         b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
         op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
