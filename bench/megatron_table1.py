@@ -121,8 +121,8 @@ def describe(p):
         s += f" v{p['virtual_stages']}"
     if p["recompute"]:
         s += " rc"
-    if p["zero"]:
-        s += " zero-1"
+    if p["zero_stage"]:
+        s += f" zero-{p['zero_stage']}"
     if p.get("offload"):
         s += " offload"
     return s

@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - Pass pipelines shared by smpc and smp-opt ----------===//
 
 #include "smp/Pipelines/Pipelines.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassOptions.h"
@@ -56,8 +57,13 @@ void buildTrainStep(OpPassManager &pm,
     pm.addPass(smp::createSmpOffloadActivationsPass(offload));
   }
   if (o.dp > 1) {
-    if (o.zero)
+    if (o.zeroStage == 1) {
       pm.addPass(smp::createSmpShardOptimizerStatePass());
+    } else if (o.zeroStage == 2) {
+      smp::SmpShardGradientsPassOptions shard;
+      shard.bucketMb = o.bucketMb;
+      pm.addPass(smp::createSmpShardGradientsPass(shard));
+    }
     smp::SmpGradientAllReducePassOptions allReduce;
     allReduce.bucketMb = o.bucketMb;
     pm.addPass(smp::createSmpGradientAllReducePass(allReduce));
@@ -149,9 +155,9 @@ struct TrainPipelineCLOptions
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
-  Option<bool> zero{*this, "shard-optimizer-state",
-                    llvm::cl::desc("ZeRO-1 (with dp > 1)"),
-                    llvm::cl::init(false)};
+  Option<int> zeroStage{*this, "zero-stage",
+                        llvm::cl::desc("ZeRO stage 0, 1 or 2 (with dp > 1)"),
+                        llvm::cl::init(0)};
   Option<float> bucketMb{*this, "bucket-mb",
                          llvm::cl::desc("all-reduce bucket size in MiB"),
                          llvm::cl::init(25.0f)};
@@ -222,7 +228,11 @@ struct TrainPipelineCLOptions
                           ? vocabParallel.getValue()
                           : smp::TrainingPipelineOptions::crossEntropyLogits(loss);
     o.precision = precision;
-    o.zero = zero, o.bucketMb = bucketMb, o.bnStats = bnStats;
+    if (zeroStage < 0 || zeroStage > 2)
+      llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0, 1 "
+                               "or 2, got " +
+                               llvm::Twine(static_cast<int>(zeroStage)));
+    o.zeroStage = zeroStage, o.bucketMb = bucketMb, o.bnStats = bnStats;
     o.loss = loss, o.freeze = freeze, o.optimizer = optimizer;
     o.momentum = momentum, o.dampening = dampening, o.nesterov = nesterov;
     if (weightDecay >= 0)
@@ -259,7 +269,8 @@ void smp::registerPipelines() {
       "smp-build-train-step",
       "Build func @train_step from func @main: the train-step passes of "
       "smp-train-pipeline alone (smp-build-gradients, smp-recompute, "
-      "smp-offload-activations, smp-shard-optimizer-state, "
+      "smp-offload-activations, smp-shard-optimizer-state or "
+      "smp-shard-gradients, "
       "smp-gradient-all-reduce, smp-loss-scaling, smp-gradient-norm, "
       "smp-optimizer, as the options ask)",
       [](OpPassManager &pm, const TrainPipelineCLOptions &o) {

@@ -574,7 +574,8 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
 }
 
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
-                  size_t begin, size_t end, double b, bool gradients) {
+                  size_t begin, size_t end, double b,
+                  GradientLifetime gradients, double bucketBytes) {
   // (time, bytes, kind: 0 gradient, 1 saved, 2 other)
   struct Event {
     int32_t at;
@@ -589,14 +590,58 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     return anchor >= static_cast<int32_t>(begin) &&
            anchor < static_cast<int32_t>(end);
   };
+  // ZeRO-2: the whole gradients (those that outlive the backward: the
+  // optimizer reads them; the parts are summed within it) fall, in the
+  // order they are made, into buckets of up to `bucketBytes`; each lives
+  // until its bucket's last is made, when the bucket is packed (a copy of
+  // it, until its reduce-scatter) and scattered.
+  llvm::DenseMap<const ModelProfile::StepValue *, int32_t> until;
+  if (gradients == GradientLifetime::Scattered) {
+    int32_t backwardEnd = 0;
+    std::vector<const ModelProfile::StepValue *> whole;
+    for (const ModelProfile::StepValue &v : values)
+      if (v.gradient && inStage(v.anchor))
+        backwardEnd = std::max(backwardEnd, v.def);
+    for (const ModelProfile::StepValue &v : values)
+      if (v.gradient && inStage(v.anchor) && v.last > backwardEnd)
+        whole.push_back(&v);
+    std::stable_sort(whole.begin(), whole.end(),
+                     [](auto *x, auto *y) { return x->def < y->def; });
+    double bytes = 0;
+    std::vector<const ModelProfile::StepValue *> bucket;
+    auto close = [&] {
+      if (bucket.empty())
+        return;
+      int32_t last = bucket.back()->def;
+      for (auto *v : bucket)
+        until[v] = last;
+      if (bucket.size() > 1) {
+        events.push_back({last, bytes, 0});
+        events.push_back({last + 1, -bytes, 0});
+      }
+      bucket.clear();
+      bytes = 0;
+    };
+    for (auto *v : whole) {
+      double size = v->fixed + v->perSample * b;
+      if (!bucket.empty() && bytes + size > bucketBytes)
+        close();
+      bucket.push_back(v);
+      bytes += size;
+    }
+    close();
+  }
   for (const ModelProfile::StepValue &v : values) {
-    if (v.gradient && !gradients)
+    if (v.gradient && gradients == GradientLifetime::Omitted)
       continue;
     double bytes = v.fixed + v.perSample * b;
     int kind = v.gradient ? 0 : v.saved ? 1 : 2;
     if (inStage(v.anchor)) {
+      auto scattered = until.find(&v);
       events.push_back({v.def, bytes, kind});
-      events.push_back({v.last + 1, -bytes, kind});
+      events.push_back(
+          {scattered != until.end() ? scattered->second + 1 : v.last + 1,
+           -bytes, kind});
       continue;
     }
     // Made on another stage, read here: received, held from its first use
@@ -624,11 +669,6 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
       peak = {live, kinds[0], kinds[1], kinds[2]};
   }
   return peak;
-}
-
-double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
-                     size_t begin, size_t end, double b, bool gradients) {
-  return stepPeak(values, begin, end, b, gradients).total;
 }
 
 double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,

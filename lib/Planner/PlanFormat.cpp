@@ -35,8 +35,8 @@ std::string Plan::summary() const {
      << microbatchSize << " x " << microbatches << " " << schedule;
   if (virtualStages > 1)
     os << " v=" << virtualStages;
-  if (zero)
-    os << " zero-1";
+  if (zeroStage > 0)
+    os << " zero-" << zeroStage;
   if (offload)
     os << " offload";
   if (recompute) {
@@ -116,7 +116,7 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp},
         {"microbatch_size", p.microbatchSize},
         {"microbatches", p.microbatches}, {"schedule", p.schedule},
-        {"virtual_stages", p.virtualStages}, {"zero", p.zero},
+        {"virtual_stages", p.virtualStages}, {"zero_stage", p.zeroStage},
         {"recompute", p.recompute}, {"offload", p.offload},
         {"recompute_stages", [&] {
            llvm::json::Array a;

@@ -373,7 +373,10 @@ double drawMemory(llvm::raw_ostream &os, const Plan &p, const PlanRequest &req,
   text(os, 10, top - 30,
        "predicted memory per device of each pipeline stage (" +
            std::to_string(p.dp * p.tp) + " devices each; optimizer " +
-           req.optimizer + (p.zero ? ", its state sharded over dp" : "") +
+           req.optimizer + (p.zeroStage == 1   ? ", its state sharded over dp"
+                             : p.zeroStage == 2 ? ", its state and the gradients "
+                                                  "sharded over dp"
+                                                : "") +
            "; from the " + p.memoryModel + " model)");
   // The legend gives each kind's share of the fullest stage.
   double x = 10;

@@ -3,8 +3,9 @@
 // The search: tp over the divisors of the devices within a node (those the
 // model's heads allow), pp over the divisors of what is left (up to the cut
 // points), dp the rest; the micro-batch size over the divisors of each
-// replica's batch; recomputation and ZeRO-1 on or off; the schedules. For
-// each (tp, pp, micro-batch, recompute, ZeRO) the stages are cut by binary
+// replica's batch; recomputation on or off; ZeRO stage 0, 1 or 2; the
+// schedules. For each (tp, pp, micro-batch, recompute, ZeRO) the stages are
+// cut by binary
 // search on the slowest stage's time with a greedy feasibility check (each
 // stage takes the longest run of ops whose time and memory fit), which is
 // exact for contiguous stages because both limits only grow with a stage.
@@ -16,10 +17,13 @@
 //                activations and gradients sent between stages
 //   data parallel  the gradient all-reduce of the largest stage (exposed;
 //                hierarchical when a replica group has several devices
-//                per node: the cluster placement puts tp x pp innermost)
+//                per node: the cluster placement puts tp x pp innermost);
+//                ZeRO-2: a reduce-scatter per micro-batch and the
+//                parameters' all-gather
 //   optimizer    streaming the parameters, gradients and state once
-// Memory of a rank of stage s: parameters, gradients (f32), optimizer state
-// (/dp with ZeRO-1), activations of the micro-batches in flight (1F1B and
+// Memory of a rank of stage s: parameters, gradients (f32; ZeRO-2: /dp plus
+// two buckets in flight), optimizer state (/dp with ZeRO-1 and 2),
+// activations of the micro-batches in flight (1F1B and
 // ZB-H1: min(p - s, m); GPipe: m; interleaved: x (1 + (p-1)/(p v))); with
 // recomputation only the stage's input per micro-batch plus one micro-
 // batch's activations; and a workspace of the largest temporary.
@@ -92,9 +96,21 @@ struct Stages {
   }
 };
 
+/// ZeRO-2's reduce-scatter bucket (smpc's default --bucket-mb): while one
+/// is scattered the next fills.
+constexpr double kBucketBytes = 25.0 * 1024 * 1024;
+
+/// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
+/// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
+double shardedGradientBytes(double params, int stage, int64_t dp) {
+  if (stage < 2)
+    return params;
+  return params / static_cast<double>(dp) + std::min(params, 2 * kBucketBytes);
+}
+
 struct Candidate {
   int64_t tp, pp, dp, b, m;
-  bool zero;
+  int zero; // the ZeRO stage
   int recompute; // 0 none, 1 every stage, 2 the stages that need it
   bool offload;  // saved activations to host memory and back
 };
@@ -214,8 +230,10 @@ public:
                             ? st.profile.transientBytes
                             : 2 * st.profile.maxTempBytes) *
                        st.b;
-    // parameters + gradients (as many bytes) + state + held + workspace.
-    return {params, params, state, held, workspace};
+    // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
+    // + workspace.
+    return {params, shardedGradientBytes(params, c.zero, c.dp), state, held,
+            workspace};
   }
 
   /// The stages whose slowest is at most `limit` and whose memory fits.
@@ -329,7 +347,7 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     return false;
   double b = static_cast<double>(p.microbatchSize);
   double stateFactor = optimizerStateFactor(req.optimizer) /
-                       (p.zero ? static_cast<double>(p.dp) : 1.0);
+                       (p.zeroStage > 0 ? static_cast<double>(p.dp) : 1.0);
   // Each backward a rank runs (B or BI), in its order: the micro-batches
   // whose activations it holds then (F done and B/BI not, plus ZB-H1's
   // pending weight gradients that still read theirs; never more than p, a
@@ -396,19 +414,31 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                    (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
     // The step's live peak with the gradients made as the backward goes,
     // and without them (counted whole once they all exist).
-    StepPeak growing = stepPeak(values, begin, end, b, true);
-    StepPeak withoutGradients = stepPeak(values, begin, end, b, false);
+    // ZeRO-2: each gradient gone once made, the chunks and buckets counted
+    // whole.
+    StepPeak growing = stepPeak(values, begin, end, b,
+                                p.zeroStage == 2 ? GradientLifetime::Scattered
+                                                 : GradientLifetime::Kept,
+                                kBucketBytes);
+    StepPeak withoutGradients =
+        stepPeak(values, begin, end, b, GradientLifetime::Omitted);
+    double whole = p.zeroStage == 2 ? params / static_cast<double>(p.dp)
+                                    : params;
+    if (p.zeroStage == 2)
+      for (Backward &k : backwards[s])
+        k.gradientsWhole = false;
     double peak = 0;
     MemoryBreakdown parts;
     for (const Backward &k : backwards[s]) {
-      double at = (k.gradientsWhole ? params + withoutGradients.total
-                                    : growing.total) +
+      double chunks = p.zeroStage == 2 ? whole : 0;
+      double at = (k.gradientsWhole ? whole + withoutGradients.total
+                                    : growing.total + chunks) +
                   (k.held - 1) * saved;
       if (at < peak)
         continue;
       peak = at;
       const StepPeak &step = k.gradientsWhole ? withoutGradients : growing;
-      parts.gradients = k.gradientsWhole ? params : step.gradients;
+      parts.gradients = k.gradientsWhole ? whole : step.gradients + chunks;
       parts.activations = step.saved + (k.held - 1) * saved;
       parts.workspace = step.other;
     }
@@ -509,7 +539,7 @@ struct PlanSearch {
     }
   }
 
-  /// Recomputation, ZeRO-1, offloading and the schedule for one shape.
+  /// Recomputation, the ZeRO stage, offloading and the schedule for one shape.
   void sweepOptions(const Stages &st, int64_t tp, int64_t pp, int64_t dp,
                     int64_t b, int64_t m) {
     for (int recompute : {0, 1, 2}) {
@@ -517,11 +547,12 @@ struct PlanSearch {
         continue;
       if (recompute == 2 && pp == 1)
         continue; // per stage is all or nothing with one stage
-      for (int z = 0; z < 4; ++z) {
-        bool zero = z & 1, offload = z & 2;
-        if (zero && dp == 1)
+      for (int z = 0; z < 6; ++z) {
+        int zero = z % 3;
+        bool offload = z >= 3;
+        if (zero > 0 && dp == 1)
           continue;
-        if (req.zero && zero != *req.zero)
+        if (req.zeroStage && zero != *req.zeroStage)
           continue;
         if (req.offload ? offload != *req.offload
                         : offload && d.hostBandwidth <= 0)
@@ -550,7 +581,7 @@ struct PlanSearch {
       smallestMemory = peak;
       Plan p;
       p.dp = c.dp, p.tp = c.tp, p.pp = c.pp, p.microbatchSize = c.b,
-      p.microbatches = c.m, p.schedule = schedule, p.zero = c.zero,
+      p.microbatches = c.m, p.schedule = schedule, p.zeroStage = c.zero,
       p.recompute = c.recompute != 0, p.virtualStages = v;
       p.offload = c.offload;
       p.stageRecompute = loose.recompute;
@@ -571,7 +602,7 @@ struct PlanSearch {
     }
     Plan p;
     p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
-    p.microbatches = m, p.schedule = schedule, p.zero = c.zero,
+    p.microbatches = m, p.schedule = schedule, p.zeroStage = c.zero,
     p.virtualStages = v;
     p.offload = c.offload;
     p.stageRecompute = part.recompute;
@@ -614,16 +645,23 @@ struct PlanSearch {
                                               ev.prefixParams[begin]);
       begin = part.ends[s] + 1;
     }
+    auto collective = [&](Collective kind) {
+      return groupCollectiveTime(
+          kind, stageParams, static_cast<int>(dp),
+          static_cast<int>(std::max<int64_t>(1, d.devicesPerNode / (tp * pp))),
+          d);
+    };
+    // ZeRO-2 reduce-scatters each micro-batch's gradients (then gathers the
+    // parameters); the others sum the accumulated gradients once.
     p.dataParallelSeconds =
-        dp > 1 ? groupCollectiveTime(
-                     Collective::AllReduce, stageParams, static_cast<int>(dp),
-                     static_cast<int>(
-                         std::max<int64_t>(1, d.devicesPerNode / (tp * pp))),
-                     d)
-               : 0;
+        dp <= 1 ? 0
+        : c.zero == 2 && m > 1
+            ? m * collective(Collective::ReduceScatter) +
+                  collective(Collective::AllGather)
+            : collective(Collective::AllReduce);
     double touched = stageParams *
                      (3 + 2 * optimizerStateFactor(req.optimizer)) /
-                     (c.zero ? dp : 1);
+                     (c.zero > 0 ? dp : 1);
     p.optimizerSeconds = touched / d.memoryBandwidth;
     p.stepSeconds =
         p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;
@@ -645,7 +683,7 @@ struct PlanSearch {
     if (!smallestPlan.empty())
       msg += "; the smallest needs " + formatBytes(smallestMemory) + " per device (" +
              smallestPlan + "): add devices" +
-             (req.zero && !*req.zero ? ", allow ZeRO-1" : "") +
+             (req.zeroStage && *req.zeroStage < 2 ? ", allow ZeRO-2" : "") +
              (req.recompute && !*req.recompute ? ", allow recomputation" : "") +
              ", or use a smaller micro-batch";
     for (const std::string &r : refusals)

@@ -1,4 +1,4 @@
-// RUN: smp-opt %s '--smp-train-pipeline=loss=cross_entropy:logits:labels optimizer=adamw dp=2 tp=2 shard-optimizer-state=true' | FileCheck %s
+// RUN: smp-opt %s '--smp-train-pipeline=loss=cross_entropy:logits:labels optimizer=adamw dp=2 tp=2 zero-stage=1' | FileCheck %s
 // RUN: smp-opt %s '--smp-train-pipeline=loss=cross_entropy:logits:labels pp=2 microbatches=2 schedule=gpipe precision=bf16' | FileCheck %s --check-prefix=PP
 // RUN: smp-opt %s '--smp-train-pipeline=loss=cross_entropy:logits:labels precision=fp16 loss-scaling=true init-scale=8.0' | FileCheck %s --check-prefix=FP16
 

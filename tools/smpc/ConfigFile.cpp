@@ -67,6 +67,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--bucket-mb", Kind::Value},
     {"--shard-optimizer-state", Kind::Switch},
     {"--no-shard-optimizer-state", Kind::Switch},
+    {"--zero-stage", Kind::Value},
     {"--profile-db", Kind::Value},
     {"--cluster", Kind::Value},
     {"--global-batch", Kind::Value},

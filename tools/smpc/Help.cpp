@@ -41,7 +41,7 @@ COMMANDS
             pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
             cost and memory models; print the plan, its predicted step
             time, throughput and memory per device, and the runners-up.
-            Pinned flags (--tp 8, --schedule 1f1b, --shard-optimizer-state)
+            Pinned flags (--tp 8, --schedule 1f1b, --zero-stage 2)
             fix a dimension; the rest is searched. --cluster is a preset
             (h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a
             JSON file (docs/architecture.md). The model is read at one sample
@@ -143,15 +143,23 @@ PARALLELISM (compile --train)
                        their forward use and back before the backward.
   --activation-loading-horizon K
                        Prefetch offloaded activations K ahead (default 1).
-  --bucket-mb X        Data parallel: all-reduce gradients in buckets of up
-                       to X MiB (default 25), each right after the backward
-                       computes its last gradient; 0: one per gradient.
+  --bucket-mb X        Data parallel: all-reduce (ZeRO-2: reduce-scatter)
+                       gradients in buckets of up to X MiB (default 25),
+                       each right after the backward computes its last
+                       gradient; 0: one per gradient.
+  --zero-stage Z       ZeRO over the --dp ranks (default: the planner's
+                       choice with --devices, else 0). 1: gradients are
+                       reduce-scattered at the end of the step, each rank
+                       keeps and updates 1/D of the optimizer state and
+                       parameters, and parameters are all-gathered. 2: as 1,
+                       but each micro-batch's gradients are reduce-scattered
+                       in --bucket-mb buckets as the backward makes them, so
+                       a rank keeps 1/D of the gradients (one reduce-scatter
+                       per micro-batch). 0: none. 3 is not implemented yet.
   --shard-optimizer-state
-                       ZeRO-1 (with --dp): gradients are reduce-scattered,
-                       each rank keeps and updates 1/D of the optimizer
-                       state and parameters, and parameters are all-gathered.
+                       --zero-stage 1 (SageMaker's name).
   --no-shard-optimizer-state
-                       Planner (plan, compile --devices N): never ZeRO-1.
+                       --zero-stage 0.
   --pp P               Pipeline parallel over P ranks: the model is cut into
                        P stages (balanced by predicted cost, or at
                        --pp-cuts), each step runs --microbatches micro-
@@ -258,7 +266,7 @@ Chooses how to train MODEL on N devices of a cluster: dp x tp x pp,
 micro-batches, schedule, ZeRO-1 and recomputation, by the cost and memory
 models; prints the plan, its predicted step time, throughput and memory per
 device, and the runners-up. Pinned flags (--tp 8, --schedule 1f1b,
---shard-optimizer-state) fix a dimension; the rest is searched. The model is
+--zero-stage 2) fix a dimension; the rest is searched. The model is
 read at one sample per batch (its batch dim is bound to 1).
 )",
      {"MODEL", "PLANNER", "PARALLELISM", "TRAINING", "CONFIG FILE", nullptr}},

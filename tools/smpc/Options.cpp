@@ -84,7 +84,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
       "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
       "--activation-loading-horizon", "--offload-activations",
-      "--checkpoint-activations", "--shard-optimizer-state", "--placement",
+      "--checkpoint-activations", "--shard-optimizer-state",
+      "--no-shard-optimizer-state", "--zero-stage", "--placement",
       "--pp-cuts", "--virtual-stages", "--schedule", "--microbatches",
       "--bn-stats"};
   for (const char *f : kTrainingOnly)
@@ -182,7 +183,8 @@ bool failFlag(std::optional<int> &exit, const llvm::Twine &msg) {
 }
 
 /// The output, the model and its import: -o, --dim, --tie, --untie,
-/// --target, --batch-size, --train, --nesterov, --shard-optimizer-state.
+/// --target, --batch-size, --train, --nesterov, --zero-stage and
+/// --[no-]shard-optimizer-state.
 /// Returns whether `a` is one of them; `exit` is set when its value is
 /// malformed.
 bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
@@ -231,14 +233,30 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
   } else if (a == "--nesterov") {
     opts.plan.nesterov = true;
   } else if (a == "--shard-optimizer-state" ||
-             a == "--no-shard-optimizer-state") {
-    bool on = a == "--shard-optimizer-state";
-    if (opts.pinned.zero && *opts.pinned.zero != on)
-      return failFlag(exit,
-                      "--shard-optimizer-state and --no-shard-optimizer-state "
-                      "contradict each other");
-    opts.pinned.zero = on;
-    opts.plan.zero = on;
+             a == "--no-shard-optimizer-state" || a == "--zero-stage" ||
+             a.starts_with("--zero-stage=")) {
+    int stage = a == "--shard-optimizer-state" ? 1 : 0;
+    std::string shown = a.str();
+    if (a.starts_with("--zero-stage")) {
+      auto v = value("--zero-stage");
+      if (!v || llvm::StringRef(*v).getAsInteger(10, stage) || stage < 0 ||
+          stage > 3)
+        return failFlag(exit, "--zero-stage expects 0, 1, 2 or 3");
+      if (stage == 3)
+        return failFlag(
+            exit, "--zero-stage 3 (parameters sharded over dp) is not "
+                  "implemented yet: use --zero-stage 2 (gradients and "
+                  "optimizer state sharded) or 1 (optimizer state)");
+      shown = "--zero-stage " + std::to_string(stage);
+    }
+    if (opts.pinned.zeroStage && *opts.pinned.zeroStage != stage)
+      return failFlag(exit, opts.pinned.zeroFlag + " and " + shown +
+                                " contradict each other (--shard-optimizer-"
+                                "state is --zero-stage 1, --no-shard-"
+                                "optimizer-state --zero-stage 0); give one");
+    opts.pinned.zeroStage = stage;
+    opts.pinned.zeroFlag = shown;
+    opts.plan.zeroStage = stage;
   } else {
     return false;
   }
@@ -585,8 +603,9 @@ std::optional<int> finishParallelOptions(Options &opts) {
                 " does not equal dp x tp x pp = " + std::to_string(opts.plan.dp) +
                 " x " + std::to_string(opts.plan.tp) + " x " +
                 std::to_string(opts.plan.pp) + " = " + std::to_string(product));
-  if (opts.plan.zero && opts.plan.dp == 1)
-    return fail("--shard-optimizer-state needs --dp > 1");
+  if (opts.plan.zeroStage > 0 && opts.plan.dp == 1)
+    return fail(opts.pinned.zeroFlag + " needs --dp > 1 (ZeRO shards over "
+                "the data-parallel ranks)");
   if (opts.plan.virtualStages > 1 && opts.plan.schedule != "interleaved")
     return fail("--virtual-stages needs --schedule interleaved");
   if (opts.plan.schedule == "interleaved" && opts.plan.pp == 1 && opts.plan.virtualStages > 1)

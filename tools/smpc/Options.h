@@ -32,8 +32,10 @@ struct Options {
     std::optional<std::string> schedule;
     /// --checkpoint-activations: none, full, selective or auto.
     std::optional<std::string> recompute;
-    /// --shard-optimizer-state (true) or --no-shard-optimizer-state (false).
-    std::optional<bool> zero;
+    /// The ZeRO stage: --zero-stage N, --shard-optimizer-state (1) or
+    /// --no-shard-optimizer-state (0); `zeroFlag` is the flag as given.
+    std::optional<int> zeroStage;
+    std::string zeroFlag;
     /// --offload-activations.
     std::optional<bool> offload;
   } pinned;

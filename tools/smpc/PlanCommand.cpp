@@ -72,7 +72,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.microbatchSize = cmd.microbatchSize;
   req.virtualStages = cmd.virtualStages;
   req.schedule = cmd.schedule;
-  req.zero = cmd.zero;
+  req.zeroStage = cmd.zeroStage;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;
   req.minimizeMemory = cmd.optimize == "memory";

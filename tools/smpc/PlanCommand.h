@@ -17,7 +17,8 @@ struct PlanCommand {
       jsonOutput, svgOutput, optimize = "speed";
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
-  std::optional<bool> zero, recompute, offload;
+  std::optional<int> zeroStage;
+  std::optional<bool> recompute, offload;
 };
 
 /// Plans the training of `module` (imported at one sample per batch) and

@@ -66,8 +66,8 @@ std::string reproducingCommand(const Options &opts) {
       pin("--virtual-stages", std::to_string(p.virtualStages));
     if (!opts.ppCuts.empty())
       pin("--pp-cuts", opts.ppCuts);
-    if (p.zero)
-      pin("--shard-optimizer-state", "");
+    if (p.zeroStage > 0 && !given.count("--shard-optimizer-state"))
+      pin("--zero-stage", std::to_string(p.zeroStage));
     if (p.recompute != "none" && p.recomputeStages.empty())
       pin("--checkpoint-activations", p.recompute);
     if (!p.recomputeStages.empty()) {

@@ -116,13 +116,13 @@ std::string plannedCuts(const smp::Plan &p) {
   return cuts;
 }
 
-/// The planner's memory choices for `p` in the training plan: ZeRO-1,
+/// The planner's memory choices for `p` in the training plan: the ZeRO stage,
 /// offloading and (unless `recompute` is false) full recomputation of the
 /// stages it chose.
 void applyPlannedMemory(const smp::Plan &p, smp::TrainingPipelineOptions &plan,
                         bool recompute = true) {
-  if (p.zero)
-    plan.zero = true;
+  if (p.zeroStage > 0)
+    plan.zeroStage = p.zeroStage;
   if (p.offload)
     plan.offload = true;
   if (!recompute || !p.recompute)
@@ -154,7 +154,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.schedule = opts.pinned.schedule;
   if (opts.plan.virtualStages > 1)
     cmd.virtualStages = opts.plan.virtualStages;
-  cmd.zero = opts.pinned.zero;
+  cmd.zeroStage = opts.pinned.zeroStage;
   if (opts.pinned.recompute == "none" || opts.pinned.recompute == "full")
     cmd.recompute = opts.pinned.recompute == "full";
   if (opts.pinned.offload)
@@ -207,6 +207,7 @@ int compile(ModuleOp module, const Options &opts) {
     t.recompute = opts.plan.recompute;
     t.recomputeStages = opts.plan.recomputeStages;
     t.offload = opts.plan.offload;
+    t.zeroStage = opts.plan.zeroStage;
     if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
       llvm::SmallString<256> abs(source.getValue());
       llvm::sys::fs::make_absolute(abs);

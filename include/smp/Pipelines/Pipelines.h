@@ -64,11 +64,13 @@ struct TrainingPipelineOptions {
   std::string vocabParallel;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
-  /// With data parallelism: each rank keeps 1/dp of the optimizer state
-  /// (ZeRO-1).
-  bool zero = false;
-  /// Data parallel without ZeRO: gradient all-reduce buckets in MiB (0: one
-  /// all-reduce per gradient).
+  /// With data parallelism, the ZeRO stage: 0 none, 1 each rank keeps 1/dp
+  /// of the optimizer state (the gradients reduce-scattered at the end of
+  /// the step), 2 also of the gradients (reduce-scattered in buckets as the
+  /// backward makes them).
+  int zeroStage = 0;
+  /// Data parallel: gradient all-reduce (ZeRO-2: reduce-scatter) buckets in
+  /// MiB (0: one collective per gradient).
   float bucketMb = 25.0f;
   /// Batch norm statistics in the step: global, replica or running.
   std::string bnStats = "global";

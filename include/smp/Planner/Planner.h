@@ -82,18 +82,27 @@ struct ModelProfile {
 /// stepValues or stepValuesRecompute) of a stage holding `ops` [begin, end)
 /// for one micro-batch of `b` samples (values anchored there, and those of
 /// other stages it reads),
-/// without the parameters and optimizer state; `gradients`: with the
-/// gradients' own lifetimes (else they are left out, for the caller to
-/// count whole, as gradient accumulation keeps them).
-double stepPeakBytes(const std::vector<ModelProfile::StepValue> &values,
-                     size_t begin, size_t end, double b, bool gradients);
-/// The same peak split by what is live at that moment: gradients, values
-/// the forward saved for the backward, and the rest (the working set).
+/// without the parameters and optimizer state, split by what is live at
+/// that moment: gradients, values the forward saved for the backward, and
+/// the rest (the working set). The gradients are counted as `gradients`
+/// says.
+enum class GradientLifetime {
+  /// Left out, for the caller to count whole (gradient accumulation keeps
+  /// them).
+  Omitted,
+  /// Their own lifetimes in the profiled step (made as the backward goes,
+  /// kept to the end).
+  Kept,
+  /// Whole ones kept until their bucket of `bucketBytes` is full, then
+  /// packed and reduce-scattered (ZeRO-2; the caller counts the chunks).
+  Scattered,
+};
 struct StepPeak {
   double total = 0, gradients = 0, saved = 0, other = 0;
 };
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
-                  size_t begin, size_t end, double b, bool gradients);
+                  size_t begin, size_t end, double b,
+                  GradientLifetime gradients, double bucketBytes = 0);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
 /// micro-batch of `b` samples, in bytes.
@@ -117,7 +126,9 @@ struct PlanRequest {
   /// Pinned choices (unset: searched).
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
-  std::optional<bool> zero, recompute, offload;
+  /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients).
+  std::optional<int> zeroStage;
+  std::optional<bool> recompute, offload;
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
   double memoryFraction = 0.9;
   size_t runnersUp = 5;
@@ -140,7 +151,10 @@ struct Plan {
   int64_t dp = 1, tp = 1, pp = 1, microbatchSize = 1, microbatches = 1,
           virtualStages = 1;
   std::string schedule = "1f1b";
-  bool zero = false, recompute = false, offload = false;
+  /// ZeRO stage: 0 none, 1 optimizer state sharded over dp, 2 and the
+  /// gradients (reduce-scattered as the backward makes them).
+  int zeroStage = 0;
+  bool recompute = false, offload = false;
   /// Which stages recompute their activations (all when `recompute` and the
   /// planner did not choose per stage).
   std::vector<bool> stageRecompute;

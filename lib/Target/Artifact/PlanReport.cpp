@@ -41,7 +41,13 @@ std::string planReport(ModuleOp module,
      << ": the right-most axis gets adjacent ranks)\n";
   if (grid.numRanks() == 1)
     os << "a single device runs the whole model\n";
-  if (dp > 1)
+  if (dp > 1 && options.training && options.training->zeroStage == 2)
+    os << "data parallel: " << dp << " replicas train on their share of the "
+       << "batch; gradients are summed with reduce_scatter (ZeRO-2: each "
+          "micro-batch's gradients in buckets as the backward makes them, "
+          "each rank keeping its chunk; sharded optimizer state, all_gather "
+          "of the parameters)\n";
+  else if (dp > 1)
     os << "data parallel: " << dp << " replicas train on their share of the "
        << "batch; gradients are summed with all_reduce"
        << (module.lookupSymbol<shard::GridOp>("dp") &&

@@ -1,4 +1,4 @@
-// RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=adamw dp=2 shard-optimizer-state=true})' | FileCheck %s
+// RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=adamw dp=2 zero-stage=1})' | FileCheck %s
 
 // ZeRO-1 over 2 ranks for a 3x3 parameter (9 elements, padded to 10): the
 // flattened gradient is reduce-scattered, the optimizer states hold 5

@@ -28,6 +28,8 @@ struct TrainingOptions {
   std::string recompute = "none";
   std::vector<int64_t> recomputeStages;
   bool offload = false;
+  /// The ZeRO stage (plan.txt says how the gradients are summed).
+  int zeroStage = 0;
   std::string sourceModel; // absolute path, for smprun --save-onnx
 };
 

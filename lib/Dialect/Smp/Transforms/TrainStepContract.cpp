@@ -38,7 +38,9 @@ Value allReduceDp(OpBuilder &b, Location loc, Value v) {
 Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
   auto t = cast<RankedTensorType>(v.getType());
   int64_t n = t.getNumElements(), padded = (n + dp - 1) / dp * dp;
-  Value flat = ReshapeOp::create(b, loc, t.clone(ArrayRef<int64_t>{n}), v);
+  Value flat = t.getRank() == 1
+                   ? v
+                   : ReshapeOp::create(b, loc, t.clone(ArrayRef<int64_t>{n}), v);
   if (padded == n)
     return flat;
   auto zeros = RankedTensorType::get({padded - n}, t.getElementType());

@@ -164,6 +164,33 @@ def SmpShardOptimizerStatePass
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
 }
 
+def SmpShardGradientsPass : Pass<"smp-shard-gradients", "mlir::ModuleOp"> {
+  let summary = "ZeRO-2: gradients reduce-scattered in buckets as they are made";
+  let description = [{
+    Like smp-shard-optimizer-state, each gradient of @train_step becomes this
+    data-parallel rank's chunk of it (flattened, zero-padded to a multiple of
+    the dp ranks; `smp.layout = #smp.layout<dp = chunk(of = [shape])>`), but
+    the reduce-scatter runs as the backward produces the gradient, so no
+    rank keeps a whole gradient past its bucket. A gradient summed over
+    micro-batches (and over a parameter's copies on several pipeline stages)
+    is a tree of adds: each micro-batch's part on each stage is
+    reduce-scattered on its own and the sums are taken on the chunks, in the
+    same order (copies stay bit-identical). That costs one reduce-scatter per
+    micro-batch instead of one per step, as DeepSpeed's ZeRO-2 with gradient
+    accumulation does. Parts of one micro-batch, stage and element type are
+    packed, in the order they are made, into buckets of up to bucket-mb MiB:
+    each part flattened and padded, viewed as [dp, n / dp], the views
+    concatenated along dim 1 and reduce-scattered at once, so that each rank
+    receives its chunk of every part in turn; the bucket's ops follow its
+    last part and carry its stage and micro-batch marks.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
+           "bucket size in MiB; 0: one reduce-scatter per gradient part">
+  ];
+}
+
 def SmpGradientAllReducePass
     : Pass<"smp-gradient-all-reduce", "mlir::ModuleOp"> {
   let summary = "Sum the gradients and the loss over the data-parallel ranks";

@@ -1,0 +1,268 @@
+//===- ShardGradients.cpp - smp-shard-gradients (ZeRO-2) -------------------===//
+//
+// Implements `smp-shard-gradients`: each gradient of @train_step becomes this
+// data-parallel rank's summed chunk, reduce-scattered in buckets as the
+// backward produces it, so that no rank keeps a whole gradient past its
+// bucket (see TrainStepContract.h and Passes.td).
+//
+// A gradient is an accumulation tree: the sum over micro-batches (an
+// unrolled step adds each micro-batch's gradient to the running sum) and,
+// for a parameter with copies on several pipeline stages, over the copies.
+// A reduce-scatter of a flattened, padded tensor is linear, so the chunk of
+// a sum is the sum of the chunks: the leaves (one micro-batch's gradient on
+// one stage) are reduce-scattered as they are made and the tree is rebuilt
+// on chunks, in the same order (tied copies stay bit-identical).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainStepContract.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "smp-shard-gradients"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPSHARDGRADIENTSPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+/// The micro-batch of `v`'s defining op (-1: none or a block argument).
+int64_t microbatchOf(Value v) {
+  Operation *def = v.getDefiningOp();
+  auto mb = def ? def->getAttrOfType<IntegerAttr>(SmpDialect::kMicrobatchAttr)
+                : IntegerAttr();
+  return mb ? mb.getInt() : -1;
+}
+
+/// An add of the step that sums two gradient parts of different
+/// micro-batches or stages (the accumulation BuildGradients builds), as
+/// opposed to an add inside one micro-batch's backward.
+AddOp accumulation(Value v, Block &body) {
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add || add->getBlock() != &body)
+    return AddOp();
+  Value a = add.getLhs(), c = add.getRhs();
+  if (a.getType() != v.getType() || c.getType() != v.getType())
+    return AddOp();
+  if (microbatchOf(a) == microbatchOf(c) && stageOf(a) == stageOf(c))
+    return AddOp();
+  return add;
+}
+
+/// Copies the stage and micro-batch marks (smp.stage, smp.mb, smp.bwd) of
+/// `from` to the ops after `mark` up to the insertion point.
+void markLike(OpBuilder &b, Operation *mark, Operation *from) {
+  Block *block = b.getInsertionBlock();
+  Operation *first = mark ? mark->getNextNode() : &block->front();
+  for (Operation *op = first; op && op != &*b.getInsertionPoint();
+       op = op->getNextNode()) {
+    if (!from)
+      continue;
+    for (NamedAttribute a : from->getDiscardableAttrs())
+      if (a.getName() == SmpDialect::kMicrobatchAttr ||
+          a.getName() == SmpDialect::kBackwardAttr ||
+          a.getName() == SmpDialect::kStageAttr)
+        op->setAttr(a.getName(), a.getValue());
+  }
+}
+
+struct ShardGradients {
+  func::FuncOp f;
+  Block &body;
+  int64_t dp;
+  uint64_t limit; // bucket bytes
+  /// The chunk of each leaf and of each rebuilt sum.
+  llvm::DenseMap<Value, Value> chunkOf;
+
+  /// The leaves of `v`'s accumulation tree, each once.
+  void collect(Value v, llvm::SetVector<Value> &leaves) {
+    if (AddOp add = accumulation(v, body)) {
+      collect(add.getLhs(), leaves);
+      collect(add.getRhs(), leaves);
+      return;
+    }
+    leaves.insert(v);
+  }
+
+  /// Reduce-scatters `bucket` (leaves of one micro-batch, stage and element
+  /// type) at once: each leaf flattened, padded and viewed as [dp, n / dp],
+  /// the views concatenated along dim 1, so that rank r's part of the
+  /// flattened whole is chunk r of every leaf in turn.
+  void scatter(ArrayRef<Value> bucket) {
+    Operation *last = nullptr;
+    for (Value v : bucket)
+      if (Operation *d = v.getDefiningOp(); d && d->getBlock() == &body &&
+                                            (!last || last->isBeforeInBlock(d)))
+        last = d;
+    OpBuilder b(f.getContext());
+    if (last)
+      b.setInsertionPointAfter(last);
+    else
+      b.setInsertionPointToStart(&body);
+    Operation *mark = lastBefore(b);
+    Location loc = f.getLoc();
+    MLIRContext *ctx = f.getContext();
+    auto reduceScatter = [&](Value flat) {
+      auto t = cast<RankedTensorType>(flat.getType());
+      return shard::ReduceScatterOp::create(
+          b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / dp}),
+          FlatSymbolRefAttr::get(ctx, "dp"), b.getDenseI16ArrayAttr({0}), flat,
+          shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
+          b.getIndexAttr(0));
+    };
+    if (bucket.size() == 1) {
+      chunkOf[bucket[0]] = reduceScatter(flattenPadded(b, loc, bucket[0], dp));
+    } else {
+      SmallVector<Value> rows;
+      SmallVector<int64_t> widths;
+      int64_t total = 0;
+      for (Value v : bucket) {
+        Value flat = flattenPadded(b, loc, v, dp);
+        auto t = cast<RankedTensorType>(flat.getType());
+        int64_t w = t.getDimSize(0) / dp;
+        rows.push_back(ReshapeOp::create(
+            b, loc, t.clone(ArrayRef<int64_t>{dp, w}), flat));
+        widths.push_back(w);
+        total += w;
+      }
+      Value cat = ConcatOp::create(b, loc, rows, b.getI64IntegerAttr(1));
+      auto ct = cast<RankedTensorType>(cat.getType());
+      Value mine = reduceScatter(ReshapeOp::create(
+          b, loc, ct.clone(ArrayRef<int64_t>{dp * total}), cat));
+      int64_t offset = 0;
+      for (auto [v, w] : llvm::zip(bucket, widths)) {
+        chunkOf[v] = SliceOp::create(b, loc, mine,
+                                     b.getDenseI64ArrayAttr({offset}),
+                                     b.getDenseI64ArrayAttr({offset + w}),
+                                     b.getDenseI64ArrayAttr({1}));
+        offset += w;
+      }
+    }
+    markLike(b, mark, last);
+  }
+
+  /// Groups the leaves, in the order the backward makes them, into buckets
+  /// of one micro-batch, stage and element type up to `limit` bytes.
+  void scatterInBuckets(ArrayRef<Value> leaves) {
+    SmallVector<Value> order(leaves);
+    auto pos = [&](Value v) -> Operation * {
+      Operation *d = v.getDefiningOp();
+      return d && d->getBlock() == &body ? d : nullptr;
+    };
+    llvm::stable_sort(order, [&](Value x, Value y) {
+      Operation *a = pos(x), *c = pos(y);
+      if (!a || !c)
+        return bool(c) && !a;
+      return a->isBeforeInBlock(c);
+    });
+    SmallVector<Value> bucket;
+    uint64_t bytes = 0;
+    auto key = [&](Value v) {
+      Operation *d = pos(v);
+      return std::make_tuple(microbatchOf(v), stageOf(v),
+                             d && d->hasAttr(SmpDialect::kBackwardAttr),
+                             getElementTypeOrSelf(v.getType()));
+    };
+    for (Value v : order) {
+      auto t = cast<RankedTensorType>(v.getType());
+      uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+      if (!bucket.empty() &&
+          (key(v) != key(bucket.front()) || bytes + size > limit)) {
+        scatter(bucket);
+        bucket.clear();
+        bytes = 0;
+      }
+      bucket.push_back(v);
+      bytes += size;
+    }
+    if (!bucket.empty())
+      scatter(bucket);
+  }
+
+  /// The chunk of `v`: a leaf's, or the sum of its parts' chunks, added
+  /// where the original add was (or after its parts' chunks) with its
+  /// marks.
+  Value chunk(Value v) {
+    if (Value c = chunkOf.lookup(v))
+      return c;
+    AddOp add = accumulation(v, body);
+    assert(add && "every leaf has its chunk");
+    Value lhs = chunk(add.getLhs()), rhs = chunk(add.getRhs());
+    Operation *after = add;
+    for (Value part : {lhs, rhs})
+      if (Operation *d = part.getDefiningOp();
+          d && d->getBlock() == &body && after->isBeforeInBlock(d))
+        after = d;
+    OpBuilder b(after->getContext());
+    b.setInsertionPointAfter(after);
+    auto sum = AddOp::create(b, add.getLoc(), lhs, rhs);
+    for (NamedAttribute a : add->getDiscardableAttrs())
+      sum->setAttr(a.getName(), a.getValue());
+    return chunkOf[v] = sum;
+  }
+
+  void run() {
+    SmallVector<Gradient> grads;
+    llvm::SetVector<Value> leaves;
+    for (const Gradient &g : gradients(f))
+      if (!g.sharded) {
+        grads.push_back(g);
+        collect(g.value, leaves);
+      }
+    scatterInBuckets(leaves.getArrayRef());
+    SmallVector<Operation *> replaced;
+    for (const Gradient &g : grads) {
+      Value c = chunk(g.value);
+      if (Operation *d = g.value.getDefiningOp())
+        replaced.push_back(d);
+      setResult(f, g.result, c);
+      setResultLayout(f, g.result,
+                      LayoutAttr::chunk(
+                          f.getContext(),
+                          cast<RankedTensorType>(g.param.getType()).getShape()));
+    }
+    // The whole sums are dead now: erase them (and the adds they summed).
+    while (!replaced.empty()) {
+      Operation *op = replaced.pop_back_val();
+      if (!op->use_empty() || !isa<AddOp>(op) || op->getBlock() != &body)
+        continue;
+      SmallVector<Value> parts(op->getOperands());
+      op->erase();
+      for (Value p : parts)
+        if (Operation *d = p.getDefiningOp(); d && isa<AddOp>(d))
+          replaced.push_back(d);
+    }
+  }
+};
+
+struct SmpShardGradientsPass
+    : public smp::impl::SmpShardGradientsPassBase<SmpShardGradientsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto f = trainStep(module, "smp-shard-gradients");
+    if (failed(f))
+      return signalPassFailure();
+    int64_t dp = dataParallelRanks(module);
+    if (dp <= 1) {
+      module.emitError() << "smp-shard-gradients needs data parallelism "
+                            "(a shard.grid @dp of more than one rank: "
+                            "smp-build-gradients{dp=N})";
+      return signalPassFailure();
+    }
+    ShardGradients s{*f, f->getBody().front(), dp,
+                     static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0), {}};
+    s.run();
+  }
+};
+
+} // namespace
