@@ -38,7 +38,7 @@ COMMANDS
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
   summary   Print inputs, outputs, parameter count and an op histogram.
   plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
-            pp, micro-batches, schedule, ZeRO-1 and recomputation, by the
+            pp, micro-batches, schedule, ZeRO stage and recomputation, by the
             cost and memory models; print the plan, its predicted step
             time, throughput and memory per device, and the runners-up.
             Pinned flags (--tp 8, --schedule 1f1b, --zero-stage 2)
@@ -263,7 +263,7 @@ without --dp/--tp/--pp lets the planner choose the plan (PLANNER below).
                  [--json FILE] [--report FILE.svg] [TRAINING OPTIONS...]
 
 Chooses how to train MODEL on N devices of a cluster: dp x tp x pp,
-micro-batches, schedule, ZeRO-1 and recomputation, by the cost and memory
+micro-batches, schedule, ZeRO stage and recomputation, by the cost and memory
 models; prints the plan, its predicted step time, throughput and memory per
 device, and the runners-up. Pinned flags (--tp 8, --schedule 1f1b,
 --zero-stage 2) fix a dimension; the rest is searched. The model is
