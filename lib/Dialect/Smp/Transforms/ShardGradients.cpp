@@ -75,6 +75,9 @@ void markLike(OpBuilder &b, Operation *mark, Operation *from) {
 }
 
 struct ShardGradients {
+  ShardGradients(func::FuncOp f, int64_t dp, uint64_t limit)
+      : f(f), body(f.getBody().front()), dp(dp), limit(limit) {}
+
   func::FuncOp f;
   Block &body;
   int64_t dp;
@@ -259,9 +262,8 @@ struct SmpShardGradientsPass
                             "smp-build-gradients{dp=N})";
       return signalPassFailure();
     }
-    ShardGradients s{*f, f->getBody().front(), dp,
-                     static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0), {}};
-    s.run();
+    ShardGradients(*f, dp, static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0))
+        .run();
   }
 };
 
