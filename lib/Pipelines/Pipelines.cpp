@@ -1,13 +1,13 @@
 //===- Pipelines.cpp - Pass pipelines shared by smpc and smp-opt ----------===//
 
 #include "smp/Pipelines/Pipelines.h"
-#include "llvm/Support/ErrorHandling.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 

@@ -414,31 +414,28 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                    (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
     // The step's live peak with the gradients made as the backward goes,
     // and without them (counted whole once they all exist).
-    // ZeRO-2: each gradient gone once made, the chunks and buckets counted
-    // whole.
+    // ZeRO-2 never keeps them whole: each is kept until its bucket is
+    // scattered, and the chunks (1/dp of them) all along.
+    bool zero2 = p.zeroStage == 2;
     StepPeak growing = stepPeak(values, begin, end, b,
-                                p.zeroStage == 2 ? GradientLifetime::Scattered
-                                                 : GradientLifetime::Kept,
+                                zero2 ? GradientLifetime::Scattered
+                                      : GradientLifetime::Kept,
                                 kBucketBytes);
     StepPeak withoutGradients =
         stepPeak(values, begin, end, b, GradientLifetime::Omitted);
-    double whole = p.zeroStage == 2 ? params / static_cast<double>(p.dp)
-                                    : params;
-    if (p.zeroStage == 2)
-      for (Backward &k : backwards[s])
-        k.gradientsWhole = false;
+    double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
     double peak = 0;
     MemoryBreakdown parts;
     for (const Backward &k : backwards[s]) {
-      double chunks = p.zeroStage == 2 ? whole : 0;
-      double at = (k.gradientsWhole ? whole + withoutGradients.total
-                                    : growing.total + chunks) +
+      bool whole = k.gradientsWhole && !zero2;
+      double at = (whole ? params + withoutGradients.total
+                         : growing.total + chunks) +
                   (k.held - 1) * saved;
       if (at < peak)
         continue;
       peak = at;
-      const StepPeak &step = k.gradientsWhole ? withoutGradients : growing;
-      parts.gradients = k.gradientsWhole ? whole : step.gradients + chunks;
+      const StepPeak &step = whole ? withoutGradients : growing;
+      parts.gradients = whole ? params : step.gradients + chunks;
       parts.activations = step.saved + (k.held - 1) * saved;
       parts.workspace = step.other;
     }

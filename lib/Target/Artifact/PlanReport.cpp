@@ -7,7 +7,6 @@
 
 #include "Lowering.h"
 
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -41,26 +40,19 @@ std::string planReport(ModuleOp module,
      << ": the right-most axis gets adjacent ranks)\n";
   if (grid.numRanks() == 1)
     os << "a single device runs the whole model\n";
-  if (dp > 1 && options.training && options.training->zeroStage == 2)
+  if (dp > 1) {
+    int zero = options.training ? options.training->zeroStage : 0;
     os << "data parallel: " << dp << " replicas train on their share of the "
-       << "batch; gradients are summed with reduce_scatter (ZeRO-2: each "
-          "micro-batch's gradients in buckets as the backward makes them, "
-          "each rank keeping its chunk; sharded optimizer state, all_gather "
-          "of the parameters)\n";
-  else if (dp > 1)
-    os << "data parallel: " << dp << " replicas train on their share of the "
-       << "batch; gradients are summed with all_reduce"
-       << (module.lookupSymbol<shard::GridOp>("dp") &&
-                   llvm::any_of(stages, [](const auto &l) {
-                     for (const auto &i : l->program.instructions())
-                       if (i.op() == "reduce_scatter")
-                         return true;
-                     return false;
-                   })
-               ? " (ZeRO-1: reduce_scatter, sharded optimizer state, "
-                 "all_gather of the parameters)"
-               : "")
+       << "batch; gradients are summed with "
+       << (zero == 2 ? "reduce_scatter (ZeRO-2: each micro-batch's gradients "
+                       "in buckets as the backward makes them, each rank "
+                       "keeping its chunk; sharded optimizer state, "
+                       "all_gather of the parameters)"
+           : zero == 1 ? "all_reduce (ZeRO-1: reduce_scatter, sharded "
+                         "optimizer state, all_gather of the parameters)"
+                       : "all_reduce")
        << "\n";
+  }
   if (tp > 1) {
     int64_t regions = 0;
     for (const auto &inst : stages.front()->program.instructions())

@@ -29,41 +29,28 @@ namespace {
 /// at once and split back. Each bucket's ops follow its last gradient, so
 /// the all-reduce can overlap the rest of the backward.
 void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
-                      ArrayRef<Value> params, double bucketMb) {
+                        ArrayRef<Value> params, double bucketMb) {
   Block *block = b.getInsertionBlock();
-  SmallVector<unsigned> order;
-  for (unsigned k = 0; k < grads.size(); ++k)
-    if (grads[k])
-      order.push_back(k);
-  auto defOf = [&](unsigned k) { return grads[k].getDefiningOp(); };
-  llvm::stable_sort(order, [&](unsigned x, unsigned y) {
-    Operation *a = defOf(x), *c = defOf(y);
-    if (!a || !c)
-      return bool(c) && !a;
-    return a->isBeforeInBlock(c);
-  });
-  uint64_t limit = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
-  SmallVector<unsigned> bucket;
-  uint64_t bytes = 0;
-  auto flush = [&] {
-    if (bucket.empty())
-      return;
-    Operation *after = nullptr; // the bucket's last gradient
+  auto together = [&](unsigned x, unsigned y) {
+    return stageOf(params[x]) == stageOf(params[y]) &&
+           getElementTypeOrSelf(grads[x].getType()) ==
+               getElementTypeOrSelf(grads[y].getType());
+  };
+  for (const SmallVector<unsigned> &bucket :
+       gradientBuckets(*block, grads, bucketMb, together)) {
+    SmallVector<Value> values;
     for (unsigned k : bucket)
-      if (Operation *d = defOf(k); d && d->getBlock() == block &&
-                                   (!after || after->isBeforeInBlock(d)))
-        after = d;
+      values.push_back(grads[k]);
+    Operation *after = lastDefinition(*block, values);
     Operation *mark = lastBefore(b);
     if (bucket.size() == 1) {
       grads[bucket[0]] = allReduceDp(b, loc, grads[bucket[0]]);
     } else {
       SmallVector<Value> flat;
-      int64_t total = 0;
       for (unsigned k : bucket) {
         auto t = cast<RankedTensorType>(grads[k].getType());
         flat.push_back(ReshapeOp::create(
             b, loc, t.clone(ArrayRef<int64_t>{t.getNumElements()}), grads[k]));
-        total += t.getNumElements();
       }
       Value summed = allReduceDp(
           b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)));
@@ -78,7 +65,6 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
         grads[k] = ReshapeOp::create(b, loc, t, part);
         offset += n;
       }
-      (void)total;
     }
     // Move the bucket's ops right after its last gradient.
     Operation *first = mark ? mark->getNextNode() : &block->front();
@@ -92,24 +78,7 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
         after = op;
       }
     }
-    bucket.clear();
-    bytes = 0;
-  };
-  std::optional<int64_t> stage;
-  Type elt;
-  for (unsigned k : order) {
-    auto t = cast<RankedTensorType>(grads[k].getType());
-    uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
-    std::optional<int64_t> s = stageOf(params[k]);
-    if (!bucket.empty() && (s != stage || t.getElementType() != elt ||
-                            bytes + size > limit))
-      flush();
-    bucket.push_back(k);
-    bytes += size;
-    stage = s;
-    elt = t.getElementType();
   }
-  flush();
 }
 
 

@@ -16,7 +16,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "TrainStepContract.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -60,12 +59,12 @@ AddOp accumulation(Value v, Block &body) {
 /// Copies the stage and micro-batch marks (smp.stage, smp.mb, smp.bwd) of
 /// `from` to the ops after `mark` up to the insertion point.
 void markLike(OpBuilder &b, Operation *mark, Operation *from) {
+  if (!from)
+    return;
   Block *block = b.getInsertionBlock();
   Operation *first = mark ? mark->getNextNode() : &block->front();
   for (Operation *op = first; op && op != &*b.getInsertionPoint();
        op = op->getNextNode()) {
-    if (!from)
-      continue;
     for (NamedAttribute a : from->getDiscardableAttrs())
       if (a.getName() == SmpDialect::kMicrobatchAttr ||
           a.getName() == SmpDialect::kBackwardAttr ||
@@ -75,13 +74,13 @@ void markLike(OpBuilder &b, Operation *mark, Operation *from) {
 }
 
 struct ShardGradients {
-  ShardGradients(func::FuncOp f, int64_t dp, uint64_t limit)
-      : f(f), body(f.getBody().front()), dp(dp), limit(limit) {}
+  ShardGradients(func::FuncOp f, int64_t dp, double bucketMb)
+      : f(f), body(f.getBody().front()), dp(dp), bucketMb(bucketMb) {}
 
   func::FuncOp f;
   Block &body;
   int64_t dp;
-  uint64_t limit; // bucket bytes
+  double bucketMb;
   /// The chunk of each leaf and of each rebuilt sum.
   llvm::DenseMap<Value, Value> chunkOf;
 
@@ -100,11 +99,7 @@ struct ShardGradients {
   /// the views concatenated along dim 1, so that rank r's part of the
   /// flattened whole is chunk r of every leaf in turn.
   void scatter(ArrayRef<Value> bucket) {
-    Operation *last = nullptr;
-    for (Value v : bucket)
-      if (Operation *d = v.getDefiningOp(); d && d->getBlock() == &body &&
-                                            (!last || last->isBeforeInBlock(d)))
-        last = d;
+    Operation *last = lastDefinition(body, bucket);
     OpBuilder b(f.getContext());
     if (last)
       b.setInsertionPointAfter(last);
@@ -112,17 +107,9 @@ struct ShardGradients {
       b.setInsertionPointToStart(&body);
     Operation *mark = lastBefore(b);
     Location loc = f.getLoc();
-    MLIRContext *ctx = f.getContext();
-    auto reduceScatter = [&](Value flat) {
-      auto t = cast<RankedTensorType>(flat.getType());
-      return shard::ReduceScatterOp::create(
-          b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / dp}),
-          FlatSymbolRefAttr::get(ctx, "dp"), b.getDenseI16ArrayAttr({0}), flat,
-          shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
-          b.getIndexAttr(0));
-    };
     if (bucket.size() == 1) {
-      chunkOf[bucket[0]] = reduceScatter(flattenPadded(b, loc, bucket[0], dp));
+      chunkOf[bucket[0]] =
+          reduceScatterDp(b, loc, flattenPadded(b, loc, bucket[0], dp), dp);
     } else {
       SmallVector<Value> rows;
       SmallVector<int64_t> widths;
@@ -138,8 +125,11 @@ struct ShardGradients {
       }
       Value cat = ConcatOp::create(b, loc, rows, b.getI64IntegerAttr(1));
       auto ct = cast<RankedTensorType>(cat.getType());
-      Value mine = reduceScatter(ReshapeOp::create(
-          b, loc, ct.clone(ArrayRef<int64_t>{dp * total}), cat));
+      Value mine = reduceScatterDp(
+          b, loc,
+          ReshapeOp::create(b, loc, ct.clone(ArrayRef<int64_t>{dp * total}),
+                            cat),
+          dp);
       int64_t offset = 0;
       for (auto [v, w] : llvm::zip(bucket, widths)) {
         chunkOf[v] = SliceOp::create(b, loc, mine,
@@ -152,42 +142,24 @@ struct ShardGradients {
     markLike(b, mark, last);
   }
 
-  /// Groups the leaves, in the order the backward makes them, into buckets
-  /// of one micro-batch, stage and element type up to `limit` bytes.
+  /// Scatters the leaves in buckets of one micro-batch, stage and element
+  /// type, in the order the backward makes them.
   void scatterInBuckets(ArrayRef<Value> leaves) {
-    SmallVector<Value> order(leaves);
-    auto pos = [&](Value v) -> Operation * {
-      Operation *d = v.getDefiningOp();
-      return d && d->getBlock() == &body ? d : nullptr;
-    };
-    llvm::stable_sort(order, [&](Value x, Value y) {
-      Operation *a = pos(x), *c = pos(y);
-      if (!a || !c)
-        return bool(c) && !a;
-      return a->isBeforeInBlock(c);
-    });
-    SmallVector<Value> bucket;
-    uint64_t bytes = 0;
     auto key = [&](Value v) {
-      Operation *d = pos(v);
+      Operation *d = v.getDefiningOp();
       return std::make_tuple(microbatchOf(v), stageOf(v),
                              d && d->hasAttr(SmpDialect::kBackwardAttr),
                              getElementTypeOrSelf(v.getType()));
     };
-    for (Value v : order) {
-      auto t = cast<RankedTensorType>(v.getType());
-      uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
-      if (!bucket.empty() &&
-          (key(v) != key(bucket.front()) || bytes + size > limit)) {
-        scatter(bucket);
-        bucket.clear();
-        bytes = 0;
-      }
-      bucket.push_back(v);
-      bytes += size;
+    for (const SmallVector<unsigned> &bucket :
+         gradientBuckets(body, leaves, bucketMb, [&](unsigned x, unsigned y) {
+           return key(leaves[x]) == key(leaves[y]);
+         })) {
+      SmallVector<Value> values;
+      for (unsigned k : bucket)
+        values.push_back(leaves[k]);
+      scatter(values);
     }
-    if (!bucket.empty())
-      scatter(bucket);
   }
 
   /// The chunk of `v`: a leaf's, or the sum of its parts' chunks, added
@@ -226,11 +198,7 @@ struct ShardGradients {
       Value c = chunk(g.value);
       if (Operation *d = g.value.getDefiningOp())
         replaced.push_back(d);
-      setResult(f, g.result, c);
-      setResultLayout(f, g.result,
-                      LayoutAttr::chunk(
-                          f.getContext(),
-                          cast<RankedTensorType>(g.param.getType()).getShape()));
+      setGradientChunk(f, g, c);
     }
     // The whole sums are dead now: erase them (and the adds they summed).
     while (!replaced.empty()) {
@@ -255,15 +223,10 @@ struct SmpShardGradientsPass
     auto f = trainStep(module, "smp-shard-gradients");
     if (failed(f))
       return signalPassFailure();
-    int64_t dp = dataParallelRanks(module);
-    if (dp <= 1) {
-      module.emitError() << "smp-shard-gradients needs data parallelism "
-                            "(a shard.grid @dp of more than one rank: "
-                            "smp-build-gradients{dp=N})";
+    auto dp = shardedDataParallelRanks(module, "smp-shard-gradients");
+    if (failed(dp))
       return signalPassFailure();
-    }
-    ShardGradients(*f, dp, static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0))
-        .run();
+    ShardGradients(*f, *dp, bucketMb).run();
   }
 };
 

@@ -29,6 +29,26 @@ int64_t dataParallelRanks(ModuleOp module) {
   return grid.getShape()[0];
 }
 
+FailureOr<int64_t> shardedDataParallelRanks(ModuleOp module, StringRef pass) {
+  int64_t dp = dataParallelRanks(module);
+  if (dp > 1)
+    return dp;
+  module.emitError() << pass
+                     << " needs data parallelism (a shard.grid @dp of more "
+                        "than one rank: smp-build-gradients{dp=N})";
+  return failure();
+}
+
+Value reduceScatterDp(OpBuilder &b, Location loc, Value flat, int64_t dp) {
+  auto t = cast<RankedTensorType>(flat.getType());
+  MLIRContext *ctx = b.getContext();
+  return shard::ReduceScatterOp::create(
+      b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / dp}),
+      FlatSymbolRefAttr::get(ctx, "dp"), b.getDenseI16ArrayAttr({0}), flat,
+      shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
+      b.getIndexAttr(0));
+}
+
 Value allReduceDp(OpBuilder &b, Location loc, Value v) {
   return shard::AllReduceOp::create(b, loc, v, "dp",
                                     ArrayRef<shard::GridAxis>{0},
@@ -79,6 +99,57 @@ SmallVector<Gradient> gradients(func::FuncOp f) {
                        layout && layout.getDpChunked()});
     }
   return grads;
+}
+
+void setGradientChunk(func::FuncOp f, const Gradient &g, Value chunk) {
+  setResult(f, g.result, chunk);
+  setResultLayout(
+      f, g.result,
+      LayoutAttr::chunk(f.getContext(),
+                        cast<RankedTensorType>(g.param.getType()).getShape()));
+}
+
+Operation *lastDefinition(Block &block, ValueRange values) {
+  Operation *last = nullptr;
+  for (Value v : values)
+    if (Operation *d = v.getDefiningOp();
+        d && d->getBlock() == &block && (!last || last->isBeforeInBlock(d)))
+      last = d;
+  return last;
+}
+
+SmallVector<SmallVector<unsigned>>
+gradientBuckets(Block &block, ArrayRef<Value> values, double bucketMb,
+                llvm::function_ref<bool(unsigned, unsigned)> together) {
+  SmallVector<unsigned> order;
+  for (unsigned k = 0; k < values.size(); ++k)
+    if (values[k])
+      order.push_back(k);
+  auto defOf = [&](unsigned k) -> Operation * {
+    Operation *d = values[k].getDefiningOp();
+    return d && d->getBlock() == &block ? d : nullptr;
+  };
+  llvm::stable_sort(order, [&](unsigned x, unsigned y) {
+    Operation *a = defOf(x), *c = defOf(y);
+    if (!a || !c)
+      return bool(c) && !a;
+    return a->isBeforeInBlock(c);
+  });
+  uint64_t limit = static_cast<uint64_t>(bucketMb * 1024.0 * 1024.0);
+  SmallVector<SmallVector<unsigned>> buckets;
+  uint64_t bytes = 0;
+  for (unsigned k : order) {
+    auto t = cast<RankedTensorType>(values[k].getType());
+    uint64_t size = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+    if (buckets.empty() || !together(buckets.back().front(), k) ||
+        bytes + size > limit) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(k);
+    bytes += size;
+  }
+  return buckets;
 }
 
 std::optional<unsigned> findResult(func::FuncOp f, StringRef attr,

@@ -58,8 +58,18 @@ mlir::FailureOr<mlir::func::FuncOp> trainStep(mlir::ModuleOp module,
 /// The number of data-parallel ranks (the shard.grid @dp's size, 1 without).
 int64_t dataParallelRanks(mlir::ModuleOp module);
 
+/// The number of data-parallel ranks, or (none or one) after the error
+/// "`pass` needs data parallelism ..." on the module: the ZeRO passes.
+mlir::FailureOr<int64_t> shardedDataParallelRanks(mlir::ModuleOp module,
+                                                  llvm::StringRef pass);
+
 /// Sum over the data-parallel ranks (shard.all_reduce on the dp grid).
 mlir::Value allReduceDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
+/// Sum over the `dp` data-parallel ranks of which this rank keeps its
+/// 1/dp: shard.reduce_scatter of the 1-D `flat` (a multiple of dp long).
+mlir::Value reduceScatterDp(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value flat, int64_t dp);
 
 /// `v` flattened to 1-D and zero-padded to a multiple of `dp` (ZeRO-1).
 mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
@@ -82,6 +92,25 @@ struct Gradient {
 
 /// The step's gradients, in result order.
 llvm::SmallVector<Gradient> gradients(mlir::func::FuncOp f);
+
+/// Makes `chunk` (this rank's chunk of `g` flattened) the value of `g`'s
+/// result, with the layout #smp.layout<dp = chunk(of = the parameter's
+/// shape)>.
+void setGradientChunk(mlir::func::FuncOp f, const Gradient &g,
+                      mlir::Value chunk);
+
+/// The last op of `block` that defines one of `values` (null: none does).
+mlir::Operation *lastDefinition(mlir::Block &block, mlir::ValueRange values);
+
+/// Groups the non-null `values` (gradients or their parts, all ops of
+/// `block` or arguments) into buckets for one collective each: in the
+/// order `block` makes them (arguments first), consecutive values that
+/// `together` pairs, up to `bucketMb` MiB (a larger value alone). Returns
+/// indices into `values`.
+llvm::SmallVector<llvm::SmallVector<unsigned>>
+gradientBuckets(mlir::Block &block, llvm::ArrayRef<mlir::Value> values,
+                double bucketMb,
+                llvm::function_ref<bool(unsigned, unsigned)> together);
 
 /// The result carrying unit attribute or string attribute `attr` (with
 /// value `name` when given).
