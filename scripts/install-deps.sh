@@ -43,6 +43,12 @@ done
 PIP_PACKAGES=(safetensors)
 install_python_package() {
   if ! python3 -c "import smp" 2>/dev/null; then
+    # An editable install without build isolation builds with the
+    # interpreter's own setuptools and wheel: Debian's python3 has
+    # python3-wheel, another python3 first on PATH (pyenv) may not.
+    if ! python3 -c "import wheel" 2>/dev/null; then
+      python3 -m pip install --quiet --break-system-packages wheel
+    fi
     python3 -m pip install --quiet --no-deps --no-build-isolation \
       --break-system-packages -e "$(dirname "$0")/../python"
   fi
