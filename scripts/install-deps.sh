@@ -36,25 +36,35 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-# The smp package, editable from this checkout, into the python3 the tests
-# use (Debian 12's pip refuses system installs without the flag).
+# The python3 the tests use (test/CMakeLists.txt, SMP_TEST_PYTHON): Debian's,
+# where the packages above go; another python3 first on PATH (pyenv's) is
+# left alone. SMP_TEST_PYTHON=/path/to/python3 picks another.
+if [[ -n ${SMP_TEST_PYTHON:-} ]]; then
+  PY=$SMP_TEST_PYTHON
+elif [[ -x /usr/bin/python3 ]]; then
+  PY=/usr/bin/python3
+else
+  PY=python3
+fi
+
+# The smp package, editable from this checkout, into that python3 (Debian
+# 12's pip refuses system installs without the flag).
 # PyPI packages the package uses where Debian has none: safetensors
 # (smp.checkpoint.export_safetensors).
 PIP_PACKAGES=(safetensors)
 install_python_package() {
-  if ! python3 -c "import smp" 2>/dev/null; then
+  if ! "$PY" -c "import smp" 2>/dev/null; then
     # An editable install without build isolation builds with the
-    # interpreter's own setuptools and wheel: Debian's python3 has
-    # python3-wheel, another python3 first on PATH (pyenv) may not.
-    if ! python3 -c "import wheel" 2>/dev/null; then
-      python3 -m pip install --quiet --break-system-packages wheel
+    # interpreter's own setuptools and wheel (Debian's: python3-wheel).
+    if ! "$PY" -c "import wheel" 2>/dev/null; then
+      "$PY" -m pip install --quiet --break-system-packages wheel
     fi
-    python3 -m pip install --quiet --no-deps --no-build-isolation \
+    "$PY" -m pip install --quiet --no-deps --no-build-isolation \
       --break-system-packages -e "$(dirname "$0")/../python"
   fi
   for pkg in "${PIP_PACKAGES[@]}"; do
-    if ! python3 -c "import $pkg" 2>/dev/null; then
-      python3 -m pip install --quiet --break-system-packages "$pkg"
+    if ! "$PY" -c "import $pkg" 2>/dev/null; then
+      "$PY" -m pip install --quiet --break-system-packages "$pkg"
     fi
   done
 }
@@ -65,13 +75,13 @@ install_python_package() {
 # (3.21, which newer releases refuse). The numpy and protobuf already there are pinned
 # so pip does not replace them (onnx and torch are built against them).
 install_test_python_packages() {
-  if [[ ${1:-} == --tests ]] && ! python3 -c "import tensorboard" 2>/dev/null; then
+  if [[ ${1:-} == --tests ]] && ! "$PY" -c "import tensorboard" 2>/dev/null; then
     local pins
-    pins=$(python3 -c "import numpy, google.protobuf as p; \
+    pins=$("$PY" -c "import numpy, google.protobuf as p; \
 print('numpy==' + numpy.__version__, 'protobuf==' + p.__version__)" \
       2>/dev/null || true)
     # shellcheck disable=SC2086
-    python3 -m pip install --quiet --break-system-packages \
+    "$PY" -m pip install --quiet --break-system-packages \
       "tensorboard<2.16" $pins
   fi
 }

@@ -21,7 +21,11 @@ llvm_config.add_tool_substitutions(
     ["smp-opt", "smpc", "smprun", "smp-npy-diff", "smp-modelgen",
      "smp-artifact-text", "smp-onnx-conformance", "smp-checkpoint"],
     [config.smp_tools_dir])
-config.substitutions.append(("%python", "python3"))
+# %python is the python3 the build chose (SMP_TEST_PYTHON in
+# test/CMakeLists.txt), in place of lit's own default.
+config.substitutions = [(k, v) for (k, v) in config.substitutions
+                        if k != "%python"]
+config.substitutions.append(("%python", '"' + config.smp_python + '"'))
 config.substitutions.append(
     ("%bench", os.path.join(config.smp_src_root, "bench")))
 config.substitutions.append(
@@ -32,9 +36,21 @@ config.substitutions.append(
 config.substitutions.append(
     ("%bad", os.path.join(config.smp_src_root, "test", "Frontend", "ONNX",
                           "Inputs", "bad")))
-# PyTorch's torchrun (test/smprun/launchers-torchrun.test).
+# PyTorch's torchrun (test/smprun/launchers-torchrun.test), when it starts
+# a process: Debian 12's (torch 1.13) crashes under Python 3.11.
 import shutil as _shutil
-if _shutil.which("torchrun"):
+def _torchrun_works():
+    import subprocess
+    exe = _shutil.which("torchrun")
+    if not exe:
+        return False
+    try:
+        return subprocess.run(
+            [exe, "--standalone", "--nproc_per_node", "1", "--no_python",
+             "true"], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+if _torchrun_works():
     config.available_features.add("torchrun")
 # A Slurm that answers and offers PMIx (scripts/slurm-local.sh starts a
 # one-node one): test/smprun/launchers-srun.test.
@@ -53,16 +69,14 @@ def _slurm_up():
             "pmix" in mpis.stdout + mpis.stderr)
 if _slurm_up():
     config.available_features.add("slurm")
-# The python3 the tests run (%python, found on lit's PATH) and what it can
-# import: tensorboard (test/smprun/tensorboard.test reads smprun's event
-# files with its own reader), matplotlib (smp.plot_metrics), PyTorch
+# What the python3 the tests run (%python) can import: tensorboard
+# (test/smprun/tensorboard.test reads smprun's event files with its own
+# reader), matplotlib (smp.plot_metrics), PyTorch
 # (test/smprun/checkpoint-safetensors.test loads an exported checkpoint
 # into it).
 def _python_has(module):
     import subprocess
-    exe = _shutil.which("python3", path=config.environment.get("PATH"))
-    if not exe:
-        return False
+    exe = config.smp_python
     try:
         return subprocess.run([exe, "-c", "import " + module],
                               capture_output=True, timeout=120).returncode == 0

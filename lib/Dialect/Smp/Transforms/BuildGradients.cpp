@@ -472,14 +472,18 @@ struct SmpBuildGradientsPass
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
-      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr))
+      if (!name)
         continue;
-      if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
-        continue;
+      // A name --freeze matches counts even when the importer froze it
+      // already (a buffer: the export sidecar lists every buffer).
       if (!freeze.empty() && frozen.match(name.getValue())) {
         ++matched;
         continue;
       }
+      if (f.getArgAttr(i, SmpDialect::kFrozenAttr))
+        continue;
+      if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
+        continue;
       // A batch norm's running statistics (updated by the step, never
       // trained; --freeze naming them, as for any buffer, changes nothing).
       if (runningArgs.contains(arg))
