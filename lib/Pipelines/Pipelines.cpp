@@ -59,10 +59,15 @@ void buildTrainStep(OpPassManager &pm,
   if (o.dp > 1) {
     if (o.zeroStage == 1) {
       pm.addPass(smp::createSmpShardOptimizerStatePass());
-    } else if (o.zeroStage == 2) {
+    } else if (o.zeroStage >= 2) {
       smp::SmpShardGradientsPassOptions shard;
       shard.bucketMb = o.bucketMb;
       pm.addPass(smp::createSmpShardGradientsPass(shard));
+      if (o.zeroStage == 3) {
+        smp::SmpShardParametersPassOptions params;
+        params.prefetch = static_cast<int>(o.prefetch);
+        pm.addPass(smp::createSmpShardParametersPass(params));
+      }
     }
     smp::SmpGradientAllReducePassOptions allReduce;
     allReduce.bucketMb = o.bucketMb;
@@ -156,8 +161,11 @@ struct TrainPipelineCLOptions
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
   Option<int> zeroStage{*this, "zero-stage",
-                        llvm::cl::desc("ZeRO stage 0, 1 or 2 (with dp > 1)"),
+                        llvm::cl::desc("ZeRO stage 0 to 3 (with dp > 1)"),
                         llvm::cl::init(0)};
+  Option<int> prefetch{*this, "prefetch",
+                       llvm::cl::desc("ZeRO-3 gathers issued ahead"),
+                       llvm::cl::init(0)};
   Option<float> bucketMb{*this, "bucket-mb",
                          llvm::cl::desc("all-reduce bucket size in MiB"),
                          llvm::cl::init(25.0f)};
@@ -228,11 +236,12 @@ struct TrainPipelineCLOptions
                           ? vocabParallel.getValue()
                           : smp::TrainingPipelineOptions::crossEntropyLogits(loss);
     o.precision = precision;
-    if (zeroStage < 0 || zeroStage > 2)
-      llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0, 1 "
-                               "or 2, got " +
+    if (zeroStage < 0 || zeroStage > 3)
+      llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "
+                               "3, got " +
                                llvm::Twine(static_cast<int>(zeroStage)));
     o.zeroStage = zeroStage, o.bucketMb = bucketMb, o.bnStats = bnStats;
+    o.prefetch = prefetch;
     o.loss = loss, o.freeze = freeze, o.optimizer = optimizer;
     o.momentum = momentum, o.dampening = dampening, o.nesterov = nesterov;
     if (weightDecay >= 0)

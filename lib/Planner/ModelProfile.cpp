@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "smp/Analysis/Cost/OpCosts.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -23,6 +24,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <limits>
+#include <map>
 
 using namespace mlir;
 
@@ -91,8 +93,66 @@ void tagForwardAnchors(func::FuncOp step, const std::vector<int64_t> &anchors) {
 /// operand. A value grows with the batch when it depends on the data and is
 /// not shaped like a parameter (or its transpose). Backward values are
 /// anchored at the latest forward value they read, else their operands'.
+/// ZeRO-3's gathered copies in `step` (see ModelProfile::ParamCopy), the
+/// weight-only ops of `index` in `weightOnly`: as smp-shard-parameters
+/// groups the uses of each parameter, by forward (`isForward`) or not.
+template <typename IsForward>
+std::vector<ModelProfile::ParamCopy>
+parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &index,
+                const std::vector<int32_t> &anchor, IsForward isForward,
+                llvm::DenseSet<Operation *> &weightOnly) {
+  Block &body = step.getBody().front();
+  llvm::DenseMap<Value, unsigned> paramOf; // value -> parameter argument
+  for (BlockArgument arg : body.getArguments())
+    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+      paramOf[arg] = arg.getArgNumber();
+  for (Operation &op : body.without_terminator()) {
+    if (op.getNumResults() != 1 || op.getNumRegions() != 0 ||
+        !isMemoryEffectFree(&op) || isa<ConstantOp>(op))
+      continue;
+    std::optional<unsigned> from;
+    bool only = true;
+    for (Value v : op.getOperands()) {
+      auto it = paramOf.find(v);
+      if (it != paramOf.end() && (!from || *from == it->second))
+        from = it->second;
+      else if (!v.getDefiningOp<ConstantOp>())
+        only = false;
+    }
+    if (from && only) {
+      weightOnly.insert(&op);
+      paramOf[op.getResult(0)] = *from;
+    }
+  }
+  // (parameter, forward) -> the copy, and the values it is read as.
+  std::map<std::pair<unsigned, bool>, ModelProfile::ParamCopy> copies;
+  std::map<std::pair<unsigned, bool>, llvm::DenseSet<Value>> read;
+  for (auto &[value, param] : paramOf)
+    for (Operation *user : value.getUsers()) {
+      auto it = index.find(user);
+      if (it == index.end() || weightOnly.count(user) ||
+          isa<SgdUpdateOp, AdamUpdateOp>(user))
+        continue;
+      std::pair<unsigned, bool> key{param, isForward(user)};
+      auto [c, fresh] = copies.try_emplace(key);
+      if (fresh || it->second < c->second.first) {
+        c->second.first = it->second;
+        c->second.anchor = anchor[it->second];
+      }
+      c->second.last = std::max(fresh ? it->second : c->second.last,
+                                it->second);
+      if (read[key].insert(value).second)
+        c->second.bytes += bytesOf(value);
+    }
+  std::vector<ModelProfile::ParamCopy> out;
+  for (auto &[key, c] : copies)
+    out.push_back(c);
+  return out;
+}
+
 double stepLiveness(func::FuncOp step, int64_t lastPath,
                     std::vector<ModelProfile::StepValue> &values,
+                    std::vector<ModelProfile::ParamCopy> &copies,
                     int32_t &length) {
   Block &body = step.getBody().front();
   // Parameter types (and transposes), also in the half-precision types of
@@ -151,6 +211,8 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
                 : fromBackward >= 0 ? fromBackward
                                     : static_cast<int32_t>(lastPath);
   }
+  llvm::DenseSet<Operation *> weightOnly;
+  copies = parameterCopies(step, index, anchor, isForward, weightOnly);
   // Values: views (reshapes, tp copies) alias their source's root.
   llvm::DenseMap<Value, size_t> rootOf; // value -> index into stepValues
   llvm::DenseSet<Value> updates;        // written back into an argument
@@ -198,6 +260,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       bool perSample = grows.count(r);
       (perSample ? v.perSample : v.fixed) = bytes;
       v.gradient = fromData && !perSample && !isForward(op);
+      v.weightOnly = weightOnly.count(op) != 0;
       v.saved = isForward(op) && llvm::any_of(r.getUsers(), [&](Operation *u) {
                   return !isForward(u);
                 });
@@ -474,6 +537,7 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
   auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values,
+                   std::vector<ModelProfile::ParamCopy> &copies,
                    bool tagged) -> std::optional<double> {
     auto step = m.lookupSymbol<func::FuncOp>("train_step");
     if (!step)
@@ -486,10 +550,11 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
     buildTrainingPipeline(pm, cleanup);
     if (failed(pm.run(m)))
       return std::nullopt;
-    return stepLiveness(step, lastPath, values, profile.stepLength);
+    return stepLiveness(step, lastPath, values, copies, profile.stepLength);
   };
   OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
-  if (auto transient = sweep(*lowered, profile.stepValues, false))
+  if (auto transient =
+          sweep(*lowered, profile.stepValues, profile.paramCopies, false))
     profile.transientBytes = *transient;
   // Recomputation reorders the forward (a segment's ops move next to
   // their first backward use), so its step is not tagged by position:
@@ -502,7 +567,8 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
   buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true));
   int32_t length = profile.stepLength;
   if (succeeded(pm.run(*f.recomputing)))
-    (void)sweep(*f.recomputing, profile.stepValuesRecompute, true);
+    (void)sweep(*f.recomputing, profile.stepValuesRecompute,
+                profile.paramCopiesRecompute, true);
   profile.stepLength = length;
 }
 
@@ -575,8 +641,9 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
 
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
-                  GradientLifetime gradients, double bucketBytes) {
-  // (time, bytes, kind: 0 gradient, 1 saved, 2 other)
+                  GradientLifetime gradients, double bucketBytes,
+                  const std::vector<ModelProfile::ParamCopy> *copies) {
+  // (time, bytes, kind: 0 gradient, 1 saved, 2 other, 3 gathered)
   struct Event {
     int32_t at;
     double bytes;
@@ -631,8 +698,15 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     }
     close();
   }
+  if (copies)
+    for (const ModelProfile::ParamCopy &c : *copies)
+      if (inStage(c.anchor)) {
+        events.push_back({c.first, c.bytes, 3});
+        events.push_back({c.last + 1, -c.bytes, 3});
+      }
   for (const ModelProfile::StepValue &v : values) {
-    if (v.gradient && gradients == GradientLifetime::Omitted)
+    if ((v.gradient && gradients == GradientLifetime::Omitted) ||
+        (v.weightOnly && copies))
       continue;
     double bytes = v.fixed + v.perSample * b;
     int kind = v.gradient ? 0 : v.saved ? 1 : 2;
@@ -660,13 +734,13 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
   std::sort(events.begin(), events.end());
   // The total is summed in event order alone (as the planner always has);
   // the kinds beside it only say what the peak is made of.
-  double live = 0, kinds[3] = {0, 0, 0};
+  double live = 0, kinds[4] = {0, 0, 0, 0};
   StepPeak peak;
   for (const Event &e : events) {
     live += e.bytes;
     kinds[e.kind] += e.bytes;
     if (live > peak.total)
-      peak = {live, kinds[0], kinds[1], kinds[2]};
+      peak = {live, kinds[0], kinds[1], kinds[2], kinds[3]};
   }
   return peak;
 }

@@ -376,6 +376,8 @@ double drawMemory(llvm::raw_ostream &os, const Plan &p, const PlanRequest &req,
            req.optimizer + (p.zeroStage == 1   ? ", its state sharded over dp"
                              : p.zeroStage == 2 ? ", its state and the gradients "
                                                   "sharded over dp"
+                             : p.zeroStage == 3 ? ", its state, the gradients and "
+                                                  "the parameters sharded over dp"
                                                 : "") +
            "; from the " + p.memoryModel + " model)");
   // The legend gives each kind's share of the fullest stage.

@@ -103,6 +103,7 @@ constexpr double kBucketBytes = 25.0 * 1024 * 1024;
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
 /// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
 double shardedGradientBytes(double params, int stage, int64_t dp) {
+  // ZeRO-3 shards the gradients as ZeRO-2 does.
   if (stage < 2)
     return params;
   return params / static_cast<double>(dp) + std::min(params, 2 * kBucketBytes);
@@ -214,6 +215,15 @@ public:
     double state = params * optimizerStateFactor(req.optimizer);
     if (c.zero)
       state /= static_cast<double>(c.dp);
+    // ZeRO-3 stores 1/dp of the parameters and gathers one op's at a time
+    // (two: the next is gathered while the last one's copy dies).
+    double stored = params;
+    if (c.zero == 3) {
+      double largest = 0;
+      for (size_t i = begin; i < end; ++i)
+        largest = std::max(largest, st.params[i]);
+      stored = params / static_cast<double>(c.dp) + std::min(params, 2 * largest);
+    }
     double activations = prefixSaved[end] - prefixSaved[begin];
     double checkpoints = prefixCheckpoints[end] - prefixCheckpoints[begin] +
                          (begin == 0 ? 0
@@ -232,7 +242,7 @@ public:
                        st.b;
     // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
     // + workspace.
-    return {params, shardedGradientBytes(params, c.zero, c.dp), state, held,
+    return {stored, shardedGradientBytes(params, c.zero, c.dp), state, held,
             workspace};
   }
 
@@ -416,11 +426,14 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     // and without them (counted whole once they all exist).
     // ZeRO-2 never keeps them whole: each is kept until its bucket is
     // scattered, and the chunks (1/dp of them) all along.
-    bool zero2 = p.zeroStage == 2;
+    bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
+    const std::vector<ModelProfile::ParamCopy> &copies =
+        p.stageRecompute[s] ? profile.paramCopiesRecompute
+                            : profile.paramCopies;
     StepPeak growing = stepPeak(values, begin, end, b,
                                 zero2 ? GradientLifetime::Scattered
                                       : GradientLifetime::Kept,
-                                kBucketBytes);
+                                kBucketBytes, zero3 ? &copies : nullptr);
     StepPeak withoutGradients =
         stepPeak(values, begin, end, b, GradientLifetime::Omitted);
     double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
@@ -439,9 +452,12 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
       parts.activations = step.saved + (k.held - 1) * saved;
       parts.workspace = step.other;
     }
-    parts.parameters = params;
+    // ZeRO-3 keeps 1/dp of the parameters; the copies it gathers are in
+    // the step's peak (counted as parameters below).
+    double stored = zero3 ? params / static_cast<double>(p.dp) : params;
+    parts.parameters = stored + (zero3 ? growing.gathered : 0);
     parts.optimizerState = params * stateFactor;
-    p.stageMemory[s] = params * (1 + stateFactor) + peak;
+    p.stageMemory[s] = stored + params * stateFactor + peak;
     p.stageBreakdown.resize(p.stageMemory.size());
     p.stageBreakdown[s] = parts;
     begin = end;
@@ -544,9 +560,9 @@ struct PlanSearch {
         continue;
       if (recompute == 2 && pp == 1)
         continue; // per stage is all or nothing with one stage
-      for (int z = 0; z < 6; ++z) {
-        int zero = z % 3;
-        bool offload = z >= 3;
+      for (int z = 0; z < 8; ++z) {
+        int zero = z % 4;
+        bool offload = z >= 4;
         if (zero > 0 && dp == 1)
           continue;
         if (req.zeroStage && zero != *req.zeroStage)
@@ -649,9 +665,15 @@ struct PlanSearch {
           d);
     };
     // ZeRO-2 reduce-scatters each micro-batch's gradients (then gathers the
-    // parameters); the others sum the accumulated gradients once.
+    // parameters); ZeRO-3 also gathers the parameters for each micro-
+    // batch's forward and backward (and recomputed forward), never after
+    // the update; the others sum the accumulated gradients once.
+    double gathers = 2 + (p.recompute ? 1 : 0);
     p.dataParallelSeconds =
         dp <= 1 ? 0
+        : c.zero == 3
+            ? m * (collective(Collective::ReduceScatter) +
+                   gathers * collective(Collective::AllGather))
         : c.zero == 2 && m > 1
             ? m * collective(Collective::ReduceScatter) +
                   collective(Collective::AllGather)
@@ -680,7 +702,7 @@ struct PlanSearch {
     if (!smallestPlan.empty())
       msg += "; the smallest needs " + formatBytes(smallestMemory) + " per device (" +
              smallestPlan + "): add devices" +
-             (req.zeroStage && *req.zeroStage < 2 ? ", allow ZeRO-2" : "") +
+             (req.zeroStage && *req.zeroStage < 3 ? ", allow ZeRO-3" : "") +
              (req.recompute && !*req.recompute ? ", allow recomputation" : "") +
              ", or use a smaller micro-batch";
     for (const std::string &r : refusals)

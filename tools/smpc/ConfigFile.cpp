@@ -68,6 +68,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--shard-optimizer-state", Kind::Switch},
     {"--no-shard-optimizer-state", Kind::Switch},
     {"--zero-stage", Kind::Value},
+    {"--gather-prefetch", Kind::Value},
     {"--profile-db", Kind::Value},
     {"--cluster", Kind::Value},
     {"--global-batch", Kind::Value},

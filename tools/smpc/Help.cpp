@@ -155,7 +155,14 @@ PARALLELISM (compile --train)
                        but each micro-batch's gradients are reduce-scattered
                        in --bucket-mb buckets as the backward makes them, so
                        a rank keeps 1/D of the gradients (one reduce-scatter
-                       per micro-batch). 0: none. 3 is not implemented yet.
+                       per micro-batch). 3: as 2, and each rank stores 1/D
+                       of every trained parameter: the forward and the
+                       backward (and a recomputed forward) all-gather each
+                       parameter right before its uses and free the copy
+                       after them (bf16/fp16: gathered in the low type).
+                       0: none.
+  --gather-prefetch N  ZeRO-3: issue each parameter gather N gathers ahead
+                       of its first use (default 0; costs N copies).
   --shard-optimizer-state
                        --zero-stage 1 (SageMaker's name).
   --no-shard-optimizer-state

@@ -83,6 +83,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
       "--momentum", "--dampening",
       "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
+      "--gather-prefetch",
       "--activation-loading-horizon", "--offload-activations",
       "--checkpoint-activations", "--shard-optimizer-state",
       "--no-shard-optimizer-state", "--zero-stage", "--placement",
@@ -242,11 +243,6 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       if (!v || llvm::StringRef(*v).getAsInteger(10, stage) || stage < 0 ||
           stage > 3)
         return failFlag(exit, "--zero-stage expects 0, 1, 2 or 3");
-      if (stage == 3)
-        return failFlag(
-            exit, "--zero-stage 3 (parameters sharded over dp) is not "
-                  "implemented yet: use --zero-stage 2 (gradients and "
-                  "optimizer state sharded) or 1 (optimizer state)");
       shown = "--zero-stage " + std::to_string(stage);
     }
     if (opts.pinned.zeroStage && *opts.pinned.zeroStage != stage)
@@ -442,6 +438,12 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       p.clipGradNorm = f;
     else
       p.bucketMb = f;
+  } else if (a == "--gather-prefetch" || a.starts_with("--gather-prefetch=")) {
+    auto v = value("--gather-prefetch");
+    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.plan.prefetch) ||
+        opts.plan.prefetch < 0)
+      return failFlag(exit,
+                      "--gather-prefetch expects a non-negative integer");
   } else if (a == "--emit=mlir") {
     opts.emitMlir = true;
   } else if (a == "--mlir-print-ir-after-all") {
@@ -603,6 +605,9 @@ std::optional<int> finishParallelOptions(Options &opts) {
                 " does not equal dp x tp x pp = " + std::to_string(opts.plan.dp) +
                 " x " + std::to_string(opts.plan.tp) + " x " +
                 std::to_string(opts.plan.pp) + " = " + std::to_string(product));
+  if (opts.given.count("--gather-prefetch") && opts.plan.zeroStage != 3)
+    return fail("--gather-prefetch applies to --zero-stage 3 (the "
+                "parameters' all-gathers)");
   if (opts.plan.zeroStage > 0 && opts.plan.dp == 1)
     return fail(opts.pinned.zeroFlag + " needs --dp > 1 (ZeRO shards over "
                 "the data-parallel ranks)");

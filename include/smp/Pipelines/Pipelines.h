@@ -67,8 +67,12 @@ struct TrainingPipelineOptions {
   /// With data parallelism, the ZeRO stage: 0 none, 1 each rank keeps 1/dp
   /// of the optimizer state (the gradients reduce-scattered at the end of
   /// the step), 2 also of the gradients (reduce-scattered in buckets as the
-  /// backward makes them).
+  /// backward makes them), 3 also of the parameters (all-gathered before
+  /// each use).
   int zeroStage = 0;
+  /// ZeRO-3: parameter gathers issued this many gathers ahead of their
+  /// first use (smp-shard-parameters' prefetch).
+  int64_t prefetch = 0;
   /// Data parallel: gradient all-reduce (ZeRO-2: reduce-scatter) buckets in
   /// MiB (0: one collective per gradient).
   float bucketMb = 25.0f;

@@ -66,6 +66,9 @@ struct ModelProfile {
     double perSample = 0;      // bytes per sample
     bool gradient = false;     // a parameter's gradient (or a part of it)
     bool saved = false;        // kept by the forward for the backward
+    /// Computed from parameters (and constants) alone: a transpose or a
+    /// cast of a weight. ZeRO-3 redoes it on each gathered copy instead.
+    bool weightOnly = false;
     /// Uses by ops anchored elsewhere (op, its anchor): another stage's.
     llvm::SmallVector<std::pair<int32_t, int32_t>, 1> foreignUses;
   };
@@ -75,6 +78,16 @@ struct ModelProfile {
   /// The same with full recomputation (the backward's copies of each
   /// segment's forward; saved: the checkpoints).
   std::vector<StepValue> stepValuesRecompute;
+  /// ZeRO-3's whole copies of the parameters (smp-shard-parameters): one
+  /// per parameter for the forward's uses and one for the backward's (a
+  /// recomputed forward's are the backward's), live from the group's first
+  /// use to its last, of the bytes the uses read (the parameter, or its
+  /// weight-only transposes and low-precision casts).
+  struct ParamCopy {
+    int32_t first = 0, last = 0, anchor = 0;
+    double bytes = 0;
+  };
+  std::vector<ParamCopy> paramCopies, paramCopiesRecompute;
   int32_t stepLength = 0;
 };
 
@@ -99,10 +112,15 @@ enum class GradientLifetime {
 };
 struct StepPeak {
   double total = 0, gradients = 0, saved = 0, other = 0;
+  /// ZeRO-3's gathered parameter copies.
+  double gathered = 0;
 };
+/// With `copies` (ZeRO-3), the weight-only values give way to the gathered
+/// copies.
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
-                  GradientLifetime gradients, double bucketBytes = 0);
+                  GradientLifetime gradients, double bucketBytes = 0,
+                  const std::vector<ModelProfile::ParamCopy> *copies = nullptr);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
 /// micro-batch of `b` samples, in bytes.
@@ -126,7 +144,8 @@ struct PlanRequest {
   /// Pinned choices (unset: searched).
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
-  /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients).
+  /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients, 3 and
+  /// parameters).
   std::optional<int> zeroStage;
   std::optional<bool> recompute, offload;
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
@@ -152,7 +171,8 @@ struct Plan {
           virtualStages = 1;
   std::string schedule = "1f1b";
   /// ZeRO stage: 0 none, 1 optimizer state sharded over dp, 2 and the
-  /// gradients (reduce-scattered as the backward makes them).
+  /// gradients (reduce-scattered as the backward makes them), 3 and the
+  /// parameters (gathered before each use).
   int zeroStage = 0;
   bool recompute = false, offload = false;
   /// Which stages recompute their activations (all when `recompute` and the

@@ -187,16 +187,15 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
   if (!id)
     return id.takeError();
   auto type = cast<RankedTensorType>(arg.getType());
-  // A parameter is whole or split over tp (the verifier checked the split
-  // against its type).
+  // A parameter is whole, split over tp, and (ZeRO-3) a dp chunk of that
+  // (the verifier checked the layout against its type).
   LayoutAttr layout = getArgLayout(func, i);
-  if (layout && (!layout.hasTpSplit() || layout.getDpChunked()))
-    return fail("parameter '" + name.getValue() + "' has " +
-                SmpDialect::kLayoutAttr +
-                " with a dp chunk; only optimizer state is chunked");
-  RankedTensorType fullType = type;
+  bool chunked = layout && layout.getDpChunked();
+  RankedTensorType sliceType =
+      chunked ? type.clone(layout.getDpChunkOf()) : type;
+  RankedTensorType fullType = sliceType;
   if (layout)
-    fullType = type.clone(layout.fullShape(type.getShape(), tpSize));
+    fullType = sliceType.clone(layout.fullShape(sliceType.getShape(), tpSize));
   if (!withWeights) {
     bindArgument(*id, name, "param"); // memory planning only
     return llvm::Error::success();
@@ -219,16 +218,30 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
                          fullType);
   if (!bytes)
     return bytes.takeError();
-  if (layout)
+  if (layout && layout.hasTpSplit())
     *bytes = tpSlice(*bytes, fullType, layout);
-  if (bytes->size() != program.buffers(*id).bytes())
+  uint64_t chunkBytes = program.buffers(*id).bytes();
+  // ZeRO-3: the weights file holds the whole tp slice, zero-padded to dp
+  // chunks; rankProgram points each data-parallel replica at its chunk.
+  uint64_t dp = chunked ? static_cast<uint64_t>(dataParallelSize()) : 1;
+  if (chunked && bytes->size() <= chunkBytes * dp)
+    bytes->resize(chunkBytes * dp, '\0');
+  if (bytes->size() != chunkBytes * dp)
     return fail("parameter '" + name.getValue() + "' has " +
                 llvm::Twine(bytes->size()) + " bytes, expected " +
-                llvm::Twine(program.buffers(*id).bytes()));
+                llvm::Twine(chunkBytes * dp));
   addWeight(*id, *bytes);
+  program.mutable_weights(program.weights_size() - 1)->set_bytes(chunkBytes);
   bindArgument(*id, name, "param");
   setLayout(*program.mutable_buffers(*id), layout);
   return llvm::Error::success();
+}
+
+int64_t Lowering::dataParallelSize() {
+  auto module = func->getParentOfType<ModuleOp>();
+  auto grid = module ? module.lookupSymbol<shard::GridOp>("dp")
+                     : shard::GridOp();
+  return grid && grid.getShape().size() == 1 ? grid.getShape()[0] : 1;
 }
 
 llvm::Error Lowering::lowerOp(Operation &op, int64_t &index) {

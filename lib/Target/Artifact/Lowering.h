@@ -95,6 +95,8 @@ private:
                                      int64_t start);
   void use(Value v, int64_t at);
   void addWeight(unsigned buffer, const std::string &bytes);
+  /// The data-parallel ranks (the module's shard.grid @dp; 1 without).
+  int64_t dataParallelSize();
   /// Writes an updated parameter or state in place: its producer must be
   /// the last user of the argument it replaces.
   llvm::Error aliasUpdate(Value v, llvm::StringRef name);

@@ -44,7 +44,11 @@ std::string planReport(ModuleOp module,
     int zero = options.training ? options.training->zeroStage : 0;
     os << "data parallel: " << dp << " replicas train on their share of the "
        << "batch; gradients are summed with "
-       << (zero == 2 ? "reduce_scatter (ZeRO-2: each micro-batch's gradients "
+       << (zero == 3 ? "reduce_scatter (ZeRO-3: as ZeRO-2, and each rank "
+                       "stores its chunk of every parameter, all_gathered "
+                       "before each use in the forward and the backward and "
+                       "freed after; no all_gather after the update)"
+           : zero == 2 ? "reduce_scatter (ZeRO-2: each micro-batch's gradients "
                        "in buckets as the backward makes them, each rank "
                        "keeping its chunk; sharded optimizer state, "
                        "all_gather of the parameters)"

@@ -65,10 +65,16 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
   program.set_data_shards(grid.size[kDataAxis]);
   for (pb::Buffer &b : *program.mutable_buffers())
     if (b.has_layout() && b.layout().zero_parts()) {
-      // ZeRO-1 state: this replica's chunk.
+      // ZeRO state or a ZeRO-3 parameter: this replica's chunk.
       b.mutable_layout()->set_zero_parts(grid.size[kDataAxis]);
       b.mutable_layout()->set_zero_index(coord[kDataAxis]);
     }
+  // A ZeRO-3 parameter's bytes: the file holds every chunk in turn.
+  for (pb::WeightRef &w : *program.mutable_weights()) {
+    const pb::Buffer &b = program.buffers(w.buffer());
+    if (!w.zero_init() && b.has_layout() && b.layout().zero_parts())
+      w.set_file_offset(w.file_offset() + coord[kDataAxis] * w.bytes());
+  }
   for (pb::Instruction &inst : *program.mutable_instructions()) {
     auto &attrs = *inst.mutable_attrs();
     if (inst.op() == "send" || inst.op() == "recv") {

@@ -289,6 +289,15 @@ module attributes {smp.opset = "17"} {
 
 // -----
 
+// A ZeRO-3 gather's number (smp-shard-parameters).
+func.func @copy_attr(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'smp.copy' must be an integer}}
+  %b = smp.add %a, %a {smp.copy = "0"} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %b : tensor<2xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'smp.model' must be a non-empty string naming the generated model's kind}}
 module attributes {smp.model = ""} {
 }

@@ -171,6 +171,7 @@ const OperationAttrRule kOperationAttrRules[] = {
     {SmpDialect::kPipelineRankAttr, isA<IntegerAttr>, "an integer"},
     {SmpDialect::kBackwardAttr, isA<UnitAttr>, "a unit attribute"},
     {"smp.recomputed", isA<UnitAttr>, "a unit attribute"},
+    {"smp.copy", isA<IntegerAttr>, "an integer"},
     {SmpDialect::kPlacementAttr, isA<StringAttr>, "a string"},
     {SmpDialect::kScheduleAttr, isA<StringAttr>, "a string"},
     {SmpDialect::kRunningStatAttr, isA<StringAttr>, "a string"},

@@ -56,7 +56,11 @@ struct SmpOptimizerPass
                                 : (optimizer == "adamw" ? 0.01f : 0.0f);
     Type type = param.getType();
     Value paramIn = param;
-    if (grad.sharded) { // update this rank's shard of the flattened parameter
+    // A ZeRO-3 parameter is this rank's chunk already: updated in place.
+    LayoutAttr paramLayout = getArgLayout(f, grad.param.getArgNumber());
+    bool paramSharded = paramLayout && paramLayout.getDpChunked();
+    if (grad.sharded && !paramSharded) { // update this rank's shard of the
+                                         // flattened parameter
       paramIn = shard::AllSliceOp::create(
           b, loc, g.getType(), flattenPadded(b, loc, param, dp), "dp",
           ArrayRef<shard::GridAxis>{0}, 0);
@@ -68,7 +72,10 @@ struct SmpOptimizerPass
       step = CastOp::create(b, loc, RankedTensorType::get({}, elt), step);
     }
     auto whole = [&](Value newParam) {
-      return grad.sharded ? unshard(b, loc, newParam, param, dp) : newParam;
+      return grad.sharded && !paramSharded
+                 ? unshard(b, loc, newParam,
+                           cast<RankedTensorType>(param.getType()), dp)
+                 : newParam;
     };
     if (optimizer == "sgd") {
       Value buf = momentum != 0.0f

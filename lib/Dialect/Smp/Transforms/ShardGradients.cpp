@@ -56,23 +56,6 @@ AddOp accumulation(Value v, Block &body) {
   return add;
 }
 
-/// Copies the stage and micro-batch marks (smp.stage, smp.mb, smp.bwd) of
-/// `from` to the ops after `mark` up to the insertion point.
-void markLike(OpBuilder &b, Operation *mark, Operation *from) {
-  if (!from)
-    return;
-  Block *block = b.getInsertionBlock();
-  Operation *first = mark ? mark->getNextNode() : &block->front();
-  for (Operation *op = first; op && op != &*b.getInsertionPoint();
-       op = op->getNextNode()) {
-    for (NamedAttribute a : from->getDiscardableAttrs())
-      if (a.getName() == SmpDialect::kMicrobatchAttr ||
-          a.getName() == SmpDialect::kBackwardAttr ||
-          a.getName() == SmpDialect::kStageAttr)
-        op->setAttr(a.getName(), a.getValue());
-  }
-}
-
 struct ShardGradients {
   ShardGradients(func::FuncOp f, int64_t dp, double bucketMb)
       : f(f), body(f.getBody().front()), dp(dp), bucketMb(bucketMb) {}

@@ -73,9 +73,8 @@ Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
                           b.getI64IntegerAttr(0));
 }
 
-Value unshard(OpBuilder &b, Location loc, Value chunk, Value param,
+Value unshard(OpBuilder &b, Location loc, Value chunk, RankedTensorType pt,
               int64_t dp) {
-  auto pt = cast<RankedTensorType>(param.getType());
   auto ct = cast<RankedTensorType>(chunk.getType());
   int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * dp;
   Value all = shard::AllGatherOp::create(
@@ -86,7 +85,27 @@ Value unshard(OpBuilder &b, Location loc, Value chunk, Value param,
     all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                           b.getDenseI64ArrayAttr({n}),
                           b.getDenseI64ArrayAttr({1}));
+  if (all.getType() == pt)
+    return all;
   return ReshapeOp::create(b, loc, pt, all);
+}
+
+void markLike(OpBuilder &b, Operation *mark, Operation *from) {
+  if (!from)
+    return;
+  static constexpr llvm::StringLiteral kMarks[] = {
+      SmpDialect::kMicrobatchAttr, SmpDialect::kBackwardAttr,
+      SmpDialect::kStageAttr};
+  Block *block = b.getInsertionBlock();
+  Operation *first = mark ? mark->getNextNode() : &block->front();
+  for (Operation *op = first; op && op != &*b.getInsertionPoint();
+       op = op->getNextNode())
+    for (StringRef name : kMarks) {
+      if (Attribute a = from->getAttr(name))
+        op->setAttr(name, a);
+      else
+        op->removeAttr(name);
+    }
 }
 
 SmallVector<Gradient> gradients(func::FuncOp f) {

@@ -75,10 +75,17 @@ mlir::Value reduceScatterDp(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value v, int64_t dp);
 
-/// Gathers every rank's updated chunk back into the parameter's shape
-/// (ZeRO-1).
+/// Gathers every rank's chunk back into a tensor of type `whole` (its
+/// element type the chunk's): the parameter after a ZeRO-1 update, a ZeRO-3
+/// parameter before its uses.
 mlir::Value unshard(mlir::OpBuilder &b, mlir::Location loc, mlir::Value chunk,
-                    mlir::Value param, int64_t dp);
+                    mlir::RankedTensorType whole, int64_t dp);
+
+/// Gives the ops after `mark` (null: from the block's start) up to the
+/// builder's insertion point the placement marks (smp.stage, smp.mb,
+/// smp.bwd) of `from`, and only those.
+void markLike(mlir::OpBuilder &b, mlir::Operation *mark,
+              mlir::Operation *from);
 
 /// One gradient of the step: its result and its parameter argument.
 struct Gradient {

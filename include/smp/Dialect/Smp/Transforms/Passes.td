@@ -191,6 +191,34 @@ def SmpShardGradientsPass : Pass<"smp-shard-gradients", "mlir::ModuleOp"> {
   ];
 }
 
+def SmpShardParametersPass : Pass<"smp-shard-parameters", "mlir::ModuleOp"> {
+  let summary = "ZeRO-3: each data-parallel rank stores a chunk of each parameter";
+  let description = [{
+    Runs after smp-shard-gradients. Each trained parameter argument of
+    @train_step becomes this data-parallel rank's chunk of it (flattened,
+    zero-padded to a multiple of the dp ranks; `smp.layout` gains
+    `dp = chunk(of = [shape])`). Its uses are grouped by where they run
+    (forward or backward, micro-batch, pipeline stage): each group
+    all-gathers the whole parameter right before its first use and the copy
+    dies after the group's last, so a recomputed forward and the backward
+    gather again. Ops on the parameter alone (a transpose, a reshape, the
+    mixed-precision cast) are redone on each group's copy rather than kept
+    alive between groups; a cast to a narrower float is applied to the chunk
+    before the gather, so the gather moves the low type. `prefetch` moves
+    each gather before the first use of the gather that many places earlier
+    (0: right before its own first use). Each gather is numbered
+    (`smp.copy`) so that CSE, once a step's backward marks are gone, cannot
+    merge two copies into one that lives from the forward to the backward.
+    smp-optimizer then updates the chunk in place: no all-gather after the
+    update.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"prefetch", "prefetch", "int", /*default=*/"0",
+           "gathers issued ahead of their first use (0: just before it)">
+  ];
+}
+
 def SmpGradientAllReducePass
     : Pass<"smp-gradient-all-reduce", "mlir::ModuleOp"> {
   let summary = "Sum the gradients and the loss over the data-parallel ranks";
