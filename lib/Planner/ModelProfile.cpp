@@ -84,15 +84,6 @@ void tagForwardAnchors(func::FuncOp step, const std::vector<int64_t> &anchors) {
   }
 }
 
-/// The step's values as live ranges (the profile's memory timeline), on the
-/// step as the compiler lowers it (canonicalized, CSE'd; forward ops carry
-/// kAnchorAttr), and the peak of live activation-sized temporaries beyond
-/// the saved activations (the backward's working set, per sample).
-/// Parameters and optimizer state (the step's arguments, and the updates
-/// written back into them) are left to the planner; reshapes alias their
-/// operand. A value grows with the batch when it depends on the data and is
-/// not shaped like a parameter (or its transpose). Backward values are
-/// anchored at the latest forward value they read, else their operands'.
 /// ZeRO-3's gathered copies in `step` (see ModelProfile::ParamCopy), the
 /// weight-only ops of `index` in `weightOnly`: as smp-shard-parameters
 /// groups the uses of each parameter, by forward (`isForward`) or not.
@@ -102,27 +93,16 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
                 const std::vector<int32_t> &anchor, IsForward isForward,
                 llvm::DenseSet<Operation *> &weightOnly) {
   Block &body = step.getBody().front();
-  llvm::DenseMap<Value, unsigned> paramOf; // value -> parameter argument
+  SmallVector<Value> params;
   for (BlockArgument arg : body.getArguments())
     if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-      paramOf[arg] = arg.getArgNumber();
-  for (Operation &op : body.without_terminator()) {
-    if (op.getNumResults() != 1 || op.getNumRegions() != 0 ||
-        !isMemoryEffectFree(&op) || isa<ConstantOp>(op))
-      continue;
-    std::optional<unsigned> from;
-    bool only = true;
-    for (Value v : op.getOperands()) {
-      auto it = paramOf.find(v);
-      if (it != paramOf.end() && (!from || *from == it->second))
-        from = it->second;
-      else if (!v.getDefiningOp<ConstantOp>())
-        only = false;
-    }
-    if (from && only) {
-      weightOnly.insert(&op);
-      paramOf[op.getResult(0)] = *from;
-    }
+      params.push_back(arg);
+  llvm::DenseMap<Value, Value> paramOf; // value -> parameter argument
+  for (Value p : params)
+    paramOf[p] = p;
+  for (auto [op, p] : singleWeightOps(body, params)) {
+    weightOnly.insert(op);
+    paramOf[op->getResult(0)] = p;
   }
   // (parameter, forward) -> the copy, and the values it is read as.
   std::map<std::pair<unsigned, bool>, ModelProfile::ParamCopy> copies;
@@ -133,7 +113,8 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
       if (it == index.end() || weightOnly.count(user) ||
           isa<SgdUpdateOp, AdamUpdateOp>(user))
         continue;
-      std::pair<unsigned, bool> key{param, isForward(user)};
+      std::pair<unsigned, bool> key{
+          cast<BlockArgument>(param).getArgNumber(), isForward(user)};
       auto [c, fresh] = copies.try_emplace(key);
       if (fresh || it->second < c->second.first) {
         c->second.first = it->second;
@@ -150,6 +131,15 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
   return out;
 }
 
+/// The step's values as live ranges (the profile's memory timeline), on the
+/// step as the compiler lowers it (canonicalized, CSE'd; forward ops carry
+/// kAnchorAttr), and the peak of live activation-sized temporaries beyond
+/// the saved activations (the backward's working set, per sample).
+/// Parameters and optimizer state (the step's arguments, and the updates
+/// written back into them) are left to the planner; reshapes alias their
+/// operand. A value grows with the batch when it depends on the data and is
+/// not shaped like a parameter (or its transpose). Backward values are
+/// anchored at the latest forward value they read, else their operands'.
 double stepLiveness(func::FuncOp step, int64_t lastPath,
                     std::vector<ModelProfile::StepValue> &values,
                     std::vector<ModelProfile::ParamCopy> &copies,

@@ -173,6 +173,9 @@ public:
       prefixSaved[i + 1] = prefixSaved[i] + st.saved[i];
       prefixParams[i + 1] = prefixParams[i] + st.params[i];
     }
+    // ZeRO-3 asks for the largest op's parameters of every range it prices.
+    if (c.zero == 3)
+      largestParams = RangeMax(st.params);
   }
 
   double time(size_t begin, size_t end, bool rc) const {
@@ -218,12 +221,9 @@ public:
     // ZeRO-3 stores 1/dp of the parameters and gathers one op's at a time
     // (two: the next is gathered while the last one's copy dies).
     double stored = params;
-    if (c.zero == 3) {
-      double largest = 0;
-      for (size_t i = begin; i < end; ++i)
-        largest = std::max(largest, st.params[i]);
-      stored = params / static_cast<double>(c.dp) + std::min(params, 2 * largest);
-    }
+    if (c.zero == 3 && end > begin)
+      stored = params / static_cast<double>(c.dp) +
+               std::min(params, 2 * largestParams.max(begin, end));
     double activations = prefixSaved[end] - prefixSaved[begin];
     double checkpoints = prefixCheckpoints[end] - prefixCheckpoints[begin] +
                          (begin == 0 ? 0
@@ -336,6 +336,7 @@ public:
   std::vector<double> prefixTime, prefixTimeRc, prefixSaved, prefixParams,
       prefixCheckpoints;
   double largestSegment = 0; // activations of the largest recompute segment
+  RangeMax largestParams; // of st.params (ZeRO-3 only)
 };
 
 bool crossNode(int64_t span, const DeviceSpec &d) {

@@ -258,7 +258,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   std::vector<std::unique_ptr<Lowering>> lowered;
   for (func::FuncOp f : funcs)
     for (int64_t t = 0; t < tp; ++t) {
-      lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp));
+      lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp,
+                                                   grid.size[kDataAxis]));
       if (auto err = lowered.back()->run())
         return std::move(err);
     }

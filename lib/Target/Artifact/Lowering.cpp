@@ -223,7 +223,7 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
   uint64_t chunkBytes = program.buffers(*id).bytes();
   // ZeRO-3: the weights file holds the whole tp slice, zero-padded to dp
   // chunks; rankProgram points each data-parallel replica at its chunk.
-  uint64_t dp = chunked ? static_cast<uint64_t>(dataParallelSize()) : 1;
+  uint64_t dp = chunked ? static_cast<uint64_t>(dpSize) : 1;
   if (chunked && bytes->size() <= chunkBytes * dp)
     bytes->resize(chunkBytes * dp, '\0');
   if (bytes->size() != chunkBytes * dp)
@@ -235,13 +235,6 @@ llvm::Error Lowering::lowerParam(BlockArgument arg, StringAttr name) {
   bindArgument(*id, name, "param");
   setLayout(*program.mutable_buffers(*id), layout);
   return llvm::Error::success();
-}
-
-int64_t Lowering::dataParallelSize() {
-  auto module = func->getParentOfType<ModuleOp>();
-  auto grid = module ? module.lookupSymbol<shard::GridOp>("dp")
-                     : shard::GridOp();
-  return grid && grid.getShape().size() == 1 ? grid.getShape()[0] : 1;
 }
 
 llvm::Error Lowering::lowerOp(Operation &op, int64_t &index) {

@@ -64,10 +64,12 @@ llvm::Error checkSchema(const pb::Instruction &inst);
 class Lowering {
 public:
   /// `tpRank` of `tpSize`: which slice of tensor-parallel parameters this
-  /// rank holds.
+  /// rank holds; `dpSize`: the data-parallel ranks a ZeRO-3 parameter's
+  /// chunks are for.
   Lowering(func::FuncOp func, WeightSource &weights, int64_t tpRank = 0,
-           int64_t tpSize = 1)
-      : func(func), weights(weights), tpRank(tpRank), tpSize(tpSize) {}
+           int64_t tpSize = 1, int64_t dpSize = 1)
+      : func(func), weights(weights), tpRank(tpRank), tpSize(tpSize),
+        dpSize(dpSize) {}
 
   llvm::Error run();
 
@@ -95,8 +97,6 @@ private:
                                      int64_t start);
   void use(Value v, int64_t at);
   void addWeight(unsigned buffer, const std::string &bytes);
-  /// The data-parallel ranks (the module's shard.grid @dp; 1 without).
-  int64_t dataParallelSize();
   /// Writes an updated parameter or state in place: its producer must be
   /// the last user of the argument it replaces.
   llvm::Error aliasUpdate(Value v, llvm::StringRef name);
@@ -120,7 +120,7 @@ private:
 
   func::FuncOp func;
   WeightSource &weights;
-  int64_t tpRank, tpSize;
+  int64_t tpRank, tpSize, dpSize;
 
   llvm::DenseMap<Value, unsigned> bufferOf;
   std::vector<Value> valueOf; // buffer -> the value it was made for

@@ -3,6 +3,7 @@
 #include "smp/Dialect/Smp/Transforms/PathOps.h"
 
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -44,6 +45,36 @@ PathOps findPathOps(func::FuncOp f, size_t limit) {
     result.path.push_back(&op);
   }
   return result;
+}
+
+llvm::MapVector<Operation *, Value> singleWeightOps(Block &body,
+                                                   ArrayRef<Value> params) {
+  llvm::MapVector<Operation *, Value> ops;
+  llvm::DenseMap<Value, Value> paramOf; // a parameter or a result of `ops`
+  for (Value p : params)
+    paramOf[p] = p;
+  for (Operation &op : body) {
+    if (op.getNumResults() != 1 || op.getNumRegions() != 0 ||
+        !op.getDialect() ||
+        op.getDialect()->getNamespace() != SmpDialect::getDialectNamespace() ||
+        op.hasTrait<OpTrait::ConstantLike>() || !isMemoryEffectFree(&op))
+      continue;
+    Value from;
+    bool only = true;
+    for (Value v : op.getOperands()) {
+      Value p = paramOf.lookup(v);
+      if (p && (!from || from == p))
+        from = p;
+      else if (!v.getDefiningOp() ||
+               !v.getDefiningOp()->hasTrait<OpTrait::ConstantLike>())
+        only = false;
+    }
+    if (from && only) {
+      ops.insert({&op, from});
+      paramOf[op.getResult(0)] = from;
+    }
+  }
+  return ops;
 }
 
 } // namespace smp

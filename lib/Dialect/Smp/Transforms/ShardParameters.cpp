@@ -21,8 +21,8 @@
 #include "TrainStepContract.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/PathOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -79,34 +79,6 @@ struct ShardParameters {
     SmallVector<OpOperand *> uses;
     Operation *first = nullptr; // the earliest user
   };
-
-  /// The ops computed from `param` alone (and constants), in block order:
-  /// an op of the smp dialect without side effects or regions whose one
-  /// result depends on nothing else.
-  llvm::SetVector<Operation *> weightOnlyOps(BlockArgument param) {
-    llvm::SetVector<Operation *> ops;
-    llvm::DenseSet<Value> derived{param};
-    for (Operation &op : body) {
-      if (op.getNumResults() != 1 || op.getNumRegions() != 0 ||
-          !isMemoryEffectFree(&op) ||
-          op.getDialect()->getNamespace() !=
-              SmpDialect::getDialectNamespace() ||
-          isa<ConstantOp>(op))
-        continue;
-      bool fromParam = false, only = true;
-      for (Value v : op.getOperands()) {
-        if (derived.contains(v))
-          fromParam = true;
-        else if (!v.getDefiningOp<ConstantOp>())
-          only = false;
-      }
-      if (fromParam && only) {
-        ops.insert(&op);
-        derived.insert(op.getResult(0));
-      }
-    }
-    return ops;
-  }
 
   /// The uses of `param` and of its weight-only ops by other ops, grouped
   /// by placement.
@@ -182,18 +154,20 @@ struct ShardParameters {
   }
 
   void run() {
-    llvm::SetVector<BlockArgument> params;
+    llvm::SetVector<Value> params;
     for (const Gradient &g : gradients(f))
       params.insert(g.param);
+    // Each parameter's weight-only ops, in block order.
+    llvm::DenseMap<Value, llvm::SetVector<Operation *>> views;
+    for (auto [op, p] : singleWeightOps(body, params.getArrayRef()))
+      views[p].insert(op);
     SmallVector<Group> groups;
-    SmallVector<llvm::SetVector<Operation *>> views;
-    for (BlockArgument p : params) {
-      views.push_back(weightOnlyOps(p));
-      for (Group &g : groupsOf(p, views.back()))
+    for (Value p : params)
+      for (Group &g : groupsOf(cast<BlockArgument>(p), views[p]))
         groups.push_back(std::move(g));
-    }
     // The chunks replace the parameters.
-    for (BlockArgument p : params) {
+    for (Value v : params) {
+      auto p = cast<BlockArgument>(v);
       auto t = cast<RankedTensorType>(p.getType());
       wholeType[p] = t;
       int64_t n = t.getNumElements();
@@ -215,7 +189,7 @@ struct ShardParameters {
                                                              : 0]);
       gather(b, g, static_cast<int64_t>(k));
     }
-    for (auto &ops : views)
+    for (auto &[p, ops] : views)
       for (Operation *op : llvm::reverse(ops))
         if (op->use_empty())
           op->erase();

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace smp {
 
@@ -25,6 +26,14 @@ struct PathOps {
 /// Classifies the first `limit` ops of `f`'s body (all when 0); parameters
 /// are the arguments marked smp.param.
 PathOps findPathOps(mlir::func::FuncOp f, size_t limit = 0);
+
+/// The ops of `body` computed from one of `params` alone (and constants),
+/// in block order, each with that parameter: smp ops with one result, no
+/// side effects and no regions (a weight's transpose, reshape or cast).
+/// ZeRO-3 redoes them on each gathered copy (smp-shard-parameters, and the
+/// planner's liveness of it).
+llvm::MapVector<mlir::Operation *, mlir::Value>
+singleWeightOps(mlir::Block &body, llvm::ArrayRef<mlir::Value> params);
 
 } // namespace smp
 
