@@ -8,12 +8,16 @@
 #   bench/gpt2_train.sh [--device cuda|cpu] [--batch B] [--seq T]
 #                       [--steps N] [--warmup N] [--precision bf16|fp32]
 #                       [--peak-tflops P] [--small] [--no-torch]
-#                       [--unfused] [--sdpa] [--no-compile]
+#                       [--unfused] [--sdpa] [--no-compile] [--rounds R]
+#                       [--layers L] [--hidden H] [--heads NH] [--vocab V]
 #
 # --unfused adds a row for smp with --no-fuse-attention (the s x s scores
-# materialised); --sdpa adds PyTorch eager with scaled_dot_product_attention
-# (its fused kernel) beside the explicit attention; --no-compile leaves out
-# torch.compile (minutes of compilation on a CPU).
+# materialised); --sdpa adds PyTorch eager and torch.compile with
+# scaled_dot_product_attention (its fused kernel) beside the explicit
+# attention; --no-compile leaves out torch.compile (minutes of compilation on
+# a CPU). --rounds R runs every row R times, alternating (smp, PyTorch, smp,
+# ...), and prints each row's median with the range. --layers/--hidden/
+# --heads/--vocab change the model (GPT-2 124M by default).
 #
 # --small: a 2-layer, 128-wide model with seq 64 and vocab 512, to check
 # the benchmark itself on a CPU (`--device cpu --small`). The peak defaults to
@@ -31,7 +35,7 @@ DIR=${SMP_BENCH_DIR:-/tmp/smp-gpt2-train}
 PYTHON=${PYTHON:-python3}
 L=12 H=768 NH=12 T=1024 V=50257
 B=16 STEPS=30 WARM=10 DEV=cuda PREC=bf16 PEAK="" TORCH=1
-UNFUSED=0 SDPA=0 COMPILE=1
+UNFUSED=0 SDPA=0 COMPILE=1 ROUNDS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEV=$2; shift 2 ;;
@@ -46,7 +50,12 @@ while [ $# -gt 0 ]; do
     --unfused) UNFUSED=1; shift ;;
     --sdpa) SDPA=1; shift ;;
     --no-compile) COMPILE=0; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --layers) L=$2; shift 2 ;;
+    --hidden) H=$2; shift 2 ;;
+    --heads) NH=$2; shift 2 ;;
+    --vocab) V=$2; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "gpt2_train.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -72,27 +81,38 @@ for variant in "${variants[@]}"; do
     --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
     --precision "$PREC" --batch-size $B $flag -o "$DIR/gpt2-$variant.smpx" >&2
   echo "# smpc compile ($variant attention): $(echo "$(date +%s.%N) - $start" | bc) s" >&2
-  "$BIN/smprun" "$DIR/gpt2-$variant.smpx" --device "$DEV" --data "$DIR/data" \
-    --steps $((STEPS + WARM)) --metrics "$DIR/smp-$variant.jsonl" \
-    > "$DIR/smprun-$variant.out"
-  cat "$DIR/smprun-$variant.out" >&2
-  rows+=("smp-$variant:$DIR/smp-$variant.jsonl:$DIR/smprun-$variant.out")
 done
+modes=()
 if [ $TORCH = 1 ]; then
   modes=(eager)
   [ $SDPA = 1 ] && modes+=(eager-sdpa)
   [ $COMPILE = 1 ] && modes+=(compile)
+  [ $COMPILE = 1 ] && [ $SDPA = 1 ] && modes+=(compile-sdpa)
+fi
+for round in $(seq 1 "$ROUNDS"); do
+  for variant in "${variants[@]}"; do
+    out="$DIR/smprun-$variant-$round.out"
+    "$BIN/smprun" "$DIR/gpt2-$variant.smpx" --device "$DEV" --data "$DIR/data" \
+      --steps $((STEPS + WARM)) --metrics "$DIR/smp-$variant-$round.jsonl" \
+      > "$out"
+    cat "$out" >&2
+    rows+=("smp-$variant:$DIR/smp-$variant-$round.jsonl:$out")
+  done
   for mode in "${modes[@]}"; do
     flag=""
-    [ $mode = compile ] && flag=--compile
-    [ $mode = eager-sdpa ] && flag=--sdpa
+    case $mode in
+      compile) flag=--compile ;;
+      eager-sdpa) flag=--sdpa ;;
+      compile-sdpa) flag="--compile --sdpa" ;;
+    esac
     $PYTHON "$(dirname "$0")/gpt2_train_torch.py" --layers $L --hidden $H \
       --heads $NH --seq $T --vocab $V --batch $B --steps $STEPS \
       --warmup $WARM --device "$DEV" --dtype "$PREC" $flag \
-      > "$DIR/torch-$mode.json"
-    rows+=("torch:$DIR/torch-$mode.json:")
+      > "$DIR/torch-$mode-$round.json"
+    cat "$DIR/torch-$mode-$round.json" >&2
+    rows+=("torch:$DIR/torch-$mode-$round.json:")
   done
-fi
+done
 
 $PYTHON - "$L" "$H" "$T" "$B" "$WARM" "$PEAK" "$V" "${rows[@]}" <<'EOF'
 import json, re, statistics, sys
@@ -112,14 +132,22 @@ for spec in sys.argv[8:]:
     smp = [json.loads(l) for l in open(path) if l.strip()]
     sps = statistics.median(r["samples_per_s"] for r in smp[warm:])
     m = re.search(r"arena (\d+) bytes planned", open(out).read())
-    rows.append((kind.replace("-", " ") + " attention", sps * T,
+    rows.append(("smp " + kind.split("-")[1] + " attention", sps * T,
                  smp[-1]["loss"], int(m.group(1)) if m else 0))
 if params is None:  # smp only: GPT-2's count from the config
     params = V * H + T * H + L * (12 * H * H + 13 * H) + 2 * H
 flops_per_token = 6 * params + 12 * L * H * T
+# One line per row name, in first-run order: the median over the rounds
+# (and the range when there are several).
+names = list(dict.fromkeys(r[0] for r in rows))
 print(f"| run | tokens/s | MFU | loss after the steps (own weights and data) | memory (bytes) |")
 print(f"| --- | --- | --- | --- | --- |")
-for name, tps, loss, mem in rows:
-    print(f"| {name} | {tps:,.0f} | {100 * tps * flops_per_token / peak:.1f}% "
-          f"| {loss:.4f} | {mem:,} |")
+for name in names:
+    runs = [r for r in rows if r[0] == name]
+    tps = statistics.median(r[1] for r in runs)
+    spread = "" if len(runs) == 1 else \
+        f" ({min(r[1] for r in runs):,.0f}-{max(r[1] for r in runs):,.0f})"
+    loss, mem = runs[-1][2], max(r[3] for r in runs)
+    print(f"| {name} | {tps:,.0f}{spread} | "
+          f"{100 * tps * flops_per_token / peak:.1f}% | {loss:.4f} | {mem:,} |")
 EOF

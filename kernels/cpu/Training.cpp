@@ -3,6 +3,7 @@
 #include "smp/kernels/cpu/Training.h"
 
 #include "Common.h"
+#include "VecMath.h"
 
 #include <cmath>
 #include <cstring>
@@ -12,27 +13,29 @@ using namespace detail;
 
 namespace {
 
-/// For each index of `full` (row-major), the index of `part`, which
-/// numpy-broadcasts onto it.
-std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
-                                    const std::vector<int64_t> &part) {
-  int64_t n = product(full);
-  std::vector<int64_t> map(n), idx(full.size(), 0);
-  size_t off = full.size() - part.size();
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t o = 0;
-    for (size_t d = off; d < full.size(); ++d) {
-      int64_t pd = part[d - off];
-      o = o * pd + (pd == 1 ? 0 : idx[d]);
-    }
-    map[k] = o;
-    for (size_t d = full.size(); d-- > 0;) {
-      if (++idx[d] < full[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return map;
+/// Streams elements [0, n) through K arrays of doubles on the stack, chunks
+/// in parallel: f(begin, len, bufs) with bufs[k] of kChunk doubles. No
+/// whole-tensor copies; elementwise work gives the same bits for any thread
+/// count.
+constexpr int64_t kChunk = 512;
+template <int K, class F>
+void streamChunks(int64_t n, int64_t costPerItem, F &&f) {
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallelFor(chunks, grainFor(kChunk * costPerItem),
+              [&](int64_t cb, int64_t ce) {
+                double bufs[K][kChunk];
+                for (int64_t c = cb; c < ce; ++c) {
+                  int64_t i0 = c * kChunk;
+                  f(i0, std::min(kChunk, n - i0), bufs);
+                }
+              });
+}
+
+bool allF32(std::initializer_list<const TensorRef *> ts) {
+  for (const TensorRef *t : ts)
+    if (t->dtype != DType::F32)
+      return false;
+  return true;
 }
 
 } // namespace
@@ -41,111 +44,60 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
   SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
-  std::vector<double> xv = toDouble(x), g = toDouble(dy);
+  int64_t n = x.numel();
+  if (tanhApprox && allF32({&x, &dy, &dx})) {
+    const float *xp = x.as<float>(), *gp = dy.as<float>();
+    float *op32 = dx.as<float>();
+    parallelFor(n, grainFor(24), [&](int64_t b, int64_t e) {
+      vecGeluTanhGrad(xp + b, gp + b, op32 + b, e - b);
+    });
+    return Status::success();
+  }
   const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-  parallelFor(static_cast<int64_t>(xv.size()), grainFor(20),
-              [&](int64_t begin, int64_t end) {
-                for (int64_t i = begin; i < end; ++i) {
-                  double v = xv[i], d;
-                  if (tanhApprox) {
-                    double t = std::tanh(k * (v + c * v * v * v));
-                    d = 0.5 * (1 + t) +
-                        0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
-                  } else {
-                    d = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) +
-                        v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
-                  }
-                  g[i] *= d;
-                }
-              });
-  return storeDouble(op, dx, g);
-}
-
-Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
-                     const TensorRef &dy, int64_t axis, float epsilon,
-                     const TensorRef &dx, const TensorRef &dscale,
-                     const TensorRef &dbias) {
-  const char *op = "layer_norm_grad";
-  std::vector<int64_t> norm;
-  SMP_RETURN_IF_ERROR(
-      common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
-  int64_t n = product(norm), rows = n ? x.numel() / n : 0;
-  std::vector<int64_t> smap = broadcastIndex(norm, scale.shape);
-  std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
-  std::vector<double> out(xv.size()), ds(w.size(), 0.0), db(w.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double *xr = &xv[r * n], *gr = &g[r * n];
-    double mean = 0, var = 0;
-    for (int64_t j = 0; j < n; ++j)
-      mean += xr[j];
-    mean /= n;
-    for (int64_t j = 0; j < n; ++j)
-      var += (xr[j] - mean) * (xr[j] - mean);
-    var /= n;
-    double rstd = 1.0 / std::sqrt(var + epsilon);
-    double sumD = 0, sumDX = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
-      sumD += d;
-      sumDX += d * xhat;
-      ds[smap[j]] += gr[j] * xhat;
-      db[smap[j]] += gr[j];
+  streamChunks<2>(n, 40, [&](int64_t i0, int64_t len, double (*buf)[kChunk]) {
+    double *xv = buf[0], *g = buf[1];
+    // checkGeluGrad made sure every operand is float: these cannot fail.
+    (void)loadDoubles(x, i0, len, xv);
+    (void)loadDoubles(dy, i0, len, g);
+    for (int64_t i = 0; i < len; ++i) {
+      double v = xv[i], d;
+      if (tanhApprox) {
+        // x sigmoid(2u) differentiated: no 1 + tanh u to cancel.
+        double a = 2 * k * (v + c * v * v * v), e = std::exp(-std::fabs(a));
+        double r = 1 / (1 + e), s = a < 0 ? e * r : r;
+        d = s + v * 2 * k * (1 + 3 * c * v * v) * e * r * r;
+      } else {
+        // erfc: 1 + erf(x) cancels for negative x.
+        d = 0.5 * std::erfc(-v / std::sqrt(2.0)) +
+            v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+      }
+      g[i] *= d;
     }
-    for (int64_t j = 0; j < n; ++j) {
-      double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
-      out[r * n + j] = rstd * (d - sumD / n - xhat * sumDX / n);
-    }
-  }
-  SMP_RETURN_IF_ERROR(storeDouble(op, dx, out));
-  SMP_RETURN_IF_ERROR(storeDouble(op, dscale, ds));
-  return storeDouble(op, dbias, db);
-}
-
-Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
-                   const TensorRef &dy, float epsilon, const TensorRef &dx,
-                   const TensorRef &dscale) {
-  const char *op = "rms_norm_grad";
-  std::vector<int64_t> norm;
-  SMP_RETURN_IF_ERROR(
-      common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
-  int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
-  std::vector<int64_t> smap = broadcastIndex({n}, scale.shape);
-  std::vector<double> xv = toDouble(x), g = toDouble(dy), w = toDouble(scale);
-  std::vector<double> out(xv.size()), ds(w.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double *xr = &xv[r * n], *gr = &g[r * n];
-    double ms = 0;
-    for (int64_t j = 0; j < n; ++j)
-      ms += xr[j] * xr[j];
-    ms /= n;
-    double rr = 1.0 / std::sqrt(ms + epsilon), dot = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      double d = gr[j] * w[smap[j]];
-      dot += d * xr[j];
-      ds[smap[j]] += gr[j] * xr[j] * rr;
-    }
-    for (int64_t j = 0; j < n; ++j)
-      out[r * n + j] =
-          rr * (gr[j] * w[smap[j]] - xr[j] * rr * rr * dot / n);
-  }
-  SMP_RETURN_IF_ERROR(storeDouble(op, dx, out));
-  return storeDouble(op, dscale, ds);
+    (void)storeDoubles(op, dx, i0, len, g);
+  });
+  return Status::success();
 }
 
 namespace {
 
-/// dlogits row by row (in parallel: rows are independent) from the logits,
-/// in double: scale[r] * (softmax(x_r) - onehot(label_r)), 0 for ignored
-/// rows. Nothing the size of the logits is allocated (at T = 16384 and a
-/// 50257-word vocabulary a double copy of logits and gradient was 13 GB
-/// outside the arena).
+/// dlogits row by row (in parallel: rows are independent) from the logits:
+/// scale[r] * (softmax(x_r) - onehot(label_r)), 0 for ignored rows, the
+/// exponentials summed in double. f32 through VecMath (outputs past
+/// kStreamBytes with streaming stores); other types in double. Nothing the
+/// size of the logits is allocated (at T = 16384 and a 50257-word
+/// vocabulary a double copy of logits and gradient was 13 GB outside the
+/// arena).
 template <class SX, class SO>
 void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
                           const std::vector<double> &scale,
                           int64_t ignoreIndex, int64_t classes) {
   using CO = typename Float<SO>::C;
   int64_t rows = static_cast<int64_t>(lab.size());
+  constexpr bool f32 =
+      std::is_same_v<SX, float> && std::is_same_v<SO, float>;
+  bool stream = f32 && rows * classes * int64_t(sizeof(SO)) >= kStreamBytes;
   parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
+    std::vector<float> e(f32 ? static_cast<size_t>(classes) : 0);
     for (int64_t r = begin; r < end; ++r) {
       SO *orow = o + r * classes;
       if (lab[r] == ignoreIndex) {
@@ -153,6 +105,16 @@ void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
         continue;
       }
       const SX *xr = x + r * classes;
+      if constexpr (f32) {
+        double sum = vecExpSum(xr, e.data(), classes, vecMax(xr, classes));
+        vecScale(e.data(), orow, classes,
+                 static_cast<float>(scale[r] / sum), stream);
+        if (stream)
+          streamFence(); // before the plain store into the same row
+        orow[lab[r]] = static_cast<float>(
+            scale[r] * (static_cast<double>(e[lab[r]]) / sum - 1.0));
+        continue;
+      }
       auto xc = [&](int64_t c) {
         return static_cast<double>(Float<SX>::load(xr[c]));
       };
@@ -222,18 +184,39 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
   SMP_RETURN_IF_ERROR(common::checkGatherGrad(indices, dy, axis, out, geom));
   int64_t outer = geom.outer, dim = geom.dim, inner = geom.inner,
           k = geom.count;
-  std::vector<double> g = toDouble(dy), acc(out.numel(), 0.0);
+  // The positions that gathered each row, in order (a counting sort): each
+  // output row then sums its own dy rows, rows in parallel, in the same
+  // order for any thread count.
+  std::vector<int64_t> first(static_cast<size_t>(dim) + 1, 0), hits(k);
   for (int64_t j = 0; j < k; ++j) {
     int64_t idx = loadInt(indices, j);
     if (idx < -dim || idx >= dim)
       return fail(op, "index " + std::to_string(idx) + " out of range");
-    if (idx < 0)
-      idx += dim;
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < inner; ++i)
-        acc[(o * dim + idx) * inner + i] += g[(o * k + j) * inner + i];
+    hits[j] = idx < 0 ? idx + dim : idx;
+    ++first[hits[j] + 1];
   }
-  return storeDouble(op, out, acc);
+  for (int64_t d = 0; d < dim; ++d)
+    first[d + 1] += first[d];
+  std::vector<int64_t> order(k), fill(first.begin(), first.end() - 1);
+  for (int64_t j = 0; j < k; ++j)
+    order[fill[hits[j]]++] = j;
+  parallelFor(outer * dim, grainFor(std::max<int64_t>(inner, 1) * 4),
+              [&](int64_t b, int64_t e) {
+                std::vector<double> acc(inner), row(inner);
+                for (int64_t od = b; od < e; ++od) {
+                  int64_t o = od / dim, d = od % dim;
+                  std::fill(acc.begin(), acc.end(), 0.0);
+                  for (int64_t h = first[d]; h < first[d + 1]; ++h) {
+                    // checkGatherGrad made sure dy and out are float.
+                    (void)loadDoubles(dy, (o * k + order[h]) * inner, inner,
+                                      row.data());
+                    for (int64_t i = 0; i < inner; ++i)
+                      acc[i] += row[i];
+                  }
+                  (void)storeDoubles(op, out, od * inner, inner, acc.data());
+                }
+              });
+  return Status::success();
 }
 
 Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
@@ -269,122 +252,6 @@ Status sliceGrad(const TensorRef &dy, const std::vector<int64_t> &starts,
   return Status::success();
 }
 
-namespace {
-
-/// Input offset of kernel tap `k` at output position `o` (flat) of window
-/// w, or -1 when it falls in the padding. `inPadded` tells whether it is
-/// inside [-padBegin, in + padEnd).
-int64_t tap(const Window &w, int64_t o, int64_t k, bool *inPadded = nullptr) {
-  int64_t offset = 0, spatial = static_cast<int64_t>(w.dims);
-  bool inside = true, padded = true;
-  for (int64_t d = spatial; d-- > 0;) {
-    int64_t od = o % w.out[d], kd = k % w.kernel[d];
-    o /= w.out[d];
-    k /= w.kernel[d];
-    int64_t i = od * w.strides[d] - w.padBegin[d] + kd * w.dilations[d];
-    if (i < 0 || i >= w.in[d])
-      inside = false;
-    if (i < -w.padBegin[d] || i >= w.in[d] + w.padEnd[d])
-      padded = false;
-    int64_t stride = 1;
-    for (int64_t e = d + 1; e < spatial; ++e)
-      stride *= w.in[e];
-    offset += i * stride;
-  }
-  if (inPadded)
-    *inPadded = padded;
-  return inside ? offset : -1;
-}
-
-/// The CPU takes windows of any number of spatial dims.
-constexpr size_t kAnyDims = SIZE_MAX;
-
-} // namespace
-
-Status convGrad(const TensorRef &x, const TensorRef &weight,
-                const TensorRef &dy, const std::vector<int64_t> &strides,
-                const std::vector<int64_t> &pads,
-                const std::vector<int64_t> &dilations, int64_t group,
-                const TensorRef &dx, const TensorRef &dweight) {
-  const char *op = "conv_grad";
-  Window w;
-  SMP_RETURN_IF_ERROR(common::checkConvGrad(x, weight, dy, strides, pads,
-                                            dilations, group, dx, dweight,
-                                            kAnyDims, w));
-  int64_t n = x.shape[0], c = x.shape[1], m = weight.shape[0];
-  int64_t cg = c / group, mg = m / group;
-  std::vector<double> xv = toDouble(x), wv = toDouble(weight),
-                      g = toDouble(dy), gx(xv.size(), 0.0), gw(wv.size(), 0.0);
-  // Kernel tap offsets per output position are recomputed; fine for the
-  // model sizes the CPU backend trains.
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t oc = 0; oc < m; ++oc) {
-      int64_t grp = oc / mg;
-      for (int64_t o = 0; o < w.outSize; ++o) {
-        double go = g[(b * m + oc) * w.outSize + o];
-        if (go == 0)
-          continue;
-        for (int64_t k = 0; k < w.kernelSize; ++k) {
-          int64_t i = tap(w, o, k);
-          if (i < 0)
-            continue;
-          for (int64_t ic = 0; ic < cg; ++ic) {
-            int64_t xi = (b * c + grp * cg + ic) * w.inSize + i;
-            int64_t wi = (oc * cg + ic) * w.kernelSize + k;
-            gx[xi] += go * wv[wi];
-            gw[wi] += go * xv[xi];
-          }
-        }
-      }
-    }
-  SMP_RETURN_IF_ERROR(storeDouble(op, dx, gx));
-  return storeDouble(op, dweight, gw);
-}
-
-Status poolGrad(bool max, const TensorRef &x, const TensorRef &dy,
-                const std::vector<int64_t> &kernel,
-                const std::vector<int64_t> &strides,
-                const std::vector<int64_t> &pads,
-                const std::vector<int64_t> &dilations, bool countIncludePad,
-                const TensorRef &dx) {
-  const char *op = "pool_grad";
-  Window w;
-  SMP_RETURN_IF_ERROR(common::checkPoolGrad(x, dy, kernel, strides, pads,
-                                            dilations, dx, kAnyDims, w));
-  int64_t planes = x.shape[0] * x.shape[1];
-  std::vector<double> xv = toDouble(x), g = toDouble(dy), gx(xv.size(), 0.0);
-  for (int64_t p = 0; p < planes; ++p)
-    for (int64_t o = 0; o < w.outSize; ++o) {
-      double go = g[p * w.outSize + o];
-      if (max) {
-        int64_t best = -1;
-        for (int64_t k = 0; k < w.kernelSize; ++k) {
-          int64_t i = tap(w, o, k);
-          if (i >= 0 && (best < 0 || xv[p * w.inSize + i] >
-                                         xv[p * w.inSize + best]))
-            best = i;
-        }
-        if (best >= 0)
-          gx[p * w.inSize + best] += go;
-        continue;
-      }
-      int64_t divisor = 0;
-      for (int64_t k = 0; k < w.kernelSize; ++k) {
-        bool padded;
-        int64_t i = tap(w, o, k, &padded);
-        divisor += countIncludePad ? (padded ? 1 : 0) : (i >= 0 ? 1 : 0);
-      }
-      if (divisor == 0)
-        continue;
-      for (int64_t k = 0; k < w.kernelSize; ++k) {
-        int64_t i = tap(w, o, k);
-        if (i >= 0)
-          gx[p * w.inSize + i] += go / static_cast<double>(divisor);
-      }
-    }
-  return storeDouble(op, dx, gx);
-}
-
 Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const TensorRef &buffer, double lr, double step,
                  const SgdOptions &o, const TensorRef &newParam,
@@ -392,21 +259,33 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
   const char *op = "sgd_update";
   SMP_RETURN_IF_ERROR(
       common::checkSgd(param, grad, buffer, newParam, newBuffer));
-  std::vector<double> p = toDouble(param), g = toDouble(grad),
-                      buf = toDouble(buffer);
-  for (size_t i = 0; i < p.size(); ++i) {
-    double d = g[i];
-    if (o.weightDecay != 0)
-      d += o.weightDecay * p[i];
-    if (o.momentum != 0) {
-      buf[i] = step <= 1 ? d : o.momentum * buf[i] + (1 - o.dampening) * d;
-      d = o.nesterov ? d + o.momentum * buf[i] : buf[i];
-    }
-    p[i] -= lr * d;
-  }
-  SMP_RETURN_IF_ERROR(storeDouble(op, newParam, p));
-  return o.momentum != 0 ? storeDouble(op, newBuffer, buf)
-                         : Status::success();
+  bool momentum = o.momentum != 0;
+  // Outputs may alias inputs: each chunk is read before it is written.
+  streamChunks<3>(param.numel(), 12,
+                  [&](int64_t i0, int64_t len, double (*buf)[kChunk]) {
+                    double *p = buf[0], *g = buf[1], *m = buf[2];
+                    // checkSgd made sure every operand is float.
+                    (void)loadDoubles(param, i0, len, p);
+                    (void)loadDoubles(grad, i0, len, g);
+                    if (momentum)
+                      (void)loadDoubles(buffer, i0, len, m);
+                    for (int64_t i = 0; i < len; ++i) {
+                      double d = g[i];
+                      if (o.weightDecay != 0)
+                        d += o.weightDecay * p[i];
+                      if (momentum) {
+                        m[i] = step <= 1 ? d
+                                         : o.momentum * m[i] +
+                                               (1 - o.dampening) * d;
+                        d = o.nesterov ? d + o.momentum * m[i] : m[i];
+                      }
+                      p[i] -= lr * d;
+                    }
+                    (void)storeDoubles(op, newParam, i0, len, p);
+                    if (momentum)
+                      (void)storeDoubles(op, newBuffer, i0, len, m);
+                  });
+  return Status::success();
 }
 
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,
@@ -419,34 +298,29 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                                         newParam, newExpAvg, newExpAvgSq));
   double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
   double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
-  // Streamed in chunks of doubles on the stack, chunks in parallel: no
-  // whole-tensor copies, each element the same double arithmetic as before
-  // (the same bits for any thread count; outputs may alias inputs).
-  constexpr int64_t kChunk = 512;
-  int64_t n = param.numel(), chunks = (n + kChunk - 1) / kChunk;
-  parallelFor(chunks, grainFor(kChunk * 24), [&](int64_t cb, int64_t ce) {
-    double p[kChunk], g[kChunk], m[kChunk], v[kChunk];
-    for (int64_t c = cb; c < ce; ++c) {
-      int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
-      // checkAdam made sure every operand is float: the loads cannot fail.
-      (void)loadDoubles(param, i0, len, p);
-      (void)loadDoubles(grad, i0, len, g);
-      (void)loadDoubles(expAvg, i0, len, m);
-      (void)loadDoubles(expAvgSq, i0, len, v);
-      for (int64_t i = 0; i < len; ++i) {
-        double gi = g[i];
-        if (o.decoupled)
-          p[i] *= 1 - lr * o.weightDecay;
-        else if (o.weightDecay != 0)
-          gi += o.weightDecay * p[i];
-        m[i] += (1 - o.beta1) * (gi - m[i]);
-        v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
-        p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
-      }
-      (void)storeDoubles(op, newParam, i0, len, p);
-      (void)storeDoubles(op, newExpAvg, i0, len, m);
-      (void)storeDoubles(op, newExpAvgSq, i0, len, v);
+  // Each element the same double arithmetic as before chunking (the same
+  // bits for any thread count; outputs may alias inputs).
+  streamChunks<4>(param.numel(), 24, [&](int64_t i0, int64_t len,
+                                         double (*buf)[kChunk]) {
+    double *p = buf[0], *g = buf[1], *m = buf[2], *v = buf[3];
+    // checkAdam made sure every operand is float: the loads cannot fail.
+    (void)loadDoubles(param, i0, len, p);
+    (void)loadDoubles(grad, i0, len, g);
+    (void)loadDoubles(expAvg, i0, len, m);
+    (void)loadDoubles(expAvgSq, i0, len, v);
+    for (int64_t i = 0; i < len; ++i) {
+      double gi = g[i];
+      if (o.decoupled)
+        p[i] *= 1 - lr * o.weightDecay;
+      else if (o.weightDecay != 0)
+        gi += o.weightDecay * p[i];
+      m[i] += (1 - o.beta1) * (gi - m[i]);
+      v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
+      p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
     }
+    (void)storeDoubles(op, newParam, i0, len, p);
+    (void)storeDoubles(op, newExpAvg, i0, len, m);
+    (void)storeDoubles(op, newExpAvgSq, i0, len, v);
   });
   return Status::success();
 }

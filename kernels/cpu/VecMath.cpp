@@ -51,6 +51,16 @@ float geluTanhScalar(float x) {
   return static_cast<float>((a < 0 ? d * e : d) / (1.0 + e));
 }
 
+/// d/dx [x sigmoid(2u)] = s + 2 x u' s (1 - s), s (1 - s) = e / (1 + e)^2
+/// with e = e^-|2u|, times dy; in double.
+float geluTanhGradScalar(float x, float dy) {
+  double d = x, a = 2.0 * kSqrt2OverPiD * (d + kGeluCubicD * d * d * d);
+  double e = std::exp(-std::fabs(a)), r = 1.0 / (1.0 + e);
+  double s = a < 0 ? e * r : r;
+  double du = 2.0 * kSqrt2OverPiD * (1.0 + 3.0 * kGeluCubicD * d * d);
+  return static_cast<float>(static_cast<double>(dy) * (s + d * du * e * r * r));
+}
+
 void mapScalar(VecOp op, const float *x, float *y, int64_t n) {
   switch (op) {
   case VecOp::Exp:
@@ -274,6 +284,38 @@ SMP_AVX2 void mapAvx2(VecOp op, const float *x, float *y, int64_t n) {
   }
 }
 
+/// dy (s + x 2u' e / (1 + e)^2), s = sigmoid(2u), e = e^-|2u|.
+SMP_AVX2 inline __m256 geluTanhGrad8(__m256 x, __m256 dy) {
+  __m256 e = expd8(geluArg4(_mm256_cvtps_pd(_mm256_castps256_ps128(x))),
+                   geluArg4(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))));
+  const __m256 one = _mm256_set1_ps(1.0f);
+  __m256 r = _mm256_div_ps(one, _mm256_add_ps(one, e));
+  __m256 s = _mm256_blendv_ps(r, _mm256_mul_ps(e, r), isNegative8(x));
+  __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 du = _mm256_fmadd_ps(
+      _mm256_set1_ps(static_cast<float>(6.0 * kSqrt2OverPiD * kGeluCubicD)),
+      x2, _mm256_set1_ps(static_cast<float>(2.0 * kSqrt2OverPiD)));
+  __m256 q = _mm256_mul_ps(_mm256_mul_ps(e, r), r);
+  return _mm256_mul_ps(dy, _mm256_fmadd_ps(_mm256_mul_ps(x, du), q, s));
+}
+
+SMP_AVX2 void geluTanhGradAvx2(const float *x, const float *dy, float *dx,
+                               int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dx + i, geluTanhGrad8(_mm256_loadu_ps(x + i),
+                                           _mm256_loadu_ps(dy + i)));
+  if (i < n) {
+    float bx[8] = {0, 0, 0, 0, 0, 0, 0, 0}, bg[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t left = sizeof(float) * static_cast<size_t>(n - i);
+    std::memcpy(bx, x + i, left);
+    std::memcpy(bg, dy + i, left);
+    _mm256_storeu_ps(bx, geluTanhGrad8(_mm256_loadu_ps(bx),
+                                       _mm256_loadu_ps(bg)));
+    std::memcpy(dx + i, bx, left);
+  }
+}
+
 SMP_AVX2 float maxAvx2(const float *x, int64_t n) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   __m256 m0 = ninf, m1 = ninf;
@@ -384,6 +426,15 @@ void vecMap(VecOp op, const float *x, float *y, int64_t n) {
     return mapAvx2(op, x, y, n);
 #endif
   mapScalar(op, x, y, n);
+}
+
+void vecGeluTanhGrad(const float *x, const float *dy, float *dx, int64_t n) {
+#ifdef SMP_VEC_X86
+  if (vecSimdActive())
+    return geluTanhGradAvx2(x, dy, dx, n);
+#endif
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = geluTanhGradScalar(x[i], dy[i]);
 }
 
 float vecMax(const float *x, int64_t n) {

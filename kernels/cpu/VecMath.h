@@ -38,6 +38,10 @@ enum class VecOp : uint8_t { Exp, Tanh, Sigmoid, Silu, GeluTanh };
 /// y[i] = op(x[i]) for i < n; y may equal x.
 void vecMap(VecOp op, const float *x, float *y, int64_t n);
 
+/// dx[i] = dy[i] * d/dx gelu_tanh(x[i]) (x sigmoid(2u) differentiated, so
+/// no 1 + tanh u cancels for negative x); dx may equal x or dy.
+void vecGeluTanhGrad(const float *x, const float *dy, float *dx, int64_t n);
+
 /// The largest x[i] ignoring NaNs; -inf when n == 0 or all are NaN.
 float vecMax(const float *x, int64_t n);
 

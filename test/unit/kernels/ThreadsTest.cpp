@@ -228,6 +228,52 @@ TEST(Threads, ParallelLoopsMatchSerial) {
   });
 }
 
+/// The gradient kernels and optimizer updates: the norm gradients sum the
+/// scale and bias gradients over row blocks fixed by the shape.
+TEST(Threads, TrainingSameBytesAnyThreadCount) {
+  Host x = random(DType::F32, {1000, 120}, -4, 4, 21);
+  Host dy = random(DType::F32, {1000, 120}, -1, 1, 22);
+  Host xh = random(DType::BF16, {1000, 120}, -4, 4, 23);
+  Host scale = random(DType::F32, {120}, 0.5, 1.5, 24);
+  Host labels = random(DType::I64, {1000}, 0, 120, 25);
+  labels.set(10, -100);
+  Host idx = random(DType::I64, {3000}, -50, 50, 26);
+  Host rows = random(DType::F32, {3000, 120}, -1, 1, 27);
+  Host dloss = make(DType::F32, {}, {1.0});
+  expectSameBytes("training kernels", [&] {
+    std::vector<Host> outs;
+    auto add = [&](DType t, std::vector<int64_t> shape) -> Host & {
+      outs.emplace_back(t, std::move(shape));
+      return outs.back();
+    };
+    outs.reserve(16);
+    EXPECT_OK(geluGrad(x, dy, true, add(DType::F32, {1000, 120})));
+    EXPECT_OK(geluGrad(x, dy, false, add(DType::F32, {1000, 120})));
+    EXPECT_OK(geluGrad(xh, xh, true, add(DType::BF16, {1000, 120})));
+    Host &dx = add(DType::F32, {1000, 120});
+    Host &ds = add(DType::F32, {120});
+    EXPECT_OK(layerNormGrad(x, scale, dy, 1, 1e-5f, dx, ds,
+                            add(DType::F32, {120})));
+    Host &rx = add(DType::F32, {1000, 120});
+    EXPECT_OK(rmsNormGrad(x, scale, dy, 1e-6f, rx, add(DType::F32, {120})));
+    EXPECT_OK(crossEntropyGrad(x, labels, nullptr, dloss, -100,
+                               Reduction::Mean, add(DType::F32, {1000, 120})));
+    EXPECT_OK(gatherGrad(idx, rows, 0, add(DType::F32, {50, 120})));
+    Host p(x), m(dy), v = random(DType::F32, {1000, 120}, 0, 0.1, 28);
+    EXPECT_OK(adamUpdate(p, dy, m, v, 1e-3, 2, AdamOptions(), p, m, v));
+    outs.push_back(p);
+    outs.push_back(m);
+    outs.push_back(v);
+    Host q(x), b(dy);
+    SgdOptions so;
+    so.momentum = 0.9;
+    EXPECT_OK(sgdUpdate(q, dy, b, 0.1, 2, so, q, b));
+    outs.push_back(q);
+    outs.push_back(b);
+    return outs;
+  });
+}
+
 /// Fused attention forward and backward (several query and key blocks with
 /// tails, GQA, head dims off the 16-wide tiles, causal with a Bool mask or a
 /// float bias, and bf16): the backward's passes sum every gradient in a
