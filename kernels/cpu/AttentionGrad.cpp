@@ -12,7 +12,11 @@
 //      key blocks.
 //
 // Both passes recompute P and dS with the same code on the same packed
-// operands as the forward (the same bits). attentionMaskGrad, for a
+// operands as the forward (the same bits). When there are enough (batch,
+// key/value head) pairs to keep the threads busy, one task per pair does
+// both passes' work with P and dS computed once per block pair (FA-2's five
+// products instead of seven), summing dq in its own buffer in pass 2's
+// order: the same bits as the two passes. attentionMaskGrad, for a
 // trainable additive mask, recomputes them once more, one task per mask
 // (batch, head[, query block]) summing dS over what that part of the mask
 // broadcasts to. Semantics: KernelApi.inc.
@@ -78,14 +82,17 @@ void transposeTile(const float *src, int64_t br, int64_t bc, float *dst) {
       dst[c * kBr + r] = src[r * kBc + c];
 }
 
-/// Pass 1, task (b, kvh, kb): dk and dv of the key block.
-template <class S>
-void keyBlockGrads(const Operands &in, int64_t task, S *dk, S *dv) {
+/// dk and dv of key block kb of (b, kvh), unscaled, into t.acc and t.acc2
+/// (zeroed first), over every query block of every query head of the
+/// group. With dqAcc (the group's dq, [group][nQb][kBr][dPad]), also adds
+/// dS k into it: the one-pass backward.
+void keyBlockPass(const Operands &in, int64_t b, int64_t kvh, int64_t kb,
+                  GradTile &t, float *dqAcc) {
   const common::AttentionDims &g = *in.g;
-  int64_t bkv = task / in.nKb, b = bkv / g.hkv, kvh = bkv % g.hkv;
-  int64_t kb = task % in.nKb, j0 = kb * kBc, bc = std::min(kBc, g.sk - j0);
+  int64_t j0 = kb * kBc, bc = std::min(kBc, g.sk - j0);
   int64_t dPad = roundUp(g.d, kNR), dvPad = roundUp(g.dv, kNR);
-  GradTile t(g, kBcRows * dPad, kBcRows * dvPad); // acc: dk, acc2: dv
+  std::fill(t.acc.begin(), t.acc.end(), 0.0f);
+  std::fill(t.acc2.begin(), t.acc2.end(), 0.0f);
   for (int64_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h)
     for (int64_t qb = in.sc.causal ? j0 / kBr : 0; qb < in.nQb; ++qb) {
       int64_t i0 = qb * kBr, br = std::min(kBr, g.s - i0);
@@ -100,7 +107,21 @@ void keyBlockGrads(const Operands &in, int64_t task, S *dk, S *dv) {
                dvPad, true);
       gemmRows(bc, dPad, br, t.dst.data(), kBr, t.zeros.data(),
                in.q.p + q0 * in.q.ld, in.q.ld, kNR, t.acc.data(), dPad, true);
+      if (dqAcc) // the same product, in the same order, as queryBlockGrad
+        gemmRows(br, dPad, bc, t.ds.data(), kBc, t.zeros.data(),
+                 in.k.p + in.kRow(b, kvh, j0) * in.k.ld, in.k.ld, kNR,
+                 dqAcc + ((h - kvh * g.group) * in.nQb + qb) * kBr * dPad,
+                 dPad, true);
     }
+}
+
+/// Stores key block kb's dk (scaled) and dv from t.acc and t.acc2.
+template <class S>
+void storeKeyBlock(const Operands &in, int64_t b, int64_t kvh, int64_t kb,
+                   const GradTile &t, S *dk, S *dv) {
+  const common::AttentionDims &g = *in.g;
+  int64_t j0 = kb * kBc, bc = std::min(kBc, g.sk - j0);
+  int64_t dPad = roundUp(g.d, kNR), dvPad = roundUp(g.dv, kNR);
   float scale = in.sc.scale;
   for (int64_t c = 0; c < bc; ++c) {
     int64_t row = in.kRow(b, kvh, j0 + c);
@@ -111,7 +132,52 @@ void keyBlockGrads(const Operands &in, int64_t task, S *dk, S *dv) {
   }
 }
 
-/// Pass 2, task (b, h, qb): dq of the query block.
+/// Stores dq rows [i0, i0 + br) of head (b, h), scaled, from acc
+/// ([kBr][dPad]).
+template <class S>
+void storeQueryBlock(const Operands &in, int64_t b, int64_t h, int64_t i0,
+                     const float *acc, S *dq) {
+  const common::AttentionDims &g = *in.g;
+  int64_t br = std::min(kBr, g.s - i0), dPad = roundUp(g.d, kNR);
+  for (int64_t r = 0; r < br; ++r) {
+    S *o = dq + in.qRow(b, h, i0 + r) * g.d;
+    for (int64_t p = 0; p < g.d; ++p)
+      o[p] = Float<S>::store(in.sc.scale * acc[r * dPad + p]);
+  }
+}
+
+/// Two-pass backward, pass 1, task (b, kvh, kb): dk and dv of the key block.
+template <class S>
+void keyBlockGrads(const Operands &in, int64_t task, S *dk, S *dv) {
+  const common::AttentionDims &g = *in.g;
+  int64_t bkv = task / in.nKb, b = bkv / g.hkv, kvh = bkv % g.hkv;
+  int64_t kb = task % in.nKb;
+  GradTile t(g, kBcRows * roundUp(g.d, kNR), kBcRows * roundUp(g.dv, kNR));
+  keyBlockPass(in, b, kvh, kb, t, nullptr);
+  storeKeyBlock(in, b, kvh, kb, t, dk, dv);
+}
+
+/// One-pass backward, task (b, kvh): dk, dv and the group's dq, P and dS
+/// computed once per block pair (5 products instead of 7). Each dq element
+/// sums over the key blocks in the order queryBlockGrad does: the same bits.
+template <class S>
+void groupGrads(const Operands &in, int64_t task, S *dq, S *dk, S *dv) {
+  const common::AttentionDims &g = *in.g;
+  int64_t b = task / g.hkv, kvh = task % g.hkv, dPad = roundUp(g.d, kNR);
+  GradTile t(g, kBcRows * dPad, kBcRows * roundUp(g.dv, kNR));
+  std::vector<float> dqAcc(
+      static_cast<size_t>(g.group * in.nQb * kBr * dPad), 0.0f);
+  for (int64_t kb = 0; kb < in.nKb; ++kb) {
+    keyBlockPass(in, b, kvh, kb, t, dqAcc.data());
+    storeKeyBlock(in, b, kvh, kb, t, dk, dv);
+  }
+  for (int64_t hi = 0; hi < g.group; ++hi)
+    for (int64_t qb = 0; qb < in.nQb; ++qb)
+      storeQueryBlock(in, b, kvh * g.group + hi, qb * kBr,
+                      dqAcc.data() + (hi * in.nQb + qb) * kBr * dPad, dq);
+}
+
+/// Two-pass backward, pass 2, task (b, h, qb): dq of the query block.
 template <class S>
 void queryBlockGrad(const Operands &in, int64_t task, S *dq) {
   const common::AttentionDims &g = *in.g;
@@ -128,12 +194,7 @@ void queryBlockGrad(const Operands &in, int64_t task, S *dq) {
              in.k.p + in.kRow(b, kvh, j0) * in.k.ld, in.k.ld, kNR, t.acc.data(),
              dPad, true);
   }
-  float scale = in.sc.scale;
-  for (int64_t r = 0; r < br; ++r) {
-    S *o = dq + in.qRow(b, h, i0 + r) * g.d;
-    for (int64_t p = 0; p < g.d; ++p)
-      o[p] = Float<S>::store(scale * t.acc[r * dPad + p]);
-  }
+  storeQueryBlock(in, b, h, i0, t.acc.data(), dq);
 }
 
 /// Dsum_i = dout_i . out_i, summed in double.
@@ -251,7 +312,17 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, mask, scale,
                                   causal, true);
     S *pdk = dk.as<S>(), *pdv = dv.as<S>(), *pdq = dq.as<S>();
-    forTasks(g.b * g.hkv * in.nKb,
+    // One pass when the (batch, key/value head) tasks keep every thread
+    // busy (they are equal); else two, with more, smaller tasks. Both give
+    // the same bits, so the choice may depend on the thread count.
+    int64_t groups = g.b * g.hkv;
+    if (groups % maxThreads() == 0 || groups >= 4 * maxThreads()) {
+      forTasks(groups, [&](int64_t task) {
+        groupGrads<S>(in, task, pdq, pdk, pdv);
+      });
+      return Status::success();
+    }
+    forTasks(groups * in.nKb,
              [&](int64_t task) { keyBlockGrads<S>(in, task, pdk, pdv); });
     forTasks(g.b * g.hq * in.nQb,
              [&](int64_t task) { queryBlockGrad<S>(in, task, pdq); });

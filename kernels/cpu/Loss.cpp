@@ -1,11 +1,13 @@
 //===- Loss.cpp - Softmax cross-entropy (PyTorch semantics) ---------------===//
 //
-// loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]], computed in
-// double after subtracting the row max. Labels are checked before any work.
+// loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]], the exponentials
+// of x - max summed in double (f32 rows through VecMath's exp, other types
+// through the C library in double). Labels are checked before any work.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "VecMath.h"
 
 namespace smp::kernels::cpu {
 using namespace detail;
@@ -19,12 +21,20 @@ void rowLosses(const S *x, const std::vector<int64_t> &labels,
   using C = typename Float<S>::C;
   int64_t rows = static_cast<int64_t>(labels.size());
   parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
+    std::vector<float> e(std::is_same_v<S, float> ? classes : 0);
     for (int64_t r = begin; r < end; ++r) {
       if (labels[r] == ignoreIndex) {
         loss[r] = 0;
         continue;
       }
       const S *xr = x + r * classes;
+      if constexpr (std::is_same_v<S, float>) {
+        float m = vecMax(xr, classes);
+        double sum = vecExpSum(xr, e.data(), classes, m);
+        loss[r] = std::log(sum) + static_cast<double>(m) -
+                  static_cast<double>(xr[labels[r]]);
+        continue;
+      }
       C m = -std::numeric_limits<C>::infinity();
       for (int64_t c = 0; c < classes; ++c) {
         C v = Float<S>::load(xr[c]);

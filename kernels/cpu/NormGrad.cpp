@@ -82,6 +82,51 @@ std::vector<double> normGradRows(const char *op, const TensorRef &x,
   return total;
 }
 
+/// The sum of f(j) for j < n over four interleaved partial sums, so that
+/// the loop vectorises.
+template <class F> double sum4(int64_t n, F &&f) {
+  double a[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int k = 0; k < 4; ++k)
+      a[k] += f(j + k);
+  double tail = 0;
+  for (; j < n; ++j)
+    tail += f(j);
+  return ((a[0] + a[1]) + (a[2] + a[3])) + tail;
+}
+
+/// Adds v(j) into acc[map[j]], or acc[j] without a map (the scale has the
+/// normalised shape: the common case, which vectorises).
+template <class F>
+void scatterAdd(double *acc, const std::vector<int64_t> *map, int64_t n,
+                F &&v) {
+  if (!map) {
+    for (int64_t j = 0; j < n; ++j)
+      acc[j] += v(j);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j)
+    acc[(*map)[j]] += v(j);
+}
+
+/// The scale broadcast onto the normalised shape, and the map from there
+/// to the scale's elements (null when it is the identity).
+struct ExpandedScale {
+  std::vector<double> w; // one per normalised element
+  std::vector<int64_t> map;
+  const std::vector<int64_t> *mapOrNull = nullptr;
+  ExpandedScale(const TensorRef &scale, const std::vector<int64_t> &norm) {
+    std::vector<double> v = toDouble(scale);
+    map = broadcastIndex(norm, scale.shape);
+    w.resize(map.size());
+    for (size_t j = 0; j < map.size(); ++j)
+      w[j] = v[map[j]];
+    if (static_cast<int64_t>(v.size()) != static_cast<int64_t>(map.size()))
+      mapOrNull = &map;
+  }
+};
+
 Status storeRange(const char *op, const TensorRef &out,
                   const std::vector<double> &v, int64_t begin) {
   return storeDoubles(op, out, 0, out.numel(), v.data() + begin);
@@ -98,32 +143,29 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
   int64_t n = product(norm), params = scale.numel();
-  std::vector<int64_t> smap = broadcastIndex(norm, scale.shape);
-  std::vector<double> w = toDouble(scale);
+  ExpandedScale es(scale, norm);
+  const double *w = es.w.data();
   std::vector<double> total = normGradRows(
       op, x, dy, dx, n, 2 * params,
       [&](const double *xr, const double *gr, double *out, double *acc) {
-        double *ds = acc, *db = acc + params;
-        double mean = 0, var = 0;
-        for (int64_t j = 0; j < n; ++j)
-          mean += xr[j];
-        mean /= n;
-        for (int64_t j = 0; j < n; ++j)
-          var += (xr[j] - mean) * (xr[j] - mean);
-        var /= n;
+        double mean = sum4(n, [&](int64_t j) { return xr[j]; }) / n;
+        double var = sum4(n, [&](int64_t j) {
+                       double c = xr[j] - mean;
+                       return c * c;
+                     }) / n;
         double rstd = 1.0 / std::sqrt(var + epsilon);
-        double sumD = 0, sumDX = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
-          sumD += d;
-          sumDX += d * xhat;
-          ds[smap[j]] += gr[j] * xhat;
-          db[smap[j]] += gr[j];
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          double xhat = (xr[j] - mean) * rstd, d = gr[j] * w[smap[j]];
-          out[j] = rstd * (d - sumD / n - xhat * sumDX / n);
-        }
+        double sumD = sum4(n, [&](int64_t j) { return gr[j] * w[j]; });
+        double sumDX = rstd * sum4(n, [&](int64_t j) {
+                         return gr[j] * w[j] * (xr[j] - mean);
+                       });
+        scatterAdd(acc, es.mapOrNull, n, [&](int64_t j) {
+          return gr[j] * ((xr[j] - mean) * rstd);
+        });
+        scatterAdd(acc + params, es.mapOrNull, n,
+                   [&](int64_t j) { return gr[j]; });
+        double a = sumD / n, c = sumDX / n;
+        for (int64_t j = 0; j < n; ++j)
+          out[j] = rstd * (gr[j] * w[j] - a - (xr[j] - mean) * rstd * c);
       });
   SMP_RETURN_IF_ERROR(storeRange(op, dscale, total, 0));
   return storeRange(op, dbias, total, params);
@@ -137,22 +179,19 @@ Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
   int64_t n = x.shape.back();
-  std::vector<int64_t> smap = broadcastIndex({n}, scale.shape);
-  std::vector<double> w = toDouble(scale);
+  ExpandedScale es(scale, {n});
+  const double *w = es.w.data();
   std::vector<double> total = normGradRows(
       op, x, dy, dx, n, scale.numel(),
       [&](const double *xr, const double *gr, double *out, double *ds) {
-        double ms = 0;
+        double ms = sum4(n, [&](int64_t j) { return xr[j] * xr[j]; }) / n;
+        double rr = 1.0 / std::sqrt(ms + epsilon);
+        double dot = sum4(n, [&](int64_t j) { return gr[j] * w[j] * xr[j]; });
+        scatterAdd(ds, es.mapOrNull, n,
+                   [&](int64_t j) { return gr[j] * xr[j] * rr; });
+        double c = rr * rr * dot / n;
         for (int64_t j = 0; j < n; ++j)
-          ms += xr[j] * xr[j];
-        ms /= n;
-        double rr = 1.0 / std::sqrt(ms + epsilon), dot = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          dot += gr[j] * w[smap[j]] * xr[j];
-          ds[smap[j]] += gr[j] * xr[j] * rr;
-        }
-        for (int64_t j = 0; j < n; ++j)
-          out[j] = rr * (gr[j] * w[smap[j]] - xr[j] * rr * rr * dot / n);
+          out[j] = rr * (gr[j] * w[j] - xr[j] * c);
       });
   return storeRange(op, dscale, total, 0);
 }

@@ -52,16 +52,25 @@ Plan makePlan(const std::vector<int64_t> &shape,
 }
 
 /// Ops: Acc init(); void add(Acc &, S); S finish(Acc).
+/// Tasks are (output row, block of kCols kept columns): a reduction over
+/// the leading dims (a bias gradient: [B, T, N] -> [N], one output row)
+/// still runs on every thread. Each output element accumulates in the same
+/// order whatever the split.
 template <class S, class Ops>
 void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
   using Acc = decltype(ops.init());
-  int64_t work = std::max<int64_t>(1, p.count * p.inner);
-  parallelFor(p.rows, grainFor(work), [&](int64_t begin, int64_t end) {
-    std::vector<Acc> acc(static_cast<size_t>(p.inner));
+  constexpr int64_t kCols = 256;
+  int64_t colBlocks = (p.inner + kCols - 1) / kCols;
+  int64_t work = std::max<int64_t>(1, p.count * std::min(p.inner, kCols));
+  parallelFor(p.rows * colBlocks, grainFor(work), [&](int64_t begin,
+                                                      int64_t end) {
+    std::vector<Acc> acc(static_cast<size_t>(std::min(p.inner, kCols)));
     size_t nr = p.reducedOuter.size();
     std::vector<int64_t> qidx(nr);
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t base = 0, rem = r;
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t r = task / colBlocks, j0 = task % colBlocks * kCols;
+      int64_t cols = std::min(kCols, p.inner - j0);
+      int64_t base = j0, rem = r;
       for (size_t d = p.keptOuter.size(); d-- > 0;) {
         base += (rem % p.keptOuter[d].size) * p.keptOuter[d].stride;
         rem /= p.keptOuter[d].size;
@@ -72,7 +81,7 @@ void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
       while (true) {
         if (p.inner > 1) {
           const S *row = x + off;
-          for (int64_t j = 0; j < p.inner; ++j)
+          for (int64_t j = 0; j < cols; ++j)
             ops.add(acc[j], row[j]);
         } else {
           const S *run = x + off;
@@ -95,11 +104,58 @@ void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
         if (done)
           break;
       }
-      S *dst = y + r * p.inner;
-      for (int64_t j = 0; j < p.inner; ++j)
+      S *dst = y + r * p.inner + j0;
+      for (int64_t j = 0; j < cols; ++j)
         dst[j] = ops.finish(acc[j]);
     }
   });
+}
+
+/// Reductions of one long contiguous run per output (a whole tensor to a
+/// scalar: the gradient norm's sums of squares): each run is cut into
+/// blocks of kRunBlock elements (a function of the shape only), the blocks
+/// reduce in parallel, each over four interleaved partials, and a run's
+/// blocks merge in order. The same bits for any thread count.
+constexpr int64_t kRunBlock = 16384;
+
+bool blockedRuns(const Plan &p) {
+  return p.inner == 1 && p.reducedOuter.empty() && p.run >= 2 * kRunBlock;
+}
+
+template <class S, class Ops>
+void reduceBlockedRuns(const Plan &p, const S *x, S *y, const Ops &ops) {
+  using Acc = decltype(ops.init());
+  int64_t blocks = (p.run + kRunBlock - 1) / kRunBlock;
+  std::vector<Acc> part(static_cast<size_t>(p.rows * blocks));
+  parallelFor(p.rows * blocks, grainFor(kRunBlock), [&](int64_t b,
+                                                        int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      int64_t r = task / blocks, j0 = task % blocks * kRunBlock;
+      int64_t base = 0, rem = r;
+      for (size_t d = p.keptOuter.size(); d-- > 0;) {
+        base += (rem % p.keptOuter[d].size) * p.keptOuter[d].stride;
+        rem /= p.keptOuter[d].size;
+      }
+      const S *run = x + base + j0;
+      int64_t len = std::min(kRunBlock, p.run - j0), j = 0;
+      Acc a[4] = {ops.init(), ops.init(), ops.init(), ops.init()};
+      for (; j + 4 <= len; j += 4)
+        for (int k = 0; k < 4; ++k)
+          ops.add(a[k], run[j + k]);
+      for (; j < len; ++j)
+        ops.add(a[0], run[j]);
+      ops.merge(a[0], a[1]);
+      ops.merge(a[2], a[3]);
+      ops.merge(a[0], a[2]);
+      part[task] = a[0];
+    }
+  });
+  for (int64_t r = 0; r < p.rows; ++r) {
+    Acc a = part[r * blocks];
+    for (int64_t k = 1; k < blocks; ++k)
+      ops.merge(a, part[r * blocks + k]);
+    y[r] = ops.finish(a);
+  }
 }
 
 template <class S> struct FloatSum {
@@ -109,6 +165,7 @@ template <class S> struct FloatSum {
   void add(double &a, S v) const {
     a += static_cast<double>(Float<S>::load(v));
   }
+  void merge(double &a, double b) const { a += b; }
   S finish(double a) const {
     using C = typename Float<S>::C;
     return Float<S>::store(
@@ -124,6 +181,10 @@ template <class S> struct FloatMax {
     if (v > a || std::isnan(v))
       a = v;
   }
+  void merge(C &a, C b) const {
+    if (b > a || std::isnan(b))
+      a = b;
+  }
   S finish(C a) const { return Float<S>::store(a); }
 };
 
@@ -134,6 +195,7 @@ template <class T> struct IntSum {
   void add(uint64_t &a, T v) const {
     a += static_cast<uint64_t>(static_cast<int64_t>(v));
   }
+  void merge(uint64_t &a, uint64_t b) const { a += b; }
   T finish(uint64_t a) const {
     if (!mean || count == 0)
       return static_cast<T>(a);
@@ -147,6 +209,7 @@ template <class T> struct IntSum {
 template <class T> struct IntMax {
   T init() const { return std::numeric_limits<T>::lowest(); }
   void add(T &a, T v) const { a = a < v ? v : a; }
+  void merge(T &a, T b) const { add(a, b); }
   T finish(T a) const { return a; }
 };
 
@@ -196,11 +259,16 @@ Status reduce(ReduceOp op, const TensorRef &in,
 
   auto run = [&](auto tag) {
     using S = typename decltype(tag)::type;
+    auto go = [&](const auto &ops) {
+      if (blockedRuns(p))
+        reduceBlockedRuns(p, in.as<S>(), out.as<S>(), ops);
+      else
+        reduceLoop(p, in.as<S>(), out.as<S>(), ops);
+    };
     if (op == ReduceOp::Max)
-      reduceLoop(p, in.as<S>(), out.as<S>(), MaxOps<S>{});
+      go(MaxOps<S>{});
     else
-      reduceLoop(p, in.as<S>(), out.as<S>(),
-                 SumOps<S>{op == ReduceOp::Mean, p.count});
+      go(SumOps<S>{op == ReduceOp::Mean, p.count});
     return Status::success();
   };
   if (smp::base::isFloat(in.dtype))

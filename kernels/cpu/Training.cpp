@@ -298,8 +298,28 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                                         newParam, newExpAvg, newExpAvgSq));
   double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
   double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
-  // Each element the same double arithmetic as before chunking (the same
-  // bits for any thread count; outputs may alias inputs).
+  if (allF32({&param, &grad, &expAvg, &expAvgSq, &newParam, &newExpAvg,
+              &newExpAvgSq})) {
+    AdamStep s;
+    s.decoupled = o.decoupled;
+    s.decay = 1 - lr * o.weightDecay;
+    s.weightDecay = o.weightDecay;
+    s.oneMinusBeta1 = 1 - o.beta1;
+    s.beta2 = o.beta2;
+    s.oneMinusBeta2 = 1 - o.beta2;
+    s.stepSize = stepSize;
+    s.bc2Sqrt = bc2Sqrt;
+    s.epsilon = o.epsilon;
+    AdamArrays a{param.as<float>(),    grad.as<float>(),
+                 expAvg.as<float>(),   expAvgSq.as<float>(),
+                 newParam.as<float>(), newExpAvg.as<float>(),
+                 newExpAvgSq.as<float>()};
+    parallelFor(param.numel(), grainFor(24),
+                [&](int64_t b, int64_t e) { vecAdam(s, a.at(b), e - b); });
+    return Status::success();
+  }
+  // Other types: the same double arithmetic through chunks (the same bits
+  // for any thread count; outputs may alias inputs).
   streamChunks<4>(param.numel(), 24, [&](int64_t i0, int64_t len,
                                          double (*buf)[kChunk]) {
     double *p = buf[0], *g = buf[1], *m = buf[2], *v = buf[3];

@@ -56,6 +56,29 @@ double vecExpSum(const float *x, float *y, int64_t n, float shift);
 void vecScale(const float *x, float *y, int64_t n, float s,
               bool stream = false);
 
+/// One Adam/AdamW step, computed in double (VecOptim.cpp).
+struct AdamStep {
+  bool decoupled = true;  // AdamW: p *= decay; else L2: g += weightDecay p
+  double decay = 1;       // 1 - lr weightDecay
+  double weightDecay = 0;
+  double oneMinusBeta1 = 0.1, beta2 = 0.999, oneMinusBeta2 = 0.001;
+  double stepSize = 0;    // lr / (1 - beta1^t)
+  double bc2Sqrt = 1;     // sqrt(1 - beta2^t)
+  double epsilon = 1e-8;
+};
+/// f32 operands; each output may be its input (in place) or disjoint.
+struct AdamArrays {
+  const float *param, *grad, *expAvg, *expAvgSq;
+  float *newParam, *newExpAvg, *newExpAvgSq;
+  /// The arrays from element k on.
+  AdamArrays at(int64_t k) const {
+    return {param + k,    grad + k,      expAvg + k,      expAvgSq + k,
+            newParam + k, newExpAvg + k, newExpAvgSq + k};
+  }
+};
+/// The step over elements [0, n): the same bits on both paths (no FMA).
+void vecAdam(const AdamStep &s, const AdamArrays &a, int64_t n);
+
 /// True when the AVX2/FMA code runs (false on other CPUs or after
 /// vecUseSimd(false)).
 bool vecSimdActive();

@@ -121,3 +121,33 @@ func.func @matmul_transposed_operands(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32
   %d = smp.matmul %p, %u : (tensor<8x2x4xf32>, tensor<4x16xf32>) -> tensor<8x2x16xf32>
   return %a, %b, %c, %d : tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<8x2x16xf32>
 }
+
+// -----
+
+// The transpose of a product used once is the product of the swapped
+// operands with both flags flipped (a weight gradient x^T dy of a [out, in]
+// weight becomes dy^T x, written in the weight's layout); a product used
+// elsewhere too, a rank-1 operand, and a permutation of other dims keep the
+// transpose.
+// CHECK-LABEL: func.func @transposed_matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<6x4xf32>, %[[G:.*]]: tensor<6x8xf32>, %[[B:.*]]: tensor<2x3x4xf32>, %[[W:.*]]: tensor<5x4xf32>, %[[V:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[D:.*]] = smp.matmul %[[G]], %[[X]] {transpose_lhs = true} : (tensor<6x8xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+// CHECK-NEXT: %[[E:.*]] = smp.matmul %[[W]], %[[B]] {transpose_rhs = true} : (tensor<5x4xf32>, tensor<2x3x4xf32>) -> tensor<2x5x3xf32>
+// CHECK-NEXT: %[[F:.*]] = smp.matmul %[[X]], %[[G]] {transpose_lhs = true}
+// CHECK-NEXT: %[[FT:.*]] = smp.transpose %[[F]]
+// CHECK: smp.matmul %[[B]], %[[V]]
+// CHECK-NEXT: smp.transpose
+// CHECK: smp.transpose %{{.*}} {perm = array<i64: 1, 0, 2>}
+func.func @transposed_matmul(%x: tensor<6x4xf32>, %g: tensor<6x8xf32>, %b: tensor<2x3x4xf32>, %w: tensor<5x4xf32>, %v: tensor<4xf32>) -> (tensor<8x4xf32>, tensor<2x5x3xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<3x2xf32>, tensor<3x2x5xf32>) {
+  %dw = smp.matmul %x, %g {transpose_lhs = true} : (tensor<6x4xf32>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  %dwt = smp.transpose %dw {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %e = smp.matmul %b, %w {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  %et = smp.transpose %e {perm = array<i64: 0, 2, 1>} : tensor<2x3x5xf32> -> tensor<2x5x3xf32>
+  %f = smp.matmul %x, %g {transpose_lhs = true} : (tensor<6x4xf32>, tensor<6x8xf32>) -> tensor<4x8xf32>
+  %ft = smp.transpose %f {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %r = smp.matmul %b, %v : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3xf32>
+  %rt = smp.transpose %r {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %p = smp.matmul %b, %w {transpose_rhs = true} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+  %pt = smp.transpose %p {perm = array<i64: 1, 0, 2>} : tensor<2x3x5xf32> -> tensor<3x2x5xf32>
+  return %dwt, %et, %ft, %f, %rt, %pt : tensor<8x4xf32>, tensor<2x5x3xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<3x2xf32>, tensor<3x2x5xf32>
+}

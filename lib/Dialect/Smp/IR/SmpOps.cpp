@@ -370,9 +370,50 @@ struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
     return failure();
   }
 };
+
+/// transpose(matmul(a, b)) [last two dims swapped] -> matmul(b, a) with both
+/// flags flipped: (op(A) op(B))^T = op(B)^T op(A)^T. The weight gradient
+/// x^T dy of a [out, in] weight is then computed as dy^T x in the weight's
+/// layout, without a transposed copy. Only for a product used once, whose
+/// operands are matrices (rank-1 operands change the result's rank).
+struct FoldTransposeOfMatMul : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp t,
+                                PatternRewriter &rewriter) const override {
+    auto mm = t.getInput().getDefiningOp<MatMulOp>();
+    if (!mm || !mm->hasOneUse())
+      return failure();
+    ArrayRef<int64_t> perm = t.getPerm();
+    int64_t n = static_cast<int64_t>(perm.size());
+    if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
+      return failure();
+    for (int64_t k = 0; k + 2 < n; ++k)
+      if (perm[k] != k)
+        return failure();
+    for (Value operand : mm->getOperands())
+      if (cast<RankedTensorType>(operand.getType()).getRank() < 2)
+        return failure();
+    rewriter.modifyOpInPlace(mm, [&] {
+      Value lhs = mm.getLhs(), rhs = mm.getRhs();
+      bool tl = mm.getTransposeLhs(), tr = mm.getTransposeRhs();
+      mm->setOperand(0, rhs);
+      mm->setOperand(1, lhs);
+      mm.setTransposeLhs(!tr);
+      mm.setTransposeRhs(!tl);
+      mm.getResult().setType(t.getType());
+    });
+    rewriter.replaceOp(t, mm.getResult());
+    return success();
+  }
+};
 } // namespace
 
 void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
   results.add<FoldTransposeIntoMatMul>(context);
+}
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<FoldTransposeOfMatMul>(context);
 }

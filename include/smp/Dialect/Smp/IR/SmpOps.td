@@ -322,6 +322,9 @@ def Smp_TransposeOp : Smp_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let results = (outs Smp_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+  // The transpose of a matrix product becomes the product of the swapped,
+  // flag-flipped operands (no transposed copy of a weight gradient).
+  let hasCanonicalizer = 1;
 }
 
 def Smp_ExpandOp : Smp_Op<"expand", [Pure]> {
