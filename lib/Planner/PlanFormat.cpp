@@ -53,6 +53,18 @@ std::string Plan::summary() const {
   return s;
 }
 
+/// What the data-parallel time of a ZeRO stage is spent on.
+static const char *dataParallelLabel(int64_t zeroStage) {
+  switch (zeroStage) {
+  case 0:
+    return "all-reduce";
+  case 3:
+    return "reduce-scatter + parameter all-gathers";
+  default:
+    return "reduce-scatter + all-gather";
+  }
+}
+
 std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -60,9 +72,10 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
   os << "plan for " << req.devices << " x " << req.device.name
      << ", global batch " << req.globalBatch << ": " << p.summary() << "\n"
      << llvm::format("  predicted step %.4g s (pipeline %.4g s, bubble %.1f%%, "
-                     "data-parallel all-reduce %.4g s, optimizer %.4g s)\n",
+                     "data-parallel %s %.4g s, optimizer %.4g s)\n",
                      p.stepSeconds, p.pipelineSeconds, 100 * p.bubble,
-                     p.dataParallelSeconds, p.optimizerSeconds)
+                     dataParallelLabel(p.zeroStage), p.dataParallelSeconds,
+                     p.optimizerSeconds)
      << llvm::format("  throughput %.4g samples/s, MFU %.1f%%\n",
                      p.samplesPerSecond, 100 * p.mfu)
      << "  memory per device: " << formatBytes(p.peakMemory) << " of "
