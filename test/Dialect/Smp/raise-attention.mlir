@@ -104,6 +104,20 @@ func.func @trainable_bias(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 
 // -----
 
+// f64 stays unfused (the fused kernels compute in f32), in f64.
+// CHECK-LABEL: func.func @f64_unfused
+// CHECK-NOT: smp.attention
+// CHECK: smp.softmax
+func.func @f64_unfused(%q: tensor<2x4x8x16xf64>, %kt: tensor<2x4x16x8xf64>,
+                       %v: tensor<2x4x8x16xf64>) -> tensor<2x4x8x16xf64> {
+  %s = smp.matmul %q, %kt : (tensor<2x4x8x16xf64>, tensor<2x4x16x8xf64>) -> tensor<2x4x8x8xf64>
+  %p = smp.softmax %s {axis = 3 : i64} : tensor<2x4x8x8xf64>
+  %o = smp.matmul %p, %v : (tensor<2x4x8x8xf64>, tensor<2x4x8x16xf64>) -> tensor<2x4x8x16xf64>
+  return %o : tensor<2x4x8x16xf64>
+}
+
+// -----
+
 // Stay unfused: probabilities the model also returns, a scale applied after
 // the mask (it would scale the mask), and a finite fill (HF's finfo.min
 // where(): a fully masked row would average, not give 0).

@@ -313,6 +313,10 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
     if (qt.getRank() != 4 || typeOf(kOrKT).getRank() != 4 ||
         vt.getRank() != 4 || vt.getElementType() != qt.getElementType())
       return rewriter.notifyMatchFailure(pv, "operands are not rank 4");
+    // The kernels compute in f32 (f16 and bf16 widened to it): an f64 model
+    // keeps its attention unfused, computed in f64.
+    if (qt.getElementType().isF64())
+      return rewriter.notifyMatchFailure(pv, "f64 attention stays unfused");
     // Every check before the first op is built: a pattern that fails must
     // leave the IR as it was.
     SmallVector<int64_t> ks(typeOf(kOrKT).getShape());
