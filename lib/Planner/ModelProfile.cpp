@@ -241,7 +241,10 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
         rootOf[r] = rootOf[view.getViewSource()];
         continue;
       }
-      if (updates.count(r) || !isa<ShapedType>(r.getType()))
+      // Optimizer results are updates or unread (no momentum buffer); as
+      // "gradients" they ended the backward after the optimizer (stepPeak).
+      if (updates.count(r) || isa<SgdUpdateOp, AdamUpdateOp>(op) ||
+          !isa<ShapedType>(r.getType()))
         continue;
       ModelProfile::StepValue v;
       v.def = v.last = static_cast<int32_t>(i);
