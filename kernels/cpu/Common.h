@@ -37,6 +37,9 @@ namespace smp::kernels::cpu::detail {
 // normAxis, product, Tag, visitInt, visitBytes, ...
 using namespace common;
 
+/// The CPU kernels take sliding windows of any number of spatial dims.
+constexpr size_t kAnyDims = SIZE_MAX;
+
 //===----------------------------------------------------------------------===//
 // Storage types and their compute types
 //===----------------------------------------------------------------------===//

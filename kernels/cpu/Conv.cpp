@@ -17,7 +17,6 @@ namespace {
 
 /// Spatial geometry of a sliding-window op (no limit on the spatial dims).
 using common::Window;
-constexpr size_t kAnyDims = SIZE_MAX;
 
 //===----------------------------------------------------------------------===//
 // Convolution

@@ -38,9 +38,6 @@ int64_t tap(const Window &w, int64_t o, int64_t k, bool *inPadded = nullptr) {
   return inside ? offset : -1;
 }
 
-/// The CPU takes windows of any number of spatial dims.
-constexpr size_t kAnyDims = SIZE_MAX;
-
 } // namespace
 
 Status convGrad(const TensorRef &x, const TensorRef &weight,

@@ -51,6 +51,16 @@ Plan makePlan(const std::vector<int64_t> &shape,
   return p;
 }
 
+/// The input offset where output row r's reduction starts.
+int64_t rowBase(const Plan &p, int64_t r) {
+  int64_t base = 0;
+  for (size_t d = p.keptOuter.size(); d-- > 0;) {
+    base += (r % p.keptOuter[d].size) * p.keptOuter[d].stride;
+    r /= p.keptOuter[d].size;
+  }
+  return base;
+}
+
 /// Ops: Acc init(); void add(Acc &, S); S finish(Acc).
 /// Tasks are (output row, block of kCols kept columns): a reduction over
 /// the leading dims (a bias gradient: [B, T, N] -> [N], one output row)
@@ -70,11 +80,7 @@ void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t r = task / colBlocks, j0 = task % colBlocks * kCols;
       int64_t cols = std::min(kCols, p.inner - j0);
-      int64_t base = j0, rem = r;
-      for (size_t d = p.keptOuter.size(); d-- > 0;) {
-        base += (rem % p.keptOuter[d].size) * p.keptOuter[d].stride;
-        rem /= p.keptOuter[d].size;
-      }
+      int64_t base = rowBase(p, r) + j0;
       std::fill(acc.begin(), acc.end(), ops.init());
       std::fill(qidx.begin(), qidx.end(), 0);
       int64_t off = base;
@@ -131,12 +137,7 @@ void reduceBlockedRuns(const Plan &p, const S *x, S *y, const Ops &ops) {
                                                         int64_t e) {
     for (int64_t task = b; task < e; ++task) {
       int64_t r = task / blocks, j0 = task % blocks * kRunBlock;
-      int64_t base = 0, rem = r;
-      for (size_t d = p.keptOuter.size(); d-- > 0;) {
-        base += (rem % p.keptOuter[d].size) * p.keptOuter[d].stride;
-        rem /= p.keptOuter[d].size;
-      }
-      const S *run = x + base + j0;
+      const S *run = x + rowBase(p, r) + j0;
       int64_t len = std::min(kRunBlock, p.run - j0), j = 0;
       Acc a[4] = {ops.init(), ops.init(), ops.init(), ops.init()};
       for (; j + 4 <= len; j += 4)

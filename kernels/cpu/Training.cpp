@@ -53,7 +53,6 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
     });
     return Status::success();
   }
-  const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
   streamChunks<2>(n, 40, [&](int64_t i0, int64_t len, double (*buf)[kChunk]) {
     double *xv = buf[0], *g = buf[1];
     // checkGeluGrad made sure every operand is float: these cannot fail.
@@ -62,10 +61,7 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
     for (int64_t i = 0; i < len; ++i) {
       double v = xv[i], d;
       if (tanhApprox) {
-        // x sigmoid(2u) differentiated: no 1 + tanh u to cancel.
-        double a = 2 * k * (v + c * v * v * v), e = std::exp(-std::fabs(a));
-        double r = 1 / (1 + e), s = a < 0 ? e * r : r;
-        d = s + v * 2 * k * (1 + 3 * c * v * v) * e * r * r;
+        d = geluTanhDerivative(v);
       } else {
         // erfc: 1 + erf(x) cancels for negative x.
         d = 0.5 * std::erfc(-v / std::sqrt(2.0)) +
@@ -296,20 +292,18 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
   const char *op = "adam_update";
   SMP_RETURN_IF_ERROR(common::checkAdam(op, param, grad, expAvg, expAvgSq,
                                         newParam, newExpAvg, newExpAvgSq));
-  double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
-  double stepSize = lr / bc1, bc2Sqrt = std::sqrt(bc2);
+  AdamStep s;
+  s.decoupled = o.decoupled;
+  s.decay = 1 - lr * o.weightDecay;
+  s.weightDecay = o.weightDecay;
+  s.oneMinusBeta1 = 1 - o.beta1;
+  s.beta2 = o.beta2;
+  s.oneMinusBeta2 = 1 - o.beta2;
+  s.stepSize = lr / (1 - std::pow(o.beta1, step));
+  s.bc2Sqrt = std::sqrt(1 - std::pow(o.beta2, step));
+  s.epsilon = o.epsilon;
   if (allF32({&param, &grad, &expAvg, &expAvgSq, &newParam, &newExpAvg,
               &newExpAvgSq})) {
-    AdamStep s;
-    s.decoupled = o.decoupled;
-    s.decay = 1 - lr * o.weightDecay;
-    s.weightDecay = o.weightDecay;
-    s.oneMinusBeta1 = 1 - o.beta1;
-    s.beta2 = o.beta2;
-    s.oneMinusBeta2 = 1 - o.beta2;
-    s.stepSize = stepSize;
-    s.bc2Sqrt = bc2Sqrt;
-    s.epsilon = o.epsilon;
     AdamArrays a{param.as<float>(),    grad.as<float>(),
                  expAvg.as<float>(),   expAvgSq.as<float>(),
                  newParam.as<float>(), newExpAvg.as<float>(),
@@ -318,8 +312,8 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
                 [&](int64_t b, int64_t e) { vecAdam(s, a.at(b), e - b); });
     return Status::success();
   }
-  // Other types: the same double arithmetic through chunks (the same bits
-  // for any thread count; outputs may alias inputs).
+  // Other types: the same element step in double, through chunks (the same
+  // bits for any thread count; outputs may alias inputs).
   streamChunks<4>(param.numel(), 24, [&](int64_t i0, int64_t len,
                                          double (*buf)[kChunk]) {
     double *p = buf[0], *g = buf[1], *m = buf[2], *v = buf[3];
@@ -328,16 +322,8 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
     (void)loadDoubles(grad, i0, len, g);
     (void)loadDoubles(expAvg, i0, len, m);
     (void)loadDoubles(expAvgSq, i0, len, v);
-    for (int64_t i = 0; i < len; ++i) {
-      double gi = g[i];
-      if (o.decoupled)
-        p[i] *= 1 - lr * o.weightDecay;
-      else if (o.weightDecay != 0)
-        gi += o.weightDecay * p[i];
-      m[i] += (1 - o.beta1) * (gi - m[i]);
-      v[i] = v[i] * o.beta2 + (1 - o.beta2) * gi * gi;
-      p[i] -= stepSize * m[i] / (std::sqrt(v[i]) / bc2Sqrt + o.epsilon);
-    }
+    for (int64_t i = 0; i < len; ++i)
+      adamElement(s, p[i], g[i], m[i], v[i]);
     (void)storeDoubles(op, newParam, i0, len, p);
     (void)storeDoubles(op, newExpAvg, i0, len, m);
     (void)storeDoubles(op, newExpAvgSq, i0, len, v);

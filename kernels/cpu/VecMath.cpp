@@ -51,14 +51,8 @@ float geluTanhScalar(float x) {
   return static_cast<float>((a < 0 ? d * e : d) / (1.0 + e));
 }
 
-/// d/dx [x sigmoid(2u)] = s + 2 x u' s (1 - s), s (1 - s) = e / (1 + e)^2
-/// with e = e^-|2u|, times dy; in double.
 float geluTanhGradScalar(float x, float dy) {
-  double d = x, a = 2.0 * kSqrt2OverPiD * (d + kGeluCubicD * d * d * d);
-  double e = std::exp(-std::fabs(a)), r = 1.0 / (1.0 + e);
-  double s = a < 0 ? e * r : r;
-  double du = 2.0 * kSqrt2OverPiD * (1.0 + 3.0 * kGeluCubicD * d * d);
-  return static_cast<float>(static_cast<double>(dy) * (s + d * du * e * r * r));
+  return static_cast<float>(static_cast<double>(dy) * geluTanhDerivative(x));
 }
 
 void mapScalar(VecOp op, const float *x, float *y, int64_t n) {
@@ -426,6 +420,16 @@ void vecMap(VecOp op, const float *x, float *y, int64_t n) {
     return mapAvx2(op, x, y, n);
 #endif
   mapScalar(op, x, y, n);
+}
+
+double geluTanhDerivative(double x) {
+  // d/dx [x sigmoid(2u)] = s + 2 x u' s (1 - s), s (1 - s) = e / (1 + e)^2
+  // with e = e^-|2u|.
+  double a = 2.0 * kSqrt2OverPiD * (x + kGeluCubicD * x * x * x);
+  double e = std::exp(-std::fabs(a)), r = 1.0 / (1.0 + e);
+  double s = a < 0 ? e * r : r;
+  double du = 2.0 * kSqrt2OverPiD * (1.0 + 3.0 * kGeluCubicD * x * x);
+  return s + x * du * e * r * r;
 }
 
 void vecGeluTanhGrad(const float *x, const float *dy, float *dx, int64_t n) {

@@ -29,6 +29,7 @@
 #ifndef SMP_KERNELS_CPU_VECMATH_H
 #define SMP_KERNELS_CPU_VECMATH_H
 
+#include <cmath>
 #include <cstdint>
 
 namespace smp::kernels::cpu::detail {
@@ -41,6 +42,9 @@ void vecMap(VecOp op, const float *x, float *y, int64_t n);
 /// dx[i] = dy[i] * d/dx gelu_tanh(x[i]) (x sigmoid(2u) differentiated, so
 /// no 1 + tanh u cancels for negative x); dx may equal x or dy.
 void vecGeluTanhGrad(const float *x, const float *dy, float *dx, int64_t n);
+/// The tanh GELU's derivative at x, in double (the same formula, for the
+/// scalar paths of any float type).
+double geluTanhDerivative(double x);
 
 /// The largest x[i] ignoring NaNs; -inf when n == 0 or all are NaN.
 float vecMax(const float *x, int64_t n);
@@ -66,6 +70,18 @@ struct AdamStep {
   double bc2Sqrt = 1;     // sqrt(1 - beta2^t)
   double epsilon = 1e-8;
 };
+/// The step of one element, in double: the reference the AVX2 loop
+/// follows, and what other float types compute.
+inline void adamElement(const AdamStep &s, double &p, double g, double &m,
+                        double &v) {
+  if (s.decoupled)
+    p *= s.decay;
+  else if (s.weightDecay != 0)
+    g += s.weightDecay * p;
+  m += s.oneMinusBeta1 * (g - m);
+  v = v * s.beta2 + s.oneMinusBeta2 * g * g;
+  p -= s.stepSize * m / (std::sqrt(v) / s.bc2Sqrt + s.epsilon);
+}
 /// f32 operands; each output may be its input (in place) or disjoint.
 struct AdamArrays {
   const float *param, *grad, *expAvg, *expAvgSq;

@@ -22,25 +22,13 @@ namespace smp::kernels::cpu::detail {
 
 namespace {
 
-/// The update of one element (the reference for the AVX2 loop).
-inline void adamOne(const AdamStep &s, double &p, double g, double &m,
-                    double &v) {
-  if (s.decoupled)
-    p *= s.decay;
-  else if (s.weightDecay != 0)
-    g += s.weightDecay * p;
-  m += s.oneMinusBeta1 * (g - m);
-  v = v * s.beta2 + s.oneMinusBeta2 * g * g;
-  p -= s.stepSize * m / (std::sqrt(v) / s.bc2Sqrt + s.epsilon);
-}
-
 /// Not inlined into adamAvx2 (its tail), where FMA contraction would change
 /// the bits of the elements that a thread split leaves in a tail.
 __attribute__((noinline)) void adamScalar(const AdamStep &s,
                                           const AdamArrays &a, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     double p = a.param[i], m = a.expAvg[i], v = a.expAvgSq[i];
-    adamOne(s, p, a.grad[i], m, v);
+    adamElement(s, p, a.grad[i], m, v);
     a.newParam[i] = static_cast<float>(p);
     a.newExpAvg[i] = static_cast<float>(m);
     a.newExpAvgSq[i] = static_cast<float>(v);

@@ -339,6 +339,18 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Whether `perm` swaps the last two dims and keeps the others: the
+/// transpose a matrix product's flags express.
+bool swapsLastTwoDims(ArrayRef<int64_t> perm) {
+  int64_t n = static_cast<int64_t>(perm.size());
+  if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
+    return false;
+  for (int64_t k = 0; k + 2 < n; ++k)
+    if (perm[k] != k)
+      return false;
+  return true;
+}
+
 /// matmul(transpose(x) [last two dims swapped], y) -> matmul(x, y) with the
 /// operand's transpose flag flipped (and likewise for the rhs).
 struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
@@ -349,14 +361,7 @@ struct FoldTransposeIntoMatMul : OpRewritePattern<MatMulOp> {
       auto t = mm->getOperand(which).getDefiningOp<TransposeOp>();
       if (!t)
         continue;
-      ArrayRef<int64_t> perm = t.getPerm();
-      int64_t n = static_cast<int64_t>(perm.size());
-      if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
-        continue;
-      bool rest = true;
-      for (int64_t k = 0; k + 2 < n; ++k)
-        rest &= perm[k] == k;
-      if (!rest)
+      if (!swapsLastTwoDims(t.getPerm()))
         continue;
       rewriter.modifyOpInPlace(mm, [&] {
         mm->setOperand(which, t.getInput());
@@ -383,13 +388,8 @@ struct FoldTransposeOfMatMul : OpRewritePattern<TransposeOp> {
     auto mm = t.getInput().getDefiningOp<MatMulOp>();
     if (!mm || !mm->hasOneUse())
       return failure();
-    ArrayRef<int64_t> perm = t.getPerm();
-    int64_t n = static_cast<int64_t>(perm.size());
-    if (n < 2 || perm[n - 1] != n - 2 || perm[n - 2] != n - 1)
+    if (!swapsLastTwoDims(t.getPerm()))
       return failure();
-    for (int64_t k = 0; k + 2 < n; ++k)
-      if (perm[k] != k)
-        return failure();
     for (Value operand : mm->getOperands())
       if (cast<RankedTensorType>(operand.getType()).getRank() < 2)
         return failure();
