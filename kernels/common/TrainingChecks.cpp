@@ -14,6 +14,22 @@ Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
   return Status::success();
 }
 
+Status checkBiasGeluGrad(const TensorRef &x, const TensorRef &dy,
+                         const TensorRef &dx, const TensorRef &dbias) {
+  const char *op = "bias_gelu_grad";
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&x, &dy, &dx, &dbias}));
+  SMP_RETURN_IF_ERROR(checkSameShape(op, x, dy));
+  if (x.rank() < 1)
+    return fail(op, "input must not be a scalar");
+  if (dx.numel() != x.numel())
+    return fail(op, "dx must have the size of x");
+  if (dbias.numel() != x.shape.back())
+    return fail(op, "dbias " + smp::base::describe(dbias) +
+                        " must have one element per column of x " +
+                        smp::base::describe(x));
+  return Status::success();
+}
+
 Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
                        int64_t axis, const TensorRef &out, GatherGradGeom &g) {
   const char *op = "gather_grad";
@@ -82,6 +98,18 @@ Status checkNormGrad(const char *op, const TensorRef &x,
   if (dx.numel() != x.numel() || dscale.numel() != scale.numel() ||
       (dbias && dbias->numel() != scale.numel()))
     return fail(op, "gradients must have the sizes of the input and scale");
+  return Status::success();
+}
+
+Status checkResidual(const char *op, const TensorRef &x,
+                     const TensorRef *residual) {
+  if (!residual)
+    return Status::success();
+  SMP_RETURN_IF_ERROR(checkFloats(op, {residual}));
+  if (residual->shape != x.shape)
+    return fail(op, "residual " + smp::base::describe(*residual) +
+                        " must have the input's shape " +
+                        smp::base::describe(x));
   return Status::success();
 }
 

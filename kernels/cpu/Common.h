@@ -133,6 +133,49 @@ inline int64_t grainFor(int64_t costPerItem) {
 }
 
 //===----------------------------------------------------------------------===//
+// Sums over rows, the same bits for any thread count
+//===----------------------------------------------------------------------===//
+
+/// The number of row blocks for sums over `rows` rows into `accSize`
+/// doubles: at most 256 and at least one per 16 rows, the partials within
+/// 32 MiB. A function of the shape only.
+inline int64_t rowBlockCount(int64_t rows, int64_t accSize) {
+  int64_t byMemory =
+      std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(accSize, 1));
+  return std::max<int64_t>(
+      1, std::min({(rows + 15) / 16, int64_t(256), byMemory}));
+}
+
+/// Rows [0, rows) in rowBlockCount(rows, accSize) blocks of consecutive
+/// rows; fn(r0, r1, acc) adds its rows, in order, into its block's partial
+/// (accSize doubles, zeroed). The blocks run in parallel; the result is the
+/// partials summed in block order. Column sums (bias and norm-parameter
+/// gradients, reduce_sum over the leading dims) all go through here, so a
+/// fused kernel sums exactly as the unfused reduce does.
+template <class BlockFn>
+std::vector<double> sumRowBlocks(int64_t rows, int64_t accSize,
+                                 int64_t costPerRow, BlockFn &&fn) {
+  int64_t blocks = rowBlockCount(rows, accSize);
+  int64_t per = (rows + blocks - 1) / blocks;
+  std::vector<double> partial(static_cast<size_t>(blocks * accSize), 0.0);
+  parallelFor(blocks, grainFor(per * costPerRow), [&](int64_t b0,
+                                                      int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      fn(std::min(rows, b * per), std::min(rows, (b + 1) * per),
+         partial.data() + b * accSize);
+  });
+  std::vector<double> total(static_cast<size_t>(accSize), 0.0);
+  parallelFor(accSize, grainFor(blocks), [&](int64_t j0, int64_t j1) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const double *pb = partial.data() + b * accSize;
+      for (int64_t j = j0; j < j1; ++j)
+        total[j] += pb[j];
+    }
+  });
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
 // Streaming stores
 //===----------------------------------------------------------------------===//
 

@@ -39,47 +39,46 @@ std::vector<int64_t> broadcastIndex(const std::vector<int64_t> &full,
   return map;
 }
 
-/// The number of row blocks: at most 256 and at least one per 16 rows, and
-/// their partial sums (nAcc x params doubles each) within 32 MiB. A function
-/// of the shape only.
-int64_t rowBlocks(int64_t rows, int64_t accSize) {
-  int64_t byMemory =
-      std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(accSize, 1));
-  return std::max<int64_t>(
-      1, std::min({(rows + 15) / 16, int64_t(256), byMemory}));
-}
-
 /// Runs rowFn(xr, gr, outRow, acc) on every row of n elements (as doubles)
 /// and stores outRow into dx; acc (nAcc x params doubles) is the row's
-/// block partial. Returns the sum of the partials in block order.
+/// block partial. Returns the sum of the partials in block order. With a
+/// residual, dx's row is rounded to its type first and the residual added
+/// after, as a separate add would (exact in double, then rounded once more:
+/// double rounding through f64 is innocuous for the narrower types).
 template <class RowFn>
 std::vector<double> normGradRows(const char *op, const TensorRef &x,
                                  const TensorRef &dy, const TensorRef &dx,
-                                 int64_t n, int64_t accSize, RowFn &&rowFn) {
+                                 const TensorRef *residual, int64_t n,
+                                 int64_t accSize, RowFn &&rowFn) {
   int64_t rows = n ? x.numel() / n : 0;
-  int64_t blocks = rowBlocks(rows, accSize);
-  int64_t perBlock = (rows + blocks - 1) / blocks;
-  std::vector<double> partial(static_cast<size_t>(blocks * accSize), 0.0);
-  parallelFor(blocks, grainFor(perBlock * n * 16), [&](int64_t b0,
-                                                       int64_t b1) {
+  bool f32 = dx.dtype == DType::F32 && residual &&
+             residual->dtype == DType::F32;
+  return sumRowBlocks(rows, accSize, n * 16, [&](int64_t r0, int64_t r1,
+                                                 double *acc) {
     std::vector<double> xr(n), gr(n), out(n);
-    for (int64_t b = b0; b < b1; ++b) {
-      double *acc = &partial[b * accSize];
-      for (int64_t r = b * perBlock, e = std::min(rows, r + perBlock); r < e;
-           ++r) {
-        // checkNormGrad made sure every operand is float.
-        (void)loadDoubles(x, r * n, n, xr.data());
-        (void)loadDoubles(dy, r * n, n, gr.data());
-        rowFn(xr.data(), gr.data(), out.data(), acc);
-        (void)storeDoubles(op, dx, r * n, n, out.data());
+    for (int64_t r = r0; r < r1; ++r) {
+      // checkNormGrad made sure every operand is float.
+      (void)loadDoubles(x, r * n, n, xr.data());
+      (void)loadDoubles(dy, r * n, n, gr.data());
+      rowFn(xr.data(), gr.data(), out.data(), acc);
+      if (f32) { // dx rounded to f32, then the f32 add
+        const float *res = residual->as<float>() + r * n;
+        float *d = dx.as<float>() + r * n;
+        for (int64_t j = 0; j < n; ++j)
+          d[j] = static_cast<float>(out[j]) + res[j];
+        continue;
       }
+      if (residual) {
+        // Read before dx's row is written: they may share memory.
+        (void)loadDoubles(*residual, r * n, n, gr.data());
+        (void)storeDoubles(op, dx, r * n, n, out.data());
+        (void)loadDoubles(dx, r * n, n, out.data());
+        for (int64_t j = 0; j < n; ++j)
+          out[j] += gr[j];
+      }
+      (void)storeDoubles(op, dx, r * n, n, out.data());
     }
   });
-  std::vector<double> total(static_cast<size_t>(accSize), 0.0);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t i = 0; i < accSize; ++i)
-      total[i] += partial[b * accSize + i];
-  return total;
 }
 
 /// The sum of f(j) for j < n over four interleaved partial sums, so that
@@ -137,16 +136,17 @@ Status storeRange(const char *op, const TensorRef &out,
 Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dy, int64_t axis, float epsilon,
                      const TensorRef &dx, const TensorRef &dscale,
-                     const TensorRef &dbias) {
+                     const TensorRef &dbias, const TensorRef *residual) {
   const char *op = "layer_norm_grad";
   std::vector<int64_t> norm;
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
+  SMP_RETURN_IF_ERROR(common::checkResidual(op, x, residual));
   int64_t n = product(norm), params = scale.numel();
   ExpandedScale es(scale, norm);
   const double *w = es.w.data();
   std::vector<double> total = normGradRows(
-      op, x, dy, dx, n, 2 * params,
+      op, x, dy, dx, residual, n, 2 * params,
       [&](const double *xr, const double *gr, double *out, double *acc) {
         double mean = sum4(n, [&](int64_t j) { return xr[j]; }) / n;
         double var = sum4(n, [&](int64_t j) {
@@ -173,16 +173,17 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
 
 Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
-                   const TensorRef &dscale) {
+                   const TensorRef &dscale, const TensorRef *residual) {
   const char *op = "rms_norm_grad";
   std::vector<int64_t> norm;
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
+  SMP_RETURN_IF_ERROR(common::checkResidual(op, x, residual));
   int64_t n = x.shape.back();
   ExpandedScale es(scale, {n});
   const double *w = es.w.data();
   std::vector<double> total = normGradRows(
-      op, x, dy, dx, n, scale.numel(),
+      op, x, dy, dx, residual, n, scale.numel(),
       [&](const double *xr, const double *gr, double *out, double *ds) {
         double ms = sum4(n, [&](int64_t j) { return xr[j] * xr[j]; }) / n;
         double rr = 1.0 / std::sqrt(ms + epsilon);

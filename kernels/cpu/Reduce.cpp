@@ -214,6 +214,32 @@ template <class T> struct IntMax {
   T finish(T a) const { return a; }
 };
 
+/// A float sum over one run of leading rows into one row of columns (a
+/// bias gradient: [B, T, N] -> [N]) with more than one row block: the rows
+/// go in blocks (sumRowBlocks: contiguous reads, every thread busy however
+/// few the columns). With one block, reduceLoop sums each column from zero
+/// in row order: the same bits.
+bool leadingRows(const Plan &p) {
+  return p.rows == 1 && p.inner > 1 && p.reducedOuter.size() == 1 &&
+         rowBlockCount(p.reducedOuter[0].size, p.inner) > 1;
+}
+
+template <class S>
+void reduceLeadingRows(const Plan &p, const S *x, S *y,
+                       const FloatSum<S> &ops) {
+  int64_t rows = p.reducedOuter[0].size, cols = p.inner;
+  std::vector<double> total =
+      sumRowBlocks(rows, cols, cols, [&](int64_t r0, int64_t r1, double *acc) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const S *row = x + r * cols;
+          for (int64_t j = 0; j < cols; ++j)
+            ops.add(acc[j], row[j]);
+        }
+      });
+  for (int64_t j = 0; j < cols; ++j)
+    y[j] = ops.finish(total[j]);
+}
+
 /// The arithmetic of storage type S (float or integer).
 template <class S>
 using SumOps =
@@ -261,6 +287,11 @@ Status reduce(ReduceOp op, const TensorRef &in,
   auto run = [&](auto tag) {
     using S = typename decltype(tag)::type;
     auto go = [&](const auto &ops) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(ops)>, FloatSum<S>>)
+        if (leadingRows(p)) {
+          reduceLeadingRows(p, in.as<S>(), out.as<S>(), ops);
+          return;
+        }
       if (blockedRuns(p))
         reduceBlockedRuns(p, in.as<S>(), out.as<S>(), ops);
       else

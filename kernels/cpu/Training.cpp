@@ -40,9 +40,41 @@ bool allF32(std::initializer_list<const TensorRef *> ts) {
 
 } // namespace
 
+namespace {
+
+/// dx[i0, i0 + len) = dy * gelu'(x) there, len <= kChunk; buf: two rows of
+/// kChunk doubles for the paths that compute in double. The f32 tanh path is
+/// elementwise in VecMath (the same bits however the range is cut).
+void geluGradRange(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
+                   const TensorRef &dx, int64_t i0, int64_t len,
+                   double (*buf)[kChunk]) {
+  if (tanhApprox && allF32({&x, &dy, &dx})) {
+    vecGeluTanhGrad(x.as<float>() + i0, dy.as<float>() + i0,
+                    dx.as<float>() + i0, len);
+    return;
+  }
+  double *xv = buf[0], *g = buf[1];
+  // checkGeluGrad made sure every operand is float: these cannot fail.
+  (void)loadDoubles(x, i0, len, xv);
+  (void)loadDoubles(dy, i0, len, g);
+  for (int64_t i = 0; i < len; ++i) {
+    double v = xv[i], d;
+    if (tanhApprox) {
+      d = geluTanhDerivative(v);
+    } else {
+      // erfc: 1 + erf(x) cancels for negative x.
+      d = 0.5 * std::erfc(-v / std::sqrt(2.0)) +
+          v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
+    }
+    g[i] *= d;
+  }
+  (void)storeDoubles("gelu_grad", dx, i0, len, g);
+}
+
+} // namespace
+
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
-  const char *op = "gelu_grad";
   SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
   int64_t n = x.numel();
   if (tanhApprox && allF32({&x, &dy, &dx})) {
@@ -54,24 +86,45 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
     return Status::success();
   }
   streamChunks<2>(n, 40, [&](int64_t i0, int64_t len, double (*buf)[kChunk]) {
-    double *xv = buf[0], *g = buf[1];
-    // checkGeluGrad made sure every operand is float: these cannot fail.
-    (void)loadDoubles(x, i0, len, xv);
-    (void)loadDoubles(dy, i0, len, g);
-    for (int64_t i = 0; i < len; ++i) {
-      double v = xv[i], d;
-      if (tanhApprox) {
-        d = geluTanhDerivative(v);
-      } else {
-        // erfc: 1 + erf(x) cancels for negative x.
-        d = 0.5 * std::erfc(-v / std::sqrt(2.0)) +
-            v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI);
-      }
-      g[i] *= d;
-    }
-    (void)storeDoubles(op, dx, i0, len, g);
+    geluGradRange(x, dy, tanhApprox, dx, i0, len, buf);
   });
   return Status::success();
+}
+
+/// dx row by row, each row added (as stored) into its row block's column
+/// sums: sumRowBlocks, as reduce(Sum) over the leading dims sums, so the
+/// bits are geluGrad's then reduce's.
+Status biasGeluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
+                    const TensorRef &dx, const TensorRef &dbias) {
+  SMP_RETURN_IF_ERROR(common::checkBiasGeluGrad(x, dy, dx, dbias));
+  int64_t cols = x.shape.back(), rows = cols ? x.numel() / cols : 0;
+  std::vector<double> sums = sumRowBlocks(
+      rows, cols, cols * 24, [&](int64_t r0, int64_t r1, double *acc) {
+        double buf[2][kChunk];
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t j0 = 0; j0 < cols; j0 += kChunk) {
+            int64_t i0 = r * cols + j0, w = std::min(kChunk, cols - j0);
+            geluGradRange(x, dy, tanhApprox, dx, i0, w, buf);
+            if (dx.dtype == DType::F32) {
+              const float *d = dx.as<float>() + i0;
+              for (int64_t j = 0; j < w; ++j)
+                acc[j0 + j] += static_cast<double>(d[j]);
+            } else {
+              (void)loadDoubles(dx, i0, w, buf[0]);
+              for (int64_t j = 0; j < w; ++j)
+                acc[j0 + j] += buf[0][j];
+            }
+          }
+        }
+      });
+  return visitFloat(dbias.dtype, "bias_gelu_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = typename Float<S>::C;
+    S *out = dbias.as<S>();
+    for (int64_t j = 0; j < cols; ++j)
+      out[j] = Float<S>::store(static_cast<C>(sums[j]));
+    return Status::success();
+  });
 }
 
 namespace {

@@ -206,10 +206,11 @@ Status batchNorm(const TensorRef &in, const TensorRef &scale,
 namespace {
 
 /// dx of one row per block; stores the row's statistics (layer norm: mean,
-/// rstd; rms norm: 0, 1 / rms) in stats[2 r], stats[2 r + 1].
+/// rstd; rms norm: 0, 1 / rms) in stats[2 r], stats[2 r + 1]. A residual
+/// (res.p set) is added to dx rounded to its type, as a separate add.
 template <class A, bool Rms>
-__global__ void normGradRows(In x, In dy, const A *w, Out dx, int64_t rows,
-                             int64_t n, float eps, A *stats) {
+__global__ void normGradRows(In x, In dy, const A *w, In res, Out dx,
+                             int64_t rows, int64_t n, float eps, A *stats) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * n;
     A mean = A(0), rstd;
@@ -251,7 +252,13 @@ __global__ void normGradRows(In x, In dy, const A *w, Out dx, int64_t rows,
       A d = static_cast<A>(dy.load(base + j)) * w[j];
       A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
                 : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
-      dx.store(base + j, static_cast<double>(g));
+      if (res.p) {
+        double r = res.load(base + j); // before the store: may share memory
+        dx.store(base + j, static_cast<double>(g));
+        dx.store(base + j, loadFloat(dx.p, dx.t, base + j) + r);
+      } else {
+        dx.store(base + j, static_cast<double>(g));
+      }
     }
     if (threadIdx.x == 0) {
       stats[2 * r] = mean;
@@ -337,7 +344,7 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
                 const TensorRef &scale, const TensorRef &dy,
                 const std::vector<int64_t> &norm, float eps,
                 const TensorRef &dx, const TensorRef &dscale,
-                const TensorRef *dbias) {
+                const TensorRef *dbias, const TensorRef *residual) {
   int64_t n = product(norm), rows = x.numel() / n;
   Scratch w, stats, ds, db;
   SMP_RETURN_IF_ERROR(expandParam<A>(op, ctx, scale, norm, w));
@@ -348,7 +355,8 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
         sc->allocate(op, static_cast<size_t>(count) * sizeof(A), ctx->stream));
   In xo = asIn(x), go = asIn(dy);
   normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
-      xo, go, w.as<A>(), asOut(dx), rows, n, eps, stats.as<A>());
+      xo, go, w.as<A>(), asIn(residual), asOut(dx), rows, n, eps,
+      stats.as<A>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
   unsigned grid = static_cast<unsigned>(
       std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
@@ -373,11 +381,12 @@ Status zeroFill(const char *op, Context *ctx, const TensorRef &t) {
 Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
                      const TensorRef &dy, int64_t axis, float epsilon,
                      const TensorRef &dx, const TensorRef &dscale,
-                     const TensorRef &dbias) {
+                     const TensorRef &dbias, const TensorRef *residual) {
   const char *op = "layer_norm_grad";
   std::vector<int64_t> norm;
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, axis, dx, dscale, &dbias, norm));
+  SMP_RETURN_IF_ERROR(common::checkResidual(op, x, residual));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (x.numel() == 0) { // no rows: zero parameter gradients
@@ -386,27 +395,28 @@ Status layerNormGrad(const TensorRef &x, const TensorRef &scale,
   }
   if (x.dtype == DType::F64)
     return normGrad<double, false>(op, ctx, x, scale, dy, norm, epsilon, dx,
-                                   dscale, &dbias);
+                                   dscale, &dbias, residual);
   return normGrad<float, false>(op, ctx, x, scale, dy, norm, epsilon, dx,
-                                dscale, &dbias);
+                                dscale, &dbias, residual);
 }
 
 Status rmsNormGrad(const TensorRef &x, const TensorRef &scale,
                    const TensorRef &dy, float epsilon, const TensorRef &dx,
-                   const TensorRef &dscale) {
+                   const TensorRef &dscale, const TensorRef *residual) {
   const char *op = "rms_norm_grad";
   std::vector<int64_t> norm;
   SMP_RETURN_IF_ERROR(
       common::checkNormGrad(op, x, scale, dy, -1, dx, dscale, nullptr, norm));
+  SMP_RETURN_IF_ERROR(common::checkResidual(op, x, residual));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (x.numel() == 0)
     return zeroFill(op, ctx, dscale);
   if (x.dtype == DType::F64)
     return normGrad<double, true>(op, ctx, x, scale, dy, norm, epsilon, dx,
-                                  dscale, nullptr);
+                                  dscale, nullptr, residual);
   return normGrad<float, true>(op, ctx, x, scale, dy, norm, epsilon, dx,
-                               dscale, nullptr);
+                               dscale, nullptr, residual);
 }
 
 } // namespace smp::kernels::cuda

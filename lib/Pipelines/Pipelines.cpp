@@ -125,6 +125,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createSmpPipelineSchedulePass(schedule));
   }
   if (has(kPhaseCleanup)) {
+    pm.addNestedPass<func::FuncOp>(createSmpFuseBackwardPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -313,3 +313,28 @@ module attributes {smp.model = "gpt", smp.model_config = {layers = 2 : i64, hidd
 // expected-error @+1 {{'smp.model_config' must be a dictionary of integers (the generated model's sizes)}}
 module attributes {smp.model_config = [1, 2]} {
 }
+
+// -----
+
+func.func @bias_gelu_grad_shape(%x: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'smp.bias_gelu_grad' op bias_grad 'tensor<1x8xf32>' is neither [8] nor [1, ..., 1, 8]}}
+  %g, %b = smp.bias_gelu_grad %x, %x : tensor<2x4x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @bias_gelu_grad_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'smp.bias_gelu_grad' op bias_grad element type 'bf16' is not the input's 'f32'}}
+  %g, %b = smp.bias_gelu_grad %x, %x : tensor<2x8xf32> -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @norm_grad_residual(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %r: tensor<8xf32>) {
+  // expected-error @+2 {{'smp.rms_norm_grad' residual 'tensor<8xf32>' does not match input 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %g, %s = smp.rms_norm_grad %x, %w, %x residual %r {epsilon = 1.0e-6 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}

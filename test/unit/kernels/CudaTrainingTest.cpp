@@ -19,6 +19,40 @@ TEST_F(Cuda, GeluGrad) {
     }
 }
 
+/// smp-fuse-backward's kernels: bias_gelu_grad and the norm gradients with
+/// a residual, against the CPU's.
+TEST_F(Cuda, BiasGeluGradAndNormGradResidual) {
+  unsigned seed = 360;
+  for (DType t : {DType::F32, DType::F64, DType::BF16})
+    for (std::vector<int64_t> shape :
+         {std::vector<int64_t>{3, 7, 40}, {600, 96}, {2, 1100}}) {
+      SCOPED_TRACE(std::string(name(t)) + " " +
+                   smp::base::describe(make(t, shape)));
+      int64_t n = shape.back();
+      Host x = random(t, shape, -4, 4, seed++), dy = random(t, shape, -1, 1, seed++);
+      Host dx(t, shape), db(t, {n});
+      ASSERT_OK(cpuk::biasGeluGrad(x, dy, true, dx, db));
+      Dev gx(x), gdy(dy), gdx(t, shape), gdb(t, {n});
+      ASSERT_OK(cuk::biasGeluGrad(gx, gdy, true, gdx, gdb));
+      expectTol(gdx, dx);
+      expectTol(gdb, db, true);
+
+      Host r = random(t, shape, -2, 2, seed++), w = random(t, {n}, 0.5, 1.5, seed++);
+      Host lx(t, shape), lw(t, {n}), lb(t, {n}), rx(t, shape), rw(t, {n});
+      ASSERT_OK(cpuk::layerNormGrad(x, w, dy, -1, 1e-5f, lx, lw, lb, &r.ref));
+      ASSERT_OK(cpuk::rmsNormGrad(x, w, dy, 1e-6f, rx, rw, &r.ref));
+      Dev gr(r), gw(w), glx(t, shape), glw(t, {n}), glb(t, {n}),
+          grx(t, shape), grw(t, {n});
+      TensorRef res = gr;
+      ASSERT_OK(cuk::layerNormGrad(gx, gw, gdy, -1, 1e-5f, glx, glw, glb, &res));
+      ASSERT_OK(cuk::rmsNormGrad(gx, gw, gdy, 1e-6f, grx, grw, &res));
+      expectTol(glx, lx, true);
+      expectTol(glw, lw, true);
+      expectTol(grx, rx, true);
+      expectTol(grw, rw, true);
+    }
+}
+
 TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
   struct Case {
     std::vector<int64_t> x;

@@ -195,6 +195,7 @@ TEST(Threads, ParallelLoopsMatchSerial) {
     outs.reserve(24);
     EXPECT_OK(reduce(ReduceOp::Sum, x, {1}, add(DType::F32, {1000})));
     EXPECT_OK(reduce(ReduceOp::Max, x, {0}, add(DType::F32, {120})));
+    EXPECT_OK(reduce(ReduceOp::Sum, x, {0}, add(DType::F32, {120})));
     EXPECT_OK(
         layerNorm(x, scale, nullptr, 1, 1e-5f, add(DType::F32, {1000, 120})));
     EXPECT_OK(rmsNorm(x, scale, 1e-5f, add(DType::F32, {1000, 120})));
@@ -246,8 +247,13 @@ TEST(Threads, TrainingSameBytesAnyThreadCount) {
       outs.emplace_back(t, std::move(shape));
       return outs.back();
     };
-    outs.reserve(16);
+    outs.reserve(24);
     EXPECT_OK(geluGrad(x, dy, true, add(DType::F32, {1000, 120})));
+    Host &bx = add(DType::F32, {1000, 120});
+    EXPECT_OK(biasGeluGrad(x, dy, true, bx, add(DType::F32, {120})));
+    Host &fx = add(DType::F32, {1000, 120});
+    EXPECT_OK(layerNormGrad(x, scale, dy, 1, 1e-5f, fx, add(DType::F32, {120}),
+                            add(DType::F32, {120}), &x.ref));
     EXPECT_OK(geluGrad(x, dy, false, add(DType::F32, {1000, 120})));
     EXPECT_OK(geluGrad(xh, xh, true, add(DType::BF16, {1000, 120})));
     Host &dx = add(DType::F32, {1000, 120});

@@ -25,8 +25,35 @@ static LogicalResult inferNormGradTypes(std::optional<Location> loc,
     return emitOptionalError(loc, "'", opName, "' grad ",
                              adaptor.getGrad().getType(),
                              " does not match input ", x);
+  if (Value residual = adaptor.getResidual();
+      residual && rankedType(residual) != x)
+    return emitOptionalError(loc, "'", opName, "' residual ",
+                             residual.getType(), " does not match input ", x);
   results.push_back(x);
   results.append(numParams, rankedType(adaptor.getScale()));
+  return success();
+}
+
+LogicalResult BiasGeluGradOp::verify() {
+  auto x = rankedType(getInput());
+  auto bias = rankedType(getBiasGrad());
+  if (x.getRank() < 1)
+    return emitOpError("needs an input of rank 1 or more");
+  if (bias.getElementType() != x.getElementType())
+    return emitOpError("bias_grad element type ")
+           << bias.getElementType() << " is not the input's "
+           << x.getElementType();
+  int64_t n = x.getShape().back();
+  ArrayRef<int64_t> shape = bias.getShape();
+  bool ok = !shape.empty() && shape.back() == n &&
+            (shape.size() == 1 ||
+             (static_cast<int64_t>(shape.size()) == x.getRank() &&
+              llvm::all_of(shape.drop_back(),
+                           [](int64_t d) { return d == 1; })));
+  if (!ok)
+    return emitOpError("bias_grad ")
+           << bias << " is neither [" << n << "] nor [1, ..., 1, " << n
+           << "] for input " << x;
   return success();
 }
 

@@ -296,7 +296,8 @@ void registerElementwiseOpModels(DialectRegistry &registry) {
     attach<CostFn<streamingCost<4>>::Model, ExpOp, LogOp, SqrtOp, RsqrtOp,
            ReciprocalOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, PowOp>(ctx);
     attach<CostFn<streamingCost<8>>::Model, GeluOp, SiluOp, LeakyReluOp>(ctx);
-    attach<CostFn<streamingCost<12>>::Model, GeluGradOp>(ctx);
+    // bias_gelu_grad: gelu_grad's count also covers the column sums' adds.
+    attach<CostFn<streamingCost<12>>::Model, GeluGradOp, BiasGeluGradOp>(ctx);
     attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, AddOp, SubOp,
            MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
            GreaterOp, AndOp, OrOp>(ctx);

@@ -19,7 +19,8 @@ namespace smp {
 
 SMP_VJP(LayerNormOp) {
   auto grads = LayerNormGradOp::create(b, op.getLoc(), op.getInput(),
-                                       op.getScale(), gy[0], op.getAxisAttr(),
+                                       op.getScale(), gy[0], /*residual=*/Value(),
+                                       op.getAxisAttr(),
                                        op.getEpsilonAttr());
   gx[0] = grads.getInputGrad();
   gx[1] = grads.getScaleGrad();
@@ -33,6 +34,7 @@ SMP_VJP(LayerNormOp) {
 SMP_VJP(RmsNormOp) {
   auto grads = RmsNormGradOp::create(b, op.getLoc(), op.getInput(),
                                      op.getScale(), gy[0],
+                                     /*residual=*/Value(),
                                      op.getEpsilonAttr());
   gx[0] = grads.getInputGrad();
   gx[1] = grads.getScaleGrad();

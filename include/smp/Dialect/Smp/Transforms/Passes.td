@@ -391,6 +391,24 @@ def SmpPipelineSchedulePass
   ];
 }
 
+def SmpFuseBackwardPass : Pass<"smp-fuse-backward", "mlir::func::FuncOp"> {
+  let summary = "Fold the backward's elementwise tails into the gradient ops";
+  let description = [{
+    Two passes over memory the training step does not need, each folded into
+    the kernel that makes the value:
+    - `reduce_sum(gelu_grad(x, dy))` over every dim but the last (the
+      gradient of the bias added before the GELU) becomes
+      `smp.bias_gelu_grad`, which sums the columns as it writes them;
+    - `add(r, layer_norm_grad(...)#0)` (and rms_norm_grad: the residual
+      branch's gradient added to the norm's input gradient) becomes the norm
+      gradient with `residual r`, when that input gradient has no other use.
+    Both kernels round as the unfused ops do: the bits do not change. Runs
+    after the training step is built and split (any plan), before the
+    final canonicalization.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{

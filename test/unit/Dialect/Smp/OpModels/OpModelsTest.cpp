@@ -38,6 +38,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.or", "boolean"},
       {"smp.tp_rank", "integer, no operands"},
       {"smp.gelu_grad", "a backward op"},
+      {"smp.bias_gelu_grad", "a backward op (formed after the step is built)"},
       {"smp.layer_norm_grad", "a backward op"},
       {"smp.rms_norm_grad", "a backward op"},
       {"smp.cross_entropy_grad", "a backward op"},

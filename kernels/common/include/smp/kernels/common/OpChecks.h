@@ -259,6 +259,10 @@ Status checkPoolGrad(const TensorRef &x, const TensorRef &dy,
 /// gelu_grad: float operands, x and dy of one shape, dx of x's size.
 Status checkGeluGrad(const TensorRef &x, const TensorRef &dy,
                      const TensorRef &dx);
+/// bias_gelu_grad: gelu_grad's checks, x of rank >= 1 and a float dbias of
+/// one element per column (x's last dim).
+Status checkBiasGeluGrad(const TensorRef &x, const TensorRef &dy,
+                         const TensorRef &dx, const TensorRef &dbias);
 /// gather_grad's geometry: out viewed as [outer, dim, inner] (dim along
 /// the normalised axis), dy as [outer, count, inner] (count indices).
 struct GatherGradGeom {
@@ -283,6 +287,9 @@ Status checkNormGrad(const char *op, const TensorRef &x,
                      const TensorRef &scale, const TensorRef &dy, int64_t axis,
                      const TensorRef &dx, const TensorRef &dscale,
                      const TensorRef *dbias, std::vector<int64_t> &norm);
+/// A norm gradient's optional residual (added to dx): float, x's shape.
+Status checkResidual(const char *op, const TensorRef &x,
+                     const TensorRef *residual);
 /// sgd_update: float operands; grad and buffer of param's size.
 Status checkSgd(const TensorRef &param, const TensorRef &grad,
                 const TensorRef &buffer, const TensorRef &newParam,

@@ -1,0 +1,254 @@
+//===- SmpTrainingOps.td - Backward ops and optimizer updates -*- tablegen -*-===//
+//
+// The gradients that are not worth composing from forward ops, the fused
+// ones smp-fuse-backward forms, and the optimizer updates. Included by
+// SmpOps.td (it uses its tensor constraints, attributes and Smp_Op);
+// verifiers and type inference in lib/Dialect/Smp/IR/SmpTrainingOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_DIALECT_SMP_IR_SMPTRAININGOPS_TD
+#define SMP_DIALECT_SMP_IR_SMPTRAININGOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Backward ops (vector-Jacobian products that are not worth composing)
+//===----------------------------------------------------------------------===//
+
+def Smp_GeluGradOp : Smp_Op<"gelu_grad", [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "dy * gelu'(x)";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<Smp_GeluApproximationAttr,
+                       "::smp::GeluApproximation::none">:$approximate);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def Smp_BiasGeluGradOp : Smp_Op<"bias_gelu_grad", [Pure,
+    AllTypesMatch<["input", "grad", "input_grad"]>]> {
+  let summary = "gelu_grad and its sum over the leading dims, in one pass";
+  let description = [{
+    `input_grad = grad * gelu'(input)` as `smp.gelu_grad`, and `bias_grad`,
+    the sum of `input_grad` over every dim but the last: the gradient of a
+    bias added before the GELU (`gelu(x W + b)`). `smp-fuse-backward` forms
+    it from `reduce_sum(gelu_grad(x, dy))`; the kernel sums each column in
+    row order, as reduce_sum does, so the bits are the unfused pair's.
+    `bias_grad` is `[N]` or `[1, ..., 1, N]` (N the last dim).
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<Smp_GeluApproximationAttr,
+                       "::smp::GeluApproximation::none">:$approximate);
+  let results = (outs Smp_FloatTensor:$input_grad,
+                      Smp_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` type($input) `->` type($bias_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_LayerNormGradOp : Smp_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of layer_norm: (dx, dscale, dbias)";
+  let description = [{
+    Recomputes the statistics of `input` over dims [axis, rank) and returns
+    the gradients of the input, the scale and the bias (dbias is the sum of
+    `grad` over the leading dims, shaped like the scale). With `residual`
+    (the gradient that flows around the norm in a residual block), the
+    input gradient is `residual + dx`, rounded as the separate `smp.add`
+    would round it; `smp-fuse-backward` folds that add in.
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Smp_FloatTensor:$grad, Optional<Smp_FloatTensor>:$residual,
+                   I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$input_grad, Smp_FloatTensor:$scale_grad,
+                      Smp_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad (`residual` $residual^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_RmsNormGradOp : Smp_Op<"rms_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradients of rms_norm: (dx, dscale)";
+  let description = [{
+    `residual`, when given, is added to dx as in `smp.layer_norm_grad`.
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$scale,
+                   Smp_FloatTensor:$grad, Optional<Smp_FloatTensor>:$residual,
+                   F32Attr:$epsilon);
+  let results = (outs Smp_FloatTensor:$input_grad, Smp_FloatTensor:$scale_grad);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $grad (`residual` $residual^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Gradient of cross_entropy with respect to the logits";
+  let description = [{
+    (softmax(logits) - onehot(labels)) scaled by the incoming gradient (a
+    scalar for sum/mean, one value per label for none), the class weight and,
+    for mean, 1 / (number or weight of the labels not ignored).
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Optional<Smp_FloatTensor>:$weights, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<Smp_ReductionAttr,
+                       "::smp::Reduction::mean">:$reduction);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Smp_GatherGradOp : Smp_Op<"gather_grad", [Pure]> {
+  let summary = "Scatter-add of gather's gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather` with respect to its data: a tensor of the
+    result type (the data's type) where each gathered slice's gradient is
+    added at its index (repeated indices accumulate).
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   I64Attr:$axis);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_GatherNdGradOp : Smp_Op<"gather_nd_grad", [Pure]> {
+  let summary = "Scatter-add of gather_nd's gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather_nd` with respect to its data (the result
+    type): each gathered slice's gradient is added at its index tuple
+    (repeated tuples accumulate).
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_GatherElementsGradOp : Smp_Op<"gather_elements_grad", [Pure]> {
+  let summary = "Scatter-add of gather_elements' gradient into a zero tensor";
+  let description = [{
+    The gradient of `smp.gather_elements` with respect to its data (the
+    result type): each element's gradient is added where it was read
+    (repeated indices accumulate), PyTorch's scatter_add.
+  }];
+  let arguments = (ins Smp_IntTensor:$indices, Smp_FloatTensor:$grad,
+                   I64Attr:$axis);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Smp_SliceGradOp : Smp_Op<"slice_grad", [Pure]> {
+  let summary = "Places a slice's gradient into zeros of the input's shape";
+  let arguments = (ins Smp_Tensor:$grad, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Smp_Tensor:$result);
+  let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Smp_ConvGradOp : Smp_Op<"conv_grad", [Pure,
+    AllTypesMatch<["input", "input_grad"]>,
+    AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Gradients of conv with respect to its input and weight";
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$weight,
+                   Smp_FloatTensor:$grad,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$dilations, I64Attr:$group);
+  let results = (outs Smp_FloatTensor:$input_grad,
+                      Smp_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:` type($input) `,` type($weight)
+    `,` type($grad)
+  }];
+}
+
+def Smp_PoolGradOp : Smp_Op<"pool_grad", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Gradient of max_pool (mode max) or avg_pool (mode avg)";
+  let description = [{
+    Max: each window's gradient goes to its maximum (the first one on ties,
+    as PyTorch). Avg: each window's gradient is spread over the taps its
+    average divided by.
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, Smp_FloatTensor:$grad,
+                   StrAttr:$mode,
+                   DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                   DefaultValuedAttr<BoolAttr, "false">:$count_include_pad);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad attr-dict `:` type($input) `,` type($grad)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (PyTorch semantics)
+//===----------------------------------------------------------------------===//
+
+def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
+    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+                   "new_momentum_buffer"]>, AllTypesMatch<["lr", "step"]>]> {
+  let summary = "torch.optim.SGD step for one parameter";
+  let description = [{
+    g = grad + weight_decay * param; with momentum: buf = momentum * buf +
+    (1 - dampening) * g (buf = g on the first step, `step` == 1), g = buf (or
+    g + momentum * buf with nesterov); param -= lr * g. `lr` and `step` are
+    rank-0 f32 tensors fed each step.
+  }];
+  let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
+                   Smp_FloatTensor:$momentum_buffer, Smp_FloatTensor:$lr,
+                   Smp_FloatTensor:$step, Optional<Smp_BoolTensor>:$skip,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$dampening,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs Smp_FloatTensor:$new_param,
+                      Smp_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step
+    (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
+  }];
+}
+
+def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["lr", "step"]>]> {
+  let summary = "torch.optim.Adam / AdamW step for one parameter";
+  let description = [{
+    Adam (decoupled = false): g = grad + weight_decay * param. AdamW
+    (decoupled = true): param *= 1 - lr * weight_decay. Then m = b1 m +
+    (1 - b1) g, v = b2 v + (1 - b2) g^2, param -= lr * (m / (1 - b1^step)) /
+    (sqrt(v / (1 - b2^step)) + eps).
+  }];
+  let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
+                   Smp_FloatTensor:$exp_avg, Smp_FloatTensor:$exp_avg_sq,
+                   Smp_FloatTensor:$lr, Smp_FloatTensor:$step,
+                   Optional<Smp_BoolTensor>:$skip,
+                   DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
+                   DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
+                   DefaultValuedAttr<F32Attr, "1.0e-8f">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "true">:$decoupled);
+  let results = (outs Smp_FloatTensor:$new_param, Smp_FloatTensor:$new_exp_avg,
+                      Smp_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
+    (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
+  }];
+}
+
+
+#endif // SMP_DIALECT_SMP_IR_SMPTRAININGOPS_TD

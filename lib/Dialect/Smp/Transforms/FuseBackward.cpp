@@ -1,0 +1,107 @@
+//===- FuseBackward.cpp - smp-fuse-backward -------------------------------===//
+//
+// Implements `smp-fuse-backward`: the bias sum after a GELU gradient and the
+// residual add after a norm gradient folded into those ops' kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Dominance.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+
+#define DEBUG_TYPE "smp-fuse-backward"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPFUSEBACKWARDPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+/// True when `axes` (negative from the end) are exactly [0, rank - 1).
+bool reducesLeadingDims(ArrayRef<int64_t> axes, int64_t rank) {
+  llvm::SmallVector<int64_t> norm;
+  for (int64_t a : axes)
+    norm.push_back(a < 0 ? a + rank : a);
+  llvm::sort(norm);
+  if (static_cast<int64_t>(norm.size()) != rank - 1)
+    return false;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (norm[d] != d)
+      return false;
+  return true;
+}
+
+/// reduce_sum(gelu_grad(x, dy), leading dims) -> bias_gelu_grad.
+bool fuseBiasGeluGrad(ReduceSumOp sum) {
+  auto gelu = sum.getInput().getDefiningOp<GeluGradOp>();
+  if (!gelu)
+    return false;
+  auto type = cast<RankedTensorType>(gelu.getType());
+  auto sumType = cast<RankedTensorType>(sum.getType());
+  if (type.getRank() < 2 || !type.hasStaticShape() ||
+      !reducesLeadingDims(sum.getAxes(), type.getRank()) ||
+      sumType.getElementType() != type.getElementType() ||
+      sumType.getNumElements() != type.getShape().back())
+    return false;
+  if (sumType.getRank() != 1 && sumType.getRank() != type.getRank())
+    return false; // keepdims gives [1, .., 1, N]; [N] without
+  OpBuilder b(gelu);
+  auto fused = BiasGeluGradOp::create(
+      b, gelu.getLoc(), TypeRange{type, sumType}, gelu.getInput(),
+      gelu.getGrad(), gelu.getApproximateAttr());
+  fused->setDiscardableAttrs(gelu->getDiscardableAttrDictionary());
+  gelu.getResult().replaceAllUsesWith(fused.getInputGrad());
+  sum.getResult().replaceAllUsesWith(fused.getBiasGrad());
+  sum.erase();
+  gelu.erase();
+  return true;
+}
+
+/// add(r, norm_grad#0) -> norm_grad(..., residual r), where norm_grad#0 has
+/// no other use and the new op can sit where the old one was (r defined
+/// before it).
+template <class NormGradOp>
+bool fuseResidual(AddOp add, DominanceInfo &dom) {
+  for (auto [r, g] : {std::pair(add.getLhs(), add.getRhs()),
+                      std::pair(add.getRhs(), add.getLhs())}) {
+    auto norm = g.template getDefiningOp<NormGradOp>();
+    if (!norm || norm.getResidual() || g != norm.getInputGrad() ||
+        !g.hasOneUse() || r.getType() != g.getType() ||
+        add.getType() != g.getType() || !dom.properlyDominates(r, norm))
+      continue;
+    OpBuilder b(norm);
+    auto fused = cast<NormGradOp>(b.clone(*norm));
+    fused.getResidualMutable().assign(r);
+    add.getResult().replaceAllUsesWith(fused.getInputGrad());
+    add.erase();
+    for (auto [from, to] : llvm::zip(norm->getResults(), fused->getResults()))
+      from.replaceAllUsesWith(to);
+    norm.erase();
+    return true;
+  }
+  return false;
+}
+
+struct SmpFuseBackwardPass
+    : public smp::impl::SmpFuseBackwardPassBase<SmpFuseBackwardPass> {
+  void runOnOperation() override {
+    func::FuncOp f = getOperation();
+    llvm::SmallVector<ReduceSumOp> sums;
+    f.walk([&](ReduceSumOp op) { sums.push_back(op); });
+    for (ReduceSumOp op : sums)
+      fuseBiasGeluGrad(op);
+    DominanceInfo dom(f);
+    llvm::SmallVector<AddOp> adds;
+    f.walk([&](AddOp op) { adds.push_back(op); });
+    for (AddOp op : adds)
+      if (!fuseResidual<LayerNormGradOp>(op, dom))
+        fuseResidual<RmsNormGradOp>(op, dom);
+  }
+};
+
+} // namespace

@@ -1,0 +1,141 @@
+//===- FusedGradTest.cpp - the backward's fused kernels --------------------===//
+//
+// smp-fuse-backward promises that its fused kernels give the unfused ops'
+// bits: bias_gelu_grad == gelu_grad then reduce_sum over the leading dims,
+// a norm gradient with a residual == the norm gradient then add. Checked
+// byte for byte on shapes of one and of many row blocks, every float type,
+// both vector paths; and reduce_sum over the leading dims (the row-block sum
+// both share) against a long double reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+#include "VecMath.h"
+#include "smp/kernels/cpu/Training.h"
+
+namespace smp::kernels::cpu::test {
+namespace {
+
+void expectSameBytes(const Host &got, const Host &want, const char *what) {
+  ASSERT_EQ(got.bytes.size(), want.bytes.size()) << what;
+  EXPECT_EQ(0, std::memcmp(got.bytes.data(), want.bytes.data(),
+                           got.bytes.size()))
+      << what;
+}
+
+std::vector<int64_t> leadingAxes(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d + 1 < shape.size(); ++d)
+    axes.push_back(static_cast<int64_t>(d));
+  return axes;
+}
+
+/// Shapes of one row block (21 rows), of many (600 and 4 x 128 rows) and
+/// rows longer than the kernel's chunk (1100 columns).
+const std::vector<std::vector<int64_t>> kShapes = {
+    {3, 7, 40}, {600, 96}, {4, 128, 1100}, {1, 5}};
+
+TEST(FusedGrad, BiasGeluGradIsGeluGradThenReduceSum) {
+  for (bool simd : {true, false}) {
+    detail::vecUseSimd(simd);
+    for (DType t : {DType::F32, DType::BF16, DType::F64})
+      for (bool tanhApprox : {true, false})
+        for (const std::vector<int64_t> &shape : kShapes) {
+          SCOPED_TRACE(::testing::Message()
+                       << "simd " << simd << " dtype " << int(t) << " tanh "
+                       << tanhApprox << " rank " << shape.size() << " last "
+                       << shape.back());
+          Host x = random(t, shape, -5, 5, 1), dy = random(t, shape, -1, 1, 2);
+          Host dx(t, shape), db(t, {shape.back()});
+          ASSERT_OK(biasGeluGrad(x, dy, tanhApprox, dx, db));
+          Host wantDx(t, shape);
+          std::vector<int64_t> kept(shape.size(), 1);
+          kept.back() = shape.back();
+          Host wantDb(t, kept);
+          ASSERT_OK(geluGrad(x, dy, tanhApprox, wantDx));
+          ASSERT_OK(reduce(ReduceOp::Sum, wantDx, leadingAxes(shape), wantDb));
+          expectSameBytes(dx, wantDx, "dx");
+          expectSameBytes(db, wantDb, "dbias");
+        }
+  }
+  detail::vecUseSimd(true);
+}
+
+TEST(FusedGrad, BiasGeluGradRefusesABiasOfAnotherWidth) {
+  Host x = random(DType::F32, {4, 8}, -1, 1, 3), dx(DType::F32, {4, 8});
+  Host db(DType::F32, {4});
+  Status s = biasGeluGrad(x, x, true, dx, db);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("one element per column"), std::string::npos)
+      << s.error;
+}
+
+/// layer_norm_grad and rms_norm_grad with a residual against the kernel
+/// without one followed by binary(Add); also with the residual in dx's own
+/// memory (an in-place plan).
+TEST(FusedGrad, NormGradResidualIsNormGradThenAdd) {
+  for (DType t : {DType::F32, DType::BF16, DType::F64})
+    for (const std::vector<int64_t> &shape : kShapes) {
+      SCOPED_TRACE(::testing::Message() << "dtype " << int(t) << " rank "
+                                        << shape.size() << " last "
+                                        << shape.back());
+      int64_t n = shape.back();
+      Host x = random(t, shape, -3, 3, 4), dy = random(t, shape, -1, 1, 5);
+      Host r = random(t, shape, -2, 2, 6), w = random(t, {n}, 0.5, 1.5, 7);
+      int64_t axis = static_cast<int64_t>(shape.size()) - 1;
+      for (bool rms : {false, true}) {
+        auto run = [&](const TensorRef *res, Host &dx) {
+          Host dw(t, {n}), db(t, {n});
+          Status s = rms ? rmsNormGrad(x, w, dy, 1e-6f, dx, dw, res)
+                         : layerNormGrad(x, w, dy, axis, 1e-5f, dx, dw, db,
+                                         res);
+          EXPECT_TRUE(s.ok()) << s.error;
+          return std::make_pair(dw, db);
+        };
+        Host plain(t, shape), want(t, shape), fused(t, shape);
+        auto [dw0, db0] = run(nullptr, plain);
+        ASSERT_OK(binary(BinaryOp::Add, r, plain, want));
+        auto [dw1, db1] = run(&r.ref, fused);
+        expectSameBytes(fused, want, rms ? "rms dx" : "layer dx");
+        expectSameBytes(dw1, dw0, "dscale");
+        expectSameBytes(db1, db0, "dbias");
+        Host inPlace(r); // residual and dx in one buffer
+        run(&inPlace.ref, inPlace);
+        expectSameBytes(inPlace, want, "in place");
+      }
+    }
+}
+
+TEST(FusedGrad, NormGradRefusesAResidualOfAnotherShape) {
+  Host x = random(DType::F32, {4, 8}, -1, 1, 8), w = random(DType::F32, {8}, 1, 2, 9);
+  Host dx(DType::F32, {4, 8}), dw(DType::F32, {8}), r(DType::F32, {8});
+  Status s = rmsNormGrad(x, w, x, 1e-6f, dx, dw, &r.ref);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("residual"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("input's shape"), std::string::npos) << s.error;
+}
+
+/// reduce_sum over the leading dims in row blocks (many blocks here) against
+/// a long double sum, with values that cancel.
+TEST(FusedGrad, ReduceSumOverLeadingRowsMatchesLongDouble) {
+  const std::vector<int64_t> shape = {3, 1700, 37};
+  for (DType t : {DType::F32, DType::F64}) {
+    Host x = random(t, shape, -1, 1, 10), y(t, {37});
+    ASSERT_OK(reduce(ReduceOp::Sum, x, {0, 1}, y));
+    Host mean(t, {1, 1, 37});
+    ASSERT_OK(reduce(ReduceOp::Mean, x, {0, 1}, mean));
+    std::vector<double> want(37), wantMean(37);
+    for (int64_t j = 0; j < 37; ++j) {
+      long double s = 0;
+      for (int64_t r = 0; r < 3 * 1700; ++r)
+        s += x.get(r * 37 + j);
+      want[j] = static_cast<double>(s);
+      wantMean[j] = static_cast<double>(s / (3 * 1700));
+    }
+    expectNear(y.values(), want, tolFor(t), 1e-12);
+    expectNear(mean.values(), wantMean, tolFor(t), 1e-15);
+  }
+}
+
+} // namespace
+} // namespace smp::kernels::cpu::test
