@@ -635,7 +635,8 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
                   GradientLifetime gradients, double bucketBytes,
-                  const std::vector<ModelProfile::ParamCopy> *copies) {
+                  const std::vector<ModelProfile::ParamCopy> *copies,
+                  double chunkFraction) {
   // (time, bytes, kind: 0 gradient, 1 saved, 2 other, 3 gathered)
   struct Event {
     int32_t at;
@@ -654,7 +655,7 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
   // optimizer reads them; the parts are summed within it) fall, in the
   // order they are made, into buckets of up to `bucketBytes`; each lives
   // until its bucket's last is made, when the bucket is packed (a copy of
-  // it, until its reduce-scatter) and scattered.
+  // it, until its reduce-scatter) and scattered; its chunk stays to the end.
   llvm::DenseMap<const ModelProfile::StepValue *, int32_t> until;
   if (gradients == GradientLifetime::Scattered) {
     int32_t backwardEnd = 0;
@@ -679,6 +680,8 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
         events.push_back({last, bytes, 0});
         events.push_back({last + 1, -bytes, 0});
       }
+      if (chunkFraction > 0)
+        events.push_back({last + 1, bytes * chunkFraction, 0});
       bucket.clear();
       bytes = 0;
     };

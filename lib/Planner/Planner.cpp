@@ -431,10 +431,17 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     const std::vector<ModelProfile::ParamCopy> &copies =
         p.stageRecompute[s] ? profile.paramCopiesRecompute
                             : profile.paramCopies;
+    // ZeRO-2's chunks: made bucket by bucket in the first backward, all
+    // there in a later one (the sum of the micro-batches so far).
     StepPeak growing = stepPeak(values, begin, end, b,
                                 zero2 ? GradientLifetime::Scattered
                                       : GradientLifetime::Kept,
-                                kBucketBytes, zero3 ? &copies : nullptr);
+                                kBucketBytes, zero3 ? &copies : nullptr,
+                                zero2 ? 1.0 / static_cast<double>(p.dp) : 0);
+    StepPeak accumulating =
+        zero2 ? stepPeak(values, begin, end, b, GradientLifetime::Scattered,
+                         kBucketBytes, zero3 ? &copies : nullptr)
+              : growing;
     StepPeak withoutGradients =
         stepPeak(values, begin, end, b, GradientLifetime::Omitted);
     double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
@@ -442,14 +449,16 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     MemoryBreakdown parts;
     for (const Backward &k : backwards[s]) {
       bool whole = k.gradientsWhole && !zero2;
-      double at = (whole ? params + withoutGradients.total
-                         : growing.total + chunks) +
+      bool later = zero2 && k.gradientsWhole;
+      const StepPeak &step =
+          whole ? withoutGradients : later ? accumulating : growing;
+      double stepChunks = later ? chunks : 0;
+      double at = (whole ? params : stepChunks) + step.total +
                   (k.held - 1) * saved;
       if (at < peak)
         continue;
       peak = at;
-      const StepPeak &step = whole ? withoutGradients : growing;
-      parts.gradients = whole ? params : step.gradients + chunks;
+      parts.gradients = whole ? params : step.gradients + stepChunks;
       parts.activations = step.saved + (k.held - 1) * saved;
       parts.workspace = step.other;
     }

@@ -107,7 +107,8 @@ enum class GradientLifetime {
   /// kept to the end).
   Kept,
   /// Whole ones kept until their bucket of `bucketBytes` is full, then
-  /// packed and reduce-scattered (ZeRO-2; the caller counts the chunks).
+  /// packed and reduce-scattered (ZeRO-2); each bucket's chunk (a
+  /// `chunkFraction` of it) lives from its scatter to the end of the step.
   Scattered,
 };
 struct StepPeak {
@@ -120,7 +121,8 @@ struct StepPeak {
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
                   GradientLifetime gradients, double bucketBytes = 0,
-                  const std::vector<ModelProfile::ParamCopy> *copies = nullptr);
+                  const std::vector<ModelProfile::ParamCopy> *copies = nullptr,
+                  double chunkFraction = 0);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
 /// micro-batch of `b` samples, in bytes.
