@@ -426,7 +426,7 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     // The step's live peak with the gradients made as the backward goes,
     // and without them (counted whole once they all exist).
     // ZeRO-2 never keeps them whole: each is kept until its bucket is
-    // scattered, and the chunks (1/dp of them) all along.
+    // scattered, and the bucket's chunk (1/dp of it) from then on.
     bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
     const std::vector<ModelProfile::ParamCopy> &copies =
         p.stageRecompute[s] ? profile.paramCopiesRecompute
