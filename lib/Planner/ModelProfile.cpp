@@ -701,10 +701,16 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
         events.push_back({c.last + 1, -c.bytes, 3});
       }
   for (const ModelProfile::StepValue &v : values) {
-    if ((v.gradient && gradients == GradientLifetime::Omitted) ||
-        (v.weightOnly && copies))
+    if (v.weightOnly && copies)
       continue;
     double bytes = v.fixed + v.perSample * b;
+    if (v.gradient && gradients == GradientLifetime::Accumulated) {
+      if (inStage(v.anchor)) {
+        events.push_back({v.def, 2 * bytes, 0});
+        events.push_back({v.def + 1, -2 * bytes, 0});
+      }
+      continue;
+    }
     int kind = v.gradient ? 0 : v.saved ? 1 : 2;
     if (inStage(v.anchor)) {
       auto scattered = until.find(&v);

@@ -443,7 +443,7 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                          kBucketBytes, zero3 ? &copies : nullptr)
               : growing;
     StepPeak withoutGradients =
-        stepPeak(values, begin, end, b, GradientLifetime::Omitted);
+        stepPeak(values, begin, end, b, GradientLifetime::Accumulated);
     double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
     double peak = 0;
     MemoryBreakdown parts;

@@ -100,9 +100,10 @@ struct ModelProfile {
 /// the rest (the working set). The gradients are counted as `gradients`
 /// says.
 enum class GradientLifetime {
-  /// Left out, for the caller to count whole (gradient accumulation keeps
-  /// them).
-  Omitted,
+  /// Gradient accumulation: the running sums are the caller's to count
+  /// whole; each gradient this backward makes is live with its new sum at
+  /// the add that follows it (two of its size for one op).
+  Accumulated,
   /// Their own lifetimes in the profiled step (made as the backward goes,
   /// kept to the end).
   Kept,
