@@ -96,10 +96,6 @@ struct Stages {
   }
 };
 
-/// ZeRO-2's reduce-scatter bucket (smpc's default --bucket-mb): while one
-/// is scattered the next fills.
-constexpr double kBucketBytes = 25.0 * 1024 * 1024;
-
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
 /// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
 double shardedGradientBytes(double params, int stage, int64_t dp) {
@@ -115,14 +111,6 @@ struct Candidate {
   int recompute; // 0 none, 1 every stage, 2 the stages that need it
   bool offload;  // saved activations to host memory and back
 };
-
-double optimizerStateFactor(const std::string &optimizer) {
-  if (optimizer == "sgd")
-    return 0;
-  if (optimizer == "sgd-momentum")
-    return 1;
-  return 2; // adam, adamw: exp_avg and exp_avg_sq
-}
 
 /// In-flight micro-batches of stage s.
 double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,
@@ -343,139 +331,6 @@ bool crossNode(int64_t span, const DeviceSpec &d) {
   return span > d.devicesPerNode;
 }
 
-/// Replaces `p`'s stage memory by the liveness of each stage's step: the
-/// parameters and optimizer state of the stage, the most bytes its step
-/// holds at once for one micro-batch (with gradient accumulation over
-/// several micro-batches, the gradients whole), and the saved activations of
-/// the other micro-batches in flight; a recomputing stage from the step
-/// built with recomputation. Plans that offload keep the search's
-/// estimate. Returns whether it swept.
-bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
-  if (profile.stepValues.empty() || p.offload ||
-      (p.recompute && profile.stepValuesRecompute.empty()) ||
-      p.stageEnds.size() != static_cast<size_t>(p.pp) ||
-      p.stageRecompute.size() != static_cast<size_t>(p.pp))
-    return false;
-  double b = static_cast<double>(p.microbatchSize);
-  double stateFactor = optimizerStateFactor(req.optimizer) /
-                       (p.zeroStage > 0 ? static_cast<double>(p.dp) : 1.0);
-  // Each backward a rank runs (B or BI), in its order: the micro-batches
-  // whose activations it holds then (F done and B/BI not, plus ZB-H1's
-  // pending weight gradients that still read theirs; never more than p, a
-  // chunk's share each when interleaved) and whether every gradient exists
-  // by then (a backward or a weight gradient has run before: gradient
-  // accumulation keeps them whole from there on; the first backward makes
-  // them as it goes). Without a simulated schedule: the first backward and
-  // a later one, each holding one micro-batch.
-  struct Backward {
-    double held;
-    bool gradientsWhole;
-  };
-  int pp = static_cast<int>(p.pp), m = static_cast<int>(p.microbatches),
-      v = static_cast<int>(p.virtualStages);
-  // With data parallelism the accumulated gradients are whole from the
-  // first backward (the compiled step keeps them flattened in buckets).
-  bool grownWhole = p.dp > 1 && p.microbatches > 1;
-  std::vector<std::vector<Backward>> backwards(
-      p.pp, {{1.0, grownWhole}, {1.0, p.microbatches > 1}});
-  auto kind = schedule::parseScheduleKind(p.schedule);
-  if (p.pp > 1 && kind &&
-      static_cast<long long>(pp) * m * v * 3 < schedule::kMaxActions) {
-    schedule::Schedule sched = schedule::buildSchedule(*kind, pp, m, v);
-    schedule::SimulationResult sim = schedule::simulateSchedule(sched, pp, m, v);
-    if (sim.complete && !sim.deadlock)
-      for (int r = 0; r < pp; ++r) {
-        backwards[r].clear();
-        int inFlight = 0, pendingW = 0;
-        bool whole = grownWhole;
-        for (const schedule::Action &a : sched[r]) {
-          if (a.kind == schedule::Action::F) {
-            ++inFlight;
-            continue;
-          }
-          if (a.kind == schedule::Action::BW) {
-            --pendingW;
-            whole = true;
-            continue;
-          }
-          backwards[r].push_back(
-              {std::max(1.0, std::min(pp * v, inFlight + pendingW) /
-                                 static_cast<double>(v)),
-               whole});
-          --inFlight;
-          if (a.kind == schedule::Action::BI)
-            ++pendingW;
-          else
-            whole = true;
-        }
-      }
-  }
-  for (size_t s = 0, begin = 0; s < p.stageEnds.size(); ++s) {
-    size_t end = p.stageEnds[s] + 1;
-    const std::vector<ModelProfile::StepValue> &values =
-        p.stageRecompute[s] ? profile.stepValuesRecompute : profile.stepValues;
-    double params = 0;
-    llvm::DenseSet<unsigned> mine; // a tied weight: a copy on every stage
-    for (size_t i = begin; i < end; ++i)
-      for (unsigned id : profile.ops[i].params)
-        if (mine.insert(id).second)
-          params += profile.paramSizes[id];
-    // What the stage keeps per micro-batch, with what it receives.
-    double saved = stageSavedBytes(values, begin, end, b) +
-                   (begin > 0 ? profile.ops[begin - 1].boundaryBytes * b : 0);
-    // The step's live peak with the gradients made as the backward goes,
-    // and without them (counted whole once they all exist).
-    // ZeRO-2 never keeps them whole: each is kept until its bucket is
-    // scattered, and the bucket's chunk (1/dp of it) from then on.
-    bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
-    const std::vector<ModelProfile::ParamCopy> &copies =
-        p.stageRecompute[s] ? profile.paramCopiesRecompute
-                            : profile.paramCopies;
-    // ZeRO-2's chunks: made bucket by bucket in the first backward, all
-    // there in a later one (the sum of the micro-batches so far).
-    StepPeak growing = stepPeak(values, begin, end, b,
-                                zero2 ? GradientLifetime::Scattered
-                                      : GradientLifetime::Kept,
-                                kBucketBytes, zero3 ? &copies : nullptr,
-                                zero2 ? 1.0 / static_cast<double>(p.dp) : 0);
-    StepPeak accumulating =
-        zero2 ? stepPeak(values, begin, end, b, GradientLifetime::Scattered,
-                         kBucketBytes, zero3 ? &copies : nullptr)
-              : growing;
-    StepPeak withoutGradients =
-        stepPeak(values, begin, end, b, GradientLifetime::Accumulated);
-    double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
-    double peak = 0;
-    MemoryBreakdown parts;
-    for (const Backward &k : backwards[s]) {
-      bool whole = k.gradientsWhole && !zero2;
-      bool later = zero2 && k.gradientsWhole;
-      const StepPeak &step =
-          whole ? withoutGradients : later ? accumulating : growing;
-      double stepChunks = later ? chunks : 0;
-      double at = (whole ? params : stepChunks) + step.total +
-                  (k.held - 1) * saved;
-      if (at < peak)
-        continue;
-      peak = at;
-      parts.gradients = whole ? params : step.gradients + stepChunks;
-      parts.activations = step.saved + (k.held - 1) * saved;
-      parts.workspace = step.other;
-    }
-    // ZeRO-3 keeps 1/dp of the parameters; the copies it gathers are in
-    // the step's peak (counted as parameters below).
-    double stored = zero3 ? params / static_cast<double>(p.dp) : params;
-    parts.parameters = stored + (zero3 ? growing.gathered : 0);
-    parts.optimizerState = params * stateFactor;
-    p.stageMemory[s] = stored + params * stateFactor + peak;
-    p.stageBreakdown.resize(p.stageMemory.size());
-    p.stageBreakdown[s] = parts;
-    begin = end;
-  }
-  p.peakMemory = *std::max_element(p.stageMemory.begin(), p.stageMemory.end());
-  p.memoryModel = "liveness";
-  return true;
-}
 
 /// The profiles per tensor-parallel degree (within a node, dividing the
 /// heads); a degree the model cannot be split over adds a refusal.

@@ -11,6 +11,27 @@
 
 namespace smp {
 
+struct ModelProfile;
+struct Plan;
+struct PlanRequest;
+
+/// ZeRO-2's reduce-scatter bucket (smpc's default --bucket-mb): while one
+/// is scattered the next fills.
+constexpr double kBucketBytes = 25.0 * 1024 * 1024;
+
+/// Optimizer state per parameter byte: 0 (SGD), 1 (momentum), 2 (Adam).
+inline double optimizerStateFactor(const std::string &optimizer) {
+  if (optimizer == "sgd")
+    return 0;
+  if (optimizer == "sgd-momentum")
+    return 1;
+  return 2; // adam, adamw: exp_avg and exp_avg_sq
+}
+
+/// Replaces `p`'s stage memory by the liveness of each stage's step
+/// (MemorySweep.cpp); returns whether it swept.
+bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req);
+
 /// "70.6 GB", "12.0 MB", "3.4 KB" (one decimal), for plan text and errors.
 std::string formatBytes(double bytes);
 
