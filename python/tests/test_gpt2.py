@@ -89,8 +89,22 @@ def test_gpt2_export_compile_train_reload(tools, tmp_path):
     fresh.load_state_dict(initial)
     smp.load_state_dict(fresh, weights, exported)
     for k, v in model.state_dict().items():  # PyTorch's own trained weights
-        np.testing.assert_allclose(fresh.state_dict()[k].numpy(), v.numpy(),
-                                   rtol=1e-3, atol=1e-4, err_msg=k)
+        got_k, want_k = fresh.state_dict()[k].numpy(), v.numpy()
+        if k.endswith("attn.c_attn.bias"):
+            # The key bias adds q.b_k to every score of a query's row, which
+            # the softmax ignores: its gradient is zero in exact arithmetic,
+            # so both frameworks' values are rounding noise, which Adam
+            # normalises into updates of up to lr per step in either
+            # direction. Checked within that bound; the query and value
+            # biases as strictly as the rest.
+            h = got_k.shape[0] // 3
+            lr = torch_refs.LRS["adamw"]
+            np.testing.assert_allclose(got_k[h:2 * h], want_k[h:2 * h], rtol=0,
+                                       atol=lr * STEPS, err_msg=k + " (keys)")
+            got_k = np.concatenate([got_k[:h], got_k[2 * h:]])
+            want_k = np.concatenate([want_k[:h], want_k[2 * h:]])
+        np.testing.assert_allclose(got_k, want_k, rtol=1e-3, atol=1e-4,
+                                   err_msg=k)
     fresh.eval()
     with torch.no_grad():
         want = logits_of(fresh, ids[:BATCH]).numpy()
