@@ -37,6 +37,7 @@ void buildTrainStep(OpPassManager &pm,
   gradients.loss = o.loss;
   gradients.freeze = o.freeze;
   gradients.dp = static_cast<int>(o.dp);
+  gradients.dpShard = static_cast<int>(o.shardedDp);
   gradients.bnStats = o.bnStats;
   gradients.pipelineRanks = static_cast<int>(o.pp);
   gradients.microbatches = static_cast<int>(o.microbatches);
@@ -164,6 +165,11 @@ struct TrainPipelineCLOptions
   Option<int> zeroStage{*this, "zero-stage",
                         llvm::cl::desc("ZeRO stage 0 to 3 (with dp > 1)"),
                         llvm::cl::init(0)};
+  Option<int64_t> shardedDp{
+      *this, "sharded-dp",
+      llvm::cl::desc("hybrid sharding: ZeRO over groups of this many dp "
+                     "ranks, replicated across the groups (0: all of dp)"),
+      llvm::cl::init(0)};
   Option<int> prefetch{*this, "prefetch",
                        llvm::cl::desc("ZeRO-3 gathers issued ahead"),
                        llvm::cl::init(0)};
@@ -242,7 +248,7 @@ struct TrainPipelineCLOptions
                                "3, got " +
                                llvm::Twine(static_cast<int>(zeroStage)));
     o.zeroStage = zeroStage, o.bucketMb = bucketMb, o.bnStats = bnStats;
-    o.prefetch = prefetch;
+    o.prefetch = prefetch, o.shardedDp = shardedDp;
     o.loss = loss, o.freeze = freeze, o.optimizer = optimizer;
     o.momentum = momentum, o.dampening = dampening, o.nesterov = nesterov;
     if (weightDecay >= 0)

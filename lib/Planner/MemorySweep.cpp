@@ -30,7 +30,7 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     return false;
   double b = static_cast<double>(p.microbatchSize);
   double stateFactor = optimizerStateFactor(req.optimizer) /
-                       (p.zeroStage > 0 ? static_cast<double>(p.dp) : 1.0);
+                       (p.zeroStage > 0 ? static_cast<double>(p.shardRanks()) : 1.0);
   // Each backward a rank runs (B or BI), in its order: the micro-batches
   // whose activations it holds then (F done and B/BI not, plus ZB-H1's
   // pending weight gradients that still read theirs; never more than p, a
@@ -109,14 +109,14 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                                 zero2 ? GradientLifetime::Scattered
                                       : GradientLifetime::Kept,
                                 kBucketBytes, zero3 ? &copies : nullptr,
-                                zero2 ? 1.0 / static_cast<double>(p.dp) : 0);
+                                zero2 ? 1.0 / static_cast<double>(p.shardRanks()) : 0);
     StepPeak accumulating =
         zero2 ? stepPeak(values, begin, end, b, GradientLifetime::Scattered,
                          kBucketBytes, zero3 ? &copies : nullptr)
               : growing;
     StepPeak withoutGradients =
         stepPeak(values, begin, end, b, GradientLifetime::Accumulated);
-    double chunks = zero2 ? params / static_cast<double>(p.dp) : 0;
+    double chunks = zero2 ? params / static_cast<double>(p.shardRanks()) : 0;
     double peak = 0;
     MemoryBreakdown parts;
     for (const Backward &k : backwards[s]) {
@@ -136,7 +136,7 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     }
     // ZeRO-3 keeps 1/dp of the parameters; the copies it gathers are in
     // the step's peak (counted as parameters below).
-    double stored = zero3 ? params / static_cast<double>(p.dp) : params;
+    double stored = zero3 ? params / static_cast<double>(p.shardRanks()) : params;
     parts.parameters = stored + (zero3 ? growing.gathered : 0);
     parts.optimizerState = params * stateFactor;
     p.stageMemory[s] = stored + params * stateFactor + peak;

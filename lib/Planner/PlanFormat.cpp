@@ -37,6 +37,8 @@ std::string Plan::summary() const {
     os << " v=" << virtualStages;
   if (zeroStage > 0)
     os << " zero-" << zeroStage;
+  if (zeroStage > 0 && shardRanks() < dp)
+    os << " sharded " << shardRanks() << "x" << dp / shardRanks();
   if (offload)
     os << " offload";
   if (recompute) {
@@ -74,7 +76,14 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
      << llvm::format("  predicted step %.4g s (pipeline %.4g s, bubble %.1f%%, "
                      "data-parallel %s %.4g s, optimizer %.4g s)\n",
                      p.stepSeconds, p.pipelineSeconds, 100 * p.bubble,
-                     dataParallelLabel(p.zeroStage), p.dataParallelSeconds,
+                     (std::string(dataParallelLabel(p.zeroStage)) +
+                      (p.zeroStage > 0 && p.shardRanks() < p.dp
+                           ? " within groups of " +
+                                 std::to_string(p.shardRanks()) +
+                                 ", all-reduce across them"
+                           : ""))
+                         .c_str(),
+                     p.dataParallelSeconds,
                      p.optimizerSeconds)
      << llvm::format("  throughput %.4g samples/s, MFU %.1f%%\n",
                      p.samplesPerSecond, 100 * p.mfu)
@@ -130,6 +139,7 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"microbatch_size", p.microbatchSize},
         {"microbatches", p.microbatches}, {"schedule", p.schedule},
         {"virtual_stages", p.virtualStages}, {"zero_stage", p.zeroStage},
+        {"sharded_dp", p.shardRanks()},
         {"recompute", p.recompute}, {"offload", p.offload},
         {"recompute_stages", [&] {
            llvm::json::Array a;

@@ -370,15 +370,20 @@ double drawMemory(llvm::raw_ostream &os, const Plan &p, const PlanRequest &req,
                                       p.stageMemory.end()) -
                          p.stageMemory.begin()
                    : 0;
+  std::string over = p.shardRanks() < p.dp
+                         ? "groups of " + std::to_string(p.shardRanks()) +
+                               " dp ranks"
+                         : std::string("dp");
   text(os, 10, top - 30,
        "predicted memory per device of each pipeline stage (" +
            std::to_string(p.dp * p.tp) + " devices each; optimizer " +
-           req.optimizer + (p.zeroStage == 1   ? ", its state sharded over dp"
+           req.optimizer + (p.zeroStage == 1   ? ", its state sharded over " + over
                              : p.zeroStage == 2 ? ", its state and the gradients "
-                                                  "sharded over dp"
+                                                  "sharded over " + over
                              : p.zeroStage == 3 ? ", its state, the gradients and "
-                                                  "the parameters sharded over dp"
-                                                : "") +
+                                                  "the parameters sharded over " +
+                                                      over
+                                                : std::string()) +
            "; from the " + p.memoryModel + " model)");
   // The legend gives each kind's share of the fullest stage.
   double x = 10;

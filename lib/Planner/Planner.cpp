@@ -110,6 +110,8 @@ struct Candidate {
   int zero; // the ZeRO stage
   int recompute; // 0 none, 1 every stage, 2 the stages that need it
   bool offload;  // saved activations to host memory and back
+  /// The ranks a ZeRO chunk is split over: dp, or a hybrid-sharding group.
+  int64_t shard;
 };
 
 /// In-flight micro-batches of stage s.
@@ -205,12 +207,12 @@ public:
     double params = prefixParams[end] - prefixParams[begin];
     double state = params * optimizerStateFactor(req.optimizer);
     if (c.zero)
-      state /= static_cast<double>(c.dp);
-    // ZeRO-3 stores 1/dp of the parameters and gathers one op's at a time
+      state /= static_cast<double>(c.shard);
+    // ZeRO-3 stores 1/S of the parameters and gathers one op's at a time
     // (two: the next is gathered while the last one's copy dies).
     double stored = params;
     if (c.zero == 3 && end > begin)
-      stored = params / static_cast<double>(c.dp) +
+      stored = params / static_cast<double>(c.shard) +
                std::min(params, 2 * largestParams.max(begin, end));
     double activations = prefixSaved[end] - prefixSaved[begin];
     double checkpoints = prefixCheckpoints[end] - prefixCheckpoints[begin] +
@@ -230,7 +232,7 @@ public:
                        st.b;
     // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
     // + workspace.
-    return {stored, shardedGradientBytes(params, c.zero, c.dp), state, held,
+    return {stored, shardedGradientBytes(params, c.zero, c.shard), state, held,
             workspace};
   }
 
@@ -435,17 +437,35 @@ struct PlanSearch {
         if (req.offload ? offload != *req.offload
                         : offload && d.hostBandwidth <= 0)
           continue;
-        Candidate c{tp, pp, dp, b, m, zero, recompute, offload};
-        for (auto &[schedule, v] : candidateSchedules(st, req, pp, m)) {
-          if (req.schedule && *req.schedule != schedule)
-            continue;
-          if (req.virtualStages && *req.virtualStages != v)
-            continue;
-          ++result.plansPriced;
-          price(st, c, schedule, v);
+        for (int64_t shard : shardGroups(dp, zero)) {
+          Candidate c{tp, pp, dp, b, m, zero, recompute, offload, shard};
+          for (auto &[schedule, v] : candidateSchedules(st, req, pp, m)) {
+            if (req.schedule && *req.schedule != schedule)
+              continue;
+            if (req.virtualStages && *req.virtualStages != v)
+              continue;
+            ++result.plansPriced;
+            price(st, c, schedule, v);
+          }
         }
       }
     }
+  }
+
+  /// The ZeRO shard-group sizes to try over `dp` ranks: dp itself, and
+  /// for ZeRO-1..3 hybrid sharding over the divisors of dp from 2 up
+  /// (pinned: only that one).
+  std::vector<int64_t> shardGroups(int64_t dp, int zero) const {
+    if (zero == 0 || dp == 1)
+      return {dp};
+    if (req.shardedDp)
+      return dp % *req.shardedDp == 0 ? std::vector<int64_t>{*req.shardedDp}
+                                      : std::vector<int64_t>{};
+    std::vector<int64_t> groups;
+    for (int64_t s : divisors(dp))
+      if (s > 1)
+        groups.push_back(s);
+    return groups;
   }
 
   /// Remembers how close a candidate that does not fit came.
@@ -461,6 +481,7 @@ struct PlanSearch {
       p.dp = c.dp, p.tp = c.tp, p.pp = c.pp, p.microbatchSize = c.b,
       p.microbatches = c.m, p.schedule = schedule, p.zeroStage = c.zero,
       p.recompute = c.recompute != 0, p.virtualStages = v;
+      p.shardedDp = c.shard < c.dp ? c.shard : 0;
       p.offload = c.offload;
       p.stageRecompute = loose.recompute;
       smallestPlan = p.summary();
@@ -482,6 +503,7 @@ struct PlanSearch {
     p.dp = dp, p.tp = tp, p.pp = pp, p.microbatchSize = b,
     p.microbatches = m, p.schedule = schedule, p.zeroStage = c.zero,
     p.virtualStages = v;
+    p.shardedDp = c.shard < dp ? c.shard : 0;
     p.offload = c.offload;
     p.stageRecompute = part.recompute;
     p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
@@ -523,11 +545,15 @@ struct PlanSearch {
                                               ev.prefixParams[begin]);
       begin = part.ends[s] + 1;
     }
+    // The data-parallel ranks of a node (adjacent dp coordinates: the
+    // placement puts tp and pp inside a node first).
+    int64_t dpPerNode = std::max<int64_t>(1, d.devicesPerNode / (tp * pp));
+    // ZeRO's collectives run within a shard group of S adjacent dp ranks
+    // (all of dp unless hybrid sharding made groups).
+    int64_t shard = c.zero > 0 ? c.shard : dp;
     auto collective = [&](Collective kind) {
-      return groupCollectiveTime(
-          kind, stageParams, static_cast<int>(dp),
-          static_cast<int>(std::max<int64_t>(1, d.devicesPerNode / (tp * pp))),
-          d);
+      return groupCollectiveTime(kind, stageParams, static_cast<int>(shard),
+                                 static_cast<int>(dpPerNode), d);
     };
     // ZeRO-2 reduce-scatters each micro-batch's gradients (then gathers the
     // parameters); ZeRO-3 also gathers the parameters for each micro-
@@ -543,9 +569,16 @@ struct PlanSearch {
             ? m * collective(Collective::ReduceScatter) +
                   collective(Collective::AllGather)
             : collective(Collective::AllReduce);
+    // Hybrid sharding: the chunks' sum over the dp / S replica groups, once
+    // per step (a group's rank meets its peers S dp ranks apart).
+    if (c.zero > 0 && shard < dp)
+      p.dataParallelSeconds += groupCollectiveTime(
+          Collective::AllReduce, stageParams / static_cast<double>(shard),
+          static_cast<int>(dp / shard),
+          static_cast<int>(std::max<int64_t>(1, dpPerNode / shard)), d);
     double touched = stageParams *
                      (3 + 2 * optimizerStateFactor(req.optimizer)) /
-                     (c.zero > 0 ? dp : 1);
+                     (c.zero > 0 ? shard : 1);
     p.optimizerSeconds = touched / d.memoryBandwidth;
     p.stepSeconds =
         p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;

@@ -69,6 +69,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-shard-optimizer-state", Kind::Switch},
     {"--zero-stage", Kind::Value},
     {"--gather-prefetch", Kind::Value},
+    {"--sharded-dp", Kind::Value},
     {"--profile-db", Kind::Value},
     {"--cluster", Kind::Value},
     {"--global-batch", Kind::Value},
@@ -94,7 +95,8 @@ const char *kSageMakerKeys[] = {"pipeline_parallel_degree",
                                 "activation_loading_horizon",
                                 "fp16",
                                 "bf16",
-                                "prescaled_batch"};
+                                "prescaled_batch",
+                                "sharded_data_parallel_degree"};
 
 /// SageMaker keys with no smp counterpart: refused by name.
 const char *kUnsupportedSageMakerKeys[] = {"horovod",
@@ -103,7 +105,6 @@ const char *kUnsupportedSageMakerKeys[] = {"horovod",
                                            "skip_tracing",
                                            "tensor_parallel_seed",
                                            "delayed_parameter_initialization",
-                                           "sharded_data_parallel_degree",
                                            "fp32_grad_accumulation",
                                            "predefined_hooks",
                                            "contiguous",
@@ -212,6 +213,15 @@ sageMakerItems(llvm::StringRef key, const llvm::json::Value &v,
       return std::nullopt;
     return std::to_string(*i);
   };
+  if (key == "sharded_data_parallel_degree") {
+    // SageMaker's sharded data parallelism (MiCS): 1 (its default) is off.
+    auto n = positive();
+    if (!n)
+      return bad("a positive integer (1: off)");
+    if (*n == "1")
+      return std::vector<Item>{item("--sharded-dp", "", false)};
+    return std::vector<Item>{item("--sharded-dp", *n)};
+  }
   auto flag = v.getAsBoolean();
   if (key == "pipeline_parallel_degree" || key == "partitions" ||
       key == "tensor_parallel_degree" || key == "microbatches" ||

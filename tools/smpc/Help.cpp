@@ -161,6 +161,14 @@ PARALLELISM (compile --train)
                        parameter right before its uses and free the copy
                        after them (bf16/fp16: gathered in the low type).
                        0: none.
+  --sharded-dp S       Hybrid sharding (MiCS; SageMaker's
+                       sharded_data_parallel_degree): the ZeRO stage shards
+                       over groups of S adjacent data-parallel ranks and
+                       replicates across the D / S groups, so gathers and
+                       reduce-scatters stay within a group (a node) and
+                       the chunks' gradients are all-reduced across groups
+                       once per step. S divides --dp; without --zero-stage
+                       it means --zero-stage 3.
   --gather-prefetch N  ZeRO-3: issue each parameter gather N gathers ahead
                        of its first use (default 0; costs N copies).
   --shard-optimizer-state

@@ -83,7 +83,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
       "--momentum", "--dampening",
       "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
-      "--gather-prefetch",
+      "--gather-prefetch", "--sharded-dp",
       "--activation-loading-horizon", "--offload-activations",
       "--checkpoint-activations", "--shard-optimizer-state",
       "--no-shard-optimizer-state", "--zero-stage", "--placement",
@@ -444,6 +444,13 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
         opts.plan.prefetch < 0)
       return failFlag(exit,
                       "--gather-prefetch expects a non-negative integer");
+  } else if (a == "--sharded-dp" || a.starts_with("--sharded-dp=")) {
+    auto v = value("--sharded-dp");
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, "--sharded-dp expects a positive integer (the "
+                            "data-parallel ranks of one shard group)");
+    opts.pinned.shardedDp = n;
   } else if (a == "--emit=mlir") {
     opts.emitMlir = true;
   } else if (a == "--mlir-print-ir-after-all") {
@@ -587,6 +594,34 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   return finishArgs(opts);
 }
 
+/// Hybrid sharding (--sharded-dp S, config sharded_data_parallel_degree):
+/// ZeRO over groups of S of the dp ranks. Without --zero-stage it is
+/// SageMaker's sharded data parallelism, ZeRO-3.
+static std::optional<int> finishShardedDp(Options &opts) {
+  if (!opts.pinned.shardedDp)
+    return std::nullopt;
+  int64_t s = *opts.pinned.shardedDp, dp = opts.plan.dp;
+  std::string flag = "--sharded-dp " + std::to_string(s);
+  if (opts.pinned.zeroStage == 0)
+    return fail(flag + " shards the ZeRO state over groups of " +
+                std::to_string(s) + " ranks, but " + opts.pinned.zeroFlag +
+                " shards nothing; give --zero-stage 1, 2 or 3 with it, or "
+                "drop it");
+  if (s == 1)
+    return fail(flag + " makes groups of one rank, which shard nothing; "
+                "give a degree of 2 or more that divides --dp " +
+                std::to_string(dp) + ", or drop --sharded-dp");
+  if (dp % s != 0)
+    return fail(flag + " does not divide the " + std::to_string(dp) +
+                " data-parallel ranks (--dp " + std::to_string(dp) +
+                "); give a degree that divides it, or --dp a multiple of " +
+                std::to_string(s));
+  if (!opts.pinned.zeroStage)
+    opts.plan.zeroStage = 3;
+  opts.plan.shardedDp = s;
+  return std::nullopt;
+}
+
 /// Checks and derives the parallel degrees and each rank's batch.
 std::optional<int> finishParallelOptions(Options &opts) {
   // An unset data-parallel degree takes the devices the others leave.
@@ -605,6 +640,8 @@ std::optional<int> finishParallelOptions(Options &opts) {
                 " does not equal dp x tp x pp = " + std::to_string(opts.plan.dp) +
                 " x " + std::to_string(opts.plan.tp) + " x " +
                 std::to_string(opts.plan.pp) + " = " + std::to_string(product));
+  if (auto err = finishShardedDp(opts))
+    return err;
   if (opts.given.count("--gather-prefetch") && opts.plan.zeroStage != 3)
     return fail("--gather-prefetch applies to --zero-stage 3 (the "
                 "parameters' all-gathers)");

@@ -36,6 +36,8 @@ struct Options {
     /// --no-shard-optimizer-state (0); `zeroFlag` is the flag as given.
     std::optional<int> zeroStage;
     std::string zeroFlag;
+    /// --sharded-dp S: hybrid sharding over groups of S data-parallel ranks.
+    std::optional<int64_t> shardedDp;
     /// --offload-activations.
     std::optional<bool> offload;
   } pinned;

@@ -73,6 +73,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.virtualStages = cmd.virtualStages;
   req.schedule = cmd.schedule;
   req.zeroStage = cmd.zeroStage;
+  req.shardedDp = cmd.shardedDp;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;
   req.minimizeMemory = cmd.optimize == "memory";

@@ -18,6 +18,7 @@ struct PlanCommand {
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
   std::optional<int> zeroStage;
+  std::optional<int64_t> shardedDp;
   std::optional<bool> recompute, offload;
 };
 

@@ -123,6 +123,8 @@ void applyPlannedMemory(const smp::Plan &p, smp::TrainingPipelineOptions &plan,
                         bool recompute = true) {
   if (p.zeroStage > 0)
     plan.zeroStage = p.zeroStage;
+  if (p.zeroStage > 0 && p.shardRanks() < p.dp)
+    plan.shardedDp = p.shardRanks();
   if (p.offload)
     plan.offload = true;
   if (!recompute || !p.recompute)
@@ -155,6 +157,10 @@ PlanCommand planRequest(const Options &opts) {
   if (opts.plan.virtualStages > 1)
     cmd.virtualStages = opts.plan.virtualStages;
   cmd.zeroStage = opts.pinned.zeroStage;
+  // --sharded-dp without --zero-stage is sharded data parallelism: ZeRO-3.
+  cmd.shardedDp = opts.pinned.shardedDp;
+  if (cmd.shardedDp && !cmd.zeroStage)
+    cmd.zeroStage = 3;
   if (opts.pinned.recompute == "none" || opts.pinned.recompute == "full")
     cmd.recompute = opts.pinned.recompute == "full";
   if (opts.pinned.offload)

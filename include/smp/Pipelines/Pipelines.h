@@ -70,6 +70,10 @@ struct TrainingPipelineOptions {
   /// backward makes them), 3 also of the parameters (all-gathered before
   /// each use).
   int zeroStage = 0;
+  /// Hybrid sharding (MiCS, SageMaker's sharded_data_parallel_degree): the
+  /// ZeRO stage shards over groups of this many data-parallel ranks and
+  /// replicates across the dp / shardedDp groups (0 or dp: one group).
+  int64_t shardedDp = 0;
   /// ZeRO-3: parameter gathers issued this many gathers ahead of their
   /// first use (smp-shard-parameters' prefetch).
   int64_t prefetch = 0;

@@ -150,6 +150,9 @@ struct PlanRequest {
   /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients, 3 and
   /// parameters).
   std::optional<int> zeroStage;
+  /// Hybrid sharding: the ZeRO stage shards over groups of this many dp
+  /// ranks (unset: searched among the divisors of dp).
+  std::optional<int64_t> shardedDp;
   std::optional<bool> recompute, offload;
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
   double memoryFraction = 0.9;
@@ -177,6 +180,11 @@ struct Plan {
   /// gradients (reduce-scattered as the backward makes them), 3 and the
   /// parameters (gathered before each use).
   int zeroStage = 0;
+  /// Hybrid sharding: ZeRO shards over groups of this many adjacent dp
+  /// ranks and replicates across the dp / shardedDp groups (0: one group).
+  int64_t shardedDp = 0;
+  /// The ranks a ZeRO chunk is split over.
+  int64_t shardRanks() const { return shardedDp > 0 ? shardedDp : dp; }
   bool recompute = false, offload = false;
   /// Which stages recompute their activations (all when `recompute` and the
   /// planner did not choose per stage).

@@ -168,14 +168,25 @@ std::string nodeName(Operation *op) {
   return op->getName().getStringRef().str();
 }
 
+/// The ranks a collective spans: the sizes of its grid axes (a hybrid-
+/// sharded @dp's shard or replica groups), or of the whole grid.
 int gridRanks(Operation *op, FlatSymbolRefAttr grid) {
   auto module = op->getParentOfType<ModuleOp>();
   auto g = module ? module.lookupSymbol<shard::GridOp>(grid.getAttr())
                   : shard::GridOp();
+  if (!g)
+    return 1;
+  ArrayRef<int64_t> shape = g.getShape();
+  auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
   int ranks = 1;
-  if (g)
-    for (int64_t d : g.getShape())
-      ranks *= static_cast<int>(d);
+  if (axes && !axes.empty()) {
+    for (int16_t a : axes.asArrayRef())
+      if (a >= 0 && static_cast<size_t>(a) < shape.size())
+        ranks *= static_cast<int>(shape[a]);
+    return ranks;
+  }
+  for (int64_t d : shape)
+    ranks *= static_cast<int>(d);
   return ranks;
 }
 

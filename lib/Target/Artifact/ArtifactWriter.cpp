@@ -50,9 +50,13 @@ llvm::Expected<DeviceGrid> deviceGridOf(ModuleOp module, size_t numStages) {
   grid.size[kPipelineAxis] = numStages;
   for (auto [name, axis] : {std::make_pair("dp", kDataAxis),
                             std::make_pair("tp", kTensorAxis)})
-    if (auto g = module.lookupSymbol<shard::GridOp>(name))
+    if (auto g = module.lookupSymbol<shard::GridOp>(name)) {
       for (int64_t d : g.getShape())
         grid.size[axis] *= d;
+      // Hybrid sharding: @dp is [groups, S].
+      if (axis == kDataAxis && g.getShape().size() == 2)
+        grid.dpShard = g.getShape()[1];
+    }
   if (auto placement = module->getAttrOfType<StringAttr>(SmpDialect::kPlacementAttr)) {
     auto order = DeviceGrid::parsePlacement(placement.str());
     if (!order)
@@ -199,6 +203,8 @@ pb::Manifest manifestOf(ModuleOp module,
   manifest.set_pp(grid.size[kPipelineAxis]);
   manifest.set_tp(grid.size[kTensorAxis]);
   manifest.set_placement(grid.placementLetters());
+  if (grid.dpShard > 0)
+    manifest.set_dp_shard(grid.dpShard);
   manifest.set_device(options.device);
   manifest.set_peak_flops(options.peakFlops);
   if (auto sched = module->getAttrOfType<StringAttr>(SmpDialect::kScheduleAttr))
@@ -259,7 +265,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   for (func::FuncOp f : funcs)
     for (int64_t t = 0; t < tp; ++t) {
       lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp,
-                                                   grid.size[kDataAxis]));
+                                                   grid.shardRanks()));
       if (auto err = lowered.back()->run())
         return std::move(err);
     }

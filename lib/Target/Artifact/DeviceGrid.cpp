@@ -59,4 +59,25 @@ std::vector<int> DeviceGrid::group(int64_t rank, int axis) const {
   return ranks;
 }
 
+std::optional<std::vector<int>>
+DeviceGrid::group(int64_t rank, const std::string &name) const {
+  if (name == "dp")
+    return group(rank, kDataAxis);
+  if (name == "pp")
+    return group(rank, kPipelineAxis);
+  if (name == "tp")
+    return group(rank, kTensorAxis);
+  if (name != "dp_shard" && name != "dp_replica")
+    return std::nullopt;
+  // Along D: coordinate d is shard d % S of replica group d / S.
+  std::array<int64_t, 3> coord = coordOf(rank);
+  int64_t s = shardRanks(), d = coord[kDataAxis];
+  std::vector<int> ranks;
+  for (int64_t k = 0; k < (name == "dp_shard" ? s : size[kDataAxis] / s); ++k) {
+    coord[kDataAxis] = name == "dp_shard" ? d / s * s + k : k * s + d % s;
+    ranks.push_back(static_cast<int>(rankOf(coord)));
+  }
+  return ranks;
+}
+
 } // namespace smp

@@ -103,6 +103,24 @@ llvm::Error checkSchema(const pb::Instruction &inst) {
   return llvm::Error::success();
 }
 
+/// The artifact's name of the ranks a collective over `grid` (along
+/// `axes`) spans: the grid's name, or under hybrid sharding (a 2-D @dp)
+/// "dp_shard" (axis 1: the ranks that split a ZeRO chunk) or "dp_replica"
+/// (axis 0: the ranks that hold the same chunk).
+static llvm::Expected<std::string> groupName(Operation &op,
+                                             llvm::StringRef grid,
+                                             ArrayRef<int16_t> axes) {
+  auto module = op.getParentOfType<ModuleOp>();
+  auto g = module ? module.lookupSymbol<shard::GridOp>(grid) : shard::GridOp();
+  size_t rank = g ? g.getShape().size() : 1;
+  if (rank <= 1 || axes.size() == rank)
+    return grid.str();
+  if (grid == "dp" && rank == 2 && axes.size() == 1)
+    return axes[0] == 1 ? std::string("dp_shard") : std::string("dp_replica");
+  return fail("collective over axes of grid '" + grid +
+              "' that no rank group names");
+}
+
 /// A collective over the ranks of a grid axis.
 llvm::Error Lowering::lowerAllReduce(Operation &op, int64_t index) {
   auto reduce = cast<shard::AllReduceOp>(op);
@@ -118,7 +136,10 @@ llvm::Error Lowering::lowerAllReduce(Operation &op, int64_t index) {
   inst->add_outputs(*id);
   pb::Attribute kind, grid, axes;
   kind.set_s(shard::stringifyReductionKind(reduce.getReduction()).str());
-  grid.set_s(reduce.getGrid().str());
+  auto name = groupName(op, reduce.getGrid(), reduce.getGridAxes());
+  if (!name)
+    return name.takeError();
+  grid.set_s(*name);
   for (int16_t axis : reduce.getGridAxes())
     axes.mutable_ints()->add_values(axis);
   (*inst->mutable_attrs())["reduction"] = kind;
@@ -155,7 +176,13 @@ llvm::Error Lowering::lowerShardCollective(Operation &op, int64_t index) {
   if (axis != 0)
     return fail("collectives along dims other than 0 are not supported");
   pb::Attribute grid;
-  grid.set_s(op.getAttrOfType<FlatSymbolRefAttr>("grid").getValue().str());
+  auto axes = op.getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+  auto name = groupName(
+      op, op.getAttrOfType<FlatSymbolRefAttr>("grid").getValue(),
+      axes ? axes.asArrayRef() : ArrayRef<int16_t>{});
+  if (!name)
+    return name.takeError();
+  grid.set_s(*name);
   (*inst->mutable_attrs())["grid"] = grid;
   return llvm::Error::success();
 }

@@ -176,6 +176,7 @@ std::string planJson(const PlanDetails &d) {
   a["dp"] = d.grid.size[kDataAxis];
   a["tp"] = d.grid.size[kTensorAxis];
   a["pp"] = d.grid.size[kPipelineAxis];
+  a["dp_shard"] = d.grid.shardRanks();
   a["placement"] = d.grid.placementLetters();
   a["schedule"] = m.schedule();
   llvm::json::Array inputs;

@@ -56,6 +56,12 @@ std::string planReport(ModuleOp module,
                          "optimizer state, all_gather of the parameters)"
                        : "all_reduce")
        << "\n";
+    if (zero > 0 && grid.shardRanks() < dp)
+      os << "hybrid sharding: ZeRO-" << zero << " shards over groups of "
+         << grid.shardRanks() << " adjacent data-parallel ranks and "
+         << "replicates across the " << dp / grid.shardRanks()
+         << " groups (the chunks' gradients all_reduced over dp_replica "
+         << "once per step)\n";
   }
   if (tp > 1) {
     int64_t regions = 0;

@@ -40,18 +40,6 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module) {
   return funcs;
 }
 
-/// The grid axis a collective over grid `name` runs along.
-static llvm::Expected<int> axisOfGrid(llvm::StringRef name) {
-  if (name == "dp")
-    return kDataAxis;
-  if (name == "tp")
-    return kTensorAxis;
-  if (name == "pp")
-    return kPipelineAxis;
-  return fail("collective over unknown grid '" + name +
-              "' (expected dp, tp or pp)");
-}
-
 llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                                             const DeviceGrid &grid,
                                             int64_t rank) {
@@ -63,17 +51,19 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
   program.set_tp_rank(coord[kTensorAxis]);
   program.set_data_shard(coord[kDataAxis]);
   program.set_data_shards(grid.size[kDataAxis]);
+  // ZeRO state or a ZeRO-3 parameter: this rank's chunk among its shard
+  // group (hybrid sharding's replica groups hold the same chunks).
+  int64_t shard = coord[kDataAxis] % grid.shardRanks();
   for (pb::Buffer &b : *program.mutable_buffers())
     if (b.has_layout() && b.layout().zero_parts()) {
-      // ZeRO state or a ZeRO-3 parameter: this replica's chunk.
-      b.mutable_layout()->set_zero_parts(grid.size[kDataAxis]);
-      b.mutable_layout()->set_zero_index(coord[kDataAxis]);
+      b.mutable_layout()->set_zero_parts(grid.shardRanks());
+      b.mutable_layout()->set_zero_index(shard);
     }
   // A ZeRO-3 parameter's bytes: the file holds every chunk in turn.
   for (pb::WeightRef &w : *program.mutable_weights()) {
     const pb::Buffer &b = program.buffers(w.buffer());
     if (!w.zero_init() && b.has_layout() && b.layout().zero_parts())
-      w.set_file_offset(w.file_offset() + coord[kDataAxis] * w.bytes());
+      w.set_file_offset(w.file_offset() + shard * w.bytes());
   }
   for (pb::Instruction &inst : *program.mutable_instructions()) {
     auto &attrs = *inst.mutable_attrs();
@@ -91,11 +81,12 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
     auto it = attrs.find("grid");
     if (it == attrs.end())
       continue;
-    auto axis = axisOfGrid(it->second.s());
-    if (!axis)
-      return axis.takeError();
+    auto group = grid.group(rank, it->second.s());
+    if (!group)
+      return fail("collective over unknown grid '" + it->second.s() +
+                  "' (expected dp, dp_shard, dp_replica, tp or pp)");
     pb::Attribute ranks;
-    for (int r : grid.group(rank, *axis))
+    for (int r : *group)
       ranks.mutable_ints()->add_values(r);
     attrs["ranks"] = ranks;
   }

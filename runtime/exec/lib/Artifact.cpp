@@ -90,6 +90,9 @@ struct Grid {
   bool known = false; // false: an artifact that records no grid
   uint64_t size[3] = {1, 1, 1};
   int order[3] = {0, 1, 2};
+  /// Hybrid sharding: ZeRO chunks split over groups of this many
+  /// consecutive dp coordinates (the manifest's dp_shard; all of dp when 0).
+  uint64_t dpShard = 1;
 
   void coordOf(uint64_t rank, uint64_t coord[3]) const {
     for (int i = 2; i >= 0; --i) {
@@ -143,6 +146,12 @@ Status checkGrid(const smp::artifact::Manifest &m, const std::string &path,
   if (!ok)
     return inconsistent(path, "unknown placement '" + m.placement() +
                                   "' (expected an order of D, P and T)");
+  grid.dpShard = m.dp_shard() ? m.dp_shard() : grid.size[0];
+  if (grid.size[0] % grid.dpShard != 0)
+    return inconsistent(path, "shard groups of " +
+                                  std::to_string(m.dp_shard()) +
+                                  " ranks do not divide dp " +
+                                  std::to_string(m.dp()));
   return Status::success();
 }
 
@@ -234,13 +243,18 @@ Status checkLayout(const smp::artifact::Buffer &b,
                   " of " + std::to_string(l.tpParts) + ", but the rank is tp " +
                   std::to_string(p.tp_rank()) + " of " +
                   std::to_string(grid.size[2]));
-  if (l.zeroChunk() && (static_cast<uint64_t>(l.zeroParts) != grid.size[0] ||
-                        static_cast<uint64_t>(l.zeroIndex) != p.dp_rank()))
+  if (l.zeroChunk() &&
+      (static_cast<uint64_t>(l.zeroParts) != grid.dpShard ||
+       static_cast<uint64_t>(l.zeroIndex) != p.dp_rank() % grid.dpShard))
     return inconsistent(
         path, name + " is ZeRO chunk " + std::to_string(l.zeroIndex) + " of " +
                   std::to_string(l.zeroParts) + ", but the rank is dp " +
                   std::to_string(p.dp_rank()) + " of " +
-                  std::to_string(grid.size[0]));
+                  std::to_string(grid.size[0]) +
+                  (grid.dpShard != grid.size[0]
+                       ? " (shard " + std::to_string(p.dp_rank() % grid.dpShard) +
+                             " of a group of " + std::to_string(grid.dpShard) + ")"
+                       : std::string()));
   return Status::success();
 }
 
@@ -359,15 +373,25 @@ Status checkRankAttrs(const smp::artifact::Instruction &inst,
                                     "sorted set of the run's ranks "
                                     "holding rank " +
                                     std::to_string(rank));
-    // Bound to a grid axis: the group is this rank's line along it.
+    // Bound to a grid axis: the group is this rank's line along it (a
+    // hybrid-sharded dp's shard or replica group: part of the dp line).
     if (auto g = attrs.find("grid"); grid.known && g != attrs.end()) {
       const std::string &name = g->second.s();
-      int axis = name == "dp" ? 0 : name == "pp" ? 1 : name == "tp" ? 2 : -1;
-      bool same =
-          axis >= 0 && static_cast<uint64_t>(v.size()) == grid.size[axis];
+      bool shardGroup = name == "dp_shard", replicaGroup = name == "dp_replica";
+      int axis = name == "dp" || shardGroup || replicaGroup ? 0
+                 : name == "pp"                             ? 1
+                 : name == "tp"                             ? 2
+                                                            : -1;
+      uint64_t s = grid.dpShard, d = coord[0];
+      uint64_t count = axis < 0       ? 0
+                       : shardGroup   ? s
+                       : replicaGroup ? grid.size[0] / s
+                                      : grid.size[axis];
+      bool same = axis >= 0 && static_cast<uint64_t>(v.size()) == count;
       uint64_t c[3] = {coord[0], coord[1], coord[2]};
       for (int k = 0; same && k < v.size(); ++k) {
-        c[axis] = static_cast<uint64_t>(k);
+        uint64_t u = static_cast<uint64_t>(k);
+        c[axis] = shardGroup ? d / s * s + u : replicaGroup ? u * s + d % s : u;
         same = static_cast<uint64_t>(v[k]) == grid.rankOf(c);
       }
       if (!same)

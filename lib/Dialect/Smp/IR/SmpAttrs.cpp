@@ -230,9 +230,9 @@ std::optional<int64_t> smp::gridSize(Operation *op, StringRef name) {
     return std::nullopt;
   auto grid = dyn_cast_or_null<shard::GridOp>(
       SymbolTable::lookupSymbolIn(module, name));
-  if (!grid || grid.getShape().size() != 1 || grid.getShape()[0] < 1)
+  if (!grid || grid.getShape().empty() || grid.getShape().back() < 1)
     return std::nullopt;
-  return grid.getShape()[0];
+  return grid.getShape().back();
 }
 
 LogicalResult smp::verifyLayoutOf(Operation *op, Attribute attr, Type type,

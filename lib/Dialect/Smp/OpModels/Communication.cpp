@@ -47,8 +47,8 @@ struct AllReduceGradient
       return op->emitOpError("has no gradient (only sums and maxima do)");
     gx[0] = reduce.getGrid() == "dp"
                 ? Value(shard::AllReduceOp::create(
-                      b, op->getLoc(), gy[0], "dp",
-                      ArrayRef<shard::GridAxis>{0}, shard::ReductionKind::Sum))
+                      b, op->getLoc(), gy[0], "dp", reduce.getGridAxes(),
+                      shard::ReductionKind::Sum))
                 : gy[0];
     return success();
   }

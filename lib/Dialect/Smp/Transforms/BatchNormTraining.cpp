@@ -22,6 +22,7 @@
 
 #include "BatchNormTraining.h"
 
+#include "TrainStepContract.h"
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -94,9 +95,7 @@ struct Rewriter {
   SmallVector<RunningStat> running;
 
   Value allReduce(OpBuilder &b, Location loc, Value v) {
-    return shard::AllReduceOp::create(b, loc, v, "dp",
-                                      ArrayRef<shard::GridAxis>{0},
-                                      shard::ReductionKind::Sum);
+    return allReduceDp(b, loc, v);
   }
 
   /// dp rank 0's value of `v` (1-D) on every rank.
@@ -106,7 +105,9 @@ struct Rewriter {
     Value all = shard::AllGatherOp::create(
         b, loc, t.clone(ArrayRef<int64_t>{n * dp}),
         FlatSymbolRefAttr::get(b.getContext(), "dp"),
-        b.getDenseI16ArrayAttr({0}), v, b.getIndexAttr(0));
+        b.getDenseI16ArrayAttr(
+            dataParallelAxes(f->getParentOfType<ModuleOp>(), DpGroup::All)),
+        v, b.getIndexAttr(0));
     return SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                            b.getDenseI64ArrayAttr({n}),
                            b.getDenseI64ArrayAttr({1}));

@@ -48,10 +48,20 @@ struct SmpBuildGradientsPass
       return signalPassFailure();
     }
     OpBuilder b(module.getContext());
+    if (dpShard < 0 || (dpShard > 1 && (dp % dpShard != 0 || dpShard > dp))) {
+      module.emitError() << "smp-build-gradients: dp-shard "
+                         << static_cast<int>(dpShard) << " does not divide dp "
+                         << static_cast<int>(dp);
+      return signalPassFailure();
+    }
     if (dp > 1 && !module.lookupSymbol("dp")) {
+      // Hybrid sharding: dp / S replica groups of S ranks (dp rank
+      // r * S + s is shard s of group r).
+      SmallVector<int64_t> shape{dp};
+      if (dpShard > 1 && dpShard < dp)
+        shape = {dp / dpShard, dpShard};
       b.setInsertionPointToStart(module.getBody());
-      shard::GridOp::create(b, module.getLoc(), "dp",
-                            ArrayRef<int64_t>{static_cast<int64_t>(dp)});
+      shard::GridOp::create(b, module.getLoc(), "dp", shape);
     }
     b.setInsertionPointAfter(main);
     auto step = cast<func::FuncOp>(b.clone(*main));

@@ -23,13 +23,14 @@ using namespace smp;
 
 namespace {
 
-/// Sums the gradients over the data-parallel ranks in buckets: gradients
-/// of one stage and element type, in the order the backward computes
-/// them, are flattened and concatenated up to bucket-mb MiB, all-reduced
-/// at once and split back. Each bucket's ops follow its last gradient, so
-/// the all-reduce can overlap the rest of the backward.
+/// Sums the gradients over the data-parallel ranks of `group` in buckets:
+/// gradients of one stage and element type, in the order the backward
+/// computes them, are flattened and concatenated up to bucket-mb MiB,
+/// all-reduced at once and split back. Each bucket's ops follow its last
+/// gradient, so the all-reduce can overlap the rest of the backward.
 void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
-                        ArrayRef<Value> params, double bucketMb) {
+                        ArrayRef<Value> params, double bucketMb,
+                        DpGroup group) {
   Block *block = b.getInsertionBlock();
   auto together = [&](unsigned x, unsigned y) {
     return stageOf(params[x]) == stageOf(params[y]) &&
@@ -44,7 +45,7 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
     Operation *after = lastDefinition(*block, values);
     Operation *mark = lastBefore(b);
     if (bucket.size() == 1) {
-      grads[bucket[0]] = allReduceDp(b, loc, grads[bucket[0]]);
+      grads[bucket[0]] = allReduceDp(b, loc, grads[bucket[0]], group);
     } else {
       SmallVector<Value> flat;
       for (unsigned k : bucket) {
@@ -53,7 +54,8 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
             b, loc, t.clone(ArrayRef<int64_t>{t.getNumElements()}), grads[k]));
       }
       Value summed = allReduceDp(
-          b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)));
+          b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)),
+          group);
       int64_t offset = 0;
       for (unsigned k : bucket) {
         auto t = cast<RankedTensorType>(grads[k].getType());
@@ -95,17 +97,27 @@ struct SmpGradientAllReducePass
       return; // one replica: nothing to sum
     OpBuilder b(f->getBody().front().getTerminator());
     Location loc = f->getLoc();
-    SmallVector<Gradient> grads;
-    SmallVector<Value> values, params;
-    for (const Gradient &g : gradients(*f))
-      if (!g.sharded) { // a ZeRO-1 shard is summed already
-        grads.push_back(g);
-        values.push_back(g.value);
-        params.push_back(g.param);
-      }
-    allReduceInBuckets(b, loc, values, params, bucketMb);
-    for (auto [g, v] : llvm::zip(grads, values))
-      setResult(*f, g.result, v);
+    // Whole gradients are summed over every rank; a ZeRO chunk is summed
+    // over its shard group already, and under hybrid sharding still needs
+    // the sum over the replica groups (once per step, after the
+    // micro-batches' reduce-scatters, as MiCS does).
+    bool hybrid = !dataParallelAxes(module, DpGroup::Replica).empty();
+    for (bool sharded : {false, true}) {
+      if (sharded && !hybrid)
+        continue;
+      SmallVector<Gradient> grads;
+      SmallVector<Value> values, params;
+      for (const Gradient &g : gradients(*f))
+        if (g.sharded == sharded) {
+          grads.push_back(g);
+          values.push_back(g.value);
+          params.push_back(g.param);
+        }
+      allReduceInBuckets(b, loc, values, params, bucketMb,
+                         sharded ? DpGroup::Replica : DpGroup::All);
+      for (auto [g, v] : llvm::zip(grads, values))
+        setResult(*f, g.result, v);
+    }
     // The global loss, on every rank.
     if (auto i = findResult(*f, SmpDialect::kOutputAttr, "loss"))
       setResult(*f, *i,

@@ -58,8 +58,9 @@ struct SmpGradientNormPass
     }
     Value sumSq;
     for (auto &[key, partial] : stageSumSq) {
-      if (zero) // each rank summed the squares of its shards
-        partial = allReduceDp(b, loc, partial);
+      if (zero) // each rank summed the squares of its shards (its replica
+                // group's ranks hold the same ones)
+        partial = allReduceDp(b, loc, partial, DpGroup::Shard);
       if (key.second)
         partial = shard::AllReduceOp::create(b, loc, partial, "tp",
                                              ArrayRef<shard::GridAxis>{0},

@@ -61,9 +61,7 @@ struct SmpOptimizerPass
     bool paramSharded = paramLayout && paramLayout.getDpChunked();
     if (grad.sharded && !paramSharded) { // update this rank's shard of the
                                          // flattened parameter
-      paramIn = shard::AllSliceOp::create(
-          b, loc, g.getType(), flattenPadded(b, loc, param, dp), "dp",
-          ArrayRef<shard::GridAxis>{0}, 0);
+      paramIn = sliceDp(b, loc, flattenPadded(b, loc, param, dp), dp);
       type = g.getType();
     }
     auto elt = cast<RankedTensorType>(type).getElementType();
@@ -152,7 +150,7 @@ struct SmpOptimizerPass
           SmpDialect::kUpdateAttr, "@optimizer_step");
       step = nextStep;
     }
-    int64_t dp = dataParallelRanks(module);
+    int64_t dp = dataParallelShardRanks(module);
     SmallVector<Gradient> grads = gradients(*f);
     for (const Gradient &g : grads)
       update(*f, b, g, lr, step, found, dp);

@@ -24,35 +24,78 @@ FailureOr<func::FuncOp> trainStep(ModuleOp module, StringRef pass) {
 
 int64_t dataParallelRanks(ModuleOp module) {
   auto grid = module.lookupSymbol<shard::GridOp>("dp");
-  if (!grid || grid.getShape().size() != 1)
+  int64_t ranks = 1;
+  if (grid)
+    for (int64_t d : grid.getShape())
+      ranks *= d;
+  return ranks;
+}
+
+int64_t dataParallelShardRanks(ModuleOp module) {
+  auto grid = module.lookupSymbol<shard::GridOp>("dp");
+  if (!grid || grid.getShape().empty())
     return 1;
-  return grid.getShape()[0];
+  return grid.getShape().back();
 }
 
 FailureOr<int64_t> shardedDataParallelRanks(ModuleOp module, StringRef pass) {
-  int64_t dp = dataParallelRanks(module);
-  if (dp > 1)
-    return dp;
+  if (dataParallelRanks(module) > 1)
+    return dataParallelShardRanks(module);
   module.emitError() << pass
                      << " needs data parallelism (a shard.grid @dp of more "
                         "than one rank: smp-build-gradients{dp=N})";
   return failure();
 }
 
-Value reduceScatterDp(OpBuilder &b, Location loc, Value flat, int64_t dp) {
+SmallVector<int16_t> dataParallelAxes(ModuleOp module, DpGroup group) {
+  auto grid = module.lookupSymbol<shard::GridOp>("dp");
+  int16_t rank = grid ? static_cast<int16_t>(grid.getShape().size()) : 1;
+  switch (group) {
+  case DpGroup::All: {
+    SmallVector<int16_t> axes;
+    for (int16_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+    return axes;
+  }
+  case DpGroup::Shard:
+    return {static_cast<int16_t>(rank - 1)};
+  case DpGroup::Replica:
+    return rank > 1 ? SmallVector<int16_t>{0} : SmallVector<int16_t>{};
+  }
+  llvm_unreachable("unknown data-parallel group");
+}
+
+static ModuleOp moduleOf(OpBuilder &b) {
+  return b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+}
+
+Value reduceScatterDp(OpBuilder &b, Location loc, Value flat, int64_t shards) {
   auto t = cast<RankedTensorType>(flat.getType());
   MLIRContext *ctx = b.getContext();
   return shard::ReduceScatterOp::create(
-      b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / dp}),
-      FlatSymbolRefAttr::get(ctx, "dp"), b.getDenseI16ArrayAttr({0}), flat,
-      shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
+      b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / shards}),
+      FlatSymbolRefAttr::get(ctx, "dp"),
+      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), DpGroup::Shard)),
+      flat, shard::ReductionKindAttr::get(ctx, shard::ReductionKind::Sum),
       b.getIndexAttr(0));
 }
 
-Value allReduceDp(OpBuilder &b, Location loc, Value v) {
-  return shard::AllReduceOp::create(b, loc, v, "dp",
-                                    ArrayRef<shard::GridAxis>{0},
-                                    shard::ReductionKind::Sum);
+Value allReduceDp(OpBuilder &b, Location loc, Value v, DpGroup group) {
+  SmallVector<int16_t> axes = dataParallelAxes(moduleOf(b), group);
+  return shard::AllReduceOp::create(
+      b, loc, v, "dp",
+      ArrayRef<shard::GridAxis>(axes),
+      shard::ReductionKind::Sum);
+}
+
+Value sliceDp(OpBuilder &b, Location loc, Value flat, int64_t shards) {
+  auto t = cast<RankedTensorType>(flat.getType());
+  SmallVector<int16_t> axes = dataParallelAxes(moduleOf(b), DpGroup::Shard);
+  return shard::AllSliceOp::create(
+      b, loc, t.clone(ArrayRef<int64_t>{t.getDimSize(0) / shards}), flat,
+      "dp",
+      ArrayRef<shard::GridAxis>(axes),
+      0);
 }
 
 Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
@@ -74,13 +117,14 @@ Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
 }
 
 Value unshard(OpBuilder &b, Location loc, Value chunk, RankedTensorType pt,
-              int64_t dp) {
+              int64_t shards) {
   auto ct = cast<RankedTensorType>(chunk.getType());
-  int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * dp;
+  int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * shards;
   Value all = shard::AllGatherOp::create(
       b, loc, ct.clone(ArrayRef<int64_t>{padded}),
       FlatSymbolRefAttr::get(b.getContext(), "dp"),
-      b.getDenseI16ArrayAttr({0}), chunk, b.getIndexAttr(0));
+      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), DpGroup::Shard)),
+      chunk, b.getIndexAttr(0));
   if (padded != n)
     all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                           b.getDenseI64ArrayAttr({n}),

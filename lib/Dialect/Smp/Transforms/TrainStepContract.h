@@ -21,7 +21,11 @@
 //                                   when the step is unrolled; a step that is
 //                                   not has no smp.mb, and smp-optimizer
 //                                   drops its smp.bwd marks at the end)
-//   module   `shard.grid @dp`       the data-parallel ranks
+//   module   `shard.grid @dp`       the data-parallel ranks: 1-D, or 2-D
+//                                   [R, S] under hybrid sharding (R groups
+//                                   of S ranks; ZeRO shards over the S
+//                                   ranks of a group, axis 1, and replicates
+//                                   across the groups, axis 0)
 //
 // smp-optimizer consumes the gradients and the overflow flag: the finished
 // step returns only updates and outputs.
@@ -58,28 +62,53 @@ mlir::FailureOr<mlir::func::FuncOp> trainStep(mlir::ModuleOp module,
 /// The number of data-parallel ranks (the shard.grid @dp's size, 1 without).
 int64_t dataParallelRanks(mlir::ModuleOp module);
 
-/// The number of data-parallel ranks, or (none or one) after the error
-/// "`pass` needs data parallelism ..." on the module: the ZeRO passes.
+/// The ranks a ZeRO chunk is split over: the last axis of @dp (all the
+/// data-parallel ranks unless hybrid sharding made the grid 2-D).
+int64_t dataParallelShardRanks(mlir::ModuleOp module);
+
+/// The number of ZeRO shard ranks (dataParallelShardRanks), or (no data
+/// parallelism) failure after the error "`pass` needs data parallelism ..."
+/// on the module: the ZeRO passes.
 mlir::FailureOr<int64_t> shardedDataParallelRanks(mlir::ModuleOp module,
                                                   llvm::StringRef pass);
 
-/// Sum over the data-parallel ranks (shard.all_reduce on the dp grid).
-mlir::Value allReduceDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+/// Which data-parallel ranks a collective spans: all of them, this rank's
+/// shard group (the ranks that split a ZeRO chunk among them), or its
+/// replica group (the ranks that hold the same chunk). Without hybrid
+/// sharding the shard group is all the ranks and the replica group is this
+/// rank alone.
+enum class DpGroup { All, Shard, Replica };
 
-/// Sum over the `dp` data-parallel ranks of which this rank keeps its
-/// 1/dp: shard.reduce_scatter of the 1-D `flat` (a multiple of dp long).
+/// The axes of @dp that `group` spans (empty: a replica group of one rank).
+llvm::SmallVector<int16_t> dataParallelAxes(mlir::ModuleOp module,
+                                            DpGroup group);
+
+/// Sum over the data-parallel ranks of `group` (shard.all_reduce on the dp
+/// grid).
+mlir::Value allReduceDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                        DpGroup group = DpGroup::All);
+
+/// Sum over the `shards` ranks of this rank's shard group, of which this
+/// rank keeps its 1/shards: shard.reduce_scatter of the 1-D `flat` (a
+/// multiple of `shards` long). Under hybrid sharding the chunk still needs
+/// the sum over the replica groups (smp-gradient-all-reduce adds it).
 mlir::Value reduceScatterDp(mlir::OpBuilder &b, mlir::Location loc,
-                            mlir::Value flat, int64_t dp);
+                            mlir::Value flat, int64_t shards);
 
 /// `v` flattened to 1-D and zero-padded to a multiple of `dp` (ZeRO-1).
 mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value v, int64_t dp);
 
-/// Gathers every rank's chunk back into a tensor of type `whole` (its
-/// element type the chunk's): the parameter after a ZeRO-1 update, a ZeRO-3
-/// parameter before its uses.
+/// Gathers the chunks of this rank's shard group (`shards` ranks) back
+/// into a tensor of type `whole` (its element type the chunk's): the
+/// parameter after a ZeRO-1 update, a ZeRO-3 parameter before its uses.
 mlir::Value unshard(mlir::OpBuilder &b, mlir::Location loc, mlir::Value chunk,
-                    mlir::RankedTensorType whole, int64_t dp);
+                    mlir::RankedTensorType whole, int64_t shards);
+
+/// This rank's chunk of the 1-D `flat` (a multiple of `shards` long) among
+/// its shard group: shard.all_slice (no communication).
+mlir::Value sliceDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
+                    int64_t shards);
 
 /// Gives the ops after `mark` (null: from the block's start) up to the
 /// builder's insertion point the placement marks (smp.stage, smp.mb,

@@ -453,7 +453,7 @@ TEST_F(ArtifactWriterTest, RefusesModulesItCannotLower) {
             %0 = shard.all_reduce %x on @ep grid_axes = [0] : tensor<2xf32> -> tensor<2xf32>
             return %0 : tensor<2xf32>
           })",
-       "collective over unknown grid 'ep' (expected dp, tp or pp)"},
+       "collective over unknown grid 'ep' (expected dp, dp_shard, dp_replica, tp or pp)"},
       {R"(func.func @a(%x: tensor<2xf32> {smp.input = "x"}) -> tensor<2xf32> attributes {smp.pp_rank = 0 : i64} {
             return %x : tensor<2xf32>
           }

@@ -193,6 +193,38 @@ TEST(DeviceGridGroups, OrderedAndPartition) {
   EXPECT_EQ(grid.group(4, kTensorAxis), (std::vector<int>{4}));
 }
 
+// Hybrid sharding: dp 4 as 2 groups of 2 (dp coordinate d is shard d % 2
+// of group d / 2), under dp 4 x tp 2 with the cluster placement: dp peers
+// are 2 ranks apart.
+TEST(DeviceGridGroups, HybridShardAndReplicaGroups) {
+  DeviceGrid grid = makeGrid(4, 1, 2, kDPT);
+  grid.dpShard = 2;
+  EXPECT_EQ(grid.shardRanks(), 2);
+  // Rank 5 is dp 2, tp 1: shard 0 of group 1.
+  EXPECT_EQ(grid.group(5, "dp"), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(grid.group(5, "dp_shard"), (std::vector<int>{5, 7}));
+  EXPECT_EQ(grid.group(5, "dp_replica"), (std::vector<int>{1, 5}));
+  EXPECT_EQ(grid.group(5, "tp"), (std::vector<int>{4, 5}));
+  EXPECT_EQ(grid.group(5, "ep"), std::nullopt);
+  // Every rank's shard group and replica group meet only in the rank, and
+  // together span its dp line.
+  for (int64_t r = 0; r < grid.numRanks(); ++r) {
+    std::vector<int> shard = *grid.group(r, "dp_shard");
+    std::vector<int> replica = *grid.group(r, "dp_replica");
+    std::set<int> both(shard.begin(), shard.end());
+    for (int x : replica)
+      EXPECT_EQ(both.insert(x).second, x != r) << r;
+    EXPECT_EQ(both.size(), 3u);
+    for (int x : shard)
+      EXPECT_EQ(*grid.group(x, "dp_shard"), shard); // the same from a peer
+  }
+  // Without hybrid sharding the shard group is the dp line, and the
+  // replica group the rank alone.
+  grid.dpShard = 0;
+  EXPECT_EQ(grid.group(5, "dp_shard"), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(grid.group(5, "dp_replica"), (std::vector<int>{5}));
+}
+
 TEST(DeviceGridGroups, OneRank) {
   DeviceGrid grid;
   EXPECT_EQ(grid.numRanks(), 1);

@@ -32,8 +32,9 @@ void setResultLayout(mlir::FunctionOpInterface f, unsigned i,
 /// `layout` as the named attribute an argument or result dictionary holds.
 mlir::NamedAttribute namedLayout(LayoutAttr layout);
 
-/// The size of the one-axis `shard.grid @name` of the module holding `op`
-/// (e.g. "tp", "dp"), or nullopt when there is none.
+/// The size of the last axis of `shard.grid @name` of the module holding
+/// `op` (e.g. "tp", "dp": the ranks a tensor is split over; a hybrid-sharded
+/// @dp's shard groups), or nullopt when there is none.
 std::optional<int64_t> gridSize(mlir::Operation *op, llvm::StringRef name);
 
 /// Checks `attr` (the value of an `smp.layout` on `op`'s argument or result

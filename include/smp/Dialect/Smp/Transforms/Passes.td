@@ -82,6 +82,11 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
            "one rank's share of the global batch; losses are scaled so that "
            "the gradients, summed over the ranks, equal the one-device "
            "gradients">,
+    Option<"dpShard", "dp-shard", "int", /*default=*/"0",
+           "hybrid sharding: the ZeRO passes shard over groups of this many "
+           "data-parallel ranks and replicate across the dp / dp-shard "
+           "groups (shard.grid @dp becomes [dp / dp-shard, dp-shard]); 0 "
+           "or dp: one group of all the ranks">,
     Option<"bnStats", "bn-stats", "std::string", /*default=*/"\"global\"",
            "batch norm in the step (always PyTorch's train() mode: batch "
            "statistics, running statistics updated with momentum and the "
@@ -229,7 +234,10 @@ def SmpGradientAllReducePass
     bucket-mb MiB, all-reduced at once and split back; each bucket's ops
     follow its last gradient, so that a backend can overlap the all-reduce
     with the rest of the backward. The loss is all-reduced too (the global
-    loss, on every rank). Does nothing without a `shard.grid @dp`.
+    loss, on every rank). Under hybrid sharding (a 2-D `@dp`, see
+    smp-build-gradients' dp-shard) the ZeRO chunks, summed over their shard
+    group by the ZeRO passes, are all-reduced over the replica groups (axis
+    0) in the same buckets. Does nothing without a `shard.grid @dp`.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
