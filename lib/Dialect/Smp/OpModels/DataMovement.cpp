@@ -126,21 +126,25 @@ struct TransposeTpRule : public TpRule<TransposeTpRule, TransposeOp> {
 
 /// The input split along the dimension that starts where the split one
 /// does (the same number of elements before it) and divides or is divided
-/// by it: splitting heads x head_dim as heads, or the reverse.
+/// by it: splitting heads x head_dim as heads, or the reverse. A split in
+/// blocks (a fused QKV projection's output) passes through a dimension of
+/// the same size only (the [tokens, 3H] product viewed as [B, S, 3H]).
 struct ReshapeTpRule : public TpRule<ReshapeTpRule, ReshapeOp> {
   LogicalResult
   getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
-    if (s.blocks != 1)
-      return failure();
     ArrayRef<int64_t> in = shapeOf(op->getOperand(0)), out = shapeOf(result);
     int64_t pre = 1;
     for (int64_t e = 0; e < s.dim; ++e)
       pre *= out[e];
     int64_t p = 1;
     for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d) {
-      if (p == pre && in[d] != 1 &&
+      if (p == pre && s.blocks != 1 && in[d] == out[s.dim]) {
+        layouts.push_back(TpOperandLayout::split({d, s.blocks}));
+        return success();
+      }
+      if (p == pre && s.blocks == 1 && in[d] != 1 &&
           (in[d] % out[s.dim] == 0 || out[s.dim] % in[d] == 0)) {
         layouts.push_back(TpOperandLayout::split({d, 1}));
         return success();
