@@ -99,7 +99,8 @@ class Bench:
             if theirs:
                 cmd += ["--tp", str(t), "--pp", str(p),
                         "--checkpoint-activations", "full",
-                        "--no-shard-optimizer-state"] + pins
+                        "--no-shard-optimizer-state",
+                        "--no-sequence-parallel"] + pins
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 continue  # e.g. interleaved where m is not a multiple of p
@@ -123,6 +124,10 @@ def describe(p):
         s += " rc"
     if p["zero_stage"]:
         s += f" zero-{p['zero_stage']}"
+    if p.get("sharded_dp", p["dp"]) < p["dp"]:
+        s += f" sharded{p['sharded_dp']}"
+    if p.get("sequence_parallel"):
+        s += " sp"
     if p.get("offload"):
         s += " offload"
     return s

@@ -51,6 +51,13 @@ void buildTrainStep(OpPassManager &pm,
                             o.recomputeStages.end());
     pm.addPass(smp::createSmpRecomputePass(recompute));
   }
+  if (o.sequenceParallel) {
+    // The backward gathers the rows again (Megatron's sequence
+    // parallelism): the whole gathered values do not outlive the forward.
+    smp::SmpRecomputePassOptions gathers;
+    gathers.mode = "gathers";
+    pm.addPass(smp::createSmpRecomputePass(gathers));
+  }
   if (o.offload) {
     smp::SmpOffloadActivationsPassOptions offload;
     offload.horizon = static_cast<int>(o.offloadHorizon);
@@ -104,6 +111,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     tp.tp = static_cast<int>(o.tp);
     tp.vocabParallel = o.vocabParallel;
     pm.addPass(createSmpTensorParallelPass(tp));
+    if (o.sequenceParallel)
+      pm.addPass(createSmpSequenceParallelPass());
   }
   if (has(kPhaseMixedPrecision) && o.precision != "fp32") {
     SmpMixedPrecisionPassOptions mp;
@@ -159,6 +168,10 @@ struct TrainPipelineCLOptions
       *this, "vocab-parallel",
       llvm::cl::desc("logits split by vocabulary under tp (default: the "
                      "cross-entropy's logits)")};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron sequence parallelism between the tp regions"),
+      llvm::cl::init(false)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
@@ -243,6 +256,7 @@ struct TrainPipelineCLOptions
                           ? vocabParallel.getValue()
                           : smp::TrainingPipelineOptions::crossEntropyLogits(loss);
     o.precision = precision;
+    o.sequenceParallel = sequenceParallel;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "
                                "3, got " +

@@ -131,6 +131,13 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
   return out;
 }
 
+/// A sum over the batch (axis 0): weight and bias gradients.
+static bool reducesBatch(Operation *op) {
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) && axes &&
+         llvm::is_contained(axes.asArrayRef(), 0);
+}
+
 /// The step's values as live ranges (the profile's memory timeline), on the
 /// step as the compiler lowers it (canonicalized, CSE'd; forward ops carry
 /// kAnchorAttr), and the peak of live activation-sized temporaries beyond
@@ -138,7 +145,7 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
 /// Parameters and optimizer state (the step's arguments, and the updates
 /// written back into them) are left to the planner; reshapes alias their
 /// operand. A value grows with the batch when it depends on the data and is
-/// not shaped like a parameter (or its transpose). Backward values are
+/// a forward value or not shaped like a parameter (or its transpose). Backward values are
 /// anchored at the latest forward value they read, else their operands'.
 double stepLiveness(func::FuncOp step, int64_t lastPath,
                     std::vector<ModelProfile::StepValue> &values,
@@ -213,16 +220,13 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
   values.clear();
   // What grows with the batch: the data inputs and what is computed from
   // them, but for sums over the batch (axis 0: weight and bias gradients)
-  // and parameter-shaped results.
+  // and parameter-shaped results of the backward (a forward one is an
+  // activation: sequence parallelism's rows [S/tp, H] have a row-parallel
+  // [H/tp, H] weight's shape when S = H).
   llvm::DenseSet<Value> grows;
   for (Value v : data)
     if (cast<ShapedType>(v.getType()).getNumElements() > 1)
       grows.insert(v);
-  auto reducesBatch = [&](Operation *op) {
-    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-    return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) && axes &&
-           llvm::is_contained(axes.asArrayRef(), 0);
-  };
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
     bool fromData = llvm::any_of(op->getOperands(),
@@ -232,7 +236,9 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
     for (Value r : op->getResults()) {
       if (fromData)
         data.insert(r);
-      if (fromGrowing && !reducesBatch(op) && !paramTypes.count(r.getType()) &&
+      // A forward result is an activation even in a parameter's shape.
+      if (fromGrowing && !reducesBatch(op) &&
+          (isForward(op) || !paramTypes.count(r.getType())) &&
           isa<ShapedType>(r.getType()) &&
           cast<ShapedType>(r.getType()).getNumElements() > 1)
         grows.insert(r);
@@ -378,9 +384,10 @@ private:
 /// `vocabOutput`, one all-reduce per gradient, with or without full
 /// recomputation.
 TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
-                                     bool recompute) {
+                                     bool recompute, bool sequenceParallel) {
   TrainingPipelineOptions step;
   step.loss = "cross_entropy:" + vocabOutput + ":labels";
+  step.sequenceParallel = sequenceParallel;
   step.bucketMb = 0;
   if (recompute)
     step.recompute = "full";
@@ -391,7 +398,8 @@ TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
 /// Splits `copy` over `tp` devices (tensor parallelism, with the vocabulary
 /// parallel on `vocabOutput`); the first diagnostic on failure.
 llvm::Error applyTensorParallel(ModuleOp module, ModuleOp copy, int64_t tp,
-                                const std::string &vocabOutput) {
+                                const std::string &vocabOutput,
+                                bool sequenceParallel) {
   std::string diagnostics;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
     if (diagnostics.empty())
@@ -402,6 +410,7 @@ llvm::Error applyTensorParallel(ModuleOp module, ModuleOp copy, int64_t tp,
   TrainingPipelineOptions options;
   options.tp = tp;
   options.vocabParallel = vocabOutput;
+  options.sequenceParallel = sequenceParallel;
   options.phases = kPhaseTensorParallel;
   buildTrainingPipeline(pm, options);
   if (failed(pm.run(copy)))
@@ -424,7 +433,7 @@ struct ProfiledFunction {
   /// copy: the activations the backward really reads (saved for it) are then
   /// known, rather than every forward result. Its first ops are @main's.
   void buildStep(ModuleOp module, ModuleOp copy,
-                 const std::string &vocabOutput) {
+                 const std::string &vocabOutput, bool sequenceParallel) {
     numForward = main.getBody().front().getOperations().size() - 1;
     if (vocabOutput.empty())
       return;
@@ -432,7 +441,8 @@ struct ProfiledFunction {
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/false));
+    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/false,
+                                           sequenceParallel));
     if (succeeded(pm.run(copy))) {
       auto step = copy.lookupSymbol<func::FuncOp>("train_step");
       size_t i = 0;
@@ -510,6 +520,16 @@ void profilePathOps(const ProfiledFunction &f, bool fuse, ModelProfile &profile,
     if (auto ar = dyn_cast<shard::AllReduceOp>(op);
         ar && ar.getGrid() == "tp")
       p.tpCommBytes = bytesOf(ar.getInput());
+    if (auto rs = dyn_cast<shard::ReduceScatterOp>(op);
+        rs && rs.getGrid() == "tp") {
+      p.tpCommBytes = bytesOf(rs.getInput());
+      p.tpCollective = 1;
+    }
+    if (auto ag = dyn_cast<shard::AllGatherOp>(op);
+        ag && ag.getGrid() == "tp") {
+      p.tpCommBytes = bytesOf(ag.getResult());
+      p.tpCollective = 2;
+    }
     if (auto loc = dyn_cast<NameLoc>(op.getLoc()))
       p.name = loc.getName().str();
     position[&op] = profile.ops.size();
@@ -557,7 +577,8 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
   if (auto m = f.recomputing->lookupSymbol<func::FuncOp>("main"))
     tagForwardAnchors(m, anchors);
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true));
+  buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true,
+                                         profile.sequenceParallel));
   int32_t length = profile.stepLength;
   if (succeeded(pm.run(*f.recomputing)))
     (void)sweep(*f.recomputing, profile.stepValuesRecompute,
@@ -609,18 +630,21 @@ void markCuts(const llvm::DenseMap<Operation *, size_t> &position,
 
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
                                           const std::string &vocabOutput,
-                                          bool fuse) {
+                                          bool fuse, bool sequenceParallel) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  sequenceParallel = sequenceParallel && tp > 1;
   if (tp > 1)
-    if (llvm::Error err = applyTensorParallel(module, *copy, tp, vocabOutput))
+    if (llvm::Error err = applyTensorParallel(module, *copy, tp, vocabOutput,
+                                              sequenceParallel))
       return std::move(err);
   ProfiledFunction f;
   f.main = copy->lookupSymbol<func::FuncOp>("main");
   if (!f.main)
     return fail("the model has no func @main");
-  f.buildStep(module, *copy, vocabOutput);
+  f.buildStep(module, *copy, vocabOutput, sequenceParallel);
   ModelProfile profile;
   profile.tp = tp;
+  profile.sequenceParallel = sequenceParallel;
   llvm::DenseMap<Operation *, size_t> position;
   profilePathOps(f, fuse, profile, position);
   if (f.knowSaved)

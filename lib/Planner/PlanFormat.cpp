@@ -35,6 +35,8 @@ std::string Plan::summary() const {
      << microbatchSize << " x " << microbatches << " " << schedule;
   if (virtualStages > 1)
     os << " v=" << virtualStages;
+  if (sequenceParallel)
+    os << " sp";
   if (zeroStage > 0)
     os << " zero-" << zeroStage;
   if (zeroStage > 0 && shardRanks() < dp)
@@ -140,6 +142,7 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
         {"microbatches", p.microbatches}, {"schedule", p.schedule},
         {"virtual_stages", p.virtualStages}, {"zero_stage", p.zeroStage},
         {"sharded_dp", p.shardRanks()},
+        {"sequence_parallel", p.sequenceParallel},
         {"recompute", p.recompute}, {"offload", p.offload},
         {"recompute_stages", [&] {
            llvm::json::Array a;

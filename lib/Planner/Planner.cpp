@@ -64,11 +64,15 @@ std::vector<int64_t> divisors(int64_t n) {
 
 
 /// One tensor-parallel degree's profile with the micro-batch's op times.
+/// The profiles by (tensor-parallel degree, sequence parallelism).
+using ProfileKey = std::pair<int64_t, bool>;
+using Profiles = std::map<ProfileKey, ModelProfile>;
+
 struct Stages {
   const ModelProfile &profile;
   const DeviceSpec &device;
   int64_t b; // micro-batch size
-  std::vector<double> fwd, saved, params, tpComm; // per op
+  std::vector<double> fwd, saved, params, tpComm, tpCommBwd; // per op
   std::vector<size_t> cuts;                       // ops a stage may end after
 
   Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b)
@@ -80,14 +84,26 @@ struct Stages {
       c.flops = o.flops * b;
       c.bytesRead = o.batchBytes * b + o.fixedBytes;
       c.matrix = o.matrix;
-      double comm =
-          o.tpCommBytes > 0
-              ? groupCollectiveTime(Collective::AllReduce, o.tpCommBytes * b,
-                                    static_cast<int>(tp),
-                                    device.devicesPerNode, device)
-              : 0;
+      // The forward's collective and the backward's: an all-reduce's
+      // gradient is free but the region's tp_copy entry all-reduces (the
+      // same bytes); a reduce_scatter's gradient all-gathers; an
+      // all_gather's reduce-scatters and gathers the rows again.
+      auto time = [&](Collective kind) {
+        return o.tpCommBytes > 0
+                   ? groupCollectiveTime(kind, o.tpCommBytes * b,
+                                         static_cast<int>(tp),
+                                         device.devicesPerNode, device)
+                   : 0.0;
+      };
+      double comm = time(o.tpCollective == 0   ? Collective::AllReduce
+                         : o.tpCollective == 1 ? Collective::ReduceScatter
+                                               : Collective::AllGather);
       fwd.push_back(rooflineTime(c, o.bits, device));
       tpComm.push_back(comm);
+      tpCommBwd.push_back(o.tpCollective == 2
+                              ? time(Collective::ReduceScatter) +
+                                    time(Collective::AllGather)
+                              : comm);
       saved.push_back(o.savedBytes * b);
       params.push_back(o.paramBytes);
       if (o.cutAfter)
@@ -157,7 +173,7 @@ public:
       if (o.cutAfter)
         segment = 0;
       double f = st.fwd[i] + st.tpComm[i];
-      double bwd = 2 * st.fwd[i] + st.tpComm[i];
+      double bwd = 2 * st.fwd[i] + st.tpCommBwd[i];
       prefixTime[i + 1] = prefixTime[i] + f + bwd;
       prefixTimeRc[i + 1] = prefixTimeRc[i] + f + bwd + f;
       prefixSaved[i + 1] = prefixSaved[i] + st.saved[i];
@@ -167,6 +183,8 @@ public:
     if (c.zero == 3)
       largestParams = RangeMax(st.params);
   }
+
+  bool sequenceParallel() const { return st.profile.sequenceParallel; }
 
   double time(size_t begin, size_t end, bool rc) const {
     double t = rc ? prefixTimeRc[end] - prefixTimeRc[begin]
@@ -335,10 +353,11 @@ bool crossNode(int64_t span, const DeviceSpec &d) {
 
 
 /// The profiles per tensor-parallel degree (within a node, dividing the
-/// heads); a degree the model cannot be split over adds a refusal.
+/// heads) and, for tp > 1, with and without sequence parallelism (unless
+/// pinned); a degree the model cannot be split over adds a refusal.
 void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
                    const std::string &vocabOutput, const ModelProfile &base,
-                   std::map<int64_t, ModelProfile> &profiles,
+                   Profiles &profiles,
                    std::vector<std::string> &refusals) {
   const DeviceSpec &d = req.device;
   for (int64_t tp : divisors(req.devices)) {
@@ -347,16 +366,22 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
     if (!req.tp && tp > d.devicesPerNode)
       continue;
     if (tp == 1) {
-      profiles.emplace(1, base);
+      if (!req.sequenceParallel.value_or(false))
+        profiles.emplace(ProfileKey{1, false}, base);
       continue;
     }
-    auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise);
-    if (!p) {
-      refusals.push_back("tp " + std::to_string(tp) + ": " +
-                         llvm::toString(p.takeError()));
-      continue;
+    for (bool sp : {false, true}) {
+      if (req.sequenceParallel && *req.sequenceParallel != sp)
+        continue;
+      auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp);
+      if (!p) {
+        refusals.push_back("tp " + std::to_string(tp) +
+                           (sp ? " with sequence parallelism: " : ": ") +
+                           llvm::toString(p.takeError()));
+        continue;
+      }
+      profiles.emplace(ProfileKey{tp, sp}, std::move(*p));
     }
-    profiles.emplace(tp, std::move(*p));
   }
 }
 
@@ -393,8 +418,9 @@ struct PlanSearch {
   double smallestMemory = std::numeric_limits<double>::infinity();
   std::string smallestPlan;
 
-  void sweep(std::map<int64_t, ModelProfile> &profiles) {
-    for (auto &[tp, profile] : profiles) {
+  void sweep(Profiles &profiles) {
+    for (auto &[key, profile] : profiles) {
+      int64_t tp = key.first;
       for (int64_t pp : divisors(req.devices / tp)) {
         if (req.pp && pp != *req.pp)
           continue;
@@ -452,15 +478,18 @@ struct PlanSearch {
     }
   }
 
-  /// The ZeRO shard-group sizes to try over `dp` ranks: dp itself, and
-  /// for ZeRO-1..3 hybrid sharding over the divisors of dp from 2 up
-  /// (pinned: only that one).
+  /// The ZeRO shard-group sizes to try over `dp` ranks (pinned: only that
+  /// one): dp itself, and for ZeRO-3 hybrid sharding over the divisors of
+  /// dp from 2 up. ZeRO-1 and 2 move the same bytes once per step either
+  /// way, so they are searched over all of dp only (hybrid ones pinned).
   std::vector<int64_t> shardGroups(int64_t dp, int zero) const {
     if (zero == 0 || dp == 1)
       return {dp};
     if (req.shardedDp)
       return dp % *req.shardedDp == 0 ? std::vector<int64_t>{*req.shardedDp}
                                       : std::vector<int64_t>{};
+    if (zero < 3)
+      return {dp};
     std::vector<int64_t> groups;
     for (int64_t s : divisors(dp))
       if (s > 1)
@@ -482,6 +511,7 @@ struct PlanSearch {
       p.microbatches = c.m, p.schedule = schedule, p.zeroStage = c.zero,
       p.recompute = c.recompute != 0, p.virtualStages = v;
       p.shardedDp = c.shard < c.dp ? c.shard : 0;
+      p.sequenceParallel = ev.sequenceParallel();
       p.offload = c.offload;
       p.stageRecompute = loose.recompute;
       smallestPlan = p.summary();
@@ -504,6 +534,7 @@ struct PlanSearch {
     p.microbatches = m, p.schedule = schedule, p.zeroStage = c.zero,
     p.virtualStages = v;
     p.shardedDp = c.shard < dp ? c.shard : 0;
+    p.sequenceParallel = st.profile.sequenceParallel;
     p.offload = c.offload;
     p.stageRecompute = part.recompute;
     p.recompute = llvm::any_of(part.recompute, [](bool r) { return r; });
@@ -612,7 +643,7 @@ struct PlanSearch {
 /// Ranks the plans that fit, sweeps the fastest for their live memory and
 /// fills result.best and result.runnersUp.
 llvm::Error rankPlans(std::vector<Plan> &plans,
-                      const std::map<int64_t, ModelProfile> &profiles,
+                      const Profiles &profiles,
                       const PlanRequest &req, double cap, PlanResult &result) {
   const DeviceSpec &d = req.device;
   auto better = [&](const Plan &a, const Plan &b) {
@@ -629,7 +660,8 @@ llvm::Error rankPlans(std::vector<Plan> &plans,
   for (Plan &p : plans) {
     if (kept.size() > req.runnersUp)
       break;
-    if (!sweepMemory(p, profiles.at(p.tp), req) || p.peakMemory <= cap)
+    if (!sweepMemory(p, profiles.at({p.tp, p.sequenceParallel}), req) ||
+        p.peakMemory <= cap)
       kept.push_back(std::move(p));
   }
   if (kept.empty())
@@ -661,7 +693,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the plan needs devices >= 1 and a global "
                                    "batch >= 1");
-  std::map<int64_t, ModelProfile> profiles;
+  Profiles profiles;
   std::vector<std::string> refusals;
   auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise);
   if (!base)

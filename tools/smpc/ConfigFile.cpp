@@ -34,6 +34,8 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--untie", Kind::Repeated},
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
+    {"--sequence-parallel", Kind::Switch},
+    {"--no-sequence-parallel", Kind::Switch},
     {"--train", Kind::Switch},
     {"--loss", Kind::Value},
     {"--optimizer", Kind::Value},

@@ -194,6 +194,17 @@ PARALLELISM (compile --train)
                        layers are split (T must divide the heads and the
                        hidden units), and the embedding, the LM head and
                        a cross-entropy loss by vocabulary (any T).
+  --sequence-parallel  With --tp: Megatron's sequence parallelism. Between
+                       the split layers (norms, residual and bias adds)
+                       each tp rank keeps 1/T of the micro-batch's tokens:
+                       the layers' all-reduces become reduce-scatters and
+                       all-gathers (the same bytes) and those activations
+                       shrink by T. T must divide the tokens of a micro-
+                       batch (batch x sequence). The planner (--devices N)
+                       chooses it unless pinned on or off.
+  --no-sequence-parallel
+                       Keep the tokens whole between the tp layers (the
+                       planner's choice pinned off).
   --optimize speed|memory
                        Planner (plan, compile --devices N): choose the
                        fastest plan that fits (speed, the default) or the

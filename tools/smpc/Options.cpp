@@ -83,7 +83,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
       "--momentum", "--dampening",
       "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
       "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
-      "--gather-prefetch", "--sharded-dp",
+      "--gather-prefetch", "--sharded-dp", "--sequence-parallel",
+      "--no-sequence-parallel",
       "--activation-loading-horizon", "--offload-activations",
       "--checkpoint-activations", "--shard-optimizer-state",
       "--no-shard-optimizer-state", "--zero-stage", "--placement",
@@ -106,6 +107,13 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                   (std::string(f) == "--global-batch"
                        ? "; smpc compile takes the global batch as --batch-size"
                        : ""));
+  // Sequence parallelism needs tp > 1: pinned to 1, or left at 1 where no
+  // planner chooses it.
+  if (opts.pinned.sequenceParallel.value_or(false) &&
+      opts.pinned.tp.value_or(plan || plannerChooses(opts) ? 0 : 1) == 1)
+    return fail("--sequence-parallel splits the tokens between the "
+                "tensor-parallel layers over the --tp ranks: it needs "
+                "--tp > 1");
   if (!training)
     return std::nullopt;
   bool sgd = opts.plan.optimizer == "sgd";
@@ -167,6 +175,10 @@ std::optional<int> checkDegreeFlags(const Options &opts) {
     return std::nullopt;
   if (opts.given.count("--schedule") && opts.plan.pp == 1)
     return fail("--schedule applies to pipelines (--pp > 1)");
+  if (opts.plan.sequenceParallel && opts.plan.tp == 1)
+    return fail("--sequence-parallel splits the tokens between the "
+                "tensor-parallel layers over the --tp ranks: it needs "
+                "--tp > 1");
   if (opts.given.count("--bucket-mb") && opts.plan.dp == 1)
     return fail("--bucket-mb applies to data parallelism (--dp > 1)");
   if (opts.plan.bnStats == "replica" && opts.plan.dp == 1)
@@ -459,6 +471,13 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     return failFlag(exit, "--emit supports only --emit=mlir");
   } else if (a == "--no-raise") {
     opts.import.raise = false;
+  } else if (a == "--sequence-parallel" || a == "--no-sequence-parallel") {
+    bool on = a == "--sequence-parallel";
+    if (opts.pinned.sequenceParallel && *opts.pinned.sequenceParallel != on)
+      return failFlag(exit, "--sequence-parallel and --no-sequence-parallel "
+                            "contradict each other; give one");
+    opts.pinned.sequenceParallel = on;
+    opts.plan.sequenceParallel = on;
   } else if (a == "--no-fuse-attention") {
     opts.import.fuseAttention = false;
   } else {

@@ -38,6 +38,8 @@ struct Options {
     std::string zeroFlag;
     /// --sharded-dp S: hybrid sharding over groups of S data-parallel ranks.
     std::optional<int64_t> shardedDp;
+    /// --sequence-parallel (true) or --no-sequence-parallel (false).
+    std::optional<bool> sequenceParallel;
     /// --offload-activations.
     std::optional<bool> offload;
   } pinned;

@@ -74,6 +74,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.schedule = cmd.schedule;
   req.zeroStage = cmd.zeroStage;
   req.shardedDp = cmd.shardedDp;
+  req.sequenceParallel = cmd.sequenceParallel;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;
   req.minimizeMemory = cmd.optimize == "memory";

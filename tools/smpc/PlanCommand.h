@@ -19,6 +19,7 @@ struct PlanCommand {
   std::optional<std::string> schedule;
   std::optional<int> zeroStage;
   std::optional<int64_t> shardedDp;
+  std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
 };
 

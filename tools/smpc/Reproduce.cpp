@@ -70,6 +70,8 @@ std::string reproducingCommand(const Options &opts) {
       pin("--zero-stage", std::to_string(p.zeroStage));
     if (p.zeroStage > 0 && p.shardedDp > 0 && p.shardedDp < p.dp)
       pin("--sharded-dp", std::to_string(p.shardedDp));
+    if (p.sequenceParallel)
+      pin("--sequence-parallel", "");
     if (p.recompute != "none" && p.recomputeStages.empty())
       pin("--checkpoint-activations", p.recompute);
     if (!p.recomputeStages.empty()) {

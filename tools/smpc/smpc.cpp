@@ -125,6 +125,7 @@ void applyPlannedMemory(const smp::Plan &p, smp::TrainingPipelineOptions &plan,
     plan.zeroStage = p.zeroStage;
   if (p.zeroStage > 0 && p.shardRanks() < p.dp)
     plan.shardedDp = p.shardRanks();
+  plan.sequenceParallel = p.sequenceParallel;
   if (p.offload)
     plan.offload = true;
   if (!recompute || !p.recompute)
@@ -159,6 +160,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.zeroStage = opts.pinned.zeroStage;
   // --sharded-dp without --zero-stage is sharded data parallelism: ZeRO-3.
   cmd.shardedDp = opts.pinned.shardedDp;
+  cmd.sequenceParallel = opts.pinned.sequenceParallel;
   if (cmd.shardedDp && !cmd.zeroStage)
     cmd.zeroStage = 3;
   if (opts.pinned.recompute == "none" || opts.pinned.recompute == "full")

@@ -62,6 +62,9 @@ struct TrainingPipelineOptions {
   /// Under tensor parallelism, the output (logits) whose LM head is split
   /// by vocabulary rows for a parallel cross-entropy (empty: none).
   std::string vocabParallel;
+  /// Under tensor parallelism: Megatron's sequence parallelism between the
+  /// regions (smp-sequence-parallel).
+  bool sequenceParallel = false;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
   /// With data parallelism, the ZeRO stage: 0 none, 1 each rank keeps 1/dp

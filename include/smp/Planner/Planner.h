@@ -39,7 +39,14 @@ struct OpProfile {
   double savedBytes = 0;      // activations kept for the backward, per sample
   double paramBytes = 0;      // parameters (this rank's slice) first used here
   std::vector<unsigned> params; // every parameter read (ModelProfile::paramSizes)
-  double tpCommBytes = 0;     // all-reduced over tp in the forward, per sample
+  /// Moved over tp in the forward, per sample (the whole buffer: the
+  /// all-reduced tensor, or under sequence parallelism the reduce-scattered
+  /// input or the gathered result).
+  double tpCommBytes = 0;
+  /// 0: all_reduce (its gradient is free, a tp_copy's all-reduce pays the
+  /// backward); 1: reduce_scatter (the backward all-gathers); 2: all_gather
+  /// (the backward reduce-scatters and all-gathers the rows again).
+  int tpCollective = 0;
   bool cutAfter = false;      // a pipeline cut may follow this op
   double boundaryBytes = 0;   // per sample, what crosses a cut after this op
   std::string name;           // node name, for reports
@@ -47,6 +54,8 @@ struct OpProfile {
 
 struct ModelProfile {
   int64_t tp = 1;
+  /// Profiled with sequence parallelism between the tp regions.
+  bool sequenceParallel = false;
   std::vector<OpProfile> ops;
   double totalParamBytes = 0;  // the whole model, f32 (one tp rank's slice)
   double maxTempBytes = 0;     // the largest single result, per sample
@@ -134,10 +143,12 @@ double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
 /// parallel degree `tp` (running smp-tensor-parallel on a copy; the logits
 /// of a cross-entropy loss named by `vocabOutput` split by vocabulary).
 /// With `fuse`, ops are costed as a fusing backend runs them (elementwise
-/// chains in one pass, layout changes absorbed by matrix products).
+/// chains in one pass, layout changes absorbed by matrix products); with
+/// `sequenceParallel` (tp > 1), the regions' outside is split by tokens.
 llvm::Expected<ModelProfile> profileModel(mlir::ModuleOp module, int64_t tp,
                                           const std::string &vocabOutput,
-                                          bool fuse = false);
+                                          bool fuse = false,
+                                          bool sequenceParallel = false);
 
 struct PlanRequest {
   int64_t devices = 1;
@@ -153,6 +164,8 @@ struct PlanRequest {
   /// Hybrid sharding: the ZeRO stage shards over groups of this many dp
   /// ranks (unset: searched among the divisors of dp).
   std::optional<int64_t> shardedDp;
+  /// Sequence parallelism under tp (unset: searched for every tp > 1).
+  std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
   /// Fraction of device memory a plan may use (the rest: runtime, fragments).
   double memoryFraction = 0.9;
@@ -185,6 +198,8 @@ struct Plan {
   int64_t shardedDp = 0;
   /// The ranks a ZeRO chunk is split over.
   int64_t shardRanks() const { return shardedDp > 0 ? shardedDp : dp; }
+  /// Megatron's sequence parallelism between the tp regions.
+  bool sequenceParallel = false;
   bool recompute = false, offload = false;
   /// Which stages recompute their activations (all when `recompute` and the
   /// planner did not choose per stage).

@@ -72,6 +72,17 @@ std::string planReport(ModuleOp module,
     os << "tensor parallel: " << tp << " ranks split the MLP and attention "
        << "layers (column- then row-parallel); " << regions
        << " all_reduce(s) over tp per step in the forward and backward\n";
+    int64_t scatters = 0, gathers = 0;
+    for (const auto &inst : stages.front()->program.instructions())
+      if (inst.attrs().count("grid") && inst.attrs().at("grid").s() == "tp") {
+        scatters += inst.op() == "reduce_scatter";
+        gathers += inst.op() == "all_gather";
+      }
+    if (scatters > 0)
+      os << "sequence parallel: between those layers (norms, residual and "
+         << "bias adds) each tp rank keeps 1/" << tp << " of the tokens; "
+         << scatters << " reduce_scatter(s) and " << gathers
+         << " all_gather(s) over tp per step\n";
     if (auto main = module.lookupSymbol<func::FuncOp>("main"))
       for (unsigned i = 0; i < main.getNumResults(); ++i)
         if (LayoutAttr layout = getResultLayout(main, i);

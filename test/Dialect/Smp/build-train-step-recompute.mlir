@@ -28,7 +28,7 @@
 // SEL-NEXT: smp.softmax {{.*}} {axis = 1 : i64, smp.recomputed}
 
 // NONE-NOT: smp.recomputed
-// BAD: unknown recompute mode 'some' (expected none, full or selective)
+// BAD: unknown recompute mode 'some' (expected none, full, selective or gathers)
 
 module {
   func.func @main(%x: tensor<4x8xf32> {smp.input = "x"},

@@ -82,3 +82,51 @@ func.func @residual_stays(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %dy: tensor<
   %a3 = smp.add %late, %g3 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %a, %g, %a2, %a3, %s3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// A sum over the tp ranks of which each keeps its rows (the gradient of a
+// sequence-parallel region's entry: tp_copy after all_gather) becomes one
+// reduce_scatter, also through a reshape between them; its marks are kept.
+// A sum with another user, or over other ranks than the slice, stays.
+// CHECK-LABEL: func.func @reduce_scatter
+// CHECK: %[[RS:.*]] = shard.reduce_scatter %arg0 on @tp grid_axes = [0] scatter_axis = 0 {smp.bwd} : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[V:.*]] = smp.reshape %arg1 {smp.bwd} : tensor<2x4x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[RS2:.*]] = shard.reduce_scatter %[[V]] on @tp grid_axes = [0] scatter_axis = 0 {smp.bwd} : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK: %[[AR:.*]] = shard.all_reduce %arg0 on @tp
+// CHECK: %[[SL:.*]] = shard.all_slice %[[AR]] on @tp
+// CHECK: %[[AR2:.*]] = shard.all_reduce %arg0 on @dp
+// CHECK: shard.all_slice %[[AR2]] on @tp
+// CHECK-NOT: shard.all_reduce
+// CHECK: return %[[RS]], %[[RS2]], %[[SL]], %[[AR]]
+shard.grid @tp(shape = 2)
+shard.grid @dp(shape = 2)
+func.func @reduce_scatter(%x: tensor<8x4xf32>, %y: tensor<2x4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>) {
+  %s = shard.all_reduce %x on @tp grid_axes = [0] {smp.bwd} : tensor<8x4xf32> -> tensor<8x4xf32>
+  %a = shard.all_slice %s on @tp grid_axes = [0] slice_axis = 0 {smp.bwd} : tensor<8x4xf32> -> tensor<4x4xf32>
+  %t = shard.all_reduce %y on @tp grid_axes = [0] {smp.bwd} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  %v = smp.reshape %t {smp.bwd} : tensor<2x4x4xf32> -> tensor<8x4xf32>
+  %b = shard.all_slice %v on @tp grid_axes = [0] slice_axis = 0 {smp.bwd} : tensor<8x4xf32> -> tensor<4x4xf32>
+  %u = shard.all_reduce %x on @tp grid_axes = [0] : tensor<8x4xf32> -> tensor<8x4xf32>
+  %c = shard.all_slice %u on @tp grid_axes = [0] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %w = shard.all_reduce %x on @dp grid_axes = [0] : tensor<8x4xf32> -> tensor<8x4xf32>
+  %d = shard.all_slice %w on @tp grid_axes = [0] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  return %a, %b, %c, %u, %d : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// Gathering the parts an all_slice cut gives its input back (the same on
+// every rank); over other ranks, or along another axis, it stays.
+// CHECK-LABEL: func.func @gather_of_slice
+// CHECK: %[[SL:.*]] = shard.all_slice %arg0 on @tp grid_axes = [0] slice_axis = 1
+// CHECK: %[[G:.*]] = shard.all_gather %[[SL]] on @tp grid_axes = [0] gather_axis = 0
+// CHECK: return %arg0, %[[G]]
+shard.grid @tp(shape = 2)
+func.func @gather_of_slice(%x: tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<16x2xf32>) {
+  %s = shard.all_slice %x on @tp grid_axes = [0] slice_axis = 0 : tensor<8x4xf32> -> tensor<4x4xf32>
+  %g = shard.all_gather %s on @tp grid_axes = [0] gather_axis = 0 : tensor<4x4xf32> -> tensor<8x4xf32>
+  %t = shard.all_slice %x on @tp grid_axes = [0] slice_axis = 1 : tensor<8x4xf32> -> tensor<8x2xf32>
+  %h = shard.all_gather %t on @tp grid_axes = [0] gather_axis = 0 : tensor<8x2xf32> -> tensor<16x2xf32>
+  return %g, %h : tensor<8x4xf32>, tensor<16x2xf32>
+}

@@ -24,7 +24,7 @@
 // STAGE-NOT: smp.recomputed{{.*}}smp.stage = 0
 
 // NOSTEP: smp-recompute: no func @train_step (run smp-build-gradients first)
-// BAD: unknown recompute mode 'some' (expected none, full or selective)
+// BAD: unknown recompute mode 'some' (expected none, full, selective or gathers)
 module {
   func.func @main(%x: tensor<4x8xf32> {smp.input = "x"},
                   %w1: tensor<8x8xf32> {smp.param = "w1"},

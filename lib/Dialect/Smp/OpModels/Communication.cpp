@@ -53,6 +53,47 @@ struct AllReduceGradient
     return success();
   }
 };
+
+/// The collectives that move rows of a value between the tensor-parallel
+/// ranks (smp-sequence-parallel, along dim 0): all_gather (every rank then
+/// uses the same whole value, so its gradient is the same on every rank:
+/// this rank takes its rows), all_slice (of a value every rank holds whole:
+/// the rows' gradients gathered whole) and reduce_scatter (of partial sums:
+/// each rank's partial gets the whole gradient, gathered). Only on @tp: the
+/// data-parallel ones are built after autodiff.
+template <typename Op>
+struct RowsGradient
+    : public AutodiffOpInterface::ExternalModel<RowsGradient<Op>, Op> {
+  LogicalResult buildVJP(Operation *op, OpBuilder &b, ArrayRef<Value> gy,
+                         ArrayRef<bool>, SmallVectorImpl<Value> &gx) const {
+    gx.assign(1, Value());
+    auto c = cast<Op>(op);
+    int64_t axis;
+    if constexpr (std::is_same_v<Op, shard::AllGatherOp>)
+      axis = c.getGatherAxis().getSExtValue();
+    else if constexpr (std::is_same_v<Op, shard::AllSliceOp>)
+      axis = c.getSliceAxis().getSExtValue();
+    else
+      axis = c.getReduction() == shard::ReductionKind::Sum
+                 ? c.getScatterAxis().getSExtValue()
+                 : -1;
+    if (c.getGrid() != "tp" || axis != 0)
+      return op->emitOpError("has no gradient (only a sum or a collective "
+                             "along dim 0 of @tp has one)");
+    if (!gy[0])
+      return success();
+    auto inType = cast<RankedTensorType>(op->getOperand(0).getType());
+    if constexpr (std::is_same_v<Op, shard::AllGatherOp>)
+      gx[0] = shard::AllSliceOp::create(b, op->getLoc(), inType, gy[0], "tp",
+                                        c.getGridAxes(), 0);
+    else
+      gx[0] = shard::AllGatherOp::create(
+          b, op->getLoc(), inType,
+          FlatSymbolRefAttr::get(b.getContext(), "tp"),
+          b.getDenseI16ArrayAttr(c.getGridAxes()), gy[0], b.getIndexAttr(0));
+    return success();
+  }
+};
 } // namespace
 
 void registerCommunicationOpModels(DialectRegistry &registry) {
@@ -63,6 +104,10 @@ void registerCommunicationOpModels(DialectRegistry &registry) {
   });
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
     shard::AllReduceOp::attachInterface<AllReduceGradient>(*ctx);
+    shard::AllGatherOp::attachInterface<RowsGradient<shard::AllGatherOp>>(*ctx);
+    shard::AllSliceOp::attachInterface<RowsGradient<shard::AllSliceOp>>(*ctx);
+    shard::ReduceScatterOp::attachInterface<
+        RowsGradient<shard::ReduceScatterOp>>(*ctx);
     // The transfer is timed by the communication model; on the device
     // they only stream their buffers.
     attach<NoCost, shard::AllReduceOp, shard::AllGatherOp,

@@ -16,17 +16,25 @@
 //              mask) and the softmax; the checkpoints are Q and K (as in
 //              Korthikanti et al. 2022, which keeps the linear layers'
 //              outputs and recomputes the quadratic part).
+//   gathers    segments are sequence parallelism's all_gathers over @tp
+//              and the views of their results (reshape, tp_copy): the
+//              backward gathers the rows again for the weight gradients
+//              of the column-parallel products, so only the rows stay
+//              alive (Korthikanti et al.: the all-gather is repeated in the
+//              backward pass instead of keeping its output).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Recompute.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 
 #include <limits>
 
@@ -147,13 +155,38 @@ attentionCores(ArrayRef<Operation *> fwd) {
   return cores;
 }
 
+/// Each all_gather over @tp and the views of its result (gathers).
+SmallVector<SmallVector<Operation *>> rowGathers(ArrayRef<Operation *> fwd) {
+  llvm::DenseSet<Operation *> inForward(fwd.begin(), fwd.end());
+  SmallVector<SmallVector<Operation *>> segments;
+  for (Operation *op : fwd) {
+    auto gather = dyn_cast<shard::AllGatherOp>(op);
+    if (!gather || gather.getGrid() != "tp")
+      continue;
+    llvm::SetVector<Operation *> chain;
+    chain.insert(op);
+    for (size_t k = 0; k < chain.size(); ++k)
+      for (Operation *user : chain[k]->getResult(0).getUsers())
+        if (inForward.count(user) && isa<ReshapeOp, TpCopyOp>(user))
+          chain.insert(user);
+    SmallVector<Operation *> segment(chain.begin(), chain.end());
+    llvm::sort(segment, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    segments.push_back(std::move(segment));
+  }
+  return segments;
+}
+
 } // namespace
 
 size_t recomputeActivations(ArrayRef<Operation *> forward, Block::iterator
                                                                backwardBegin,
                             Block::iterator backwardEnd, StringRef mode) {
   SmallVector<SmallVector<Operation *>> segments =
-      mode == "full" ? fullSegments(forward) : attentionCores(forward);
+      mode == "full"      ? fullSegments(forward)
+      : mode == "gathers" ? rowGathers(forward)
+                          : attentionCores(forward);
   // Backward ops, in order, and their positions.
   SmallVector<Operation *> backward;
   llvm::DenseMap<Operation *, size_t> bwdIndex;

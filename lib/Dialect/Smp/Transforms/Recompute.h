@@ -9,7 +9,7 @@ namespace smp {
 
 /// Makes the backward ops in [backwardBegin, backwardEnd) read recomputed
 /// copies of the forward's values instead of the originals, segment by
-/// segment (`mode`: "full" or "selective"; see Recompute.cpp). `forward`
+/// segment (`mode`: "full", "selective" or "gathers"; see Recompute.cpp). `forward`
 /// lists the forward ops in order. Returns the number of ops cloned.
 size_t recomputeActivations(llvm::ArrayRef<mlir::Operation *> forward,
                             mlir::Block::iterator backwardBegin,

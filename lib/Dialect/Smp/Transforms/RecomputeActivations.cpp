@@ -30,7 +30,7 @@ struct SmpRecomputePass
   /// Refuses an unknown mode before anything runs.
   LogicalResult initialize(MLIRContext *ctx) override {
     return checkChoice(ctx, "recompute mode", mode,
-                       {"none", "full", "selective"});
+                       {"none", "full", "selective", "gathers"});
   }
 
   void runOnOperation() override {

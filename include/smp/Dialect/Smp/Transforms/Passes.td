@@ -123,12 +123,17 @@ def SmpRecomputePass : Pass<"smp-recompute", "mlir::ModuleOp"> {
     its own copies of forward values (marked `smp.recomputed` and
     `smp.bwd`): full recomputes the forward between cut points from their
     inputs, so only the residual stream between half-layers stays alive;
-    selective recomputes only the attention cores (scores, mask, softmax).
+    selective recomputes only the attention cores (scores, mask, softmax);
+    gathers repeats sequence parallelism's all_gathers over `@tp` (and the
+    views of their results) in the backward, so only each rank's rows live
+    from the forward to the backward.
   }];
-  let dependentDialects = ["::smp::SmpDialect"];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
     Option<"mode", "recompute", "std::string", /*default=*/"\"full\"",
-           "full or selective">,
+           "full, selective or gathers (sequence parallelism's all_gathers "
+           "over @tp repeated in the backward instead of keeping their "
+           "output)">,
     ListOption<"stages", "recompute-stages", "int64_t",
                "only the ops of these pipeline stages (smp.stage) are "
                "recomputed (the planner's per-stage choice); empty: all">
@@ -351,6 +356,32 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def SmpSequenceParallelPass : Pass<"smp-sequence-parallel", "mlir::ModuleOp"> {
+  let summary = "Megatron sequence parallelism between the tensor-parallel regions";
+  let description = [{
+    Runs on func @main after smp-tensor-parallel. Between its regions the
+    ops work token by token (bias and residual adds, layer and RMS norms
+    over the last dim, elementwise ops), so each tp rank keeps only its
+    share of the tokens there: a value [d0, ..., H] is viewed as [T, H] (T
+    the micro-batch's tokens) and rank r holds rows [r T/tp, (r+1) T/tp).
+    A region's exit (`shard.all_reduce` on `@tp`) whose result a token-wise
+    op reads becomes a `shard.reduce_scatter` onto the rank's rows; every
+    token-wise op reading rows is redone on rows; a replicated operand of
+    the result's shape (or broadcasting to it over the tokens) is read as
+    its rows (`shard.all_slice`, after `smp.expand` when it broadcasts), and
+    one broadcast over the tokens (a norm's scale, a bias) through
+    `smp.tp_copy`, whose gradient is summed over tp; where anything else
+    reads a value (a region's `smp.tp_copy` entry, a reshape into heads,
+    the loss) the rows are `shard.all_gather`ed back. The backward follows
+    from the collectives' gradients: the entries' all_reduce + all_slice
+    become reduce_scatters (smp-fuse-backward) and the exits' gradients
+    all_gathers, so each layer moves the bytes of tensor parallelism's two
+    all-reduces while the norms' and residuals' activations shrink by tp.
+    A micro-batch whose tokens tp does not divide is refused.
+  }];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+}
+
 def SmpPipelineSplitPass : Pass<"smp-pipeline-split", "mlir::ModuleOp"> {
   let summary = "Assign the ops of func @main to pipeline stages";
   let description = [{
@@ -410,11 +441,16 @@ def SmpFuseBackwardPass : Pass<"smp-fuse-backward", "mlir::func::FuncOp"> {
     - `add(r, layer_norm_grad(...)#0)` (and rms_norm_grad: the residual
       branch's gradient added to the norm's input gradient) becomes the norm
       gradient with `residual r`, when that input gradient has no other use.
-    Both kernels round as the unfused ops do: the bits do not change. Runs
+    Both kernels round as the unfused ops do: the bits do not change. And
+    `shard.all_slice(shard.all_reduce(x))` (a sum of which each rank keeps
+    its part: the gradient of a sequence-parallel region's entry) becomes
+    `shard.reduce_scatter(x)`, when the all_reduce has no other use, and
+    `shard.all_gather(shard.all_slice(x))` is `x` (an all_slice's input is
+    the same on every rank of its group). Runs
     after the training step is built and split (any plan), before the
     final canonicalization.
   }];
-  let dependentDialects = ["::smp::SmpDialect"];
+  let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
 }
 
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
