@@ -10,6 +10,7 @@
 #                       [--peak-tflops P] [--small] [--no-torch]
 #                       [--unfused] [--sdpa] [--no-compile] [--rounds R]
 #                       [--layers L] [--hidden H] [--heads NH] [--vocab V]
+#                       [--prebuilt]
 #
 # --unfused adds a row for smp with --no-fuse-attention (the s x s scores
 # materialised); --sdpa adds PyTorch eager and torch.compile with
@@ -17,7 +18,11 @@
 # attention; --no-compile leaves out torch.compile (minutes of compilation on
 # a CPU). --rounds R runs every row R times, alternating (smp, PyTorch, smp,
 # ...), and prints each row's median with the range. --layers/--hidden/
-# --heads/--vocab change the model (GPT-2 124M by default).
+# --heads/--vocab change the model (GPT-2 124M by default). --prebuilt
+# skips smp-modelgen and smpc: SMP_BENCH_DIR already holds
+# gpt2-fused.smpx (gpt2-unfused.smpx with --unfused) compiled for this
+# shape and batch, and the tokens in data/ (scripts/device-kit.sh packs
+# them, for a GPU machine without smpc).
 #
 # --small: a 2-layer, 128-wide model with seq 64 and vocab 512, to check
 # the benchmark itself on a CPU (`--device cpu --small`). The peak defaults to
@@ -35,7 +40,7 @@ DIR=${SMP_BENCH_DIR:-/tmp/smp-gpt2-train}
 PYTHON=${PYTHON:-python3}
 L=12 H=768 NH=12 T=1024 V=50257
 B=16 STEPS=30 WARM=10 DEV=cuda PREC=bf16 PEAK="" TORCH=1
-UNFUSED=0 SDPA=0 COMPILE=1 ROUNDS=1
+UNFUSED=0 SDPA=0 COMPILE=1 ROUNDS=1 PREBUILT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEV=$2; shift 2 ;;
@@ -55,7 +60,8 @@ while [ $# -gt 0 ]; do
     --hidden) H=$2; shift 2 ;;
     --heads) NH=$2; shift 2 ;;
     --vocab) V=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --prebuilt) PREBUILT=1; shift ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "gpt2_train.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -65,14 +71,23 @@ fi
 mkdir -p "$DIR"
 echo "# gpt2_train.sh: L=$L H=$H heads=$NH T=$T V=$V batch=$B steps=$STEPS (+$WARM warm-up) $PREC on $DEV" >&2
 
-# The model and random tokens (enough samples for every step's batch).
-"$BIN/smp-modelgen" gpt --layers $L --hidden $H --heads $NH --seq $T \
-  --vocab $V -o "$DIR/gpt2.onnx" --write-data "$DIR/data" $((B * 2)) >&2
 target=cpu
 [ "$DEV" != cpu ] && target=cuda
 rows=()
 variants=(fused)
 [ $UNFUSED = 1 ] && variants+=(unfused)
+if [ $PREBUILT = 1 ]; then
+  for variant in "${variants[@]}"; do
+    [ -f "$DIR/gpt2-$variant.smpx/manifest.pb" ] || {
+      echo "gpt2_train.sh: --prebuilt needs $DIR/gpt2-$variant.smpx" >&2
+      exit 2
+    }
+  done
+  [ -d "$DIR/data" ] || { echo "gpt2_train.sh: --prebuilt needs $DIR/data" >&2; exit 2; }
+else
+# The model and random tokens (enough samples for every step's batch).
+"$BIN/smp-modelgen" gpt --layers $L --hidden $H --heads $NH --seq $T \
+  --vocab $V -o "$DIR/gpt2.onnx" --write-data "$DIR/data" $((B * 2)) >&2
 for variant in "${variants[@]}"; do
   flag=""
   [ $variant = unfused ] && flag=--no-fuse-attention
@@ -82,6 +97,7 @@ for variant in "${variants[@]}"; do
     --precision "$PREC" --batch-size $B $flag -o "$DIR/gpt2-$variant.smpx" >&2
   echo "# smpc compile ($variant attention): $(echo "$(date +%s.%N) - $start" | bc) s" >&2
 done
+fi
 modes=()
 if [ $TORCH = 1 ]; then
   modes=(eager)

@@ -15,6 +15,7 @@
 
 #include "TestUtil.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -81,7 +82,13 @@ inline Host genMask(const AttnCase &c, DType t) {
   return Host();
 }
 
-inline std::string attnFixtureDir() { return SMP_ATTENTION_FIXTURES; }
+/// The fixtures' directory: $SMP_ATTENTION_FIXTURES where set (a test
+/// binary run from another checkout: scripts/device-kit.sh), else the
+/// source tree's.
+inline std::string attnFixtureDir() {
+  const char *dir = std::getenv("SMP_ATTENTION_FIXTURES");
+  return dir && *dir ? dir : SMP_ATTENTION_FIXTURES;
+}
 
 /// The cases of cases.txt (empty, with a test failure, when unreadable).
 inline std::vector<AttnCase> loadAttnCases() {

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The CUDA backend against the CPU backend on the same artifacts, in two
+# halves so that the compiling half runs where smpc is (it links MLIR) and
+# the running half wherever smprun and a GPU are (scripts/device-kit.sh):
+#
+#   gpu-suite.sh compile DIR          smpc: every artifact of the suite into DIR
+#   gpu-suite.sh run DIR OUT [DEVICE] smprun: the suite on DEVICE (default
+#                                     cuda) against --device cpu, one line per
+#                                     check to stdout, logs and metrics in OUT
+#
+# The suite (test/smprun/cuda.test runs both halves and checks the lines):
+# every training fixture (mlp, cnn_bn, gpt, llama, bert) with SGD and AdamW,
+# fp32 and bf16, 5 steps of batch 8: per-step losses and gradient norms of
+# DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
+# activation offloading and with full recomputation against the CPU; a
+# checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
+# uninterrupted CPU run); --save-onnx from DEVICE.
+#
+# Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), PYTHON
+# (default python3), FIXTURES (default test/fixtures/train of this
+# checkout). A failed run or comparison prints a line with FAILED; the
+# script itself exits 0 once it has run every check.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SMPC=${SMPC:-smpc}
+SMPRUN=${SMPRUN:-smprun}
+PYTHON=${PYTHON:-python3}
+FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
+SAME=$ROOT/test/train/same_losses.py
+MODELS=(mlp cnn_bn gpt llama bert)
+OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
+
+usage() { sed -n '2,21p' "$0" >&2; exit 2; }
+
+compile() {
+  local dir=$1 m o c p extra
+  mkdir -p "$dir"
+  for m in "${MODELS[@]}"; do
+    for o in "${OPTIMIZERS[@]}"; do
+      c=${o%% *}
+      for p in fp32 bf16; do
+        extra=()
+        [ $m = cnn_bn ] && extra=(--bn-stats running)
+        "$SMPC" compile "$FIXTURES/$m.onnx" --train "${extra[@]}" --target cuda \
+          --loss cross_entropy:logits:labels --optimizer $o --precision $p \
+          --batch-size 8 -o "$dir/$m.$c.$p.smpx" > /dev/null || return 1
+      done
+    done
+  done
+  for mode in "off:--offload-activations" "rc:--checkpoint-activations full"; do
+    # shellcheck disable=SC2086
+    "$SMPC" compile "$FIXTURES/gpt.onnx" --train --target cuda \
+      --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-3 \
+      --batch-size 8 ${mode#*:} -o "$dir/gpt.${mode%%:*}.smpx" > /dev/null || return 1
+  done
+}
+
+# One smprun, its output in OUT/NAME.log; prints "NAME: FAILED to run" on
+# failure.
+runone() {
+  local name=$1
+  shift
+  "$SMPRUN" "$@" > "$OUT/$name.log" 2>&1 || {
+    echo "$name: FAILED to run ($(tail -n 1 "$OUT/$name.log"))"
+    return 1
+  }
+}
+
+run() {
+  local dir=$1 dev=$3 m o c p tol
+  OUT=$2
+  mkdir -p "$OUT"
+  for m in "${MODELS[@]}"; do
+    for o in "${OPTIMIZERS[@]}"; do
+      c=${o%% *}
+      for p in fp32 bf16; do
+        local a="$dir/$m.$c.$p.smpx" base="$m.$c.$p"
+        runone "$base.cpu" "$a" --device cpu --data "$FIXTURES/$m" --steps 5 \
+          --metrics "$OUT/$base.cpu.jsonl" &&
+          runone "$base.$dev" "$a" --device "$dev" --data "$FIXTURES/$m" \
+            --steps 5 --metrics "$OUT/$base.$dev.jsonl"
+        tol=1e-4
+        [ $p = bf16 ] && tol=2e-2
+        echo "$m/$c/$p: $("$PYTHON" "$SAME" "$OUT/$base.cpu.jsonl" \
+          "$OUT/$base.$dev.jsonl" --rtol $tol || echo FAILED)"
+      done
+    done
+  done
+  # Offloading and recomputation on the device equal the CPU.
+  for n in off rc; do
+    runone "gpt.$n.$dev" "$dir/gpt.$n.smpx" --device "$dev" \
+      --data "$FIXTURES/gpt" --steps 5 --metrics "$OUT/gpt.$n.$dev.jsonl"
+    echo "gpt/$n: $("$PYTHON" "$SAME" "$OUT/gpt.adamw.fp32.cpu.jsonl" \
+      "$OUT/gpt.$n.$dev.jsonl" --rtol 1e-4 || echo FAILED)"
+  done
+  # A checkpoint written on the device resumes on the CPU: steps 4-5 equal
+  # the uninterrupted CPU run.
+  local a="$dir/gpt.adamw.fp32.smpx"
+  rm -rf "$OUT/ckpt"
+  runone ckpt.$dev "$a" --device "$dev" --data "$FIXTURES/gpt" --steps 3 \
+    --checkpoint-dir "$OUT/ckpt" --checkpoint-every 3
+  runone resume.cpu "$a" --device cpu --data "$FIXTURES/gpt" --steps 5 \
+    --checkpoint-dir "$OUT/ckpt" --resume --metrics "$OUT/resumed.jsonl"
+  tail -n 2 "$OUT/gpt.adamw.fp32.cpu.jsonl" > "$OUT/steps45.jsonl"
+  echo "resume: $("$PYTHON" "$SAME" "$OUT/steps45.jsonl" "$OUT/resumed.jsonl" \
+    --rtol 1e-4 || echo FAILED)"
+  # The model trained on the device exports.
+  rm -f "$OUT/trained.onnx"
+  runone save-onnx.$dev "$a" --device "$dev" --data "$FIXTURES/gpt" --steps 5 \
+    --save-onnx "$OUT/trained.onnx" &&
+    if [ -s "$OUT/trained.onnx" ]; then
+      echo "save-onnx: wrote $(wc -c < "$OUT/trained.onnx") bytes"
+    else
+      echo "save-onnx: FAILED (no file)"
+    fi
+  return 0
+}
+
+case "${1:-}" in
+  compile) [ $# -eq 2 ] || usage; compile "$2" ;;
+  run) [ $# -ge 3 ] && [ $# -le 4 ] || usage; run "$2" "$3" "${4:-cuda}" ;;
+  *) usage ;;
+esac
