@@ -7,6 +7,8 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build ccache g++ python3
+  # scripts/device-kit.sh: strip and xz for the kit.
+  binutils xz-utils
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
