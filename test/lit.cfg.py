@@ -92,6 +92,12 @@ if os.path.isdir(onnx_node):
     config.substitutions.append(("%onnx_node", onnx_node))
 if config.smp_have_cuda:
     config.available_features.add("cuda")
+    # The CUDA emulator (kernels/cudaemu): smprun-emu runs --device cuda on
+    # the CPU (REQUIRES: cudaemu).
+    if config.smp_cuda_emulator:
+        config.available_features.add("cudaemu")
+        llvm_config.add_tool_substitutions(["smprun-emu"],
+                                           [config.smp_tools_dir])
     # A usable GPU: tests of the CUDA backend run (REQUIRES: gpu), the
     # others skip them.
     import shutil

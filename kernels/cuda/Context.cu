@@ -147,9 +147,12 @@ Status synchronize(Context &ctx) {
   case kErrGatherElementsIndex:
   case kErrGatherElementsGradIndex: {
     static const char *const names[] = {
-        "gather", "gather_grad", "", "", "", "",
+        "gather", "gather_grad", "", "", "", // codes 4-6: not indices
         "gather_nd", "gather_nd_grad", "gather_elements",
         "gather_elements_grad"};
+    static_assert(sizeof(names) / sizeof(*names) ==
+                      kErrGatherElementsGradIndex - kErrGatherIndex + 1,
+                  "one name per error code from kErrGatherIndex on");
     return fail(names[e.code - kErrGatherIndex],
                 "index " + str(e.value) + " at position " + str(e.position) +
                     " is out of range for axis " + str(e.aux) + " of size " +

@@ -268,7 +268,7 @@ TEST_F(Cuda, MatMulShapesTransposesAndBroadcasts) {
       {{5, 7}, {3, 7}, false, true},      {{7, 5}, {3, 7}, true, true},
       {{4, 5, 7}, {4, 7, 3}, false, false}, {{4, 5, 7}, {7, 3}, false, false},
       {{4, 7, 5}, {7, 3}, true, false},   {{5, 7}, {4, 7, 3}, false, false},
-      {{2, 1, 5, 7}, {1, 3, 7, 3}, false, true},
+      {{2, 1, 5, 7}, {1, 3, 3, 7}, false, true},
       {{7}, {7, 3}, false, false},        {{5, 7}, {7}, false, false},
       {{7}, {7}, false, false},           {{3, 2, 5, 7}, {2, 7, 6}, false, false},
       {{64, 128}, {128, 96}, false, false}, {{33, 17}, {17, 65}, false, false},

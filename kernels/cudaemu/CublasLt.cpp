@@ -1,0 +1,431 @@
+//===- CublasLt.cpp - cuBLASLt's matrix product in the emulator -----------===//
+//
+// The cuBLASLt calls smp makes, with the documented semantics: D =
+// alpha op(A) op(B) + beta C on column-major (or row-major) layouts with
+// leading dimensions and strided batches, f32/f16/bf16 storage with f32
+// accumulation (tf32-rounded operands under CUBLAS_COMPUTE_32F_FAST_TF32)
+// and f64. What cuBLASLt would refuse is refused the same way: a leading
+// dimension shorter than a column, operands whose shapes do not chain, a
+// type combination without a kernel, an epilogue this emulator does not
+// model (CUBLAS_STATUS_NOT_SUPPORTED: the caller's fallback runs), and at
+// the product: an operand or workspace not in device memory or running
+// past its allocation, or a pointer less aligned than the preference
+// promised when the algorithm was chosen (a real kernel would fault).
+//
+//===----------------------------------------------------------------------===//
+
+#include "State.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace smp::cudaemu;
+
+namespace {
+
+struct Handle {
+  int magic = 0x4c74;
+};
+struct OpDesc {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+};
+struct Layout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t order = CUBLASLT_ORDER_COL;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct Pref {
+  uint64_t workspace = 0;
+  uint32_t align[4] = {256, 256, 256, 256}; // A, B, C, D
+};
+constexpr uint64_t kAlgoMagic = 0x736d70656d75ull; // "smpemu"
+
+OpDesc *op(cublasLtMatmulDesc_t d) { return reinterpret_cast<OpDesc *>(d); }
+Layout *lay(cublasLtMatrixLayout_t l) { return reinterpret_cast<Layout *>(l); }
+Pref *pref(cublasLtMatmulPreference_t p) {
+  return reinterpret_cast<Pref *>(p);
+}
+
+size_t typeSize(cudaDataType_t t) {
+  switch (t) {
+  case CUDA_R_32F:
+    return 4;
+  case CUDA_R_64F:
+    return 8;
+  case CUDA_R_16F:
+  case CUDA_R_16BF:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+template <class T> cublasStatus_t setValue(T &field, const void *buf,
+                                           size_t size) {
+  if (size != sizeof(T))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(&field, buf, sizeof(T));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// Element (r, c) offset of a layout (one matrix of the batch).
+int64_t at(const Layout &l, int64_t r, int64_t c) {
+  return l.order == CUBLASLT_ORDER_COL ? c * l.ld + r : r * l.ld + c;
+}
+
+/// Elements a batch of this layout spans from its first element.
+int64_t extent(const Layout &l) {
+  int64_t one = l.order == CUBLASLT_ORDER_COL
+                    ? (int64_t(l.cols) - 1) * l.ld + int64_t(l.rows)
+                    : (int64_t(l.rows) - 1) * l.ld + int64_t(l.cols);
+  return (l.batch - 1) * l.stride + one;
+}
+
+double load(const void *p, cudaDataType_t t, int64_t i) {
+  switch (t) {
+  case CUDA_R_32F:
+    return static_cast<const float *>(p)[i];
+  case CUDA_R_64F:
+    return static_cast<const double *>(p)[i];
+  case CUDA_R_16F:
+    return __half2float(static_cast<const __half *>(p)[i]);
+  case CUDA_R_16BF:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  default:
+    return 0;
+  }
+}
+
+void store(void *p, cudaDataType_t t, int64_t i, double v) {
+  switch (t) {
+  case CUDA_R_32F:
+    static_cast<float *>(p)[i] = static_cast<float>(v);
+    break;
+  case CUDA_R_64F:
+    static_cast<double *>(p)[i] = v;
+    break;
+  case CUDA_R_16F:
+    static_cast<__half *>(p)[i] = __float2half_rn(static_cast<float>(v));
+    break;
+  case CUDA_R_16BF:
+    static_cast<__nv_bfloat16 *>(p)[i] =
+        __float2bfloat16_rn(static_cast<float>(v));
+    break;
+  default:
+    break;
+  }
+}
+
+/// TF32: the f32 value with its mantissa rounded to 10 bits.
+float tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u)
+    u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&v, &u, 4);
+  return v;
+}
+
+/// Why this product has no kernel, or empty.
+std::string refusal(const OpDesc &d, const Layout &a, const Layout &b,
+                    const Layout &c, const Layout &dd) {
+  uint64_t m = d.transA == CUBLAS_OP_N ? a.rows : a.cols;
+  uint64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
+  uint64_t kb = d.transB == CUBLAS_OP_N ? b.rows : b.cols;
+  uint64_t n = d.transB == CUBLAS_OP_N ? b.cols : b.rows;
+  if (k != kb || c.rows != m || c.cols != n || dd.rows != m || dd.cols != n)
+    return "op(A) " + std::to_string(m) + "x" + std::to_string(k) +
+           ", op(B) " + std::to_string(kb) + "x" + std::to_string(n) +
+           ", C " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+           ", D " + std::to_string(dd.rows) + "x" + std::to_string(dd.cols) +
+           " do not chain";
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    return "epilogue " + std::to_string(d.epilogue) +
+           " is not modelled by the emulator";
+  if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch)
+    return "batch counts differ";
+  bool f64 = d.compute == CUBLAS_COMPUTE_64F;
+  bool f32 = d.compute == CUBLAS_COMPUTE_32F ||
+             d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (f64 && (d.scale != CUDA_R_64F || a.type != CUDA_R_64F ||
+              b.type != CUDA_R_64F || c.type != CUDA_R_64F ||
+              dd.type != CUDA_R_64F))
+    return "CUBLAS_COMPUTE_64F needs f64 scale and operands";
+  if (f32) {
+    if (d.scale != CUDA_R_32F)
+      return "f32 compute needs an f32 scale type";
+    if (a.type != b.type || c.type != dd.type ||
+        (a.type != c.type && c.type != CUDA_R_32F))
+      return "no kernel for these operand types";
+    if (a.type == CUDA_R_64F || typeSize(a.type) == 0)
+      return "no kernel for these operand types";
+    if (d.compute == CUBLAS_COMPUTE_32F_FAST_TF32 && a.type != CUDA_R_32F)
+      return "CUBLAS_COMPUTE_32F_FAST_TF32 takes f32 operands";
+  }
+  if (!f32 && !f64)
+    return "compute type " + std::to_string(d.compute) +
+           " is not modelled by the emulator";
+  return "";
+}
+
+bool checkLayout(const Layout &l) {
+  int64_t need = l.order == CUBLASLT_ORDER_COL ? int64_t(l.rows)
+                                               : int64_t(l.cols);
+  return l.ld >= std::max<int64_t>(need, 1) && l.batch >= 1 &&
+         (l.batch == 1 || l.stride >= 0);
+}
+
+cublasStatus_t refuse(cublasStatus_t s, const std::string &why) {
+  report(why);
+  return s;
+}
+
+} // namespace
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
+  *h = reinterpret_cast<cublasLtHandle_t>(new Handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {
+  delete reinterpret_cast<Handle *>(h);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d,
+                                        cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  *d = reinterpret_cast<cublasLtMatmulDesc_t>(new OpDesc{compute, scale});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
+  delete op(d);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(
+    cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
+    const void *buf, size_t size) {
+  switch (attr) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return setValue(op(d)->transA, buf, size);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return setValue(op(d)->transB, buf, size);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE:
+    return setValue(op(d)->epilogue, buf, size);
+  default:
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
+                  "cublasLtMatmulDescSetAttribute: attribute " +
+                      std::to_string(attr) +
+                      " is not modelled by the emulator "
+                      "(kernels/cudaemu/CublasLt.cpp)");
+  }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l,
+                                          cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  Layout x{type, rows, cols, ld};
+  if (typeSize(type) == 0 || !checkLayout(x))
+    return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                  "cublasLtMatrixLayoutCreate: " + std::to_string(rows) +
+                      "x" + std::to_string(cols) + " with ld " +
+                      std::to_string(ld) + " (column-major ld >= rows)");
+  *l = reinterpret_cast<cublasLtMatrixLayout_t>(new Layout(x));
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
+  delete lay(l);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(
+    cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
+    const void *buf, size_t size) {
+  switch (attr) {
+  case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT:
+    return setValue(lay(l)->batch, buf, size);
+  case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET:
+    return setValue(lay(l)->stride, buf, size);
+  case CUBLASLT_MATRIX_LAYOUT_ORDER:
+    return setValue(lay(l)->order, buf, size);
+  default:
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
+                  "cublasLtMatrixLayoutSetAttribute: attribute " +
+                      std::to_string(attr) + " is not modelled");
+  }
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+  *p = reinterpret_cast<cublasLtMatmulPreference_t>(new Pref);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  delete pref(p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr,
+    const void *buf, size_t size) {
+  switch (attr) {
+  case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+    return setValue(pref(p)->workspace, buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    return setValue(pref(p)->align[0], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    return setValue(pref(p)->align[1], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    return setValue(pref(p)->align[2], buf, size);
+  case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+    return setValue(pref(p)->align[3], buf, size);
+  default:
+    return CUBLAS_STATUS_SUCCESS; // search preferences: no effect here
+  }
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
+    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+    cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t p, int requested,
+    cublasLtMatmulHeuristicResult_t results[], int *returned) {
+  *returned = 0;
+  if (requested < 1)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::string why = refusal(*op(d), *lay(a), *lay(b), *lay(c), *lay(dd));
+  if (!why.empty()) {
+    report("cuBLASLt heuristic: no algorithm: " + why);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  // Kernels need operands aligned to their element at least.
+  const Layout *ls[4] = {lay(a), lay(b), lay(c), lay(dd)};
+  for (int i = 0; i < 4; ++i)
+    if (pref(p)->align[i] < typeSize(ls[i]->type))
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+  cublasLtMatmulHeuristicResult_t r{};
+  r.algo.data[0] = kAlgoMagic;
+  for (int i = 0; i < 4; ++i)
+    r.algo.data[1 + i] = pref(p)->align[i];
+  r.workspaceSize = 0;
+  r.state = CUBLAS_STATUS_SUCCESS;
+  r.wavesCount = 1.0f;
+  results[0] = r;
+  *returned = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
+                              const void *alpha, const void *A,
+                              cublasLtMatrixLayout_t Adesc, const void *B,
+                              cublasLtMatrixLayout_t Bdesc, const void *beta,
+                              const void *C, cublasLtMatrixLayout_t Cdesc,
+                              void *D, cublasLtMatrixLayout_t Ddesc,
+                              const cublasLtMatmulAlgo_t *algo,
+                              void *workspace, size_t workspaceBytes,
+                              cudaStream_t) {
+  if (!h || !desc)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  const OpDesc &d = *op(desc);
+  const Layout &a = *lay(Adesc), &b = *lay(Bdesc), &c = *lay(Cdesc),
+               &dl = *lay(Ddesc);
+  std::string why = refusal(d, a, b, c, dl);
+  if (!why.empty())
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul: " + why);
+  if (!algo || algo->data[0] != kAlgoMagic)
+    return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                  "cublasLtMatmul: an algorithm not from the heuristic");
+  if (C == D && (c.ld != dl.ld || c.order != dl.order || c.type != dl.type ||
+                 c.stride != dl.stride))
+    return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                  "cublasLtMatmul: in place (C == D) with different layouts");
+  const void *ptrs[4] = {A, B, C, D};
+  const Layout *ls[4] = {&a, &b, &c, &dl};
+  const char *names[4] = {"A", "B", "C", "D"};
+  for (int i = 0; i < 4; ++i) {
+    size_t bytes = static_cast<size_t>(extent(*ls[i])) * typeSize(ls[i]->type);
+    if (!deviceAccessible(ptrs[i], bytes)) {
+      report(std::string("cublasLtMatmul: ") + names[i] + " (" +
+             std::to_string(bytes) +
+             " bytes by its layout) is not inside a device allocation");
+      setError(cudaErrorIllegalAddress, true);
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    uint64_t promised = algo->data[1 + i];
+    if (reinterpret_cast<uintptr_t>(ptrs[i]) % promised != 0) {
+      report(std::string("cublasLtMatmul: ") + names[i] +
+             " is less aligned than the " + std::to_string(promised) +
+             " bytes the algorithm was chosen for");
+      setError(cudaErrorIllegalAddress, true);
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    if (dl.batch > 1 &&
+        (ls[i]->stride * typeSize(ls[i]->type)) % promised != 0) {
+      report(std::string("cublasLtMatmul: ") + names[i] +
+             "'s batch stride breaks the promised alignment");
+      setError(cudaErrorIllegalAddress, true);
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+  }
+  if (workspace && workspaceBytes &&
+      !deviceAccessible(workspace, workspaceBytes)) {
+    report("cublasLtMatmul: the workspace is not device memory");
+    setError(cudaErrorIllegalAddress, true);
+    return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+
+  bool f64 = d.compute == CUBLAS_COMPUTE_64F;
+  bool tf = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+  double al = f64 ? *static_cast<const double *>(alpha)
+                  : *static_cast<const float *>(alpha);
+  double be = f64 ? *static_cast<const double *>(beta)
+                  : *static_cast<const float *>(beta);
+  int64_t m = dl.rows, n = dl.cols;
+  int64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
+  std::vector<double> out(static_cast<size_t>(m * n));
+  for (int32_t bi = 0; bi < dl.batch; ++bi) {
+    const char *pa = static_cast<const char *>(A) + bi * a.stride * typeSize(a.type);
+    const char *pb = static_cast<const char *>(B) + bi * b.stride * typeSize(b.type);
+    const char *pc = static_cast<const char *>(C) + bi * c.stride * typeSize(c.type);
+    char *pd = static_cast<char *>(D) + bi * dl.stride * typeSize(dl.type);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        double acc64 = 0;
+        float acc32 = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          int64_t ia = d.transA == CUBLAS_OP_N ? at(a, i, p) : at(a, p, i);
+          int64_t ib = d.transB == CUBLAS_OP_N ? at(b, p, j) : at(b, j, p);
+          double x = load(pa, a.type, ia), y = load(pb, b.type, ib);
+          if (f64) {
+            acc64 += x * y;
+          } else if (tf) {
+            acc32 += tf32(static_cast<float>(x)) * tf32(static_cast<float>(y));
+          } else {
+            acc32 = std::fma(static_cast<float>(x), static_cast<float>(y),
+                             acc32);
+          }
+        }
+        double acc = f64 ? acc64 : acc32;
+        double v = al * acc;
+        if (be != 0)
+          v += be * load(pc, c.type, at(c, i, j));
+        out[static_cast<size_t>(j * m + i)] = v;
+      }
+    // D is written after C was read (in place is allowed).
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i)
+        store(pd, dl.type, at(dl, i, j), out[static_cast<size_t>(j * m + i)]);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // extern "C"

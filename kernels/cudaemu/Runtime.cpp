@@ -1,0 +1,425 @@
+//===- Runtime.cpp - The CUDA runtime API of the emulator -----------------===//
+//
+// The cudart functions smp calls, on host memory: allocations come from
+// State.cpp (device memory is host memory the emulator tracks), work runs
+// when it is enqueued (a stream is a name; every synchronisation has
+// nothing left to wait for), and each call checks what the real runtime
+// would refuse: a copy whose direction does not match its pointers, a
+// range past the end of an allocation, a free of memory it did not
+// allocate, a device that does not exist.
+//
+//===----------------------------------------------------------------------===//
+
+#include "State.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+using namespace smp::cudaemu;
+
+namespace {
+
+struct EmuStream {
+  int device;
+  unsigned flags;
+};
+struct EmuEvent {
+  unsigned flags;
+};
+struct EmuPool {
+  int device;
+};
+
+thread_local int currentDevice = 0;
+
+int deviceCount() {
+  static const int n = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_DEVICES");
+    int d = v ? std::atoi(v) : 1;
+    return d < 0 ? 0 : d;
+  }();
+  return n;
+}
+
+cudaError_t fail(cudaError_t e, const std::string &why) {
+  report(why);
+  setError(e);
+  return e;
+}
+
+std::string hex(const void *p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+/// [p, p + bytes) inside one allocation of `kind`.
+bool inside(const void *p, size_t bytes, MemoryKind kind) {
+  Allocation a;
+  return findAllocation(p, bytes, a) && a.kind == kind;
+}
+/// Not device memory (pageable or pinned host memory).
+bool onHost(const void *p) {
+  Allocation a;
+  return !findAllocation(p, 0, a) || a.kind == MemoryKind::PinnedHost;
+}
+
+cudaError_t checkCopy(void *dst, const void *src, size_t n,
+                      cudaMemcpyKind kind, const char *what) {
+  std::string at = std::string(what) + " of " + std::to_string(n) +
+                   " bytes from " + hex(src) + " to " + hex(dst);
+  bool dDev = inside(dst, n, MemoryKind::Device);
+  bool sDev = inside(src, n, MemoryKind::Device);
+  switch (kind) {
+  case cudaMemcpyHostToDevice:
+    if (!dDev || !onHost(src))
+      return fail(cudaErrorInvalidValue,
+                  at + ": cudaMemcpyHostToDevice needs a host source and a "
+                       "device destination with room for the bytes");
+    break;
+  case cudaMemcpyDeviceToHost:
+    if (!sDev || !onHost(dst))
+      return fail(cudaErrorInvalidValue,
+                  at + ": cudaMemcpyDeviceToHost needs a device source with "
+                       "the bytes and a host destination");
+    break;
+  case cudaMemcpyDeviceToDevice:
+    if (!dDev || !sDev)
+      return fail(cudaErrorInvalidValue,
+                  at + ": cudaMemcpyDeviceToDevice needs both in device "
+                       "memory with room for the bytes");
+    break;
+  case cudaMemcpyHostToHost:
+    if (!onHost(dst) || !onHost(src))
+      return fail(cudaErrorInvalidValue,
+                  at + ": cudaMemcpyHostToHost with device memory");
+    break;
+  case cudaMemcpyDefault: {
+    Allocation a;
+    if ((findAllocation(dst, 0, a) && !findAllocation(dst, n, a)) ||
+        (findAllocation(src, 0, a) && !findAllocation(src, n, a)))
+      return fail(cudaErrorInvalidValue,
+                  at + ": the range runs past the end of its allocation");
+    break;
+  }
+  default:
+    return fail(cudaErrorInvalidMemcpyDirection, at + ": unknown direction");
+  }
+  return cudaSuccess;
+}
+
+cudaError_t checkDevice(int d) {
+  return d >= 0 && d < deviceCount() ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = deviceCount();
+  return deviceCount() > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (cudaError_t e = checkDevice(device); e != cudaSuccess)
+    return fail(e, "cudaSetDevice(" + std::to_string(device) + ")");
+  currentDevice = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device) {
+  *device = currentDevice;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return stickyError(); }
+
+cudaError_t cudaMalloc(void **devPtr, size_t size) {
+  *devPtr = allocate(size, MemoryKind::Device);
+  return *devPtr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *devPtr) {
+  if (!devPtr)
+    return cudaSuccess;
+  if (!release(devPtr, MemoryKind::Device))
+    return fail(cudaErrorInvalidValue,
+                "cudaFree(" + hex(devPtr) +
+                    "): not the start of a device allocation");
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  *ptr = allocate(size, MemoryKind::PinnedHost);
+  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFreeHost(void *ptr) {
+  if (!ptr)
+    return cudaSuccess;
+  if (!release(ptr, MemoryKind::PinnedHost))
+    return fail(cudaErrorInvalidValue,
+                "cudaFreeHost(" + hex(ptr) +
+                    "): not the start of a pinned host allocation");
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t) {
+  return cudaMalloc(devPtr, size);
+}
+
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t) {
+  return cudaFree(devPtr);
+}
+
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t,
+                                    cudaStream_t) {
+  return cudaMalloc(ptr, size);
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool,
+                              const struct cudaMemPoolProps *props) {
+  if (!props || checkDevice(props->location.id) != cudaSuccess)
+    return fail(cudaErrorInvalidValue, "cudaMemPoolCreate: bad properties");
+  *memPool = reinterpret_cast<cudaMemPool_t>(new EmuPool{props->location.id});
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+  delete reinterpret_cast<EmuPool *>(memPool);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, enum cudaMemPoolAttr,
+                                    void *) {
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                       enum cudaMemcpyKind kind) {
+  if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpy"))
+    return e;
+  if (count)
+    std::memmove(dst, src, count);
+  return stickyError();
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind, cudaStream_t) {
+  if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpyAsync"))
+    return e;
+  if (count)
+    std::memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
+  if (!inside(devPtr, count, MemoryKind::Device))
+    return fail(cudaErrorInvalidValue,
+                "cudaMemset of " + std::to_string(count) + " bytes at " +
+                    hex(devPtr) + ": not inside a device allocation");
+  std::memset(devPtr, value, count);
+  return stickyError();
+}
+
+cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count,
+                            cudaStream_t) {
+  if (!inside(devPtr, count, MemoryKind::Device))
+    return fail(cudaErrorInvalidValue,
+                "cudaMemsetAsync of " + std::to_string(count) + " bytes at " +
+                    hex(devPtr) + ": not inside a device allocation");
+  std::memset(devPtr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
+  return cudaStreamCreateWithFlags(pStream, 0);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream,
+                                      unsigned int flags) {
+  *pStream =
+      reinterpret_cast<cudaStream_t>(new EmuStream{currentDevice, flags});
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete reinterpret_cast<EmuStream *>(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return stickyError(); }
+cudaError_t cudaStreamQuery(cudaStream_t) { return stickyError(); }
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
+                                unsigned int) {
+  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
+  *device =
+      stream ? reinterpret_cast<EmuStream *>(stream)->device : currentDevice;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  return cudaEventCreateWithFlags(event, 0);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  *event = reinterpret_cast<cudaEvent_t>(new EmuEvent{flags});
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete reinterpret_cast<EmuEvent *>(event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t) { return stickyError(); }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return stickyError(); }
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
+                                 cudaEvent_t end) {
+  auto *s = reinterpret_cast<EmuEvent *>(start);
+  auto *e = reinterpret_cast<EmuEvent *>(end);
+  if ((s->flags | e->flags) & cudaEventDisableTiming)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime on an event made with "
+                "cudaEventDisableTiming");
+  *ms = 0.0f;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) { return takeLastError(); }
+cudaError_t cudaPeekAtLastError(void) { return peekLastError(); }
+
+cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *total) {
+  *total = kDeviceMemory;
+  size_t used = deviceBytesInUse();
+  *freeBytes = used < kDeviceMemory ? kDeviceMemory - used : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr,
+                                 int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || static_cast<size_t>(value) > kSharedPerBlockOptin)
+      return fail(cudaErrorInvalidValue,
+                  "cudaFuncSetAttribute: " + std::to_string(value) +
+                      " bytes of dynamic shared memory (at most " +
+                      std::to_string(kSharedPerBlockOptin) + ")");
+    setDynamicSharedLimit(func, static_cast<size_t>(value));
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                   int device) {
+  if (cudaError_t e = checkDevice(device); e != cudaSuccess)
+    return e;
+  switch (attr) {
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+    *value = static_cast<int>(kSharedPerBlockOptin);
+    return cudaSuccess;
+  case cudaDevAttrMaxSharedMemoryPerBlock:
+    *value = static_cast<int>(kSharedPerBlock);
+    return cudaSuccess;
+  case cudaDevAttrMultiProcessorCount:
+    *value = kMultiprocessors;
+    return cudaSuccess;
+  case cudaDevAttrMaxThreadsPerBlock:
+    *value = 1024;
+    return cudaSuccess;
+  case cudaDevAttrWarpSize:
+    *value = 32;
+    return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMajor:
+    *value = 9;
+    return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMinor:
+    *value = 0;
+    return cudaSuccess;
+  default:
+    return fail(cudaErrorInvalidValue,
+                "cudaDeviceGetAttribute: attribute " +
+                    std::to_string(static_cast<int>(attr)) +
+                    " is not emulated (kernels/cudaemu/Runtime.cpp)");
+  }
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+  if (cudaError_t e = checkDevice(device); e != cudaSuccess)
+    return e;
+  std::memset(prop, 0, sizeof(*prop));
+  std::snprintf(prop->name, sizeof prop->name, "smp CUDA emulator (H100 limits)");
+  prop->totalGlobalMem = kDeviceMemory;
+  prop->sharedMemPerBlock = kSharedPerBlock;
+  prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647;
+  prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = kMultiprocessors;
+  prop->l2CacheSize = 50 << 20;
+  return cudaSuccess;
+}
+
+const char *cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+#define SMP_EMU_NAME(e)                                                        \
+  case e:                                                                      \
+    return #e;
+    SMP_EMU_NAME(cudaSuccess)
+    SMP_EMU_NAME(cudaErrorInvalidValue)
+    SMP_EMU_NAME(cudaErrorMemoryAllocation)
+    SMP_EMU_NAME(cudaErrorInvalidConfiguration)
+    SMP_EMU_NAME(cudaErrorInvalidDevice)
+    SMP_EMU_NAME(cudaErrorInvalidMemcpyDirection)
+    SMP_EMU_NAME(cudaErrorNoDevice)
+    SMP_EMU_NAME(cudaErrorInvalidResourceHandle)
+    SMP_EMU_NAME(cudaErrorNotReady)
+    SMP_EMU_NAME(cudaErrorIllegalAddress)
+    SMP_EMU_NAME(cudaErrorLaunchFailure)
+#undef SMP_EMU_NAME
+  default:
+    return "cudaErrorUnknown";
+  }
+}
+
+const char *cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorNoDevice:
+    return "no CUDA-capable device is detected";
+  case cudaErrorIllegalAddress:
+    return "an illegal memory access was encountered";
+  case cudaErrorLaunchFailure:
+    return "unspecified launch failure";
+  default:
+    return cudaGetErrorName(error);
+  }
+}
+
+} // extern "C"

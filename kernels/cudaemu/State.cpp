@@ -1,0 +1,136 @@
+//===- State.cpp - Allocations, errors and limits of the emulator ---------===//
+
+#include "State.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+namespace smp::cudaemu {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> allocations; // by base
+  size_t deviceBytes = 0;
+  std::unordered_map<const void *, size_t> sharedLimits;
+};
+
+Registry &registry() {
+  static Registry *r = new Registry; // never destroyed: used at exit
+  return *r;
+}
+
+thread_local cudaError_t lastError = cudaSuccess;
+std::atomic<int> sticky{cudaSuccess};
+
+} // namespace
+
+void *allocate(size_t bytes, MemoryKind kind) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 255) & ~size_t(255);
+  void *p = std::aligned_alloc(256, rounded);
+  if (!p)
+    return nullptr;
+  // Fresh device memory holds whatever was there: a pattern that reads as
+  // a NaN in f32 and bf16 and f16, so that an unwritten output shows.
+  std::memset(p, 0xff, rounded);
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.allocations[reinterpret_cast<uintptr_t>(p)] =
+      Allocation{reinterpret_cast<uintptr_t>(p), bytes, kind};
+  if (kind == MemoryKind::Device)
+    r.deviceBytes += bytes;
+  return p;
+}
+
+bool release(void *p, MemoryKind kind) {
+  Registry &r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
+    if (it == r.allocations.end() || it->second.kind != kind)
+      return false;
+    if (kind == MemoryKind::Device)
+      r.deviceBytes -= it->second.bytes;
+    r.allocations.erase(it);
+  }
+  std::free(p);
+  return true;
+}
+
+bool findAllocation(const void *p, size_t bytes, Allocation &out) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.allocations.upper_bound(a);
+  if (it == r.allocations.begin())
+    return false;
+  --it;
+  const Allocation &al = it->second;
+  // A zero-byte range may sit at the end of an allocation.
+  if (a < al.base || a + bytes > al.base + std::max<size_t>(al.bytes, 1))
+    return false;
+  out = al;
+  return true;
+}
+
+bool deviceAccessible(const void *p, size_t bytes) {
+  Allocation a;
+  return findAllocation(p, bytes, a);
+}
+
+size_t deviceBytesInUse() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.deviceBytes;
+}
+
+void setError(cudaError_t e, bool isSticky) {
+  if (e == cudaSuccess)
+    return;
+  if (lastError == cudaSuccess)
+    lastError = e;
+  if (isSticky) {
+    int expected = cudaSuccess;
+    sticky.compare_exchange_strong(expected, e);
+  }
+}
+
+void report(const std::string &message) {
+  std::fprintf(stderr, "smp CUDA emulator: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+cudaError_t takeLastError() {
+  cudaError_t e = lastError;
+  lastError = cudaSuccess;
+  if (e == cudaSuccess)
+    e = static_cast<cudaError_t>(sticky.load());
+  return e;
+}
+
+cudaError_t peekLastError() {
+  return lastError != cudaSuccess ? lastError
+                                  : static_cast<cudaError_t>(sticky.load());
+}
+
+cudaError_t stickyError() { return static_cast<cudaError_t>(sticky.load()); }
+
+size_t dynamicSharedLimit(const void *kernel) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.sharedLimits.find(kernel);
+  return it == r.sharedLimits.end() ? kSharedPerBlock : it->second;
+}
+
+void setDynamicSharedLimit(const void *kernel, size_t bytes) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.sharedLimits[kernel] = bytes;
+}
+
+} // namespace smp::cudaemu

@@ -1,0 +1,65 @@
+//===- State.h - The emulated device's state ---------------------*- C++ -*-===//
+//
+// What the emulated CUDA runtime, cuBLASLt and NCCL share: the allocations
+// (device, pinned host, pool), the last and the sticky error, each
+// kernel's dynamic shared memory limit, and the emulated device's
+// properties (an H100 SXM's limits). Private to kernels/cudaemu.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_CUDAEMU_STATE_H
+#define SMP_CUDAEMU_STATE_H
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace smp::cudaemu {
+
+enum class MemoryKind { Device, PinnedHost };
+
+/// An allocation the emulator made.
+struct Allocation {
+  uintptr_t base = 0;
+  size_t bytes = 0;
+  MemoryKind kind = MemoryKind::Device;
+};
+
+/// Allocates `bytes` (at least 1) aligned to 256 bytes, filled with a
+/// pattern (device memory starts as garbage), and records it.
+void *allocate(size_t bytes, MemoryKind kind);
+/// Frees an allocation made by allocate; false (nothing freed) when p is
+/// not the start of one of `kind`.
+bool release(void *p, MemoryKind kind);
+/// The allocation holding [p, p + bytes), or false.
+bool findAllocation(const void *p, size_t bytes, Allocation &out);
+/// True when [p, p + bytes) lies in device memory or pinned host memory
+/// (what a kernel, a copy engine or NCCL can reach).
+bool deviceAccessible(const void *p, size_t bytes);
+/// Bytes allocated on the device now.
+size_t deviceBytesInUse();
+
+/// Records e for cudaGetLastError; a sticky error (a fault in a kernel)
+/// is also returned by every later synchronizing call, as CUDA's.
+void setError(cudaError_t e, bool sticky = false);
+/// Prints the emulator's diagnosis of a failed launch or call to stderr.
+void report(const std::string &message);
+cudaError_t takeLastError();
+cudaError_t peekLastError();
+cudaError_t stickyError();
+
+/// The limit set by cudaFuncSetAttribute(MaxDynamicSharedMemorySize).
+size_t dynamicSharedLimit(const void *kernel);
+void setDynamicSharedLimit(const void *kernel, size_t bytes);
+
+/// The emulated device's limits (an H100 SXM's).
+constexpr size_t kSharedPerBlock = 48 * 1024;
+constexpr size_t kSharedPerBlockOptin = 227 * 1024;
+constexpr int kMultiprocessors = 132;
+constexpr size_t kDeviceMemory = size_t(80) << 30;
+
+} // namespace smp::cudaemu
+
+#endif // SMP_CUDAEMU_STATE_H

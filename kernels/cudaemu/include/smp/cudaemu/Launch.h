@@ -1,0 +1,123 @@
+//===- Launch.h - Kernel launches in the CUDA emulator -----------*- C++ -*-===//
+//
+// kernels/cudaemu/translate.py rewrites `k<<<grid, block, shared, stream>>>(
+// args)` into `::smp::cudaemu::Launch("k", grid, block, shared, stream)
+// .run(k, args)`. run() checks the launch as the CUDA runtime does (block
+// and grid limits, dynamic shared memory against the kernel's limit, every
+// pointer argument in device-accessible memory), records a refusal for
+// cudaGetLastError, or runs the grid: blocks one after another, each
+// block's threads as fibers that switch at __syncthreads and warp
+// shuffles (Fibers.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_CUDAEMU_LAUNCH_H
+#define SMP_CUDAEMU_LAUNCH_H
+
+#include <cuda_runtime_api.h>
+#include <vector_types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace smp::cudaemu {
+
+/// The built-in variables of the running CUDA thread.
+struct ThreadState {
+  uint3 threadIdx;
+  uint3 blockIdx;
+  dim3 blockDim;
+  dim3 gridDim;
+};
+
+/// The running thread's built-ins (only inside a kernel).
+ThreadState &self();
+/// The running thread's lane (its linear index in the block mod 32).
+int laneId();
+void syncthreads();
+int syncthreadsOr(int predicate);
+void syncwarp(unsigned mask);
+/// The value `src` passed to the same shuffle (a lane of the caller's warp).
+uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width);
+/// The launch's dynamic shared memory (`extern __shared__`).
+void *dynamicShared();
+/// A `__shared__` array (a function-local static): filled with a NaN
+/// pattern by the first thread of each block that reaches it.
+void sharedStatic(void *array, size_t bytes);
+
+/// A pointer argument of a launch, checked against device memory.
+struct PointerArgument {
+  int index;
+  const void *pointer;
+};
+
+/// Checks and runs one launch: body(arg) on every thread of the grid.
+void launchKernel(const char *name, const void *kernel, dim3 grid,
+                  dim3 block, size_t sharedBytes, cudaStream_t stream,
+                  void (*body)(void *), void *arg,
+                  const std::vector<PointerArgument> &pointers);
+
+class Launch {
+public:
+  Launch(const char *name, dim3 grid, dim3 block, size_t sharedBytes = 0,
+         cudaStream_t stream = nullptr)
+      : name_(name), grid_(grid), block_(block), shared_(sharedBytes),
+        stream_(stream) {}
+
+  template <class... P, class... A>
+  void run(void (*kernel)(P...), A &&...args) {
+    static_assert(sizeof...(P) == sizeof...(A),
+                  "a launch passes one argument per kernel parameter");
+    // The parameters as the kernel receives them (by value, converted).
+    std::tuple<std::decay_t<P>...> params(
+        static_cast<std::decay_t<P>>(std::forward<A>(args))...);
+    std::vector<PointerArgument> pointers;
+    collectPointers(params, pointers,
+                    std::index_sequence_for<P...>{});
+    auto body = [&] { std::apply(kernel, params); };
+    launchKernel(name_, reinterpret_cast<const void *>(kernel), grid_,
+                 block_, shared_, stream_,
+                 [](void *b) { (*static_cast<decltype(body) *>(b))(); },
+                 &body, pointers);
+  }
+
+  /// A template kernel whose arguments deduce its template arguments:
+  /// `call` calls it (the kernel's own limit on dynamic shared memory is
+  /// not known here: the default one applies).
+  template <class F, class... A> void runDeduced(F call, A &&...args) {
+    std::tuple<std::decay_t<A>...> params(std::forward<A>(args)...);
+    std::vector<PointerArgument> pointers;
+    collectPointers(params, pointers, std::index_sequence_for<A...>{});
+    auto body = [&] { std::apply(call, params); };
+    launchKernel(name_, nullptr, grid_, block_, shared_, stream_,
+                 [](void *b) { (*static_cast<decltype(body) *>(b))(); },
+                 &body, pointers);
+  }
+
+private:
+  template <class Tuple, size_t... I>
+  static void collectPointers(const Tuple &t,
+                              std::vector<PointerArgument> &out,
+                              std::index_sequence<I...>) {
+    (addPointer(static_cast<int>(I), std::get<I>(t), out), ...);
+  }
+  template <class T>
+  static void addPointer(int index, const T &v,
+                         std::vector<PointerArgument> &out) {
+    if constexpr (std::is_pointer_v<T>)
+      out.push_back({index, static_cast<const void *>(v)});
+  }
+
+  const char *name_;
+  dim3 grid_, block_;
+  size_t shared_;
+  cudaStream_t stream_;
+};
+
+} // namespace smp::cudaemu
+
+#endif // SMP_CUDAEMU_LAUNCH_H

@@ -1,0 +1,401 @@
+//===- EmulatorTest.cu - The CUDA emulator's own checks -------------------===//
+//
+// CUDA source (it builds with nvcc too) run through kernels/cudaemu: that
+// the emulator computes what a GPU computes (block and grid indices in 3-D,
+// shared memory with __syncthreads, warp shuffles, __syncthreads_or,
+// atomics, cuBLASLt's products against a loop) and refuses what a GPU
+// refuses or would fault on (launch limits, dynamic shared memory over the
+// kernel's limit, host pointers, copies in the wrong direction, barriers
+// that cannot complete, shuffles from exited lanes, cuBLASLt operands that
+// overrun their allocation or break the promised alignment), and that it
+// does not hide a race behind one thread order.
+//
+//===----------------------------------------------------------------------===//
+
+#include <gtest/gtest.h>
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace {
+
+template <class T> T *deviceCopy(const std::vector<T> &h) {
+  T *d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, h.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * sizeof(T),
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return d;
+}
+
+template <class T> std::vector<T> hostCopy(const T *d, size_t n) {
+  std::vector<T> h(n);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return h;
+}
+
+__global__ void linearIndex(int *out) {
+  int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  int thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x +
+               threadIdx.x;
+  out[block * blockDim.x * blockDim.y * blockDim.z + thread] =
+      block * 1000 + thread;
+}
+
+TEST(CudaEmu, GridAndBlockIndicesIn3D) {
+  dim3 grid(3, 2, 2), block(4, 2, 3);
+  int n = 12 * 24;
+  int *d;
+  ASSERT_EQ(cudaMalloc(&d, n * sizeof(int)), cudaSuccess);
+  linearIndex<<<grid, block>>>(d);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> h = hostCopy(d, n);
+  for (int b = 0; b < 12; ++b)
+    for (int t = 0; t < 24; ++t)
+      EXPECT_EQ(h[b * 24 + t], b * 1000 + t);
+  cudaFree(d);
+}
+
+/// Per block: the sum by a shared-memory tree (barriers between levels);
+/// per warp: the sum by xor shuffles and by down shuffles.
+__global__ void sums(const float *in, float *blockOut, float *xorOut,
+                     float *downOut) {
+  __shared__ float s[256];
+  int t = threadIdx.x;
+  float v = in[blockIdx.x * blockDim.x + t];
+  s[t] = v;
+  __syncthreads();
+  for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+    if (t < o)
+      s[t] += s[t + o];
+    __syncthreads();
+  }
+  if (t == 0)
+    blockOut[blockIdx.x] = s[0];
+  float x = v, y = v;
+  for (int o = 16; o > 0; o >>= 1) {
+    x += __shfl_xor_sync(0xffffffffu, x, o);
+    y += __shfl_down_sync(0xffffffffu, y, o);
+  }
+  int warp = (blockIdx.x * blockDim.x + t) / 32;
+  xorOut[blockIdx.x * blockDim.x + t] = x; // every lane holds the sum
+  if (t % 32 == 0)
+    downOut[warp] = y; // lane 0 holds it
+}
+
+TEST(CudaEmu, SharedMemoryBarriersAndShuffles) {
+  int blocks = 3, threads = 256, n = blocks * threads;
+  std::vector<float> in(n);
+  for (int i = 0; i < n; ++i)
+    in[i] = static_cast<float>(i % 17); // small integers: exact sums
+  float *din = deviceCopy(in), *b, *x, *w;
+  cudaMalloc(&b, blocks * sizeof(float));
+  cudaMalloc(&x, n * sizeof(float));
+  cudaMalloc(&w, n / 32 * sizeof(float));
+  sums<<<blocks, threads>>>(din, b, x, w);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<float> hb = hostCopy(b, blocks), hx = hostCopy(x, n),
+                     hw = hostCopy(w, n / 32);
+  for (int k = 0; k < blocks; ++k) {
+    float want = 0;
+    for (int i = 0; i < threads; ++i)
+      want += in[k * threads + i];
+    EXPECT_EQ(hb[k], want) << "block " << k;
+  }
+  for (int warp = 0; warp < n / 32; ++warp) {
+    float want = 0;
+    for (int i = 0; i < 32; ++i)
+      want += in[warp * 32 + i];
+    EXPECT_EQ(hw[warp], want) << "warp " << warp;
+    for (int i = 0; i < 32; ++i)
+      EXPECT_EQ(hx[warp * 32 + i], want) << "lane " << i;
+  }
+  cudaFree(din);
+  cudaFree(b);
+  cudaFree(x);
+  cudaFree(w);
+}
+
+__global__ void anyOver(const int *in, int threshold, int *out) {
+  int v = in[threadIdx.x];
+  out[threadIdx.x] = __syncthreads_or(v > threshold);
+}
+
+__global__ void histogram(const int *in, int *bins) {
+  atomicAdd(&bins[in[blockIdx.x * blockDim.x + threadIdx.x]], 1);
+}
+
+TEST(CudaEmu, SyncthreadsOrAndAtomics) {
+  std::vector<int> in(64);
+  for (int i = 0; i < 64; ++i)
+    in[i] = i % 5;
+  int *d = deviceCopy(in), *out, *bins;
+  cudaMalloc(&out, 64 * sizeof(int));
+  anyOver<<<1, 64>>>(d, 3, out);
+  for (int v : hostCopy(out, 64))
+    EXPECT_EQ(v, 1);
+  anyOver<<<1, 64>>>(d, 4, out);
+  for (int v : hostCopy(out, 64))
+    EXPECT_EQ(v, 0);
+  cudaMalloc(&bins, 5 * sizeof(int));
+  cudaMemset(bins, 0, 5 * sizeof(int));
+  histogram<<<2, 32>>>(d, bins);
+  std::vector<int> hb = hostCopy(bins, 5);
+  EXPECT_EQ(hb, (std::vector<int>{13, 13, 13, 13, 12}));
+  cudaFree(d);
+  cudaFree(out);
+  cudaFree(bins);
+}
+
+/// Reads a neighbour's shared value with no barrier between the write and
+/// the read: a race a GPU may or may not show.
+__global__ void racyNeighbour(int *out) {
+  __shared__ int s[64];
+  s[threadIdx.x] = threadIdx.x;
+  out[threadIdx.x] = s[(threadIdx.x + 1) % 64];
+}
+
+TEST(CudaEmu, DoesNotHideAMissingBarrier) {
+  int *out;
+  cudaMalloc(&out, 64 * sizeof(int));
+  racyNeighbour<<<1, 64>>>(out);
+  std::vector<int> h = hostCopy(out, 64);
+  int right = 0;
+  for (int i = 0; i < 64; ++i)
+    right += h[i] == (i + 1) % 64;
+  EXPECT_LT(right, 64) << "every thread saw its neighbour's write although "
+                          "no barrier orders them";
+  cudaFree(out);
+}
+
+__global__ void touch(int *p) {
+  extern __shared__ int dyn[];
+  dyn[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  p[threadIdx.x] = dyn[(threadIdx.x + 1) % blockDim.x];
+}
+
+TEST(CudaEmu, RefusesLaunchesAGpuRefuses) {
+  int *d;
+  ASSERT_EQ(cudaMalloc(&d, 1024 * sizeof(int)), cudaSuccess);
+  touch<<<1, 1025, 1025 * sizeof(int)>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  touch<<<dim3(1, 65536), 32, 32 * sizeof(int)>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  touch<<<1, 32, 64 * 1024>>>(d); // over 48 KB without the attribute
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaFuncSetAttribute(touch,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 64 * 1024),
+            cudaSuccess);
+  touch<<<1, 32, 64 * 1024>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> h = hostCopy(d, 32);
+  for (int i = 0; i < 32; ++i)
+    EXPECT_EQ(h[i], (i + 1) % 32);
+  // A copy whose kind does not match its pointers, or past an allocation.
+  int other[4] = {};
+  EXPECT_EQ(cudaMemcpy(other, d, sizeof other, cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(d + 1022, other, sizeof other, cudaMemcpyHostToDevice),
+            cudaErrorInvalidValue);
+  cudaGetLastError();
+  cudaFree(d);
+}
+
+__global__ void barrierOrShuffle(float *out) {
+  float v = threadIdx.x;
+  if (threadIdx.x < 16)
+    __syncthreads();
+  else
+    v = __shfl_xor_sync(0xffffffffu, v, 1);
+  out[threadIdx.x] = v;
+}
+
+__global__ void shuffleFromExited(float *out) {
+  if (threadIdx.x >= 16)
+    return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1.0f, 1);
+}
+
+// A fault is sticky for the rest of the process (as on a GPU): each of
+// these runs in a child process.
+TEST(CudaEmuDeathTest, ReportsBarriersThatCannotComplete) {
+  EXPECT_EXIT(
+      {
+        float *d;
+        cudaMalloc(&d, 32 * sizeof(float));
+        barrierOrShuffle<<<1, 32>>>(d);
+        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "a GPU would hang");
+  EXPECT_EXIT(
+      {
+        float *d;
+        cudaMalloc(&d, 32 * sizeof(float));
+        shuffleFromExited<<<1, 32>>>(d);
+        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "has exited");
+}
+
+TEST(CudaEmuDeathTest, ReportsHostPointers) {
+  EXPECT_EXIT(
+      {
+        std::vector<int> host(64);
+        linearIndex<<<1, 64>>>(host.data());
+        std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "not device memory");
+}
+
+//===----------------------------------------------------------------------===//
+// cuBLASLt
+//===----------------------------------------------------------------------===//
+
+struct Lt {
+  cublasLtHandle_t h = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulHeuristicResult_t heur{};
+  ~Lt() {
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(h);
+  }
+  /// Column-major D (m x n) = op(A) op(B), batches `count` apart by
+  /// their sizes; alignment promised for every operand.
+  cublasStatus_t plan(cudaDataType_t t, bool ta, bool tb, int m, int n, int k,
+                      int count, uint32_t align) {
+    cublasLtCreate(&h);
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &oa,
+                                   sizeof oa);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &ob,
+                                   sizeof ob);
+    auto layout = [&](cublasLtMatrixLayout_t &l, int r, int cl) {
+      cublasLtMatrixLayoutCreate(&l, t, r, cl, r);
+      int64_t stride = int64_t(r) * cl;
+      cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                       &count, sizeof count);
+      cublasLtMatrixLayoutSetAttribute(
+          l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+          sizeof stride);
+    };
+    layout(a, ta ? k : m, ta ? m : k);
+    layout(b, tb ? n : k, tb ? k : n);
+    layout(c, m, n);
+    cublasLtMatmulPreferenceCreate(&pref);
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align);
+    int found = 0;
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref,
+                                                      1, &heur, &found);
+    return s == CUBLAS_STATUS_SUCCESS && found == 1 ? s
+                                                    : CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  cublasStatus_t run(const void *A, const void *B, void *D) {
+    float alpha = 1, beta = 0;
+    return cublasLtMatmul(h, op, &alpha, A, a, B, b, &beta, D, c, D, c,
+                          &heur.algo, nullptr, 0, nullptr);
+  }
+};
+
+TEST(CudaEmu, CublasLtProductsMatchALoop) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int m = 5, n = 3, k = 7, count = 2;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      std::vector<float> A(m * k * count), B(k * n * count);
+      for (float &v : A)
+        v = u(rng);
+      for (float &v : B)
+        v = u(rng);
+      float *dA = deviceCopy(A), *dB = deviceCopy(B), *dD;
+      cudaMalloc(&dD, m * n * count * sizeof(float));
+      Lt lt;
+      ASSERT_EQ(lt.plan(CUDA_R_32F, ta, tb, m, n, k, count, 4),
+                CUBLAS_STATUS_SUCCESS);
+      ASSERT_EQ(lt.run(dA, dB, dD), CUBLAS_STATUS_SUCCESS);
+      std::vector<float> D = hostCopy(dD, m * n * count);
+      for (int bi = 0; bi < count; ++bi)
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double want = 0;
+            for (int p = 0; p < k; ++p) {
+              // Column-major storage of A (m x k or k x m) and B.
+              float x = ta ? A[bi * m * k + i * k + p]
+                           : A[bi * m * k + p * m + i];
+              float y = tb ? B[bi * k * n + p * n + j]
+                           : B[bi * k * n + j * k + p];
+              want += double(x) * y;
+            }
+            EXPECT_NEAR(D[bi * m * n + j * m + i], want, 1e-5)
+                << "ta " << ta << " tb " << tb << " (" << bi << ", " << i
+                << ", " << j << ")";
+          }
+      cudaFree(dA);
+      cudaFree(dB);
+      cudaFree(dD);
+    }
+}
+
+TEST(CudaEmu, CublasLtRefusesWhatCublasLtRefuses) {
+  cublasLtMatrixLayout_t l = nullptr;
+  EXPECT_EQ(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 8, 4, 7),
+            CUBLAS_STATUS_INVALID_VALUE); // ld < rows, column-major
+  Lt lt;
+  // Operands aligned to less than their element: no algorithm.
+  EXPECT_EQ(lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 2),
+            CUBLAS_STATUS_NOT_SUPPORTED);
+}
+
+TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
+  EXPECT_EXIT(
+      {
+        Lt lt;
+        lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 16);
+        float *a = nullptr;
+        float *b = nullptr;
+        float *d = nullptr;
+        cudaMalloc(&a, 15 * sizeof(float)); // the layout spans 16
+        cudaMalloc(&b, 16 * sizeof(float));
+        cudaMalloc(&d, 16 * sizeof(float));
+        lt.run(a, b, d);
+        std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "not inside a device allocation");
+  EXPECT_EXIT(
+      {
+        Lt lt;
+        lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 16);
+        float *a = nullptr;
+        float *b = nullptr;
+        float *d = nullptr;
+        cudaMalloc(&a, 20 * sizeof(float));
+        cudaMalloc(&b, 16 * sizeof(float));
+        cudaMalloc(&d, 16 * sizeof(float));
+        lt.run(a + 1, b, d); // 4-byte aligned, 16 promised
+        std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "less aligned");
+}
+
+} // namespace
