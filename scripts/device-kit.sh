@@ -17,26 +17,52 @@
 #       Refuses a kit over 40 MiB (the device tool carries 64 MiB with the
 #       checkout).
 #
-#   device-kit.sh run KIT OUT [--device cuda|cpu] [--steps N] [--warmup N]
+#   device-kit.sh run KIT OUT [--device cuda|cpu] [--budget SECONDS]
+#                             [--steps N] [--warmup N] [--profile-steps N]
 #                             [--no-bench] [--no-torch]
 #       On the GPU machine, from the checkout the kit travelled with: unpacks
-#       the binaries, finds CUDA's libraries (the toolkit's lib64 folders,
-#       the Python wheels' nvidia/*/lib), then in one go: the GPU unit tests
-#       (smp-cuda-kernel-tests, smp-comm-nccl-tests on one rank; ctest's
-#       label gpu), the CUDA suite of test/smprun/cuda.test, and the GPT-2
-#       benchmark against PyTorch eager and torch.compile (with and without
-#       SDPA) on the same GPU (bench/gpt2_train.sh --prebuilt; the weights
-#       random, N(0, 0.02)). OUT gets five files (the device tool brings
-#       back eight at most): summary.md (the results in one page), env.txt
-#       (the machine, the libraries each binary loads), suite.txt, bench.md
-#       and all.tar.gz (every log, metrics file and test report). --device cpu runs the
+#       the binaries and runs them through wrappers with the kit's libraries
+#       and CUDA's (the driver's /usr/local/nvidia/lib64 and lib, the folder
+#       of libcuda.so.1 that ldconfig knows, the toolkit's lib64 folders,
+#       the Python wheels' nvidia/*/lib), then, in this order, each stage
+#       while the budget lasts:
+#         1. env: the machine, nvidia-smi, PyTorch, ldd of every binary. A
+#            library missing is reported at the top of env.txt and in
+#            summary.md, and the run goes on; only one that smprun misses
+#            skips the stages that need smprun.
+#         2. the GPU unit tests (smp-cuda-kernel-tests, smp-comm-nccl-tests
+#            on one rank; ctest's label gpu), 150 s each at most;
+#         3. the CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh
+#            run), 60 s for each smprun at most;
+#         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
+#            the weights random, N(0, 0.02)), 240 s at most;
+#         5. smp's time per op: smprun --profile on the same artifact for
+#            1 + N steps (--profile-steps, default 3; a 1-step run is
+#            subtracted when there is time to spare), its top 15 ops and
+#            top source nodes as tables (scripts/profile_table.py);
+#         6. the PyTorch rows on the same GPU: eager and torch.compile with
+#            SDPA, then without (torch.compile rows need 150 s left).
+#       --budget (default 480) counts from the start of `run`: every
+#       process runs under timeout(1) within it and its own cap; a stage or
+#       row that cannot start in what is left is skipped, and summary.md
+#       says so and why. So nothing outlives the budget by more than a few
+#       seconds, even when the run itself is killed.
+#       OUT fills as the run goes (the device tool brings back files that
+#       are in OUT when its command ends, eight at most, even when it kills
+#       it): env.txt (the machine, the libraries each binary loads) first;
+#       summary.md (the results in one page, a line per suite check as it
+#       is printed, a line per benchmark row as it ends, the profile
+#       tables, each stage's seconds, and the stages' table at the end);
+#       suite.txt; bench.md; all.tar.gz (every log, metrics file, profile
+#       and test report), refreshed after every stage. --device cpu runs the
 #       same steps on the CPU (the GPU tests skip; the benchmark on a small
-#       GPT): how the kit is checked on a machine without a GPU.
+#       GPT, no torch.compile): how the kit is checked on a machine without
+#       a GPU.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 
-usage() { sed -n '2,33p' "$0" >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).
@@ -50,7 +76,7 @@ own_library() {
 }
 
 pack() {
-  local kit=$1 build=${BUILD_DIR:-$ROOT/build} bin
+  local kit=$1 build=${BUILD_DIR:-$ROOT/build}
   local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text)
   for b in "${bins[@]}" smpc smp-modelgen; do
     [ -x "$build/bin/$b" ] || {
@@ -121,136 +147,450 @@ pack() {
   fi
 }
 
-# CUDA's library folders on this machine (the toolkit's, the Python
-# wheels'), for LD_LIBRARY_PATH.
+
+# CUDA's library folders on this machine, for LD_LIBRARY_PATH: the driver's
+# (libcuda.so.1: /usr/local/nvidia, where a GPU container mounts it, or
+# wherever ldconfig knows it), the toolkit's, the Python wheels' (nvidia/*/lib,
+# nvidia/cu13/lib among them).
 cuda_library_path() {
-  local dirs=() d
+  local dirs=() d l
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    [ -d "$d" ] && dirs+=("$d")
+  done
+  l=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true; } |
+    awk '$1 == "libcuda.so.1" && /x86-64/ && $NF ~ /^\// {print $NF; exit}')
+  [ -n "$l" ] && dirs+=("$(dirname "$l")")
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda-*/lib64 \
     /usr/local/cuda/targets/x86_64-linux/lib; do
     [ -d "$d" ] && dirs+=("$d")
   done
-  d=$("$PYTHON" -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0] + "/"))' 2>/dev/null || true)
-  if [ -n "$d" ]; then
-    for l in "$d"/*/lib; do [ -d "$l" ] && dirs+=("$l"); done
-  fi
-  (IFS=:; echo "${dirs[*]}")
+  while read -r d; do
+    for l in "$d"/*/lib "$d"/*/lib64; do [ -d "$l" ] && dirs+=("$l"); done
+  done < <(timeout --foreground 60 "$PYTHON" -c \
+    'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null || true)
+  [ ${#dirs[@]} = 0 ] || printf '%s\n' "${dirs[@]}" | awk '!seen[$0]++' | paste -sd:
 }
 
-# Brings the run's results to DEST: the one-page files and a tarball of the
-# rest (the device tool returns eight files at most).
-finish() {
-  local out=$1 dest=$2 f
+# The run's clock: DEADLINE (unix seconds) is the start plus the budget;
+# RESERVE seconds stay for the last summary and tarball.
+RESERVE=5
+left() { echo $((DEADLINE - $(date +%s))); }
+# cap S: the seconds a process may take: S, or what the budget has left
+# (at least 1).
+cap() {
+  local l=$(($(left) - RESERVE))
+  [ "$1" -lt "$l" ] && l=$1
+  [ "$l" -ge 1 ] || l=1
+  echo "$l"
+}
+# limited S CMD...: CMD under timeout(1) with cap S (TERM, KILL 5 s later);
+# its status (124 or 137: cut).
+limited() {
+  local s
+  s=$(cap "$1")
+  shift
+  timeout --foreground -k 5 "$s" "$@" < /dev/null
+}
+
+# The stages: each adds "name|seconds|result" to STAGES and a line with its
+# seconds to summary.md, then the tarball is refreshed.
+STAGES=()
+# stage NAME SECONDS RESULT: a row of the stages' table ('|' out, long
+# results cut).
+stage() {
+  local r=${3//|//}
+  [ ${#r} -le 160 ] || r="${r:0:157}..."
+  STAGES+=("$1|$2|$r")
+}
+stage_begin() {
+  STAGE_T0=$(date +%s)
+  echo "## $1" >> "$SUMMARY"
+}
+stage_end() {
+  local s=$(($(date +%s) - STAGE_T0))
+  stage "$1" "$s" "$2"
+  echo "_$1: $s s, $2; $(left) s of the budget left_" >> "$SUMMARY"
+  echo >> "$SUMMARY"
+  refresh
+}
+# room STAGE NEED: whether STAGE, which needs NEED seconds, may start; if
+# not, summary.md says it was skipped and why.
+room() {
+  local l=$(($(left) - RESERVE))
+  [ "$l" -ge "$2" ] && return 0
+  skipped "$1" "the budget: $l s left, it needs $2 s"
+  return 1
+}
+skipped() {
+  stage "$1" 0 "skipped: $2"
+  echo "## $1: skipped ($2)" >> "$SUMMARY"
+  echo >> "$SUMMARY"
+  echo "$1: skipped ($2)"
+}
+
+# all.tar.gz in OUT: every log and the one-page files (renamed into place,
+# so that a run killed meanwhile leaves the previous one).
+refresh() {
+  local f
   for f in summary.md env.txt suite.txt bench.md; do
-    [ -f "$out/$f" ] && cp "$out/$f" "$dest/"
+    [ -f "$DEST/$f" ] && cp "$DEST/$f" "$LOGS/"
   done
-  tar -C "$out/.." -czf "$dest/all.tar.gz" out
+  # shellcheck disable=SC2015 # any failure: the previous tarball stays
+  tar -C "$WORK" -czf "$WORK/all.tar.gz" out 2>/dev/null &&
+    cp "$WORK/all.tar.gz" "$DEST/all.tar.gz.part" &&
+    mv -f "$DEST/all.tar.gz.part" "$DEST/all.tar.gz" || true
+}
+
+# At the end (or on TERM/INT): the stages' table, the last tarball.
+finish() {
+  local rc=$? s name secs result
+  trap - EXIT
+  {
+    echo "## Stages (budget $BUDGET s, $(($(date +%s) - DEADLINE + BUDGET)) s used)"
+    echo
+    echo "| stage | seconds | result |"
+    echo "| --- | --- | --- |"
+    for s in "${STAGES[@]}"; do
+      IFS='|' read -r name secs result <<< "$s"
+      echo "| $name | $secs | $result |"
+    done
+  } >> "$SUMMARY"
+  # The same five files whatever ran.
+  [ -f "$DEST/suite.txt" ] ||
+    echo "The CUDA suite did not run (summary.md says why)." > "$DEST/suite.txt"
+  [ -f "$DEST/bench.md" ] ||
+    echo "The benchmark did not run (summary.md says why)." > "$DEST/bench.md"
+  refresh
+  rm -rf "$WORK"
+  exit "$rc"
+}
+
+# bench.md from the benchmark's parts so far: one table (smp's row, then
+# PyTorch's), the notes under it.
+bench_md() {
+  local parts=("$LOGS"/bench-smp.md "$LOGS"/bench-torch.md) p
+  {
+    echo "| run | tokens/s | MFU | loss after the steps (own weights and data) | memory (bytes) |"
+    echo "| --- | --- | --- | --- | --- |"
+    for p in "${parts[@]}"; do
+      [ -f "$p" ] && grep -v -e '^| run |' -e '^| --- |' "$p" | grep '^|'
+    done
+    for p in "${parts[@]}"; do
+      [ -f "$p" ] && grep -v -e '^|' -e '^[[:space:]]*$' "$p"
+    done | sed '1s/^/\n/'
+  } > "$DEST/bench.md" || true
+}
+
+# The GPU unit tests' line for binary T (log LOG, timeout(1)'s status RC).
+unit_line() {
+  local t=$1 log=$2 rc=$3 last
+  last=$(grep -E '^\[ RUN +\]' "$log" | tail -n 1 | sed 's/^\[ RUN *\] //')
+  if [ "$rc" = 0 ]; then
+    echo "$t: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "$log" |
+      sed 's/^\[ *//; s/ *\]//; s/, listed below://' | tr '\n' ' ')"
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "$t: FAILED: timed out (${last:+in $last, }see $t.log)"
+  elif grep -q -E '^\[  FAILED  \]' "$log"; then
+    echo "$t: FAILED: $(grep -E '^\[  FAILED  \]' "$log" | head -5 | tr '\n' ' ')"
+  else
+    echo "$t: FAILED: exit $rc${last:+ in $last}: $(tail -n 1 "$log")"
+  fi
 }
 
 run() {
-  local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1
+  local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=3
+  BUDGET=480
   shift 2
   while [ $# -gt 0 ]; do
     case "$1" in
       --device) dev=$2; shift 2 ;;
+      --budget) BUDGET=$2; shift 2 ;;
       --steps) steps=$2; shift 2 ;;
       --warmup) warm=$2; shift 2 ;;
+      --profile-steps) psteps=$2; shift 2 ;;
       --no-bench) bench=0; shift ;;
       --no-torch) torch=0; shift ;;
       *) usage ;;
     esac
   done
+  local n
+  for n in "$BUDGET" "$steps" "$warm" "$psteps"; do
+    [[ $n =~ ^[0-9]+$ ]] || usage
+  done
+  DEADLINE=$(($(date +%s) + BUDGET))
   kit=$(cd "$kit" && pwd)
   mkdir -p "$out"
-  local dest work
-  dest=$(cd "$out" && pwd)
-  work=$(mktemp -d "${TMPDIR:-/tmp}/smp-kit.XXXXXX")
-  out=$work/out
-  mkdir -p "$out"
-  # shellcheck disable=SC2064
-  trap "finish '$out' '$dest'" EXIT
-  tar -C "$work" -xJf "$kit/payload.tar.xz"
+  DEST=$(cd "$out" && pwd)
+  rm -f "$DEST"/summary.md "$DEST"/env.txt "$DEST"/suite.txt "$DEST"/bench.md \
+    "$DEST"/all.tar.gz "$DEST"/all.tar.gz.part
+  SUMMARY=$DEST/summary.md
+  local env=$DEST/env.txt
+  # What each stage may take: its minimum to start and its processes' caps.
+  local min_unit=20 min_suite=30 min_bench=60 min_profile=40 min_base=240
+  if [ "$dev" = cpu ]; then
+    min_unit=3 min_suite=10 min_bench=10 min_profile=5 min_base=10
+  fi
+  # env.txt first of all: whatever happens next, it is in OUT.
+  {
+    echo "date: $(date -u)"
+    echo "host: $(uname -a)"
+    echo "kit: $(head -n 1 "$kit/MANIFEST.txt")"
+    echo "budget: $BUDGET s, until $(date -u -d "@$DEADLINE" 2>/dev/null || echo "$DEADLINE")"
+  } > "$env"
+  echo "# device kit run on $dev, $(date -u) (budget $BUDGET s)" > "$SUMMARY"
+  echo >> "$SUMMARY"
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/smp-kit.XXXXXX")
+  LOGS=$WORK/out
+  mkdir -p "$LOGS"
+  trap finish EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+
+  # 1. The machine and the libraries.
+  stage_begin "env"
+  if ! limited 120 tar -C "$WORK" -xJf "$kit/payload.tar.xz"; then
+    echo "device-kit: cannot unpack $kit/payload.tar.xz" | tee -a "$SUMMARY" >&2
+    stage_end "env" "FAILED: no payload"
+    return 1
+  fi
   # The binaries run through wrappers that give them the kit's libraries
   # and CUDA's; nothing else sees them (PyTorch has its own libstdc++).
-  local BIN=$work/payload/wrap libs b
-  libs="$work/payload/lib:$(cuda_library_path)"
+  local BIN=$WORK/payload/wrap libs b
+  libs=$(cuda_library_path)
+  libs="$WORK/payload/lib${libs:+:$libs}"
   mkdir -p "$BIN"
-  for b in "$work"/payload/bin/*; do
+  for b in "$WORK"/payload/bin/*; do
+    # shellcheck disable=SC2016 # $LD_LIBRARY_PATH and $@: the wrapper's
     printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
       "$libs" "$b" > "$BIN/$(basename "$b")"
     chmod +x "$BIN/$(basename "$b")"
   done
   export SMP_ATTENTION_FIXTURES=$ROOT/test/unit/kernels/Inputs/attention
+  local gpu torchv
   {
-    echo "date: $(date -u)"
-    echo "host: $(uname -a)"
-    echo "kit: $(head -n 1 "$kit/MANIFEST.txt")"
     echo "libraries: $libs"
-    if command -v nvidia-smi > /dev/null; then nvidia-smi 2>&1; else
-      echo "nvidia-smi: none"; fi
-    "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 || true
-    for b in "$work"/payload/bin/*; do
-      echo "== ldd $b"
-      LD_LIBRARY_PATH="$libs" ldd "$b"
-    done
-  } > "$out/env.txt" 2>&1
-  if grep -q "=> not found" "$out/env.txt"; then
-    grep "=> not found" "$out/env.txt" | sort -u
-    echo "device-kit: libraries missing (see $out/env.txt)" >&2
-    exit 1
+    echo "python: $PYTHON"
+    if command -v nvidia-smi > /dev/null; then limited 30 nvidia-smi 2>&1 || true
+    else echo "nvidia-smi: none"; fi
+  } >> "$env"
+  if command -v nvidia-smi > /dev/null; then
+    gpu=$(limited 30 nvidia-smi --query-gpu=name,driver_version,memory.total \
+      --format=csv,noheader 2>&1 | head -n 4 | paste -sd';') || true
+    gpu="GPU: ${gpu:-nvidia-smi said nothing}"
+  else
+    gpu="nvidia-smi: none"
   fi
-  local summary=$out/summary.md
-  echo "# device kit run on $dev, $(date -u)" > "$summary"
-  grep -m1 -E "NVIDIA|nvidia-smi: none" "$out/env.txt" >> "$summary" || true
-  # 1. The GPU unit tests (each skips without a GPU).
-  for t in smp-cuda-kernel-tests smp-comm-nccl-tests; do
-    "$BIN/$t" --gtest_output="xml:$out/$t.xml" > "$out/$t.log" 2>&1 &&
-      echo "$t: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "$out/$t.log" |
-        sed 's/^\[ *//; s/ *\]//; s/, listed below://' | tr '\n' ' ')" ||
-      echo "$t: FAILED: $(grep -E '^\[  FAILED  \]' "$out/$t.log" | head -5 | tr '\n' ' ')"
-  done | tee -a "$summary"
-  # 2. The CUDA suite (its --save-onnx reads the ONNX model at the path the
+  torchv=$(limited 90 "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1 | tail -n 1) || true
+  echo "$torchv" >> "$env"
+  local missing="" smprun_ok=1 m
+  for b in "$WORK"/payload/bin/*; do
+    echo "== ldd $b" >> "$env"
+    LD_LIBRARY_PATH="$libs" ldd "$b" >> "$env" 2>&1 || true
+    m=$(LD_LIBRARY_PATH="$libs" ldd "$b" 2>&1 | awk '/=> not found/ {print $1}' |
+      sort -u | paste -sd' ') || true
+    if [ -n "$m" ]; then
+      missing+="$(basename "$b"): $m"$'\n'
+      [ "$(basename "$b")" = smprun ] && smprun_ok=0
+    fi
+  done
+  {
+    echo "$gpu"
+    echo "$torchv"
+    echo
+  } >> "$SUMMARY"
+  if [ -n "$missing" ]; then
+    # At the top of env.txt and in the summary; the run goes on.
+    { echo "MISSING LIBRARIES (ldd, with LD_LIBRARY_PATH=the libraries below):"
+      printf '%s' "$missing" | sed 's/^/  /'
+      echo
+      cat "$env"
+    } > "$WORK/env.txt" && mv "$WORK/env.txt" "$env"
+    { echo "**Missing libraries** (ldd; env.txt has the search path):"
+      echo
+      printf '%s' "$missing" | sed 's/^/- /'
+      echo
+    } >> "$SUMMARY"
+    printf 'device-kit: missing libraries:\n%s' "$missing" >&2
+  fi
+  stage_end "env" "$([ -n "$missing" ] && echo "libraries missing" || echo ok)"
+
+  # 2. The GPU unit tests (each skips without a GPU).
+  local t rc line result=ok
+  if room "GPU unit tests" $min_unit; then
+    stage_begin "GPU unit tests"
+    for t in smp-cuda-kernel-tests smp-comm-nccl-tests; do
+      if [ $(($(left) - RESERVE)) -lt $min_unit ]; then
+        line="$t: skipped (the budget: $(($(left) - RESERVE)) s left)"
+      else
+        rc=0
+        limited 150 "$BIN/$t" --gtest_output="xml:$LOGS/$t.xml" \
+          > "$LOGS/$t.log" 2>&1 || rc=$?
+        line=$(unit_line "$t" "$LOGS/$t.log" "$rc")
+      fi
+      case $line in *FAILED* | *skipped*) result="not all passed" ;; esac
+      echo "$line" | tee -a "$SUMMARY"
+    done
+    stage_end "GPU unit tests" "$result"
+  fi
+
+  # 3. The CUDA suite (its --save-onnx reads the ONNX model at the path the
   # artifact recorded when it was compiled elsewhere: linked to this
   # checkout's copy where it is missing).
-  local src
-  src=$("$BIN/smp-artifact-text" decode "$kit/art/gpt.adamw.fp32.smpx/manifest.pb" |
-    sed -n 's/^ *source_model: "\(.*\)"$/\1/p')
-  if [ -n "$src" ] && [ ! -e "$src" ]; then
-    mkdir -p "$(dirname "$src")" 2>/dev/null &&
-      ln -s "$ROOT/test/fixtures/train/$(basename "$src")" "$src" 2>/dev/null || true
+  if [ $smprun_ok = 0 ]; then
+    skipped "CUDA suite" "smprun misses libraries"
+  elif room "CUDA suite" $min_suite; then
+    stage_begin "CUDA suite (test/smprun/cuda.test's checks)"
+    local src
+    src=$(limited 30 "$BIN/smp-artifact-text" decode \
+      "$kit/art/gpt.adamw.fp32.smpx/manifest.pb" 2>/dev/null |
+      sed -n 's/^ *source_model: "\(.*\)"$/\1/p') || true
+    if [ -n "$src" ] && [ ! -e "$src" ]; then
+      { mkdir -p "$(dirname "$src")" &&
+        ln -s "$ROOT/test/fixtures/train/$(basename "$src")" "$src"; } \
+        2>/dev/null || true
+    fi
+    rc=0
+    SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
+      SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \
+      bash "$ROOT/scripts/gpu-suite.sh" run "$kit/art" "$LOGS/suite" "$dev" |
+      tee -a "$DEST/suite.txt" >> "$SUMMARY" || rc=$?
+    local checks ok failed skip
+    # One line per check (a run that failed has its own line, NAME.DEVICE).
+    checks=$(grep -c -E '^[^ .:]+: ' "$DEST/suite.txt" || true)
+    failed=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c FAILED || true)
+    skip=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c SKIPPED || true)
+    ok=$((checks - failed - skip))
+    line="suite: $ok ok, $failed failed"
+    [ "$skip" = 0 ] || line+=", $skip skipped (the budget)"
+    [ "$rc" = 0 ] || line+=", cut after $checks checks (status $rc)"
+    echo "$line" | tee -a "$SUMMARY"
+    result=ok
+    [ "$ok" = "$checks" ] && [ "$rc" = 0 ] || result=${line#suite: }
+    stage_end "CUDA suite" "$result"
   fi
-  echo "## CUDA suite (test/smprun/cuda.test's checks)" >> "$summary"
-  SMPRUN=$BIN/smprun PYTHON=$PYTHON bash "$ROOT/scripts/gpu-suite.sh" run \
-    "$kit/art" "$out/suite" "$dev" | tee "$out/suite.txt" >> "$summary"
-  echo "suite: $(grep -c -v FAILED "$out/suite.txt") ok, $(grep -c FAILED "$out/suite.txt") failed" |
-    tee -a "$summary"
-  # 3. The GPT-2 benchmark.
-  [ $bench = 1 ] || return 0
-  local model=gpt2 args=(--device "$dev" --steps "$steps" --warmup "$warm" --sdpa)
+
+  # 4-6. The GPT-2 benchmark: smp's row, where its time goes, PyTorch's rows.
+  if [ $bench = 0 ]; then
+    skipped "GPT-2 benchmark" "--no-bench"
+    return 0
+  fi
+  local model=gpt2 args=(--device "$dev" --steps "$steps" --warmup "$warm")
+  local modes=eager-sdpa,compile-sdpa,eager,compile
   if [ "$dev" = cpu ]; then
     model=small
-    args=(--device cpu --small --steps 2 --warmup 1 --sdpa --no-compile)
+    args=(--device cpu --small --steps 2 --warmup 1)
+    modes=eager-sdpa,eager
   fi
-  # PyTorch 2 (scaled_dot_product_attention, torch.compile) or none.
-  "$PYTHON" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' \
-    2>/dev/null || torch=0
-  [ $torch = 1 ] || args+=(--no-torch)
-  local bdir=$work/bench
+  local bdir=$WORK/bench batch smp_row=0
   cp -r "$kit/bench/$model" "$bdir"
-  local kept
-  for kept in "$bdir"/gpt2-fused.smpx/*.weights.bin.kept; do
-    [ -e "$kept" ] || continue
-    # Random parameters in place of the dropped file, then the checksums.
-    "$PYTHON" "$ROOT/scripts/kit_weights.py" fill "$kept" "${kept%.kept}"
-    rm "$kept"
-    "$BIN/smp-artifact-text" reseal "$bdir/gpt2-fused.smpx"
-  done
-  echo "## GPT-2 benchmark (bench/gpt2_train.sh --prebuilt ${args[*]} --batch $(cat "$bdir/batch"))" >> "$summary"
-  SMP_BIN=$BIN SMP_BENCH_DIR=$bdir PYTHON=$PYTHON bash "$ROOT/bench/gpt2_train.sh" \
-    --prebuilt --batch "$(cat "$bdir/batch")" "${args[@]}" \
-    > "$out/bench.md" 2> "$out/bench.log" ||
-    echo "bench: FAILED ($(tail -n 1 "$out/bench.log"))" >> "$summary"
-  cat "$out/bench.md" >> "$summary"
-  cp "$bdir"/*.jsonl "$bdir"/*.json "$out/" 2>/dev/null || true
+  batch=$(cat "$bdir/batch")
+  if [ $smprun_ok = 0 ]; then
+    skipped "GPT-2 benchmark: smp" "smprun misses libraries"
+  elif room "GPT-2 benchmark: smp" $min_bench; then
+    stage_begin "GPT-2 benchmark: smp (bench/gpt2_train.sh --prebuilt ${args[*]} --batch $batch)"
+    local kept prep=ok
+    for kept in "$bdir"/gpt2-fused.smpx/*.weights.bin.kept; do
+      [ -e "$kept" ] || continue
+      # Random parameters in place of the dropped file, then the checksums.
+      if limited 120 "$PYTHON" "$ROOT/scripts/kit_weights.py" fill "$kept" \
+        "${kept%.kept}" > "$LOGS/weights.log" 2>&1 &&
+        limited 60 "$BIN/smp-artifact-text" reseal "$bdir/gpt2-fused.smpx" \
+          >> "$LOGS/weights.log" 2>&1; then
+        rm "$kept"
+      else
+        prep="FAILED: no weights ($(tail -n 1 "$LOGS/weights.log"))"
+      fi
+    done
+    if [ "$prep" != ok ]; then
+      echo "bench: smp $prep" | tee -a "$SUMMARY"
+      result=$prep
+    else
+      local limit
+      limit=$(cap 240)
+      rc=0
+      SMP_BIN=$BIN SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited "$limit" \
+        bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" \
+        "${args[@]}" --no-torch --deadline $(($(date +%s) + limit - 10)) \
+        2> "$LOGS/bench-smp.log" | tee "$LOGS/bench-smp.md" >> "$SUMMARY" ||
+        rc=$?
+      cp "$bdir"/*.jsonl "$bdir"/*.out "$bdir"/*.err "$LOGS/" 2>/dev/null || true
+      bench_md
+      grep '^| smp' "$LOGS/bench-smp.md" && smp_row=1
+      result=ok
+      if [ $rc != 0 ]; then
+        result="FAILED (status $rc: $(tail -n 1 "$LOGS/bench-smp.log"))"
+        echo "bench: smp $result" | tee -a "$SUMMARY"
+      fi
+    fi
+    stage_end "GPT-2 benchmark: smp" "$result"
+  fi
+
+  # 5. Where smp's step goes: smprun --profile for 1 + N steps (less a
+  # 1-step run when there is time to spare: the warm-up out).
+  if [ "$psteps" = 0 ]; then
+    skipped "smp profile" "--profile-steps 0"
+  elif [ $smp_row = 0 ]; then
+    skipped "smp profile" "no smp row"
+  elif room "smp profile" $min_profile; then
+    stage_begin "Where smp's step goes (smprun --profile, $psteps steps after a warm-up step)"
+    local a="$bdir/gpt2-fused.smpx" base=()
+    rc=0
+    limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
+      --steps $((psteps + 1)) --profile "$LOGS/profile.json" \
+      --metrics "$LOGS/profile.jsonl" > "$LOGS/profile.out" 2>&1 || rc=$?
+    if [ $rc = 0 ] && [ $(($(left) - RESERVE)) -ge $min_base ] &&
+      limited 60 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
+        --steps 1 --profile "$LOGS/profile-1step.json" \
+        > "$LOGS/profile-1step.out" 2>&1; then
+      base=(--base "$LOGS/profile-1step.json")
+    fi
+    if [ $rc = 0 ] && [ -s "$LOGS/profile.json" ]; then
+      "$PYTHON" - "$LOGS/profile.jsonl" >> "$SUMMARY" 2>/dev/null <<'EOF' || true
+import json, sys
+ms = [json.loads(l)["step_time"] * 1e3 for l in open(sys.argv[1]) if l.strip()]
+print("The profiled run's steps (every instruction waited for): "
+      + ", ".join(f"{m:,.1f}" for m in ms) + " ms")
+print()
+EOF
+      if "$PYTHON" "$ROOT/scripts/profile_table.py" "$LOGS/profile.json" \
+        "${base[@]}" --top 15 --nodes 10 > "$LOGS/profile.md" 2>&1; then
+        cat "$LOGS/profile.md" >> "$SUMMARY"
+        echo >> "$SUMMARY"
+        result=ok
+      else
+        result="FAILED: profile_table.py: $(tail -n 1 "$LOGS/profile.md")"
+        echo "profile: $result" | tee -a "$SUMMARY"
+      fi
+    else
+      result="FAILED: smprun --profile, status $rc: $(tail -n 1 "$LOGS/profile.out")"
+      echo "profile: $result" | tee -a "$SUMMARY"
+    fi
+    stage_end "smp profile" "$result"
+  fi
+
+  # 6. PyTorch on the same GPU: PyTorch 2 (scaled_dot_product_attention,
+  # torch.compile) or none.
+  if [ $torch = 0 ]; then
+    skipped "GPT-2 benchmark: PyTorch" "--no-torch"
+  elif ! limited 90 "$PYTHON" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' \
+    2>/dev/null; then
+    skipped "GPT-2 benchmark: PyTorch" "no PyTorch 2 in $PYTHON"
+  elif room "GPT-2 benchmark: PyTorch" 20; then
+    stage_begin "GPT-2 benchmark: PyTorch ($modes)"
+    rc=0
+    SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
+      bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" "${args[@]}" \
+      --no-smp --modes "$modes" --deadline $((DEADLINE - RESERVE - 10)) \
+      2> "$LOGS/bench-torch.log" | tee "$LOGS/bench-torch.md" >> "$SUMMARY" ||
+      rc=$?
+    cp "$bdir"/*.json "$bdir"/*.json.err "$LOGS/" 2>/dev/null || true
+    bench_md
+    grep '^| PyTorch' "$LOGS/bench-torch.md" || true
+    result=ok
+    grep -q '^skipped' "$LOGS/bench-torch.md" && result="rows skipped (the budget)"
+    [ $rc = 0 ] || result="not all rows ran (status $rc)"
+    stage_end "GPT-2 benchmark: PyTorch" "$result"
+  fi
 }
 
 case "${1:-}" in

@@ -18,8 +18,12 @@
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), PYTHON
 # (default python3), FIXTURES (default test/fixtures/train of this
-# checkout). A failed run or comparison prints a line with FAILED; the
-# script itself exits 0 once it has run every check.
+# checkout); for `run` also SMPRUN_TIMEOUT (seconds one smprun may take:
+# killed by timeout(1) after that) and SUITE_DEADLINE (unix seconds: no
+# smprun runs past it, and a check that cannot start before it prints
+# "NAME: SKIPPED (deadline)"). Every check prints one line; a failed run or
+# comparison prints a line with FAILED (and the run that failed its own
+# line); the script itself exits 0 once it has run every check.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SMPC=${SMPC:-smpc}
@@ -30,7 +34,7 @@ SAME=$ROOT/test/train/same_losses.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
-usage() { sed -n '2,21p' "$0" >&2; exit 2; }
+usage() { sed -n '2,25p' "$0" >&2; exit 2; }
 
 compile() {
   local dir=$1 m o c p extra
@@ -55,15 +59,51 @@ compile() {
   done
 }
 
-# One smprun, its output in OUT/NAME.log; prints "NAME: FAILED to run" on
-# failure.
+# The seconds before SUITE_DEADLINE (a lot without one).
+left() {
+  if [ -n "${SUITE_DEADLINE:-}" ]; then
+    echo $((SUITE_DEADLINE - $(date +%s)))
+  else
+    echo 1000000
+  fi
+}
+
+# skip CHECK: prints "CHECK: SKIPPED (deadline)" and succeeds when the
+# deadline is too close to start the check (a few seconds).
+skip() {
+  [ "$(left)" -ge 5 ] && return 1
+  echo "$1: SKIPPED (deadline: $(left) s left)"
+}
+
+# ": " and FILE's last line, if it has one.
+last_line() {
+  local l
+  l=$(tail -n 1 "$1" 2>/dev/null)
+  [ -z "$l" ] || echo ": $l"
+}
+
+# One smprun, its output in OUT/NAME.log, under timeout(1) with
+# SMPRUN_TIMEOUT or SUITE_DEADLINE; prints "NAME: FAILED to run" on failure.
 runone() {
-  local name=$1
+  local name=$1 limit rc=0
   shift
-  "$SMPRUN" "$@" > "$OUT/$name.log" 2>&1 || {
-    echo "$name: FAILED to run ($(tail -n 1 "$OUT/$name.log"))"
-    return 1
-  }
+  limit=$(left)
+  if [ -n "${SMPRUN_TIMEOUT:-}" ] && [ "$SMPRUN_TIMEOUT" -lt "$limit" ]; then
+    limit=$SMPRUN_TIMEOUT
+  fi
+  if [ "$limit" -lt 1000000 ]; then
+    [ "$limit" -ge 1 ] || limit=1
+    timeout --foreground -k 5 "$limit" "$SMPRUN" "$@" > "$OUT/$name.log" 2>&1 < /dev/null || rc=$?
+  else
+    "$SMPRUN" "$@" > "$OUT/$name.log" 2>&1 || rc=$?
+  fi
+  [ $rc = 0 ] && return 0
+  if [ "$limit" -lt 1000000 ] && { [ $rc = 124 ] || [ $rc = 137 ]; }; then
+    echo "$name: FAILED to run (timed out after $limit s)$(last_line "$OUT/$name.log")"
+  else
+    echo "$name: FAILED to run (exit $rc)$(last_line "$OUT/$name.log")"
+  fi
+  return 1
 }
 
 run() {
@@ -75,44 +115,66 @@ run() {
       c=${o%% *}
       for p in fp32 bf16; do
         local a="$dir/$m.$c.$p.smpx" base="$m.$c.$p"
-        runone "$base.cpu" "$a" --device cpu --data "$FIXTURES/$m" --steps 5 \
-          --metrics "$OUT/$base.cpu.jsonl" &&
-          runone "$base.$dev" "$a" --device "$dev" --data "$FIXTURES/$m" \
-            --steps 5 --metrics "$OUT/$base.$dev.jsonl"
+        skip "$m/$c/$p" && continue
+        rm -f "$OUT/$base.cpu.jsonl" "$OUT/$base.$dev.jsonl"
         tol=1e-4
         [ $p = bf16 ] && tol=2e-2
-        echo "$m/$c/$p: $("$PYTHON" "$SAME" "$OUT/$base.cpu.jsonl" \
-          "$OUT/$base.$dev.jsonl" --rtol $tol || echo FAILED)"
+        if runone "$base.cpu" "$a" --device cpu --data "$FIXTURES/$m" \
+          --steps 5 --metrics "$OUT/$base.cpu.jsonl" &&
+          runone "$base.$dev" "$a" --device "$dev" --data "$FIXTURES/$m" \
+            --steps 5 --metrics "$OUT/$base.$dev.jsonl"; then
+          echo "$m/$c/$p: $("$PYTHON" "$SAME" "$OUT/$base.cpu.jsonl" \
+            "$OUT/$base.$dev.jsonl" --rtol $tol || echo FAILED)"
+        else
+          echo "$m/$c/$p: FAILED (a run failed)"
+        fi
       done
     done
   done
   # Offloading and recomputation on the device equal the CPU.
   for n in off rc; do
-    runone "gpt.$n.$dev" "$dir/gpt.$n.smpx" --device "$dev" \
-      --data "$FIXTURES/gpt" --steps 5 --metrics "$OUT/gpt.$n.$dev.jsonl"
-    echo "gpt/$n: $("$PYTHON" "$SAME" "$OUT/gpt.adamw.fp32.cpu.jsonl" \
-      "$OUT/gpt.$n.$dev.jsonl" --rtol 1e-4 || echo FAILED)"
+    skip "gpt/$n" && continue
+    rm -f "$OUT/gpt.$n.$dev.jsonl"
+    if ! runone "gpt.$n.$dev" "$dir/gpt.$n.smpx" --device "$dev" \
+      --data "$FIXTURES/gpt" --steps 5 --metrics "$OUT/gpt.$n.$dev.jsonl"; then
+      echo "gpt/$n: FAILED (the run failed)"
+    elif [ ! -s "$OUT/gpt.adamw.fp32.cpu.jsonl" ]; then
+      echo "gpt/$n: FAILED (no CPU run of gpt/adamw/fp32 to compare with)"
+    else
+      echo "gpt/$n: $("$PYTHON" "$SAME" "$OUT/gpt.adamw.fp32.cpu.jsonl" \
+        "$OUT/gpt.$n.$dev.jsonl" --rtol 1e-4 || echo FAILED)"
+    fi
   done
   # A checkpoint written on the device resumes on the CPU: steps 4-5 equal
   # the uninterrupted CPU run.
   local a="$dir/gpt.adamw.fp32.smpx"
   rm -rf "$OUT/ckpt"
-  runone ckpt.$dev "$a" --device "$dev" --data "$FIXTURES/gpt" --steps 3 \
-    --checkpoint-dir "$OUT/ckpt" --checkpoint-every 3
-  runone resume.cpu "$a" --device cpu --data "$FIXTURES/gpt" --steps 5 \
-    --checkpoint-dir "$OUT/ckpt" --resume --metrics "$OUT/resumed.jsonl"
-  tail -n 2 "$OUT/gpt.adamw.fp32.cpu.jsonl" > "$OUT/steps45.jsonl"
-  echo "resume: $("$PYTHON" "$SAME" "$OUT/steps45.jsonl" "$OUT/resumed.jsonl" \
-    --rtol 1e-4 || echo FAILED)"
+  if ! skip resume; then
+    rm -f "$OUT/resumed.jsonl"
+    if ! runone "ckpt.$dev" "$a" --device "$dev" --data "$FIXTURES/gpt" \
+      --steps 3 --checkpoint-dir "$OUT/ckpt" --checkpoint-every 3 ||
+      ! runone resume.cpu "$a" --device cpu --data "$FIXTURES/gpt" --steps 5 \
+        --checkpoint-dir "$OUT/ckpt" --resume --metrics "$OUT/resumed.jsonl"; then
+      echo "resume: FAILED (a run failed)"
+    elif [ ! -s "$OUT/gpt.adamw.fp32.cpu.jsonl" ]; then
+      echo "resume: FAILED (no CPU run of gpt/adamw/fp32 to compare with)"
+    else
+      tail -n 2 "$OUT/gpt.adamw.fp32.cpu.jsonl" > "$OUT/steps45.jsonl"
+      echo "resume: $("$PYTHON" "$SAME" "$OUT/steps45.jsonl" \
+        "$OUT/resumed.jsonl" --rtol 1e-4 || echo FAILED)"
+    fi
+  fi
   # The model trained on the device exports.
   rm -f "$OUT/trained.onnx"
-  runone save-onnx.$dev "$a" --device "$dev" --data "$FIXTURES/gpt" --steps 5 \
-    --save-onnx "$OUT/trained.onnx" &&
-    if [ -s "$OUT/trained.onnx" ]; then
-      echo "save-onnx: wrote $(wc -c < "$OUT/trained.onnx") bytes"
-    else
-      echo "save-onnx: FAILED (no file)"
-    fi
+  skip save-onnx && return 0
+  if ! runone "save-onnx.$dev" "$a" --device "$dev" --data "$FIXTURES/gpt" \
+    --steps 5 --save-onnx "$OUT/trained.onnx"; then
+    echo "save-onnx: FAILED (smprun failed)"
+  elif [ -s "$OUT/trained.onnx" ]; then
+    echo "save-onnx: wrote $(wc -c < "$OUT/trained.onnx") bytes"
+  else
+    echo "save-onnx: FAILED (no file)"
+  fi
   return 0
 }
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Where a training step's time goes, from `smprun --profile FILE`: the
+top ops as a markdown table (scripts/device-kit.sh puts it in its
+summary.md for the GPT-2 benchmark's artifact). Standard library only.
+
+    profile_table.py PROFILE.json [--base FIRST.json] [--top 15]
+                     [--nodes 10]
+
+PROFILE.json is smprun's --profile output: one entry per instruction of
+the program with op, node (the ONNX node it came from; its gradients carry
+the same name), seconds (wall time summed over the steps; on a GPU each
+instruction waited for), calls (the steps), and flops and bytes of one
+call. --base is the profile of a one-step run of the same artifact: its
+times are subtracted instruction by instruction, which leaves the steady
+steps without the first step's one-time costs (lazy kernel loading, library
+handles, allocator growth); without it the first step is in the table.
+
+Prints the top ops by total time (per op: instructions, total ms, ms per
+step, share, achieved TFLOP/s and GB/s), the rest in one line, then the top
+source nodes (forward and gradient instructions of one ONNX node together,
+the layers' /h.N/ merged into /h.*/).
+"""
+import argparse
+import collections
+import json
+import re
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        entries = json.load(f)
+    if not isinstance(entries, list):
+        raise SystemExit(f"profile_table.py: {path}: not a list of entries")
+    return entries
+
+
+def rate(amount, sec, unit):
+    """amount / sec in `unit`s, three significant digits ("-" without)."""
+    if sec <= 0 or not amount:
+        return "-"
+    v = amount / sec / unit
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("profile")
+    p.add_argument("--base")
+    p.add_argument("--top", type=int, default=15)
+    p.add_argument("--nodes", type=int, default=10)
+    a = p.parse_args()
+
+    entries = load(a.profile)
+    if not entries:
+        print("profile: no instructions")
+        return
+    steps = max(e.get("calls", 0) for e in entries)
+    note = f"{steps} steps, the first one's warm-up included"
+    if a.base:
+        base = load(a.base)
+        same = len(base) == len(entries) and all(
+            b["op"] == e["op"] and b["node"] == e["node"]
+            for b, e in zip(base, entries))
+        if not same:
+            print(f"(--base {a.base} is another program: not subtracted)")
+        else:
+            bsteps = max(b.get("calls", 0) for b in base)
+            if steps > bsteps:
+                entries = [dict(e, seconds=max(0.0, e["seconds"] - b["seconds"]),
+                                calls=e["calls"] - b["calls"])
+                           for b, e in zip(base, entries)]
+                note = (f"{steps - bsteps} steps: a {steps}-step run less a "
+                        f"{bsteps}-step one, the warm-up subtracted")
+                steps -= bsteps
+    steps = max(steps, 1)
+    total = sum(e["seconds"] for e in entries)
+    if total <= 0:
+        print("profile: no time recorded")
+        return
+
+    def row_stats(group):
+        sec = sum(e["seconds"] for e in group)
+        flops = sum(e.get("flops", 0) * e.get("calls", 0) for e in group)
+        nbytes = sum(e.get("bytes", 0) * e.get("calls", 0) for e in group)
+        return sec, rate(flops, sec, 1e12), rate(nbytes, sec, 1e9)
+
+    by_op = collections.defaultdict(list)
+    for e in entries:
+        by_op[e["op"]].append(e)
+    ops = sorted(by_op, key=lambda o: -sum(e["seconds"] for e in by_op[o]))
+    print(f"Time per op ({note}; {total * 1e3:,.1f} ms in all, "
+          f"{total * 1e3 / steps:,.1f} ms per step):")
+    print()
+    print("| op | instructions | total ms | ms/step | share | TFLOP/s | GB/s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for op in ops[:a.top]:
+        sec, tflops, gbs = row_stats(by_op[op])
+        print(f"| {op} | {len(by_op[op])} | {sec * 1e3:,.1f} | "
+              f"{sec * 1e3 / steps:,.2f} | {100 * sec / total:.1f}% | "
+              f"{tflops} | {gbs} |")
+    rest = [e for op in ops[a.top:] for e in by_op[op]]
+    if rest:
+        sec = sum(e["seconds"] for e in rest)
+        print(f"| {len(ops) - a.top} other ops | {len(rest)} | "
+              f"{sec * 1e3:,.1f} | {sec * 1e3 / steps:,.2f} | "
+              f"{100 * sec / total:.1f}% | | |")
+    if a.nodes <= 0:
+        return
+    by_node = collections.defaultdict(list)
+    for e in entries:
+        node = re.sub(r"/h\.\d+/", "/h.*/", e["node"])
+        by_node[(node, e["op"])].append(e)
+    keys = sorted(by_node, key=lambda k: -sum(e["seconds"] for e in by_node[k]))
+    print()
+    print(f"Top {min(a.nodes, len(keys))} source nodes (forward and gradient "
+          "instructions together, layers merged):")
+    print()
+    print("| node | op | instructions | ms/step | share | TFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for node, op in keys[:a.nodes]:
+        sec, tflops, _ = row_stats(by_node[(node, op)])
+        print(f"| {node} | {op} | {len(by_node[(node, op)])} | "
+              f"{sec * 1e3 / steps:,.2f} | {100 * sec / total:.1f}% | {tflops} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
