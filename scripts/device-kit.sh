@@ -4,7 +4,7 @@
 # of Debian's packages and no compiler for smp (docs/runtime-layout.md,
 # "The device kit").
 #
-#   device-kit.sh pack [KIT]
+#   device-kit.sh pack [KIT] [--emulate]
 #       From this checkout's build (BUILD_DIR, default build; the CUDA
 #       backend built): smprun and the GPU test binaries, the shared
 #       libraries they load that such a machine lacks (protobuf, OpenBLAS,
@@ -15,7 +15,10 @@
 #       weights, and its tokens. KIT defaults to build/device-kit (ignored by
 #       git: the device tool carries it with carry=["build/device-kit"]).
 #       Refuses a kit over 40 MiB (the device tool carries 64 MiB with the
-#       checkout).
+#       checkout). --emulate packs the CUDA emulator's builds in their place
+#       (smprun-emu as smprun, the *-emu tests; docs/cuda-emulator.md) and a
+#       small GPT as the benchmark: a rehearsal of the GPU run on this
+#       machine (`run KIT OUT --device cuda --no-torch`).
 #
 #   device-kit.sh run KIT OUT [--device cuda|cpu] [--budget SECONDS]
 #                             [--steps N] [--warmup N] [--profile-steps N]
@@ -76,21 +79,25 @@ own_library() {
 }
 
 pack() {
-  local kit=$1 build=${BUILD_DIR:-$ROOT/build}
+  local kit=$1 emulate=${2:-} build=${BUILD_DIR:-$ROOT/build}
   local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text)
+  # The build each kit binary comes from (--emulate: the emulator's).
+  local suffix=""
+  [ "$emulate" = --emulate ] && suffix=-emu
+  from() { case $1 in smp-artifact-text | smpc | smp-modelgen) echo "$1" ;; *) echo "$1$suffix" ;; esac; }
   for b in "${bins[@]}" smpc smp-modelgen; do
-    [ -x "$build/bin/$b" ] || {
-      echo "device-kit: $build/bin/$b not found: build with the CUDA backend" \
-        "(nvcc at /usr/local/cuda/bin) first: bash scripts/build.sh" >&2
+    [ -x "$build/bin/$(from "$b")" ] || {
+      echo "device-kit: $build/bin/$(from "$b") not found: build with the CUDA" \
+        "backend (nvcc at /usr/local/cuda/bin) first: bash scripts/build.sh" >&2
       exit 1
     }
   done
   rm -rf "$kit"
   mkdir -p "$kit/payload/bin" "$kit/payload/lib" "$kit/bench"
   for b in "${bins[@]}"; do
-    cp "$build/bin/$b" "$kit/payload/bin/"
+    cp "$build/bin/$(from "$b")" "$kit/payload/bin/$b"
     strip --strip-unneeded "$kit/payload/bin/$b"
-    ldd "$build/bin/$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+    ldd "$build/bin/$(from "$b")" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
       while read -r name path; do
         own_library "$name" && continue
         [ -f "$kit/payload/lib/$name" ] && continue
@@ -115,8 +122,14 @@ pack() {
       --precision bf16 --batch-size "$batch" -o "$dir/gpt2-fused.smpx" > /dev/null
     rm -f "$dir/gpt2.onnx" "$dir/gpt2.onnx.data"
   }
-  bench_model "$kit/bench/gpt2" "$B" cuda --layers 12 --hidden 768 --heads 12 \
-    --seq 1024 --vocab 50257
+  if [ -n "$suffix" ]; then # the emulator: a GPT it runs in seconds
+    B=4
+    bench_model "$kit/bench/gpt2" "$B" cuda --layers 2 --hidden 128 --heads 4 \
+      --seq 64 --vocab 512
+  else
+    bench_model "$kit/bench/gpt2" "$B" cuda --layers 12 --hidden 768 --heads 12 \
+      --seq 1024 --vocab 50257
+  fi
   local art=$kit/bench/gpt2/gpt2-fused.smpx w
   for w in "$art"/*.weights.bin; do
     # What the file holds besides f32 parameters (the positions' int64
@@ -126,6 +139,9 @@ pack() {
     rm "$w"
   done
   echo "$B" > "$kit/bench/gpt2/batch"
+  [ -z "$suffix" ] || echo "packed with --emulate: the binaries run --device" \
+    "cuda on the CUDA emulator (docs/cuda-emulator.md); its speeds are not a" \
+    "GPU's" > "$kit/EMULATED"
   bench_model "$kit/bench/small" 4 cpu --layers 2 --hidden 128 --heads 4 \
     --seq 64 --vocab 512
   echo 4 > "$kit/bench/small/batch"
@@ -338,6 +354,7 @@ run() {
     echo "budget: $BUDGET s, until $(date -u -d "@$DEADLINE" 2>/dev/null || echo "$DEADLINE")"
   } > "$env"
   echo "# device kit run on $dev, $(date -u) (budget $BUDGET s)" > "$SUMMARY"
+  [ ! -f "$kit/EMULATED" ] || echo "**$(cat "$kit/EMULATED")**" >> "$SUMMARY"
   echo >> "$SUMMARY"
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/smp-kit.XXXXXX")
   LOGS=$WORK/out
@@ -594,7 +611,12 @@ EOF
 }
 
 case "${1:-}" in
-  pack) [ $# -le 2 ] || usage; pack "${2:-$ROOT/build/device-kit}" ;;
+  pack)
+    [ $# -le 3 ] || usage
+    if [ "${2:-}" = --emulate ]; then pack "$ROOT/build/device-kit" --emulate
+    elif [ -z "${3:-}" ] || [ "$3" = --emulate ]; then
+      pack "${2:-$ROOT/build/device-kit}" "${3:-}"
+    else usage; fi ;;
   run) [ $# -ge 3 ] || usage; run "${@:2}" ;;
   *) usage ;;
 esac

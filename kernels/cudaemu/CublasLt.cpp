@@ -22,7 +22,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace smp::cudaemu;
@@ -185,6 +187,60 @@ bool checkLayout(const Layout &l) {
                                                : int64_t(l.cols);
   return l.ld >= std::max<int64_t>(need, 1) && l.batch >= 1 &&
          (l.batch == 1 || l.stride >= 0);
+}
+
+/// D = alpha op(A) op(B) + beta C, batch by batch: op(A) and op(B) read
+/// into row-major arrays of the accumulator type Acc (tf32-rounded when
+/// `tf`), each D element summed over k in order in Acc, then scaled, C
+/// added and D stored (after C was read: in place is allowed).
+template <class Acc>
+void product(const OpDesc &d, const Layout &a, const Layout &b,
+             const Layout &c, const Layout &dl, double alpha, double beta,
+             const void *A, const void *B, const void *C, void *D, bool tf) {
+  int64_t m = dl.rows, n = dl.cols;
+  int64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
+  std::vector<Acc> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(k * n)),
+      acc(static_cast<size_t>(n));
+  std::vector<double> out(static_cast<size_t>(m * n));
+  auto round = [&](double v) {
+    Acc r = static_cast<Acc>(v);
+    if constexpr (std::is_same_v<Acc, float>)
+      if (tf)
+        r = tf32(r);
+    return r;
+  };
+  for (int32_t bi = 0; bi < dl.batch; ++bi) {
+    const char *pa = static_cast<const char *>(A) + bi * a.stride * typeSize(a.type);
+    const char *pb = static_cast<const char *>(B) + bi * b.stride * typeSize(b.type);
+    const char *pc = static_cast<const char *>(C) + bi * c.stride * typeSize(c.type);
+    char *pd = static_cast<char *>(D) + bi * dl.stride * typeSize(dl.type);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        x[i * k + p] = round(load(
+            pa, a.type, d.transA == CUBLAS_OP_N ? at(a, i, p) : at(a, p, i)));
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        y[p * n + j] = round(load(
+            pb, b.type, d.transB == CUBLAS_OP_N ? at(b, p, j) : at(b, j, p)));
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(acc.begin(), acc.end(), Acc(0));
+      for (int64_t p = 0; p < k; ++p) {
+        Acc xi = x[i * k + p];
+        const Acc *yp = &y[p * n];
+        for (int64_t j = 0; j < n; ++j)
+          acc[j] += xi * yp[j];
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        double v = alpha * static_cast<double>(acc[j]);
+        if (beta != 0)
+          v += beta * load(pc, c.type, at(c, i, j));
+        out[static_cast<size_t>(i * n + j)] = v;
+      }
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        store(pd, dl.type, at(dl, i, j), out[static_cast<size_t>(i * n + j)]);
+  }
 }
 
 cublasStatus_t refuse(cublasStatus_t s, const std::string &why) {
@@ -389,42 +445,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                   : *static_cast<const float *>(alpha);
   double be = f64 ? *static_cast<const double *>(beta)
                   : *static_cast<const float *>(beta);
-  int64_t m = dl.rows, n = dl.cols;
-  int64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
-  std::vector<double> out(static_cast<size_t>(m * n));
-  for (int32_t bi = 0; bi < dl.batch; ++bi) {
-    const char *pa = static_cast<const char *>(A) + bi * a.stride * typeSize(a.type);
-    const char *pb = static_cast<const char *>(B) + bi * b.stride * typeSize(b.type);
-    const char *pc = static_cast<const char *>(C) + bi * c.stride * typeSize(c.type);
-    char *pd = static_cast<char *>(D) + bi * dl.stride * typeSize(dl.type);
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) {
-        double acc64 = 0;
-        float acc32 = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          int64_t ia = d.transA == CUBLAS_OP_N ? at(a, i, p) : at(a, p, i);
-          int64_t ib = d.transB == CUBLAS_OP_N ? at(b, p, j) : at(b, j, p);
-          double x = load(pa, a.type, ia), y = load(pb, b.type, ib);
-          if (f64) {
-            acc64 += x * y;
-          } else if (tf) {
-            acc32 += tf32(static_cast<float>(x)) * tf32(static_cast<float>(y));
-          } else {
-            acc32 = std::fma(static_cast<float>(x), static_cast<float>(y),
-                             acc32);
-          }
-        }
-        double acc = f64 ? acc64 : acc32;
-        double v = al * acc;
-        if (be != 0)
-          v += be * load(pc, c.type, at(c, i, j));
-        out[static_cast<size_t>(j * m + i)] = v;
-      }
-    // D is written after C was read (in place is allowed).
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i)
-        store(pd, dl.type, at(dl, i, j), out[static_cast<size_t>(j * m + i)]);
-  }
+  if (f64)
+    product<double>(d, a, b, c, dl, al, be, A, B, C, D, false);
+  else
+    product<float>(d, a, b, c, dl, al, be, A, B, C, D, tf);
   return CUBLAS_STATUS_SUCCESS;
 }
 
