@@ -27,7 +27,10 @@ if [[ ${1:-} == --tests ]]; then
     # smp.Plan.to_pandas() (python/tests/test_plan.py).
     python3-pandas
     # smp.plot_metrics (python/tests/test_metrics.py).
-    python3-matplotlib)
+    python3-matplotlib
+    # cudaemu.memcheck: the CUDA kernels on the emulator under memcheck
+    # (docs/cuda-emulator.md).
+    valgrind)
 fi
 
 missing=()

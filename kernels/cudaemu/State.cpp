@@ -31,9 +31,12 @@ std::atomic<int> sticky{cudaSuccess};
 } // namespace
 
 void *allocate(size_t bytes, MemoryKind kind) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + 255) & ~size_t(255);
-  void *p = std::aligned_alloc(256, rounded);
-  if (!p)
+  // Exactly the bytes asked for (256-byte aligned, as cudaMalloc's): a
+  // memory checker (valgrind, docs/cuda-emulator.md) sees a kernel that
+  // reads or writes past the end of a buffer.
+  size_t rounded = std::max<size_t>(bytes, 1);
+  void *p = nullptr;
+  if (posix_memalign(&p, 256, rounded) != 0)
     return nullptr;
   // Fresh device memory holds whatever was there: a pattern that reads as
   // a NaN in f32 and bf16 and f16, so that an unwritten output shows.
