@@ -1,38 +1,86 @@
-//===- Nccl.cpp - NCCL of one rank in the emulator ------------------------===//
+//===- Nccl.cpp - NCCL in the emulator, across processes ------------------===//
 //
-// The NCCL calls of runtime/comm/lib/nccl, for a communicator of one rank
-// (the emulator is one process: a communicator of more ranks is refused
-// with ncclInvalidUsage). Collectives are copies (one rank's sum, average,
-// min and max are its own values); a send to itself is matched with the
-// receive of the same group at ncclGroupEnd, in order, as NCCL does. Every
-// buffer must be device memory holding the bytes the call names.
+// The NCCL calls of runtime/comm/lib/nccl for the ranks of a run, each a
+// process (smprun-emu -n N): a communicator is a folder under /dev/shm
+// named by its unique id, and every operation is a file exchange there.
+// Collectives (all-reduce, all-gather, reduce-scatter, broadcast) are
+// numbered per communicator: each rank writes its contribution as
+// c<seq>.r<rank> (written aside, then renamed), waits for every rank's, and
+// reduces them in rank order (so all ranks hold the same bits, as NCCL's
+// all-reduce gives them). A send writes p<src>.<dst>.<n> (the n-th message
+// of that pair); the receive waits for it and removes it. Inside a group
+// the sends run first, then the collectives, then the receives, so that no
+// order NCCL accepts deadlocks here.
+//
+// What NCCL would hang on or corrupt is refused (ncclInvalidUsage, with the
+// emulator's report): ranks calling different collectives, counts, types or
+// reduction ops at the same point; a receive whose size differs from its
+// send; two ranks of a communicator on the same device ("Duplicate GPU");
+// a rank waited for longer than SMP_CUDAEMU_NCCL_TIMEOUT seconds (default
+// 300). A communicator of one rank exchanges nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "State.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <nccl.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace smp::cudaemu;
 
 struct ncclComm {
   int magic = 0x6e63;
-  std::string lastError;
+  int nranks = 1, rank = 0;
+  std::string dir;
+  uint64_t collectives = 0;
+  std::vector<uint64_t> sent, received; // messages per peer
 };
 
 namespace {
 
-struct PointToPoint {
-  void *buffer;
-  size_t bytes;
+enum Kind : int32_t { AllReduce, AllGather, ReduceScatter, Broadcast };
+const char *kindName(int32_t k) {
+  static const char *const names[] = {"ncclAllReduce", "ncclAllGather",
+                                      "ncclReduceScatter", "ncclBroadcast"};
+  return k >= 0 && k < 4 ? names[k] : "?";
+}
+
+/// The header of an exchanged file.
+struct Header {
+  int32_t kind, type, op, root;
+  uint64_t count, bytes;
+};
+
+/// A deferred operation of a group.
+struct Op {
+  enum { Send, Recv, Collective } what;
+  ncclComm_t comm;
+  const void *send;
+  void *recv;
+  size_t count;
+  ncclDataType_t type;
+  int32_t kind, redop, root, peer;
 };
 
 thread_local int groupDepth = 0;
-thread_local std::deque<PointToPoint> sends, recvs;
+thread_local std::deque<Op> pending;
 thread_local std::string lastError;
 
 size_t typeSize(ncclDataType_t t) {
@@ -73,43 +121,335 @@ ncclResult_t checkBuffer(const char *call, const char *which, const void *p,
                     " bytes) is not inside a device allocation");
 }
 
-ncclResult_t copy(const char *call, const void *send, void *recv,
-                  size_t count, ncclDataType_t type, ncclComm_t comm) {
-  if (!comm || comm->magic != 0x6e63)
-    return failed(ncclInvalidArgument, std::string(call) + ": no communicator");
-  size_t bytes = count * typeSize(type);
-  if (typeSize(type) == 0)
-    return failed(ncclInvalidArgument, std::string(call) + ": data type");
-  if (ncclResult_t r = checkBuffer(call, "send", send, bytes))
+double timeoutSeconds() {
+  const char *v = std::getenv("SMP_CUDAEMU_NCCL_TIMEOUT");
+  return v ? std::atof(v) : 300.0;
+}
+
+bool writeFile(const ncclComm &c, const std::string &name, const Header &h,
+               const void *data) {
+  std::string tmp = c.dir + "/.tmp." + std::to_string(c.rank) + "." + name;
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f)
+    return false;
+  bool ok = std::fwrite(&h, sizeof h, 1, f) == 1 &&
+            (h.bytes == 0 || std::fwrite(data, 1, h.bytes, f) == h.bytes);
+  ok = std::fclose(f) == 0 && ok;
+  return ok && std::rename(tmp.c_str(), (c.dir + "/" + name).c_str()) == 0;
+}
+
+/// Waits for `name` and reads it; false (with lastError) after the timeout.
+bool readFile(const ncclComm &c, const std::string &name, int from,
+              const char *what, Header &h, std::vector<char> &data) {
+  std::string path = c.dir + "/" + name;
+  auto start = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    if (std::FILE *f = std::fopen(path.c_str(), "rb")) {
+      bool ok = std::fread(&h, sizeof h, 1, f) == 1;
+      data.resize(ok ? h.bytes : 0);
+      ok = ok && (h.bytes == 0 || std::fread(data.data(), 1, h.bytes, f) ==
+                                      h.bytes);
+      std::fclose(f);
+      if (ok)
+        return true;
+      failed(ncclSystemError, std::string(what) + ": cannot read " + path);
+      return false;
+    }
+    double waited = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    if (waited > timeoutSeconds()) {
+      failed(ncclRemoteError,
+             std::string(what) + " on rank " + std::to_string(c.rank) +
+                 ": rank " + std::to_string(from) + " did not take part in " +
+                 std::to_string(waited) +
+                 " s (a real run would hang; SMP_CUDAEMU_NCCL_TIMEOUT)");
+      return false;
+    }
+    if (spins < 100)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+/// a = a (op) b elementwise over n elements of type t (avg sums here).
+void combine(void *a, const void *b, size_t n, ncclDataType_t t, int op) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    T *x = static_cast<T *>(a);
+    const T *y = static_cast<const T *>(b);
+    for (size_t i = 0; i < n; ++i) {
+      switch (op) {
+      case ncclProd:
+        x[i] = x[i] * y[i];
+        break;
+      case ncclMax:
+        x[i] = y[i] > x[i] ? y[i] : x[i];
+        break;
+      case ncclMin:
+        x[i] = y[i] < x[i] ? y[i] : x[i];
+        break;
+      default: // sum, avg
+        x[i] = x[i] + y[i];
+      }
+    }
+  };
+  switch (t) {
+  case ncclInt8:
+    return run(int8_t());
+  case ncclUint8:
+    return run(uint8_t());
+  case ncclInt32:
+    return run(int32_t());
+  case ncclUint32:
+    return run(uint32_t());
+  case ncclInt64:
+    return run(int64_t());
+  case ncclUint64:
+    return run(uint64_t());
+  case ncclFloat32:
+    return run(float());
+  case ncclFloat64:
+    return run(double());
+  default:
+    break;
+  }
+  // f16/bf16: in f32, rounded once per rank's contribution (as a ring).
+  for (size_t i = 0; i < n; ++i) {
+    float x, y;
+    if (t == ncclFloat16) {
+      x = __half2float(static_cast<const __half *>(a)[i]);
+      y = __half2float(static_cast<const __half *>(b)[i]);
+    } else {
+      x = __bfloat162float(static_cast<const __nv_bfloat16 *>(a)[i]);
+      y = __bfloat162float(static_cast<const __nv_bfloat16 *>(b)[i]);
+    }
+    float r = op == ncclProd ? x * y
+              : op == ncclMax ? (y > x ? y : x)
+              : op == ncclMin ? (y < x ? y : x)
+                              : x + y;
+    if (t == ncclFloat16)
+      static_cast<__half *>(a)[i] = __float2half_rn(r);
+    else
+      static_cast<__nv_bfloat16 *>(a)[i] = __float2bfloat16_rn(r);
+  }
+}
+
+/// Divides n elements by `ranks` (ncclAvg).
+void average(void *a, size_t n, ncclDataType_t t, int ranks) {
+  for (size_t i = 0; i < n; ++i) {
+    switch (t) {
+    case ncclFloat32:
+      static_cast<float *>(a)[i] /= ranks;
+      break;
+    case ncclFloat64:
+      static_cast<double *>(a)[i] /= ranks;
+      break;
+    case ncclFloat16: {
+      __half &h = static_cast<__half *>(a)[i];
+      h = __float2half_rn(__half2float(h) / ranks);
+      break;
+    }
+    case ncclBfloat16: {
+      __nv_bfloat16 &h = static_cast<__nv_bfloat16 *>(a)[i];
+      h = __float2bfloat16_rn(__bfloat162float(h) / ranks);
+      break;
+    }
+    default: // integers: NCCL divides them too
+      switch (typeSize(t)) {
+      case 1:
+        static_cast<int8_t *>(a)[i] /= ranks;
+        break;
+      case 4:
+        static_cast<int32_t *>(a)[i] /= ranks;
+        break;
+      default:
+        static_cast<int64_t *>(a)[i] /= ranks;
+      }
+    }
+  }
+}
+
+/// One collective of every rank: this rank's part in, the result out.
+ncclResult_t collective(const Op &o) {
+  ncclComm &c = *o.comm;
+  size_t es = typeSize(o.type);
+  const char *what = kindName(o.kind);
+  // Bytes this rank sends and receives.
+  size_t in = o.count * es, out = o.count * es;
+  if (o.kind == AllGather)
+    out = in * c.nranks;
+  if (o.kind == ReduceScatter)
+    in = out * c.nranks;
+  if (o.kind == Broadcast && c.rank != o.root)
+    in = 0;
+  if (ncclResult_t r = checkBuffer(what, "send", o.send, in))
     return r;
-  if (ncclResult_t r = checkBuffer(call, "receive", recv, bytes))
+  if (ncclResult_t r = checkBuffer(what, "receive", o.recv, out))
     return r;
-  if (bytes && send != recv)
-    std::memmove(recv, send, bytes);
+  // Overlapping buffers are NCCL's in-place forms only.
+  auto at = [](const void *p) { return reinterpret_cast<uintptr_t>(p); };
+  bool overlap = in && out && at(o.send) < at(o.recv) + out &&
+                 at(o.recv) < at(o.send) + in;
+  uintptr_t inPlace = at(o.recv); // where send must be when they overlap
+  if (o.kind == AllGather)
+    inPlace = at(o.recv) + c.rank * in;
+  if (o.kind == ReduceScatter)
+    inPlace = at(o.recv) - c.rank * out;
+  if (overlap && at(o.send) != inPlace)
+    return failed(ncclInvalidUsage,
+                  std::string(what) + " on rank " + std::to_string(c.rank) +
+                      ": send and receive buffers overlap but are not NCCL's "
+                      "in-place form (the result would be garbage)");
+  if (c.nranks == 1) {
+    if (in && o.send != o.recv)
+      std::memmove(o.recv, o.send, out);
+    return ncclSuccess;
+  }
+  uint64_t seq = c.collectives++;
+  Header mine{o.kind, o.type, o.redop, o.root, o.count, in};
+  std::string base = "c" + std::to_string(seq) + ".r";
+  if (!writeFile(c, base + std::to_string(c.rank), mine, o.send))
+    return failed(ncclSystemError, std::string(what) + ": cannot write in " +
+                                       c.dir);
+  std::vector<std::vector<char>> parts(c.nranks);
+  for (int r = 0; r < c.nranks; ++r) {
+    Header h;
+    if (!readFile(c, base + std::to_string(r), r, what, h, parts[r]))
+      return ncclRemoteError;
+    if (h.kind != mine.kind || h.type != mine.type || h.count != mine.count ||
+        (o.kind != AllGather && h.op != mine.op) || h.root != mine.root)
+      return failed(ncclInvalidUsage,
+                    "collective #" + std::to_string(seq) + ": rank " +
+                        std::to_string(c.rank) + " calls " + what + " of " +
+                        std::to_string(o.count) + " elements (type " +
+                        std::to_string(o.type) + ", op " +
+                        std::to_string(o.redop) + ") but rank " +
+                        std::to_string(r) + " " + kindName(h.kind) + " of " +
+                        std::to_string(h.count) + " (type " +
+                        std::to_string(h.type) + ", op " +
+                        std::to_string(h.op) +
+                        "): NCCL would hang or mix them up");
+  }
+  switch (o.kind) {
+  case AllGather:
+    for (int r = 0; r < c.nranks; ++r)
+      std::memcpy(static_cast<char *>(o.recv) + r * in, parts[r].data(), in);
+    break;
+  case Broadcast:
+    std::memcpy(o.recv, parts[o.root].data(), out);
+    break;
+  default: { // reduce in rank order: every rank the same bits
+    size_t n = o.kind == AllReduce ? o.count : o.count * c.nranks;
+    std::vector<char> acc(parts[0]);
+    for (int r = 1; r < c.nranks; ++r)
+      combine(acc.data(), parts[r].data(), n, o.type, o.redop);
+    if (o.redop == ncclAvg)
+      average(acc.data(), n, o.type, c.nranks);
+    size_t off = o.kind == AllReduce ? 0 : c.rank * out;
+    std::memcpy(o.recv, acc.data() + off, out);
+  }
+  }
+  // Everyone has written collective seq, so everyone finished reading
+  // seq - 1: this rank's file of it can go.
+  if (seq > 0)
+    std::remove((c.dir + "/c" + std::to_string(seq - 1) + ".r" +
+                 std::to_string(c.rank))
+                    .c_str());
   return ncclSuccess;
 }
 
-ncclResult_t matchPointToPoint() {
-  while (!sends.empty() && !recvs.empty()) {
-    PointToPoint s = sends.front(), r = recvs.front();
-    sends.pop_front();
-    recvs.pop_front();
-    if (s.bytes != r.bytes)
-      return failed(ncclInvalidUsage,
-                    "a send of " + std::to_string(s.bytes) +
-                        " bytes to itself meets a receive of " +
-                        std::to_string(r.bytes));
-    if (s.bytes)
-      std::memmove(r.buffer, s.buffer, s.bytes);
-  }
-  if (!sends.empty() || !recvs.empty()) {
-    sends.clear();
-    recvs.clear();
-    return failed(ncclInvalidUsage,
-                  "a send or receive to itself without its partner in the "
-                  "same group (a real run would hang)");
-  }
+std::string pairName(int src, int dst, uint64_t n) {
+  return "p" + std::to_string(src) + "." + std::to_string(dst) + "." +
+         std::to_string(n);
+}
+
+ncclResult_t send(const Op &o) {
+  ncclComm &c = *o.comm;
+  size_t bytes = o.count * typeSize(o.type);
+  Header h{-1, o.type, 0, 0, o.count, bytes};
+  if (!writeFile(c, pairName(c.rank, o.peer, c.sent[o.peer]++), h, o.send))
+    return failed(ncclSystemError, "ncclSend: cannot write in " + c.dir);
   return ncclSuccess;
+}
+
+ncclResult_t recv(const Op &o) {
+  ncclComm &c = *o.comm;
+  size_t bytes = o.count * typeSize(o.type);
+  std::string name = pairName(o.peer, c.rank, c.received[o.peer]++);
+  Header h;
+  std::vector<char> data;
+  if (!readFile(c, name, o.peer, "ncclRecv", h, data))
+    return ncclRemoteError;
+  std::remove((c.dir + "/" + name).c_str());
+  if (h.bytes != bytes)
+    return failed(ncclInvalidUsage,
+                  "rank " + std::to_string(c.rank) + " receives " +
+                      std::to_string(bytes) + " bytes from rank " +
+                      std::to_string(o.peer) + ", which sent " +
+                      std::to_string(h.bytes));
+  std::memcpy(o.recv, data.data(), bytes);
+  return ncclSuccess;
+}
+
+/// Runs a group's operations: sends, collectives, receives.
+ncclResult_t runGroup(std::deque<Op> ops) {
+  ncclResult_t first = ncclSuccess;
+  auto note = [&](ncclResult_t r) {
+    if (first == ncclSuccess)
+      first = r;
+  };
+  for (const Op &o : ops)
+    if (o.what == Op::Send)
+      note(send(o));
+  for (const Op &o : ops)
+    if (o.what == Op::Collective && first == ncclSuccess)
+      note(collective(o));
+  for (const Op &o : ops)
+    if (o.what == Op::Recv && first == ncclSuccess)
+      note(recv(o));
+  return first;
+}
+
+ncclResult_t enqueue(Op o) {
+  if (!o.comm || o.comm->magic != 0x6e63)
+    return failed(ncclInvalidArgument, "no communicator");
+  if (typeSize(o.type) == 0)
+    return failed(ncclInvalidArgument, "a data type the emulator lacks");
+  if ((o.what != Op::Collective) &&
+      (o.peer < 0 || o.peer >= o.comm->nranks))
+    return failed(ncclInvalidArgument,
+                  "peer " + std::to_string(o.peer) + " outside " +
+                      std::to_string(o.comm->nranks) + " ranks");
+  if (o.what == Op::Send)
+    if (ncclResult_t r = checkBuffer("ncclSend", "send", o.send,
+                                     o.count * typeSize(o.type)))
+      return r;
+  if (o.what == Op::Recv)
+    if (ncclResult_t r = checkBuffer("ncclRecv", "receive", o.recv,
+                                     o.count * typeSize(o.type)))
+      return r;
+  if (groupDepth) {
+    pending.push_back(o);
+    return ncclSuccess;
+  }
+  return runGroup({o});
+}
+
+/// Removes the folders of communicators whose first rank's process is gone
+/// (a run killed before ncclCommDestroy).
+void collectAbandoned() {
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    std::string name = e.path().filename().string();
+    const std::string prefix = "smp-cudaemu-nccl-";
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    int pid = std::atoi(name.c_str() + prefix.size());
+    if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+      std::filesystem::remove_all(e.path(), ec);
+  }
 }
 
 } // namespace
@@ -117,18 +457,57 @@ ncclResult_t matchPointToPoint() {
 extern "C" {
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  collectAbandoned();
   std::memset(id, 0, sizeof(*id));
-  std::memcpy(id->internal, "smp-cudaemu", 11);
+  std::random_device rd;
+  std::snprintf(id->internal, sizeof id->internal,
+                "/dev/shm/smp-cudaemu-nccl-%d-%08x%08x", int(getpid()), rd(),
+                rd());
+  if (mkdir(id->internal, 0700) != 0)
+    return failed(ncclSystemError,
+                  std::string("ncclGetUniqueId: cannot make ") + id->internal);
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId,
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank) {
-  if (nranks != 1 || rank != 0)
-    return failed(ncclInvalidUsage,
-                  "the CUDA emulator runs communicators of one rank, not " +
-                      std::to_string(nranks));
-  *comm = new ncclComm;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return failed(ncclInvalidArgument, "rank " + std::to_string(rank) +
+                                           " of " + std::to_string(nranks));
+  auto *c = new ncclComm;
+  c->nranks = nranks;
+  c->rank = rank;
+  c->dir.assign(id.internal, strnlen(id.internal, sizeof id.internal));
+  c->sent.assign(nranks, 0);
+  c->received.assign(nranks, 0);
+  if (nranks > 1) {
+    // NCCL refuses two ranks of one communicator on one GPU.
+    int device = 0;
+    cudaGetDevice(&device);
+    Header h{0, 0, 0, device, 0, 0};
+    if (!writeFile(*c, "dev" + std::to_string(rank), h, nullptr)) {
+      delete c;
+      return failed(ncclSystemError, "ncclCommInitRank: cannot write in " +
+                                         std::string(id.internal));
+    }
+    for (int r = 0; r < nranks; ++r) {
+      Header o;
+      std::vector<char> none;
+      if (!readFile(*c, "dev" + std::to_string(r), r, "ncclCommInitRank", o,
+                    none)) {
+        delete c;
+        return ncclRemoteError;
+      }
+      if (r != rank && o.root == device) {
+        delete c;
+        return failed(ncclInvalidUsage,
+                      "Duplicate GPU detected: rank " + std::to_string(rank) +
+                          " and rank " + std::to_string(r) +
+                          " both on device " + std::to_string(device));
+      }
+    }
+  }
+  *comm = c;
   return ncclSuccess;
 }
 
@@ -140,23 +519,36 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
 
 ncclResult_t ncclCommFinalize(ncclComm_t) { return ncclSuccess; }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm && comm->nranks > 1) {
+    // The last rank to leave removes the folder: a rank may still be
+    // reading the others' files (their devices, in ncclCommInitRank).
+    Header h{};
+    writeFile(*comm, "gone" + std::to_string(comm->rank), h, nullptr);
+    bool last = true;
+    for (int r = 0; r < comm->nranks && last; ++r)
+      last = access((comm->dir + "/gone" + std::to_string(r)).c_str(), F_OK) ==
+             0;
+    std::error_code ignored; // both may be last: one removes
+    if (last)
+      std::filesystem::remove_all(comm->dir, ignored);
+  } else if (comm) {
+    std::error_code ignored;
+    std::filesystem::remove_all(comm->dir, ignored);
+  }
   delete comm;
   return ncclSuccess;
 }
-ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  delete comm;
-  return ncclSuccess;
-}
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *asyncError) {
   *asyncError = ncclSuccess;
   return ncclSuccess;
 }
-ncclResult_t ncclCommCount(const ncclComm_t, int *count) {
-  *count = 1;
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  *count = comm->nranks;
   return ncclSuccess;
 }
-ncclResult_t ncclCommUserRank(const ncclComm_t, int *rank) {
-  *rank = 0;
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  *rank = comm->rank;
   return ncclSuccess;
 }
 
@@ -186,47 +578,39 @@ const char *ncclGetErrorString(ncclResult_t r) {
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclRedOp_t, ncclComm_t comm,
-                           cudaStream_t) {
-  return copy("ncclAllReduce", send, recv, count, type, comm);
+                           ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  return enqueue({Op::Collective, comm, send, recv, count, type, AllReduce,
+                  op, 0, 0});
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t) {
-  if (root != 0)
-    return failed(ncclInvalidArgument, "ncclBroadcast: root outside 1 rank");
-  return copy("ncclBroadcast", send, recv, count, type, comm);
+  if (comm && (root < 0 || root >= comm->nranks))
+    return failed(ncclInvalidArgument, "ncclBroadcast: root outside the ranks");
+  return enqueue({Op::Collective, comm, send, recv, count, type, Broadcast,
+                  ncclSum, root, 0});
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t) {
-  return copy("ncclAllGather", send, recv, count, type, comm);
+  return enqueue({Op::Collective, comm, send, recv, count, type, AllGather,
+                  ncclSum, 0, 0});
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
-                               ncclDataType_t type, ncclRedOp_t,
+                               ncclDataType_t type, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t) {
-  return copy("ncclReduceScatter", send, recv, count, type, comm);
+  return enqueue({Op::Collective, comm, send, recv, count, type,
+                  ReduceScatter, op, 0, 0});
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
-                      int peer, ncclComm_t, cudaStream_t) {
-  size_t bytes = count * typeSize(type);
-  if (peer != 0)
-    return failed(ncclInvalidArgument, "ncclSend: peer outside 1 rank");
-  if (ncclResult_t r = checkBuffer("ncclSend", "send", send, bytes))
-    return r;
-  sends.push_back({const_cast<void *>(send), bytes});
-  return groupDepth ? ncclSuccess : matchPointToPoint();
+                      int peer, ncclComm_t comm, cudaStream_t) {
+  return enqueue({Op::Send, comm, send, nullptr, count, type, 0, 0, 0, peer});
 }
 ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
-                      ncclComm_t, cudaStream_t) {
-  size_t bytes = count * typeSize(type);
-  if (peer != 0)
-    return failed(ncclInvalidArgument, "ncclRecv: peer outside 1 rank");
-  if (ncclResult_t r = checkBuffer("ncclRecv", "receive", recv, bytes))
-    return r;
-  recvs.push_back({recv, bytes});
-  return groupDepth ? ncclSuccess : matchPointToPoint();
+                      ncclComm_t comm, cudaStream_t) {
+  return enqueue({Op::Recv, comm, nullptr, recv, count, type, 0, 0, 0, peer});
 }
 
 ncclResult_t ncclGroupStart() {
@@ -238,7 +622,9 @@ ncclResult_t ncclGroupEnd() {
     return failed(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   if (--groupDepth)
     return ncclSuccess;
-  return matchPointToPoint();
+  std::deque<Op> ops;
+  ops.swap(pending);
+  return runGroup(std::move(ops));
 }
 
 } // extern "C"

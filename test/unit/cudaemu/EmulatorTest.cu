@@ -17,6 +17,10 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -396,6 +400,73 @@ TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
         std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
       },
       testing::ExitedWithCode(0), "less aligned");
+}
+
+//===----------------------------------------------------------------------===//
+// NCCL between processes
+//===----------------------------------------------------------------------===//
+
+/// body(comm, rank) on two ranks of one communicator: rank 0 here, rank 1
+/// in a child process; true when both return true.
+template <class Body> bool onTwoRanks(Body body) {
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess)
+    return false;
+  pid_t child = fork();
+  int rank = child == 0 ? 1 : 0;
+  cudaSetDevice(rank);
+  ncclComm_t comm = nullptr;
+  bool ok = ncclCommInitRank(&comm, 2, id, rank) == ncclSuccess &&
+            body(comm, rank);
+  ncclCommDestroy(comm);
+  if (child == 0)
+    _exit(ok ? 0 : 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  if (devices < 2)
+    GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    std::vector<float> mine = {1.0f + rank, 2.0f * rank, -1.0f, 0.5f};
+    float *d = deviceCopy(mine), *all;
+    cudaMalloc(&all, 8 * sizeof(float));
+    bool ok = ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, nullptr) ==
+                  ncclSuccess &&
+              ncclAllGather(d, all, 4, ncclFloat32, comm, nullptr) ==
+                  ncclSuccess;
+    std::vector<float> h = hostCopy(all, 8);
+    std::vector<float> want = {3, 2, -2, 1, 3, 2, -2, 1};
+    return ok && h == want;
+  }));
+}
+
+TEST(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
+  int devices = 0;
+  cudaGetDeviceCount(&devices);
+  if (devices < 2)
+    GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
+  // Rank 1 reduces 5 elements where rank 0 reduces 4: NCCL would hang or
+  // mix them up; both ranks are told.
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    float *d;
+    cudaMalloc(&d, 8 * sizeof(float));
+    return ncclAllReduce(d, d, 4 + rank, ncclFloat32, ncclSum, comm,
+                         nullptr) == ncclInvalidUsage;
+  }));
+  // An all-gather whose send buffer overlaps its receive buffer elsewhere
+  // than at this rank's slot.
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    float *d;
+    cudaMalloc(&d, 8 * sizeof(float));
+    float *send = d + 4 * rank + 1;
+    return ncclAllGather(send, d, 3, ncclFloat32, comm, nullptr) ==
+           ncclInvalidUsage;
+  }));
 }
 
 } // namespace

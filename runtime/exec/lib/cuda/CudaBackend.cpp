@@ -241,8 +241,19 @@ Status makeCudaBackend(int device, int localRank,
         std::string(e != cudaSuccess
                         ? std::string(" (") + cudaGetErrorString(e) + ")"
                         : std::string()));
-  if (device < 0)
-    device = localRank % count;
+  if (device < 0) {
+    // One rank per device: NCCL refuses two ranks on one GPU ("Duplicate
+    // GPU detected"), after every rank has started; say so first.
+    if (localRank >= count)
+      return Status::failure(
+          "--device cuda: this is rank " + std::to_string(localRank + 1) +
+          " on its node but the node shows " + std::to_string(count) +
+          " CUDA device(s), and each rank needs its own: start at most " +
+          std::to_string(count) +
+          " rank(s) per node (smprun -n, mpirun --npernode) or make more "
+          "devices visible (CUDA_VISIBLE_DEVICES)");
+    device = localRank;
+  }
   if (device >= count)
     return Status::failure("--device cuda:" + std::to_string(device) +
                            ": only " + std::to_string(count) +
