@@ -450,22 +450,12 @@ run() {
     stage_end "GPU unit tests" "$result"
   fi
 
-  # 3. The CUDA suite (its --save-onnx reads the ONNX model at the path the
-  # artifact recorded when it was compiled elsewhere: linked to this
-  # checkout's copy where it is missing).
+  # 3. The CUDA suite (its --save-onnx reads this checkout's copy of the
+  # fixture the artifact was compiled from: --source-model).
   if [ $smprun_ok = 0 ]; then
     skipped "CUDA suite" "smprun misses libraries"
   elif room "CUDA suite" $min_suite; then
     stage_begin "CUDA suite (test/smprun/cuda.test's checks)"
-    local src
-    src=$(limited 30 "$BIN/smp-artifact-text" decode \
-      "$kit/art/gpt.adamw.fp32.smpx/manifest.pb" 2>/dev/null |
-      sed -n 's/^ *source_model: "\(.*\)"$/\1/p') || true
-    if [ -n "$src" ] && [ ! -e "$src" ]; then
-      { mkdir -p "$(dirname "$src")" &&
-        ln -s "$ROOT/test/fixtures/train/$(basename "$src")" "$src"; } \
-        2>/dev/null || true
-    fi
     rc=0
     SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
       SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \

@@ -168,7 +168,8 @@ run() {
   rm -f "$OUT/trained.onnx"
   skip save-onnx && return 0
   if ! runone "save-onnx.$dev" "$a" --device "$dev" --data "$FIXTURES/gpt" \
-    --steps 5 --save-onnx "$OUT/trained.onnx"; then
+    --steps 5 --save-onnx "$OUT/trained.onnx" \
+    --source-model "$FIXTURES/gpt.onnx"; then
     echo "save-onnx: FAILED (smprun failed)"
   elif [ -s "$OUT/trained.onnx" ]; then
     echo "save-onnx: wrote $(wc -c < "$OUT/trained.onnx") bytes"

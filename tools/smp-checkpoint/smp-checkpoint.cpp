@@ -109,7 +109,8 @@ from every rank's shards, under their ONNX initializer names.
   --model MODEL.smpx    onnx: the training artifact that wrote the checkpoint
                         (or any artifact of the same model).
   --onnx SOURCE.onnx    onnx: the original model, where the artifact's
-                        recorded path has moved.
+                        recorded path has moved (a copy of the file smpc
+                        compiled: its checksum is checked).
   -h, --help            Show this help.
 )";
 
@@ -334,8 +335,9 @@ int exportOnnx(const Args &args) {
   if (!artifact.manifest.has_training())
     return fail(model + ": not a training artifact; --model needs the "
                         "artifact smprun trained (compiled with --train)");
-  if (!args.onnx.empty())
-    artifact.manifest.mutable_training()->set_source_model(args.onnx);
+  if (!args.onnx.empty() &&
+      !(s = smprt::findSourceModel(artifact, args.onnx)).ok())
+    return fail(s.error);
   std::vector<smprt::ParamSpec> params, mine = smprt::artifactParameters(artifact);
   for (const auto &t : c.tensors)
     if (t.role == "param")

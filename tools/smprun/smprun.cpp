@@ -116,7 +116,11 @@ OPTIONS
                      batch; the data restarts at sample 0.
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
-                     FILE must be writable when smprun starts.
+                     FILE must be writable and the model readable when
+                     smprun starts.
+  --source-model F   The ONNX model --save-onnx writes back, where it is not
+                     at the path smpc recorded (an artifact moved to another
+                     machine): a copy of that file (its checksum is checked).
   -n, --ranks N      Run N ranks on this machine: smprun runs itself through
                      `mpirun -n N --oversubscribe --bind-to none smprun
                      <the other arguments>` (Open MPI; $SMP_MPIRUN names
@@ -287,7 +291,7 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
 /// The command line.
 struct Cli {
   std::string argv0, model, dataDir, outDir, profilePath, metricsPath,
-      ckptDir, saveOnnx, tensorboardDir, progress = "auto";
+      ckptDir, saveOnnx, sourceModel, tensorboardDir, progress = "auto";
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10;
   double timeout = 600;
   bool resume = false, resetOptimizer = false, resetData = false;
@@ -316,7 +320,8 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
                 cli.progress + "'");
   if (cli.steps == 0) {
     for (const char *flag :
-         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx", "--metrics",
+         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx",
+          "--source-model", "--metrics",
           "--tensorboard-dir", "--progress", "--log-every"})
       if (given.count(flag))
         return fail(std::string(flag) + " is for training; give --steps N");
@@ -331,6 +336,9 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
     return fail(cli.saveOnnx + ": cannot write (" + why +
                 "); --save-onnx needs a writable file, checked before "
                 "training starts");
+  if (!cli.sourceModel.empty() && cli.saveOnnx.empty())
+    return fail("--source-model names the model --save-onnx writes back; "
+                "give --save-onnx FILE too");
   if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
   if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
@@ -360,6 +368,7 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       {"--profile", {&cli.profilePath}},
       {"--checkpoint-dir", {&cli.ckptDir}},
       {"--save-onnx", {&cli.saveOnnx}},
+      {"--source-model", {&cli.sourceModel}},
       {"--device", {&cli.device}},
       {"--steps", {nullptr, &cli.steps}},
       {"--checkpoint-every", {nullptr, &cli.ckptEvery}},
@@ -511,34 +520,18 @@ void reportStop(const Cli &cli, const smprt::LaunchInfo &launch,
 /// Writes the trained model with --save-onnx (gathered from every rank's
 /// shards when there are several).
 int saveOnnx(const Cli &cli, smprt::Executor &exec, smprt::Communicator &comm) {
-  smprt::Status s;
-  if (comm.size() == 1) {
-    if (!(s = smprt::saveTrainedOnnx(exec, cli.saveOnnx)).ok())
-      return fail(s.error);
-    std::printf("wrote the trained model to %s\n", cli.saveOnnx.c_str());
-    return 0;
-  }
-  // Several ranks: every rank writes its shards as a checkpoint beside
-  // the output, rank 0 gathers each parameter whole and writes the model.
-  std::string gather = cli.saveOnnx + ".shards", written;
-  if (!(s = smprt::saveCheckpoint(exec, gather, cli.steps, cli.steps, written))
-           .ok())
+  smprt::Status s =
+      comm.size() == 1
+          ? smprt::saveTrainedOnnx(exec, cli.saveOnnx)
+          : smprt::saveTrainedOnnxGathered(exec, comm, cli.saveOnnx, cli.steps);
+  if (!s.ok())
     return fail(s.error);
-  if (comm.rank() != 0)
-    return 0;
-  std::map<std::string, smprt::GlobalTensor> whole;
-  if (!(s = smprt::readGlobalTensors(gather, "param", whole)).ok())
-    return fail(s.error);
-  std::map<std::string, smprt::TrainedTensor> views;
-  for (const auto &[name, g] : whole)
-    views[name] =
-        smprt::TrainedTensor{g.dtype, g.shape, g.bytes.data(), g.bytes.size()};
-  if (!(s = smprt::saveTrainedOnnx(exec.artifact(), views, cli.saveOnnx)).ok())
-    return fail(s.error);
-  std::error_code ec;
-  std::filesystem::remove_all(gather, ec);
-  std::printf("wrote the trained model to %s (gathered from %d ranks)\n",
-              cli.saveOnnx.c_str(), comm.size());
+  if (comm.rank() == 0)
+    std::printf("wrote the trained model to %s%s\n", cli.saveOnnx.c_str(),
+                comm.size() == 1 ? ""
+                                 : (" (gathered from " +
+                                    std::to_string(comm.size()) + " ranks)")
+                                       .c_str());
   return 0;
 }
 
@@ -745,6 +738,8 @@ int main(int argc, char **argv) {
 
   smprt::Artifact artifact;
   s = smprt::loadArtifact(cli.model, static_cast<uint32_t>(rank), artifact);
+  if (s.ok() && !cli.saveOnnx.empty() && artifact.manifest.has_training())
+    s = smprt::findSourceModel(artifact, cli.sourceModel);
   if (!s.ok())
     return fail(s.error);
   std::unique_ptr<smprt::Backend> backend;

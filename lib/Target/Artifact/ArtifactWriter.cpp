@@ -15,6 +15,7 @@
 #include "smp/Support/CheckedMath.h"
 #include "smp/base/FileFormat.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -162,6 +163,12 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_decay_steps(training.decaySteps);
   t->set_batch_size(training.batchSize);
   t->set_source_model(training.sourceModel);
+  // The source's checksum: a copy of it elsewhere is accepted in its place
+  // (smprun --source-model), any other file refused.
+  if (!training.sourceModel.empty())
+    if (auto buf = llvm::MemoryBuffer::getFile(training.sourceModel))
+      t->set_source_model_checksum(smp::base::checksum64(
+          (*buf)->getBufferStart(), (*buf)->getBufferSize()));
   if (auto origins =
           module->getAttrOfType<ArrayAttr>(SmpDialect::kParamOriginsAttr))
     for (auto entry : origins.getAsRange<DictionaryAttr>()) {

@@ -1,12 +1,17 @@
 //===- OnnxExport.cpp - Write the trained model as ONNX -------------------===//
 
 #include "smprt/train/OnnxExport.h"
+#include "smprt/train/Checkpoint.h"
+
+#include "smp/base/FileFormat.h"
 
 #include "onnx/onnx_pb.h"
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -318,6 +323,57 @@ Status saveTrainedOnnx(const Artifact &artifact,
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return Status::failure(path + ": cannot rename the written file");
+  return Status::success();
+}
+
+Status findSourceModel(Artifact &artifact, const std::string &path) {
+  auto *t = artifact.manifest.mutable_training();
+  const std::string recorded = t->source_model();
+  if (recorded.empty() && path.empty())
+    return Status::failure(artifact.dir +
+                           ": the artifact does not name the ONNX model it "
+                           "was compiled from; --save-onnx needs it: pass "
+                           "--source-model MODEL.onnx");
+  const std::string &file = path.empty() ? recorded : path;
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    return Status::failure(
+        file + ": cannot read the ONNX model " +
+        (path.empty() ? "the artifact was compiled from" : "--source-model names") +
+        " (--save-onnx writes it back with the trained values; checked "
+        "before training)" +
+        (path.empty() ? "; pass --source-model FILE, a copy of it" : ""));
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  uint64_t sum = smp::base::checksum64(bytes.data(), bytes.size());
+  if (t->source_model_checksum() != 0 && sum != t->source_model_checksum())
+    return Status::failure(
+        file + " is not the model " + artifact.dir +
+        " was compiled from (its bytes differ from " + recorded +
+        " as smpc read it): --save-onnx would write another model's "
+        "structure; pass " +
+        (path.empty() ? "--source-model FILE, " : "") +
+        "a copy of the file smpc compiled");
+  t->set_source_model(file);
+  return Status::success();
+}
+
+Status saveTrainedOnnxGathered(Executor &exec, Communicator &comm,
+                               const std::string &path, int64_t steps) {
+  std::string gather = path + ".shards", written;
+  Status s = saveCheckpoint(exec, gather, steps, steps, written);
+  if (!s.ok() || comm.rank() != 0)
+    return s;
+  std::map<std::string, GlobalTensor> whole;
+  if (!(s = readGlobalTensors(gather, "param", whole)).ok())
+    return s;
+  std::map<std::string, TrainedTensor> views;
+  for (const auto &[name, g] : whole)
+    views[name] = TrainedTensor{g.dtype, g.shape, g.bytes.data(), g.bytes.size()};
+  if (!(s = saveTrainedOnnx(exec.artifact(), views, path)).ok())
+    return s;
+  std::error_code ec;
+  std::filesystem::remove_all(gather, ec);
   return Status::success();
 }
 
