@@ -71,6 +71,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           checkpoint_dir: Union[str, os.PathLike, None] = None,
           checkpoint_every: Optional[int] = None,
           save_onnx: Union[str, os.PathLike, None] = None,
+          source_model: Union[str, os.PathLike, None] = None,
           resume: bool = False, reset_optimizer: bool = False,
           reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
@@ -83,7 +84,9 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     checkpoint in checkpoint_dir, which must agree with the artifact (model,
     optimizer, global batch); reset_optimizer / reset_data accept another
     optimizer (fresh state) / global batch (data from sample 0), as smprun's
-    --reset-optimizer / --reset-data. Each step's line is shown as
+    --reset-optimizer / --reset-data. save_onnx writes the trained model
+    back into the ONNX file compiled, read where smpc found it or at
+    source_model (a copy of that file, as smprun --source-model). Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -109,6 +112,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args.append("--reset-data")
         if save_onnx is not None:
             args += ["--save-onnx", str(save_onnx)]
+        if source_model is not None:
+            args += ["--source-model", str(source_model)]
         if threads is not None:
             args += ["--threads", str(threads)]
         if timeout is not None:

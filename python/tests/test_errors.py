@@ -44,6 +44,27 @@ def test_train_error_is_smpruns_message(tools, tmp_path):
     print(e.value)
 
 
+def test_moved_source_model(tools, tmp_path):
+    # --save-onnx reads the model smpc compiled: moved, smprun refuses before
+    # training and names --source-model; a copy passed as source_model works,
+    # another model is refused.
+    model = tmp_path / "model.onnx"
+    model.write_bytes(MLP.read_bytes())
+    art = smp.compile(model, output=tmp_path / "a.smpx", **TRAIN)
+    moved = tmp_path / "moved.onnx"
+    model.rename(moved)
+    data = FIXTURES / "train" / "mlp"
+    with pytest.raises(smp.SmpError, match="pass --source-model FILE"):
+        smp.train(art, data=data, steps=1, save_onnx=tmp_path / "t.onnx",
+                  progress=False)
+    r = smp.train(art, data=data, steps=1, save_onnx=tmp_path / "t.onnx",
+                  source_model=moved, progress=False)
+    assert r.save_onnx.stat().st_size > 0
+    with pytest.raises(smp.SmpError, match="is not the model"):
+        smp.train(art, data=data, steps=1, save_onnx=tmp_path / "u.onnx",
+                  source_model=FIXTURES / "train" / "gpt.onnx", progress=False)
+
+
 def test_missing_tools(monkeypatch, tmp_path):
     monkeypatch.setenv("SMP_BIN_DIR", str(tmp_path))
     with pytest.raises(smp.SmpError, match="cannot find smpc"):
