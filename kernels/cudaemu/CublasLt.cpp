@@ -439,6 +439,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
 
+  countProduct();
+  if (dryRun())
+    return CUBLAS_STATUS_SUCCESS; // checked, not computed
   bool f64 = d.compute == CUBLAS_COMPUTE_64F;
   bool tf = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   double al = f64 ? *static_cast<const double *>(alpha)

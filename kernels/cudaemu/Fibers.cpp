@@ -423,6 +423,9 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
     }
   if (stickyError() != cudaSuccess)
     return; // a faulted context runs nothing more
+  countLaunch(name);
+  if (dryRun())
+    return; // checked only
 
   std::lock_guard<std::mutex> lock(launchMutex);
   static Stacks *stacks = new Stacks;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 namespace smp::cudaemu {
@@ -40,7 +41,8 @@ void *allocate(size_t bytes, MemoryKind kind) {
     return nullptr;
   // Fresh device memory holds whatever was there: a pattern that reads as
   // a NaN in f32 and bf16 and f16, so that an unwritten output shows.
-  std::memset(p, 0xff, rounded);
+  if (!dryRun())
+    std::memset(p, 0xff, rounded);
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.allocations[reinterpret_cast<uintptr_t>(p)] =
@@ -90,6 +92,50 @@ size_t deviceBytesInUse() {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   return r.deviceBytes;
+}
+
+bool dryRun() {
+  static const bool on = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_DRY_RUN");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+namespace {
+struct Counts {
+  std::mutex mutex;
+  uint64_t launches = 0, products = 0;
+  std::set<std::string> kernels;
+};
+Counts &counts() {
+  static Counts *c = [] {
+    auto *n = new Counts;
+    if (dryRun())
+      std::atexit([] {
+        Counts &k = counts();
+        report("dry run: " + std::to_string(k.launches) +
+               " kernel launches (" + std::to_string(k.kernels.size()) +
+               " launch sites) and " + std::to_string(k.products) +
+               " cuBLASLt products checked, none run");
+      });
+    return n;
+  }();
+  return *c;
+}
+} // namespace
+
+void countLaunch(const char *kernel) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.launches;
+  c.kernels.insert(kernel);
+}
+
+void countProduct() {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.products;
 }
 
 void setError(cudaError_t e, bool isSticky) {

@@ -41,6 +41,18 @@ bool deviceAccessible(const void *p, size_t bytes);
 /// Bytes allocated on the device now.
 size_t deviceBytesInUse();
 
+/// SMP_CUDAEMU_DRY_RUN=1: every launch, cuBLASLt product and copy is
+/// checked as usual but no kernel or product runs and fresh memory is not
+/// filled (its pages stay unmapped until a copy or memset writes them): a full-size model's step is validated
+/// (launch limits, shared memory, layouts, extents, alignment) in seconds
+/// and without its memory. The numbers it computes are meaningless.
+bool dryRun();
+/// Counts a checked launch or cuBLASLt product; a dry run prints the counts
+/// at exit ("N kernel launches (K launch sites) and P cuBLASLt products
+/// checked").
+void countLaunch(const char *kernel);
+void countProduct();
+
 /// Records e for cudaGetLastError; a sticky error (a fault in a kernel)
 /// is also returned by every later synchronizing call, as CUDA's.
 void setError(cudaError_t e, bool sticky = false);
