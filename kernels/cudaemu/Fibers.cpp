@@ -9,8 +9,10 @@
 // Anything else is a deadlock on a GPU (threads of one block at different
 // barriers) and is reported as a failed launch. The scheduler walks the
 // fibers forward in even phases and backward in odd ones, so that a read
-// that a missing barrier leaves racing sees the other order too. Launches
-// run one at a time in the process (shared memory is static storage).
+// that a missing barrier leaves racing sees the other order too. Blocks run
+// first to last, or last to first with SMP_CUDAEMU_BLOCK_ORDER=reverse.
+// Launches run one at a time in the process (shared memory is static
+// storage).
 //
 // The context switch saves the callee-saved registers, MXCSR and the x87
 // control word on the fiber's stack (x86-64 System V; elsewhere ucontext).
@@ -436,27 +438,36 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
   b.shared.resize(std::max<size_t>(sharedBytes, 16));
   running = &b;
   std::string error;
-  for (unsigned bz = 0; bz < grid.z && error.empty(); ++bz)
-    for (unsigned by = 0; by < grid.y && error.empty(); ++by)
-      for (unsigned bx = 0; bx < grid.x && error.empty(); ++bx) {
-        for (size_t t = 0; t < threads; ++t) {
-          Fiber &f = b.fibers[t];
-          f = Fiber();
-          unsigned tt = static_cast<unsigned>(t);
-          f.ts.threadIdx = make_uint3(tt % block.x, tt / block.x % block.y,
-                                      tt / (block.x * block.y));
-          f.ts.blockIdx = make_uint3(bx, by, bz);
-          f.ts.blockDim = block;
-          f.ts.gridDim = grid;
-          f.lane = static_cast<int>(t % 32);
-          f.warp = static_cast<int>(t / 32);
-        }
-        // Shared memory starts as garbage on a GPU: a NaN pattern here.
-        std::memset(b.shared.data(), 0xff, b.shared.size());
-        ++b.block;
-        if (!runBlock(b, *stacks, error))
-          error = "block " + dims(dim3(bx, by, bz)) + ": " + error;
-      }
+  // Blocks in order, or (SMP_CUDAEMU_BLOCK_ORDER=reverse) last to first: a
+  // kernel whose blocks depend on each other's writes shows in one order.
+  static const bool reverse = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_BLOCK_ORDER");
+    return v && std::string(v) == "reverse";
+  }();
+  uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  for (uint64_t k = 0; k < blocks && error.empty(); ++k) {
+    uint64_t lin = reverse ? blocks - 1 - k : k;
+    unsigned bx = static_cast<unsigned>(lin % grid.x);
+    unsigned by = static_cast<unsigned>(lin / grid.x % grid.y);
+    unsigned bz = static_cast<unsigned>(lin / (uint64_t(grid.x) * grid.y));
+    for (size_t t = 0; t < threads; ++t) {
+      Fiber &f = b.fibers[t];
+      f = Fiber();
+      unsigned tt = static_cast<unsigned>(t);
+      f.ts.threadIdx = make_uint3(tt % block.x, tt / block.x % block.y,
+                                  tt / (block.x * block.y));
+      f.ts.blockIdx = make_uint3(bx, by, bz);
+      f.ts.blockDim = block;
+      f.ts.gridDim = grid;
+      f.lane = static_cast<int>(t % 32);
+      f.warp = static_cast<int>(t / 32);
+    }
+    // Shared memory starts as garbage on a GPU: a NaN pattern here.
+    std::memset(b.shared.data(), 0xff, b.shared.size());
+    ++b.block;
+    if (!runBlock(b, *stacks, error))
+      error = "block " + dims(dim3(bx, by, bz)) + ": " + error;
+  }
   running = nullptr;
   if (!error.empty()) {
     report(std::string("kernel ") + name + " (grid " + dims(grid) +
