@@ -230,24 +230,20 @@ __global__ void shuffleFromExited(float *out) {
 }
 
 // A fault is sticky for the rest of the process (as on a GPU): each of
-// these runs in a child process.
+// these runs in a child process, which exits 0 when the synchronisation
+// after `kernel` on one warp reports `want`.
+template <class K> void launchExpecting(K kernel, cudaError_t want) {
+  float *d;
+  cudaMalloc(&d, 32 * sizeof(float));
+  kernel<<<1, 32>>>(d);
+  std::exit(cudaDeviceSynchronize() == want ? 0 : 1);
+}
+
 TEST(CudaEmuDeathTest, ReportsBarriersThatCannotComplete) {
-  EXPECT_EXIT(
-      {
-        float *d;
-        cudaMalloc(&d, 32 * sizeof(float));
-        barrierOrShuffle<<<1, 32>>>(d);
-        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "a GPU would hang");
-  EXPECT_EXIT(
-      {
-        float *d;
-        cudaMalloc(&d, 32 * sizeof(float));
-        shuffleFromExited<<<1, 32>>>(d);
-        std::exit(cudaDeviceSynchronize() == cudaErrorLaunchFailure ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "has exited");
+  EXPECT_EXIT(launchExpecting(barrierOrShuffle, cudaErrorLaunchFailure),
+              testing::ExitedWithCode(0), "a GPU would hang");
+  EXPECT_EXIT(launchExpecting(shuffleFromExited, cudaErrorLaunchFailure),
+              testing::ExitedWithCode(0), "has exited");
 }
 
 TEST(CudaEmuDeathTest, ReportsHostPointers) {
