@@ -14,7 +14,11 @@
 # DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
 # activation offloading and with full recomputation against the CPU; a
 # checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
-# uninterrupted CPU run); --save-onnx from DEVICE.
+# uninterrupted CPU run); --save-onnx from DEVICE. Then the Hugging Face
+# exports of test/smprun/real-models.test (REAL, default test/fixtures/real):
+# fp32 SGD and AdamW within 1e-4 of PyTorch's losses and gradient norms
+# ("real/ARCH-OPT: ... ok"), bf16 AdamW within 2e-2 of the CPU
+# ("real/ARCH-bf16: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), PYTHON
 # (default python3), FIXTURES (default test/fixtures/train of this
@@ -30,11 +34,42 @@ SMPC=${SMPC:-smpc}
 SMPRUN=${SMPRUN:-smprun}
 PYTHON=${PYTHON:-python3}
 FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
+REAL=${REAL:-$ROOT/test/fixtures/real}
+REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
+  vit_dyn t5_noopt)
+REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
+COMPARE=$ROOT/test/train/compare_losses.py
 SAME=$ROOT/test/train/same_losses.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
-usage() { sed -n '2,25p' "$0" >&2; exit 2; }
+usage() { sed -n '2,30p' "$0" >&2; exit 2; }
+
+# The label input of a real architecture's export.
+real_labels() { case $1 in vit*) echo class_labels ;; *) echo labels ;; esac; }
+
+# The real architectures' artifacts into DIR/real (smpc's warnings about
+# these exports, expected, in DIR/real/*.log).
+compile_real() {
+  local dir=$1/real a c lr
+  mkdir -p "$dir"
+  for a in "${REAL_ARCHS[@]}"; do
+    for c in sgd adamw; do
+      lr=0.1
+      [ $c = adamw ] && lr=1e-2
+      "$SMPC" compile "$REAL/$a.onnx" --train --target cuda \
+        --loss "cross_entropy:logits:$(real_labels $a)" --optimizer $c --lr $lr \
+        --batch-size 8 -o "$dir/$a-$c.smpx" > /dev/null 2> "$dir/$a-$c.log" ||
+        { cat "$dir/$a-$c.log" >&2; return 1; }
+    done
+  done
+  for a in "${REAL_BF16[@]}"; do
+    "$SMPC" compile "$REAL/$a.onnx" --train --target cuda --precision bf16 \
+      --loss "cross_entropy:logits:$(real_labels $a)" --optimizer adamw \
+      --lr 1e-2 --batch-size 8 -o "$dir/$a-bf16.smpx" > /dev/null \
+      2> "$dir/$a-bf16.log" || { cat "$dir/$a-bf16.log" >&2; return 1; }
+  done
+}
 
 compile() {
   local dir=$1 m o c p extra
@@ -57,6 +92,7 @@ compile() {
       --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-3 \
       --batch-size 8 ${mode#*:} -o "$dir/gpt.${mode%%:*}.smpx" > /dev/null || return 1
   done
+  compile_real "$dir"
 }
 
 # The seconds before SUITE_DEADLINE (a lot without one).
@@ -176,7 +212,42 @@ run() {
   else
     echo "save-onnx: FAILED (no file)"
   fi
+  run_real "$dir/real" "$dev"
   return 0
+}
+
+# The real architectures on DEVICE: fp32 against PyTorch's references, bf16
+# against the CPU.
+run_real() {
+  local dir=$1 dev=$2 a c line
+  for a in "${REAL_ARCHS[@]}"; do
+    for c in sgd adamw; do
+      skip "real/$a-$c" && continue
+      rm -f "$OUT/real.$a-$c.jsonl"
+      if runone "real.$a-$c.$dev" "$dir/$a-$c.smpx" --device "$dev" \
+        --data "$REAL" --steps 5 --metrics "$OUT/real.$a-$c.jsonl"; then
+        line=$("$PYTHON" "$COMPARE" "$OUT/real.$a-$c.jsonl" \
+          "$REAL/${a%%_*}/ref_$c.json" --rtol 1e-4 --label "real/$a-$c" 2>&1 |
+          tail -n 1)
+        case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
+      else
+        echo "real/$a-$c: FAILED (the run failed)"
+      fi
+    done
+  done
+  for a in "${REAL_BF16[@]}"; do
+    skip "real/$a-bf16" && continue
+    rm -f "$OUT/real.$a-bf16.cpu.jsonl" "$OUT/real.$a-bf16.$dev.jsonl"
+    if runone "real.$a-bf16.cpu" "$dir/$a-bf16.smpx" --device cpu \
+      --data "$REAL" --steps 5 --metrics "$OUT/real.$a-bf16.cpu.jsonl" &&
+      runone "real.$a-bf16.$dev" "$dir/$a-bf16.smpx" --device "$dev" \
+        --data "$REAL" --steps 5 --metrics "$OUT/real.$a-bf16.$dev.jsonl"; then
+      echo "real/$a-bf16: $("$PYTHON" "$SAME" "$OUT/real.$a-bf16.cpu.jsonl" \
+        "$OUT/real.$a-bf16.$dev.jsonl" --rtol 2e-2 || echo FAILED)"
+    else
+      echo "real/$a-bf16: FAILED (a run failed)"
+    fi
+  done
 }
 
 case "${1:-}" in
