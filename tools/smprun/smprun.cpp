@@ -526,12 +526,11 @@ int saveOnnx(const Cli &cli, smprt::Executor &exec, smprt::Communicator &comm) {
           : smprt::saveTrainedOnnxGathered(exec, comm, cli.saveOnnx, cli.steps);
   if (!s.ok())
     return fail(s.error);
-  if (comm.rank() == 0)
-    std::printf("wrote the trained model to %s%s\n", cli.saveOnnx.c_str(),
-                comm.size() == 1 ? ""
-                                 : (" (gathered from " +
-                                    std::to_string(comm.size()) + " ranks)")
-                                       .c_str());
+  if (comm.size() == 1)
+    std::printf("wrote the trained model to %s\n", cli.saveOnnx.c_str());
+  else if (comm.rank() == 0)
+    std::printf("wrote the trained model to %s (gathered from %d ranks)\n",
+                cli.saveOnnx.c_str(), comm.size());
   return 0;
 }
 

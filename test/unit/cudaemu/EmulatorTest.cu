@@ -367,35 +367,29 @@ TEST(CudaEmu, CublasLtRefusesWhatCublasLtRefuses) {
             CUBLAS_STATUS_NOT_SUPPORTED);
 }
 
+/// A 4x4x4 f32 product (16-byte alignment promised) whose A is `aFloats`
+/// long and starts `aOffset` floats in; exits 0 when the synchronisation
+/// reports an illegal address (a death test's child).
+void productExpectingFault(int aFloats, int aOffset) {
+  Lt lt;
+  lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 16);
+  float *a = nullptr;
+  float *b = nullptr;
+  float *d = nullptr;
+  cudaMalloc(&a, aFloats * sizeof(float));
+  cudaMalloc(&b, 16 * sizeof(float));
+  cudaMalloc(&d, 16 * sizeof(float));
+  lt.run(a + aOffset, b, d);
+  std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+}
+
 TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
-  EXPECT_EXIT(
-      {
-        Lt lt;
-        lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 16);
-        float *a = nullptr;
-        float *b = nullptr;
-        float *d = nullptr;
-        cudaMalloc(&a, 15 * sizeof(float)); // the layout spans 16
-        cudaMalloc(&b, 16 * sizeof(float));
-        cudaMalloc(&d, 16 * sizeof(float));
-        lt.run(a, b, d);
-        std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "not inside a device allocation");
-  EXPECT_EXIT(
-      {
-        Lt lt;
-        lt.plan(CUDA_R_32F, false, false, 4, 4, 4, 1, 16);
-        float *a = nullptr;
-        float *b = nullptr;
-        float *d = nullptr;
-        cudaMalloc(&a, 20 * sizeof(float));
-        cudaMalloc(&b, 16 * sizeof(float));
-        cudaMalloc(&d, 16 * sizeof(float));
-        lt.run(a + 1, b, d); // 4-byte aligned, 16 promised
-        std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
-      },
-      testing::ExitedWithCode(0), "less aligned");
+  // The layout spans 16 floats; A holds 15.
+  EXPECT_EXIT(productExpectingFault(15, 0), testing::ExitedWithCode(0),
+              "not inside a device allocation");
+  // A 4-byte aligned, 16 promised.
+  EXPECT_EXIT(productExpectingFault(20, 1), testing::ExitedWithCode(0),
+              "less aligned");
 }
 
 //===----------------------------------------------------------------------===//

@@ -75,14 +75,7 @@ public:
     // The parameters as the kernel receives them (by value, converted).
     std::tuple<std::decay_t<P>...> params(
         static_cast<std::decay_t<P>>(std::forward<A>(args))...);
-    std::vector<PointerArgument> pointers;
-    collectPointers(params, pointers,
-                    std::index_sequence_for<P...>{});
-    auto body = [&] { std::apply(kernel, params); };
-    launchKernel(name_, reinterpret_cast<const void *>(kernel), grid_,
-                 block_, shared_, stream_,
-                 [](void *b) { (*static_cast<decltype(body) *>(b))(); },
-                 &body, pointers);
+    go(reinterpret_cast<const void *>(kernel), kernel, params);
   }
 
   /// A template kernel whose arguments deduce its template arguments:
@@ -90,15 +83,22 @@ public:
   /// not known here: the default one applies).
   template <class F, class... A> void runDeduced(F call, A &&...args) {
     std::tuple<std::decay_t<A>...> params(std::forward<A>(args)...);
+    go(nullptr, call, params);
+  }
+
+private:
+  /// Checks and runs `call` on every thread with copies of `params` (the
+  /// kernel's by-value parameters).
+  template <class F, class... T>
+  void go(const void *kernel, F call, std::tuple<T...> &params) {
     std::vector<PointerArgument> pointers;
-    collectPointers(params, pointers, std::index_sequence_for<A...>{});
+    collectPointers(params, pointers, std::index_sequence_for<T...>{});
     auto body = [&] { std::apply(call, params); };
-    launchKernel(name_, nullptr, grid_, block_, shared_, stream_,
+    launchKernel(name_, kernel, grid_, block_, shared_, stream_,
                  [](void *b) { (*static_cast<decltype(body) *>(b))(); },
                  &body, pointers);
   }
 
-private:
   template <class Tuple, size_t... I>
   static void collectPointers(const Tuple &t,
                               std::vector<PointerArgument> &out,
