@@ -11,7 +11,14 @@ start=$(date +%s)
 bash scripts/build.sh
 echo "build: $(( $(date +%s) - start )) s"
 BUILD_DIR=${BUILD_DIR:-build}
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
+# On a failure, a digest of why at the very end of the log (a failed lit
+# test's output otherwise sits in the middle of a long log).
+rc=0
+ctest --test-dir "$BUILD_DIR" --output-on-failure -j2 || rc=$?
+if [ "$rc" -ne 0 ]; then
+  python3 scripts/ci-digest.py "$BUILD_DIR/Testing/Temporary/LastTest.log" || true
+  exit "$rc"
+fi
 # The libFuzzer targets (clang-22, ASan+UBSan, build-fuzz/): each runs over
 # its committed corpus and then mutates for FUZZ_SECONDS (default 45).
 bash scripts/run-fuzz.sh "${FUZZ_SECONDS:-45}"

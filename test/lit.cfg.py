@@ -14,7 +14,7 @@ config.excludes = ["Inputs", "corpus", "unit", "fixtures", "CMakeLists.txt", "RE
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.smp_obj_root, "test")
 
-llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.with_system_environment(["HOME", "TMPDIR", "SMP_CPU_SIMD"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(

@@ -15,9 +15,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "VecMath.h"
+#include "smp/kernels/cpu/Kernels.h"
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -401,8 +403,15 @@ bool cpuHasAvx2() {
 bool cpuHasAvx2() { return false; }
 #endif
 
+/// SMP_CPU_SIMD=off runs the plain C++ paths a CPU without AVX2/FMA takes,
+/// so a machine that has them can test those paths too.
+bool simdAllowedByEnvironment() {
+  const char *v = std::getenv("SMP_CPU_SIMD");
+  return !v || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
+
 std::atomic<bool> &simdEnabled() {
-  static std::atomic<bool> enabled{cpuHasAvx2()};
+  static std::atomic<bool> enabled{cpuHasAvx2() && simdAllowedByEnvironment()};
   return enabled;
 }
 
@@ -468,3 +477,9 @@ void vecScale(const float *x, float *y, int64_t n, float s, bool stream) {
 }
 
 } // namespace smp::kernels::cpu::detail
+
+namespace smp::kernels::cpu {
+const char *simdPath() {
+  return detail::vecSimdActive() ? "avx2+fma" : "plain C++";
+}
+} // namespace smp::kernels::cpu

@@ -393,7 +393,8 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return 0;
     }
     if (a == "--version") {
-      std::cout << "smprun 0.1.0\n";
+      std::cout << "smprun 0.1.0\nCPU kernels: "
+                << smp::kernels::cpu::simdPath() << "\n";
       return 0;
     }
     if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {

@@ -29,6 +29,9 @@ namespace smp::kernels::cpu {
 void setNumThreads(int n);
 /// The OpenMP thread count the kernels use.
 int numThreads();
+/// Which code the vectorised kernels run: "avx2+fma", or "plain C++" (a
+/// CPU without AVX2/FMA, or SMP_CPU_SIMD=off in the environment).
+const char *simdPath();
 
 #include "smp/kernels/KernelApi.inc"
 
