@@ -136,7 +136,10 @@ cudaError_t cudaGetDevice(int *device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return stickyError(); }
+cudaError_t cudaDeviceSynchronize(void) {
+  countHostWait();
+  return stickyError();
+}
 
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
   *devPtr = allocate(size, MemoryKind::Device);
@@ -203,6 +206,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        enum cudaMemcpyKind kind) {
   if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpy"))
     return e;
+  countHostWait();
   if (count)
     std::memmove(dst, src, count);
   return stickyError();
@@ -252,7 +256,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return stickyError(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  countHostWait();
+  return stickyError();
+}
 cudaError_t cudaStreamQuery(cudaStream_t) { return stickyError(); }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
@@ -285,7 +292,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t) { return stickyError(); }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return stickyError(); }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  countHostWait();
+  return stickyError();
+}
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
                                  cudaEvent_t end) {

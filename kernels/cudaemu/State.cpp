@@ -105,7 +105,7 @@ bool dryRun() {
 namespace {
 struct Counts {
   std::mutex mutex;
-  uint64_t launches = 0, products = 0;
+  uint64_t launches = 0, products = 0, hostWaits = 0;
   std::set<std::string> kernels;
 };
 Counts &counts() {
@@ -117,7 +117,9 @@ Counts &counts() {
         report("dry run: " + std::to_string(k.launches) +
                " kernel launches (" + std::to_string(k.kernels.size()) +
                " launch sites) and " + std::to_string(k.products) +
-               " cuBLASLt products checked, none run");
+               " cuBLASLt products checked, none run; " +
+               std::to_string(k.hostWaits) +
+               " host waits (synchronizations and synchronous copies)");
       });
     return n;
   }();
@@ -136,6 +138,12 @@ void countProduct() {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.products;
+}
+
+void countHostWait() {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.hostWaits;
 }
 
 void setError(cudaError_t e, bool isSticky) {

@@ -52,6 +52,10 @@ bool dryRun();
 /// checked").
 void countLaunch(const char *kernel);
 void countProduct();
+/// Counts a call that makes the host wait for the device (a stream, event
+/// or device synchronization, a synchronous copy); a dry run prints the
+/// count beside the launches: on a GPU each one drains the launch queue.
+void countHostWait();
 
 /// Records e for cudaGetLastError; a sticky error (a fault in a kernel)
 /// is also returned by every later synchronizing call, as CUDA's.
