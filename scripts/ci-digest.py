@@ -19,7 +19,9 @@ import sys
 TELLING = re.compile(
     r"error:|FAILED|Failure|Assertion|Segmentation|core dumped|Killed|"
     r"Aborted|No space left|Bus error|Out of memory|oom|Traceback|"
-    r"timed out|mpirun (noticed|was unable|detected)|ORTE|PMIX|not ok",
+    r"timed out|mpirun (noticed|was unable|detected)|ORTE|PMIX|not ok|"
+    # compare_losses.py's rows past tolerance, same_losses.py's differences
+    r"<-- |step \d+: \(",
     re.IGNORECASE)
 LIT_START = re.compile(r"\*{20} TEST '(.+)' FAILED \*{20}")
 LIT_END = re.compile(r"^\*{20}$")
