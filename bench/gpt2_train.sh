@@ -43,8 +43,10 @@
 # the H100 SXM's dense bf16 989 TFLOP/s (fp32: 67). MFU counts 6 N + 12 L H T
 # FLOPs per token (N parameters, L layers, H hidden, T sequence; PaLM's
 # formula, attention included, no recomputation). Memory: smp's planned
-# arena; PyTorch's max allocated (CUDA) or peak resident set (CPU, the
-# libraries included). Environment: SMP_BIN (the
+# arena, and on a GPU the device memory in use at most (smprun --metrics
+# device_bytes: cudaMemGetInfo after each step, the CUDA context and
+# libraries included); PyTorch's max allocated (CUDA) or peak resident set
+# (CPU, the libraries included). Environment: SMP_BIN (the
 # build's bin directory, default build/bin), SMP_BENCH_DIR (scratch, default
 # /tmp/smp-gpt2-train), PYTHON.
 set -euo pipefail
@@ -163,15 +165,17 @@ for spec in sys.argv[9:]:
         r = json.load(open(path))
         params = r["params"]
         name = "PyTorch " + r["mode"] + (" (SDPA)" if r["attention"] == "sdpa" else "")
-        rows.append((name + note, r["tokens_per_s"], r["loss"], r["peak_bytes"]))
+        rows.append((name + note, r["tokens_per_s"], r["loss"], (r["peak_bytes"], 0)))
         continue
     smp = [json.loads(l) for l in open(path) if l.strip()]
     # The steps after the warm-up; a row cut short keeps what it has.
     steady = smp[warm:] or smp[1:] or smp
     sps = statistics.median(r["samples_per_s"] for r in steady)
     m = re.search(r"arena (\d+) bytes planned", open(out).read())
+    # The device's own count (cudaMemGetInfo after each step), when a GPU ran.
+    device = max((r.get("device_bytes") or 0) for r in smp)
     rows.append(("smp " + kind.split("-")[1] + " attention" + note, sps * T,
-                 smp[-1]["loss"], int(m.group(1)) if m else 0))
+                 smp[-1]["loss"], (int(m.group(1)) if m else 0, device)))
 if params is None:  # smp only: GPT-2's count from the config (PyTorch's too)
     params = V * H + T * H + L * (12 * H * H + 13 * H) + 2 * H
 flops_per_token = 6 * params + 12 * L * H * T
@@ -186,8 +190,11 @@ for name in names:
     tps = statistics.median(r[1] for r in runs)
     spread = "" if len(runs) == 1 else \
         f" ({min(r[1] for r in runs):,.0f}-{max(r[1] for r in runs):,.0f})"
-    loss, mem = runs[-1][2], max(r[3] for r in runs)
+    loss = runs[-1][2]
+    mem, device = max(r[3][0] for r in runs), max(r[3][1] for r in runs)
     mem = f"{mem:,}" if mem else "?"  # no arena line: smprun cut short
+    if device:  # smp on a GPU: the plan, then what the device held
+        mem += f" planned; {device:,} on the device"
     print(f"| {name} | {tps:,.0f}{spread} | "
           f"{100 * tps * flops_per_token / peak:.1f}% | {loss:.4f} | {mem} |")
 EOF

@@ -78,8 +78,11 @@ OPTIONS
                      artifact's device peak; null when unknown), step_time
                      (s), time (unix seconds), elapsed (s since this launch
                      began), peak_bytes (rank 0's arena high-water mark),
-                     peak_bytes_per_rank ([every rank's]), and with fp16
-                     loss_scale and skipped. Appended to with --resume.
+                     peak_bytes_per_rank ([every rank's]), on a GPU
+                     device_bytes and device_bytes_per_rank (the device's
+                     memory in use after the step, cudaMemGetInfo), and
+                     with fp16 loss_scale and skipped. Appended to with
+                     --resume.
   --tensorboard-dir D  With --steps: write TensorBoard event files into D
                      (created if missing; a new file per launch): scalars
                      loss, lr, grad_norm, samples_per_s, tokens_per_s,
@@ -617,6 +620,13 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   if (exec.hostArenaBytes())
     std::printf("; host pool %llu bytes (offloaded activations)",
                 static_cast<unsigned long long>(exec.hostArenaBytes()));
+  uint64_t device = 0, inUse = 0, total = 0;
+  for (const smprt::StepRecord &r : records)
+    device = std::max(device, r.deviceBytes);
+  if (device && exec.backend().deviceMemory(inUse, total))
+    std::printf("; device memory %llu of %llu bytes in use at most",
+                static_cast<unsigned long long>(device),
+                static_cast<unsigned long long>(total));
   std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
   return 0;
 }

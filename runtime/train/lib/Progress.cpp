@@ -135,6 +135,13 @@ std::string Reporter::metricsRow(const StepRecord &rec) const {
   for (size_t r = 0; r < rec.peakBytesPerRank.size(); ++r)
     row += (r ? ", " : "") + std::to_string(rec.peakBytesPerRank[r]);
   row += "]";
+  if (rec.deviceBytes) {
+    row += ", \"device_bytes\": " + std::to_string(rec.deviceBytes) +
+           ", \"device_bytes_per_rank\": [";
+    for (size_t r = 0; r < rec.deviceBytesPerRank.size(); ++r)
+      row += (r ? ", " : "") + std::to_string(rec.deviceBytesPerRank[r]);
+    row += "]";
+  }
   if (rec.lossScale > 0)
     row += ", \"loss_scale\": " + jsonNumber(rec.lossScale) +
            ", \"skipped\": " + (rec.skipped ? "true" : "false");

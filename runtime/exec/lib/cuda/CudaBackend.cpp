@@ -112,6 +112,17 @@ public:
     return "cuda:" + std::to_string(device_);
   }
   bool hostAddressable() const override { return false; }
+  bool deviceMemory(uint64_t &inUse, uint64_t &total) const override {
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaSetDevice(device_) != cudaSuccess ||
+        cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    inUse = totalBytes - freeBytes;
+    total = totalBytes;
+    return true;
+  }
 
   Status allocate(uint64_t bytes, void **out) override {
     cudaError_t e = cudaMalloc(out, bytes);

@@ -87,6 +87,15 @@ public:
   virtual std::string name() const = 0;
   /// Whether arena memory is host memory (the executor may read it).
   virtual bool hostAddressable() const = 0;
+  /// A device's memory as the driver counts it: the bytes in use on the
+  /// whole device now (the arena, the libraries' workspaces and buffers,
+  /// the context; other processes' too) and its total. False when the
+  /// backend has no device memory of its own (the CPU).
+  virtual bool deviceMemory(uint64_t &inUse, uint64_t &total) const {
+    (void)inUse;
+    (void)total;
+    return false;
+  }
 
   /// Memory of the arena (`bytes` > 0); released by `release`.
   virtual Status allocate(uint64_t bytes, void **out) = 0;

@@ -46,6 +46,10 @@ struct StepRecord {
   double wallTime = 0;  // unix seconds at its end
   double elapsed = 0;   // seconds since this launch's first step began
   std::vector<uint64_t> peakBytesPerRank; // every rank's high-water mark
+  /// A device backend's memory in use after the step, as the driver counts
+  /// it (Backend::deviceMemory; 0: no device), rank 0's and every rank's.
+  uint64_t deviceBytes = 0;
+  std::vector<uint64_t> deviceBytesPerRank;
 };
 
 /// What the rates are derived from.
