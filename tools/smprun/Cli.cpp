@@ -1,0 +1,353 @@
+//===- Cli.cpp - smprun's command line ------------------------------------===//
+//
+// The flags of smprun: --help, parsing, and the checks that involve several
+// flags (a contradiction is refused with what to pass instead).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Cli.h"
+
+#include "smp/base/Suggest.h"
+#include "smp/kernels/cpu/Kernels.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+
+namespace smprun {
+namespace {
+
+const char *kUsage = R"(smprun - runs a model compiled by smpc.
+
+USAGE
+  smprun MODEL.smpx --data DIR --output-dir DIR [--threads N]
+  smprun MODEL.smpx --data DIR --steps N [--metrics FILE] [--threads N]
+  smprun -n N MODEL.smpx ...         N ranks on this machine (through mpirun)
+  mpirun -n N smprun MODEL.smpx ...  (or mpiexec, srun --mpi=pmix) under a
+                                     launcher (docs/launchers.md)
+  smprun --help | --version
+
+OPTIONS
+  --data DIR         One .npy file per graph input, named after the input
+                     (DIR/<input>.npy); dtype and shape must be exactly the
+                     compiled ones (see MODEL.smpx/plan.txt). In file names
+                     '/', '\\', '%' and control bytes of a name are written
+                     as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
+                     Each must be a regular file.
+  --output-dir DIR   Without --steps: where to write one .npy per graph
+                     output (DIR/<output>.npy, names encoded as for --data).
+                     Created if missing. Refused with --steps.
+  --steps N          Train N steps (artifacts compiled with --train). Each
+                     step takes the next batch of samples: the leading dim
+                     of each DIR/<input>.npy holds the samples, wrapping
+                     around. Prints the loss of every step as it ends
+                     ("step K loss L lr R grad_norm G", on stdout).
+  --metrics FILE     With --steps: one JSON object per step, written as the
+                     step ends: step, loss, lr, grad_norm, samples_per_s,
+                     tokens_per_s (null without token ids), tflops_per_device
+                     and mfu (from the compiler's FLOPs of a step and the
+                     artifact's device peak; null when unknown), step_time
+                     (s), time (unix seconds), elapsed (s since this launch
+                     began), peak_bytes (rank 0's arena high-water mark),
+                     peak_bytes_per_rank ([every rank's]), on a GPU
+                     device_bytes and device_bytes_per_rank (the device's
+                     memory in use after the step, cudaMemGetInfo), and
+                     with fp16 loss_scale and skipped. Appended to with
+                     --resume.
+  --tensorboard-dir D  With --steps: write TensorBoard event files into D
+                     (created if missing; a new file per launch): scalars
+                     loss, lr, grad_norm, samples_per_s, tokens_per_s,
+                     step_time, tflops_per_device, mfu, loss_scale (those
+                     the run has) at every step.
+  --progress MODE    With --steps, on stderr of rank 0: live (one line
+                     redrawn every step), log (a line every --log-every
+                     steps and at the first and last: iteration, loss, lr,
+                     grad norm, tokens/s or samples/s, TFLOP/s per device,
+                     MFU, ms/step, loss scale, elapsed, ETA), none, or auto
+                     (default: live on a terminal, log otherwise: under
+                     mpirun, srun, a pipe or a file).
+  --log-every K      The log line every K steps (default 10).
+  --checkpoint-dir D With --steps: where checkpoints go (parameters and
+                     optimizer state by name, written atomically).
+  --checkpoint-every K  Save a checkpoint every K steps. Without it,
+                     --checkpoint-dir saves one checkpoint after the last
+                     step.
+  --resume           Continue from the newest checkpoint in D (the data
+                     position, the step count and the learning-rate
+                     schedule come from it): --steps N is the total to
+                     reach, which may be more than the first run's (the
+                     schedule goes on as recorded; see smpc --decay-steps)
+                     and print what was resumed. The checkpoint must agree
+                     with MODEL.smpx: the same parameters (names, dtypes,
+                     global shapes: a changed model is refused), the same
+                     optimizer and hyper-parameters and the same global
+                     batch; the plan (dp, tp, pp, micro-batches, ZeRO) may
+                     differ.
+  --reset-optimizer  With --resume: accept a checkpoint of another optimizer
+                     or other hyper-parameters; the optimizer state starts
+                     fresh (zero moments, step count 1) at the resumed step.
+  --reset-data       With --resume: accept a checkpoint of another global
+                     batch; the data restarts at sample 0.
+  --save-onnx FILE   After training, write the original ONNX model with the
+                     trained parameter values (external data beyond 2 GB).
+                     FILE must be writable and the model readable when
+                     smprun starts.
+  --source-model F   The ONNX model --save-onnx writes back, where it is not
+                     at the path smpc recorded (an artifact moved to another
+                     machine): a copy of that file (its checksum is checked).
+  -n, --ranks N      Run N ranks on this machine: smprun runs itself through
+                     `mpirun -n N --oversubscribe --bind-to none smprun
+                     <the other arguments>` (Open MPI; $SMP_MPIRUN names
+                     another mpirun; as root smprun sets
+                     OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1), relays SIGINT and
+                     SIGTERM to the ranks (see STOPPING) and exits with
+                     mpirun's status. N must be the number of ranks the
+                     artifact was compiled for. Under a launcher (mpirun,
+                     mpiexec, srun) every process takes its rank and the
+                     run's size from the environment instead; 1 rank never
+                     initializes MPI. srun without a PMI (--mpi=pmix) and
+                     torchrun's RANK/WORLD_SIZE (no MPI) are refused with
+                     the launchers that work (docs/launchers.md).
+  --timeout SECONDS  With several ranks: how long one collective (all-reduce,
+                     send, barrier, ...) may wait for the other ranks
+                     (default 600), and also MPI start-up (MPI_Init, which
+                     waits for every rank), the creation of rank groups and
+                     MPI shut-down. When it expires the rank prints
+                     "rank R: timed out after T s in <what>" and every
+                     rank exits non-zero.
+  --device D         Where each rank runs: cpu, cuda (rank r on its local
+                     rank's GPU) or cuda:N (default: the artifact's
+                     --target). The program is the same for both; the
+                     target only steered the compiler's cost model.
+  --threads N        Threads for the CPU kernels and OpenBLAS (default: the
+                     cores this process may run on, divided by the ranks on
+                     this machine).
+  --profile FILE     Write each instruction's wall time (summed over the
+                     steps; rank R > 0 of a multi-rank run writes
+                     FILE.rank<R>) as JSON to FILE and
+                     print the time per op.
+  -h, --help         Show this help.
+  --version          Show the version.
+
+STOPPING (SIGINT, SIGTERM, SIGUSR1)
+  A training run that gets SIGINT (Ctrl-C), SIGTERM (a preemption, Slurm's
+  time limit) or SIGUSR1 on any rank stops on every rank after the step in
+  flight: it saves a checkpoint of that step when --checkpoint-dir is set,
+  prints the command that resumes it (the same one with --resume) and exits
+  with 128 + the signal (130 for SIGINT, 143 for SIGTERM). A second signal
+  stops at once, without a checkpoint. `smprun -n N` relays a SIGINT or
+  SIGTERM it gets to the ranks as SIGUSR1 (mpirun would kill them a second
+  after SIGINT/SIGTERM; it forwards SIGUSR1); under mpirun directly send
+  SIGUSR1 to mpirun (docs/launchers.md).
+
+SEVERAL RANKS
+  Every rank loads only its own files of the artifact (rank<R>.*). Rank 0
+  prints the step lines and the progress and writes --metrics,
+  --tensorboard-dir, --output-dir and --profile;
+  every rank saves its own tensors in checkpoints (step-<K>/rank<R>.*), and
+  rank 0 moves `latest` once all have written them. An error on one rank
+  ends every rank.
+
+EXAMPLE
+  smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
+  smprun gpt.smpx --data inputs/ --output-dir outputs/
+  smpc compile mlp.onnx --train --loss cross_entropy:logits:labels \
+       --optimizer sgd --lr 0.1 --batch-size 8 -o mlp.smpx
+  smprun mlp.smpx --data samples/ --steps 5 --metrics m.jsonl
+  smprun -n 2 gpt.smpx --data samples/ --steps 200 --checkpoint-dir ck \
+       --checkpoint-every 50 --tensorboard-dir tb --log-every 20
+)";
+
+/// Whether `path` can be written (created, or overwritten), without
+/// truncating an existing file or leaving a new one behind.
+bool writable(const std::string &path, std::string &why) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return true;
+  }
+  if (errno == EEXIST)
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  why = std::strerror(errno);
+  return false;
+}
+
+/// The checks of a parsed command line that involve several flags.
+std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) {
+  if (cli.model.empty())
+    return fail("no MODEL.smpx given (see smprun --help)");
+  if (cli.dataDir.empty())
+    return fail("--data DIR is required: one .npy per graph input");
+  if (cli.outDir.empty() && cli.steps == 0)
+    return fail("--output-dir DIR is required (or --steps N to train)");
+  if (!cli.outDir.empty() && cli.steps > 0)
+    return fail("--output-dir is for running the model once (one .npy per "
+                "output); with --steps the losses go to stdout and "
+                "--metrics FILE, the trained model to --save-onnx FILE or "
+                "--checkpoint-dir DIR");
+  if (cli.progress != "auto" && cli.progress != "live" &&
+      cli.progress != "log" && cli.progress != "none")
+    return fail("--progress expects auto, live, log or none, got '" +
+                cli.progress + "'");
+  if (cli.steps == 0) {
+    for (const char *flag :
+         {"--checkpoint-dir", "--checkpoint-every", "--save-onnx",
+          "--source-model", "--metrics",
+          "--tensorboard-dir", "--progress", "--log-every"})
+      if (given.count(flag))
+        return fail(std::string(flag) + " is for training; give --steps N");
+    if (cli.resume)
+      return fail("--resume is for training; give --steps N");
+  }
+  if (given.count("--log-every") &&
+      (cli.progress == "live" || cli.progress == "none"))
+    return fail("--log-every sets the progress log lines; --progress " +
+                cli.progress + " prints none (use --progress log or auto)");
+  if (std::string why; !cli.saveOnnx.empty() && !writable(cli.saveOnnx, why))
+    return fail(cli.saveOnnx + ": cannot write (" + why +
+                "); --save-onnx needs a writable file, checked before "
+                "training starts");
+  if (!cli.sourceModel.empty() && cli.saveOnnx.empty())
+    return fail("--source-model names the model --save-onnx writes back; "
+                "give --save-onnx FILE too");
+  if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
+    return fail("--checkpoint-every and --resume need --checkpoint-dir");
+  if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
+    return fail(std::string(cli.resetOptimizer ? "--reset-optimizer"
+                                               : "--reset-data") +
+                " applies to --resume (what to accept from the checkpoint "
+                "resumed); give --resume --checkpoint-dir DIR");
+  return std::nullopt;
+}
+
+} // namespace
+
+/// Parses and checks the flags; returns an exit code when smprun is done
+/// (help, version, an error).
+std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
+  // Flags that take a value: where it goes, and the smallest integer allowed
+  // (for integer flags).
+  struct Flag {
+    std::string *text = nullptr;
+    int64_t *number = nullptr;
+    int64_t min = 1, max = INT64_MAX;
+  };
+  const std::map<std::string, Flag> flags = {
+      {"--data", {&cli.dataDir}},
+      {"--output-dir", {&cli.outDir}},
+      {"--metrics", {&cli.metricsPath}},
+      {"--tensorboard-dir", {&cli.tensorboardDir}},
+      {"--progress", {&cli.progress}},
+      {"--profile", {&cli.profilePath}},
+      {"--checkpoint-dir", {&cli.ckptDir}},
+      {"--save-onnx", {&cli.saveOnnx}},
+      {"--source-model", {&cli.sourceModel}},
+      {"--device", {&cli.device}},
+      {"--steps", {nullptr, &cli.steps}},
+      {"--checkpoint-every", {nullptr, &cli.ckptEvery}},
+      {"--log-every", {nullptr, &cli.logEvery}},
+      {"--threads", {nullptr, &cli.threads, 1, 1024}},
+      {"-n", {nullptr, &cli.ranks, 1, 65536}},
+      {"--ranks", {nullptr, &cli.ranks, 1, 65536}},
+  };
+  cli.argv0 = argv[0];
+  cli.args.assign(argv + 1, argv + argc);
+  const std::vector<std::string> &args = cli.args;
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return 1;
+  }
+  std::set<std::string> given;
+  std::map<std::string, std::string> valueOf;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      std::cout << "smprun 0.1.0\nCPU kernels: "
+                << smp::kernels::cpu::simdPath() << "\n";
+      return 0;
+    }
+    if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {
+      (a == "--resume"       ? cli.resume
+       : a == "--reset-data" ? cli.resetData
+                             : cli.resetOptimizer) = true;
+      cli.forwarded.push_back(a);
+      continue;
+    }
+    if (a == "--timeout") {
+      if (i + 1 >= args.size())
+        return fail(a + " needs a value");
+      const std::string &v = args[++i];
+      char *end;
+      cli.timeout = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(cli.timeout > 0) || cli.timeout > 1e9)
+        return fail(a + " expects a positive number of seconds, got '" + v +
+                    "'");
+      cli.forwarded.insert(cli.forwarded.end(), {a, v});
+      continue;
+    }
+    // --flag=value as --flag value.
+    std::string name = a, inlineValue;
+    bool hasInline = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      name = a.substr(0, a.find('='));
+      inlineValue = a.substr(a.find('=') + 1);
+      hasInline = flags.count(name) != 0;
+      if (!hasInline)
+        name = a;
+    }
+    auto flag = flags.find(name);
+    if (flag != flags.end()) {
+      if (!hasInline && i + 1 >= args.size())
+        return fail(a + " needs a value");
+      const std::string &v = hasInline ? inlineValue : args[++i];
+      // Given twice with another value: the last would silently win.
+      if (auto [it, fresh] = valueOf.emplace(name == "--ranks" ? "-n" : name, v);
+          !fresh && it->second != v)
+        return fail(name + " is given twice, as '" + it->second +
+                    "' and as '" + v + "'; give it once");
+      given.insert(name);
+      if (name != "-n" && name != "--ranks")
+        cli.forwarded.insert(cli.forwarded.end(), {name, v});
+      if (flag->second.text) {
+        *flag->second.text = v;
+        continue;
+      }
+      char *end;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < flag->second.min || n > flag->second.max)
+        return fail(name + " expects a positive integer, got '" + v + "'");
+      *flag->second.number = n;
+    } else if (!a.empty() && a[0] == '-') {
+      std::vector<std::string> known = {"--resume", "--reset-optimizer",
+                                        "--reset-data", "--timeout",
+                                        "--help", "--version"};
+      for (const auto &entry : flags)
+        known.push_back(entry.first);
+      return fail("unknown option '" + a + "'" +
+                  smp::base::didYouMean(a, known) + " (see smprun --help)");
+    } else if (cli.model.empty()) {
+      cli.model = a;
+      cli.forwarded.push_back(a);
+    } else {
+      return fail("unexpected argument '" + a + "'");
+    }
+  }
+  return checkCli(cli, given);
+}
+
+} // namespace smprun
