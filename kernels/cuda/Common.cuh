@@ -56,6 +56,12 @@ struct DeviceError {
   long long value, position, bound, aux;
 };
 
+/// cuBLASLt's descriptors and chosen algorithm per product shape
+/// (MatMul.cu): built on a shape's first product, reused after.
+struct LtPlanCache;
+/// Frees the plans and their descriptors (before the cuBLASLt handle).
+void destroyLtPlans(LtPlanCache *plans);
+
 struct Context {
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -66,6 +72,7 @@ struct Context {
   DeviceError *dError = nullptr; // device
   DeviceError *hError = nullptr; // pinned host, for synchronize
   bool allowTF32 = false;
+  LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
 };
 
 /// Records a data error unless one is already recorded.

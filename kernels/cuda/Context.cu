@@ -99,6 +99,8 @@ void destroyContext(Context *ctx) {
     cudaFree(ctx->dError);
   if (ctx->workspace)
     cudaFree(ctx->workspace);
+  destroyLtPlans(ctx->ltPlans);
+  ctx->ltPlans = nullptr;
   if (ctx->lt)
     cublasLtDestroy(ctx->lt);
   if (ctx->ownsStream && ctx->stream)

@@ -20,6 +20,10 @@
 
 #include "Common.cuh"
 
+#include <array>
+#include <map>
+#include <memory>
+
 namespace smp::kernels::cuda {
 using namespace detail;
 
@@ -116,24 +120,6 @@ Status runTiled(const char *name, Context *ctx, const Geometry &g,
 // cuBLASLt
 //===----------------------------------------------------------------------===//
 
-/// Owns the cuBLASLt descriptors of one product.
-struct LtDescs {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtDescs() {
-    if (pref)
-      cublasLtMatmulPreferenceDestroy(pref);
-    if (c)
-      cublasLtMatrixLayoutDestroy(c);
-    if (b)
-      cublasLtMatrixLayoutDestroy(b);
-    if (a)
-      cublasLtMatrixLayoutDestroy(a);
-    if (op)
-      cublasLtMatmulDescDestroy(op);
-  }
-};
 
 /// One cuBLASLt call: `count` products from these element offsets.
 struct Call {
@@ -237,37 +223,73 @@ struct LtCalls {
   }
 };
 
-/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
-/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
-Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
-             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
-             bool &refused) {
-  refused = true;
-  cudaDataType_t type;
-  cublasComputeType_t compute;
-  cudaDataType_t scaleType = CUDA_R_32F;
-  if (!ltTypes(dt, ctx->allowTF32, type, compute, scaleType))
-    return Status::success(); // refused
-  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(dt));
 
-  // The calls: M' rows per product and `count` products per call.
-  LtCalls lc(g);
-  lc.align(lhs, rhs, out, es);
-  const std::vector<Call> &calls = lc.calls;
-  int64_t M = lc.M, count = lc.count, sA = lc.sA, sB = lc.sB, sC = lc.sC;
-  uint32_t alA = lc.alA, alB = lc.alB, alC = lc.alC;
+} // namespace
 
+// Named (not anonymous): Context's LtPlanCache holds them.
+namespace lt {
+/// Owns the cuBLASLt descriptors of one product.
+struct LtDescs {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  LtDescs() = default;
+  LtDescs(const LtDescs &) = delete;
+  LtDescs &operator=(const LtDescs &) = delete;
+  ~LtDescs() {
+    if (pref)
+      cublasLtMatmulPreferenceDestroy(pref);
+    if (c)
+      cublasLtMatrixLayoutDestroy(c);
+    if (b)
+      cublasLtMatrixLayoutDestroy(b);
+    if (a)
+      cublasLtMatrixLayoutDestroy(a);
+    if (op)
+      cublasLtMatmulDescDestroy(op);
+  }
+};
+
+/// A product's cuBLASLt plan: its descriptors and the algorithm the
+/// heuristic chose for them (none: cuBLASLt refuses the shape).
+struct LtPlan {
+  LtDescs d;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+};
+
+/// What a plan depends on: types, transposes, matrix sizes, batch count and
+/// strides, the pointers' alignments and TF32.
+using LtKey = std::array<int64_t, 18>;
+} // namespace lt
+
+struct LtPlanCache {
+  std::map<lt::LtKey, std::unique_ptr<lt::LtPlan>> plans;
+};
+void destroyLtPlans(LtPlanCache *plans) { delete plans; }
+
+namespace {
+using namespace lt;
+
+/// Plans past this many (a model has a few dozen shapes) are all dropped.
+constexpr size_t kMaxLtPlans = 4096;
+
+/// Builds the descriptors of a product and asks the heuristic for an
+/// algorithm; a status only for a failed descriptor call.
+Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
+                  const LtCalls &lc, cudaDataType_t type,
+                  cublasComputeType_t compute, cudaDataType_t scaleType,
+                  LtPlan &plan) {
+  LtDescs &d = plan.d;
+  auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
+  auto ltFail = [&](const char *what, cublasStatus_t s) {
+    return fail(name, std::string(what) + " failed: " + cublasStatusName(s));
+  };
+  int64_t M = lc.M, count = lc.count;
+  int64_t rowsA = g.foldBatchIntoM ? M : g.rowsA;
   // Column-major: D (N x M') = opa(a) (N x K) * opb(b) (K x M'), with
   // a = rhs stored as colsB x rowsB (ld colsB), b = lhs stored as colsA x
   // rowsA' (ld colsA), D = out stored as N x M' (ld N).
-  int64_t rowsA = g.foldBatchIntoM ? M : g.rowsA;
-  LtDescs d;
-  auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
-  auto ltFail = [&](const char *what, cublasStatus_t s) {
-    refused = false;
-    return fail(name, std::string(what) + " failed: " +
-                          cublasStatusName(s));
-  };
   cublasStatus_t st;
   if (!ok(st = cublasLtMatmulDescCreate(&d.op, compute, scaleType)))
     return ltFail("cublasLtMatmulDescCreate", st);
@@ -296,19 +318,19 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
     }
     return s;
   };
-  if (!ok(st = layout(d.a, g.colsB, g.rowsB, g.colsB, sB)) ||
-      !ok(st = layout(d.b, g.colsA, rowsA, g.colsA, sA)) ||
-      !ok(st = layout(d.c, g.N, M, g.N, sC)))
+  if (!ok(st = layout(d.a, g.colsB, g.rowsB, g.colsB, lc.sB)) ||
+      !ok(st = layout(d.b, g.colsA, rowsA, g.colsA, lc.sA)) ||
+      !ok(st = layout(d.c, g.N, M, g.N, lc.sC)))
     return ltFail("cublasLtMatrixLayoutCreate", st);
   if (!ok(st = cublasLtMatmulPreferenceCreate(&d.pref)))
     return ltFail("cublasLtMatmulPreferenceCreate", st);
   uint64_t ws = ctx->workspaceBytes;
   // cuBLASLt's A is our rhs, its B our lhs.
   const std::pair<cublasLtMatmulPreferenceAttributes_t, const uint32_t *>
-      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alB},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alA},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alC},
-                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alC}};
+      alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &lc.alB},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &lc.alA},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &lc.alC},
+                      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &lc.alC}};
   st = cublasLtMatmulPreferenceSetAttribute(
       d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
   for (auto [attr, value] : alignments)
@@ -321,7 +343,58 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   int found = 0;
   st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.c,
                                       d.pref, 1, &heur, &found);
-  if (!ok(st) || found == 0 || heur.state != CUBLAS_STATUS_SUCCESS)
+  plan.found = ok(st) && found > 0 && heur.state == CUBLAS_STATUS_SUCCESS;
+  plan.algo = heur.algo;
+  return Status::success();
+}
+
+/// The cached plan of this product, made on its shape's first product.
+Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
+                 const LtCalls &lc, cudaDataType_t type,
+                 cublasComputeType_t compute, cudaDataType_t scaleType,
+                 LtPlan *&plan) {
+  LtKey key = {static_cast<int64_t>(dt), ctx->allowTF32, g.transA, g.transB,
+               g.rowsA, g.colsA, g.rowsB, g.colsB, g.N, g.foldBatchIntoM,
+               lc.M, lc.count, lc.sA, lc.sB, lc.sC, lc.alA, lc.alB, lc.alC};
+  if (!ctx->ltPlans)
+    ctx->ltPlans = new LtPlanCache;
+  auto &plans = ctx->ltPlans->plans;
+  if (auto it = plans.find(key); it != plans.end()) {
+    plan = it->second.get();
+    return Status::success();
+  }
+  auto fresh = std::make_unique<LtPlan>();
+  SMP_RETURN_IF_ERROR(
+      makeLtPlan(name, ctx, g, lc, type, compute, scaleType, *fresh));
+  if (plans.size() >= kMaxLtPlans)
+    plans.clear();
+  plan = fresh.get();
+  plans.emplace(key, std::move(fresh));
+  return Status::success();
+}
+
+/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
+/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
+/// The descriptors and algorithm of a shape are made once (ltPlanFor): the
+/// heuristic costs microseconds of host time a call.
+Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
+             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+             bool &refused) {
+  refused = true;
+  cudaDataType_t type;
+  cublasComputeType_t compute;
+  cudaDataType_t scaleType = CUDA_R_32F;
+  if (!ltTypes(dt, ctx->allowTF32, type, compute, scaleType))
+    return Status::success(); // refused
+  int64_t es = static_cast<int64_t>(smp::base::dtypeSize(dt));
+
+  // The calls: M' rows per product and `count` products per call.
+  LtCalls lc(g);
+  lc.align(lhs, rhs, out, es);
+  LtPlan *plan = nullptr;
+  SMP_RETURN_IF_ERROR(
+      ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, plan));
+  if (!plan->found)
     return Status::success(); // refused: the caller runs the tiled kernel
 
   float alpha32 = 1.0f, beta32 = 0.0f;
@@ -333,21 +406,26 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   const char *pa = static_cast<const char *>(rhs.data);
   const char *pb = static_cast<const char *>(lhs.data);
   char *pc = static_cast<char *>(out.data);
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const Call &c = calls[i];
+  const LtDescs &d = plan->d;
+  for (size_t i = 0; i < lc.calls.size(); ++i) {
+    const Call &c = lc.calls[i];
     char *dst = pc + c.offC * es;
-    st = cublasLtMatmul(ctx->lt, d.op, alpha, pa + c.offB * es, d.a,
-                        pb + c.offA * es, d.b, beta, dst, d.c, dst, d.c,
-                        &heur.algo, ctx->workspace, ctx->workspaceBytes,
-                        ctx->stream);
-    if (!ok(st)) {
+    cublasStatus_t st = cublasLtMatmul(
+        ctx->lt, d.op, alpha, pa + c.offB * es, d.a, pb + c.offA * es, d.b,
+        beta, dst, d.c, dst, d.c, &plan->algo, ctx->workspace,
+        ctx->workspaceBytes, ctx->stream);
+    if (st != CUBLAS_STATUS_SUCCESS) {
       // A first call that cuBLASLt rejects (nothing was enqueued yet): run
-      // the tiled kernel instead.
+      // the tiled kernel instead, now and for this shape from now on.
       if (i == 0 && (st == CUBLAS_STATUS_NOT_SUPPORTED ||
                      st == CUBLAS_STATUS_INVALID_VALUE ||
-                     st == CUBLAS_STATUS_ARCH_MISMATCH))
+                     st == CUBLAS_STATUS_ARCH_MISMATCH)) {
+        plan->found = false;
         return Status::success(); // refused
-      return ltFail("cublasLtMatmul", st);
+      }
+      refused = false;
+      return fail(name, std::string("cublasLtMatmul failed: ") +
+                            cublasStatusName(st));
     }
   }
   refused = false;

@@ -355,6 +355,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
     cublasLtMatrixLayout_t dd, cublasLtMatmulPreference_t p, int requested,
     cublasLtMatmulHeuristicResult_t results[], int *returned) {
+  countHeuristicQuery();
   *returned = 0;
   if (requested < 1)
     return CUBLAS_STATUS_INVALID_VALUE;

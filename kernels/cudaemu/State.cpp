@@ -105,7 +105,7 @@ bool dryRun() {
 namespace {
 struct Counts {
   std::mutex mutex;
-  uint64_t launches = 0, products = 0, hostWaits = 0;
+  uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0;
   std::set<std::string> kernels;
 };
 Counts &counts() {
@@ -117,7 +117,8 @@ Counts &counts() {
         report("dry run: " + std::to_string(k.launches) +
                " kernel launches (" + std::to_string(k.kernels.size()) +
                " launch sites) and " + std::to_string(k.products) +
-               " cuBLASLt products checked, none run; " +
+               " cuBLASLt products (" + std::to_string(k.queries) +
+               " heuristic queries) checked, none run; " +
                std::to_string(k.hostWaits) +
                " host waits (synchronizations and synchronous copies)");
       });
@@ -138,6 +139,12 @@ void countProduct() {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.products;
+}
+
+void countHeuristicQuery() {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.queries;
 }
 
 void countHostWait() {

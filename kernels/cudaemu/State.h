@@ -52,6 +52,9 @@ bool dryRun();
 /// checked").
 void countLaunch(const char *kernel);
 void countProduct();
+/// Counts a cuBLASLt heuristic query (host time on a GPU: a few
+/// microseconds each); a dry run prints the count beside the products.
+void countHeuristicQuery();
 /// Counts a call that makes the host wait for the device (a stream, event
 /// or device synchronization, a synchronous copy); a dry run prints the
 /// count beside the launches: on a GPU each one drains the launch queue.
