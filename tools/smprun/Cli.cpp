@@ -36,7 +36,10 @@ USAGE
 OPTIONS
   --data DIR         One .npy file per graph input, named after the input
                      (DIR/<input>.npy); dtype and shape must be exactly the
-                     compiled ones (see MODEL.smpx/plan.txt). In file names
+                     compiled ones (see MODEL.smpx/plan.txt), except that
+                     training converts integer samples of another integer
+                     dtype (uint16 token ids for an int64 input) when every
+                     value fits. In file names
                      '/', '\\', '%' and control bytes of a name are written
                      as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
                      Each must be a regular file.

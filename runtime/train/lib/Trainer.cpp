@@ -79,6 +79,64 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
   return "";
 }
 
+/// Element i of an integer array as a 128-bit integer (every integer dtype
+/// fits).
+__int128 integerAt(const NpyArray &a, int64_t i) {
+  const char *p = a.bytes.data();
+  auto at = [&](auto tag) {
+    decltype(tag) v;
+    std::memcpy(&v, p + i * sizeof(v), sizeof(v));
+    return static_cast<__int128>(v);
+  };
+  switch (a.dtype) {
+  case DType::I8: return at(int8_t{});
+  case DType::I16: return at(int16_t{});
+  case DType::I32: return at(int32_t{});
+  case DType::I64: return at(int64_t{});
+  case DType::U8: return at(uint8_t{});
+  case DType::U16: return at(uint16_t{});
+  case DType::U32: return at(uint32_t{});
+  case DType::U64: return at(uint64_t{});
+  default: return 0;
+  }
+}
+
+/// Integer samples of another integer dtype than the model's input (token
+/// ids saved as uint16 or int32 for an int64 input): converted when every
+/// value fits, so training sees the same numbers; refused naming the first
+/// value that does not.
+Status convertIntegerSamples(NpyArray &a, DType to, const std::string &path,
+                             const std::string &name) {
+  int64_t n = 1;
+  for (int64_t d : a.shape)
+    n *= d;
+  std::string out(static_cast<size_t>(n) * dtypeSize(to), '\0');
+  const __int128 lo = to == DType::I32 ? INT32_MIN : INT64_MIN;
+  const __int128 hi = to == DType::I32 ? INT32_MAX : INT64_MAX;
+  for (int64_t i = 0; i < n; ++i) {
+    __int128 v = integerAt(a, i);
+    if (v < lo || v > hi)
+      return Status::failure(
+          path + ": input '" + name + "' holds " +
+          (v < 0 ? std::to_string(static_cast<long long>(v))
+                 : std::to_string(static_cast<unsigned long long>(v))) +
+          " at element " +
+          std::to_string(i) + ", which " + dtypeName(to) +
+          " (the model's input) cannot hold; save the samples as " +
+          dtypeName(to));
+    if (to == DType::I32) {
+      int32_t w = static_cast<int32_t>(v);
+      std::memcpy(out.data() + i * 4, &w, 4);
+    } else {
+      int64_t w = static_cast<int64_t>(v);
+      std::memcpy(out.data() + i * 8, &w, 8);
+    }
+  }
+  a.bytes = std::move(out);
+  a.dtype = to;
+  return Status::success();
+}
+
 /// Loads every data input this rank reads and checks it against the
 /// compiled batch: `samples` per input, `batch` per step on this rank.
 Status loadDatasets(const Executor &exec, const TrainOptions &options,
@@ -111,6 +169,11 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
                              "sample dim");
     std::vector<int64_t> perSample(d.batch.shape.begin() + 1,
                                    d.batch.shape.end());
+    if (d.samples.dtype != d.batch.dtype && isInteger(d.samples.dtype) &&
+        (d.batch.dtype == DType::I64 || d.batch.dtype == DType::I32))
+      if (!(s = convertIntegerSamples(d.samples, d.batch.dtype, path, d.name))
+               .ok())
+        return s;
     if (d.samples.dtype != d.batch.dtype || d.samples.shape.empty() ||
         std::vector<int64_t>(d.samples.shape.begin() + 1,
                              d.samples.shape.end()) != perSample ||

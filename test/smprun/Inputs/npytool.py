@@ -7,14 +7,18 @@
   npytool.py fill SRC DST VALUE             copy with every element set
   npytool.py rotate SRCDIR DSTDIR K         every .npy of SRCDIR with its
                                             samples (leading dim) rotated by K
+  npytool.py cast SRC DST DESCR             copy with the values stored as
+                                            DESCR (integers: wrapped)
 
-DESCR is <f4, <f8 or <i8; VALUE is a number or nan.
+DESCR is <f4, <f8, an integer type <i1 <i2 <i4 <i8 <u1 <u2 <u4 <u8; VALUE is
+a number or nan.
 """
 import ast
 import struct
 import sys
 
-FMT = {"<f4": "f", "<f8": "d", "<i8": "q"}
+FMT = {"<f4": "f", "<f8": "d", "<i1": "b", "<i2": "h", "<i4": "i", "<i8": "q",
+       "<u1": "B", "<u2": "H", "<u4": "I", "<u8": "Q"}
 
 
 def header(descr, shape):
@@ -42,7 +46,7 @@ def write(path, descr, shape, values):
 
 
 def value(descr, text):
-    return float(text) if descr != "<i8" else int(text)
+    return float(text) if descr in ("<f4", "<f8") else int(text)
 
 
 def main(argv):
@@ -76,6 +80,16 @@ def main(argv):
             row = len(values) // shape[0]
             values = values[k * row:] + values[:k * row]
             write(os.path.join(dst, name), descr, shape, values)
+    elif cmd == "cast":
+        src, dst, descr = argv[2:5]
+        _, shape, values = read(src)
+        if descr not in ("<f4", "<f8"):
+            bits = 8 * struct.calcsize(FMT[descr])
+            signed = descr.startswith("<i")
+            values = [int(v) % (1 << bits) for v in values]
+            if signed:
+                values = [v - (1 << bits) if v >= 1 << (bits - 1) else v for v in values]
+        write(dst, descr, shape, values)
     else:
         sys.exit("unknown command " + cmd)
 
