@@ -101,6 +101,12 @@ def main():
         print("  (last lines)")
         for l in tail:
             print("  " + l)
+    # A test ctest stopped at its TIMEOUT has no lit sections to show.
+    timeouts = [l.strip() for l in lines if l.rstrip().endswith("(Timeout)")]
+    if timeouts:
+        print("---- ctest timeouts")
+        for l in dict.fromkeys(timeouts):
+            print("  " + l[:400])
     g = gtest_failures(lines)
     if g:
         print("---- GoogleTest")
