@@ -102,15 +102,15 @@ __int128 integerAt(const NpyArray &a, int64_t i) {
 }
 
 /// Integer samples of another integer dtype than the model's input (token
-/// ids saved as uint16 or int32 for an int64 input): converted when every
-/// value fits, so training sees the same numbers; refused naming the first
-/// value that does not.
-Status convertIntegerSamples(NpyArray &a, DType to, const std::string &path,
-                             const std::string &name) {
+/// ids saved as uint16 or int32 for an int64 input) are converted batch by
+/// batch as they are fed (feedBatch), so training sees the same numbers and
+/// the samples keep their own size in memory; this checks up front that
+/// every value fits, naming the first one that does not.
+Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
+                           const std::string &name) {
   int64_t n = 1;
   for (int64_t d : a.shape)
     n *= d;
-  std::string out(static_cast<size_t>(n) * dtypeSize(to), '\0');
   const __int128 lo = to == DType::I32 ? INT32_MIN : INT64_MIN;
   const __int128 hi = to == DType::I32 ? INT32_MAX : INT64_MAX;
   for (int64_t i = 0; i < n; ++i) {
@@ -120,21 +120,22 @@ Status convertIntegerSamples(NpyArray &a, DType to, const std::string &path,
           path + ": input '" + name + "' holds " +
           (v < 0 ? std::to_string(static_cast<long long>(v))
                  : std::to_string(static_cast<unsigned long long>(v))) +
-          " at element " +
-          std::to_string(i) + ", which " + dtypeName(to) +
+          " at element " + std::to_string(i) + ", which " + dtypeName(to) +
           " (the model's input) cannot hold; save the samples as " +
           dtypeName(to));
-    if (to == DType::I32) {
-      int32_t w = static_cast<int32_t>(v);
-      std::memcpy(out.data() + i * 4, &w, 4);
-    } else {
-      int64_t w = static_cast<int64_t>(v);
-      std::memcpy(out.data() + i * 8, &w, 8);
-    }
   }
-  a.bytes = std::move(out);
-  a.dtype = to;
   return Status::success();
+}
+
+/// Writes v (checked to fit) as an element of dtype `to` (i32 or i64).
+void storeInteger(char *dst, DType to, __int128 v) {
+  if (to == DType::I32) {
+    int32_t w = static_cast<int32_t>(v);
+    std::memcpy(dst, &w, sizeof(w));
+  } else {
+    int64_t w = static_cast<int64_t>(v);
+    std::memcpy(dst, &w, sizeof(w));
+  }
 }
 
 /// Loads every data input this rank reads and checks it against the
@@ -169,12 +170,14 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
                              "sample dim");
     std::vector<int64_t> perSample(d.batch.shape.begin() + 1,
                                    d.batch.shape.end());
-    if (d.samples.dtype != d.batch.dtype && isInteger(d.samples.dtype) &&
-        (d.batch.dtype == DType::I64 || d.batch.dtype == DType::I32))
-      if (!(s = convertIntegerSamples(d.samples, d.batch.dtype, path, d.name))
-               .ok())
-        return s;
-    if (d.samples.dtype != d.batch.dtype || d.samples.shape.empty() ||
+    bool converted = d.samples.dtype != d.batch.dtype &&
+                     isInteger(d.samples.dtype) &&
+                     (d.batch.dtype == DType::I64 || d.batch.dtype == DType::I32);
+    if (converted &&
+        !(s = checkIntegerSamples(d.samples, d.batch.dtype, path, d.name)).ok())
+      return s;
+    if ((d.samples.dtype != d.batch.dtype && !converted) ||
+        d.samples.shape.empty() ||
         std::vector<int64_t>(d.samples.shape.begin() + 1,
                              d.samples.shape.end()) != perSample ||
         d.samples.shape[0] < 1)
@@ -326,8 +329,17 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                                      static_cast<uint64_t>(globalBatch) +
                                  static_cast<uint64_t>(rank * batch + i)) %
                                 static_cast<uint64_t>(samples)));
-      std::memcpy(d.batchBytes.data() + i * rowBytes,
-                  d.samples.bytes.data() + sample * rowBytes, rowBytes);
+      char *dst = d.batchBytes.data() + i * rowBytes;
+      if (d.samples.dtype == d.batch.dtype) {
+        std::memcpy(dst, d.samples.bytes.data() + sample * rowBytes, rowBytes);
+        continue;
+      }
+      // Integer samples of another dtype (checkIntegerSamples).
+      size_t esize = dtypeSize(d.batch.dtype);
+      int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
+      for (int64_t j = 0; j < rowElems; ++j)
+        storeInteger(dst + j * esize, d.batch.dtype,
+                     integerAt(d.samples, sample * rowElems + j));
     }
     if (Status s = exec.setInput(d.name, d.batch, dataDir); !s.ok())
       return s;
