@@ -8,6 +8,8 @@
 #include "smprt/train/Schedule.h"
 #include "smprt/train/Signals.h"
 
+#include "smp/kernels/common/Elements.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -79,28 +81,6 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
   return "";
 }
 
-/// Element i of an integer array as a 128-bit integer (every integer dtype
-/// fits).
-__int128 integerAt(const NpyArray &a, int64_t i) {
-  const char *p = a.bytes.data();
-  auto at = [&](auto tag) {
-    decltype(tag) v;
-    std::memcpy(&v, p + i * sizeof(v), sizeof(v));
-    return static_cast<__int128>(v);
-  };
-  switch (a.dtype) {
-  case DType::I8: return at(int8_t{});
-  case DType::I16: return at(int16_t{});
-  case DType::I32: return at(int32_t{});
-  case DType::I64: return at(int64_t{});
-  case DType::U8: return at(uint8_t{});
-  case DType::U16: return at(uint16_t{});
-  case DType::U32: return at(uint32_t{});
-  case DType::U64: return at(uint64_t{});
-  default: return 0;
-  }
-}
-
 /// Integer samples of another integer dtype than the model's input (token
 /// ids saved as uint16 or int32 for an int64 input) are converted batch by
 /// batch as they are fed (feedBatch), so training sees the same numbers and
@@ -108,34 +88,29 @@ __int128 integerAt(const NpyArray &a, int64_t i) {
 /// every value fits, naming the first one that does not.
 Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
                            const std::string &name) {
+  auto refuse = [&](const std::string &value, int64_t i) {
+    return Status::failure(path + ": input '" + name + "' holds " + value +
+                           " at element " + std::to_string(i) + ", which " +
+                           dtypeName(to) +
+                           " (the model's input) cannot hold; save the "
+                           "samples as " +
+                           dtypeName(to));
+  };
   int64_t n = 1;
   for (int64_t d : a.shape)
     n *= d;
-  const __int128 lo = to == DType::I32 ? INT32_MIN : INT64_MIN;
-  const __int128 hi = to == DType::I32 ? INT32_MAX : INT64_MAX;
   for (int64_t i = 0; i < n; ++i) {
-    __int128 v = integerAt(a, i);
-    if (v < lo || v > hi)
-      return Status::failure(
-          path + ": input '" + name + "' holds " +
-          (v < 0 ? std::to_string(static_cast<long long>(v))
-                 : std::to_string(static_cast<unsigned long long>(v))) +
-          " at element " + std::to_string(i) + ", which " + dtypeName(to) +
-          " (the model's input) cannot hold; save the samples as " +
-          dtypeName(to));
+    if (a.dtype == DType::U64) { // loadIndex saturates these
+      uint64_t raw;
+      std::memcpy(&raw, a.bytes.data() + i * sizeof(raw), sizeof(raw));
+      if (raw > static_cast<uint64_t>(INT64_MAX))
+        return refuse(std::to_string(raw), i);
+    }
+    int64_t v = smp::kernels::common::loadIndex(a.bytes.data(), a.dtype, i);
+    if (to == DType::I32 && (v < INT32_MIN || v > INT32_MAX))
+      return refuse(std::to_string(v), i);
   }
   return Status::success();
-}
-
-/// Writes v (checked to fit) as an element of dtype `to` (i32 or i64).
-void storeInteger(char *dst, DType to, __int128 v) {
-  if (to == DType::I32) {
-    int32_t w = static_cast<int32_t>(v);
-    std::memcpy(dst, &w, sizeof(w));
-  } else {
-    int64_t w = static_cast<int64_t>(v);
-    std::memcpy(dst, &w, sizeof(w));
-  }
 }
 
 /// Loads every data input this rank reads and checks it against the
@@ -337,9 +312,16 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
       // Integer samples of another dtype (checkIntegerSamples).
       size_t esize = dtypeSize(d.batch.dtype);
       int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
-      for (int64_t j = 0; j < rowElems; ++j)
-        storeInteger(dst + j * esize, d.batch.dtype,
-                     integerAt(d.samples, sample * rowElems + j));
+      for (int64_t j = 0; j < rowElems; ++j) {
+        int64_t v = smp::kernels::common::loadIndex(
+            d.samples.bytes.data(), d.samples.dtype, sample * rowElems + j);
+        if (d.batch.dtype == DType::I32) {
+          int32_t w = static_cast<int32_t>(v);
+          std::memcpy(dst + j * esize, &w, sizeof(w));
+        } else {
+          std::memcpy(dst + j * esize, &v, sizeof(v));
+        }
+      }
     }
     if (Status s = exec.setInput(d.name, d.batch, dataDir); !s.ok())
       return s;
