@@ -416,11 +416,18 @@ template <class Body> bool onTwoRanks(Body body) {
   return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-TEST(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
-  int devices = 0;
-  cudaGetDeviceCount(&devices);
-  if (devices < 2)
-    GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
+/// NCCL between two processes: one emulated device each.
+class CudaEmuNccl : public ::testing::Test {
+protected:
+  void SetUp() override {
+    int devices = 0;
+    cudaGetDeviceCount(&devices);
+    if (devices < 2)
+      GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
+  }
+};
+
+TEST_F(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
   EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
     std::vector<float> mine = {1.0f + rank, 2.0f * rank, -1.0f, 0.5f};
     float *d = deviceCopy(mine), *all;
@@ -435,11 +442,7 @@ TEST(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
   }));
 }
 
-TEST(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
-  int devices = 0;
-  cudaGetDeviceCount(&devices);
-  if (devices < 2)
-    GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
+TEST_F(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
   // Rank 1 reduces 5 elements where rank 0 reduces 4: NCCL would hang or
   // mix them up; both ranks are told.
   EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
