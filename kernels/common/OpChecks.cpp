@@ -87,6 +87,24 @@ Status checkMatMulOperands(const TensorRef &lhs, const TensorRef &rhs,
   return Status::success();
 }
 
+Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
+                       const TensorRef &out) {
+  const char *op = "matmul_bias";
+  SMP_RETURN_IF_ERROR(checkAll(op, {{&bias, "bias"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "bias", bias, out.dtype));
+  if (!smp::base::isFloat(out.dtype))
+    return fail(op, std::string("needs float operands, not ") +
+                        smp::base::dtypeName(out.dtype));
+  if (rhs.rank() < 2)
+    return fail(op, "needs a rhs of rank 2 or more");
+  if (bias.rank() == 0 || bias.shape.back() != out.shape.back() ||
+      bias.numel() != out.shape.back())
+    return fail(op, "bias " + smp::base::describe(bias) +
+                        " must have one element per column of the output " +
+                        smp::base::describe(out));
+  return Status::success();
+}
+
 Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
                    const TensorRef &out, bool transposeLhs, bool transposeRhs,
                    MatMulShape &g) {
@@ -291,7 +309,11 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
   if (smp::base::isFloat(labels.dtype))
     return fail(op,
                 "labels must be integers, got " + smp::base::describe(labels));
-  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, logits.dtype));
+  // The loss of f16/bf16 logits may be f32 (smp-fuse-loss-casts).
+  bool wideLoss = out.dtype == DType::F32 &&
+                  (logits.dtype == DType::F16 || logits.dtype == DType::BF16);
+  if (!wideLoss)
+    SMP_RETURN_IF_ERROR(checkDType(op, "output", out, logits.dtype));
   if (logits.rank() < 1 ||
       std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
           labels.shape)

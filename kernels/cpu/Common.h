@@ -74,6 +74,22 @@ template <> struct Float<BHalf> {
   static BHalf store(float v) { return BHalf{smp::base::floatToBf16(v)}; }
 };
 
+/// Row x[0, n) of f32 compute type as f32: x itself for f32, else widened
+/// (exactly) into `buf` (resized to n). Lets an f16/bf16 row run a kernel's
+/// f32 vector path with the bits of its f32 copy.
+template <class S>
+const float *widenRow(const S *x, std::vector<float> &buf, int64_t n) {
+  static_assert(std::is_same_v<typename Float<S>::C, float>);
+  if constexpr (std::is_same_v<S, float>) {
+    return x;
+  } else {
+    buf.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      buf[i] = Float<S>::load(x[i]);
+    return buf.data();
+  }
+}
+
 /// Calls f(Tag<S>{}) for the float storage type of t.
 template <class F> Status visitFloat(DType t, const char *op, F &&f) {
   return common::visitFloat<Half, BHalf>(t, op, f);

@@ -1,8 +1,10 @@
 //===- Loss.cpp - Softmax cross-entropy (PyTorch semantics) ---------------===//
 //
 // loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]], the exponentials
-// of x - max summed in double (f32 rows through VecMath's exp, other types
-// through the C library in double). Labels are checked before any work.
+// of x - max summed in double (f32 rows through VecMath's exp, f16/bf16 rows
+// widened to f32 first, so they give the bits of their f32 copy; f64 through
+// the C library in double). Labels are checked before any work. The loss
+// has the logits' dtype, or f32 for f16/bf16 logits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,20 +21,23 @@ void rowLosses(const S *x, const std::vector<int64_t> &labels,
                int64_t ignoreIndex, int64_t classes,
                std::vector<double> &loss) {
   using C = typename Float<S>::C;
+  constexpr bool viaF32 = std::is_same_v<C, float>; // f32, f16, bf16
   int64_t rows = static_cast<int64_t>(labels.size());
   parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
-    std::vector<float> e(std::is_same_v<S, float> ? classes : 0);
+    std::vector<float> e(viaF32 ? classes : 0);
+    std::vector<float> wide(viaF32 && !std::is_same_v<S, float> ? classes : 0);
     for (int64_t r = begin; r < end; ++r) {
       if (labels[r] == ignoreIndex) {
         loss[r] = 0;
         continue;
       }
       const S *xr = x + r * classes;
-      if constexpr (std::is_same_v<S, float>) {
-        float m = vecMax(xr, classes);
-        double sum = vecExpSum(xr, e.data(), classes, m);
+      if constexpr (viaF32) {
+        const float *xf = widenRow(xr, wide, classes);
+        float m = vecMax(xf, classes);
+        double sum = vecExpSum(xf, e.data(), classes, m);
         loss[r] = std::log(sum) + static_cast<double>(m) -
-                  static_cast<double>(xr[labels[r]]);
+                  static_cast<double>(xf[labels[r]]);
         continue;
       }
       C m = -std::numeric_limits<C>::infinity();
@@ -96,26 +101,29 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
   std::vector<double> loss(static_cast<size_t>(rows));
   return visitFloat(logits.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    using C = typename Float<S>::C;
     rowLosses(logits.as<S>(), lab, ignoreIndex, classes, loss);
     if (weights)
       for (int64_t r = 0; r < rows; ++r)
         if (lab[r] != ignoreIndex)
           loss[r] *= loadFloatAt(*weights, lab[r]);
-    S *o = out.as<S>();
-    if (reduction == Reduction::None) {
-      for (int64_t r = 0; r < rows; ++r)
-        o[r] = Float<S>::store(static_cast<C>(loss[r]));
+    return visitFloat(out.dtype, name, [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      using CO = typename Float<O>::C;
+      O *o = out.as<O>();
+      if (reduction == Reduction::None) {
+        for (int64_t r = 0; r < rows; ++r)
+          o[r] = Float<O>::store(static_cast<CO>(loss[r]));
+        return Status::success();
+      }
+      double total = 0;
+      for (double l : loss)
+        total += l;
+      if (reduction == Reduction::Mean) // 0 / 0 = NaN when all are ignored
+        total = counted != 0 ? total / counted
+                             : std::numeric_limits<double>::quiet_NaN();
+      o[0] = Float<O>::store(static_cast<CO>(total));
       return Status::success();
-    }
-    double total = 0;
-    for (double l : loss)
-      total += l;
-    if (reduction == Reduction::Mean) // 0 / 0 = NaN when all are ignored
-      total = counted != 0 ? total / counted
-                           : std::numeric_limits<double>::quiet_NaN();
-    o[0] = Float<S>::store(static_cast<C>(total));
-    return Status::success();
+    });
   });
 }
 

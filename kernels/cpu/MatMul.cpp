@@ -77,10 +77,14 @@ template <class S> std::vector<float> widenToF32(const TensorRef &t) {
 
 } // namespace
 
-Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
-              bool transposeLhs, bool transposeRhs) {
+namespace {
+
+/// matmul, with `bias` (or null; f16/bf16 only) added to each row of the
+/// f32 product before it is rounded to out's type.
+Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
+                  const TensorRef &out, bool transposeLhs, bool transposeRhs,
+                  const TensorRef *bias) {
   const char *name = "matmul";
-  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   Geometry g;
   SMP_RETURN_IF_ERROR(
       common::matmulShape(lhs, rhs, out, transposeLhs, transposeRhs, g));
@@ -121,9 +125,16 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
       std::vector<float> c(static_cast<size_t>(out.numel()));
       gemmAll(g, a.data(), b.data(), c.data());
       S *o = out.as<S>();
+      std::vector<float> bw = bias ? widenToF32<S>(*bias) : std::vector<float>();
+      int64_t n = static_cast<int64_t>(bw.size());
       parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
+        if (n == 0) {
+          for (int64_t i = b0; i < e; ++i)
+            o[i] = Float<S>::store(c[i]);
+          return;
+        }
         for (int64_t i = b0; i < e; ++i)
-          o[i] = Float<S>::store(c[i]);
+          o[i] = Float<S>::store(c[i] + bw[static_cast<size_t>(i % n)]);
       });
       return Status::success();
     });
@@ -134,6 +145,29 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
       return Status::success();
     });
   }
+}
+
+} // namespace
+
+Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+              bool transposeLhs, bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
+  return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, nullptr);
+}
+
+Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
+                  const TensorRef &bias, const TensorRef &out,
+                  bool transposeLhs, bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
+  SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
+  // f16/bf16: the bias joins the f32 product before its one rounding, as
+  // in cuBLASLt's epilogue.
+  if (lhs.dtype == DType::F16 || lhs.dtype == DType::BF16)
+    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &bias);
+  // f32/f64: the product is already in out's type; the add rounds once.
+  SMP_RETURN_IF_ERROR(
+      runProduct(lhs, rhs, out, transposeLhs, transposeRhs, nullptr));
+  return binary(BinaryOp::Add, out, bias, out);
 }
 
 } // namespace smp::kernels::cpu

@@ -131,9 +131,11 @@ namespace {
 
 /// dlogits row by row (in parallel: rows are independent) from the logits:
 /// scale[r] * (softmax(x_r) - onehot(label_r)), 0 for ignored rows, the
-/// exponentials summed in double. f32 through VecMath (outputs past
-/// kStreamBytes with streaming stores); other types in double. Nothing the
-/// size of the logits is allocated (at T = 16384 and a 50257-word
+/// exponentials summed in double. f32, f16 and bf16 through VecMath in f32
+/// (16-bit logits widened per row, a 16-bit gradient rounded from the f32
+/// row: the bits of the f32 kernel on a cast copy, then a cast; f32
+/// outputs past kStreamBytes with streaming stores); f64 in double. Nothing
+/// the size of the logits is allocated (at T = 16384 and a 50257-word
 /// vocabulary a double copy of logits and gradient was 13 GB outside the
 /// arena).
 template <class SX, class SO>
@@ -142,11 +144,14 @@ void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
                           int64_t ignoreIndex, int64_t classes) {
   using CO = typename Float<SO>::C;
   int64_t rows = static_cast<int64_t>(lab.size());
-  constexpr bool f32 =
-      std::is_same_v<SX, float> && std::is_same_v<SO, float>;
-  bool stream = f32 && rows * classes * int64_t(sizeof(SO)) >= kStreamBytes;
+  constexpr bool viaF32 = std::is_same_v<typename Float<SX>::C, float> &&
+                          std::is_same_v<CO, float>;
+  constexpr bool f32Out = std::is_same_v<SO, float>;
+  bool stream =
+      f32Out && viaF32 && rows * classes * int64_t(sizeof(SO)) >= kStreamBytes;
   parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
-    std::vector<float> e(f32 ? static_cast<size_t>(classes) : 0);
+    std::vector<float> e(viaF32 ? static_cast<size_t>(classes) : 0), wide;
+    std::vector<float> row(viaF32 && !f32Out ? static_cast<size_t>(classes) : 0);
     for (int64_t r = begin; r < end; ++r) {
       SO *orow = o + r * classes;
       if (lab[r] == ignoreIndex) {
@@ -154,14 +159,23 @@ void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
         continue;
       }
       const SX *xr = x + r * classes;
-      if constexpr (f32) {
-        double sum = vecExpSum(xr, e.data(), classes, vecMax(xr, classes));
-        vecScale(e.data(), orow, classes,
-                 static_cast<float>(scale[r] / sum), stream);
+      if constexpr (viaF32) {
+        const float *xf = widenRow(xr, wide, classes);
+        float *of;
+        if constexpr (f32Out)
+          of = orow;
+        else
+          of = row.data();
+        double sum = vecExpSum(xf, e.data(), classes, vecMax(xf, classes));
+        vecScale(e.data(), of, classes, static_cast<float>(scale[r] / sum),
+                 stream);
         if (stream)
           streamFence(); // before the plain store into the same row
-        orow[lab[r]] = static_cast<float>(
+        of[lab[r]] = static_cast<float>(
             scale[r] * (static_cast<double>(e[lab[r]]) / sum - 1.0));
+        if constexpr (!f32Out)
+          for (int64_t c = 0; c < classes; ++c)
+            orow[c] = Float<SO>::store(of[c]);
         continue;
       }
       auto xc = [&](int64_t c) {

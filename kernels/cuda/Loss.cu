@@ -50,7 +50,7 @@ __device__ void rowStats(const S *xr, int64_t classes,
 
 template <class S>
 __global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
-                                 int64_t classes, S *outNone, double *rowLoss,
+                                 int64_t classes, Out outNone, double *rowLoss,
                                  double *rowWeight, DeviceError *err) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -71,8 +71,8 @@ __global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
         loss *= weight;
     }
     if (threadIdx.x == 0) {
-      if (outNone)
-        outNone[r] = FT<S>::store(static_cast<C>(loss));
+      if (outNone.p) // the logits' type, or f32 for f16/bf16 logits
+        outNone.store(r, static_cast<double>(static_cast<C>(loss)));
       else {
         rowLoss[r] = loss;
         rowWeight[r] = weight;
@@ -81,11 +81,12 @@ __global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
   }
 }
 
-/// out[0] = sum(rowLoss) (/ sum(rowWeight) for Mean: NaN when 0).
-template <class S>
+/// out[0] = sum(rowLoss) (/ sum(rowWeight) for Mean: NaN when 0), rounded
+/// through the logits' compute type C.
+template <class C>
 __global__ void crossEntropyTotal(const double *rowLoss,
                                   const double *rowWeight, int64_t rows,
-                                  bool mean, S *out) {
+                                  bool mean, Out out) {
   double total = 0, counted = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     total += rowLoss[r];
@@ -96,8 +97,7 @@ __global__ void crossEntropyTotal(const double *rowLoss,
   if (threadIdx.x == 0) {
     if (mean)
       total = counted != 0 ? total / counted : nan("");
-    using C = typename FT<S>::C;
-    out[0] = FT<S>::store(static_cast<C>(total));
+    out.store(0, static_cast<double>(static_cast<C>(total)));
   }
 }
 
@@ -121,7 +121,7 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
         return Status::success();
       crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
                             ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
-                                           out.as<S>(), nullptr, nullptr,
+                                           asOut(out), nullptr, nullptr,
                                            ctx->dError);
       return launchStatus(name);
     }
@@ -133,13 +133,14 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
     if (rows > 0) {
       crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
                             ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
-                                           nullptr, loss.as<double>(),
+                                           Out{nullptr, out.dtype},
+                                           loss.as<double>(),
                                            weight.as<double>(), ctx->dError);
       SMP_RETURN_IF_ERROR(launchStatus(name));
     }
-    crossEntropyTotal<S><<<1, 1024, 0, ctx->stream>>>(
+    crossEntropyTotal<typename FT<S>::C><<<1, 1024, 0, ctx->stream>>>(
         loss.as<double>(), weight.as<double>(), rows,
-        reduction == Reduction::Mean, out.as<S>());
+        reduction == Reduction::Mean, asOut(out));
     return launchStatus(name);
   });
 }

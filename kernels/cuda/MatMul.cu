@@ -12,6 +12,11 @@
 // dim (or per batch when an operand repeats inside it, since cuBLASLt
 // documents non-negative but not zero batch strides).
 //
+// matmul_bias adds its bias (one value per column of the result, a row of
+// column-major D) in cuBLASLt's CUBLASLT_EPILOGUE_BIAS, before the result is
+// rounded to its type; where cuBLASLt has no algorithm with the epilogue,
+// the plain product runs and the add kernel adds the bias after it.
+//
 // Integers, and anything cuBLASLt's heuristic refuses, run gemmTiled: a
 // 16x16 shared-memory tiled kernel (fp32 accumulation for f32/f16/bf16, f64
 // for f64, wrapping 64-bit for integers).
@@ -259,8 +264,9 @@ struct LtPlan {
 };
 
 /// What a plan depends on: types, transposes, matrix sizes, batch count and
-/// strides, the pointers' alignments and TF32.
-using LtKey = std::array<int64_t, 18>;
+/// strides, the pointers' alignments, TF32 and the bias epilogue (with the
+/// bias pointer's alignment, which the heuristic reads).
+using LtKey = std::array<int64_t, 20>;
 } // namespace lt
 
 struct LtPlanCache {
@@ -279,7 +285,7 @@ constexpr size_t kMaxLtPlans = 4096;
 Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
                   const LtCalls &lc, cudaDataType_t type,
                   cublasComputeType_t compute, cudaDataType_t scaleType,
-                  LtPlan &plan) {
+                  const void *bias, LtPlan &plan) {
   LtDescs &d = plan.d;
   auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
   auto ltFail = [&](const char *what, cublasStatus_t s) {
@@ -300,6 +306,21 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
       !ok(st = cublasLtMatmulDescSetAttribute(
               d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb))))
     return ltFail("cublasLtMatmulDescSetAttribute", st);
+  if (bias) {
+    // D's rows (column-major) are out's columns: the bias runs along them
+    // and broadcasts over D's columns (out's rows) and the batch (stride 0).
+    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    int32_t biasType = type;
+    if (!ok(st = cublasLtMatmulDescSetAttribute(
+                d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                sizeof(epilogue))) ||
+        !ok(st = cublasLtMatmulDescSetAttribute(
+                d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                sizeof(biasType))) ||
+        !ok(st = cublasLtMatmulDescSetAttribute(
+                d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias))))
+      return ltFail("cublasLtMatmulDescSetAttribute", st);
+  }
   auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols,
                     int64_t ld, int64_t stride) {
     cublasStatus_t s = cublasLtMatrixLayoutCreate(
@@ -352,10 +373,12 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
 Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
                  const LtCalls &lc, cudaDataType_t type,
                  cublasComputeType_t compute, cudaDataType_t scaleType,
-                 LtPlan *&plan) {
+                 const void *bias, LtPlan *&plan) {
   LtKey key = {static_cast<int64_t>(dt), ctx->allowTF32, g.transA, g.transB,
                g.rowsA, g.colsA, g.rowsB, g.colsB, g.N, g.foldBatchIntoM,
-               lc.M, lc.count, lc.sA, lc.sB, lc.sC, lc.alA, lc.alB, lc.alC};
+               lc.M, lc.count, lc.sA, lc.sB, lc.sC, lc.alA, lc.alB, lc.alC,
+               bias != nullptr,
+               bias ? alignmentOf(reinterpret_cast<uintptr_t>(bias)) : 0};
   if (!ctx->ltPlans)
     ctx->ltPlans = new LtPlanCache;
   auto &plans = ctx->ltPlans->plans;
@@ -365,7 +388,7 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
   }
   auto fresh = std::make_unique<LtPlan>();
   SMP_RETURN_IF_ERROR(
-      makeLtPlan(name, ctx, g, lc, type, compute, scaleType, *fresh));
+      makeLtPlan(name, ctx, g, lc, type, compute, scaleType, bias, *fresh));
   if (plans.size() >= kMaxLtPlans)
     plans.clear();
   plan = fresh.get();
@@ -373,13 +396,14 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
   return Status::success();
 }
 
-/// Runs the product on cuBLASLt. Sets `refused` (and returns success) when
-/// cuBLASLt has no algorithm for it; the caller then runs the tiled kernel.
+/// Runs the product on cuBLASLt, with `bias` (N elements, or null) added in
+/// its epilogue. Sets `refused` (and returns success) when cuBLASLt has no
+/// algorithm for it; the caller then runs the tiled kernel (and the add).
 /// The descriptors and algorithm of a shape are made once (ltPlanFor): the
 /// heuristic costs microseconds of host time a call.
 Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
-             const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
-             bool &refused) {
+             const TensorRef &lhs, const TensorRef &rhs, const void *bias,
+             const TensorRef &out, bool &refused) {
   refused = true;
   cudaDataType_t type;
   cublasComputeType_t compute;
@@ -393,9 +417,19 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   lc.align(lhs, rhs, out, es);
   LtPlan *plan = nullptr;
   SMP_RETURN_IF_ERROR(
-      ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, plan));
+      ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, bias, plan));
   if (!plan->found)
     return Status::success(); // refused: the caller runs the tiled kernel
+  const LtDescs &d = plan->d;
+  // A cached plan holds the pointer of the product it was made for (one of
+  // the same alignment: the key): this product's bias.
+  if (bias) {
+    cublasStatus_t st = cublasLtMatmulDescSetAttribute(
+        d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return fail(name, std::string("cublasLtMatmulDescSetAttribute failed: ") +
+                            cublasStatusName(st));
+  }
 
   float alpha32 = 1.0f, beta32 = 0.0f;
   double alpha64 = 1.0, beta64 = 0.0;
@@ -406,7 +440,6 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   const char *pa = static_cast<const char *>(rhs.data);
   const char *pb = static_cast<const char *>(lhs.data);
   char *pc = static_cast<char *>(out.data);
-  const LtDescs &d = plan->d;
   for (size_t i = 0; i < lc.calls.size(); ++i) {
     const Call &c = lc.calls[i];
     char *dst = pc + c.offC * es;
@@ -432,11 +465,13 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   return launchStatus(name);
 }
 
-} // namespace
-
-Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
-              bool transposeLhs, bool transposeRhs) {
-  const char *name = "matmul";
+/// The product, with `bias` (or null) added to its rows: in cuBLASLt's
+/// epilogue, or else after the product by the add kernel. `biasAdded` says
+/// whether the epilogue added it.
+Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
+               const void *bias, const TensorRef &out, bool transposeLhs,
+               bool transposeRhs, bool &biasAdded) {
+  biasAdded = false;
   SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   if (!smp::base::isFloat(lhs.dtype) && !smp::base::isInteger(lhs.dtype))
     return unsupported(name, lhs.dtype);
@@ -461,11 +496,41 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
 
   if (smp::base::isFloat(lhs.dtype)) {
     bool refused = false;
-    if (Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, out, refused);
+    if (bias) { // the epilogue; a refusal tries the plain product next
+      Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, bias, out, refused);
+      biasAdded = s.ok() && !refused;
+      if (!s.ok() || biasAdded)
+        return s;
+    }
+    if (Status s =
+            runLt(name, ctx, g, lhs.dtype, lhs, rhs, nullptr, out, refused);
         !s.ok() || !refused)
       return s;
   }
   return runTiled(name, ctx, g, lhs, rhs, out);
+}
+
+} // namespace
+
+Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
+              bool transposeLhs, bool transposeRhs) {
+  bool biasAdded;
+  return runProduct("matmul", lhs, rhs, nullptr, out, transposeLhs,
+                    transposeRhs, biasAdded);
+}
+
+Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
+                  const TensorRef &bias, const TensorRef &out,
+                  bool transposeLhs, bool transposeRhs) {
+  const char *name = "matmul_bias";
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
+  SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
+  bool biasAdded = false;
+  SMP_RETURN_IF_ERROR(runProduct(name, lhs, rhs, bias.data, out,
+                                 transposeLhs, transposeRhs, biasAdded));
+  if (biasAdded || out.numel() == 0)
+    return Status::success();
+  return binary(BinaryOp::Add, out, bias, out);
 }
 
 } // namespace smp::kernels::cuda

@@ -7,7 +7,10 @@
 // and f64. What cuBLASLt would refuse is refused the same way: a leading
 // dimension shorter than a column, operands whose shapes do not chain, a
 // type combination without a kernel, an epilogue this emulator does not
-// model (CUBLAS_STATUS_NOT_SUPPORTED: the caller's fallback runs), and at
+// model (CUBLAS_STATUS_NOT_SUPPORTED: the caller's fallback runs; it models
+// CUBLASLT_EPILOGUE_BIAS with a bias of D's type: D's rows each get their
+// bias element, added to alpha op(A) op(B) + beta C before D is rounded to
+// its type, a batch stride of 0 sharing one bias), and at
 // the product: an operand or workspace not in device memory or running
 // past its allocation, or a pointer less aligned than the preference
 // promised when the algorithm was chosen (a real kernel would fault).
@@ -39,6 +42,9 @@ struct OpDesc {
   cudaDataType_t scale;
   cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  int32_t biasType = -1; // -1: D's type
+  int64_t biasStride = 0;
 };
 struct Layout {
   cudaDataType_t type;
@@ -153,9 +159,15 @@ std::string refusal(const OpDesc &d, const Layout &a, const Layout &b,
            ", C " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
            ", D " + std::to_string(dd.rows) + "x" + std::to_string(dd.cols) +
            " do not chain";
-  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+      d.epilogue != CUBLASLT_EPILOGUE_BIAS)
     return "epilogue " + std::to_string(d.epilogue) +
            " is not modelled by the emulator";
+  if (d.epilogue == CUBLASLT_EPILOGUE_BIAS &&
+      (d.compute == CUBLAS_COMPUTE_64F ||
+       (d.biasType != -1 && d.biasType != dd.type)))
+    return "the bias epilogue is modelled for f32 compute with a bias of "
+           "D's type only";
   if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch)
     return "batch counts differ";
   bool f64 = d.compute == CUBLAS_COMPUTE_64F;
@@ -189,14 +201,16 @@ bool checkLayout(const Layout &l) {
          (l.batch == 1 || l.stride >= 0);
 }
 
-/// D = alpha op(A) op(B) + beta C, batch by batch: op(A) and op(B) read
-/// into row-major arrays of the accumulator type Acc (tf32-rounded when
-/// `tf`), each D element summed over k in order in Acc, then scaled, C
-/// added and D stored (after C was read: in place is allowed).
+/// D = alpha op(A) op(B) + beta C (+ bias), batch by batch: op(A) and op(B)
+/// read into row-major arrays of the accumulator type Acc (tf32-rounded
+/// when `tf`), each D element summed over k in order in Acc, then scaled, C
+/// and the bias added and D stored (after C was read: in place is allowed).
 template <class Acc>
 void product(const OpDesc &d, const Layout &a, const Layout &b,
              const Layout &c, const Layout &dl, double alpha, double beta,
              const void *A, const void *B, const void *C, void *D, bool tf) {
+  const void *bias =
+      d.epilogue == CUBLASLT_EPILOGUE_BIAS ? d.bias : nullptr;
   int64_t m = dl.rows, n = dl.cols;
   int64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
   std::vector<Acc> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(k * n)),
@@ -234,6 +248,8 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
         double v = alpha * static_cast<double>(acc[j]);
         if (beta != 0)
           v += beta * load(pc, c.type, at(c, i, j));
+        if (bias)
+          v += load(bias, dl.type, bi * d.biasStride + i);
         out[static_cast<size_t>(i * n + j)] = v;
       }
     }
@@ -281,6 +297,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(
     return setValue(op(d)->transB, buf, size);
   case CUBLASLT_MATMUL_DESC_EPILOGUE:
     return setValue(op(d)->epilogue, buf, size);
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return setValue(op(d)->bias, buf, size);
+  case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    return setValue(op(d)->biasType, buf, size);
+  case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE:
+    return setValue(op(d)->biasStride, buf, size);
   default:
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
                   "cublasLtMatmulDescSetAttribute: attribute " +
@@ -429,6 +451,22 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
         (ls[i]->stride * typeSize(ls[i]->type)) % promised != 0) {
       report(std::string("cublasLtMatmul: ") + names[i] +
              "'s batch stride breaks the promised alignment");
+      setError(cudaErrorIllegalAddress, true);
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+  }
+  if (d.epilogue == CUBLASLT_EPILOGUE_BIAS) {
+    size_t es = typeSize(dl.type);
+    size_t bytes = static_cast<size_t>(
+        (int64_t(dl.batch) - 1) * d.biasStride + int64_t(dl.rows)) * es;
+    if (!d.bias)
+      return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                    "cublasLtMatmul: the bias epilogue without a bias pointer");
+    if (!deviceAccessible(d.bias, bytes) ||
+        reinterpret_cast<uintptr_t>(d.bias) % es != 0) {
+      report("cublasLtMatmul: the bias (" + std::to_string(bytes) +
+             " bytes, D's rows) is not inside a device allocation or not "
+             "aligned to its element");
       setError(cudaErrorIllegalAddress, true);
       return CUBLAS_STATUS_EXECUTION_FAILED;
     }

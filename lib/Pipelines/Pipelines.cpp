@@ -138,6 +138,9 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSmpFuseBackwardPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    // After canonicalization (transposes folded into the products' flags).
+    pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
+    pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
   }
 }
 

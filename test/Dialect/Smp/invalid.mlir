@@ -61,6 +61,70 @@ func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<3x3x4xf32>) {
 
 // -----
 
+func.func @matmul_bias_width(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias' bias 'tensor<4xf32>' is neither [5] nor [1, ..., 1, 5] for the product 'tensor<2x5xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<4xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_column(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>, %c: tensor<2x5xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias' bias 'tensor<2x5xf32>' is neither [5] nor [1, ..., 1, 5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias %a, %b, %c : (tensor<2x3xf32>, tensor<3x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_type(%a: tensor<2x3xbf16>, %b: tensor<3x5xbf16>, %c: tensor<5xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias' bias element type 'f32' is not the product's 'bf16'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias %a, %b, %c : (tensor<2x3xbf16>, tensor<3x5xbf16>, tensor<5xf32>) -> tensor<2x5xbf16>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_vector(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias' needs a rhs of rank 2 or more}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias %a, %b, %c : (tensor<2x3xf32>, tensor<3xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_bias_k(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>, %c: tensor<5xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias' contraction mismatch}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias %a, %b, %c : (tensor<2x3xf32>, tensor<4x5xf32>, tensor<5xf32>) -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_wide_loss(%a: tensor<2x8xf16>, %y: tensor<2xi64>) {
+  // A loss wider than the logits: f32 for f16/bf16 logits only.
+  // expected-error @+2 {{'smp.cross_entropy' op inferred type(s) 'tensor<f16>' are incompatible with return type(s) of operation 'tensor<f64>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %a, %y : (tensor<2x8xf16>, tensor<2xi64>) -> tensor<f64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_narrow_loss(%a: tensor<2x8xf32>, %y: tensor<2xi64>) {
+  // expected-error @+2 {{'smp.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<bf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %a, %y : (tensor<2x8xf32>, tensor<2xi64>) -> tensor<bf16>
+  return
+}
+
+// -----
+
 func.func @reduce_axis(%a: tensor<2x3xf32>) {
   // expected-error @+2 {{reduction axis 2 out of range for rank 2}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -53,6 +53,59 @@ TEST_F(Cuda, BiasGeluGradAndNormGradResidual) {
     }
 }
 
+/// smp-fuse-matmul-bias's kernel: the bias added in cuBLASLt's epilogue
+/// (f32, f16, bf16; batched, broadcast and folded products; [N] and
+/// [1, 1, N] biases) or by the add kernel after the product (f64, which
+/// the emulator's cuBLASLt has no bias epilogue for), against the CPU's.
+TEST_F(Cuda, MatMulBias) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+  };
+  const Case cases[] = {
+      {{3, 7, 40}, {96, 40}, false, true}, {{600, 96}, {96, 24}, false, false},
+      {{4, 5, 7}, {4, 7, 3}, false, false}, {{7, 5}, {7, 3}, true, false},
+      {{2, 1, 5, 7}, {1, 3, 3, 7}, false, true}, {{5, 7}, {4, 7, 3}, false, false},
+  };
+  unsigned seed = 420;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})
+    for (const Case &c : cases)
+      for (bool keepDims : {false, true}) {
+        Host a = random(t, c.a, -1, 1, seed++), b = random(t, c.b, -1, 1, seed++);
+        Host probe(t, {1});
+        // The output's shape: the CPU's matmul says it (a wrong one fails).
+        std::vector<int64_t> shape;
+        for (size_t i = 0; i + 2 < std::max(c.a.size(), c.b.size()); ++i) {
+          auto dim = [&](const std::vector<int64_t> &s) {
+            size_t off = std::max(c.a.size(), c.b.size()) - s.size();
+            return i < off ? int64_t(1) : s[i - off];
+          };
+          shape.push_back(std::max(dim(c.a), dim(c.b)));
+        }
+        int64_t m = c.ta ? c.a.back() : c.a[c.a.size() - 2];
+        int64_t n = c.tb ? c.b[c.b.size() - 2] : c.b.back();
+        shape.push_back(m);
+        shape.push_back(n);
+        std::vector<int64_t> biasShape(keepDims ? shape.size() : 1, 1);
+        biasShape.back() = n;
+        SCOPED_TRACE(std::string(name(t)) + " " +
+                     smp::base::describe(make(t, c.a)) + " x " +
+                     smp::base::describe(make(t, c.b)) + " + " +
+                     smp::base::describe(make(t, biasShape)));
+        Host bias = random(t, biasShape, -2, 2, seed++), want(t, shape);
+        ASSERT_OK(cpuk::matmulBias(a, b, bias, want, c.ta, c.tb));
+        Dev da(a), db(b), dbias(bias), dout(t, shape);
+        ASSERT_OK(cuk::matmulBias(da, db, dbias, dout, c.ta, c.tb));
+        expectTol(dout, want, true);
+      }
+  // A bias of another width is refused by name.
+  Host a = random(DType::F32, {4, 8}, -1, 1, 1), b = random(DType::F32, {8, 6}, -1, 1, 2);
+  Dev da(a), db(b), dbias(Host(DType::F32, {5})), dout(DType::F32, {4, 6});
+  Status s = cuk::matmulBias(da, db, dbias, dout, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("one element per column"), std::string::npos) << s.error;
+}
+
 TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
   struct Case {
     std::vector<int64_t> x;
@@ -130,6 +183,36 @@ TEST_F(Cuda, CrossEntropyGrad) {
   Dev dl(logits), dlab(labels), dg(g), dout(DType::F32, {2, 3});
   ASSERT_OK(cuk::crossEntropyGrad(dl, dlab, nullptr, dg, -100, Red::Mean, dout));
   expectDeviceError("cross_entropy_grad: label 7 at position 1");
+}
+
+/// smp-fuse-loss-casts: the f32 loss of f16/bf16 logits, against the CPU's.
+TEST_F(Cuda, CrossEntropyOfSixteenBitLogitsHasAnF32Loss) {
+  using Red = cuk::Reduction;
+  unsigned seed = 480;
+  for (DType t : {DType::BF16, DType::F16})
+    for (Red red : {Red::None, Red::Mean}) {
+      SCOPED_TRACE(std::string(name(t)) + " reduction " + std::to_string(int(red)));
+      int64_t rows = 9, classes = 700;
+      Host logits = random(t, {rows, classes}, -3, 3, seed++);
+      Host labels = random(DType::I64, {rows}, 0, double(classes), seed++);
+      labels.set(4, -100);
+      std::vector<int64_t> shape;
+      if (red == Red::None)
+        shape = {rows};
+      Host want(DType::F32, shape);
+      ASSERT_OK(cpuk::crossEntropy(logits, labels, -100,
+                                   static_cast<cpuk::Reduction>(red), want));
+      Dev dl(logits), dlab(labels), dout(DType::F32, shape);
+      ASSERT_OK(cuk::crossEntropy(dl, dlab, -100, red, dout));
+      expectTol(dout, want, true);
+    }
+  // Only f32, and only for 16-bit logits.
+  Host logits = random(DType::F32, {2, 3}, -1, 1, 1);
+  Host labels = make(DType::I64, {2}, {1, 2});
+  Dev dl(logits), dlab(labels), dout(DType::F64, {});
+  Status s = cuk::crossEntropy(dl, dlab, -100, Red::Mean, dout);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("output"), std::string::npos) << s.error;
 }
 
 /// gather_nd / gather_elements and their gradients against the CPU: with

@@ -70,6 +70,108 @@ TEST(FusedGrad, BiasGeluGradRefusesABiasOfAnotherWidth) {
       << s.error;
 }
 
+/// smp-fuse-matmul-bias's CPU kernel, byte for byte: f32/f64 as matmul then
+/// binary(Add); f16/bf16 as cuBLASLt's epilogue computes, the f32 product
+/// of the widened operands plus the widened bias, rounded once (= the f32
+/// pair on cast copies, then a cast). The bias [N] or [1, .., 1, N];
+/// folded, batched and broadcast products; both vector paths. A bias of
+/// another width, an integer product and a rank-1 rhs are refused by name.
+TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
+  struct Case {
+    std::vector<int64_t> a, b, out;
+    bool tb;
+  };
+  const std::vector<Case> cases = {{{3, 7, 40}, {96, 40}, {3, 7, 96}, true},
+                                   {{600, 96}, {96, 24}, {600, 24}, false},
+                                   {{4, 5, 7}, {4, 7, 3}, {4, 5, 3}, false},
+                                   {{5, 7}, {2, 7, 3}, {2, 5, 3}, false}};
+  for (bool simd : {true, false}) {
+    detail::vecUseSimd(simd);
+    for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+      for (const Case &c : cases)
+        for (bool keepDims : {false, true}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "simd " << simd << " dtype " << int(t) << " out "
+                       << c.out.size() << "d " << c.out.back() << " keep "
+                       << keepDims);
+          std::vector<int64_t> bs(keepDims ? c.out.size() : 1, 1);
+          bs.back() = c.out.back();
+          Host a = random(t, c.a, -1, 1, 4), b = random(t, c.b, -1, 1, 5);
+          Host bias = random(t, bs, -3, 3, 6), got(t, c.out), want(t, c.out);
+          ASSERT_OK(matmulBias(a, b, bias, got, false, c.tb));
+          if (t == DType::F32 || t == DType::F64) {
+            ASSERT_OK(matmul(a, b, want, false, c.tb));
+            ASSERT_OK(binary(BinaryOp::Add, bias, want, want));
+          } else {
+            Host wa(DType::F32, c.a), wb(DType::F32, c.b),
+                wbias(DType::F32, bs), wout(DType::F32, c.out);
+            ASSERT_OK(cast(a, wa));
+            ASSERT_OK(cast(b, wb));
+            ASSERT_OK(cast(bias, wbias));
+            ASSERT_OK(matmul(wa, wb, wout, false, c.tb));
+            ASSERT_OK(binary(BinaryOp::Add, wbias, wout, wout));
+            ASSERT_OK(cast(wout, want));
+          }
+          expectSameBytes(got, want, "out");
+        }
+  }
+  detail::vecUseSimd(true);
+  Host a = random(DType::F32, {4, 8}, -1, 1, 7), b = random(DType::F32, {8, 6}, -1, 1, 8);
+  Host out(DType::F32, {4, 6});
+  Status s = matmulBias(a, b, Host(DType::F32, {4}), out, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("one element per column"), std::string::npos) << s.error;
+  Host ia(DType::I64, {4, 8}), ib(DType::I64, {8, 6}), io(DType::I64, {4, 6});
+  s = matmulBias(ia, ib, Host(DType::I64, {6}), io, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("float"), std::string::npos) << s.error;
+  Host v = random(DType::F32, {8}, -1, 1, 9), vo(DType::F32, {4});
+  s = matmulBias(a, v, Host(DType::F32, {4}), vo, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("rank 2"), std::string::npos) << s.error;
+}
+
+/// smp-fuse-loss-casts: cross_entropy on f16/bf16 logits with an f32 loss
+/// gives the bits of cross_entropy on their f32 copy, and cross_entropy_grad
+/// written in the logits' type the bits of the f32 gradient then a cast;
+/// both vector paths, rows of one and of many vector blocks, an ignored
+/// label, each reduction.
+TEST(FusedGrad, CrossEntropyOfSixteenBitLogitsIsThatOfItsF32Copy) {
+  for (bool simd : {true, false}) {
+    detail::vecUseSimd(simd);
+    for (DType t : {DType::BF16, DType::F16})
+      for (int64_t classes : {int64_t(7), int64_t(700), int64_t(5003)})
+        for (Reduction red : {Reduction::None, Reduction::Sum, Reduction::Mean}) {
+          SCOPED_TRACE(::testing::Message() << "simd " << simd << " dtype "
+                                            << int(t) << " classes " << classes
+                                            << " reduction " << int(red));
+          int64_t rows = 6;
+          Host x = random(t, {rows, classes}, -4, 4, 11);
+          Host wide(DType::F32, {rows, classes});
+          ASSERT_OK(cast(x, wide));
+          Host labels(DType::I64, {rows});
+          for (int64_t r = 0; r < rows; ++r)
+            labels.ref.as<int64_t>()[r] = r == 3 ? -100 : (r * 37) % classes;
+          std::vector<int64_t> lossShape;
+          if (red == Reduction::None)
+            lossShape = {rows};
+          Host got(DType::F32, lossShape), want(DType::F32, lossShape);
+          ASSERT_OK(crossEntropy(x, labels, -100, red, got));
+          ASSERT_OK(crossEntropy(wide, labels, -100, red, want));
+          expectSameBytes(got, want, "loss");
+          Host g = red == Reduction::None ? random(DType::F32, {rows}, -1, 1, 12)
+                                          : random(DType::F32, {}, 0.5, 1, 13);
+          Host dx(t, {rows, classes}), dwide(DType::F32, {rows, classes}),
+              wantDx(t, {rows, classes});
+          ASSERT_OK(crossEntropyGrad(x, labels, nullptr, g, -100, red, dx));
+          ASSERT_OK(crossEntropyGrad(wide, labels, nullptr, g, -100, red, dwide));
+          ASSERT_OK(cast(dwide, wantDx));
+          expectSameBytes(dx, wantDx, "dlogits");
+        }
+  }
+  detail::vecUseSimd(true);
+}
+
 /// layer_norm_grad and rms_norm_grad with a residual against the kernel
 /// without one followed by binary(Add); also with the residual in dx's own
 /// memory (an in-place plan).

@@ -130,43 +130,87 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 // MatMulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         MatMulOp::Adaptor adaptor,
-                                         SmallVectorImpl<Type> &results) {
-  auto a = rankedType(adaptor.getLhs()), b = rankedType(adaptor.getRhs());
+/// numpy.matmul's result type of op(a) op(b) (op transposes the last two
+/// dims when its flag is set), or an error naming `name`.
+static FailureOr<RankedTensorType>
+inferMatMulType(std::optional<Location> loc, StringRef name, Value lhs,
+                Value rhs, bool transposeLhs, bool transposeRhs) {
+  auto a = rankedType(lhs), b = rankedType(rhs);
   if (a.getElementType() != b.getElementType())
-    return emitOptionalError(loc, "'smp.matmul' operands have different "
-                                  "element types ",
+    return emitOptionalError(loc, "'", name, "' operands have different element types ",
                              a.getElementType(), " and ", b.getElementType());
   if (a.getRank() == 0 || b.getRank() == 0)
-    return emitOptionalError(loc, "'smp.matmul' operands must not be scalars");
+    return emitOptionalError(loc, "'", name, "' operands must not be scalars");
   SmallVector<int64_t> sa(a.getShape()), sb(b.getShape());
   bool promoteA = sa.size() == 1, promoteB = sb.size() == 1;
   if (promoteA)
     sa.insert(sa.begin(), 1);
   if (promoteB)
     sb.push_back(1);
-  if (adaptor.getTransposeLhs())
+  if (transposeLhs)
     std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
-  if (adaptor.getTransposeRhs())
+  if (transposeRhs)
     std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);
   int64_t m = sa[sa.size() - 2], k = sa.back();
   int64_t k2 = sb[sb.size() - 2], n = sb.back();
   if (k != k2)
-    return emitOptionalError(loc, "'smp.matmul' contraction mismatch: ", a,
+    return emitOptionalError(loc, "'", name, "' contraction mismatch: ", a,
                              " and ", b, " (", k, " vs ", k2, ")");
   auto batch = broadcastShapes(ArrayRef<int64_t>(sa).drop_back(2),
                                ArrayRef<int64_t>(sb).drop_back(2));
   if (!batch)
-    return emitOptionalError(loc, "'smp.matmul' batch dims of ", a, " and ",
+    return emitOptionalError(loc, "'", name, "' batch dims of ", a, " and ",
                              b, " do not broadcast");
   SmallVector<int64_t> out(*batch);
   if (!promoteA)
     out.push_back(m);
   if (!promoteB)
     out.push_back(n);
-  results.push_back(RankedTensorType::get(out, a.getElementType()));
+  return RankedTensorType::get(out, a.getElementType());
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         MatMulOp::Adaptor adaptor,
+                                         SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type =
+      inferMatMulType(loc, "smp.matmul", adaptor.getLhs(), adaptor.getRhs(),
+                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
+  return success();
+}
+
+LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             MatMulBiasOp::Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  const char *name = "smp.matmul_bias";
+  FailureOr<RankedTensorType> type =
+      inferMatMulType(loc, name, adaptor.getLhs(), adaptor.getRhs(),
+                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  auto bias = rankedType(adaptor.getBias());
+  if (rankedType(adaptor.getRhs()).getRank() < 2)
+    return emitOptionalError(loc, "'", name,
+                             "' needs a rhs of rank 2 or more (the bias "
+                             "runs along its columns)");
+  if (bias.getElementType() != type->getElementType())
+    return emitOptionalError(loc, "'", name, "' bias element type ",
+                             bias.getElementType(), " is not the product's ",
+                             type->getElementType());
+  int64_t n = type->getShape().back();
+  ArrayRef<int64_t> shape = bias.getShape();
+  bool ok = !shape.empty() && shape.back() == n &&
+            static_cast<int64_t>(shape.size()) <= type->getRank() &&
+            llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+  if (!ok)
+    return emitOptionalError(loc, "'", name, "' bias ", bias,
+                             " is neither [", n, "] nor [1, ..., 1, ", n,
+                             "] for the product ", *type);
+  results.push_back(*type);
   return success();
 }
 
@@ -332,6 +376,20 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   else
     results.push_back(logits.clone(ArrayRef<int64_t>{}));
   return success();
+}
+
+/// The inferred loss type, or the same shape in f32 for f16/bf16 logits.
+bool CrossEntropyOp::isCompatibleReturnTypes(TypeRange inferred,
+                                             TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  if (inferred[0] == actual[0])
+    return true;
+  auto in = dyn_cast<RankedTensorType>(inferred[0]);
+  auto act = dyn_cast<RankedTensorType>(actual[0]);
+  return in && act && in.getShape() == act.getShape() &&
+         (in.getElementType().isF16() || in.getElementType().isBF16()) &&
+         act.getElementType().isF32();
 }
 
 //===----------------------------------------------------------------------===//

@@ -159,8 +159,10 @@ SMP_VJP(CumSumOp) {
 
 namespace {
 
-OpCost matmulCost(Operation *op) {
-  auto mm = cast<MatMulOp>(op);
+/// A product's multiply-adds (matmul_bias: and the bias's adds, one per
+/// result element; streaming() counts its bytes with the operands').
+template <typename MatMulLikeOp> OpCost matmulCost(Operation *op) {
+  auto mm = cast<MatMulLikeOp>(op);
   OpCost c = streaming(mm, 0);
   auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
   int64_t k = lhs.getRank() == 1
@@ -168,6 +170,8 @@ OpCost matmulCost(Operation *op) {
                   : lhs.getDimSize(mm.getTransposeLhs() ? lhs.getRank() - 2
                                                         : lhs.getRank() - 1);
   c.flops = 2.0 * numel(mm.getResult()) * static_cast<double>(k);
+  if constexpr (std::is_same_v<MatMulLikeOp, MatMulBiasOp>)
+    c.flops += numel(mm.getResult());
   c.matrix = true;
   return c;
 }
@@ -235,7 +239,8 @@ void registerLinalgOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
     attach<GradientModel, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
            SoftmaxOp, LogSoftmaxOp, CumSumOp>(ctx);
-    attach<CostFn<matmulCost>::Model, MatMulOp>(ctx);
+    attach<CostFn<matmulCost<MatMulOp>>::Model, MatMulOp>(ctx);
+    attach<CostFn<matmulCost<MatMulBiasOp>>::Model, MatMulBiasOp>(ctx);
     attach<CostFn<reduceCost>::Model, ReduceSumOp, ReduceMeanOp,
            ReduceMaxOp>(ctx);
     attach<CostFn<streamingCost<5>>::Model, SoftmaxOp, LogSoftmaxOp>(ctx);

@@ -192,6 +192,27 @@ def Smp_MatMulOp : Smp_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let hasCanonicalizer = 1;
 }
 
+def Smp_MatMulBiasOp : Smp_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
+  let summary = "smp.matmul with a bias added to every row of the result";
+  let description = [{
+    `matmul(lhs, rhs) + bias`, `bias` of shape `[N]` or `[1, ..., 1, N]`
+    (N the result's last dim, the product's columns) with the result's
+    float element type. `smp-fuse-matmul-bias` forms it from `add(bias,
+    matmul)` after the training step is built and split. Both backends add
+    the bias as cuBLASLt's epilogue does: to the f32 product before its one
+    rounding to an f16/bf16 result (f32/f64: the pair's bits), the CUDA
+    kernel in the epilogue instead of a second pass over the result.
+  }];
+  let arguments = (ins Smp_FloatTensor:$lhs, Smp_FloatTensor:$rhs,
+                   Smp_FloatTensor:$bias,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
@@ -283,13 +304,16 @@ def Smp_BatchNormOp : Smp_Op<"batch_norm", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure,
+    InferTypeOpAdaptorWithIsCompatible]> {
   let summary = "Softmax cross-entropy of logits [..., C] against labels [...]";
   let description = [{
     Labels equal to `ignore_index` contribute nothing; `mean` divides by the
     number of labels that are not ignored (PyTorch semantics). With class
     `weights` ([C]) each loss is scaled by its label's weight and `mean`
-    divides by the sum of those weights.
+    divides by the sum of those weights. The loss has the logits' element
+    type, or f32 for f16/bf16 logits (`smp-fuse-loss-casts`: the loss of a
+    bf16 model's logits without their f32 copy).
   }];
   let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
                    Optional<Smp_FloatTensor>:$weights,

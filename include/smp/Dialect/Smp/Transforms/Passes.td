@@ -453,6 +453,41 @@ def SmpFuseBackwardPass : Pass<"smp-fuse-backward", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
 }
 
+def SmpFuseMatMulBiasPass : Pass<"smp-fuse-matmul-bias", "mlir::func::FuncOp"> {
+  let summary = "Fold a bias added to a product's rows into the product";
+  let description = [{
+    `add(bias, matmul(x, w))` (either operand order), where the product has
+    no other use, `bias` is `[N]` or `[1, ..., 1, N]` (N the product's last
+    dim) of the product's float element type and `w` has rank 2 or more,
+    becomes `smp.matmul_bias(x, w, bias)`: on CUDA cuBLASLt adds the bias in
+    the product's epilogue, so the product is not read and written a second
+    time (nn.Linear's forward; four per transformer layer). Both backends
+    add the bias before the product's one rounding (an f16/bf16 product
+    was rounded twice by the pair; f32 and f64 bits do not change). Runs in the
+    clean-up phase (after every plan's split, so a row-parallel layer's
+    bias, added after the all_reduce, stays an add).
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
+def SmpFuseLossCastsPass : Pass<"smp-fuse-loss-casts", "mlir::func::FuncOp"> {
+  let summary = "Compute a bf16/f16 model's cross-entropy on its own logits";
+  let description = [{
+    `smp.cross_entropy(cast(x))` where the cast widens f16/bf16 logits to
+    f32 (smp-mixed-precision casts the function's results up, so the loss
+    is f32) reads `x` instead, its loss staying f32; and
+    `cast(smp.cross_entropy_grad(cast(x), ...))` back to x's type, when the
+    f32 gradient has no other use, becomes the gradient of `x` written in
+    x's type. The kernels widen each row to f32 and compute as on the f32
+    copy, rounding the gradient to x's type as the cast did: the bits do not
+    change, and the step loses its two largest tensors for a language model
+    (the f32 logits and their f32 gradient, [tokens, vocab] each) and four
+    passes over them. Losses with class weights keep their casts. Runs in
+    the clean-up phase.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{
