@@ -87,6 +87,23 @@ Status checkMatMulOperands(const TensorRef &lhs, const TensorRef &rhs,
   return Status::success();
 }
 
+Status checkSumSquares(const std::vector<TensorRef> &inputs,
+                       const TensorRef &out) {
+  const char *op = "sum_squares";
+  if (inputs.empty())
+    return fail(op, "needs at least one input");
+  SMP_RETURN_IF_ERROR(checkAll(op, {{&out, "output"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, DType::F32));
+  if (out.numel() != 1)
+    return fail(op, "output " + smp::base::describe(out) +
+                        " must hold one element");
+  for (const TensorRef &t : inputs) {
+    SMP_RETURN_IF_ERROR(checkAll(op, {{&t, "input"}}));
+    SMP_RETURN_IF_ERROR(checkDType(op, "input", t, DType::F32));
+  }
+  return Status::success();
+}
+
 Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
                        const TensorRef &out) {
   const char *op = "matmul_bias";

@@ -271,7 +271,38 @@ Status fillEmpty(ReduceOp op, const TensorRef &out) {
   return Status::success();
 }
 
+/// reduce(Sum)'s arithmetic on the f32 squares binary(Mul, x, x) makes.
+struct SquareSum {
+  double init() const { return 0.0; }
+  void add(double &a, float v) const {
+    float square = v * v;
+    a += static_cast<double>(square);
+  }
+  void merge(double &a, double b) const { a += b; }
+  float finish(double a) const { return static_cast<float>(a); }
+};
+
 } // namespace
+
+Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
+  SMP_RETURN_IF_ERROR(common::checkSumSquares(inputs, out));
+  float total = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorRef &x = inputs[i];
+    float term = 0;
+    if (x.numel() > 0) {
+      // The plan reduce(Sum) makes for every dim of x (one contiguous run).
+      Plan p = makePlan(x.shape, std::vector<bool>(x.shape.size(), true));
+      if (blockedRuns(p))
+        reduceBlockedRuns(p, x.as<float>(), &term, SquareSum{});
+      else
+        reduceLoop(p, x.as<float>(), &term, SquareSum{});
+    }
+    total = i == 0 ? term : total + term; // the chain of adds, in order
+  }
+  *out.as<float>() = total;
+  return Status::success();
+}
 
 Status reduce(ReduceOp op, const TensorRef &in,
               const std::vector<int64_t> &axes, const TensorRef &out) {

@@ -141,6 +141,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     // After canonicalization (transposes folded into the products' flags).
     pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
+    pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
   }
 }
 

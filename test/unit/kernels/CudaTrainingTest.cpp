@@ -185,6 +185,31 @@ TEST_F(Cuda, CrossEntropyGrad) {
   expectDeviceError("cross_entropy_grad: label 7 at position 1");
 }
 
+/// smp-fuse-sum-squares: the gradient norm's sum of squares over many
+/// tensors (more than one launch's table of 96, sizes from a scalar to
+/// more than 64 blocks' worth), against the CPU's.
+TEST_F(Cuda, SumSquares) {
+  std::vector<Host> xs;
+  std::vector<std::unique_ptr<Dev>> ds;
+  std::vector<TensorRef> hrefs, drefs;
+  for (unsigned i = 0; i < 150; ++i) {
+    std::vector<int64_t> shape = i == 7 ? std::vector<int64_t>{300000}
+                                 : i % 3 == 0 ? std::vector<int64_t>{}
+                                              : std::vector<int64_t>{3, 50 + 7 * int64_t(i)};
+    xs.push_back(random(DType::F32, shape, -2, 2, 500 + i));
+  }
+  for (const Host &x : xs) {
+    hrefs.push_back(x.ref);
+    ds.push_back(std::make_unique<Dev>(x));
+    drefs.push_back(*ds.back());
+  }
+  Host want(DType::F32, {});
+  ASSERT_OK(cpuk::sumSquares(hrefs, want));
+  Dev got(DType::F32, {});
+  ASSERT_OK(cuk::sumSquares(drefs, got));
+  expectTol(got, want, true);
+}
+
 /// smp-fuse-loss-casts: the f32 loss of f16/bf16 logits, against the CPU's.
 TEST_F(Cuda, CrossEntropyOfSixteenBitLogitsHasAnF32Loss) {
   using Red = cuk::Reduction;

@@ -172,6 +172,46 @@ TEST(FusedGrad, CrossEntropyOfSixteenBitLogitsIsThatOfItsF32Copy) {
   detail::vecUseSimd(true);
 }
 
+/// smp-fuse-sum-squares: sum_squares == the gradient norm's chain of
+/// binary(Mul, x, x), reduce(Sum) over every dim and f32 adds in order,
+/// byte for byte: tensors below and above reduce's blocked-run threshold
+/// (2 x 16384), a scalar, an empty tensor; both vector paths (the mul's).
+TEST(FusedGrad, SumSquaresIsTheNormsChain) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {3, 7}, {}, {300, 257}, {0, 4}, {40000}, {2, 3, 5}};
+  for (bool simd : {true, false}) {
+    detail::vecUseSimd(simd);
+    SCOPED_TRACE(::testing::Message() << "simd " << simd);
+    std::vector<Host> xs;
+    std::vector<TensorRef> refs;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      xs.push_back(random(DType::F32, shapes[i], -3, 3, 20 + unsigned(i)));
+    for (const Host &x : xs)
+      refs.push_back(x.ref);
+    Host got(DType::F32, {}), want(DType::F32, {}), term(DType::F32, {});
+    ASSERT_OK(sumSquares(refs, got));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      Host sq(DType::F32, shapes[i]);
+      ASSERT_OK(binary(BinaryOp::Mul, xs[i], xs[i], sq));
+      std::vector<int64_t> axes;
+      for (size_t d = 0; d < shapes[i].size(); ++d)
+        axes.push_back(int64_t(d));
+      ASSERT_OK(reduce(ReduceOp::Sum, sq, axes, i == 0 ? want : term));
+      if (i > 0)
+        ASSERT_OK(binary(BinaryOp::Add, want, term, want));
+    }
+    expectSameBytes(got, want, "sum of squares");
+  }
+  detail::vecUseSimd(true);
+  Host x = random(DType::BF16, {4}, -1, 1, 1), out(DType::F32, {});
+  Status s = sumSquares({x.ref}, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("input"), std::string::npos) << s.error;
+  s = sumSquares({}, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("at least one input"), std::string::npos) << s.error;
+}
+
 /// layer_norm_grad and rms_norm_grad with a residual against the kernel
 /// without one followed by binary(Add); also with the residual in dx's own
 /// memory (an in-place plan).

@@ -182,6 +182,18 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult SumSquaresOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  for (Value v : getInputs())
+    if (!cast<RankedTensorType>(v.getType()).getElementType().isF32())
+      return emitOpError("input ") << v.getType() << " is not f32";
+  auto t = cast<RankedTensorType>(getResult().getType());
+  if (t.getRank() != 0 || !t.getElementType().isF32())
+    return emitOpError("result ") << t << " is not tensor<f32>";
+  return success();
+}
+
 LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              MatMulBiasOp::Adaptor adaptor,

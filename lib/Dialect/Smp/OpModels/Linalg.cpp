@@ -183,6 +183,14 @@ OpCost reduceCost(Operation *op) {
   return c;
 }
 
+/// A multiply and an add per input element.
+OpCost sumSquaresCost(Operation *op) {
+  OpCost c = streaming(op, 0);
+  for (Value v : op->getOperands())
+    c.flops += 2 * numel(v);
+  return c;
+}
+
 //===----------------------------------------------------------------------===//
 // Sharding rules
 //===----------------------------------------------------------------------===//
@@ -243,6 +251,7 @@ void registerLinalgOpModels(DialectRegistry &registry) {
     attach<CostFn<matmulCost<MatMulBiasOp>>::Model, MatMulBiasOp>(ctx);
     attach<CostFn<reduceCost>::Model, ReduceSumOp, ReduceMeanOp,
            ReduceMaxOp>(ctx);
+    attach<CostFn<sumSquaresCost>::Model, SumSquaresOp>(ctx);
     attach<CostFn<streamingCost<5>>::Model, SoftmaxOp, LogSoftmaxOp>(ctx);
     attach<Streaming1, CumSumOp>(ctx);
     MatMulOp::attachInterface<MatMulTpRule>(*ctx);

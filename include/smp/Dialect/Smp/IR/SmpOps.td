@@ -227,6 +227,24 @@ class Smp_ReduceOp<string mnemonic> : Smp_Op<mnemonic, [Pure,
   }];
 }
 def Smp_ReduceSumOp : Smp_ReduceOp<"reduce_sum"> { let summary = "sum"; }
+
+def Smp_SumSquaresOp : Smp_Op<"sum_squares", [Pure]> {
+  let summary = "The sum of the squares of every element of its inputs";
+  let description = [{
+    For each f32 input in order, the sum of its squared elements as
+    `reduce_sum(mul(x, x))` over every dim computes it (each square rounded
+    to f32, summed in double, rounded to f32), and those sums added in order
+    in f32: the chain of adds `smp-fuse-sum-squares` replaces
+    (the gradient norm's, one term per parameter). One op instead of three
+    per input: on a GPU a few launches instead of three per parameter.
+  }];
+  let arguments = (ins Variadic<Smp_FloatTensor>:$inputs);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
 def Smp_ReduceMeanOp : Smp_ReduceOp<"reduce_mean"> { let summary = "mean"; }
 def Smp_ReduceMaxOp : Smp_ReduceOp<"reduce_max"> { let summary = "max"; }
 

@@ -488,6 +488,22 @@ def SmpFuseLossCastsPass : Pass<"smp-fuse-loss-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpFuseSumSquaresPass : Pass<"smp-fuse-sum-squares", "mlir::func::FuncOp"> {
+  let summary = "Sum the gradient norm's squares in one op";
+  let description = [{
+    `add(a, b)` where each of a and b is an f32 scalar used once, either
+    `reduce_sum(mul(x, x))` over every dim of an f32 x (the mul used once)
+    or an `smp.sum_squares`, becomes `smp.sum_squares` of their inputs (a's
+    first), so the gradient norm's chain of one mul, one reduce_sum and one
+    add per parameter becomes one op (on a GPU a few launches instead of
+    three per parameter). The kernels round as the chain did: the bits do
+    not change. Runs in the clean-up phase, after every plan's split (a
+    stage's or a tensor-parallel group's partial sums stay separate: their
+    adds meet collectives, not terms).
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{

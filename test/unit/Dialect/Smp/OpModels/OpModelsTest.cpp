@@ -40,6 +40,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.gelu_grad", "a backward op"},
       {"smp.bias_gelu_grad", "a backward op (formed after the step is built)"},
       {"smp.matmul_bias", "formed after the step is built and split"},
+      {"smp.sum_squares", "formed after the step is built and split"},
       {"smp.layer_norm_grad", "a backward op"},
       {"smp.rms_norm_grad", "a backward op"},
       {"smp.cross_entropy_grad", "a backward op"},

@@ -66,6 +66,10 @@ Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
                    const TensorRef &out, bool transposeLhs, bool transposeRhs,
                    MatMulShape &g);
 
+/// sum_squares: at least one f32 input, an f32 output of one element.
+Status checkSumSquares(const std::vector<TensorRef> &inputs,
+                       const TensorRef &out);
+
 /// matmul_bias's bias: a float of out's dtype with one element per column
 /// of out (out of rank 1 or more, its last dim N; any shape of N elements
 /// whose last dim is N), and a rhs of rank 2 or more.
