@@ -39,7 +39,9 @@ OPTIONS
                      compiled ones (see MODEL.smpx/plan.txt), except that
                      training converts integer samples of another integer
                      dtype (uint16 token ids for an int64 input) when every
-                     value fits. In file names
+                     value fits, and maps the files instead of reading
+                     them (a corpus larger than memory trains: batches
+                     page it in). In file names
                      '/', '\\', '%' and control bytes of a name are written
                      as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
                      Each must be a regular file.

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +64,24 @@ Status RegularFile::read(uint64_t offset, char *dst, size_t n) const {
                                      "shrank)");
     done += static_cast<size_t>(got);
   }
+  return Status::success();
+}
+
+Status RegularFile::map(std::shared_ptr<const char> &out) const {
+  if (size_ == 0) {
+    out = std::shared_ptr<const char>(new char[1](), [](const char *p) {
+      delete[] p;
+    });
+    return Status::success();
+  }
+  void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (p == MAP_FAILED)
+    return Status::failure(path_ + ": cannot map: " + std::strerror(errno));
+  size_t bytes = size_;
+  out = std::shared_ptr<const char>(static_cast<const char *>(p),
+                                    [bytes](const char *q) {
+                                      ::munmap(const_cast<char *>(q), bytes);
+                                    });
   return Status::success();
 }
 

@@ -54,7 +54,7 @@ std::string headerField(const std::string &header, const std::string &key) {
 
 } // namespace
 
-Status readNpy(const std::string &path, NpyArray &out) {
+Status readNpy(const std::string &path, NpyArray &out, bool map) {
   // A regular file only (a directory, FIFO or device is refused before
   // anything is read), and no more than its size is ever allocated.
   RegularFile file;
@@ -132,8 +132,18 @@ Status readNpy(const std::string &path, NpyArray &out) {
                            " data bytes but shape " + shape + " of " +
                            dtypeName(out.dtype) + " needs " +
                            std::to_string(expected));
+  uint64_t offset = headerStart + headerLen;
+  out.mapped.reset();
+  out.mappedData = nullptr;
+  if (map && offset % dtypeSize(out.dtype) == 0) {
+    out.bytes.clear();
+    if (!(s = file.map(out.mapped)).ok())
+      return s;
+    out.mappedData = out.mapped.get() + offset;
+    return Status::success();
+  }
   out.bytes.resize(expected);
-  return file.read(headerStart + headerLen, out.bytes.data(), expected);
+  return file.read(offset, out.bytes.data(), expected);
 }
 
 Status writeNpy(const std::string &path, const TensorRef &t) {

@@ -102,11 +102,11 @@ Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
   for (int64_t i = 0; i < n; ++i) {
     if (a.dtype == DType::U64) { // loadIndex saturates these
       uint64_t raw;
-      std::memcpy(&raw, a.bytes.data() + i * sizeof(raw), sizeof(raw));
+      std::memcpy(&raw, a.data() + i * sizeof(raw), sizeof(raw));
       if (raw > static_cast<uint64_t>(INT64_MAX))
         return refuse(std::to_string(raw), i);
     }
-    int64_t v = smp::kernels::common::loadIndex(a.bytes.data(), a.dtype, i);
+    int64_t v = smp::kernels::common::loadIndex(a.data(), a.dtype, i);
     if (to == DType::I32 && (v < INT32_MIN || v > INT32_MAX))
       return refuse(std::to_string(v), i);
   }
@@ -134,7 +134,8 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
     if (::stat(path.c_str(), &st) != 0)
       return Status::failure(path + ": missing; training needs input '" +
                              d.name + "' as a .npy file of samples");
-    Status s = readNpy(path, d.samples);
+    // Mapped: a corpus larger than memory trains; batches page it in.
+    Status s = readNpy(path, d.samples, /*map=*/true);
     if (!s.ok())
       return s;
     d.batch.dtype = static_cast<DType>(spec.dtype());
@@ -306,7 +307,7 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                                 static_cast<uint64_t>(samples)));
       char *dst = d.batchBytes.data() + i * rowBytes;
       if (d.samples.dtype == d.batch.dtype) {
-        std::memcpy(dst, d.samples.bytes.data() + sample * rowBytes, rowBytes);
+        std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
         continue;
       }
       // Integer samples of another dtype (checkIntegerSamples).
@@ -314,7 +315,7 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
       int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
       for (int64_t j = 0; j < rowElems; ++j) {
         int64_t v = smp::kernels::common::loadIndex(
-            d.samples.bytes.data(), d.samples.dtype, sample * rowElems + j);
+            d.samples.data(), d.samples.dtype, sample * rowElems + j);
         if (d.batch.dtype == DType::I32) {
           int32_t w = static_cast<int32_t>(v);
           std::memcpy(dst + j * esize, &w, sizeof(w));

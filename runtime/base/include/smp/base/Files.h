@@ -21,6 +21,7 @@
 #include "smp/base/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace smp::base {
@@ -42,6 +43,10 @@ public:
   uint64_t size() const { return size_; }
   /// Reads exactly `n` bytes at `offset` (an error if the file is shorter).
   Status read(uint64_t offset, char *dst, size_t n) const;
+  /// Maps the whole file read-only (private: later writes to the file by
+  /// others are not promised to show); unmapped when the last copy of
+  /// `out` goes. Pages are read from disk as they are touched.
+  Status map(std::shared_ptr<const char> &out) const;
 
 private:
   std::string path_;
