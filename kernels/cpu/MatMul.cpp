@@ -108,7 +108,7 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
 
   if (g.K == 0) { // empty sum: zeros of any dtype are zero bytes
     std::fill_n(static_cast<uint8_t *>(out.data), out.bytes(), uint8_t(0));
-    return Status::success();
+    return bias ? binary(BinaryOp::Add, out, *bias, out) : Status::success();
   }
   switch (lhs.dtype) {
   case DType::F32:

@@ -66,6 +66,7 @@ TEST_F(Cuda, MatMulBias) {
       {{3, 7, 40}, {96, 40}, false, true}, {{600, 96}, {96, 24}, false, false},
       {{4, 5, 7}, {4, 7, 3}, false, false}, {{7, 5}, {7, 3}, true, false},
       {{2, 1, 5, 7}, {1, 3, 3, 7}, false, true}, {{5, 7}, {4, 7, 3}, false, false},
+      {{5, 0}, {0, 3}, false, false},
   };
   unsigned seed = 420;
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64})

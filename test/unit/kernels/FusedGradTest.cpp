@@ -84,7 +84,8 @@ TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
   const std::vector<Case> cases = {{{3, 7, 40}, {96, 40}, {3, 7, 96}, true},
                                    {{600, 96}, {96, 24}, {600, 24}, false},
                                    {{4, 5, 7}, {4, 7, 3}, {4, 5, 3}, false},
-                                   {{5, 7}, {2, 7, 3}, {2, 5, 3}, false}};
+                                   {{5, 7}, {2, 7, 3}, {2, 5, 3}, false},
+                                   {{5, 0}, {0, 3}, {5, 3}, false}};
   for (bool simd : {true, false}) {
     detail::vecUseSimd(simd);
     for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})

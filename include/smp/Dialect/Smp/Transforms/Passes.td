@@ -462,8 +462,8 @@ def SmpFuseMatMulBiasPass : Pass<"smp-fuse-matmul-bias", "mlir::func::FuncOp"> {
     becomes `smp.matmul_bias(x, w, bias)`: on CUDA cuBLASLt adds the bias in
     the product's epilogue, so the product is not read and written a second
     time (nn.Linear's forward; four per transformer layer). Both backends
-    add the bias before the product's one rounding (an f16/bf16 product
-    was rounded twice by the pair; f32 and f64 bits do not change). Runs in the
+    add the bias before the product's one rounding (an f16/bf16 product was
+    rounded twice by the pair; f32 and f64 bits do not change). Runs in the
     clean-up phase (after every plan's split, so a row-parallel layer's
     bias, added after the all_reduce, stays an add).
   }];
