@@ -114,7 +114,8 @@ Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
                         smp::base::dtypeName(out.dtype));
   if (rhs.rank() < 2)
     return fail(op, "needs a rhs of rank 2 or more");
-  if (bias.rank() == 0 || bias.shape.back() != out.shape.back() ||
+  if (bias.rank() == 0 || out.rank() == 0 ||
+      bias.shape.back() != out.shape.back() ||
       bias.numel() != out.shape.back())
     return fail(op, "bias " + smp::base::describe(bias) +
                         " must have one element per column of the output " +

@@ -125,16 +125,20 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
       std::vector<float> c(static_cast<size_t>(out.numel()));
       gemmAll(g, a.data(), b.data(), c.data());
       S *o = out.as<S>();
-      std::vector<float> bw = bias ? widenToF32<S>(*bias) : std::vector<float>();
-      int64_t n = static_cast<int64_t>(bw.size());
-      parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
-        if (n == 0) {
+      if (!bias) {
+        parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
           for (int64_t i = b0; i < e; ++i)
             o[i] = Float<S>::store(c[i]);
-          return;
-        }
-        for (int64_t i = b0; i < e; ++i)
-          o[i] = Float<S>::store(c[i] + bw[static_cast<size_t>(i % n)]);
+        });
+        return Status::success();
+      }
+      // Row by row: the bias (out's last dim, N values) added to each.
+      std::vector<float> bw = widenToF32<S>(*bias);
+      int64_t n = static_cast<int64_t>(bw.size());
+      parallelFor(out.numel() / n, grainFor(2 * n), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            o[r * n + j] = Float<S>::store(c[r * n + j] + bw[j]);
       });
       return Status::success();
     });

@@ -298,7 +298,7 @@ Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
       else
         reduceLoop(p, x.as<float>(), &term, SquareSum{});
     }
-    total = i == 0 ? term : total + term; // the chain of adds, in order
+    total += term; // the chain of adds, in order (0 + a term is the term)
   }
   *out.as<float>() = total;
   return Status::success();

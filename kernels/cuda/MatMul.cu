@@ -523,7 +523,6 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
                   const TensorRef &bias, const TensorRef &out,
                   bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul_bias";
-  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
   bool biasAdded = false;
   SMP_RETURN_IF_ERROR(runProduct(name, lhs, rhs, bias.data, out,

@@ -257,30 +257,20 @@ __global__ void squareParts(SquaresTable table, double *part) {
     part[int64_t(t) * gridDim.x + blockIdx.x] = a;
 }
 
-/// The parts of up to kSquaresLaunches launches of squareParts, in order.
-constexpr int kSquaresLaunches = 128;
-struct SquaresLaunches {
-  int count[kSquaresLaunches];  // tensors
-  int blocks[kSquaresLaunches]; // parts per tensor
-};
-
-/// out = the f32 sum, in tensor order, of each tensor's parts summed in
-/// order and rounded to f32 (as the reduce_sum then add chain rounds); a
-/// group after the first continues from out.
-__global__ void sumSquareParts(const double *part, SquaresLaunches l,
-                               int launches, bool first, float *out) {
+/// out = the f32 sum, in tensor order, of each tensor's `blocks` parts
+/// summed in order and rounded to f32 (as the reduce_sum then add chain
+/// rounds: 0 + the first term is the term, squares being >= 0).
+__global__ void sumSquareParts(const double *part, int64_t tensors,
+                               int blocks, float *out) {
   if (threadIdx.x != 0 || blockIdx.x != 0)
     return;
-  float total = first ? 0.0f : out[0];
-  for (int g = 0; g < launches; ++g)
-    for (int t = 0; t < l.count[g]; ++t) {
-      double s = 0;
-      for (int b = 0; b < l.blocks[g]; ++b)
-        s += *part++;
-      float term = static_cast<float>(s);
-      total = first ? term : total + term;
-      first = false;
-    }
+  float total = 0;
+  for (int64_t t = 0; t < tensors; ++t) {
+    double s = 0;
+    for (int b = 0; b < blocks; ++b)
+      s += part[t * blocks + b];
+    total += static_cast<float>(s);
+  }
   out[0] = total;
 }
 
@@ -291,56 +281,33 @@ Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
   SMP_RETURN_IF_ERROR(common::checkSumSquares(inputs, out));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
-  // Launches of up to kSquaresTable tensors, each tensor with as many
-  // blocks as the launch's largest needs (at most 64: a function of the
-  // shapes, so the order of the sums depends on nothing else).
+  // Every tensor gets the blocks the largest needs (at most 64: a function
+  // of the shapes, so the order of the sums depends on nothing else; the
+  // blocks of a small tensor find no work), kSquaresTable tensors a launch.
   constexpr int kThreads = 256;
-  int tensors = static_cast<int>(inputs.size());
-  std::vector<int> counts, blocks;
-  int64_t parts = 0;
-  for (int t0 = 0; t0 < tensors; t0 += kSquaresTable) {
-    int count = std::min(kSquaresTable, tensors - t0);
-    int64_t most = 1;
-    for (int t = t0; t < t0 + count; ++t)
-      most = std::max<int64_t>(most, inputs[t].numel());
-    counts.push_back(count);
-    blocks.push_back(static_cast<int>(
-        std::min<int64_t>(64, (most + 16 * kThreads - 1) / (16 * kThreads))));
-    parts += int64_t(blocks.back()) * count;
-  }
+  int64_t tensors = static_cast<int64_t>(inputs.size()), most = 1;
+  for (const TensorRef &x : inputs)
+    most = std::max<int64_t>(most, x.numel());
+  int blocks = static_cast<int>(
+      std::min<int64_t>(64, (most + 16 * kThreads - 1) / (16 * kThreads)));
   Scratch part;
   SMP_RETURN_IF_ERROR(part.allocate(
-      name, static_cast<size_t>(parts) * sizeof(double), ctx->stream));
-  int64_t at = 0;
-  for (size_t l = 0; l < counts.size(); ++l) {
+      name, static_cast<size_t>(tensors * blocks) * sizeof(double),
+      ctx->stream));
+  for (int64_t t0 = 0; t0 < tensors; t0 += kSquaresTable) {
+    int count = static_cast<int>(std::min<int64_t>(kSquaresTable, tensors - t0));
     SquaresTable table{};
-    for (int t = 0; t < counts[l]; ++t) {
-      const TensorRef &x = inputs[l * kSquaresTable + t];
-      table.p[t] = x.as<float>();
-      table.n[t] = x.numel();
+    for (int t = 0; t < count; ++t) {
+      table.p[t] = inputs[t0 + t].as<float>();
+      table.n[t] = inputs[t0 + t].numel();
     }
-    squareParts<<<dim3(blocks[l], counts[l]), kThreads, 0, ctx->stream>>>(
-        table, part.as<double>() + at);
+    squareParts<<<dim3(blocks, count), kThreads, 0, ctx->stream>>>(
+        table, part.as<double>() + t0 * blocks);
     SMP_RETURN_IF_ERROR(launchStatus(name));
-    at += int64_t(blocks[l]) * counts[l];
   }
-  at = 0;
-  for (size_t g0 = 0; g0 < counts.size(); g0 += kSquaresLaunches) {
-    int launches = static_cast<int>(
-        std::min<size_t>(kSquaresLaunches, counts.size() - g0));
-    SquaresLaunches group{};
-    for (int g = 0; g < launches; ++g) {
-      group.count[g] = counts[g0 + g];
-      group.blocks[g] = blocks[g0 + g];
-    }
-    sumSquareParts<<<1, 32, 0, ctx->stream>>>(part.as<double>() + at, group,
-                                               launches, g0 == 0,
-                                               out.as<float>());
-    SMP_RETURN_IF_ERROR(launchStatus(name));
-    for (int g = 0; g < launches; ++g)
-      at += int64_t(group.blocks[g]) * group.count[g];
-  }
-  return Status::success();
+  sumSquareParts<<<1, 32, 0, ctx->stream>>>(part.as<double>(), tensors,
+                                             blocks, out.as<float>());
+  return launchStatus(name);
 }
 
 Status reduce(ReduceOp op, const TensorRef &in,

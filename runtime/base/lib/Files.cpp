@@ -68,12 +68,6 @@ Status RegularFile::read(uint64_t offset, char *dst, size_t n) const {
 }
 
 Status RegularFile::map(std::shared_ptr<const char> &out) const {
-  if (size_ == 0) {
-    out = std::shared_ptr<const char>(new char[1](), [](const char *p) {
-      delete[] p;
-    });
-    return Status::success();
-  }
   void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
   if (p == MAP_FAILED)
     return Status::failure(path_ + ": cannot map: " + std::strerror(errno));

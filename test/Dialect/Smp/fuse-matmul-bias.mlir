@@ -1,4 +1,5 @@
 // RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-fuse-matmul-bias))' | FileCheck %s
+// The pass: lib/Dialect/Smp/Transforms/FuseMatMulBias.cpp.
 
 // nn.Linear's forward: the bias added to the product (either operand order,
 // [N] or [1, 1, N], transposed weights) becomes one matmul_bias in the add's

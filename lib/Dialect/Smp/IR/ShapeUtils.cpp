@@ -59,6 +59,12 @@ std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
   return out;
 }
 
+bool isRowVector(llvm::ArrayRef<int64_t> shape, int64_t n, int64_t maxRank) {
+  return !shape.empty() && static_cast<int64_t>(shape.size()) <= maxRank &&
+         shape.back() == n &&
+         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+}
+
 int64_t sliceLength(int64_t start, int64_t limit, int64_t step) {
   // In unsigned arithmetic: a step of INT64_MIN cannot be negated, and
   // limit - start + step - 1 overflowed for large steps.

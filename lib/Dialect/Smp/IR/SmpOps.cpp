@@ -214,11 +214,7 @@ LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
                              bias.getElementType(), " is not the product's ",
                              type->getElementType());
   int64_t n = type->getShape().back();
-  ArrayRef<int64_t> shape = bias.getShape();
-  bool ok = !shape.empty() && shape.back() == n &&
-            static_cast<int64_t>(shape.size()) <= type->getRank() &&
-            llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
-  if (!ok)
+  if (!isRowVector(bias.getShape(), n, type->getRank()))
     return emitOptionalError(loc, "'", name, "' bias ", bias,
                              " is neither [", n, "] nor [1, ..., 1, ", n,
                              "] for the product ", *type);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 
@@ -28,13 +29,11 @@ namespace {
 /// [1, ..., 1, N] of the product's float element type and no higher rank
 /// (adding it does not broadcast the product).
 bool isRowBias(RankedTensorType bias, RankedTensorType product) {
-  ArrayRef<int64_t> shape = bias.getShape();
   return isa<FloatType>(product.getElementType()) &&
          bias.getElementType() == product.getElementType() &&
-         product.getRank() >= 1 && !shape.empty() &&
-         static_cast<int64_t>(shape.size()) <= product.getRank() &&
-         shape.back() == product.getShape().back() &&
-         llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+         product.getRank() >= 1 &&
+         isRowVector(bias.getShape(), product.getShape().back(),
+                     product.getRank());
 }
 
 /// add(bias, matmul(x, w)) (either operand order) -> matmul_bias(x, w,

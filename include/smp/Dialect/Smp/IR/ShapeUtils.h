@@ -38,6 +38,11 @@ std::optional<int64_t> windowOutputSize(int64_t in, int64_t kernel,
 /// Number of elements of a strided slice [start, limit) with step.
 int64_t sliceLength(int64_t start, int64_t limit, int64_t step);
 
+/// Whether `shape` is [n] or [1, ..., 1, n] of at most `maxRank` dims: a
+/// vector along the last dim that broadcasts onto a rank-`maxRank` shape
+/// without growing it (a bias added to every row).
+bool isRowVector(llvm::ArrayRef<int64_t> shape, int64_t n, int64_t maxRank);
+
 /// "2x3x4" for diagnostics.
 std::string shapeToString(llvm::ArrayRef<int64_t> shape);
 

@@ -43,9 +43,9 @@ public:
   uint64_t size() const { return size_; }
   /// Reads exactly `n` bytes at `offset` (an error if the file is shorter).
   Status read(uint64_t offset, char *dst, size_t n) const;
-  /// Maps the whole file read-only (private: later writes to the file by
-  /// others are not promised to show); unmapped when the last copy of
-  /// `out` goes. Pages are read from disk as they are touched.
+  /// Maps the whole (non-empty) file read-only (private: later writes to
+  /// the file by others are not promised to show); unmapped when the last
+  /// copy of `out` goes. Pages are read from disk as they are touched.
   Status map(std::shared_ptr<const char> &out) const;
 
 private:
