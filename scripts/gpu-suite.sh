@@ -18,9 +18,13 @@
 # exports of test/smprun/real-models.test (REAL, default test/fixtures/real):
 # fp32 SGD and AdamW within 1e-4 of PyTorch's losses and gradient norms
 # ("real/ARCH-OPT: ... ok"), bf16 AdamW within 2e-2 of the CPU
-# ("real/ARCH-bf16: ...").
+# ("real/ARCH-bf16: ..."). Last, decoders with head dims the tensor-core
+# attention takes (smp-modelgen: a GPT with D = 64 and a LLaMA with D = 32
+# and grouped-query attention, T = 96: two query tiles, the second a
+# tail), bf16 AdamW within 2e-2 of the CPU ("wide/NAME: ...").
 #
-# Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), PYTHON
+# Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
+# (default: smp-modelgen beside SMPC), PYTHON
 # (default python3), FIXTURES (default test/fixtures/train of this
 # checkout); for `run` also SMPRUN_TIMEOUT (seconds one smprun may take:
 # killed by timeout(1) after that) and SUITE_DEADLINE (unix seconds: no
@@ -38,12 +42,16 @@ REAL=${REAL:-$ROOT/test/fixtures/real}
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
 REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
+MODELGEN=${MODELGEN:-$(dirname "$(command -v "$SMPC" || echo "$SMPC")")/smp-modelgen}
+# The decoders of the tensor-core attention check: NAME:smp-modelgen flags.
+WIDE=("gpt-d64:gpt --layers 2 --hidden 128 --heads 2"
+  "llama-d32-gqa:llama --layers 2 --hidden 128 --heads 4 --kv-heads 2")
 COMPARE=$ROOT/test/train/compare_losses.py
 SAME=$ROOT/test/train/same_losses.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
-usage() { sed -n '2,30p' "$0" >&2; exit 2; }
+usage() { sed -n '2,34p' "$0" >&2; exit 2; }
 
 # The label input of a real architecture's export.
 real_labels() { case $1 in vit*) echo class_labels ;; *) echo labels ;; esac; }
@@ -71,6 +79,22 @@ compile_real() {
   done
 }
 
+# The WIDE decoders (random weights, 40 samples of data) and their bf16
+# AdamW artifacts into DIR/wide.
+compile_wide() {
+  local dir=$1/wide w name
+  mkdir -p "$dir"
+  for w in "${WIDE[@]}"; do
+    name=${w%%:*}
+    # shellcheck disable=SC2086
+    "$MODELGEN" ${w#*:} --seq 96 --vocab 96 -o "$dir/$name.onnx" \
+      --write-data "$dir/$name" 40 > /dev/null || return 1
+    "$SMPC" compile "$dir/$name.onnx" --train --target cuda --precision bf16 \
+      --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-3 \
+      --batch-size 8 -o "$dir/$name.smpx" > /dev/null || return 1
+  done
+}
+
 compile() {
   local dir=$1 m o c p extra
   mkdir -p "$dir"
@@ -92,7 +116,8 @@ compile() {
       --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-3 \
       --batch-size 8 ${mode#*:} -o "$dir/gpt.${mode%%:*}.smpx" > /dev/null || return 1
   done
-  compile_real "$dir"
+  compile_real "$dir" || return 1
+  compile_wide "$dir"
 }
 
 # The seconds before SUITE_DEADLINE (a lot without one).
@@ -213,7 +238,28 @@ run() {
     echo "save-onnx: FAILED (no file)"
   fi
   run_real "$dir/real" "$dev"
+  run_wide "$dir/wide" "$dev"
   return 0
+}
+
+# The WIDE decoders on DEVICE against the CPU (bf16: the tensor-core
+# attention on a GPU).
+run_wide() {
+  local dir=$1 dev=$2 w name
+  for w in "${WIDE[@]}"; do
+    name=${w%%:*}
+    skip "wide/$name" && continue
+    rm -f "$OUT/wide.$name.cpu.jsonl" "$OUT/wide.$name.$dev.jsonl"
+    if runone "wide.$name.cpu" "$dir/$name.smpx" --device cpu \
+      --data "$dir/$name" --steps 5 --metrics "$OUT/wide.$name.cpu.jsonl" &&
+      runone "wide.$name.$dev" "$dir/$name.smpx" --device "$dev" \
+        --data "$dir/$name" --steps 5 --metrics "$OUT/wide.$name.$dev.jsonl"; then
+      echo "wide/$name: $("$PYTHON" "$SAME" "$OUT/wide.$name.cpu.jsonl" \
+        "$OUT/wide.$name.$dev.jsonl" --rtol 2e-2 || echo FAILED)"
+    else
+      echo "wide/$name: FAILED (a run failed)"
+    fi
+  done
 }
 
 # The real architectures on DEVICE: fp32 against PyTorch's references, bf16

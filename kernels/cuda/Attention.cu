@@ -1,8 +1,10 @@
 //===- Attention.cu - Fused scaled-dot-product attention ------------------===//
 //
-// Tiled FlashAttention-2 kernels, written for clarity first (speed on the
-// GPU comes later): f32 compute and accumulation for f32, f16 and bf16
-// storage. Semantics: KernelApi.inc, "Attention".
+// Tiled FlashAttention-2 kernels with f32 compute on the CUDA cores: every
+// f32 attention, and the f16/bf16 ones that the tensor-core kernels
+// (AttentionMma.cu) do not take (head dims other than D = Dv in 32, 64, 96,
+// 128, unaligned tensors); the mask gradient always. Semantics:
+// KernelApi.inc, "Attention".
 //
 //   forward:  one block per (query tile of kBQ queries, head, batch); it
 //             walks the key tiles of kBK keys through shared memory with an
@@ -26,7 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.cuh"
+#include "Attention.cuh"
 
 namespace smp::kernels::cuda {
 using namespace detail;
@@ -42,32 +44,6 @@ constexpr int kWarps = kThreadsA / 32;
 struct MaskShape {
   int64_t n[4];
 };
-
-/// What every attention kernel reads besides its tensors (plain data).
-struct AttnArgs {
-  common::AttentionDims g;
-  float scale;
-  bool causal;
-  const void *mask; // null: none
-};
-
-/// The mask's contribution at (b, h, i, j): false when key j is not
-/// allowed for query i, else `add` is added to the score.
-template <class S>
-__device__ bool maskAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
-                       int64_t j, float &add) {
-  add = 0.0f;
-  if (a.causal && j > i)
-    return false;
-  if (!a.mask)
-    return true;
-  const int64_t *st = a.g.maskStride;
-  int64_t e = b * st[0] + h * st[1] + i * st[2] + j * st[3];
-  if (a.g.boolMask)
-    return static_cast<const uint8_t *>(a.mask)[e] != 0;
-  add = FT<S>::load(static_cast<const S *>(a.mask)[e]);
-  return add != -INFINITY;
-}
 
 /// q . k over d elements, one fmaf chain in order.
 __device__ inline float scoreDot(const float *q, const float *k, int64_t d) {
@@ -365,8 +341,7 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
 }
 
 /// x . y over n elements of S, one fmaf chain in order, f32.
-template <class S>
-__device__ float dotOf(const S *x, const S *y, int64_t n) {
+template <class S> __device__ float dotOf(const S *x, const S *y, int64_t n) {
   float s = 0.0f;
   for (int64_t p = 0; p < n; ++p)
     s = fmaf(FT<S>::load(x[p]), FT<S>::load(y[p]), s);
@@ -418,47 +393,6 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
   dmask[e] = FT<S>::store(acc);
 }
 
-int blocksOf(int64_t n, int64_t tile) {
-  return static_cast<int>((n + tile - 1) / tile);
-}
-
-/// Launches `kernel` over [ceil(rows / tile), heads, batch] blocks with
-/// `bytes` of dynamic shared memory, or fails naming the head dims when the
-/// device has less.
-template <class K, class... Args>
-Status launchTiles(const char *op, K kernel, size_t bytes, int64_t rows,
-                   int tile, int64_t heads, const common::AttentionDims &g,
-                   const Context &ctx, Args... args) {
-  int most = 0;
-  SMP_RETURN_IF_ERROR(cudaStatus(
-      op, cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                 ctx.device)));
-  if (bytes > static_cast<size_t>(most))
-    return fail(op, "head dims D = " + std::to_string(g.d) +
-                        ", Dv = " + std::to_string(g.dv) + " need " +
-                        std::to_string(bytes) +
-                        " bytes of shared memory per block, the device has " +
-                        std::to_string(most));
-  SMP_RETURN_IF_ERROR(cudaStatus(
-      op, cudaFuncSetAttribute(kernel,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(bytes))));
-  dim3 grid(blocksOf(rows, tile), static_cast<unsigned>(heads),
-            static_cast<unsigned>(g.b));
-  kernel<<<grid, kThreadsA, bytes, ctx.stream>>>(args...);
-  return launchStatus(op);
-}
-
-AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
-                  float scale, bool causal) {
-  AttnArgs a;
-  a.g = g;
-  a.scale = scale;
-  a.causal = causal;
-  a.mask = mask && mask->numel() > 0 ? mask->data : nullptr;
-  return a;
-}
-
 } // namespace
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
@@ -472,14 +406,16 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   if (lse.numel() == 0)
     return Status::success();
   AttnArgs a = makeArgs(g, mask, scale, causal);
+  if (attentionOnTensorCores(q.dtype, g.d, g.dv, {&q, &k, &v, &out}))
+    return attentionMma(op, a, q.dtype, *ctx, q, k, v, out, lse);
   return visitFloat(q.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (std::is_same_v<S, double>) {
       return unsupported(op, q.dtype); // checkAttention refused it already
     } else {
       return launchTiles(op, attentionForward<S>, forwardSmem(g), g.s, kBQ,
-                         g.hq, g, *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
-                         out.as<S>(), lse.as<float>());
+                         g.hq, kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(),
+                         v.as<S>(), out.as<S>(), lse.as<float>());
     }
   });
 }
@@ -496,6 +432,10 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   AttnArgs a = makeArgs(g, mask, scale, causal);
+  if (attentionOnTensorCores(q.dtype, g.d, g.dv,
+                             {&q, &k, &v, &out, &dout, &dq, &dk, &dv}))
+    return attentionGradMma(op, a, q.dtype, *ctx, q, k, v, out, lse, dout, dq,
+                            dk, dv);
   return visitFloat(q.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (std::is_same_v<S, double>) {
@@ -503,15 +443,15 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     } else {
       if (dk.numel() > 0 || dv.numel() > 0)
         SMP_RETURN_IF_ERROR(launchTiles(
-            op, attentionGradKeys<S>, keyPassSmem(g), g.sk, kBK, g.hkv, g,
-            *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
+            op, attentionGradKeys<S>, keyPassSmem(g), g.sk, kBK, g.hkv,
+            kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
             lse.as<float>(), dout.as<S>(), dk.as<S>(), dv.as<S>()));
       if (dq.numel() == 0)
         return Status::success();
       return launchTiles(op, attentionGradQueries<S>, queryPassSmem(g), g.s,
-                         kBQ, g.hq, g, *ctx, a, q.as<S>(), k.as<S>(),
-                         v.as<S>(), out.as<S>(), lse.as<float>(),
-                         dout.as<S>(), dq.as<S>());
+                         kBQ, g.hq, kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(),
+                         v.as<S>(), out.as<S>(), lse.as<float>(), dout.as<S>(),
+                         dq.as<S>());
     }
   });
 }
@@ -523,8 +463,8 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &dmask) {
   const char *op = "attention_mask_grad";
   common::AttentionDims g;
-  SMP_RETURN_IF_ERROR(common::checkAttentionMaskGrad(q, k, v, out, lse, dout,
-                                                     mask, dmask, g));
+  SMP_RETURN_IF_ERROR(
+      common::checkAttentionMaskGrad(q, k, v, out, lse, dout, mask, dmask, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (dmask.numel() == 0)

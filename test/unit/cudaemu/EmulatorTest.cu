@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -32,9 +33,9 @@ namespace {
 template <class T> T *deviceCopy(const std::vector<T> &h) {
   T *d = nullptr;
   EXPECT_EQ(cudaMalloc(&d, h.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(d, h.data(), h.size() * sizeof(T),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  EXPECT_EQ(
+      cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice),
+      cudaSuccess);
   return d;
 }
 
@@ -47,8 +48,8 @@ template <class T> std::vector<T> hostCopy(const T *d, size_t n) {
 
 __global__ void linearIndex(int *out) {
   int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-  int thread = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x +
-               threadIdx.x;
+  int thread =
+      (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
   out[block * blockDim.x * blockDim.y * blockDim.z + thread] =
       block * 1000 + thread;
 }
@@ -195,9 +196,8 @@ TEST(CudaEmu, RefusesLaunchesAGpuRefuses) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   touch<<<1, 32, 64 * 1024>>>(d); // over 48 KB without the attribute
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
-  ASSERT_EQ(cudaFuncSetAttribute(touch,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 64 * 1024),
+  ASSERT_EQ(cudaFuncSetAttribute(
+                touch, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024),
             cudaSuccess);
   touch<<<1, 32, 64 * 1024>>>(d);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -254,6 +254,86 @@ TEST(CudaEmuDeathTest, ReportsHostPointers) {
         std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
       },
       testing::ExitedWithCode(0), "not device memory");
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor cores: mma.sync.m16n8k16
+//===----------------------------------------------------------------------===//
+
+/// Two halves in one register, the first in the low bits.
+__device__ uint32_t pairOf(const __nv_bfloat16 *p, int stride) {
+  uint16_t lo, hi;
+  std::memcpy(&lo, p, 2);
+  std::memcpy(&hi, p + stride, 2);
+  return lo | uint32_t(hi) << 16;
+}
+
+/// Each warp: c (16 x 8, row-major) += a (16 x 16, row-major) b (16 x 8,
+/// row-major), its fragments gathered in PTX's layout (PTX ISA, "Matrix
+/// Fragments for mma.m16n8k16 with floating point type"); warp w works on
+/// the w-th set of matrices.
+__global__ void mmaTile(const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                        float *c) {
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  a += w * 256, b += w * 128, c += w * 128;
+  uint32_t fa[4] = {pairOf(a + g * 16 + 2 * t, 1),
+                    pairOf(a + (g + 8) * 16 + 2 * t, 1),
+                    pairOf(a + g * 16 + 2 * t + 8, 1),
+                    pairOf(a + (g + 8) * 16 + 2 * t + 8, 1)};
+  uint32_t fb[2] = {pairOf(b + 2 * t * 8 + g, 8),
+                    pairOf(b + (2 * t + 8) * 8 + g, 8)};
+  float fc[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t],
+                 c[(g + 8) * 8 + 2 * t + 1]};
+  ::smp::cudaemu::mmaM16N8K16(true, fc, fa, fb);
+  c[g * 8 + 2 * t] = fc[0];
+  c[g * 8 + 2 * t + 1] = fc[1];
+  c[(g + 8) * 8 + 2 * t] = fc[2];
+  c[(g + 8) * 8 + 2 * t + 1] = fc[3];
+}
+
+TEST(CudaEmu, MmaM16N8K16IsTheProductInPtxLayout) {
+  int warps = 2;
+  std::vector<__nv_bfloat16> a(warps * 256), b(warps * 128);
+  std::vector<float> c(warps * 128);
+  // Small integers: every product and sum is exact.
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = __float2bfloat16(float(int(i * 7 % 13) - 6));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = __float2bfloat16(float(int(i * 5 % 11) - 5));
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = float(i % 9);
+  __nv_bfloat16 *da = deviceCopy(a), *db = deviceCopy(b);
+  float *dc = deviceCopy(c);
+  mmaTile<<<1, warps * 32>>>(da, db, dc);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<float> got = hostCopy(dc, c.size());
+  for (int w = 0; w < warps; ++w)
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        float want = c[w * 128 + i * 8 + j];
+        for (int k = 0; k < 16; ++k)
+          want += __bfloat162float(a[w * 256 + i * 16 + k]) *
+                  __bfloat162float(b[w * 128 + k * 8 + j]);
+        EXPECT_EQ(got[w * 128 + i * 8 + j], want)
+            << "warp " << w << " C[" << i << "][" << j << "]";
+      }
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+}
+
+__global__ void mmaOnHalfAWarp(float *out) {
+  if (threadIdx.x >= 16)
+    return;
+  float c[4] = {};
+  uint32_t a[4] = {}, b[2] = {};
+  ::smp::cudaemu::mmaM16N8K16(true, c, a, b);
+  out[threadIdx.x] = c[0];
+}
+
+TEST(CudaEmuDeathTest, ReportsAnMmaWithoutTheWholeWarp) {
+  EXPECT_EXIT(launchExpecting(mmaOnHalfAWarp, cudaErrorLaunchFailure),
+              testing::ExitedWithCode(0), "has exited");
 }
 
 //===----------------------------------------------------------------------===//
@@ -318,8 +398,9 @@ struct Lt {
     int found = 0;
     cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(h, op, a, b, c, c, pref,
                                                       1, &heur, &found);
-    return s == CUBLAS_STATUS_SUCCESS && found == 1 ? s
-                                                    : CUBLAS_STATUS_NOT_SUPPORTED;
+    return s == CUBLAS_STATUS_SUCCESS && found == 1
+               ? s
+               : CUBLAS_STATUS_NOT_SUPPORTED;
   }
   cublasStatus_t run(const void *A, const void *B, void *D) {
     float alpha = 1, beta = 0;
@@ -352,10 +433,10 @@ TEST(CudaEmu, CublasLtProductsMatchALoop) {
             double want = 0;
             for (int p = 0; p < k; ++p) {
               // Column-major storage of A (m x k or k x m) and B.
-              float x = ta ? A[bi * m * k + i * k + p]
-                           : A[bi * m * k + p * m + i];
-              float y = tb ? B[bi * k * n + p * n + j]
-                           : B[bi * k * n + j * k + p];
+              float x =
+                  ta ? A[bi * m * k + i * k + p] : A[bi * m * k + p * m + i];
+              float y =
+                  tb ? B[bi * k * n + p * n + j] : B[bi * k * n + j * k + p];
               want += double(x) * y;
             }
             EXPECT_NEAR(D[bi * m * n + j * m + i], want, 1e-5)
@@ -392,14 +473,15 @@ TEST(CudaEmu, CublasLtBiasEpilogueAddsARowBias) {
         float want = bias[i];
         for (int p = 0; p < k; ++p)
           want += A[bi * m * k + p * m + i] * B[bi * k * n + j * k + p];
-        EXPECT_EQ(D[bi * m * n + j * m + i], want) << bi << " " << i << " " << j;
+        EXPECT_EQ(D[bi * m * n + j * m + i], want)
+            << bi << " " << i << " " << j;
       }
   // A bias of another type than D's is not modelled: no algorithm (smp's
   // matmul_bias then adds the bias with its own kernel).
   Lt other;
-  EXPECT_EQ(other.plan(CUDA_R_32F, false, false, m, n, k, 1, 4, dBias,
-                       CUDA_R_16F),
-            CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(
+      other.plan(CUDA_R_32F, false, false, m, n, k, 1, 4, dBias, CUDA_R_16F),
+      CUBLAS_STATUS_NOT_SUPPORTED);
   cudaFree(dA);
   cudaFree(dB);
   cudaFree(dBias);
@@ -448,8 +530,9 @@ void biasExpectingFault() {
 
 TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
   // The bias epilogue reads one bias element per row of D.
-  EXPECT_EXIT(biasExpectingFault(), testing::ExitedWithCode(0),
-              "the bias .16 bytes, D's rows. is not inside a device allocation");
+  EXPECT_EXIT(
+      biasExpectingFault(), testing::ExitedWithCode(0),
+      "the bias .16 bytes, D's rows. is not inside a device allocation");
   // The layout spans 16 floats; A holds 15.
   EXPECT_EXIT(productExpectingFault(15, 0), testing::ExitedWithCode(0),
               "not inside a device allocation");
@@ -472,8 +555,8 @@ template <class Body> bool onTwoRanks(Body body) {
   int rank = child == 0 ? 1 : 0;
   cudaSetDevice(rank);
   ncclComm_t comm = nullptr;
-  bool ok = ncclCommInitRank(&comm, 2, id, rank) == ncclSuccess &&
-            body(comm, rank);
+  bool ok =
+      ncclCommInitRank(&comm, 2, id, rank) == ncclSuccess && body(comm, rank);
   ncclCommDestroy(comm);
   if (child == 0)
     _exit(ok ? 0 : 1);
@@ -498,10 +581,10 @@ TEST_F(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
     std::vector<float> mine = {1.0f + rank, 2.0f * rank, -1.0f, 0.5f};
     float *d = deviceCopy(mine), *all;
     cudaMalloc(&all, 8 * sizeof(float));
-    bool ok = ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, nullptr) ==
-                  ncclSuccess &&
-              ncclAllGather(d, all, 4, ncclFloat32, comm, nullptr) ==
-                  ncclSuccess;
+    bool ok =
+        ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, nullptr) ==
+            ncclSuccess &&
+        ncclAllGather(d, all, 4, ncclFloat32, comm, nullptr) == ncclSuccess;
     std::vector<float> h = hostCopy(all, 8);
     std::vector<float> want = {3, 2, -2, 1, 3, 2, -2, 1};
     return ok && h == want;
@@ -514,8 +597,8 @@ TEST_F(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
   EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
     float *d;
     cudaMalloc(&d, 8 * sizeof(float));
-    return ncclAllReduce(d, d, 4 + rank, ncclFloat32, ncclSum, comm,
-                         nullptr) == ncclInvalidUsage;
+    return ncclAllReduce(d, d, 4 + rank, ncclFloat32, ncclSum, comm, nullptr) ==
+           ncclInvalidUsage;
   }));
   // An all-gather whose send buffer overlaps its receive buffer elsewhere
   // than at this rank's slot.

@@ -154,6 +154,78 @@ TEST_F(Cuda, AttentionLargerCaseMatchesCpuAndIsDeterministic) {
   }
 }
 
+/// The f16/bf16 cases the tensor-core kernels take (AttentionMma.cu): each
+/// head dim they have, tiles with tails, GQA, causal and not, a Bool mask,
+/// a float mask with -inf and a padding mask. Against the CPU (f32 compute
+/// throughout; the tensor cores' P and dS are rounded to f16/bf16): at
+/// most 8e-4 (f16) and 7.1e-3 (bf16) of the largest value on the emulator,
+/// checked at 2e-3 and 1.5e-2; lse within 1e-5; the same bytes twice (no
+/// atomics; bf16).
+TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
+  std::vector<kt::AttnCase> cases;
+  auto add = [&](int64_t b, int64_t hq, int64_t hkv, int64_t s, int64_t sk,
+                 int64_t d, bool causal, const char *mask) {
+    kt::AttnCase c;
+    c.name = "d" + std::to_string(d) + (causal ? " causal " : " ") + mask +
+             " s" + std::to_string(s) + " sk" + std::to_string(sk);
+    c.b = b, c.hq = hq, c.hkv = hkv, c.s = s, c.sk = sk, c.d = c.dv = d;
+    c.causal = causal;
+    c.mask = mask;
+    c.scale = 1.0 / std::sqrt(double(d));
+    c.seed = 50 + cases.size();
+    cases.push_back(c);
+  };
+  add(1, 2, 1, 130, 70, 64, false, "none"); // GQA, tails on both sides
+  add(2, 2, 1, 150, 150, 64, true, "none"); // three tiles, the diagonal
+  add(1, 2, 2, 70, 140, 64, true, "bool_b1");
+  add(1, 2, 2, 65, 66, 64, false, "float_h");
+  add(2, 1, 1, 40, 100, 64, false, "pad_b");
+  add(1, 2, 1, 70, 70, 32, true, "none");
+  add(1, 1, 1, 70, 50, 96, false, "none");
+  add(1, 1, 1, 70, 70, 128, true, "bool_b1");
+  for (DType t : {DType::F16, DType::BF16})
+    for (const kt::AttnCase &c : cases) {
+      SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+      kt::AttnInputs in(c, t);
+      // (cudaMalloc's tensors are aligned)
+      ASSERT_TRUE(cuk::attentionOnTensorCores(t, c.d, c.dv, {}));
+      std::vector<Host> a = runGpu(c, in, t);
+      CpuResults cpu = runCpu(c, in, t);
+      double tol = t == DType::F16 ? 2e-3 : 1.5e-2;
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_LE(kt::maxRelDiff(a[i].values(), cpu.part[i].values()),
+                  i == 1 ? 1e-5 : tol)
+            << kParts[i];
+      if (t != DType::BF16)
+        continue; // the second run once per case (the emulator's time)
+      std::vector<Host> b = runGpu(c, in, t);
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+    }
+}
+
+/// What the tensor-core kernels take: f16/bf16, D = Dv in {32, 64, 96,
+/// 128}, 16-byte aligned tensors.
+TEST_F(Cuda, AttentionTensorCoresTakeHalfTypesOfTheirHeadDimsAligned) {
+  alignas(16) static uint16_t buffer[64];
+  TensorRef x;
+  x.dtype = DType::BF16;
+  x.shape = {1, 1, 1, 64};
+  x.data = buffer;
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x}));
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::F16, 128, 128, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::F32, 64, 64, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 32, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 40, 40, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 256, 256, {&x}));
+  TensorRef odd = x;
+  odd.data = buffer + 1; // 2-byte aligned
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &odd}));
+  TensorRef empty = odd;
+  empty.shape = {0, 1, 1, 64}; // no elements: its address is not read
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &empty}));
+}
+
 TEST_F(Cuda, AttentionRefusesWhatTheCpuRefuses) {
   Dev q(DType::F32, {2, 4, 3, 8}), k(DType::F32, {2, 3, 5, 8}),
       v(DType::F32, {2, 3, 5, 8}), out(DType::F32, {2, 4, 3, 8}),

@@ -14,6 +14,9 @@
 #ifndef SMP_CUDAEMU_DEVICE_H
 #define SMP_CUDAEMU_DEVICE_H
 
+/// kernels/cuda's sources test it where host C++ needs another form.
+#define SMP_CUDAEMU 1
+
 // CUDA's headers leave these alone when they are defined (crt/host_defines.h).
 #define __global__
 #define __device__

@@ -43,6 +43,11 @@ int syncthreadsOr(int predicate);
 void syncwarp(unsigned mask);
 /// The value `src` passed to the same shuffle (a lane of the caller's warp).
 uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width);
+/// mma.sync.aligned.m16n8k16.row.col.f32 of bf16 (else f16) operands for
+/// the calling warp: c += A B with the fragments in PTX's layout
+/// (kernels/cuda/Mma.cuh). Every lane of the warp must call it.
+void mmaM16N8K16(bool bf16, float c[4], const uint32_t a[4],
+                 const uint32_t b[2]);
 /// The launch's dynamic shared memory (`extern __shared__`).
 void *dynamicShared();
 /// A `__shared__` array (a function-local static): filled with a NaN

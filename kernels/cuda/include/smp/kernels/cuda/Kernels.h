@@ -43,6 +43,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace smp::kernels::cuda {
@@ -81,6 +82,15 @@ int device(Context &ctx);
 /// Lets fp32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 /// Off by default: fp32 GEMMs then match the CPU to fp32 rounding.
 void setAllowTF32(Context &ctx, bool allow);
+
+/// Whether attention and attention_grad of dtype t, head dims d (q, k) and
+/// dv (v) over these tensors run on the tensor cores (AttentionMma.cu):
+/// f16 or bf16, d = dv in {32, 64, 96, 128}, every tensor with elements
+/// 16-byte aligned. There, as in FlashAttention, the probabilities and
+/// their gradients are rounded to t for the products that read them; the
+/// rest runs the f32-compute kernels (the CUDA cores).
+bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
+                            std::initializer_list<const TensorRef *> tensors);
 
 /// Waits for the stream, then reads and clears the device error flag: a
 /// failure naming the op for the first data error any kernel recorded since

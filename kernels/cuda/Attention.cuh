@@ -1,0 +1,103 @@
+//===- Attention.cuh - What the attention kernels share ----------*- C++
+//-*-===//
+//
+// The arguments and mask rule of every attention kernel, the tile launch,
+// and the tensor-core path's entry points (AttentionMma.cu), which
+// Attention.cu's attention and attention_grad use when they take the case.
+// Private to kernels/cuda.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_KERNELS_CUDA_ATTENTION_CUH
+#define SMP_KERNELS_CUDA_ATTENTION_CUH
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda::detail {
+
+/// What every attention kernel reads besides its tensors (plain data).
+struct AttnArgs {
+  common::AttentionDims g;
+  float scale;
+  bool causal;
+  const void *mask; // null: none
+};
+
+/// The mask's contribution at (b, h, i, j): false when key j is not
+/// allowed for query i, else `add` is added to the score.
+template <class S>
+__device__ bool maskAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
+                       int64_t j, float &add) {
+  add = 0.0f;
+  if (a.causal && j > i)
+    return false;
+  if (!a.mask)
+    return true;
+  const int64_t *st = a.g.maskStride;
+  int64_t e = b * st[0] + h * st[1] + i * st[2] + j * st[3];
+  if (a.g.boolMask)
+    return static_cast<const uint8_t *>(a.mask)[e] != 0;
+  add = FT<S>::load(static_cast<const S *>(a.mask)[e]);
+  return add != -INFINITY;
+}
+
+inline int blocksOf(int64_t n, int64_t tile) {
+  return static_cast<int>((n + tile - 1) / tile);
+}
+
+/// Launches `kernel` over [ceil(rows / tile), heads, batch] blocks of
+/// `threads` threads with `bytes` of dynamic shared memory, or fails naming the
+/// head dims when the device has less.
+template <class K, class... Args>
+Status launchTiles(const char *op, K kernel, size_t bytes, int64_t rows,
+                   int tile, int64_t heads, int threads,
+                   const common::AttentionDims &g, const Context &ctx,
+                   Args... args) {
+  int most = 0;
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                 ctx.device)));
+  if (bytes > static_cast<size_t>(most))
+    return fail(op, "head dims D = " + std::to_string(g.d) +
+                        ", Dv = " + std::to_string(g.dv) + " need " +
+                        std::to_string(bytes) +
+                        " bytes of shared memory per block, the device has " +
+                        std::to_string(most));
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op,
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes))));
+  dim3 grid(blocksOf(rows, tile), static_cast<unsigned>(heads),
+            static_cast<unsigned>(g.b));
+  kernel<<<grid, threads, bytes, ctx.stream>>>(args...);
+  return launchStatus(op);
+}
+
+inline AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
+                         float scale, bool causal) {
+  AttnArgs a;
+  a.g = g;
+  a.scale = scale;
+  a.causal = causal;
+  a.mask = mask && mask->numel() > 0 ? mask->data : nullptr;
+  return a;
+}
+
+/// The forward on the tensor cores (attentionOnTensorCores is true).
+Status attentionMma(const char *op, const AttnArgs &a, DType t,
+                    const Context &ctx, const TensorRef &q, const TensorRef &k,
+                    const TensorRef &v, const TensorRef &out,
+                    const TensorRef &lse);
+
+/// The backward on the tensor cores (attentionOnTensorCores is true): dk and dv
+/// when either has elements, dq when it has.
+Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
+                        const Context &ctx, const TensorRef &q,
+                        const TensorRef &k, const TensorRef &v,
+                        const TensorRef &out, const TensorRef &lse,
+                        const TensorRef &dout, const TensorRef &dq,
+                        const TensorRef &dk, const TensorRef &dv);
+
+} // namespace smp::kernels::cuda::detail
+
+#endif // SMP_KERNELS_CUDA_ATTENTION_CUH

@@ -1,0 +1,461 @@
+//===- AttentionMma.cu - Fused attention on the tensor cores --------------===//
+//
+// FlashAttention-2 for f16/bf16 q, k, v with D = Dv in {32, 64, 96, 128}:
+// every product on the tensor cores (mma.sync.m16n8k16, f32 accumulation;
+// Mma.cuh), the softmax in f32 registers. Tiles of 64 queries and 64 keys,
+// four warps of 16 rows each; q, k, v, dout tiles staged in shared memory
+// (row stride D + 8 elements: the fragment loads of a warp fall in distinct
+// banks).
+//
+//   forward:  one block per (query tile, head, batch): S = Q K^T, the
+//             online softmax per row (running max m and sum l), O += P V
+//             with P rounded to the storage type in the registers.
+//   backward: the deterministic two passes of Attention.cu, no atomics,
+//             after a kernel that writes Dsum = rowsum(dout * out) (f32,
+//             stream-ordered scratch):
+//             keys:    one block per (key tile, key/value head, batch), the
+//                      warp's rows are keys: S^T = K Q^T, P^T, dP^T = V dO^T,
+//                      dS^T = P^T (dP^T - Dsum), dV += P^T dO, dK += dS^T Q
+//                      over the query tiles of every head of the group;
+//             queries: one block per (query tile, head, batch): S, P,
+//                      dP = dO V^T, dS, dQ += dS K over the key tiles.
+//
+// Like FlashAttention and cuDNN, P and dS are rounded to f16/bf16 for the
+// products that read them; scores, softmax statistics and accumulators stay
+// f32. Key tiles above the causal diagonal are not visited; elements are
+// masked (causal, the mask, past the sequences) only in tiles that need it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.cuh"
+#include "Mma.cuh"
+
+namespace smp::kernels::cuda {
+using namespace detail;
+
+namespace {
+
+constexpr int kAttnTile = 64;      // queries and keys per tile
+constexpr int kAttnThreads = 128;  // 4 warps of 16 rows
+constexpr int kAttnPad = 8;        // elements after each shared-memory row
+constexpr int kNt = kAttnTile / 8; // n-tiles of a 64-column score tile
+
+template <int D> constexpr int64_t kLd = D + kAttnPad;
+template <int D> constexpr size_t tileBytes() {
+  return sizeof(uint16_t) * kAttnTile * kLd<D>;
+}
+
+/// Rows [r0, r0 + 64) of a [rows][D] tensor into a shared tile (rows past
+/// `rows` zero).
+template <class S, int D>
+__device__ void loadRows(const S *src, int64_t r0, int64_t rows, S *tile) {
+  constexpr int kVec = D / 8; // 16-byte vectors a row
+  for (int e = threadIdx.x; e < kAttnTile * kVec; e += kAttnThreads) {
+    int r = e / kVec, c = e % kVec * 8;
+    S *to = tile + r * kLd<D> + c;
+    if (r0 + r < rows)
+      copy16(to, src + (r0 + r) * D + c);
+    else
+      zero16(to);
+  }
+}
+
+/// A shared tile into rows [r0, min(r0 + 64, rows)) of a [rows][D] tensor.
+template <class S, int D>
+__device__ void storeRows(const S *tile, S *dst, int64_t r0, int64_t rows) {
+  constexpr int kVec = D / 8;
+  for (int e = threadIdx.x; e < kAttnTile * kVec; e += kAttnThreads) {
+    int r = e / kVec, c = e % kVec * 8;
+    if (r0 + r < rows)
+      copy16(dst + (r0 + r) * D + c, tile + r * kLd<D> + c);
+  }
+}
+
+/// The warp's C fragments (16 rows from r0, D columns) times `scale`,
+/// rounded into a shared tile.
+template <class S, int D>
+__device__ void fragmentsToTile(const float (&c)[D / 8][4], float scale,
+                                S *tile, int r0) {
+  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  for (int nt = 0; nt < D / 8; ++nt)
+    for (int half = 0; half < 2; ++half) {
+      S *p = tile + (r0 + g + 8 * half) * kLd<D> + nt * 8 + 2 * t;
+      p[0] = FT<S>::store(scale * c[nt][2 * half]);
+      p[1] = FT<S>::store(scale * c[nt][2 * half + 1]);
+    }
+}
+
+/// acc = A B^T for the warp's 16 rows [r0, r0 + 16) of tile a and the 64
+/// rows of tile b, over D: a 16 x 64 score tile.
+template <class S, int D>
+__device__ void productABt(float (&acc)[kNt][4], const S *a, int r0,
+                           const S *b) {
+  for (int nt = 0; nt < kNt; ++nt)
+    for (int i = 0; i < 4; ++i)
+      acc[nt][i] = 0.0f;
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t fa[4];
+    loadA(fa, a, kLd<D>, r0, kk * 16);
+    for (int nt = 0; nt < kNt; ++nt) {
+      uint32_t b0, b1;
+      loadBt(b0, b1, b, kLd<D>, nt * 8, kk * 16);
+      mma16816<S>(acc[nt], fa, b0, b1);
+    }
+  }
+}
+
+/// acc += P X for the warp's 16 x 64 tile p (C fragments, rounded to S) and
+/// the 64 x D tile x.
+template <class S, int D>
+__device__ void accumulatePX(float (&acc)[D / 8][4], const float (&p)[kNt][4],
+                             const S *x) {
+  for (int kk = 0; kk < kAttnTile / 16; ++kk) {
+    uint32_t fa[4];
+    packA<S>(fa, p[2 * kk], p[2 * kk + 1]);
+    for (int nt = 0; nt < D / 8; ++nt) {
+      uint32_t b0, b1;
+      loadB(b0, b1, x, kLd<D>, kk * 16, nt * 8);
+      mma16816<S>(acc[nt], fa, b0, b1);
+    }
+  }
+}
+
+/// Whether a query tile [i0, i0 + 64) against a key tile [j0, j0 + 64)
+/// needs elements masked: a mask, the causal diagonal, or a sequence's end.
+__device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0,
+                                     int64_t j0) {
+  return a.mask || (a.causal && j0 + kAttnTile - 1 > i0) ||
+         i0 + kAttnTile > a.g.s || j0 + kAttnTile > a.g.sk;
+}
+
+/// The warp's scores scaled, with -inf where key j may not be seen by query
+/// i. Fragment rows start at query r0 and columns at key c0; kKeyRows: the
+/// rows are keys and the columns queries (the key pass's S^T).
+template <class S, bool kKeyRows>
+__device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
+                             int64_t h, int64_t r0, int64_t c0, bool mask) {
+  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  for (int nt = 0; nt < kNt; ++nt)
+    for (int e = 0; e < 4; ++e) {
+      float v = a.scale * s[nt][e];
+      if (mask) {
+        int64_t r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + e % 2;
+        int64_t i = kKeyRows ? c : r, j = kKeyRows ? r : c;
+        float add;
+        if (i >= a.g.s || j >= a.g.sk || !maskAt<S>(a, b, h, i, j, add))
+          v = -INFINITY;
+        else
+          v += add;
+      }
+      s[nt][e] = v;
+    }
+}
+
+/// exp(s - lse) of an allowed score, 0 for a masked one or an empty row.
+__device__ inline float probability(float s, float lse) {
+  return s == -INFINITY || lse == -INFINITY ? 0.0f : expf(s - lse);
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+/// The online softmax of the warp's score tile: s becomes P = exp(s - m)
+/// with the rows' new maxima m; l and the output rows o are rescaled.
+template <int D>
+__device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
+                              float (&o)[D / 8][4]) {
+  for (int half = 0; half < 2; ++half) {
+    float mx = -INFINITY;
+    for (int nt = 0; nt < kNt; ++nt)
+      mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    float mNew = fmaxf(m[half], mx);
+    float corr = m[half] == -INFINITY ? 0.0f : expf(m[half] - mNew);
+    float sum = 0.0f;
+    for (int nt = 0; nt < kNt; ++nt)
+      for (int e = 2 * half; e < 2 * half + 2; ++e) {
+        float p = s[nt][e] == -INFINITY ? 0.0f : expf(s[nt][e] - mNew);
+        s[nt][e] = p;
+        sum += p;
+      }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    l[half] = l[half] * corr + sum;
+    m[half] = mNew;
+    for (int nt = 0; nt < D / 8; ++nt) {
+      o[nt][2 * half] *= corr;
+      o[nt][2 * half + 1] *= corr;
+    }
+  }
+}
+
+template <class S, int D>
+__global__ void __launch_bounds__(kAttnThreads)
+    attnForwardMma(AttnArgs a, const S *q, const S *k, const S *v, S *out,
+                   float *lse) {
+  extern __shared__ float4 smem[];
+  const common::AttentionDims &g = a.g;
+  S *sq = reinterpret_cast<S *>(smem), *sk = sq + kAttnTile * kLd<D>,
+    *sv = sk + kAttnTile * kLd<D>;
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
+  int64_t kvh = h / g.group;
+  int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
+  int w = threadIdx.x / 32;
+  loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
+  float o[D / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
+  for (int64_t j0 = 0; j0 < jEnd; j0 += kAttnTile) {
+    __syncthreads(); // the previous tiles' readers are done
+    loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
+    loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
+    __syncthreads();
+    float s[kNt][4];
+    productABt<S, D>(s, sq, 16 * w, sk);
+    scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                           tileNeedsMask(a, i0, j0));
+    onlineSoftmax<D>(s, m, l, o);
+    accumulatePX<S, D>(o, s, sv);
+  }
+  __syncthreads(); // every warp is done with sq
+  int gr = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  for (int nt = 0; nt < D / 8; ++nt)
+    for (int e = 0; e < 4; ++e) {
+      float lr = l[e / 2];
+      o[nt][e] = lr == 0.0f ? 0.0f : o[nt][e] / lr;
+    }
+  fragmentsToTile<S, D>(o, 1.0f, sq, 16 * w);
+  if (t == 0)
+    for (int half = 0; half < 2; ++half) {
+      int64_t i = i0 + 16 * w + gr + 8 * half;
+      if (i < g.s)
+        lse[qRow0 + i] = l[half] == 0.0f ? -INFINITY : m[half] + logf(l[half]);
+    }
+  __syncthreads();
+  storeRows<S, D>(sq, out + qRow0 * D, i0, g.s);
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// dsum[row] = dout[row] . out[row] over D, f32, one fmaf chain in order.
+template <class S, int D>
+__global__ void attnDsum(const S *out, const S *dout, float *dsum,
+                         int64_t rows) {
+  int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  float acc = 0.0f;
+  for (int c = 0; c < D; ++c)
+    acc = fmaf(FT<S>::load(dout[r * D + c]), FT<S>::load(out[r * D + c]), acc);
+  dsum[r] = acc;
+}
+
+/// dS = P (dP - Dsum) in place of dp, s becoming P: one value per element;
+/// `stat(e, nt)` gives the (lse, Dsum) of the element's query.
+template <class F>
+__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat) {
+  for (int nt = 0; nt < kNt; ++nt)
+    for (int e = 0; e < 4; ++e) {
+      float2 ld = stat(nt, e);
+      float p = probability(s[nt][e], ld.x);
+      s[nt][e] = p;
+      dp[nt][e] = p * (dp[nt][e] - ld.y);
+    }
+}
+
+template <class S, int D>
+__global__ void __launch_bounds__(kAttnThreads)
+    attnGradKeysMma(AttnArgs a, const S *q, const S *k, const S *v,
+                    const float *lse, const float *dsum, const S *dout, S *dk,
+                    S *dv) {
+  extern __shared__ float4 smem[];
+  const common::AttentionDims &g = a.g;
+  S *sk = reinterpret_cast<S *>(smem), *sv = sk + kAttnTile * kLd<D>,
+    *sq = sv + kAttnTile * kLd<D>, *sdo = sq + kAttnTile * kLd<D>;
+  float *sLse = reinterpret_cast<float *>(sdo + kAttnTile * kLd<D>),
+        *sDsum = sLse + kAttnTile;
+  int64_t b = blockIdx.z, kvh = blockIdx.y,
+          j0 = int64_t(blockIdx.x) * kAttnTile;
+  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
+  int w = threadIdx.x / 32, t = threadIdx.x % 4;
+  loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
+  loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
+  float dkAcc[D / 8][4] = {}, dvAcc[D / 8][4] = {};
+  for (int64_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h) {
+    int64_t qRow0 = (b * g.hq + h) * g.s;
+    for (int64_t i0 = a.causal ? j0 : 0; i0 < g.s; i0 += kAttnTile) {
+      __syncthreads(); // the previous query tile's readers are done
+      loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
+      loadRows<S, D>(dout + qRow0 * D, i0, g.s, sdo);
+      if (threadIdx.x < kAttnTile) {
+        int64_t i = i0 + threadIdx.x;
+        sLse[threadIdx.x] = i < g.s ? lse[qRow0 + i] : -INFINITY;
+        sDsum[threadIdx.x] = i < g.s ? dsum[qRow0 + i] : 0.0f;
+      }
+      __syncthreads();
+      float s[kNt][4], dp[kNt][4];
+      productABt<S, D>(s, sk, 16 * w, sq);
+      scaleAndMask<S, true>(s, a, b, h, j0 + 16 * w, i0,
+                            tileNeedsMask(a, i0, j0));
+      productABt<S, D>(dp, sv, 16 * w, sdo);
+      probsAndDs(s, dp, [&](int nt, int e) {
+        int c = nt * 8 + 2 * t + e % 2; // the query of the column
+        return make_float2(sLse[c], sDsum[c]);
+      });
+      accumulatePX<S, D>(dvAcc, s, sdo); // dV += P^T dO
+      accumulatePX<S, D>(dkAcc, dp, sq); // dK += dS^T Q
+    }
+  }
+  __syncthreads(); // every warp is done with sk and sv
+  fragmentsToTile<S, D>(dkAcc, a.scale, sk, 16 * w);
+  fragmentsToTile<S, D>(dvAcc, 1.0f, sv, 16 * w);
+  __syncthreads();
+  storeRows<S, D>(sk, dk + kRow0 * D, j0, g.sk);
+  storeRows<S, D>(sv, dv + kRow0 * D, j0, g.sk);
+}
+
+template <class S, int D>
+__global__ void __launch_bounds__(kAttnThreads)
+    attnGradQueriesMma(AttnArgs a, const S *q, const S *k, const S *v,
+                       const float *lse, const float *dsum, const S *dout,
+                       S *dq) {
+  extern __shared__ float4 smem[];
+  const common::AttentionDims &g = a.g;
+  S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kAttnTile * kLd<D>,
+    *sk = sdo + kAttnTile * kLd<D>, *sv = sk + kAttnTile * kLd<D>;
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
+  int64_t kvh = h / g.group;
+  int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
+  int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
+  loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
+  loadRows<S, D>(dout + qRow0 * D, i0, g.s, sdo);
+  float rowLse[2], rowDsum[2];
+  for (int half = 0; half < 2; ++half) {
+    int64_t i = i0 + 16 * w + gr + 8 * half;
+    rowLse[half] = i < g.s ? lse[qRow0 + i] : -INFINITY;
+    rowDsum[half] = i < g.s ? dsum[qRow0 + i] : 0.0f;
+  }
+  float dqAcc[D / 8][4] = {};
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
+  for (int64_t j0 = 0; j0 < jEnd; j0 += kAttnTile) {
+    __syncthreads(); // the previous key tile's readers are done
+    loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
+    loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
+    __syncthreads();
+    float s[kNt][4], dp[kNt][4];
+    productABt<S, D>(s, sq, 16 * w, sk);
+    scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                           tileNeedsMask(a, i0, j0));
+    productABt<S, D>(dp, sdo, 16 * w, sv);
+    probsAndDs(s, dp, [&](int, int e) {
+      return make_float2(rowLse[e / 2], rowDsum[e / 2]);
+    });
+    accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
+  }
+  __syncthreads(); // every warp is done with sq
+  fragmentsToTile<S, D>(dqAcc, a.scale, sq, 16 * w);
+  __syncthreads();
+  storeRows<S, D>(sq, dq + qRow0 * D, i0, g.s);
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+/// Calls f(Tag<S>{}, std::integral_constant<int, D>{}) for the dtype and
+/// head dim (attentionOnTensorCores said yes).
+template <class F> Status visitMma(const char *op, DType t, int64_t d, F &&f) {
+  auto withDim = [&](auto tag) -> Status {
+    switch (d) {
+    case 32:
+      return f(tag, std::integral_constant<int, 32>{});
+    case 64:
+      return f(tag, std::integral_constant<int, 64>{});
+    case 96:
+      return f(tag, std::integral_constant<int, 96>{});
+    case 128:
+      return f(tag, std::integral_constant<int, 128>{});
+    default:
+      return fail(op,
+                  "no tensor-core kernel for head dim " + std::to_string(d));
+    }
+  };
+  if (t == DType::BF16)
+    return withDim(Tag<__nv_bfloat16>{});
+  if (t == DType::F16)
+    return withDim(Tag<__half>{});
+  return unsupported(op, t);
+}
+
+} // namespace
+
+bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
+                            std::initializer_list<const TensorRef *> tensors) {
+  if (t != DType::F16 && t != DType::BF16)
+    return false;
+  if (d != dv || (d != 32 && d != 64 && d != 96 && d != 128))
+    return false;
+  for (const TensorRef *x : tensors)
+    if (x->numel() > 0 && reinterpret_cast<uintptr_t>(x->data) % 16 != 0)
+      return false;
+  return true;
+}
+
+namespace detail {
+
+Status attentionMma(const char *op, const AttnArgs &a, DType t,
+                    const Context &ctx, const TensorRef &q, const TensorRef &k,
+                    const TensorRef &v, const TensorRef &out,
+                    const TensorRef &lse) {
+  const common::AttentionDims &g = a.g;
+  return visitMma(op, t, g.d, [&](auto tag, auto dim) {
+    using S = typename decltype(tag)::type;
+    constexpr int D = decltype(dim)::value;
+    return launchTiles(op, attnForwardMma<S, D>, 3 * tileBytes<D>(), g.s,
+                       kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
+                       k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
+  });
+}
+
+Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
+                        const Context &ctx, const TensorRef &q,
+                        const TensorRef &k, const TensorRef &v,
+                        const TensorRef &out, const TensorRef &lse,
+                        const TensorRef &dout, const TensorRef &dq,
+                        const TensorRef &dk, const TensorRef &dv) {
+  const common::AttentionDims &g = a.g;
+  int64_t rows = g.b * g.hq * g.s;
+  Scratch dsum;
+  SMP_RETURN_IF_ERROR(
+      dsum.allocate(op, sizeof(float) * static_cast<size_t>(rows), ctx.stream));
+  return visitMma(op, t, g.d, [&](auto tag, auto dim) -> Status {
+    using S = typename decltype(tag)::type;
+    constexpr int D = decltype(dim)::value;
+    if (rows > 0) {
+      constexpr int kRowThreads = 256;
+      attnDsum<S, D>
+          <<<blocksOf(rows, kRowThreads), kRowThreads, 0, ctx.stream>>>(
+              out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
+      SMP_RETURN_IF_ERROR(launchStatus(op));
+    }
+    if (dk.numel() > 0 || dv.numel() > 0)
+      SMP_RETURN_IF_ERROR(launchTiles(
+          op, attnGradKeysMma<S, D>,
+          4 * tileBytes<D>() + 2 * kAttnTile * sizeof(float), g.sk, kAttnTile,
+          g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
+          lse.as<float>(), dsum.as<const float>(), dout.as<S>(), dk.as<S>(),
+          dv.as<S>()));
+    if (dq.numel() == 0)
+      return Status::success();
+    return launchTiles(op, attnGradQueriesMma<S, D>, 4 * tileBytes<D>(), g.s,
+                       kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
+                       k.as<S>(), v.as<S>(), lse.as<float>(),
+                       dsum.as<const float>(), dout.as<S>(), dq.as<S>());
+  });
+}
+
+} // namespace detail
+} // namespace smp::kernels::cuda
