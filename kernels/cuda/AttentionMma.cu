@@ -3,9 +3,10 @@
 // FlashAttention-2 for f16/bf16 q, k, v with D = Dv in {32, 64, 96, 128}:
 // every product on the tensor cores (mma.sync.m16n8k16, f32 accumulation;
 // Mma.cuh), the softmax in f32 registers. Tiles of 64 queries and 64 keys,
-// four warps of 16 rows each; q, k, v, dout tiles staged in shared memory
-// (row stride D + 8 elements: the fragment loads of a warp fall in distinct
-// banks).
+// four warps of 16 rows each; operand tiles in shared memory (row stride
+// D + 8 elements: ldmatrix's eight rows fall in distinct banks), read into
+// fragments with ldmatrix; the tiles a loop walks are double-buffered, the
+// next one's cp.async copies in flight while the current one is computed.
 //
 //   forward:  one block per (query tile, head, batch): S = Q K^T, the
 //             online softmax per row (running max m and sum l), O += P V
@@ -45,19 +46,51 @@ template <int D> constexpr size_t tileBytes() {
   return sizeof(uint16_t) * kAttnTile * kLd<D>;
 }
 
-/// Rows [r0, r0 + 64) of a [rows][D] tensor into a shared tile (rows past
-/// `rows` zero).
+/// Rows [r0, r0 + 64) of a [rows][D] tensor into a shared tile by cp.async
+/// (in the thread's open group); rows past `rows` are zeroed now.
 template <class S, int D>
-__device__ void loadRows(const S *src, int64_t r0, int64_t rows, S *tile) {
+__device__ void loadRowsAsync(const S *src, int64_t r0, int64_t rows, S *tile) {
   constexpr int kVec = D / 8; // 16-byte vectors a row
   for (int e = threadIdx.x; e < kAttnTile * kVec; e += kAttnThreads) {
     int r = e / kVec, c = e % kVec * 8;
     S *to = tile + r * kLd<D> + c;
     if (r0 + r < rows)
-      copy16(to, src + (r0 + r) * D + c);
+      cpAsync16(to, src + (r0 + r) * D + c);
     else
       zero16(to);
   }
+}
+
+/// The double-buffered loop over `tiles` tiles: issue(it, buf) starts the
+/// copies of tile it into buffer buf (cp.async, or plain stores), and
+/// body(it, buf) runs once tile it is in buffer buf for every thread, while
+/// tile it + 1's copies are in flight. Copies the caller started before the
+/// loop complete with tile 0's; all are done (and every thread past the
+/// last body) when it returns.
+template <class Issue, class Body>
+__device__ void pipelined(int tiles, Issue issue, Body body) {
+  if (tiles > 0)
+    issue(0, 0);
+  cpAsyncCommit();
+  for (int it = 0; it < tiles; ++it) {
+    __syncthreads(); // the readers of the buffer refilled next are done
+    if (it + 1 < tiles) {
+      issue(it + 1, (it + 1) % 2);
+      cpAsyncCommit();
+      cpAsyncWait<1>();
+    } else {
+      cpAsyncWait<0>();
+    }
+    __syncthreads(); // tile it is every thread's
+    body(it, it % 2);
+  }
+  cpAsyncWait<0>();
+  __syncthreads();
+}
+
+/// The number of 64-row tiles from row r0 to row n (0 when r0 >= n).
+__device__ inline int tilesFrom(int64_t r0, int64_t n) {
+  return n > r0 ? static_cast<int>((n - r0 + kAttnTile - 1) / kAttnTile) : 0;
 }
 
 /// A shared tile into rows [r0, min(r0 + 64, rows)) of a [rows][D] tensor.
@@ -96,10 +129,11 @@ __device__ void productABt(float (&acc)[kNt][4], const S *a, int r0,
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t fa[4];
     loadA(fa, a, kLd<D>, r0, kk * 16);
-    for (int nt = 0; nt < kNt; ++nt) {
-      uint32_t b0, b1;
-      loadBt(b0, b1, b, kLd<D>, nt * 8, kk * 16);
-      mma16816<S>(acc[nt], fa, b0, b1);
+    for (int nt = 0; nt < kNt; nt += 2) {
+      uint32_t fb[4];
+      loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
+      mma16816<S>(acc[nt], fa, fb[0], fb[1]);
+      mma16816<S>(acc[nt + 1], fa, fb[2], fb[3]);
     }
   }
 }
@@ -112,10 +146,11 @@ __device__ void accumulatePX(float (&acc)[D / 8][4], const float (&p)[kNt][4],
   for (int kk = 0; kk < kAttnTile / 16; ++kk) {
     uint32_t fa[4];
     packA<S>(fa, p[2 * kk], p[2 * kk + 1]);
-    for (int nt = 0; nt < D / 8; ++nt) {
-      uint32_t b0, b1;
-      loadB(b0, b1, x, kLd<D>, kk * 16, nt * 8);
-      mma16816<S>(acc[nt], fa, b0, b1);
+    for (int nt = 0; nt < D / 8; nt += 2) {
+      uint32_t fb[4];
+      loadB2(fb, x, kLd<D>, kk * 16, nt * 8);
+      mma16816<S>(acc[nt], fa, fb[0], fb[1]);
+      mma16816<S>(acc[nt + 1], fa, fb[2], fb[3]);
     }
   }
 }
@@ -197,28 +232,31 @@ __global__ void __launch_bounds__(kAttnThreads)
                    float *lse) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  S *sq = reinterpret_cast<S *>(smem), *sk = sq + kAttnTile * kLd<D>,
-    *sv = sk + kAttnTile * kLd<D>;
+  constexpr int64_t kT = kAttnTile * kLd<D>;           // elements of a tile
+  S *sq = reinterpret_cast<S *>(smem), *skv = sq + kT; // k0 v0 k1 v1
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
   int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
   int w = threadIdx.x / 32;
-  loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
+  loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sq);
   float o[D / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
-  for (int64_t j0 = 0; j0 < jEnd; j0 += kAttnTile) {
-    __syncthreads(); // the previous tiles' readers are done
-    loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
-    loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
-    __syncthreads();
-    float s[kNt][4];
-    productABt<S, D>(s, sq, 16 * w, sk);
-    scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
-                           tileNeedsMask(a, i0, j0));
-    onlineSoftmax<D>(s, m, l, o);
-    accumulatePX<S, D>(o, s, sv);
-  }
-  __syncthreads(); // every warp is done with sq
+  pipelined(
+      tilesFrom(0, jEnd),
+      [&](int it, int buf) {
+        int64_t j0 = int64_t(it) * kAttnTile;
+        loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, skv + 2 * buf * kT);
+        loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, skv + (2 * buf + 1) * kT);
+      },
+      [&](int it, int buf) {
+        int64_t j0 = int64_t(it) * kAttnTile;
+        float s[kNt][4];
+        productABt<S, D>(s, sq, 16 * w, skv + 2 * buf * kT);
+        scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                               tileNeedsMask(a, i0, j0));
+        onlineSoftmax<D>(s, m, l, o);
+        accumulatePX<S, D>(o, s, skv + (2 * buf + 1) * kT);
+      });
   int gr = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   for (int nt = 0; nt < D / 8; ++nt)
     for (int e = 0; e < 4; ++e) {
@@ -273,43 +311,54 @@ __global__ void __launch_bounds__(kAttnThreads)
                     S *dv) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  S *sk = reinterpret_cast<S *>(smem), *sv = sk + kAttnTile * kLd<D>,
-    *sq = sv + kAttnTile * kLd<D>, *sdo = sq + kAttnTile * kLd<D>;
-  float *sLse = reinterpret_cast<float *>(sdo + kAttnTile * kLd<D>),
-        *sDsum = sLse + kAttnTile;
+  constexpr int64_t kT = kAttnTile * kLd<D>;
+  // k, v, then two buffers of (q, dout), then two of (lse, Dsum).
+  S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
+  float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
           j0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
   int w = threadIdx.x / 32, t = threadIdx.x % 4;
-  loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
-  loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
+  loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, sk);
+  loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, sv);
   float dkAcc[D / 8][4] = {}, dvAcc[D / 8][4] = {};
-  for (int64_t h = kvh * g.group; h < (kvh + 1) * g.group; ++h) {
-    int64_t qRow0 = (b * g.hq + h) * g.s;
-    for (int64_t i0 = a.causal ? j0 : 0; i0 < g.s; i0 += kAttnTile) {
-      __syncthreads(); // the previous query tile's readers are done
-      loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
-      loadRows<S, D>(dout + qRow0 * D, i0, g.s, sdo);
-      if (threadIdx.x < kAttnTile) {
-        int64_t i = i0 + threadIdx.x;
-        sLse[threadIdx.x] = i < g.s ? lse[qRow0 + i] : -INFINITY;
-        sDsum[threadIdx.x] = i < g.s ? dsum[qRow0 + i] : 0.0f;
-      }
-      __syncthreads();
-      float s[kNt][4], dp[kNt][4];
-      productABt<S, D>(s, sk, 16 * w, sq);
-      scaleAndMask<S, true>(s, a, b, h, j0 + 16 * w, i0,
-                            tileNeedsMask(a, i0, j0));
-      productABt<S, D>(dp, sv, 16 * w, sdo);
-      probsAndDs(s, dp, [&](int nt, int e) {
-        int c = nt * 8 + 2 * t + e % 2; // the query of the column
-        return make_float2(sLse[c], sDsum[c]);
+  // The query tiles of every head of the group, in order.
+  int64_t iStart = a.causal ? j0 : 0;
+  int perHead = tilesFrom(iStart, g.s);
+  auto headOf = [&](int it) { return kvh * g.group + it / perHead; };
+  auto rowOf = [&](int it) {
+    return iStart + int64_t(it % perHead) * kAttnTile;
+  };
+  pipelined(
+      perHead * static_cast<int>(g.group),
+      [&](int it, int buf) {
+        int64_t qRow0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
+        loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sqdo + 2 * buf * kT);
+        loadRowsAsync<S, D>(dout + qRow0 * D, i0, g.s,
+                            sqdo + (2 * buf + 1) * kT);
+        if (threadIdx.x < kAttnTile) {
+          int64_t i = i0 + threadIdx.x;
+          float *st = sStat + 2 * buf * kAttnTile;
+          st[threadIdx.x] = i < g.s ? lse[qRow0 + i] : -INFINITY;
+          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[qRow0 + i] : 0.0f;
+        }
+      },
+      [&](int it, int buf) {
+        const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
+        const float *st = sStat + 2 * buf * kAttnTile;
+        int64_t i0 = rowOf(it);
+        float s[kNt][4], dp[kNt][4];
+        productABt<S, D>(s, sk, 16 * w, sq);
+        scaleAndMask<S, true>(s, a, b, headOf(it), j0 + 16 * w, i0,
+                              tileNeedsMask(a, i0, j0));
+        productABt<S, D>(dp, sv, 16 * w, sdo);
+        probsAndDs(s, dp, [&](int nt, int e) {
+          int c = nt * 8 + 2 * t + e % 2; // the query of the column
+          return make_float2(st[c], st[kAttnTile + c]);
+        });
+        accumulatePX<S, D>(dvAcc, s, sdo); // dV += P^T dO
+        accumulatePX<S, D>(dkAcc, dp, sq); // dK += dS^T Q
       });
-      accumulatePX<S, D>(dvAcc, s, sdo); // dV += P^T dO
-      accumulatePX<S, D>(dkAcc, dp, sq); // dK += dS^T Q
-    }
-  }
-  __syncthreads(); // every warp is done with sk and sv
   fragmentsToTile<S, D>(dkAcc, a.scale, sk, 16 * w);
   fragmentsToTile<S, D>(dvAcc, 1.0f, sv, 16 * w);
   __syncthreads();
@@ -324,14 +373,14 @@ __global__ void __launch_bounds__(kAttnThreads)
                        S *dq) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kAttnTile * kLd<D>,
-    *sk = sdo + kAttnTile * kLd<D>, *sv = sk + kAttnTile * kLd<D>;
+  constexpr int64_t kT = kAttnTile * kLd<D>;
+  S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kT, *skv = sdo + kT;
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
   int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
-  loadRows<S, D>(q + qRow0 * D, i0, g.s, sq);
-  loadRows<S, D>(dout + qRow0 * D, i0, g.s, sdo);
+  loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sq);
+  loadRowsAsync<S, D>(dout + qRow0 * D, i0, g.s, sdo);
   float rowLse[2], rowDsum[2];
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;
@@ -340,22 +389,26 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
   float dqAcc[D / 8][4] = {};
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
-  for (int64_t j0 = 0; j0 < jEnd; j0 += kAttnTile) {
-    __syncthreads(); // the previous key tile's readers are done
-    loadRows<S, D>(k + kRow0 * D, j0, g.sk, sk);
-    loadRows<S, D>(v + kRow0 * D, j0, g.sk, sv);
-    __syncthreads();
-    float s[kNt][4], dp[kNt][4];
-    productABt<S, D>(s, sq, 16 * w, sk);
-    scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
-                           tileNeedsMask(a, i0, j0));
-    productABt<S, D>(dp, sdo, 16 * w, sv);
-    probsAndDs(s, dp, [&](int, int e) {
-      return make_float2(rowLse[e / 2], rowDsum[e / 2]);
-    });
-    accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
-  }
-  __syncthreads(); // every warp is done with sq
+  pipelined(
+      tilesFrom(0, jEnd),
+      [&](int it, int buf) {
+        int64_t j0 = int64_t(it) * kAttnTile;
+        loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, skv + 2 * buf * kT);
+        loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, skv + (2 * buf + 1) * kT);
+      },
+      [&](int it, int buf) {
+        int64_t j0 = int64_t(it) * kAttnTile;
+        const S *sk = skv + 2 * buf * kT, *sv = skv + (2 * buf + 1) * kT;
+        float s[kNt][4], dp[kNt][4];
+        productABt<S, D>(s, sq, 16 * w, sk);
+        scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                               tileNeedsMask(a, i0, j0));
+        productABt<S, D>(dp, sdo, 16 * w, sv);
+        probsAndDs(s, dp, [&](int, int e) {
+          return make_float2(rowLse[e / 2], rowDsum[e / 2]);
+        });
+        accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
+      });
   fragmentsToTile<S, D>(dqAcc, a.scale, sq, 16 * w);
   __syncthreads();
   storeRows<S, D>(sq, dq + qRow0 * D, i0, g.s);
@@ -414,7 +467,7 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
   return visitMma(op, t, g.d, [&](auto tag, auto dim) {
     using S = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    return launchTiles(op, attnForwardMma<S, D>, 3 * tileBytes<D>(), g.s,
+    return launchTiles(op, attnForwardMma<S, D>, 5 * tileBytes<D>(), g.s,
                        kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
                        k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
   });
@@ -444,13 +497,13 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
     if (dk.numel() > 0 || dv.numel() > 0)
       SMP_RETURN_IF_ERROR(launchTiles(
           op, attnGradKeysMma<S, D>,
-          4 * tileBytes<D>() + 2 * kAttnTile * sizeof(float), g.sk, kAttnTile,
+          6 * tileBytes<D>() + 4 * kAttnTile * sizeof(float), g.sk, kAttnTile,
           g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
           lse.as<float>(), dsum.as<const float>(), dout.as<S>(), dk.as<S>(),
           dv.as<S>()));
     if (dq.numel() == 0)
       return Status::success();
-    return launchTiles(op, attnGradQueriesMma<S, D>, 4 * tileBytes<D>(), g.s,
+    return launchTiles(op, attnGradQueriesMma<S, D>, 6 * tileBytes<D>(), g.s,
                        kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
                        k.as<S>(), v.as<S>(), lse.as<float>(),
                        dsum.as<const float>(), dout.as<S>(), dq.as<S>());

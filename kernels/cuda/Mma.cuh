@@ -2,8 +2,9 @@
 //-*-===//
 //
 // The warp-wide mma.sync.m16n8k16 product of 16-bit operands with f32
-// accumulation (sm_80 and later, H100/H200 included) and the loads that fill
-// its fragments from shared memory. Fragment layouts are PTX's (PTX ISA,
+// accumulation (sm_80 and later, H100/H200 included), the ldmatrix loads
+// that fill its fragments from shared memory, and cp.async copies from
+// global to shared memory. Fragment layouts are PTX's (PTX ISA,
 // "Matrix Fragments for mma.m16n8k16 with floating point type"); with
 // g = lane / 4 and t = lane % 4:
 //
@@ -18,10 +19,11 @@
 // 16 bits, the A fragment of the next product's k-step k: FlashAttention's
 // probabilities never leave the registers.
 //
-// In the CUDA emulator (SMP_CUDAEMU) the product is the emulator's
-// mmaM16N8K16 (kernels/cudaemu/Mma.cpp), which exchanges the warp's
-// registers and checks that every lane takes part, and the loads are
-// memcpy (no type punning in host C++).
+// In the CUDA emulator (SMP_CUDAEMU) the product and ldmatrix are the
+// emulator's (kernels/cudaemu/Mma.cpp: the warp's registers exchanged, every
+// lane checked to take part), cp.async copies when its group is waited for
+// (Fibers.cpp: a read before the wait sees the old bytes), and plain loads
+// are memcpy (no type punning in host C++).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,17 +41,6 @@ template <class S>
 constexpr bool kMmaType =
     std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>;
 
-/// The 32 bits at p (two adjacent 16-bit elements; p 4-byte aligned).
-template <class S> __device__ inline uint32_t ld32(const S *p) {
-#ifdef SMP_CUDAEMU
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-#else
-  return *reinterpret_cast<const uint32_t *>(p);
-#endif
-}
-
 /// The 16 bits of one element.
 template <class S> __device__ inline uint32_t bitsOf(S v) {
   uint16_t u;
@@ -62,13 +53,6 @@ template <class S> __device__ inline uint32_t bitsOf(S v) {
     u = __bfloat16_as_ushort(v);
 #endif
   return u;
-}
-
-/// p[0] and p[stride] in one register (a B fragment's column pair read from
-/// a row-major tile: two rows, one column).
-template <class S>
-__device__ inline uint32_t ld16x2(const S *p, int64_t stride) {
-  return bitsOf(p[0]) | (bitsOf(p[stride]) << 16);
 }
 
 /// lo and hi rounded to S, in one register.
@@ -121,39 +105,88 @@ __device__ inline void mma16816(float (&c)[4], const uint32_t (&a)[4],
 #endif
 }
 
+/// ldmatrix.x4 (kTrans: .trans) from shared memory: lane l gives the
+/// address of row l % 8 of 8 x 8 matrix l / 8 (16-byte aligned); r[i] is
+/// matrix i as an A/B-fragment register (of its transpose with kTrans).
+template <bool kTrans>
+__device__ inline void ldmatrixX4(uint32_t (&r)[4], const void *row) {
+#ifdef SMP_CUDAEMU
+  ::smp::cudaemu::ldmatrixX4(kTrans, r, row);
+#else
+  uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(at));
+#endif
+}
+
 /// The A fragment of rows [r0, r0 + 16) and columns [c0, c0 + 16) of a
-/// row-major shared-memory tile with row stride ld.
+/// row-major shared-memory tile with row stride ld (elements; rows 16-byte
+/// aligned).
 template <class S>
 __device__ inline void loadA(uint32_t (&a)[4], const S *tile, int64_t ld,
                              int r0, int c0) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const S *p = tile + (r0 + g) * ld + c0 + 2 * t;
-  a[0] = ld32(p);
-  a[1] = ld32(p + 8 * ld);
-  a[2] = ld32(p + 8);
-  a[3] = ld32(p + 8 * ld + 8);
+  int l = threadIdx.x % 32, i = l / 8;
+  ldmatrixX4<false>(a, tile + (r0 + l % 8 + i % 2 * 8) * ld + c0 + i / 2 * 8);
 }
 
-/// The B fragment of B = X^T for a row-major tile X (B[k][n] = X[n][k]):
-/// k = columns [c0, c0 + 16) of X, n = rows [r0, r0 + 8).
+/// The B fragments of B = X^T for a row-major tile X (B[k][n] = X[n][k]),
+/// k = columns [c0, c0 + 16) of X, for two n-tiles: rows [r0, r0 + 8) in
+/// b[0], b[1] and rows [r0 + 8, r0 + 16) in b[2], b[3].
 template <class S>
-__device__ inline void loadBt(uint32_t &b0, uint32_t &b1, const S *tile,
-                              int64_t ld, int r0, int c0) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const S *p = tile + (r0 + g) * ld + c0 + 2 * t;
-  b0 = ld32(p);
-  b1 = ld32(p + 8);
+__device__ inline void loadBt2(uint32_t (&b)[4], const S *tile, int64_t ld,
+                               int r0, int c0) {
+  int l = threadIdx.x % 32, i = l / 8;
+  ldmatrixX4<false>(b, tile + (r0 + l % 8 + i / 2 * 8) * ld + c0 + i % 2 * 8);
 }
 
-/// The B fragment of B = X for a row-major tile X: k = rows [r0, r0 + 16),
-/// n = columns [c0, c0 + 8).
+/// The B fragments of B = X for a row-major tile X, k = rows [r0, r0 + 16),
+/// for two n-tiles: columns [c0, c0 + 8) in b[0], b[1] and
+/// [c0 + 8, c0 + 16) in b[2], b[3].
 template <class S>
-__device__ inline void loadB(uint32_t &b0, uint32_t &b1, const S *tile,
-                             int64_t ld, int r0, int c0) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  const S *p = tile + (r0 + 2 * t) * ld + c0 + g;
-  b0 = ld16x2(p, ld);
-  b1 = ld16x2(p + 8 * ld, ld);
+__device__ inline void loadB2(uint32_t (&b)[4], const S *tile, int64_t ld,
+                              int r0, int c0) {
+  int l = threadIdx.x % 32, i = l / 8;
+  ldmatrixX4<true>(b, tile + (r0 + l % 8 + i % 2 * 8) * ld + c0 + i / 2 * 8);
+}
+
+/// cp.async of 16 bytes from global src to shared dst (both 16-byte
+/// aligned), in the thread's open group.
+__device__ inline void cpAsync16(void *dst, const void *src) {
+#ifdef SMP_CUDAEMU
+  ::smp::cudaemu::cpAsync(dst, src, 16);
+#else
+  uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at),
+               "l"(src));
+#endif
+}
+
+/// cp.async.commit_group: the thread's copies since the last commit form a
+/// group.
+__device__ inline void cpAsyncCommit() {
+#ifdef SMP_CUDAEMU
+  ::smp::cudaemu::cpAsyncCommit();
+#else
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/// cp.async.wait_group kN: the thread's committed groups but the newest kN
+/// are done (a __syncthreads after it makes them every thread's).
+template <int kN> __device__ inline void cpAsyncWait() {
+#ifdef SMP_CUDAEMU
+  ::smp::cudaemu::cpAsyncWait(kN);
+#else
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN));
+#endif
 }
 
 /// The A fragment (k-step kk) made of the C fragments c[2 kk] and

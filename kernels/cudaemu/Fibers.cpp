@@ -12,7 +12,8 @@
 // that a missing barrier leaves racing sees the other order too. Blocks run
 // first to last, or last to first with SMP_CUDAEMU_BLOCK_ORDER=reverse.
 // Launches run one at a time in the process (shared memory is static
-// storage).
+// storage). cp.async copies wait on their thread until a wait_group covers
+// them.
 //
 // The context switch saves the callee-saved registers, MXCSR and the x87
 // control word on the fiber's stack (x86-64 System V; elsewhere ucontext).
@@ -27,9 +28,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -110,6 +113,13 @@ struct Stacks {
 
 enum class Wait { Ready, Block, Warp, Done };
 
+/// A cp.async copy not done yet.
+struct PendingCopy {
+  void *dst;
+  const void *src;
+  size_t bytes;
+};
+
 struct Fiber {
   void *sp = nullptr;
 #if !defined(__x86_64__)
@@ -122,6 +132,8 @@ struct Fiber {
   uint64_t value = 0;       // shuffle: this lane's value, then the result
   int src = -1;             // shuffle: the lane read; -1: __syncwarp
   int predicate = 0;        // __syncthreads_or: in, then the result
+  std::vector<PendingCopy> openCopies;             // cp.async, uncommitted
+  std::deque<std::vector<PendingCopy>> copyGroups; // committed, oldest first
 };
 
 struct BlockRun {
@@ -136,6 +148,7 @@ struct BlockRun {
   std::vector<char> shared;
   uint64_t block = 0;                          // serial of the block running
   std::unordered_map<void *, uint64_t> filled; // static shared: its block
+  std::string exitError; // a thread that exited with copies in flight
 };
 
 BlockRun *running = nullptr; // the launch being run (one at a time)
@@ -162,6 +175,10 @@ void yieldToScheduler() {
 void fiberMain(void *p) {
   Fiber *f = static_cast<Fiber *>(p);
   running->body(running->arg);
+  if ((!f->openCopies.empty() || !f->copyGroups.empty()) &&
+      running->exitError.empty())
+    running->exitError = "thread " + std::to_string(f->warp * 32 + f->lane) +
+                         " exited with cp.async copies it never waited for";
   f->state = Wait::Done;
   yieldToScheduler();
   std::abort(); // a finished fiber is never resumed
@@ -357,6 +374,25 @@ void syncwarp(unsigned mask) {
   yieldToScheduler();
 }
 
+void cpAsync(void *dst, const void *src, size_t bytes) {
+  currentFiber().openCopies.push_back({dst, src, bytes});
+}
+
+void cpAsyncCommit() {
+  Fiber &f = currentFiber();
+  f.copyGroups.push_back(std::move(f.openCopies));
+  f.openCopies.clear();
+}
+
+void cpAsyncWait(int n) {
+  Fiber &f = currentFiber();
+  while (f.copyGroups.size() > static_cast<size_t>(std::max(n, 0))) {
+    for (const PendingCopy &c : f.copyGroups.front())
+      std::memcpy(c.dst, c.src, c.bytes);
+    f.copyGroups.pop_front();
+  }
+}
+
 uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width) {
   Fiber &f = currentFiber();
   if (width <= 0 || width > 32 || (width & (width - 1))) {
@@ -467,6 +503,8 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
     ++b.block;
     if (!runBlock(b, *stacks, error))
       error = "block " + dims(dim3(bx, by, bz)) + ": " + error;
+    else if (!b.exitError.empty())
+      error = "block " + dims(dim3(bx, by, bz)) + ": " + b.exitError;
   }
   running = nullptr;
   if (!error.empty()) {

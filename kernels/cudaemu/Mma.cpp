@@ -1,4 +1,4 @@
-//===- Mma.cpp - The tensor cores' mma.sync in the CUDA emulator ----------===//
+//===- Mma.cpp - The tensor cores' mma.sync and ldmatrix in the emulator --===//
 //
 // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: every lane of the warp
 // puts its A, B and C registers in the warp's slot, the warp meets at a
@@ -9,15 +9,23 @@
 // element are exact in f32 and added in k order onto c: the hardware's
 // order is not specified, so tests compare with a tolerance.
 //
+// ldmatrix.x4 the same way: the lanes' row addresses in the warp's slot, a
+// __syncwarp, each lane reads its four registers (PTX's fragment of each
+// 8 x 8 matrix, or of its transpose), a __syncwarp.
+//
 //===----------------------------------------------------------------------===//
 
 #include "smp/cudaemu/Launch.h"
+
+#include "State.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace smp::cudaemu {
 namespace {
@@ -31,6 +39,16 @@ struct Slot {
 /// The warps' slots (launches run one at a time in the process; a block
 /// has at most 32 warps).
 Slot slots[32];
+/// ldmatrix's: the row addresses of each warp's lanes.
+const uint16_t *rows[32][32];
+
+/// The running thread's warp in its block.
+unsigned warpOf() {
+  const ThreadState &s = self();
+  return (s.threadIdx.x +
+          s.blockDim.x * (s.threadIdx.y + s.blockDim.y * s.threadIdx.z)) /
+         32;
+}
 
 float halfOf(uint32_t reg, int hi, bool bf16) {
   uint16_t bits = static_cast<uint16_t>(hi ? reg >> 16 : reg & 0xffffu);
@@ -91,6 +109,26 @@ void mmaM16N8K16(bool bf16, float c[4], const uint32_t a[4],
   syncwarp(0xffffffffu); // the product is out; the next product's
                          // fragments go in after every lane read it
   std::memcpy(c, warp.c[lane], sizeof(warp.c[lane]));
+}
+
+void ldmatrixX4(bool trans, uint32_t r[4], const void *row) {
+  const uint16_t **warp = rows[warpOf()];
+  int lane = laneId();
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
+    report("ldmatrix: lane " + std::to_string(lane) +
+           "'s row address is not 16-byte aligned");
+    std::abort();
+  }
+  warp[lane] = static_cast<const uint16_t *>(row);
+  syncwarp(0xffffffffu); // every lane's row address is in
+  int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const uint16_t *const *m = warp + 8 * i; // matrix i's rows
+    uint32_t lo = trans ? m[2 * t][g] : m[g][2 * t];
+    uint32_t hi = trans ? m[2 * t + 1][g] : m[g][2 * t + 1];
+    r[i] = lo | hi << 16;
+  }
+  syncwarp(0xffffffffu); // the addresses are read before they change
 }
 
 } // namespace smp::cudaemu

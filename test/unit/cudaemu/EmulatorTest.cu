@@ -322,6 +322,96 @@ TEST(CudaEmu, MmaM16N8K16IsTheProductInPtxLayout) {
   cudaFree(dc);
 }
 
+/// ldmatrix.x4 (and .trans) of four 8 x 8 matrices of a 16 x 16 tile in
+/// dynamic shared memory (row stride 24 elements): lane l's four registers
+/// to out[l][0..3] and out[32 + l][0..3].
+__global__ void ldmatrixTile(const uint16_t *in, uint32_t *out) {
+  extern __shared__ uint16_t tile[];
+  for (int e = threadIdx.x; e < 16 * 16; e += 32)
+    tile[e / 16 * 24 + e % 16] = in[e];
+  __syncwarp();
+  int l = threadIdx.x, i = l / 8;
+  // Matrix i: rows 8 (i % 2), columns 8 (i / 2) of the tile.
+  const uint16_t *row = tile + (l % 8 + i % 2 * 8) * 24 + i / 2 * 8;
+  uint32_t r[4], rt[4];
+  ::smp::cudaemu::ldmatrixX4(false, r, row);
+  ::smp::cudaemu::ldmatrixX4(true, rt, row);
+  for (int k = 0; k < 4; ++k) {
+    out[l * 4 + k] = r[k];
+    out[(32 + l) * 4 + k] = rt[k];
+  }
+}
+
+TEST(CudaEmu, LdmatrixGivesEachLaneItsFragment) {
+  std::vector<uint16_t> in(256);
+  for (int e = 0; e < 256; ++e)
+    in[e] = static_cast<uint16_t>(e); // row e / 16, column e % 16
+  uint16_t *din = deviceCopy(in);
+  uint32_t *dout;
+  cudaMalloc(&dout, 64 * 4 * sizeof(uint32_t));
+  ldmatrixTile<<<1, 32, 16 * 24 * sizeof(uint16_t)>>>(din, dout);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<uint32_t> got = hostCopy(dout, 64 * 4);
+  // PTX ISA, ldmatrix: lane l holds row l / 4, columns 2 (l % 4) and
+  // 2 (l % 4) + 1 of each matrix; with .trans, those of its transpose.
+  auto at = [&](int m, int row, int col) {
+    return uint32_t((row + m % 2 * 8) * 16 + col + m / 2 * 8);
+  };
+  for (int l = 0; l < 32; ++l)
+    for (int m = 0; m < 4; ++m) {
+      int g = l / 4, t = l % 4;
+      EXPECT_EQ(got[l * 4 + m], at(m, g, 2 * t) | at(m, g, 2 * t + 1) << 16)
+          << "lane " << l << " matrix " << m;
+      EXPECT_EQ(got[(32 + l) * 4 + m], at(m, 2 * t, g) | at(m, 2 * t + 1, g)
+                                                             << 16)
+          << "lane " << l << " matrix " << m << " (.trans)";
+    }
+  cudaFree(din);
+  cudaFree(dout);
+}
+
+/// cp.async: out[0] before any wait, out[1] after waiting for all but the
+/// newest group (the first group's copy), out[2] after waiting for all.
+__global__ void asyncCopies(const int *in, int *out) {
+  __shared__ __align__(16) int a[4], b[4];
+  a[0] = -1;
+  b[0] = -1;
+  ::smp::cudaemu::cpAsync(a, in, 16);
+  ::smp::cudaemu::cpAsyncCommit();
+  ::smp::cudaemu::cpAsync(b, in + 4, 16);
+  ::smp::cudaemu::cpAsyncCommit();
+  out[0] = a[0];
+  ::smp::cudaemu::cpAsyncWait(1);
+  out[1] = a[0] * 100 + b[0];
+  ::smp::cudaemu::cpAsyncWait(0);
+  out[2] = b[0];
+}
+
+TEST(CudaEmu, CpAsyncLandsWhenItsGroupIsWaitedFor) {
+  std::vector<int> in = {7, 0, 0, 0, 9, 0, 0, 0};
+  int *din = deviceCopy(in), *dout;
+  cudaMalloc(&dout, 3 * sizeof(int));
+  asyncCopies<<<1, 1>>>(din, dout);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> got = hostCopy(dout, 3);
+  EXPECT_EQ(got[0], -1);          // not copied yet
+  EXPECT_EQ(got[1], 7 * 100 - 1); // the first group only
+  EXPECT_EQ(got[2], 9);
+  cudaFree(din);
+  cudaFree(dout);
+}
+
+__global__ void exitsWithCopiesInFlight(float *out) {
+  __shared__ __align__(16) float a[4];
+  ::smp::cudaemu::cpAsync(a, out, 16);
+  ::smp::cudaemu::cpAsyncCommit();
+}
+
+TEST(CudaEmuDeathTest, ReportsCopiesNeverWaitedFor) {
+  EXPECT_EXIT(launchExpecting(exitsWithCopiesInFlight, cudaErrorLaunchFailure),
+              testing::ExitedWithCode(0), "never waited for");
+}
+
 __global__ void mmaOnHalfAWarp(float *out) {
   if (threadIdx.x >= 16)
     return;

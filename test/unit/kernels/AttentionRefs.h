@@ -127,12 +127,16 @@ struct AttnInputs {
   const TensorRef *maskRef() const { return hasMask ? &mask.ref : nullptr; }
 };
 
-/// max |got - want| / max |want| (infinities must match exactly: a
+/// max |got - want| / max |want| (infinities and NaNs must match exactly: a
 /// mismatch gives inf).
 inline double maxRelDiff(const std::vector<double> &got,
                          const std::vector<double> &want) {
   double diff = 0, ref = 0;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (std::isnan(got[i]) != std::isnan(want[i]))
+      return std::numeric_limits<double>::infinity();
+    if (std::isnan(want[i]))
+      continue;
     if (std::isinf(want[i]) || std::isinf(got[i])) {
       if (got[i] != want[i])
         return std::numeric_limits<double>::infinity();

@@ -48,6 +48,20 @@ uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width);
 /// (kernels/cuda/Mma.cuh). Every lane of the warp must call it.
 void mmaM16N8K16(bool bf16, float c[4], const uint32_t a[4],
                  const uint32_t b[2]);
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 for the calling warp:
+/// lane l gives the address of row l % 8 of 8 x 8 matrix l / 8 (16 bytes);
+/// r[i] is matrix i's fragment (or its transpose's). Every lane must call.
+void ldmatrixX4(bool trans, uint32_t r[4], const void *row);
+/// cp.async of `bytes` from global to shared memory: done when a later
+/// cpAsyncWait of the calling thread covers its group (the emulator copies
+/// then, so a read before the wait sees the old bytes, as a GPU may).
+void cpAsync(void *dst, const void *src, size_t bytes);
+/// cp.async.commit_group: the thread's copies since the last commit form a
+/// group.
+void cpAsyncCommit();
+/// cp.async.wait_group n: every committed group of the thread but the
+/// newest n is done.
+void cpAsyncWait(int n);
 /// The launch's dynamic shared memory (`extern __shared__`).
 void *dynamicShared();
 /// A `__shared__` array (a function-local static): filled with a NaN
