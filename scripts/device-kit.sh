@@ -34,7 +34,11 @@
 #            summary.md, and the run goes on; only one that smprun misses
 #            skips the stages that need smprun.
 #         2. the GPU unit tests (smp-cuda-kernel-tests, smp-comm-nccl-tests
-#            on one rank; ctest's label gpu), 150 s each at most;
+#            on one rank; ctest's label gpu), 150 s each at most; then the
+#            attention kernels, bf16, forward and training, smp's
+#            (smp-cuda-attention-bench) against PyTorch's SDPA flash and
+#            cuDNN backends (bench/attention_torch.py) on the same shapes,
+#            one table (attention.md; not with --device cpu);
 #         3. the CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh
 #            run), 60 s for each smprun at most;
 #         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
@@ -56,11 +60,11 @@
 #       summary.md (the results in one page, a line per suite check as it
 #       is printed, a line per benchmark row as it ends, the profile
 #       tables, each stage's seconds, and the stages' table at the end);
-#       suite.txt; bench.md; all.tar.gz (every log, metrics file, profile
-#       and test report), refreshed after every stage. --device cpu runs the
-#       same steps on the CPU (the GPU tests skip; the benchmark on a small
-#       GPT, no torch.compile): how the kit is checked on a machine without
-#       a GPU.
+#       suite.txt; bench.md; attention.md; all.tar.gz (every log, metrics
+#       file, profile and test report), refreshed after every stage.
+#       --device cpu runs the same steps on the CPU (the GPU tests skip; no
+#       attention stage; the benchmark on a small GPT, no torch.compile):
+#       how the kit is checked on a machine without a GPU.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3}
@@ -80,7 +84,8 @@ own_library() {
 
 pack() {
   local kit=$1 emulate=${2:-} build=${BUILD_DIR:-$ROOT/build}
-  local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text)
+  local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text
+    smp-cuda-attention-bench)
   # The build each kit binary comes from (--emulate: the emulator's).
   local suffix=""
   [ "$emulate" = --emulate ] && suffix=-emu
@@ -248,7 +253,7 @@ skipped() {
 # so that a run killed meanwhile leaves the previous one).
 refresh() {
   local f
-  for f in summary.md env.txt suite.txt bench.md; do
+  for f in summary.md env.txt suite.txt bench.md attention.md; do
     [ -f "$DEST/$f" ] && cp "$DEST/$f" "$LOGS/"
   done
   # shellcheck disable=SC2015 # any failure: the previous tarball stays
@@ -313,6 +318,30 @@ unit_line() {
   fi
 }
 
+# The attention kernels' stage: smp's (smp-cuda-attention-bench, --small on
+# an emulated kit) and, with torch, PyTorch's SDPA on the same shapes
+# (bench/attention_torch.py), one table in summary.md and attention.md.
+attention_stage() {
+  local dev=$1 torch=$2 small=() rc=0 result=ok
+  [ -f "$kit/EMULATED" ] && small=(--small)
+  stage_begin "attention kernels (smp against PyTorch's SDPA, bf16)"
+  {
+    limited 120 "$BIN/smp-cuda-attention-bench" "${small[@]}" \
+      2> "$LOGS/attention-smp.log" || rc=$?
+    if [ $rc != 0 ]; then
+      result="smp: exit $rc: $(tail -n 1 "$LOGS/attention-smp.log")"
+    elif [ "$torch" = 1 ] && [ "$dev" = cuda ] && [ ${#small[@]} = 0 ]; then
+      limited 180 "$PYTHON" "$ROOT/bench/attention_torch.py" \
+        2> "$LOGS/attention-torch.log" | grep '^|' ||
+        result="torch: $(tail -n 1 "$LOGS/attention-torch.log")"
+    fi
+  } > "$LOGS/attention.md"
+  cp "$LOGS/attention.md" "$DEST/attention.md"
+  cat "$LOGS/attention.md" >> "$SUMMARY"
+  [ "$result" = ok ] || echo "$result" >> "$SUMMARY"
+  stage_end "attention kernels" "$result"
+}
+
 run() {
   local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=3
   BUDGET=480
@@ -338,13 +367,14 @@ run() {
   mkdir -p "$out"
   DEST=$(cd "$out" && pwd)
   rm -f "$DEST"/summary.md "$DEST"/env.txt "$DEST"/suite.txt "$DEST"/bench.md \
-    "$DEST"/all.tar.gz "$DEST"/all.tar.gz.part
+    "$DEST"/attention.md "$DEST"/all.tar.gz "$DEST"/all.tar.gz.part
   SUMMARY=$DEST/summary.md
   local env=$DEST/env.txt
   # What each stage may take: its minimum to start and its processes' caps.
-  local min_unit=20 min_suite=30 min_bench=60 min_profile=40 min_base=240
+  local min_unit=20 min_attn=30 min_suite=30 min_bench=60 min_profile=40
+  local min_base=240
   if [ "$dev" = cpu ]; then
-    min_unit=3 min_suite=10 min_bench=10 min_profile=5 min_base=10
+    min_unit=3 min_attn=3 min_suite=10 min_bench=10 min_profile=5 min_base=10
   fi
   # env.txt first of all: whatever happens next, it is in OUT.
   {
@@ -448,6 +478,13 @@ run() {
       echo "$line" | tee -a "$SUMMARY"
     done
     stage_end "GPU unit tests" "$result"
+  fi
+
+  # 2b. The attention kernels against PyTorch's SDPA (not on the CPU).
+  if [ "$dev" = cpu ]; then
+    skipped "attention kernels" "--device cpu"
+  elif room "attention kernels" $min_attn; then
+    attention_stage "$dev" "$torch"
   fi
 
   # 3. The CUDA suite (its --save-onnx reads this checkout's copy of the
