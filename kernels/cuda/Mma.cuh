@@ -19,6 +19,10 @@
 // 16 bits, the A fragment of the next product's k-step k: FlashAttention's
 // probabilities never leave the registers.
 //
+// The asm statements that touch shared memory clobber "memory": the
+// compiler keeps the kernel's own shared-memory loads and stores in order
+// with them.
+//
 // In the CUDA emulator (SMP_CUDAEMU) the product and ldmatrix are the
 // emulator's (kernels/cudaemu/Mma.cpp: the warp's registers exchanged, every
 // lane checked to take part), cp.async copies when its group is waited for
@@ -118,12 +122,14 @@ __device__ inline void ldmatrixX4(uint32_t (&r)[4], const void *row) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
                  "{%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(at));
+                 : "r"(at)
+                 : "memory");
   else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
                  "{%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(at));
+                 : "r"(at)
+                 : "memory");
 #endif
 }
 
@@ -164,8 +170,8 @@ __device__ inline void cpAsync16(void *dst, const void *src) {
   ::smp::cudaemu::cpAsync(dst, src, 16);
 #else
   uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at),
-               "l"(src));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src)
+               : "memory");
 #endif
 }
 
@@ -175,7 +181,7 @@ __device__ inline void cpAsyncCommit() {
 #ifdef SMP_CUDAEMU
   ::smp::cudaemu::cpAsyncCommit();
 #else
-  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 
@@ -185,7 +191,7 @@ template <int kN> __device__ inline void cpAsyncWait() {
 #ifdef SMP_CUDAEMU
   ::smp::cudaemu::cpAsyncWait(kN);
 #else
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN) : "memory");
 #endif
 }
 
