@@ -278,17 +278,27 @@ __global__ void __launch_bounds__(kAttnThreads)
 // Backward
 //===----------------------------------------------------------------------===//
 
-/// dsum[row] = dout[row] . out[row] over D, f32, one fmaf chain in order.
+/// dsum[row] = dout[row] . out[row] over D in f32: eight lanes a row, each
+/// reading 16-byte pieces (lane j: pieces j, j + 8, ...; a warp reads four
+/// rows whole), their partial sums added by shuffles in a fixed order.
 template <class S, int D>
 __global__ void attnDsum(const S *out, const S *dout, float *dsum,
                          int64_t rows) {
-  int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows)
-    return;
+  int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 8;
+  int j = threadIdx.x % 8;
   float acc = 0.0f;
-  for (int c = 0; c < D; ++c)
-    acc = fmaf(FT<S>::load(dout[r * D + c]), FT<S>::load(out[r * D + c]), acc);
-  dsum[r] = acc;
+  if (r < rows)
+    for (int c = j; c < D / 8; c += 8) {
+      alignas(16) S x[8], y[8];
+      copy16(x, dout + r * D + c * 8);
+      copy16(y, out + r * D + c * 8);
+      for (int e = 0; e < 8; ++e)
+        acc = fmaf(FT<S>::load(x[e]), FT<S>::load(y[e]), acc);
+    }
+  for (int o = 4; o > 0; o /= 2)
+    acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (r < rows && j == 0)
+    dsum[r] = acc;
 }
 
 /// dS = P (dP - Dsum) in place of dp, s becoming P: one value per element;
@@ -490,7 +500,7 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
     if (rows > 0) {
       constexpr int kRowThreads = 256;
       attnDsum<S, D>
-          <<<blocksOf(rows, kRowThreads), kRowThreads, 0, ctx.stream>>>(
+          <<<blocksOf(rows * 8, kRowThreads), kRowThreads, 0, ctx.stream>>>(
               out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
       SMP_RETURN_IF_ERROR(launchStatus(op));
     }
