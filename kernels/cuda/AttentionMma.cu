@@ -46,12 +46,12 @@ template <int D> constexpr size_t tileBytes() {
   return sizeof(uint16_t) * kAttnTile * kLd<D>;
 }
 
-/// Rows [r0, r0 + 64) of a [rows][D] tensor into a shared tile by cp.async
-/// (in the thread's open group); rows past `rows` are zeroed now.
-template <class S, int D>
+/// Rows [r0, r0 + kRows) of a [rows][D] tensor into a shared tile by
+/// cp.async (in the thread's open group); rows past `rows` are zeroed now.
+template <class S, int D, int kRows = kAttnTile>
 __device__ void loadRowsAsync(const S *src, int64_t r0, int64_t rows, S *tile) {
   constexpr int kVec = D / 8; // 16-byte vectors a row
-  for (int e = threadIdx.x; e < kAttnTile * kVec; e += kAttnThreads) {
+  for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
     int r = e / kVec, c = e % kVec * 8;
     S *to = tile + r * kLd<D> + c;
     if (r0 + r < rows)
@@ -93,11 +93,12 @@ __device__ inline int tilesFrom(int64_t r0, int64_t n) {
   return n > r0 ? static_cast<int>((n - r0 + kAttnTile - 1) / kAttnTile) : 0;
 }
 
-/// A shared tile into rows [r0, min(r0 + 64, rows)) of a [rows][D] tensor.
-template <class S, int D>
+/// A shared tile into rows [r0, min(r0 + kRows, rows)) of a [rows][D]
+/// tensor.
+template <class S, int D, int kRows = kAttnTile>
 __device__ void storeRows(const S *tile, S *dst, int64_t r0, int64_t rows) {
   constexpr int kVec = D / 8;
-  for (int e = threadIdx.x; e < kAttnTile * kVec; e += kAttnThreads) {
+  for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
     int r = e / kVec, c = e % kVec * 8;
     if (r0 + r < rows)
       copy16(dst + (r0 + r) * D + c, tile + r * kLd<D> + c);
@@ -118,49 +119,72 @@ __device__ void fragmentsToTile(const float (&c)[D / 8][4], float scale,
     }
 }
 
-/// acc = A B^T for the warp's 16 rows [r0, r0 + 16) of tile a and the 64
-/// rows of tile b, over D: a 16 x 64 score tile.
-template <class S, int D>
-__device__ void productABt(float (&acc)[kNt][4], const S *a, int r0,
+/// acc[m] = A B^T for the warp's kM row tiles [r0 + 16 m, r0 + 16 m + 16)
+/// of tile a and the 64 rows of tile b, over D: kM 16 x 64 score tiles
+/// (each B fragment loaded once for all of them).
+template <class S, int D, int kM>
+__device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
                            const S *b) {
-  for (int nt = 0; nt < kNt; ++nt)
-    for (int i = 0; i < 4; ++i)
-      acc[nt][i] = 0.0f;
+  for (int m = 0; m < kM; ++m)
+    for (int nt = 0; nt < kNt; ++nt)
+      for (int i = 0; i < 4; ++i)
+        acc[m][nt][i] = 0.0f;
   for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t fa[4];
-    loadA(fa, a, kLd<D>, r0, kk * 16);
+    uint32_t fa[kM][4];
+    for (int m = 0; m < kM; ++m)
+      loadA(fa[m], a, kLd<D>, r0 + 16 * m, kk * 16);
     for (int nt = 0; nt < kNt; nt += 2) {
       uint32_t fb[4];
       loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
-      mma16816<S>(acc[nt], fa, fb[0], fb[1]);
-      mma16816<S>(acc[nt + 1], fa, fb[2], fb[3]);
+      for (int m = 0; m < kM; ++m) {
+        mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
+        mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
+      }
     }
   }
 }
 
-/// acc += P X for the warp's 16 x 64 tile p (C fragments, rounded to S) and
-/// the 64 x D tile x.
+/// The same for one row tile.
 template <class S, int D>
-__device__ void accumulatePX(float (&acc)[D / 8][4], const float (&p)[kNt][4],
-                             const S *x) {
+__device__ void productABt(float (&acc)[kNt][4], const S *a, int r0,
+                           const S *b) {
+  productABt<S, D, 1>(reinterpret_cast<float(&)[1][kNt][4]>(acc), a, r0, b);
+}
+
+/// acc[m] += P[m] X for the warp's kM 16 x 64 tiles p (C fragments,
+/// rounded to S) and the 64 x D tile x.
+template <class S, int D, int kM>
+__device__ void accumulatePX(float (&acc)[kM][D / 8][4],
+                             const float (&p)[kM][kNt][4], const S *x) {
   for (int kk = 0; kk < kAttnTile / 16; ++kk) {
-    uint32_t fa[4];
-    packA<S>(fa, p[2 * kk], p[2 * kk + 1]);
+    uint32_t fa[kM][4];
+    for (int m = 0; m < kM; ++m)
+      packA<S>(fa[m], p[m][2 * kk], p[m][2 * kk + 1]);
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t fb[4];
       loadB2(fb, x, kLd<D>, kk * 16, nt * 8);
-      mma16816<S>(acc[nt], fa, fb[0], fb[1]);
-      mma16816<S>(acc[nt + 1], fa, fb[2], fb[3]);
+      for (int m = 0; m < kM; ++m) {
+        mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
+        mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
+      }
     }
   }
 }
 
-/// Whether a query tile [i0, i0 + 64) against a key tile [j0, j0 + 64)
-/// needs elements masked: a mask, the causal diagonal, or a sequence's end.
-__device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0,
-                                     int64_t j0) {
-  return a.mask || (a.causal && j0 + kAttnTile - 1 > i0) ||
-         i0 + kAttnTile > a.g.s || j0 + kAttnTile > a.g.sk;
+/// The same for one row tile.
+template <class S, int D>
+__device__ void accumulatePX(float (&acc)[D / 8][4], const float (&p)[kNt][4],
+                             const S *x) {
+  accumulatePX<S, D, 1>(reinterpret_cast<float(&)[1][D / 8][4]>(acc),
+                        reinterpret_cast<const float(&)[1][kNt][4]>(p), x);
+}
+
+/// Whether queries [i0, i0 + rows) against a key tile [j0, j0 + 64) need
+/// elements masked: a mask, the causal diagonal, or a sequence's end.
+__device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0, int64_t j0,
+                                     int rows = kAttnTile) {
+  return a.mask || (a.causal && j0 + kAttnTile - 1 > i0) || i0 + rows > a.g.s ||
+         j0 + kAttnTile > a.g.sk;
 }
 
 /// The warp's scores scaled, with -inf where key j may not be seen by query
@@ -226,21 +250,27 @@ __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
   }
 }
 
-template <class S, int D>
+/// kM = 1: 64 queries a block, 16 a warp; kM = 2: 128 and 32 (each K and V
+/// fragment read from shared memory serves two row tiles).
+template <class S, int D, int kM>
 __global__ void __launch_bounds__(kAttnThreads)
     attnForwardMma(AttnArgs a, const S *q, const S *k, const S *v, S *out,
                    float *lse) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  constexpr int64_t kT = kAttnTile * kLd<D>;           // elements of a tile
-  S *sq = reinterpret_cast<S *>(smem), *skv = sq + kT; // k0 v0 k1 v1
-  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
+  constexpr int kRows = kM * kAttnTile;      // queries of the block
+  constexpr int64_t kT = kAttnTile * kLd<D>; // elements of a key tile
+  S *sq = reinterpret_cast<S *>(smem), *skv = sq + kM * kT; // k0 v0 k1 v1
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
   int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
-  int w = threadIdx.x / 32;
-  loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sq);
-  float o[D / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
+  int r0 = 16 * kM * (threadIdx.x / 32); // the warp's first row
+  loadRowsAsync<S, D, kRows>(q + qRow0 * D, i0, g.s, sq);
+  float o[kM][D / 8][4] = {}, m[kM][2], l[kM][2] = {};
+#pragma unroll
+  for (int t = 0; t < kM; ++t)
+    m[t][0] = m[t][1] = -INFINITY;
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kRows) : g.sk;
   pipelined(
       tilesFrom(0, jEnd),
       [&](int it, int buf) {
@@ -250,28 +280,35 @@ __global__ void __launch_bounds__(kAttnThreads)
       },
       [&](int it, int buf) {
         int64_t j0 = int64_t(it) * kAttnTile;
-        float s[kNt][4];
-        productABt<S, D>(s, sq, 16 * w, skv + 2 * buf * kT);
-        scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
-                               tileNeedsMask(a, i0, j0));
-        onlineSoftmax<D>(s, m, l, o);
-        accumulatePX<S, D>(o, s, skv + (2 * buf + 1) * kT);
+        float s[kM][kNt][4];
+        productABt<S, D, kM>(s, sq, r0, skv + 2 * buf * kT);
+        bool mask = tileNeedsMask(a, i0, j0, kRows);
+#pragma unroll
+        for (int t = 0; t < kM; ++t) {
+          scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t, j0, mask);
+          onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
+        }
+        accumulatePX<S, D, kM>(o, s, skv + (2 * buf + 1) * kT);
       });
-  int gr = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  for (int nt = 0; nt < D / 8; ++nt)
-    for (int e = 0; e < 4; ++e) {
-      float lr = l[e / 2];
-      o[nt][e] = lr == 0.0f ? 0.0f : o[nt][e] / lr;
-    }
-  fragmentsToTile<S, D>(o, 1.0f, sq, 16 * w);
-  if (t == 0)
-    for (int half = 0; half < 2; ++half) {
-      int64_t i = i0 + 16 * w + gr + 8 * half;
-      if (i < g.s)
-        lse[qRow0 + i] = l[half] == 0.0f ? -INFINITY : m[half] + logf(l[half]);
-    }
+  int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
+#pragma unroll
+  for (int t = 0; t < kM; ++t) {
+    for (int nt = 0; nt < D / 8; ++nt)
+      for (int e = 0; e < 4; ++e) {
+        float lr = l[t][e / 2];
+        o[t][nt][e] = lr == 0.0f ? 0.0f : o[t][nt][e] / lr;
+      }
+    fragmentsToTile<S, D>(o[t], 1.0f, sq, r0 + 16 * t);
+    if (lane4 == 0)
+      for (int half = 0; half < 2; ++half) {
+        int64_t i = i0 + r0 + 16 * t + gr + 8 * half;
+        if (i < g.s)
+          lse[qRow0 + i] =
+              l[t][half] == 0.0f ? -INFINITY : m[t][half] + logf(l[t][half]);
+      }
+  }
   __syncthreads();
-  storeRows<S, D>(sq, out + qRow0 * D, i0, g.s);
+  storeRows<S, D, kRows>(sq, out + qRow0 * D, i0, g.s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -467,6 +504,15 @@ bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
   return true;
 }
 
+Status setAttentionForwardRows(Context &ctx, int rows) {
+  if (rows != kAttnTile && rows != 2 * kAttnTile)
+    return fail("attention", "the forward takes 64 or 128 queries a block, "
+                             "not " +
+                                 std::to_string(rows));
+  ctx.attentionForwardRows = rows;
+  return Status::success();
+}
+
 namespace detail {
 
 Status attentionMma(const char *op, const AttnArgs &a, DType t,
@@ -477,7 +523,13 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
   return visitMma(op, t, g.d, [&](auto tag, auto dim) {
     using S = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
-    return launchTiles(op, attnForwardMma<S, D>, 5 * tileBytes<D>(), g.s,
+    if constexpr (D <= 64)
+      if (ctx.attentionForwardRows == 2 * kAttnTile)
+        return launchTiles(op, attnForwardMma<S, D, 2>, 6 * tileBytes<D>(),
+                           g.s, 2 * kAttnTile, g.hq, kAttnThreads, g, ctx, a,
+                           q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
+                           lse.as<float>());
+    return launchTiles(op, attnForwardMma<S, D, 1>, 5 * tileBytes<D>(), g.s,
                        kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
                        k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
   });

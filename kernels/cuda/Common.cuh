@@ -73,6 +73,7 @@ struct Context {
   DeviceError *hError = nullptr; // pinned host, for synchronize
   bool allowTF32 = false;
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
+  int attentionForwardRows = 64;  // setAttentionForwardRows
 };
 
 /// Records a data error unless one is already recorded.

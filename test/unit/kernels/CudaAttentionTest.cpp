@@ -154,14 +154,8 @@ TEST_F(Cuda, AttentionLargerCaseMatchesCpuAndIsDeterministic) {
   }
 }
 
-/// The f16/bf16 cases the tensor-core kernels take (AttentionMma.cu): each
-/// head dim they have, tiles with tails, GQA, causal and not, a Bool mask,
-/// a float mask with -inf and a padding mask. Against the CPU (f32 compute
-/// throughout; the tensor cores' P and dS are rounded to f16/bf16): at
-/// most 8e-4 (f16) and 7.1e-3 (bf16) of the largest value on the emulator,
-/// checked at 2e-3 and 1.5e-2; lse within 1e-5; the same bytes twice (no
-/// atomics; bf16).
-TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
+/// The cases of the tensor-core tests (below).
+std::vector<kt::AttnCase> tensorCoreCases() {
   std::vector<kt::AttnCase> cases;
   auto add = [&](int64_t b, int64_t hq, int64_t hkv, int64_t s, int64_t sk,
                  int64_t d, bool causal, const char *mask) {
@@ -183,6 +177,18 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
   add(1, 2, 1, 70, 70, 32, true, "none");
   add(1, 1, 1, 70, 50, 96, false, "none");
   add(1, 1, 1, 70, 70, 128, true, "bool_b1");
+  return cases;
+}
+
+/// The f16/bf16 cases the tensor-core kernels take (AttentionMma.cu): each
+/// head dim they have, tiles with tails, GQA, causal and not, a Bool mask,
+/// a float mask with -inf and a padding mask. Against the CPU (f32 compute
+/// throughout; the tensor cores' P and dS are rounded to f16/bf16): at
+/// most 8e-4 (f16) and 7.1e-3 (bf16) of the largest value on the emulator,
+/// checked at 2e-3 and 1.5e-2; lse within 1e-5; the same bytes twice (no
+/// atomics; bf16).
+TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
+  std::vector<kt::AttnCase> cases = tensorCoreCases();
   for (DType t : {DType::F16, DType::BF16})
     for (const kt::AttnCase &c : cases) {
       SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
@@ -202,6 +208,30 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
       for (size_t i = 0; i < a.size(); ++i)
         EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
     }
+}
+
+/// The forward with 128 queries a block (32 a warp) gives the bytes of the
+/// default 64 on every case it takes (D <= 64): each row's products and
+/// softmax are the same operations in the same order.
+TEST_F(Cuda, AttentionForwardOf128RowsGivesTheBytesOf64) {
+  cuk::Context &ctx = *sharedContext();
+  for (const kt::AttnCase &c : tensorCoreCases()) {
+    if (c.d > 64)
+      continue;
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in(c, DType::BF16);
+    std::vector<Host> a = runGpu(c, in, DType::BF16);
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 128));
+    std::vector<Host> b = runGpu(c, in, DType::BF16);
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 64));
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+  }
+  Status s = cuk::setAttentionForwardRows(ctx, 96);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("64 or 128 queries a block, not 96"),
+            std::string::npos)
+      << s.error;
 }
 
 /// What the tensor-core kernels take: f16/bf16, D = Dv in {32, 64, 96,

@@ -91,6 +91,12 @@ void setAllowTF32(Context &ctx, bool allow);
 /// rest runs the f32-compute kernels (the CUDA cores).
 bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
                             std::initializer_list<const TensorRef *> tensors);
+/// The queries a block of the tensor-core attention forward takes: 64 (the
+/// default: 16 a warp) or 128 (32 a warp, each K/V fragment serving two
+/// row tiles; head dims up to 64 only, larger ones keep 64). The same
+/// results either way; a tuning knob the GPU benchmark compares
+/// (bench/kernels/CudaAttentionBench.cpp). Fails for other values.
+Status setAttentionForwardRows(Context &ctx, int rows);
 
 /// Waits for the stream, then reads and clears the device error flag: a
 /// failure naming the op for the first data error any kernel recorded since
