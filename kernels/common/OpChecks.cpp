@@ -99,7 +99,10 @@ Status checkSumSquares(const std::vector<TensorRef> &inputs,
                         " must hold one element");
   for (const TensorRef &t : inputs) {
     SMP_RETURN_IF_ERROR(checkAll(op, {{&t, "input"}}));
-    SMP_RETURN_IF_ERROR(checkDType(op, "input", t, DType::F32));
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 &&
+        t.dtype != DType::BF16)
+      return fail(op, "input " + smp::base::describe(t) +
+                          " must be f32, f16 or bf16");
   }
   return Status::success();
 }

@@ -61,13 +61,13 @@ int64_t rowBase(const Plan &p, int64_t r) {
   return base;
 }
 
-/// Ops: Acc init(); void add(Acc &, S); S finish(Acc).
+/// Ops: Acc init(); void add(Acc &, S); O finish(Acc).
 /// Tasks are (output row, block of kCols kept columns): a reduction over
 /// the leading dims (a bias gradient: [B, T, N] -> [N], one output row)
 /// still runs on every thread. Each output element accumulates in the same
 /// order whatever the split.
-template <class S, class Ops>
-void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
+template <class S, class O, class Ops>
+void reduceLoop(const Plan &p, const S *x, O *y, const Ops &ops) {
   using Acc = decltype(ops.init());
   constexpr int64_t kCols = 256;
   int64_t colBlocks = (p.inner + kCols - 1) / kCols;
@@ -110,7 +110,7 @@ void reduceLoop(const Plan &p, const S *x, S *y, const Ops &ops) {
         if (done)
           break;
       }
-      S *dst = y + r * p.inner + j0;
+      O *dst = y + r * p.inner + j0;
       for (int64_t j = 0; j < cols; ++j)
         dst[j] = ops.finish(acc[j]);
     }
@@ -128,8 +128,8 @@ bool blockedRuns(const Plan &p) {
   return p.inner == 1 && p.reducedOuter.empty() && p.run >= 2 * kRunBlock;
 }
 
-template <class S, class Ops>
-void reduceBlockedRuns(const Plan &p, const S *x, S *y, const Ops &ops) {
+template <class S, class O, class Ops>
+void reduceBlockedRuns(const Plan &p, const S *x, O *y, const Ops &ops) {
   using Acc = decltype(ops.init());
   int64_t blocks = (p.run + kRunBlock - 1) / kRunBlock;
   std::vector<Acc> part(static_cast<size_t>(p.rows * blocks));
@@ -271,10 +271,12 @@ Status fillEmpty(ReduceOp op, const TensorRef &out) {
   return Status::success();
 }
 
-/// reduce(Sum)'s arithmetic on the f32 squares binary(Mul, x, x) makes.
-struct SquareSum {
+/// reduce(Sum)'s arithmetic on the f32 squares binary(Mul, x, x) makes of
+/// x (of an f16/bf16 x: of its f32 copy, the widening being exact).
+template <class S> struct SquareSum {
   double init() const { return 0.0; }
-  void add(double &a, float v) const {
+  void add(double &a, S s) const {
+    float v = Float<S>::load(s);
     float square = v * v;
     a += static_cast<double>(square);
   }
@@ -293,10 +295,16 @@ Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
     if (x.numel() > 0) {
       // The plan reduce(Sum) makes for every dim of x (one contiguous run).
       Plan p = makePlan(x.shape, std::vector<bool>(x.shape.size(), true));
-      if (blockedRuns(p))
-        reduceBlockedRuns(p, x.as<float>(), &term, SquareSum{});
-      else
-        reduceLoop(p, x.as<float>(), &term, SquareSum{});
+      SMP_RETURN_IF_ERROR(visitFloat(x.dtype, "sum_squares", [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<typename Float<S>::C, float>) {
+          if (blockedRuns(p))
+            reduceBlockedRuns(p, x.as<S>(), &term, SquareSum<S>{});
+          else
+            reduceLoop(p, x.as<S>(), &term, SquareSum<S>{});
+        }
+        return Status::success();
+      }));
     }
     total += term; // the chain of adds, in order (0 + a term is the term)
   }

@@ -119,6 +119,18 @@ __device__ void fragmentsToTile(const float (&c)[D / 8][4], float scale,
     }
 }
 
+/// acc[m][nt] and acc[m][nt + 1] += fa[m] times the two n-tiles' B
+/// fragments fb (loadBt2 / loadB2), for each of the kM row tiles.
+template <class S, int kM, int kN>
+__device__ inline void mmaPairs(float (&acc)[kM][kN][4], int nt,
+                                const uint32_t (&fa)[kM][4],
+                                const uint32_t (&fb)[4]) {
+  for (int m = 0; m < kM; ++m) {
+    mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
+    mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
+  }
+}
+
 /// acc[m] = A B^T for the warp's kM row tiles [r0 + 16 m, r0 + 16 m + 16)
 /// of tile a and the 64 rows of tile b, over D: kM 16 x 64 score tiles
 /// (each B fragment loaded once for all of them).
@@ -136,10 +148,7 @@ __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
     for (int nt = 0; nt < kNt; nt += 2) {
       uint32_t fb[4];
       loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
-      for (int m = 0; m < kM; ++m) {
-        mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
-        mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
-      }
+      mmaPairs<S, kM>(acc, nt, fa, fb);
     }
   }
 }
@@ -163,10 +172,7 @@ __device__ void accumulatePX(float (&acc)[kM][D / 8][4],
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t fb[4];
       loadB2(fb, x, kLd<D>, kk * 16, nt * 8);
-      for (int m = 0; m < kM; ++m) {
-        mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
-        mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
-      }
+      mmaPairs<S, kM>(acc, nt, fa, fb);
     }
   }
 }

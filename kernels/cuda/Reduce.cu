@@ -232,24 +232,36 @@ Status fillEmpty(const char *name, Context *ctx, ReduceOp op,
 // sum_squares: the gradient norm's sums of squares, many tensors a launch
 //===----------------------------------------------------------------------===//
 
-/// Up to kSquaresTable tensors of one launch, passed by value (2 KB of
-/// kernel parameters).
+/// Up to kSquaresTable tensors of one launch, passed by value (under 2.5 KB
+/// of kernel parameters).
 constexpr int kSquaresTable = 96;
 struct SquaresTable {
-  const float *p[kSquaresTable];
+  const void *p[kSquaresTable];
   int64_t n[kSquaresTable];
+  DType t[kSquaresTable]; // f32, or f16/bf16 read widened
 };
+
+/// Element i of an f32, f16 or bf16 tensor, as f32 (widening is exact).
+__device__ inline float widened(const void *p, DType t, int64_t i) {
+  if (t == DType::BF16)
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  if (t == DType::F16)
+    return __half2float(static_cast<const __half *>(p)[i]);
+  return static_cast<const float *>(p)[i];
+}
 
 /// Block (b, t) sums the squares (each rounded to f32, as the mul's) of
 /// its grid-stride share of tensor t in double: part[t * gridDim.x + b].
 __global__ void squareParts(SquaresTable table, double *part) {
   int t = blockIdx.y;
-  const float *x = table.p[t];
+  const void *x = table.p[t];
   int64_t n = table.n[t];
+  DType type = table.t[t];
   double a = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float square = x[i] * x[i];
+    float v = widened(x, type, i);
+    float square = v * v;
     a += static_cast<double>(square);
   }
   a = blockSum(a);
@@ -298,8 +310,9 @@ Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
     int count = static_cast<int>(std::min<int64_t>(kSquaresTable, tensors - t0));
     SquaresTable table{};
     for (int t = 0; t < count; ++t) {
-      table.p[t] = inputs[t0 + t].as<float>();
+      table.p[t] = inputs[t0 + t].data;
       table.n[t] = inputs[t0 + t].numel();
+      table.t[t] = inputs[t0 + t].dtype;
     }
     squareParts<<<dim3(blocks, count), kThreads, 0, ctx->stream>>>(
         table, part.as<double>() + t0 * blocks);

@@ -402,3 +402,27 @@ func.func @norm_grad_residual(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %r: tensor
   %g, %s = smp.rms_norm_grad %x, %w, %x residual %r {epsilon = 1.0e-6 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>)
   return
 }
+
+// -----
+
+func.func @adam_grad_type(%p: tensor<8xf16>, %g: tensor<8xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update' op gradient 'tensor<8xbf16>' must have the parameter's type 'tensor<8xf16>' (or f16/bf16 for an f32 parameter)}}
+  %np, %nm, %nv = smp.adam_update %p, %g, %p, %p, %lr, %lr : tensor<8xf16>, tensor<f32> grad tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @adam_grad_shape(%p: tensor<8xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update' op gradient 'tensor<4xbf16>' does not have the shape of the parameter 'tensor<8xf32>'}}
+  %np, %nm, %nv = smp.adam_update %p, %g, %p, %p, %lr, %lr : tensor<8xf32>, tensor<f32> grad tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @sum_squares_type(%x: tensor<8xf64>) {
+  // expected-error @+1 {{'smp.sum_squares' op input 'tensor<8xf64>' is not f32, f16 or bf16}}
+  %n = smp.sum_squares %x : (tensor<8xf64>) -> tensor<f32>
+  return
+}

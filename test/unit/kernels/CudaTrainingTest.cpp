@@ -188,7 +188,8 @@ TEST_F(Cuda, CrossEntropyGrad) {
 
 /// smp-fuse-sum-squares: the gradient norm's sum of squares over many
 /// tensors (more than one launch's table of 96, sizes from a scalar to
-/// more than 64 blocks' worth), against the CPU's.
+/// more than 64 blocks' worth; f32 with bf16 and f16 among them, as
+/// smp-fuse-grad-casts leaves them), against the CPU's.
 TEST_F(Cuda, SumSquares) {
   std::vector<Host> xs;
   std::vector<std::unique_ptr<Dev>> ds;
@@ -197,7 +198,8 @@ TEST_F(Cuda, SumSquares) {
     std::vector<int64_t> shape = i == 7 ? std::vector<int64_t>{300000}
                                  : i % 3 == 0 ? std::vector<int64_t>{}
                                               : std::vector<int64_t>{3, 50 + 7 * int64_t(i)};
-    xs.push_back(random(DType::F32, shape, -2, 2, 500 + i));
+    DType t = i % 5 == 1 ? DType::BF16 : i % 7 == 2 ? DType::F16 : DType::F32;
+    xs.push_back(random(t, shape, -2, 2, 500 + i));
   }
   for (const Host &x : xs) {
     hrefs.push_back(x.ref);
@@ -427,6 +429,32 @@ TEST_F(Cuda, SgdUpdate) {
         expectSameBytes(dp, p);
         expectSameBytes(dbuf, buf);
       }
+}
+
+/// smp-fuse-grad-casts: f32 states with a bf16 or f16 gradient, against
+/// the CPU's.
+TEST_F(Cuda, AdamReadsASixteenBitGradient) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(name(t));
+    const int64_t n = 20000;
+    Host p = random(DType::F32, {n}, -1, 1, 470), g = random(t, {n}, -1, 1, 471);
+    Host m = random(DType::F32, {n}, -0.1, 0.1, 472);
+    Host v = random(DType::F32, {n}, 0, 0.01, 473);
+    float lr32 = 1e-3f;
+    Host lr = make(DType::F32, {}, {lr32}), step = make(DType::I64, {}, {5});
+    Host np(p), nm(m), nv(v);
+    cpuk::AdamOptions co;
+    co.weightDecay = 0.01;
+    ASSERT_OK(cpuk::adamUpdate(p, g, m, v, double(lr32), 5.0, co, np, nm, nv));
+    cuk::AdamOptions go;
+    go.weightDecay = 0.01;
+    Dev dp(p), dg(g), dm(m), dv(v), dlr(lr), dstep(step);
+    ASSERT_OK(cuk::adamUpdate(dp, dg, dm, dv, dlr, dstep, nullptr, go, dp, dm,
+                              dv));
+    expectTol(dp, np);
+    expectTol(dm, nm);
+    expectTol(dv, nv);
+  }
 }
 
 TEST_F(Cuda, AdamUpdateAndMultiTensorAdam) {

@@ -204,13 +204,66 @@ TEST(FusedGrad, SumSquaresIsTheNormsChain) {
     expectSameBytes(got, want, "sum of squares");
   }
   detail::vecUseSimd(true);
-  Host x = random(DType::BF16, {4}, -1, 1, 1), out(DType::F32, {});
+  Host x = random(DType::F64, {4}, -1, 1, 1), out(DType::F32, {});
   Status s = sumSquares({x.ref}, out);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error.find("input"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("must be f32, f16 or bf16"), std::string::npos)
+      << s.error;
   s = sumSquares({}, out);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error.find("at least one input"), std::string::npos) << s.error;
+}
+
+/// smp-fuse-grad-casts: f16/bf16 inputs of sum_squares give the bits of
+/// their f32 copies (among f32 inputs; the blocked runs of a long one too).
+TEST(FusedGrad, SumSquaresOfSixteenBitInputsIsThatOfTheirF32Copies) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(smp::base::dtypeName(t));
+    std::vector<Host> narrow = {random(t, {300, 257}, -3, 3, 40),
+                                random(DType::F32, {7}, -3, 3, 41),
+                                random(t, {40000}, -3, 3, 42)};
+    std::vector<Host> wide;
+    std::vector<TensorRef> nrefs, wrefs;
+    for (const Host &x : narrow) {
+      wide.emplace_back(DType::F32, x.ref.shape);
+      ASSERT_OK(cast(x, wide.back()));
+    }
+    for (size_t i = 0; i < narrow.size(); ++i) {
+      nrefs.push_back(narrow[i].ref);
+      wrefs.push_back(wide[i].ref);
+    }
+    Host got(DType::F32, {}), want(DType::F32, {});
+    ASSERT_OK(sumSquares(nrefs, got));
+    ASSERT_OK(sumSquares(wrefs, want));
+    expectSameBytes(got, want, "sum of squares");
+  }
+}
+
+/// smp-fuse-grad-casts: adam_update of f32 states with an f16/bf16
+/// gradient gives the bits of the update with its f32 copy (both SIMD
+/// paths; a size that is not a multiple of the widening chunk; in place).
+TEST(FusedGrad, AdamReadsASixteenBitGradientAsItsF32Copy) {
+  const int64_t n = 3001;
+  AdamOptions o;
+  o.weightDecay = 0.1;
+  for (bool simd : {true, false})
+    for (DType t : {DType::BF16, DType::F16}) {
+      detail::vecUseSimd(simd);
+      SCOPED_TRACE(::testing::Message() << smp::base::dtypeName(t) << " simd "
+                                        << simd);
+      Host p = random(DType::F32, {n}, -1, 1, 43), g = random(t, {n}, -1, 1, 44);
+      Host m = random(DType::F32, {n}, -0.1, 0.1, 45);
+      Host v = random(DType::F32, {n}, 0, 0.01, 46);
+      Host g32(DType::F32, {n});
+      ASSERT_OK(cast(g, g32));
+      Host pw(DType::F32, {n}), mw(DType::F32, {n}), vw(DType::F32, {n});
+      ASSERT_OK(adamUpdate(p, g32, m, v, 1e-3, 3, o, pw, mw, vw));
+      ASSERT_OK(adamUpdate(p, g, m, v, 1e-3, 3, o, p, m, v)); // in place
+      expectSameBytes(p, pw, "param");
+      expectSameBytes(m, mw, "exp_avg");
+      expectSameBytes(v, vw, "exp_avg_sq");
+    }
+  detail::vecUseSimd(true);
 }
 
 /// layer_norm_grad and rms_norm_grad with a residual against the kernel

@@ -17,6 +17,24 @@
 using namespace mlir;
 using namespace smp;
 
+// Custom assembly of the generated parsers and printers (before them).
+
+/// adam_update's `grad TYPE` when the gradient's type is not the
+/// parameter's (an f16/bf16 gradient of an f32 parameter).
+static ParseResult parseGradType(OpAsmParser &parser, Type &grad,
+                                 Type param) {
+  grad = param;
+  if (failed(parser.parseOptionalKeyword("grad")))
+    return success();
+  return parser.parseType(grad);
+}
+
+static void printGradType(OpAsmPrinter &p, Operation *, Type grad,
+                          Type param) {
+  if (grad != param)
+    p << "grad " << grad;
+}
+
 #define GET_OP_CLASSES
 #include "smp/Dialect/Smp/IR/SmpOps.cpp.inc"
 
@@ -185,9 +203,11 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
 LogicalResult SumSquaresOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");
-  for (Value v : getInputs())
-    if (!cast<RankedTensorType>(v.getType()).getElementType().isF32())
-      return emitOpError("input ") << v.getType() << " is not f32";
+  for (Value v : getInputs()) {
+    Type e = cast<RankedTensorType>(v.getType()).getElementType();
+    if (!e.isF32() && !e.isF16() && !e.isBF16())
+      return emitOpError("input ") << v.getType() << " is not f32, f16 or bf16";
+  }
   auto t = cast<RankedTensorType>(getResult().getType());
   if (t.getRank() != 0 || !t.getElementType().isF32())
     return emitOpError("result ") << t << " is not tensor<f32>";

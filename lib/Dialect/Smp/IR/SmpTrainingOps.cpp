@@ -34,6 +34,26 @@ static LogicalResult inferNormGradTypes(std::optional<Location> loc,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// adam_update: a gradient of the parameter's type, or f16/bf16 for f32
+//===----------------------------------------------------------------------===//
+
+LogicalResult AdamUpdateOp::verify() {
+  auto param = cast<RankedTensorType>(getParam().getType());
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  if (grad == param)
+    return success();
+  if (grad.getShape() != param.getShape())
+    return emitOpError("gradient ")
+           << grad << " does not have the shape of the parameter " << param;
+  Type g = grad.getElementType();
+  if (!param.getElementType().isF32() || !(g.isF16() || g.isBF16()))
+    return emitOpError("gradient ")
+           << grad << " must have the parameter's type " << param
+           << " (or f16/bf16 for an f32 parameter)";
+  return success();
+}
+
 LogicalResult BiasGeluGradOp::verify() {
   auto x = rankedType(getInput());
   auto bias = rankedType(getBiasGrad());

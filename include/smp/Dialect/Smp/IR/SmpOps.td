@@ -236,7 +236,9 @@ def Smp_SumSquaresOp : Smp_Op<"sum_squares", [Pure]> {
     to f32, summed in double, rounded to f32), and those sums added in order
     in f32: the chain of adds `smp-fuse-sum-squares` replaces
     (the gradient norm's, one term per parameter). One op instead of three
-    per input: on a GPU a few launches instead of three per parameter.
+    per input: on a GPU a few launches instead of three per parameter. An
+    f16 or bf16 input is read widened to f32 (the bits of its f32 copy's
+    term; `smp-fuse-grad-casts` drops those copies).
   }];
   let arguments = (ins Variadic<Smp_FloatTensor>:$inputs);
   let results = (outs Smp_FloatTensor:$result);

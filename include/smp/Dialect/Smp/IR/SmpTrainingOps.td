@@ -223,7 +223,7 @@ def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
 }
 
 def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
-    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+    AllTypesMatch<["param", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>,
     AllTypesMatch<["lr", "step"]>]> {
   let summary = "torch.optim.Adam / AdamW step for one parameter";
@@ -232,6 +232,11 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
     (decoupled = true): param *= 1 - lr * weight_decay. Then m = b1 m +
     (1 - b1) g, v = b2 v + (1 - b2) g^2, param -= lr * (m / (1 - b1^step)) /
     (sqrt(v / (1 - b2^step)) + eps).
+
+    `grad` has the parameter's type, or, for an f32 parameter, its shape in
+    f16 or bf16 (read widened to f32: the bits of the update of its f32
+    copy; `smp-fuse-grad-casts` makes it so under mixed precision), which
+    the syntax then names after the types: `grad tensor<...xbf16>`.
   }];
   let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
                    Smp_FloatTensor:$exp_avg, Smp_FloatTensor:$exp_avg_sq,
@@ -247,7 +252,9 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $step
     (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
+    custom<GradType>(type($grad), ref(type($param)))
   }];
+  let hasVerifier = 1;
 }
 
 

@@ -504,6 +504,22 @@ def SmpFuseSumSquaresPass : Pass<"smp-fuse-sum-squares", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpFuseGradCastsPass : Pass<"smp-fuse-grad-casts", "mlir::func::FuncOp"> {
+  let summary = "Let the optimizer and the gradient norm read 16-bit gradients";
+  let description = [{
+    Under bf16/f16 mixed precision each parameter's gradient is computed in
+    16 bits and cast up to f32 for the gradient norm and the optimizer. A
+    `cast` of an f16/bf16 x to f32 whose every use is an `smp.sum_squares`
+    input or the gradient of an `smp.adam_update` of an f32 parameter goes:
+    those uses read x, which their kernels widen to f32 as the cast did (the
+    bits do not change). The step loses an f32 copy of every gradient (4
+    bytes a parameter of arena, 10 bytes a parameter of traffic) and a
+    launch per parameter. Runs in the clean-up phase, after
+    `smp-fuse-sum-squares`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{

@@ -66,7 +66,8 @@ Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,
                    const TensorRef &out, bool transposeLhs, bool transposeRhs,
                    MatMulShape &g);
 
-/// sum_squares: at least one f32 input, an f32 output of one element.
+/// sum_squares: at least one input, each f32, f16 or bf16; an f32 output
+/// of one element.
 Status checkSumSquares(const std::vector<TensorRef> &inputs,
                        const TensorRef &out);
 
