@@ -167,6 +167,25 @@ runone() {
   return 1
 }
 
+# against_cpu LABEL BASE ART DATA TOL DEVICE: 5 steps of ART on the CPU
+# and on DEVICE (metrics OUT/BASE.cpu.jsonl and OUT/BASE.DEVICE.jsonl), and
+# "LABEL: ..." saying whether their losses and gradient norms agree within
+# TOL (or FAILED; SKIPPED past the deadline).
+against_cpu() {
+  local label=$1 base=$2 art=$3 data=$4 tol=$5 dev=$6
+  skip "$label" && return 0
+  rm -f "$OUT/$base.cpu.jsonl" "$OUT/$base.$dev.jsonl"
+  if runone "$base.cpu" "$art" --device cpu --data "$data" --steps 5 \
+    --metrics "$OUT/$base.cpu.jsonl" &&
+    runone "$base.$dev" "$art" --device "$dev" --data "$data" --steps 5 \
+      --metrics "$OUT/$base.$dev.jsonl"; then
+    echo "$label: $("$PYTHON" "$SAME" "$OUT/$base.cpu.jsonl" \
+      "$OUT/$base.$dev.jsonl" --rtol "$tol" || echo FAILED)"
+  else
+    echo "$label: FAILED (a run failed)"
+  fi
+}
+
 run() {
   local dir=$1 dev=$3 m o c p tol
   OUT=$2
@@ -175,20 +194,10 @@ run() {
     for o in "${OPTIMIZERS[@]}"; do
       c=${o%% *}
       for p in fp32 bf16; do
-        local a="$dir/$m.$c.$p.smpx" base="$m.$c.$p"
-        skip "$m/$c/$p" && continue
-        rm -f "$OUT/$base.cpu.jsonl" "$OUT/$base.$dev.jsonl"
         tol=1e-4
         [ $p = bf16 ] && tol=2e-2
-        if runone "$base.cpu" "$a" --device cpu --data "$FIXTURES/$m" \
-          --steps 5 --metrics "$OUT/$base.cpu.jsonl" &&
-          runone "$base.$dev" "$a" --device "$dev" --data "$FIXTURES/$m" \
-            --steps 5 --metrics "$OUT/$base.$dev.jsonl"; then
-          echo "$m/$c/$p: $("$PYTHON" "$SAME" "$OUT/$base.cpu.jsonl" \
-            "$OUT/$base.$dev.jsonl" --rtol $tol || echo FAILED)"
-        else
-          echo "$m/$c/$p: FAILED (a run failed)"
-        fi
+        against_cpu "$m/$c/$p" "$m.$c.$p" "$dir/$m.$c.$p.smpx" \
+          "$FIXTURES/$m" $tol "$dev"
       done
     done
   done
@@ -248,17 +257,8 @@ run_wide() {
   local dir=$1 dev=$2 w name
   for w in "${WIDE[@]}"; do
     name=${w%%:*}
-    skip "wide/$name" && continue
-    rm -f "$OUT/wide.$name.cpu.jsonl" "$OUT/wide.$name.$dev.jsonl"
-    if runone "wide.$name.cpu" "$dir/$name.smpx" --device cpu \
-      --data "$dir/$name" --steps 5 --metrics "$OUT/wide.$name.cpu.jsonl" &&
-      runone "wide.$name.$dev" "$dir/$name.smpx" --device "$dev" \
-        --data "$dir/$name" --steps 5 --metrics "$OUT/wide.$name.$dev.jsonl"; then
-      echo "wide/$name: $("$PYTHON" "$SAME" "$OUT/wide.$name.cpu.jsonl" \
-        "$OUT/wide.$name.$dev.jsonl" --rtol 2e-2 || echo FAILED)"
-    else
-      echo "wide/$name: FAILED (a run failed)"
-    fi
+    against_cpu "wide/$name" "wide.$name" "$dir/$name.smpx" "$dir/$name" \
+      2e-2 "$dev"
   done
 }
 
@@ -282,17 +282,8 @@ run_real() {
     done
   done
   for a in "${REAL_BF16[@]}"; do
-    skip "real/$a-bf16" && continue
-    rm -f "$OUT/real.$a-bf16.cpu.jsonl" "$OUT/real.$a-bf16.$dev.jsonl"
-    if runone "real.$a-bf16.cpu" "$dir/$a-bf16.smpx" --device cpu \
-      --data "$REAL" --steps 5 --metrics "$OUT/real.$a-bf16.cpu.jsonl" &&
-      runone "real.$a-bf16.$dev" "$dir/$a-bf16.smpx" --device "$dev" \
-        --data "$REAL" --steps 5 --metrics "$OUT/real.$a-bf16.$dev.jsonl"; then
-      echo "real/$a-bf16: $("$PYTHON" "$SAME" "$OUT/real.$a-bf16.cpu.jsonl" \
-        "$OUT/real.$a-bf16.$dev.jsonl" --rtol 2e-2 || echo FAILED)"
-    else
-      echo "real/$a-bf16: FAILED (a run failed)"
-    fi
+    against_cpu "real/$a-bf16" "real.$a-bf16" "$dir/$a-bf16.smpx" "$REAL" \
+      2e-2 "$dev"
   done
 }
 
