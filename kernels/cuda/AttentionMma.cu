@@ -93,6 +93,26 @@ __device__ inline int tilesFrom(int64_t r0, int64_t n) {
   return n > r0 ? static_cast<int>((n - r0 + kAttnTile - 1) / kAttnTile) : 0;
 }
 
+/// pipelined over the key tiles [0, jEnd) of one key/value head (k and v
+/// at its first row, sk rows): body(j0, kTile, vTile) with the tile's K and
+/// V in shared memory (two buffers of both at skv).
+template <class S, int D, class Body>
+__device__ void forKeyTiles(const S *k, const S *v, int64_t sk, int64_t jEnd,
+                            S *skv, Body body) {
+  constexpr int64_t kT = kAttnTile * kLd<D>;
+  pipelined(
+      tilesFrom(0, jEnd),
+      [&](int it, int buf) {
+        int64_t j0 = int64_t(it) * kAttnTile;
+        loadRowsAsync<S, D>(k, j0, sk, skv + 2 * buf * kT);
+        loadRowsAsync<S, D>(v, j0, sk, skv + (2 * buf + 1) * kT);
+      },
+      [&](int it, int buf) {
+        body(int64_t(it) * kAttnTile, skv + 2 * buf * kT,
+             skv + (2 * buf + 1) * kT);
+      });
+}
+
 /// A shared tile into rows [r0, min(r0 + kRows, rows)) of a [rows][D]
 /// tensor.
 template <class S, int D, int kRows = kAttnTile>
@@ -277,25 +297,19 @@ __global__ void __launch_bounds__(kAttnThreads)
   for (int t = 0; t < kM; ++t)
     m[t][0] = m[t][1] = -INFINITY;
   int64_t jEnd = a.causal ? min(g.sk, i0 + kRows) : g.sk;
-  pipelined(
-      tilesFrom(0, jEnd),
-      [&](int it, int buf) {
-        int64_t j0 = int64_t(it) * kAttnTile;
-        loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, skv + 2 * buf * kT);
-        loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, skv + (2 * buf + 1) * kT);
-      },
-      [&](int it, int buf) {
-        int64_t j0 = int64_t(it) * kAttnTile;
-        float s[kM][kNt][4];
-        productABt<S, D, kM>(s, sq, r0, skv + 2 * buf * kT);
-        bool mask = tileNeedsMask(a, i0, j0, kRows);
+  forKeyTiles<S, D>(k + kRow0 * D, v + kRow0 * D, g.sk, jEnd, skv,
+                    [&](int64_t j0, const S *sk, const S *sv) {
+                      float s[kM][kNt][4];
+                      productABt<S, D, kM>(s, sq, r0, sk);
+                      bool mask = tileNeedsMask(a, i0, j0, kRows);
 #pragma unroll
-        for (int t = 0; t < kM; ++t) {
-          scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t, j0, mask);
-          onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
-        }
-        accumulatePX<S, D, kM>(o, s, skv + (2 * buf + 1) * kT);
-      });
+                      for (int t = 0; t < kM; ++t) {
+                        scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t,
+                                               j0, mask);
+                        onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
+                      }
+                      accumulatePX<S, D, kM>(o, s, sv);
+                    });
   int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
 #pragma unroll
   for (int t = 0; t < kM; ++t) {
@@ -442,26 +456,18 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
   float dqAcc[D / 8][4] = {};
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
-  pipelined(
-      tilesFrom(0, jEnd),
-      [&](int it, int buf) {
-        int64_t j0 = int64_t(it) * kAttnTile;
-        loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, skv + 2 * buf * kT);
-        loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, skv + (2 * buf + 1) * kT);
-      },
-      [&](int it, int buf) {
-        int64_t j0 = int64_t(it) * kAttnTile;
-        const S *sk = skv + 2 * buf * kT, *sv = skv + (2 * buf + 1) * kT;
-        float s[kNt][4], dp[kNt][4];
-        productABt<S, D>(s, sq, 16 * w, sk);
-        scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
-                               tileNeedsMask(a, i0, j0));
-        productABt<S, D>(dp, sdo, 16 * w, sv);
-        probsAndDs(s, dp, [&](int, int e) {
-          return make_float2(rowLse[e / 2], rowDsum[e / 2]);
-        });
-        accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
-      });
+  forKeyTiles<S, D>(k + kRow0 * D, v + kRow0 * D, g.sk, jEnd, skv,
+                    [&](int64_t j0, const S *sk, const S *sv) {
+                      float s[kNt][4], dp[kNt][4];
+                      productABt<S, D>(s, sq, 16 * w, sk);
+                      scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                                             tileNeedsMask(a, i0, j0));
+                      productABt<S, D>(dp, sdo, 16 * w, sv);
+                      probsAndDs(s, dp, [&](int, int e) {
+                        return make_float2(rowLse[e / 2], rowDsum[e / 2]);
+                      });
+                      accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
+                    });
   fragmentsToTile<S, D>(dqAcc, a.scale, sq, 16 * w);
   __syncthreads();
   storeRows<S, D>(sq, dq + qRow0 * D, i0, g.s);
@@ -531,8 +537,8 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
     constexpr int D = decltype(dim)::value;
     if constexpr (D <= 64)
       if (ctx.attentionForwardRows == 2 * kAttnTile)
-        return launchTiles(op, attnForwardMma<S, D, 2>, 6 * tileBytes<D>(),
-                           g.s, 2 * kAttnTile, g.hq, kAttnThreads, g, ctx, a,
+        return launchTiles(op, attnForwardMma<S, D, 2>, 6 * tileBytes<D>(), g.s,
+                           2 * kAttnTile, g.hq, kAttnThreads, g, ctx, a,
                            q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
                            lse.as<float>());
     return launchTiles(op, attnForwardMma<S, D, 1>, 5 * tileBytes<D>(), g.s,
