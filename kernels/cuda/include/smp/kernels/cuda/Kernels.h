@@ -22,7 +22,9 @@
 // f64 in f64. Statistics (norms, softmax denominators) accumulate in f32 for
 // f32/f16/bf16 (f64 for f64) with tree reductions; reductions (reduce_sum /
 // reduce_mean) and the cross-entropy sums accumulate in f64. Results match
-// the CPU kernels to rounding, not bit for bit. GEMMs run on cuBLASLt (fp32
+// the CPU kernels to rounding, not bit for bit; f16/bf16 attention on the
+// tensor cores (attentionOnTensorCores) also rounds its probabilities and
+// their gradients to f16/bf16 for the products, as FlashAttention does. GEMMs run on cuBLASLt (fp32
 // compute, TF32 off unless setAllowTF32), with a plain tiled kernel for what
 // cuBLASLt refuses (integer types, odd alignments). Binary ops broadcast up
 // to 8 dims after merging contiguous dims. Integer division or mod by zero,
