@@ -18,20 +18,29 @@ func.func @step(%p: tensor<4x8xf32>, %g: tensor<4x8xbf16>, %h: tensor<8xf16>, %m
 
 // -----
 
-// What stays: a cast with another use (a collective, a mul), the optimizer
-// reading the widened value as something other than the gradient, a cast
-// that narrows, and the SGD step (its kernel reads the gradient's type).
+// The SGD step reads a 16-bit gradient too.
+// CHECK-LABEL: func.func @sgd
+// CHECK-NOT: smp.cast
+// CHECK: smp.sgd_update %arg0, %arg1, %arg0, %arg2, %arg2 {momentum = 0.899999976 : f32} : tensor<8xf32>, tensor<f32> grad tensor<8xbf16>
+func.func @sgd(%p: tensor<8xf32>, %g: tensor<8xbf16>, %lr: tensor<f32>) -> tensor<8xf32> {
+  %gw = smp.cast %g : tensor<8xbf16> to tensor<8xf32>
+  %sp, %sb = smp.sgd_update %p, %gw, %p, %lr, %lr {momentum = 0.9 : f32} : tensor<8xf32>, tensor<f32>
+  return %sp : tensor<8xf32>
+}
+
+// -----
+
+// What stays: a cast with another use (a mul), the optimizer reading the
+// widened value as something other than the gradient, a cast that narrows.
 // CHECK-LABEL: func.func @kept
-// CHECK-COUNT-4: smp.cast
+// CHECK-COUNT-3: smp.cast
 // CHECK-NOT: grad tensor
-func.func @kept(%p: tensor<8xf32>, %g: tensor<8xbf16>, %k: tensor<8xbf16>, %s: tensor<8xbf16>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xbf16>) {
+func.func @kept(%p: tensor<8xf32>, %g: tensor<8xbf16>, %k: tensor<8xbf16>, %lr: tensor<f32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<8xbf16>) {
   %gw = smp.cast %g : tensor<8xbf16> to tensor<8xf32>
   %n = smp.sum_squares %gw : (tensor<8xf32>) -> tensor<f32>
   %r = smp.mul %gw, %gw : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
   %kw = smp.cast %k : tensor<8xbf16> to tensor<8xf32>
   %np, %nm, %nv = smp.adam_update %p, %kw, %kw, %kw, %lr, %lr : tensor<8xf32>, tensor<f32>
-  %sw = smp.cast %s : tensor<8xbf16> to tensor<8xf32>
-  %sp, %sb = smp.sgd_update %p, %sw, %p, %lr, %lr : tensor<8xf32>, tensor<f32>
   %down = smp.cast %p : tensor<8xf32> to tensor<8xbf16>
-  return %r, %np, %sp, %down : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xbf16>
+  return %r, %np, %down : tensor<8xf32>, tensor<8xf32>, tensor<8xbf16>
 }

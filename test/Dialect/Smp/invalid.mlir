@@ -426,3 +426,11 @@ func.func @sum_squares_type(%x: tensor<8xf64>) {
   %n = smp.sum_squares %x : (tensor<8xf64>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @sgd_grad_type(%p: tensor<8xbf16>, %g: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.sgd_update' op gradient 'tensor<8xf32>' must have the parameter's type 'tensor<8xbf16>' (or f16/bf16 for an f32 parameter)}}
+  %np, %nb = smp.sgd_update %p, %g, %p, %lr, %lr : tensor<8xbf16>, tensor<f32> grad tensor<8xf32>
+  return
+}

@@ -431,9 +431,9 @@ TEST_F(Cuda, SgdUpdate) {
       }
 }
 
-/// smp-fuse-grad-casts: f32 states with a bf16 or f16 gradient, against
-/// the CPU's.
-TEST_F(Cuda, AdamReadsASixteenBitGradient) {
+/// smp-fuse-grad-casts: f32 states with a bf16 or f16 gradient (Adam and
+/// SGD), against the CPU's.
+TEST_F(Cuda, OptimizersReadASixteenBitGradient) {
   for (DType t : {DType::BF16, DType::F16}) {
     SCOPED_TRACE(name(t));
     const int64_t n = 20000;
@@ -454,6 +454,16 @@ TEST_F(Cuda, AdamReadsASixteenBitGradient) {
     expectTol(dp, np);
     expectTol(dm, nm);
     expectTol(dv, nv);
+    cpuk::SgdOptions cs;
+    cs.momentum = 0.9;
+    cuk::SgdOptions gs;
+    gs.momentum = 0.9;
+    Host sp(p), sb(m);
+    ASSERT_OK(cpuk::sgdUpdate(p, g, m, double(lr32), 5.0, cs, sp, sb));
+    Dev ep(p), eb(m);
+    ASSERT_OK(cuk::sgdUpdate(ep, dg, eb, dlr, dstep, nullptr, gs, ep, eb));
+    expectTol(ep, sp);
+    expectTol(eb, sb);
   }
 }
 

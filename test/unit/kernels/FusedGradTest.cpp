@@ -239,10 +239,11 @@ TEST(FusedGrad, SumSquaresOfSixteenBitInputsIsThatOfTheirF32Copies) {
   }
 }
 
-/// smp-fuse-grad-casts: adam_update of f32 states with an f16/bf16
-/// gradient gives the bits of the update with its f32 copy (both SIMD
-/// paths; a size that is not a multiple of the widening chunk; in place).
-TEST(FusedGrad, AdamReadsASixteenBitGradientAsItsF32Copy) {
+/// smp-fuse-grad-casts: adam_update (and sgd_update) of f32 states with an
+/// f16/bf16 gradient gives the bits of the update with its f32 copy (both
+/// SIMD paths; a size that is not a multiple of the widening chunk; in
+/// place).
+TEST(FusedGrad, OptimizersReadASixteenBitGradientAsItsF32Copy) {
   const int64_t n = 3001;
   AdamOptions o;
   o.weightDecay = 0.1;
@@ -262,6 +263,16 @@ TEST(FusedGrad, AdamReadsASixteenBitGradientAsItsF32Copy) {
       expectSameBytes(p, pw, "param");
       expectSameBytes(m, mw, "exp_avg");
       expectSameBytes(v, vw, "exp_avg_sq");
+      // SGD with momentum the same way.
+      SgdOptions so;
+      so.momentum = 0.9;
+      so.weightDecay = 0.01;
+      Host q = random(DType::F32, {n}, -1, 1, 47), b(m), qw(DType::F32, {n}),
+           bw(DType::F32, {n});
+      ASSERT_OK(sgdUpdate(q, g32, b, 1e-2, 3, so, qw, bw));
+      ASSERT_OK(sgdUpdate(q, g, b, 1e-2, 3, so, q, b));
+      expectSameBytes(q, qw, "sgd param");
+      expectSameBytes(b, bw, "sgd momentum buffer");
     }
   detail::vecUseSimd(true);
 }

@@ -35,23 +35,35 @@ static LogicalResult inferNormGradTypes(std::optional<Location> loc,
 }
 
 //===----------------------------------------------------------------------===//
-// adam_update: a gradient of the parameter's type, or f16/bf16 for f32
+// adam_update, sgd_update: a gradient of the parameter's type, or f16/bf16
+// for f32
 //===----------------------------------------------------------------------===//
 
-LogicalResult AdamUpdateOp::verify() {
-  auto param = cast<RankedTensorType>(getParam().getType());
-  auto grad = cast<RankedTensorType>(getGrad().getType());
+/// An optimizer step's gradient: the parameter's type, or its shape in
+/// f16/bf16 for an f32 parameter.
+static LogicalResult verifyGradType(Operation *op, Value paramValue,
+                                    Value gradValue) {
+  auto param = cast<RankedTensorType>(paramValue.getType());
+  auto grad = cast<RankedTensorType>(gradValue.getType());
   if (grad == param)
     return success();
   if (grad.getShape() != param.getShape())
-    return emitOpError("gradient ")
+    return op->emitOpError("gradient ")
            << grad << " does not have the shape of the parameter " << param;
   Type g = grad.getElementType();
   if (!param.getElementType().isF32() || !(g.isF16() || g.isBF16()))
-    return emitOpError("gradient ")
+    return op->emitOpError("gradient ")
            << grad << " must have the parameter's type " << param
            << " (or f16/bf16 for an f32 parameter)";
   return success();
+}
+
+LogicalResult AdamUpdateOp::verify() {
+  return verifyGradType(*this, getParam(), getGrad());
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  return verifyGradType(*this, getParam(), getGrad());
 }
 
 LogicalResult BiasGeluGradOp::verify() {

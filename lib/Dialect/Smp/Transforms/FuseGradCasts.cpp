@@ -3,9 +3,9 @@
 // Implements `smp-fuse-grad-casts`: under bf16/f16 mixed precision every
 // parameter's gradient comes out of the backward in 16 bits and is cast up
 // to f32 for the gradient norm (smp.sum_squares) and the optimizer
-// (smp.adam_update of the f32 master weight). Both read the 16-bit gradient
-// instead, widening it as the cast did, so the f32 copy (4 bytes a
-// parameter of arena) and its kernel go.
+// (smp.adam_update or smp.sgd_update of the f32 master weight). They read
+// the 16-bit gradient instead, widening it as the cast did, so the f32 copy
+// (4 bytes a parameter of arena) and its kernel go.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +26,8 @@ using namespace smp;
 namespace {
 
 /// Whether `use` reads its value widened when handed the 16-bit source: a
-/// sum_squares input, or the gradient of an adam_update whose parameter is
-/// f32 (of the cast's shape).
+/// sum_squares input, or the gradient of an adam_update or sgd_update whose
+/// parameter is f32 (of the cast's shape).
 bool readsWidened(OpOperand &use) {
   Operation *user = use.getOwner();
   if (isa<SumSquaresOp>(user))
@@ -35,6 +35,9 @@ bool readsWidened(OpOperand &use) {
   if (auto adam = dyn_cast<AdamUpdateOp>(user))
     return &use == &adam.getGradMutable() &&
            use.get().getType() == adam.getParam().getType();
+  if (auto sgd = dyn_cast<SgdUpdateOp>(user))
+    return &use == &sgd.getGradMutable() &&
+           use.get().getType() == sgd.getParam().getType();
   return false;
 }
 

@@ -198,14 +198,15 @@ def Smp_PoolGradOp : Smp_Op<"pool_grad", [Pure,
 //===----------------------------------------------------------------------===//
 
 def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
-    AllTypesMatch<["param", "grad", "momentum_buffer", "new_param",
+    AllTypesMatch<["param", "momentum_buffer", "new_param",
                    "new_momentum_buffer"]>, AllTypesMatch<["lr", "step"]>]> {
   let summary = "torch.optim.SGD step for one parameter";
   let description = [{
     g = grad + weight_decay * param; with momentum: buf = momentum * buf +
     (1 - dampening) * g (buf = g on the first step, `step` == 1), g = buf (or
     g + momentum * buf with nesterov); param -= lr * g. `lr` and `step` are
-    rank-0 f32 tensors fed each step.
+    rank-0 f32 tensors fed each step. `grad` may be f16/bf16 for an f32
+    parameter, as adam_update's.
   }];
   let arguments = (ins Smp_FloatTensor:$param, Smp_FloatTensor:$grad,
                    Smp_FloatTensor:$momentum_buffer, Smp_FloatTensor:$lr,
@@ -219,7 +220,9 @@ def Smp_SgdUpdateOp : Smp_Op<"sgd_update", [Pure,
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer `,` $lr `,` $step
     (`skip` $skip^ `(` type($skip) `)`)? attr-dict `:` type($param) `,` type($lr)
+    custom<GradType>(type($grad), ref(type($param)))
   }];
+  let hasVerifier = 1;
 }
 
 def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,

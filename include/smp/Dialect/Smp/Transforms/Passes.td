@@ -510,7 +510,8 @@ def SmpFuseGradCastsPass : Pass<"smp-fuse-grad-casts", "mlir::func::FuncOp"> {
     Under bf16/f16 mixed precision each parameter's gradient is computed in
     16 bits and cast up to f32 for the gradient norm and the optimizer. A
     `cast` of an f16/bf16 x to f32 whose every use is an `smp.sum_squares`
-    input or the gradient of an `smp.adam_update` of an f32 parameter goes:
+    input or the gradient of an `smp.adam_update` or `smp.sgd_update` of an
+    f32 parameter goes:
     those uses read x, which their kernels widen to f32 as the cast did (the
     bits do not change). The step loses an f32 copy of every gradient (4
     bytes a parameter of arena, 10 bytes a parameter of traffic) and a
