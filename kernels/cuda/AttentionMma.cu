@@ -42,8 +42,10 @@ constexpr int kAttnPad = 8;        // elements after each shared-memory row
 constexpr int kNt = kAttnTile / 8; // n-tiles of a 64-column score tile
 
 template <int D> constexpr int64_t kLd = D + kAttnPad;
+/// The elements of a 64-row shared tile, and its bytes.
+template <int D> constexpr int64_t kTileElems = kAttnTile *kLd<D>;
 template <int D> constexpr size_t tileBytes() {
-  return sizeof(uint16_t) * kAttnTile * kLd<D>;
+  return sizeof(uint16_t) * kTileElems<D>;
 }
 
 /// Rows [r0, r0 + kRows) of a [rows][D] tensor into a shared tile by
@@ -99,7 +101,7 @@ __device__ inline int tilesFrom(int64_t r0, int64_t n) {
 template <class S, int D, class Body>
 __device__ void forKeyTiles(const S *k, const S *v, int64_t sk, int64_t jEnd,
                             S *skv, Body body) {
-  constexpr int64_t kT = kAttnTile * kLd<D>;
+  constexpr int64_t kT = kTileElems<D>;
   pipelined(
       tilesFrom(0, jEnd),
       [&](int it, int buf) {
@@ -173,13 +175,6 @@ __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
   }
 }
 
-/// The same for one row tile.
-template <class S, int D>
-__device__ void productABt(float (&acc)[kNt][4], const S *a, int r0,
-                           const S *b) {
-  productABt<S, D, 1>(reinterpret_cast<float(&)[1][kNt][4]>(acc), a, r0, b);
-}
-
 /// acc[m] += P[m] X for the warp's kM 16 x 64 tiles p (C fragments,
 /// rounded to S) and the 64 x D tile x.
 template <class S, int D, int kM>
@@ -195,14 +190,6 @@ __device__ void accumulatePX(float (&acc)[kM][D / 8][4],
       mmaPairs<S, kM>(acc, nt, fa, fb);
     }
   }
-}
-
-/// The same for one row tile.
-template <class S, int D>
-__device__ void accumulatePX(float (&acc)[D / 8][4], const float (&p)[kNt][4],
-                             const S *x) {
-  accumulatePX<S, D, 1>(reinterpret_cast<float(&)[1][D / 8][4]>(acc),
-                        reinterpret_cast<const float(&)[1][kNt][4]>(p), x);
 }
 
 /// Whether queries [i0, i0 + rows) against a key tile [j0, j0 + 64) need
@@ -284,8 +271,8 @@ __global__ void __launch_bounds__(kAttnThreads)
                    float *lse) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  constexpr int kRows = kM * kAttnTile;      // queries of the block
-  constexpr int64_t kT = kAttnTile * kLd<D>; // elements of a key tile
+  constexpr int kRows = kM * kAttnTile; // queries of the block
+  constexpr int64_t kT = kTileElems<D>; // elements of a key tile
   S *sq = reinterpret_cast<S *>(smem), *skv = sq + kM * kT; // k0 v0 k1 v1
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
@@ -378,7 +365,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                     S *dv) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  constexpr int64_t kT = kAttnTile * kLd<D>;
+  constexpr int64_t kT = kTileElems<D>;
   // k, v, then two buffers of (q, dout), then two of (lse, Dsum).
   S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
   float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
@@ -388,7 +375,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   int w = threadIdx.x / 32, t = threadIdx.x % 4;
   loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, sk);
   loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, sv);
-  float dkAcc[D / 8][4] = {}, dvAcc[D / 8][4] = {};
+  float dkAcc[1][D / 8][4] = {}, dvAcc[1][D / 8][4] = {}; // one row tile
   // The query tiles of every head of the group, in order.
   int64_t iStart = a.causal ? j0 : 0;
   int perHead = tilesFrom(iStart, g.s);
@@ -414,20 +401,20 @@ __global__ void __launch_bounds__(kAttnThreads)
         const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
         const float *st = sStat + 2 * buf * kAttnTile;
         int64_t i0 = rowOf(it);
-        float s[kNt][4], dp[kNt][4];
-        productABt<S, D>(s, sk, 16 * w, sq);
-        scaleAndMask<S, true>(s, a, b, headOf(it), j0 + 16 * w, i0,
+        float s[1][kNt][4], dp[1][kNt][4];
+        productABt<S, D, 1>(s, sk, 16 * w, sq);
+        scaleAndMask<S, true>(s[0], a, b, headOf(it), j0 + 16 * w, i0,
                               tileNeedsMask(a, i0, j0));
-        productABt<S, D>(dp, sv, 16 * w, sdo);
-        probsAndDs(s, dp, [&](int nt, int e) {
+        productABt<S, D, 1>(dp, sv, 16 * w, sdo);
+        probsAndDs(s[0], dp[0], [&](int nt, int e) {
           int c = nt * 8 + 2 * t + e % 2; // the query of the column
           return make_float2(st[c], st[kAttnTile + c]);
         });
-        accumulatePX<S, D>(dvAcc, s, sdo); // dV += P^T dO
-        accumulatePX<S, D>(dkAcc, dp, sq); // dK += dS^T Q
+        accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
+        accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
       });
-  fragmentsToTile<S, D>(dkAcc, a.scale, sk, 16 * w);
-  fragmentsToTile<S, D>(dvAcc, 1.0f, sv, 16 * w);
+  fragmentsToTile<S, D>(dkAcc[0], a.scale, sk, 16 * w);
+  fragmentsToTile<S, D>(dvAcc[0], 1.0f, sv, 16 * w);
   __syncthreads();
   storeRows<S, D>(sk, dk + kRow0 * D, j0, g.sk);
   storeRows<S, D>(sv, dv + kRow0 * D, j0, g.sk);
@@ -440,7 +427,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                        S *dq) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
-  constexpr int64_t kT = kAttnTile * kLd<D>;
+  constexpr int64_t kT = kTileElems<D>;
   S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kT, *skv = sdo + kT;
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
@@ -454,21 +441,21 @@ __global__ void __launch_bounds__(kAttnThreads)
     rowLse[half] = i < g.s ? lse[qRow0 + i] : -INFINITY;
     rowDsum[half] = i < g.s ? dsum[qRow0 + i] : 0.0f;
   }
-  float dqAcc[D / 8][4] = {};
+  float dqAcc[1][D / 8][4] = {}; // one row tile
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
   forKeyTiles<S, D>(k + kRow0 * D, v + kRow0 * D, g.sk, jEnd, skv,
                     [&](int64_t j0, const S *sk, const S *sv) {
-                      float s[kNt][4], dp[kNt][4];
-                      productABt<S, D>(s, sq, 16 * w, sk);
-                      scaleAndMask<S, false>(s, a, b, h, i0 + 16 * w, j0,
+                      float s[1][kNt][4], dp[1][kNt][4];
+                      productABt<S, D, 1>(s, sq, 16 * w, sk);
+                      scaleAndMask<S, false>(s[0], a, b, h, i0 + 16 * w, j0,
                                              tileNeedsMask(a, i0, j0));
-                      productABt<S, D>(dp, sdo, 16 * w, sv);
-                      probsAndDs(s, dp, [&](int, int e) {
+                      productABt<S, D, 1>(dp, sdo, 16 * w, sv);
+                      probsAndDs(s[0], dp[0], [&](int, int e) {
                         return make_float2(rowLse[e / 2], rowDsum[e / 2]);
                       });
-                      accumulatePX<S, D>(dqAcc, dp, sk); // dQ += dS K
+                      accumulatePX<S, D, 1>(dqAcc, dp, sk); // dQ += dS K
                     });
-  fragmentsToTile<S, D>(dqAcc, a.scale, sq, 16 * w);
+  fragmentsToTile<S, D>(dqAcc[0], a.scale, sq, 16 * w);
   __syncthreads();
   storeRows<S, D>(sq, dq + qRow0 * D, i0, g.s);
 }
