@@ -369,41 +369,32 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
   s.stepSize = lr / (1 - std::pow(o.beta1, step));
   s.bc2Sqrt = std::sqrt(1 - std::pow(o.beta2, step));
   s.epsilon = o.epsilon;
+  // f32 states (the gradient f32, or f16/bf16 under smp-fuse-grad-casts):
+  // the f32 path a chunk at a time, a 16-bit gradient widened into it (the
+  // bits of its f32 copy's step).
   if (allF32({&param, &expAvg, &expAvgSq, &newParam, &newExpAvg,
-              &newExpAvgSq})) {
-    if (grad.dtype == DType::F32) {
-      AdamArrays a{param.as<float>(),    grad.as<float>(),
-                   expAvg.as<float>(),   expAvgSq.as<float>(),
-                   newParam.as<float>(), newExpAvg.as<float>(),
-                   newExpAvgSq.as<float>()};
-      parallelFor(param.numel(), grainFor(24),
-                  [&](int64_t b, int64_t e) { vecAdam(s, a.at(b), e - b); });
+              &newExpAvgSq}) &&
+      grad.dtype != DType::F64)
+    return visitFloat(grad.dtype, op, [&](auto tag) {
+      using G = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<typename Float<G>::C, float>) {
+        parallelFor(param.numel(), grainFor(24), [&](int64_t b, int64_t e) {
+          std::vector<float> wide;
+          for (int64_t i = b; i < e; i += kChunk) {
+            int64_t n = std::min<int64_t>(kChunk, e - i);
+            AdamArrays a{param.as<float>() + i,
+                         widenRow(grad.as<G>() + i, wide, n),
+                         expAvg.as<float>() + i,
+                         expAvgSq.as<float>() + i,
+                         newParam.as<float>() + i,
+                         newExpAvg.as<float>() + i,
+                         newExpAvgSq.as<float>() + i};
+            vecAdam(s, a, n);
+          }
+        });
+      }
       return Status::success();
-    }
-    // An f16/bf16 gradient of f32 states (smp-fuse-grad-casts): widened a
-    // chunk at a time, then the f32 path (the bits of its f32 copy's step).
-    if (grad.dtype == DType::F16 || grad.dtype == DType::BF16)
-      return visitFloat(grad.dtype, op, [&](auto tag) {
-        using G = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<typename Float<G>::C, float>) {
-          parallelFor(param.numel(), grainFor(24), [&](int64_t b, int64_t e) {
-            std::vector<float> wide;
-            for (int64_t i = b; i < e; i += kChunk) {
-              int64_t n = std::min<int64_t>(kChunk, e - i);
-              AdamArrays a{param.as<float>() + i,
-                           widenRow(grad.as<G>() + i, wide, n),
-                           expAvg.as<float>() + i,
-                           expAvgSq.as<float>() + i,
-                           newParam.as<float>() + i,
-                           newExpAvg.as<float>() + i,
-                           newExpAvgSq.as<float>() + i};
-              vecAdam(s, a, n);
-            }
-          });
-        }
-        return Status::success();
-      });
-  }
+    });
   // Other types: the same element step in double, through chunks (the same
   // bits for any thread count; outputs may alias inputs).
   streamChunks<4>(param.numel(), 24, [&](int64_t i0, int64_t len,
