@@ -241,15 +241,6 @@ struct SquaresTable {
   DType t[kSquaresTable]; // f32, or f16/bf16 read widened
 };
 
-/// Element i of an f32, f16 or bf16 tensor, as f32 (widening is exact).
-__device__ inline float widened(const void *p, DType t, int64_t i) {
-  if (t == DType::BF16)
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  if (t == DType::F16)
-    return __half2float(static_cast<const __half *>(p)[i]);
-  return static_cast<const float *>(p)[i];
-}
-
 /// Block (b, t) sums the squares (each rounded to f32, as the mul's) of
 /// its grid-stride share of tensor t in double: part[t * gridDim.x + b].
 __global__ void squareParts(SquaresTable table, double *part) {
@@ -260,7 +251,8 @@ __global__ void squareParts(SquaresTable table, double *part) {
   double a = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float v = widened(x, type, i);
+    // Common.cuh's loadFloat; f32, f16 and bf16 values are exact in f32.
+    float v = static_cast<float>(loadFloat(x, type, i));
     float square = v * v;
     a += static_cast<double>(square);
   }
