@@ -130,6 +130,9 @@ def main():
         fail(f"the run ended before step {k} (exit {rc}):\n{out}{err}")
     # What smprun reports: the signal smprun got (SIGUSR1 sent to mpirun is
     # what the ranks got).
+    if rc == 0:
+        fail(f"the run finished all {steps} steps before the signal sent at "
+             f"step {k} reached it: give the run more --steps")
     if rc != 128 + sig:
         fail(f"exit status {rc}, expected {128 + sig}:\n{err}")
     m = re.search(r"smprun: stopped by (.*) after step (\d+) of (\d+); "
