@@ -8,7 +8,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
+#include <algorithm>
+#include <vector>
 #include <unordered_map>
 
 namespace smp::cudaemu {
@@ -103,11 +104,35 @@ bool dryRun() {
 }
 
 namespace {
+// SMP_CUDAEMU_DRY_RUN=kernels: the exit report also lists the launches of
+// each kernel, the most launched first.
+bool listKernels() {
+  const char *v = std::getenv("SMP_CUDAEMU_DRY_RUN");
+  return v && std::string(v) == "kernels";
+}
+} // namespace
+
+namespace {
 struct Counts {
   std::mutex mutex;
   uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0;
-  std::set<std::string> kernels;
+  std::map<std::string, uint64_t> kernels; // launches by kernel
 };
+
+void reportKernels(const std::map<std::string, uint64_t> &kernels) {
+  std::vector<std::pair<uint64_t, std::string>> byCount;
+  for (const auto &[name, n] : kernels)
+    byCount.emplace_back(n, name);
+  std::sort(byCount.begin(), byCount.end(),
+            [](const auto &a, const auto &b) {
+              return a.first != b.first ? a.first > b.first
+                                        : a.second < b.second;
+            });
+  for (const auto &[n, name] : byCount)
+    std::fprintf(stderr, "%10llu  %s\n", static_cast<unsigned long long>(n),
+                 name.c_str());
+}
+
 Counts &counts() {
   static Counts *c = [] {
     auto *n = new Counts;
@@ -121,6 +146,8 @@ Counts &counts() {
                " heuristic queries) checked, none run; " +
                std::to_string(k.hostWaits) +
                " host waits (synchronizations and synchronous copies)");
+        if (listKernels())
+          reportKernels(k.kernels);
       });
     return n;
   }();
@@ -132,7 +159,7 @@ void countLaunch(const char *kernel) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.launches;
-  c.kernels.insert(kernel);
+  ++c.kernels[kernel];
 }
 
 void countProduct() {

@@ -12,6 +12,10 @@ emulator (docs/cuda-emulator.md): the two CUDA constructs that are not C++.
          thread of each block to reach it fills it with a NaN pattern, as
          a GPU's shared memory starts as garbage)
 
+A launch whose line ends in `// cudaemu-name: EXPR` is named by EXPR (a
+runtime const char *, e.g. the op a generic launch helper was given) instead
+of its kernel expression.
+
 Includes of "X.cuh" become "X.cuh.h" (the translated copy beside it).
 Everything else is kept, line for line (the launch rewrite keeps the line
 count), so the compiler's line numbers still point into the .cu file.
@@ -27,6 +31,7 @@ KERNEL = r"([A-Za-z_][\w:]*(?:\s*<(?:[^<>;]|<[^<>;]*>)*>)?)"
 LAUNCH = re.compile(KERNEL + r"(\s*)<<<(.*?)>>>(\s*)\(", re.S)
 EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([\w:<> ]+?)\s+(\w+)\s*\[\s*\]\s*;")
+NAMED = re.compile(r"[ \t]*// cudaemu-name: ([^\n]+?)\s*$", re.M)
 INCLUDE_CUH = re.compile(r'#include "([\w/]+\.cuh)"')
 # A block's __shared__ variables in a function: TYPE a[N][M], b[N];
 STATIC_SHARED = re.compile(
@@ -44,15 +49,21 @@ def translate(text):
 
     def launch(m):
         kernel, sp1, config, sp2 = m.group(1), m.group(2), m.group(3), m.group(4)
-        name = re.sub(r"\s+", " ", kernel)
+        name = '"' + re.sub(r"\s+", " ", kernel) + '"'
+        # A generic helper's launch of the kernel it was given names the
+        # launch by a runtime string: `// cudaemu-name: EXPR` after the
+        # launch's statement on its last line.
+        tail = NAMED.match(text, text.find(";", m.end()) + 1)
+        if tail:
+            name = tail.group(1)
         # The whitespace (newlines included) is kept where it was.
         rest = text[m.end():]
         close = "" if re.match(r"\s*\)", rest) else ", "
         if kernel in deduced:
             target = f"[&](auto... a) {{ {kernel}(a...); }}"
-            return (f'::smp::cudaemu::Launch("{name}",{sp1}{config}){sp2}'
+            return (f'::smp::cudaemu::Launch({name},{sp1}{config}){sp2}'
                     f".runDeduced({target}{close}")
-        return (f'::smp::cudaemu::Launch("{name}",{sp1}{config}){sp2}'
+        return (f'::smp::cudaemu::Launch({name},{sp1}{config}){sp2}'
                 f".run({kernel}{close}")
 
     out = LAUNCH.sub(launch, text)
