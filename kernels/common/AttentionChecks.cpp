@@ -24,24 +24,31 @@ Status checkQkv(const char *op, const TensorRef &q, const TensorRef &k,
   if (k.dtype != q.dtype || v.dtype != q.dtype)
     return fail(op, "q, k and v must have one dtype, got " + describe(q) +
                         ", " + describe(k) + " and " + describe(v));
+  // The head and sequence axes of q, k, v (and out).
+  const int hAx = g.bshd ? 2 : 1, sAx = g.bshd ? 1 : 2;
+  const char *qForm = g.bshd ? "q must be [B, S, Hq, D]" : "q must be [B, Hq, S, D]";
+  const char *kForm =
+      g.bshd ? "k must be [B, Sk, Hkv, D]" : "k must be [B, Hkv, Sk, D]";
+  const char *vForm =
+      g.bshd ? "v must be [B, Sk, Hkv, Dv]" : "v must be [B, Hkv, Sk, Dv]";
   if (q.rank() != 4)
-    return fail(op, "q must be [B, Hq, S, D], got " + shapeStr(q.shape));
+    return fail(op, std::string(qForm) + ", got " + shapeStr(q.shape));
   if (k.rank() != 4)
-    return fail(op, "k must be [B, Hkv, Sk, D], got " + shapeStr(k.shape));
+    return fail(op, std::string(kForm) + ", got " + shapeStr(k.shape));
   if (v.rank() != 4)
-    return fail(op, "v must be [B, Hkv, Sk, Dv], got " + shapeStr(v.shape));
+    return fail(op, std::string(vForm) + ", got " + shapeStr(v.shape));
   g.b = q.shape[0];
-  g.hq = q.shape[1];
-  g.s = q.shape[2];
+  g.hq = q.shape[hAx];
+  g.s = q.shape[sAx];
   g.d = q.shape[3];
-  g.hkv = k.shape[1];
-  g.sk = k.shape[2];
+  g.hkv = k.shape[hAx];
+  g.sk = k.shape[sAx];
   g.dv = v.shape[3];
   if (k.shape[0] != g.b || k.shape[3] != g.d)
     return fail(op, "k " + shapeStr(k.shape) + " does not match q " +
                         shapeStr(q.shape) +
                         " (batch and head dim must be equal)");
-  if (v.shape[0] != g.b || v.shape[1] != g.hkv || v.shape[2] != g.sk)
+  if (v.shape[0] != g.b || v.shape[hAx] != g.hkv || v.shape[sAx] != g.sk)
     return fail(op, "v " + shapeStr(v.shape) + " does not match k " +
                         shapeStr(k.shape) +
                         " (batch, heads and keys must be equal)");
@@ -83,13 +90,16 @@ Status checkMask(const char *op, const TensorRef *mask, DType qType,
   return Status::success();
 }
 
-/// out [B, Hq, S, Dv] of q's dtype, lse [B, Hq, S] f32.
+/// out [B, Hq, S, Dv] (bshd: [B, S, Hq, Dv]) of q's dtype, lse [B, Hq, S]
+/// f32.
 Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
                    const TensorRef &lse, const AttentionDims &g) {
   SMP_RETURN_IF_ERROR(checkTensor(op, "out", out));
   SMP_RETURN_IF_ERROR(checkTensor(op, "lse", lse));
   SMP_RETURN_IF_ERROR(checkDType(op, "out", out, q.dtype));
-  SMP_RETURN_IF_ERROR(checkShape(op, "out", out, {g.b, g.hq, g.s, g.dv}));
+  SMP_RETURN_IF_ERROR(checkShape(op, "out", out,
+                                 g.bshd ? std::vector<int64_t>{g.b, g.s, g.hq, g.dv}
+                                        : std::vector<int64_t>{g.b, g.hq, g.s, g.dv}));
   SMP_RETURN_IF_ERROR(checkDType(op, "lse", lse, DType::F32));
   return checkShape(op, "lse", lse, {g.b, g.hq, g.s});
 }

@@ -93,9 +93,18 @@ void forwardBlock(const Operands &in, int64_t task, S *out, float *lse) {
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                  const TensorRef *mask, float scale, bool causal,
-                 const TensorRef &out, const TensorRef &lse) {
+                 const TensorRef &out, const TensorRef &lse, bool bshd) {
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
+  if (bshd) {
+    HeadsFirst hf;
+    TensorRef o = hf.scratchFor(out);
+    SMP_RETURN_IF_ERROR(attention(hf.copy(q), hf.copy(k), hf.copy(v), mask,
+                                  scale, causal, o, lse, false));
+    HeadsFirst::writeBack(o, out);
+    return Status::success();
+  }
   if (lse.numel() == 0)
     return Status::success();
   return visitFloat(q.dtype, "attention", [&](auto tag) {

@@ -9,6 +9,8 @@
 #include "AttentionBlocks.h"
 #include "VecMath.h"
 
+#include <cstring>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SMP_ATTN_X86 1
@@ -213,6 +215,55 @@ Scores makeScores(const common::AttentionDims &g, const TensorRef *mask,
       s.st[d] = g.maskStride[d];
   }
   return s;
+}
+
+//===----------------------------------------------------------------------===//
+// The bshd layout
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// from [B, X, Y, D] into to [B, Y, X, D] (the same bytes per element).
+void swapMiddle(const TensorRef &from, const TensorRef &to) {
+  int64_t nb = from.shape[0], nx = from.shape[1], ny = from.shape[2];
+  size_t row = static_cast<size_t>(from.shape[3]) * dtypeSize(from.dtype);
+  const auto *in = static_cast<const unsigned char *>(from.data);
+  auto *out = static_cast<unsigned char *>(to.data);
+  parallelFor(nb * nx, grainFor(ny * from.shape[3]), [&](int64_t b0,
+                                                         int64_t b1) {
+    for (int64_t bx = b0; bx < b1; ++bx) {
+      int64_t b = bx / nx, x = bx % nx;
+      for (int64_t y = 0; y < ny; ++y)
+        std::memcpy(out + static_cast<size_t>((b * ny + y) * nx + x) * row,
+                    in + static_cast<size_t>(bx * ny + y) * row, row);
+    }
+  });
+}
+
+TensorRef swappedShape(const TensorRef &t, void *data) {
+  TensorRef r = t;
+  std::swap(r.shape[1], r.shape[2]);
+  r.data = data;
+  return r;
+}
+
+} // namespace
+
+TensorRef HeadsFirst::scratchFor(const TensorRef &t) {
+  bufs_.emplace_back(std::max<size_t>(t.bytes(), 1));
+  return swappedShape(t, bufs_.back().data());
+}
+
+TensorRef HeadsFirst::copy(const TensorRef &t) {
+  TensorRef r = scratchFor(t);
+  if (t.numel() > 0)
+    swapMiddle(t, r);
+  return r;
+}
+
+void HeadsFirst::writeBack(const TensorRef &from, const TensorRef &to) {
+  if (to.numel() > 0)
+    swapMiddle(from, to);
 }
 
 } // namespace smp::kernels::cpu::detail::attn

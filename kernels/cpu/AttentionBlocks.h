@@ -169,6 +169,24 @@ Operands scoreOperands(const common::AttentionDims &g, const TensorRef &q,
   return in;
 }
 
+/// The [B, S, H, D] (bshd) operands of a call as [B, H, S, D] copies, and
+/// its [B, H, S, D] results written back as [B, S, H, D]: the CPU kernels
+/// index heads-first, and their operands are widened into f32 copies
+/// anyway, so the layout costs one more copy of each (what the transposes
+/// the layout removes from the graph cost).
+class HeadsFirst {
+public:
+  /// t [B, X, Y, D] as a [B, Y, X, D] copy (owned here).
+  TensorRef copy(const TensorRef &t);
+  /// A buffer (owned here) for the heads-first form of the bshd result t.
+  TensorRef scratchFor(const TensorRef &t);
+  /// Writes the heads-first `from` into the bshd `to`.
+  static void writeBack(const TensorRef &from, const TensorRef &to);
+
+private:
+  std::vector<std::vector<unsigned char>> bufs_;
+};
+
 /// Runs f(task) for task in [0, n) on the OpenMP threads, dynamically
 /// scheduled (each task writes its own outputs: the results do not depend
 /// on which thread runs it).

@@ -303,10 +303,23 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, const TensorRef *mask, float scale,
                      bool causal, const TensorRef &dq, const TensorRef &dk,
-                     const TensorRef &dv) {
+                     const TensorRef &dv, bool bshd) {
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
+  if (bshd) {
+    HeadsFirst hf;
+    TensorRef gq = hf.scratchFor(dq), gk = hf.scratchFor(dk),
+              gv = hf.scratchFor(dv);
+    SMP_RETURN_IF_ERROR(attentionGrad(hf.copy(q), hf.copy(k), hf.copy(v),
+                                      hf.copy(out), lse, hf.copy(dout), mask,
+                                      scale, causal, gq, gk, gv, false));
+    HeadsFirst::writeBack(gq, dq);
+    HeadsFirst::writeBack(gk, dk);
+    HeadsFirst::writeBack(gv, dv);
+    return Status::success();
+  }
   return visitFloat(q.dtype, "attention_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
     Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, mask, scale,
@@ -334,10 +347,17 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &v, const TensorRef &out,
                          const TensorRef &lse, const TensorRef &dout,
                          const TensorRef &mask, float scale, bool causal,
-                         const TensorRef &dmask) {
+                         const TensorRef &dmask, bool bshd) {
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttentionMaskGrad(q, k, v, out, lse, dout,
                                                      mask, dmask, g));
+  if (bshd) {
+    HeadsFirst hf;
+    return attentionMaskGrad(hf.copy(q), hf.copy(k), hf.copy(v), hf.copy(out),
+                             lse, hf.copy(dout), mask, scale, causal, dmask,
+                             false);
+  }
   return visitFloat(q.dtype, "attention_mask_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
     Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, &mask, scale,

@@ -63,15 +63,17 @@ __device__ float scoreAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
   return a.scale * scoreDot(qRow, kRow, a.g.d) + add;
 }
 
-/// Copies rows [r0, r0 + n) of the [rows][cols] tensor at p (rows past
-/// `rows` as zeros) into shared memory with row stride ld, as f32.
+/// Copies rows [r0, r0 + n) of one head's rows (`cols` wide, at p + hr.start
+/// with hr.ld between them; rows past `rows` as zeros) into shared memory
+/// with row stride ld, as f32.
 template <class S>
-__device__ void loadTile(const S *p, int64_t r0, int n, int64_t rows,
-                         int64_t cols, float *dst, int64_t ld) {
+__device__ void loadTile(const S *p, HeadRows hr, int64_t r0, int n,
+                         int64_t rows, int64_t cols, float *dst, int64_t ld) {
   for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
     int64_t r = e / cols, c = e - r * cols;
-    dst[r * ld + c] =
-        r0 + r < rows ? FT<S>::load(p[(r0 + r) * cols + c]) : 0.0f;
+    dst[r * ld + c] = r0 + r < rows
+                          ? FT<S>::load(p[hr.start + (r0 + r) * hr.ld + c])
+                          : 0.0f;
   }
 }
 
@@ -103,10 +105,8 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
   float *sq = sm, *sk = sq + kBQ * g.d, *sv = sk + kBK * dk1,
         *sp = sv + kBK * g.dv, *so = sp + kBQ * kBK, *sm_ = so + kBQ * g.dv,
         *sl = sm_ + kBQ, *sc = sl + kBQ;
-  const S *qh = q + (b * g.hq + h) * g.s * g.d;
-  const S *kh = k + (b * g.hkv + kvh) * g.sk * g.d;
-  const S *vh = v + (b * g.hkv + kvh) * g.sk * g.dv;
-  loadTile(qh, i0, kBQ, g.s, g.d, sq, g.d);
+  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh), orow = outRows(g, b, h);
+  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, sq, g.d);
   for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x)
     so[e] = 0.0f;
   if (threadIdx.x < kBQ) {
@@ -117,8 +117,8 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
   int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
   for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
     __syncthreads(); // the previous tile's readers are done
-    loadTile(kh, j0, kBK, g.sk, g.d, sk, dk1);
-    loadTile(vh, j0, kBK, g.sk, g.dv, sv, g.dv);
+    loadTile(k, kr, j0, kBK, g.sk, g.d, sk, dk1);
+    loadTile(v, vr, j0, kBK, g.sk, g.dv, sv, g.dv);
     __syncthreads();
     bool any = false;
     for (int r = warp; r < kBQ; r += kWarps) {
@@ -156,7 +156,7 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
     int64_t r = e / g.dv, c = e - r * g.dv;
     if (i0 + r < g.s) {
       float l = sl[r];
-      out[((b * g.hq + h) * g.s + i0 + r) * g.dv + c] =
+      out[orow.start + (i0 + r) * orow.ld + c] =
           FT<S>::store(l == 0.0f ? 0.0f : so[e] / l);
     }
   }
@@ -182,17 +182,18 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
                               int64_t i0, const S *q, const S *out,
                               const S *dout, const float *lse, QueryTile t) {
   const common::AttentionDims &g = a.g;
-  int64_t row0 = (b * g.hq + h) * g.s;
-  loadTile(q + row0 * g.d, i0, kBQ, g.s, g.d, t.q, g.d);
-  loadTile(dout + row0 * g.dv, i0, kBQ, g.s, g.dv, t.dout, g.dv);
+  int64_t row0 = (b * g.hq + h) * g.s; // of lse
+  HeadRows orow = outRows(g, b, h);
+  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, t.q, g.d);
+  loadTile(dout, orow, i0, kBQ, g.s, g.dv, t.dout, g.dv);
   if (threadIdx.x < kBQ) {
     int64_t i = i0 + threadIdx.x;
     float d = 0.0f, l = -INFINITY;
     if (i < g.s) {
       l = lse[row0 + i];
+      int64_t at = orow.start + i * orow.ld;
       for (int64_t c = 0; c < g.dv; ++c)
-        d = fmaf(FT<S>::load(dout[(row0 + i) * g.dv + c]),
-                 FT<S>::load(out[(row0 + i) * g.dv + c]), d);
+        d = fmaf(FT<S>::load(dout[at + c]), FT<S>::load(out[at + c]), d);
     }
     t.lse[threadIdx.x] = l;
     t.dsum[threadIdx.x] = d;
@@ -260,9 +261,9 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
   t.lse = t.dout + kBQ * g.dv;
   t.dsum = t.lse + kBQ;
   float *sp = t.dsum + kBQ, *sds = sp + kBQ * kBK;
-  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
-  loadTile(k + kRow0 * g.d, j0, kBK, g.sk, g.d, sk, g.d + 1);
-  loadTile(v + kRow0 * g.dv, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
+  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh);
+  loadTile(k, kr, j0, kBK, g.sk, g.d, sk, g.d + 1);
+  loadTile(v, vr, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
   for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x)
     sdk[e] = 0.0f;
   for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x)
@@ -279,14 +280,14 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
     }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x) {
-    int64_t j = e / g.d;
+    int64_t j = e / g.d, c = e - j * g.d;
     if (j0 + j < g.sk)
-      dk[(kRow0 + j0) * g.d + e] = FT<S>::store(a.scale * sdk[e]);
+      dk[kr.start + (j0 + j) * kr.ld + c] = FT<S>::store(a.scale * sdk[e]);
   }
   for (int64_t e = threadIdx.x; e < kBK * g.dv; e += blockDim.x) {
-    int64_t j = e / g.dv;
+    int64_t j = e / g.dv, c = e - j * g.dv;
     if (j0 + j < g.sk)
-      dv[(kRow0 + j0) * g.dv + e] = FT<S>::store(sdv[e]);
+      dv[vr.start + (j0 + j) * vr.ld + c] = FT<S>::store(sdv[e]);
   }
 }
 
@@ -314,12 +315,12 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   loadQueryTile(a, b, h, i0, q, out, dout, lse, t);
   for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x)
     sdq[e] = 0.0f;
-  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
+  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh), qr = queryRows(g, b, h);
   int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
   for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
     __syncthreads();
-    loadTile(k + kRow0 * g.d, j0, kBK, g.sk, g.d, sk, g.d + 1);
-    loadTile(v + kRow0 * g.dv, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
+    loadTile(k, kr, j0, kBK, g.sk, g.d, sk, g.d + 1);
+    loadTile(v, vr, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
     __syncthreads();
     if (!probsAndDs<S>(a, b, h, i0, j0, t, sk, sv, sp, sds))
       continue;
@@ -333,10 +334,9 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x) {
-    int64_t r = e / g.d;
+    int64_t r = e / g.d, c = e - r * g.d;
     if (i0 + r < g.s)
-      dq[((b * g.hq + h) * g.s + i0) * g.d + e] =
-          FT<S>::store(a.scale * sdq[e]);
+      dq[qr.start + (i0 + r) * qr.ld + c] = FT<S>::store(a.scale * sdq[e]);
   }
 }
 
@@ -379,15 +379,18 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
         float l = lse[row];
         if (l == -INFINITY)
           continue;
-        const S *qi = q + row * g.d, *doi = dout + row * g.dv;
-        float dsum = dotOf(doi, out + row * g.dv, g.dv);
+        HeadRows qr = queryRows(g, b, h), orow = outRows(g, b, h),
+                 kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh);
+        const S *qi = q + qr.start + i * qr.ld,
+                *doi = dout + orow.start + i * orow.ld;
+        float dsum = dotOf(doi, out + orow.start + i * orow.ld, g.dv);
         for (int64_t j = lo[3]; j < hi[3]; ++j) {
           float add;
           if (!maskAt<S>(a, b, h, i, j, add))
             continue;
-          int64_t kr = (b * g.hkv + kvh) * g.sk + j;
-          float p = expf(a.scale * dotOf(qi, k + kr * g.d, g.d) + add - l);
-          acc += p * (dotOf(doi, v + kr * g.dv, g.dv) - dsum);
+          float p = expf(a.scale * dotOf(qi, k + kr.start + j * kr.ld, g.d) +
+                         add - l);
+          acc += p * (dotOf(doi, v + vr.start + j * vr.ld, g.dv) - dsum);
         }
       }
   dmask[e] = FT<S>::store(acc);
@@ -397,9 +400,10 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                  const TensorRef *mask, float scale, bool causal,
-                 const TensorRef &out, const TensorRef &lse) {
+                 const TensorRef &out, const TensorRef &lse, bool bshd) {
   const char *op = "attention";
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
@@ -424,9 +428,10 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, const TensorRef *mask, float scale,
                      bool causal, const TensorRef &dq, const TensorRef &dk,
-                     const TensorRef &dv) {
+                     const TensorRef &dv, bool bshd) {
   const char *op = "attention_grad";
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
   Context *ctx;
@@ -460,9 +465,10 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &v, const TensorRef &out,
                          const TensorRef &lse, const TensorRef &dout,
                          const TensorRef &mask, float scale, bool causal,
-                         const TensorRef &dmask) {
+                         const TensorRef &dmask, bool bshd) {
   const char *op = "attention_mask_grad";
   common::AttentionDims g;
+  g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionMaskGrad(q, k, v, out, lse, dout, mask, dmask, g));
   Context *ctx;

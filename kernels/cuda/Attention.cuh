@@ -23,6 +23,39 @@ struct AttnArgs {
   const void *mask; // null: none
 };
 
+/// The rows of one head of an operand: where row 0 starts (elements) and
+/// the elements between rows. A tensor of `heads` heads of `len` rows of
+/// `dim` is [B, heads, len, dim], or [B, len, heads, dim] when g.bshd.
+struct HeadRows {
+  int64_t start, ld;
+};
+__host__ __device__ inline HeadRows headRows(const common::AttentionDims &g,
+                                             int64_t b, int64_t h,
+                                             int64_t heads, int64_t len,
+                                             int64_t dim) {
+  if (g.bshd)
+    return {(b * len * heads + h) * dim, heads * dim};
+  return {(b * heads + h) * len * dim, dim};
+}
+/// Query head h's rows of q and dq (D wide), of out and dout (Dv wide).
+__host__ __device__ inline HeadRows queryRows(const common::AttentionDims &g,
+                                          int64_t b, int64_t h) {
+  return headRows(g, b, h, g.hq, g.s, g.d);
+}
+__host__ __device__ inline HeadRows outRows(const common::AttentionDims &g,
+                                          int64_t b, int64_t h) {
+  return headRows(g, b, h, g.hq, g.s, g.dv);
+}
+/// Key/value head kvh's rows of k and dk (D wide), of v and dv (Dv wide).
+__host__ __device__ inline HeadRows keyRows(const common::AttentionDims &g,
+                                          int64_t b, int64_t kvh) {
+  return headRows(g, b, kvh, g.hkv, g.sk, g.d);
+}
+__host__ __device__ inline HeadRows valueRows(const common::AttentionDims &g,
+                                          int64_t b, int64_t kvh) {
+  return headRows(g, b, kvh, g.hkv, g.sk, g.dv);
+}
+
 /// The mask's contribution at (b, h, i, j): false when key j is not
 /// allowed for query i, else `add` is added to the score.
 template <class S>
@@ -69,7 +102,7 @@ Status launchTiles(const char *op, K kernel, size_t bytes, int64_t rows,
                            static_cast<int>(bytes))));
   dim3 grid(blocksOf(rows, tile), static_cast<unsigned>(heads),
             static_cast<unsigned>(g.b));
-  kernel<<<grid, threads, bytes, ctx.stream>>>(args...);
+  kernel<<<grid, threads, bytes, ctx.stream>>>(args...); // cudaemu-name: op
   return launchStatus(op);
 }
 

@@ -31,6 +31,8 @@
 #include "Attention.cuh"
 #include "Mma.cuh"
 
+#include <limits>
+
 namespace smp::kernels::cuda {
 using namespace detail;
 
@@ -48,16 +50,21 @@ template <int D> constexpr size_t tileBytes() {
   return sizeof(uint16_t) * kTileElems<D>;
 }
 
-/// Rows [r0, r0 + kRows) of a [rows][D] tensor into a shared tile by
-/// cp.async (in the thread's open group); rows past `rows` are zeroed now.
+/// Rows [r0, r0 + kRows) of `rows` rows of D elements (ld apart from src;
+/// 32-bit offsets within the tile, checked on the host) into a shared tile
+/// by cp.async (in the thread's open group); rows past `rows` are zeroed
+/// now.
 template <class S, int D, int kRows = kAttnTile>
-__device__ void loadRowsAsync(const S *src, int64_t r0, int64_t rows, S *tile) {
+__device__ void loadRowsAsync(const S *src, int ld, int64_t r0, int64_t rows,
+                              S *tile) {
   constexpr int kVec = D / 8; // 16-byte vectors a row
+  const S *at = src + r0 * ld;
+  int64_t left = rows - r0;
   for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
     int r = e / kVec, c = e % kVec * 8;
     S *to = tile + r * kLd<D> + c;
-    if (r0 + r < rows)
-      cpAsync16(to, src + (r0 + r) * D + c);
+    if (r < left)
+      cpAsync16(to, at + r * ld + c);
     else
       zero16(to);
   }
@@ -96,18 +103,18 @@ __device__ inline int tilesFrom(int64_t r0, int64_t n) {
 }
 
 /// pipelined over the key tiles [0, jEnd) of one key/value head (k and v
-/// at its first row, sk rows): body(j0, kTile, vTile) with the tile's K and
-/// V in shared memory (two buffers of both at skv).
+/// at its first row, sk rows ld apart): body(j0, kTile, vTile) with the
+/// tile's K and V in shared memory (two buffers of both at skv).
 template <class S, int D, class Body>
-__device__ void forKeyTiles(const S *k, const S *v, int64_t sk, int64_t jEnd,
-                            S *skv, Body body) {
+__device__ void forKeyTiles(const S *k, const S *v, int ld, int64_t sk,
+                            int64_t jEnd, S *skv, Body body) {
   constexpr int64_t kT = kTileElems<D>;
   pipelined(
       tilesFrom(0, jEnd),
       [&](int it, int buf) {
         int64_t j0 = int64_t(it) * kAttnTile;
-        loadRowsAsync<S, D>(k, j0, sk, skv + 2 * buf * kT);
-        loadRowsAsync<S, D>(v, j0, sk, skv + (2 * buf + 1) * kT);
+        loadRowsAsync<S, D>(k, ld, j0, sk, skv + 2 * buf * kT);
+        loadRowsAsync<S, D>(v, ld, j0, sk, skv + (2 * buf + 1) * kT);
       },
       [&](int it, int buf) {
         body(int64_t(it) * kAttnTile, skv + 2 * buf * kT,
@@ -115,15 +122,18 @@ __device__ void forKeyTiles(const S *k, const S *v, int64_t sk, int64_t jEnd,
       });
 }
 
-/// A shared tile into rows [r0, min(r0 + kRows, rows)) of a [rows][D]
-/// tensor.
+/// A shared tile into rows [r0, min(r0 + kRows, rows)) of `rows` rows of
+/// D elements, ld apart from dst.
 template <class S, int D, int kRows = kAttnTile>
-__device__ void storeRows(const S *tile, S *dst, int64_t r0, int64_t rows) {
+__device__ void storeRows(const S *tile, S *dst, int ld, int64_t r0,
+                          int64_t rows) {
   constexpr int kVec = D / 8;
+  S *at = dst + r0 * ld;
+  int64_t left = rows - r0;
   for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
     int r = e / kVec, c = e % kVec * 8;
-    if (r0 + r < rows)
-      copy16(dst + (r0 + r) * D + c, tile + r * kLd<D> + c);
+    if (r < left)
+      copy16(at + r * ld + c, tile + r * kLd<D> + c);
   }
 }
 
@@ -276,15 +286,16 @@ __global__ void __launch_bounds__(kAttnThreads)
   S *sq = reinterpret_cast<S *>(smem), *skv = sq + kM * kT; // k0 v0 k1 v1
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
-  int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
+  int64_t stat0 = (b * g.hq + h) * g.s; // lse's first row of the head
+  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh);
   int r0 = 16 * kM * (threadIdx.x / 32); // the warp's first row
-  loadRowsAsync<S, D, kRows>(q + qRow0 * D, i0, g.s, sq);
+  loadRowsAsync<S, D, kRows>(q + qr.start, int(qr.ld), i0, g.s, sq);
   float o[kM][D / 8][4] = {}, m[kM][2], l[kM][2] = {};
 #pragma unroll
   for (int t = 0; t < kM; ++t)
     m[t][0] = m[t][1] = -INFINITY;
   int64_t jEnd = a.causal ? min(g.sk, i0 + kRows) : g.sk;
-  forKeyTiles<S, D>(k + kRow0 * D, v + kRow0 * D, g.sk, jEnd, skv,
+  forKeyTiles<S, D>(k + kr.start, v + kr.start, int(kr.ld), g.sk, jEnd, skv,
                     [&](int64_t j0, const S *sk, const S *sv) {
                       float s[kM][kNt][4];
                       productABt<S, D, kM>(s, sq, r0, sk);
@@ -310,32 +321,39 @@ __global__ void __launch_bounds__(kAttnThreads)
       for (int half = 0; half < 2; ++half) {
         int64_t i = i0 + r0 + 16 * t + gr + 8 * half;
         if (i < g.s)
-          lse[qRow0 + i] =
+          lse[stat0 + i] =
               l[t][half] == 0.0f ? -INFINITY : m[t][half] + logf(l[t][half]);
       }
   }
   __syncthreads();
-  storeRows<S, D, kRows>(sq, out + qRow0 * D, i0, g.s);
+  storeRows<S, D, kRows>(sq, out + qr.start, int(qr.ld), i0, g.s);
 }
 
 //===----------------------------------------------------------------------===//
 // Backward
 //===----------------------------------------------------------------------===//
 
-/// dsum[row] = dout[row] . out[row] over D in f32: eight lanes a row, each
-/// reading 16-byte pieces (lane j: pieces j, j + 8, ...; a warp reads four
-/// rows whole), their partial sums added by shuffles in a fixed order.
+/// dsum[row] = dout[row] . out[row] over D in f32 (rows in lse's [B, Hq,
+/// S] order): eight lanes a row, each reading 16-byte pieces (lane j:
+/// pieces j, j + 8, ...; a warp reads four rows whole), their partial sums
+/// added by shuffles in a fixed order.
 template <class S, int D>
-__global__ void attnDsum(const S *out, const S *dout, float *dsum,
-                         int64_t rows) {
+__global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
+                         float *dsum, int64_t rows) {
   int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 8;
   int j = threadIdx.x % 8;
   float acc = 0.0f;
+  int64_t at = 0;
+  if (r < rows) {
+    int64_t i = r % g.s, bh = r / g.s;
+    HeadRows orow = outRows(g, bh / g.hq, bh % g.hq);
+    at = orow.start + i * orow.ld;
+  }
   if (r < rows)
     for (int c = j; c < D / 8; c += 8) {
       alignas(16) S x[8], y[8];
-      copy16(x, dout + r * D + c * 8);
-      copy16(y, out + r * D + c * 8);
+      copy16(x, dout + at + c * 8);
+      copy16(y, out + at + c * 8);
       for (int e = 0; e < 8; ++e)
         acc = fmaf(FT<S>::load(x[e]), FT<S>::load(y[e]), acc);
     }
@@ -371,10 +389,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
           j0 = int64_t(blockIdx.x) * kAttnTile;
-  int64_t kRow0 = (b * g.hkv + kvh) * g.sk;
+  HeadRows kr = keyRows(g, b, kvh);
   int w = threadIdx.x / 32, t = threadIdx.x % 4;
-  loadRowsAsync<S, D>(k + kRow0 * D, j0, g.sk, sk);
-  loadRowsAsync<S, D>(v + kRow0 * D, j0, g.sk, sv);
+  loadRowsAsync<S, D>(k + kr.start, int(kr.ld), j0, g.sk, sk);
+  loadRowsAsync<S, D>(v + kr.start, int(kr.ld), j0, g.sk, sv);
   float dkAcc[1][D / 8][4] = {}, dvAcc[1][D / 8][4] = {}; // one row tile
   // The query tiles of every head of the group, in order.
   int64_t iStart = a.causal ? j0 : 0;
@@ -386,15 +404,16 @@ __global__ void __launch_bounds__(kAttnThreads)
   pipelined(
       perHead * static_cast<int>(g.group),
       [&](int it, int buf) {
-        int64_t qRow0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
-        loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sqdo + 2 * buf * kT);
-        loadRowsAsync<S, D>(dout + qRow0 * D, i0, g.s,
+        int64_t stat0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
+        HeadRows qr = queryRows(g, b, headOf(it));
+        loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sqdo + 2 * buf * kT);
+        loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s,
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
           int64_t i = i0 + threadIdx.x;
           float *st = sStat + 2 * buf * kAttnTile;
-          st[threadIdx.x] = i < g.s ? lse[qRow0 + i] : -INFINITY;
-          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[qRow0 + i] : 0.0f;
+          st[threadIdx.x] = i < g.s ? lse[stat0 + i] : -INFINITY;
+          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
         }
       },
       [&](int it, int buf) {
@@ -416,12 +435,14 @@ __global__ void __launch_bounds__(kAttnThreads)
   fragmentsToTile<S, D>(dkAcc[0], a.scale, sk, 16 * w);
   fragmentsToTile<S, D>(dvAcc[0], 1.0f, sv, 16 * w);
   __syncthreads();
-  storeRows<S, D>(sk, dk + kRow0 * D, j0, g.sk);
-  storeRows<S, D>(sv, dv + kRow0 * D, j0, g.sk);
+  storeRows<S, D>(sk, dk + kr.start, int(kr.ld), j0, g.sk);
+  storeRows<S, D>(sv, dv + kr.start, int(kr.ld), j0, g.sk);
 }
 
+// Four blocks an SM at D <= 64 (128 registers, no spills; ptxas took 168
+// unbounded, three blocks); D = 96 and 128 would spill at that bound.
 template <class S, int D>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
     attnGradQueriesMma(AttnArgs a, const S *q, const S *k, const S *v,
                        const float *lse, const float *dsum, const S *dout,
                        S *dq) {
@@ -431,19 +452,20 @@ __global__ void __launch_bounds__(kAttnThreads)
   S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kT, *skv = sdo + kT;
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
-  int64_t qRow0 = (b * g.hq + h) * g.s, kRow0 = (b * g.hkv + kvh) * g.sk;
+  int64_t stat0 = (b * g.hq + h) * g.s; // lse's and Dsum's
+  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh);
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
-  loadRowsAsync<S, D>(q + qRow0 * D, i0, g.s, sq);
-  loadRowsAsync<S, D>(dout + qRow0 * D, i0, g.s, sdo);
+  loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
+  loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s, sdo);
   float rowLse[2], rowDsum[2];
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;
-    rowLse[half] = i < g.s ? lse[qRow0 + i] : -INFINITY;
-    rowDsum[half] = i < g.s ? dsum[qRow0 + i] : 0.0f;
+    rowLse[half] = i < g.s ? lse[stat0 + i] : -INFINITY;
+    rowDsum[half] = i < g.s ? dsum[stat0 + i] : 0.0f;
   }
   float dqAcc[1][D / 8][4] = {}; // one row tile
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
-  forKeyTiles<S, D>(k + kRow0 * D, v + kRow0 * D, g.sk, jEnd, skv,
+  forKeyTiles<S, D>(k + kr.start, v + kr.start, int(kr.ld), g.sk, jEnd, skv,
                     [&](int64_t j0, const S *sk, const S *sv) {
                       float s[1][kNt][4], dp[1][kNt][4];
                       productABt<S, D, 1>(s, sq, 16 * w, sk);
@@ -457,7 +479,7 @@ __global__ void __launch_bounds__(kAttnThreads)
                     });
   fragmentsToTile<S, D>(dqAcc[0], a.scale, sq, 16 * w);
   __syncthreads();
-  storeRows<S, D>(sq, dq + qRow0 * D, i0, g.s);
+  storeRows<S, D>(sq, dq + qr.start, int(qr.ld), i0, g.s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -497,9 +519,16 @@ bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
     return false;
   if (d != dv || (d != 32 && d != 64 && d != 96 && d != 128))
     return false;
-  for (const TensorRef *x : tensors)
+  for (const TensorRef *x : tensors) {
     if (x->numel() > 0 && reinterpret_cast<uintptr_t>(x->data) % 16 != 0)
       return false;
+    // A tile's element offsets (128 rows of up to the last two dims' width
+    // apart, bshd's row stride) are 32-bit.
+    if (x->rank() >= 2 &&
+        x->shape[x->rank() - 1] * x->shape[x->rank() - 2] >
+            std::numeric_limits<int32_t>::max() / (2 * kAttnTile))
+      return false;
+  }
   return true;
 }
 
@@ -552,7 +581,7 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
       constexpr int kRowThreads = 256;
       attnDsum<S, D>
           <<<blocksOf(rows * 8, kRowThreads), kRowThreads, 0, ctx.stream>>>(
-              out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
+              g, out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
       SMP_RETURN_IF_ERROR(launchStatus(op));
     }
     if (dk.numel() > 0 || dv.numel() > 0)

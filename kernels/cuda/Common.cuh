@@ -407,7 +407,7 @@ Status launchGrid(const char *op, const Context *ctx, int64_t n,
                   void (*kernel)(P...), const A &...args) {
   if (n == 0)
     return Status::success();
-  kernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(args...);
+  kernel<<<gridFor(n), kThreads, 0, ctx->stream>>>(args...); // cudaemu-name: op
   return launchStatus(op);
 }
 

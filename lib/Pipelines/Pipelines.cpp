@@ -14,8 +14,10 @@ using namespace mlir;
 void smp::buildRaisePipeline(OpPassManager &pm, bool fuseAttention) {
   pm.addNestedPass<func::FuncOp>(createSmpRaiseNormsPass());
   pm.addNestedPass<func::FuncOp>(createSmpRaiseActivationsPass());
-  if (fuseAttention)
+  if (fuseAttention) {
     pm.addNestedPass<func::FuncOp>(createSmpRaiseAttentionPass());
+    pm.addNestedPass<func::FuncOp>(createSmpAttentionLayoutPass());
+  }
 }
 
 std::string smp::TrainingPipelineOptions::crossEntropyLogits(

@@ -128,3 +128,32 @@ func.func @mask_grad_lse(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v:
   %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %o, %m {scale = 1.0 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4xf32>, tensor<2x4x8x16xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
   return
 }
+
+// -----
+
+// bshd: the heads are dim 2 (here 4 query heads over 3), not dim 1.
+func.func @bshd_heads(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>, %v: tensor<2x8x3x16xf32>) {
+  // expected-error @+2 {{'smp.attention' query heads 4 are not a multiple of the key/value heads 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @bshd_rank(%q: tensor<8x4x16xf32>, %k: tensor<2x8x4x16xf32>, %v: tensor<2x8x4x16xf32>) {
+  // expected-error @+2 {{'smp.attention' query must be rank 4 [batch, seq, heads, head_dim] (bshd), got 'tensor<8x4x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+// attention_grad's lse is [B, H, S] in either layout.
+func.func @bshd_grad_lse(%q: tensor<2x8x4x16xf32>, %o: tensor<2x8x4x16xf32>, %l: tensor<2x8x4xf32>) {
+  // expected-error @+2 {{'smp.attention_grad' lse 'tensor<2x8x4xf32>' must be 'tensor<2x4x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = smp.attention_grad %q, %q, %q, %o, %l, %o {bshd = true, scale = 1.0 : f32} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}

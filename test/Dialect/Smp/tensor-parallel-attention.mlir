@@ -7,6 +7,11 @@
 // RUN: smp-opt %s --smp-tensor-parallel=tp=2 | FileCheck %s
 // RUN: not smp-opt %s --smp-tensor-parallel=tp=4 2>&1 | FileCheck %s --check-prefix=KV
 // RUN: smp-opt %s --smp-tensor-parallel=tp=2 '--smp-build-train-step=loss=mse:y:target' | FileCheck %s --check-prefix=GRAD
+// The same after smp-attention-layout ([B, S, H, D] heads, split along dim
+// 2; the log-sum-exp [B, H, S] still along dim 1).
+// RUN: smp-opt %s --smp-attention-layout --smp-tensor-parallel=tp=2 '--smp-build-train-step=loss=mse:y:target' | FileCheck %s --check-prefix=BSHD
+// BSHD: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{[^ ]*}} {bshd = true, scale = 2.500000e-01 : f32} : (tensor<2x4x2x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x4x2x4xf32>, tensor<2x2x4xf32>)
+// BSHD: smp.attention_grad {{.*}} {bshd = true, {{.*}} -> (tensor<2x4x2x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>)
 
 // CHECK: func.func @main(
 // CHECK-SAME: tensor<16x8xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "wq"}

@@ -16,6 +16,7 @@
 #include "TestUtil.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -148,6 +149,20 @@ inline double maxRelDiff(const std::vector<double> &got,
   if (got.size() != want.size())
     return std::numeric_limits<double>::infinity();
   return ref > 0 ? diff / ref : diff;
+}
+
+/// h [B, X, Y, D] as [B, Y, X, D]: the heads-first operands of a case in
+/// the bshd layout, and back.
+inline Host swapHeadsSeq(const Host &h) {
+  const std::vector<int64_t> &d = h.ref.shape;
+  Host r(h.ref.dtype, {d[0], d[2], d[1], d[3]});
+  size_t row = static_cast<size_t>(d[3]) * smp::base::dtypeSize(h.ref.dtype);
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t x = 0; x < d[1]; ++x)
+      for (int64_t y = 0; y < d[2]; ++y)
+        std::memcpy(r.bytes.data() + ((b * d[2] + y) * d[1] + x) * row,
+                    h.bytes.data() + ((b * d[1] + x) * d[2] + y) * row, row);
+  return r;
 }
 
 } // namespace smp::kernels::cpu::test

@@ -292,6 +292,50 @@ std::string attnError(const AttnCase &c, const AttnInputs &in,
   return s.error;
 }
 
+/// With bshd the operands and results are [B, S, H, D]: the same bytes as
+/// heads-first on the transposed tensors (lse and the mask's gradient
+/// unchanged), on every PyTorch case (masks, GQA, causal) in f32 and bf16.
+TEST(Attention, BshdLayoutGivesTheBytesOfHeadsFirst) {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const AttnCase &c : loadAttnCases()) {
+      SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+      AttnInputs in(c, t);
+      AttnResults want = runAttention(c, in, t);
+      Host q = swapHeadsSeq(in.q), k = swapHeadsSeq(in.k),
+           v = swapHeadsSeq(in.v), dout = swapHeadsSeq(in.dout);
+      AttnResults got(c, t, in);
+      Host out = swapHeadsSeq(got.out), dq = swapHeadsSeq(got.dq),
+           dk = swapHeadsSeq(got.dk), dv = swapHeadsSeq(got.dv);
+      float scale = static_cast<float>(c.scale);
+      ASSERT_OK(attention(q, k, v, in.maskRef(), scale, c.causal, out, got.lse,
+                          true));
+      ASSERT_OK(attentionGrad(q, k, v, out, got.lse, dout, in.maskRef(), scale,
+                              c.causal, dq, dk, dv, true));
+      if (floatMask(in))
+        ASSERT_OK(attentionMaskGrad(q, k, v, out, got.lse, dout, in.mask,
+                                    scale, c.causal, got.dmask, true));
+      got.out = swapHeadsSeq(out), got.dq = swapHeadsSeq(dq),
+      got.dk = swapHeadsSeq(dk), got.dv = swapHeadsSeq(dv);
+      for (int i = 0; i < want.parts; ++i)
+        EXPECT_EQ(got.part(i).bytes, want.part(i).bytes) << kPartNames[i];
+    }
+  // Its shapes are checked in its layout.
+  AttnCase c;
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = 3, c.sk = 5, c.d = 8, c.dv = 8;
+  AttnInputs in(c, DType::F32);
+  Host out(DType::F32, {2, 4, 3, 8}), lse(DType::F32, {2, 4, 3});
+  Status s = attention(swapHeadsSeq(in.q), swapHeadsSeq(in.k),
+                       swapHeadsSeq(in.v), nullptr, 1.0f, false, out, lse, true);
+  EXPECT_NE(s.error.find("attention: out has shape [2, 4, 3, 8], expected [2, 3, 4, 8]"),
+            std::string::npos)
+      << s.error;
+  s = attention(in.q, in.k, in.v, nullptr, 1.0f, false, out, lse, true);
+  EXPECT_NE(s.error.find("attention: q has 3 heads, not a multiple of the 5 "
+                         "heads of k and v"),
+            std::string::npos)
+      << s.error;
+}
+
 TEST(Attention, RefusesBadInputs) {
   AttnCase c;
   c.b = 2, c.hq = 4, c.hkv = 2, c.s = 3, c.sk = 5, c.d = 8, c.dv = 6;

@@ -59,11 +59,17 @@ CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
   return r;
 }
 
-/// The GPU's results, downloaded.
+/// The GPU's results, downloaded (heads-first; with bshd the kernels run on
+/// [B, S, H, D] copies of the operands and their results are transposed
+/// back).
 std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
-                         DType t) {
+                         DType t, bool bshd = false) {
   auto shapes = shapesOf(c, in);
-  Dev q(in.q), k(in.k), v(in.v), dout(in.dout);
+  auto layout = [&](const Host &h) { return bshd ? kt::swapHeadsSeq(h) : h; };
+  for (int i : {0, 2, 3, 4})
+    if (bshd)
+      std::swap(shapes[i][1], shapes[i][2]);
+  Dev q(layout(in.q)), k(layout(in.k)), v(layout(in.v)), dout(layout(in.dout));
   std::unique_ptr<Dev> mask;
   if (in.hasMask)
     mask = std::make_unique<Dev>(in.mask);
@@ -71,19 +77,20 @@ std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
       dk(t, shapes[3]), dv(t, shapes[4]);
   float scale = static_cast<float>(c.scale);
   const TensorRef *m = mask ? mask->ptr() : nullptr;
-  EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse));
+  EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse, bshd));
   EXPECT_OK(cuk::attentionGrad(q, k, v, out, lse, dout, m, scale, c.causal, dq,
-                               dk, dv));
+                               dk, dv, bshd));
   std::unique_ptr<Dev> dmask;
   if (floatMask(in)) {
     dmask = std::make_unique<Dev>(t, shapes[5]);
     EXPECT_OK(cuk::attentionMaskGrad(q, k, v, out, lse, dout, *m, scale,
-                                     c.causal, *dmask));
+                                     c.causal, *dmask, bshd));
   }
   Status s = cuk::synchronize(*sharedContext());
   EXPECT_TRUE(s.ok()) << s.error;
-  std::vector<Host> r = {out.download(), lse.download(), dq.download(),
-                         dk.download(), dv.download()};
+  std::vector<Host> r = {layout(out.download()), lse.download(),
+                         layout(dq.download()), layout(dk.download()),
+                         layout(dv.download())};
   if (dmask)
     r.push_back(dmask->download());
   return r;
@@ -234,8 +241,39 @@ TEST_F(Cuda, AttentionForwardOf128RowsGivesTheBytesOf64) {
       << s.error;
 }
 
+/// With bshd ([B, S, H, D] operands and results) every kernel gives the
+/// bytes of heads-first on the transposed tensors: the CUDA-core kernels
+/// (f32, the PyTorch cases with their masks and the mask's gradient) and the
+/// tensor-core ones (bf16, their cases, both forward block sizes).
+TEST_F(Cuda, AttentionBshdLayoutGivesTheBytesOfHeadsFirst) {
+  auto same = [](const std::vector<Host> &a, const std::vector<Host> &b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+  };
+  for (const kt::AttnCase &c : kt::loadAttnCases()) {
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in(c, DType::F32);
+    same(runGpu(c, in, DType::F32, true), runGpu(c, in, DType::F32));
+  }
+  cuk::Context &ctx = *sharedContext();
+  for (const kt::AttnCase &c : tensorCoreCases()) {
+    SCOPED_TRACE(c.name + " bf16");
+    kt::AttnInputs in(c, DType::BF16);
+    std::vector<Host> want = runGpu(c, in, DType::BF16);
+    same(runGpu(c, in, DType::BF16, true), want);
+    if (c.d > 64)
+      continue;
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 128));
+    std::vector<Host> rows128 = runGpu(c, in, DType::BF16, true);
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 64));
+    same(rows128, want);
+  }
+}
+
 /// What the tensor-core kernels take: f16/bf16, D = Dv in {32, 64, 96,
-/// 128}, 16-byte aligned tensors.
+/// 128}, 16-byte aligned tensors whose rows are less than 2^31 / 128
+/// elements apart.
 TEST_F(Cuda, AttentionTensorCoresTakeHalfTypesOfTheirHeadDimsAligned) {
   alignas(16) static uint16_t buffer[64];
   TensorRef x;
@@ -254,6 +292,11 @@ TEST_F(Cuda, AttentionTensorCoresTakeHalfTypesOfTheirHeadDimsAligned) {
   TensorRef empty = odd;
   empty.shape = {0, 1, 1, 64}; // no elements: its address is not read
   EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &empty}));
+  TensorRef wide = x; // bshd rows 2^18 heads x 64 apart: 32-bit tile offsets
+  wide.shape = {1, 1, int64_t(1) << 18, 64};
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &wide}));
+  wide.shape = {1, 1, int64_t(1) << 17, 64};
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &wide}));
 }
 
 TEST_F(Cuda, AttentionRefusesWhatTheCpuRefuses) {

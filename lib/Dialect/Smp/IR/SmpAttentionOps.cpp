@@ -18,19 +18,30 @@ RankedTensorType rankedType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// Checks q [B, Hq, S, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] and the
-/// mask; returns the output's type [B, Hq, S, Dv].
+/// The bshd flag as a builder's adaptor holds it (null until the op's
+/// default properties are filled in).
+template <typename Adaptor> bool layoutIsBshd(Adaptor adaptor) {
+  BoolAttr a = adaptor.getBshdAttr();
+  return a && a.getValue();
+}
+
+/// Checks q [B, Hq, S, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] (with
+/// bshd: [B, S, H, D] each) and the mask; returns the output's type [B, Hq,
+/// S, Dv] ([B, S, Hq, Dv]).
 template <typename Adaptor>
 FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
                                           StringRef name, Adaptor adaptor) {
   Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue(),
         mask = adaptor.getMask();
+  bool bshd = layoutIsBshd(adaptor);
   auto qt = rankedType(q), kt = rankedType(k), vt = rankedType(v);
   for (auto [what, t] : {std::pair{"query", qt}, {"key", kt}, {"value", vt}})
     if (t.getRank() != 4)
       return emitOptionalError(loc, "'smp.", name, "' ", what,
-                               " must be rank 4 [batch, heads, seq, head_dim], "
-                               "got ",
+                               bshd ? " must be rank 4 [batch, seq, heads, "
+                                      "head_dim] (bshd), got "
+                                    : " must be rank 4 [batch, heads, seq, "
+                                      "head_dim], got ",
                                t);
   if (kt.getElementType() != qt.getElementType() ||
       vt.getElementType() != qt.getElementType())
@@ -38,7 +49,13 @@ FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
                              "' query, key and value must share one element "
                              "type, got ",
                              qt, ", ", kt, ", ", vt);
-  auto qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
+  // [B, H, S, D] viewed through the layout: heads at dim h, sequence at s.
+  const int h = bshd ? 2 : 1, sq = bshd ? 1 : 2;
+  auto perm = [&](RankedTensorType t) {
+    auto d = t.getShape();
+    return SmallVector<int64_t, 4>{d[0], d[h], d[sq], d[3]};
+  };
+  SmallVector<int64_t, 4> qs = perm(qt), ks = perm(kt), vs = perm(vt);
   if (ks[0] != qs[0] || vs[0] != qs[0])
     return emitOptionalError(loc, "'smp.", name,
                              "' batch sizes differ: query ", qt, ", key ", kt,
@@ -72,13 +89,18 @@ FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
           "key seq] = [",
           full[0], ", ", full[1], ", ", full[2], ", ", full[3], "]");
   }
-  return RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]},
-                               qt.getElementType());
+  SmallVector<int64_t, 4> out = {qs[0], qs[1], qs[2], vs[3]};
+  if (bshd)
+    std::swap(out[1], out[2]);
+  return RankedTensorType::get(out, qt.getElementType());
 }
 
-RankedTensorType lseType(RankedTensorType out) {
-  return RankedTensorType::get(out.getShape().take_front(3),
-                               Float32Type::get(out.getContext()));
+/// [B, Hq, S] f32 from the output's type.
+RankedTensorType lseType(RankedTensorType out, bool bshd) {
+  auto d = out.getShape();
+  return RankedTensorType::get(
+      {d[0], bshd ? d[2] : d[1], bshd ? d[1] : d[2]},
+      Float32Type::get(out.getContext()));
 }
 
 } // namespace
@@ -91,7 +113,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   if (failed(out))
     return failure();
   results.push_back(*out);
-  results.push_back(lseType(*out));
+  results.push_back(lseType(*out, layoutIsBshd(adaptor)));
   return success();
 }
 
@@ -108,7 +130,7 @@ LogicalResult checkGradOperands(std::optional<Location> loc, StringRef name,
   for (auto [what, v, want] :
        {std::tuple{"output", adaptor.getOutput(), *out},
         {"grad", adaptor.getGrad(), *out},
-        {"lse", adaptor.getLse(), lseType(*out)}})
+        {"lse", adaptor.getLse(), lseType(*out, layoutIsBshd(adaptor))}})
     if (rankedType(v) != want)
       return emitOptionalError(loc, "'smp.", name, "' ", what, " ",
                                v.getType(), " must be ", want);

@@ -27,7 +27,7 @@ SMP_VJP(AttentionOp) {
   auto grads = AttentionGradOp::create(
       b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
       op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
-      op.getCausalAttr());
+      op.getCausalAttr(), op.getBshdAttr());
   gx[0] = grads.getQueryGrad();
   gx[1] = grads.getKeyGrad();
   gx[2] = grads.getValueGrad();
@@ -36,7 +36,7 @@ SMP_VJP(AttentionOp) {
     gx[3] = AttentionMaskGradOp::create(
         b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
         op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
-        op.getCausalAttr());
+        op.getCausalAttr(), op.getBshdAttr());
   return success();
 }
 
@@ -67,8 +67,9 @@ template <typename OpT> OpCost attentionCostOf(Operation *op, double dMul,
                                                 double dvMul) {
   auto a = cast<OpT>(op);
   ArrayRef<int64_t> q = shapeOf(a.getQuery()), v = shapeOf(a.getValue());
-  double pairs = static_cast<double>(q[0]) * static_cast<double>(q[1]) *
-                 attendedPairs(q[2], shapeOf(a.getKey())[2], a.getCausal());
+  int h = a.getBshd() ? 2 : 1, s = a.getBshd() ? 1 : 2; // heads, sequence
+  double pairs = static_cast<double>(q[0]) * static_cast<double>(q[h]) *
+                 attendedPairs(q[s], shapeOf(a.getKey())[s], a.getCausal());
   OpCost c = streaming(op, 0);
   c.flops = pairs * (dMul * static_cast<double>(q[3]) +
                      dvMul * static_cast<double>(v[3]));
@@ -96,19 +97,21 @@ OpCost attentionMaskGradCost(Operation *op) {
 // Sharding rule
 //===----------------------------------------------------------------------===//
 
-/// Split by heads (dim 1 of every operand and result): each rank attends its
-/// query heads with their key/value heads. A mask broadcast over the heads is
-/// read whole; a per-head mask is split alike.
+/// Split by heads (dim 1 of every operand and result; of q, k, v and the
+/// output dim 2 with bshd): each rank attends its query heads with their
+/// key/value heads. A mask broadcast over the heads is read whole; a
+/// per-head mask is split alike (dim 1).
 struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
   LogicalResult
   getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto a = cast<AttentionOp>(op);
-    if (result != a.getResult() || s.dim != 1 || s.blocks != 1)
+    int64_t heads = a.getBshd() ? 2 : 1;
+    if (result != a.getResult() || s.dim != heads || s.blocks != 1)
       return failure();
     for (int i = 0; i < 3; ++i)
-      layouts.push_back(TpOperandLayout::split({1, 1}));
+      layouts.push_back(TpOperandLayout::split({heads, 1}));
     if (Value mask = a.getMask())
       layouts.push_back(shapeOf(mask)[1] == 1
                             ? TpOperandLayout::whole()

@@ -24,11 +24,17 @@ def Smp_AttentionOp : Smp_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     scores `[B, Hq, S]` in f32, which the backward uses to recompute the
     probabilities. A query with no key allowed gets 0 and log-sum-exp -inf
     (the unfused graph would give NaN).
+
+    With `bshd`, q, k, v and the output are `[B, S, H, D]` instead (the
+    projections' output viewed as heads, not transposed: FlashAttention's
+    layout; `smp-attention-layout` absorbs the transposes into it); the
+    log-sum-exp and the mask keep the shapes above.
   }];
   let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
                    Smp_FloatTensor:$value, Optional<Smp_Tensor>:$mask,
                    F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs Smp_FloatTensor:$result, Smp_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`,` $mask^)? attr-dict `:`
@@ -44,13 +50,15 @@ def Smp_AttentionGradOp : Smp_Op<"attention_grad", [Pure,
     gradient `grad`: the gradients of the query, key and value
     (FlashAttention-2's backward: the probabilities are recomputed block by
     block from the log-sum-exp). The mask's gradient, when it needs one, is
-    `smp.attention_mask_grad`'s.
+    `smp.attention_mask_grad`'s. `bshd` as the forward's: the operands and
+    the gradients in that layout.
   }];
   let arguments = (ins Smp_FloatTensor:$query, Smp_FloatTensor:$key,
                    Smp_FloatTensor:$value, Smp_FloatTensor:$output,
                    Smp_FloatTensor:$lse, Smp_FloatTensor:$grad,
                    Optional<Smp_Tensor>:$mask, F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs Smp_FloatTensor:$query_grad, Smp_FloatTensor:$key_grad,
                       Smp_FloatTensor:$value_grad);
   let assemblyFormat = [{
@@ -78,7 +86,8 @@ def Smp_AttentionMaskGradOp : Smp_Op<"attention_mask_grad", [Pure,
                    Smp_FloatTensor:$value, Smp_FloatTensor:$output,
                    Smp_FloatTensor:$lse, Smp_FloatTensor:$grad,
                    Smp_FloatTensor:$mask, F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$bshd);
   let results = (outs Smp_FloatTensor:$mask_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad `,` $mask

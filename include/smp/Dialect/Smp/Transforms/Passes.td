@@ -49,6 +49,22 @@ def SmpRaiseAttentionPass
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpAttentionLayoutPass
+    : Pass<"smp-attention-layout", "mlir::func::FuncOp"> {
+  let summary = "Let smp.attention read and write [B, S, H, D] (no transposes)";
+  let description = [{
+    An `smp.attention` whose q, k and v are each a `transpose` swapping dims
+    1 and 2 (the projections' [B, S, H, D] heads moved to [B, H, S, D])
+    reads the untransposed values instead, with `bshd = true`, and the
+    transposes of its output back to [B, S, H, Dv] become its output (any
+    other use reads it transposed to [B, H, S, Dv] once). The gradient keeps
+    the layout, so the training step loses the copies of q, k, v, the
+    output and their gradients (eight a layer). The numbers do not change.
+    Runs after `smp-raise-attention`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 // The training step, built by the passes below in this order (see
 // lib/Dialect/Smp/Transforms/TrainStepContract.h for the IR between them;
 // smp::buildTrainingPipeline adds them from the typed plan).

@@ -324,6 +324,10 @@ Status checkAdam(const char *op, const TensorRef &param, const TensorRef &grad,
 /// Plain data (kernels/cuda passes it to its kernels).
 struct AttentionDims {
   int64_t b = 0, hq = 0, hkv = 0, s = 0, sk = 0, d = 0, dv = 0, group = 1;
+  /// Set by the caller before the check: q, k, v, out and their gradients
+  /// are [B, S, H, D] (the heads inside each position, as the projections
+  /// produce them) instead of [B, H, S, D]; lse and the mask keep theirs.
+  bool bshd = false;
   bool hasMask = false, boolMask = false;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
