@@ -75,3 +75,18 @@ func.func @not_all_transposed(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x8x4xf32>, 
   %o, %l = smp.attention %qt, %kt, %vt {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// Self-attention reading one transpose as q, k and v: it goes once.
+// CHECK-LABEL: func.func @one_transpose_for_all
+// CHECK-NOT: smp.transpose
+// CHECK: %[[O:[^,]*]], %{{[^ ]*}} = smp.attention %arg0, %arg0, %arg0 {bshd = true, scale = 1.000000e+00 : f32}
+// CHECK-NOT: smp.transpose
+// CHECK: return %[[O]]
+func.func @one_transpose_for_all(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
+  %t = smp.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
+  %o, %l = smp.attention %t, %t, %t {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x4x8xf32> -> tensor<1x4x2x8xf32>
+  return %ot : tensor<1x4x2x8xf32>
+}

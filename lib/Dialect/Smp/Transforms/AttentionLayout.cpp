@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 
@@ -63,10 +64,14 @@ void fuse(AttentionOp op) {
     use.set(back);
   }
   op.getLse().replaceAllUsesWith(fused.getLse());
-  SmallVector<Value, 3> inputs = {op.getQuery(), op.getKey(), op.getValue()};
+  // The input transposes left unused (self-attention may read one for all
+  // three: each is erased once).
+  SetVector<Operation *> inputs;
+  for (Value in : {op.getQuery(), op.getKey(), op.getValue()})
+    inputs.insert(in.getDefiningOp());
   op.erase();
-  for (Value in : inputs)
-    if (Operation *t = in.getDefiningOp(); t && t->use_empty())
+  for (Operation *t : inputs)
+    if (t->use_empty())
       t->erase();
 }
 
