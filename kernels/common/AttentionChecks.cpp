@@ -26,7 +26,8 @@ Status checkQkv(const char *op, const TensorRef &q, const TensorRef &k,
                         ", " + describe(k) + " and " + describe(v));
   // The head and sequence axes of q, k, v (and out).
   const int hAx = g.bshd ? 2 : 1, sAx = g.bshd ? 1 : 2;
-  const char *qForm = g.bshd ? "q must be [B, S, Hq, D]" : "q must be [B, Hq, S, D]";
+  const char *qForm =
+      g.bshd ? "q must be [B, S, Hq, D]" : "q must be [B, Hq, S, D]";
   const char *kForm =
       g.bshd ? "k must be [B, Sk, Hkv, D]" : "k must be [B, Hkv, Sk, D]";
   const char *vForm =
@@ -97,9 +98,10 @@ Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
   SMP_RETURN_IF_ERROR(checkTensor(op, "out", out));
   SMP_RETURN_IF_ERROR(checkTensor(op, "lse", lse));
   SMP_RETURN_IF_ERROR(checkDType(op, "out", out, q.dtype));
-  SMP_RETURN_IF_ERROR(checkShape(op, "out", out,
-                                 g.bshd ? std::vector<int64_t>{g.b, g.s, g.hq, g.dv}
-                                        : std::vector<int64_t>{g.b, g.hq, g.s, g.dv}));
+  SMP_RETURN_IF_ERROR(
+      checkShape(op, "out", out,
+                 g.bshd ? std::vector<int64_t>{g.b, g.s, g.hq, g.dv}
+                        : std::vector<int64_t>{g.b, g.hq, g.s, g.dv}));
   SMP_RETURN_IF_ERROR(checkDType(op, "lse", lse, DType::F32));
   return checkShape(op, "lse", lse, {g.b, g.hq, g.s});
 }

@@ -229,15 +229,15 @@ void swapMiddle(const TensorRef &from, const TensorRef &to) {
   size_t row = static_cast<size_t>(from.shape[3]) * dtypeSize(from.dtype);
   const auto *in = static_cast<const unsigned char *>(from.data);
   auto *out = static_cast<unsigned char *>(to.data);
-  parallelFor(nb * nx, grainFor(ny * from.shape[3]), [&](int64_t b0,
-                                                         int64_t b1) {
-    for (int64_t bx = b0; bx < b1; ++bx) {
-      int64_t b = bx / nx, x = bx % nx;
-      for (int64_t y = 0; y < ny; ++y)
-        std::memcpy(out + static_cast<size_t>((b * ny + y) * nx + x) * row,
-                    in + static_cast<size_t>(bx * ny + y) * row, row);
-    }
-  });
+  parallelFor(
+      nb * nx, grainFor(ny * from.shape[3]), [&](int64_t b0, int64_t b1) {
+        for (int64_t bx = b0; bx < b1; ++bx) {
+          int64_t b = bx / nx, x = bx % nx;
+          for (int64_t y = 0; y < ny; ++y)
+            std::memcpy(out + static_cast<size_t>((b * ny + y) * nx + x) * row,
+                        in + static_cast<size_t>(bx * ny + y) * row, row);
+        }
+      });
 }
 
 TensorRef swappedShape(const TensorRef &t, void *data) {

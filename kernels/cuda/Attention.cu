@@ -71,9 +71,8 @@ __device__ void loadTile(const S *p, HeadRows hr, int64_t r0, int n,
                          int64_t rows, int64_t cols, float *dst, int64_t ld) {
   for (int64_t e = threadIdx.x; e < n * cols; e += blockDim.x) {
     int64_t r = e / cols, c = e - r * cols;
-    dst[r * ld + c] = r0 + r < rows
-                          ? FT<S>::load(p[hr.start + (r0 + r) * hr.ld + c])
-                          : 0.0f;
+    dst[r * ld + c] =
+        r0 + r < rows ? FT<S>::load(p[hr.start + (r0 + r) * hr.ld + c]) : 0.0f;
   }
 }
 
@@ -105,8 +104,9 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
   float *sq = sm, *sk = sq + kBQ * g.d, *sv = sk + kBK * dk1,
         *sp = sv + kBK * g.dv, *so = sp + kBQ * kBK, *sm_ = so + kBQ * g.dv,
         *sl = sm_ + kBQ, *sc = sl + kBQ;
-  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh), orow = outRows(g, b, h);
-  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, sq, g.d);
+  HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv),
+           orow = queryRows(g, b, h, g.dv);
+  loadTile(q, queryRows(g, b, h, g.d), i0, kBQ, g.s, g.d, sq, g.d);
   for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x)
     so[e] = 0.0f;
   if (threadIdx.x < kBQ) {
@@ -183,8 +183,8 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
                               const S *dout, const float *lse, QueryTile t) {
   const common::AttentionDims &g = a.g;
   int64_t row0 = (b * g.hq + h) * g.s; // of lse
-  HeadRows orow = outRows(g, b, h);
-  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, t.q, g.d);
+  HeadRows orow = queryRows(g, b, h, g.dv);
+  loadTile(q, queryRows(g, b, h, g.d), i0, kBQ, g.s, g.d, t.q, g.d);
   loadTile(dout, orow, i0, kBQ, g.s, g.dv, t.dout, g.dv);
   if (threadIdx.x < kBQ) {
     int64_t i = i0 + threadIdx.x;
@@ -261,7 +261,7 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
   t.lse = t.dout + kBQ * g.dv;
   t.dsum = t.lse + kBQ;
   float *sp = t.dsum + kBQ, *sds = sp + kBQ * kBK;
-  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh);
+  HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv);
   loadTile(k, kr, j0, kBK, g.sk, g.d, sk, g.d + 1);
   loadTile(v, vr, j0, kBK, g.sk, g.dv, sv, g.dv + 1);
   for (int64_t e = threadIdx.x; e < kBK * g.d; e += blockDim.x)
@@ -315,7 +315,8 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   loadQueryTile(a, b, h, i0, q, out, dout, lse, t);
   for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x)
     sdq[e] = 0.0f;
-  HeadRows kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh), qr = queryRows(g, b, h);
+  HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv),
+           qr = queryRows(g, b, h, g.d);
   int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
   for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
     __syncthreads();
@@ -379,8 +380,8 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
         float l = lse[row];
         if (l == -INFINITY)
           continue;
-        HeadRows qr = queryRows(g, b, h), orow = outRows(g, b, h),
-                 kr = keyRows(g, b, kvh), vr = valueRows(g, b, kvh);
+        HeadRows qr = queryRows(g, b, h, g.d), orow = queryRows(g, b, h, g.dv),
+                 kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv);
         const S *qi = q + qr.start + i * qr.ld,
                 *doi = dout + orow.start + i * orow.ld;
         float dsum = dotOf(doi, out + orow.start + i * orow.ld, g.dv);

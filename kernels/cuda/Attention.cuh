@@ -37,23 +37,15 @@ __host__ __device__ inline HeadRows headRows(const common::AttentionDims &g,
     return {(b * len * heads + h) * dim, heads * dim};
   return {(b * heads + h) * len * dim, dim};
 }
-/// Query head h's rows of q and dq (D wide), of out and dout (Dv wide).
-__host__ __device__ inline HeadRows queryRows(const common::AttentionDims &g,
-                                          int64_t b, int64_t h) {
-  return headRows(g, b, h, g.hq, g.s, g.d);
+/// Query head h's rows of q and dq (dim g.d) or of out and dout (g.dv).
+__host__ __device__ inline HeadRows
+queryRows(const common::AttentionDims &g, int64_t b, int64_t h, int64_t dim) {
+  return headRows(g, b, h, g.hq, g.s, dim);
 }
-__host__ __device__ inline HeadRows outRows(const common::AttentionDims &g,
-                                          int64_t b, int64_t h) {
-  return headRows(g, b, h, g.hq, g.s, g.dv);
-}
-/// Key/value head kvh's rows of k and dk (D wide), of v and dv (Dv wide).
-__host__ __device__ inline HeadRows keyRows(const common::AttentionDims &g,
-                                          int64_t b, int64_t kvh) {
-  return headRows(g, b, kvh, g.hkv, g.sk, g.d);
-}
-__host__ __device__ inline HeadRows valueRows(const common::AttentionDims &g,
-                                          int64_t b, int64_t kvh) {
-  return headRows(g, b, kvh, g.hkv, g.sk, g.dv);
+/// Key/value head kvh's rows of k and dk (dim g.d) or of v and dv (g.dv).
+__host__ __device__ inline HeadRows
+keyRows(const common::AttentionDims &g, int64_t b, int64_t kvh, int64_t dim) {
+  return headRows(g, b, kvh, g.hkv, g.sk, dim);
 }
 
 /// The mask's contribution at (b, h, i, j): false when key j is not

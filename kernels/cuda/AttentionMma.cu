@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
   int64_t stat0 = (b * g.hq + h) * g.s; // lse's first row of the head
-  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh);
+  HeadRows qr = queryRows(g, b, h, g.d), kr = keyRows(g, b, kvh, g.d);
   int r0 = 16 * kM * (threadIdx.x / 32); // the warp's first row
   loadRowsAsync<S, D, kRows>(q + qr.start, int(qr.ld), i0, g.s, sq);
   float o[kM][D / 8][4] = {}, m[kM][2], l[kM][2] = {};
@@ -346,7 +346,7 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
   int64_t at = 0;
   if (r < rows) {
     int64_t i = r % g.s, bh = r / g.s;
-    HeadRows orow = outRows(g, bh / g.hq, bh % g.hq);
+    HeadRows orow = queryRows(g, bh / g.hq, bh % g.hq, g.dv);
     at = orow.start + i * orow.ld;
   }
   if (r < rows)
@@ -389,7 +389,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
           j0 = int64_t(blockIdx.x) * kAttnTile;
-  HeadRows kr = keyRows(g, b, kvh);
+  HeadRows kr = keyRows(g, b, kvh, g.d);
   int w = threadIdx.x / 32, t = threadIdx.x % 4;
   loadRowsAsync<S, D>(k + kr.start, int(kr.ld), j0, g.sk, sk);
   loadRowsAsync<S, D>(v + kr.start, int(kr.ld), j0, g.sk, sv);
@@ -405,8 +405,9 @@ __global__ void __launch_bounds__(kAttnThreads)
       perHead * static_cast<int>(g.group),
       [&](int it, int buf) {
         int64_t stat0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
-        HeadRows qr = queryRows(g, b, headOf(it));
-        loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sqdo + 2 * buf * kT);
+        HeadRows qr = queryRows(g, b, headOf(it), g.d);
+        loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s,
+                            sqdo + 2 * buf * kT);
         loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s,
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
@@ -453,7 +454,7 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
   int64_t stat0 = (b * g.hq + h) * g.s; // lse's and Dsum's
-  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh);
+  HeadRows qr = queryRows(g, b, h, g.d), kr = keyRows(g, b, kvh, g.d);
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
   loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
   loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s, sdo);

@@ -2,15 +2,15 @@
 
 #include "State.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <algorithm>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 namespace smp::cudaemu {
 namespace {
@@ -123,11 +123,9 @@ void reportKernels(const std::map<std::string, uint64_t> &kernels) {
   std::vector<std::pair<uint64_t, std::string>> byCount;
   for (const auto &[name, n] : kernels)
     byCount.emplace_back(n, name);
-  std::sort(byCount.begin(), byCount.end(),
-            [](const auto &a, const auto &b) {
-              return a.first != b.first ? a.first > b.first
-                                        : a.second < b.second;
-            });
+  std::sort(byCount.begin(), byCount.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   for (const auto &[n, name] : byCount)
     std::fprintf(stderr, "%10llu  %s\n", static_cast<unsigned long long>(n),
                  name.c_str());
@@ -141,7 +139,7 @@ Counts &counts() {
         Counts &k = counts();
         report("dry run: " + std::to_string(k.launches) +
                " kernel launches (" + std::to_string(k.kernels.size()) +
-               " launch sites) and " + std::to_string(k.products) +
+               " kernels and ops) and " + std::to_string(k.products) +
                " cuBLASLt products (" + std::to_string(k.queries) +
                " heuristic queries) checked, none run; " +
                std::to_string(k.hostWaits) +

@@ -48,7 +48,7 @@ size_t deviceBytesInUse();
 /// and without its memory. The numbers it computes are meaningless.
 bool dryRun();
 /// Counts a checked launch or cuBLASLt product; a dry run prints the counts
-/// at exit ("N kernel launches (K launch sites) and P cuBLASLt products
+/// at exit ("N kernel launches (K kernels and ops) and P cuBLASLt products
 /// checked").
 void countLaunch(const char *kernel);
 void countProduct();

@@ -25,9 +25,9 @@ SMP_VJP(AttentionOp) {
   if (!gy[0])
     return success();
   auto grads = AttentionGradOp::create(
-      b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
-      op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
-      op.getCausalAttr(), op.getBshdAttr());
+      b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), op.getResult(),
+      op.getLse(), gy[0], op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getBshdAttr());
   gx[0] = grads.getQueryGrad();
   gx[1] = grads.getKeyGrad();
   gx[2] = grads.getValueGrad();

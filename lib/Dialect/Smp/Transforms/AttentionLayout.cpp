@@ -12,9 +12,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/SetVector.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "smp-attention-layout"
 
