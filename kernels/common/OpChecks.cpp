@@ -71,6 +71,22 @@ Status checkCast(const TensorRef &in, const TensorRef &out) {
   return checkShape("cast", "output", out, in.shape);
 }
 
+Status checkCastMulti(const std::vector<TensorRef> &in,
+                      const std::vector<TensorRef> &out) {
+  const char *op = "cast_multi";
+  if (in.size() != out.size())
+    return fail(op, std::to_string(in.size()) + " inputs but " +
+                        std::to_string(out.size()) + " outputs");
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string input = "input #" + std::to_string(i);
+    std::string output = "output #" + std::to_string(i);
+    SMP_RETURN_IF_ERROR(checkTensor(op, input.c_str(), in[i]));
+    SMP_RETURN_IF_ERROR(checkTensor(op, output.c_str(), out[i]));
+    SMP_RETURN_IF_ERROR(checkShape(op, output.c_str(), out[i], in[i].shape));
+  }
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

@@ -75,4 +75,12 @@ Status cast(const TensorRef &in, const TensorRef &out) {
   });
 }
 
+Status castMulti(const std::vector<TensorRef> &in,
+                 const std::vector<TensorRef> &out) {
+  SMP_RETURN_IF_ERROR(common::checkCastMulti(in, out));
+  for (size_t i = 0; i < in.size(); ++i)
+    SMP_RETURN_IF_ERROR(cast(in[i], out[i]));
+  return Status::success();
+}
+
 } // namespace smp::kernels::cpu

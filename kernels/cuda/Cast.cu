@@ -92,7 +92,43 @@ __global__ void castKernel(const void *in, DType from, void *out, DType to,
   SMP_GRID_STRIDE(i, n) { narrow(out, to, i, widen(in, from, i)); }
 }
 
+/// One tensor of a cast_multi.
+struct CastDesc {
+  const void *in;
+  DType from;
+  void *out;
+  DType to;
+  int64_t n;
+};
+
+/// Block b casts its chunk of its tensor (Common.cuh's multi-tensor launch).
+__global__ void castMultiKernel(const CastDesc *tensors,
+                                const int64_t *firstBlock, int64_t count) {
+  MultiChunk c = multiChunk(firstBlock, count);
+  const CastDesc &t = tensors[c.tensor];
+  int64_t end = c.begin + kMultiChunk < t.n ? c.begin + kMultiChunk : t.n;
+  for (int64_t i = c.begin + threadIdx.x; i < end; i += blockDim.x)
+    narrow(t.out, t.to, i, widen(t.in, t.from, i));
+}
+
 } // namespace
+
+Status castMulti(const std::vector<TensorRef> &in,
+                 const std::vector<TensorRef> &out) {
+  const char *name = "cast_multi";
+  SMP_RETURN_IF_ERROR(common::checkCastMulti(in, out));
+  std::vector<CastDesc> descs;
+  MultiTensorPlan plan;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t n = in[i].numel();
+    if (n == 0)
+      continue;
+    descs.push_back(
+        CastDesc{in[i].data, in[i].dtype, out[i].data, out[i].dtype, n});
+    plan.add(n);
+  }
+  return launchMulti(name, descs, plan, castMultiKernel);
+}
 
 Status cast(const TensorRef &in, const TensorRef &out) {
   const char *name = "cast";

@@ -427,6 +427,66 @@ Status launch(const char *op, int64_t n, void (*kernel)(P...),
        i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 //===----------------------------------------------------------------------===//
+// Multi-tensor launches (PyTorch's multi_tensor_apply): one launch over many
+// tensors, each cut in chunks of kMultiChunk elements, a block a chunk
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kMultiChunk = 8192;
+
+/// The blocks of a multi-tensor launch: tensor k's first is firstBlock[k].
+struct MultiTensorPlan {
+  std::vector<int64_t> firstBlock;
+  int64_t blocks = 0;
+  /// The next tensor, of n > 0 elements.
+  void add(int64_t n) {
+    firstBlock.push_back(blocks);
+    blocks += (n + kMultiChunk - 1) / kMultiChunk;
+  }
+};
+
+/// This block's tensor (the last k with firstBlock[k] <= blockIdx.x) and
+/// the first element of its chunk.
+struct MultiChunk {
+  int64_t tensor, begin;
+};
+__device__ inline MultiChunk multiChunk(const int64_t *firstBlock,
+                                        int64_t count) {
+  int64_t b = blockIdx.x, lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int64_t mid = (lo + hi + 1) / 2;
+    if (firstBlock[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return MultiChunk{lo, (b - firstBlock[lo]) * kMultiChunk};
+}
+
+/// Enqueues kernel(descs, firstBlock, count, args...) on the calling
+/// thread's context, a block for each chunk of `plan` (descs[k] describes
+/// its tensor k; both arrays are copied to the device).
+template <class D, class... P, class... A>
+Status launchMulti(const char *op, const std::vector<D> &descs,
+                   const MultiTensorPlan &plan,
+                   void (*kernel)(const D *, const int64_t *, int64_t, P...),
+                   const A &...args) {
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (descs.empty())
+    return Status::success();
+  if (plan.blocks > INT32_MAX)
+    return Status::failure(std::string(op) +
+                           ": too many elements for one launch");
+  Scratch dDescs, dFirst;
+  SMP_RETURN_IF_ERROR(upload(op, descs, dDescs, ctx->stream));
+  SMP_RETURN_IF_ERROR(upload(op, plan.firstBlock, dFirst, ctx->stream));
+  kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0, ctx->stream>>>(
+      dDescs.template as<D>(), dFirst.as<int64_t>(),
+      static_cast<int64_t>(descs.size()), args...); // cudaemu-name: op
+  return launchStatus(op);
+}
+
+//===----------------------------------------------------------------------===//
 // Block reductions (blockDim.x a multiple of 32, all threads call them)
 //===----------------------------------------------------------------------===//
 

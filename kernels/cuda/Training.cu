@@ -4,9 +4,8 @@
 // dtype per operand, as the CPU) and compute in f64 like the CPU, then
 // round once. The optimizers read lr, step and the optional skip flag from
 // device scalars inside the kernel, so a training step needs no host
-// round trip. Multi-tensor Adam: one launch; block b finds its tensor by a
-// binary search over the per-tensor first blocks and updates one chunk of
-// it.
+// round trip. Multi-tensor Adam: one launch (Common.cuh's launchMulti), a
+// block for each chunk of each tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,31 +165,18 @@ __global__ void adamKernel(AdamDesc t, Hyper h, AdamOptions o) {
             skipSet(h), lr, bc1, bc2Sqrt, o);
 }
 
-constexpr int64_t kChunk = 8192; // elements per block in multi-tensor Adam
-
-/// firstBlock[k]: the first block of tensor k (ascending, k < count);
-/// block b handles chunk b - firstBlock[k] of tensor k.
+/// Block b updates its chunk of its tensor (Common.cuh's multi-tensor
+/// launch).
 __global__ void adamMultiKernel(const AdamDesc *tensors,
                                 const int64_t *firstBlock, int64_t count,
                                 Hyper h, AdamOptions o) {
   double lr, bc1, bc2Sqrt;
   adamScalars(h, o, lr, bc1, bc2Sqrt);
-  bool skip = skipSet(h);
-  int64_t b = blockIdx.x;
-  // The last k with firstBlock[k] <= b.
-  int64_t lo = 0, hi = count - 1;
-  while (lo < hi) {
-    int64_t mid = (lo + hi + 1) / 2;
-    if (firstBlock[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  const AdamDesc &t = tensors[lo];
-  int64_t begin = (b - firstBlock[lo]) * kChunk;
-  int64_t end = begin + kChunk < t.n ? begin + kChunk : t.n;
-  adamRange(t, begin + threadIdx.x, end, blockDim.x, skip, lr, bc1, bc2Sqrt,
-            o);
+  MultiChunk c = multiChunk(firstBlock, count);
+  const AdamDesc &t = tensors[c.tensor];
+  int64_t end = c.begin + kMultiChunk < t.n ? c.begin + kMultiChunk : t.n;
+  adamRange(t, c.begin + threadIdx.x, end, blockDim.x, skipSet(h), lr, bc1,
+            bc2Sqrt, o);
 }
 
 Status checkScalar(const char *op, const char *what, const TensorRef &t) {
@@ -272,33 +258,18 @@ Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
                        const TensorRef *skip, const AdamOptions &options) {
   const char *op = "adam_update_multi";
   std::vector<AdamDesc> descs;
-  std::vector<int64_t> firstBlock;
-  int64_t blocks = 0;
+  MultiTensorPlan plan;
   for (const AdamTensors &a : tensors) {
     AdamDesc d;
     SMP_RETURN_IF_ERROR(makeAdamDesc(op, a, d));
     if (d.n == 0)
       continue;
     descs.push_back(d);
-    firstBlock.push_back(blocks);
-    blocks += (d.n + kChunk - 1) / kChunk;
+    plan.add(d.n);
   }
   Hyper h;
   SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  if (descs.empty())
-    return Status::success();
-  if (blocks > INT32_MAX)
-    return fail(op, "too many elements for one launch");
-  Scratch dDescs, dFirst;
-  SMP_RETURN_IF_ERROR(upload(op, descs, dDescs, ctx->stream));
-  SMP_RETURN_IF_ERROR(upload(op, firstBlock, dFirst, ctx->stream));
-  adamMultiKernel<<<static_cast<unsigned>(blocks), kThreads, 0,
-                    ctx->stream>>>(dDescs.as<AdamDesc>(), dFirst.as<int64_t>(),
-                                   static_cast<int64_t>(descs.size()), h,
-                                   options);
-  return launchStatus(op);
+  return launchMulti(op, descs, plan, adamMultiKernel, h, options);
 }
 
 } // namespace smp::kernels::cuda

@@ -146,6 +146,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());
   }
+  if (has(kPhaseMultiTensor))
+    pm.addNestedPass<func::FuncOp>(createSmpMultiTensorPass());
 }
 
 namespace {
@@ -298,7 +300,8 @@ void smp::registerPipelines() {
   PassPipelineRegistration<TrainPipelineCLOptions>(
       "smp-train-pipeline",
       "The training pipeline of smpc compile --train (tensor parallelism, "
-      "mixed precision, pipeline stages, @train_step, schedule, clean-up)",
+      "mixed precision, pipeline stages, @train_step, schedule, clean-up, "
+      "multi-tensor ops)",
       [](OpPassManager &pm, const TrainPipelineCLOptions &o) {
         buildTrainingPipeline(pm, o.toOptions());
       });

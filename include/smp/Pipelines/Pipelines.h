@@ -40,7 +40,9 @@ enum TrainingPhase : unsigned {
   kPhasePipelineSchedule = 1u << 4,
   /// canonicalize, cse.
   kPhaseCleanup = 1u << 5,
-  kPhaseAll = (1u << 6) - 1,
+  /// smp-multi-tensor: per-parameter ops as one op over all of them.
+  kPhaseMultiTensor = 1u << 6,
+  kPhaseAll = (1u << 7) - 1,
 };
 
 /// The typed plan of a training compile: the parallel layout, the loss,

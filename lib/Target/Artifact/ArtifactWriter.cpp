@@ -100,16 +100,29 @@ llvm::Error checkRankLimits(const std::vector<std::unique_ptr<Lowering>> &lowere
   return llvm::Error::success();
 }
 
+/// A hyper-parameter as a spec prints it.
+static std::string specNumber(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%.6g", v);
+  return std::string(buf);
+}
+
+/// An adam_update's or adam_update_multi's spec.
+template <typename AdamOpT> static std::string adamSpec(AdamOpT adam) {
+  auto num = specNumber;
+  return std::string(adam.getDecoupled() ? "adamw" : "adam") +
+         "(beta1=" + num(adam.getBeta1().convertToFloat()) +
+         ", beta2=" + num(adam.getBeta2().convertToFloat()) +
+         ", eps=" + num(adam.getEpsilon().convertToFloat()) +
+         ", weight_decay=" + num(adam.getWeightDecay().convertToFloat()) + ")";
+}
+
 /// The optimizer update's kind and hyper-parameters as the program runs
 /// them (the first update op's: every parameter gets the same ones), in the
 /// form a checkpoint records and smprun --resume compares.
 std::string optimizerSpec(ModuleOp module, const std::string &fallback) {
   std::string spec;
-  auto num = [](double v) {
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%.6g", v);
-    return std::string(buf);
-  };
+  auto num = specNumber;
   module.walk([&](Operation *op) {
     if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
       spec = "sgd(momentum=" + num(sgd.getMomentum().convertToFloat()) +
@@ -118,12 +131,9 @@ std::string optimizerSpec(ModuleOp module, const std::string &fallback) {
              ", weight_decay=" + num(sgd.getWeightDecay().convertToFloat()) +
              ")";
     } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
-      spec = std::string(adam.getDecoupled() ? "adamw" : "adam") +
-             "(beta1=" + num(adam.getBeta1().convertToFloat()) +
-             ", beta2=" + num(adam.getBeta2().convertToFloat()) +
-             ", eps=" + num(adam.getEpsilon().convertToFloat()) +
-             ", weight_decay=" + num(adam.getWeightDecay().convertToFloat()) +
-             ")";
+      spec = adamSpec(adam);
+    } else if (auto multi = dyn_cast<AdamUpdateMultiOp>(op)) {
+      spec = adamSpec(multi);
     } else {
       return WalkResult::advance();
     }

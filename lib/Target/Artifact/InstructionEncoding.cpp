@@ -51,6 +51,11 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
   for (NamedAttribute named : op->getAttrDictionary()) {
     if (named.getName().getValue().starts_with("smp."))
       continue; // compiler annotations (stages, recomputation), not semantics
+    // The groups of a variadic op's operands and results: the runtime reads
+    // them from the counts (OpSchema.def says how, op by op).
+    if (named.getName() == "operandSegmentSizes" ||
+        named.getName() == "resultSegmentSizes")
+      continue;
     pb::Attribute attr;
     Attribute a = named.getValue();
     if (auto b = dyn_cast<BoolAttr>(a))

@@ -30,10 +30,30 @@ bool findAttr(std::string_view name, OpAttr &out) {
   return false;
 }
 
+/// The multi-tensor ops' operand groups, which the counts give: cast_multi
+/// has an output per input; adam_update_multi has N params, grads,
+/// exp_avgs and exp_avg_sqs, then lr, step and an optional skip, and N new
+/// params, exp_avgs and exp_avg_sqs.
+static std::string groupError(const OpSchema &op, int numInputs,
+                              int numOutputs) {
+  std::string counts = "has " + std::to_string(numInputs) + " inputs and " +
+                       std::to_string(numOutputs) + " outputs";
+  if (op.id == OpId::CastMulti && numInputs != numOutputs)
+    return counts + ": cast_multi takes one output per input";
+  if (op.id == OpId::AdamUpdateMulti) {
+    int n = numOutputs / 3;
+    if (n < 1 || numOutputs % 3 != 0 ||
+        (numInputs != 4 * n + 2 && numInputs != 4 * n + 3))
+      return counts + ": adam_update_multi of N tensors takes 4N + 2 inputs "
+                      "(4N + 3 with a skip flag) and 3N outputs";
+  }
+  return "";
+}
+
 std::string arityError(const OpSchema &op, int numInputs, int numOutputs) {
   if (numInputs >= op.minInputs && numInputs <= op.maxInputs &&
       (op.numOutputs == kAnyCount || numOutputs == op.numOutputs))
-    return "";
+    return groupError(op, numInputs, numOutputs);
   return "has " + std::to_string(numInputs) + " inputs and " +
          std::to_string(numOutputs) + " outputs";
 }
@@ -42,6 +62,10 @@ Status checkInstruction(
     const OpSchema &op, int numInputs, int numOutputs,
     const std::vector<std::pair<std::string, AttrKind>> &attrs) {
   std::string what = std::string("op '") + op.name + "' ";
+  if (numInputs >= op.minInputs && numInputs <= op.maxInputs &&
+      (op.numOutputs == kAnyCount || numOutputs == op.numOutputs))
+    if (std::string e = groupError(op, numInputs, numOutputs); !e.empty())
+      return Status::failure(what + e);
   if (std::string e = arityError(op, numInputs, numOutputs); !e.empty()) {
     std::string expected =
         op.minInputs == op.maxInputs ? std::to_string(op.minInputs)

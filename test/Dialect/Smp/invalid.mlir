@@ -421,6 +421,62 @@ func.func @adam_grad_shape(%p: tensor<8xf32>, %g: tensor<4xbf16>, %lr: tensor<f3
 
 // -----
 
+func.func @adam_multi_groups(%p: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update_multi' op has 2 parameters but a group of 1 (grads, exp_avgs, exp_avg_sqs and the three results take one per parameter)}}
+  %a:2, %b:2, %c:2 = smp.adam_update_multi params(%p, %p) grads(%p) exp_avgs(%p, %p) exp_avg_sqs(%p, %p) lr %lr step %lr : (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) tensor<f32> -> (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_multi_state(%p: tensor<8xf32>, %m: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update_multi' op parameter #1 is 'tensor<8xf32>' but its state or result is 'tensor<4xf32>'}}
+  %a:2, %b:2, %c:2 = smp.adam_update_multi params(%p, %p) grads(%p, %p) exp_avgs(%p, %m) exp_avg_sqs(%p, %p) lr %lr step %lr : (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<4xf32>) (tensor<8xf32>, tensor<8xf32>) tensor<f32> -> (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_multi_grad(%p: tensor<8xf32>, %g: tensor<4xbf16>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update_multi' op gradient 'tensor<4xbf16>' does not have the shape of the parameter 'tensor<8xf32>'}}
+  %a:1, %b:1, %c:1 = smp.adam_update_multi params(%p) grads(%g) exp_avgs(%p) exp_avg_sqs(%p) lr %lr step %lr : (tensor<8xf32>) (tensor<4xbf16>) (tensor<8xf32>) (tensor<8xf32>) tensor<f32> -> (tensor<8xf32>) (tensor<8xf32>) (tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_multi_empty(%lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.adam_update_multi' op needs at least one parameter}}
+  "smp.adam_update_multi"(%lr, %lr) <{operandSegmentSizes = array<i32: 0, 0, 0, 0, 1, 1, 0>, resultSegmentSizes = array<i32: 0, 0, 0>}> : (tensor<f32>, tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+func.func @cast_multi_count(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.cast_multi' op has 2 inputs but 1 results}}
+  %c = smp.cast_multi %x, %x : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_multi_shape(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.cast_multi' op result 'tensor<4xbf16>' does not have the shape of its input 'tensor<8xf32>'}}
+  %c = smp.cast_multi %x : (tensor<8xf32>) -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_multi_empty() {
+  // expected-error @+1 {{'smp.cast_multi' op needs at least one input}}
+  smp.cast_multi : () -> ()
+  return
+}
+
+// -----
+
 func.func @sum_squares_type(%x: tensor<8xf64>) {
   // expected-error @+1 {{'smp.sum_squares' op input 'tensor<8xf64>' is not f32, f16 or bf16}}
   %n = smp.sum_squares %x : (tensor<8xf64>) -> tensor<f32>

@@ -213,6 +213,40 @@ TEST_F(Cuda, SumSquares) {
   expectTol(got, want, true);
 }
 
+/// cast_multi (smp-multi-tensor's casts of the parameters): the bytes of
+/// the CPU's cast of each tensor, one of them over several chunks, one
+/// empty, in one launch.
+TEST_F(Cuda, CastMultiIsEachCast) {
+  const std::pair<DType, DType> pairs[] = {{DType::F32, DType::BF16},
+                                           {DType::F32, DType::F16},
+                                           {DType::BF16, DType::F32},
+                                           {DType::F64, DType::F32}};
+  std::vector<Host> wants;
+  std::vector<std::unique_ptr<Dev>> ins, outs;
+  std::vector<TensorRef> inRefs, outRefs;
+  for (int i = 0; i < 30; ++i) {
+    auto [from, to] = pairs[i % 4];
+    std::vector<int64_t> shape = i == 5    ? std::vector<int64_t>{3, 8193}
+                                 : i == 11 ? std::vector<int64_t>{0}
+                                           : std::vector<int64_t>{i + 1, 7};
+    Host x = random(from, shape, -3, 3, 900 + i);
+    wants.emplace_back(to, shape);
+    ASSERT_OK(cpuk::cast(x, wants.back()));
+    ins.push_back(std::make_unique<Dev>(x));
+    outs.push_back(std::make_unique<Dev>(to, shape));
+    inRefs.push_back(*ins.back());
+    outRefs.push_back(*outs.back());
+  }
+  ASSERT_OK(cuk::castMulti(inRefs, outRefs));
+  for (size_t i = 0; i < wants.size(); ++i) {
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    expectSameBytes(*outs[i], wants[i]);
+  }
+  outRefs.pop_back();
+  EXPECT_EQ(cuk::castMulti(inRefs, outRefs).error,
+            "cast_multi: 30 inputs but 29 outputs");
+}
+
 /// smp-fuse-loss-casts: the f32 loss of f16/bf16 logits, against the CPU's.
 TEST_F(Cuda, CrossEntropyOfSixteenBitLogitsHasAnF32Loss) {
   using Red = cuk::Reduction;

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -486,6 +487,43 @@ TEST(Cast, RoundingAndSpecialValues) {
   ASSERT_OK(cast(u, d));
   ASSERT_OK(cast(d, back));
   EXPECT_EQ(back.as<uint64_t>()[0], uint64_t(1) << 63);
+}
+
+/// cast_multi: the bytes of a cast of each tensor; mismatched lists and
+/// shapes are refused, naming the tensor.
+TEST(Cast, MultiIsEachCast) {
+  std::vector<Host> in, out, want;
+  const std::pair<DType, DType> pairs[] = {{DType::F32, DType::BF16},
+                                           {DType::F32, DType::F16},
+                                           {DType::BF16, DType::F32},
+                                           {DType::F64, DType::F32}};
+  for (int i = 0; i < 8; ++i) {
+    auto [from, to] = pairs[i % 4];
+    std::vector<int64_t> shape =
+        i == 3 ? std::vector<int64_t>{0, 4} : std::vector<int64_t>{i + 1, 5};
+    std::vector<double> vals;
+    for (int64_t k = 0; k < (i == 3 ? 0 : (i + 1) * 5); ++k)
+      vals.push_back(std::ldexp(1.0 + k / 3.0, (k % 7) - 3) * (k % 2 ? -1 : 1));
+    in.push_back(make(from, shape, vals));
+    out.emplace_back(to, shape);
+    want.emplace_back(to, shape);
+    ASSERT_OK(cast(in.back(), want.back()));
+  }
+  std::vector<TensorRef> ins, outs;
+  for (size_t i = 0; i < in.size(); ++i) {
+    ins.push_back(in[i].ref);
+    outs.push_back(out[i].ref);
+  }
+  ASSERT_OK(castMulti(ins, outs));
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(
+        std::memcmp(out[i].ref.data, want[i].ref.data, want[i].ref.bytes()), 0)
+        << "tensor " << i;
+  Status s = castMulti(ins, {outs.begin(), outs.end() - 1});
+  EXPECT_EQ(s.error, "cast_multi: 8 inputs but 7 outputs");
+  std::swap(outs[0], outs[1]);
+  s = castMulti(ins, outs);
+  EXPECT_EQ(s.error.rfind("cast_multi: output #0", 0), 0u) << s.error;
 }
 
 } // namespace

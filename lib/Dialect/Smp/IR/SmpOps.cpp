@@ -214,6 +214,22 @@ LogicalResult SumSquaresOp::verify() {
   return success();
 }
 
+LogicalResult CastMultiOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getResults().size() != getInputs().size())
+    return emitOpError("has ") << getInputs().size() << " inputs but "
+                               << getResults().size() << " results";
+  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
+    auto a = cast<RankedTensorType>(in.getType());
+    auto b = cast<RankedTensorType>(out.getType());
+    if (a.getShape() != b.getShape())
+      return emitOpError("result ")
+             << b << " does not have the shape of its input " << a;
+  }
+  return success();
+}
+
 LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              MatMulBiasOp::Adaptor adaptor,

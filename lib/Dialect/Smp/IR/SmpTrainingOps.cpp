@@ -62,6 +62,33 @@ LogicalResult AdamUpdateOp::verify() {
   return verifyGradType(*this, getParam(), getGrad());
 }
 
+LogicalResult AdamUpdateMultiOp::verify() {
+  size_t n = getParams().size();
+  if (n == 0)
+    return emitOpError("needs at least one parameter");
+  for (size_t count : {getGrads().size(), getExpAvgs().size(),
+                       getExpAvgSqs().size(), getNewParams().size(),
+                       getNewExpAvgs().size(), getNewExpAvgSqs().size()})
+    if (count != n)
+      return emitOpError("has ")
+             << n << " parameters but a group of " << count
+             << " (grads, exp_avgs, exp_avg_sqs and the three results take "
+                "one per parameter)";
+  for (size_t i = 0; i < n; ++i) {
+    Type t = getParams()[i].getType();
+    for (Value v :
+         {getExpAvgs()[i], getExpAvgSqs()[i], Value(getNewParams()[i]),
+          Value(getNewExpAvgs()[i]), Value(getNewExpAvgSqs()[i])})
+      if (v.getType() != t)
+        return emitOpError("parameter #")
+               << i << " is " << t << " but its state or result is "
+               << v.getType();
+    if (failed(verifyGradType(*this, getParams()[i], getGrads()[i])))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult SgdUpdateOp::verify() {
   return verifyGradType(*this, getParam(), getGrad());
 }

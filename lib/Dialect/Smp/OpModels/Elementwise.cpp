@@ -298,8 +298,8 @@ void registerElementwiseOpModels(DialectRegistry &registry) {
     attach<CostFn<streamingCost<8>>::Model, GeluOp, SiluOp, LeakyReluOp>(ctx);
     // bias_gelu_grad: gelu_grad's count also covers the column sums' adds.
     attach<CostFn<streamingCost<12>>::Model, GeluGradOp, BiasGeluGradOp>(ctx);
-    attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, AddOp, SubOp,
-           MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
+    attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, CastMultiOp, AddOp,
+           SubOp, MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
            GreaterOp, AndOp, OrOp>(ctx);
     // Comparisons and logical ops (boolean masks) have no rule: a
     // tensor-parallel region ends at them.

@@ -67,6 +67,23 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 
+bool adamUpdateMultiStep(Decoder &d, Step &s) {
+  s.run = [x = adamMultiOperands(d)] {
+    if (x.hasSkip && *x.skip.as<uint8_t>() != 0) {
+      for (const AdamOperands &t : x.tensors)
+        skipUpdate({t.param, t.m, t.v}, 0, &x.skip,
+                   {t.newParam, t.newM, t.newV});
+      return Status::success();
+    }
+    double lr = scalarAt(x.lr), step = scalarAt(x.step);
+    for (const AdamOperands &t : x.tensors)
+      SMP_RETURN_IF_ERROR(k::adamUpdate(t.param, t.grad, t.m, t.v, lr, step,
+                                        t.options, t.newParam, t.newM, t.newV));
+    return Status::success();
+  };
+  return true;
+}
+
 } // namespace
 
 Status decodeInstruction(const Inst &inst,

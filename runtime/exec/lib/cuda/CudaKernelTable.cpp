@@ -42,6 +42,21 @@ bool adamUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 
+bool adamUpdateMultiStep(Decoder &d, Step &s) {
+  AdamMultiOperands x = adamMultiOperands(d);
+  std::vector<k::AdamTensors> tensors;
+  for (const AdamOperands &t : x.tensors)
+    tensors.push_back(
+        k::AdamTensors{t.param, t.grad, t.m, t.v, t.newParam, t.newM, t.newV});
+  k::AdamOptions options =
+      x.tensors.empty() ? k::AdamOptions{} : x.tensors.front().options;
+  s.run = [x, tensors = std::move(tensors), options] {
+    return k::adamUpdateMulti(tensors, x.lr, x.step,
+                              x.hasSkip ? &x.skip : nullptr, options);
+  };
+  return true;
+}
+
 } // namespace
 
 Status decodeCudaInstruction(const Inst &inst,

@@ -103,6 +103,22 @@ def Smp_CastOp : Smp_Op<"cast", [Pure, SameOperandsAndResultShape,
   let hasFolder = 1;
 }
 
+def Smp_CastMultiOp : Smp_Op<"cast_multi", [Pure]> {
+  let summary = "smp.cast of many tensors at once (one kernel launch)";
+  let description = [{
+    results[i] = cast(inputs[i]) for each i: the bits of the separate casts
+    (between float types); on a GPU one launch instead of one a tensor.
+    `smp-multi-tensor` forms it from the casts of the step's arguments
+    (mixed precision's 16-bit copies of the f32 parameters).
+  }];
+  let arguments = (ins Variadic<Smp_FloatTensor>:$inputs);
+  let results = (outs Variadic<Smp_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
 /// Binary elementwise ops broadcast their operands numpy-style.
 class Smp_BinaryOp<string mnemonic, Type operandType, Type resultType,
                    list<Trait> traits = []>

@@ -261,4 +261,42 @@ def Smp_AdamUpdateOp : Smp_Op<"adam_update", [Pure,
 }
 
 
+def Smp_AdamUpdateMultiOp : Smp_Op<"adam_update_multi", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments,
+    AllTypesMatch<["lr", "step"]>]> {
+  let summary = "adam_update of many parameters at once (one kernel launch)";
+  let description = [{
+    `smp.adam_update` of each parameter i: params[i], grads[i], exp_avgs[i]
+    and exp_avg_sqs[i] give new_params[i], new_exp_avgs[i] and
+    new_exp_avg_sqs[i], with one lr, step, skip and one set of
+    hyper-parameters for all (PyTorch's fused/foreach AdamW). The bits of
+    the separate updates; on a GPU one launch instead of one a parameter.
+    Formed by `smp-multi-tensor` after the step is built and split.
+  }];
+  let arguments = (ins Variadic<Smp_FloatTensor>:$params,
+                   Variadic<Smp_FloatTensor>:$grads,
+                   Variadic<Smp_FloatTensor>:$exp_avgs,
+                   Variadic<Smp_FloatTensor>:$exp_avg_sqs,
+                   Smp_FloatTensor:$lr, Smp_FloatTensor:$step,
+                   Optional<Smp_BoolTensor>:$skip,
+                   DefaultValuedAttr<F32Attr, "0.9f">:$beta1,
+                   DefaultValuedAttr<F32Attr, "0.999f">:$beta2,
+                   DefaultValuedAttr<F32Attr, "1.0e-8f">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "true">:$decoupled);
+  let results = (outs Variadic<Smp_FloatTensor>:$new_params,
+                      Variadic<Smp_FloatTensor>:$new_exp_avgs,
+                      Variadic<Smp_FloatTensor>:$new_exp_avg_sqs);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    `exp_avgs` `(` $exp_avgs `)` `exp_avg_sqs` `(` $exp_avg_sqs `)`
+    `lr` $lr `step` $step (`skip` $skip^ `(` type($skip) `)`)? attr-dict
+    `:` `(` type($params) `)` `(` type($grads) `)` `(` type($exp_avgs) `)`
+    `(` type($exp_avg_sqs) `)` type($lr) `->` `(` type($new_params) `)`
+    `(` type($new_exp_avgs) `)` `(` type($new_exp_avg_sqs) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+
 #endif // SMP_DIALECT_SMP_IR_SMPTRAININGOPS_TD

@@ -537,6 +537,24 @@ def SmpFuseGradCastsPass : Pass<"smp-fuse-grad-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
+  let summary = "One op for the per-parameter optimizer updates and casts";
+  let description = [{
+    As PyTorch's fused and foreach optimizers: `smp.adam_update`s with the
+    same lr, step, skip, hyper-parameters and annotations become one
+    `smp.adam_update_multi` where the last of them was (an op that reads an
+    update's result before then ends the group: the updates so far become
+    one op before it); the `smp.cast`s of the function's arguments between
+    float types (mixed precision's 16-bit copies of the f32 parameters)
+    become one `smp.cast_multi` where the first of them was. On a GPU one
+    launch each instead of one a parameter (a GPT-2 124M bf16 step: 296
+    fewer). The bits do not change. Runs after the clean-up phase, in the
+    compile's last phase (the planner's profile of the step does not run
+    it; the arena it checks does).
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{

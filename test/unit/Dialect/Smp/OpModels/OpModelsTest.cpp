@@ -54,6 +54,8 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.attention_mask_grad", "a backward op"},
       {"smp.sgd_update", "the optimizer, after the backward"},
       {"smp.adam_update", "the optimizer, after the backward"},
+      {"smp.adam_update_multi", "formed after the step is built and split"},
+      {"smp.cast_multi", "formed after the step is built and split"},
       {"smp.send", "pipeline split, after the backward"},
       {"smp.recv", "pipeline split, after the backward"},
       {"smp.offload", "inserted after the backward"},

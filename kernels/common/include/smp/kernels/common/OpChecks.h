@@ -36,6 +36,9 @@ Status checkWhere(const TensorRef &cond, const TensorRef &lhs,
 
 /// cast: input, output, same shape (any dtypes).
 Status checkCast(const TensorRef &in, const TensorRef &out);
+/// cast_multi: an output of its input's shape for each input.
+Status checkCastMulti(const std::vector<TensorRef> &in,
+                      const std::vector<TensorRef> &out);
 
 //===----------------------------------------------------------------------===//
 // Linear algebra

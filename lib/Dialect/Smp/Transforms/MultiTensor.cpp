@@ -1,0 +1,178 @@
+//===- MultiTensor.cpp - smp-multi-tensor
+//----------------------------------===//
+//
+// Implements `smp-multi-tensor`: the step's per-parameter ops become one op
+// over all the parameters, as PyTorch's fused and foreach optimizers do. On
+// a GPU each of them is a launch on a tensor often too small to fill the
+// device (a GPT-2 124M bf16 step: 148 adam_update and 148 cast launches,
+// half of them on vectors of 768 elements).
+//
+// - adam_update: those with the same lr, step, skip and hyper-parameters
+//   become one adam_update_multi where the last of them was. An op that
+//   reads an update's result before then ends the group there (the group
+//   so far becomes one op before it).
+// - cast: the casts of the step's arguments between float types (mixed
+//   precision's 16-bit copies of the f32 parameters) with the same
+//   annotations (a pipeline stage's) become one cast_multi where the first
+//   of them was.
+//
+// The kernels compute each tensor as its own op did: the bits do not
+// change.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/ADT/MapVector.h"
+
+#define DEBUG_TYPE "smp-multi-tensor"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPMULTITENSORPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+/// Whether two updates may be one adam_update_multi: the same scalars, the
+/// same hyper-parameters and the same compiler annotations.
+bool sameUpdate(AdamUpdateOp a, AdamUpdateOp b) {
+  return a.getLr() == b.getLr() && a.getStep() == b.getStep() &&
+         a.getSkip() == b.getSkip() && a.getBeta1() == b.getBeta1() &&
+         a.getBeta2() == b.getBeta2() && a.getEpsilon() == b.getEpsilon() &&
+         a.getWeightDecay() == b.getWeightDecay() &&
+         a.getDecoupled() == b.getDecoupled() &&
+         a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary();
+}
+
+/// Replaces `group` (two or more, in program order) by one
+/// adam_update_multi where the last of them is.
+void fuseUpdates(ArrayRef<AdamUpdateOp> group) {
+  if (group.size() < 2)
+    return;
+  AdamUpdateOp last = group.back();
+  SmallVector<Value> params, grads, ms, vs;
+  SmallVector<Type> types;
+  SmallVector<Location> locs;
+  for (AdamUpdateOp op : group) {
+    params.push_back(op.getParam());
+    grads.push_back(op.getGrad());
+    ms.push_back(op.getExpAvg());
+    vs.push_back(op.getExpAvgSq());
+    locs.push_back(op.getLoc());
+  }
+  for (Value p : params)
+    types.push_back(p.getType());
+  OpBuilder b(last);
+  auto multi = AdamUpdateMultiOp::create(
+      b, b.getFusedLoc(locs), types, types, types, params, grads, ms, vs,
+      last.getLr(), last.getStep(), last.getSkip(), last.getBeta1Attr(),
+      last.getBeta2Attr(), last.getEpsilonAttr(), last.getWeightDecayAttr(),
+      last.getDecoupledAttr());
+  multi->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+  for (auto [i, member] : llvm::enumerate(group)) {
+    AdamUpdateOp op = member;
+    op.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
+    op.getNewExpAvg().replaceAllUsesWith(multi.getNewExpAvgs()[i]);
+    op.getNewExpAvgSq().replaceAllUsesWith(multi.getNewExpAvgSqs()[i]);
+    op.erase();
+  }
+}
+
+/// Groups the block's adam_updates (see the file comment).
+void groupUpdates(Block &block) {
+  std::vector<SmallVector<AdamUpdateOp>> open;
+  llvm::DenseMap<Operation *, size_t> groupOf; // member -> index in `open`
+  auto flush = [&](size_t g) {
+    for (AdamUpdateOp op : open[g])
+      groupOf.erase(op);
+    fuseUpdates(open[g]);
+    open[g].clear();
+  };
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    // An op that reads a member's result ends that member's group first.
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (auto it = groupOf.find(def); it != groupOf.end())
+          flush(it->second);
+    auto update = dyn_cast<AdamUpdateOp>(op);
+    if (!update)
+      continue;
+    size_t g = 0;
+    while (g < open.size() &&
+           !(!open[g].empty() && sameUpdate(open[g].front(), update)))
+      ++g;
+    if (g == open.size()) {
+      g = 0;
+      while (g < open.size() && !open[g].empty())
+        ++g;
+      if (g == open.size())
+        open.emplace_back();
+    }
+    open[g].push_back(update);
+    groupOf[update] = g;
+  }
+  for (size_t g = 0; g < open.size(); ++g)
+    flush(g);
+}
+
+/// A cast of one of the block's arguments between float types.
+bool isArgumentCast(CastOp op, Block &block) {
+  auto arg = dyn_cast<BlockArgument>(op.getInput());
+  return arg && arg.getOwner() == &block &&
+         isa<FloatType>(getElementTypeOrSelf(op.getInput().getType())) &&
+         isa<FloatType>(getElementTypeOrSelf(op.getType()));
+}
+
+/// `casts` (two or more, in program order) become one cast_multi where the
+/// first of them is.
+void fuseCasts(ArrayRef<CastOp> casts) {
+  if (casts.size() < 2)
+    return;
+  SmallVector<Value> inputs;
+  SmallVector<Type> types;
+  SmallVector<Location> locs;
+  for (CastOp c : casts) {
+    inputs.push_back(c.getInput());
+    types.push_back(c.getType());
+    locs.push_back(c.getLoc());
+  }
+  OpBuilder b(casts.front());
+  auto multi = CastMultiOp::create(b, b.getFusedLoc(locs), types, inputs);
+  multi->setDiscardableAttrs(casts.front()->getDiscardableAttrDictionary());
+  for (auto [i, member] : llvm::enumerate(casts)) {
+    CastOp c = member;
+    c.getResult().replaceAllUsesWith(multi.getResults()[i]);
+    c.erase();
+  }
+}
+
+/// The block's casts of its arguments, by annotations (a pipeline stage's
+/// own), become one cast_multi each where the first of them is.
+void groupArgumentCasts(Block &block) {
+  llvm::MapVector<DictionaryAttr, SmallVector<CastOp>> groups;
+  for (Operation &op : block)
+    if (auto c = dyn_cast<CastOp>(op); c && isArgumentCast(c, block))
+      groups[c->getDiscardableAttrDictionary()].push_back(c);
+  for (auto &[annotations, casts] : groups)
+    fuseCasts(casts);
+}
+
+struct SmpMultiTensorPass
+    : public smp::impl::SmpMultiTensorPassBase<SmpMultiTensorPass> {
+  void runOnOperation() override {
+    for (Block &block : getOperation().getBody()) {
+      groupUpdates(block);
+      groupArgumentCasts(block);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,90 @@
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-multi-tensor))' | FileCheck %s
+
+// The updates with one lr, step and set of hyper-parameters become one
+// adam_update_multi where the last of them was (after the norm that the
+// gradients of the later ones come from); an f16 gradient of an f32
+// parameter stays as it was.
+// CHECK-LABEL: func.func @updates
+// CHECK: smp.sqrt
+// CHECK-NOT: smp.adam_update
+// CHECK: %[[P:.*]]:3, %[[M:.*]]:3, %[[V:.*]]:3 = smp.adam_update_multi params(%arg0, %arg1, %arg2) grads(%arg3, %arg4, %{{.*}}) exp_avgs(%arg6, %arg7, %arg8) exp_avg_sqs(%arg9, %arg10, %arg11) lr %arg12 step %arg13 {weight_decay = 0.00999999977 : f32} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) (tensor<4x8xf32>, tensor<8xf16>, tensor<8xf32>)
+// CHECK-NOT: smp.adam_update
+// CHECK: return %[[P]]#0, %[[M]]#0, %[[V]]#0, %[[P]]#1, %[[M]]#1, %[[V]]#1, %[[P]]#2, %[[M]]#2, %[[V]]#2
+func.func @updates(%p0: tensor<4x8xf32>, %p1: tensor<8xf32>, %p2: tensor<8xf32>,
+                   %g0: tensor<4x8xf32>, %g1: tensor<8xf16>, %g2: tensor<8xf32>,
+                   %m0: tensor<4x8xf32>, %m1: tensor<8xf32>, %m2: tensor<8xf32>,
+                   %v0: tensor<4x8xf32>, %v1: tensor<8xf32>, %v2: tensor<8xf32>,
+                   %lr: tensor<f32>, %step: tensor<f32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %a0, %b0, %c0 = smp.adam_update %p0, %g0, %m0, %v0, %lr, %step {weight_decay = 0.00999999977 : f32} : tensor<4x8xf32>, tensor<f32>
+  %a1, %b1, %c1 = smp.adam_update %p1, %g1, %m1, %v1, %lr, %step {weight_decay = 0.00999999977 : f32} : tensor<8xf32>, tensor<f32> grad tensor<8xf16>
+  %n = smp.sqrt %g2 : tensor<8xf32>
+  %a2, %b2, %c2 = smp.adam_update %p2, %n, %m2, %v2, %lr, %step {weight_decay = 0.00999999977 : f32} : tensor<8xf32>, tensor<f32>
+  return %a0, %b0, %c0, %a1, %b1, %c1, %a2, %b2, %c2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Groups: a different weight decay, lr or skip flag is another group; an
+// op that reads an update's result (a ZeRO gather of the new parameter)
+// ends its group before it; a group of one stays an adam_update.
+// CHECK-LABEL: func.func @groups
+// CHECK: %[[A:.*]]:2, %{{.*}}:2, %{{.*}}:2 = smp.adam_update_multi params(%arg0, %arg1) {{.*}} lr %arg6 step %arg8 {weight_decay = 1.000000e-01 : f32}
+// CHECK-NEXT: %[[R:.*]] = smp.neg %[[A]]#1
+// CHECK-NEXT: smp.adam_update %arg2, {{.*}}, %arg6, %arg8 {weight_decay = 1.000000e-01 : f32}
+// CHECK-DAG: smp.adam_update_multi params(%arg3, %arg4) {{.*}} lr %arg6 step %arg8 :
+// CHECK-DAG: smp.adam_update %arg5, {{.*}}, %arg7, %arg8 :
+// CHECK-DAG: smp.adam_update_multi params(%arg0, %arg1) {{.*}} lr %arg6 step %arg8 skip %arg9(tensor<i1>)
+func.func @groups(%p0: tensor<8xf32>, %p1: tensor<8xf32>, %p2: tensor<8xf32>,
+                  %p3: tensor<8xf32>, %p4: tensor<8xf32>, %p5: tensor<8xf32>,
+                  %lr: tensor<f32>, %lr2: tensor<f32>, %step: tensor<f32>, %skip: tensor<i1>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %a0, %b0, %c0 = smp.adam_update %p0, %p0, %p0, %p0, %lr, %step {weight_decay = 0.1 : f32} : tensor<8xf32>, tensor<f32>
+  %d3, %e3, %f3 = smp.adam_update %p3, %p3, %p3, %p3, %lr, %step : tensor<8xf32>, tensor<f32>
+  %a1, %b1, %c1 = smp.adam_update %p1, %p1, %p1, %p1, %lr, %step {weight_decay = 0.1 : f32} : tensor<8xf32>, tensor<f32>
+  %r = smp.neg %a1 : tensor<8xf32>
+  %a2, %b2, %c2 = smp.adam_update %p2, %r, %p2, %p2, %lr, %step {weight_decay = 0.1 : f32} : tensor<8xf32>, tensor<f32>
+  %d4, %e4, %f4 = smp.adam_update %p4, %p4, %p4, %p4, %lr, %step : tensor<8xf32>, tensor<f32>
+  %d5, %e5, %f5 = smp.adam_update %p5, %p5, %p5, %p5, %lr2, %step : tensor<8xf32>, tensor<f32>
+  %s0, %s1, %s2 = smp.adam_update %p0, %p0, %p0, %p0, %lr, %step skip %skip(tensor<i1>) : tensor<8xf32>, tensor<f32>
+  %t0, %t1, %t2 = smp.adam_update %p1, %p1, %p1, %p1, %lr, %step skip %skip(tensor<i1>) : tensor<8xf32>, tensor<f32>
+  return %a0, %a2, %d3, %d4, %d5, %s0, %t0, %b1, %c1 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Mixed precision's casts of the parameters become one cast_multi where
+// the first was, one for each set of annotations (a pipeline stage's); a
+// cast of a computed value and one between integer types stay.
+// CHECK-LABEL: func.func @casts
+// CHECK-NEXT: %[[C:.*]]:3 = smp.cast_multi %arg0, %arg1, %arg2 : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xf32>)
+// CHECK-NEXT: smp.neg %[[C]]#0
+// CHECK-NEXT: smp.cast %arg3 : tensor<8xi64> to tensor<8xi32>
+// CHECK-NEXT: smp.cast %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK-NEXT: %[[S:.*]]:2 = smp.cast_multi %arg1, %arg0 {smp.stage = 1 : i64}
+// CHECK-NOT: smp.cast
+func.func @casts(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<8xbf16>, %i: tensor<8xi64>)
+    -> (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xf32>, tensor<8xi32>, tensor<4x8xf32>, tensor<8xbf16>, tensor<4x8xf16>) {
+  %ca = smp.cast %a : tensor<4x8xf32> to tensor<4x8xbf16>
+  %n = smp.neg %ca : tensor<4x8xbf16>
+  %ci = smp.cast %i : tensor<8xi64> to tensor<8xi32>
+  %cn = smp.cast %n : tensor<4x8xbf16> to tensor<4x8xf32>
+  %cb = smp.cast %b : tensor<8xf32> to tensor<8xbf16>
+  %cs = smp.cast %b {smp.stage = 1 : i64} : tensor<8xf32> to tensor<8xbf16>
+  %cc = smp.cast %c : tensor<8xbf16> to tensor<8xf32>
+  %ct = smp.cast %a {smp.stage = 1 : i64} : tensor<4x8xf32> to tensor<4x8xf16>
+  return %n, %cb, %cc, %ci, %cn, %cs, %ct : tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xf32>, tensor<8xi32>, tensor<4x8xf32>, tensor<8xbf16>, tensor<4x8xf16>
+}
+
+// -----
+
+// One cast of an argument and one update: nothing to group.
+// CHECK-LABEL: func.func @single
+// CHECK: smp.cast %arg0
+// CHECK: smp.adam_update %arg1
+// CHECK-NOT: multi
+func.func @single(%a: tensor<8xf32>, %p: tensor<8xf32>, %lr: tensor<f32>) -> (tensor<8xbf16>, tensor<8xf32>) {
+  %c = smp.cast %a : tensor<8xf32> to tensor<8xbf16>
+  %x, %y, %z = smp.adam_update %p, %p, %p, %p, %lr, %lr : tensor<8xf32>, tensor<f32>
+  return %c, %x : tensor<8xbf16>, tensor<8xf32>
+}
