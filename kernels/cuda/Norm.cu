@@ -2,13 +2,16 @@
 //
 // Forward: one block per row; the row's statistics are block reductions in
 // the compute type (f32 for f32/f16/bf16, f64 for f64), the variance in two
-// passes. Scale and bias (any float dtype, broadcast onto the normalised
-// dims) are first expanded into a compute-type scratch of the row length.
+// passes. Scale and bias (any float dtype) are read as they are when they
+// have the normalised shape (the usual [hidden]: one launch a norm);
+// broadcast onto the normalised dims, they are first expanded into a
+// compute-type scratch of the row length (paramView).
 //
 // Gradients (any float dtype per operand): one block per row computes dx and
 // stores the row's statistics; a column kernel (32 columns x 8 row slices
-// per block) sums dscale / dbias per normalised position; a last kernel
-// folds those into the scale's shape when the scale broadcasts.
+// per block) sums dscale / dbias per normalised position, into dscale and
+// dbias themselves (two launches a norm) or, when the scale broadcasts, into
+// scratches that a last kernel folds into the scale's shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +57,29 @@ Status expandParam(const char *op, Context *ctx, const TensorRef &p,
                     n);
 }
 
+/// The dtype of compute type C.
+template <class C> constexpr DType dtypeOfCompute() {
+  return std::is_same_v<C, double> ? DType::F64 : DType::F32;
+}
+
+/// The parameter p as the kernels read it over `target` (the normalised
+/// shape): p itself, in its own dtype, when it has target's elements (the
+/// usual [hidden] scale: no launch), else p broadcast onto target in a C
+/// scratch (expandParam). The same values either way.
+template <class C>
+Status paramView(const char *op, Context *ctx, const TensorRef &p,
+                 const std::vector<int64_t> &target, Scratch &s, In &view) {
+  std::vector<int64_t> strides;
+  if (p.numel() == product(target) &&
+      broadcastStrides(p.shape, target, strides)) {
+    view = asIn(p);
+    return Status::success();
+  }
+  SMP_RETURN_IF_ERROR(expandParam<C>(op, ctx, p, target, s));
+  view = In{s.as<C>(), dtypeOfCompute<C>()};
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // Forward kernels
 //===----------------------------------------------------------------------===//
@@ -61,9 +87,8 @@ Status expandParam(const char *op, Context *ctx, const TensorRef &p,
 /// One row per block: layer norm ((x - mean) * rstd * scale (+ bias)) or,
 /// with Rms, x * rstd * scale where rstd uses the mean square (mean 0).
 template <class S, bool Rms>
-__global__ void normRows(const S *x, S *y, int64_t rows, int64_t d,
-                         const typename FT<S>::C *scale,
-                         const typename FT<S>::C *bias, float eps) {
+__global__ void normRows(const S *x, S *y, int64_t rows, int64_t d, In scale,
+                         In bias, float eps) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const S *xr = x + r * d;
@@ -83,9 +108,9 @@ __global__ void normRows(const S *x, S *y, int64_t rows, int64_t d,
     sq = blockSum(sq);
     C rstd = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      C v = (FT<S>::load(xr[i]) - mean) * rstd * scale[i];
-      if (bias)
-        v += bias[i];
+      C v = (FT<S>::load(xr[i]) - mean) * rstd * static_cast<C>(scale.load(i));
+      if (bias.p)
+        v += static_cast<C>(bias.load(i));
       yr[i] = FT<S>::store(v);
     }
   }
@@ -135,13 +160,15 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
     using S = typename decltype(tag)::type;
     using C = typename FT<S>::C;
     Scratch sc, bi;
-    SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, scale, normShape, sc));
+    In scaleView, biasView{nullptr, DType::F32};
+    SMP_RETURN_IF_ERROR(
+        paramView<C>(name, ctx, scale, normShape, sc, scaleView));
     if (bias)
-      SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, *bias, normShape, bi));
+      SMP_RETURN_IF_ERROR(
+          paramView<C>(name, ctx, *bias, normShape, bi, biasView));
     int64_t rows = in.numel() / d;
     normRows<S, false><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(),
-        bias ? bi.as<C>() : nullptr, epsilon);
+        in.as<S>(), out.as<S>(), rows, d, scaleView, biasView, epsilon);
     return launchStatus(name);
   });
 }
@@ -162,10 +189,12 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
     using S = typename decltype(tag)::type;
     using C = typename FT<S>::C;
     Scratch sc;
-    SMP_RETURN_IF_ERROR(expandParam<C>(name, ctx, scale, last, sc));
+    In scaleView;
+    SMP_RETURN_IF_ERROR(paramView<C>(name, ctx, scale, last, sc, scaleView));
     int64_t rows = in.numel() / d;
     normRows<S, true><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), rows, d, sc.as<C>(), nullptr, epsilon);
+        in.as<S>(), out.as<S>(), rows, d, scaleView, In{nullptr, DType::F32},
+        epsilon);
     return launchStatus(name);
   });
 }
@@ -209,8 +238,8 @@ namespace {
 /// rstd; rms norm: 0, 1 / rms) in stats[2 r], stats[2 r + 1]. A residual
 /// (res.p set) is added to dx rounded to its type, as a separate add.
 template <class A, bool Rms>
-__global__ void normGradRows(In x, In dy, const A *w, In res, Out dx,
-                             int64_t rows, int64_t n, float eps, A *stats) {
+__global__ void normGradRows(In x, In dy, In w, In res, Out dx, int64_t rows,
+                             int64_t n, float eps, A *stats) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     int64_t base = r * n;
     A mean = A(0), rstd;
@@ -240,7 +269,7 @@ __global__ void normGradRows(In x, In dy, const A *w, In res, Out dx,
     A sumD = A(0), sumDX = A(0);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       A xv = static_cast<A>(x.load(base + j));
-      A d = static_cast<A>(dy.load(base + j)) * w[j];
+      A d = static_cast<A>(dy.load(base + j)) * static_cast<A>(w.load(j));
       sumD += d;
       sumDX += d * (Rms ? xv : (xv - mean) * rstd);
     }
@@ -249,7 +278,7 @@ __global__ void normGradRows(In x, In dy, const A *w, In res, Out dx,
     A inv = A(1) / static_cast<A>(n);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       A xv = static_cast<A>(x.load(base + j));
-      A d = static_cast<A>(dy.load(base + j)) * w[j];
+      A d = static_cast<A>(dy.load(base + j)) * static_cast<A>(w.load(j));
       A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
                 : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
       if (res.p) {
@@ -269,10 +298,11 @@ __global__ void normGradRows(In x, In dy, const A *w, In res, Out dx,
 
 constexpr int kColsX = 32, kColsY = 8;
 
-/// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j].
+/// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j] (db.p null:
+/// none), each summed in A from A(0) as foldToParam sums them.
 template <class A, bool Rms>
 __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
-                                int64_t n, A *ds, A *db) {
+                                int64_t n, Out ds, Out db) {
   __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
   int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
@@ -296,9 +326,9 @@ __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
         s += ps[k][tx];
         b += pb[k][tx];
       }
-      ds[j] = s;
-      if (db)
-        db[j] = b;
+      ds.store(j, static_cast<double>(A(0) + s));
+      if (db.p)
+        db.store(j, static_cast<double>(A(0) + b));
     }
     __syncthreads();
   }
@@ -347,22 +377,33 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
                 const TensorRef *dbias, const TensorRef *residual) {
   int64_t n = product(norm), rows = x.numel() / n;
   Scratch w, stats, ds, db;
-  SMP_RETURN_IF_ERROR(expandParam<A>(op, ctx, scale, norm, w));
-  for (auto [sc, count] : {std::pair<Scratch *, int64_t>{&stats, 2 * rows},
-                           {&ds, n},
-                           {&db, n}})
-    SMP_RETURN_IF_ERROR(
-        sc->allocate(op, static_cast<size_t>(count) * sizeof(A), ctx->stream));
+  In wView;
+  SMP_RETURN_IF_ERROR(paramView<A>(op, ctx, scale, norm, w, wView));
+  // A scale of the normalised shape gets its gradients written in place;
+  // a broadcast one gets them summed into it (foldParam).
+  bool folded = wView.p != scale.data;
+  SMP_RETURN_IF_ERROR(stats.allocate(
+      op, static_cast<size_t>(2 * rows) * sizeof(A), ctx->stream));
+  Out dsOut = asOut(dscale);
+  Out dbOut = dbias ? asOut(*dbias) : Out{nullptr, DType::F32};
+  if (folded) {
+    for (Scratch *sc : {&ds, &db})
+      SMP_RETURN_IF_ERROR(
+          sc->allocate(op, static_cast<size_t>(n) * sizeof(A), ctx->stream));
+    dsOut = Out{ds.as<A>(), dtypeOfCompute<A>()};
+    dbOut = Out{dbias ? db.as<A>() : nullptr, dtypeOfCompute<A>()};
+  }
   In xo = asIn(x), go = asIn(dy);
   normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
-      xo, go, w.as<A>(), asIn(residual), asOut(dx), rows, n, eps,
-      stats.as<A>());
+      xo, go, wView, asIn(residual), asOut(dx), rows, n, eps, stats.as<A>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
   unsigned grid = static_cast<unsigned>(
       std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
   normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-      xo, go, stats.as<A>(), rows, n, ds.as<A>(), db.as<A>());
+      xo, go, stats.as<A>(), rows, n, dsOut, dbOut);
   SMP_RETURN_IF_ERROR(launchStatus(op));
+  if (!folded)
+    return Status::success();
   SMP_RETURN_IF_ERROR(foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale));
   if (dbias)
     return foldParam<A>(op, ctx, db.as<A>(), norm, scale, *dbias);
