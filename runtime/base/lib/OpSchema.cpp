@@ -50,9 +50,14 @@ static std::string groupError(const OpSchema &op, int numInputs,
   return "";
 }
 
+/// Whether the counts are within the op's schema (its groups aside).
+static bool countsInRange(const OpSchema &op, int numInputs, int numOutputs) {
+  return numInputs >= op.minInputs && numInputs <= op.maxInputs &&
+         (op.numOutputs == kAnyCount || numOutputs == op.numOutputs);
+}
+
 std::string arityError(const OpSchema &op, int numInputs, int numOutputs) {
-  if (numInputs >= op.minInputs && numInputs <= op.maxInputs &&
-      (op.numOutputs == kAnyCount || numOutputs == op.numOutputs))
+  if (countsInRange(op, numInputs, numOutputs))
     return groupError(op, numInputs, numOutputs);
   return "has " + std::to_string(numInputs) + " inputs and " +
          std::to_string(numOutputs) + " outputs";
@@ -62,11 +67,9 @@ Status checkInstruction(
     const OpSchema &op, int numInputs, int numOutputs,
     const std::vector<std::pair<std::string, AttrKind>> &attrs) {
   std::string what = std::string("op '") + op.name + "' ";
-  if (numInputs >= op.minInputs && numInputs <= op.maxInputs &&
-      (op.numOutputs == kAnyCount || numOutputs == op.numOutputs))
-    if (std::string e = groupError(op, numInputs, numOutputs); !e.empty())
-      return Status::failure(what + e);
   if (std::string e = arityError(op, numInputs, numOutputs); !e.empty()) {
+    if (countsInRange(op, numInputs, numOutputs)) // its groups' error
+      return Status::failure(what + e);
     std::string expected =
         op.minInputs == op.maxInputs ? std::to_string(op.minInputs)
         : op.maxInputs == kManyInputs

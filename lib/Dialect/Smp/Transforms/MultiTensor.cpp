@@ -1,5 +1,4 @@
-//===- MultiTensor.cpp - smp-multi-tensor
-//----------------------------------===//
+//===- MultiTensor.cpp - smp-multi-tensor ---------------------------------===//
 //
 // Implements `smp-multi-tensor`: the step's per-parameter ops become one op
 // over all the parameters, as PyTorch's fused and foreach optimizers do. On
@@ -60,13 +59,12 @@ void fuseUpdates(ArrayRef<AdamUpdateOp> group) {
   SmallVector<Location> locs;
   for (AdamUpdateOp op : group) {
     params.push_back(op.getParam());
+    types.push_back(op.getParam().getType());
     grads.push_back(op.getGrad());
     ms.push_back(op.getExpAvg());
     vs.push_back(op.getExpAvgSq());
     locs.push_back(op.getLoc());
   }
-  for (Value p : params)
-    types.push_back(p.getType());
   OpBuilder b(last);
   auto multi = AdamUpdateMultiOp::create(
       b, b.getFusedLoc(locs), types, types, types, params, grads, ms, vs,
@@ -105,17 +103,13 @@ void groupUpdates(Block &block) {
     auto update = dyn_cast<AdamUpdateOp>(op);
     if (!update)
       continue;
-    size_t g = 0;
-    while (g < open.size() &&
-           !(!open[g].empty() && sameUpdate(open[g].front(), update)))
-      ++g;
-    if (g == open.size()) {
-      g = 0;
-      while (g < open.size() && !open[g].empty())
-        ++g;
-      if (g == open.size())
-        open.emplace_back();
-    }
+    // Its group, or a new one (a flushed group stays, empty).
+    auto it = llvm::find_if(open, [&](ArrayRef<AdamUpdateOp> group) {
+      return !group.empty() && sameUpdate(group.front(), update);
+    });
+    size_t g = it - open.begin();
+    if (it == open.end())
+      open.emplace_back();
     open[g].push_back(update);
     groupOf[update] = g;
   }

@@ -78,7 +78,7 @@ bool adamUpdateMultiStep(Decoder &d, Step &s) {
     double lr = scalarAt(x.lr), step = scalarAt(x.step);
     for (const AdamOperands &t : x.tensors)
       SMP_RETURN_IF_ERROR(k::adamUpdate(t.param, t.grad, t.m, t.v, lr, step,
-                                        t.options, t.newParam, t.newM, t.newV));
+                                        x.options, t.newParam, t.newM, t.newV));
     return Status::success();
   };
   return true;

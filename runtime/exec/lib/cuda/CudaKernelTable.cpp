@@ -48,11 +48,10 @@ bool adamUpdateMultiStep(Decoder &d, Step &s) {
   for (const AdamOperands &t : x.tensors)
     tensors.push_back(
         k::AdamTensors{t.param, t.grad, t.m, t.v, t.newParam, t.newM, t.newV});
-  k::AdamOptions options =
-      x.tensors.empty() ? k::AdamOptions{} : x.tensors.front().options;
-  s.run = [x, tensors = std::move(tensors), options] {
-    return k::adamUpdateMulti(tensors, x.lr, x.step,
-                              x.hasSkip ? &x.skip : nullptr, options);
+  s.run = [tensors = std::move(tensors), lr = x.lr, step = x.step,
+           skip = x.skip, hasSkip = x.hasSkip, options = x.options] {
+    return k::adamUpdateMulti(tensors, lr, step, hasSkip ? &skip : nullptr,
+                              options);
   };
   return true;
 }
