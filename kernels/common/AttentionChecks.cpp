@@ -164,4 +164,68 @@ Status checkAttentionMaskGrad(const TensorRef &q, const TensorRef &k,
                    {{"dout", &dout, &out}, {"dmask", &dmask, &mask}});
 }
 
+namespace {
+
+/// qkv [B, S, Hq + 2 Hkv, D] with Hq a positive multiple of Hkv > 0.
+Status checkPacked(const char *op, const TensorRef &qkv, int64_t kvHeads,
+                   AttentionDims &g) {
+  SMP_RETURN_IF_ERROR(checkTensor(op, "qkv", qkv));
+  if (qkv.dtype != DType::F32 && qkv.dtype != DType::F16 &&
+      qkv.dtype != DType::BF16)
+    return fail(op, "qkv is " + describe(qkv) + ", expected f32, f16 or bf16");
+  if (qkv.rank() != 4)
+    return fail(op, "qkv must be [B, S, Hq + 2 Hkv, D], got " +
+                        shapeStr(qkv.shape));
+  int64_t heads = qkv.shape[2];
+  if (kvHeads <= 0 || heads <= 2 * kvHeads || (heads - 2 * kvHeads) % kvHeads)
+    return fail(op, "qkv " + shapeStr(qkv.shape) + " has " +
+                        std::to_string(heads) +
+                        " heads, not Hq + 2 Hkv with Hq a positive multiple "
+                        "of kv_heads = " +
+                        std::to_string(kvHeads));
+  g.bshd = true;
+  g.b = qkv.shape[0];
+  g.s = g.sk = qkv.shape[1];
+  g.hkv = kvHeads;
+  g.hq = heads - 2 * kvHeads;
+  g.d = g.dv = qkv.shape[3];
+  g.group = g.hq / g.hkv;
+  g.qkvLd = heads * g.d;
+  return Status::success();
+}
+
+} // namespace
+
+PackedViews packedViews(const TensorRef &qkv, const AttentionDims &g) {
+  auto view = [&](int64_t firstHead, int64_t heads) {
+    TensorRef t = qkv;
+    t.shape = {g.b, g.s, heads, g.d};
+    t.data = static_cast<unsigned char *>(qkv.data) +
+             static_cast<size_t>(firstHead * g.d) * dtypeSize(qkv.dtype);
+    return t;
+  };
+  return {view(0, g.hq), view(g.hq, g.hkv), view(g.hq + g.hkv, g.hkv)};
+}
+
+Status checkPackedAttention(const TensorRef &qkv, int64_t kvHeads,
+                            const TensorRef *mask, const TensorRef &out,
+                            const TensorRef &lse, AttentionDims &dims) {
+  const char *op = "packed_attention";
+  SMP_RETURN_IF_ERROR(checkPacked(op, qkv, kvHeads, dims));
+  SMP_RETURN_IF_ERROR(checkMask(op, mask, qkv.dtype, dims));
+  return checkOutLse(op, qkv, out, lse, dims);
+}
+
+Status checkPackedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
+                                const TensorRef &out, const TensorRef &lse,
+                                const TensorRef &dout, const TensorRef *mask,
+                                const TensorRef &dqkv, AttentionDims &dims) {
+  const char *op = "packed_attention_grad";
+  SMP_RETURN_IF_ERROR(checkPacked(op, qkv, kvHeads, dims));
+  SMP_RETURN_IF_ERROR(checkMask(op, mask, qkv.dtype, dims));
+  SMP_RETURN_IF_ERROR(checkOutLse(op, qkv, out, lse, dims));
+  return checkLike(op, qkv.dtype,
+                   {{"dout", &dout, &out}, {"dqkv", &dqkv, &qkv}});
+}
+
 } // namespace smp::kernels::common

@@ -119,4 +119,20 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   });
 }
 
+Status packedAttention(const TensorRef &qkv, int64_t kvHeads,
+                       const TensorRef *mask, float scale, bool causal,
+                       const TensorRef &out, const TensorRef &lse) {
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(
+      common::checkPackedAttention(qkv, kvHeads, mask, out, lse, g));
+  common::PackedViews in = common::packedViews(qkv, g);
+  HeadsFirst hf;
+  TensorRef o = hf.scratchFor(out);
+  SMP_RETURN_IF_ERROR(attention(hf.copy(in.q, g.qkvLd), hf.copy(in.k, g.qkvLd),
+                                hf.copy(in.v, g.qkvLd), mask, scale, causal, o,
+                                lse, false));
+  HeadsFirst::writeBack(o, out);
+  return Status::success();
+}
+
 } // namespace smp::kernels::cpu

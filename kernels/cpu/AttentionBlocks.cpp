@@ -223,21 +223,24 @@ Scores makeScores(const common::AttentionDims &g, const TensorRef *mask,
 
 namespace {
 
-/// from [B, X, Y, D] into to [B, Y, X, D] (the same bytes per element).
-void swapMiddle(const TensorRef &from, const TensorRef &to) {
-  int64_t nb = from.shape[0], nx = from.shape[1], ny = from.shape[2];
-  size_t row = static_cast<size_t>(from.shape[3]) * dtypeSize(from.dtype);
+/// from [B, X, Y, D] into to [B, Y, X, D] (the same bytes per element);
+/// consecutive x of `from` are fromLd elements apart (Y D when it is
+/// contiguous), consecutive y of `to` toLd (X D).
+void swapMiddle(const TensorRef &from, const TensorRef &to, int64_t fromLd,
+                int64_t toLd) {
+  int64_t nb = from.shape[0], nx = from.shape[1], ny = from.shape[2],
+          d = from.shape[3];
+  size_t es = dtypeSize(from.dtype), row = static_cast<size_t>(d) * es;
   const auto *in = static_cast<const unsigned char *>(from.data);
   auto *out = static_cast<unsigned char *>(to.data);
-  parallelFor(
-      nb * nx, grainFor(ny * from.shape[3]), [&](int64_t b0, int64_t b1) {
-        for (int64_t bx = b0; bx < b1; ++bx) {
-          int64_t b = bx / nx, x = bx % nx;
-          for (int64_t y = 0; y < ny; ++y)
-            std::memcpy(out + static_cast<size_t>((b * ny + y) * nx + x) * row,
-                        in + static_cast<size_t>(bx * ny + y) * row, row);
-        }
-      });
+  parallelFor(nb * nx, grainFor(ny * d), [&](int64_t b0, int64_t b1) {
+    for (int64_t bx = b0; bx < b1; ++bx) {
+      int64_t b = bx / nx, x = bx % nx;
+      for (int64_t y = 0; y < ny; ++y)
+        std::memcpy(out + static_cast<size_t>((b * ny + y) * toLd + x * d) * es,
+                    in + static_cast<size_t>(bx * fromLd + y * d) * es, row);
+    }
+  });
 }
 
 TensorRef swappedShape(const TensorRef &t, void *data) {
@@ -254,16 +257,19 @@ TensorRef HeadsFirst::scratchFor(const TensorRef &t) {
   return swappedShape(t, bufs_.back().data());
 }
 
-TensorRef HeadsFirst::copy(const TensorRef &t) {
+TensorRef HeadsFirst::copy(const TensorRef &t, int64_t ld) {
   TensorRef r = scratchFor(t);
   if (t.numel() > 0)
-    swapMiddle(t, r);
+    swapMiddle(t, r, ld ? ld : t.shape[2] * t.shape[3],
+               t.shape[1] * t.shape[3]);
   return r;
 }
 
-void HeadsFirst::writeBack(const TensorRef &from, const TensorRef &to) {
+void HeadsFirst::writeBack(const TensorRef &from, const TensorRef &to,
+                           int64_t ld) {
   if (to.numel() > 0)
-    swapMiddle(from, to);
+    swapMiddle(from, to, from.shape[2] * from.shape[3],
+               ld ? ld : to.shape[2] * to.shape[3]);
 }
 
 } // namespace smp::kernels::cpu::detail::attn

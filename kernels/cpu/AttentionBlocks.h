@@ -176,12 +176,16 @@ Operands scoreOperands(const common::AttentionDims &g, const TensorRef &q,
 /// the layout removes from the graph cost).
 class HeadsFirst {
 public:
-  /// t [B, X, Y, D] as a [B, Y, X, D] copy (owned here).
-  TensorRef copy(const TensorRef &t);
+  /// t [B, X, Y, D] as a [B, Y, X, D] copy (owned here); ld: the elements
+  /// between t's consecutive x (0: Y D, contiguous; a packed q, k or v:
+  /// the packed tensor's row).
+  TensorRef copy(const TensorRef &t, int64_t ld = 0);
   /// A buffer (owned here) for the heads-first form of the bshd result t.
   TensorRef scratchFor(const TensorRef &t);
-  /// Writes the heads-first `from` into the bshd `to`.
-  static void writeBack(const TensorRef &from, const TensorRef &to);
+  /// Writes the heads-first `from` into the bshd `to` (ld: the elements
+  /// between to's positions, 0: contiguous).
+  static void writeBack(const TensorRef &from, const TensorRef &to,
+                        int64_t ld = 0);
 
 private:
   std::vector<std::vector<unsigned char>> bufs_;

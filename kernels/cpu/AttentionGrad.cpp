@@ -343,6 +343,28 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   });
 }
 
+Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
+                           const TensorRef &out, const TensorRef &lse,
+                           const TensorRef &dout, const TensorRef *mask,
+                           float scale, bool causal, const TensorRef &dqkv) {
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(common::checkPackedAttentionGrad(qkv, kvHeads, out, lse,
+                                                       dout, mask, dqkv, g));
+  common::PackedViews in = common::packedViews(qkv, g),
+                      d = common::packedViews(dqkv, g);
+  HeadsFirst hf;
+  TensorRef gq = hf.scratchFor(d.q), gk = hf.scratchFor(d.k),
+            gv = hf.scratchFor(d.v);
+  SMP_RETURN_IF_ERROR(
+      attentionGrad(hf.copy(in.q, g.qkvLd), hf.copy(in.k, g.qkvLd),
+                    hf.copy(in.v, g.qkvLd), hf.copy(out), lse, hf.copy(dout),
+                    mask, scale, causal, gq, gk, gv, false));
+  HeadsFirst::writeBack(gq, d.q, g.qkvLd);
+  HeadsFirst::writeBack(gk, d.k, g.qkvLd);
+  HeadsFirst::writeBack(gv, d.v, g.qkvLd);
+  return Status::success();
+}
+
 Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &v, const TensorRef &out,
                          const TensorRef &lse, const TensorRef &dout,

@@ -105,8 +105,8 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
         *sp = sv + kBK * g.dv, *so = sp + kBQ * kBK, *sm_ = so + kBQ * g.dv,
         *sl = sm_ + kBQ, *sc = sl + kBQ;
   HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv),
-           orow = queryRows(g, b, h, g.dv);
-  loadTile(q, queryRows(g, b, h, g.d), i0, kBQ, g.s, g.d, sq, g.d);
+           orow = outRows(g, b, h);
+  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, sq, g.d);
   for (int64_t e = threadIdx.x; e < kBQ * g.dv; e += blockDim.x)
     so[e] = 0.0f;
   if (threadIdx.x < kBQ) {
@@ -183,8 +183,8 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
                               const S *dout, const float *lse, QueryTile t) {
   const common::AttentionDims &g = a.g;
   int64_t row0 = (b * g.hq + h) * g.s; // of lse
-  HeadRows orow = queryRows(g, b, h, g.dv);
-  loadTile(q, queryRows(g, b, h, g.d), i0, kBQ, g.s, g.d, t.q, g.d);
+  HeadRows orow = outRows(g, b, h);
+  loadTile(q, queryRows(g, b, h), i0, kBQ, g.s, g.d, t.q, g.d);
   loadTile(dout, orow, i0, kBQ, g.s, g.dv, t.dout, g.dv);
   if (threadIdx.x < kBQ) {
     int64_t i = i0 + threadIdx.x;
@@ -316,7 +316,7 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   for (int64_t e = threadIdx.x; e < kBQ * g.d; e += blockDim.x)
     sdq[e] = 0.0f;
   HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv),
-           qr = queryRows(g, b, h, g.d);
+           qr = queryRows(g, b, h);
   int64_t jEnd = a.causal ? min(g.sk, i0 + kBQ) : g.sk;
   for (int64_t j0 = 0; j0 < jEnd; j0 += kBK) {
     __syncthreads();
@@ -380,7 +380,7 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
         float l = lse[row];
         if (l == -INFINITY)
           continue;
-        HeadRows qr = queryRows(g, b, h, g.d), orow = queryRows(g, b, h, g.dv),
+        HeadRows qr = queryRows(g, b, h), orow = outRows(g, b, h),
                  kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv);
         const S *qi = q + qr.start + i * qr.ld,
                 *doi = dout + orow.start + i * orow.ld;
@@ -399,24 +399,26 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
 
 } // namespace
 
-Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
-                 const TensorRef *mask, float scale, bool causal,
-                 const TensorRef &out, const TensorRef &lse, bool bshd) {
-  const char *op = "attention";
-  common::AttentionDims g;
-  g.bshd = bshd;
-  SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
+namespace {
+
+/// The forward of checked operands (`tensors`: those whose alignment and
+/// row strides the tensor-core kernels need).
+Status runAttention(const char *op, const common::AttentionDims &g,
+                    const TensorRef &q, const TensorRef &k, const TensorRef &v,
+                    const TensorRef *mask, float scale, bool causal,
+                    const TensorRef &out, const TensorRef &lse,
+                    std::initializer_list<const TensorRef *> tensors) {
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (lse.numel() == 0)
     return Status::success();
   AttnArgs a = makeArgs(g, mask, scale, causal);
-  if (attentionOnTensorCores(q.dtype, g.d, g.dv, {&q, &k, &v, &out}))
+  if (attentionOnTensorCores(q.dtype, g.d, g.dv, tensors))
     return attentionMma(op, a, q.dtype, *ctx, q, k, v, out, lse);
   return visitFloat(q.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (std::is_same_v<S, double>) {
-      return unsupported(op, q.dtype); // checkAttention refused it already
+      return unsupported(op, q.dtype); // the checks refused it already
     } else {
       return launchTiles(op, attentionForward<S>, forwardSmem(g), g.s, kBQ,
                          g.hq, kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(),
@@ -425,41 +427,94 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   });
 }
 
+/// What the backward reads and writes (checked).
+struct GradOperands {
+  const TensorRef &q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv;
+};
+
+/// The backward of checked operands (`tensors` as runAttention's).
+Status runAttentionGrad(const char *op, const common::AttentionDims &g,
+                        const GradOperands &t, const TensorRef *mask,
+                        float scale, bool causal,
+                        std::initializer_list<const TensorRef *> tensors) {
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  AttnArgs a = makeArgs(g, mask, scale, causal);
+  if (attentionOnTensorCores(t.q.dtype, g.d, g.dv, tensors))
+    return attentionGradMma(op, a, t.q.dtype, *ctx, t.q, t.k, t.v, t.out, t.lse,
+                            t.dout, t.dq, t.dk, t.dv);
+  return visitFloat(t.q.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, double>) {
+      return unsupported(op, t.q.dtype);
+    } else {
+      const S *q = t.q.as<S>(), *k = t.k.as<S>(), *v = t.v.as<S>(),
+              *out = t.out.as<S>(), *dout = t.dout.as<S>();
+      const float *lse = t.lse.as<float>();
+      if (t.dk.numel() > 0 || t.dv.numel() > 0)
+        SMP_RETURN_IF_ERROR(launchTiles(op, attentionGradKeys<S>,
+                                        keyPassSmem(g), g.sk, kBK, g.hkv,
+                                        kThreadsA, g, *ctx, a, q, k, v, out,
+                                        lse, dout, t.dk.as<S>(), t.dv.as<S>()));
+      if (t.dq.numel() == 0)
+        return Status::success();
+      return launchTiles(op, attentionGradQueries<S>, queryPassSmem(g), g.s,
+                         kBQ, g.hq, kThreadsA, g, *ctx, a, q, k, v, out, lse,
+                         dout, t.dq.as<S>());
+    }
+  });
+}
+
+} // namespace
+
+Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
+                 const TensorRef *mask, float scale, bool causal,
+                 const TensorRef &out, const TensorRef &lse, bool bshd) {
+  common::AttentionDims g;
+  g.bshd = bshd;
+  SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
+  return runAttention("attention", g, q, k, v, mask, scale, causal, out, lse,
+                      {&q, &k, &v, &out});
+}
+
 Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, const TensorRef *mask, float scale,
                      bool causal, const TensorRef &dq, const TensorRef &dk,
                      const TensorRef &dv, bool bshd) {
-  const char *op = "attention_grad";
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  AttnArgs a = makeArgs(g, mask, scale, causal);
-  if (attentionOnTensorCores(q.dtype, g.d, g.dv,
-                             {&q, &k, &v, &out, &dout, &dq, &dk, &dv}))
-    return attentionGradMma(op, a, q.dtype, *ctx, q, k, v, out, lse, dout, dq,
-                            dk, dv);
-  return visitFloat(q.dtype, op, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<S, double>) {
-      return unsupported(op, q.dtype);
-    } else {
-      if (dk.numel() > 0 || dv.numel() > 0)
-        SMP_RETURN_IF_ERROR(launchTiles(
-            op, attentionGradKeys<S>, keyPassSmem(g), g.sk, kBK, g.hkv,
-            kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
-            lse.as<float>(), dout.as<S>(), dk.as<S>(), dv.as<S>()));
-      if (dq.numel() == 0)
-        return Status::success();
-      return launchTiles(op, attentionGradQueries<S>, queryPassSmem(g), g.s,
-                         kBQ, g.hq, kThreadsA, g, *ctx, a, q.as<S>(), k.as<S>(),
-                         v.as<S>(), out.as<S>(), lse.as<float>(), dout.as<S>(),
-                         dq.as<S>());
-    }
-  });
+  return runAttentionGrad("attention_grad", g,
+                          {q, k, v, out, lse, dout, dq, dk, dv}, mask, scale,
+                          causal, {&q, &k, &v, &out, &dout, &dq, &dk, &dv});
+}
+
+Status packedAttention(const TensorRef &qkv, int64_t kvHeads,
+                       const TensorRef *mask, float scale, bool causal,
+                       const TensorRef &out, const TensorRef &lse) {
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(
+      common::checkPackedAttention(qkv, kvHeads, mask, out, lse, g));
+  common::PackedViews in = common::packedViews(qkv, g);
+  return runAttention("packed_attention", g, in.q, in.k, in.v, mask, scale,
+                      causal, out, lse, {&qkv, &in.q, &in.k, &in.v, &out});
+}
+
+Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
+                           const TensorRef &out, const TensorRef &lse,
+                           const TensorRef &dout, const TensorRef *mask,
+                           float scale, bool causal, const TensorRef &dqkv) {
+  common::AttentionDims g;
+  SMP_RETURN_IF_ERROR(common::checkPackedAttentionGrad(qkv, kvHeads, out, lse,
+                                                       dout, mask, dqkv, g));
+  common::PackedViews in = common::packedViews(qkv, g),
+                      d = common::packedViews(dqkv, g);
+  return runAttentionGrad(
+      "packed_attention_grad", g,
+      {in.q, in.k, in.v, out, lse, dout, d.q, d.k, d.v}, mask, scale, causal,
+      {&qkv, &dqkv, &in.q, &in.k, &in.v, &out, &dout, &d.q, &d.k, &d.v});
 }
 
 Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,

@@ -25,27 +25,36 @@ struct AttnArgs {
 
 /// The rows of one head of an operand: where row 0 starts (elements) and
 /// the elements between rows. A tensor of `heads` heads of `len` rows of
-/// `dim` is [B, heads, len, dim], or [B, len, heads, dim] when g.bshd.
+/// `dim` is [B, heads, len, dim], or [B, len, heads, dim] when g.bshd; a
+/// `packed` operand (q, k, v and their gradients) has rows g.qkvLd apart
+/// when that is set (its pointer already at its first head).
 struct HeadRows {
   int64_t start, ld;
 };
 __host__ __device__ inline HeadRows headRows(const common::AttentionDims &g,
                                              int64_t b, int64_t h,
                                              int64_t heads, int64_t len,
-                                             int64_t dim) {
-  if (g.bshd)
-    return {(b * len * heads + h) * dim, heads * dim};
+                                             int64_t dim, bool packed) {
+  if (g.bshd) {
+    int64_t ld = packed && g.qkvLd ? g.qkvLd : heads * dim;
+    return {b * len * ld + h * dim, ld};
+  }
   return {(b * heads + h) * len * dim, dim};
 }
-/// Query head h's rows of q and dq (dim g.d) or of out and dout (g.dv).
-__host__ __device__ inline HeadRows
-queryRows(const common::AttentionDims &g, int64_t b, int64_t h, int64_t dim) {
-  return headRows(g, b, h, g.hq, g.s, dim);
+/// Query head h's rows of q and dq.
+__host__ __device__ inline HeadRows queryRows(const common::AttentionDims &g,
+                                              int64_t b, int64_t h) {
+  return headRows(g, b, h, g.hq, g.s, g.d, true);
+}
+/// Query head h's rows of out and dout (never packed).
+__host__ __device__ inline HeadRows outRows(const common::AttentionDims &g,
+                                            int64_t b, int64_t h) {
+  return headRows(g, b, h, g.hq, g.s, g.dv, false);
 }
 /// Key/value head kvh's rows of k and dk (dim g.d) or of v and dv (g.dv).
 __host__ __device__ inline HeadRows
 keyRows(const common::AttentionDims &g, int64_t b, int64_t kvh, int64_t dim) {
-  return headRows(g, b, kvh, g.hkv, g.sk, dim);
+  return headRows(g, b, kvh, g.hkv, g.sk, dim, true);
 }
 
 /// The mask's contribution at (b, h, i, j): false when key j is not

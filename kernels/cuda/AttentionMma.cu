@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
   int64_t stat0 = (b * g.hq + h) * g.s; // lse's first row of the head
-  HeadRows qr = queryRows(g, b, h, g.d), kr = keyRows(g, b, kvh, g.d);
+  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh, g.d);
   int r0 = 16 * kM * (threadIdx.x / 32); // the warp's first row
   loadRowsAsync<S, D, kRows>(q + qr.start, int(qr.ld), i0, g.s, sq);
   float o[kM][D / 8][4] = {}, m[kM][2], l[kM][2] = {};
@@ -326,7 +326,8 @@ __global__ void __launch_bounds__(kAttnThreads)
       }
   }
   __syncthreads();
-  storeRows<S, D, kRows>(sq, out + qr.start, int(qr.ld), i0, g.s);
+  HeadRows orow = outRows(g, b, h);
+  storeRows<S, D, kRows>(sq, out + orow.start, int(orow.ld), i0, g.s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -346,7 +347,7 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
   int64_t at = 0;
   if (r < rows) {
     int64_t i = r % g.s, bh = r / g.s;
-    HeadRows orow = queryRows(g, bh / g.hq, bh % g.hq, g.dv);
+    HeadRows orow = outRows(g, bh / g.hq, bh % g.hq);
     at = orow.start + i * orow.ld;
   }
   if (r < rows)
@@ -405,10 +406,11 @@ __global__ void __launch_bounds__(kAttnThreads)
       perHead * static_cast<int>(g.group),
       [&](int it, int buf) {
         int64_t stat0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
-        HeadRows qr = queryRows(g, b, headOf(it), g.d);
+        HeadRows qr = queryRows(g, b, headOf(it)),
+                 orow = outRows(g, b, headOf(it));
         loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s,
                             sqdo + 2 * buf * kT);
-        loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s,
+        loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s,
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
           int64_t i = i0 + threadIdx.x;
@@ -454,10 +456,11 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
   int64_t stat0 = (b * g.hq + h) * g.s; // lse's and Dsum's
-  HeadRows qr = queryRows(g, b, h, g.d), kr = keyRows(g, b, kvh, g.d);
+  HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh, g.d),
+           orow = outRows(g, b, h);
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
   loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
-  loadRowsAsync<S, D>(dout + qr.start, int(qr.ld), i0, g.s, sdo);
+  loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
   float rowLse[2], rowDsum[2];
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;

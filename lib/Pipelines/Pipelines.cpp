@@ -145,6 +145,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());
+    pm.addNestedPass<func::FuncOp>(createSmpPackAttentionPass());
   }
   if (has(kPhaseMultiTensor))
     pm.addNestedPass<func::FuncOp>(createSmpMultiTensorPass());

@@ -38,7 +38,8 @@ enum TrainingPhase : unsigned {
   kPhaseTrainStep = 1u << 3,
   /// smp-pipeline-schedule (pp > 1 or micro-batches > 1).
   kPhasePipelineSchedule = 1u << 4,
-  /// canonicalize, cse.
+  /// canonicalize, cse and the clean-up fusions (smp-fuse-*,
+  /// smp-pack-attention).
   kPhaseCleanup = 1u << 5,
   /// smp-multi-tensor: per-parameter ops as one op over all of them.
   kPhaseMultiTensor = 1u << 6,

@@ -1,4 +1,5 @@
-// The verifier of smp.attention, smp.attention_grad and smp.attention_mask_grad
+// The verifier of smp.attention, smp.attention_grad, smp.attention_mask_grad
+// and the packed ops smp.packed_attention, smp.packed_attention_grad
 // (SmpAttentionOps.cpp).
 // RUN: smp-opt %s -split-input-file -verify-diagnostics
 
@@ -155,5 +156,41 @@ func.func @bshd_grad_lse(%q: tensor<2x8x4x16xf32>, %o: tensor<2x8x4x16xf32>, %l:
   // expected-error @+2 {{'smp.attention_grad' lse 'tensor<2x8x4xf32>' must be 'tensor<2x4x8xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %dq, %dk, %dv = smp.attention_grad %q, %q, %q, %o, %l, %o {bshd = true, scale = 1.0 : f32} : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_rank(%x: tensor<2x3x64xf32>) {
+  // expected-error @+2 {{'smp.packed_attention' qkv must be rank 4 [batch, seq, q heads + 2 kv heads, head_dim], got 'tensor<2x3x64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.packed_attention %x {kv_heads = 2 : i64, scale = 1.0 : f32} : (tensor<2x3x64xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_heads(%x: tensor<2x3x7x8xf32>) {
+  // expected-error @+2 {{'smp.packed_attention' qkv 'tensor<2x3x7x8xf32>' has 7 heads, not q heads + 2 kv heads with the q heads a positive multiple of kv_heads = 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.packed_attention %x {kv_heads = 2 : i64, scale = 1.0 : f32} : (tensor<2x3x7x8xf32>) -> (tensor<2x3x3x8xf32>, tensor<2x3x3xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_mask(%x: tensor<2x3x8x8xf32>, %m: tensor<2x1x3x4xi1>) {
+  // expected-error @+2 {{'smp.packed_attention' mask 'tensor<2x1x3x4xi1>' must be rank 4 with each dim 1 or that of [batch, heads, seq, key seq] = [2, 4, 3, 3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %o, %l = smp.packed_attention %x, %m {kv_heads = 2 : i64, scale = 1.0 : f32} : (tensor<2x3x8x8xf32>, tensor<2x1x3x4xi1>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @packed_grad_lse(%x: tensor<2x3x8x8xf32>, %o: tensor<2x3x4x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @+2 {{'smp.packed_attention_grad' lse 'tensor<2x3x4xf32>' must be 'tensor<2x4x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %g = smp.packed_attention_grad %x, %o, %l, %o {kv_heads = 2 : i64, scale = 1.0 : f32} : (tensor<2x3x8x8xf32>, tensor<2x3x4x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
   return
 }

@@ -165,6 +165,44 @@ inline Host swapHeadsSeq(const Host &h) {
   return r;
 }
 
+/// Heads-first parts [B, H_i, S, D] (q, then k, then v) packed as one
+/// [B, S, sum H_i, D]: packedAttention's qkv.
+inline Host packHeads(std::initializer_list<const Host *> parts) {
+  const std::vector<int64_t> &d0 = (*parts.begin())->ref.shape;
+  int64_t heads = 0;
+  for (const Host *p : parts)
+    heads += p->ref.shape[1];
+  Host r((*parts.begin())->ref.dtype, {d0[0], d0[2], heads, d0[3]});
+  size_t row = static_cast<size_t>(d0[3]) * smp::base::dtypeSize(r.ref.dtype);
+  int64_t first = 0;
+  for (const Host *p : parts) {
+    int64_t n = p->ref.shape[1];
+    for (int64_t b = 0; b < d0[0]; ++b)
+      for (int64_t h = 0; h < n; ++h)
+        for (int64_t s = 0; s < d0[2]; ++s)
+          std::memcpy(r.bytes.data() +
+                          ((b * d0[2] + s) * heads + first + h) * row,
+                      p->bytes.data() + ((b * n + h) * d0[2] + s) * row, row);
+    first += n;
+  }
+  return r;
+}
+
+/// Heads [first, first + n) of a packed [B, S, H, D] as [B, n, S, D].
+inline Host unpackHeads(const Host &packed, int64_t first, int64_t n) {
+  const std::vector<int64_t> &d = packed.ref.shape;
+  Host r(packed.ref.dtype, {d[0], n, d[1], d[3]});
+  size_t row = static_cast<size_t>(d[3]) * smp::base::dtypeSize(r.ref.dtype);
+  for (int64_t b = 0; b < d[0]; ++b)
+    for (int64_t h = 0; h < n; ++h)
+      for (int64_t s = 0; s < d[1]; ++s)
+        std::memcpy(r.bytes.data() + ((b * n + h) * d[1] + s) * row,
+                    packed.bytes.data() +
+                        ((b * d[1] + s) * d[2] + first + h) * row,
+                    row);
+  return r;
+}
+
 } // namespace smp::kernels::cpu::test
 
 #endif // SMP_TEST_UNIT_KERNELS_ATTENTIONREFS_H

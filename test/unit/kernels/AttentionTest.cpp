@@ -6,7 +6,8 @@
 // lengths 1, 7, 9, 65, 130, S != Sk), f16/bf16 against f32, a larger random
 // case against the unfused kernels (matmul + scale + mask + softmax +
 // matmul, and the gradients composed from matmuls), a query with no allowed
-// key, and every refused input.
+// key, and every refused input; the bshd and packed layouts against
+// heads-first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -334,6 +335,86 @@ TEST(Attention, BshdLayoutGivesTheBytesOfHeadsFirst) {
                          "heads of k and v"),
             std::string::npos)
       << s.error;
+}
+
+/// The cases a packed qkv can hold (S = Sk, D = Dv): the PyTorch cases'
+/// and a float and a padding mask over them.
+std::vector<AttnCase> packableCases() {
+  std::vector<AttnCase> cases;
+  for (const AttnCase &c : loadAttnCases())
+    if (c.s == c.sk && c.d == c.dv)
+      cases.push_back(c);
+  AttnCase c;
+  c.name = "packed float mask";
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = c.sk = 9, c.d = c.dv = 16;
+  c.causal = true, c.mask = "float_h", c.scale = 0.25, c.seed = 40;
+  cases.push_back(c);
+  c.name = "packed pad mask";
+  c.hq = c.hkv = 2, c.causal = false, c.mask = "pad_b", c.seed = 41;
+  cases.push_back(c);
+  return cases;
+}
+
+/// Packed: q, k and v read in place from one [B, S, Hq + 2 Hkv, D] and dq,
+/// dk, dv written into one of its shape give the bytes of heads-first on
+/// the separate tensors, in f32 and bf16 (causal, GQA, Bool, float and
+/// padding masks); every element of dqkv is written.
+TEST(Attention, PackedGivesTheBytesOfHeadsFirst) {
+  std::vector<AttnCase> cases = packableCases();
+  EXPECT_GE(cases.size(), 6u);
+  for (DType t : {DType::F32, DType::BF16})
+    for (const AttnCase &c : cases) {
+      SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+      AttnInputs in(c, t);
+      AttnResults want = runAttention(c, in, t);
+      Host qkv = packHeads({&in.q, &in.k, &in.v}), dout = swapHeadsSeq(in.dout);
+      Host out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s}),
+          dqkv(t, qkv.ref.shape);
+      for (int64_t i = 0; i < dqkv.numel(); ++i)
+        dqkv.set(i, 7.0); // not a gradient: each must be overwritten
+      float scale = static_cast<float>(c.scale);
+      ASSERT_OK(
+          packedAttention(qkv, c.hkv, in.maskRef(), scale, c.causal, out, lse));
+      ASSERT_OK(packedAttentionGrad(qkv, c.hkv, out, lse, dout, in.maskRef(),
+                                    scale, c.causal, dqkv));
+      EXPECT_EQ(swapHeadsSeq(out).bytes, want.out.bytes) << "out";
+      EXPECT_EQ(lse.bytes, want.lse.bytes) << "lse";
+      EXPECT_EQ(unpackHeads(dqkv, 0, c.hq).bytes, want.dq.bytes) << "dq";
+      EXPECT_EQ(unpackHeads(dqkv, c.hq, c.hkv).bytes, want.dk.bytes) << "dk";
+      EXPECT_EQ(unpackHeads(dqkv, c.hq + c.hkv, c.hkv).bytes, want.dv.bytes)
+          << "dv";
+    }
+}
+
+TEST(Attention, PackedRefusesBadInputs) {
+  Host qkv(DType::F32, {2, 3, 8, 8}), out(DType::F32, {2, 3, 4, 8}),
+      lse(DType::F32, {2, 4, 3});
+  auto error = [](Status s) { return s.ok() ? std::string("ok") : s.error; };
+  for (int64_t kv : {0, 3, 4})
+    EXPECT_NE(
+        error(packedAttention(qkv, kv, nullptr, 1.0f, false, out, lse))
+            .find("packed_attention: qkv [2, 3, 8, 8] has 8 heads, not "
+                  "Hq + 2 Hkv with Hq a positive multiple of kv_heads = " +
+                  std::to_string(kv)),
+        std::string::npos)
+        << kv;
+  Host heads(DType::F32, {2, 4, 3, 8}); // out heads-first
+  EXPECT_NE(error(packedAttention(qkv, 2, nullptr, 1.0f, false, heads, lse))
+                .find("packed_attention: out has shape [2, 4, 3, 8], "
+                      "expected [2, 3, 4, 8]"),
+            std::string::npos);
+  Host flat(DType::F32, {2, 3, 64});
+  EXPECT_NE(error(packedAttention(flat, 2, nullptr, 1.0f, false, out, lse))
+                .find("packed_attention: qkv must be [B, S, Hq + 2 Hkv, D], "
+                      "got [2, 3, 64]"),
+            std::string::npos);
+  ASSERT_OK(packedAttention(qkv, 2, nullptr, 1.0f, false, out, lse));
+  Host dqkv(DType::F32, {2, 3, 4, 8});
+  EXPECT_NE(error(packedAttentionGrad(qkv, 2, out, lse, out, nullptr, 1.0f,
+                                      false, dqkv))
+                .find("packed_attention_grad: dqkv has shape [2, 3, 4, 8], "
+                      "expected [2, 3, 8, 8]"),
+            std::string::npos);
 }
 
 TEST(Attention, RefusesBadInputs) {

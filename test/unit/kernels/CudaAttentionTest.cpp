@@ -4,7 +4,8 @@
 // (Inputs/attention) against both the PyTorch references and the CPU
 // kernels (the float masks' gradient too), in f32, f16 and bf16; a larger
 // causal GQA case with a Bool mask against the CPU; the backward's bytes do
-// not change between two runs; the shared argument check's message. Skips
+// not change between two runs; the bshd and packed layouts against
+// heads-first; the shared argument check's message. Skips
 // without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -269,6 +270,53 @@ TEST_F(Cuda, AttentionBshdLayoutGivesTheBytesOfHeadsFirst) {
     ASSERT_OK(cuk::setAttentionForwardRows(ctx, 64));
     same(rows128, want);
   }
+}
+
+/// Packed: q, k and v read in place from one [B, S, Hq + 2 Hkv, D] and dq,
+/// dk, dv written into one give the bytes of heads-first on the separate
+/// tensors: the CUDA-core kernels (f32; the PyTorch cases S = Sk, D = Dv
+/// with their masks) and the tensor-core ones (bf16, their cases S = Sk, a
+/// GQA one); every element of dqkv is written.
+TEST_F(Cuda, AttentionPackedGivesTheBytesOfHeadsFirst) {
+  auto check = [](const kt::AttnCase &c, DType t) {
+    SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+    kt::AttnInputs in(c, t);
+    std::vector<Host> want = runGpu(c, in, t);
+    Host packed = kt::packHeads({&in.q, &in.k, &in.v}),
+         fill(t, packed.ref.shape);
+    for (int64_t i = 0; i < fill.numel(); ++i)
+      fill.set(i, 7.0); // not a gradient: each must be overwritten
+    Dev qkv(packed), dout(kt::swapHeadsSeq(in.dout)), dqkv(fill),
+        out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s});
+    std::unique_ptr<Dev> mask;
+    if (in.hasMask)
+      mask = std::make_unique<Dev>(in.mask);
+    const TensorRef *m = mask ? mask->ptr() : nullptr;
+    float scale = static_cast<float>(c.scale);
+    ASSERT_OK(cuk::packedAttention(qkv, c.hkv, m, scale, c.causal, out, lse));
+    ASSERT_OK(cuk::packedAttentionGrad(qkv, c.hkv, out, lse, dout, m, scale,
+                                       c.causal, dqkv));
+    ASSERT_OK(cuk::synchronize(*sharedContext()));
+    Host grads = dqkv.download();
+    std::vector<Host> got = {kt::swapHeadsSeq(out.download()), lse.download(),
+                             kt::unpackHeads(grads, 0, c.hq),
+                             kt::unpackHeads(grads, c.hq, c.hkv),
+                             kt::unpackHeads(grads, c.hq + c.hkv, c.hkv)};
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].bytes, want[i].bytes) << kParts[i] << " differs";
+  };
+  int cases = 0;
+  for (const kt::AttnCase &c : kt::loadAttnCases())
+    if (c.s == c.sk && c.d == c.dv && ++cases)
+      check(c, DType::F32);
+  for (const kt::AttnCase &c : tensorCoreCases())
+    if (c.s == c.sk && ++cases)
+      check(c, DType::BF16);
+  kt::AttnCase gqa = tensorCoreCases()[1];
+  gqa.name = "d64 causal gqa packed";
+  gqa.hq = 4, gqa.hkv = 2, gqa.s = gqa.sk = 100;
+  check(gqa, DType::BF16);
+  EXPECT_GE(cases, 6);
 }
 
 /// What the tensor-core kernels take: f16/bf16, D = Dv in {32, 64, 96,

@@ -9,6 +9,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace smp;
 
@@ -23,6 +25,31 @@ RankedTensorType rankedType(Value v) {
 template <typename Adaptor> bool layoutIsBshd(Adaptor adaptor) {
   BoolAttr a = adaptor.getBshdAttr();
   return a && a.getValue();
+}
+
+/// The optional mask: rank 4, each dim 1 or that of full = [B, Hq, S, Sk],
+/// i1 or the query's element type.
+LogicalResult checkMask(std::optional<Location> loc, StringRef name, Value mask,
+                        Type elementType, std::array<int64_t, 4> full) {
+  if (!mask)
+    return success();
+  auto mt = rankedType(mask);
+  Type et = mt.getElementType();
+  if (!et.isInteger(1) && et != elementType)
+    return emitOptionalError(loc, "'smp.", name,
+                             "' mask must be i1 or the query's element "
+                             "type, got ",
+                             mt);
+  bool ok = mt.getRank() == 4;
+  for (int64_t i = 0; ok && i < 4; ++i)
+    ok = mt.getDimSize(i) == 1 || mt.getDimSize(i) == full[i];
+  if (!ok)
+    return emitOptionalError(
+        loc, "'smp.", name, "' mask ", mt,
+        " must be rank 4 with each dim 1 or that of [batch, heads, seq, "
+        "key seq] = [",
+        full[0], ", ", full[1], ", ", full[2], ", ", full[3], "]");
+  return success();
 }
 
 /// Checks q [B, Hq, S, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] (with
@@ -70,25 +97,9 @@ FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
     return emitOptionalError(loc, "'smp.", name, "' query heads ", qs[1],
                              " are not a multiple of the key/value heads ",
                              ks[1]);
-  if (mask) {
-    auto mt = rankedType(mask);
-    Type et = mt.getElementType();
-    if (!et.isInteger(1) && et != qt.getElementType())
-      return emitOptionalError(loc, "'smp.", name,
-                               "' mask must be i1 or the query's element "
-                               "type, got ",
-                               mt);
-    int64_t full[4] = {qs[0], qs[1], qs[2], ks[2]};
-    bool ok = mt.getRank() == 4;
-    for (int64_t i = 0; ok && i < 4; ++i)
-      ok = mt.getDimSize(i) == 1 || mt.getDimSize(i) == full[i];
-    if (!ok)
-      return emitOptionalError(
-          loc, "'smp.", name, "' mask ", mt,
-          " must be rank 4 with each dim 1 or that of [batch, heads, seq, "
-          "key seq] = [",
-          full[0], ", ", full[1], ", ", full[2], ", ", full[3], "]");
-  }
+  if (failed(checkMask(loc, name, mask, qt.getElementType(),
+                       {qs[0], qs[1], qs[2], ks[2]})))
+    return failure();
   SmallVector<int64_t, 4> out = {qs[0], qs[1], qs[2], vs[3]};
   if (bshd)
     std::swap(out[1], out[2]);
@@ -121,19 +132,24 @@ namespace {
 /// The backward ops' checks: the forward's operands, and the output, its
 /// gradient and the log-sum-exp of the types the forward gives.
 template <typename Adaptor>
+LogicalResult checkSaved(std::optional<Location> loc, StringRef name,
+                         Adaptor adaptor, RankedTensorType out, bool bshd) {
+  for (auto [what, v, want] : {std::tuple{"output", adaptor.getOutput(), out},
+                               {"grad", adaptor.getGrad(), out},
+                               {"lse", adaptor.getLse(), lseType(out, bshd)}})
+    if (rankedType(v) != want)
+      return emitOptionalError(loc, "'smp.", name, "' ", what, " ", v.getType(),
+                               " must be ", want);
+  return success();
+}
+
+template <typename Adaptor>
 LogicalResult checkGradOperands(std::optional<Location> loc, StringRef name,
                                 Adaptor adaptor) {
   auto out = checkOperands(loc, name, adaptor);
   if (failed(out))
     return failure();
-  for (auto [what, v, want] :
-       {std::tuple{"output", adaptor.getOutput(), *out},
-        {"grad", adaptor.getGrad(), *out},
-        {"lse", adaptor.getLse(), lseType(*out, layoutIsBshd(adaptor))}})
-    if (rankedType(v) != want)
-      return emitOptionalError(loc, "'smp.", name, "' ", what, " ",
-                               v.getType(), " must be ", want);
-  return success();
+  return checkSaved(loc, name, adaptor, *out, layoutIsBshd(adaptor));
 }
 
 } // namespace
@@ -156,5 +172,58 @@ LogicalResult AttentionMaskGradOp::inferReturnTypes(
     return failure();
   // The mask is float (ODS), so of the query's type (checkOperands).
   results.push_back(rankedType(adaptor.getMask()));
+  return success();
+}
+
+namespace {
+
+/// Checks qkv [B, S, Hq + 2 Hkv, D] (kv_heads = Hkv, Hq a positive
+/// multiple of it) and the mask; returns the output's type [B, S, Hq, D].
+template <typename Adaptor>
+FailureOr<RankedTensorType> checkPacked(std::optional<Location> loc,
+                                        StringRef name, Adaptor adaptor) {
+  auto t = rankedType(adaptor.getQkv());
+  if (t.getRank() != 4)
+    return emitOptionalError(loc, "'smp.", name,
+                             "' qkv must be rank 4 [batch, seq, q heads + 2 "
+                             "kv heads, head_dim], got ",
+                             t);
+  IntegerAttr kvAttr = adaptor.getKvHeadsAttr();
+  int64_t kv = kvAttr ? kvAttr.getInt() : 0, heads = t.getDimSize(2);
+  if (kv <= 0 || heads <= 2 * kv || (heads - 2 * kv) % kv != 0)
+    return emitOptionalError(loc, "'smp.", name, "' qkv ", t, " has ", heads,
+                             " heads, not q heads + 2 kv heads with the q "
+                             "heads a positive multiple of kv_heads = ",
+                             kv);
+  int64_t b = t.getDimSize(0), s = t.getDimSize(1), hq = heads - 2 * kv;
+  if (failed(checkMask(loc, name, adaptor.getMask(), t.getElementType(),
+                       {b, hq, s, s})))
+    return failure();
+  return RankedTensorType::get({b, s, hq, t.getDimSize(3)}, t.getElementType());
+}
+
+} // namespace
+
+LogicalResult
+PackedAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                    PackedAttentionOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &results) {
+  auto out = checkPacked(loc, "packed_attention", adaptor);
+  if (failed(out))
+    return failure();
+  results.push_back(*out);
+  results.push_back(lseType(*out, /*bshd=*/true));
+  return success();
+}
+
+LogicalResult PackedAttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc,
+    PackedAttentionGradOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  auto out = checkPacked(loc, "packed_attention_grad", adaptor);
+  if (failed(out))
+    return failure();
+  if (failed(checkSaved(loc, "packed_attention_grad", adaptor, *out, true)))
+    return failure();
+  results.push_back(rankedType(adaptor.getQkv()));
   return success();
 }

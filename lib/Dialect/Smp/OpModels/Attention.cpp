@@ -40,6 +40,21 @@ SMP_VJP(AttentionOp) {
   return success();
 }
 
+SMP_VJP(PackedAttentionOp) {
+  if (gy.size() > 1 && gy[1])
+    return op.emitOpError("the log-sum-exp result has a gradient; only the "
+                          "output may be differentiated");
+  if (op.getMask() && need[1])
+    return op.emitOpError("its mask needs a gradient, which only "
+                          "smp.attention computes (smp.attention_mask_grad)");
+  if (gy[0])
+    gx[0] = PackedAttentionGradOp::create(
+        b, op.getLoc(), op.getQkv(), op.getResult(), op.getLse(), gy[0],
+        op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
+        op.getKvHeadsAttr());
+  return success();
+}
+
 } // namespace smp
 
 namespace {
@@ -62,19 +77,39 @@ double attendedPairs(int64_t s, int64_t sk, bool causal) {
   return pairs;
 }
 
+/// The cost of attending `heads` query heads of `s` queries to `sk` keys in
+/// each of `batch` sequences at dMul D + dvMul Dv FLOPs a pair; the bytes
+/// are the operands' and results'.
+OpCost attentionCostFrom(Operation *op, int64_t batch, int64_t heads, int64_t s,
+                         int64_t sk, int64_t d, int64_t dv, bool causal,
+                         double dMul, double dvMul) {
+  double pairs = static_cast<double>(batch) * static_cast<double>(heads) *
+                 attendedPairs(s, sk, causal);
+  OpCost c = streaming(op, 0);
+  c.flops =
+      pairs * (dMul * static_cast<double>(d) + dvMul * static_cast<double>(dv));
+  c.matrix = true;
+  return c;
+}
+
 /// FLOPs per attended pair, and the shapes they scale with.
 template <typename OpT> OpCost attentionCostOf(Operation *op, double dMul,
                                                 double dvMul) {
   auto a = cast<OpT>(op);
   ArrayRef<int64_t> q = shapeOf(a.getQuery()), v = shapeOf(a.getValue());
   int h = a.getBshd() ? 2 : 1, s = a.getBshd() ? 1 : 2; // heads, sequence
-  double pairs = static_cast<double>(q[0]) * static_cast<double>(q[h]) *
-                 attendedPairs(q[s], shapeOf(a.getKey())[s], a.getCausal());
-  OpCost c = streaming(op, 0);
-  c.flops = pairs * (dMul * static_cast<double>(q[3]) +
-                     dvMul * static_cast<double>(v[3]));
-  c.matrix = true;
-  return c;
+  return attentionCostFrom(op, q[0], q[h], q[s], shapeOf(a.getKey())[s], q[3],
+                           v[3], a.getCausal(), dMul, dvMul);
+}
+
+/// The packed ops: qkv [B, S, Hq + 2 Hkv, D].
+template <typename OpT>
+OpCost packedCostOf(Operation *op, double dMul, double dvMul) {
+  auto a = cast<OpT>(op);
+  ArrayRef<int64_t> t = shapeOf(a.getQkv());
+  int64_t hq = t[2] - 2 * static_cast<int64_t>(a.getKvHeads());
+  return attentionCostFrom(op, t[0], hq, t[1], t[1], t[3], t[3], a.getCausal(),
+                           dMul, dvMul);
 }
 
 /// Forward: q.k (2 D FLOPs a pair) and p.v (2 Dv).
@@ -86,6 +121,13 @@ OpCost attentionCost(Operation *op) {
 /// p^T do, ds^T q: 4 D + 4 Dv) and dq (q.k, do.v, ds k: 4 D + 2 Dv).
 OpCost attentionGradCost(Operation *op) {
   return attentionCostOf<AttentionGradOp>(op, 8, 6);
+}
+
+OpCost packedAttentionCost(Operation *op) {
+  return packedCostOf<PackedAttentionOp>(op, 2, 2);
+}
+OpCost packedAttentionGradCost(Operation *op) {
+  return packedCostOf<PackedAttentionGradOp>(op, 8, 6);
 }
 
 /// The mask's gradient recomputes the scores and dP (q.k, do.v: 2 D + 2 Dv).
@@ -139,6 +181,9 @@ void registerAttentionOpModels(DialectRegistry &registry) {
     attach<CostFn<attentionCost>::Model, AttentionOp>(ctx);
     attach<CostFn<attentionGradCost>::Model, AttentionGradOp>(ctx);
     attach<CostFn<attentionMaskGradCost>::Model, AttentionMaskGradOp>(ctx);
+    attach<GradientModel, PackedAttentionOp>(ctx);
+    attach<CostFn<packedAttentionCost>::Model, PackedAttentionOp>(ctx);
+    attach<CostFn<packedAttentionGradCost>::Model, PackedAttentionGradOp>(ctx);
     AttentionOp::attachInterface<AttentionTpRule>(*ctx);
   });
 }

@@ -95,4 +95,46 @@ def Smp_AttentionMaskGradOp : Smp_Op<"attention_mask_grad", [Pure,
   }];
 }
 
+def Smp_PackedAttentionOp : Smp_Op<"packed_attention", [Pure,
+                                                      InferTypeOpAdaptor]> {
+  let summary = "attention reading q, k and v from one packed projection";
+  let description = [{
+    `smp.attention` with `bshd` whose query, key and value are heads
+    `[0, Hq)`, `[Hq, Hq + Hkv)` and `[Hq + Hkv, Hq + 2 Hkv)` of one
+    `qkv` of `[B, S, Hq + 2 Hkv, D]` (`kv_heads` = Hkv, `Hq` a multiple of
+    it): the output of a fused QKV projection (GPT-2's `c_attn`) viewed as
+    heads, read in place instead of split into three copies. Results and
+    mask as `smp.attention`'s: `[B, S, Hq, D]` and the log-sum-exp
+    `[B, Hq, S]` in f32. Made by `smp-pack-attention`.
+  }];
+  let arguments = (ins Smp_FloatTensor:$qkv, Optional<Smp_Tensor>:$mask,
+                   F32Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   I64Attr:$kv_heads);
+  let results = (outs Smp_FloatTensor:$result, Smp_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $qkv (`,` $mask^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_PackedAttentionGradOp : Smp_Op<"packed_attention_grad", [Pure,
+                                                      InferTypeOpAdaptor]> {
+  let summary = "Gradient of packed_attention: dq, dk, dv as one packed tensor";
+  let description = [{
+    `smp.attention_grad` of `smp.packed_attention`: the gradients of the
+    query, key and value heads written into one tensor of `qkv`'s type and
+    layout (the gradient of the fused projection's output, without a
+    concatenation).
+  }];
+  let arguments = (ins Smp_FloatTensor:$qkv, Smp_FloatTensor:$output,
+                   Smp_FloatTensor:$lse, Smp_FloatTensor:$grad,
+                   Optional<Smp_Tensor>:$mask, F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   I64Attr:$kv_heads);
+  let results = (outs Smp_FloatTensor:$qkv_grad);
+  let assemblyFormat = [{
+    $qkv `,` $output `,` $lse `,` $grad (`,` $mask^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 #endif // SMP_DIALECT_SMP_IR_SMPATTENTIONOPS_TD

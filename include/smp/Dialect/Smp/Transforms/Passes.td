@@ -537,6 +537,25 @@ def SmpFuseGradCastsPass : Pass<"smp-fuse-grad-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpPackAttentionPass : Pass<"smp-pack-attention", "mlir::func::FuncOp"> {
+  let summary = "Let attention read a fused QKV projection in place";
+  let description = [{
+    A `split` of a [B, S, (Hq + 2 Hkv) D] projection along its last axis
+    into q, k and v, each only `reshape`d to [B, S, H, D] heads for
+    `smp.attention` and `smp.attention_grad` (bshd, reading them as query,
+    key and value), becomes a reshape of the projection to [B, S, Hq + 2 Hkv,
+    D] that `smp.packed_attention` and `smp.packed_attention_grad` read in
+    place; when each backward's dq, dk and dv are only reshaped and
+    concatenated (axis 2, in that order) into the projection's gradient,
+    the packed backward writes that gradient. Otherwise (another reader, a
+    trainable mask, other head dims) nothing changes. GPT-2: the split and
+    concat copies of every layer go (2 x 3 launches), and the forward keeps
+    the projection for the backward instead of q, k and v. The numbers do
+    not change. Runs in the clean-up phase.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
   let summary = "One op for the per-parameter optimizer updates and casts";
   let description = [{

@@ -52,6 +52,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.pool_grad", "a backward op"},
       {"smp.attention_grad", "a backward op"},
       {"smp.attention_mask_grad", "a backward op"},
+      {"smp.packed_attention_grad", "a backward op"},
       {"smp.sgd_update", "the optimizer, after the backward"},
       {"smp.adam_update", "the optimizer, after the backward"},
       {"smp.adam_update_multi", "formed after the step is built and split"},
@@ -92,6 +93,7 @@ const llvm::StringMap<const char *> &noShardingRule() {
       {"smp.gather", "embeddings: vocab-parallel is its own rewrite"},
       {"smp.gather_nd", "not split through (yet)"},
       {"smp.gather_elements", "not split through (yet)"},
+      {"smp.packed_attention", "formed after the step is built and split"},
   };
   return m;
 }

@@ -331,6 +331,11 @@ struct AttentionDims {
   /// are [B, S, H, D] (the heads inside each position, as the projections
   /// produce them) instead of [B, H, S, D]; lse and the mask keep theirs.
   bool bshd = false;
+  /// Packed (bshd only): q, k and v are heads [0, Hq), [Hq, Hq + Hkv) and
+  /// [Hq + Hkv, Hq + 2 Hkv) of one [B, S, Hq + 2 Hkv, D] tensor, so their
+  /// rows (and those of dq, dk, dv) are qkvLd = (Hq + 2 Hkv) D elements
+  /// apart; 0: each is its own tensor.
+  int64_t qkvLd = 0;
   bool hasMask = false, boolMask = false;
   int64_t maskStride[4] = {0, 0, 0, 0};
 };
@@ -360,6 +365,28 @@ Status checkAttentionMaskGrad(const TensorRef &q, const TensorRef &k,
                               const TensorRef &lse, const TensorRef &dout,
                               const TensorRef &mask, const TensorRef &dmask,
                               AttentionDims &dims);
+
+/// packed_attention: qkv [B, S, Hq + 2 Hkv, D] of a supported float dtype
+/// with kvHeads = Hkv > 0 and Hq a positive multiple of it, the mask as
+/// checkAttention's, out [B, S, Hq, D] of qkv's dtype and lse [B, Hq, S]
+/// f32. Sets dims as for bshd q, k, v views of it, with qkvLd.
+Status checkPackedAttention(const TensorRef &qkv, int64_t kvHeads,
+                            const TensorRef *mask, const TensorRef &out,
+                            const TensorRef &lse, AttentionDims &dims);
+/// packed_attention_grad: checkPackedAttention's checks, dout of out's shape
+/// and dtype and dqkv of qkv's.
+Status checkPackedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
+                                const TensorRef &out, const TensorRef &lse,
+                                const TensorRef &dout, const TensorRef *mask,
+                                const TensorRef &dqkv, AttentionDims &dims);
+
+/// q, k and v (or dq, dk and dv) of a packed qkv that
+/// checkPackedAttention accepted: [B, S, H, D] views whose data start at
+/// their first head (their rows are dims.qkvLd apart, not H D).
+struct PackedViews {
+  TensorRef q, k, v;
+};
+PackedViews packedViews(const TensorRef &qkv, const AttentionDims &dims);
 
 } // namespace smp::kernels::common
 
