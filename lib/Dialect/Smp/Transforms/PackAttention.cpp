@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -28,10 +29,6 @@ using namespace mlir;
 using namespace smp;
 
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 /// What a split of a projection into q, k and v feeds, when every use
 /// fits: its head views, the attention ops reading them, and per backward

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/SmpTraits.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -41,10 +42,6 @@ using namespace mlir;
 using namespace smp;
 
 namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 /// The tokens of a statically shaped value of rank >= 2 (the product of its
 /// leading dims), or nullopt.

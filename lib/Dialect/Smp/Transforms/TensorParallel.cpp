@@ -15,13 +15,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TrainStepUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
-#include "TrainStepUtils.h"
 #include "smp/Interfaces/TensorParallelInterface.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -46,10 +47,6 @@ std::string nameOf(Operation *op) {
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     return loc.getName().str();
   return op->getName().getStringRef().str();
-}
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
 }
 
 /// One candidate region: the values it splits and the weights it shards.

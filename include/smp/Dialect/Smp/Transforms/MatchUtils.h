@@ -3,6 +3,7 @@
 #ifndef SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H
 #define SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -18,6 +19,11 @@ std::optional<double> getSplatConstant(mlir::Value v);
 /// Flattens a tree of single-use `smp.mul` ops rooted at `root` into its
 /// factors (the root itself may have many uses).
 llvm::SmallVector<mlir::Value> collectMulFactors(mlir::Value root);
+
+/// The shape of a ranked tensor value.
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
 
 } // namespace smp
 
