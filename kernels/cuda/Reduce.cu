@@ -7,7 +7,11 @@
 //  * reduceRows, one block per output, when the innermost group is reduced
 //    (a contiguous run per output) and long;
 //  * reduceCols otherwise: 32 outputs per block (adjacent outputs read
-//    adjacent inputs), the reduction split over 8 thread rows.
+//    adjacent inputs), the reduction split over 8 thread rows; when that
+//    makes few blocks for long reductions (a bias gradient: [tokens, 768]
+//    summed over the tokens, 24 blocks of 16,384 rows), the rows are split
+//    into chunks too (reduceColsPartial, a block per 32 outputs and chunk),
+//    whose partials reduceColsFinish combines in chunk order.
 // Float sums accumulate in double (as the CPU), integer sums wrap in 64 bits.
 //
 //===----------------------------------------------------------------------===//
@@ -180,15 +184,85 @@ __global__ void reduceCols(const S *x, S *y, Plan p, Ops ops) {
   }
 }
 
+/// The split column path: block (tile, chunk) reduces rows [chunk *
+/// chunkRows, +chunkRows) of its 32 outputs into part[chunk][output].
+template <class S, class Ops>
+__global__ void reduceColsPartial(const S *x, typename Ops::Acc *part, Plan p,
+                                  Ops ops, int64_t chunkRows) {
+  using Acc = typename Ops::Acc;
+  __shared__ Acc sh[kColsY][kColsX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t o = static_cast<int64_t>(blockIdx.x) * kColsX + tx;
+  int64_t r0 = static_cast<int64_t>(blockIdx.y) * chunkRows,
+          r1 = min(p.count, r0 + chunkRows);
+  Acc a = ops.init();
+  if (o < p.outputs) {
+    int64_t base = p.base(o);
+    for (int64_t r = r0 + ty; r < r1; r += kColsY)
+      a = ops.add(a, x[base + p.reduced(r)]);
+  }
+  sh[ty][tx] = a;
+  __syncthreads();
+  if (ty == 0 && o < p.outputs) {
+    for (int k = 1; k < kColsY; ++k)
+      a = ops.combine(a, sh[k][tx]);
+    part[static_cast<int64_t>(blockIdx.y) * p.outputs + o] = a;
+  }
+}
+
+/// y[o]: the chunks' partials of output o combined in chunk order.
+template <class S, class Ops>
+__global__ void reduceColsFinish(const typename Ops::Acc *part, S *y,
+                                 int64_t outputs, int64_t chunks, Ops ops) {
+  SMP_GRID_STRIDE(o, outputs) {
+    typename Ops::Acc a = part[o];
+    for (int64_t c = 1; c < chunks; ++c)
+      a = ops.combine(a, part[c * outputs + o]);
+    y[o] = ops.finish(a);
+  }
+}
+
+/// The column path's blocks when they are few (under kSplitBlocks: a bias
+/// gradient's [tokens, 768] has 24) and each output sums many elements:
+/// the rows are split into chunks of at least kMinChunkRows so that about
+/// kSplitBlocks blocks run, and a second kernel combines the chunks' partials
+/// in order. The chunks depend on the shape only: the same bits on any device.
+constexpr int64_t kSplitBlocks = 2048, kMinChunkRows = 256;
+
+template <class S, class Ops>
+Status launchSplitColumns(const char *name, Context *ctx, const Plan &p,
+                          const S *x, S *y, const Ops &ops) {
+  int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
+  int64_t chunks =
+      std::clamp<int64_t>((kSplitBlocks + tiles - 1) / tiles, 2,
+                          (p.count + kMinChunkRows - 1) / kMinChunkRows);
+  int64_t chunkRows = (p.count + chunks - 1) / chunks;
+  chunks = (p.count + chunkRows - 1) / chunkRows;
+  using Acc = typename Ops::Acc;
+  Scratch part;
+  SMP_RETURN_IF_ERROR(
+      part.allocate(name, sizeof(Acc) * static_cast<size_t>(chunks * p.outputs),
+                    ctx->stream));
+  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
+  reduceColsPartial<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+      x, part.as<Acc>(), p, ops, chunkRows);
+  SMP_RETURN_IF_ERROR(launchStatus(name));
+  return launchGrid(name, ctx, p.outputs, reduceColsFinish<S, Ops>,
+                    part.as<const Acc>(), y, p.outputs, chunks, ops);
+}
+
 template <class S, class Ops>
 Status launchReduce(const char *name, Context *ctx, const Plan &p, const S *x,
                     S *y, const Ops &ops) {
+  int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
   if (p.innerReduced && p.count >= 64) {
     reduceRows<S, Ops><<<blocksFor(p.outputs), rowThreads(p.count), 0,
                          ctx->stream>>>(x, y, p, ops);
+  } else if (tiles < kSplitBlocks / 2 && p.count >= 2 * kMinChunkRows) {
+    return launchSplitColumns(name, ctx, p, x, y, ops);
   } else {
-    unsigned grid = static_cast<unsigned>(std::clamp<int64_t>(
-        (p.outputs + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
+    unsigned grid =
+        static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t(1) << 20));
     reduceCols<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(x, y, p,
                                                                       ops);
   }

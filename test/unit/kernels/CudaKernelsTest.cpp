@@ -329,10 +329,21 @@ TEST_F(Cuda, Reduce) {
     bool keep;
   };
   const Case cases[] = {
-      {{4, 300}, {1}, false}, {{300, 5}, {0}, false},  {{3, 4, 5}, {0, 2}, true},
-      {{3, 4, 5}, {1}, false}, {{2, 3, 4, 5}, {-1, 1}, false},
-      {{6, 7}, {0, 1}, false}, {{5}, {}, false},       {{2, 1, 3}, {1}, false},
-      {{2, 0, 3}, {1}, false}, {{2, 2000}, {-1}, true},
+      {{4, 300}, {1}, false},
+      {{300, 5}, {0}, false},
+      {{3, 4, 5}, {0, 2}, true},
+      {{3, 4, 5}, {1}, false},
+      {{2, 3, 4, 5}, {-1, 1}, false},
+      {{6, 7}, {0, 1}, false},
+      {{5}, {}, false},
+      {{2, 1, 3}, {1}, false},
+      {{2, 0, 3}, {1}, false},
+      {{2, 2000}, {-1}, true},
+      // Long columns, few outputs: the rows split into chunks (a bias
+      // gradient's shape; one chunk's tail; two reduced groups).
+      {{4, 1300, 40}, {0, 1}, false},
+      {{2500, 3}, {0}, true},
+      {{40, 3, 60, 5}, {0, 2}, false},
   };
   using R = cuk::ReduceOp;
   unsigned seed = 90;
