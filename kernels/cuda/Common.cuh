@@ -400,6 +400,28 @@ inline int rowThreads(int64_t n) {
   return 256;
 }
 
+/// How the column sums of a [rows, columns] tensor split its rows: a block
+/// of 32 columns summing all the rows gives few blocks when the columns are
+/// few (a bias or norm gradient: [16,384 tokens, 768] is 24 blocks, 24 of an
+/// H100's 132 SMs, each reading 2,048 rows a thread). Chunks of at least
+/// kMinRows rows make about kBlocks blocks; each writes partial sums, which a
+/// second kernel combines in chunk order. The split depends on the shape
+/// only, so the sums have the same bits on any device. chunks == 1: no split
+/// (enough blocks already, or short columns).
+struct ColumnChunks {
+  static constexpr int64_t kBlocks = 2048, kMinRows = 256;
+  int64_t chunks = 1, rows = 0; // rows: a chunk's (the last may have fewer)
+  ColumnChunks(int64_t tiles, int64_t totalRows) {
+    rows = totalRows;
+    if (tiles >= kBlocks / 2 || totalRows < 2 * kMinRows)
+      return;
+    int64_t want = std::clamp<int64_t>((kBlocks + tiles - 1) / tiles, 2,
+                                       (totalRows + kMinRows - 1) / kMinRows);
+    rows = (totalRows + want - 1) / want;
+    chunks = (totalRows + rows - 1) / rows;
+  }
+};
+
 /// Enqueues kernel(args...) over n items (gridFor(n) blocks of kThreads) on
 /// ctx's stream and returns the launch status; launches nothing for n == 0.
 template <class... P, class... A>

@@ -299,18 +299,23 @@ __global__ void normGradRows(In x, In dy, In w, In res, Out dx, int64_t rows,
 constexpr int kColsX = 32, kColsY = 8;
 
 /// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j] (db.p null:
-/// none), each summed in A from A(0) as foldToParam sums them.
+/// none), each summed in A from A(0) as foldToParam sums them. Block (tile,
+/// c) sums rows [c chunkRows, (c + 1) chunkRows); with `part` (chunks of
+/// ColumnChunks) it writes its sums there, ds's at part[c n + j] and db's at
+/// part[(chunks + c) n + j], for normGradColumnsFinish.
 template <class A, bool Rms>
 __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
-                                int64_t n, Out ds, Out db) {
+                                int64_t n, int64_t chunkRows, Out ds, Out db,
+                                A *part) {
   __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
   int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t c = blockIdx.y, r1 = min(rows, (c + 1) * chunkRows);
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
        j0 += static_cast<int64_t>(gridDim.x) * kColsX) {
     int64_t j = j0 + tx;
     A s = A(0), b = A(0);
     if (j < n)
-      for (int64_t r = ty; r < rows; r += kColsY) {
+      for (int64_t r = c * chunkRows + ty; r < r1; r += kColsY) {
         A g = static_cast<A>(dy.load(r * n + j));
         A xv = static_cast<A>(x.load(r * n + j));
         A xhat = Rms ? xv * stats[2 * r + 1]
@@ -326,11 +331,32 @@ __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
         s += ps[k][tx];
         b += pb[k][tx];
       }
-      ds.store(j, static_cast<double>(A(0) + s));
-      if (db.p)
-        db.store(j, static_cast<double>(A(0) + b));
+      if (part) {
+        part[c * n + j] = s;
+        part[(gridDim.y + c) * n + j] = b;
+      } else {
+        ds.store(j, static_cast<double>(A(0) + s));
+        if (db.p)
+          db.store(j, static_cast<double>(A(0) + b));
+      }
     }
     __syncthreads();
+  }
+}
+
+/// normGradColumns' chunk sums of each column combined in chunk order.
+template <class A>
+__global__ void normGradColumnsFinish(const A *part, int64_t chunks, int64_t n,
+                                      Out ds, Out db) {
+  SMP_GRID_STRIDE(j, n) {
+    A s = A(0), b = A(0);
+    for (int64_t c = 0; c < chunks; ++c) {
+      s += part[c * n + j];
+      b += part[(chunks + c) * n + j];
+    }
+    ds.store(j, static_cast<double>(s));
+    if (db.p)
+      db.store(j, static_cast<double>(b));
   }
 }
 
@@ -369,6 +395,29 @@ Status foldParam(const char *op, Context *ctx, const A *full,
                     product(bshape), asOut(out), n);
 }
 
+/// normGradColumns over the rows, in chunks (ColumnChunks) when the columns
+/// alone make few blocks.
+template <class A, bool Rms>
+Status normColumnSums(const char *op, Context *ctx, In x, In dy, const A *stats,
+                      int64_t rows, int64_t n, Out ds, Out db) {
+  int64_t tiles = (n + kColsX - 1) / kColsX;
+  ColumnChunks split(tiles, rows);
+  dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, 1 << 20)),
+            static_cast<unsigned>(split.chunks));
+  Scratch part;
+  if (split.chunks > 1)
+    SMP_RETURN_IF_ERROR(
+        part.allocate(op, sizeof(A) * static_cast<size_t>(2 * split.chunks * n),
+                      ctx->stream));
+  normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+      x, dy, stats, rows, n, split.rows, ds, db, part.as<A>());
+  SMP_RETURN_IF_ERROR(launchStatus(op));
+  if (split.chunks == 1)
+    return Status::success();
+  return launchGrid(op, ctx, n, normGradColumnsFinish<A>, part.as<const A>(),
+                    split.chunks, n, ds, db);
+}
+
 template <class A, bool Rms>
 Status normGrad(const char *op, Context *ctx, const TensorRef &x,
                 const TensorRef &scale, const TensorRef &dy,
@@ -397,11 +446,9 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
   normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
       xo, go, wView, asIn(residual), asOut(dx), rows, n, eps, stats.as<A>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
-  unsigned grid = static_cast<unsigned>(
-      std::clamp<int64_t>((n + kColsX - 1) / kColsX, 1, int64_t(1) << 20));
-  normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-      xo, go, stats.as<A>(), rows, n, dsOut, dbOut);
-  SMP_RETURN_IF_ERROR(launchStatus(op));
+  Status sums = normColumnSums<A, Rms>(op, ctx, xo, go, stats.as<A>(), rows, n,
+                                       dsOut, dbOut);
+  SMP_RETURN_IF_ERROR(sums);
   if (!folded)
     return Status::success();
   SMP_RETURN_IF_ERROR(foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale));

@@ -222,44 +222,34 @@ __global__ void reduceColsFinish(const typename Ops::Acc *part, S *y,
   }
 }
 
-/// The column path's blocks when they are few (under kSplitBlocks: a bias
-/// gradient's [tokens, 768] has 24) and each output sums many elements:
-/// the rows are split into chunks of at least kMinChunkRows so that about
-/// kSplitBlocks blocks run, and a second kernel combines the chunks' partials
-/// in order. The chunks depend on the shape only: the same bits on any device.
-constexpr int64_t kSplitBlocks = 2048, kMinChunkRows = 256;
-
+/// The column path over chunks of rows (ColumnChunks in Common.cuh).
 template <class S, class Ops>
 Status launchSplitColumns(const char *name, Context *ctx, const Plan &p,
-                          const S *x, S *y, const Ops &ops) {
-  int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
-  int64_t chunks =
-      std::clamp<int64_t>((kSplitBlocks + tiles - 1) / tiles, 2,
-                          (p.count + kMinChunkRows - 1) / kMinChunkRows);
-  int64_t chunkRows = (p.count + chunks - 1) / chunks;
-  chunks = (p.count + chunkRows - 1) / chunkRows;
+                          const S *x, S *y, const Ops &ops,
+                          const ColumnChunks &split, int64_t tiles) {
   using Acc = typename Ops::Acc;
   Scratch part;
-  SMP_RETURN_IF_ERROR(
-      part.allocate(name, sizeof(Acc) * static_cast<size_t>(chunks * p.outputs),
-                    ctx->stream));
-  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
+  SMP_RETURN_IF_ERROR(part.allocate(
+      name, sizeof(Acc) * static_cast<size_t>(split.chunks * p.outputs),
+      ctx->stream));
+  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(split.chunks));
   reduceColsPartial<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-      x, part.as<Acc>(), p, ops, chunkRows);
+      x, part.as<Acc>(), p, ops, split.rows);
   SMP_RETURN_IF_ERROR(launchStatus(name));
   return launchGrid(name, ctx, p.outputs, reduceColsFinish<S, Ops>,
-                    part.as<const Acc>(), y, p.outputs, chunks, ops);
+                    part.as<const Acc>(), y, p.outputs, split.chunks, ops);
 }
 
 template <class S, class Ops>
 Status launchReduce(const char *name, Context *ctx, const Plan &p, const S *x,
                     S *y, const Ops &ops) {
   int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
+  ColumnChunks split(tiles, p.count);
   if (p.innerReduced && p.count >= 64) {
     reduceRows<S, Ops><<<blocksFor(p.outputs), rowThreads(p.count), 0,
                          ctx->stream>>>(x, y, p, ops);
-  } else if (tiles < kSplitBlocks / 2 && p.count >= 2 * kMinChunkRows) {
-    return launchSplitColumns(name, ctx, p, x, y, ops);
+  } else if (split.chunks > 1) {
+    return launchSplitColumns(name, ctx, p, x, y, ops, split, tiles);
   } else {
     unsigned grid =
         static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t(1) << 20));

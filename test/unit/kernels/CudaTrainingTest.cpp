@@ -113,9 +113,17 @@ TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
     int64_t axis;
     std::vector<int64_t> scale;
   };
-  const Case cases[] = {{{8, 16}, 1, {16}},     {{2, 3, 8}, 1, {3, 8}},
-                        {{2, 3, 8}, 1, {3, 1}}, {{2, 3, 8}, -1, {1}},
-                        {{300, 64}, 1, {64}},   {{2, 1100}, 1, {1100}}};
+  const Case cases[] = {{{8, 16}, 1, {16}},
+                        {{2, 3, 8}, 1, {3, 8}},
+                        {{2, 3, 8}, 1, {3, 1}},
+                        {{2, 3, 8}, -1, {1}},
+                        {{300, 64}, 1, {64}},
+                        {{2, 1100}, 1, {1100}},
+                        // Many rows, few columns: the parameters' gradients
+                        // summed over chunks of rows (a tail; broadcast).
+                        {{1300, 24}, 1, {24}},
+                        {{4, 700, 40}, -1, {40}},
+                        {{600, 3, 8}, 1, {3, 1}}};
   unsigned seed = 320;
   for (DType t : {DType::F32, DType::F64, DType::BF16})
     for (const Case &c : cases) {
@@ -137,7 +145,7 @@ TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
     }
   for (DType t : {DType::F32, DType::F64, DType::BF16})
     for (std::vector<int64_t> shape :
-         {std::vector<int64_t>{6, 32}, {2, 3, 40}, {2, 1500}}) {
+         {std::vector<int64_t>{6, 32}, {2, 3, 40}, {2, 1500}, {1200, 16}}) {
       for (bool broadcastScale : {false, true}) {
         SCOPED_TRACE(std::string("rms_norm_grad ") + name(t) + " " +
                      smp::base::describe(make(t, shape)));
