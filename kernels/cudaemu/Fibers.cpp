@@ -461,7 +461,7 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
     }
   if (stickyError() != cudaSuccess)
     return; // a faulted context runs nothing more
-  countLaunch(name);
+  countLaunch(name, uint64_t(grid.x) * grid.y * grid.z, threads);
   if (dryRun())
     return; // checked only
 

@@ -105,30 +105,52 @@ bool dryRun() {
 
 namespace {
 // SMP_CUDAEMU_DRY_RUN=kernels: the exit report also lists the launches of
-// each kernel, the most launched first.
-bool listKernels() {
+// each kernel, the most launched first; =grids: with the fewest and most
+// blocks a launch of it had and its threads a block.
+std::string dryRunMode() {
   const char *v = std::getenv("SMP_CUDAEMU_DRY_RUN");
-  return v && std::string(v) == "kernels";
+  return v ? v : "";
 }
+bool listGrids() { return dryRunMode() == "grids"; }
+bool listKernels() { return dryRunMode() == "kernels" || listGrids(); }
 } // namespace
 
 namespace {
+/// A kernel's launches: how many, their fewest and most blocks, and the
+/// fewest and most threads a block.
+struct KernelLaunches {
+  uint64_t n = 0, minBlocks = ~uint64_t(0), maxBlocks = 0,
+           minThreads = ~uint64_t(0), maxThreads = 0;
+};
+
 struct Counts {
   std::mutex mutex;
   uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0;
-  std::map<std::string, uint64_t> kernels; // launches by kernel
+  std::map<std::string, KernelLaunches> kernels; // by kernel
 };
 
-void reportKernels(const std::map<std::string, uint64_t> &kernels) {
+std::string range(uint64_t lo, uint64_t hi) {
+  return lo == hi ? std::to_string(lo)
+                  : std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+void reportKernels(const std::map<std::string, KernelLaunches> &kernels) {
   std::vector<std::pair<uint64_t, std::string>> byCount;
-  for (const auto &[name, n] : kernels)
-    byCount.emplace_back(n, name);
+  for (const auto &[name, k] : kernels)
+    byCount.emplace_back(k.n, name);
   std::sort(byCount.begin(), byCount.end(), [](const auto &a, const auto &b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  for (const auto &[n, name] : byCount)
-    std::fprintf(stderr, "%10llu  %s\n", static_cast<unsigned long long>(n),
-                 name.c_str());
+  for (const auto &[n, name] : byCount) {
+    std::string grid;
+    if (listGrids()) {
+      const KernelLaunches &k = kernels.at(name);
+      grid = "  (" + range(k.minBlocks, k.maxBlocks) + " blocks of " +
+             range(k.minThreads, k.maxThreads) + " threads)";
+    }
+    std::fprintf(stderr, "%10llu  %s%s\n", static_cast<unsigned long long>(n),
+                 name.c_str(), grid.c_str());
+  }
 }
 
 Counts &counts() {
@@ -153,11 +175,16 @@ Counts &counts() {
 }
 } // namespace
 
-void countLaunch(const char *kernel) {
+void countLaunch(const char *kernel, uint64_t blocks, uint64_t threads) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.launches;
-  ++c.kernels[kernel];
+  KernelLaunches &k = c.kernels[kernel];
+  ++k.n;
+  k.minBlocks = std::min(k.minBlocks, blocks);
+  k.maxBlocks = std::max(k.maxBlocks, blocks);
+  k.minThreads = std::min(k.minThreads, threads);
+  k.maxThreads = std::max(k.maxThreads, threads);
 }
 
 void countProduct() {

@@ -47,10 +47,10 @@ size_t deviceBytesInUse();
 /// (launch limits, shared memory, layouts, extents, alignment) in seconds
 /// and without its memory. The numbers it computes are meaningless.
 bool dryRun();
-/// Counts a checked launch or cuBLASLt product; a dry run prints the counts
-/// at exit ("N kernel launches (K kernels and ops) and P cuBLASLt products
-/// checked").
-void countLaunch(const char *kernel);
+/// Counts a checked launch (of `blocks` blocks of `threads`) or cuBLASLt
+/// product; a dry run prints the counts at exit ("N kernel launches (K
+/// kernels and ops) and P cuBLASLt products checked").
+void countLaunch(const char *kernel, uint64_t blocks, uint64_t threads);
 void countProduct();
 /// Counts a cuBLASLt heuristic query (host time on a GPU: a few
 /// microseconds each); a dry run prints the count beside the products.
