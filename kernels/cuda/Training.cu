@@ -87,28 +87,54 @@ __device__ inline void copyThrough(In in, Out out, int64_t i) {
     out.store(i, in.load(i));
 }
 
-__global__ void sgdKernel(In param, In grad, In buf, Out newParam,
-                          Out newBuf, Hyper h, SgdOptions o, int64_t n) {
-  bool skip = skipSet(h);
-  double lr = loadScalar(h.lr, h.lrType), step = loadScalar(h.step, h.stepType);
-  SMP_GRID_STRIDE(i, n) {
+/// One tensor of a (multi-tensor) SGD update.
+struct SgdDesc {
+  In param, grad, buf;
+  Out newParam, newBuf;
+  int64_t n;
+};
+
+/// SGD on elements [begin, end) of one tensor.
+__device__ inline void sgdRange(const SgdDesc &t, int64_t begin, int64_t end,
+                                int64_t stride, bool skip, double lr,
+                                double step, const SgdOptions &o) {
+  for (int64_t i = begin; i < end; i += stride) {
     if (skip) {
-      copyThrough(param, newParam, i);
-      copyThrough(buf, newBuf, i);
+      copyThrough(t.param, t.newParam, i);
+      copyThrough(t.buf, t.newBuf, i);
       continue;
     }
-    double p = param.load(i);
-    double d = grad.load(i);
+    double p = t.param.load(i);
+    double d = t.grad.load(i);
     if (o.weightDecay != 0)
       d += o.weightDecay * p;
     if (o.momentum != 0) {
-      double b = buf.load(i);
+      double b = t.buf.load(i);
       b = step <= 1 ? d : o.momentum * b + (1 - o.dampening) * d;
       d = o.nesterov ? d + o.momentum * b : b;
-      newBuf.store(i, b);
+      t.newBuf.store(i, b);
     }
-    newParam.store(i, p - lr * d);
+    t.newParam.store(i, p - lr * d);
   }
+}
+
+__global__ void sgdKernel(SgdDesc t, Hyper h, SgdOptions o) {
+  int64_t start = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  sgdRange(t, start, t.n, static_cast<int64_t>(gridDim.x) * blockDim.x,
+           skipSet(h), loadScalar(h.lr, h.lrType),
+           loadScalar(h.step, h.stepType), o);
+}
+
+/// Block b updates its chunk of its tensor (Common.cuh's multi-tensor
+/// launch).
+__global__ void sgdMultiKernel(const SgdDesc *tensors,
+                               const int64_t *firstBlock, int64_t count,
+                               Hyper h, SgdOptions o) {
+  MultiChunk c = multiChunk(firstBlock, count);
+  const SgdDesc &t = tensors[c.tensor];
+  int64_t end = c.begin + kMultiChunk < t.n ? c.begin + kMultiChunk : t.n;
+  sgdRange(t, c.begin + threadIdx.x, end, blockDim.x, skipSet(h),
+           loadScalar(h.lr, h.lrType), loadScalar(h.step, h.stepType), o);
 }
 
 /// One tensor of a (multi-tensor) Adam update.
@@ -218,21 +244,52 @@ Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
 
 } // namespace
 
+namespace {
+
+Status makeSgdDesc(const char *op, const SgdTensors &t, SgdDesc &d) {
+  SMP_RETURN_IF_ERROR(
+      common::checkSgd(t.param, t.grad, t.buffer, t.newParam, t.newBuffer));
+  int64_t n = t.param.numel();
+  if (t.newParam.numel() != n || t.newBuffer.numel() != n)
+    return fail(op, "outputs differ in size from the parameter");
+  d = SgdDesc{asIn(t.param),     asIn(t.grad),       asIn(t.buffer),
+              asOut(t.newParam), asOut(t.newBuffer), n};
+  return Status::success();
+}
+
+} // namespace
+
 Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
                  const TensorRef &buffer, const TensorRef &lr,
                  const TensorRef &step, const TensorRef *skip,
                  const SgdOptions &options, const TensorRef &newParam,
                  const TensorRef &newBuffer) {
   const char *op = "sgd_update";
+  SgdDesc d;
   SMP_RETURN_IF_ERROR(
-      common::checkSgd(param, grad, buffer, newParam, newBuffer));
-  int64_t n = param.numel();
-  if (newParam.numel() != n || newBuffer.numel() != n)
-    return fail(op, "outputs differ in size from the parameter");
+      makeSgdDesc(op, SgdTensors{param, grad, buffer, newParam, newBuffer}, d));
   Hyper h;
   SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  return launch(op, n, sgdKernel, asIn(param), asIn(grad), asIn(buffer),
-                asOut(newParam), asOut(newBuffer), h, options, n);
+  return launch(op, d.n, sgdKernel, d, h, options);
+}
+
+Status sgdUpdateMulti(const std::vector<SgdTensors> &tensors,
+                      const TensorRef &lr, const TensorRef &step,
+                      const TensorRef *skip, const SgdOptions &options) {
+  const char *op = "sgd_update_multi";
+  std::vector<SgdDesc> descs;
+  MultiTensorPlan plan;
+  for (const SgdTensors &t : tensors) {
+    SgdDesc d;
+    SMP_RETURN_IF_ERROR(makeSgdDesc(op, t, d));
+    if (d.n == 0)
+      continue;
+    descs.push_back(d);
+    plan.add(d.n);
+  }
+  Hyper h;
+  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
+  return launchMulti(op, descs, plan, sgdMultiKernel, h, options);
 }
 
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,

@@ -107,6 +107,15 @@ static std::string specNumber(double v) {
   return std::string(buf);
 }
 
+/// An sgd_update's or sgd_update_multi's spec.
+template <typename SgdOpT> static std::string sgdSpec(SgdOpT sgd) {
+  auto num = specNumber;
+  return "sgd(momentum=" + num(sgd.getMomentum().convertToFloat()) +
+         ", dampening=" + num(sgd.getDampening().convertToFloat()) +
+         ", nesterov=" + (sgd.getNesterov() ? "true" : "false") +
+         ", weight_decay=" + num(sgd.getWeightDecay().convertToFloat()) + ")";
+}
+
 /// An adam_update's or adam_update_multi's spec.
 template <typename AdamOpT> static std::string adamSpec(AdamOpT adam) {
   auto num = specNumber;
@@ -122,14 +131,11 @@ template <typename AdamOpT> static std::string adamSpec(AdamOpT adam) {
 /// form a checkpoint records and smprun --resume compares.
 std::string optimizerSpec(ModuleOp module, const std::string &fallback) {
   std::string spec;
-  auto num = specNumber;
   module.walk([&](Operation *op) {
     if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
-      spec = "sgd(momentum=" + num(sgd.getMomentum().convertToFloat()) +
-             ", dampening=" + num(sgd.getDampening().convertToFloat()) +
-             ", nesterov=" + (sgd.getNesterov() ? "true" : "false") +
-             ", weight_decay=" + num(sgd.getWeightDecay().convertToFloat()) +
-             ")";
+      spec = sgdSpec(sgd);
+    } else if (auto sgdMulti = dyn_cast<SgdUpdateMultiOp>(op)) {
+      spec = sgdSpec(sgdMulti);
     } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
       spec = adamSpec(adam);
     } else if (auto multi = dyn_cast<AdamUpdateMultiOp>(op)) {

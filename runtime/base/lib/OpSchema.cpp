@@ -33,20 +33,30 @@ bool findAttr(std::string_view name, OpAttr &out) {
 /// The multi-tensor ops' operand groups, which the counts give: cast_multi
 /// has an output per input; adam_update_multi has N params, grads,
 /// exp_avgs and exp_avg_sqs, then lr, step and an optional skip, and N new
-/// params, exp_avgs and exp_avg_sqs.
+/// params, exp_avgs and exp_avg_sqs; sgd_update_multi N params, grads and
+/// momentum buffers, lr, step and an optional skip, and N new params and
+/// momentum buffers.
 static std::string groupError(const OpSchema &op, int numInputs,
                               int numOutputs) {
   std::string counts = "has " + std::to_string(numInputs) + " inputs and " +
                        std::to_string(numOutputs) + " outputs";
   if (op.id == OpId::CastMulti && numInputs != numOutputs)
     return counts + ": cast_multi takes one output per input";
-  if (op.id == OpId::AdamUpdateMulti) {
-    int n = numOutputs / 3;
-    if (n < 1 || numOutputs % 3 != 0 ||
-        (numInputs != 4 * n + 2 && numInputs != 4 * n + 3))
-      return counts + ": adam_update_multi of N tensors takes 4N + 2 inputs "
-                      "(4N + 3 with a skip flag) and 3N outputs";
-  }
+  // Per tensor: `in` inputs and `out` outputs, then lr, step (, skip).
+  auto update = [&](int in, int out) -> std::string {
+    int n = numOutputs / out;
+    if (n >= 1 && numOutputs % out == 0 &&
+        (numInputs == in * n + 2 || numInputs == in * n + 3))
+      return "";
+    std::string i = std::to_string(in), o = std::to_string(out);
+    return counts + ": " + op.name + " of N tensors takes " + i +
+           "N + 2 inputs (" + i + "N + 3 with a skip flag) and " + o +
+           "N outputs";
+  };
+  if (op.id == OpId::AdamUpdateMulti)
+    return update(4, 3);
+  if (op.id == OpId::SgdUpdateMulti)
+    return update(3, 2);
   return "";
 }
 

@@ -490,3 +490,19 @@ func.func @sgd_grad_type(%p: tensor<8xbf16>, %g: tensor<8xf32>, %lr: tensor<f32>
   %np, %nb = smp.sgd_update %p, %g, %p, %lr, %lr : tensor<8xbf16>, tensor<f32> grad tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @sgd_multi_groups(%p: tensor<8xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.sgd_update_multi' op has 2 parameters but a group of 1 (grads, momentum_buffers and the two results take one per parameter)}}
+  %a:2, %b:2 = smp.sgd_update_multi params(%p, %p) grads(%p, %p) momentum_buffers(%p) lr %lr step %lr : (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>) tensor<f32> -> (tensor<8xf32>, tensor<8xf32>) (tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_multi_state(%p: tensor<8xf32>, %b: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{'smp.sgd_update_multi' op parameter #0 is 'tensor<8xf32>' but its state or result is 'tensor<4xf32>'}}
+  %a:1, %c:1 = smp.sgd_update_multi params(%p) grads(%p) momentum_buffers(%b) lr %lr step %lr : (tensor<8xf32>) (tensor<8xf32>) (tensor<4xf32>) tensor<f32> -> (tensor<8xf32>) (tensor<8xf32>)
+  return
+}

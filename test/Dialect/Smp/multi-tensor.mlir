@@ -88,3 +88,22 @@ func.func @single(%a: tensor<8xf32>, %p: tensor<8xf32>, %lr: tensor<f32>) -> (te
   %x, %y, %z = smp.adam_update %p, %p, %p, %p, %lr, %lr : tensor<8xf32>, tensor<f32>
   return %c, %x : tensor<8xbf16>, tensor<8xf32>
 }
+
+// -----
+
+// SGD: the updates with one lr, step and momentum become one
+// sgd_update_multi (nesterov another group; a group of one stays).
+// CHECK-LABEL: func.func @sgd
+// CHECK: %[[P:.*]]:2, %[[B:.*]]:2 = smp.sgd_update_multi params(%arg0, %arg1) grads(%arg3, %arg4) momentum_buffers(%arg6, %arg7) lr %arg9 step %arg10 {momentum = 0.899999976 : f32} : (tensor<4x8xf32>, tensor<8xf32>) (tensor<4x8xf32>, tensor<8xbf16>) (tensor<4x8xf32>, tensor<8xf32>) tensor<f32> -> (tensor<4x8xf32>, tensor<8xf32>) (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: %[[Q:.*]], %[[C:.*]] = smp.sgd_update %arg2, %arg5, %arg8, %arg9, %arg10 {momentum = 0.899999976 : f32, nesterov = true}
+// CHECK: return %[[P]]#0, %[[B]]#0, %[[P]]#1, %[[B]]#1, %[[Q]], %[[C]]
+func.func @sgd(%p0: tensor<4x8xf32>, %p1: tensor<8xf32>, %p2: tensor<8xf32>,
+               %g0: tensor<4x8xf32>, %g1: tensor<8xbf16>, %g2: tensor<8xf32>,
+               %b0: tensor<4x8xf32>, %b1: tensor<8xf32>, %b2: tensor<8xf32>,
+               %lr: tensor<f32>, %step: tensor<f32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %a0, %c0 = smp.sgd_update %p0, %g0, %b0, %lr, %step {momentum = 0.899999976 : f32} : tensor<4x8xf32>, tensor<f32>
+  %a1, %c1 = smp.sgd_update %p1, %g1, %b1, %lr, %step {momentum = 0.899999976 : f32} : tensor<8xf32>, tensor<f32> grad tensor<8xbf16>
+  %a2, %c2 = smp.sgd_update %p2, %g2, %b2, %lr, %step {momentum = 0.899999976 : f32, nesterov = true} : tensor<8xf32>, tensor<f32>
+  return %a0, %c0, %a1, %c1, %a2, %c2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+}

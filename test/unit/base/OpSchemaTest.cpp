@@ -145,6 +145,18 @@ TEST_F(OpSchemaTest, TheMultiTensorOpsGroupsAreChecked) {
             "takes 4N + 2 inputs (4N + 3 with a skip flag) and 3N outputs");
   inst.add_outputs(15);
   EXPECT_TRUE(smprt::decodeInstruction(inst, buffers, *comm, step).ok());
+  // sgd_update_multi: 3N + 2 (or 3N + 3) inputs, 2N outputs.
+  const base::OpSchema *sgd = base::findOp("sgd_update_multi");
+  ASSERT_NE(sgd, nullptr);
+  EXPECT_TRUE(base::checkInstruction(*sgd, 3 * 4 + 2, 8, {}).ok());
+  EXPECT_TRUE(base::checkInstruction(*sgd, 3 * 4 + 3, 8, {}).ok());
+  for (auto [in, out] :
+       {std::pair{3 * 4 + 1, 8}, std::pair{3 * 4 + 4, 8}, std::pair{14, 7}})
+    EXPECT_EQ(base::checkInstruction(*sgd, in, out, {}).error,
+              "op 'sgd_update_multi' has " + std::to_string(in) +
+                  " inputs and " + std::to_string(out) +
+                  " outputs: sgd_update_multi of N tensors takes 3N + 2 "
+                  "inputs (3N + 3 with a skip flag) and 2N outputs");
 }
 
 /// An instruction of `op` with the fewest operands and its required

@@ -473,6 +473,62 @@ TEST_F(Cuda, SgdUpdate) {
       }
 }
 
+/// sgdUpdateMulti: each tensor as sgdUpdate on the CPU (sizes across
+/// chunks, one element, a bf16 gradient of an f32 parameter, nesterov and
+/// plain momentum, the first step and a later one), in place; skipped,
+/// nothing changes.
+TEST_F(Cuda, SgdUpdateMultiIsEachUpdate) {
+  unsigned seed = 450;
+  for (bool nesterov : {false, true})
+    for (double step : {1.0, 4.0}) {
+      SCOPED_TRACE(std::string(nesterov ? "nesterov" : "momentum") + " step " +
+                   std::to_string(step));
+      cuk::SgdOptions go;
+      cpuk::SgdOptions co;
+      go.momentum = co.momentum = 0.9;
+      go.dampening = co.dampening = nesterov ? 0 : 0.1;
+      go.weightDecay = co.weightDecay = 1e-2;
+      go.nesterov = co.nesterov = nesterov;
+      float lr32 = 0.05f;
+      Host lr = make(DType::F32, {}, {lr32}), st = make(DType::I64, {}, {step});
+      Dev dlr(lr), dst(st);
+      const int64_t sizes[] = {10, 20000, 1, 8193};
+      std::vector<Host> ps, gs, bs, nps, nbs;
+      std::vector<std::unique_ptr<Dev>> keep;
+      std::vector<cuk::SgdTensors> all;
+      for (int64_t n : sizes) {
+        ps.push_back(random(DType::F32, {n}, -1, 1, seed++));
+        gs.push_back(
+            random(n == 1 ? DType::F32 : DType::BF16, {n}, -1, 1, seed++));
+        bs.push_back(random(DType::F32, {n}, -1, 1, seed++));
+        nps.push_back(ps.back());
+        nbs.push_back(bs.back());
+        ASSERT_OK(cpuk::sgdUpdate(ps.back(), gs.back(), bs.back(), double(lr32),
+                                  step, co, nps.back(), nbs.back()));
+        for (const Host *h : {&ps.back(), &gs.back(), &bs.back()})
+          keep.push_back(std::make_unique<Dev>(*h));
+        size_t b = keep.size() - 3;
+        all.push_back({keep[b]->ref(), keep[b + 1]->ref(), keep[b + 2]->ref(),
+                       keep[b]->ref(), keep[b + 2]->ref()});
+      }
+      ASSERT_OK(cuk::sgdUpdateMulti(all, dlr, dst, nullptr, go));
+      for (size_t i = 0; i < ps.size(); ++i) {
+        SCOPED_TRACE("tensor " + std::to_string(i));
+        expectTol(*keep[3 * i], nps[i]);
+        expectTol(*keep[3 * i + 2], nbs[i]);
+      }
+      ASSERT_OK(sync());
+      std::vector<Host> before;
+      for (const auto &d : keep)
+        before.push_back(d->download());
+      Host skip = make(DType::Bool, {}, {1});
+      Dev dskip(skip);
+      ASSERT_OK(cuk::sgdUpdateMulti(all, dlr, dst, dskip.ptr(), go));
+      for (size_t i = 0; i < keep.size(); ++i)
+        expectSameBytes(*keep[i], before[i]);
+    }
+}
+
 /// smp-fuse-grad-casts: f32 states with a bf16 or f16 gradient (Adam and
 /// SGD), against the CPU's.
 TEST_F(Cuda, OptimizersReadASixteenBitGradient) {

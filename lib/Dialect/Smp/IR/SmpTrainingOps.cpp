@@ -62,31 +62,47 @@ LogicalResult AdamUpdateOp::verify() {
   return verifyGradType(*this, getParam(), getGrad());
 }
 
-LogicalResult AdamUpdateMultiOp::verify() {
-  size_t n = getParams().size();
+/// A multi-tensor update's groups: `n` > 0 parameters, each group of
+/// `groups` (the gradients first, then the states and results) one per
+/// parameter, each state and result of its parameter's type, each gradient
+/// as verifyGradType says.
+static LogicalResult verifyMultiUpdate(Operation *op, ValueRange params,
+                                       ArrayRef<ValueRange> groups,
+                                       StringRef groupNames) {
+  size_t n = params.size();
   if (n == 0)
-    return emitOpError("needs at least one parameter");
-  for (size_t count : {getGrads().size(), getExpAvgs().size(),
-                       getExpAvgSqs().size(), getNewParams().size(),
-                       getNewExpAvgs().size(), getNewExpAvgSqs().size()})
-    if (count != n)
-      return emitOpError("has ")
-             << n << " parameters but a group of " << count
-             << " (grads, exp_avgs, exp_avg_sqs and the three results take "
-                "one per parameter)";
+    return op->emitOpError("needs at least one parameter");
+  for (ValueRange group : groups)
+    if (group.size() != n)
+      return op->emitOpError("has ")
+             << n << " parameters but a group of " << group.size() << " ("
+             << groupNames << " take one per parameter)";
   for (size_t i = 0; i < n; ++i) {
-    Type t = getParams()[i].getType();
-    for (Value v :
-         {getExpAvgs()[i], getExpAvgSqs()[i], Value(getNewParams()[i]),
-          Value(getNewExpAvgs()[i]), Value(getNewExpAvgSqs()[i])})
-      if (v.getType() != t)
-        return emitOpError("parameter #")
+    Type t = params[i].getType();
+    for (ValueRange group : groups.drop_front())
+      if (group[i].getType() != t)
+        return op->emitOpError("parameter #")
                << i << " is " << t << " but its state or result is "
-               << v.getType();
-    if (failed(verifyGradType(*this, getParams()[i], getGrads()[i])))
+               << group[i].getType();
+    if (failed(verifyGradType(op, params[i], groups.front()[i])))
       return failure();
   }
   return success();
+}
+
+LogicalResult AdamUpdateMultiOp::verify() {
+  return verifyMultiUpdate(
+      *this, getParams(),
+      {getGrads(), getExpAvgs(), getExpAvgSqs(), getNewParams(),
+       getNewExpAvgs(), getNewExpAvgSqs()},
+      "grads, exp_avgs, exp_avg_sqs and the three results");
+}
+
+LogicalResult SgdUpdateMultiOp::verify() {
+  return verifyMultiUpdate(*this, getParams(),
+                           {getGrads(), getMomentumBuffers(), getNewParams(),
+                            getNewMomentumBuffers()},
+                           "grads, momentum_buffers and the two results");
 }
 
 LogicalResult SgdUpdateOp::verify() {

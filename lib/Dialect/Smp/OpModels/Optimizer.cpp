@@ -1,7 +1,7 @@
 //===- Optimizer.cpp - Op models of the optimizer updates -----------------===//
 //
-// sgd_update, adam_update and adam_update_multi: costs (they run after the
-// backward: no gradient, no sharding rule).
+// sgd_update, adam_update and their multi-tensor forms: costs (they run after
+// the backward: no gradient, no sharding rule).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +13,7 @@ namespace smp {
 
 void registerOptimizerOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<CostFn<streamingCost<3>>::Model, SgdUpdateOp>(ctx);
+    attach<CostFn<streamingCost<3>>::Model, SgdUpdateOp, SgdUpdateMultiOp>(ctx);
     attach<CostFn<streamingCost<5>>::Model, AdamUpdateOp, AdamUpdateMultiOp>(
         ctx);
   });

@@ -6,10 +6,10 @@
 // device (a GPT-2 124M bf16 step: 148 adam_update and 148 cast launches,
 // half of them on vectors of 768 elements).
 //
-// - adam_update: those with the same lr, step, skip and hyper-parameters
-//   become one adam_update_multi where the last of them was. An op that
-//   reads an update's result before then ends the group there (the group
-//   so far becomes one op before it).
+// - adam_update, sgd_update: those with the same lr, step, skip and
+//   hyper-parameters become one adam_update_multi (sgd_update_multi) where
+//   the last of them was. An op that reads an update's result before then
+//   ends the group there (the group so far becomes one op before it).
 // - cast: the casts of the step's arguments between float types (mixed
 //   precision's 16-bit copies of the f32 parameters) with the same
 //   annotations (a pipeline stage's) become one cast_multi where the first
@@ -37,58 +37,107 @@ using namespace smp;
 
 namespace {
 
-/// Whether two updates may be one adam_update_multi: the same scalars, the
-/// same hyper-parameters and the same compiler annotations.
-bool sameUpdate(AdamUpdateOp a, AdamUpdateOp b) {
+/// Whether two updates may be one multi-tensor op: the same scalars and the
+/// same compiler annotations (the hyper-parameters: sameHyper).
+template <typename OpT> bool sameScalars(OpT a, OpT b) {
   return a.getLr() == b.getLr() && a.getStep() == b.getStep() &&
-         a.getSkip() == b.getSkip() && a.getBeta1() == b.getBeta1() &&
-         a.getBeta2() == b.getBeta2() && a.getEpsilon() == b.getEpsilon() &&
-         a.getWeightDecay() == b.getWeightDecay() &&
-         a.getDecoupled() == b.getDecoupled() &&
+         a.getSkip() == b.getSkip() &&
          a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary();
 }
+bool sameUpdate(AdamUpdateOp a, AdamUpdateOp b) {
+  return sameScalars(a, b) && a.getBeta1() == b.getBeta1() &&
+         a.getBeta2() == b.getBeta2() && a.getEpsilon() == b.getEpsilon() &&
+         a.getWeightDecay() == b.getWeightDecay() &&
+         a.getDecoupled() == b.getDecoupled();
+}
+bool sameUpdate(SgdUpdateOp a, SgdUpdateOp b) {
+  return sameScalars(a, b) && a.getMomentum() == b.getMomentum() &&
+         a.getDampening() == b.getDampening() &&
+         a.getWeightDecay() == b.getWeightDecay() &&
+         a.getNesterov() == b.getNesterov();
+}
 
-/// Replaces `group` (two or more, in program order) by one
-/// adam_update_multi where the last of them is.
-void fuseUpdates(ArrayRef<AdamUpdateOp> group) {
+/// The per-parameter values of `group` as columns: column c holds operand
+/// (or result) c of each member, as `of(member)` lists them.
+template <typename OpT, typename F>
+SmallVector<SmallVector<Value>> columns(ArrayRef<OpT> group, F of) {
+  SmallVector<SmallVector<Value>> cols;
+  for (OpT op : group) {
+    SmallVector<Value> row = of(op);
+    cols.resize(row.size());
+    for (auto [c, v] : llvm::enumerate(row))
+      cols[c].push_back(v);
+  }
+  return cols;
+}
+
+/// The multi op of `group` at its last member's place, with its scalars,
+/// hyper-parameters and annotations.
+AdamUpdateMultiOp createMulti(OpBuilder &b, Location loc,
+                              ArrayRef<AdamUpdateOp> group,
+                              ArrayRef<SmallVector<Value>> in,
+                              ArrayRef<Type> types) {
+  AdamUpdateOp last = group.back();
+  return AdamUpdateMultiOp::create(
+      b, loc, types, types, types, in[0], in[1], in[2], in[3], last.getLr(),
+      last.getStep(), last.getSkip(), last.getBeta1Attr(), last.getBeta2Attr(),
+      last.getEpsilonAttr(), last.getWeightDecayAttr(),
+      last.getDecoupledAttr());
+}
+SgdUpdateMultiOp createMulti(OpBuilder &b, Location loc,
+                             ArrayRef<SgdUpdateOp> group,
+                             ArrayRef<SmallVector<Value>> in,
+                             ArrayRef<Type> types) {
+  SgdUpdateOp last = group.back();
+  return SgdUpdateMultiOp::create(
+      b, loc, types, types, in[0], in[1], in[2], last.getLr(), last.getStep(),
+      last.getSkip(), last.getMomentumAttr(), last.getDampeningAttr(),
+      last.getWeightDecayAttr(), last.getNesterovAttr());
+}
+
+/// A member's per-parameter operands (param, grad, states) in the multi
+/// op's order.
+SmallVector<Value> perParam(AdamUpdateOp op) {
+  return {op.getParam(), op.getGrad(), op.getExpAvg(), op.getExpAvgSq()};
+}
+SmallVector<Value> perParam(SgdUpdateOp op) {
+  return {op.getParam(), op.getGrad(), op.getMomentumBuffer()};
+}
+
+/// Replaces `group` (two or more, in program order) by one multi-tensor op
+/// where the last of them is: member i's result r becomes result r of
+/// parameter i.
+template <typename OpT> void fuseUpdates(ArrayRef<OpT> group) {
   if (group.size() < 2)
     return;
-  AdamUpdateOp last = group.back();
-  SmallVector<Value> params, grads, ms, vs;
   SmallVector<Type> types;
   SmallVector<Location> locs;
-  for (AdamUpdateOp op : group) {
-    params.push_back(op.getParam());
+  for (OpT op : group) {
     types.push_back(op.getParam().getType());
-    grads.push_back(op.getGrad());
-    ms.push_back(op.getExpAvg());
-    vs.push_back(op.getExpAvgSq());
     locs.push_back(op.getLoc());
   }
-  OpBuilder b(last);
-  auto multi = AdamUpdateMultiOp::create(
-      b, b.getFusedLoc(locs), types, types, types, params, grads, ms, vs,
-      last.getLr(), last.getStep(), last.getSkip(), last.getBeta1Attr(),
-      last.getBeta2Attr(), last.getEpsilonAttr(), last.getWeightDecayAttr(),
-      last.getDecoupledAttr());
-  multi->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+  OpBuilder b(group.back());
+  auto multi =
+      createMulti(b, b.getFusedLoc(locs), group,
+                  columns(group, [](OpT op) { return perParam(op); }), types);
+  multi->setDiscardableAttrs(group.back()->getDiscardableAttrDictionary());
+  size_t n = group.size();
   for (auto [i, member] : llvm::enumerate(group)) {
-    AdamUpdateOp op = member;
-    op.getNewParam().replaceAllUsesWith(multi.getNewParams()[i]);
-    op.getNewExpAvg().replaceAllUsesWith(multi.getNewExpAvgs()[i]);
-    op.getNewExpAvgSq().replaceAllUsesWith(multi.getNewExpAvgSqs()[i]);
+    OpT op = member;
+    for (unsigned r = 0; r < op->getNumResults(); ++r)
+      op->getResult(r).replaceAllUsesWith(multi->getResult(r * n + i));
     op.erase();
   }
 }
 
-/// Groups the block's adam_updates (see the file comment).
-void groupUpdates(Block &block) {
-  std::vector<SmallVector<AdamUpdateOp>> open;
+/// Groups the block's updates of type OpT (see the file comment).
+template <typename OpT> void groupUpdates(Block &block) {
+  std::vector<SmallVector<OpT>> open;
   llvm::DenseMap<Operation *, size_t> groupOf; // member -> index in `open`
   auto flush = [&](size_t g) {
-    for (AdamUpdateOp op : open[g])
+    for (OpT op : open[g])
       groupOf.erase(op);
-    fuseUpdates(open[g]);
+    fuseUpdates<OpT>(open[g]);
     open[g].clear();
   };
   SmallVector<Operation *> ops;
@@ -100,11 +149,11 @@ void groupUpdates(Block &block) {
       if (Operation *def = v.getDefiningOp())
         if (auto it = groupOf.find(def); it != groupOf.end())
           flush(it->second);
-    auto update = dyn_cast<AdamUpdateOp>(op);
+    auto update = dyn_cast<OpT>(op);
     if (!update)
       continue;
     // Its group, or a new one (a flushed group stays, empty).
-    auto it = llvm::find_if(open, [&](ArrayRef<AdamUpdateOp> group) {
+    auto it = llvm::find_if(open, [&](ArrayRef<OpT> group) {
       return !group.empty() && sameUpdate(group.front(), update);
     });
     size_t g = it - open.begin();
@@ -163,7 +212,8 @@ struct SmpMultiTensorPass
     : public smp::impl::SmpMultiTensorPassBase<SmpMultiTensorPass> {
   void runOnOperation() override {
     for (Block &block : getOperation().getBody()) {
-      groupUpdates(block);
+      groupUpdates<AdamUpdateOp>(block);
+      groupUpdates<SgdUpdateOp>(block);
       groupArgumentCasts(block);
     }
   }

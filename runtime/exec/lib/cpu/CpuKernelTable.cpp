@@ -55,6 +55,22 @@ bool sgdUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 
+bool sgdUpdateMultiStep(Decoder &d, Step &s) {
+  s.run = [x = sgdMultiOperands(d)] {
+    if (x.hasSkip && *x.skip.as<uint8_t>() != 0) {
+      for (const SgdOperands &t : x.tensors)
+        skipUpdate({t.param, t.buffer}, 0, &x.skip, {t.newParam, t.newBuffer});
+      return Status::success();
+    }
+    double lr = scalarAt(x.lr), step = scalarAt(x.step);
+    for (const SgdOperands &t : x.tensors)
+      SMP_RETURN_IF_ERROR(k::sgdUpdate(t.param, t.grad, t.buffer, lr, step,
+                                       x.options, t.newParam, t.newBuffer));
+    return Status::success();
+  };
+  return true;
+}
+
 bool adamUpdateStep(Decoder &d, Step &s) {
   s.run = [x = adamOperands(d)] {
     if (skipUpdate({x.param, x.m, x.v}, 0, x.hasSkip ? &x.skip : nullptr,

@@ -33,6 +33,20 @@ bool sgdUpdateStep(Decoder &d, Step &s) {
   return true;
 }
 
+bool sgdUpdateMultiStep(Decoder &d, Step &s) {
+  SgdMultiOperands x = sgdMultiOperands(d);
+  std::vector<k::SgdTensors> tensors;
+  for (const SgdOperands &t : x.tensors)
+    tensors.push_back(
+        k::SgdTensors{t.param, t.grad, t.buffer, t.newParam, t.newBuffer});
+  s.run = [tensors = std::move(tensors), lr = x.lr, step = x.step,
+           skip = x.skip, hasSkip = x.hasSkip, options = x.options] {
+    return k::sgdUpdateMulti(tensors, lr, step, hasSkip ? &skip : nullptr,
+                             options);
+  };
+  return true;
+}
+
 bool adamUpdateStep(Decoder &d, Step &s) {
   s.run = [x = adamOperands(d)] {
     return k::adamUpdate(x.param, x.grad, x.m, x.v, x.lr, x.step,

@@ -298,5 +298,38 @@ def Smp_AdamUpdateMultiOp : Smp_Op<"adam_update_multi", [Pure,
   let hasVerifier = 1;
 }
 
+def Smp_SgdUpdateMultiOp : Smp_Op<"sgd_update_multi", [Pure,
+    AttrSizedOperandSegments, AttrSizedResultSegments,
+    AllTypesMatch<["lr", "step"]>]> {
+  let summary = "sgd_update of many parameters at once (one kernel launch)";
+  let description = [{
+    `smp.sgd_update` of each parameter i: params[i], grads[i] and
+    momentum_buffers[i] give new_params[i] and new_momentum_buffers[i],
+    with one lr, step, skip and one set of hyper-parameters for all
+    (PyTorch's foreach SGD). The bits of the separate updates; on a GPU one
+    launch instead of one a parameter. Formed by `smp-multi-tensor` after
+    the step is built and split.
+  }];
+  let arguments = (ins Variadic<Smp_FloatTensor>:$params,
+                   Variadic<Smp_FloatTensor>:$grads,
+                   Variadic<Smp_FloatTensor>:$momentum_buffers,
+                   Smp_FloatTensor:$lr, Smp_FloatTensor:$step,
+                   Optional<Smp_BoolTensor>:$skip,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$momentum,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$dampening,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$weight_decay,
+                   DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs Variadic<Smp_FloatTensor>:$new_params,
+                      Variadic<Smp_FloatTensor>:$new_momentum_buffers);
+  let assemblyFormat = [{
+    `params` `(` $params `)` `grads` `(` $grads `)`
+    `momentum_buffers` `(` $momentum_buffers `)`
+    `lr` $lr `step` $step (`skip` $skip^ `(` type($skip) `)`)? attr-dict
+    `:` `(` type($params) `)` `(` type($grads) `)`
+    `(` type($momentum_buffers) `)` type($lr) `->` `(` type($new_params) `)`
+    `(` type($new_momentum_buffers) `)`
+  }];
+  let hasVerifier = 1;
+}
 
 #endif // SMP_DIALECT_SMP_IR_SMPTRAININGOPS_TD

@@ -559,9 +559,10 @@ def SmpPackAttentionPass : Pass<"smp-pack-attention", "mlir::func::FuncOp"> {
 def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
   let summary = "One op for the per-parameter optimizer updates and casts";
   let description = [{
-    As PyTorch's fused and foreach optimizers: `smp.adam_update`s with the
-    same lr, step, skip, hyper-parameters and annotations become one
-    `smp.adam_update_multi` where the last of them was (an op that reads an
+    As PyTorch's fused and foreach optimizers: `smp.adam_update`s (and
+    `smp.sgd_update`s) with the same lr, step, skip, hyper-parameters and
+    annotations become one `smp.adam_update_multi` (`smp.sgd_update_multi`)
+    where the last of them was (an op that reads an
     update's result before then ends the group: the updates so far become
     one op before it); the `smp.cast`s of the function's arguments between
     float types (mixed precision's 16-bit copies of the f32 parameters)

@@ -56,6 +56,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.sgd_update", "the optimizer, after the backward"},
       {"smp.adam_update", "the optimizer, after the backward"},
       {"smp.adam_update_multi", "formed after the step is built and split"},
+      {"smp.sgd_update_multi", "formed after the step is built and split"},
       {"smp.cast_multi", "formed after the step is built and split"},
       {"smp.send", "pipeline split, after the backward"},
       {"smp.recv", "pipeline split, after the backward"},

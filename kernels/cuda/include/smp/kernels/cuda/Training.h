@@ -50,6 +50,16 @@ Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
                        const TensorRef &lr, const TensorRef &step,
                        const TensorRef *skip, const AdamOptions &options);
 
+/// One tensor of a multi-tensor SGD update (the arguments of sgdUpdate).
+struct SgdTensors {
+  TensorRef param, grad, buffer, newParam, newBuffer;
+};
+/// sgdUpdate of every entry with one kernel launch; same lr, step, skip and
+/// options for all. The same results as one sgdUpdate per entry.
+Status sgdUpdateMulti(const std::vector<SgdTensors> &tensors,
+                      const TensorRef &lr, const TensorRef &step,
+                      const TensorRef *skip, const SgdOptions &options);
+
 } // namespace smp::kernels::cuda
 
 #endif // SMP_KERNELS_CUDA_TRAINING_H
