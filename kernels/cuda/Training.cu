@@ -257,6 +257,29 @@ Status makeSgdDesc(const char *op, const SgdTensors &t, SgdDesc &d) {
   return Status::success();
 }
 
+/// A multi-tensor update: each entry checked and described by makeDesc
+/// (an empty one skipped), then one launch of `kernel` over their chunks.
+template <class T, class D, class O>
+Status
+updateMulti(const char *op, const std::vector<T> &tensors, const TensorRef &lr,
+            const TensorRef &step, const TensorRef *skip, const O &options,
+            Status (*makeDesc)(const char *, const T &, D &),
+            void (*kernel)(const D *, const int64_t *, int64_t, Hyper, O)) {
+  std::vector<D> descs;
+  MultiTensorPlan plan;
+  for (const T &t : tensors) {
+    D d;
+    SMP_RETURN_IF_ERROR(makeDesc(op, t, d));
+    if (d.n == 0)
+      continue;
+    descs.push_back(d);
+    plan.add(d.n);
+  }
+  Hyper h;
+  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
+  return launchMulti(op, descs, plan, kernel, h, options);
+}
+
 } // namespace
 
 Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
@@ -276,20 +299,8 @@ Status sgdUpdate(const TensorRef &param, const TensorRef &grad,
 Status sgdUpdateMulti(const std::vector<SgdTensors> &tensors,
                       const TensorRef &lr, const TensorRef &step,
                       const TensorRef *skip, const SgdOptions &options) {
-  const char *op = "sgd_update_multi";
-  std::vector<SgdDesc> descs;
-  MultiTensorPlan plan;
-  for (const SgdTensors &t : tensors) {
-    SgdDesc d;
-    SMP_RETURN_IF_ERROR(makeSgdDesc(op, t, d));
-    if (d.n == 0)
-      continue;
-    descs.push_back(d);
-    plan.add(d.n);
-  }
-  Hyper h;
-  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  return launchMulti(op, descs, plan, sgdMultiKernel, h, options);
+  return updateMulti("sgd_update_multi", tensors, lr, step, skip, options,
+                     makeSgdDesc, sgdMultiKernel);
 }
 
 Status adamUpdate(const TensorRef &param, const TensorRef &grad,
@@ -313,20 +324,8 @@ Status adamUpdate(const TensorRef &param, const TensorRef &grad,
 Status adamUpdateMulti(const std::vector<AdamTensors> &tensors,
                        const TensorRef &lr, const TensorRef &step,
                        const TensorRef *skip, const AdamOptions &options) {
-  const char *op = "adam_update_multi";
-  std::vector<AdamDesc> descs;
-  MultiTensorPlan plan;
-  for (const AdamTensors &a : tensors) {
-    AdamDesc d;
-    SMP_RETURN_IF_ERROR(makeAdamDesc(op, a, d));
-    if (d.n == 0)
-      continue;
-    descs.push_back(d);
-    plan.add(d.n);
-  }
-  Hyper h;
-  SMP_RETURN_IF_ERROR(makeHyper(op, lr, step, skip, h));
-  return launchMulti(op, descs, plan, adamMultiKernel, h, options);
+  return updateMulti("adam_update_multi", tensors, lr, step, skip, options,
+                     makeAdamDesc, adamMultiKernel);
 }
 
 } // namespace smp::kernels::cuda
