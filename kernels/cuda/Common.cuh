@@ -408,15 +408,19 @@ inline int rowThreads(int64_t n) {
 /// second kernel combines in chunk order. The split depends on the shape
 /// only, so the sums have the same bits on any device. chunks == 1: no split
 /// (enough blocks already, or short columns).
+/// The row reductions (a block per output) split the same way when the
+/// outputs are few and long (a full sum: one block), with chunks of at least
+/// kMinRowElements.
 struct ColumnChunks {
-  static constexpr int64_t kBlocks = 2048, kMinRows = 256;
+  static constexpr int64_t kBlocks = 2048, kMinRows = 256,
+                           kMinRowElements = 4096;
   int64_t chunks = 1, rows = 0; // rows: a chunk's (the last may have fewer)
-  ColumnChunks(int64_t tiles, int64_t totalRows) {
+  ColumnChunks(int64_t tiles, int64_t totalRows, int64_t minRows = kMinRows) {
     rows = totalRows;
-    if (tiles >= kBlocks / 2 || totalRows < 2 * kMinRows)
+    if (tiles >= kBlocks / 2 || totalRows < 2 * minRows)
       return;
     int64_t want = std::clamp<int64_t>((kBlocks + tiles - 1) / tiles, 2,
-                                       (totalRows + kMinRows - 1) / kMinRows);
+                                       (totalRows + minRows - 1) / minRows);
     rows = (totalRows + want - 1) / want;
     chunks = (totalRows + rows - 1) / rows;
   }

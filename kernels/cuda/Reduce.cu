@@ -5,13 +5,15 @@
 // elements are its kept index; each reduces over `count` elements addressed
 // through the reduced groups. Two kernels:
 //  * reduceRows, one block per output, when the innermost group is reduced
-//    (a contiguous run per output) and long;
+//    (a contiguous run per output) and long; when the outputs are few and
+//    long (a full sum is one block) each is split into chunks too
+//    (reduceRowsPartial, a block per output and chunk);
 //  * reduceCols otherwise: 32 outputs per block (adjacent outputs read
 //    adjacent inputs), the reduction split over 8 thread rows; when that
 //    makes few blocks for long reductions (a bias gradient: [tokens, 768]
 //    summed over the tokens, 24 blocks of 16,384 rows), the rows are split
 //    into chunks too (reduceColsPartial, a block per 32 outputs and chunk),
-//    whose partials reduceColsFinish combines in chunk order.
+//    whose partials reduceColsFinish combines in chunk order (both splits).
 // Float sums accumulate in double (as the CPU), integer sums wrap in 64 bits.
 //
 //===----------------------------------------------------------------------===//
@@ -157,6 +159,23 @@ __global__ void reduceRows(const S *x, S *y, Plan p, Ops ops) {
   }
 }
 
+/// The split row path: block (o, chunk) reduces elements [chunk *
+/// chunkLen, +chunkLen) of output o into part[chunk][o] (reduceColsFinish
+/// combines them).
+template <class S, class Ops>
+__global__ void reduceRowsPartial(const S *x, typename Ops::Acc *part, Plan p,
+                                  Ops ops, int64_t chunkLen) {
+  using Acc = typename Ops::Acc;
+  int64_t o = blockIdx.x, c = blockIdx.y, base = p.base(o);
+  int64_t r1 = min(p.count, (c + 1) * chunkLen);
+  Acc a = ops.init();
+  for (int64_t r = c * chunkLen + threadIdx.x; r < r1; r += blockDim.x)
+    a = ops.add(a, x[base + p.reduced(r)]);
+  a = blockReduce(a, Combine<Ops>{ops}, ops.init());
+  if (threadIdx.x == 0)
+    part[c * p.outputs + o] = a;
+}
+
 constexpr int kColsX = 32, kColsY = 8;
 
 template <class S, class Ops>
@@ -222,19 +241,26 @@ __global__ void reduceColsFinish(const typename Ops::Acc *part, S *y,
   }
 }
 
-/// The column path over chunks of rows (ColumnChunks in Common.cuh).
+/// The column path (rowPath false: reduceColsPartial, a block per 32
+/// outputs and chunk) or the row path (reduceRowsPartial, a block per
+/// output and chunk) over chunks of the reduced elements (ColumnChunks in
+/// Common.cuh), then reduceColsFinish.
 template <class S, class Ops>
-Status launchSplitColumns(const char *name, Context *ctx, const Plan &p,
-                          const S *x, S *y, const Ops &ops,
-                          const ColumnChunks &split, int64_t tiles) {
+Status launchSplit(const char *name, Context *ctx, const Plan &p, const S *x,
+                   S *y, const Ops &ops, const ColumnChunks &split,
+                   int64_t blocks, bool rowPath) {
   using Acc = typename Ops::Acc;
   Scratch part;
   SMP_RETURN_IF_ERROR(part.allocate(
       name, sizeof(Acc) * static_cast<size_t>(split.chunks * p.outputs),
       ctx->stream));
-  dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(split.chunks));
-  reduceColsPartial<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-      x, part.as<Acc>(), p, ops, split.rows);
+  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(split.chunks));
+  if (rowPath)
+    reduceRowsPartial<S, Ops><<<grid, rowThreads(split.rows), 0, ctx->stream>>>(
+        x, part.as<Acc>(), p, ops, split.rows);
+  else
+    reduceColsPartial<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+        x, part.as<Acc>(), p, ops, split.rows);
   SMP_RETURN_IF_ERROR(launchStatus(name));
   return launchGrid(name, ctx, p.outputs, reduceColsFinish<S, Ops>,
                     part.as<const Acc>(), y, p.outputs, split.chunks, ops);
@@ -244,12 +270,14 @@ template <class S, class Ops>
 Status launchReduce(const char *name, Context *ctx, const Plan &p, const S *x,
                     S *y, const Ops &ops) {
   int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
-  ColumnChunks split(tiles, p.count);
   if (p.innerReduced && p.count >= 64) {
+    ColumnChunks rows(p.outputs, p.count, ColumnChunks::kMinRowElements);
+    if (rows.chunks > 1)
+      return launchSplit(name, ctx, p, x, y, ops, rows, p.outputs, true);
     reduceRows<S, Ops><<<blocksFor(p.outputs), rowThreads(p.count), 0,
                          ctx->stream>>>(x, y, p, ops);
-  } else if (split.chunks > 1) {
-    return launchSplitColumns(name, ctx, p, x, y, ops, split, tiles);
+  } else if (ColumnChunks split(tiles, p.count); split.chunks > 1) {
+    return launchSplit(name, ctx, p, x, y, ops, split, tiles, false);
   } else {
     unsigned grid =
         static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t(1) << 20));

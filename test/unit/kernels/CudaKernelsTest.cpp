@@ -344,6 +344,9 @@ TEST_F(Cuda, Reduce) {
       {{4, 1300, 40}, {0, 1}, false},
       {{2500, 3}, {0}, true},
       {{40, 3, 60, 5}, {0, 2}, false},
+      // Few long rows: split into chunks too (a full sum, kept dims).
+      {{2, 50000}, {1}, false},
+      {{70001}, {0}, true},
   };
   using R = cuk::ReduceOp;
   unsigned seed = 90;
