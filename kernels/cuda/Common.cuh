@@ -400,22 +400,20 @@ inline int rowThreads(int64_t n) {
   return 256;
 }
 
-/// How the column sums of a [rows, columns] tensor split its rows: a block
-/// of 32 columns summing all the rows gives few blocks when the columns are
-/// few (a bias or norm gradient: [16,384 tokens, 768] is 24 blocks, 24 of an
-/// H100's 132 SMs, each reading 2,048 rows a thread). Chunks of at least
-/// kMinRows rows make about kBlocks blocks; each writes partial sums, which a
-/// second kernel combines in chunk order. The split depends on the shape
-/// only, so the sums have the same bits on any device. chunks == 1: no split
-/// (enough blocks already, or short columns).
-/// The row reductions (a block per output) split the same way when the
-/// outputs are few and long (a full sum: one block), with chunks of at least
-/// kMinRowElements.
-struct ColumnChunks {
+/// How a reduction splits the elements each output sums: a block per
+/// output (row sums) or per 32 outputs (column sums: a bias or norm
+/// gradient, [16,384 tokens, 768], is 24 blocks, 24 of an H100's 132 SMs,
+/// each reading 2,048 rows a thread) gives few blocks when the outputs are
+/// few. Chunks of at least minRows elements (kMinRows for columns,
+/// kMinRowElements for rows) make about kBlocks blocks; each writes partial
+/// sums, which a second kernel combines in chunk order. The split depends on
+/// the shape only, so the sums have the same bits on any device. chunks ==
+/// 1: no split (enough blocks already, or short reductions).
+struct ReduceChunks {
   static constexpr int64_t kBlocks = 2048, kMinRows = 256,
                            kMinRowElements = 4096;
   int64_t chunks = 1, rows = 0; // rows: a chunk's (the last may have fewer)
-  ColumnChunks(int64_t tiles, int64_t totalRows, int64_t minRows = kMinRows) {
+  ReduceChunks(int64_t tiles, int64_t totalRows, int64_t minRows) {
     rows = totalRows;
     if (tiles >= kBlocks / 2 || totalRows < 2 * minRows)
       return;

@@ -301,7 +301,7 @@ constexpr int kColsX = 32, kColsY = 8;
 /// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j] (db.p null:
 /// none), each summed in A from A(0) as foldToParam sums them. Block (tile,
 /// c) sums rows [c chunkRows, (c + 1) chunkRows); with `part` (chunks of
-/// ColumnChunks) it writes its sums there, ds's at part[c n + j] and db's at
+/// ReduceChunks) it writes its sums there, ds's at part[c n + j] and db's at
 /// part[(chunks + c) n + j], for normGradColumnsFinish.
 template <class A, bool Rms>
 __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
@@ -395,13 +395,13 @@ Status foldParam(const char *op, Context *ctx, const A *full,
                     product(bshape), asOut(out), n);
 }
 
-/// normGradColumns over the rows, in chunks (ColumnChunks) when the columns
+/// normGradColumns over the rows, in chunks (ReduceChunks) when the columns
 /// alone make few blocks.
 template <class A, bool Rms>
 Status normColumnSums(const char *op, Context *ctx, In x, In dy, const A *stats,
                       int64_t rows, int64_t n, Out ds, Out db) {
   int64_t tiles = (n + kColsX - 1) / kColsX;
-  ColumnChunks split(tiles, rows);
+  ReduceChunks split(tiles, rows, ReduceChunks::kMinRows);
   dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, 1 << 20)),
             static_cast<unsigned>(split.chunks));
   Scratch part;

@@ -6,14 +6,14 @@
 // through the reduced groups. Two kernels:
 //  * reduceRows, one block per output, when the innermost group is reduced
 //    (a contiguous run per output) and long; when the outputs are few and
-//    long (a full sum is one block) each is split into chunks too
-//    (reduceRowsPartial, a block per output and chunk);
+//    long (a full sum is one block) each is split into chunks too (a
+//    block per output and chunk);
 //  * reduceCols otherwise: 32 outputs per block (adjacent outputs read
 //    adjacent inputs), the reduction split over 8 thread rows; when that
 //    makes few blocks for long reductions (a bias gradient: [tokens, 768]
 //    summed over the tokens, 24 blocks of 16,384 rows), the rows are split
-//    into chunks too (reduceColsPartial, a block per 32 outputs and chunk),
-//    whose partials reduceColsFinish combines in chunk order (both splits).
+//    into chunks too (a block per 32 outputs and chunk); reduceFinish
+//    combines either split's partials in chunk order.
 // Float sums accumulate in double (as the CPU), integer sums wrap in 64 bits.
 //
 //===----------------------------------------------------------------------===//
@@ -145,94 +145,72 @@ template <class Ops> struct Combine {
   }
 };
 
+/// Writes output o's (partial) result: y[o] = finish(a), or with `part`
+/// (the chunked split) part[chunk][o] = a for reduceFinish.
 template <class S, class Ops>
-__global__ void reduceRows(const S *x, S *y, Plan p, Ops ops) {
+__device__ void storeReduced(S *y, typename Ops::Acc *part, const Plan &p,
+                             const Ops &ops, int64_t o, typename Ops::Acc a) {
+  if (part)
+    part[static_cast<int64_t>(blockIdx.y) * p.outputs + o] = a;
+  else
+    y[o] = ops.finish(a);
+}
+
+/// Block (o, chunk) reduces elements [chunk chunkLen, +chunkLen) of output
+/// o (chunkLen = count: all of them).
+template <class S, class Ops>
+__global__ void reduceRows(const S *x, S *y, typename Ops::Acc *part, Plan p,
+                           Ops ops, int64_t chunkLen) {
   using Acc = typename Ops::Acc;
+  int64_t r0 = static_cast<int64_t>(blockIdx.y) * chunkLen,
+          r1 = min(p.count, r0 + chunkLen);
   for (int64_t o = blockIdx.x; o < p.outputs; o += gridDim.x) {
     int64_t base = p.base(o);
     Acc a = ops.init();
-    for (int64_t r = threadIdx.x; r < p.count; r += blockDim.x)
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x)
       a = ops.add(a, x[base + p.reduced(r)]);
     a = blockReduce(a, Combine<Ops>{ops}, ops.init());
     if (threadIdx.x == 0)
-      y[o] = ops.finish(a);
+      storeReduced(y, part, p, ops, o, a);
   }
-}
-
-/// The split row path: block (o, chunk) reduces elements [chunk *
-/// chunkLen, +chunkLen) of output o into part[chunk][o] (reduceColsFinish
-/// combines them).
-template <class S, class Ops>
-__global__ void reduceRowsPartial(const S *x, typename Ops::Acc *part, Plan p,
-                                  Ops ops, int64_t chunkLen) {
-  using Acc = typename Ops::Acc;
-  int64_t o = blockIdx.x, c = blockIdx.y, base = p.base(o);
-  int64_t r1 = min(p.count, (c + 1) * chunkLen);
-  Acc a = ops.init();
-  for (int64_t r = c * chunkLen + threadIdx.x; r < r1; r += blockDim.x)
-    a = ops.add(a, x[base + p.reduced(r)]);
-  a = blockReduce(a, Combine<Ops>{ops}, ops.init());
-  if (threadIdx.x == 0)
-    part[c * p.outputs + o] = a;
 }
 
 constexpr int kColsX = 32, kColsY = 8;
 
+/// Block (tile, chunk) reduces rows [chunk chunkRows, +chunkRows) of its 32
+/// outputs over 8 thread rows (chunkRows = count: all of them).
 template <class S, class Ops>
-__global__ void reduceCols(const S *x, S *y, Plan p, Ops ops) {
+__global__ void reduceCols(const S *x, S *y, typename Ops::Acc *part, Plan p,
+                           Ops ops, int64_t chunkRows) {
   using Acc = typename Ops::Acc;
-  __shared__ Acc part[kColsY][kColsX];
+  __shared__ Acc sh[kColsY][kColsX];
   int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t r0 = static_cast<int64_t>(blockIdx.y) * chunkRows,
+          r1 = min(p.count, r0 + chunkRows);
   for (int64_t o0 = static_cast<int64_t>(blockIdx.x) * kColsX; o0 < p.outputs;
        o0 += static_cast<int64_t>(gridDim.x) * kColsX) {
     int64_t o = o0 + tx;
     Acc a = ops.init();
     if (o < p.outputs) {
       int64_t base = p.base(o);
-      for (int64_t r = ty; r < p.count; r += kColsY)
+      for (int64_t r = r0 + ty; r < r1; r += kColsY)
         a = ops.add(a, x[base + p.reduced(r)]);
     }
-    part[ty][tx] = a;
+    sh[ty][tx] = a;
     __syncthreads();
     if (ty == 0 && o < p.outputs) {
       for (int k = 1; k < kColsY; ++k)
-        a = ops.combine(a, part[k][tx]);
-      y[o] = ops.finish(a);
+        a = ops.combine(a, sh[k][tx]);
+      storeReduced(y, part, p, ops, o, a);
     }
     __syncthreads();
-  }
-}
-
-/// The split column path: block (tile, chunk) reduces rows [chunk *
-/// chunkRows, +chunkRows) of its 32 outputs into part[chunk][output].
-template <class S, class Ops>
-__global__ void reduceColsPartial(const S *x, typename Ops::Acc *part, Plan p,
-                                  Ops ops, int64_t chunkRows) {
-  using Acc = typename Ops::Acc;
-  __shared__ Acc sh[kColsY][kColsX];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  int64_t o = static_cast<int64_t>(blockIdx.x) * kColsX + tx;
-  int64_t r0 = static_cast<int64_t>(blockIdx.y) * chunkRows,
-          r1 = min(p.count, r0 + chunkRows);
-  Acc a = ops.init();
-  if (o < p.outputs) {
-    int64_t base = p.base(o);
-    for (int64_t r = r0 + ty; r < r1; r += kColsY)
-      a = ops.add(a, x[base + p.reduced(r)]);
-  }
-  sh[ty][tx] = a;
-  __syncthreads();
-  if (ty == 0 && o < p.outputs) {
-    for (int k = 1; k < kColsY; ++k)
-      a = ops.combine(a, sh[k][tx]);
-    part[static_cast<int64_t>(blockIdx.y) * p.outputs + o] = a;
   }
 }
 
 /// y[o]: the chunks' partials of output o combined in chunk order.
 template <class S, class Ops>
-__global__ void reduceColsFinish(const typename Ops::Acc *part, S *y,
-                                 int64_t outputs, int64_t chunks, Ops ops) {
+__global__ void reduceFinish(const typename Ops::Acc *part, S *y,
+                             int64_t outputs, int64_t chunks, Ops ops) {
   SMP_GRID_STRIDE(o, outputs) {
     typename Ops::Acc a = part[o];
     for (int64_t c = 1; c < chunks; ++c)
@@ -241,50 +219,38 @@ __global__ void reduceColsFinish(const typename Ops::Acc *part, S *y,
   }
 }
 
-/// The column path (rowPath false: reduceColsPartial, a block per 32
-/// outputs and chunk) or the row path (reduceRowsPartial, a block per
-/// output and chunk) over chunks of the reduced elements (ColumnChunks in
-/// Common.cuh), then reduceColsFinish.
-template <class S, class Ops>
-Status launchSplit(const char *name, Context *ctx, const Plan &p, const S *x,
-                   S *y, const Ops &ops, const ColumnChunks &split,
-                   int64_t blocks, bool rowPath) {
-  using Acc = typename Ops::Acc;
-  Scratch part;
-  SMP_RETURN_IF_ERROR(part.allocate(
-      name, sizeof(Acc) * static_cast<size_t>(split.chunks * p.outputs),
-      ctx->stream));
-  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(split.chunks));
-  if (rowPath)
-    reduceRowsPartial<S, Ops><<<grid, rowThreads(split.rows), 0, ctx->stream>>>(
-        x, part.as<Acc>(), p, ops, split.rows);
-  else
-    reduceColsPartial<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-        x, part.as<Acc>(), p, ops, split.rows);
-  SMP_RETURN_IF_ERROR(launchStatus(name));
-  return launchGrid(name, ctx, p.outputs, reduceColsFinish<S, Ops>,
-                    part.as<const Acc>(), y, p.outputs, split.chunks, ops);
-}
-
+/// The row path (a block per output) when the innermost group is reduced
+/// and long, else the column path (a block per 32 outputs); either over
+/// chunks of the reduced elements when the outputs alone make few blocks
+/// (ReduceChunks in Common.cuh), their partials then combined by
+/// reduceFinish.
 template <class S, class Ops>
 Status launchReduce(const char *name, Context *ctx, const Plan &p, const S *x,
                     S *y, const Ops &ops) {
-  int64_t tiles = (p.outputs + kColsX - 1) / kColsX;
-  if (p.innerReduced && p.count >= 64) {
-    ColumnChunks rows(p.outputs, p.count, ColumnChunks::kMinRowElements);
-    if (rows.chunks > 1)
-      return launchSplit(name, ctx, p, x, y, ops, rows, p.outputs, true);
-    reduceRows<S, Ops><<<blocksFor(p.outputs), rowThreads(p.count), 0,
-                         ctx->stream>>>(x, y, p, ops);
-  } else if (ColumnChunks split(tiles, p.count); split.chunks > 1) {
-    return launchSplit(name, ctx, p, x, y, ops, split, tiles, false);
-  } else {
-    unsigned grid =
-        static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, int64_t(1) << 20));
-    reduceCols<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(x, y, p,
-                                                                      ops);
-  }
-  return launchStatus(name);
+  using Acc = typename Ops::Acc;
+  bool rowPath = p.innerReduced && p.count >= 64;
+  int64_t blocks = rowPath ? p.outputs : (p.outputs + kColsX - 1) / kColsX;
+  ReduceChunks split(blocks, p.count,
+                     rowPath ? ReduceChunks::kMinRowElements
+                             : ReduceChunks::kMinRows);
+  Scratch part;
+  if (split.chunks > 1)
+    SMP_RETURN_IF_ERROR(part.allocate(
+        name, sizeof(Acc) * static_cast<size_t>(split.chunks * p.outputs),
+        ctx->stream));
+  Acc *pp = split.chunks > 1 ? part.as<Acc>() : nullptr;
+  dim3 grid(blocksFor(blocks), static_cast<unsigned>(split.chunks));
+  if (rowPath)
+    reduceRows<S, Ops><<<grid, rowThreads(split.rows), 0, ctx->stream>>>(
+        x, y, pp, p, ops, split.rows);
+  else
+    reduceCols<S, Ops><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+        x, y, pp, p, ops, split.rows);
+  SMP_RETURN_IF_ERROR(launchStatus(name));
+  if (split.chunks == 1)
+    return Status::success();
+  return launchGrid(name, ctx, p.outputs, reduceFinish<S, Ops>,
+                    part.as<const Acc>(), y, p.outputs, split.chunks, ops);
 }
 
 template <class T> __global__ void fillKernel(T *p, int64_t n, T v) {
