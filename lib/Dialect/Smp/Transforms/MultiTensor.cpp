@@ -37,24 +37,12 @@ using namespace smp;
 
 namespace {
 
-/// Whether two updates may be one multi-tensor op: the same scalars and the
-/// same compiler annotations (the hyper-parameters: sameHyper).
-template <typename OpT> bool sameScalars(OpT a, OpT b) {
+/// Whether two updates may be one multi-tensor op: the same lr, step and
+/// skip, and the same attributes (hyper-parameters and annotations).
+template <typename OpT> bool sameUpdate(OpT a, OpT b) {
   return a.getLr() == b.getLr() && a.getStep() == b.getStep() &&
          a.getSkip() == b.getSkip() &&
-         a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary();
-}
-bool sameUpdate(AdamUpdateOp a, AdamUpdateOp b) {
-  return sameScalars(a, b) && a.getBeta1() == b.getBeta1() &&
-         a.getBeta2() == b.getBeta2() && a.getEpsilon() == b.getEpsilon() &&
-         a.getWeightDecay() == b.getWeightDecay() &&
-         a.getDecoupled() == b.getDecoupled();
-}
-bool sameUpdate(SgdUpdateOp a, SgdUpdateOp b) {
-  return sameScalars(a, b) && a.getMomentum() == b.getMomentum() &&
-         a.getDampening() == b.getDampening() &&
-         a.getWeightDecay() == b.getWeightDecay() &&
-         a.getNesterov() == b.getNesterov();
+         a->getAttrDictionary() == b->getAttrDictionary();
 }
 
 /// The per-parameter values of `group` as columns: column c holds operand
