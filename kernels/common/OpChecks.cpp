@@ -124,8 +124,7 @@ Status checkSumSquares(const std::vector<TensorRef> &inputs,
 }
 
 Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
-                       const TensorRef &out) {
-  const char *op = "matmul_bias";
+                       const TensorRef &out, const char *op) {
   SMP_RETURN_IF_ERROR(checkAll(op, {{&bias, "bias"}}));
   SMP_RETURN_IF_ERROR(checkDType(op, "bias", bias, out.dtype));
   if (!smp::base::isFloat(out.dtype))
@@ -140,6 +139,35 @@ Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
                         " must have one element per column of the output " +
                         smp::base::describe(out));
   return Status::success();
+}
+
+Status checkGeluEpilogue(const char *op, const TensorRef &lhs,
+                         const TensorRef &rhs, const TensorRef &out,
+                         const TensorRef &other, const TensorRef &bias) {
+  SMP_RETURN_IF_ERROR(checkMatMulOperands(lhs, rhs, out));
+  SMP_RETURN_IF_ERROR(
+      checkAll(op, {{&other, "preactivation"}, {&bias, "bias"}}));
+  if (lhs.dtype != DType::F16 && lhs.dtype != DType::BF16)
+    return fail(op, std::string("takes f16 or bf16 operands, not ") +
+                        smp::base::dtypeName(lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "rhs", rhs, lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "output", out, lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "preactivation", other, lhs.dtype));
+  if (other.shape != out.shape)
+    return fail(op, "preactivation " + smp::base::describe(other) +
+                        " must have the output's shape " +
+                        smp::base::describe(out));
+  return checkMatMulBias(rhs, bias, out, op);
+}
+
+BiasSums biasSums(const TensorRef &x, const TensorRef &dbias) {
+  BiasSums b;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d)
+    b.axes.push_back(d);
+  b.sums = dbias;
+  b.sums.shape = std::vector<int64_t>(x.shape.size(), 1);
+  b.sums.shape.back() = x.shape.back();
+  return b;
 }
 
 Status matmulShape(const TensorRef &lhs, const TensorRef &rhs,

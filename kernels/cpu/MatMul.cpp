@@ -1,6 +1,9 @@
 //===- MatMul.cpp - Batched matrix product (numpy.matmul + transposes) ----===//
 
 #include "Common.h"
+#include "VecMath.h"
+
+#include <functional>
 
 namespace smp::kernels::cpu {
 using namespace detail;
@@ -79,11 +82,15 @@ template <class S> std::vector<float> widenToF32(const TensorRef &t) {
 
 namespace {
 
-/// matmul, with `bias` (or null; f16/bf16 only) added to each row of the
-/// f32 product before it is rounded to out's type.
+/// What an f16/bf16 product's f32 result (out's shape, row-major) becomes:
+/// the epilogue writes out (and its other results) from it.
+using HalfEpilogue = std::function<Status(const float *product)>;
+
+/// matmul; an f16/bf16 product goes through `epilogue` when given (else it
+/// is rounded to out), which sees the f32 sums before any rounding.
 Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
                   const TensorRef &out, bool transposeLhs, bool transposeRhs,
-                  const TensorRef *bias) {
+                  const HalfEpilogue *epilogue = nullptr) {
   const char *name = "matmul";
   Geometry g;
   SMP_RETURN_IF_ERROR(
@@ -106,9 +113,10 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
   g.foldBatchIntoM =
       !g.transA && product(g.batchB) == 1 && product(g.batchA) == nb;
 
-  if (g.K == 0) { // empty sum: zeros of any dtype are zero bytes
+  bool half = lhs.dtype == DType::F16 || lhs.dtype == DType::BF16;
+  if (g.K == 0 && !half) { // empty sum: zeros of any dtype are zero bytes
     std::fill_n(static_cast<uint8_t *>(out.data), out.bytes(), uint8_t(0));
-    return bias ? binary(BinaryOp::Add, out, *bias, out) : Status::success();
+    return Status::success();
   }
   switch (lhs.dtype) {
   case DType::F32:
@@ -121,24 +129,17 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
   case DType::BF16:
     return visitFloat(lhs.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
-      std::vector<float> a = widenToF32<S>(lhs), b = widenToF32<S>(rhs);
       std::vector<float> c(static_cast<size_t>(out.numel()));
-      gemmAll(g, a.data(), b.data(), c.data());
-      S *o = out.as<S>();
-      if (!bias) {
-        parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
-          for (int64_t i = b0; i < e; ++i)
-            o[i] = Float<S>::store(c[i]);
-        });
-        return Status::success();
+      if (g.K > 0) {
+        std::vector<float> a = widenToF32<S>(lhs), b = widenToF32<S>(rhs);
+        gemmAll(g, a.data(), b.data(), c.data());
       }
-      // Row by row: the bias (out's last dim, N values) added to each.
-      std::vector<float> bw = widenToF32<S>(*bias);
-      int64_t n = static_cast<int64_t>(bw.size());
-      parallelFor(out.numel() / n, grainFor(2 * n), [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r)
-          for (int64_t j = 0; j < n; ++j)
-            o[r * n + j] = Float<S>::store(c[r * n + j] + bw[j]);
+      if (epilogue)
+        return (*epilogue)(c.data());
+      S *o = out.as<S>();
+      parallelFor(out.numel(), grainFor(2), [&](int64_t b0, int64_t e) {
+        for (int64_t i = b0; i < e; ++i)
+          o[i] = Float<S>::store(c[i]);
       });
       return Status::success();
     });
@@ -149,6 +150,17 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
       return Status::success();
     });
   }
+}
+
+/// Runs `fn(row, p, v)` for each row of an [rows, n] f32 product p in
+/// parallel, v an n-float scratch row of the calling thread.
+template <class Fn>
+void forEachRow(int64_t rows, int64_t n, const float *p, Fn fn) {
+  parallelFor(rows, grainFor(8 * n), [&](int64_t r0, int64_t r1) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; ++r)
+      fn(r, p + r * n, v.data());
+  });
 }
 
 } // namespace
@@ -164,14 +176,85 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
                   bool transposeLhs, bool transposeRhs) {
   SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
-  // f16/bf16: the bias joins the f32 product before its one rounding, as
-  // in cuBLASLt's epilogue.
-  if (lhs.dtype == DType::F16 || lhs.dtype == DType::BF16)
-    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &bias);
-  // f32/f64: the product is already in out's type; the add rounds once.
+  if (lhs.dtype != DType::F16 && lhs.dtype != DType::BF16) {
+    // f32/f64: the product is already in out's type; the add rounds once.
+    SMP_RETURN_IF_ERROR(runProduct(lhs, rhs, out, transposeLhs, transposeRhs));
+    return binary(BinaryOp::Add, out, bias, out);
+  }
+  // f16/bf16: the bias joins the f32 product before its one rounding, as in
+  // cuBLASLt's epilogue.
+  return visitFloat(lhs.dtype, "matmul_bias", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    std::vector<float> bw = widenToF32<S>(bias);
+    int64_t n = static_cast<int64_t>(bw.size());
+    HalfEpilogue epilogue = [&](const float *p) {
+      S *o = out.as<S>();
+      forEachRow(out.numel() / n, n, p,
+                 [&](int64_t r, const float *c, float *) {
+                   for (int64_t j = 0; j < n; ++j)
+                     o[r * n + j] = Float<S>::store(c[j] + bw[j]);
+                 });
+      return Status::success();
+    };
+    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &epilogue);
+  });
+}
+
+Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &bias, const TensorRef &out,
+                      const TensorRef &pre, bool transposeLhs,
+                      bool transposeRhs) {
   SMP_RETURN_IF_ERROR(
-      runProduct(lhs, rhs, out, transposeLhs, transposeRhs, nullptr));
-  return binary(BinaryOp::Add, out, bias, out);
+      common::checkGeluEpilogue("matmul_bias_gelu", lhs, rhs, out, pre, bias));
+  return visitFloat(lhs.dtype, "matmul_bias_gelu", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    std::vector<float> bw = widenToF32<S>(bias);
+    int64_t n = static_cast<int64_t>(bw.size());
+    HalfEpilogue epilogue = [&](const float *p) {
+      S *o = out.as<S>(), *pr = pre.as<S>();
+      forEachRow(
+          out.numel() / n, n, p, [&](int64_t r, const float *c, float *v) {
+            for (int64_t j = 0; j < n; ++j) {
+              v[j] = c[j] + bw[j];
+              pr[r * n + j] = Float<S>::store(v[j]);
+            }
+            vecMap(VecOp::GeluTanh, v, v, n); // of the f32 sum, then rounded
+            for (int64_t j = 0; j < n; ++j)
+              o[r * n + j] = Float<S>::store(v[j]);
+          });
+      return Status::success();
+    };
+    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &epilogue);
+  });
+}
+
+Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &pre, const TensorRef &dx,
+                      const TensorRef &dbias, bool transposeLhs,
+                      bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(
+      common::checkGeluEpilogue("matmul_gelu_grad", lhs, rhs, dx, pre, dbias));
+  SMP_RETURN_IF_ERROR(visitFloat(lhs.dtype, "matmul_gelu_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    int64_t n = dx.shape.back();
+    HalfEpilogue epilogue = [&](const float *p) {
+      const S *x = pre.as<S>();
+      S *o = dx.as<S>();
+      forEachRow(
+          dx.numel() / n, n, p, [&](int64_t r, const float *c, float *v) {
+            for (int64_t j = 0; j < n; ++j)
+              v[j] = Float<S>::load(x[r * n + j]);
+            vecGeluTanhGrad(v, c, v, n); // the f32 product times gelu'(pre)
+            for (int64_t j = 0; j < n; ++j)
+              o[r * n + j] = Float<S>::store(v[j]);
+          });
+      return Status::success();
+    };
+    return runProduct(lhs, rhs, dx, transposeLhs, transposeRhs, &epilogue);
+  }));
+  // The bias gradient: dx's columns summed as bias_gelu_grad sums them.
+  common::BiasSums b = common::biasSums(dx, dbias);
+  return reduce(ReduceOp::Sum, dx, b.axes, b.sums);
 }
 
 } // namespace smp::kernels::cpu

@@ -16,6 +16,13 @@
 // column-major D) in cuBLASLt's CUBLASLT_EPILOGUE_BIAS, before the result is
 // rounded to its type; where cuBLASLt has no algorithm with the epilogue,
 // the plain product runs and the add kernel adds the bias after it.
+// matmul_bias_gelu runs CUBLASLT_EPILOGUE_GELU_AUX_BIAS (the GELU's input
+// written to the aux matrix, ld N) and matmul_gelu_grad
+// CUBLASLT_EPILOGUE_DGELU_BGRAD (the aux matrix read, the bias gradient
+// summed over D's columns): one cuBLASLt call each, so only a product that
+// is a single call (no batch; a rank-2 rhs folds the batch into M) with N a
+// multiple of 8 (the aux ld's documented constraint); anything else, or a
+// refusal, runs the separate kernels.
 //
 // Integers, and anything cuBLASLt's heuristic refuses, run gemmTiled: a
 // 16x16 shared-memory tiled kernel (fp32 accumulation for f32/f16/bf16, f64
@@ -129,6 +136,15 @@ Status runTiled(const char *name, Context *ctx, const Geometry &g,
 /// One cuBLASLt call: `count` products from these element offsets.
 struct Call {
   int64_t offA, offB, offC;
+};
+
+/// A product's cuBLASLt epilogue (DEFAULT: none).
+struct Epilogue {
+  uint32_t mode = CUBLASLT_EPILOGUE_DEFAULT;
+  /// The bias (BIAS, GELU_AUX_BIAS) or the bias gradient (DGELU_BGRAD).
+  const void *bias = nullptr;
+  /// The GELU's input, ld N: written (GELU_AUX_BIAS) or read (DGELU_BGRAD).
+  const void *aux = nullptr;
 };
 
 /// The largest power of two (at most 256) dividing v; 256 for 0.
@@ -264,9 +280,9 @@ struct LtPlan {
 };
 
 /// What a plan depends on: types, transposes, matrix sizes, batch count and
-/// strides, the pointers' alignments, TF32 and the bias epilogue (with the
-/// bias pointer's alignment, which the heuristic reads).
-using LtKey = std::array<int64_t, 20>;
+/// strides, the pointers' alignments, TF32 and the epilogue (with the bias
+/// and aux pointers' alignments, which the heuristic reads).
+using LtKey = std::array<int64_t, 21>;
 } // namespace lt
 
 struct LtPlanCache {
@@ -285,7 +301,7 @@ constexpr size_t kMaxLtPlans = 4096;
 Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
                   const LtCalls &lc, cudaDataType_t type,
                   cublasComputeType_t compute, cudaDataType_t scaleType,
-                  const void *bias, LtPlan &plan) {
+                  const Epilogue &e, LtPlan &plan) {
   LtDescs &d = plan.d;
   auto ok = [](cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; };
   auto ltFail = [&](const char *what, cublasStatus_t s) {
@@ -306,19 +322,28 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
       !ok(st = cublasLtMatmulDescSetAttribute(
               d.op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb))))
     return ltFail("cublasLtMatmulDescSetAttribute", st);
-  if (bias) {
-    // D's rows (column-major) are out's columns: the bias runs along them
-    // and broadcasts over D's columns (out's rows) and the batch (stride 0).
-    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (e.mode != CUBLASLT_EPILOGUE_DEFAULT) {
+    // D's rows (column-major) are out's columns: the bias (or its gradient)
+    // runs along them and broadcasts over D's columns (out's rows) and the
+    // batch (stride 0); the aux matrix is laid out as D (ld N).
     int32_t biasType = type;
-    if (!ok(st = cublasLtMatmulDescSetAttribute(
-                d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                sizeof(epilogue))) ||
+    int64_t auxLd = g.N;
+    if (!ok(st = cublasLtMatmulDescSetAttribute(d.op,
+                                                CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                &e.mode, sizeof(e.mode))) ||
         !ok(st = cublasLtMatmulDescSetAttribute(
                 d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
                 sizeof(biasType))) ||
         !ok(st = cublasLtMatmulDescSetAttribute(
-                d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias))))
+                d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &e.bias,
+                sizeof(e.bias))))
+      return ltFail("cublasLtMatmulDescSetAttribute", st);
+    if (e.aux && (!ok(st = cublasLtMatmulDescSetAttribute(
+                          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                          &e.aux, sizeof(e.aux))) ||
+                  !ok(st = cublasLtMatmulDescSetAttribute(
+                          d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                          sizeof(auxLd)))))
       return ltFail("cublasLtMatmulDescSetAttribute", st);
   }
   auto layout = [&](cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols,
@@ -373,12 +398,31 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
 Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
                  const LtCalls &lc, cudaDataType_t type,
                  cublasComputeType_t compute, cudaDataType_t scaleType,
-                 const void *bias, LtPlan *&plan) {
-  LtKey key = {static_cast<int64_t>(dt), ctx->allowTF32, g.transA, g.transB,
-               g.rowsA, g.colsA, g.rowsB, g.colsB, g.N, g.foldBatchIntoM,
-               lc.M, lc.count, lc.sA, lc.sB, lc.sC, lc.alA, lc.alB, lc.alC,
-               bias != nullptr,
-               bias ? alignmentOf(reinterpret_cast<uintptr_t>(bias)) : 0};
+                 const Epilogue &e, LtPlan *&plan) {
+  auto align = [](const void *p) -> int64_t {
+    return p ? alignmentOf(reinterpret_cast<uintptr_t>(p)) : 0;
+  };
+  LtKey key = {static_cast<int64_t>(dt),
+               ctx->allowTF32,
+               g.transA,
+               g.transB,
+               g.rowsA,
+               g.colsA,
+               g.rowsB,
+               g.colsB,
+               g.N,
+               g.foldBatchIntoM,
+               lc.M,
+               lc.count,
+               lc.sA,
+               lc.sB,
+               lc.sC,
+               lc.alA,
+               lc.alB,
+               lc.alC,
+               e.mode,
+               align(e.bias),
+               align(e.aux)};
   if (!ctx->ltPlans)
     ctx->ltPlans = new LtPlanCache;
   auto &plans = ctx->ltPlans->plans;
@@ -388,7 +432,7 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
   }
   auto fresh = std::make_unique<LtPlan>();
   SMP_RETURN_IF_ERROR(
-      makeLtPlan(name, ctx, g, lc, type, compute, scaleType, bias, *fresh));
+      makeLtPlan(name, ctx, g, lc, type, compute, scaleType, e, *fresh));
   if (plans.size() >= kMaxLtPlans)
     plans.clear();
   plan = fresh.get();
@@ -396,13 +440,13 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
   return Status::success();
 }
 
-/// Runs the product on cuBLASLt, with `bias` (N elements, or null) added in
-/// its epilogue. Sets `refused` (and returns success) when cuBLASLt has no
-/// algorithm for it; the caller then runs the tiled kernel (and the add).
-/// The descriptors and algorithm of a shape are made once (ltPlanFor): the
+/// Runs the product on cuBLASLt with epilogue `e`. Sets `refused` (and
+/// returns success) when cuBLASLt has no algorithm for it; the caller then
+/// runs the tiled kernel or its epilogue's separate kernels. The
+/// descriptors and algorithm of a shape are made once (ltPlanFor): the
 /// heuristic costs microseconds of host time a call.
 Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
-             const TensorRef &lhs, const TensorRef &rhs, const void *bias,
+             const TensorRef &lhs, const TensorRef &rhs, const Epilogue &e,
              const TensorRef &out, bool &refused) {
   refused = true;
   cudaDataType_t type;
@@ -414,18 +458,25 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
 
   // The calls: M' rows per product and `count` products per call.
   LtCalls lc(g);
+  // The GELU epilogues' aux matrix and bias gradient span one product.
+  if (e.aux && (lc.calls.size() != 1 || lc.count != 1 || g.N % 8 != 0))
+    return Status::success(); // refused
   lc.align(lhs, rhs, out, es);
   LtPlan *plan = nullptr;
   SMP_RETURN_IF_ERROR(
-      ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, bias, plan));
+      ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, e, plan));
   if (!plan->found)
     return Status::success(); // refused: the caller runs the tiled kernel
   const LtDescs &d = plan->d;
-  // A cached plan holds the pointer of the product it was made for (one of
-  // the same alignment: the key): this product's bias.
-  if (bias) {
-    cublasStatus_t st = cublasLtMatmulDescSetAttribute(
-        d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  // A cached plan holds the pointers of the product it was made for (ones
+  // of the same alignment: the key): this product's bias and aux matrix.
+  for (auto [attr, ptr] :
+       {std::pair(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &e.bias),
+        std::pair(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &e.aux)}) {
+    if (!*ptr)
+      continue;
+    cublasStatus_t st =
+        cublasLtMatmulDescSetAttribute(d.op, attr, ptr, sizeof(*ptr));
     if (st != CUBLAS_STATUS_SUCCESS)
       return fail(name, std::string("cublasLtMatmulDescSetAttribute failed: ") +
                             cublasStatusName(st));
@@ -465,13 +516,15 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   return launchStatus(name);
 }
 
-/// The product, with `bias` (or null) added to its rows: in cuBLASLt's
-/// epilogue, or else after the product by the add kernel. `biasAdded` says
-/// whether the epilogue added it.
+/// The product with epilogue `e` (null: none). `ran` says whether it ran:
+/// with an epilogue, false where cuBLASLt has no algorithm for it (or the
+/// product is empty or sums nothing), and nothing was enqueued: the caller
+/// runs its separate kernels. Without, the tiled kernel runs what cuBLASLt
+/// refuses.
 Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
-               const void *bias, const TensorRef &out, bool transposeLhs,
-               bool transposeRhs, bool &biasAdded) {
-  biasAdded = false;
+                  const Epilogue *e, const TensorRef &out, bool transposeLhs,
+                  bool transposeRhs, bool &ran) {
+  ran = false;
   SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   if (!smp::base::isFloat(lhs.dtype) && !smp::base::isInteger(lhs.dtype))
     return unsupported(name, lhs.dtype);
@@ -482,6 +535,9 @@ Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
   static_cast<common::MatMulDims &>(g) = ms;
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
+  if (e && (out.numel() == 0 || g.K == 0))
+    return Status::success(); // the caller's kernels
+  ran = true;
   if (out.numel() == 0)
     return Status::success();
   if (g.K == 0) // empty sum: zeros of any dtype are zero bytes
@@ -496,17 +552,13 @@ Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
 
   if (smp::base::isFloat(lhs.dtype)) {
     bool refused = false;
-    if (bias) { // the epilogue; a refusal tries the plain product next
-      Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, bias, out, refused);
-      biasAdded = s.ok() && !refused;
-      if (!s.ok() || biasAdded)
-        return s;
-    }
-    if (Status s =
-            runLt(name, ctx, g, lhs.dtype, lhs, rhs, nullptr, out, refused);
-        !s.ok() || !refused)
+    Status s = runLt(name, ctx, g, lhs.dtype, lhs, rhs, e ? *e : Epilogue(),
+                     out, refused);
+    ran = s.ok() && !refused;
+    if (!s.ok() || ran || e)
       return s;
   }
+  ran = true;
   return runTiled(name, ctx, g, lhs, rhs, out);
 }
 
@@ -514,9 +566,9 @@ Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
 
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
               bool transposeLhs, bool transposeRhs) {
-  bool biasAdded;
+  bool ran;
   return runProduct("matmul", lhs, rhs, nullptr, out, transposeLhs,
-                    transposeRhs, biasAdded);
+                    transposeRhs, ran);
 }
 
 Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
@@ -524,12 +576,51 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
                   bool transposeLhs, bool transposeRhs) {
   const char *name = "matmul_bias";
   SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
-  bool biasAdded = false;
-  SMP_RETURN_IF_ERROR(runProduct(name, lhs, rhs, bias.data, out,
-                                 transposeLhs, transposeRhs, biasAdded));
-  if (biasAdded || out.numel() == 0)
+  Epilogue e{CUBLASLT_EPILOGUE_BIAS, bias.data};
+  bool ran = false;
+  SMP_RETURN_IF_ERROR(
+      runProduct(name, lhs, rhs, &e, out, transposeLhs, transposeRhs, ran));
+  if (ran)
     return Status::success();
-  return binary(BinaryOp::Add, out, bias, out);
+  SMP_RETURN_IF_ERROR(runProduct(name, lhs, rhs, nullptr, out, transposeLhs,
+                                 transposeRhs, ran));
+  return out.numel() == 0 ? Status::success()
+                          : binary(BinaryOp::Add, out, bias, out);
+}
+
+Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &bias, const TensorRef &out,
+                      const TensorRef &pre, bool transposeLhs,
+                      bool transposeRhs) {
+  const char *name = "matmul_bias_gelu";
+  SMP_RETURN_IF_ERROR(
+      common::checkGeluEpilogue(name, lhs, rhs, out, pre, bias));
+  Epilogue e{CUBLASLT_EPILOGUE_GELU_AUX_BIAS, bias.data, pre.data};
+  bool ran = false;
+  SMP_RETURN_IF_ERROR(
+      runProduct(name, lhs, rhs, &e, out, transposeLhs, transposeRhs, ran));
+  if (ran)
+    return Status::success();
+  SMP_RETURN_IF_ERROR(
+      matmulBias(lhs, rhs, bias, pre, transposeLhs, transposeRhs));
+  return gelu(pre, /*tanhApproximation=*/true, out);
+}
+
+Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &pre, const TensorRef &dx,
+                      const TensorRef &dbias, bool transposeLhs,
+                      bool transposeRhs) {
+  const char *name = "matmul_gelu_grad";
+  SMP_RETURN_IF_ERROR(
+      common::checkGeluEpilogue(name, lhs, rhs, dx, pre, dbias));
+  Epilogue e{CUBLASLT_EPILOGUE_DGELU_BGRAD, dbias.data, pre.data};
+  bool ran = false;
+  SMP_RETURN_IF_ERROR(
+      runProduct(name, lhs, rhs, &e, dx, transposeLhs, transposeRhs, ran));
+  if (ran)
+    return Status::success();
+  SMP_RETURN_IF_ERROR(matmul(lhs, rhs, dx, transposeLhs, transposeRhs));
+  return biasGeluGrad(pre, dx, /*tanhApprox=*/true, dx, dbias);
 }
 
 } // namespace smp::kernels::cuda

@@ -43,22 +43,17 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 n);
 }
 
-/// Two launches: geluGrad, then reduce's column sums of dx (on the GPU the
-/// fusion that saves the pass is cuBLASLt's DGELU_BGRAD epilogue on the
-/// product that makes dy, which needs the matmul lowering to carry it).
+/// Two launches: geluGrad, then reduce's column sums of dx (the fusion that
+/// saves the passes is matmul_gelu_grad: cuBLASLt's DGELU_BGRAD epilogue on
+/// the product that makes dy).
 Status biasGeluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                     const TensorRef &dx, const TensorRef &dbias) {
   SMP_RETURN_IF_ERROR(common::checkBiasGeluGrad(x, dy, dx, dbias));
   if (dbias.dtype != dx.dtype)
     return unsupported("bias_gelu_grad", dbias.dtype);
   SMP_RETURN_IF_ERROR(geluGrad(x, dy, tanhApprox, dx));
-  std::vector<int64_t> leading(x.shape.size() - 1);
-  for (size_t d = 0; d < leading.size(); ++d)
-    leading[d] = static_cast<int64_t>(d);
-  TensorRef sums = dbias;
-  sums.shape = std::vector<int64_t>(x.shape.size(), 1);
-  sums.shape.back() = x.shape.back();
-  return reduce(ReduceOp::Sum, dx, leading, sums);
+  common::BiasSums b = common::biasSums(x, dbias);
+  return reduce(ReduceOp::Sum, dx, b.axes, b.sums);
 }
 
 //===----------------------------------------------------------------------===//

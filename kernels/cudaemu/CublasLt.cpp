@@ -10,7 +10,14 @@
 // model (CUBLAS_STATUS_NOT_SUPPORTED: the caller's fallback runs; it models
 // CUBLASLT_EPILOGUE_BIAS with a bias of D's type: D's rows each get their
 // bias element, added to alpha op(A) op(B) + beta C before D is rounded to
-// its type, a batch stride of 0 sharing one bias), and at
+// its type, a batch stride of 0 sharing one bias; and for one unbatched
+// product with f32 compute, CUBLASLT_EPILOGUE_GELU_AUX_BIAS (the biased sum
+// stored to the aux matrix, its tanh-form GELU to D) and
+// CUBLASLT_EPILOGUE_DGELU_BGRAD (D = the sum times the GELU's derivative at
+// the aux matrix's element, and each row of D, as stored, summed in column
+// order in double into the bias pointer), the aux matrix of D's type with
+// the documented leading dimension: a multiple of 8, at least D's rows),
+// and at
 // the product: an operand or workspace not in device memory or running
 // past its allocation, or a pointer less aligned than the preference
 // promised when the algorithm was chosen (a real kernel would fault).
@@ -45,7 +52,25 @@ struct OpDesc {
   const void *bias = nullptr;
   int32_t biasType = -1; // -1: D's type
   int64_t biasStride = 0;
+  const void *aux = nullptr;
+  int64_t auxLd = 0;
 };
+
+bool geluEpilogue(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+         e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+
+/// The tanh-form GELU and its derivative, in double.
+constexpr double kGeluK = 0.79788456080286535588, kGeluC = 0.044715;
+double geluTanh(double x) {
+  return 0.5 * x * (1 + std::tanh(kGeluK * (x + kGeluC * x * x * x)));
+}
+double geluTanhDerivative(double x) {
+  double t = std::tanh(kGeluK * (x + kGeluC * x * x * x));
+  return 0.5 * (1 + t) +
+         0.5 * x * (1 - t * t) * kGeluK * (1 + 3 * kGeluC * x * x);
+}
 struct Layout {
   cudaDataType_t type;
   uint64_t rows, cols;
@@ -160,14 +185,22 @@ std::string refusal(const OpDesc &d, const Layout &a, const Layout &b,
            ", D " + std::to_string(dd.rows) + "x" + std::to_string(dd.cols) +
            " do not chain";
   if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
-      d.epilogue != CUBLASLT_EPILOGUE_BIAS)
+      d.epilogue != CUBLASLT_EPILOGUE_BIAS && !geluEpilogue(d.epilogue))
     return "epilogue " + std::to_string(d.epilogue) +
            " is not modelled by the emulator";
-  if (d.epilogue == CUBLASLT_EPILOGUE_BIAS &&
+  if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
       (d.compute == CUBLAS_COMPUTE_64F ||
        (d.biasType != -1 && d.biasType != dd.type)))
-    return "the bias epilogue is modelled for f32 compute with a bias of "
+    return "the bias epilogues are modelled for f32 compute with a bias of "
            "D's type only";
+  if (geluEpilogue(d.epilogue)) {
+    if (dd.batch != 1 || dd.order != CUBLASLT_ORDER_COL)
+      return "the GELU epilogues are modelled for one column-major product";
+    if (!d.aux || d.auxLd % 8 != 0 || d.auxLd < int64_t(dd.rows))
+      return "the GELU epilogues need an aux pointer and an aux leading "
+             "dimension divisible by 8 and at least D's rows (" +
+             std::to_string(d.auxLd) + " for " + std::to_string(dd.rows) + ")";
+  }
   if (a.batch != dd.batch || b.batch != dd.batch || c.batch != dd.batch)
     return "batch counts differ";
   bool f64 = d.compute == CUBLAS_COMPUTE_64F;
@@ -201,6 +234,26 @@ bool checkLayout(const Layout &l) {
          (l.batch == 1 || l.stride >= 0);
 }
 
+/// The GELU epilogues on D's values v (m x n, row-major; one product):
+/// GELU_AUX_BIAS stores v to the aux matrix and makes it gelu(v);
+/// DGELU_BGRAD multiplies v by the GELU's derivative at the aux element.
+void geluEpilogueOf(const OpDesc &d, const Layout &dl, std::vector<double> &v) {
+  if (!geluEpilogue(d.epilogue))
+    return;
+  int64_t m = dl.rows, n = dl.cols;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double &x = v[static_cast<size_t>(i * n + j)];
+      int64_t a = j * d.auxLd + i;
+      if (d.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+        store(const_cast<void *>(d.aux), dl.type, a, x);
+        x = geluTanh(x);
+      } else {
+        x *= geluTanhDerivative(load(d.aux, dl.type, a));
+      }
+    }
+}
+
 /// D = alpha op(A) op(B) + beta C (+ bias), batch by batch: op(A) and op(B)
 /// read into row-major arrays of the accumulator type Acc (tf32-rounded
 /// when `tf`), each D element summed over k in order in Acc, then scaled, C
@@ -209,8 +262,10 @@ template <class Acc>
 void product(const OpDesc &d, const Layout &a, const Layout &b,
              const Layout &c, const Layout &dl, double alpha, double beta,
              const void *A, const void *B, const void *C, void *D, bool tf) {
-  const void *bias =
-      d.epilogue == CUBLASLT_EPILOGUE_BIAS ? d.bias : nullptr;
+  const void *bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                             d.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                         ? d.bias
+                         : nullptr;
   int64_t m = dl.rows, n = dl.cols;
   int64_t k = d.transA == CUBLAS_OP_N ? a.cols : a.rows;
   std::vector<Acc> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(k * n)),
@@ -253,15 +308,57 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
         out[static_cast<size_t>(i * n + j)] = v;
       }
     }
+    geluEpilogueOf(d, dl, out);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         store(pd, dl.type, at(dl, i, j), out[static_cast<size_t>(i * n + j)]);
+    if (d.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+      for (int64_t i = 0; i < m; ++i) { // D's rows as stored, in column order
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+          sum += load(pd, dl.type, at(dl, i, j));
+        store(const_cast<void *>(d.bias), dl.type, i, sum);
+      }
   }
 }
 
 cublasStatus_t refuse(cublasStatus_t s, const std::string &why) {
   report(why);
   return s;
+}
+
+/// The epilogue's bias (D's rows) and aux matrix (as D, with its ld) lie in
+/// device memory, aligned to their element.
+cublasStatus_t checkEpilogueBuffers(const OpDesc &d, const Layout &dl) {
+  if (d.epilogue == CUBLASLT_EPILOGUE_DEFAULT)
+    return CUBLAS_STATUS_SUCCESS;
+  size_t es = typeSize(dl.type);
+  if (!d.bias)
+    return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                  "cublasLtMatmul: a bias epilogue without a bias pointer");
+  struct Buffer {
+    const char *what;
+    const void *p;
+    int64_t elements;
+  };
+  Buffer bufs[2] = {{"the bias (D's rows)", d.bias,
+                     (int64_t(dl.batch) - 1) * d.biasStride + int64_t(dl.rows)},
+                    {"the aux matrix (D's shape, its ld)", d.aux,
+                     (int64_t(dl.cols) - 1) * d.auxLd + int64_t(dl.rows)}};
+  for (int i = 0; i < (geluEpilogue(d.epilogue) ? 2 : 1); ++i) {
+    const Buffer &b = bufs[i];
+    size_t bytes = static_cast<size_t>(b.elements) * es;
+    if (!deviceAccessible(b.p, bytes) ||
+        reinterpret_cast<uintptr_t>(b.p) % es != 0) {
+      report(std::string("cublasLtMatmul: ") + b.what + ", " +
+             std::to_string(bytes) +
+             " bytes, is not inside a device allocation or not aligned to "
+             "its element");
+      setError(cudaErrorIllegalAddress, true);
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+  }
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 } // namespace
@@ -303,6 +400,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(
     return setValue(op(d)->biasType, buf, size);
   case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE:
     return setValue(op(d)->biasStride, buf, size);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return setValue(op(d)->aux, buf, size);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return setValue(op(d)->auxLd, buf, size);
   default:
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED,
                   "cublasLtMatmulDescSetAttribute: attribute " +
@@ -455,22 +556,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
       return CUBLAS_STATUS_EXECUTION_FAILED;
     }
   }
-  if (d.epilogue == CUBLASLT_EPILOGUE_BIAS) {
-    size_t es = typeSize(dl.type);
-    size_t bytes = static_cast<size_t>(
-        (int64_t(dl.batch) - 1) * d.biasStride + int64_t(dl.rows)) * es;
-    if (!d.bias)
-      return refuse(CUBLAS_STATUS_INVALID_VALUE,
-                    "cublasLtMatmul: the bias epilogue without a bias pointer");
-    if (!deviceAccessible(d.bias, bytes) ||
-        reinterpret_cast<uintptr_t>(d.bias) % es != 0) {
-      report("cublasLtMatmul: the bias (" + std::to_string(bytes) +
-             " bytes, D's rows) is not inside a device allocation or not "
-             "aligned to its element");
-      setError(cudaErrorIllegalAddress, true);
-      return CUBLAS_STATUS_EXECUTION_FAILED;
-    }
-  }
+  if (cublasStatus_t st = checkEpilogueBuffers(d, dl);
+      st != CUBLAS_STATUS_SUCCESS)
+    return st;
   if (workspace && workspaceBytes &&
       !deviceAccessible(workspace, workspaceBytes)) {
     report("cublasLtMatmul: the workspace is not device memory");

@@ -142,6 +142,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
     // After canonicalization (transposes folded into the products' flags).
     pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
+    pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());

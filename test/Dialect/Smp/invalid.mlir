@@ -506,3 +506,36 @@ func.func @sgd_multi_state(%p: tensor<8xf32>, %b: tensor<4xf32>, %lr: tensor<f32
   %a:1, %c:1 = smp.sgd_update_multi params(%p) grads(%p) momentum_buffers(%b) lr %lr step %lr : (tensor<8xf32>) (tensor<8xf32>) (tensor<4xf32>) tensor<f32> -> (tensor<8xf32>) (tensor<8xf32>)
   return
 }
+
+// -----
+
+func.func @matmul_bias_gelu_f32(%a: tensor<2x3xf32>, %b: tensor<3x8xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.matmul_bias_gelu' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type values}}
+  %0:2 = smp.matmul_bias_gelu %a, %b, %c : (tensor<2x3xf32>, tensor<3x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_gelu_width(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %c: tensor<4xbf16>) {
+  // expected-error @+2 {{'smp.matmul_bias_gelu' bias 'tensor<4xbf16>' is neither [8] nor [1, ..., 1, 8] for the product 'tensor<2x8xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0:2 = smp.matmul_bias_gelu %a, %b, %c : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<4xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_preactivation(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %p: tensor<2x4xbf16>) {
+  // expected-error @+1 {{'smp.matmul_gelu_grad' op preactivation 'tensor<2x4xbf16>' and input_grad 'tensor<2x8xbf16>' must both be the product's type 'tensor<2x8xbf16>'}}
+  %0:2 = smp.matmul_gelu_grad %a, %b, %p : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<2x4xbf16>) -> (tensor<2x8xbf16>, tensor<8xbf16>)
+  return
+}
+
+// -----
+
+func.func @matmul_gelu_grad_bias(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %p: tensor<2x8xbf16>) {
+  // expected-error @+1 {{'smp.matmul_gelu_grad' op bias_grad 'tensor<2x8xbf16>' is neither [8] nor [1, ..., 1, 8] of the product's element type for the product 'tensor<2x8xbf16>'}}
+  %0:2 = smp.matmul_gelu_grad %a, %b, %p : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<2x8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>)
+  return
+}

@@ -618,17 +618,53 @@ void biasExpectingFault() {
   std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
 }
 
+/// An 8x4x4 f32 product with the GELU_AUX_BIAS epilogue: an aux matrix of
+/// D's shape at leading dimension `auxLd`, `auxFloats` long. Exits 0 when
+/// the product is refused (`refusedExit`) or the synchronisation reports
+/// an illegal address.
+void geluAuxExpecting(int64_t auxLd, int auxFloats, bool refusedExit) {
+  Lt lt;
+  float *a = nullptr, *b = nullptr, *d = nullptr, *bias = nullptr,
+        *aux = nullptr;
+  cudaMalloc(&a, 32 * sizeof(float));
+  cudaMalloc(&b, 16 * sizeof(float));
+  cudaMalloc(&d, 32 * sizeof(float));
+  cudaMalloc(&bias, 8 * sizeof(float));
+  cudaMalloc(&aux, auxFloats * sizeof(float));
+  lt.plan(CUDA_R_32F, false, false, 8, 4, 4, 1, 16, bias);
+  uint32_t epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                 &epilogue, sizeof epilogue);
+  cublasLtMatmulDescSetAttribute(
+      lt.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+  cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                 &auxLd, sizeof auxLd);
+  cublasStatus_t s = lt.run(a, b, d);
+  if (refusedExit)
+    std::exit(s == CUBLAS_STATUS_NOT_SUPPORTED ? 0 : 1);
+  std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+}
+
 TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
   // The bias epilogue reads one bias element per row of D.
   EXPECT_EXIT(
       biasExpectingFault(), testing::ExitedWithCode(0),
-      "the bias .16 bytes, D's rows. is not inside a device allocation");
+      "the bias .D's rows., 16 bytes, is not inside a device allocation");
   // The layout spans 16 floats; A holds 15.
   EXPECT_EXIT(productExpectingFault(15, 0), testing::ExitedWithCode(0),
               "not inside a device allocation");
   // A 4-byte aligned, 16 promised.
   EXPECT_EXIT(productExpectingFault(20, 1), testing::ExitedWithCode(0),
               "less aligned");
+  // The GELU epilogue's aux matrix holds D (8 x 4 at ld 8): 28 of 32 floats
+  // fault; an ld short of D's 8 rows, or not a multiple of 8, is refused.
+  EXPECT_EXIT(geluAuxExpecting(8, 28, false), testing::ExitedWithCode(0),
+              "the aux matrix .D's shape, its ld., 128 bytes, is not inside");
+  EXPECT_EXIT(geluAuxExpecting(4, 32, true), testing::ExitedWithCode(0),
+              "aux leading dimension divisible by 8 and at least D's rows .4 "
+              "for 8.");
+  EXPECT_EXIT(geluAuxExpecting(12, 48, true), testing::ExitedWithCode(0),
+              "divisible by 8");
 }
 
 //===----------------------------------------------------------------------===//

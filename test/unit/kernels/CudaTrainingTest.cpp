@@ -107,6 +107,68 @@ TEST_F(Cuda, MatMulBias) {
   EXPECT_NE(s.error.find("one element per column"), std::string::npos) << s.error;
 }
 
+/// matmul_bias_gelu and matmul_gelu_grad against the CPU's: cuBLASLt's
+/// GELU_AUX_BIAS and DGELU_BGRAD epilogues where the product is one call
+/// with N a multiple of 8 (a plain product, a batch folded into M), and the
+/// separate kernels elsewhere (N of 12; a batched rhs: several products).
+TEST_F(Cuda, GeluEpiloguesAreTheCpus) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool tb;
+  };
+  const Case cases[] = {{{600, 96}, {96, 24}, false},
+                        {{3, 7, 40}, {96, 40}, true},
+                        {{4, 9, 16}, {16, 12}, false},
+                        {{4, 5, 7}, {4, 7, 8}, false}};
+  unsigned seed = 520;
+  for (DType t : {DType::F16, DType::BF16})
+    for (const Case &c : cases) {
+      std::vector<int64_t> out = c.a;
+      out.back() = c.tb ? c.b[c.b.size() - 2] : c.b.back();
+      std::vector<int64_t> bs = {out.back()};
+      SCOPED_TRACE(std::string(name(t)) + " " +
+                   smp::base::describe(make(t, c.a)) + " x " +
+                   smp::base::describe(make(t, c.b)));
+      Host a = random(t, c.a, -1, 1, seed++), b = random(t, c.b, -1, 1, seed++);
+      Host bias = random(t, bs, -1, 1, seed++),
+           x = random(t, out, -3, 3, seed++);
+      Host result(t, out), pre(t, out), dx(t, out), db(t, bs);
+      ASSERT_OK(cpuk::matmulBiasGelu(a, b, bias, result, pre, false, c.tb));
+      ASSERT_OK(cpuk::matmulGeluGrad(a, b, x, dx, db, false, c.tb));
+      Dev da(a), dbm(b), dbias(bias), dx0(x), gresult(t, out), gpre(t, out),
+          gdx(t, out), gdb(t, bs);
+      ASSERT_OK(
+          cuk::matmulBiasGelu(da, dbm, dbias, gresult, gpre, false, c.tb));
+      ASSERT_OK(cuk::matmulGeluGrad(da, dbm, dx0, gdx, gdb, false, c.tb));
+      for (auto [got, want, what] : {std::tuple(&gresult, &result, "result"),
+                                     std::tuple(&gpre, &pre, "preactivation"),
+                                     std::tuple(&gdx, &dx, "input_grad")}) {
+        SCOPED_TRACE(what);
+        expectTol(*got, *want, true);
+      }
+      // The bias gradient sums input_grad's columns, whose elements may
+      // differ by an ulp (the separate kernels round the product first):
+      // within two ulps of the largest column's sum of magnitudes.
+      double colAbs = 0;
+      for (int64_t j = 0; j < out.back(); ++j) {
+        double sum = 0;
+        for (int64_t i = j; i < dx.numel(); i += out.back())
+          sum += std::fabs(dx.get(i));
+        colAbs = std::max(colAbs, sum);
+      }
+      SCOPED_TRACE("bias_grad");
+      expectClose(gdb, db, 0,
+                  colAbs * (t == DType::BF16 ? 1.0 / 128 : 1.0 / 1024));
+    }
+  // f32 operands are refused by name.
+  Host a = random(DType::F32, {4, 8}, -1, 1, 1),
+       b = random(DType::F32, {8, 8}, -1, 1, 2);
+  Dev da(a), db(b), dbias(Host(DType::F32, {8})), dout(DType::F32, {4, 8});
+  Status s = cuk::matmulBiasGelu(da, db, dbias, dout, dout, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("takes f16 or bf16"), std::string::npos) << s.error;
+}
+
 TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
   struct Case {
     std::vector<int64_t> x;

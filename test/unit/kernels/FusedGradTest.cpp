@@ -132,6 +132,133 @@ TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
   EXPECT_NE(s.error.find("rank 2"), std::string::npos) << s.error;
 }
 
+/// Values k/16, |k| <= 16 * scale: exact in f16 and bf16, so the
+/// products' f32 sums are exact in any order and the reference below is
+/// the exact sum.
+Host dyadic(DType t, std::vector<int64_t> shape, double scale, unsigned seed) {
+  Host h = random(DType::F64, shape, -scale, scale, seed), out(t, shape);
+  for (int64_t i = 0; i < h.numel(); ++i)
+    out.set(i, std::round(h.get(i) * 16) / 16);
+  return out;
+}
+
+/// The exact product (as [rows, n], the lhs [.., K] folded, rhs [K, n] or
+/// transposed [n, K]) in double.
+std::vector<double> exactProduct(const Host &a, const Host &b, bool tb,
+                                 int64_t n) {
+  int64_t k = a.ref.shape.back(), rows = a.numel() / k;
+  std::vector<double> p(static_cast<size_t>(rows * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t q = 0; q < k; ++q)
+        p[r * n + j] += a.get(r * k + q) * b.get(tb ? j * k + q : q * n + j);
+  return p;
+}
+
+double geluTanhOf(double x) {
+  return 0.5 * x *
+         (1 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+
+/// `got` holds `want` (exact values) rounded to got's type: each element
+/// within one unit in the last place of its rounding, and at most 2% of
+/// them not the rounding itself (the kernels' f32 GELU is a 4-ulp
+/// approximation, and loses digits below 1e-30 in the far negative tail:
+/// an absolute 1e-6 there). The GELU of the rounded sum, or the erf GELU,
+/// breaks the rounding of far more.
+void expectRounded(const Host &got, const std::vector<double> &want) {
+  Host rounded(got.ref.dtype, got.ref.shape);
+  int64_t off = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    rounded.set(i, want[i]);
+    double ulp = std::fabs(rounded.get(i)) *
+                     (got.ref.dtype == DType::BF16 ? 1.0 / 128 : 1.0 / 1024) +
+                 1e-6;
+    if (got.get(i) != rounded.get(i)) {
+      ++off;
+      ASSERT_LE(std::fabs(got.get(i) - want[i]), ulp)
+          << "element " << i << ": got " << got.get(i) << ", want " << want[i];
+    }
+  }
+  EXPECT_LE(off, got.numel() / 50) << off << " of " << got.numel();
+}
+
+/// smp-fuse-gelu-epilogue's CPU kernels against the exact sums: forward,
+/// the preactivation is the biased sum rounded once and the result the
+/// tanh GELU of the unrounded sum rounded once; backward, the input
+/// gradient is the product times gelu'(preactivation) rounded once and the
+/// bias gradient its columns' sum as reduce_sum sums them. f16 and bf16,
+/// folded and plain products, a transposed rhs, [N] and [1, 1, N] biases.
+TEST(FusedGrad, GeluEpiloguesAreTheUnroundedProductsGelu) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool tb;
+  };
+  const Case cases[] = {{{3, 7, 40}, {96, 40}, true},
+                        {{600, 96}, {96, 24}, false},
+                        {{2, 5, 16}, {16, 8}, false}};
+  unsigned seed = 40;
+  for (DType t : {DType::F16, DType::BF16})
+    for (const Case &c : cases) {
+      int64_t n = c.tb ? c.b[0] : c.b[1];
+      std::vector<int64_t> out = c.a;
+      out.back() = n;
+      std::vector<int64_t> bs(c.a.size() == 3 ? 3 : 1, 1);
+      bs.back() = n;
+      SCOPED_TRACE(::testing::Message() << "dtype " << int(t) << " out "
+                                        << smp::base::describe(make(t, out)));
+      Host a = dyadic(t, c.a, 1, seed++), b = dyadic(t, c.b, 1, seed++);
+      Host bias = dyadic(t, bs, 2, seed++);
+      std::vector<double> sum = exactProduct(a, b, c.tb, n);
+      // Forward.
+      Host result(t, out), pre(t, out);
+      ASSERT_OK(matmulBiasGelu(a, b, bias, result, pre, false, c.tb));
+      std::vector<double> biased(sum.size()), gelu(sum.size());
+      for (size_t i = 0; i < sum.size(); ++i) {
+        biased[i] = sum[i] + bias.get(static_cast<int64_t>(i % n));
+        gelu[i] = geluTanhOf(biased[i]);
+      }
+      Host wantPre(t, out);
+      for (int64_t i = 0; i < wantPre.numel(); ++i)
+        wantPre.set(i, biased[i]);
+      expectSameBytes(pre, wantPre, "preactivation");
+      expectRounded(result, gelu);
+      // Backward: the product is the output's gradient, pre the GELU's input.
+      Host x = dyadic(t, out, 3, seed++), dx(t, out), db(t, bs);
+      ASSERT_OK(matmulGeluGrad(a, b, x, dx, db, false, c.tb));
+      std::vector<double> grad(sum.size());
+      for (size_t i = 0; i < sum.size(); ++i) {
+        double v = x.get(static_cast<int64_t>(i)), h = 1e-6;
+        grad[i] = sum[i] * (geluTanhOf(v + h) - geluTanhOf(v - h)) / (2 * h);
+      }
+      expectRounded(dx, grad);
+      Host wantDb(t, bs);
+      ASSERT_OK(reduce(ReduceOp::Sum, dx, leadingAxes(out), wantDb));
+      expectSameBytes(db, wantDb, "bias_grad");
+    }
+  // Refused by name: f32 operands, a preactivation of another shape, a bias
+  // of another width.
+  Host a = random(DType::F32, {4, 8}, -1, 1, 7),
+       b = random(DType::F32, {8, 6}, -1, 1, 8);
+  Host o(DType::F32, {4, 6});
+  Status s = matmulBiasGelu(a, b, Host(DType::F32, {6}), o, o, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("matmul_bias_gelu: takes f16 or bf16"),
+            std::string::npos)
+      << s.error;
+  Host ha = random(DType::BF16, {4, 8}, -1, 1, 7),
+       hb = random(DType::BF16, {8, 6}, -1, 1, 8), ho(DType::BF16, {4, 6});
+  s = matmulGeluGrad(ha, hb, Host(DType::BF16, {4, 5}), ho,
+                     Host(DType::BF16, {6}), false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("must have the output's shape"), std::string::npos)
+      << s.error;
+  s = matmulGeluGrad(ha, hb, ho, ho, Host(DType::BF16, {5}), false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("matmul_gelu_grad: bias"), std::string::npos)
+      << s.error;
+}
+
 /// smp-fuse-loss-casts: cross_entropy on f16/bf16 logits with an f32 loss
 /// gives the bits of cross_entropy on their f32 copy, and cross_entropy_grad
 /// written in the logits' type the bits of the f32 gradient then a cast;

@@ -230,18 +230,18 @@ LogicalResult CastMultiOp::verify() {
   return success();
 }
 
-LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             MatMulBiasOp::Adaptor adaptor,
-                                             SmallVectorImpl<Type> &results) {
-  const char *name = "smp.matmul_bias";
+/// matmul_bias's (and matmul_bias_gelu's) result type: the product's, with
+/// a bias of its element type running along its last dim.
+static FailureOr<RankedTensorType>
+inferMatMulBiasType(std::optional<Location> loc, StringRef name, Value lhs,
+                    Value rhs, Value biasValue, bool transposeLhs,
+                    bool transposeRhs) {
   FailureOr<RankedTensorType> type =
-      inferMatMulType(loc, name, adaptor.getLhs(), adaptor.getRhs(),
-                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+      inferMatMulType(loc, name, lhs, rhs, transposeLhs, transposeRhs);
   if (failed(type))
     return failure();
-  auto bias = rankedType(adaptor.getBias());
-  if (rankedType(adaptor.getRhs()).getRank() < 2)
+  auto bias = rankedType(biasValue);
+  if (rankedType(rhs).getRank() < 2)
     return emitOptionalError(loc, "'", name,
                              "' needs a rhs of rank 2 or more (the bias "
                              "runs along its columns)");
@@ -254,7 +254,54 @@ LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "'", name, "' bias ", bias,
                              " is neither [", n, "] nor [1, ..., 1, ", n,
                              "] for the product ", *type);
+  return type;
+}
+
+LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             MatMulBiasOp::Adaptor adaptor,
+                                             SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type = inferMatMulBiasType(
+      loc, "smp.matmul_bias", adaptor.getLhs(), adaptor.getRhs(),
+      adaptor.getBias(), adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
   results.push_back(*type);
+  return success();
+}
+
+LogicalResult
+MatMulBiasGeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   MatMulBiasGeluOp::Adaptor adaptor,
+                                   SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type = inferMatMulBiasType(
+      loc, "smp.matmul_bias_gelu", adaptor.getLhs(), adaptor.getRhs(),
+      adaptor.getBias(), adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type))
+    return failure();
+  results.append(2, *type); // result, preactivation
+  return success();
+}
+
+LogicalResult MatMulGeluGradOp::verify() {
+  FailureOr<RankedTensorType> type =
+      inferMatMulType(getLoc(), "smp.matmul_gelu_grad", getLhs(), getRhs(),
+                      getTransposeLhs(), getTransposeRhs());
+  if (failed(type))
+    return failure();
+  if (getPreactivation().getType() != *type ||
+      getInputGrad().getType() != *type)
+    return emitOpError("preactivation ")
+           << getPreactivation().getType() << " and input_grad "
+           << getInputGrad().getType() << " must both be the product's type "
+           << *type;
+  auto bias = rankedType(getBiasGrad());
+  int64_t n = type->getShape().back();
+  if (type->getRank() < 2 || bias.getElementType() != type->getElementType() ||
+      !isRowVector(bias.getShape(), n, type->getRank()))
+    return emitOpError("bias_grad ")
+           << bias << " is neither [" << n << "] nor [1, ..., 1, " << n
+           << "] of the product's element type for the product " << *type;
   return success();
 }
 

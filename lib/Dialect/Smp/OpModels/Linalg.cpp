@@ -159,9 +159,13 @@ SMP_VJP(CumSumOp) {
 
 namespace {
 
-/// A product's multiply-adds (matmul_bias: and the bias's adds, one per
-/// result element; streaming() counts its bytes with the operands').
-template <typename MatMulLikeOp> OpCost matmulCost(Operation *op) {
+/// A product's multiply-adds (its first result's elements times K), plus
+/// `PerElement` FLOPs per result element for its epilogue (matmul_bias: the
+/// bias's add; the GELU epilogues: the GELU or its derivative, the bias and
+/// the bias gradient's add); streaming() counts every operand's and
+/// result's bytes.
+template <typename MatMulLikeOp, int PerElement>
+OpCost matmulCost(Operation *op) {
   auto mm = cast<MatMulLikeOp>(op);
   OpCost c = streaming(mm, 0);
   auto lhs = cast<RankedTensorType>(mm.getLhs().getType());
@@ -169,9 +173,8 @@ template <typename MatMulLikeOp> OpCost matmulCost(Operation *op) {
                   ? lhs.getDimSize(0)
                   : lhs.getDimSize(mm.getTransposeLhs() ? lhs.getRank() - 2
                                                         : lhs.getRank() - 1);
-  c.flops = 2.0 * numel(mm.getResult()) * static_cast<double>(k);
-  if constexpr (std::is_same_v<MatMulLikeOp, MatMulBiasOp>)
-    c.flops += numel(mm.getResult());
+  double elements = numel(op->getResult(0));
+  c.flops = 2.0 * elements * static_cast<double>(k) + PerElement * elements;
   c.matrix = true;
   return c;
 }
@@ -247,8 +250,12 @@ void registerLinalgOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
     attach<GradientModel, MatMulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
            SoftmaxOp, LogSoftmaxOp, CumSumOp>(ctx);
-    attach<CostFn<matmulCost<MatMulOp>>::Model, MatMulOp>(ctx);
-    attach<CostFn<matmulCost<MatMulBiasOp>>::Model, MatMulBiasOp>(ctx);
+    attach<CostFn<matmulCost<MatMulOp, 0>>::Model, MatMulOp>(ctx);
+    attach<CostFn<matmulCost<MatMulBiasOp, 1>>::Model, MatMulBiasOp>(ctx);
+    attach<CostFn<matmulCost<MatMulBiasGeluOp, 9>>::Model, MatMulBiasGeluOp>(
+        ctx);
+    attach<CostFn<matmulCost<MatMulGeluGradOp, 14>>::Model, MatMulGeluGradOp>(
+        ctx);
     attach<CostFn<reduceCost>::Model, ReduceSumOp, ReduceMeanOp,
            ReduceMaxOp>(ctx);
     attach<CostFn<sumSquaresCost>::Model, SumSquaresOp>(ctx);

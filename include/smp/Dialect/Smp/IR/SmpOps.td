@@ -19,6 +19,8 @@ def Smp_Tensor : RankedTensorOf<[AnyType]>;
 def Smp_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Smp_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
 def Smp_BoolTensor : RankedTensorOf<[I1]>;
+/// The 16-bit floats (the types cuBLASLt's GELU epilogues are used for).
+def Smp_HalfTensor : RankedTensorOf<[F16, BF16]>;
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -227,6 +229,59 @@ def Smp_MatMulBiasOp : Smp_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $lhs `,` $rhs `,` $bias attr-dict `:` functional-type(operands, results)
   }];
+}
+
+def Smp_MatMulBiasGeluOp : Smp_Op<"matmul_bias_gelu", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "gelu(matmul_bias), keeping the GELU's input (f16/bf16)";
+  let description = [{
+    `preactivation = matmul(lhs, rhs) + bias` as `smp.matmul_bias` (the bias
+    added to the f32 product before its one rounding) and `result` the
+    tanh-approximation GELU of that f32 sum, rounded once: cuBLASLt's
+    `CUBLASLT_EPILOGUE_GELU_AUX_BIAS`, whose GELU is the tanh form. On CUDA
+    the product writes both in its epilogue instead of a separate GELU pass
+    reading and writing the product again; where cuBLASLt has no algorithm
+    for it, matmul_bias then the gelu kernel run (the GELU of the rounded
+    pre-activation). `smp-fuse-gelu-epilogue` forms it from
+    `gelu(matmul_bias) {approximate = tanh}` of f16/bf16 (nn.Linear then
+    GELU: GPT-2's MLP); the backward's `smp.matmul_gelu_grad` reads
+    `preactivation`.
+  }];
+  let arguments = (ins Smp_HalfTensor:$lhs, Smp_HalfTensor:$rhs,
+                   Smp_HalfTensor:$bias,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Smp_HalfTensor:$result, Smp_HalfTensor:$preactivation);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_MatMulGeluGradOp : Smp_Op<"matmul_gelu_grad", [Pure]> {
+  let summary = "bias_gelu_grad of a product, in the product (f16/bf16)";
+  let description = [{
+    `input_grad = matmul(lhs, rhs) * gelu'(preactivation)` (the tanh
+    approximation's derivative, applied to the f32 product before its one
+    rounding) and `bias_grad`, the sum of `input_grad` over every dim but
+    the last: cuBLASLt's `CUBLASLT_EPILOGUE_DGELU_BGRAD`, so the product
+    making the GELU's output gradient (`dy W^T` of the layer after it) is
+    not written, read back by a gelu_grad kernel and read again by the bias
+    sum. Where cuBLASLt has no algorithm for it, matmul then bias_gelu_grad
+    run in place. `smp-fuse-gelu-epilogue` forms it from
+    `bias_gelu_grad(x, matmul(a, b)) {approximate = tanh}` of f16/bf16.
+    `bias_grad` is `[N]` or `[1, ..., 1, N]` (N the product's last dim) of
+    the product's type; `preactivation` has the product's type.
+  }];
+  let arguments = (ins Smp_HalfTensor:$lhs, Smp_HalfTensor:$rhs,
+                   Smp_HalfTensor:$preactivation,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Smp_HalfTensor:$input_grad, Smp_HalfTensor:$bias_grad);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $preactivation attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -78,7 +78,24 @@ Status checkSumSquares(const std::vector<TensorRef> &inputs,
 /// of out (out of rank 1 or more, its last dim N; any shape of N elements
 /// whose last dim is N), and a rhs of rank 2 or more.
 Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
-                       const TensorRef &out);
+                       const TensorRef &out, const char *op = "matmul_bias");
+
+/// matmul_bias_gelu's and matmul_gelu_grad's operands (`op` names it):
+/// f16/bf16 lhs, rhs and out of one dtype, out and `other` (the
+/// preactivation, or the product's other output) of one shape and dtype,
+/// a rhs of rank 2 or more and `bias` (or the bias gradient) of out's
+/// dtype with one element per column of out.
+Status checkGeluEpilogue(const char *op, const TensorRef &lhs,
+                         const TensorRef &rhs, const TensorRef &out,
+                         const TensorRef &other, const TensorRef &bias);
+
+/// A bias gradient as reduce(Sum) writes it: the leading dims of `x` (every
+/// dim but the last) as `axes`, and `dbias` viewed with x's rank (keepdims).
+struct BiasSums {
+  std::vector<int64_t> axes;
+  TensorRef sums;
+};
+BiasSums biasSums(const TensorRef &x, const TensorRef &dbias);
 
 //===----------------------------------------------------------------------===//
 // Reductions, softmax
