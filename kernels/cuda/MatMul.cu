@@ -562,6 +562,18 @@ Status runProduct(const char *name, const TensorRef &lhs, const TensorRef &rhs,
   return runTiled(name, ctx, g, lhs, rhs, out);
 }
 
+/// The product with epilogue `e`, or where it did not run `fallback()`:
+/// the epilogue's separate kernels.
+template <class Fallback>
+Status epilogueOr(const char *name, const TensorRef &lhs, const TensorRef &rhs,
+                  const Epilogue &e, const TensorRef &out, bool transposeLhs,
+                  bool transposeRhs, Fallback fallback) {
+  bool ran = false;
+  SMP_RETURN_IF_ERROR(
+      runProduct(name, lhs, rhs, &e, out, transposeLhs, transposeRhs, ran));
+  return ran ? Status::success() : fallback();
+}
+
 } // namespace
 
 Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
@@ -574,18 +586,14 @@ Status matmul(const TensorRef &lhs, const TensorRef &rhs, const TensorRef &out,
 Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
                   const TensorRef &bias, const TensorRef &out,
                   bool transposeLhs, bool transposeRhs) {
-  const char *name = "matmul_bias";
   SMP_RETURN_IF_ERROR(common::checkMatMulBias(rhs, bias, out));
-  Epilogue e{CUBLASLT_EPILOGUE_BIAS, bias.data};
-  bool ran = false;
-  SMP_RETURN_IF_ERROR(
-      runProduct(name, lhs, rhs, &e, out, transposeLhs, transposeRhs, ran));
-  if (ran)
-    return Status::success();
-  SMP_RETURN_IF_ERROR(runProduct(name, lhs, rhs, nullptr, out, transposeLhs,
-                                 transposeRhs, ran));
-  return out.numel() == 0 ? Status::success()
-                          : binary(BinaryOp::Add, out, bias, out);
+  return epilogueOr(
+      "matmul_bias", lhs, rhs, Epilogue{CUBLASLT_EPILOGUE_BIAS, bias.data}, out,
+      transposeLhs, transposeRhs, [&] {
+        SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, transposeLhs, transposeRhs));
+        return out.numel() == 0 ? Status::success()
+                                : binary(BinaryOp::Add, out, bias, out);
+      });
 }
 
 Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
@@ -596,14 +604,11 @@ Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
   SMP_RETURN_IF_ERROR(
       common::checkGeluEpilogue(name, lhs, rhs, out, pre, bias));
   Epilogue e{CUBLASLT_EPILOGUE_GELU_AUX_BIAS, bias.data, pre.data};
-  bool ran = false;
-  SMP_RETURN_IF_ERROR(
-      runProduct(name, lhs, rhs, &e, out, transposeLhs, transposeRhs, ran));
-  if (ran)
-    return Status::success();
-  SMP_RETURN_IF_ERROR(
-      matmulBias(lhs, rhs, bias, pre, transposeLhs, transposeRhs));
-  return gelu(pre, /*tanhApproximation=*/true, out);
+  return epilogueOr(name, lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
+    SMP_RETURN_IF_ERROR(
+        matmulBias(lhs, rhs, bias, pre, transposeLhs, transposeRhs));
+    return gelu(pre, /*tanhApproximation=*/true, out);
+  });
 }
 
 Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
@@ -614,13 +619,10 @@ Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
   SMP_RETURN_IF_ERROR(
       common::checkGeluEpilogue(name, lhs, rhs, dx, pre, dbias));
   Epilogue e{CUBLASLT_EPILOGUE_DGELU_BGRAD, dbias.data, pre.data};
-  bool ran = false;
-  SMP_RETURN_IF_ERROR(
-      runProduct(name, lhs, rhs, &e, dx, transposeLhs, transposeRhs, ran));
-  if (ran)
-    return Status::success();
-  SMP_RETURN_IF_ERROR(matmul(lhs, rhs, dx, transposeLhs, transposeRhs));
-  return biasGeluGrad(pre, dx, /*tanhApprox=*/true, dx, dbias);
+  return epilogueOr(name, lhs, rhs, e, dx, transposeLhs, transposeRhs, [&] {
+    SMP_RETURN_IF_ERROR(matmul(lhs, rhs, dx, transposeLhs, transposeRhs));
+    return biasGeluGrad(pre, dx, /*tanhApprox=*/true, dx, dbias);
+  });
 }
 
 } // namespace smp::kernels::cuda
