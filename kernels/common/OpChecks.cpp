@@ -160,6 +160,27 @@ Status checkGeluEpilogue(const char *op, const TensorRef &lhs,
   return checkMatMulBias(rhs, bias, out, op);
 }
 
+Status checkMatMulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
+                           const TensorRef &out, const TensorRef &dbias) {
+  const char *op = "matmul_bias_grad";
+  SMP_RETURN_IF_ERROR(checkMatMulOperands(lhs, rhs, out));
+  SMP_RETURN_IF_ERROR(checkAll(op, {{&dbias, "bias_grad"}}));
+  if (lhs.dtype != DType::F16 && lhs.dtype != DType::BF16)
+    return fail(op, std::string("takes f16 or bf16 operands, not ") +
+                        smp::base::dtypeName(lhs.dtype));
+  SMP_RETURN_IF_ERROR(checkDType(op, "bias_grad", dbias, lhs.dtype));
+  if (lhs.rank() != 2 || rhs.rank() != 2 || lhs.shape[0] != rhs.shape[0])
+    return fail(op, "needs lhs [M, N] and rhs [M, K], not " +
+                        smp::base::describe(lhs) + " and " +
+                        smp::base::describe(rhs));
+  if (dbias.numel() != lhs.shape[1] || dbias.rank() == 0 ||
+      dbias.shape.back() != lhs.shape[1])
+    return fail(op, "bias_grad " + smp::base::describe(dbias) +
+                        " must have one element per column of lhs " +
+                        smp::base::describe(lhs));
+  return Status::success();
+}
+
 BiasSums biasSums(const TensorRef &x, const TensorRef &dbias) {
   BiasSums b;
   for (int64_t d = 0; d + 1 < x.rank(); ++d)

@@ -257,4 +257,12 @@ Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
   return reduce(ReduceOp::Sum, dx, b.axes, b.sums);
 }
 
+Status matmulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &out, const TensorRef &dbias) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulBiasGrad(lhs, rhs, out, dbias));
+  SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, /*transposeLhs=*/true, false));
+  common::BiasSums b = common::biasSums(lhs, dbias);
+  return reduce(ReduceOp::Sum, lhs, b.axes, b.sums);
+}
+
 } // namespace smp::kernels::cpu

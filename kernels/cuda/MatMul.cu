@@ -21,7 +21,9 @@
 // CUBLASLT_EPILOGUE_DGELU_BGRAD (the aux matrix read, the bias gradient
 // summed over D's columns): one cuBLASLt call each, so only a product that
 // is a single call (no batch; a rank-2 rhs folds the batch into M) with N a
-// multiple of 8 (the aux ld's documented constraint); anything else, or a
+// multiple of 8 (the aux ld's documented constraint); matmul_bias_grad
+// (lhs^T rhs) CUBLASLT_EPILOGUE_BGRADB (our lhs is cuBLASLt's B: its sum
+// over k is the sum of lhs's rows), also one call; anything else, or a
 // refusal, runs the separate kernels.
 //
 // Integers, and anything cuBLASLt's heuristic refuses, run gemmTiled: a
@@ -458,8 +460,11 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
 
   // The calls: M' rows per product and `count` products per call.
   LtCalls lc(g);
-  // The GELU epilogues' aux matrix and bias gradient span one product.
-  if (e.aux && (lc.calls.size() != 1 || lc.count != 1 || g.N % 8 != 0))
+  // The GELU epilogues' aux matrix and the bias gradients span one product.
+  bool oneProduct =
+      e.mode != CUBLASLT_EPILOGUE_DEFAULT && e.mode != CUBLASLT_EPILOGUE_BIAS;
+  if (oneProduct &&
+      (lc.calls.size() != 1 || lc.count != 1 || (e.aux && g.N % 8 != 0)))
     return Status::success(); // refused
   lc.align(lhs, rhs, out, es);
   LtPlan *plan = nullptr;
@@ -622,6 +627,18 @@ Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
   return epilogueOr(name, lhs, rhs, e, dx, transposeLhs, transposeRhs, [&] {
     SMP_RETURN_IF_ERROR(matmul(lhs, rhs, dx, transposeLhs, transposeRhs));
     return biasGeluGrad(pre, dx, /*tanhApprox=*/true, dx, dbias);
+  });
+}
+
+Status matmulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
+                      const TensorRef &out, const TensorRef &dbias) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulBiasGrad(lhs, rhs, out, dbias));
+  // cuBLASLt's B is our lhs: BGRADB sums op(B)'s columns over k, our rows.
+  Epilogue e{CUBLASLT_EPILOGUE_BGRADB, dbias.data};
+  return epilogueOr("matmul_bias_grad", lhs, rhs, e, out, true, false, [&] {
+    SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, true, false));
+    common::BiasSums b = common::biasSums(lhs, dbias);
+    return reduce(ReduceOp::Sum, lhs, b.axes, b.sums);
   });
 }
 

@@ -17,7 +17,8 @@
 // the aux matrix's element, and each row of D, as stored, summed in column
 // order in double into the bias pointer), the aux matrix of D's type with
 // the documented leading dimension: a multiple of 8, at least D's rows),
-// and at
+// and CUBLASLT_EPILOGUE_BGRADB (op(B)'s columns summed over k in order in
+// double into the bias pointer: D's columns), and at
 // the product: an operand or workspace not in device memory or running
 // past its allocation, or a pointer less aligned than the preference
 // promised when the algorithm was chosen (a real kernel would fault).
@@ -59,6 +60,11 @@ struct OpDesc {
 bool geluEpilogue(uint32_t e) {
   return e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
          e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+
+/// The epilogues modelled for one unbatched product only.
+bool oneProductEpilogue(uint32_t e) {
+  return geluEpilogue(e) || e == CUBLASLT_EPILOGUE_BGRADB;
 }
 
 /// The tanh-form GELU and its derivative, in double.
@@ -185,7 +191,7 @@ std::string refusal(const OpDesc &d, const Layout &a, const Layout &b,
            ", D " + std::to_string(dd.rows) + "x" + std::to_string(dd.cols) +
            " do not chain";
   if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
-      d.epilogue != CUBLASLT_EPILOGUE_BIAS && !geluEpilogue(d.epilogue))
+      d.epilogue != CUBLASLT_EPILOGUE_BIAS && !oneProductEpilogue(d.epilogue))
     return "epilogue " + std::to_string(d.epilogue) +
            " is not modelled by the emulator";
   if (d.epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
@@ -193,9 +199,11 @@ std::string refusal(const OpDesc &d, const Layout &a, const Layout &b,
        (d.biasType != -1 && d.biasType != dd.type)))
     return "the bias epilogues are modelled for f32 compute with a bias of "
            "D's type only";
+  if (oneProductEpilogue(d.epilogue) &&
+      (dd.batch != 1 || dd.order != CUBLASLT_ORDER_COL))
+    return "the GELU and BGRADB epilogues are modelled for one column-major "
+           "product";
   if (geluEpilogue(d.epilogue)) {
-    if (dd.batch != 1 || dd.order != CUBLASLT_ORDER_COL)
-      return "the GELU epilogues are modelled for one column-major product";
     if (!d.aux || d.auxLd % 8 != 0 || d.auxLd < int64_t(dd.rows))
       return "the GELU epilogues need an aux pointer and an aux leading "
              "dimension divisible by 8 and at least D's rows (" +
@@ -312,6 +320,14 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         store(pd, dl.type, at(dl, i, j), out[static_cast<size_t>(i * n + j)]);
+    if (d.epilogue == CUBLASLT_EPILOGUE_BGRADB)
+      for (int64_t j = 0; j < n; ++j) { // op(B)'s columns summed over k
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += load(pb, b.type,
+                      d.transB == CUBLAS_OP_N ? at(b, p, j) : at(b, j, p));
+        store(const_cast<void *>(d.bias), dl.type, j, sum);
+      }
     if (d.epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD)
       for (int64_t i = 0; i < m; ++i) { // D's rows as stored, in column order
         double sum = 0;
@@ -341,10 +357,14 @@ cublasStatus_t checkEpilogueBuffers(const OpDesc &d, const Layout &dl) {
     const void *p;
     int64_t elements;
   };
-  Buffer bufs[2] = {{"the bias (D's rows)", d.bias,
-                     (int64_t(dl.batch) - 1) * d.biasStride + int64_t(dl.rows)},
-                    {"the aux matrix (D's shape, its ld)", d.aux,
-                     (int64_t(dl.cols) - 1) * d.auxLd + int64_t(dl.rows)}};
+  bool columns = d.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  Buffer bufs[2] = {
+      {columns ? "the bias gradient (D's columns)" : "the bias (D's rows)",
+       d.bias,
+       (int64_t(dl.batch) - 1) * d.biasStride +
+           int64_t(columns ? dl.cols : dl.rows)},
+      {"the aux matrix (D's shape, its ld)", d.aux,
+       (int64_t(dl.cols) - 1) * d.auxLd + int64_t(dl.rows)}};
   for (int i = 0; i < (geluEpilogue(d.epilogue) ? 2 : 1); ++i) {
     const Buffer &b = bufs[i];
     size_t bytes = static_cast<size_t>(b.elements) * es;

@@ -143,6 +143,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     // After canonicalization (transposes folded into the products' flags).
     pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
+    pm.addNestedPass<func::FuncOp>(createSmpFuseBiasGradPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());

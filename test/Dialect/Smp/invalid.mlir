@@ -539,3 +539,27 @@ func.func @matmul_gelu_grad_bias(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %p:
   %0:2 = smp.matmul_gelu_grad %a, %b, %p : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<2x8xbf16>) -> (tensor<2x8xbf16>, tensor<2x8xbf16>)
   return
 }
+
+// -----
+
+func.func @matmul_bias_grad_rows(%g: tensor<16x8xbf16>, %x: tensor<12x24xbf16>) {
+  // expected-error @+1 {{'smp.matmul_bias_grad' op needs lhs [M, N] and rhs [M, K] of one element type, not 'tensor<16x8xbf16>' and 'tensor<12x24xbf16>'}}
+  %0:2 = smp.matmul_bias_grad %g, %x : (tensor<16x8xbf16>, tensor<12x24xbf16>) -> (tensor<8x24xbf16>, tensor<8xbf16>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_bias(%g: tensor<16x8xbf16>, %x: tensor<16x24xbf16>) {
+  // expected-error @+1 {{'smp.matmul_bias_grad' op bias_grad 'tensor<24xbf16>' is neither [8] nor [1, ..., 1, 8] of lhs's element type}}
+  %0:2 = smp.matmul_bias_grad %g, %x : (tensor<16x8xbf16>, tensor<16x24xbf16>) -> (tensor<8x24xbf16>, tensor<24xbf16>)
+  return
+}
+
+// -----
+
+func.func @matmul_bias_grad_result(%g: tensor<16x8xbf16>, %x: tensor<16x24xbf16>) {
+  // expected-error @+1 {{'smp.matmul_bias_grad' op result 'tensor<24x8xbf16>' is not lhs^T rhs 'tensor<8x24xbf16>'}}
+  %0:2 = smp.matmul_bias_grad %g, %x : (tensor<16x8xbf16>, tensor<16x24xbf16>) -> (tensor<24x8xbf16>, tensor<8xbf16>)
+  return
+}

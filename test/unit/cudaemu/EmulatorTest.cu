@@ -645,6 +645,23 @@ void geluAuxExpecting(int64_t auxLd, int auxFloats, bool refusedExit) {
   std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
 }
 
+/// A 4x8x4 f32 product with the BGRADB epilogue whose bias gradient holds
+/// D's 4 rows, not its 8 columns; exits 0 on the illegal address.
+void bgradbExpectingFault() {
+  Lt lt;
+  float *a = nullptr, *b = nullptr, *d = nullptr, *bias = nullptr;
+  cudaMalloc(&a, 16 * sizeof(float));
+  cudaMalloc(&b, 32 * sizeof(float));
+  cudaMalloc(&d, 32 * sizeof(float));
+  cudaMalloc(&bias, 4 * sizeof(float));
+  lt.plan(CUDA_R_32F, false, false, 4, 8, 4, 1, 16, bias);
+  uint32_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
+  cublasLtMatmulDescSetAttribute(lt.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                 &epilogue, sizeof epilogue);
+  lt.run(a, b, d);
+  std::exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 0 : 1);
+}
+
 TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
   // The bias epilogue reads one bias element per row of D.
   EXPECT_EXIT(
@@ -665,6 +682,9 @@ TEST(CudaEmuDeathTest, CublasLtFaultsOnOverrunsAndBrokenAlignment) {
               "for 8.");
   EXPECT_EXIT(geluAuxExpecting(12, 48, true), testing::ExitedWithCode(0),
               "divisible by 8");
+  // BGRADB writes one bias-gradient element per column of D.
+  EXPECT_EXIT(bgradbExpectingFault(), testing::ExitedWithCode(0),
+              "the bias gradient .D's columns., 32 bytes, is not inside");
 }
 
 //===----------------------------------------------------------------------===//

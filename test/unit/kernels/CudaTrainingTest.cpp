@@ -169,6 +169,27 @@ TEST_F(Cuda, GeluEpiloguesAreTheCpus) {
   EXPECT_NE(s.error.find("takes f16 or bf16"), std::string::npos) << s.error;
 }
 
+/// matmul_bias_grad against the CPU's: cuBLASLt's BGRADB epilogue sums the
+/// bias gradient (the emulator in double, as reduce does: the same bits).
+TEST_F(Cuda, MatMulBiasGradIsTheCpus) {
+  unsigned seed = 620;
+  for (DType t : {DType::F16, DType::BF16})
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{16, 8, 24},
+                           {600, 96, 40},
+                           {3, 36, 5}}) {
+      SCOPED_TRACE(std::string(name(t)) + " " + std::to_string(m) + "x" +
+                   std::to_string(n) + "x" + std::to_string(k));
+      Host g = random(t, {m, n}, -1, 1, seed++),
+           x = random(t, {m, k}, -1, 1, seed++);
+      Host w(t, {n, k}), b(t, {n});
+      ASSERT_OK(cpuk::matmulBiasGrad(g, x, w, b));
+      Dev dg(g), dx(x), dw(t, {n, k}), db(t, {n});
+      ASSERT_OK(cuk::matmulBiasGrad(dg, dx, dw, db));
+      expectTol(dw, w, true);
+      expectTol(db, b, true);
+    }
+}
+
 TEST_F(Cuda, LayerNormGradAndRmsNormGrad) {
   struct Case {
     std::vector<int64_t> x;

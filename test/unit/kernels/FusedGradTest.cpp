@@ -259,6 +259,45 @@ TEST(FusedGrad, GeluEpiloguesAreTheUnroundedProductsGelu) {
       << s.error;
 }
 
+/// smp-fuse-bias-grad's CPU kernel, byte for byte: the weight gradient is
+/// matmul {transpose_lhs} and the bias gradient reduce_sum of lhs over its
+/// rows ([N] or [1, N]); f16 and bf16, one and many row blocks. Operands
+/// that are not [M, N] and [M, K], or a bias of another width, are refused.
+TEST(FusedGrad, MatMulBiasGradIsMatMulAndReduceSum) {
+  unsigned seed = 60;
+  for (DType t : {DType::F16, DType::BF16})
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{16, 8, 24},
+                           {600, 96, 40},
+                           {3, 1100, 5}})
+      for (bool keepDims : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "dtype " << int(t) << " " << m << "x" << n << "x" << k);
+        Host g = random(t, {m, n}, -1, 1, seed++),
+             x = random(t, {m, k}, -1, 1, seed++);
+        std::vector<int64_t> bs =
+            keepDims ? std::vector<int64_t>{1, n} : std::vector<int64_t>{n};
+        Host w(t, {n, k}), b(t, bs), wantW(t, {n, k}), wantB(t, {1, n});
+        ASSERT_OK(matmulBiasGrad(g, x, w, b));
+        ASSERT_OK(matmul(g, x, wantW, true, false));
+        ASSERT_OK(reduce(ReduceOp::Sum, g, {0}, wantB));
+        expectSameBytes(w, wantW, "weight gradient");
+        ASSERT_EQ(0, std::memcmp(b.bytes.data(), wantB.bytes.data(),
+                                 static_cast<size_t>(n) * 2))
+            << "bias gradient";
+      }
+  Host g = random(DType::BF16, {16, 8}, -1, 1, 1),
+       x = random(DType::BF16, {12, 24}, -1, 1, 2), w(DType::BF16, {8, 24});
+  Status s = matmulBiasGrad(g, x, w, Host(DType::BF16, {8}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("needs lhs [M, N] and rhs [M, K]"), std::string::npos)
+      << s.error;
+  Host x16 = random(DType::BF16, {16, 24}, -1, 1, 3);
+  s = matmulBiasGrad(g, x16, w, Host(DType::BF16, {24}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("one element per column of lhs"), std::string::npos)
+      << s.error;
+}
+
 /// smp-fuse-loss-casts: cross_entropy on f16/bf16 logits with an f32 loss
 /// gives the bits of cross_entropy on their f32 copy, and cross_entropy_grad
 /// written in the logits' type the bits of the f32 gradient then a cast;

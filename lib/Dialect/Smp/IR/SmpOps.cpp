@@ -283,6 +283,29 @@ MatMulBiasGeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult MatMulBiasGradOp::verify() {
+  auto lhs = rankedType(getLhs()), rhs = rankedType(getRhs());
+  if (lhs.getRank() != 2 || rhs.getRank() != 2 ||
+      lhs.getDimSize(0) != rhs.getDimSize(0) ||
+      lhs.getElementType() != rhs.getElementType())
+    return emitOpError("needs lhs [M, N] and rhs [M, K] of one element type, "
+                       "not ")
+           << lhs << " and " << rhs;
+  auto want = RankedTensorType::get({lhs.getDimSize(1), rhs.getDimSize(1)},
+                                    lhs.getElementType());
+  if (getResult().getType() != want)
+    return emitOpError("result ")
+           << getResult().getType() << " is not lhs^T rhs " << want;
+  auto bias = rankedType(getBiasGrad());
+  int64_t n = lhs.getDimSize(1);
+  if (bias.getElementType() != lhs.getElementType() ||
+      !isRowVector(bias.getShape(), n, bias.getRank()))
+    return emitOpError("bias_grad ")
+           << bias << " is neither [" << n << "] nor [1, ..., 1, " << n
+           << "] of lhs's element type";
+  return success();
+}
+
 LogicalResult MatMulGeluGradOp::verify() {
   FailureOr<RankedTensorType> type =
       inferMatMulType(getLoc(), "smp.matmul_gelu_grad", getLhs(), getRhs(),

@@ -179,6 +179,17 @@ OpCost matmulCost(Operation *op) {
   return c;
 }
 
+/// matmul_bias_grad: lhs^T rhs's multiply-adds and the bias sum's adds.
+OpCost matmulBiasGradCost(Operation *op) {
+  auto mm = cast<MatMulBiasGradOp>(op);
+  OpCost c = streaming(mm, 0);
+  c.flops = 2.0 * numel(mm.getResult()) *
+                static_cast<double>(shapeOf(mm.getLhs())[0]) +
+            numel(mm.getLhs());
+  c.matrix = true;
+  return c;
+}
+
 /// One addition (or comparison) per input element.
 OpCost reduceCost(Operation *op) {
   OpCost c = streaming(op, 0);
@@ -256,6 +267,7 @@ void registerLinalgOpModels(DialectRegistry &registry) {
         ctx);
     attach<CostFn<matmulCost<MatMulGeluGradOp, 14>>::Model, MatMulGeluGradOp>(
         ctx);
+    attach<CostFn<matmulBiasGradCost>::Model, MatMulBiasGradOp>(ctx);
     attach<CostFn<reduceCost>::Model, ReduceSumOp, ReduceMeanOp,
            ReduceMaxOp>(ctx);
     attach<CostFn<sumSquaresCost>::Model, SumSquaresOp>(ctx);

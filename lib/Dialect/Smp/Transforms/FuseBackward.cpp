@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Dominance.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 
 #define DEBUG_TYPE "smp-fuse-backward"
@@ -23,20 +24,6 @@ using namespace mlir;
 using namespace smp;
 
 namespace {
-
-/// True when `axes` (negative from the end) are exactly [0, rank - 1).
-bool reducesLeadingDims(ArrayRef<int64_t> axes, int64_t rank) {
-  llvm::SmallVector<int64_t> norm;
-  for (int64_t a : axes)
-    norm.push_back(a < 0 ? a + rank : a);
-  llvm::sort(norm);
-  if (static_cast<int64_t>(norm.size()) != rank - 1)
-    return false;
-  for (int64_t d = 0; d < rank - 1; ++d)
-    if (norm[d] != d)
-      return false;
-  return true;
-}
 
 /// reduce_sum(gelu_grad(x, dy), leading dims) -> bias_gelu_grad.
 bool fuseBiasGeluGrad(ReduceSumOp sum) {

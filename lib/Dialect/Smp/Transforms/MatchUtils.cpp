@@ -46,3 +46,16 @@ SmallVector<Value> smp::collectMulFactors(Value root) {
   }
   return factors;
 }
+
+bool smp::reducesLeadingDims(llvm::ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> norm;
+  for (int64_t a : axes)
+    norm.push_back(a < 0 ? a + rank : a);
+  llvm::sort(norm);
+  if (static_cast<int64_t>(norm.size()) != rank - 1)
+    return false;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (norm[d] != d)
+      return false;
+  return true;
+}

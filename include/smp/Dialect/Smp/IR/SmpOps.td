@@ -284,6 +284,27 @@ def Smp_MatMulGeluGradOp : Smp_Op<"matmul_gelu_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Smp_MatMulBiasGradOp : Smp_Op<"matmul_bias_grad", [Pure]> {
+  let summary = "A linear layer's weight gradient with its bias gradient";
+  let description = [{
+    `result = matmul(lhs, rhs) {transpose_lhs}` of `lhs` [M, N] (the layer's
+    output gradient, tokens folded into M) and `rhs` [M, K] (its input),
+    and `bias_grad` [N] or [1, ..., 1, N], the sum of `lhs` over its rows as
+    reduce_sum sums it: cuBLASLt's `CUBLASLT_EPILOGUE_BGRADB` sums the
+    bias gradient while the product reads `lhs`, instead of a separate sum
+    reading it again. `smp-fuse-bias-grad` forms it from a weight
+    gradient's product and the bias gradient's `reduce_sum` of the same
+    output gradient (f16/bf16). Where cuBLASLt has no algorithm for it the
+    product and the sum run apart.
+  }];
+  let arguments = (ins Smp_HalfTensor:$lhs, Smp_HalfTensor:$rhs);
+  let results = (outs Smp_HalfTensor:$result, Smp_HalfTensor:$bias_grad);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//

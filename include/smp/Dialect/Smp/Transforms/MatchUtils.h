@@ -25,6 +25,10 @@ inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
 }
 
+/// True when `axes` (negative from the end) are exactly [0, rank - 1): a
+/// sum over every dim but the last (a bias gradient).
+bool reducesLeadingDims(llvm::ArrayRef<int64_t> axes, int64_t rank);
+
 } // namespace smp
 
 #endif // SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H

@@ -507,6 +507,23 @@ def SmpFuseGeluEpiloguePass : Pass<"smp-fuse-gelu-epilogue",
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpFuseBiasGradPass : Pass<"smp-fuse-bias-grad", "mlir::func::FuncOp"> {
+  let summary = "Sum a bias gradient in its layer's weight-gradient product";
+  let description = [{
+    `reduce_sum(g)` over every dim but the last (a linear layer's bias
+    gradient) and `matmul(reshape(g) [M, N], x [M, K]) {transpose_lhs}`
+    (its weight gradient), in one block with the same annotations, become
+    one `smp.matmul_bias_grad(reshape(g), x)` at the earlier of the two:
+    on CUDA cuBLASLt's BGRADB epilogue sums the bias gradient while the
+    product reads g, so no separate sum reads it again (GPT-2: three a
+    layer; the fourth, c_fc's, is in `smp.matmul_gelu_grad`). f16/bf16
+    only, as `smp-fuse-gelu-epilogue`; the layer's input must be defined
+    before the earlier op. Runs in the clean-up phase after
+    `smp-fuse-gelu-epilogue`, so a GELU layer's bias sum goes there first.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpFuseLossCastsPass : Pass<"smp-fuse-loss-casts", "mlir::func::FuncOp"> {
   let summary = "Compute a bf16/f16 model's cross-entropy on its own logits";
   let description = [{

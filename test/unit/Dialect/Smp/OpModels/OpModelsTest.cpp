@@ -43,6 +43,8 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.matmul_bias_gelu", "formed after the step is built and split"},
       {"smp.matmul_gelu_grad",
        "a backward op (formed after the step is built)"},
+      {"smp.matmul_bias_grad",
+       "a backward op (formed after the step is built)"},
       {"smp.sum_squares", "formed after the step is built and split"},
       {"smp.layer_norm_grad", "a backward op"},
       {"smp.rms_norm_grad", "a backward op"},

@@ -89,6 +89,11 @@ Status checkGeluEpilogue(const char *op, const TensorRef &lhs,
                          const TensorRef &rhs, const TensorRef &out,
                          const TensorRef &other, const TensorRef &bias);
 
+/// matmul_bias_grad's operands: f16/bf16 lhs [M, N] and rhs [M, K] of one
+/// dtype, out [N, K] and dbias (N elements) of theirs.
+Status checkMatMulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
+                           const TensorRef &out, const TensorRef &dbias);
+
 /// A bias gradient as reduce(Sum) writes it: the leading dims of `x` (every
 /// dim but the last) as `axes`, and `dbias` viewed with x's rank (keepdims).
 struct BiasSums {
