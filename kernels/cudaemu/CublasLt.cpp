@@ -507,6 +507,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     report("cuBLASLt heuristic: no algorithm: " + why);
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
+  if (noEpilogues() && op(d)->epilogue != CUBLASLT_EPILOGUE_DEFAULT)
+    return CUBLAS_STATUS_NOT_SUPPORTED; // SMP_CUDAEMU_NO_EPILOGUES
   // Kernels need operands aligned to their element at least.
   const Layout *ls[4] = {lay(a), lay(b), lay(c), lay(dd)};
   for (int i = 0; i < 4; ++i)

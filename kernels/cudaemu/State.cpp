@@ -13,6 +13,14 @@
 #include <vector>
 
 namespace smp::cudaemu {
+bool noEpilogues() {
+  static const bool on = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_NO_EPILOGUES");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 namespace {
 
 struct Registry {

@@ -47,6 +47,10 @@ size_t deviceBytesInUse();
 /// (launch limits, shared memory, layouts, extents, alignment) in seconds
 /// and without its memory. The numbers it computes are meaningless.
 bool dryRun();
+/// SMP_CUDAEMU_NO_EPILOGUES=1: cuBLASLt's heuristic finds no algorithm for
+/// any product with an epilogue (as a cuBLASLt without one for a shape
+/// would), so smp's fallbacks to separate kernels run.
+bool noEpilogues();
 /// Counts a checked launch (of `blocks` blocks of `threads`) or cuBLASLt
 /// product; a dry run prints the counts at exit ("N kernel launches (K
 /// kernels and ops) and P cuBLASLt products checked").
