@@ -5,11 +5,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
 #include <fcntl.h>
+#include <filesystem>
 #include <initializer_list>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -232,10 +233,45 @@ void onRelaySignal(int sig) {
   gRelayed = gRelayed + 1;
 }
 
+/// A private directory for this mpirun's session files, removed after it:
+/// Open MPI 4 keeps every job of a user under one shared
+/// `$TMPDIR/ompi.HOST.UID`, which a finishing job may remove while another
+/// creates its own inside it (seen as `orte_init failed: A call to mkdir
+/// was unable to create the desired directory` when two `smprun -n` ran at
+/// once). A user's own OMPI_MCA_orte_tmpdir_base is left alone.
+class SessionDir {
+public:
+  SessionDir() {
+    if (std::getenv("OMPI_MCA_orte_tmpdir_base"))
+      return;
+    const char *tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(tmp && *tmp ? tmp : "/tmp") + "/smprun.XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+      return; // Open MPI's default then
+    dir_ = pattern;
+    ::setenv("OMPI_MCA_orte_tmpdir_base", dir_.c_str(), 1);
+    ::setenv("PRTE_MCA_prte_tmpdir_base", dir_.c_str(), 0); // Open MPI 5
+  }
+  ~SessionDir() {
+    if (dir_.empty())
+      return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    ::unsetenv("OMPI_MCA_orte_tmpdir_base");
+  }
+  SessionDir(const SessionDir &) = delete;
+  SessionDir &operator=(const SessionDir &) = delete;
+
+private:
+  std::string dir_;
+};
+
 } // namespace
 
 Status runMpirun(int ranks, const std::vector<std::string> &args,
                  bool stoppable, int &exitCode) {
+  SessionDir session;
   char self[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0)
