@@ -289,6 +289,8 @@ using LtKey = std::array<int64_t, 21>;
 
 struct LtPlanCache {
   std::map<lt::LtKey, std::unique_ptr<lt::LtPlan>> plans;
+  /// epilogueFallbacks(): the refused epilogues' products, each once.
+  std::vector<std::string> fallbacks;
 };
 void destroyLtPlans(LtPlanCache *plans) { delete plans; }
 
@@ -396,6 +398,25 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
   return Status::success();
 }
 
+/// Notes once that cuBLASLt has no algorithm for this product's epilogue.
+void noteFallback(Context *ctx, const Geometry &g, DType dt, const LtCalls &lc,
+                  uint32_t mode) {
+  const char *name = mode == CUBLASLT_EPILOGUE_BIAS            ? "BIAS"
+                     : mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? "GELU_AUX_BIAS"
+                     : mode == CUBLASLT_EPILOGUE_DGELU_BGRAD   ? "DGELU_BGRAD"
+                     : mode == CUBLASLT_EPILOGUE_BGRADB        ? "BGRADB"
+                                                               : "an";
+  auto dims = [](int64_t a, int64_t b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+  };
+  std::string line = std::string(name) + " epilogue of a " +
+                     smp::base::dtypeName(dt) + " " + dims(lc.M, g.K) + " x " +
+                     dims(g.K, g.N) + " product";
+  auto &seen = ctx->ltPlans->fallbacks;
+  if (std::find(seen.begin(), seen.end(), line) == seen.end())
+    seen.push_back(line);
+}
+
 /// The cached plan of this product, made on its shape's first product.
 Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
                  const LtCalls &lc, cudaDataType_t type,
@@ -470,8 +491,11 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   LtPlan *plan = nullptr;
   SMP_RETURN_IF_ERROR(
       ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, e, plan));
-  if (!plan->found)
+  if (!plan->found) {
+    if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
+      noteFallback(ctx, g, dt, lc, e.mode);
     return Status::success(); // refused: the caller runs the tiled kernel
+  }
   const LtDescs &d = plan->d;
   // A cached plan holds the pointers of the product it was made for (ones
   // of the same alignment: the key): this product's bias and aux matrix.
@@ -510,6 +534,8 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
                      st == CUBLAS_STATUS_INVALID_VALUE ||
                      st == CUBLAS_STATUS_ARCH_MISMATCH)) {
         plan->found = false;
+        if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
+          noteFallback(ctx, g, dt, lc, e.mode);
         return Status::success(); // refused
       }
       refused = false;
@@ -640,6 +666,10 @@ Status matmulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
     common::BiasSums b = common::biasSums(lhs, dbias);
     return reduce(ReduceOp::Sum, lhs, b.axes, b.sums);
   });
+}
+
+std::vector<std::string> epilogueFallbacks(const Context &ctx) {
+  return ctx.ltPlans ? ctx.ltPlans->fallbacks : std::vector<std::string>();
 }
 
 } // namespace smp::kernels::cuda

@@ -294,6 +294,8 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
                 static_cast<unsigned long long>(device),
                 static_cast<unsigned long long>(total));
   std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
+  for (const std::string &n : exec.backend().notes())
+    std::printf("note: %s\n", n.c_str());
   return 0;
 }
 

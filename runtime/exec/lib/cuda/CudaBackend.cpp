@@ -112,6 +112,13 @@ public:
     return "cuda:" + std::to_string(device_);
   }
   bool hostAddressable() const override { return false; }
+  std::vector<std::string> notes() const override {
+    std::vector<std::string> out;
+    for (const std::string &p : k::epilogueFallbacks(*ctx_))
+      out.push_back("cuBLASLt has no algorithm for the " + p +
+                    " on this device: its separate kernels ran");
+    return out;
+  }
   bool deviceMemory(uint64_t &inUse, uint64_t &total) const override {
     size_t freeBytes = 0, totalBytes = 0;
     if (cudaSetDevice(device_) != cudaSuccess ||

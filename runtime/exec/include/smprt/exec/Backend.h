@@ -91,6 +91,10 @@ public:
   /// whole device now (the arena, the libraries' workspaces and buffers,
   /// the context; other processes' too) and its total. False when the
   /// backend has no device memory of its own (the CPU).
+  /// What the user should know about how this run executed, a line each
+  /// (smprun prints them at the end): e.g. the products whose cuBLASLt
+  /// epilogue had no algorithm, so separate kernels ran.
+  virtual std::vector<std::string> notes() const { return {}; }
   virtual bool deviceMemory(uint64_t &inUse, uint64_t &total) const {
     (void)inUse;
     (void)total;

@@ -46,6 +46,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace smp::kernels::cuda {
@@ -80,6 +81,11 @@ void setCurrentContext(Context *ctx);
 Context *currentContext();
 
 cudaStream_t stream(Context &ctx);
+/// The products whose cuBLASLt epilogue (bias, GELU, bias gradient) had no
+/// algorithm on this device, one line each ("GELU_AUX_BIAS epilogue of a
+/// bf16 [16384, 768] x [768, 3072] product"): their separate kernels ran
+/// instead.
+std::vector<std::string> epilogueFallbacks(const Context &ctx);
 int device(Context &ctx);
 /// Lets fp32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 /// Off by default: fp32 GEMMs then match the CPU to fp32 rounding.
