@@ -279,6 +279,7 @@ struct LtPlan {
   LtDescs d;
   cublasLtMatmulAlgo_t algo{};
   bool found = false;
+  bool noted = false; // its refused epilogue is in epilogueFallbacks()
 };
 
 /// What a plan depends on: types, transposes, matrix sizes, batch count and
@@ -398,9 +399,13 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
   return Status::success();
 }
 
-/// Notes once that cuBLASLt has no algorithm for this product's epilogue.
-void noteFallback(Context *ctx, const Geometry &g, DType dt, const LtCalls &lc,
-                  uint32_t mode) {
+/// Notes that cuBLASLt has no algorithm for this product's epilogue: once a
+/// plan (a refused plan is met every step), and a line once.
+void noteFallback(Context *ctx, LtPlan &plan, const Geometry &g, DType dt,
+                  const LtCalls &lc, uint32_t mode) {
+  if (mode == CUBLASLT_EPILOGUE_DEFAULT || plan.noted)
+    return;
+  plan.noted = true;
   const char *name = mode == CUBLASLT_EPILOGUE_BIAS            ? "BIAS"
                      : mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? "GELU_AUX_BIAS"
                      : mode == CUBLASLT_EPILOGUE_DGELU_BGRAD   ? "DGELU_BGRAD"
@@ -492,8 +497,7 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   SMP_RETURN_IF_ERROR(
       ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, e, plan));
   if (!plan->found) {
-    if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
-      noteFallback(ctx, g, dt, lc, e.mode);
+    noteFallback(ctx, *plan, g, dt, lc, e.mode);
     return Status::success(); // refused: the caller runs the tiled kernel
   }
   const LtDescs &d = plan->d;
@@ -534,8 +538,7 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
                      st == CUBLAS_STATUS_INVALID_VALUE ||
                      st == CUBLAS_STATUS_ARCH_MISMATCH)) {
         plan->found = false;
-        if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
-          noteFallback(ctx, g, dt, lc, e.mode);
+        noteFallback(ctx, *plan, g, dt, lc, e.mode);
         return Status::success(); // refused
       }
       refused = false;
