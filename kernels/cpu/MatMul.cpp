@@ -152,15 +152,23 @@ Status runProduct(const TensorRef &lhs, const TensorRef &rhs,
   }
 }
 
-/// Runs `fn(row, p, v)` for each row of an [rows, n] f32 product p in
-/// parallel, v an n-float scratch row of the calling thread.
+/// The f16/bf16 product into out's shape, each of its rows written by
+/// `fn(row, c, v)` from the row's f32 sums c (n = out's last dim; v an
+/// n-float scratch row of the calling thread), rows in parallel.
 template <class Fn>
-void forEachRow(int64_t rows, int64_t n, const float *p, Fn fn) {
-  parallelFor(rows, grainFor(8 * n), [&](int64_t r0, int64_t r1) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t r = r0; r < r1; ++r)
-      fn(r, p + r * n, v.data());
-  });
+Status productRows(const TensorRef &lhs, const TensorRef &rhs,
+                   const TensorRef &out, bool transposeLhs, bool transposeRhs,
+                   Fn fn) {
+  int64_t n = out.shape.back();
+  HalfEpilogue epilogue = [&](const float *p) {
+    parallelFor(out.numel() / n, grainFor(8 * n), [&](int64_t r0, int64_t r1) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (int64_t r = r0; r < r1; ++r)
+        fn(r, p + r * n, v.data());
+    });
+    return Status::success();
+  };
+  return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &epilogue);
 }
 
 } // namespace
@@ -187,16 +195,12 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
     using S = typename decltype(tag)::type;
     std::vector<float> bw = widenToF32<S>(bias);
     int64_t n = static_cast<int64_t>(bw.size());
-    HalfEpilogue epilogue = [&](const float *p) {
-      S *o = out.as<S>();
-      forEachRow(out.numel() / n, n, p,
-                 [&](int64_t r, const float *c, float *) {
-                   for (int64_t j = 0; j < n; ++j)
-                     o[r * n + j] = Float<S>::store(c[j] + bw[j]);
-                 });
-      return Status::success();
-    };
-    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &epilogue);
+    S *o = out.as<S>();
+    return productRows(lhs, rhs, out, transposeLhs, transposeRhs,
+                       [&](int64_t r, const float *c, float *) {
+                         for (int64_t j = 0; j < n; ++j)
+                           o[r * n + j] = Float<S>::store(c[j] + bw[j]);
+                       });
   });
 }
 
@@ -210,21 +214,18 @@ Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
     using S = typename decltype(tag)::type;
     std::vector<float> bw = widenToF32<S>(bias);
     int64_t n = static_cast<int64_t>(bw.size());
-    HalfEpilogue epilogue = [&](const float *p) {
-      S *o = out.as<S>(), *pr = pre.as<S>();
-      forEachRow(
-          out.numel() / n, n, p, [&](int64_t r, const float *c, float *v) {
-            for (int64_t j = 0; j < n; ++j) {
-              v[j] = c[j] + bw[j];
-              pr[r * n + j] = Float<S>::store(v[j]);
-            }
-            vecMap(VecOp::GeluTanh, v, v, n); // of the f32 sum, then rounded
-            for (int64_t j = 0; j < n; ++j)
-              o[r * n + j] = Float<S>::store(v[j]);
-          });
-      return Status::success();
-    };
-    return runProduct(lhs, rhs, out, transposeLhs, transposeRhs, &epilogue);
+    S *o = out.as<S>(), *pr = pre.as<S>();
+    return productRows(lhs, rhs, out, transposeLhs, transposeRhs,
+                       [&](int64_t r, const float *c, float *v) {
+                         for (int64_t j = 0; j < n; ++j) {
+                           v[j] = c[j] + bw[j];
+                           pr[r * n + j] = Float<S>::store(v[j]);
+                         }
+                         // Of the f32 sum, then rounded.
+                         vecMap(VecOp::GeluTanh, v, v, n);
+                         for (int64_t j = 0; j < n; ++j)
+                           o[r * n + j] = Float<S>::store(v[j]);
+                       });
   });
 }
 
@@ -237,20 +238,17 @@ Status matmulGeluGrad(const TensorRef &lhs, const TensorRef &rhs,
   SMP_RETURN_IF_ERROR(visitFloat(lhs.dtype, "matmul_gelu_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
     int64_t n = dx.shape.back();
-    HalfEpilogue epilogue = [&](const float *p) {
-      const S *x = pre.as<S>();
-      S *o = dx.as<S>();
-      forEachRow(
-          dx.numel() / n, n, p, [&](int64_t r, const float *c, float *v) {
-            for (int64_t j = 0; j < n; ++j)
-              v[j] = Float<S>::load(x[r * n + j]);
-            vecGeluTanhGrad(v, c, v, n); // the f32 product times gelu'(pre)
-            for (int64_t j = 0; j < n; ++j)
-              o[r * n + j] = Float<S>::store(v[j]);
-          });
-      return Status::success();
-    };
-    return runProduct(lhs, rhs, dx, transposeLhs, transposeRhs, &epilogue);
+    const S *x = pre.as<S>();
+    S *o = dx.as<S>();
+    return productRows(lhs, rhs, dx, transposeLhs, transposeRhs,
+                       [&](int64_t r, const float *c, float *v) {
+                         for (int64_t j = 0; j < n; ++j)
+                           v[j] = Float<S>::load(x[r * n + j]);
+                         // The f32 product times gelu'(pre).
+                         vecGeluTanhGrad(v, c, v, n);
+                         for (int64_t j = 0; j < n; ++j)
+                           o[r * n + j] = Float<S>::store(v[j]);
+                       });
   }));
   // The bias gradient: dx's columns summed as bias_gelu_grad sums them.
   common::BiasSums b = common::biasSums(dx, dbias);
