@@ -31,13 +31,8 @@ using namespace smp;
 
 namespace {
 
-/// `v` is `g` or a reshape of it to [rows, N] (the tokens folded).
+/// `v`, `g` or a reshape of it, is [rows, N]: g's tokens folded.
 bool foldsRowsOf(Value v, Value g) {
-  if (v != g) {
-    auto reshape = v.getDefiningOp<ReshapeOp>();
-    if (!reshape || reshape.getInput() != g)
-      return false;
-  }
   ArrayRef<int64_t> gs = shapeOf(g), vs = shapeOf(v);
   return vs.size() == 2 && !gs.empty() && vs[1] == gs.back() &&
          vs[0] * vs[1] == cast<RankedTensorType>(g.getType()).getNumElements();
@@ -56,9 +51,7 @@ MatMulOp weightGradOf(ReduceSumOp sum) {
       auto mm = dyn_cast<MatMulOp>(user);
       if (mm && mm.getLhs() == v && mm.getTransposeLhs() &&
           !mm.getTransposeRhs() && foldsRowsOf(v, g) &&
-          shapeOf(mm.getRhs()).size() == 2 &&
-          mm->getDiscardableAttrDictionary() ==
-              sum->getDiscardableAttrDictionary())
+          shapeOf(mm.getRhs()).size() == 2 && sameAnnotations(mm, sum))
         return mm;
     }
   return nullptr;

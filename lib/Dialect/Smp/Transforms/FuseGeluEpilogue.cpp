@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 
 #define DEBUG_TYPE "smp-fuse-gelu-epilogue"
@@ -35,12 +36,6 @@ namespace {
 bool isHalf(Type t) {
   Type e = cast<RankedTensorType>(t).getElementType();
   return e.isF16() || e.isBF16();
-}
-
-/// The two ops carry the same annotations (stage, micro-batch, recompute
-/// and backward marks): fusing them moves none across a boundary.
-bool sameAnnotations(Operation *a, Operation *b) {
-  return a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary();
 }
 
 /// gelu(matmul_bias) {tanh} -> matmul_bias_gelu; every other reader of the

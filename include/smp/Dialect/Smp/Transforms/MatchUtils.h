@@ -4,6 +4,7 @@
 #define SMP_DIALECT_SMP_TRANSFORMS_MATCHUTILS_H
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -23,6 +24,12 @@ llvm::SmallVector<mlir::Value> collectMulFactors(mlir::Value root);
 /// The shape of a ranked tensor value.
 inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
+
+/// The two ops carry the same annotations (stage, micro-batch, recompute
+/// and backward marks): fusing them moves none across a boundary.
+inline bool sameAnnotations(mlir::Operation *a, mlir::Operation *b) {
+  return a->getDiscardableAttrDictionary() == b->getDiscardableAttrDictionary();
 }
 
 /// True when `axes` (negative from the end) are exactly [0, rank - 1): a
