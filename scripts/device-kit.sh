@@ -48,7 +48,11 @@
 #            subtracted when there is time to spare), its top 15 ops and
 #            top source nodes as tables (scripts/profile_table.py);
 #         6. the PyTorch rows on the same GPU: eager and torch.compile with
-#            SDPA, then without (torch.compile rows need 150 s left).
+#            SDPA, then without (torch.compile rows need 150 s left);
+#         7. the ablations: the benchmark's artifact and the same model
+#            compiled without one optimisation each (ABLATIONS: smpc
+#            --no-pad-vocab), --warmup steps each (5 at least), a table
+#            of their median step times.
 #       --budget (default 480) counts from the start of `run`: every
 #       process runs under timeout(1) within it and its own cap; a stage or
 #       row that cannot start in what is left is skipped, and summary.md
@@ -70,6 +74,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
+
+# The benchmark's ablations, NAME:smpc flags: each compiled beside the
+# benchmark's artifact and timed against it (stage 7).
+ABLATIONS=("no-pad-vocab:--no-pad-vocab")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).
@@ -122,21 +130,30 @@ pack() {
     mkdir -p "$dir"
     "$build/bin/smp-modelgen" gpt "$@" -o "$dir/gpt2.onnx" \
       --write-data "$dir/data" $((batch * 2)) > /dev/null
-    "$build/bin/smpc" compile "$dir/gpt2.onnx" --train --target "$target" \
-      --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
-      --precision bf16 --batch-size "$batch" -o "$dir/gpt2-fused.smpx" > /dev/null
+    local common=(--train --target "$target" --loss cross_entropy:logits:labels
+      --optimizer adamw --lr 1e-4 --precision bf16 --batch-size "$batch")
+    "$build/bin/smpc" compile "$dir/gpt2.onnx" "${common[@]}" \
+      -o "$dir/gpt2-fused.smpx" > /dev/null
+    # The ablations (stage 7): the same model without one optimisation.
+    local ab
+    for ab in "${ABLATIONS[@]}"; do
+      # shellcheck disable=SC2086 # the flags split
+      "$build/bin/smpc" compile "$dir/gpt2.onnx" "${common[@]}" ${ab#*:} \
+        -o "$dir/ablate-${ab%%:*}.smpx" > /dev/null
+      echo "${ab#*:}" > "$dir/ablate-${ab%%:*}.flags"
+    done
     rm -f "$dir/gpt2.onnx" "$dir/gpt2.onnx.data"
   }
   if [ -n "$suffix" ]; then # the emulator: a GPT it runs in seconds
     B=4
     bench_model "$kit/bench/gpt2" "$B" cuda --layers 2 --hidden 128 --heads 4 \
-      --seq 64 --vocab 512
+      --seq 64 --vocab 500
   else
     bench_model "$kit/bench/gpt2" "$B" cuda --layers 12 --hidden 768 --heads 12 \
       --seq 1024 --vocab 50257
   fi
-  local art=$kit/bench/gpt2/gpt2-fused.smpx w
-  for w in "$art"/*.weights.bin; do
+  local w
+  for w in "$kit"/bench/gpt2/*.smpx/*.weights.bin; do
     # What the file holds besides f32 parameters (the positions' int64
     # constant, say) is kept; the parameters become random on the device.
     "$build/bin/smp-artifact-text" decode "${w%.weights.bin}.program.pb" |
@@ -318,6 +335,66 @@ unit_line() {
   fi
 }
 
+# fill_weights ART: random parameters in place of the artifact's dropped
+# weights file, then its checksums; prints ok or why not.
+fill_weights() {
+  local art=$1 kept
+  for kept in "$art"/*.weights.bin.kept; do
+    [ -e "$kept" ] || continue
+    if limited 120 "$PYTHON" "$ROOT/scripts/kit_weights.py" fill "$kept" \
+      "${kept%.kept}" > "$LOGS/weights.log" 2>&1 &&
+      limited 60 "$BIN/smp-artifact-text" reseal "$art" \
+        >> "$LOGS/weights.log" 2>&1; then
+      rm "$kept"
+    else
+      echo "FAILED: no weights ($(tail -n 1 "$LOGS/weights.log"))"
+      return 0
+    fi
+  done
+  echo ok
+}
+
+# The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
+# packed beside it (without one optimisation: its smpc flags in
+# ablate-NAME.flags), STEPS steps each; the median step time but the
+# first's, one table in summary.md.
+ablation_stage() {
+  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok
+  local arts=("$bdir"/ablate-*.smpx)
+  if [ ! -e "${arts[0]}" ]; then
+    skipped "ablations" "none packed"
+    return 0
+  fi
+  room "ablations" "$min_ablate" || return 0
+  stage_begin "Ablations: the benchmark's model without one optimisation each (smprun, $steps steps)"
+  {
+    echo "| artifact | smpc flags | median ms/step (steps 2..$steps) |"
+    echo "| --- | --- | --- |"
+  } >> "$SUMMARY"
+  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
+    name=$(basename "$a" .smpx)
+    flags="(the benchmark's)"
+    [ ! -f "${a%.smpx}.flags" ] || flags=$(cat "${a%.smpx}.flags")
+    prep=$(fill_weights "$a")
+    rc=0
+    if [ "$prep" != ok ]; then
+      ms=$prep
+    elif limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
+      --steps "$steps" --metrics "$LOGS/$name.jsonl" > "$LOGS/$name.out" 2>&1; then
+      ms=$("$PYTHON" -c 'import json, statistics, sys
+t = [json.loads(l)["step_time"] for l in open(sys.argv[1]) if l.strip()][1:]
+print(f"{statistics.median(t) * 1e3:,.2f}" if t else "no steps")' "$LOGS/$name.jsonl")
+    else
+      rc=$?
+      ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"
+    fi
+    [ "$prep" = ok ] && [ $rc = 0 ] || result=$ms
+    echo "| $name | $flags | $ms |" >> "$SUMMARY"
+  done
+  echo >> "$SUMMARY"
+  stage_end "ablations" "$result"
+}
+
 # The attention kernels' stage: smp's (smp-cuda-attention-bench, --small on
 # an emulated kit) and, with torch, PyTorch's SDPA on the same shapes
 # (bench/attention_torch.py), one table in summary.md and attention.md.
@@ -372,9 +449,10 @@ run() {
   local env=$DEST/env.txt
   # What each stage may take: its minimum to start and its processes' caps.
   local min_unit=20 min_attn=30 min_suite=30 min_bench=60 min_profile=40
-  local min_base=240
+  local min_base=240 min_ablate=60
   if [ "$dev" = cpu ]; then
     min_unit=3 min_attn=3 min_suite=10 min_bench=10 min_profile=5 min_base=10
+    min_ablate=5
   fi
   # env.txt first of all: whatever happens next, it is in OUT.
   {
@@ -532,19 +610,8 @@ run() {
     skipped "GPT-2 benchmark: smp" "smprun misses libraries"
   elif room "GPT-2 benchmark: smp" $min_bench; then
     stage_begin "GPT-2 benchmark: smp (bench/gpt2_train.sh --prebuilt ${args[*]} --batch $batch)"
-    local kept prep=ok
-    for kept in "$bdir"/gpt2-fused.smpx/*.weights.bin.kept; do
-      [ -e "$kept" ] || continue
-      # Random parameters in place of the dropped file, then the checksums.
-      if limited 120 "$PYTHON" "$ROOT/scripts/kit_weights.py" fill "$kept" \
-        "${kept%.kept}" > "$LOGS/weights.log" 2>&1 &&
-        limited 60 "$BIN/smp-artifact-text" reseal "$bdir/gpt2-fused.smpx" \
-          >> "$LOGS/weights.log" 2>&1; then
-        rm "$kept"
-      else
-        prep="FAILED: no weights ($(tail -n 1 "$LOGS/weights.log"))"
-      fi
-    done
+    local prep
+    prep=$(fill_weights "$bdir/gpt2-fused.smpx")
     if [ "$prep" != ok ]; then
       echo "bench: smp $prep" | tee -a "$SUMMARY"
       result=$prep
@@ -634,6 +701,13 @@ EOF
     grep -q '^skipped' "$LOGS/bench-torch.md" && result="rows skipped (the budget)"
     [ $rc = 0 ] || result="not all rows ran (status $rc)"
     stage_end "GPT-2 benchmark: PyTorch" "$result"
+  fi
+
+  # 7. What the optimisations buy: the ablations against smp's artifact.
+  if [ $smp_row = 0 ]; then
+    skipped "ablations" "no smp row"
+  else
+    ablation_stage "$bdir" "$dev" $((warm > 5 ? warm : 5))
   fi
 }
 

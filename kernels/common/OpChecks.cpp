@@ -386,7 +386,8 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
 
 Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                          bool reduced, const TensorRef &out,
-                         const TensorRef *weights, int64_t &classes) {
+                         const TensorRef *weights, int64_t requested,
+                         int64_t &classes, int64_t &stride) {
   const char *op = "cross_entropy";
   SMP_RETURN_IF_ERROR(checkAll(
       op, {{&logits, "logits"}, {&labels, "labels"}, {&out, "output"}}));
@@ -412,7 +413,8 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
     return fail(op, "output " + smp::base::describe(out) +
                         " must hold one element for a reduced loss");
   }
-  classes = logits.shape.back();
+  stride = logits.shape.back();
+  SMP_RETURN_IF_ERROR(crossEntropyClasses(op, requested, stride, classes));
   if (weights) {
     SMP_RETURN_IF_ERROR(checkTensor(op, "weights", *weights));
     if (!smp::base::isFloat(weights->dtype) || weights->rank() != 1 ||

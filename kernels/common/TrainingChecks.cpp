@@ -50,7 +50,8 @@ Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
 Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                              const TensorRef *weights, const TensorRef &dloss,
                              bool reduced, const TensorRef &dlogits,
-                             int64_t &classes, int64_t &rows) {
+                             int64_t requested, int64_t &classes,
+                             int64_t &stride, int64_t &rows) {
   const char *op = "cross_entropy_grad";
   SMP_RETURN_IF_ERROR(checkFloats(op, {&logits, &dloss, &dlogits}));
   SMP_RETURN_IF_ERROR(checkTensor(op, "labels", labels));
@@ -60,9 +61,10 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   SMP_RETURN_IF_ERROR(checkSameShape(op, logits, dlogits));
   if (logits.rank() < 1)
     return fail(op, "logits must not be a scalar");
-  classes = logits.shape.back();
+  stride = logits.shape.back();
+  SMP_RETURN_IF_ERROR(crossEntropyClasses(op, requested, stride, classes));
   rows = labels.numel();
-  if (rows * classes != logits.numel())
+  if (rows * stride != logits.numel())
     return fail(op, "labels do not match the logits");
   if (weights &&
       (weights->numel() != classes || !smp::base::isFloat(weights->dtype) ||
@@ -70,6 +72,16 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
     return fail(op, "weights must hold one value per class");
   if (reduced ? dloss.numel() != 1 : dloss.numel() != rows)
     return fail(op, "incoming gradient does not match the loss");
+  return Status::success();
+}
+
+Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
+                           int64_t &classes) {
+  classes = requested == 0 ? stride : requested;
+  if (requested != 0 && (requested < 1 || requested > stride))
+    return fail(op, std::to_string(requested) +
+                        " classes do not fit logits rows of " +
+                        std::to_string(stride));
   return Status::success();
 }
 

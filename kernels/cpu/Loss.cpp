@@ -4,7 +4,8 @@
 // of x - max summed in double (f32 rows through VecMath's exp, f16/bf16 rows
 // widened to f32 first, so they give the bits of their f32 copy; f64 through
 // the C library in double). Labels are checked before any work. The loss
-// has the logits' dtype, or f32 for f16/bf16 logits.
+// has the logits' dtype, or f32 for f16/bf16 logits. A row may be longer
+// than its classes (smp-pad-classes): the rest is not read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +19,7 @@ namespace {
 
 template <class S>
 void rowLosses(const S *x, const std::vector<int64_t> &labels,
-               int64_t ignoreIndex, int64_t classes,
+               int64_t ignoreIndex, int64_t classes, int64_t stride,
                std::vector<double> &loss) {
   using C = typename Float<S>::C;
   constexpr bool viaF32 = std::is_same_v<C, float>; // f32, f16, bf16
@@ -31,7 +32,7 @@ void rowLosses(const S *x, const std::vector<int64_t> &labels,
         loss[r] = 0;
         continue;
       }
-      const S *xr = x + r * classes;
+      const S *xr = x + r * stride;
       if constexpr (viaF32) {
         const float *xf = widenRow(xr, wide, classes);
         float m = vecMax(xf, classes);
@@ -70,11 +71,13 @@ static double loadFloatAt(const TensorRef &t, int64_t i) {
 
 Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
-                    const TensorRef &out, const TensorRef *weights) {
+                    const TensorRef &out, const TensorRef *weights,
+                    int64_t requested) {
   const char *name = "cross_entropy";
-  int64_t classes, rows = labels.numel();
-  SMP_RETURN_IF_ERROR(common::checkCrossEntropy(
-      logits, labels, reduction != Reduction::None, out, weights, classes));
+  int64_t classes, stride, rows = labels.numel();
+  SMP_RETURN_IF_ERROR(
+      common::checkCrossEntropy(logits, labels, reduction != Reduction::None,
+                                out, weights, requested, classes, stride));
   std::vector<int64_t> lab(static_cast<size_t>(rows));
   double counted = 0; // labels not ignored, or the sum of their weights
   for (int64_t r = 0; r < rows; ++r) {
@@ -101,7 +104,7 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
   std::vector<double> loss(static_cast<size_t>(rows));
   return visitFloat(logits.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    rowLosses(logits.as<S>(), lab, ignoreIndex, classes, loss);
+    rowLosses(logits.as<S>(), lab, ignoreIndex, classes, stride, loss);
     if (weights)
       for (int64_t r = 0; r < rows; ++r)
         if (lab[r] != ignoreIndex)

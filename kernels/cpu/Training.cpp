@@ -137,28 +137,30 @@ namespace {
 /// outputs past kStreamBytes with streaming stores); f64 in double. Nothing
 /// the size of the logits is allocated (at T = 16384 and a 50257-word
 /// vocabulary a double copy of logits and gradient was 13 GB outside the
-/// arena).
+/// arena). A row of `stride` values past its `classes` is padding: its
+/// gradient there is zero.
 template <class SX, class SO>
 void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
-                          const std::vector<double> &scale,
-                          int64_t ignoreIndex, int64_t classes) {
+                          const std::vector<double> &scale, int64_t ignoreIndex,
+                          int64_t classes, int64_t stride) {
   using CO = typename Float<SO>::C;
   int64_t rows = static_cast<int64_t>(lab.size());
   constexpr bool viaF32 = std::is_same_v<typename Float<SX>::C, float> &&
                           std::is_same_v<CO, float>;
   constexpr bool f32Out = std::is_same_v<SO, float>;
   bool stream =
-      f32Out && viaF32 && rows * classes * int64_t(sizeof(SO)) >= kStreamBytes;
+      f32Out && viaF32 && rows * stride * int64_t(sizeof(SO)) >= kStreamBytes;
   parallelFor(rows, grainFor(8 * classes), [&](int64_t begin, int64_t end) {
     std::vector<float> e(viaF32 ? static_cast<size_t>(classes) : 0), wide;
     std::vector<float> row(viaF32 && !f32Out ? static_cast<size_t>(classes) : 0);
     for (int64_t r = begin; r < end; ++r) {
-      SO *orow = o + r * classes;
+      SO *orow = o + r * stride;
+      std::fill(orow + classes, orow + stride, Float<SO>::store(CO(0)));
       if (lab[r] == ignoreIndex) {
         std::fill_n(orow, classes, Float<SO>::store(CO(0)));
         continue;
       }
-      const SX *xr = x + r * classes;
+      const SX *xr = x + r * stride;
       if constexpr (viaF32) {
         const float *xf = widenRow(xr, wide, classes);
         float *of;
@@ -199,12 +201,12 @@ void crossEntropyGradRows(const SX *x, SO *o, const std::vector<int64_t> &lab,
 Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         const TensorRef *weights, const TensorRef &dloss,
                         int64_t ignoreIndex, Reduction reduction,
-                        const TensorRef &dlogits) {
+                        const TensorRef &dlogits, int64_t requested) {
   const char *op = "cross_entropy_grad";
-  int64_t classes, rows;
+  int64_t classes, stride, rows;
   SMP_RETURN_IF_ERROR(common::checkCrossEntropyGrad(
       logits, labels, weights, dloss, reduction != Reduction::None, dlogits,
-      classes, rows));
+      requested, classes, stride, rows));
   std::vector<double> w = weights ? toDouble(*weights) : std::vector<double>();
   std::vector<double> g = toDouble(dloss);
   double counted = 0;
@@ -234,7 +236,7 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
     return visitFloat(dlogits.dtype, op, [&](auto otag) {
       using SO = typename decltype(otag)::type;
       crossEntropyGradRows(logits.as<SX>(), dlogits.as<SO>(), lab, scale,
-                           ignoreIndex, classes);
+                           ignoreIndex, classes, stride);
       return Status::success();
     });
   });

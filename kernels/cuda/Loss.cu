@@ -4,7 +4,9 @@
 // exponentials in the compute type, their sum in f64. Labels are read on the
 // device; a label outside [0, C) that is not ignoreIndex records a device
 // error (reported by synchronize) and its row contributes NaN. Sum / Mean
-// write per-row losses and weights to a scratch summed by one block.
+// write per-row losses and weights to a scratch summed by one block. A row
+// is `stride` values of which the first `classes` are logits and the rest
+// padding (smp-pad-classes): not read, and given a zero gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,8 +52,9 @@ __device__ void rowStats(const S *xr, int64_t classes,
 
 template <class S>
 __global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
-                                 int64_t classes, Out outNone, double *rowLoss,
-                                 double *rowWeight, DeviceError *err) {
+                                 int64_t classes, int64_t stride, Out outNone,
+                                 double *rowLoss, double *rowWeight,
+                                 DeviceError *err) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     bool ignored, bad;
@@ -60,7 +63,7 @@ __global__ void crossEntropyRows(const S *x, Labels l, In w, int64_t rows,
     if (bad) {
       loss = nan("");
     } else if (!ignored) {
-      const S *xr = x + r * classes;
+      const S *xr = x + r * stride;
       C m;
       double sum;
       rowStats(xr, classes, m, sum);
@@ -105,11 +108,13 @@ __global__ void crossEntropyTotal(const double *rowLoss,
 
 Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
                     int64_t ignoreIndex, Reduction reduction,
-                    const TensorRef &out, const TensorRef *weights) {
+                    const TensorRef &out, const TensorRef *weights,
+                    int64_t requested) {
   const char *name = "cross_entropy";
-  int64_t classes, rows = labels.numel();
-  SMP_RETURN_IF_ERROR(common::checkCrossEntropy(
-      logits, labels, reduction != Reduction::None, out, weights, classes));
+  int64_t classes, stride, rows = labels.numel();
+  SMP_RETURN_IF_ERROR(
+      common::checkCrossEntropy(logits, labels, reduction != Reduction::None,
+                                out, weights, requested, classes, stride));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(name, ctx));
   Labels l{asIndexIn(labels), ignoreIndex};
@@ -119,10 +124,10 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
     if (reduction == Reduction::None) {
       if (rows == 0)
         return Status::success();
-      crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
-                            ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
-                                           asOut(out), nullptr, nullptr,
-                                           ctx->dError);
+      crossEntropyRows<S>
+          <<<blocksFor(rows), rowThreads(classes), 0, ctx->stream>>>(
+              logits.as<S>(), l, w, rows, classes, stride, asOut(out), nullptr,
+              nullptr, ctx->dError);
       return launchStatus(name);
     }
     Scratch loss, weight;
@@ -131,11 +136,11 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
     SMP_RETURN_IF_ERROR(
         weight.allocate(name, rows * sizeof(double), ctx->stream));
     if (rows > 0) {
-      crossEntropyRows<S><<<blocksFor(rows), rowThreads(classes), 0,
-                            ctx->stream>>>(logits.as<S>(), l, w, rows, classes,
-                                           Out{nullptr, out.dtype},
-                                           loss.as<double>(),
-                                           weight.as<double>(), ctx->dError);
+      crossEntropyRows<S>
+          <<<blocksFor(rows), rowThreads(classes), 0, ctx->stream>>>(
+              logits.as<S>(), l, w, rows, classes, stride,
+              Out{nullptr, out.dtype}, loss.as<double>(), weight.as<double>(),
+              ctx->dError);
       SMP_RETURN_IF_ERROR(launchStatus(name));
     }
     crossEntropyTotal<typename FT<S>::C><<<1, 1024, 0, ctx->stream>>>(
@@ -173,12 +178,14 @@ template <class S>
 __global__ void
 crossEntropyGradRows(const S *x, Labels l, In w, In g, bool none, bool mean,
                      const double *counted, int64_t rows, int64_t classes,
-                     Out dx, DeviceError *err) {
+                     int64_t stride, Out dx, DeviceError *err) {
   using C = typename FT<S>::C;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     bool ignored, bad;
     int64_t lab = rowLabel(l, r, classes, err, kErrLabelGrad, ignored, bad);
-    int64_t base = r * classes;
+    int64_t base = r * stride;
+    for (int64_t c = classes + threadIdx.x; c < stride; c += blockDim.x)
+      dx.store(base + c, 0.0);
     if (ignored || bad) {
       for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
         dx.store(base + c, 0.0);
@@ -205,12 +212,12 @@ crossEntropyGradRows(const S *x, Labels l, In w, In g, bool none, bool mean,
 Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                         const TensorRef *weights, const TensorRef &dloss,
                         int64_t ignoreIndex, Reduction reduction,
-                        const TensorRef &dlogits) {
+                        const TensorRef &dlogits, int64_t requested) {
   const char *op = "cross_entropy_grad";
-  int64_t classes, rows;
+  int64_t classes, stride, rows;
   SMP_RETURN_IF_ERROR(common::checkCrossEntropyGrad(
       logits, labels, weights, dloss, reduction != Reduction::None, dlogits,
-      classes, rows));
+      requested, classes, stride, rows));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (dlogits.numel() == 0)
@@ -228,7 +235,7 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
         <<<blocksFor(rows), rowThreads(classes), 0, ctx->stream>>>(
             logits.as<S>(), l, w, asIn(dloss), reduction == Reduction::None,
             reduction == Reduction::Mean, counted.as<double>(), rows, classes,
-            asOut(dlogits), ctx->dError);
+            stride, asOut(dlogits), ctx->dError);
     return launchStatus(op);
   });
 }

@@ -588,7 +588,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
 
-  countProduct();
+  bool unaligned = false;
+  for (const Layout *l : ls)
+    unaligned |= (l->ld * typeSize(l->type)) % 16 != 0;
+  countProduct(unaligned);
   if (dryRun())
     return CUBLAS_STATUS_SUCCESS; // checked, not computed
   bool f64 = d.compute == CUBLAS_COMPUTE_64F;

@@ -133,7 +133,8 @@ struct KernelLaunches {
 
 struct Counts {
   std::mutex mutex;
-  uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0;
+  uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0,
+           unaligned = 0;
   std::map<std::string, KernelLaunches> kernels; // by kernel
 };
 
@@ -167,13 +168,15 @@ Counts &counts() {
     if (dryRun())
       std::atexit([] {
         Counts &k = counts();
-        report("dry run: " + std::to_string(k.launches) +
-               " kernel launches (" + std::to_string(k.kernels.size()) +
-               " kernels and ops) and " + std::to_string(k.products) +
-               " cuBLASLt products (" + std::to_string(k.queries) +
+        report("dry run: " + std::to_string(k.launches) + " kernel launches (" +
+               std::to_string(k.kernels.size()) + " kernels and ops) and " +
+               std::to_string(k.products) + " cuBLASLt products (" +
+               std::to_string(k.queries) +
                " heuristic queries) checked, none run; " +
                std::to_string(k.hostWaits) +
-               " host waits (synchronizations and synchronous copies)");
+               " host waits (synchronizations and synchronous copies); " +
+               std::to_string(k.unaligned) +
+               " products on rows not a multiple of 16 bytes");
         if (listKernels())
           reportKernels(k.kernels);
       });
@@ -195,10 +198,11 @@ void countLaunch(const char *kernel, uint64_t blocks, uint64_t threads) {
   k.maxThreads = std::max(k.maxThreads, threads);
 }
 
-void countProduct() {
+void countProduct(bool unalignedRows) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.products;
+  c.unaligned += unalignedRows;
 }
 
 void countHeuristicQuery() {

@@ -55,7 +55,9 @@ bool noEpilogues();
 /// product; a dry run prints the counts at exit ("N kernel launches (K
 /// kernels and ops) and P cuBLASLt products checked").
 void countLaunch(const char *kernel, uint64_t blocks, uint64_t threads);
-void countProduct();
+/// `unalignedRows`: an operand's leading dimension is not a multiple of 16
+/// bytes (a dry run counts them: cuBLASLt's fast kernels need 16).
+void countProduct(bool unalignedRows = false);
 /// Counts a cuBLASLt heuristic query (host time on a GPU: a few
 /// microseconds each); a dry run prints the count beside the products.
 void countHeuristicQuery();

@@ -145,6 +145,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseBiasGradPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
+    if (o.padClasses)
+      pm.addNestedPass<func::FuncOp>(createSmpPadClassesPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpPackAttentionPass());
@@ -184,6 +186,10 @@ struct TrainPipelineCLOptions
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron sequence parallelism between the tp regions"),
       llvm::cl::init(false)};
+  Option<bool> padClasses{
+      *this, "pad-classes",
+      llvm::cl::desc("pad an LM head's vocabulary (smp-pad-classes)"),
+      llvm::cl::init(true)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
@@ -269,6 +275,7 @@ struct TrainPipelineCLOptions
                           : smp::TrainingPipelineOptions::crossEntropyLogits(loss);
     o.precision = precision;
     o.sequenceParallel = sequenceParallel;
+    o.padClasses = padClasses;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "
                                "3, got " +

@@ -34,6 +34,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--untie", Kind::Repeated},
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
+    {"--no-pad-vocab", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},
     {"--no-sequence-parallel", Kind::Switch},
     {"--train", Kind::Switch},

@@ -16,7 +16,8 @@
 
 namespace {
 
-const char *kUsage = R"(smpc - the smp compiler: imports a model, builds its training step and
+const char *kUsage =
+    R"(smpc - the smp compiler: imports a model, builds its training step and
 splits it over devices.
 
 USAGE
@@ -119,6 +120,13 @@ TRAINING (compile --train)
                        (torch.amp.GradScaler's defaults): steps whose
                        gradients overflow are skipped and the scale halves.
   --loss-scale X       fp16: the initial loss scale (default 65536).
+  --no-pad-vocab       Keep an LM head's vocabulary as it is. By default a
+                       cross-entropy's logits with a class count that is
+                       not a multiple of 8 (GPT-2's 50257) are computed
+                       padded with zero weights to the next multiple of 64
+                       (of 8 below 4096), which the loss ignores, so the
+                       GPU's matrix products read aligned rows; the
+                       numbers trained are the same.
 
 PARALLELISM (compile --train)
   --devices N          Number of ranks (default dp x tp x pp; without --dp,

@@ -78,18 +78,38 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   };
   bool compile = opts.command == "compile", plan = opts.command == "plan";
   bool training = compile && opts.train;
-  static const char *kTrainingOnly[] = {
-      "--lr", "--lr-schedule", "--warmup-steps", "--decay-steps",
-      "--momentum", "--dampening",
-      "--nesterov", "--weight-decay", "--beta1", "--beta2", "--eps",
-      "--clip-grad-norm", "--freeze", "--loss-scale", "--bucket-mb",
-      "--gather-prefetch", "--sharded-dp", "--sequence-parallel",
-      "--no-sequence-parallel",
-      "--activation-loading-horizon", "--offload-activations",
-      "--checkpoint-activations", "--shard-optimizer-state",
-      "--no-shard-optimizer-state", "--zero-stage", "--placement",
-      "--pp-cuts", "--virtual-stages", "--schedule", "--microbatches",
-      "--bn-stats"};
+  static const char *kTrainingOnly[] = {"--lr",
+                                        "--lr-schedule",
+                                        "--warmup-steps",
+                                        "--decay-steps",
+                                        "--momentum",
+                                        "--dampening",
+                                        "--nesterov",
+                                        "--weight-decay",
+                                        "--beta1",
+                                        "--beta2",
+                                        "--eps",
+                                        "--clip-grad-norm",
+                                        "--freeze",
+                                        "--loss-scale",
+                                        "--bucket-mb",
+                                        "--gather-prefetch",
+                                        "--sharded-dp",
+                                        "--sequence-parallel",
+                                        "--no-sequence-parallel",
+                                        "--activation-loading-horizon",
+                                        "--offload-activations",
+                                        "--checkpoint-activations",
+                                        "--shard-optimizer-state",
+                                        "--no-shard-optimizer-state",
+                                        "--zero-stage",
+                                        "--placement",
+                                        "--pp-cuts",
+                                        "--virtual-stages",
+                                        "--schedule",
+                                        "--microbatches",
+                                        "--bn-stats",
+                                        "--no-pad-vocab"};
   for (const char *f : kTrainingOnly)
     if (has(f) && !training && !plan)
       return fail(std::string(f) + " applies to training (smpc compile "
@@ -478,6 +498,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                             "contradict each other; give one");
     opts.pinned.sequenceParallel = on;
     opts.plan.sequenceParallel = on;
+  } else if (a == "--no-pad-vocab") {
+    opts.plan.padClasses = false;
   } else if (a == "--no-fuse-attention") {
     opts.import.fuseAttention = false;
   } else {

@@ -68,6 +68,9 @@ struct TrainingPipelineOptions {
   /// Under tensor parallelism: Megatron's sequence parallelism between the
   /// regions (smp-sequence-parallel).
   bool sequenceParallel = false;
+  /// Pad an LM head's vocabulary to aligned products (smp-pad-classes);
+  /// smpc --no-pad-vocab turns it off.
+  bool padClasses = true;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
   /// With data parallelism, the ZeRO stage: 0 none, 1 each rank keeps 1/dp

@@ -327,8 +327,9 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
   int64_t ignore = nc.hasAttr("ignore_index")
                        ? nc.attrInt("ignore_index", 0)
                        : std::numeric_limits<int64_t>::min();
-  auto loss = nc.create<smp::CrossEntropyOp>(
-      nc.placeholder(), logits, labels, weights, ignore, reduction);
+  auto loss =
+      nc.create<smp::CrossEntropyOp>(nc.placeholder(), logits, labels, weights,
+                                     ignore, reduction, mlir::IntegerAttr());
   if (auto err = nc.output(std::move(loss)))
     return err;
   if (nc.hasOutput(1)) {

@@ -187,6 +187,35 @@ func.func @cross_entropy(%l: tensor<4x10xf32>, %y: tensor<5xi64>) {
 
 // -----
 
+func.func @cross_entropy_classes(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
+  // More classes than a row of logits holds (smp-pad-classes pads rows).
+  // expected-error @+2 {{'smp.cross_entropy' classes = 11 must be in [1, 10], the last dim of 'tensor<4x10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %l, %y {classes = 11 : i64} : (tensor<4x10xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_class_weights(%l: tensor<4x16xf32>, %y: tensor<4xi64>, %w: tensor<16xf32>) {
+  // Class weights range over the classes, not the padded row.
+  // expected-error @+2 {{'smp.cross_entropy' weights 'tensor<16xf32>' must be a vector of the 13 classes of 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy %l, %y, %w {classes = 13 : i64} : (tensor<4x16xf32>, tensor<4xi64>, tensor<16xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_classes(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %g: tensor<f32>) {
+  // expected-error @+2 {{'smp.cross_entropy_grad' classes = 0 must be in [1, 10], the last dim of 'tensor<4x10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy_grad %l, %y, %g {classes = 0 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_weights(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %w: tensor<9xf32>) {
   // expected-error @+2 {{'smp.cross_entropy' weights 'tensor<9xf32>' must be a vector of the 10 classes of 'tensor<4x10xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -277,6 +277,60 @@ TEST_F(Cuda, CrossEntropyGrad) {
   expectDeviceError("cross_entropy_grad: label 7 at position 1");
 }
 
+// smp-pad-classes: rows of 704 values of which 700 are logits (NaN past
+// them: any read of the padding would show), the loss and gradient as the
+// CPU's with `classes`, zero written over the padding.
+TEST_F(Cuda, CrossEntropyPaddedRowsAreTheCpus) {
+  using Red = cuk::Reduction;
+  unsigned seed = 360;
+  int64_t rows = 9, classes = 700, stride = 704;
+  for (DType t : {DType::F32, DType::BF16})
+    for (Red red : {Red::None, Red::Mean}) {
+      SCOPED_TRACE(std::string(name(t)) + " reduction " +
+                   std::to_string(int(red)));
+      Host logits = random(t, {rows, stride}, -3, 3, seed++);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = classes; c < stride; ++c)
+          logits.set(r * stride + c, std::numeric_limits<double>::quiet_NaN());
+      Host labels = random(DType::I64, {rows}, 0, double(classes), seed++);
+      labels.set(2, -100);
+      Host w = random(DType::F32, {classes}, 0.5, 2, seed++);
+      std::vector<int64_t> oshape = red == Red::None
+                                        ? std::vector<int64_t>{rows}
+                                        : std::vector<int64_t>{};
+      Host loss(t, oshape);
+      auto cred = static_cast<cpuk::Reduction>(red);
+      ASSERT_OK(cpuk::crossEntropy(logits, labels, -100, cred, loss, &w.ref,
+                                   classes));
+      Dev dl(logits), dlab(labels), dw(w), dloss(t, oshape);
+      ASSERT_OK(
+          cuk::crossEntropy(dl, dlab, -100, red, dloss, dw.ptr(), classes));
+      expectTol(dloss, loss, true);
+      Host g = red == Red::None ? random(DType::F32, {rows}, -1, 1, seed++)
+                                : make(DType::F32, {}, {0.75});
+      Host want(t, {rows, stride}), sevens(t, {rows, stride});
+      for (int64_t i = 0; i < sevens.numel(); ++i)
+        sevens.set(i, 7);
+      ASSERT_OK(cpuk::crossEntropyGrad(logits, labels, &w.ref, g, -100, cred,
+                                       want, classes));
+      Dev dg(g), dout(sevens);
+      ASSERT_OK(cuk::crossEntropyGrad(dl, dlab, dw.ptr(), dg, -100, red, dout,
+                                      classes));
+      expectTol(dout, want, true);
+      Host got = dout.download();
+      for (int64_t r = 0; r < rows; ++r)
+        EXPECT_EQ(got.get(r * stride + classes + 1), 0.0) << "row " << r;
+    }
+  // A label in the padding is outside the classes.
+  Host logits = random(DType::F32, {2, 8}, -1, 1, 1);
+  Host labels = make(DType::I64, {2}, {1, 6}), g = make(DType::F32, {}, {1});
+  Dev dl(logits), dlab(labels), dg(g), dout(DType::F32, {2, 8});
+  ASSERT_OK(
+      cuk::crossEntropyGrad(dl, dlab, nullptr, dg, -100, Red::Mean, dout, 6));
+  expectDeviceError(
+      "cross_entropy_grad: label 6 at position 1 is outside [0, 6)");
+}
+
 /// smp-fuse-sum-squares: the gradient norm's sum of squares over many
 /// tensors (more than one launch's table of 96, sizes from a scalar to
 /// more than 64 blocks' worth; f32 with bf16 and f16 among them, as

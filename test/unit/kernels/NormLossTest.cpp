@@ -217,6 +217,79 @@ TEST(CrossEntropy, MatchesReferenceOnBatches) {
     }
 }
 
+/// `x` [rows, classes] with each row widened to `stride` by NaN padding.
+Host padRows(const Host &x, int64_t stride) {
+  int64_t classes = x.ref.shape.back(), rows = x.numel() / classes;
+  std::vector<int64_t> shape = x.ref.shape;
+  shape.back() = stride;
+  Host p(x.ref.dtype, shape);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < stride; ++c)
+      p.set(r * stride + c, c < classes
+                                ? x.get(r * classes + c)
+                                : std::numeric_limits<double>::quiet_NaN());
+  return p;
+}
+
+// smp-pad-classes: logits rows padded past their classes (here with NaN,
+// which any read would spread) give the loss and gradient of the unpadded
+// rows bit for bit, and a zero gradient in the padding.
+TEST(CrossEntropy, PaddedRowsReadOnlyTheirClasses) {
+  unsigned seed = 60;
+  for (DType t : {DType::F32, DType::BF16, DType::F64})
+    for (Reduction red : {Reduction::None, Reduction::Mean}) {
+      Host logits = random(t, {3, 5, 13}, -6, 6, seed++);
+      Host labels = random(DType::I64, {3, 5}, 0, 13, seed++);
+      labels.set(4, 2); // ignored
+      Host padded = padRows(logits, 16);
+      std::vector<int64_t> lossShape = red == Reduction::None
+                                           ? std::vector<int64_t>{3, 5}
+                                           : std::vector<int64_t>{};
+      Host want(t, lossShape), got(t, lossShape);
+      ASSERT_OK(crossEntropy(logits, labels, 2, red, want));
+      ASSERT_OK(crossEntropy(padded, labels, 2, red, got, nullptr, 13));
+      EXPECT_EQ(got.values(), want.values());
+      Host dloss = random(t, lossShape, -1, 1, seed++);
+      Host dwant(t, {3, 5, 13}), dgot(t, {3, 5, 16});
+      for (int64_t i = 0; i < dgot.numel(); ++i)
+        dgot.set(i, 7); // not left as it was
+      ASSERT_OK(
+          crossEntropyGrad(logits, labels, nullptr, dloss, 2, red, dwant));
+      ASSERT_OK(
+          crossEntropyGrad(padded, labels, nullptr, dloss, 2, red, dgot, 13));
+      for (int64_t r = 0; r < 15; ++r)
+        for (int64_t c = 0; c < 16; ++c)
+          EXPECT_EQ(dgot.get(r * 16 + c), c < 13 ? dwant.get(r * 13 + c) : 0.0)
+              << "row " << r << " class " << c;
+    }
+}
+
+TEST(CrossEntropy, PaddedRowsRefuseLabelsInThePadding) {
+  Host logits(DType::F32, {2, 8});
+  Host out(DType::F32, {});
+  Host labels = make(DType::I64, {2}, {1, 6});
+  Status s =
+      crossEntropy(logits, labels, -100, Reduction::Mean, out, nullptr, 6);
+  EXPECT_EQ(s.error, "cross_entropy: label 6 at position 1 is outside [0, 6) "
+                     "and is not the ignore_index -100");
+  Host dloss = make(DType::F32, {1}, {1}), dlogits(DType::F32, {2, 8});
+  s = crossEntropyGrad(logits, labels, nullptr, dloss, -100, Reduction::Mean,
+                       dlogits, 6);
+  EXPECT_EQ(s.error,
+            "cross_entropy_grad: label 6 at position 1 is outside [0, 6)");
+  s = crossEntropy(logits, labels, -100, Reduction::Mean, out, nullptr, 9);
+  EXPECT_EQ(s.error, "cross_entropy: 9 classes do not fit logits rows of 8");
+  s = crossEntropyGrad(logits, labels, nullptr, dloss, -100, Reduction::Mean,
+                       dlogits, -1);
+  EXPECT_EQ(s.error,
+            "cross_entropy_grad: -1 classes do not fit logits rows of 8");
+  // Class weights range over the classes.
+  Host w6 = make(DType::F32, {6}, {1, 1, 1, 1, 1, 1});
+  Host ok = make(DType::I64, {2}, {1, 5});
+  EXPECT_OK(crossEntropy(logits, ok, -100, Reduction::Mean, out, &w6.ref, 6));
+  EXPECT_OK(crossEntropyGrad(logits, ok, &w6.ref, dloss, -100, Reduction::Mean,
+                             dlogits, 6));
+}
 
 // The gradient kernels share their argument checks with the CUDA backend
 // (kernels/common TrainingChecks.cpp): contradictory arguments are refused

@@ -466,6 +466,19 @@ LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult smp::crossEntropyClasses(std::optional<Location> loc,
+                                       StringRef op, RankedTensorType logits,
+                                       std::optional<int64_t> attr,
+                                       int64_t &classes) {
+  int64_t row = logits.getShape().back();
+  classes = attr.value_or(row);
+  if (classes < 1 || classes > row)
+    return emitOptionalError(loc, op, " classes = ", classes,
+                             " must be in [1, ", row, "], the last dim of ",
+                             logits);
+  return success();
+}
+
 LogicalResult CrossEntropyOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, CrossEntropyOp::Adaptor adaptor,
     SmallVectorImpl<Type> &results) {
@@ -476,14 +489,17 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
     return emitOptionalError(loc, "'smp.cross_entropy' labels ", labels,
                              " must have the shape of logits ", logits,
                              " without its last (class) dim");
+  int64_t classes;
+  if (failed(crossEntropyClasses(loc, "'smp.cross_entropy'", logits,
+                                 adaptor.getClasses(), classes)))
+    return failure();
   if (Value weights = adaptor.getWeights()) {
     auto w = rankedType(weights);
-    if (w.getRank() != 1 || w.getDimSize(0) != logits.getShape().back() ||
+    if (w.getRank() != 1 || w.getDimSize(0) != classes ||
         w.getElementType() != logits.getElementType())
       return emitOptionalError(loc, "'smp.cross_entropy' weights ", w,
-                               " must be a vector of the ",
-                               logits.getShape().back(), " classes of ",
-                               logits);
+                               " must be a vector of the ", classes,
+                               " classes of ", logits);
   }
   if (adaptor.getReduction() == Reduction::none)
     results.push_back(logits.clone(labels.getShape()));

@@ -160,6 +160,10 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(
       logits.getShape().drop_back() != labels.getShape())
     return emitOptionalError(loc, "'smp.cross_entropy_grad' labels ", labels,
                              " do not match logits ", logits);
+  int64_t classes;
+  if (failed(crossEntropyClasses(loc, "'smp.cross_entropy_grad'", logits,
+                                 adaptor.getClasses(), classes)))
+    return failure();
   bool none = adaptor.getReduction() == Reduction::none;
   if ((none && grad.getShape() != labels.getShape()) ||
       (!none && grad.getNumElements() != 1))

@@ -18,7 +18,7 @@ namespace smp {
 SMP_VJP(CrossEntropyOp) {
   gx[0] = CrossEntropyGradOp::create(
       b, op.getLoc(), op.getLogits(), op.getLabels(), op.getWeights(), gy[0],
-      op.getIgnoreIndexAttr(), op.getReductionAttr());
+      op.getIgnoreIndexAttr(), op.getReductionAttr(), op.getClassesAttr());
   return success();
 }
 

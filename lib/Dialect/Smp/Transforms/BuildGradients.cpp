@@ -191,7 +191,8 @@ struct SmpBuildGradientsPass
       }
       if (dp <= 1 && !unrolled && !vocab)
         return Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
-                                            -100, Reduction::mean));
+                                            -100, Reduction::mean,
+                                            IntegerAttr()));
       // Data parallel: this rank's share of the global mean, sum_r / count
       // over every rank's labels that are not ignored, so the ranks' losses
       // (and gradients) add up to exactly the one-device values.
@@ -199,7 +200,8 @@ struct SmpBuildGradientsPass
       Value sum =
           vocab ? vocabParallelCrossEntropy(b, loc, *logits, labels, *vocab)
                 : Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
-                                               -100, Reduction::sum));
+                                               -100, Reduction::sum,
+                                               IntegerAttr()));
       if (!labelCount) {
         Value all = unrolled ? lossInputFull : labels;
         auto lab = cast<RankedTensorType>(all.getType());

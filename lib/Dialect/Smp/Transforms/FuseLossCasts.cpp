@@ -67,7 +67,8 @@ bool fuseLossGrad(CrossEntropyGradOp grad) {
   OpBuilder b(down);
   auto fused = CrossEntropyGradOp::create(
       b, grad.getLoc(), x, grad.getLabels(), Value(), grad.getGrad(),
-      grad.getIgnoreIndexAttr(), grad.getReductionAttr());
+      grad.getIgnoreIndexAttr(), grad.getReductionAttr(),
+      grad.getClassesAttr());
   fused->setDiscardableAttrs(grad->getDiscardableAttrDictionary());
   down.getResult().replaceAllUsesWith(fused.getResult());
   down.erase();

@@ -16,4 +16,14 @@
 #define GET_OP_CLASSES
 #include "smp/Dialect/Smp/IR/SmpOps.h.inc"
 
+namespace smp {
+/// The classes of a cross-entropy's (or its gradient's) logits: `attr` or
+/// the last dim; outside [1, last dim] an error at `loc` naming `op`.
+mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
+                                        llvm::StringRef op,
+                                        mlir::RankedTensorType logits,
+                                        std::optional<int64_t> attr,
+                                        int64_t &classes);
+} // namespace smp
+
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_H

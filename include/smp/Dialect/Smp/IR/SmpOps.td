@@ -425,13 +425,18 @@ def Smp_CrossEntropyOp : Smp_Op<"cross_entropy", [Pure,
     `weights` ([C]) each loss is scaled by its label's weight and `mean`
     divides by the sum of those weights. The loss has the logits' element
     type, or f32 for f16/bf16 logits (`smp-fuse-loss-casts`: the loss of a
-    bf16 model's logits without their f32 copy).
+    bf16 model's logits without their f32 copy). With `classes` = C, only
+    the first C values of each row of logits are its logits (labels and
+    weights range over C); the rest of the last dim is padding that no loss
+    reads (`smp-pad-classes` pads a product's vocabulary for aligned
+    GEMMs).
   }];
   let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
                    Optional<Smp_FloatTensor>:$weights,
                    DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                    DefaultValuedAttr<Smp_ReductionAttr,
-                       "::smp::Reduction::mean">:$reduction);
+                       "::smp::Reduction::mean">:$reduction,
+                   OptionalAttr<I64Attr>:$classes);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels (`,` $weights^)? attr-dict `:` functional-type(operands, results)

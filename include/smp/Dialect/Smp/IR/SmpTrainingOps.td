@@ -86,13 +86,16 @@ def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdap
   let description = [{
     (softmax(logits) - onehot(labels)) scaled by the incoming gradient (a
     scalar for sum/mean, one value per label for none), the class weight and,
-    for mean, 1 / (number or weight of the labels not ignored).
+    for mean, 1 / (number or weight of the labels not ignored). With
+    `classes` as for cross_entropy, the padding past a row's classes gets a
+    zero gradient.
   }];
   let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
                    Optional<Smp_FloatTensor>:$weights, Smp_FloatTensor:$grad,
                    DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
                    DefaultValuedAttr<Smp_ReductionAttr,
-                       "::smp::Reduction::mean">:$reduction);
+                       "::smp::Reduction::mean">:$reduction,
+                   OptionalAttr<I64Attr>:$classes);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`

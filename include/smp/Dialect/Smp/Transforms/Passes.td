@@ -542,6 +542,28 @@ def SmpFuseLossCastsPass : Pass<"smp-fuse-loss-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpPadClassesPass : Pass<"smp-pad-classes", "mlir::func::FuncOp"> {
+  let summary = "Pad an LM head's vocabulary so its products are aligned";
+  let description = [{
+    A cross-entropy's logits computed by `smp.matmul` / `smp.matmul_bias`
+    from a rank-2 weight, with a class count V not a multiple of 8 (GPT-2:
+    50257), become Vp columns (the next multiple of 64; of 8 below 4096
+    classes): the weight (and bias) is concatenated with zeros before the
+    product, the loss and its gradient read the first V columns
+    (`classes = V`, zero gradient past them), the gradient's products
+    contract the padded weight, and a product or sum whose result has a
+    class axis is sliced back to V. Rows of V f16/bf16 values are not
+    16-byte aligned, which restricts cuBLASLt to its slow unaligned kernels
+    for the step's three largest products (nanoGPT's vocabulary padding).
+    Left alone: logits with any other reader (an output, a softmax), or a
+    gradient read by an op other than a reshape keeping its last dim, a
+    product, `smp.matmul_bias_grad` or a sum over other dims. Runs in the
+    clean-up phase after `smp-fuse-loss-casts` (the loss reads the 16-bit
+    logits themselves).
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpFuseSumSquaresPass : Pass<"smp-fuse-sum-squares", "mlir::func::FuncOp"> {
   let summary = "Sum the gradient norm's squares in one op";
   let description = [{

@@ -161,10 +161,13 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
 
 /// cross_entropy: logits, integer labels of logits' shape without its last
 /// dim, the output (labels' shape, or one element when `reduced`) and the
-/// optional [classes] float weights; classes = logits' last dim.
+/// optional [classes] float weights. `requested` classes (0: all of the
+/// last dim) must be in [1, last dim]: a row is `stride` = last dim values,
+/// its first `classes` the logits and the rest padding (smp-pad-classes).
 Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                          bool reduced, const TensorRef &out,
-                         const TensorRef *weights, int64_t &classes);
+                         const TensorRef *weights, int64_t requested,
+                         int64_t &classes, int64_t &stride);
 
 //===----------------------------------------------------------------------===//
 // Data movement
@@ -310,11 +313,17 @@ Status checkGatherGrad(const TensorRef &indices, const TensorRef &dy,
                        int64_t axis, const TensorRef &out, GatherGradGeom &g);
 /// cross_entropy_grad: float logits, dloss and dlogits (logits' shape);
 /// integer labels, one per row of logits; optional [classes] float weights;
-/// dloss one element when `reduced`, else one per label.
+/// dloss one element when `reduced`, else one per label; `requested`,
+/// `classes` and `stride` as for checkCrossEntropy.
 Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                              const TensorRef *weights, const TensorRef &dloss,
                              bool reduced, const TensorRef &dlogits,
-                             int64_t &classes, int64_t &rows);
+                             int64_t requested, int64_t &classes,
+                             int64_t &stride, int64_t &rows);
+/// The classes of a cross-entropy row of `stride` values when `requested`
+/// (0: all of them); an error naming `op` outside [1, stride].
+Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
+                           int64_t &classes);
 /// layer_norm_grad (dbias given; dims [axis, rank) normalised) and
 /// rms_norm_grad (no dbias; the last dim): float operands, x and dy of one
 /// shape, scale broadcasting onto the normalised dims `norm`, gradients of
