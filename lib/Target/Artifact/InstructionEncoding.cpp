@@ -210,6 +210,7 @@ for (Value result : op.getResults()) {
     program.mutable_buffers(*id)->set_pool(1);
   }
 }
+recordInPlace(op, *inst, index);
 if (auto err = convertAttrs(&op, *inst))
   return err;
 // The compiler's cost of the instruction, for profiles that predict

@@ -93,6 +93,10 @@ private:
   llvm::Error lowerTpRank(Operation &op);
   llvm::Error lowerAlias(Operation &op, int64_t index);
   void planBuffers();
+  /// An op that may write its output over an input (`inPlace`): the output
+  /// takes the input's storage where nothing reads the input after it.
+  void recordInPlace(Operation &op, const pb::Instruction &inst, int64_t index);
+  void shareInPlace();
   llvm::Expected<unsigned> newBuffer(Value v, const std::string &name,
                                      int64_t start);
   void use(Value v, int64_t at);
@@ -131,6 +135,11 @@ private:
   std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
+  struct InPlace {
+    unsigned output, input;
+    int64_t index;
+  };
+  std::vector<InPlace> inPlace;
   int64_t constantBytes = 0;   // written out by constants so far
 };
 

@@ -279,7 +279,8 @@ TEST_F(Cuda, CrossEntropyGrad) {
 
 // smp-pad-classes: rows of 704 values of which 700 are logits (NaN past
 // them: any read of the padding would show), the loss and gradient as the
-// CPU's with `classes`, zero written over the padding.
+// CPU's with `classes`, zero written over the padding; also written over
+// the logits (the writer's in-place sharing).
 TEST_F(Cuda, CrossEntropyPaddedRowsAreTheCpus) {
   using Red = cuk::Reduction;
   unsigned seed = 360;
@@ -320,6 +321,10 @@ TEST_F(Cuda, CrossEntropyPaddedRowsAreTheCpus) {
       Host got = dout.download();
       for (int64_t r = 0; r < rows; ++r)
         EXPECT_EQ(got.get(r * stride + classes + 1), 0.0) << "row " << r;
+      Dev inPlace(logits); // the gradient over the logits: the same
+      ASSERT_OK(cuk::crossEntropyGrad(inPlace, dlab, dw.ptr(), dg, -100, red,
+                                      inPlace, classes));
+      expectTol(inPlace, want, true);
     }
   // A label in the padding is outside the classes.
   Host logits = random(DType::F32, {2, 8}, -1, 1, 1);

@@ -233,7 +233,8 @@ Host padRows(const Host &x, int64_t stride) {
 
 // smp-pad-classes: logits rows padded past their classes (here with NaN,
 // which any read would spread) give the loss and gradient of the unpadded
-// rows bit for bit, and a zero gradient in the padding.
+// rows bit for bit, and a zero gradient in the padding; written over the
+// logits themselves, the same gradient.
 TEST(CrossEntropy, PaddedRowsReadOnlyTheirClasses) {
   unsigned seed = 60;
   for (DType t : {DType::F32, DType::BF16, DType::F64})
@@ -261,6 +262,12 @@ TEST(CrossEntropy, PaddedRowsReadOnlyTheirClasses) {
         for (int64_t c = 0; c < 16; ++c)
           EXPECT_EQ(dgot.get(r * 16 + c), c < 13 ? dwant.get(r * 13 + c) : 0.0)
               << "row " << r << " class " << c;
+      // In place (the writer gives the gradient the logits' storage when
+      // nothing reads them after): the same bits.
+      Host inPlace = padded;
+      ASSERT_OK(crossEntropyGrad(inPlace, labels, nullptr, dloss, 2, red,
+                                 inPlace, 13));
+      EXPECT_EQ(inPlace.values(), dgot.values());
     }
 }
 

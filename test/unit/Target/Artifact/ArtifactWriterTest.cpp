@@ -353,6 +353,61 @@ TEST_F(ArtifactWriterTest, PipelineStagesOwnDisjointParameters) {
   EXPECT_EQ(w.programs[0].inputs(0).name(), "x");
 }
 
+/// A loss and its gradient of logits computed by the head; `after` reads
+/// them again after the gradient (or nothing).
+std::string lossModule(const std::string &after, bool logitsOut) {
+  std::string outs = "tensor<f32> {smp.output = \"loss\"}, "
+                     "tensor<2x8xf32> {smp.output = \"dx\"}";
+  std::string rets = "%loss, %dx", types = "tensor<f32>, tensor<2x8xf32>";
+  if (logitsOut) {
+    outs += ", tensor<2x16xf32> {smp.output = \"logits\"}";
+    rets += ", %l";
+    types += ", tensor<2x16xf32>";
+  }
+  return R"(
+func.func @main(%x: tensor<2x8xf32> {smp.input = "x"},
+                %y: tensor<2xi64> {smp.input = "labels"},
+                %h: tensor<8x16xf32> {smp.param = "head"}) -> ()" +
+         outs + R"() {
+  %one = smp.constant dense<1.0> : tensor<f32>
+  %l = smp.matmul %x, %h : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %loss = smp.cross_entropy %l, %y : (tensor<2x16xf32>, tensor<2xi64>) -> tensor<f32>
+  %g = smp.cross_entropy_grad %l, %y, %one : (tensor<2x16xf32>, tensor<2xi64>, tensor<f32>) -> tensor<2x16xf32>
+  )" + after +
+         R"(
+  %dx = smp.matmul %g, %h {transpose_rhs = true} : (tensor<2x16xf32>, tensor<8x16xf32>) -> tensor<2x8xf32>
+  return )" +
+         rets + " : " + types + "\n}\n";
+}
+
+// cross_entropy_grad writes the logits' gradient over the logits when
+// nothing reads them after it (a language model's two largest tensors in
+// one buffer); not when they are an output or read again.
+TEST_F(ArtifactWriterTest, TheLossGradientTakesTheLogitsStorage) {
+  auto offsets = [&](const std::string &text) {
+    EXPECT_EQ(refusal(text.c_str()), "");
+    auto manifest = readFramed<pb::Manifest>(tmp + "/refused.smpx/manifest.pb");
+    auto p = readFramed<pb::RankProgram>(tmp + "/refused.smpx/" +
+                                         manifest.ranks(0).program_file());
+    for (const pb::Instruction &inst : p.instructions())
+      if (inst.op() == "cross_entropy_grad")
+        return std::make_pair(p.buffers(inst.inputs(0)).offset(),
+                              p.buffers(inst.outputs(0)).offset());
+    ADD_FAILURE() << "no cross_entropy_grad";
+    return std::make_pair(uint64_t(0), uint64_t(0));
+  };
+  auto shared = offsets(lossModule("", false));
+  EXPECT_EQ(shared.first, shared.second);
+  auto output = offsets(lossModule("", true));
+  EXPECT_NE(output.first, output.second);
+  auto readAgain = offsets(lossModule(
+      "%e = smp.exp %l : tensor<2x16xf32>\n"
+      "  %s = smp.add %g, %e : (tensor<2x16xf32>, tensor<2x16xf32>) -> "
+      "tensor<2x16xf32>",
+      false));
+  EXPECT_NE(readAgain.first, readAgain.second);
+}
+
 // Each refusal a module can reach, with the words it must say. Not here:
 // "update ... aliases another parameter" (an update whose storage is an
 // argument's is refused first as "not computed by an op"), an op missing
