@@ -147,7 +147,7 @@ pack() {
   if [ -n "$suffix" ]; then # the emulator: a GPT it runs in seconds
     B=4
     bench_model "$kit/bench/gpt2" "$B" cuda --layers 2 --hidden 128 --heads 4 \
-      --seq 64 --vocab 500
+      --seq 64 --vocab 1025
   else
     bench_model "$kit/bench/gpt2" "$B" cuda --layers 12 --hidden 768 --heads 12 \
       --seq 1024 --vocab 50257

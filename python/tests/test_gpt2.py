@@ -15,10 +15,11 @@ pytest.importorskip("onnx")
 import smp  # noqa: E402
 import torch_refs  # noqa: E402  (python/torch_refs.py)
 
-# A vocabulary that is not a multiple of 8, as GPT-2's 50257: smpc pads the
-# LM head (smp-pad-classes), which this checks against PyTorch's unpadded
-# model under dp2 x pp2 with the tied weight on both stages.
-VOCAB, SEQ, BATCH, SAMPLES, STEPS = 63, 8, 8, 16, 5
+# A vocabulary that is not a multiple of 8, as GPT-2's 50257 (and at least
+# 1024): smpc pads the LM head (smp-pad-classes), which this checks against
+# PyTorch's unpadded model under dp2 x pp2 with the tied weight on both
+# stages.
+VOCAB, SEQ, BATCH, SAMPLES, STEPS = 1025, 8, 8, 16, 5
 
 
 def build_model():

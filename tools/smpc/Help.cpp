@@ -121,12 +121,12 @@ TRAINING (compile --train)
                        gradients overflow are skipped and the scale halves.
   --loss-scale X       fp16: the initial loss scale (default 65536).
   --no-pad-vocab       Keep an LM head's vocabulary as it is. By default a
-                       cross-entropy's logits with a class count that is
-                       not a multiple of 8 (GPT-2's 50257) are computed
+                       cross-entropy's logits with 1024 or more classes,
+                       not a multiple of 8 (GPT-2's 50257), are computed
                        padded with zero weights to the next multiple of 64
                        (of 8 below 4096), which the loss ignores, so the
                        GPU's matrix products read aligned rows; the
-                       numbers trained are the same.
+                       numbers trained are the same up to rounding.
 
 PARALLELISM (compile --train)
   --devices N          Number of ranks (default dp x tp x pp; without --dp,

@@ -1,5 +1,14 @@
-// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-pad-classes))' | FileCheck %s
-// The pass: lib/Dialect/Smp/Transforms/PadClasses.cpp.
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-pad-classes{min-classes=8}))' | FileCheck %s
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-pad-classes))' | FileCheck %s --check-prefix=DEFAULT
+// The pass: lib/Dialect/Smp/Transforms/PadClasses.cpp. The small class
+// counts here are padded with min-classes=8; by default (1024) only
+// GPT-2's 50257 is.
+// DEFAULT-LABEL: func.func @tied_head
+// DEFAULT-NOT: classes
+// DEFAULT-LABEL: func.func @untied_bias
+// DEFAULT: classes = 50257
+// DEFAULT-LABEL: func.func @bias_grad_epilogue
+// DEFAULT-NOT: classes
 
 // GPT-2's tied LM head in bf16 (the step as the clean-up phase leaves it),
 // 101 classes: the weight gets 3 zero rows before the product (with its

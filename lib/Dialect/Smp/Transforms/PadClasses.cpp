@@ -20,8 +20,8 @@
 // Every value the step had keeps its numbers: the padded columns are
 // computed and read by no loss, and add exact zeros where they are
 // contracted. A logits value read by anything but the loss (an output, a
-// softmax) or a gradient read by an op this pass does not know stays
-// unpadded.
+// softmax), a gradient read by an op this pass does not know, or fewer
+// classes than min-classes (a classifier's) stays unpadded.
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,7 +132,7 @@ bool planReaders(Value g, Plan &p) {
 
 /// The rewrite of the LM head producing `logits`, if every reader of the
 /// logits and of their gradients is one this pass knows.
-std::optional<Plan> planHead(Value logits) {
+std::optional<Plan> planHead(Value logits, int64_t minClasses) {
   Operation *head = logits.getDefiningOp();
   if (!head || !isa<MatMulOp, MatMulBiasOp>(head))
     return std::nullopt;
@@ -150,7 +150,7 @@ std::optional<Plan> planHead(Value logits) {
   p.weightAxis = transposeRhs ? 0 : 1;
   p.classes = shapeOf(logits).back();
   p.padded = paddedClasses(p.classes);
-  if (p.classes % 8 == 0)
+  if (p.classes % 8 == 0 || p.classes < minClasses)
     return std::nullopt;
   for (OpOperand &use : logits.getUses()) {
     Operation *user = use.getOwner();
@@ -233,6 +233,7 @@ void rewrite(Plan &p) {
 
 struct SmpPadClassesPass
     : public smp::impl::SmpPadClassesPassBase<SmpPadClassesPass> {
+  using SmpPadClassesPassBase::SmpPadClassesPassBase;
   void runOnOperation() override {
     SmallVector<Value> logits;
     getOperation().walk([&](CrossEntropyOp op) {
@@ -240,7 +241,7 @@ struct SmpPadClassesPass
         logits.push_back(op.getLogits());
     });
     for (Value l : logits)
-      if (std::optional<Plan> p = planHead(l))
+      if (std::optional<Plan> p = planHead(l, minClasses))
         rewrite(*p);
   }
 };

@@ -546,8 +546,8 @@ def SmpPadClassesPass : Pass<"smp-pad-classes", "mlir::func::FuncOp"> {
   let summary = "Pad an LM head's vocabulary so its products are aligned";
   let description = [{
     A cross-entropy's logits computed by `smp.matmul` / `smp.matmul_bias`
-    from a rank-2 weight, with a class count V not a multiple of 8 (GPT-2:
-    50257), become Vp columns (the next multiple of 64; of 8 below 4096
+    from a rank-2 weight, with a class count V of at least `min-classes` not
+    a multiple of 8 (GPT-2: 50257), become Vp columns (the next multiple of 64; of 8 below 4096
     classes): the weight (and bias) is concatenated with zeros before the
     product, the loss and its gradient read the first V columns
     (`classes = V`, zero gradient past them), the gradient's products
@@ -559,8 +559,13 @@ def SmpPadClassesPass : Pass<"smp-pad-classes", "mlir::func::FuncOp"> {
     gradient read by an op other than a reshape keeping its last dim, a
     product, `smp.matmul_bias_grad` or a sum over other dims. Runs in the
     clean-up phase after `smp-fuse-loss-casts` (the loss reads the 16-bit
-    logits themselves).
+    logits themselves). Class counts below `min-classes` (a classifier's
+    few classes: small products either way) stay as they are.
   }];
+  let options = [
+    Option<"minClasses", "min-classes", "int64_t", /*default=*/"1024",
+           "pad only class counts of at least this many">,
+  ];
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
