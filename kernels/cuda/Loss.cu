@@ -1,7 +1,8 @@
 //===- Loss.cu - Softmax cross-entropy and its gradient (PyTorch) ---------===//
 //
 // One block per row: loss = log(sum(exp(x - max))) + max - x[label], the
-// exponentials in the compute type, their sum in f64. Labels are read on the
+// exponentials in the compute type, their sum in f64, max and sum in one pass
+// over the row (rowStats). Labels are read on the
 // device; a label outside [0, C) that is not ignoreIndex records a device
 // error (reported by synchronize) and its row contributes NaN. Sum / Mean
 // write per-row losses and weights to a scratch summed by one block. A row
@@ -35,19 +36,33 @@ __device__ inline int64_t rowLabel(const Labels &l, int64_t r, int64_t classes,
   return v;
 }
 
-/// Row r's max and sum(exp(x - max)) over the block.
+/// Row r's max and sum(exp(x - max)) over the block, in one pass over the
+/// row (a language model's rows are 100 KB: the loss and its gradient read
+/// the step's largest tensor once each for their statistics, not twice).
+/// Each thread keeps its own running max and the sum of its elements'
+/// exponentials relative to it (rescaled in double when the max grows);
+/// the block then takes the row's max and adds the thread sums rescaled
+/// to it. A -inf logit adds 0; a NaN makes the sum NaN.
 template <class S>
 __device__ void rowStats(const S *xr, int64_t classes,
                          typename FT<S>::C &m, double &sum) {
   using C = typename FT<S>::C;
-  C mx = -std::numeric_limits<C>::infinity();
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-    mx = MaxOp{}(mx, FT<S>::load(xr[c]));
-  m = blockMax(mx);
-  double s = 0;
-  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-    s += static_cast<double>(dExp(FT<S>::load(xr[c]) - m));
-  sum = blockSum(s);
+  C mt = -std::numeric_limits<C>::infinity();
+  double st = 0;
+  for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    C x = FT<S>::load(xr[c]);
+    if (x > mt) {
+      st = st * exp(static_cast<double>(mt) - static_cast<double>(x)) + 1.0;
+      mt = x;
+    } else if (x != -std::numeric_limits<C>::infinity()) { // NaN too
+      st += static_cast<double>(dExp(x - mt));
+    }
+  }
+  m = blockMax(mt);
+  double scaled =
+      st == 0 ? 0.0
+              : st * exp(static_cast<double>(mt) - static_cast<double>(m));
+  sum = blockSum(scaled);
 }
 
 template <class S>

@@ -111,13 +111,13 @@ func.func @regathered(%h: tensor<2x8x16xf32>, %w: tensor<16x101xf32>, %v: tensor
 // -----
 
 // What stays: aligned classes (96), logits that are also an output, logits
-// a softmax reads, a gradient another op reads, and a head whose weight is
-// batched.
+// a softmax reads, a gradient another op reads, a head whose weight is
+// batched, and a gradient contracted with a view of itself.
 // CHECK-LABEL: func.func @not_padded
 // CHECK-NOT: classes
 // CHECK-NOT: smp.concat
 // CHECK-NOT: smp.slice
-func.func @not_padded(%h: tensor<8x16xf32>, %w96: tensor<96x16xf32>, %w: tensor<101x16xf32>, %v: tensor<101x16xf32>, %wb: tensor<2x16x101xf32>, %hb: tensor<2x8x16xf32>, %y: tensor<8xi64>, %yb: tensor<2x8xi64>, %seed: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<2x8x101xf32>, tensor<8x101xf32>, tensor<f32>) {
+func.func @not_padded(%h: tensor<8x16xf32>, %w96: tensor<96x16xf32>, %w: tensor<101x16xf32>, %v: tensor<101x16xf32>, %wb: tensor<2x16x101xf32>, %hb: tensor<2x8x16xf32>, %y: tensor<8xi64>, %yb: tensor<2x8xi64>, %seed: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<2x8x101xf32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<f32>, tensor<1x8x8xf32>) {
   %l0 = smp.matmul %h, %w96 {transpose_rhs = true} : (tensor<8x16xf32>, tensor<96x16xf32>) -> tensor<8x96xf32>
   %c0 = smp.cross_entropy %l0, %y : (tensor<8x96xf32>, tensor<8xi64>) -> tensor<f32>
   %l1 = smp.matmul %h, %w {transpose_rhs = true} : (tensor<8x16xf32>, tensor<101x16xf32>) -> tensor<8x101xf32>
@@ -126,9 +126,15 @@ func.func @not_padded(%h: tensor<8x16xf32>, %w96: tensor<96x16xf32>, %w: tensor<
   %c2 = smp.cross_entropy %l2, %yb : (tensor<2x8x101xf32>, tensor<2x8xi64>) -> tensor<f32>
   %s2 = smp.softmax %l2 {axis = -1 : i64} : tensor<2x8x101xf32>
   %l3 = smp.matmul %h, %v {transpose_rhs = true} : (tensor<8x16xf32>, tensor<101x16xf32>) -> tensor<8x101xf32>
+  %c3 = smp.cross_entropy %l3, %y : (tensor<8x101xf32>, tensor<8xi64>) -> tensor<f32>
   %g3 = smp.cross_entropy_grad %l3, %y, %seed : (tensor<8x101xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x101xf32>
   %e3 = smp.exp %g3 : tensor<8x101xf32>
   %l5 = smp.matmul %hb, %wb : (tensor<2x8x16xf32>, tensor<2x16x101xf32>) -> tensor<2x8x101xf32>
   %c5 = smp.cross_entropy %l5, %yb : (tensor<2x8x101xf32>, tensor<2x8xi64>) -> tensor<f32>
-  return %c0, %c1, %l1, %c2, %s2, %e3, %c5 : tensor<f32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<2x8x101xf32>, tensor<8x101xf32>, tensor<f32>
+  %l6 = smp.matmul %h, %v {transpose_rhs = true} : (tensor<8x16xf32>, tensor<101x16xf32>) -> tensor<8x101xf32>
+  %c6 = smp.cross_entropy %l6, %y : (tensor<8x101xf32>, tensor<8xi64>) -> tensor<f32>
+  %g6 = smp.cross_entropy_grad %l6, %y, %seed : (tensor<8x101xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x101xf32>
+  %r6 = smp.reshape %g6 : tensor<8x101xf32> -> tensor<1x8x101xf32>
+  %gg = smp.matmul %g6, %r6 {transpose_rhs = true} : (tensor<8x101xf32>, tensor<1x8x101xf32>) -> tensor<1x8x8xf32>
+  return %c0, %c1, %l1, %c2, %s2, %c3, %e3, %c5, %c6, %gg : tensor<f32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<2x8x101xf32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<f32>, tensor<1x8x8xf32>
 }

@@ -528,6 +528,20 @@ TEST_F(Cuda, CrossEntropy) {
   Dev dl(logits), dlab(labels), dout(DType::F32, {});
   ASSERT_OK(cuk::crossEntropy(dl, dlab, -100, Red::Mean, dout));
   expectTol(dout, want, true);
+  // -inf logits (masked classes) add nothing to a row's one-pass sum, the
+  // row's largest last or first, as on the CPU.
+  Host masked = random(DType::F32, {3, 2000}, -3, 3, 9);
+  for (int64_t c = 0; c < 2000; c += 3)
+    masked.set(c, -INFINITY);
+  for (int64_t c = 0; c < 2000; ++c)
+    masked.set(2000 + c, double(c) / 100); // rising: the max grows each time
+  masked.set(4000, 50);
+  Host mlab = make(DType::I64, {3}, {1, 1999, 0}), mwant(DType::F32, {3});
+  ASSERT_OK(
+      cpuk::crossEntropy(masked, mlab, -100, cpuk::Reduction::None, mwant));
+  Dev dm(masked), dml(mlab), dmout(DType::F32, {3});
+  ASSERT_OK(cuk::crossEntropy(dm, dml, -100, Red::None, dmout));
+  expectTol(dmout, mwant);
 }
 
 TEST_F(Cuda, CrossEntropyBadLabelIsADeviceError) {

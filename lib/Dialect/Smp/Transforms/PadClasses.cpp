@@ -162,6 +162,10 @@ std::optional<Plan> planHead(Value logits, int64_t minClasses) {
       if (!planReaders(grad.getResult(), p))
         return std::nullopt;
   }
+  // A gradient contracted with itself (g g^T) is padded already.
+  for (const Contracted &c : p.contract)
+    if (llvm::is_contained(p.views, c.operand->get()))
+      return std::nullopt;
   return p;
 }
 
