@@ -78,7 +78,7 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
 Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
                            int64_t &classes) {
   classes = requested == 0 ? stride : requested;
-  if (requested != 0 && (requested < 1 || requested > stride))
+  if (requested < 0 || requested > stride)
     return fail(op, std::to_string(requested) +
                         " classes do not fit logits rows of " +
                         std::to_string(stride));

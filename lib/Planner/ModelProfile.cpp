@@ -138,33 +138,27 @@ static bool reducesBatch(Operation *op) {
          llvm::is_contained(axes.asArrayRef(), 0);
 }
 
-/// As the artifact writer's in-place sharing (Lowering::shareInPlace): a
-/// cross_entropy_grad whose logits only the loss ops read, and nothing after
-/// it, writes the gradient over them; its value takes no bytes of its own
-/// and the logits live on to its last use (GPT-2 124M bf16 at batch 16:
-/// 1.65 GB).
-void shareLossGradients(const llvm::DenseMap<Operation *, int32_t> &index,
-                        const llvm::DenseMap<Value, size_t> &rootOf,
-                        std::vector<ModelProfile::StepValue> &values) {
+/// As the artifact writer shares storage (Lowering::shareInPlace): an op
+/// whose result may take an operand's storage (inPlaceOperand: the loss
+/// gradient over the logits), where nothing reads the operand after it,
+/// gives its value no bytes of its own and keeps the operand alive to the
+/// result's last use (GPT-2 124M bf16 at batch 16: 1.65 GB).
+void shareInPlace(const llvm::DenseMap<Operation *, int32_t> &index,
+                  const llvm::DenseMap<Value, size_t> &rootOf,
+                  std::vector<ModelProfile::StepValue> &values) {
   for (auto [op, at] : index) {
-    auto grad = dyn_cast<CrossEntropyGradOp>(op);
-    if (!grad)
+    Value input = inPlaceOperand(op);
+    if (!input || isa_and_nonnull<ViewLikeOpInterface>(input.getDefiningOp()))
       continue;
-    Value logits = grad.getLogits();
-    auto l = rootOf.find(logits), g = rootOf.find(grad.getResult());
-    if (l == rootOf.end() || g == rootOf.end() || l->second == g->second ||
-        isa_and_nonnull<ViewLikeOpInterface>(logits.getDefiningOp()) ||
-        logits.getType() != grad.getType())
+    auto in = rootOf.find(input), out = rootOf.find(op->getResult(0));
+    if (in == rootOf.end() || out == rootOf.end() || in->second == out->second)
       continue;
-    bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
-      return isa<CrossEntropyOp, CrossEntropyGradOp>(user);
-    });
-    ModelProfile::StepValue &lv = values[l->second], &gv = values[g->second];
-    if (!lossOnly || lv.last != at)
+    ModelProfile::StepValue &iv = values[in->second], &ov = values[out->second];
+    if (iv.last != at)
       continue;
-    lv.last = std::max(lv.last, gv.last);
-    lv.foreignUses.append(gv.foreignUses.begin(), gv.foreignUses.end());
-    gv.fixed = gv.perSample = 0;
+    iv.last = std::max(iv.last, ov.last);
+    iv.foreignUses.append(ov.foreignUses.begin(), ov.foreignUses.end());
+    ov.fixed = ov.perSample = 0;
   }
 }
 
@@ -309,7 +303,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
           isForward(ops[values[root].def]))
         values[root].saved = true;
     }
-  shareLossGradients(index, rootOf, values);
+  shareInPlace(index, rootOf, values);
   length = end;
   // The working set beyond the saved activations, per sample.
   std::vector<double> delta(ops.size() + 2, 0);

@@ -332,22 +332,15 @@ llvm::Error Lowering::lowerAlias(Operation &op, int64_t index) {
   return llvm::Error::success();
 }
 
-/// cross_entropy_grad may write the logits' gradient over the logits (its
-/// kernels read each element before writing it, and the padding past the
-/// classes not at all): for a language model the two largest tensors of
-/// the step (GPT-2 at 16 x 1024 tokens: 1.65 GB each in bf16) need one
-/// buffer. Only logits read by the loss ops alone, without views.
+/// An op whose result may take an operand's storage (inPlaceOperand:
+/// cross_entropy_grad over its logits): for a language model the two
+/// largest tensors of the step (GPT-2 at 16 x 1024 tokens: 1.65 GB each in
+/// bf16) need one buffer. Recorded here, shared by shareInPlace once every
+/// buffer's last use is known.
 void Lowering::recordInPlace(Operation &op, const pb::Instruction &inst,
                              int64_t index) {
-  auto grad = dyn_cast<CrossEntropyGradOp>(op);
-  if (!grad)
-    return;
-  Value logits = grad.getLogits();
-  bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
-    return isa<CrossEntropyOp, CrossEntropyGradOp>(user);
-  });
-  if (lossOnly && logits.getType() == grad.getType())
-    inPlace.push_back({inst.outputs(0), bufferOf.lookup(logits), index});
+  if (Value input = inPlaceOperand(&op))
+    inPlace.push_back({inst.outputs(0), bufferOf.lookup(input), index});
 }
 
 /// Each recorded output joins its input's storage where the input's range

@@ -150,6 +150,17 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
   return inferNormGradTypes(loc, "smp.rms_norm_grad", adaptor, 1, results);
 }
 
+Value smp::inPlaceOperand(Operation *op) {
+  auto grad = dyn_cast<CrossEntropyGradOp>(op);
+  if (!grad || grad.getLogits().getType() != grad.getType())
+    return Value();
+  Value logits = grad.getLogits();
+  bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
+    return isa<CrossEntropyOp, CrossEntropyGradOp>(user);
+  });
+  return lossOnly ? logits : Value();
+}
+
 LogicalResult CrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc,
     CrossEntropyGradOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {
