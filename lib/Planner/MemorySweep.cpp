@@ -100,19 +100,20 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     // ZeRO-2 never keeps them whole: each is kept until its bucket is
     // scattered, and the bucket's chunk (1/dp of it) from then on.
     bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
-    const std::vector<ModelProfile::ParamCopy> &copies =
-        p.stageRecompute[s] ? profile.paramCopiesRecompute
-                            : profile.paramCopies;
+    ShardedParameters sharded{p.stageRecompute[s]
+                                  ? &profile.paramCopiesRecompute
+                                  : &profile.paramCopies,
+                              1.0 / static_cast<double>(p.shardRanks())};
     // ZeRO-2's chunks: made bucket by bucket in the first backward, all
     // there in a later one (the sum of the micro-batches so far).
-    StepPeak growing = stepPeak(values, begin, end, b,
-                                zero2 ? GradientLifetime::Scattered
-                                      : GradientLifetime::Kept,
-                                kBucketBytes, zero3 ? &copies : nullptr,
-                                zero2 ? 1.0 / static_cast<double>(p.shardRanks()) : 0);
+    StepPeak growing =
+        stepPeak(values, begin, end, b,
+                 zero2 ? GradientLifetime::Scattered : GradientLifetime::Kept,
+                 kBucketBytes, zero3 ? &sharded : nullptr,
+                 zero2 ? 1.0 / static_cast<double>(p.shardRanks()) : 0);
     StepPeak accumulating =
         zero2 ? stepPeak(values, begin, end, b, GradientLifetime::Scattered,
-                         kBucketBytes, zero3 ? &copies : nullptr)
+                         kBucketBytes, zero3 ? &sharded : nullptr)
               : growing;
     StepPeak withoutGradients =
         stepPeak(values, begin, end, b, GradientLifetime::Accumulated);

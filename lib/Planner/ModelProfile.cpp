@@ -162,6 +162,57 @@ void shareInPlace(const llvm::DenseMap<Operation *, int32_t> &index,
   }
 }
 
+/// A cast of a parameter to a narrower float type (mixed precision's copy).
+static bool isNarrowingParamCast(func::FuncOp step, Operation *op) {
+  auto cast = dyn_cast<CastOp>(op);
+  auto arg = cast ? dyn_cast<BlockArgument>(cast.getInput()) : nullptr;
+  if (!arg || !step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
+    return false;
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(arg.getType()));
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
+  return from && to && to.getWidth() < from.getWidth();
+}
+
+/// The types a parameter's gradient may have, which do not grow with the
+/// batch: each parameter's and that of each value made from one parameter
+/// alone without dropping any of it (a transpose, a cast, smp-pad-classes'
+/// padded head; not a slice, which may be shaped like an activation), their
+/// transposes, and the same shapes in the half-precision types of mixed
+/// precision (a weight's gradient made in bf16 by a product over the
+/// batch's rows is typed like the weight's copy).
+static llvm::DenseSet<Type> parameterTypes(func::FuncOp step) {
+  llvm::DenseSet<Type> types;
+  auto add = [&](Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (!t)
+      return;
+    for (Type e : {t.getElementType(),
+                   static_cast<Type>(BFloat16Type::get(t.getContext())),
+                   static_cast<Type>(Float16Type::get(t.getContext()))}) {
+      if (!isa<FloatType>(t.getElementType()) && e != t.getElementType())
+        continue;
+      types.insert(RankedTensorType::get(t.getShape(), e));
+      if (t.getRank() == 2)
+        types.insert(
+            RankedTensorType::get({t.getDimSize(1), t.getDimSize(0)}, e));
+    }
+  };
+  SmallVector<Value> params;
+  for (BlockArgument arg : step.getBody().front().getArguments())
+    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr)) {
+      params.push_back(arg);
+      add(arg.getType());
+    }
+  auto elements = [](Value v) {
+    return cast<ShapedType>(v.getType()).getNumElements();
+  };
+  for (auto [op, param] : singleWeightOps(step.getBody().front(), params))
+    if (isa<ShapedType>(op->getResult(0).getType()) &&
+        elements(op->getResult(0)) >= elements(param))
+      add(op->getResult(0).getType());
+  return types;
+}
+
 /// The step's values as live ranges (the profile's memory timeline), on the
 /// step as the compiler lowers it (canonicalized, CSE'd; forward ops carry
 /// kAnchorAttr), and the peak of live activation-sized temporaries beyond
@@ -176,29 +227,10 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
                     std::vector<ModelProfile::ParamCopy> &copies,
                     int32_t &length) {
   Block &body = step.getBody().front();
-  // Parameter types (and transposes), also in the half-precision types of
-  // mixed precision: a weight's gradient made in bf16 by a product over the
-  // batch's rows is typed like the weight's copy and does not grow with the
-  // batch.
-  llvm::DenseSet<Type> paramTypes;
   llvm::DenseSet<Value> data;
-  for (BlockArgument arg : body.getArguments()) {
-    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr)) {
-      auto t = cast<RankedTensorType>(arg.getType());
-      for (Type e : {t.getElementType(),
-                     static_cast<Type>(BFloat16Type::get(t.getContext())),
-                     static_cast<Type>(Float16Type::get(t.getContext()))}) {
-        if (!isa<FloatType>(t.getElementType()) && e != t.getElementType())
-          continue;
-        paramTypes.insert(RankedTensorType::get(t.getShape(), e));
-        if (t.getRank() == 2)
-          paramTypes.insert(RankedTensorType::get(
-              {t.getDimSize(1), t.getDimSize(0)}, e));
-      }
-    } else if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr)) {
+  for (BlockArgument arg : body.getArguments())
+    if (step.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr))
       data.insert(arg);
-    }
-  }
   std::vector<Operation *> ops;
   llvm::DenseMap<Operation *, int32_t> index;
   for (Operation &op : body.without_terminator()) {
@@ -234,6 +266,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
   }
   llvm::DenseSet<Operation *> weightOnly;
   copies = parameterCopies(step, index, anchor, isForward, weightOnly);
+  llvm::DenseSet<Type> paramTypes = parameterTypes(step);
   // Values: views (reshapes, tp copies) alias their source's root.
   llvm::DenseMap<Value, size_t> rootOf; // value -> index into stepValues
   llvm::DenseSet<Value> updates;        // written back into an argument
@@ -284,6 +317,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       (perSample ? v.perSample : v.fixed) = bytes;
       v.gradient = fromData && !perSample && !isForward(op);
       v.weightOnly = weightOnly.count(op) != 0;
+      v.narrowedParam = v.weightOnly && isNarrowingParamCast(step, op);
       v.saved = isForward(op) && llvm::any_of(r.getUsers(), [&](Operation *u) {
                   return !isForward(u);
                 });
@@ -421,10 +455,14 @@ TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
 }
 
 /// Splits `copy` over `tp` devices (tensor parallelism, with the vocabulary
-/// parallel on `vocabOutput`); the first diagnostic on failure.
-llvm::Error applyTensorParallel(ModuleOp module, ModuleOp copy, int64_t tp,
-                                const std::string &vocabOutput,
-                                bool sequenceParallel) {
+/// parallel on `vocabOutput`) and gives it `precision`, in the compiler's
+/// order (smp-mixed-precision after smp-tensor-parallel: the LM head is
+/// found as the product the logits are); the first diagnostic on failure.
+llvm::Error applyParallelismAndPrecision(ModuleOp module, ModuleOp copy,
+                                         int64_t tp,
+                                         const std::string &vocabOutput,
+                                         bool sequenceParallel,
+                                         const std::string &precision) {
   std::string diagnostics;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
     if (diagnostics.empty())
@@ -436,11 +474,14 @@ llvm::Error applyTensorParallel(ModuleOp module, ModuleOp copy, int64_t tp,
   options.tp = tp;
   options.vocabParallel = vocabOutput;
   options.sequenceParallel = sequenceParallel;
-  options.phases = kPhaseTensorParallel;
+  options.precision = precision;
+  options.phases = kPhaseTensorParallel | kPhaseMixedPrecision;
   buildTrainingPipeline(pm, options);
   if (failed(pm.run(copy)))
-    return fail(diagnostics.empty() ? "tensor parallelism failed"
-                                    : diagnostics);
+    return fail(diagnostics.empty()
+                    ? (tp > 1 ? "tensor parallelism failed"
+                              : "cannot apply precision " + precision)
+                    : diagnostics);
   return llvm::Error::success();
 }
 
@@ -655,13 +696,13 @@ void markCuts(const llvm::DenseMap<Operation *, size_t> &position,
 
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
                                           const std::string &vocabOutput,
-                                          bool fuse, bool sequenceParallel) {
+                                          bool fuse, bool sequenceParallel,
+                                          const std::string &precision) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   sequenceParallel = sequenceParallel && tp > 1;
-  if (tp > 1)
-    if (llvm::Error err = applyTensorParallel(module, *copy, tp, vocabOutput,
-                                              sequenceParallel))
-      return std::move(err);
+  if (llvm::Error err = applyParallelismAndPrecision(
+          module, *copy, tp, vocabOutput, sequenceParallel, precision))
+    return std::move(err);
   ProfiledFunction f;
   f.main = copy->lookupSymbol<func::FuncOp>("main");
   if (!f.main)

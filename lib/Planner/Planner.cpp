@@ -373,7 +373,8 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
     for (bool sp : {false, true}) {
       if (req.sequenceParallel && *req.sequenceParallel != sp)
         continue;
-      auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp);
+      auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp,
+                            req.precision);
       if (!p) {
         refusals.push_back("tp " + std::to_string(tp) +
                            (sp ? " with sequence parallelism: " : ": ") +
@@ -695,7 +696,8 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                                    "batch >= 1");
   Profiles profiles;
   std::vector<std::string> refusals;
-  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise);
+  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise,
+                           /*sequenceParallel=*/false, req.precision);
   if (!base)
     return base.takeError();
   profilesPerTp(module, req, vocabOutput, *base, profiles, refusals);

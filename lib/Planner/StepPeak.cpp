@@ -20,8 +20,9 @@ namespace smp {
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
                   GradientLifetime gradients, double bucketBytes,
-                  const std::vector<ModelProfile::ParamCopy> *copies,
-                  double chunkFraction) {
+                  const ShardedParameters *sharded, double chunkFraction) {
+  const std::vector<ModelProfile::ParamCopy> *copies =
+      sharded ? sharded->copies : nullptr;
   // (time, bytes, kind: 0 gradient, 1 saved, 2 other, 3 gathered)
   struct Event {
     int32_t at;
@@ -86,9 +87,11 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
         events.push_back({c.last + 1, -c.bytes, 3});
       }
   for (const ModelProfile::StepValue &v : values) {
-    if (v.weightOnly && copies)
+    if (v.weightOnly && copies && !v.narrowedParam)
       continue;
     double bytes = v.fixed + v.perSample * b;
+    if (v.weightOnly && copies)
+      bytes *= sharded->fraction; // the chunk's cast
     if (v.gradient && gradients == GradientLifetime::Accumulated) {
       if (inStage(v.anchor)) {
         events.push_back({v.def, 2 * bytes, 0});

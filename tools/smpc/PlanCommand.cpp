@@ -50,22 +50,12 @@ plan(ModuleOp module, const PlanCommand &cmd) {
     fail(llvm::toString(device.takeError()));
     return std::nullopt;
   }
-  if (cmd.precision != "fp32") {
-    PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    smp::TrainingPipelineOptions options;
-    options.precision = cmd.precision;
-    options.phases = smp::kPhaseMixedPrecision;
-    smp::buildTrainingPipeline(pm, options);
-    if (failed(pm.run(module))) {
-      fail("cannot apply --precision " + cmd.precision);
-      return std::nullopt;
-    }
-  }
   smp::PlanRequest req;
   req.devices = cmd.devices;
   req.globalBatch = cmd.globalBatch;
   req.device = *device;
   req.optimizer = cmd.optimizer;
+  req.precision = cmd.precision;
   req.dp = cmd.dp;
   req.tp = cmd.tp;
   req.pp = cmd.pp;

@@ -78,6 +78,9 @@ struct ModelProfile {
     /// Computed from parameters (and constants) alone: a transpose or a
     /// cast of a weight. ZeRO-3 redoes it on each gathered copy instead.
     bool weightOnly = false;
+    /// A narrowing cast of a parameter (mixed precision's low-precision
+    /// copy): ZeRO-3 casts the rank's chunk instead, before the gather.
+    bool narrowedParam = false;
     /// Uses by ops anchored elsewhere (op, its anchor): another stage's.
     llvm::SmallVector<std::pair<int32_t, int32_t>, 1> foreignUses;
   };
@@ -126,12 +129,20 @@ struct StepPeak {
   /// ZeRO-3's gathered parameter copies.
   double gathered = 0;
 };
-/// With `copies` (ZeRO-3), the weight-only values give way to the gathered
-/// copies.
+/// ZeRO-3's parameters in a step: the copies it gathers, and the fraction
+/// of each parameter a rank keeps (1 / the ranks it is sharded over).
+struct ShardedParameters {
+  const std::vector<ModelProfile::ParamCopy> *copies = nullptr;
+  double fraction = 1;
+};
+/// With `sharded` (ZeRO-3), the weight-only values give way to the gathered
+/// copies, but for a parameter's low-precision cast: the compiler casts the
+/// rank's chunk before the gather, one chunk-sized cast kept for every copy
+/// (ShardParameters.cpp), so it counts at `sharded->fraction` of its size.
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
                   GradientLifetime gradients, double bucketBytes = 0,
-                  const std::vector<ModelProfile::ParamCopy> *copies = nullptr,
+                  const ShardedParameters *sharded = nullptr,
                   double chunkFraction = 0);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
@@ -145,16 +156,20 @@ double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
 /// With `fuse`, ops are costed as a fusing backend runs them (elementwise
 /// chains in one pass, layout changes absorbed by matrix products); with
 /// `sequenceParallel` (tp > 1), the regions' outside is split by tokens.
-llvm::Expected<ModelProfile> profileModel(mlir::ModuleOp module, int64_t tp,
-                                          const std::string &vocabOutput,
-                                          bool fuse = false,
-                                          bool sequenceParallel = false);
+/// `precision` (fp32, bf16, fp16) is applied after the split, as the
+/// compiler does: `module` itself is the model as imported, in f32.
+llvm::Expected<ModelProfile>
+profileModel(mlir::ModuleOp module, int64_t tp, const std::string &vocabOutput,
+             bool fuse = false, bool sequenceParallel = false,
+             const std::string &precision = "fp32");
 
 struct PlanRequest {
   int64_t devices = 1;
   int64_t globalBatch = 1;       // samples per step
   DeviceSpec device;
   std::string optimizer = "adamw"; // sgd (no state), sgd-momentum, adam(w)
+  /// The training precision (fp32, bf16, fp16: smp-mixed-precision).
+  std::string precision = "fp32";
   /// Pinned choices (unset: searched).
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
