@@ -75,6 +75,52 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   return Status::success();
 }
 
+Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
+                              const TensorRef &labels, const TensorRef &offset,
+                              int64_t classes, const TensorRef &stats,
+                              const TensorRef *grad, const TensorRef *dlogits,
+                              int64_t &rows, int64_t &width) {
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&logits, &stats}));
+  for (auto [t, what] :
+       {std::pair<const TensorRef *, const char *>{&labels, "labels"},
+        {&offset, "offset"}}) {
+    SMP_RETURN_IF_ERROR(checkTensor(op, what, *t));
+    if (smp::base::isFloat(t->dtype))
+      return fail(op, std::string(what) + " must be integers, got " +
+                          smp::base::describe(*t));
+  }
+  if (offset.numel() != 1)
+    return fail(op, "offset " + smp::base::describe(offset) +
+                        " must hold one element");
+  if (classes < 1)
+    return fail(op,
+                "classes must be at least 1, not " + std::to_string(classes));
+  if (logits.rank() < 1 ||
+      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
+          labels.shape)
+    return fail(op, "labels " + smp::base::describe(labels) +
+                        " must have the shape of logits " +
+                        smp::base::describe(logits) + " without its last dim");
+  std::vector<int64_t> pairs = labels.shape;
+  pairs.push_back(2);
+  DType statsType = logits.dtype == DType::F64 ? DType::F64 : DType::F32;
+  for (const TensorRef *t : {&stats, grad}) {
+    if (!t)
+      continue;
+    SMP_RETURN_IF_ERROR(checkTensor(op, "statistics", *t));
+    SMP_RETURN_IF_ERROR(checkDType(op, "statistics", *t, statsType));
+    SMP_RETURN_IF_ERROR(checkShape(op, "statistics", *t, pairs));
+  }
+  if (dlogits) {
+    SMP_RETURN_IF_ERROR(checkTensor(op, "dlogits", *dlogits));
+    SMP_RETURN_IF_ERROR(checkDType(op, "dlogits", *dlogits, logits.dtype));
+    SMP_RETURN_IF_ERROR(checkSameShape(op, logits, *dlogits));
+  }
+  rows = labels.numel();
+  width = logits.shape.back();
+  return Status::success();
+}
+
 Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
                            int64_t &classes) {
   classes = requested == 0 ? stride : requested;

@@ -38,16 +38,17 @@ namespace smp::kernels::cuda {
 /// Data error codes written by the kernels (first one wins).
 enum ErrorCode : int {
   kErrNone = 0,
-  kErrDivByZero = 1,      // div
-  kErrGatherIndex = 2,    // gather: value, position, bound (dim), aux (axis)
+  kErrDivByZero = 1,       // div
+  kErrGatherIndex = 2,     // gather: value, position, bound (dim), aux (axis)
   kErrGatherGradIndex = 3, // gather_grad: same fields
-  kErrLabel = 4,          // cross_entropy: value, position, bound, aux (ignore)
-  kErrLabelGrad = 5,      // cross_entropy_grad: value, position, bound
-  kErrModByZero = 6,      // mod (aux 0) / fmod (aux 1)
-  kErrGatherNdIndex = 7,  // gather_nd: value, position, bound, aux (dim)
-  kErrGatherNdGradIndex = 8,       // gather_nd_grad: same fields
-  kErrGatherElementsIndex = 9,     // gather_elements: as gather
+  kErrLabel = 4,         // cross_entropy: value, position, bound, aux (ignore)
+  kErrLabelGrad = 5,     // cross_entropy_grad: value, position, bound
+  kErrModByZero = 6,     // mod (aux 0) / fmod (aux 1)
+  kErrGatherNdIndex = 7, // gather_nd: value, position, bound, aux (dim)
+  kErrGatherNdGradIndex = 8,        // gather_nd_grad: same fields
+  kErrGatherElementsIndex = 9,      // gather_elements: as gather
   kErrGatherElementsGradIndex = 10, // gather_elements_grad: same fields
+  kErrLabelShard = 11, // cross_entropy_shard(_grad): as cross_entropy
 };
 
 struct DeviceError {

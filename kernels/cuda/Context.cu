@@ -169,6 +169,11 @@ Status synchronize(Context &ctx) {
     return fail("cross_entropy_grad",
                 "label " + str(e.value) + " at position " + str(e.position) +
                     " is outside [0, " + str(e.bound) + ")");
+  case kErrLabelShard:
+    return fail("cross_entropy_shard",
+                "label " + str(e.value) + " at position " + str(e.position) +
+                    " is outside [0, " + str(e.bound) +
+                    ") and is not the ignore_index " + str(e.aux));
   default:
     return fail(op, "unknown device error code " + std::to_string(e.code));
   }

@@ -8,6 +8,8 @@
 // write per-row losses and weights to a scratch summed by one block. A row
 // is `stride` values of which the first `classes` are logits and the rest
 // padding (smp-pad-classes): not read, and given a zero gradient.
+// cross_entropy_shard and its gradient (tensor parallelism's vocabulary-
+// parallel loss): the same row statistics over a shard's valid columns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -251,6 +253,127 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
             logits.as<S>(), l, w, asIn(dloss), reduction == Reduction::None,
             reduction == Reduction::Mean, counted.as<double>(), rows, classes,
             stride, asOut(dlogits), ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Vocabulary shards
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The shard's first class (read on the device) and its valid columns.
+__device__ inline void shardColumns(IndexIn offset, int64_t classes,
+                                    int64_t width, int64_t &first,
+                                    int64_t &valid) {
+  first = offset.load(0);
+  valid = classes - first;
+  valid = valid < 0 ? 0 : valid > width ? width : valid;
+}
+
+template <class S>
+__global__ void crossEntropyShardRows(const S *x, Labels l, IndexIn offset,
+                                      int64_t rows, int64_t width,
+                                      int64_t classes, Out out,
+                                      DeviceError *err) {
+  using C = typename FT<S>::C;
+  int64_t first, valid;
+  shardColumns(offset, classes, width, first, valid);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    bool ignored, bad;
+    int64_t lab = rowLabel(l, r, classes, err, kErrLabelShard, ignored, bad);
+    const S *xr = x + r * width;
+    C m;
+    double sum;
+    rowStats(xr, valid, m, sum);
+    double lse = m == -std::numeric_limits<C>::infinity()
+                     ? -std::numeric_limits<double>::infinity()
+                     : log(sum) + static_cast<double>(m);
+    double target = 0;
+    if (!ignored && !bad && lab >= first && lab - first < valid)
+      target = static_cast<double>(FT<S>::load(xr[lab - first]));
+    if (threadIdx.x == 0) {
+      out.store(2 * r, bad ? nan("") : lse);
+      out.store(2 * r + 1, target);
+    }
+  }
+}
+
+template <class S>
+__global__ void crossEntropyShardGradRows(const S *x, Labels l, IndexIn offset,
+                                          In stats, In grad, int64_t rows,
+                                          int64_t width, int64_t classes,
+                                          Out dx, DeviceError *err) {
+  using C = typename FT<S>::C;
+  int64_t first, valid;
+  shardColumns(offset, classes, width, first, valid);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    bool ignored, bad;
+    int64_t lab = rowLabel(l, r, classes, err, kErrLabelShard, ignored, bad);
+    int64_t col = !ignored && !bad && lab >= first && lab - first < valid
+                      ? lab - first
+                      : -1;
+    double g0 = grad.load(2 * r), g1 = grad.load(2 * r + 1);
+    C lse = static_cast<C>(stats.load(2 * r));
+    const S *xr = x + r * width;
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+      double d = 0;
+      if (c < valid) { // read before the write: dx may be x's storage
+        C xc = FT<S>::load(xr[c]);
+        d = g0 == 0 ? 0.0 : g0 * static_cast<double>(dExp(xc - lse));
+        if (c == col)
+          d += g1;
+      }
+      dx.store(r * width + c, d);
+    }
+  }
+}
+
+} // namespace
+
+Status crossEntropyShard(const TensorRef &logits, const TensorRef &labels,
+                         const TensorRef &offset, int64_t classes,
+                         int64_t ignoreIndex, const TensorRef &out) {
+  const char *op = "cross_entropy_shard";
+  int64_t rows, width;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropyShard(
+      op, logits, labels, offset, classes, out, nullptr, nullptr, rows, width));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (rows == 0)
+    return Status::success();
+  Labels l{asIndexIn(labels), ignoreIndex};
+  return visitFloat(logits.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    crossEntropyShardRows<S>
+        <<<blocksFor(rows), rowThreads(width), 0, ctx->stream>>>(
+            logits.as<S>(), l, asIndexIn(offset), rows, width, classes,
+            asOut(out), ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+Status crossEntropyShardGrad(const TensorRef &logits, const TensorRef &labels,
+                             const TensorRef &offset, const TensorRef &stats,
+                             const TensorRef &grad, int64_t classes,
+                             int64_t ignoreIndex, const TensorRef &dlogits) {
+  const char *op = "cross_entropy_shard_grad";
+  int64_t rows, width;
+  SMP_RETURN_IF_ERROR(common::checkCrossEntropyShard(op, logits, labels, offset,
+                                                     classes, stats, &grad,
+                                                     &dlogits, rows, width));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (dlogits.numel() == 0)
+    return Status::success();
+  Labels l{asIndexIn(labels), ignoreIndex};
+  return visitFloat(logits.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    crossEntropyShardGradRows<S>
+        <<<blocksFor(rows), rowThreads(width), 0, ctx->stream>>>(
+            logits.as<S>(), l, asIndexIn(offset), asIn(stats), asIn(grad), rows,
+            width, classes, asOut(dlogits), ctx->dError);
     return launchStatus(op);
   });
 }

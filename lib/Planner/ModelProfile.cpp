@@ -138,6 +138,17 @@ static bool reducesBatch(Operation *op) {
          llvm::is_contained(axes.asArrayRef(), 0);
 }
 
+/// An op whose result keeps the rows of its operands: a view, an elementwise
+/// op or a collective (the sequence-parallel backward's all-gathered
+/// [S, H] rows are no weight even where a parameter is [S, H], as GPT's
+/// position table is at one sample).
+static bool keepsRows(Operation *op) {
+  return isa<ViewLikeOpInterface, CastOp, TpCopyOp, shard::AllGatherOp,
+             shard::AllReduceOp, shard::ReduceScatterOp>(op) ||
+         op->hasTrait<OpTrait::Elementwise>() ||
+         op->hasTrait<OpTrait::smp::BroadcastingElementwise>();
+}
+
 /// As the artifact writer shares storage (Lowering::shareInPlace): an op
 /// whose result may take an operand's storage (inPlaceOperand: the loss
 /// gradient over the logits), where nothing reads the operand after it,
@@ -293,9 +304,10 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
     for (Value r : op->getResults()) {
       if (fromData)
         data.insert(r);
-      // A forward result is an activation even in a parameter's shape.
+      // A forward result is an activation even in a parameter's shape, and
+      // so is what an op that keeps every row makes of one.
       if (fromGrowing && !reducesBatch(op) &&
-          (isForward(op) || !paramTypes.count(r.getType())) &&
+          (isForward(op) || keepsRows(op) || !paramTypes.count(r.getType())) &&
           isa<ShapedType>(r.getType()) &&
           cast<ShapedType>(r.getType()).getNumElements() > 1)
         grows.insert(r);

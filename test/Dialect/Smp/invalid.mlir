@@ -187,6 +187,35 @@ func.func @cross_entropy(%l: tensor<4x10xf32>, %y: tensor<5xi64>) {
 
 // -----
 
+func.func @cross_entropy_shard_labels(%l: tensor<4x10xf32>, %y: tensor<5xi64>, %o: tensor<i64>) {
+  // expected-error @+2 {{'smp.cross_entropy_shard' labels 'tensor<5xi64>' do not match logits 'tensor<4x10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy_shard %l, %y, %o {classes = 30 : i64} : (tensor<4x10xf32>, tensor<5xi64>, tensor<i64>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_shard_offset(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %o: tensor<2xi64>) {
+  // The offset is this rank's first class: one element.
+  // expected-error @+2 {{'smp.cross_entropy_shard' offset must have one element, not 'tensor<2xi64>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy_shard %l, %y, %o {classes = 30 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<2xi64>) -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_shard_stats(%l: tensor<4x10xbf16>, %y: tensor<4xi64>, %o: tensor<i64>, %s: tensor<4x2xbf16>) {
+  // The statistics of bf16 logits are f32.
+  // expected-error @+2 {{'smp.cross_entropy_shard_grad' statistics and their gradient must be 'tensor<4x2xf32>', not 'tensor<4x2xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.cross_entropy_shard_grad %l, %y, %o, %s, %s {classes = 30 : i64} : (tensor<4x10xbf16>, tensor<4xi64>, tensor<i64>, tensor<4x2xbf16>, tensor<4x2xbf16>) -> tensor<4x10xbf16>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_classes(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
   // More classes than a row of logits holds (smp-pad-classes pads rows).
   // expected-error @+2 {{'smp.cross_entropy' classes = 11 must be in [1, 10], the last dim of 'tensor<4x10xf32>'}}

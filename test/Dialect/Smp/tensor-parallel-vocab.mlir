@@ -23,18 +23,22 @@
 // CHECK: %[[LOGITS:.*]] = smp.matmul %[[HC]], %[[WT]] : (tensor<2x5x6xf32>, tensor<6x3xf32>) -> tensor<2x5x3xf32>
 // CHECK: return %[[LOGITS]]
 
-// The parallel cross-entropy: padded columns masked, the max, the
-// normaliser and the target logit combined over @tp; only sums carry
-// gradients back.
+// The parallel cross-entropy: each rank's log-sum-exp and target logit per
+// row from one op over its shard (its first class tp_rank x 3, the padded
+// columns past class 7 not read), the log-sum-exps combined by their max
+// and a sum of exponentials, the target logits by a sum; the gradient one
+// op over the shard, no f32 copy of the logits.
 // CE-LABEL: func.func @train_step
-// CE: smp.less {{.*}} : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
-// CE: smp.reduce_max {{.*}} : tensor<2x5x3xf32> -> tensor<2x5x1xf32>
-// CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] reduction = max
+// CE: %[[ST:.*]] = smp.cross_entropy_shard %[[Z:.*]], %[[LAB:.*]], %[[FIRST:.*]] {classes = 7 : i64} : (tensor<2x5x3xf32>, tensor<2x5xi64>, tensor<i64>) -> tensor<2x5x2xf32>
+// CE: %[[LSE:.*]] = smp.slice %[[ST]] {{.*}} -> tensor<2x5x1xf32>
+// CE: %[[T:.*]] = smp.slice %[[ST]] {{.*}} -> tensor<2x5x1xf32>
+// CE: %[[M:.*]] = shard.all_reduce %[[LSE]] on @tp grid_axes = [0] reduction = max
 // CE: smp.exp
 // CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] : tensor<2x5x1xf32>
 // CE: smp.log
-// CE: smp.equal {{.*}} : (tensor<2x5x1xi64>, tensor<3xi64>) -> tensor<2x5x3xi1>
-// CE: shard.all_reduce {{.*}} on @tp grid_axes = [0] : tensor<2x5x1xf32>
+// CE: shard.all_reduce %[[T]] on @tp grid_axes = [0] : tensor<2x5x1xf32>
+// CE-NOT: smp.reduce_max
+// CE: smp.cross_entropy_shard_grad %[[Z]], %[[LAB]], %[[FIRST]], %[[ST]], %{{.*}} {classes = 7 : i64} : {{.*}} -> tensor<2x5x3xf32>
 // CE: smp.gather_grad {{.*}} -> tensor<3x6xf32>
 // CE: smp.sgd_update {{.*}} : tensor<3x6xf32>
 

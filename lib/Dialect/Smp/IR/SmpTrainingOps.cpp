@@ -151,6 +151,15 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
 }
 
 Value smp::inPlaceOperand(Operation *op) {
+  if (auto shard = dyn_cast<CrossEntropyShardGradOp>(op)) {
+    Value logits = shard.getLogits();
+    bool lossOnly =
+        logits.getType() == shard.getType() &&
+        llvm::all_of(logits.getUsers(), [](Operation *user) {
+          return isa<CrossEntropyShardOp, CrossEntropyShardGradOp>(user);
+        });
+    return lossOnly ? logits : Value();
+  }
   auto grad = dyn_cast<CrossEntropyGradOp>(op);
   if (!grad || grad.getLogits().getType() != grad.getType())
     return Value();
@@ -159,6 +168,70 @@ Value smp::inPlaceOperand(Operation *op) {
     return isa<CrossEntropyOp, CrossEntropyGradOp>(user);
   });
   return lossOnly ? logits : Value();
+}
+
+/// cross_entropy_shard(_grad)'s operands: labels of the logits' shape
+/// without its last dim, a one-element integer offset, at least one class;
+/// the statistics' type (labels' shape + [2], f32 or f64 for f64 logits).
+static FailureOr<RankedTensorType>
+crossEntropyShardStats(std::optional<Location> loc, const char *name,
+                       Value logitsValue, Value labelsValue, Value offsetValue,
+                       int64_t classes) {
+  auto logits = rankedType(logitsValue);
+  auto labels = rankedType(labelsValue);
+  auto offset = rankedType(offsetValue);
+  if (logits.getRank() < 1 ||
+      logits.getShape().drop_back() != labels.getShape()) {
+    (void)emitOptionalError(loc, name, " labels ", labels,
+                            " do not match logits ", logits);
+    return failure();
+  }
+  if (offset.getNumElements() != 1) {
+    (void)emitOptionalError(loc, name, " offset must have one element, not ",
+                            offset);
+    return failure();
+  }
+  if (classes < 1) {
+    (void)emitOptionalError(loc, name, " classes must be at least 1, not ",
+                            classes);
+    return failure();
+  }
+  SmallVector<int64_t> shape(labels.getShape());
+  shape.push_back(2);
+  Type e = logits.getElementType();
+  Type f32 = Float32Type::get(logits.getContext());
+  return RankedTensorType::get(shape, isa<Float64Type>(e) ? e : f32);
+}
+
+LogicalResult CrossEntropyShardOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc,
+    CrossEntropyShardOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  auto stats = crossEntropyShardStats(
+      loc, "'smp.cross_entropy_shard'", adaptor.getLogits(),
+      adaptor.getLabels(), adaptor.getOffset(), adaptor.getClasses());
+  if (failed(stats))
+    return failure();
+  results.push_back(*stats);
+  return success();
+}
+
+LogicalResult CrossEntropyShardGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc,
+    CrossEntropyShardGradOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  const char *name = "'smp.cross_entropy_shard_grad'";
+  auto stats = crossEntropyShardStats(loc, name, adaptor.getLogits(),
+                                      adaptor.getLabels(), adaptor.getOffset(),
+                                      adaptor.getClasses());
+  if (failed(stats))
+    return failure();
+  for (Value v : {adaptor.getStats(), adaptor.getGrad()})
+    if (rankedType(v) != *stats)
+      return emitOptionalError(loc, name,
+                               " statistics and their gradient "
+                               "must be ",
+                               *stats, ", not ", rankedType(v));
+  results.push_back(adaptor.getLogits().getType());
+  return success();
 }
 
 LogicalResult CrossEntropyGradOp::inferReturnTypes(

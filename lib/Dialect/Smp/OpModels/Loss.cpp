@@ -1,6 +1,8 @@
-//===- Loss.cpp - Op models of the losses -----------------------------------===//
+//===- Loss.cpp - Op models of the losses
+//-----------------------------------===//
 //
-// cross_entropy and its backward op: gradient and costs.
+// cross_entropy, cross_entropy_shard and their backward ops: gradients and
+// costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,14 @@ SMP_VJP(CrossEntropyOp) {
   return success();
 }
 
+/// The labels and the offset are integers: no gradient.
+SMP_VJP(CrossEntropyShardOp) {
+  gx[0] = CrossEntropyShardGradOp::create(
+      b, op.getLoc(), op.getLogits(), op.getLabels(), op.getOffset(),
+      op.getResult(), gy[0], op.getClassesAttr(), op.getIgnoreIndexAttr());
+  return success();
+}
+
 namespace {
 
 /// A few FLOPs per logit (max, exp, sum, log).
@@ -35,9 +45,9 @@ OpCost crossEntropyCost(Operation *op) {
 
 void registerLossOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<GradientModel, CrossEntropyOp>(ctx);
-    attach<CostFn<crossEntropyCost>::Model, CrossEntropyOp,
-           CrossEntropyGradOp>(ctx);
+    attach<GradientModel, CrossEntropyOp, CrossEntropyShardOp>(ctx);
+    attach<CostFn<crossEntropyCost>::Model, CrossEntropyOp, CrossEntropyGradOp,
+           CrossEntropyShardOp, CrossEntropyShardGradOp>(ctx);
   });
 }
 

@@ -74,9 +74,12 @@ Value sliceMicrobatch(OpBuilder &b, Location loc, Value full,
 }
 
 /// Sum over the tokens of the cross-entropy of vocab-parallel logits
-/// (this rank's ceil(V/tp) columns, the last padded): the softmax's max,
-/// its normaliser and the target logit are combined over @tp (Megatron's
-/// parallel cross-entropy), so no rank ever holds the whole logits.
+/// (this rank's ceil(V/tp) columns, the last padded; any float type): each
+/// rank's log-sum-exp and target logit per row in one pass over its shard
+/// (smp.cross_entropy_shard, whose gradient is one pass too, written over
+/// the logits), combined over @tp as Megatron's parallel cross-entropy does
+/// (the log-sum-exps by their max and a sum of exponentials, the target
+/// logits by a sum), so no rank ever holds the whole logits or an f32 copy.
 Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
                                        Value logits, Value labels,
                                        int64_t vocab) {
@@ -88,42 +91,38 @@ Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
     auto type = RankedTensorType::get(shape, b.getI64Type());
     return ConstantOp::create(b, loc, DenseElementsAttr::get(type, values));
   };
-  Value z = toF32(b, loc, logits);
-  auto zt = cast<RankedTensorType>(z.getType());
+  auto zt = cast<RankedTensorType>(logits.getType());
   int64_t rank = zt.getRank(), cols = zt.getDimSize(rank - 1);
-  Type f32 = b.getF32Type();
-  SmallVector<int64_t> iota(cols);
-  for (int64_t c = 0; c < cols; ++c)
-    iota[c] = c;
-  Value col = i64Const({cols}, iota);
   Value start = MulOp::create(
       b, loc, TpRankOp::create(b, loc, RankedTensorType::get({}, b.getI64Type())),
       i64Const({}, {cols}));
-  Value valid = LessOp::create(b, loc, AddOp::create(b, loc, col, start),
-                               i64Const({}, {vocab}));
-  Value zm = WhereOp::create(
-      b, loc, valid, z,
-      scalarConst(b, loc, f32, -std::numeric_limits<double>::infinity()));
-  auto axis = b.getDenseI64ArrayAttr({rank - 1});
-  Value m = tpReduce(ReduceMaxOp::create(b, loc, zm, axis, true),
-                     shard::ReductionKind::Max);
-  Value e = ExpOp::create(b, loc, SubOp::create(b, loc, zm, m));
-  Value s = tpReduce(ReduceSumOp::create(b, loc, e, axis, true),
+  Value stats = CrossEntropyShardOp::create(b, loc, logits, labels, start,
+                                            b.getI64IntegerAttr(vocab),
+                                            b.getI64IntegerAttr(-100));
+  auto st = cast<RankedTensorType>(stats.getType());
+  auto column = [&](int64_t k) -> Value {
+    SmallVector<int64_t> begin(st.getRank(), 0), end(st.getShape()),
+        stepOne(st.getRank(), 1);
+    begin.back() = k;
+    end.back() = k + 1;
+    return SliceOp::create(b, loc, stats, b.getDenseI64ArrayAttr(begin),
+                           b.getDenseI64ArrayAttr(end),
+                           b.getDenseI64ArrayAttr(stepOne));
+  };
+  Value lseShard = column(0), target = column(1);
+  Value m = tpReduce(lseShard, shard::ReductionKind::Max);
+  Value s = tpReduce(ExpOp::create(b, loc, SubOp::create(b, loc, lseShard, m)),
                      shard::ReductionKind::Sum);
   Value lse = AddOp::create(b, loc, LogOp::create(b, loc, s), m);
+  Value zy = tpReduce(target, shard::ReductionKind::Sum);
   auto lt = cast<RankedTensorType>(labels.getType());
   SmallVector<int64_t> shape(lt.getShape());
   shape.push_back(1);
   Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
-  Value hit = EqualOp::create(b, loc, SubOp::create(b, loc, lab, start), col);
-  Value zy = tpReduce(
-      ReduceSumOp::create(
-          b, loc, WhereOp::create(b, loc, hit, z, scalarConst(b, loc, f32, 0.0)),
-          axis, true),
-      shard::ReductionKind::Sum);
   Value kept = CastOp::create(
-      b, loc, RankedTensorType::get(shape, f32),
-      NotOp::create(b, loc, EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
+      b, loc, RankedTensorType::get(shape, st.getElementType()),
+      NotOp::create(b, loc,
+                    EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
   return reduceAll<ReduceSumOp>(
       b, loc, MulOp::create(b, loc, SubOp::create(b, loc, lse, zy), kept));
 }

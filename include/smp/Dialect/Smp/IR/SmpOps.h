@@ -26,9 +26,10 @@ mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
                                         int64_t &classes);
 /// The operand whose storage `op`'s one result may take, written in place,
 /// where that operand is read by nothing after `op` (the caller's liveness
-/// decides that); null for any other op. cross_entropy_grad: the logits,
-/// when only the loss ops read them and the gradient has their type (its
-/// kernels read each logit before writing its gradient). The artifact
+/// decides that); null for any other op. cross_entropy_grad and
+/// cross_entropy_shard_grad: the logits, when only the loss ops read them
+/// and the gradient has their type (their kernels read each logit before
+/// writing its gradient). The artifact
 /// writer shares the storage; the planner's memory model counts it so.
 mlir::Value inPlaceOperand(mlir::Operation *op);
 } // namespace smp

@@ -103,6 +103,51 @@ def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdap
   }];
 }
 
+def Smp_CrossEntropyShardOp : Smp_Op<"cross_entropy_shard", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "A vocabulary shard's log-sum-exp and target logit per row";
+  let description = [{
+    The per-row statistics of a softmax cross-entropy whose classes are
+    split over ranks (tensor parallelism's vocabulary-parallel loss,
+    Megatron's parallel cross-entropy): `logits` [..., W] are classes
+    `offset` .. `offset` + W - 1 of `classes` (a 0-d i64 `offset`, this
+    rank's first class; columns past `classes` are padding no statistic
+    reads). The result [..., 2] holds each row's log(sum(exp)) over its
+    valid columns (-inf when it has none) and the logit of the row's label
+    when the label is in the shard, else 0; f32 (f64 for f64 logits). A
+    label that is not `ignore_index` must lie in [0, classes). The ranks'
+    statistics combine into the loss with a max, a sum of exponentials and
+    a sum (smp-build-train-step), so no rank holds more than its shard.
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Smp_IntTensor:$offset, I64Attr:$classes,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $offset attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Smp_CrossEntropyShardGradOp : Smp_Op<"cross_entropy_shard_grad", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "Gradient of cross_entropy_shard with respect to the logits";
+  let description = [{
+    grad[..., 0] * exp(logits - stats[..., 0]) plus grad[..., 1] at the
+    label's column when the label is in the shard; zero in the padding
+    columns. `stats` is the forward's result, `grad` its gradient; the
+    result has the logits' type.
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Smp_IntTensor:$offset, Smp_FloatTensor:$stats,
+                   Smp_FloatTensor:$grad, I64Attr:$classes,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $offset `,` $stats `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Smp_GatherGradOp : Smp_Op<"gather_grad", [Pure]> {
   let summary = "Scatter-add of gather's gradient into a zero tensor";
   let description = [{

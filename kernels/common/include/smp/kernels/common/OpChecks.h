@@ -320,6 +320,16 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
                              bool reduced, const TensorRef &dlogits,
                              int64_t requested, int64_t &classes,
                              int64_t &stride, int64_t &rows);
+/// cross_entropy_shard (`grad` and `dlogits` null) and its gradient: float
+/// logits [..., width], integer labels [...] (`rows` of them), a
+/// one-element integer offset, classes >= 1, statistics and their gradient
+/// labels' shape + [2] in f32 (f64 for f64 logits), dlogits the logits'
+/// shape and dtype.
+Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
+                              const TensorRef &labels, const TensorRef &offset,
+                              int64_t classes, const TensorRef &stats,
+                              const TensorRef *grad, const TensorRef *dlogits,
+                              int64_t &rows, int64_t &width);
 /// The classes of a cross-entropy row of `stride` values when `requested`
 /// (0: all of them); an error naming `op` outside [1, stride].
 Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
