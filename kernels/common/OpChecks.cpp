@@ -384,6 +384,17 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
   return Status::success();
 }
 
+Status checkLabelsOfLogits(const char *op, const TensorRef &logits,
+                           const TensorRef &labels) {
+  if (logits.rank() < 1 ||
+      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
+          labels.shape)
+    return fail(op, "labels " + smp::base::describe(labels) +
+                        " must have the shape of logits " +
+                        smp::base::describe(logits) + " without its last dim");
+  return Status::success();
+}
+
 Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                          bool reduced, const TensorRef &out,
                          const TensorRef *weights, int64_t requested,
@@ -401,12 +412,7 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
                   (logits.dtype == DType::F16 || logits.dtype == DType::BF16);
   if (!wideLoss)
     SMP_RETURN_IF_ERROR(checkDType(op, "output", out, logits.dtype));
-  if (logits.rank() < 1 ||
-      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
-          labels.shape)
-    return fail(op, "labels " + smp::base::describe(labels) +
-                        " must have the shape of logits " +
-                        smp::base::describe(logits) + " without its last dim");
+  SMP_RETURN_IF_ERROR(checkLabelsOfLogits(op, logits, labels));
   if (!reduced) {
     SMP_RETURN_IF_ERROR(checkShape(op, "output", out, labels.shape));
   } else if (out.numel() != 1) {

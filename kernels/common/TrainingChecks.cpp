@@ -95,12 +95,7 @@ Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
   if (classes < 1)
     return fail(op,
                 "classes must be at least 1, not " + std::to_string(classes));
-  if (logits.rank() < 1 ||
-      std::vector<int64_t>(logits.shape.begin(), logits.shape.end() - 1) !=
-          labels.shape)
-    return fail(op, "labels " + smp::base::describe(labels) +
-                        " must have the shape of logits " +
-                        smp::base::describe(logits) + " without its last dim");
+  SMP_RETURN_IF_ERROR(checkLabelsOfLogits(op, logits, labels));
   std::vector<int64_t> pairs = labels.shape;
   pairs.push_back(2);
   DType statsType = logits.dtype == DType::F64 ? DType::F64 : DType::F32;

@@ -272,6 +272,18 @@ __device__ inline void shardColumns(IndexIn offset, int64_t classes,
   valid = valid < 0 ? 0 : valid > width ? width : valid;
 }
 
+/// Row r's label column in the shard, or -1 (not there, ignored or bad: a
+/// bad one records the device error and sets `bad`).
+__device__ inline int64_t shardLabelColumn(const Labels &l, int64_t r,
+                                           int64_t classes, int64_t first,
+                                           int64_t valid, DeviceError *err,
+                                           bool &bad) {
+  bool ignored;
+  int64_t lab = rowLabel(l, r, classes, err, kErrLabelShard, ignored, bad);
+  return !ignored && !bad && lab >= first && lab - first < valid ? lab - first
+                                                                 : -1;
+}
+
 template <class S>
 __global__ void crossEntropyShardRows(const S *x, Labels l, IndexIn offset,
                                       int64_t rows, int64_t width,
@@ -281,8 +293,8 @@ __global__ void crossEntropyShardRows(const S *x, Labels l, IndexIn offset,
   int64_t first, valid;
   shardColumns(offset, classes, width, first, valid);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    bool ignored, bad;
-    int64_t lab = rowLabel(l, r, classes, err, kErrLabelShard, ignored, bad);
+    bool bad;
+    int64_t col = shardLabelColumn(l, r, classes, first, valid, err, bad);
     const S *xr = x + r * width;
     C m;
     double sum;
@@ -290,9 +302,7 @@ __global__ void crossEntropyShardRows(const S *x, Labels l, IndexIn offset,
     double lse = m == -std::numeric_limits<C>::infinity()
                      ? -std::numeric_limits<double>::infinity()
                      : log(sum) + static_cast<double>(m);
-    double target = 0;
-    if (!ignored && !bad && lab >= first && lab - first < valid)
-      target = static_cast<double>(FT<S>::load(xr[lab - first]));
+    double target = col < 0 ? 0.0 : static_cast<double>(FT<S>::load(xr[col]));
     if (threadIdx.x == 0) {
       out.store(2 * r, bad ? nan("") : lse);
       out.store(2 * r + 1, target);
@@ -309,11 +319,8 @@ __global__ void crossEntropyShardGradRows(const S *x, Labels l, IndexIn offset,
   int64_t first, valid;
   shardColumns(offset, classes, width, first, valid);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    bool ignored, bad;
-    int64_t lab = rowLabel(l, r, classes, err, kErrLabelShard, ignored, bad);
-    int64_t col = !ignored && !bad && lab >= first && lab - first < valid
-                      ? lab - first
-                      : -1;
+    bool bad;
+    int64_t col = shardLabelColumn(l, r, classes, first, valid, err, bad);
     double g0 = grad.load(2 * r), g1 = grad.load(2 * r + 1);
     C lse = static_cast<C>(stats.load(2 * r));
     const S *xr = x + r * width;

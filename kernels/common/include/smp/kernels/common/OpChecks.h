@@ -159,6 +159,10 @@ Status checkBatchNorm(const TensorRef &in, const TensorRef &scale,
                       const TensorRef &bias, const TensorRef &mean,
                       const TensorRef &variance, const TensorRef &out);
 
+/// Labels of a cross-entropy: one per row of logits (their shape without
+/// the last dim).
+Status checkLabelsOfLogits(const char *op, const TensorRef &logits,
+                           const TensorRef &labels);
 /// cross_entropy: logits, integer labels of logits' shape without its last
 /// dim, the output (labels' shape, or one element when `reduced`) and the
 /// optional [classes] float weights. `requested` classes (0: all of the
