@@ -64,6 +64,31 @@ int64_t loadInt(const TensorRef &t, int64_t i) {
   return common::loadIndex(t.data, t.dtype, i);
 }
 
+Status loadLabels(const char *op, const TensorRef &labels, int64_t classes,
+                  int64_t ignoreIndex, std::vector<int64_t> &out) {
+  int64_t rows = labels.numel();
+  out.resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    bool huge =
+        labels.dtype == DType::U64 &&
+        static_cast<const uint64_t *>(labels.data)[r] > uint64_t(INT64_MAX);
+    int64_t v = huge ? -1 : loadInt(labels, r);
+    out[r] = v;
+    if (!huge && v == ignoreIndex)
+      continue;
+    if (huge || v < 0 || v >= classes)
+      return fail(op, "label " +
+                          (huge ? std::to_string(static_cast<const uint64_t *>(
+                                      labels.data)[r])
+                                : std::to_string(v)) +
+                          " at position " + std::to_string(r) +
+                          " is outside [0, " + std::to_string(classes) +
+                          ") and is not the ignore_index " +
+                          std::to_string(ignoreIndex));
+  }
+  return Status::success();
+}
+
 Status loadDoubles(const TensorRef &t, int64_t begin, int64_t n, double *dst) {
   return visitFloat(t.dtype, "toDouble", [&](auto tag) {
     using S = typename decltype(tag)::type;

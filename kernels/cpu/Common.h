@@ -97,6 +97,10 @@ template <class F> Status visitFloat(DType t, const char *op, F &&f) {
 
 /// Reads integer element i of t (any integer dtype or Bool) as int64.
 int64_t loadInt(const TensorRef &t, int64_t i);
+/// A cross-entropy's labels as int64, each ignoreIndex or in [0, classes):
+/// else an error naming `op`, the label and its position.
+Status loadLabels(const char *op, const TensorRef &labels, int64_t classes,
+                  int64_t ignoreIndex, std::vector<int64_t> &out);
 /// Elements [begin, begin + n) of a float tensor as double, and back
 /// (rounding through the compute type): one chunk of toDouble and
 /// storeDouble, for kernels that stream through doubles on the stack. They

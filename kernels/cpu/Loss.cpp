@@ -78,29 +78,12 @@ Status crossEntropy(const TensorRef &logits, const TensorRef &labels,
   SMP_RETURN_IF_ERROR(
       common::checkCrossEntropy(logits, labels, reduction != Reduction::None,
                                 out, weights, requested, classes, stride));
-  std::vector<int64_t> lab(static_cast<size_t>(rows));
+  std::vector<int64_t> lab;
+  SMP_RETURN_IF_ERROR(loadLabels(name, labels, classes, ignoreIndex, lab));
   double counted = 0; // labels not ignored, or the sum of their weights
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t v = loadInt(labels, r);
-    if (labels.dtype == DType::U64 &&
-        static_cast<const uint64_t *>(labels.data)[r] > uint64_t(INT64_MAX))
-      return fail(name, "label " +
-                            std::to_string(
-                                static_cast<const uint64_t *>(labels.data)[r]) +
-                            " at position " + std::to_string(r) +
-                            " is outside [0, " + std::to_string(classes) + ")");
-    lab[r] = v;
-    if (v == ignoreIndex)
-      continue;
-    if (v < 0 || v >= classes)
-      return fail(name, "label " + std::to_string(v) + " at position " +
-                            std::to_string(r) + " is outside [0, " +
-                            std::to_string(classes) +
-                            ") and is not the "
-                            "ignore_index " +
-                            std::to_string(ignoreIndex));
-    counted += weights ? loadFloatAt(*weights, v) : 1.0;
-  }
+  for (int64_t v : lab)
+    if (v != ignoreIndex)
+      counted += weights ? loadFloatAt(*weights, v) : 1.0;
   std::vector<double> loss(static_cast<size_t>(rows));
   return visitFloat(logits.dtype, name, [&](auto tag) {
     using S = typename decltype(tag)::type;

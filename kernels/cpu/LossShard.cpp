@@ -27,28 +27,7 @@ Status shardLabels(const char *op, const TensorRef &labels,
                    const TensorRef &offset, int64_t classes,
                    int64_t ignoreIndex, int64_t width,
                    std::vector<int64_t> &lab, int64_t &first, int64_t &valid) {
-  int64_t rows = labels.numel();
-  lab.resize(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    bool huge =
-        labels.dtype == DType::U64 &&
-        static_cast<const uint64_t *>(labels.data)[r] > uint64_t(INT64_MAX);
-    int64_t v = huge ? -1 : loadInt(labels, r);
-    if (!huge && v == ignoreIndex) {
-      lab[r] = v;
-      continue;
-    }
-    if (huge || v < 0 || v >= classes)
-      return fail(op, "label " +
-                          (huge ? std::to_string(static_cast<const uint64_t *>(
-                                      labels.data)[r])
-                                : std::to_string(v)) +
-                          " at position " + std::to_string(r) +
-                          " is outside [0, " + std::to_string(classes) +
-                          ") and is not the ignore_index " +
-                          std::to_string(ignoreIndex));
-    lab[r] = v;
-  }
+  SMP_RETURN_IF_ERROR(loadLabels(op, labels, classes, ignoreIndex, lab));
   first = loadInt(offset, 0);
   valid = std::clamp<int64_t>(classes - first, 0, width);
   if (first < 0)

@@ -173,15 +173,12 @@ void shareInPlace(const llvm::DenseMap<Operation *, int32_t> &index,
   }
 }
 
-/// A cast of a parameter to a narrower float type (mixed precision's copy).
+/// A parameter's own narrowing cast (not one of a transpose of it): what
+/// smp-shard-parameters applies to the rank's chunk.
 static bool isNarrowingParamCast(func::FuncOp step, Operation *op) {
-  auto cast = dyn_cast<CastOp>(op);
-  auto arg = cast ? dyn_cast<BlockArgument>(cast.getInput()) : nullptr;
-  if (!arg || !step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-    return false;
-  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(arg.getType()));
-  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
-  return from && to && to.getWidth() < from.getWidth();
+  auto arg = isNarrowingCast(op) ? dyn_cast<BlockArgument>(op->getOperand(0))
+                                 : nullptr;
+  return arg && step.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr);
 }
 
 /// The types a parameter's gradient may have, which do not grow with the

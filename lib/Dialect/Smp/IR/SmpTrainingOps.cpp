@@ -151,21 +151,16 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
 }
 
 Value smp::inPlaceOperand(Operation *op) {
-  if (auto shard = dyn_cast<CrossEntropyShardGradOp>(op)) {
-    Value logits = shard.getLogits();
-    bool lossOnly =
-        logits.getType() == shard.getType() &&
-        llvm::all_of(logits.getUsers(), [](Operation *user) {
-          return isa<CrossEntropyShardOp, CrossEntropyShardGradOp>(user);
-        });
-    return lossOnly ? logits : Value();
-  }
-  auto grad = dyn_cast<CrossEntropyGradOp>(op);
-  if (!grad || grad.getLogits().getType() != grad.getType())
+  Value logits;
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    logits = grad.getLogits();
+  else if (auto grad = dyn_cast<CrossEntropyShardGradOp>(op))
+    logits = grad.getLogits();
+  if (!logits || logits.getType() != op->getResult(0).getType())
     return Value();
-  Value logits = grad.getLogits();
   bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
-    return isa<CrossEntropyOp, CrossEntropyGradOp>(user);
+    return isa<CrossEntropyOp, CrossEntropyGradOp, CrossEntropyShardOp,
+               CrossEntropyShardGradOp>(user);
   });
   return lossOnly ? logits : Value();
 }

@@ -2,8 +2,10 @@
 
 #include "smp/Dialect/Smp/Transforms/PathOps.h"
 
-#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
 
 using namespace mlir;
 
@@ -45,6 +47,15 @@ PathOps findPathOps(func::FuncOp f, size_t limit) {
     result.path.push_back(&op);
   }
   return result;
+}
+
+bool isNarrowingCast(Operation *op) {
+  auto cast = dyn_cast<CastOp>(op);
+  if (!cast)
+    return false;
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getOperand()));
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
+  return from && to && to.getWidth() < from.getWidth();
 }
 
 llvm::MapVector<Operation *, Value> singleWeightOps(Block &body,

@@ -54,16 +54,6 @@ Placement placementOf(Operation *op) {
           op->hasAttr(SmpDialect::kBackwardAttr)};
 }
 
-/// A cast to a float type narrower than its operand's (mixed precision).
-bool isNarrowingCast(Operation *op) {
-  auto cast = dyn_cast<CastOp>(op);
-  if (!cast)
-    return false;
-  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getOperand()));
-  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
-  return from && to && to.getWidth() < from.getWidth();
-}
-
 struct ShardParameters {
   ShardParameters(func::FuncOp f, int64_t dp, int64_t prefetch)
       : f(f), body(f.getBody().front()), dp(dp), prefetch(prefetch) {}

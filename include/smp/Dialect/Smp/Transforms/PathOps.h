@@ -35,6 +35,11 @@ PathOps findPathOps(mlir::func::FuncOp f, size_t limit = 0);
 llvm::MapVector<mlir::Operation *, mlir::Value>
 singleWeightOps(mlir::Block &body, llvm::ArrayRef<mlir::Value> params);
 
+/// A cast to a float type narrower than its operand's (mixed precision's
+/// low-precision copy). smp-shard-parameters applies one of a parameter to
+/// the rank's chunk before the gather; the planner counts it so.
+bool isNarrowingCast(mlir::Operation *op);
+
 } // namespace smp
 
 #endif // SMP_DIALECT_SMP_TRANSFORMS_PATHOPS_H
