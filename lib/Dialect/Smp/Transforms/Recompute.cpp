@@ -9,8 +9,9 @@
 //
 //   full       segments are the stretches of the forward between cut points
 //              (where the fewest values cross: the residual stream between
-//              half-layers), so a transformer keeps one hidden state per
-//              half-layer and recomputes the rest.
+//              half-layers) and at pipeline stage boundaries, so a
+//              transformer keeps one hidden state per half-layer and
+//              recomputes the rest, each stage its own.
 //   selective  segments are the attention cores: the scores' batched matmul
 //              of two activations, the elementwise ops after it (scale,
 //              mask) and the softmax; the checkpoints are Q and K (as in
@@ -72,9 +73,12 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
     }
     return fromData.count(v.getDefiningOp()) > 0;
   };
-  for (Operation *op : fwd)
-    if (llvm::any_of(op->getOperands(), isData))
-      fromData.insert(op);
+  // Over the whole step, in order: an unrolled step's micro-batch reads
+  // its slice of the inputs, made outside its forward.
+  if (!fwd.empty())
+    for (Operation &op : *fwd.front()->getBlock())
+      if (llvm::any_of(op.getOperands(), isData))
+        fromData.insert(&op);
   std::vector<int64_t> delta(n + 1, 0);
   for (auto [i, op] : llvm::enumerate(fwd))
     for (Value r : op->getResults()) {
@@ -98,10 +102,22 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
     if (k < n && crossing > 0) // where activations flow (not among the
       fewest = std::min(fewest, crossing); // weight casts before the data)
   }
+  // A pipeline stage's segments end at its last op: a segment across a
+  // cut would recompute the earlier stage's part for the later one's
+  // backward, on the earlier rank, before that rank's own backward, and
+  // send it again.
+  auto stageOf = [](Operation *op) -> std::optional<int64_t> {
+    if (auto s = op->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr))
+      return s.getInt();
+    return std::nullopt;
+  };
   SmallVector<SmallVector<Operation *>> segments(1);
   for (size_t i = 0; i < n; ++i) {
     segments.back().push_back(fwd[i]);
-    if (i + 1 < n && at[i + 1] == fewest)
+    if (i + 1 == n)
+      break;
+    std::optional<int64_t> here = stageOf(fwd[i]), next = stageOf(fwd[i + 1]);
+    if (at[i + 1] == fewest || (here && next && *here != *next))
       segments.emplace_back();
   }
   return segments;
