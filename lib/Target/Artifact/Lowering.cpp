@@ -100,9 +100,14 @@ llvm::Error Lowering::run() {
     if (auto err = lowerArgument(arg))
       return err;
   int64_t index = 0;
-  for (Operation &op : func.getBody().front().getOperations())
+  for (Operation &op : func.getBody().front().getOperations()) {
+    int64_t before = index;
+    int instructions = program.instructions_size();
     if (auto err = lowerOp(op, index))
       return err;
+    if (index != before)
+      firstInstruction.push_back(instructions);
+  }
   for (const pb::Instruction &inst : program.instructions())
     if (auto err = checkSchema(inst))
       return err;
@@ -377,6 +382,8 @@ void Lowering::planBuffers() {
         rootRanges.push_back(live[id]);
       }
     MemoryPlan plan = planMemory(rootRanges);
+    if (which == 0)
+      peak = arenaPeak(program, firstInstruction, rootIds, rootRanges);
     for (size_t k = 0; k < rootIds.size(); ++k)
       offsetOfRoot[rootIds[k]] = plan.offsets[k];
     if (which == 0)

@@ -56,6 +56,31 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst);
 /// Checks an instruction against the runtime's op schema (OpSchema.def).
 llvm::Error checkSchema(const pb::Instruction &inst);
 
+/// The device arena at its most bytes live: the instant (an instruction
+/// index; -1 before the first), that instruction, and what is live then by
+/// role, with the largest of the step's own values (name, bytes, the
+/// instructions that make it and last read it).
+struct ArenaPeak {
+  static constexpr size_t kLargest = 5;
+  int64_t instruction = -1;
+  std::string op, loc;
+  uint64_t liveBytes = 0, parameters = 0, optimizerState = 0, inputs = 0,
+           constants = 0, stepValues = 0;
+  struct Value {
+    std::string name;
+    uint64_t bytes;
+    int64_t made, lastRead;
+  };
+  std::vector<Value> largest;
+};
+/// `ranges` are the arena's roots' live ranges over the function's ops
+/// (`firstInstruction`: each op's first instruction in `program`), `rootIds`
+/// their buffers.
+ArenaPeak arenaPeak(const pb::RankProgram &program,
+                    const std::vector<int64_t> &firstInstruction,
+                    const std::vector<unsigned> &rootIds,
+                    const std::vector<LiveRange> &ranges);
+
 /// One rank's program: every value gets a buffer in a single arena, every
 /// smp op (but reshape and tp_copy, which alias their input) becomes an
 /// instruction, parameters and constants become weight references into the
@@ -74,6 +99,7 @@ public:
   llvm::Error run();
 
   pb::RankProgram program;
+  ArenaPeak peak; // the device arena's (planBuffers)
   std::string weightsBytes;
   pb::Manifest manifestIO; // inputs/outputs specs only
   /// False: plan memory only, reading no parameter bytes.
@@ -135,6 +161,9 @@ private:
   std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
   std::vector<LiveRange> live; // per buffer; meaningful for roots
+  /// The live ranges' instants (ops that make instructions or aliases) ->
+  /// the first instruction at or after each.
+  std::vector<int64_t> firstInstruction;
   struct InPlace {
     unsigned output, input;
     int64_t index;
@@ -175,6 +204,7 @@ struct PlanDetails {
     std::string recompute = "none";
     bool offload = false;
     uint64_t arenaBytes = 0, hostBytes = 0, weightsBytes = 0;
+    ArenaPeak peak;
   };
   std::vector<Stage> stages;
 };

@@ -75,6 +75,29 @@ bool recomputes(const TrainingOptions &t, int64_t stage) {
           llvm::is_contained(t.recomputeStages, stage));
 }
 
+/// "  at its peak: ..." for a stage whose arena holds anything.
+void printArenaPeak(llvm::raw_ostream &os, const PlanDetails::Stage &st) {
+  const ArenaPeak &p = st.peak;
+  if (!p.liveBytes)
+    return;
+  os << "  at its peak " << p.liveBytes << " bytes are live";
+  if (p.instruction >= 0 && !p.op.empty())
+    os << " (instruction " << p.instruction << ", " << p.op
+       << (p.loc.empty() ? "" : " '" + p.loc + "'") << ")";
+  os << ": parameters " << p.parameters << ", optimizer state "
+     << p.optimizerState << ", inputs " << p.inputs << ", constants "
+     << p.constants << ", the step's values " << p.stepValues;
+  for (size_t k = 0; k < p.largest.size(); ++k) {
+    const ArenaPeak::Value &v = p.largest[k];
+    os << (k ? ", " : " (largest: ") << "'" << v.name << "' " << v.bytes << " ["
+       << v.made << ", " << v.lastRead << "]"
+       << (k + 1 == p.largest.size() ? ")" : "");
+  }
+  if (st.arenaBytes > p.liveBytes)
+    os << "; the layout adds " << st.arenaBytes - p.liveBytes;
+  os << "\n";
+}
+
 } // namespace
 
 PlanDetails collectPlanDetails(const SmallVector<func::FuncOp> &funcs,
@@ -91,6 +114,7 @@ PlanDetails collectPlanDetails(const SmallVector<func::FuncOp> &funcs,
     s.startsAt = p == 0 ? "" : p < funcs.size() ? firstNode(funcs[p]) : "";
     s.arenaBytes = stages[p]->program.arena_bytes();
     s.hostBytes = stages[p]->program.host_arena_bytes();
+    s.peak = stages[p]->peak;
     for (const auto &w : stages[p]->program.weights())
       s.weightsBytes += w.bytes();
     if (options.training) {
@@ -149,6 +173,7 @@ std::string planDetailsText(const PlanDetails &d) {
     if (st.hostBytes)
       os << " + " << st.hostBytes << " bytes of host pool";
     os << "\n";
+    printArenaPeak(os, st);
   }
   if (o.predictedStepSeconds > 0) {
     char buf[64];
@@ -202,13 +227,15 @@ std::string planJson(const PlanDetails &d) {
     const PlanDetails::Stage &st = d.stages[p];
     stages.push_back(llvm::json::Object{
         {"stage", static_cast<int64_t>(p)},
-        {"starts_at", p == 0 ? llvm::json::Value(nullptr)
-                             : llvm::json::Value(st.startsAt)},
+        {"starts_at",
+         p == 0 ? llvm::json::Value(nullptr) : llvm::json::Value(st.startsAt)},
         {"recompute", st.recompute},
         {"offload", st.offload},
         {"arena_bytes", static_cast<int64_t>(st.arenaBytes)},
         {"host_pool_bytes", static_cast<int64_t>(st.hostBytes)},
-        {"weights_bytes", static_cast<int64_t>(st.weightsBytes)}});
+        {"weights_bytes", static_cast<int64_t>(st.weightsBytes)},
+        {"peak_live_bytes", static_cast<int64_t>(st.peak.liveBytes)},
+        {"peak_instruction", st.peak.instruction}});
   }
   a["stages"] = std::move(stages);
   llvm::json::Array rankMap;
