@@ -64,7 +64,11 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   // from weights and constants alone (a causal mask or the positions built
   // once and read by every layer) would cross every cut and leave the
   // fewest crossings only where it does not exist yet; segments read it as
-  // they read a checkpoint.
+  // they read a checkpoint. So would an activation read across most of the
+  // forward (BERT's attention mask, made from the data and read by every
+  // layer's attention: counted, the only cuts were after the last
+  // attention and the whole encoder was one segment); it is not counted
+  // either, and is a checkpoint all the same.
   llvm::DenseSet<Operation *> fromData;
   auto isData = [&](Value v) {
     if (auto arg = dyn_cast<BlockArgument>(v)) {
@@ -88,7 +92,7 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
       for (Operation *user : r.getUsers())
         if (auto it = position.find(user); it != position.end())
           last = std::max(last, it->second);
-      if (last > i) {
+      if (last > i && 2 * (last - i) <= n) {
         delta[i + 1] += 1;
         if (last + 1 <= n)
           delta[last + 1] -= 1;
