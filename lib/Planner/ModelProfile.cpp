@@ -246,9 +246,11 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
     ops.push_back(&op);
   }
   int32_t end = static_cast<int32_t>(ops.size());
-  // Forward ops: @main's (tagged); recomputed copies are backward.
+  // Forward ops: @main's (tagged); recomputed copies are backward. An
+  // activation's copy to host (offloading) ends its forward life.
   auto isForward = [&](Operation *op) {
-    return op->hasAttr(kAnchorAttr) && !op->hasAttr("smp.recomputed");
+    return (op->hasAttr(kAnchorAttr) && !op->hasAttr("smp.recomputed")) ||
+           isa<OffloadOp>(op);
   };
   std::vector<int32_t> anchor(ops.size(), -1);
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -276,7 +278,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
   copies = parameterCopies(step, index, anchor, isForward, weightOnly);
   llvm::DenseSet<Type> paramTypes = parameterTypes(step);
   // Values: views (reshapes, tp copies) alias their source's root.
-  llvm::DenseMap<Value, size_t> rootOf; // value -> index into stepValues
+  llvm::DenseMap<Value, size_t> rootOf; // value -> index into `values`
   llvm::DenseSet<Value> updates;        // written back into an argument
   Operation *ret = body.getTerminator();
   for (unsigned k = 0; k < ret->getNumOperands(); ++k)
@@ -308,6 +310,8 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
           isa<ShapedType>(r.getType()) &&
           cast<ShapedType>(r.getType()).getNumElements() > 1)
         grows.insert(r);
+      if (isa<OffloadOp>(op))
+        continue; // in host memory until its smp.prefetch
       if (auto view = dyn_cast<ViewLikeOpInterface>(op);
           view && rootOf.count(view.getViewSource())) {
         rootOf[r] = rootOf[view.getViewSource()];
@@ -450,15 +454,17 @@ private:
 
 /// The training step the profile measures: one device, a cross-entropy on
 /// `vocabOutput`, one all-reduce per gradient, with or without full
-/// recomputation.
+/// recomputation and activation offloading.
 TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
-                                     bool recompute, bool sequenceParallel) {
+                                     bool recompute, bool offload,
+                                     bool sequenceParallel) {
   TrainingPipelineOptions step;
   step.loss = "cross_entropy:" + vocabOutput + ":labels";
   step.sequenceParallel = sequenceParallel;
   step.bucketMb = 0;
   if (recompute)
     step.recompute = "full";
+  step.offload = offload;
   step.phases = kPhaseTrainStep;
   return step;
 }
@@ -496,13 +502,13 @@ llvm::Error applyParallelismAndPrecision(ModuleOp module, ModuleOp copy,
 
 /// What profileModel measures on: the function whose ops it profiles
 /// (@main, or the training step built on the copy), its forward length, the
-/// values the backward reads and a copy to build the recomputing step from.
+/// values the backward reads and a copy to build the other steps from.
 struct ProfiledFunction {
   func::FuncOp main;
   size_t numForward = 0;
   llvm::DenseSet<Value> readByBackward;
   bool knowSaved = false;
-  OwningOpRef<ModuleOp> recomputing; // the same step with recomputation
+  OwningOpRef<ModuleOp> unbuilt; // the model before its step was built
 
   /// With a cross-entropy on `vocabOutput`, builds the training step on the
   /// copy: the activations the backward really reads (saved for it) are then
@@ -512,12 +518,13 @@ struct ProfiledFunction {
     numForward = main.getBody().front().getOperations().size() - 1;
     if (vocabOutput.empty())
       return;
-    recomputing = cast<ModuleOp>(copy->clone());
+    unbuilt = cast<ModuleOp>(copy->clone());
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/false,
-                                           sequenceParallel));
+    buildTrainingPipeline(pm,
+                          profiledStep(vocabOutput, /*recompute=*/false,
+                                       /*offload=*/false, sequenceParallel));
     if (succeeded(pm.run(copy))) {
       auto step = copy.lookupSymbol<func::FuncOp>("train_step");
       size_t i = 0;
@@ -613,10 +620,11 @@ void profilePathOps(const ProfiledFunction &f, bool fuse, ModelProfile &profile,
   }
 }
 
-/// The memory timeline on the step as the compiler lowers it, without and
-/// with full recomputation (profile.stepValues, stepValuesRecompute).
+/// The memory timeline on the step as the compiler lowers it (profile.steps):
+/// without and with full recomputation, and with `offload` with activation
+/// offloading too.
 void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
-                       const std::string &vocabOutput,
+                       const std::string &vocabOutput, bool offload,
                        const llvm::DenseMap<Operation *, size_t> &position,
                        ModelProfile &profile) {
   int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
@@ -624,8 +632,7 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
       forwardAnchors(f.main, f.numForward, position, lastPath);
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
-  auto sweep = [&](ModuleOp m, std::vector<ModelProfile::StepValue> &values,
-                   std::vector<ModelProfile::ParamCopy> &copies,
+  auto sweep = [&](ModuleOp m, ModelProfile::StepMemory &memory,
                    bool tagged) -> std::optional<double> {
     auto step = m.lookupSymbol<func::FuncOp>("train_step");
     if (!step)
@@ -638,26 +645,32 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
     buildTrainingPipeline(pm, cleanup);
     if (failed(pm.run(m)))
       return std::nullopt;
-    return stepLiveness(step, lastPath, values, copies, profile.stepLength);
+    return stepLiveness(step, lastPath, memory.values, memory.copies,
+                        profile.stepLength);
   };
   OwningOpRef<ModuleOp> lowered(cast<ModuleOp>(copy->clone()));
-  if (auto transient =
-          sweep(*lowered, profile.stepValues, profile.paramCopies, false))
+  if (auto transient = sweep(*lowered, profile.steps[0][0], false))
     profile.transientBytes = *transient;
   // Recomputation reorders the forward (a segment's ops move next to
-  // their first backward use), so its step is not tagged by position:
-  // @main's ops are tagged before the step is built from them, and their
-  // clones in the step carry the tags (recomputed copies are marked as
-  // such and are not forward ops).
-  if (auto m = f.recomputing->lookupSymbol<func::FuncOp>("main"))
+  // their first backward use) and offloading adds copies to it, so those
+  // steps are not tagged by position: @main's ops are tagged before the
+  // step is built from them, and their clones in the step carry the tags
+  // (recomputed copies are marked as such and are not forward ops).
+  if (auto m = f.unbuilt->lookupSymbol<func::FuncOp>("main"))
     tagForwardAnchors(m, anchors);
-  PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  buildTrainingPipeline(pm, profiledStep(vocabOutput, /*recompute=*/true,
-                                         profile.sequenceParallel));
   int32_t length = profile.stepLength;
-  if (succeeded(pm.run(*f.recomputing)))
-    (void)sweep(*f.recomputing, profile.stepValuesRecompute,
-                profile.paramCopiesRecompute, true);
+  for (auto [recompute, offloading] :
+       {std::pair(true, false), std::pair(false, true),
+        std::pair(true, true)}) {
+    if (offloading && !offload)
+      continue;
+    OwningOpRef<ModuleOp> built(cast<ModuleOp>(f.unbuilt->clone()));
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    buildTrainingPipeline(pm, profiledStep(vocabOutput, recompute, offloading,
+                                           profile.sequenceParallel));
+    if (succeeded(pm.run(*built)))
+      (void)sweep(*built, profile.steps[recompute][offloading], true);
+  }
   profile.stepLength = length;
 }
 
@@ -706,7 +719,8 @@ void markCuts(const llvm::DenseMap<Operation *, size_t> &position,
 llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
                                           const std::string &vocabOutput,
                                           bool fuse, bool sequenceParallel,
-                                          const std::string &precision) {
+                                          const std::string &precision,
+                                          bool offload) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   sequenceParallel = sequenceParallel && tp > 1;
   if (llvm::Error err = applyParallelismAndPrecision(
@@ -723,7 +737,8 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   llvm::DenseMap<Operation *, size_t> position;
   profilePathOps(f, fuse, profile, position);
   if (f.knowSaved)
-    profileStepMemory(module, *copy, f, vocabOutput, position, profile);
+    profileStepMemory(module, *copy, f, vocabOutput, offload, position,
+                      profile);
   if (profile.ops.empty())
     return fail("no op of @main computes on both the inputs and the "
                 "parameters");

@@ -50,6 +50,12 @@
 namespace smp {
 namespace {
 
+/// Whether the search may offload activations: pinned, or the device has a
+/// host link.
+bool offloads(const PlanRequest &req) {
+  return req.offload ? *req.offload : req.device.hostBandwidth > 0;
+}
+
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> d;
   for (int64_t k = 1; k * k <= n; ++k)
@@ -374,7 +380,7 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
       if (req.sequenceParallel && *req.sequenceParallel != sp)
         continue;
       auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp,
-                            req.precision);
+                            req.precision, offloads(req));
       if (!p) {
         refusals.push_back("tp " + std::to_string(tp) +
                            (sp ? " with sequence parallelism: " : ": ") +
@@ -461,8 +467,9 @@ struct PlanSearch {
           continue;
         if (req.zeroStage && zero != *req.zeroStage)
           continue;
-        if (req.offload ? offload != *req.offload
-                        : offload && d.hostBandwidth <= 0)
+        if (offload && !offloads(req))
+          continue;
+        if (req.offload && offload != *req.offload)
           continue;
         for (int64_t shard : shardGroups(dp, zero)) {
           Candidate c{tp, pp, dp, b, m, zero, recompute, offload, shard};
@@ -696,8 +703,9 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                                    "batch >= 1");
   Profiles profiles;
   std::vector<std::string> refusals;
-  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise,
-                           /*sequenceParallel=*/false, req.precision);
+  auto base =
+      profileModel(module, 1, vocabOutput, d.fusesElementwise,
+                   /*sequenceParallel=*/false, req.precision, offloads(req));
   if (!base)
     return base.takeError();
   profilesPerTp(module, req, vocabOutput, *base, profiles, refusals);

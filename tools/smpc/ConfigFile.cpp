@@ -77,6 +77,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--cluster", Kind::Value},
     {"--global-batch", Kind::Value},
     {"--microbatch-size", Kind::Value},
+    {"--max-plans", Kind::Value},
     {"--optimize", Kind::Value},
     {"--no-memory-plan", Kind::Switch},
     {"--json", Kind::Value},

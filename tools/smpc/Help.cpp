@@ -233,6 +233,12 @@ PLANNER (plan; compile --train --devices N without --dp/--tp/--pp)
                        (compile writes OUT.smpx/plan.json).
   --report FILE.svg    plan: draw the chosen plan (pipeline timeline, memory
                        per device) as SVG (compile writes OUT.smpx/plan.svg).
+  --max-plans N        compile: how many plans to try (default 3). Each
+                       chosen plan's compiled arena is checked against the
+                       planner's limit (90% of the device) before anything
+                       is written; one over it (the estimate was low) is
+                       planned again within less of the device. After N
+                       plans over it, the compile is refused.
   --no-memory-plan     plan: report the cost model's memory estimate only
                        (do not build the chosen plan's training step to
                        measure its memory plan; slow for large models).

@@ -180,6 +180,10 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
     return fail("--optimize is what the planner optimises (smpc plan, or "
                 "compile --devices N without pinned degrees); this compile "
                 "has its plan pinned");
+  if (has("--max-plans") && !(compile && planned))
+    return fail("--max-plans is how many plans compile --devices N (without "
+                "pinned degrees) tries; this command does not plan a "
+                "compile");
   if (has("--microbatch-size") && !planned)
     return fail("--microbatch-size is read by the planner (--devices N "
                 "without pinned degrees); pinned plans take --microbatches");
@@ -349,13 +353,16 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
   } else if (a == "--no-memory-plan") {
     opts.noExactMemory = true;
   } else if (a == "--global-batch" || a.starts_with("--global-batch=") ||
-             a == "--microbatch-size" || a.starts_with("--microbatch-size=")) {
+             a == "--microbatch-size" || a.starts_with("--microbatch-size=") ||
+             a == "--max-plans" || a.starts_with("--max-plans=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     int64_t n;
     if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
       return failFlag(exit, flag + " expects a positive integer");
-    (flag == "--global-batch" ? opts.globalBatch : opts.microbatchSize) = n;
+    (flag == "--global-batch"      ? opts.globalBatch
+     : flag == "--microbatch-size" ? opts.microbatchSize
+                                   : opts.maxPlans) = n;
   } else if (a == "--optimize" || a.starts_with("--optimize=")) {
     auto v = value("--optimize");
     if (!v || (*v != "speed" && *v != "memory"))

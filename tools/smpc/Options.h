@@ -49,6 +49,17 @@ struct Options {
   /// smpc plan (and compile --devices N without pinned degrees).
   std::string cluster, jsonOutput, svgOutput, profileDb;
   bool autoPlan = false, noExactMemory = false;
+  /// An auto-planned compile: what compile() checks each rank's compiled
+  /// arena against before it writes the artifact (the planner's limit, and
+  /// its estimate of the chosen plan's peak, for the message).
+  struct PlannedMemory {
+    double limitBytes = 0, estimateBytes = 0, deviceBytes = 0;
+    std::string summary; // the chosen plan, as the planner prints it
+  };
+  std::optional<PlannedMemory> plannedMemory;
+  /// --max-plans: the plans compile --devices N tries when a compiled plan is
+  /// over the planner's limit.
+  int64_t maxPlans = 3;
   std::string autoPlanJson, autoPlanSvg;
   std::string optimize = "speed"; // what the planner minimises: speed|memory
   int64_t globalBatch = 0, microbatchSize = 0;

@@ -68,6 +68,8 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;
   req.minimizeMemory = cmd.optimize == "memory";
+  if (cmd.memoryFraction)
+    req.memoryFraction = *cmd.memoryFraction;
   auto result = smp::choosePlan(module, req, vocabOutput(module, cmd.loss));
   if (!result) {
     fail(llvm::toString(result.takeError()));

@@ -21,6 +21,9 @@ struct PlanCommand {
   std::optional<int64_t> shardedDp;
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
+  /// Fraction of device memory a plan may use (smp::PlanRequest's default
+  /// unless a compiled plan went over it: smpc compile --devices N).
+  std::optional<double> memoryFraction;
 };
 
 /// Plans the training of `module` (imported at one sample per batch) and

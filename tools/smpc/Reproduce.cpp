@@ -28,8 +28,9 @@ std::string shellQuote(const std::string &arg) {
 std::string reproducingCommand(const Options &opts) {
   // The planner's flags (with their values) give way to its choice.
   static const std::set<std::string> kPlannerFlags = {
-      "--devices",        "--cluster",  "--optimize", "--microbatch-size",
-      "--global-batch",   "--checkpoint-activations"};
+      "--devices",         "--cluster",      "--optimize",
+      "--microbatch-size", "--global-batch", "--checkpoint-activations",
+      "--max-plans"};
   static const std::set<std::string> kPlannerSwitches = {
       "--no-shard-optimizer-state", "--no-memory-plan"};
   std::vector<std::string> args;

@@ -15,24 +15,26 @@
 #include "Options.h"
 #include "PlanCommand.h"
 #include "Reproduce.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
-#include "smp/Dialect/Smp/IR/SizeLimits.h"
-#include "smp/Frontend/ONNX/Importer.h"
 #include "smp/Analysis/Cost/CostModel.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Frontend/ONNX/Importer.h"
+#include "smp/InitAll.h"
+#include "smp/Pipelines/Pipelines.h"
+#include "smp/Planner/Planner.h"
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
-#include "smp/InitAll.h"
-#include "smp/Pipelines/Pipelines.h"
 #include "smp/Version.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -190,7 +192,41 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
   return success();
 }
 
-int compile(ModuleOp module, const Options &opts) {
+/// compile()'s exit code for an auto-planned step whose compiled arena is
+/// over the planner's limit (nothing written; main plans again).
+constexpr int kOverPlannedMemory = 3;
+
+/// An auto-planned compile: each pipeline rank's arena from the compiler's
+/// memory plan against the planner's limit. Returns 0 when all fit, else
+/// kOverPlannedMemory with `largest` the largest arena (a note says which
+/// rank and by how much), or 1 on an error.
+int checkPlannedArenas(ModuleOp module, const Options &opts,
+                       uint64_t &largest) {
+  const Options::PlannedMemory &pm = *opts.plannedMemory;
+  auto arenas = smp::planArenaBytes(module);
+  if (!arenas)
+    return fail(opts.input + ": " + llvm::toString(arenas.takeError()));
+  largest = 0;
+  size_t rank = 0;
+  for (size_t r = 0; r < arenas->size(); ++r)
+    if ((*arenas)[r] > largest)
+      largest = (*arenas)[r], rank = r;
+  if (static_cast<double>(largest) <= pm.limitBytes)
+    return 0;
+  llvm::errs() << llvm::formatv(
+      "smpc: note: the planned {0} compiles to an arena of {1} bytes on "
+      "pipeline rank {2}, over the planner's limit of {3:F0} bytes "
+      "({4:P0} of the device's {5:F0}); the planner's estimate was {6:F0} "
+      "bytes ({7:F1}%)\n",
+      pm.summary, largest, rank, pm.limitBytes, pm.limitBytes / pm.deviceBytes,
+      pm.deviceBytes, pm.estimateBytes,
+      100.0 * (pm.estimateBytes - static_cast<double>(largest)) /
+          static_cast<double>(largest));
+  return kOverPlannedMemory;
+}
+
+int compile(ModuleOp module, const Options &opts,
+            uint64_t *largestArena = nullptr) {
   auto weights = openWeights(module, opts);
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
@@ -203,6 +239,9 @@ int compile(ModuleOp module, const Options &opts) {
                                     grid.placementLetters()));
     if (failed(buildTrainStep(module, opts)))
       return 1;
+    if (opts.plannedMemory && largestArena)
+      if (int rc = checkPlannedArenas(module, opts, *largestArena))
+        return rc;
     smp::TrainingOptions t;
     t.loss = opts.plan.loss;
     t.optimizer = opts.plan.optimizer;
@@ -317,6 +356,105 @@ int compile(ModuleOp module, const Options &opts) {
   return 0;
 }
 
+/// smpc compile --devices N: the planner's choice for `opts` (planned within
+/// `fraction` of the device's memory when given, else the planner's default)
+/// applied to it; an exit code when there is none.
+std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
+                                      std::optional<double> fraction) {
+  // Plan on the model at one sample per batch, then compile that plan.
+  Options perSample = opts;
+  perSample.import.batchSize = 1;
+  // The compile below imports the model again and prints its warnings.
+  std::optional<ScopedDiagnosticHandler> quietWarnings;
+  quietWarnings.emplace(&ctx, [](Diagnostic &d) {
+    return success(d.getSeverity() == DiagnosticSeverity::Warning);
+  });
+  auto model = loadModule(ctx, perSample);
+  quietWarnings.reset();
+  if (failed(model))
+    return 1;
+  PlanCommand cmd = planRequest(opts);
+  cmd.memoryFraction = fraction;
+  // --checkpoint-activations auto asks for recomputation, not offloading
+  // (unless --offload-activations asks for that too).
+  if (!opts.pinned.offload && opts.pinned.recompute == "auto")
+    cmd.offload = false;
+  auto chosen =
+      choosePlanForCompile(**model, cmd, opts.autoPlanJson, opts.autoPlanSvg);
+  if (!chosen)
+    return 1;
+  auto device = smp::loadDeviceSpec(opts.cluster);
+  if (!device)
+    return fail(llvm::toString(device.takeError()));
+  Options::PlannedMemory &pm = opts.plannedMemory.emplace();
+  pm.deviceBytes = device->memoryBytes;
+  pm.limitBytes = device->memoryBytes * smp::PlanRequest().memoryFraction;
+  pm.estimateBytes = chosen->peakMemory;
+  pm.summary = chosen->summary();
+  opts.plan.dp = chosen->dp, opts.pinned.dp = chosen->dp;
+  opts.plan.tp = chosen->tp, opts.pinned.tp = chosen->tp;
+  opts.plan.pp = chosen->pp, opts.pinned.pp = chosen->pp;
+  opts.pinned.microbatches = chosen->microbatches;
+  opts.plan.schedule = chosen->schedule;
+  opts.plan.virtualStages = chosen->virtualStages;
+  if (opts.ppCuts.empty())
+    opts.ppCuts = plannedCuts(*chosen); // the stages the plan priced
+  applyPlannedMemory(*chosen, opts.plan, opts.pinned.recompute != "full");
+  llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
+               << ": " << chosen->summary() << "\n";
+  if (auto code = finishParallelOptions(opts))
+    return *code;
+  return std::nullopt;
+}
+
+/// smpc compile --devices N: plans, compiles, and checks each rank's
+/// compiled arena against the planner's limit before writing. A plan whose
+/// arena is over it (the planner's estimate was low) is planned again within
+/// less of the device, by the ratio found, up to --max-plans plans: the
+/// artifact never needs more memory than the plan said it fits in.
+int compileAutoPlanned(MLIRContext &ctx, const Options &given) {
+  std::optional<double> fraction;
+  for (int attempt = 1;; ++attempt) {
+    Options opts = given;
+    if (auto code = applyPlannerChoice(ctx, opts, fraction))
+      return *code;
+    auto module = loadModule(ctx, opts);
+    if (failed(module))
+      return 1;
+    uint64_t largest = 0;
+    int rc = compile(**module, opts, &largest);
+    if (rc == kOverPlannedMemory) {
+      const Options::PlannedMemory &pm = *opts.plannedMemory;
+      if (attempt >= given.maxPlans)
+        return fail(llvm::formatv(
+            "{0}: after {1} plan{2} the compiled step is still over the "
+            "planner's limit of {3:F0} bytes a device ({4}): give more "
+            "--devices or a smaller --batch-size, allow more plans "
+            "(--max-plans), or pin a plan that fits (smpc plan prints the "
+            "chosen plan's compiled arena)",
+            opts.input, given.maxPlans, given.maxPlans == 1 ? "" : "s",
+            pm.limitBytes, opts.cluster));
+      fraction = 0.99 * fraction.value_or(smp::PlanRequest().memoryFraction) *
+                 pm.estimateBytes / static_cast<double>(largest);
+      llvm::errs() << llvm::formatv(
+          "smpc: note: planning again within {0:P1} of the device\n",
+          *fraction);
+      continue;
+    }
+    if (rc == 0 && !opts.emitMlir) {
+      // The planner's picture beside the artifact (its JSON report is in
+      // plan.json, which the writer writes for every compile).
+      std::string err;
+      auto svg = openOutputFile(opts.output + "/plan.svg", &err);
+      if (!svg)
+        return fail(opts.output + "/plan.svg: " + err);
+      svg->os() << opts.autoPlanSvg;
+      svg->keep();
+    }
+    return rc;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -338,59 +476,13 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   // Errors and warnings as one line each (Diagnostics.h).
   OneLineDiagnostics diagnostics(&ctx);
-  if (opts.autoPlan) {
-    // Plan on the model at one sample per batch, then compile that plan.
-    Options perSample = opts;
-    perSample.import.batchSize = 1;
-    // The compile below imports the model again and prints its warnings.
-    std::optional<ScopedDiagnosticHandler> quietWarnings;
-    quietWarnings.emplace(&ctx, [](Diagnostic &d) {
-      return success(d.getSeverity() == DiagnosticSeverity::Warning);
-    });
-    auto model = loadModule(ctx, perSample);
-    quietWarnings.reset();
-    if (failed(model))
-      return 1;
-    PlanCommand cmd = planRequest(opts);
-    // --checkpoint-activations auto asks for recomputation, not offloading
-    // (unless --offload-activations asks for that too).
-    if (!opts.pinned.offload && opts.pinned.recompute == "auto")
-      cmd.offload = false;
-    auto chosen = choosePlanForCompile(**model, cmd, opts.autoPlanJson,
-                                       opts.autoPlanSvg);
-    if (!chosen)
-      return 1;
-    opts.plan.dp = chosen->dp, opts.pinned.dp = chosen->dp;
-    opts.plan.tp = chosen->tp, opts.pinned.tp = chosen->tp;
-    opts.plan.pp = chosen->pp, opts.pinned.pp = chosen->pp;
-    opts.pinned.microbatches = chosen->microbatches;
-    opts.plan.schedule = chosen->schedule;
-    opts.plan.virtualStages = chosen->virtualStages;
-    if (opts.ppCuts.empty())
-      opts.ppCuts = plannedCuts(*chosen); // the stages the plan priced
-    applyPlannedMemory(*chosen, opts.plan, opts.pinned.recompute != "full");
-    llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
-                 << ": " << chosen->summary() << "\n";
-    if (auto code = finishParallelOptions(opts))
-      return *code;
-  }
+  if (opts.autoPlan)
+    return compileAutoPlanned(ctx, opts);
   auto module = loadModule(ctx, opts);
   if (failed(module))
     return 1;
-  if (opts.command == "compile") {
-    int rc = compile(**module, opts);
-    if (rc == 0 && !opts.autoPlanJson.empty() && !opts.emitMlir) {
-      // The planner's picture beside the artifact (its JSON report is in
-      // plan.json, which the writer writes for every compile).
-      std::string err;
-      auto svg = openOutputFile(opts.output + "/plan.svg", &err);
-      if (!svg)
-        return fail(opts.output + "/plan.svg: " + err);
-      svg->os() << opts.autoPlanSvg;
-      svg->keep();
-    }
-    return rc;
-  }
+  if (opts.command == "compile")
+    return compile(**module, opts);
   if (opts.command == "plan") {
     PlanCommand plan = planRequest(opts);
     plan.jsonOutput = opts.jsonOutput;

@@ -86,10 +86,6 @@ struct ModelProfile {
   };
   /// Bytes (f32) of each parameter, by the step's argument number.
   std::vector<double> paramSizes;
-  std::vector<StepValue> stepValues;
-  /// The same with full recomputation (the backward's copies of each
-  /// segment's forward; saved: the checkpoints).
-  std::vector<StepValue> stepValuesRecompute;
   /// ZeRO-3's whole copies of the parameters (smp-shard-parameters): one
   /// per parameter for the forward's uses and one for the backward's (a
   /// recomputed forward's are the backward's), live from the group's first
@@ -99,12 +95,25 @@ struct ModelProfile {
     int32_t first = 0, last = 0, anchor = 0;
     double bytes = 0;
   };
-  std::vector<ParamCopy> paramCopies, paramCopiesRecompute;
+  /// The step built one way: its values and ZeRO-3's copies.
+  struct StepMemory {
+    std::vector<StepValue> values;
+    std::vector<ParamCopy> copies;
+  };
+  /// The step as built without and with full recomputation (the backward's
+  /// copies of each segment's forward; saved: the checkpoints), and without
+  /// and with activation offloading (the offloaded activations are in host
+  /// memory between their smp.offload and smp.prefetch: no step value);
+  /// `values` empty when that step was not built.
+  StepMemory steps[2][2];
+  const StepMemory &step(bool recompute, bool offload) const {
+    return steps[recompute][offload];
+  }
   int32_t stepLength = 0;
 };
 
-/// The most bytes live at once in the step (`values`: a profile's
-/// stepValues or stepValuesRecompute) of a stage holding `ops` [begin, end)
+/// The most bytes live at once in the step (`values`: one of a profile's
+/// steps) of a stage holding `ops` [begin, end)
 /// for one micro-batch of `b` samples (values anchored there, and those of
 /// other stages it reads),
 /// without the parameters and optimizer state, split by what is live at
@@ -157,11 +166,12 @@ double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
 /// chains in one pass, layout changes absorbed by matrix products); with
 /// `sequenceParallel` (tp > 1), the regions' outside is split by tokens.
 /// `precision` (fp32, bf16, fp16) is applied after the split, as the
-/// compiler does: `module` itself is the model as imported, in f32.
+/// compiler does: `module` itself is the model as imported, in f32. With
+/// `offload`, the steps with activation offloading are built too.
 llvm::Expected<ModelProfile>
 profileModel(mlir::ModuleOp module, int64_t tp, const std::string &vocabOutput,
              bool fuse = false, bool sequenceParallel = false,
-             const std::string &precision = "fp32");
+             const std::string &precision = "fp32", bool offload = false);
 
 struct PlanRequest {
   int64_t devices = 1;
