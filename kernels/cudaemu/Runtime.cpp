@@ -313,9 +313,9 @@ cudaError_t cudaGetLastError(void) { return takeLastError(); }
 cudaError_t cudaPeekAtLastError(void) { return peekLastError(); }
 
 cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *total) {
-  *total = kDeviceMemory;
+  *total = deviceMemory();
   size_t used = deviceBytesInUse();
-  *freeBytes = used < kDeviceMemory ? kDeviceMemory - used : 0;
+  *freeBytes = used < *total ? *total - used : 0;
   return cudaSuccess;
 }
 
@@ -371,7 +371,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
     return e;
   std::memset(prop, 0, sizeof(*prop));
   std::snprintf(prop->name, sizeof prop->name, "smp CUDA emulator (H100 limits)");
-  prop->totalGlobalMem = kDeviceMemory;
+  prop->totalGlobalMem = deviceMemory();
   prop->sharedMemPerBlock = kSharedPerBlock;
   prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
   prop->warpSize = 32;

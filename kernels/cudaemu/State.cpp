@@ -45,6 +45,12 @@ void *allocate(size_t bytes, MemoryKind kind) {
   // memory checker (valgrind, docs/cuda-emulator.md) sees a kernel that
   // reads or writes past the end of a buffer.
   size_t rounded = std::max<size_t>(bytes, 1);
+  if (kind == MemoryKind::Device) {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (bytes > deviceMemory() || r.deviceBytes > deviceMemory() - bytes)
+      return nullptr; // out of device memory
+  }
   void *p = nullptr;
   if (posix_memalign(&p, 256, rounded) != 0)
     return nullptr;
@@ -101,6 +107,17 @@ size_t deviceBytesInUse() {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   return r.deviceBytes;
+}
+
+size_t deviceMemory() {
+  static const size_t bytes = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_DEVICE_MEMORY");
+    char *end = nullptr;
+    unsigned long long n = v && *v ? std::strtoull(v, &end, 10) : 0;
+    return n > 0 && end && *end == '\0' ? static_cast<size_t>(n)
+                                        : size_t(80) << 30;
+  }();
+  return bytes;
 }
 
 bool dryRun() {

@@ -83,7 +83,9 @@ void setDynamicSharedLimit(const void *kernel, size_t bytes);
 constexpr size_t kSharedPerBlock = 48 * 1024;
 constexpr size_t kSharedPerBlockOptin = 227 * 1024;
 constexpr int kMultiprocessors = 132;
-constexpr size_t kDeviceMemory = size_t(80) << 30;
+/// The emulated device's memory: SMP_CUDAEMU_DEVICE_MEMORY bytes, else an
+/// H100's 80 GiB. cudaMalloc refuses what would go over it, as a GPU's does.
+size_t deviceMemory();
 
 } // namespace smp::cudaemu
 

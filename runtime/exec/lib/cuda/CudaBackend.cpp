@@ -136,10 +136,16 @@ public:
     if (e != cudaSuccess) {
       size_t freeBytes = 0, total = 0;
       cudaMemGetInfo(&freeBytes, &total);
+      cudaGetLastError();
       return Status::failure(
           "cannot allocate an arena of " + std::to_string(bytes) +
           " bytes on " + name() + " (" + std::to_string(freeBytes) + " of " +
-          std::to_string(total) + " bytes free): " + cudaGetErrorString(e));
+          std::to_string(total) + " bytes free): " + cudaGetErrorString(e) +
+          ". The plan needs less per device with recomputation "
+          "(--checkpoint-activations full), more --microbatches, ZeRO "
+          "(--zero-stage 2 or 3) or more devices; smpc compile --devices N "
+          "--cluster (a preset, or a JSON file with the device's memory_gb) "
+          "chooses a plan that fits");
     }
     return Status::success();
   }
