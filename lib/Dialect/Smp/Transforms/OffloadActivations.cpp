@@ -33,7 +33,12 @@ struct SmpOffloadActivationsPass
     if (failed(f))
       return signalPassFailure();
     for (const BackwardRange &range : backwardRanges(*f)) {
-      auto isPrefetch = [](Operation &op) { return isa<PrefetchOp>(op); };
+      // The prefetched copies, and the views of them the backward reads.
+      auto isPrefetch = [](Operation &op) {
+        return isa<PrefetchOp>(op) ||
+               (isa<ReshapeOp>(op) &&
+                op.getOperand(0).getDefiningOp<PrefetchOp>());
+      };
       rewriteBackward(*f, range, isPrefetch, [&] {
         offloadActivations(range.forward, range.begin, range.end, horizon,
                            minBytes);

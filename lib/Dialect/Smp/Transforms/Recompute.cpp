@@ -54,6 +54,25 @@ void listBackward(Block::iterator begin, Block::iterator end,
     index[op] = i;
 }
 
+/// The ops of `forward` computed from the step's data inputs (through any
+/// op of the block before them: an unrolled micro-batch's input slices).
+llvm::DenseSet<Operation *> opsFromData(ArrayRef<Operation *> forward) {
+  llvm::DenseSet<Operation *> fromData;
+  if (forward.empty())
+    return fromData;
+  auto isData = [&](Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      return f && f.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr);
+    }
+    return fromData.count(v.getDefiningOp()) > 0;
+  };
+  for (Operation &op : *forward.front()->getBlock())
+    if (llvm::any_of(op.getOperands(), isData))
+      fromData.insert(&op);
+  return fromData;
+}
+
 /// The forward's segments between cut points (full recomputation).
 SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   llvm::DenseMap<Operation *, size_t> position;
@@ -69,20 +88,7 @@ SmallVector<SmallVector<Operation *>> fullSegments(ArrayRef<Operation *> fwd) {
   // layer's attention: counted, the only cuts were after the last
   // attention and the whole encoder was one segment); it is not counted
   // either, and is a checkpoint all the same.
-  llvm::DenseSet<Operation *> fromData;
-  auto isData = [&](Value v) {
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      return f && f.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr);
-    }
-    return fromData.count(v.getDefiningOp()) > 0;
-  };
-  // Over the whole step, in order: an unrolled step's micro-batch reads
-  // its slice of the inputs, made outside its forward.
-  if (!fwd.empty())
-    for (Operation &op : *fwd.front()->getBlock())
-      if (llvm::any_of(op.getOperands(), isData))
-        fromData.insert(&op);
+  llvm::DenseSet<Operation *> fromData = opsFromData(fwd);
   std::vector<int64_t> delta(n + 1, 0);
   for (auto [i, op] : llvm::enumerate(fwd))
     for (Value r : op->getResults()) {
@@ -198,6 +204,35 @@ SmallVector<SmallVector<Operation *>> rowGathers(ArrayRef<Operation *> fwd) {
   return segments;
 }
 
+/// The backward (ops in `bwdIndex`) reads `back` where it read `value`, and
+/// where it read a forward view of `value`, the same view of `back` (made
+/// right after it).
+void replaceBackwardReads(Value value, Value back,
+                          const llvm::DenseMap<Operation *, size_t> &bwdIndex) {
+  OpBuilder b(back.getContext());
+  b.setInsertionPointAfterValue(back);
+  SmallVector<Value> views;
+  for (Operation *user : value.getUsers())
+    if (isa<ReshapeOp>(user) && !bwdIndex.count(user))
+      views.push_back(user->getResult(0));
+  for (size_t k = 0; k < views.size(); ++k) {
+    Value view = views[k];
+    for (Operation *user : view.getUsers())
+      if (isa<ReshapeOp>(user) && !bwdIndex.count(user))
+        views.push_back(user->getResult(0));
+    if (llvm::none_of(view.getUsers(),
+                      [&](Operation *u) { return bwdIndex.count(u) != 0; }))
+      continue;
+    Value again = ReshapeOp::create(b, view.getLoc(), view.getType(), back);
+    view.replaceUsesWithIf(again, [&](OpOperand &use) {
+      return bwdIndex.count(use.getOwner()) != 0;
+    });
+  }
+  value.replaceUsesWithIf(back, [&](OpOperand &use) {
+    return bwdIndex.count(use.getOwner()) != 0;
+  });
+}
+
 } // namespace
 
 size_t recomputeActivations(ArrayRef<Operation *> forward, Block::iterator
@@ -280,12 +315,18 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
     size_t firstBackwardUse;
   };
   SmallVector<Saved> saved;
+  // Only activations: a value made from the weights alone (a transposed
+  // weight) is the weights' business, and offloading it would keep alive
+  // what canonicalization folds away.
+  llvm::DenseSet<Operation *> fromData = opsFromData(forward);
   for (Operation *op : forward) {
     // A reshape's result is its input's buffer: the input is offloaded
-    // where the backward reads it. tp_copy, the other view, is kept: it is
-    // the value the column-parallel matmuls' backward reads (its input is
-    // not), so offloading it is what frees that activation.
-    if (op->hasTrait<OpTrait::ConstantLike>() || isa<ReshapeOp>(op))
+    // where the backward reads it (through its views, which the backward
+    // makes again of the prefetched copy). tp_copy, the other view, is
+    // kept: it is the value the column-parallel matmuls' backward reads
+    // (its input is not), so offloading it is what frees that activation.
+    if (op->hasTrait<OpTrait::ConstantLike>() || isa<ReshapeOp>(op) ||
+        !fromData.count(op))
       continue;
     for (Value r : op->getResults()) {
       auto t = dyn_cast<RankedTensorType>(r.getType());
@@ -295,12 +336,20 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
         continue;
       Operation *last = op;
       size_t first = backward.size();
-      for (Operation *user : r.getUsers()) {
-        if (auto it = bwdIndex.find(user); it != bwdIndex.end())
-          first = std::min(first, it->second);
-        else if (inForward.count(user) && last->isBeforeInBlock(user))
-          last = user;
-      }
+      SmallVector<Value> reads{r}; // r and its forward views
+      for (size_t k = 0; k < reads.size(); ++k)
+        for (Operation *user : reads[k].getUsers()) {
+          if (auto it = bwdIndex.find(user); it != bwdIndex.end()) {
+            first = std::min(first, it->second);
+            continue;
+          }
+          if (!inForward.count(user))
+            continue;
+          if (last->isBeforeInBlock(user))
+            last = user;
+          if (isa<ReshapeOp>(user))
+            reads.push_back(user->getResult(0));
+        }
       if (first < backward.size())
         saved.push_back({r, last, first});
     }
@@ -308,7 +357,15 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
   llvm::stable_sort(saved, [](const Saved &a, const Saved &b) {
     return a.firstBackwardUse < b.firstBackwardUse;
   });
+  // The first `horizon` the backward reads would be fetched back as it
+  // starts, right after the forward: copied out and in for nothing (GPT-2's
+  // logits, read by the loss and at once by its gradient: 3.3 GB each way,
+  // and the loss's fusions no longer saw them). They stay.
+  size_t kept = std::min(saved.size(),
+                         static_cast<size_t>(std::max<int64_t>(horizon, 0)));
   for (auto [k, s] : llvm::enumerate(saved)) {
+    if (k < kept)
+      continue;
     OpBuilder b(s.lastForwardUse->getContext());
     b.setInsertionPointAfter(s.lastForwardUse);
     auto offload = OffloadOp::create(b, s.value.getLoc(), s.value);
@@ -318,17 +375,13 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
       for (llvm::StringRef name : {"smp.stage", "smp.mb"})
         if (Attribute a = def->getAttr(name))
           offload->setAttr(name, a);
-    size_t anchor = k >= static_cast<size_t>(horizon)
-                        ? saved[k - horizon].firstBackwardUse
-                        : saved.front().firstBackwardUse;
+    size_t anchor = saved[k - horizon].firstBackwardUse;
     anchor = std::min(anchor, s.firstBackwardUse);
     b.setInsertionPoint(backward[anchor]);
     Value back = PrefetchOp::create(b, s.value.getLoc(), host);
-    s.value.replaceUsesWithIf(back, [&](OpOperand &use) {
-      return bwdIndex.count(use.getOwner()) != 0;
-    });
+    replaceBackwardReads(s.value, back, bwdIndex);
   }
-  return saved.size();
+  return saved.size() - kept;
 }
 
 } // namespace smp

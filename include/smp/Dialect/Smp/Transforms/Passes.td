@@ -163,8 +163,10 @@ def SmpOffloadActivationsPass
     For each micro-batch of @train_step, the forward values that the
     backward (`smp.bwd`) reads are copied to host memory after their last
     forward use (`smp.offload`) and prefetched back for the backward
-    (`smp.prefetch`, marked `smp.bwd`). After smp-recompute, only the
-    checkpoints are read by the backward.
+    (`smp.prefetch`, marked `smp.bwd`, `offload-horizon` reads ahead).
+    After smp-recompute, only the checkpoints are read by the backward. The
+    first `offload-horizon` values the backward reads stay in device memory:
+    they would be fetched back as soon as the backward starts.
   }];
   let dependentDialects = ["::smp::SmpDialect"];
   let options = [
