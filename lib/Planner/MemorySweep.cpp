@@ -129,16 +129,20 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                               1.0 / static_cast<double>(p.shardRanks())};
     // ZeRO-2's chunks: made bucket by bucket in the first backward, all
     // there in a later one (the sum of the micro-batches so far).
-    StepPeak growing = stepPeak(
-        values, begin, end, b,
-        zero2 ? GradientLifetime::Scattered : GradientLifetime::Kept,
-        kBucketBytes, zero3 ? &sharded : nullptr, zero2 ? sharded.fraction : 0);
+    bool sharedCasts = p.microbatches > 1;
+    StepPeak growing =
+        stepPeak(values, begin, end, b,
+                 {zero2 ? GradientLifetime::Scattered : GradientLifetime::Kept,
+                  kBucketBytes, zero3 ? &sharded : nullptr,
+                  zero2 ? sharded.fraction : 0, sharedCasts});
     StepPeak accumulating =
-        zero2 ? stepPeak(values, begin, end, b, GradientLifetime::Scattered,
-                         kBucketBytes, zero3 ? &sharded : nullptr)
+        zero2 ? stepPeak(values, begin, end, b,
+                         {GradientLifetime::Scattered, kBucketBytes,
+                          zero3 ? &sharded : nullptr, 0, sharedCasts})
               : growing;
     StepPeak withoutGradients =
-        stepPeak(values, begin, end, b, GradientLifetime::Accumulated);
+        stepPeak(values, begin, end, b,
+                 {GradientLifetime::Accumulated, 0, nullptr, 0, sharedCasts});
     double chunks = zero2 ? params / static_cast<double>(p.shardRanks()) : 0;
     double peak = 0;
     MemoryBreakdown parts;

@@ -331,6 +331,7 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       v.gradient = fromData && !perSample && !isForward(op);
       v.weightOnly = weightOnly.count(op) != 0;
       v.narrowedParam = v.weightOnly && isNarrowingParamCast(step, op);
+      v.forward = isForward(op);
       v.saved = isForward(op) && llvm::any_of(r.getUsers(), [&](Operation *u) {
                   return !isForward(u);
                 });

@@ -19,8 +19,11 @@ namespace smp {
 
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
-                  GradientLifetime gradients, double bucketBytes,
-                  const ShardedParameters *sharded, double chunkFraction) {
+                  const StepPeakOptions &options) {
+  GradientLifetime gradients = options.gradients;
+  double bucketBytes = options.bucketBytes;
+  const ShardedParameters *sharded = options.sharded;
+  double chunkFraction = options.chunkFraction;
   const std::vector<ModelProfile::ParamCopy> *copies =
       sharded ? sharded->copies : nullptr;
   // (time, bytes, kind: 0 gradient, 1 saved, 2 other, 3 gathered)
@@ -100,6 +103,11 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
       continue;
     }
     int kind = v.gradient ? 0 : v.saved ? 1 : 2;
+    if (options.sharedCasts && v.narrowedParam && v.forward && !copies) {
+      if (inStage(v.anchor))
+        events.push_back({0, bytes, kind}); // to the end of the step
+      continue;
+    }
     if (inStage(v.anchor)) {
       auto scattered = until.find(&v);
       events.push_back({v.def, bytes, kind});

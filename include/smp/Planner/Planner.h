@@ -81,6 +81,8 @@ struct ModelProfile {
     /// A narrowing cast of a parameter (mixed precision's low-precision
     /// copy): ZeRO-3 casts the rank's chunk instead, before the gather.
     bool narrowedParam = false;
+    /// Made by a forward op (not the backward's, nor a recomputed copy).
+    bool forward = false;
     /// Uses by ops anchored elsewhere (op, its anchor): another stage's.
     llvm::SmallVector<std::pair<int32_t, int32_t>, 1> foreignUses;
   };
@@ -144,15 +146,26 @@ struct ShardedParameters {
   const std::vector<ModelProfile::ParamCopy> *copies = nullptr;
   double fraction = 1;
 };
-/// With `sharded` (ZeRO-3), the weight-only values give way to the gathered
+/// How stepPeak counts: the gradients (`gradients`, ZeRO-2's buckets of
+/// `bucketBytes` and the chunk a rank keeps, `chunkFraction`), ZeRO-3's
+/// parameters (`sharded`: the weight-only values give way to the gathered
 /// copies, but for a parameter's low-precision cast: the compiler casts the
-/// rank's chunk before the gather, one chunk-sized cast kept for every copy
-/// (ShardParameters.cpp), so it counts at `sharded->fraction` of its size.
+/// rank's chunk before the gather, one chunk-sized cast kept for every copy,
+/// ShardParameters.cpp, so it counts at `sharded->fraction` of its size),
+/// and with `sharedCasts` (gradient accumulation over several
+/// micro-batches) the forward's low-precision copies of the weights live
+/// through the step: one cast of each weight serves every micro-batch's
+/// forward (CSE'd, and made at once by smp-multi-tensor).
+struct StepPeakOptions {
+  GradientLifetime gradients = GradientLifetime::Kept;
+  double bucketBytes = 0;
+  const ShardedParameters *sharded = nullptr;
+  double chunkFraction = 0;
+  bool sharedCasts = false;
+};
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
-                  GradientLifetime gradients, double bucketBytes = 0,
-                  const ShardedParameters *sharded = nullptr,
-                  double chunkFraction = 0);
+                  const StepPeakOptions &options);
 
 /// What the forward of ops [begin, end) keeps for the backward of one
 /// micro-batch of `b` samples, in bytes.
