@@ -329,6 +329,8 @@ double stepLiveness(func::FuncOp step, int64_t lastPath,
       bool perSample = grows.count(r);
       (perSample ? v.perSample : v.fixed) = bytes;
       v.gradient = fromData && !perSample && !isForward(op);
+      v.halfWidth =
+          cast<ShapedType>(r.getType()).getElementTypeBitWidth() == 16;
       v.weightOnly = weightOnly.count(op) != 0;
       v.narrowedParam = v.weightOnly && isNarrowingParamCast(step, op);
       v.forward = isForward(op);

@@ -96,9 +96,12 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     if (v.weightOnly && copies)
       bytes *= sharded->fraction; // the chunk's cast
     if (v.gradient && gradients == GradientLifetime::Accumulated) {
+      // The gradient (cast to f32 first when it is bf16 or f16: the sums
+      // are f32) and the new sum, at the add.
+      double summed = (v.halfWidth ? 2 : 1) * bytes;
       if (inStage(v.anchor)) {
-        events.push_back({v.def, 2 * bytes, 0});
-        events.push_back({v.def + 1, -2 * bytes, 0});
+        events.push_back({v.def, 2 * summed, 0});
+        events.push_back({v.def + 1, -2 * summed, 0});
       }
       continue;
     }

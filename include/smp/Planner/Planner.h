@@ -83,6 +83,9 @@ struct ModelProfile {
     bool narrowedParam = false;
     /// Made by a forward op (not the backward's, nor a recomputed copy).
     bool forward = false;
+    /// Elements of 16 bits (bf16, f16): a gradient so is summed over
+    /// micro-batches in f32, twice its bytes.
+    bool halfWidth = false;
     /// Uses by ops anchored elsewhere (op, its anchor): another stage's.
     llvm::SmallVector<std::pair<int32_t, int32_t>, 1> foreignUses;
   };
