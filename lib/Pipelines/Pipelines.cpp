@@ -61,6 +61,9 @@ void buildTrainStep(OpPassManager &pm,
     pm.addPass(smp::createSmpRecomputePass(gathers));
   }
   if (o.offload) {
+    // Attention reads its packed projection before the activations move
+    // (split q, k and v offloaded separately could not be packed after).
+    pm.addNestedPass<func::FuncOp>(smp::createSmpPackAttentionPass());
     smp::SmpOffloadActivationsPassOptions offload;
     offload.horizon = static_cast<int>(o.offloadHorizon);
     offload.minBytes = static_cast<int>(o.offloadMinBytes);
