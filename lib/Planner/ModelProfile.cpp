@@ -184,7 +184,8 @@ static bool isNarrowingParamCast(func::FuncOp step, Operation *op) {
 /// The types a parameter's gradient may have, which do not grow with the
 /// batch: each parameter's and that of each value made from one parameter
 /// alone without dropping any of it (a transpose, a cast, smp-pad-classes'
-/// padded head; not a slice, which may be shaped like an activation), their
+/// padded head; not a slice or a gather, which may be shaped like an
+/// activation), their
 /// transposes, and the same shapes in the half-precision types of mixed
 /// precision (a weight's gradient made in bf16 by a product over the
 /// batch's rows is typed like the weight's copy).
@@ -214,8 +215,11 @@ static llvm::DenseSet<Type> parameterTypes(func::FuncOp step) {
   auto elements = [](Value v) {
     return cast<ShapedType>(v.getType()).getNumElements();
   };
+  // Not a gather: an embedding's rows for constant positions (BERT's and
+  // GPT's position tables read whole at the profile's one sample) are shaped
+  // like the activations, [1, S, H].
   for (auto [op, param] : singleWeightOps(step.getBody().front(), params))
-    if (isa<ShapedType>(op->getResult(0).getType()) &&
+    if (isa<ShapedType>(op->getResult(0).getType()) && !isa<GatherOp>(op) &&
         elements(op->getResult(0)) >= elements(param))
       add(op->getResult(0).getType());
   return types;
