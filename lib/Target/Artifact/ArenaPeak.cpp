@@ -18,7 +18,8 @@ namespace smp::writer {
 ArenaPeak arenaPeak(const pb::RankProgram &program,
                     const std::vector<int64_t> &firstInstruction,
                     const std::vector<unsigned> &rootIds,
-                    const std::vector<LiveRange> &ranges) {
+                    const std::vector<LiveRange> &ranges,
+                    const MemoryPlan &plan) {
   ArenaPeak peak;
   // An instant as an instruction index: -1 before the first, the number of
   // instructions after the last (the returned values).
@@ -29,28 +30,9 @@ ArenaPeak arenaPeak(const pb::RankProgram &program,
                ? firstInstruction[static_cast<size_t>(t)]
                : program.instructions_size();
   };
-  // Live bytes after each instant's starts and before its ends (a range
-  // [start, end] holds its bytes at both ends, as the memory plan counts).
-  std::vector<std::pair<int64_t, int64_t>> events; // (instant, +/- bytes)
-  for (const LiveRange &r : ranges) {
-    auto bytes = static_cast<int64_t>(r.bytes);
-    events.push_back({r.start, bytes});
-    int64_t end = std::max(r.end, r.start);
-    if (end < std::numeric_limits<int64_t>::max())
-      events.push_back({end + 1, -bytes});
-  }
-  std::sort(events.begin(), events.end());
-  int64_t live = 0;
-  int64_t at = -1; // the peak's instant
-  for (size_t k = 0; k < events.size(); ++k) {
-    live += events[k].second;
-    bool last =
-        k + 1 == events.size() || events[k + 1].first != events[k].first;
-    if (last && live > static_cast<int64_t>(peak.liveBytes)) {
-      peak.liveBytes = static_cast<uint64_t>(live);
-      at = events[k].first;
-    }
-  }
+  // The memory plan's peak: its instant and its (aligned) bytes.
+  int64_t at = plan.peakLiveAt;
+  peak.liveBytes = plan.peakLiveBytes;
   peak.instruction = instructionAt(at);
   if (peak.instruction >= 0 && peak.instruction < program.instructions_size()) {
     const pb::Instruction &inst =
@@ -70,7 +52,7 @@ ArenaPeak arenaPeak(const pb::RankProgram &program,
                     : role == "input"    ? peak.inputs
                     : role == "constant" ? peak.constants
                                          : peak.stepValues;
-    sum += r.bytes;
+    sum += plannedBytes(r);
     if (role.empty())
       own.push_back({b.name(), r.bytes, instructionAt(r.start),
                      instructionAt(std::max(r.end, r.start))});

@@ -383,7 +383,7 @@ void Lowering::planBuffers() {
       }
     MemoryPlan plan = planMemory(rootRanges);
     if (which == 0)
-      peak = arenaPeak(program, firstInstruction, rootIds, rootRanges);
+      peak = arenaPeak(program, firstInstruction, rootIds, rootRanges, plan);
     for (size_t k = 0; k < rootIds.size(); ++k)
       offsetOfRoot[rootIds[k]] = plan.offsets[k];
     if (which == 0)

@@ -75,11 +75,13 @@ struct ArenaPeak {
 };
 /// `ranges` are the arena's roots' live ranges over the function's ops
 /// (`firstInstruction`: each op's first instruction in `program`), `rootIds`
-/// their buffers.
+/// their buffers, `plan` their memory plan (whose peak this describes; the
+/// bytes by role are the plan's aligned bytes).
 ArenaPeak arenaPeak(const pb::RankProgram &program,
                     const std::vector<int64_t> &firstInstruction,
                     const std::vector<unsigned> &rootIds,
-                    const std::vector<LiveRange> &ranges);
+                    const std::vector<LiveRange> &ranges,
+                    const MemoryPlan &plan);
 
 /// One rank's program: every value gets a buffer in a single arena, every
 /// smp op (but reshape and tp_copy, which alias their input) becomes an

@@ -187,7 +187,7 @@ MemoryPlan firstFitByStart(const std::vector<LiveRange> &ranges,
       live.erase(deaths.top().second);
       deaths.pop();
     }
-    uint64_t size = alignUp(std::max<uint64_t>(r.bytes, 1), alignment);
+    uint64_t size = plannedBytes(r, alignment);
     uint64_t offset = live.firstFit(size);
     plan.offsets[idx] = offset;
     plan.arenaBytes = std::max(plan.arenaBytes, offset + size);
@@ -281,7 +281,7 @@ std::optional<MemoryPlan> greedyInOrder(const std::vector<LiveRange> &ranges,
   std::vector<uint32_t> overlapping;
   for (size_t idx : order) {
     const LiveRange &r = ranges[idx];
-    uint64_t size = alignUp(std::max<uint64_t>(r.bytes, 1), alignment);
+    uint64_t size = plannedBytes(r, alignment);
     int64_t start = r.start, end = std::min(endOf(r), last);
     overlapping.clear();
     placed.overlapping(start, end, overlapping);
@@ -350,8 +350,7 @@ std::vector<size_t> orderByBreadth(const std::vector<LiveRange> &ranges,
     return static_cast<size_t>(std::min<int64_t>(endOf(r), last + 1) - first);
   };
   for (const LiveRange &r : ranges) {
-    int64_t size =
-        static_cast<int64_t>(alignUp(std::max<uint64_t>(r.bytes, 1), alignment));
+    int64_t size = static_cast<int64_t>(plannedBytes(r, alignment));
     breadth[startAt(r)] += size;
     if (endAt(r) + 1 < n)
       breadth[endAt(r) + 1] -= size;
@@ -408,24 +407,27 @@ std::vector<size_t> orderByArea(const std::vector<LiveRange> &ranges) {
 } // namespace
 
 namespace {
-/// The most bytes live at once: a lower bound of any layout's arena.
-uint64_t peakLive(const std::vector<LiveRange> &ranges, uint64_t alignment) {
+/// The most bytes live at once, a lower bound of any layout's arena, into
+/// `plan` (peakLiveBytes, and the first instant with them, peakLiveAt).
+void peakLive(const std::vector<LiveRange> &ranges, uint64_t alignment,
+              MemoryPlan &plan) {
   std::vector<std::pair<int64_t, int64_t>> events; // (time, +/- bytes)
   for (const LiveRange &r : ranges) {
-    int64_t size = static_cast<int64_t>(
-        alignUp(std::max<uint64_t>(r.bytes, 1), alignment));
+    auto size = static_cast<int64_t>(plannedBytes(r, alignment));
     events.push_back({r.start, size});
     if (endOf(r) < std::numeric_limits<int64_t>::max()) // else: to the end
       events.push_back({endOf(r) + 1, -size});
   }
   std::sort(events.begin(), events.end());
   int64_t liveBytes = 0;
-  uint64_t peak = 0;
+  plan.peakLiveBytes = 0;
   for (const auto &[t, delta] : events) {
     liveBytes += delta;
-    peak = std::max(peak, static_cast<uint64_t>(std::max<int64_t>(liveBytes, 0)));
+    if (liveBytes > static_cast<int64_t>(plan.peakLiveBytes)) {
+      plan.peakLiveBytes = static_cast<uint64_t>(liveBytes);
+      plan.peakLiveAt = t;
+    }
   }
-  return peak;
 }
 
 /// Iterated greedy: after each layout, the ranges that reach its top are
@@ -446,6 +448,7 @@ void iterateGreedy(const std::vector<LiveRange> &ranges,
     MemoryPlan greedy = std::move(*layout);
     if (greedy.arenaBytes < best.arenaBytes) {
       greedy.peakLiveBytes = best.peakLiveBytes;
+      greedy.peakLiveAt = best.peakLiveAt;
       best = std::move(greedy);
       stale = 0;
     } else {
@@ -454,7 +457,7 @@ void iterateGreedy(const std::vector<LiveRange> &ranges,
     const MemoryPlan &last = stale ? greedy : best;
     std::vector<size_t> top, rest;
     for (size_t idx : order) {
-      uint64_t size = alignUp(std::max<uint64_t>(ranges[idx].bytes, 1), alignment);
+      uint64_t size = plannedBytes(ranges[idx], alignment);
       (last.offsets[idx] + size == last.arenaBytes ? top : rest).push_back(idx);
     }
     if (top.empty() || rest.empty())
@@ -472,7 +475,7 @@ constexpr uint64_t kGreedyBudget = uint64_t(1) << 27;
 MemoryPlan planTransient(const std::vector<LiveRange> &ranges,
                          uint64_t alignment) {
   MemoryPlan plan = firstFitByStart(ranges, alignment);
-  plan.peakLiveBytes = peakLive(ranges, alignment);
+  peakLive(ranges, alignment, plan);
   uint64_t budget = kGreedyBudget;
   for (const std::vector<size_t> &order :
        {orderBySize(ranges), orderByBreadth(ranges, alignment),
@@ -508,7 +511,7 @@ MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
   uint64_t base = 0;
   for (size_t i : permanent) {
     plan.offsets[i] = base;
-    base += alignUp(std::max<uint64_t>(ranges[i].bytes, 1), alignment);
+    base += plannedBytes(ranges[i], alignment);
   }
   std::vector<LiveRange> rest;
   rest.reserve(transient.size());
@@ -519,7 +522,13 @@ MemoryPlan planMemory(const std::vector<LiveRange> &ranges,
     plan.offsets[transient[k]] = base + above.offsets[k];
   plan.arenaBytes = base + above.arenaBytes;
   plan.peakLiveBytes = base + above.peakLiveBytes;
+  // The permanent ranges are live at every instant.
+  plan.peakLiveAt = transient.empty() ? first : above.peakLiveAt;
   return plan;
+}
+
+uint64_t plannedBytes(const LiveRange &range, uint64_t alignment) {
+  return alignUp(std::max<uint64_t>(range.bytes, 1), alignment);
 }
 
 } // namespace smp

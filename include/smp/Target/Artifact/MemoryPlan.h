@@ -20,7 +20,13 @@ struct MemoryPlan {
   uint64_t arenaBytes = 0;
   /// The most bytes live at once (aligned): what a perfect layout needs.
   uint64_t peakLiveBytes = 0;
+  /// An instant with that many bytes live (the first; -1 without ranges).
+  int64_t peakLiveAt = -1;
 };
+
+/// The bytes `range` takes in a plan with `alignment` (what peakLiveBytes
+/// counts).
+uint64_t plannedBytes(const LiveRange &range, uint64_t alignment = 64);
 
 /// Places every range in one arena so that ranges live at the same time never
 /// overlap: the smallest of first fit in program order and greedy placement
