@@ -45,25 +45,28 @@ void *allocate(size_t bytes, MemoryKind kind) {
   // memory checker (valgrind, docs/cuda-emulator.md) sees a kernel that
   // reads or writes past the end of a buffer.
   size_t rounded = std::max<size_t>(bytes, 1);
-  if (kind == MemoryKind::Device) {
-    Registry &r = registry();
+  Registry &r = registry();
+  bool device = kind == MemoryKind::Device;
+  if (device) { // the device's bytes taken first, or out of memory
     std::lock_guard<std::mutex> lock(r.mutex);
     if (bytes > deviceMemory() || r.deviceBytes > deviceMemory() - bytes)
-      return nullptr; // out of device memory
+      return nullptr;
+    r.deviceBytes += bytes;
   }
   void *p = nullptr;
-  if (posix_memalign(&p, 256, rounded) != 0)
+  if (posix_memalign(&p, 256, rounded) != 0) {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (device)
+      r.deviceBytes -= bytes;
     return nullptr;
+  }
   // Fresh device memory holds whatever was there: a pattern that reads as
   // a NaN in f32 and bf16 and f16, so that an unwritten output shows.
   if (!dryRun())
     std::memset(p, 0xff, rounded);
-  Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.allocations[reinterpret_cast<uintptr_t>(p)] =
       Allocation{reinterpret_cast<uintptr_t>(p), bytes, kind};
-  if (kind == MemoryKind::Device)
-    r.deviceBytes += bytes;
   return p;
 }
 
