@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Recompute.h"
+#include "TrainStepUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -204,11 +205,25 @@ SmallVector<SmallVector<Operation *>> rowGathers(ArrayRef<Operation *> fwd) {
   return segments;
 }
 
-/// The backward (ops in `bwdIndex`) reads `back` where it read `value`, and
-/// where it read a forward view of `value`, the same view of `back` (made
-/// right after it).
+/// Whether `op` runs in pipeline stage `stage` (always, when the step has
+/// no stages).
+bool inStage(Operation *op, std::optional<int64_t> stage) {
+  auto a = op->getAttrOfType<IntegerAttr>(SmpDialect::kStageAttr);
+  return !stage || !a || a.getInt() == *stage;
+}
+
+/// The backward (ops in `bwdIndex`) of `value`'s pipeline stage reads `back`
+/// where it read `value`, and where it read a forward view of `value`, the
+/// same view of `back` (made right after it). Another stage's backward keeps
+/// reading `value`: the rank that runs it received its own copy in the
+/// forward, and the prefetch runs in this stage's backward, after that one.
 void replaceBackwardReads(Value value, Value back,
                           const llvm::DenseMap<Operation *, size_t> &bwdIndex) {
+  std::optional<int64_t> stage = stageOf(value);
+  auto ownBackward = [&](OpOperand &use) {
+    return bwdIndex.count(use.getOwner()) != 0 &&
+           inStage(use.getOwner(), stage);
+  };
   OpBuilder b(back.getContext());
   b.setInsertionPointAfterValue(back);
   SmallVector<Value> views;
@@ -220,17 +235,12 @@ void replaceBackwardReads(Value value, Value back,
     for (Operation *user : view.getUsers())
       if (isa<ReshapeOp>(user) && !bwdIndex.count(user))
         views.push_back(user->getResult(0));
-    if (llvm::none_of(view.getUsers(),
-                      [&](Operation *u) { return bwdIndex.count(u) != 0; }))
+    if (llvm::none_of(view.getUses(), ownBackward))
       continue;
     Value again = ReshapeOp::create(b, view.getLoc(), view.getType(), back);
-    view.replaceUsesWithIf(again, [&](OpOperand &use) {
-      return bwdIndex.count(use.getOwner()) != 0;
-    });
+    view.replaceUsesWithIf(again, ownBackward);
   }
-  value.replaceUsesWithIf(back, [&](OpOperand &use) {
-    return bwdIndex.count(use.getOwner()) != 0;
-  });
+  value.replaceUsesWithIf(back, ownBackward);
 }
 
 } // namespace
@@ -340,7 +350,10 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
       for (size_t k = 0; k < reads.size(); ++k)
         for (Operation *user : reads[k].getUsers()) {
           if (auto it = bwdIndex.find(user); it != bwdIndex.end()) {
-            first = std::min(first, it->second);
+            // Only its own stage's backward reads the prefetched copy
+            // (replaceBackwardReads).
+            if (inStage(user, stageOf(r)))
+              first = std::min(first, it->second);
             continue;
           }
           if (!inForward.count(user))
