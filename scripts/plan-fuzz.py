@@ -3,19 +3,22 @@
 to the one-device numbers, tried on plans nobody wrote a test for.
 
 Each case draws a model (the training fixtures and the Hugging Face exports
-under test/fixtures), an optimizer and a plan (dp, tp, pp, schedule,
-micro-batches, ZeRO stage, hybrid sharding, buckets, gather prefetch,
-sequence parallelism, recomputation, offloading, placement), compiles it
-with smpc, trains a few steps with smprun and checks every step's loss and
-gradient norm within --rtol of the same model and optimizer on one rank
-(compiled without any plan flag). A plan smpc refuses is fine when the
+under test/fixtures), a batch, an optimizer, sometimes bf16 or fp16, and a
+plan (dp, tp, pp, schedule, micro-batches, ZeRO stage, hybrid sharding,
+buckets, gather prefetch, sequence parallelism, recomputation, offloading,
+placement; sometimes the planner's own, sometimes given as a --config file,
+sometimes resumed from a checkpoint under a second plan), compiles it with
+smpc, trains a few steps with smprun and checks every step's loss and
+gradient norm within --rtol (--low-rtol in bf16/fp16) of the same model and
+optimizer on one rank (compiled without any plan flag). A plan smpc refuses is fine when the
 refusal is an `error:` line (counted, listed with --verbose); anything else
 is a failure: a crash or a refusal without a message at compile or run
 time, a run that fails, or numbers that differ. Failures print the two
 command lines to reproduce them.
 
-    plan-fuzz.py --bin build/bin --cases 20 --seed 1 [--work DIR] [--rtol 1e-5]
-                 [--models gpt,llama] [--keep-going] [--verbose]
+    plan-fuzz.py [--bin build/bin] [--cases 20] [--seed 1] [--only K]
+                 [--work DIR] [--models gpt,llama,...] [--verbose] ...
+                 (--help lists the shares of each kind of case)
 
 Exit status: 0 when every case agreed (or was refused cleanly), 1 otherwise.
 Standard library only (the comparison is test/train/same_losses.py's).
@@ -61,6 +64,10 @@ def draw_optimizer(rng):
                               "--momentum", "0.9"],
              "adam": ["--optimizer", "adam", "--lr", "1e-2"],
              "adamw": ["--optimizer", "adamw", "--lr", "1e-2"]}[kind]
+    if kind == "sgd-momentum" and rng.random() < 0.3:
+        flags += ["--nesterov"]
+    if kind != "sgd" and rng.random() < 0.3:
+        flags += ["--weight-decay", "0.1"]
     if rng.random() < 0.3:
         flags += ["--clip-grad-norm", "0.5"]
     if rng.random() < 0.2:
@@ -120,6 +127,31 @@ def draw_plan(rng, tps, tokens, attention, batch):
     if n > 2 and rng.random() < 0.2:
         flags += ["--placement", rng.choice(["spread", "PDT", "TDP"])]
     return flags, n
+
+
+# Plan flags a config file may give by SageMaker's name (docs/python.md).
+SAGEMAKER = {"--pp": "pipeline_parallel_degree", "--tp": "tensor_parallel_degree",
+             "--microbatches": "microbatches", "--placement": "placement_strategy",
+             "--sharded-dp": "sharded_data_parallel_degree",
+             "--offload-activations": "offload_activations",
+             "--activation-loading-horizon": "activation_loading_horizon"}
+
+
+def as_config(rng, flags):
+    """The flags as a --config JSON object: each by its own name or, where
+    SageMaker has one, sometimes by SageMaker's."""
+    config, k = {}, 0
+    while k < len(flags):
+        flag = flags[k]
+        switch = k + 1 == len(flags) or flags[k + 1].startswith("--")
+        value = True if switch else flags[k + 1]
+        if not switch and value.lstrip("-").replace(".", "").isdigit():
+            value = float(value) if "." in value or "e" in value else int(value)
+        key = SAGEMAKER[flag] if flag in SAGEMAKER and rng.random() < 0.5 \
+            else rng.choice([flag[2:], flag[2:].replace("-", "_"), flag])
+        config[key] = value
+        k += 1 if switch else 2
+    return config
 
 
 def run(cmd, timeout):
@@ -230,6 +262,11 @@ class Fuzzer:
                                   and "--microbatches" in drawn[0]):
                     return drawn
         first = plan()
+        if model != "cnn_bn" and rng.random() < self.args.auto:
+            # The planner chooses (as `smpc compile --devices N` does for
+            # users who pin nothing).
+            n = rng.choice([2, 4, 8])
+            first = (["--devices", str(n), "--cluster", "cpu"], n)
         second = plan() if rng.random() < self.args.resume else None
         ref_flags = base_flags
         if model == "cnn_bn":
@@ -248,6 +285,13 @@ class Fuzzer:
         """Compiles a case's plan: the artifact, or None (refused or
         failed, counted)."""
         smpx = os.path.join(self.args.work, f"case{i}{tag}.smpx")
+        if plan and self.rng.random() < self.args.config:
+            # The same plan from a config file (SageMaker's keys or smpc's).
+            path = os.path.join(self.args.work, f"case{i}{tag}.json")
+            with open(path, "w") as f:
+                json.dump(as_config(self.rng, plan), f)
+            plan = ["--config", path]
+            desc += f" [{tag or 'plan'} via {path}]"
         cc = self.compile_cmd(model, flags, plan, smpx)
         rc, out, _ = run(cc, 600)
         if rc == 0:
@@ -262,6 +306,7 @@ class Fuzzer:
         return None, cc
 
     def case(self, i, rng):
+        self.rng = rng
         model, base_flags, (plan, n), second, ref_flags = self.draw_case(rng)
         desc = f"{model} {' '.join(base_flags)} | {' '.join(plan)} (n={n})"
         if second:
@@ -327,6 +372,10 @@ def main():
                     help="the share of cases trained in bf16 or fp16")
     ap.add_argument("--resume", type=float, default=0.2,
                     help="the share of cases resumed under another plan")
+    ap.add_argument("--auto", type=float, default=0.1,
+                    help="the share of cases the planner plans (--devices N)")
+    ap.add_argument("--config", type=float, default=0.2,
+                    help="the share of plans given as a --config file")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch", type=int, default=0,
                     help="the global batch (default: drawn from 8, 12 and 16; "
@@ -340,7 +389,7 @@ def main():
     ap.add_argument("--verbose", action="store_true",
                     help="print each case before running it, and refusals")
     ap.add_argument("--only", type=int,
-                    help="run only case N of the seed's draw (to reproduce it)")
+                    help="run only case N of the seed (to reproduce it)")
     args = ap.parse_args()
     args.models = args.models.split(",")
     unknown = [m for m in args.models if m not in MODELS]
@@ -348,12 +397,9 @@ def main():
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
     os.makedirs(args.work, exist_ok=True)
     fz = Fuzzer(args)
-    rng = random.Random(args.seed)
-    for i in range(args.cases):
-        if args.only is None or i == args.only:
-            fz.case(i, rng)
-        else:
-            fz.draw_case(rng)
+    for i in [args.only] if args.only is not None else range(args.cases):
+        # Each case has its own generator: --only K draws case K alone.
+        fz.case(i, random.Random(f"{args.seed}/{i}"))
     c = fz.counts
     print(f"plan-fuzz: seed {args.seed}: {c['agreed']} plans agreed with one rank "
           f"within {args.rtol:g} (bf16 and fp16: {args.low_rtol:g}), "

@@ -24,8 +24,23 @@ namespace {
 struct Dataset {
   std::string name;
   NpyArray samples;
-  TensorRef batch; // the compiled input's dtype and shape
+  TensorRef batch; // the compiled input's dtype and shape; no data
   std::string batchBytes;
+
+  /// The batch with its bytes. Made when used: a pointer kept in `batch`
+  /// dangled once the Dataset moved (into the vector, or as it grew) when
+  /// the bytes fit in std::string's own buffer (a batch of one int64
+  /// label: training read an error message as labels).
+  TensorRef batchRef() {
+    TensorRef t = batch;
+    t.data = batchBytes.data();
+    return t;
+  }
+  TensorRef batchRef() const {
+    TensorRef t = batch;
+    t.data = const_cast<char *>(batchBytes.data());
+    return t;
+  }
 };
 
 /// Whether element k of a float tensor is NaN or infinite (false for other
@@ -65,13 +80,14 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
   if (loss.rfind("cross_entropy:", 0) == 0)
     labels = loss.substr(loss.rfind(':') + 1);
   for (const Dataset &d : data) {
-    int64_t n = d.batch.numel();
+    TensorRef batch = d.batchRef();
+    int64_t n = batch.numel();
     for (int64_t k = 0; k < n; ++k)
-      if (nonFinite(d.batch, k))
+      if (nonFinite(batch, k))
         return "input '" + d.name + "' holds NaN or Inf values in this " +
                "step's batch; clean the data";
     if (d.name == labels && d.batch.dtype == DType::I64 && n > 0) {
-      const auto *v = static_cast<const int64_t *>(d.batch.data);
+      const auto *v = static_cast<const int64_t *>(batch.data);
       if (std::all_of(v, v + n, [](int64_t x) { return x == -100; }))
         return "every label of input '" + d.name +
                "' in this step's batch is the ignore index -100, so the "
@@ -179,7 +195,6 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
     samples = d.samples.shape[0];
     batch = d.batch.shape[0];
     d.batchBytes.resize(d.batch.bytes());
-    d.batch.data = d.batchBytes.data();
     data.push_back(std::move(d));
   }
   if (!anyDataInput)
@@ -324,7 +339,7 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
         }
       }
     }
-    if (Status s = exec.setInput(d.name, d.batch, dataDir); !s.ok())
+    if (Status s = exec.setInput(d.name, d.batchRef(), dataDir); !s.ok())
       return s;
   }
   return Status::success();
