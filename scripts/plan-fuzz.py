@@ -251,6 +251,15 @@ class Fuzzer:
             base_flags += ["--no-fuse-attention"]
         if rng.random() < self.args.low_precision:
             base_flags += ["--precision", rng.choice(["bf16", "fp16"])]
+        if rng.random() < 0.1:
+            # Frozen parameters (no gradient, no update) under any plan.
+            base_flags += ["--freeze", rng.choice(["bias", "weight$", "\\.0\\."])]
+        # BatchNorm's batch statistics depend on how samples are grouped;
+        # frozen ones (running statistics, eval()-mode) do not.
+        grouped = model == "cnn_bn"
+        if grouped and rng.random() < 0.3:
+            base_flags += ["--bn-stats", "running"]
+            grouped = False
 
         def plan():
             while True:
@@ -258,18 +267,18 @@ class Fuzzer:
                 # Under dp, BatchNorm's micro-batch j is over every
                 # replica's j-th micro-batch: samples one rank never
                 # groups together.
-                if drawn and not (model == "cnn_bn" and "--dp" in drawn[0]
+                if drawn and not (grouped and "--dp" in drawn[0]
                                   and "--microbatches" in drawn[0]):
                     return drawn
         first = plan()
-        if model != "cnn_bn" and rng.random() < self.args.auto:
+        if not grouped and rng.random() < self.args.auto:
             # The planner chooses (as `smpc compile --devices N` does for
             # users who pin nothing).
             n = rng.choice([2, 4, 8])
             first = (["--devices", str(n), "--cluster", "cpu"], n)
         second = plan() if rng.random() < self.args.resume else None
         ref_flags = base_flags
-        if model == "cnn_bn":
+        if grouped:
             # BatchNorm's statistics are each micro-batch's (as PyTorch
             # with gradient accumulation): one rank with the same
             # micro-batches is the reference (docs/bring-your-own-model.md);

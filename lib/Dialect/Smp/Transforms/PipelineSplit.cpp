@@ -152,7 +152,8 @@ struct SmpPipelineSplitPass
             << " pipeline stages: it has " << candidates.size()
             << " cut point(s) (places where only " << fewest
             << " tensor(s) cross), so at most " << candidates.size() + 1
-            << " stages";
+            << " stages: ask for fewer (smpc: --pp times --virtual-stages), "
+               "or name where stages start (--pp-cuts)";
         return signalPassFailure();
       }
       cutsAt = balance(candidates, prefix, n);
