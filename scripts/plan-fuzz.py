@@ -226,9 +226,10 @@ class Fuzzer:
             metrics = os.path.join(self.args.work, tag + ".jsonl")
             cc = self.compile_cmd(model, base_flags, [], smpx)
             rc, out, _ = run(cc, 600)
+            refused = rc != 0 and clean_refusal(rc, out)
             if rc == 0:
                 rc, out, _ = run(self.run_cmd(model, smpx, 1, metrics), 600)
-            self.bases[key] = (metrics if rc == 0 else None, cc, out)
+            self.bases[key] = (metrics if rc == 0 else None, cc, out, refused)
         return self.bases[key]
 
     def fail(self, case, what, cmds, out=""):
@@ -324,7 +325,14 @@ class Fuzzer:
         if self.args.verbose:
             print(f"case {i}: {desc}")
             sys.stdout.flush()
-        base_metrics, base_cmd, base_out = self.base(model, ref_flags)
+        base_metrics, base_cmd, base_out, refused = self.base(model, ref_flags)
+        if refused:
+            # Refused whatever the plan (--freeze matching every parameter).
+            self.counts["refused"] += 1
+            if self.args.verbose:
+                msg = [l for l in base_out.splitlines() if "error:" in l][0]
+                print(f"case {i}: refused on one rank: {desc}\n  {msg.strip()}")
+            return
         if base_metrics is None:
             self.fail(i, f"{desc}: the one-rank run failed", [base_cmd], base_out)
             return
