@@ -197,6 +197,10 @@ class Fuzzer:
         self.args = args
         self.smpc = os.path.join(args.bin, "smpc")
         self.smprun = os.path.join(args.bin, "smprun")
+        self.smprun_emu = os.path.join(args.bin, "smprun-emu")
+        if args.device == "cuda":
+            # One emulated device per rank (docs/cuda-emulator.md).
+            os.environ["SMP_CUDAEMU_DEVICES"] = "8"
         self.bases = {}
         self.counts = {"agreed": 0, "refused": 0, "failed": 0}
 
@@ -204,13 +208,19 @@ class Fuzzer:
         """smpc's command line; the batch is among base_flags."""
         path = os.path.join(FIX, MODELS[model][0])
         loss = "cross_entropy:logits:" + MODELS[model][5]
-        return [self.smpc, "compile", path, "--train", "--loss", loss] + base_flags + \
-            plan_flags + ["-o", out]
+        target = ["--target", "cuda"] if self.args.device == "cuda" else []
+        return [self.smpc, "compile", path, "--train", "--loss", loss] + \
+            target + base_flags + plan_flags + ["-o", out]
 
-    def run_cmd(self, model, smpx, n, metrics):
-        cmd = [self.smprun, smpx, "--data",
+    def run_cmd(self, model, smpx, n, metrics, reference=False):
+        """smprun's command line; the plan's runs on --device (the CUDA
+        emulator's smprun-emu for cuda), the one-rank reference on the
+        CPU."""
+        cuda = self.args.device == "cuda" and not reference
+        cmd = [self.smprun_emu if cuda else self.smprun, smpx, "--data",
                os.path.join(FIX, MODELS[model][1]),
-               "--steps", str(self.args.steps), "--metrics", metrics]
+               "--steps", str(self.args.steps), "--metrics", metrics,
+               "--device", "cuda" if cuda else "cpu"]
         if n > 1:
             # A hung collective ends the run with the rank and the message
             # it waits for.
@@ -228,7 +238,8 @@ class Fuzzer:
             rc, out, _ = run(cc, 600)
             refused = rc != 0 and clean_refusal(rc, out)
             if rc == 0:
-                rc, out, _ = run(self.run_cmd(model, smpx, 1, metrics), 600)
+                rc, out, _ = run(self.run_cmd(model, smpx, 1, metrics,
+                                              reference=True), 600)
             self.bases[key] = (metrics if rc == 0 else None, cc, out, refused)
         return self.bases[key]
 
@@ -403,6 +414,10 @@ def main():
                     help="smprun --timeout: seconds a rank waits in one "
                     "collective or receive")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the plans run (cuda: the artifacts built for "
+                    "it, run by smprun-emu on the CUDA emulator without a "
+                    "GPU); the one-rank reference runs on the CPU")
     ap.add_argument("--verbose", action="store_true",
                     help="print each case before running it, and refusals")
     ap.add_argument("--only", type=int,
