@@ -43,6 +43,27 @@ struct Dataset {
   }
 };
 
+/// For samples of the right shape and another dtype: how to convert them
+/// (numpy's name for the dtype training expects).
+std::string convertHint(const NpyArray &samples, DType want,
+                        const std::vector<int64_t> &perSample,
+                        const std::string &path) {
+  if (samples.shape.empty() ||
+      std::vector<int64_t>(samples.shape.begin() + 1, samples.shape.end()) !=
+          perSample)
+    return "";
+  const char *np = want == DType::F32   ? "float32"
+                   : want == DType::F16 ? "float16"
+                   : want == DType::F64 ? "float64"
+                   : want == DType::I64 ? "int64"
+                   : want == DType::I32 ? "int32"
+                                        : nullptr;
+  if (!np)
+    return "";
+  return std::string("; convert it (numpy: np.save('") + path + "', np.load('" +
+         path + "').astype(np." + np + ")))";
+}
+
 /// Whether element k of a float tensor is NaN or infinite (false for other
 /// dtypes).
 bool nonFinite(const TensorRef &t, int64_t k) {
@@ -177,7 +198,8 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
           path + ": input '" + d.name + "' is " + describe(d.samples.ref()) +
           "; training expects N samples of " +
           describe(TensorRef{nullptr, d.batch.dtype, perSample}) +
-          " (batches of " + std::to_string(d.batch.shape[0]) + ")");
+          " (batches of " + std::to_string(d.batch.shape[0]) + ")" +
+          convertHint(d.samples, d.batch.dtype, perSample, path));
     if (samples >= 0 && d.samples.shape[0] != samples)
       return Status::failure(
           path + ": holds " + std::to_string(d.samples.shape[0]) +
