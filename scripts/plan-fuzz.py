@@ -192,6 +192,33 @@ def compare(a, b, rtol):
     return None
 
 
+def compare_onnx(a, b, rtol, atol):
+    """The first initializer of saved model `b` whose values differ from
+    `a`'s by more than `rtol` of its norm plus `atol` an element (in norm:
+    a wrong gather or slice moves the whole tensor; the attention's key
+    bias, whose gradient is zero but for rounding, only drifts by rounding
+    and is all rounding when it starts at zero), or None."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    def weights(path):
+        return {t.name: numpy_helper.to_array(t).astype(np.float64)
+                for t in onnx.load(path).graph.initializer}
+    wa, wb = weights(a), weights(b)
+    if sorted(wa) != sorted(wb):
+        return f"initializers differ: {sorted(set(wa) ^ set(wb))[:5]}"
+    for name, x in wa.items():
+        y = wb[name]
+        if x.shape != y.shape:
+            return f"{name}: shape {x.shape} (one rank) vs {y.shape}"
+        err = np.linalg.norm(x - y)
+        if err > rtol * np.linalg.norm(x) + atol * np.sqrt(x.size):
+            return (f"{name}: |one rank - plan| = {err:.3g}, "
+                    f"|one rank| = {np.linalg.norm(x):.3g}")
+    return None
+
+
 class Fuzzer:
     def __init__(self, args):
         self.args = args
@@ -238,8 +265,10 @@ class Fuzzer:
             rc, out, _ = run(cc, 600)
             refused = rc != 0 and clean_refusal(rc, out)
             if rc == 0:
+                save = ["--save-onnx", smpx + ".onnx"] \
+                    if MODELS[model][0].endswith(".onnx") else []
                 rc, out, _ = run(self.run_cmd(model, smpx, 1, metrics,
-                                              reference=True), 600)
+                                              reference=True) + save, 600)
             self.bases[key] = (metrics if rc == 0 else None, cc, out, refused)
         return self.bases[key]
 
@@ -371,6 +400,17 @@ class Fuzzer:
                 ["--checkpoint-dir", ckpt, "--resume"]
             rc, out, _ = run(rcmd, self.args.timeout)
             cmds.append(rcmd)
+        saved = None
+        if rc == 0 and rng.random() < self.args.export and \
+                MODELS[model][0].endswith(".onnx"):
+            # The trained model gathered from every rank (smprun
+            # --save-onnx) against the one rank's, from a run of its own.
+            saved = os.path.join(self.args.work, f"case{i}.onnx")
+            rcmd = self.run_cmd(model, smpx, n,
+                                os.path.join(self.args.work, f"case{i}.x.jsonl")) + \
+                ["--save-onnx", saved]
+            rc, out, _ = run(rcmd, self.args.timeout)
+            cmds.append(rcmd)
         if rc != 0:
             self.fail(i, f"{desc}: smprun exited {rc}", cmds,
                       "\n".join(l for l in out.splitlines() if "error" in l)
@@ -379,6 +419,10 @@ class Fuzzer:
         rtol = self.args.rtol if "--precision" not in base_flags \
             else self.args.low_rtol
         bad = compare(base_metrics, metrics, rtol)
+        if not bad and saved:
+            fp32 = rtol == self.args.rtol
+            bad = compare_onnx(base_metrics.replace(".jsonl", ".smpx.onnx"), saved,
+                               1e-4 if fp32 else 5e-2, 1e-5 if fp32 else 1e-3)
         if bad:
             self.fail(i, f"{desc}: {bad}", [base_cmd] + cmds)
             return
@@ -400,6 +444,9 @@ def main():
                     help="the share of cases trained in bf16 or fp16")
     ap.add_argument("--resume", type=float, default=0.2,
                     help="the share of cases resumed under another plan")
+    ap.add_argument("--export", type=float, default=0.25,
+                    help="the share of cases whose trained model (smprun "
+                    "--save-onnx) is compared with one rank's (needs onnx)")
     ap.add_argument("--auto", type=float, default=0.1,
                     help="the share of cases the planner plans (--devices N)")
     ap.add_argument("--config", type=float, default=0.2,
@@ -427,6 +474,14 @@ def main():
     unknown = [m for m in args.models if m not in MODELS]
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    try:
+        import numpy  # noqa: F401
+        import onnx  # noqa: F401
+    except ImportError:
+        if args.export:
+            print("plan-fuzz: no onnx/numpy module: the trained models are "
+                  "not compared (--export 0)")
+        args.export = 0
     os.makedirs(args.work, exist_ok=True)
     fz = Fuzzer(args)
     for i in [args.only] if args.only is not None else range(args.cases):

@@ -101,8 +101,8 @@ OPTIONS
                      batch; the data restarts at sample 0.
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
-                     FILE must be writable and the model readable when
-                     smprun starts.
+                     FILE must be writable and the model readable (a
+                     binary .onnx, not ONNX text) when smprun starts.
   --source-model F   The ONNX model --save-onnx writes back, where it is not
                      at the path smpc recorded (an artifact moved to another
                      machine): a copy of that file (its checksum is checked).

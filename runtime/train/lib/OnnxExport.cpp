@@ -354,6 +354,17 @@ Status findSourceModel(Artifact &artifact, const std::string &path) {
         "structure; pass " +
         (path.empty() ? "--source-model FILE, " : "") +
         "a copy of the file smpc compiled");
+  // Parsed now, not after training: a model smpc read as ONNX text
+  // (.onnxtxt) cannot be written back in place.
+  if (onnx::ModelProto model; !model.ParseFromString(bytes))
+    return Status::failure(
+        file + ": not a binary ONNX model (smpc compiled it from " +
+        (file.size() >= 8 && file.compare(file.size() - 8, 8, ".onnxtxt") == 0
+             ? "ONNX text"
+             : "another format") +
+        "); --save-onnx writes the trained values into the binary model: "
+        "convert it (python: onnx.save(onnx.parser.parse_model(text), "
+        "'MODEL.onnx')) and compile that");
   t->set_source_model(file);
   return Status::success();
 }
