@@ -316,7 +316,17 @@ class Fuzzer:
             # The planner chooses (as `smpc compile --devices N` does for
             # users who pin nothing).
             n = rng.choice([2, 4, 8])
-            first = (["--devices", str(n), "--cluster", "cpu"], n)
+            cluster = "cpu"
+            if rng.random() < 0.6:
+                # Small devices: the planner must shard, recompute or
+                # offload (and its compiled arenas must fit).
+                kb = rng.choice([120, 200, 300, 500, 1000, 2000])
+                cluster = os.path.join(self.args.work, f"cpu{kb}k.json")
+                with open(cluster, "w") as f:
+                    json.dump({"base": "cpu", "memory_gb": kb * 1e-6}, f)
+            first = (["--devices", str(n), "--cluster", cluster] +
+                     (["--checkpoint-activations", "auto"]
+                      if rng.random() < 0.5 else []), n)
         second = plan() if rng.random() < self.args.resume else None
         ref_flags = base_flags
         if grouped:
