@@ -54,7 +54,14 @@ MODELS = {
     "roberta": ("real/roberta_dyn.onnx", "real", (1, 2), 8, True, "labels"),
     "t5": ("real/t5_noopt.onnx", "real", (1, 2), 8, True, "labels"),
     "vit": ("real/vit_dyn.onnx", "real", (1, 2), 17, True, "class_labels"),
+    # Exported with a fixed batch of 8 (torch.onnx.export's default): the
+    # batch comes from the file, or --batch-size must agree with it.
+    "gpt2-static": ("real/gpt2.onnx", "real", (1, 2), 8, True, "labels"),
+    "llama-static": ("real/llama.onnx", "real", (1, 2), 8, True, "labels"),
+    "bert-static": ("real/bert.onnx", "real", (1, 2), 8, True, "labels"),
+    "vit-static": ("real/vit.onnx", "real", (1, 2), 17, True, "class_labels"),
 }
+STATIC_BATCH = 8
 
 
 def draw_optimizer(rng):
@@ -287,7 +294,13 @@ class Fuzzer:
         model = rng.choice(self.args.models)
         _, _, tps, tokens, attention, _ = MODELS[model]
         batch = self.args.batch or rng.choice([8, 12, 16])
-        base_flags = ["--batch-size", str(batch)] + draw_optimizer(rng)
+        base_flags = ["--batch-size", str(batch)]
+        if model.endswith("-static"):
+            # The file's batch, given or not; another is refused.
+            batch = STATIC_BATCH
+            base_flags = rng.choice([[], ["--batch-size", str(batch)],
+                                     ["--batch-size", "16"]])
+        base_flags += draw_optimizer(rng)
         if attention and rng.random() < 0.15:
             base_flags += ["--no-fuse-attention"]
         if rng.random() < self.args.low_precision:
