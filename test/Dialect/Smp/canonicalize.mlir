@@ -151,3 +151,21 @@ func.func @transposed_matmul(%x: tensor<6x4xf32>, %g: tensor<6x8xf32>, %b: tenso
   %pt = smp.transpose %p {perm = array<i64: 1, 0, 2>} : tensor<2x3x5xf32> -> tensor<3x2x5xf32>
   return %dwt, %et, %ft, %f, %rt, %pt : tensor<8x4xf32>, tensor<2x5x3xf32>, tensor<8x4xf32>, tensor<4x8xf32>, tensor<3x2xf32>, tensor<3x2x5xf32>
 }
+
+// -----
+
+// A constant splits into constants, along any axis (torch 1.13's
+// repeat_interleave builds an Expand shape through a Split of constants;
+// the importer needs it folded). A split of a splat stays splats.
+// CHECK-LABEL: func.func @split_constant
+// CHECK-DAG: %[[A:.*]] = smp.constant dense<{{\[}}[1], [4]]> : tensor<2x1xi64>
+// CHECK-DAG: %[[B:.*]] = smp.constant dense<{{\[}}[2, 3], [5, 6]]> : tensor<2x2xi64>
+// CHECK-DAG: %[[S:.*]] = smp.constant dense<7> : tensor<3xi64>
+// CHECK: return %[[A]], %[[B]], %[[S]], %[[S]]
+func.func @split_constant() -> (tensor<2x1xi64>, tensor<2x2xi64>, tensor<3xi64>, tensor<3xi64>) {
+  %c = smp.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %a, %b = smp.split %c {axis = 1 : i64, sizes = array<i64: 1, 2>} : tensor<2x3xi64> -> tensor<2x1xi64>, tensor<2x2xi64>
+  %s = smp.constant dense<7> : tensor<6xi64>
+  %s0, %s1 = smp.split %s {axis = -1 : i64, sizes = array<i64: 3, 3>} : tensor<6xi64> -> tensor<3xi64>, tensor<3xi64>
+  return %a, %b, %s0, %s1 : tensor<2x1xi64>, tensor<2x2xi64>, tensor<3xi64>, tensor<3xi64>
+}

@@ -511,6 +511,45 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   });
 }
 
+LogicalResult SplitOp::fold(FoldAdaptor adaptor,
+                            SmallVectorImpl<OpFoldResult> &results) {
+  auto h = readConst(adaptor.getInput());
+  if (!h)
+    return failure();
+  auto inShape = getInput().getType().getShape();
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()),
+                                static_cast<int64_t>(inShape.size()));
+  if (!h->splat && getInput().getType().getNumElements() > kFoldLimit)
+    return failure();
+  auto inStrides = rowMajorStrides(inShape);
+  int64_t offset = 0;
+  SmallVector<OpFoldResult> parts;
+  for (unsigned i = 0; i < getNumResults(); ++i) {
+    RankedTensorType type = resultType(*this, i);
+    auto shape = type.getShape();
+    // Piece i's element k is the input's at the same index, shifted by the
+    // pieces before it along the axis.
+    auto source = [&](int64_t k) {
+      auto idx = unflatten(k, shape);
+      idx[axis] += offset;
+      int64_t src = 0;
+      for (size_t d = 0; d < idx.size(); ++d)
+        src += idx[d] * inStrides[d];
+      return src;
+    };
+    Attribute part = makeConst(
+        type, h->splat,
+        [&](int64_t k) { return h->getF(h->splat ? 0 : source(k)); },
+        [&](int64_t k) { return h->getI(h->splat ? 0 : source(k)); });
+    if (!part)
+      return failure();
+    parts.push_back(part);
+    offset += shape[axis];
+  }
+  results.append(parts.begin(), parts.end());
+  return success();
+}
+
 OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();

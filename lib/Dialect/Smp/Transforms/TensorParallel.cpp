@@ -70,7 +70,9 @@ struct Region {
                     (s.blocks > 1 ? " (" + std::to_string(s.blocks) + " blocks)"
                                   : std::string()) +
                     " along the dimension tp splits (heads or hidden units), "
-                    "which tp " + std::to_string(tp) + " does not divide";
+                    "which tp " +
+                    std::to_string(tp) +
+                    " does not divide (give a --tp that divides it)";
     }
     return true;
   }

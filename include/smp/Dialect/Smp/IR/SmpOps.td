@@ -519,6 +519,9 @@ def Smp_SplitOp : Smp_Op<"split", [Pure, InferTypeOpAdaptor]> {
                    DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Smp_Tensor>:$results);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+  // A constant splits into constants (shape computations: torch 1.13's
+  // repeat_interleave builds its Expand shape through one).
+  let hasFolder = 1;
 }
 
 def Smp_GatherOp : Smp_Op<"gather", [Pure, InferTypeOpAdaptor]> {

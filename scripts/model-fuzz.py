@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Random PyTorch models, exported the way users export them, trained by smp
+and by PyTorch: the promise that smp trains what the user wrote, tried on
+models nobody wrote a fixture for.
+
+Each case draws a decoder language model in plain PyTorch (1-3 layers,
+widths and head counts, LayerNorm or RMSNorm before or after the blocks,
+GELU (erf or tanh), ReLU or SwiGLU MLPs, biases or none, fused or separate
+q/k/v projections, a causal mask by masked_fill or by an additive bias or
+none, learned positions, rotary positions or none, a tied or separate LM
+head), initialised as PyTorch does (fresh norms: the exporter merges their
+equal weights), exports it with torch.onnx.export's defaults (constant
+folding on; a symbolic or a fixed batch), trains it 3 steps in PyTorch and
+with smpc + smprun (one rank, or sometimes dp2, tp2 or pp2), and checks every
+step's loss and gradient norm within --rtol. A model smpc refuses is
+counted (with --verbose, listed with its message); a crash, a run that
+fails or numbers that differ are failures, printed with the config and the
+commands that reproduce them (--only K reruns case K of a seed).
+
+    model-fuzz.py [--bin build/bin] [--cases 10] [--seed 1] [--only K]
+                  [--work DIR] [--rtol 1e-4] [--verbose]
+
+Needs torch, onnx and numpy (Debian's python3-torch is enough).
+Exit status: 0 when every case agreed or was refused, 1 otherwise.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import shlex
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(cfg):
+    if cfg["norm"] == "rms":
+        return RMSNorm(cfg["d"], cfg["eps"])
+    return nn.LayerNorm(cfg["d"], eps=cfg["eps"])
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d, self.h = cfg["d"], cfg["heads"]
+        self.hd = d // self.h
+        self.kv = cfg["kv_heads"]  # grouped-query attention when < heads
+        self.cfg = cfg
+        bias = cfg["bias"]
+        kvd = self.kv * self.hd
+        if cfg["fused_qkv"]:
+            self.qkv = nn.Linear(d, d + 2 * kvd, bias=bias)
+        else:
+            self.q = nn.Linear(d, d, bias=bias)
+            self.k, self.v = (nn.Linear(d, kvd, bias=bias) for _ in range(2))
+        self.o = nn.Linear(d, d, bias=bias)
+        s = cfg["seq"]
+        self.register_buffer("causal", torch.tril(torch.ones(s, s, dtype=torch.bool)),
+                             persistent=False)
+        if cfg["pos"] == "rope":
+            inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+            f = torch.outer(torch.arange(s).float(), inv)
+            emb = torch.cat((f, f), dim=-1)
+            self.register_buffer("cos", emb.cos(), persistent=False)
+            self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        kvd = self.kv * self.hd
+        if self.cfg["fused_qkv"]:
+            q, k, v = self.qkv(x).split([d, kvd, kvd], dim=-1)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
+        q = q.view(b, s, self.h, self.hd).transpose(1, 2)
+        k, v = (t.view(b, s, self.kv, self.hd).transpose(1, 2) for t in (k, v))
+        if self.kv < self.h:
+            # As Hugging Face's repeat_kv: torch 1.13 exports
+            # repeat_interleave(dim=1) under a symbolic batch into a graph
+            # whose Reshape gives the wrong shape (smp refuses it at the
+            # product; onnxruntime would too).
+            r = self.h // self.kv
+            k, v = (t[:, :, None].expand(b, self.kv, r, s, self.hd).reshape(b, self.h, s, self.hd)
+                    for t in (k, v))
+        if self.cfg["pos"] == "rope":
+            q = q * self.cos + rotate_half(q) * self.sin
+            k = k * self.cos + rotate_half(k) * self.sin
+        if self.cfg["scale"] == "div":
+            att = q @ k.transpose(-2, -1) / math.sqrt(self.hd)
+        else:
+            att = (q * self.hd ** -0.5) @ k.transpose(-2, -1)
+        if self.cfg["mask"] == "fill":
+            att = att.masked_fill(~self.causal, float("-inf"))
+        elif self.cfg["mask"] == "additive":
+            att = att + (~self.causal).float() * -1e9
+        y = F.softmax(att, dim=-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, s, d))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        d, f, bias = cfg["d"], cfg["d"] * cfg["ratio"], cfg["bias"]
+        self.kind = cfg["act"]
+        self.up = nn.Linear(d, f, bias=bias)
+        if self.kind == "swiglu":
+            self.gate = nn.Linear(d, f, bias=bias)
+        self.down = nn.Linear(f, d, bias=bias)
+
+    def forward(self, x):
+        if self.kind == "swiglu":
+            return self.down(F.silu(self.gate(x)) * self.up(x))
+        u = self.up(x)
+        u = {"gelu": lambda t: F.gelu(t), "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+             "relu": F.relu}[self.kind](u)
+        return self.down(u)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.pre = cfg["prenorm"]
+        self.res = cfg["res_scale"]
+        self.n1, self.n2 = make_norm(cfg), make_norm(cfg)
+        self.attn, self.mlp = Attention(cfg), MLP(cfg)
+
+    def forward(self, x):
+        r = self.res
+        if self.pre:
+            x = x + r * self.attn(self.n1(x))
+            return x + r * self.mlp(self.n2(x))
+        x = self.n1(x + r * self.attn(x))
+        return self.n2(x + r * self.mlp(x))
+
+
+class TorchBlock(nn.Module):
+    """PyTorch's own nn.TransformerEncoderLayer (batch_first), causal by an
+    attn_mask or not."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(
+            cfg["d"], cfg["heads"], dim_feedforward=cfg["d"] * cfg["ratio"], dropout=0.0,
+            activation="gelu" if cfg["act"].startswith("gelu") else "relu",
+            batch_first=True, norm_first=cfg["prenorm"], layer_norm_eps=cfg["eps"])
+        s = cfg["seq"]
+        self.causal = cfg["mask"] != "none"
+        self.register_buffer("mask", torch.triu(torch.full((s, s), float("-inf")), 1),
+                             persistent=False)
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask if self.causal else None)
+
+
+class LM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg["vocab"], cfg["d"])
+        if cfg["pos"] == "learned":
+            self.wpe = nn.Embedding(cfg["seq"], cfg["d"])
+        kind = TorchBlock if cfg["torch_layer"] else Block
+        self.blocks = nn.ModuleList(kind(cfg) for _ in range(cfg["layers"]))
+        self.norm = make_norm(cfg) if cfg["final_norm"] else None
+        out = cfg["classes"] if cfg["classify"] else cfg["vocab"]
+        self.head = nn.Linear(cfg["d"], out, bias=cfg["classify"])
+        if cfg["tied"] and not cfg["classify"]:
+            self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        if self.cfg["pos"] == "learned":
+            x = x + self.wpe(torch.arange(idx.shape[1]))
+        for blk in self.blocks:
+            x = blk(x)
+        if self.norm is not None:
+            x = self.norm(x)
+        if self.cfg["classify"]:
+            x = x.mean(dim=1)  # a sequence classifier: labels [batch]
+        return self.head(x)
+
+
+def draw_config(rng):
+    heads = rng.choice([1, 2, 4])
+    hd = rng.choice([4, 8, 16])
+    cfg = {
+        "layers": rng.choice([1, 2, 3]), "heads": heads, "d": heads * hd,
+        "kv_heads": rng.choice([k for k in (1, 2, 4) if heads % k == 0 and k <= heads]),
+        "res_scale": rng.choice([1.0, 1.0, 0.5]),
+        "torch_layer": rng.random() < 0.2,
+        "classify": rng.random() < 0.2, "classes": rng.choice([3, 10]),
+        "seq": rng.choice([5, 8, 13]), "vocab": rng.choice([17, 64]),
+        "norm": rng.choice(["layer", "rms"]), "eps": rng.choice([1e-5, 1e-6]),
+        "prenorm": rng.random() < 0.7, "final_norm": rng.random() < 0.8,
+        "act": rng.choice(["gelu", "gelu_tanh", "relu", "swiglu"]),
+        "ratio": rng.choice([2, 4]), "bias": rng.random() < 0.6,
+        "fused_qkv": rng.random() < 0.5,
+        "mask": rng.choice(["fill", "fill", "additive", "none"]),
+        "scale": rng.choice(["div", "mul"]),
+        "pos": rng.choice(["learned", "rope", "none"]),
+        "tied": rng.random() < 0.5,
+        "batch": rng.choice([4, 6]), "dynamic": rng.random() < 0.7,
+        "optimizer": rng.choice(["sgd", "sgd-momentum", "adam", "adamw"]),
+        "plan": rng.choice([[], [], [], ["--dp", "2"], ["--tp", "2"],
+                            ["--pp", "2", "--microbatches", "2"]]),
+        "seed": rng.randrange(1 << 30),
+    }
+    if not cfg["dynamic"] and rng.random() < 0.8:
+        # A fixed batch cannot be split (refused, and tried now and then):
+        # one rank or tensor parallelism.
+        cfg["plan"] = rng.choice([[], ["--tp", "2"]])
+    return cfg
+
+
+OPTIMIZERS = {  # smpc flags, torch.optim factory
+    "sgd": (["--optimizer", "sgd", "--lr", "0.1"], lambda p: torch.optim.SGD(p, lr=0.1)),
+    "sgd-momentum": (["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9"],
+                     lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
+    "adam": (["--optimizer", "adam", "--lr", "0.01"], lambda p: torch.optim.Adam(p, lr=0.01)),
+    "adamw": (["--optimizer", "adamw", "--lr", "0.01"], lambda p: torch.optim.AdamW(p, lr=0.01)),
+}
+
+
+def torch_losses(model, idx, labels, cfg, steps):
+    """PyTorch's losses and gradient norms, batch k = samples k*B.. (mod N)
+    as smprun takes them."""
+    opt = OPTIMIZERS[cfg["optimizer"]][1](list(model.parameters()))
+    b, n = cfg["batch"], idx.shape[0]
+    out = []
+    for k in range(steps):
+        rows = [(k * b + i) % n for i in range(b)]
+        opt.zero_grad(set_to_none=True)
+        logits = model(idx[rows])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               labels[rows].reshape(-1))
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))
+        opt.step()
+        out.append((loss.item(), norm.item()))
+    return out
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=600)
+    return p.returncode, p.stdout
+
+
+def case(i, args, counts):
+    rng = random.Random(f"{args.seed}/{i}")
+    cfg = draw_config(rng)
+    desc = json.dumps(cfg, separators=(",", ":"))
+    work = os.path.join(args.work, f"case{i}")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(cfg["seed"])
+    model = LM(cfg).eval()
+    b, s, v = cfg["batch"], cfg["seq"], cfg["vocab"]
+    idx = torch.randint(0, v, (2 * b, s))
+    labels = torch.randint(0, cfg["classes"], (2 * b,)) if cfg["classify"] \
+        else torch.randint(0, v, (2 * b, s))
+    np.save(os.path.join(work, "idx.npy"), idx.numpy())
+    np.save(os.path.join(work, "labels.npy"), labels.numpy())
+    path = os.path.join(work, "model.onnx")
+    kw = {"input_names": ["idx"], "output_names": ["logits"]}
+    if cfg["dynamic"]:
+        kw["dynamic_axes"] = {"idx": {0: "batch"}, "logits": {0: "batch"}}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(model, (idx[:b],), path, **kw)
+    except Exception as e:  # PyTorch's exporter, not smp: not counted
+        counts["unexported"] += 1
+        if args.verbose:
+            print(f"case {i}: torch.onnx.export failed: {desc}\n  {str(e).splitlines()[0]}")
+        return
+    ref = torch_losses(model, idx, labels, cfg, args.steps)
+    smpx = os.path.join(work, "model.smpx")
+    metrics = os.path.join(work, "smp.jsonl")
+    n = 1
+    for k in range(0, len(cfg["plan"]), 2):
+        n *= int(cfg["plan"][k + 1]) if cfg["plan"][k] in ("--dp", "--tp", "--pp") else 1
+    cc = [os.path.join(args.bin, "smpc"), "compile", path, "--train", "--loss",
+          "cross_entropy:logits:labels", "--batch-size", str(b)] + \
+        OPTIMIZERS[cfg["optimizer"]][0] + cfg["plan"] + ["-o", smpx]
+    rc, out = run(cc)
+    if rc != 0:
+        if rc == 1 and "error:" in out and "Assertion" not in out:
+            counts["refused"] += 1
+            if args.verbose:
+                msg = [l for l in out.splitlines() if "error:" in l][0]
+                print(f"case {i}: refused: {desc}\n  {msg.strip()}")
+            return
+        return fail(i, counts, desc, f"smpc exited {rc}", [cc], out)
+    rcmd = [os.path.join(args.bin, "smprun")] + (["-n", str(n)] if n > 1 else []) + \
+        [smpx, "--data", work, "--steps", str(args.steps), "--metrics", metrics]
+    rc, out = run(rcmd)
+    if rc != 0:
+        return fail(i, counts, desc, f"smprun exited {rc}", [cc, rcmd], out)
+    with open(metrics) as f:
+        got = [(r["loss"], r["grad_norm"]) for r in map(json.loads, filter(str.strip, f))]
+    for k, ((l0, g0), (l1, g1)) in enumerate(zip(ref, got)):
+        for what, x, y in (("loss", l0, l1), ("gradient norm", g0, g1)):
+            if not abs(x - y) <= args.rtol * max(abs(x), abs(y)):
+                return fail(i, counts, desc, f"step {k + 1}: {what} {x} (PyTorch) vs {y} (smp)",
+                            [cc, rcmd])
+    if len(got) != len(ref):
+        return fail(i, counts, desc, f"{len(got)} steps, PyTorch {len(ref)}", [cc, rcmd])
+    counts["agreed"] += 1
+    print(f"case {i}: ok: {desc}")
+    sys.stdout.flush()
+
+
+def fail(i, counts, desc, what, cmds, out=""):
+    counts["failed"] += 1
+    print(f"case {i}: FAILED: {what}\n  config {desc}")
+    for c in cmds:
+        print("  " + " ".join(shlex.quote(x) for x in c))
+    if out:
+        print("  | " + "\n  | ".join(out.strip().splitlines()[-6:]))
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--bin", default=os.path.join(root, "build", "bin"))
+    ap.add_argument("--cases", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", type=int, help="run only case K of the seed")
+    ap.add_argument("--work", default="/tmp/model-fuzz")
+    ap.add_argument("--rtol", type=float, default=1e-4,
+                    help="losses and gradient norms against PyTorch's")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    counts = {"agreed": 0, "refused": 0, "failed": 0, "unexported": 0}
+    for i in [args.only] if args.only is not None else range(args.cases):
+        case(i, args, counts)
+    print(f"model-fuzz: seed {args.seed}: {counts['agreed']} models trained to PyTorch's "
+          f"losses within {args.rtol:g}, {counts['refused']} refused with an error, "
+          f"{counts['failed']} failed"
+          + (f" ({counts['unexported']} PyTorch could not export)" if counts["unexported"] else ""))
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
