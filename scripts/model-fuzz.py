@@ -85,7 +85,7 @@ class Attention(nn.Module):
             self.register_buffer("cos", emb.cos(), persistent=False)
             self.register_buffer("sin", emb.sin(), persistent=False)
 
-    def forward(self, x):
+    def forward(self, x, pad=None):
         b, s, d = x.shape
         kvd = self.kv * self.hd
         if self.cfg["fused_qkv"]:
@@ -113,6 +113,8 @@ class Attention(nn.Module):
             att = att.masked_fill(~self.causal, float("-inf"))
         elif self.cfg["mask"] == "additive":
             att = att + (~self.causal).float() * -1e9
+        if pad is not None:
+            att = att + pad  # padding: [batch, 1, 1, seq], 0 or very negative
         y = F.softmax(att, dim=-1) @ v
         return self.o(y.transpose(1, 2).reshape(b, s, d))
 
@@ -144,12 +146,12 @@ class Block(nn.Module):
         self.n1, self.n2 = make_norm(cfg), make_norm(cfg)
         self.attn, self.mlp = Attention(cfg), MLP(cfg)
 
-    def forward(self, x):
+    def forward(self, x, pad=None):
         r = self.res
         if self.pre:
-            x = x + r * self.attn(self.n1(x))
+            x = x + r * self.attn(self.n1(x), pad)
             return x + r * self.mlp(self.n2(x))
-        x = self.n1(x + r * self.attn(x))
+        x = self.n1(x + r * self.attn(x, pad))
         return self.n2(x + r * self.mlp(x))
 
 
@@ -168,7 +170,7 @@ class TorchBlock(nn.Module):
         self.register_buffer("mask", torch.triu(torch.full((s, s), float("-inf")), 1),
                              persistent=False)
 
-    def forward(self, x):
+    def forward(self, x, pad=None):
         return self.layer(x, src_mask=self.mask if self.causal else None)
 
 
@@ -187,12 +189,16 @@ class LM(nn.Module):
         if cfg["tied"] and not cfg["classify"]:
             self.head.weight = self.wte.weight
 
-    def forward(self, idx):
+    def forward(self, idx, attention_mask=None):
         x = self.wte(idx)
         if self.cfg["pos"] == "learned":
             x = x + self.wpe(torch.arange(idx.shape[1]))
+        pad = None
+        if attention_mask is not None:
+            # As BERT's extended attention mask: (1 - mask) * a large negative.
+            pad = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
         for blk in self.blocks:
-            x = blk(x)
+            x = blk(x, pad)
         if self.norm is not None:
             x = self.norm(x)
         if self.cfg["classify"]:
@@ -224,7 +230,10 @@ def draw_config(rng):
         "plan": rng.choice([[], [], [], ["--dp", "2"], ["--tp", "2"],
                             ["--pp", "2", "--microbatches", "2"]]),
         "seed": rng.randrange(1 << 30),
+        "padding": rng.random() < 0.3,
     }
+    if cfg["torch_layer"]:
+        cfg["padding"] = False
     if not cfg["dynamic"] and rng.random() < 0.8:
         # A fixed batch cannot be split (refused, and tried now and then):
         # one rank or tensor parallelism.
@@ -241,16 +250,16 @@ OPTIMIZERS = {  # smpc flags, torch.optim factory
 }
 
 
-def torch_losses(model, idx, labels, cfg, steps):
+def torch_losses(model, inputs, labels, cfg, steps):
     """PyTorch's losses and gradient norms, batch k = samples k*B.. (mod N)
     as smprun takes them."""
     opt = OPTIMIZERS[cfg["optimizer"]][1](list(model.parameters()))
-    b, n = cfg["batch"], idx.shape[0]
+    b, n = cfg["batch"], inputs[0].shape[0]
     out = []
     for k in range(steps):
         rows = [(k * b + i) % n for i in range(b)]
         opt.zero_grad(set_to_none=True)
-        logits = model(idx[rows])
+        logits = model(*(t[rows] for t in inputs))
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                labels[rows].reshape(-1))
         loss.backward()
@@ -278,22 +287,33 @@ def case(i, args, counts):
     idx = torch.randint(0, v, (2 * b, s))
     labels = torch.randint(0, cfg["classes"], (2 * b,)) if cfg["classify"] \
         else torch.randint(0, v, (2 * b, s))
+    inputs = (idx,)
+    if cfg["padding"]:
+        # Each sample's first 1..seq tokens are real; padded positions are
+        # not labelled (ignore_index -100).
+        mask = (torch.arange(s)[None, :] <
+                torch.randint(1, s + 1, (2 * b, 1))).long()
+        np.save(os.path.join(work, "attention_mask.npy"), mask.numpy())
+        inputs = (idx, mask)
+        if not cfg["classify"]:
+            labels = labels.masked_fill(mask == 0, -100)
     np.save(os.path.join(work, "idx.npy"), idx.numpy())
     np.save(os.path.join(work, "labels.npy"), labels.numpy())
     path = os.path.join(work, "model.onnx")
-    kw = {"input_names": ["idx"], "output_names": ["logits"]}
+    names = ["idx", "attention_mask"][:len(inputs)]
+    kw = {"input_names": names, "output_names": ["logits"]}
     if cfg["dynamic"]:
-        kw["dynamic_axes"] = {"idx": {0: "batch"}, "logits": {0: "batch"}}
+        kw["dynamic_axes"] = {n: {0: "batch"} for n in names + ["logits"]}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(model, (idx[:b],), path, **kw)
+            torch.onnx.export(model, tuple(t[:b] for t in inputs), path, **kw)
     except Exception as e:  # PyTorch's exporter, not smp: not counted
         counts["unexported"] += 1
         if args.verbose:
             print(f"case {i}: torch.onnx.export failed: {desc}\n  {str(e).splitlines()[0]}")
         return
-    ref = torch_losses(model, idx, labels, cfg, args.steps)
+    ref = torch_losses(model, inputs, labels, cfg, args.steps)
     smpx = os.path.join(work, "model.smpx")
     metrics = os.path.join(work, "smp.jsonl")
     n = 1
