@@ -166,8 +166,17 @@ def run(cmd, timeout):
     own process group, killed whole on timeout (smprun -n's mpirun and
     ranks too)."""
     t = time.time()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, start_new_session=True)
+    for attempt in range(10):
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True,
+                                 start_new_session=True)
+            break
+        except OSError:
+            # The binary is being relinked (a build during a long run).
+            if attempt == 9:
+                raise
+            time.sleep(3)
     try:
         out, _ = p.communicate(timeout=timeout)
         return p.returncode, out, time.time() - t
