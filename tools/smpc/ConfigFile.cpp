@@ -32,6 +32,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--dim", Kind::Dims},
     {"--tie", Kind::Repeated},
     {"--untie", Kind::Repeated},
+    {"--no-padding-row", Kind::Repeated},
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
     {"--no-pad-vocab", Kind::Switch},

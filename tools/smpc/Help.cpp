@@ -75,6 +75,13 @@ OPTIONS
                        it holds a copy (or the transpose) of another one
                        (smp ties such copies: constant folding stores a tied
                        weight twice). Repeatable.
+  --no-padding-row NAME
+                       Train every row of embedding NAME. With --train, an
+                       embedding whose one all-zero row is what
+                       nn.Embedding(padding_idx=...) leaves, in a file that
+                       does not name it (torch.onnx.export drops it), gets
+                       that row no gradient, as PyTorch does (a warning
+                       says so). Repeatable.
   --emit=mlir          compile: print the final IR (after the training and
                        parallelization passes) instead of writing an artifact.
   --mlir-print-ir-after-all

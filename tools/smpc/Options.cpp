@@ -247,12 +247,16 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                                 "); give it once");
     opts.import.dims[name] = n;
   } else if (a == "--tie" || a.starts_with("--tie=") || a == "--untie" ||
-             a.starts_with("--untie=")) {
+             a.starts_with("--untie=") || a == "--no-padding-row" ||
+             a.starts_with("--no-padding-row=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     if (!v || v->empty())
       return failFlag(exit, flag + " needs an initializer name");
-    (flag == "--tie" ? opts.import.tie : opts.import.untie).push_back(*v);
+    (flag == "--tie"     ? opts.import.tie
+     : flag == "--untie" ? opts.import.untie
+                         : opts.import.noPaddingRows)
+        .push_back(*v);
   } else if (a == "--target" || a.starts_with("--target=")) {
     auto v = value("--target");
     if (!v || (*v != "cpu" && *v != "cuda"))
@@ -569,7 +573,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(llvm::toString(std::move(e)));
   opts.argv = args;
   // A flag's value, by flag: one given twice with another value is refused
-  // (the last would silently win). --dim, --tie and --untie repeat.
+  // (the last would silently win). --dim, --tie, --untie and
+  // --no-padding-row repeat.
   std::map<std::string, std::string> valueOf;
   std::string twice;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -584,7 +589,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
         v = a.drop_front(flag.size() + 1).str();
       else if (i + 1 < args.size())
         v = args[++i];
-      if (v && flag != "--dim" && flag != "--tie" && flag != "--untie") {
+      if (v && flag != "--dim" && flag != "--tie" && flag != "--untie" &&
+          flag != "--no-padding-row") {
         auto [it, fresh] = valueOf.emplace(flag.str(), *v);
         if (!fresh && it->second != *v && twice.empty())
           twice = flag.str() + " is given twice, as '" + it->second +

@@ -537,10 +537,18 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
       resolveSharedInitializers(model, path, &context, options, warnings);
   if (!origins)
     return oneLine(origins.takeError());
+  // Padding rows the TorchScript exporter dropped (after the untying: the
+  // names are the importer's).
+  ImportOptions opts = options;
+  if (options.training)
+    if (auto err =
+            inferPaddingRows(model.graph(), llvm::sys::path::parent_path(path),
+                             &context, opts, warnings))
+      return oneLine(std::move(err));
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
   for (const std::string &w : warnings)
-    emitWarning(fileLoc) << path << ": " << w;
-  GraphImporter importer(context, path, options, model, *opset);
+    emitWarning(fileLoc) << w; // the location names the file
+  GraphImporter importer(context, path, opts, model, *opset);
   auto module = importer.run();
   if (!module)
     return oneLine(module.takeError());

@@ -96,6 +96,16 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           mlir::MLIRContext *ctx, const ImportOptions &options,
                           std::vector<std::string> &warnings);
 
+/// Under training: for each embedding table (a float initializer read by
+/// a Gather on axis 0 at indices from the data) whose one all-zero row is
+/// what nn.Embedding(padding_idx=row) leaves and the file does not name,
+/// adds the row to `options.paddingRows` with a warning; skips the tables
+/// in `options.noPaddingRows` (PaddingRows.cpp).
+llvm::Error inferPaddingRows(const onnx::GraphProto &g,
+                             llvm::StringRef modelDir, mlir::MLIRContext *ctx,
+                             ImportOptions &options,
+                             std::vector<std::string> &warnings);
+
 /// Records `origins` on the imported module: `smp.init_from` on each untied
 /// parameter and the `smp.param_origins` module attribute.
 void recordParamOrigins(mlir::ModuleOp module,

@@ -53,6 +53,10 @@ struct ImportOptions {
   /// smp.export sidecar. Each must be read by a Gather on axis 0, or the
   /// import is refused.
   llvm::StringMap<int64_t> paddingRows;
+  /// Embedding tables whose one all-zero row is an ordinary row, not the
+  /// padding row the importer would take it for (--no-padding-row;
+  /// PaddingRows.cpp).
+  std::vector<std::string> noPaddingRows;
 };
 
 /// A tensor read from an ONNX TensorProto file (`input_0.pb`).
