@@ -178,7 +178,7 @@ class LM(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
-        self.wte = nn.Embedding(cfg["vocab"], cfg["d"])
+        self.wte = nn.Embedding(cfg["vocab"], cfg["d"], padding_idx=cfg["padding_idx"])
         if cfg["pos"] == "learned":
             self.wpe = nn.Embedding(cfg["seq"], cfg["d"])
         kind = TorchBlock if cfg["torch_layer"] else Block
@@ -231,6 +231,7 @@ def draw_config(rng):
                             ["--pp", "2", "--microbatches", "2"]]),
         "seed": rng.randrange(1 << 30),
         "padding": rng.random() < 0.3,
+        "padding_idx": rng.choice([None, None, 0]),
     }
     if cfg["torch_layer"]:
         cfg["padding"] = False
@@ -285,6 +286,7 @@ def case(i, args, counts):
     model = LM(cfg).eval()
     b, s, v = cfg["batch"], cfg["seq"], cfg["vocab"]
     idx = torch.randint(0, v, (2 * b, s))
+    idx[:, -1] = 0  # token 0 in every sample (the padding_idx row, if any)
     labels = torch.randint(0, cfg["classes"], (2 * b,)) if cfg["classify"] \
         else torch.randint(0, v, (2 * b, s))
     inputs = (idx,)
