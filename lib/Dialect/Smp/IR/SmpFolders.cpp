@@ -514,33 +514,28 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
 LogicalResult SplitOp::fold(FoldAdaptor adaptor,
                             SmallVectorImpl<OpFoldResult> &results) {
   auto h = readConst(adaptor.getInput());
-  if (!h)
+  RankedTensorType in = getInput().getType();
+  if (!h || (!h->splat && in.getNumElements() > kFoldLimit))
     return failure();
-  auto inShape = getInput().getType().getShape();
-  int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()),
-                                static_cast<int64_t>(inShape.size()));
-  if (!h->splat && getInput().getType().getNumElements() > kFoldLimit)
-    return failure();
-  auto inStrides = rowMajorStrides(inShape);
-  int64_t offset = 0;
+  int64_t axis = *normalizeAxis(static_cast<int64_t>(getAxis()), in.getRank());
+  auto inStrides = rowMajorStrides(in.getShape());
   SmallVector<OpFoldResult> parts;
-  for (unsigned i = 0; i < getNumResults(); ++i) {
-    RankedTensorType type = resultType(*this, i);
-    auto shape = type.getShape();
-    // Piece i's element k is the input's at the same index, shifted by the
-    // pieces before it along the axis.
+  for (int64_t i = 0, offset = 0, n = getNumResults(); i < n; ++i) {
+    auto shape = resultType(*this, i).getShape();
+    // Piece i's element k: the input's at the same index, shifted along the
+    // axis by the pieces before it.
     auto source = [&](int64_t k) {
       auto idx = unflatten(k, shape);
       idx[axis] += offset;
       int64_t src = 0;
       for (size_t d = 0; d < idx.size(); ++d)
         src += idx[d] * inStrides[d];
-      return src;
+      return h->splat ? 0 : src;
     };
     Attribute part = makeConst(
-        type, h->splat,
-        [&](int64_t k) { return h->getF(h->splat ? 0 : source(k)); },
-        [&](int64_t k) { return h->getI(h->splat ? 0 : source(k)); });
+        resultType(*this, i), h->splat,
+        [&](int64_t k) { return h->getF(source(k)); },
+        [&](int64_t k) { return h->getI(source(k)); });
     if (!part)
       return failure();
     parts.push_back(part);
