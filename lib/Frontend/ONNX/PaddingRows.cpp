@@ -27,18 +27,20 @@ namespace {
 
 /// Of a row-major [rows, cols] float tensor's bytes: the only all-zero row
 /// when every other row has a non-zero element, or -1.
-int64_t onlyZeroRow(const std::string &bytes, int64_t rows, int64_t cols,
+/// A row stops being read at its first non-zero element (most rows: the
+/// first), so a scan costs about one element a row.
+int64_t onlyZeroRow(llvm::StringRef bytes, int64_t rows, int64_t cols,
                     int64_t elementSize) {
   int64_t zero = -1;
   size_t rowBytes = static_cast<size_t>(cols * elementSize);
+  // +0.0 and -0.0 (the sign bit) are both zero.
+  uint64_t sign = uint64_t{1} << (8 * elementSize - 1);
   for (int64_t r = 0; r < rows; ++r) {
     const char *p = bytes.data() + static_cast<size_t>(r) * rowBytes;
-    // +0.0 and -0.0 (the sign bit) are both zero.
     bool allZero = true;
     for (int64_t c = 0; c < cols && allZero; ++c) {
       uint64_t v = 0;
       std::memcpy(&v, p + c * elementSize, static_cast<size_t>(elementSize));
-      uint64_t sign = uint64_t{1} << (8 * elementSize - 1);
       allZero = (v & ~sign) == 0;
     }
     if (!allZero)
@@ -95,10 +97,17 @@ llvm::Error inferPaddingRows(const onnx::GraphProto &g,
     auto checked = checkTensor(ctx, t, modelDir);
     if (!checked)
       return checked.takeError();
-    auto bytes = readTensorBytes(t, *checked, modelDir);
-    if (!bytes)
-      return bytes.takeError();
-    int64_t row = onlyZeroRow(*bytes, t.dims(0), t.dims(1), elementSize(type));
+    // Raw data is scanned where it lies (the table can be the model's
+    // largest tensor; resolveSharedInitializers already copied it once).
+    std::string copy;
+    if (!t.has_raw_data()) {
+      auto bytes = readTensorBytes(t, *checked, modelDir);
+      if (!bytes)
+        return bytes.takeError();
+      copy = std::move(*bytes);
+    }
+    int64_t row = onlyZeroRow(t.has_raw_data() ? t.raw_data() : copy, t.dims(0),
+                              t.dims(1), elementSize(type));
     if (row < 0)
       continue;
     options.paddingRows[name] = row;

@@ -31,11 +31,6 @@ struct Dataset {
   /// dangled once the Dataset moved (into the vector, or as it grew) when
   /// the bytes fit in std::string's own buffer (a batch of one int64
   /// label: training read an error message as labels).
-  TensorRef batchRef() {
-    TensorRef t = batch;
-    t.data = batchBytes.data();
-    return t;
-  }
   TensorRef batchRef() const {
     TensorRef t = batch;
     t.data = const_cast<char *>(batchBytes.data());

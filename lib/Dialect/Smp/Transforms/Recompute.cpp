@@ -346,13 +346,14 @@ size_t offloadActivations(ArrayRef<Operation *> forward,
         continue;
       Operation *last = op;
       size_t first = backward.size();
+      std::optional<int64_t> stage = stageOf(r);
       SmallVector<Value> reads{r}; // r and its forward views
       for (size_t k = 0; k < reads.size(); ++k)
         for (Operation *user : reads[k].getUsers()) {
           if (auto it = bwdIndex.find(user); it != bwdIndex.end()) {
             // Only its own stage's backward reads the prefetched copy
             // (replaceBackwardReads).
-            if (inStage(user, stageOf(r)))
+            if (inStage(user, stage))
               first = std::min(first, it->second);
             continue;
           }
