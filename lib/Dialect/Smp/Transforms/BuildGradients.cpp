@@ -440,8 +440,15 @@ struct SmpBuildGradientsPass
         } else {
           acc[k] = gk;
         }
-        if (auto s = stageOf(params[k]))
-          setStage(acc[k].getDefiningOp(), *s);
+        // A sum runs on its parameter's stage. A first gradient keeps the
+        // stage of the backward op that made it: the gradient of a
+        // parameter added to the hidden state (folded embedding rows) is
+        // the input gradient of the next stage's first op, whose other
+        // operands (a norm's weight) live on that stage only.
+        Operation *def = acc[k].getDefiningOp();
+        if (auto s = stageOf(params[k]);
+            s && def && (acc[k] != gk || !def->hasAttr(SmpDialect::kStageAttr)))
+          setStage(def, *s);
       }
       stampMicrobatch(b, mark, i, /*backward=*/true);
     }

@@ -446,6 +446,21 @@ struct SmpPipelineSchedulePass
                                          SmpDialect::kParamAttr);
       if (!used.count(arg) && !(rank == 0 && unreadParam))
         continue;
+      // Each rank reads its own copy of a parameter (smp-build-gradients
+      // makes one per rank that reads it, and that rank updates it): a
+      // copy read on another rank would keep its first value there.
+      auto param = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     SmpDialect::kParamAttr);
+      auto stage = step.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(),
+                                                      SmpDialect::kStageAttr);
+      if (param && stage && used.count(arg) && rankOf(stage.getInt()) != rank)
+        return step.emitError()
+               << "smp-pipeline-schedule: parameter '" << param.getValue()
+               << "' is read on pipeline rank " << rank
+               << " but its copy belongs to stage " << stage.getInt()
+               << " (rank " << rankOf(stage.getInt())
+               << "), which updates it (an op of the backward was given "
+                  "another stage than its forward)";
       args.push_back(arg);
       argTypes.push_back(arg.getType());
       NamedAttrList attrs(step.getArgAttrDict(arg.getArgNumber()));
