@@ -9,8 +9,8 @@ buckets, gather prefetch, sequence parallelism, recomputation, offloading,
 placement; sometimes the planner's own, sometimes given as a --config file,
 sometimes resumed from a checkpoint under a second plan), compiles it with
 smpc, trains a few steps with smprun and checks every step's loss and
-gradient norm within --rtol (--low-rtol in bf16/fp16) of the same model and
-optimizer on one rank (compiled without any plan flag). A plan smpc refuses is fine when the
+gradient norm within --rtol (--low-rtol in bf16/fp16; 2.5 times that after
+the first step under Adam) of the same model and optimizer on one rank (compiled without any plan flag). A plan smpc refuses is fine when the
 refusal is an `error:` line (counted, listed with --verbose); anything else
 is a failure: a crash or a refusal without a message at compile or run
 time, a run that fails, or numbers that differ. Failures print the two
@@ -193,7 +193,9 @@ def clean_refusal(rc, out):
         and "LLVM ERROR" not in out and "Stack dump" not in out
 
 
-def compare(a, b, rtol):
+def compare(a, b, rtol, later_rtol=None):
+    """The first step whose loss or gradient norm differ by more than
+    `rtol` (`later_rtol` after step 1, when given)."""
     def rows(path):
         with open(path) as f:
             return {r["step"]: (r["loss"], r["grad_norm"])
@@ -202,8 +204,9 @@ def compare(a, b, rtol):
     if sorted(ra) != sorted(rb):
         return f"steps differ: {sorted(ra)} vs {sorted(rb)}"
     for s in sorted(ra):
+        tol = rtol if s == 1 or later_rtol is None else later_rtol
         for x, y, what in zip(ra[s], rb[s], ("loss", "gradient norm")):
-            if x is None or y is None or abs(x - y) > rtol * max(abs(x), abs(y)):
+            if x is None or y is None or abs(x - y) > tol * max(abs(x), abs(y)):
                 return f"step {s}: {what} {x} (one rank) vs {y}"
     return None
 
@@ -455,7 +458,12 @@ class Fuzzer:
             return
         rtol = self.args.rtol if "--precision" not in base_flags \
             else self.args.low_rtol
-        bad = compare(base_metrics, metrics, rtol)
+        # Adam turns the rounding of a gradient near zero into a whole
+        # learning-rate step, so in bf16/fp16 the plans' steps after the
+        # first drift apart by more than the first step's rounding.
+        adaptive = rtol != self.args.rtol and "adam" in " ".join(base_flags)
+        bad = compare(base_metrics, metrics, rtol,
+                      2.5 * rtol if adaptive else None)
         if not bad and saved:
             fp32 = rtol == self.args.rtol
             bad = compare_onnx(base_metrics.replace(".jsonl", ".smpx.onnx"), saved,

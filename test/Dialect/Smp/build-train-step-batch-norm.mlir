@@ -1,12 +1,14 @@
 // Training-mode BatchNormalization in smp-build-train-step
 // (lib/Dialect/Smp/Transforms/BatchNormTraining.cpp): batch statistics, the
 // running-statistics update, dp synchronisation, replica statistics,
-// micro-batches and frozen (running) statistics.
+// micro-batches, frozen (running) statistics and f32 statistics of a bf16
+// model.
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd})' | FileCheck %s
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd dp=2})' | FileCheck %s --check-prefix=DP
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd dp=2 bn-stats=replica})' | FileCheck %s --check-prefix=REPLICA
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd microbatches=2})' | FileCheck %s --check-prefix=MB
 // RUN: smp-opt %s -pass-pipeline='builtin.module(smp-build-train-step{loss=y optimizer=sgd bn-stats=running})' | FileCheck %s --check-prefix=RUNNING
+// RUN: smp-opt %s -pass-pipeline='builtin.module(func.func(smp-mixed-precision{precision=bf16}),smp-build-train-step{loss=y optimizer=sgd dp=2})' | FileCheck %s --check-prefix=BF16
 
 // Batch norm in PyTorch's train() mode: the step normalises with the batch's
 // mean and biased variance (over every dim but 1: 4 x 2 = 8 values per
@@ -80,6 +82,27 @@
 // MB: %[[D1:.*]] = smp.mul %[[U0]], %{{.*}} {smp.mb = 1 : i64, smp.running_stat = "bn.running_mean"
 // MB: %[[U1:.*]] = smp.add %[[D1]], %{{.*}} {smp.mb = 1 : i64
 // MB: return %{{.*}}, %{{.*}}, %{{.*}}, %[[U1]], %{{.*}}, %{{.*}}, %{{.*}} :
+
+// bf16: the sums, their all_reduce and the statistics are f32 (PyTorch's
+// batch norm under autocast keeps them so); the centring and the batch norm
+// read them rounded to bf16, the running statistics f32. (Summed in bf16,
+// a channel's sum was rounded per rank and again over the ranks: dp 4
+// trained a bf16 CNN 12% away from one rank's gradient norm by step 3.)
+// BF16-LABEL: func.func @train_step
+// BF16: %[[XW:.*]] = smp.mul {{.*}} -> tensor<4x3x2xbf16>
+// BF16: %[[X32:.*]] = smp.cast %[[XW]] : tensor<4x3x2xbf16> to tensor<4x3x2xf32>
+// BF16: %[[S1:.*]] = smp.reduce_sum %[[X32]] {{.*}} : tensor<4x3x2xf32> -> tensor<3xf32>
+// BF16: %[[G1:.*]] = shard.all_reduce %[[S1]] on @dp grid_axes = [0] : tensor<3xf32> -> tensor<3xf32>
+// BF16: %[[MEAN:.*]] = smp.div %[[G1]], %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// BF16: %[[MEAN16:.*]] = smp.cast %[[MEAN]] : tensor<3xf32> to tensor<3xbf16>
+// BF16: %[[MEANC:.*]] = smp.reshape %[[MEAN16]]
+// BF16: %[[XC:.*]] = smp.sub %[[XW]], %[[MEANC]] : (tensor<4x3x2xbf16>, tensor<1x3x1xbf16>) -> tensor<4x3x2xbf16>
+// BF16: %[[SQ:.*]] = smp.mul %[[XC]], %[[XC]]
+// BF16: %[[SQ32:.*]] = smp.cast %[[SQ]] : tensor<4x3x2xbf16> to tensor<4x3x2xf32>
+// BF16: %[[S2:.*]] = smp.reduce_sum %[[SQ32]]
+// BF16: shard.all_reduce %[[S2]] on @dp grid_axes = [0] : tensor<3xf32> -> tensor<3xf32>
+// BF16: smp.mul %[[MEAN]], %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// BF16: smp.batch_norm %[[XW]], %{{.*}}, %{{.*}}, %[[MEAN16]], %{{.*}} {epsilon = {{.*}}} : (tensor<4x3x2xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>)
 
 // bn-stats=running: the running statistics normalise and stay as they are.
 // RUNNING-LABEL: func.func @train_step

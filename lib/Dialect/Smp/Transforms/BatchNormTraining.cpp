@@ -180,22 +180,40 @@ struct Rewriter {
         others.push_back(d);
     auto axes = b.getDenseI64ArrayAttr(others);
     Type elt = xt.getElementType();
+    // The sums, their all_reduce and the statistics are f32 for a bf16 or
+    // f16 input (as PyTorch's batch norm under autocast keeps them): a
+    // channel's sum rounded to 8 bits, and again per rank under dp, moved
+    // the mean by more than the batch's own spread.
+    Type acc = elt.getIntOrFloatBitWidth() < 32 ? b.getF32Type() : elt;
+    auto sumOf = [&](Value v) -> Value {
+      if (acc != elt)
+        v = CastOp::create(b, loc,
+                           cast<RankedTensorType>(v.getType()).clone(acc), v);
+      return ReduceSumOp::create(b, loc, v, axes, false);
+    };
+    auto toElt = [&](Value v) -> Value {
+      return acc == elt
+                 ? v
+                 : Value(CastOp::create(
+                       b, loc, cast<RankedTensorType>(v.getType()).clone(elt),
+                       v));
+    };
     bool sync = stats == BatchNormStats::Global && dp > 1;
-    Value s1 = ReduceSumOp::create(b, loc, bn.getInput(), axes, false);
+    Value s1 = sumOf(bn.getInput());
     if (sync)
       s1 = allReduce(b, loc, s1);
-    Value n = scalarConst(b, loc, elt, static_cast<double>(count));
+    Value n = scalarConst(b, loc, acc, static_cast<double>(count));
     Value batchMean = DivOp::create(b, loc, s1, n);
-    Value centred = SubOp::create(
-        b, loc, bn.getInput(),
-        ReshapeOp::create(b, loc, xt.clone(chan), batchMean));
-    Value s2 = ReduceSumOp::create(b, loc, MulOp::create(b, loc, centred, centred),
-                                   axes, false);
+    Value meanElt = toElt(batchMean);
+    Value centred =
+        SubOp::create(b, loc, bn.getInput(),
+                      ReshapeOp::create(b, loc, xt.clone(chan), meanElt));
+    Value s2 = sumOf(MulOp::create(b, loc, centred, centred));
     if (sync)
       s2 = allReduce(b, loc, s2);
     Value batchVar = DivOp::create(b, loc, s2, n);
     Value unbiased = DivOp::create(
-        b, loc, s2, scalarConst(b, loc, elt, static_cast<double>(count - 1)));
+        b, loc, s2, scalarConst(b, loc, acc, static_cast<double>(count - 1)));
 
     double momentum = bn.getMomentum().convertToDouble();
     Value meanForUpdate = batchMean, varForUpdate = unbiased;
@@ -210,8 +228,9 @@ struct Rewriter {
                  ? v
                  : Value(ReshapeOp::create(b, loc, like.getType(), v));
     };
-    bn.getMeanMutable().assign(reshapeLike(batchMean, bn.getMean()));
-    bn.getVarianceMutable().assign(reshapeLike(batchVar, bn.getVariance()));
+    bn.getMeanMutable().assign(reshapeLike(meanElt, bn.getMean()));
+    bn.getVarianceMutable().assign(
+        reshapeLike(toElt(batchVar), bn.getVariance()));
 
     // The new ops run where the batch norm runs.
     if (auto stage = bn->getAttr(SmpDialect::kStageAttr))
