@@ -12,13 +12,20 @@ head), initialised as PyTorch does (fresh norms: the exporter merges their
 equal weights), exports it with torch.onnx.export's defaults (constant
 folding on; a symbolic or a fixed batch), trains it 3 steps in PyTorch and
 with smpc + smprun (one rank, or sometimes dp2, tp2 or pp2), and checks every
-step's loss and gradient norm within --rtol. A model smpc refuses is
+step's loss and gradient norm within --rtol. Three cases in ten (--family)
+are image classifiers instead: 1-3 Conv2d blocks (kernel 1/3/5, stride,
+padding, dilation, grouped and depthwise convolutions, biases or none),
+BatchNorm2d or none, ReLU/GELU/SiLU/Tanh/LeakyReLU/Sigmoid/ELU, residual
+adds, max or average pooling, global average pooling or a flatten, a hidden
+Linear with BatchNorm1d or not; trained by PyTorch in train() mode (batch
+statistics) and exported in training mode, or in eval() mode (the default,
+which folds a BatchNorm after a conv into it: smp must refuse that file). A model smpc refuses is
 counted (with --verbose, listed with its message); a crash, a run that
 fails or numbers that differ are failures, printed with the config and the
 commands that reproduce them (--only K reruns case K of a seed).
 
     model-fuzz.py [--bin build/bin] [--cases 10] [--seed 1] [--only K]
-                  [--work DIR] [--rtol 1e-4] [--verbose]
+                  [--work DIR] [--rtol 1e-4] [--family all|lm|cnn] [--verbose]
 
 Needs torch, onnx and numpy (Debian's python3-torch is enough).
 Exit status: 0 when every case agreed or was refused, 1 otherwise.
@@ -206,6 +213,111 @@ class LM(nn.Module):
         return self.head(x)
 
 
+ACTS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh,
+        "leaky_relu": lambda: nn.LeakyReLU(0.1), "sigmoid": nn.Sigmoid,
+        "elu": nn.ELU}
+
+
+class ConvBlock(nn.Module):
+    """Conv2d, BatchNorm2d or not, an activation, a residual add where the
+    shape allows, then max/avg pooling or none."""
+    def __init__(self, cin, b):
+        super().__init__()
+        self.b = b
+        self.conv = nn.Conv2d(cin, b["out"], b["k"], stride=b["stride"], padding=b["pad"],
+                              dilation=b["dil"], groups=b["groups"], bias=b["bias"])
+        self.bn = nn.BatchNorm2d(b["out"]) if b["bn"] else None
+        self.act = ACTS[b["act"]]()
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.bn is not None:
+            y = self.bn(y)
+        y = self.act(y)
+        if self.b["residual"] and y.shape == x.shape:
+            y = y + x
+        if self.b["pool"] == "max":
+            y = F.max_pool2d(y, 2)
+        elif self.b["pool"] == "avg":
+            y = F.avg_pool2d(y, 2)
+        return y
+
+
+class ConvNet(nn.Module):
+    """An image classifier: convolution blocks, global average pooling or a
+    flatten, then a Linear head (with a hidden Linear + BatchNorm1d or not)."""
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        cin = cfg["in_ch"]
+        blocks = []
+        for b in cfg["convs"]:
+            blocks.append(ConvBlock(cin, b))
+            cin = b["out"]
+        self.blocks = nn.ModuleList(blocks)
+        width = cin if cfg["gap"] else cin * cfg["final_hw"] ** 2
+        layers = []
+        if cfg["hidden"]:
+            layers += [nn.Linear(width, cfg["hidden"])]
+            if cfg["bn1d"]:
+                layers += [nn.BatchNorm1d(cfg["hidden"])]
+            layers += [ACTS[cfg["head_act"]]()]
+            width = cfg["hidden"]
+        layers += [nn.Linear(width, cfg["classes"])]
+        self.head = nn.Sequential(*layers)
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        x = x.mean(dim=(2, 3)) if self.cfg["gap"] else torch.flatten(x, 1)
+        return self.head(x)
+
+
+def draw_conv_config(rng):
+    hw = rng.choice([6, 8, 12])
+    cfg = {"family": "cnn", "in_ch": rng.choice([1, 3]), "hw": hw, "convs": [],
+           "classes": rng.choice([3, 10]), "gap": rng.random() < 0.6,
+           "hidden": rng.choice([0, 0, 16]), "bn1d": rng.random() < 0.5,
+           "head_act": rng.choice(sorted(ACTS)),
+           "batch": rng.choice([4, 6]), "dynamic": rng.random() < 0.8,
+           "optimizer": rng.choice(["sgd", "sgd-momentum", "adam-eps", "adamw-eps"]),
+           "plan": rng.choice([[], [], ["--dp", "2"], ["--tp", "2"]]),
+           "seed": rng.randrange(1 << 30)}
+    cin = cfg["in_ch"]
+    for _ in range(rng.choice([1, 2, 3])):
+        k = rng.choice([1, 3, 3, 5])
+        dil = rng.choice([1, 1, 2]) if k > 1 else 1
+        groups = rng.choice([1, 1, cin]) if cin > 1 else 1
+        out = groups * rng.choice([1, 2]) if groups > 1 else rng.choice([4, 6, 8])
+        stride = rng.choice([1, 1, 2])
+        pad = rng.choice([0, dil * (k // 2)])
+        size = (hw + 2 * pad - dil * (k - 1) - 1) // stride + 1
+        if size < 2:
+            break
+        b = {"out": out, "k": k, "stride": stride, "pad": pad, "dil": dil,
+             "groups": groups, "bias": rng.random() < 0.5, "bn": rng.random() < 0.5,
+             "act": rng.choice(sorted(ACTS)), "residual": rng.random() < 0.4,
+             "pool": rng.choice(["none", "none", "max", "avg"]) if size >= 4 else "none"}
+        hw = size // 2 if b["pool"] != "none" else size
+        cfg["convs"].append(b)
+        cin = out
+    if not cfg["convs"]:
+        cfg["convs"].append({"out": 4, "k": 1, "stride": 1, "pad": 0, "dil": 1, "groups": 1,
+                             "bias": True, "bn": True, "act": "relu", "residual": False,
+                             "pool": "none"})
+    cfg["final_hw"] = hw
+    bn = any(b["bn"] for b in cfg["convs"]) or (cfg["hidden"] and cfg["bn1d"])
+    # A BatchNorm model is exported in training mode mostly (what keeps its
+    # BatchNorms); in eval() mode TorchScript folds those after a conv
+    # (smp refuses to train that file).
+    cfg["export_mode"] = "train" if bn and rng.random() < 0.7 else "eval"
+    if bn and any(x in cfg["plan"] for x in ("--pp",)):
+        cfg["plan"] = []
+    if not cfg["dynamic"]:
+        cfg["plan"] = rng.choice([[], ["--tp", "2"]])
+    return cfg
+
+
 def draw_config(rng):
     heads = rng.choice([1, 2, 4])
     hd = rng.choice([4, 8, 16])
@@ -248,6 +360,16 @@ OPTIMIZERS = {  # smpc flags, torch.optim factory
                      lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9)),
     "adam": (["--optimizer", "adam", "--lr", "0.01"], lambda p: torch.optim.Adam(p, lr=0.01)),
     "adamw": (["--optimizer", "adamw", "--lr", "0.01"], lambda p: torch.optim.AdamW(p, lr=0.01)),
+    # The image classifiers' Adam: a BatchNorm makes some gradients zero but
+    # for rounding (the bias of the Linear or conv before it, a weight column
+    # reading a feature the batch barely varies), and Adam with eps 1e-8
+    # turns each such rounding into a whole learning-rate step of either
+    # sign: PyTorch and smp then part by 1e-3 in a step. eps 1e-3 keeps them
+    # small steps.
+    "adam-eps": (["--optimizer", "adam", "--lr", "0.01", "--eps", "1e-3"],
+                 lambda p: torch.optim.Adam(p, lr=0.01, eps=1e-3)),
+    "adamw-eps": (["--optimizer", "adamw", "--lr", "0.01", "--eps", "1e-3"],
+                  lambda p: torch.optim.AdamW(p, lr=0.01, eps=1e-3)),
 }
 
 
@@ -276,12 +398,9 @@ def run(cmd):
     return p.returncode, p.stdout
 
 
-def case(i, args, counts):
-    rng = random.Random(f"{args.seed}/{i}")
-    cfg = draw_config(rng)
-    desc = json.dumps(cfg, separators=(",", ":"))
-    work = os.path.join(args.work, f"case{i}")
-    os.makedirs(work, exist_ok=True)
+def lm_case(cfg, work):
+    """The decoder, its inputs (token ids, and a padding mask or not), its
+    labels and the names of its inputs."""
     torch.manual_seed(cfg["seed"])
     model = LM(cfg).eval()
     b, s, v = cfg["batch"], cfg["seq"], cfg["vocab"]
@@ -295,15 +414,43 @@ def case(i, args, counts):
         # not labelled (ignore_index -100).
         mask = (torch.arange(s)[None, :] <
                 torch.randint(1, s + 1, (2 * b, 1))).long()
-        np.save(os.path.join(work, "attention_mask.npy"), mask.numpy())
         inputs = (idx, mask)
         if not cfg["classify"]:
             labels = labels.masked_fill(mask == 0, -100)
-    np.save(os.path.join(work, "idx.npy"), idx.numpy())
+    return model, inputs, labels, ["idx", "attention_mask"][:len(inputs)], {}
+
+
+def cnn_case(cfg, work):
+    """The image classifier (in train() mode: BatchNorm's batch statistics,
+    what smp trains), its images and labels."""
+    torch.manual_seed(cfg["seed"])
+    model = ConvNet(cfg)
+    b = cfg["batch"]
+    x = torch.randn(2 * b, cfg["in_ch"], cfg["hw"], cfg["hw"])
+    labels = torch.randint(0, cfg["classes"], (2 * b,))
+    kw = {}
+    if cfg["export_mode"] == "train":
+        kw["training"] = torch.onnx.TrainingMode.TRAINING
+    model.train(cfg["export_mode"] == "train")
+    return model, (x,), labels, ["x"], kw
+
+
+def case(i, args, counts):
+    rng = random.Random(f"{args.seed}/{i}")
+    family = args.family
+    if family == "all":  # its own draw: the seed's decoders stay as they were
+        family = "cnn" if random.Random(f"{args.seed}/{i}/family").random() < 0.3 else "lm"
+    cfg = draw_conv_config(rng) if family == "cnn" else draw_config(rng)
+    desc = json.dumps(cfg, separators=(",", ":"))
+    work = os.path.join(args.work, f"case{i}")
+    os.makedirs(work, exist_ok=True)
+    model, inputs, labels, names, kw = (cnn_case if family == "cnn" else lm_case)(cfg, work)
+    b = cfg["batch"]
+    for name, t in zip(names, inputs):
+        np.save(os.path.join(work, f"{name}.npy"), t.numpy())
     np.save(os.path.join(work, "labels.npy"), labels.numpy())
     path = os.path.join(work, "model.onnx")
-    names = ["idx", "attention_mask"][:len(inputs)]
-    kw = {"input_names": names, "output_names": ["logits"]}
+    kw.update({"input_names": names, "output_names": ["logits"]})
     if cfg["dynamic"]:
         kw["dynamic_axes"] = {n: {0: "batch"} for n in names + ["logits"]}
     try:
@@ -315,6 +462,8 @@ def case(i, args, counts):
         if args.verbose:
             print(f"case {i}: torch.onnx.export failed: {desc}\n  {str(e).splitlines()[0]}")
         return
+    if family == "cnn":
+        model.train()  # PyTorch trains with the batch's statistics
     ref = torch_losses(model, inputs, labels, cfg, args.steps)
     smpx = os.path.join(work, "model.smpx")
     metrics = os.path.join(work, "smp.jsonl")
@@ -373,6 +522,8 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4,
                     help="losses and gradient norms against PyTorch's")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--family", choices=["all", "lm", "cnn"], default="all",
+                    help="decoders, image classifiers or both (3 in 10)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -90,6 +90,8 @@ onnx_node = "/usr/share/libonnx-testdata/data/node"
 if os.path.isdir(onnx_node):
     config.available_features.add("onnx-testdata")
     config.substitutions.append(("%onnx_node", onnx_node))
+    # Its other suites (pytorch-converted, pytorch-operator, simple).
+    config.substitutions.append(("%onnx_testdata", os.path.dirname(onnx_node)))
 if config.smp_have_cuda:
     config.available_features.add("cuda")
     # The CUDA emulator (kernels/cudaemu): smprun-emu runs --device cuda on

@@ -33,6 +33,8 @@ const ConverterTable &converters() {
   static const ConverterTable table = [] {
     ConverterTable t;
     registerElementwiseConverters(t);
+    registerActivationConverters(t);
+    registerPadConverters(t);
     registerMatMulConverters(t);
     registerReduceConverters(t);
     registerShapeConverters(t);

@@ -137,6 +137,8 @@ using Converter = std::function<llvm::Error(NodeContext &)>;
 using ConverterTable = llvm::StringMap<Converter>;
 
 void registerElementwiseConverters(ConverterTable &table);
+void registerActivationConverters(ConverterTable &table);
+void registerPadConverters(ConverterTable &table);
 void registerMatMulConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);

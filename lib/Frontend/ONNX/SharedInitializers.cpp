@@ -239,44 +239,6 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
   return llvm::Error::success();
 }
 
-/// The dynamo exporter's optimiser folds a BatchNorm into the convolution
-/// before it (rule FuseBatchNormIntoConv), even for a module in train()
-/// mode: the BN's weight, bias and running statistics are gone and the
-/// convolution holds their product, which no training can undo. Refused
-/// for training, naming the first BatchNorm and the fix.
-llvm::Error refuseFoldedBatchNorms(const onnx::GraphProto &g,
-                                   llvm::StringRef path) {
-  const onnx::NodeProto *first = nullptr;
-  int folded = 0;
-  for (const auto &n : g.node())
-    if (metadata(n, "pkg.onnxscript.rewriter.rule_name")
-            .find("FuseBatchNormIntoConv") != std::string::npos) {
-      first = first ? first : &n;
-      ++folded;
-    }
-  if (!first)
-    return llvm::Error::success();
-  // The BatchNorm module: the scope before the aten call's,
-  // "['', 'layer1', 'layer1.0', 'layer1.0.bn1', '_native_batch_norm_...']".
-  llvm::SmallVector<llvm::StringRef> scopes;
-  std::string text = metadata(*first, "pkg.torch.onnx.name_scopes");
-  llvm::StringRef(text).split(scopes, ',');
-  std::string module =
-      scopes.size() >= 2 ? scopes[scopes.size() - 2].trim().trim("'\"").str()
-                         : "";
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      path + ": the exporter's optimiser folded BatchNorm" +
-          (module.empty() ? "" : " '" + module + "'") + " into node '" +
-          first->name() + "' (rule FuseBatchNormIntoConv" +
-          (folded > 1 ? "; " + std::to_string(folded) + " BatchNorms in all"
-                      : std::string()) +
-          "): its weight, bias and running statistics are gone and the "
-          "convolution holds their product, so smp cannot train it as "
-          "PyTorch's train() mode does; re-export with "
-          "torch.onnx.export(..., optimize=False)");
-}
-
 /// The PyTorch parameter (its module path) that node `n` read where the
 /// ONNX graph reads the merged initializer `init`, from the dynamo
 /// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments

@@ -79,6 +79,12 @@ llvm::Error resolveFoldedParameters(
     std::set<std::string> &frozen, mlir::MLIRContext *ctx,
     llvm::StringRef modelDir);
 
+/// Under --train: refuses a file in which an exporter folded a BatchNorm
+/// into the convolution before it (FoldedBatchNorms.cpp): the dynamo
+/// optimiser's FuseBatchNormIntoConv, or TorchScript's eval() export, whose
+/// convolutions read `onnx::Conv_<N>` values instead of parameters.
+llvm::Error refuseFoldedBatchNorms(const onnx::GraphProto &g,
+                                   llvm::StringRef path);
 /// Of `candidates` (float initializers that would become parameters), the
 /// ones no training may change, with why (FrozenInitializers.cpp): those no
 /// gradient reaches, and, where `paramTargets` (the dynamo graph signature's

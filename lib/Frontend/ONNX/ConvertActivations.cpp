@@ -1,0 +1,165 @@
+//===- ConvertActivations.cpp - ONNX activations composed of smp ops ------===//
+//
+// Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign, Mish, PRelu
+// and ThresholdedRelu, each written with the elementwise ops smp already
+// has (every backend runs them and autodiff differentiates them): no op,
+// kernel or VJP of their own. The forms avoid infinities in branches a
+// `where` discards (their gradient would be 0 * inf = NaN): exp reads
+// min(x, 0), softplus is max(x, 0) + log(1 + exp(-|x|)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "NodeContext.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <optional>
+#include <string>
+
+using namespace mlir;
+
+namespace smp::onnx_frontend {
+namespace {
+
+/// Builds one node's ops through NodeContext::create, keeping the first
+/// error (later calls do nothing once one failed).
+class Chain {
+public:
+  explicit Chain(NodeContext &nc) : nc(nc) {}
+
+  template <typename OpT> Value unary(Value x) {
+    return keep(failed() ? llvm::Expected<Value>(Value()) : nc.create<OpT>(x));
+  }
+  template <typename OpT> Value binary(Value a, Value b) {
+    return keep(failed() ? llvm::Expected<Value>(Value())
+                         : nc.create<OpT>(nc.placeholder(), a, b));
+  }
+  Value where(Value c, Value a, Value b) {
+    return keep(failed() ? llvm::Expected<Value>(Value())
+                         : nc.create<smp::WhereOp>(nc.placeholder(), c, a, b));
+  }
+  Value scalar(Value like, double v) {
+    return failed() ? Value() : nc.scalarLike(like, v);
+  }
+  /// alpha * (exp(min(x, 0) / scale) - 1), where x < 0 (Elu, Celu).
+  Value expm1Negative(Value x, double alpha, double scale) {
+    Value neg = binary<smp::MinOp>(x, scalar(x, 0.0));
+    if (scale != 1.0)
+      neg = binary<smp::DivOp>(neg, scalar(x, scale));
+    Value e = binary<smp::SubOp>(unary<smp::ExpOp>(neg), scalar(x, 1.0));
+    return alpha == 1.0 ? e : binary<smp::MulOp>(e, scalar(x, alpha));
+  }
+  /// x where x > 0, else `other`.
+  Value positiveOr(Value x, Value other) {
+    return where(binary<smp::GreaterOp>(x, scalar(x, 0.0)), x, other);
+  }
+  /// max(0, min(1, alpha * x + beta)).
+  Value hardSigmoid(Value x, double alpha, double beta) {
+    Value y = binary<smp::AddOp>(binary<smp::MulOp>(x, scalar(x, alpha)),
+                                 scalar(x, beta));
+    return binary<smp::MaxOp>(binary<smp::MinOp>(y, scalar(x, 1.0)),
+                              scalar(x, 0.0));
+  }
+  /// log(1 + exp(x)) without overflow.
+  Value softplus(Value x) {
+    Value tail = unary<smp::ExpOp>(unary<smp::NegOp>(unary<smp::AbsOp>(x)));
+    Value log = unary<smp::LogOp>(binary<smp::AddOp>(tail, scalar(x, 1.0)));
+    return binary<smp::AddOp>(binary<smp::MaxOp>(x, scalar(x, 0.0)), log);
+  }
+  llvm::Error finish(Value y) {
+    if (failed())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), *error);
+    nc.setOutput(0, y);
+    return llvm::Error::success();
+  }
+
+private:
+  bool failed() const { return error.has_value(); }
+  Value keep(llvm::Expected<Value> v) {
+    if (!v) {
+      std::string msg = llvm::toString(v.takeError());
+      if (!error)
+        error = msg;
+      return {};
+    }
+    return *v;
+  }
+  NodeContext &nc;
+  std::optional<std::string> error;
+};
+
+/// Registers an activation of input 0 built by `body(chain, x, node)`.
+template <typename Body> Converter activation(Body body) {
+  return [body](NodeContext &nc) -> llvm::Error {
+    auto x = nc.input(0);
+    if (!x)
+      return x.takeError();
+    Chain c(nc);
+    Value y = body(c, *x, nc);
+    return c.finish(y);
+  };
+}
+
+} // namespace
+
+void registerActivationConverters(ConverterTable &t) {
+  t["Elu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+    return c.positiveOr(x,
+                        c.expm1Negative(x, nc.attrFloat("alpha", 1.0f), 1.0));
+  });
+  t["Selu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+    double alpha = nc.attrFloat("alpha", 1.67326319217681884765625f);
+    double gamma = nc.attrFloat("gamma", 1.05070102214813232421875f);
+    Value elu = c.positiveOr(x, c.expm1Negative(x, alpha, 1.0));
+    return c.binary<smp::MulOp>(elu, c.scalar(x, gamma));
+  });
+  t["Celu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+    double alpha = nc.attrFloat("alpha", 1.0f);
+    return c.positiveOr(x, c.expm1Negative(x, alpha, alpha));
+  });
+  t["HardSigmoid"] = activation([](Chain &c, Value x, NodeContext &nc) {
+    return c.hardSigmoid(x, nc.attrFloat("alpha", 0.2f),
+                         nc.attrFloat("beta", 0.5f));
+  });
+  t["HardSwish"] = activation([](Chain &c, Value x, NodeContext &) {
+    return c.binary<smp::MulOp>(x, c.hardSigmoid(x, 1.0 / 6.0, 0.5));
+  });
+  t["Softplus"] = activation(
+      [](Chain &c, Value x, NodeContext &) { return c.softplus(x); });
+  t["Softsign"] = activation([](Chain &c, Value x, NodeContext &) {
+    Value d = c.binary<smp::AddOp>(c.unary<smp::AbsOp>(x), c.scalar(x, 1.0));
+    return c.binary<smp::DivOp>(x, d);
+  });
+  t["Mish"] = activation([](Chain &c, Value x, NodeContext &) {
+    return c.binary<smp::MulOp>(x, c.unary<smp::TanhOp>(c.softplus(x)));
+  });
+  t["ThresholdedRelu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+    Value above =
+        c.binary<smp::GreaterOp>(x, c.scalar(x, nc.attrFloat("alpha", 1.0f)));
+    return c.where(above, x, c.scalar(x, 0.0));
+  });
+  // PRelu(x, slope): x where x > 0, else slope * x (the slope broadcast to
+  // x, as nn.PReLU's [C, 1, 1] for NCHW); at 0 the gradient is the slope's,
+  // as PyTorch's.
+  t["PRelu"] = [](NodeContext &nc) -> llvm::Error {
+    auto in = nc.inputs(2);
+    if (!in)
+      return in.takeError();
+    Value x = (*in)[0], slope = (*in)[1];
+    // Before opset 7 a 1-D slope of C values is per channel (dim 1).
+    SmallVector<int64_t> xs = shapeOf(x), ss = shapeOf(slope);
+    if (nc.opset() < 7 && ss.size() == 1 && xs.size() > 2 && ss[0] > 1 &&
+        ss[0] == xs[1]) {
+      SmallVector<int64_t> perChannel(xs.size() - 1, 1);
+      perChannel[0] = ss[0];
+      auto r = nc.reshape(slope, perChannel);
+      if (!r)
+        return r.takeError();
+      slope = *r;
+    }
+    Chain c(nc);
+    Value y = c.positiveOr(x, c.binary<smp::MulOp>(x, slope));
+    return c.finish(y);
+  };
+}
+
+} // namespace smp::onnx_frontend
