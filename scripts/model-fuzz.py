@@ -398,7 +398,7 @@ def run(cmd):
     return p.returncode, p.stdout
 
 
-def lm_case(cfg, work):
+def lm_case(cfg):
     """The decoder, its inputs (token ids, and a padding mask or not), its
     labels and the names of its inputs."""
     torch.manual_seed(cfg["seed"])
@@ -420,7 +420,7 @@ def lm_case(cfg, work):
     return model, inputs, labels, ["idx", "attention_mask"][:len(inputs)], {}
 
 
-def cnn_case(cfg, work):
+def cnn_case(cfg):
     """The image classifier (in train() mode: BatchNorm's batch statistics,
     what smp trains), its images and labels."""
     torch.manual_seed(cfg["seed"])
@@ -444,7 +444,7 @@ def case(i, args, counts):
     desc = json.dumps(cfg, separators=(",", ":"))
     work = os.path.join(args.work, f"case{i}")
     os.makedirs(work, exist_ok=True)
-    model, inputs, labels, names, kw = (cnn_case if family == "cnn" else lm_case)(cfg, work)
+    model, inputs, labels, names, kw = (cnn_case if family == "cnn" else lm_case)(cfg)
     b = cfg["batch"]
     for name, t in zip(names, inputs):
         np.save(os.path.join(work, f"{name}.npy"), t.numpy())

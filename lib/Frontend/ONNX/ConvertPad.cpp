@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeContext.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 using namespace mlir;
@@ -84,12 +85,14 @@ llvm::Expected<SmallVector<int64_t>> padsOf(NodeContext &nc, int64_t rank) {
                     " values, expected " + llvm::Twine(2 * k) +
                     " (a begin and an end per axis)");
   SmallVector<int64_t> full(2 * rank, 0);
+  SmallVector<bool> seen(rank, false);
   for (int64_t i = 0; i < k; ++i) {
-    int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (a < 0 || a >= rank)
-      return nc.error("axis " + llvm::Twine(axes[i]) + " out of range");
-    full[a] = pads[i];
-    full[rank + a] = pads[k + i];
+    auto a = normalizeAxis(axes[i], rank);
+    if (!a || seen[*a])
+      return nc.error("invalid or repeated axis " + llvm::Twine(axes[i]));
+    seen[*a] = true;
+    full[*a] = pads[i];
+    full[rank + *a] = pads[k + i];
   }
   return full;
 }
@@ -98,8 +101,7 @@ llvm::Error convertPad(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
-  SmallVector<int64_t> shape = shapeOf(*x);
-  int64_t rank = shape.size();
+  int64_t rank = shapeOf(*x).size();
   std::string mode = nc.attrString("mode", "constant");
   if (mode != "constant" && mode != "edge" && mode != "reflect" &&
       mode != "wrap")
