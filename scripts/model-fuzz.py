@@ -5,7 +5,8 @@ models nobody wrote a fixture for.
 
 Each case draws a decoder language model in plain PyTorch (1-3 layers,
 widths and head counts, LayerNorm or RMSNorm before or after the blocks,
-GELU (erf or tanh), ReLU or SwiGLU MLPs, biases or none, fused or separate
+GELU (erf or tanh), ReLU, SwiGLU, nn.PReLU() or per-token sigmoid-gated
+MLPs, a constant or a learnable 0-D residual scale, biases or none, fused or separate
 q/k/v projections, a causal mask by masked_fill or by an additive bias or
 none, learned positions, rotary positions or none, a tied or separate LM
 head), initialised as PyTorch does (fresh norms: the exporter merges their
@@ -15,7 +16,7 @@ with smpc + smprun (one rank, or sometimes dp2, tp2 or pp2), and checks every
 step's loss and gradient norm within --rtol. Three cases in ten (--family)
 are image classifiers instead: 1-3 Conv2d blocks (kernel 1/3/5, stride,
 padding, dilation, grouped and depthwise convolutions, biases or none),
-BatchNorm2d or none, ReLU/GELU/SiLU/Tanh/LeakyReLU/Sigmoid/ELU, residual
+BatchNorm2d or none, ReLU/GELU/SiLU/Tanh/LeakyReLU/Sigmoid/ELU/PReLU, residual
 adds, max or average pooling, global average pooling or a flatten, a hidden
 Linear with BatchNorm1d or not; trained by PyTorch in train() mode (batch
 statistics) and exported in training mode, or in eval() mode (the default,
@@ -134,11 +135,19 @@ class MLP(nn.Module):
         self.up = nn.Linear(d, f, bias=bias)
         if self.kind == "swiglu":
             self.gate = nn.Linear(d, f, bias=bias)
+        if self.kind == "gated":  # one sigmoid gate per token
+            self.gate = nn.Linear(d, 1, bias=bias)
+        if self.kind == "prelu":  # nn.PReLU(): one learnable slope
+            self.prelu = nn.PReLU()
         self.down = nn.Linear(f, d, bias=bias)
 
     def forward(self, x):
         if self.kind == "swiglu":
             return self.down(F.silu(self.gate(x)) * self.up(x))
+        if self.kind == "gated":
+            return self.down(F.gelu(self.up(x)) * torch.sigmoid(self.gate(x)))
+        if self.kind == "prelu":
+            return self.down(self.prelu(self.up(x)))
         u = self.up(x)
         u = {"gelu": lambda t: F.gelu(t), "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
              "relu": F.relu}[self.kind](u)
@@ -149,7 +158,9 @@ class Block(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.pre = cfg["prenorm"]
-        self.res = cfg["res_scale"]
+        # A learnable 0-D residual scale (ReZero-style) or a constant.
+        self.res = (nn.Parameter(torch.tensor(0.5)) if cfg["res_scale"] == "learned"
+                    else cfg["res_scale"])
         self.n1, self.n2 = make_norm(cfg), make_norm(cfg)
         self.attn, self.mlp = Attention(cfg), MLP(cfg)
 
@@ -215,7 +226,7 @@ class LM(nn.Module):
 
 ACTS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh,
         "leaky_relu": lambda: nn.LeakyReLU(0.1), "sigmoid": nn.Sigmoid,
-        "elu": nn.ELU}
+        "elu": nn.ELU, "prelu": nn.PReLU}
 
 
 class ConvBlock(nn.Module):
@@ -324,13 +335,13 @@ def draw_config(rng):
     cfg = {
         "layers": rng.choice([1, 2, 3]), "heads": heads, "d": heads * hd,
         "kv_heads": rng.choice([k for k in (1, 2, 4) if heads % k == 0 and k <= heads]),
-        "res_scale": rng.choice([1.0, 1.0, 0.5]),
+        "res_scale": rng.choice([1.0, 1.0, 0.5, "learned"]),
         "torch_layer": rng.random() < 0.2,
         "classify": rng.random() < 0.2, "classes": rng.choice([3, 10]),
         "seq": rng.choice([5, 8, 13]), "vocab": rng.choice([17, 64]),
         "norm": rng.choice(["layer", "rms"]), "eps": rng.choice([1e-5, 1e-6]),
         "prenorm": rng.random() < 0.7, "final_norm": rng.random() < 0.8,
-        "act": rng.choice(["gelu", "gelu_tanh", "relu", "swiglu"]),
+        "act": rng.choice(["gelu", "gelu_tanh", "relu", "swiglu", "gated", "prelu"]),
         "ratio": rng.choice([2, 4]), "bias": rng.random() < 0.6,
         "fused_qkv": rng.random() < 0.5,
         "mask": rng.choice(["fill", "fill", "additive", "none"]),

@@ -82,7 +82,7 @@ def _python_has(module):
                               capture_output=True, timeout=120).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
-for _module in ("tensorboard", "matplotlib", "torch"):
+for _module in ("tensorboard", "matplotlib", "torch", "onnx"):
     if _python_has(_module):
         config.available_features.add(_module)
 # Debian's libonnx-testdata: the ONNX backend node tests (%onnx_node).

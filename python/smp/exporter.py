@@ -184,7 +184,11 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
         key = name[len(prefix):] if name.startswith(prefix) else None
         if key in key_group:
             parameters[name] = key_group[key]
-        is_param = int(np.prod(init.dims)) > 1 and init.data_type in float_types
+        # smpc trains every float initializer it maps to a state_dict key
+        # (one-element ones too: nn.PReLU's slope) and those of more than
+        # one element it does not; the rest are constants.
+        is_param = init.data_type in float_types and (
+            int(np.prod(init.dims)) > 1 or key in key_group)
         if is_param and not (key in key_group and
                              any(k in trainable for k in key_group[key])):
             frozen.append(name)

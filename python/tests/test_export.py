@@ -68,6 +68,67 @@ def test_frozen_parameters_and_buffers(tools, tmp_path):
     assert abs(other.losses[-1] - losses[-1]) > 1e-4
 
 
+def train_both(model, exported, feeds, inputs, labels, optimizer, tmp_path):
+    """STEPS steps of `exported` by smp (checkpoints in tmp_path/ckpt) and
+    of `model` by PyTorch: smp's result, PyTorch's losses and norms."""
+    art = smp.compile(exported, output=tmp_path / "t.smpx", batch_size=BATCH,
+                      loss="cross_entropy:logits:labels", optimizer=optimizer,
+                      lr=torch_refs.LRS[optimizer])
+    res = smp.train(art, data=dict(feeds, labels=labels.numpy()), steps=STEPS,
+                    checkpoint_dir=tmp_path / "ckpt", progress=False)
+    losses, norms = torch_refs.train_steps(model, inputs, labels, CLASSES,
+                                           optimizer, STEPS, BATCH)
+    return res, losses, norms
+
+
+class Scalars(torch.nn.Module):
+    """One-element state: two fresh nn.PReLU() (slope [1], equal values: the
+    eval() export merges them, `p2.weight = Identity(p1.weight)`), a 0-D
+    learnable scale, a 0-D buffer and a frozen 0-D parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.p1, self.p2 = torch.nn.PReLU(), torch.nn.PReLU()
+        self.fc2 = torch.nn.Linear(12, 12)
+        self.fc3 = torch.nn.Linear(12, CLASSES)
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+        self.register_buffer("gain", torch.tensor(0.5))
+        self.fixed = torch.nn.Parameter(torch.tensor(2.0), requires_grad=False)
+
+    def forward(self, x):
+        h = self.p2(self.fc2(self.p1(self.fc1(x))))
+        return self.fc3(h * self.scale * self.gain * self.fixed)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+def test_one_element_parameters_train(tools, tmp_path, optimizer):
+    """smpc had made every one-element initializer a constant: nn.PReLU's
+    slope and learnable scales never trained, silently."""
+    torch.manual_seed(0)
+    model = Scalars()
+    x, labels = data()
+    exported = smp.export(model, x[:BATCH], tmp_path / "scalars.onnx")
+    sidecar = json.loads(exported.sidecar.read_text())
+    assert sorted(sidecar["frozen"]) == ["fixed", "gain"]
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    res, losses, norms = train_both(model, exported, {"x": x.numpy()}, (x,),
+                                    labels, optimizer, tmp_path)
+    np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
+    np.testing.assert_allclose([m["grad_norm"] for m in res.metrics], norms,
+                               rtol=1e-5)
+    weights = smp.load_checkpoint(tmp_path / "ckpt")
+    for k in ("p1.weight", "p2.weight", "scale"):
+        np.testing.assert_allclose(weights[k].reshape(-1),
+                                   model.state_dict()[k].numpy().reshape(-1),
+                                   rtol=1e-5)
+        assert not np.array_equal(weights[k].reshape(-1),
+                                  before[k].numpy().reshape(-1)), k
+    for k in ("gain", "fixed"):  # frozen (the sidecar lists them)
+        np.testing.assert_array_equal(weights[k].reshape(-1),
+                                      before[k].numpy().reshape(-1))
+
+
 class Padded(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,14 +154,8 @@ def test_padding_idx_row_gets_no_gradient(tools, tmp_path, optimizer):
     exported = smp.export(model, ids[:BATCH], tmp_path / "padded.onnx")
     assert exported.padding_rows == [{"initializer": "emb.weight", "rows": [2]}]
     before = model.emb.weight.detach().clone()
-    art = smp.compile(exported, output=tmp_path / "p.smpx", batch_size=BATCH,
-                      loss="cross_entropy:logits:labels", optimizer=optimizer,
-                      lr=torch_refs.LRS[optimizer])
-    res = smp.train(art, data={"ids": ids.numpy(), "labels": labels.numpy()},
-                    steps=STEPS, checkpoint_dir=tmp_path / "ckpt",
-                    progress=False)
-    losses, _ = torch_refs.train_steps(model, (ids,), labels, CLASSES,
-                                       optimizer, STEPS, BATCH)
+    res, losses, _ = train_both(model, exported, {"ids": ids.numpy()}, (ids,),
+                                labels, optimizer, tmp_path)
     np.testing.assert_allclose(res.losses, losses, rtol=1e-5, atol=0)
     trained = smp.load_checkpoint(tmp_path / "ckpt")["emb.weight"]
     np.testing.assert_allclose(trained, model.emb.weight.detach().numpy(),

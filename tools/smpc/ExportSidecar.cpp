@@ -47,6 +47,13 @@ std::optional<int> applyExportSidecar(Options &opts) {
       // nn.Embedding(padding_idx=row) does.
       opts.import.paddingRows[*name] = *row;
     }
+  // Which initializers hold PyTorch state (one-element ones too: nn.PReLU's
+  // slope is a parameter, a scalar buffer is not).
+  if (const llvm::json::Object *params = root->getObject("parameters")) {
+    opts.import.exportedStateKeys.emplace();
+    for (const auto &kv : *params)
+      opts.import.exportedStateKeys->insert(kv.first.str());
+  }
   const llvm::json::Array *frozen = root->getArray("frozen");
   if (!frozen || frozen->empty())
     return std::nullopt;

@@ -337,8 +337,10 @@ llvm::Error GraphImporter::declareArguments(
       continue;
     bool isFloat = isa<FloatType>(type->getElementType());
     int64_t numel = type->getNumElements();
-    bool asParam = (isFloat && numel > 1) ||
-                   (!isFloat && numel > kMaxInlineElements);
+    bool asParam =
+        (isFloat &&
+         (numel > 1 || options.scalarParameters.contains(init.name()))) ||
+        (!isFloat && numel > kMaxInlineElements);
     if (!asParam) {
       auto value = readTensor(&ctx, init, modelDir);
       if (!value)
@@ -535,13 +537,16 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
     return oneLine(opset.takeError());
   // Parameters as the framework had them (exporters merge and copy them).
   std::vector<std::string> warnings;
-  auto origins =
-      resolveSharedInitializers(model, path, &context, options, warnings);
+  std::set<std::string> scalars;
+  auto origins = resolveSharedInitializers(model, path, &context, options,
+                                           warnings, scalars);
   if (!origins)
     return oneLine(origins.takeError());
+  ImportOptions opts = options;
+  for (const std::string &name : scalars)
+    opts.scalarParameters.insert(name);
   // Padding rows the TorchScript exporter dropped (after the untying: the
   // names are the importer's).
-  ImportOptions opts = options;
   if (options.training)
     if (auto err =
             inferPaddingRows(model.graph(), llvm::sys::path::parent_path(path),

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/xxhash.h"
 
 #include <google/protobuf/unknown_field_set.h>
@@ -34,6 +35,7 @@ struct Init {
   bool constant = false; // every element equal (a fresh ones/zeros tensor)
   bool infinite = false; // holds an infinity: a mask buffer, not a parameter
   bool buffer = false;   // frozen (markBuffers): not a parameter
+  bool scalar = false;   // one element (scalarParameter)
 };
 
 bool holdsInfinity(const std::string &bytes, int64_t es) {
@@ -60,12 +62,6 @@ bool holdsInfinity(const std::string &bytes, int64_t es) {
 }
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
-
-/// Names an exporter made up (not a module's parameter name).
-bool generatedName(llvm::StringRef n) {
-  return n.starts_with("onnx::") || n.starts_with("val_") ||
-         n.starts_with("_val_") || n.empty();
-}
 
 std::string transposeBytes(const Init &t) {
   int64_t rows = t.dims[0], cols = t.dims[1], es = t.elementSize;
@@ -272,14 +268,20 @@ struct SharedInitializers {
   const std::map<std::string, std::string> &signature;
   std::vector<ParamOrigin> &origins;
   std::vector<std::string> &warnings;
+  const ImportOptions &options;
   llvm::StringSet<> tie, untie;
   // The float initializers that become parameters, with their bytes.
   std::vector<Init> inits;
   llvm::StringMap<size_t> byName;
   llvm::StringSet<> allInits;
+  std::set<std::string> slopes; // PRelu slopes (preluSlopes)
 
   /// Reads the float initializers that become parameters into `inits`.
   llvm::Error readInits(MLIRContext *ctx, const std::string &modelDir) {
+    std::set<std::string> sigTargets;
+    for (const auto &[var, target] : signature)
+      sigTargets.insert(target);
+    slopes = preluSlopes(g);
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto &t = g.initializer(i);
       allInits.insert(t.name());
@@ -288,7 +290,13 @@ struct SharedInitializers {
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        path + ": " +
                                            llvm::toString(type.takeError()));
-      if (!isa<FloatType>(type->getElementType()) || type->getNumElements() <= 1)
+      bool scalar = type->getNumElements() == 1;
+      if (!isa<FloatType>(type->getElementType()) ||
+          type->getNumElements() < 1 ||
+          (scalar && !(options.training &&
+                       (slopes.count(t.name()) ||
+                        scalarParameter(t.name(), options.exportedStateKeys,
+                                        sigTargets)))))
         continue;
       auto bytes = readTensorBytes(t, *type, modelDir);
       if (!bytes)
@@ -308,6 +316,7 @@ struct SharedInitializers {
           break;
         }
       in.infinite = holdsInfinity(in.bytes, in.elementSize);
+      in.scalar = scalar;
       byName[in.name] = inits.size();
       inits.push_back(std::move(in));
     }
@@ -429,6 +438,10 @@ struct SharedInitializers {
                             : std::string());
       exact &= !owner.back().empty();
     }
+    // A scalar is one value whatever it holds: a guess that several nodes
+    // read equal fresh scalars would untie every shared learnable scale.
+    if (in.scalar && !exact)
+      return;
     if (!exact)
       for (size_t u = 0; u < nodes.size(); ++u)
         owner[u] = std::to_string(u); // one parameter per node
@@ -596,7 +609,8 @@ std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
 llvm::Expected<std::vector<ParamOrigin>>
 resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           MLIRContext *ctx, const ImportOptions &options,
-                          std::vector<std::string> &warnings) {
+                          std::vector<std::string> &warnings,
+                          std::set<std::string> &scalarParameters) {
   onnx::GraphProto &g = *model.mutable_graph();
   // The dynamo exporter's graph signature (empty for other files), read once.
   const std::map<std::string, std::string> signature = signatureParams(g);
@@ -614,7 +628,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                                            warnings, frozenFolds, ctx,
                                            modelDir))
       return std::move(err);
-  SharedInitializers s{g, path, signature, origins, warnings, {}, {}, {}, {}, {}};
+  SharedInitializers s{g,  path, signature, origins, warnings, options,
+                       {}, {},   {},        {},      {}};
   for (const auto &n : options.tie)
     s.tie.insert(n);
   for (const auto &n : options.untie)
@@ -645,6 +660,26 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --untie " + n + ": the model has no initializer '" + n +
               "'");
+  // The one-element parameters, and the copies untied from them.
+  for (const Init &in : s.inits) {
+    if (!in.scalar || in.buffer)
+      continue;
+    scalarParameters.insert(in.name);
+    // Only the name says it is not a buffer: say so where the name is not a
+    // module's weight or bias.
+    llvm::StringRef leaf = llvm::StringRef(in.name).rsplit('.').second;
+    if (leaf.empty())
+      leaf = in.name;
+    if (!options.exportedStateKeys && signature.empty() && leaf != "weight" &&
+        leaf != "bias" && !s.slopes.count(in.name))
+      warnings.push_back("initializer '" + in.name +
+                         "' (one element) is trained as a parameter (a "
+                         "learnable scale); pass --freeze '^" +
+                         llvm::Regex::escape(in.name) + "$' if it is a buffer");
+  }
+  for (const ParamOrigin &o : origins)
+    if (o.kind != "buffer" && scalarParameters.count(o.from))
+      scalarParameters.insert(o.name);
   return origins;
 }
 

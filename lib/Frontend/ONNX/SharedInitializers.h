@@ -94,13 +94,35 @@ std::map<std::string, std::string>
 frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
             const std::set<std::string> &paramTargets);
 
+/// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
+/// a module's parameter name (ScalarParameters.cpp).
+bool generatedName(llvm::StringRef name);
+
+/// Whether the one-element float initializer `name` is a parameter (under
+/// --train): with an smp.export sidecar (`exported`), one it maps to a
+/// state_dict key; with the dynamo graph signature (`sigTargets`, its
+/// PARAMETER targets), one it lists; otherwise one named as a state_dict
+/// key, not a name an exporter made up (ScalarParameters.cpp).
+bool scalarParameter(llvm::StringRef name,
+                     const std::optional<llvm::StringSet<>> &exported,
+                     const std::set<std::string> &sigTargets);
+
+/// The initializers PRelu nodes read as their slope, directly or through
+/// an Identity copy: parameters whatever their name or size
+/// (ScalarParameters.cpp).
+std::set<std::string> preluSlopes(const onnx::GraphProto &g);
+
 /// Rewrites `model` in memory so that every parameter is as the framework
 /// had it (the rules above, overridden by `options.tie`/`options.untie`);
-/// returns what it changed and appends a warning for each guess.
+/// returns what it changed and appends a warning for each guess. Under
+/// training, adds to `scalarParameters` the one-element float initializers
+/// that are parameters (others are constants): named as a PyTorch
+/// state_dict key, or a PARAMETER of the dynamo signature; not frozen.
 llvm::Expected<std::vector<ParamOrigin>>
 resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                           mlir::MLIRContext *ctx, const ImportOptions &options,
-                          std::vector<std::string> &warnings);
+                          std::vector<std::string> &warnings,
+                          std::set<std::string> &scalarParameters);
 
 /// Under training: for each embedding table (a float initializer read by
 /// a Gather on axis 0 at indices from the data) whose one all-zero row is

@@ -12,8 +12,10 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "smp/Target/Artifact/WeightSource.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,14 @@ struct ImportOptions {
   /// smp.export sidecar. Each must be read by a Gather on axis 0, or the
   /// import is refused.
   llvm::StringMap<int64_t> paddingRows;
+  /// One-element float initializers trained as parameters (other
+  /// one-element initializers are constants): filled by the importer under
+  /// training from the file's names (SharedInitializers.cpp).
+  llvm::StringSet<> scalarParameters;
+  /// With an smp.export sidecar: the initializers it maps to state_dict
+  /// keys (parameters and buffers; the buffers are frozen by name). A
+  /// one-element initializer is a parameter exactly when listed here.
+  std::optional<llvm::StringSet<>> exportedStateKeys;
   /// Embedding tables whose one all-zero row is an ordinary row, not the
   /// padding row the importer would take it for (--no-padding-row;
   /// PaddingRows.cpp).

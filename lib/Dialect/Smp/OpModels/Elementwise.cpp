@@ -301,10 +301,11 @@ void registerElementwiseOpModels(DialectRegistry &registry) {
     attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, CastMultiOp, AddOp,
            SubOp, MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
            GreaterOp, AndOp, OrOp>(ctx);
-    // Comparisons and logical ops (boolean masks) have no rule: a
-    // tensor-parallel region ends at them.
+    // Comparisons and logical ops split like the rest: the masks of
+    // ELU, PReLU, Hardtanh and the like (`where(x > 0, ...)`) stay inside a
+    // tensor-parallel region.
     attach<BroadcastTpRule, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp,
-           ModOp, WhereOp>(ctx);
+           ModOp, WhereOp, EqualOp, LessOp, GreaterOp, AndOp, OrOp>(ctx);
     attach<SameSplitTpRule, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
            ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp,
            CosOp, NotOp, LeakyReluOp, GeluOp, CastOp>(ctx);

@@ -9,7 +9,9 @@
 // and requires its input split along the contraction dim, then walks the
 // producers backwards, deriving each operand's sharding from its result's
 // with the op's sharding rule (TensorParallelOpInterface, in the op models),
-// until it reaches column-parallel matmuls of unsplit inputs. Any op it
+// until it reaches column-parallel matmuls of unsplit inputs. An operand a
+// rule reads whole that takes a gradient enters through smp.tp_copy as
+// those inputs do (each rank's share of its gradient is partial). Any op it
 // cannot see through ends the attempt (the matmul stays replicated); a
 // region that is sound but whose sizes tp does not divide is an error.
 //
@@ -55,7 +57,9 @@ std::string nameOf(Operation *op) {
 /// TensorParallelOpInterface rules (lib/Dialect/Smp/OpModels).
 struct Region {
   int64_t tp;
-  llvm::DenseSet<Value> weightOnly; // values computed from parameters only
+  const llvm::DenseSet<Value> &weightOnly; // computed from parameters only
+  /// Values a gradient flows into (computed from trained parameters).
+  const llvm::DenseSet<Value> &differentiable;
   llvm::MapVector<Value, Shard> act;
   llvm::MapVector<Value, Shard> weights;
   llvm::SetVector<OpOperand *> entries; // read whole: a tp_copy enters
@@ -108,12 +112,30 @@ struct Region {
     std::optional<SmallVector<Layout>> layouts = layoutsOf(def, w, s);
     if (!layouts)
       return false;
-    for (auto [operand, layout] : llvm::zip(def->getOperands(), *layouts)) {
-      if (layout.kind == Layout::Kind::Enter ||
-          (layout.kind != Layout::Kind::Whole &&
-           !requireWeight(operand, layout.shard)))
+    for (auto [operand, layout] : llvm::zip(def->getOpOperands(), *layouts)) {
+      if (layout.kind == Layout::Kind::Enter)
         return false;
+      if (layout.kind == Layout::Kind::Whole) {
+        if (!enterWhole(operand))
+          return false;
+      } else if (!requireWeight(operand.get(), layout.shard)) {
+        return false;
+      }
     }
+    return true;
+  }
+
+  /// An operand every rank reads whole while the op's result is split: each
+  /// rank's share of its gradient is partial (over this rank's part of the
+  /// split dimension), so one that takes a gradient enters through a
+  /// tp_copy (whose gradient sums the ranks'); a constant, an input or a
+  /// frozen buffer is read as it is.
+  bool enterWhole(OpOperand &operand) {
+    if (!differentiable.count(operand.get()))
+      return true;
+    if (act.count(operand.get()))
+      return false;
+    entries.insert(&operand);
     return true;
   }
 
@@ -133,6 +155,8 @@ struct Region {
          llvm::zip(def->getOpOperands(), *layouts)) {
       switch (layout.kind) {
       case Layout::Kind::Whole:
+        if (!enterWhole(operand))
+          return false;
         break;
       case Layout::Kind::Split:
         if (!require(operand.get(), layout.shard))
@@ -209,6 +233,19 @@ struct SmpTensorParallelPass
         for (Value r : op.getResults())
           weightOnly.insert(r);
 
+    // Values a gradient reaches: computed from a trained parameter.
+    llvm::DenseSet<Value> differentiable;
+    for (BlockArgument arg : body.getArguments())
+      if (main.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr) &&
+          !main.getArgAttr(arg.getArgNumber(), SmpDialect::kFrozenAttr))
+        differentiable.insert(arg);
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return differentiable.count(v); }))
+        for (Value r : op.getResults())
+          if (isa<FloatType>(getElementTypeOrSelf(r.getType())))
+            differentiable.insert(r);
+
     llvm::DenseSet<Operation *> taken;
     llvm::DenseSet<Value> takenWeights;
     SmallVector<std::pair<Region, Operation *>> regions;
@@ -218,7 +255,7 @@ struct SmpTensorParallelPass
           weightOnly.count(row.getLhs()) ||
           shapeOf(row.getRhs()).size() != 2 || row.getTransposeLhs())
         continue;
-      Region region{tp, weightOnly, {}, {}, {}, {}};
+      Region region{tp, weightOnly, differentiable, {}, {}, {}, {}};
       int64_t k = shapeOf(row.getLhs()).size() - 1;
       if (!region.require(row.getLhs(), Shard{k, 1}) ||
           !region.requireWeight(row.getRhs(),

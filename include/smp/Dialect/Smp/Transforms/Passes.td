@@ -350,8 +350,11 @@ def SmpTensorParallelPass : Pass<"smp-tensor-parallel", "mlir::ModuleOp"> {
     #smp.layout<tp = split(dim = D, blocks = B)>`: the parameter's dim viewed
     as [B, n] and split along n) and computes 1/tp of the heads or hidden units. The region's
     inputs pass `smp.tp_copy` (its gradient is all-reduced over `@tp`) and
-    its output is `shard.all_reduce`d on `@tp`. A region whose heads (or
-    hidden units) tp does not divide is refused.
+    its output is `shard.all_reduce`d on `@tp`; so does an operand an op in
+    the region reads whole (broadcast over the split dimension: a per-token
+    gate, a learnable scalar) when a gradient reaches it, since each rank's
+    share of that gradient covers only its heads or hidden units. A region
+    whose heads (or hidden units) tp does not divide is refused.
 
     Vocabulary: an embedding table read only by gathers of input-derived ids
     (and by the LM head, when that is split) is split by rows, each rank

@@ -77,11 +77,6 @@ const llvm::StringMap<const char *> &noGradient() {
 const llvm::StringMap<const char *> &noShardingRule() {
   static const llvm::StringMap<const char *> m = {
       {"smp.constant", "read whole by every rank"},
-      {"smp.equal", "boolean masks stay whole"},
-      {"smp.less", "boolean masks stay whole"},
-      {"smp.greater", "boolean masks stay whole"},
-      {"smp.and", "boolean masks stay whole"},
-      {"smp.or", "boolean masks stay whole"},
       {"smp.tp_rank", "written by smp-tensor-parallel"},
       {"smp.tp_copy", "written by smp-tensor-parallel"},
       {"smp.reduce_sum", "not split through (yet)"},

@@ -1,0 +1,90 @@
+"""Writes, into argv[1]/<name>/, small models whose tensor-parallel layer
+reads operands whole, exported with torch.onnx.export's defaults (eval()
+mode, a symbolic batch), their data and PyTorch's references
+(ref_sgd.json, ref_adamw.json: compare_losses.py's format):
+
+  gate   relu(up(x)) * sigmoid(gate(x)) -> down: a [batch, 1] gate every
+         tp rank reads whole (its gradient was this rank's hidden units'
+         share: silently wrong under --tp)
+  prelu  Linear -> nn.PReLU() -> Linear -> nn.PReLU() -> Linear, times a
+         learnable 0-D scale: one-element parameters (smpc made them
+         constants) and comparisons inside the tp region (refused before)
+  elu    Linear -> ELU -> Linear (`where(x > 0, ...)`: refused before)
+Used by test/smprun/tp-whole-operands.test."""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CLASSES, BATCH, SAMPLES, STEPS = 8, 8, 32, 4
+LRS = {"sgd": 0.5, "adamw": 1e-2}
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.gate, self.down = nn.Linear(16, 32), nn.Linear(16, 1), nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(x)) * torch.sigmoid(self.gate(x)))
+
+
+class PRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(16, 32), nn.Linear(32, 32), nn.Linear(32, CLASSES)
+        self.p1, self.p2 = nn.PReLU(), nn.PReLU()
+        self.scale = nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x):
+        return self.c(self.p2(self.b(self.p1(self.a(x)))) * self.scale)
+
+
+class Elu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(16, 32), nn.Linear(32, CLASSES)
+
+    def forward(self, x):
+        return self.b(F.elu(self.a(x)))
+
+
+def main():
+    out = sys.argv[1]
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(SAMPLES, 16, generator=g)
+    labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
+    for name, cls in (("gate", Gate), ("prelu", PRelu), ("elu", Elu)):
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "x.npy"), x.numpy())
+        np.save(os.path.join(d, "labels.npy"), labels.numpy())
+        torch.manual_seed(0)
+        model = cls().eval()
+        torch.onnx.export(model, (x[:BATCH],), os.path.join(d, "model.onnx"),
+                          input_names=["x"], output_names=["logits"],
+                          dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+        for opt_name, lr in LRS.items():
+            torch.manual_seed(0)
+            m = cls()
+            opt = (torch.optim.SGD(m.parameters(), lr=lr) if opt_name == "sgd"
+                   else torch.optim.AdamW(m.parameters(), lr=lr))
+            losses, norms = [], []
+            for k in range(STEPS):
+                lo = (k * BATCH) % SAMPLES
+                opt.zero_grad()
+                loss = F.cross_entropy(m(x[lo:lo + BATCH]), labels[lo:lo + BATCH])
+                loss.backward()
+                norms.append(torch.nn.utils.clip_grad_norm_(m.parameters(), float("inf")).item())
+                losses.append(loss.item())
+                opt.step()
+            with open(os.path.join(d, f"ref_{opt_name}.json"), "w") as f:
+                json.dump({"config": {"lr": lr}, "losses": losses, "grad_norms": norms}, f)
+
+
+if __name__ == "__main__":
+    main()
