@@ -16,8 +16,10 @@ with smpc + smprun (one rank, or sometimes dp2, tp2 or pp2), and checks every
 step's loss and gradient norm within --rtol. Three cases in ten (--family)
 are image classifiers instead: 1-3 Conv2d blocks (kernel 1/3/5, stride,
 padding, dilation, grouped and depthwise convolutions, biases or none),
-BatchNorm2d or none, ReLU/GELU/SiLU/Tanh/LeakyReLU/Sigmoid/ELU/PReLU, residual
-adds, max or average pooling, global average pooling or a flatten, a hidden
+BatchNorm2d, GroupNorm, InstanceNorm2d or none,
+ReLU/GELU/SiLU/Tanh/LeakyReLU/Sigmoid/ELU/PReLU, residual
+adds, max or average pooling, upsampling by 2 (nearest, bilinear, bicubic,
+align_corners or not, PixelShuffle, ConvTranspose2d), global average pooling or a flatten, a hidden
 Linear with BatchNorm1d or not; trained by PyTorch in train() mode (batch
 statistics) and exported in training mode, or in eval() mode (the default,
 which folds a BatchNorm after a conv into it: smp must refuse that file). A model smpc refuses is
@@ -238,12 +240,24 @@ class ConvBlock(nn.Module):
         self.conv = nn.Conv2d(cin, b["out"], b["k"], stride=b["stride"], padding=b["pad"],
                               dilation=b["dil"], groups=b["groups"], bias=b["bias"])
         self.bn = nn.BatchNorm2d(b["out"]) if b["bn"] else None
+        # nn.GroupNorm (2 groups where the channels allow) or
+        # nn.InstanceNorm2d(affine=True) where there is no BatchNorm.
+        other = b.get("norm", "none")
+        self.norm = (nn.GroupNorm(2 if b["out"] % 2 == 0 else 1, b["out"]) if other == "gn"
+                     else nn.InstanceNorm2d(b["out"], affine=True) if other == "in" else None)
         self.act = ACTS[b["act"]]()
+        if b.get("up") == "convT":  # a learned upsampling by 2
+            k, p, op = b["convT"]
+            g = b["out"] if b["convT_dw"] else 1
+            self.upconv = nn.ConvTranspose2d(b["out"], b["out"], k, stride=2, padding=p,
+                                             output_padding=op, groups=g, bias=b["bias"])
 
     def forward(self, x):
         y = self.conv(x)
         if self.bn is not None:
             y = self.bn(y)
+        if self.norm is not None:
+            y = self.norm(y)
         y = self.act(y)
         if self.b["residual"] and y.shape == x.shape:
             y = y + x
@@ -251,6 +265,15 @@ class ConvBlock(nn.Module):
             y = F.max_pool2d(y, 2)
         elif self.b["pool"] == "avg":
             y = F.avg_pool2d(y, 2)
+        up = self.b.get("up", "none")  # nn.Upsample / PixelShuffle by 2
+        if up == "shuffle":
+            y = F.pixel_shuffle(y, 2)
+        elif up == "convT":
+            y = self.upconv(y)
+        elif up == "nearest":
+            y = F.interpolate(y, scale_factor=2, mode="nearest")
+        elif up != "none":
+            y = F.interpolate(y, scale_factor=2, mode=up, align_corners=self.b["align"])
         return y
 
 
@@ -264,7 +287,7 @@ class ConvNet(nn.Module):
         blocks = []
         for b in cfg["convs"]:
             blocks.append(ConvBlock(cin, b))
-            cin = b["out"]
+            cin = b["out"] // 4 if b.get("up") == "shuffle" else b["out"]
         self.blocks = nn.ModuleList(blocks)
         width = cin if cfg["gap"] else cin * cfg["final_hw"] ** 2
         layers = []
@@ -307,9 +330,22 @@ def draw_conv_config(rng):
             break
         b = {"out": out, "k": k, "stride": stride, "pad": pad, "dil": dil,
              "groups": groups, "bias": rng.random() < 0.5, "bn": rng.random() < 0.5,
+             "norm": rng.choice(["none", "gn", "in"]),
              "act": rng.choice(sorted(ACTS)), "residual": rng.random() < 0.4,
              "pool": rng.choice(["none", "none", "max", "avg"]) if size >= 4 else "none"}
         hw = size // 2 if b["pool"] != "none" else size
+        b["up"] = rng.choice(["none"] * 4 + ["nearest", "bilinear", "bicubic", "shuffle",
+                                             "convT", "convT"])
+        b["align"] = rng.random() < 0.5
+        b["convT"] = rng.choice([(2, 0, 0), (3, 1, 1), (4, 1, 0)])
+        b["convT_dw"] = rng.random() < 0.3
+        if b["up"] == "shuffle" and out % 4 != 0:
+            b["up"] = "none"
+        if b["up"] != "none" and hw <= 8:
+            hw *= 2
+            out = out // 4 if b["up"] == "shuffle" else out
+        else:
+            b["up"] = "none"
         cfg["convs"].append(b)
         cin = out
     if not cfg["convs"]:

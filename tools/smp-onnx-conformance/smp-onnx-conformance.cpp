@@ -157,15 +157,17 @@ struct Runner {
     for (size_t i = 0; i < inputs.size() && i < names->size(); ++i)
       if (inputs[i].name.empty())
         inputs[i].name = (*names)[i];
-    // Small integer and bool inputs (shapes, axes, flags) and scalars become
-    // constants: smp compiles static shapes.
+    // Small integer and bool inputs (shapes, axes, flags), scalars and
+    // Resize's and Upsample's float `scales` and `roi` (which decide the
+    // output shape) become constants: smp compiles static shapes.
     fe::ImportOptions opts;
     for (const auto &in : inputs) {
       int64_t numel = 1;
       for (int64_t d : in.dims)
         numel *= d;
       if (((isIntegerType(in.onnxType) || in.onnxType == 9) && numel <= 8) ||
-          numel == 1)
+          numel == 1 ||
+          (numel <= 8 && (in.name == "scales" || in.name == "roi")))
         opts.constantInputs[in.name] = in.serialized;
     }
     mlir::MLIRContext ctx(registry);

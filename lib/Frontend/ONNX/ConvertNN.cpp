@@ -1,7 +1,7 @@
 //===- ConvertNN.cpp - ONNX neural-network ops -> smp ---------------------===//
 //
-// Conv, pooling, BatchNormalization (inference), LayerNormalization and
-// SoftmaxCrossEntropyLoss.
+// Conv, ConvTranspose, pooling, BatchNormalization (inference),
+// LayerNormalization and SoftmaxCrossEntropyLoss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +108,117 @@ llvm::Error convertConv(NodeContext &nc) {
       b.getDenseI64ArrayAttr(w->strides), b.getDenseI64ArrayAttr(w->pads),
       b.getDenseI64ArrayAttr(w->dilations),
       b.getI64IntegerAttr(nc.attrInt("group", 1))));
+}
+
+/// ConvTranspose: the input gradient of the convolution whose weight is
+/// this node's ([C_in, C_out / group, k...]) and whose input is the output
+/// [N, C_out, out...]: smp.conv_grad's input_grad (its gradient,
+/// OpModels/Conv.cpp, is the convolution and its weight gradient), the
+/// output's shape given by an expanded zero (its values are not read for
+/// input_grad). out = stride (in - 1) + output_padding + (k - 1) dilation +
+/// 1 - pads; output_shape or auto_pad SAME_* give the pads instead.
+llvm::Error convertConvTranspose(NodeContext &nc) {
+  auto in = inputsWithOptionalThird(nc);
+  if (!in)
+    return in.takeError();
+  auto [x, weight, bias] = *in;
+  SmallVector<int64_t> xs = shapeOf(x), ws = shapeOf(weight);
+  if (xs.size() < 3 || ws.size() != xs.size())
+    return nc.error("expects input [N, C, spatial...] and a weight of the "
+                    "same rank, got " +
+                    shapeToString(xs) + " and " + shapeToString(ws));
+  size_t spatial = xs.size() - 2;
+  int64_t group = nc.attrInt("group", 1);
+  if (group <= 0 || ws[0] != xs[1] || xs[1] % group != 0)
+    return nc.error("weight " + shapeToString(ws) +
+                    " must be [C_in, C_out / group, k...] with C_in = " +
+                    llvm::Twine(xs[1]) + " divisible by group " +
+                    llvm::Twine(group));
+  auto attrOr = [&](llvm::StringRef name, size_t n, int64_t def) {
+    SmallVector<int64_t> v = nc.attrInts(name);
+    if (v.empty())
+      v.assign(n, def);
+    return v;
+  };
+  SmallVector<int64_t> kernel = nc.attrInts("kernel_shape");
+  SmallVector<int64_t> strides = attrOr("strides", spatial, 1),
+                       dilations = attrOr("dilations", spatial, 1),
+                       pads = attrOr("pads", 2 * spatial, 0),
+                       outPad = attrOr("output_padding", spatial, 0),
+                       outShape = nc.attrInts("output_shape");
+  if (!kernel.empty() &&
+      ArrayRef<int64_t>(kernel) != ArrayRef(ws).drop_front(2))
+    return nc.error("kernel_shape " + shapeToString(kernel) +
+                    " differs from the weight's kernel " +
+                    shapeToString(ArrayRef(ws).drop_front(2)));
+  if (outShape.size() > spatial) // given with N and C
+    outShape.erase(outShape.begin(), outShape.end() - spatial);
+  std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  if (strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial || outPad.size() != spatial ||
+      (!outShape.empty() && outShape.size() != spatial))
+    return nc.error("strides/dilations/pads/output_padding/output_shape do "
+                    "not match " +
+                    llvm::Twine(spatial) + " spatial dims");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER")
+    return nc.error("unknown auto_pad '" + autoPad + "'");
+  SmallVector<int64_t> out{xs[0], ws[1] * group};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t s = strides[i], d = dilations[i], in = xs[2 + i];
+    if (s <= 0 || d <= 0)
+      return nc.error("strides and dilations must be positive");
+    if (outPad[i] < 0 || (outPad[i] >= s && outPad[i] >= d))
+      return nc.error("output_padding " + llvm::Twine(outPad[i]) +
+                      " must be smaller than the stride or the dilation");
+    int64_t full = s * (in - 1) + outPad[i] + (ws[2 + i] - 1) * d + 1;
+    if (autoPad == "VALID") {
+      pads[i] = pads[spatial + i] = 0;
+    } else if (!outShape.empty() || autoPad != "NOTSET") {
+      // A larger output_shape than `full` adds rows at the end, as
+      // output_padding does (onnxruntime's rule).
+      int64_t target = outShape.empty() ? in * s : outShape[i];
+      int64_t total = std::max<int64_t>(0, full - target);
+      bool upper = autoPad == "SAME_UPPER";
+      pads[i] = upper ? total / 2 : total - total / 2;
+      pads[spatial + i] = upper ? total - total / 2 : total / 2;
+      full = std::max(full, target);
+    }
+    out.push_back(full - pads[i] - pads[spatial + i]);
+    // The convolution of the output must give the input back.
+    int64_t reach =
+        out.back() + pads[i] + pads[spatial + i] - (ws[2 + i] - 1) * d - 1;
+    if (pads[i] < 0 || pads[spatial + i] < 0 || out.back() <= 0 || reach < 0 ||
+        reach / s + 1 != in)
+      return nc.error("spatial dim " + llvm::Twine(i) + ": " + llvm::Twine(in) +
+                      " rows give an output of " + llvm::Twine(out.back()) +
+                      " with pads " + llvm::Twine(pads[i]) + ", " +
+                      llvm::Twine(pads[spatial + i]) +
+                      " (pads must not be negative, and output_shape at most "
+                      "stride - 1 rows past the natural size)");
+  }
+  Type elt = tensorType(x).getElementType();
+  auto &b = nc.builder();
+  auto zeros = nc.create<smp::ExpandOp>(
+      RankedTensorType::get(out, elt),
+      nc.splat(elt, SmallVector<int64_t>(out.size(), 1), 0.0));
+  if (!zeros)
+    return zeros.takeError();
+  auto grads = nc.createMulti<smp::ConvGradOp>(
+      zeros->getType(), weight.getType(), *zeros, weight, x,
+      b.getDenseI64ArrayAttr(strides), b.getDenseI64ArrayAttr(pads),
+      b.getDenseI64ArrayAttr(dilations), b.getI64IntegerAttr(group));
+  if (!grads)
+    return grads.takeError();
+  Value y = grads->front();
+  if (!bias)
+    return nc.output(y);
+  SmallVector<int64_t> biasShape(out.size() - 1, 1);
+  biasShape[0] = out[1];
+  auto shaped = nc.reshape(bias, biasShape);
+  if (!shaped)
+    return shaped.takeError();
+  return nc.output(nc.create<smp::AddOp>(nc.placeholder(), y, *shaped));
 }
 
 template <typename OpT> llvm::Error convertPool(NodeContext &nc) {
@@ -345,6 +456,7 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
 
 void registerNNConverters(ConverterTable &t) {
   t["Conv"] = convertConv;
+  t["ConvTranspose"] = convertConvTranspose;
   t["MaxPool"] = convertPool<smp::MaxPoolOp>;
   t["AveragePool"] = convertPool<smp::AvgPoolOp>;
   t["GlobalAveragePool"] = convertGlobalPool<smp::ReduceMeanOp>;

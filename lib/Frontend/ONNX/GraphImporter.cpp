@@ -35,6 +35,8 @@ const ConverterTable &converters() {
     registerElementwiseConverters(t);
     registerActivationConverters(t);
     registerPadConverters(t);
+    registerInstanceNormConverters(t);
+    registerResizeConverters(t);
     registerMatMulConverters(t);
     registerReduceConverters(t);
     registerShapeConverters(t);

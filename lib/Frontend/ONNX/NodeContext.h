@@ -139,6 +139,8 @@ using ConverterTable = llvm::StringMap<Converter>;
 void registerElementwiseConverters(ConverterTable &table);
 void registerActivationConverters(ConverterTable &table);
 void registerPadConverters(ConverterTable &table);
+void registerInstanceNormConverters(ConverterTable &table);
+void registerResizeConverters(ConverterTable &table);
 void registerMatMulConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);

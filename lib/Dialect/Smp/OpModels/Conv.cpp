@@ -1,6 +1,8 @@
-//===- Conv.cpp - Op models of convolution and pooling ----------------------===//
+//===- Conv.cpp - Op models of convolution and pooling
+//----------------------===//
 //
 // conv, max_pool, avg_pool and their backward ops: gradients and costs.
+// conv_grad has a gradient too: its input gradient is ONNX ConvTranspose.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,32 @@ SMP_VJP(ConvOp) {
       axes.push_back(d);
     gx[2] = G.sum(gy[0], axes, /*keepdims=*/false);
   }
+  return success();
+}
+
+/// conv_grad's input gradient is linear in `grad` and in `weight`: a
+/// transposed convolution (ONNX ConvTranspose is imported as one, `input`
+/// giving only the output's shape). Its gradient with respect to `grad` is
+/// the convolution of the upstream gradient, with respect to `weight` that
+/// convolution's weight gradient; `input`'s values do not matter. A
+/// gradient through `weight_grad` (a second derivative) is refused.
+SMP_VJP(ConvGradOp) {
+  if (gy.size() > 1 && gy[1])
+    return op.emitError("no gradient through smp.conv_grad's weight_grad "
+                        "(second derivatives are not supported)");
+  if (!gy[0])
+    return success();
+  if (need[2])
+    gx[2] = ConvOp::create(b, op.getLoc(), op.getGrad().getType(), gy[0],
+                           op.getWeight(), Value(), op.getStridesAttr(),
+                           op.getPadsAttr(), op.getDilationsAttr(),
+                           op.getGroupAttr());
+  if (need[1])
+    gx[1] = ConvGradOp::create(
+                b, op.getLoc(), gy[0].getType(), op.getWeight().getType(),
+                gy[0], op.getWeight(), op.getGrad(), op.getStridesAttr(),
+                op.getPadsAttr(), op.getDilationsAttr(), op.getGroupAttr())
+                .getWeightGrad();
   return success();
 }
 
@@ -73,7 +101,7 @@ OpCost convGradCost(Operation *op) {
 
 void registerConvOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<GradientModel, ConvOp, MaxPoolOp, AvgPoolOp>(ctx);
+    attach<GradientModel, ConvOp, ConvGradOp, MaxPoolOp, AvgPoolOp>(ctx);
     attach<CostFn<convCost>::Model, ConvOp>(ctx);
     attach<CostFn<convGradCost>::Model, ConvGradOp>(ctx);
     attach<Streaming1, MaxPoolOp, AvgPoolOp, PoolGradOp>(ctx);
