@@ -22,13 +22,16 @@ adds, max or average pooling, upsampling by 2 (nearest, bilinear, bicubic,
 align_corners or not, PixelShuffle, ConvTranspose2d), global average pooling or a flatten, a hidden
 Linear with BatchNorm1d or not; trained by PyTorch in train() mode (batch
 statistics) and exported in training mode, or in eval() mode (the default,
-which folds a BatchNorm after a conv into it: smp must refuse that file). A model smpc refuses is
+which folds a BatchNorm after a conv into it: smp must refuse that file).
+One case in ten is a recurrent model: an embedding, nn.LSTM, nn.GRU or
+nn.RNN (tanh or relu; 1-2 layers, bidirectional or not, batch_first or not)
+and a head per step or over the mean of the steps. A model smpc refuses is
 counted (with --verbose, listed with its message); a crash, a run that
 fails or numbers that differ are failures, printed with the config and the
 commands that reproduce them (--only K reruns case K of a seed).
 
     model-fuzz.py [--bin build/bin] [--cases 10] [--seed 1] [--only K]
-                  [--work DIR] [--rtol 1e-4] [--family all|lm|cnn] [--verbose]
+                  [--work DIR] [--rtol 1e-4] [--family all|lm|cnn|rnn] [--verbose]
 
 Needs torch, onnx and numpy (Debian's python3-torch is enough).
 Exit status: 0 when every case agreed or was refused, 1 otherwise.
@@ -307,6 +310,49 @@ class ConvNet(nn.Module):
         return self.head(x)
 
 
+class RecurrentNet(nn.Module):
+    """Embedding -> nn.LSTM, nn.GRU or nn.RNN (1-2 layers, bidirectional or
+    not, batch_first or not) -> a Linear head per step, or over the mean of
+    the steps (a sequence classifier)."""
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.emb = nn.Embedding(cfg["vocab"], cfg["d"])
+        kind = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cfg["cell"]]
+        kw = {"nonlinearity": cfg["nonlin"]} if cfg["cell"] == "rnn" else {}
+        self.rnn = kind(cfg["d"], cfg["hidden"], num_layers=cfg["layers"],
+                        batch_first=cfg["batch_first"], bidirectional=cfg["bidir"],
+                        bias=cfg["bias"], **kw)
+        out = cfg["classes"] if cfg["classify"] else cfg["vocab"]
+        self.head = nn.Linear(cfg["hidden"] * (2 if cfg["bidir"] else 1), out)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        if not self.cfg["batch_first"]:
+            x = x.transpose(0, 1)
+        y, _ = self.rnn(x)
+        if not self.cfg["batch_first"]:
+            y = y.transpose(0, 1)
+        if self.cfg["classify"]:
+            y = y.mean(dim=1)
+        return self.head(y)
+
+
+def draw_rnn_config(rng):
+    return {"family": "rnn", "cell": rng.choice(["lstm", "gru", "rnn"]),
+            "nonlin": rng.choice(["tanh", "relu"]), "d": rng.choice([8, 16]),
+            "hidden": rng.choice([8, 12, 16]), "layers": rng.choice([1, 2]),
+            "bidir": rng.random() < 0.4, "batch_first": rng.random() < 0.5,
+            "bias": rng.random() < 0.8, "classify": rng.random() < 0.3,
+            "classes": rng.choice([3, 10]), "seq": rng.choice([3, 5, 8]),
+            "vocab": rng.choice([17, 32]), "batch": rng.choice([4, 6]),
+            "dynamic": rng.random() < 0.7,
+            "optimizer": rng.choice(["sgd", "sgd-momentum", "adam", "adamw"]),
+            "plan": rng.choice([[], [], ["--dp", "2"], ["--pp", "2", "--microbatches", "2"],
+                                ["--tp", "2"]]),
+            "seed": rng.randrange(1 << 30)}
+
+
 def draw_conv_config(rng):
     hw = rng.choice([6, 8, 12])
     cfg = {"family": "cnn", "in_ch": rng.choice([1, 3]), "hw": hw, "convs": [],
@@ -467,6 +513,17 @@ def lm_case(cfg):
     return model, inputs, labels, ["idx", "attention_mask"][:len(inputs)], {}
 
 
+def rnn_case(cfg):
+    """The recurrent model (eval(): no dropout), its token ids and labels."""
+    torch.manual_seed(cfg["seed"])
+    model = RecurrentNet(cfg).eval()
+    b, s, v = cfg["batch"], cfg["seq"], cfg["vocab"]
+    idx = torch.randint(0, v, (2 * b, s))
+    labels = torch.randint(0, cfg["classes"], (2 * b,)) if cfg["classify"] \
+        else torch.randint(0, v, (2 * b, s))
+    return model, (idx,), labels, ["idx"], {}
+
+
 def cnn_case(cfg):
     """The image classifier (in train() mode: BatchNorm's batch statistics,
     what smp trains), its images and labels."""
@@ -486,12 +543,15 @@ def case(i, args, counts):
     rng = random.Random(f"{args.seed}/{i}")
     family = args.family
     if family == "all":  # its own draw: the seed's decoders stay as they were
-        family = "cnn" if random.Random(f"{args.seed}/{i}/family").random() < 0.3 else "lm"
-    cfg = draw_conv_config(rng) if family == "cnn" else draw_config(rng)
+        u = random.Random(f"{args.seed}/{i}/family").random()
+        family = "cnn" if u < 0.3 else "rnn" if u >= 0.9 else "lm"
+    draw, make = {"cnn": (draw_conv_config, cnn_case), "rnn": (draw_rnn_config, rnn_case),
+                  "lm": (draw_config, lm_case)}[family]
+    cfg = draw(rng)
     desc = json.dumps(cfg, separators=(",", ":"))
     work = os.path.join(args.work, f"case{i}")
     os.makedirs(work, exist_ok=True)
-    model, inputs, labels, names, kw = (cnn_case if family == "cnn" else lm_case)(cfg)
+    model, inputs, labels, names, kw = make(cfg)
     b = cfg["batch"]
     for name, t in zip(names, inputs):
         np.save(os.path.join(work, f"{name}.npy"), t.numpy())
@@ -569,7 +629,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4,
                     help="losses and gradient norms against PyTorch's")
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--family", choices=["all", "lm", "cnn"], default="all",
+    ap.add_argument("--family", choices=["all", "lm", "cnn", "rnn"], default="all",
                     help="decoders, image classifiers or both (3 in 10)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()

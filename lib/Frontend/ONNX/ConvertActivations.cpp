@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Chain.h"
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
@@ -20,26 +21,10 @@ using namespace mlir;
 namespace smp::onnx_frontend {
 namespace {
 
-/// Builds one node's ops through NodeContext::create, keeping the first
-/// error (later calls do nothing once one failed).
-class Chain {
+/// Chain with the activations' compositions.
+class ActivationChain : public Chain {
 public:
-  explicit Chain(NodeContext &nc) : nc(nc) {}
-
-  template <typename OpT> Value unary(Value x) {
-    return keep(failed() ? llvm::Expected<Value>(Value()) : nc.create<OpT>(x));
-  }
-  template <typename OpT> Value binary(Value a, Value b) {
-    return keep(failed() ? llvm::Expected<Value>(Value())
-                         : nc.create<OpT>(nc.placeholder(), a, b));
-  }
-  Value where(Value c, Value a, Value b) {
-    return keep(failed() ? llvm::Expected<Value>(Value())
-                         : nc.create<smp::WhereOp>(nc.placeholder(), c, a, b));
-  }
-  Value scalar(Value like, double v) {
-    return failed() ? Value() : nc.scalarLike(like, v);
-  }
+  using Chain::Chain;
   /// alpha * (exp(min(x, 0) / scale) - 1), where x < 0 (Elu, Celu).
   Value expm1Negative(Value x, double alpha, double scale) {
     Value neg = binary<smp::MinOp>(x, scalar(x, 0.0));
@@ -65,26 +50,6 @@ public:
     Value log = unary<smp::LogOp>(binary<smp::AddOp>(tail, scalar(x, 1.0)));
     return binary<smp::AddOp>(binary<smp::MaxOp>(x, scalar(x, 0.0)), log);
   }
-  llvm::Error finish(Value y) {
-    if (failed())
-      return llvm::createStringError(llvm::inconvertibleErrorCode(), *error);
-    nc.setOutput(0, y);
-    return llvm::Error::success();
-  }
-
-private:
-  bool failed() const { return error.has_value(); }
-  Value keep(llvm::Expected<Value> v) {
-    if (!v) {
-      std::string msg = llvm::toString(v.takeError());
-      if (!error)
-        error = msg;
-      return {};
-    }
-    return *v;
-  }
-  NodeContext &nc;
-  std::optional<std::string> error;
 };
 
 /// Registers an activation of input 0 built by `body(chain, x, node)`.
@@ -93,7 +58,7 @@ template <typename Body> Converter activation(Body body) {
     auto x = nc.input(0);
     if (!x)
       return x.takeError();
-    Chain c(nc);
+    ActivationChain c(nc);
     Value y = body(c, *x, nc);
     return c.finish(y);
   };
@@ -102,37 +67,39 @@ template <typename Body> Converter activation(Body body) {
 } // namespace
 
 void registerActivationConverters(ConverterTable &t) {
-  t["Elu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+  t["Elu"] = activation([](ActivationChain &c, Value x, NodeContext &nc) {
     return c.positiveOr(x,
                         c.expm1Negative(x, nc.attrFloat("alpha", 1.0f), 1.0));
   });
-  t["Selu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+  t["Selu"] = activation([](ActivationChain &c, Value x, NodeContext &nc) {
     double alpha = nc.attrFloat("alpha", 1.67326319217681884765625f);
     double gamma = nc.attrFloat("gamma", 1.05070102214813232421875f);
     Value elu = c.positiveOr(x, c.expm1Negative(x, alpha, 1.0));
     return c.binary<smp::MulOp>(elu, c.scalar(x, gamma));
   });
-  t["Celu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+  t["Celu"] = activation([](ActivationChain &c, Value x, NodeContext &nc) {
     double alpha = nc.attrFloat("alpha", 1.0f);
     return c.positiveOr(x, c.expm1Negative(x, alpha, alpha));
   });
-  t["HardSigmoid"] = activation([](Chain &c, Value x, NodeContext &nc) {
+  t["HardSigmoid"] = activation([](ActivationChain &c, Value x,
+                                   NodeContext &nc) {
     return c.hardSigmoid(x, nc.attrFloat("alpha", 0.2f),
                          nc.attrFloat("beta", 0.5f));
   });
-  t["HardSwish"] = activation([](Chain &c, Value x, NodeContext &) {
+  t["HardSwish"] = activation([](ActivationChain &c, Value x, NodeContext &) {
     return c.binary<smp::MulOp>(x, c.hardSigmoid(x, 1.0 / 6.0, 0.5));
   });
   t["Softplus"] = activation(
-      [](Chain &c, Value x, NodeContext &) { return c.softplus(x); });
-  t["Softsign"] = activation([](Chain &c, Value x, NodeContext &) {
+      [](ActivationChain &c, Value x, NodeContext &) { return c.softplus(x); });
+  t["Softsign"] = activation([](ActivationChain &c, Value x, NodeContext &) {
     Value d = c.binary<smp::AddOp>(c.unary<smp::AbsOp>(x), c.scalar(x, 1.0));
     return c.binary<smp::DivOp>(x, d);
   });
-  t["Mish"] = activation([](Chain &c, Value x, NodeContext &) {
+  t["Mish"] = activation([](ActivationChain &c, Value x, NodeContext &) {
     return c.binary<smp::MulOp>(x, c.unary<smp::TanhOp>(c.softplus(x)));
   });
-  t["ThresholdedRelu"] = activation([](Chain &c, Value x, NodeContext &nc) {
+  t["ThresholdedRelu"] = activation([](ActivationChain &c, Value x,
+                                       NodeContext &nc) {
     Value above =
         c.binary<smp::GreaterOp>(x, c.scalar(x, nc.attrFloat("alpha", 1.0f)));
     return c.where(above, x, c.scalar(x, 0.0));
@@ -156,7 +123,7 @@ void registerActivationConverters(ConverterTable &t) {
         return r.takeError();
       slope = *r;
     }
-    Chain c(nc);
+    ActivationChain c(nc);
     Value y = c.positiveOr(x, c.binary<smp::MulOp>(x, slope));
     return c.finish(y);
   };

@@ -37,6 +37,7 @@ const ConverterTable &converters() {
     registerPadConverters(t);
     registerInstanceNormConverters(t);
     registerResizeConverters(t);
+    registerRecurrentConverters(t);
     registerMatMulConverters(t);
     registerReduceConverters(t);
     registerShapeConverters(t);

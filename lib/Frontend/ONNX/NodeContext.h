@@ -141,6 +141,7 @@ void registerActivationConverters(ConverterTable &table);
 void registerPadConverters(ConverterTable &table);
 void registerInstanceNormConverters(ConverterTable &table);
 void registerResizeConverters(ConverterTable &table);
+void registerRecurrentConverters(ConverterTable &table);
 void registerMatMulConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
