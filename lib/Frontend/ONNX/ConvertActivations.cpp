@@ -44,6 +44,13 @@ public:
     return binary<smp::MaxOp>(binary<smp::MinOp>(y, scalar(x, 1.0)),
                               scalar(x, 0.0));
   }
+  /// x - (x mod 1) with the floor remainder (in [0, 1)): exact, and its
+  /// gradient is 1 - 1 = 0.
+  Value floor(Value x) {
+    if (!isa<FloatType>(tensorType(x).getElementType()))
+      return x;
+    return binary<smp::SubOp>(x, binary<smp::ModOp>(x, scalar(x, 1.0)));
+  }
   /// log(1 + exp(x)) without overflow.
   Value softplus(Value x) {
     Value tail = unary<smp::ExpOp>(unary<smp::NegOp>(unary<smp::AbsOp>(x)));
@@ -103,6 +110,21 @@ void registerActivationConverters(ConverterTable &t) {
     Value above =
         c.binary<smp::GreaterOp>(x, c.scalar(x, nc.attrFloat("alpha", 1.0f)));
     return c.where(above, x, c.scalar(x, 0.0));
+  });
+  // Sign, Floor and Ceil: no gradient reaches x through them (PyTorch's is
+  // zero), from comparisons cast to x's type and a floor remainder.
+  t["Sign"] = activation([](ActivationChain &c, Value x, NodeContext &nc) {
+    Type elt = tensorType(x).getElementType();
+    Value pos =
+        c.keep(nc.castTo(c.binary<smp::GreaterOp>(x, c.scalar(x, 0.0)), elt));
+    Value neg =
+        c.keep(nc.castTo(c.binary<smp::LessOp>(x, c.scalar(x, 0.0)), elt));
+    return c.binary<smp::SubOp>(pos, neg);
+  });
+  t["Floor"] = activation(
+      [](ActivationChain &c, Value x, NodeContext &) { return c.floor(x); });
+  t["Ceil"] = activation([](ActivationChain &c, Value x, NodeContext &) {
+    return c.unary<smp::NegOp>(c.floor(c.unary<smp::NegOp>(x)));
   });
   // PRelu(x, slope): x where x > 0, else slope * x (the slope broadcast to
   // x, as nn.PReLU's [C, 1, 1] for NCHW); at 0 the gradient is the slope's,

@@ -1,5 +1,12 @@
 //===- ConvertReduce.cpp - ONNX reductions, softmax and CumSum -> smp -----===//
+//
+// ReduceSum/Mean/Max map to smp ops; ReduceMin, L1, L2, SumSquare, LogSum
+// and LogSumExp are compositions of them (gradients included); ReduceProd
+// is folded where its input is a constant (shape arithmetic) and refused
+// otherwise.
+//
 
+#include "Chain.h"
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -9,12 +16,25 @@ using namespace mlir;
 namespace smp::onnx_frontend {
 namespace {
 
-/// `axesInputOpset`: the opset from which axes is an input, not an attribute.
-template <typename OpT, int axesInputOpset>
-llvm::Error convertReduce(NodeContext &nc) {
-  auto x = nc.input(0);
-  if (!x)
-    return x.takeError();
+/// The reductions smp composes from reduce_sum, reduce_mean and reduce_max.
+enum class Reduce {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  L1,
+  L2,
+  SumSquare,
+  LogSum,
+  LogSumExp,
+  Prod
+};
+
+/// The node's axes (every dim when none are given; nullopt with
+/// noop_with_empty_axes); `axesInputOpset`: the opset from which axes is an
+/// input, not an attribute.
+llvm::Expected<std::optional<SmallVector<int64_t>>>
+reduceAxes(NodeContext &nc, int64_t rank, int axesInputOpset) {
   SmallVector<int64_t> axes;
   if (nc.opset() >= axesInputOpset) {
     if (nc.hasInput(1)) {
@@ -26,18 +46,152 @@ llvm::Error convertReduce(NodeContext &nc) {
   } else {
     axes = nc.attrInts("axes");
   }
-  int64_t rank = tensorType(*x).getRank();
   if (axes.empty()) {
-    if (nc.attrInt("noop_with_empty_axes", 0) != 0) {
-      nc.setOutput(0, *x);
-      return llvm::Error::success();
-    }
+    if (nc.attrInt("noop_with_empty_axes", 0) != 0)
+      return std::nullopt;
     for (int64_t d = 0; d < rank; ++d)
       axes.push_back(d);
   }
-  return nc.output(nc.create<OpT>(nc.placeholder(), *x,
-                                  nc.builder().getDenseI64ArrayAttr(axes),
-                                  nc.attrInt("keepdims", 1) != 0));
+  return axes;
+}
+
+/// ReduceProd of a constant (shape arithmetic: torch.onnx.export's std and
+/// var count their elements with it), folded here.
+llvm::Error foldReduceProd(NodeContext &nc, Value x, ArrayRef<int64_t> axes,
+                           bool keep) {
+  DenseElementsAttr c = nc.constantInput(0);
+  if (!c)
+    return nc.error("ReduceProd of a computed tensor is not supported (only "
+                    "of constants: shape arithmetic)");
+  SmallVector<int64_t> shape = shapeOf(x), out;
+  SmallVector<bool> reduced(shape.size(), false);
+  for (int64_t a : axes) {
+    auto axis = normalizeAxis(a, shape.size());
+    if (!axis)
+      return nc.error("axis " + llvm::Twine(a) + " out of range");
+    reduced[*axis] = true;
+  }
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (!reduced[d] || keep)
+      out.push_back(reduced[d] ? 1 : shape[d]);
+  bool isFloat = isa<FloatType>(c.getElementType());
+  SmallVector<double> vals;
+  for (auto v : c.getValues<Attribute>())
+    vals.push_back(isFloat ? cast<FloatAttr>(v).getValueAsDouble()
+                           : double(cast<IntegerAttr>(v).getInt()));
+  int64_t n = 1;
+  for (int64_t d : out)
+    n *= d;
+  SmallVector<double> prod(n, 1.0);
+  for (size_t k = 0; k < vals.size(); ++k) { // k -> its output element
+    int64_t rest = k, index = 0, stride = 1;
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      int64_t i = rest % shape[d];
+      rest /= shape[d];
+      if (!reduced[d]) {
+        index += i * stride;
+        stride *= shape[d];
+      }
+    }
+    prod[index] *= vals[k];
+  }
+  auto type = RankedTensorType::get(out, c.getElementType());
+  Attribute attr;
+  if (isFloat) {
+    SmallVector<APFloat> v;
+    for (double p : prod) {
+      APFloat f(p);
+      bool loses;
+      f.convert(cast<FloatType>(c.getElementType()).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &loses);
+      v.push_back(f);
+    }
+    attr = DenseElementsAttr::get(type, v);
+  } else {
+    unsigned bits = c.getElementType().getIntOrFloatBitWidth();
+    SmallVector<APInt> v;
+    for (double p : prod)
+      v.push_back(APInt(bits, static_cast<int64_t>(p), true));
+    attr = DenseElementsAttr::get(type, v);
+  }
+  nc.setOutput(0, smp::ConstantOp::create(nc.builder(), nc.loc(),
+                                          cast<TypedAttr>(attr)));
+  return llvm::Error::success();
+}
+
+template <Reduce kind, int axesInputOpset>
+llvm::Error convertReduce(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  auto axesOr = reduceAxes(nc, tensorType(*x).getRank(), axesInputOpset);
+  if (!axesOr)
+    return axesOr.takeError();
+  if (!*axesOr) {
+    nc.setOutput(0, *x);
+    return llvm::Error::success();
+  }
+  bool keep = nc.attrInt("keepdims", 1) != 0;
+  if constexpr (kind == Reduce::Prod)
+    return foldReduceProd(nc, *x, **axesOr, keep);
+  auto axes = nc.builder().getDenseI64ArrayAttr(**axesOr);
+  Chain c(nc);
+  auto sum = [&](Value v, bool k) {
+    return c.make<smp::ReduceSumOp>(v, axes, k);
+  };
+  Value v = *x, y;
+  switch (kind) {
+  case Reduce::Sum:
+    y = sum(v, keep);
+    break;
+  case Reduce::Mean:
+    y = c.make<smp::ReduceMeanOp>(v, axes, keep);
+    break;
+  case Reduce::Max:
+    y = c.make<smp::ReduceMaxOp>(v, axes, keep);
+    break;
+  case Reduce::Min: // -max(-x)
+    y = c.unary<smp::NegOp>(
+        c.make<smp::ReduceMaxOp>(c.unary<smp::NegOp>(v), axes, keep));
+    break;
+  case Reduce::L1:
+    y = sum(c.unary<smp::AbsOp>(v), keep);
+    break;
+  case Reduce::SumSquare:
+    y = sum(c.binary<smp::MulOp>(v, v), keep);
+    break;
+  case Reduce::L2: {
+    // sqrt(sum x^2), 0 (and a zero gradient, as PyTorch's norm) where the
+    // sum is 0: sqrt's gradient there would be infinite.
+    Value s = sum(c.binary<smp::MulOp>(v, v), keep);
+    Value zero = c.binary<smp::EqualOp>(s, c.scalar(s, 0.0));
+    Value safe = c.where(zero, c.scalar(s, 1.0), s);
+    y = c.where(zero, c.scalar(s, 0.0), c.unary<smp::SqrtOp>(safe));
+    break;
+  }
+  case Reduce::LogSum:
+    y = c.unary<smp::LogOp>(sum(v, keep));
+    break;
+  case Reduce::LogSumExp: { // m + log(sum(exp(x - m))), m the max
+    Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
+    Value s = sum(c.unary<smp::ExpOp>(c.binary<smp::SubOp>(v, m)), true);
+    y = c.binary<smp::AddOp>(c.unary<smp::LogOp>(s), m);
+    if (!keep && !c.failed()) {
+      SmallVector<int64_t> shape;
+      llvm::SmallDenseSet<int64_t> gone;
+      for (int64_t a : **axesOr)
+        gone.insert(a < 0 ? a + tensorType(v).getRank() : a);
+      for (auto [d, n] : llvm::enumerate(shapeOf(y)))
+        if (!gone.count(d))
+          shape.push_back(n);
+      y = c.reshape(y, shape);
+    }
+    break;
+  }
+  case Reduce::Prod:
+    break;
+  }
+  return c.finish(y);
 }
 
 /// Softmax/LogSoftmax. Before opset 13 the op flattens the input into
@@ -96,9 +250,16 @@ llvm::Error convertCumSum(NodeContext &nc) {
 } // namespace
 
 void registerReduceConverters(ConverterTable &t) {
-  t["ReduceSum"] = convertReduce<smp::ReduceSumOp, 13>;
-  t["ReduceMean"] = convertReduce<smp::ReduceMeanOp, 18>;
-  t["ReduceMax"] = convertReduce<smp::ReduceMaxOp, 18>;
+  t["ReduceSum"] = convertReduce<Reduce::Sum, 13>;
+  t["ReduceMean"] = convertReduce<Reduce::Mean, 18>;
+  t["ReduceMax"] = convertReduce<Reduce::Max, 18>;
+  t["ReduceMin"] = convertReduce<Reduce::Min, 18>;
+  t["ReduceL1"] = convertReduce<Reduce::L1, 18>;
+  t["ReduceL2"] = convertReduce<Reduce::L2, 18>;
+  t["ReduceSumSquare"] = convertReduce<Reduce::SumSquare, 18>;
+  t["ReduceLogSum"] = convertReduce<Reduce::LogSum, 18>;
+  t["ReduceLogSumExp"] = convertReduce<Reduce::LogSumExp, 18>;
+  t["ReduceProd"] = convertReduce<Reduce::Prod, 18>;
   t["Softmax"] = convertSoftmax<smp::SoftmaxOp>;
   t["LogSoftmax"] = convertSoftmax<smp::LogSoftmaxOp>;
   t["CumSum"] = convertCumSum;

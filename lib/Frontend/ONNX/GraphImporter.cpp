@@ -38,6 +38,7 @@ const ConverterTable &converters() {
     registerInstanceNormConverters(t);
     registerResizeConverters(t);
     registerRecurrentConverters(t);
+    registerEinsumConverters(t);
     registerMatMulConverters(t);
     registerReduceConverters(t);
     registerShapeConverters(t);

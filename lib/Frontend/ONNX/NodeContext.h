@@ -142,6 +142,7 @@ void registerPadConverters(ConverterTable &table);
 void registerInstanceNormConverters(ConverterTable &table);
 void registerResizeConverters(ConverterTable &table);
 void registerRecurrentConverters(ConverterTable &table);
+void registerEinsumConverters(ConverterTable &table);
 void registerMatMulConverters(ConverterTable &table);
 void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);

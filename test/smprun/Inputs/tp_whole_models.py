@@ -11,7 +11,6 @@ mode, a symbolic batch), their data and PyTorch's references
          constants) and comparisons inside the tp region (refused before)
   elu    Linear -> ELU -> Linear (`where(x > 0, ...)`: refused before)
 Used by test/smprun/tp-whole-operands.test."""
-import json
 import os
 import sys
 
@@ -19,6 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_refs_writer import write_refs  # noqa: E402
 
 CLASSES, BATCH, SAMPLES, STEPS = 8, 8, 32, 4
 LRS = {"sgd": 0.5, "adamw": 1e-2}
@@ -68,22 +70,7 @@ def main():
         torch.onnx.export(model, (x[:BATCH],), os.path.join(d, "model.onnx"),
                           input_names=["x"], output_names=["logits"],
                           dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
-        for opt_name, lr in LRS.items():
-            torch.manual_seed(0)
-            m = cls()
-            opt = (torch.optim.SGD(m.parameters(), lr=lr) if opt_name == "sgd"
-                   else torch.optim.AdamW(m.parameters(), lr=lr))
-            losses, norms = [], []
-            for k in range(STEPS):
-                lo = (k * BATCH) % SAMPLES
-                opt.zero_grad()
-                loss = F.cross_entropy(m(x[lo:lo + BATCH]), labels[lo:lo + BATCH])
-                loss.backward()
-                norms.append(torch.nn.utils.clip_grad_norm_(m.parameters(), float("inf")).item())
-                losses.append(loss.item())
-                opt.step()
-            with open(os.path.join(d, f"ref_{opt_name}.json"), "w") as f:
-                json.dump({"config": {"lr": lr}, "losses": losses, "grad_norms": norms}, f)
+        write_refs(cls, x, labels, d, LRS, STEPS, BATCH)
 
 
 if __name__ == "__main__":
