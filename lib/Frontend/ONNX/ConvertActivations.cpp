@@ -13,6 +13,7 @@
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -125,6 +126,33 @@ void registerActivationConverters(ConverterTable &t) {
       [](ActivationChain &c, Value x, NodeContext &) { return c.floor(x); });
   t["Ceil"] = activation([](ActivationChain &c, Value x, NodeContext &) {
     return c.unary<smp::NegOp>(c.floor(c.unary<smp::NegOp>(x)));
+  });
+  // Round: half to even (ONNX, torch.round): floor(x + 0.5), one less on a
+  // tie that lands on an odd number.
+  t["Round"] = activation([](ActivationChain &c, Value x, NodeContext &) {
+    if (!isa<FloatType>(tensorType(x).getElementType()))
+      return x;
+    Value f = c.floor(c.binary<smp::AddOp>(x, c.scalar(x, 0.5)));
+    Value tie =
+        c.binary<smp::EqualOp>(c.binary<smp::SubOp>(f, x), c.scalar(x, 0.5));
+    Value odd = c.binary<smp::EqualOp>(
+        c.binary<smp::ModOp>(f, c.scalar(x, 2.0)), c.scalar(x, 1.0));
+    return c.where(c.binary<smp::AndOp>(tie, odd),
+                   c.binary<smp::SubOp>(f, c.scalar(x, 1.0)), f);
+  });
+  // IsInf(x): x == +inf or x == -inf (detect_positive, detect_negative).
+  t["IsInf"] = activation([](ActivationChain &c, Value x, NodeContext &nc) {
+    Value pos = nc.attrInt("detect_positive", 1) != 0
+                    ? c.binary<smp::EqualOp>(x, c.scalar(x, INFINITY))
+                    : Value();
+    Value neg = nc.attrInt("detect_negative", 1) != 0
+                    ? c.binary<smp::EqualOp>(x, c.scalar(x, -INFINITY))
+                    : Value();
+    if (pos && neg)
+      return c.binary<smp::OrOp>(pos, neg);
+    if (pos || neg)
+      return pos ? pos : neg;
+    return c.binary<smp::LessOp>(x, x); // detects nothing: all false
   });
   // PRelu(x, slope): x where x > 0, else slope * x (the slope broadcast to
   // x, as nn.PReLU's [C, 1, 1] for NCHW); at 0 the gradient is the slope's,

@@ -8,7 +8,9 @@ format). Used by test/smprun/einsum.test.
   outer      "bi,bj->bij" summed by "bij->bi" (an outer product, a sum)
   ellipsis   "...i,ij->...j" on [B, S, I] (an ellipsis over two dims)
   chain      "bi,ij,jk->bk" (three operands contracted pairwise)
-  transpose  "bij->bji" before a Linear (a pure transpose)"""
+  transpose  "bij->bji" before a Linear (a pure transpose)
+  reductions F.normalize (ReduceL2), std and var (ReduceProd of the shape,
+             folded), logsumexp, amin, sign and round (no gradient)"""
 import os
 import sys
 
@@ -79,13 +81,28 @@ class Transpose(nn.Module):
         return self.head(torch.sigmoid(y).flatten(1))
 
 
+class Reductions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 8)
+        self.head = nn.Linear(8, CLASSES)
+
+    def forward(self, x):  # [B, 3, 6]
+        y = self.a(x)
+        z = F.normalize(y, dim=-1) + (y - y.mean(-1, keepdim=True)) / y.std(-1, keepdim=True)
+        z = z * y.var(1, keepdim=True) - torch.logsumexp(y, 1, keepdim=True)
+        z = z + y.amin(-1, keepdim=True) + torch.sign(y) * torch.round(y * 2)
+        return self.head(z.mean(1))
+
+
 def main():
     out = sys.argv[1]
     g = torch.Generator().manual_seed(2)
     x = torch.randn(SAMPLES, 3, 6, generator=g)
     labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
     for name, cls in (("attention", Attention), ("outer", Outer), ("ellipsis", Ellipsis),
-                      ("chain", Chain), ("transpose", Transpose)):
+                      ("chain", Chain), ("transpose", Transpose),
+                      ("reductions", Reductions)):
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         np.save(os.path.join(d, "x.npy"), x.numpy())
