@@ -3,7 +3,8 @@
 // ReduceSum/Mean/Max map to smp ops; ReduceMin, L1, L2, SumSquare, LogSum
 // and LogSumExp are compositions of them (gradients included); ReduceProd
 // is folded where its input is a constant (shape arithmetic) and refused
-// otherwise.
+// otherwise. ArgMax and ArgMin are reductions over the indices where x
+// equals its extreme.
 //
 
 #include "Chain.h"
@@ -194,6 +195,40 @@ llvm::Error convertReduce(NodeContext &nc) {
   return c.finish(y);
 }
 
+/// ArgMax/ArgMin(x, axis, keepdims, select_last_index): the first (or
+/// last) index along `axis` where x equals its max (ArgMin: -x's), as
+/// reductions over the indices of the matching positions. No gradient.
+template <bool isMin> llvm::Error convertArgExtreme(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  SmallVector<int64_t> shape = shapeOf(*x);
+  auto axis =
+      normalizeAxis(nc.attrInt("axis", 0), std::max<int64_t>(shape.size(), 1));
+  if (!axis || shape.empty())
+    return nc.error("axis " + llvm::Twine(nc.attrInt("axis", 0)) +
+                    " out of range for rank " + llvm::Twine(shape.size()));
+  bool last = nc.attrInt("select_last_index", 0) != 0;
+  auto &b = nc.builder();
+  Chain c(nc);
+  Value v = isMin ? c.unary<smp::NegOp>(*x) : *x;
+  auto axes = b.getDenseI64ArrayAttr({*axis});
+  Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
+  Value eq = c.binary<smp::EqualOp>(v, m);
+  int64_t n = shape[*axis];
+  SmallVector<int64_t> idxShape(shape.size(), 1), values;
+  idxShape[*axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(last ? i : -i);
+  auto i64 = RankedTensorType::get(idxShape, b.getI64Type());
+  Value idx = smp::ConstantOp::create(
+      b, nc.loc(), DenseElementsAttr::get(i64, ArrayRef<int64_t>(values)));
+  Value none = nc.splat(b.getI64Type(), {}, last ? -1 : -n);
+  Value pick = c.make<smp::ReduceMaxOp>(c.where(eq, idx, none), axes,
+                                        nc.attrInt("keepdims", 1) != 0);
+  return c.finish(last ? pick : c.unary<smp::NegOp>(pick));
+}
+
 /// Softmax/LogSoftmax. Before opset 13 the op flattens the input into
 /// [prod(dims < axis), prod(dims >= axis)] and normalises each row.
 template <typename OpT> llvm::Error convertSoftmax(NodeContext &nc) {
@@ -260,6 +295,8 @@ void registerReduceConverters(ConverterTable &t) {
   t["ReduceLogSum"] = convertReduce<Reduce::LogSum, 18>;
   t["ReduceLogSumExp"] = convertReduce<Reduce::LogSumExp, 18>;
   t["ReduceProd"] = convertReduce<Reduce::Prod, 18>;
+  t["ArgMax"] = convertArgExtreme<false>;
+  t["ArgMin"] = convertArgExtreme<true>;
   t["Softmax"] = convertSoftmax<smp::SoftmaxOp>;
   t["LogSoftmax"] = convertSoftmax<smp::LogSoftmaxOp>;
   t["CumSum"] = convertCumSum;
