@@ -4,13 +4,15 @@
 // and LogSumExp are compositions of them (gradients included); ReduceProd
 // is folded where its input is a constant (shape arithmetic) and refused
 // otherwise. ArgMax and ArgMin are reductions over the indices where x
-// equals its extreme.
+// equals its extreme; TopK is K such passes, masking each pick out.
 //
 
 #include "Chain.h"
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -229,6 +231,80 @@ template <bool isMin> llvm::Error convertArgExtreme(NodeContext &nc) {
   return c.finish(last ? pick : c.unary<smp::NegOp>(pick));
 }
 
+/// TopK(x, k, axis, largest, sorted) for k up to kMaxTopK: k passes, each
+/// taking the first index of the current extreme (ArgMax's composition) and
+/// masking it out; Values = GatherElements(x, Indices), so the gradient
+/// reaches exactly the selected elements, as PyTorch's torch.topk. Sorted
+/// by construction (largest first, or smallest first).
+constexpr int64_t kMaxTopK = 64;
+
+llvm::Error convertTopK(NodeContext &nc) {
+  auto x = nc.input(0);
+  if (!x)
+    return x.takeError();
+  SmallVector<int64_t> shape = shapeOf(*x);
+  int64_t rank = shape.size();
+  auto axis = nc.attrAxis(-1, std::max<int64_t>(rank, 1));
+  if (!axis)
+    return axis.takeError();
+  int64_t k;
+  if (nc.opset() < 10) {
+    k = nc.attrInt("k", 0);
+  } else {
+    auto ks = nc.constantInts(1, "K");
+    if (!ks)
+      return ks.takeError();
+    if (ks->size() != 1)
+      return nc.error("K must hold one value");
+    k = ks->front();
+  }
+  int64_t n = rank ? shape[*axis] : 0;
+  if (k < 1 || k > n)
+    return nc.error("K " + llvm::Twine(k) + " must be in [1, " +
+                    llvm::Twine(n) + "]");
+  if (k > kMaxTopK)
+    return nc.error("K " + llvm::Twine(k) + " is over " +
+                    llvm::Twine(kMaxTopK) +
+                    " (TopK is composed of K passes over the input; "
+                    "torch.sort exports as TopK with K = the whole dim)");
+  if (!isa<FloatType>(tensorType(*x).getElementType()))
+    return nc.error("only float inputs are supported");
+  auto &b = nc.builder();
+  Chain c(nc);
+  bool largest = nc.attrInt("largest", 1) != 0;
+  Value v = largest ? *x : c.unary<smp::NegOp>(*x);
+  auto axes = b.getDenseI64ArrayAttr({*axis});
+  SmallVector<int64_t> idxShape(rank, 1), values;
+  idxShape[*axis] = n;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(-i);
+  Value negIdx = smp::ConstantOp::create(
+      b, nc.loc(),
+      DenseElementsAttr::get(RankedTensorType::get(idxShape, b.getI64Type()),
+                             ArrayRef<int64_t>(values)));
+  Value none = nc.splat(b.getI64Type(), {}, -n);
+  Value masked = nc.splat(tensorType(*x).getElementType(), {}, -INFINITY);
+  SmallVector<Value> picks;
+  for (int64_t j = 0; j < k && !c.failed(); ++j) {
+    Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
+    Value at = c.unary<smp::NegOp>(c.make<smp::ReduceMaxOp>(
+        c.where(c.binary<smp::EqualOp>(v, m), negIdx, none), axes, true));
+    picks.push_back(at);
+    if (j + 1 < k) // mask the pick out for the next pass
+      v = c.where(c.binary<smp::EqualOp>(c.unary<smp::NegOp>(negIdx), at),
+                  masked, v);
+  }
+  Value indices =
+      picks.size() == 1
+          ? picks.front()
+          : c.make<smp::ConcatOp>(picks, b.getI64IntegerAttr(*axis));
+  Value vals =
+      c.make<smp::GatherElementsOp>(*x, indices, b.getI64IntegerAttr(*axis));
+  if (auto err = c.finish(vals, 0))
+    return err;
+  return nc.hasOutput(1) ? c.finish(indices, 1) : llvm::Error::success();
+}
+
 /// Softmax/LogSoftmax. Before opset 13 the op flattens the input into
 /// [prod(dims < axis), prod(dims >= axis)] and normalises each row.
 template <typename OpT> llvm::Error convertSoftmax(NodeContext &nc) {
@@ -297,6 +373,7 @@ void registerReduceConverters(ConverterTable &t) {
   t["ReduceProd"] = convertReduce<Reduce::Prod, 18>;
   t["ArgMax"] = convertArgExtreme<false>;
   t["ArgMin"] = convertArgExtreme<true>;
+  t["TopK"] = convertTopK;
   t["Softmax"] = convertSoftmax<smp::SoftmaxOp>;
   t["LogSoftmax"] = convertSoftmax<smp::LogSoftmaxOp>;
   t["CumSum"] = convertCumSum;

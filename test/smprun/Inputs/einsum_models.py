@@ -10,7 +10,8 @@ format). Used by test/smprun/einsum.test.
   chain      "bi,ij,jk->bk" (three operands contracted pairwise)
   transpose  "bij->bji" before a Linear (a pure transpose)
   reductions F.normalize (ReduceL2), std and var (ReduceProd of the shape,
-             folded), logsumexp, amin, sign and round (no gradient)"""
+             folded), logsumexp, amin, sign and round (no gradient), topk
+             and sort (TopK: the gradient to the selected elements)"""
 import os
 import sys
 
@@ -92,6 +93,8 @@ class Reductions(nn.Module):
         z = F.normalize(y, dim=-1) + (y - y.mean(-1, keepdim=True)) / y.std(-1, keepdim=True)
         z = z * y.var(1, keepdim=True) - torch.logsumexp(y, 1, keepdim=True)
         z = z + y.amin(-1, keepdim=True) + torch.sign(y) * torch.round(y * 2)
+        z = z + torch.topk(y, 3, dim=-1).values.sum(-1, keepdim=True) \
+            + torch.sort(y, dim=1).values
         return self.head(z.mean(1))
 
 
