@@ -94,9 +94,59 @@ llvm::Error convertGatherElements(NodeContext &nc) {
       nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
 }
 
+/// ScatterElements(data, indices, updates, axis, reduction): `updates`
+/// scatter-added at `indices` into zeros (smp.gather_elements_grad, whose
+/// gradient gathers it back), then added to data (reduction add) or placed
+/// over it where an index lands (none: duplicate indices are undefined in
+/// ONNX; here they add up). torch's scatter_add and scatter export so.
+llvm::Error convertScatterElements(NodeContext &nc) {
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  auto [data, indices, updates] = std::tuple((*in)[0], (*in)[1], (*in)[2]);
+  auto type = tensorType(data);
+  if (!isa<FloatType>(type.getElementType()))
+    return nc.error("only float data is supported");
+  if (shapeOf(indices) != shapeOf(updates))
+    return nc.error("indices and updates must have one shape");
+  auto axis = nc.attrAxis(0, type.getRank());
+  if (!axis)
+    return axis.takeError();
+  std::string reduction = nc.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return nc.error("reduction '" + reduction +
+                    "' is not supported (none and add are)");
+  int64_t dim = type.getDimSize(*axis);
+  if (auto err = checkConstantIndices(
+          nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))
+    return err;
+  auto &b = nc.builder();
+  auto axisAttr = b.getI64IntegerAttr(*axis);
+  auto scattered =
+      nc.create<smp::GatherElementsGradOp>(type, indices, updates, axisAttr);
+  if (!scattered)
+    return scattered.takeError();
+  if (reduction == "add")
+    return nc.output(nc.create<smp::AddOp>(nc.placeholder(), data, *scattered));
+  // Where an index lands: a scatter of ones is positive.
+  auto ones = nc.create<smp::GatherElementsGradOp>(
+      type, indices, nc.splat(type.getElementType(), shapeOf(updates), 1.0),
+      axisAttr);
+  if (!ones)
+    return ones.takeError();
+  auto hit = nc.create<smp::GreaterOp>(nc.placeholder(), *ones,
+                                       nc.scalarLike(*ones, 0.0));
+  if (!hit)
+    return hit.takeError();
+  return nc.output(
+      nc.create<smp::WhereOp>(nc.placeholder(), *hit, *scattered, data));
+}
+
 } // namespace
 
 void registerGatherIndexedConverters(ConverterTable &t) {
+  t["ScatterElements"] = convertScatterElements;
+  t["Scatter"] = convertScatterElements; // opset 9-10: the same, deprecated
   t["GatherND"] = convertGatherND;
   t["GatherElements"] = convertGatherElements;
 }

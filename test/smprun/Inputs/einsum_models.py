@@ -11,7 +11,8 @@ format). Used by test/smprun/einsum.test.
   transpose  "bij->bji" before a Linear (a pure transpose)
   reductions F.normalize (ReduceL2), std and var (ReduceProd of the shape,
              folded), logsumexp, amin, sign and round (no gradient), topk
-             and sort (TopK: the gradient to the selected elements)"""
+             and sort (TopK: the gradient to the selected elements),
+             scatter_add and scatter (ScatterElements)"""
 import os
 import sys
 
@@ -95,6 +96,9 @@ class Reductions(nn.Module):
         z = z + y.amin(-1, keepdim=True) + torch.sign(y) * torch.round(y * 2)
         z = z + torch.topk(y, 3, dim=-1).values.sum(-1, keepdim=True) \
             + torch.sort(y, dim=1).values
+        idx = torch.tensor([1, 0, 3, 2, 5, 4, 7, 6]).expand_as(y)
+        z = z + torch.zeros_like(y).scatter_add(2, idx, y * y) \
+            + y.scatter(2, idx[..., :4], torch.tanh(y[..., :4]))
         return self.head(z.mean(1))
 
 

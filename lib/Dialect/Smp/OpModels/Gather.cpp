@@ -61,6 +61,16 @@ SMP_VJP(GatherElementsOp) {
   return success();
 }
 
+/// gather_elements_grad scatter-adds `grad` at `indices`: linear in `grad`,
+/// whose gradient gathers the upstream gradient back at the same indices
+/// (ONNX ScatterElements is imported as it).
+SMP_VJP(GatherElementsGradOp) {
+  if (need[1])
+    gx[1] = GatherElementsOp::create(b, op.getLoc(), op.getGrad().getType(),
+                                     gy[0], op.getIndices(), op.getAxisAttr());
+  return success();
+}
+
 namespace {
 
 /// Reads the elements it returns and the indices.
@@ -82,7 +92,8 @@ OpCost scatterCost(Operation *op) {
 
 void registerGatherOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
-    attach<GradientModel, GatherOp, GatherNdOp, GatherElementsOp>(ctx);
+    attach<GradientModel, GatherOp, GatherNdOp, GatherElementsOp,
+           GatherElementsGradOp>(ctx);
     attach<CostFn<gatherCost>::Model, GatherOp, GatherNdOp,
            GatherElementsOp>(ctx);
     attach<CostFn<scatterCost>::Model, GatherGradOp, GatherNdGradOp,

@@ -52,7 +52,6 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.cross_entropy_shard_grad", "a backward op"},
       {"smp.gather_grad", "a backward op"},
       {"smp.gather_nd_grad", "a backward op"},
-      {"smp.gather_elements_grad", "a backward op"},
       {"smp.slice_grad", "a backward op"},
       {"smp.pool_grad", "a backward op"},
       {"smp.attention_grad", "a backward op"},
@@ -99,6 +98,7 @@ const llvm::StringMap<const char *> &noShardingRule() {
       {"smp.gather", "embeddings: vocab-parallel is its own rewrite"},
       {"smp.gather_nd", "not split through (yet)"},
       {"smp.gather_elements", "not split through (yet)"},
+      {"smp.gather_elements_grad", "not split through (ScatterElements)"},
       {"smp.packed_attention", "formed after the step is built and split"},
   };
   return m;
