@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Chain.h"
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -142,10 +143,91 @@ llvm::Error convertScatterElements(NodeContext &nc) {
       nc.create<smp::WhereOp>(nc.placeholder(), *hit, *scattered, data));
 }
 
+/// ScatterND(data, indices, updates, reduction) with constant indices
+/// (torch.onnx.export's in-place assignments `y[:, 0] = v` compute them from
+/// shapes, constants here): data viewed as [L, R] rows (L the addressed
+/// dims' product), each index turned into a row at import, the updates
+/// scatter-added into those rows (gather_elements_grad over the rows
+/// expanded), then added to data (add) or placed over the rows they hit
+/// (none).
+llvm::Error convertScatterND(NodeContext &nc) {
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  Value data = (*in)[0], updates = (*in)[2];
+  auto type = tensorType(data);
+  if (!isa<FloatType>(type.getElementType()))
+    return nc.error("only float data is supported");
+  std::string reduction = nc.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return nc.error("reduction '" + reduction +
+                    "' is not supported (none and add are)");
+  DenseElementsAttr idx = nc.constantInput(1);
+  SmallVector<int64_t> ishape = shapeOf((*in)[1]), dshape = shapeOf(data);
+  if (!idx || ishape.empty())
+    return nc.error("indices must be a constant (computed from shapes)");
+  int64_t k = ishape.back(), rank = dshape.size();
+  if (k < 1 || k > rank)
+    return nc.error("indices address " + llvm::Twine(k) + " dims of a rank-" +
+                    llvm::Twine(rank) + " tensor");
+  int64_t l = 1, r = 1, m = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < k ? l : r) *= dshape[d];
+  for (int64_t n : ArrayRef<int64_t>(ishape).drop_back())
+    m *= n;
+  SmallVector<int64_t> want(ishape.begin(), ishape.end() - 1);
+  want.append(dshape.begin() + k, dshape.end());
+  if (shapeOf(updates) != want)
+    return nc.error("updates must be " + shapeToString(want) + ", got " +
+                    shapeToString(shapeOf(updates)));
+  SmallVector<int64_t> rows;
+  SmallVector<bool> hit(l, false);
+  SmallVector<int64_t> flat;
+  for (const APInt &v : idx.getValues<APInt>())
+    flat.push_back(v.getSExtValue());
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t v = flat[i * k + j], n = dshape[j];
+      if (v < -n || v >= n)
+        return nc.error("index " + llvm::Twine(v) + " out of range for dim " +
+                        llvm::Twine(j) + " of size " + llvm::Twine(n));
+      row = row * n + (v < 0 ? v + n : v);
+    }
+    rows.push_back(row);
+    hit[row] = true;
+  }
+  auto &b = nc.builder();
+  Chain c(nc);
+  Value table = c.reshape(data, {l, r});
+  Value upd = c.reshape(updates, {m, r});
+  Value column = smp::ConstantOp::create(
+      b, nc.loc(),
+      DenseElementsAttr::get(RankedTensorType::get({m, 1}, b.getI64Type()),
+                             ArrayRef<int64_t>(rows)));
+  Value at = c.keep(nc.create<smp::ExpandOp>(
+      RankedTensorType::get({m, r}, b.getI64Type()), column));
+  Value scattered = c.keep(nc.create<smp::GatherElementsGradOp>(
+      RankedTensorType::get({l, r}, type.getElementType()), at, upd,
+      b.getI64IntegerAttr(0)));
+  Value y;
+  if (reduction == "add") {
+    y = c.binary<smp::AddOp>(table, scattered);
+  } else {
+    Value mask = smp::ConstantOp::create(
+        b, nc.loc(),
+        DenseElementsAttr::get(RankedTensorType::get({l, 1}, b.getI1Type()),
+                               ArrayRef<bool>(hit)));
+    y = c.where(mask, scattered, table);
+  }
+  return c.finish(c.reshape(y, dshape));
+}
+
 } // namespace
 
 void registerGatherIndexedConverters(ConverterTable &t) {
   t["ScatterElements"] = convertScatterElements;
+  t["ScatterND"] = convertScatterND;
   t["Scatter"] = convertScatterElements; // opset 9-10: the same, deprecated
   t["GatherND"] = convertGatherND;
   t["GatherElements"] = convertGatherElements;

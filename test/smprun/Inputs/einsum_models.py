@@ -12,7 +12,8 @@ format). Used by test/smprun/einsum.test.
   reductions F.normalize (ReduceL2), std and var (ReduceProd of the shape,
              folded), logsumexp, amin, sign and round (no gradient), topk
              and sort (TopK: the gradient to the selected elements),
-             scatter_add and scatter (ScatterElements)"""
+             scatter_add and scatter (ScatterElements), in-place
+             assignments (ScatterND)"""
 import os
 import sys
 
@@ -99,6 +100,10 @@ class Reductions(nn.Module):
         idx = torch.tensor([1, 0, 3, 2, 5, 4, 7, 6]).expand_as(y)
         z = z + torch.zeros_like(y).scatter_add(2, idx, y * y) \
             + y.scatter(2, idx[..., :4], torch.tanh(y[..., :4]))
+        w = y.clone()  # in-place assignments export as ScatterND
+        w[:, 0] = w[:, 1] * 2
+        w[:, :, 2:4] = torch.tanh(w[:, :, 4:6])
+        z = z + w
         return self.head(z.mean(1))
 
 
