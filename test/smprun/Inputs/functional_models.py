@@ -1,7 +1,8 @@
-"""Writes, into argv[1]/<name>/, small models written with torch.einsum,
-exported with torch.onnx.export's defaults (an Einsum node), their data and
+"""Writes, into argv[1]/<name>/, small models written with torch.einsum and
+other functional ops that export as compositions (reductions, TopK,
+scatters), exported with torch.onnx.export's defaults, their data and
 PyTorch's references (ref_sgd.json, ref_adamw.json: compare_losses.py's
-format). Used by test/smprun/einsum.test.
+format). Used by test/smprun/functional-ops.test.
 
   attention  "bqd,bkd->bqk", softmax, "bqk,bkd->bqd" (a batched matmul, a
              contraction over d, then over k)
