@@ -284,15 +284,24 @@ llvm::Error convertTopK(NodeContext &nc) {
                              ArrayRef<int64_t>(values)));
   Value none = nc.splat(b.getI64Type(), {}, -n);
   Value masked = nc.splat(tensorType(*x).getElementType(), {}, -INFINITY);
+  // Picked positions are masked to -inf and excluded from the next passes'
+  // matches (an input that holds -inf itself would otherwise be picked
+  // twice).
   SmallVector<Value> picks;
+  Value iota = c.unary<smp::NegOp>(negIdx), picked;
   for (int64_t j = 0; j < k && !c.failed(); ++j) {
     Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
-    Value at = c.unary<smp::NegOp>(c.make<smp::ReduceMaxOp>(
-        c.where(c.binary<smp::EqualOp>(v, m), negIdx, none), axes, true));
+    Value eq = c.binary<smp::EqualOp>(v, m);
+    if (picked)
+      eq = c.binary<smp::AndOp>(eq, c.unary<smp::NotOp>(picked));
+    Value at = c.unary<smp::NegOp>(
+        c.make<smp::ReduceMaxOp>(c.where(eq, negIdx, none), axes, true));
     picks.push_back(at);
-    if (j + 1 < k) // mask the pick out for the next pass
-      v = c.where(c.binary<smp::EqualOp>(c.unary<smp::NegOp>(negIdx), at),
-                  masked, v);
+    if (j + 1 < k) { // mask the pick out for the next pass
+      Value now = c.binary<smp::EqualOp>(iota, at);
+      picked = picked ? c.binary<smp::OrOp>(picked, now) : now;
+      v = c.where(now, masked, v);
+    }
   }
   Value indices =
       picks.size() == 1
