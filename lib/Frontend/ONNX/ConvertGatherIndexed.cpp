@@ -121,26 +121,19 @@ llvm::Error convertScatterElements(NodeContext &nc) {
   if (auto err = checkConstantIndices(
           nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))
     return err;
-  auto &b = nc.builder();
-  auto axisAttr = b.getI64IntegerAttr(*axis);
-  auto scattered =
-      nc.create<smp::GatherElementsGradOp>(type, indices, updates, axisAttr);
-  if (!scattered)
-    return scattered.takeError();
+  auto axisAttr = nc.builder().getI64IntegerAttr(*axis);
+  Chain c(nc);
+  auto scatter = [&](Value v) {
+    return c.keep(
+        nc.create<smp::GatherElementsGradOp>(type, indices, v, axisAttr));
+  };
+  Value scattered = scatter(updates);
   if (reduction == "add")
-    return nc.output(nc.create<smp::AddOp>(nc.placeholder(), data, *scattered));
-  // Where an index lands: a scatter of ones is positive.
-  auto ones = nc.create<smp::GatherElementsGradOp>(
-      type, indices, nc.splat(type.getElementType(), shapeOf(updates), 1.0),
-      axisAttr);
-  if (!ones)
-    return ones.takeError();
-  auto hit = nc.create<smp::GreaterOp>(nc.placeholder(), *ones,
-                                       nc.scalarLike(*ones, 0.0));
-  if (!hit)
-    return hit.takeError();
-  return nc.output(
-      nc.create<smp::WhereOp>(nc.placeholder(), *hit, *scattered, data));
+    return c.finish(c.binary<smp::AddOp>(data, scattered));
+  // Where an index lands (a scatter of ones is positive), the updates.
+  Value ones = nc.filled(type.getElementType(), shapeOf(updates), 1.0);
+  Value hit = c.binary<smp::GreaterOp>(scatter(ones), c.scalar(data, 0.0));
+  return c.finish(c.where(hit, scattered, data));
 }
 
 /// ScatterND(data, indices, updates, reduction) with constant indices
@@ -180,8 +173,7 @@ llvm::Error convertScatterND(NodeContext &nc) {
   if (shapeOf(updates) != want)
     return nc.error("updates must be " + shapeToString(want) + ", got " +
                     shapeToString(shapeOf(updates)));
-  SmallVector<int64_t> rows;
-  SmallVector<bool> hit(l, false);
+  SmallVector<double> rows, hit(l, 0.0);
   SmallVector<int64_t> flat;
   for (const APInt &v : idx.getValues<APInt>())
     flat.push_back(v.getSExtValue());
@@ -195,16 +187,13 @@ llvm::Error convertScatterND(NodeContext &nc) {
       row = row * n + (v < 0 ? v + n : v);
     }
     rows.push_back(row);
-    hit[row] = true;
+    hit[row] = 1.0;
   }
   auto &b = nc.builder();
   Chain c(nc);
   Value table = c.reshape(data, {l, r});
   Value upd = c.reshape(updates, {m, r});
-  Value column = smp::ConstantOp::create(
-      b, nc.loc(),
-      DenseElementsAttr::get(RankedTensorType::get({m, 1}, b.getI64Type()),
-                             ArrayRef<int64_t>(rows)));
+  Value column = nc.constantOf(b.getI64Type(), {m, 1}, rows);
   Value at = c.keep(nc.create<smp::ExpandOp>(
       RankedTensorType::get({m, r}, b.getI64Type()), column));
   Value scattered = c.keep(nc.create<smp::GatherElementsGradOp>(
@@ -214,10 +203,7 @@ llvm::Error convertScatterND(NodeContext &nc) {
   if (reduction == "add") {
     y = c.binary<smp::AddOp>(table, scattered);
   } else {
-    Value mask = smp::ConstantOp::create(
-        b, nc.loc(),
-        DenseElementsAttr::get(RankedTensorType::get({l, 1}, b.getI1Type()),
-                               ArrayRef<bool>(hit)));
+    Value mask = nc.constantOf(b.getI1Type(), {l, 1}, hit);
     y = c.where(mask, scattered, table);
   }
   return c.finish(c.reshape(y, dshape));

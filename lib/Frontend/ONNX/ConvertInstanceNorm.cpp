@@ -4,7 +4,7 @@
 // dims, then scale and shift per channel: instance norm per (n, c), group
 // norm per (n, group of C/G channels). x is viewed as [N, G, rest] and
 // normalised by smp.layer_norm over its last dim (its kernels, statistics
-// and gradient; the scale a constant of ones), viewed back and multiplied
+// and gradient; the scale ones filled at run time), viewed back and multiplied
 // and shifted per channel. torch.onnx.export writes nn.GroupNorm as exactly
 // that with a reshape around InstanceNormalization(ones, zeros) and the
 // module's affine parameters folded to [C, 1, 1] (trained as they are);
@@ -52,7 +52,7 @@ llvm::Expected<Value> normalizeGroups(NodeContext &nc, Value x, int64_t groups,
   auto &b = nc.builder();
   Type elt = tensorType(x).getElementType();
   auto normed = nc.create<smp::LayerNormOp>(
-      nc.placeholder(), *rows, nc.splat(elt, {rest}, 1.0), Value(),
+      nc.placeholder(), *rows, nc.filled(elt, {rest}, 1.0), Value(),
       b.getI64IntegerAttr(2), b.getF32FloatAttr(epsilon));
   if (!normed)
     return normed.takeError();

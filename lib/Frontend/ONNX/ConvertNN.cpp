@@ -199,13 +199,9 @@ llvm::Error convertConvTranspose(NodeContext &nc) {
   }
   Type elt = tensorType(x).getElementType();
   auto &b = nc.builder();
-  auto zeros = nc.create<smp::ExpandOp>(
-      RankedTensorType::get(out, elt),
-      nc.splat(elt, SmallVector<int64_t>(out.size(), 1), 0.0));
-  if (!zeros)
-    return zeros.takeError();
+  Value zeros = nc.filled(elt, out, 0.0);
   auto grads = nc.createMulti<smp::ConvGradOp>(
-      zeros->getType(), weight.getType(), *zeros, weight, x,
+      zeros.getType(), weight.getType(), zeros, weight, x,
       b.getDenseI64ArrayAttr(strides), b.getDenseI64ArrayAttr(pads),
       b.getDenseI64ArrayAttr(dilations), b.getI64IntegerAttr(group));
   if (!grads)

@@ -98,27 +98,7 @@ llvm::Error foldReduceProd(NodeContext &nc, Value x, ArrayRef<int64_t> axes,
     }
     prod[index] *= vals[k];
   }
-  auto type = RankedTensorType::get(out, c.getElementType());
-  Attribute attr;
-  if (isFloat) {
-    SmallVector<APFloat> v;
-    for (double p : prod) {
-      APFloat f(p);
-      bool loses;
-      f.convert(cast<FloatType>(c.getElementType()).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &loses);
-      v.push_back(f);
-    }
-    attr = DenseElementsAttr::get(type, v);
-  } else {
-    unsigned bits = c.getElementType().getIntOrFloatBitWidth();
-    SmallVector<APInt> v;
-    for (double p : prod)
-      v.push_back(APInt(bits, static_cast<int64_t>(p), true));
-    attr = DenseElementsAttr::get(type, v);
-  }
-  nc.setOutput(0, smp::ConstantOp::create(nc.builder(), nc.loc(),
-                                          cast<TypedAttr>(attr)));
+  nc.setOutput(0, nc.constantOf(c.getElementType(), out, prod));
   return llvm::Error::success();
 }
 
@@ -197,6 +177,28 @@ llvm::Error convertReduce(NodeContext &nc) {
   return c.finish(y);
 }
 
+/// The positions 0..n-1 along `axis` of a rank-`rank` tensor ([1.., n, ..1]),
+/// negated for `negate`.
+Value positions(NodeContext &nc, int64_t rank, int64_t axis, int64_t n,
+                bool negate) {
+  SmallVector<int64_t> shape(rank, 1);
+  shape[axis] = n;
+  SmallVector<double> values;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(negate ? -i : i);
+  return nc.constantOf(nc.builder().getI64Type(), shape, values);
+}
+
+/// The first (or last) position along `axes` where `eq` holds: the largest
+/// of the (negated, for the first) positions it selects. `pos` is
+/// positions(.., negate = !last).
+Value matchIndex(Chain &c, NodeContext &nc, Value eq, Value pos, int64_t n,
+                 DenseI64ArrayAttr axes, bool last, bool keep) {
+  Value none = nc.splat(nc.builder().getI64Type(), {}, last ? -1 : -n);
+  Value pick = c.make<smp::ReduceMaxOp>(c.where(eq, pos, none), axes, keep);
+  return last ? pick : c.unary<smp::NegOp>(pick);
+}
+
 /// ArgMax/ArgMin(x, axis, keepdims, select_last_index): the first (or
 /// last) index along `axis` where x equals its max (ArgMin: -x's), as
 /// reductions over the indices of the matching positions. No gradient.
@@ -211,24 +213,14 @@ template <bool isMin> llvm::Error convertArgExtreme(NodeContext &nc) {
     return nc.error("axis " + llvm::Twine(nc.attrInt("axis", 0)) +
                     " out of range for rank " + llvm::Twine(shape.size()));
   bool last = nc.attrInt("select_last_index", 0) != 0;
-  auto &b = nc.builder();
   Chain c(nc);
   Value v = isMin ? c.unary<smp::NegOp>(*x) : *x;
-  auto axes = b.getDenseI64ArrayAttr({*axis});
-  Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
-  Value eq = c.binary<smp::EqualOp>(v, m);
+  auto axes = nc.builder().getDenseI64ArrayAttr({*axis});
+  Value eq = c.binary<smp::EqualOp>(v, c.make<smp::ReduceMaxOp>(v, axes, true));
   int64_t n = shape[*axis];
-  SmallVector<int64_t> idxShape(shape.size(), 1), values;
-  idxShape[*axis] = n;
-  for (int64_t i = 0; i < n; ++i)
-    values.push_back(last ? i : -i);
-  auto i64 = RankedTensorType::get(idxShape, b.getI64Type());
-  Value idx = smp::ConstantOp::create(
-      b, nc.loc(), DenseElementsAttr::get(i64, ArrayRef<int64_t>(values)));
-  Value none = nc.splat(b.getI64Type(), {}, last ? -1 : -n);
-  Value pick = c.make<smp::ReduceMaxOp>(c.where(eq, idx, none), axes,
-                                        nc.attrInt("keepdims", 1) != 0);
-  return c.finish(last ? pick : c.unary<smp::NegOp>(pick));
+  Value pos = positions(nc, shape.size(), *axis, n, !last);
+  return c.finish(matchIndex(c, nc, eq, pos, n, axes, last,
+                             nc.attrInt("keepdims", 1) != 0));
 }
 
 /// TopK(x, k, axis, largest, sorted) for k up to kMaxTopK: k passes, each
@@ -274,15 +266,7 @@ llvm::Error convertTopK(NodeContext &nc) {
   bool largest = nc.attrInt("largest", 1) != 0;
   Value v = largest ? *x : c.unary<smp::NegOp>(*x);
   auto axes = b.getDenseI64ArrayAttr({*axis});
-  SmallVector<int64_t> idxShape(rank, 1), values;
-  idxShape[*axis] = n;
-  for (int64_t i = 0; i < n; ++i)
-    values.push_back(-i);
-  Value negIdx = smp::ConstantOp::create(
-      b, nc.loc(),
-      DenseElementsAttr::get(RankedTensorType::get(idxShape, b.getI64Type()),
-                             ArrayRef<int64_t>(values)));
-  Value none = nc.splat(b.getI64Type(), {}, -n);
+  Value negIdx = positions(nc, rank, *axis, n, /*negate=*/true);
   Value masked = nc.splat(tensorType(*x).getElementType(), {}, -INFINITY);
   // Picked positions are masked to -inf and excluded from the next passes'
   // matches (an input that holds -inf itself would otherwise be picked
@@ -290,12 +274,11 @@ llvm::Error convertTopK(NodeContext &nc) {
   SmallVector<Value> picks;
   Value iota = c.unary<smp::NegOp>(negIdx), picked;
   for (int64_t j = 0; j < k && !c.failed(); ++j) {
-    Value m = c.make<smp::ReduceMaxOp>(v, axes, true);
-    Value eq = c.binary<smp::EqualOp>(v, m);
+    Value eq =
+        c.binary<smp::EqualOp>(v, c.make<smp::ReduceMaxOp>(v, axes, true));
     if (picked)
       eq = c.binary<smp::AndOp>(eq, c.unary<smp::NotOp>(picked));
-    Value at = c.unary<smp::NegOp>(
-        c.make<smp::ReduceMaxOp>(c.where(eq, negIdx, none), axes, true));
+    Value at = matchIndex(c, nc, eq, negIdx, n, axes, /*last=*/false, true);
     picks.push_back(at);
     if (j + 1 < k) { // mask the pick out for the next pass
       Value now = c.binary<smp::EqualOp>(iota, at);

@@ -129,13 +129,11 @@ llvm::Expected<Value> resizeAxis(NodeContext &nc, const ResizeMode &m, Value x,
   if (identity)
     return x;
   if (m.mode == "nearest") {
-    SmallVector<int64_t> index;
+    SmallVector<double> index;
     for (auto &t : rows)
       index.push_back(t.front().first);
-    auto type = RankedTensorType::get({out}, b.getI64Type());
-    Value indices = smp::ConstantOp::create(
-        b, nc.loc(), DenseElementsAttr::get(type, ArrayRef<int64_t>(index)));
-    return nc.create<smp::GatherOp>(nc.placeholder(), x, indices,
+    return nc.create<smp::GatherOp>(nc.placeholder(), x,
+                                    nc.constantOf(b.getI64Type(), {out}, index),
                                     b.getI64IntegerAttr(axis), IntegerAttr());
   }
   // [in, out] weights; x with `axis` last times them.
@@ -143,17 +141,7 @@ llvm::Expected<Value> resizeAxis(NodeContext &nc, const ResizeMode &m, Value x,
   for (int64_t i = 0; i < out; ++i)
     for (auto [row, weight] : rows[i])
       w[row * out + i] += weight;
-  auto elt = cast<FloatType>(tensorType(x).getElementType());
-  SmallVector<APFloat> values;
-  for (double v : w) {
-    APFloat f(v);
-    bool loses;
-    f.convert(elt.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
-    values.push_back(f);
-  }
-  Value matrix = smp::ConstantOp::create(
-      b, nc.loc(),
-      DenseElementsAttr::get(RankedTensorType::get({in, out}, elt), values));
+  Value matrix = nc.constantOf(tensorType(x).getElementType(), {in, out}, w);
   SmallVector<int64_t> perm;
   for (int64_t d = 0; d < rank; ++d)
     perm.push_back(d);
@@ -172,21 +160,6 @@ llvm::Expected<Value> resizeAxis(NodeContext &nc, const ResizeMode &m, Value x,
     return y;
   return nc.create<smp::TransposeOp>(nc.placeholder(), *y,
                                      b.getDenseI64ArrayAttr(perm));
-}
-
-/// Float values of constant input `i` (empty when absent or empty).
-llvm::Expected<SmallVector<double>> constantFloats(NodeContext &nc, unsigned i,
-                                                   llvm::StringRef what) {
-  SmallVector<double> out;
-  if (!nc.hasInput(i))
-    return out;
-  DenseElementsAttr attr = nc.constantInput(i);
-  if (!attr || !isa<FloatType>(attr.getElementType()))
-    return nc.error("input '" + nc.node().input(i) + "' (" + what +
-                    ") must be a constant float tensor");
-  for (const APFloat &v : attr.getValues<APFloat>())
-    out.push_back(v.convertToDouble());
-  return out;
 }
 
 /// Every axis resized by `scales` (output floor(in x scale)) or to `sizes`.
@@ -254,7 +227,7 @@ llvm::Error convertResize(NodeContext &nc) {
   auto x = nc.inputs(1);
   if (!x)
     return x.takeError();
-  auto scales = constantFloats(nc, nc.opset() < 11 ? 1 : 2, "scales");
+  auto scales = nc.constantFloats(nc.opset() < 11 ? 1 : 2, "scales");
   if (!scales)
     return scales.takeError();
   SmallVector<int64_t> sizes;
@@ -289,7 +262,7 @@ llvm::Error convertUpsample(NodeContext &nc) {
          }())
       scales.push_back(s);
   } else {
-    auto s = constantFloats(nc, 1, "scales");
+    auto s = nc.constantFloats(1, "scales");
     if (!s)
       return s.takeError();
     scales = *s;

@@ -108,6 +108,20 @@ NodeContext::constantInts(unsigned i, llvm::StringRef what) {
   return out;
 }
 
+llvm::Expected<SmallVector<double>>
+NodeContext::constantFloats(unsigned i, llvm::StringRef what) {
+  SmallVector<double> out;
+  if (!hasInput(i))
+    return out;
+  DenseElementsAttr attr = constantInput(i);
+  if (!attr || !isa<FloatType>(attr.getElementType()))
+    return error("input '" + node_.input(i) + "' (" + what +
+                 ") must be a constant float tensor");
+  for (const APFloat &v : attr.getValues<APFloat>())
+    out.push_back(v.convertToDouble());
+  return out;
+}
+
 llvm::Expected<double> NodeContext::constantScalar(unsigned i,
                                                    llvm::StringRef what) {
   DenseElementsAttr attr = constantInput(i);
@@ -226,25 +240,41 @@ Value NodeContext::splat(Type elementType, ArrayRef<int64_t> shape,
                          double value) {
   auto type = RankedTensorType::get(shape, elementType);
   auto bytes = constantBytes(type);
-  if (!bytes || *bytes > kMaxConstantBytes) {
-    // Too large to write into the weights file: one value, expanded at run
-    // time (the caller has checked the shape's element count).
-    SmallVector<int64_t> ones(shape.size(), 1);
-    Value one = splat(elementType, ones, value);
-    return ExpandOp::create(builder(), loc_, type, one);
-  }
-  Attribute attr;
+  if (!bytes || *bytes > kMaxConstantBytes) // too large for the weights file
+    return filled(elementType, shape, value);
+  return constantOf(elementType, shape, ArrayRef<double>(value));
+}
+
+Value NodeContext::filled(Type elementType, ArrayRef<int64_t> shape,
+                          double value) {
+  SmallVector<int64_t> ones(shape.size(), 1);
+  Value one = constantOf(elementType, ones, ArrayRef<double>(value));
+  if (ArrayRef<int64_t>(ones) == shape)
+    return one;
+  return ExpandOp::create(builder(), loc_,
+                          RankedTensorType::get(shape, elementType), one);
+}
+
+Value NodeContext::constantOf(Type elementType, ArrayRef<int64_t> shape,
+                              ArrayRef<double> values) {
+  auto type = RankedTensorType::get(shape, elementType);
+  DenseElementsAttr attr;
   if (auto ft = dyn_cast<FloatType>(elementType)) {
-    APFloat v(value);
-    bool loses;
-    v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+    SmallVector<APFloat> v;
+    for (double d : values) {
+      APFloat f(d);
+      bool loses;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &loses);
+      v.push_back(f);
+    }
     attr = DenseElementsAttr::get(type, v);
   } else {
-    auto it = cast<IntegerType>(elementType);
-    attr = DenseElementsAttr::get(
-        type, it.getWidth() == 1
-                  ? APInt(1, value != 0)
-                  : APInt(it.getWidth(), static_cast<int64_t>(value), true));
+    unsigned width = cast<IntegerType>(elementType).getWidth();
+    SmallVector<APInt> v;
+    for (double d : values)
+      v.push_back(width == 1 ? APInt(1, d != 0)
+                             : APInt(width, static_cast<int64_t>(d), true));
+    attr = DenseElementsAttr::get(type, v);
   }
   return ConstantOp::create(builder(), loc_, cast<TypedAttr>(attr));
 }

@@ -63,6 +63,9 @@ public:
                                                           llvm::StringRef what);
   /// Scalar value of constant input `i` (any numeric type).
   llvm::Expected<double> constantScalar(unsigned i, llvm::StringRef what);
+  /// Float values of constant input `i`; empty when the input is absent.
+  llvm::Expected<llvm::SmallVector<double>>
+  constantFloats(unsigned i, llvm::StringRef what);
 
   //===--- Attributes ------------------------------------------------------===//
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
@@ -115,6 +118,15 @@ public:
   /// A constant of the given shape and element type filled with `value`.
   mlir::Value splat(mlir::Type elementType, llvm::ArrayRef<int64_t> shape,
                     double value);
+  /// The same filled at run time: a one-element constant expanded, so the
+  /// artifact stores no bytes for it (zeros of an output's shape, a
+  /// normaliser's unit scale).
+  mlir::Value filled(mlir::Type elementType, llvm::ArrayRef<int64_t> shape,
+                     double value);
+  /// A constant of the given shape and element type (float, integer or
+  /// bool) holding `values`, row-major.
+  mlir::Value constantOf(mlir::Type elementType, llvm::ArrayRef<int64_t> shape,
+                         llvm::ArrayRef<double> values);
   /// A rank-0 constant of `like`'s element type.
   mlir::Value scalarLike(mlir::Value like, double value);
   /// Casts `v` to `elementType` if it differs.
