@@ -61,7 +61,7 @@ struct Problem {
   Problem(int64_t batch)
       : b(batch), q(DType::F32, {b, kH, kS, kD}), k(q.ref.dtype, q.ref.shape),
         v(q.ref.dtype, q.ref.shape), dout(q.ref.dtype, q.ref.shape),
-        out(q.ref.dtype, q.ref.shape), lse(DType::F32, {b, kH, kS}),
+        out(q.ref.dtype, q.ref.shape), lse(DType::F32, {b, kH, kS, 2}),
         dq(q.ref.dtype, q.ref.shape), dk(q.ref.dtype, q.ref.shape),
         dv(q.ref.dtype, q.ref.shape) {
     q.randomize(1);

@@ -98,7 +98,8 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows) {
   std::vector<int64_t> qs = {s.b, s.h, s.t, s.d};
   DevTensor q(DType::BF16, qs, &rng), k(DType::BF16, qs, &rng),
       v(DType::BF16, qs, &rng), dout(DType::BF16, qs, &rng),
-      out(DType::BF16, qs, nullptr), lse(DType::F32, {s.b, s.h, s.t}, nullptr),
+      out(DType::BF16, qs, nullptr),
+      lse(DType::F32, {s.b, s.h, s.t, 2}, nullptr),
       dq(DType::BF16, qs, nullptr), dk(DType::BF16, qs, nullptr),
       dv(DType::BF16, qs, nullptr);
   float scale = 1.0f / std::sqrt(static_cast<float>(s.d));

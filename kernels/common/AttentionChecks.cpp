@@ -91,7 +91,7 @@ Status checkMask(const char *op, const TensorRef *mask, DType qType,
   return Status::success();
 }
 
-/// out [B, Hq, S, Dv] (bshd: [B, S, Hq, Dv]) of q's dtype, lse [B, Hq, S]
+/// out [B, Hq, S, Dv] (bshd: [B, S, Hq, Dv]) of q's dtype, lse [B, Hq, S, 2]
 /// f32.
 Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
                    const TensorRef &lse, const AttentionDims &g) {
@@ -103,7 +103,7 @@ Status checkOutLse(const char *op, const TensorRef &q, const TensorRef &out,
                  g.bshd ? std::vector<int64_t>{g.b, g.s, g.hq, g.dv}
                         : std::vector<int64_t>{g.b, g.hq, g.s, g.dv}));
   SMP_RETURN_IF_ERROR(checkDType(op, "lse", lse, DType::F32));
-  return checkShape(op, "lse", lse, {g.b, g.hq, g.s});
+  return checkShape(op, "lse", lse, {g.b, g.hq, g.s, 2});
 }
 
 /// A gradient: what `like` is, a tensor of its shape and dtype `t`.

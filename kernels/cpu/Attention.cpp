@@ -79,13 +79,15 @@ void forwardBlock(const Operands &in, int64_t task, S *out, float *lse) {
     S *o = out + row * g.dv;
     if (t.l[r] == 0) { // no allowed key
       std::fill_n(o, g.dv, Float<S>::store(0.0f));
-      lse[row] = kNegInf;
+      lse[2 * row] = lse[2 * row + 1] = kNegInf;
       continue;
     }
     float inv = static_cast<float>(1.0 / t.l[r]);
     for (int64_t c = 0; c < g.dv; ++c)
       o[c] = Float<S>::store(t.o[r * dvPad + c] * inv);
-    lse[row] = static_cast<float>(t.m[r] + std::log(t.l[r]));
+    // m is an f32 score; log l apart (their f32 sum would round m's bits).
+    lse[2 * row] = t.m[r];
+    lse[2 * row + 1] = static_cast<float>(std::log(t.l[r]));
   }
 }
 

@@ -1,10 +1,11 @@
 //===- AttentionGrad.cpp - Fused scaled-dot-product attention, backward ---===//
 //
 // FlashAttention-2's backward, the probabilities recomputed from the saved
-// log-sum-exp: P = exp(score - lse), dP = dout v^T, dS = P (dP - Dsum) with
-// Dsum_i = dout_i . out_i. Two parallel passes, so that every gradient
-// element is summed by one task in a fixed order and the result does not
-// depend on the thread count (no atomics, no per-thread partial sums):
+// log-sum-exp (m, log l): P = exp((score - m) - log l), dP = dout v^T,
+// dS = P (dP - Dsum) with Dsum_i = dout_i . out_i. Two parallel passes, so
+// that every gradient element is summed by one task in a fixed order and the
+// result does not depend on the thread count (no atomics, no per-thread
+// partial sums):
 //
 //   1. one task per (batch, key/value head, key block): dv += P^T dout and
 //      dk += dS^T q over every query block of every query head of the group;
@@ -58,11 +59,17 @@ void probsAndDs(const Operands &in, int64_t b, int64_t h, int64_t i0,
   in.scores(b, h, i0, br, kb, t.p.data(), t.zeros.data());
   int64_t q0 = in.qRow(b, h, i0);
   for (int64_t r = 0; r < br; ++r) {
-    float *row = t.p.data() + r * kBc, l = in.lse[q0 + r];
-    if (l == kNegInf) // no allowed key: P is 0
+    float *row = t.p.data() + r * kBc;
+    float m = in.lse[2 * (q0 + r)], logL = in.lse[2 * (q0 + r) + 1];
+    if (m == kNegInf) { // no allowed key: P is 0
       std::fill_n(row, bc, 0.0f);
-    else
-      vecExpSum(row, row, bc, l);
+      continue;
+    }
+    // exp((score - m) - log l): score - m exact near the maximum, as the
+    // unfused softmax's exp(score - m).
+    for (int64_t c = 0; c < bc; ++c)
+      row[c] -= m;
+    vecExpSum(row, row, bc, logL);
   }
   const float *vp = in.vp.data() + in.kBlock(b, kvh, kb) * blockFloats(g.dv);
   gemmRows(br, kBc, g.dv, in.dout.p + q0 * in.dout.ld, in.dout.ld,

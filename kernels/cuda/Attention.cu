@@ -161,9 +161,10 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
     }
   }
   if (threadIdx.x < kBQ && i0 + threadIdx.x < g.s) {
-    float l = sl[threadIdx.x];
-    lse[(b * g.hq + h) * g.s + i0 + threadIdx.x] =
-        l == 0.0f ? -INFINITY : sm_[threadIdx.x] + logf(l);
+    float l = sl[threadIdx.x],
+          *at = lse + 2 * ((b * g.hq + h) * g.s + i0 + threadIdx.x);
+    at[0] = l == 0.0f ? -INFINITY : sm_[threadIdx.x]; // (m, log l)
+    at[1] = l == 0.0f ? -INFINITY : logf(l);
   }
 }
 
@@ -172,7 +173,7 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
 //===----------------------------------------------------------------------===//
 
 /// A query tile's operands in shared memory: q [kBQ][d], dout [kBQ][dv],
-/// lse and Dsum (dout . out) per query.
+/// lse (m, log l) and Dsum (dout . out) per query.
 struct QueryTile {
   float *q, *dout, *lse, *dsum;
 };
@@ -188,14 +189,16 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
   loadTile(dout, orow, i0, kBQ, g.s, g.dv, t.dout, g.dv);
   if (threadIdx.x < kBQ) {
     int64_t i = i0 + threadIdx.x;
-    float d = 0.0f, l = -INFINITY;
+    float d = 0.0f, m = -INFINITY, logL = -INFINITY;
     if (i < g.s) {
-      l = lse[row0 + i];
+      m = lse[2 * (row0 + i)];
+      logL = lse[2 * (row0 + i) + 1];
       int64_t at = orow.start + i * orow.ld;
       for (int64_t c = 0; c < g.dv; ++c)
         d = fmaf(FT<S>::load(dout[at + c]), FT<S>::load(out[at + c]), d);
     }
-    t.lse[threadIdx.x] = l;
+    t.lse[2 * threadIdx.x] = m;
+    t.lse[2 * threadIdx.x + 1] = logL;
     t.dsum[threadIdx.x] = d;
   }
 }
@@ -228,8 +231,8 @@ __device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
   for (int r = warp; r < kBQ; r += kWarps) {
     float s = scoreAt<S>(a, b, h, i0 + r, j0 + lane, t.q + r * g.d,
                          sk + lane * (g.d + 1));
-    float l = t.lse[r];
-    float p = s == -INFINITY || l == -INFINITY ? 0.0f : expf(s - l);
+    float m = t.lse[2 * r], logL = t.lse[2 * r + 1];
+    float p = s == -INFINITY || m == -INFINITY ? 0.0f : expf((s - m) - logL);
     float dp = scoreDot(t.dout + r * g.dv, sv + lane * (g.dv + 1), g.dv);
     sp[r * kBK + lane] = p;
     sds[r * kBK + lane] = p * (dp - t.dsum[r]);
@@ -243,7 +246,7 @@ __device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
 size_t keyPassSmem(const common::AttentionDims &g) {
   return sizeof(float) *
          (kBK * (g.d + 1) + kBK * (g.dv + 1) + kBK * g.d + kBK * g.dv +
-          kBQ * g.d + kBQ * g.dv + 2 * kBQ + 2 * kBQ * kBK);
+          kBQ * g.d + kBQ * g.dv + 3 * kBQ + 2 * kBQ * kBK);
 }
 
 template <class S>
@@ -259,7 +262,7 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
   t.q = sdv + kBK * g.dv;
   t.dout = t.q + kBQ * g.d;
   t.lse = t.dout + kBQ * g.dv;
-  t.dsum = t.lse + kBQ;
+  t.dsum = t.lse + 2 * kBQ;
   float *sp = t.dsum + kBQ, *sds = sp + kBQ * kBK;
   HeadRows kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv);
   loadTile(k, kr, j0, kBK, g.sk, g.d, sk, g.d + 1);
@@ -293,7 +296,7 @@ __global__ void attentionGradKeys(AttnArgs a, const S *q, const S *k,
 
 /// Shared memory of pass 2: the query tile, dq, k and v tiles, P and dS.
 size_t queryPassSmem(const common::AttentionDims &g) {
-  return sizeof(float) * (kBQ * g.d + kBQ * g.dv + 2 * kBQ + kBQ * g.d +
+  return sizeof(float) * (kBQ * g.d + kBQ * g.dv + 3 * kBQ + kBQ * g.d +
                           kBK * (g.d + 1) + kBK * (g.dv + 1) + 2 * kBQ * kBK);
 }
 
@@ -309,7 +312,7 @@ __global__ void attentionGradQueries(AttnArgs a, const S *q, const S *k,
   t.q = sm;
   t.dout = t.q + kBQ * g.d;
   t.lse = t.dout + kBQ * g.dv;
-  t.dsum = t.lse + kBQ;
+  t.dsum = t.lse + 2 * kBQ;
   float *sdq = t.dsum + kBQ, *sk = sdq + kBQ * g.d, *sv = sk + kBK * (g.d + 1),
         *sp = sv + kBK * (g.dv + 1), *sds = sp + kBQ * kBK;
   loadQueryTile(a, b, h, i0, q, out, dout, lse, t);
@@ -377,8 +380,8 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
     for (int64_t h = lo[1]; h < hi[1]; ++h)
       for (int64_t i = lo[2]; i < hi[2]; ++i) {
         int64_t row = (b * g.hq + h) * g.s + i, kvh = h / g.group;
-        float l = lse[row];
-        if (l == -INFINITY)
+        float m = lse[2 * row], logL = lse[2 * row + 1];
+        if (m == -INFINITY)
           continue;
         HeadRows qr = queryRows(g, b, h), orow = outRows(g, b, h),
                  kr = keyRows(g, b, kvh, g.d), vr = keyRows(g, b, kvh, g.dv);
@@ -389,8 +392,9 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
           float add;
           if (!maskAt<S>(a, b, h, i, j, add))
             continue;
-          float p = expf(a.scale * dotOf(qi, k + kr.start + j * kr.ld, g.d) +
-                         add - l);
+          float p = expf(
+              (a.scale * dotOf(qi, k + kr.start + j * kr.ld, g.d) + add - m) -
+              logL);
           acc += p * (dotOf(doi, v + vr.start + j * vr.ld, g.dv) - dsum);
         }
       }

@@ -233,9 +233,10 @@ __device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
     }
 }
 
-/// exp(s - lse) of an allowed score, 0 for a masked one or an empty row.
-__device__ inline float probability(float s, float lse) {
-  return s == -INFINITY || lse == -INFINITY ? 0.0f : expf(s - lse);
+/// exp((s - m) - log l) of an allowed score (the row's log-sum-exp in two
+/// parts, s - m exact near the maximum), 0 for a masked one or an empty row.
+__device__ inline float probability(float s, float m, float logL) {
+  return s == -INFINITY || m == -INFINITY ? 0.0f : expf((s - m) - logL);
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,9 +321,11 @@ __global__ void __launch_bounds__(kAttnThreads)
     if (lane4 == 0)
       for (int half = 0; half < 2; ++half) {
         int64_t i = i0 + r0 + 16 * t + gr + 8 * half;
-        if (i < g.s)
-          lse[stat0 + i] =
-              l[t][half] == 0.0f ? -INFINITY : m[t][half] + logf(l[t][half]);
+        if (i < g.s) { // (m, log l)
+          bool none = l[t][half] == 0.0f;
+          lse[2 * (stat0 + i)] = none ? -INFINITY : m[t][half];
+          lse[2 * (stat0 + i) + 1] = none ? -INFINITY : logf(l[t][half]);
+        }
       }
   }
   __syncthreads();
@@ -335,7 +338,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 //===----------------------------------------------------------------------===//
 
 /// dsum[row] = dout[row] . out[row] over D in f32 (rows in lse's [B, Hq,
-/// S] order): eight lanes a row, each reading 16-byte pieces (lane j:
+/// S, 2] order): eight lanes a row, each reading 16-byte pieces (lane j:
 /// pieces j, j + 8, ...; a warp reads four rows whole), their partial sums
 /// added by shuffles in a fixed order.
 template <class S, int D>
@@ -365,15 +368,15 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
 }
 
 /// dS = P (dP - Dsum) in place of dp, s becoming P: one value per element;
-/// `stat(e, nt)` gives the (lse, Dsum) of the element's query.
+/// `stat(e, nt)` gives the (m, log l, Dsum) of the element's query.
 template <class F>
 __device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat) {
   for (int nt = 0; nt < kNt; ++nt)
     for (int e = 0; e < 4; ++e) {
-      float2 ld = stat(nt, e);
-      float p = probability(s[nt][e], ld.x);
+      float3 st = stat(nt, e);
+      float p = probability(s[nt][e], st.x, st.y);
       s[nt][e] = p;
-      dp[nt][e] = p * (dp[nt][e] - ld.y);
+      dp[nt][e] = p * (dp[nt][e] - st.z);
     }
 }
 
@@ -385,7 +388,7 @@ __global__ void __launch_bounds__(kAttnThreads)
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
   constexpr int64_t kT = kTileElems<D>;
-  // k, v, then two buffers of (q, dout), then two of (lse, Dsum).
+  // k, v, then two buffers of (q, dout), then two of (m, log l, Dsum).
   S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
   float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
@@ -414,14 +417,16 @@ __global__ void __launch_bounds__(kAttnThreads)
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
           int64_t i = i0 + threadIdx.x;
-          float *st = sStat + 2 * buf * kAttnTile;
-          st[threadIdx.x] = i < g.s ? lse[stat0 + i] : -INFINITY;
-          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
+          float *st = sStat + 3 * buf * kAttnTile;
+          st[threadIdx.x] = i < g.s ? lse[2 * (stat0 + i)] : -INFINITY;
+          st[kAttnTile + threadIdx.x] =
+              i < g.s ? lse[2 * (stat0 + i) + 1] : -INFINITY;
+          st[2 * kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
         }
       },
       [&](int it, int buf) {
         const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
-        const float *st = sStat + 2 * buf * kAttnTile;
+        const float *st = sStat + 3 * buf * kAttnTile;
         int64_t i0 = rowOf(it);
         float s[1][kNt][4], dp[1][kNt][4];
         productABt<S, D, 1>(s, sk, 16 * w, sq);
@@ -430,7 +435,7 @@ __global__ void __launch_bounds__(kAttnThreads)
         productABt<S, D, 1>(dp, sv, 16 * w, sdo);
         probsAndDs(s[0], dp[0], [&](int nt, int e) {
           int c = nt * 8 + 2 * t + e % 2; // the query of the column
-          return make_float2(st[c], st[kAttnTile + c]);
+          return make_float3(st[c], st[kAttnTile + c], st[2 * kAttnTile + c]);
         });
         accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
         accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
@@ -461,10 +466,11 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
   loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
   loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
-  float rowLse[2], rowDsum[2];
+  float rowM[2], rowLogL[2], rowDsum[2];
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;
-    rowLse[half] = i < g.s ? lse[stat0 + i] : -INFINITY;
+    rowM[half] = i < g.s ? lse[2 * (stat0 + i)] : -INFINITY;
+    rowLogL[half] = i < g.s ? lse[2 * (stat0 + i) + 1] : -INFINITY;
     rowDsum[half] = i < g.s ? dsum[stat0 + i] : 0.0f;
   }
   float dqAcc[1][D / 8][4] = {}; // one row tile
@@ -477,7 +483,8 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
                                              tileNeedsMask(a, i0, j0));
                       productABt<S, D, 1>(dp, sdo, 16 * w, sv);
                       probsAndDs(s[0], dp[0], [&](int, int e) {
-                        return make_float2(rowLse[e / 2], rowDsum[e / 2]);
+                        return make_float3(rowM[e / 2], rowLogL[e / 2],
+                                           rowDsum[e / 2]);
                       });
                       accumulatePX<S, D, 1>(dqAcc, dp, sk); // dQ += dS K
                     });
@@ -591,7 +598,7 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
     if (dk.numel() > 0 || dv.numel() > 0)
       SMP_RETURN_IF_ERROR(launchTiles(
           op, attnGradKeysMma<S, D>,
-          6 * tileBytes<D>() + 4 * kAttnTile * sizeof(float), g.sk, kAttnTile,
+          6 * tileBytes<D>() + 6 * kAttnTile * sizeof(float), g.sk, kAttnTile,
           g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
           lse.as<float>(), dsum.as<const float>(), dout.as<S>(), dk.as<S>(),
           dv.as<S>()));

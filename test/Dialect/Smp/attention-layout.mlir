@@ -11,7 +11,7 @@
 // first function.)
 // CHECK-LABEL: func.func @main
 // CHECK-NOT: smp.transpose
-// CHECK: %[[O:[^,]*]], %{{[^ ]*}} = smp.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg1 {bshd = true, causal = true, scale = 5.000000e-01 : f32} : (tensor<2x3x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<1x1x3x5xi1>) -> (tensor<2x3x4x4xf32>, tensor<2x4x3xf32>)
+// CHECK: %[[O:[^,]*]], %{{[^ ]*}} = smp.attention %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg1 {bshd = true, causal = true, scale = 5.000000e-01 : f32} : (tensor<2x3x4x4xf32>, tensor<2x5x2x4xf32>, tensor<2x5x2x4xf32>, tensor<1x1x3x5xi1>) -> (tensor<2x3x4x4xf32>, tensor<2x4x3x2xf32>)
 // CHECK-NOT: smp.transpose
 // CHECK: %[[Y:.*]] = smp.reshape %[[O]] : tensor<2x3x4x4xf32> -> tensor<2x3x16xf32>
 // CHECK: return %[[Y]]
@@ -36,7 +36,7 @@ func.func @main(%x: tensor<2x3x16xf32> {smp.input = "x"},
   %qt = smp.transpose %qh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x3x4x4xf32> -> tensor<2x4x3x4xf32>
   %kt = smp.transpose %kh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
   %vt = smp.transpose %vh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x5x2x4xf32> -> tensor<2x2x5x4xf32>
-  %o, %l = smp.attention %qt, %kt, %vt, %mask {causal = true, scale = 0.5 : f32} : (tensor<2x4x3x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>, tensor<1x1x3x5xi1>) -> (tensor<2x4x3x4xf32>, tensor<2x4x3xf32>)
+  %o, %l = smp.attention %qt, %kt, %vt, %mask {causal = true, scale = 0.5 : f32} : (tensor<2x4x3x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32>, tensor<1x1x3x5xi1>) -> (tensor<2x4x3x4xf32>, tensor<2x4x3x2xf32>)
   %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x3x4xf32> -> tensor<2x3x4x4xf32>
   %y = smp.reshape %ot : tensor<2x3x4x4xf32> -> tensor<2x3x16xf32>
   return %y : tensor<2x3x16xf32>
@@ -48,7 +48,7 @@ func.func @main(%x: tensor<2x3x16xf32> {smp.input = "x"},
 // three input transposes still go.
 // CHECK-LABEL: func.func @output_read_heads_first
 // CHECK-NOT: smp.transpose
-// CHECK: %[[O:[^,]*]], %{{[^ ]*}} = smp.attention %arg0, %arg1, %arg2 {bshd = true, scale = 1.000000e+00 : f32} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4xf32>)
+// CHECK: %[[O:[^,]*]], %{{[^ ]*}} = smp.attention %arg0, %arg1, %arg2 {bshd = true, scale = 1.000000e+00 : f32} : (tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x4x2xf32>)
 // CHECK: %[[T:.*]] = smp.transpose %[[O]] {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
 // CHECK-NOT: smp.transpose
 // CHECK: return %[[O]], %[[T]]
@@ -56,7 +56,7 @@ func.func @output_read_heads_first(%q: tensor<1x4x2x8xf32>, %k: tensor<1x4x2x8xf
   %qt = smp.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
   %kt = smp.transpose %k {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
   %vt = smp.transpose %v {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
-  %o, %l = smp.attention %qt, %kt, %vt {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %o, %l = smp.attention %qt, %kt, %vt {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>)
   %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x4x8xf32> -> tensor<1x4x2x8xf32>
   return %ot, %o : tensor<1x4x2x8xf32>, tensor<1x2x4x8xf32>
 }
@@ -72,7 +72,7 @@ func.func @not_all_transposed(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x8x4xf32>, 
   %qt = smp.transpose %q {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
   %kt = smp.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
   %vt = smp.transpose %v {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
-  %o, %l = smp.attention %qt, %kt, %vt {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %o, %l = smp.attention %qt, %kt, %vt {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>)
   return %o : tensor<1x2x4x8xf32>
 }
 
@@ -86,7 +86,7 @@ func.func @not_all_transposed(%q: tensor<1x4x2x8xf32>, %k: tensor<1x2x8x4xf32>, 
 // CHECK: return %[[O]]
 func.func @one_transpose_for_all(%x: tensor<1x4x2x8xf32>) -> tensor<1x4x2x8xf32> {
   %t = smp.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x4x2x8xf32> -> tensor<1x2x4x8xf32>
-  %o, %l = smp.attention %t, %t, %t {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %o, %l = smp.attention %t, %t, %t {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>)
   %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<1x2x4x8xf32> -> tensor<1x4x2x8xf32>
   return %ot : tensor<1x4x2x8xf32>
 }

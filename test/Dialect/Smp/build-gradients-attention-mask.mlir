@@ -18,7 +18,7 @@ func.func @main(%q: tensor<2x2x4x8xf32> {smp.input = "q"},
                 %v: tensor<2x2x4x8xf32> {smp.input = "v"},
                 %bias: tensor<1x2x4x4xf32> {smp.param = "rel_bias"})
     -> (tensor<2x2x4x8xf32> {smp.output = "y"}) {
-  %o, %l = smp.attention %q, %k, %v, %bias {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<1x2x4x4xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4xf32>)
+  %o, %l = smp.attention %q, %k, %v, %bias {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<1x2x4x4xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x2xf32>)
   return %o : tensor<2x2x4x8xf32>
 }
 
@@ -32,6 +32,6 @@ func.func @main(%q: tensor<2x2x4x8xf32> {smp.input = "q"},
                 %v: tensor<2x2x4x8xf32> {smp.param = "v"},
                 %mask: tensor<2x1x1x4xf32> {smp.input = "mask"})
     -> (tensor<2x2x4x8xf32> {smp.output = "y"}) {
-  %o, %l = smp.attention %q, %k, %v, %mask {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x1x1x4xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4xf32>)
+  %o, %l = smp.attention %q, %k, %v, %mask {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x1x1x4xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x2xf32>)
   return %o : tensor<2x2x4x8xf32>
 }

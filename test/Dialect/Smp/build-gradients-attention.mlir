@@ -23,6 +23,6 @@ func.func @main(%x: tensor<2x4x16xf32> {smp.input = "x"},
   %q = smp.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
   %k = smp.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
   %v = smp.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
-  %o, %l = smp.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4xf32>)
+  %o, %l = smp.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x2xf32>)
   return %o : tensor<2x2x4x8xf32>
 }

@@ -42,10 +42,10 @@ func.func @casts(%i: tensor<4xi64> {smp.input = "i"}) -> (tensor<4xf32> {smp.out
 // Attention computes in the low type (q, k, v and the float mask are cast
 // down with the rest) but its log-sum-exp stays f32, as the op requires.
 // CHECK-LABEL: func.func @attention
-// CHECK: smp.attention {{.*}} : (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x1x4x4xbf16>) -> (tensor<1x2x4x8xbf16>, tensor<1x2x4xf32>)
+// CHECK: smp.attention {{.*}} : (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x1x4x4xbf16>) -> (tensor<1x2x4x8xbf16>, tensor<1x2x4x2xf32>)
 func.func @attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>,
                      %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>)
     -> tensor<1x2x4x8xf32> {
-  %o, %l = smp.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %o, %l = smp.attention %q, %k, %v, %m {scale = 0.25 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>)
   return %o : tensor<1x2x4x8xf32>
 }

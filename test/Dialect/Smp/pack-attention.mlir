@@ -10,8 +10,8 @@
 // CHECK-LABEL: func.func @step
 // CHECK-NOT: smp.split
 // CHECK: %[[QKV:.*]] = smp.reshape %arg0 {smp.stage = 1 : i64} : tensor<2x3x64xf32> -> tensor<2x3x8x8xf32>
-// CHECK: %[[O:.*]], %[[L:.*]] = smp.packed_attention %[[QKV]] {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.stage = 1 : i64} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3xf32>)
-// CHECK: %[[G:.*]] = smp.packed_attention_grad %[[QKV]], %[[O]], %[[L]], %arg1 {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.bwd} : (tensor<2x3x8x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
+// CHECK: %[[O:.*]], %[[L:.*]] = smp.packed_attention %[[QKV]] {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.stage = 1 : i64} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
+// CHECK: %[[G:.*]] = smp.packed_attention_grad %[[QKV]], %[[O]], %[[L]], %arg1 {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.bwd} : (tensor<2x3x8x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
 // CHECK-NOT: smp.concat
 // CHECK: %[[DX:.*]] = smp.reshape %[[G]] {smp.bwd} : tensor<2x3x8x8xf32> -> tensor<2x3x64xf32>
 // CHECK: return %[[O]], %[[DX]]
@@ -21,8 +21,8 @@ func.func @step(%x: tensor<2x3x64xf32>, %dy: tensor<2x3x4x8xf32>)
   %q = smp.reshape %s#0 : tensor<2x3x32xf32> -> tensor<2x3x4x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, causal = true, scale = 0.5 : f32, smp.stage = 1 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3xf32>)
-  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, causal = true, scale = 0.5 : f32, smp.bwd} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3xf32>, tensor<2x3x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, causal = true, scale = 0.5 : f32, smp.stage = 1 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
+  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, causal = true, scale = 0.5 : f32, smp.bwd} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
   %gq = smp.reshape %dq : tensor<2x3x4x8xf32> -> tensor<2x3x32xf32>
   %gk = smp.reshape %dk : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>
   %gv = smp.reshape %dv : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>
@@ -41,7 +41,7 @@ func.func @forward(%x: tensor<2x3x48xf32>, %m: tensor<2x1x3x3xi1>) -> tensor<2x3
   %q = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x1x3x3xi1>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3xf32>)
+  %o, %l = smp.attention %q, %k, %v, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x1x3x3xi1>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>)
   return %o : tensor<2x3x2x8xf32>
 }
 
@@ -57,7 +57,7 @@ func.func @other_reader(%x: tensor<2x3x48xf32>) -> (tensor<2x3x2x8xf32>, tensor<
   %q = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>)
   return %o, %s#1 : tensor<2x3x2x8xf32>, tensor<2x3x16xf32>
 }
 
@@ -72,7 +72,7 @@ func.func @other_order(%x: tensor<2x3x48xf32>) -> tensor<2x3x2x8xf32> {
   %v = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %q = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>)
   return %o : tensor<2x3x2x8xf32>
 }
 
@@ -87,7 +87,7 @@ func.func @heads_first(%x: tensor<2x2x48xf32>) -> tensor<2x2x2x8xf32> {
   %q = smp.reshape %s#0 : tensor<2x2x16xf32> -> tensor<2x2x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x2x16xf32> -> tensor<2x2x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x2x16xf32> -> tensor<2x2x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> (tensor<2x2x2x8xf32>, tensor<2x2x2xf32>)
+  %o, %l = smp.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>, tensor<2x2x2x8xf32>) -> (tensor<2x2x2x8xf32>, tensor<2x2x2x2xf32>)
   return %o : tensor<2x2x2x8xf32>
 }
 
@@ -102,7 +102,7 @@ func.func @value_dim(%x: tensor<2x3x64xf32>) -> tensor<2x3x2x16xf32> {
   %q = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x32xf32> -> tensor<2x3x2x16xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x16xf32>) -> (tensor<2x3x2x16xf32>, tensor<2x2x3xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x16xf32>) -> (tensor<2x3x2x16xf32>, tensor<2x2x3x2xf32>)
   return %o : tensor<2x3x2x16xf32>
 }
 
@@ -117,8 +117,8 @@ func.func @mask_grad(%x: tensor<2x3x48xf32>, %m: tensor<1x2x3x3xf32>, %dy: tenso
   %q = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<1x2x3x3xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3xf32>)
-  %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %dy, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x2x3xf32>, tensor<2x3x2x8xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %o, %l = smp.attention %q, %k, %v, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<1x2x3x3xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>)
+  %dm = smp.attention_mask_grad %q, %k, %v, %o, %l, %dy, %m {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>, tensor<2x3x2x8xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   return %o, %dm : tensor<2x3x2x8xf32>, tensor<1x2x3x3xf32>
 }
 
@@ -135,8 +135,8 @@ func.func @grad_order(%x: tensor<2x3x48xf32>, %dy: tensor<2x3x2x8xf32>) -> tenso
   %q = smp.reshape %s#0 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3xf32>)
-  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x2x3xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>)
+  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, scale = 1.0 : f32} : (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x2x3x2xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
   %gq = smp.reshape %dq : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>
   %gk = smp.reshape %dk : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>
   %gv = smp.reshape %dv : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>

@@ -198,7 +198,7 @@ func.func @shared_mask(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
 // above the diagonal as the masked-out condition (nanoGPT at long contexts).
 // CHECK-LABEL: func.func @causal_trilu
 // CHECK-NOT: smp.trilu
-// CHECK: %[[O:.*]], %{{.*}} = smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %{{.*}}, %{{.*}}, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x2xf32>)
 // CHECK-NOT: smp.not
 // CHECK: return %[[O]]
 func.func @causal_trilu(%q: tensor<2x4x8x16xf32>, %kt: tensor<2x4x16x8xf32>,
@@ -317,7 +317,7 @@ func.func @not_causal(%q: tensor<2x4x4x16xf32>, %kt: tensor<2x4x16x4xf32>,
 // CHECK-LABEL: func.func @gqa_repeat_kv
 // CHECK-SAME: (%[[Q:.*]]: tensor<2x4x8x16xf32>, %[[K:.*]]: tensor<2x2x8x16xf32>, %[[V:.*]]: tensor<2x2x8x16xf32>)
 // CHECK-NOT: smp.expand
-// CHECK: %[[O:.*]], %{{.*}} = smp.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f32} : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// CHECK: %[[O:.*]], %{{.*}} = smp.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f32} : (tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8x2xf32>)
 // CHECK-NOT: smp.expand
 // CHECK: return %[[O]]
 func.func @gqa_repeat_kv(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>,

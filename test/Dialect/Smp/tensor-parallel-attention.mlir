@@ -10,7 +10,7 @@
 // The same after smp-attention-layout ([B, S, H, D] heads, split along dim
 // 2; the log-sum-exp [B, H, S] still along dim 1).
 // RUN: smp-opt %s --smp-attention-layout --smp-tensor-parallel=tp=2 '--smp-build-train-step=loss=mse:y:target' | FileCheck %s --check-prefix=BSHD
-// BSHD: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{[^ ]*}} {bshd = true, scale = 2.500000e-01 : f32} : (tensor<2x4x2x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x4x2x4xf32>, tensor<2x2x4xf32>)
+// BSHD: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{[^ ]*}} {bshd = true, scale = 2.500000e-01 : f32} : (tensor<2x4x2x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x4x2x4xf32>, tensor<2x2x4x2xf32>)
 // BSHD: smp.attention_grad {{.*}} {bshd = true, {{.*}} -> (tensor<2x4x2x4xf32>, tensor<2x4x1x4xf32>, tensor<2x4x1x4xf32>)
 
 // CHECK: func.func @main(
@@ -19,7 +19,7 @@
 // CHECK-SAME: tensor<16x4xf32> {smp.layout = #smp.layout<tp = split(dim = 1)>, smp.param = "wv"}
 // CHECK-SAME: tensor<8x16xf32> {smp.layout = #smp.layout<tp = split(dim = 0)>, smp.param = "wo"}
 // CHECK-SAME: %[[M:[^:]*]]: tensor<1x1x4x4xi1> {smp.input = "mask"}
-// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {scale = 2.500000e-01 : f32} : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4xf32>)
+// CHECK: smp.attention %{{.*}}, %{{.*}}, %{{.*}}, %[[M]] {scale = 2.500000e-01 : f32} : (tensor<2x2x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32>)
 
 // KV: error: loc("out"): cannot split the layer ending at 'out' over tp 4: 'smp.transpose' has 2 along the dimension tp splits (heads or hidden units), which tp 4 does not divide
 
@@ -43,7 +43,7 @@ module {
     %qt = smp.transpose %qh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x4x4xf32> -> tensor<2x4x4x4xf32>
     %kt = smp.transpose %kh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
     %vt = smp.transpose %vh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
-    %o, %l = smp.attention %qt, %kt, %vt, %mask {scale = 0.25 : f32} : (tensor<2x4x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4xf32>)
+    %o, %l = smp.attention %qt, %kt, %vt, %mask {scale = 0.25 : f32} : (tensor<2x4x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<1x1x4x4xi1>) -> (tensor<2x4x4x4xf32>, tensor<2x4x4x2xf32>)
     %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x4x4xf32> -> tensor<2x4x4x4xf32>
     %oh = smp.reshape %ot : tensor<2x4x4x4xf32> -> tensor<2x4x16xf32>
     %y = smp.matmul %oh, %wo : (tensor<2x4x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32> loc("out")

@@ -15,7 +15,7 @@
 // CHECK: smp.matmul %[[X]], %arg1 : (tensor<8x8xf32>, tensor<8x12xf32>) -> tensor<8x12xf32>
 // CHECK: smp.reshape {{.*}} : tensor<8x12xf32> -> tensor<2x4x12xf32>
 // CHECK: smp.split {{.*}} sizes = array<i64: 4, 4, 4>{{.*}} : tensor<2x4x12xf32> -> tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>
-// CHECK: smp.attention {{.*}} : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> (tensor<2x1x4x4xf32>, tensor<2x1x4xf32>)
+// CHECK: smp.attention {{.*}} : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> (tensor<2x1x4x4xf32>, tensor<2x1x4x2xf32>)
 // CHECK: smp.matmul {{.*}}, %arg3 : (tensor<8x4xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
 // CHECK: shard.all_reduce {{.*}} on @tp grid_axes = [0] : tensor<8x8xf32> -> tensor<8x8xf32>
 
@@ -35,7 +35,7 @@ module {
     %qt = smp.transpose %qh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
     %kt = smp.transpose %kh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
     %vt = smp.transpose %vh {perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
-    %o, %l = smp.attention %qt, %kt, %vt {causal = true, scale = 0.5 : f32} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4xf32>)
+    %o, %l = smp.attention %qt, %kt, %vt {causal = true, scale = 0.5 : f32} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> (tensor<2x2x4x4xf32>, tensor<2x2x4x2xf32>)
     %ot = smp.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
     %oh = smp.reshape %ot : tensor<2x4x2x4xf32> -> tensor<8x8xf32>
     %y = smp.matmul %oh, %wo : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>

@@ -128,6 +128,41 @@ struct AttnInputs {
   const TensorRef *maskRef() const { return hasMask ? &mask.ref : nullptr; }
 };
 
+/// A case whose scores are large and exact: q and k in {-1, 0, 1}, an
+/// additive float mask of 2500 + {-2 .. 2} (largeScoreInputs), scale 1.
+inline AttnCase largeScoreCase(bool causal) {
+  AttnCase c;
+  c.name = causal ? "large causal" : "large";
+  c.b = 1, c.hq = 2, c.hkv = 1, c.s = 70, c.sk = 90, c.d = 16, c.dv = 24;
+  c.causal = causal, c.scale = 1.0, c.seed = 23;
+  return c;
+}
+inline AttnInputs largeScoreInputs(const AttnCase &c) {
+  AttnInputs in(c, DType::F32);
+  auto smallInt = [&](uint64_t id, int64_t i, int n) {
+    return std::floor(n * uniformAt(c.seed, id, uint64_t(i))) - n / 2;
+  };
+  for (Host *t : {&in.q, &in.k})
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->set(i, smallInt(t == &in.q ? 30 : 31, i, 3));
+  in.hasMask = true;
+  in.mask = Host(DType::F32, {1, 1, c.s, c.sk});
+  for (int64_t i = 0; i < in.mask.numel(); ++i)
+    in.mask.set(i, 2500.0 + smallInt(32, i, 5));
+  return in;
+}
+
+/// The log-sum-exp [B, H, S] of the kernels' two parts [B, H, S, 2]
+/// (m, log l): their sum in double (-inf where a query has no key), which
+/// the references give.
+inline Host lseSum(const Host &parts) {
+  const std::vector<int64_t> &d = parts.ref.shape;
+  Host r(DType::F32, {d[0], d[1], d[2]});
+  for (int64_t i = 0; i < r.numel(); ++i)
+    r.set(i, parts.get(2 * i) + parts.get(2 * i + 1));
+  return r;
+}
+
 /// max |got - want| / max |want| (infinities and NaNs must match exactly: a
 /// mismatch gives inf).
 inline double maxRelDiff(const std::vector<double> &got,

@@ -26,19 +26,21 @@ bool floatMask(const AttnInputs &in) {
   return in.hasMask && in.mask.ref.dtype != DType::Bool;
 }
 
-/// The results of a case: out, lse, dq, dk, dv and, for a float mask, its
-/// gradient dmask.
+/// The results of a case: out, lse (the kernels' two parts (m, log l) and
+/// their sum, which the references give), dq, dk, dv and, for a float mask,
+/// its gradient dmask.
 struct AttnResults {
-  Host out, lse, dq, dk, dv, dmask;
+  Host out, lse, lseSum, dq, dk, dv, dmask;
   int parts;
   AttnResults(const AttnCase &c, DType t, const AttnInputs &in)
-      : out(t, {c.b, c.hq, c.s, c.dv}), lse(DType::F32, {c.b, c.hq, c.s}),
-        dq(t, {c.b, c.hq, c.s, c.d}), dk(t, {c.b, c.hkv, c.sk, c.d}),
-        dv(t, {c.b, c.hkv, c.sk, c.dv}),
+      : out(t, {c.b, c.hq, c.s, c.dv}), lse(DType::F32, {c.b, c.hq, c.s, 2}),
+        lseSum(DType::F32, {c.b, c.hq, c.s}), dq(t, {c.b, c.hq, c.s, c.d}),
+        dk(t, {c.b, c.hkv, c.sk, c.d}), dv(t, {c.b, c.hkv, c.sk, c.dv}),
         dmask(floatMask(in) ? Host(t, in.mask.ref.shape) : Host()),
         parts(floatMask(in) ? 6 : 5) {}
+  void sumLse() { lseSum = test::lseSum(lse); }
   const Host &part(int i) const {
-    const Host *p[] = {&out, &lse, &dq, &dk, &dv, &dmask};
+    const Host *p[] = {&out, &lseSum, &dq, &dk, &dv, &dmask};
     return *p[i];
   }
 };
@@ -49,6 +51,7 @@ AttnResults runAttention(const AttnCase &c, const AttnInputs &in, DType t) {
   float scale = static_cast<float>(c.scale);
   EXPECT_OK(
       attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal, r.out, r.lse));
+  r.sumLse();
   EXPECT_OK(attentionGrad(in.q, in.k, in.v, r.out, r.lse, in.dout, in.maskRef(),
                           scale, c.causal, r.dq, r.dk, r.dv));
   if (floatMask(in))
@@ -178,7 +181,8 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
           m = std::max(m, sc.get(i * c.sk + j));
         for (int64_t j = 0; j < c.sk; ++j)
           s += std::exp(sc.get(i * c.sk + j) - m);
-        r.lse.set(qo + i, m + std::log(s));
+        r.lse.set(2 * (qo + i), m);
+        r.lse.set(2 * (qo + i) + 1, std::log(s));
       }
       EXPECT_OK(matmul(p, g, partV, true, false)); // P^T dout
       for (int64_t e = 0; e < c.sk * c.dv; ++e)
@@ -203,6 +207,7 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
       for (int64_t e = 0; e < c.sk * c.d; ++e)
         r.dk.set(ko * c.d + e, r.dk.get(ko * c.d + e) + part.get(e));
     }
+  r.sumLse();
   return r;
 }
 
@@ -245,6 +250,26 @@ TEST(Attention, MatchesUnfusedKernels) {
   }
 }
 
+/// Large scores (largeScoreCase: 2500 + small integers, exact whatever
+/// the summation order): the probabilities are recomputed from (m, log l)
+/// as exactly as the unfused softmax computes them; with one f32 lse = m +
+/// log l, rounded to 2.4e-4 at 2500, out and the gradients were 1e-4 off.
+TEST(Attention, LargeScoresMatchUnfused) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    AttnCase c = largeScoreCase(causal);
+    AttnInputs in = largeScoreInputs(c);
+    AttnResults fused = runAttention(c, in, DType::F32);
+    AttnResults ref = unfused(c, in);
+    for (int i = 0; i < fused.parts; ++i) {
+      double rel = maxRelDiff(fused.part(i).values(), ref.part(i).values());
+      std::printf("[ large    ] %s: %s %.1e\n", causal ? "causal" : "full",
+                  kPartNames[i], rel);
+      EXPECT_LE(rel, 1e-5) << kPartNames[i];
+    }
+  }
+}
+
 /// A query whose keys are all masked (or causal with none before it) gets
 /// out 0 and lse -inf, and no gradient; the other rows are unaffected.
 TEST(Attention, QueryWithoutKeysGivesZero) {
@@ -258,7 +283,8 @@ TEST(Attention, QueryWithoutKeysGivesZero) {
   AttnResults r = runAttention(c, in, DType::F32);
   AttnResults ref = unfused(c, in);
   for (int64_t h = 0; h < 2; ++h) {
-    EXPECT_EQ(r.lse.get(h * 3 + 1), -kInf);
+    EXPECT_EQ(r.lse.get(2 * (h * 3 + 1)), -kInf);
+    EXPECT_EQ(r.lse.get(2 * (h * 3 + 1) + 1), -kInf);
     for (int64_t e = 0; e < 8; ++e) {
       EXPECT_EQ(r.out.get((h * 3 + 1) * 8 + e), 0.0);
       EXPECT_EQ(r.dq.get((h * 3 + 1) * 8 + e), 0.0);
@@ -317,6 +343,7 @@ TEST(Attention, BshdLayoutGivesTheBytesOfHeadsFirst) {
                                     scale, c.causal, got.dmask, true));
       got.out = swapHeadsSeq(out), got.dq = swapHeadsSeq(dq),
       got.dk = swapHeadsSeq(dk), got.dv = swapHeadsSeq(dv);
+      got.sumLse();
       for (int i = 0; i < want.parts; ++i)
         EXPECT_EQ(got.part(i).bytes, want.part(i).bytes) << kPartNames[i];
     }
@@ -324,7 +351,7 @@ TEST(Attention, BshdLayoutGivesTheBytesOfHeadsFirst) {
   AttnCase c;
   c.b = 2, c.hq = 4, c.hkv = 2, c.s = 3, c.sk = 5, c.d = 8, c.dv = 8;
   AttnInputs in(c, DType::F32);
-  Host out(DType::F32, {2, 4, 3, 8}), lse(DType::F32, {2, 4, 3});
+  Host out(DType::F32, {2, 4, 3, 8}), lse(DType::F32, {2, 4, 3, 2});
   Status s = attention(swapHeadsSeq(in.q), swapHeadsSeq(in.k),
                        swapHeadsSeq(in.v), nullptr, 1.0f, false, out, lse, true);
   EXPECT_NE(s.error.find("attention: out has shape [2, 4, 3, 8], expected [2, 3, 4, 8]"),
@@ -368,7 +395,7 @@ TEST(Attention, PackedGivesTheBytesOfHeadsFirst) {
       AttnInputs in(c, t);
       AttnResults want = runAttention(c, in, t);
       Host qkv = packHeads({&in.q, &in.k, &in.v}), dout = swapHeadsSeq(in.dout);
-      Host out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s}),
+      Host out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s, 2}),
           dqkv(t, qkv.ref.shape);
       for (int64_t i = 0; i < dqkv.numel(); ++i)
         dqkv.set(i, 7.0); // not a gradient: each must be overwritten
@@ -388,7 +415,7 @@ TEST(Attention, PackedGivesTheBytesOfHeadsFirst) {
 
 TEST(Attention, PackedRefusesBadInputs) {
   Host qkv(DType::F32, {2, 3, 8, 8}), out(DType::F32, {2, 3, 4, 8}),
-      lse(DType::F32, {2, 4, 3});
+      lse(DType::F32, {2, 4, 3, 2});
   auto error = [](Status s) { return s.ok() ? std::string("ok") : s.error; };
   for (int64_t kv : {0, 3, 4})
     EXPECT_NE(
@@ -492,14 +519,14 @@ TEST(Attention, RefusesBadInputs) {
       "attention: out is 2x4x3x6xf16, expected element type f32");
   expectError(
       [](AttnInputs &, AttnResults &r) {
-        r.lse = Host(DType::F32, {2, 4, 3, 1});
+        r.lse = Host(DType::F32, {2, 4, 3});
       },
-      "attention: lse has shape [2, 4, 3, 1], expected [2, 4, 3]");
+      "attention: lse has shape [2, 4, 3], expected [2, 4, 3, 2]");
   expectError(
       [](AttnInputs &, AttnResults &r) {
-        r.lse = Host(DType::BF16, {2, 4, 3});
+        r.lse = Host(DType::BF16, {2, 4, 3, 2});
       },
-      "attention: lse is 2x4x3xbf16, expected element type f32");
+      "attention: lse is 2x4x3x2xbf16, expected element type f32");
   // attention_grad: the same checks, then the gradients.
   expectError(
       [](AttnInputs &in, AttnResults &) {

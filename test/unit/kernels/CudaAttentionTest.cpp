@@ -31,7 +31,7 @@ bool floatMask(const kt::AttnInputs &in) {
 std::vector<std::vector<int64_t>> shapesOf(const kt::AttnCase &c,
                                            const kt::AttnInputs &in) {
   std::vector<std::vector<int64_t>> s = {{c.b, c.hq, c.s, c.dv},
-                                         {c.b, c.hq, c.s},
+                                         {c.b, c.hq, c.s, 2},
                                          {c.b, c.hq, c.s, c.d},
                                          {c.b, c.hkv, c.sk, c.d},
                                          {c.b, c.hkv, c.sk, c.dv}};
@@ -57,6 +57,7 @@ CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
     EXPECT_OK(cpuk::attentionMaskGrad(in.q, in.k, in.v, r.part[0], r.part[1],
                                       in.dout, in.mask, scale, c.causal,
                                       r.part[5]));
+  r.part[1] = kt::lseSum(r.part[1]); // as the references give it
   return r;
 }
 
@@ -89,7 +90,7 @@ std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
   }
   Status s = cuk::synchronize(*sharedContext());
   EXPECT_TRUE(s.ok()) << s.error;
-  std::vector<Host> r = {layout(out.download()), lse.download(),
+  std::vector<Host> r = {layout(out.download()), kt::lseSum(lse.download()),
                          layout(dq.download()), layout(dk.download()),
                          layout(dv.download())};
   if (dmask)
@@ -159,6 +160,21 @@ TEST_F(Cuda, AttentionLargerCaseMatchesCpuAndIsDeterministic) {
     EXPECT_LE(kt::maxRelDiff(a[i].values(), cpu.part[i].values()), 1e-5)
         << kParts[i];
     EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs between runs";
+  }
+}
+
+/// Large, exact scores (2500 + small integers): the GPU's probabilities
+/// from (m, log l) are the CPU's to 1e-5 (one f32 m + log l was 1e-4 off).
+TEST_F(Cuda, AttentionLargeScoresMatchCpu) {
+  for (bool causal : {false, true}) {
+    kt::AttnCase c = kt::largeScoreCase(causal);
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in = kt::largeScoreInputs(c);
+    std::vector<Host> gpu = runGpu(c, in, DType::F32);
+    CpuResults cpu = runCpu(c, in, DType::F32);
+    for (size_t i = 0; i < gpu.size(); ++i)
+      EXPECT_LE(kt::maxRelDiff(gpu[i].values(), cpu.part[i].values()), 1e-5)
+          << kParts[i];
   }
 }
 
@@ -287,7 +303,7 @@ TEST_F(Cuda, AttentionPackedGivesTheBytesOfHeadsFirst) {
     for (int64_t i = 0; i < fill.numel(); ++i)
       fill.set(i, 7.0); // not a gradient: each must be overwritten
     Dev qkv(packed), dout(kt::swapHeadsSeq(in.dout)), dqkv(fill),
-        out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s});
+        out(t, {c.b, c.s, c.hq, c.d}), lse(DType::F32, {c.b, c.hq, c.s, 2});
     std::unique_ptr<Dev> mask;
     if (in.hasMask)
       mask = std::make_unique<Dev>(in.mask);
@@ -298,10 +314,10 @@ TEST_F(Cuda, AttentionPackedGivesTheBytesOfHeadsFirst) {
                                        c.causal, dqkv));
     ASSERT_OK(cuk::synchronize(*sharedContext()));
     Host grads = dqkv.download();
-    std::vector<Host> got = {kt::swapHeadsSeq(out.download()), lse.download(),
-                             kt::unpackHeads(grads, 0, c.hq),
-                             kt::unpackHeads(grads, c.hq, c.hkv),
-                             kt::unpackHeads(grads, c.hq + c.hkv, c.hkv)};
+    std::vector<Host> got = {
+        kt::swapHeadsSeq(out.download()), kt::lseSum(lse.download()),
+        kt::unpackHeads(grads, 0, c.hq), kt::unpackHeads(grads, c.hq, c.hkv),
+        kt::unpackHeads(grads, c.hq + c.hkv, c.hkv)};
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(got[i].bytes, want[i].bytes) << kParts[i] << " differs";
   };
@@ -350,7 +366,7 @@ TEST_F(Cuda, AttentionTensorCoresTakeHalfTypesOfTheirHeadDimsAligned) {
 TEST_F(Cuda, AttentionRefusesWhatTheCpuRefuses) {
   Dev q(DType::F32, {2, 4, 3, 8}), k(DType::F32, {2, 3, 5, 8}),
       v(DType::F32, {2, 3, 5, 8}), out(DType::F32, {2, 4, 3, 8}),
-      lse(DType::F32, {2, 4, 3});
+      lse(DType::F32, {2, 4, 3, 2});
   Status s = cuk::attention(q, k, v, nullptr, 1.0f, false, out, lse);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error.find("attention: q has 4 heads, not a multiple of the 3 "

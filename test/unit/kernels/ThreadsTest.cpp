@@ -295,7 +295,8 @@ TEST(Threads, AttentionSameBytesAnyThreadCount) {
       std::vector<Host> outs;
       outs.reserve(5);
       Host &o = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 24});
-      Host &lse = outs.emplace_back(DType::F32, std::vector<int64_t>{2, 4, 150});
+      Host &lse =
+          outs.emplace_back(DType::F32, std::vector<int64_t>{2, 4, 150, 2});
       EXPECT_OK(attention(q, k, v, &mask.ref, 0.15f, true, o, lse));
       Host &dq = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 40});
       Host &dk = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 40});
@@ -312,7 +313,7 @@ TEST(Threads, AttentionSameBytesAnyThreadCount) {
       expectSameBytes("attention_mask_grad", [&] {
         std::vector<Host> outs;
         outs.reserve(2);
-        Host o(t, {2, 4, 150, 24}), lse(DType::F32, {2, 4, 150});
+        Host o(t, {2, 4, 150, 24}), lse(DType::F32, {2, 4, 150, 2});
         EXPECT_OK(attention(q, k, v, &bias.ref, 0.15f, true, o, lse));
         outs.push_back(o);
         Host &db = outs.emplace_back(t, shape);

@@ -106,11 +106,12 @@ FailureOr<RankedTensorType> checkOperands(std::optional<Location> loc,
   return RankedTensorType::get(out, qt.getElementType());
 }
 
-/// [B, Hq, S] f32 from the output's type.
+/// [B, Hq, S, 2] f32 (the maximum and log of the sum) from the output's type.
 RankedTensorType lseType(RankedTensorType out, bool bshd) {
   auto d = out.getShape();
-  return RankedTensorType::get({d[0], bshd ? d[2] : d[1], bshd ? d[1] : d[2]},
-                               Float32Type::get(out.getContext()));
+  return RankedTensorType::get(
+      {d[0], bshd ? d[2] : d[1], bshd ? d[1] : d[2], 2},
+      Float32Type::get(out.getContext()));
 }
 
 } // namespace

@@ -161,7 +161,7 @@ struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
     return success();
   }
 
-  /// The log-sum-exp [B, H, S] is split by heads with the output.
+  /// The log-sum-exp [B, H, S, 2] is split by heads with the output.
   void shrinkForTp(Operation *op, OpResult, TpShard, int64_t tp) const {
     Value lse = cast<AttentionOp>(op).getLse();
     auto t = cast<RankedTensorType>(lse.getType());

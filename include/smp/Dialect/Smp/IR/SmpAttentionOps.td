@@ -21,9 +21,13 @@ def Smp_AttentionOp : Smp_Op<"attention", [Pure, InferTypeOpAdaptor]> {
     for query `i` when `j > i` (top-left aligned, PyTorch's `is_causal`).
 
     Results: the output `[B, Hq, S, Dv]` and the log-sum-exp of each query's
-    scores `[B, Hq, S]` in f32, which the backward uses to recompute the
-    probabilities. A query with no key allowed gets 0 and log-sum-exp -inf
-    (the unfused graph would give NaN).
+    scores `[B, Hq, S, 2]` in f32 as two parts, the scores' maximum `m` and
+    `log l` (l = the sum of exp(score - m)), which the backward uses to
+    recompute the probabilities as exp((score - m) - log l): as exact as the
+    unfused softmax's exp(score - m) / l, where one f32 `m + log l` would
+    lose the low bits of large scores (|score| = 1e3 rounds it by 6e-5). A
+    query with no key allowed gets 0 and both parts -inf (the unfused graph
+    would give NaN).
 
     With `bshd`, q, k, v and the output are `[B, S, H, D]` instead (the
     projections' output viewed as heads, not transposed: FlashAttention's
@@ -105,7 +109,7 @@ def Smp_PackedAttentionOp : Smp_Op<"packed_attention", [Pure,
     it): the output of a fused QKV projection (GPT-2's `c_attn`) viewed as
     heads, read in place instead of split into three copies. Results and
     mask as `smp.attention`'s: `[B, S, Hq, D]` and the log-sum-exp
-    `[B, Hq, S]` in f32. Made by `smp-pack-attention`.
+    `[B, Hq, S, 2]` in f32. Made by `smp-pack-attention`.
   }];
   let arguments = (ins Smp_FloatTensor:$qkv, Optional<Smp_Tensor>:$mask,
                    F32Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal,

@@ -24,8 +24,10 @@ namespace smp::base {
 enum class FileKind { Artifact, Checkpoint };
 
 /// The format versions this build writes and reads. 2: a tensor's parallel
-/// layout is one Layout message (runtime/proto/layout.proto).
-constexpr uint32_t kArtifactFormatVersion = 2;
+/// layout is one Layout message (runtime/proto/layout.proto). Artifacts 3:
+/// attention's log-sum-exp is [B, H, S, 2] (its maximum and log of the sum;
+/// a version-2 artifact's [B, H, S] would fail the kernels' checks).
+constexpr uint32_t kArtifactFormatVersion = 3;
 constexpr uint32_t kCheckpointFormatVersion = 2;
 constexpr size_t kFrameHeaderBytes = 16;
 

@@ -388,7 +388,7 @@ struct AttentionDims {
 /// attention: q, k, v of one float dtype (f32, f16 or bf16) and rank 4 with
 /// matching sizes, Hq a multiple of Hkv, the optional mask (rank 4, each dim
 /// 1 or [B, Hq, S, Sk]'s, Bool or q's dtype), out [B, Hq, S, Dv] of q's
-/// dtype and lse [B, Hq, S] f32. Messages name the operand and both shapes.
+/// dtype and lse [B, Hq, S, 2] f32. Messages name the operand and both shapes.
 Status checkAttention(const TensorRef &q, const TensorRef &k,
                       const TensorRef &v, const TensorRef *mask,
                       const TensorRef &out, const TensorRef &lse,
@@ -413,7 +413,7 @@ Status checkAttentionMaskGrad(const TensorRef &q, const TensorRef &k,
 
 /// packed_attention: qkv [B, S, Hq + 2 Hkv, D] of a supported float dtype
 /// with kvHeads = Hkv > 0 and Hq a positive multiple of it, the mask as
-/// checkAttention's, out [B, S, Hq, D] of qkv's dtype and lse [B, Hq, S]
+/// checkAttention's, out [B, S, Hq, D] of qkv's dtype and lse [B, Hq, S, 2]
 /// f32. Sets dims as for bshd q, k, v views of it, with qkvLd.
 Status checkPackedAttention(const TensorRef &qkv, int64_t kvHeads,
                             const TensorRef *mask, const TensorRef &out,
