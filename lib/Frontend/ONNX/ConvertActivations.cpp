@@ -26,9 +26,13 @@ namespace {
 class ActivationChain : public Chain {
 public:
   using Chain::Chain;
-  /// alpha * (exp(min(x, 0) / scale) - 1), where x < 0 (Elu, Celu).
+  /// alpha * (exp(min(x, 0) / scale) - 1), where x <= 0 (Elu, Celu). The
+  /// min is a where, so that at x = 0 the gradient is PyTorch's, the
+  /// negative side's (alpha / scale): min's would split a tie in half (a
+  /// normalised constant row with a zero bias is exactly 0).
   Value expm1Negative(Value x, double alpha, double scale) {
-    Value neg = binary<smp::MinOp>(x, scalar(x, 0.0));
+    Value neg =
+        where(binary<smp::GreaterOp>(x, scalar(x, 0.0)), scalar(x, 0.0), x);
     if (scale != 1.0)
       neg = binary<smp::DivOp>(neg, scalar(x, scale));
     Value e = binary<smp::SubOp>(unary<smp::ExpOp>(neg), scalar(x, 1.0));
@@ -38,12 +42,18 @@ public:
   Value positiveOr(Value x, Value other) {
     return where(binary<smp::GreaterOp>(x, scalar(x, 0.0)), x, other);
   }
-  /// max(0, min(1, alpha * x + beta)).
-  Value hardSigmoid(Value x, double alpha, double beta) {
+  /// max(0, min(1, alpha * x + beta)) with PyTorch's gradient at the
+  /// bounds: alpha strictly inside (0, 1) (hardsigmoid), or on [0, 1] with
+  /// `closed` (hardswish's). Wheres, not max/min, which split a tie.
+  Value hardSigmoid(Value x, double alpha, double beta, bool closed = false) {
     Value y = binary<smp::AddOp>(binary<smp::MulOp>(x, scalar(x, alpha)),
                                  scalar(x, beta));
-    return binary<smp::MaxOp>(binary<smp::MinOp>(y, scalar(x, 1.0)),
-                              scalar(x, 0.0));
+    Value zero = scalar(x, 0.0), one = scalar(x, 1.0);
+    if (closed)
+      return where(binary<smp::LessOp>(y, zero), zero,
+                   where(binary<smp::GreaterOp>(y, one), one, y));
+    return where(binary<smp::GreaterOp>(y, zero),
+                 where(binary<smp::LessOp>(y, one), y, one), zero);
   }
   /// x - (x mod 1) with the floor remainder (in [0, 1)): exact, and its
   /// gradient is 1 - 1 = 0.
@@ -95,7 +105,8 @@ void registerActivationConverters(ConverterTable &t) {
                          nc.attrFloat("beta", 0.5f));
   });
   t["HardSwish"] = activation([](ActivationChain &c, Value x, NodeContext &) {
-    return c.binary<smp::MulOp>(x, c.hardSigmoid(x, 1.0 / 6.0, 0.5));
+    return c.binary<smp::MulOp>(x, c.hardSigmoid(x, 1.0 / 6.0, 0.5,
+                                                 /*closed=*/true));
   });
   t["Softplus"] = activation(
       [](ActivationChain &c, Value x, NodeContext &) { return c.softplus(x); });
