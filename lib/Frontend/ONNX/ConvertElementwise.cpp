@@ -182,7 +182,12 @@ llvm::Error convertGelu(NodeContext &nc) {
                            : smp::GeluApproximation::none));
 }
 
-/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes.
+/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes. As
+/// wheres (x < min ? min : x, then x > max ? max : x), not max/min, so that
+/// x exactly at a bound takes its gradient, as torch.clamp's (1 on the
+/// closed interval; max/min split a tie in half). nn.Hardtanh and ReLU6,
+/// which torch.onnx.export also writes as Clip, give 0 there in PyTorch:
+/// the file cannot tell them apart.
 llvm::Error convertClip(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -201,8 +206,11 @@ llvm::Error convertClip(NodeContext &nc) {
     }
     if (!b)
       return llvm::Error::success();
-    auto y = isMax ? nc.create<smp::MinOp>(nc.placeholder(), result, b)
-                   : nc.create<smp::MaxOp>(nc.placeholder(), result, b);
+    auto out = isMax ? nc.create<smp::GreaterOp>(nc.placeholder(), result, b)
+                     : nc.create<smp::LessOp>(nc.placeholder(), result, b);
+    if (!out)
+      return out.takeError();
+    auto y = nc.create<smp::WhereOp>(nc.placeholder(), *out, b, result);
     if (!y)
       return y.takeError();
     result = *y;
