@@ -182,12 +182,14 @@ llvm::Error convertGelu(NodeContext &nc) {
                            : smp::GeluApproximation::none));
 }
 
-/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes. As
-/// wheres (x < min ? min : x, then x > max ? max : x), not max/min, so that
-/// x exactly at a bound takes its gradient, as torch.clamp's (1 on the
-/// closed interval; max/min split a tie in half). nn.Hardtanh and ReLU6,
-/// which torch.onnx.export also writes as Clip, give 0 there in PyTorch:
-/// the file cannot tell them apart.
+/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes. Each
+/// bound b is x > b ? x : (x == x ? b : x) (and x < b for max), not max/min
+/// (which split a tie's gradient in half): x exactly at a bound gets no
+/// gradient, as PyTorch's nn.ReLU6 and nn.Hardtanh (ReLU6 at 0: a
+/// normalised constant channel with a zero bias), and NaN stays NaN.
+/// torch.clamp, which torch.onnx.export writes as the same Clip, passes the
+/// gradient at a bound: the file cannot tell them apart, and ReLU6 is the
+/// common one.
 llvm::Error convertClip(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -206,11 +208,18 @@ llvm::Error convertClip(NodeContext &nc) {
     }
     if (!b)
       return llvm::Error::success();
-    auto out = isMax ? nc.create<smp::GreaterOp>(nc.placeholder(), result, b)
-                     : nc.create<smp::LessOp>(nc.placeholder(), result, b);
-    if (!out)
-      return out.takeError();
-    auto y = nc.create<smp::WhereOp>(nc.placeholder(), *out, b, result);
+    auto inside = isMax
+                      ? nc.create<smp::LessOp>(nc.placeholder(), result, b)
+                      : nc.create<smp::GreaterOp>(nc.placeholder(), result, b);
+    if (!inside)
+      return inside.takeError();
+    auto number = nc.create<smp::EqualOp>(nc.placeholder(), result, result);
+    if (!number)
+      return number.takeError();
+    auto edge = nc.create<smp::WhereOp>(nc.placeholder(), *number, b, result);
+    if (!edge)
+      return edge.takeError();
+    auto y = nc.create<smp::WhereOp>(nc.placeholder(), *inside, result, *edge);
     if (!y)
       return y.takeError();
     result = *y;

@@ -3,11 +3,11 @@ at their kinks, exported with torch.onnx.export's defaults, their data and
 PyTorch's references (ref_sgd.json, ref_adamw.json: compare_losses.py's
 format):
 
-  kinks  ELU, SELU, CELU, Hardsigmoid, Hardswish and torch.clamp(-3, 3)
+  kinks  ELU, SELU, CELU, Hardsigmoid, Hardswish, ReLU6 and Hardtanh(-3, 3)
          of x + a zero-initialised bias, x holding exact 0 and +-3 (each
-         one's kinks): at 0 smp's ELU family took half the gradient
-         (min(x, 0) splits a tie), Hardsigmoid/Hardswish and clamp (Clip)
-         half at +-3
+         one's kinks): at 0 smp's ELU family and ReLU6 (Clip) took half the
+         gradient (min/max split a tie), Hardsigmoid, Hardswish and
+         Hardtanh half at +-3
   norm   Conv2d 1x1 -> InstanceNorm2d(affine) -> ELU -> Linear on images of
          which some are all zeros: their normalised rows are constant, the
          norm's output is its zero bias, exactly ELU's kink (found by
@@ -31,14 +31,15 @@ LRS = {"sgd": 0.1, "adamw": 1e-2}
 class Kinks(nn.Module):
     def __init__(self):
         super().__init__()
-        self.bias = nn.Parameter(torch.zeros(6, 8))
-        self.head = nn.Linear(48, CLASSES)
+        self.bias = nn.Parameter(torch.zeros(7, 8))
+        self.head = nn.Linear(56, CLASSES)
 
     def forward(self, x):
         b = self.bias
         acts = [F.elu(x + b[0], alpha=0.7), F.selu(x + b[1]),
                 F.celu(x + b[2], alpha=1.3), F.hardsigmoid(x + b[3]),
-                F.hardswish(x + b[4]), torch.clamp(x + b[5], -3.0, 3.0)]
+                F.hardswish(x + b[4]), F.relu6(x + b[5]),
+                F.hardtanh(x + b[6], -3.0, 3.0)]
         return self.head(torch.cat(acts, 1))
 
 
