@@ -232,7 +232,8 @@ class LM(nn.Module):
 
 ACTS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU, "tanh": nn.Tanh,
         "leaky_relu": lambda: nn.LeakyReLU(0.1), "sigmoid": nn.Sigmoid,
-        "elu": nn.ELU, "prelu": nn.PReLU}
+        "elu": nn.ELU, "prelu": nn.PReLU, "relu6": nn.ReLU6, "hardtanh": nn.Hardtanh,
+        "hardswish": nn.Hardswish, "selu": nn.SELU, "celu": lambda: nn.CELU(1.5)}
 
 
 class ConvBlock(nn.Module):
