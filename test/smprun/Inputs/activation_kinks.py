@@ -16,13 +16,12 @@ Used by test/smprun/activation-kinks.test."""
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_refs_writer import write_refs  # noqa: E402
+from torch_refs_writer import write_case  # noqa: E402
 
 CLASSES, BATCH, SAMPLES, STEPS = 4, 8, 24, 3
 LRS = {"sgd": 0.1, "adamw": 1e-2}
@@ -72,16 +71,7 @@ def main():
         g = torch.Generator().manual_seed(1)
         x = data(name, g)
         labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
-        d = os.path.join(out, name)
-        os.makedirs(d, exist_ok=True)
-        np.save(os.path.join(d, "x.npy"), x.numpy())
-        np.save(os.path.join(d, "labels.npy"), labels.numpy())
-        torch.manual_seed(0)
-        model = cls().eval()
-        torch.onnx.export(model, (x[:BATCH],), os.path.join(d, "model.onnx"),
-                          input_names=["x"], output_names=["logits"],
-                          dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
-        write_refs(cls, x, labels, d, LRS, STEPS, BATCH)
+        write_case(os.path.join(out, name), cls, x, labels, LRS, STEPS, BATCH)
 
 
 if __name__ == "__main__":

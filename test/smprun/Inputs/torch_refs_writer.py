@@ -1,10 +1,12 @@
 """PyTorch's references for the small models the smprun tests generate:
 `steps` steps of cross-entropy training from torch.manual_seed(0) + cls(),
 batch k = samples [k B, (k + 1) B) (mod N) as smprun takes them, written as
-<dir>/ref_<optimizer>.json in compare_losses.py's format."""
+<dir>/ref_<optimizer>.json in compare_losses.py's format; write_case also
+writes the data and the model's export (torch.onnx.export's defaults)."""
 import json
 import os
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -27,3 +29,17 @@ def write_refs(cls, x, labels, d, lrs, steps, batch):
             opt.step()
         with open(os.path.join(d, f"ref_{opt_name}.json"), "w") as f:
             json.dump({"config": {"lr": lr}, "losses": losses, "grad_norms": norms}, f)
+
+
+def write_case(d, cls, x, labels, lrs, steps, batch):
+    """<d>/x.npy, labels.npy, model.onnx (cls() from torch.manual_seed(0),
+    eval() mode, a symbolic batch) and the references."""
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "x.npy"), x.numpy())
+    np.save(os.path.join(d, "labels.npy"), labels.numpy())
+    torch.manual_seed(0)
+    model = cls().eval()
+    torch.onnx.export(model, (x[:batch],), os.path.join(d, "model.onnx"),
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+    write_refs(cls, x, labels, d, lrs, steps, batch)
