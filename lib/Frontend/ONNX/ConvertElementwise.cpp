@@ -182,14 +182,13 @@ llvm::Error convertGelu(NodeContext &nc) {
                            : smp::GeluApproximation::none));
 }
 
-/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes. Each
-/// bound b is x > b ? x : (x == x ? b : x) (and x < b for max), not max/min
-/// (which split a tie's gradient in half): x exactly at a bound gets no
+/// Clip(x, min, max): bounds are inputs (opset >= 11) or attributes;
+/// min(max(x, lo), hi), both `strict`: x exactly at a bound gets no
 /// gradient, as PyTorch's nn.ReLU6 and nn.Hardtanh (ReLU6 at 0: a
-/// normalised constant channel with a zero bias), and NaN stays NaN.
-/// torch.clamp, which torch.onnx.export writes as the same Clip, passes the
-/// gradient at a bound: the file cannot tell them apart, and ReLU6 is the
-/// common one.
+/// normalised constant channel with a zero bias), where max/min's own
+/// gradient splits a tie in half. torch.clamp, which torch.onnx.export
+/// writes as the same Clip, passes the gradient at a bound (1): the file
+/// cannot tell them apart, and ReLU6 is the common one.
 llvm::Error convertClip(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -208,20 +207,13 @@ llvm::Error convertClip(NodeContext &nc) {
     }
     if (!b)
       return llvm::Error::success();
-    auto inside = isMax
-                      ? nc.create<smp::LessOp>(nc.placeholder(), result, b)
-                      : nc.create<smp::GreaterOp>(nc.placeholder(), result, b);
-    if (!inside)
-      return inside.takeError();
-    auto number = nc.create<smp::EqualOp>(nc.placeholder(), result, result);
-    if (!number)
-      return number.takeError();
-    auto edge = nc.create<smp::WhereOp>(nc.placeholder(), *number, b, result);
-    if (!edge)
-      return edge.takeError();
-    auto y = nc.create<smp::WhereOp>(nc.placeholder(), *inside, result, *edge);
+    auto y = isMax ? nc.create<smp::MinOp>(nc.placeholder(), result, b)
+                   : nc.create<smp::MaxOp>(nc.placeholder(), result, b);
     if (!y)
       return y.takeError();
+    if (Operation *op = y->getDefiningOp();
+        isa_and_nonnull<smp::MaxOp, smp::MinOp>(op))
+      op->setAttr("strict", nc.builder().getUnitAttr()); // not when folded
     result = *y;
     return llvm::Error::success();
   };

@@ -56,6 +56,9 @@ llvm::Error convertAttrs(Operation *op, pb::Instruction &inst) {
     if (named.getName() == "operandSegmentSizes" ||
         named.getName() == "resultSegmentSizes")
       continue;
+    // max/min's `strict` chose their gradient, built before lowering.
+    if (isa<MaxOp, MinOp>(op) && named.getName() == "strict")
+      continue;
     pb::Attribute attr;
     Attribute a = named.getValue();
     if (auto b = dyn_cast<BoolAttr>(a))

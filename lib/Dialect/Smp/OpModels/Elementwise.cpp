@@ -90,33 +90,36 @@ SMP_VJP(ModOp) {
 }
 
 /// max/min: the gradient goes to the winner; ties split it in half (as
-/// torch.maximum / torch.minimum do).
+/// torch.maximum / torch.minimum do), or with `strict` go to neither (a
+/// clamp's bound, as nn.ReLU6 / nn.Hardtanh).
 template <typename WinsOp>
-static LogicalResult vjpMinMax(Operation *op, Value a, Value c, OpBuilder &b,
-                               ArrayRef<Value> gy, ArrayRef<bool> need,
-                               SmallVectorImpl<Value> &gx) {
+static LogicalResult
+vjpMinMax(Operation *op, Value a, Value c, bool strict, OpBuilder &b,
+          ArrayRef<Value> gy, ArrayRef<bool> need, SmallVectorImpl<Value> &gx) {
   Grad G{b, op->getLoc()};
   Value g = gy[0];
-  Value half = G.mul(g, G.scalar(g, 0.5));
   Value zero = G.scalar(g, 0.0);
-  Value tie = EqualOp::create(b, op->getLoc(), a, c);
+  Value atTie = zero;
+  if (!strict)
+    atTie = G.where(EqualOp::create(b, op->getLoc(), a, c),
+                    G.mul(g, G.scalar(g, 0.5)), zero);
   if (need[0]) {
     Value wins = WinsOp::create(b, op->getLoc(), a, c);
-    gx[0] = G.unbroadcast(G.where(wins, g, G.where(tie, half, zero)),
-                          a.getType());
+    gx[0] = G.unbroadcast(G.where(wins, g, atTie), a.getType());
   }
   if (need[1]) {
     Value wins = WinsOp::create(b, op->getLoc(), c, a);
-    gx[1] = G.unbroadcast(G.where(wins, g, G.where(tie, half, zero)),
-                          c.getType());
+    gx[1] = G.unbroadcast(G.where(wins, g, atTie), c.getType());
   }
   return success();
 }
 SMP_VJP(MaxOp) {
-  return vjpMinMax<GreaterOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
+  return vjpMinMax<GreaterOp>(op, op.getLhs(), op.getRhs(), op.getStrict(), b,
+                              gy, need, gx);
 }
 SMP_VJP(MinOp) {
-  return vjpMinMax<LessOp>(op, op.getLhs(), op.getRhs(), b, gy, need, gx);
+  return vjpMinMax<LessOp>(op, op.getLhs(), op.getRhs(), op.getStrict(), b, gy,
+                           need, gx);
 }
 
 //===--- Unary ------------------------------------------------------------===//

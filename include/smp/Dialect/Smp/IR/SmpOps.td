@@ -148,8 +148,15 @@ def Smp_DivOp : Smp_ArithOp<"div"> {
   let summary = "a / b (integer division truncates)";
 }
 def Smp_PowOp : Smp_ArithOp<"pow"> { let summary = "a ^ b"; }
-def Smp_MaxOp : Smp_ArithOp<"max", [Commutative]> { let summary = "max(a, b)"; }
-def Smp_MinOp : Smp_ArithOp<"min", [Commutative]> { let summary = "min(a, b)"; }
+/// max and min: NaN wins. Their gradient goes to the operand that wins; a
+/// tie splits it in half (torch.maximum / torch.minimum), or with `strict`
+/// gives it to neither (a clamp's bound: nn.ReLU6 and nn.Hardtanh pass no
+/// gradient at their bounds). `strict` changes only the gradient.
+class Smp_MinMaxOp<string mnemonic> : Smp_ArithOp<mnemonic, [Commutative]> {
+  let arguments = (ins Smp_Tensor:$lhs, Smp_Tensor:$rhs, UnitAttr:$strict);
+}
+def Smp_MaxOp : Smp_MinMaxOp<"max"> { let summary = "max(a, b)"; }
+def Smp_MinOp : Smp_MinMaxOp<"min"> { let summary = "min(a, b)"; }
 def Smp_EqualOp : Smp_CompareOp<"equal"> { let summary = "a == b"; }
 def Smp_LessOp : Smp_CompareOp<"less"> { let summary = "a < b"; }
 def Smp_GreaterOp : Smp_CompareOp<"greater"> { let summary = "a > b"; }
