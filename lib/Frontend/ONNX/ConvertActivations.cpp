@@ -43,8 +43,9 @@ public:
     return where(binary<smp::GreaterOp>(x, scalar(x, 0.0)), x, other);
   }
   /// max(0, min(1, alpha * x + beta)) with PyTorch's gradient at the
-  /// bounds: alpha strictly inside (0, 1) (hardsigmoid), or on [0, 1] with
-  /// `closed` (hardswish's). Wheres, not max/min, which split a tie.
+  /// bounds: alpha strictly inside (0, 1) (hardsigmoid: `strict` max/min,
+  /// whose gradient gives a tie to neither side), or on [0, 1] with
+  /// `closed` (hardswish's: wheres).
   Value hardSigmoid(Value x, double alpha, double beta, bool closed = false) {
     Value y = binary<smp::AddOp>(binary<smp::MulOp>(x, scalar(x, alpha)),
                                  scalar(x, beta));
@@ -52,8 +53,8 @@ public:
     if (closed)
       return where(binary<smp::LessOp>(y, zero), zero,
                    where(binary<smp::GreaterOp>(y, one), one, y));
-    return where(binary<smp::GreaterOp>(y, zero),
-                 where(binary<smp::LessOp>(y, one), y, one), zero);
+    return make<smp::MaxOp>(make<smp::MinOp>(y, one, /*strict=*/true), zero,
+                            /*strict=*/true);
   }
   /// x - (x mod 1) with the floor remainder (in [0, 1)): exact, and its
   /// gradient is 1 - 1 = 0.
