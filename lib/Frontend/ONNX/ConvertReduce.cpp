@@ -243,12 +243,10 @@ llvm::Error convertTopK(NodeContext &nc) {
   if (nc.opset() < 10) {
     k = nc.attrInt("k", 0);
   } else {
-    auto ks = nc.constantInts(1, "K");
+    auto ks = nc.constantInt(1, "K");
     if (!ks)
       return ks.takeError();
-    if (ks->size() != 1)
-      return nc.error("K must hold one value");
-    k = ks->front();
+    k = *ks;
   }
   int64_t n = rank ? shape[*axis] : 0;
   if (k < 1 || k > n)
@@ -332,16 +330,13 @@ llvm::Error convertCumSum(NodeContext &nc) {
   if (!in)
     return in.takeError();
   Value x = (*in)[0];
-  auto axisValues = nc.constantInts(1, "axis");
-  if (!axisValues)
-    return axisValues.takeError();
-  if (axisValues->size() != 1)
-    return nc.error("axis must hold one value, got " +
-                    llvm::Twine(axisValues->size()));
+  auto axisValue = nc.constantInt(1, "axis");
+  if (!axisValue)
+    return axisValue.takeError();
   int64_t rank = tensorType(x).getRank();
-  auto axis = normalizeAxis(axisValues->front(), rank);
+  auto axis = normalizeAxis(*axisValue, rank);
   if (!axis)
-    return nc.error("axis " + llvm::Twine(axisValues->front()) +
+    return nc.error("axis " + llvm::Twine(*axisValue) +
                     " out of range for rank " + llvm::Twine(rank));
   auto &b = nc.builder();
   return nc.output(nc.create<smp::CumSumOp>(

@@ -486,13 +486,10 @@ llvm::Error convertRange(NodeContext &nc) {
     int64_t v[3];
     const char *names[3] = {"start", "limit", "delta"};
     for (unsigned i = 0; i < 3; ++i) {
-      auto ints = nc.constantInts(i, names[i]);
-      if (!ints)
-        return ints.takeError();
-      if (ints->size() != 1)
-        return nc.error(llvm::Twine("input '") + names[i] +
-                        "' must be a scalar");
-      v[i] = (*ints)[0];
+      auto one = nc.constantInt(i, names[i]);
+      if (!one)
+        return one.takeError();
+      v[i] = *one;
     }
     if (v[2] == 0)
       return nc.error("delta is 0");
@@ -614,12 +611,10 @@ llvm::Error convertTrilu(NodeContext &nc) {
     return x.takeError();
   int64_t k = 0;
   if (nc.hasInput(1)) {
-    auto kv = nc.constantInts(1, "k");
+    auto kv = nc.constantInt(1, "k");
     if (!kv)
       return kv.takeError();
-    if (kv->size() != 1)
-      return nc.error("k must be a scalar");
-    k = kv->front();
+    k = *kv;
   }
   return nc.output(nc.create<smp::TriluOp>(
       *x, nc.builder().getBoolAttr(nc.attrInt("upper", 1) != 0),

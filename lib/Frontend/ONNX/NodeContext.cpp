@@ -108,6 +108,17 @@ NodeContext::constantInts(unsigned i, llvm::StringRef what) {
   return out;
 }
 
+llvm::Expected<int64_t> NodeContext::constantInt(unsigned i,
+                                                 llvm::StringRef what) {
+  auto ints = constantInts(i, what);
+  if (!ints)
+    return ints.takeError();
+  if (ints->size() != 1)
+    return error("input '" + node_.input(i) + "' (" + what +
+                 ") must hold one integer, got " + llvm::Twine(ints->size()));
+  return ints->front();
+}
+
 llvm::Expected<SmallVector<double>>
 NodeContext::constantFloats(unsigned i, llvm::StringRef what) {
   SmallVector<double> out;

@@ -61,6 +61,9 @@ public:
   /// Integer values of constant input `i`; an error naming `what` otherwise.
   llvm::Expected<llvm::SmallVector<int64_t>> constantInts(unsigned i,
                                                           llvm::StringRef what);
+  /// The one integer of constant input `i` (a scalar or one element); an
+  /// error naming `what` otherwise.
+  llvm::Expected<int64_t> constantInt(unsigned i, llvm::StringRef what);
   /// Scalar value of constant input `i` (any numeric type).
   llvm::Expected<double> constantScalar(unsigned i, llvm::StringRef what);
   /// Float values of constant input `i`; empty when the input is absent.
