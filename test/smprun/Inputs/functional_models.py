@@ -18,13 +18,12 @@ format). Used by test/smprun/functional-ops.test.
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_refs_writer import write_refs  # noqa: E402
+from torch_refs_writer import write_case  # noqa: E402
 
 CLASSES, BATCH, SAMPLES, STEPS = 5, 4, 16, 3
 LRS = {"sgd": 0.1, "adamw": 1e-2}
@@ -116,15 +115,7 @@ def main():
     for name, cls in (("attention", Attention), ("outer", Outer), ("ellipsis", Ellipsis),
                       ("chain", Chain), ("transpose", Transpose),
                       ("reductions", Reductions)):
-        d = os.path.join(out, name)
-        os.makedirs(d, exist_ok=True)
-        np.save(os.path.join(d, "x.npy"), x.numpy())
-        np.save(os.path.join(d, "labels.npy"), labels.numpy())
-        torch.manual_seed(0)
-        torch.onnx.export(cls().eval(), (x[:BATCH],), os.path.join(d, "model.onnx"),
-                          input_names=["x"], output_names=["logits"],
-                          dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
-        write_refs(cls, x, labels, d, LRS, STEPS, BATCH)
+        write_case(os.path.join(out, name), cls, x, labels, LRS, STEPS, BATCH)
 
 
 if __name__ == "__main__":
