@@ -207,13 +207,12 @@ llvm::Error convertClip(NodeContext &nc) {
     }
     if (!b)
       return llvm::Error::success();
-    auto y = isMax ? nc.create<smp::MinOp>(nc.placeholder(), result, b)
-                   : nc.create<smp::MaxOp>(nc.placeholder(), result, b);
+    auto y = isMax ? nc.create<smp::MinOp>(nc.placeholder(), result, b,
+                                           /*strict=*/true)
+                   : nc.create<smp::MaxOp>(nc.placeholder(), result, b,
+                                           /*strict=*/true);
     if (!y)
       return y.takeError();
-    if (Operation *op = y->getDefiningOp();
-        isa_and_nonnull<smp::MaxOp, smp::MinOp>(op))
-      op->setAttr("strict", nc.builder().getUnitAttr()); // not when folded
     result = *y;
     return llvm::Error::success();
   };

@@ -270,7 +270,7 @@ llvm::Error convertTopK(NodeContext &nc) {
   // matches (an input that holds -inf itself would otherwise be picked
   // twice).
   SmallVector<Value> picks;
-  Value iota = c.unary<smp::NegOp>(negIdx), picked;
+  Value iota = positions(nc, rank, *axis, n, /*negate=*/false), picked;
   for (int64_t j = 0; j < k && !c.failed(); ++j) {
     Value eq =
         c.binary<smp::EqualOp>(v, c.make<smp::ReduceMaxOp>(v, axes, true));
