@@ -25,6 +25,7 @@
 #include "smp/Analysis/Cost/CostModel.h"
 #include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/Transforms/LossShare.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/InitAll.h"
 #include "smp/Pipelines/Pipelines.h"
@@ -48,6 +49,39 @@
 using namespace mlir;
 
 namespace {
+
+/// A model's own loss (--loss NAME) split over data-parallel ranks or
+/// micro-batches: which constants of its arithmetic were folded from the
+/// batch's shape, found by a second import at twice the micro-batch
+/// (LossShare.h). When that import fails, the module says so and such a
+/// constant is refused rather than guessed.
+LogicalResult markBatchScaledLoss(MLIRContext &ctx, const Options &opts,
+                                  ModuleOp module) {
+  llvm::StringRef loss = opts.plan.loss;
+  if (!opts.train || loss.empty() || loss.contains(':') ||
+      opts.import.batchSplit <= 1 || opts.import.batchSize <= 0)
+    return success();
+  smp::onnx_frontend::ImportOptions probeOpts = opts.import;
+  probeOpts.batchSize *= 2;
+  probeOpts.globalBatch *= 2;
+  llvm::Expected<OwningOpRef<ModuleOp>> probe = OwningOpRef<ModuleOp>();
+  {
+    ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+    probe = smp::onnx_frontend::importONNXFile(ctx, opts.input, probeOpts);
+  }
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  func::FuncOp probeMain;
+  if (probe)
+    probeMain = (**probe).lookupSymbol<func::FuncOp>("main");
+  else
+    llvm::consumeError(probe.takeError());
+  if (!main || !probeMain) {
+    module->setAttr(smp::SmpDialect::kBatchScalingUnknownAttr,
+                    UnitAttr::get(&ctx));
+    return success();
+  }
+  return smp::markBatchScaledLossConstants(main, probeMain, loss, 2);
+}
 
 /// Loads MODEL as an smp module, from ONNX or MLIR text.
 FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
@@ -80,6 +114,8 @@ FailureOr<OwningOpRef<ModuleOp>> loadModule(MLIRContext &ctx,
     fail(llvm::toString(module.takeError()));
     return failure();
   }
+  if (failed(markBatchScaledLoss(ctx, opts, **module)))
+    return failure();
   return std::move(*module);
 }
 

@@ -156,6 +156,11 @@ bool isDictionaryArray(Attribute a) {
   return list && llvm::all_of(list, isA<DictionaryAttr>);
 }
 
+bool isPlusMinusOne(Attribute a) {
+  auto i = dyn_cast<IntegerAttr>(a);
+  return i && (i.getInt() == 1 || i.getInt() == -1);
+}
+
 /// The dialect's attributes on operations: what each must hold, and how an
 /// error says so ("'NAME' must be ...").
 struct OperationAttrRule {
@@ -182,6 +187,8 @@ const OperationAttrRule kOperationAttrRules[] = {
     {SmpDialect::kParamOriginsAttr, isDictionaryArray,
      "an array of dictionaries"},
     {SmpDialect::kStageCostsAttr, isA<DenseF64ArrayAttr>, "an f64 array"},
+    {SmpDialect::kBatchScaledAttr, isPlusMinusOne, "the integer 1 or -1"},
+    {SmpDialect::kBatchScalingUnknownAttr, isA<UnitAttr>, "a unit attribute"},
 };
 } // namespace
 

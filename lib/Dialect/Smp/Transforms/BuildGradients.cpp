@@ -5,17 +5,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchNormTraining.h"
+#include "TrainStepContract.h"
+#include "TrainStepUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/LossShare.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
-#include "BatchNormTraining.h"
-#include "TrainStepContract.h"
-#include "TrainStepUtils.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -152,7 +153,13 @@ struct SmpBuildGradientsPass
                       << "' must be a float scalar, got " << t;
         return failure();
       }
-      return *v;
+      // Split over data-parallel ranks or micro-batches: this shard's
+      // exact share of the one-device loss (LossShare.h).
+      int64_t m = unrolled ? static_cast<int64_t>(microbatches) : 1;
+      if (dp * m == 1)
+        return *v;
+      perRankShare = true;
+      return buildLossShare(b, *v, parts[0], dp, m);
     }
     if (parts.size() == 3 && parts[0] == "cross_entropy") {
       auto logits = output(f, outs, parts[1]);

@@ -1,0 +1,51 @@
+//===- LossShare.h - A model's own loss split over batch shards -*- C++ -*-===//
+//
+// `--loss NAME` trains a scalar output the model computes itself (an export
+// of a module that returns its loss). Under data parallelism and
+// micro-batches each shard of the batch (a rank's micro-batch) computes that
+// output from its own samples; the shards' values add up to the one-device
+// loss only for particular forms. These helpers read the loss's form and
+// build each shard's exact share of the one-device loss, or refuse it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_DIALECT_SMP_TRANSFORMS_LOSSSHARE_H
+#define SMP_DIALECT_SMP_TRANSFORMS_LOSSSHARE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace smp {
+
+/// Compares the loss output `lossName` of `main` (imported at the
+/// micro-batch size) with that of `probe` (the same model imported at
+/// `factor` times that batch): a constant operand of the loss's arithmetic
+/// that differs between them was folded from the batch's shape (`sum /
+/// x.size(0)`). Marks the mul/div ops whose constant is proportional to the
+/// batch with SmpDialect::kBatchScaledAttr; fails (an error on the op) for a
+/// constant that changes otherwise, or that an add/sub adds. Ops the two
+/// imports do not share end the comparison (buildLossShare refuses them if it
+/// must look further).
+mlir::LogicalResult markBatchScaledLossConstants(mlir::func::FuncOp main,
+                                                 mlir::func::FuncOp probe,
+                                                 llvm::StringRef lossName,
+                                                 int64_t factor);
+
+/// The share of one batch shard (this data-parallel rank's micro-batch) of
+/// the scalar loss `loss`, an f32 scalar built at `b`'s insertion point:
+/// summed over the dp ranks and `microbatches` micro-batches it is the loss
+/// of the whole batch on one device, and so are its gradients. Understands
+/// sums (ReduceSum, a cross-entropy with reduction sum: the shard's own),
+/// means (ReduceMean: the shard's / shards), a cross-entropy mean or a ratio
+/// of two sums (the shard's numerator / the numerator summed over the dp
+/// ranks: one micro-batch only), terms that do not depend on the batch
+/// (/ shards), and adds, negations, casts and scalings of those. Anything
+/// else is an error on the op that names `name` and what to do.
+mlir::FailureOr<mlir::Value> buildLossShare(mlir::OpBuilder &b,
+                                            mlir::Value loss,
+                                            llvm::StringRef name, int64_t dp,
+                                            int64_t microbatches);
+
+} // namespace smp
+
+#endif // SMP_DIALECT_SMP_TRANSFORMS_LOSSSHARE_H

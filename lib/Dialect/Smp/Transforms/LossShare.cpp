@@ -1,0 +1,413 @@
+//===- LossShare.cpp - A model's own loss split over batch shards ---------===//
+//
+// See LossShare.h. A shard's share s_k of the one-device loss L (sum over
+// the shards k of s_k = L, and likewise their gradients) by the loss's form:
+//
+//   sum over the batch (ReduceSum, cross-entropy sum)   s_k = the shard's own
+//   mean over the batch (ReduceMean)                     s_k = own / shards
+//   ratio of two sums A / D (cross-entropy mean: the
+//     losses over the weights of the labels counted)     s_k = A_k / sum_dp D
+//   a term that does not depend on the batch             s_k = term / shards
+//   a + b, -a, a * c, a / c (c not from the batch)       from the parts'
+//
+// A constant folded from the batch's shape (sum / x.size(0)) holds the
+// shard's batch, not the whole one: markBatchScaledLossConstants finds those
+// (two imports at different batch sizes) and the share scales them back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/Dialect/Smp/Transforms/LossShare.h"
+
+#include "TrainStepContract.h"
+#include "TrainStepUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+
+namespace smp {
+namespace {
+
+constexpr llvm::StringLiteral kBatchScaledAttr = SmpDialect::kBatchScaledAttr;
+
+/// The value of a one-element constant.
+std::optional<double> scalarConstant(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
+    return std::nullopt;
+  Type elt = attr.getElementType();
+  if (isa<FloatType>(elt))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  if (elt.isInteger(1))
+    return std::nullopt;
+  if (isa<IntegerType>(elt))
+    return static_cast<double>(
+        (*attr.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+bool isScalar(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements() == 1;
+}
+
+/// The ops whose operands the loss's form is read through.
+bool isLossArithmetic(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, CastOp, ReshapeOp>(op);
+}
+
+/// The output `name` of func `f`.
+Value namedOutput(func::FuncOp f, StringRef name) {
+  Operation *ret = f.getBody().front().getTerminator();
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+        n && n.getValue() == name)
+      return ret->getOperand(i);
+  return nullptr;
+}
+
+/// `v` as an integer when it is one, else in %g form.
+std::string number(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15)
+    return std::to_string(static_cast<int64_t>(v));
+  return llvm::formatv("{0:g}", v).str();
+}
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
+}
+
+LogicalResult compareLossConstants(Value v, Value w, StringRef name,
+                                   int64_t factor) {
+  Operation *op = v.getDefiningOp(), *probe = w.getDefiningOp();
+  if (!op || !probe || op->getName() != probe->getName() ||
+      op->getNumOperands() != probe->getNumOperands() || !isLossArithmetic(op))
+    return success();
+  bool scaling = isa<MulOp, DivOp>(op);
+  const char *verb = isa<MulOp>(op)   ? "multiplies by"
+                     : isa<DivOp>(op) ? "divides by"
+                     : isa<SubOp>(op) ? "subtracts"
+                                      : "adds";
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    auto c = scalarConstant(op->getOperand(i));
+    auto d = scalarConstant(probe->getOperand(i));
+    if (!c && !d) {
+      if (failed(compareLossConstants(op->getOperand(i), probe->getOperand(i),
+                                      name, factor)))
+        return failure();
+      continue;
+    }
+    if (c && d && *c == *d)
+      continue;
+    if (c && d && scaling && close(*d, *c * factor)) {
+      op->setAttr(kBatchScaledAttr,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 64), 1));
+      continue;
+    }
+    if (c && d && scaling && close(*d * factor, *c)) {
+      op->setAttr(kBatchScaledAttr,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 64), -1));
+      continue;
+    }
+    auto diag = op->emitError() << "the loss output '" << name << "' " << verb
+                                << " a value folded from the batch's shape";
+    if (c && d)
+      diag << " (" << number(*c) << " at this batch, " << number(*d) << " at "
+           << factor << " times it)";
+    if (scaling)
+      diag << " that is not proportional to the batch size";
+    return diag << "; smp cannot split such a loss over data-parallel ranks "
+                   "or micro-batches: normalise by the batch size (a mean) "
+                   "or not at all (a sum), or compile with one replica and "
+                   "one micro-batch";
+  }
+  return success();
+}
+
+/// Builds the shares (see the file comment).
+class ShareBuilder {
+public:
+  ShareBuilder(OpBuilder &b, StringRef name, int64_t dp, int64_t microbatches)
+      : b(b), name(name), dp(dp), m(microbatches) {}
+
+  FailureOr<Value> share(Value v);
+
+private:
+  OpBuilder &b;
+  StringRef name;
+  int64_t dp, m;
+  llvm::DenseMap<Value, bool> fromBatch, fromParams;
+
+  double shards() const { return static_cast<double>(dp * m); }
+  Value f32(Location loc, Value v) { return scalarF32Loss(b, loc, v); }
+  Value constant(Location loc, double v) {
+    return scalarConst(b, loc, b.getF32Type(), v);
+  }
+
+  /// Whether `v` is computed from a function argument `pred` accepts.
+  bool dependsOn(Value v, llvm::DenseMap<Value, bool> &memo,
+                 function_ref<bool(func::FuncOp, unsigned)> pred) {
+    if (auto it = memo.find(v); it != memo.end())
+      return it->second;
+    bool result = false;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+        result = pred(f, arg.getArgNumber());
+    } else {
+      memo[v] = false; // no cycles in a block; guards the recursion
+      for (Value in : v.getDefiningOp()->getOperands())
+        if ((result = dependsOn(in, memo, pred)))
+          break;
+    }
+    return memo[v] = result;
+  }
+  bool isFromBatch(Value v) {
+    return dependsOn(v, fromBatch, [](func::FuncOp f, unsigned i) {
+      auto n = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr);
+      return n && !n.getValue().starts_with("@");
+    });
+  }
+  bool isFromParams(Value v) {
+    return dependsOn(v, fromParams, [](func::FuncOp f, unsigned i) {
+      return static_cast<bool>(f.getArgAttr(i, SmpDialect::kParamAttr));
+    });
+  }
+
+  /// The input holding every micro-batch of which `v` is one micro-batch's
+  /// slice (through reshapes and integer casts), or null.
+  Value wholeStepInput(Value v) {
+    auto isInt = [](Value x) {
+      return isa<IntegerType>(
+          cast<RankedTensorType>(x.getType()).getElementType());
+    };
+    while (Operation *op = v.getDefiningOp()) {
+      if (!isa<ReshapeOp, CastOp>(op) || !isInt(op->getOperand(0)))
+        break;
+      v = op->getOperand(0);
+    }
+    auto slice = v.getDefiningOp<SliceOp>();
+    auto arg = slice ? dyn_cast<BlockArgument>(slice.getInput()) : nullptr;
+    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+      return nullptr;
+    auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    auto input = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                SmpDialect::kInputAttr);
+    auto whole = cast<RankedTensorType>(arg.getType());
+    auto part = cast<RankedTensorType>(slice.getType());
+    if (!input || whole.getRank() == 0 ||
+        whole.getShape().drop_front() != part.getShape().drop_front() ||
+        whole.getDimSize(0) != part.getDimSize(0) * m)
+      return nullptr;
+    return arg;
+  }
+
+  /// A sum over the batch: each shard's own value is its share.
+  bool isSum(Value v);
+  /// The one-device value of a constant `c` of `op` (scaled back to the
+  /// whole batch when it was folded from the shard's shape).
+  FailureOr<Value> wholeBatchConstant(Operation *op, Value c);
+  FailureOr<Value> crossEntropyMean(CrossEntropyOp ce);
+  FailureOr<Value> ratio(Operation *op, Value num, Value den);
+  FailureOr<Value> refuse(Operation *op, const Twine &why);
+};
+
+FailureOr<Value> ShareBuilder::refuse(Operation *op, const Twine &why) {
+  op->emitError()
+      << "cannot split the loss output '" << name << "' over " << dp
+      << " data-parallel rank(s) x " << m << " micro-batch(es): " << why
+      << ". smp splits a loss that is a sum or a mean over the batch's "
+         "samples (ReduceSum, ReduceMean, a cross-entropy), a ratio of two "
+         "such sums (one micro-batch), terms without the batch, and sums "
+         "and constant scalings of those; compile with one replica and "
+         "one micro-batch, or train an output with --loss "
+         "cross_entropy:LOGITS:LABELS or mse:OUTPUT:TARGET";
+  return failure();
+}
+
+bool ShareBuilder::isSum(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !isFromBatch(v))
+    return false;
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    return ce.getReduction() == Reduction::sum;
+  if (auto r = dyn_cast<ReduceSumOp>(op))
+    return isScalar(v) &&
+           static_cast<int64_t>(r.getAxes().size()) ==
+               cast<RankedTensorType>(r.getInput().getType()).getRank();
+  if (isa<AddOp, SubOp>(op))
+    return isSum(op->getOperand(0)) && isSum(op->getOperand(1));
+  if (isa<NegOp, CastOp, ReshapeOp>(op))
+    return isSum(op->getOperand(0));
+  if (isa<MulOp, DivOp>(op) && !op->hasAttr(kBatchScaledAttr)) {
+    Value a = op->getOperand(0), c = op->getOperand(1);
+    if (isa<MulOp>(op) && !isFromBatch(c))
+      return isSum(a);
+    if (isa<MulOp>(op))
+      std::swap(a, c);
+    return !isFromBatch(c) && isSum(a);
+  }
+  return false;
+}
+
+FailureOr<Value> ShareBuilder::wholeBatchConstant(Operation *op, Value c) {
+  Value v = f32(op->getLoc(), c);
+  auto p = op->getAttrOfType<IntegerAttr>(kBatchScaledAttr);
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!p && scalarConstant(c) && module &&
+      module->hasAttr(SmpDialect::kBatchScalingUnknownAttr))
+    return refuse(op, "it scales by a constant that may have been folded "
+                      "from the batch's shape (importing the model at another "
+                      "batch size to tell failed)");
+  if (!p)
+    return v;
+  double scale = p.getInt() > 0 ? shards() : 1.0 / shards();
+  return Value(
+      MulOp::create(b, op->getLoc(), v, constant(op->getLoc(), scale)));
+}
+
+FailureOr<Value> ShareBuilder::crossEntropyMean(CrossEntropyOp ce) {
+  Location loc = ce.getLoc();
+  // The labels counted, over the whole step: with micro-batches, the input
+  // that each micro-batch's labels are a slice of.
+  Value labels = m > 1 ? wholeStepInput(ce.getLabels()) : ce.getLabels();
+  if (!labels)
+    return refuse(ce, "it is a cross-entropy mean over the labels not "
+                      "ignored, and a micro-batch's share needs the count of "
+                      "the whole step's labels, but these labels are computed "
+                      "(only labels that are an input of the model are "
+                      "counted so; export the loss with reduction='sum', or "
+                      "use --loss cross_entropy:LOGITS:LABELS)");
+  Value sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getLabels(),
+                                     ce.getWeights(), ce.getIgnoreIndex(),
+                                     Reduction::sum, ce.getClassesAttr());
+  // Each label counts 1, or the weight of its class.
+  auto lt = cast<RankedTensorType>(labels.getType());
+  Value ignore = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, lt.getElementType()),
+                             APInt(lt.getElementTypeBitWidth(),
+                                   ce.getIgnoreIndex(), /*isSigned=*/true)));
+  Value ignored = EqualOp::create(b, loc, labels, ignore);
+  Value counted;
+  if (Value w = ce.getWeights()) {
+    Value zeroIdx = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, lt.getElementType()),
+                               APInt(lt.getElementTypeBitWidth(), 0)));
+    Value safe = WhereOp::create(b, loc, ignored, zeroIdx, labels);
+    Value picked = toF32(
+        b, loc, GatherOp::create(b, loc, w, safe, b.getI64IntegerAttr(0)));
+    counted = WhereOp::create(b, loc, ignored, constant(loc, 0.0), picked);
+  } else {
+    counted = CastOp::create(b, loc, lt.clone(b.getF32Type()),
+                             NotOp::create(b, loc, ignored));
+  }
+  Value count = reduceAll<ReduceSumOp>(b, loc, counted);
+  if (dp > 1)
+    count = allReduceDp(b, loc, count);
+  return Value(DivOp::create(b, loc, f32(loc, sum), count));
+}
+
+FailureOr<Value> ShareBuilder::ratio(Operation *op, Value num, Value den) {
+  if (m > 1)
+    return refuse(op, "it divides by a sum over the batch, and a "
+                      "micro-batch's share needs that sum over the whole step");
+  if (!isSum(num) || !isSum(den))
+    return refuse(op, "it divides by a value computed from the batch, and "
+                      "only a ratio of two sums over the batch is split");
+  if (isFromParams(den))
+    return refuse(op, "it divides by a sum over the batch computed from the "
+                      "parameters (only a denominator from the inputs, a "
+                      "mask or a count, is split)");
+  auto a = share(num);
+  if (failed(a))
+    return failure();
+  Value d = f32(op->getLoc(), den);
+  if (dp > 1)
+    d = allReduceDp(b, op->getLoc(), d);
+  return Value(DivOp::create(b, op->getLoc(), *a, d));
+}
+
+FailureOr<Value> ShareBuilder::share(Value v) {
+  Operation *op = v.getDefiningOp();
+  Location loc = op ? op->getLoc() : v.getLoc();
+  if (!isFromBatch(v))
+    return Value(DivOp::create(b, loc, f32(loc, v), constant(loc, shards())));
+  if (isSum(v) && !isa<AddOp, SubOp, MulOp, DivOp, NegOp>(op))
+    return f32(loc, v);
+  if (auto r = dyn_cast<ReduceMeanOp>(op)) {
+    if (isScalar(v) &&
+        static_cast<int64_t>(r.getAxes().size()) ==
+            cast<RankedTensorType>(r.getInput().getType()).getRank())
+      return Value(DivOp::create(b, loc, f32(loc, v), constant(loc, shards())));
+    return refuse(op, "its mean does not reduce every dim");
+  }
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    if (ce.getReduction() == Reduction::mean)
+      return crossEntropyMean(ce);
+    return refuse(op, "it is a cross-entropy without a reduction");
+  }
+  if (isa<AddOp, SubOp>(op)) {
+    if (!isScalar(op->getOperand(0)) || !isScalar(op->getOperand(1)))
+      return refuse(op, "it adds a tensor to a scalar");
+    auto l = share(op->getOperand(0));
+    auto r = failed(l) ? FailureOr<Value>() : share(op->getOperand(1));
+    if (failed(r))
+      return failure();
+    if (isa<AddOp>(op))
+      return Value(AddOp::create(b, loc, *l, *r));
+    return Value(SubOp::create(b, loc, *l, *r));
+  }
+  if (isa<NegOp, CastOp, ReshapeOp>(op)) {
+    auto s = share(op->getOperand(0));
+    if (failed(s))
+      return failure();
+    return isa<NegOp>(op) ? Value(NegOp::create(b, loc, *s)) : *s;
+  }
+  if (isa<MulOp, DivOp>(op)) {
+    Value a = op->getOperand(0), c = op->getOperand(1);
+    if (!isScalar(a) || !isScalar(c))
+      return refuse(op, "it scales by a tensor");
+    if (isa<DivOp>(op) && isFromBatch(c))
+      return ratio(op, a, c);
+    if (isa<MulOp>(op) && !isFromBatch(a))
+      std::swap(a, c);
+    if (isFromBatch(c))
+      return refuse(op, "it multiplies two values computed from the batch");
+    auto s = share(a);
+    if (failed(s))
+      return failure();
+    auto k = wholeBatchConstant(op, c);
+    if (failed(k))
+      return failure();
+    if (isa<MulOp>(op))
+      return Value(MulOp::create(b, loc, *s, *k));
+    return Value(DivOp::create(b, loc, *s, *k));
+  }
+  return refuse(op, Twine("it is computed by '") +
+                        op->getName().getStringRef() +
+                        "', not a sum or mean over the samples");
+}
+
+} // namespace
+
+LogicalResult markBatchScaledLossConstants(func::FuncOp main,
+                                           func::FuncOp probe,
+                                           StringRef lossName, int64_t factor) {
+  Value v = namedOutput(main, lossName), w = namedOutput(probe, lossName);
+  if (!v || !w)
+    return success(); // smp-build-gradients reports a missing output
+  return compareLossConstants(v, w, lossName, factor);
+}
+
+FailureOr<Value> buildLossShare(OpBuilder &b, Value loss, StringRef name,
+                                int64_t dp, int64_t microbatches) {
+  ShareBuilder builder(b, name, dp, microbatches);
+  return builder.share(loss);
+}
+
+} // namespace smp

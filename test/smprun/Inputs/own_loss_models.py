@@ -1,0 +1,102 @@
+"""Writes, into argv[1]/<name>/, small models that compute their own loss
+(an export of a module that returns it: `smpc compile --loss loss`), with
+torch.onnx.export's defaults, their data (x.npy, labels.npy) and PyTorch's
+one-device reference (ref_sgd.json: compare_losses.py's format). Used by
+test/smprun/own-loss.test, which trains them on one rank, under --dp 2 and
+with micro-batches: every plan must train the one-device numbers.
+
+  sum        cross-entropy with reduction='sum'
+  ignore     cross-entropy mean with ignore_index=3 (the shards count
+             different numbers of labels)
+  weighted   cross-entropy mean with class weights (a constant: divides by
+             the sum of the labels' weights)
+  batchmean  sum / x.size(0) * 0.5 (a constant folded from the batch's shape)
+  literal    sum / 4.0 (a literal that equals the shard's batch)
+  masked     sum(err * mask) / sum(mask), the mask from the labels
+  reg        mean cross-entropy + 1e-2 * sum of the squared weights
+  product    mean(logits) * mean(logits ** 2) (no sum or mean: refused)
+  shifted    sum / (x.size(0) + 1) (folded from the batch's shape, not
+             proportional to it: refused)"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CLASSES, BATCH, SAMPLES, STEPS, LR = 5, 8, 16, 3, 0.1
+
+
+class Model(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, CLASSES)
+
+    def forward(self, x, labels):
+        z = self.l2(torch.tanh(self.l1(x)))
+        k = self.kind
+        if k == "sum":
+            return F.cross_entropy(z, labels, reduction="sum")
+        if k == "ignore":
+            return F.cross_entropy(z, labels, ignore_index=3)
+        if k == "weighted":
+            w = torch.tensor([1.0, 2.0, 0.5, 3.0, 1.5])
+            return F.cross_entropy(z, labels, weight=w)
+        if k == "batchmean":
+            return F.cross_entropy(z, labels, reduction="sum") / x.shape[0] * 0.5
+        if k == "literal":
+            return F.cross_entropy(z, labels, reduction="sum") / 4.0
+        if k == "masked":
+            mask = (labels != 0).float()
+            err = (z.softmax(-1)[:, 0] - 0.5) ** 2
+            return (err * mask).sum() / mask.sum()
+        if k == "reg":
+            reg = sum((p ** 2).sum() for n, p in self.named_parameters() if "weight" in n)
+            return F.cross_entropy(z, labels) + 1e-2 * reg
+        if k == "product":
+            return z.mean() * (z ** 2).mean()
+        if k == "shifted":
+            return F.cross_entropy(z, labels, reduction="sum") / (x.shape[0] + 1)
+        raise ValueError(k)
+
+
+KINDS = ("sum", "ignore", "weighted", "batchmean", "literal", "masked", "reg", "product",
+         "shifted")
+
+
+def main():
+    out = sys.argv[1]
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(SAMPLES, 6, generator=g)
+    # Label 3 (ignored by "ignore") three times in the first 4 samples, once
+    # in the next 4: the dp ranks count different numbers of labels.
+    labels = torch.tensor([3, 1, 3, 3, 0, 3, 2, 4, 1, 3, 0, 0, 2, 3, 4, 1])
+    for kind in KINDS:
+        d = os.path.join(out, kind)
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "x.npy"), x.numpy())
+        np.save(os.path.join(d, "labels.npy"), labels.numpy())
+        torch.manual_seed(0)
+        m = Model(kind)
+        torch.onnx.export(m, (x[:BATCH], labels[:BATCH]), os.path.join(d, "model.onnx"),
+                          input_names=["x", "labels"], output_names=["loss"],
+                          dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
+        opt = torch.optim.SGD(m.parameters(), lr=LR)
+        losses, norms = [], []
+        for k in range(STEPS):
+            lo = (k * BATCH) % SAMPLES
+            opt.zero_grad()
+            loss = m(x[lo:lo + BATCH], labels[lo:lo + BATCH])
+            loss.backward()
+            norms.append(torch.nn.utils.clip_grad_norm_(m.parameters(), float("inf")).item())
+            losses.append(loss.item())
+            opt.step()
+        with open(os.path.join(d, "ref_sgd.json"), "w") as f:
+            json.dump({"config": {"lr": LR}, "losses": losses, "grad_norms": norms}, f)
+
+
+if __name__ == "__main__":
+    main()
