@@ -111,6 +111,13 @@ void buildTrainStep(OpPassManager &pm,
 void smp::buildTrainingPipeline(OpPassManager &pm,
                                 const TrainingPipelineOptions &o) {
   auto has = [&](TrainingPhase p) { return (o.phases & p) != 0; };
+  if (has(kPhaseTrainStep) && o.dp * o.microbatches > 1) {
+    SmpCheckSampleSplitPassOptions samples;
+    samples.loss = o.loss;
+    samples.dp = static_cast<int>(o.dp);
+    samples.microbatches = static_cast<int>(o.microbatches);
+    pm.addPass(createSmpCheckSampleSplitPass(samples));
+  }
   if (has(kPhaseTensorParallel) && o.tp > 1) {
     SmpTensorParallelPassOptions tp;
     tp.tp = static_cast<int>(o.tp);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Chain.h"
 #include "NodeContext.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -448,6 +449,72 @@ llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// NegativeLogLikelihoodLoss(input [N, C, d...], target [N, d...], weight
+/// [C]?): loss = -input[n, target, d...] * weight[target], 0 where the
+/// target is ignore_index; `mean` divides the sum by the sum of those
+/// weights (the count of targets not ignored), as PyTorch's nll_loss.
+/// Composed of a GatherElements along the classes and a Gather of the
+/// weights (so a mean is a ratio of two sums, which dp can split).
+llvm::Error convertNegativeLogLikelihood(NodeContext &nc) {
+  auto in = inputsWithOptionalThird(nc);
+  if (!in)
+    return in.takeError();
+  auto [input, target, weight] = *in;
+  auto shape = shapeOf(input);
+  SmallVector<int64_t> targetShape(shapeOf(target));
+  SmallVector<int64_t> expected(shape);
+  if (shape.size() >= 2)
+    expected.erase(expected.begin() + 1);
+  if (shape.size() < 2 || targetShape != expected ||
+      !isa<IntegerType>(tensorType(target).getElementType()))
+    return nc.error("expects input [N, C, d...] and an integer target [N, "
+                    "d...], got " +
+                    shapeToString(shape) + " and " +
+                    shapeToString(targetShape));
+  std::string red = nc.attrString("reduction", "mean");
+  if (red != "mean" && red != "sum" && red != "none")
+    return nc.error("unknown reduction '" + red + "'");
+  auto &b = nc.builder();
+  Chain c(nc);
+  Value idx = target, ignored;
+  if (nc.hasAttr("ignore_index")) {
+    ignored = c.binary<smp::EqualOp>(
+        target, c.scalar(target, nc.attrInt("ignore_index", 0)));
+    idx = c.where(ignored, c.scalar(target, 0), target);
+  }
+  // A negative target that is not ignored is out of range (PyTorch stops):
+  // moved to C, which the gathers refuse at run time, rather than wrapped.
+  idx = c.where(c.binary<smp::LessOp>(idx, c.scalar(idx, 0)),
+                c.scalar(idx, shape[1]), idx);
+  SmallVector<int64_t> column(targetShape);
+  column.insert(column.begin() + 1, 1);
+  Value picked =
+      c.reshape(c.make<smp::GatherElementsOp>(input, c.reshape(idx, column),
+                                              b.getI64IntegerAttr(1)),
+                targetShape);
+  Value w = weight ? c.make<smp::GatherOp>(weight, idx, b.getI64IntegerAttr(0),
+                                           IntegerAttr())
+                   : Value();
+  if (ignored)
+    w = c.where(ignored, c.scalar(picked, 0), w ? w : c.scalar(picked, 1));
+  Value loss = c.unary<smp::NegOp>(picked);
+  if (w)
+    loss = c.binary<smp::MulOp>(loss, w);
+  if (red == "none")
+    return c.finish(loss);
+  SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < static_cast<int64_t>(targetShape.size()); ++d)
+    axes.push_back(d);
+  auto all = b.getDenseI64ArrayAttr(axes);
+  if (red == "mean" && !w)
+    return c.finish(c.make<smp::ReduceMeanOp>(loss, all, false));
+  Value sum = c.make<smp::ReduceSumOp>(loss, all, false);
+  if (red == "sum")
+    return c.finish(sum);
+  Value count = c.make<smp::ReduceSumOp>(w, all, false);
+  return c.finish(c.binary<smp::DivOp>(sum, count));
+}
+
 } // namespace
 
 void registerNNConverters(ConverterTable &t) {
@@ -460,6 +527,7 @@ void registerNNConverters(ConverterTable &t) {
   t["BatchNormalization"] = convertBatchNorm;
   t["LayerNormalization"] = convertLayerNorm;
   t["SoftmaxCrossEntropyLoss"] = convertSoftmaxCrossEntropy;
+  t["NegativeLogLikelihoodLoss"] = convertNegativeLogLikelihood;
 }
 
 } // namespace smp::onnx_frontend

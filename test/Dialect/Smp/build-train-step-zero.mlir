@@ -16,10 +16,10 @@
 // CHECK: %[[CUT:.*]] = smp.slice %[[ALL]] {limits = array<i64: 9>, starts = array<i64: 0>, steps = array<i64: 1>}
 // CHECK: %[[P:.*]] = smp.reshape %[[CUT]] : tensor<9xf32> -> tensor<3x3xf32>
 // CHECK: return %[[P]],
-func.func @main(%x: tensor<3xf32> {smp.input = "x"},
+func.func @main(%x: tensor<1x3xf32> {smp.input = "x"},
                 %w: tensor<3x3xf32> {smp.param = "w"})
     -> (tensor<f32> {smp.output = "y"}) {
-  %0 = smp.matmul %w, %x : (tensor<3x3xf32>, tensor<3xf32>) -> tensor<3xf32>
-  %1 = smp.reduce_sum %0 {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
+  %0 = smp.matmul %x, %w {transpose_rhs = true} : (tensor<1x3xf32>, tensor<3x3xf32>) -> tensor<1x3xf32>
+  %1 = smp.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : tensor<1x3xf32> -> tensor<f32>
   return %1 : tensor<f32>
 }

@@ -13,6 +13,12 @@ with micro-batches: every plan must train the one-device numbers.
   batchmean  sum / x.size(0) * 0.5 (a constant folded from the batch's shape)
   literal    sum / 4.0 (a literal that equals the shard's batch)
   masked     sum(err * mask) / sum(mask), the mask from the labels
+  shiftmean  sequences (x [B, 3, 6], labels [B, 3]): cross-entropy mean with
+             ignore_index=3 of logits[:, :-1] against labels[:, 1:] (labels
+             shifted in the model, as Hugging Face LMs do)
+  nll        F.nll_loss(log_softmax, ignore_index=3) (ONNX's
+             NegativeLogLikelihoodLoss: a ratio of two sums)
+  nllweight  F.nll_loss with class weights (a constant) and reduction mean
   reg        mean cross-entropy + 1e-2 * sum of the squared weights
   product    mean(logits) * mean(logits ** 2) (no sum or mean: refused)
   shifted    sum / (x.size(0) + 1) (folded from the batch's shape, not
@@ -53,6 +59,14 @@ class Model(nn.Module):
             mask = (labels != 0).float()
             err = (z.softmax(-1)[:, 0] - 0.5) ** 2
             return (err * mask).sum() / mask.sum()
+        if k == "shiftmean":  # x [B, 3, 6], labels [B, 3]
+            return F.cross_entropy(z[:, :-1].reshape(-1, CLASSES),
+                                   labels[:, 1:].reshape(-1), ignore_index=3)
+        if k == "nll":
+            return F.nll_loss(F.log_softmax(z, -1), labels, ignore_index=3)
+        if k == "nllweight":
+            w = torch.tensor([1.0, 2.0, 0.5, 3.0, 1.5])
+            return F.nll_loss(F.log_softmax(z, -1), labels, weight=w)
         if k == "reg":
             reg = sum((p ** 2).sum() for n, p in self.named_parameters() if "weight" in n)
             return F.cross_entropy(z, labels) + 1e-2 * reg
@@ -63,8 +77,8 @@ class Model(nn.Module):
         raise ValueError(k)
 
 
-KINDS = ("sum", "ignore", "weighted", "batchmean", "literal", "masked", "reg", "product",
-         "shifted")
+KINDS = ("sum", "ignore", "weighted", "batchmean", "literal", "masked", "shiftmean", "nll",
+         "nllweight", "reg", "product", "shifted")
 
 
 def main():
@@ -74,7 +88,12 @@ def main():
     # Label 3 (ignored by "ignore") three times in the first 4 samples, once
     # in the next 4: the dp ranks count different numbers of labels.
     labels = torch.tensor([3, 1, 3, 3, 0, 3, 2, 4, 1, 3, 0, 0, 2, 3, 4, 1])
+    flat = (x, labels)
+    g3 = torch.Generator().manual_seed(4)
+    seqs = (torch.randn(SAMPLES, 3, 6, generator=g3),
+            torch.randint(0, CLASSES, (SAMPLES, 3), generator=g3))
     for kind in KINDS:
+        x, labels = seqs if kind == "shiftmean" else flat
         d = os.path.join(out, kind)
         os.makedirs(d, exist_ok=True)
         np.save(os.path.join(d, "x.npy"), x.numpy())

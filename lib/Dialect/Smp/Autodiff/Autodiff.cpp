@@ -4,15 +4,17 @@
 // vector-Jacobian product (AutodiffOpInterface, whose models live with the
 // op families in lib/Dialect/Smp/OpModels) and summing the gradients of
 // values used more than once. Only float values that depend on a value
-// we differentiate with respect to get gradients.
+// we differentiate with respect to get gradients (not through an op marked
+// smp.no_grad: a loss's normaliser counted from its inputs' weights).
 //
 //===----------------------------------------------------------------------===//
 
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
 
-#include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -58,7 +60,7 @@ FailureOr<SmallVector<Value>> differentiate(OpBuilder &builder, Block &body,
     ops.push_back(&op);
     bool anyActive = llvm::any_of(op.getOperands(),
                                   [&](Value v) { return active.count(v); });
-    if (!anyActive)
+    if (!anyActive || op.hasAttr(SmpDialect::kNoGradAttr))
       continue;
     for (Value r : op.getResults())
       if (isFloatTensor(r))

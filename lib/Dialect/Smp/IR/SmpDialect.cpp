@@ -189,6 +189,7 @@ const OperationAttrRule kOperationAttrRules[] = {
     {SmpDialect::kStageCostsAttr, isA<DenseF64ArrayAttr>, "an f64 array"},
     {SmpDialect::kBatchScaledAttr, isPlusMinusOne, "the integer 1 or -1"},
     {SmpDialect::kBatchScalingUnknownAttr, isA<UnitAttr>, "a unit attribute"},
+    {SmpDialect::kNoGradAttr, isA<UnitAttr>, "a unit attribute"},
 };
 } // namespace
 

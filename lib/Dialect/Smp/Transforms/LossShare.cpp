@@ -6,7 +6,13 @@
 //   sum over the batch (ReduceSum, cross-entropy sum)   s_k = the shard's own
 //   mean over the batch (ReduceMean)                     s_k = own / shards
 //   ratio of two sums A / D (cross-entropy mean: the
-//     losses over the weights of the labels counted)     s_k = A_k / sum_dp D
+//     losses over the weights of the labels counted)     s_k = A_k / sum_k D_k
+//
+// The denominator of a ratio is summed over every shard: an all-reduce over
+// the dp ranks of the sum over the step's micro-batches, for which the ops
+// computing D from this micro-batch's slices of the inputs are cloned once
+// per micro-batch (a denominator that reads a parameter is refused: its
+// gradient would need every shard's numerator).
 //   a term that does not depend on the batch             s_k = term / shards
 //   a + b, -a, a * c, a / c (c not from the batch)       from the parts'
 //
@@ -20,12 +26,14 @@
 
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 
 using namespace mlir;
@@ -177,32 +185,72 @@ private:
     });
   }
 
-  /// The input holding every micro-batch of which `v` is one micro-batch's
-  /// slice (through reshapes and integer casts), or null.
-  Value wholeStepInput(Value v) {
-    auto isInt = [](Value x) {
-      return isa<IntegerType>(
-          cast<RankedTensorType>(x.getType()).getElementType());
-    };
-    while (Operation *op = v.getDefiningOp()) {
-      if (!isa<ReshapeOp, CastOp>(op) || !isInt(op->getOperand(0)))
-        break;
-      v = op->getOperand(0);
-    }
-    auto slice = v.getDefiningOp<SliceOp>();
+  /// The input holding every micro-batch when `op` takes one micro-batch's
+  /// slice of it (the unrolled step's slice of an input along dim 0).
+  BlockArgument microbatchSliceOf(Operation *op) {
+    auto slice = dyn_cast<SliceOp>(op);
     auto arg = slice ? dyn_cast<BlockArgument>(slice.getInput()) : nullptr;
-    if (!arg || !isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+    auto f =
+        arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()) : nullptr;
+    if (!f || !f.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr))
       return nullptr;
-    auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    auto input = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                SmpDialect::kInputAttr);
     auto whole = cast<RankedTensorType>(arg.getType());
     auto part = cast<RankedTensorType>(slice.getType());
-    if (!input || whole.getRank() == 0 ||
+    if (whole.getRank() == 0 ||
         whole.getShape().drop_front() != part.getShape().drop_front() ||
         whole.getDimSize(0) != part.getDimSize(0) * m)
       return nullptr;
     return arg;
+  }
+
+  /// The sum over the step's micro-batches of `v`, which this micro-batch
+  /// computes from its slices of the inputs, parameters and constants: the
+  /// ops between the slices and `v`, cloned once per micro-batch on that
+  /// micro-batch's slices.
+  Value overMicrobatches(Value v, Location loc) {
+    // The ops from the slices to `v`, in order (post-order of a DFS).
+    SmallVector<Operation *> ops;
+    llvm::DenseMap<Operation *, bool> fromSlices; // op -> reads a slice
+    std::function<bool(Value)> visit = [&](Value x) -> bool {
+      Operation *op = x.getDefiningOp();
+      if (!op)
+        return false; // a parameter: the same for every micro-batch
+      if (auto it = fromSlices.find(op); it != fromSlices.end())
+        return it->second;
+      bool reads = static_cast<bool>(microbatchSliceOf(op));
+      if (!reads)
+        for (Value in : op->getOperands())
+          reads |= visit(in);
+      fromSlices[op] = reads;
+      if (reads)
+        ops.push_back(op);
+      return reads;
+    };
+    visit(v);
+    Value total;
+    for (int64_t j = 0; j < m; ++j) {
+      IRMapping map;
+      for (Operation *op : ops) {
+        if (BlockArgument whole = microbatchSliceOf(op)) {
+          map.map(op->getResult(0), sliceMicrobatch(b, loc, whole, j, m));
+          continue;
+        }
+        b.clone(*op, map);
+      }
+      Value part = f32(loc, map.lookupOrDefault(v));
+      total = total ? Value(AddOp::create(b, loc, total, part)) : part;
+    }
+    return total;
+  }
+
+  /// The sum over every shard of `v`, a value this shard computes from its
+  /// samples (its inputs' slices): over the micro-batches, then the dp
+  /// ranks.
+  Value overShards(Value v, Location loc) {
+    Value total = m > 1 ? overMicrobatches(v, loc) : f32(loc, v);
+    if (dp > 1)
+      total = allReduceDp(b, loc, total);
+    return total;
   }
 
   /// A sum over the batch: each shard's own value is its share.
@@ -221,7 +269,8 @@ FailureOr<Value> ShareBuilder::refuse(Operation *op, const Twine &why) {
       << " data-parallel rank(s) x " << m << " micro-batch(es): " << why
       << ". smp splits a loss that is a sum or a mean over the batch's "
          "samples (ReduceSum, ReduceMean, a cross-entropy), a ratio of two "
-         "such sums (one micro-batch), terms without the batch, and sums "
+         "such sums (a denominator from the inputs), terms without the "
+         "batch, and sums "
          "and constant scalings of those; compile with one replica and "
          "one micro-batch, or train an output with --loss "
          "cross_entropy:LOGITS:LABELS or mse:OUTPUT:TARGET";
@@ -271,51 +320,39 @@ FailureOr<Value> ShareBuilder::wholeBatchConstant(Operation *op, Value c) {
 
 FailureOr<Value> ShareBuilder::crossEntropyMean(CrossEntropyOp ce) {
   Location loc = ce.getLoc();
-  // The labels counted, over the whole step: with micro-batches, the input
-  // that each micro-batch's labels are a slice of.
-  Value labels = m > 1 ? wholeStepInput(ce.getLabels()) : ce.getLabels();
-  if (!labels)
-    return refuse(ce, "it is a cross-entropy mean over the labels not "
-                      "ignored, and a micro-batch's share needs the count of "
-                      "the whole step's labels, but these labels are computed "
-                      "(only labels that are an input of the model are "
-                      "counted so; export the loss with reduction='sum', or "
-                      "use --loss cross_entropy:LOGITS:LABELS)");
   Value sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getLabels(),
                                      ce.getWeights(), ce.getIgnoreIndex(),
                                      Reduction::sum, ce.getClassesAttr());
-  // Each label counts 1, or the weight of its class.
+  // Each label counts 1, or the weight of its class; over every shard.
+  Value labels = ce.getLabels();
   auto lt = cast<RankedTensorType>(labels.getType());
-  Value ignore = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({}, lt.getElementType()),
-                             APInt(lt.getElementTypeBitWidth(),
-                                   ce.getIgnoreIndex(), /*isSigned=*/true)));
-  Value ignored = EqualOp::create(b, loc, labels, ignore);
-  Value counted;
-  if (Value w = ce.getWeights()) {
-    Value zeroIdx = ConstantOp::create(
+  auto index = [&](int64_t v) -> Value {
+    return ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(RankedTensorType::get({}, lt.getElementType()),
-                               APInt(lt.getElementTypeBitWidth(), 0)));
-    Value safe = WhereOp::create(b, loc, ignored, zeroIdx, labels);
-    Value picked = toF32(
-        b, loc, GatherOp::create(b, loc, w, safe, b.getI64IntegerAttr(0)));
-    counted = WhereOp::create(b, loc, ignored, constant(loc, 0.0), picked);
+                               APInt(lt.getElementTypeBitWidth(), v,
+                                     /*isSigned=*/true)));
+  };
+  Value ignored = EqualOp::create(b, loc, labels, index(ce.getIgnoreIndex()));
+  Value counted;
+  if (Value w = ce.getWeights()) {
+    Value safe = WhereOp::create(b, loc, ignored, index(0), labels);
+    // The normaliser carries no gradient to the weights (a parameter when
+    // the file stores them as an initializer): as on one device, where the
+    // cross-entropy's gradient does not reach them.
+    auto gather = GatherOp::create(b, loc, w, safe, b.getI64IntegerAttr(0));
+    gather->setAttr(SmpDialect::kNoGradAttr, b.getUnitAttr());
+    counted = WhereOp::create(b, loc, ignored, constant(loc, 0.0),
+                              toF32(b, loc, gather));
   } else {
     counted = CastOp::create(b, loc, lt.clone(b.getF32Type()),
                              NotOp::create(b, loc, ignored));
   }
-  Value count = reduceAll<ReduceSumOp>(b, loc, counted);
-  if (dp > 1)
-    count = allReduceDp(b, loc, count);
+  Value count = overShards(reduceAll<ReduceSumOp>(b, loc, counted), loc);
   return Value(DivOp::create(b, loc, f32(loc, sum), count));
 }
 
 FailureOr<Value> ShareBuilder::ratio(Operation *op, Value num, Value den) {
-  if (m > 1)
-    return refuse(op, "it divides by a sum over the batch, and a "
-                      "micro-batch's share needs that sum over the whole step");
   if (!isSum(num) || !isSum(den))
     return refuse(op, "it divides by a value computed from the batch, and "
                       "only a ratio of two sums over the batch is split");
@@ -326,9 +363,7 @@ FailureOr<Value> ShareBuilder::ratio(Operation *op, Value num, Value den) {
   auto a = share(num);
   if (failed(a))
     return failure();
-  Value d = f32(op->getLoc(), den);
-  if (dp > 1)
-    d = allReduceDp(b, op->getLoc(), d);
+  Value d = overShards(den, op->getLoc());
   return Value(DivOp::create(b, op->getLoc(), *a, d));
 }
 
@@ -402,6 +437,24 @@ LogicalResult markBatchScaledLossConstants(func::FuncOp main,
   if (!v || !w)
     return success(); // smp-build-gradients reports a missing output
   return compareLossConstants(v, w, lossName, factor);
+}
+
+LogicalResult forEachLossTerm(Value loss,
+                              function_ref<LogicalResult(Value)> fn) {
+  Operation *op = loss.getDefiningOp();
+  if (op && isLossArithmetic(op)) {
+    for (Value in : op->getOperands())
+      if (failed(forEachLossTerm(in, fn)))
+        return failure();
+    return success();
+  }
+  if (auto r = dyn_cast_or_null<ReduceSumOp>(op))
+    return fn(r.getInput());
+  if (auto r = dyn_cast_or_null<ReduceMeanOp>(op))
+    return fn(r.getInput());
+  if (auto ce = dyn_cast_or_null<CrossEntropyOp>(op))
+    return failure(failed(fn(ce.getLogits())) || failed(fn(ce.getLabels())));
+  return fn(loss);
 }
 
 FailureOr<Value> buildLossShare(OpBuilder &b, Value loss, StringRef name,

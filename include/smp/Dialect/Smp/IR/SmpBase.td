@@ -95,6 +95,9 @@ def Smp_Dialect : Dialect {
     /// operand was folded from the batch's shape, proportional to the batch
     /// size to this power (i64: 1 or -1).
     static constexpr llvm::StringLiteral kBatchScaledAttr = "smp.batch_scaled";
+    /// Unit: no gradient flows through this op (autodiff treats its results
+    /// as constants): the class weights a split cross-entropy mean counts.
+    static constexpr llvm::StringLiteral kNoGradAttr = "smp.no_grad";
     /// Module unit attribute (smpc, LossShare.h): whether the loss's
     /// constants came from the batch's shape could not be told.
     static constexpr llvm::StringLiteral kBatchScalingUnknownAttr =

@@ -37,14 +37,22 @@ mlir::LogicalResult markBatchScaledLossConstants(mlir::func::FuncOp main,
 /// of the whole batch on one device, and so are its gradients. Understands
 /// sums (ReduceSum, a cross-entropy with reduction sum: the shard's own),
 /// means (ReduceMean: the shard's / shards), a cross-entropy mean or a ratio
-/// of two sums (the shard's numerator / the numerator summed over the dp
-/// ranks: one micro-batch only), terms that do not depend on the batch
+/// of two sums (the shard's numerator / the denominator summed over every
+/// shard: a denominator computed from the inputs), terms without the batch
 /// (/ shards), and adds, negations, casts and scalings of those. Anything
 /// else is an error on the op that names `name` and what to do.
 mlir::FailureOr<mlir::Value> buildLossShare(mlir::OpBuilder &b,
                                             mlir::Value loss,
                                             llvm::StringRef name, int64_t dp,
                                             int64_t microbatches);
+
+/// Calls `fn` on each value that the loss `loss` sums or averages over (a
+/// ReduceSum's or ReduceMean's operand, a cross-entropy's logits and labels)
+/// and on each other value it is computed from, through the arithmetic that
+/// buildLossShare reads; stops at the first failure.
+mlir::LogicalResult
+forEachLossTerm(mlir::Value loss,
+                llvm::function_ref<mlir::LogicalResult(mlir::Value)> fn);
 
 } // namespace smp
 

@@ -69,6 +69,30 @@ def SmpAttentionLayoutPass
 // lib/Dialect/Smp/Transforms/TrainStepContract.h for the IR between them;
 // smp::buildTrainingPipeline adds them from the typed plan).
 
+def SmpCheckSampleSplitPass
+    : Pass<"smp-check-sample-split", "mlir::ModuleOp"> {
+  let summary = "Refuse a forward that mixes the samples of a split batch";
+  let description = [{
+    Under data parallelism and micro-batches each shard (a rank's
+    micro-batch) runs `func @main` on its own samples. Follows the samples
+    from the inputs (SampleDims.h) and fails, naming the op, when what the
+    loss reads mixes them (a reduction, softmax, norm, contraction, slice or
+    concat over the batch dim: a mean over the batch, a similarity matrix
+    between samples) or cannot be followed, or (`cross_entropy:`/`mse:`
+    losses, whose labels or targets are split along dim 0) holds its
+    samples along another dim than 0. Changes nothing. Runs first in the
+    training pipeline, on the model as imported.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "NAME (a scalar output), cross_entropy:LOGITS:LABELS or "
+           "mse:OUTPUT:TARGET">,
+    Option<"dp", "dp", "int", /*default=*/"1", "data-parallel ranks">,
+    Option<"microbatches", "microbatches", "int", /*default=*/"1",
+           "micro-batches per step">
+  ];
+}
+
 def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
   let summary = "Build func @train_step: forward, loss and the gradients";
   let description = [{

@@ -1,0 +1,385 @@
+//===- SampleDims.cpp - Where a forward's values hold the samples ---------===//
+//
+// See SampleDims.h. Each op's rule maps its operands' sample dims to its
+// results'; a value's samples along dim d means: its index along d divided
+// by (that dim's size / the micro-batch) is the sample. A reshape keeps that
+// when the dims before d hold as many elements before and after it and the
+// new dim is a multiple of the micro-batch (the samples are its outermost
+// factor); anything the rules do not know ends in Unknown.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SampleDims.h"
+
+#include "mlir/IR/Matchers.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/SmpTraits.h"
+
+using namespace mlir;
+
+namespace smp {
+namespace {
+
+using State = SampleDims::State;
+
+State none() { return {}; }
+State at(int64_t d) { return {State::Dim, d, nullptr, ""}; }
+State mixed(Operation *op, const char *why) {
+  return {State::Mixed, 0, op, why};
+}
+State unknown(Operation *op) { return {State::Unknown, 0, op, ""}; }
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+int64_t rankOf(Value v) { return shapeOf(v).size(); }
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+/// The dim of `out` whose outermost factor holds the samples of `in`'s dim
+/// `d` (see the file comment), or -1.
+int64_t reshapedDim(ArrayRef<int64_t> in, int64_t d, ArrayRef<int64_t> out,
+                    int64_t samples) {
+  int64_t before = product(in.take_front(d)), p = 1;
+  for (int64_t r = 0; r < static_cast<int64_t>(out.size()); ++r) {
+    if (p == before && out[r] % samples == 0)
+      return r;
+    p *= out[r];
+    if (p > before)
+      break;
+  }
+  return -1;
+}
+
+/// The result dim of a matmul for operand `which` (0: lhs, 1: rhs) holding
+/// its samples along `d`; -2 when `d` is the contracted dim.
+int64_t matmulDim(Operation *op, unsigned which, int64_t d) {
+  Value v = op->getOperand(which);
+  int64_t r = rankOf(v), resultRank = rankOf(op->getResult(0));
+  if (r < 2)
+    return -1;
+  auto flag = [&](StringRef name) {
+    auto a = op->getAttrOfType<BoolAttr>(name);
+    return a && a.getValue();
+  };
+  bool transposed = flag(which == 0 ? "transpose_lhs" : "transpose_rhs");
+  if (d < r - 2)
+    return d + resultRank - r; // a batch dim, aligned to the result's
+  // lhs [M, K] (or [K, M]); rhs [K, N] (or [N, K]).
+  bool outer =
+      which == 0 ? (d == r - 2) != transposed : (d == r - 1) != transposed;
+  if (!outer)
+    return -2;
+  return which == 0 ? resultRank - 2 : resultRank - 1;
+}
+
+} // namespace
+
+SampleDims::SampleDims(func::FuncOp f, int64_t samples) : samples(samples) {
+  Block &body = f.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                               SmpDialect::kInputAttr);
+    if (name && !name.getValue().starts_with("@") && rankOf(arg) > 0)
+      states[arg] = at(0);
+  }
+  for (Operation &op : body.without_terminator())
+    visit(&op);
+}
+
+State SampleDims::of(Value v) const {
+  auto it = states.find(v);
+  return it == states.end() ? none() : it->second;
+}
+
+void SampleDims::visit(Operation *op) {
+  bool fromBatch = false;
+  for (Value v : op->getOperands()) {
+    State s = of(v);
+    if (s.kind == State::Mixed || s.kind == State::Unknown) {
+      for (Value r : op->getResults())
+        states[r] = s; // the first op that mixed or lost the samples
+      return;
+    }
+    fromBatch |= s.kind == State::Dim;
+  }
+  if (!fromBatch)
+    return;
+  for (unsigned i = 0; i < op->getNumResults(); ++i)
+    states[op->getResult(i)] = transfer(op, i);
+}
+
+namespace {
+
+/// The rules, given the operands' sample dims (some operand holds samples,
+/// none has mixed or lost them). `at` = the state "samples along dim d".
+class Rules {
+public:
+  Rules(const SampleDims &dims, Operation *op, unsigned result, int64_t samples)
+      : dims(dims), op(op), res(op->getResult(result)), result(result),
+        samples(samples), resultRank(rankOf(res)) {}
+
+  State apply() {
+    if (op->hasTrait<OpTrait::Elementwise>() ||
+        op->hasTrait<OpTrait::smp::BroadcastingElementwise>() ||
+        isa<TpCopyOp, ExpandOp>(op))
+      return dimOr(aligned(op->getOperands()));
+    if (isa<CastMultiOp>(op))
+      return dimOr(aligned(op->getOperand(result)));
+    if (isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, TileOp,
+            TriluOp>(op))
+      return movement();
+    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SoftmaxOp, LogSoftmaxOp,
+            CumSumOp, LayerNormOp, RmsNormOp, CrossEntropyOp>(op))
+      return reduction();
+    if (isa<GatherOp, GatherElementsOp, GatherElementsGradOp, GatherNdOp>(op))
+      return gather();
+    if (isa<BatchNormOp, ConvOp, MaxPoolOp, AvgPoolOp>(op)) {
+      auto d = only(0);
+      return d && *d == 0 ? at(0) : unknown(op);
+    }
+    if (isa<MatMulOp, MatMulBiasOp, MatMulBiasGeluOp>(op))
+      return matmul();
+    if (isa<AttentionOp, PackedAttentionOp>(op)) {
+      for (Value v : op->getOperands())
+        if (State s = dims.of(v); s.kind == State::Dim && s.dim != 0)
+          return unknown(op);
+      return at(0);
+    }
+    return unknown(op);
+  }
+
+private:
+  const SampleDims &dims;
+  Operation *op;
+  Value res;
+  unsigned result;
+  int64_t samples, resultRank;
+
+  State dimOr(int64_t d) { return d >= 0 ? at(d) : unknown(op); }
+  int64_t dimOf(unsigned i) { return dims.of(op->getOperand(i)).dim; }
+
+  /// The one sample dim of the operands that hold samples, aligned to the
+  /// result's rank (trailing dims align, as broadcasting does); -1 when
+  /// they disagree or a broadcast stretches it.
+  int64_t aligned(ValueRange operands) {
+    int64_t dim = -2;
+    for (Value v : operands) {
+      State s = dims.of(v);
+      if (s.kind != State::Dim)
+        continue;
+      int64_t a = s.dim + resultRank - rankOf(v);
+      if (a < 0 || (dim != -2 && a != dim) ||
+          shapeOf(v)[s.dim] != shapeOf(res)[a])
+        return -1;
+      dim = a;
+    }
+    return dim;
+  }
+  /// Operand `i`'s sample dim when it is the only operand holding samples.
+  std::optional<int64_t> only(unsigned i) {
+    for (unsigned j = 0; j < op->getNumOperands(); ++j)
+      if (j != i && dims.of(op->getOperand(j)).kind == State::Dim)
+        return std::nullopt;
+    State s = dims.of(op->getOperand(i));
+    if (s.kind != State::Dim)
+      return std::nullopt;
+    return s.dim;
+  }
+
+  /// Reshape, transpose, slice, concat, split, tile, trilu.
+  State movement() {
+    if (auto r = dyn_cast<ReshapeOp>(op)) {
+      auto d = only(0);
+      return dimOr(
+          d ? reshapedDim(shapeOf(r.getInput()), *d, shapeOf(res), samples)
+            : -1);
+    }
+    if (auto t = dyn_cast<TransposeOp>(op)) {
+      auto perm = t.getPerm();
+      for (int64_t i = 0; i < static_cast<int64_t>(perm.size()); ++i)
+        if (perm[i] == dimOf(0))
+          return at(i);
+      return unknown(op);
+    }
+    if (auto s = dyn_cast<SliceOp>(op)) {
+      int64_t d = dimOf(0);
+      if (s.getStarts()[d] == 0 && s.getSteps()[d] == 1 &&
+          s.getLimits()[d] == shapeOf(s.getInput())[d])
+        return at(d);
+      return mixed(op, "takes part of the batch dim");
+    }
+    if (auto t = dyn_cast<TileOp>(op)) {
+      if (t.getRepeats()[dimOf(0)] != 1)
+        return mixed(op, "repeats the batch dim");
+      return at(dimOf(0));
+    }
+    if (isa<TriluOp>(op)) {
+      if (dimOf(0) >= resultRank - 2)
+        return mixed(op, "masks across the batch dim");
+      return at(dimOf(0));
+    }
+    // Concat, split.
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t d = aligned(op->getOperands());
+    if (d < 0)
+      return unknown(op);
+    if (d == axis)
+      return mixed(op, isa<ConcatOp>(op) ? "concatenates along the batch dim"
+                                         : "splits the batch dim");
+    return at(d);
+  }
+
+  /// Reductions, softmaxes, cumulative sums, norms, the cross-entropy.
+  State reduction() {
+    if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+      if (ce.getReduction() != Reduction::none)
+        return mixed(op, "reduces over the batch");
+      return dimOr(aligned(ce.getLabels()));
+    }
+    auto d = only(0);
+    if (!d)
+      return unknown(op);
+    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+      auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+      if (llvm::is_contained(axes, *d))
+        return mixed(op, "reduces over the batch dim");
+      auto keep = op->getAttrOfType<BoolAttr>("keepdims");
+      if (keep && !keep.getValue())
+        return at(*d - llvm::count_if(axes, [&](int64_t a) { return a < *d; }));
+      return at(*d);
+    }
+    if (isa<SoftmaxOp, LogSoftmaxOp, CumSumOp>(op)) {
+      if (op->getAttrOfType<IntegerAttr>("axis").getInt() == *d)
+        return mixed(op, isa<CumSumOp>(op) ? "sums along the batch dim"
+                                           : "normalises along the batch dim");
+      return at(*d);
+    }
+    // Layer norm (over the dims from `axis`), RMS norm (the last dim).
+    int64_t axis = resultRank - 1;
+    if (auto a = op->getAttrOfType<IntegerAttr>("axis"))
+      axis = a.getInt();
+    if (*d >= axis)
+      return mixed(op, "normalises over the batch dim");
+    return at(*d);
+  }
+
+  /// Whether constant `indices` along `axis` (whose other side, the data
+  /// or the scattered result, is `other` long there) pair each position
+  /// with a row of its own sample.
+  bool ownSamples(Value indices, int64_t axis, int64_t other) {
+    DenseElementsAttr idx;
+    if (!matchPattern(indices, m_Constant(&idx)))
+      return false;
+    auto shape = shapeOf(indices);
+    int64_t n = shape[axis];
+    if (n % samples != 0 || other % samples != 0)
+      return false;
+    int64_t inner = product(shape.drop_front(axis + 1)), k = 0;
+    for (const APInt &v : idx.getValues<APInt>()) {
+      int64_t at = (k++ / inner) % n, to = v.getSExtValue();
+      if (to < 0)
+        to += other;
+      if (at / (n / samples) != to / (other / samples))
+        return false;
+    }
+    return true;
+  }
+
+  State gather() {
+    if (auto g = dyn_cast<GatherOp>(op)) {
+      int64_t axis = g.getAxis();
+      if (auto d = only(1))
+        return at(*d + axis);
+      auto d = only(0);
+      if (!d)
+        return unknown(op);
+      if (*d != axis)
+        return at(*d < axis ? *d : *d - 1 + rankOf(g.getIndices()));
+      return mixed(op, "gathers along the batch dim");
+    }
+    if (auto g = dyn_cast<GatherNdOp>(op)) {
+      State data = dims.of(g.getData()), idx = dims.of(g.getIndices());
+      if (data.kind == State::Dim && idx.kind == State::Dim && data.dim == 0 &&
+          idx.dim == 0 && g.getBatchDims() >= 1)
+        return at(0);
+      if (data.kind == State::None && idx.dim < rankOf(g.getIndices()) - 1)
+        return at(idx.dim);
+      return unknown(op);
+    }
+    // GatherElements (data, indices), its gradient (indices, updates):
+    // along the sample dim only with constant indices within each sample
+    // (an in-place assignment's ScatterND on rows [B * S, ...]).
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    bool scatter = isa<GatherElementsGradOp>(op);
+    Value indices = op->getOperand(scatter ? 0 : 1);
+    Value other = scatter ? res : op->getOperand(0);
+    State s = dims.of(op->getOperand(scatter ? 1 : 0));
+    if (s.kind == State::Dim && s.dim == axis) {
+      if (ownSamples(indices, axis, shapeOf(other)[axis]))
+        return at(axis);
+      return mixed(op, "gathers along the batch dim");
+    }
+    return dimOr(aligned(op->getOperands()));
+  }
+
+  State matmul() {
+    int64_t dim = -2;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+      State s = dims.of(op->getOperand(i));
+      if (s.kind != State::Dim)
+        continue;
+      int64_t r = i < 2 ? matmulDim(op, i, s.dim) : -1;
+      if (r == -2)
+        return mixed(op, "contracts over the batch dim");
+      if (r >= 0 && dim != -2 && r != dim)
+        return mixed(op, "pairs every sample with every other");
+      if (r < 0)
+        return unknown(op);
+      dim = r;
+    }
+    return at(dim);
+  }
+};
+
+} // namespace
+
+State SampleDims::transfer(Operation *op, unsigned result) {
+  return Rules(*this, op, result, samples).apply();
+}
+
+LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
+                                int64_t dp, int64_t microbatches) const {
+  State s = of(v);
+  if (s.kind == State::None ||
+      (s.kind == State::Dim && (wantDim < 0 || s.dim == wantDim)))
+    return success();
+  std::string split = "--dp " + std::to_string(dp) + " x " +
+                      std::to_string(microbatches) + " micro-batch(es)";
+  const char *todo = "; compile this model with one replica and one "
+                     "micro-batch (smp synchronises only BatchNorm's "
+                     "statistics over the batch)";
+  if (s.kind == State::Mixed)
+    return s.op->emitError()
+           << "'" << s.op->getName() << "' " << s.why
+           << ", mixing the batch's samples: under " << split
+           << " each shard computes it from its own samples only, so " << what
+           << " would not be the one-device value" << todo;
+  if (s.kind == State::Unknown)
+    return s.op->emitError()
+           << "smp cannot follow the batch's samples through '"
+           << s.op->getName() << "', so it cannot tell that " << what
+           << " is computed sample by sample under " << split << todo;
+  Operation *def = v.getDefiningOp();
+  return (def ? def->emitError() : emitError(v.getLoc()))
+         << what << " holds the batch's samples along dim " << s.dim
+         << ", but smp splits the batch along dim " << wantDim << " under "
+         << split << todo;
+}
+
+} // namespace smp

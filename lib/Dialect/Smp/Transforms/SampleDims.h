@@ -1,0 +1,56 @@
+//===- SampleDims.h - Where a forward's values hold the samples -*- C++ -*-===//
+//
+// Under data parallelism and micro-batches each shard (a rank's micro-batch)
+// runs the forward on its own samples: the inputs' leading dim is split.
+// That computes the whole batch's values only where every op works sample
+// by sample. SampleDims follows the samples from the inputs through @main:
+// for each value, the dim along which its samples lie (its index along that
+// dim, divided by the dim's size over the micro-batch, is the sample), none
+// (computed from parameters and constants only), or the op that mixes the
+// samples (a reduction, softmax, norm, contraction, slice or concat over the
+// batch dim) or that the analysis cannot follow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_LIB_TRANSFORMS_SAMPLEDIMS_H
+#define SMP_LIB_TRANSFORMS_SAMPLEDIMS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace smp {
+
+class SampleDims {
+public:
+  struct State {
+    enum Kind { None, Dim, Mixed, Unknown } kind = None;
+    int64_t dim = 0;
+    /// Mixed, Unknown: the op, and (Mixed) what it does to the samples.
+    mlir::Operation *op = nullptr;
+    const char *why = "";
+  };
+
+  /// Follows the samples of the inputs (arguments named smp.input, leading
+  /// dim `samples` long) through `f`'s body.
+  SampleDims(mlir::func::FuncOp f, int64_t samples);
+
+  State of(mlir::Value v) const;
+
+  /// Fails with an error on the op that mixes (or loses) the samples when
+  /// `v` (`what`: how the training step uses it) is not computed sample by
+  /// sample with its samples along dim `wantDim` (-1: any dim).
+  mlir::LogicalResult check(mlir::Value v, llvm::StringRef what,
+                            int64_t wantDim, int64_t dp,
+                            int64_t microbatches) const;
+
+private:
+  int64_t samples;
+  llvm::DenseMap<mlir::Value, State> states;
+
+  void visit(mlir::Operation *op);
+  State transfer(mlir::Operation *op, unsigned result);
+};
+
+} // namespace smp
+
+#endif // SMP_LIB_TRANSFORMS_SAMPLEDIMS_H

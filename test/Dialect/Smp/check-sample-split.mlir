@@ -1,0 +1,70 @@
+// smp-check-sample-split: under a split batch (dp or micro-batches) it follows the
+// samples through the forward (SampleDims.cpp): what the loss reads must be
+// computed sample by sample, with the samples along dim 0 where the loss's
+// own input (labels, targets) is split along dim 0.
+// RUN: smp-opt %s -split-input-file -verify-diagnostics '--smp-check-sample-split=loss=mse:y:t dp=2' | FileCheck %s
+
+// Samples kept: a reshape that keeps them outermost ([2, 3, 4] -> [6, 4] ->
+// [2, 12]), a transpose there and back, a reduction and a softmax over
+// other dims, a matmul by a weight.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x12xf32> {smp.output = "y"}) {
+    %r = smp.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    %m = smp.matmul %r, %w : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+    %s = smp.softmax %m {axis = 1 : i64} : tensor<6x4xf32>
+    %t = smp.transpose %s {perm = array<i64: 1, 0>} : tensor<6x4xf32> -> tensor<4x6xf32>
+    %u = smp.transpose %t {perm = array<i64: 1, 0>} : tensor<4x6xf32> -> tensor<6x4xf32>
+    %y = smp.reshape %u : tensor<6x4xf32> -> tensor<2x12xf32>
+    return %y : tensor<2x12xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @main(%x: tensor<2x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x4xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    // expected-error @+1 {{'smp.reduce_mean' reduces over the batch dim, mixing the batch's samples: under --dp 2 x 1 micro-batch(es) each shard computes it from its own samples only, so the output 'y' that the loss reads would not be the one-device value}}
+    %c = smp.reduce_mean %m {axes = array<i64: 0>} : tensor<2x4xf32> -> tensor<1x4xf32>
+    %y = smp.sub %m, %c : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// x^T x contracts over the samples.
+module {
+  func.func @main(%x: tensor<2x4xf32> {smp.input = "x"}, %w: tensor<4x2xf32> {smp.param = "w"}) -> (tensor<4x2xf32> {smp.output = "y"}) {
+    // expected-error @+1 {{'smp.matmul' contracts over the batch dim}}
+    %g = smp.matmul %x, %x {transpose_lhs = true} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
+    %y = smp.matmul %g, %w : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+    return %y : tensor<4x2xf32>
+  }
+}
+
+// -----
+
+// A reshape that moves the samples off the outermost factor of a dim cannot
+// be followed.
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<2x2xf32> {smp.param = "w"}) -> (tensor<3x2xf32> {smp.output = "y"}) {
+    // expected-error @+1 {{smp cannot follow the batch's samples through 'smp.reshape', so it cannot tell that the output 'y' that the loss reads is computed sample by sample under --dp 2 x 1 micro-batch(es)}}
+    %r = smp.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+    %y = smp.matmul %r, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+    return %y : tensor<3x2xf32>
+  }
+}
+
+// -----
+
+// Samples along dim 1 of the output, but the targets are split along dim 0.
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<3x2xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    // expected-error @+1 {{the output 'y' that the loss reads holds the batch's samples along dim 1, but smp splits the batch along dim 0 under --dp 2 x 1 micro-batch(es)}}
+    %y = smp.transpose %m {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+    return %y : tensor<3x2xf32>
+  }
+}
