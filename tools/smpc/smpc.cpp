@@ -26,6 +26,7 @@
 #include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/Transforms/LossShare.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/InitAll.h"
 #include "smp/Pipelines/Pipelines.h"
@@ -395,6 +396,36 @@ int compile(ModuleOp module, const Options &opts,
 /// smpc compile --devices N: the planner's choice for `opts` (planned within
 /// `fraction` of the device's memory when given, else the planner's default)
 /// applied to it; an exit code when there is none.
+/// Why the batch of `model` (imported at one sample) cannot be split over
+/// data-parallel ranks or micro-batches (its forward mixes the samples, or
+/// its own loss has no per-shard share), or "" when it can: the two checks
+/// a split compile makes, run on a copy with dp 2.
+std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts,
+                                ModuleOp model) {
+  OwningOpRef<ModuleOp> copy(model.clone());
+  std::string why;
+  ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && why.empty())
+      why = d.str();
+    return success();
+  });
+  PassManager pm(&ctx, ModuleOp::getOperationName());
+  smp::SmpCheckSampleSplitPassOptions samples;
+  samples.loss = opts.plan.loss;
+  samples.dp = 2;
+  pm.addPass(smp::createSmpCheckSampleSplitPass(samples));
+  if (!llvm::StringRef(opts.plan.loss).contains(':')) {
+    smp::SmpBuildGradientsPassOptions gradients;
+    gradients.loss = opts.plan.loss;
+    gradients.dp = 2;
+    pm.addPass(smp::createSmpBuildGradientsPass(gradients));
+  }
+  if (succeeded(pm.run(*copy)))
+    return "";
+  return why.empty() ? "the training step cannot be built over a split batch"
+                     : why;
+}
+
 std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
                                       std::optional<double> fraction) {
   // Plan on the model at one sample per batch, then compile that plan.
@@ -411,6 +442,19 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
     return 1;
   PlanCommand cmd = planRequest(opts);
   cmd.memoryFraction = fraction;
+  // A model whose batch cannot be split is planned without data
+  // parallelism or micro-batches (unless they are pinned: the compile then
+  // says why not).
+  if (!opts.pinned.dp && !opts.pinned.microbatches && !opts.microbatchSize) {
+    std::string why = whyBatchCannotSplit(ctx, opts, **model);
+    if (!why.empty()) {
+      cmd.dp = 1;
+      cmd.microbatchSize = opts.globalBatch;
+      llvm::errs() << "smpc: note: " << opts.input
+                   << ": planning without data parallelism or micro-batches: "
+                   << why << "\n";
+    }
+  }
   // --checkpoint-activations auto asks for recomputation, not offloading
   // (unless --offload-activations asks for that too).
   if (!opts.pinned.offload && opts.pinned.recompute == "auto")
