@@ -396,19 +396,27 @@ int compile(ModuleOp module, const Options &opts,
 /// smpc compile --devices N: the planner's choice for `opts` (planned within
 /// `fraction` of the device's memory when given, else the planner's default)
 /// applied to it; an exit code when there is none.
-/// Why the batch of `model` (imported at one sample) cannot be split over
+/// Why the batch of the model cannot be split over
 /// data-parallel ranks or micro-batches (its forward mixes the samples, or
 /// its own loss has no per-shard share), or "" when it can: the two checks
 /// a split compile makes, run on a copy with dp 2.
-std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts,
-                                ModuleOp model) {
-  OwningOpRef<ModuleOp> copy(model.clone());
+std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts) {
   std::string why;
   ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
     if (d.getSeverity() == DiagnosticSeverity::Error && why.empty())
       why = d.str();
     return success();
   });
+  // At two samples a micro-batch (at one, the samples' dim is ambiguous).
+  if (llvm::StringRef(opts.input).ends_with(".mlir"))
+    return ""; // written at its batch: the compile checks it
+  smp::onnx_frontend::ImportOptions two = opts.import;
+  two.batchSize = 2;
+  two.globalBatch = 0;
+  two.batchSplit = 1;
+  auto copy = smp::onnx_frontend::importONNXFile(ctx, opts.input, two);
+  if (!copy)
+    return llvm::toString(copy.takeError());
   PassManager pm(&ctx, ModuleOp::getOperationName());
   smp::SmpCheckSampleSplitPassOptions samples;
   samples.loss = opts.plan.loss;
@@ -420,7 +428,7 @@ std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts,
     gradients.dp = 2;
     pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   }
-  if (succeeded(pm.run(*copy)))
+  if (succeeded(pm.run(**copy)))
     return "";
   return why.empty() ? "the training step cannot be built over a split batch"
                      : why;
@@ -446,7 +454,7 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
   // parallelism or micro-batches (unless they are pinned: the compile then
   // says why not).
   if (!opts.pinned.dp && !opts.pinned.microbatches && !opts.microbatchSize) {
-    std::string why = whyBatchCannotSplit(ctx, opts, **model);
+    std::string why = whyBatchCannotSplit(ctx, opts);
     if (!why.empty()) {
       cmd.dp = 1;
       cmd.microbatchSize = opts.globalBatch;

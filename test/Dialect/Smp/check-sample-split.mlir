@@ -68,3 +68,34 @@ module {
     return %y : tensor<3x2xf32>
   }
 }
+
+// -----
+
+// Samples interleaved ([seq, batch] flattened to [seq * batch] rows, as
+// nn.MultiheadAttention's projections see them) are followed through the
+// row-wise matmul and back to [batch, seq, 4].
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x3x4xf32> {smp.output = "y"}) {
+    %t = smp.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+    %r = smp.reshape %t : tensor<3x2x4xf32> -> tensor<6x4xf32>
+    %m = smp.matmul %r, %w : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+    %b = smp.reshape %m : tensor<6x4xf32> -> tensor<3x2x4xf32>
+    %y = smp.transpose %b {perm = array<i64: 1, 0, 2>} : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+    return %y : tensor<2x3x4xf32>
+  }
+}
+
+// -----
+
+// The same rows as the output: the targets, split along dim 0 in runs of
+// samples, would not line up with them.
+module {
+  func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<6x4xf32> {smp.output = "y"}) {
+    %t = smp.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+    %r = smp.reshape %t : tensor<3x2x4xf32> -> tensor<6x4xf32>
+    // expected-error @+1 {{the output 'y' that the loss reads holds the batch's samples along dim 0 interleaved with another dim, but smp splits the batch along dim 0}}
+    %m = smp.matmul %r, %w : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+    return %m : tensor<6x4xf32>
+  }
+}

@@ -23,7 +23,9 @@ namespace {
 using State = SampleDims::State;
 
 State none() { return {}; }
-State at(int64_t d) { return {State::Dim, d, nullptr, ""}; }
+State at(int64_t d, int64_t inner = 1) {
+  return {State::Dim, d, nullptr, "", inner};
+}
 State mixed(Operation *op, const char *why) {
   return {State::Mixed, 0, op, why};
 }
@@ -41,19 +43,22 @@ int64_t product(ArrayRef<int64_t> dims) {
   return p;
 }
 
-/// The dim of `out` whose outermost factor holds the samples of `in`'s dim
-/// `d` (see the file comment), or -1.
-int64_t reshapedDim(ArrayRef<int64_t> in, int64_t d, ArrayRef<int64_t> out,
-                    int64_t samples) {
-  int64_t before = product(in.take_front(d)), p = 1;
+/// The dim of `out`, and its inner run, holding the samples that `in`
+/// holds along dim `d` with inner run `inner`: a reshape keeps the
+/// row-major order, so the samples keep their stride in it (inner times the
+/// size of the dims after d), and must fall within one dim of `out`.
+std::pair<int64_t, int64_t> reshapedDim(ArrayRef<int64_t> in, int64_t d,
+                                        int64_t inner, ArrayRef<int64_t> out,
+                                        int64_t samples) {
+  int64_t stride = inner * product(in.drop_front(d + 1));
+  // The outermost dim that can hold them (with one sample a dim of size 1
+  // before the others can).
   for (int64_t r = 0; r < static_cast<int64_t>(out.size()); ++r) {
-    if (p == before && out[r] % samples == 0)
-      return r;
-    p *= out[r];
-    if (p > before)
-      break;
+    int64_t after = product(out.drop_front(r + 1));
+    if (stride % after == 0 && out[r] % (stride / after * samples) == 0)
+      return {r, stride / after};
   }
-  return -1;
+  return {-1, 0};
 }
 
 /// The result dim of a matmul for operand `which` (0: lhs, 1: rhs) holding
@@ -122,9 +127,18 @@ class Rules {
 public:
   Rules(const SampleDims &dims, Operation *op, unsigned result, int64_t samples)
       : dims(dims), op(op), res(op->getResult(result)), result(result),
-        samples(samples), resultRank(rankOf(res)) {}
+        samples(samples), resultRank(rankOf(res)) {
+    inner = 0;
+    for (Value v : op->getOperands())
+      if (State s = dims.of(v); s.kind == State::Dim) {
+        sameInner &= inner == 0 || inner == s.inner;
+        inner = s.inner;
+      }
+  }
 
   State apply() {
+    if (!sameInner)
+      return unknown(op);
     if (op->hasTrait<OpTrait::Elementwise>() ||
         op->hasTrait<OpTrait::smp::BroadcastingElementwise>() ||
         isa<TpCopyOp, ExpandOp>(op))
@@ -160,7 +174,12 @@ private:
   Value res;
   unsigned result;
   int64_t samples, resultRank;
+  /// The operands' inner run (State::inner), and whether they agree on it.
+  int64_t inner;
+  bool sameInner = true;
 
+  /// Samples along `d` with the operands' inner run.
+  State at(int64_t d) { return smp::at(d, inner); }
   State dimOr(int64_t d) { return d >= 0 ? at(d) : unknown(op); }
   int64_t dimOf(unsigned i) { return dims.of(op->getOperand(i)).dim; }
 
@@ -196,9 +215,11 @@ private:
   State movement() {
     if (auto r = dyn_cast<ReshapeOp>(op)) {
       auto d = only(0);
-      return dimOr(
-          d ? reshapedDim(shapeOf(r.getInput()), *d, shapeOf(res), samples)
-            : -1);
+      if (!d)
+        return unknown(op);
+      auto [dim, run] =
+          reshapedDim(shapeOf(r.getInput()), *d, inner, shapeOf(res), samples);
+      return dim >= 0 ? smp::at(dim, run) : unknown(op);
     }
     if (auto t = dyn_cast<TransposeOp>(op)) {
       auto perm = t.getPerm();
@@ -278,11 +299,13 @@ private:
       return false;
     auto shape = shapeOf(indices);
     int64_t n = shape[axis];
-    if (n % samples != 0 || other % samples != 0)
+    // Both sides sample-major along the axis (the samples its outermost
+    // factor).
+    if (n != samples * inner || other % samples != 0)
       return false;
-    int64_t inner = product(shape.drop_front(axis + 1)), k = 0;
+    int64_t after = product(shape.drop_front(axis + 1)), k = 0;
     for (const APInt &v : idx.getValues<APInt>()) {
-      int64_t at = (k++ / inner) % n, to = v.getSExtValue();
+      int64_t at = (k++ / after) % n, to = v.getSExtValue();
       if (to < 0)
         to += other;
       if (at / (n / samples) != to / (other / samples))
@@ -321,8 +344,9 @@ private:
     Value other = scatter ? res : op->getOperand(0);
     State s = dims.of(op->getOperand(scatter ? 1 : 0));
     if (s.kind == State::Dim && s.dim == axis) {
-      if (ownSamples(indices, axis, shapeOf(other)[axis]))
-        return at(axis);
+      int64_t otherDim = shapeOf(other)[axis];
+      if (ownSamples(indices, axis, otherDim))
+        return scatter ? smp::at(axis, otherDim / samples) : at(axis);
       return mixed(op, "gathers along the batch dim");
     }
     return dimOr(aligned(op->getOperands()));
@@ -356,8 +380,13 @@ State SampleDims::transfer(Operation *op, unsigned result) {
 LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
                                 int64_t dp, int64_t microbatches) const {
   State s = of(v);
+  // Along dim `wantDim`, sample-major (the loss's own input is split there
+  // in contiguous runs of samples).
+  auto shape = cast<RankedTensorType>(v.getType()).getShape();
   if (s.kind == State::None ||
-      (s.kind == State::Dim && (wantDim < 0 || s.dim == wantDim)))
+      (s.kind == State::Dim &&
+       (wantDim < 0 ||
+        (s.dim == wantDim && shape[s.dim] == samples * s.inner))))
     return success();
   std::string split = "--dp " + std::to_string(dp) + " x " +
                       std::to_string(microbatches) + " micro-batch(es)";
@@ -378,6 +407,7 @@ LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
   Operation *def = v.getDefiningOp();
   return (def ? def->emitError() : emitError(v.getLoc()))
          << what << " holds the batch's samples along dim " << s.dim
+         << (s.dim == wantDim ? " interleaved with another dim" : "")
          << ", but smp splits the batch along dim " << wantDim << " under "
          << split << todo;
 }

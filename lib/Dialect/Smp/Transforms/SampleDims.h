@@ -4,8 +4,8 @@
 // runs the forward on its own samples: the inputs' leading dim is split.
 // That computes the whole batch's values only where every op works sample
 // by sample. SampleDims follows the samples from the inputs through @main:
-// for each value, the dim along which its samples lie (its index along that
-// dim, divided by the dim's size over the micro-batch, is the sample), none
+// for each value, the dim along which its samples lie (and how: see
+// State::inner), none
 // (computed from parameters and constants only), or the op that mixes the
 // samples (a reduction, softmax, norm, contraction, slice or concat over the
 // batch dim) or that the analysis cannot follow.
@@ -24,10 +24,15 @@ class SampleDims {
 public:
   struct State {
     enum Kind { None, Dim, Mixed, Unknown } kind = None;
+    /// Dim: the dim holding the samples, and the run of consecutive indices
+    /// along it that belong to one sample (its index i is sample
+    /// (i / inner) mod the micro-batch: a [seq * batch] dim has inner 1, a
+    /// [batch * seq] dim inner seq).
     int64_t dim = 0;
     /// Mixed, Unknown: the op, and (Mixed) what it does to the samples.
     mlir::Operation *op = nullptr;
     const char *why = "";
+    int64_t inner = 1;
   };
 
   /// Follows the samples of the inputs (arguments named smp.input, leading
