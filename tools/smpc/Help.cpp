@@ -95,7 +95,12 @@ TRAINING (compile --train)
                        cross_entropy:LOGITS:LABELS (mean cross-entropy of
                        output LOGITS [..., V] against a new int64 input
                        LABELS; label -100 is ignored, as in PyTorch) or
-                       mse:OUTPUT:TARGET (a new input TARGET).
+                       mse:OUTPUT:TARGET (a new input TARGET). Under
+                       --dp or micro-batches a NAME loss must be a sum or
+                       mean over the samples (a cross-entropy, a masked
+                       mean, plus terms without the batch): each shard
+                       trains its exact share; other forms, and a forward
+                       that mixes the samples, are refused.
   --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
   --lr X               Peak learning rate (default 0.001).
   --lr-schedule constant|cosine  Cosine decays to 0 after the warmup, at
