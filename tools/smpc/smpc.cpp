@@ -393,23 +393,21 @@ int compile(ModuleOp module, const Options &opts,
   return 0;
 }
 
-/// smpc compile --devices N: the planner's choice for `opts` (planned within
-/// `fraction` of the device's memory when given, else the planner's default)
-/// applied to it; an exit code when there is none.
-/// Why the batch of the model cannot be split over
-/// data-parallel ranks or micro-batches (its forward mixes the samples, or
-/// its own loss has no per-shard share), or "" when it can: the two checks
-/// a split compile makes, run on a copy with dp 2.
+/// Why the batch of the model cannot be split over data-parallel ranks or
+/// micro-batches (its forward mixes the samples, or its own loss has no
+/// per-shard share), or "" when it can: the two checks a split compile
+/// makes, run at dp 2 on an import at two samples a micro-batch (at one, the
+/// samples' dim is ambiguous). "" for smp MLIR, written at its batch: the
+/// compile checks it.
 std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts) {
+  if (llvm::StringRef(opts.input).ends_with(".mlir"))
+    return "";
   std::string why;
   ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
     if (d.getSeverity() == DiagnosticSeverity::Error && why.empty())
       why = d.str();
     return success();
   });
-  // At two samples a micro-batch (at one, the samples' dim is ambiguous).
-  if (llvm::StringRef(opts.input).ends_with(".mlir"))
-    return ""; // written at its batch: the compile checks it
   smp::onnx_frontend::ImportOptions two = opts.import;
   two.batchSize = 2;
   two.globalBatch = 0;
@@ -434,8 +432,13 @@ std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts) {
                      : why;
 }
 
+/// smpc compile --devices N: the planner's choice for `opts` (planned within
+/// `fraction` of the device's memory when given, else the planner's default;
+/// without data parallelism or micro-batches when `noSplit` says why)
+/// applied to it; an exit code when there is none.
 std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
-                                      std::optional<double> fraction) {
+                                      std::optional<double> fraction,
+                                      const std::string &noSplit) {
   // Plan on the model at one sample per batch, then compile that plan.
   Options perSample = opts;
   perSample.import.batchSize = 1;
@@ -450,18 +453,9 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
     return 1;
   PlanCommand cmd = planRequest(opts);
   cmd.memoryFraction = fraction;
-  // A model whose batch cannot be split is planned without data
-  // parallelism or micro-batches (unless they are pinned: the compile then
-  // says why not).
-  if (!opts.pinned.dp && !opts.pinned.microbatches && !opts.microbatchSize) {
-    std::string why = whyBatchCannotSplit(ctx, opts);
-    if (!why.empty()) {
-      cmd.dp = 1;
-      cmd.microbatchSize = opts.globalBatch;
-      llvm::errs() << "smpc: note: " << opts.input
-                   << ": planning without data parallelism or micro-batches: "
-                   << why << "\n";
-    }
+  if (!noSplit.empty()) {
+    cmd.dp = 1;
+    cmd.microbatchSize = opts.globalBatch;
   }
   // --checkpoint-activations auto asks for recomputation, not offloading
   // (unless --offload-activations asks for that too).
@@ -501,10 +495,20 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
 /// less of the device, by the ratio found, up to --max-plans plans: the
 /// artifact never needs more memory than the plan said it fits in.
 int compileAutoPlanned(MLIRContext &ctx, const Options &given) {
+  // A model whose batch cannot be split is planned without data parallelism
+  // or micro-batches (unless they are pinned: the compile then says why
+  // not). Asked once, not at every plan.
+  std::string noSplit;
+  if (!given.pinned.dp && !given.pinned.microbatches && !given.microbatchSize)
+    noSplit = whyBatchCannotSplit(ctx, given);
+  if (!noSplit.empty())
+    llvm::errs() << "smpc: note: " << given.input
+                 << ": planning without data parallelism or micro-batches: "
+                 << noSplit << "\n";
   std::optional<double> fraction;
   for (int attempt = 1;; ++attempt) {
     Options opts = given;
-    if (auto code = applyPlannerChoice(ctx, opts, fraction))
+    if (auto code = applyPlannerChoice(ctx, opts, fraction, noSplit))
       return *code;
     auto module = loadModule(ctx, opts);
     if (failed(module))

@@ -1,7 +1,8 @@
 // smp-build-gradients with --loss NAME over micro-batches
 // (LossShare.cpp): a cross-entropy mean counts the labels of the whole step
 // (each micro-batch's count, its ops cloned on every micro-batch's slice of
-// the inputs), so each micro-batch's share is its sum over that count.
+// the inputs, built once for the step), so each micro-batch's share is its
+// sum over that count.
 // RUN: smp-opt %s -split-input-file -verify-diagnostics '--smp-build-gradients=loss=loss microbatches=2' | FileCheck %s
 
 // CHECK-LABEL: func.func @train_step
@@ -15,7 +16,10 @@
 // CHECK: %[[C1:.*]] = smp.reduce_sum
 // CHECK: %[[COUNT:.*]] = smp.add %[[C0]], %[[C1]]
 // CHECK: smp.div %[[SUM0]], %[[COUNT]]
-// CHECK: smp.cross_entropy {{.*}}reduction = #smp<reduction sum>{{.*}}smp.mb = 1
+// CHECK: %[[SUM1:.*]] = smp.cross_entropy {{.*}}reduction = #smp<reduction sum>{{.*}}smp.mb = 1
+// Micro-batch 1 divides by the same count, built once for the step.
+// CHECK-NOT: smp.slice %[[FULL]]
+// CHECK: smp.div %[[SUM1]], %[[COUNT]]
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %l: tensor<2xi64> {smp.input = "labels"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
     %y = smp.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>

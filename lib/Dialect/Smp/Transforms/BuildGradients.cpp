@@ -86,6 +86,8 @@ struct SmpBuildGradientsPass
   /// Labels that count in a cross-entropy mean, over every rank and
   /// micro-batch (built once).
   Value labelCount;
+  /// A --loss NAME's denominators over the whole step (LossShare.h).
+  SmallVector<Value> lossStepSums;
   /// The fp16 loss scale (a state), when loss scaling.
   Value lossScale;
 
@@ -159,7 +161,7 @@ struct SmpBuildGradientsPass
       if (dp * m == 1)
         return *v;
       perRankShare = true;
-      return buildLossShare(b, *v, parts[0], dp, m);
+      return buildLossShare(b, *v, parts[0], dp, m, lossStepSums);
     }
     if (parts.size() == 3 && parts[0] == "cross_entropy") {
       auto logits = output(f, outs, parts[1]);

@@ -35,41 +35,22 @@ struct SmpCheckSampleSplitPass
       signalPassFailure();
   }
 
-  /// The output named `name` (null: smp-build-gradients reports it).
-  Value output(func::FuncOp f, StringRef name) {
-    Operation *ret = f.getBody().front().getTerminator();
-    for (unsigned i = 0; i < f.getNumResults(); ++i)
-      if (auto n =
-              f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
-          n && n.getValue() == name)
-        return ret->getOperand(i);
-    return nullptr;
-  }
-
+  /// A missing output is left to smp-build-gradients, which reports it.
   LogicalResult check(func::FuncOp f) {
-    int64_t samples = 0;
-    for (BlockArgument arg : f.getArguments())
-      if (f.getArgAttr(arg.getArgNumber(), SmpDialect::kInputAttr) &&
-          cast<RankedTensorType>(arg.getType()).getRank() > 0) {
-        samples = cast<RankedTensorType>(arg.getType()).getDimSize(0);
-        break;
-      }
-    if (samples <= 0)
-      return success();
-    SampleDims dims(f, samples);
+    SampleDims dims(f);
     SmallVector<StringRef> parts;
     StringRef(loss).split(parts, ':');
     // cross_entropy:LOGITS:LABELS, mse:OUTPUT:TARGET: the loss adds an
     // input (labels, targets) split along dim 0.
     if (parts.size() == 3) {
-      Value v = output(f, parts[1]);
+      Value v = namedOutput(f, parts[1]);
       return v ? dims.check(v,
                             "the output '" + parts[1].str() +
                                 "' that the loss reads",
                             0, dp, microbatches)
                : success();
     }
-    Value v = parts.size() == 1 ? output(f, parts[0]) : nullptr;
+    Value v = parts.size() == 1 ? namedOutput(f, parts[0]) : nullptr;
     if (!v)
       return success();
     std::string what = "the loss output '" + parts[0].str() + "'";

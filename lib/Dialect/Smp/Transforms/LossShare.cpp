@@ -7,14 +7,14 @@
 //   mean over the batch (ReduceMean)                     s_k = own / shards
 //   ratio of two sums A / D (cross-entropy mean: the
 //     losses over the weights of the labels counted)     s_k = A_k / sum_k D_k
+//   a term that does not depend on the batch             s_k = term / shards
+//   a + b, -a, a * c, a / c (c not from the batch)       from the parts'
 //
 // The denominator of a ratio is summed over every shard: an all-reduce over
 // the dp ranks of the sum over the step's micro-batches, for which the ops
 // computing D from this micro-batch's slices of the inputs are cloned once
-// per micro-batch (a denominator that reads a parameter is refused: its
-// gradient would need every shard's numerator).
-//   a term that does not depend on the batch             s_k = term / shards
-//   a + b, -a, a * c, a / c (c not from the batch)       from the parts'
+// per micro-batch, built once for the step (a denominator that reads a
+// parameter is refused: its gradient would need every shard's numerator).
 //
 // A constant folded from the batch's shape (sum / x.size(0)) holds the
 // shard's batch, not the whole one: markBatchScaledLossConstants finds those
@@ -63,19 +63,17 @@ bool isScalar(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements() == 1;
 }
 
+/// Whether reduction `r` (sum or mean) reduces its input to one value over
+/// every dim.
+template <typename ReduceOpT> bool reducesAll(ReduceOpT r) {
+  return isScalar(r.getResult()) &&
+         static_cast<int64_t>(r.getAxes().size()) ==
+             cast<RankedTensorType>(r.getInput().getType()).getRank();
+}
+
 /// The ops whose operands the loss's form is read through.
 bool isLossArithmetic(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, CastOp, ReshapeOp>(op);
-}
-
-/// The output `name` of func `f`.
-Value namedOutput(func::FuncOp f, StringRef name) {
-  Operation *ret = f.getBody().front().getTerminator();
-  for (unsigned i = 0; i < f.getNumResults(); ++i)
-    if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
-        n && n.getValue() == name)
-      return ret->getOperand(i);
-  return nullptr;
 }
 
 /// `v` as an integer when it is one, else in %g form.
@@ -139,8 +137,9 @@ LogicalResult compareLossConstants(Value v, Value w, StringRef name,
 /// Builds the shares (see the file comment).
 class ShareBuilder {
 public:
-  ShareBuilder(OpBuilder &b, StringRef name, int64_t dp, int64_t microbatches)
-      : b(b), name(name), dp(dp), m(microbatches) {}
+  ShareBuilder(OpBuilder &b, StringRef name, int64_t dp, int64_t microbatches,
+               SmallVectorImpl<Value> &stepSums)
+      : b(b), name(name), dp(dp), m(microbatches), stepSums(stepSums) {}
 
   FailureOr<Value> share(Value v);
 
@@ -148,6 +147,10 @@ private:
   OpBuilder &b;
   StringRef name;
   int64_t dp, m;
+  /// The step's denominators, the k-th built by the first call's k-th
+  /// overShards (see buildLossShare); `nextSum` counts this call's.
+  SmallVectorImpl<Value> &stepSums;
+  size_t nextSum = 0;
   llvm::DenseMap<Value, bool> fromBatch, fromParams;
 
   double shards() const { return static_cast<double>(dp * m); }
@@ -245,11 +248,15 @@ private:
 
   /// The sum over every shard of `v`, a value this shard computes from its
   /// samples (its inputs' slices): over the micro-batches, then the dp
-  /// ranks.
+  /// ranks; built at the first micro-batch, the same value after.
   Value overShards(Value v, Location loc) {
+    if (nextSum < stepSums.size())
+      return stepSums[nextSum++];
     Value total = m > 1 ? overMicrobatches(v, loc) : f32(loc, v);
     if (dp > 1)
       total = allReduceDp(b, loc, total);
+    stepSums.push_back(total);
+    ++nextSum;
     return total;
   }
 
@@ -284,9 +291,7 @@ bool ShareBuilder::isSum(Value v) {
   if (auto ce = dyn_cast<CrossEntropyOp>(op))
     return ce.getReduction() == Reduction::sum;
   if (auto r = dyn_cast<ReduceSumOp>(op))
-    return isScalar(v) &&
-           static_cast<int64_t>(r.getAxes().size()) ==
-               cast<RankedTensorType>(r.getInput().getType()).getRank();
+    return reducesAll(r);
   if (isa<AddOp, SubOp>(op))
     return isSum(op->getOperand(0)) && isSum(op->getOperand(1));
   if (isa<NegOp, CastOp, ReshapeOp>(op))
@@ -375,9 +380,7 @@ FailureOr<Value> ShareBuilder::share(Value v) {
   if (isSum(v) && !isa<AddOp, SubOp, MulOp, DivOp, NegOp>(op))
     return f32(loc, v);
   if (auto r = dyn_cast<ReduceMeanOp>(op)) {
-    if (isScalar(v) &&
-        static_cast<int64_t>(r.getAxes().size()) ==
-            cast<RankedTensorType>(r.getInput().getType()).getRank())
+    if (reducesAll(r))
       return Value(DivOp::create(b, loc, f32(loc, v), constant(loc, shards())));
     return refuse(op, "its mean does not reduce every dim");
   }
@@ -458,8 +461,9 @@ LogicalResult forEachLossTerm(Value loss,
 }
 
 FailureOr<Value> buildLossShare(OpBuilder &b, Value loss, StringRef name,
-                                int64_t dp, int64_t microbatches) {
-  ShareBuilder builder(b, name, dp, microbatches);
+                                int64_t dp, int64_t microbatches,
+                                SmallVectorImpl<Value> &stepSums) {
+  ShareBuilder builder(b, name, dp, microbatches, stepSums);
   return builder.share(loss);
 }
 

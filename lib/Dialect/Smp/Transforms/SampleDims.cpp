@@ -85,14 +85,19 @@ int64_t matmulDim(Operation *op, unsigned which, int64_t d) {
 
 } // namespace
 
-SampleDims::SampleDims(func::FuncOp f, int64_t samples) : samples(samples) {
+SampleDims::SampleDims(func::FuncOp f) {
   Block &body = f.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                SmpDialect::kInputAttr);
-    if (name && !name.getValue().starts_with("@") && rankOf(arg) > 0)
-      states[arg] = at(0);
+    if (!name || name.getValue().starts_with("@") || rankOf(arg) == 0)
+      continue;
+    states[arg] = at(0);
+    if (!samples)
+      samples = shapeOf(arg)[0];
   }
+  if (samples <= 0)
+    return; // no input: nothing holds samples
   for (Operation &op : body.without_terminator())
     visit(&op);
 }

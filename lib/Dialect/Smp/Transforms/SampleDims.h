@@ -35,9 +35,9 @@ public:
     int64_t inner = 1;
   };
 
-  /// Follows the samples of the inputs (arguments named smp.input, leading
-  /// dim `samples` long) through `f`'s body.
-  SampleDims(mlir::func::FuncOp f, int64_t samples);
+  /// Follows the samples of the inputs (arguments named smp.input, whose
+  /// leading dim is the micro-batch) through `f`'s body.
+  explicit SampleDims(mlir::func::FuncOp f);
 
   State of(mlir::Value v) const;
 
@@ -49,7 +49,8 @@ public:
                             int64_t microbatches) const;
 
 private:
-  int64_t samples;
+  /// The micro-batch (the inputs' leading dim; 0 without inputs).
+  int64_t samples = 0;
   llvm::DenseMap<mlir::Value, State> states;
 
   void visit(mlir::Operation *op);

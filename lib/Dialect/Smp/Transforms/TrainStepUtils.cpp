@@ -20,6 +20,15 @@ func::FuncOp lookupFuncOrError(ModuleOp module, StringRef name,
   return f;
 }
 
+Value namedOutput(func::FuncOp f, StringRef name) {
+  Operation *ret = f.getBody().front().getTerminator();
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (auto n = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+        n && n.getValue() == name)
+      return ret->getOperand(i);
+  return nullptr;
+}
+
 bool checkAtLeastOne(ModuleOp module, StringRef pass, StringRef option,
                      int64_t value) {
   if (value >= 1)

@@ -24,6 +24,10 @@ mlir::func::FuncOp lookupFuncOrError(mlir::ModuleOp module,
                                      llvm::StringRef name,
                                      llvm::StringRef pass, llvm::StringRef why);
 
+/// The operand of `f`'s return that result attribute smp.output names
+/// `name`; null when none does.
+mlir::Value namedOutput(mlir::func::FuncOp f, llvm::StringRef name);
+
 /// Whether pass option `option` (= `value`) is at least 1; otherwise false
 /// after the error "`pass`: `option` must be >= 1, got `value`".
 bool checkAtLeastOne(mlir::ModuleOp module, llvm::StringRef pass,

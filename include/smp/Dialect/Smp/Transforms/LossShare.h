@@ -41,10 +41,15 @@ mlir::LogicalResult markBatchScaledLossConstants(mlir::func::FuncOp main,
 /// shard: a denominator computed from the inputs), terms without the batch
 /// (/ shards), and adds, negations, casts and scalings of those. Anything
 /// else is an error on the op that names `name` and what to do.
-mlir::FailureOr<mlir::Value> buildLossShare(mlir::OpBuilder &b,
-                                            mlir::Value loss,
-                                            llvm::StringRef name, int64_t dp,
-                                            int64_t microbatches);
+///
+/// `stepSums` carries the denominators summed over the whole step from one
+/// call to the next: an unrolled step calls this once per micro-batch on
+/// clones of one loss, whose k-th denominator is the same sum, built at the
+/// first micro-batch (once, not once per micro-batch) and reused.
+mlir::FailureOr<mlir::Value>
+buildLossShare(mlir::OpBuilder &b, mlir::Value loss, llvm::StringRef name,
+               int64_t dp, int64_t microbatches,
+               llvm::SmallVectorImpl<mlir::Value> &stepSums);
 
 /// Calls `fn` on each value that the loss `loss` sums or averages over (a
 /// ReduceSum's or ReduceMean's operand, a cross-entropy's logits and labels)
