@@ -82,7 +82,10 @@ void smp::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
   printParamOrigins(module, os);
   for (auto func : module.getOps<func::FuncOp>()) {
     os << "function @" << func.getSymName() << "\n";
+    // Trained parameters (PyTorch's model.parameters()) apart from frozen
+    // buffers (smp.frozen: a causal mask, a loss's class weights).
     int64_t params = 0, paramBytes = 0, numParams = 0;
+    int64_t buffers = 0, bufferBytes = 0, numBuffers = 0;
     for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
       auto type = cast<RankedTensorType>(arg.getType());
       if (auto name = func.getArgAttrOfType<StringAttr>(i,
@@ -90,10 +93,11 @@ void smp::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
         os << "  input  " << name.getValue() << ": " << typeString(type)
            << "\n";
       if (func.getArgAttr(i, SmpDialect::kParamAttr)) {
-        ++numParams;
-        params += type.getNumElements();
-        paramBytes += type.getNumElements() *
-                      ((type.getElementTypeBitWidth() + 7) / 8);
+        bool frozen = func.getArgAttr(i, SmpDialect::kFrozenAttr) != nullptr;
+        ++(frozen ? numBuffers : numParams);
+        (frozen ? buffers : params) += type.getNumElements();
+        (frozen ? bufferBytes : paramBytes) +=
+            type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
       }
     }
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
@@ -104,6 +108,10 @@ void smp::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
     }
     os << "  parameters: " << numParams << " tensors, " << params
        << " values (" << humanBytes(static_cast<double>(paramBytes)) << ")\n";
+    if (numBuffers)
+      os << "  buffers (not trained): " << numBuffers << " tensors, " << buffers
+         << " values (" << humanBytes(static_cast<double>(bufferBytes))
+         << ")\n";
     std::map<std::string, int> histogram;
     int total = 0;
     func.walk([&](Operation *op) {

@@ -11,10 +11,11 @@
 //  - No gradient path: every use of the initializer reaches, through
 //    data-movement ops only (Identity, Slice, Reshape, Gather, ...), an
 //    input without a derivative (a comparison, a cast to integers or bool,
-//    Shape). PyTorch leaves such a tensor's .grad None, and its optimizers
-//    skip a parameter whose .grad is None (no step, no weight decay, no
-//    state); a buffer it is anyway (the legacy TorchScript export of a GPT's
-//    causal `tril` buffer: Slice -> Equal -> Where's condition).
+//    Shape, the class weights of SoftmaxCrossEntropyLoss and
+//    NegativeLogLikelihoodLoss). PyTorch leaves such a tensor's .grad None, and
+//    its optimizers skip a parameter whose .grad is None (no step, no weight
+//    decay, no state); a buffer it is anyway (the legacy TorchScript export of
+//    a GPT's causal `tril` buffer: Slice -> Equal -> Where's condition).
 //  - A dynamo constant fold: in a file with the dynamo exporter's graph
 //    signature, a float initializer that no PARAMETER target names, that is
 //    not an FX value (`embedding_1`: FoldedParameters.cpp decides those),
@@ -41,13 +42,16 @@ bool isDefaultDomain(const std::string &d) {
   return d.empty() || d == "ai.onnx";
 }
 
-/// Ops whose inputs have no derivative (outputs are bool, integer or a
-/// shape), whatever the input's values.
-bool noDerivative(llvm::StringRef op) {
+/// Whether input `k` of `op` has no derivative: every input of an op whose
+/// outputs are bool, integer or a shape, and a loss's class weights
+/// (PyTorch's cross_entropy / nll_loss give `weight` no gradient).
+bool noDerivative(llvm::StringRef op, int k) {
   static const llvm::StringSet<> ops = {
       "Equal", "Less",   "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
       "And",   "Or",     "Xor",     "IsNaN",       "IsInf",          "Shape",
       "Size",  "ArgMax", "ArgMin",  "NonZero"};
+  if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss")
+    return k == 2;
   return ops.contains(op);
 }
 
@@ -106,7 +110,7 @@ bool gradientFree(const onnx::GraphProto &g, const std::string &init,
       if (!isDefaultDomain(n.domain()))
         return false;
       used = true;
-      if (noDerivative(n.op_type()) ||
+      if (noDerivative(n.op_type(), k) ||
           (n.op_type() == "Cast" && castTo(n) >= 0 && !isFloatType(castTo(n))))
         continue;
       if (!movesData(n.op_type(), k) && n.op_type() != "Cast")
@@ -163,7 +167,8 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
   for (const std::string &name : candidates) {
     if (gradientFree(g, name, readers, outputs))
       frozen[name] = "no gradient reaches it: every use is a comparison, a "
-                     "cast to integers or bool or a shape";
+                     "cast to integers or bool, a shape or a loss's class "
+                     "weights";
     else if (!paramTargets.empty() && !paramTargets.count(name) &&
              !outputs.contains(name) && dynamoConstantFold(g, name, readers))
       frozen[name] = "the exporter's optimiser folded it from constants and "

@@ -19,6 +19,9 @@ with micro-batches: every plan must train the one-device numbers.
   nll        F.nll_loss(log_softmax, ignore_index=3) (ONNX's
              NegativeLogLikelihoodLoss: a ratio of two sums)
   nllweight  F.nll_loss with class weights (a constant) and reduction mean
+  critbuf    nn.CrossEntropyLoss(weight=...) as a submodule: the weights are
+             its buffer (an initializer the loss alone reads), trained with
+             weight decay 0.1 (PyTorch neither steps nor decays a buffer)
   reg        mean cross-entropy + 1e-2 * sum of the squared weights
   product    mean(logits) * mean(logits ** 2) (no sum or mean: refused)
   shifted    sum / (x.size(0) + 1) (folded from the batch's shape, not
@@ -40,6 +43,8 @@ class Model(nn.Module):
         super().__init__()
         self.kind = kind
         self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, CLASSES)
+        if kind == "critbuf":
+            self.crit = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 0.5, 3.0, 1.5]))
 
     def forward(self, x, labels):
         z = self.l2(torch.tanh(self.l1(x)))
@@ -51,6 +56,8 @@ class Model(nn.Module):
         if k == "weighted":
             w = torch.tensor([1.0, 2.0, 0.5, 3.0, 1.5])
             return F.cross_entropy(z, labels, weight=w)
+        if k == "critbuf":
+            return self.crit(z, labels)
         if k == "batchmean":
             return F.cross_entropy(z, labels, reduction="sum") / x.shape[0] * 0.5
         if k == "literal":
@@ -78,7 +85,9 @@ class Model(nn.Module):
 
 
 KINDS = ("sum", "ignore", "weighted", "batchmean", "literal", "masked", "shiftmean", "nll",
-         "nllweight", "reg", "product", "shifted")
+         "nllweight", "critbuf", "reg", "product", "shifted")
+# Kinds trained with weight decay (smpc --weight-decay).
+WEIGHT_DECAY = {"critbuf": 0.1}
 
 
 def main():
@@ -103,7 +112,8 @@ def main():
         torch.onnx.export(m, (x[:BATCH], labels[:BATCH]), os.path.join(d, "model.onnx"),
                           input_names=["x", "labels"], output_names=["loss"],
                           dynamic_axes={"x": {0: "batch"}, "labels": {0: "batch"}})
-        opt = torch.optim.SGD(m.parameters(), lr=LR)
+        wd = WEIGHT_DECAY.get(kind, 0.0)
+        opt = torch.optim.SGD(m.parameters(), lr=LR, weight_decay=wd)
         losses, norms = [], []
         for k in range(STEPS):
             lo = (k * BATCH) % SAMPLES
@@ -114,7 +124,7 @@ def main():
             losses.append(loss.item())
             opt.step()
         with open(os.path.join(d, "ref_sgd.json"), "w") as f:
-            json.dump({"config": {"lr": LR}, "losses": losses, "grad_norms": norms}, f)
+            json.dump({"config": {"lr": LR, "weight_decay": wd}, "losses": losses, "grad_norms": norms}, f)
 
 
 if __name__ == "__main__":

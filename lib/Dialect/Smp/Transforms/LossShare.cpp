@@ -90,9 +90,17 @@ bool close(double a, double b) {
 LogicalResult compareLossConstants(Value v, Value w, StringRef name,
                                    int64_t factor) {
   Operation *op = v.getDefiningOp(), *probe = w.getDefiningOp();
-  if (!op || !probe || op->getName() != probe->getName() ||
-      op->getNumOperands() != probe->getNumOperands() || !isLossArithmetic(op))
+  if (!op || !isLossArithmetic(op))
     return success();
+  if (!probe || op->getName() != probe->getName() ||
+      op->getNumOperands() != probe->getNumOperands()) {
+    // The two imports differ in form here: this arithmetic's constants
+    // cannot be compared, so none of them may be taken for a literal.
+    if (auto module = op->getParentOfType<ModuleOp>())
+      module->setAttr(SmpDialect::kBatchScalingUnknownAttr,
+                      UnitAttr::get(op->getContext()));
+    return success();
+  }
   bool scaling = isa<MulOp, DivOp>(op);
   const char *verb = isa<MulOp>(op)   ? "multiplies by"
                      : isa<DivOp>(op) ? "divides by"
@@ -315,7 +323,8 @@ FailureOr<Value> ShareBuilder::wholeBatchConstant(Operation *op, Value c) {
       module->hasAttr(SmpDialect::kBatchScalingUnknownAttr))
     return refuse(op, "it scales by a constant that may have been folded "
                       "from the batch's shape (importing the model at another "
-                      "batch size to tell failed)");
+                      "batch size to tell failed, or gave the loss another "
+                      "form)");
   if (!p)
     return v;
   double scale = p.getInt() > 0 ? shards() : 1.0 / shards();

@@ -23,9 +23,11 @@ namespace smp {
 /// that differs between them was folded from the batch's shape (`sum /
 /// x.size(0)`). Marks the mul/div ops whose constant is proportional to the
 /// batch with SmpDialect::kBatchScaledAttr; fails (an error on the op) for a
-/// constant that changes otherwise, or that an add/sub adds. Ops the two
-/// imports do not share end the comparison (buildLossShare refuses them if it
-/// must look further).
+/// constant that changes otherwise, or that an add/sub adds. Where the two
+/// imports differ in form within the loss's arithmetic, marks the module
+/// SmpDialect::kBatchScalingUnknownAttr (buildLossShare then refuses to
+/// scale by any unmarked constant); below the arithmetic (the sums and
+/// means) the comparison stops.
 mlir::LogicalResult markBatchScaledLossConstants(mlir::func::FuncOp main,
                                                  mlir::func::FuncOp probe,
                                                  llvm::StringRef lossName,
