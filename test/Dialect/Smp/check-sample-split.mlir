@@ -99,3 +99,30 @@ module {
     return %m : tensor<6x4xf32>
   }
 }
+
+// -----
+
+// A ConvTranspose (smp.conv_grad's input gradient, the output's shape given
+// by a constant zero) keeps the samples along dim 0.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x3x4x4xf32> {smp.input = "x"}, %w: tensor<3x2x1x1xf32> {smp.param = "w"}) -> (tensor<2x32xf32> {smp.output = "y"}) {
+    %z = smp.constant dense<0.0> : tensor<2x2x4x4xf32>
+    %g, %wg = smp.conv_grad %z, %w, %x {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : tensor<2x2x4x4xf32>, tensor<3x2x1x1xf32>, tensor<2x3x4x4xf32>
+    %y = smp.reshape %g : tensor<2x2x4x4xf32> -> tensor<2x32xf32>
+    return %y : tensor<2x32xf32>
+  }
+}
+
+// -----
+
+// Its weight gradient sums over the samples.
+module {
+  func.func @main(%x: tensor<2x3x4x4xf32> {smp.input = "x"}, %w: tensor<3x2x1x1xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %z = smp.constant dense<0.0> : tensor<2x2x4x4xf32>
+    // expected-error @+1 {{'smp.conv_grad' reduces over the batch}}
+    %g, %wg = smp.conv_grad %z, %w, %x {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : tensor<2x2x4x4xf32>, tensor<3x2x1x1xf32>, tensor<2x3x4x4xf32>
+    %y = smp.reshape %wg : tensor<3x2x1x1xf32> -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}

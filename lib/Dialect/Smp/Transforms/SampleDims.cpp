@@ -162,6 +162,8 @@ public:
       auto d = only(0);
       return d && *d == 0 ? at(0) : unknown(op);
     }
+    if (isa<ConvGradOp>(op))
+      return convGrad();
     if (isa<MatMulOp, MatMulBiasOp, MatMulBiasGeluOp>(op))
       return matmul();
     if (isa<AttentionOp, PackedAttentionOp>(op)) {
@@ -214,6 +216,19 @@ private:
     if (s.kind != State::Dim)
       return std::nullopt;
     return s.dim;
+  }
+
+  /// A ConvTranspose (smp.conv_grad's input gradient: `grad` is its input,
+  /// `input` only gives the output's shape): sample by sample along dim 0
+  /// of both; the weight gradient sums over the samples.
+  State convGrad() {
+    if (dims.of(op->getOperand(1)).kind == State::Dim)
+      return unknown(op);
+    for (unsigned i : {0u, 2u})
+      if (State s = dims.of(op->getOperand(i));
+          s.kind == State::Dim && s.dim != 0)
+        return unknown(op);
+    return result == 0 ? at(0) : mixed(op, "reduces over the batch");
   }
 
   /// Reshape, transpose, slice, concat, split, tile, trilu.
