@@ -10,7 +10,10 @@ training mode (TrainingMode.TRAINING: batch statistics, kept trainable);
 others in eval mode. What ONNX cannot say goes in MODEL.smp-export.json,
 which smpc compile reads (tools/smpc/ExportSidecar.h): tensors that get no
 gradient (requires_grad=False parameters, buffers, constants the trace
-stored as initializers) and nn.Embedding padding_idx rows. The export is
+stored as initializers), nn.Embedding padding_idx rows and the model's
+dropout modules (smp has no random dropout yet: the file holds none, with
+their p set to 0 for the export, and smpc --train refuses the model unless
+--no-dropout accepts training without them). The export is
 checked by running the file (onnxruntime when installed, else smpc +
 smprun) against the module on the example inputs.
 """
@@ -42,6 +45,7 @@ class ExportedModel:
     parameters: Dict[str, List[str]]  # initializer -> state_dict keys
     frozen: List[str]
     padding_rows: List[dict]
+    dropout: List[dict] = field(default_factory=list)  # {"module", "p"}
     checked_with: str = ""
     max_abs_diff: float = 0.0
 
@@ -118,7 +122,6 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     models take input_ids alone and give logits. Raises SmpError when the
     file does not compute what the module computes."""
     import torch
-    import onnx
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,14 +130,39 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     example_inputs = tuple(example_inputs)
     hf = _is_hf(module)
     target = _wrap_hf(module) if hf else module
-    prefix = "m." if hf else ""
     if input_names is None:
         if hf:
             input_names = ["input_ids"]
         else:
             params = [p for p in inspect.signature(module.forward).parameters]
             input_names = params[:len(example_inputs)]
-    input_names = list(input_names)
+    # Dropout: none in the file (a training-mode export would hold random
+    # masks smp cannot train yet; an eval() one drops them silently): p = 0
+    # while exporting and checking, the modules listed in the sidecar.
+    dropouts = [(name, m) for name, m in module.named_modules()
+                if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+    dropout = [{"module": name, "p": float(m.p)} for name, m in dropouts]
+    for _, m in dropouts:
+        m.p = 0.0
+    try:
+        result, reference = _export(module, target, example_inputs, path,
+                                    list(input_names), output_names,
+                                    "m." if hf else "", opset, dropout)
+    finally:
+        for (_, m), d in zip(dropouts, dropout):
+            m.p = d["p"]
+    if check:
+        _check(result, example_inputs, reference, rtol, atol)
+    return result
+
+
+def _export(module, target, example_inputs, path, input_names, output_names,
+            prefix, opset, dropout):
+    """Writes the file and its sidecar; returns the ExportedModel and the
+    module's outputs on the example inputs (what the file must give)."""
+    import torch
+    import onnx
+
     batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
                     for m in module.modules())
     was_training = module.training
@@ -205,29 +233,34 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     sidecar.write_text(json.dumps({
         "format": SIDECAR_FORMAT, "torch": torch.__version__,
         "inputs": input_names, "outputs": output_names,
-        "frozen": frozen, "padding_rows": padding_rows,
+        "frozen": frozen, "padding_rows": padding_rows, "dropout": dropout,
         "parameters": parameters}, indent=1) + "\n")
     result = ExportedModel(path=path, sidecar=sidecar, input_names=input_names,
                            output_names=output_names, parameters=parameters,
-                           frozen=frozen, padding_rows=padding_rows)
-    if check:
-        feeds = {n: _to_numpy(t) for n, t in zip(input_names, example_inputs)}
-        got, result.checked_with = run_onnx(path, feeds)
-        for name, want in zip(output_names, ref_outputs):
-            want = _to_numpy(want)
-            have = got.get(name)
-            if have is None or have.shape != want.shape:
-                raise _tools.SmpError(
-                    f"{path}: the export's output '{name}' is "
-                    f"{None if have is None else have.shape}, the module's "
-                    f"{want.shape}", tool="smp.export")
-            diff = float(np.max(np.abs(have.astype(np.float64) - want)))
-            bound = atol + rtol * float(np.max(np.abs(want)))
-            result.max_abs_diff = max(result.max_abs_diff, diff)
-            if not diff <= bound:
-                raise _tools.SmpError(
-                    f"{path}: output '{name}' of the export differs from the "
-                    f"module's by {diff:.3g} (allowed {bound:.3g}; run by "
-                    f"{result.checked_with}): the exporter changed the "
-                    f"model", tool="smp.export")
-    return result
+                           frozen=frozen, padding_rows=padding_rows,
+                           dropout=dropout)
+    return result, ref_outputs
+
+
+def _check(result, example_inputs, ref_outputs, rtol, atol):
+    """Runs the file on the example inputs against the module's outputs."""
+    path = result.path
+    feeds = {n: _to_numpy(t) for n, t in zip(result.input_names, example_inputs)}
+    got, result.checked_with = run_onnx(path, feeds)
+    for name, want in zip(result.output_names, ref_outputs):
+        want = _to_numpy(want)
+        have = got.get(name)
+        if have is None or have.shape != want.shape:
+            raise _tools.SmpError(
+                f"{path}: the export's output '{name}' is "
+                f"{None if have is None else have.shape}, the module's "
+                f"{want.shape}", tool="smp.export")
+        diff = float(np.max(np.abs(have.astype(np.float64) - want)))
+        bound = atol + rtol * float(np.max(np.abs(want)))
+        result.max_abs_diff = max(result.max_abs_diff, diff)
+        if not diff <= bound:
+            raise _tools.SmpError(
+                f"{path}: output '{name}' of the export differs from the "
+                f"module's by {diff:.3g} (allowed {bound:.3g}; run by "
+                f"{result.checked_with}): the exporter changed the "
+                f"model", tool="smp.export")

@@ -213,3 +213,48 @@ def test_export_check_catches_a_changed_model(tools, tmp_path, monkeypatch):
     monkeypatch.setattr(ex, "run_onnx", skewed)
     with pytest.raises(smp.SmpError, match="differs from the module's"):
         smp.export(Frozen(), x[:BATCH], tmp_path / "bad.onnx")
+
+
+class DropNet(torch.nn.Module):
+    """BatchNorm (exported in training mode, which would also write random
+    Dropout nodes) and a dropout module."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.bn = torch.nn.BatchNorm1d(12)
+        self.drop = torch.nn.Dropout(0.3)
+        self.fc2 = torch.nn.Linear(12, CLASSES)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.bn(self.fc1(x)))))
+
+
+def test_dropout_is_listed_and_needs_no_dropout(tools, tmp_path):
+    """smp has no random dropout yet: smp.export writes the dropout modules
+    with p = 0 (its check passes), lists them in the sidecar, and smpc
+    --train refuses the model until --no-dropout accepts training without
+    them; then it trains PyTorch's numbers for the model with p = 0."""
+    import onnx
+    torch.manual_seed(0)
+    model = DropNet()
+    x, labels = data()
+    exported = smp.export(model, x[:BATCH], tmp_path / "drop.onnx")
+    assert exported.dropout == [{"module": "drop", "p": 0.3}]
+    assert json.loads(exported.sidecar.read_text())["dropout"] == exported.dropout
+    assert model.drop.p == 0.3  # restored
+    for node in onnx.load(str(exported.path)).graph.node:
+        assert node.op_type != "Dropout" or not any(
+            a.name == "ratio" and a.f > 0 for a in node.attribute)
+    with pytest.raises(smp.SmpError, match=r"1 dropout module\(s\) \(drop p=0.3\).*--no-dropout"):
+        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels", lr=0.1)
+    art = smp.compile(exported, output=tmp_path / "d.smpx", batch_size=BATCH,
+                      loss="cross_entropy:logits:labels", lr=0.1,
+                      no_dropout=True)
+    res = smp.train(art, data={"x": x.numpy(), "labels": labels.numpy()},
+                    steps=STEPS, progress=False)
+    model.drop.p = 0.0
+    losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
+                                       STEPS, BATCH)
+    np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)

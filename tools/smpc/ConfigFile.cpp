@@ -35,6 +35,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-padding-row", Kind::Repeated},
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
+    {"--no-dropout", Kind::Switch},
     {"--no-pad-vocab", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},
     {"--no-sequence-parallel", Kind::Switch},

@@ -7,12 +7,55 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
+#include <cstdio>
+
 std::string exportSidecarPath(const std::string &model) {
   llvm::StringRef m = model;
   if (m.ends_with(".onnx"))
     m = m.drop_back(5);
   return m.str() + ".smp-export.json";
 }
+
+namespace {
+
+/// `v` in %g form (0.1, not 0.10).
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// The model's dropout modules, which smp.export exported with p = 0 (smp
+/// has no random dropout yet): training them so needs --no-dropout.
+std::optional<int> checkDropout(const llvm::json::Object &root,
+                                const std::string &path, const Options &opts) {
+  const llvm::json::Array *list = root.getArray("dropout");
+  if (!list || list->empty())
+    return std::nullopt;
+  std::string names;
+  for (const llvm::json::Value &d : *list) {
+    const llvm::json::Object *o = d.getAsObject();
+    auto module = o ? o->getString("module") : std::nullopt;
+    auto p = o ? o->getNumber("p") : std::nullopt;
+    if (!module || !p)
+      return fail(path + ": \"dropout\" entries need \"module\" (a name) "
+                         "and \"p\" (a number)");
+    if (&d - &list->front() < 3)
+      names +=
+          (names.empty() ? "" : ", ") + module->str() + " p=" + shortNumber(*p);
+  }
+  if (list->size() > 3)
+    names += ", ...";
+  if (opts.import.noDropout)
+    return std::nullopt;
+  return fail(path + ": the model has " + std::to_string(list->size()) +
+              " dropout module(s) (" + names +
+              ") that smp.export wrote with p = 0: smp has no random dropout "
+              "yet; pass --no-dropout to train without dropout (as "
+              "model.eval() drops nothing), or set their p to 0 in the model");
+}
+
+} // namespace
 
 std::optional<int> applyExportSidecar(Options &opts) {
   if (opts.command != "compile" || !opts.train ||
@@ -32,6 +75,8 @@ std::optional<int> applyExportSidecar(Options &opts) {
   if (!root || root->getString("format") != "smp-export/1")
     return fail(path + ": not an smp.export sidecar (\"format\": "
                        "\"smp-export/1\"); remove it or export again");
+  if (std::optional<int> r = checkDropout(*root, path, opts))
+    return r;
   if (const llvm::json::Array *rows = root->getArray("padding_rows"))
     for (const llvm::json::Value &r : *rows) {
       const llvm::json::Object *o = r.getAsObject();

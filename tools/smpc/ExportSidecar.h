@@ -7,6 +7,9 @@
 //                                          and float buffers: no gradient
 //    "padding_rows": [{"initializer": "wte", "rows": [0]}, ...]
 //                                          nn.Embedding padding_idx rows
+//    "dropout": [{"module": "drop", "p": 0.1}, ...]
+//                                          dropout modules, exported with
+//                                          p = 0: --train needs --no-dropout
 //    "parameters": {"initializer": "state_dict key", ...}}
 // smpc compile reads it when it is there.
 //
@@ -25,7 +28,7 @@ std::string exportSidecarPath(const std::string &model);
 
 /// Applies the sidecar of opts.input, if any, to a compile: frozen tensors
 /// join --freeze. Returns an exit code when the sidecar is malformed or asks
-/// for what smp cannot do (padding rows in training).
+/// for what smp cannot do (dropout without --no-dropout).
 std::optional<int> applyExportSidecar(Options &opts);
 
 #endif // SMPC_EXPORTSIDECAR_H

@@ -67,6 +67,12 @@ OPTIONS
   --no-fuse-attention  Keep attention chains (matmul, scale, mask, softmax,
                        matmul) as imported instead of one smp.attention op
                        that never holds the [seq, seq] scores.
+  --no-dropout         Apply no dropout where the file has training-mode
+                       Dropout nodes (a TorchScript export with
+                       training=TrainingMode.TRAINING, which a model with
+                       BatchNorm needs): train as model.eval() would drop
+                       nothing. Without it such a node is refused (smp has
+                       no random dropout yet).
   --tie NAME           Keep initializer NAME shared by every node that reads
                        it (smp gives each reader of a constant-valued
                        initializer its own parameter: exporters merge equal

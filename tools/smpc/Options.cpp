@@ -513,6 +513,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.padClasses = false;
   } else if (a == "--no-fuse-attention") {
     opts.import.fuseAttention = false;
+  } else if (a == "--no-dropout") {
+    opts.import.noDropout = true;
   } else {
     return false;
   }

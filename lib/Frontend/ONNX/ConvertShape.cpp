@@ -15,9 +15,8 @@
 #include "llvm/Support/CheckedArithmetic.h"
 #include "smp/Support/CheckedMath.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -579,7 +578,8 @@ llvm::Error convertConstant(NodeContext &nc) {
 }
 
 /// Inference: Dropout is the identity and its mask is all true. Training
-/// mode (random masks) is refused rather than silently ignored.
+/// mode (random masks) is refused rather than silently ignored, unless
+/// --no-dropout asks for the identity there too.
 llvm::Error convertDropout(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -595,9 +595,15 @@ llvm::Error convertDropout(NodeContext &nc) {
         return r.takeError();
       ratio = *r;
     }
-    if (*training != 0 && ratio != 0)
-      return nc.error("training-mode Dropout (random masks) is not "
-                      "supported; export the model in eval() mode");
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", ratio);
+    if (*training != 0 && ratio != 0 && !nc.noDropout())
+      return nc.error(
+          "training_mode=1 with ratio " + llvm::Twine(shown) +
+          ": smp has no random dropout yet; pass --no-dropout to apply none "
+          "(the model then trains as model.eval() drops nothing), or export "
+          "the model in eval() mode (not a model with BatchNorm: its "
+          "TorchScript eval() export folds the BatchNorms away)");
   }
   nc.setOutput(0, *x);
   if (nc.hasOutput(1))

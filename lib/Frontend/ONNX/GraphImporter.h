@@ -31,6 +31,7 @@ public:
   std::string lastDiagnostic;
   /// Whether the model is imported to be trained.
   bool training() const { return options.training; }
+  bool noDropout() const { return options.noDropout; }
   /// Warnings given once per import (keys).
   llvm::StringSet<> warned;
   /// The padding row ImportOptions::paddingRows gives the initializer

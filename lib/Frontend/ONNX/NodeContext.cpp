@@ -37,6 +37,7 @@ MLIRContext *NodeContext::context() { return &importer_.ctx; }
 int64_t NodeContext::opset() const { return importer_.opset; }
 llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 bool NodeContext::training() const { return importer_.training(); }
+bool NodeContext::noDropout() const { return importer_.noDropout(); }
 int64_t NodeContext::paddingRow(llvm::StringRef name) {
   return importer_.takePaddingRow(name);
 }

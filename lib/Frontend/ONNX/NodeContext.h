@@ -39,6 +39,8 @@ public:
   llvm::StringRef modelDir() const;
   /// Whether the model is imported to be trained (smpc compile --train).
   bool training() const;
+  /// --no-dropout: training-mode Dropout nodes are identities.
+  bool noDropout() const;
   /// A warning naming this node, given once per import for each `key`
   /// ("N more nodes" are not listed).
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);

@@ -43,6 +43,9 @@ struct ImportOptions {
   /// The model will be trained: parameters the exporter removed (harmless
   /// for inference) are refused.
   bool training = false;
+  /// Train training-mode Dropout nodes as identities (--no-dropout), as an
+  /// eval() export would have them; without it such a node is refused.
+  bool noDropout = false;
   /// Initializers to keep as the file shares them (--tie) although the
   /// importer would untie them, and tied copies to train apart (--untie).
   std::vector<std::string> tie, untie;
