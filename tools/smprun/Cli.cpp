@@ -51,7 +51,11 @@ OPTIONS
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping
-                     around. Prints the loss of every step as it ends
+                     around (one stream, not epochs: with a sample count
+                     that is not a multiple of the global batch, a batch
+                     takes the last samples and the first again; the
+                     first such step is noted). Prints the loss of every
+                     step as it ends
                      ("step K loss L lr R grad_norm G", on stdout).
   --metrics FILE     With --steps: one JSON object per step, written as the
                      step ends: step, loss, lr, grad_norm, samples_per_s,

@@ -235,6 +235,40 @@ int64_t tokensPerSample(const smp::artifact::Manifest &manifest) {
   return 0;
 }
 
+/// When a step of this run (data positions [from, to), counted from where
+/// the data (re)started at step `offset`) takes a batch across the end of
+/// the samples, the note saying so: the samples are one repeating stream,
+/// not epochs (PyTorch's DataLoader ends an epoch with a short batch, or
+/// drops it). Empty otherwise.
+std::string wrapNote(int64_t samples, int64_t globalBatch, int64_t from,
+                     int64_t to, int64_t offset, const std::string &dataDir) {
+  if (samples % globalBatch == 0)
+    return "";
+  // A straddle happens at least every samples / globalBatch + 1 positions.
+  for (int64_t p = from; p < to; ++p) {
+    int64_t start =
+        static_cast<int64_t>((static_cast<unsigned __int128>(p % samples) *
+                              static_cast<uint64_t>(globalBatch)) %
+                             static_cast<uint64_t>(samples));
+    if (start + globalBatch <= samples)
+      continue;
+    int64_t tail = samples - start;
+    return "smprun: " + dataDir + " holds " + std::to_string(samples) +
+           " samples, not a multiple of the global batch of " +
+           std::to_string(globalBatch) +
+           ": the samples are read as one repeating stream, so step " +
+           std::to_string(p + 1 + offset) + " takes the last " +
+           std::to_string(tail) + " and then the first " +
+           std::to_string(globalBatch - tail) +
+           " again (PyTorch's DataLoader would end the epoch with a batch "
+           "of " +
+           std::to_string(tail) +
+           ", or drop it with drop_last=True); give a multiple of " +
+           std::to_string(globalBatch) + " samples for whole epochs";
+  }
+  return "";
+}
+
 /// Resumes the run when asked (Resume.h: the checkpoint checked against the
 /// artifact) and sets this launch's learning-rate schedule: the artifact's
 /// for a fresh run; the checkpoint's when resuming (refused when they
@@ -463,6 +497,12 @@ Status train(Executor &exec, const TrainOptions &options,
                     options.logEvery, reports);
   if (reports && !note.empty())
     reporter.note(note);
+  if (std::string wrap =
+          wrapNote(samples, globalBatch, first - record.dataStartStep,
+                   options.steps - record.dataStartStep, record.dataStartStep,
+                   options.dataDir);
+      reports && !wrap.empty())
+    reporter.note(wrap);
   Status status;
   if (reports && !options.metricsPath.empty())
     status = reporter.openMetrics(options.metricsPath, first > 0);
