@@ -579,31 +579,48 @@ llvm::Error convertConstant(NodeContext &nc) {
 
 /// Inference: Dropout is the identity and its mask is all true. Training
 /// mode (random masks) is refused rather than silently ignored, unless
-/// --no-dropout asks for the identity there too.
+/// --no-dropout asks for the identity there too: training_mode=1 (opset 12
+/// on), and under --train any Dropout of an older opset, which cannot say
+/// (torch.onnx.export writes one only in training mode).
 llvm::Error convertDropout(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
     return x.takeError();
-  if (nc.opset() >= 12 && nc.hasInput(2)) {
-    auto training = nc.constantScalar(2, "training_mode");
-    if (!training)
-      return training.takeError();
-    double ratio = 0.5;
-    if (nc.hasInput(1)) {
+  double ratio = 0.5;
+  bool training = false;
+  if (nc.opset() >= 12) {
+    if (nc.hasInput(2)) {
+      auto t = nc.constantScalar(2, "training_mode");
+      if (!t)
+        return t.takeError();
+      training = *t != 0;
+    }
+    if (training && nc.hasInput(1)) {
       auto r = nc.constantScalar(1, "ratio");
       if (!r)
         return r.takeError();
       ratio = *r;
     }
+  } else {
+    ratio = nc.attrFloat("ratio", 0.5f);
+    training = nc.training();
+  }
+  if (training && ratio != 0 && !nc.noDropout()) {
     char shown[32];
     std::snprintf(shown, sizeof shown, "%g", ratio);
-    if (*training != 0 && ratio != 0 && !nc.noDropout())
-      return nc.error(
-          "training_mode=1 with ratio " + llvm::Twine(shown) +
-          ": smp has no random dropout yet; pass --no-dropout to apply none "
-          "(the model then trains as model.eval() drops nothing), or export "
-          "the model in eval() mode (not a model with BatchNorm: its "
-          "TorchScript eval() export folds the BatchNorms away)");
+    std::string what =
+        nc.opset() >= 12
+            ? "training_mode=1 with ratio " + std::string(shown)
+            : "ratio " + std::string(shown) + " in a training step (opset " +
+                  std::to_string(nc.opset()) +
+                  " cannot mark a Dropout as training or inference; "
+                  "torch.onnx.export writes one only in training mode)";
+    return nc.error(
+        what +
+        ": smp has no random dropout yet; pass --no-dropout to apply none "
+        "(the model then trains as model.eval() drops nothing), or export "
+        "the model in eval() mode (not a model with BatchNorm: its "
+        "TorchScript eval() export folds the BatchNorms away)");
   }
   nc.setOutput(0, *x);
   if (nc.hasOutput(1))
