@@ -13,7 +13,9 @@ gradient (requires_grad=False parameters, buffers, constants the trace
 stored as initializers), nn.Embedding padding_idx rows and the model's
 dropout modules (smp has no random dropout yet: the file holds none, with
 their p set to 0 for the export, and smpc --train refuses the model unless
---no-dropout accepts training without them). The export is
+--no-dropout accepts training without them; a Hugging Face model with no
+dropout module lists its config's dropout probabilities > 0, which its
+forward applies functionally: Llama's attention_dropout). The export is
 checked by running the file (onnxruntime when installed, else smpc +
 smprun) against the module on the example inputs.
 """
@@ -79,6 +81,20 @@ def _wrap_hf(module):
     return HFLogits(module)
 
 
+def _config_dropout(module) -> List[dict]:
+    """A Hugging Face model's dropout probabilities > 0 from its config
+    (Llama's `attention_dropout`), for a model with no dropout module: its
+    forward applies them through torch.nn.functional.dropout, which no
+    module shows (an eval() export drops them)."""
+    found = []
+    for key, value in sorted(module.config.to_dict().items()):
+        if ("dropout" in key or "pdrop" in key) and \
+                isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and value > 0:
+            found.append({"module": f"config.{key}", "p": float(value)})
+    return found
+
+
 def _is_hf(module) -> bool:
     return hasattr(module, "config") and any(
         c.__module__.startswith("transformers.") for c in type(module).__mro__)
@@ -142,6 +158,9 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     dropouts = [(name, m) for name, m in module.named_modules()
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
     dropout = [{"module": name, "p": float(m.p)} for name, m in dropouts]
+    if hf and not any(isinstance(m, torch.nn.modules.dropout._DropoutNd)
+                      for m in module.modules()):
+        dropout = _config_dropout(module)
     for _, m in dropouts:
         m.p = 0.0
     try:

@@ -258,3 +258,45 @@ def test_dropout_is_listed_and_needs_no_dropout(tools, tmp_path):
     losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
                                        STEPS, BATCH)
     np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
+
+
+class _Config:
+    def __init__(self, **values):
+        self.values = values
+
+    def to_dict(self):
+        return dict(self.values)
+
+
+class FunctionalDropoutLM(torch.nn.Module):
+    """A Hugging Face-style model (a class of a transformers.* module with a
+    config) whose dropout is functional, as Llama's attention_dropout:
+    no module shows it."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = _Config(attention_dropout=0.1, hidden_dropout=0.0,
+                              classifier_dropout=None, vocab_size=10)
+        self.emb = torch.nn.Embedding(10, 8)
+        self.fc = torch.nn.Linear(8, CLASSES)
+
+    def forward(self, input_ids, attention_mask=None, return_dict=None):
+        h = torch.nn.functional.dropout(
+            self.emb(input_ids), p=self.config.values["attention_dropout"],
+            training=self.training)
+        return (self.fc(h),)
+
+
+FunctionalDropoutLM.__module__ = "transformers.models.fake.modeling_fake"
+
+
+def test_functional_dropout_of_a_hugging_face_config_is_listed(tools, tmp_path):
+    """The eval() export drops functional dropout without a trace: smp.export
+    lists the config's probabilities > 0 and smpc --train asks for
+    --no-dropout."""
+    ids = torch.randint(0, 10, (BATCH, 3), generator=torch.Generator().manual_seed(1))
+    exported = smp.export(FunctionalDropoutLM(), ids, tmp_path / "lm.onnx")
+    assert exported.dropout == [{"module": "config.attention_dropout", "p": 0.1}]
+    with pytest.raises(smp.SmpError, match=r"config.attention_dropout p=0.1.*--no-dropout"):
+        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels", lr=0.1)
