@@ -13,9 +13,12 @@ gradient (requires_grad=False parameters, buffers, constants the trace
 stored as initializers), nn.Embedding padding_idx rows and the model's
 dropout modules (smp has no random dropout yet: the file holds none, with
 their p set to 0 for the export, and smpc --train refuses the model unless
---no-dropout accepts training without them; a Hugging Face model with no
-dropout module lists its config's dropout probabilities > 0, which its
-forward applies functionally: Llama's attention_dropout). The export is
+--no-dropout accepts training without them). Randomness left in a train()
+forward with those at p = 0 (functional dropout: Llama's attention_dropout,
+F.dropout(x, p, self.training)) is listed too: a Hugging Face model's config
+dropout probabilities > 0, else {"module": "forward", "p": null}; with
+BatchNorm (a training-mode export, which would write it as random nodes) it
+is an error. The export is
 checked by running the file (onnxruntime when installed, else smpc +
 smprun) against the module on the example inputs.
 """
@@ -81,11 +84,40 @@ def _wrap_hf(module):
     return HFLogits(module)
 
 
+def _has_batchnorm(module) -> bool:
+    import torch
+    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+               for m in module.modules())
+
+
+def _outputs(out) -> list:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _random_in_train(module, target, example_inputs) -> bool:
+    """Whether two train() forwards of the example inputs differ (a random
+    op: dropout). The module's state, mode and the RNG are restored."""
+    import torch
+    saved = copy.deepcopy(module.state_dict())  # BatchNorm's statistics
+    was_training = module.training
+    try:
+        target.train(True)
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            a = _outputs(target(*example_inputs))
+            b = _outputs(target(*example_inputs))
+    finally:
+        module.load_state_dict(saved)
+        module.train(was_training)
+    return len(a) != len(b) or any(
+        torch.is_tensor(x) and x.is_floating_point() and
+        not torch.allclose(x, y, rtol=1e-4, atol=1e-6) for x, y in zip(a, b))
+
+
 def _config_dropout(module) -> List[dict]:
     """A Hugging Face model's dropout probabilities > 0 from its config
-    (Llama's `attention_dropout`), for a model with no dropout module: its
-    forward applies them through torch.nn.functional.dropout, which no
-    module shows (an eval() export drops them)."""
+    (Llama's `attention_dropout`), which its forward applies through
+    torch.nn.functional.dropout: no module shows them (an eval() export
+    drops them)."""
     found = []
     for key, value in sorted(module.config.to_dict().items()):
         if ("dropout" in key or "pdrop" in key) and \
@@ -158,12 +190,23 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     dropouts = [(name, m) for name, m in module.named_modules()
                 if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
     dropout = [{"module": name, "p": float(m.p)} for name, m in dropouts]
-    if hf and not any(isinstance(m, torch.nn.modules.dropout._DropoutNd)
-                      for m in module.modules()):
-        dropout = _config_dropout(module)
     for _, m in dropouts:
         m.p = 0.0
     try:
+        # Randomness left with the modules' p at 0: functional dropout
+        # (Llama's attention_dropout, F.dropout(x, p, self.training)).
+        if _random_in_train(module, target, example_inputs):
+            if _has_batchnorm(module):
+                raise _tools.SmpError(
+                    f"{path}: the module's train() forward is random apart "
+                    f"from its dropout modules (torch.nn.functional.dropout "
+                    f"or another random op), and a model with BatchNorm is "
+                    f"exported in training mode, which would write it as "
+                    f"random nodes smp cannot train yet: use nn.Dropout "
+                    f"modules (smp.export sets their p to 0 and lists them) "
+                    f"or p = 0", tool="smp.export")
+            dropout += (_config_dropout(module) if hf else []) or [
+                {"module": "forward", "p": None}]
         result, reference = _export(module, target, example_inputs, path,
                                     list(input_names), output_names,
                                     "m." if hf else "", opset, dropout)
@@ -182,8 +225,7 @@ def _export(module, target, example_inputs, path, input_names, output_names,
     import torch
     import onnx
 
-    batchnorm = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-                    for m in module.modules())
+    batchnorm = _has_batchnorm(module)
     was_training = module.training
     saved = copy.deepcopy(module.state_dict())
     mode = torch.onnx.TrainingMode.TRAINING if batchnorm else torch.onnx.TrainingMode.EVAL

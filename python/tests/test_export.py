@@ -246,7 +246,7 @@ def test_dropout_is_listed_and_needs_no_dropout(tools, tmp_path):
     for node in onnx.load(str(exported.path)).graph.node:
         assert node.op_type != "Dropout" or not any(
             a.name == "ratio" and a.f > 0 for a in node.attribute)
-    with pytest.raises(smp.SmpError, match=r"1 dropout module\(s\) \(drop p=0.3\).*--no-dropout"):
+    with pytest.raises(smp.SmpError, match=r"1 dropout\(s\) \(drop p=0.3\).*--no-dropout"):
         smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
                     loss="cross_entropy:logits:labels", lr=0.1)
     art = smp.compile(exported, output=tmp_path / "d.smpx", batch_size=BATCH,
@@ -300,3 +300,37 @@ def test_functional_dropout_of_a_hugging_face_config_is_listed(tools, tmp_path):
     with pytest.raises(smp.SmpError, match=r"config.attention_dropout p=0.1.*--no-dropout"):
         smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
                     loss="cross_entropy:logits:labels", lr=0.1)
+
+
+class FunctionalDropout(torch.nn.Module):
+    """F.dropout(x, p, self.training): no module shows it."""
+
+    def __init__(self, batchnorm=False):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.bn = torch.nn.BatchNorm1d(12) if batchnorm else torch.nn.Identity()
+        self.fc2 = torch.nn.Linear(12, CLASSES)
+
+    def forward(self, x):
+        h = torch.nn.functional.dropout(self.bn(self.fc1(x)), 0.2, self.training)
+        return self.fc2(h)
+
+
+def test_functional_dropout_is_found_by_its_randomness(tools, tmp_path):
+    """Two train() forwards that differ tell a random op no module shows:
+    listed as "forward" (smpc --train asks for --no-dropout); with BatchNorm
+    (a training-mode export would write random nodes) smp.export refuses."""
+    x, _ = data()
+    torch.manual_seed(0)
+    model = FunctionalDropout()
+    rng = torch.get_rng_state()
+    exported = smp.export(model, x[:BATCH], tmp_path / "f.onnx")
+    assert torch.equal(torch.get_rng_state(), rng)  # the probe forked it
+    assert exported.dropout == [{"module": "forward", "p": None}]
+    with pytest.raises(smp.SmpError, match=r"forward \(a random op\).*--no-dropout"):
+        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels", lr=0.1)
+    with pytest.raises(smp.SmpError, match="random apart from its dropout modules"):
+        smp.export(FunctionalDropout(batchnorm=True), x[:BATCH], tmp_path / "g.onnx")
+    # A deterministic model lists nothing (DropNet's module is set to p = 0).
+    assert smp.export(Frozen(), x[:BATCH], tmp_path / "h.onnx").dropout == []

@@ -25,8 +25,10 @@ std::string shortNumber(double v) {
   return buf;
 }
 
-/// The model's dropout modules, which smp.export exported with p = 0 (smp
-/// has no random dropout yet): training them so needs --no-dropout.
+/// The model's dropout, which smp.export exported with p = 0 (smp has no
+/// random dropout yet): its modules, a Hugging Face config's functional
+/// dropout, or "forward" (p null) for another random op of the train()
+/// forward. Training without them needs --no-dropout.
 std::optional<int> checkDropout(const llvm::json::Object &root,
                                 const std::string &path, const Options &opts) {
   const llvm::json::Array *list = root.getArray("dropout");
@@ -36,20 +38,21 @@ std::optional<int> checkDropout(const llvm::json::Object &root,
   for (const llvm::json::Value &d : *list) {
     const llvm::json::Object *o = d.getAsObject();
     auto module = o ? o->getString("module") : std::nullopt;
-    auto p = o ? o->getNumber("p") : std::nullopt;
-    if (!module || !p)
+    const llvm::json::Value *pv = o ? o->get("p") : nullptr;
+    auto p = pv ? pv->getAsNumber() : std::nullopt;
+    if (!module || !pv || (!p && pv->kind() != llvm::json::Value::Null))
       return fail(path + ": \"dropout\" entries need \"module\" (a name) "
-                         "and \"p\" (a number)");
+                         "and \"p\" (a number, or null when unknown)");
     if (&d - &list->front() < 3)
-      names +=
-          (names.empty() ? "" : ", ") + module->str() + " p=" + shortNumber(*p);
+      names += (names.empty() ? "" : ", ") + module->str() +
+               (p ? " p=" + shortNumber(*p) : " (a random op)");
   }
   if (list->size() > 3)
     names += ", ...";
   if (opts.import.noDropout)
     return std::nullopt;
   return fail(path + ": the model has " + std::to_string(list->size()) +
-              " dropout module(s) (" + names +
+              " dropout(s) (" + names +
               ") that smp.export wrote with p = 0: smp has no random dropout "
               "yet; pass --no-dropout to train without dropout (as "
               "model.eval() drops nothing), or set their p to 0 in the model");

@@ -8,8 +8,10 @@
 //    "padding_rows": [{"initializer": "wte", "rows": [0]}, ...]
 //                                          nn.Embedding padding_idx rows
 //    "dropout": [{"module": "drop", "p": 0.1}, ...]
-//                                          dropout modules, exported with
-//                                          p = 0: --train needs --no-dropout
+//                                          dropout modules (or "forward", p
+//                                          null: a random op), exported
+//                                          with p = 0: --train needs
+//                                          --no-dropout
 //    "parameters": {"initializer": "state_dict key", ...}}
 // smpc compile reads it when it is there.
 //

@@ -37,7 +37,8 @@ COMMANDS
             (model.mlir) and the plan report (plan.txt). Forward only
             unless --train is given.
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
-  summary   Print inputs, outputs, parameter count and an op histogram.
+  summary   Print inputs, outputs, parameter and buffer counts and an op
+            histogram.
   plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
             pp, micro-batches, schedule, ZeRO stage and recomputation, by the
             cost and memory models; print the plan, its predicted step
@@ -337,7 +338,9 @@ Converts MODEL into smp dialect MLIR (to stdout, or to -o FILE).
     {"summary",
      R"(usage: smpc summary MODEL [--dim NAME=VALUE]... [--batch-size B]
 
-Prints the model's inputs, outputs, parameter count and an op histogram.
+Prints the model's inputs, outputs, parameter count (the trained tensors:
+PyTorch's model.parameters()), buffer count (float initializers smp does not
+train, with why above) and an op histogram.
 )",
      {"MODEL", "OPTIONS", nullptr}},
     {"ops",
