@@ -235,6 +235,18 @@ int64_t tokensPerSample(const smp::artifact::Manifest &manifest) {
   return 0;
 }
 
+/// The index among the `samples` of the `j`-th sample of data position
+/// `k`'s global batch: the samples are one repeating stream. Modulo samples
+/// at each term: k * globalBatch overflows int64 for a long enough run
+/// (globalBatch <= samples here).
+int64_t streamSample(int64_t k, int64_t j, int64_t samples,
+                     int64_t globalBatch) {
+  return static_cast<int64_t>((static_cast<unsigned __int128>(k % samples) *
+                                   static_cast<uint64_t>(globalBatch) +
+                               static_cast<uint64_t>(j)) %
+                              static_cast<uint64_t>(samples));
+}
+
 /// When a step of this run (data positions [from, to), counted from where
 /// the data (re)started at step `offset`) takes a batch across the end of
 /// the samples, the note saying so: the samples are one repeating stream,
@@ -246,10 +258,7 @@ std::string wrapNote(int64_t samples, int64_t globalBatch, int64_t from,
     return "";
   // A straddle happens at least every samples / globalBatch + 1 positions.
   for (int64_t p = from; p < to; ++p) {
-    int64_t start =
-        static_cast<int64_t>((static_cast<unsigned __int128>(p % samples) *
-                              static_cast<uint64_t>(globalBatch)) %
-                             static_cast<uint64_t>(samples));
+    int64_t start = streamSample(p, 0, samples, globalBatch);
     if (start + globalBatch <= samples)
       continue;
     int64_t tail = samples - start;
@@ -364,13 +373,7 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
     size_t rowBytes = d.batch.bytes() / batch;
     for (int64_t i = 0; i < batch; ++i) {
       // Data parallel: rank r takes its share of the global batch.
-      // Modulo samples at each term: k * globalBatch overflows int64
-      // for a long enough run (globalBatch <= samples here).
-      int64_t sample =
-          static_cast<int64_t>(((static_cast<unsigned __int128>(k % samples) *
-                                     static_cast<uint64_t>(globalBatch) +
-                                 static_cast<uint64_t>(rank * batch + i)) %
-                                static_cast<uint64_t>(samples)));
+      int64_t sample = streamSample(k, rank * batch + i, samples, globalBatch);
       char *dst = d.batchBytes.data() + i * rowBytes;
       if (d.samples.dtype == d.batch.dtype) {
         std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
@@ -497,12 +500,14 @@ Status train(Executor &exec, const TrainOptions &options,
                     options.logEvery, reports);
   if (reports && !note.empty())
     reporter.note(note);
-  if (std::string wrap =
-          wrapNote(samples, globalBatch, first - record.dataStartStep,
-                   options.steps - record.dataStartStep, record.dataStartStep,
-                   options.dataDir);
-      reports && !wrap.empty())
-    reporter.note(wrap);
+  if (reports) {
+    std::string wrap =
+        wrapNote(samples, globalBatch, first - record.dataStartStep,
+                 options.steps - record.dataStartStep, record.dataStartStep,
+                 options.dataDir);
+    if (!wrap.empty())
+      reporter.note(wrap);
+  }
   Status status;
   if (reports && !options.metricsPath.empty())
     status = reporter.openMetrics(options.metricsPath, first > 0);
