@@ -233,7 +233,7 @@ def _export(module, target, example_inputs, path, input_names, output_names,
     with torch.no_grad():
         reference = target(*example_inputs)
     module.load_state_dict(saved)  # BatchNorm's running statistics
-    ref_outputs = reference if isinstance(reference, (tuple, list)) else (reference,)
+    ref_outputs = _outputs(reference)
     if output_names is None:
         output_names = (["logits"] if len(ref_outputs) == 1
                         else [f"output{i}" for i in range(len(ref_outputs))])
