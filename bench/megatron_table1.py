@@ -92,10 +92,12 @@ class Bench:
         out = os.path.join(self.dir, "plan.json")
         best = None
         # Megatron's schedules: 1F1B and interleaved; smp's plan: anything.
-        # Megatron's interleaving gives each chunk a whole number of layers.
+        # Megatron's interleaving gives each chunk a whole number of layers
+        # (and needs a pipeline: p = 1 has nothing to interleave).
         schedules = [["--schedule", "1f1b"]] + [
             ["--schedule", "interleaved", "--virtual-stages", str(v)]
-            for v in range(2, layers // p + 1) if layers % (p * v) == 0]
+            for v in range(2, layers // p + 1)
+            if p > 1 and layers % (p * v) == 0]
         for pins in (schedules if theirs else [[]]):
             cmd = [os.path.join(self.bin, "smpc"), "plan",
                    self.model(heads, hidden, layers), "--devices", str(gpus),

@@ -5,10 +5,12 @@
 // points), dp the rest; the micro-batch size over the divisors of each
 // replica's batch; recomputation on or off; ZeRO stage 0, 1 or 2; the
 // schedules. For each (tp, pp, micro-batch, recompute, ZeRO) the stages are
-// cut by binary
-// search on the slowest stage's time with a greedy feasibility check (each
-// stage takes the longest run of ops whose time and memory fit), which is
-// exact for contiguous stages because both limits only grow with a stage.
+// cut by binary search on the slowest stage's time with a greedy
+// feasibility check (each stage takes the longest run of ops whose time and
+// memory fit), which is exact for contiguous stages because both limits
+// only grow with a stage (StagePartition.cpp). A pin no candidate can take
+// (a pp that does not divide the devices, an interleaved schedule of one
+// stage) is named in the error rather than reported as memory.
 //
 // Time of a step, from the cost model:
 //   pipeline     m (F + B) / (1 - bubble), F and B the slowest stage's forward
@@ -33,6 +35,7 @@
 #include "smp/Planner/Planner.h"
 
 #include "PlannerInternal.h"
+#include "StagePartition.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "smp/Analysis/Cost/CostModel.h"
@@ -49,6 +52,11 @@
 
 namespace smp {
 namespace {
+
+using planning::Candidate;
+using planning::Evaluator;
+using planning::Partition;
+using planning::Stages;
 
 /// Whether the search may offload activations: pinned, or the device has a
 /// host link.
@@ -68,290 +76,9 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-
-/// One tensor-parallel degree's profile with the micro-batch's op times.
 /// The profiles by (tensor-parallel degree, sequence parallelism).
 using ProfileKey = std::pair<int64_t, bool>;
 using Profiles = std::map<ProfileKey, ModelProfile>;
-
-struct Stages {
-  const ModelProfile &profile;
-  const DeviceSpec &device;
-  int64_t b; // micro-batch size
-  std::vector<double> fwd, saved, params, tpComm, tpCommBwd; // per op
-  std::vector<size_t> cuts;                       // ops a stage may end after
-
-  Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b)
-      : profile(profile), device(device), b(b) {
-    int64_t tp = profile.tp;
-    for (size_t i = 0; i < profile.ops.size(); ++i) {
-      const OpProfile &o = profile.ops[i];
-      OpCost c;
-      c.flops = o.flops * b;
-      c.bytesRead = o.batchBytes * b + o.fixedBytes;
-      c.matrix = o.matrix;
-      // The forward's collective and the backward's: an all-reduce's
-      // gradient is free but the region's tp_copy entry all-reduces (the
-      // same bytes); a reduce_scatter's gradient all-gathers; an
-      // all_gather's reduce-scatters and gathers the rows again.
-      auto time = [&](Collective kind) {
-        return o.tpCommBytes > 0
-                   ? groupCollectiveTime(kind, o.tpCommBytes * b,
-                                         static_cast<int>(tp),
-                                         device.devicesPerNode, device)
-                   : 0.0;
-      };
-      double comm = time(o.tpCollective == 0   ? Collective::AllReduce
-                         : o.tpCollective == 1 ? Collective::ReduceScatter
-                                               : Collective::AllGather);
-      fwd.push_back(rooflineTime(c, o.bits, device));
-      tpComm.push_back(comm);
-      tpCommBwd.push_back(o.tpCollective == 2
-                              ? time(Collective::ReduceScatter) +
-                                    time(Collective::AllGather)
-                              : comm);
-      saved.push_back(o.savedBytes * b);
-      params.push_back(o.paramBytes);
-      if (o.cutAfter)
-        cuts.push_back(i);
-    }
-  }
-};
-
-/// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
-/// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
-double shardedGradientBytes(double params, int stage, int64_t dp) {
-  // ZeRO-3 shards the gradients as ZeRO-2 does.
-  if (stage < 2)
-    return params;
-  return params / static_cast<double>(dp) + std::min(params, 2 * kBucketBytes);
-}
-
-struct Candidate {
-  int64_t tp, pp, dp, b, m;
-  int zero; // the ZeRO stage
-  int recompute; // 0 none, 1 every stage, 2 the stages that need it
-  bool offload;  // saved activations to host memory and back
-  /// The ranks a ZeRO chunk is split over: dp, or a hybrid-sharding group.
-  int64_t shard;
-};
-
-/// In-flight micro-batches of stage s.
-double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,
-                int64_t v) {
-  if (schedule == "gpipe")
-    return static_cast<double>(m);
-  double base = std::min<double>(p - s, m);
-  if (schedule == "interleaved")
-    base *= 1.0 + (p - 1.0) / (p * static_cast<double>(v));
-  return base;
-}
-
-struct Partition {
-  bool ok = false;
-  std::vector<size_t> ends;   // last op of each stage
-  std::vector<double> time;   // F + B of one micro-batch, per stage
-  std::vector<double> memory; // per rank
-  std::vector<MemoryBreakdown> breakdown; // the same, by kind
-  std::vector<bool> recompute; // per stage
-};
-
-class Evaluator {
-public:
-  Evaluator(const Stages &st, const PlanRequest &req, const Candidate &c,
-            const std::string &schedule, int64_t v)
-      : st(st), req(req), c(c), schedule(schedule), v(v) {
-    size_t n = st.fwd.size();
-    prefixTime.assign(n + 1, 0);
-    prefixTimeRc.assign(n + 1, 0);
-    prefixSaved.assign(n + 1, 0);
-    prefixParams.assign(n + 1, 0);
-    prefixCheckpoints.assign(n + 1, 0);
-    double segment = 0;
-    for (size_t i = 0; i < n; ++i) {
-      // Full recomputation keeps what crosses each cut point (the next
-      // segment's input) and recomputes one segment at a time.
-      const OpProfile &o = st.profile.ops[i];
-      prefixCheckpoints[i + 1] =
-          prefixCheckpoints[i] + (o.cutAfter ? o.boundaryBytes * st.b : 0);
-      segment += st.saved[i];
-      largestSegment = std::max(largestSegment, segment);
-      if (o.cutAfter)
-        segment = 0;
-      double f = st.fwd[i] + st.tpComm[i];
-      double bwd = 2 * st.fwd[i] + st.tpCommBwd[i];
-      prefixTime[i + 1] = prefixTime[i] + f + bwd;
-      prefixTimeRc[i + 1] = prefixTimeRc[i] + f + bwd + f;
-      prefixSaved[i + 1] = prefixSaved[i] + st.saved[i];
-      prefixParams[i + 1] = prefixParams[i] + st.params[i];
-    }
-    // ZeRO-3 asks for the largest op's parameters of every range it prices.
-    if (c.zero == 3)
-      largestParams = RangeMax(st.params);
-  }
-
-  bool sequenceParallel() const { return st.profile.sequenceParallel; }
-
-  double time(size_t begin, size_t end, bool rc) const {
-    double t = rc ? prefixTimeRc[end] - prefixTimeRc[begin]
-                  : prefixTime[end] - prefixTime[begin];
-    if (c.offload && st.device.hostBandwidth > 0)
-      t += 2 * saved(begin, end, rc) / st.device.hostBandwidth; // out and back
-    return t;
-  }
-
-  /// What the backward reads of one micro-batch's stage: its activations,
-  /// or with recomputation the checkpoints.
-  double saved(size_t begin, size_t end, bool rc) const {
-    if (!rc)
-      return prefixSaved[end] - prefixSaved[begin];
-    return prefixCheckpoints[end] - prefixCheckpoints[begin] +
-           (begin == 0 ? 0 : st.profile.ops[begin - 1].boundaryBytes * st.b);
-  }
-
-  /// Whether ops [begin, end) fit as stage s within `limit` and `cap`:
-  /// without recomputation when allowed and enough, else with it.
-  std::optional<bool> fits(size_t begin, size_t end, int64_t s, double limit,
-                           double cap) const {
-    for (bool rc : {false, true}) {
-      if ((rc && c.recompute == 0) || (!rc && c.recompute == 1))
-        continue;
-      if (time(begin, end, rc) <= limit && memory(begin, end, s, rc) <= cap)
-        return rc;
-    }
-    return std::nullopt;
-  }
-
-  double memory(size_t begin, size_t end, int64_t s, bool rc) const {
-    return breakdown(begin, end, s, rc).total();
-  }
-
-  MemoryBreakdown breakdown(size_t begin, size_t end, int64_t s,
-                            bool rc) const {
-    double params = prefixParams[end] - prefixParams[begin];
-    double state = params * optimizerStateFactor(req.optimizer);
-    if (c.zero)
-      state /= static_cast<double>(c.shard);
-    // ZeRO-3 stores 1/S of the parameters and gathers one op's at a time
-    // (two: the next is gathered while the last one's copy dies).
-    double stored = params;
-    if (c.zero == 3 && end > begin)
-      stored = params / static_cast<double>(c.shard) +
-               std::min(params, 2 * largestParams.max(begin, end));
-    double activations = prefixSaved[end] - prefixSaved[begin];
-    double checkpoints = prefixCheckpoints[end] - prefixCheckpoints[begin] +
-                         (begin == 0 ? 0
-                                     : st.profile.ops[begin - 1].boundaryBytes *
-                                           st.b);
-    double held = rc
-                      ? inflight(schedule, s, c.pp, c.m, v) * checkpoints +
-                            std::min(largestSegment, activations)
-                      : inflight(schedule, s, c.pp, c.m, v) * activations;
-    if (c.offload) // what is in flight lives in host memory; a segment's
-                   // worth is back on the device at a time
-      held = std::min(largestSegment, activations) * (rc ? 2 : 1);
-    double workspace = (st.profile.transientBytes > 0
-                            ? st.profile.transientBytes
-                            : 2 * st.profile.maxTempBytes) *
-                       st.b;
-    // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
-    // + workspace.
-    return {stored, shardedGradientBytes(params, c.zero, c.shard), state, held,
-            workspace};
-  }
-
-  /// The stages whose slowest is at most `limit` and whose memory fits.
-  Partition greedy(double limit, double cap) const {
-    Partition part;
-    size_t n = st.fwd.size(), begin = 0, cut = 0;
-    for (int64_t s = 0; s < c.pp; ++s) {
-      bool last = s == c.pp - 1;
-      size_t end = begin;
-      if (last) {
-        end = n;
-      } else {
-        // The longest run ending at a cut point that fits, leaving a cut
-        // point for each later stage; at least one cut.
-        size_t best = 0;
-        bool found = false;
-        size_t reserve = static_cast<size_t>(c.pp - 1 - s - 1);
-        for (size_t k = cut; k + reserve < st.cuts.size(); ++k) {
-          size_t e = st.cuts[k] + 1;
-          if (e <= begin)
-            continue;
-          if (e >= n)
-            break;
-          if (!fits(begin, e, s, limit, cap))
-            break;
-          best = e;
-          found = true;
-          cut = k + 1;
-        }
-        if (!found)
-          return part;
-        end = best;
-      }
-      std::optional<bool> rc =
-          end > begin ? fits(begin, end, s, limit, cap) : std::nullopt;
-      if (!rc)
-        return part;
-      part.ends.push_back(end - 1);
-      part.time.push_back(time(begin, end, *rc));
-      part.breakdown.push_back(breakdown(begin, end, s, *rc));
-      part.memory.push_back(part.breakdown.back().total());
-      part.recompute.push_back(*rc);
-      begin = end;
-    }
-    part.ok = begin == n;
-    return part;
-  }
-
-  Partition partition(double cap) const {
-    size_t n = st.fwd.size();
-    if (c.pp == 1) {
-      Partition p;
-      std::optional<bool> rc =
-          fits(0, n, 0, std::numeric_limits<double>::infinity(), cap);
-      bool r = rc.value_or(c.recompute == 1);
-      p.ends = {n - 1};
-      p.time = {time(0, n, r)};
-      p.memory = {memory(0, n, 0, r)};
-      p.recompute = {r};
-      p.ok = rc.has_value();
-      return p;
-    }
-    if (static_cast<int64_t>(st.cuts.size()) < c.pp - 1)
-      return Partition();
-    bool slow = c.recompute == 1;
-    double lo = 0, hi = time(0, n, true);
-    for (size_t i = 0; i < n; ++i)
-      lo = std::max(lo, time(i, i + 1, slow));
-    Partition best = greedy(hi, cap);
-    if (!best.ok)
-      return best;
-    for (int iter = 0; iter < 40 && hi - lo > 1e-9 * hi; ++iter) {
-      double mid = 0.5 * (lo + hi);
-      Partition p = greedy(mid, cap);
-      if (p.ok) {
-        best = p;
-        hi = mid;
-      } else {
-        lo = mid;
-      }
-    }
-    return best;
-  }
-
-  const Stages &st;
-  const PlanRequest &req;
-  Candidate c;
-  std::string schedule;
-  int64_t v;
-  std::vector<double> prefixTime, prefixTimeRc, prefixSaved, prefixParams,
-      prefixCheckpoints;
-  double largestSegment = 0; // activations of the largest recompute segment
-  RangeMax largestParams; // of st.params (ZeRO-3 only)
-};
 
 bool crossNode(int64_t span, const DeviceSpec &d) {
   return span > d.devicesPerNode;
@@ -426,17 +153,35 @@ struct PlanSearch {
   std::string smallestPlan;
 
   void sweep(Profiles &profiles) {
+    std::vector<int64_t> tps, tpTimesPp; // what a pinned pp or dp missed
+    bool ppFits = false, dpFits = false;
     for (auto &[key, profile] : profiles) {
       int64_t tp = key.first;
+      tps.push_back(tp);
       for (int64_t pp : divisors(req.devices / tp)) {
         if (req.pp && pp != *req.pp)
           continue;
+        ppFits = true;
         int64_t dp = req.devices / (tp * pp);
-        if (req.dp && dp != *req.dp)
+        if (req.dp && dp != *req.dp) {
+          tpTimesPp.push_back(tp * pp);
           continue;
-        if (req.globalBatch % dp != 0)
+        }
+        dpFits = true;
+        if (req.globalBatch % dp != 0) {
+          exclude("the global batch " + std::to_string(req.globalBatch) +
+                      " is not a multiple of dp {}",
+                  dp);
           continue;
+        }
         int64_t perReplica = req.globalBatch / dp;
+        if (req.microbatchSize && perReplica % *req.microbatchSize != 0)
+          exclude("the micro-batch size " +
+                      std::to_string(*req.microbatchSize) +
+                      " does not divide the samples per data-parallel rank "
+                      "(the global batch " +
+                      std::to_string(req.globalBatch) + " over dp {})",
+                  dp);
         for (int64_t b : divisors(perReplica)) {
           if (req.microbatchSize ? b != *req.microbatchSize : b > 64)
             continue;
@@ -444,17 +189,41 @@ struct PlanSearch {
           if (pp > 1 && m < pp && !req.microbatchSize)
             continue; // a pipeline needs micro-batches to fill it
           Stages st(profile, d, b);
-          if (static_cast<int64_t>(st.cuts.size()) < pp - 1)
+          if (static_cast<int64_t>(st.cuts.size()) < pp - 1) {
+            exclude("pp " + std::to_string(pp) + " needs " +
+                        std::to_string(pp - 1) +
+                        " cut points and the model has {}",
+                    static_cast<int64_t>(st.cuts.size()));
             continue;
+          }
           sweepOptions(st, tp, pp, dp, b, m);
         }
       }
     }
+    for (int64_t tp : ppFits ? std::vector<int64_t>{} : tps)
+      exclude("pp " + std::to_string(req.pp.value_or(0)) +
+                  " does not divide the " + std::to_string(req.devices) +
+                  " devices over tensor-parallel degree {}",
+              tp);
+    for (int64_t n : dpFits ? std::vector<int64_t>{} : tpTimesPp)
+      exclude("dp " + std::to_string(req.dp.value_or(0)) +
+                  " x tp x pp must be the " + std::to_string(req.devices) +
+                  " devices (tp x pp was {})",
+              n);
   }
 
   /// Recomputation, the ZeRO stage, offloading and the schedule for one shape.
   void sweepOptions(const Stages &st, int64_t tp, int64_t pp, int64_t dp,
                     int64_t b, int64_t m) {
+    if (req.zeroStage && *req.zeroStage > 0 && dp == 1)
+      exclude("ZeRO-" + std::to_string(*req.zeroStage) +
+              " shards over the data-parallel ranks and dp is 1");
+    auto schedules = candidateSchedules(st, req, pp, m);
+    if (req.schedule && llvm::none_of(schedules, [&](const auto &s) {
+          return s.first == *req.schedule &&
+                 (!req.virtualStages || s.second == *req.virtualStages);
+        }))
+      scheduleRefusal(st, pp, m);
     for (int recompute : {0, 1, 2}) {
       if (req.recompute && (recompute == 2 || (recompute == 1) != *req.recompute))
         continue;
@@ -473,7 +242,7 @@ struct PlanSearch {
           continue;
         for (int64_t shard : shardGroups(dp, zero)) {
           Candidate c{tp, pp, dp, b, m, zero, recompute, offload, shard};
-          for (auto &[schedule, v] : candidateSchedules(st, req, pp, m)) {
+          for (auto &[schedule, v] : schedules) {
             if (req.schedule && *req.schedule != schedule)
               continue;
             if (req.virtualStages && *req.virtualStages != v)
@@ -484,6 +253,62 @@ struct PlanSearch {
         }
       }
     }
+  }
+
+  /// Notes why the pinned schedule (and virtual stages) cannot run `pp`
+  /// stages of `m` micro-batches.
+  void scheduleRefusal(const Stages &st, int64_t pp, int64_t m) {
+    std::string name = "schedule " + *req.schedule;
+    bool interleaved = *req.schedule == "interleaved";
+    if (!interleaved && req.virtualStages && *req.virtualStages > 1)
+      return exclude(name + " does not take virtual stages (interleaved does)");
+    if (pp == 1)
+      return exclude(name + " needs a pipeline (pp > 1); one stage runs 1f1b");
+    if (interleaved && req.virtualStages && *req.virtualStages < 2)
+      return exclude(name + " needs 2 or more virtual stages");
+    if (!interleaved)
+      return exclude(name + " cannot run pp {}", pp);
+    if (m % pp != 0)
+      return exclude(name + " needs the micro-batches to be a multiple of pp " +
+                         std::to_string(pp) + " (they are {})",
+                     m);
+    int64_t v = req.virtualStages.value_or(2);
+    exclude(name + " with " + std::to_string(v) + " virtual stages at pp " +
+                std::to_string(pp) + " needs " + std::to_string(pp * v - 1) +
+                " cut points and the model has {}",
+            static_cast<int64_t>(st.cuts.size()));
+  }
+
+  /// Remembers why a pinned choice ruled candidates out (the error when
+  /// none was left to price): `why` with "{}" standing for the values it
+  /// was met with.
+  void exclude(const std::string &why, std::optional<int64_t> value = {}) {
+    auto it =
+        llvm::find_if(excluded, [&](const auto &e) { return e.first == why; });
+    if (it == excluded.end())
+      it = excluded.insert(excluded.end(), {why, {}});
+    if (value && !llvm::is_contained(it->second, *value))
+      it->second.push_back(*value);
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> excluded;
+
+  /// The reasons exclude() noted, "; "-separated.
+  std::string exclusions() const {
+    std::string out;
+    for (auto [why, values] : excluded) {
+      llvm::sort(values);
+      std::string list;
+      for (size_t i = 0; i < values.size(); ++i)
+        list += (i == 0                   ? ""
+                 : i + 1 == values.size() ? " or "
+                                          : ", ") +
+                std::to_string(values[i]);
+      size_t at = why.find("{}");
+      if (at != std::string::npos)
+        why.replace(at, 2, list);
+      out += (out.empty() ? "" : "; ") + why;
+    }
+    return out;
   }
 
   /// The ZeRO shard-group sizes to try over `dp` ranks (pinned: only that
@@ -508,6 +333,8 @@ struct PlanSearch {
   /// Remembers how close a candidate that does not fit came.
   void noteSmallest(Evaluator &ev, const Candidate &c,
                     const std::string &schedule, int64_t v) {
+    if (!plans.empty())
+      return; // only the error when nothing fits names it
     Partition loose = ev.partition(std::numeric_limits<double>::infinity());
     if (!loose.ok)
       return;
@@ -580,8 +407,8 @@ struct PlanSearch {
     p.pipelineSeconds = m * slowest / (1 - bubble) + 2 * (pp - 1) * v * p2p;
     double stageParams = 0;
     for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
-      stageParams = std::max(stageParams, ev.prefixParams[part.ends[s] + 1] -
-                                              ev.prefixParams[begin]);
+      stageParams = std::max(stageParams, st.prefixParams[part.ends[s] + 1] -
+                                              st.prefixParams[begin]);
       begin = part.ends[s] + 1;
     }
     // The data-parallel ranks of a node (adjacent dp coordinates: the
@@ -633,6 +460,12 @@ struct PlanSearch {
   /// The error when no candidate fits, with the smallest that came close
   /// and why a tensor-parallel degree was refused.
   llvm::Error noPlanFits(const std::vector<std::string> &refusals) const {
+    if (result.plansPriced == 0 && !excluded.empty()) {
+      std::string msg = "no plan matches what was pinned: " + exclusions();
+      for (const std::string &r : refusals)
+        msg += "; " + r;
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+    }
     std::string msg = "no plan fits " + std::to_string(req.devices) + " x " +
                       d.name + " (" + formatBytes(cap) + " usable per device) for a "
                       "global batch of " + std::to_string(req.globalBatch);
