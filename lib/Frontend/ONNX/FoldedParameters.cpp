@@ -3,7 +3,9 @@
 // The dynamo exporter's optimiser folds every computation whose inputs are
 // constant at export: an embedding gathered at constant positions (BERT's
 // position and token-type embeddings, OPT's positions) becomes one
-// initializer named after the folded FX node (`embedding_1`), and common
+// initializer named after the folded FX node (`embedding_1`), so does a
+// parameter broadcast or tiled over a fixed batch (ViT's class token:
+// `expand`; `.repeat()`: `repeat_1`), and common
 // subexpression elimination merges two calls that read equal fresh tensors
 // (GPT-NeoX's two LayerNorms of one input). Both drop PyTorch parameters
 // from the file. This file finds them from the node metadata
@@ -118,6 +120,17 @@ bool constantRow(llvm::StringRef row, int64_t es) {
   return true;
 }
 
+/// The row is k > 1 copies of a shorter run (a repeat along the last dim:
+/// its copies are one parameter, which distinct rows would train apart).
+bool periodicRow(llvm::StringRef row, int64_t es) {
+  size_t n = row.size() / es;
+  for (size_t d = 1; d < n; ++d)
+    if (n % d == 0 &&
+        std::memcmp(row.data(), row.data() + d * es, (n - d) * es) == 0)
+      return true;
+  return false;
+}
+
 /// What the surviving nodes say about the FX graph.
 struct FxGraph {
   std::set<std::string> defined, params, initNames, graphInputs;
@@ -195,7 +208,7 @@ llvm::Error refuseMergedCalls(const onnx::GraphProto &g, llvm::StringRef path,
 /// Gather; name#rows is trained.
 void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
                         const std::string &bytes, const Rows &rows,
-                        int64_t last, const std::string &note,
+                        int64_t last, const std::string &note, bool copies,
                         std::vector<ParamOrigin> &origins,
                         std::vector<std::string> &warnings) {
   const onnx::TensorProto &t = g.initializer(i);
@@ -241,15 +254,23 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
   for (int64_t r : rows.index)
     o.uses.push_back({static_cast<int>(r), 0});
   origins.push_back(std::move(o));
-  warnings.push_back(note + "its " + std::to_string(rows.rows) +
-                     " rows hold " + std::to_string(rows.firstOf.size()) +
-                     " distinct ones, which smp trains as " + rowsName +
-                     " (one parameter row per distinct row, its gradient "
-                     "summed over the positions that read it, as "
-                     "PyTorch's); --save-onnx writes '" + name +
-                     "' back from them; re-export with "
-                     "torch.onnx.export(..., optimize=False) to train the "
-                     "whole parameter");
+  std::string held = "its " + std::to_string(rows.rows) + " rows hold " +
+                     std::to_string(rows.firstOf.size()) +
+                     " distinct ones, which smp trains as " + rowsName;
+  if (copies)
+    warnings.push_back(note + held +
+                       " (the parameter's rows, each one's gradient summed "
+                       "over its copies, as PyTorch's); --save-onnx writes '" +
+                       name + "' back from them");
+  else
+    warnings.push_back(note + held +
+                       " (one parameter row per distinct row, its gradient "
+                       "summed over the positions that read it, as "
+                       "PyTorch's); --save-onnx writes '" +
+                       name +
+                       "' back from them; re-export with "
+                       "torch.onnx.export(..., optimize=False) to train the "
+                       "whole parameter");
 }
 
 /// 2. Initializer i, if a float initializer that holds a folded FX value
@@ -276,15 +297,35 @@ llvm::Error resolveFoldedInitializer(
                                    path + ": " +
                                        llvm::toString(bytes.takeError()));
   int64_t es = elementSize(t.data_type());
-  if (constantRow(*bytes, es) || holdsInf(*bytes, es))
-    return llvm::Error::success(); // a buffer: frozen by the shared-initializer rules
   llvm::StringRef op = fxOp(t.name());
+  bool copies = op == "expand" || op == "repeat";
+  // A constant-valued copy of something while parameters are gone: a
+  // zero-initialised parameter (a class token of zeros) expanded, repeated
+  // or gathered looks exactly like a buffer's copy. Freezing it would
+  // train another model if it was the parameter.
+  if (constantRow(*bytes, es) && !holdsInf(*bytes, es) &&
+      !fx.vanished.empty() && (copies || op == "embedding"))
+    return refuse(path, "initializer '" + t.name() +
+                            "' holds one value everywhere, folded by the "
+                            "exporter's optimiser from an aten." +
+                            op.str() + ", and PyTorch parameter(s) " +
+                            joinNames(fx.vanished) +
+                            " are gone from the file: it may be such a "
+                            "parameter (initialised to a constant) or a "
+                            "buffer, which smp cannot tell apart");
+  if (constantRow(*bytes, es) || holdsInf(*bytes, es))
+    return llvm::Error::success(); // a buffer: frozen by the shared-initializer
+                                   // rules
   if (fx.vanished.empty()) {
     // Folded from buffers only (rotary cos/sin tables): not trained.
     frozen.insert(t.name());
     return llvm::Error::success();
   }
-  if (op != "embedding")
+  // An embedding's rows gathered at constant positions, or a parameter
+  // broadcast (aten.expand: ViT's class token over a fixed batch) or tiled
+  // (aten.repeat): each element a copy of a parameter element, whose
+  // gradient PyTorch sums over its copies, as the distinct rows' Gather does.
+  if (op != "embedding" && !copies)
     return refuse(path, "initializer '" + t.name() +
                             "' holds a value the exporter's optimiser "
                             "folded (an aten." + op.str() +
@@ -297,30 +338,46 @@ llvm::Error resolveFoldedInitializer(
   // the distinct rows, gathered back into the folded shape.
   int64_t last = type->getShape().back();
   Rows rows = distinctRows(*bytes, last * es);
-  for (int64_t f : rows.firstOf)
-    if (constantRow(llvm::StringRef(bytes->data() + f * rows.rowBytes,
-                                    rows.rowBytes),
-                    es))
-      return refuse(path, "the folded embedding '" + t.name() +
+  for (int64_t f : rows.firstOf) {
+    llvm::StringRef row(bytes->data() + f * rows.rowBytes, rows.rowBytes);
+    if (constantRow(row, es))
+      return refuse(path, "the folded " +
+                              std::string(copies ? "aten." + op.str() + " '"
+                                                 : "embedding '") +
+                              t.name() +
                               "' holds a constant row (a padding row, "
-                              "which PyTorch does not train, or equal rows "
-                              "that smp cannot tell apart)");
+                              "which PyTorch does not train, a broadcast "
+                              "along the last dim, or equal rows that smp "
+                              "cannot tell apart)");
+    if (copies && periodicRow(row, es))
+      return refuse(path, "the folded aten." + op.str() + " '" + t.name() +
+                              "' repeats its rows along the last dim: smp "
+                              "cannot tell the parameter's elements from "
+                              "their copies");
+  }
   std::string note =
       "initializer '" + t.name() +
-      "' holds rows of an embedding that the exporter's optimiser "
-      "gathered at constant positions and folded (PyTorch parameter(s) "
-      "gone from the file: " + joinNames(fx.vanished) + "): ";
+      (copies ? "' holds copies of a parameter that the exporter's "
+                "optimiser " +
+                    std::string(op == "expand" ? "expanded" : "repeated") +
+                    " and folded"
+              : "' holds rows of an embedding that the exporter's optimiser "
+                "gathered at constant positions and folded") +
+      " (PyTorch parameter(s) gone from the file: " + joinNames(fx.vanished) +
+      "): ";
   if ((int64_t)rows.firstOf.size() == rows.rows) {
     origins.push_back({t.name(), t.name(), "folded", false, {}});
-    warnings.push_back(note + "smp trains its " +
-                       std::to_string(rows.rows) +
+    warnings.push_back(note + "smp trains its " + std::to_string(rows.rows) +
                        " rows as those parameter rows; --save-onnx writes "
-                       "the folded rows back; re-export with "
-                       "torch.onnx.export(..., optimize=False) to train "
-                       "the whole parameter");
+                       "the folded rows back" +
+                       (copies ? std::string()
+                               : "; re-export with torch.onnx.export(..., "
+                                 "optimize=False) to train the whole "
+                                 "parameter"));
     return llvm::Error::success();
   }
-  gatherDistinctRows(g, i, *type, *bytes, rows, last, note, origins, warnings);
+  gatherDistinctRows(g, i, *type, *bytes, rows, last, note, copies, origins,
+                     warnings);
   return llvm::Error::success();
 }
 
