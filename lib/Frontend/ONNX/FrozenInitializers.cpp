@@ -178,4 +178,22 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
   return frozen;
 }
 
+std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,
+                                           llvm::ArrayRef<std::string> names) {
+  Readers readers = readersOf(g);
+  std::set<std::string> read;
+  for (const std::string &name : names) {
+    auto it = readers.find(name);
+    if (it == readers.end())
+      continue;
+    for (auto [i, k] : it->second)
+      if (fxPasses(nodeMetadata(g.node(i), "pkg.torch.onnx.fx_node"), "p_",
+                   /*prefix=*/true)) {
+        read.insert(name);
+        break;
+      }
+  }
+  return read;
+}
+
 } // namespace smp::onnx_frontend

@@ -342,12 +342,22 @@ struct SharedInitializers {
         candidates.push_back(in.name);
     std::map<std::string, std::string> byUse =
         frozenByUse(g, candidates, sigTargets);
+    // A constant value a parameter's call reads, while a parameter is gone
+    // from the file, may be that parameter folded (the transpose of a
+    // zero-initialised Linear weight: LoRA's B, a zero-init projection):
+    // not frozen, it is trained as any such fold is.
+    bool vanished = llvm::any_of(
+        sigTargets, [&](const std::string &t) { return !allInits.count(t); });
+    std::set<std::string> paramRead = vanished
+                                          ? readByParameterCalls(g, candidates)
+                                          : std::set<std::string>{};
     for (Init &in : inits) {
       std::string why;
       if (in.infinite)
         why = "it holds infinities: an attention mask";
       else if (in.constant && !sigTargets.empty() &&
-               !sigTargets.count(in.name) && !made.count(in.name))
+               !sigTargets.count(in.name) && !made.count(in.name) &&
+               !paramRead.count(in.name))
         why = "it is constant and not a parameter of the exporter's "
               "signature: an attention mask";
       else if (frozenFolds.count(in.name))

@@ -94,6 +94,11 @@ std::map<std::string, std::string>
 frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
             const std::set<std::string> &paramTargets);
 
+/// Of `names`, those a node reads whose dynamo metadata shows an aten call
+/// taking a parameter (`%p_...`): a folded parameter may hide there.
+std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,
+                                           llvm::ArrayRef<std::string> names);
+
 /// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
 /// a module's parameter name (ScalarParameters.cpp).
 bool generatedName(llvm::StringRef name);
