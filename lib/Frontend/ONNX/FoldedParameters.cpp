@@ -299,12 +299,19 @@ llvm::Error resolveFoldedInitializer(
   int64_t es = elementSize(t.data_type());
   llvm::StringRef op = fxOp(t.name());
   bool copies = op == "expand" || op == "repeat";
-  // A constant-valued copy of something while parameters are gone: a
-  // zero-initialised parameter (a class token of zeros) expanded, repeated
-  // or gathered looks exactly like a buffer's copy. Freezing it would
-  // train another model if it was the parameter.
+  // A constant-valued fold of an op that only moves or copies elements,
+  // while parameters are gone: a zero-initialised parameter expanded,
+  // repeated, gathered or transposed (a class token of zeros; `x @
+  // self.w.t()` of a zero-init w) looks exactly like a folded buffer.
+  // Freezing it would train another model if it was the parameter. (A
+  // mask's fold ends in arithmetic: where, mul, masked_fill.)
+  static const llvm::StringSet<> kMoves = {
+      "expand",       "repeat",    "embedding", "t",
+      "transpose",    "permute",   "view",      "reshape",
+      "_unsafe_view", "unsqueeze", "squeeze",   "clone",
+      "contiguous",   "select",    "slice"};
   if (constantRow(*bytes, es) && !holdsInf(*bytes, es) &&
-      !fx.vanished.empty() && (copies || op == "embedding"))
+      !fx.vanished.empty() && kMoves.contains(op))
     return refuse(path, "initializer '" + t.name() +
                             "' holds one value everywhere, folded by the "
                             "exporter's optimiser from an aten." +
