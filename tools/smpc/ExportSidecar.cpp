@@ -30,7 +30,7 @@ std::string shortNumber(double v) {
 /// dropout, or "forward" (p null) for another random op of the train()
 /// forward. Training without them needs --no-dropout.
 std::optional<int> checkDropout(const llvm::json::Object &root,
-                                const std::string &path, const Options &opts) {
+                                const std::string &path, Options &opts) {
   const llvm::json::Array *list = root.getArray("dropout");
   if (!list || list->empty())
     return std::nullopt;
@@ -49,6 +49,7 @@ std::optional<int> checkDropout(const llvm::json::Object &root,
   }
   if (list->size() > 3)
     names += ", ...";
+  opts.import.dropoutListed = true;
   if (opts.import.noDropout)
     return std::nullopt;
   return fail(path + ": the model has " + std::to_string(list->size()) +

@@ -73,7 +73,9 @@ OPTIONS
                        training=TrainingMode.TRAINING, which a model with
                        BatchNorm needs): train as model.eval() would drop
                        nothing. Without it such a node is refused (smp has
-                       no random dropout yet).
+                       no random dropout yet). Given where the file has no
+                       such node (nor smp.export's sidecar a dropout), a
+                       warning says it changes nothing.
   --tie NAME           Keep initializer NAME shared by every node that reads
                        it (smp gives each reader of a constant-valued
                        initializer its own parameter: exporters merge equal

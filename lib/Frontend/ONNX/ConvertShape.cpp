@@ -622,6 +622,8 @@ llvm::Error convertDropout(NodeContext &nc) {
         "the model in eval() mode (not a model with BatchNorm: its "
         "TorchScript eval() export folds the BatchNorms away)");
   }
+  if (training && ratio != 0)
+    nc.noteDroppedDropout();
   nc.setOutput(0, *x);
   if (nc.hasOutput(1))
     nc.setOutput(1, nc.splat(nc.builder().getI1Type(), shapeOf(*x), 1));

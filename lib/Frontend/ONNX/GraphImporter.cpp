@@ -563,6 +563,14 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
   auto module = importer.run();
   if (!module)
     return oneLine(module.takeError());
+  // A flag that changes nothing is said to (an eval() export holds no
+  // trace of dropout: the user may think it had some).
+  if (options.noDropout && !options.dropoutListed &&
+      importer.droppedDropouts == 0)
+    emitWarning(fileLoc)
+        << "--no-dropout changes nothing: the model has no random Dropout "
+           "node (an eval() export writes none, a training-mode export "
+           "writes Dropout with training_mode=1)";
   recordParamOrigins(**module, *origins);
   if (auto err = recordCausalBuffers(
           **module, model.graph(), llvm::sys::path::parent_path(path)))

@@ -34,6 +34,8 @@ public:
   bool noDropout() const { return options.noDropout; }
   /// Warnings given once per import (keys).
   llvm::StringSet<> warned;
+  /// Random Dropout nodes --no-dropout made identities.
+  int droppedDropouts = 0;
   /// The padding row ImportOptions::paddingRows gives the initializer
   /// `name`, or -1; a row returned is marked as applied.
   int64_t takePaddingRow(llvm::StringRef name);

@@ -41,6 +41,7 @@ bool NodeContext::noDropout() const { return importer_.noDropout(); }
 int64_t NodeContext::paddingRow(llvm::StringRef name) {
   return importer_.takePaddingRow(name);
 }
+void NodeContext::noteDroppedDropout() { ++importer_.droppedDropouts; }
 void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
   if (importer_.warned.insert(key).second)
     mlir::emitWarning(loc_) << importer_.path << ": "

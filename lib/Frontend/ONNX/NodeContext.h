@@ -44,6 +44,8 @@ public:
   /// A warning naming this node, given once per import for each `key`
   /// ("N more nodes" are not listed).
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);
+  /// Counts a random Dropout that --no-dropout made the identity.
+  void noteDroppedDropout();
   /// The padding row (nn.Embedding padding_idx) the smp.export sidecar
   /// gives initializer `name`, or -1.
   int64_t paddingRow(llvm::StringRef name);

@@ -46,6 +46,9 @@ struct ImportOptions {
   /// Train training-mode Dropout nodes as identities (--no-dropout), as an
   /// eval() export would have them; without it such a node is refused.
   bool noDropout = false;
+  /// smp.export's sidecar lists dropouts it wrote with p = 0 (so a
+  /// --no-dropout that finds no Dropout node in the file still applies).
+  bool dropoutListed = false;
   /// Initializers to keep as the file shares them (--tie) although the
   /// importer would untie them, and tied copies to train apart (--untie).
   std::vector<std::string> tie, untie;
