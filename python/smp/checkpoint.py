@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
@@ -47,7 +48,13 @@ def arrays(directory: PathLike, state: bool = False) -> Dict[str, np.ndarray]:
     whole (`smp-checkpoint export --format npy`)."""
     with tempfile.TemporaryDirectory(prefix="smp-ckpt-") as tmp:
         args = ["export", str(directory), "--format", "npy", "-o", tmp]
-        _tools.run("smp-checkpoint", args + (["--state"] if state else []))
+        text = _tools.run("smp-checkpoint",
+                          args + (["--state"] if state else []))
+        # Parameters the ONNX exporter folded (no PyTorch name): said, not
+        # swallowed with the tool's output.
+        for line in text.splitlines():
+            if ": warning: " in line:
+                warnings.warn(line, stacklevel=2)
         index = json.loads((Path(tmp) / "index.json").read_text())
         return {name[len("state:"):] if name.startswith("state:") else name:
                 np.load(Path(tmp) / f) for name, f in index.items()}

@@ -256,6 +256,39 @@ int gather(const Args &args) {
   return 0;
 }
 
+/// Warns when the artifact that wrote the checkpoint trained parameters
+/// the ONNX exporter's optimiser had folded into constants (`embedding_1#rows`,
+/// `expand#rows`): written under those names, which no PyTorch module has,
+/// they would be skipped without a word by load_state_dict(strict=False).
+/// Silent where the artifact cannot be read (moved): npy and safetensors
+/// do not need it.
+void warnFolded(const Args &args) {
+  smprt::CheckpointSummary c;
+  if (!smprt::summarizeCheckpoint(args.dir, c).ok() ||
+      c.record.artifact.empty())
+    return;
+  smprt::Artifact artifact;
+  if (!smprt::loadArtifact(c.record.artifact, 0, artifact).ok() ||
+      !artifact.manifest.has_training())
+    return;
+  std::string names;
+  size_t count = 0;
+  for (const auto &o : artifact.manifest.training().param_origins())
+    if (o.kind() == "folded" || o.kind() == "folded-rows")
+      names += (count++ < 3 ? std::string(names.empty() ? "" : ", ") + o.name()
+                            : std::string(count == 4 ? ", ..." : ""));
+  if (count)
+    std::fprintf(stderr,
+                 "smp-checkpoint: warning: %zu tensor(s) (%s) hold parameters "
+                 "the ONNX exporter's optimiser folded into constants (the "
+                 "file has no PyTorch name for them): written under these "
+                 "names, which load_state_dict(..., strict=False) skips; "
+                 "--format onnx writes the folded initializers back, or "
+                 "re-export the model with torch.onnx.export(..., "
+                 "optimize=False)\n",
+                 count, names.c_str());
+}
+
 int exportNpy(const Args &args) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
@@ -372,6 +405,8 @@ int exportCommand(const Args &args) {
   if (args.format != "onnx" && (!args.model.empty() || !args.onnx.empty()))
     return fail(std::string(args.model.empty() ? "--onnx" : "--model") +
                 " is for --format onnx");
+  if (args.format != "onnx")
+    warnFolded(args);
   if (args.format == "npy")
     return exportNpy(args);
   if (args.format == "safetensors")
