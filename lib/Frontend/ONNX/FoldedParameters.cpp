@@ -208,7 +208,8 @@ llvm::Error refuseMergedCalls(const onnx::GraphProto &g, llvm::StringRef path,
 /// Gather; name#rows is trained.
 void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
                         const std::string &bytes, const Rows &rows,
-                        int64_t last, const std::string &note, bool copies,
+                        int64_t last, const std::string &note,
+                        const std::string &sums, const std::string &advice,
                         std::vector<ParamOrigin> &origins,
                         std::vector<std::string> &warnings) {
   const onnx::TensorProto &t = g.initializer(i);
@@ -254,23 +255,11 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
   for (int64_t r : rows.index)
     o.uses.push_back({static_cast<int>(r), 0});
   origins.push_back(std::move(o));
-  std::string held = "its " + std::to_string(rows.rows) + " rows hold " +
+  warnings.push_back(note + "its " + std::to_string(rows.rows) + " rows hold " +
                      std::to_string(rows.firstOf.size()) +
-                     " distinct ones, which smp trains as " + rowsName;
-  if (copies)
-    warnings.push_back(note + held +
-                       " (the parameter's rows, each one's gradient summed "
-                       "over its copies, as PyTorch's); --save-onnx writes '" +
-                       name + "' back from them");
-  else
-    warnings.push_back(note + held +
-                       " (one parameter row per distinct row, its gradient "
-                       "summed over the positions that read it, as "
-                       "PyTorch's); --save-onnx writes '" +
-                       name +
-                       "' back from them; re-export with "
-                       "torch.onnx.export(..., optimize=False) to train the "
-                       "whole parameter");
+                     " distinct ones, which smp trains as " + rowsName + " (" +
+                     sums + ", as PyTorch's); --save-onnx writes '" + name +
+                     "' back from them" + advice);
 }
 
 /// 2. Initializer i, if a float initializer that holds a folded FX value
@@ -310,8 +299,8 @@ llvm::Error resolveFoldedInitializer(
       "transpose",    "permute",   "view",      "reshape",
       "_unsafe_view", "unsqueeze", "squeeze",   "clone",
       "contiguous",   "select",    "slice"};
-  if (constantRow(*bytes, es) && !holdsInf(*bytes, es) &&
-      !fx.vanished.empty() && kMoves.contains(op))
+  bool constant = constantRow(*bytes, es), infinite = holdsInf(*bytes, es);
+  if (constant && !infinite && !fx.vanished.empty() && kMoves.contains(op))
     return refuse(path, "initializer '" + t.name() +
                             "' holds one value everywhere, folded by the "
                             "exporter's optimiser from an aten." +
@@ -320,9 +309,8 @@ llvm::Error resolveFoldedInitializer(
                             " are gone from the file: it may be such a "
                             "parameter (initialised to a constant) or a "
                             "buffer, which smp cannot tell apart");
-  if (constantRow(*bytes, es) || holdsInf(*bytes, es))
-    return llvm::Error::success(); // a buffer: frozen by the shared-initializer
-                                   // rules
+  if (constant || infinite) // a buffer: frozen by the shared-initializer rules
+    return llvm::Error::success();
   if (fx.vanished.empty()) {
     // Folded from buffers only (rotary cos/sin tables): not trained.
     frozen.insert(t.name());
@@ -372,19 +360,26 @@ llvm::Error resolveFoldedInitializer(
                 "gathered at constant positions and folded") +
       " (PyTorch parameter(s) gone from the file: " + joinNames(fx.vanished) +
       "): ";
+  // An embedding fold holds only the rows gathered; a copy, all of them.
+  std::string advice = copies ? ""
+                              : "; re-export with torch.onnx.export(..., "
+                                "optimize=False) to train the whole "
+                                "parameter";
   if ((int64_t)rows.firstOf.size() == rows.rows) {
     origins.push_back({t.name(), t.name(), "folded", false, {}});
     warnings.push_back(note + "smp trains its " + std::to_string(rows.rows) +
                        " rows as those parameter rows; --save-onnx writes "
                        "the folded rows back" +
-                       (copies ? std::string()
-                               : "; re-export with torch.onnx.export(..., "
-                                 "optimize=False) to train the whole "
-                                 "parameter"));
+                       advice);
     return llvm::Error::success();
   }
-  gatherDistinctRows(g, i, *type, *bytes, rows, last, note, copies, origins,
-                     warnings);
+  gatherDistinctRows(g, i, *type, *bytes, rows, last, note,
+                     copies ? "the parameter's rows, each one's gradient "
+                              "summed over its copies"
+                            : "one parameter row per distinct row, its "
+                              "gradient summed over the positions that read "
+                              "it",
+                     advice, origins, warnings);
   return llvm::Error::success();
 }
 
