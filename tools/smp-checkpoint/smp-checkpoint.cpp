@@ -262,18 +262,15 @@ int gather(const Args &args) {
 /// they would be skipped without a word by load_state_dict(strict=False).
 /// Silent where the artifact cannot be read (moved): npy and safetensors
 /// do not need it.
-void warnFolded(const Args &args) {
-  smprt::CheckpointSummary c;
-  if (!smprt::summarizeCheckpoint(args.dir, c).ok() ||
-      c.record.artifact.empty())
-    return;
-  smprt::Artifact artifact;
-  if (!smprt::loadArtifact(c.record.artifact, 0, artifact).ok() ||
-      !artifact.manifest.has_training())
+void warnFolded(const smprt::CheckpointSummary &c) {
+  smp::artifact::Manifest manifest;
+  if (c.record.artifact.empty() ||
+      !smprt::loadManifest(c.record.artifact, manifest).ok() ||
+      !manifest.has_training())
     return;
   std::string names;
   size_t count = 0;
-  for (const auto &o : artifact.manifest.training().param_origins())
+  for (const auto &o : manifest.training().param_origins())
     if (o.kind() == "folded" || o.kind() == "folded-rows")
       names += (count++ < 3 ? std::string(names.empty() ? "" : ", ") + o.name()
                             : std::string(count == 4 ? ", ..." : ""));
@@ -322,11 +319,8 @@ int exportNpy(const Args &args) {
   return 0;
 }
 
-int exportSafetensors(const Args &args) {
-  smprt::CheckpointSummary c;
-  smprt::Status s = smprt::summarizeCheckpoint(args.dir, c);
-  if (!s.ok())
-    return fail(s.error);
+int exportSafetensors(const Args &args, const smprt::CheckpointSummary &c) {
+  smprt::Status s;
   std::map<std::string, smprt::GlobalTensor> tensors;
   if (!(s = smprt::readGlobalTensors(args.dir, "param", tensors)).ok() ||
       (args.state &&
@@ -405,12 +399,17 @@ int exportCommand(const Args &args) {
   if (args.format != "onnx" && (!args.model.empty() || !args.onnx.empty()))
     return fail(std::string(args.model.empty() ? "--onnx" : "--model") +
                 " is for --format onnx");
-  if (args.format != "onnx")
-    warnFolded(args);
-  if (args.format == "npy")
-    return exportNpy(args);
-  if (args.format == "safetensors")
-    return exportSafetensors(args);
+  if (args.format == "npy" || args.format == "safetensors") {
+    // The summary names the artifact (and the safetensors metadata); npy
+    // needs neither, so a checkpoint it cannot summarize still exports.
+    smprt::CheckpointSummary c;
+    smprt::Status s = smprt::summarizeCheckpoint(args.dir, c);
+    if (s.ok())
+      warnFolded(c);
+    if (args.format == "npy")
+      return exportNpy(args);
+    return s.ok() ? exportSafetensors(args, c) : fail(s.error);
+  }
   if (args.format == "onnx")
     return exportOnnx(args);
   return fail("unknown --format '" + args.format +
