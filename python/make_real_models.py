@@ -16,12 +16,15 @@ For each architecture:
                      train() mode, cross-entropy of every position's logits
                      against the labels (test/train/compare_losses.py)
   <arch>/logits.npy  the eval() logits of the first 8 samples (forward/)
-  t5_noopt.onnx      T5 only: the dyn export with optimize=False (the fix
-                     smpc names when it refuses the other two)
+  t5_noopt.onnx, gemma_noopt.onnx
+                     T5 and Gemma only: the dyn export with optimize=False
+                     (the fix smpc names when it refuses the other two)
 Shared data (16 samples; forward/ holds the first 8 of each input):
   input_ids.npy, labels.npy        8 tokens each, vocab 64 (the LMs; T5's
-                                   encoder input and decoder labels)
-  decoder_input_ids.npy            T5's decoder input (labels shifted right)
+                                   and BART's encoder input and decoder
+                                   labels)
+  decoder_input_ids.npy            T5's and BART's decoder input (labels
+                                   shifted right)
   pixel_values.npy, class_labels.npy   ViT: 3x16x16 images, 10 classes
 
 The model is wrapped so that its forward takes the inputs and returns the
@@ -83,6 +86,29 @@ def configs():
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         ffn_dim=32, max_position_embeddings=32, word_embed_proj_dim=16,
         dropout=0, attention_dropout=0, **small)))
+    # Tied input and output embeddings (tie_word_embeddings): the dynamo
+    # exporter keeps one name for the shared tensor, the other is gone from
+    # the file (its graph signature still lists it).
+    yield lm("qwen2", lambda: T.Qwen2ForCausalLM(T.Qwen2Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        tie_word_embeddings=True, **small)))
+    # ALiBi (its slopes folded with the mask), tied embeddings.
+    yield lm("bloom", lambda: T.BloomForCausalLM(T.BloomConfig(
+        n_layer=2, n_head=2, hidden_size=16, hidden_dropout=0,
+        attention_dropout=0, **small)))
+    # Bias-free Linears computed as `x @ self.weight.T`: the optimiser folds
+    # each weight's transpose into a `permute` initializer.
+    yield lm("falcon", lambda: T.FalconForCausalLM(T.FalconConfig(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
+        hidden_dropout=0, attention_dropout=0, **small)))
+    # Zero-centred RMSNorm, x * (1 + w) of a zero-initialised w: the
+    # optimiser folds every norm's 1 + w into one constant (refused; the
+    # optimize=False export trains).
+    yield lm("gemma", lambda: T.GemmaForCausalLM(T.GemmaConfig(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=8, hidden_size=16, intermediate_size=32,
+        max_position_embeddings=32, **small)))
     # Encoder-decoder: two inputs, the decoder's logits against the labels.
     # Eager attention: with its default (sdpa) torch 2.15's exporter fails
     # to decompose T5's attention (a view of a transposed tensor).
@@ -93,6 +119,13 @@ def configs():
         feed_forward_proj="relu", decoder_start_token_id=0, pad_token_id=0,
         eos_token_id=1, attn_implementation="eager", **small)),
         T5_INPUTS, "labels", VOCAB)
+    # One embedding shared by the encoder, the decoder and the LM head.
+    yield ("bart", lambda: T.BartForConditionalGeneration(T.BartConfig(
+        encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, d_model=16, encoder_ffn_dim=32,
+        decoder_ffn_dim=32, max_position_embeddings=32, dropout=0,
+        attention_dropout=0, activation_dropout=0, decoder_start_token_id=0,
+        pad_token_id=1, **small)), T5_INPUTS, "labels", VOCAB)
     # Image classification: a patch-embedding conv, a class token, 10 classes.
     yield ("vit", lambda: T.ViTForImageClassification(T.ViTConfig(
         image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
@@ -189,7 +222,7 @@ def main():
                           input_names=list(names), output_names=["logits"],
                           dynamic_shapes={n: {0: batch} for n in names},
                           external_data=False)
-        if name == "t5":
+        if name in ("t5", "gemma"):
             # What smpc's refusal of the two exports above names as the fix:
             # optimize=False keeps the relative position bias a gather of
             # its parameter (the optimiser folds it). Stack traces dropped
@@ -200,6 +233,10 @@ def main():
                               dynamic_shapes={n: {0: batch} for n in names},
                               optimize=False, external_data=False)
             strip_stack_traces(noopt)
+        # Stack traces dropped (the files would be 2-3 times as large; smp
+        # does not read them).
+        for f in (f"{name}.onnx", f"{name}_dyn.onnx"):
+            strip_stack_traces(out / f)
         (out / name).mkdir(exist_ok=True)
         with torch.no_grad():
             np.save(out / name / "logits.npy", model(*example).numpy())

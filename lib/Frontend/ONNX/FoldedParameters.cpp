@@ -131,6 +131,50 @@ bool periodicRow(llvm::StringRef row, int64_t es) {
   return false;
 }
 
+/// The modules a node ran in, innermost last (its
+/// `pkg.torch.onnx.name_scopes`: "['', 'model', 'model.embed', 'embedding']";
+/// the last entry is the FX node itself).
+std::vector<std::string> nodeScopes(const onnx::NodeProto &n) {
+  std::string meta = nodeMetadata(n, "pkg.torch.onnx.name_scopes");
+  llvm::StringRef text = llvm::StringRef(meta).trim();
+  std::vector<std::string> out;
+  if (!text.consume_front("[") || !text.consume_back("]"))
+    return out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ',');
+  for (llvm::StringRef p : parts)
+    out.push_back(p.trim().trim('\'').str());
+  if (!out.empty())
+    out.pop_back();
+  return out;
+}
+
+/// Whether the parameter `alias` (gone from the file) is tied to the
+/// parameter `read`: a node of `alias`'s own module reads `read`, a
+/// parameter of another module (HF's tied input embedding: the embedding
+/// module's gather reads `lm_head.weight`, torch.export having kept one
+/// name for the shared tensor).
+bool tiedAlias(llvm::StringRef alias, llvm::StringRef read,
+               const std::vector<std::string> &scopes) {
+  auto [module, leaf] = alias.rsplit('.');
+  if (leaf.empty() || read.rsplit('.').second != leaf ||
+      read.starts_with((module + ".").str()))
+    return false;
+  return llvm::is_contained(scopes, module);
+}
+
+/// Ops that only move elements, each element once (a fold of one is its
+/// input's elements, rearranged).
+const llvm::StringSet<> kBijections = {
+    "t",         "transpose", "permute", "view",      "reshape", "_unsafe_view",
+    "unsqueeze", "squeeze",   "clone",   "contiguous"};
+/// Ops that only move or copy elements (kBijections, copies, subsets).
+const llvm::StringSet<> kMoves = {"expand",     "repeat",    "embedding",
+                                  "t",          "transpose", "permute",
+                                  "view",       "reshape",   "_unsafe_view",
+                                  "unsqueeze",  "squeeze",   "clone",
+                                  "contiguous", "select",    "slice"};
+
 /// What the surviving nodes say about the FX graph.
 struct FxGraph {
   std::set<std::string> defined, params, initNames, graphInputs;
@@ -161,9 +205,105 @@ struct FxGraph {
     }
     for (const auto &[var, target] : sig) {
       sigTargets.insert(target);
-      if (!initNames.count(target) && !params.count(var))
+      if (!initNames.count(target) && !params.count(var) &&
+          !tiedAliasRead(g, sig, target))
         vanished.push_back(target);
     }
+  }
+
+  /// Finds the folds that are a parameter only moved (Falcon's `x @
+  /// self.weight.T` in its Linear, folded to `permute`): a fold of an op in
+  /// `moves` whose readers all run in one module M,
+  /// where M's subtree has no other fold and one parameter gone, M's own
+  /// (`M.weight`). Those parameters are explained: no longer `vanished`.
+  void attributeMoves(const onnx::GraphProto &g,
+                      const llvm::StringSet<> &moves) {
+    std::map<std::string, std::string> moduleOf; // fold -> its readers' module
+    for (const auto &[name, readers] : foldedReaders) {
+      if (!initNames.count(name) || sigTargets.count(name))
+        continue;
+      std::string module;
+      for (int node : readers) {
+        std::vector<std::string> scopes = nodeScopes(g.node(node));
+        std::string m = scopes.empty() ? "" : scopes.back();
+        if (m.empty() || (!module.empty() && m != module)) {
+          module.clear();
+          break;
+        }
+        module = m;
+      }
+      moduleOf[name] = module;
+    }
+    auto within = [](llvm::StringRef name, llvm::StringRef module) {
+      return name == module || name.starts_with((module + ".").str());
+    };
+    for (const auto &[fold, module] : moduleOf) {
+      if (module.empty() || !moves.contains(fxOp(fold)))
+        continue;
+      // No other fold is read anywhere in M's subtree.
+      bool alone = llvm::all_of(foldedReaders, [&](const auto &entry) {
+        return entry.first == fold || !initNames.count(entry.first) ||
+               sigTargets.count(entry.first) ||
+               llvm::none_of(entry.second, [&](int node) {
+                 std::vector<std::string> scopes = nodeScopes(g.node(node));
+                 return !scopes.empty() && within(scopes.back(), module);
+               });
+      });
+      std::vector<std::string> gone;
+      for (const std::string &v : vanished)
+        if (llvm::StringRef(v).starts_with(module + "."))
+          gone.push_back(v);
+      if (alone && gone.size() == 1 &&
+          !llvm::StringRef(gone[0]).drop_front(module.size() + 1).contains('.'))
+        moved[fold] = gone[0];
+    }
+    llvm::erase_if(vanished, [&](const std::string &v) {
+      return llvm::any_of(moved, [&](const auto &m) { return m.second == v; });
+    });
+  }
+  /// A parameter gone from the file that is an attribute of the module
+  /// one of the fold `name`'s readers runs in (`M.weight`), or "".
+  std::string ownerOfReaders(const onnx::GraphProto &g,
+                             const std::string &name) const {
+    auto readers = foldedReaders.find(name);
+    if (readers == foldedReaders.end() || vanished.empty())
+      return "";
+    for (int node : readers->second) {
+      std::vector<std::string> scopes = nodeScopes(g.node(node));
+      if (scopes.empty() || scopes.back().empty())
+        continue;
+      llvm::StringRef module = scopes.back();
+      for (const std::string &v : vanished) {
+        auto [owner, leaf] = llvm::StringRef(v).rsplit('.');
+        if (owner == module && !leaf.empty())
+          return v;
+      }
+    }
+    return "";
+  }
+
+  std::map<std::string, std::string> moved; // fold -> the parameter it moves
+  std::vector<std::string> trainedMoves;    // "'fold' (parameter, aten.op)"
+
+  /// Whether a surviving node reads the parameter `target` is tied to
+  /// under another name (then PyTorch's graph never used `target` itself:
+  /// it is not gone, the file trains it as that parameter).
+  bool tiedAliasRead(const onnx::GraphProto &g,
+                     const std::map<std::string, std::string> &sig,
+                     llvm::StringRef target) const {
+    for (int i = 0; i < g.node_size(); ++i) {
+      std::vector<std::string> scopes;
+      for (const auto &a : fxArgs(nodeFx[i])) {
+        auto read = sig.find(a);
+        if (read == sig.end() || read->second == target)
+          continue;
+        if (scopes.empty())
+          scopes = nodeScopes(g.node(i));
+        if (tiedAlias(target, read->second, scopes))
+          return true;
+      }
+    }
+    return false;
   }
 };
 
@@ -264,11 +404,13 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
 
 /// 2. Initializer i, if a float initializer that holds a folded FX value
 /// (its name is an argument of a surviving node and no parameter's).
-llvm::Error resolveFoldedInitializer(
-    onnx::GraphProto &g, int i, llvm::StringRef path, const FxGraph &fx,
-    std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
-    std::set<std::string> &frozen, mlir::MLIRContext *ctx,
-    llvm::StringRef modelDir) {
+llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
+                                     llvm::StringRef path, FxGraph &fx,
+                                     std::vector<ParamOrigin> &origins,
+                                     std::vector<std::string> &warnings,
+                                     std::set<std::string> &frozen,
+                                     mlir::MLIRContext *ctx,
+                                     llvm::StringRef modelDir) {
   const onnx::TensorProto &t = g.initializer(i);
   if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
     return llvm::Error::success();
@@ -277,8 +419,7 @@ llvm::Error resolveFoldedInitializer(
     llvm::consumeError(type.takeError());
     return llvm::Error::success();
   }
-  if (!mlir::isa<mlir::FloatType>(type->getElementType()) ||
-      type->getNumElements() <= 1 || type->getRank() < 2)
+  if (!mlir::isa<mlir::FloatType>(type->getElementType()))
     return llvm::Error::success();
   auto bytes = readTensorBytes(t, *type, modelDir.str());
   if (!bytes)
@@ -288,27 +429,42 @@ llvm::Error resolveFoldedInitializer(
   int64_t es = elementSize(t.data_type());
   llvm::StringRef op = fxOp(t.name());
   bool copies = op == "expand" || op == "repeat";
-  // A constant-valued fold of an op that only moves or copies elements,
-  // while parameters are gone: a zero-initialised parameter expanded,
-  // repeated, gathered or transposed (a class token of zeros; `x @
+  bool constant = constantRow(*bytes, es), infinite = holdsInf(*bytes, es);
+  // A parameter only moved (attributeMoves): the fold holds each of its
+  // elements once, so training the fold with an elementwise optimizer is
+  // training the parameter.
+  auto moved = fx.moved.find(t.name());
+  if (moved != fx.moved.end() && !constant && !infinite) {
+    origins.push_back({t.name(), t.name(), "folded", false, {}});
+    fx.trainedMoves.push_back("'" + t.name() + "' (" + moved->second +
+                              ", aten." + op.str() + ")");
+    return llvm::Error::success();
+  }
+  // A constant-valued fold, while parameters are gone, read in the module
+  // of such a parameter (Gemma's norm `x * (1 + w)` of a zero-init w,
+  // folded to ones: every norm's into one) or made by an op that only
+  // moves or copies elements (a class token of zeros expanded; `x @
   // self.w.t()` of a zero-init w) looks exactly like a folded buffer.
   // Freezing it would train another model if it was the parameter. (A
-  // mask's fold ends in arithmetic: where, mul, masked_fill.)
-  static const llvm::StringSet<> kMoves = {
-      "expand",       "repeat",    "embedding", "t",
-      "transpose",    "permute",   "view",      "reshape",
-      "_unsafe_view", "unsqueeze", "squeeze",   "clone",
-      "contiguous",   "select",    "slice"};
-  bool constant = constantRow(*bytes, es), infinite = holdsInf(*bytes, es);
-  if (constant && !infinite && !fx.vanished.empty() && kMoves.contains(op))
-    return refuse(path, "initializer '" + t.name() +
-                            "' holds one value everywhere, folded by the "
-                            "exporter's optimiser from an aten." +
-                            op.str() + ", and PyTorch parameter(s) " +
-                            joinNames(fx.vanished) +
-                            " are gone from the file: it may be such a "
-                            "parameter (initialised to a constant) or a "
-                            "buffer, which smp cannot tell apart");
+  // mask's fold ends in arithmetic, in an attention module: where, mul,
+  // masked_fill.)
+  std::string owner =
+      moved != fx.moved.end() ? moved->second : fx.ownerOfReaders(g, t.name());
+  if (constant && !infinite &&
+      (!owner.empty() || (!fx.vanished.empty() && kMoves.contains(op))))
+    return refuse(
+        path, "initializer '" + t.name() +
+                  "' holds one value everywhere, folded by the "
+                  "exporter's optimiser from an aten." +
+                  op.str() +
+                  (owner.empty()
+                       ? ", and PyTorch parameter(s) " +
+                             joinNames(fx.vanished) + " are gone from the file"
+                       : " read in the module of PyTorch parameter " + owner +
+                             ", which is gone from the file") +
+                  ": it may be such a parameter (initialised to a "
+                  "constant) or a buffer, which smp cannot tell "
+                  "apart");
   if (constant || infinite) // a buffer: frozen by the shared-initializer rules
     return llvm::Error::success();
   if (fx.vanished.empty()) {
@@ -316,6 +472,17 @@ llvm::Error resolveFoldedInitializer(
     frozen.insert(t.name());
     return llvm::Error::success();
   }
+  // A parameter's arithmetic (Gemma's `1 + w`: AdamW's weight decay would
+  // shrink 1 + w, not w) cannot be trained as the parameter.
+  if ((op != "embedding" && !copies) || type->getRank() < 2)
+    return refuse(path, "initializer '" + t.name() +
+                            "' holds a value the exporter's optimiser "
+                            "folded (an aten." +
+                            op.str() +
+                            " of constants), and PyTorch parameter(s) " +
+                            joinNames(fx.vanished) +
+                            " are gone from the file: smp cannot tell "
+                            "which parameter it holds or how to train it");
   // An embedding's rows gathered at constant positions, or a parameter
   // broadcast (aten.expand: ViT's class token over a fixed batch) or tiled
   // (aten.repeat): each element a copy of a parameter element, whose
@@ -394,12 +561,21 @@ llvm::Error resolveFoldedParameters(
   if (sig.empty())
     return llvm::Error::success();
   FxGraph fx(g, sig);
+  fx.attributeMoves(g, kBijections);
   if (llvm::Error err = refuseMergedCalls(g, path, fx))
     return err;
   for (int i = 0; i < g.initializer_size(); ++i)
     if (llvm::Error err = resolveFoldedInitializer(
             g, i, path, fx, origins, warnings, frozen, ctx, modelDir))
       return err;
+  if (!fx.trainedMoves.empty())
+    warnings.push_back(
+        "the exporter's optimiser folded PyTorch parameters moved by a "
+        "transpose, permute or view into initializers named after the move: " +
+        joinNames(fx.trainedMoves) +
+        ": smp trains each in that layout (every element once, as PyTorch "
+        "trains the parameter); --save-onnx writes them back, checkpoints "
+        "name them as the file does");
   return llvm::Error::success();
 }
 

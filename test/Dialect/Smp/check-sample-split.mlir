@@ -126,3 +126,34 @@ module {
     return %y : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// A GatherND of constant indices along a dim in front of the samples
+// (aten.index on dim 1, which the exporter moves first: Falcon's rotary
+// positions) keeps them, in the slices it gathers.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x5x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x12xf32> {smp.output = "y"}) {
+    %i = smp.constant dense<[[4], [0], [2]]> : tensor<3x1xi64>
+    %t = smp.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x5x4xf32> -> tensor<5x2x4xf32>
+    %g = smp.gather_nd %t, %i {batch_dims = 0 : i64} : (tensor<5x2x4xf32>, tensor<3x1xi64>) -> tensor<3x2x4xf32>
+    %m = smp.matmul %g, %w : (tensor<3x2x4xf32>, tensor<4x4xf32>) -> tensor<3x2x4xf32>
+    %u = smp.transpose %m {perm = array<i64: 1, 0, 2>} : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+    %y = smp.reshape %u : tensor<2x3x4xf32> -> tensor<2x12xf32>
+    return %y : tensor<2x12xf32>
+  }
+}
+
+// -----
+
+// Gathering along the samples' own dim is not followed.
+module {
+  func.func @main(%x: tensor<2x5x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x5x4xf32> {smp.output = "y"}) {
+    %i = smp.constant dense<[[1], [0]]> : tensor<2x1xi64>
+    // expected-error @+1 {{smp cannot follow the batch's samples through 'smp.gather_nd'}}
+    %g = smp.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x5x4xf32>, tensor<2x1xi64>) -> tensor<2x5x4xf32>
+    %y = smp.matmul %g, %w : (tensor<2x5x4xf32>, tensor<4x4xf32>) -> tensor<2x5x4xf32>
+    return %y : tensor<2x5x4xf32>
+  }
+}

@@ -7,6 +7,8 @@ Usage: edit_initializer.py IN.onnx OUT.onnx NAME zero
        edit_initializer.py IN.onnx OUT.onnx NAME halves W
          each row of W values made two copies of its first W/2 (a
          parameter repeated along the last dim)
+       edit_initializer.py IN.onnx OUT.onnx NAME ramp
+         value i plus i / 1000 (a constant fold made a parameter's values)
 """
 import struct
 import sys
@@ -28,6 +30,8 @@ n = size // 4
 values = list(struct.unpack(f"<{n}f", data[k:k + size]))
 if mode == "zero":
     values = [0.0] * n
+elif mode == "ramp":
+    values = [v + i / 1000 for i, v in enumerate(values)]
 else:
     w = int(sys.argv[5])
     for r in range(n // w):

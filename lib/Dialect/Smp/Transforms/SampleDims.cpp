@@ -353,6 +353,14 @@ private:
         return at(0);
       if (data.kind == State::None && idx.dim < rankOf(g.getIndices()) - 1)
         return at(idx.dim);
+      // The samples in the slices gathered (aten.index on a later dim,
+      // which the exporter moves first: data [S, ..., B, ...], indices the
+      // same for every sample): out = indices[:-1] + data[batch_dims + k:].
+      int64_t k = shapeOf(g.getIndices()).back(), first = g.getBatchDims() + k;
+      if (data.kind == State::Dim && idx.kind == State::None &&
+          k != ShapedType::kDynamic && data.dim >= first)
+        return smp::at(rankOf(g.getIndices()) - 1 + data.dim - first,
+                       data.inner);
       return unknown(op);
     }
     // GatherElements (data, indices), its gradient (indices, updates):
