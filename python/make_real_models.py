@@ -109,6 +109,12 @@ def configs():
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
         head_dim=8, hidden_size=16, intermediate_size=32,
         max_position_embeddings=32, **small)))
+    # Local attention layers; its masks add torch.finfo.min (folded into a
+    # `where` initializer: a buffer, never a parameter).
+    yield lm("gptneo", lambda: T.GPTNeoForCausalLM(T.GPTNeoConfig(
+        num_layers=2, num_heads=2, hidden_size=16, max_position_embeddings=32,
+        attention_types=[[["global", "local"], 1]], window_size=4,
+        embed_dropout=0, attention_dropout=0, resid_dropout=0, **small)))
     # Encoder-decoder: two inputs, the decoder's logits against the labels.
     # Eager attention: with its default (sdpa) torch 2.15's exporter fails
     # to decompose T5's attention (a view of a transposed tensor).

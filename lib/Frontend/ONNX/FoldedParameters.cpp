@@ -95,24 +95,6 @@ Rows distinctRows(const std::string &bytes, int64_t rowBytes) {
   return r;
 }
 
-/// Holds an infinity (an attention mask: a buffer, never a parameter).
-bool holdsInf(llvm::StringRef bytes, int64_t es) {
-  for (size_t k = 0; k + es <= bytes.size(); k += es) {
-    if (es == 4) {
-      float v;
-      std::memcpy(&v, bytes.data() + k, 4);
-      if (std::isinf(v))
-        return true;
-    } else if (es == 8) {
-      double v;
-      std::memcpy(&v, bytes.data() + k, 8);
-      if (std::isinf(v))
-        return true;
-    }
-  }
-  return false;
-}
-
 bool constantRow(llvm::StringRef row, int64_t es) {
   for (size_t k = es; k < row.size(); k += es)
     if (std::memcmp(row.data() + k, row.data(), es) != 0)
@@ -429,7 +411,8 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   int64_t es = elementSize(t.data_type());
   llvm::StringRef op = fxOp(t.name());
   bool copies = op == "expand" || op == "repeat";
-  bool constant = constantRow(*bytes, es), infinite = holdsInf(*bytes, es);
+  bool constant = constantRow(*bytes, es),
+       infinite = holdsMaskValue(*bytes, es);
   // A parameter only moved (attributeMoves): the fold holds each of its
   // elements once, so training the fold with an elementwise optimizer is
   // training the parameter.

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -33,33 +34,10 @@ struct Init {
   std::string bytes;
   int64_t elementSize = 0;
   bool constant = false; // every element equal (a fresh ones/zeros tensor)
-  bool infinite = false; // holds an infinity: a mask buffer, not a parameter
+  bool infinite = false; // holds -inf or finfo.min: a mask, not a parameter
   bool buffer = false;   // frozen (markBuffers): not a parameter
   bool scalar = false;   // one element (scalarParameter)
 };
-
-bool holdsInfinity(const std::string &bytes, int64_t es) {
-  for (size_t k = 0; k + es <= bytes.size(); k += es) {
-    if (es == 4) {
-      float v;
-      std::memcpy(&v, &bytes[k], 4);
-      if (std::isinf(v))
-        return true;
-    } else if (es == 8) {
-      double v;
-      std::memcpy(&v, &bytes[k], 8);
-      if (std::isinf(v))
-        return true;
-    } else if (es == 2) {
-      uint16_t h;
-      std::memcpy(&h, &bytes[k], 2);
-      // f16 and bf16 infinities: all-ones exponent, zero mantissa.
-      if ((h & 0x7fff) == 0x7c00 || (h & 0x7fff) == 0x7f80)
-        return true;
-    }
-  }
-  return false;
-}
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
@@ -315,7 +293,7 @@ struct SharedInitializers {
           in.constant = false;
           break;
         }
-      in.infinite = holdsInfinity(in.bytes, in.elementSize);
+      in.infinite = holdsMaskValue(in.bytes, in.elementSize);
       in.scalar = scalar;
       byName[in.name] = inits.size();
       inits.push_back(std::move(in));
@@ -354,7 +332,8 @@ struct SharedInitializers {
     for (Init &in : inits) {
       std::string why;
       if (in.infinite)
-        why = "it holds infinities: an attention mask";
+        why = "it holds infinities or the lowest float (torch.finfo.min): "
+              "an attention mask";
       else if (in.constant && !sigTargets.empty() &&
                !sigTargets.count(in.name) && !made.count(in.name) &&
                !paramRead.count(in.name))
@@ -607,6 +586,31 @@ std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
     args = args.drop_front(std::min(end, args.size()));
   }
   return out;
+}
+
+bool holdsMaskValue(llvm::StringRef bytes, int64_t es) {
+  for (size_t k = 0; k + es <= bytes.size(); k += es) {
+    if (es == 4) {
+      float v;
+      std::memcpy(&v, bytes.data() + k, 4);
+      if (std::isinf(v) || v == std::numeric_limits<float>::lowest())
+        return true;
+    } else if (es == 8) {
+      double v;
+      std::memcpy(&v, bytes.data() + k, 8);
+      if (std::isinf(v) || v == std::numeric_limits<double>::lowest())
+        return true;
+    } else if (es == 2) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + k, 2);
+      // f16 and bf16: an infinity (all-ones exponent, zero mantissa) or
+      // the lowest finite value (-65504: 0xfbff; bf16's: 0xff7f).
+      uint16_t m = h & 0x7fff;
+      if (m == 0x7c00 || m == 0x7f80 || h == 0xfbff || h == 0xff7f)
+        return true;
+    }
+  }
+  return false;
 }
 
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {

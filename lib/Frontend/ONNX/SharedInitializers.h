@@ -56,6 +56,11 @@ struct ParamOrigin {
   std::string why;
 };
 
+/// Whether raw element bytes (of size `es`: a float type) hold an infinity
+/// or the type's lowest finite value (torch.finfo(dtype).min, what HF's
+/// masks hold): a mask, never a parameter.
+bool holdsMaskValue(llvm::StringRef bytes, int64_t es);
+
 /// A node's `metadata_props` entry (read from the protobuf unknown fields:
 /// Debian's ONNX library predates them), or "".
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);

@@ -9,6 +9,9 @@ Usage: edit_initializer.py IN.onnx OUT.onnx NAME zero
          parameter repeated along the last dim)
        edit_initializer.py IN.onnx OUT.onnx NAME ramp
          value i plus i / 1000 (a constant fold made a parameter's values)
+       edit_initializer.py IN.onnx OUT.onnx NAME lowest V
+         every float32 lowest value (torch.finfo.min) made V (a mask that
+         adds -1e9 or -10000, as older code does)
 """
 import struct
 import sys
@@ -32,6 +35,9 @@ if mode == "zero":
     values = [0.0] * n
 elif mode == "ramp":
     values = [v + i / 1000 for i, v in enumerate(values)]
+elif mode == "lowest":
+    low = struct.unpack("<f", b"\xff\xff\x7f\xff")[0]
+    values = [float(sys.argv[5]) if v == low else v for v in values]
 else:
     w = int(sys.argv[5])
     for r in range(n // w):
