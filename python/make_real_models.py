@@ -138,6 +138,13 @@ def configs():
         num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         hidden_dropout_prob=0, attention_probs_dropout_prob=0,
         num_labels=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
+    # CLIP's vision tower, its projection as a 10-class head: a patch
+    # embedding Conv2d without a bias (the translation's zero bias, which the
+    # optimiser removes, was no parameter), a class embedding, pre-LN.
+    yield ("clip", lambda: T.CLIPVisionModelWithProjection(T.CLIPVisionConfig(
+        image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
+        num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+        projection_dim=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
 
 
 class LogitsOnly(torch.nn.Module):

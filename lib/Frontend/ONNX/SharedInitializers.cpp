@@ -131,7 +131,8 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
     // removal in any other call is refused: smp cannot tell what it was.
     std::string fx = metadata(n, "pkg.torch.onnx.fx_node");
     llvm::StringRef call = llvm::StringRef(fx).split("target=").second;
-    llvm::StringRef args = llvm::StringRef(fx).split("args = (").second;
+    llvm::StringRef args =
+        llvm::StringRef(fx).split("args = (").second.rsplit("), kwargs").first;
     llvm::SmallVector<llvm::StringRef> parts;
     args.split(parts, ',');
     bool conv = call.starts_with("torch.ops.aten.conv") ||
@@ -141,9 +142,16 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
       biasArg = 0;
     else if (!conv && !call.starts_with("torch.ops.aten.linear"))
       biasArg = parts.size(); // unknown: refused below
+    bool known = biasArg != parts.size() || conv ||
+                 call.starts_with("torch.ops.aten.linear");
     llvm::StringRef bias =
         biasArg < parts.size() ? parts[biasArg].trim().split(')').first.trim()
                                : llvm::StringRef();
+    // A call without a bias (CLIP's patch embedding: Conv2d(bias=False),
+    // its bias argument None): the exporter's translation gave the node a
+    // zero bias, which the rule removed; no parameter is gone.
+    if (known && (bias.empty() || bias == "None"))
+      continue;
     if (!bias.consume_front("%p_"))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
