@@ -18,13 +18,15 @@ def Smp_TensorParallelOpInterface : OpInterface<"TensorParallelOpInterface"> {
   }];
   let methods = [
     InterfaceMethod<[{
-        With `result` split as `shard`, fills `layouts` with one entry per
-        operand (whole, split as an activation, split as a weight, or the
-        region's entry). `isWeight` says whether a value is computed from
-        parameters only. Fails when the op cannot compute its share so.
+        With `result` split as `shard` over `tp` ranks, fills `layouts` with
+        one entry per operand (whole, split as an activation, split as a
+        weight, or the region's entry). `isWeight` says whether a value is
+        computed from parameters only. Fails when the op cannot compute its
+        share so.
       }],
       "::llvm::LogicalResult", "getTpOperandLayouts",
       (ins "::mlir::OpResult":$result, "::smp::TpShard":$shard,
+           "int64_t":$tp,
            "::llvm::function_ref<bool(::mlir::Value)>":$isWeight,
            "::llvm::SmallVectorImpl<::smp::TpOperandLayout> &":$layouts)>,
     InterfaceMethod<[{
@@ -43,6 +45,13 @@ def Smp_TensorParallelOpInterface : OpInterface<"TensorParallelOpInterface"> {
       "void", "shrinkForTp",
       (ins "::mlir::OpResult":$result, "::smp::TpShard":$shard,
            "int64_t":$tp), [{}],
+      /*defaultImplementation=*/[{ return; }]>,
+    InterfaceMethod<[{
+        Called once per op after the region is rewritten (local types, the
+        entries' `smp.tp_copy`): inserts what each rank computes from an
+        operand it read whole (its key/value head).
+      }],
+      "void", "finishTp", (ins "int64_t":$tp), [{}],
       /*defaultImplementation=*/[{ return; }]>
   ];
 }

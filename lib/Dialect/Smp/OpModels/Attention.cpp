@@ -142,18 +142,36 @@ OpCost attentionMaskGradCost(Operation *op) {
 /// Split by heads (dim 1 of every operand and result; of q, k, v and the
 /// output dim 2 with bshd): each rank attends its query heads with their
 /// key/value heads. A mask broadcast over the heads is read whole; a
-/// per-head mask is split alike (dim 1).
+/// per-head mask is split alike (dim 1). With fewer key/value heads than
+/// ranks (multi-query attention; grouped-query attention over a larger tp,
+/// tp a multiple of them), k and v are read whole (Megatron replicates
+/// them): each rank attends with the one key/value head of its query heads
+/// (finishTp), and the k/v gradients the ranks compute, each from its own
+/// query heads, are summed by the entry's smp.tp_copy.
 struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
+  static constexpr const char *kWholeKv = "smp.tp_whole_kv";
+
+  static int64_t headsDim(AttentionOp a) { return a.getBshd() ? 2 : 1; }
+
+  /// Key/value heads read whole: fewer than the ranks, which they divide.
+  static bool wholeKv(AttentionOp a, int64_t tp) {
+    int64_t kv = shapeOf(a.getKey())[headsDim(a)];
+    return tp > 1 && kv % tp != 0 && tp % kv == 0;
+  }
+
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto a = cast<AttentionOp>(op);
-    int64_t heads = a.getBshd() ? 2 : 1;
+    int64_t heads = headsDim(a);
     if (result != a.getResult() || s.dim != heads || s.blocks != 1)
       return failure();
-    for (int i = 0; i < 3; ++i)
-      layouts.push_back(TpOperandLayout::split({heads, 1}));
+    bool whole = wholeKv(a, tp);
+    layouts.push_back(TpOperandLayout::split({heads, 1}));
+    for (int i = 1; i < 3; ++i)
+      layouts.push_back(whole ? TpOperandLayout::whole()
+                              : TpOperandLayout::split({heads, 1}));
     if (Value mask = a.getMask())
       layouts.push_back(shapeOf(mask)[1] == 1
                             ? TpOperandLayout::whole()
@@ -161,13 +179,46 @@ struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
     return success();
   }
 
-  /// The log-sum-exp [B, H, S, 2] is split by heads with the output.
+  /// The log-sum-exp [B, H, S, 2] is split by heads with the output. (k
+  /// and v read whole are marked for finishTp while their shape is global.)
   void shrinkForTp(Operation *op, OpResult, TpShard, int64_t tp) const {
+    if (wholeKv(cast<AttentionOp>(op), tp))
+      op->setAttr(kWholeKv, UnitAttr::get(op->getContext()));
     Value lse = cast<AttentionOp>(op).getLse();
     auto t = cast<RankedTensorType>(lse.getType());
     SmallVector<int64_t> shape(t.getShape());
     shape[1] /= tp;
     lse.setType(t.clone(shape));
+  }
+
+  /// k and v read whole with several key/value heads: this rank's query
+  /// heads (a contiguous 1/tp of them) share one, head (rank * kv / tp),
+  /// gathered from each.
+  void finishTp(Operation *op, int64_t tp) const {
+    auto a = cast<AttentionOp>(op);
+    if (!op->removeAttr(kWholeKv))
+      return;
+    int64_t dim = headsDim(a);
+    int64_t kv = shapeOf(a.getKey())[dim];
+    if (kv == 1)
+      return;
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    auto i64 = b.getI64Type();
+    SmallVector<int64_t> table;
+    for (int64_t r = 0; r < tp; ++r)
+      table.push_back(r * kv / tp);
+    auto tableType = RankedTensorType::get({tp}, i64);
+    Value headOf = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(tableType, ArrayRef<int64_t>(table)));
+    Value rank = TpRankOp::create(b, loc, RankedTensorType::get({}, i64));
+    Value rank1 =
+        ReshapeOp::create(b, loc, RankedTensorType::get({1}, i64), rank);
+    Value head =
+        GatherOp::create(b, loc, headOf, rank1, b.getI64IntegerAttr(0));
+    for (OpOperand *operand : {&a.getKeyMutable(), &a.getValueMutable()})
+      operand->set(GatherOp::create(b, loc, operand->get(), head,
+                                    b.getI64IntegerAttr(dim)));
   }
 };
 

@@ -114,7 +114,7 @@ namespace {
 /// one (also in weight chains: a transposed weight).
 struct TransposeTpRule : public TpRule<TransposeTpRule, TransposeOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     layouts.push_back(TpOperandLayout::split(
@@ -131,7 +131,7 @@ struct TransposeTpRule : public TpRule<TransposeTpRule, TransposeOp> {
 /// the same size only (the [tokens, 3H] product viewed as [B, S, 3H]).
 struct ReshapeTpRule : public TpRule<ReshapeTpRule, ReshapeOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     ArrayRef<int64_t> in = shapeOf(op->getOperand(0)), out = shapeOf(result);
@@ -159,7 +159,7 @@ struct ReshapeTpRule : public TpRule<ReshapeTpRule, ReshapeOp> {
 /// (each rank's share of the result is its share of the input, tiled).
 struct TileTpRule : public TpRule<TileTpRule, TileOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     if (cast<TileOp>(op).getRepeats()[s.dim] != 1)
@@ -172,7 +172,7 @@ struct TileTpRule : public TpRule<TileTpRule, TileOp> {
 /// A slice that keeps the whole split dimension.
 struct SliceTpRule : public TpRule<SliceTpRule, SliceOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto sl = cast<SliceOp>(op);
@@ -194,7 +194,7 @@ struct SliceTpRule : public TpRule<SliceTpRule, SliceOp> {
 /// A concatenation along another dimension: every input split alike.
 struct ConcatTpRule : public TpRule<ConcatTpRule, ConcatOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto c = cast<ConcatOp>(op);
@@ -220,7 +220,7 @@ struct SplitTpRule : public TpRule<SplitTpRule, SplitOp> {
   }
 
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto sp = cast<SplitOp>(op);

@@ -269,7 +269,7 @@ namespace {
 template <typename OpT>
 struct BroadcastTpRule : public TpRule<BroadcastTpRule<OpT>, OpT> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)> isWeight,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     int64_t resultRank = shapeOf(result).size();

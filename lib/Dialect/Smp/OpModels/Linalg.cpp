@@ -214,7 +214,7 @@ OpCost sumSquaresCost(Operation *op) {
 /// activations split along a batch dimension both span (attention's heads).
 struct MatMulTpRule : public TpRule<MatMulTpRule, MatMulOp> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)> isWeight,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     auto mm = cast<MatMulOp>(op);
@@ -244,7 +244,7 @@ struct MatMulTpRule : public TpRule<MatMulTpRule, MatMulOp> {
 template <typename OpT>
 struct SoftmaxTpRule : public TpRule<SoftmaxTpRule<OpT>, OpT> {
   LogicalResult
-  getTpOperandLayouts(Operation *op, OpResult result, TpShard s,
+  getTpOperandLayouts(Operation *op, OpResult result, TpShard s, int64_t tp,
                       function_ref<bool(Value)>,
                       SmallVectorImpl<TpOperandLayout> &layouts) const {
     int64_t axis = static_cast<int64_t>(cast<OpT>(op).getAxis());

@@ -109,7 +109,7 @@ using TpRule = TensorParallelOpInterface::ExternalModel<Rule, OpT>;
 template <typename OpT>
 struct SameSplitTpRule : public TpRule<SameSplitTpRule<OpT>, OpT> {
   llvm::LogicalResult
-  getTpOperandLayouts(mlir::Operation *, mlir::OpResult, TpShard s,
+  getTpOperandLayouts(mlir::Operation *, mlir::OpResult, TpShard s, int64_t tp,
                       llvm::function_ref<bool(mlir::Value)>,
                       llvm::SmallVectorImpl<TpOperandLayout> &layouts) const {
     layouts.push_back(TpOperandLayout::split(s));

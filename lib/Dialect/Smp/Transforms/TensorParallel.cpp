@@ -88,9 +88,8 @@ struct Region {
     auto rule = dyn_cast<TensorParallelOpInterface>(def);
     SmallVector<Layout> layouts;
     auto isWeight = [&](Value x) { return weightOnly.count(x) > 0; };
-    if (!rule ||
-        failed(rule.getTpOperandLayouts(cast<OpResult>(v), s, isWeight,
-                                        layouts)))
+    if (!rule || failed(rule.getTpOperandLayouts(cast<OpResult>(v), s, tp,
+                                                 isWeight, layouts)))
       return std::nullopt;
     return layouts;
   }
@@ -504,6 +503,8 @@ struct SmpTensorParallelPass
       }
       entry->set(copy);
     }
+    for (Operation *op : fixed)
+      cast<TensorParallelOpInterface>(op).finishTp(tp);
     // Exit: the row matmul's partial sums.
     b.setInsertionPointAfter(row);
     Value partial = row->getResult(0);
