@@ -26,6 +26,11 @@ Shared data (16 samples; forward/ holds the first 8 of each input):
   decoder_input_ids.npy            T5's and BART's decoder input (labels
                                    shifted right)
   pixel_values.npy, class_labels.npy   ViT: 3x16x16 images, 10 classes
+  attention_mask.npy               left padding (each sample's last 3..8
+                                   tokens kept)
+  labels_pad.npy                   labels.npy with -100 where padded
+  seq_labels.npy                   one of 3 classes a sample (BERT's
+                                   sequence classification)
 
 The model is wrapped so that its forward takes the inputs and returns the
 logits (return_dict=False, use_cache=False). Which architectures train and
@@ -49,6 +54,8 @@ VOCAB, SEQ, BATCH, SAMPLES, STEPS = 64, 8, 8, 16, 5
 IDS = ("input_ids",)
 T5_INPUTS = ("input_ids", "decoder_input_ids")
 VIT_INPUTS = ("pixel_values",)
+MASK_INPUTS = ("input_ids", "attention_mask")
+SEQ_CLASSES = 3
 IMAGE, PATCH, CLASSES = 16, 4, 10
 
 
@@ -132,6 +139,20 @@ def configs():
         decoder_ffn_dim=32, max_position_embeddings=32, dropout=0,
         attention_dropout=0, activation_dropout=0, decoder_start_token_id=0,
         pad_token_id=1, **small)), T5_INPUTS, "labels", VOCAB)
+    # Fine-tuning with padding: an attention_mask input (left padding, as
+    # for generation), the padded positions' labels -100 (as HF's
+    # collators set them; cross_entropy ignores them).
+    yield ("gpt2pad", lambda: T.GPT2LMHeadModel(T.GPT2Config(
+        n_layer=2, n_head=2, n_embd=16, n_positions=32, resid_pdrop=0,
+        embd_pdrop=0, attn_pdrop=0, **small)), MASK_INPUTS, "labels_pad",
+        VOCAB)
+    # Sequence classification: the pooler's [CLS] token, 3 classes.
+    yield ("bertcls", lambda: T.BertForSequenceClassification(T.BertConfig(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
+        intermediate_size=32, max_position_embeddings=32,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+        num_labels=SEQ_CLASSES, **small)), MASK_INPUTS, "seq_labels",
+        SEQ_CLASSES)
     # Image classification: a patch-embedding conv, a class token, 10 classes.
     yield ("vit", lambda: T.ViTForImageClassification(T.ViTConfig(
         image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
@@ -176,7 +197,18 @@ class ImageLogits(LogitsOnly):
         return self.model(pixel_values=pixel_values, return_dict=False)[0]
 
 
+class MaskedLogits(LogitsOnly):
+    """input_ids, attention_mask -> logits."""
+
+    def forward(self, input_ids, attention_mask):
+        kw = {} if self.model.config.model_type == "bert" else {
+            "use_cache": False}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                          return_dict=False, **kw)[0]
+
+
 WRAPPERS = {IDS: LogitsOnly, T5_INPUTS: Seq2SeqLogits,
+            MASK_INPUTS: MaskedLogits,
             VIT_INPUTS: ImageLogits}
 
 
@@ -191,12 +223,20 @@ def data(out):
     g2 = torch.Generator().manual_seed(2)
     pixels = torch.randn(SAMPLES, 3, IMAGE, IMAGE, generator=g2)
     classes = torch.randint(0, CLASSES, (SAMPLES,), generator=g2)
+    # Left padding: sample i keeps its last 3..8 tokens.
+    g3 = torch.Generator().manual_seed(3)
+    lengths = torch.randint(3, SEQ + 1, (SAMPLES,), generator=g3)
+    mask = (torch.arange(SEQ)[None, :] >= (SEQ - lengths)[:, None]).long()
     t = {"input_ids": ids, "labels": labels, "decoder_input_ids": dec,
-         "pixel_values": pixels, "class_labels": classes}
+         "pixel_values": pixels, "class_labels": classes,
+         "attention_mask": mask,
+         "labels_pad": labels.masked_fill(mask == 0, -100),
+         "seq_labels": torch.randint(0, SEQ_CLASSES, (SAMPLES,),
+                                     generator=g3)}
     (out / "forward").mkdir(exist_ok=True)
     for name, v in t.items():
         np.save(out / f"{name}.npy", v.numpy())
-        if name in IDS + T5_INPUTS + VIT_INPUTS:
+        if name in IDS + T5_INPUTS + VIT_INPUTS + MASK_INPUTS:
             np.save(out / "forward" / f"{name}.npy", v[:BATCH].numpy())
     return t
 

@@ -157,3 +157,31 @@ module {
     return %y : tensor<2x5x4xf32>
   }
 }
+
+// -----
+
+// A GatherND whose constant index tuples name the position's own sample
+// (HF's padding mask read as mask[arange(B)[:, None], kv], folded): the
+// samples stay along dim 0.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %i = smp.constant dense<[[[0, 2], [0, 0], [0, 1]], [[1, 2], [1, 0], [1, 1]]]> : tensor<2x3x2xi64>
+    %g = smp.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x3xf32>, tensor<2x3x2xi64>) -> tensor<2x3xf32>
+    %y = smp.matmul %g, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// One that names another sample's row mixes them.
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %i = smp.constant dense<[[[0, 2], [0, 0], [0, 1]], [[1, 2], [0, 0], [1, 1]]]> : tensor<2x3x2xi64>
+    // expected-error @+1 {{smp cannot follow the batch's samples through 'smp.gather_nd'}}
+    %g = smp.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x3xf32>, tensor<2x3x2xi64>) -> tensor<2x3xf32>
+    %y = smp.matmul %g, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}

@@ -334,6 +334,31 @@ private:
     return true;
   }
 
+  /// Whether constant GatherND `indices` [N, ..., K] pick, in component
+  /// `c` (the data's samples dim, `other` long), a row of position p's own
+  /// sample, p's sample given by its index along dim 0 (samples-major).
+  bool ownSampleTuples(Value indices, int64_t c, int64_t other) {
+    DenseElementsAttr idx;
+    if (!matchPattern(indices, m_Constant(&idx)))
+      return false;
+    auto shape = shapeOf(indices);
+    int64_t n = shape[0], width = shape.back();
+    if (n % samples != 0 || other % samples != 0)
+      return false;
+    int64_t perRow = product(shape.drop_front()), k = 0;
+    for (const APInt &v : idx.getValues<APInt>()) {
+      int64_t at = k / perRow;
+      if (k++ % width != c)
+        continue;
+      int64_t to = v.getSExtValue();
+      if (to < 0)
+        to += other;
+      if (at / (n / samples) != to / (other / samples))
+        return false;
+    }
+    return true;
+  }
+
   State gather() {
     if (auto g = dyn_cast<GatherOp>(op)) {
       int64_t axis = g.getAxis();
@@ -361,6 +386,16 @@ private:
           k != ShapedType::kDynamic && data.dim >= first)
         return smp::at(rankOf(g.getIndices()) - 1 + data.dim - first,
                        data.inner);
+      // A batch index in the tuple (HF's padding mask read as
+      // mask[arange(B)[:, None, None, None], kv], folded to constants):
+      // every position along the indices' dim 0 picks a row of its own
+      // sample along the samples' dim of the data.
+      if (data.kind == State::Dim && idx.kind == State::None &&
+          g.getBatchDims() == 0 && data.inner == 1 &&
+          k != ShapedType::kDynamic && data.dim < k &&
+          ownSampleTuples(g.getIndices(), data.dim,
+                          shapeOf(g.getData())[data.dim]))
+        return smp::at(0, shapeOf(g.getIndices())[0] / samples);
       return unknown(op);
     }
     // GatherElements (data, indices), its gradient (indices, updates):
