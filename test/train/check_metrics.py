@@ -4,11 +4,15 @@ artifact: every step present once; time within a minute of now and
 increasing; elapsed increasing and below the time span; tokens_per_s =
 samples_per_s x TOKENS (null with TOKENS 0); samples_per_s = BATCH /
 step_time; tflops_per_device = step_flops / RANKS / step_time / 1e12 and
-mfu = tflops_per_device * 1e12 / peak_flops (step_flops and peak_flops read
-from MANIFEST.txt, `smp-artifact-text decode MODEL.smpx/manifest.pb`);
-peak_bytes_per_rank has RANKS entries, the first equal to peak_bytes.
+mfu = tflops_per_device * 1e12 / the row's peak_flops, which is the
+artifact's (step_flops and peak_flops read from MANIFEST.txt,
+`smp-artifact-text decode MODEL.smpx/manifest.pb`) times THREADS for the
+"cpu" preset (one core's peak; a rank computes on its threads), times 1
+otherwise; peak_bytes_per_rank has RANKS entries, the first equal to
+peak_bytes.
 
     check_metrics.py METRICS.jsonl MANIFEST.txt --ranks R --batch B --tokens T
+                     [--threads N]
 Prints "N rows consistent" or what differs (exit 1). Standard library only.
 """
 import argparse
@@ -31,10 +35,13 @@ def main():
     ap.add_argument("--ranks", type=int, required=True)
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--tokens", type=int, required=True)
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     text = open(args.manifest).read()
     step_flops = float(re.search(r"^step_flops: (\S+)", text, re.M).group(1))
     peak = float(re.search(r"^peak_flops: (\S+)", text, re.M).group(1))
+    if re.search(r'^device: "cpu"', text, re.M):
+        peak *= args.threads
     rows = [json.loads(l) for l in open(args.metrics) if l.strip()]
     bad = []
     now = time.time()
@@ -59,6 +66,8 @@ def main():
         if not close(r["tflops_per_device"], tflops, 1e-4):
             bad.append(f"step {s}: tflops_per_device {r['tflops_per_device']}"
                        f" != {tflops}")
+        if not close(r["peak_flops"], peak):
+            bad.append(f"step {s}: peak_flops {r['peak_flops']} != {peak}")
         if not close(r["mfu"], r["tflops_per_device"] * 1e12 / peak):
             bad.append(f"step {s}: mfu {r['mfu']}")
         peaks = r["peak_bytes_per_rank"]

@@ -115,23 +115,24 @@ std::string Reporter::metricsRow(const StepRecord &rec) const {
   double flops =
       facts_.stepFlops > 0 ? facts_.stepFlops / facts_.numRanks / perStep : NAN;
   double mfu = facts_.peakFlops > 0 ? flops / facts_.peakFlops : NAN;
-  std::string row = "{\"step\": " + std::to_string(rec.step) +
-                    ", \"loss\": " + jsonNumber(rec.loss) +
-                    ", \"lr\": " + jsonNumber(rec.lr) +
-                    ", \"grad_norm\": " + jsonNumber(rec.gradNorm) +
-                    ", \"samples_per_s\": " + jsonNumber(rec.samplesPerSecond) +
-                    ", \"tokens_per_s\": " +
-                    (facts_.tokensPerSample > 0
-                         ? jsonNumber(rec.samplesPerSecond *
-                                      facts_.tokensPerSample)
-                         : "null") +
-                    ", \"tflops_per_device\": " + jsonNumber(flops / 1e12) +
-                    ", \"mfu\": " + jsonNumber(mfu) +
-                    ", \"step_time\": " + jsonNumber(rec.seconds) +
-                    ", \"time\": " + format("%.6f", rec.wallTime) +
-                    ", \"elapsed\": " + jsonNumber(rec.elapsed) +
-                    ", \"peak_bytes\": " + std::to_string(rec.peakBytes) +
-                    ", \"peak_bytes_per_rank\": [";
+  std::string row =
+      "{\"step\": " + std::to_string(rec.step) +
+      ", \"loss\": " + jsonNumber(rec.loss) +
+      ", \"lr\": " + jsonNumber(rec.lr) +
+      ", \"grad_norm\": " + jsonNumber(rec.gradNorm) +
+      ", \"samples_per_s\": " + jsonNumber(rec.samplesPerSecond) +
+      ", \"tokens_per_s\": " +
+      (facts_.tokensPerSample > 0
+           ? jsonNumber(rec.samplesPerSecond * facts_.tokensPerSample)
+           : "null") +
+      ", \"tflops_per_device\": " + jsonNumber(flops / 1e12) +
+      ", \"mfu\": " + jsonNumber(mfu) + ", \"peak_flops\": " +
+      jsonNumber(facts_.peakFlops > 0 ? facts_.peakFlops : NAN) +
+      ", \"step_time\": " + jsonNumber(rec.seconds) +
+      ", \"time\": " + format("%.6f", rec.wallTime) +
+      ", \"elapsed\": " + jsonNumber(rec.elapsed) +
+      ", \"peak_bytes\": " + std::to_string(rec.peakBytes) +
+      ", \"peak_bytes_per_rank\": [";
   for (size_t r = 0; r < rec.peakBytesPerRank.size(); ++r)
     row += (r ? ", " : "") + std::to_string(rec.peakBytesPerRank[r]);
   row += "]";

@@ -485,7 +485,10 @@ Status train(Executor &exec, const TrainOptions &options,
   facts.globalBatch = globalBatch;
   facts.tokensPerSample = tokensPerSample(manifest);
   facts.stepFlops = manifest.step_flops();
-  facts.peakFlops = manifest.peak_flops();
+  // The "cpu" preset's peak is one core's: a rank computes on its threads.
+  facts.peakFlops =
+      manifest.peak_flops() *
+      (manifest.device() == "cpu" ? exec.backend().computeUnits() : 1);
   facts.numRanks = comm.size();
   LrSchedule schedule;
   int64_t first = 0;

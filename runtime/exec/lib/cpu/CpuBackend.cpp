@@ -3,6 +3,8 @@
 #include "cpu/CpuBackend.h"
 #include "smprt/exec/BackendRegistry.h"
 
+#include "smp/kernels/cpu/Kernels.h"
+
 #include <cstring>
 #include <sys/mman.h>
 
@@ -50,6 +52,7 @@ class CpuBackend final : public Backend {
 public:
   std::string name() const override { return "cpu"; }
   bool hostAddressable() const override { return true; }
+  int computeUnits() const override { return smp::kernels::cpu::numThreads(); }
 
   /// Pages mapped lazily: an arena planned larger than what a run touches
   /// costs only address space.

@@ -95,6 +95,10 @@ public:
   /// (smprun prints them at the end): e.g. the products whose cuBLASLt
   /// epilogue had no algorithm, so separate kernels ran.
   virtual std::vector<std::string> notes() const { return {}; }
+  /// The units one device preset's peak counts, that this rank's kernels
+  /// run on: the CPU backend's threads (the "cpu" preset's peak is one
+  /// core's); a GPU is one device.
+  virtual int computeUnits() const { return 1; }
   virtual bool deviceMemory(uint64_t &inUse, uint64_t &total) const {
     (void)inUse;
     (void)total;
