@@ -175,10 +175,21 @@ struct Region {
     return true;
   }
 
-  /// Every split value is used only inside the region (or by the row
-  /// matmul), and every sharded weight only by the region.
-  bool closed(Operation *row) {
-    llvm::DenseSet<Operation *> ops{row};
+  /// A row-parallel candidate: `row` reads an activation and a weight
+  /// (rank 2), which this region then requires split along the contraction.
+  bool requireRow(MatMulOp row) {
+    if (!weightOnly.count(row.getRhs()) || weightOnly.count(row.getLhs()) ||
+        shapeOf(row.getRhs()).size() != 2 || row.getTransposeLhs())
+      return false;
+    int64_t k = shapeOf(row.getLhs()).size() - 1;
+    return require(row.getLhs(), Shard{k, 1}) &&
+           requireWeight(row.getRhs(), Shard{row.getTransposeRhs() ? 1 : 0, 1});
+  }
+
+  /// Every split value is used only inside the region (or by its row
+  /// matmuls), and every sharded weight only by the region.
+  bool closed(ArrayRef<Operation *> rows) {
+    llvm::DenseSet<Operation *> ops(rows.begin(), rows.end());
     for (auto &[v, s] : act)
       ops.insert(v.getDefiningOp());
     for (auto &[w, s] : weights)
@@ -247,19 +258,16 @@ struct SmpTensorParallelPass
 
     llvm::DenseSet<Operation *> taken;
     llvm::DenseSet<Value> takenWeights;
-    SmallVector<std::pair<Region, Operation *>> regions;
+    SmallVector<std::pair<Region, SmallVector<Operation *>>> regions;
     for (Operation &op : body.without_terminator()) {
       auto row = dyn_cast<MatMulOp>(op);
-      if (!row || taken.count(row) || !weightOnly.count(row.getRhs()) ||
-          weightOnly.count(row.getLhs()) ||
-          shapeOf(row.getRhs()).size() != 2 || row.getTransposeLhs())
+      if (!row || taken.count(row))
         continue;
       Region region{tp, weightOnly, differentiable, {}, {}, {}, {}};
-      int64_t k = shapeOf(row.getLhs()).size() - 1;
-      if (!region.require(row.getLhs(), Shard{k, 1}) ||
-          !region.requireWeight(row.getRhs(),
-                                Shard{row.getTransposeRhs() ? 1 : 0, 1}) ||
-          !region.closed(row))
+      SmallVector<Operation *> rows{row};
+      if (!region.requireRow(row))
+        continue;
+      if (!region.closed(rows) && !joinSharedRows(region, row, taken, rows))
         continue;
       // Regions do not overlap: a matmul or weight is split one way only.
       if (llvm::any_of(region.act,
@@ -276,10 +284,10 @@ struct SmpTensorParallelPass
       }
       for (auto &[v, s] : region.act)
         taken.insert(v.getDefiningOp());
-      taken.insert(row);
+      taken.insert(rows.begin(), rows.end());
       for (auto &[w, s] : region.weights)
         takenWeights.insert(w);
-      regions.push_back({std::move(region), row});
+      regions.push_back({std::move(region), std::move(rows)});
     }
     SmallVector<VocabTable> tables = findVocabTables(main, weightOnly, takenWeights);
     if (regions.empty() && tables.empty()) {
@@ -295,8 +303,8 @@ struct SmpTensorParallelPass
       shard::GridOp::create(b, module.getLoc(), "tp",
                             ArrayRef<int64_t>{static_cast<int64_t>(tp)});
     }
-    for (auto &[region, row] : regions)
-      rewrite(main, region, row, b);
+    for (auto &[region, rows] : regions)
+      rewrite(main, region, rows, b);
     for (VocabTable &table : tables)
       rewriteVocab(main, table, b);
     main.setType(FunctionType::get(&getContext(), body.getArgumentTypes(),
@@ -472,7 +480,27 @@ struct SmpTensorParallelPass
     }
   }
 
-  void rewrite(func::FuncOp main, Region &region, Operation *row,
+  /// A region whose weights other products read too: a layer applied at
+  /// several depths (ALBERT's one layer, every layer's matmuls reading its
+  /// weights). The other row matmuls of its row weight join it, each with
+  /// its own path split alike; the union must be closed.
+  bool joinSharedRows(Region &region, MatMulOp row,
+                      const llvm::DenseSet<Operation *> &taken,
+                      SmallVectorImpl<Operation *> &rows) {
+    for (Operation *user : row.getRhs().getUsers()) {
+      auto other = dyn_cast<MatMulOp>(user);
+      if (!other || other == row || llvm::is_contained(rows, user))
+        continue;
+      if (taken.count(other) ||
+          other.getTransposeRhs() != row.getTransposeRhs() ||
+          !region.requireRow(other))
+        return false;
+      rows.push_back(other);
+    }
+    return rows.size() > 1 && region.closed(rows);
+  }
+
+  void rewrite(func::FuncOp main, Region &region, ArrayRef<Operation *> rows,
                OpBuilder &b) {
     MLIRContext *ctx = &getContext();
     // Fix shape attributes before the types change (once per op: a split
@@ -505,13 +533,15 @@ struct SmpTensorParallelPass
     }
     for (Operation *op : fixed)
       cast<TensorParallelOpInterface>(op).finishTp(tp);
-    // Exit: the row matmul's partial sums.
-    b.setInsertionPointAfter(row);
-    Value partial = row->getResult(0);
-    auto sum = shard::AllReduceOp::create(b, row->getLoc(), partial, "tp",
-                                          ArrayRef<shard::GridAxis>{0},
-                                          shard::ReductionKind::Sum);
-    partial.replaceAllUsesExcept(sum.getResult(), sum.getOperation());
+    // Exit: the row matmuls' partial sums.
+    for (Operation *row : rows) {
+      b.setInsertionPointAfter(row);
+      Value partial = row->getResult(0);
+      auto sum = shard::AllReduceOp::create(b, row->getLoc(), partial, "tp",
+                                            ArrayRef<shard::GridAxis>{0},
+                                            shard::ReductionKind::Sum);
+      partial.replaceAllUsesExcept(sum.getResult(), sum.getOperation());
+    }
   }
 };
 
