@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace smp::onnx_frontend {
@@ -131,6 +132,13 @@ std::vector<std::string> nodeScopes(const onnx::NodeProto &n) {
   return out;
 }
 
+/// The module a parameter is an attribute of ("a.b" of "a.b.weight"; ""
+/// for a top-level one).
+llvm::StringRef ownerModule(llvm::StringRef param) {
+  auto [module, leaf] = param.rsplit('.');
+  return leaf.empty() ? llvm::StringRef() : module;
+}
+
 /// Whether the parameter `alias` (gone from the file) is tied to the
 /// parameter `read`: a node of `alias`'s own module reads `read`, a
 /// parameter of another module (HF's tied input embedding: the embedding
@@ -150,12 +158,12 @@ bool tiedAlias(llvm::StringRef alias, llvm::StringRef read,
 const llvm::StringSet<> kBijections = {
     "t",         "transpose", "permute", "view",      "reshape", "_unsafe_view",
     "unsqueeze", "squeeze",   "clone",   "contiguous"};
-/// Ops that only move or copy elements (kBijections, copies, subsets).
-const llvm::StringSet<> kMoves = {"expand",     "repeat",    "embedding",
-                                  "t",          "transpose", "permute",
-                                  "view",       "reshape",   "_unsafe_view",
-                                  "unsqueeze",  "squeeze",   "clone",
-                                  "contiguous", "select",    "slice"};
+/// Ops that only move or copy elements: kBijections, copies and subsets.
+bool onlyMoves(llvm::StringRef op) {
+  static const llvm::StringSet<> kCopiesAndSubsets = {
+      "expand", "repeat", "embedding", "select", "slice"};
+  return kBijections.contains(op) || kCopiesAndSubsets.contains(op);
+}
 
 /// What the surviving nodes say about the FX graph.
 struct FxGraph {
@@ -168,7 +176,7 @@ struct FxGraph {
 
   FxGraph(const onnx::GraphProto &g,
           const std::map<std::string, std::string> &sig)
-      : nodeFx(g.node_size()) {
+      : nodeFx(g.node_size()), scopes(g.node_size()), g(g) {
     for (const auto &t : g.initializer())
       initNames.insert(t.name());
     for (const auto &in : g.input())
@@ -188,55 +196,56 @@ struct FxGraph {
     for (const auto &[var, target] : sig) {
       sigTargets.insert(target);
       if (!initNames.count(target) && !params.count(var) &&
-          !tiedAliasRead(g, sig, target))
+          !tiedAliasRead(sig, target))
         vanished.push_back(target);
     }
   }
 
+  /// Node i's modules (nodeScopes), read from its metadata once.
+  const std::vector<std::string> &scopesOf(int i) {
+    if (!scopes[i])
+      scopes[i] = nodeScopes(g.node(i));
+    return *scopes[i];
+  }
+  /// The innermost module node i ran in ("" if unknown).
+  llvm::StringRef moduleOf(int i) {
+    const std::vector<std::string> &s = scopesOf(i);
+    return s.empty() ? llvm::StringRef() : llvm::StringRef(s.back());
+  }
+
   /// Finds the folds that are a parameter only moved (Falcon's `x @
   /// self.weight.T` in its Linear, folded to `permute`): a fold of an op in
-  /// `moves` whose readers all run in one module M,
-  /// where M's subtree has no other fold and one parameter gone, M's own
-  /// (`M.weight`). Those parameters are explained: no longer `vanished`.
-  void attributeMoves(const onnx::GraphProto &g,
-                      const llvm::StringSet<> &moves) {
-    std::map<std::string, std::string> moduleOf; // fold -> its readers' module
-    for (const auto &[name, readers] : foldedReaders) {
-      if (!initNames.count(name) || sigTargets.count(name))
-        continue;
-      std::string module;
-      for (int node : readers) {
-        std::vector<std::string> scopes = nodeScopes(g.node(node));
-        std::string m = scopes.empty() ? "" : scopes.back();
-        if (m.empty() || (!module.empty() && m != module)) {
-          module.clear();
-          break;
-        }
-        module = m;
-      }
-      moduleOf[name] = module;
-    }
+  /// kBijections whose readers all run in one module M, where M's subtree
+  /// has no other fold and one parameter gone, M's own (`M.weight`). Those
+  /// parameters are explained: no longer `vanished`.
+  void attributeMoves() {
     auto within = [](llvm::StringRef name, llvm::StringRef module) {
       return name == module || name.starts_with((module + ".").str());
     };
-    for (const auto &[fold, module] : moduleOf) {
-      if (module.empty() || !moves.contains(fxOp(fold)))
+    std::map<std::string, std::string> readersModule; // fold -> M
+    for (const auto &[name, readers] : foldedReaders) {
+      if (!initNames.count(name) || sigTargets.count(name))
+        continue;
+      llvm::StringRef module = moduleOf(readers.front());
+      if (llvm::all_of(readers, [&](int n) { return moduleOf(n) == module; }))
+        readersModule[name] = module.str();
+    }
+    for (const auto &[fold, module] : readersModule) {
+      if (module.empty() || !kBijections.contains(fxOp(fold)))
         continue;
       // No other fold is read anywhere in M's subtree.
       bool alone = llvm::all_of(foldedReaders, [&](const auto &entry) {
         return entry.first == fold || !initNames.count(entry.first) ||
                sigTargets.count(entry.first) ||
-               llvm::none_of(entry.second, [&](int node) {
-                 std::vector<std::string> scopes = nodeScopes(g.node(node));
-                 return !scopes.empty() && within(scopes.back(), module);
+               llvm::none_of(entry.second, [&](int n) {
+                 return within(moduleOf(n), module);
                });
       });
       std::vector<std::string> gone;
       for (const std::string &v : vanished)
-        if (llvm::StringRef(v).starts_with(module + "."))
+        if (within(v, module))
           gone.push_back(v);
-      if (alone && gone.size() == 1 &&
-          !llvm::StringRef(gone[0]).drop_front(module.size() + 1).contains('.'))
+      if (alone && gone.size() == 1 && ownerModule(gone[0]) == module)
         moved[fold] = gone[0];
     }
     llvm::erase_if(vanished, [&](const std::string &v) {
@@ -245,21 +254,15 @@ struct FxGraph {
   }
   /// A parameter gone from the file that is an attribute of the module
   /// one of the fold `name`'s readers runs in (`M.weight`), or "".
-  std::string ownerOfReaders(const onnx::GraphProto &g,
-                             const std::string &name) const {
+  std::string ownerOfReaders(const std::string &name) {
     auto readers = foldedReaders.find(name);
-    if (readers == foldedReaders.end() || vanished.empty())
+    if (readers == foldedReaders.end())
       return "";
     for (int node : readers->second) {
-      std::vector<std::string> scopes = nodeScopes(g.node(node));
-      if (scopes.empty() || scopes.back().empty())
-        continue;
-      llvm::StringRef module = scopes.back();
-      for (const std::string &v : vanished) {
-        auto [owner, leaf] = llvm::StringRef(v).rsplit('.');
-        if (owner == module && !leaf.empty())
+      llvm::StringRef module = moduleOf(node);
+      for (const std::string &v : vanished)
+        if (!module.empty() && ownerModule(v) == module)
           return v;
-      }
     }
     return "";
   }
@@ -270,23 +273,21 @@ struct FxGraph {
   /// Whether a surviving node reads the parameter `target` is tied to
   /// under another name (then PyTorch's graph never used `target` itself:
   /// it is not gone, the file trains it as that parameter).
-  bool tiedAliasRead(const onnx::GraphProto &g,
-                     const std::map<std::string, std::string> &sig,
-                     llvm::StringRef target) const {
-    for (int i = 0; i < g.node_size(); ++i) {
-      std::vector<std::string> scopes;
+  bool tiedAliasRead(const std::map<std::string, std::string> &sig,
+                     llvm::StringRef target) {
+    for (int i = 0; i < g.node_size(); ++i)
       for (const auto &a : fxArgs(nodeFx[i])) {
         auto read = sig.find(a);
-        if (read == sig.end() || read->second == target)
-          continue;
-        if (scopes.empty())
-          scopes = nodeScopes(g.node(i));
-        if (tiedAlias(target, read->second, scopes))
+        if (read != sig.end() && read->second != target &&
+            tiedAlias(target, read->second, scopesOf(i)))
           return true;
       }
-    }
     return false;
   }
+
+private:
+  std::vector<std::optional<std::vector<std::string>>> scopes;
+  const onnx::GraphProto &g;
 };
 
 /// 1. Common subexpression elimination of a call that reads parameters:
@@ -432,9 +433,9 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   // mask's fold ends in arithmetic, in an attention module: where, mul,
   // masked_fill.)
   std::string owner =
-      moved != fx.moved.end() ? moved->second : fx.ownerOfReaders(g, t.name());
+      moved != fx.moved.end() ? moved->second : fx.ownerOfReaders(t.name());
   if (constant && !infinite &&
-      (!owner.empty() || (!fx.vanished.empty() && kMoves.contains(op))))
+      (!owner.empty() || (!fx.vanished.empty() && onlyMoves(op))))
     return refuse(
         path, "initializer '" + t.name() +
                   "' holds one value everywhere, folded by the "
@@ -544,7 +545,7 @@ llvm::Error resolveFoldedParameters(
   if (sig.empty())
     return llvm::Error::success();
   FxGraph fx(g, sig);
-  fx.attributeMoves(g, kBijections);
+  fx.attributeMoves();
   if (llvm::Error err = refuseMergedCalls(g, path, fx))
     return err;
   for (int i = 0; i < g.initializer_size(); ++i)

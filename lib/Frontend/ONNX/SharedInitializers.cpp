@@ -137,15 +137,11 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
     args.split(parts, ',');
     bool conv = call.starts_with("torch.ops.aten.conv") ||
                 call.starts_with("torch.ops.aten.convolution");
-    size_t biasArg = 2;
-    if (call.starts_with("torch.ops.aten.addmm"))
-      biasArg = 0;
-    else if (!conv && !call.starts_with("torch.ops.aten.linear"))
-      biasArg = parts.size(); // unknown: refused below
-    bool known = biasArg != parts.size() || conv ||
-                 call.starts_with("torch.ops.aten.linear");
-    llvm::StringRef bias =
-        biasArg < parts.size() ? parts[biasArg].trim().split(')').first.trim()
+    bool addmm = call.starts_with("torch.ops.aten.addmm");
+    bool known = conv || addmm || call.starts_with("torch.ops.aten.linear");
+    size_t biasArg = addmm ? 0 : 2;
+    llvm::StringRef bias = known && biasArg < parts.size()
+                               ? parts[biasArg].trim().split(')').first.trim()
                                : llvm::StringRef();
     // A call without a bias (CLIP's patch embedding: Conv2d(bias=False),
     // its bias argument None): the exporter's translation gave the node a

@@ -487,13 +487,13 @@ struct SmpTensorParallelPass
   bool joinSharedRows(Region &region, MatMulOp row,
                       const llvm::DenseSet<Operation *> &taken,
                       SmallVectorImpl<Operation *> &rows) {
+    // (requireRow asks for the weight's shard again: a product reading it
+    // the other way round is refused there.)
     for (Operation *user : row.getRhs().getUsers()) {
       auto other = dyn_cast<MatMulOp>(user);
-      if (!other || other == row || llvm::is_contained(rows, user))
+      if (!other || llvm::is_contained(rows, user))
         continue;
-      if (taken.count(other) ||
-          other.getTransposeRhs() != row.getTransposeRhs() ||
-          !region.requireRow(other))
+      if (taken.count(other) || !region.requireRow(other))
         return false;
       rows.push_back(other);
     }
