@@ -25,6 +25,13 @@ docs/bring-your-own-model.md). Files:
                           (nn.MultiheadAttention: zero biases the dynamo
                           exporter's optimiser removes); gpt_mha/ its
                           references
+  tenc_dynamo.onnx, tenc_batch.onnx, tenc_torchscript.onnx
+                          nn.TransformerEncoder (its layers copy.deepcopy'd:
+                          equal weights at init, which the dynamo optimiser
+                          merges into one initializer, transposed folds
+                          included), exported plain, with a symbolic batch
+                          and with dynamo=False; tenc/ its references
+                          (data: gpt/)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -94,6 +101,24 @@ class SharedBlockLM(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class DeepCopiedEncoder(nn.Module):
+    """PyTorch's own nn.TransformerEncoder: its layers are copy.deepcopy's
+    of one layer (post-norm, PyTorch's default), so every layer starts with
+    the same weights: separate parameters with equal values."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        layer = nn.TransformerEncoderLayer(DIM, HEADS, 4 * DIM, dropout=0.0,
+                                           batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, LAYERS,
+                                         enable_nested_tensor=False)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        return self.head(self.enc(self.wte(idx)))
+
+
 class TinyGPT(nn.Module):
     def __init__(self, block=Block):
         super().__init__()
@@ -138,8 +163,44 @@ def write_refs(model, init, where, idx, labels, logits_after_sgd=False):
                         model(idx[:BATCH]).numpy().astype(np.float32))
 
 
+def write_deep_copied(out, idx, labels):
+    """tenc_*.onnx and tenc/: nn.TransformerEncoder exported three ways."""
+    torch.manual_seed(0)
+    model = DeepCopiedEncoder().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    example = (idx[:BATCH],)
+    common = dict(input_names=["idx"], output_names=["logits"])
+    torch.onnx.export(model, example, str(out / "tenc_dynamo.onnx"),
+                      external_data=False, **common)
+    torch.onnx.export(model, example, str(out / "tenc_batch.onnx"),
+                      dynamic_shapes={"idx": {0: torch.export.Dim("batch")}},
+                      external_data=False, **common)
+    torch.onnx.export(model, example, str(out / "tenc_torchscript.onnx"),
+                      dynamo=False, **common)
+    for f in ("tenc_dynamo.onnx", "tenc_batch.onnx"):
+        strip_stack_traces(out / f)
+    write_refs(model, init, out / "tenc", idx, labels)
+
+
+def strip_stack_traces(path):
+    """Drops the nodes' stack traces (smp does not read them; they would
+    make the file several times as large)."""
+    m = onnx.load(str(path))
+    for n in m.graph.node:
+        keep = [p for p in n.metadata_props
+                if p.key != "pkg.torch.onnx.stack_trace"]
+        del n.metadata_props[:]
+        n.metadata_props.extend(keep)
+    onnx.save(m, str(path))
+
+
 def main():
-    out = torch_refs.fixture_arguments("traps").parse_args().out
+    ap = torch_refs.fixture_arguments("traps")
+    ap.add_argument("--only", choices=["tenc"],
+                    help="write only these fixtures (the others keep the "
+                         "files their torch version wrote)")
+    args = ap.parse_args()
+    out = args.out
     (out / "gpt").mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(1)
     idx = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
@@ -148,6 +209,10 @@ def main():
     np.save(out / "gpt" / "labels.npy", labels.numpy())
     (out / "gpt" / "first8").mkdir(exist_ok=True)
     np.save(out / "gpt" / "first8" / "idx.npy", idx[:BATCH].numpy())
+    write_deep_copied(out, idx, labels)
+    if args.only:
+        print("wrote", out)
+        return
 
     # gpt: attention (nn.MultiheadAttention, zero-initialised biases), for
     # what smp must refuse; mlpgpt: no attention, for what it must train.

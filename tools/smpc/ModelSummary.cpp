@@ -57,8 +57,11 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
          << "' (the exporter's Identity marker of a merged initializer)\n";
     else if (kind.getValue() == "merged-exact")
       os << ": untied from '" << from.getValue()
-         << "' (the exporter merged equal fresh tensors; its metadata names "
-            "this PyTorch parameter)\n";
+         << "' (the exporter merged equal tensors of separate PyTorch "
+            "parameters; "
+         << (why ? why.getValue()
+                 : llvm::StringRef("its metadata names this one"))
+         << ")\n";
     else if (kind.getValue() == "folded")
       os << ": rows of an embedding the exporter's optimiser gathered at "
             "constant positions and folded, trained as those rows\n";

@@ -37,13 +37,16 @@ struct ParamOrigin {
   /// from constants: markBuffers, FrozenInitializers.cpp), kept frozen;
   /// "identity": an exporter's `name = Identity(from)` marker, untied;
   /// "merged": one of several nodes reading a constant-valued `from`,
-  /// untied (a guess: warned about); "merged-exact": the same where the
-  /// dynamo exporter's metadata names the PyTorch parameter (`name`) that
-  /// the nodes read; "tied": a copy of `from` (transposed or equal), read as it;
-  /// "folded": `from` holds rows of an embedding the dynamo optimiser
-  /// gathered at constant positions and folded, trained as they are;
-  /// "folded-rows": the same where rows repeat: `name` holds the distinct
-  /// rows and `from` = Gather(name, index), the index in `uses`.
+  /// untied (a guess: warned about); "merged-exact": one of several
+  /// initializers' groups of readers where the dynamo exporter's metadata
+  /// names the PyTorch parameter (`name`) the nodes read, any value
+  /// (deep-copied layers' equal weights), or, for a fold (`val_N`), the
+  /// parameters of their call (`why` lists them; `name` is `from#N`); "tied": a
+  /// copy of `from` (transposed or equal), read as it; "folded": `from` holds
+  /// rows of an embedding the dynamo optimiser gathered at constant positions
+  /// and folded, trained as they are; "folded-rows": the same where rows
+  /// repeat: `name` holds the distinct rows and `from` = Gather(name, index),
+  /// the index in `uses`.
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`
@@ -83,6 +86,14 @@ llvm::Error resolveFoldedParameters(
     std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
     std::set<std::string> &frozen, mlir::MLIRContext *ctx,
     llvm::StringRef modelDir);
+
+/// Under --train, for a file with the dynamo exporter's graph signature
+/// `sig`: puts back, as zero-initialised parameters named as the node's
+/// metadata says, the zero biases of Linears and convolutions that its
+/// optimiser removed (RemovedBiases.cpp); refuses a removal it cannot undo.
+llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
+                                 const std::map<std::string, std::string> &sig,
+                                 std::vector<ParamOrigin> &origins);
 
 /// Under --train: refuses a file in which an exporter folded a BatchNorm
 /// into the convolution before it (FoldedBatchNorms.cpp): the dynamo
