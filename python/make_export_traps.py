@@ -32,6 +32,10 @@ docs/bring-your-own-model.md). Files:
                           included), exported plain, with a symbolic batch
                           and with dynamo=False; tenc/ its references
                           (data: gpt/)
+  tseq_dynamo.onnx        nn.Transformer (deep-copied encoder and decoder
+                          layers; the tokens as source and causal target),
+                          plain export; tseq/ its references and logits
+                          after the SGD steps
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -119,6 +123,27 @@ class DeepCopiedEncoder(nn.Module):
         return self.head(self.enc(self.wte(idx)))
 
 
+class DeepCopiedSeq2Seq(nn.Module):
+    """PyTorch's nn.Transformer (deep-copied encoder and decoder layers),
+    the tokens as source and as causally masked target. Its cross-attention
+    splits the packed bias with a node the dynamo optimiser keeps and
+    merges across the decoder layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.tr = nn.Transformer(DIM, HEADS, LAYERS, LAYERS, 4 * DIM,
+                                 dropout=0.0, batch_first=True)
+        self.head = nn.Linear(DIM, VOCAB)
+        self.register_buffer(
+            "mask", nn.Transformer.generate_square_subsequent_mask(SEQ),
+            persistent=False)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        return self.head(self.tr(x, x, tgt_mask=self.mask, tgt_is_causal=True))
+
+
 class TinyGPT(nn.Module):
     def __init__(self, block=Block):
         super().__init__()
@@ -164,7 +189,8 @@ def write_refs(model, init, where, idx, labels, logits_after_sgd=False):
 
 
 def write_deep_copied(out, idx, labels):
-    """tenc_*.onnx and tenc/: nn.TransformerEncoder exported three ways."""
+    """tenc_*.onnx and tenc/: nn.TransformerEncoder exported three ways;
+    tseq_dynamo.onnx and tseq/: nn.Transformer."""
     torch.manual_seed(0)
     model = DeepCopiedEncoder().eval()
     init = {k: v.clone() for k, v in model.state_dict().items()}
@@ -180,6 +206,13 @@ def write_deep_copied(out, idx, labels):
     for f in ("tenc_dynamo.onnx", "tenc_batch.onnx"):
         strip_stack_traces(out / f)
     write_refs(model, init, out / "tenc", idx, labels)
+    torch.manual_seed(0)
+    model = DeepCopiedSeq2Seq().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, example, str(out / "tseq_dynamo.onnx"),
+                      external_data=False, **common)
+    strip_stack_traces(out / "tseq_dynamo.onnx")
+    write_refs(model, init, out / "tseq", idx, labels, True)
 
 
 def strip_stack_traces(path):

@@ -45,7 +45,10 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
-    if (kind.getValue() == "restored")
+    if (kind.getValue() == "cloned")
+      os << ": a copy of node '" << from.getValue() << "' ("
+         << (why ? why.getValue() : llvm::StringRef("")) << ")\n";
+    else if (kind.getValue() == "restored")
       os << ": a zero bias the exporter's optimiser removed, put back (its "
             "metadata names it)\n";
     else if (kind.getValue() == "buffer")

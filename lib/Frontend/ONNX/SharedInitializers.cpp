@@ -356,10 +356,12 @@ struct SharedInitializers {
                 });
     llvm::SmallVector<std::string> owner;
     for (int node : nodes) {
+      const onnx::NodeProto &n = g.node(node);
+      bool meta = !metadata(n, "pkg.torch.onnx.fx_node").empty();
       owner.push_back(!exact ? std::string()
-                      : fold
-                          ? torchCallParameters(g.node(node), signature)
-                          : torchParameterRead(g.node(node), name, signature));
+                      : fold ? torchCallParameters(n, signature)
+                      : meta ? torchParameterRead(n, name, signature)
+                             : consumersParameter(g, node, name, signature));
       exact &= !owner.back().empty();
     }
     // Calls that share some parameters but not all: the fold may be the
@@ -606,6 +608,11 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     made.insert(o.name);
   s.markBuffers(frozenFolds, made);
   std::set<int> dropNodes = s.splitIdentities();
+  llvm::StringSet<> paramInits;
+  for (const auto &in : s.inits)
+    if (!in.buffer)
+      paramInits.insert(in.name);
+  splitMergedReaders(g, signature, paramInits, origins);
   s.splitMergedConstants(dropNodes);
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
     g.mutable_node()->DeleteSubrange(*it, 1);

@@ -46,7 +46,10 @@ struct ParamOrigin {
   /// rows of an embedding the dynamo optimiser gathered at constant positions
   /// and folded, trained as they are; "folded-rows": the same where rows
   /// repeat: `name` holds the distinct rows and `from` = Gather(name, index),
-  /// the index in `uses`.
+  /// the index in `uses`; "cloned": node `name` is a copy of node `from`
+  /// (uses[0]: its index), its outputs renamed with the suffix `name` adds
+  /// to `from`, read by the (node, input) pairs of uses[1...]
+  /// (splitMergedReaders).
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`
@@ -55,7 +58,8 @@ struct ParamOrigin {
   /// folded-rows: the initial value of `name` (the file has no such
   /// initializer), recorded as `smp.init_value`.
   std::string initBytes;
-  /// buffer: why it is not trained (`smpc summary` says it).
+  /// buffer: why it is not trained; merged-exact of a fold: its readers'
+  /// call; cloned: which calls shared it (`smpc summary` says it).
   std::string why;
 };
 
@@ -94,6 +98,25 @@ llvm::Error resolveFoldedParameters(
 llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
                                  const std::map<std::string, std::string> &sig,
                                  std::vector<ParamOrigin> &origins);
+
+/// For a file with the dynamo graph signature `sig`: a node without
+/// metadata (one the optimiser made) that reads a parameter initializer in
+/// `params` and whose consumers run in modules of several PyTorch
+/// parameters named like it (common subexpression elimination merged their
+/// calls' nodes: the Split of deep-copied cross-attentions' packed biases)
+/// is copied once per such parameter, its consumers rewired to their copy
+/// (MergedReaders.cpp); `origins` records each copy ("cloned").
+void splitMergedReaders(onnx::GraphProto &g,
+                        const std::map<std::string, std::string> &sig,
+                        const llvm::StringSet<> &params,
+                        std::vector<ParamOrigin> &origins);
+
+/// The one PyTorch parameter named like `init` in the modules of the
+/// consumers of node `i` (a node without metadata that reads `init`), or
+/// "" (MergedReaders.cpp).
+std::string consumersParameter(const onnx::GraphProto &g, int i,
+                               llvm::StringRef init,
+                               const std::map<std::string, std::string> &sig);
 
 /// Under --train: refuses a file in which an exporter folded a BatchNorm
 /// into the convolution before it (FoldedBatchNorms.cpp): the dynamo

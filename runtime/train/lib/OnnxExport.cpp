@@ -52,6 +52,81 @@ bool sameType(int32_t onnxType, uint32_t dtype) {
   return false;
 }
 
+/// Replays the importer's copy of a node shared between the calls of
+/// several parameters (kind "cloned": lib/Frontend/ONNX/MergedReaders.cpp):
+/// appended, its outputs renamed, the recorded readers rewired to them.
+Status applyClonedNode(const std::string &source,
+                       const smp::artifact::ParamOrigin &o,
+                       onnx::GraphProto &g) {
+  auto fail = [&] {
+    return Status::failure(source + ": cannot copy node '" + o.from() +
+                           "' again (the model changed after compiling)");
+  };
+  if (o.uses_size() < 2 || o.uses_size() % 2 != 0 || o.uses(0) < 0 ||
+      o.uses(0) >= g.node_size() || o.name().size() <= o.from().size() ||
+      o.name().compare(0, o.from().size(), o.from()) != 0)
+    return fail();
+  std::string suffix = o.name().substr(o.from().size());
+  onnx::NodeProto copy = g.node(static_cast<int>(o.uses(0)));
+  std::set<std::string> outputs(copy.output().begin(), copy.output().end());
+  copy.set_name(o.name());
+  for (int k = 0; k < copy.output_size(); ++k)
+    if (!copy.output(k).empty())
+      copy.set_output(k, copy.output(k) + suffix);
+  for (int u = 2; u + 1 < o.uses_size(); u += 2) {
+    int64_t node = o.uses(u), input = o.uses(u + 1);
+    if (node < 0 || node >= g.node_size() || input < 0 ||
+        input >= g.node(static_cast<int>(node)).input_size() ||
+        !outputs.count(
+            g.node(static_cast<int>(node)).input(static_cast<int>(input))))
+      return fail();
+    onnx::NodeProto *reader = g.mutable_node(static_cast<int>(node));
+    reader->set_input(static_cast<int>(input),
+                      reader->input(static_cast<int>(input)) + suffix);
+  }
+  *g.add_node() = std::move(copy);
+  return Status::success();
+}
+
+/// Puts the nodes in an order where each comes after the nodes whose
+/// outputs it reads (copies are appended at the end), keeping the file's
+/// order among nodes that are ready (Kahn's algorithm).
+void sortTopologically(onnx::GraphProto &g) {
+  std::map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto &o : g.node(i).output())
+      if (!o.empty())
+        producer[o] = i;
+  std::vector<std::vector<int>> readers(g.node_size());
+  std::vector<int> waiting(g.node_size(), 0);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto &in : g.node(i).input())
+      if (auto it = producer.find(in);
+          it != producer.end() && it->second != i) {
+        readers[it->second].push_back(i);
+        ++waiting[i];
+      }
+  std::set<int> ready;
+  for (int i = 0; i < g.node_size(); ++i)
+    if (waiting[i] == 0)
+      ready.insert(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int n = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(n);
+    for (int r : readers[n])
+      if (--waiting[r] == 0)
+        ready.insert(r);
+  }
+  if (order.size() != static_cast<size_t>(g.node_size()))
+    return; // a cycle: left as it is (the file's own)
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  for (int n : order)
+    *sorted.Add() = g.node(n);
+  g.mutable_node()->Swap(&sorted);
+}
+
 /// Undoes in `model` what the importer did to shared initializers (see
 /// lib/Frontend/ONNX/SharedInitializers.cpp): untied parameters get their own
 /// initializers where the file read the merged one, and tied copies are
@@ -69,6 +144,11 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
   };
   std::vector<std::string> dropIdentity;
   for (const auto &o : artifact.manifest.training().param_origins()) {
+    if (o.kind() == "cloned") {
+      if (Status s = applyClonedNode(source, o, g); !s.ok())
+        return s;
+      continue;
+    }
     if (o.kind() == "restored") {
       // A bias the exporter removed: a new initializer (its values come
       // below) read again as the node's bias input.
@@ -260,6 +340,7 @@ Status saveTrainedOnnx(const Artifact &artifact,
   if (Status s = applyParamOrigins(artifact, model, all, transposedCopies);
       !s.ok())
     return s;
+  sortTopologically(*model.mutable_graph());
   batchNormsToEvalMode(*model.mutable_graph());
   uint64_t total = 0;
   for (const auto &init : model.graph().initializer())
