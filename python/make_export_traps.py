@@ -36,6 +36,9 @@ docs/bring-your-own-model.md). Files:
                           layers; the tokens as source and causal target),
                           plain export; tseq/ its references and logits
                           after the SGD steps
+  merged_three.onnx, merged_both.onnx
+                          calls the optimiser merged where smp cannot tell
+                          which parameters each read (refused)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -188,6 +191,44 @@ def write_refs(model, init, where, idx, labels, logits_after_sgd=False):
                         model(idx[:BATCH]).numpy().astype(np.float32))
 
 
+class MergedCalls(nn.Module):
+    """Calls the dynamo optimiser merges (equal fresh parameters, one
+    input) where smp cannot tell which parameters the merged call read.
+    kind "three": three LayerNorms of one input, their Linears side by
+    side (two norms gone, both as near the readers); "both": one node reads
+    the two merged values."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.ln_a, self.ln_b, self.ln_c = (nn.LayerNorm(DIM) for _ in range(3))
+        self.fc_a, self.fc_c = nn.Linear(DIM, DIM), nn.Linear(DIM, DIM)
+        self.fc_b = nn.Linear(DIM, DIM)
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        if self.kind == "three":
+            h = (self.fc_a(self.ln_a(x)) + self.fc_b(self.ln_b(x)) +
+                 self.fc_c(self.ln_c(x)))
+        else:
+            h = self.ln_a(x) * self.ln_b(x)
+        return self.head(h)
+
+
+def write_merged_calls(out, idx):
+    """merged_{three,both}.onnx: MergedCalls exported plainly."""
+    for kind in ("three", "both"):
+        torch.manual_seed(0)
+        model = MergedCalls(kind).eval()
+        path = out / f"merged_{kind}.onnx"
+        torch.onnx.export(model, (idx[:BATCH],), str(path),
+                          input_names=["idx"], output_names=["logits"],
+                          external_data=False)
+        torch_refs.strip_stack_traces(path)
+
+
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported three ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
@@ -204,32 +245,20 @@ def write_deep_copied(out, idx, labels):
     torch.onnx.export(model, example, str(out / "tenc_torchscript.onnx"),
                       dynamo=False, **common)
     for f in ("tenc_dynamo.onnx", "tenc_batch.onnx"):
-        strip_stack_traces(out / f)
+        torch_refs.strip_stack_traces(out / f)
     write_refs(model, init, out / "tenc", idx, labels)
     torch.manual_seed(0)
     model = DeepCopiedSeq2Seq().eval()
     init = {k: v.clone() for k, v in model.state_dict().items()}
     torch.onnx.export(model, example, str(out / "tseq_dynamo.onnx"),
                       external_data=False, **common)
-    strip_stack_traces(out / "tseq_dynamo.onnx")
+    torch_refs.strip_stack_traces(out / "tseq_dynamo.onnx")
     write_refs(model, init, out / "tseq", idx, labels, True)
-
-
-def strip_stack_traces(path):
-    """Drops the nodes' stack traces (smp does not read them; they would
-    make the file several times as large)."""
-    m = onnx.load(str(path))
-    for n in m.graph.node:
-        keep = [p for p in n.metadata_props
-                if p.key != "pkg.torch.onnx.stack_trace"]
-        del n.metadata_props[:]
-        n.metadata_props.extend(keep)
-    onnx.save(m, str(path))
 
 
 def main():
     ap = torch_refs.fixture_arguments("traps")
-    ap.add_argument("--only", choices=["tenc"],
+    ap.add_argument("--only", choices=["tenc", "merged"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -242,7 +271,10 @@ def main():
     np.save(out / "gpt" / "labels.npy", labels.numpy())
     (out / "gpt" / "first8").mkdir(exist_ok=True)
     np.save(out / "gpt" / "first8" / "idx.npy", idx[:BATCH].numpy())
-    write_deep_copied(out, idx, labels)
+    if args.only in (None, "tenc"):
+        write_deep_copied(out, idx, labels)
+    if args.only in (None, "merged"):
+        write_merged_calls(out, idx)
     if args.only:
         print("wrote", out)
         return

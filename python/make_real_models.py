@@ -109,6 +109,12 @@ def configs():
     yield lm("falcon", lambda: T.FalconForCausalLM(T.FalconConfig(
         num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
         hidden_dropout=0, attention_dropout=0, **small)))
+    # Falcon-40B's layout: two LayerNorms of one input (equal when fresh,
+    # merged by the optimiser) and grouped key/value heads.
+    yield lm("falcon40", lambda: T.FalconForCausalLM(T.FalconConfig(
+        num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+        hidden_size=16, new_decoder_architecture=True, hidden_dropout=0,
+        attention_dropout=0, **small)))
     # Zero-centred RMSNorm, x * (1 + w) of a zero-initialised w: the
     # optimiser folds every norm's 1 + w into one constant (refused; the
     # optimize=False export trains).
@@ -241,16 +247,6 @@ def data(out):
     return t
 
 
-def strip_stack_traces(path):
-    m = onnx.load(str(path))
-    for n in m.graph.node:
-        keep = [p for p in n.metadata_props
-                if p.key != "pkg.torch.onnx.stack_trace"]
-        del n.metadata_props[:]
-        n.metadata_props.extend(keep)
-    onnx.save(m, str(path))
-
-
 def main():
     ap = torch_refs.fixture_arguments("real")
     ap.add_argument("--only", nargs="*", help="only these architectures (for debugging)")
@@ -285,11 +281,11 @@ def main():
                               input_names=list(names), output_names=["logits"],
                               dynamic_shapes={n: {0: batch} for n in names},
                               optimize=False, external_data=False)
-            strip_stack_traces(noopt)
+            torch_refs.strip_stack_traces(noopt)
         # Stack traces dropped (the files would be 2-3 times as large; smp
         # does not read them).
         for f in (f"{name}.onnx", f"{name}_dyn.onnx"):
-            strip_stack_traces(out / f)
+            torch_refs.strip_stack_traces(out / f)
         (out / name).mkdir(exist_ok=True)
         with torch.no_grad():
             np.save(out / name / "logits.npy", model(*example).numpy())

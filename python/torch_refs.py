@@ -99,3 +99,16 @@ def fixture_arguments(name):
 def write_ref(path, config, losses, norms):
     ref = {"config": config, "losses": losses, "grad_norms": norms}
     path.write_text(json.dumps(ref, indent=2) + "\n")
+
+
+def strip_stack_traces(path):
+    """Drops the nodes' stack traces of a dynamo export (smp does not read
+    them; they would make the file several times as large)."""
+    import onnx  # only the fixture scripts need it
+    m = onnx.load(str(path))
+    for n in m.graph.node:
+        keep = [p for p in n.metadata_props
+                if p.key != "pkg.torch.onnx.stack_trace"]
+        del n.metadata_props[:]
+        n.metadata_props.extend(keep)
+    onnx.save(m, str(path))

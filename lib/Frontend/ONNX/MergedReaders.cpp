@@ -21,23 +21,6 @@
 namespace smp::onnx_frontend {
 namespace {
 
-/// The modules node n ran in, innermost last (its
-/// `pkg.torch.onnx.name_scopes` without the FX node itself).
-std::vector<std::string> modulesOf(const onnx::NodeProto &n) {
-  std::string meta = nodeMetadata(n, "pkg.torch.onnx.name_scopes");
-  llvm::StringRef text = llvm::StringRef(meta).trim();
-  std::vector<std::string> out;
-  if (!text.consume_front("[") || !text.consume_back("]"))
-    return out;
-  llvm::SmallVector<llvm::StringRef> parts;
-  text.split(parts, ',');
-  for (llvm::StringRef p : parts)
-    out.push_back(p.trim().trim('\'').str());
-  if (!out.empty())
-    out.pop_back();
-  return out;
-}
-
 /// The (node, input) pairs that read node `i`'s outputs.
 std::vector<std::pair<int, int>> consumersOf(const onnx::GraphProto &g, int i) {
   std::set<std::string> outs(g.node(i).output().begin(),
@@ -58,7 +41,7 @@ std::string moduleParameter(const onnx::NodeProto &c, llvm::StringRef init,
   llvm::StringRef leaf = init.rsplit('.').second;
   if (leaf.empty())
     return "";
-  std::vector<std::string> modules = modulesOf(c);
+  std::vector<std::string> modules = nodeScopes(c);
   for (auto it = modules.rbegin(); it != modules.rend(); ++it) {
     std::string name = it->empty() ? leaf.str() : *it + "." + leaf.str();
     if (targets.count(name))
@@ -132,7 +115,8 @@ void splitMergedReaders(onnx::GraphProto &g,
       for (int o = 0; o < copy.output_size(); ++o)
         if (!copy.output(o).empty())
           copy.set_output(o, copy.output(o) + suffix);
-      ParamOrigin origin{base + suffix, base, "cloned", false, {{i, 0}}};
+      ParamOrigin origin{
+          base + suffix, base, "cloned", false, {{i, g.node_size()}}};
       origin.why = "a node the exporter's optimiser shared between the "
                    "calls of " +
                    groups[0].first + " and " + groups[k].first;

@@ -436,7 +436,14 @@ struct SharedInitializers {
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       return !generatedName(inits[a].name) && generatedName(inits[b].name);
     });
+    // Parameters untied above from equal tensors (merged calls' copies)
+    // are separate by the metadata: never a tied copy.
     std::vector<bool> replaced(inits.size(), false);
+    for (size_t k = 0; k < inits.size(); ++k)
+      replaced[k] = llvm::any_of(origins, [&](const ParamOrigin &o) {
+        return o.kind == "merged-exact" && o.name == inits[k].name;
+      });
+    std::vector<bool> untied = replaced;
     for (size_t a : order) {
       const Init &src = inits[a];
       if (src.constant || src.buffer || replaced[a])
@@ -445,6 +452,8 @@ struct SharedInitializers {
       if (src.dims.size() == 2)
         tieCopy(a, transposeBytes(src), true, byHash, replaced);
     }
+    for (size_t k = 0; k < inits.size(); ++k)
+      replaced[k] = replaced[k] && !untied[k];
     return replaced;
   }
 

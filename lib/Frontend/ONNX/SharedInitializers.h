@@ -47,8 +47,8 @@ struct ParamOrigin {
   /// and folded, trained as they are; "folded-rows": the same where rows
   /// repeat: `name` holds the distinct rows and `from` = Gather(name, index),
   /// the index in `uses`; "cloned": node `name` is a copy of node `from`
-  /// (uses[0]: its index), its outputs renamed with the suffix `name` adds
-  /// to `from`, read by the (node, input) pairs of uses[1...]
+  /// (uses[0]: its index and the copy's), its outputs renamed with the suffix
+  /// `name` adds to `from`, read by the (node, input) pairs of uses[1...]
   /// (splitMergedReaders).
   std::string kind;
   bool transposed = false;
@@ -72,6 +72,11 @@ bool holdsMaskValue(llvm::StringRef bytes, int64_t es);
 /// Debian's ONNX library predates them), or "".
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
 
+/// The modules a node ran in, innermost last (its
+/// `pkg.torch.onnx.name_scopes` without its last entry, the FX node itself:
+/// "['', 'model', 'model.embed', 'embedding']" -> "", "model", "model.embed").
+std::vector<std::string> nodeScopes(const onnx::NodeProto &n);
+
 /// The `%name` tokens (without the '%') of the arguments of a dynamo
 /// exporter's fx_node text (after "args = ("), those that start with
 /// `prefix` ("%p_": parameters), each ending at one of `ends`.
@@ -79,9 +84,10 @@ std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
                                 llvm::StringRef ends);
 
 /// Under --train, for a file with the dynamo exporter's graph signature
-/// `sig` (variable -> PyTorch parameter): refuses a file whose optimiser
-/// merged calls that read parameters (common subexpression elimination) or
-/// folded a parameter into a value smp cannot train as PyTorch does;
+/// `sig` (variable -> PyTorch parameter): copies back the calls that read
+/// parameters its optimiser merged (common subexpression elimination)
+/// where the metadata tells their parameters, and refuses the others and
+/// a parameter folded into a value smp cannot train as PyTorch does;
 /// rewrites embeddings gathered at constant positions into their distinct
 /// rows (FoldedParameters.cpp); adds to `frozen` folded values of buffers.
 llvm::Error resolveFoldedParameters(

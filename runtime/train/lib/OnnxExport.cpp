@@ -55,9 +55,11 @@ bool sameType(int32_t onnxType, uint32_t dtype) {
 /// Replays the importer's copy of a node shared between the calls of
 /// several parameters (kind "cloned": lib/Frontend/ONNX/MergedReaders.cpp):
 /// appended, its outputs renamed, the recorded readers rewired to them.
+/// `at` maps the index the copy had when compiling (uses[1]; the compiler
+/// appends other nodes too) to the one it gets here.
 Status applyClonedNode(const std::string &source,
-                       const smp::artifact::ParamOrigin &o,
-                       onnx::GraphProto &g) {
+                       const smp::artifact::ParamOrigin &o, onnx::GraphProto &g,
+                       std::map<int64_t, int64_t> &at) {
   auto fail = [&] {
     return Status::failure(source + ": cannot copy node '" + o.from() +
                            "' again (the model changed after compiling)");
@@ -84,6 +86,7 @@ Status applyClonedNode(const std::string &source,
     reader->set_input(static_cast<int>(input),
                       reader->input(static_cast<int>(input)) + suffix);
   }
+  at[o.uses(1)] = g.node_size();
   *g.add_node() = std::move(copy);
   return Status::success();
 }
@@ -143,9 +146,10 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
     return nullptr;
   };
   std::vector<std::string> dropIdentity;
+  std::map<int64_t, int64_t> clonedAt; // compile-time index -> here
   for (const auto &o : artifact.manifest.training().param_origins()) {
     if (o.kind() == "cloned") {
-      if (Status s = applyClonedNode(source, o, g); !s.ok())
+      if (Status s = applyClonedNode(source, o, g, clonedAt); !s.ok())
         return s;
       continue;
     }
@@ -219,6 +223,8 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       dropIdentity.push_back(o.name());
     for (int u = 0; u + 1 < o.uses_size(); u += 2) {
       int64_t node = o.uses(u), input = o.uses(u + 1);
+      if (auto copy = clonedAt.find(node); copy != clonedAt.end())
+        node = copy->second; // a node copy's input
       if (node < 0 || node >= g.node_size() || input < 0 ||
           input >= g.node(static_cast<int>(node)).input_size() ||
           g.node(static_cast<int>(node)).input(static_cast<int>(input)) !=
