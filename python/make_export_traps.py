@@ -246,7 +246,7 @@ def write_deep_copied(out, idx, labels):
                       dynamo=False, **common)
     for f in ("tenc_dynamo.onnx", "tenc_batch.onnx"):
         torch_refs.strip_stack_traces(out / f)
-    write_refs(model, init, out / "tenc", idx, labels)
+    write_refs(model, init, out / "tenc", idx, labels, True)
     torch.manual_seed(0)
     model = DeepCopiedSeq2Seq().eval()
     init = {k: v.clone() for k, v in model.state_dict().items()}

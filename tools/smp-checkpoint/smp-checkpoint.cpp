@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -82,7 +83,8 @@ optimizer and global batch: smprun MODEL.smpx --checkpoint-dir OUT_DIR
   -h, --help Show this help.
 )";
 
-const char *kExportHelp = R"(usage: smp-checkpoint export DIR --format npy|safetensors|onnx -o OUT
+const char *kExportHelp =
+    R"(usage: smp-checkpoint export DIR --format npy|safetensors|onnx -o OUT
                              [--state] [--model MODEL.smpx] [--onnx SOURCE.onnx]
 
 Writes the parameters of the newest checkpoint in DIR, each gathered whole
@@ -97,7 +99,12 @@ from every rank's shards, under their ONNX initializer names.
                         a JSON header with each tensor's dtype, shape and
                         data_offsets, then the little-endian data; metadata:
                         the step, the optimizer, the plan). Loads with
-                        safetensors.torch.load_file.
+                        safetensors.torch.load_file. npy and safetensors
+                        name each tensor as PyTorch does where the
+                        exporter's optimiser had folded it (a Linear's
+                        weight stored transposed as `val_37`: written as
+                        the weight, transposed back), when the artifact
+                        the checkpoint records can be read.
   --format onnx         OUT is the ONNX model the artifact was compiled from
                         with the trained values in its initializers (as
                         smprun --save-onnx writes it; external data past
@@ -270,8 +277,13 @@ void warnFolded(const smprt::CheckpointSummary &c) {
     return;
   std::string names;
   size_t count = 0;
+  std::set<std::string> renamed; // exported under PyTorch's name
   for (const auto &o : manifest.training().param_origins())
-    if (o.kind() == "folded" || o.kind() == "folded-rows")
+    if (o.kind() == "renamed")
+      renamed.insert(o.name());
+  for (const auto &o : manifest.training().param_origins())
+    if ((o.kind() == "folded" || o.kind() == "folded-rows") &&
+        !renamed.count(o.name()))
       names += (count++ < 3 ? std::string(names.empty() ? "" : ", ") + o.name()
                             : std::string(count == 4 ? ", ..." : ""));
   if (count)
@@ -286,7 +298,55 @@ void warnFolded(const smprt::CheckpointSummary &c) {
                  count, names.c_str());
 }
 
-int exportNpy(const Args &args) {
+/// PyTorch's names for tensors the artifact trained under an exporter's
+/// name ("renamed" origins: the folded transpose `val_37` of a Linear
+/// weight): name -> (PyTorch name, transposed). Empty where the artifact
+/// cannot be read.
+std::map<std::string, std::pair<std::string, bool>>
+pytorchNames(const smprt::CheckpointSummary *c) {
+  std::map<std::string, std::pair<std::string, bool>> names;
+  smp::artifact::Manifest manifest;
+  if (!c || c->record.artifact.empty() ||
+      !smprt::loadManifest(c->record.artifact, manifest).ok() ||
+      !manifest.has_training())
+    return names;
+  for (const auto &o : manifest.training().param_origins())
+    if (o.kind() == "renamed")
+      names[o.name()] = {o.from(), o.transposed()};
+  return names;
+}
+
+/// Renames (and transposes back) the tensors `names` lists, and their
+/// optimizer state ("NAME.exp_avg", ...), as PyTorch holds them.
+void applyPytorchNames(
+    const std::map<std::string, std::pair<std::string, bool>> &names,
+    std::map<std::string, smprt::GlobalTensor> &tensors) {
+  std::map<std::string, smprt::GlobalTensor> out;
+  for (auto &[name, t] : tensors) {
+    std::string key = name;
+    for (const auto &[from, to] : names) {
+      if (name != from && name.rfind(from + ".", 0) != 0)
+        continue;
+      key = to.first + name.substr(from.size());
+      if (to.second && t.shape.size() == 2 && t.shape[0] * t.shape[1] > 0) {
+        size_t es =
+            t.bytes.size() / static_cast<size_t>(t.shape[0] * t.shape[1]);
+        std::string moved(t.bytes.size(), '\0');
+        for (int64_t i = 0; i < t.shape[0]; ++i)
+          for (int64_t j = 0; j < t.shape[1]; ++j)
+            std::memcpy(&moved[(j * t.shape[0] + i) * es],
+                        &t.bytes[(i * t.shape[1] + j) * es], es);
+        t.bytes = std::move(moved);
+        std::swap(t.shape[0], t.shape[1]);
+      }
+      break;
+    }
+    out[key] = std::move(t);
+  }
+  tensors = std::move(out);
+}
+
+int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
   std::string index = "{";
@@ -297,6 +357,7 @@ int exportNpy(const Args &args) {
     smprt::Status s = smprt::readGlobalTensors(args.dir, role, tensors);
     if (!s.ok())
       return fail(s.error);
+    applyPytorchNames(pytorchNames(c), tensors);
     for (auto &[name, g] : tensors) {
       std::string file =
           std::string(role) + "." + smprt::fileNameFor(name) + ".npy";
@@ -326,6 +387,7 @@ int exportSafetensors(const Args &args, const smprt::CheckpointSummary &c) {
       (args.state &&
        !(s = smprt::readGlobalTensors(args.dir, "state", tensors)).ok()))
     return fail(s.error);
+  applyPytorchNames(pytorchNames(&c), tensors);
   std::map<std::string, std::string> meta = {
       {"format", "pt"},
       {"smp.checkpoint", c.checkpoint},
@@ -407,7 +469,7 @@ int exportCommand(const Args &args) {
     if (s.ok())
       warnFolded(c);
     if (args.format == "npy")
-      return exportNpy(args);
+      return exportNpy(args, s.ok() ? &c : nullptr);
     return s.ok() ? exportSafetensors(args, c) : fail(s.error);
   }
   if (args.format == "onnx")

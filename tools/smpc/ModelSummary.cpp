@@ -45,7 +45,12 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
-    if (kind.getValue() == "cloned")
+    if (kind.getValue() == "renamed")
+      os << ": PyTorch's " << from.getValue()
+         << (entry.get("transposed") ? ", transposed" : "") << " ("
+         << (why ? why.getValue() : llvm::StringRef("")) << "; checkpoints "
+         << "export it under that name)\n";
+    else if (kind.getValue() == "cloned")
       os << ": a copy of node '" << from.getValue() << "' ("
          << (why ? why.getValue() : llvm::StringRef("")) << ")\n";
     else if (kind.getValue() == "restored")

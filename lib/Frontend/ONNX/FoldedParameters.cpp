@@ -563,6 +563,10 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   auto moved = fx.moved.find(t.name());
   if (moved != fx.moved.end() && !constant && !infinite) {
     origins.push_back({t.name(), t.name(), "folded", false, {}});
+    // A matrix transposed (`self.weight.T`): checkpoints export PyTorch's.
+    bool transposed = op == "t" || op == "transpose" || op == "permute";
+    if (transposed && t.dims_size() == 2)
+      origins.push_back({t.name(), moved->second, "renamed", true, {}});
     fx.trainedMoves.push_back("'" + t.name() + "' (" + moved->second +
                               ", aten." + op.str() + ")");
     return llvm::Error::success();
@@ -716,8 +720,9 @@ llvm::Error resolveFoldedParameters(
         "transpose, permute or view into initializers named after the move: " +
         joinNames(fx.trainedMoves) +
         ": smp trains each in that layout (every element once, as PyTorch "
-        "trains the parameter); --save-onnx writes them back, checkpoints "
-        "name them as the file does");
+        "trains the parameter); --save-onnx writes them back; checkpoints "
+        "name a transposed matrix as PyTorch does, the others as the file "
+        "does");
   return llvm::Error::success();
 }
 

@@ -654,6 +654,17 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   for (const ParamOrigin &o : origins)
     if (o.kind != "buffer" && scalarParameters.count(o.from))
       scalarParameters.insert(o.name);
+  // The PyTorch names of folded Linear weights, for checkpoints: the
+  // trained initializers and the copies untied from them.
+  std::set<std::string> trained;
+  for (const Init &in : s.inits)
+    if (!in.buffer && !gone.count(in.name))
+      trained.insert(in.name);
+  for (const ParamOrigin &o : origins)
+    if ((o.kind == "merged" || o.kind == "merged-exact") &&
+        trained.count(o.from))
+      trained.insert(o.name);
+  nameFoldedLinearWeights(g, signature, trained, origins);
   return origins;
 }
 
@@ -676,7 +687,8 @@ void recordParamOrigins(ModuleOp module,
       restored.insert(o.name);
     else if (o.kind == "folded-rows")
       initValue[o.name] = &o.initBytes;
-    else if (o.kind != "tied" && o.kind != "folded" && o.kind != "folded-rows")
+    else if (o.kind != "tied" && o.kind != "folded" && o.kind != "cloned" &&
+             o.kind != "renamed") // a copy: its values are `from`'s
       initFrom[o.name] = o.from;
     SmallVector<NamedAttribute> entry{
         b.getNamedAttr("name", b.getStringAttr(o.name)),

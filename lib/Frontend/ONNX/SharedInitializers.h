@@ -49,7 +49,9 @@ struct ParamOrigin {
   /// the index in `uses`; "cloned": node `name` is a copy of node `from`
   /// (uses[0]: its index and the copy's), its outputs renamed with the suffix
   /// `name` adds to `from`, read by the (node, input) pairs of uses[1...]
-  /// (splitMergedReaders).
+  /// (splitMergedReaders); "renamed": `name` is trained in place of
+  /// PyTorch's parameter `from` (transposed: its transpose), which
+  /// checkpoints export (nameFoldedLinearWeights).
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`
@@ -123,6 +125,17 @@ void splitMergedReaders(onnx::GraphProto &g,
 std::string consumersParameter(const onnx::GraphProto &g, int i,
                                llvm::StringRef init,
                                const std::map<std::string, std::string> &sig);
+
+/// For a file with the dynamo graph signature `sig`: each trained
+/// initializer in `trained` that no parameter is named after and that
+/// every reader reads as the transpose of one `aten.linear` call's weight W
+/// (the right operand of its MatMul), W gone from the file, gets a
+/// "renamed" origin naming W (FoldedLinearWeights.cpp): checkpoints export
+/// it as W.
+void nameFoldedLinearWeights(const onnx::GraphProto &g,
+                             const std::map<std::string, std::string> &sig,
+                             const std::set<std::string> &trained,
+                             std::vector<ParamOrigin> &origins);
 
 /// Under --train: refuses a file in which an exporter folded a BatchNorm
 /// into the convolution before it (FoldedBatchNorms.cpp): the dynamo

@@ -183,7 +183,8 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       params.erase(o.name());
       continue;
     }
-    if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded")
+    if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded" ||
+        o.kind() == "renamed") // renamed: for checkpoints only
       continue;
     if (o.kind() == "folded-rows") {
       // A folded embedding trained as its distinct rows: written back as
