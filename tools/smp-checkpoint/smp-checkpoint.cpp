@@ -103,8 +103,10 @@ from every rank's shards, under their ONNX initializer names.
                         name each tensor as PyTorch does where the
                         exporter's optimiser had folded it (a Linear's
                         weight stored transposed as `val_37`: written as
-                        the weight, transposed back), when the artifact
-                        the checkpoint records can be read.
+                        the weight, transposed back) and leave out the
+                        frozen buffers an exporter named (no module path),
+                        when the artifact the checkpoint records can be
+                        read.
   --format onnx         OUT is the ONNX model the artifact was compiled from
                         with the trained values in its initializers (as
                         smprun --save-onnx writes it; external data past
@@ -298,33 +300,48 @@ void warnFolded(const smprt::CheckpointSummary &c) {
                  count, names.c_str());
 }
 
-/// PyTorch's names for tensors the artifact trained under an exporter's
-/// name ("renamed" origins: the folded transpose `val_37` of a Linear
-/// weight): name -> (PyTorch name, transposed). Empty where the artifact
-/// cannot be read.
-std::map<std::string, std::pair<std::string, bool>>
-pytorchNames(const smprt::CheckpointSummary *c) {
-  std::map<std::string, std::pair<std::string, bool>> names;
+/// How PyTorch holds the tensors of a checkpoint: names for those the
+/// artifact trained under an exporter's name ("renamed" origins: the folded
+/// transpose `val_37` of a Linear weight: name -> (PyTorch name,
+/// transposed)), and the frozen buffers under names an exporter made up
+/// (an FX fold `unsqueeze_14`, `val_220`: no module path), which no
+/// state_dict has. Empty where the artifact cannot be read.
+struct PytorchView {
+  std::map<std::string, std::pair<std::string, bool>> renamed;
+  std::set<std::string> madeUp;
+};
+
+PytorchView pytorchView(const smprt::CheckpointSummary *c) {
+  PytorchView view;
   smp::artifact::Manifest manifest;
   if (!c || c->record.artifact.empty() ||
       !smprt::loadManifest(c->record.artifact, manifest).ok() ||
       !manifest.has_training())
-    return names;
-  for (const auto &o : manifest.training().param_origins())
+    return view;
+  for (const auto &o : manifest.training().param_origins()) {
     if (o.kind() == "renamed")
-      names[o.name()] = {o.from(), o.transposed()};
-  return names;
+      view.renamed[o.name()] = {o.from(), o.transposed()};
+    if (o.kind() == "buffer" && o.name().find('.') == std::string::npos)
+      view.madeUp.insert(o.name());
+  }
+  return view;
 }
 
-/// Renames (and transposes back) the tensors `names` lists, and their
-/// optimizer state ("NAME.exp_avg", ...), as PyTorch holds them.
-void applyPytorchNames(
-    const std::map<std::string, std::pair<std::string, bool>> &names,
-    std::map<std::string, smprt::GlobalTensor> &tensors) {
+/// Renames (and transposes back) the tensors `view` renames, and their
+/// optimizer state ("NAME.exp_avg", ...), as PyTorch holds them, and
+/// leaves out its made-up buffers (said once, for the parameters).
+void applyPytorchView(const PytorchView &view,
+                      std::map<std::string, smprt::GlobalTensor> &tensors,
+                      bool say) {
   std::map<std::string, smprt::GlobalTensor> out;
+  std::string dropped;
   for (auto &[name, t] : tensors) {
+    if (view.madeUp.count(name)) {
+      dropped += (dropped.empty() ? "" : ", ") + name;
+      continue;
+    }
     std::string key = name;
-    for (const auto &[from, to] : names) {
+    for (const auto &[from, to] : view.renamed) {
       if (name != from && name.rfind(from + ".", 0) != 0)
         continue;
       key = to.first + name.substr(from.size());
@@ -344,6 +361,12 @@ void applyPytorchNames(
     out[key] = std::move(t);
   }
   tensors = std::move(out);
+  if (say && !dropped.empty())
+    std::fprintf(stderr,
+                 "smp-checkpoint: note: left out frozen buffer(s) %s: their "
+                 "names are no module path (an exporter made them up, "
+                 "folding constants), so no PyTorch state_dict holds them\n",
+                 dropped.c_str());
 }
 
 int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
@@ -357,7 +380,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
     smprt::Status s = smprt::readGlobalTensors(args.dir, role, tensors);
     if (!s.ok())
       return fail(s.error);
-    applyPytorchNames(pytorchNames(c), tensors);
+    applyPytorchView(pytorchView(c), tensors, std::strcmp(role, "param") == 0);
     for (auto &[name, g] : tensors) {
       std::string file =
           std::string(role) + "." + smprt::fileNameFor(name) + ".npy";
@@ -387,7 +410,7 @@ int exportSafetensors(const Args &args, const smprt::CheckpointSummary &c) {
       (args.state &&
        !(s = smprt::readGlobalTensors(args.dir, "state", tensors)).ok()))
     return fail(s.error);
-  applyPytorchNames(pytorchNames(&c), tensors);
+  applyPytorchView(pytorchView(&c), tensors, true);
   std::map<std::string, std::string> meta = {
       {"format", "pt"},
       {"smp.checkpoint", c.checkpoint},
