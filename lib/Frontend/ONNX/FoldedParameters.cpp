@@ -326,6 +326,18 @@ std::string mergedCallModule(FxGraph &fx, const MergedCall &call,
   return found;
 }
 
+/// What a refusal of a merged call says: node `n` reads `v` where PyTorch
+/// computes `b`, and the parameters gone.
+std::string mergedCallText(const onnx::NodeProto &n, const std::string &v,
+                           const std::string &b,
+                           const std::vector<std::string> &vanished) {
+  return "node '" + n.name() + "' reads '" + v + "' where PyTorch computes '" +
+         b + "': the exporter's optimiser merged two " + fxOp(b).str() +
+         " calls whose parameters were equal when exported, so PyTorch "
+         "parameter(s) " +
+         joinNames(vanished) + " are gone from the file";
+}
+
 /// The innermost module holding both modules ("" for the root).
 std::string commonAncestor(llvm::StringRef a, llvm::StringRef b) {
   std::string common;
@@ -367,22 +379,12 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
         if (a.empty() || a == b || fxOp(a) != fxOp(b) ||
             llvm::none_of(fxArgs(fx.nodeFx[p->second]), isParamArg))
           continue;
-        auto refuseHere = [&](const std::string &why) {
-          return refuse(path, "node '" + g.node(i).name() + "' reads '" + v +
-                                  "' where PyTorch computes '" + b +
-                                  "': the exporter's optimiser merged two " +
-                                  fxOp(a).str() +
-                                  " calls whose parameters were equal when "
-                                  "exported, so PyTorch parameter(s) " +
-                                  joinNames(fx.vanished) +
-                                  " are gone from the file" + why);
-        };
         MergedCall &call = merged[b];
         // The node reads %A too (which input is which?), or %B's readers
         // read different nodes.
         if (llvm::is_contained(args, a) ||
             (call.producer >= 0 && call.producer != p->second))
-          return refuseHere("");
+          return refuse(path, mergedCallText(g.node(i), v, b, fx.vanished));
         call.producer = p->second;
         call.readers.push_back({i, k});
       }
@@ -402,13 +404,8 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
     std::string module =
         owner.empty() ? "" : mergedCallModule(fx, call, leaves, owner, claimed);
     auto [reader, readerInput] = call.readers.front();
-    std::string what =
-        "node '" + g.node(reader).name() + "' reads '" +
-        g.node(reader).input(readerInput) + "' where PyTorch computes '" + b +
-        "': the exporter's optimiser merged two " + fxOp(b).str() +
-        " calls whose parameters were equal when exported, "
-        "so PyTorch parameter(s) " +
-        joinNames(fx.vanished) + " are gone from the file";
+    std::string what = mergedCallText(
+        g.node(reader), g.node(reader).input(readerInput), b, fx.vanished);
     if (module.empty())
       return refuse(path, what);
     for (const std::string &l : leaves)
