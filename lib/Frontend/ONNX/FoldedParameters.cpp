@@ -525,6 +525,20 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
                      "' back from them" + advice);
 }
 
+/// The fold `t` of op `op` holds each element of `param` once
+/// (attributeMoves): trained as it is; a matrix transposed (`self.weight.T`)
+/// is exported by checkpoints as PyTorch's.
+void trainMoved(const onnx::TensorProto &t, llvm::StringRef op,
+                const std::string &param, FxGraph &fx,
+                std::vector<ParamOrigin> &origins) {
+  origins.push_back({t.name(), t.name(), "folded", false, {}});
+  bool transposed = op == "t" || op == "transpose" || op == "permute";
+  if (transposed && t.dims_size() == 2)
+    origins.push_back({t.name(), param, "renamed", true, {}});
+  fx.trainedMoves.push_back("'" + t.name() + "' (" + param + ", aten." +
+                            op.str() + ")");
+}
+
 /// 2. Initializer i, if a float initializer that holds a folded FX value
 /// (its name is an argument of a surviving node and no parameter's).
 llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
@@ -559,13 +573,7 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   // training the parameter.
   auto moved = fx.moved.find(t.name());
   if (moved != fx.moved.end() && !constant && !infinite) {
-    origins.push_back({t.name(), t.name(), "folded", false, {}});
-    // A matrix transposed (`self.weight.T`): checkpoints export PyTorch's.
-    bool transposed = op == "t" || op == "transpose" || op == "permute";
-    if (transposed && t.dims_size() == 2)
-      origins.push_back({t.name(), moved->second, "renamed", true, {}});
-    fx.trainedMoves.push_back("'" + t.name() + "' (" + moved->second +
-                              ", aten." + op.str() + ")");
+    trainMoved(t, op, moved->second, fx, origins);
     return llvm::Error::success();
   }
   // A constant-valued fold, while parameters are gone, read in the module
