@@ -309,6 +309,7 @@ void warnFolded(const smprt::CheckpointSummary &c) {
 struct PytorchView {
   std::map<std::string, std::pair<std::string, bool>> renamed;
   std::set<std::string> madeUp;
+  std::multimap<std::string, std::string> aliases; // tensor -> tied name
 };
 
 PytorchView pytorchView(const smprt::CheckpointSummary *c) {
@@ -321,6 +322,8 @@ PytorchView pytorchView(const smprt::CheckpointSummary *c) {
   for (const auto &o : manifest.training().param_origins()) {
     if (o.kind() == "renamed")
       view.renamed[o.name()] = {o.from(), o.transposed()};
+    if (o.kind() == "alias")
+      view.aliases.insert({o.name(), o.from()});
     if (o.kind() == "buffer" && o.name().find('.') == std::string::npos)
       view.madeUp.insert(o.name());
   }
@@ -360,6 +363,12 @@ void applyPytorchView(const PytorchView &view,
     }
     out[key] = std::move(t);
   }
+  // A tied parameter under each of its names, as PyTorch's state_dict
+  // holds it (the parameters only: the optimizer state is one).
+  if (say)
+    for (const auto &[name, alias] : view.aliases)
+      if (auto it = out.find(name); it != out.end() && !out.count(alias))
+        out[alias] = it->second;
   tensors = std::move(out);
   if (say && !dropped.empty())
     std::fprintf(stderr,

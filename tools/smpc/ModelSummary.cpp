@@ -45,7 +45,10 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (!name || !from || !kind)
       continue;
     os << "  " << name.getValue();
-    if (kind.getValue() == "renamed")
+    if (kind.getValue() == "alias")
+      os << ": also PyTorch's " << from.getValue()
+         << " (tied: one tensor; checkpoints export it under both names)\n";
+    else if (kind.getValue() == "renamed")
       os << ": PyTorch's " << from.getValue()
          << (entry.get("transposed") ? ", transposed" : "") << " ("
          << (why ? why.getValue() : llvm::StringRef("")) << "; checkpoints "

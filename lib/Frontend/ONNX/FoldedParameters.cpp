@@ -155,6 +155,7 @@ struct FxGraph {
   std::map<std::string, std::vector<int>> foldedReaders; // FX arg -> nodes
   std::set<std::string> sigTargets;
   std::vector<std::string> vanished; // parameters gone from the file
+  std::map<std::string, std::string> aliases; // tied name -> the one read
 
   FxGraph(const onnx::GraphProto &g,
           const std::map<std::string, std::string> &sig)
@@ -177,9 +178,13 @@ struct FxGraph {
     }
     for (const auto &[var, target] : sig) {
       sigTargets.insert(target);
-      if (!initNames.count(target) && !params.count(var) &&
-          !tiedAliasRead(sig, target))
+      if (initNames.count(target) || params.count(var))
+        continue;
+      std::string read = tiedAliasRead(sig, target);
+      if (read.empty())
         vanished.push_back(target);
+      else
+        aliases[target] = read;
     }
   }
 
@@ -252,19 +257,19 @@ struct FxGraph {
   std::map<std::string, std::string> moved; // fold -> the parameter it moves
   std::vector<std::string> trainedMoves;    // "'fold' (parameter, aten.op)"
 
-  /// Whether a surviving node reads the parameter `target` is tied to
-  /// under another name (then PyTorch's graph never used `target` itself:
-  /// it is not gone, the file trains it as that parameter).
-  bool tiedAliasRead(const std::map<std::string, std::string> &sig,
-                     llvm::StringRef target) {
+  /// The parameter `target` is tied to that a surviving node reads under
+  /// its own name (then PyTorch's graph never used `target` itself: it is
+  /// not gone, the file trains it as that parameter), or "".
+  std::string tiedAliasRead(const std::map<std::string, std::string> &sig,
+                            llvm::StringRef target) {
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto &a : fxArgs(nodeFx[i])) {
         auto read = sig.find(a);
         if (read != sig.end() && read->second != target &&
             tiedAlias(target, read->second, scopesOf(i)))
-          return true;
+          return read->second;
       }
-    return false;
+    return "";
   }
 
 private:
@@ -714,6 +719,10 @@ llvm::Error resolveFoldedParameters(
   if (llvm::Error err = unmergeCalls(g, path, sig, origins))
     return err;
   FxGraph fx(g, sig);
+  // A tied parameter's other name, for checkpoints (torch.export keeps
+  // one; PyTorch's state_dict has both).
+  for (const auto &[alias, read] : fx.aliases)
+    origins.push_back({read, alias, "alias", false, {}});
   fx.attributeMoves();
   for (int i = 0; i < g.initializer_size(); ++i)
     if (llvm::Error err = resolveFoldedInitializer(

@@ -688,7 +688,8 @@ void recordParamOrigins(ModuleOp module,
     else if (o.kind == "folded-rows")
       initValue[o.name] = &o.initBytes;
     else if (o.kind != "tied" && o.kind != "folded" && o.kind != "cloned" &&
-             o.kind != "renamed") // a copy: its values are `from`'s
+             o.kind != "renamed" &&
+             o.kind != "alias") // a copy: its values are `from`'s
       initFrom[o.name] = o.from;
     SmallVector<NamedAttribute> entry{
         b.getNamedAttr("name", b.getStringAttr(o.name)),

@@ -51,7 +51,9 @@ struct ParamOrigin {
   /// `name` adds to `from`, read by the (node, input) pairs of uses[1...]
   /// (splitMergedReaders); "renamed": `name` is trained in place of
   /// PyTorch's parameter `from` (transposed: its transpose), which
-  /// checkpoints export (nameFoldedLinearWeights).
+  /// checkpoints export (nameFoldedLinearWeights); "alias": `from` is
+  /// PyTorch's other name of the tied parameter `name` (torch.export keeps
+  /// one), which checkpoints export too.
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`

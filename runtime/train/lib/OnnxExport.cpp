@@ -184,7 +184,7 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       continue;
     }
     if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded" ||
-        o.kind() == "renamed") // renamed: for checkpoints only
+        o.kind() == "renamed" || o.kind() == "alias") // for checkpoints
       continue;
     if (o.kind() == "folded-rows") {
       // A folded embedding trained as its distinct rows: written back as
