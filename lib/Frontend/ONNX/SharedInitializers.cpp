@@ -438,11 +438,13 @@ struct SharedInitializers {
     });
     // Parameters untied above from equal tensors (merged calls' copies)
     // are separate by the metadata: never a tied copy.
+    llvm::StringSet<> untiedNames;
+    for (const ParamOrigin &o : origins)
+      if (o.kind == "merged-exact")
+        untiedNames.insert(o.name);
     std::vector<bool> replaced(inits.size(), false);
     for (size_t k = 0; k < inits.size(); ++k)
-      replaced[k] = llvm::any_of(origins, [&](const ParamOrigin &o) {
-        return o.kind == "merged-exact" && o.name == inits[k].name;
-      });
+      replaced[k] = untiedNames.contains(inits[k].name);
     std::vector<bool> untied = replaced;
     for (size_t a : order) {
       const Init &src = inits[a];
