@@ -1,0 +1,194 @@
+//===- FxGraph.h - What the dynamo export's metadata says ------*- C++ -*-===//
+//
+// The dynamo exporter writes, on each node, the FX call it came from
+// (`pkg.torch.onnx.fx_node`, `pkg.torch.onnx.name_scopes`) and, on the graph,
+// torch.export's signature. FxGraph reads them once; FoldedParameters.cpp and
+// MergedCalls.cpp use it to tell what the exporter's optimiser did to
+// PyTorch's parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_FRONTEND_ONNX_FXGRAPH_H
+#define SMP_FRONTEND_ONNX_FXGRAPH_H
+
+#include "SharedInitializers.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace smp::onnx_frontend {
+
+/// The `%name` tokens of an fx_node text after "args = (" (the arguments).
+std::vector<std::string> fxArgs(llvm::StringRef fx);
+/// The FX value an fx_node text defines (`%add_1 : ...` -> "add_1").
+std::string fxDefined(llvm::StringRef fx);
+/// The aten op an FX name was made from: "layer_norm_1" -> "layer_norm".
+llvm::StringRef fxOp(llvm::StringRef name);
+/// A lifted parameter placeholder (`%p_...`).
+bool isParamArg(llvm::StringRef a);
+/// A lifted parameter, buffer or constant placeholder.
+bool isLiftedArg(llvm::StringRef a);
+/// Up to six names, comma-separated, and the count beyond.
+std::string joinNames(const std::vector<std::string> &names);
+/// A refusal of a file the optimiser rewrote: names `optimize=False`.
+llvm::Error refuse(llvm::StringRef path, const std::string &what);
+/// The module a parameter is an attribute of ("a.b" of "a.b.weight"; ""
+/// for a top-level one).
+llvm::StringRef ownerModule(llvm::StringRef param);
+/// Ops that only move elements, each element once (a fold of one is its
+/// input's elements, rearranged).
+extern const llvm::StringSet<> kBijections;
+/// Ops that only move or copy elements: kBijections, copies and subsets.
+bool onlyMoves(llvm::StringRef op);
+/// Whether the parameter `alias` (gone from the file) is tied to the
+/// parameter `read` that a node in `scopes` reads.
+bool tiedAlias(llvm::StringRef alias, llvm::StringRef read,
+               const std::vector<std::string> &scopes);
+
+/// What the surviving nodes say about the FX graph.
+struct FxGraph {
+  std::set<std::string> defined, params, initNames, graphInputs;
+  std::vector<std::string> nodeFx;
+  std::map<std::string, int> producer;                   // ONNX value -> node
+  std::map<std::string, std::vector<int>> foldedReaders; // FX arg -> nodes
+  std::set<std::string> sigTargets;
+  std::vector<std::string> vanished;          // parameters gone from the file
+  std::map<std::string, std::string> aliases; // tied name -> the one read
+
+  FxGraph(const onnx::GraphProto &g,
+          const std::map<std::string, std::string> &sig)
+      : nodeFx(g.node_size()), scopes(g.node_size()), g(g) {
+    for (const auto &t : g.initializer())
+      initNames.insert(t.name());
+    for (const auto &in : g.input())
+      graphInputs.insert(in.name());
+    for (int i = 0; i < g.node_size(); ++i) {
+      nodeFx[i] = nodeMetadata(g.node(i), "pkg.torch.onnx.fx_node");
+      defined.insert(fxDefined(nodeFx[i]));
+      for (const auto &o : g.node(i).output())
+        producer[o] = i;
+      for (const auto &a : fxArgs(nodeFx[i])) {
+        if (isParamArg(a))
+          params.insert(a);
+        else if (!isLiftedArg(a))
+          foldedReaders[a].push_back(i);
+      }
+    }
+    for (const auto &[var, target] : sig) {
+      sigTargets.insert(target);
+      if (initNames.count(target) || params.count(var))
+        continue;
+      std::string read = tiedAliasRead(sig, target);
+      if (read.empty())
+        vanished.push_back(target);
+      else
+        aliases[target] = read;
+    }
+  }
+
+  /// Node i's modules (nodeScopes), read from its metadata once.
+  const std::vector<std::string> &scopesOf(int i) {
+    if (!scopes[i])
+      scopes[i] = nodeScopes(g.node(i));
+    return *scopes[i];
+  }
+  /// The innermost module node i ran in ("" if unknown).
+  llvm::StringRef moduleOf(int i) {
+    const std::vector<std::string> &s = scopesOf(i);
+    return s.empty() ? llvm::StringRef() : llvm::StringRef(s.back());
+  }
+
+  /// Finds the folds that are a parameter only moved (Falcon's `x @
+  /// self.weight.T` in its Linear, folded to `permute`): a fold of an op in
+  /// kBijections whose readers all run in one module M, where M's subtree
+  /// has no other fold and one parameter gone, M's own (`M.weight`). Those
+  /// parameters are explained: no longer `vanished`.
+  void attributeMoves() {
+    auto within = [](llvm::StringRef name, llvm::StringRef module) {
+      return name == module || name.starts_with((module + ".").str());
+    };
+    std::map<std::string, std::string> readersModule; // fold -> M
+    for (const auto &[name, readers] : foldedReaders) {
+      if (!initNames.count(name) || sigTargets.count(name))
+        continue;
+      llvm::StringRef module = moduleOf(readers.front());
+      if (llvm::all_of(readers, [&](int n) { return moduleOf(n) == module; }))
+        readersModule[name] = module.str();
+    }
+    for (const auto &[fold, module] : readersModule) {
+      if (module.empty() || !kBijections.contains(fxOp(fold)))
+        continue;
+      // No other fold is read anywhere in M's subtree.
+      bool alone = llvm::all_of(foldedReaders, [&](const auto &entry) {
+        return entry.first == fold || !initNames.count(entry.first) ||
+               sigTargets.count(entry.first) ||
+               llvm::none_of(entry.second, [&](int n) {
+                 return within(moduleOf(n), module);
+               });
+      });
+      std::vector<std::string> gone;
+      for (const std::string &v : vanished)
+        if (within(v, module))
+          gone.push_back(v);
+      if (alone && gone.size() == 1 && ownerModule(gone[0]) == module)
+        moved[fold] = gone[0];
+    }
+    llvm::erase_if(vanished, [&](const std::string &v) {
+      return llvm::any_of(moved, [&](const auto &m) { return m.second == v; });
+    });
+  }
+  /// A parameter gone from the file that is an attribute of the module
+  /// one of the fold `name`'s readers runs in (`M.weight`), or "".
+  std::string ownerOfReaders(const std::string &name) {
+    auto readers = foldedReaders.find(name);
+    if (readers == foldedReaders.end())
+      return "";
+    for (int node : readers->second) {
+      llvm::StringRef module = moduleOf(node);
+      for (const std::string &v : vanished)
+        if (!module.empty() && ownerModule(v) == module)
+          return v;
+    }
+    return "";
+  }
+
+  std::map<std::string, std::string> moved; // fold -> the parameter it moves
+  std::vector<std::string> trainedMoves;    // "'fold' (parameter, aten.op)"
+
+  /// The parameter `target` is tied to that a surviving node reads under
+  /// its own name (then PyTorch's graph never used `target` itself: it is
+  /// not gone, the file trains it as that parameter), or "".
+  std::string tiedAliasRead(const std::map<std::string, std::string> &sig,
+                            llvm::StringRef target) {
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto &a : fxArgs(nodeFx[i])) {
+        auto read = sig.find(a);
+        if (read != sig.end() && read->second != target &&
+            tiedAlias(target, read->second, scopesOf(i)))
+          return read->second;
+      }
+    return "";
+  }
+
+private:
+  std::vector<std::optional<std::vector<std::string>>> scopes;
+  const onnx::GraphProto &g;
+};
+
+/// 1. Common subexpression elimination of calls (MergedCalls.cpp): copies
+/// back a call merged into another where the parameters it read can be
+/// told, else refuses.
+llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
+                         const std::map<std::string, std::string> &sig,
+                         std::vector<ParamOrigin> &origins);
+
+} // namespace smp::onnx_frontend
+
+#endif // SMP_FRONTEND_ONNX_FXGRAPH_H

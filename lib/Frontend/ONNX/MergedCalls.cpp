@@ -1,0 +1,216 @@
+//===- MergedCalls.cpp - Calls the dynamo optimiser merged
+//-----------------===//
+//
+// Common subexpression elimination in the dynamo exporter's optimiser merges
+// two calls that read equal fresh tensors on one input (GPT-NeoX's two
+// LayerNorms): one node is left and the second call's parameters are gone
+// from the file. unmergeCalls copies the node back where the metadata tells
+// which parameters the merged call read, and refuses where it cannot (see
+// docs/bring-your-own-model.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FxGraph.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace smp::onnx_frontend {
+namespace {
+
+/// A call common subexpression elimination merged into another: readers
+/// (node, input) read `producer`'s output where PyTorch passed the call's
+/// own value.
+struct MergedCall {
+  int producer = -1;
+  std::vector<std::pair<int, int>> readers;
+};
+
+/// The module owning all of `params` (sig targets), or "" if they differ.
+std::string commonOwner(const std::vector<std::string> &params) {
+  std::string owner;
+  for (const std::string &p : params) {
+    std::string o = ownerModule(p).str();
+    if (!owner.empty() && o != owner)
+      return "";
+    owner = o;
+  }
+  return owner;
+}
+
+/// The module M' whose gone parameters the merged call `call` read: of the
+/// modules (not `skip`) whose gone parameters' leaves are exactly `leaves`
+/// and not yet `claimed`, the one alone in the innermost module of a
+/// reader that holds any; every reader must agree. "" if none or several.
+std::string mergedCallModule(FxGraph &fx, const MergedCall &call,
+                             const std::set<std::string> &leaves,
+                             llvm::StringRef skip,
+                             const std::set<std::string> &claimed) {
+  std::map<std::string, std::set<std::string>> goneLeaves;
+  for (const std::string &v : fx.vanished)
+    if (!claimed.count(v))
+      goneLeaves[ownerModule(v).str()].insert(v.substr(v.rfind('.') + 1));
+  std::string found;
+  for (auto [reader, input] : call.readers) {
+    const std::vector<std::string> &scopes = fx.scopesOf(reader);
+    std::string pick;
+    for (auto s = scopes.rbegin(); s != scopes.rend() && pick.empty(); ++s) {
+      std::vector<std::string> in;
+      for (const auto &[module, l] : goneLeaves)
+        if (module != skip && l == leaves &&
+            (s->empty() || module.rfind(*s + ".", 0) == 0))
+          in.push_back(module);
+      if (in.size() > 1)
+        return "";
+      if (in.size() == 1)
+        pick = in[0];
+    }
+    if (pick.empty() || (!found.empty() && pick != found))
+      return "";
+    found = pick;
+  }
+  return found;
+}
+
+/// What a refusal of a merged call says: node `n` reads `v` where PyTorch
+/// computes `b`, and the parameters gone.
+std::string mergedCallText(const onnx::NodeProto &n, const std::string &v,
+                           const std::string &b,
+                           const std::vector<std::string> &vanished) {
+  return "node '" + n.name() + "' reads '" + v + "' where PyTorch computes '" +
+         b + "': the exporter's optimiser merged two " + fxOp(b).str() +
+         " calls whose parameters were equal when exported, so PyTorch "
+         "parameter(s) " +
+         joinNames(vanished) + " are gone from the file";
+}
+
+/// The innermost module holding both modules ("" for the root).
+std::string commonAncestor(llvm::StringRef a, llvm::StringRef b) {
+  std::string common;
+  llvm::SmallVector<llvm::StringRef> pa, pb;
+  a.split(pa, '.');
+  b.split(pb, '.');
+  for (size_t k = 0; k < pa.size() && k < pb.size() && pa[k] == pb[k]; ++k)
+    common += (common.empty() ? "" : ".") + pa[k].str();
+  return common;
+}
+
+} // namespace
+
+/// 1. Common subexpression elimination of a call that reads parameters:
+/// node N reads value V (made by the call %A, node P) where PyTorch passed
+/// %B, a call of the same op that no node makes any more (GPT-NeoX's input
+/// and post-attention LayerNorms of one input, equal when fresh). Where the
+/// parameters %B read can be told (mergedCallModule: exactly those gone
+/// from the file in one module, nearest its readers, and no other
+/// parameter gone beside them), P is copied to compute %B from copies of
+/// its parameter initializers named as %B's: they were equal, which is why
+/// the calls merged. Otherwise refused.
+llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
+                         const std::map<std::string, std::string> &sig,
+                         std::vector<ParamOrigin> &origins) {
+  FxGraph fx(g, sig);
+  fx.attributeMoves();                      // a moved parameter is not gone
+  std::map<std::string, MergedCall> merged; // %B -> its readers
+  for (int i = 0; i < g.node_size(); ++i) {
+    std::vector<std::string> args = fxArgs(fx.nodeFx[i]);
+    for (const auto &b : args) {
+      if (isLiftedArg(b) || fx.defined.count(b) || fx.initNames.count(b) ||
+          fx.graphInputs.count(b))
+        continue;
+      for (int k = 0; k < g.node(i).input_size(); ++k) {
+        const std::string &v = g.node(i).input(k);
+        auto p = fx.producer.find(v);
+        if (p == fx.producer.end())
+          continue;
+        std::string a = fxDefined(fx.nodeFx[p->second]);
+        if (a.empty() || a == b || fxOp(a) != fxOp(b) ||
+            llvm::none_of(fxArgs(fx.nodeFx[p->second]), isParamArg))
+          continue;
+        MergedCall &call = merged[b];
+        // The node reads %A too (which input is which?), or %B's readers
+        // read different nodes.
+        if (llvm::is_contained(args, a) ||
+            (call.producer >= 0 && call.producer != p->second))
+          return refuse(path, mergedCallText(g.node(i), v, b, fx.vanished));
+        call.producer = p->second;
+        call.readers.push_back({i, k});
+      }
+    }
+  }
+  std::set<std::string> claimed;
+  for (auto &[b, call] : merged) {
+    const onnx::NodeProto &producer = g.node(call.producer);
+    std::vector<std::string> params;
+    std::set<std::string> leaves;
+    for (const auto &arg : fxArgs(fx.nodeFx[call.producer]))
+      if (auto t = sig.find(arg); t != sig.end()) {
+        params.push_back(t->second);
+        leaves.insert(t->second.substr(t->second.rfind('.') + 1));
+      }
+    std::string owner = commonOwner(params);
+    std::string module =
+        owner.empty() ? "" : mergedCallModule(fx, call, leaves, owner, claimed);
+    auto [reader, readerInput] = call.readers.front();
+    std::string what = mergedCallText(
+        g.node(reader), g.node(reader).input(readerInput), b, fx.vanished);
+    if (module.empty())
+      return refuse(path, what);
+    for (const std::string &l : leaves)
+      claimed.insert(module + "." + l);
+    // No other parameter gone where the two calls ran (a chain of merged
+    // calls would leave one).
+    std::string around = commonAncestor(owner, module);
+    for (const std::string &v : fx.vanished)
+      if (!claimed.count(v) &&
+          (around.empty() || v.rfind(around + ".", 0) == 0))
+        return refuse(path, what);
+    // The copy of P, reading copies of its parameter initializers.
+    int copyIndex = g.node_size();
+    onnx::NodeProto copy = producer;
+    copy.GetReflection()->MutableUnknownFields(&copy)->Clear(); // metadata
+    std::string base = producer.name(), suffix = "#" + b;
+    copy.set_name(base + suffix);
+    for (int o = 0; o < copy.output_size(); ++o)
+      if (!copy.output(o).empty())
+        copy.set_output(o, copy.output(o) + suffix);
+    std::vector<ParamOrigin> made;
+    for (int k = 0; k < copy.input_size(); ++k) {
+      const std::string &in = copy.input(k);
+      if (!fx.initNames.count(in))
+        continue;
+      std::string target =
+          module + "." + llvm::StringRef(in).rsplit('.').second.str();
+      if (!claimed.count(target) || fx.initNames.count(target))
+        return refuse(path, what);
+      onnx::TensorProto *t = g.add_initializer();
+      *t = *llvm::find_if(g.initializer(), [&](const onnx::TensorProto &x) {
+        return x.name() == in;
+      });
+      t->set_name(target);
+      ParamOrigin o{target, in, "merged-exact", false, {{copyIndex, k}}};
+      o.why = "the parameter of " + b +
+              ", a call the exporter's optimiser "
+              "merged into " +
+              fxDefined(fx.nodeFx[call.producer]);
+      made.push_back(std::move(o));
+      copy.set_input(k, target);
+    }
+    ParamOrigin cloned{
+        base + suffix, base, "cloned", false, {{call.producer, copyIndex}}};
+    cloned.why = "computes " + b + " of " + module +
+                 ", which the exporter's optimiser merged into it";
+    for (auto [n, k] : call.readers) {
+      g.mutable_node(n)->set_input(k, g.node(n).input(k) + suffix);
+      cloned.uses.push_back({n, k});
+    }
+    // --save-onnx replays the copy reading P's initializers, then the
+    // merged-exact origins that follow give it its own.
+    *g.add_node() = std::move(copy);
+    origins.push_back(std::move(cloned));
+    for (ParamOrigin &o : made)
+      origins.push_back(std::move(o));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace smp::onnx_frontend
