@@ -29,14 +29,16 @@ docs/bring-your-own-model.md). Files:
                           nn.TransformerEncoder (its layers copy.deepcopy'd:
                           equal weights at init, which the dynamo optimiser
                           merges into one initializer, transposed folds
-                          included), exported plain, with a symbolic batch
-                          and with dynamo=False; tenc/ its references
+                          included), exported plain, with a symbolic batch,
+                          with dynamo=False and with optimize=False (equal
+                          initializers, each its own parameter in the graph
+                          signature); tenc/ its references
                           (data: gpt/)
   tseq_dynamo.onnx        nn.Transformer (deep-copied encoder and decoder
                           layers; the tokens as source and causal target),
                           plain export; tseq/ its references and logits
                           after the SGD steps
-  merged_three.onnx, merged_both.onnx
+  merged_three.onnx, merged_both.onnx, merged_chain.onnx
                           calls the optimiser merged where smp cannot tell
                           which parameters each read (refused)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
@@ -49,6 +51,8 @@ docs/bring-your-own-model.md). Files:
 Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 
+
+import copy
 
 import numpy as np
 import onnx
@@ -196,20 +200,29 @@ class MergedCalls(nn.Module):
     input) where smp cannot tell which parameters the merged call read.
     kind "three": three LayerNorms of one input, their Linears side by
     side (two norms gone, both as near the readers); "both": one node reads
-    the two merged values."""
+    the two merged values; "chain": two Linear + ReLU branches of one
+    input, the second a deep copy of the first: the optimiser merges the
+    Linears, then the ReLUs, and no node names the second Linear."""
 
     def __init__(self, kind):
         super().__init__()
         self.kind = kind
-        self.ln_a, self.ln_b, self.ln_c = (nn.LayerNorm(DIM) for _ in range(3))
-        self.fc_a, self.fc_c = nn.Linear(DIM, DIM), nn.Linear(DIM, DIM)
-        self.fc_b = nn.Linear(DIM, DIM)
+        if kind == "chain":
+            self.fc_a = nn.Linear(DIM, DIM)
+            self.fc_b = copy.deepcopy(self.fc_a)
+        else:
+            self.ln_a, self.ln_b, self.ln_c = (nn.LayerNorm(DIM)
+                                               for _ in range(3))
+            self.fc_a, self.fc_c = nn.Linear(DIM, DIM), nn.Linear(DIM, DIM)
+            self.fc_b = nn.Linear(DIM, DIM)
         self.wte = nn.Embedding(VOCAB, DIM)
         self.head = nn.Linear(DIM, VOCAB)
 
     def forward(self, idx):
         x = self.wte(idx)
-        if self.kind == "three":
+        if self.kind == "chain":
+            h = torch.relu(self.fc_a(x)) - 0.5 * torch.relu(self.fc_b(x))
+        elif self.kind == "three":
             h = (self.fc_a(self.ln_a(x)) + self.fc_b(self.ln_b(x)) +
                  self.fc_c(self.ln_c(x)))
         else:
@@ -218,8 +231,8 @@ class MergedCalls(nn.Module):
 
 
 def write_merged_calls(out, idx):
-    """merged_{three,both}.onnx: MergedCalls exported plainly."""
-    for kind in ("three", "both"):
+    """merged_{three,both,chain}.onnx: MergedCalls exported plainly."""
+    for kind in ("three", "both", "chain"):
         torch.manual_seed(0)
         model = MergedCalls(kind).eval()
         path = out / f"merged_{kind}.onnx"
@@ -230,7 +243,7 @@ def write_merged_calls(out, idx):
 
 
 def write_deep_copied(out, idx, labels):
-    """tenc_*.onnx and tenc/: nn.TransformerEncoder exported three ways;
+    """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
     torch.manual_seed(0)
     model = DeepCopiedEncoder().eval()
@@ -244,7 +257,9 @@ def write_deep_copied(out, idx, labels):
                       external_data=False, **common)
     torch.onnx.export(model, example, str(out / "tenc_torchscript.onnx"),
                       dynamo=False, **common)
-    for f in ("tenc_dynamo.onnx", "tenc_batch.onnx"):
+    torch.onnx.export(model, example, str(out / "tenc_noopt.onnx"),
+                      optimize=False, external_data=False, **common)
+    for f in ("tenc_dynamo.onnx", "tenc_batch.onnx", "tenc_noopt.onnx"):
         torch_refs.strip_stack_traces(out / f)
     write_refs(model, init, out / "tenc", idx, labels, True)
     torch.manual_seed(0)

@@ -94,6 +94,95 @@ std::string commonAncestor(llvm::StringRef a, llvm::StringRef b) {
   return common;
 }
 
+/// The parameter leaves ({"weight", "bias"}) of each call nearest node n
+/// upstream (n itself included) that reads parameters: named in its
+/// metadata, or an initializer the signature lists read by a node without.
+std::vector<std::set<std::string>>
+nearestParameterCalls(FxGraph &fx, const onnx::GraphProto &g,
+                      const std::map<std::string, std::string> &sig, int n) {
+  std::set<std::string> targets;
+  for (const auto &entry : sig)
+    targets.insert(entry.second);
+  auto leaf = [](llvm::StringRef p) { return p.rsplit('.').second.str(); };
+  std::vector<std::set<std::string>> calls;
+  std::vector<int> work{n};
+  std::set<int> seen{n};
+  while (!work.empty()) {
+    int i = work.back();
+    work.pop_back();
+    std::set<std::string> leaves;
+    for (const auto &a : fxArgs(fx.nodeFx[i]))
+      if (auto t = sig.find(a); isParamArg(a) && t != sig.end())
+        leaves.insert(leaf(t->second));
+    for (const auto &in : g.node(i).input())
+      if (fx.nodeFx[i].empty() && targets.count(in))
+        leaves.insert(leaf(in));
+    if (!leaves.empty()) {
+      calls.push_back(std::move(leaves));
+      continue;
+    }
+    for (const auto &in : g.node(i).input()) {
+      auto p = fx.producer.find(in);
+      if (p != fx.producer.end() && seen.insert(p->second).second)
+        work.push_back(p->second);
+    }
+  }
+  return calls;
+}
+
+/// 1b. A merged call that reads no parameter (%relu_1 merged into %relu)
+/// of a value computed from parameters: the calls before it may have been
+/// merged too (a deep-copied Linear + ReLU branch of one input: the Linears
+/// merged, then the ReLUs, and no node names the second Linear any more),
+/// leaving only their parameters gone from the file. Refused where a
+/// module inside the one a reader runs in has lost exactly the parameters
+/// (by leaf name) of a call nearest %A upstream, not otherwise explained
+/// (`claimed`). Elsewhere the merge is exact: a rotary table expanded
+/// twice from buffers, the encoder's output transposed by every decoder
+/// layer of nn.Transformer.
+llvm::Error refuseMergedChains(FxGraph &fx, const onnx::GraphProto &g,
+                               llvm::StringRef path,
+                               const std::map<std::string, std::string> &sig,
+                               const std::map<std::string, MergedCall> &chains,
+                               const std::set<std::string> &claimed) {
+  for (const auto &[b, call] : chains) {
+    std::map<std::string, std::set<std::string>> goneLeaves; // module -> leaves
+    for (auto [reader, input] : call.readers) {
+      llvm::StringRef module = fx.moduleOf(reader);
+      for (const std::string &v : fx.vanished)
+        if (!claimed.count(v) &&
+            (module.empty() || v.rfind((module + ".").str(), 0) == 0))
+          goneLeaves[ownerModule(v).str()].insert(
+              llvm::StringRef(v).rsplit('.').second.str());
+    }
+    if (goneLeaves.empty())
+      continue;
+    std::vector<std::set<std::string>> calls =
+        nearestParameterCalls(fx, g, sig, call.producer);
+    std::vector<std::string> gone;
+    for (const auto &[module, leaves] : goneLeaves)
+      if (llvm::is_contained(calls, leaves))
+        for (const std::string &l : leaves)
+          gone.push_back(module.empty() ? l : module + "." + l);
+    if (gone.empty())
+      continue;
+    auto [reader, input] = call.readers.front();
+    return refuse(
+        path, "node '" + g.node(reader).name() + "' reads '" +
+                  g.node(reader).input(input) + "' where PyTorch computes '" +
+                  b + "': the exporter's optimiser merged two " +
+                  fxOp(b).str() +
+                  " calls of values computed from parameters, and PyTorch "
+                  "parameter(s) " +
+                  joinNames(gone) +
+                  ", the same as a call before them reads, are gone from "
+                  "the file: that call may have been merged too (its "
+                  "parameters equal at export: a deep-copied branch), "
+                  "which smp cannot tell");
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 /// 1. Common subexpression elimination of a call that reads parameters:
@@ -111,6 +200,7 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
   FxGraph fx(g, sig);
   fx.attributeMoves();                      // a moved parameter is not gone
   std::map<std::string, MergedCall> merged; // %B -> its readers
+  std::map<std::string, MergedCall> chains; // the same, reading no parameter
   for (int i = 0; i < g.node_size(); ++i) {
     std::vector<std::string> args = fxArgs(fx.nodeFx[i]);
     for (const auto &b : args) {
@@ -123,9 +213,17 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
         if (p == fx.producer.end())
           continue;
         std::string a = fxDefined(fx.nodeFx[p->second]);
-        if (a.empty() || a == b || fxOp(a) != fxOp(b) ||
-            llvm::none_of(fxArgs(fx.nodeFx[p->second]), isParamArg))
+        if (a.empty() || a == b || fxOp(a) != fxOp(b))
           continue;
+        if (llvm::none_of(fxArgs(fx.nodeFx[p->second]), isParamArg)) {
+          // A call of both (scaled_dot_product_attention(%view_31,
+          // %view_32, ...)) reads %A as itself.
+          if (llvm::is_contained(args, a))
+            continue;
+          chains[b].producer = p->second;
+          chains[b].readers.push_back({i, k});
+          continue;
+        }
         MergedCall &call = merged[b];
         // The node reads %A too (which input is which?), or %B's readers
         // read different nodes.
@@ -210,7 +308,7 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
     for (ParamOrigin &o : made)
       origins.push_back(std::move(o));
   }
-  return llvm::Error::success();
+  return refuseMergedChains(fx, g, path, sig, chains, claimed);
 }
 
 } // namespace smp::onnx_frontend

@@ -180,11 +180,11 @@ struct SharedInitializers {
   std::vector<Init> inits;
   llvm::StringMap<size_t> byName;
   llvm::StringSet<> allInits;
-  std::set<std::string> slopes; // PRelu slopes (preluSlopes)
+  std::set<std::string> slopes;     // PRelu slopes (preluSlopes)
+  std::set<std::string> sigTargets; // the graph signature's parameters
 
   /// Reads the float initializers that become parameters into `inits`.
   llvm::Error readInits(MLIRContext *ctx, const std::string &modelDir) {
-    std::set<std::string> sigTargets;
     for (const auto &[var, target] : signature)
       sigTargets.insert(target);
     slopes = preluSlopes(g);
@@ -478,6 +478,11 @@ struct SharedInitializers {
       if (transposed)
         std::reverse(want.begin(), want.end());
       if (dst.dims != want || untie.count(dst.name) || untie.count(src.name))
+        continue;
+      // Both in torch.export's graph signature: two PyTorch parameters
+      // (it lifts a tied tensor once), equal at export (copy.deepcopy'd
+      // layers, exported with optimize=False).
+      if (sigTargets.count(src.name) && sigTargets.count(dst.name))
         continue;
       replaced[b] = true;
       origins.push_back({dst.name, src.name, "tied", transposed, {}});
