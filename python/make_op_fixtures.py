@@ -14,9 +14,11 @@ file):
   opsnet_dynamo.onnx       torch.onnx.export(...) (defaults; one file). Its
                            optimiser folds `self.pos.repeat(4, 2, 1)` into
                            an initializer `repeat_1` [4, 12, 16] and drops
-                           `pos`: smp then trains the 8 copies apart and
-                           leaves PyTorch's losses (a known gap, see
-                           docs/bring-your-own-model.md); kept to reproduce it
+                           `pos`: smp trains its distinct rows as `pos`
+                           (docs/bring-your-own-model.md)
+  splitnet_noopt.onnx      torch.split, chunk and unbind exported with
+                           optimize=False: SplitToSequence and SequenceAt;
+                           split/ its data and references
   data/x.npy, data/mask.npy, data/labels.npy   8 samples (mask: 1s then
       padding 0s, as an attention mask)
   data/ref_sgd.json, data/ref_adamw.json  PyTorch's per-step losses and
@@ -58,6 +60,52 @@ class OpsNet(nn.Module):
         return self.fc2(t + p)
 
 
+class SplitNet(nn.Module):
+    """torch.split by a size and by sizes, chunk and unbind, which the dynamo
+    exporter with optimize=False writes as SplitToSequence and SequenceAt
+    (GPT-J's rotary halves, MPT's and Phi-3's fused QKV)."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(D, 3 * H)
+        self.fc = nn.Linear(H, C)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(H, dim=-1)
+        a, b = q.split([6, H - 6], dim=-1)
+        q = torch.cat([b, a * 2.0], -1)
+        k1, k2 = k.chunk(2, dim=-1)
+        k = torch.cat([k2, -k1], -1)
+        h = torch.softmax(q @ k.transpose(1, 2) / 4.0, -1) @ v
+        steps = h.unbind(1)
+        h = torch.stack([steps[-1]] + list(steps[:-1]), 1)
+        return self.fc(torch.tanh(h))
+
+
+def write_split_net(out, x, g):
+    """splitnet_noopt.onnx and split/: SplitNet exported with
+    optimize=False, its data and PyTorch's references."""
+    (out / "split").mkdir(exist_ok=True)
+    labels = torch.randint(0, C, (SAMPLES, T), generator=g)
+    np.save(out / "split" / "x.npy", x.numpy())
+    np.save(out / "split" / "labels.npy", labels.numpy())
+    torch.manual_seed(0)
+    model = SplitNet().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, (x[:BATCH],), str(out / "splitnet_noopt.onnx"),
+                      input_names=["x"], output_names=["logits"],
+                      external_data=False, optimize=False)
+    torch_refs.strip_stack_traces(out / "splitnet_noopt.onnx")
+    for opt_name, lr in torch_refs.LRS.items():
+        model.load_state_dict(init)
+        losses, norms = torch_refs.train_steps(model, (x,), labels, C,
+                                               opt_name, STEPS, BATCH)
+        torch_refs.write_ref(out / "split" / f"ref_{opt_name}.json",
+                             {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                              "batch_size": BATCH, "steps": STEPS,
+                              "samples": SAMPLES}, losses, norms)
+
+
 def main():
     out = torch_refs.fixture_arguments("ops").parse_args().out
     (out / "data").mkdir(parents=True, exist_ok=True)
@@ -92,6 +140,7 @@ def main():
                               "batch_size": BATCH, "steps": STEPS,
                               "samples": SAMPLES, "smpc_flags": flags},
                              losses, norms)
+    write_split_net(out, x, g)
     print("wrote", out)
 
 

@@ -44,6 +44,7 @@ const ConverterTable &converters() {
     registerShapeConverters(t);
     registerNNConverters(t);
     registerGatherIndexedConverters(t);
+    registerSequenceConverters(t);
     return t;
   }();
   return table;
@@ -90,12 +91,27 @@ llvm::Expected<Value> GraphImporter::lookup(llvm::StringRef name) const {
   auto it = values.find(name);
   if (it != values.end() && it->second)
     return it->second;
+  if (sequences.count(name))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "'" + name +
+            "' is a sequence of tensors, read here as a tensor (smp reads "
+            "sequences with SequenceAt and ConcatFromSequence only)");
   auto why = unavailable.find(name);
   if (why != unavailable.end())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    why->second);
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "tensor '" + name + "' is not defined");
+}
+
+llvm::Expected<llvm::ArrayRef<Value>>
+GraphImporter::lookupSequence(llvm::StringRef name) const {
+  auto it = sequences.find(name);
+  if (it != sequences.end())
+    return llvm::ArrayRef<Value>(it->second);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "sequence '" + name + "' is not defined");
 }
 
 llvm::Error GraphImporter::checkSupported() const {

@@ -43,6 +43,13 @@ public:
   /// The value of tensor `name`; an error if a converter did not produce it.
   llvm::Expected<mlir::Value> lookup(llvm::StringRef name) const;
   void define(llvm::StringRef name, mlir::Value v) { values[name] = v; }
+  /// The tensors of sequence `name` (SplitToSequence, SequenceConstruct);
+  /// an error if no converter made one by that name.
+  llvm::Expected<llvm::ArrayRef<mlir::Value>>
+  lookupSequence(llvm::StringRef name) const;
+  void defineSequence(llvm::StringRef name, llvm::ArrayRef<mlir::Value> vs) {
+    sequences[name].assign(vs.begin(), vs.end());
+  }
   llvm::Error error(const llvm::Twine &msg) const;
   /// An error naming `what` when a tensor of `type` is over kMaxTensorBytes
   /// (smp/Support/CheckedMath.h) or its byte size overflows.
@@ -78,6 +85,9 @@ private:
   llvm::StringMap<int64_t> boundDims;
   const onnx::ModelProto &model;
   llvm::StringMap<mlir::Value> values;
+  /// ONNX sequences, as their tensors: every one is made at import from
+  /// tensors (a split) and read at constant positions, so none is a value.
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
   llvm::StringMap<std::string> unavailable;
   llvm::StringSet<> paddingApplied;
 };

@@ -181,6 +181,20 @@ SmallVector<int64_t> NodeContext::attrInts(llvm::StringRef name) const {
   return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+llvm::Expected<llvm::ArrayRef<Value>> NodeContext::sequenceInput(unsigned i) {
+  if (!hasInput(i))
+    return error("missing required input #" + llvm::Twine(i));
+  auto seq = importer_.lookupSequence(node_.input(i));
+  if (!seq)
+    return error(llvm::toString(seq.takeError()));
+  return *seq;
+}
+
+void NodeContext::setSequenceOutput(unsigned i, llvm::ArrayRef<Value> values) {
+  if (hasOutput(i))
+    importer_.defineSequence(node_.output(i), values);
+}
+
 void NodeContext::setOutput(unsigned i, Value v) {
   if (hasOutput(i))
     importer_.define(node_.output(i), v);

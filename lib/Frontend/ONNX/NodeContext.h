@@ -98,6 +98,9 @@ public:
     setOutput(i, *v);
     return llvm::Error::success();
   }
+  /// Input `i` as a sequence (its tensors), and output `i` defined as one.
+  llvm::Expected<llvm::ArrayRef<mlir::Value>> sequenceInput(unsigned i);
+  void setSequenceOutput(unsigned i, llvm::ArrayRef<mlir::Value> values);
   /// Required inputs [0, count).
   llvm::Expected<llvm::SmallVector<mlir::Value>> inputs(unsigned count);
 
@@ -167,6 +170,7 @@ void registerReduceConverters(ConverterTable &table);
 void registerShapeConverters(ConverterTable &table);
 void registerNNConverters(ConverterTable &table);
 void registerGatherIndexedConverters(ConverterTable &table);
+void registerSequenceConverters(ConverterTable &table);
 
 /// The table of all converters (built once).
 const ConverterTable &converters();
