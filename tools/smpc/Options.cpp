@@ -533,6 +533,7 @@ std::optional<int> finishArgs(Options &opts) {
                 "--help)");
   if (opts.command != "ops" && opts.input.empty())
     return fail(opts.command + " needs a MODEL file");
+  opts.import.parameterWarnings = opts.command == "summary";
   if (auto code = checkFlagCombinations(opts))
     return code;
   if (opts.command == "plan") {

@@ -572,9 +572,13 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
             inferPaddingRows(model.graph(), llvm::sys::path::parent_path(path),
                              &context, opts, warnings))
       return oneLine(std::move(err));
+  // What the warnings say is how a parameter trains (tied, untied, folded
+  // rows): nothing trains in an inference compile, and the values are the
+  // file's either way.
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
-  for (const std::string &w : warnings)
-    emitWarning(fileLoc) << w; // the location names the file
+  if (options.training || options.parameterWarnings)
+    for (const std::string &w : warnings)
+      emitWarning(fileLoc) << w; // the location names the file
   GraphImporter importer(context, path, opts, model, *opset);
   auto module = importer.run();
   if (!module)

@@ -43,6 +43,9 @@ struct ImportOptions {
   /// The model will be trained: parameters the exporter removed (harmless
   /// for inference) are refused.
   bool training = false;
+  /// Warn how the parameters train (tied, untied, folded) without
+  /// `training` too: `smpc summary` describes what training would do.
+  bool parameterWarnings = false;
   /// Train training-mode Dropout nodes as identities (--no-dropout), as an
   /// eval() export would have them; without it such a node is refused.
   bool noDropout = false;
