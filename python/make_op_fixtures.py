@@ -19,6 +19,10 @@ file):
   splitnet_noopt.onnx      torch.split, chunk and unbind exported with
                            optimize=False: SplitToSequence and SequenceAt;
                            split/ its data and references
+  opset23.onnx             nn.RMSNorm and grouped-query causal
+                           scaled_dot_product_attention exported at opset 23
+                           (RMSNormalization, Attention), symbolic batch;
+                           opset23/ its data and references
   data/x.npy, data/mask.npy, data/labels.npy   8 samples (mask: 1s then
       padding 0s, as an attention mask)
   data/ref_sgd.json, data/ref_adamw.json  PyTorch's per-step losses and
@@ -82,6 +86,60 @@ class SplitNet(nn.Module):
         return self.fc(torch.tanh(h))
 
 
+class Opset23Net(nn.Module):
+    """nn.RMSNorm and scaled_dot_product_attention with grouped-query heads
+    (4 query, 2 key/value) and is_causal, which torch.onnx.export at opset
+    23 writes as RMSNormalization and Attention."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm1, self.norm2 = nn.RMSNorm(D), nn.RMSNorm(D)
+        self.q, self.k, self.v = (nn.Linear(D, 16), nn.Linear(D, 8),
+                                  nn.Linear(D, 8))
+        self.o = nn.Linear(16, D)
+        self.fc = nn.Linear(D, C)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        h = self.norm1(x)
+        q = self.q(h).view(b, t, 4, 4).transpose(1, 2)
+        k = self.k(h).view(b, t, 2, 4).transpose(1, 2)
+        v = self.v(h).view(b, t, 2, 4).transpose(1, 2)
+        a = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, 16))
+        return self.fc(self.norm2(x))
+
+
+def write_opset23_net(out, x, labels):
+    """opset23.onnx and opset23/: Opset23Net exported at opset 23 with a
+    symbolic batch, its data and PyTorch's references."""
+    (out / "opset23").mkdir(exist_ok=True)
+    np.save(out / "opset23" / "x.npy", x.numpy())
+    np.save(out / "opset23" / "labels.npy", labels.numpy())
+    torch.manual_seed(0)
+    model = Opset23Net().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, (x[:BATCH],), str(out / "opset23.onnx"),
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}},
+                      opset_version=23, external_data=False)
+    torch_refs.strip_stack_traces(out / "opset23.onnx")
+    write_refs(model, init, out / "opset23", x, labels)
+
+
+def write_refs(model, init, out, x, labels):
+    """PyTorch's losses and grad norms of `model` from `init` (5 steps)."""
+    for opt_name, lr in torch_refs.LRS.items():
+        model.load_state_dict(init)
+        losses, norms = torch_refs.train_steps(model, (x,), labels, C,
+                                               opt_name, STEPS, BATCH)
+        torch_refs.write_ref(out / f"ref_{opt_name}.json",
+                             {"name": opt_name, "optimizer": opt_name, "lr": lr,
+                              "batch_size": BATCH, "steps": STEPS,
+                              "samples": SAMPLES}, losses, norms)
+
+
 def write_split_net(out, x, g):
     """splitnet_noopt.onnx and split/: SplitNet exported with
     optimize=False, its data and PyTorch's references."""
@@ -96,14 +154,8 @@ def write_split_net(out, x, g):
                       input_names=["x"], output_names=["logits"],
                       external_data=False, optimize=False)
     torch_refs.strip_stack_traces(out / "splitnet_noopt.onnx")
-    for opt_name, lr in torch_refs.LRS.items():
-        model.load_state_dict(init)
-        losses, norms = torch_refs.train_steps(model, (x,), labels, C,
-                                               opt_name, STEPS, BATCH)
-        torch_refs.write_ref(out / "split" / f"ref_{opt_name}.json",
-                             {"name": opt_name, "optimizer": opt_name, "lr": lr,
-                              "batch_size": BATCH, "steps": STEPS,
-                              "samples": SAMPLES}, losses, norms)
+    write_refs(model, init, out / "split", x, labels)
+    return labels
 
 
 def main():
@@ -140,7 +192,8 @@ def main():
                               "batch_size": BATCH, "steps": STEPS,
                               "samples": SAMPLES, "smpc_flags": flags},
                              losses, norms)
-    write_split_net(out, x, g)
+    labels = write_split_net(out, x, g)
+    write_opset23_net(out, x, labels)
     print("wrote", out)
 
 

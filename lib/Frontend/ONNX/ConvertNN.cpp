@@ -1,7 +1,7 @@
 //===- ConvertNN.cpp - ONNX neural-network ops -> smp ---------------------===//
 //
 // Conv, ConvTranspose, pooling, BatchNormalization (inference),
-// LayerNormalization and SoftmaxCrossEntropyLoss.
+// LayerNormalization, RMSNormalization and SoftmaxCrossEntropyLoss.
 //
 //===----------------------------------------------------------------------===//
 
@@ -400,6 +400,60 @@ llvm::Error convertLayerNorm(NodeContext &nc) {
   return llvm::Error::success();
 }
 
+/// RMSNormalization (opset 23: nn.RMSNorm, exported at opset 23) as
+/// smp.rms_norm over the dims from `axis` on, flattened into one. A scale of
+/// the normalized shape (or one element) is flattened with them; another
+/// broadcastable one multiplies the unit-scaled result.
+llvm::Error convertRmsNorm(NodeContext &nc) {
+  auto in = nc.inputs(2);
+  if (!in)
+    return in.takeError();
+  auto [x, scale] = std::pair{(*in)[0], (*in)[1]};
+  if (nc.attrInt("stash_type", 1) != 1)
+    return nc.error("only stash_type=1 (fp32 statistics) is supported");
+  SmallVector<int64_t> shape = shapeOf(x);
+  auto axis = nc.attrAxis(-1, shape.size());
+  if (!axis)
+    return axis.takeError();
+  ArrayRef<int64_t> normShape = ArrayRef<int64_t>(shape).drop_front(*axis);
+  int64_t n = 1;
+  for (int64_t d : normShape)
+    n *= d;
+  SmallVector<int64_t> flat(shape.begin(), shape.begin() + *axis);
+  flat.push_back(n);
+  auto stripped = [](ArrayRef<int64_t> s) {
+    while (!s.empty() && s.front() == 1)
+      s = s.drop_front();
+    return s;
+  };
+  SmallVector<int64_t> scaleShape = shapeOf(scale);
+  int64_t scaleElements = 1;
+  for (int64_t d : scaleShape)
+    scaleElements *= d;
+  auto broadcast = broadcastShapes(normShape, scaleShape);
+  if (!broadcast || ArrayRef<int64_t>(*broadcast) != normShape)
+    return nc.error("scale shape " + shapeToString(scaleShape) +
+                    " does not broadcast to the normalized shape " +
+                    shapeToString(normShape));
+  bool flattened =
+      scaleElements == 1 || stripped(scaleShape) == stripped(normShape);
+  Value unit =
+      flattened ? Value() : nc.filled(tensorType(x).getElementType(), {n}, 1.0);
+  auto flatScale = flattened ? nc.reshape(scale, {scaleElements}) : unit;
+  auto flatX = nc.reshape(x, flat);
+  if (!flatScale || !flatX)
+    return flatScale ? flatX.takeError() : flatScale.takeError();
+  auto y = nc.create<smp::RmsNormOp>(
+      nc.placeholder(), *flatX, *flatScale,
+      nc.builder().getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f)));
+  if (!y)
+    return y.takeError();
+  auto back = nc.reshape(*y, shape);
+  if (!back || flattened)
+    return nc.output(std::move(back));
+  return nc.output(nc.create<smp::MulOp>(nc.placeholder(), *back, scale));
+}
+
 /// ONNX puts classes in dim 1 ([N, C, d1...]); smp.cross_entropy wants them
 /// last, so move dim 1 to the end first.
 llvm::Error convertSoftmaxCrossEntropy(NodeContext &nc) {
@@ -526,6 +580,7 @@ void registerNNConverters(ConverterTable &t) {
   t["GlobalMaxPool"] = convertGlobalPool<smp::ReduceMaxOp>;
   t["BatchNormalization"] = convertBatchNorm;
   t["LayerNormalization"] = convertLayerNorm;
+  t["RMSNormalization"] = convertRmsNorm;
   t["SoftmaxCrossEntropyLoss"] = convertSoftmaxCrossEntropy;
   t["NegativeLogLikelihoodLoss"] = convertNegativeLogLikelihood;
 }

@@ -45,6 +45,7 @@ const ConverterTable &converters() {
     registerNNConverters(t);
     registerGatherIndexedConverters(t);
     registerSequenceConverters(t);
+    registerAttentionConverters(t);
     return t;
   }();
   return table;

@@ -171,6 +171,7 @@ void registerShapeConverters(ConverterTable &table);
 void registerNNConverters(ConverterTable &table);
 void registerGatherIndexedConverters(ConverterTable &table);
 void registerSequenceConverters(ConverterTable &table);
+void registerAttentionConverters(ConverterTable &table);
 
 /// The table of all converters (built once).
 const ConverterTable &converters();
