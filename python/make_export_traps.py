@@ -41,6 +41,9 @@ docs/bring-your-own-model.md). Files:
   merged_three.onnx, merged_both.onnx, merged_chain.onnx
                           calls the optimiser merged where smp cannot tell
                           which parameters each read (refused)
+  fused_norms.onnx        Gemma-style norms fused into RMSNormalization at
+                          opset 23 (refused for their folded `1 + w`, not
+                          taken for merged calls)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -230,8 +233,39 @@ class MergedCalls(nn.Module):
         return self.head(h)
 
 
+class ZeroCentredNorm(nn.Module):
+    """Gemma's RMSNorm, `x * rsqrt(mean(x^2) + eps) * (1 + w)`, w zero."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(DIM))
+
+    def forward(self, x):
+        return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) *
+                (1.0 + self.weight))
+
+
+class FusedNorms(nn.Module):
+    """Two zero-centred norms around a bias-free Linear, which the dynamo
+    optimiser at opset 23 fuses into RMSNormalization nodes whose metadata
+    is the last call's (`aten.mul(%mul_2, %add_4)`), reading the folded
+    `1 + w` of every norm (`add_1`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(VOCAB, DIM)
+        self.n1, self.n2 = ZeroCentredNorm(), ZeroCentredNorm()
+        self.fc = nn.Linear(DIM, DIM, bias=False)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        return self.head(self.n2(x + self.fc(self.n1(x))))
+
+
 def write_merged_calls(out, idx):
-    """merged_{three,both,chain}.onnx: MergedCalls exported plainly."""
+    """merged_{three,both,chain}.onnx: MergedCalls exported plainly;
+    fused_norms.onnx: FusedNorms at opset 23."""
     for kind in ("three", "both", "chain"):
         torch.manual_seed(0)
         model = MergedCalls(kind).eval()
@@ -240,6 +274,12 @@ def write_merged_calls(out, idx):
                           input_names=["idx"], output_names=["logits"],
                           external_data=False)
         torch_refs.strip_stack_traces(path)
+    torch.manual_seed(0)
+    path = out / "fused_norms.onnx"
+    torch.onnx.export(FusedNorms().eval(), (idx[:BATCH],), str(path),
+                      input_names=["idx"], output_names=["logits"],
+                      opset_version=23, external_data=False)
+    torch_refs.strip_stack_traces(path)
 
 
 def write_deep_copied(out, idx, labels):

@@ -94,6 +94,24 @@ std::string commonAncestor(llvm::StringRef a, llvm::StringRef b) {
   return common;
 }
 
+/// Whether node `n` is a fusion of several FX calls by the optimiser (opset
+/// 23's RMSNormalization of Gemma's `x * rsqrt(mean(x^2) + eps) * (1 + w)`,
+/// whose metadata is the last call's, `aten.mul(%mul_47, %add_12)`): its
+/// inputs are not that call's arguments, so a value it reads where the
+/// metadata names another is no sign of a merge.
+bool fusedCall(const onnx::NodeProto &n, llvm::StringRef fx) {
+  static const std::pair<llvm::StringRef, llvm::StringRef> kFused[] = {
+      {"RMSNormalization", "rms_norm"},
+      {"LayerNormalization", "layer_norm"},
+      {"Attention", "scaled_dot_product_attention"},
+      {"Gelu", "gelu"}};
+  llvm::StringRef op = fxOp(fxDefined(fx));
+  for (auto [onnxOp, aten] : kFused)
+    if (n.op_type() == onnxOp && op != aten)
+      return true;
+  return false;
+}
+
 /// The parameter leaves ({"weight", "bias"}) of each call nearest node n
 /// upstream (n itself included) that reads parameters: named in its
 /// metadata, or an initializer the signature lists read by a node without.
@@ -202,6 +220,8 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
   std::map<std::string, MergedCall> merged; // %B -> its readers
   std::map<std::string, MergedCall> chains; // the same, reading no parameter
   for (int i = 0; i < g.node_size(); ++i) {
+    if (fusedCall(g.node(i), fx.nodeFx[i]))
+      continue;
     std::vector<std::string> args = fxArgs(fx.nodeFx[i]);
     for (const auto &b : args) {
       if (isLiftedArg(b) || fx.defined.count(b) || fx.initNames.count(b) ||
