@@ -1,5 +1,4 @@
-//===- MergedCalls.cpp - Calls the dynamo optimiser merged
-//-----------------===//
+//===- MergedCalls.cpp - Calls the dynamo optimiser merged ---------------===//
 //
 // Common subexpression elimination in the dynamo exporter's optimiser merges
 // two calls that read equal fresh tensors on one input (GPT-NeoX's two
@@ -121,7 +120,7 @@ nearestParameterCalls(FxGraph &fx, const onnx::GraphProto &g,
   std::set<std::string> targets;
   for (const auto &entry : sig)
     targets.insert(entry.second);
-  auto leaf = [](llvm::StringRef p) { return p.rsplit('.').second.str(); };
+  auto leaf = [](const std::string &p) { return p.substr(p.rfind('.') + 1); };
   std::vector<std::set<std::string>> calls;
   std::vector<int> work{n};
   std::set<int> seen{n};
@@ -170,8 +169,7 @@ llvm::Error refuseMergedChains(FxGraph &fx, const onnx::GraphProto &g,
       for (const std::string &v : fx.vanished)
         if (!claimed.count(v) &&
             (module.empty() || v.rfind((module + ".").str(), 0) == 0))
-          goneLeaves[ownerModule(v).str()].insert(
-              llvm::StringRef(v).rsplit('.').second.str());
+          goneLeaves[ownerModule(v).str()].insert(v.substr(v.rfind('.') + 1));
     }
     if (goneLeaves.empty())
       continue;
