@@ -111,21 +111,20 @@ class Opset23Net(nn.Module):
         return self.fc(self.norm2(x))
 
 
-def write_opset23_net(out, x, labels):
-    """opset23.onnx and opset23/: Opset23Net exported at opset 23 with a
-    symbolic batch, its data and PyTorch's references."""
-    (out / "opset23").mkdir(exist_ok=True)
-    np.save(out / "opset23" / "x.npy", x.numpy())
-    np.save(out / "opset23" / "labels.npy", labels.numpy())
+def write_model(out, name, data_dir, model_cls, x, labels, **export_args):
+    """NAME.onnx (model_cls exported with export_args) and DATA_DIR/: its
+    data and PyTorch's references."""
+    (out / data_dir).mkdir(exist_ok=True)
+    np.save(out / data_dir / "x.npy", x.numpy())
+    np.save(out / data_dir / "labels.npy", labels.numpy())
     torch.manual_seed(0)
-    model = Opset23Net().eval()
+    model = model_cls().eval()
     init = {k: v.clone() for k, v in model.state_dict().items()}
-    torch.onnx.export(model, (x[:BATCH],), str(out / "opset23.onnx"),
+    torch.onnx.export(model, (x[:BATCH],), str(out / f"{name}.onnx"),
                       input_names=["x"], output_names=["logits"],
-                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}},
-                      opset_version=23, external_data=False)
-    torch_refs.strip_stack_traces(out / "opset23.onnx")
-    write_refs(model, init, out / "opset23", x, labels)
+                      external_data=False, **export_args)
+    torch_refs.strip_stack_traces(out / f"{name}.onnx")
+    write_refs(model, init, out / data_dir, x, labels)
 
 
 def write_refs(model, init, out, x, labels):
@@ -142,19 +141,10 @@ def write_refs(model, init, out, x, labels):
 
 def write_split_net(out, x, g):
     """splitnet_noopt.onnx and split/: SplitNet exported with
-    optimize=False, its data and PyTorch's references."""
-    (out / "split").mkdir(exist_ok=True)
+    optimize=False; returns its labels."""
     labels = torch.randint(0, C, (SAMPLES, T), generator=g)
-    np.save(out / "split" / "x.npy", x.numpy())
-    np.save(out / "split" / "labels.npy", labels.numpy())
-    torch.manual_seed(0)
-    model = SplitNet().eval()
-    init = {k: v.clone() for k, v in model.state_dict().items()}
-    torch.onnx.export(model, (x[:BATCH],), str(out / "splitnet_noopt.onnx"),
-                      input_names=["x"], output_names=["logits"],
-                      external_data=False, optimize=False)
-    torch_refs.strip_stack_traces(out / "splitnet_noopt.onnx")
-    write_refs(model, init, out / "split", x, labels)
+    write_model(out, "splitnet_noopt", "split", SplitNet, x, labels,
+                optimize=False)
     return labels
 
 
@@ -193,7 +183,10 @@ def main():
                               "samples": SAMPLES, "smpc_flags": flags},
                              losses, norms)
     labels = write_split_net(out, x, g)
-    write_opset23_net(out, x, labels)
+    # opset23.onnx and opset23/: a symbolic batch, opset 23.
+    write_model(out, "opset23", "opset23", Opset23Net, x, labels,
+                opset_version=23,
+                dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
     print("wrote", out)
 
 
