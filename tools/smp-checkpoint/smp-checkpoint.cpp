@@ -382,6 +382,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
   std::string index = "{";
+  PytorchView view = pytorchView(c); // the artifact's manifest, read once
   for (const char *role : {"param", "state"}) {
     if (std::strcmp(role, "state") == 0 && !args.state)
       continue;
@@ -389,7 +390,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
     smprt::Status s = smprt::readGlobalTensors(args.dir, role, tensors);
     if (!s.ok())
       return fail(s.error);
-    applyPytorchView(pytorchView(c), tensors, std::strcmp(role, "param") == 0);
+    applyPytorchView(view, tensors, std::strcmp(role, "param") == 0);
     for (auto &[name, g] : tensors) {
       std::string file =
           std::string(role) + "." + smprt::fileNameFor(name) + ".npy";

@@ -12,6 +12,8 @@
 #include "smp/Support/CheckedMath.h"
 
 #include <array>
+#include <functional>
+#include <numeric>
 
 using namespace mlir;
 
@@ -416,33 +418,28 @@ llvm::Error convertRmsNorm(NodeContext &nc) {
   if (!axis)
     return axis.takeError();
   ArrayRef<int64_t> normShape = ArrayRef<int64_t>(shape).drop_front(*axis);
-  int64_t n = 1;
-  for (int64_t d : normShape)
-    n *= d;
-  SmallVector<int64_t> flat(shape.begin(), shape.begin() + *axis);
-  flat.push_back(n);
-  auto stripped = [](ArrayRef<int64_t> s) {
-    while (!s.empty() && s.front() == 1)
-      s = s.drop_front();
-    return s;
-  };
+  int64_t n = std::accumulate(normShape.begin(), normShape.end(), int64_t(1),
+                              std::multiplies<int64_t>());
   SmallVector<int64_t> scaleShape = shapeOf(scale);
-  int64_t scaleElements = 1;
-  for (int64_t d : scaleShape)
-    scaleElements *= d;
   auto broadcast = broadcastShapes(normShape, scaleShape);
   if (!broadcast || ArrayRef<int64_t>(*broadcast) != normShape)
     return nc.error("scale shape " + shapeToString(scaleShape) +
                     " does not broadcast to the normalized shape " +
                     shapeToString(normShape));
-  bool flattened =
-      scaleElements == 1 || stripped(scaleShape) == stripped(normShape);
-  Value unit =
-      flattened ? Value() : nc.filled(tensorType(x).getElementType(), {n}, 1.0);
-  auto flatScale = flattened ? nc.reshape(scale, {scaleElements}) : unit;
+  // Broadcasting to the normalized shape, a scale of n elements is that
+  // shape (leading 1s aside).
+  int64_t scaleElements = tensorType(scale).getNumElements();
+  bool flattened = scaleElements == 1 || scaleElements == n;
+  auto flatScale = flattened ? nc.reshape(scale, {scaleElements})
+                             : llvm::Expected<Value>(nc.filled(
+                                   tensorType(x).getElementType(), {n}, 1.0));
+  if (!flatScale)
+    return flatScale.takeError();
+  SmallVector<int64_t> flat(shape.begin(), shape.begin() + *axis);
+  flat.push_back(n);
   auto flatX = nc.reshape(x, flat);
-  if (!flatScale || !flatX)
-    return flatScale ? flatX.takeError() : flatScale.takeError();
+  if (!flatX)
+    return flatX.takeError();
   auto y = nc.create<smp::RmsNormOp>(
       nc.placeholder(), *flatX, *flatScale,
       nc.builder().getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f)));

@@ -117,9 +117,6 @@ bool fusedCall(const onnx::NodeProto &n, llvm::StringRef fx) {
 std::vector<std::set<std::string>>
 nearestParameterCalls(FxGraph &fx, const onnx::GraphProto &g,
                       const std::map<std::string, std::string> &sig, int n) {
-  std::set<std::string> targets;
-  for (const auto &entry : sig)
-    targets.insert(entry.second);
   auto leaf = [](const std::string &p) { return p.substr(p.rfind('.') + 1); };
   std::vector<std::set<std::string>> calls;
   std::vector<int> work{n};
@@ -132,7 +129,7 @@ nearestParameterCalls(FxGraph &fx, const onnx::GraphProto &g,
       if (auto t = sig.find(a); isParamArg(a) && t != sig.end())
         leaves.insert(leaf(t->second));
     for (const auto &in : g.node(i).input())
-      if (fx.nodeFx[i].empty() && targets.count(in))
+      if (fx.nodeFx[i].empty() && fx.sigTargets.count(in))
         leaves.insert(leaf(in));
     if (!leaves.empty()) {
       calls.push_back(std::move(leaves));

@@ -239,9 +239,6 @@ struct SharedInitializers {
   /// embedding rows) stay parameters.
   void markBuffers(const std::set<std::string> &frozenFolds,
                    const std::set<std::string> &made) {
-    std::set<std::string> sigTargets;
-    for (const auto &[var, target] : signature)
-      sigTargets.insert(target);
     std::vector<std::string> candidates;
     for (const Init &in : inits)
       if (!in.infinite && !made.count(in.name))
