@@ -75,6 +75,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           resume: bool = False, reset_optimizer: bool = False,
           reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
+          check_finite: bool = False,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
     """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
     steps with smprun on `ranks` ranks on this machine (default: the ranks it
@@ -86,7 +87,10 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     optimizer (fresh state) / global batch (data from sample 0), as smprun's
     --reset-optimizer / --reset-data. save_onnx writes the trained model
     back into the ONNX file compiled, read where smpc found it or at
-    source_model (a copy of that file, as smprun --source-model). Each step's line is shown as
+    source_model (a copy of that file, as smprun --source-model).
+    check_finite (smprun --check-finite, as torch.autograd.detect_anomaly)
+    scans every op's output and stops at the first NaN, naming the op and
+    its ONNX node: slow, for finding where a NaN loss starts. Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -120,6 +124,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args += ["--timeout", str(timeout)]
         if device is not None:
             args += ["--device", device]
+        if check_finite:
+            args.append("--check-finite")
         on_line = (progress if callable(progress)
                    else _tools.progress_printer() if progress else None)
         output = _tools.run("smprun", args, on_line=on_line)

@@ -44,6 +44,23 @@ def test_train_error_is_smpruns_message(tools, tmp_path):
     print(e.value)
 
 
+def test_check_finite_names_the_op(tools, tmp_path):
+    # Data with NaN: smprun's plain error names the input; with
+    # check_finite the first op that reads it, and its ONNX node.
+    import numpy as np
+    art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
+    x = np.load(FIXTURES / "train" / "mlp" / "x.npy")
+    x[3, 0] = np.nan
+    data = {"x": x, "labels": np.load(FIXTURES / "train" / "mlp" / "labels.npy")}
+    with pytest.raises(smp.SmpError, match="input 'x' holds NaN"):
+        smp.train(art, data=data, steps=1, progress=False)
+    with pytest.raises(smp.SmpError) as e:
+        smp.train(art, data=data, steps=1, check_finite=True, progress=False)
+    assert ("--check-finite: instruction 1 of" in str(e.value) and
+            "(node '/net/net.0/Gemm') wrote NaN" in str(e.value) and
+            "it reads 'x', which held NaN before" in str(e.value))
+
+
 def test_moved_source_model(tools, tmp_path):
     # --save-onnx reads the model smpc compiled: moved, smprun refuses before
     # training and names --source-model; a copy passed as source_model works,

@@ -141,6 +141,16 @@ OPTIONS
                      steps; rank R > 0 of a multi-rank run writes
                      FILE.rank<R>) as JSON to FILE and
                      print the time per op.
+  --check-finite     Scan every float output of every instruction as it
+                     runs and stop at the first NaN, naming the
+                     instruction, its ONNX node and output, whether its
+                     inputs held NaN (and which buffer brought it in: data,
+                     a parameter, another rank) and the first infinity of
+                     the step (1/0 before 0 * inf); as PyTorch's
+                     torch.autograd.detect_anomaly. Every output is read
+                     back (on a GPU, copied to the host): for finding
+                     where a NaN starts, not for training. Under fp16 loss
+                     scaling an overflow the scaler would skip stops it too.
   -h, --help         Show this help.
   --version          Show the version.
 
@@ -289,6 +299,11 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       std::cout << "smprun 0.1.0\nCPU kernels: "
                 << smp::kernels::cpu::simdPath() << "\n";
       return 0;
+    }
+    if (a == "--check-finite") {
+      cli.checkFinite = true;
+      cli.forwarded.push_back(a);
+      continue;
     }
     if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {
       (a == "--resume"       ? cli.resume

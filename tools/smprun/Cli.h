@@ -21,7 +21,8 @@ struct Cli {
       ckptDir, saveOnnx, sourceModel, tensorboardDir, progress = "auto";
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10;
   double timeout = 600;
-  bool resume = false, resetOptimizer = false, resetData = false;
+  bool resume = false, resetOptimizer = false, resetData = false,
+       checkFinite = false;
   std::string device; // "": the artifact's target
   std::vector<std::string> args;
   // What `smprun -n N` passes on to each rank: everything but -n N.

@@ -439,6 +439,8 @@ int main(int argc, char **argv) {
   exec.setBackend(backend.get());
   if (!(s = exec.init(artifact)).ok())
     return fail(s.error);
+  if (cli.checkFinite)
+    exec.enableFiniteChecks();
   if (artifact.manifest.has_training() != (cli.steps > 0))
     return fail(artifact.manifest.has_training()
                     ? cli.model + ": a training artifact; give --steps N"

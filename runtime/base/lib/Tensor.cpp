@@ -2,6 +2,7 @@
 
 #include "smp/base/Tensor.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace smp::base {
@@ -82,6 +83,70 @@ std::string describe(const TensorRef &t) {
     s += 'x';
   }
   return s + dtypeName(t.dtype);
+}
+
+namespace {
+
+/// Element k of a float tensor: 0 finite (or not a float dtype), 1
+/// infinite, 2 NaN.
+int classify(const TensorRef &t, int64_t k) {
+  const char *p = static_cast<const char *>(t.data);
+  auto of = [](auto v) { return std::isnan(v) ? 2 : std::isinf(v) ? 1 : 0; };
+  switch (t.dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, p + 4 * k, 4);
+    return of(v);
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, p + 8 * k, 8);
+    return of(v);
+  }
+  case DType::F16:
+  case DType::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, p + 2 * k, 2);
+    bool f16 = t.dtype == DType::F16;
+    uint16_t exp = f16 ? 0x7c00 : 0x7f80, mantissa = f16 ? 0x03ff : 0x007f;
+    if ((bits & exp) != exp)
+      return 0;
+    return (bits & mantissa) ? 2 : 1;
+  }
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+bool nonFinite(const TensorRef &t, int64_t k) { return classify(t, k) != 0; }
+
+NonFiniteScan scanNonFinite(const TensorRef &t) {
+  NonFiniteScan scan;
+  if (!isFloat(t.dtype))
+    return scan;
+  for (int64_t k = 0, n = t.numel(); k < n; ++k) {
+    int c = classify(t, k);
+    if (c == 2 && scan.nans++ == 0)
+      scan.firstNan = k;
+    if (c == 1 && scan.infs++ == 0)
+      scan.firstInf = k;
+  }
+  return scan;
+}
+
+std::string indexString(const std::vector<int64_t> &shape, int64_t k) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t extent = shape[d] > 0 ? shape[d] : 1;
+    index[d] = k % extent;
+    k /= extent;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < index.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(index[d]);
+  return s + "]";
 }
 
 } // namespace smp::base

@@ -156,6 +156,7 @@ Status Executor::run() {
     ++profileRuns_;
   // A device queues the steps: profiling waits for each to time it.
   bool waitEach = !profile_.empty() && !backend_->hostAddressable();
+  firstInfinity_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();
@@ -169,6 +170,8 @@ Status Executor::run() {
     if (!s.ok())
       return Status::failure("instruction '" + step.op + "' (node '" +
                              step.loc + "'): " + s.error);
+    if (checkFinite_ && !(s = checkFiniteOutputs(i)).ok())
+      return s;
     for (uint32_t o : step.outputs)
       if (artifact_->program.buffers(o).pool() == 0)
         arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),

@@ -59,33 +59,6 @@ std::string convertHint(const NpyArray &samples, DType want,
          path + "').astype(np." + np + ")))";
 }
 
-/// Whether element k of a float tensor is NaN or infinite (false for other
-/// dtypes).
-bool nonFinite(const TensorRef &t, int64_t k) {
-  const char *p = static_cast<const char *>(t.data);
-  switch (t.dtype) {
-  case DType::F32: {
-    float v;
-    std::memcpy(&v, p + 4 * k, 4);
-    return !std::isfinite(v);
-  }
-  case DType::F64: {
-    double v;
-    std::memcpy(&v, p + 8 * k, 8);
-    return !std::isfinite(v);
-  }
-  case DType::F16:
-  case DType::BF16: {
-    uint16_t bits;
-    std::memcpy(&bits, p + 2 * k, 2);
-    uint16_t exp = t.dtype == DType::F16 ? 0x7c00 : 0x7f80;
-    return (bits & exp) == exp;
-  }
-  default:
-    return false;
-  }
-}
-
 /// Why the loss of this step is not finite, when the data says so: a batch
 /// of an input holding NaN or Inf, or a batch whose every cross-entropy
 /// label is the ignore index (the mean over no labels is 0/0). Empty when
@@ -418,12 +391,26 @@ StepRecord recordOf(const Executor &exec, int64_t step, double lr) {
   return rec;
 }
 
-/// The error of a step whose loss or gradient norm is not finite.
-Status nonFiniteError(const std::vector<Dataset> &data,
+/// The error of a step whose loss or gradient norm is not finite. Step 1
+/// computes with the initial parameters, so the learning rate is not the
+/// cause there.
+Status nonFiniteError(const Executor &exec, const std::vector<Dataset> &data,
                       const std::string &loss, const StepRecord &rec) {
   std::string why = diagnoseNonFinite(data, loss);
-  if (why.empty())
-    why = "lower the learning rate or clip gradients with --clip-grad-norm";
+  if (why.empty() && exec.finiteChecks())
+    why = exec.firstInfinity().empty()
+              ? "--check-finite: no instruction wrote NaN or infinity"
+              : "--check-finite: no instruction wrote NaN; the first "
+                "infinity: " +
+                    exec.firstInfinity();
+  else if (why.empty())
+    why = std::string(rec.step == 1 ? "the learning rate has not acted yet: "
+                                      "step 1 computes with the initial "
+                                      "parameters"
+                                    : "lower the learning rate or clip "
+                                      "gradients with --clip-grad-norm") +
+          "; rerun with --check-finite to name the first instruction "
+          "that writes a NaN or an infinity";
   bool badLoss = !std::isfinite(rec.loss);
   return Status::failure("step " + std::to_string(rec.step) + ": the " +
                          (badLoss ? "loss" : "gradient norm") + " is " +
@@ -576,7 +563,7 @@ Status train(Executor &exec, const TrainOptions &options,
     // With loss scaling an overflow skips the step and backs the scale off.
     if (!rec.skipped &&
         (!std::isfinite(rec.loss) || !std::isfinite(rec.gradNorm))) {
-      status = nonFiniteError(data, manifest.training().loss(), rec);
+      status = nonFiniteError(exec, data, manifest.training().loss(), rec);
       break;
     }
     if (stopping) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 namespace smp::base {
 namespace {
@@ -88,6 +90,38 @@ TEST(Tensor, ElementsRoundTripThroughDouble) {
   setElementFromDouble(TensorRef{bytes, DType::BF16, {1}}, 0, 1.00390625);
   EXPECT_EQ(elementAsDouble(TensorRef{bytes, DType::BF16, {1}}, 0), 1.0)
       << "bf16 rounds to nearest even";
+}
+
+// smprun --check-finite's scan: NaN and infinities told apart in every float
+// dtype (a 16-bit NaN has mantissa bits under the all-ones exponent), the
+// first of each, and the multi-index its messages print.
+TEST(Tensor, ScanNonFiniteTellsNanFromInf) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> values = {1.0f, inf, -2.0f, nan, -inf, nan};
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    std::vector<char> bytes(values.size() * dtypeSize(dt));
+    TensorRef t{bytes.data(), dt, {2, 3}};
+    for (size_t k = 0; k < values.size(); ++k)
+      setElementFromDouble(t, static_cast<int64_t>(k), values[k]);
+    NonFiniteScan scan = scanNonFinite(t);
+    EXPECT_EQ(scan.nans, 2) << dtypeName(dt);
+    EXPECT_EQ(scan.infs, 2) << dtypeName(dt);
+    EXPECT_EQ(scan.firstNan, 3) << dtypeName(dt);
+    EXPECT_EQ(scan.firstInf, 1) << dtypeName(dt);
+    EXPECT_FALSE(nonFinite(t, 2));
+    EXPECT_TRUE(nonFinite(t, 4));
+  }
+  // The largest finite half values are finite.
+  uint16_t halfMax = 0x7bff, bf16Max = 0x7f7f;
+  EXPECT_EQ(scanNonFinite({&halfMax, DType::F16, {1}}).infs, 0);
+  EXPECT_EQ(scanNonFinite({&bf16Max, DType::BF16, {1}}).infs, 0);
+  // Integers hold no NaN.
+  int32_t ints[2] = {-1, 0x7fc00000};
+  EXPECT_EQ(scanNonFinite({ints, DType::I32, {2}}).nans, 0);
+  EXPECT_EQ(indexString({2, 3}, 5), "[1, 2]");
+  EXPECT_EQ(indexString({4}, 0), "[0]");
+  EXPECT_EQ(indexString({}, 0), "[]");
 }
 
 } // namespace

@@ -49,6 +49,20 @@ void setElementFromDouble(const TensorRef &t, int64_t k, double v);
 /// "2x3xf32" for messages.
 std::string describe(const TensorRef &t);
 
+/// Whether element `k` of a float tensor is NaN or infinite (false for
+/// other dtypes).
+bool nonFinite(const TensorRef &t, int64_t k);
+
+/// The NaN and infinite elements of a float tensor (none for other dtypes):
+/// how many, and the first of each (-1: none).
+struct NonFiniteScan {
+  int64_t nans = 0, infs = 0, firstNan = -1, firstInf = -1;
+};
+NonFiniteScan scanNonFinite(const TensorRef &t);
+
+/// Element `k`'s multi-index in `shape`: "[0, 3, 1]".
+std::string indexString(const std::vector<int64_t> &shape, int64_t k);
+
 } // namespace smp::base
 
 #endif // SMP_BASE_TENSOR_H

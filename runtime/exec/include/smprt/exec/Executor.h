@@ -68,6 +68,18 @@ public:
   };
   std::vector<ProfileEntry> profile() const;
 
+  /// Checks every float output of every instruction as it runs (smprun
+  /// --check-finite; PyTorch's torch.autograd.detect_anomaly): run() fails
+  /// at the first instruction that writes a NaN, naming it, its node, the
+  /// buffer that brought the NaN in (or that its inputs held none), and
+  /// the first infinity written before it in that run. Each output is read
+  /// back: for finding where a NaN starts, not for training.
+  void enableFiniteChecks() { checkFinite_ = true; }
+  bool finiteChecks() const { return checkFinite_; }
+  /// With finite checks: the first instruction of the last run that wrote
+  /// an infinity from finite inputs, described ("" if none).
+  const std::string &firstInfinity() const { return firstInfinity_; }
+
   const Artifact &artifact() const { return *artifact_; }
   /// Views of every buffer (index = the program's buffer index), in the
   /// backend's memory: host memory only if backend().hostAddressable().
@@ -81,6 +93,13 @@ public:
 
 private:
   Status loadWeights(const Artifact &artifact);
+  /// --check-finite after instruction i (FiniteChecks.cpp).
+  Status checkFiniteOutputs(size_t i);
+  /// Buffer `index` in host memory: a view of the arena where the backend's
+  /// memory is the host's, else of a copy made in `copy`.
+  Status hostView(uint32_t index, std::string &copy, TensorRef &view) const;
+  /// "instruction 7 of 73, 'mul' (node 'n')".
+  std::string describeInstruction(size_t i) const;
 
   Communicator *comm_ = &localCommunicator();
   Backend *backend_;
@@ -101,6 +120,8 @@ private:
   std::vector<std::string> outputCopies_;
   std::vector<double> profile_; // empty unless profiling
   int64_t profileRuns_ = 0;
+  bool checkFinite_ = false;
+  std::string firstInfinity_;
 };
 
 } // namespace smprt
