@@ -44,6 +44,11 @@ docs/bring-your-own-model.md). Files:
   fused_norms.onnx        Gemma-style norms fused into RMSNormalization at
                           opset 23 (refused for their folded `1 + w`, not
                           taken for merged calls)
+  sinus_noopt.onnx, sinus_torchscript.onnx
+                          Marian's frozen sinusoidal position embedding
+                          (requires_grad=False), exported with
+                          optimize=False and dynamo=False; sinus/ its
+                          references (data: gpt/)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -282,6 +287,46 @@ def write_merged_calls(out, idx):
     torch_refs.strip_stack_traces(path)
 
 
+class SinusoidalLM(nn.Module):
+    """Marian's position embedding: an nn.Embedding holding the sinusoidal
+    table (sin in the first half of the columns, cos in the second),
+    requires_grad=False, which an ONNX file cannot say."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.pos = nn.Embedding(SEQ, DIM)
+        p = torch.arange(SEQ, dtype=torch.float64)[:, None]
+        w = 10000.0 ** (-torch.arange(0, DIM, 2, dtype=torch.float64) / DIM)
+        with torch.no_grad():
+            self.pos.weight.copy_(torch.cat([torch.sin(p * w),
+                                             torch.cos(p * w)], 1))
+        self.pos.weight.requires_grad = False
+        self.ln = nn.LayerNorm(DIM)
+        self.fc = nn.Linear(DIM, DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        h = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        return self.head(h + torch.relu(self.fc(self.ln(h))))
+
+
+def write_sinusoid(out, idx, labels):
+    """sinus_*.onnx and sinus/: SinusoidalLM exported with optimize=False
+    (the default export folds the position lookup) and dynamo=False."""
+    torch.manual_seed(0)
+    model = SinusoidalLM().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    example = (idx[:BATCH],)
+    common = dict(input_names=["idx"], output_names=["logits"])
+    torch.onnx.export(model, example, str(out / "sinus_noopt.onnx"),
+                      optimize=False, external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "sinus_noopt.onnx")
+    torch.onnx.export(model, example, str(out / "sinus_torchscript.onnx"),
+                      dynamo=False, **common)
+    write_refs(model, init, out / "sinus", idx, labels)
+
+
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
@@ -313,7 +358,7 @@ def write_deep_copied(out, idx, labels):
 
 def main():
     ap = torch_refs.fixture_arguments("traps")
-    ap.add_argument("--only", choices=["tenc", "merged"],
+    ap.add_argument("--only", choices=["tenc", "merged", "sinus"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -330,6 +375,8 @@ def main():
         write_deep_copied(out, idx, labels)
     if args.only in (None, "merged"):
         write_merged_calls(out, idx)
+    if args.only in (None, "sinus"):
+        write_sinusoid(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

@@ -33,6 +33,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--tie", Kind::Repeated},
     {"--untie", Kind::Repeated},
     {"--no-padding-row", Kind::Repeated},
+    {"--trainable", Kind::Repeated},
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
     {"--no-dropout", Kind::Switch},

@@ -91,6 +91,10 @@ OPTIONS
                        does not name it (torch.onnx.export drops it), gets
                        that row no gradient, as PyTorch does (a warning
                        says so). Repeatable.
+  --trainable NAME     Train initializer NAME although it holds a
+                       sinusoidal position table, which smp freezes with a
+                       warning as PyTorch models keep it (requires_grad=
+                       False: Marian, Pegasus, Whisper). Repeatable.
   --emit=mlir          compile: print the final IR (after the training and
                        parallelization passes) instead of writing an artifact.
   --mlir-print-ir-after-all

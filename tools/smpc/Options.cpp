@@ -248,14 +248,16 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.import.dims[name] = n;
   } else if (a == "--tie" || a.starts_with("--tie=") || a == "--untie" ||
              a.starts_with("--untie=") || a == "--no-padding-row" ||
-             a.starts_with("--no-padding-row=")) {
+             a.starts_with("--no-padding-row=") || a == "--trainable" ||
+             a.starts_with("--trainable=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     if (!v || v->empty())
       return failFlag(exit, flag + " needs an initializer name");
-    (flag == "--tie"     ? opts.import.tie
-     : flag == "--untie" ? opts.import.untie
-                         : opts.import.noPaddingRows)
+    (flag == "--tie"         ? opts.import.tie
+     : flag == "--untie"     ? opts.import.untie
+     : flag == "--trainable" ? opts.import.trainable
+                             : opts.import.noPaddingRows)
         .push_back(*v);
   } else if (a == "--target" || a.starts_with("--target=")) {
     auto v = value("--target");
@@ -576,8 +578,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     return fail(llvm::toString(std::move(e)));
   opts.argv = args;
   // A flag's value, by flag: one given twice with another value is refused
-  // (the last would silently win). --dim, --tie, --untie and
-  // --no-padding-row repeat.
+  // (the last would silently win). --dim, --tie, --untie,
+  // --no-padding-row and --trainable repeat.
   std::map<std::string, std::string> valueOf;
   std::string twice;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -593,7 +595,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
       else if (i + 1 < args.size())
         v = args[++i];
       if (v && flag != "--dim" && flag != "--tie" && flag != "--untie" &&
-          flag != "--no-padding-row") {
+          flag != "--no-padding-row" && flag != "--trainable") {
         auto [it, fresh] = valueOf.emplace(flag.str(), *v);
         if (!fresh && it->second != *v && twice.empty())
           twice = flag.str() + " is given twice, as '" + it->second +

@@ -35,6 +35,7 @@ struct Init {
   int64_t elementSize = 0;
   bool constant = false; // every element equal (a fresh ones/zeros tensor)
   bool infinite = false; // holds -inf or finfo.min: a mask, not a parameter
+  bool sinusoid = false; // a sinusoidal position table (holdsSinusoidTable)
   bool buffer = false;   // frozen (markBuffers): not a parameter
   bool scalar = false;   // one element (scalarParameter)
 };
@@ -222,6 +223,9 @@ struct SharedInitializers {
           break;
         }
       in.infinite = holdsMaskValue(in.bytes, in.elementSize);
+      // smp.export's sidecar lists what PyTorch does not train: no guess.
+      in.sinusoid = options.training && !options.exportedStateKeys &&
+                    holdsSinusoidTable(in.dims, in.bytes, in.elementSize);
       in.scalar = scalar;
       byName[in.name] = inits.size();
       inits.push_back(std::move(in));
@@ -269,6 +273,18 @@ struct SharedInitializers {
               "tables";
       else if (auto it = byUse.find(in.name); it != byUse.end())
         why = it->second;
+      else if (in.sinusoid && !made.count(in.name) &&
+               !llvm::is_contained(options.trainable, in.name)) {
+        why = "it holds a sinusoidal position table, which PyTorch models "
+              "keep with requires_grad=False";
+        warnings.push_back(
+            "initializer '" + in.name +
+            "' holds a sinusoidal position table (sin and cos of the "
+            "position times a frequency per column), which PyTorch models "
+            "keep frozen (requires_grad=False: Marian, Pegasus, Whisper, "
+            "XLM) and the file cannot say: smp freezes it; pass --trainable " +
+            in.name + " to train it");
+      }
       if (why.empty())
         continue;
       in.buffer = true; // kept out of the rules below
@@ -616,6 +632,18 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --tie " + n + ": the model has no initializer '" + n + "'");
 
+  for (const auto &n : options.trainable) {
+    auto it = s.byName.find(n);
+    if (!s.allInits.count(n))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": --trainable " + n +
+                                         ": the model has no initializer '" +
+                                         n + "'");
+    if (it == s.byName.end() || !s.inits[it->second].sinusoid)
+      warnings.push_back("--trainable " + n +
+                         " changes nothing: smp does not freeze '" + n +
+                         "' for its value (only sinusoidal position tables)");
+  }
   std::set<std::string> made;
   for (const ParamOrigin &o : origins)
     made.insert(o.name);

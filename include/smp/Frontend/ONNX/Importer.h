@@ -76,6 +76,10 @@ struct ImportOptions {
   /// padding row the importer would take it for (--no-padding-row;
   /// PaddingRows.cpp).
   std::vector<std::string> noPaddingRows;
+  /// Initializers to train although their value is a sinusoidal position
+  /// table, which the importer freezes as PyTorch models keep them
+  /// (--trainable; SinusoidTables.cpp).
+  std::vector<std::string> trainable;
 };
 
 /// A tensor read from an ONNX TensorProto file (`input_0.pb`).
