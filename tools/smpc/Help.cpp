@@ -67,7 +67,9 @@ OPTIONS
                        (attention too).
   --no-fuse-attention  Keep attention chains (matmul, scale, mask, softmax,
                        matmul) as imported instead of one smp.attention op
-                       that never holds the [seq, seq] scores.
+                       that never holds the [seq, seq] scores. ONNX's own
+                       Attention node (opset 23) stays one op (a warning
+                       says so).
   --no-dropout         Apply no dropout where the file has training-mode
                        Dropout nodes (a TorchScript export with
                        training=TrainingMode.TRAINING, which a model with

@@ -128,6 +128,14 @@ llvm::Error convertAttention(NodeContext &nc) {
       return m4.takeError();
     mask = *m4;
   }
+  // The flag cannot apply: ONNX's Attention is one op, as smp.attention.
+  if (!nc.fuseAttention())
+    nc.warnOnce("no-fuse-attention",
+                "--no-fuse-attention keeps attention chains (matmul, mask, "
+                "softmax, matmul) as imported, but this is ONNX's fused "
+                "Attention (opset 23), which smp runs as one smp.attention "
+                "like a fused chain; export with opset_version 22 or lower "
+                "for the chain");
   auto &b = nc.builder();
   auto out = nc.createMulti<smp::AttentionOp>(
       TypeRange{nc.placeholder(), nc.placeholder()}, q, k, v, mask,

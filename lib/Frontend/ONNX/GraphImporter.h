@@ -32,6 +32,7 @@ public:
   /// Whether the model is imported to be trained.
   bool training() const { return options.training; }
   bool noDropout() const { return options.noDropout; }
+  bool fuseAttention() const { return options.fuseAttention; }
   /// Warnings given once per import (keys).
   llvm::StringSet<> warned;
   /// Random Dropout nodes --no-dropout made identities.

@@ -38,6 +38,7 @@ int64_t NodeContext::opset() const { return importer_.opset; }
 llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 bool NodeContext::training() const { return importer_.training(); }
 bool NodeContext::noDropout() const { return importer_.noDropout(); }
+bool NodeContext::fuseAttention() const { return importer_.fuseAttention(); }
 int64_t NodeContext::paddingRow(llvm::StringRef name) {
   return importer_.takePaddingRow(name);
 }

@@ -41,6 +41,8 @@ public:
   bool training() const;
   /// --no-dropout: training-mode Dropout nodes are identities.
   bool noDropout() const;
+  /// False under --no-fuse-attention (attention chains kept as imported).
+  bool fuseAttention() const;
   /// A warning naming this node, given once per import for each `key`
   /// ("N more nodes" are not listed).
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);
