@@ -311,14 +311,20 @@ class SinusoidalLM(nn.Module):
         return self.head(h + torch.relu(self.fc(self.ln(h))))
 
 
+def fresh(cls):
+    """A freshly initialised `cls` (seed 0, eval mode), its initial state,
+    and the export arguments every trap shares."""
+    torch.manual_seed(0)
+    model = cls().eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    return model, init, dict(input_names=["idx"], output_names=["logits"])
+
+
 def write_sinusoid(out, idx, labels):
     """sinus_*.onnx and sinus/: SinusoidalLM exported with optimize=False
     (the default export folds the position lookup) and dynamo=False."""
-    torch.manual_seed(0)
-    model = SinusoidalLM().eval()
-    init = {k: v.clone() for k, v in model.state_dict().items()}
+    model, init, common = fresh(SinusoidalLM)
     example = (idx[:BATCH],)
-    common = dict(input_names=["idx"], output_names=["logits"])
     torch.onnx.export(model, example, str(out / "sinus_noopt.onnx"),
                       optimize=False, external_data=False, **common)
     torch_refs.strip_stack_traces(out / "sinus_noopt.onnx")
@@ -330,11 +336,8 @@ def write_sinusoid(out, idx, labels):
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
-    torch.manual_seed(0)
-    model = DeepCopiedEncoder().eval()
-    init = {k: v.clone() for k, v in model.state_dict().items()}
+    model, init, common = fresh(DeepCopiedEncoder)
     example = (idx[:BATCH],)
-    common = dict(input_names=["idx"], output_names=["logits"])
     torch.onnx.export(model, example, str(out / "tenc_dynamo.onnx"),
                       external_data=False, **common)
     torch.onnx.export(model, example, str(out / "tenc_batch.onnx"),
@@ -347,9 +350,7 @@ def write_deep_copied(out, idx, labels):
     for f in ("tenc_dynamo.onnx", "tenc_batch.onnx", "tenc_noopt.onnx"):
         torch_refs.strip_stack_traces(out / f)
     write_refs(model, init, out / "tenc", idx, labels, True)
-    torch.manual_seed(0)
-    model = DeepCopiedSeq2Seq().eval()
-    init = {k: v.clone() for k, v in model.state_dict().items()}
+    model, init, common = fresh(DeepCopiedSeq2Seq)
     torch.onnx.export(model, example, str(out / "tseq_dynamo.onnx"),
                       external_data=False, **common)
     torch_refs.strip_stack_traces(out / "tseq_dynamo.onnx")
