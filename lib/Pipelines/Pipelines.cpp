@@ -100,6 +100,7 @@ void buildTrainStep(OpPassManager &pm,
   optimizer.dampening = o.dampening;
   optimizer.nesterov = o.nesterov;
   optimizer.weightDecay = o.weightDecay.value_or(-1.0f);
+  optimizer.noDecay = o.noDecay;
   optimizer.beta1 = o.beta1;
   optimizer.beta2 = o.beta2;
   optimizer.epsilon = o.epsilon;
@@ -238,6 +239,9 @@ struct TrainPipelineCLOptions
       *this, "weight-decay",
       llvm::cl::desc("weight decay (negative: PyTorch's default)"),
       llvm::cl::init(-1.0f)};
+  Option<std::string> noDecay{
+      *this, "no-decay",
+      llvm::cl::desc("regex of parameters without weight decay")};
   Option<float> beta1{*this, "beta1", llvm::cl::desc("Adam beta1"),
                       llvm::cl::init(0.9f)};
   Option<float> beta2{*this, "beta2", llvm::cl::desc("Adam beta2"),
@@ -296,6 +300,7 @@ struct TrainPipelineCLOptions
     o.momentum = momentum, o.dampening = dampening, o.nesterov = nesterov;
     if (weightDecay >= 0)
       o.weightDecay = weightDecay;
+    o.noDecay = noDecay;
     o.beta1 = beta1, o.beta2 = beta2, o.epsilon = epsilon;
     if (clipGradNorm > 0)
       o.clipGradNorm = clipGradNorm;

@@ -56,6 +56,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eps", Kind::Value},
     {"--clip-grad-norm", Kind::Value},
     {"--freeze", Kind::Value},
+    {"--no-decay", Kind::Value},
     {"--precision", Kind::Value},
     {"--loss-scale", Kind::Value},
     {"--devices", Kind::Value},

@@ -130,6 +130,12 @@ TRAINING (compile --train)
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
   --clip-grad-norm X   Clip gradients to global L2 norm X.
   --freeze REGEX       Parameters whose name matches get no gradient.
+  --no-decay REGEX     Parameters whose name matches get no weight decay:
+                       PyTorch's parameter groups (Hugging Face's Trainer
+                       leaves out biases and LayerNorm weights, nanoGPT every
+                       parameter of fewer than 2 dims: --no-decay
+                       'bias|norm'). A regex that matches no trained
+                       parameter is refused.
   --bn-stats global|replica|running
                        BatchNorm trains as in PyTorch's train() mode (batch
                        statistics; running statistics updated once per

@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -91,6 +92,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eps",
                                         "--clip-grad-norm",
                                         "--freeze",
+                                        "--no-decay",
                                         "--loss-scale",
                                         "--bucket-mb",
                                         "--gather-prefetch",
@@ -308,9 +310,9 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
 bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                        std::optional<int> &exit) {
   if (a == "--loss" || a == "--optimizer" || a == "--lr-schedule" ||
-      a == "--freeze" || a.starts_with("--loss=") ||
+      a == "--freeze" || a == "--no-decay" || a.starts_with("--loss=") ||
       a.starts_with("--optimizer=") || a.starts_with("--lr-schedule=") ||
-      a.starts_with("--freeze=")) {
+      a.starts_with("--freeze=") || a.starts_with("--no-decay=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     if (!v || v->empty())
@@ -319,7 +321,12 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.plan.loss = *v;
     else if (flag == "--freeze")
       opts.plan.freeze = *v;
-    else if (flag == "--optimizer") {
+    else if (flag == "--no-decay") {
+      std::string error;
+      if (!llvm::Regex(*v).isValid(error))
+        return failFlag(exit, "bad --no-decay regex '" + *v + "': " + error);
+      opts.plan.noDecay = *v;
+    } else if (flag == "--optimizer") {
       if (*v != "sgd" && *v != "adam" && *v != "adamw")
         return failFlag(exit, "--optimizer expects sgd, adam or adamw, got '" +
                                   *v + "'");

@@ -282,6 +282,7 @@ int compile(ModuleOp module, const Options &opts,
     smp::TrainingOptions t;
     t.loss = opts.plan.loss;
     t.optimizer = opts.plan.optimizer;
+    t.noDecay = opts.plan.noDecay;
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;

@@ -103,6 +103,9 @@ struct TrainingPipelineOptions {
   bool nesterov = false;
   /// Weight decay (none given: PyTorch's default, 0.01 for adamw, else 0).
   std::optional<float> weightDecay;
+  /// Parameters whose name matches this regex get no weight decay (the
+  /// parameter groups of Hugging Face's Trainer and nanoGPT).
+  std::string noDecay;
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1.0e-8f;
   /// Clip the gradients to this global L2 norm (none given: no clipping).
   std::optional<float> clipGradNorm;

@@ -127,25 +127,33 @@ template <typename AdamOpT> static std::string adamSpec(AdamOpT adam) {
 }
 
 /// The optimizer update's kind and hyper-parameters as the program runs
-/// them (the first update op's: every parameter gets the same ones), in the
-/// form a checkpoint records and smprun --resume compares.
-std::string optimizerSpec(ModuleOp module, const std::string &fallback) {
+/// them, in the form a checkpoint records and smprun --resume compares:
+/// the decayed parameters' (every parameter gets the same ones but the
+/// weight decay, which --no-decay takes from those it matches: the spec
+/// names it).
+std::string optimizerSpec(ModuleOp module, const std::string &fallback,
+                          const std::string &noDecay) {
   std::string spec;
+  float decay = -1.0f;
+  auto take = [&](std::string s, llvm::APFloat wd) {
+    if (wd.convertToFloat() > decay)
+      spec = std::move(s), decay = wd.convertToFloat();
+  };
   module.walk([&](Operation *op) {
-    if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
-      spec = sgdSpec(sgd);
-    } else if (auto sgdMulti = dyn_cast<SgdUpdateMultiOp>(op)) {
-      spec = sgdSpec(sgdMulti);
-    } else if (auto adam = dyn_cast<AdamUpdateOp>(op)) {
-      spec = adamSpec(adam);
-    } else if (auto multi = dyn_cast<AdamUpdateMultiOp>(op)) {
-      spec = adamSpec(multi);
-    } else {
-      return WalkResult::advance();
-    }
-    return WalkResult::interrupt();
+    if (auto sgd = dyn_cast<SgdUpdateOp>(op))
+      take(sgdSpec(sgd), sgd.getWeightDecay());
+    else if (auto sgdMulti = dyn_cast<SgdUpdateMultiOp>(op))
+      take(sgdSpec(sgdMulti), sgdMulti.getWeightDecay());
+    else if (auto adam = dyn_cast<AdamUpdateOp>(op))
+      take(adamSpec(adam), adam.getWeightDecay());
+    else if (auto multi = dyn_cast<AdamUpdateMultiOp>(op))
+      take(adamSpec(multi), multi.getWeightDecay());
   });
-  return spec.empty() ? fallback + "(no parameter trains)" : spec;
+  if (spec.empty())
+    return fallback + "(no parameter trains)";
+  if (!noDecay.empty())
+    spec.insert(spec.size() - 1, ", no_decay='" + noDecay + "'");
+  return spec;
 }
 
 /// Every parameter of every rank once, with its global shape, by name.
@@ -171,7 +179,8 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
                  pb::TrainingConfig *t) {
   t->set_loss(training.loss);
   t->set_optimizer(training.optimizer);
-  t->set_optimizer_spec(optimizerSpec(module, training.optimizer));
+  t->set_optimizer_spec(
+      optimizerSpec(module, training.optimizer, training.noDecay));
   t->set_microbatches(static_cast<uint32_t>(training.microbatches));
   t->set_lr(training.lr);
   t->set_lr_schedule(training.lrSchedule);

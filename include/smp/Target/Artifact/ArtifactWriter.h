@@ -16,6 +16,8 @@ namespace smp {
 /// Training settings recorded in the manifest for smprun.
 struct TrainingOptions {
   std::string loss, optimizer;
+  /// --no-decay (the optimizer spec names it).
+  std::string noDecay;
   double lr = 0;
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;

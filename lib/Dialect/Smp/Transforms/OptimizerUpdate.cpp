@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "llvm/Support/Regex.h"
 
 #define DEBUG_TYPE "smp-optimizer"
 
@@ -27,6 +28,11 @@ namespace {
 struct SmpOptimizerPass
     : public smp::impl::SmpOptimizerPassBase<SmpOptimizerPass> {
   using Base::Base;
+
+  /// --no-decay, compiled (shared by the pass's clones); the parameters it
+  /// matched.
+  std::shared_ptr<llvm::Regex> noDecayRegex;
+  int undecayed = 0;
 
   /// The new results, and their attributes.
   SmallVector<Value> results;
@@ -54,6 +60,11 @@ struct SmpOptimizerPass
             .str();
     float wd = weightDecay >= 0 ? weightDecay.getValue()
                                 : (optimizer == "adamw" ? 0.01f : 0.0f);
+    // --no-decay: PyTorch's parameter group without weight decay.
+    if (!noDecay.empty() && noDecayRegex->match(name)) {
+      wd = 0.0f;
+      ++undecayed;
+    }
     Type type = param.getType();
     Value paramIn = param;
     // A ZeRO-3 parameter is this rank's chunk already: updated in place.
@@ -102,6 +113,34 @@ struct SmpOptimizerPass
     add(upd.getNewExpAvgSq(), SmpDialect::kUpdateAttr, name + ".exp_avg_sq");
   }
 
+  /// A --no-decay that matches no trained parameter is refused (a typo
+  /// would silently decay everything); one with no weight decay to take
+  /// away says it changes nothing.
+  LogicalResult checkNoDecay(func::FuncOp f, ArrayRef<Gradient> grads) {
+    if (noDecay.empty() || grads.empty())
+      return success();
+    if (undecayed == 0) {
+      std::string names;
+      for (const Gradient &g : llvm::ArrayRef(grads).take_front(8))
+        names += std::string(names.empty() ? "" : ", ") +
+                 f.getArgAttrOfType<StringAttr>(g.param.getArgNumber(),
+                                                SmpDialect::kParamAttr)
+                     .str();
+      return f.emitError() << "--no-decay '" << noDecay
+                           << "' matches no trained parameter (they are: "
+                           << names << (grads.size() > 8 ? ", ..." : "")
+                           << "; `smpc summary` lists them all)";
+    }
+    float wd = weightDecay >= 0 ? weightDecay.getValue()
+                                : (optimizer == "adamw" ? 0.01f : 0.0f);
+    if (wd == 0.0f)
+      f.emitWarning() << "--no-decay changes nothing: the weight decay is 0 ("
+                      << optimizer
+                      << "'s default; pass --weight-decay X to decay the "
+                         "other parameters)";
+    return success();
+  }
+
   /// Ends the step: an unrolled step's new ops get the stage of their
   /// operands (for smp-pipeline-schedule); one that is not drops the
   /// backward marks (its ops are one program, which CSE may merge).
@@ -118,8 +157,14 @@ struct SmpOptimizerPass
       op.removeAttr(SmpDialect::kBackwardAttr);
   }
 
-  /// Refuses an unknown optimizer before anything runs.
+  /// Refuses an unknown optimizer or a bad --no-decay regex before
+  /// anything runs.
   LogicalResult initialize(MLIRContext *ctx) override {
+    noDecayRegex = std::make_shared<llvm::Regex>(noDecay);
+    std::string error;
+    if (!noDecay.empty() && !noDecayRegex->isValid(error))
+      return emitError(UnknownLoc::get(ctx))
+             << "bad --no-decay regex '" << noDecay << "': " << error;
     return checkChoice(ctx, "optimizer", optimizer, {"sgd", "adam", "adamw"});
   }
 
@@ -152,8 +197,11 @@ struct SmpOptimizerPass
     }
     int64_t dp = dataParallelShardRanks(module);
     SmallVector<Gradient> grads = gradients(*f);
+    undecayed = 0;
     for (const Gradient &g : grads)
       update(*f, b, g, lr, step, found, dp);
+    if (failed(checkNoDecay(*f, grads)))
+      return signalPassFailure();
     // The other results: the updates of the step's own states (`@` names:
     // the loss scale's) first, then the parameters' updates, the other
     // updates (running statistics) and the outputs.

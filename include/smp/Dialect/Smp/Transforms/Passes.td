@@ -354,7 +354,10 @@ def SmpOptimizerPass : Pass<"smp-optimizer", "mlir::ModuleOp"> {
            "else 0)">,
     Option<"beta1", "beta1", "float", /*default=*/"0.9f", "Adam beta1">,
     Option<"beta2", "beta2", "float", /*default=*/"0.999f", "Adam beta2">,
-    Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">
+    Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
+           "parameters whose name matches this regex get no weight decay "
+           "(PyTorch parameter groups: biases and norm weights)">
   ];
 }
 
