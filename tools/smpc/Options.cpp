@@ -111,7 +111,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--schedule",
                                         "--microbatches",
                                         "--bn-stats",
-                                        "--no-pad-vocab"};
+                                        "--no-pad-vocab",
+                                        "--trainable"};
   for (const char *f : kTrainingOnly)
     if (has(f) && !training && !plan)
       return fail(std::string(f) + " applies to training (smpc compile "
