@@ -11,7 +11,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -322,12 +321,9 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.plan.loss = *v;
     else if (flag == "--freeze")
       opts.plan.freeze = *v;
-    else if (flag == "--no-decay") {
-      std::string error;
-      if (!llvm::Regex(*v).isValid(error))
-        return failFlag(exit, "bad --no-decay regex '" + *v + "': " + error);
-      opts.plan.noDecay = *v;
-    } else if (flag == "--optimizer") {
+    else if (flag == "--no-decay")
+      opts.plan.noDecay = *v; // checked by smp-optimizer, as --freeze is
+    else if (flag == "--optimizer") {
       if (*v != "sgd" && *v != "adam" && *v != "adamw")
         return failFlag(exit, "--optimizer expects sgd, adam or adamw, got '" +
                                   *v + "'");

@@ -300,15 +300,12 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
                 << smp::kernels::cpu::simdPath() << "\n";
       return 0;
     }
-    if (a == "--check-finite") {
-      cli.checkFinite = true;
-      cli.forwarded.push_back(a);
-      continue;
-    }
-    if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data") {
-      (a == "--resume"       ? cli.resume
-       : a == "--reset-data" ? cli.resetData
-                             : cli.resetOptimizer) = true;
+    if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data" ||
+        a == "--check-finite") {
+      (a == "--resume"         ? cli.resume
+       : a == "--reset-data"   ? cli.resetData
+       : a == "--check-finite" ? cli.checkFinite
+                               : cli.resetOptimizer) = true;
       cli.forwarded.push_back(a);
       continue;
     }

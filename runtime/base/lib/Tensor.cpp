@@ -88,34 +88,12 @@ std::string describe(const TensorRef &t) {
 namespace {
 
 /// Element k of a float tensor: 0 finite (or not a float dtype), 1
-/// infinite, 2 NaN.
+/// infinite, 2 NaN (the half types widen keeping both).
 int classify(const TensorRef &t, int64_t k) {
-  const char *p = static_cast<const char *>(t.data);
-  auto of = [](auto v) { return std::isnan(v) ? 2 : std::isinf(v) ? 1 : 0; };
-  switch (t.dtype) {
-  case DType::F32: {
-    float v;
-    std::memcpy(&v, p + 4 * k, 4);
-    return of(v);
-  }
-  case DType::F64: {
-    double v;
-    std::memcpy(&v, p + 8 * k, 8);
-    return of(v);
-  }
-  case DType::F16:
-  case DType::BF16: {
-    uint16_t bits;
-    std::memcpy(&bits, p + 2 * k, 2);
-    bool f16 = t.dtype == DType::F16;
-    uint16_t exp = f16 ? 0x7c00 : 0x7f80, mantissa = f16 ? 0x03ff : 0x007f;
-    if ((bits & exp) != exp)
-      return 0;
-    return (bits & mantissa) ? 2 : 1;
-  }
-  default:
+  if (!isFloat(t.dtype))
     return 0;
-  }
+  double v = elementAsDouble(t, k);
+  return std::isnan(v) ? 2 : std::isinf(v) ? 1 : 0;
 }
 
 } // namespace

@@ -46,6 +46,12 @@ struct SmpOptimizerPass
                              StringAttr::get(ctx, name))}));
   }
 
+  /// The weight decay given, else PyTorch's default (0.01 for AdamW, else 0).
+  float decay() const {
+    return weightDecay >= 0 ? weightDecay.getValue()
+                            : (optimizer == "adamw" ? 0.01f : 0.0f);
+  }
+
   /// Updates the parameter of `grad` (and its states) with learning rate
   /// `lr` at step `step`, unless `found` (when given) says the gradients
   /// overflowed.
@@ -58,8 +64,7 @@ struct SmpOptimizerPass
         f.getArgAttrOfType<StringAttr>(grad.param.getArgNumber(),
                                        SmpDialect::kParamAttr)
             .str();
-    float wd = weightDecay >= 0 ? weightDecay.getValue()
-                                : (optimizer == "adamw" ? 0.01f : 0.0f);
+    float wd = decay();
     // --no-decay: PyTorch's parameter group without weight decay.
     if (!noDecay.empty() && noDecayRegex->match(name)) {
       wd = 0.0f;
@@ -131,9 +136,7 @@ struct SmpOptimizerPass
                            << names << (grads.size() > 8 ? ", ..." : "")
                            << "; `smpc summary` lists them all)";
     }
-    float wd = weightDecay >= 0 ? weightDecay.getValue()
-                                : (optimizer == "adamw" ? 0.01f : 0.0f);
-    if (wd == 0.0f)
+    if (decay() == 0.0f)
       f.emitWarning() << "--no-decay changes nothing: the weight decay is 0 ("
                       << optimizer
                       << "'s default; pass --weight-decay X to decay the "
