@@ -89,6 +89,10 @@ void buildTrainStep(OpPassManager &pm,
   if (o.lossScaling) {
     smp::SmpLossScalingPassOptions scaling;
     scaling.growthInterval = static_cast<int>(o.growthInterval);
+    scaling.hysteresis = static_cast<int>(o.hysteresis);
+    scaling.deepspeedWindow = o.deepspeedWindow;
+    scaling.consecutiveHysteresis = o.consecutiveHysteresis;
+    scaling.minScale = o.minScale;
     pm.addPass(smp::createSmpLossScalingPass(scaling));
   }
   smp::SmpGradientNormPassOptions norm;
@@ -261,6 +265,21 @@ struct TrainPipelineCLOptions
       *this, "growth-interval",
       llvm::cl::desc("good steps before the scale doubles"),
       llvm::cl::init(2000)};
+  Option<bool> deepspeedWindow{
+      *this, "deepspeed-window",
+      llvm::cl::desc("count the window as DeepSpeed does"),
+      llvm::cl::init(false)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("overflows before one halves the scale"),
+      llvm::cl::init(1)};
+  Option<bool> consecutiveHysteresis{
+      *this, "consecutive-hysteresis",
+      llvm::cl::desc("reset the hysteresis at every good step"),
+      llvm::cl::init(false)};
+  Option<double> minScale{*this, "min-scale",
+                          llvm::cl::desc("the loss scale's floor (0: none)"),
+                          llvm::cl::init(0.0)};
   Option<std::string> recompute{*this, "recompute",
                                 llvm::cl::desc("none, full or selective"),
                                 llvm::cl::init("none")};
@@ -306,6 +325,9 @@ struct TrainPipelineCLOptions
       o.clipGradNorm = clipGradNorm;
     o.lossScaling = lossScaling, o.initScale = initScale;
     o.growthInterval = growthInterval;
+    o.hysteresis = hysteresis, o.consecutiveHysteresis = consecutiveHysteresis;
+    o.deepspeedWindow = deepspeedWindow;
+    o.minScale = minScale;
     o.recompute = recompute;
     o.recomputeStages.assign(recomputeStages.begin(), recomputeStages.end());
     o.offload = offload, o.offloadHorizon = offloadHorizon;

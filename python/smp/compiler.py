@@ -33,6 +33,21 @@ def _config_args(config, workdir: Path) -> List[str]:
     return ["--config", str(path)]
 
 
+def _deepspeed_args(deepspeed, workdir: Path) -> List[str]:
+    """--deepspeed FILE: a DeepSpeed config as a path or a dict (written to
+    FILE, as the Hugging Face Trainer's `deepspeed=` takes either)."""
+    if deepspeed is None:
+        return []
+    if isinstance(deepspeed, (str, os.PathLike)):
+        return ["--deepspeed", str(deepspeed)]
+    if not isinstance(deepspeed, dict):
+        raise TypeError("deepspeed= takes a DeepSpeed config dict or a JSON "
+                        "file's path")
+    path = workdir / "ds_config.json"
+    path.write_text(json.dumps(deepspeed, indent=2) + "\n")
+    return ["--deepspeed", str(path)]
+
+
 @dataclass
 class Artifact:
     """What `smpc compile` wrote: the directory smprun runs."""
@@ -50,11 +65,15 @@ class Artifact:
 
 def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
             output: Union[str, os.PathLike, None] = None,
+            deepspeed: Union[Dict[str, Any], str, os.PathLike, None] = None,
             **options) -> Artifact:
     """Compiles `model` (an .onnx/.mlir path or what smp.export returned)
     with smpc. `config` is a dict (or a JSON file) of SageMaker
-    model-parallel keys and smpc flag names; `options` are smpc flags by
-    name (batch_size=8, loss="cross_entropy:logits:labels", dim={"seq": 16}).
+    model-parallel keys and smpc flag names; `deepspeed` a DeepSpeed config
+    (dict or ds_config.json: its batch sizes, optimizer, scheduler,
+    precision and ZeRO stage, by DeepSpeed's rules); `options` are smpc
+    flags by name (batch_size=8, loss="cross_entropy:logits:labels",
+    dim={"seq": 16}).
     A `loss` implies train=True. Returns an Artifact; raises SmpError with
     smpc's message when smpc refuses."""
     if options.get("loss") and "train" not in options:
@@ -66,6 +85,7 @@ def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
     output.parent.mkdir(parents=True, exist_ok=True)
     args = ["compile", _model_path(model), "-o", str(output)]
     args += _config_args(config, output.parent)
+    args += _deepspeed_args(deepspeed, output.parent)
     args += _tools.flag_args(options)
     log = _tools.run("smpc", args)
     plan_text = (output / "plan.txt").read_text() if (output / "plan.txt").exists() else ""

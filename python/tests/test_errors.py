@@ -33,6 +33,24 @@ def test_config_file_path(tools, tmp_path):
     assert art.ranks == 2
 
 
+def test_deepspeed_config_dict(tools, tmp_path):
+    ds = {"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2,
+          "gradient_accumulation_steps": 2, "bf16": {"enabled": True},
+          "optimizer": {"type": "AdamW", "params": {"lr": 3e-4}},
+          "zero_optimization": {"stage": 2}}
+    art = smp.compile(MLP, deepspeed=ds, output=tmp_path / "a.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert art.ranks == 2  # 8 = 2 x 2 x dp 2
+    assert "precision: bf16" in art.plan_text
+    assert "adamw(beta1=0.9, beta2=0.999, eps=1e-08, weight_decay=0)" in art.plan_text
+    with pytest.raises(smp.SmpError) as e:
+        smp.compile(MLP, deepspeed=ds, output=tmp_path / "b.smpx",
+                    loss="cross_entropy:logits:labels", precision="fp32")
+    assert str(e.value).endswith('"bf16.enabled": true contradicts '
+                                 '--precision fp32 on the command line (or '
+                                 'in --config)')
+
+
 def test_train_error_is_smpruns_message(tools, tmp_path):
     art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
     import numpy as np

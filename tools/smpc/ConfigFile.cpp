@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -47,6 +48,10 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--lr-schedule", Kind::Value},
     {"--warmup-steps", Kind::Value},
     {"--decay-steps", Kind::Value},
+    {"--warmup-type", Kind::Value},
+    {"--warmup-min-lr", Kind::Value},
+    {"--warmup-min-ratio", Kind::Value},
+    {"--cos-min-ratio", Kind::Value},
     {"--momentum", Kind::Value},
     {"--dampening", Kind::Value},
     {"--nesterov", Kind::Switch},
@@ -59,6 +64,11 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-decay", Kind::Value},
     {"--precision", Kind::Value},
     {"--loss-scale", Kind::Value},
+    {"--loss-scale-window", Kind::Value},
+    {"--loss-scale-hysteresis", Kind::Value},
+    {"--consecutive-hysteresis", Kind::Switch},
+    {"--min-loss-scale", Kind::Value},
+    {"--loss-scaler", Kind::Value},
     {"--devices", Kind::Value},
     {"--dp", Kind::Value},
     {"--tp", Kind::Value},
@@ -133,13 +143,7 @@ std::optional<Kind> flagKind(llvm::StringRef flag) {
   return std::nullopt;
 }
 
-/// One thing a key asks for: `flag` set (to `value`, when it takes one), or
-/// with `present` false, `flag` (with `value`: that value of it) ruled out.
-struct Item {
-  std::string key, shown; // the key as written, and its value as written
-  std::string flag, value;
-  bool present = true;
-};
+using Item = ConfigItem;
 
 llvm::Error error(llvm::StringRef origin, const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -164,11 +168,8 @@ std::optional<std::string> scalarText(const llvm::json::Value &v) {
     return s->str();
   if (auto i = v.getAsInteger())
     return std::to_string(*i);
-  if (auto d = v.getAsNumber()) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.17g", *d);
-    return std::string(buf);
-  }
+  if (auto d = v.getAsNumber())
+    return shortestNumber(*d);
   return std::nullopt;
 }
 
@@ -373,26 +374,17 @@ std::string describe(const Item &item) {
   return "\"" + item.key + "\": " + item.shown;
 }
 
-/// The command line's flags and their values (switches: "").
-std::multimap<std::string, std::string>
-commandLineFlags(const std::vector<std::string> &args) {
-  std::multimap<std::string, std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    llvm::StringRef a = args[i];
-    if (!a.starts_with("--"))
-      continue;
-    auto [flag, value] = a.split('=');
-    auto kind = flagKind(flag);
-    if (!kind || *kind == Kind::Switch || a.contains('=')) {
-      out.emplace(flag.str(), value.str());
-      continue;
-    }
-    out.emplace(flag.str(), i + 1 < args.size() ? args[++i] : "");
-  }
-  return out;
-}
-
 } // namespace
+
+std::string shortestNumber(double v) {
+  char buf[64];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  return buf;
+}
 
 llvm::Expected<std::vector<std::string>>
 configFileFlags(llvm::StringRef text, llvm::StringRef origin,
@@ -420,6 +412,41 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
       return more.takeError();
     items.insert(items.end(), more->begin(), more->end());
   }
+  auto tokens = configItemTokens(items, origin, commandLine);
+  if (!tokens)
+    return tokens.takeError();
+  auto cli = commandLineFlags(commandLine);
+  if (object->getBoolean("auto_partition") == false &&
+      !cli.count("--pp-cuts") && !llvm::is_contained(*tokens, "--pp-cuts"))
+    return error(origin, "\"auto_partition\": false needs the stage "
+                         "boundaries: give \"pp_cuts\": \"A,B,...\" (the ONNX "
+                         "node names at which stages 1, 2, ... start) or "
+                         "--pp-cuts");
+  return tokens;
+}
+
+std::multimap<std::string, std::string>
+commandLineFlags(const std::vector<std::string> &args) {
+  std::multimap<std::string, std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef a = args[i];
+    if (!a.starts_with("--"))
+      continue;
+    auto [flag, value] = a.split('=');
+    auto kind = flagKind(flag);
+    if (!kind || *kind == Kind::Switch || a.contains('=')) {
+      out.emplace(flag.str(), value.str());
+      continue;
+    }
+    out.emplace(flag.str(), i + 1 < args.size() ? args[++i] : "");
+  }
+  return out;
+}
+
+llvm::Expected<std::vector<std::string>>
+configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
+                 const std::vector<std::string> &commandLine,
+                 llvm::StringRef where) {
   // Keys that disagree with each other.
   for (size_t i = 0; i < items.size(); ++i)
     for (size_t j = i + 1; j < items.size(); ++j) {
@@ -438,7 +465,6 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
         return error(origin, describe(a) + " and " + describe(b) +
                                  " contradict each other");
     }
-  bool autoPartitionOff = object->getBoolean("auto_partition") == false;
   // Against the command line: a clash is refused; a flag given there with
   // the same value is not given twice.
   auto cli = commandLineFlags(commandLine);
@@ -455,7 +481,7 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
       if (clash)
         return error(origin, describe(item) + " contradicts " + item.flag +
                                  (it->second.empty() ? "" : " " + it->second) +
-                                 " on the command line");
+                                 " " + where);
     }
     if (!item.present)
       continue;
@@ -470,43 +496,53 @@ configFileFlags(llvm::StringRef text, llvm::StringRef origin,
     if (kind != Kind::Switch)
       tokens.push_back(item.value);
   }
-  if (autoPartitionOff && !cli.count("--pp-cuts") &&
-      !llvm::is_contained(tokens, "--pp-cuts"))
-    return error(origin, "\"auto_partition\": false needs the stage "
-                         "boundaries: give \"pp_cuts\": \"A,B,...\" (the ONNX "
-                         "node names at which stages 1, 2, ... start) or "
-                         "--pp-cuts");
   return tokens;
 }
 
-llvm::Error expandConfigFile(std::vector<std::string> &args) {
+llvm::Expected<std::optional<std::string>>
+takeFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
+             llvm::StringRef what) {
   std::optional<std::string> path;
   std::vector<std::string> rest;
+  std::string eq = flag.str() + "=";
   for (size_t i = 0; i < args.size(); ++i) {
     llvm::StringRef a = args[i];
-    if (a != "--config" && !a.starts_with("--config=")) {
+    if (a != flag && !a.starts_with(eq)) {
       rest.push_back(args[i]);
       continue;
     }
     if (path)
-      return error("--config", "given twice; give one config file");
-    if (a.starts_with("--config="))
-      path = a.drop_front(9).str();
+      return error(flag, "given twice; give one " + what);
+    if (a.starts_with(eq))
+      path = a.drop_front(eq.size()).str();
     else if (i + 1 < args.size() &&
              !llvm::StringRef(args[i + 1]).starts_with("-"))
       path = args[++i];
     if (!path || path->empty())
-      return error("--config", "expects a JSON file");
+      return error(flag, "expects a JSON file");
   }
+  args = std::move(rest);
+  return path;
+}
+
+llvm::Error expandConfigFile(std::vector<std::string> &args) {
+  auto path = takeFileFlag(args, "--config", "config file");
   if (!path)
+    return path.takeError();
+  if (!*path)
     return llvm::Error::success();
-  auto buffer = llvm::MemoryBuffer::getFile(*path);
+  auto buffer = llvm::MemoryBuffer::getFile(**path);
   if (!buffer)
-    return error(*path, "cannot read (" + buffer.getError().message() + ")");
-  auto tokens = configFileFlags((*buffer)->getBuffer(), *path, rest);
+    return error(**path, "cannot read (" + buffer.getError().message() + ")");
+  auto tokens = configFileFlags((*buffer)->getBuffer(), **path, args);
   if (!tokens)
     return tokens.takeError();
-  args = std::move(*tokens);
-  args.insert(args.end(), rest.begin(), rest.end());
+  insertAfterCommand(args, *tokens);
   return llvm::Error::success();
+}
+
+void insertAfterCommand(std::vector<std::string> &args,
+                        const std::vector<std::string> &tokens) {
+  size_t at = !args.empty() && !llvm::StringRef(args[0]).starts_with("-");
+  args.insert(args.begin() + at, tokens.begin(), tokens.end());
 }

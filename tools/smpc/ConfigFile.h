@@ -6,6 +6,7 @@
 // Each key becomes the flag tokens it stands for; the command line's own
 // flags must agree with them. The Python package's `config=` goes through
 // this code too (it writes the dict to a file and passes --config).
+// DeepSpeedConfig.h reads DeepSpeed's config files into the same items.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,5 +32,42 @@ llvm::Error expandConfigFile(std::vector<std::string> &args);
 llvm::Expected<std::vector<std::string>>
 configFileFlags(llvm::StringRef text, llvm::StringRef origin,
                 const std::vector<std::string> &commandLine = {});
+
+/// One thing a key of a config file asks for: `flag` set (to `value`, when
+/// it takes one), or with `present` false, `flag` (with `value`: that value
+/// of it) ruled out.
+struct ConfigItem {
+  std::string key, shown; // the key as written, and its value as written
+  std::string flag, value;
+  bool present = true;
+};
+
+/// The flag tokens of `items` (read from `origin`): items of different keys
+/// that disagree, or an item that disagrees with a flag of `commandLine`
+/// (`where` says where those come from in the message), are refused; a
+/// flag given there with the same value is left out.
+llvm::Expected<std::vector<std::string>>
+configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
+                 const std::vector<std::string> &commandLine,
+                 llvm::StringRef where = "on the command line");
+
+/// `args`' flags and their values (switches: "").
+std::multimap<std::string, std::string>
+commandLineFlags(const std::vector<std::string> &args);
+
+/// Removes `FLAG FILE` (or `FLAG=FILE`) from `args` and returns FILE (none
+/// when the flag is absent); given twice or without a file is an error
+/// (`what` names the file's kind: "config file").
+llvm::Expected<std::optional<std::string>>
+takeFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
+             llvm::StringRef what);
+
+/// The shortest text that reads back as `v` (3e-4, not 0.00029999...).
+std::string shortestNumber(double v);
+
+/// Inserts a config file's flag tokens into `args` after the command
+/// (`compile`, `plan`), so that a reproduce line reads as a command line.
+void insertAfterCommand(std::vector<std::string> &args,
+                        const std::vector<std::string> &tokens);
 
 #endif // SMPC_CONFIGFILE_H

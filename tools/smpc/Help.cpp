@@ -118,13 +118,28 @@ TRAINING (compile --train)
                        that mixes the samples, are refused.
   --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
   --lr X               Peak learning rate (default 0.001).
-  --lr-schedule constant|cosine  Cosine decays to 0 after the warmup, at
-                       step --decay-steps.
-  --warmup-steps K     Linear warmup from 0 over the first K steps.
+  --lr-schedule constant|cosine|warmup-lr|warmup-decay-lr|warmup-cosine-lr
+                       Cosine decays to 0 after the warmup, at step
+                       --decay-steps. warmup-lr, warmup-decay-lr and
+                       warmup-cosine-lr are DeepSpeed's WarmupLR,
+                       WarmupDecayLR and WarmupCosineLR, by their formulas
+                       (docs/training-runs.md).
+  --warmup-steps K     Linear warmup from 0 over the first K steps: step k
+                       (from 0) runs at lr*(k+1)/K (DeepSpeed's schedules:
+                       their warmup_num_steps).
   --decay-steps N      cosine: the schedule's length in steps, warmup
                        included; the rate is 0 from step N on (default: the
                        --steps of the run that starts it, recorded in its
                        checkpoints, so resumed or extended runs continue it).
+                       warmup-decay-lr, warmup-cosine-lr: total_num_steps.
+  --warmup-type log|linear
+                       DeepSpeed's schedules: the warmup's shape (default
+                       log, as DeepSpeed's).
+  --warmup-min-lr X    warmup-lr, warmup-decay-lr: the rate the warmup starts
+                       from and the decay ends at (default 0).
+  --warmup-min-ratio X warmup-cosine-lr: the warmup starts at X*lr (default 0).
+  --cos-min-ratio X    warmup-cosine-lr: the decay ends at X*lr (default
+                       0.0001).
   --momentum X --dampening X --nesterov      SGD options.
   --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
@@ -153,6 +168,23 @@ TRAINING (compile --train)
                        (torch.amp.GradScaler's defaults): steps whose
                        gradients overflow are skipped and the scale halves.
   --loss-scale X       fp16: the initial loss scale (default 65536).
+  --loss-scale-window N
+                       fp16: good steps in a row before the scale doubles
+                       (GradScaler's growth_interval, DeepSpeed's
+                       loss_scale_window; default 2000).
+  --loss-scaler torch|deepspeed
+                       fp16: torch.amp.GradScaler's rules (default), or
+                       DeepSpeed's DynamicLossScaler's: the first growth after
+                       an overflow (or the start) waits one good step more,
+                       and the three flags below apply.
+  --loss-scale-hysteresis N
+                       deepspeed: an overflow halves the scale only once N
+                       overflows were seen since the scale last grew (the
+                       others only skip their step; default 1).
+  --consecutive-hysteresis
+                       deepspeed: reset that count at every good step.
+  --min-loss-scale X   deepspeed: the scale never halves below X (default:
+                       no floor).
   --no-pad-vocab       Keep an LM head's vocabulary as it is. By default a
                        cross-entropy's logits with 1024 or more classes,
                        not a multiple of 8 (GPT-2's 50257), are computed
@@ -283,6 +315,17 @@ CONFIG FILE
                        ("batch_size": 8, "dim": {"seq": 16}). Flags also
                        given on the command line must agree with it; unknown
                        keys are refused. docs/python.md has the table.
+  --deepspeed FILE.json
+                       Read a DeepSpeed config (ds_config.json; the Hugging
+                       Face Trainer's --deepspeed file with its "auto"
+                       values written out): batch sizes, optimizer,
+                       scheduler, fp16/bf16, gradient_clipping and
+                       zero_optimization become the flags above, by
+                       DeepSpeed's rules and defaults. What would train
+                       other numbers than DeepSpeed and that smp cannot
+                       follow is refused; keys that only tune DeepSpeed's
+                       execution are listed in a warning. docs/python.md has
+                       the table.
   -h, --help           Show this help.
   --version            Show the version.
 

@@ -2,6 +2,7 @@
 
 #include "Options.h"
 #include "ConfigFile.h"
+#include "DeepSpeedConfig.h"
 #include "Help.h"
 
 #include "smp/Schedule/PipelineSchedule.h"
@@ -58,160 +59,6 @@ const TextFlag kTextFlags[] = {
     {"--json", &Options::jsonOutput, "a file name"},
     {"--pp-cuts", &Options::ppCuts, "node names separated by commas"},
 };
-
-/// Whether the planner chooses the plan: devices without any pinned degree,
-/// or recomputation left to it.
-bool plannerChooses(const Options &opts) {
-  const Options::Pinned &p = opts.pinned;
-  return opts.devices > 1 &&
-         ((!p.dp && !p.tp && !p.pp && !p.microbatches) ||
-          p.recompute == "auto");
-}
-
-/// Refuses flags that would have no effect, or another effect than they say,
-/// in this command line (before the degrees are derived).
-std::optional<int> checkFlagCombinations(const Options &opts) {
-  auto has = [&](const char *f) { return opts.given.count(f) != 0; };
-  auto num = [&](const char *f) {
-    auto it = opts.numbers.find(f);
-    return it == opts.numbers.end() ? 0.0 : it->second;
-  };
-  bool compile = opts.command == "compile", plan = opts.command == "plan";
-  bool training = compile && opts.train;
-  static const char *kTrainingOnly[] = {"--lr",
-                                        "--lr-schedule",
-                                        "--warmup-steps",
-                                        "--decay-steps",
-                                        "--momentum",
-                                        "--dampening",
-                                        "--nesterov",
-                                        "--weight-decay",
-                                        "--beta1",
-                                        "--beta2",
-                                        "--eps",
-                                        "--clip-grad-norm",
-                                        "--freeze",
-                                        "--no-decay",
-                                        "--loss-scale",
-                                        "--bucket-mb",
-                                        "--gather-prefetch",
-                                        "--sharded-dp",
-                                        "--sequence-parallel",
-                                        "--no-sequence-parallel",
-                                        "--activation-loading-horizon",
-                                        "--offload-activations",
-                                        "--checkpoint-activations",
-                                        "--shard-optimizer-state",
-                                        "--no-shard-optimizer-state",
-                                        "--zero-stage",
-                                        "--placement",
-                                        "--pp-cuts",
-                                        "--virtual-stages",
-                                        "--schedule",
-                                        "--microbatches",
-                                        "--bn-stats",
-                                        "--no-pad-vocab",
-                                        "--trainable"};
-  for (const char *f : kTrainingOnly)
-    if (has(f) && !training && !plan)
-      return fail(std::string(f) + " applies to training (smpc compile "
-                                   "--train)");
-  if (!compile && !plan)
-    for (const char *f : {"--loss", "--optimizer", "--precision", "--dp",
-                          "--tp", "--pp", "--devices"})
-      if (has(f))
-        return fail(std::string(f) + " applies to smpc compile --train and "
-                                     "smpc plan");
-  for (const char *f : {"--global-batch", "--json", "--report",
-                        "--no-memory-plan"})
-    if (has(f) && !plan)
-      return fail(std::string(f) + " applies to smpc plan" +
-                  (std::string(f) == "--global-batch"
-                       ? "; smpc compile takes the global batch as --batch-size"
-                       : ""));
-  // Sequence parallelism needs tp > 1: pinned to 1, or left at 1 where no
-  // planner chooses it.
-  if (opts.pinned.sequenceParallel.value_or(false) &&
-      opts.pinned.tp.value_or(plan || plannerChooses(opts) ? 0 : 1) == 1)
-    return fail("--sequence-parallel splits the tokens between the "
-                "tensor-parallel layers over the --tp ranks: it needs "
-                "--tp > 1");
-  if (!training)
-    return std::nullopt;
-  bool sgd = opts.plan.optimizer == "sgd";
-  for (const char *f : {"--momentum", "--dampening", "--nesterov"})
-    if (has(f) && !sgd)
-      return fail(std::string(f) + " applies to --optimizer sgd, not " +
-                  opts.plan.optimizer + " (Adam's moments are --beta1/--beta2)");
-  for (const char *f : {"--beta1", "--beta2", "--eps"})
-    if (has(f) && sgd)
-      return fail(std::string(f) + " applies to --optimizer adam or adamw, "
-                                   "not sgd");
-  for (const char *f : {"beta1", "beta2"})
-    if (opts.numbers.count(f) && num(f) >= 1)
-      return fail(std::string("--") + f + " must be in [0, 1), got " +
-                  std::to_string(num(f)));
-  if (has("--nesterov") && (num("momentum") <= 0 || num("dampening") != 0))
-    return fail("--nesterov needs --momentum > 0 and no --dampening (as "
-                "torch.optim.SGD requires)");
-  if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
-    return fail("--clip-grad-norm 0 would zero every gradient (as "
-                "clip_grad_norm_ does); leave the flag out for no clipping");
-  if (has("--decay-steps") && opts.lrSchedule != "cosine")
-    return fail("--decay-steps applies to --lr-schedule cosine (a constant "
-                "rate does not decay)");
-  if (has("--decay-steps") && opts.decaySteps <= opts.warmupSteps)
-    return fail("--decay-steps " + std::to_string(opts.decaySteps) +
-                " leaves no steps to decay over after --warmup-steps " +
-                std::to_string(opts.warmupSteps) +
-                "; give more --decay-steps than --warmup-steps");
-  if (has("--loss-scale") && opts.plan.precision != "fp16")
-    return fail("--loss-scale applies to --precision fp16 (bf16 and fp32 "
-                "train without loss scaling)");
-  if (has("--loss-scale") && num("loss-scale") <= 0)
-    return fail("--loss-scale must be positive");
-  bool planned = plannerChooses(opts);
-  if (opts.pinned.recompute == "auto" && opts.devices <= 1)
-    return fail("--checkpoint-activations auto lets the planner choose, "
-                "which needs --devices N");
-  if (has("--cluster") && !planned && !has("--profile-db"))
-    return fail("--cluster is read by the planner (--devices N without "
-                "pinned degrees) or with --profile-db; this compile uses "
-                "neither");
-  if (has("--optimize") && !planned && !plan)
-    return fail("--optimize is what the planner optimises (smpc plan, or "
-                "compile --devices N without pinned degrees); this compile "
-                "has its plan pinned");
-  if (has("--max-plans") && !(compile && planned))
-    return fail("--max-plans is how many plans compile --devices N (without "
-                "pinned degrees) tries; this command does not plan a "
-                "compile");
-  if (has("--microbatch-size") && !planned)
-    return fail("--microbatch-size is read by the planner (--devices N "
-                "without pinned degrees); pinned plans take --microbatches");
-  if (has("--activation-loading-horizon") && !opts.pinned.offload && !planned)
-    return fail("--activation-loading-horizon applies to "
-                "--offload-activations");
-  return std::nullopt;
-}
-
-/// Checks that need the derived degrees.
-std::optional<int> checkDegreeFlags(const Options &opts) {
-  if (!opts.train || opts.command != "compile")
-    return std::nullopt;
-  if (opts.given.count("--schedule") && opts.plan.pp == 1)
-    return fail("--schedule applies to pipelines (--pp > 1)");
-  if (opts.plan.sequenceParallel && opts.plan.tp == 1)
-    return fail("--sequence-parallel splits the tokens between the "
-                "tensor-parallel layers over the --tp ranks: it needs "
-                "--tp > 1");
-  if (opts.given.count("--bucket-mb") && opts.plan.dp == 1)
-    return fail("--bucket-mb applies to data parallelism (--dp > 1)");
-  if (opts.plan.bnStats == "replica" && opts.plan.dp == 1)
-    return fail("--bn-stats replica applies to data parallelism (--dp > 1): "
-                "with one replica its statistics are the batch's");
-  return std::nullopt;
-}
 
 using FlagValue =
     llvm::function_ref<std::optional<std::string>(llvm::StringRef)>;
@@ -329,10 +176,19 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                                   *v + "'");
       opts.plan.optimizer = *v;
     } else {
-      if (*v != "constant" && *v != "cosine")
-        return failFlag(exit, "--lr-schedule expects constant or cosine");
+      if (*v != "constant" && *v != "cosine" && *v != "warmup-lr" &&
+          *v != "warmup-decay-lr" && *v != "warmup-cosine-lr")
+        return failFlag(exit, "--lr-schedule expects constant, cosine, "
+                              "warmup-lr, warmup-decay-lr or "
+                              "warmup-cosine-lr, got '" +
+                                  *v + "'");
       opts.lrSchedule = *v;
     }
+  } else if (a == "--warmup-type" || a.starts_with("--warmup-type=")) {
+    auto v = value("--warmup-type");
+    if (!v || (*v != "log" && *v != "linear"))
+      return failFlag(exit, "--warmup-type expects log or linear");
+    opts.warmupType = *v;
   } else if (a == "--precision" || a.starts_with("--precision=")) {
     auto v = value("--precision");
     if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
@@ -442,6 +298,25 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     if (!v || llvm::StringRef(*v).getAsInteger(10, opts.decaySteps) ||
         opts.decaySteps < 1)
       return failFlag(exit, "--decay-steps expects a positive integer");
+  } else if (a == "--loss-scale-window" ||
+             a.starts_with("--loss-scale-window=") ||
+             a == "--loss-scale-hysteresis" ||
+             a.starts_with("--loss-scale-hysteresis=")) {
+    std::string flag = a.split('=').first.str();
+    auto v = value(flag);
+    int64_t n;
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, flag + " expects a positive integer, got '" +
+                                (v ? *v : std::string()) + "'");
+    (flag == "--loss-scale-window" ? opts.plan.growthInterval
+                                   : opts.plan.hysteresis) = n;
+  } else if (a == "--consecutive-hysteresis") {
+    opts.plan.consecutiveHysteresis = true;
+  } else if (a == "--loss-scaler" || a.starts_with("--loss-scaler=")) {
+    auto v = value("--loss-scaler");
+    if (!v || (*v != "torch" && *v != "deepspeed"))
+      return failFlag(exit, "--loss-scaler expects torch or deepspeed");
+    opts.plan.deepspeedWindow = *v == "deepspeed";
   } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
     auto v = value("--warmup-steps");
     if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||
@@ -456,7 +331,11 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
              a.starts_with("--weight-decay=") || a.starts_with("--beta1=") ||
              a.starts_with("--beta2=") || a.starts_with("--eps=") ||
              a.starts_with("--clip-grad-norm=") ||
-             a.starts_with("--loss-scale=")) {
+             a.starts_with("--loss-scale=") || a == "--min-loss-scale" ||
+             a.starts_with("--min-loss-scale=") || a == "--warmup-min-lr" ||
+             a.starts_with("--warmup-min-lr=") || a == "--warmup-min-ratio" ||
+             a.starts_with("--warmup-min-ratio=") || a == "--cos-min-ratio" ||
+             a.starts_with("--cos-min-ratio=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     double x;
@@ -471,6 +350,12 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.lr = x;
     else if (flag == "--loss-scale")
       p.initScale = f;
+    else if (flag == "--min-loss-scale")
+      p.minScale = x;
+    else if (flag == "--warmup-min-lr" || flag == "--warmup-min-ratio")
+      opts.warmupMin = x;
+    else if (flag == "--cos-min-ratio")
+      opts.cosMinRatio = x;
     else if (flag == "--momentum")
       p.momentum = f;
     else if (flag == "--dampening")
@@ -580,6 +465,11 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   }
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
+  std::vector<std::string> warnings;
+  if (llvm::Error e = expandDeepSpeedConfig(args, warnings))
+    return fail(llvm::toString(std::move(e)));
+  for (const std::string &w : warnings)
+    llvm::errs() << "smpc: warning: " << w << "\n";
   opts.argv = args;
   // A flag's value, by flag: one given twice with another value is refused
   // (the last would silently win). --dim, --tie, --untie,

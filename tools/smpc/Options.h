@@ -67,6 +67,10 @@ struct Options {
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps (smprun)
+  /// DeepSpeed's schedules: --warmup-type, --warmup-min-lr or
+  /// --warmup-min-ratio, --cos-min-ratio (DeepSpeed's defaults).
+  std::string warmupType = "log";
+  double warmupMin = 0, cosMinRatio = 0.0001;
   /// The flags given on the command line (without their values), so that a
   /// flag that would have no effect in this combination can be refused.
   std::set<std::string> given;
@@ -77,6 +81,17 @@ struct Options {
 
 /// Prints "smpc: error: MSG"; returns the exit code 1.
 int fail(const llvm::Twine &msg);
+
+/// Whether the planner chooses the plan: devices without any pinned degree,
+/// or recomputation left to it.
+bool plannerChooses(const Options &opts);
+
+/// Refuses flags that would have no effect, or another effect than they say,
+/// in this command line (before the degrees are derived); OptionChecks.cpp.
+std::optional<int> checkFlagCombinations(const Options &opts);
+
+/// The same checks for what needs the derived degrees.
+std::optional<int> checkDegreeFlags(const Options &opts);
 
 /// Parses argv; returns an exit code when the program should stop (help,
 /// version, a bad flag).

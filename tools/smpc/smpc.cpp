@@ -287,6 +287,9 @@ int compile(ModuleOp module, const Options &opts,
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
     t.decaySteps = opts.decaySteps;
+    t.warmupType = opts.warmupType;
+    t.warmupMin = opts.warmupMin;
+    t.cosMinRatio = opts.cosMinRatio;
     t.microbatches = opts.plan.microbatches;
     t.precision = opts.plan.precision;
     t.recompute = opts.plan.recompute;

@@ -113,6 +113,13 @@ struct TrainingPipelineOptions {
   bool lossScaling = false;
   float initScale = 65536.0f;
   int64_t growthInterval = 2000;
+  /// DeepSpeed's loss scaler: overflows before one halves the scale (reset
+  /// when it grows, or at every good step when consecutiveHysteresis), and
+  /// the scale's floor (0: none, as GradScaler).
+  bool deepspeedWindow = false; // DeepSpeed's stable_interval count
+  int64_t hysteresis = 1;
+  bool consecutiveHysteresis = false;
+  double minScale = 0.0;
 
   // Activation memory.
   /// none, full or selective.

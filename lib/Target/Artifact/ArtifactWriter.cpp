@@ -186,6 +186,11 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_lr_schedule(training.lrSchedule);
   t->set_warmup_steps(training.warmupSteps);
   t->set_decay_steps(training.decaySteps);
+  if (training.lrSchedule.rfind("warmup-", 0) == 0) {
+    t->set_warmup_type(training.warmupType);
+    t->set_warmup_min(training.warmupMin);
+    t->set_cos_min_ratio(training.cosMinRatio);
+  }
   t->set_batch_size(training.batchSize);
   t->set_source_model(training.sourceModel);
   // The source's checksum: a copy of it elsewhere is accepted in its place

@@ -5,6 +5,7 @@
 #include "smp/base/Layout.h"
 #include "smprt/Base.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -190,10 +191,21 @@ Status checkTraining(const smp::artifact::TrainingConfig &t,
   if (t.batch_size() < 0)
     return inconsistent(path, "batch_size " + std::to_string(t.batch_size()) +
                                   " is negative");
-  if (t.lr_schedule() != "constant" && t.lr_schedule() != "cosine" &&
-      !t.lr_schedule().empty())
+  static const char *kSchedules[] = {
+      "",          "constant",        "cosine",
+      "warmup-lr", "warmup-decay-lr", "warmup-cosine-lr"};
+  if (std::find(std::begin(kSchedules), std::end(kSchedules),
+                t.lr_schedule()) == std::end(kSchedules))
     return inconsistent(path, "unknown learning-rate schedule '" +
                                   t.lr_schedule() + "'");
+  if (!t.warmup_type().empty() && t.warmup_type() != "log" &&
+      t.warmup_type() != "linear")
+    return inconsistent(path, "unknown warmup type '" + t.warmup_type() + "'");
+  for (double v : {t.warmup_min(), t.cos_min_ratio()})
+    if (!std::isfinite(v) || v < 0)
+      return inconsistent(path, "warmup_min or cos_min_ratio " +
+                                    std::to_string(v) +
+                                    " (it must be a finite number >= 0)");
   if (!t.optimizer().empty() && t.optimizer() != "sgd" &&
       t.optimizer() != "adam" && t.optimizer() != "adamw")
     return inconsistent(path, "unknown optimizer '" + t.optimizer() + "'");

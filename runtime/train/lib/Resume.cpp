@@ -99,7 +99,8 @@ RunRecord runRecordFrom(const smp::artifact::Checkpoint &index) {
 }
 
 bool isOptimizerState(const std::string &name) {
-  return name != "@loss_scale" && name != "@growth_tracker";
+  // The loss scaler's: @loss_scale, @loss_scale_overflows, @growth_tracker.
+  return name.rfind("@loss_scale", 0) != 0 && name != "@growth_tracker";
 }
 
 std::string ResumeInfo::summary() const {

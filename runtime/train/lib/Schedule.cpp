@@ -15,6 +15,40 @@ std::string number(double v) {
   return buf;
 }
 
+/// DeepSpeed's lr_schedules.py: WarmupLR, WarmupDecayLR, WarmupCosineLR.
+double deepSpeedRate(const LrSchedule &s, int64_t k) {
+  bool cosine = s.kind == "warmup-cosine-lr";
+  if (k == 0) // what the constructor writes into the optimizer
+    return cosine ? 0.0 : s.warmupMin;
+  int64_t it = k - 1; // the scheduler's last_batch_iteration
+  int64_t w = std::max<int64_t>(2, s.warmupSteps);
+  auto shape = [&] {
+    return s.warmupType == "linear"
+               ? static_cast<double>(it) / static_cast<double>(w)
+               : std::log(static_cast<double>(it + 1)) /
+                     std::log(static_cast<double>(w));
+  };
+  double t = static_cast<double>(s.decaySteps);
+  if (cosine) {
+    if (it < w)
+      return s.lr * (s.warmupMin + (1.0 - s.warmupMin) * shape());
+    // DeepSpeed 0.19 clamps the progress (earlier versions let the cosine
+    // rise again after total_num_steps, and divided by zero at T == W).
+    double r = static_cast<double>(it - w + 1);
+    double progress =
+        std::min(1.0, r / std::max(1.0, t - static_cast<double>(w)));
+    double c = (1.0 + std::cos(M_PI * progress)) / 2;
+    return s.lr * std::max(0.0, s.cosMinRatio + (1.0 - s.cosMinRatio) * c);
+  }
+  double gamma = 1.0;
+  if (it < w)
+    gamma = shape();
+  else if (s.kind == "warmup-decay-lr")
+    gamma = std::max(0.0, (t - static_cast<double>(it)) /
+                              std::max(1.0, t - static_cast<double>(w)));
+  return s.warmupMin + (s.lr - s.warmupMin) * gamma;
+}
+
 } // namespace
 
 LrSchedule LrSchedule::of(const smp::artifact::TrainingConfig &config,
@@ -24,7 +58,21 @@ LrSchedule LrSchedule::of(const smp::artifact::TrainingConfig &config,
   s.lr = config.lr();
   s.warmupSteps = config.warmup_steps();
   s.decaySteps = config.decay_steps() > 0 ? config.decay_steps() : steps;
+  if (!config.warmup_type().empty())
+    s.warmupType = config.warmup_type();
+  s.warmupMin = config.warmup_min();
+  s.cosMinRatio = config.cos_min_ratio();
   return s;
+}
+
+bool LrSchedule::decays(const std::string &kind) {
+  return kind == "cosine" || kind == "warmup-decay-lr" ||
+         kind == "warmup-cosine-lr";
+}
+
+bool LrSchedule::deepSpeed(const std::string &kind) {
+  return kind == "warmup-lr" || kind == "warmup-decay-lr" ||
+         kind == "warmup-cosine-lr";
 }
 
 void LrSchedule::to(smp::artifact::LrSchedule &record) const {
@@ -32,9 +80,17 @@ void LrSchedule::to(smp::artifact::LrSchedule &record) const {
   record.set_lr(lr);
   record.set_warmup_steps(warmupSteps);
   record.set_decay_steps(decaySteps);
+  if (deepSpeed(kind)) {
+    record.set_skipped_steps(skippedSteps);
+    record.set_warmup_type(warmupType);
+    record.set_warmup_min(warmupMin);
+    record.set_cos_min_ratio(cosMinRatio);
+  }
 }
 
 double LrSchedule::rate(int64_t k) const {
+  if (deepSpeed(kind))
+    return deepSpeedRate(*this, k);
   if (k < warmupSteps)
     return lr * static_cast<double>(k + 1) / static_cast<double>(warmupSteps);
   if (kind == "cosine") {
@@ -59,6 +115,11 @@ Status resumedSchedule(const smp::artifact::TrainingConfig &config,
     theirs.lr = recorded->lr();
     theirs.warmupSteps = recorded->warmup_steps();
     theirs.decaySteps = recorded->decay_steps();
+    if (!recorded->warmup_type().empty())
+      theirs.warmupType = recorded->warmup_type();
+    theirs.warmupMin = recorded->warmup_min();
+    theirs.cosMinRatio = recorded->cos_min_ratio();
+    theirs.skippedSteps = recorded->skipped_steps();
   }
   // What to compile with to continue the checkpoint's schedule.
   std::string differ, flags;
@@ -77,8 +138,20 @@ Status resumedSchedule(const smp::artifact::TrainingConfig &config,
   check(theirs.warmupSteps == mine.warmupSteps, "warmup",
         std::to_string(theirs.warmupSteps), std::to_string(mine.warmupSteps),
         "--warmup-steps");
-  bool cosine = theirs.kind == "cosine" && mine.kind == "cosine";
-  if (cosine && config.decay_steps() > 0)
+  if (LrSchedule::deepSpeed(theirs.kind) && theirs.kind == mine.kind) {
+    check(theirs.warmupType == mine.warmupType, "warmup type",
+          theirs.warmupType, mine.warmupType, "--warmup-type");
+    const char *minFlag = theirs.kind == "warmup-cosine-lr"
+                              ? "--warmup-min-ratio"
+                              : "--warmup-min-lr";
+    check(theirs.warmupMin == mine.warmupMin, "warmup start",
+          number(theirs.warmupMin), number(mine.warmupMin), minFlag);
+    check(theirs.cosMinRatio == mine.cosMinRatio, "cosine floor",
+          number(theirs.cosMinRatio), number(mine.cosMinRatio),
+          "--cos-min-ratio");
+  }
+  if (theirs.kind == mine.kind && LrSchedule::decays(theirs.kind) &&
+      config.decay_steps() > 0)
     check(theirs.decaySteps == config.decay_steps(), "decay over",
           std::to_string(theirs.decaySteps),
           std::to_string(config.decay_steps()), "--decay-steps");

@@ -286,9 +286,11 @@ Status resumeRun(Executor &exec, const TrainOptions &options,
     // accepts: the artifact's. A cosine decay keeps its length (the
     // artifact's --decay-steps, else the recorded cosine's; after a constant
     // rate, which has none, this launch's --steps) and the global step.
-    bool recordedCosine = recorded && recorded->kind() == "cosine";
-    schedule = LrSchedule::of(training, recordedCosine ? recorded->decay_steps()
-                                                       : options.steps);
+    bool recordedDecay = recorded && LrSchedule::decays(recorded->kind());
+    schedule = LrSchedule::of(training, recordedDecay ? recorded->decay_steps()
+                                                      : options.steps);
+    if (recorded)
+      schedule.skippedSteps = recorded->skipped_steps();
   } else if (!(s = resumedSchedule(training,
                                    recorded ? &*recorded : nullptr,
                                    info.totalSteps, ckpt, schedule))
@@ -300,14 +302,13 @@ Status resumeRun(Executor &exec, const TrainOptions &options,
                            std::to_string(done) +
                            " steps done already; ask for more --steps "
                            "(the total, not the steps to add)");
-  if (schedule.kind == "cosine" && training.decay_steps() == 0 &&
+  if (LrSchedule::decays(schedule.kind) && training.decay_steps() == 0 &&
       schedule.decaySteps != options.steps)
-    note =
-        ("smprun: continuing the checkpoint's cosine schedule, which reaches "
-        "0 at step " +
-        std::to_string(schedule.decaySteps) +
-        " (the --steps of the run that started it; smpc --decay-steps sets "
-        "the length up front)");
+    note = ("smprun: continuing the checkpoint's " + schedule.kind +
+            " schedule, which ends its decay at step " +
+            std::to_string(schedule.decaySteps) +
+            " (the --steps of the run that started it; smpc --decay-steps sets "
+            "the length up front)");
   first = done;
   return Status::success();
 }
@@ -521,7 +522,7 @@ Status train(Executor &exec, const TrainOptions &options,
                              batch, globalBatch, rank, options.dataDir))
              .ok())
       break;
-    double lr = schedule.rate(k);
+    double lr = schedule.rateOf(k);
     lrValue = static_cast<float>(lr);
     // The optimizer's own step count (Adam's bias correction, SGD's first
     // momentum step): from where its state started.
@@ -546,6 +547,8 @@ Status train(Executor &exec, const TrainOptions &options,
     rec.wallTime = startWall + rec.elapsed;
     rec.samplesPerSecond = globalBatch / std::max(rec.seconds, 1e-9);
     records.push_back(rec);
+    if (rec.skipped && LrSchedule::deepSpeed(schedule.kind))
+      record.schedule->set_skipped_steps(++schedule.skippedSteps);
     if (!(status = reporter.step(rec)).ok())
       break;
     bool due = options.checkpointEvery > 0

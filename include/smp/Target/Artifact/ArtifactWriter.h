@@ -22,6 +22,10 @@ struct TrainingOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps
+  /// DeepSpeed's schedules (warmup-lr, warmup-decay-lr, warmup-cosine-lr):
+  /// the warmup's shape, its start and the cosine's floor.
+  std::string warmupType = "log";
+  double warmupMin = 0, cosMinRatio = 0;
   int64_t batchSize = 0;
   int64_t microbatches = 1; // per step
   std::string precision = "fp32";

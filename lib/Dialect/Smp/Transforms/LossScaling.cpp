@@ -68,6 +68,34 @@ struct SmpLossScalingPass
                                    RankedTensorType::get({}, b.getI1Type()), false)));
   }
 
+  /// DeepSpeed's hysteresis: an overflow halves the scale only once
+  /// `hysteresis` overflows were seen since the count was last reset (at a
+  /// growth of the scale, or with consecutive-hysteresis at any good step);
+  /// until then it only skips the step. The count is the state
+  /// @loss_scale_overflows (capped at hysteresis - 1, as DeepSpeed's
+  /// countdown stops at 1).
+  /// Returns whether the scale halves and the count's next value.
+  std::pair<Value, Value> hysteresisHalves(func::FuncOp f, OpBuilder &b,
+                                           Value found, Value grow) {
+    Location loc = f.getLoc();
+    Type f32 = b.getF32Type();
+    Value seen =
+        addState(f, RankedTensorType::get({}, f32), "@loss_scale_overflows");
+    Value last = GreaterOp::create(b, loc, seen,
+                                   scalarConst(b, loc, f32, hysteresis - 1.5));
+    Value halve = AndOp::create(b, loc, found, last);
+    Value counted = WhereOp::create(
+        b, loc, last, seen,
+        AddOp::create(b, loc, seen, scalarConst(b, loc, f32, 1.0)));
+    Value good = NotOp::create(b, loc, found);
+    Value reset =
+        consecutiveHysteresis ? good : Value(AndOp::create(b, loc, good, grow));
+    Value next = WhereOp::create(
+        b, loc, found, counted,
+        WhereOp::create(b, loc, reset, scalarConst(b, loc, f32, 0.0), seen));
+    return {halve, next};
+  }
+
   void runOnOperation() override {
     auto f = trainStep(getOperation(), "smp-loss-scaling");
     if (failed(f))
@@ -86,26 +114,45 @@ struct SmpLossScalingPass
     Type scalarF32 = RankedTensorType::get({}, f32);
     Value found = unscale(*f, b, scale);
     // Halve the scale after an overflow; double it after growth-interval
-    // good steps in a row.
+    // good steps in a row. DeepSpeed's count (stable_interval) waits one
+    // good step more after an overflow or the start: the tracker then
+    // restarts at 1 after a growth, at 0 after an overflow.
     Value one = scalarConst(b, loc, f32, 1.0), zero = scalarConst(b, loc, f32, 0.0);
+    double delay = deepspeedWindow ? 1.0 : 0.0;
     Value tracker = addState(*f, scalarF32, "@growth_tracker");
     Value nextTracker = AddOp::create(b, loc, tracker, one);
     Value grow = Value(GreaterOp::create(
-        b, loc, nextTracker, scalarConst(b, loc, f32, growthInterval - 0.5)));
+        b, loc, nextTracker,
+        scalarConst(b, loc, f32, growthInterval + delay - 0.5)));
     Value grown = WhereOp::create(
         b, loc, grow, MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 2.0)),
         scale);
-    Value newScale = WhereOp::create(
-        b, loc, found, MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 0.5)),
-        grown);
+    Value halved = MulOp::create(b, loc, scale, scalarConst(b, loc, f32, 0.5));
+    if (minScale > 0)
+      halved =
+          MaxOp::create(b, loc, halved, scalarConst(b, loc, f32, minScale));
+    Value halve = found, overflows;
+    if (hysteresis > 1)
+      std::tie(halve, overflows) = hysteresisHalves(*f, b, found, grow);
+    // With hysteresis an overflow may leave the scale as it is.
+    Value newScale =
+        overflows
+            ? WhereOp::create(b, loc, halve, halved,
+                              WhereOp::create(b, loc, found, scale, grown))
+            : WhereOp::create(b, loc, found, halved, grown);
     Value newTracker = WhereOp::create(
-        b, loc, found, zero, WhereOp::create(b, loc, grow, zero, nextTracker));
+        b, loc, found, zero,
+        WhereOp::create(b, loc, grow, scalarConst(b, loc, f32, delay),
+                        nextTracker));
     Value skipped = CastOp::create(b, loc, scalarF32, found);
     // (Appending replaces the return: the builder is not used after.)
     appendResult(*f, newScale, SmpDialect::kUpdateAttr,
                  StringAttr::get(ctx, kLossScaleState));
     appendResult(*f, newTracker, SmpDialect::kUpdateAttr,
                  StringAttr::get(ctx, "@growth_tracker"));
+    if (overflows)
+      appendResult(*f, overflows, SmpDialect::kUpdateAttr,
+                   StringAttr::get(ctx, "@loss_scale_overflows"));
     appendResult(*f, found, kFoundInfAttr, UnitAttr::get(ctx));
     appendResult(*f, skipped, SmpDialect::kOutputAttr, StringAttr::get(ctx, "skipped"));
   }

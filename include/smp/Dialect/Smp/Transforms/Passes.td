@@ -302,12 +302,29 @@ def SmpLossScalingPass : Pass<"smp-loss-scaling", "mlir::ModuleOp"> {
     rank, under ZeRO-1) as the result `smp.found_inf` (smp-optimizer then
     skips the step), halves the scale after an overflow and doubles it
     after growth-interval good steps (state `@growth_tracker`), as
-    torch.amp.GradScaler. Output `skipped` (1 when skipped).
+    torch.amp.GradScaler. Output `skipped` (1 when skipped). DeepSpeed's
+    scaler (`deepspeed-window`) counts the window from the step after an
+    overflow (or the first step): its first growth comes after
+    growth-interval + 1 good steps, the next ones every growth-interval; it
+    adds `hysteresis` (an overflow halves the scale only after that
+    many, counted in state `@loss_scale_overflows` and reset when the scale
+    grows, or at every good step with `consecutive-hysteresis`) and
+    `min-scale` (the scale never halves below it).
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
     Option<"growthInterval", "growth-interval", "int", /*default=*/"2000",
-           "good steps before the scale doubles">
+           "good steps before the scale doubles">,
+    Option<"deepspeedWindow", "deepspeed-window", "bool", /*default=*/"false",
+           "count the window as DeepSpeed's DynamicLossScaler does">,
+    Option<"hysteresis", "hysteresis", "int", /*default=*/"1",
+           "overflows (since the scale last grew) before one halves it">,
+    Option<"consecutiveHysteresis", "consecutive-hysteresis", "bool",
+           /*default=*/"false",
+           "reset the hysteresis count at every good step, not only when "
+           "the scale grows">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "the scale never halves below this (0: no floor)">
   ];
 }
 

@@ -100,7 +100,7 @@ Status checkResume(const Artifact &artifact, const std::vector<ParamSpec> &param
 
 /// Whether a checkpoint tensor of role "state" is optimizer state (the
 /// momentum buffers and moments, and the optimizer's own step counter; not
-/// the loss scaler's @loss_scale and @growth_tracker).
+/// the loss scaler's @loss_scale, @loss_scale_overflows and @growth_tracker).
 bool isOptimizerState(const std::string &name);
 
 } // namespace smprt
