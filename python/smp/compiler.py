@@ -18,34 +18,33 @@ def _model_path(model) -> str:
     return str(path)
 
 
-def _config_args(config, workdir: Path) -> List[str]:
-    """--config FILE: a dict is written to FILE (smpc parses and checks it,
-    as it does `smpc compile --config smp.json`); a path is passed on."""
-    if config is None:
+def _json_file_args(value, flag: str, name: str, workdir: Path,
+                    what: str) -> List[str]:
+    """FLAG FILE: a dict is written to workdir/NAME (smpc parses and checks
+    it, as it does the file given on its command line); a path is passed
+    on."""
+    if value is None:
         return []
-    if isinstance(config, (str, os.PathLike)):
-        return ["--config", str(config)]
-    if not isinstance(config, dict):
-        raise TypeError("config= takes a dict of SageMaker-style keys or a "
-                        "JSON file's path")
-    path = workdir / "smp-config.json"
-    path.write_text(json.dumps(config, indent=2) + "\n")
-    return ["--config", str(path)]
+    if isinstance(value, (str, os.PathLike)):
+        return [flag, str(value)]
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} or a JSON file's path")
+    path = workdir / name
+    path.write_text(json.dumps(value, indent=2) + "\n")
+    return [flag, str(path)]
+
+
+def _config_args(config, workdir: Path) -> List[str]:
+    """--config FILE: SageMaker-style keys and smpc flag names."""
+    return _json_file_args(config, "--config", "smp-config.json", workdir,
+                           "config= takes a dict of SageMaker-style keys")
 
 
 def _deepspeed_args(deepspeed, workdir: Path) -> List[str]:
-    """--deepspeed FILE: a DeepSpeed config as a path or a dict (written to
-    FILE, as the Hugging Face Trainer's `deepspeed=` takes either)."""
-    if deepspeed is None:
-        return []
-    if isinstance(deepspeed, (str, os.PathLike)):
-        return ["--deepspeed", str(deepspeed)]
-    if not isinstance(deepspeed, dict):
-        raise TypeError("deepspeed= takes a DeepSpeed config dict or a JSON "
-                        "file's path")
-    path = workdir / "ds_config.json"
-    path.write_text(json.dumps(deepspeed, indent=2) + "\n")
-    return ["--deepspeed", str(path)]
+    """--deepspeed FILE: a DeepSpeed config (the Hugging Face Trainer's
+    `deepspeed=` takes a dict or a path too)."""
+    return _json_file_args(deepspeed, "--deepspeed", "ds_config.json", workdir,
+                           "deepspeed= takes a DeepSpeed config dict")
 
 
 @dataclass

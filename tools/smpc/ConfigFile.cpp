@@ -150,18 +150,6 @@ llvm::Error error(llvm::StringRef origin, const llvm::Twine &msg) {
                                  origin + ": " + msg);
 }
 
-std::string shownValue(const llvm::json::Value &v) {
-  if (!v.getAsInteger() && v.getAsNumber()) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.15g", *v.getAsNumber());
-    return buf;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << v;
-  return s;
-}
-
 /// A number or a string as a flag's text (integers without a fraction).
 std::optional<std::string> scalarText(const llvm::json::Value &v) {
   if (auto s = v.getAsString())
@@ -499,7 +487,7 @@ configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
   return tokens;
 }
 
-llvm::Expected<std::optional<std::string>>
+static llvm::Expected<std::optional<std::string>>
 takeFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
              llvm::StringRef what) {
   std::optional<std::string> path;
@@ -525,8 +513,29 @@ takeFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
   return path;
 }
 
-llvm::Error expandConfigFile(std::vector<std::string> &args) {
-  auto path = takeFileFlag(args, "--config", "config file");
+/// Inserts a config file's flag tokens into `args` after the command
+/// (`compile`, `plan`), so that a reproduce line reads as a command line.
+static void insertAfterCommand(std::vector<std::string> &args,
+                               const std::vector<std::string> &tokens) {
+  size_t at = !args.empty() && !llvm::StringRef(args[0]).starts_with("-");
+  args.insert(args.begin() + at, tokens.begin(), tokens.end());
+}
+
+std::string shownValue(const llvm::json::Value &v) {
+  if (!v.getAsInteger() && v.getAsNumber()) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.15g", *v.getAsNumber());
+    return buf;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << v;
+  return s;
+}
+
+llvm::Error expandFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
+                           llvm::StringRef what, const FileFlags &flagsOf) {
+  auto path = takeFileFlag(args, flag, what);
   if (!path)
     return path.takeError();
   if (!*path)
@@ -534,15 +543,17 @@ llvm::Error expandConfigFile(std::vector<std::string> &args) {
   auto buffer = llvm::MemoryBuffer::getFile(**path);
   if (!buffer)
     return error(**path, "cannot read (" + buffer.getError().message() + ")");
-  auto tokens = configFileFlags((*buffer)->getBuffer(), **path, args);
+  auto tokens = flagsOf((*buffer)->getBuffer(), **path, args);
   if (!tokens)
     return tokens.takeError();
   insertAfterCommand(args, *tokens);
   return llvm::Error::success();
 }
 
-void insertAfterCommand(std::vector<std::string> &args,
-                        const std::vector<std::string> &tokens) {
-  size_t at = !args.empty() && !llvm::StringRef(args[0]).starts_with("-");
-  args.insert(args.begin() + at, tokens.begin(), tokens.end());
+llvm::Error expandConfigFile(std::vector<std::string> &args) {
+  return expandFileFlag(args, "--config", "config file",
+                        [](llvm::StringRef text, llvm::StringRef path,
+                           const std::vector<std::string> &rest) {
+                          return configFileFlags(text, path, rest);
+                        });
 }

@@ -13,7 +13,9 @@
 #ifndef SMPC_CONFIGFILE_H
 #define SMPC_CONFIGFILE_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <map>
 #include <optional>
@@ -55,19 +57,23 @@ configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
 std::multimap<std::string, std::string>
 commandLineFlags(const std::vector<std::string> &args);
 
-/// Removes `FLAG FILE` (or `FLAG=FILE`) from `args` and returns FILE (none
-/// when the flag is absent); given twice or without a file is an error
-/// (`what` names the file's kind: "config file").
-llvm::Expected<std::optional<std::string>>
-takeFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
-             llvm::StringRef what);
+/// A config file's flag tokens from its text, read from `path`, checked
+/// against the other arguments.
+using FileFlags = llvm::function_ref<llvm::Expected<std::vector<std::string>>(
+    llvm::StringRef text, llvm::StringRef path,
+    const std::vector<std::string> &rest)>;
+
+/// Removes `FLAG FILE` (or `FLAG=FILE`) from `args`, reads FILE and puts the
+/// flags `flagsOf` makes of it after the command. Given twice, without a
+/// file or with a file that cannot be read is an error (`what` names the
+/// file's kind: "config file").
+llvm::Error expandFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
+                           llvm::StringRef what, const FileFlags &flagsOf);
+
+/// A JSON value as written in the file ("0.1", "[0.9, 0.95]").
+std::string shownValue(const llvm::json::Value &v);
 
 /// The shortest text that reads back as `v` (3e-4, not 0.00029999...).
 std::string shortestNumber(double v);
-
-/// Inserts a config file's flag tokens into `args` after the command
-/// (`compile`, `plan`), so that a reproduce line reads as a command line.
-void insertAfterCommand(std::vector<std::string> &args,
-                        const std::vector<std::string> &tokens);
 
 #endif // SMPC_CONFIGFILE_H

@@ -219,31 +219,6 @@ llvm::Error Reader::readBatch(const json::Object &root) {
   return llvm::Error::success();
 }
 
-namespace {
-
-/// The first "auto" in `v` (a Hugging Face Trainer placeholder), as a path.
-std::optional<std::string> autoValue(const json::Value &v,
-                                     const std::string &path) {
-  if (v.getAsString() == std::optional<llvm::StringRef>("auto"))
-    return path;
-  if (const json::Object *o = v.getAsObject()) {
-    std::vector<std::string> keys;
-    for (const auto &kv : *o)
-      keys.push_back(kv.first.str());
-    llvm::sort(keys);
-    for (const std::string &k : keys)
-      if (auto p = autoValue(*o->get(k), path.empty() ? k : path + "." + k))
-        return p;
-  }
-  if (const json::Array *a = v.getAsArray())
-    for (size_t i = 0; i < a->size(); ++i)
-      if (auto p = autoValue((*a)[i], path + "[" + std::to_string(i) + "]"))
-        return p;
-  return std::nullopt;
-}
-
-} // namespace
-
 llvm::Error Reader::readOther(llvm::StringRef key, const json::Value &v) {
   if (llvm::is_contained(kTuningKeys, key)) {
     tuning.push_back(key.str());
@@ -306,12 +281,9 @@ llvm::Error Reader::readOther(llvm::StringRef key, const json::Value &v) {
               "\" (docs/python.md lists the DeepSpeed keys smpc reads)");
 }
 
-llvm::Error Reader::read(const json::Object &root) {
-  if (auto path = autoValue(json::Value(json::Object(root)), ""))
-    return fail("\"" + *path +
-                "\" is \"auto\", which the Hugging Face Trainer fills in "
-                "from its own arguments; smpc reads the file as it is: write "
-                "the value (or the smpc flag) instead");
+llvm::Error Reader::read(json::Object &root) {
+  if (llvm::Error e = resolveAuto(root))
+    return e;
   if (const json::Object *z = root.getObject("zero_optimization"))
     zeroStage = z->getInteger("stage").value_or(0);
   if (llvm::Error e = readPrecision(root))
@@ -370,7 +342,7 @@ deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         origin + ": not valid JSON: " + llvm::toString(parsed.takeError()));
-  const json::Object *root = parsed->getAsObject();
+  json::Object *root = parsed->getAsObject();
   if (!root)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -378,6 +350,12 @@ deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
   Reader reader(origin, commandLine);
   if (llvm::Error e = reader.read(*root))
     return std::move(e);
+  if (!reader.trainerDefaults.empty())
+    warnings.push_back(origin.str() +
+                       ": \"auto\" values filled as the Hugging Face Trainer "
+                       "fills them when its arguments are left at their "
+                       "defaults (the flag in parentheses sets one): " +
+                       llvm::join(reader.trainerDefaults, ", "));
   if (!reader.tuning.empty())
     warnings.push_back(origin.str() +
                        ": ignored, as they tune how DeepSpeed runs and not "
@@ -389,19 +367,9 @@ deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
 
 llvm::Error expandDeepSpeedConfig(std::vector<std::string> &args,
                                   std::vector<std::string> &warnings) {
-  auto path = takeFileFlag(args, "--deepspeed", "DeepSpeed config");
-  if (!path)
-    return path.takeError();
-  if (!*path)
-    return llvm::Error::success();
-  auto buffer = llvm::MemoryBuffer::getFile(**path);
-  if (!buffer)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   **path + ": cannot read (" +
-                                       buffer.getError().message() + ")");
-  auto tokens = deepSpeedFlags((*buffer)->getBuffer(), **path, args, warnings);
-  if (!tokens)
-    return tokens.takeError();
-  insertAfterCommand(args, *tokens);
-  return llvm::Error::success();
+  return expandFileFlag(args, "--deepspeed", "DeepSpeed config",
+                        [&](llvm::StringRef text, llvm::StringRef path,
+                            const std::vector<std::string> &rest) {
+                          return deepSpeedFlags(text, path, rest, warnings);
+                        });
 }

@@ -26,6 +26,8 @@ namespace json = llvm::json;
 std::string shown(const json::Value &v);
 /// The shortest text that reads back as `v`.
 std::string number(double v);
+/// Whether `key` of zero_optimization only tunes how ZeRO runs.
+bool zeroTuningKey(llvm::StringRef key);
 
 /// Reads one file's keys into items.
 class Reader {
@@ -33,10 +35,14 @@ public:
   Reader(llvm::StringRef origin, const std::vector<std::string> &commandLine)
       : origin(origin), cli(commandLineFlags(commandLine)) {}
 
-  llvm::Error read(const json::Object &root);
+  /// Reads `root`, whose "auto" values resolveAuto fills in first.
+  llvm::Error read(json::Object &root);
 
   std::vector<ConfigItem> items;
   std::vector<std::string> tuning; // keys listed in the warning
+  /// "auto" values filled with the Hugging Face Trainer's defaults (no
+  /// flag on the command line gave them), for the warning.
+  std::vector<std::string> trainerDefaults;
 
 private:
   llvm::Error fail(const llvm::Twine &msg) const {
@@ -72,6 +78,11 @@ private:
   llvm::Error readFp16(const json::Object &fp16);
   llvm::Error readZero(const json::Value &v);
   llvm::Error readOther(llvm::StringRef key, const json::Value &v);
+  /// The Hugging Face Trainer's "auto" values: what it would fill them
+  /// with from its arguments, which are smpc's flags here (DeepSpeedAuto.cpp).
+  llvm::Error resolveAuto(json::Object &root);
+  /// scheduler.params.total_num_steps was "auto": the run's --steps.
+  bool autoTotalSteps = false;
 
   std::string origin;
   std::multimap<std::string, std::string> cli;

@@ -18,17 +18,7 @@ using namespace smpc::deepspeed;
 
 namespace smpc::deepspeed {
 
-std::string shown(const json::Value &v) {
-  if (!v.getAsInteger() && v.getAsNumber()) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.15g", *v.getAsNumber());
-    return buf;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << v;
-  return s;
-}
+std::string shown(const json::Value &v) { return shownValue(v); }
 
 std::string number(double v) { return shortestNumber(v); }
 
@@ -73,6 +63,10 @@ const char *kZeroTuningKeys[] = {"allgather_partitions",
                                  "stage3_module_granularity_threshold"};
 
 } // namespace
+
+bool smpc::deepspeed::zeroTuningKey(llvm::StringRef key) {
+  return llvm::is_contained(kZeroTuningKeys, key);
+}
 
 /// DeepSpeed's dynamic loss scaler (fp16.loss_scale 0) of its ZeRO
 /// optimizers: the scale starts at 2^initial_scale_power, doubles once
@@ -483,20 +477,16 @@ llvm::Error Reader::readScheduler(const json::Value &v) {
                                  ? shown(*params->get("warmup_type"))
                                  : "absent (DeepSpeed's default: log)",
                              "--warmup-type", warmupType});
-  if (cosine || *type == "WarmupDecayLR") {
-    const json::Value *t = params->get("total_num_steps");
-    auto i = t ? t->getAsInteger() : std::nullopt;
-    if (!i && !cosine && !t)
-      return fail("\"scheduler.params.total_num_steps\" is missing: "
-                  "WarmupDecayLR needs it (DeepSpeed refuses the config "
-                  "too)");
-    if (!i && !t)
-      return fail("\"scheduler.params.total_num_steps\" is missing: "
-                  "WarmupCosineLR needs it (DeepSpeed refuses the config "
-                  "too)");
+  // total_num_steps "auto": the Trainer's max_steps, smprun's --steps.
+  const json::Value *total = params->get("total_num_steps");
+  if ((cosine || *type == "WarmupDecayLR") && !(autoTotalSteps && !total)) {
+    auto i = total ? total->getAsInteger() : std::nullopt;
+    if (!total)
+      return fail("\"scheduler.params.total_num_steps\" is missing: " + *type +
+                  " needs it (DeepSpeed refuses the config too)");
     if (!i || *i < 1)
-      return expects(path + "total_num_steps", *t, "a positive integer");
-    set(path + "total_num_steps", *t, "--decay-steps", std::to_string(*i));
+      return expects(path + "total_num_steps", *total, "a positive integer");
+    set(path + "total_num_steps", *total, "--decay-steps", std::to_string(*i));
   }
   auto ratioOrLr = [&](const char *key, const char *flag,
                        const char *fallback) -> llvm::Error {

@@ -317,8 +317,9 @@ CONFIG FILE
                        keys are refused. docs/python.md has the table.
   --deepspeed FILE.json
                        Read a DeepSpeed config (ds_config.json; the Hugging
-                       Face Trainer's --deepspeed file with its "auto"
-                       values written out): batch sizes, optimizer,
+                       Face Trainer's --deepspeed file too, whose "auto"
+                       values take the flags that play the Trainer's
+                       arguments, else its defaults): batch sizes, optimizer,
                        scheduler, fp16/bf16, gradient_clipping and
                        zero_optimization become the flags above, by
                        DeepSpeed's rules and defaults. What would train
