@@ -72,6 +72,10 @@ private:
   std::optional<int64_t> cliInt(const char *flag) const;
 
   llvm::Error readBatch(const json::Object &root);
+  /// {"type": T, "params": {...}} at `key` (also allowing `extra`).
+  llvm::Expected<std::pair<llvm::StringRef, const json::Object *>>
+  typeAndParams(llvm::StringRef key, const json::Value &v,
+                llvm::StringRef extra = "") const;
   llvm::Error readOptimizer(const json::Value &v);
   llvm::Error readScheduler(const json::Value &v);
   llvm::Error readPrecision(const json::Object &root);

@@ -12,7 +12,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
-#include <cstdlib>
+#include <limits>
 
 using namespace smpc::deepspeed;
 
@@ -81,76 +81,69 @@ llvm::Error Reader::readFp16(const json::Object &fp16) {
                 "optimizers' loss scaling it follows and is tested on): set "
                 "\"zero_optimization\": {\"stage\": 1} (ZeRO trains the "
                 "same numbers) or train in \"bf16\"");
-  for (const auto &[k, v] : fp16) {
-    llvm::StringRef key = k;
-    std::string path = "fp16." + key.str();
-    if (key == "enabled" || key == "fp16_master_weights_and_grads")
-      continue;
-    if (key == "auto_cast") {
-      if (v.getAsBoolean() == std::optional<bool>(false))
-        continue;
-      return fail("\"fp16.auto_cast\": " + shown(v) +
-                  " casts the model's inputs to fp16, which smp does not do "
-                  "(its fp16 computes the model in fp16 from fp32 master "
-                  "weights); remove it");
-    }
-    if (key == "loss_scale") {
-      auto d = v.getAsNumber();
-      if (d && *d == 0)
-        continue;
-      return fail("\"fp16.loss_scale\": " + shown(v) +
-                  " is a static loss scale; smp scales the loss dynamically "
-                  "(torch.amp.GradScaler, DeepSpeed's loss_scale 0): set it "
-                  "to 0");
-    }
-    if (key == "initial_scale_power") {
-      auto i = v.getAsInteger();
-      if (!i || *i < 0 || *i > 126)
-        return expects(path, v, "an integer in [0, 126]");
-      set(path, v, "--loss-scale", number(std::ldexp(1.0, *i)));
-    } else if (key == "loss_scale_window") {
-      auto i = v.getAsInteger();
-      if (!i || *i < 1)
-        return expects(path, v, "a positive integer");
-      set(path, v, "--loss-scale-window", std::to_string(*i));
-    } else if (key == "hysteresis") {
-      auto i = v.getAsInteger();
-      if (!i || *i < 1)
-        return expects(path, v, "a positive integer");
-      set(path, v, "--loss-scale-hysteresis", std::to_string(*i));
-    } else if (key == "consecutive_hysteresis") {
-      auto b = v.getAsBoolean();
-      if (!b)
-        return expects(path, v, "true or false");
-      if (*b)
-        items.push_back(ConfigItem{path, shown(v), "--consecutive-hysteresis"});
-    } else if (key == "min_loss_scale") {
-      auto d = v.getAsNumber();
-      if (!d || !(*d > 0) || !std::isfinite(*d))
-        return expects(path, v, "a positive number");
-      set(path, v, "--min-loss-scale", number(*d));
-    } else {
-      return fail("unknown key \"" + path + "\"");
-    }
-  }
-  // DeepSpeed's defaults where the file leaves them out (0.19's
-  // precision_config: 2^16, 1000, 2, 1).
+  static const char *kKeys[] = {
+      "enabled",    "fp16_master_weights_and_grads", "auto_cast",
+      "loss_scale", "initial_scale_power",           "loss_scale_window",
+      "hysteresis", "consecutive_hysteresis",        "min_loss_scale"};
+  for (const auto &kv : fp16)
+    if (!llvm::is_contained(kKeys, kv.first))
+      return fail("unknown key \"fp16." + kv.first.str() + "\"");
+  if (const json::Value *v = fp16.get("auto_cast");
+      v && v->getAsBoolean() != std::optional<bool>(false))
+    return fail("\"fp16.auto_cast\": " + shown(*v) +
+                " casts the model's inputs to fp16, which smp does not do "
+                "(its fp16 computes the model in fp16 from fp32 master "
+                "weights); remove it");
+  if (const json::Value *v = fp16.get("loss_scale");
+      v && v->getAsNumber() != std::optional<double>(0.0))
+    return fail("\"fp16.loss_scale\": " + shown(*v) +
+                " is a static loss scale; smp scales the loss dynamically "
+                "(torch.amp.GradScaler, DeepSpeed's loss_scale 0): set it "
+                "to 0");
   items.push_back(ConfigItem{"fp16", "enabled (DeepSpeed's loss scaler)",
                              "--loss-scaler", "deepspeed"});
-  auto fallback = [&](const char *key, const char *flag, const char *value) {
-    if (fp16.get(key))
-      return;
+  // The scaler's settings, DeepSpeed's defaults (0.19's precision_config:
+  // 2^16, 1000, 2, 1) where the file leaves them out.
+  auto setting = [&](const char *key, const char *flag, int64_t fallback,
+                     int64_t lo, int64_t hi, const char *what) -> llvm::Error {
+    std::string path = std::string("fp16.") + key;
+    const json::Value *v = fp16.get(key);
+    auto i = v ? v->getAsInteger() : std::optional<int64_t>(fallback);
+    if (!i || *i < lo || *i > hi)
+      return expects(path, *v, what);
     items.push_back(ConfigItem{
-        std::string("fp16.") + key,
-        std::string("absent (DeepSpeed's default: ") + value + ")", flag,
-        key == llvm::StringRef("initial_scale_power")
-            ? number(std::ldexp(1.0, std::atoi(value)))
-            : std::string(value)});
+        path,
+        v ? shown(*v)
+          : "absent (DeepSpeed's default: " + std::to_string(fallback) + ")",
+        flag,
+        flag == llvm::StringRef("--loss-scale") ? number(std::ldexp(1.0, *i))
+                                                : std::to_string(*i)});
+    return llvm::Error::success();
   };
-  fallback("initial_scale_power", "--loss-scale", "16");
-  fallback("loss_scale_window", "--loss-scale-window", "1000");
-  fallback("hysteresis", "--loss-scale-hysteresis", "2");
-  fallback("min_loss_scale", "--min-loss-scale", "1");
+  int64_t most = std::numeric_limits<int64_t>::max();
+  if (llvm::Error e = setting("initial_scale_power", "--loss-scale", 16, 0, 126,
+                              "an integer in [0, 126]"))
+    return e;
+  if (llvm::Error e = setting("loss_scale_window", "--loss-scale-window", 1000,
+                              1, most, "a positive integer"))
+    return e;
+  if (llvm::Error e = setting("hysteresis", "--loss-scale-hysteresis", 2, 1,
+                              most, "a positive integer"))
+    return e;
+  auto floor = numberAt(fp16, "min_loss_scale", "fp16.min_loss_scale", true);
+  if (!floor)
+    return floor.takeError();
+  items.push_back(ConfigItem{"fp16.min_loss_scale",
+                             *floor ? shown(*fp16.get("min_loss_scale"))
+                                    : "absent (DeepSpeed's default: 1)",
+                             "--min-loss-scale", number(floor->value_or(1.0))});
+  if (const json::Value *v = fp16.get("consecutive_hysteresis")) {
+    if (!v->getAsBoolean())
+      return expects("fp16.consecutive_hysteresis", *v, "true or false");
+    if (*v->getAsBoolean())
+      items.push_back(ConfigItem{"fp16.consecutive_hysteresis", shown(*v),
+                                 "--consecutive-hysteresis"});
+  }
   return llvm::Error::success();
 }
 
@@ -279,29 +272,38 @@ const char *kOtherDeepSpeedOptimizers[] = {
 
 } // namespace
 
+llvm::Expected<std::pair<llvm::StringRef, const json::Object *>>
+Reader::typeAndParams(llvm::StringRef key, const json::Value &v,
+                      llvm::StringRef extra) const {
+  static const json::Object kNone;
+  const json::Object *o = v.getAsObject();
+  auto type = o ? o->getString("type") : std::nullopt;
+  if (!type)
+    return expects(key, v, "an object with \"type\" and \"params\"");
+  for (const auto &kv : *o)
+    if (kv.first != "type" && kv.first != "params" &&
+        (extra.empty() || llvm::StringRef(kv.first) != extra))
+      return fail("unknown key \"" + key + "." + kv.first.str() + "\"");
+  const json::Value *params = o->get("params");
+  if (params && !params->getAsObject())
+    return expects((key + ".params").str(), *params, "an object");
+  return std::make_pair(*type, params ? params->getAsObject() : &kNone);
+}
+
 /// "optimizer": {"type": T, "params": {...}} as DeepSpeed builds it: "Adam"
 /// and "AdamW" are FusedAdam, decoupled weight decay (AdamW) unless "Adam"
 /// has adam_w_mode false, weight_decay 0 unless given (torch_adam: torch's
 /// class and its defaults); other names are torch.optim classes ("SGD").
 llvm::Error Reader::readOptimizer(const json::Value &v) {
-  const json::Object *o = v.getAsObject();
-  auto type = o ? o->getString("type") : std::nullopt;
-  if (!type)
-    return expects("optimizer", v, "an object with \"type\" and \"params\"");
-  for (const auto &[k, value] : *o)
-    if (k != "type" && k != "params" && k != "legacy_fusion")
-      return fail("unknown key \"optimizer." + k.str() + "\"");
-  static const json::Object kNone;
-  const json::Object *params = o->getObject("params");
-  if (!params && o->get("params"))
-    return expects("optimizer.params", *o->get("params"), "an object");
-  if (!params)
-    params = &kNone;
-  std::string name = type->lower();
+  auto parts = typeAndParams("optimizer", v, "legacy_fusion");
+  if (!parts)
+    return parts.takeError();
+  auto [type, params] = *parts;
+  std::string name = type.lower();
   bool adam = name == "adam" || name == "adamw";
-  if (!adam && *type != "SGD") {
+  if (!adam && type != "SGD") {
     bool ours = llvm::is_contained(kOtherDeepSpeedOptimizers, name);
-    return fail("\"optimizer.type\": \"" + *type + "\" (" +
+    return fail("\"optimizer.type\": \"" + type + "\" (" +
                 (ours ? "DeepSpeed's" : "torch.optim's") +
                 ") is not an optimizer smp has: it trains with SGD, Adam "
                 "and AdamW");
@@ -314,19 +316,18 @@ llvm::Error Reader::readOptimizer(const json::Value &v) {
       "set_grad_none"};
   for (const auto &[k, value] : *params) {
     if (!llvm::is_contained(allowed, k))
-      return fail("\"optimizer.params." + k.str() +
-                  "\" is not a parameter of " + *type +
-                  (k == "max_grad_norm"
-                       ? " (DeepSpeed refuses it too: clipping is "
-                         "\"gradient_clipping\")"
-                       : std::string()));
+      return fail(
+          "\"optimizer.params." + k.str() + "\" is not a parameter of " + type +
+          (k == "max_grad_norm" ? " (DeepSpeed refuses it too: clipping is "
+                                  "\"gradient_clipping\")"
+                                : std::string()));
     bool sgdOnly = k == "momentum" || k == "dampening" || k == "nesterov";
     bool adamOnly = k == "betas" || k == "eps" || k == "adam_w_mode" ||
                     k == "torch_adam" || k == "amsgrad" ||
                     k == "bias_correction";
     if ((adam && sgdOnly) || (!adam && adamOnly))
       return fail("\"optimizer.params." + k.str() +
-                  "\" is not a parameter of " + *type);
+                  "\" is not a parameter of " + type);
   }
   auto flagged = [&](llvm::StringRef k) {
     return params->getBoolean(k).value_or(false);
@@ -334,7 +335,7 @@ llvm::Error Reader::readOptimizer(const json::Value &v) {
   if (flagged("amsgrad") || flagged("maximize"))
     return fail("\"optimizer.params." +
                 llvm::Twine(flagged("amsgrad") ? "amsgrad" : "maximize") +
-                "\": true is not something smp's " + *type + " does");
+                "\": true is not something smp's " + type + " does");
   if (params->getBoolean("bias_correction") == std::optional<bool>(false))
     return fail("\"optimizer.params.bias_correction\": false: smp's Adam "
                 "always corrects the moments' bias");
@@ -345,7 +346,7 @@ llvm::Error Reader::readOptimizer(const json::Value &v) {
     std::string kind = decoupled ? "adamw" : "adam";
     items.push_back(ConfigItem{
         "optimizer.type",
-        "\"" + type->str() + "\"" +
+        "\"" + type.str() + "\"" +
             (decoupled && name == "adam" ? " (adam_w_mode: AdamW)" : ""),
         "--optimizer", kind});
     if (const json::Value *b = params->get("betas")) {
@@ -408,29 +409,20 @@ llvm::Error Reader::readOptimizer(const json::Value &v) {
 /// WarmupDecayLR and WarmupCosineLR, whose formulas smprun runs as
 /// --lr-schedule warmup-lr, warmup-decay-lr and warmup-cosine-lr.
 llvm::Error Reader::readScheduler(const json::Value &v) {
-  const json::Object *o = v.getAsObject();
-  auto type = o ? o->getString("type") : std::nullopt;
-  if (!type)
-    return expects("scheduler", v, "an object with \"type\" and \"params\"");
-  for (const auto &[k, value] : *o)
-    if (k != "type" && k != "params")
-      return fail("unknown key \"scheduler." + k.str() + "\"");
-  static const json::Object kNone;
-  const json::Object *params = o->getObject("params");
-  if (!params && o->get("params"))
-    return expects("scheduler.params", *o->get("params"), "an object");
-  if (!params)
-    params = &kNone;
-  const char *kind = *type == "WarmupLR"         ? "warmup-lr"
-                     : *type == "WarmupDecayLR"  ? "warmup-decay-lr"
-                     : *type == "WarmupCosineLR" ? "warmup-cosine-lr"
-                                                 : nullptr;
+  auto parts = typeAndParams("scheduler", v);
+  if (!parts)
+    return parts.takeError();
+  auto [type, params] = *parts;
+  const char *kind = type == "WarmupLR"         ? "warmup-lr"
+                     : type == "WarmupDecayLR"  ? "warmup-decay-lr"
+                     : type == "WarmupCosineLR" ? "warmup-cosine-lr"
+                                                : nullptr;
   if (!kind)
-    return fail("\"scheduler.type\": \"" + *type +
+    return fail("\"scheduler.type\": \"" + type +
                 "\" is not a schedule smp has: it runs DeepSpeed's WarmupLR, "
                 "WarmupDecayLR and WarmupCosineLR (and, without a "
                 "\"scheduler\", a constant rate)");
-  bool cosine = *type == "WarmupCosineLR";
+  bool cosine = type == "WarmupCosineLR";
   std::vector<const char *> allowed = {"warmup_num_steps", "warmup_type",
                                        "last_batch_iteration"};
   if (cosine)
@@ -438,14 +430,14 @@ llvm::Error Reader::readScheduler(const json::Value &v) {
                    {"total_num_steps", "warmup_min_ratio", "cos_min_ratio"});
   else
     allowed.insert(allowed.end(), {"warmup_min_lr", "warmup_max_lr"});
-  if (*type == "WarmupDecayLR")
+  if (type == "WarmupDecayLR")
     allowed.push_back("total_num_steps");
   for (const auto &[k, value] : *params)
     if (!llvm::is_contained(allowed, k))
       return fail("\"scheduler.params." + k.str() +
-                  "\" is not a parameter of " + *type);
+                  "\" is not a parameter of " + type);
   std::string path = "scheduler.params.";
-  items.push_back(ConfigItem{"scheduler.type", "\"" + type->str() + "\"",
+  items.push_back(ConfigItem{"scheduler.type", "\"" + type.str() + "\"",
                              "--lr-schedule", kind});
   if (const json::Value *last = params->get("last_batch_iteration"))
     if (last->getAsInteger() != std::optional<int64_t>(-1))
@@ -479,10 +471,10 @@ llvm::Error Reader::readScheduler(const json::Value &v) {
                              "--warmup-type", warmupType});
   // total_num_steps "auto": the Trainer's max_steps, smprun's --steps.
   const json::Value *total = params->get("total_num_steps");
-  if ((cosine || *type == "WarmupDecayLR") && !(autoTotalSteps && !total)) {
+  if ((cosine || type == "WarmupDecayLR") && !(autoTotalSteps && !total)) {
     auto i = total ? total->getAsInteger() : std::nullopt;
     if (!total)
-      return fail("\"scheduler.params.total_num_steps\" is missing: " + *type +
+      return fail("\"scheduler.params.total_num_steps\" is missing: " + type +
                   " needs it (DeepSpeed refuses the config too)");
     if (!i || *i < 1)
       return expects(path + "total_num_steps", *total, "a positive integer");

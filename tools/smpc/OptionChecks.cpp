@@ -7,6 +7,8 @@
 
 #include "Options.h"
 
+#include "smp/base/LrSchedules.h"
+
 #include <algorithm>
 #include <string>
 
@@ -22,9 +24,8 @@ namespace {
 std::optional<int> checkScheduleFlags(const Options &opts) {
   auto has = [&](const char *f) { return opts.given.count(f) != 0; };
   const std::string &k = opts.lrSchedule;
-  bool deepSpeed =
-      k == "warmup-lr" || k == "warmup-decay-lr" || k == "warmup-cosine-lr";
-  if (has("--decay-steps") && (k == "constant" || k == "warmup-lr"))
+  bool deepSpeed = smp::base::isDeepSpeedSchedule(k);
+  if (has("--decay-steps") && !smp::base::scheduleDecays(k))
     return fail("--decay-steps applies to --lr-schedule cosine, "
                 "warmup-decay-lr and warmup-cosine-lr (a " +
                 std::string(k == "constant" ? "constant rate" : "warmup-lr") +

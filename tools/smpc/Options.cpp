@@ -8,6 +8,7 @@
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Version.h"
+#include "smp/base/LrSchedules.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -176,12 +177,10 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                                   *v + "'");
       opts.plan.optimizer = *v;
     } else {
-      if (*v != "constant" && *v != "cosine" && *v != "warmup-lr" &&
-          *v != "warmup-decay-lr" && *v != "warmup-cosine-lr")
-        return failFlag(exit, "--lr-schedule expects constant, cosine, "
-                              "warmup-lr, warmup-decay-lr or "
-                              "warmup-cosine-lr, got '" +
-                                  *v + "'");
+      if (!smp::base::isLrSchedule(*v))
+        return failFlag(exit, std::string("--lr-schedule expects ") +
+                                  smp::base::lrScheduleList() + ", got '" + *v +
+                                  "'");
       opts.lrSchedule = *v;
     }
   } else if (a == "--warmup-type" || a.starts_with("--warmup-type=")) {

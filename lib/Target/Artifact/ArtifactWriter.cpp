@@ -14,6 +14,7 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Support/CheckedMath.h"
 #include "smp/base/FileFormat.h"
+#include "smp/base/LrSchedules.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -186,7 +187,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_lr_schedule(training.lrSchedule);
   t->set_warmup_steps(training.warmupSteps);
   t->set_decay_steps(training.decaySteps);
-  if (training.lrSchedule.rfind("warmup-", 0) == 0) {
+  if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);
     t->set_cos_min_ratio(training.cosMinRatio);

@@ -3,9 +3,9 @@
 #include "smprt/exec/Artifact.h"
 
 #include "smp/base/Layout.h"
+#include "smp/base/LrSchedules.h"
 #include "smprt/Base.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -191,11 +191,7 @@ Status checkTraining(const smp::artifact::TrainingConfig &t,
   if (t.batch_size() < 0)
     return inconsistent(path, "batch_size " + std::to_string(t.batch_size()) +
                                   " is negative");
-  static const char *kSchedules[] = {
-      "",          "constant",        "cosine",
-      "warmup-lr", "warmup-decay-lr", "warmup-cosine-lr"};
-  if (std::find(std::begin(kSchedules), std::end(kSchedules),
-                t.lr_schedule()) == std::end(kSchedules))
+  if (!t.lr_schedule().empty() && !smp::base::isLrSchedule(t.lr_schedule()))
     return inconsistent(path, "unknown learning-rate schedule '" +
                                   t.lr_schedule() + "'");
   if (!t.warmup_type().empty() && t.warmup_type() != "log" &&

@@ -2,6 +2,8 @@
 
 #include "smprt/train/Schedule.h"
 
+#include "smp/base/LrSchedules.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -66,13 +68,11 @@ LrSchedule LrSchedule::of(const smp::artifact::TrainingConfig &config,
 }
 
 bool LrSchedule::decays(const std::string &kind) {
-  return kind == "cosine" || kind == "warmup-decay-lr" ||
-         kind == "warmup-cosine-lr";
+  return smp::base::scheduleDecays(kind);
 }
 
 bool LrSchedule::deepSpeed(const std::string &kind) {
-  return kind == "warmup-lr" || kind == "warmup-decay-lr" ||
-         kind == "warmup-cosine-lr";
+  return smp::base::isDeepSpeedSchedule(kind);
 }
 
 void LrSchedule::to(smp::artifact::LrSchedule &record) const {
