@@ -116,6 +116,12 @@ void buildTrainStep(OpPassManager &pm,
 void smp::buildTrainingPipeline(OpPassManager &pm,
                                 const TrainingPipelineOptions &o) {
   auto has = [&](TrainingPhase p) { return (o.phases & p) != 0; };
+  if (has(kPhaseTrainStep)) {
+    SmpKeyDropoutPassOptions keys;
+    keys.dp = static_cast<int>(o.dp);
+    keys.microbatches = static_cast<int>(o.microbatches);
+    pm.addPass(createSmpKeyDropoutPass(keys));
+  }
   if (has(kPhaseTrainStep) && o.dp * o.microbatches > 1) {
     SmpCheckSampleSplitPassOptions samples;
     samples.loss = o.loss;

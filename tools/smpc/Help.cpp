@@ -72,12 +72,18 @@ OPTIONS
                        says so).
   --no-dropout         Apply no dropout where the file has training-mode
                        Dropout nodes (a TorchScript export with
-                       training=TrainingMode.TRAINING, which a model with
-                       BatchNorm needs): train as model.eval() would drop
-                       nothing. Without it such a node is refused (smp has
-                       no random dropout yet). Given where the file has no
-                       such node (nor smp.export's sidecar a dropout), a
-                       warning says it changes nothing.
+                       training=TrainingMode.TRAINING, or smp.export's):
+                       train as model.eval() would drop nothing. Without
+                       it a --train compile draws their random masks
+                       (any plan draws the masks one device draws; see
+                       --seed). Given where the file has no such node (nor
+                       smp.export's sidecar a dropout), a warning says it
+                       changes nothing.
+  --seed N             What the dropout masks are drawn from (default 0):
+                       a mask is a function of the seed, the step, the
+                       dropout and the element's place in the global batch
+                       (Philox4x32-10), so a resumed run draws the masks
+                       the uninterrupted one would.
   --tie NAME           Keep initializer NAME shared by every node that reads
                        it (smp gives each reader of a constant-valued
                        initializer its own parameter: exporters merge equal

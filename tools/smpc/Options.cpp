@@ -316,6 +316,11 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     if (!v || (*v != "torch" && *v != "deepspeed"))
       return failFlag(exit, "--loss-scaler expects torch or deepspeed");
     opts.plan.deepspeedWindow = *v == "deepspeed";
+  } else if (a == "--seed" || a.starts_with("--seed=")) {
+    auto v = value("--seed");
+    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.seed))
+      return failFlag(exit, "--seed expects a non-negative integer, got '" +
+                                (v ? *v : std::string()) + "'");
   } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
     auto v = value("--warmup-steps");
     if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||

@@ -67,6 +67,8 @@ struct Options {
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps (smprun)
+  /// --seed: what the dropout masks are drawn from.
+  uint64_t seed = 0;
   /// DeepSpeed's schedules: --warmup-type, --warmup-min-lr or
   /// --warmup-min-ratio, --cos-min-ratio (DeepSpeed's defaults).
   std::string warmupType = "log";

@@ -290,6 +290,7 @@ int compile(ModuleOp module, const Options &opts,
     t.warmupType = opts.warmupType;
     t.warmupMin = opts.warmupMin;
     t.cosMinRatio = opts.cosMinRatio;
+    t.seed = opts.seed;
     t.microbatches = opts.plan.microbatches;
     t.precision = opts.plan.precision;
     t.recompute = opts.plan.recompute;

@@ -578,10 +578,12 @@ llvm::Error convertConstant(NodeContext &nc) {
 }
 
 /// Inference: Dropout is the identity and its mask is all true. Training
-/// mode (random masks) is refused rather than silently ignored, unless
-/// --no-dropout asks for the identity there too: training_mode=1 (opset 12
-/// on), and under --train any Dropout of an older opset, which cannot say
-/// (torch.onnx.export writes one only in training mode).
+/// mode (training_mode=1 from opset 12 on; under --train any Dropout of an
+/// older opset, which cannot say, as torch.onnx.export writes one only in
+/// training mode) is smp.dropout in a training compile, its mask output
+/// the same draw on ones; --no-dropout makes it the identity instead. A
+/// forward-only compile of a training-mode Dropout is refused: it would
+/// draw a mask no step numbers.
 llvm::Error convertDropout(NodeContext &nc) {
   auto x = nc.input(0);
   if (!x)
@@ -605,28 +607,59 @@ llvm::Error convertDropout(NodeContext &nc) {
     ratio = nc.attrFloat("ratio", 0.5f);
     training = nc.training();
   }
-  if (training && ratio != 0 && !nc.noDropout()) {
+  if (training && !(ratio >= 0 && ratio <= 1)) {
     char shown[32];
     std::snprintf(shown, sizeof shown, "%g", ratio);
-    std::string what =
-        nc.opset() >= 12
-            ? "training_mode=1 with ratio " + std::string(shown)
-            : "ratio " + std::string(shown) + " in a training step (opset " +
-                  std::to_string(nc.opset()) +
-                  " cannot mark a Dropout as training or inference; "
-                  "torch.onnx.export writes one only in training mode)";
-    return nc.error(
-        what +
-        ": smp has no random dropout yet; pass --no-dropout to apply none "
-        "(the model then trains as model.eval() drops nothing), or export "
-        "the model in eval() mode (not a model with BatchNorm: its "
-        "TorchScript eval() export folds the BatchNorms away)");
+    return nc.error("ratio " + std::string(shown) +
+                    " is not a probability (ONNX Dropout's ratio is in "
+                    "[0, 1])");
   }
-  if (training && ratio != 0)
+  bool random = training && ratio != 0 && !nc.noDropout();
+  if (random && !nc.training())
+    return nc.error(
+        "training_mode=1 in a forward-only compile: a random mask with no "
+        "training step to draw it for; compile with --train to train with "
+        "dropout, or pass --no-dropout to run it as the identity (as "
+        "model.eval() does)");
+  if (training && ratio != 0 && nc.noDropout())
     nc.noteDroppedDropout();
-  nc.setOutput(0, *x);
-  if (nc.hasOutput(1))
-    nc.setOutput(1, nc.splat(nc.builder().getI1Type(), shapeOf(*x), 1));
+  if (!random) {
+    nc.setOutput(0, *x);
+    if (nc.hasOutput(1))
+      nc.setOutput(1, nc.splat(nc.builder().getI1Type(), shapeOf(*x), 1));
+    return llvm::Error::success();
+  }
+  auto type = dyn_cast<RankedTensorType>(x->getType());
+  if (!type || !isa<FloatType>(type.getElementType()))
+    return nc.error("training-mode Dropout of a " +
+                    std::string(type ? "non-float" : "unranked") +
+                    " tensor: smp draws masks for float tensors");
+  if (nc.hasAttr("seed"))
+    nc.warnOnce("dropout seed",
+                "Dropout's `seed` attribute is not used: smp draws every "
+                "mask from smpc --seed (default 0), the step and the "
+                "element's place in the global batch");
+  OpBuilder &b = nc.builder();
+  int64_t stream = nc.nextDropoutStream();
+  auto drop = [&](Value v) {
+    return smp::DropoutOp::create(b, nc.loc(), v,
+                                  llvm::APFloat(static_cast<float>(ratio)),
+                                  static_cast<uint64_t>(stream))
+        .getResult();
+  };
+  nc.setOutput(0, drop(*x));
+  if (nc.hasOutput(1)) {
+    // The mask: the same draw (same stream) on ones, nonzero where kept.
+    Value kept = drop(nc.splat(type.getElementType(), type.getShape(), 1.0));
+    Value zero = nc.splat(type.getElementType(), {}, 0.0);
+    auto dropped = nc.create<smp::EqualOp>(nc.placeholder(), kept, zero);
+    if (!dropped)
+      return dropped.takeError();
+    auto mask = nc.create<smp::NotOp>(*dropped);
+    if (!mask)
+      return mask.takeError();
+    nc.setOutput(1, *mask);
+  }
   return llvm::Error::success();
 }
 

@@ -37,6 +37,7 @@ public:
   llvm::StringSet<> warned;
   /// Random Dropout nodes --no-dropout made identities.
   int droppedDropouts = 0;
+  int64_t dropouts = 0; // smp.dropout ops made (their streams)
   /// The padding row ImportOptions::paddingRows gives the initializer
   /// `name`, or -1; a row returned is marked as applied.
   int64_t takePaddingRow(llvm::StringRef name);

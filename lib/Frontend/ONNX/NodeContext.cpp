@@ -43,6 +43,7 @@ int64_t NodeContext::paddingRow(llvm::StringRef name) {
   return importer_.takePaddingRow(name);
 }
 void NodeContext::noteDroppedDropout() { ++importer_.droppedDropouts; }
+int64_t NodeContext::nextDropoutStream() { return importer_.dropouts++; }
 void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
   if (importer_.warned.insert(key).second)
     mlir::emitWarning(loc_) << importer_.path << ": "

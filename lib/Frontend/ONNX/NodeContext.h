@@ -48,6 +48,9 @@ public:
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);
   /// Counts a random Dropout that --no-dropout made the identity.
   void noteDroppedDropout();
+  /// The stream of the next random Dropout (0, 1, ... in import order):
+  /// which of the model's dropouts an smp.dropout is.
+  int64_t nextDropoutStream();
   /// The padding row (nn.Embedding padding_idx) the smp.export sidecar
   /// gives initializer `name`, or -1.
   int64_t paddingRow(llvm::StringRef name);

@@ -193,6 +193,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
     t->set_cos_min_ratio(training.cosMinRatio);
   }
   t->set_batch_size(training.batchSize);
+  t->set_seed(training.seed);
   t->set_source_model(training.sourceModel);
   // The source's checksum: a copy of it elsewhere is accepted in its place
   // (smprun --source-model), any other file refused.

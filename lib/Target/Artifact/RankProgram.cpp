@@ -40,6 +40,23 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module) {
   return funcs;
 }
 
+/// A dropout's place in the global tensor on this rank: its samples
+/// follow the earlier data shards' (each `shard_samples` a step), and its
+/// tensor-parallel part is the rank's.
+static void
+bindDropout(google::protobuf::Map<std::string, pb::Attribute> &attrs,
+            const std::array<int64_t, 3> &coord) {
+  auto get = [&](const char *name) -> int64_t {
+    auto it = attrs.find(name);
+    return it == attrs.end() ? 0 : it->second.i();
+  };
+  if (int64_t shard = get("shard_samples"); shard > 0)
+    attrs["sample_offset"].set_i(get("sample_offset") +
+                                 coord[kDataAxis] * shard);
+  if (get("tp_parts") > 1)
+    attrs["tp_index"].set_i(coord[kTensorAxis]);
+}
+
 llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                                             const DeviceGrid &grid,
                                             int64_t rank) {
@@ -76,6 +93,10 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                     llvm::Twine(peer[kPipelineAxis]) + " of " +
                     llvm::Twine(grid.size[kPipelineAxis]));
       attrs["peer"].set_i(grid.rankOf(peer));
+      continue;
+    }
+    if (inst.op() == "dropout") {
+      bindDropout(attrs, coord);
       continue;
     }
     auto it = attrs.find("grid");

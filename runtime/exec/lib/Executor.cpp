@@ -108,7 +108,7 @@ Status Executor::init(const Artifact &artifact) {
     if (auto it = inst.attrs().find("ranks"); it != inst.attrs().end())
       comm = groupOf[std::vector<int>(it->second.ints().values().begin(),
                                       it->second.ints().values().end())];
-    if (!(s = backend_->decode(inst, buffers_, *comm, step)).ok())
+    if (!(s = backend_->decode(inst, buffers_, *comm, random_, step)).ok())
       return Status::failure(artifact.dir + ": instruction '" + inst.op() +
                              "' (" + inst.loc() + "): " + s.error);
     steps_.push_back(std::move(step));

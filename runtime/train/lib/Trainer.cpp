@@ -527,6 +527,7 @@ Status train(Executor &exec, const TrainOptions &options,
     // The optimizer's own step count (Adam's bias correction, SGD's first
     // momentum step): from where its state started.
     stepValue = static_cast<float>(k + 1 - record.optimizerStartStep);
+    exec.setRandomState(manifest.training().seed(), static_cast<uint64_t>(k));
     if ((exec.hasInput("@lr") &&
          !(status = exec.setInput("@lr", lrRef, "trainer")).ok()) ||
         (exec.hasInput("@step") &&

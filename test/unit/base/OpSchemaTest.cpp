@@ -143,11 +143,15 @@ TEST_F(OpSchemaTest, TheMultiTensorOpsGroupsAreChecked) {
     inst.add_inputs(i);
   for (int i = 0; i < 5; ++i)
     inst.add_outputs(10 + i);
-  EXPECT_EQ(smprt::decodeInstruction(inst, buffers, *comm, step).error,
-            "has 10 inputs and 5 outputs: adam_update_multi of N tensors "
-            "takes 4N + 2 inputs (4N + 3 with a skip flag) and 3N outputs");
+  EXPECT_EQ(
+      smprt::decodeInstruction(inst, buffers, *comm, smprt::RandomState(), step)
+          .error,
+      "has 10 inputs and 5 outputs: adam_update_multi of N tensors "
+      "takes 4N + 2 inputs (4N + 3 with a skip flag) and 3N outputs");
   inst.add_outputs(15);
-  EXPECT_TRUE(smprt::decodeInstruction(inst, buffers, *comm, step).ok());
+  EXPECT_TRUE(
+      smprt::decodeInstruction(inst, buffers, *comm, smprt::RandomState(), step)
+          .ok());
   // sgd_update_multi: 3N + 2 (or 3N + 3) inputs, 2N outputs.
   const base::OpSchema *sgd = base::findOp("sgd_update_multi");
   ASSERT_NE(sgd, nullptr);
@@ -211,8 +215,8 @@ TEST_F(OpSchemaTest, TheCpuKernelTableDecodesEveryOp) {
   auto comm = smprt::makeLocalCommunicator();
   for (const base::OpSchema &op : base::kOps) {
     smprt::Step step;
-    smprt::Status s =
-        smprt::decodeInstruction(minimalInstruction(op), buffers, *comm, step);
+    smprt::Status s = smprt::decodeInstruction(
+        minimalInstruction(op), buffers, *comm, smprt::RandomState(), step);
     EXPECT_TRUE(s.ok()) << "op '" << op.name << "': " << s.error;
     EXPECT_TRUE(static_cast<bool>(step.run)) << "op '" << op.name << "'";
   }
@@ -226,11 +230,15 @@ TEST_F(OpSchemaTest, TheKernelTableRefusesWhatTheSchemaRefuses) {
   smprt::Step step;
   smp::artifact::Instruction inst = minimalInstruction(*base::findOp("gather"));
   inst.mutable_attrs()->erase("axis");
-  EXPECT_EQ(smprt::decodeInstruction(inst, buffers, *comm, step).error,
-            "misses attribute 'axis'");
+  EXPECT_EQ(
+      smprt::decodeInstruction(inst, buffers, *comm, smprt::RandomState(), step)
+          .error,
+      "misses attribute 'axis'");
   inst.set_op("no_such_op");
-  EXPECT_EQ(smprt::decodeInstruction(inst, buffers, *comm, step).error,
-            "this smprun has no kernel for op 'no_such_op'");
+  EXPECT_EQ(
+      smprt::decodeInstruction(inst, buffers, *comm, smprt::RandomState(), step)
+          .error,
+      "this smprun has no kernel for op 'no_such_op'");
 }
 
 } // namespace

@@ -115,6 +115,22 @@ TEST_F(Cuda, LeakyReluAndGelu) {
   }
 }
 
+TEST_F(Cuda, DropoutDrawsTheCpuMask) {
+  unsigned seed = 40;
+  for (DType t : kFloats) {
+    SCOPED_TRACE(name(t));
+    Host x = random(t, {6, 10, 12}, -4, 4, seed++), want(t, {6, 10, 12});
+    smp::kernels::DropoutKey key;
+    key.seed = 0x123456789ull, key.step = 5, key.stream = 3, key.ratio = 0.3;
+    key.samples = 6, key.sampleOffset = 12;
+    key.tpDim = 2, key.tpParts = 4, key.tpBlocks = 3, key.tpIndex = 1;
+    ASSERT_OK(cpuk::dropout(x, key, want));
+    Dev dx(x), dy(t, {6, 10, 12});
+    ASSERT_OK(cuk::dropout(dx, key, dy));
+    expectTol(dy, want);
+  }
+}
+
 struct Shapes {
   std::vector<int64_t> a, b;
 };

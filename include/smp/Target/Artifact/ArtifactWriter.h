@@ -28,6 +28,7 @@ struct TrainingOptions {
   double warmupMin = 0, cosMinRatio = 0;
   int64_t batchSize = 0;
   int64_t microbatches = 1; // per step
+  uint64_t seed = 0;        // of the dropout masks (smpc --seed)
   std::string precision = "fp32";
   /// Activation memory: recompute none/full/selective (only the pipeline
   /// stages `recomputeStages` lists, when it lists any) and offloading.

@@ -100,6 +100,20 @@ struct AdamOptions {
   bool decoupled = true; // AdamW
 };
 
+/// smp.dropout's key: the step's (seed, step), the op's stream, its ratio,
+/// and where the local tensor sits in the global one (every plan's split of
+/// it): `samples` local samples along dim 0 (0: none), the first of them
+/// sample `sampleOffset` of the global batch; a tensor-parallel split of dim
+/// `tpDim` (-1: none) into `tpParts`, this rank's part `tpIndex`, the dim
+/// made of `tpBlocks` blocks each split alike. See common/Dropout.h.
+struct DropoutKey {
+  uint64_t seed = 0, step = 0;
+  int64_t stream = 0;
+  double ratio = 0;
+  int64_t samples = 0, sampleOffset = 0;
+  int64_t tpDim = -1, tpParts = 1, tpBlocks = 1, tpIndex = 0;
+};
+
 } // namespace smp::kernels
 
 #endif // SMP_KERNELS_KERNELS_H

@@ -144,6 +144,24 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult DropoutOp::verify() {
+  float ratio = getRatio().convertToFloat();
+  if (!(ratio >= 0 && ratio <= 1))
+    return emitOpError("ratio must be in [0, 1], got ") << ratio;
+  // I64Attr reads as uint64_t: the values are signed.
+  auto value = [](uint64_t v) { return static_cast<int64_t>(v); };
+  int64_t rank = getType().getRank(), dim = value(getTpDim());
+  int64_t parts = value(getTpParts()), blocks = value(getTpBlocks());
+  if (dim < -1 || dim >= rank || parts < 1 || blocks < 1)
+    return emitOpError("tensor-parallel split of dim ")
+           << dim << " into " << parts << " parts of " << blocks
+           << " blocks does not fit a rank-" << rank << " tensor";
+  if (value(getSamples()) < 0 || value(getSampleOffset()) < 0 ||
+      value(getShardSamples()) < 0)
+    return emitOpError("samples, sample_offset and shard_samples must be >= 0");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // MatMulOp
 //===----------------------------------------------------------------------===//

@@ -230,6 +230,17 @@ SMP_VJP(LeakyReluOp) { // x > 0 ? g : alpha g (PyTorch)
   return success();
 }
 
+SMP_VJP(DropoutOp) { // the same mask on dy: drawn again, not stored
+  auto d = cast<DropoutOp>(b.clone(*op.getOperation()));
+  d->setOperand(0, gy[0]);
+  // The clone keeps the forward's annotations; the backward's are the
+  // caller's to add.
+  for (NamedAttribute a : llvm::to_vector(d->getDiscardableAttrs()))
+    d->removeDiscardableAttr(a.getName());
+  gx[0] = d.getResult();
+  return success();
+}
+
 SMP_VJP(GeluOp) {
   gx[0] = GeluGradOp::create(b, op.getLoc(), op.getInput(), gy[0],
                              op.getApproximate());
@@ -287,20 +298,41 @@ struct BroadcastTpRule : public TpRule<BroadcastTpRule<OpT>, OpT> {
   }
 };
 
+/// dropout splits as the result, and records the split: its mask is the
+/// global tensor's (each rank draws its part).
+struct DropoutTpRule : public TpRule<DropoutTpRule, DropoutOp> {
+  LogicalResult
+  getTpOperandLayouts(Operation *, OpResult, TpShard s, int64_t,
+                      function_ref<bool(Value)>,
+                      SmallVectorImpl<TpOperandLayout> &layouts) const {
+    layouts.push_back(TpOperandLayout::split(s));
+    return success();
+  }
+  bool splitsTpWeightChains(Operation *) const { return true; }
+  void shrinkForTp(Operation *op, OpResult, TpShard s, int64_t tp) const {
+    auto d = cast<DropoutOp>(op);
+    d.setTpDim(s.dim);
+    d.setTpParts(tp);
+    d.setTpBlocks(s.blocks);
+  }
+};
+
 } // namespace
 
 void registerElementwiseOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
     attach<GradientModel, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
            ModOp, WhereOp, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-           ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp,
-           CosOp, LeakyReluOp, GeluOp, CastOp>(ctx);
+           ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp, CosOp,
+           LeakyReluOp, GeluOp, CastOp, DropoutOp>(ctx);
     // Transcendental functions: a few FLOPs per element.
     attach<CostFn<streamingCost<4>>::Model, ExpOp, LogOp, SqrtOp, RsqrtOp,
            ReciprocalOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, PowOp>(ctx);
     attach<CostFn<streamingCost<8>>::Model, GeluOp, SiluOp, LeakyReluOp>(ctx);
     // bias_gelu_grad: gelu_grad's count also covers the column sums' adds.
     attach<CostFn<streamingCost<12>>::Model, GeluGradOp, BiasGeluGradOp>(ctx);
+    // dropout: a Philox draw (20 integer multiplies) per element.
+    attach<CostFn<streamingCost<24>>::Model, DropoutOp>(ctx);
     attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, CastMultiOp, AddOp,
            SubOp, MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
            GreaterOp, AndOp, OrOp>(ctx);
@@ -312,6 +344,7 @@ void registerElementwiseOpModels(DialectRegistry &registry) {
     attach<SameSplitTpRule, NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
            ReciprocalOp, TanhOp, ErfOp, SigmoidOp, SiluOp, ReluOp, SinOp,
            CosOp, NotOp, LeakyReluOp, GeluOp, CastOp>(ctx);
+    DropoutOp::attachInterface<DropoutTpRule>(*ctx);
   });
 }
 

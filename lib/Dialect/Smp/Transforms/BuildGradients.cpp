@@ -384,6 +384,10 @@ struct SmpBuildGradientsPass
           continue;
         Operation *copy = b.clone(*op, map);
         copy->setAttr(SmpDialect::kMicrobatchAttr, b.getI64IntegerAttr(i));
+        // Micro-batch i's samples follow the i earlier ones' in the rank's
+        // batch: its dropout masks are theirs (smp-key-dropout).
+        if (auto d = dyn_cast<DropoutOp>(copy))
+          d.setSampleOffset(d.getSamples() * i);
       }
       for (Value v : ret.getOperands())
         outs[i].push_back(map.lookupOrDefault(v));

@@ -440,6 +440,12 @@ State SampleDims::transfer(Operation *op, unsigned result) {
   return Rules(*this, op, result, samples).apply();
 }
 
+bool SampleDims::leading(Value v) const {
+  State s = of(v);
+  return s.kind == State::Dim && s.dim == 0 &&
+         shapeOf(v)[0] == samples * s.inner;
+}
+
 LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
                                 int64_t dp, int64_t microbatches) const {
   State s = of(v);

@@ -40,6 +40,11 @@ public:
   explicit SampleDims(mlir::func::FuncOp f);
 
   State of(mlir::Value v) const;
+  /// The micro-batch: the inputs' leading dim (0 without inputs).
+  int64_t microbatch() const { return samples; }
+  /// Whether `v` holds the samples sample-major along dim 0 (a contiguous
+  /// run of its leading dim per sample, as the inputs are split).
+  bool leading(mlir::Value v) const;
 
   /// Fails with an error on the op that mixes (or loses) the samples when
   /// `v` (`what`: how the training step uses it) is not computed sample by

@@ -246,6 +246,13 @@ struct SequenceParallel {
     c->getResult(0).setType(rowsType(result));
     if (auto ln = dyn_cast<LayerNormOp>(c))
       ln.setAxis(1);
+    // A dropout on rows draws its rows of the mask: the rows are a split of
+    // the [T, H] view's dim 0 over tp (its samples stay leading).
+    if (auto d = dyn_cast<DropoutOp>(c)) {
+      d.setTpDim(0);
+      d.setTpParts(tp);
+      d.setTpBlocks(1);
+    }
     rows[result] = c->getResult(0);
     replaced.insert(op);
   }

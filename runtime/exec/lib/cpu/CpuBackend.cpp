@@ -90,8 +90,8 @@ public:
   }
   Status decode(const smp::artifact::Instruction &inst,
                 const std::vector<TensorRef> &buffers, Communicator &comm,
-                Step &step) override {
-    return decodeInstruction(inst, buffers, comm, step);
+                const RandomState &random, Step &step) override {
+    return decodeInstruction(inst, buffers, comm, random, step);
   }
   Status synchronize(const std::string &) override { return Status::success(); }
 

@@ -11,7 +11,8 @@ namespace smprt {
 /// kernels/cpu; the CPU backend's `decode`.
 Status decodeInstruction(const smp::artifact::Instruction &inst,
                          const std::vector<TensorRef> &buffers,
-                         Communicator &comm, Step &step);
+                         Communicator &comm, const RandomState &random,
+                         Step &step);
 
 } // namespace smprt
 

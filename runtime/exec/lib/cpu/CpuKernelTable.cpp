@@ -104,8 +104,9 @@ bool adamUpdateMultiStep(Decoder &d, Step &s) {
 
 Status decodeInstruction(const Inst &inst,
                          const std::vector<TensorRef> &buffers,
-                         Communicator &comm, Step &step) {
-  return decodeWith("this smprun", inst, buffers, comm, step);
+                         Communicator &comm, const RandomState &random,
+                         Step &step) {
+  return decodeWith("this smprun", inst, buffers, comm, random, step);
 }
 
 } // namespace smprt

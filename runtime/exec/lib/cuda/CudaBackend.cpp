@@ -184,8 +184,8 @@ public:
 
   Status decode(const smp::artifact::Instruction &inst,
                 const std::vector<TensorRef> &buffers, Communicator &comm,
-                Step &step) override {
-    Status s = decodeCudaInstruction(inst, buffers, comm, step);
+                const RandomState &random, Step &step) override {
+    Status s = decodeCudaInstruction(inst, buffers, comm, random, step);
     if (!s.ok())
       return s;
     // Each step queues on this backend's context, whichever thread runs it.

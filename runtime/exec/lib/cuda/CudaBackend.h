@@ -17,7 +17,8 @@ Status makeCudaBackend(int device, int localRank,
 /// device. Steps queue on the calling thread's current kernel context.
 Status decodeCudaInstruction(const smp::artifact::Instruction &inst,
                              const std::vector<TensorRef> &buffers,
-                             Communicator &comm, Step &step);
+                             Communicator &comm, const RandomState &random,
+                             Step &step);
 
 } // namespace smprt
 

@@ -74,8 +74,9 @@ bool adamUpdateMultiStep(Decoder &d, Step &s) {
 
 Status decodeCudaInstruction(const Inst &inst,
                              const std::vector<TensorRef> &buffers,
-                             Communicator &comm, Step &step) {
-  return decodeWith("the CUDA backend", inst, buffers, comm, step);
+                             Communicator &comm, const RandomState &random,
+                             Step &step) {
+  return decodeWith("the CUDA backend", inst, buffers, comm, random, step);
 }
 
 } // namespace smprt

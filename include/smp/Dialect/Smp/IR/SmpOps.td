@@ -85,6 +85,36 @@ def Smp_LeakyReluOp : Smp_Op<"leaky_relu", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Smp_DropoutOp : Smp_Op<"dropout", [Pure, SameOperandsAndResultType,
+                                       Elementwise]> {
+  let summary = "keep ? x / (1 - ratio) : 0 with a counter-based random mask";
+  let description = [{
+    Training-mode dropout (ONNX Dropout with training_mode = 1, PyTorch's
+    nn.Dropout in train()). The mask is a function of the run's seed, the
+    step, `stream` (which dropout of the model) and the element's index in
+    the global tensor: Philox4x32-10 (kernels/common/Dropout.h), so it is
+    drawn again rather than stored: the gradient is this op on dy, and a
+    recomputed forward draws the same mask. The other attributes place this
+    op's tensor in the global one, so that every plan draws the mask one
+    device draws: `samples` samples along dim 0 (0: none, or no split of
+    them), the first of them `sample_offset` within the rank's
+    `shard_samples` (the artifact writer adds the rank's data shard), and a
+    tensor-parallel split of dim `tp_dim` (-1: none) into `tp_parts` of
+    `tp_blocks` blocks each (the writer binds each rank's `tp_index`).
+  }];
+  let arguments = (ins Smp_FloatTensor:$input, F32Attr:$ratio,
+                   I64Attr:$stream,
+                   DefaultValuedAttr<I64Attr, "0">:$samples,
+                   DefaultValuedAttr<I64Attr, "0">:$sample_offset,
+                   DefaultValuedAttr<I64Attr, "0">:$shard_samples,
+                   DefaultValuedAttr<I64Attr, "-1">:$tp_dim,
+                   DefaultValuedAttr<I64Attr, "1">:$tp_parts,
+                   DefaultValuedAttr<I64Attr, "1">:$tp_blocks);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Smp_GeluOp : Smp_Op<"gelu", [Pure, SameOperandsAndResultType,
                                  Elementwise]> {
   let summary = "Gaussian error linear unit (exact or tanh approximation)";

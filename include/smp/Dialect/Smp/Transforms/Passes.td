@@ -93,6 +93,29 @@ def SmpCheckSampleSplitPass
   ];
 }
 
+def SmpKeyDropoutPass : Pass<"smp-key-dropout", "mlir::ModuleOp"> {
+  let summary = "Place each smp.dropout's tensor among the global batch's";
+  let description = [{
+    A dropout's mask is drawn per element of the global tensor (the whole
+    batch), so that every split of the batch draws the one mask of one
+    device. On `func @main` as imported (its inputs' leading dim the
+    micro-batch), marks each smp.dropout whose input holds the samples along
+    dim 0, sample-major (SampleDims.h), with `samples` (the micro-batch) and
+    `shard_samples` (a rank's samples in a step: micro-batch x
+    `microbatches`); a dropout of a value that holds no samples keeps
+    `samples` = 0 (one mask for every sample). Under `dp` x `microbatches` > 1
+    a dropout of a value that holds them otherwise (interleaved, along
+    another dim, mixed) is refused, naming the op: its mask could not be
+    placed. smp-build-gradients gives each micro-batch's copy its
+    `sample_offset`; the artifact writer adds the rank's data shard.
+  }];
+  let options = [
+    Option<"dp", "dp", "int", /*default=*/"1", "data-parallel ranks">,
+    Option<"microbatches", "microbatches", "int", /*default=*/"1",
+           "micro-batches per step">
+  ];
+}
+
 def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
   let summary = "Build func @train_step: forward, loss and the gradients";
   let description = [{

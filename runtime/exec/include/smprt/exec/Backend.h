@@ -45,6 +45,13 @@ struct Step {
 
 class Backend;
 
+/// What smp.dropout's masks are drawn from in the coming run: the seed
+/// (smpc --seed) and the step's number (from 0), set by the trainer before
+/// each step; each decoded dropout step reads it when it runs.
+struct RandomState {
+  uint64_t seed = 0, step = 0;
+};
+
 /// A point in the work of a stream. Stream::record marks it; Stream::wait
 /// orders the work queued after it on another stream behind it. An event
 /// never recorded is complete. Belongs to the backend that created it.
@@ -127,10 +134,12 @@ public:
                                     std::unique_ptr<Communicator> &out) = 0;
 
   /// Builds the step of one instruction, or fails for an unknown op or bad
-  /// attributes. Communication steps capture `comm`.
+  /// attributes. Communication steps capture `comm`, random ones (dropout)
+  /// `random`, which must outlive the step.
   virtual Status decode(const smp::artifact::Instruction &inst,
                         const std::vector<TensorRef> &buffers,
-                        Communicator &comm, Step &step) = 0;
+                        Communicator &comm, const RandomState &random,
+                        Step &step) = 0;
 
   /// Waits for the queued work and reports errors the kernels found in the
   /// data (an index out of range, ...). Nothing to wait for on the CPU.

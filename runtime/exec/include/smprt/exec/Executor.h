@@ -46,6 +46,9 @@ public:
                   const std::string &source);
   /// Runs every instruction once. Fails if an input was not set.
   Status run();
+  /// The seed and step number the next run's dropout masks are drawn from
+  /// (0, 0 until set).
+  void setRandomState(uint64_t seed, uint64_t step) { random_ = {seed, step}; }
   /// Views of the graph outputs in host memory (valid until the next run).
   std::vector<std::pair<std::string, TensorRef>> outputs() const;
   /// Copies buffer `index` (all its bytes) to host memory at `dst`, or
@@ -115,6 +118,7 @@ private:
   Arena hostArena_; // offloaded activations
   std::vector<TensorRef> buffers_;
   std::vector<Step> steps_;
+  RandomState random_; // read by the dropout steps
   std::vector<bool> inputSet_;
   /// Host copies of the outputs when the arena is not host memory.
   std::vector<std::string> outputCopies_;

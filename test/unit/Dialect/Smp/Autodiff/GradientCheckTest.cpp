@@ -243,6 +243,11 @@ TEST_F(GradientCheck, Unary) {
         T("2x3"));
   check(IN(0, "2x3"), "  %y = smp.leaky_relu %a0 {alpha = 0.1 : f32} : " T("2x3"),
         T("2x3"));
+  // The same mask drawn again on dy (a function of its key, not stored).
+  check(IN(0, "4x6"),
+        "  %y = smp.dropout %a0 {ratio = 0.5 : f32, stream = 3 : i64, "
+        "samples = 4 : i64} : " T("4x6"),
+        T("4x6"));
 }
 
 TEST_F(GradientCheck, MatMul) {
