@@ -183,8 +183,104 @@ def train(model, x, t, make_opt, steps):
     return losses, norms
 
 
+class StreamedDropout:
+    """torch.nn.functional.dropout replaced by smp's mask, the stream being
+    the call's rank in the forward (the order the export writes the Dropout
+    nodes in). Used as a context manager; `step` set before each forward."""
+
+    def __init__(self):
+        self.step = 0
+        self.calls = 0
+        self.saved = None
+
+    def __enter__(self):
+        self.saved = F.dropout
+
+        def dropout(x, p=0.5, training=True, inplace=False):
+            if not training or p == 0:
+                return x
+            stream = self.calls
+            self.calls += 1
+            mask = keep_mask(tuple(x.shape), float(np.float32(p)), SEED, self.step, stream)
+            scale = np.float32(1.0 / (1.0 - float(np.float32(p))))
+            return x * torch.from_numpy(mask).to(x.dtype) * float(scale)
+        F.dropout = dropout
+        torch.nn.functional.dropout = dropout
+        return self
+
+    def __exit__(self, *exc):
+        F.dropout = self.saved
+        torch.nn.functional.dropout = self.saved
+
+
+def make_gpt2():
+    """A Hugging Face GPT-2 from a small config with its default dropouts
+    (embd, attn, resid: 0.1), exported as a user exports a model to train
+    (TorchScript, TrainingMode.TRAINING, the default sdpa attention, whose
+    attention dropout the exporter writes without training_mode). The
+    reference runs the eager attention (the same math; its dropout an
+    F.dropout call) with smp's masks, streams in call order."""
+    import onnx
+    from transformers import GPT2Config, GPT2LMHeadModel
+    out = OUT / "gpt2"
+    out.mkdir(exist_ok=True)
+    cfg = dict(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+               eos_token_id=0, bos_token_id=0)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="sdpa"))
+
+    class Logits(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                          use_cache=False, return_dict=False)[0]
+
+    wrapped = Logits(model).train()
+    ids = torch.zeros(BATCH, 8, dtype=torch.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(wrapped, (ids,), str(out / "gpt2.onnx"), dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                          input_names=["input_ids"], output_names=["logits"],
+                          dynamic_axes={"input_ids": {0: "batch"}, "logits": {0: "batch"}})
+    nodes = [n for n in onnx.load(str(out / "gpt2.onnx")).graph.node if n.op_type == "Dropout"]
+    g = torch.Generator().manual_seed(2)
+    data = torch.randint(0, 64, (SAMPLES, 8), generator=g)
+    labels = torch.randint(0, 64, (SAMPLES, 8), generator=g)
+    (out / "data").mkdir(exist_ok=True)
+    np.save(out / "data" / "input_ids.npy", data.numpy())
+    np.save(out / "data" / "labels.npy", labels.numpy())
+    eager = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="eager"))
+    eager.load_state_dict(model.state_dict())
+    ref = Logits(eager).train()
+    opt = torch.optim.AdamW(ref.parameters(), lr=0.01)
+    losses, norms = [], []
+    with StreamedDropout() as drops:
+        for k in range(STEPS):
+            idx = [(k * BATCH + i) % SAMPLES for i in range(BATCH)]
+            drops.step, drops.calls = k, 0
+            opt.zero_grad()
+            logits = ref(data[idx])
+            loss = F.cross_entropy(logits.reshape(-1, 64), labels[idx].reshape(-1))
+            loss.backward()
+            assert drops.calls == len(nodes), (drops.calls, [n.name for n in nodes])
+            norms.append(float(torch.sqrt(sum((p.grad.double() ** 2).sum()
+                                              for p in ref.parameters() if p.grad is not None))))
+            losses.append(loss.item())
+            opt.step()
+    (out / "ref_adamw.json").write_text(json.dumps(
+        {"config": {"lr": 0.01, "seed": SEED, "flags": "--optimizer adamw --lr 0.01",
+                    "torch": torch.__version__, "dropout_nodes": [n.name for n in nodes]},
+         "losses": losses, "grad_norms": norms}, indent=2) + "\n")
+    print("gpt2", ["%.6f" % v for v in losses])
+
+
 def main():
     check_known_answers()
+    make_gpt2()
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "data").mkdir(exist_ok=True)
     torch.manual_seed(0)

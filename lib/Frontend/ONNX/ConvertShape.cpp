@@ -597,11 +597,28 @@ llvm::Error convertDropout(NodeContext &nc) {
         return t.takeError();
       training = *t != 0;
     }
-    if (training && nc.hasInput(1)) {
+    // No training_mode (inference, by ONNX's default) but a ratio, in a
+    // training compile: torch.onnx.export's TorchScript translation of
+    // scaled_dot_product_attention(dropout_p > 0) writes this in a training
+    // export (Hugging Face's default sdpa attention); the model trained in
+    // PyTorch drops there, so smp does too, and says so.
+    bool untagged = !nc.hasInput(2) && nc.hasInput(1) && nc.training();
+    if ((training || untagged) && nc.hasInput(1)) {
       auto r = nc.constantScalar(1, "ratio");
       if (!r)
         return r.takeError();
       ratio = *r;
+    }
+    if (untagged && ratio != 0 && !nc.noDropout()) {
+      training = true;
+      nc.warnOnce("untagged dropout",
+                  "Dropout with a ratio but no training_mode (inference by "
+                  "ONNX's default), as torch.onnx.export writes "
+                  "scaled_dot_product_attention's dropout_p in a training "
+                  "export: trained as dropout, as PyTorch trains it; pass "
+                  "--no-dropout to apply none");
+    } else if (untagged) {
+      training = ratio != 0;
     }
   } else {
     ratio = nc.attrFloat("ratio", 0.5f);
