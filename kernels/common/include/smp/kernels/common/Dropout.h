@@ -78,14 +78,20 @@ SMP_HOST_DEVICE inline int64_t dropoutGlobalIndex(const DropoutPlan &p,
   return p.base + (o * p.d * p.parts + jg) * p.inner + n;
 }
 
+/// The four words drawn for global indices 4 (g / 4) ... 4 (g / 4) + 3.
+SMP_HOST_DEVICE inline void dropoutWords(const DropoutPlan &p, uint64_t g,
+                                         uint32_t words[4]) {
+  uint32_t ctr[4] = {uint32_t(g >> 2), uint32_t(g >> 34), p.stream, p.step};
+  philox4x32x10(ctr, p.key, words);
+}
+
 /// Whether the mask keeps local element i.
 SMP_HOST_DEVICE inline bool dropoutKeeps(const DropoutPlan &p, int64_t i) {
   if (p.dropAll)
     return false;
   uint64_t g = static_cast<uint64_t>(dropoutGlobalIndex(p, i));
-  uint32_t ctr[4] = {uint32_t(g >> 2), uint32_t(g >> 34), p.stream, p.step};
   uint32_t words[4];
-  philox4x32x10(ctr, p.key, words);
+  dropoutWords(p, g, words);
   return words[g & 3] >= p.threshold;
 }
 
