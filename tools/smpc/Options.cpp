@@ -252,6 +252,11 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                       "replica's own: DDP's BatchNorm) or running (the running "
                       "statistics, kept: frozen BatchNorm)");
     opts.plan.bnStats = *v;
+  } else if (a == "--seed" || a.starts_with("--seed=")) {
+    auto v = value("--seed");
+    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.seed))
+      return failFlag(exit, "--seed expects a non-negative integer, got '" +
+                                (v ? *v : std::string()) + "'");
   } else {
     return false;
   }
@@ -316,11 +321,6 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     if (!v || (*v != "torch" && *v != "deepspeed"))
       return failFlag(exit, "--loss-scaler expects torch or deepspeed");
     opts.plan.deepspeedWindow = *v == "deepspeed";
-  } else if (a == "--seed" || a.starts_with("--seed=")) {
-    auto v = value("--seed");
-    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.seed))
-      return failFlag(exit, "--seed expects a non-negative integer, got '" +
-                                (v ? *v : std::string()) + "'");
   } else if (a == "--warmup-steps" || a.starts_with("--warmup-steps=")) {
     auto v = value("--warmup-steps");
     if (!v || llvm::StringRef(*v).getAsInteger(10, opts.warmupSteps) ||

@@ -373,6 +373,26 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
   return Status::success();
 }
 
+/// Step k's scalars: the learning rate, the optimizer's own step count
+/// (Adam's bias correction, SGD's first momentum step: from where its state
+/// started) and what the dropout masks are drawn from (the seed, k).
+Status feedStepScalars(Executor &exec, double lr, int64_t k,
+                       int64_t optimizerStartStep) {
+  float lrValue = static_cast<float>(lr);
+  float stepValue = static_cast<float>(k + 1 - optimizerStartStep);
+  TensorRef lrRef{&lrValue, DType::F32, {}},
+      stepRef{&stepValue, DType::F32, {}};
+  exec.setRandomState(exec.artifact().manifest.training().seed(),
+                      static_cast<uint64_t>(k));
+  Status status;
+  if (exec.hasInput("@lr") &&
+      !(status = exec.setInput("@lr", lrRef, "trainer")).ok())
+    return status;
+  if (exec.hasInput("@step"))
+    status = exec.setInput("@step", stepRef, "trainer");
+  return status;
+}
+
 /// The step's record from the executor's outputs.
 StepRecord recordOf(const Executor &exec, int64_t step, double lr) {
   StepRecord rec{step, NAN, lr, NAN, 0, exec.highWaterBytes()};
@@ -506,9 +526,6 @@ Status train(Executor &exec, const TrainOptions &options,
     status = reporter.openTensorBoard(options.tensorboardDir);
   if (!status.ok())
     return status;
-  float lrValue = 0, stepValue = 0;
-  TensorRef lrRef{&lrValue, DType::F32, {}},
-      stepRef{&stepValue, DType::F32, {}};
   auto start = std::chrono::steady_clock::now();
   // A step's wall-clock time is this plus its elapsed time: one clock read
   // per step, so "time" and "elapsed" in the metrics agree exactly.
@@ -523,15 +540,8 @@ Status train(Executor &exec, const TrainOptions &options,
              .ok())
       break;
     double lr = schedule.rateOf(k);
-    lrValue = static_cast<float>(lr);
-    // The optimizer's own step count (Adam's bias correction, SGD's first
-    // momentum step): from where its state started.
-    stepValue = static_cast<float>(k + 1 - record.optimizerStartStep);
-    exec.setRandomState(manifest.training().seed(), static_cast<uint64_t>(k));
-    if ((exec.hasInput("@lr") &&
-         !(status = exec.setInput("@lr", lrRef, "trainer")).ok()) ||
-        (exec.hasInput("@step") &&
-         !(status = exec.setInput("@step", stepRef, "trainer")).ok()))
+    if (!(status = feedStepScalars(exec, lr, k, record.optimizerStartStep))
+             .ok())
       break;
     if (!(status = exec.run()).ok()) {
       status = Status::failure("step " + std::to_string(k + 1) + ": " +
