@@ -7,24 +7,59 @@ module identity of the parameter), and with do_constant_folding=False folds
 no parameter into a constant. The batch dim (dim 0 of every input and
 output) is symbolic ("batch"). A module with BatchNorm is exported in
 training mode (TrainingMode.TRAINING: batch statistics, kept trainable);
-others in eval mode. What ONNX cannot say goes in MODEL.smp-export.json,
-which smpc compile reads (tools/smpc/ExportSidecar.h): tensors that get no
-gradient (requires_grad=False parameters, buffers, constants the trace
-stored as initializers), nn.Embedding padding_idx rows and the model's
-dropout modules (smp has no random dropout yet: the file holds none, with
-their p set to 0 for the export, and smpc --train refuses the model unless
---no-dropout accepts training without them). Randomness left in a train()
-forward with those at p = 0 (functional dropout: Llama's attention_dropout,
-F.dropout(x, p, self.training)) is listed too: a Hugging Face model's config
-dropout probabilities > 0, else {"module": "forward", "p": null}; with
-BatchNorm (a training-mode export, which would write it as random nodes) it
-is an error. The export is
-checked by running the file (onnxruntime when installed, else smpc +
-smprun) against the module on the example inputs.
+others in eval mode, unless they have functional dropout (below). Every
+nn.Dropout module with p > 0 is written, in either mode, as Dropout(x,
+ratio=p, training_mode=true) (opset 12's form, a node named after the
+module: "/drop/Dropout"), the random dropout smpc compile --train draws
+masks for from --seed (--no-dropout makes it the identity).
+
+Functional dropout, which no module shows (F.dropout(x, p, self.training):
+Llama's attention_dropout; F.scaled_dot_product_attention(dropout_p=p):
+Hugging Face's default sdpa attention, GPT-2's p being attn_dropout.p), is
+found by its randomness: two train() forwards of the example inputs that
+differ with the dropout modules as the identity (their p kept). It is
+written by a training-mode export (also without BatchNorm; the modules keep
+their p while it runs, as a forward may read it): F.dropout with training
+and p > 0 as Dropout(x, ratio=p, training_mode=true), sdpa's dropout_p > 0
+as Dropout(x, ratio=p) (no training_mode: smpc --train trains it as dropout,
+with a warning). The file holds it when (1) with torch.nn.functional.dropout
+and scaled_dot_product_attention wrapped to drop nothing, the train()
+forward is no longer random (no other random op) and, without BatchNorm,
+equals the eval() forward (train() changes nothing else), and (2) the
+file's random Dropout nodes are, in order, the dropout calls of one train()
+forward: each module's node and each functional call (F.dropout's tagged,
+sdpa's untagged) with its p (opset >= 12). Then the functional dropout is
+listed under "dropout_nodes" ({"module", "p", "node", "call"}: "module" the
+nn.Dropout module whose p the call read, GPT-2's attn_dropout, which its
+forward does not call, else "functional"). Otherwise the module is exported
+as without functional dropout (eval mode unless BatchNorm, the modules'
+p 0) and the dropout is listed under "dropout" (below); with BatchNorm that
+is an error.
+
+What ONNX cannot say goes in MODEL.smp-export.json, which smpc compile
+reads (tools/smpc/ExportSidecar.h): tensors that get no gradient
+(requires_grad=False parameters, buffers, constants the trace stored as
+initializers), nn.Embedding padding_idx rows, the random Dropout nodes'
+sources ("dropout_nodes", for reference) and the dropout the file does not
+hold ("dropout"; smpc --train refuses the model unless --no-dropout accepts
+training without it): the other dropout modules (nn.Dropout1d/2d/3d, whose
+masks are per channel, nn.AlphaDropout, nn.FeatureAlphaDropout, an
+nn.Dropout subclass with its own forward; every dropout module below opset
+12), which are the identity in the file; an nn.Dropout the traced forward
+does not call (unless a held functional call read its p); and functional
+dropout or another random op the file does not hold: a Hugging Face
+model's config dropout probabilities > 0, else {"module": "forward",
+"p": null}. Without functional dropout the dropout modules' p is 0 while
+exporting (restored after). The export is checked by running the file
+(onnxruntime when installed, else smpc + smprun) against the module's
+dropout-free forward (eval(), or train() with BatchNorm, the modules as
+the identity and the functional dropout off) on the example inputs, with
+every Dropout node the identity (a copy: ratio and training_mode dropped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
@@ -37,6 +72,12 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import _tools
+from ._export_dropout import (_DROPOUT_TRAINING_OPSET, _F_DROPOUT,
+                              _config_dropout, _dropout_as_nodes,
+                              _functional_dropout, _has_batchnorm,
+                              _inference_copy, _outputs, _probe_functional,
+                              _random_dropouts, _random_in_train,
+                              _training_dropouts)
 
 SIDECAR_FORMAT = "smp-export/1"
 
@@ -50,7 +91,12 @@ class ExportedModel:
     parameters: Dict[str, List[str]]  # initializer -> state_dict keys
     frozen: List[str]
     padding_rows: List[dict]
-    dropout: List[dict] = field(default_factory=list)  # {"module", "p"}
+    # Dropout the file does not hold: {"module", "p"} (p None: unknown).
+    dropout: List[dict] = field(default_factory=list)
+    # The file's random Dropout nodes, one entry a node: {"module", "p",
+    # "node"} (node: the ONNX node's name) for an nn.Dropout module's, with
+    # "call" (the torch.nn.functional function) for functional dropout's.
+    dropout_nodes: List[dict] = field(default_factory=list)
     checked_with: str = ""
     max_abs_diff: float = 0.0
 
@@ -84,49 +130,6 @@ def _wrap_hf(module):
     return HFLogits(module)
 
 
-def _has_batchnorm(module) -> bool:
-    import torch
-    return any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
-               for m in module.modules())
-
-
-def _outputs(out) -> list:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _random_in_train(module, target, example_inputs) -> bool:
-    """Whether two train() forwards of the example inputs differ (a random
-    op: dropout). The module's state, mode and the RNG are restored."""
-    import torch
-    saved = copy.deepcopy(module.state_dict())  # BatchNorm's statistics
-    was_training = module.training
-    try:
-        target.train(True)
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            a = _outputs(target(*example_inputs))
-            b = _outputs(target(*example_inputs))
-    finally:
-        module.load_state_dict(saved)
-        module.train(was_training)
-    return len(a) != len(b) or any(
-        torch.is_tensor(x) and x.is_floating_point() and
-        not torch.allclose(x, y, rtol=1e-4, atol=1e-6) for x, y in zip(a, b))
-
-
-def _config_dropout(module) -> List[dict]:
-    """A Hugging Face model's dropout probabilities > 0 from its config
-    (Llama's `attention_dropout`), which its forward applies through
-    torch.nn.functional.dropout: no module shows them (an eval() export
-    drops them)."""
-    found = []
-    for key, value in sorted(module.config.to_dict().items()):
-        if ("dropout" in key or "pdrop" in key) and \
-                isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and value > 0:
-            found.append({"module": f"config.{key}", "p": float(value)})
-    return found
-
-
 def _is_hf(module) -> bool:
     return hasattr(module, "config") and any(
         c.__module__.startswith("transformers.") for c in type(module).__mro__)
@@ -148,7 +151,7 @@ def run_onnx(path, inputs: Dict[str, np.ndarray]) -> (Dict[str, np.ndarray], str
         names = [o.name for o in sess.get_outputs()]
         return dict(zip(names, sess.run(names, inputs))), "onnxruntime"
     from .compiler import compile as smp_compile
-    from .runner import file_name_for, write_data_dir
+    from .runner import write_data_dir
     batch = next(iter(inputs.values())).shape[0]
     with tempfile.TemporaryDirectory(prefix="smp-check-") as d:
         d = Path(d)
@@ -184,72 +187,110 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
         else:
             params = [p for p in inspect.signature(module.forward).parameters]
             input_names = params[:len(example_inputs)]
-    # Dropout: none in the file (a training-mode export would hold random
-    # masks smp cannot train yet; an eval() one drops them silently): p = 0
-    # while exporting and checking, the modules listed in the sidecar.
-    dropouts = [(name, m) for name, m in module.named_modules()
-                if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
-    dropout = [{"module": name, "p": float(m.p)} for name, m in dropouts]
-    for _, m in dropouts:
-        m.p = 0.0
-    try:
-        # Randomness left with the modules' p at 0: functional dropout
-        # (Llama's attention_dropout, F.dropout(x, p, self.training)).
+    # Dropout: every nn.Dropout a training-mode Dropout node, the identity
+    # in PyTorch while exporting and checking (the reference is the module's
+    # dropout-free forward); what the file cannot hold listed in "dropout".
+    written: List[tuple] = []
+    args = (module, target, example_inputs, path, list(input_names),
+            output_names, "m." if hf else "", opset)
+    with _dropout_as_nodes(module, opset, written) as patch:
+        batchnorm = _has_batchnorm(module)
+        result = reference = None
+        # Randomness left with the modules as the identity (their p kept: a
+        # forward may read it, as GPT-2's sdpa dropout_p): functional
+        # dropout (Llama's attention_dropout, F.dropout(x, p,
+        # self.training), sdpa's dropout_p). A training-mode export writes
+        # it; kept when the file's random Dropout nodes are the forward's
+        # dropout calls, one for one.
+        functional = []
         if _random_in_train(module, target, example_inputs):
-            if _has_batchnorm(module):
-                raise _tools.SmpError(
-                    f"{path}: the module's train() forward is random apart "
-                    f"from its dropout modules (torch.nn.functional.dropout "
-                    f"or another random op), and a model with BatchNorm is "
-                    f"exported in training mode, which would write it as "
-                    f"random nodes smp cannot train yet: use nn.Dropout "
-                    f"modules (smp.export sets their p to 0 and lists them) "
-                    f"or p = 0", tool="smp.export")
-            dropout += (_config_dropout(module) if hf else []) or [
-                {"module": "forward", "p": None}]
-        result, reference = _export(module, target, example_inputs, path,
-                                    list(input_names), output_names,
-                                    "m." if hf else "", opset, dropout)
-    finally:
-        for (_, m), d in zip(dropouts, dropout):
-            m.p = d["p"]
+            probe = None
+            if opset >= _DROPOUT_TRAINING_OPSET:
+                probe = _probe_functional(module, target, example_inputs,
+                                          patch, batchnorm)
+            if probe is not None:
+                result, reference = _export(*args, patch, written, [], probe)
+            if result is None:
+                if batchnorm:
+                    raise _tools.SmpError(
+                        f"{path}: the module's train() forward is random "
+                        f"apart from its dropout modules and a model with "
+                        f"BatchNorm is exported in training mode, which "
+                        f"would write random nodes smp.export cannot match "
+                        f"to the forward's torch.nn.functional.dropout and "
+                        f"scaled_dot_product_attention calls (another random "
+                        f"op, or a dropout call the file does not hold as "
+                        f"one Dropout node): use nn.Dropout modules or "
+                        f"functional dropout (smp.export writes them as "
+                        f"Dropout nodes smpc --train draws masks for) or "
+                        f"p = 0", tool="smp.export")
+                functional = (_config_dropout(module) if hf else []) or [
+                    {"module": "forward", "p": None}]
+                written.clear()
+        if result is None:
+            patch.zero_p()
+            result, reference = _export(*args, patch, written, functional, None)
     if check:
         _check(result, example_inputs, reference, rtol, atol)
     return result
 
 
 def _export(module, target, example_inputs, path, input_names, output_names,
-            prefix, opset, dropout):
+            prefix, opset, patch, written, functional, probe):
     """Writes the file and its sidecar; returns the ExportedModel and the
-    module's outputs on the example inputs (what the file must give)."""
+    module's outputs on the example inputs (what the file must give).
+    `patch`: the dropout modules (_dropout_as_nodes; their nodes fill
+    `written`); `functional`: the dropout no module shows, listed; `probe`:
+    None, or the train() forward's dropout calls (_probe_functional) for a
+    training-mode export that writes the functional dropout, whose file is
+    kept only when its random Dropout nodes are those calls ((None, None)
+    otherwise, no sidecar written)."""
     import torch
     import onnx
 
     batchnorm = _has_batchnorm(module)
     was_training = module.training
     saved = copy.deepcopy(module.state_dict())
-    mode = torch.onnx.TrainingMode.TRAINING if batchnorm else torch.onnx.TrainingMode.EVAL
-    target.train(batchnorm)
-    with torch.no_grad():
-        reference = target(*example_inputs)
-    module.load_state_dict(saved)  # BatchNorm's running statistics
-    ref_outputs = _outputs(reference)
-    if output_names is None:
-        output_names = (["logits"] if len(ref_outputs) == 1
-                        else [f"output{i}" for i in range(len(ref_outputs))])
-    output_names = list(output_names)
-    kwargs = dict(export_params=True, do_constant_folding=False,
-                  keep_initializers_as_inputs=False, opset_version=opset,
-                  input_names=input_names, output_names=output_names,
-                  dynamic_axes={n: {0: "batch"} for n in input_names + output_names},
-                  training=mode)
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kwargs["dynamo"] = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(target, example_inputs, str(path), **kwargs)
-    module.load_state_dict(saved)
-    module.train(was_training)
+    train = batchnorm or probe is not None
+    mode = torch.onnx.TrainingMode.TRAINING if train else torch.onnx.TrainingMode.EVAL
+    with torch.random.fork_rng(devices=[]):
+        target.train(batchnorm)
+        # The reference: the dropout-free forward (eval(), BatchNorm's
+        # train()), the functional dropout off.
+        with torch.no_grad(), (_functional_dropout(patch, off=True)
+                               if probe is not None else contextlib.nullcontext()):
+            reference = target(*example_inputs)
+        module.load_state_dict(saved)  # BatchNorm's running statistics
+        ref_outputs = _outputs(reference)
+        if output_names is None:
+            output_names = (["logits"] if len(ref_outputs) == 1
+                            else [f"output{i}" for i in range(len(ref_outputs))])
+        output_names = list(output_names)
+        kwargs = dict(export_params=True, do_constant_folding=False,
+                      keep_initializers_as_inputs=False, opset_version=opset,
+                      input_names=input_names, output_names=output_names,
+                      dynamic_axes={n: {0: "batch"} for n in input_names + output_names},
+                      training=mode)
+        if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+            kwargs["dynamo"] = False
+        target.train(train)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(target, example_inputs, str(path), **kwargs)
+        except Exception as e:
+            if probe is None or batchnorm:
+                raise
+            # The training-mode export of the functional dropout failed
+            # where the eval() export may not: that one, listing it.
+            warnings.warn(f"smp.export: {path}: the training-mode export "
+                          f"that would hold the functional dropout failed "
+                          f"({type(e).__name__}: {e}); exporting in eval "
+                          f"mode, the dropout listed")
+            return None, None
+        finally:
+            module.load_state_dict(saved)
+            module.train(was_training)
 
     # What ONNX cannot say.
     groups: Dict[int, List[str]] = {}
@@ -290,24 +331,76 @@ def _export(module, target, example_inputs, path, input_names, output_names,
             if init is not None:
                 padding_rows.append({"initializer": init,
                                      "rows": [m.padding_idx % m.num_embeddings]})
+    dropouts = patch.modules
+    if probe is None:
+        # The Dropout nodes, matched to the modules that wrote them by order
+        # (the exporter converts the traced calls in order, and node names
+        # follow its scopes: "/drop/Dropout", "/drop_1/Dropout" for a second
+        # call); an nn.Dropout the trace never called wrote none.
+        nodes = _training_dropouts(model)
+        if len(nodes) == len(written) and all(
+                np.float32(p) == np.float32(r) for (_, p), (_, r) in zip(written, nodes)):
+            names = [n.name for n, _ in nodes]
+        else:  # not expected: the file and the calls disagree
+            names = [None] * len(written)
+        dropout_nodes = [{"module": m, "p": p, "node": n}
+                         for (m, p), n in zip(written, names)]
+        held = {m for m, _ in written}
+    else:
+        # The file's random Dropout nodes must be the train() forward's
+        # dropout calls in call order: the modules' training-mode nodes,
+        # F.dropout's (training_mode true) and sdpa's (a ratio, no
+        # training_mode), each with its p.
+        events, read = probe
+        calls = [e for e in events if e[0] == "call" or e[3]]
+        nodes = _random_dropouts(model)
+        if len(nodes) != len(calls) or \
+                [(e[1], e[2]) for e in calls if e[0] == "module"] != list(written) or \
+                not all(np.float32(e[2]) == np.float32(r) and
+                        tagged == (e[0] == "module" or e[1] == _F_DROPOUT)
+                        for e, (_, r, tagged) in zip(calls, nodes)):
+            if not batchnorm:  # which raises instead
+                warnings.warn(f"smp.export: {path}: the training-mode "
+                              f"export's {len(nodes)} random Dropout nodes "
+                              f"are not the train() forward's {len(calls)} "
+                              f"dropout calls; exporting in eval mode, the "
+                              f"functional dropout listed")
+            return None, None
+        dropout_nodes = []
+        for e, (n, _, _) in zip(calls, nodes):
+            if e[0] == "module":
+                dropout_nodes.append({"module": e[1], "p": e[2], "node": n.name})
+            else:  # a module whose p the call read, else "functional"
+                dropout_nodes.append({"module": e[3] or "functional", "p": e[2],
+                                      "node": n.name, "call": e[1]})
+        # A module the forward does not call whose p a held call read (GPT-2's
+        # attn_dropout, whose p is sdpa's dropout_p) is held by that call.
+        called = {e[1] for e in events if e[0] == "module"}
+        held = {m for m, _ in written} | {m for m in read if m not in called}
+    dropout = [d for d, _ in dropouts if d["module"] not in held] + functional
     sidecar = sidecar_path(path)
     sidecar.write_text(json.dumps({
         "format": SIDECAR_FORMAT, "torch": torch.__version__,
         "inputs": input_names, "outputs": output_names,
         "frozen": frozen, "padding_rows": padding_rows, "dropout": dropout,
-        "parameters": parameters}, indent=1) + "\n")
+        "dropout_nodes": dropout_nodes, "parameters": parameters},
+        indent=1) + "\n")
     result = ExportedModel(path=path, sidecar=sidecar, input_names=input_names,
                            output_names=output_names, parameters=parameters,
                            frozen=frozen, padding_rows=padding_rows,
-                           dropout=dropout)
+                           dropout=dropout, dropout_nodes=dropout_nodes)
     return result, ref_outputs
 
 
 def _check(result, example_inputs, ref_outputs, rtol, atol):
-    """Runs the file on the example inputs against the module's outputs."""
+    """Runs the file on the example inputs against the module's outputs,
+    its Dropout nodes in inference mode (a temporary copy): the reference
+    is the module's dropout-free forward, onnxruntime would draw masks, and
+    smpc refuses a forward-only compile of training-mode Dropout."""
     path = result.path
     feeds = {n: _to_numpy(t) for n, t in zip(result.input_names, example_inputs)}
-    got, result.checked_with = run_onnx(path, feeds)
+    with _inference_copy(path) as run_path:
+        got, result.checked_with = run_onnx(run_path, feeds)
     for name, want in zip(result.output_names, ref_outputs):
         want = _to_numpy(want)
         have = got.get(name)

@@ -216,8 +216,7 @@ def test_export_check_catches_a_changed_model(tools, tmp_path, monkeypatch):
 
 
 class DropNet(torch.nn.Module):
-    """BatchNorm (exported in training mode, which would also write random
-    Dropout nodes) and a dropout module."""
+    """BatchNorm (exported in training mode) and a dropout module."""
 
     def __init__(self):
         super().__init__()
@@ -230,34 +229,111 @@ class DropNet(torch.nn.Module):
         return self.fc2(self.drop(torch.relu(self.bn(self.fc1(x)))))
 
 
-def test_dropout_is_listed_and_needs_no_dropout(tools, tmp_path):
-    """smp has no random dropout yet: smp.export writes the dropout modules
-    with p = 0 (its check passes), lists them in the sidecar, and smpc
-    --train refuses the model until --no-dropout accepts training without
-    them; then it trains PyTorch's numbers for the model with p = 0."""
+def dropout_nodes(path):
+    """The file's Dropout nodes: {name: (ratio, training_mode)} from their
+    Constant inputs."""
     import onnx
+    from onnx import numpy_helper
+    graph = onnx.load(str(path)).graph
+    consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+              for n in graph.node if n.op_type == "Constant"}
+    return {n.name: (consts[n.input[1]], consts[n.input[2]])
+            for n in graph.node if n.op_type == "Dropout"}
+
+
+def test_dropout_modules_are_training_mode_dropout_nodes(tools, tmp_path):
+    """smp.export writes an nn.Dropout as Dropout(ratio=p,
+    training_mode=true) named after the module (also in the training-mode
+    export of a model with BatchNorm), lists it under "dropout_nodes" (not
+    "dropout": the file holds it) and checks the file against the module's
+    dropout-free forward; smpc --train draws its masks from --seed (the
+    losses differ from the run without dropout, the same seed gives the
+    same ones, another seed others), and with --no-dropout it trains
+    PyTorch's numbers for the model with p = 0."""
     torch.manual_seed(0)
     model = DropNet()
     x, labels = data()
     exported = smp.export(model, x[:BATCH], tmp_path / "drop.onnx")
-    assert exported.dropout == [{"module": "drop", "p": 0.3}]
-    assert json.loads(exported.sidecar.read_text())["dropout"] == exported.dropout
-    assert model.drop.p == 0.3  # restored
-    for node in onnx.load(str(exported.path)).graph.node:
-        assert node.op_type != "Dropout" or not any(
-            a.name == "ratio" and a.f > 0 for a in node.attribute)
-    with pytest.raises(smp.SmpError, match=r"1 dropout\(s\) \(drop p=0.3\).*--no-dropout"):
-        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
-                    loss="cross_entropy:logits:labels", lr=0.1)
-    art = smp.compile(exported, output=tmp_path / "d.smpx", batch_size=BATCH,
-                      loss="cross_entropy:logits:labels", lr=0.1,
-                      no_dropout=True)
-    res = smp.train(art, data={"x": x.numpy(), "labels": labels.numpy()},
-                    steps=STEPS, progress=False)
+    nodes = dropout_nodes(exported.path)
+    assert list(nodes) == ["/drop/Dropout"]
+    ratio, training = nodes["/drop/Dropout"]
+    assert ratio.dtype == np.float32 and ratio.shape == () and ratio == np.float32(0.3)
+    assert training.dtype == np.bool_ and training.shape == () and bool(training)
+    assert exported.dropout == []
+    assert exported.dropout_nodes == [{"module": "drop", "p": 0.3,
+                                       "node": "/drop/Dropout"}]
+    sidecar = json.loads(exported.sidecar.read_text())
+    assert sidecar["dropout"] == [] and sidecar["dropout_nodes"] == exported.dropout_nodes
+    assert exported.checked_with in ("onnxruntime", "smprun")
+    assert exported.max_abs_diff < 1e-5, exported.max_abs_diff
+    # Restored: p, the forward, the mode.
+    assert model.drop.p == 0.3 and "forward" not in vars(model.drop)
+    assert model.training
+
+    feeds = {"x": x.numpy(), "labels": labels.numpy()}
+
+    def run(name, **flags):
+        art = smp.compile(exported, output=tmp_path / f"{name}.smpx",
+                          batch_size=BATCH, loss="cross_entropy:logits:labels",
+                          lr=0.1, **flags)
+        return smp.train(art, data=feeds, steps=STEPS, progress=False).losses
+
+    dropped = run("d")
+    assert np.all(np.isfinite(dropped))
+    np.testing.assert_array_equal(run("same", seed=0), dropped)  # --seed 0: the default
+    other_seed = run("s", seed=7)
+    no_dropout = run("n", no_dropout=True)
     model.drop.p = 0.0
     losses, _ = torch_refs.train_steps(model, (x,), labels, CLASSES, "sgd",
                                        STEPS, BATCH)
-    np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(no_dropout, losses, rtol=0, atol=1e-5)
+    assert np.max(np.abs(np.subtract(dropped, no_dropout))) > 1e-4
+    assert np.max(np.abs(np.subtract(dropped, other_seed))) > 1e-4
+
+
+class ChannelDrop(torch.nn.Module):
+    """A per-channel dropout (not ONNX Dropout's element-wise mask), an
+    nn.Dropout the forward never calls and BatchNorm."""
+
+    def __init__(self, fail=False):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.bn = torch.nn.BatchNorm1d(12)
+        self.chan = torch.nn.Dropout2d(0.2)
+        self.spare = torch.nn.Dropout(0.4)
+        self.fc2 = torch.nn.Linear(12, CLASSES)
+        self.fail = fail
+
+    def forward(self, x):
+        h = self.chan(self.bn(self.fc1(x))[:, :, None, None])[:, :, 0, 0]
+        if self.fail:
+            raise ValueError("failing forward")
+        return self.fc2(h)
+
+
+def test_dropout_the_file_cannot_hold_is_listed(tools, tmp_path):
+    """Dropout modules that are not ONNX Dropout (nn.Dropout2d's channels)
+    and an nn.Dropout the trace never calls are the identity in the file and
+    listed under "dropout": smpc --train asks for --no-dropout. The modules
+    are restored after the export, also when it fails."""
+    torch.manual_seed(0)
+    x, _ = data()
+    model = ChannelDrop()
+    exported = smp.export(model, x[:BATCH], tmp_path / "c.onnx")
+    assert exported.dropout == [{"module": "chan", "p": 0.2},
+                                {"module": "spare", "p": 0.4}]
+    assert exported.dropout_nodes == [] and dropout_nodes(exported.path) == {}
+    with pytest.raises(smp.SmpError, match=r"chan p=0.2, spare p=0.4.*--no-dropout"):
+        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels", lr=0.1)
+    smp.compile(exported, output=tmp_path / "n.smpx", batch_size=BATCH,
+                loss="cross_entropy:logits:labels", lr=0.1, no_dropout=True)
+    model = ChannelDrop(fail=True)
+    with pytest.raises(ValueError, match="failing forward"):
+        smp.export(model, x[:BATCH], tmp_path / "f.onnx")
+    for m in (model.chan, model.spare):
+        assert "forward" not in vars(m)
+    assert (model.chan.p, model.spare.p) == (0.2, 0.4)
 
 
 class _Config:
@@ -290,47 +366,212 @@ class FunctionalDropoutLM(torch.nn.Module):
 FunctionalDropoutLM.__module__ = "transformers.models.fake.modeling_fake"
 
 
-def test_functional_dropout_of_a_hugging_face_config_is_listed(tools, tmp_path):
-    """The eval() export drops functional dropout without a trace: smp.export
-    lists the config's probabilities > 0 and smpc --train asks for
-    --no-dropout."""
-    ids = torch.randint(0, 10, (BATCH, 3), generator=torch.Generator().manual_seed(1))
-    exported = smp.export(FunctionalDropoutLM(), ids, tmp_path / "lm.onnx")
-    assert exported.dropout == [{"module": "config.attention_dropout", "p": 0.1}]
-    with pytest.raises(smp.SmpError, match=r"config.attention_dropout p=0.1.*--no-dropout"):
-        smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
-                    loss="cross_entropy:logits:labels", lr=0.1)
+def random_dropout_nodes(path):
+    """The file's random Dropout nodes in file order: (name, ratio, tagged):
+    tagged, training_mode true (F.dropout's and the modules' nodes);
+    untagged, a ratio and no training_mode (sdpa's dropout_p)."""
+    import onnx
+    from onnx import numpy_helper
+    graph = onnx.load(str(path)).graph
+    consts = {n.output[0]: numpy_helper.to_array(n.attribute[0].t)
+              for n in graph.node if n.op_type == "Constant"}
+    found = []
+    for n in graph.node:
+        if n.op_type != "Dropout" or len(n.input) < 2:
+            continue
+        ratio = float(consts[n.input[1]])
+        tagged = len(n.input) > 2 and bool(n.input[2])
+        if ratio > 0 and (not tagged or bool(consts[n.input[2]])):
+            found.append((n.name, ratio, tagged))
+    return found
+
+
+def train_losses(exported, feeds, tmp_path, name, **flags):
+    art = smp.compile(exported, output=tmp_path / f"{name}.smpx",
+                      batch_size=BATCH, loss="cross_entropy:logits:labels",
+                      lr=0.1, **flags)
+    return smp.train(art, data=feeds, steps=STEPS, progress=False).losses
+
+
+def test_functional_dropout_of_a_hugging_face_config_is_held(tools, tmp_path):
+    """Functional dropout (F.dropout(x, config.attention_dropout,
+    self.training), as Llama's attention) is written by a training-mode
+    export: Dropout(ratio=0.1, training_mode=true), listed under
+    "dropout_nodes" as "functional", nothing under "dropout", and smpc
+    --train trains it without --no-dropout."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 10, (SAMPLES, 3), generator=g)
+    labels = torch.randint(0, CLASSES, (SAMPLES, 3), generator=g)
+    model = FunctionalDropoutLM()
+    exported = smp.export(model, ids[:BATCH], tmp_path / "lm.onnx")
+    assert exported.dropout == []
+    nodes = random_dropout_nodes(exported.path)
+    assert [(r, t) for _, r, t in nodes] == [(np.float32(0.1), True)]
+    assert exported.dropout_nodes == [{
+        "module": "functional", "p": 0.1, "node": nodes[0][0],
+        "call": "torch.nn.functional.dropout"}]
+    assert json.loads(exported.sidecar.read_text())["dropout"] == []
+    assert exported.max_abs_diff < 1e-5, exported.max_abs_diff
+    assert model.training  # restored
+    feeds = {"input_ids": ids.numpy(), "labels": labels.numpy()}
+    dropped = train_losses(exported, feeds, tmp_path, "d", train=True)
+    assert np.all(np.isfinite(dropped))
+    other_seed = train_losses(exported, feeds, tmp_path, "s", seed=7)
+    no_dropout = train_losses(exported, feeds, tmp_path, "n", no_dropout=True)
+    assert np.max(np.abs(np.subtract(dropped, no_dropout))) > 1e-4
+    assert np.max(np.abs(np.subtract(dropped, other_seed))) > 1e-4
 
 
 class FunctionalDropout(torch.nn.Module):
-    """F.dropout(x, p, self.training): no module shows it."""
+    """F.dropout(x, p, self.training): no module shows it. `noise`: another
+    random op in train() (Gaussian noise); `train_branch`: train() changes
+    more than the dropout (a deterministic train-only scale)."""
 
-    def __init__(self, batchnorm=False):
+    def __init__(self, batchnorm=False, noise=False, train_branch=False):
         super().__init__()
         self.fc1 = torch.nn.Linear(6, 12)
         self.bn = torch.nn.BatchNorm1d(12) if batchnorm else torch.nn.Identity()
         self.fc2 = torch.nn.Linear(12, CLASSES)
+        self.noise, self.train_branch = noise, train_branch
 
     def forward(self, x):
         h = torch.nn.functional.dropout(self.bn(self.fc1(x)), 0.2, self.training)
+        if self.noise and self.training:
+            h = h + 0.1 * torch.randn_like(h)
+        if self.train_branch and self.training:
+            h = h * 2
         return self.fc2(h)
 
 
-def test_functional_dropout_is_found_by_its_randomness(tools, tmp_path):
-    """Two train() forwards that differ tell a random op no module shows:
-    listed as "forward" (smpc --train asks for --no-dropout); with BatchNorm
-    (a training-mode export would write random nodes) smp.export refuses."""
-    x, _ = data()
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_functional_dropout_is_held(tools, tmp_path, batchnorm):
+    """F.dropout with training and p > 0 is written by a training-mode
+    export (a model with BatchNorm has one anyway) as Dropout(ratio=0.2,
+    training_mode=true): held when the file's random Dropout nodes are the
+    train() forward's dropout calls, one for one. The check compares the
+    file (its Dropout nodes the identity) with the dropout-free forward
+    (eval(); BatchNorm's train()); the RNG is left as it was."""
+    x, labels = data()
     torch.manual_seed(0)
-    model = FunctionalDropout()
+    model = FunctionalDropout(batchnorm=batchnorm)
     rng = torch.get_rng_state()
     exported = smp.export(model, x[:BATCH], tmp_path / "f.onnx")
-    assert torch.equal(torch.get_rng_state(), rng)  # the probe forked it
-    assert exported.dropout == [{"module": "forward", "p": None}]
+    assert torch.equal(torch.get_rng_state(), rng)  # the probes forked it
+    assert exported.dropout == []
+    nodes = random_dropout_nodes(exported.path)
+    assert [(r, t) for _, r, t in nodes] == [(np.float32(0.2), True)]
+    assert exported.dropout_nodes == [{
+        "module": "functional", "p": 0.2, "node": nodes[0][0],
+        "call": "torch.nn.functional.dropout"}]
+    assert exported.max_abs_diff < 1e-5, exported.max_abs_diff
+    assert model.training
+    feeds = {"x": x.numpy(), "labels": labels.numpy()}
+    dropped = train_losses(exported, feeds, tmp_path, "d", train=True)
+    assert np.all(np.isfinite(dropped))
+    np.testing.assert_array_equal(
+        train_losses(exported, feeds, tmp_path, "same", seed=0), dropped)
+    no_dropout = train_losses(exported, feeds, tmp_path, "n", no_dropout=True)
+    assert np.max(np.abs(np.subtract(dropped, no_dropout))) > 1e-4
+    if not batchnorm:
+        # --no-dropout trains PyTorch's numbers for the model without it.
+        class NoDropout(FunctionalDropout):
+            def forward(self, x):
+                return self.fc2(self.bn(self.fc1(x)))
+        ref = NoDropout()
+        ref.load_state_dict(model.state_dict())
+        losses, _ = torch_refs.train_steps(ref, (x,), labels, CLASSES, "sgd",
+                                           STEPS, BATCH)
+        np.testing.assert_allclose(no_dropout, losses, rtol=0, atol=1e-5)
+
+
+def test_functional_dropout_the_file_cannot_match_is_listed(tools, tmp_path,
+                                                            monkeypatch):
+    """Randomness a training-mode export would not hold as the forward's
+    dropout calls keeps the eval() export and the listing ("forward": smpc
+    --train asks for --no-dropout), or with BatchNorm is refused: another
+    random op, train() changing more than dropout, or a file whose random
+    Dropout nodes are not the calls (here: made so)."""
+    import smp.exporter as ex
+    x, _ = data()
+    torch.manual_seed(0)
+    for kind in ("noise", "train_branch"):
+        exported = smp.export(FunctionalDropout(**{kind: True}), x[:BATCH],
+                              tmp_path / f"{kind}.onnx")
+        assert exported.dropout == [{"module": "forward", "p": None}], kind
+        assert random_dropout_nodes(exported.path) == [], kind
+        assert exported.dropout_nodes == []
     with pytest.raises(smp.SmpError, match=r"forward \(a random op\).*--no-dropout"):
         smp.compile(exported, output=tmp_path / "r.smpx", batch_size=BATCH,
                     loss="cross_entropy:logits:labels", lr=0.1)
     with pytest.raises(smp.SmpError, match="random apart from its dropout modules"):
-        smp.export(FunctionalDropout(batchnorm=True), x[:BATCH], tmp_path / "g.onnx")
-    # A deterministic model lists nothing (DropNet's module is set to p = 0).
+        smp.export(FunctionalDropout(batchnorm=True, noise=True), x[:BATCH],
+                   tmp_path / "g.onnx")
+
+    # A deterministic model lists nothing.
     assert smp.export(Frozen(), x[:BATCH], tmp_path / "h.onnx").dropout == []
+
+    real = ex._random_dropouts
+    monkeypatch.setattr(ex, "_random_dropouts", lambda model: real(model)[1:])
+    with pytest.warns(UserWarning, match=r"1 dropout calls; exporting in eval mode"):
+        exported = smp.export(FunctionalDropout(), x[:BATCH], tmp_path / "m.onnx")
+    assert exported.dropout == [{"module": "forward", "p": None}]
+    assert random_dropout_nodes(exported.path) == []  # the eval() export
+    with pytest.warns(UserWarning, match=r"exporting in eval mode"):
+        lm = smp.export(FunctionalDropoutLM(),
+                        torch.zeros(BATCH, 3, dtype=torch.int64), tmp_path / "lm.onnx")
+    assert lm.dropout == [{"module": "config.attention_dropout", "p": 0.1}]
+    with pytest.raises(smp.SmpError, match="random apart from its dropout modules"):
+        smp.export(FunctionalDropout(batchnorm=True), x[:BATCH], tmp_path / "b.onnx")
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_hugging_face_gpt2_dropout_is_held(tools, tmp_path, attn):
+    """A Hugging Face GPT-2 from a small config with its default dropouts
+    (embd, attn, resid 0.1): the nn.Dropout modules are Dropout nodes and
+    the attention dropout, which the attention function applies with
+    attn_dropout.p (sdpa's dropout_p, the default; eager's F.dropout), is
+    written by the training-mode export: 1 + 3 n_layer random Dropout
+    nodes, nothing listed, and smpc --train trains it (finite losses that
+    follow the seed)."""
+    transformers = pytest.importorskip("transformers")
+    if attn == "sdpa" and not hasattr(torch.nn.functional,
+                                      "scaled_dot_product_attention"):
+        pytest.skip("torch has no scaled_dot_product_attention")
+    n_layer, vocab, seq = 2, 64, 8
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=n_layer, n_embd=32, n_head=2,
+                                  vocab_size=vocab, n_positions=16,
+                                  bos_token_id=0, eos_token_id=0,
+                                  attn_implementation=attn)
+    assert (cfg.embd_pdrop, cfg.attn_pdrop, cfg.resid_pdrop) == (0.1, 0.1, 0.1)
+    model = transformers.GPT2LMHeadModel(cfg)
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(0, vocab, (SAMPLES, seq), generator=g)
+    labels = torch.randint(0, vocab, (SAMPLES, seq), generator=g)
+    exported = smp.export(model, ids[:BATCH], tmp_path / "gpt2.onnx")
+    assert exported.dropout == []
+    assert json.loads(exported.sidecar.read_text())["dropout"] == []
+    nodes = random_dropout_nodes(exported.path)
+    assert len(nodes) == 1 + 3 * n_layer
+    assert all(r == np.float32(0.1) for _, r, _ in nodes)
+    attn_nodes = [d for d in exported.dropout_nodes if "call" in d]
+    assert [d["module"] for d in attn_nodes] == [
+        f"transformer.h.{i}.attn.attn_dropout" for i in range(n_layer)]
+    call = ("torch.nn.functional.scaled_dot_product_attention" if attn == "sdpa"
+            else "torch.nn.functional.dropout")
+    assert {d["call"] for d in attn_nodes} == {call}
+    # sdpa's Dropout has a ratio and no training_mode, F.dropout's one.
+    by_name = {n: t for n, _, t in nodes}
+    assert all(by_name[d["node"]] == (attn == "eager") for d in attn_nodes)
+    assert exported.max_abs_diff < 1e-4, exported.max_abs_diff
+    assert model.training and all(m.p == 0.1 for m in model.modules()
+                                  if isinstance(m, torch.nn.Dropout))
+
+    feeds = {"input_ids": ids.numpy(), "labels": labels.numpy()}
+    dropped = train_losses(exported, feeds, tmp_path, "d", train=True, seed=3)
+    assert np.all(np.isfinite(dropped))
+    np.testing.assert_array_equal(
+        train_losses(exported, feeds, tmp_path, "same", train=True, seed=3), dropped)
+    other_seed = train_losses(exported, feeds, tmp_path, "s", train=True, seed=4)
+    assert np.all(np.isfinite(other_seed))
+    assert np.max(np.abs(np.subtract(dropped, other_seed))) > 1e-4

@@ -25,10 +25,11 @@ std::string shortNumber(double v) {
   return buf;
 }
 
-/// The model's dropout, which smp.export exported with p = 0 (smp has no
-/// random dropout yet): its modules, a Hugging Face config's functional
-/// dropout, or "forward" (p null) for another random op of the train()
-/// forward. Training without them needs --no-dropout.
+/// The model's dropout that the file does not hold (smp.export wrote it as
+/// the identity): channel or alpha dropout modules, a module the trace did
+/// not call, a Hugging Face config's functional dropout, or "forward" (p
+/// null) for another random op of the train() forward. Training without it
+/// needs --no-dropout (nn.Dropout modules are Dropout nodes in the file).
 std::optional<int> checkDropout(const llvm::json::Object &root,
                                 const std::string &path, Options &opts) {
   const llvm::json::Array *list = root.getArray("dropout");
@@ -54,8 +55,9 @@ std::optional<int> checkDropout(const llvm::json::Object &root,
     return std::nullopt;
   return fail(path + ": the model has " + std::to_string(list->size()) +
               " dropout(s) (" + names +
-              ") that smp.export wrote with p = 0: smp has no random dropout "
-              "yet; pass --no-dropout to train without dropout (as "
+              ") that the file does not hold (smp.export wrote them as the "
+              "identity: only nn.Dropout becomes a Dropout node smp trains); "
+              "pass --no-dropout to train without any dropout (as "
               "model.eval() drops nothing), or set their p to 0 in the model");
 }
 

@@ -8,10 +8,15 @@
 //    "padding_rows": [{"initializer": "wte", "rows": [0]}, ...]
 //                                          nn.Embedding padding_idx rows
 //    "dropout": [{"module": "drop", "p": 0.1}, ...]
-//                                          dropout modules (or "forward", p
-//                                          null: a random op), exported
-//                                          with p = 0: --train needs
-//                                          --no-dropout
+//                                          dropout the file does not hold
+//                                          (channel or alpha dropout,
+//                                          functional dropout, "forward"
+//                                          with p null: a random op),
+//                                          exported as the identity:
+//                                          --train needs --no-dropout
+//    "dropout_nodes": [...]                the nn.Dropout modules written
+//                                          as training-mode Dropout nodes
+//                                          (not read: the file holds them)
 //    "parameters": {"initializer": "state_dict key", ...}}
 // smpc compile reads it when it is there.
 //

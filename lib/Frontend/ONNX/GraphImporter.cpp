@@ -590,8 +590,9 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
       importer.droppedDropouts == 0)
     emitWarning(fileLoc)
         << "--no-dropout changes nothing: the model has no random Dropout "
-           "node (an eval() export writes none, a training-mode export "
-           "writes Dropout with training_mode=1)";
+           "node (torch.onnx.export's eval() export writes none; a "
+           "training-mode export and smp.export write Dropout with "
+           "training_mode=1)";
   recordParamOrigins(**module, *origins);
   if (auto err = recordCausalBuffers(
           **module, model.graph(), llvm::sys::path::parent_path(path)))

@@ -49,7 +49,7 @@ struct ImportOptions {
   /// Train training-mode Dropout nodes as identities (--no-dropout), as an
   /// eval() export would have them; without it such a node is refused.
   bool noDropout = false;
-  /// smp.export's sidecar lists dropouts it wrote with p = 0 (so a
+  /// smp.export's sidecar lists dropout it wrote as the identity (so a
   /// --no-dropout that finds no Dropout node in the file still applies).
   bool dropoutListed = false;
   /// Initializers to keep as the file shares them (--tie) although the
