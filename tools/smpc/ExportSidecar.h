@@ -14,9 +14,10 @@
 //                                          with p null: a random op),
 //                                          exported as the identity:
 //                                          --train needs --no-dropout
-//    "dropout_nodes": [...]                the nn.Dropout modules written
-//                                          as training-mode Dropout nodes
-//                                          (not read: the file holds them)
+//    "dropout_nodes": [...]                the file's random Dropout nodes
+//                                          and what wrote each (an
+//                                          nn.Dropout, a functional call);
+//                                          not read: the file holds them
 //    "parameters": {"initializer": "state_dict key", ...}}
 // smpc compile reads it when it is there.
 //
