@@ -9,6 +9,7 @@
 
 #include "TestUtil.h"
 
+#include "VecMath.h"
 #include "smp/kernels/common/Dropout.h"
 
 namespace smp::kernels::cpu::test {
@@ -159,6 +160,25 @@ TEST(Dropout, EachPartDrawsItsPartOfTheGlobalMask) {
         EXPECT_EQ(out.values(), want.values()) << "part " << index;
       }
     }
+}
+
+// The AVX2 path draws eight counters at once: the same words as the scalar
+// Philox, on a plain and on a split key (windows refilled within a row).
+TEST(Dropout, DrawsTheSameWordsWithAndWithoutSimd) {
+  bool was = detail::vecSimdActive();
+  Host x = random(DType::F32, {3, 10, 37}, 0.5, 1.5, 5);
+  DropoutKey split = keyOf(0.5, 0x1234567890ull);
+  split.samples = 3, split.sampleOffset = 5;
+  split.tpDim = 1, split.tpParts = 2, split.tpBlocks = 5, split.tpIndex = 1;
+  for (DropoutKey k : {keyOf(0.5, 0x1234567890ull), split}) {
+    Host plain(DType::F32, {3, 10, 37}), simd(DType::F32, {3, 10, 37});
+    detail::vecUseSimd(false);
+    ASSERT_OK(dropout(x, k, plain));
+    detail::vecUseSimd(true);
+    ASSERT_OK(dropout(x, k, simd));
+    EXPECT_EQ(simd.values(), plain.values());
+  }
+  detail::vecUseSimd(was);
 }
 
 TEST(Dropout, RefusesKeysThatDoNotFitTheTensor) {
