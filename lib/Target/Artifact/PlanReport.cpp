@@ -9,6 +9,7 @@
 
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -117,6 +118,14 @@ std::string planReport(ModuleOp module,
       os << "\n";
     }
   }
+  // The model's random dropouts (their streams) and what they draw from.
+  llvm::SmallDenseSet<int64_t> streams;
+  module.walk([&](DropoutOp d) { streams.insert(d.getStream()); });
+  if (!streams.empty() && options.training)
+    os << "dropout: " << streams.size()
+       << " random Dropout(s), masks drawn from seed " << options.training->seed
+       << " by each element's place in the global batch (the same masks "
+          "under any plan)\n";
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
     uint64_t weights = 0, sends = 0, recvs = 0;
