@@ -73,6 +73,25 @@ TEST(Threads, TileSameBytesAnyThreadCount) {
   });
 }
 
+/// Dropout draws each element's word from its global index: chunks that
+/// start inside a draw window (a tp split's rows too) give the same bytes.
+TEST(Threads, DropoutSameBytesAnyThreadCount) {
+  Host a = random(DType::F32, {5, 33, 129}, -1, 1, 8);
+  DropoutKey plain;
+  plain.seed = 9, plain.step = 2, plain.stream = 1, plain.ratio = 0.3;
+  plain.samples = 5;
+  DropoutKey split = plain;
+  split.tpDim = 2, split.tpParts = 3, split.tpIndex = 2;
+  expectSameBytes("dropout", [&] {
+    std::vector<Host> outs;
+    for (const DropoutKey &k : {plain, split}) {
+      outs.emplace_back(DType::F32, std::vector<int64_t>{5, 33, 129});
+      EXPECT_OK(dropout(a, k, outs.back()));
+    }
+    return outs;
+  });
+}
+
 struct MatMulCase {
   std::vector<int64_t> a, b;
   bool ta, tb;
