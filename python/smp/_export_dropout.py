@@ -305,21 +305,6 @@ def _constant(model, name):
     return None
 
 
-def _training_dropouts(model) -> List:
-    """The file's random Dropout nodes (training_mode true, ratio > 0; ratio
-    absent: 0.5) in file order, as (node, ratio)."""
-    found = []
-    for n in model.graph.node:
-        if n.op_type != "Dropout" or len(n.input) < 3 or not n.input[2]:
-            continue
-        t = _constant(model, n.input[2])
-        r = _constant(model, n.input[1]) if n.input[1] else 0.5
-        if t is not None and bool(np.asarray(t).reshape(-1)[0]) and \
-                r is not None and float(np.asarray(r).reshape(-1)[0]) > 0:
-            found.append((n, float(np.asarray(r).reshape(-1)[0])))
-    return found
-
-
 def _random_dropouts(model) -> List:
     """Every random Dropout node of the file in file order, as (node,
     ratio, tagged): tagged, training_mode true and ratio > 0 (ratio absent:

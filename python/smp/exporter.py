@@ -76,8 +76,7 @@ from ._export_dropout import (_DROPOUT_TRAINING_OPSET, _F_DROPOUT,
                               _config_dropout, _dropout_as_nodes,
                               _functional_dropout, _has_batchnorm,
                               _inference_copy, _outputs, _probe_functional,
-                              _random_dropouts, _random_in_train,
-                              _training_dropouts)
+                              _random_dropouts, _random_in_train)
 
 SIDECAR_FORMAT = "smp-export/1"
 
@@ -337,7 +336,7 @@ def _export(module, target, example_inputs, path, input_names, output_names,
         # (the exporter converts the traced calls in order, and node names
         # follow its scopes: "/drop/Dropout", "/drop_1/Dropout" for a second
         # call); an nn.Dropout the trace never called wrote none.
-        nodes = _training_dropouts(model)
+        nodes = [(n, r) for n, r, tagged in _random_dropouts(model) if tagged]
         if len(nodes) == len(written) and all(
                 np.float32(p) == np.float32(r) for (_, p), (_, r) in zip(written, nodes)):
             names = [n.name for n, _ in nodes]
