@@ -1,5 +1,4 @@
-//===- Dropout.cpp - smp.dropout's kernel
-//----------------------------------===//
+//===- Dropout.cpp - smp.dropout's kernel ---------------------------------===//
 //
 // The mask is common/Dropout.h's: each element's word is a function of its
 // global index (no sum), so any split of the loop gives the same bits.
@@ -62,8 +61,8 @@ SMP_AVX2 void drawAvx2(const common::DropoutPlan &p, uint64_t q, Window<8> &w) {
   __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i *>(high));
   __m256i c2 = _mm256_set1_epi32(static_cast<int>(p.stream));
   __m256i c3 = _mm256_set1_epi32(static_cast<int>(p.step));
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(common::kPhiloxM0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(common::kPhiloxM1));
   uint32_t k0 = p.key[0], k1 = p.key[1];
   for (int r = 0; r < 10; ++r) {
     __m256i hi0, lo0, hi1, lo1;
@@ -75,8 +74,8 @@ SMP_AVX2 void drawAvx2(const common::DropoutPlan &p, uint64_t q, Window<8> &w) {
     c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3),
                           _mm256_set1_epi32(static_cast<int>(k1)));
     c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += common::kPhiloxW0;
+    k1 += common::kPhiloxW1;
   }
   __m256i *out = reinterpret_cast<__m256i *>(w.words);
   _mm256_storeu_si256(out + 0, c0);

@@ -27,6 +27,11 @@
 
 namespace smp::kernels::common {
 
+/// Philox4x32's multipliers and key increments (Random123's
+/// PHILOX_M4x32_0/1, PHILOX_W32_0/1); kernels/cpu's AVX2 draw uses them too.
+constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+
 /// Philox4x32 with 10 rounds: four random 32-bit words of `ctr` under
 /// `key` (Random123's philox4x32_R(10, ...)).
 SMP_HOST_DEVICE inline void
@@ -34,16 +39,16 @@ philox4x32x10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
   uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
   uint32_t k0 = key[0], k1 = key[1];
   for (int r = 0; r < 10; ++r) {
-    uint64_t p0 = uint64_t(0xD2511F53u) * c0;
-    uint64_t p1 = uint64_t(0xCD9E8D57u) * c2;
+    uint64_t p0 = uint64_t(kPhiloxM0) * c0;
+    uint64_t p1 = uint64_t(kPhiloxM1) * c2;
     uint32_t hi0 = uint32_t(p0 >> 32), lo0 = uint32_t(p0);
     uint32_t hi1 = uint32_t(p1 >> 32), lo1 = uint32_t(p1);
     c0 = hi1 ^ c1 ^ k0;
     c1 = lo1;
     c2 = hi0 ^ c3 ^ k1;
     c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += kPhiloxW0;
+    k1 += kPhiloxW1;
   }
   out[0] = c0, out[1] = c1, out[2] = c2, out[3] = c3;
 }
