@@ -11,6 +11,10 @@
 //   backward: dv = P^T dout; dP = dout v^T; dS = P (dP - sum(P dP));
 //             mul by the scale; dq = dS k; dk = dS^T q
 //
+// The *Dropout variants drop the probabilities (p = 0.1, as Hugging Face's
+// attention_dropout): fused, the mask drawn inside the kernels; unfused,
+// the dropout kernel on P in the forward and on dP in the backward.
+//
 // Results: docs/benchmarks.md, "Fused attention kernels (CPU)".
 //
 //===----------------------------------------------------------------------===//
@@ -83,24 +87,42 @@ void BM_FusedForward(benchmark::State &state) {
           state);
 }
 
-void BM_FusedForwardBackward(benchmark::State &state) {
+/// The dropout on the probabilities of the *Dropout variants.
+smp::kernels::DropoutKey dropoutKey() {
+  smp::kernels::DropoutKey key;
+  key.seed = 1, key.step = 1, key.ratio = 0.1;
+  return key;
+}
+
+void fusedForwardBackward(benchmark::State &state, bool drop) {
   Problem p(state.range(0));
+  smp::kernels::DropoutKey key = dropoutKey();
+  const smp::kernels::DropoutKey *k = drop ? &key : nullptr;
   for (auto _ : state) {
-    check(cpuk::attention(p.q, p.k, p.v, nullptr, kScale, true, p.out, p.lse),
+    check(cpuk::attention(p.q, p.k, p.v, nullptr, kScale, true, p.out, p.lse,
+                          false, k),
           state);
     check(cpuk::attentionGrad(p.q, p.k, p.v, p.out, p.lse, p.dout, nullptr,
-                              kScale, true, p.dq, p.dk, p.dv),
+                              kScale, true, p.dq, p.dk, p.dv, false, k),
           state);
   }
+}
+
+void BM_FusedForwardBackward(benchmark::State &state) {
+  fusedForwardBackward(state, false);
+}
+void BM_FusedForwardBackwardDropout(benchmark::State &state) {
+  fusedForwardBackward(state, true);
 }
 
 /// The unfused path's tensors: scores/probabilities [B, H, S, S] and the
 /// constants.
 struct Unfused {
-  Buf scores, masked, probs, dprobs, rowSum, scale, negInf, zero, mask;
+  Buf scores, masked, probs, dropped, dprobs, rowSum, scale, negInf, zero, mask;
   explicit Unfused(int64_t b)
       : scores(DType::F32, {b, kH, kS, kS}),
         masked(DType::F32, {b, kH, kS, kS}), probs(DType::F32, {b, kH, kS, kS}),
+        dropped(DType::F32, {b, kH, kS, kS}),
         dprobs(DType::F32, {b, kH, kS, kS}), rowSum(DType::F32, {b, kH, kS, 1}),
         scale(DType::F32, {}), negInf(DType::F32, {}), zero(DType::F32, {}),
         mask(DType::Bool, {1, 1, kS, kS}) {
@@ -112,19 +134,28 @@ struct Unfused {
   }
 };
 
-smp::base::Status unfusedForward(Problem &p, Unfused &u) {
+/// With `drop`, the dropped probabilities go to P v (u.dropped).
+smp::base::Status unfusedForward(Problem &p, Unfused &u,
+                                 const smp::kernels::DropoutKey *drop) {
   using cpuk::BinaryOp;
   SMP_RETURN_IF_ERROR(cpuk::matmul(p.q, p.k, u.scores, false, true));
   SMP_RETURN_IF_ERROR(cpuk::binary(BinaryOp::Mul, u.scores, u.scale, u.scores));
   SMP_RETURN_IF_ERROR(cpuk::where(u.mask, u.scores, u.negInf, u.masked));
   SMP_RETURN_IF_ERROR(cpuk::softmax(u.masked, -1, u.probs));
-  return cpuk::matmul(u.probs, p.v, p.out);
+  if (!drop)
+    return cpuk::matmul(u.probs, p.v, p.out);
+  SMP_RETURN_IF_ERROR(cpuk::dropout(u.probs, *drop, u.dropped));
+  return cpuk::matmul(u.dropped, p.v, p.out);
 }
 
-smp::base::Status unfusedBackward(Problem &p, Unfused &u) {
+smp::base::Status unfusedBackward(Problem &p, Unfused &u,
+                                  const smp::kernels::DropoutKey *drop) {
   using cpuk::BinaryOp;
-  SMP_RETURN_IF_ERROR(cpuk::matmul(u.probs, p.dout, p.dv, true, false));
+  SMP_RETURN_IF_ERROR(
+      cpuk::matmul(drop ? u.dropped : u.probs, p.dout, p.dv, true, false));
   SMP_RETURN_IF_ERROR(cpuk::matmul(p.dout, p.v, u.dprobs, false, true));
+  if (drop) // the dropout's gradient: the same mask on dP
+    SMP_RETURN_IF_ERROR(cpuk::dropout(u.dprobs, *drop, u.dprobs));
   // softmax backward: dS = P (dP - sum(P dP)); the where's gradient
   // (masked entries get 0) is P's zeros there.
   SMP_RETURN_IF_ERROR(cpuk::binary(BinaryOp::Mul, u.probs, u.dprobs, u.scores));
@@ -143,16 +174,25 @@ void BM_UnfusedForward(benchmark::State &state) {
   Problem p(state.range(0));
   Unfused u(p.b);
   for (auto _ : state)
-    check(unfusedForward(p, u), state);
+    check(unfusedForward(p, u, nullptr), state);
+}
+
+void unfusedForwardBackward(benchmark::State &state, bool drop) {
+  Problem p(state.range(0));
+  Unfused u(p.b);
+  smp::kernels::DropoutKey key = dropoutKey();
+  const smp::kernels::DropoutKey *k = drop ? &key : nullptr;
+  for (auto _ : state) {
+    check(unfusedForward(p, u, k), state);
+    check(unfusedBackward(p, u, k), state);
+  }
 }
 
 void BM_UnfusedForwardBackward(benchmark::State &state) {
-  Problem p(state.range(0));
-  Unfused u(p.b);
-  for (auto _ : state) {
-    check(unfusedForward(p, u), state);
-    check(unfusedBackward(p, u), state);
-  }
+  unfusedForwardBackward(state, false);
+}
+void BM_UnfusedForwardBackwardDropout(benchmark::State &state) {
+  unfusedForwardBackward(state, true);
 }
 
 void shapes(benchmark::internal::Benchmark *b) {
@@ -163,6 +203,8 @@ BENCHMARK(BM_FusedForward)->Apply(shapes);
 BENCHMARK(BM_UnfusedForward)->Apply(shapes);
 BENCHMARK(BM_FusedForwardBackward)->Apply(shapes);
 BENCHMARK(BM_UnfusedForwardBackward)->Apply(shapes);
+BENCHMARK(BM_FusedForwardBackwardDropout)->Apply(shapes);
+BENCHMARK(BM_UnfusedForwardBackwardDropout)->Apply(shapes);
 
 } // namespace
 

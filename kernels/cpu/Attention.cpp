@@ -7,7 +7,10 @@
 // block at a time. Key blocks that no query of the block may attend (above
 // the causal diagonal, or all false / -inf in the mask) are skipped. Scores
 // and P.v are register-blocked products (AttentionBlocks.h), exp is
-// VecMath's. Semantics: KernelApi.inc, "Attention".
+// VecMath's. A dropout on the probabilities scales each exp(score - m) by
+// its mask factor after it joins the running sum l and before P.v (the mask
+// of P's global index, drawn a row of keys at a time). Semantics:
+// KernelApi.inc, "Attention".
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,8 +71,17 @@ void forwardBlock(const Operands &in, int64_t task, S *out, float *lse) {
     if (!in.sc.anyAllowed(b, h, i0, br, j0, bc))
       continue;
     in.scores(b, h, i0, br, kb, t.s.data(), t.zeros.data());
-    for (int64_t r = 0; r < br; ++r)
+    for (int64_t r = 0; r < br; ++r) {
       onlineSoftmaxRow(t, r, bc, dvPad);
+      // Dropout: l sums the kept and the dropped alike (the softmax's
+      // denominator); only P v sees the mask.
+      if (in.dropout) {
+        float z[kBc], *row = t.s.data() + r * kBc;
+        in.dropFactors(in.qRow(b, h, i0 + r), j0, bc, z);
+        for (int64_t c = 0; c < bc; ++c)
+          row[c] *= z[c];
+      }
+    }
     // o += P v over the block's keys.
     gemmRows(br, dvPad, bc, t.s.data(), kBc, t.zeros.data(),
              vHead + j0 * in.v.ld, in.v.ld, kNR, t.o.data(), dvPad, true);
@@ -95,15 +107,21 @@ void forwardBlock(const Operands &in, int64_t task, S *out, float *lse) {
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                  const TensorRef *mask, float scale, bool causal,
-                 const TensorRef &out, const TensorRef &lse, bool bshd) {
+                 const TensorRef &out, const TensorRef &lse, bool bshd,
+                 const DropoutKey *dropout) {
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
+  common::DropoutPlan drop;
+  bool drops = common::attentionDrops(dropout);
+  if (drops)
+    SMP_RETURN_IF_ERROR(
+        common::planAttentionDropout("attention", *dropout, g, drop));
   if (bshd) {
     HeadsFirst hf;
     TensorRef o = hf.scratchFor(out);
     SMP_RETURN_IF_ERROR(attention(hf.copy(q), hf.copy(k), hf.copy(v), mask,
-                                  scale, causal, o, lse, false));
+                                  scale, causal, o, lse, false, dropout));
     HeadsFirst::writeBack(o, out);
     return Status::success();
   }
@@ -111,7 +129,8 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
     return Status::success();
   return visitFloat(q.dtype, "attention", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
+    Operands in =
+        scoreOperands<S>(g, q, k, mask, scale, causal, drops ? &drop : nullptr);
     widenRows<S>(v, g.dv, in.v);
     S *o = out.as<S>();
     float *l = lse.as<float>();
@@ -123,7 +142,8 @@ Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
 
 Status packedAttention(const TensorRef &qkv, int64_t kvHeads,
                        const TensorRef *mask, float scale, bool causal,
-                       const TensorRef &out, const TensorRef &lse) {
+                       const TensorRef &out, const TensorRef &lse,
+                       const DropoutKey *dropout) {
   common::AttentionDims g;
   SMP_RETURN_IF_ERROR(
       common::checkPackedAttention(qkv, kvHeads, mask, out, lse, g));
@@ -132,7 +152,7 @@ Status packedAttention(const TensorRef &qkv, int64_t kvHeads,
   TensorRef o = hf.scratchFor(out);
   SMP_RETURN_IF_ERROR(attention(hf.copy(in.q, g.qkvLd), hf.copy(in.k, g.qkvLd),
                                 hf.copy(in.v, g.qkvLd), mask, scale, causal, o,
-                                lse, false));
+                                lse, false, dropout));
   HeadsFirst::writeBack(o, out);
   return Status::success();
 }

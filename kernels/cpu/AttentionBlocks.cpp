@@ -203,6 +203,14 @@ void Operands::scores(int64_t b, int64_t h, int64_t i0, int64_t br, int64_t kb,
     sc.row(s + r * kBc, b, h, i0 + r, j0, bc);
 }
 
+void Operands::dropFactors(int64_t row, int64_t j0, int64_t bc,
+                           float *z) const {
+  dropoutFactorRun(
+      drop,
+      static_cast<uint64_t>(common::dropoutRowBase(drop, row, g->sk) + j0), bc,
+      z);
+}
+
 Scores makeScores(const common::AttentionDims &g, const TensorRef *mask,
                   float scale, bool causal) {
   Scores s;

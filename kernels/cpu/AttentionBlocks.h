@@ -20,6 +20,7 @@
 #define SMP_KERNELS_CPU_ATTENTIONBLOCKS_H
 
 #include "Common.h"
+#include "DropoutRun.h"
 
 namespace smp::kernels::cpu::detail::attn {
 
@@ -134,6 +135,9 @@ struct Operands {
   Rows dout;                // [b * hq * s] rows of dv (backward)
   const float *lse = nullptr;
   std::vector<float> dsum; // dout_i . out_i per query (backward)
+  /// The dropout on the probabilities (planAttentionDropout), if any.
+  bool dropout = false;
+  common::DropoutPlan drop;
 
   /// The first q / dout row of query i0 of head (b, h), the first k / v row
   /// and the key panels of key block kb of head (b, kvh).
@@ -147,6 +151,11 @@ struct Operands {
     return (b * g->hkv + kvh) * nKb + kb;
   }
 
+  /// z[c] = the dropout's factor of P's element (q row `row`, key j0 + c)
+  /// for c < bc: 1 / (1 - ratio) where the mask keeps it, else 0 (call
+  /// only with dropout).
+  void dropFactors(int64_t row, int64_t j0, int64_t bc, float *z) const;
+
   /// s[r][c] (row stride kBc) = the scores of query i0 + r of head (b, h)
   /// against key kb * kBc + c, for r < br and c < that block's keys.
   void scores(int64_t b, int64_t h, int64_t i0, int64_t br, int64_t kb,
@@ -154,13 +163,18 @@ struct Operands {
 };
 
 /// What the forward and the backward both read: the geometry, the scores'
-/// mask, the block counts, q's rows and k's panels.
+/// mask, the dropout on the probabilities (null: none), the block counts,
+/// q's rows and k's panels.
 template <class S>
 Operands scoreOperands(const common::AttentionDims &g, const TensorRef &q,
                        const TensorRef &k, const TensorRef *mask, float scale,
-                       bool causal) {
+                       bool causal, const common::DropoutPlan *drop) {
   Operands in;
   in.g = &g;
+  if (drop) {
+    in.dropout = true;
+    in.drop = *drop;
+  }
   in.sc = makeScores(g, mask, scale, causal);
   in.nQb = ceilDiv(g.s, kBr);
   in.nKb = ceilDiv(g.sk, kBc);

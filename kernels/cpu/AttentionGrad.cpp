@@ -20,7 +20,9 @@
 // order: the same bits as the two passes. attentionMaskGrad, for a
 // trainable additive mask, recomputes them once more, one task per mask
 // (batch, head[, query block]) summing dS over what that part of the mask
-// broadcasts to. Semantics: KernelApi.inc.
+// broadcasts to. A dropout on the probabilities redraws the forward's mask
+// (the same global indices): dv sums Z P dout and dS = P (Z dP - Dsum).
+// Semantics: KernelApi.inc.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,9 +42,10 @@ constexpr int64_t kBcRows = roundUp(kBc, kMR);
 /// [kBcRows][kBr], the gradient accumulator and zeros.
 struct GradTile {
   std::vector<float> p, ds, pt, dst, acc, acc2, zeros;
+  std::vector<float> z; // the dropout's factors of P (with dropout)
   GradTile(const common::AttentionDims &g, int64_t accFloats,
            int64_t acc2Floats)
-      : p(static_cast<size_t>(kBr * kBc)), ds(p.size()),
+      : p(static_cast<size_t>(kBr * kBc)), ds(p.size()), z(p.size()),
         pt(static_cast<size_t>(kBcRows * kBr)), dst(pt.size()),
         acc(static_cast<size_t>(accFloats)),
         acc2(static_cast<size_t>(acc2Floats)),
@@ -51,7 +54,8 @@ struct GradTile {
 
 /// P and dS of query rows [i0, i0 + br) of head (b, h) against key block
 /// kb, into t.p and t.ds (row stride kBc; columns from the block's key
-/// count on are not written).
+/// count on are not written). With dropout, t.z holds the mask's factors Z
+/// and dS = P (Z dP - Dsum) (t.p stays the undropped P).
 void probsAndDs(const Operands &in, int64_t b, int64_t h, int64_t i0,
                 int64_t br, int64_t kb, GradTile &t) {
   const common::AttentionDims &g = *in.g;
@@ -77,16 +81,26 @@ void probsAndDs(const Operands &in, int64_t b, int64_t h, int64_t i0,
   for (int64_t r = 0; r < br; ++r) {
     float dsum = in.dsum[q0 + r];
     float *p = t.p.data() + r * kBc, *ds = t.ds.data() + r * kBc;
+    if (in.dropout) {
+      float *z = t.z.data() + r * kBc;
+      in.dropFactors(q0 + r, kb * kBc, bc, z);
+      for (int64_t c = 0; c < bc; ++c)
+        ds[c] = p[c] * (z[c] * ds[c] - dsum);
+      continue;
+    }
     for (int64_t c = 0; c < bc; ++c)
       ds[c] = p[c] * (ds[c] - dsum);
   }
 }
 
-/// dst[c][r] = src[r][c] for r < br, c < bc (src stride kBc, dst kBr).
-void transposeTile(const float *src, int64_t br, int64_t bc, float *dst) {
+/// dst[c][r] = src[r][c] (times z[r][c] when z is given) for r < br, c < bc
+/// (src and z stride kBc, dst kBr).
+void transposeTile(const float *src, int64_t br, int64_t bc, float *dst,
+                   const float *z = nullptr) {
   for (int64_t r = 0; r < br; ++r)
     for (int64_t c = 0; c < bc; ++c)
-      dst[c * kBr + r] = src[r * kBc + c];
+      dst[c * kBr + r] =
+          z ? src[r * kBc + c] * z[r * kBc + c] : src[r * kBc + c];
 }
 
 /// dk and dv of key block kb of (b, kvh), unscaled, into t.acc and t.acc2
@@ -106,7 +120,9 @@ void keyBlockPass(const Operands &in, int64_t b, int64_t kvh, int64_t kb,
       if (!in.sc.anyAllowed(b, h, i0, br, j0, bc))
         continue;
       probsAndDs(in, b, h, i0, br, kb, t);
-      transposeTile(t.p.data(), br, bc, t.pt.data());
+      // dv sums the dropped probabilities Z P.
+      transposeTile(t.p.data(), br, bc, t.pt.data(),
+                    in.dropout ? t.z.data() : nullptr);
       transposeTile(t.ds.data(), br, bc, t.dst.data());
       int64_t q0 = in.qRow(b, h, i0);
       gemmRows(bc, dvPad, br, t.pt.data(), kBr, t.zeros.data(),
@@ -228,9 +244,10 @@ template <class S>
 Operands gradOperands(const common::AttentionDims &g, const TensorRef &q,
                       const TensorRef &k, const TensorRef &v,
                       const TensorRef &out, const TensorRef &lse,
-                      const TensorRef &dout, const TensorRef *mask,
-                      float scale, bool causal, bool withKeyRows) {
-  Operands in = scoreOperands<S>(g, q, k, mask, scale, causal);
+                      const TensorRef &dout, const TensorRef *mask, float scale,
+                      bool causal, const common::DropoutPlan *drop,
+                      bool withKeyRows) {
+  Operands in = scoreOperands<S>(g, q, k, mask, scale, causal, drop);
   if (withKeyRows)
     widenRows<S>(k, g.d, in.k);
   packPanels<S>(v, g.b * g.hkv, g.sk, g.dv, in.vp);
@@ -310,18 +327,24 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, const TensorRef *mask, float scale,
                      bool causal, const TensorRef &dq, const TensorRef &dk,
-                     const TensorRef &dv, bool bshd) {
+                     const TensorRef &dv, bool bshd,
+                     const DropoutKey *dropout) {
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
+  common::DropoutPlan drop;
+  bool drops = common::attentionDrops(dropout);
+  if (drops)
+    SMP_RETURN_IF_ERROR(
+        common::planAttentionDropout("attention_grad", *dropout, g, drop));
   if (bshd) {
     HeadsFirst hf;
     TensorRef gq = hf.scratchFor(dq), gk = hf.scratchFor(dk),
               gv = hf.scratchFor(dv);
-    SMP_RETURN_IF_ERROR(attentionGrad(hf.copy(q), hf.copy(k), hf.copy(v),
-                                      hf.copy(out), lse, hf.copy(dout), mask,
-                                      scale, causal, gq, gk, gv, false));
+    SMP_RETURN_IF_ERROR(attentionGrad(
+        hf.copy(q), hf.copy(k), hf.copy(v), hf.copy(out), lse, hf.copy(dout),
+        mask, scale, causal, gq, gk, gv, false, dropout));
     HeadsFirst::writeBack(gq, dq);
     HeadsFirst::writeBack(gk, dk);
     HeadsFirst::writeBack(gv, dv);
@@ -330,7 +353,7 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
   return visitFloat(q.dtype, "attention_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
     Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, mask, scale,
-                                  causal, true);
+                                  causal, drops ? &drop : nullptr, true);
     S *pdk = dk.as<S>(), *pdv = dv.as<S>(), *pdq = dq.as<S>();
     // One pass when the (batch, key/value head) tasks keep every thread
     // busy (they are equal); else two, with more, smaller tasks. Both give
@@ -353,7 +376,8 @@ Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
 Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
                            const TensorRef &out, const TensorRef &lse,
                            const TensorRef &dout, const TensorRef *mask,
-                           float scale, bool causal, const TensorRef &dqkv) {
+                           float scale, bool causal, const TensorRef &dqkv,
+                           const DropoutKey *dropout) {
   common::AttentionDims g;
   SMP_RETURN_IF_ERROR(common::checkPackedAttentionGrad(qkv, kvHeads, out, lse,
                                                        dout, mask, dqkv, g));
@@ -365,7 +389,7 @@ Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
   SMP_RETURN_IF_ERROR(
       attentionGrad(hf.copy(in.q, g.qkvLd), hf.copy(in.k, g.qkvLd),
                     hf.copy(in.v, g.qkvLd), hf.copy(out), lse, hf.copy(dout),
-                    mask, scale, causal, gq, gk, gv, false));
+                    mask, scale, causal, gq, gk, gv, false, dropout));
   HeadsFirst::writeBack(gq, d.q, g.qkvLd);
   HeadsFirst::writeBack(gk, d.k, g.qkvLd);
   HeadsFirst::writeBack(gv, d.v, g.qkvLd);
@@ -376,21 +400,27 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &v, const TensorRef &out,
                          const TensorRef &lse, const TensorRef &dout,
                          const TensorRef &mask, float scale, bool causal,
-                         const TensorRef &dmask, bool bshd) {
+                         const TensorRef &dmask, bool bshd,
+                         const DropoutKey *dropout) {
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttentionMaskGrad(q, k, v, out, lse, dout,
                                                      mask, dmask, g));
+  common::DropoutPlan drop;
+  bool drops = common::attentionDrops(dropout);
+  if (drops)
+    SMP_RETURN_IF_ERROR(
+        common::planAttentionDropout("attention_mask_grad", *dropout, g, drop));
   if (bshd) {
     HeadsFirst hf;
     return attentionMaskGrad(hf.copy(q), hf.copy(k), hf.copy(v), hf.copy(out),
                              lse, hf.copy(dout), mask, scale, causal, dmask,
-                             false);
+                             false, dropout);
   }
   return visitFloat(q.dtype, "attention_mask_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
     Operands in = gradOperands<S>(g, q, k, v, out, lse, dout, &mask, scale,
-                                  causal, false);
+                                  causal, drops ? &drop : nullptr, false);
     // f32 sums in the result itself; f16 / bf16 in an f32 copy, rounded once.
     std::vector<float> wide;
     float *acc = dmask.as<float>();

@@ -24,7 +24,10 @@
 // Key tiles above the causal diagonal are not visited; a tile no query of
 // which may attend any key (mask all false / -inf) is skipped after its
 // scores. The head dims' shared-memory tiles must fit the device (checked
-// on the host: about 120 KB for the backward at D = Dv = 128).
+// on the host: about 120 KB for the backward at D = Dv = 128). A dropout on
+// the probabilities multiplies each P by its mask factor (dropFactor, the
+// element's global index) after the softmax's sums: the forward's P v and
+// the backward's dv read Z P, dS = P (Z dP - Dsum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,8 +136,8 @@ __global__ void attentionForward(AttnArgs a, const S *q, const S *k, const S *v,
       float s = sp[r * kBK + lane], mOld = sm_[r];
       float mNew = fmaxf(mOld, warpMax(s));
       float p = s == -INFINITY ? 0.0f : expf(s - mNew);
-      float sum = warpSum(p);
-      sp[r * kBK + lane] = p;
+      float sum = warpSum(p); // the softmax's l: before the dropout
+      sp[r * kBK + lane] = p * dropFactor(a, b, h, i0 + r, j0 + lane);
       if (lane == 0) {
         float corr = mOld == -INFINITY ? 0.0f : expf(mOld - mNew);
         sc[r] = mNew == -INFINITY ? 1.0f : corr;
@@ -203,9 +206,6 @@ __device__ void loadQueryTile(const AttnArgs &a, int64_t b, int64_t h,
   }
 }
 
-/// P and dS of the query tile against the key tile in shared memory (k with
-/// row stride d + 1, v with dv + 1) into sp and sds [kBQ][kBK]; returns
-/// whether any entry is allowed (the same for every thread).
 /// acc[j][c] += sum over the tile's queries r of w[r][j] * x[r][c], for the
 /// kBK keys j and n columns c (the key-side products of the backward: dv from
 /// the probabilities and dout, dk from dS and q). Each thread owns its
@@ -221,6 +221,10 @@ __device__ inline void accumulateTransposed(float *acc, const float *w,
   }
 }
 
+/// P (times the dropout's factor Z) and dS = P (Z dP - Dsum) of the query
+/// tile against the key tile in shared memory (k with row stride d + 1, v
+/// with dv + 1) into sp and sds [kBQ][kBK]; returns whether any entry is
+/// allowed (the same for every thread).
 template <class S>
 __device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
                            int64_t j0, QueryTile t, const float *sk,
@@ -234,8 +238,9 @@ __device__ bool probsAndDs(const AttnArgs &a, int64_t b, int64_t h, int64_t i0,
     float m = t.lse[2 * r], logL = t.lse[2 * r + 1];
     float p = s == -INFINITY || m == -INFINITY ? 0.0f : expf((s - m) - logL);
     float dp = scoreDot(t.dout + r * g.dv, sv + lane * (g.dv + 1), g.dv);
-    sp[r * kBK + lane] = p;
-    sds[r * kBK + lane] = p * (dp - t.dsum[r]);
+    float z = dropFactor(a, b, h, i0 + r, j0 + lane);
+    sp[r * kBK + lane] = p * z; // dv sums the dropped probabilities
+    sds[r * kBK + lane] = p * (z * dp - t.dsum[r]);
     any |= s != -INFINITY;
   }
   return __syncthreads_or(any);
@@ -395,7 +400,9 @@ __global__ void attentionMaskGradElems(AttnArgs a, MaskShape m, const S *q,
           float p = expf(
               (a.scale * dotOf(qi, k + kr.start + j * kr.ld, g.d) + add - m) -
               logL);
-          acc += p * (dotOf(doi, v + vr.start + j * vr.ld, g.dv) - dsum);
+          acc += p * (dropFactor(a, b, h, i, j) *
+                          dotOf(doi, v + vr.start + j * vr.ld, g.dv) -
+                      dsum);
         }
       }
   dmask[e] = FT<S>::store(acc);
@@ -410,13 +417,15 @@ namespace {
 Status runAttention(const char *op, const common::AttentionDims &g,
                     const TensorRef &q, const TensorRef &k, const TensorRef &v,
                     const TensorRef *mask, float scale, bool causal,
-                    const TensorRef &out, const TensorRef &lse,
+                    const DropoutKey *dropout, const TensorRef &out,
+                    const TensorRef &lse,
                     std::initializer_list<const TensorRef *> tensors) {
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  AttnArgs a;
+  SMP_RETURN_IF_ERROR(makeArgs(op, g, mask, scale, causal, dropout, a));
   if (lse.numel() == 0)
     return Status::success();
-  AttnArgs a = makeArgs(g, mask, scale, causal);
   if (attentionOnTensorCores(q.dtype, g.d, g.dv, tensors))
     return attentionMma(op, a, q.dtype, *ctx, q, k, v, out, lse);
   return visitFloat(q.dtype, op, [&](auto tag) {
@@ -439,11 +448,12 @@ struct GradOperands {
 /// The backward of checked operands (`tensors` as runAttention's).
 Status runAttentionGrad(const char *op, const common::AttentionDims &g,
                         const GradOperands &t, const TensorRef *mask,
-                        float scale, bool causal,
+                        float scale, bool causal, const DropoutKey *dropout,
                         std::initializer_list<const TensorRef *> tensors) {
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  AttnArgs a = makeArgs(g, mask, scale, causal);
+  AttnArgs a;
+  SMP_RETURN_IF_ERROR(makeArgs(op, g, mask, scale, causal, dropout, a));
   if (attentionOnTensorCores(t.q.dtype, g.d, g.dv, tensors))
     return attentionGradMma(op, a, t.q.dtype, *ctx, t.q, t.k, t.v, t.out, t.lse,
                             t.dout, t.dq, t.dk, t.dv);
@@ -473,43 +483,48 @@ Status runAttentionGrad(const char *op, const common::AttentionDims &g,
 
 Status attention(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                  const TensorRef *mask, float scale, bool causal,
-                 const TensorRef &out, const TensorRef &lse, bool bshd) {
+                 const TensorRef &out, const TensorRef &lse, bool bshd,
+                 const DropoutKey *dropout) {
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(common::checkAttention(q, k, v, mask, out, lse, g));
-  return runAttention("attention", g, q, k, v, mask, scale, causal, out, lse,
-                      {&q, &k, &v, &out});
+  return runAttention("attention", g, q, k, v, mask, scale, causal, dropout,
+                      out, lse, {&q, &k, &v, &out});
 }
 
 Status attentionGrad(const TensorRef &q, const TensorRef &k, const TensorRef &v,
                      const TensorRef &out, const TensorRef &lse,
                      const TensorRef &dout, const TensorRef *mask, float scale,
                      bool causal, const TensorRef &dq, const TensorRef &dk,
-                     const TensorRef &dv, bool bshd) {
+                     const TensorRef &dv, bool bshd,
+                     const DropoutKey *dropout) {
   common::AttentionDims g;
   g.bshd = bshd;
   SMP_RETURN_IF_ERROR(
       common::checkAttentionGrad(q, k, v, out, lse, dout, mask, dq, dk, dv, g));
-  return runAttentionGrad("attention_grad", g,
-                          {q, k, v, out, lse, dout, dq, dk, dv}, mask, scale,
-                          causal, {&q, &k, &v, &out, &dout, &dq, &dk, &dv});
+  return runAttentionGrad(
+      "attention_grad", g, {q, k, v, out, lse, dout, dq, dk, dv}, mask, scale,
+      causal, dropout, {&q, &k, &v, &out, &dout, &dq, &dk, &dv});
 }
 
 Status packedAttention(const TensorRef &qkv, int64_t kvHeads,
                        const TensorRef *mask, float scale, bool causal,
-                       const TensorRef &out, const TensorRef &lse) {
+                       const TensorRef &out, const TensorRef &lse,
+                       const DropoutKey *dropout) {
   common::AttentionDims g;
   SMP_RETURN_IF_ERROR(
       common::checkPackedAttention(qkv, kvHeads, mask, out, lse, g));
   common::PackedViews in = common::packedViews(qkv, g);
   return runAttention("packed_attention", g, in.q, in.k, in.v, mask, scale,
-                      causal, out, lse, {&qkv, &in.q, &in.k, &in.v, &out});
+                      causal, dropout, out, lse,
+                      {&qkv, &in.q, &in.k, &in.v, &out});
 }
 
 Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
                            const TensorRef &out, const TensorRef &lse,
                            const TensorRef &dout, const TensorRef *mask,
-                           float scale, bool causal, const TensorRef &dqkv) {
+                           float scale, bool causal, const TensorRef &dqkv,
+                           const DropoutKey *dropout) {
   common::AttentionDims g;
   SMP_RETURN_IF_ERROR(common::checkPackedAttentionGrad(qkv, kvHeads, out, lse,
                                                        dout, mask, dqkv, g));
@@ -518,6 +533,7 @@ Status packedAttentionGrad(const TensorRef &qkv, int64_t kvHeads,
   return runAttentionGrad(
       "packed_attention_grad", g,
       {in.q, in.k, in.v, out, lse, dout, d.q, d.k, d.v}, mask, scale, causal,
+      dropout,
       {&qkv, &dqkv, &in.q, &in.k, &in.v, &out, &dout, &d.q, &d.k, &d.v});
 }
 
@@ -525,7 +541,8 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
                          const TensorRef &v, const TensorRef &out,
                          const TensorRef &lse, const TensorRef &dout,
                          const TensorRef &mask, float scale, bool causal,
-                         const TensorRef &dmask, bool bshd) {
+                         const TensorRef &dmask, bool bshd,
+                         const DropoutKey *dropout) {
   const char *op = "attention_mask_grad";
   common::AttentionDims g;
   g.bshd = bshd;
@@ -533,9 +550,10 @@ Status attentionMaskGrad(const TensorRef &q, const TensorRef &k,
       common::checkAttentionMaskGrad(q, k, v, out, lse, dout, mask, dmask, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  AttnArgs a;
+  SMP_RETURN_IF_ERROR(makeArgs(op, g, &mask, scale, causal, dropout, a));
   if (dmask.numel() == 0)
     return Status::success();
-  AttnArgs a = makeArgs(g, &mask, scale, causal);
   MaskShape m{{mask.shape[0], mask.shape[1], mask.shape[2], mask.shape[3]}};
   return visitFloat(q.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;

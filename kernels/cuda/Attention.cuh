@@ -13,6 +13,8 @@
 
 #include "Common.cuh"
 
+#include "smp/kernels/common/Dropout.h"
+
 namespace smp::kernels::cuda::detail {
 
 /// What every attention kernel reads besides its tensors (plain data).
@@ -21,6 +23,8 @@ struct AttnArgs {
   float scale;
   bool causal;
   const void *mask; // null: none
+  bool dropout;     // a dropout on the probabilities, keyed by `drop`
+  common::DropoutPlan drop;
 };
 
 /// The rows of one head of an operand: where row 0 starts (elements) and
@@ -75,6 +79,20 @@ __device__ bool maskAt(const AttnArgs &a, int64_t b, int64_t h, int64_t i,
   return add != -INFINITY;
 }
 
+/// The dropout's factor of P's element (b, h, i, j): 1 without dropout,
+/// else 1 / (1 - ratio) where the mask keeps it and 0 where it drops it
+/// (the mask of the element's global index: the CPU's and the unfused
+/// dropout's).
+__device__ inline float dropFactor(const AttnArgs &a, int64_t b, int64_t h,
+                                   int64_t i, int64_t j) {
+  if (!a.dropout)
+    return 1.0f;
+  int64_t row = (b * a.g.hq + h) * a.g.s + i;
+  uint64_t g =
+      static_cast<uint64_t>(common::dropoutRowBase(a.drop, row, a.g.sk) + j);
+  return common::dropoutKeepsGlobal(a.drop, g) ? a.drop.scale : 0.0f;
+}
+
 inline int blocksOf(int64_t n, int64_t tile) {
   return static_cast<int>((n + tile - 1) / tile);
 }
@@ -107,14 +125,20 @@ Status launchTiles(const char *op, K kernel, size_t bytes, int64_t rows,
   return launchStatus(op);
 }
 
-inline AttnArgs makeArgs(const common::AttentionDims &g, const TensorRef *mask,
-                         float scale, bool causal) {
-  AttnArgs a;
+/// The arguments of a checked call (its dropout key resolved: a key that
+/// does not fit fails, naming `op`).
+inline Status makeArgs(const char *op, const common::AttentionDims &g,
+                       const TensorRef *mask, float scale, bool causal,
+                       const DropoutKey *dropout, AttnArgs &a) {
+  a = AttnArgs();
   a.g = g;
   a.scale = scale;
   a.causal = causal;
   a.mask = mask && mask->numel() > 0 ? mask->data : nullptr;
-  return a;
+  a.dropout = common::attentionDrops(dropout);
+  if (a.dropout)
+    return common::planAttentionDropout(op, *dropout, g, a.drop);
+  return Status::success();
 }
 
 /// The forward on the tensor cores (attentionOnTensorCores is true).

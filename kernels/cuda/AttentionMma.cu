@@ -25,6 +25,8 @@
 // products that read them; scores, softmax statistics and accumulators stay
 // f32. Key tiles above the causal diagonal are not visited; elements are
 // masked (causal, the mask, past the sequences) only in tiles that need it.
+// A dropout on the probabilities scales P by each element's mask factor
+// (dropFactor) after the softmax's sums, as Attention.cu's kernels do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -210,19 +212,29 @@ __device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0, int64_t j0,
          j0 + kAttnTile > a.g.sk;
 }
 
+/// The query and key of fragment element (nt, e) of a warp tile whose rows
+/// start at r0 and columns at c0 (kKeyRows: the rows are keys).
+template <bool kKeyRows>
+__device__ inline void fragmentQueryKey(int nt, int e, int64_t r0, int64_t c0,
+                                        int64_t &i, int64_t &j) {
+  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  int64_t r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + e % 2;
+  i = kKeyRows ? c : r;
+  j = kKeyRows ? r : c;
+}
+
 /// The warp's scores scaled, with -inf where key j may not be seen by query
 /// i. Fragment rows start at query r0 and columns at key c0; kKeyRows: the
 /// rows are keys and the columns queries (the key pass's S^T).
 template <class S, bool kKeyRows>
 __device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
                              int64_t h, int64_t r0, int64_t c0, bool mask) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
   for (int nt = 0; nt < kNt; ++nt)
     for (int e = 0; e < 4; ++e) {
       float v = a.scale * s[nt][e];
       if (mask) {
-        int64_t r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + e % 2;
-        int64_t i = kKeyRows ? c : r, j = kKeyRows ? r : c;
+        int64_t i, j;
+        fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
         float add;
         if (i >= a.g.s || j >= a.g.sk || !maskAt<S>(a, b, h, i, j, add))
           v = -INFINITY;
@@ -231,6 +243,19 @@ __device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
       }
       s[nt][e] = v;
     }
+}
+
+/// The dropout's factor of fragment element (nt, e) (dropFactor of its
+/// query and key; r0, c0, kKeyRows as scaleAndMask's), 1 without one.
+template <bool kKeyRows>
+__device__ inline float fragmentDropFactor(const AttnArgs &a, int64_t b,
+                                           int64_t h, int64_t r0, int64_t c0,
+                                           int nt, int e) {
+  if (!a.dropout)
+    return 1.0f;
+  int64_t i, j;
+  fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
+  return dropFactor(a, b, h, i, j);
 }
 
 /// exp((s - m) - log l) of an allowed score (the row's log-sum-exp in two
@@ -306,6 +331,11 @@ __global__ void __launch_bounds__(kAttnThreads)
                         scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t,
                                                j0, mask);
                         onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
+                        if (a.dropout) // after l: only P v is dropped
+                          for (int nt = 0; nt < kNt; ++nt)
+                            for (int e = 0; e < 4; ++e)
+                              s[t][nt][e] *= fragmentDropFactor<false>(
+                                  a, b, h, i0 + r0 + 16 * t, j0, nt, e);
                       }
                       accumulatePX<S, D, kM>(o, s, sv);
                     });
@@ -367,16 +397,18 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
     dsum[r] = acc;
 }
 
-/// dS = P (dP - Dsum) in place of dp, s becoming P: one value per element;
-/// `stat(e, nt)` gives the (m, log l, Dsum) of the element's query.
-template <class F>
-__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat) {
+/// dS = P (Z dP - Dsum) in place of dp, s becoming Z P (Z the dropout's
+/// factor, `zOf(nt, e)`, 1 without one): one value per element;
+/// `stat(nt, e)` gives the (m, log l, Dsum) of the element's query.
+template <class F, class Z>
+__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat,
+                           Z zOf) {
   for (int nt = 0; nt < kNt; ++nt)
     for (int e = 0; e < 4; ++e) {
       float3 st = stat(nt, e);
-      float p = probability(s[nt][e], st.x, st.y);
-      s[nt][e] = p;
-      dp[nt][e] = p * (dp[nt][e] - st.z);
+      float p = probability(s[nt][e], st.x, st.y), z = zOf(nt, e);
+      s[nt][e] = p * z;
+      dp[nt][e] = p * (z * dp[nt][e] - st.z);
     }
 }
 
@@ -433,10 +465,17 @@ __global__ void __launch_bounds__(kAttnThreads)
         scaleAndMask<S, true>(s[0], a, b, headOf(it), j0 + 16 * w, i0,
                               tileNeedsMask(a, i0, j0));
         productABt<S, D, 1>(dp, sv, 16 * w, sdo);
-        probsAndDs(s[0], dp[0], [&](int nt, int e) {
-          int c = nt * 8 + 2 * t + e % 2; // the query of the column
-          return make_float3(st[c], st[kAttnTile + c], st[2 * kAttnTile + c]);
-        });
+        probsAndDs(
+            s[0], dp[0],
+            [&](int nt, int e) {
+              int c = nt * 8 + 2 * t + e % 2; // the query of the column
+              return make_float3(st[c], st[kAttnTile + c],
+                                 st[2 * kAttnTile + c]);
+            },
+            [&](int nt, int e) {
+              return fragmentDropFactor<true>(a, b, headOf(it), j0 + 16 * w, i0,
+                                              nt, e);
+            });
         accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
         accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
       });
@@ -482,10 +521,16 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
                       scaleAndMask<S, false>(s[0], a, b, h, i0 + 16 * w, j0,
                                              tileNeedsMask(a, i0, j0));
                       productABt<S, D, 1>(dp, sdo, 16 * w, sv);
-                      probsAndDs(s[0], dp[0], [&](int, int e) {
-                        return make_float3(rowM[e / 2], rowLogL[e / 2],
-                                           rowDsum[e / 2]);
-                      });
+                      probsAndDs(
+                          s[0], dp[0],
+                          [&](int, int e) {
+                            return make_float3(rowM[e / 2], rowLogL[e / 2],
+                                               rowDsum[e / 2]);
+                          },
+                          [&](int nt, int e) {
+                            return fragmentDropFactor<false>(
+                                a, b, h, i0 + 16 * w, j0, nt, e);
+                          });
                       accumulatePX<S, D, 1>(dqAcc, dp, sk); // dQ += dS K
                     });
   fragmentsToTile<S, D>(dqAcc[0], a.scale, sq, 16 * w);

@@ -7,6 +7,7 @@
 
 #include "Lowering.h"
 
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -120,7 +121,11 @@ std::string planReport(ModuleOp module,
   }
   // The model's random dropouts (their streams) and what they draw from.
   llvm::SmallDenseSet<int64_t> streams;
-  module.walk([&](DropoutOp d) { streams.insert(d.getStream()); });
+  // (A dropout fused into attention draws from its attention op.)
+  module.walk([&](Operation *op) {
+    if (drawsDropout(op))
+      streams.insert(dropoutStream(op));
+  });
   if (!streams.empty() && options.training)
     os << "dropout: " << streams.size()
        << " random Dropout(s), masks drawn from seed " << options.training->seed

@@ -40,7 +40,8 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module) {
   return funcs;
 }
 
-/// A dropout's place in the global tensor on this rank: its samples
+/// A dropout's place in the global tensor on this rank (smp.dropout's, or
+/// an attention op's dropout on its probabilities): its samples
 /// follow the earlier data shards' (each `shard_samples` a step), and its
 /// tensor-parallel part is the rank's.
 static void
@@ -95,7 +96,8 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
       attrs["peer"].set_i(grid.rankOf(peer));
       continue;
     }
-    if (inst.op() == "dropout") {
+    // dropout, or an attention op's dropout on its probabilities.
+    if (attrs.count("stream")) {
       bindDropout(attrs, coord);
       continue;
     }

@@ -59,3 +59,18 @@ module {
     return %d : tensor<3xf32>
   }
 }
+
+// -----
+
+// An attention's dropout on its probabilities ([B, H, S, Sk]) is placed as
+// its query's samples lead; an attention without dropout is left alone.
+// CHECK-LABEL: func.func @main
+// CHECK: smp.attention {{.*}} {ratio = 1.000000e-01 : f32, samples = 2 : i64, scale = 5.000000e-01 : f32, shard_samples = 6 : i64, stream = 4 : i64}
+// CHECK: smp.attention {{.*}} {scale = 5.000000e-01 : f32}
+module {
+  func.func @main(%q: tensor<2x2x3x4xf32> {smp.input = "q"}) -> (tensor<2x2x3x4xf32> {smp.output = "y"}, tensor<2x2x3x4xf32> {smp.output = "z"}) {
+    %o, %l = smp.attention %q, %q, %q {ratio = 0.1 : f32, scale = 0.5 : f32, stream = 4 : i64} : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> (tensor<2x2x3x4xf32>, tensor<2x2x3x2xf32>)
+    %o2, %l2 = smp.attention %q, %q, %q {scale = 0.5 : f32} : (tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>) -> (tensor<2x2x3x4xf32>, tensor<2x2x3x2xf32>)
+    return %o, %o2 : tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>
+  }
+}

@@ -6,12 +6,12 @@
 // RUN: smp-opt %s --split-input-file --smp-pack-attention | FileCheck %s
 
 // Forward and backward (grouped-query: 4 query heads over 2 key/value
-// heads, D 8), annotations kept.
+// heads, D 8), annotations and the dropout key on the probabilities kept.
 // CHECK-LABEL: func.func @step
 // CHECK-NOT: smp.split
 // CHECK: %[[QKV:.*]] = smp.reshape %arg0 {smp.stage = 1 : i64} : tensor<2x3x64xf32> -> tensor<2x3x8x8xf32>
-// CHECK: %[[O:.*]], %[[L:.*]] = smp.packed_attention %[[QKV]] {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.stage = 1 : i64} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
-// CHECK: %[[G:.*]] = smp.packed_attention_grad %[[QKV]], %[[O]], %[[L]], %arg1 {causal = true, kv_heads = 2 : i64, scale = 5.000000e-01 : f32, smp.bwd} : (tensor<2x3x8x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
+// CHECK: %[[O:.*]], %[[L:.*]] = smp.packed_attention %[[QKV]] {causal = true, kv_heads = 2 : i64, ratio = 1.000000e-01 : f32, sample_offset = 2 : i64, samples = 2 : i64, scale = 5.000000e-01 : f32, shard_samples = 4 : i64, smp.stage = 1 : i64, stream = 5 : i64, tp_dim = 1 : i64, tp_parts = 2 : i64} : (tensor<2x3x8x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
+// CHECK: %[[G:.*]] = smp.packed_attention_grad %[[QKV]], %[[O]], %[[L]], %arg1 {causal = true, kv_heads = 2 : i64, ratio = 1.000000e-01 : f32, sample_offset = 2 : i64, samples = 2 : i64, scale = 5.000000e-01 : f32, shard_samples = 4 : i64, smp.bwd, stream = 5 : i64, tp_dim = 1 : i64, tp_parts = 2 : i64} : (tensor<2x3x8x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32>
 // CHECK-NOT: smp.concat
 // CHECK: %[[DX:.*]] = smp.reshape %[[G]] {smp.bwd} : tensor<2x3x8x8xf32> -> tensor<2x3x64xf32>
 // CHECK: return %[[O]], %[[DX]]
@@ -21,8 +21,8 @@ func.func @step(%x: tensor<2x3x64xf32>, %dy: tensor<2x3x4x8xf32>)
   %q = smp.reshape %s#0 : tensor<2x3x32xf32> -> tensor<2x3x4x8xf32>
   %k = smp.reshape %s#1 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
   %v = smp.reshape %s#2 : tensor<2x3x16xf32> -> tensor<2x3x2x8xf32>
-  %o, %l = smp.attention %q, %k, %v {bshd = true, causal = true, scale = 0.5 : f32, smp.stage = 1 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
-  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, causal = true, scale = 0.5 : f32, smp.bwd} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
+  %o, %l = smp.attention %q, %k, %v {bshd = true, causal = true, scale = 0.5 : f32, smp.stage = 1 : i64, ratio = 0.1 : f32, stream = 5 : i64, samples = 2 : i64, sample_offset = 2 : i64, shard_samples = 4 : i64, tp_dim = 1 : i64, tp_parts = 2 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>)
+  %dq, %dk, %dv = smp.attention_grad %q, %k, %v, %o, %l, %dy {bshd = true, causal = true, scale = 0.5 : f32, smp.bwd, ratio = 0.1 : f32, stream = 5 : i64, samples = 2 : i64, sample_offset = 2 : i64, shard_samples = 4 : i64, tp_dim = 1 : i64, tp_parts = 2 : i64} : (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x4x8xf32>, tensor<2x4x3x2xf32>, tensor<2x3x4x8xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x2x8xf32>, tensor<2x3x2x8xf32>)
   %gq = smp.reshape %dq : tensor<2x3x4x8xf32> -> tensor<2x3x32xf32>
   %gk = smp.reshape %dk : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>
   %gv = smp.reshape %dv : tensor<2x3x2x8xf32> -> tensor<2x3x16xf32>

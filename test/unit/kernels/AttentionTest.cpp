@@ -46,17 +46,19 @@ struct AttnResults {
 };
 const char *const kPartNames[] = {"out", "lse", "dq", "dk", "dv", "dmask"};
 
-AttnResults runAttention(const AttnCase &c, const AttnInputs &in, DType t) {
+AttnResults runAttention(const AttnCase &c, const AttnInputs &in, DType t,
+                         const DropoutKey *drop = nullptr) {
   AttnResults r(c, t, in);
   float scale = static_cast<float>(c.scale);
-  EXPECT_OK(
-      attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal, r.out, r.lse));
+  EXPECT_OK(attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal, r.out,
+                      r.lse, false, drop));
   r.sumLse();
   EXPECT_OK(attentionGrad(in.q, in.k, in.v, r.out, r.lse, in.dout, in.maskRef(),
-                          scale, c.causal, r.dq, r.dk, r.dv));
+                          scale, c.causal, r.dq, r.dk, r.dv, false, drop));
   if (floatMask(in))
     EXPECT_OK(attentionMaskGrad(in.q, in.k, in.v, r.out, r.lse, in.dout,
-                                in.mask, scale, c.causal, r.dmask));
+                                in.mask, scale, c.causal, r.dmask, false,
+                                drop));
   return r;
 }
 
@@ -142,8 +144,12 @@ TensorRef view(const Host &h, int64_t offset, std::vector<int64_t> shape) {
 /// the unfused graph's backward composes them: dv = P^T dout,
 /// dP = dout v^T, dS = P (dP - rowsum(P dP)), dq = scale dS k,
 /// dk = scale dS^T q (summed over the heads of a group), dmask = dS / scale
-/// summed over the mask's broadcast dims.
-AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
+/// summed over the mask's broadcast dims. With `z` ([B, Hq, S, Sk], the
+/// dropout kernel's output on ones: 1 / (1 - p) or 0), the probabilities
+/// are dropped as the unfused graph drops them: out = (Z P) v, dv = (Z
+/// P)^T dout, dP = Z (dout v^T).
+AttnResults unfused(const AttnCase &c, const AttnInputs &in,
+                    const Host *z = nullptr) {
   AttnResults r(c, DType::F32, in);
   int64_t group = c.hq / c.hkv, n = c.s * c.sk;
   Host sc(DType::F32, {c.s, c.sk}), p(DType::F32, {c.s, c.sk}),
@@ -174,7 +180,11 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
         sc.set(e, allowed ? x : -kInf);
       }
       EXPECT_OK(softmax(sc, 1, p));
-      EXPECT_OK(matmul(p, v, view(r.out, qo * c.dv, {c.s, c.dv})));
+      Host pz = p; // the dropped probabilities
+      if (z)
+        for (int64_t e = 0; e < n; ++e)
+          pz.set(e, p.get(e) * z->get(qo * c.sk + e));
+      EXPECT_OK(matmul(pz, v, view(r.out, qo * c.dv, {c.s, c.dv})));
       for (int64_t i = 0; i < c.s; ++i) { // lse = log sum exp(scores)
         double m = -kInf, s = 0;
         for (int64_t j = 0; j < c.sk; ++j)
@@ -184,10 +194,13 @@ AttnResults unfused(const AttnCase &c, const AttnInputs &in) {
         r.lse.set(2 * (qo + i), m);
         r.lse.set(2 * (qo + i) + 1, std::log(s));
       }
-      EXPECT_OK(matmul(p, g, partV, true, false)); // P^T dout
+      EXPECT_OK(matmul(pz, g, partV, true, false)); // P^T dout
       for (int64_t e = 0; e < c.sk * c.dv; ++e)
         r.dv.set(ko * c.dv + e, r.dv.get(ko * c.dv + e) + partV.get(e));
       EXPECT_OK(matmul(g, v, dp, false, true)); // dout v^T
+      if (z)
+        for (int64_t e = 0; e < n; ++e)
+          dp.set(e, dp.get(e) * z->get(qo * c.sk + e));
       for (int64_t i = 0; i < c.s; ++i) {
         double dot = 0;
         for (int64_t j = 0; j < c.sk; ++j)
@@ -248,6 +261,122 @@ TEST(Attention, MatchesUnfusedKernels) {
       EXPECT_LE(rel, 1e-5) << kPartNames[i];
     }
   }
+}
+
+/// The dropout kernel's factors for a [B, Hq, S, Sk] tensor under `key`:
+/// dropout() of ones (1 / (1 - p) where kept, 0 where dropped).
+Host dropoutFactors(const AttnCase &c, const DropoutKey &key) {
+  Host ones(DType::F32, {c.b, c.hq, c.s, c.sk}), z = ones;
+  for (int64_t i = 0; i < ones.numel(); ++i)
+    ones.set(i, 1.0);
+  EXPECT_OK(dropout(ones, key, z));
+  return z;
+}
+
+/// A dropout on the probabilities: the fused kernels draw the mask the
+/// unfused dropout kernel draws over the [B, Hq, S, Sk] probabilities (the
+/// same key, its global indices), and give the unfused graph's results
+/// with that mask (Z P v, dv from Z P, dS = P (Z dP - Dsum)), masks, GQA,
+/// tails and all; also with a key that places the tensor among others
+/// (samples 2 at offset 4, this rank's heads 1 of 2 parts).
+TEST(Attention, DropoutMatchesUnfusedKernels) {
+  for (int keyCase = 0; keyCase < 2; ++keyCase)
+    for (const char *mask : {"bool", "float_keys"}) {
+      SCOPED_TRACE(std::string(mask) + (keyCase ? " placed" : ""));
+      AttnCase c;
+      c.b = 2, c.hq = 4, c.hkv = 2, c.s = 200, c.sk = 150, c.d = 40, c.dv = 24;
+      c.causal = true, c.scale = 0.2, c.seed = 23;
+      AttnInputs in(c, DType::F32);
+      in.hasMask = true;
+      if (std::string(mask) == "float_keys") {
+        in.mask = genValues(DType::F32, {c.b, 1, 1, c.sk}, c.seed, 10);
+      } else {
+        in.mask = Host(DType::Bool, {c.b, 1, c.s, c.sk});
+        for (int64_t e = 0; e < in.mask.numel(); ++e)
+          in.mask.set(e, e % c.sk == 0 ||
+                             uniformAt(c.seed, 10, uint64_t(e)) < 0.8);
+      }
+      DropoutKey key;
+      key.seed = 1234, key.step = 7, key.stream = 3, key.ratio = 0.3;
+      if (keyCase) {
+        key.samples = 2, key.sampleOffset = 4;
+        key.tpDim = 1, key.tpParts = 2, key.tpBlocks = 1, key.tpIndex = 1;
+      }
+      Host z = dropoutFactors(c, key);
+      int64_t dropped = 0;
+      for (int64_t i = 0; i < z.numel(); ++i)
+        dropped += z.get(i) == 0;
+      double rate = double(dropped) / double(z.numel());
+      EXPECT_NEAR(rate, 0.3, 0.01);
+      AttnResults fused = runAttention(c, in, DType::F32, &key);
+      AttnResults ref = unfused(c, in, &z);
+      AttnResults plain = unfused(c, in);
+      for (int i = 0; i < fused.parts; ++i) {
+        double rel = maxRelDiff(fused.part(i).values(), ref.part(i).values());
+        std::printf("[ dropout  ] %s%s: %s %.1e\n", mask,
+                    keyCase ? " placed" : "", kPartNames[i], rel);
+        EXPECT_LE(rel, 1e-5) << kPartNames[i];
+      }
+      // The mask matters (lse is the undropped softmax's either way).
+      EXPECT_GT(maxRelDiff(fused.out.values(), plain.out.values()), 1e-2);
+      EXPECT_LE(maxRelDiff(fused.lseSum.values(), plain.lseSum.values()), 1e-5);
+    }
+}
+
+/// bshd and packed layouts draw the heads-first kernels' mask: the same
+/// bytes with a dropout; ratio 1 drops everything (zeros); a key that
+/// splits the keys' dim, or a ratio outside [0, 1], is refused.
+TEST(Attention, DropoutInEveryLayout) {
+  AttnCase c;
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = c.sk = 70, c.d = c.dv = 16;
+  c.causal = true, c.scale = 0.25, c.seed = 31;
+  AttnInputs in(c, DType::F32);
+  DropoutKey key;
+  key.seed = 5, key.step = 2, key.stream = 1, key.ratio = 0.2;
+  AttnResults want = runAttention(c, in, DType::F32, &key);
+  float scale = static_cast<float>(c.scale);
+  Host q = swapHeadsSeq(in.q), k = swapHeadsSeq(in.k), v = swapHeadsSeq(in.v),
+       dout = swapHeadsSeq(in.dout);
+  AttnResults got(c, DType::F32, in);
+  Host out = swapHeadsSeq(got.out), dq = swapHeadsSeq(got.dq),
+       dk = swapHeadsSeq(got.dk), dv = swapHeadsSeq(got.dv);
+  ASSERT_OK(attention(q, k, v, nullptr, scale, true, out, got.lse, true, &key));
+  ASSERT_OK(attentionGrad(q, k, v, out, got.lse, dout, nullptr, scale, true, dq,
+                          dk, dv, true, &key));
+  EXPECT_EQ(swapHeadsSeq(out).bytes, want.out.bytes) << "bshd out";
+  EXPECT_EQ(swapHeadsSeq(dq).bytes, want.dq.bytes) << "bshd dq";
+  EXPECT_EQ(swapHeadsSeq(dv).bytes, want.dv.bytes) << "bshd dv";
+  Host qkv = packHeads({&in.q, &in.k, &in.v}), lse(DType::F32, {2, 4, 70, 2}),
+       pout(DType::F32, {c.b, c.s, c.hq, c.d}), dqkv(DType::F32, qkv.ref.shape);
+  ASSERT_OK(packedAttention(qkv, c.hkv, nullptr, scale, true, pout, lse, &key));
+  ASSERT_OK(packedAttentionGrad(qkv, c.hkv, pout, lse, dout, nullptr, scale,
+                                true, dqkv, &key));
+  EXPECT_EQ(swapHeadsSeq(pout).bytes, want.out.bytes) << "packed out";
+  EXPECT_EQ(unpackHeads(dqkv, 0, c.hq).bytes, want.dq.bytes) << "packed dq";
+  EXPECT_EQ(unpackHeads(dqkv, c.hq + c.hkv, c.hkv).bytes, want.dv.bytes)
+      << "packed dv";
+
+  DropoutKey all = key;
+  all.ratio = 1;
+  AttnResults none = runAttention(c, in, DType::F32, &all);
+  for (const Host *h : {&none.out, &none.dq, &none.dk, &none.dv})
+    for (double x : h->values())
+      EXPECT_EQ(x, 0.0);
+
+  DropoutKey keys = key;
+  keys.tpDim = 3, keys.tpParts = 2;
+  Status s = attention(in.q, in.k, in.v, nullptr, scale, true, got.out, got.lse,
+                       false, &keys);
+  EXPECT_NE(s.error.find("attention: its dropout's key splits the keys' dim"),
+            std::string::npos)
+      << s.error;
+  DropoutKey bad = key;
+  bad.ratio = 1.5;
+  s = attentionGrad(in.q, in.k, in.v, want.out, want.lse, in.dout, nullptr,
+                    scale, true, got.dq, got.dk, got.dv, false, &bad);
+  EXPECT_NE(s.error.find("attention_grad: dropout: ratio 1.5"),
+            std::string::npos)
+      << s.error;
 }
 
 /// Large scores (largeScoreCase: 2500 + small integers, exact whatever

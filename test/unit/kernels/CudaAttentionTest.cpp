@@ -42,21 +42,22 @@ std::vector<std::vector<int64_t>> shapesOf(const kt::AttnCase &c,
 
 DType partType(int i, DType t) { return i == 1 ? DType::F32 : t; }
 
-CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
+CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t,
+                  const smp::kernels::DropoutKey *drop = nullptr) {
   CpuResults r;
   auto shapes = shapesOf(c, in);
   for (size_t i = 0; i < shapes.size(); ++i)
     r.part[i] = Host(partType(int(i), t), shapes[i]);
   float scale = static_cast<float>(c.scale);
   EXPECT_OK(cpuk::attention(in.q, in.k, in.v, in.maskRef(), scale, c.causal,
-                            r.part[0], r.part[1]));
+                            r.part[0], r.part[1], false, drop));
   EXPECT_OK(cpuk::attentionGrad(in.q, in.k, in.v, r.part[0], r.part[1], in.dout,
                                 in.maskRef(), scale, c.causal, r.part[2],
-                                r.part[3], r.part[4]));
+                                r.part[3], r.part[4], false, drop));
   if (floatMask(in))
     EXPECT_OK(cpuk::attentionMaskGrad(in.q, in.k, in.v, r.part[0], r.part[1],
                                       in.dout, in.mask, scale, c.causal,
-                                      r.part[5]));
+                                      r.part[5], false, drop));
   r.part[1] = kt::lseSum(r.part[1]); // as the references give it
   return r;
 }
@@ -65,7 +66,8 @@ CpuResults runCpu(const kt::AttnCase &c, const kt::AttnInputs &in, DType t) {
 /// [B, S, H, D] copies of the operands and their results are transposed
 /// back).
 std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
-                         DType t, bool bshd = false) {
+                         DType t, bool bshd = false,
+                         const smp::kernels::DropoutKey *drop = nullptr) {
   auto shapes = shapesOf(c, in);
   auto layout = [&](const Host &h) { return bshd ? kt::swapHeadsSeq(h) : h; };
   for (int i : {0, 2, 3, 4})
@@ -79,14 +81,14 @@ std::vector<Host> runGpu(const kt::AttnCase &c, const kt::AttnInputs &in,
       dk(t, shapes[3]), dv(t, shapes[4]);
   float scale = static_cast<float>(c.scale);
   const TensorRef *m = mask ? mask->ptr() : nullptr;
-  EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse, bshd));
+  EXPECT_OK(cuk::attention(q, k, v, m, scale, c.causal, out, lse, bshd, drop));
   EXPECT_OK(cuk::attentionGrad(q, k, v, out, lse, dout, m, scale, c.causal, dq,
-                               dk, dv, bshd));
+                               dk, dv, bshd, drop));
   std::unique_ptr<Dev> dmask;
   if (floatMask(in)) {
     dmask = std::make_unique<Dev>(t, shapes[5]);
     EXPECT_OK(cuk::attentionMaskGrad(q, k, v, out, lse, dout, *m, scale,
-                                     c.causal, *dmask, bshd));
+                                     c.causal, *dmask, bshd, drop));
   }
   Status s = cuk::synchronize(*sharedContext());
   EXPECT_TRUE(s.ok()) << s.error;
@@ -231,6 +233,41 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
       std::vector<Host> b = runGpu(c, in, t);
       for (size_t i = 0; i < a.size(); ++i)
         EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+    }
+}
+
+/// A dropout on the probabilities: the GPU draws the CPU's mask (the same
+/// global indices) in the f32 kernels (tiles with tails, GQA, a float mask
+/// with its gradient, a key placing the tensor among others' heads and
+/// samples) and in the tensor-core kernels (bshd too), within the tests'
+/// tolerances above; and the mask matters (without it, out differs).
+TEST_F(Cuda, AttentionDropoutMatchesCpu) {
+  smp::kernels::DropoutKey key;
+  key.seed = 77, key.step = 3, key.stream = 2, key.ratio = 0.25;
+  key.samples = 2, key.sampleOffset = 2;
+  key.tpDim = 1, key.tpParts = 2, key.tpIndex = 1;
+  kt::AttnCase c;
+  c.b = 2, c.hq = 4, c.hkv = 2, c.s = 50, c.sk = 70, c.d = 40, c.dv = 24;
+  c.causal = true, c.scale = 0.15, c.seed = 43, c.mask = "float_h";
+  kt::AttnInputs in(c, DType::F32);
+  std::vector<Host> gpu = runGpu(c, in, DType::F32, false, &key);
+  CpuResults cpu = runCpu(c, in, DType::F32, &key);
+  CpuResults plain = runCpu(c, in, DType::F32);
+  for (size_t i = 0; i < gpu.size(); ++i)
+    EXPECT_LE(kt::maxRelDiff(gpu[i].values(), cpu.part[i].values()), 1e-5)
+        << kParts[i];
+  EXPECT_GT(kt::maxRelDiff(cpu.part[0].values(), plain.part[0].values()), 1e-2);
+  std::vector<kt::AttnCase> cases = tensorCoreCases();
+  for (const kt::AttnCase &tc : {cases[1], cases[2]})
+    for (bool bshd : {false, true}) {
+      SCOPED_TRACE(tc.name + (bshd ? " bshd" : ""));
+      kt::AttnInputs hin(tc, DType::BF16);
+      std::vector<Host> a = runGpu(tc, hin, DType::BF16, bshd, &key);
+      CpuResults ref = runCpu(tc, hin, DType::BF16, &key);
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_LE(kt::maxRelDiff(a[i].values(), ref.part[i].values()),
+                  i == 1 ? 1e-5 : 1.5e-2)
+            << kParts[i];
     }
 }
 

@@ -181,6 +181,31 @@ TEST(Dropout, DrawsTheSameWordsWithAndWithoutSimd) {
   detail::vecUseSimd(was);
 }
 
+// The kernel's runs (the AVX2 draws compared and transposed in registers,
+// windows cut at a run's ends) keep exactly the elements the header's
+// one-element mask keeps (common::dropoutKeeps): an unsplit tensor whose
+// first global index is not a multiple of 4, and a split whose rows are
+// runs (inner extent 37).
+TEST(Dropout, RunsKeepWhatThePerElementMaskKeeps) {
+  bool was = detail::vecSimdActive();
+  Host x = random(DType::F32, {3, 10, 37}, 0.5, 1.5, 6);
+  DropoutKey plain = keyOf(0.4, 99), split = keyOf(0.4, 99);
+  plain.samples = 3, plain.sampleOffset = 5;
+  split.tpDim = 1, split.tpParts = 2, split.tpBlocks = 5, split.tpIndex = 1;
+  for (bool simd : {true, false})
+    for (const DropoutKey &k : {plain, split}) {
+      detail::vecUseSimd(simd);
+      Host y(DType::F32, {3, 10, 37});
+      ASSERT_OK(dropout(x, k, y));
+      common::DropoutPlan plan;
+      ASSERT_OK(common::planDropout(k, x, y, plan));
+      for (int64_t i = 0; i < x.numel(); ++i)
+        ASSERT_EQ(y.get(i) != 0, common::dropoutKeeps(plan, i))
+            << i << (simd ? " simd" : " scalar");
+    }
+  detail::vecUseSimd(was);
+}
+
 TEST(Dropout, RefusesKeysThatDoNotFitTheTensor) {
   Host x(DType::F32, {4, 6}), y(DType::F32, {4, 6});
   DropoutKey k = keyOf(0.1);

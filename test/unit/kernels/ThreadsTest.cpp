@@ -302,46 +302,54 @@ TEST(Threads, TrainingSameBytesAnyThreadCount) {
 /// Fused attention forward and backward (several query and key blocks with
 /// tails, GQA, head dims off the 16-wide tiles, causal with a Bool mask or a
 /// float bias, and bf16): the backward's passes sum every gradient in a
-/// fixed order.
+/// fixed order; with a dropout on the probabilities too (its mask a
+/// function of each element's index).
 TEST(Threads, AttentionSameBytesAnyThreadCount) {
-  for (DType t : {DType::F32, DType::BF16}) {
-    Host q = random(t, {2, 4, 150, 40}, -1, 1, 31),
-         k = random(t, {2, 2, 170, 40}, -1, 1, 32),
-         v = random(t, {2, 2, 170, 24}, -1, 1, 33),
-         dout = random(t, {2, 4, 150, 24}, -1, 1, 34),
-         mask = random(DType::Bool, {2, 1, 150, 170}, 0, 1.3, 35);
-    expectSameBytes("attention", [&] {
-      std::vector<Host> outs;
-      outs.reserve(5);
-      Host &o = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 24});
-      Host &lse =
-          outs.emplace_back(DType::F32, std::vector<int64_t>{2, 4, 150, 2});
-      EXPECT_OK(attention(q, k, v, &mask.ref, 0.15f, true, o, lse));
-      Host &dq = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 40});
-      Host &dk = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 40});
-      Host &dv = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 24});
-      EXPECT_OK(attentionGrad(q, k, v, o, lse, dout, &mask.ref, 0.15f, true,
-                              dq, dk, dv));
-      return outs;
-    });
-    // A trainable bias [1, H, S, Sk] and one per key [B, 1, 1, Sk]: the mask
-    // gradient sums over batches (and heads, queries) in one task each.
-    for (std::vector<int64_t> shape :
-         {std::vector<int64_t>{1, 4, 150, 170}, {2, 1, 1, 170}}) {
-      Host bias = random(t, shape, -1, 1, 36);
-      expectSameBytes("attention_mask_grad", [&] {
+  DropoutKey key;
+  key.seed = 9, key.step = 4, key.stream = 1, key.ratio = 0.1;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const DropoutKey *drop :
+         std::initializer_list<const DropoutKey *>{nullptr, &key}) {
+      Host q = random(t, {2, 4, 150, 40}, -1, 1, 31),
+           k = random(t, {2, 2, 170, 40}, -1, 1, 32),
+           v = random(t, {2, 2, 170, 24}, -1, 1, 33),
+           dout = random(t, {2, 4, 150, 24}, -1, 1, 34),
+           mask = random(DType::Bool, {2, 1, 150, 170}, 0, 1.3, 35);
+      expectSameBytes(drop ? "attention dropout" : "attention", [&] {
         std::vector<Host> outs;
-        outs.reserve(2);
-        Host o(t, {2, 4, 150, 24}), lse(DType::F32, {2, 4, 150, 2});
-        EXPECT_OK(attention(q, k, v, &bias.ref, 0.15f, true, o, lse));
-        outs.push_back(o);
-        Host &db = outs.emplace_back(t, shape);
-        EXPECT_OK(attentionMaskGrad(q, k, v, o, lse, dout, bias, 0.15f, true,
-                                    db));
+        outs.reserve(5);
+        Host &o = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 24});
+        Host &lse =
+            outs.emplace_back(DType::F32, std::vector<int64_t>{2, 4, 150, 2});
+        EXPECT_OK(
+            attention(q, k, v, &mask.ref, 0.15f, true, o, lse, false, drop));
+        Host &dq = outs.emplace_back(t, std::vector<int64_t>{2, 4, 150, 40});
+        Host &dk = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 40});
+        Host &dv = outs.emplace_back(t, std::vector<int64_t>{2, 2, 170, 24});
+        EXPECT_OK(attentionGrad(q, k, v, o, lse, dout, &mask.ref, 0.15f, true,
+                                dq, dk, dv, false, drop));
         return outs;
       });
+      if (drop)
+        continue; // the mask gradient once
+      // A trainable bias [1, H, S, Sk] and one per key [B, 1, 1, Sk]: the mask
+      // gradient sums over batches (and heads, queries) in one task each.
+      for (std::vector<int64_t> shape :
+           {std::vector<int64_t>{1, 4, 150, 170}, {2, 1, 1, 170}}) {
+        Host bias = random(t, shape, -1, 1, 36);
+        expectSameBytes("attention_mask_grad", [&] {
+          std::vector<Host> outs;
+          outs.reserve(2);
+          Host o(t, {2, 4, 150, 24}), lse(DType::F32, {2, 4, 150, 2});
+          EXPECT_OK(attention(q, k, v, &bias.ref, 0.15f, true, o, lse));
+          outs.push_back(o);
+          Host &db = outs.emplace_back(t, shape);
+          EXPECT_OK(
+              attentionMaskGrad(q, k, v, o, lse, dout, bias, 0.15f, true, db));
+          return outs;
+        });
+      }
     }
-  }
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OpModelSupport.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 
 using namespace mlir;
 
@@ -28,15 +29,19 @@ SMP_VJP(AttentionOp) {
       b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(), op.getResult(),
       op.getLse(), gy[0], op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
       op.getBshdAttr());
+  copyDropoutKey(op, grads); // the forward's mask, drawn again
   gx[0] = grads.getQueryGrad();
   gx[1] = grads.getKeyGrad();
   gx[2] = grads.getValueGrad();
   // A trainable additive mask (T5's relative position bias).
-  if (op.getMask() && need[3])
-    gx[3] = AttentionMaskGradOp::create(
+  if (op.getMask() && need[3]) {
+    auto maskGrad = AttentionMaskGradOp::create(
         b, op.getLoc(), op.getQuery(), op.getKey(), op.getValue(),
         op.getResult(), op.getLse(), gy[0], op.getMask(), op.getScaleAttr(),
         op.getCausalAttr(), op.getBshdAttr());
+    copyDropoutKey(op, maskGrad);
+    gx[3] = maskGrad;
+  }
   return success();
 }
 
@@ -47,11 +52,14 @@ SMP_VJP(PackedAttentionOp) {
   if (op.getMask() && need[1])
     return op.emitOpError("its mask needs a gradient, which only "
                           "smp.attention computes (smp.attention_mask_grad)");
-  if (gy[0])
-    gx[0] = PackedAttentionGradOp::create(
+  if (gy[0]) {
+    auto grad = PackedAttentionGradOp::create(
         b, op.getLoc(), op.getQkv(), op.getResult(), op.getLse(), gy[0],
         op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
         op.getKvHeadsAttr());
+    copyDropoutKey(op, grad);
+    gx[0] = grad;
+  }
   return success();
 }
 
@@ -181,7 +189,14 @@ struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
 
   /// The log-sum-exp [B, H, S, 2] is split by heads with the output. (k
   /// and v read whole are marked for finishTp while their shape is global.)
+  /// A dropout on the probabilities draws this rank's heads of the mask:
+  /// a split of dim 1 of [B, Hq, S, Sk], in either layout.
   void shrinkForTp(Operation *op, OpResult, TpShard, int64_t tp) const {
+    if (drawsDropout(op)) {
+      setDropoutPlace(op, DropoutPlace::TpDim, 1);
+      setDropoutPlace(op, DropoutPlace::TpParts, tp);
+      setDropoutPlace(op, DropoutPlace::TpBlocks, 1);
+    }
     if (wholeKv(cast<AttentionOp>(op), tp))
       op->setAttr(kWholeKv, UnitAttr::get(op->getContext()));
     Value lse = cast<AttentionOp>(op).getLse();

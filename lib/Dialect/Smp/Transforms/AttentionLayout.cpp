@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/SetVector.h"
@@ -48,6 +49,7 @@ void fuse(AttentionOp op) {
   auto fused = AttentionOp::create(b, op.getLoc(), q, k, v, op.getMask(),
                                    op.getScaleAttr(), op.getCausalAttr(),
                                    b.getBoolAttr(true));
+  copyDropoutKey(op, fused); // the probabilities are [B, Hq, S, Sk] in both
   // The output's transposes back to [B, S, H, Dv] are the fused output;
   // anything else reads it transposed to [B, H, S, Dv] once.
   Value back;

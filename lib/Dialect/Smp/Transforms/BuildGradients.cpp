@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "smp/Dialect/Smp/Autodiff/Autodiff.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/LossShare.h"
@@ -386,8 +387,9 @@ struct SmpBuildGradientsPass
         copy->setAttr(SmpDialect::kMicrobatchAttr, b.getI64IntegerAttr(i));
         // Micro-batch i's samples follow the i earlier ones' in the rank's
         // batch: its dropout masks are theirs (smp-key-dropout).
-        if (auto d = dyn_cast<DropoutOp>(copy))
-          d.setSampleOffset(d.getSamples() * i);
+        if (drawsDropout(copy))
+          setDropoutPlace(copy, DropoutPlace::SampleOffset,
+                          getDropoutPlace(copy, DropoutPlace::Samples) * i);
       }
       for (Value v : ret.getOperands())
         outs[i].push_back(map.lookupOrDefault(v));

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "SampleDims.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseSet.h"
@@ -27,8 +28,13 @@ struct SmpKeyDropoutPass
     auto f = getOperation().lookupSymbol<func::FuncOp>("main");
     if (!f)
       return;
-    SmallVector<DropoutOp> dropouts;
-    f.walk([&](DropoutOp d) { dropouts.push_back(d); });
+    // smp.dropout, and the fused attention ops' dropout on their
+    // probabilities (whose samples lead like the query's).
+    SmallVector<Operation *> dropouts;
+    f.walk([&](Operation *op) {
+      if (drawsDropout(op))
+        dropouts.push_back(op);
+    });
     if (dropouts.empty())
       return;
     SampleDims dims(f);
@@ -36,21 +42,27 @@ struct SmpKeyDropoutPass
     bool split = dp * microbatches > 1;
     // The draws of one stream (a Dropout and its mask output, drawn on
     // ones that hold no samples) are placed alike.
-    llvm::DenseSet<uint64_t> sampled;
-    for (DropoutOp d : dropouts)
-      if (dims.leading(d.getInput()))
-        sampled.insert(d.getStream());
-    for (DropoutOp d : dropouts) {
-      bool leading = sampled.contains(d.getStream());
+    llvm::DenseSet<int64_t> sampled;
+    for (Operation *d : dropouts)
+      if (dims.leading(dropoutSampled(d)))
+        sampled.insert(dropoutStream(d));
+    for (Operation *d : dropouts) {
+      bool leading = sampled.contains(dropoutStream(d));
       if (split && !leading &&
-          failed(dims.check(d.getInput(),
-                            "the input of this dropout (its random mask is "
-                            "drawn for the global batch, sample by sample)",
+          failed(dims.check(dropoutSampled(d),
+                            isa<DropoutOp>(d)
+                                ? "the input of this dropout (its random mask "
+                                  "is drawn for the global batch, sample by "
+                                  "sample)"
+                                : "the query of this attention (the random "
+                                  "mask of its dropout is drawn for the "
+                                  "global batch, sample by sample)",
                             0, dp, microbatches)))
         return signalPassFailure();
-      d.setSamples(leading ? mb : 0);
-      d.setSampleOffset(0);
-      d.setShardSamples(leading ? mb * microbatches : 0);
+      setDropoutPlace(d, DropoutPlace::Samples, leading ? mb : 0);
+      setDropoutPlace(d, DropoutPlace::SampleOffset, 0);
+      setDropoutPlace(d, DropoutPlace::ShardSamples,
+                      leading ? mb * microbatches : 0);
     }
   }
 };

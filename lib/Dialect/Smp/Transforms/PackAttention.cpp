@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
@@ -159,6 +160,7 @@ void pack(Packing &p) {
         PackedAttentionOp::create(b, fwd.getLoc(), qkv, fwd.getMask(),
                                   fwd.getScaleAttr(), fwd.getCausalAttr(), kv);
     annotateLike(packed, fwd);
+    copyDropoutKey(fwd, packed);
     fwd.replaceAllUsesWith(packed.getResults());
     fwd.erase();
   }
@@ -170,6 +172,7 @@ void pack(Packing &p) {
         b, bwd.getLoc(), qkv, bwd.getOutput(), bwd.getLse(), bwd.getGrad(),
         bwd.getMask(), bwd.getScaleAttr(), bwd.getCausalAttr(), kv);
     annotateLike(packed, bwd);
+    copyDropoutKey(bwd, packed);
     b.setInsertionPoint(concat);
     auto grad = ReshapeOp::create(b, concat.getLoc(), concat.getType(),
                                   packed.getQkvGrad());

@@ -1,18 +1,20 @@
 //===- RaiseAttention.cpp - Fuse attention chains into smp.attention ------===//
 //
 // Implements `smp-raise-attention` (see Passes.td). The pattern is rooted at
-// the product of the probabilities with v and walks inwards: the NaN guard
+// the product of the probabilities with v and walks inwards: a dropout on
+// the probabilities (the op's own, drawing the same mask), the NaN guard
 // of a fully masked row, the softmax over the keys, masks and scales in any
 // order as long as no scale is applied to a mask, and the scores' product,
 // whose operands may carry the scale themselves.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CausalMask.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "CausalMask.h"
 #include "smp/Dialect/Smp/Autodiff/GradientUtils.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/MatchUtils.h"
@@ -291,15 +293,26 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
         typeOf(pv.getResult()).getRank() != 4)
       return rewriter.notifyMatchFailure(pv, "not a rank-4 p v product");
     Value p = pv.getLhs(), v = pv.getRhs();
+    // A dropout on the probabilities becomes the op's: its kernels draw the
+    // same mask (the same key over the [B, Hq, S, Sk] probabilities).
+    Operation *consumer = pv;
+    auto drop = p.getDefiningOp<DropoutOp>();
+    if (drop) {
+      if (!drop->hasOneUse())
+        return rewriter.notifyMatchFailure(pv, "dropped probabilities reused");
+      consumer = drop;
+      p = drop.getInput();
+    }
     Value guarded = matchNanGuard(p);
     auto sm = (guarded ? guarded : p).getDefiningOp<SoftmaxOp>();
     if (!sm || (sm.getAxis() != 3 && sm.getAxis() != -1))
       return rewriter.notifyMatchFailure(pv, "no softmax over the keys");
-    // The probabilities feed only this product (and the guard).
+    // The probabilities feed only this product or its dropout (and the
+    // guard).
     Value probs = sm.getResult();
     for (Operation *user : probs.getUsers())
-      if (user != pv && !(guarded && (isa<EqualOp>(user) ||
-                                      user == p.getDefiningOp())))
+      if (user != consumer &&
+          !(guarded && (isa<EqualOp>(user) || user == p.getDefiningOp())))
         return rewriter.notifyMatchFailure(pv, "probabilities used elsewhere");
     if (guarded && !p.hasOneUse())
       return rewriter.notifyMatchFailure(pv, "guarded probabilities reused");
@@ -344,6 +357,8 @@ struct RaiseAttention : OpRewritePattern<MatMulOp> {
         rewriter, pv.getLoc(), q, k, v, mask,
         rewriter.getF32FloatAttr(static_cast<float>(chain.scale)),
         rewriter.getBoolAttr(causal));
+    if (drop)
+      copyDropoutKey(drop, attn);
     rewriter.replaceOp(pv, attn.getResult());
     return success();
   }

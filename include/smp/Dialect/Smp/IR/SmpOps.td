@@ -85,6 +85,17 @@ def Smp_LeakyReluOp : Smp_Op<"leaky_relu", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+// Where a dropout's tensor sits in the global one (smp.dropout's
+// description): smp.dropout's attributes, and those of the fused attention
+// ops' dropout on their probabilities. Passes read and write them on any op
+// through DropoutKey.h.
+defvar Smp_DropoutPlacement = (ins DefaultValuedAttr<I64Attr, "0">:$samples,
+                                   DefaultValuedAttr<I64Attr, "0">:$sample_offset,
+                                   DefaultValuedAttr<I64Attr, "0">:$shard_samples,
+                                   DefaultValuedAttr<I64Attr, "-1">:$tp_dim,
+                                   DefaultValuedAttr<I64Attr, "1">:$tp_parts,
+                                   DefaultValuedAttr<I64Attr, "1">:$tp_blocks);
+
 def Smp_DropoutOp : Smp_Op<"dropout", [Pure, SameOperandsAndResultType,
                                        Elementwise]> {
   let summary = "keep ? x / (1 - ratio) : 0 with a counter-based random mask";
@@ -102,14 +113,9 @@ def Smp_DropoutOp : Smp_Op<"dropout", [Pure, SameOperandsAndResultType,
     tensor-parallel split of dim `tp_dim` (-1: none) into `tp_parts` of
     `tp_blocks` blocks each (the writer binds each rank's `tp_index`).
   }];
-  let arguments = (ins Smp_FloatTensor:$input, F32Attr:$ratio,
-                   I64Attr:$stream,
-                   DefaultValuedAttr<I64Attr, "0">:$samples,
-                   DefaultValuedAttr<I64Attr, "0">:$sample_offset,
-                   DefaultValuedAttr<I64Attr, "0">:$shard_samples,
-                   DefaultValuedAttr<I64Attr, "-1">:$tp_dim,
-                   DefaultValuedAttr<I64Attr, "1">:$tp_parts,
-                   DefaultValuedAttr<I64Attr, "1">:$tp_blocks);
+  let arguments = !con((ins Smp_FloatTensor:$input, F32Attr:$ratio,
+                            I64Attr:$stream),
+                       Smp_DropoutPlacement);
   let results = (outs Smp_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -42,9 +42,11 @@ def SmpRaiseAttentionPass
     values (Hugging Face's repeat_kv: reshape, expand, reshape) are read as
     the key/value heads themselves. A mask computed from trainable
     parameters (T5's relative position bias) fuses too: its gradient is
-    `smp.attention_mask_grad`'s. A chain whose scores, mask or
-    probabilities are used elsewhere or whose shapes broadcast stays
-    unfused, as imported.
+    `smp.attention_mask_grad`'s. A training dropout between the softmax and
+    the product (`smp.dropout`) becomes the op's `ratio` and `stream`: its
+    kernels draw the mask the dropout would have drawn. A chain whose
+    scores, mask or probabilities are used elsewhere or whose shapes
+    broadcast stays unfused, as imported.
   }];
   let dependentDialects = ["::smp::SmpDialect"];
 }
@@ -102,7 +104,9 @@ def SmpKeyDropoutPass : Pass<"smp-key-dropout", "mlir::ModuleOp"> {
     micro-batch), marks each smp.dropout whose input holds the samples along
     dim 0, sample-major (SampleDims.h), with `samples` (the micro-batch) and
     `shard_samples` (a rank's samples in a step: micro-batch x
-    `microbatches`); a dropout of a value that holds no samples keeps
+    `microbatches`), and likewise each attention op with a dropout on its
+    probabilities (ratio != 0), whose samples lead as its query's (the
+    probabilities are [B, Hq, S, Sk]); a dropout of a value that holds no samples keeps
     `samples` = 0 (one mask for every sample). Under `dp` x `microbatches` > 1
     a dropout of a value that holds them otherwise (interleaved, along
     another dim, mixed) is refused, naming the op: its mask could not be

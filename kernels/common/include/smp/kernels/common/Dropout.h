@@ -24,6 +24,7 @@
 #include "smp/kernels/common/Elements.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace smp::kernels::common {
 
@@ -90,20 +91,55 @@ SMP_HOST_DEVICE inline void dropoutWords(const DropoutPlan &p, uint64_t g,
   philox4x32x10(ctr, p.key, words);
 }
 
-/// Whether the mask keeps local element i.
-SMP_HOST_DEVICE inline bool dropoutKeeps(const DropoutPlan &p, int64_t i) {
+/// Whether the mask keeps the element of global index g.
+SMP_HOST_DEVICE inline bool dropoutKeepsGlobal(const DropoutPlan &p,
+                                               uint64_t g) {
   if (p.dropAll)
     return false;
-  uint64_t g = static_cast<uint64_t>(dropoutGlobalIndex(p, i));
   uint32_t words[4];
   dropoutWords(p, g, words);
   return words[g & 3] >= p.threshold;
+}
+
+/// Whether the mask keeps local element i.
+SMP_HOST_DEVICE inline bool dropoutKeeps(const DropoutPlan &p, int64_t i) {
+  return dropoutKeepsGlobal(p, static_cast<uint64_t>(dropoutGlobalIndex(p, i)));
+}
+
+/// The global index of element (row, 0) of a tensor whose last dim holds
+/// rows of `n` (the attention probabilities' keys); element (row, j) is
+/// that plus j whenever the split dim is not the last one (the attention's
+/// plan, planAttentionDropout, refuses a split of it).
+SMP_HOST_DEVICE inline int64_t dropoutRowBase(const DropoutPlan &p, int64_t row,
+                                              int64_t n) {
+  return dropoutGlobalIndex(p, row * n);
 }
 
 /// dropout's arguments (a float input, an output like it) and its key
 /// against the input's shape, resolved into `plan`.
 Status planDropout(const smp::kernels::DropoutKey &key, const TensorRef &in,
                    const TensorRef &out, DropoutPlan &plan);
+
+/// The key resolved against a tensor of `shape` (what planDropout does
+/// once the arguments are checked; the fused attention's probabilities
+/// [B, Hq, S, Sk] exist only as this shape).
+Status planDropoutOver(const smp::kernels::DropoutKey &key,
+                       const std::vector<int64_t> &shape, DropoutPlan &plan);
+
+struct AttentionDims;
+
+/// Whether an attention call drops its probabilities: a key of ratio other
+/// than 0 (one outside [0, 1] is planAttentionDropout's error).
+inline bool attentionDrops(const smp::kernels::DropoutKey *key) {
+  return key && key->ratio != 0;
+}
+
+/// The key of an attention call's dropout on its probabilities, resolved
+/// against their shape [B, Hq, S, Sk] (local: this rank's heads, its
+/// samples). A split of the keys' dim is refused: the kernels step along a
+/// row's keys from dropoutRowBase.
+Status planAttentionDropout(const char *op, const smp::kernels::DropoutKey &key,
+                            const AttentionDims &g, DropoutPlan &plan);
 
 } // namespace smp::kernels::common
 
