@@ -45,9 +45,12 @@ int64_t NodeContext::paddingRow(llvm::StringRef name) {
 void NodeContext::noteDroppedDropout() { ++importer_.droppedDropouts; }
 int64_t NodeContext::nextDropoutStream() { return importer_.dropouts++; }
 void NodeContext::warnOnce(llvm::StringRef key, const llvm::Twine &msg) {
+  // The text names the file and the node (with its op type) as errors do;
+  // the node's location would name them again.
   if (importer_.warned.insert(key).second)
-    mlir::emitWarning(loc_) << importer_.path << ": "
-                            << describeNode(node_, nodeIndex_) << ": " << msg;
+    mlir::emitWarning(UnknownLoc::get(context()))
+        << importer_.path << ": " << describeNode(node_, nodeIndex_) << ": "
+        << msg;
 }
 
 llvm::Error NodeContext::error(const llvm::Twine &msg) const {
