@@ -93,7 +93,7 @@ Status checkInstruction(
                                     : std::to_string(op.numOutputs)) +
         " outputs");
   }
-  uint64_t seen = 0;
+  AttrMask seen;
   for (const auto &[name, kind] : attrs) {
     if (!name.empty() && name[0] == '@')
       continue;
@@ -109,7 +109,7 @@ Status checkInstruction(
     seen |= attrBit(a);
   }
   for (int a = 0; a < kNumOpAttrs; ++a)
-    if (op.needs(static_cast<OpAttr>(a)) && !(seen & attrBit(OpAttr(a))))
+    if (op.needs(static_cast<OpAttr>(a)) && !seen.has(OpAttr(a)))
       return Status::failure(what + "misses attribute '" + kOpAttrs[a].name +
                              "' that the runtime requires");
   return Status::success();

@@ -85,6 +85,27 @@ TEST_F(OpSchemaTest, EverySchemaOpComesFromTheCompiler) {
         << "lowers to it";
 }
 
+// Attribute sets hold attributes past the 64th (AttrMask's second word),
+// each bit alone; the attention ops allow dropout's key attributes.
+TEST_F(OpSchemaTest, AttributeMasksHoldMoreThan64) {
+  auto a = [](int i) { return static_cast<base::OpAttr>(i); };
+  for (int i : {0, 5, 63, 64, 70, 127}) {
+    base::AttrMask m = base::attrBit(a(i)) | base::attrBit(a(i == 3 ? 4 : 3));
+    EXPECT_TRUE(m.has(a(i))) << i;
+    for (int j : {0, 1, 62, 63, 64, 65, 100, 127})
+      if (j != i && j != 3)
+        EXPECT_FALSE(m.has(a(j))) << i << " " << j;
+  }
+  const base::OpSchema *attn = base::findOp("packed_attention_grad");
+  ASSERT_NE(attn, nullptr);
+  for (base::OpAttr k : {base::OpAttr::Ratio, base::OpAttr::Stream,
+                         base::OpAttr::TpIndex, base::OpAttr::KvHeads})
+    EXPECT_TRUE(attn->allows(k));
+  EXPECT_TRUE(attn->needs(base::OpAttr::KvHeads));
+  EXPECT_FALSE(attn->needs(base::OpAttr::Ratio));
+  EXPECT_FALSE(attn->allows(base::OpAttr::Bshd));
+}
+
 TEST_F(OpSchemaTest, CheckInstructionNamesTheOpAndTheProblem) {
   const base::OpSchema *ln = base::findOp("layer_norm");
   ASSERT_NE(ln, nullptr);

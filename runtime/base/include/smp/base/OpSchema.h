@@ -39,15 +39,39 @@ enum class OpId : uint8_t {
 
 constexpr int kNumOpAttrs = static_cast<int>(OpAttr::NumAttrs);
 constexpr int kNumOps = static_cast<int>(OpId::NumOps);
-static_assert(kNumOpAttrs <= 64, "attribute masks are 64 bits");
+static_assert(kNumOpAttrs <= 128, "attribute masks are 128 bits (AttrMask)");
 
 /// numOutputs of an op with any number of results (split).
 constexpr int kAnyCount = -1;
 /// maxInputs of an op with any number of operands (concat).
 constexpr int kManyInputs = 1 << 20;
 
-constexpr uint64_t attrBit(OpAttr a) {
-  return uint64_t(1) << static_cast<unsigned>(a);
+/// A set of attributes, a bit each (128: room beyond the 64 the schema
+/// outgrew once the attention ops took dropout's key attributes). 0 (the
+/// OpSchema.def rows' "none") converts to the empty set.
+class AttrMask {
+public:
+  constexpr AttrMask(uint64_t lo = 0, uint64_t hi = 0) : lo_(lo), hi_(hi) {}
+  constexpr AttrMask operator|(AttrMask o) const {
+    return {lo_ | o.lo_, hi_ | o.hi_};
+  }
+  constexpr AttrMask &operator|=(AttrMask o) {
+    lo_ |= o.lo_, hi_ |= o.hi_;
+    return *this;
+  }
+  constexpr bool has(OpAttr a) const {
+    unsigned i = static_cast<unsigned>(a);
+    return ((i < 64 ? lo_ >> i : hi_ >> (i - 64)) & 1) != 0;
+  }
+
+private:
+  uint64_t lo_, hi_;
+};
+
+constexpr AttrMask attrBit(OpAttr a) {
+  unsigned i = static_cast<unsigned>(a);
+  return i < 64 ? AttrMask(uint64_t(1) << i, 0)
+                : AttrMask(0, uint64_t(1) << (i - 64));
 }
 
 struct AttrSchema {
@@ -59,13 +83,11 @@ struct OpSchema {
   OpId id;
   const char *name;
   int minInputs, maxInputs, numOutputs;
-  uint64_t required, optional; // masks of attrBit
+  AttrMask required, optional; // sets of attrBit
   constexpr bool allows(OpAttr a) const {
-    return ((required | optional) & attrBit(a)) != 0;
+    return required.has(a) || optional.has(a);
   }
-  constexpr bool needs(OpAttr a) const {
-    return (required & attrBit(a)) != 0;
-  }
+  constexpr bool needs(OpAttr a) const { return required.has(a); }
 };
 
 inline constexpr AttrSchema kOpAttrs[] = {
