@@ -21,7 +21,13 @@
 # ("real/ARCH-bf16: ..."). Last, decoders with head dims the tensor-core
 # attention takes (smp-modelgen: a GPT with D = 64 and a LLaMA with D = 32
 # and grouped-query attention, T = 96: two query tiles, the second a
-# tail), bf16 AdamW within 2e-2 of the CPU ("wide/NAME: ...").
+# tail), bf16 AdamW within 2e-2 of the CPU ("wide/NAME: ..."). Then random
+# dropout (DROPOUT, default test/fixtures/dropout, test/smprun/dropout.test):
+# the transformer block (its attention-probability dropout drawn inside the
+# fused attention kernels) with SGD and the Hugging Face GPT-2 with AdamW,
+# fp32 within 1e-4 of PyTorch trained with smp's masks
+# ("dropout/NAME: ... ok"), and the block in bf16 within 2e-2 of the CPU
+# ("dropout/block-bf16: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
 # (default: smp-modelgen beside SMPC), PYTHON
@@ -39,6 +45,7 @@ SMPRUN=${SMPRUN:-smprun}
 PYTHON=${PYTHON:-python3}
 FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
 REAL=${REAL:-$ROOT/test/fixtures/real}
+DROPOUT=${DROPOUT:-$ROOT/test/fixtures/dropout}
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
 REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
@@ -51,7 +58,7 @@ SAME=$ROOT/test/train/same_losses.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
-usage() { sed -n '2,34p' "$0" >&2; exit 2; }
+usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 
 # The label input of a real architecture's export.
 real_labels() { case $1 in vit*) echo class_labels ;; *) echo labels ;; esac; }
@@ -95,6 +102,22 @@ compile_wide() {
   done
 }
 
+# The dropout fixtures' artifacts into DIR/dropout (dropout.test's flags).
+compile_dropout() {
+  local dir=$1/dropout
+  mkdir -p "$dir"
+  local block=("$SMPC" compile "$DROPOUT/block.onnx" --train --target cuda
+    --loss mse:y:t --batch-size 8 --seed 1234 --optimizer sgd --lr 0.05
+    --momentum 0.9)
+  "${block[@]}" -o "$dir/block.smpx" > /dev/null || return 1
+  "${block[@]}" --precision bf16 -o "$dir/block-bf16.smpx" > /dev/null ||
+    return 1
+  "$SMPC" compile "$DROPOUT/gpt2/gpt2.onnx" --train --target cuda \
+    --loss cross_entropy:logits:labels --batch-size 8 --seed 1234 \
+    --optimizer adamw --lr 0.01 -o "$dir/gpt2.smpx" > /dev/null \
+    2> "$dir/gpt2.log" || { cat "$dir/gpt2.log" >&2; return 1; }
+}
+
 compile() {
   local dir=$1 m o c p extra
   mkdir -p "$dir"
@@ -117,7 +140,8 @@ compile() {
       --batch-size 8 ${mode#*:} -o "$dir/gpt.${mode%%:*}.smpx" > /dev/null || return 1
   done
   compile_real "$dir" || return 1
-  compile_wide "$dir"
+  compile_wide "$dir" || return 1
+  compile_dropout "$dir"
 }
 
 # The seconds before SUITE_DEADLINE (a lot without one).
@@ -248,7 +272,30 @@ run() {
   fi
   run_real "$dir/real" "$dev"
   run_wide "$dir/wide" "$dev"
+  run_dropout "$dir/dropout" "$dev"
   return 0
+}
+
+# The dropout fixtures on DEVICE: fp32 against PyTorch with smp's masks
+# (8 steps, as dropout.test), the block in bf16 against the CPU.
+run_dropout() {
+  local dir=$1 dev=$2 name data ref line
+  for name in block gpt2; do
+    data=$DROPOUT/data ref=$DROPOUT/ref_sgd.json
+    [ $name = gpt2 ] && data=$DROPOUT/gpt2/data ref=$DROPOUT/gpt2/ref_adamw.json
+    skip "dropout/$name" && continue
+    rm -f "$OUT/dropout.$name.jsonl"
+    if runone "dropout.$name.$dev" "$dir/$name.smpx" --device "$dev" \
+      --data "$data" --steps 8 --metrics "$OUT/dropout.$name.jsonl"; then
+      line=$("$PYTHON" "$COMPARE" "$OUT/dropout.$name.jsonl" "$ref" \
+        --rtol 1e-4 --label "dropout/$name" 2>&1 | tail -n 1)
+      case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
+    else
+      echo "dropout/$name: FAILED (the run failed)"
+    fi
+  done
+  against_cpu "dropout/block-bf16" "dropout.block-bf16" \
+    "$dir/block-bf16.smpx" "$DROPOUT/data" 2e-2 "$dev"
 }
 
 # The WIDE decoders on DEVICE against the CPU (bf16: the tensor-core
