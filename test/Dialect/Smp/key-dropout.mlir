@@ -74,3 +74,17 @@ module {
     return %o, %o2 : tensor<2x2x3x4xf32>, tensor<2x2x3x4xf32>
   }
 }
+
+// -----
+
+// An attention whose query holds the samples along dim 1 (a
+// sequence-first layout): its dropout cannot be placed under dp 2 x 3
+// micro-batches, refused naming the attention.
+module {
+  func.func @main(%x: tensor<2x3x4x4xf32> {smp.input = "x"}) -> (tensor<3x2x4x4xf32> {smp.output = "y"}) {
+    // expected-error @+1 {{the query of this attention (the random mask of its dropout is drawn for the global batch, sample by sample) holds the batch's samples along dim 1, but smp splits the batch along dim 0 under --dp 2 x 3 micro-batch(es)}}
+    %q = smp.transpose %x {perm = array<i64: 1, 0, 2, 3>} : tensor<2x3x4x4xf32> -> tensor<3x2x4x4xf32>
+    %o, %l = smp.attention %q, %q, %q {ratio = 0.1 : f32, scale = 0.5 : f32, stream = 0 : i64} : (tensor<3x2x4x4xf32>, tensor<3x2x4x4xf32>, tensor<3x2x4x4xf32>) -> (tensor<3x2x4x4xf32>, tensor<3x2x4x2xf32>)
+    return %o : tensor<3x2x4x4xf32>
+  }
+}
