@@ -1,5 +1,4 @@
-//===- DropoutRun.h - A run of the dropout mask, drawn at once ---*- C++
-//-*-===//
+//===- DropoutRun.h - A run of the dropout mask -----------------*- C++ -*-===//
 //
 // The factors of consecutive global indices (common/Dropout.h's mask:
 // 1 / (1 - p) where it keeps an element, 0 where it drops it),

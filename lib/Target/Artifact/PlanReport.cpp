@@ -119,18 +119,26 @@ std::string planReport(ModuleOp module,
       os << "\n";
     }
   }
-  // The model's random dropouts (their streams) and what they draw from.
-  llvm::SmallDenseSet<int64_t> streams;
-  // (A dropout fused into attention draws from its attention op.)
+  // The model's random dropouts (their streams), those drawn inside a
+  // fused attention, and what they draw from.
+  llvm::SmallDenseSet<int64_t> streams, inAttention;
   module.walk([&](Operation *op) {
-    if (drawsDropout(op))
-      streams.insert(dropoutStream(op));
+    if (!drawsDropout(op))
+      return;
+    streams.insert(dropoutStream(op));
+    if (!isa<DropoutOp>(op))
+      inAttention.insert(dropoutStream(op));
   });
-  if (!streams.empty() && options.training)
+  if (!streams.empty() && options.training) {
     os << "dropout: " << streams.size()
        << " random Dropout(s), masks drawn from seed " << options.training->seed
        << " by each element's place in the global batch (the same masks "
-          "under any plan)\n";
+          "under any plan)";
+    if (!inAttention.empty())
+      os << "; " << inAttention.size()
+         << " on attention probabilities, drawn inside the fused attention";
+    os << "\n";
+  }
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
     uint64_t weights = 0, sends = 0, recvs = 0;

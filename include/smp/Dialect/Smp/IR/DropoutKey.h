@@ -1,5 +1,4 @@
-//===- DropoutKey.h - The dropout key of any op that draws a mask -*- C++
-//-*-===//
+//===- DropoutKey.h - Dropout keys of ops that draw masks -------*- C++ -*-===//
 //
 // smp.dropout and the fused attention ops (a dropout on their
 // probabilities, ratio != 0) carry the same key attributes: ratio, stream
