@@ -42,10 +42,10 @@ constexpr int64_t kBcRows = roundUp(kBc, kMR);
 /// [kBcRows][kBr], the gradient accumulator and zeros.
 struct GradTile {
   std::vector<float> p, ds, pt, dst, acc, acc2, zeros;
-  std::vector<float> z; // the dropout's factors of P (with dropout)
+  std::vector<float> z; // the dropout's factors of P (sized on first use)
   GradTile(const common::AttentionDims &g, int64_t accFloats,
            int64_t acc2Floats)
-      : p(static_cast<size_t>(kBr * kBc)), ds(p.size()), z(p.size()),
+      : p(static_cast<size_t>(kBr * kBc)), ds(p.size()),
         pt(static_cast<size_t>(kBcRows * kBr)), dst(pt.size()),
         acc(static_cast<size_t>(accFloats)),
         acc2(static_cast<size_t>(acc2Floats)),
@@ -78,6 +78,8 @@ void probsAndDs(const Operands &in, int64_t b, int64_t h, int64_t i0,
   const float *vp = in.vp.data() + in.kBlock(b, kvh, kb) * blockFloats(g.dv);
   gemmRows(br, kBc, g.dv, in.dout.p + q0 * in.dout.ld, in.dout.ld,
            t.zeros.data(), vp, kNR, g.dv * kNR, t.ds.data(), kBc, false);
+  if (in.dropout && t.z.empty()) // no tile of it without dropout
+    t.z.resize(t.p.size());
   for (int64_t r = 0; r < br; ++r) {
     float dsum = in.dsum[q0 + r];
     float *p = t.p.data() + r * kBc, *ds = t.ds.data() + r * kBc;
