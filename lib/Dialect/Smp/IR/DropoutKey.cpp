@@ -61,6 +61,13 @@ void setDropoutPlace(Operation *op, DropoutPlace p, int64_t value) {
               IntegerAttr::get(IntegerType::get(op->getContext(), 64), value));
 }
 
+void setDropoutTpSplit(Operation *op, int64_t dim, int64_t parts,
+                       int64_t blocks) {
+  setDropoutPlace(op, DropoutPlace::TpDim, dim);
+  setDropoutPlace(op, DropoutPlace::TpParts, parts);
+  setDropoutPlace(op, DropoutPlace::TpBlocks, blocks);
+}
+
 void copyDropoutKey(Operation *from, Operation *to) {
   if (!drawsDropout(from))
     return;

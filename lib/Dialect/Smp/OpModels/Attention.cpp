@@ -192,11 +192,8 @@ struct AttentionTpRule : public TpRule<AttentionTpRule, AttentionOp> {
   /// A dropout on the probabilities draws this rank's heads of the mask:
   /// a split of dim 1 of [B, Hq, S, Sk], in either layout.
   void shrinkForTp(Operation *op, OpResult, TpShard, int64_t tp) const {
-    if (drawsDropout(op)) {
-      setDropoutPlace(op, DropoutPlace::TpDim, 1);
-      setDropoutPlace(op, DropoutPlace::TpParts, tp);
-      setDropoutPlace(op, DropoutPlace::TpBlocks, 1);
-    }
+    if (drawsDropout(op))
+      setDropoutTpSplit(op, 1, tp, 1);
     if (wholeKv(cast<AttentionOp>(op), tp))
       op->setAttr(kWholeKv, UnitAttr::get(op->getContext()));
     Value lse = cast<AttentionOp>(op).getLse();

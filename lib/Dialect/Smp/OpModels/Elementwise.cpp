@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OpModelSupport.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 
 #include <cmath>
 
@@ -310,10 +311,7 @@ struct DropoutTpRule : public TpRule<DropoutTpRule, DropoutOp> {
   }
   bool splitsTpWeightChains(Operation *) const { return true; }
   void shrinkForTp(Operation *op, OpResult, TpShard s, int64_t tp) const {
-    auto d = cast<DropoutOp>(op);
-    d.setTpDim(s.dim);
-    d.setTpParts(tp);
-    d.setTpBlocks(s.blocks);
+    setDropoutTpSplit(op, s.dim, tp, s.blocks);
   }
 };
 

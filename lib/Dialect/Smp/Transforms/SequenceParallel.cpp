@@ -24,6 +24,7 @@
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/SmpTraits.h"
 #include "smp/Dialect/Smp/Transforms/MatchUtils.h"
@@ -248,11 +249,8 @@ struct SequenceParallel {
       ln.setAxis(1);
     // A dropout on rows draws its rows of the mask: the rows are a split of
     // the [T, H] view's dim 0 over tp (its samples stay leading).
-    if (auto d = dyn_cast<DropoutOp>(c)) {
-      d.setTpDim(0);
-      d.setTpParts(tp);
-      d.setTpBlocks(1);
-    }
+    if (isa<DropoutOp>(c))
+      setDropoutTpSplit(c, 0, tp, 1);
     rows[result] = c->getResult(0);
     replaced.insert(op);
   }

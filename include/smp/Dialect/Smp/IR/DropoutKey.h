@@ -45,6 +45,12 @@ mlir::Value dropoutSampled(mlir::Operation *op);
 int64_t getDropoutPlace(mlir::Operation *op, DropoutPlace p);
 void setDropoutPlace(mlir::Operation *op, DropoutPlace p, int64_t value);
 
+/// Records a tensor-parallel split of dim `dim` of the mask's tensor into
+/// `parts` of `blocks` blocks each (tp_dim, tp_parts, tp_blocks): what the
+/// tp rules and sequence parallelism set on a keyed op they split.
+void setDropoutTpSplit(mlir::Operation *op, int64_t dim, int64_t parts,
+                       int64_t blocks);
+
 /// Copies the key (ratio, stream, placement) of `from` onto `to` (an op made
 /// from a keyed one: it draws the same mask); nothing when `from` draws
 /// none.
