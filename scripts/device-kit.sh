@@ -90,6 +90,10 @@ own_library() {
   return 1
 }
 
+# Libraries smp's binaries load on first use rather than link
+# (kernels/cuda/CublasLtLoader.cpp: libcublasLt.so.<CUDA major>).
+LAZY_LIBRARIES=(libcublasLt.so.13)
+
 pack() {
   local kit=$1 emulate=${2:-} build=${BUILD_DIR:-$ROOT/build}
   local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text
@@ -517,6 +521,20 @@ run() {
       missing+="$(basename "$b"): $m"$'\n'
       [ "$(basename "$b")" = smprun ] && smprun_ok=0
     fi
+  done
+  # Loaded on first use (kernels/cuda/CublasLtLoader.cpp): ldd does not
+  # list it; the kit's binaries search it on LD_LIBRARY_PATH.
+  local lazy found d dirs
+  IFS=: read -ra dirs <<< "$libs"
+  for lazy in "${LAZY_LIBRARIES[@]}"; do
+    found=""
+    for d in "${dirs[@]}"; do
+      [ -e "$d/$lazy" ] && { found=$d/$lazy; break; }
+    done
+    [ -n "$found" ] || found=$({ ldconfig -p 2>/dev/null || true; } |
+      awk -v n="$lazy" '$1 == n && $NF ~ /^\// {print $NF; exit}')
+    echo "== loaded on first use: $lazy => ${found:-not found}" >> "$env"
+    [ -n "$found" ] || missing+="smprun (on its first matrix product): $lazy"$'\n'
   done
   {
     echo "$gpu"

@@ -29,6 +29,10 @@
 #include <type_traits>
 #include <vector>
 
+/// Why libcublasLt could not be loaded (kernels/cuda/CublasLtLoader.cpp),
+/// or null: it was, or it is the emulator's (kernels/cudaemu/CublasLt.cpp).
+extern "C" const char *smp_cublaslt_load_error();
+
 namespace smp::kernels::cuda {
 
 //===----------------------------------------------------------------------===//

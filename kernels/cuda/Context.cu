@@ -50,6 +50,8 @@ Status createContext(int dev, Context *&out, cudaStream_t stream) {
   if (cublasStatus_t st = cublasLtCreate(&ctx->lt);
       st != CUBLAS_STATUS_SUCCESS) {
     ctx->lt = nullptr;
+    if (const char *why = smp_cublaslt_load_error())
+      return cleanup(fail(op, why));
     return cleanup(fail(op, std::string("cublasLtCreate failed: ") +
                                 cublasStatusName(st)));
   }

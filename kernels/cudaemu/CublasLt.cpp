@@ -385,6 +385,10 @@ cublasStatus_t checkEpilogueBuffers(const OpDesc &d, const Layout &dl) {
 
 extern "C" {
 
+// kernels/cuda/Common.cuh: the real library is loaded on its first call
+// (kernels/cuda/CublasLtLoader.cpp); this one is always there.
+const char *smp_cublaslt_load_error() { return nullptr; }
+
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
   *h = reinterpret_cast<cublasLtHandle_t>(new Handle);
   return CUBLAS_STATUS_SUCCESS;
