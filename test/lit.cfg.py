@@ -15,6 +15,11 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.smp_obj_root, "test")
 
 llvm_config.with_system_environment(["HOME", "TMPDIR", "SMP_CPU_SIMD"])
+# Open MPI's point-to-point layer named: ob1, the one it picks on one
+# machine anyway. Choosing it by itself first opens the cm layer, whose
+# PSM and PSM2 transports (Intel's InfiniPath and Omni-Path) take ~0.2 s
+# to find no hardware, in every process of every launch.
+config.environment["OMPI_MCA_pml"] = "ob1"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
