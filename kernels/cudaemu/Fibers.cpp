@@ -29,10 +29,10 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -132,8 +132,24 @@ struct Fiber {
   uint64_t value = 0;       // shuffle: this lane's value, then the result
   int src = -1;             // shuffle: the lane read; -1: __syncwarp
   int predicate = 0;        // __syncthreads_or: in, then the result
-  std::vector<PendingCopy> openCopies;             // cp.async, uncommitted
-  std::deque<std::vector<PendingCopy>> copyGroups; // committed, oldest first
+  std::vector<PendingCopy> openCopies;              // cp.async, uncommitted
+  std::vector<std::vector<PendingCopy>> copyGroups; // committed, oldest first
+
+  /// As constructed, keeping what the vectors hold allocated: every block
+  /// resets its threads (a std::deque here allocated per thread per block,
+  /// a tenth of the emulator's instructions and more under valgrind).
+  void reset() {
+    sp = nullptr;
+    state = Wait::Ready;
+    ts = ThreadState();
+    lane = warp = 0;
+    mask = 0;
+    value = 0;
+    src = -1;
+    predicate = 0;
+    openCopies.clear();
+    copyGroups.clear();
+  }
 };
 
 struct BlockRun {
@@ -273,7 +289,7 @@ bool releaseWarps(BlockRun &b, std::string &error) {
       }
     }
     // Every lane reads the values as they were at the shuffle.
-    std::vector<uint64_t> values(w1 - w0);
+    std::array<uint64_t, 32> values;
     for (size_t t = w0; t < w1; ++t)
       values[t - w0] = b.fibers[t].value;
     for (size_t t = w0; t < w1; ++t) {
@@ -294,24 +310,30 @@ bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
   for (size_t t = 0; t < b.fibers.size(); ++t)
     startFiber(b.fibers[t], stacks.top(static_cast<unsigned>(t)));
   for (unsigned phase = 0;; ++phase) {
+    // Each fiber runs until it waits or exits; its state then is its state
+    // at the end of the phase (no other fiber changes it), so the waits are
+    // counted in the same pass.
     size_t n = b.fibers.size();
+    size_t live = 0, atBlock = 0, atWarp = 0;
+    int any = 0;
     for (size_t k = 0; k < n; ++k) {
       Fiber &f = b.fibers[phase % 2 ? n - 1 - k : k];
       if (f.state == Wait::Ready)
         switchTo(f);
-    }
-    size_t live = 0, atBlock = 0, atWarp = 0;
-    int any = 0;
-    for (const Fiber &f : b.fibers) {
-      if (f.state == Wait::Done)
+      switch (f.state) {
+      case Wait::Done:
         continue;
-      ++live;
-      if (f.state == Wait::Block) {
+      case Wait::Block:
         ++atBlock;
         any |= f.predicate;
-      }
-      if (f.state == Wait::Warp)
+        break;
+      case Wait::Warp:
         ++atWarp;
+        break;
+      case Wait::Ready:
+        break;
+      }
+      ++live;
     }
     if (live == 0)
       return true;
@@ -386,11 +408,15 @@ void cpAsyncCommit() {
 
 void cpAsyncWait(int n) {
   Fiber &f = currentFiber();
-  while (f.copyGroups.size() > static_cast<size_t>(std::max(n, 0))) {
-    for (const PendingCopy &c : f.copyGroups.front())
+  size_t keep = static_cast<size_t>(std::max(n, 0));
+  if (f.copyGroups.size() <= keep)
+    return;
+  size_t done = f.copyGroups.size() - keep;
+  for (size_t g = 0; g < done; ++g)
+    for (const PendingCopy &c : f.copyGroups[g])
       std::memcpy(c.dst, c.src, c.bytes);
-    f.copyGroups.pop_front();
-  }
+  f.copyGroups.erase(f.copyGroups.begin(),
+                     f.copyGroups.begin() + static_cast<std::ptrdiff_t>(done));
 }
 
 uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width) {
@@ -488,7 +514,7 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
     unsigned bz = static_cast<unsigned>(lin / (uint64_t(grid.x) * grid.y));
     for (size_t t = 0; t < threads; ++t) {
       Fiber &f = b.fibers[t];
-      f = Fiber();
+      f.reset();
       unsigned tt = static_cast<unsigned>(t);
       f.ts.threadIdx = make_uint3(tt % block.x, tt / block.x % block.y,
                                   tt / (block.x * block.y));
