@@ -72,6 +72,11 @@ void Stages::prefixSums() {
     prefixParams[i + 1] = prefixParams[i] + params[i];
   }
   largestParams = RangeMax(params);
+  for (bool rc : {false, true})
+    for (bool offload : {false, true})
+      for (size_t i = 0; i < n; ++i)
+        slowestOps[rc][offload] =
+            std::max(slowestOps[rc][offload], time(i, i + 1, rc, offload));
 }
 
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
@@ -96,7 +101,8 @@ double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,
 
 Evaluator::Evaluator(const Stages &st, const PlanRequest &req,
                      const Candidate &c, const std::string &schedule, int64_t v)
-    : st(st), req(req), c(c), schedule(schedule), v(v) {
+    : st(st), req(req), c(c), schedule(schedule), v(v),
+      stateFactor(optimizerStateFactor(req.optimizer)) {
   for (int64_t s = 0; s < c.pp; ++s)
     inflightOf.push_back(inflight(schedule, s, c.pp, c.m, v));
 }
@@ -117,7 +123,7 @@ std::optional<bool> Evaluator::fits(size_t begin, size_t end, int64_t s,
 MemoryBreakdown Evaluator::breakdown(size_t begin, size_t end, int64_t s,
                                      bool rc) const {
   double params = st.prefixParams[end] - st.prefixParams[begin];
-  double state = params * optimizerStateFactor(req.optimizer);
+  double state = params * stateFactor;
   if (c.zero)
     state /= static_cast<double>(c.shard);
   // ZeRO-3 stores 1/S of the parameters and gathers one op's at a time
@@ -211,6 +217,16 @@ Partition Evaluator::greedy(double limit, double cap) const {
   return part;
 }
 
+/// The slowest stage of a partition greedy() found.
+double Evaluator::slowest(const Partition &part) const {
+  double t = 0;
+  for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
+    t = std::max(t, time(begin, part.ends[s] + 1, part.recompute[s]));
+    begin = part.ends[s] + 1;
+  }
+  return t;
+}
+
 /// Fills the stages' times and memory of a partition greedy() found (the
 /// bisection only needs where the stages end).
 Partition Evaluator::measured(Partition part) const {
@@ -241,22 +257,40 @@ Partition Evaluator::partition(double cap) const {
   }
   if (static_cast<int64_t>(st.cuts.size()) < c.pp - 1)
     return Partition();
-  bool slow = c.recompute == 1;
-  double lo = 0, hi = time(0, n, true);
-  for (size_t i = 0; i < n; ++i)
-    lo = std::max(lo, time(i, i + 1, slow));
+  double lo = st.slowestOp(c.recompute == 1, c.offload), hi = time(0, n, true);
   Partition best = greedy(hi, cap);
   if (!best.ok)
     return best;
+  // greedy(limit) succeeds for every limit at least the slowest stage of a
+  // partition it found under a larger limit (each of those stages still
+  // fits, so each stage of the new one ends no earlier, and the last one
+  // takes a part of the old last one): such a limit only moves `hi`, and
+  // only the last successful limit's partition is kept, so greedy runs for
+  // it once, after the loop (about half of the greedy() calls of a deep
+  // pipeline's search; the same partitions).
+  double reached = slowest(best);
+  std::optional<double> pending; // a limit greedy() succeeds at, not run
   for (int iter = 0; iter < 40 && hi - lo > 1e-9 * hi; ++iter) {
     double mid = 0.5 * (lo + hi);
+    if (mid >= reached) {
+      pending = mid;
+      hi = mid;
+      continue;
+    }
     Partition p = greedy(mid, cap);
     if (p.ok) {
+      reached = slowest(p);
       best = std::move(p);
+      pending.reset();
       hi = mid;
     } else {
       lo = mid;
     }
+  }
+  if (pending) {
+    Partition p = greedy(*pending, cap);
+    if (p.ok)
+      best = std::move(p);
   }
   return measured(std::move(best));
 }

@@ -41,8 +41,32 @@ struct Stages {
 
   Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b);
 
+  /// F + B of one micro-batch of ops [begin, end) (and, offloaded, the
+  /// activations' way out and back).
+  double time(size_t begin, size_t end, bool rc, bool offload) const {
+    double t = rc ? prefixTimeRc[end] - prefixTimeRc[begin]
+                  : prefixTime[end] - prefixTime[begin];
+    if (offload && device.hostBandwidth > 0)
+      t += 2 * backwardReads(begin, end, rc) / device.hostBandwidth;
+    return t;
+  }
+  /// What the backward reads of one micro-batch's stage: its activations,
+  /// or with recomputation the checkpoints.
+  double backwardReads(size_t begin, size_t end, bool rc) const {
+    if (!rc)
+      return prefixSaved[end] - prefixSaved[begin];
+    return prefixCheckpoints[end] - prefixCheckpoints[begin] +
+           (begin == 0 ? 0 : profile.ops[begin - 1].boundaryBytes * b);
+  }
+  /// The slowest single op's time(i, i + 1, rc, offload): no stage is
+  /// faster.
+  double slowestOp(bool rc, bool offload) const {
+    return slowestOps[rc][offload];
+  }
+
 private:
   void prefixSums();
+  double slowestOps[2][2] = {{0, 0}, {0, 0}};
 };
 
 struct Candidate {
@@ -82,20 +106,7 @@ public:
   /// F + B of one micro-batch of ops [begin, end) (and the offloaded
   /// activations' way out and back).
   double time(size_t begin, size_t end, bool rc) const {
-    double t = rc ? st.prefixTimeRc[end] - st.prefixTimeRc[begin]
-                  : st.prefixTime[end] - st.prefixTime[begin];
-    if (c.offload && st.device.hostBandwidth > 0)
-      t += 2 * saved(begin, end, rc) / st.device.hostBandwidth;
-    return t;
-  }
-
-  /// What the backward reads of one micro-batch's stage: its activations,
-  /// or with recomputation the checkpoints.
-  double saved(size_t begin, size_t end, bool rc) const {
-    if (!rc)
-      return st.prefixSaved[end] - st.prefixSaved[begin];
-    return st.prefixCheckpoints[end] - st.prefixCheckpoints[begin] +
-           (begin == 0 ? 0 : st.profile.ops[begin - 1].boundaryBytes * st.b);
+    return st.time(begin, end, rc, c.offload);
   }
 
   /// Whether ops [begin, end) fit as stage s within `limit` and `cap`:
@@ -117,12 +128,14 @@ public:
   std::string schedule;
   int64_t v;
   std::vector<double> inflightOf; // in-flight micro-batches, per stage
+  double stateFactor;             // optimizer state bytes per parameter byte
 
 private:
   std::optional<size_t> longestFit(size_t begin, size_t cut, int64_t s,
                                    double limit, double cap) const;
   Partition greedy(double limit, double cap) const;
   Partition measured(Partition part) const;
+  double slowest(const Partition &part) const;
 };
 
 } // namespace planning
