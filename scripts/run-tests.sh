@@ -20,5 +20,6 @@ if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
 # The libFuzzer targets (clang-22, ASan+UBSan, build-fuzz/): each runs over
-# its committed corpus and then mutates for FUZZ_SECONDS (default 45).
-bash scripts/run-fuzz.sh "${FUZZ_SECONDS:-45}"
+# its committed corpus and then mutates for FUZZ_SECONDS (default 20:
+# docs/threat-model.md, "Fuzzing").
+bash scripts/run-fuzz.sh "${FUZZ_SECONDS:-20}"
