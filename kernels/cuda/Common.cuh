@@ -16,6 +16,8 @@
 #include "smp/kernels/cuda/Kernels.h"
 #include "smp/kernels/cuda/Training.h"
 
+#include "CublasLtLoader.h"
+
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -28,10 +30,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-/// Why libcublasLt could not be loaded (kernels/cuda/CublasLtLoader.cpp),
-/// or null: it was, or it is the emulator's (kernels/cudaemu/CublasLt.cpp).
-extern "C" const char *smp_cublaslt_load_error();
 
 namespace smp::kernels::cuda {
 

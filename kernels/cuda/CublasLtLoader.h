@@ -51,4 +51,8 @@ const CublasLtTable *cublasLt();
 
 } // namespace smp::kernels::cuda::detail
 
+/// Why libcublasLt could not be loaded, or null: it was, or it is the
+/// emulator's (kernels/cudaemu/CublasLt.cpp defines this too).
+extern "C" const char *smp_cublaslt_load_error();
+
 #endif // SMP_KERNELS_CUDA_CUBLASLTLOADER_H

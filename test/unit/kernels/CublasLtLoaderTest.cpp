@@ -10,8 +10,6 @@
 
 #include <gtest/gtest.h>
 
-extern "C" const char *smp_cublaslt_load_error();
-
 namespace {
 using namespace smp::kernels::cuda::detail;
 
