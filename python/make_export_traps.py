@@ -44,6 +44,18 @@ docs/bring-your-own-model.md). Files:
   fused_norms.onnx        Gemma-style norms fused into RMSNormalization at
                           opset 23 (refused for their folded `1 + w`, not
                           taken for merged calls)
+  tied_head.onnx          a BERT-style LM head whose bias is its decoder's
+                          (one tensor, two names), DeBERTa's folded
+                          positions and all-ones mask; tied_head/ its
+                          references (data: gpt/)
+  own_bias.onnx           the same with the head's bias a zero-initialised
+                          parameter of its own, folded (refused)
+  layer_scale.onnx        LayerScale (ones) beside fresh LayerNorms: all
+                          merged into one initializer; layer_scale/ its
+                          references (data: gpt/)
+  buffer_noopt.onnx       a float buffer fed to a Linear (Swin-v2's
+                          relative_coords_table), optimize=False; buffer/
+                          its references (data: gpt/)
   sinus_noopt.onnx, sinus_torchscript.onnx
                           Marian's frozen sinusoidal position embedding
                           (requires_grad=False), exported with
@@ -333,6 +345,125 @@ def write_sinusoid(out, idx, labels):
     write_refs(model, init, out / "sinus", idx, labels)
 
 
+class TiedBiasHead(nn.Module):
+    """A BERT-style LM head (Hugging Face's BertLMPredictionHead, DeBERTa's,
+    RoBERTa's): its `bias` is its decoder's (`self.decoder.bias =
+    self.bias`), one tensor under two names; torch.export keeps the
+    decoder's. own_bias: the head's `bias` is a parameter of its own,
+    zero-initialised and added unsqueezed (a fold of it, read in the head),
+    beside the decoder's."""
+
+    def __init__(self, own_bias=False):
+        super().__init__()
+        self.transform = nn.Linear(DIM, DIM)
+        self.decoder = nn.Linear(DIM, VOCAB)
+        self.bias = nn.Parameter(torch.zeros(VOCAB))
+        self.own_bias = own_bias
+        if not own_bias:
+            self.decoder.bias = self.bias
+
+    def forward(self, h):
+        y = self.decoder(torch.relu(self.transform(h)))
+        return y + self.bias.unsqueeze(0) if self.own_bias else y
+
+
+class Embeddings(nn.Module):
+    """DeBERTa's embeddings: tokens plus positions (arange: gathered at
+    constant positions, folded), times an all-ones mask made in the graph
+    (folded, unsqueezed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.pos = nn.Embedding(SEQ, DIM)
+        self.ln = nn.LayerNorm(DIM)
+
+    def forward(self, idx):
+        mask = torch.ones(idx.shape, dtype=torch.float32).unsqueeze(2)
+        h = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        return self.ln(h) * mask
+
+
+class TiedHeadLM(nn.Module):
+    """Embeddings, a residual MLP, a TiedBiasHead."""
+
+    def __init__(self, own_bias=False):
+        super().__init__()
+        self.emb = Embeddings()
+        self.fc = nn.Linear(DIM, DIM)
+        self.head = TiedBiasHead(own_bias)
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        return self.head(h + torch.relu(self.fc(h)))
+
+
+class LayerScaleLM(nn.Module):
+    """Pre-norm residual MLPs with LayerScale (DINOv2, CaiT: `x *
+    self.lambda1`, ones at layerscale 1.0): the optimiser merges every
+    norm's weight and every scale, all ones, into one initializer, read by
+    LayerNormalization and Mul nodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.ln = nn.ModuleList(nn.LayerNorm(DIM) for _ in range(LAYERS))
+        self.fc = nn.ModuleList(nn.Linear(DIM, DIM) for _ in range(LAYERS))
+        self.scale = nn.ParameterList(nn.Parameter(torch.ones(DIM))
+                                      for _ in range(LAYERS))
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.tok(idx)
+        for ln, fc, scale in zip(self.ln, self.fc, self.scale):
+            x = x + torch.relu(fc(ln(x))) * scale
+        return self.head(x)
+
+
+class BufferMlpLM(nn.Module):
+    """Swin-v2's continuous position bias: a float buffer (a table of
+    coordinates, register_buffer) fed to an MLP, so gradients reach it.
+    PyTorch never trains a buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.register_buffer("table", torch.randn(SEQ, 2))
+        self.cpb = nn.Linear(2, DIM)
+        self.fc = nn.Linear(DIM, DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.cpb(self.table)
+        return self.head(x + torch.relu(self.fc(x)))
+
+
+def write_tied_heads(out, idx, labels):
+    """tied_head.onnx and tied_head/: TiedHeadLM (plain export);
+    own_bias.onnx: its head's bias a parameter of its own; layer_scale.onnx
+    and layer_scale/: LayerScaleLM; buffer_noopt.onnx and buffer/:
+    BufferMlpLM exported with optimize=False."""
+    model, init, common = fresh(TiedHeadLM)
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "tied_head.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "tied_head.onnx")
+    write_refs(model, init, out / "tied_head", idx, labels)
+    model, init, common = fresh(lambda: TiedHeadLM(own_bias=True))
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "own_bias.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "own_bias.onnx")
+    model, init, common = fresh(LayerScaleLM)
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "layer_scale.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "layer_scale.onnx")
+    write_refs(model, init, out / "layer_scale", idx, labels)
+    model, init, common = fresh(BufferMlpLM)
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "buffer_noopt.onnx"),
+                      optimize=False, external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "buffer_noopt.onnx")
+    write_refs(model, init, out / "buffer", idx, labels)
+
+
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
@@ -359,7 +490,7 @@ def write_deep_copied(out, idx, labels):
 
 def main():
     ap = torch_refs.fixture_arguments("traps")
-    ap.add_argument("--only", choices=["tenc", "merged", "sinus"],
+    ap.add_argument("--only", choices=["tenc", "merged", "sinus", "ties"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -378,6 +509,8 @@ def main():
         write_merged_calls(out, idx)
     if args.only in (None, "sinus"):
         write_sinusoid(out, idx, labels)
+    if args.only in (None, "ties"):
+        write_tied_heads(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

@@ -159,6 +159,13 @@ def configs():
         hidden_dropout_prob=0, attention_probs_dropout_prob=0,
         num_labels=SEQ_CLASSES, **small)), MASK_INPUTS, "seq_labels",
         SEQ_CLASSES)
+    # DeBERTa-v2 (v3's architecture): relative position buckets; its
+    # head's bias is its decoder's (one tensor, two names); the plain
+    # export folds an all-ones mask (made in the graph) and the positions.
+    yield lm("debertav2", lambda: T.DebertaV2ForMaskedLM(T.DebertaV2Config(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
+        intermediate_size=32, max_position_embeddings=32,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small)))
     # Image classification: a patch-embedding conv, a class token, 10 classes.
     yield ("vit", lambda: T.ViTForImageClassification(T.ViTConfig(
         image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
@@ -183,7 +190,8 @@ class LogitsOnly(torch.nn.Module):
 
     def forward(self, input_ids):
         kw = {} if self.model.config.model_type in (
-            "bert", "distilbert", "roberta") else {"use_cache": False}
+            "bert", "distilbert", "roberta", "deberta-v2") else {
+                "use_cache": False}
         return self.model(input_ids=input_ids, return_dict=False, **kw)[0]
 
 

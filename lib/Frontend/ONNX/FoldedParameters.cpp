@@ -147,6 +147,49 @@ void trainMoved(const onnx::TensorProto &t, llvm::StringRef op,
                             op.str() + ")");
 }
 
+/// Initializer i's type and bytes if it is a float fold: an FX value that
+/// no parameter is and a surviving node reads; std::nullopt otherwise.
+llvm::Expected<std::optional<std::pair<mlir::RankedTensorType, std::string>>>
+readFold(const onnx::GraphProto &g, int i, FxGraph &fx, mlir::MLIRContext *ctx,
+         llvm::StringRef modelDir) {
+  const onnx::TensorProto &t = g.initializer(i);
+  if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
+    return std::nullopt;
+  auto type = checkTensor(ctx, t, modelDir.str());
+  if (!type) {
+    llvm::consumeError(type.takeError());
+    return std::nullopt;
+  }
+  if (!mlir::isa<mlir::FloatType>(type->getElementType()))
+    return std::nullopt;
+  auto bytes = readTensorBytes(t, *type, modelDir.str());
+  if (!bytes)
+    return bytes.takeError();
+  return std::make_pair(*type, std::move(*bytes));
+}
+
+/// Whether a fold holds unequal rows of a gone parameter (an embedding
+/// gathered at constant positions, which the rules below train as that
+/// parameter's rows): the gone parameter it came from is not constant.
+/// (Not an expand or a repeat: those also copy buffers, rotary tables.)
+bool goneParameterVaries(const onnx::GraphProto &g, FxGraph &fx,
+                         mlir::MLIRContext *ctx, llvm::StringRef modelDir) {
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    if (fxOp(g.initializer(i).name()) != "embedding")
+      continue;
+    auto fold = readFold(g, i, fx, ctx, modelDir);
+    if (!fold) {
+      llvm::consumeError(fold.takeError()); // reported when resolved
+      continue;
+    }
+    int64_t es = elementSize(g.initializer(i).data_type());
+    if (*fold && !constantRow((*fold)->second, es) &&
+        !holdsMaskValue((*fold)->second, es))
+      return true;
+  }
+  return false;
+}
+
 /// 2. Initializer i, if a float initializer that holds a folded FX value
 /// (its name is an argument of a surviving node and no parameter's).
 llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
@@ -157,20 +200,15 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
                                      mlir::MLIRContext *ctx,
                                      llvm::StringRef modelDir) {
   const onnx::TensorProto &t = g.initializer(i);
-  if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
-    return llvm::Error::success();
-  auto type = checkTensor(ctx, t, modelDir.str());
-  if (!type) {
-    llvm::consumeError(type.takeError());
-    return llvm::Error::success();
-  }
-  if (!mlir::isa<mlir::FloatType>(type->getElementType()))
-    return llvm::Error::success();
-  auto bytes = readTensorBytes(t, *type, modelDir.str());
-  if (!bytes)
+  auto fold = readFold(g, i, fx, ctx, modelDir);
+  if (!fold)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " +
-                                       llvm::toString(bytes.takeError()));
+                                       llvm::toString(fold.takeError()));
+  if (!*fold)
+    return llvm::Error::success();
+  const mlir::RankedTensorType *type = &(*fold)->first;
+  const std::string *bytes = &(*fold)->second;
   int64_t es = elementSize(t.data_type());
   llvm::StringRef op = fxOp(t.name());
   bool copies = op == "expand" || op == "repeat";
@@ -194,8 +232,15 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   // masked_fill.)
   std::string owner =
       moved != fx.moved.end() ? moved->second : fx.ownerOfReaders(t.name());
+  // Where one parameter is gone and another fold holds its rows, unequal
+  // (DeBERTa's position embedding gathered at constant positions), that
+  // parameter is not constant, so no move or copy of it is: this fold is
+  // a buffer's (DeBERTa's all-ones mask, unsqueezed).
+  bool notTheGone = fx.vanished.size() == 1 && fx.goneVaries &&
+                    (kBijections.contains(op) || copies);
   if (constant && !infinite &&
-      (!owner.empty() || (!fx.vanished.empty() && onlyMoves(op))))
+      (!owner.empty() ||
+       (!fx.vanished.empty() && onlyMoves(op) && !notTheGone)))
     return refuse(
         path, "initializer '" + t.name() +
                   "' holds one value everywhere, folded by the "
@@ -327,6 +372,7 @@ llvm::Error resolveFoldedParameters(
   for (const auto &[alias, read] : fx.aliases)
     origins.push_back({read, alias, "alias", false, {}});
   fx.attributeMoves();
+  fx.goneVaries = goneParameterVaries(g, fx, ctx, modelDir);
   for (int i = 0; i < g.initializer_size(); ++i)
     if (llvm::Error err = resolveFoldedInitializer(
             g, i, path, fx, origins, warnings, frozen, ctx, modelDir))

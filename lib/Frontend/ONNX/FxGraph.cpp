@@ -60,16 +60,17 @@ llvm::StringRef ownerModule(llvm::StringRef param) {
   return leaf.empty() ? llvm::StringRef() : module;
 }
 
-/// Whether the parameter `alias` (gone from the file) is tied to the
-/// parameter `read`: a node of `alias`'s own module reads `read`, a
-/// parameter of another module (HF's tied input embedding: the embedding
+/// Whether the parameter `alias` (gone from the file) may be tied to the
+/// parameter `read`: a node running in `alias`'s own module reads `read`,
+/// which has the same leaf name (HF's tied input embedding: the embedding
 /// module's gather reads `lm_head.weight`, torch.export having kept one
-/// name for the shared tensor).
+/// name for the shared tensor; a BERT-style head's `decoder.bias`, which is
+/// the head's `bias`). FxGraph::tiedAliasRead checks a read inside the
+/// alias's own module further.
 bool tiedAlias(llvm::StringRef alias, llvm::StringRef read,
                const std::vector<std::string> &scopes) {
   auto [module, leaf] = alias.rsplit('.');
-  if (leaf.empty() || read.rsplit('.').second != leaf ||
-      read.starts_with((module + ".").str()))
+  if (leaf.empty() || read.rsplit('.').second != leaf)
     return false;
   return llvm::is_contained(scopes, module);
 }

@@ -81,8 +81,9 @@ struct FxGraph {
           foldedReaders[a].push_back(i);
       }
     }
-    for (const auto &[var, target] : sig) {
+    for (const auto &[var, target] : sig)
       sigTargets.insert(target);
+    for (const auto &[var, target] : sig) {
       if (initNames.count(target) || params.count(var))
         continue;
       std::string read = tiedAliasRead(sig, target);
@@ -111,9 +112,6 @@ struct FxGraph {
   /// has no other fold and one parameter gone, M's own (`M.weight`). Those
   /// parameters are explained: no longer `vanished`.
   void attributeMoves() {
-    auto within = [](llvm::StringRef name, llvm::StringRef module) {
-      return name == module || name.starts_with((module + ".").str());
-    };
     std::map<std::string, std::string> readersModule; // fold -> M
     for (const auto &[name, readers] : foldedReaders) {
       if (!initNames.count(name) || sigTargets.count(name))
@@ -130,12 +128,12 @@ struct FxGraph {
         return entry.first == fold || !initNames.count(entry.first) ||
                sigTargets.count(entry.first) ||
                llvm::none_of(entry.second, [&](int n) {
-                 return within(moduleOf(n), module);
+                 return withinModule(moduleOf(n), module);
                });
       });
       std::vector<std::string> gone;
       for (const std::string &v : vanished)
-        if (within(v, module))
+        if (withinModule(v, module))
           gone.push_back(v);
       if (alone && gone.size() == 1 && ownerModule(gone[0]) == module)
         moved[fold] = gone[0];
@@ -160,21 +158,47 @@ struct FxGraph {
   }
 
   std::map<std::string, std::string> moved; // fold -> the parameter it moves
+  /// A fold holds unequal rows of a gone parameter's embedding
+  /// (FoldedParameters.cpp).
+  bool goneVaries = false;
   std::vector<std::string> trainedMoves;    // "'fold' (parameter, aten.op)"
 
   /// The parameter `target` is tied to that a surviving node reads under
   /// its own name (then PyTorch's graph never used `target` itself: it is
-  /// not gone, the file trains it as that parameter), or "".
+  /// not gone, the file trains it as that parameter), or "". A read inside
+  /// `target`'s module (`M.decoder.bias` for `M.bias`: Hugging Face's
+  /// `self.decoder.bias = self.bias` in BERT-style LM heads) is a tie only
+  /// where no node of that module's subtree reads a fold: a parameter of M
+  /// that the optimiser folded would be read there, as its fold.
   std::string tiedAliasRead(const std::map<std::string, std::string> &sig,
                             llvm::StringRef target) {
+    llvm::StringRef module = ownerModule(target);
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto &a : fxArgs(nodeFx[i])) {
         auto read = sig.find(a);
-        if (read != sig.end() && read->second != target &&
-            tiedAlias(target, read->second, scopesOf(i)))
+        if (read == sig.end() || read->second == target ||
+            !tiedAlias(target, read->second, scopesOf(i)))
+          continue;
+        if (!withinModule(read->second, module) || !foldReadWithin(module))
           return read->second;
       }
     return "";
+  }
+  /// Whether `name` (a parameter or module) is `module` or inside it.
+  static bool withinModule(llvm::StringRef name, llvm::StringRef module) {
+    return !module.empty() &&
+           (name == module || name.starts_with((module + ".").str()));
+  }
+  /// Whether a node running in `module` or a module inside it reads a fold
+  /// (an initializer named after an FX value that is no parameter's).
+  bool foldReadWithin(llvm::StringRef module) {
+    for (const auto &[name, readers] : foldedReaders)
+      if (initNames.count(name) && !sigTargets.count(name) &&
+          llvm::any_of(readers, [&](int n) {
+            return withinModule(moduleOf(n), module);
+          }))
+        return true;
+    return false;
   }
 
 private:

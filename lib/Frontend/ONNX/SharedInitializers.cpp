@@ -12,8 +12,6 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/xxhash.h"
 
-#include <google/protobuf/unknown_field_set.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -67,104 +65,8 @@ std::string nodeName(const onnx::GraphProto &g, int i) {
   return n.name().empty() ? n.op_type() + " #" + std::to_string(i) : n.name();
 }
 
-/// The `metadata_props` entries (key, value) of a message. ONNX 1.16 added
-/// them to NodeProto (field 9) and GraphProto (field 16); Debian's ONNX
-/// library predates that, so they are read from the unknown fields.
-std::vector<std::pair<std::string, std::string>>
-metadataProps(const google::protobuf::Message &m, int field) {
-  std::vector<std::pair<std::string, std::string>> out;
-  const auto &unknown = m.GetReflection()->GetUnknownFields(m);
-  for (int i = 0; i < unknown.field_count(); ++i) {
-    const auto &f = unknown.field(i);
-    if (f.number() != field ||
-        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
-      continue;
-    onnx::StringStringEntryProto entry;
-    if (entry.ParseFromString(f.length_delimited()))
-      out.push_back({entry.key(), entry.value()});
-  }
-  return out;
-}
-
 std::string metadata(const onnx::NodeProto &n, llvm::StringRef key) {
   return nodeMetadata(n, key);
-}
-
-/// The parameter names (`p_x_y` -> "x.y") of a torch.export graph signature,
-/// which the dynamo exporter stores in the graph's metadata.
-std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
-  std::map<std::string, std::string> params;
-  for (const auto &[key, value] : metadataProps(g, /*metadata_props=*/16)) {
-    if (key != "pkg.torch.export.ExportedProgram.graph_signature")
-      continue;
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(value).split(lines, '\n');
-    for (llvm::StringRef line : lines) {
-      auto [var, rest] = line.split(": PARAMETER target='");
-      if (rest.empty())
-        continue;
-      params[var.trim().str()] = rest.split('\'').first.str();
-    }
-  }
-  return params;
-}
-
-/// The PyTorch parameter (its module path) that node `n` read where the
-/// ONNX graph reads the merged initializer `init`, from the dynamo
-/// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
-/// of the node's aten call, the one whose name ends like `init` (".weight",
-/// ".bias"). Empty when that is not exactly one.
-std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
-                               const std::map<std::string, std::string> &sig) {
-  llvm::StringRef suffix = init.rsplit('.').second;
-  if (suffix.empty())
-    return "";
-  std::string found;
-  for (const std::string &var :
-       fxArgs(metadata(n, "pkg.torch.onnx.fx_node"), "%p_", ",) ]")) {
-    auto it = sig.find(var);
-    if (it == sig.end())
-      continue;
-    if (!llvm::StringRef(it->second).ends_with("." + suffix.str()))
-      continue;
-    if (!found.empty() && found != it->second)
-      return "";
-    found = it->second;
-  }
-  return found;
-}
-
-/// The PyTorch parameters node `n`'s aten call takes (its `%p_...`
-/// arguments), sorted and joined by ", "; empty when it takes none.
-std::string torchCallParameters(const onnx::NodeProto &n,
-                                const std::map<std::string, std::string> &sig) {
-  std::set<std::string> params;
-  for (const std::string &var :
-       fxArgs(metadata(n, "pkg.torch.onnx.fx_node"), "%p_", ",) ]")) {
-    auto it = sig.find(var);
-    if (it != sig.end())
-      params.insert(it->second);
-  }
-  std::string out;
-  for (const std::string &p : params)
-    out += (out.empty() ? "" : ", ") + p;
-  return out;
-}
-
-/// Whether the parameter lists (torchCallParameters) are each equal or
-/// share no parameter.
-bool disjointCalls(llvm::ArrayRef<std::string> calls) {
-  std::map<std::string, std::string> callOf; // parameter -> its list
-  for (const std::string &c : calls) {
-    llvm::SmallVector<llvm::StringRef> params;
-    llvm::StringRef(c).split(params, ", ");
-    for (llvm::StringRef p : params) {
-      auto [it, fresh] = callOf.insert({p.str(), c});
-      if (!fresh && it->second != c)
-        return false;
-    }
-  }
-  return true;
 }
 
 /// The steps of resolveSharedInitializers on one graph, with what they share:
@@ -183,11 +85,16 @@ struct SharedInitializers {
   llvm::StringSet<> allInits;
   std::set<std::string> slopes;     // PRelu slopes (preluSlopes)
   std::set<std::string> sigTargets; // the graph signature's parameters
+  std::set<std::string> sigBuffers; // its buffers and tensor constants
 
   /// Reads the float initializers that become parameters into `inits`.
   llvm::Error readInits(MLIRContext *ctx, const std::string &modelDir) {
     for (const auto &[var, target] : signature)
       sigTargets.insert(target);
+    for (llvm::StringRef kind : {"BUFFER", "CONSTANT_TENSOR"})
+      for (const auto &[var, target] : signatureInputs(g, kind))
+        if (!sigTargets.count(target))
+          sigBuffers.insert(target);
     slopes = preluSlopes(g);
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto &t = g.initializer(i);
@@ -234,7 +141,9 @@ struct SharedInitializers {
   }
 
   /// 0. Float initializers holding infinities are buffers (attention masks),
-  /// never parameters: they get no gradient. So are constant-valued ones
+  /// never parameters: they get no gradient. So are those the dynamo
+  /// graph signature lists as buffers or tensor constants (Swin-v2's
+  /// relative_coords_table, which gradients reach), constant-valued ones
   /// that the dynamo exporter's graph signature does not list as a
   /// parameter (a folded all-zero attention mask), values folded from
   /// buffers (`frozenFolds`), and those frozenByUse finds (no gradient
@@ -263,6 +172,10 @@ struct SharedInitializers {
       if (in.infinite)
         why = "it holds infinities or the lowest float (torch.finfo.min): "
               "an attention mask";
+      else if (sigBuffers.count(in.name) && !made.count(in.name))
+        why = "the exporter's graph signature lists it as a buffer "
+              "(register_buffer, a tensor constant): PyTorch never trains "
+              "it";
       else if (in.constant && !sigTargets.empty() &&
                !sigTargets.count(in.name) && !made.count(in.name) &&
                !paramRead.count(in.name))
@@ -586,13 +499,6 @@ bool holdsMaskValue(llvm::StringRef bytes, int64_t es) {
     }
   }
   return false;
-}
-
-std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
-  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
-    if (k == key)
-      return v;
-  return "";
 }
 
 llvm::Expected<std::vector<ParamOrigin>>

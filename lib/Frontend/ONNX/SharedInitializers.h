@@ -12,9 +12,10 @@
 #ifndef SMP_LIB_FRONTEND_ONNX_SHAREDINITIALIZERS_H
 #define SMP_LIB_FRONTEND_ONNX_SHAREDINITIALIZERS_H
 
-#include "smp/Frontend/ONNX/Importer.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "onnx/onnx_pb.h"
+#include "smp/Frontend/ONNX/Importer.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -33,7 +34,8 @@ struct ParamOrigin {
   /// "restored": a zero bias the dynamo exporter's optimiser removed, put
   /// back as a zero-initialised parameter (`uses`: the node input);
   /// "buffer": a float initializer PyTorch trains nothing in (it holds
-  /// infinities, no gradient reaches it, the dynamo optimiser folded it
+  /// infinities, the graph signature lists it as a buffer, no gradient
+  /// reaches it, the dynamo optimiser folded it
   /// from constants: markBuffers, FrozenInitializers.cpp), kept frozen;
   /// "identity": an exporter's `name = Identity(from)` marker, untied;
   /// "merged": one of several nodes reading a constant-valued `from`,
@@ -81,6 +83,26 @@ bool holdsSinusoidTable(llvm::ArrayRef<int64_t> dims, llvm::StringRef bytes,
 /// A node's `metadata_props` entry (read from the protobuf unknown fields:
 /// Debian's ONNX library predates them), or "".
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
+
+/// The inputs of kind `kind` (PARAMETER, BUFFER, CONSTANT_TENSOR) of the
+/// torch.export graph signature the dynamo exporter stores in the graph's
+/// metadata: variable (`p_x_y`) -> target ("x.y"); empty for other files
+/// (ExportSignature.cpp, as the four below).
+std::map<std::string, std::string> signatureInputs(const onnx::GraphProto &g,
+                                                   llvm::StringRef kind);
+/// signatureInputs(g, "PARAMETER").
+std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g);
+/// The PyTorch parameter node `n`'s call read where the node reads the
+/// merged initializer `init`, or "" (the call's one parameter named like
+/// `init`, else, for Add/Sub/Mul/Div, the one in `init`'s place).
+std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
+                               const std::map<std::string, std::string> &sig);
+/// The PyTorch parameters node `n`'s call takes, sorted, joined by ", ".
+std::string torchCallParameters(const onnx::NodeProto &n,
+                                const std::map<std::string, std::string> &sig);
+/// Whether the parameter lists (torchCallParameters) are each equal or
+/// share no parameter.
+bool disjointCalls(llvm::ArrayRef<std::string> calls);
 
 /// The modules a node ran in, innermost last (its
 /// `pkg.torch.onnx.name_scopes` without its last entry, the FX node itself:

@@ -1,0 +1,166 @@
+//===- ExportSignature.cpp - The dynamo export's signature and calls ------===//
+//
+// What the dynamo exporter writes beside the graph: torch.export's graph
+// signature (which inputs are PARAMETERs, BUFFERs, tensor constants) on the
+// graph, and each node's FX call (`pkg.torch.onnx.fx_node`), read to tell
+// which PyTorch parameter a node reads (SharedInitializers.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SharedInitializers.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <google/protobuf/unknown_field_set.h>
+
+#include <set>
+
+namespace smp::onnx_frontend {
+namespace {
+
+/// The `metadata_props` entries (key, value) of a message. ONNX 1.16 added
+/// them to NodeProto (field 9) and GraphProto (field 16); Debian's ONNX
+/// library predates that, so they are read from the unknown fields.
+std::vector<std::pair<std::string, std::string>>
+metadataProps(const google::protobuf::Message &m, int field) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto &unknown = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto &f = unknown.field(i);
+    if (f.number() != field ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto entry;
+    if (entry.ParseFromString(f.length_delimited()))
+      out.push_back({entry.key(), entry.value()});
+  }
+  return out;
+}
+
+/// For a binary elementwise node (Add, Sub, Mul, Div) made from the aten
+/// call of the same name, the PyTorch parameter that call passes where the
+/// node reads `init` (LayerScale's `x * self.lambda1`, whose ones the
+/// optimiser merged with the norms' weights), or "".
+std::string
+binaryOperandParameter(const onnx::NodeProto &n, llvm::StringRef init,
+                       const std::map<std::string, std::string> &sig) {
+  static const llvm::StringMap<llvm::StringRef> kAten = {
+      {"Add", "aten.add.Tensor"},
+      {"Sub", "aten.sub.Tensor"},
+      {"Mul", "aten.mul.Tensor"},
+      {"Div", "aten.div.Tensor"}};
+  auto aten = kAten.find(n.op_type());
+  std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
+  if (aten == kAten.end() || n.input_size() != 2 || n.input(0) == n.input(1) ||
+      !llvm::StringRef(fx).contains(
+          ("[target=torch.ops." + aten->second + "](").str()))
+    return "";
+  llvm::SmallVector<llvm::StringRef> args;
+  llvm::StringRef(fx)
+      .split("args = (")
+      .second.split(')')
+      .first.split(args, ", ");
+  if (args.size() != 2)
+    return "";
+  llvm::StringRef arg = args[n.input(0) == init ? 0 : 1].trim();
+  auto it = arg.consume_front("%") ? sig.find(arg.str()) : sig.end();
+  return it == sig.end() ? "" : it->second;
+}
+
+} // namespace
+
+std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
+  for (const auto &[k, v] : metadataProps(n, /*metadata_props=*/9))
+    if (k == key)
+      return v;
+  return "";
+}
+
+/// The inputs of kind `kind` (PARAMETER, BUFFER, ...) of a torch.export
+/// graph signature, which the dynamo exporter stores in the graph's
+/// metadata: variable (`p_x_y`) -> target ("x.y").
+std::map<std::string, std::string> signatureInputs(const onnx::GraphProto &g,
+                                                   llvm::StringRef kind) {
+  std::map<std::string, std::string> inputs;
+  std::string marker = (": " + kind + " target='").str();
+  for (const auto &[key, value] : metadataProps(g, /*metadata_props=*/16)) {
+    if (key != "pkg.torch.export.ExportedProgram.graph_signature")
+      continue;
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(value).split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      auto [var, rest] = line.split(marker);
+      if (rest.empty())
+        continue;
+      inputs[var.trim().str()] = rest.split('\'').first.str();
+    }
+  }
+  return inputs;
+}
+
+/// The parameter names (`p_x_y` -> "x.y") of the graph signature.
+std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
+  return signatureInputs(g, "PARAMETER");
+}
+
+/// The PyTorch parameter (its module path) that node `n` read where the
+/// ONNX graph reads the merged initializer `init`, from the dynamo
+/// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments
+/// of the node's aten call, the one whose name ends like `init` (".weight",
+/// ".bias"); failing that, for a binary elementwise node, the parameter its
+/// call passes in `init`'s place. Empty when that is not exactly one.
+std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
+                               const std::map<std::string, std::string> &sig) {
+  llvm::StringRef suffix = init.rsplit('.').second;
+  if (suffix.empty())
+    return binaryOperandParameter(n, init, sig);
+  std::string found;
+  for (const std::string &var :
+       fxArgs(nodeMetadata(n, "pkg.torch.onnx.fx_node"), "%p_", ",) ]")) {
+    auto it = sig.find(var);
+    if (it == sig.end())
+      continue;
+    if (!llvm::StringRef(it->second).ends_with("." + suffix.str()))
+      continue;
+    if (!found.empty() && found != it->second)
+      return "";
+    found = it->second;
+  }
+  return found.empty() ? binaryOperandParameter(n, init, sig) : found;
+}
+
+/// The PyTorch parameters node `n`'s aten call takes (its `%p_...`
+/// arguments), sorted and joined by ", "; empty when it takes none.
+std::string torchCallParameters(const onnx::NodeProto &n,
+                                const std::map<std::string, std::string> &sig) {
+  std::set<std::string> params;
+  for (const std::string &var :
+       fxArgs(nodeMetadata(n, "pkg.torch.onnx.fx_node"), "%p_", ",) ]")) {
+    auto it = sig.find(var);
+    if (it != sig.end())
+      params.insert(it->second);
+  }
+  std::string out;
+  for (const std::string &p : params)
+    out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+/// Whether the parameter lists (torchCallParameters) are each equal or
+/// share no parameter.
+bool disjointCalls(llvm::ArrayRef<std::string> calls) {
+  std::map<std::string, std::string> callOf; // parameter -> its list
+  for (const std::string &c : calls) {
+    llvm::SmallVector<llvm::StringRef> params;
+    llvm::StringRef(c).split(params, ", ");
+    for (llvm::StringRef p : params) {
+      auto [it, fresh] = callOf.insert({p.str(), c});
+      if (!fresh && it->second != c)
+        return false;
+    }
+  }
+  return true;
+}
+
+} // namespace smp::onnx_frontend
