@@ -41,11 +41,26 @@ def _config_dropout(module) -> List[dict]:
     drops them)."""
     found = []
     for key, value in sorted(module.config.to_dict().items()):
-        if ("dropout" in key or "pdrop" in key) and \
+        if (any(k in key for k in ("dropout", "pdrop") + _LAYER_DROPS)) and \
                 isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and value > 0:
             found.append({"module": f"config.{key}", "p": float(value)})
     return found
+
+
+# Config keys of random ops that skip whole layers or residual branches in
+# train() mode: LayerDrop (M2M100's and NLLB's encoder_layerdrop and
+# decoder_layerdrop, 0.05 by default: one draw per layer and forward),
+# stochastic depth (drop_path_rate, drop_connect_rate). No ONNX node holds
+# them, and one draw per layer may not differ between the two forwards
+# _random_in_train compares.
+_LAYER_DROPS = ("layerdrop", "drop_path", "drop_connect")
+
+
+def _config_layer_drops(module) -> List[dict]:
+    """The entries of _config_dropout that skip layers (_LAYER_DROPS)."""
+    return [d for d in _config_dropout(module)
+            if any(k in d["module"] for k in _LAYER_DROPS)]
 
 
 # The opset from which ONNX Dropout says training_mode (an input).

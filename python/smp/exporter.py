@@ -73,7 +73,8 @@ import numpy as np
 
 from . import _tools
 from ._export_dropout import (_DROPOUT_TRAINING_OPSET, _F_DROPOUT,
-                              _config_dropout, _dropout_as_nodes,
+                              _config_dropout, _config_layer_drops,
+                              _dropout_as_nodes,
                               _functional_dropout, _has_batchnorm,
                               _inference_copy, _outputs, _probe_functional,
                               _random_dropouts, _random_in_train)
@@ -202,9 +203,12 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
         # it; kept when the file's random Dropout nodes are the forward's
         # dropout calls, one for one.
         functional = []
-        if _random_in_train(module, target, example_inputs):
+        # LayerDrop and stochastic depth (a Hugging Face config's
+        # encoder_layerdrop, drop_path_rate > 0): random, never held.
+        layer_drops = _config_layer_drops(module) if hf else []
+        if layer_drops or _random_in_train(module, target, example_inputs):
             probe = None
-            if opset >= _DROPOUT_TRAINING_OPSET:
+            if opset >= _DROPOUT_TRAINING_OPSET and not layer_drops:
                 probe = _probe_functional(module, target, example_inputs,
                                           patch, batchnorm)
             if probe is not None:

@@ -524,6 +524,59 @@ def test_functional_dropout_the_file_cannot_match_is_listed(tools, tmp_path,
         smp.export(FunctionalDropout(batchnorm=True), x[:BATCH], tmp_path / "b.onnx")
 
 
+class LayerDropLM(torch.nn.Module):
+    """A Hugging Face-style model with LayerDrop (M2M100's and NLLB's
+    encoder_layerdrop, 0.05 by default): in train() mode each layer is
+    skipped when one draw falls below p. `p` is tiny here, so two train()
+    forwards do not differ: the randomness cannot be seen by running."""
+
+    def __init__(self, p=1e-9):
+        super().__init__()
+        self.config = _Config(encoder_layerdrop=p, dropout=0.0,
+                              vocab_size=10)
+        self.emb = torch.nn.Embedding(10, 8)
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8)
+                                          for _ in range(2))
+        self.fc = torch.nn.Linear(8, CLASSES)
+
+    def forward(self, input_ids, attention_mask=None, return_dict=None):
+        h = self.emb(input_ids)
+        for layer in self.layers:
+            if self.training and torch.rand([]) < \
+                    self.config.values["encoder_layerdrop"]:
+                continue
+            h = h + torch.relu(layer(h))
+        return (self.fc(h),)
+
+
+LayerDropLM.__module__ = "transformers.models.fake.modeling_fake"
+
+
+def test_layer_drop_of_a_hugging_face_config_is_listed(tools, tmp_path):
+    """LayerDrop (encoder_layerdrop > 0) and stochastic depth are random ops
+    no ONNX node holds; one draw per layer may not differ between two
+    forwards, so the config says: listed under "dropout", and smpc --train
+    refuses the model unless --no-dropout. (It was listed only when the
+    two forwards happened to draw a skip: M2M100 trained without its
+    LayerDrop, 3e-4 off PyTorch's loss by step 5, silently.)"""
+    ids = torch.zeros(BATCH, 3, dtype=torch.int64)
+    model = LayerDropLM()
+    exported = smp.export(model, ids, tmp_path / "ld.onnx")
+    assert exported.dropout == [{"module": "config.encoder_layerdrop",
+                                 "p": 1e-9}]
+    assert random_dropout_nodes(exported.path) == []
+    assert json.loads(exported.sidecar.read_text())["dropout"] == \
+        exported.dropout
+    with pytest.raises(smp.SmpError, match=r"encoder_layerdrop.*--no-dropout"):
+        smp.compile(exported, output=tmp_path / "ld.smpx", batch_size=BATCH,
+                    loss="cross_entropy:logits:labels", lr=0.1)
+    smp.compile(exported, output=tmp_path / "ld.smpx", batch_size=BATCH,
+                loss="cross_entropy:logits:labels", lr=0.1, no_dropout=True)
+    # p = 0 is no LayerDrop: nothing listed.
+    assert smp.export(LayerDropLM(p=0.0), ids,
+                      tmp_path / "n.onnx").dropout == []
+
+
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_hugging_face_gpt2_dropout_is_held(tools, tmp_path, attn):
     """A Hugging Face GPT-2 from a small config with its default dropouts
