@@ -9,6 +9,9 @@
 
 #include "smp/base/LrSchedules.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Regex.h"
+
 #include <algorithm>
 #include <string>
 
@@ -52,6 +55,26 @@ std::optional<int> checkScheduleFlags(const Options &opts) {
                 " leaves no steps to decay over after --warmup-steps " +
                 std::to_string(opts.warmupSteps) +
                 "; give more --decay-steps than --warmup-steps");
+  return std::nullopt;
+}
+
+/// Flags naming parameters that say opposite things of one: --tie and
+/// --untie, --trainable and --freeze (whose regex matches anywhere in a
+/// name, as BuildGradients reads it).
+std::optional<int> checkParameterFlags(const Options &opts) {
+  const auto &imp = opts.import;
+  for (const std::string &n : imp.tie)
+    if (llvm::is_contained(imp.untie, n))
+      return fail("--tie " + n + " and --untie " + n +
+                  " contradict each other (keep it shared, or train the "
+                  "copies apart); give one");
+  if (opts.plan.freeze.empty() || !opts.given.count("--freeze"))
+    return std::nullopt;
+  llvm::Regex frozen(opts.plan.freeze);
+  for (const std::string &n : imp.trainable)
+    if (frozen.isValid() && frozen.match(n))
+      return fail("--trainable " + n + " and --freeze '" + opts.plan.freeze +
+                  "' (which matches it) contradict each other; give one");
   return std::nullopt;
 }
 
@@ -132,6 +155,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
     return fail("--sequence-parallel splits the tokens between the "
                 "tensor-parallel layers over the --tp ranks: it needs "
                 "--tp > 1");
+  if (auto e = checkParameterFlags(opts))
+    return e;
   if (!training)
     return std::nullopt;
   bool sgd = opts.plan.optimizer == "sgd";

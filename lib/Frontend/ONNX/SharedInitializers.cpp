@@ -545,6 +545,14 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                                      path + ": --trainable " + n +
                                          ": the model has no initializer '" +
                                          n + "'");
+    if (s.sigBuffers.count(n))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          path + ": --trainable " + n +
+              ": the exporter's graph signature lists '" + n +
+              "' as a buffer (register_buffer), which PyTorch never "
+              "trains; make it an nn.Parameter and export again to train "
+              "it");
     if (it == s.byName.end() || !s.inits[it->second].sinusoid)
       warnings.push_back("--trainable " + n +
                          " changes nothing: smp does not freeze '" + n +
