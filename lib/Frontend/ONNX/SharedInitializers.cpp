@@ -79,6 +79,7 @@ struct SharedInitializers {
   std::vector<std::string> &warnings;
   const ImportOptions &options;
   llvm::StringSet<> tie, untie;
+  llvm::StringSet<> tieUsed, untieUsed; // the names that changed a decision
   // The float initializers that become parameters, with their bytes.
   std::vector<Init> inits;
   llvm::StringMap<size_t> byName;
@@ -226,9 +227,12 @@ struct SharedInitializers {
         continue;
       auto it = byName.find(n.input(0));
       const std::string &out = n.output(0);
-      if (it == byName.end() || out.empty() || allInits.count(out) ||
-          tie.count(out) || tie.count(n.input(0)))
+      if (it == byName.end() || out.empty() || allInits.count(out))
         continue;
+      if (tie.count(out) || tie.count(n.input(0))) {
+        tieUsed.insert(tie.count(out) ? out : n.input(0));
+        continue;
+      }
       copyInitializer(inits[it->second], out);
       ParamOrigin o{out, n.input(0), "identity", false, {}};
       if (inits[it->second].buffer) { // a copy of a buffer is one too
@@ -270,8 +274,7 @@ struct SharedInitializers {
     for (auto [node, k] : uses)
       if (nodes.empty() || nodes.back() != node)
         nodes.push_back(node);
-    if (nodes.size() < 2 || in.buffer || tie.count(name) ||
-        graphOutputs.count(name))
+    if (nodes.size() < 2 || in.buffer || graphOutputs.count(name))
       return;
     // The PyTorch parameter behind each reading node, if the metadata says;
     // for a fold no parameter is named after (`val_0`: the transpose of a
@@ -304,6 +307,12 @@ struct SharedInitializers {
     if (!exact)
       for (size_t u = 0; u < nodes.size(); ++u)
         owner[u] = std::to_string(u); // one parameter per node
+    if (std::set<std::string>(owner.begin(), owner.end()).size() < 2)
+      return; // one parameter: nothing to untie
+    if (tie.count(name)) {
+      tieUsed.insert(name);
+      return;
+    }
     // The first group keeps the initializer; every other group gets a copy,
     // named after its PyTorch parameter where known.
     std::map<std::string, std::string> groupName;
@@ -403,13 +412,17 @@ struct SharedInitializers {
       std::vector<int64_t> want = src.dims;
       if (transposed)
         std::reverse(want.begin(), want.end());
-      if (dst.dims != want || untie.count(dst.name) || untie.count(src.name))
+      if (dst.dims != want)
         continue;
       // Both in torch.export's graph signature: two PyTorch parameters
       // (it lifts a tied tensor once), equal at export (copy.deepcopy'd
       // layers, exported with optimize=False).
       if (sigTargets.count(src.name) && sigTargets.count(dst.name))
         continue;
+      if (untie.count(dst.name) || untie.count(src.name)) {
+        untieUsed.insert(untie.count(dst.name) ? dst.name : src.name);
+        continue;
+      }
       replaced[b] = true;
       origins.push_back({dst.name, src.name, "tied", transposed, {}});
       onnx::NodeProto *node = g.add_node();
@@ -431,6 +444,27 @@ struct SharedInitializers {
           "them as one parameter; pass --untie " + dst.name +
           " if they are separate");
     }
+  }
+
+  /// A --tie or --untie that changed no decision: refused (the flag would
+  /// say something that does not happen).
+  llvm::Error checkTieFlags() {
+    for (const auto &n : options.tie)
+      if (!tieUsed.contains(n))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            path + ": --tie " + n + " changes nothing: smp does not untie '" +
+                n + "' (no Identity copies it and no readers of it are " +
+                "trained apart); smpc summary lists what is shared");
+    for (const auto &n : options.untie)
+      if (!untieUsed.contains(n) && allInits.count(n))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            path + ": --untie " + n + " changes nothing: smp does not read '" +
+                n +
+                "' as a copy of another initializer; smpc summary lists "
+                "what is shared");
+    return llvm::Error::success();
   }
 
   /// Drops the tied copies' initializers (and their graph-input entries);
@@ -580,6 +614,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --untie " + n + ": the model has no initializer '" + n +
               "'");
+  if (auto err = s.checkTieFlags())
+    return std::move(err);
   // The one-element parameters, and the copies untied from them.
   for (const Init &in : s.inits) {
     if (!in.scalar || in.buffer)
