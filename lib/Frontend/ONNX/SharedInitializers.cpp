@@ -230,7 +230,9 @@ struct SharedInitializers {
       if (it == byName.end() || out.empty() || allInits.count(out))
         continue;
       if (tie.count(out) || tie.count(n.input(0))) {
-        tieUsed.insert(tie.count(out) ? out : n.input(0));
+        for (const std::string &named : {out, n.input(0)})
+          if (tie.count(named))
+            tieUsed.insert(named);
         continue;
       }
       copyInitializer(inits[it->second], out);
@@ -420,7 +422,9 @@ struct SharedInitializers {
       if (sigTargets.count(src.name) && sigTargets.count(dst.name))
         continue;
       if (untie.count(dst.name) || untie.count(src.name)) {
-        untieUsed.insert(untie.count(dst.name) ? dst.name : src.name);
+        for (const std::string &named : {dst.name, src.name})
+          if (untie.count(named))
+            untieUsed.insert(named);
         continue;
       }
       replaced[b] = true;
