@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FxGraph.h"
 #include "SharedInitializers.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -56,15 +57,11 @@ binaryOperandParameter(const onnx::NodeProto &n, llvm::StringRef init,
       !llvm::StringRef(fx).contains(
           ("[target=torch.ops." + aten->second + "](").str()))
     return "";
-  llvm::SmallVector<llvm::StringRef> args;
-  llvm::StringRef(fx)
-      .split("args = (")
-      .second.split(')')
-      .first.split(args, ", ");
+  // Both operands FX values (a number among them: not this node's shape).
+  std::vector<std::string> args = fxArgs(fx);
   if (args.size() != 2)
     return "";
-  llvm::StringRef arg = args[n.input(0) == init ? 0 : 1].trim();
-  auto it = arg.consume_front("%") ? sig.find(arg.str()) : sig.end();
+  auto it = sig.find(args[n.input(0) == init ? 0 : 1]);
   return it == sig.end() ? "" : it->second;
 }
 
@@ -77,21 +74,22 @@ std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key) {
   return "";
 }
 
-/// The inputs of kind `kind` (PARAMETER, BUFFER, ...) of a torch.export
-/// graph signature, which the dynamo exporter stores in the graph's
-/// metadata: variable (`p_x_y`) -> target ("x.y").
-std::map<std::string, std::string> signatureInputs(const onnx::GraphProto &g,
-                                                   llvm::StringRef kind) {
+/// The inputs of the kinds `kinds` (PARAMETER, BUFFER, ...) of a
+/// torch.export graph signature, which the dynamo exporter stores in the
+/// graph's metadata: variable (`p_x_y`) -> target ("x.y").
+std::map<std::string, std::string>
+signatureInputs(const onnx::GraphProto &g,
+                llvm::ArrayRef<llvm::StringRef> kinds) {
   std::map<std::string, std::string> inputs;
-  std::string marker = (": " + kind + " target='").str();
   for (const auto &[key, value] : metadataProps(g, /*metadata_props=*/16)) {
     if (key != "pkg.torch.export.ExportedProgram.graph_signature")
       continue;
     llvm::SmallVector<llvm::StringRef> lines;
     llvm::StringRef(value).split(lines, '\n');
     for (llvm::StringRef line : lines) {
-      auto [var, rest] = line.split(marker);
-      if (rest.empty())
+      auto [var, spec] = line.split(": ");
+      auto [kind, rest] = spec.split(" target='");
+      if (rest.empty() || !llvm::is_contained(kinds, kind))
         continue;
       inputs[var.trim().str()] = rest.split('\'').first.str();
     }
@@ -101,7 +99,7 @@ std::map<std::string, std::string> signatureInputs(const onnx::GraphProto &g,
 
 /// The parameter names (`p_x_y` -> "x.y") of the graph signature.
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
-  return signatureInputs(g, "PARAMETER");
+  return signatureInputs(g, {"PARAMETER"});
 }
 
 /// The PyTorch parameter (its module path) that node `n` read where the

@@ -92,10 +92,10 @@ struct SharedInitializers {
   llvm::Error readInits(MLIRContext *ctx, const std::string &modelDir) {
     for (const auto &[var, target] : signature)
       sigTargets.insert(target);
-    for (llvm::StringRef kind : {"BUFFER", "CONSTANT_TENSOR"})
-      for (const auto &[var, target] : signatureInputs(g, kind))
-        if (!sigTargets.count(target))
-          sigBuffers.insert(target);
+    for (const auto &[var, target] :
+         signatureInputs(g, {"BUFFER", "CONSTANT_TENSOR"}))
+      if (!sigTargets.count(target))
+        sigBuffers.insert(target);
     slopes = preluSlopes(g);
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto &t = g.initializer(i);

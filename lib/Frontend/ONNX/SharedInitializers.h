@@ -84,13 +84,14 @@ bool holdsSinusoidTable(llvm::ArrayRef<int64_t> dims, llvm::StringRef bytes,
 /// Debian's ONNX library predates them), or "".
 std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
 
-/// The inputs of kind `kind` (PARAMETER, BUFFER, CONSTANT_TENSOR) of the
-/// torch.export graph signature the dynamo exporter stores in the graph's
-/// metadata: variable (`p_x_y`) -> target ("x.y"); empty for other files
-/// (ExportSignature.cpp, as the four below).
-std::map<std::string, std::string> signatureInputs(const onnx::GraphProto &g,
-                                                   llvm::StringRef kind);
-/// signatureInputs(g, "PARAMETER").
+/// The inputs of the kinds `kinds` (PARAMETER, BUFFER, CONSTANT_TENSOR) of
+/// the torch.export graph signature the dynamo exporter stores in the
+/// graph's metadata: variable (`p_x_y`) -> target ("x.y"); empty for other
+/// files (ExportSignature.cpp, as the four below).
+std::map<std::string, std::string>
+signatureInputs(const onnx::GraphProto &g,
+                llvm::ArrayRef<llvm::StringRef> kinds);
+/// signatureInputs(g, {"PARAMETER"}).
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g);
 /// The PyTorch parameter node `n`'s call read where the node reads the
 /// merged initializer `init`, or "" (the call's one parameter named like
