@@ -47,6 +47,17 @@ def _deepspeed_args(deepspeed, workdir: Path) -> List[str]:
                            "deepspeed= takes a DeepSpeed config dict")
 
 
+def _training_args_args(training_args, workdir: Path) -> List[str]:
+    """--training-args FILE: the Hugging Face Trainer's TrainingArguments
+    (the object itself, its to_dict()/JSON as a dict, or a JSON file)."""
+    if hasattr(training_args, "to_json_string"):
+        training_args = json.loads(training_args.to_json_string())
+    return _json_file_args(training_args, "--training-args",
+                           "training_args.json", workdir,
+                           "training_args= takes transformers' "
+                           "TrainingArguments, its dict")
+
+
 @dataclass
 class Artifact:
     """What `smpc compile` wrote: the directory smprun runs."""
@@ -65,12 +76,16 @@ class Artifact:
 def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
             output: Union[str, os.PathLike, None] = None,
             deepspeed: Union[Dict[str, Any], str, os.PathLike, None] = None,
+            training_args: Any = None,
             **options) -> Artifact:
     """Compiles `model` (an .onnx/.mlir path or what smp.export returned)
     with smpc. `config` is a dict (or a JSON file) of SageMaker
     model-parallel keys and smpc flag names; `deepspeed` a DeepSpeed config
     (dict or ds_config.json: its batch sizes, optimizer, scheduler,
-    precision and ZeRO stage, by DeepSpeed's rules); `options` are smpc
+    precision and ZeRO stage, by DeepSpeed's rules); `training_args` the
+    Hugging Face Trainer's TrainingArguments (the object, a dict or a JSON
+    file: its batch, AdamW and weight-decay groups, clipping, schedule and
+    precision, as the Trainer trains them); `options` are smpc
     flags by name (batch_size=8, loss="cross_entropy:logits:labels",
     dim={"seq": 16}).
     A `loss` implies train=True. Returns an Artifact; raises SmpError with
@@ -84,6 +99,7 @@ def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
     output.parent.mkdir(parents=True, exist_ok=True)
     args = ["compile", _model_path(model), "-o", str(output)]
     args += _config_args(config, output.parent)
+    args += _training_args_args(training_args, output.parent)
     args += _deepspeed_args(deepspeed, output.parent)
     args += _tools.flag_args(options)
     log = _tools.run("smpc", args)

@@ -51,6 +51,48 @@ def test_deepspeed_config_dict(tools, tmp_path):
                                  'in --config)')
 
 
+def test_training_args_dict_file_and_object(tools, tmp_path):
+    # A dict of TrainingArguments' keys, the file a Trainer user saved, and
+    # an object with to_json_string() (what TrainingArguments has).
+    args = {"learning_rate": 2e-3, "max_steps": 10, "weight_decay": 0.1,
+            "per_device_train_batch_size": 4, "gradient_accumulation_steps": 2,
+            "lr_scheduler_type": "cosine", "warmup_steps": 2}
+    art = smp.compile(MLP, training_args=args, output=tmp_path / "a.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert ("--batch-size 8 --microbatches 2 --optimizer adamw --weight-decay "
+            "0.1 --hf-no-decay" in art.plan_text)
+    assert "--lr-schedule hf-cosine --decay-steps 10 --warmup-steps 2" in art.plan_text
+    saved = FIXTURES / "hf-trainer" / "linear_decay.json"
+    art = smp.compile(FIXTURES / "train" / "gpt.onnx", training_args=saved,
+                      output=tmp_path / "b.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert "--lr-schedule hf-linear --decay-steps 10 --warmup-steps 3" in art.plan_text
+
+    class Args:  # duck-typed TrainingArguments
+        def to_json_string(self):
+            return '{"learning_rate": 0.5, "optim": "sgd", "max_steps": 4}'
+    art = smp.compile(MLP, training_args=Args(), output=tmp_path / "c.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert ("--optimizer sgd --weight-decay 0 --clip-grad-norm 1 --lr 0.5"
+            in art.plan_text)
+    with pytest.raises(smp.SmpError) as e:
+        smp.compile(MLP, training_args=args, output=tmp_path / "d.smpx",
+                    loss="cross_entropy:logits:labels", lr=0.1)
+    assert str(e.value).endswith('"learning_rate": 0.002 contradicts --lr 0.1 '
+                                 'on the command line (or in --config)')
+
+
+def test_training_args_of_transformers(tools, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=10, learning_rate=1e-3,
+        weight_decay=0.01, warmup_steps=2, report_to=[])
+    art = smp.compile(MLP, training_args=args, output=tmp_path / "a.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert "--lr-schedule hf-linear --decay-steps 10 --warmup-steps 2" in art.plan_text
+
+
 def test_train_error_is_smpruns_message(tools, tmp_path):
     art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
     import numpy as np

@@ -63,6 +63,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--clip-grad-norm", Kind::Value},
     {"--freeze", Kind::Value},
     {"--no-decay", Kind::Value},
+    {"--hf-no-decay", Kind::Switch},
     {"--precision", Kind::Value},
     {"--loss-scale", Kind::Value},
     {"--loss-scale-window", Kind::Value},
@@ -378,14 +379,13 @@ std::string shortestNumber(double v) {
 llvm::Expected<std::vector<std::string>>
 configFileFlags(llvm::StringRef text, llvm::StringRef origin,
                 const std::vector<std::string> &commandLine) {
-  auto parsed = llvm::json::parse(text);
+  auto parsed = parseJsonObject(text, origin,
+                                "a JSON object of keys (SageMaker "
+                                "model-parallel parameters or smpc flag "
+                                "names)");
   if (!parsed)
-    return error(origin,
-                 "not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   const llvm::json::Object *object = parsed->getAsObject();
-  if (!object)
-    return error(origin, "expects a JSON object of keys (SageMaker "
-                         "model-parallel parameters or smpc flag names)");
   // Keys in the file's order is not kept by llvm::json; sort for stable
   // messages.
   std::vector<std::string> keys;
@@ -520,6 +520,18 @@ static void insertAfterCommand(std::vector<std::string> &args,
                                const std::vector<std::string> &tokens) {
   size_t at = !args.empty() && !llvm::StringRef(args[0]).starts_with("-");
   args.insert(args.begin() + at, tokens.begin(), tokens.end());
+}
+
+llvm::Expected<llvm::json::Value> parseJsonObject(llvm::StringRef text,
+                                                  llvm::StringRef origin,
+                                                  llvm::StringRef what) {
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return error(origin,
+                 "not valid JSON: " + llvm::toString(parsed.takeError()));
+  if (!parsed->getAsObject())
+    return error(origin, "expects " + what.str());
+  return std::move(*parsed);
 }
 
 std::string shownValue(const llvm::json::Value &v) {

@@ -70,6 +70,12 @@ using FileFlags = llvm::function_ref<llvm::Expected<std::vector<std::string>>(
 llvm::Error expandFileFlag(std::vector<std::string> &args, llvm::StringRef flag,
                            llvm::StringRef what, const FileFlags &flagsOf);
 
+/// `text` parsed as a JSON object; an error names `origin` and says that it
+/// expects `what` (a JSON object of ...).
+llvm::Expected<llvm::json::Value> parseJsonObject(llvm::StringRef text,
+                                                  llvm::StringRef origin,
+                                                  llvm::StringRef what);
+
 /// A JSON value as written in the file ("0.1", "[0.9, 0.95]").
 std::string shownValue(const llvm::json::Value &v);
 

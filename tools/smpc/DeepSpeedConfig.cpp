@@ -337,16 +337,11 @@ llvm::Expected<std::vector<std::string>>
 deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
                const std::vector<std::string> &commandLine,
                std::vector<std::string> &warnings) {
-  auto parsed = json::parse(text);
+  auto parsed =
+      parseJsonObject(text, origin, "a JSON object (a DeepSpeed config)");
   if (!parsed)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        origin + ": not valid JSON: " + llvm::toString(parsed.takeError()));
+    return parsed.takeError();
   json::Object *root = parsed->getAsObject();
-  if (!root)
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        origin + ": expects a JSON object (a DeepSpeed config)");
   Reader reader(origin, commandLine);
   if (llvm::Error e = reader.read(*root))
     return std::move(e);

@@ -124,20 +124,25 @@ TRAINING (compile --train)
                        that mixes the samples, are refused.
   --optimizer sgd|adam|adamw   (default sgd; PyTorch semantics and defaults)
   --lr X               Peak learning rate (default 0.001).
-  --lr-schedule constant|cosine|warmup-lr|warmup-decay-lr|warmup-cosine-lr
+  --lr-schedule constant|cosine|warmup-lr|warmup-decay-lr|warmup-cosine-lr|
+                hf-linear|hf-cosine|hf-constant
                        Cosine decays to 0 after the warmup, at step
                        --decay-steps. warmup-lr, warmup-decay-lr and
                        warmup-cosine-lr are DeepSpeed's WarmupLR,
-                       WarmupDecayLR and WarmupCosineLR, by their formulas
-                       (docs/training-runs.md).
+                       WarmupDecayLR and WarmupCosineLR; hf-linear, hf-cosine
+                       and hf-constant the Hugging Face Trainer's "linear"
+                       (its default), "cosine" and "constant_with_warmup",
+                       by their formulas (docs/training-runs.md).
   --warmup-steps K     Linear warmup from 0 over the first K steps: step k
                        (from 0) runs at lr*(k+1)/K (DeepSpeed's schedules:
-                       their warmup_num_steps).
+                       their warmup_num_steps; Hugging Face's: lr*k/K, as
+                       the Trainer's first step runs at 0).
   --decay-steps N      cosine: the schedule's length in steps, warmup
                        included; the rate is 0 from step N on (default: the
                        --steps of the run that starts it, recorded in its
                        checkpoints, so resumed or extended runs continue it).
-                       warmup-decay-lr, warmup-cosine-lr: total_num_steps.
+                       warmup-decay-lr, warmup-cosine-lr: total_num_steps;
+                       hf-linear, hf-cosine: num_training_steps (max_steps).
   --warmup-type log|linear
                        DeepSpeed's schedules: the warmup's shape (default
                        log, as DeepSpeed's).
@@ -145,7 +150,7 @@ TRAINING (compile --train)
                        from and the decay ends at (default 0).
   --warmup-min-ratio X warmup-cosine-lr: the warmup starts at X*lr (default 0).
   --cos-min-ratio X    warmup-cosine-lr: the decay ends at X*lr (default
-                       0.0001).
+                       0.0001); hf-cosine: its min_lr_rate (default 0).
   --momentum X --dampening X --nesterov      SGD options.
   --weight-decay X     Default 0 (sgd, adam) or 0.01 (adamw).
   --beta1 X --beta2 X --eps X                Adam/AdamW options.
@@ -157,6 +162,11 @@ TRAINING (compile --train)
                        parameter of fewer than 2 dims: --no-decay
                        'bias|norm'). A regex that matches no trained
                        parameter is refused.
+  --hf-no-decay        The Hugging Face Trainer's groups instead: no weight
+                       decay for the parameters a LayerNormalization reads
+                       (nn.LayerNorm's) and those whose lower-cased name
+                       matches bias, layernorm, rmsnorm, norm or _norm as
+                       transformers 5's get_decay_parameter_names does.
   --bn-stats global|replica|running
                        BatchNorm trains as in PyTorch's train() mode (batch
                        statistics; running statistics updated once per
@@ -333,6 +343,16 @@ CONFIG FILE
                        follow is refused; keys that only tune DeepSpeed's
                        execution are listed in a warning. docs/python.md has
                        the table.
+  --training-args FILE.json
+                       Read the Hugging Face Trainer's TrainingArguments
+                       (training_args.to_json_string(), transformers 4 or
+                       5): the batch, optim, weight decay with the Trainer's
+                       groups (--hf-no-decay), clipping, lr_scheduler_type
+                       (--lr-schedule hf-*), warmup, max_steps and
+                       fp16/bf16 become the flags above, as the Trainer
+                       trains them. What smp cannot follow (other optimizers
+                       and schedules, label smoothing, NEFTune) and keys
+                       that are not TrainingArguments' are refused.
   -h, --help           Show this help.
   --version            Show the version.
 

@@ -29,10 +29,12 @@ std::optional<int> checkScheduleFlags(const Options &opts) {
   const std::string &k = opts.lrSchedule;
   bool deepSpeed = smp::base::isDeepSpeedSchedule(k);
   if (has("--decay-steps") && !smp::base::scheduleDecays(k))
-    return fail("--decay-steps applies to --lr-schedule cosine, "
-                "warmup-decay-lr and warmup-cosine-lr (a " +
-                std::string(k == "constant" ? "constant rate" : "warmup-lr") +
-                " does not decay)");
+    return fail(
+        "--decay-steps applies to --lr-schedule cosine, "
+        "warmup-decay-lr, warmup-cosine-lr, hf-linear and hf-cosine "
+        "(" +
+        std::string(k == "warmup-lr" ? "warmup-lr" : "a constant rate") +
+        " does not decay)");
   if (has("--warmup-type") && !deepSpeed)
     return fail("--warmup-type applies to DeepSpeed's schedules (--lr-schedule "
                 "warmup-lr, warmup-decay-lr, warmup-cosine-lr); " +
@@ -44,13 +46,17 @@ std::optional<int> checkScheduleFlags(const Options &opts) {
                                 ? " (warmup-cosine-lr starts at "
                                   "--warmup-min-ratio x --lr)"
                                 : ""));
-  for (const char *f : {"--warmup-min-ratio", "--cos-min-ratio"})
-    if (has(f) && k != "warmup-cosine-lr")
-      return fail(std::string(f) + " applies to --lr-schedule "
-                                   "warmup-cosine-lr");
-  // DeepSpeed's schedules take any length (after a warmup longer than it
-  // they stay at their floor), as DeepSpeed does.
-  if (has("--decay-steps") && !deepSpeed && opts.decaySteps <= opts.warmupSteps)
+  if (has("--warmup-min-ratio") && k != "warmup-cosine-lr")
+    return fail("--warmup-min-ratio applies to --lr-schedule "
+                "warmup-cosine-lr");
+  if (has("--cos-min-ratio") && !smp::base::scheduleHasCosineFloor(k))
+    return fail("--cos-min-ratio applies to --lr-schedule warmup-cosine-lr "
+                "and hf-cosine");
+  // DeepSpeed's and Hugging Face's schedules take any length (after a
+  // warmup longer than it they stay at their floor), as they do.
+  if (has("--decay-steps") && !deepSpeed &&
+      !smp::base::isHuggingFaceSchedule(k) &&
+      opts.decaySteps <= opts.warmupSteps)
     return fail("--decay-steps " + std::to_string(opts.decaySteps) +
                 " leaves no steps to decay over after --warmup-steps " +
                 std::to_string(opts.warmupSteps) +
@@ -75,6 +81,47 @@ std::optional<int> checkParameterFlags(const Options &opts) {
     if (frozen.isValid() && frozen.match(n))
       return fail("--trainable " + n + " and --freeze '" + opts.plan.freeze +
                   "' (which matches it) contradict each other; give one");
+  return std::nullopt;
+}
+
+/// The optimizer's, clipping's, schedule's and weight-decay groups' flags.
+std::optional<int> checkOptimizerFlags(const Options &opts) {
+  auto has = [&](const char *f) { return opts.given.count(f) != 0; };
+  auto num = [&](const char *f) {
+    auto it = opts.numbers.find(f);
+    return it == opts.numbers.end() ? 0.0 : it->second;
+  };
+  bool sgd = opts.plan.optimizer == "sgd";
+  for (const char *f : {"--momentum", "--dampening", "--nesterov"})
+    if (has(f) && !sgd)
+      return fail(std::string(f) + " applies to --optimizer sgd, not " +
+                  opts.plan.optimizer +
+                  " (Adam's moments are --beta1/--beta2)");
+  for (const char *f : {"--beta1", "--beta2", "--eps"})
+    if (has(f) && sgd)
+      return fail(std::string(f) + " applies to --optimizer adam or adamw, "
+                                   "not sgd");
+  for (const char *f : {"beta1", "beta2"})
+    if (opts.numbers.count(f) && num(f) >= 1)
+      return fail(std::string("--") + f + " must be in [0, 1), got " +
+                  std::to_string(num(f)));
+  if (has("--nesterov") && (num("momentum") <= 0 || num("dampening") != 0))
+    return fail("--nesterov needs --momentum > 0 and no --dampening (as "
+                "torch.optim.SGD requires)");
+  if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
+    return fail("--clip-grad-norm 0 would zero every gradient (as "
+                "clip_grad_norm_ does); leave the flag out for no clipping");
+  if (auto e = checkScheduleFlags(opts))
+    return e;
+  if (has("--hf-no-decay") && has("--no-decay"))
+    return fail("--hf-no-decay and --no-decay both say which parameters get "
+                "no weight decay; give one");
+  bool decays = opts.numbers.count("weight-decay")
+                    ? num("weight-decay") > 0
+                    : opts.plan.optimizer == "adamw";
+  if (has("--hf-no-decay") && !decays)
+    return fail("--hf-no-decay changes nothing: the weight decay is 0 (pass "
+                "--weight-decay X, or leave the flag out)");
   return std::nullopt;
 }
 
@@ -106,6 +153,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--clip-grad-norm",
                                         "--freeze",
                                         "--no-decay",
+                                        "--hf-no-decay",
                                         "--loss-scale",
                                         "--loss-scale-window",
                                         "--loss-scale-hysteresis",
@@ -159,27 +207,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
     return e;
   if (!training)
     return std::nullopt;
-  bool sgd = opts.plan.optimizer == "sgd";
-  for (const char *f : {"--momentum", "--dampening", "--nesterov"})
-    if (has(f) && !sgd)
-      return fail(std::string(f) + " applies to --optimizer sgd, not " +
-                  opts.plan.optimizer +
-                  " (Adam's moments are --beta1/--beta2)");
-  for (const char *f : {"--beta1", "--beta2", "--eps"})
-    if (has(f) && sgd)
-      return fail(std::string(f) + " applies to --optimizer adam or adamw, "
-                                   "not sgd");
-  for (const char *f : {"beta1", "beta2"})
-    if (opts.numbers.count(f) && num(f) >= 1)
-      return fail(std::string("--") + f + " must be in [0, 1), got " +
-                  std::to_string(num(f)));
-  if (has("--nesterov") && (num("momentum") <= 0 || num("dampening") != 0))
-    return fail("--nesterov needs --momentum > 0 and no --dampening (as "
-                "torch.optim.SGD requires)");
-  if (has("--clip-grad-norm") && num("clip-grad-norm") <= 0)
-    return fail("--clip-grad-norm 0 would zero every gradient (as "
-                "clip_grad_norm_ does); leave the flag out for no clipping");
-  if (auto e = checkScheduleFlags(opts))
+  if (auto e = checkOptimizerFlags(opts))
     return e;
   for (const char *f :
        {"--loss-scale", "--loss-scale-window", "--loss-scale-hysteresis",

@@ -4,6 +4,7 @@
 #include "ConfigFile.h"
 #include "DeepSpeedConfig.h"
 #include "Help.h"
+#include "TrainingArgs.h"
 
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
@@ -125,6 +126,8 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.import.training = true;
   } else if (a == "--nesterov") {
     opts.plan.nesterov = true;
+  } else if (a == "--hf-no-decay") {
+    opts.hfNoDecay = true;
   } else if (a == "--shard-optimizer-state" ||
              a == "--no-shard-optimizer-state" || a == "--zero-stage" ||
              a.starts_with("--zero-stage=")) {
@@ -470,6 +473,8 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
   std::vector<std::string> warnings;
+  if (llvm::Error e = expandTrainingArgs(args, warnings))
+    return fail(llvm::toString(std::move(e)));
   if (llvm::Error e = expandDeepSpeedConfig(args, warnings))
     return fail(llvm::toString(std::move(e)));
   for (const std::string &w : warnings)

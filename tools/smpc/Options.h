@@ -44,6 +44,9 @@ struct Options {
     std::optional<bool> offload;
   } pinned;
   std::string lrSchedule = "constant";
+  /// --hf-no-decay: the Hugging Face Trainer's parameter groups
+  /// (TrainerGroups.h) instead of a --no-decay regex.
+  bool hfNoDecay = false;
   int64_t devices = 0;
   std::string placement = "cluster", ppCuts;
   /// smpc plan (and compile --devices N without pinned degrees).

@@ -15,6 +15,7 @@
 #include "Options.h"
 #include "PlanCommand.h"
 #include "Reproduce.h"
+#include "TrainerGroups.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -209,8 +210,10 @@ PlanCommand planRequest(const Options &opts) {
   return cmd;
 }
 
-/// Builds @train_step with the training pipeline of the plan.
-LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
+/// Builds @train_step with the training pipeline of the plan (`plan`: opts'
+/// with --hf-no-decay's groups).
+LogicalResult buildTrainStep(ModuleOp module, const Options &opts,
+                             const smp::TrainingPipelineOptions &plan) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   if (opts.printAfterAll) {
     module.getContext()->disableMultithreading();
@@ -219,7 +222,7 @@ LogicalResult buildTrainStep(ModuleOp module, const Options &opts) {
                         /*printModuleScope=*/true,
                         /*printAfterOnlyOnChange=*/false);
   }
-  smp::buildTrainingPipeline(pm, opts.plan);
+  smp::buildTrainingPipeline(pm, plan);
   unsigned errors = OneLineDiagnostics::errorCount();
   if (failed(pm.run(module))) {
     if (OneLineDiagnostics::errorCount() == errors)
@@ -274,7 +277,12 @@ int compile(ModuleOp module, const Options &opts,
     module->setAttr(smp::SmpDialect::kPlacementAttr,
                     StringAttr::get(module.getContext(),
                                     grid.placementLetters()));
-    if (failed(buildTrainStep(module, opts)))
+    // --hf-no-decay: the Trainer's groups, by name.
+    smp::TrainingPipelineOptions plan = opts.plan;
+    if (opts.hfNoDecay)
+      plan.noDecay = smpc::exactNamesRegex(
+          smpc::trainerNoDecayNames(module, opts.plan.freeze));
+    if (failed(buildTrainStep(module, opts, plan)))
       return 1;
     if (opts.plannedMemory && largestArena)
       if (int rc = checkPlannedArenas(module, opts, *largestArena))
@@ -282,14 +290,19 @@ int compile(ModuleOp module, const Options &opts,
     smp::TrainingOptions t;
     t.loss = opts.plan.loss;
     t.optimizer = opts.plan.optimizer;
-    t.noDecay = opts.plan.noDecay;
+    t.noDecay = plan.noDecay;
     t.lr = opts.lr;
     t.lrSchedule = opts.lrSchedule;
     t.warmupSteps = opts.warmupSteps;
     t.decaySteps = opts.decaySteps;
     t.warmupType = opts.warmupType;
     t.warmupMin = opts.warmupMin;
-    t.cosMinRatio = opts.cosMinRatio;
+    // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging
+    // Face's cosine at 0 (its "cosine"; "cosine_with_min_lr" gives one).
+    t.cosMinRatio =
+        opts.lrSchedule == "hf-cosine" && !opts.given.count("--cos-min-ratio")
+            ? 0.0
+            : opts.cosMinRatio;
     t.seed = opts.seed;
     t.microbatches = opts.plan.microbatches;
     t.precision = opts.plan.precision;
@@ -624,7 +637,7 @@ int main(int argc, char **argv) {
       smp::DeviceGrid grid;
       (**m)->setAttr(smp::SmpDialect::kPlacementAttr,
                      StringAttr::get(&ctx, grid.placementLetters()));
-      if (failed(buildTrainStep(**m, c)))
+      if (failed(buildTrainStep(**m, c, c.plan)))
         return std::nullopt;
       auto bytes = smp::planArenaBytes(**m);
       if (!bytes) {

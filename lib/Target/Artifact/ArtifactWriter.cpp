@@ -190,8 +190,9 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);
-    t->set_cos_min_ratio(training.cosMinRatio);
   }
+  if (smp::base::scheduleHasCosineFloor(training.lrSchedule))
+    t->set_cos_min_ratio(training.cosMinRatio);
   t->set_batch_size(training.batchSize);
   t->set_seed(training.seed);
   t->set_source_model(training.sourceModel);

@@ -51,6 +51,26 @@ double deepSpeedRate(const LrSchedule &s, int64_t k) {
   return s.warmupMin + (s.lr - s.warmupMin) * gamma;
 }
 
+/// transformers' get_scheduler: "linear", "cosine" (num_cycles 0.5; with a
+/// floor, "cosine_with_min_lr"'s min_lr_rate) and "constant_with_warmup",
+/// at the Trainer's scheduler step i (its applied steps so far). Like
+/// transformers, the cosine is not clamped after num_training_steps.
+double huggingFaceRate(const LrSchedule &s, int64_t i) {
+  double w = static_cast<double>(s.warmupSteps);
+  double t = static_cast<double>(s.decaySteps);
+  double at = static_cast<double>(i);
+  if (i < s.warmupSteps)
+    return s.lr * at / std::max(1.0, w);
+  if (s.kind == "hf-linear")
+    return s.lr * std::max(0.0, (t - at) / std::max(1.0, t - w));
+  if (s.kind == "hf-cosine") {
+    double progress = (at - w) / std::max(1.0, t - w);
+    double f = 0.5 * (1.0 + std::cos(M_PI * progress));
+    return s.lr * std::max(0.0, f * (1.0 - s.cosMinRatio) + s.cosMinRatio);
+  }
+  return s.lr;
+}
+
 } // namespace
 
 LrSchedule LrSchedule::of(const smp::artifact::TrainingConfig &config,
@@ -75,22 +95,30 @@ bool LrSchedule::deepSpeed(const std::string &kind) {
   return smp::base::isDeepSpeedSchedule(kind);
 }
 
+bool LrSchedule::skipsOverflows(const std::string &kind) {
+  return smp::base::scheduleSkipsOverflows(kind);
+}
+
 void LrSchedule::to(smp::artifact::LrSchedule &record) const {
   record.set_kind(kind);
   record.set_lr(lr);
   record.set_warmup_steps(warmupSteps);
   record.set_decay_steps(decaySteps);
-  if (deepSpeed(kind)) {
+  if (skipsOverflows(kind))
     record.set_skipped_steps(skippedSteps);
+  if (deepSpeed(kind)) {
     record.set_warmup_type(warmupType);
     record.set_warmup_min(warmupMin);
-    record.set_cos_min_ratio(cosMinRatio);
   }
+  if (smp::base::scheduleHasCosineFloor(kind))
+    record.set_cos_min_ratio(cosMinRatio);
 }
 
 double LrSchedule::rate(int64_t k) const {
   if (deepSpeed(kind))
     return deepSpeedRate(*this, k);
+  if (smp::base::isHuggingFaceSchedule(kind))
+    return huggingFaceRate(*this, k);
   if (k < warmupSteps)
     return lr * static_cast<double>(k + 1) / static_cast<double>(warmupSteps);
   if (kind == "cosine") {
@@ -146,10 +174,12 @@ Status resumedSchedule(const smp::artifact::TrainingConfig &config,
                               : "--warmup-min-lr";
     check(theirs.warmupMin == mine.warmupMin, "warmup start",
           number(theirs.warmupMin), number(mine.warmupMin), minFlag);
+  }
+  if (smp::base::scheduleHasCosineFloor(theirs.kind) &&
+      theirs.kind == mine.kind)
     check(theirs.cosMinRatio == mine.cosMinRatio, "cosine floor",
           number(theirs.cosMinRatio), number(mine.cosMinRatio),
           "--cos-min-ratio");
-  }
   if (theirs.kind == mine.kind && LrSchedule::decays(theirs.kind) &&
       config.decay_steps() > 0)
     check(theirs.decaySteps == config.decay_steps(), "decay over",

@@ -2,7 +2,8 @@
 //
 // Linear warmup, then a constant rate or a cosine decay to 0 that ends at
 // step decay_steps (and stays 0 after it); or DeepSpeed's WarmupLR,
-// WarmupDecayLR and WarmupCosineLR, by their formulas. Everything but
+// WarmupDecayLR and WarmupCosineLR, or the Hugging Face Trainer's linear,
+// cosine and constant_with_warmup, by their formulas. Everything but
 // decay_steps is compiled into the artifact (smpc --lr, --lr-schedule,
 // --warmup-steps); decay_steps too with smpc --decay-steps, else it is the
 // --steps of the run that starts training. Checkpoints record the schedule, so
@@ -25,17 +26,18 @@
 namespace smprt {
 
 struct LrSchedule {
-  std::string kind = "constant"; // cosine, warmup-lr, warmup-decay-lr,
-                                 // warmup-cosine-lr
+  std::string kind = "constant"; // smp::base::kLrSchedules
   double lr = 0;
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0;
   // DeepSpeed's schedules: warmup shape, start (a rate, or for
-  // warmup-cosine-lr a fraction of lr) and cosine floor (a fraction).
+  // warmup-cosine-lr a fraction of lr); warmup-cosine-lr and hf-cosine:
+  // the cosine floor (a fraction).
   std::string warmupType = "log";
   double warmupMin = 0, cosMinRatio = 0;
-  /// Steps skipped so far (fp16 overflows): DeepSpeed's schedules advance
-  /// only on applied steps, so step k runs rateOf(k) = rate(k - skipped).
+  /// Steps skipped so far (fp16 overflows): DeepSpeed's and Hugging Face's
+  /// schedules advance only on applied steps, so step k runs
+  /// rateOf(k) = rate(k - skipped).
   int64_t skippedSteps = 0;
 
   /// The artifact's schedule for a run of `steps` steps (decay over them
@@ -50,16 +52,20 @@ struct LrSchedule {
   /// the PyTorch reference feeds to LambdaLR). DeepSpeed's schedules give
   /// step 0 the rate their constructor sets (warmup_min_lr; 0 for
   /// WarmupCosineLR) and step k > 0 their formula at iteration k - 1, as
-  /// DeepSpeed's engine steps them after each optimizer step.
+  /// DeepSpeed's engine steps them after each optimizer step. Hugging
+  /// Face's: lr * lambda(k) with transformers' lambdas (k / warmup in the
+  /// warmup: step 0 runs at 0).
   double rate(int64_t k) const;
   /// The rate step k runs with, after skippedSteps skipped steps.
   double rateOf(int64_t k) const {
-    return rate(deepSpeed(kind) ? k - skippedSteps : k);
+    return rate(skipsOverflows(kind) ? k - skippedSteps : k);
   }
   /// Whether `kind` is one of DeepSpeed's schedules.
   static bool deepSpeed(const std::string &kind);
+  /// Whether `kind` stands still on a skipped (overflowed) step.
+  static bool skipsOverflows(const std::string &kind);
   /// Whether `kind` decays over decaySteps (cosine, warmup-decay-lr,
-  /// warmup-cosine-lr).
+  /// warmup-cosine-lr, hf-linear, hf-cosine).
   static bool decays(const std::string &kind);
 };
 

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Hugging Face Trainer references for smpc --training-args: transformers'
+Trainer itself trains the `gpt` training fixture with each TrainingArguments
+of CONFIGS below, and smp must train the same numbers from the same
+arguments (test/smprun/hf-trainer.test).
+
+For each NAME this writes test/fixtures/hf-trainer/NAME.json, the
+arguments as a Trainer user saves them (`TrainingArguments(...)
+.to_json_string()`, every key of this transformers version, output_dir
+"out"), and ref_NAME.json: {"config": {...}, "losses": [...],
+"grad_norms": [...], "lrs": [...]} (python/make_training_refs.py's
+format, read by test/train/compare_losses.py) from STEPS steps of
+Trainer.train() on the CPU.
+
+The model is python/smp_models.py's GPT (build_gpt(), the weights of
+test/fixtures/train/gpt.onnx: checked) with a forward that takes `labels`
+and `num_items_in_batch` as Hugging Face's language models do: the loss is
+the sum of the token cross-entropies over the Trainer's count of counted
+labels in the step's batch (ignored labels, -100, fall unevenly in this
+data), so that gradient accumulation trains the global batch's mean. The
+data is test/fixtures/train/gpt/{idx,labels}.npy in order (a
+SequentialSampler in place of the Trainer's shuffle: step k trains on
+samples (k*B + i) % 16, as smprun reads them). Per step this records the
+learning rate the optimizer ran with, the loss (the sum of the Trainer's
+micro-batch losses; checked against the global batch's mean computed
+apart) and the norm the Trainer's clip_grad_norm_ returned, before
+clipping. The Trainer builds its own AdamW/SGD with its parameter groups
+(get_decay_parameter_names, stored as "no_decay") and its scheduler.
+
+Needs transformers (5.x), accelerate and torch; CI does not run it.
+Regenerate with:  python3 python/make_hf_trainer_refs.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "test" / "fixtures" / "hf-trainer"
+DATA = ROOT / "test" / "fixtures" / "train" / "gpt"
+STEPS = 10
+SAMPLES = 16
+
+sys.path.insert(0, str(ROOT / "python"))
+import smp_models as M  # noqa: E402
+
+# What each fixture's user set; everything else is TrainingArguments'
+# default. Every one trains 10 steps of a global batch of 8.
+CONFIGS = {
+    # The Trainer's defaults but the rate: AdamW with decay over its groups,
+    # the linear schedule with a 3-step warmup, clipping at 1.0.
+    "linear_decay": dict(learning_rate=3e-3, weight_decay=0.1,
+                         warmup_steps=3),
+    # A cosine after a warmup given as a fraction of max_steps, Adam's
+    # betas and eps, clipping at 0.5, 2 accumulation steps of 4.
+    "cosine_accum": dict(learning_rate=5e-3, lr_scheduler_type="cosine",
+                         warmup_steps=0.2, per_device_train_batch_size=4,
+                         gradient_accumulation_steps=2, adam_beta2=0.95,
+                         adam_epsilon=1e-6, max_grad_norm=0.5,
+                         weight_decay=0.01),
+    # SGD (no weight decay: one group) and a cosine to a floor, unclipped.
+    "sgd_min_lr": dict(optim="sgd", learning_rate=0.2,
+                       lr_scheduler_type="cosine_with_min_lr",
+                       lr_scheduler_kwargs={"min_lr_rate": 0.1},
+                       warmup_steps=2, max_grad_norm=0.0),
+    # A constant rate after a warmup.
+    "constant_warmup": dict(learning_rate=2e-3,
+                            lr_scheduler_type="constant_with_warmup",
+                            warmup_steps=4, weight_decay=0.01),
+}
+
+
+class GPTForTrainer(M.GPT):
+    """GPT with a Hugging Face language model's loss interface."""
+
+    def forward(self, idx, labels=None, num_items_in_batch=None, **kwargs):
+        logits = super().forward(idx)
+        total = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                labels.reshape(-1), reduction="sum")
+        count = (num_items_in_batch if num_items_in_batch is not None
+                 else (labels != -100).sum())
+        return {"loss": total / count, "logits": logits}
+
+
+def build_model() -> torch.nn.Module:
+    torch.manual_seed(0)
+    model = GPTForTrainer(M.GPTConfig())
+    M.perturb_norms(model)
+    ref = M.build_gpt()
+    for (name, p), (_, q) in zip(model.state_dict().items(),
+                                 ref.state_dict().items()):
+        assert torch.equal(p, q), name
+    check_initial_weights(model)
+    return model
+
+
+def check_initial_weights(model: torch.nn.Module) -> None:
+    import onnx
+    from onnx import numpy_helper
+    proto = onnx.load(str(ROOT / "test" / "fixtures" / "train" / "gpt.onnx"))
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    for name, p in model.named_parameters():
+        got = inits.get(name)
+        if got is None or not np.array_equal(got, p.detach().numpy()):
+            raise SystemExit(f"gpt.onnx's {name} is not smp_models.build_gpt()'s")
+
+
+def train(name: str, settings: dict) -> dict:
+    from torch.utils.data import SequentialSampler
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    idx = torch.from_numpy(np.load(DATA / "idx.npy"))
+    labels = torch.from_numpy(np.load(DATA / "labels.npy"))
+    dataset = [{"idx": idx[i], "labels": labels[i]} for i in range(SAMPLES)]
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=tmp, max_steps=STEPS, report_to=[], logging_steps=1,
+            save_strategy="no", use_cpu=True, disable_tqdm=True,
+            per_device_train_batch_size=settings.pop(
+                "per_device_train_batch_size", 8),
+            **settings)
+        text = json.loads(args.to_json_string())
+    text["output_dir"] = "out"
+    (OUT / f"{name}.json").write_text(json.dumps(text, indent=2) + "\n")
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    model = build_model()
+    record = {"lrs": [], "micro": [], "norms": []}
+
+    class Sequential(Trainer):
+        def _get_train_sampler(self, *a, **k):
+            return SequentialSampler(self.train_dataset)
+
+        def training_step(self, *a, **k):
+            loss = super().training_step(*a, **k)
+            record["micro"][-1].append(float(loss))
+            return loss
+
+    class Watch(TrainerCallback):
+        def on_step_begin(self, args, state, control, optimizer=None, **kw):
+            record["lrs"].append(optimizer.param_groups[0]["lr"])
+            record["micro"].append([])
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "grad_norm" in logs:
+                record["norms"].append(float(logs["grad_norm"]))
+
+    batch = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    expected = []
+    with torch.no_grad():
+        probe = build_model()
+    trainer = Sequential(model=model, args=args, train_dataset=dataset,
+                         callbacks=[Watch()])
+    # The global batch's mean loss of each step, computed apart from the
+    # Trainer from the weights it starts the step with.
+    original = trainer.training_step
+
+    def checked_step(model_, inputs, *a, **k):
+        if not record["micro"][-1]:
+            k_step = len(record["micro"]) - 1
+            rows = [(k_step * batch + i) % SAMPLES for i in range(batch)]
+            probe.load_state_dict(model_.state_dict())
+            with torch.no_grad():
+                logits = M.GPT.forward(probe, idx[rows])
+                expected.append(float(F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]),
+                    labels[rows].reshape(-1))))
+        return original(model_, inputs, *a, **k)
+
+    trainer.training_step = checked_step
+    trainer.train()
+    losses = [sum(m) for m in record["micro"]]
+    for k, (got, want) in enumerate(zip(losses, expected)):
+        if abs(got - want) > 1e-5 * abs(want):
+            raise SystemExit(f"{name}: step {k}: the Trainer's loss {got} is "
+                             f"not the global batch's mean {want}")
+    if len(record["norms"]) != STEPS or len(losses) != STEPS:
+        raise SystemExit(f"{name}: {len(losses)} steps, "
+                         f"{len(record['norms'])} grad norms logged")
+    import transformers
+    no_decay = sorted(n for n, _ in model.named_parameters()
+                      if n not in trainer.get_decay_parameter_names(model))
+    return {"config": {"lr": max(record["lrs"]),
+                       "transformers": transformers.__version__,
+                       "torch": torch.__version__,
+                       "optimizer": type(getattr(trainer.optimizer, "optimizer",
+                                              trainer.optimizer)).__name__,
+                       "no_decay": no_decay},
+            "losses": losses, "grad_norms": record["norms"],
+            "lrs": record["lrs"]}
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, settings in CONFIGS.items():
+        ref = train(name, dict(settings))
+        dest = OUT / f"ref_{name}.json"
+        dest.write_text(json.dumps(ref, indent=2) + "\n")
+        print(f"{dest.relative_to(ROOT)}: losses {ref['losses'][0]:.6f} .. "
+              f"{ref['losses'][-1]:.6f}, lrs {ref['lrs'][:4]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,533 @@
+//===- TrainingArgs.cpp - smpc --training-args FILE: the HF Trainer's -----===//
+//
+// transformers' Trainer (4.x and 5.x) reads its TrainingArguments into what
+// it trains: the global batch per_device_train_batch_size x
+// gradient_accumulation_steps x ranks, torch's AdamW (or SGD) over two
+// parameter groups (get_decay_parameter_names: no decay for norms and
+// biases), clip_grad_norm_ at max_grad_norm, get_scheduler's schedule over
+// max_steps with get_warmup_steps' warmup, and fp16 (torch's GradScaler) or
+// bf16 autocast. This file does what the Trainer does with each key, as
+// smpc flags.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainingArgs.h"
+
+#include "ConfigFile.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+
+#include <cmath>
+#include <optional>
+
+namespace json = llvm::json;
+
+namespace {
+
+/// Keys that say how the Trainer logs, evaluates, saves, reports, loads
+/// data or places itself: not what it trains.
+bool runningKey(llvm::StringRef key) {
+  static const char *kPrefixes[] = {"eval_",
+                                    "logging_",
+                                    "save_",
+                                    "hub_",
+                                    "push_to_hub",
+                                    "dataloader_",
+                                    "ddp_",
+                                    "fsdp",
+                                    "torch_compile",
+                                    "tpu_",
+                                    "log_",
+                                    "trackio_",
+                                    "generation_",
+                                    "include_",
+                                    "per_device_eval_",
+                                    "per_gpu_eval_",
+                                    "do_",
+                                    "activation_checkpointing",
+                                    "gradient_checkpointing",
+                                    "liger_kernel"};
+  static const char *kKeys[] = {"output_dir",
+                                "overwrite_output_dir",
+                                "evaluation_strategy",
+                                "prediction_loss_only",
+                                "batch_eval_metrics",
+                                "torch_empty_cache_steps",
+                                "local_rank",
+                                "debug",
+                                "past_index",
+                                "run_name",
+                                "disable_tqdm",
+                                "remove_unused_columns",
+                                "label_names",
+                                "load_best_model_at_end",
+                                "metric_for_best_model",
+                                "greater_is_better",
+                                "ignore_data_skip",
+                                "report_to",
+                                "skip_memory_metrics",
+                                "resume_from_checkpoint",
+                                "mp_parameters",
+                                "full_determinism",
+                                "torchdynamo",
+                                "ray_scope",
+                                "dispatch_batches",
+                                "split_batches",
+                                "accelerator_config",
+                                "parallelism_config",
+                                "project",
+                                "enable_jit_checkpoint",
+                                "restore_callback_states_from_checkpoint",
+                                "no_cuda",
+                                "jit_mode_eval",
+                                "tf32",
+                                "length_column_name",
+                                "optim_target_modules",
+                                "fp16_backend",
+                                "fp16_full_eval",
+                                "bf16_full_eval",
+                                "sortish_sampler",
+                                "predict_with_generate",
+                                "auto_find_batch_size",
+                                "tp_size",
+                                "num_train_epochs",
+                                "seed",
+                                "data_seed",
+                                "train_sampling_strategy",
+                                "group_by_length",
+                                "fp16_opt_level",
+                                "use_cpu",
+                                "use_cache",
+                                "use_liger_kernel",
+                                "use_ipex",
+                                "use_mps_device",
+                                "use_legacy_prediction_loop"};
+  return llvm::any_of(kPrefixes,
+                      [&](const char *p) { return key.starts_with(p); }) ||
+         llvm::is_contained(kKeys, key);
+}
+
+/// Keys this reader follows.
+bool trainingKey(llvm::StringRef key) {
+  static const char *kKeys[] = {"per_device_train_batch_size",
+                                "per_gpu_train_batch_size",
+                                "gradient_accumulation_steps",
+                                "max_steps",
+                                "learning_rate",
+                                "lr_scheduler_type",
+                                "lr_scheduler_kwargs",
+                                "warmup_steps",
+                                "warmup_ratio",
+                                "optim",
+                                "optim_args",
+                                "adafactor",
+                                "weight_decay",
+                                "adam_beta1",
+                                "adam_beta2",
+                                "adam_epsilon",
+                                "max_grad_norm",
+                                "bf16",
+                                "fp16",
+                                "half_precision_backend",
+                                "label_smoothing_factor",
+                                "neftune_noise_alpha",
+                                "average_tokens_across_devices",
+                                "deepspeed"};
+  return llvm::is_contained(kKeys, key);
+}
+
+/// A TrainingArguments object's keys, read as the Trainer reads them.
+class ArgsReader {
+public:
+  ArgsReader(const json::Object &root, llvm::StringRef origin,
+             const std::vector<std::string> &commandLine)
+      : root(root), origin(origin), cli(commandLineFlags(commandLine)) {}
+
+  llvm::Error read();
+
+  std::vector<ConfigItem> items;
+  std::vector<std::string> notes; // ignored keys worth a warning
+
+private:
+  llvm::Error fail(const llvm::Twine &msg) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   origin + ": " + msg);
+  }
+  /// The value at `key`, null and absent alike as nullptr.
+  const json::Value *at(llvm::StringRef key) const {
+    const json::Value *v = root.get(key);
+    return v && v->kind() != json::Value::Null ? v : nullptr;
+  }
+  std::string shown(llvm::StringRef key) const {
+    const json::Value *v = at(key);
+    return v ? shownValue(*v) : "null";
+  }
+  llvm::Expected<std::optional<double>> number(llvm::StringRef key) const {
+    const json::Value *v = at(key);
+    if (!v)
+      return std::nullopt;
+    if (auto d = v->getAsNumber())
+      return *d;
+    return fail("\"" + key + "\" expects a number, got " + shownValue(*v));
+  }
+  bool isTrue(llvm::StringRef key) const {
+    const json::Value *v = at(key);
+    return v && v->getAsBoolean() == std::optional<bool>(true);
+  }
+  std::optional<llvm::StringRef> text(llvm::StringRef key) const {
+    const json::Value *v = at(key);
+    return v ? v->getAsString() : std::nullopt;
+  }
+  void set(llvm::StringRef key, const char *flag, std::string value = "") {
+    items.push_back(ConfigItem{key.str(), shown(key), flag, std::move(value)});
+  }
+  void rule(llvm::StringRef key, llvm::StringRef shownAs, const char *flag,
+            std::string value = "", bool present = true) {
+    items.push_back(
+        ConfigItem{key.str(), shownAs.str(), flag, std::move(value), present});
+  }
+  std::optional<int64_t> cliInt(const char *flag) const {
+    auto it = cli.find(flag);
+    int64_t n;
+    if (it == cli.end() || llvm::StringRef(it->second).getAsInteger(10, n))
+      return std::nullopt;
+    return n;
+  }
+
+  llvm::Error readKeys();
+  llvm::Error readBatch();
+  llvm::Error readOptimizer();
+  llvm::Error readSchedule();
+  llvm::Error readPrecision();
+  llvm::Error readLoss();
+
+  const json::Object &root;
+  std::string origin;
+  std::multimap<std::string, std::string> cli;
+  int64_t dp = 1;
+};
+
+llvm::Error ArgsReader::readKeys() {
+  std::vector<std::string> unknown;
+  for (const auto &kv : root) {
+    llvm::StringRef key = kv.first;
+    if (!trainingKey(key) && !runningKey(key))
+      unknown.push_back(key.str());
+  }
+  llvm::sort(unknown);
+  if (!unknown.empty())
+    return fail("not keys of transformers' TrainingArguments: " +
+                llvm::join(unknown, ", ") +
+                " (a subclass's, such as TRL's SFTConfig, may change what "
+                "is trained, which smpc cannot know; remove them from the "
+                "file if they do not)");
+  if (at("deepspeed") || cli.count("--deepspeed"))
+    return fail("smpc does not read a DeepSpeed config together with the "
+                "Trainer's arguments: compile with --deepspeed FILE alone "
+                "(its \"auto\" values take --lr, --batch-size, ... as the "
+                "Trainer fills them from these arguments)");
+  // Ignored keys whose value changes how the run goes (not its numbers).
+  for (const char *key : {"gradient_checkpointing", "torch_compile", "tf32",
+                          "use_liger_kernel", "auto_find_batch_size"})
+    if (isTrue(key))
+      notes.push_back(std::string(key) + " " + shown(key));
+  if (const json::Value *f = at("fsdp"))
+    if (!(f->getAsString() && f->getAsString()->empty()) &&
+        !(f->getAsArray() && f->getAsArray()->empty()))
+      notes.push_back("fsdp " + shown("fsdp"));
+  return llvm::Error::success();
+}
+
+/// The global batch: per_device_train_batch_size x
+/// gradient_accumulation_steps x the data-parallel ranks the command line
+/// gives (1 without --dp or --devices).
+llvm::Error ArgsReader::readBatch() {
+  const char *kM = at("per_gpu_train_batch_size")
+                       ? "per_gpu_train_batch_size"
+                       : "per_device_train_batch_size";
+  auto m = number(kM);
+  auto g = number("gradient_accumulation_steps");
+  if (!m || !g)
+    return m ? g.takeError() : m.takeError();
+  int64_t perDevice = static_cast<int64_t>(m->value_or(8));
+  int64_t accumulate = static_cast<int64_t>(g->value_or(1));
+  if (perDevice < 1 || accumulate < 1)
+    return fail(std::string("\"") + kM +
+                "\" and "
+                "\"gradient_accumulation_steps\" must be positive");
+  if (auto d = cliInt("--dp")) {
+    dp = *d;
+  } else if (auto devices = cliInt("--devices"); devices && *devices > 1) {
+    int64_t group = cliInt("--tp").value_or(1) * cliInt("--pp").value_or(1);
+    if (group == 1 && !cli.count("--tp") && !cli.count("--pp"))
+      return fail("the Trainer's batch is " + std::string(kM) +
+                  " x gradient_accumulation_steps x data-parallel ranks: "
+                  "give the ranks with --dp (the planner would choose them)");
+    dp = group > 0 && *devices % group == 0 ? *devices / group : 1;
+  }
+  int64_t batch = perDevice * accumulate * dp;
+  rule(kM,
+       shown(kM) + " (x " + std::to_string(accumulate) + " x dp " +
+           std::to_string(dp) + " = " + std::to_string(batch) + ")",
+       "--batch-size", std::to_string(batch));
+  rule("gradient_accumulation_steps", std::to_string(accumulate),
+       "--microbatches", std::to_string(accumulate));
+  return llvm::Error::success();
+}
+
+/// optim, weight_decay (with the Trainer's groups), Adam's betas and eps,
+/// max_grad_norm.
+llvm::Error ArgsReader::readOptimizer() {
+  if (isTrue("adafactor"))
+    return fail("\"adafactor\": true trains with Adafactor, which smp does "
+                "not have (sgd, adam, adamw)");
+  llvm::StringRef optim = text("optim").value_or("adamw_torch");
+  static const char *kAdamW[] = {
+      "adamw_torch",      "adamw_torch_fused",     "adamw_hf",
+      "adamw_apex_fused", "adamw_torch_npu_fused", "adamw_torch_xla"};
+  bool sgd = optim == "sgd";
+  if (!sgd && !llvm::is_contained(kAdamW, optim))
+    return fail("\"optim\": \"" + optim +
+                "\" is an optimizer smp does not have: use \"adamw_torch\" "
+                "(or \"adamw_torch_fused\") or \"sgd\"");
+  if (const json::Value *a = at("optim_args"))
+    if (!(a->getAsString() && a->getAsString()->empty()))
+      return fail("\"optim_args\": " + shownValue(*a) +
+                  " is not read by smpc: set the optimizer's options with "
+                  "--momentum, --beta1, ... and remove it");
+  set("optim", "--optimizer", sgd ? "sgd" : "adamw");
+  auto wd = number("weight_decay");
+  if (!wd)
+    return wd.takeError();
+  double decay = wd->value_or(0.0);
+  rule("weight_decay", shortestNumber(decay), "--weight-decay",
+       shortestNumber(decay));
+  // The Trainer's two groups (only where there is a decay to take away).
+  if (decay > 0)
+    rule("weight_decay", shortestNumber(decay) + " (the Trainer's groups)",
+         "--hf-no-decay");
+  if (!sgd) {
+    for (auto [key, flag, fallback] :
+         {std::tuple{"adam_beta1", "--beta1", 0.9},
+          std::tuple{"adam_beta2", "--beta2", 0.999},
+          std::tuple{"adam_epsilon", "--eps", 1e-8}}) {
+      auto v = number(key);
+      if (!v)
+        return v.takeError();
+      rule(key, shortestNumber(v->value_or(fallback)), flag,
+           shortestNumber(v->value_or(fallback)));
+    }
+  }
+  auto clip = number("max_grad_norm");
+  if (!clip)
+    return clip.takeError();
+  double c = root.get("max_grad_norm") ? clip->value_or(0.0) : 1.0;
+  if (c > 0)
+    rule("max_grad_norm", shortestNumber(c), "--clip-grad-norm",
+         shortestNumber(c));
+  else
+    rule("max_grad_norm", shortestNumber(c) + " (no clipping)",
+         "--clip-grad-norm", "", false);
+  return llvm::Error::success();
+}
+
+/// learning_rate, lr_scheduler_type (+ kwargs), warmup_steps (or v4's
+/// warmup_ratio) and max_steps, as get_scheduler and get_warmup_steps use
+/// them.
+llvm::Error ArgsReader::readSchedule() {
+  auto lr = number("learning_rate");
+  if (!lr)
+    return lr.takeError();
+  double rate = lr->value_or(5e-5);
+  rule("learning_rate", shortestNumber(rate), "--lr", shortestNumber(rate));
+  llvm::StringRef type = text("lr_scheduler_type").value_or("linear");
+  const char *kind = type == "linear"               ? "hf-linear"
+                     : type == "cosine"             ? "hf-cosine"
+                     : type == "cosine_with_min_lr" ? "hf-cosine"
+                     : (type == "constant" || type == "constant_with_warmup")
+                         ? "hf-constant"
+                         : nullptr;
+  if (!kind)
+    return fail("\"lr_scheduler_type\": \"" + type +
+                "\" is a schedule smp does not have: use \"linear\", "
+                "\"cosine\", \"cosine_with_min_lr\", \"constant\" or "
+                "\"constant_with_warmup\"");
+  rule("lr_scheduler_type", shown("lr_scheduler_type"), "--lr-schedule", kind);
+  // get_scheduler's keyword arguments: a cosine's half cycle and floor.
+  std::optional<double> floor;
+  if (const json::Value *kv = at("lr_scheduler_kwargs")) {
+    const json::Object *kw = kv->getAsObject();
+    if (!kw)
+      return fail("\"lr_scheduler_kwargs\" expects an object, got " +
+                  shownValue(*kv));
+    for (const auto &[k, v] : *kw) {
+      auto d = v.getAsNumber();
+      bool cosine = llvm::StringRef(kind) == "hf-cosine";
+      if (cosine && k == "num_cycles" && d && *d == 0.5)
+        continue;
+      if (type == "cosine_with_min_lr" && d && k == "min_lr_rate")
+        floor = *d;
+      else if (type == "cosine_with_min_lr" && d && k == "min_lr")
+        floor = *d / rate;
+      else
+        return fail("\"lr_scheduler_kwargs\": \"" + k.str() +
+                    "\": " + shownValue(v) +
+                    " is not followed by smp (a cosine's "
+                    "\"num_cycles\" 0.5, cosine_with_min_lr's \"min_lr\" "
+                    "or \"min_lr_rate\")");
+    }
+  }
+  if (type == "cosine_with_min_lr" && !floor)
+    return fail("\"lr_scheduler_type\": \"cosine_with_min_lr\" needs "
+                "\"min_lr\" or \"min_lr_rate\" in \"lr_scheduler_kwargs\" "
+                "(as the Trainer does)");
+  if (floor)
+    rule("lr_scheduler_kwargs", shown("lr_scheduler_kwargs"), "--cos-min-ratio",
+         shortestNumber(*floor));
+  // The schedule's length: max_steps (the Trainer's num_training_steps).
+  auto maxSteps = number("max_steps");
+  if (!maxSteps)
+    return maxSteps.takeError();
+  std::optional<int64_t> total;
+  if (maxSteps->value_or(-1) > 0)
+    total = static_cast<int64_t>(**maxSteps);
+  bool decays = type != "constant" && type != "constant_with_warmup";
+  if (decays && total)
+    rule("max_steps", shown("max_steps"), "--decay-steps",
+         std::to_string(*total));
+  else if (!total)
+    total = cliInt("--decay-steps");
+  // get_warmup_steps: an integer count, else a fraction of max_steps
+  // ("constant" has no warmup whatever the arguments say).
+  auto steps = number("warmup_steps");
+  auto ratio = number("warmup_ratio");
+  if (!steps || !ratio)
+    return steps ? ratio.takeError() : steps.takeError();
+  double ws = steps->value_or(0.0);
+  double fraction = ws > 0 && ws < 1 ? ws : ws >= 1 ? 0 : ratio->value_or(0);
+  int64_t warmup = ws >= 1 ? static_cast<int64_t>(ws) : 0;
+  if (type != "constant" && fraction > 0) {
+    if (!total)
+      return fail(
+          std::string(ws > 0 ? "\"warmup_steps\" " : "\"warmup_ratio\" ") +
+          shortestNumber(fraction) +
+          " is a fraction of max_steps, "
+          "which is " +
+          shown("max_steps") +
+          ": set max_steps, or pass --decay-steps N (the Trainer "
+          "counts them from num_train_epochs and the dataset's "
+          "size, which smpc does not see)");
+    warmup =
+        static_cast<int64_t>(std::ceil(static_cast<double>(*total) * fraction));
+  }
+  if (type == "constant")
+    warmup = 0;
+  rule(ws > 0 || !at("warmup_ratio") ? "warmup_steps" : "warmup_ratio",
+       std::to_string(warmup) + " steps", "--warmup-steps",
+       std::to_string(warmup));
+  if (decays && !(maxSteps->value_or(-1) > 0) && !cli.count("--decay-steps"))
+    notes.push_back("max_steps " + shown("max_steps") +
+                    ": the schedule decays over smprun's --steps (pass "
+                    "--decay-steps N to fix its length)");
+  return llvm::Error::success();
+}
+
+/// bf16 or fp16 (torch's GradScaler with its defaults, as the Trainer's
+/// accelerate runs it), else fp32.
+llvm::Error ArgsReader::readPrecision() {
+  bool bf16 = isTrue("bf16"), fp16 = isTrue("fp16");
+  if (bf16 && fp16)
+    return fail("\"bf16\" and \"fp16\" are both true (the Trainer refuses "
+                "it too); set one");
+  if (fp16 &&
+      text("half_precision_backend") == std::optional<llvm::StringRef>("apex"))
+    return fail("\"half_precision_backend\": \"apex\" scales the loss by "
+                "apex's rules, which smp does not follow: use \"auto\" "
+                "(torch's GradScaler)");
+  const char *key = bf16 ? "bf16" : "fp16";
+  rule(key, shown(key), "--precision", bf16 ? "bf16" : fp16 ? "fp16" : "fp32");
+  if (fp16)
+    rule("fp16", "true (torch's GradScaler)", "--loss-scaler", "torch");
+  return llvm::Error::success();
+}
+
+/// What the Trainer does to the loss.
+llvm::Error ArgsReader::readLoss() {
+  auto smoothing = number("label_smoothing_factor");
+  if (!smoothing)
+    return smoothing.takeError();
+  if (smoothing->value_or(0) != 0)
+    return fail(
+        "\"label_smoothing_factor\": " + shown("label_smoothing_factor") +
+        " smooths the labels, which smp's losses do not: set it to 0");
+  if (at("neftune_noise_alpha"))
+    return fail("\"neftune_noise_alpha\": " + shown("neftune_noise_alpha") +
+                " adds noise to the embeddings, which smp does not: set it "
+                "to null");
+  // Several ranks or micro-batches: the loss of the step.
+  const json::Value *avg = root.get("average_tokens_across_devices");
+  int64_t accumulate = cliInt("--microbatches").value_or(1);
+  for (const ConfigItem &item : items)
+    if (item.flag == "--microbatches")
+      accumulate = std::stoll(item.value);
+  if (avg && avg->getAsBoolean() == std::optional<bool>(false) && dp > 1)
+    return fail("\"average_tokens_across_devices\": false averages each "
+                "rank's mean loss, smp trains the global batch's mean: set "
+                "it true (transformers 5's default)");
+  if (!avg && (dp > 1 || accumulate > 1))
+    notes.push_back(
+        "no average_tokens_across_devices (transformers before 4.46): that "
+        "Trainer averaged the micro-batches' mean losses, smp trains the "
+        "global batch's mean (the same where every micro-batch counts as "
+        "many labels)");
+  return llvm::Error::success();
+}
+
+llvm::Error ArgsReader::read() {
+  for (auto step : {&ArgsReader::readKeys, &ArgsReader::readBatch,
+                    &ArgsReader::readOptimizer, &ArgsReader::readSchedule,
+                    &ArgsReader::readPrecision, &ArgsReader::readLoss})
+    if (llvm::Error e = (this->*step)())
+      return e;
+  // The data's order and dropout's masks are smprun's.
+  bool shuffles = !text("train_sampling_strategy") ||
+                  *text("train_sampling_strategy") != "sequential";
+  if (shuffles || isTrue("group_by_length"))
+    notes.push_back("seed " + shown("seed") + ", train_sampling_strategy " +
+                    shown("train_sampling_strategy") +
+                    ": the Trainer draws the batches from its shuffled "
+                    "dataset, smprun reads --data in its order (shuffle the "
+                    "data to train on the same batches)");
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::vector<std::string>>
+trainingArgsFlags(llvm::StringRef text, llvm::StringRef origin,
+                  const std::vector<std::string> &commandLine,
+                  std::vector<std::string> &warnings) {
+  auto parsed = parseJsonObject(
+      text, origin, "a JSON object (TrainingArguments.to_json_string())");
+  if (!parsed)
+    return parsed.takeError();
+  const json::Object *root = parsed->getAsObject();
+  ArgsReader reader(*root, origin, commandLine);
+  if (llvm::Error e = reader.read())
+    return std::move(e);
+  for (const std::string &note : reader.notes)
+    warnings.push_back(origin.str() + ": " + note);
+  return configItemTokens(reader.items, origin, commandLine,
+                          "on the command line (or in --config)");
+}
+
+llvm::Error expandTrainingArgs(std::vector<std::string> &args,
+                               std::vector<std::string> &warnings) {
+  return expandFileFlag(args, "--training-args", "TrainingArguments file",
+                        [&](llvm::StringRef text, llvm::StringRef path,
+                            const std::vector<std::string> &rest) {
+                          return trainingArgsFlags(text, path, rest, warnings);
+                        });
+}
