@@ -33,6 +33,7 @@ norm on a skipped step.
 
 Needs deepspeed (pip install deepspeed; CPU is enough), torch and onnx;
 CI does not run it. Regenerate with:  python3 python/make_deepspeed_refs.py
+[CONFIG ...] (the stems of the configs to redo; all by default)
 """
 
 from __future__ import annotations
@@ -157,7 +158,9 @@ def free_port() -> int:
 
 def main() -> None:
     import deepspeed
-    configs = sorted(p for p in OUT.glob("*.json") if not p.name.startswith("ref_"))
+    only = sys.argv[1:]  # config names (stems) to regenerate; all by default
+    configs = sorted(p for p in OUT.glob("*.json") if not p.name.startswith("ref_")
+                     and (not only or p.stem in only))
     for path in configs:
         cfg = json.loads(path.read_text())
         world = dp_degree(path.stem, cfg)

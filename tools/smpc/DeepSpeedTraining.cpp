@@ -77,10 +77,11 @@ bool smpc::deepspeed::zeroTuningKey(llvm::StringRef key) {
 llvm::Error Reader::readFp16(const json::Object &fp16) {
   if (zeroStage == 0)
     return fail("\"fp16\" without ZeRO runs DeepSpeed's FP16_Optimizer, "
-                "whose numbers smp has not been checked against (its ZeRO "
-                "optimizers' loss scaling it follows and is tested on): set "
-                "\"zero_optimization\": {\"stage\": 1} (ZeRO trains the "
-                "same numbers) or train in \"bf16\"");
+                "which smp does not follow: DeepSpeed 0.19's engine does not "
+                "scale the loss for it, yet it divides the gradients by the "
+                "loss scale; set \"zero_optimization\": {\"stage\": 1} "
+                "(its loss scaling smp follows, on one rank too) or train in "
+                "\"bf16\"");
   static const char *kKeys[] = {
       "enabled",    "fp16_master_weights_and_grads", "auto_cast",
       "loss_scale", "initial_scale_power",           "loss_scale_window",
