@@ -336,7 +336,7 @@ llvm::Error Reader::read(json::Object &root) {
 llvm::Expected<std::vector<std::string>>
 deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
                const std::vector<std::string> &commandLine,
-               std::vector<std::string> &warnings) {
+               std::vector<std::string> &warnings, llvm::StringRef where) {
   auto parsed =
       parseJsonObject(text, origin, "a JSON object (a DeepSpeed config)");
   if (!parsed)
@@ -356,15 +356,16 @@ deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
                        ": ignored, as they tune how DeepSpeed runs and not "
                        "what it trains: " +
                        llvm::join(reader.tuning, ", "));
-  return configItemTokens(reader.items, origin, commandLine,
-                          "on the command line (or in --config)");
+  return configItemTokens(reader.items, origin, commandLine, where);
 }
 
 llvm::Error expandDeepSpeedConfig(std::vector<std::string> &args,
-                                  std::vector<std::string> &warnings) {
+                                  std::vector<std::string> &warnings,
+                                  llvm::StringRef where) {
   return expandFileFlag(args, "--deepspeed", "DeepSpeed config",
                         [&](llvm::StringRef text, llvm::StringRef path,
                             const std::vector<std::string> &rest) {
-                          return deepSpeedFlags(text, path, rest, warnings);
+                          return deepSpeedFlags(text, path, rest, warnings,
+                                                where);
                         });
 }

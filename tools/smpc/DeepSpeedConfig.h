@@ -26,11 +26,14 @@
 llvm::Expected<std::vector<std::string>>
 deepSpeedFlags(llvm::StringRef text, llvm::StringRef origin,
                const std::vector<std::string> &commandLine,
-               std::vector<std::string> &warnings);
+               std::vector<std::string> &warnings,
+               llvm::StringRef where = "on the command line (or in --config)");
 
 /// Finds `--deepspeed FILE` in `args`, removes it and puts the flags the
-/// file stands for in front of the rest.
-llvm::Error expandDeepSpeedConfig(std::vector<std::string> &args,
-                                  std::vector<std::string> &warnings);
+/// file stands for in front of the rest (`where` says where the other flags
+/// come from, in a refusal).
+llvm::Error expandDeepSpeedConfig(
+    std::vector<std::string> &args, std::vector<std::string> &warnings,
+    llvm::StringRef where = "on the command line (or in --config)");
 
 #endif // SMPC_DEEPSPEEDCONFIG_H

@@ -352,7 +352,9 @@ CONFIG FILE
                        fp16/bf16 become the flags above, as the Trainer
                        trains them. What smp cannot follow (other optimizers
                        and schedules, label smoothing, NEFTune) and keys
-                       that are not TrainingArguments' are refused.
+                       that are not TrainingArguments' are refused. With
+                       --deepspeed (or the file's "deepspeed") they fill and
+                       check that config as the Trainer does.
   -h, --help           Show this help.
   --version            Show the version.
 

@@ -473,9 +473,16 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   if (llvm::Error e = expandConfigFile(args))
     return fail(llvm::toString(std::move(e)));
   std::vector<std::string> warnings;
+  bool trainerArgs = llvm::any_of(args, [](llvm::StringRef a) {
+    return a == "--training-args" || a.starts_with("--training-args=");
+  });
   if (llvm::Error e = expandTrainingArgs(args, warnings))
     return fail(llvm::toString(std::move(e)));
-  if (llvm::Error e = expandDeepSpeedConfig(args, warnings))
+  if (llvm::Error e = expandDeepSpeedConfig(
+          args, warnings,
+          trainerArgs ? "on the command line (or in --config or "
+                        "--training-args)"
+                      : "on the command line (or in --config)"))
     return fail(llvm::toString(std::move(e)));
   for (const std::string &w : warnings)
     llvm::errs() << "smpc: warning: " << w << "\n";

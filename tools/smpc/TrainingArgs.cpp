@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <optional>
@@ -143,12 +144,16 @@ class ArgsReader {
 public:
   ArgsReader(const json::Object &root, llvm::StringRef origin,
              const std::vector<std::string> &commandLine)
-      : root(root), origin(origin), cli(commandLineFlags(commandLine)) {}
+      : root(root), origin(origin), args(commandLine),
+        cli(commandLineFlags(commandLine)) {}
 
   llvm::Error read();
 
   std::vector<ConfigItem> items;
   std::vector<std::string> notes; // ignored keys worth a warning
+  /// The DeepSpeed config only this file names ("deepspeed"): smpc reads
+  /// it as --deepspeed.
+  std::string passOn;
 
 private:
   llvm::Error fail(const llvm::Twine &msg) const {
@@ -196,18 +201,82 @@ private:
     return n;
   }
 
+  /// Whether the DeepSpeed config has `path` (a.b.c), "auto" or not: the
+  /// Trainer fills or checks (HfTrainerDeepSpeedConfig.fill_match) only
+  /// the keys the config has.
+  bool dsHas(llvm::StringRef path) const {
+    if (!ds)
+      return false;
+    llvm::SmallVector<llvm::StringRef> parts;
+    path.split(parts, '.');
+    const json::Object *o = ds->getAsObject();
+    for (size_t i = 0; o && i + 1 < parts.size(); ++i)
+      o = o->getObject(parts[i]);
+    return o && o->get(parts.back());
+  }
+
+  llvm::Error findDeepSpeed();
   llvm::Error readKeys();
   llvm::Error readBatch();
   llvm::Error readOptimizer();
   llvm::Error readSchedule();
+  llvm::Error readTrainerSchedule(double rate, std::optional<int64_t> total);
+  llvm::Error readSchedulerKwargs(llvm::StringRef type, double rate);
+  llvm::Expected<std::optional<int64_t>> trainingSteps() const;
+  llvm::Expected<int64_t> warmupSteps(std::optional<int64_t> total) const;
   llvm::Error readPrecision();
   llvm::Error readLoss();
 
   const json::Object &root;
   std::string origin;
+  std::vector<std::string> args;
   std::multimap<std::string, std::string> cli;
   int64_t dp = 1;
+  /// The DeepSpeed config the Trainer runs with, if any.
+  std::optional<json::Value> ds;
 };
+
+/// The Trainer with DeepSpeed (its "deepspeed" argument, or --deepspeed):
+/// the DeepSpeed config is read as --deepspeed reads it, and these
+/// arguments fill its "auto" values or must match its others, key by key,
+/// as transformers' HfTrainerDeepSpeedConfig does.
+llvm::Error ArgsReader::findDeepSpeed() {
+  std::optional<std::string> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    llvm::StringRef a = args[i];
+    if (a.starts_with("--deepspeed="))
+      given = a.drop_front(12).str();
+    else if (a == "--deepspeed" && i + 1 < args.size())
+      given = args[i + 1];
+  }
+  const json::Value *named = at("deepspeed");
+  if (named && !named->getAsString())
+    return fail("\"deepspeed\": " + shownValue(*named) +
+                " is a config smpc cannot read from here: write it to a "
+                "file and pass --deepspeed FILE");
+  std::string path = given   ? *given
+                     : named ? named->getAsString()->str()
+                             : std::string();
+  if (path.empty())
+    return llvm::Error::success();
+  if (given && named && *given != *named->getAsString())
+    return fail("\"deepspeed\": " + shownValue(*named) + " and --deepspeed " +
+                *given + " name two DeepSpeed configs; give one");
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return fail("\"deepspeed\": " + path + ": cannot read (" +
+                buffer.getError().message() +
+                "; the Trainer opens it from the directory it runs in): pass "
+                "--deepspeed FILE");
+  if (!given)
+    passOn = path;
+  // A config that does not parse is refused by --deepspeed's reader.
+  if (auto parsed = json::parse((*buffer)->getBuffer()))
+    ds = std::move(*parsed);
+  else
+    llvm::consumeError(parsed.takeError());
+  return llvm::Error::success();
+}
 
 llvm::Error ArgsReader::readKeys() {
   std::vector<std::string> unknown;
@@ -223,11 +292,8 @@ llvm::Error ArgsReader::readKeys() {
                 " (a subclass's, such as TRL's SFTConfig, may change what "
                 "is trained, which smpc cannot know; remove them from the "
                 "file if they do not)");
-  if (at("deepspeed") || cli.count("--deepspeed"))
-    return fail("smpc does not read a DeepSpeed config together with the "
-                "Trainer's arguments: compile with --deepspeed FILE alone "
-                "(its \"auto\" values take --lr, --batch-size, ... as the "
-                "Trainer fills them from these arguments)");
+  if (llvm::Error e = findDeepSpeed())
+    return e;
   // Ignored keys whose value changes how the run goes (not its numbers).
   for (const char *key : {"gradient_checkpointing", "torch_compile", "tf32",
                           "use_liger_kernel", "auto_find_batch_size"})
@@ -278,52 +344,61 @@ llvm::Error ArgsReader::readBatch() {
 }
 
 /// optim, weight_decay (with the Trainer's groups), Adam's betas and eps,
-/// max_grad_norm.
+/// max_grad_norm. With a DeepSpeed "optimizer" the Trainer builds none: it
+/// fills or checks that optimizer's params (and gives DeepSpeed every
+/// parameter, in one group); DeepSpeed clips at its "gradient_clipping"
+/// only.
 llvm::Error ArgsReader::readOptimizer() {
-  if (isTrue("adafactor"))
-    return fail("\"adafactor\": true trains with Adafactor, which smp does "
-                "not have (sgd, adam, adamw)");
-  llvm::StringRef optim = text("optim").value_or("adamw_torch");
-  static const char *kAdamW[] = {
-      "adamw_torch",      "adamw_torch_fused",     "adamw_hf",
-      "adamw_apex_fused", "adamw_torch_npu_fused", "adamw_torch_xla"};
-  bool sgd = optim == "sgd";
-  if (!sgd && !llvm::is_contained(kAdamW, optim))
-    return fail("\"optim\": \"" + optim +
-                "\" is an optimizer smp does not have: use \"adamw_torch\" "
-                "(or \"adamw_torch_fused\") or \"sgd\"");
-  if (const json::Value *a = at("optim_args"))
-    if (!(a->getAsString() && a->getAsString()->empty()))
-      return fail("\"optim_args\": " + shownValue(*a) +
-                  " is not read by smpc: set the optimizer's options with "
-                  "--momentum, --beta1, ... and remove it");
-  set("optim", "--optimizer", sgd ? "sgd" : "adamw");
+  bool dsOptimizer = dsHas("optimizer");
+  bool sgd = false;
+  if (!dsOptimizer) {
+    if (isTrue("adafactor"))
+      return fail("\"adafactor\": true trains with Adafactor, which smp does "
+                  "not have (sgd, adam, adamw)");
+    llvm::StringRef optim = text("optim").value_or("adamw_torch");
+    static const char *kAdamW[] = {
+        "adamw_torch",      "adamw_torch_fused",     "adamw_hf",
+        "adamw_apex_fused", "adamw_torch_npu_fused", "adamw_torch_xla"};
+    sgd = optim == "sgd";
+    if (!sgd && !llvm::is_contained(kAdamW, optim))
+      return fail("\"optim\": \"" + optim +
+                  "\" is an optimizer smp does not have: use \"adamw_torch\" "
+                  "(or \"adamw_torch_fused\") or \"sgd\"");
+    if (const json::Value *a = at("optim_args"))
+      if (!(a->getAsString() && a->getAsString()->empty()))
+        return fail("\"optim_args\": " + shownValue(*a) +
+                    " is not read by smpc: set the optimizer's options with "
+                    "--momentum, --beta1, ... and remove it");
+    set("optim", "--optimizer", sgd ? "sgd" : "adamw");
+  }
   auto wd = number("weight_decay");
   if (!wd)
     return wd.takeError();
   double decay = wd->value_or(0.0);
-  rule("weight_decay", shortestNumber(decay), "--weight-decay",
-       shortestNumber(decay));
+  if (!dsOptimizer || dsHas("optimizer.params.weight_decay"))
+    rule("weight_decay", shortestNumber(decay), "--weight-decay",
+         shortestNumber(decay));
   // The Trainer's two groups (only where there is a decay to take away).
-  if (decay > 0)
+  if (!dsOptimizer && decay > 0)
     rule("weight_decay", shortestNumber(decay) + " (the Trainer's groups)",
          "--hf-no-decay");
-  if (!sgd) {
-    for (auto [key, flag, fallback] :
-         {std::tuple{"adam_beta1", "--beta1", 0.9},
-          std::tuple{"adam_beta2", "--beta2", 0.999},
-          std::tuple{"adam_epsilon", "--eps", 1e-8}}) {
-      auto v = number(key);
-      if (!v)
-        return v.takeError();
+  for (auto [key, flag, fallback, dsKey] :
+       {std::tuple{"adam_beta1", "--beta1", 0.9, "optimizer.params.betas"},
+        std::tuple{"adam_beta2", "--beta2", 0.999, "optimizer.params.betas"},
+        std::tuple{"adam_epsilon", "--eps", 1e-8, "optimizer.params.eps"}}) {
+    auto v = number(key);
+    if (!v)
+      return v.takeError();
+    if (dsOptimizer ? dsHas(dsKey) : !sgd)
       rule(key, shortestNumber(v->value_or(fallback)), flag,
            shortestNumber(v->value_or(fallback)));
-    }
   }
   auto clip = number("max_grad_norm");
   if (!clip)
     return clip.takeError();
   double c = root.get("max_grad_norm") ? clip->value_or(0.0) : 1.0;
+  if (ds && !dsHas("gradient_clipping"))
+    return llvm::Error::success();
   if (c > 0)
     rule("max_grad_norm", shortestNumber(c), "--clip-grad-norm",
          shortestNumber(c));
@@ -333,15 +408,77 @@ llvm::Error ArgsReader::readOptimizer() {
   return llvm::Error::success();
 }
 
+/// The schedule's length, max_steps (the Trainer's num_training_steps),
+/// else --decay-steps; none when both are missing.
+llvm::Expected<std::optional<int64_t>> ArgsReader::trainingSteps() const {
+  auto maxSteps = number("max_steps");
+  if (!maxSteps)
+    return maxSteps.takeError();
+  if (maxSteps->value_or(-1) > 0)
+    return static_cast<int64_t>(**maxSteps);
+  return cliInt("--decay-steps");
+}
+
+/// get_warmup_steps: warmup_steps as a count, else (below 1, or v4's
+/// warmup_ratio) a fraction of the schedule's `total` steps.
+llvm::Expected<int64_t>
+ArgsReader::warmupSteps(std::optional<int64_t> total) const {
+  auto steps = number("warmup_steps");
+  auto ratio = number("warmup_ratio");
+  if (!steps || !ratio)
+    return steps ? ratio.takeError() : steps.takeError();
+  double ws = steps->value_or(0.0);
+  if (ws >= 1)
+    return static_cast<int64_t>(ws);
+  double fraction = ws > 0 ? ws : ratio->value_or(0);
+  if (fraction <= 0)
+    return 0;
+  if (!total)
+    return fail(
+        std::string(ws > 0 ? "\"warmup_steps\" " : "\"warmup_ratio\" ") +
+        shortestNumber(fraction) + " is a fraction of max_steps, which is " +
+        shown("max_steps") +
+        ": set max_steps, or pass --decay-steps N (the Trainer "
+        "counts them from num_train_epochs and the dataset's size, "
+        "which smpc does not see)");
+  return static_cast<int64_t>(
+      std::ceil(static_cast<double>(*total) * fraction));
+}
+
 /// learning_rate, lr_scheduler_type (+ kwargs), warmup_steps (or v4's
 /// warmup_ratio) and max_steps, as get_scheduler and get_warmup_steps use
-/// them.
+/// them; with a DeepSpeed "scheduler", what the Trainer fills in it.
 llvm::Error ArgsReader::readSchedule() {
   auto lr = number("learning_rate");
   if (!lr)
     return lr.takeError();
   double rate = lr->value_or(5e-5);
-  rule("learning_rate", shortestNumber(rate), "--lr", shortestNumber(rate));
+  if (!dsHas("optimizer") || dsHas("optimizer.params.lr") ||
+      dsHas("scheduler.params.warmup_max_lr"))
+    rule("learning_rate", shortestNumber(rate), "--lr", shortestNumber(rate));
+  auto total = trainingSteps();
+  if (!total)
+    return total.takeError();
+  if (dsHas("scheduler")) {
+    if (dsHas("scheduler.params.total_num_steps") && *total)
+      rule("max_steps", shown("max_steps"), "--decay-steps",
+           std::to_string(**total));
+    if (dsHas("scheduler.params.warmup_num_steps")) {
+      auto warmup = warmupSteps(*total);
+      if (!warmup)
+        return warmup.takeError();
+      // The Trainer fills at least 1 (DeepSpeed 0.19.6 refuses 0).
+      rule("warmup_steps", std::to_string(std::max<int64_t>(1, *warmup)),
+           "--warmup-steps", std::to_string(std::max<int64_t>(1, *warmup)));
+    }
+    return llvm::Error::success();
+  }
+  return readTrainerSchedule(rate, *total);
+}
+
+/// The Trainer's own schedule (get_scheduler).
+llvm::Error ArgsReader::readTrainerSchedule(double rate,
+                                            std::optional<int64_t> total) {
   llvm::StringRef type = text("lr_scheduler_type").value_or("linear");
   const char *kind = type == "linear"               ? "hf-linear"
                      : type == "cosine"             ? "hf-cosine"
@@ -355,7 +492,36 @@ llvm::Error ArgsReader::readSchedule() {
                 "\"cosine\", \"cosine_with_min_lr\", \"constant\" or "
                 "\"constant_with_warmup\"");
   rule("lr_scheduler_type", shown("lr_scheduler_type"), "--lr-schedule", kind);
-  // get_scheduler's keyword arguments: a cosine's half cycle and floor.
+  if (llvm::Error e = readSchedulerKwargs(type, rate))
+    return e;
+  bool decays = type != "constant" && type != "constant_with_warmup";
+  const json::Value *maxSteps = at("max_steps");
+  bool fromFile = maxSteps && maxSteps->getAsNumber().value_or(-1) > 0;
+  if (decays && total && fromFile)
+    rule("max_steps", shown("max_steps"), "--decay-steps",
+         std::to_string(*total));
+  // "constant" has no warmup whatever the arguments say.
+  int64_t warmup = 0;
+  if (type != "constant") {
+    auto w = warmupSteps(total);
+    if (!w)
+      return w.takeError();
+    warmup = *w;
+  }
+  rule(!at("warmup_steps") && at("warmup_ratio") ? "warmup_ratio"
+                                                 : "warmup_steps",
+       std::to_string(warmup) + " steps", "--warmup-steps",
+       std::to_string(warmup));
+  if (decays && !total)
+    notes.push_back("max_steps " + shown("max_steps") +
+                    ": the schedule decays over smprun's --steps (pass "
+                    "--decay-steps N to fix its length)");
+  return llvm::Error::success();
+}
+
+/// get_scheduler's keyword arguments: a cosine's half cycle and floor.
+llvm::Error ArgsReader::readSchedulerKwargs(llvm::StringRef type, double rate) {
+  bool cosine = type == "cosine" || type == "cosine_with_min_lr";
   std::optional<double> floor;
   if (const json::Value *kv = at("lr_scheduler_kwargs")) {
     const json::Object *kw = kv->getAsObject();
@@ -364,7 +530,6 @@ llvm::Error ArgsReader::readSchedule() {
                   shownValue(*kv));
     for (const auto &[k, v] : *kw) {
       auto d = v.getAsNumber();
-      bool cosine = llvm::StringRef(kind) == "hf-cosine";
       if (cosine && k == "num_cycles" && d && *d == 0.5)
         continue;
       if (type == "cosine_with_min_lr" && d && k == "min_lr_rate")
@@ -386,51 +551,6 @@ llvm::Error ArgsReader::readSchedule() {
   if (floor)
     rule("lr_scheduler_kwargs", shown("lr_scheduler_kwargs"), "--cos-min-ratio",
          shortestNumber(*floor));
-  // The schedule's length: max_steps (the Trainer's num_training_steps).
-  auto maxSteps = number("max_steps");
-  if (!maxSteps)
-    return maxSteps.takeError();
-  std::optional<int64_t> total;
-  if (maxSteps->value_or(-1) > 0)
-    total = static_cast<int64_t>(**maxSteps);
-  bool decays = type != "constant" && type != "constant_with_warmup";
-  if (decays && total)
-    rule("max_steps", shown("max_steps"), "--decay-steps",
-         std::to_string(*total));
-  else if (!total)
-    total = cliInt("--decay-steps");
-  // get_warmup_steps: an integer count, else a fraction of max_steps
-  // ("constant" has no warmup whatever the arguments say).
-  auto steps = number("warmup_steps");
-  auto ratio = number("warmup_ratio");
-  if (!steps || !ratio)
-    return steps ? ratio.takeError() : steps.takeError();
-  double ws = steps->value_or(0.0);
-  double fraction = ws > 0 && ws < 1 ? ws : ws >= 1 ? 0 : ratio->value_or(0);
-  int64_t warmup = ws >= 1 ? static_cast<int64_t>(ws) : 0;
-  if (type != "constant" && fraction > 0) {
-    if (!total)
-      return fail(
-          std::string(ws > 0 ? "\"warmup_steps\" " : "\"warmup_ratio\" ") +
-          shortestNumber(fraction) +
-          " is a fraction of max_steps, "
-          "which is " +
-          shown("max_steps") +
-          ": set max_steps, or pass --decay-steps N (the Trainer "
-          "counts them from num_train_epochs and the dataset's "
-          "size, which smpc does not see)");
-    warmup =
-        static_cast<int64_t>(std::ceil(static_cast<double>(*total) * fraction));
-  }
-  if (type == "constant")
-    warmup = 0;
-  rule(ws > 0 || !at("warmup_ratio") ? "warmup_steps" : "warmup_ratio",
-       std::to_string(warmup) + " steps", "--warmup-steps",
-       std::to_string(warmup));
-  if (decays && !(maxSteps->value_or(-1) > 0) && !cli.count("--decay-steps"))
-    notes.push_back("max_steps " + shown("max_steps") +
-                    ": the schedule decays over smprun's --steps (pass "
-                    "--decay-steps N to fix its length)");
   return llvm::Error::success();
 }
 
@@ -447,7 +567,22 @@ llvm::Error ArgsReader::readPrecision() {
                 "apex's rules, which smp does not follow: use \"auto\" "
                 "(torch's GradScaler)");
   const char *key = bf16 ? "bf16" : "fp16";
-  rule(key, shown(key), "--precision", bf16 ? "bf16" : fp16 ? "fp16" : "fp32");
+  std::string precision = bf16 ? "bf16" : fp16 ? "fp16" : "fp32";
+  if (ds) {
+    // The Trainer fills (or checks) fp16.enabled and bf16.enabled where the
+    // config has them; DeepSpeed's own loss scaler runs.
+    bool dsFp16 = dsHas("fp16.enabled");
+    bool dsBf16 = dsHas("bf16.enabled") || dsHas("bfloat16.enabled");
+    if ((fp16 && !dsFp16) || (bf16 && !dsBf16))
+      return fail(std::string("\"") + key +
+                  "\": true, but the DeepSpeed config has no \"" + key +
+                  "\" section, so DeepSpeed would train in fp32: add \"" + key +
+                  "\": {\"enabled\": \"auto\"} to it");
+    if (dsFp16 || dsBf16)
+      rule(key, shown(key), "--precision", precision);
+    return llvm::Error::success();
+  }
+  rule(key, shown(key), "--precision", precision);
   if (fp16)
     rule("fp16", "true (torch's GradScaler)", "--loss-scaler", "torch");
   return llvm::Error::success();
@@ -519,8 +654,11 @@ trainingArgsFlags(llvm::StringRef text, llvm::StringRef origin,
     return std::move(e);
   for (const std::string &note : reader.notes)
     warnings.push_back(origin.str() + ": " + note);
-  return configItemTokens(reader.items, origin, commandLine,
-                          "on the command line (or in --config)");
+  auto tokens = configItemTokens(reader.items, origin, commandLine,
+                                 "on the command line (or in --config)");
+  if (tokens && !reader.passOn.empty())
+    tokens->insert(tokens->end(), {"--deepspeed", reader.passOn});
+  return tokens;
 }
 
 llvm::Error expandTrainingArgs(std::vector<std::string> &args,

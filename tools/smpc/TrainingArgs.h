@@ -9,7 +9,10 @@
 // and --config). A key that would make the Trainer train other numbers and
 // that smp cannot follow is refused with what to change; keys that only
 // say how the Trainer logs, evaluates, saves or runs are ignored (the
-// notable ones listed in a warning); unknown keys are refused.
+// notable ones listed in a warning); unknown keys are refused. With a
+// DeepSpeed config (the file's "deepspeed", or --deepspeed), the arguments
+// give only what the Trainer fills or checks in it (HfTrainerDeepSpeedConfig)
+// and the config's own reader (DeepSpeedConfig.h) does the rest.
 // docs/python.md has the table.
 //
 //===----------------------------------------------------------------------===//
