@@ -378,8 +378,9 @@ llvm::Error ArgsReader::readOptimizer() {
   if (!dsOptimizer || dsHas("optimizer.params.weight_decay"))
     rule("weight_decay", shortestNumber(decay), "--weight-decay",
          shortestNumber(decay));
-  // The Trainer's two groups (only where there is a decay to take away).
-  if (!dsOptimizer && decay > 0)
+  // The Trainer's two groups (only where there is a decay to take away),
+  // unless the command line names the parameters without decay itself.
+  if (!dsOptimizer && decay > 0 && !cli.count("--no-decay"))
     rule("weight_decay", shortestNumber(decay) + " (the Trainer's groups)",
          "--hf-no-decay");
   for (auto [key, flag, fallback, dsKey] :
