@@ -27,7 +27,9 @@ apart) and the norm the Trainer's clip_grad_norm_ returned, before
 clipping. The Trainer builds its own AdamW/SGD with its parameter groups
 (get_decay_parameter_names, stored as "no_decay") and its scheduler.
 
-Needs transformers (5.x), accelerate and torch; CI does not run it.
+It also writes sft_config.json, TRL's SFTConfig as saved (when trl is
+installed). Needs transformers (5.x), accelerate and torch; CI does not run
+it.
 Regenerate with:  python3 python/make_hf_trainer_refs.py
 """
 
@@ -198,8 +200,25 @@ def train(name: str, settings: dict) -> dict:
             "lrs": record["lrs"]}
 
 
+def write_sft_config() -> None:
+    """sft_config.json: TRL's SFTConfig as its users save it (its defaults:
+    bf16, gradient checkpointing, lr 2e-5; use_cpu for this machine), for
+    test/smpc/training-args.test (no reference run: TRL makes the tokens)."""
+    try:
+        from trl import SFTConfig
+    except ImportError:
+        print("trl not installed: sft_config.json left as it is")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        text = json.loads(SFTConfig(output_dir=tmp, report_to=[], use_cpu=True,
+                                    max_steps=10).to_json_string())
+    text["output_dir"] = "out"
+    (OUT / "sft_config.json").write_text(json.dumps(text, indent=2) + "\n")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    write_sft_config()
     for name, settings in CONFIGS.items():
         ref = train(name, dict(settings))
         dest = OUT / f"ref_{name}.json"

@@ -282,16 +282,19 @@ llvm::Error ArgsReader::readKeys() {
   std::vector<std::string> unknown;
   for (const auto &kv : root) {
     llvm::StringRef key = kv.first;
-    if (!trainingKey(key) && !runningKey(key))
+    if (!trainingKey(key) && !runningKey(key) && !smpc::isSftConfigKey(key))
       unknown.push_back(key.str());
   }
   llvm::sort(unknown);
   if (!unknown.empty())
-    return fail("not keys of transformers' TrainingArguments: " +
+    return fail("not keys of transformers' TrainingArguments (nor of TRL's "
+                "SFTConfig): " +
                 llvm::join(unknown, ", ") +
-                " (a subclass's, such as TRL's SFTConfig, may change what "
-                "is trained, which smpc cannot know; remove them from the "
-                "file if they do not)");
+                " (another subclass's, such as TRL's DPOConfig, may change "
+                "what is trained, which smpc cannot know; remove them from "
+                "the file if they do not)");
+  if (llvm::Error e = smpc::readSftConfigKeys(root, origin, notes))
+    return e;
   if (llvm::Error e = findDeepSpeed())
     return e;
   // Ignored keys whose value changes how the run goes (not its numbers).

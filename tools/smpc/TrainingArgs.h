@@ -21,6 +21,7 @@
 #define SMPC_TRAININGARGS_H
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <string>
 #include <vector>
@@ -32,6 +33,16 @@ llvm::Expected<std::vector<std::string>>
 trainingArgsFlags(llvm::StringRef text, llvm::StringRef origin,
                   const std::vector<std::string> &commandLine,
                   std::vector<std::string> &warnings);
+
+namespace smpc {
+/// Whether `key` is one of TRL's SFTConfig keys (TrlConfig.cpp).
+bool isSftConfigKey(llvm::StringRef key);
+/// Refuses SFTConfig keys that train other numbers; names those that shape
+/// the data in `notes`.
+llvm::Error readSftConfigKeys(const llvm::json::Object &root,
+                              llvm::StringRef origin,
+                              std::vector<std::string> &notes);
+} // namespace smpc
 
 /// Finds `--training-args FILE` in `args`, removes it and puts the flags the
 /// file stands for in front of the rest.
