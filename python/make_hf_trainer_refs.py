@@ -36,6 +36,7 @@ Regenerate with:  python3 python/make_hf_trainer_refs.py
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -76,6 +77,11 @@ CONFIGS = {
     "constant_warmup": dict(learning_rate=2e-3,
                             lr_scheduler_type="constant_with_warmup",
                             warmup_steps=4, weight_decay=0.01),
+    # The Trainer under DDP: 2 processes (gloo) of 4 samples each (rank r
+    # the r-th half of each global batch of 8), the loss over the counted
+    # labels of both (average_tokens_across_devices).
+    "ddp_linear": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=2,
+                       per_device_train_batch_size=4, ranks=2),
 }
 
 
@@ -118,6 +124,9 @@ def train(name: str, settings: dict) -> dict:
     from torch.utils.data import SequentialSampler
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+
     idx = torch.from_numpy(np.load(DATA / "idx.npy"))
     labels = torch.from_numpy(np.load(DATA / "labels.npy"))
     dataset = [{"idx": idx[i], "labels": labels[i]} for i in range(SAMPLES)]
@@ -125,12 +134,14 @@ def train(name: str, settings: dict) -> dict:
         args = TrainingArguments(
             output_dir=tmp, max_steps=STEPS, report_to=[], logging_steps=1,
             save_strategy="no", use_cpu=True, disable_tqdm=True,
+            ddp_backend="gloo" if world > 1 else None,
             per_device_train_batch_size=settings.pop(
                 "per_device_train_batch_size", 8),
             **settings)
         text = json.loads(args.to_json_string())
     text["output_dir"] = "out"
-    (OUT / f"{name}.json").write_text(json.dumps(text, indent=2) + "\n")
+    if rank == 0:
+        (OUT / f"{name}.json").write_text(json.dumps(text, indent=2) + "\n")
 
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -155,7 +166,8 @@ def train(name: str, settings: dict) -> dict:
             if logs and "grad_norm" in logs:
                 record["norms"].append(float(logs["grad_norm"]))
 
-    batch = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    batch = (args.per_device_train_batch_size *
+             args.gradient_accumulation_steps * world)
     expected = []
     with torch.no_grad():
         probe = build_model()
@@ -169,7 +181,7 @@ def train(name: str, settings: dict) -> dict:
         if not record["micro"][-1]:
             k_step = len(record["micro"]) - 1
             rows = [(k_step * batch + i) % SAMPLES for i in range(batch)]
-            probe.load_state_dict(model_.state_dict())
+            probe.load_state_dict(getattr(model_, "module", model_).state_dict())
             with torch.no_grad():
                 logits = M.GPT.forward(probe, idx[rows])
                 expected.append(float(F.cross_entropy(
@@ -180,6 +192,13 @@ def train(name: str, settings: dict) -> dict:
     trainer.training_step = checked_step
     trainer.train()
     losses = [sum(m) for m in record["micro"]]
+    if world > 1:
+        # Each rank's loss is its labels' share of the global mean times the
+        # ranks (the Trainer scales it so that DDP's average sums them).
+        import torch.distributed as dist
+        total = torch.tensor(losses, dtype=torch.float64) / world
+        dist.all_reduce(total)
+        losses = total.tolist()
     for k, (got, want) in enumerate(zip(losses, expected)):
         if abs(got - want) > 1e-5 * abs(want):
             raise SystemExit(f"{name}: step {k}: the Trainer's loss {got} is "
@@ -192,7 +211,7 @@ def train(name: str, settings: dict) -> dict:
                       if n not in trainer.get_decay_parameter_names(model))
     return {"config": {"lr": max(record["lrs"]),
                        "transformers": transformers.__version__,
-                       "torch": torch.__version__,
+                       "torch": torch.__version__, "ranks": world,
                        "optimizer": type(getattr(trainer.optimizer, "optimizer",
                                               trainer.optimizer)).__name__,
                        "no_decay": no_decay},
@@ -217,10 +236,27 @@ def write_sft_config() -> None:
 
 
 def main() -> None:
+    """All configs; with names, those only (how a DDP config runs itself
+    under torch.distributed.run)."""
+    import subprocess
+    only = sys.argv[1:]
+    child = "WORLD_SIZE" in os.environ
     OUT.mkdir(parents=True, exist_ok=True)
-    write_sft_config()
+    if not child:
+        write_sft_config()
     for name, settings in CONFIGS.items():
-        ref = train(name, dict(settings))
+        if only and name not in only:
+            continue
+        settings = dict(settings)
+        ranks = settings.pop("ranks", 1)
+        if ranks > 1 and not child:
+            subprocess.run([sys.executable, "-m", "torch.distributed.run",
+                            "--standalone", f"--nproc_per_node={ranks}",
+                            __file__, name], check=True)
+            continue
+        ref = train(name, settings)
+        if int(os.environ.get("RANK", "0")) != 0:
+            continue
         dest = OUT / f"ref_{name}.json"
         dest.write_text(json.dumps(ref, indent=2) + "\n")
         print(f"{dest.relative_to(ROOT)}: losses {ref['losses'][0]:.6f} .. "
