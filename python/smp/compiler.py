@@ -52,6 +52,13 @@ def _training_args_args(training_args, workdir: Path) -> List[str]:
     (the object itself, its to_dict()/JSON as a dict, or a JSON file)."""
     if hasattr(training_args, "to_json_string"):
         training_args = json.loads(training_args.to_json_string())
+    # The Trainer takes its DeepSpeed config as a dict too: smpc reads it
+    # from a file beside the arguments.
+    if isinstance(training_args, dict) and isinstance(
+            training_args.get("deepspeed"), dict):
+        path = workdir / "trainer_ds_config.json"
+        path.write_text(json.dumps(training_args["deepspeed"], indent=2) + "\n")
+        training_args = dict(training_args, deepspeed=str(path))
     return _json_file_args(training_args, "--training-args",
                            "training_args.json", workdir,
                            "training_args= takes transformers' "

@@ -82,6 +82,22 @@ def test_training_args_dict_file_and_object(tools, tmp_path):
                                  'on the command line (or in --config)')
 
 
+def test_training_args_with_a_deepspeed_dict(tools, tmp_path):
+    # TrainingArguments(deepspeed={...}): the dict is the Trainer's config.
+    args = {"learning_rate": 2e-3, "max_steps": 10, "weight_decay": 0.1,
+            "deepspeed": {"train_batch_size": "auto",
+                          "gradient_clipping": "auto",
+                          "optimizer": {"type": "AdamW",
+                                        "params": {"lr": "auto",
+                                                   "weight_decay": "auto"}}}}
+    art = smp.compile(MLP, training_args=args, output=tmp_path / "a.smpx",
+                      loss="cross_entropy:logits:labels")
+    assert "--optimizer adamw" in art.plan_text
+    assert "--hf-no-decay" not in art.plan_text  # DeepSpeed's optimizer
+    assert "--weight-decay 0.1" in art.plan_text
+    assert (tmp_path / "trainer_ds_config.json").exists()
+
+
 def test_training_args_of_transformers(tools, tmp_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
