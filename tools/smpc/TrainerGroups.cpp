@@ -17,6 +17,7 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 
@@ -24,58 +25,34 @@
 
 using namespace mlir;
 
-namespace {
-
-/// The parameter name of `v` when it is an argument of `func` that names
-/// one.
-std::optional<std::string> paramName(func::FuncOp func, Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || arg.getOwner()->getParentOp() != func)
-    return std::nullopt;
-  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                smp::SmpDialect::kParamAttr);
-  if (!name)
-    return std::nullopt;
-  return name.str();
-}
-
-} // namespace
-
 std::vector<std::string> smpc::trainerNoDecayNames(ModuleOp module,
                                                    llvm::StringRef freeze) {
   static const llvm::Regex byName(
       "bias|layernorm|rmsnorm|(^|\\.)norm($|\\.)|_norm($|\\.)");
-  std::set<std::string> names;
+  llvm::Regex frozen(freeze);
+  std::set<std::string> names; // sorted, and one name read by two functions
   for (auto func : module.getOps<func::FuncOp>()) {
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name =
-              func.getArgAttrOfType<StringAttr>(i, smp::SmpDialect::kParamAttr))
-        if (byName.match(name.getValue().lower()))
-          names.insert(name.str());
+    // The arguments a layer norm reads as its scale or bias.
+    llvm::DenseSet<unsigned> normed;
     func.walk([&](smp::LayerNormOp op) {
       for (Value v : {op.getScale(), op.getBias()})
-        if (v)
-          if (auto name = paramName(func, v))
-            names.insert(*name);
+        if (auto arg = dyn_cast_or_null<BlockArgument>(v);
+            arg && arg.getOwner()->getParentOp() == func)
+          normed.insert(arg.getArgNumber());
     });
-  }
-  // Buffers (frozen) and parameters --freeze leaves untrained are in no
-  // group.
-  llvm::Regex frozen(freeze);
-  std::vector<std::string> out;
-  for (auto func : module.getOps<func::FuncOp>())
+    // Buffers (frozen) and parameters --freeze leaves untrained are in no
+    // group.
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto name =
           func.getArgAttrOfType<StringAttr>(i, smp::SmpDialect::kParamAttr);
-      if (!name || !names.count(name.str()) ||
-          func.getArgAttr(i, smp::SmpDialect::kFrozenAttr) ||
+      if (!name || func.getArgAttr(i, smp::SmpDialect::kFrozenAttr) ||
           (!freeze.empty() && frozen.match(name.getValue())))
         continue;
-      names.erase(name.str());
-      out.push_back(name.str());
+      if (normed.contains(i) || byName.match(name.getValue().lower()))
+        names.insert(name.str());
     }
-  llvm::sort(out);
-  return out;
+  }
+  return {names.begin(), names.end()};
 }
 
 std::string smpc::exactNamesRegex(const std::vector<std::string> &names) {
