@@ -432,6 +432,39 @@ commandLineFlags(const std::vector<std::string> &args) {
   return out;
 }
 
+std::optional<int64_t>
+flagInt(const std::multimap<std::string, std::string> &cli,
+        llvm::StringRef flag) {
+  auto it = cli.find(flag.str());
+  int64_t n;
+  if (it == cli.end() || llvm::StringRef(it->second).getAsInteger(10, n))
+    return std::nullopt;
+  return n;
+}
+
+std::optional<int64_t>
+dataParallelDegree(const std::multimap<std::string, std::string> &cli,
+                   std::optional<int64_t> tp, bool microbatchesPinned,
+                   bool &given) {
+  given = true;
+  if (auto dp = flagInt(cli, "--dp"))
+    return dp;
+  if (!tp)
+    tp = flagInt(cli, "--tp");
+  std::optional<int64_t> pp = flagInt(cli, "--pp");
+  auto devices = flagInt(cli, "--devices");
+  if (!devices || *devices <= 1) {
+    given = devices.has_value();
+    return 1;
+  }
+  if (!tp && !pp && !microbatchesPinned && !cli.count("--microbatches"))
+    return std::nullopt; // the planner chooses
+  int64_t group = tp.value_or(1) * pp.value_or(1);
+  if (group < 1 || *devices % group)
+    return std::nullopt; // smpc refuses the degrees itself
+  return *devices / group;
+}
+
 llvm::Expected<std::vector<std::string>>
 configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
                  const std::vector<std::string> &commandLine,

@@ -57,6 +57,23 @@ configItemTokens(const std::vector<ConfigItem> &items, llvm::StringRef origin,
 std::multimap<std::string, std::string>
 commandLineFlags(const std::vector<std::string> &args);
 
+/// The integer value of `flag` among `cli`'s flags (commandLineFlags), if
+/// given.
+std::optional<int64_t>
+flagInt(const std::multimap<std::string, std::string> &cli,
+        llvm::StringRef flag);
+
+/// The data-parallel degree `cli`'s flags fix: --dp, else --devices over
+/// --tp (or `tp`, a config file's) x --pp; 1 without --devices (`given`
+/// false where nothing says so). None where the planner chooses it
+/// (--devices without --tp, --pp or pinned micro-batches, which
+/// `microbatchesPinned` says besides --microbatches) or the degrees do not
+/// divide --devices (smpc refuses them itself).
+std::optional<int64_t>
+dataParallelDegree(const std::multimap<std::string, std::string> &cli,
+                   std::optional<int64_t> tp, bool microbatchesPinned,
+                   bool &given);
+
 /// A config file's flag tokens from its text, read from `path`, checked
 /// against the other arguments.
 using FileFlags = llvm::function_ref<llvm::Expected<std::vector<std::string>>(

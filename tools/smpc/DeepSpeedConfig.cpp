@@ -103,33 +103,12 @@ Reader::countAt(const json::Object &o, llvm::StringRef key) const {
   return *i;
 }
 
-std::optional<int64_t> Reader::cliInt(const char *flag) const {
-  auto it = cli.find(flag);
-  int64_t n;
-  if (it == cli.end() || llvm::StringRef(it->second).getAsInteger(10, n))
-    return std::nullopt;
-  return n;
-}
-
 std::optional<int64_t> Reader::knownDp(bool &given) const {
-  given = true;
-  if (auto dp = cliInt("--dp"))
-    return dp;
-  std::optional<int64_t> tp = cliInt("--tp"), pp = cliInt("--pp");
+  std::optional<int64_t> tp;
   for (const ConfigItem &item : items)
     if (item.flag == "--tp")
       tp = std::stoll(item.value);
-  auto devices = cliInt("--devices");
-  if (!devices || *devices <= 1) {
-    given = devices.has_value();
-    return 1;
-  }
-  if (!tp && !pp && !cli.count("--microbatches"))
-    return std::nullopt; // the planner chooses
-  int64_t group = tp.value_or(1) * pp.value_or(1);
-  if (group < 1 || *devices % group)
-    return std::nullopt; // smpc refuses the degrees itself
-  return *devices / group;
+  return dataParallelDegree(cli, tp, /*microbatchesPinned=*/false, given);
 }
 
 /// train_batch_size = train_micro_batch_size_per_gpu x

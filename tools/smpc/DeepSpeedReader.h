@@ -69,7 +69,6 @@ private:
   /// (none: the planner chooses it); `given` is false where it is 1 only
   /// because nothing says otherwise.
   std::optional<int64_t> knownDp(bool &given) const;
-  std::optional<int64_t> cliInt(const char *flag) const;
 
   llvm::Error readBatch(const json::Object &root);
   /// {"type": T, "params": {...}} at `key` (also allowing `extra`).

@@ -193,13 +193,6 @@ private:
     items.push_back(
         ConfigItem{key.str(), shownAs.str(), flag, std::move(value), present});
   }
-  std::optional<int64_t> cliInt(const char *flag) const {
-    auto it = cli.find(flag);
-    int64_t n;
-    if (it == cli.end() || llvm::StringRef(it->second).getAsInteger(10, n))
-      return std::nullopt;
-    return n;
-  }
 
   /// Whether the DeepSpeed config has `path` (a.b.c), "auto" or not: the
   /// Trainer fills or checks (HfTrainerDeepSpeedConfig.fill_match) only
@@ -311,7 +304,7 @@ llvm::Error ArgsReader::readKeys() {
 
 /// The global batch: per_device_train_batch_size x
 /// gradient_accumulation_steps x the data-parallel ranks the command line
-/// gives (1 without --dp or --devices).
+/// gives (1 without --dp or --devices; --devices over --tp x --pp).
 llvm::Error ArgsReader::readBatch() {
   const char *kM = at("per_gpu_train_batch_size")
                        ? "per_gpu_train_batch_size"
@@ -326,16 +319,11 @@ llvm::Error ArgsReader::readBatch() {
     return fail(std::string("\"") + kM +
                 "\" and "
                 "\"gradient_accumulation_steps\" must be positive");
-  if (auto d = cliInt("--dp")) {
-    dp = *d;
-  } else if (auto devices = cliInt("--devices"); devices && *devices > 1) {
-    int64_t group = cliInt("--tp").value_or(1) * cliInt("--pp").value_or(1);
-    if (group == 1 && !cli.count("--tp") && !cli.count("--pp"))
-      return fail("the Trainer's batch is " + std::string(kM) +
-                  " x gradient_accumulation_steps x data-parallel ranks: "
-                  "give the ranks with --dp (the planner would choose them)");
-    dp = group > 0 && *devices % group == 0 ? *devices / group : 1;
-  }
+  // The file pins the micro-batches, so the planner does not choose dp;
+  // degrees that do not divide --devices smpc refuses itself.
+  bool given;
+  dp = dataParallelDegree(cli, std::nullopt, /*microbatchesPinned=*/true, given)
+           .value_or(1);
   int64_t batch = perDevice * accumulate * dp;
   rule(kM,
        shown(kM) + " (x " + std::to_string(accumulate) + " x dp " +
@@ -420,7 +408,7 @@ llvm::Expected<std::optional<int64_t>> ArgsReader::trainingSteps() const {
     return maxSteps.takeError();
   if (maxSteps->value_or(-1) > 0)
     return static_cast<int64_t>(**maxSteps);
-  return cliInt("--decay-steps");
+  return flagInt(cli, "--decay-steps");
 }
 
 /// get_warmup_steps: warmup_steps as a count, else (below 1, or v4's
@@ -607,7 +595,7 @@ llvm::Error ArgsReader::readLoss() {
                 "to null");
   // Several ranks or micro-batches: the loss of the step.
   const json::Value *avg = root.get("average_tokens_across_devices");
-  int64_t accumulate = cliInt("--microbatches").value_or(1);
+  int64_t accumulate = flagInt(cli, "--microbatches").value_or(1);
   for (const ConfigItem &item : items)
     if (item.flag == "--microbatches")
       accumulate = std::stoll(item.value);
