@@ -1,7 +1,8 @@
 //===- ModelProfile.cpp - Per-sample costs of the forward's ops -----------===//
 //
 // @main is imported at one sample per batch, so every activation is one
-// sample's; weights are the parameters (f32 master copies) and the ops on
+// sample's; weights are the parameters (as stored: f32 master copies of an
+// fp32 export, bf16 ones of a bf16 export) and the ops on
 // them only (weight transposes). Ops on the parameters' path are profiled in
 // program order, as smp-pipeline-split sees them: a cut may follow an op
 // where the fewest values cross.
@@ -599,8 +600,11 @@ void profilePathOps(const ProfiledFunction &f, bool fuse, ModelProfile &profile,
       if (weightOnly.count(v)) {
         p.fixedBytes += bytesOf(v);
         for (Value param : roots.lookup(v)) {
-          double bytes = static_cast<double>(
-              cast<RankedTensorType>(param.getType()).getNumElements()) * 4;
+          // In their stored type (f32 master copies of an fp32 export;
+          // a bf16 export trains bf16 parameters, gradients and states).
+          auto type = cast<RankedTensorType>(param.getType());
+          double bytes = static_cast<double>(type.getNumElements()) *
+                         type.getElementTypeBitWidth() / 8;
           unsigned id = cast<BlockArgument>(param).getArgNumber();
           if (profile.paramSizes.size() <= id)
             profile.paramSizes.resize(id + 1, 0);

@@ -165,6 +165,34 @@ def run_onnx(path, inputs: Dict[str, np.ndarray]) -> (Dict[str, np.ndarray], str
         return outs, "smprun"
 
 
+def _refuse_16_bit(module):
+    """smp.export's TorchScript exporter does not write 16-bit modules
+    right (torch 2.15: a bf16 Llama's or GPT-2's scalar casts become
+    complex128, an fp16 GPT-2's LayerNormalization mixes float and float16;
+    an fp16 Llama exports, but differs from the module by fp16's rounding,
+    over the check's rtol). torch.onnx.export's dynamo exporter writes
+    them, and smpc trains their parameters as stored."""
+    import torch
+
+    params = [(n, p.dtype) for n, p in module.named_parameters()
+              if p.dtype in (torch.bfloat16, torch.float16)]
+    if not params:
+        return
+    name, dtype = params[0]
+    total = sum(1 for _ in module.parameters())
+    raise _tools.SmpError(
+        "smp.export: %d of the module's %d parameters are %s ('%s'%s): "
+        "smp.export's TorchScript exporter does not write 16-bit modules "
+        "right (their casts, norms and rounding); export it with "
+        "torch.onnx.export(module, args, path) (dynamo), whose file smpc "
+        "trains as stored, in %s as PyTorch does "
+        "(docs/bring-your-own-model.md), or export module.float() for fp32 "
+        "parameters (mixed precision: compile with precision='bf16' or "
+        "'fp16')" % (len(params), total, str(dtype).replace("torch.", ""),
+                      name, ", ..." if len(params) > 1 else "",
+                      str(dtype).replace("torch.", "")))
+
+
 def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]] = None,
            output_names: Optional[Sequence[str]] = None, check: bool = True,
            rtol: float = 1e-4, atol: float = 1e-5, opset: int = 17) -> ExportedModel:
@@ -174,6 +202,7 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     file does not compute what the module computes."""
     import torch
 
+    _refuse_16_bit(module)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(example_inputs, torch.Tensor):

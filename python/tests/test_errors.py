@@ -162,3 +162,25 @@ def test_missing_tools(monkeypatch, tmp_path):
     monkeypatch.setenv("SMP_BIN_DIR", str(tmp_path))
     with pytest.raises(smp.SmpError, match="cannot find smpc"):
         smp.compile(MLP, **TRAIN)
+
+
+def test_export_refuses_16_bit_module(tmp_path):
+    # smp.export's TorchScript exporter writes bf16/fp16 modules wrong; the
+    # refusal names the exporter that works (dynamo) and model.float().
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(),
+                                torch.nn.Linear(4, 2)).to(torch.bfloat16)
+    with pytest.raises(smp.SmpError) as e:
+        smp.export(model, torch.zeros(2, 4, dtype=torch.bfloat16),
+                   tmp_path / "m.onnx")
+    assert str(e.value).startswith(
+        "smp.export: 4 of the module's 4 parameters are bfloat16 ('0.weight', "
+        "...): smp.export's TorchScript exporter does not write 16-bit "
+        "modules right")
+    assert "torch.onnx.export(module, args, path) (dynamo)" in str(e.value)
+    assert not (tmp_path / "m.onnx").exists()
+    model[0].half()  # one fp16 layer is enough
+    model[2].float()
+    with pytest.raises(smp.SmpError, match=r"2 of the module's 4 parameters "
+                       r"are float16 \('0.weight', \.\.\.\)"):
+        smp.export(model, torch.zeros(2, 4), tmp_path / "m.onnx")

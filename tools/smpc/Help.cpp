@@ -183,6 +183,14 @@ TRAINING (compile --train)
                        (default fp32). fp16 adds dynamic loss scaling
                        (torch.amp.GradScaler's defaults): steps whose
                        gradients overflow are skipped and the scale halves.
+                       A model whose parameters the file stores in bf16 or
+                       fp16 (model.to(torch.bfloat16) before the export)
+                       trains as stored, as PyTorch trains it: no fp32
+                       master copy, states in that type, computed in the
+                       file's types (a warning says so); --precision
+                       fp16 on bf16, bf16 on fp16, fp16 on fp16 (the
+                       GradScaler refuses fp16 gradients) and Adam/AdamW on
+                       fp16 parameters are refused.
   --loss-scale X       fp16: the initial loss scale (default 65536).
   --loss-scale-window N
                        fp16: good steps in a row before the scale doubles

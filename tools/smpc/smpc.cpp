@@ -15,6 +15,7 @@
 #include "Options.h"
 #include "PlanCommand.h"
 #include "Reproduce.h"
+#include "StoredPrecision.h"
 #include "TrainerGroups.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -265,12 +266,52 @@ int checkPlannedArenas(ModuleOp module, const Options &opts,
   return kOverPlannedMemory;
 }
 
+/// What the manifest records of the training step compiled from `opts`
+/// with `plan` (its --hf-no-decay groups resolved); `stored` is plan.txt's
+/// "parameters:" line.
+smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
+                                     const smp::TrainingPipelineOptions &plan,
+                                     const std::string &stored) {
+  smp::TrainingOptions t;
+  t.loss = opts.plan.loss;
+  t.optimizer = opts.plan.optimizer;
+  t.noDecay = plan.noDecay;
+  t.lr = opts.lr;
+  t.lrSchedule = opts.lrSchedule;
+  t.warmupSteps = opts.warmupSteps;
+  t.decaySteps = opts.decaySteps;
+  t.warmupType = opts.warmupType;
+  t.warmupMin = opts.warmupMin;
+  // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging
+  // Face's cosine at 0 (its "cosine"; "cosine_with_min_lr" gives one).
+  t.cosMinRatio =
+      opts.lrSchedule == "hf-cosine" && !opts.given.count("--cos-min-ratio")
+          ? 0.0
+          : opts.cosMinRatio;
+  t.seed = opts.seed;
+  t.microbatches = opts.plan.microbatches;
+  t.precision = opts.plan.precision;
+  t.storedParameters = stored;
+  t.recompute = opts.plan.recompute;
+  t.recomputeStages = opts.plan.recomputeStages;
+  t.offload = opts.plan.offload;
+  t.zeroStage = opts.plan.zeroStage;
+  if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
+    llvm::SmallString<256> abs(source.getValue());
+    llvm::sys::fs::make_absolute(abs);
+    t.sourceModel = abs.str().str();
+  }
+  return t;
+}
+
 int compile(ModuleOp module, const Options &opts,
             uint64_t *largestArena = nullptr) {
   auto weights = openWeights(module, opts);
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
   smp::ArtifactOptions artifact;
+  std::string storedText; // plan.txt's "parameters:" line
+  bool computes16 = opts.plan.precision != "fp32";
   if (opts.train) {
     smp::DeviceGrid grid;
     grid.order = *smp::DeviceGrid::parsePlacement(opts.placement);
@@ -282,40 +323,23 @@ int compile(ModuleOp module, const Options &opts,
     if (opts.hfNoDecay)
       plan.noDecay = smpc::exactNamesRegex(
           smpc::trainerNoDecayNames(module, opts.plan.freeze));
+    // Parameters stored in bf16/fp16 are trained as stored, computing in
+    // the file's types (StoredPrecision.h): no mixed-precision pass.
+    smpc::StoredPrecision stored =
+        smpc::storedPrecision(module, opts.plan.freeze);
+    if (auto why = smpc::checkStoredPrecision(stored, opts))
+      return fail(*why);
+    smpc::warnStoredPrecision(stored, opts);
+    storedText = smpc::describeStoredPrecision(stored);
+    if (!storedText.empty())
+      plan.precision = "fp32";
+    computes16 = stored.mostly16Bit();
     if (failed(buildTrainStep(module, opts, plan)))
       return 1;
     if (opts.plannedMemory && largestArena)
       if (int rc = checkPlannedArenas(module, opts, *largestArena))
         return rc;
-    smp::TrainingOptions t;
-    t.loss = opts.plan.loss;
-    t.optimizer = opts.plan.optimizer;
-    t.noDecay = plan.noDecay;
-    t.lr = opts.lr;
-    t.lrSchedule = opts.lrSchedule;
-    t.warmupSteps = opts.warmupSteps;
-    t.decaySteps = opts.decaySteps;
-    t.warmupType = opts.warmupType;
-    t.warmupMin = opts.warmupMin;
-    // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging
-    // Face's cosine at 0 (its "cosine"; "cosine_with_min_lr" gives one).
-    t.cosMinRatio =
-        opts.lrSchedule == "hf-cosine" && !opts.given.count("--cos-min-ratio")
-            ? 0.0
-            : opts.cosMinRatio;
-    t.seed = opts.seed;
-    t.microbatches = opts.plan.microbatches;
-    t.precision = opts.plan.precision;
-    t.recompute = opts.plan.recompute;
-    t.recomputeStages = opts.plan.recomputeStages;
-    t.offload = opts.plan.offload;
-    t.zeroStage = opts.plan.zeroStage;
-    if (auto source = module->getAttrOfType<StringAttr>("smp.source")) {
-      llvm::SmallString<256> abs(source.getValue());
-      llvm::sys::fs::make_absolute(abs);
-      t.sourceModel = abs.str().str();
-    }
-    artifact.training = t;
+    artifact.training = trainingOptions(module, opts, plan, storedText);
   }
   // The step time on this plan's ranks, measured op times (--profile-db)
   // preferred over the roofline of the target's device: printed with
@@ -396,8 +420,8 @@ int compile(ModuleOp module, const Options &opts,
     if (!device)
       return fail(llvm::toString(device.takeError()));
     artifact.device = device->name.empty() ? opts.cluster : device->name;
-    artifact.peakFlops = opts.plan.precision == "fp32" ? device->matrixFlops32
-                                                       : device->matrixFlops16;
+    artifact.peakFlops =
+        computes16 ? device->matrixFlops16 : device->matrixFlops32;
   }
   artifact.producer = std::string("smpc ") + SMP_VERSION;
   auto summary = smp::writeArtifact(module, **weights, artifact);
@@ -637,6 +661,11 @@ int main(int argc, char **argv) {
       smp::DeviceGrid grid;
       (**m)->setAttr(smp::SmpDialect::kPlacementAttr,
                      StringAttr::get(&ctx, grid.placementLetters()));
+      // As compile() builds it: stored 16-bit parameters as stored.
+      if (!smpc::describeStoredPrecision(
+               smpc::storedPrecision(**m, c.plan.freeze))
+               .empty())
+        c.plan.precision = "fp32";
       if (failed(buildTrainStep(**m, c, c.plan)))
         return std::nullopt;
       auto bytes = smp::planArenaBytes(**m);

@@ -153,12 +153,13 @@ std::string planDetailsText(const PlanDetails &d) {
     if (t.warmupSteps)
       os << ", " << t.warmupSteps << " warm-up steps";
     os << ")\n"
-       << "precision: " << t.precision << "\n"
-       << "degrees: dp=" << d.grid.size[kDataAxis]
+       << "precision: " << t.precision << "\n";
+    if (!t.storedParameters.empty())
+      os << "parameters: " << t.storedParameters << "\n";
+    os << "degrees: dp=" << d.grid.size[kDataAxis]
        << " tp=" << d.grid.size[kTensorAxis]
        << " pp=" << d.grid.size[kPipelineAxis] << ", " << t.microbatches
-       << " micro-batch" << (t.microbatches == 1 ? "" : "es")
-       << " per step"
+       << " micro-batch" << (t.microbatches == 1 ? "" : "es") << " per step"
        << (m.schedule().empty() ? "" : ", schedule " + m.schedule()) << "\n";
   }
   for (size_t p = 0; p < d.stages.size(); ++p) {
@@ -221,6 +222,8 @@ std::string planJson(const PlanDetails &d) {
         {"warmup_steps", t.warmupSteps},
         {"precision", t.precision},
         {"microbatches", t.microbatches}};
+    if (!t.storedParameters.empty())
+      (*a["training"].getAsObject())["stored_parameters"] = t.storedParameters;
   }
   llvm::json::Array stages;
   for (size_t p = 0; p < d.stages.size(); ++p) {

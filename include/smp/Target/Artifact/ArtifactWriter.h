@@ -30,6 +30,9 @@ struct TrainingOptions {
   int64_t microbatches = 1; // per step
   uint64_t seed = 0;        // of the dropout masks (smpc --seed)
   std::string precision = "fp32";
+  /// Parameters the file stores in bf16/fp16, trained as stored (smpc's
+  /// StoredPrecision.h): plan.txt's "parameters:" line; "" when none.
+  std::string storedParameters;
   /// Activation memory: recompute none/full/selective (only the pipeline
   /// stages `recomputeStages` lists, when it lists any) and offloading.
   std::string recompute = "none";

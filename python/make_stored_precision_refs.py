@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Writes test/fixtures/stored-precision/: Hugging Face models whose
+parameters are stored in bf16 or fp16, exported as users export them, and
+PyTorch's training references for them (test/smprun/stored-precision.test).
+
+A user who loads a model with torch_dtype=torch.bfloat16, or calls
+model.to(torch.bfloat16) / model.half(), and exports it gets a file whose
+parameters and ops are 16-bit. PyTorch trains such a module as stored: its
+gradients and the optimizer's states in that type, no fp32 master copy.
+
+    llama_bf16.onnx      a 2-layer Llama (RMSNorm widened to f32 inside,
+                         rotary, SiLU, 4 heads over 2 key/value heads),
+                         .to(torch.bfloat16), the default dynamo export
+                         (fixed batch 4)
+    llama_bf16_dyn.onnx  the same with a symbolic batch (for dp and tp)
+    gpt2_bf16.onnx       a 2-layer GPT-2 (LayerNorm, GELU), bf16, default
+    llama_fp16.onnx      the Llama, .half(), default export
+    input_ids.npy, labels.npy   16 samples of 8 tokens, vocab 64
+    <model>/ref_<opt>.json      PyTorch's losses and gradient norms over 8
+                                steps of batch 4 (torch_refs.train_steps:
+                                SGD lr 0.1, AdamW lr 1e-2), the module in
+                                its stored type, no autocast; and how far
+                                the same module with eager attention
+                                (other roundings) parts from it
+                                (config.eager_attention_spread)
+
+Run with torch >= 2.9 and transformers 5 (the fixtures: torch 2.15,
+transformers 5.24):
+
+    python3 python/make_stored_precision_refs.py [--out DIR]
+"""
+
+import warnings
+
+import numpy as np
+import torch
+import transformers as T
+
+import torch_refs
+
+VOCAB, SEQ, SAMPLES, BATCH, STEPS = 64, 8, 16, 4, 8
+
+
+class LogitsOnly(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False,
+                          return_dict=False)[0]
+
+
+def llama(attn="sdpa"):
+    return T.LlamaForCausalLM(T.LlamaConfig(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+        max_position_embeddings=32, attn_implementation=attn))
+
+
+def gpt2(attn="sdpa"):
+    return T.GPT2LMHeadModel(T.GPT2Config(
+        n_layer=2, n_embd=32, n_head=4, vocab_size=VOCAB, n_positions=32,
+        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, attn_implementation=attn))
+
+
+def spread(a, b):
+    """The largest relative difference of two runs' values, step by step."""
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b))
+
+
+# name, builder, dtype, optimizers PyTorch trains it with
+MODELS = [("llama_bf16", llama, torch.bfloat16, ("sgd", "adamw")),
+          ("gpt2_bf16", gpt2, torch.bfloat16, ("sgd", "adamw")),
+          ("llama_fp16", llama, torch.float16, ("sgd",))]
+
+
+def main():
+    ap = torch_refs.fixture_arguments("stored-precision")
+    out = ap.parse_args().out
+    out.mkdir(parents=True, exist_ok=True)
+    warnings.filterwarnings("ignore")
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
+    np.save(out / "input_ids.npy", ids.numpy())
+    np.save(out / "labels.npy", labels.numpy())
+    for name, build, dtype, optimizers in MODELS:
+        torch.manual_seed(0)
+        model = LogitsOnly(build()).to(dtype).eval()
+        init = {k: v.clone() for k, v in model.state_dict().items()}
+        example = (ids[:BATCH],)
+        files = [(f"{name}.onnx", None)]
+        if name == "llama_bf16":
+            files.append((f"{name}_dyn.onnx",
+                          {"input_ids": {0: torch.export.Dim("batch")}}))
+        for f, dyn in files:
+            torch.onnx.export(model, example, str(out / f),
+                              input_names=["input_ids"],
+                              output_names=["logits"], dynamic_shapes=dyn,
+                              external_data=False)
+            torch_refs.strip_stack_traces(out / f)
+        (out / name).mkdir(exist_ok=True)
+        for opt in optimizers:
+            model.load_state_dict(init)
+            losses, norms = torch_refs.train_steps(
+                model, (ids,), labels, VOCAB, opt, STEPS, BATCH)
+            # How far PyTorch parts from itself in this type: the same
+            # module with eager attention instead of sdpa (other roundings
+            # of the same math).
+            torch.manual_seed(0)
+            eager = LogitsOnly(build("eager")).to(dtype)
+            eager.load_state_dict(init)
+            e_losses, e_norms = torch_refs.train_steps(
+                eager, (ids,), labels, VOCAB, opt, STEPS, BATCH)
+            torch_refs.write_ref(
+                out / name / f"ref_{opt}.json",
+                {"name": opt, "optimizer": opt, "lr": torch_refs.LRS[opt],
+                 "batch_size": BATCH, "steps": STEPS, "samples": SAMPLES,
+                 "dtype": str(dtype), "torch": torch.__version__,
+                 "transformers": T.__version__,
+                 "eager_attention_spread": {
+                     "loss": spread(e_losses, losses),
+                     "grad_norm": spread(e_norms, norms)}},
+                losses, norms)
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+//===- StoredPrecision.cpp - Parameters a file stores in bf16 or fp16 -----===//
+//
+// What PyTorch does with a module whose parameters are bf16 or fp16, and
+// what smpc does with its export:
+//
+// * bf16 parameters: PyTorch trains them as stored (gradients and AdamW's
+//   states in bf16; torch.autocast, the Trainer's bf16=True, widens a few
+//   ops to f32 on top). smp trains them as stored, computing in the types
+//   the file has: smp-mixed-precision, which casts an fp32 export's f32
+//   values down, does not run (--precision bf16 or fp32 change nothing;
+//   plan.txt says so). --precision fp16 would compute them in fp16, which
+//   does not hold bf16's range: refused; so is --precision bf16 on fp16
+//   parameters.
+// * fp16 parameters: torch's GradScaler refuses to unscale fp16 gradients
+//   (--precision fp16 is its loss scaling: refused), and torch's Adam and
+//   AdamW keep exp_avg_sq in fp16, where the squares of small gradients
+//   are 0, round the states before using them, and add eps in fp16, where
+//   the default 1e-8 is 0 (NaN). smp's optimizer kernels compute in f32:
+//   with eps 1e-4 PyTorch's loss was 3.68 at step 3 where smp's was 4.02
+//   (a 2-layer Llama). Refused. SGD trains as stored, without loss
+//   scaling, as PyTorch's.
+//
+// Trained as stored, smp's numbers are PyTorch's within 16-bit rounding
+// (test/smprun/stored-precision.test). The warning says so, and what to
+// export for fp32 master weights (mixed precision: --precision bf16/fp16 on
+// an fp32 export).
+//
+//===----------------------------------------------------------------------===//
+
+#include "StoredPrecision.h"
+
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+using namespace mlir;
+
+smpc::StoredPrecision smpc::storedPrecision(ModuleOp module,
+                                            llvm::StringRef freeze) {
+  llvm::Regex frozen(freeze);
+  StoredPrecision p;
+  std::set<std::string> seen; // one parameter read by two functions
+  for (auto func : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto name =
+          func.getArgAttrOfType<StringAttr>(i, smp::SmpDialect::kParamAttr);
+      if (!name || func.getArgAttr(i, smp::SmpDialect::kFrozenAttr) ||
+          (!freeze.empty() && frozen.match(name.getValue())) ||
+          !seen.insert(name.str()).second)
+        continue;
+      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+      if (!type || !isa<FloatType>(type.getElementType()))
+        continue;
+      Type e = type.getElementType();
+      StoredPrecision::Count &c = e.isF32()    ? p.f32
+                                  : e.isBF16() ? p.bf16
+                                  : e.isF16()  ? p.f16
+                                               : p.other;
+      ++c.tensors;
+      c.elements += type.getNumElements();
+      if (c.example.empty())
+        c.example = name.str();
+    }
+  return p;
+}
+
+namespace {
+
+std::string some(const smpc::StoredPrecision &p,
+                 const smpc::StoredPrecision::Count &c, const char *type) {
+  return llvm::formatv("{0} of its {1} trained parameters in {2} ('{3}'{4})",
+                       c.tensors, p.tensors(), type, c.example,
+                       c.tensors > 1 ? ", ..." : "")
+      .str();
+}
+
+} // namespace
+
+std::optional<std::string> smpc::checkStoredPrecision(const StoredPrecision &p,
+                                                      const Options &opts) {
+  const std::string &precision = opts.plan.precision;
+  const std::string file = opts.input + ": the file stores ";
+  const std::string exportFp32 =
+      "export the model in fp32 (model.float() before torch.onnx.export)";
+  const char *given = " (also set by fp16 or bf16 in --training-args or "
+                      "--deepspeed)";
+  if (p.bf16.tensors && precision == "fp16")
+    return file + some(p, p.bf16, "bf16") + ": --precision fp16" + given +
+           " would compute them in fp16, which does not hold bf16's range; "
+           "train them as stored (leave --precision out), or " +
+           exportFp32 + " for fp16 mixed precision";
+  if (p.f16.tensors && precision == "bf16")
+    return file + some(p, p.f16, "fp16") + ": --precision bf16" + given +
+           " would compute them in bf16, which has 3 fewer bits of "
+           "mantissa; train them as stored (leave --precision out), or " +
+           exportFp32 + " for bf16 mixed precision";
+  if (p.f16.tensors && precision == "fp16")
+    return file + some(p, p.f16, "fp16") + ": --precision fp16" + given +
+           " scales the loss and unscales their fp16 gradients, which "
+           "torch's GradScaler refuses (\"Attempting to unscale FP16 "
+           "gradients\"); " +
+           exportFp32 +
+           " and compile it with --precision fp16 (PyTorch's automatic "
+           "mixed precision: fp32 parameters, fp16 compute)";
+  // torch's Adam keeps its states in fp16 and computes from them rounded.
+  if (p.f16.tensors &&
+      (opts.plan.optimizer == "adam" || opts.plan.optimizer == "adamw"))
+    return file + some(p, p.f16, "fp16") + ": PyTorch's " +
+           opts.plan.optimizer +
+           " on fp16 parameters keeps exp_avg_sq in fp16, where (1 - beta2) "
+           "times the square of a gradient under 5.5e-3 (beta2 0.999) is 0, "
+           "and adds eps "
+           "in fp16 (the default 1e-8 is 0: NaN), while smp's optimizer "
+           "computes in f32: the run would not be PyTorch's; " +
+           exportFp32 +
+           " and compile it with --precision fp16 (PyTorch's automatic mixed "
+           "precision), or train the fp16 parameters with --optimizer sgd";
+  return std::nullopt;
+}
+
+void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
+  bool half = p.f16.tensors > 0;
+  std::string what = p.bf16.tensors ? some(p, p.bf16, "bf16")
+                     : half         ? some(p, p.f16, "fp16")
+                                    : "";
+  if (what.empty())
+    return;
+  llvm::errs() << "smpc: warning: " << opts.input << ": the file stores "
+               << what
+               << ": smp trains them as stored, their gradients and "
+                  "optimizer states in that type with no fp32 master copy, "
+                  "as PyTorch trains a module converted with .to(dtype)"
+               << (half ? ", without loss scaling (a gradient below fp16's "
+                          "range is 0, as in PyTorch)"
+                        : "")
+               << ", and computes in the types the file has ("
+               << "--precision " << opts.plan.precision
+               << " changes none). For fp32 master weights export the model "
+                  "in fp32 (model.float() before torch.onnx.export) and "
+                  "compile it with --precision "
+               << (half ? "fp16" : "bf16") << "\n";
+}
+
+std::string smpc::describeStoredPrecision(const StoredPrecision &p) {
+  std::string out;
+  auto add = [&](const StoredPrecision::Count &c, const char *type) {
+    if (!c.tensors)
+      return;
+    out +=
+        (out.empty() ? "" : ", ") +
+        llvm::formatv("{0} of {1} in {2}", c.tensors, p.tensors(), type).str();
+  };
+  add(p.bf16, "bf16");
+  add(p.f16, "fp16");
+  if (out.empty())
+    return "";
+  return out + " as the file stores them: trained in that type, optimizer "
+               "states too, no fp32 master copy; computed in the file's types "
+               "(--precision changes none)";
+}
