@@ -23,6 +23,10 @@ gradients and the optimizer's states in that type, no fp32 master copy.
                                 the same module with eager attention
                                 (other roundings) parts from it
                                 (config.eager_attention_spread)
+    <model>/ref_<opt>_master.json  the same with fp32 master copies of the
+                                parameters (train_steps_master: DeepSpeed's
+                                bf16/fp16 optimizers; smpc --master-weights
+                                fp32)
 
 Run with torch >= 2.9 and transformers 5 (the fixtures: torch 2.15,
 transformers 5.24):
@@ -30,6 +34,7 @@ transformers 5.24):
     python3 python/make_stored_precision_refs.py [--out DIR]
 """
 
+import json
 import warnings
 
 import numpy as np
@@ -62,6 +67,52 @@ def gpt2(attn="sdpa"):
     return T.GPT2LMHeadModel(T.GPT2Config(
         n_layer=2, n_embd=32, n_head=4, vocab_size=VOCAB, n_positions=32,
         resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, attn_implementation=attn))
+
+
+def train_steps_master(model, ids, labels, opt_name, steps, batch,
+                       scale=None):
+    """torch_refs.train_steps with fp32 master copies of the 16-bit
+    parameters, as DeepSpeed's bf16/fp16 optimizers keep them: the forward
+    and backward run on the stored module, each gradient is widened onto
+    its master, the optimizer updates the masters, and the module gets them
+    rounded back before the next step. `scale`: dynamic loss scaling from
+    that scale with torch.amp.GradScaler's rules (a step whose gradients
+    are not finite is skipped and halves the scale; 2000 good steps double
+    it), the gradients unscaled in f32 on the masters."""
+    params = list(model.parameters())
+    masters = [p.detach().float().clone().requires_grad_(True)
+               for p in params]
+    lr = torch_refs.LRS[opt_name]
+    opt = (torch.optim.SGD(masters, lr=lr) if opt_name == "sgd"
+           else torch.optim.AdamW(masters, lr=lr))
+    model.train()
+    losses, norms, scales, skipped = [], [], [], []
+    for k in range(steps):
+        lo = (k * batch) % ids.shape[0]
+        for p in params:
+            p.grad = None
+        logits = model(ids[lo:lo + batch])
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, VOCAB), labels[lo:lo + batch].reshape(-1))
+        (loss if scale is None else loss * scale).backward()
+        losses.append(loss.item())
+        for p, m in zip(params, masters):
+            m.grad = p.grad.float() / (1 if scale is None else scale)
+        finite = all(torch.isfinite(m.grad).all() for m in masters)
+        norms.append(torch.sqrt(sum((m.grad.double() ** 2).sum()
+                                    for m in masters)).item()
+                     if finite else None)
+        if scale is not None:
+            scales.append(scale)
+            skipped.append(not finite)
+            if not finite:
+                scale /= 2
+                continue
+        opt.step()
+        with torch.no_grad():
+            for p, m in zip(params, masters):
+                p.copy_(m)
+    return losses, norms, scales, skipped
 
 
 def spread(a, b):
@@ -123,6 +174,28 @@ def main():
                      "loss": spread(e_losses, losses),
                      "grad_norm": spread(e_norms, norms)}},
                 losses, norms)
+        # smpc --master-weights fp32 (DeepSpeed's bf16/fp16 optimizers).
+        # fp16: also with loss scaling (smpc --precision fp16).
+        scaled = [None, 65536.0] if dtype == torch.float16 else [None]
+        for opt in ("sgd", "adamw"):
+            for scale in scaled:
+                model.load_state_dict(init)
+                losses, norms, scales, skipped = train_steps_master(
+                    model, ids, labels, opt, STEPS, BATCH, scale)
+                suffix = "_master" + ("_scaled" if scale else "")
+                path = out / name / f"ref_{opt}{suffix}.json"
+                torch_refs.write_ref(
+                    path,
+                    {"name": opt + suffix, "optimizer": opt,
+                     "lr": torch_refs.LRS[opt], "batch_size": BATCH,
+                     "steps": STEPS, "samples": SAMPLES, "dtype": str(dtype),
+                     "master_weights": "fp32", "torch": torch.__version__,
+                     "transformers": T.__version__},
+                    losses, norms)
+                if scale:
+                    ref = json.loads(path.read_text())
+                    ref["loss_scales"], ref["skipped"] = scales, skipped
+                    path.write_text(json.dumps(ref, indent=2) + "\n")
         print("wrote", name)
 
 

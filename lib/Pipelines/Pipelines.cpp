@@ -137,6 +137,11 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     if (o.sequenceParallel)
       pm.addPass(createSmpSequenceParallelPass());
   }
+  if (has(kPhaseMixedPrecision) && o.masterWeights) {
+    SmpMasterWeightsPassOptions master;
+    master.freeze = o.freeze;
+    pm.addNestedPass<func::FuncOp>(createSmpMasterWeightsPass(master));
+  }
   if (has(kPhaseMixedPrecision) && o.precision != "fp32") {
     SmpMixedPrecisionPassOptions mp;
     mp.precision = o.precision;
@@ -214,6 +219,10 @@ struct TrainPipelineCLOptions
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
+  Option<bool> masterWeights{
+      *this, "master-weights",
+      llvm::cl::desc("fp32 master copies of bf16/fp16 parameters"),
+      llvm::cl::init(false)};
   Option<int> zeroStage{*this, "zero-stage",
                         llvm::cl::desc("ZeRO stage 0 to 3 (with dp > 1)"),
                         llvm::cl::init(0)};
@@ -313,6 +322,7 @@ struct TrainPipelineCLOptions
                           ? vocabParallel.getValue()
                           : smp::TrainingPipelineOptions::crossEntropyLogits(loss);
     o.precision = precision;
+    o.masterWeights = masterWeights;
     o.sequenceParallel = sequenceParallel;
     o.padClasses = padClasses;
     if (zeroStage < 0 || zeroStage > 3)

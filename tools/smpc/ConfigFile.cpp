@@ -65,6 +65,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-decay", Kind::Value},
     {"--hf-no-decay", Kind::Switch},
     {"--precision", Kind::Value},
+    {"--master-weights", Kind::Value},
     {"--loss-scale", Kind::Value},
     {"--loss-scale-window", Kind::Value},
     {"--loss-scale-hysteresis", Kind::Value},

@@ -189,6 +189,11 @@ llvm::Error Reader::readPrecision(const json::Object &root) {
   items.push_back(
       ConfigItem{key, fp32 ? "not enabled (DeepSpeed trains in fp32)" : "true",
                  "--precision", precision});
+  // DeepSpeed's bf16 and fp16 optimizers keep fp32 master weights, also of
+  // a model stored in 16 bits (a no-op for an fp32 export).
+  if (!fp32)
+    items.push_back(ConfigItem{key, "true (fp32 master weights)",
+                               "--master-weights", "fp32"});
   if (*fp16)
     return readFp16(*root.getObject("fp16"));
   return llvm::Error::success();

@@ -191,6 +191,15 @@ TRAINING (compile --train)
                        fp16 on bf16, bf16 on fp16, fp16 on fp16 (the
                        GradScaler refuses fp16 gradients) and Adam/AdamW on
                        fp16 parameters are refused.
+  --master-weights fp32
+                       Train fp32 master copies of the parameters the file
+                       stores in bf16 or fp16 (read exactly from it), cast
+                       to that type where the file computes; gradients,
+                       optimizer and states in f32 (DeepSpeed's bf16 and
+                       fp16 optimizers; a --deepspeed config with bf16 or
+                       fp16 enabled sets it). Allows fp16 parameters with
+                       Adam/AdamW and --precision fp16 (loss scaling).
+                       --save-onnx rounds them back.
   --loss-scale X       fp16: the initial loss scale (default 65536).
   --loss-scale-window N
                        fp16: good steps in a row before the scale doubles

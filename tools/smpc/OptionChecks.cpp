@@ -178,7 +178,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--microbatches",
                                         "--bn-stats",
                                         "--no-pad-vocab",
-                                        "--trainable"};
+                                        "--trainable",
+                                        "--master-weights"};
   for (const char *f : kTrainingOnly)
     if (has(f) && !training && !plan)
       return fail(std::string(f) + " applies to training (smpc compile "

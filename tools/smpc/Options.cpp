@@ -196,6 +196,12 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     if (!v || (*v != "fp32" && *v != "bf16" && *v != "fp16"))
       return failFlag(exit, "--precision expects fp32, bf16 or fp16");
     opts.plan.precision = *v;
+  } else if (a == "--master-weights" || a.starts_with("--master-weights=")) {
+    auto v = value("--master-weights");
+    if (!v || *v != "fp32")
+      return failFlag(exit, "--master-weights expects fp32 (the master "
+                            "copies of parameters stored in bf16 or fp16)");
+    opts.plan.masterWeights = true;
   } else if (a == "--checkpoint-activations" ||
              a.starts_with("--checkpoint-activations=")) {
     auto v = value("--checkpoint-activations");

@@ -21,9 +21,11 @@
 //   scaling, as PyTorch's.
 //
 // Trained as stored, smp's numbers are PyTorch's within 16-bit rounding
-// (test/smprun/stored-precision.test). The warning says so, and what to
-// export for fp32 master weights (mixed precision: --precision bf16/fp16 on
-// an fp32 export).
+// (test/smprun/stored-precision.test). The warning says so, and how to get
+// fp32 master weights: --master-weights fp32 (smp-master-weights: f32
+// copies cast to the stored type where the file computes, as DeepSpeed's
+// bf16/fp16 optimizers keep them; it lifts the fp16 refusals but the
+// cross-type ones), or an fp32 export with --precision bf16/fp16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,16 +104,20 @@ std::optional<std::string> smpc::checkStoredPrecision(const StoredPrecision &p,
            " would compute them in bf16, which has 3 fewer bits of "
            "mantissa; train them as stored (leave --precision out), or " +
            exportFp32 + " for bf16 mixed precision";
-  if (p.f16.tensors && precision == "fp16")
+  bool master = opts.plan.masterWeights;
+  const char *orMaster = ", or compile with --master-weights fp32 (fp32 "
+                         "master copies, as DeepSpeed's fp16 optimizer keeps)";
+  if (p.f16.tensors && precision == "fp16" && !master)
     return file + some(p, p.f16, "fp16") + ": --precision fp16" + given +
            " scales the loss and unscales their fp16 gradients, which "
            "torch's GradScaler refuses (\"Attempting to unscale FP16 "
            "gradients\"); " +
            exportFp32 +
            " and compile it with --precision fp16 (PyTorch's automatic "
-           "mixed precision: fp32 parameters, fp16 compute)";
+           "mixed precision: fp32 parameters, fp16 compute)" +
+           orMaster;
   // torch's Adam keeps its states in fp16 and computes from them rounded.
-  if (p.f16.tensors &&
+  if (p.f16.tensors && !master &&
       (opts.plan.optimizer == "adam" || opts.plan.optimizer == "adamw"))
     return file + some(p, p.f16, "fp16") + ": PyTorch's " +
            opts.plan.optimizer +
@@ -122,7 +128,8 @@ std::optional<std::string> smpc::checkStoredPrecision(const StoredPrecision &p,
            "computes in f32: the run would not be PyTorch's; " +
            exportFp32 +
            " and compile it with --precision fp16 (PyTorch's automatic mixed "
-           "precision), or train the fp16 parameters with --optimizer sgd";
+           "precision), or train the fp16 parameters with --optimizer sgd" +
+           orMaster;
   return std::nullopt;
 }
 
@@ -133,6 +140,18 @@ void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
                                     : "";
   if (what.empty())
     return;
+  const char *type = half ? "fp16" : "bf16";
+  if (opts.plan.masterWeights) {
+    llvm::errs() << "smpc: note: " << opts.input << ": the file stores " << what
+                 << ": --master-weights fp32 trains fp32 master copies of "
+                    "them (read exactly from the file), cast to "
+                 << type
+                 << " where the file computes, their gradients and optimizer "
+                    "states f32, as DeepSpeed's bf16 and fp16 optimizers "
+                    "keep them; --save-onnx rounds them back to "
+                 << type << "\n";
+    return;
+  }
   llvm::errs() << "smpc: warning: " << opts.input << ": the file stores "
                << what
                << ": smp trains them as stored, their gradients and "
@@ -141,15 +160,18 @@ void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
                << (half ? ", without loss scaling (a gradient below fp16's "
                           "range is 0, as in PyTorch)"
                         : "")
-               << ", and computes in the types the file has ("
-               << "--precision " << opts.plan.precision
-               << " changes none). For fp32 master weights export the model "
-                  "in fp32 (model.float() before torch.onnx.export) and "
-                  "compile it with --precision "
-               << (half ? "fp16" : "bf16") << "\n";
+               << ", and computes in the types the file has (--precision "
+               << opts.plan.precision
+               << " changes none). For fp32 master weights compile with "
+                  "--master-weights fp32 (DeepSpeed's "
+               << type
+               << " optimizer), or export the model in fp32 (model.float() "
+                  "before torch.onnx.export) and compile it with --precision "
+               << type << "\n";
 }
 
-std::string smpc::describeStoredPrecision(const StoredPrecision &p) {
+std::string smpc::describeStoredPrecision(const StoredPrecision &p,
+                                          bool masterWeights) {
   std::string out;
   auto add = [&](const StoredPrecision::Count &c, const char *type) {
     if (!c.tensors)
@@ -162,7 +184,11 @@ std::string smpc::describeStoredPrecision(const StoredPrecision &p) {
   add(p.f16, "fp16");
   if (out.empty())
     return "";
-  return out + " as the file stores them: trained in that type, optimizer "
-               "states too, no fp32 master copy; computed in the file's types "
-               "(--precision changes none)";
+  return out + (masterWeights
+                    ? " in the file: trained as fp32 master copies "
+                      "(--master-weights fp32), cast to that type where the "
+                      "file computes; computed in the file's types"
+                    : " as the file stores them: trained in that type, "
+                      "optimizer states too, no fp32 master copy; computed in "
+                      "the file's types (--precision changes none)");
 }

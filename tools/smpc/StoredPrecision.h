@@ -55,8 +55,10 @@ std::optional<std::string> checkStoredPrecision(const StoredPrecision &p,
 /// Where there are any: the warning that says how they are trained.
 void warnStoredPrecision(const StoredPrecision &p, const Options &opts);
 
-/// plan.txt's "parameters:" line ("" when every trained parameter is f32).
-std::string describeStoredPrecision(const StoredPrecision &p);
+/// plan.txt's "parameters:" line ("" when every trained parameter is f32);
+/// `masterWeights`: trained as fp32 master copies (--master-weights fp32).
+std::string describeStoredPrecision(const StoredPrecision &p,
+                                    bool masterWeights);
 
 } // namespace smpc
 

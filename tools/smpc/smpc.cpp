@@ -330,7 +330,7 @@ int compile(ModuleOp module, const Options &opts,
     if (auto why = smpc::checkStoredPrecision(stored, opts))
       return fail(*why);
     smpc::warnStoredPrecision(stored, opts);
-    storedText = smpc::describeStoredPrecision(stored);
+    storedText = smpc::describeStoredPrecision(stored, opts.plan.masterWeights);
     if (!storedText.empty())
       plan.precision = "fp32";
     computes16 = stored.mostly16Bit();
@@ -663,7 +663,7 @@ int main(int argc, char **argv) {
                      StringAttr::get(&ctx, grid.placementLetters()));
       // As compile() builds it: stored 16-bit parameters as stored.
       if (!smpc::describeStoredPrecision(
-               smpc::storedPrecision(**m, c.plan.freeze))
+               smpc::storedPrecision(**m, c.plan.freeze), false)
                .empty())
         c.plan.precision = "fp32";
       if (failed(buildTrainStep(**m, c, c.plan)))

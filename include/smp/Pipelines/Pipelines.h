@@ -73,6 +73,9 @@ struct TrainingPipelineOptions {
   bool padClasses = true;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
+  /// smp-master-weights: parameters stored in bf16/fp16 are trained as f32
+  /// master copies (smpc --master-weights fp32).
+  bool masterWeights = false;
   /// With data parallelism, the ZeRO stage: 0 none, 1 each rank keeps 1/dp
   /// of the optimizer state (the gradients reduce-scattered at the end of
   /// the step), 2 also of the gradients (reduce-scattered in buckets as the

@@ -2,11 +2,14 @@
 
 #include "ModelLoader.h"
 #include "TensorData.h"
-#include "smp/Frontend/ONNX/Importer.h"
-#include "llvm/ADT/StringMap.h"
 #include "mlir/IR/MLIRContext.h"
+#include "smp/Frontend/ONNX/Importer.h"
+#include "smp/base/DType.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+
+#include <cstring>
 
 using namespace mlir;
 
@@ -38,6 +41,17 @@ public:
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      path_ + ": " +
                                          llvm::toString(actual.takeError()));
+    // A master copy (smp-master-weights): an f32 parameter read from its
+    // bf16/f16 initializer, widened exactly.
+    if (*actual != type && type.getElementType().isF32() &&
+        actual->getShape() == type.getShape() &&
+        (actual->getElementType().isBF16() ||
+         actual->getElementType().isF16())) {
+      auto narrow = readTensorBytes(tensor, *actual, modelDir_);
+      if (!narrow)
+        return narrow.takeError();
+      return widen(*narrow, actual->getElementType().isBF16());
+    }
     if (*actual != type) {
       std::string want, got;
       llvm::raw_string_ostream(want) << type;
@@ -51,6 +65,17 @@ public:
   }
 
 private:
+  static std::string widen(const std::string &bytes, bool bf16) {
+    std::string out(bytes.size() * 2, '\0');
+    for (size_t i = 0; i < bytes.size() / 2; ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      float f = bf16 ? smp::base::bf16ToFloat(h) : smp::base::halfToFloat(h);
+      std::memcpy(out.data() + 4 * i, &f, 4);
+    }
+    return out;
+  }
+
   std::string path_, modelDir_;
   onnx::ModelProto model_;
   llvm::StringMap<const onnx::TensorProto *> index_;

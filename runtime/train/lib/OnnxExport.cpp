@@ -368,11 +368,31 @@ Status saveTrainedOnnx(const Artifact &artifact,
     if (it == all.end())
       continue; // constants and frozen tables keep their values
     const TrainedTensor &t = it->second;
-    if (!sameType(init.data_type(), t.dtype) ||
+    // An fp32 master copy of a bf16/f16 initializer (smpc --master-weights
+    // fp32): rounded back to the file's type (to nearest even).
+    bool narrow = static_cast<DType>(t.dtype) == DType::F32 &&
+                  (init.data_type() == onnx::TensorProto::BFLOAT16 ||
+                   init.data_type() == onnx::TensorProto::FLOAT16);
+    if ((!narrow && !sameType(init.data_type(), t.dtype)) ||
         !std::equal(init.dims().begin(), init.dims().end(), t.shape.begin(),
                     t.shape.end()))
       return Status::failure(source + ": initializer '" + init.name() +
                              "' no longer matches the trained parameter");
+    const char *bytesOut = t.data;
+    size_t size = t.bytes;
+    std::string rounded;
+    if (narrow) {
+      bool bf16 = init.data_type() == onnx::TensorProto::BFLOAT16;
+      rounded.resize(t.bytes / 2);
+      for (size_t i = 0; i < t.bytes / 4; ++i) {
+        float f;
+        std::memcpy(&f, t.data + 4 * i, 4);
+        uint16_t h = bf16 ? floatToBf16(f) : floatToHalf(f);
+        std::memcpy(rounded.data() + 2 * i, &h, 2);
+      }
+      bytesOut = rounded.data();
+      size = rounded.size();
+    }
     init.clear_float_data();
     init.clear_double_data();
     init.clear_int32_data();
@@ -380,7 +400,7 @@ Status saveTrainedOnnx(const Artifact &artifact,
     init.clear_uint64_data();
     init.clear_external_data();
     if (external) {
-      data.write(t.data, static_cast<std::streamsize>(t.bytes));
+      data.write(bytesOut, static_cast<std::streamsize>(size));
       init.clear_raw_data();
       init.set_data_location(onnx::TensorProto::EXTERNAL);
       auto add = [&](const char *k, const std::string &v) {
@@ -390,11 +410,11 @@ Status saveTrainedOnnx(const Artifact &artifact,
       };
       add("location", dataName);
       add("offset", std::to_string(offset));
-      add("length", std::to_string(t.bytes));
-      offset += t.bytes;
+      add("length", std::to_string(size));
+      offset += size;
     } else {
       init.set_data_location(onnx::TensorProto::DEFAULT);
-      init.set_raw_data(t.data, t.bytes);
+      init.set_raw_data(bytesOut, size);
     }
     ++replaced;
   }

@@ -716,6 +716,25 @@ def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpMasterWeightsPass : Pass<"smp-master-weights", "mlir::func::FuncOp"> {
+  let summary = "Train fp32 master copies of parameters stored in bf16 or fp16";
+  let description = [{
+    Every argument marked `smp.param` (not `smp.frozen`, not matched by the
+    `freeze` regex) whose element type is bf16 or f16 becomes f32 and is cast
+    to its stored type once at the top, so the function computes in the
+    types it had while the parameter, its gradient (the cast's gradient
+    widens it), the optimizer and its states are f32: DeepSpeed's bf16 and
+    fp16 optimizers and Megatron's main parameters. The artifact writer reads
+    such a parameter widened from its 16-bit initializer (exact); `smprun
+    --save-onnx` rounds it back. Run before smp-build-gradients.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+  let options = [
+    Option<"freeze", "freeze", "std::string", /*default=*/"\"\"",
+           "regex of the parameters not trained (kept as stored)">
+  ];
+}
+
 def SmpMixedPrecisionPass : Pass<"smp-mixed-precision", "mlir::func::FuncOp"> {
   let summary = "Compute in bf16 or fp16 with fp32 parameters and outputs";
   let description = [{
