@@ -15,6 +15,11 @@ gradients and the optimizer's states in that type, no fp32 master copy.
     llama_bf16_dyn.onnx  the same with a symbolic batch (for dp and tp)
     gpt2_bf16.onnx       a 2-layer GPT-2 (LayerNorm, GELU), bf16, default
     llama_fp16.onnx      the Llama, .half(), default export
+    mlp_bf16.onnx        the training fixtures' MLP (test/fixtures/train/
+                         mlp.onnx's weights), .bfloat16(), f32 samples cast
+                         in, a symbolic batch: DeepSpeed's bf16 engine
+                         trains it (test/fixtures/deepspeed/
+                         ref_zero2_bf16.json)
     input_ids.npy, labels.npy   16 samples of 8 tokens, vocab 64
     <model>/ref_<opt>.json      PyTorch's losses and gradient norms over 8
                                 steps of batch 4 (torch_refs.train_steps:
@@ -126,11 +131,41 @@ MODELS = [("llama_bf16", llama, torch.bfloat16, ("sgd", "adamw")),
           ("llama_fp16", llama, torch.float16, ("sgd",))]
 
 
+class CastIn(torch.nn.Module):
+    """The training fixtures' MLP stored in bf16, taking f32 samples (as
+    make_deepspeed_refs.py feeds DeepSpeed's bf16 model x.bfloat16())."""
+
+    def __init__(self, mlp):
+        super().__init__()
+        self.mlp = mlp
+
+    def forward(self, x):
+        return self.mlp(x.to(torch.bfloat16))
+
+
+def export_mlp_bf16(out):
+    """mlp_bf16.onnx: smp_models.MLP as make_training_refs.py builds it
+    (test/fixtures/train/mlp.onnx's weights), .bfloat16(), a symbolic
+    batch. DeepSpeed's bf16 engine trains the same module (its masters are
+    the bf16 values widened): test/fixtures/deepspeed/ref_zero2_bf16.json
+    is its reference."""
+    import smp_models
+    torch.manual_seed(0)
+    model = CastIn(smp_models.MLP().bfloat16()).eval()
+    x = torch.from_numpy(np.load(out.parent / "train" / "mlp" / "x.npy"))
+    torch.onnx.export(model, (x[:4],), str(out / "mlp_bf16.onnx"),
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}},
+                      external_data=False)
+    torch_refs.strip_stack_traces(out / "mlp_bf16.onnx")
+
+
 def main():
     ap = torch_refs.fixture_arguments("stored-precision")
     out = ap.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
+    export_mlp_bf16(out)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
     labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
