@@ -494,11 +494,9 @@ TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
 /// parallel on `vocabOutput`) and gives it `precision`, in the compiler's
 /// order (smp-mixed-precision after smp-tensor-parallel: the LM head is
 /// found as the product the logits are); the first diagnostic on failure.
-llvm::Error applyParallelismAndPrecision(ModuleOp module, ModuleOp copy,
-                                         int64_t tp,
-                                         const std::string &vocabOutput,
-                                         bool sequenceParallel,
-                                         const std::string &precision) {
+llvm::Error applyParallelismAndPrecision(
+    ModuleOp module, ModuleOp copy, int64_t tp, const std::string &vocabOutput,
+    bool sequenceParallel, const std::string &precision, bool masterWeights) {
   std::string diagnostics;
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
     if (diagnostics.empty())
@@ -511,6 +509,7 @@ llvm::Error applyParallelismAndPrecision(ModuleOp module, ModuleOp copy,
   options.vocabParallel = vocabOutput;
   options.sequenceParallel = sequenceParallel;
   options.precision = precision;
+  options.masterWeights = masterWeights;
   options.phases = kPhaseTensorParallel | kPhaseMixedPrecision;
   buildTrainingPipeline(pm, options);
   if (failed(runVerifiedOnce(pm, copy)))
@@ -744,11 +743,12 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
                                           const std::string &vocabOutput,
                                           bool fuse, bool sequenceParallel,
                                           const std::string &precision,
-                                          bool offload) {
+                                          bool offload, bool masterWeights) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   sequenceParallel = sequenceParallel && tp > 1;
   if (llvm::Error err = applyParallelismAndPrecision(
-          module, *copy, tp, vocabOutput, sequenceParallel, precision))
+          module, *copy, tp, vocabOutput, sequenceParallel, precision,
+          masterWeights))
     return std::move(err);
   ProfiledFunction f;
   f.main = copy->lookupSymbol<func::FuncOp>("main");

@@ -107,7 +107,7 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
       if (req.sequenceParallel && *req.sequenceParallel != sp)
         continue;
       auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp,
-                            req.precision, offloads(req));
+                            req.precision, offloads(req), req.masterWeights);
       if (!p) {
         refusals.push_back("tp " + std::to_string(tp) +
                            (sp ? " with sequence parallelism: " : ": ") +
@@ -536,9 +536,9 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
                                    "batch >= 1");
   Profiles profiles;
   std::vector<std::string> refusals;
-  auto base =
-      profileModel(module, 1, vocabOutput, d.fusesElementwise,
-                   /*sequenceParallel=*/false, req.precision, offloads(req));
+  auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise,
+                           /*sequenceParallel=*/false, req.precision,
+                           offloads(req), req.masterWeights);
   if (!base)
     return base.takeError();
   profilesPerTp(module, req, vocabOutput, *base, profiles, refusals);

@@ -1,6 +1,7 @@
 //===- PlanCommand.cpp - smpc plan ----------------------------------------===//
 
 #include "PlanCommand.h"
+#include "StoredPrecision.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -56,6 +57,12 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.device = *device;
   req.optimizer = cmd.optimizer;
   req.precision = cmd.precision;
+  // As compile builds the step: a model storing 16-bit parameters computes
+  // in its own types (StoredPrecision.h).
+  if (!smpc::describeStoredPrecision(smpc::storedPrecision(module, ""), false)
+           .empty())
+    req.precision = "fp32";
+  req.masterWeights = cmd.masterWeights;
   req.dp = cmd.dp;
   req.tp = cmd.tp;
   req.pp = cmd.pp;

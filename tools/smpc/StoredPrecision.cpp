@@ -31,6 +31,8 @@
 
 #include "StoredPrecision.h"
 
+#include "Options.h"
+
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -14,12 +14,12 @@
 #ifndef SMPC_STOREDPRECISION_H
 #define SMPC_STOREDPRECISION_H
 
-#include "Options.h"
-
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
 #include <string>
+
+struct Options;
 
 namespace smpc {
 

@@ -189,6 +189,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.loss = opts.plan.loss;
   cmd.optimizer = opts.plan.optimizer;
   cmd.precision = opts.plan.precision;
+  cmd.masterWeights = opts.plan.masterWeights;
   cmd.optimize = opts.optimize;
   cmd.dp = opts.pinned.dp;
   cmd.tp = opts.pinned.tp;

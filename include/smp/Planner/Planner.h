@@ -183,11 +183,14 @@ double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
 /// `sequenceParallel` (tp > 1), the regions' outside is split by tokens.
 /// `precision` (fp32, bf16, fp16) is applied after the split, as the
 /// compiler does: `module` itself is the model as imported, in f32. With
-/// `offload`, the steps with activation offloading are built too.
+/// `offload`, the steps with activation offloading are built too; with
+/// `masterWeights`, parameters stored in bf16/fp16 are f32 masters
+/// (smp-master-weights), counted at 4 bytes.
 llvm::Expected<ModelProfile>
 profileModel(mlir::ModuleOp module, int64_t tp, const std::string &vocabOutput,
              bool fuse = false, bool sequenceParallel = false,
-             const std::string &precision = "fp32", bool offload = false);
+             const std::string &precision = "fp32", bool offload = false,
+             bool masterWeights = false);
 
 struct PlanRequest {
   int64_t devices = 1;
@@ -196,6 +199,9 @@ struct PlanRequest {
   std::string optimizer = "adamw"; // sgd (no state), sgd-momentum, adam(w)
   /// The training precision (fp32, bf16, fp16: smp-mixed-precision).
   std::string precision = "fp32";
+  /// fp32 master copies of parameters stored in bf16/fp16
+  /// (smp-master-weights).
+  bool masterWeights = false;
   /// Pinned choices (unset: searched).
   std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
   std::optional<std::string> schedule;
