@@ -199,7 +199,8 @@ TRAINING (compile --train)
                        fp16 optimizers; a --deepspeed config with bf16 or
                        fp16 enabled sets it). Allows fp16 parameters with
                        Adam/AdamW and --precision fp16 (loss scaling).
-                       --save-onnx rounds them back.
+                       --save-onnx rounds them back. An fp32 export has
+                       fp32 parameters already: nothing changes.
   --loss-scale X       fp16: the initial loss scale (default 65536).
   --loss-scale-window N
                        fp16: good steps in a row before the scale doubles

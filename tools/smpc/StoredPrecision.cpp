@@ -41,8 +41,6 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cmath>
-#include <cstdio>
 #include <set>
 
 using namespace mlir;

@@ -334,7 +334,7 @@ int compile(ModuleOp module, const Options &opts,
     storedText = smpc::describeStoredPrecision(stored, opts.plan.masterWeights);
     if (!storedText.empty())
       plan.precision = "fp32";
-    computes16 = stored.mostly16Bit();
+    computes16 = computes16 || stored.mostly16Bit();
     if (failed(buildTrainStep(module, opts, plan)))
       return 1;
     if (opts.plannedMemory && largestArena)
