@@ -59,8 +59,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.precision = cmd.precision;
   // As compile builds the step: a model storing 16-bit parameters computes
   // in its own types (StoredPrecision.h).
-  if (!smpc::describeStoredPrecision(smpc::storedPrecision(module, ""), false)
-           .empty())
+  if (smpc::storedPrecision(module, cmd.freeze).any16Bit())
     req.precision = "fp32";
   req.masterWeights = cmd.masterWeights;
   req.dp = cmd.dp;

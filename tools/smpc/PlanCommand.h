@@ -21,8 +21,9 @@ struct PlanCommand {
   std::optional<int64_t> shardedDp;
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
-  /// --master-weights fp32.
+  /// --master-weights fp32; --freeze (parameters not trained).
   bool masterWeights = false;
+  std::string freeze;
   /// Fraction of device memory a plan may use (smp::PlanRequest's default
   /// unless a compiled plan went over it: smpc compile --devices N).
   std::optional<double> memoryFraction;

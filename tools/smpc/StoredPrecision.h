@@ -36,6 +36,9 @@ struct StoredPrecision {
   int64_t elements() const {
     return f32.elements + bf16.elements + f16.elements + other.elements;
   }
+  /// Some trained parameter is bf16 or fp16: the step computes in the
+  /// file's types (no smp-mixed-precision), as compile and plan build it.
+  bool any16Bit() const { return bf16.tensors + f16.tensors > 0; }
   /// Most parameter elements are bf16 or fp16: the products compute in 16
   /// bits (the peak smprun's MFU is a fraction of).
   bool mostly16Bit() const {

@@ -190,6 +190,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.optimizer = opts.plan.optimizer;
   cmd.precision = opts.plan.precision;
   cmd.masterWeights = opts.plan.masterWeights;
+  cmd.freeze = opts.plan.freeze;
   cmd.optimize = opts.optimize;
   cmd.dp = opts.pinned.dp;
   cmd.tp = opts.pinned.tp;
@@ -332,7 +333,7 @@ int compile(ModuleOp module, const Options &opts,
       return fail(*why);
     smpc::warnStoredPrecision(stored, opts);
     storedText = smpc::describeStoredPrecision(stored, opts.plan.masterWeights);
-    if (!storedText.empty())
+    if (stored.any16Bit())
       plan.precision = "fp32";
     computes16 = computes16 || stored.mostly16Bit();
     if (failed(buildTrainStep(module, opts, plan)))
@@ -663,9 +664,7 @@ int main(int argc, char **argv) {
       (**m)->setAttr(smp::SmpDialect::kPlacementAttr,
                      StringAttr::get(&ctx, grid.placementLetters()));
       // As compile() builds it: stored 16-bit parameters as stored.
-      if (!smpc::describeStoredPrecision(
-               smpc::storedPrecision(**m, c.plan.freeze), false)
-               .empty())
+      if (smpc::storedPrecision(**m, c.plan.freeze).any16Bit())
         c.plan.precision = "fp32";
       if (failed(buildTrainStep(**m, c, c.plan)))
         return std::nullopt;
