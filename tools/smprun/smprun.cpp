@@ -227,7 +227,7 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   topts.resetOptimizer = cli.resetOptimizer;
   topts.resetData = cli.resetData;
   if (rank == 0)
-    topts.onResume = [](bool warning, const std::string &line) {
+    topts.onNote = [](bool warning, const std::string &line) {
       if (warning) {
         std::fflush(stdout);
         std::fprintf(stderr, "smprun: warning: %s\n", line.c_str());
@@ -313,6 +313,20 @@ int runOnce(const Cli &cli, const smprt::Artifact &artifact,
                   "' as a .npy file");
     if (!(s = smprt::readNpy(path, inputs[i])).ok())
       return fail(s.error);
+    auto want = static_cast<smprt::DType>(artifact.manifest.inputs(i).dtype());
+    if (smprt::roundsTo(inputs[i].dtype, want)) {
+      smprt::NpyArray &a = inputs[i];
+      int64_t n = a.ref().numel();
+      std::string rounded(n * smprt::dtypeSize(want), '\0');
+      smprt::convertFloats(a.data(), a.dtype, rounded.data(), want, n);
+      a.bytes = std::move(rounded);
+      a.mapped.reset();
+      a.dtype = want;
+      if (comm.rank() == 0)
+        std::printf("note: %s\n",
+                    smprt::roundingNote(path + " (input '" + name + "')", want)
+                        .c_str());
+    }
     if (!(s = exec.setInput(name, inputs[i].ref(), path)).ok())
       return fail(s.error);
   }
@@ -332,9 +346,23 @@ int runOnce(const Cli &cli, const smprt::Artifact &artifact,
   ::mkdir(cli.outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
     std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
-    if (!(s = smprt::writeNpy(path, ref)).ok())
+    // numpy has no bf16: such an output is written widened to float32
+    // (exact), as PyTorch users read one (out.float().numpy()).
+    smprt::TensorRef out = ref;
+    std::string widened;
+    if (ref.dtype == smprt::DType::BF16) {
+      widened.resize(ref.numel() * sizeof(float));
+      smprt::convertFloats(ref.data, ref.dtype, widened.data(),
+                           smprt::DType::F32, ref.numel());
+      out = smprt::TensorRef{widened.data(), smprt::DType::F32, ref.shape};
+    }
+    if (!(s = smprt::writeNpy(path, out)).ok())
       return fail(s.error);
-    std::cout << "wrote " << path << " (" << smprt::describe(ref) << ")\n";
+    std::cout << "wrote " << path << " (" << smprt::describe(ref)
+              << (widened.empty() ? ""
+                                  : ", widened to float32: numpy has no "
+                                    "bf16")
+              << ")\n";
   }
   if (!cli.profilePath.empty()) {
     if (int rc = writeProfile(exec, cli.profilePath, seconds, true))

@@ -62,4 +62,33 @@ bool isSignedInteger(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 ||
          t == DType::I64;
 }
+
+bool roundsTo(DType from, DType to) {
+  return from == DType::F32 && (to == DType::BF16 || to == DType::F16);
+}
+
+std::string roundingNote(const std::string &what, DType to) {
+  return what + ": float32 values are rounded to " + dtypeName(to) +
+         " as they are fed (as PyTorch's x.to(" +
+         (to == DType::BF16 ? "torch.bfloat16" : "torch.float16") + ") does)";
+}
+
+void convertFloats(const void *src, DType from, void *dst, DType to,
+                   int64_t n) {
+  const auto *in = static_cast<const char *>(src);
+  auto *out = static_cast<char *>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    float f;
+    uint16_t h;
+    if (from == DType::F32) {
+      std::memcpy(&f, in + 4 * i, 4);
+      h = to == DType::BF16 ? floatToBf16(f) : floatToHalf(f);
+      std::memcpy(out + 2 * i, &h, 2);
+    } else {
+      std::memcpy(&h, in + 2 * i, 2);
+      f = from == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+      std::memcpy(out + 4 * i, &f, 4);
+    }
+  }
+}
 } // namespace smp::base

@@ -26,6 +26,7 @@ namespace smprt {
 
 // Status.h, DType.h, Tensor.h
 using smp::base::bf16ToFloat;
+using smp::base::convertFloats;
 using smp::base::describe;
 using smp::base::DType;
 using smp::base::dtypeName;
@@ -38,6 +39,8 @@ using smp::base::isFloat;
 using smp::base::isInteger;
 using smp::base::isSignedInteger;
 using smp::base::NonCopyable;
+using smp::base::roundingNote;
+using smp::base::roundsTo;
 using smp::base::Status;
 using smp::base::TensorRef;
 // Shape.h

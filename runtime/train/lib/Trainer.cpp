@@ -47,12 +47,13 @@ std::string convertHint(const NpyArray &samples, DType want,
       std::vector<int64_t>(samples.shape.begin() + 1, samples.shape.end()) !=
           perSample)
     return "";
-  const char *np = want == DType::F32   ? "float32"
-                   : want == DType::F16 ? "float16"
-                   : want == DType::F64 ? "float64"
-                   : want == DType::I64 ? "int64"
-                   : want == DType::I32 ? "int32"
-                                        : nullptr;
+  const char *np = want == DType::F32    ? "float32"
+                   : want == DType::F16  ? "float16"
+                   : want == DType::BF16 ? "float32" // rounded as fed
+                   : want == DType::F64  ? "float64"
+                   : want == DType::I64  ? "int64"
+                   : want == DType::I32  ? "int32"
+                                         : nullptr;
   if (!np)
     return "";
   return std::string("; convert it (numpy: np.save('") + path + "', np.load('" +
@@ -157,6 +158,13 @@ Status loadDatasets(const Executor &exec, const TrainOptions &options,
     if (converted &&
         !(s = checkIntegerSamples(d.samples, d.batch.dtype, path, d.name)).ok())
       return s;
+    if (roundsTo(d.samples.dtype, d.batch.dtype)) {
+      converted = true;
+      if (options.onNote)
+        options.onNote(
+            false, "note: " + roundingNote(path + " (input '" + d.name + "')",
+                                           d.batch.dtype));
+    }
     if ((d.samples.dtype != d.batch.dtype && !converted) ||
         d.samples.shape.empty() ||
         std::vector<int64_t>(d.samples.shape.begin() + 1,
@@ -273,10 +281,10 @@ Status resumeRun(Executor &exec, const TrainOptions &options,
   if (!s.ok())
     return s;
   record = info.resumed;
-  if (options.onResume) {
+  if (options.onNote) {
     for (const std::string &w : info.warnings)
-      options.onResume(true, w);
-    options.onResume(false, info.summary());
+      options.onNote(true, w);
+    options.onNote(false, info.summary());
   }
   const std::string &ckpt = info.checkpoint;
   int64_t done = info.step;
@@ -353,9 +361,15 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
         std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
         continue;
       }
-      // Integer samples of another dtype (checkIntegerSamples).
       size_t esize = dtypeSize(d.batch.dtype);
       int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
+      if (roundsTo(d.samples.dtype, d.batch.dtype)) {
+        convertFloats(d.samples.data() +
+                          sample * rowElems * dtypeSize(d.samples.dtype),
+                      d.samples.dtype, dst, d.batch.dtype, rowElems);
+        continue;
+      }
+      // Integer samples of another dtype (checkIntegerSamples).
       for (int64_t j = 0; j < rowElems; ++j) {
         int64_t v = smp::kernels::common::loadIndex(
             d.samples.data(), d.samples.dtype, sample * rowElems + j);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace smp::base {
 
@@ -41,6 +42,18 @@ bool isFloat(DType t);
 bool isInteger(DType t);
 /// I8, I16, I32, I64.
 bool isSignedInteger(DType t);
+/// Whether values of `from` stand for an input of `to` by rounding each to
+/// nearest even, as torch's `x.to(torch.bfloat16)` does: f32 data for a bf16
+/// or f16 input (numpy has no bf16 dtype, so a model exported in bf16 could
+/// not be fed otherwise).
+bool roundsTo(DType from, DType to);
+/// What a roundsTo() conversion says, naming `what` (a file and input):
+/// "WHAT: float32 values are rounded to bf16 (as PyTorch's
+/// x.to(torch.bfloat16) does)".
+std::string roundingNote(const std::string &what, DType to);
+/// Writes `n` values of `from` as `to`: a roundsTo() pair, or bf16/f16
+/// widened to f32 (exact).
+void convertFloats(const void *src, DType from, void *dst, DType to, int64_t n);
 
 // fp16 / bf16 <-> fp32 conversions (round to nearest even). Inline: the
 // CPU kernels convert every element of an f16/bf16 tensor, and a call per

@@ -30,9 +30,10 @@ struct TrainOptions {
   bool resume = false; // continue from checkpointDir's latest
   // What --resume accepts when the checkpoint disagrees with the artifact.
   bool resetOptimizer = false, resetData = false;
-  // Called with the line saying what was resumed (warning false) and each
-  // warning about what could not be checked (warning true).
-  std::function<void(bool warning, const std::string &line)> onResume;
+  // Called before the first step with each line rank 0 says: what was
+  // resumed and how samples are converted (warning false), and each warning
+  // about what a resume could not check (warning true).
+  std::function<void(bool warning, const std::string &line)> onNote;
 };
 
 /// The learning rate of 0-based step `k` of a run of `total` steps under
