@@ -34,6 +34,7 @@
 #include "Options.h"
 
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -50,17 +51,16 @@ smpc::StoredPrecision smpc::storedPrecision(ModuleOp module,
   llvm::Regex frozen(freeze);
   StoredPrecision p;
   std::set<std::string> seen; // one parameter read by two functions
-  for (auto func : module.getOps<func::FuncOp>())
+  for (auto func : module.getOps<func::FuncOp>()) {
+    llvm::DenseSet<Value> running = smp::runningStatArgs(func);
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto name =
           func.getArgAttrOfType<StringAttr>(i, smp::SmpDialect::kParamAttr);
-      if (!name || func.getArgAttr(i, smp::SmpDialect::kFrozenAttr) ||
-          (!freeze.empty() && frozen.match(name.getValue())) ||
+      if (!smp::isTrainedParam(func, i, freeze.empty() ? nullptr : &frozen,
+                               running) ||
           !seen.insert(name.str()).second)
         continue;
-      auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
-      if (!type || !isa<FloatType>(type.getElementType()))
-        continue;
+      auto type = cast<RankedTensorType>(func.getArgument(i).getType());
       Type e = type.getElementType();
       StoredPrecision::Count &c = e.isF32()    ? p.f32
                                   : e.isBF16() ? p.bf16
@@ -71,6 +71,7 @@ smpc::StoredPrecision smpc::storedPrecision(ModuleOp module,
       if (c.example.empty())
         c.example = name.str();
     }
+  }
   return p;
 }
 

@@ -15,6 +15,7 @@
 
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -40,14 +41,15 @@ std::vector<std::string> smpc::trainerNoDecayNames(ModuleOp module,
             arg && arg.getOwner()->getParentOp() == func)
           normed.insert(arg.getArgNumber());
     });
-    // Buffers (frozen) and parameters --freeze leaves untrained are in no
-    // group.
+    // Buffers (frozen), running statistics and parameters --freeze leaves
+    // untrained are in no group.
+    llvm::DenseSet<Value> running = smp::runningStatArgs(func);
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (!smp::isTrainedParam(func, i, freeze.empty() ? nullptr : &frozen,
+                               running))
+        continue;
       auto name =
           func.getArgAttrOfType<StringAttr>(i, smp::SmpDialect::kParamAttr);
-      if (!name || func.getArgAttr(i, smp::SmpDialect::kFrozenAttr) ||
-          (!freeze.empty() && frozen.match(name.getValue())))
-        continue;
       if (normed.contains(i) || byName.match(name.getValue().lower()))
         names.insert(name.str());
     }

@@ -43,3 +43,23 @@ func.func @unused(%u: tensor<4xbf16> {smp.param = "u"}, %x: tensor<4xf32> {smp.i
     -> (tensor<4xf32> {smp.output = "y"}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A batch norm's running statistics (not smp.frozen: the TorchScript
+// training-mode export makes them graph parameters) keep their stored type:
+// updated, never trained, they get no master copy. Its scale and bias do.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-SAME: %[[S:[^:]*]]: tensor<3xf32> {smp.param = "bn.weight"}, %[[B:[^:]*]]: tensor<3xf32> {smp.param = "bn.bias"}, %[[M:[^:]*]]: tensor<3xbf16> {smp.param = "bn.running_mean"}, %[[V:[^:]*]]: tensor<3xbf16> {smp.param = "bn.running_var"}
+// CHECK-DAG: %[[SL:.*]] = smp.cast %[[S]] : tensor<3xf32> to tensor<3xbf16>
+// CHECK-DAG: %[[BL:.*]] = smp.cast %[[B]] : tensor<3xf32> to tensor<3xbf16>
+// CHECK: smp.batch_norm %{{.*}}, %[[SL]], %[[BL]], %[[M]], %[[V]]
+func.func @batch_norm(%x: tensor<2x3xbf16> {smp.input = "x"},
+                      %s: tensor<3xbf16> {smp.param = "bn.weight"},
+                      %b: tensor<3xbf16> {smp.param = "bn.bias"},
+                      %m: tensor<3xbf16> {smp.param = "bn.running_mean"},
+                      %v: tensor<3xbf16> {smp.param = "bn.running_var"})
+    -> (tensor<2x3xbf16> {smp.output = "y"}) {
+  %0 = smp.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-5 : f32} : (tensor<2x3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+  return %0 : tensor<2x3xbf16>
+}

@@ -244,16 +244,6 @@ struct Rewriter {
 
 } // namespace
 
-llvm::DenseSet<Value> batchNormStatArgs(func::FuncOp f) {
-  llvm::DenseSet<Value> args;
-  f.walk([&](BatchNormOp bn) {
-    for (Value v : {bn.getMean(), bn.getVariance()})
-      if (BlockArgument arg = paramBehind(f, v))
-        args.insert(arg);
-  });
-  return args;
-}
-
 FailureOr<SmallVector<RunningStat>>
 trainBatchNorms(func::FuncOp f, int64_t dp, BatchNormStats stats) {
   Rewriter r{f, dp, stats, {}};

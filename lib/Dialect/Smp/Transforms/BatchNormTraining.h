@@ -31,10 +31,6 @@ struct RunningStat {
   std::string name;
 };
 
-/// The parameter arguments that the batch norms of `f` read as their
-/// statistics (directly or through casts): buffers, never trained.
-llvm::DenseSet<mlir::Value> batchNormStatArgs(mlir::func::FuncOp f);
-
 /// Rewrites every smp.batch_norm of `f` (the step's forward, before
 /// autodiff) to normalise with its batch's mean and biased variance, and
 /// builds each running statistic's update `running * momentum + batch * (1 -

@@ -16,6 +16,7 @@
 #include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 #include "smp/Dialect/Smp/Transforms/LossShare.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/DenseSet.h"
@@ -506,23 +507,13 @@ struct SmpBuildGradientsPass
     for (BlockArgument arg : body.getArguments()) {
       unsigned i = arg.getArgNumber();
       auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
-      if (!name)
-        continue;
       // A name --freeze matches counts even when the importer froze it
-      // already (a buffer: the export sidecar lists every buffer).
-      if (!freeze.empty() && frozen.match(name.getValue())) {
+      // already (a buffer: the export sidecar lists every buffer) or it is
+      // a batch norm's running statistic (never trained either).
+      if (name && !freeze.empty() && frozen.match(name.getValue()))
         ++matched;
-        continue;
-      }
-      if (f.getArgAttr(i, SmpDialect::kFrozenAttr))
-        continue;
-      if (!isa<FloatType>(cast<RankedTensorType>(arg.getType()).getElementType()))
-        continue;
-      // A batch norm's running statistics (updated by the step, never
-      // trained; --freeze naming them, as for any buffer, changes nothing).
-      if (runningArgs.contains(arg))
-        continue;
-      params.push_back(arg);
+      if (isTrainedParam(f, i, freeze.empty() ? nullptr : &frozen, runningArgs))
+        params.push_back(arg);
     }
     if (!freeze.empty() && matched == 0) {
       f.emitError() << "--freeze '" << freeze
@@ -585,7 +576,7 @@ struct SmpBuildGradientsPass
     // running statistics are updated by the step, not trained. (`running`:
     // they normalise with the running statistics, which stay as they are.)
     // Running statistics are buffers: never trained, in any mode.
-    llvm::DenseSet<Value> runningArgs = batchNormStatArgs(f);
+    llvm::DenseSet<Value> runningArgs = runningStatArgs(f);
     FailureOr<SmallVector<RunningStat>> running = SmallVector<RunningStat>();
     if (bnStats != "running")
       running = trainBatchNorms(f, dp,

@@ -1,13 +1,14 @@
 //===- MasterWeights.cpp - fp32 master copies of 16-bit parameters --------===//
 //
-// Implements `smp-master-weights` (Passes.td): a parameter stored in bf16
-// or f16 becomes an f32 argument cast to its stored type at the top.
+// Implements `smp-master-weights` (Passes.td): a trained parameter stored in
+// bf16 or f16 becomes an f32 argument cast to its stored type at the top.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/Support/Regex.h"
 
@@ -30,18 +31,20 @@ struct SmpMasterWeightsPass
     if (f.isExternal())
       return;
     llvm::Regex frozen(freeze);
+    llvm::DenseSet<Value> running = runningStatArgs(f);
     Block &body = f.getBody().front();
     OpBuilder b(&getContext());
     b.setInsertionPointToStart(&body);
     Type f32 = Float32Type::get(&getContext());
     bool changed = false;
     for (BlockArgument arg : body.getArguments()) {
-      unsigned i = arg.getArgNumber();
-      auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
+      // A batch norm's running statistics stay in their type, updated there
+      // as PyTorch updates a bf16 module's buffers (DeepSpeed keeps no
+      // master copy of a buffer).
       auto type = dyn_cast<RankedTensorType>(arg.getType());
-      if (!name || f.getArgAttr(i, SmpDialect::kFrozenAttr) || !type ||
-          !(type.getElementType().isBF16() || type.getElementType().isF16()) ||
-          (!freeze.empty() && frozen.match(name.getValue())))
+      if (!isTrainedParam(f, arg.getArgNumber(),
+                          freeze.empty() ? nullptr : &frozen, running) ||
+          !(type.getElementType().isBF16() || type.getElementType().isF16()))
         continue;
       arg.setType(type.clone(f32));
       changed = true;

@@ -719,8 +719,9 @@ def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
 def SmpMasterWeightsPass : Pass<"smp-master-weights", "mlir::func::FuncOp"> {
   let summary = "Train fp32 master copies of parameters stored in bf16 or fp16";
   let description = [{
-    Every argument marked `smp.param` (not `smp.frozen`, not matched by the
-    `freeze` regex) whose element type is bf16 or f16 becomes f32 and is cast
+    Every trained parameter (`smp::isTrainedParam`: `smp.param`, not
+    `smp.frozen`, not matched by the `freeze` regex, not a batch norm's
+    running statistic) whose element type is bf16 or f16 becomes f32 and is cast
     to its stored type once at the top, so the function computes in the
     types it had while the parameter, its gradient (the cast's gradient
     widens it), the optimizer and its states are f32: DeepSpeed's bf16 and

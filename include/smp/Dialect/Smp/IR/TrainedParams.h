@@ -1,0 +1,37 @@
+//===- TrainedParams.h - Which parameters a training step trains -*- C++
+//-*-===//
+//
+// One answer, for the passes that build the step (smp-build-gradients,
+// smp-master-weights) and for smpc's reports and groups (stored precision,
+// the Trainer's weight-decay groups), to "does the step train this
+// argument?".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_DIALECT_SMP_IR_TRAINEDPARAMS_H
+#define SMP_DIALECT_SMP_IR_TRAINEDPARAMS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Regex.h"
+
+namespace smp {
+
+/// The parameter arguments of `f` that hold a batch norm's running
+/// statistics (updated by the step, never trained): read, directly or
+/// through casts, as an smp.batch_norm's mean or variance, or, once the
+/// training step is built, by the op that updates them (the one marked
+/// smp.running_stat).
+llvm::DenseSet<mlir::Value> runningStatArgs(mlir::func::FuncOp f);
+
+/// Whether argument `i` of `f` is a parameter the step trains: an
+/// smp.param of a float type, not smp.frozen (a buffer), not matched by
+/// `freeze` (--freeze; null for none) and not in `runningStats`
+/// (runningStatArgs(f)).
+bool isTrainedParam(mlir::func::FuncOp f, unsigned i, const llvm::Regex *freeze,
+                    const llvm::DenseSet<mlir::Value> &runningStats);
+
+} // namespace smp
+
+#endif // SMP_DIALECT_SMP_IR_TRAINEDPARAMS_H
