@@ -28,6 +28,14 @@ gradients and the optimizer's states in that type, no fp32 master copy.
                                 the same module with eager attention
                                 (other roundings) parts from it
                                 (config.eager_attention_spread)
+    resnet_bf16.onnx     test/fixtures/resnet's ResNet (BatchNorm) in
+                         bf16, taking bf16 images (smprun rounds f32
+                         samples); resnet_bf16/ref_*.json with its running
+                         statistics (resnet_bf16 below);
+                         resnet_bf16_train.onnx the TorchScript exporter's
+                         training-mode export of it (running statistics as
+                         graph parameters); resnet_bf16/logits.npy its
+                         eval() logits of resnet/eval/x.npy, widened
     <model>/ref_<opt>_master.json  the same with fp32 master copies of the
                                 parameters (train_steps_master: DeepSpeed's
                                 bf16/fp16 optimizers; smpc --master-weights
@@ -75,7 +83,7 @@ def gpt2(attn="sdpa"):
 
 
 def train_steps_master(model, ids, labels, opt_name, steps, batch,
-                       scale=None):
+                       scale=None, classes=VOCAB):
     """torch_refs.train_steps with fp32 master copies of the 16-bit
     parameters, as DeepSpeed's bf16/fp16 optimizers keep them: the forward
     and backward run on the stored module, each gradient is widened onto
@@ -98,7 +106,7 @@ def train_steps_master(model, ids, labels, opt_name, steps, batch,
             p.grad = None
         logits = model(ids[lo:lo + batch])
         loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, VOCAB), labels[lo:lo + batch].reshape(-1))
+            logits.reshape(-1, classes), labels[lo:lo + batch].reshape(-1))
         (loss if scale is None else loss * scale).backward()
         losses.append(loss.item())
         for p, m in zip(params, masters):
@@ -160,12 +168,89 @@ def export_mlp_bf16(out):
     torch_refs.strip_stack_traces(out / "mlp_bf16.onnx")
 
 
+def resnet_bf16(out):
+    """resnet_bf16.onnx and resnet_bf16/: test/fixtures/resnet's ResNet
+    (make_resnet.py, fresh init), .to(torch.bfloat16), exported as
+    bring-your-own-model.md says to export a model with BatchNorm (dynamo,
+    optimize=False, symbolic batch): it takes bf16 images, which smprun
+    rounds from resnet/x.npy's f32 samples as x.to(torch.bfloat16) does.
+    Its running statistics are bf16 buffers, updated in bf16 by train()
+    mode and never given master copies. References (5 steps of 8, train()
+    mode, with the running statistics after them): SGD as stored, and SGD
+    and AdamW with f32 master copies."""
+    import make_resnet as R
+    x = torch.from_numpy(np.load(out.parent / "resnet" / "x.npy"))
+    y = torch.from_numpy(np.load(out.parent / "resnet" / "labels.npy"))
+    xb = x.to(torch.bfloat16)
+    torch.onnx.export(R.fresh().to(torch.bfloat16).eval(), (xb[:R.BATCH],),
+                      str(out / "resnet_bf16.onnx"), dynamo=True,
+                      optimize=False, external_data=False,
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    torch_refs.strip_stack_traces(out / "resnet_bf16.onnx")
+    # The TorchScript exporter in training mode: its running statistics are
+    # parameters of the graph (no signature marks them as buffers), one
+    # update past the fresh ones (the export runs the module once).
+    exported = R.fresh().to(torch.bfloat16).train()
+    torch.onnx.export(exported, (xb[:R.BATCH],),
+                      str(out / "resnet_bf16_train.onnx"), dynamo=False,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}})
+    (out / "resnet_bf16").mkdir(exist_ok=True)
+    with torch.no_grad():  # eval(): bf16 logits, widened for numpy
+        np.save(out / "resnet_bf16" / "logits.npy",
+                R.fresh().to(torch.bfloat16).eval()(xb[:R.BATCH]).float()
+                .numpy())
+    base = {"model": "resnet", "batch_size": R.BATCH, "steps": R.STEPS,
+            "dtype": "torch.bfloat16", "input": "x.to(torch.bfloat16)",
+            "torch": torch.__version__}
+    def train(opt, master, layout):
+        model = R.fresh().to(torch.bfloat16).to(memory_format=layout)
+        x = xb.to(memory_format=layout)
+        if master:
+            losses, norms, _, _ = train_steps_master(
+                model, x, y, opt, R.STEPS, R.BATCH, classes=R.CLASSES)
+        else:
+            losses, norms = torch_refs.train_steps(
+                model, [x], y, R.CLASSES, opt, R.STEPS, R.BATCH)
+        return losses, norms, model
+
+    for opt, master in (("sgd", False), ("sgd", True), ("adamw", True)):
+        losses, norms, model = train(opt, master, torch.contiguous_format)
+        # How far PyTorch parts from itself: the same run channels-last
+        # (other convolution and batch-norm kernels, other roundings).
+        o_losses, o_norms, other = train(opt, master, torch.channels_last)
+        stats, o_stats = R.running_stats(model), R.running_stats(other)
+        name = f"ref_{opt}" + ("_master" if master else "")
+        config = dict(base, optimizer=opt, lr=torch_refs.LRS[opt])
+        if master:
+            config["master_weights"] = "fp32"
+        config["channels_last_spread"] = {
+            "loss": spread(o_losses, losses),
+            "grad_norm": spread(o_norms, norms),
+            "running_stats": max(
+                float(np.max(np.abs(np.array(o_stats[k]) - np.array(v))) /
+                      max(float(np.max(np.abs(v))), 1e-3))
+                for k, v in stats.items())}
+        R.write(out / "resnet_bf16" / f"{name}.json", config, losses, norms,
+                model)
+    # The training-mode export with f32 masters goes on from its statistics.
+    losses, norms, _, _ = train_steps_master(
+        exported, xb, y, "sgd", R.STEPS, R.BATCH, classes=R.CLASSES)
+    R.write(out / "resnet_bf16" / "ref_sgd_master_train_export.json",
+            dict(base, optimizer="sgd", lr=torch_refs.LRS["sgd"],
+                 master_weights="fp32", export="TorchScript, training mode"),
+            losses, norms, exported)
+
+
 def main():
     ap = torch_refs.fixture_arguments("stored-precision")
     out = ap.parse_args().out
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
     export_mlp_bf16(out)
+    resnet_bf16(out)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
     labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)

@@ -5,7 +5,8 @@
     compare_running_stats.py TRAINED.onnx REF.json --rtol R [--label NAME]
 
 REF.json is a test/fixtures/resnet/ref_*.json written by
-python/make_resnet.py; its "running_stats" maps each BN buffer's name
+python/make_resnet.py (or stored-precision/resnet_bf16/'s, whose running
+statistics are bf16 tensors); its "running_stats" maps each BN buffer's name
 (`layer1.0.bn1.running_mean`, ...) to its values after training. Each
 tensor of that name in the model's initializers must match within R
 relative to the tensor's scale: |smp - ref| <= R * max(max|ref|, 1e-3)
@@ -58,8 +59,14 @@ def fields(buf):
         yield num, wire, value
 
 
+def bf16(bits):
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+
+
 def tensor(buf):
-    name, dtype, raw, floats = "", 0, None, []
+    """(name, values) of an f32 or bf16 TensorProto; values None for
+    another type."""
+    name, dtype, raw, floats, ints = "", 0, None, [], []
     for num, wire, value in fields(buf):
         if num == 8:
             name = value.decode()
@@ -70,11 +77,23 @@ def tensor(buf):
         elif num == 4:
             floats += (list(struct.unpack(f"<{len(value) // 4}f", value))
                        if wire == 2 else list(struct.unpack("<f", value)))
-    if dtype != 1:
-        return name, None
-    if raw is not None:
-        floats = list(struct.unpack(f"<{len(raw) // 4}f", raw))
-    return name, floats
+        elif num == 5:  # int32_data: bf16 bit patterns, packed or not
+            if wire == 2:
+                i = 0
+                while i < len(value):
+                    v, i = varint(value, i)
+                    ints.append(v)
+            else:
+                ints.append(value)
+    if dtype == 1:  # FLOAT
+        if raw is not None:
+            floats = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+        return name, floats
+    if dtype == 16:  # BFLOAT16
+        if raw is not None:
+            ints = struct.unpack(f"<{len(raw) // 2}H", raw)
+        return name, [bf16(b & 0xFFFF) for b in ints]
+    return name, None
 
 
 def read_model(path):
