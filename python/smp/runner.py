@@ -30,10 +30,23 @@ def file_name_for(name: str) -> str:
     return raw.decode("utf-8", errors="surrogateescape")
 
 
+def _to_numpy(value):
+    """A tensor or array as numpy. numpy has no bf16: a bf16 tensor (the
+    input of a model exported after .to(torch.bfloat16)) is written widened
+    to float32, exactly, and smprun rounds it back as it feeds it."""
+    if not hasattr(value, "detach"):
+        return value
+    t = value.detach().cpu()
+    if str(t.dtype) == "torch.bfloat16":
+        t = t.float()
+    return t.numpy()
+
+
 def write_data_dir(data, directory: Path) -> Path:
     """A --data directory from `data`: a directory path (used as is), or a
-    dict of input name -> numpy array (np.memmap too: written with
-    np.save) or .npy path (linked, not copied, when it can be)."""
+    dict of input name -> numpy array or torch tensor (bf16 ones widened to
+    float32; np.memmap too: written with np.save) or .npy path (linked, not
+    copied, when it can be)."""
     if isinstance(data, (str, os.PathLike)):
         return Path(data)
     if not isinstance(data, Mapping):
@@ -49,8 +62,7 @@ def write_data_dir(data, directory: Path) -> Path:
             except OSError:
                 shutil.copyfile(src, target)
         else:
-            arr = value.detach().cpu().numpy() if hasattr(value, "detach") else value
-            np.save(target, np.ascontiguousarray(arr))
+            np.save(target, np.ascontiguousarray(_to_numpy(value)))
     return directory
 
 

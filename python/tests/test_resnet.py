@@ -52,3 +52,29 @@ def test_resnet_export_compile_train(tools, tmp_path):
         np.testing.assert_allclose(fresh.state_dict()[k].numpy(),
                                    p.detach().numpy(), rtol=1e-3, atol=1e-4,
                                    err_msg=k)
+
+
+def test_bf16_model_trains_on_bf16_tensors(tools, tmp_path):
+    """A model exported after .to(torch.bfloat16) takes bf16 images. numpy
+    has no bf16: smp.train writes them widened to float32 (exact) and
+    smprun rounds them back, so the run equals one on the float32 images
+    (smprun rounds those the same way) and follows PyTorch's
+    (test/fixtures/stored-precision/resnet_bf16, make_stored_precision_refs.py)."""
+    import json
+    from pathlib import Path
+    fx = Path(__file__).resolve().parents[2] / "test" / "fixtures"
+    x = np.load(fx / "resnet" / "x.npy")
+    labels = np.load(fx / "resnet" / "labels.npy")
+    artifact = smp.compile(fx / "stored-precision" / "resnet_bf16.onnx",
+                           loss="cross_entropy:logits:labels",
+                           batch_size=BATCH, optimizer="sgd",
+                           lr=torch_refs.LRS["sgd"])
+    tensors = smp.train(artifact, steps=STEPS,
+                        data={"x": torch.from_numpy(x).to(torch.bfloat16),
+                              "labels": torch.from_numpy(labels)})
+    arrays = smp.train(artifact, data={"x": x, "labels": labels},
+                       steps=STEPS)
+    assert tensors.losses == arrays.losses
+    ref = json.loads((fx / "stored-precision" / "resnet_bf16" /
+                      "ref_sgd.json").read_text())
+    np.testing.assert_allclose(tensors.losses, ref["losses"], rtol=1e-2)
