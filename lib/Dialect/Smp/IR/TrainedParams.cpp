@@ -9,8 +9,7 @@ using namespace mlir;
 
 namespace smp {
 
-/// The parameter argument of `f` that `v` is (through casts), or null.
-static BlockArgument paramArg(func::FuncOp f, Value v) {
+BlockArgument paramBehind(func::FuncOp f, Value v) {
   while (auto cast = v.getDefiningOp<CastOp>())
     v = cast.getInput();
   auto arg = dyn_cast<BlockArgument>(v);
@@ -32,7 +31,7 @@ llvm::DenseSet<Value> runningStatArgs(func::FuncOp f) {
              op->getNumOperands() > 0)
       reads = {op->getOperand(0)};
     for (Value v : reads)
-      if (BlockArgument arg = paramArg(f, v))
+      if (BlockArgument arg = paramBehind(f, v))
         args.insert(arg);
   });
   return args;

@@ -26,6 +26,7 @@
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 
 #define DEBUG_TYPE "smp-build-gradients"
 
@@ -33,17 +34,6 @@ using namespace mlir;
 
 namespace smp {
 namespace {
-
-/// The parameter argument `v` reads (through casts), or null.
-BlockArgument paramBehind(func::FuncOp f, Value v) {
-  while (auto cast = v.getDefiningOp<CastOp>())
-    v = cast.getInput();
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || arg.getOwner() != &f.getBody().front() ||
-      !f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr))
-    return {};
-  return arg;
-}
 
 /// Whether `v`'s values reach only the function's outputs (through any ops
 /// but batch norms): a training-mode export's running-statistics outputs,

@@ -18,6 +18,10 @@
 
 namespace smp {
 
+/// The smp.param argument of `f` that `v` is, directly or through casts;
+/// null for any other value.
+mlir::BlockArgument paramBehind(mlir::func::FuncOp f, mlir::Value v);
+
 /// The parameter arguments of `f` that hold a batch norm's running
 /// statistics (updated by the step, never trained): read, directly or
 /// through casts, as an smp.batch_norm's mean or variance, or, once the
