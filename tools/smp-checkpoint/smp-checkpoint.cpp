@@ -382,6 +382,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
   std::string index = "{";
+  size_t bf16 = 0;
   PytorchView view = pytorchView(c); // the artifact's manifest, read once
   for (const char *role : {"param", "state"}) {
     if (std::strcmp(role, "state") == 0 && !args.state)
@@ -398,6 +399,14 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
       ref.data = g.bytes.data();
       ref.dtype = static_cast<smprt::DType>(g.dtype);
       ref.shape = g.shape;
+      std::string widened; // numpy has no bf16: float32, exact
+      if (ref.dtype == smprt::DType::BF16) {
+        widened.resize(ref.numel() * sizeof(float));
+        smprt::convertFloats(ref.data, ref.dtype, widened.data(),
+                             smprt::DType::F32, ref.numel());
+        ref = smprt::TensorRef{widened.data(), smprt::DType::F32, ref.shape};
+        ++bf16;
+      }
       if (!(s = smprt::writeNpy(args.out + "/" + file, ref)).ok())
         return fail(s.error);
       index +=
@@ -410,6 +419,12 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   FILE *f = std::fopen((args.out + "/index.json").c_str(), "w");
   if (!f || std::fputs(index.c_str(), f) < 0 || std::fclose(f) != 0)
     return fail(args.out + "/index.json: cannot write");
+  if (bf16)
+    std::fprintf(stderr,
+                 "smp-checkpoint: note: %zu bf16 tensor(s) written widened to "
+                 "float32 (exact; numpy has no bf16): .to(torch.bfloat16) "
+                 "gives them back; --format safetensors keeps bf16\n",
+                 bf16);
   return 0;
 }
 
