@@ -71,10 +71,21 @@ def test_bf16_model_trains_on_bf16_tensors(tools, tmp_path):
                            lr=torch_refs.LRS["sgd"])
     tensors = smp.train(artifact, steps=STEPS,
                         data={"x": torch.from_numpy(x).to(torch.bfloat16),
-                              "labels": torch.from_numpy(labels)})
+                              "labels": torch.from_numpy(labels)},
+                        checkpoint_dir=tmp_path / "ck")
     arrays = smp.train(artifact, data={"x": x, "labels": labels},
                        steps=STEPS)
     assert tensors.losses == arrays.losses
     ref = json.loads((fx / "stored-precision" / "resnet_bf16" /
                       "ref_sgd.json").read_text())
     np.testing.assert_allclose(tensors.losses, ref["losses"], rtol=1e-2)
+    # Its checkpoint loads into the bf16 module (numpy has no bf16: the
+    # arrays are float32, exactly the trained bf16 values).
+    weights = smp.load_checkpoint(tmp_path / "ck")
+    assert weights["conv1.weight"].dtype == np.float32
+    model = TinyResNet().to(torch.bfloat16)
+    smp.load_state_dict(model, weights)
+    back = model.state_dict()["conv1.weight"].float().numpy()
+    np.testing.assert_array_equal(back, weights["conv1.weight"])
+    assert not np.array_equal(back, TinyResNet().state_dict()[
+        "conv1.weight"].to(torch.bfloat16).float().numpy())
