@@ -36,6 +36,9 @@ gradients and the optimizer's states in that type, no fp32 master copy.
                          training-mode export of it (running statistics as
                          graph parameters); resnet_bf16/logits.npy its
                          eval() logits of resnet/eval/x.npy, widened
+    vit_bf16.onnx        a 2-layer Hugging Face ViT classifier in bf16
+                         (default export), taking bf16 pixel_values;
+                         vit_bf16/ref_sgd.json (vit_bf16 below)
     <model>/ref_<opt>_master.json  the same with fp32 master copies of the
                                 parameters (train_steps_master: DeepSpeed's
                                 bf16/fp16 optimizers; smpc --master-weights
@@ -244,6 +247,54 @@ def resnet_bf16(out):
             losses, norms, exported)
 
 
+class PixelLogits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values):
+        return self.model(pixel_values=pixel_values).logits
+
+
+def vit(attn="sdpa"):
+    return T.ViTForImageClassification(T.ViTConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32,
+        num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        num_labels=10, attn_implementation=attn))
+
+
+def vit_bf16(out):
+    """vit_bf16.onnx and vit_bf16/ref_sgd.json: a fresh 2-layer Hugging
+    Face ViT image classifier, .to(torch.bfloat16), the default dynamo
+    export (batch 8): bf16 pixel_values, which smprun rounds from
+    resnet/x.npy's f32 images (the same [16, 3, 16, 16], 10 classes). SGD
+    as stored, 5 steps of 8, with PyTorch's eager-attention spread."""
+    x = torch.from_numpy(np.load(out.parent / "resnet" / "x.npy"))
+    y = torch.from_numpy(np.load(out.parent / "resnet" / "labels.npy"))
+    xb = x.to(torch.bfloat16)
+    torch.manual_seed(0)
+    model = PixelLogits(vit()).to(torch.bfloat16).eval()
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.onnx.export(model, (xb[:8],), str(out / "vit_bf16.onnx"),
+                      input_names=["pixel_values"], output_names=["logits"],
+                      external_data=False)
+    torch_refs.strip_stack_traces(out / "vit_bf16.onnx")
+    losses, norms = torch_refs.train_steps(model, [xb], y, 10, "sgd", 5, 8)
+    eager = PixelLogits(vit("eager")).to(torch.bfloat16)
+    eager.load_state_dict(init)
+    e_losses, e_norms = torch_refs.train_steps(eager, [xb], y, 10, "sgd", 5, 8)
+    (out / "vit_bf16").mkdir(exist_ok=True)
+    torch_refs.write_ref(
+        out / "vit_bf16" / "ref_sgd.json",
+        {"name": "sgd", "optimizer": "sgd", "lr": torch_refs.LRS["sgd"],
+         "batch_size": 8, "steps": 5, "samples": 16,
+         "dtype": "torch.bfloat16", "input": "x.to(torch.bfloat16)",
+         "torch": torch.__version__, "transformers": T.__version__,
+         "eager_attention_spread": {"loss": spread(e_losses, losses),
+                                    "grad_norm": spread(e_norms, norms)}},
+        losses, norms)
+
+
 def main():
     ap = torch_refs.fixture_arguments("stored-precision")
     out = ap.parse_args().out
@@ -251,6 +302,7 @@ def main():
     warnings.filterwarnings("ignore")
     export_mlp_bf16(out)
     resnet_bf16(out)
+    vit_bf16(out)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
     labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
