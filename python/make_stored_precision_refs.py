@@ -36,6 +36,7 @@ gradients and the optimizer's states in that type, no fp32 master copy.
                          training-mode export of it (running statistics as
                          graph parameters); resnet_bf16/logits.npy its
                          eval() logits of resnet/eval/x.npy, widened
+    resnet_fp16.onnx     the ResNet in fp16, resnet_fp16/ref_sgd.json
     vit_bf16.onnx        a 2-layer Hugging Face ViT classifier in bf16
                          (default export), taking bf16 pixel_values;
                          vit_bf16/ref_sgd.json (vit_bf16 below)
@@ -295,6 +296,39 @@ def vit_bf16(out):
         losses, norms)
 
 
+def resnet_fp16(out):
+    """resnet_fp16.onnx and resnet_fp16/ref_sgd.json: the same ResNet,
+    .half(), the same export; f32 samples rounded to fp16 as fed. SGD as
+    stored (PyTorch trains an fp16 module without loss scaling unless told),
+    5 steps of 8, with the channels-last spread."""
+    import make_resnet as R
+    x = torch.from_numpy(np.load(out.parent / "resnet" / "x.npy"))
+    y = torch.from_numpy(np.load(out.parent / "resnet" / "labels.npy"))
+    xh = x.half()
+    torch.onnx.export(R.fresh().half().eval(), (xh[:R.BATCH],),
+                      str(out / "resnet_fp16.onnx"), dynamo=True,
+                      optimize=False, external_data=False,
+                      input_names=["x"], output_names=["logits"],
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    torch_refs.strip_stack_traces(out / "resnet_fp16.onnx")
+    runs = []
+    for layout in (torch.contiguous_format, torch.channels_last):
+        model = R.fresh().half().to(memory_format=layout)
+        runs.append(torch_refs.train_steps(
+            model, [xh.to(memory_format=layout)], y, R.CLASSES, "sgd",
+            R.STEPS, R.BATCH) + (model,))
+    (losses, norms, model), (o_losses, o_norms, _) = runs
+    (out / "resnet_fp16").mkdir(exist_ok=True)
+    R.write(out / "resnet_fp16" / "ref_sgd.json",
+            {"model": "resnet", "batch_size": R.BATCH, "steps": R.STEPS,
+             "dtype": "torch.float16", "input": "x.half()",
+             "torch": torch.__version__, "optimizer": "sgd",
+             "lr": torch_refs.LRS["sgd"],
+             "channels_last_spread": {"loss": spread(o_losses, losses),
+                                      "grad_norm": spread(o_norms, norms)}},
+            losses, norms, model)
+
+
 def main():
     ap = torch_refs.fixture_arguments("stored-precision")
     out = ap.parse_args().out
@@ -302,6 +336,7 @@ def main():
     warnings.filterwarnings("ignore")
     export_mlp_bf16(out)
     resnet_bf16(out)
+    resnet_fp16(out)
     vit_bf16(out)
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)

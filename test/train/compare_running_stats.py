@@ -6,7 +6,7 @@
 
 REF.json is a test/fixtures/resnet/ref_*.json written by
 python/make_resnet.py (or stored-precision/resnet_bf16/'s, whose running
-statistics are bf16 tensors); its "running_stats" maps each BN buffer's name
+statistics are bf16 or f16 tensors); its "running_stats" maps each BN buffer's name
 (`layer1.0.bn1.running_mean`, ...) to its values after training. Each
 tensor of that name in the model's initializers must match within R
 relative to the tensor's scale: |smp - ref| <= R * max(max|ref|, 1e-3)
@@ -64,7 +64,7 @@ def bf16(bits):
 
 
 def tensor(buf):
-    """(name, values) of an f32 or bf16 TensorProto; values None for
+    """(name, values) of an f32, bf16 or f16 TensorProto; values None for
     another type."""
     name, dtype, raw, floats, ints = "", 0, None, [], []
     for num, wire, value in fields(buf):
@@ -89,9 +89,12 @@ def tensor(buf):
         if raw is not None:
             floats = list(struct.unpack(f"<{len(raw) // 4}f", raw))
         return name, floats
-    if dtype == 16:  # BFLOAT16
+    if dtype in (16, 10):  # BFLOAT16, FLOAT16
         if raw is not None:
             ints = struct.unpack(f"<{len(raw) // 2}H", raw)
+        if dtype == 10:
+            return name, [struct.unpack("<e", struct.pack("<H", b & 0xFFFF))[0]
+                          for b in ints]
         return name, [bf16(b & 0xFFFF) for b in ints]
     return name, None
 
