@@ -37,6 +37,8 @@ OPTIONS
   --data DIR         One .npy file per graph input, named after the input
                      (DIR/<input>.npy); dtype and shape must be exactly the
                      compiled ones (see MODEL.smpx/plan.txt), except that
+                     float32 data for a bf16 or fp16 input is rounded to
+                     nearest even as it is fed (numpy has no bf16), and
                      training converts integer samples of another integer
                      dtype (uint16 token ids for an int64 input) when every
                      value fits, and maps the files instead of reading
@@ -46,8 +48,9 @@ OPTIONS
                      as %XX (an input "a/b" is read from DIR/a%2Fb.npy).
                      Each must be a regular file.
   --output-dir DIR   Without --steps: where to write one .npy per graph
-                     output (DIR/<output>.npy, names encoded as for --data).
-                     Created if missing. Refused with --steps.
+                     output (DIR/<output>.npy, names encoded as for --data;
+                     a bf16 output widened to float32). Created if missing.
+                     Refused with --steps.
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping
