@@ -399,14 +399,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
       ref.data = g.bytes.data();
       ref.dtype = static_cast<smprt::DType>(g.dtype);
       ref.shape = g.shape;
-      std::string widened; // numpy has no bf16: float32, exact
-      if (ref.dtype == smprt::DType::BF16) {
-        widened.resize(ref.numel() * sizeof(float));
-        smprt::convertFloats(ref.data, ref.dtype, widened.data(),
-                             smprt::DType::F32, ref.numel());
-        ref = smprt::TensorRef{widened.data(), smprt::DType::F32, ref.shape};
-        ++bf16;
-      }
+      bf16 += ref.dtype == smprt::DType::BF16; // widened by writeNpy
       if (!(s = smprt::writeNpy(args.out + "/" + file, ref)).ok())
         return fail(s.error);
       index +=

@@ -346,22 +346,14 @@ int runOnce(const Cli &cli, const smprt::Artifact &artifact,
   ::mkdir(cli.outDir.c_str(), 0755);
   for (const auto &[name, ref] : exec.outputs()) {
     std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
-    // numpy has no bf16: such an output is written widened to float32
-    // (exact), as PyTorch users read one (out.float().numpy()).
-    smprt::TensorRef out = ref;
-    std::string widened;
-    if (ref.dtype == smprt::DType::BF16) {
-      widened.resize(ref.numel() * sizeof(float));
-      smprt::convertFloats(ref.data, ref.dtype, widened.data(),
-                           smprt::DType::F32, ref.numel());
-      out = smprt::TensorRef{widened.data(), smprt::DType::F32, ref.shape};
-    }
-    if (!(s = smprt::writeNpy(path, out)).ok())
+    // A bf16 output is written widened to float32 (writeNpy), as PyTorch
+    // users read one (out.float().numpy()).
+    if (!(s = smprt::writeNpy(path, ref)).ok())
       return fail(s.error);
     std::cout << "wrote " << path << " (" << smprt::describe(ref)
-              << (widened.empty() ? ""
-                                  : ", widened to float32: numpy has no "
-                                    "bf16")
+              << (ref.dtype == smprt::DType::BF16
+                      ? ", widened to float32: numpy has no bf16"
+                      : "")
               << ")\n";
   }
   if (!cli.profilePath.empty()) {

@@ -146,7 +146,15 @@ Status readNpy(const std::string &path, NpyArray &out, bool map) {
   return file.read(offset, out.bytes.data(), expected);
 }
 
-Status writeNpy(const std::string &path, const TensorRef &t) {
+Status writeNpy(const std::string &path, const TensorRef &tensor) {
+  // numpy has no bf16: widened to float32, exactly.
+  TensorRef t = tensor;
+  std::string widened;
+  if (t.dtype == DType::BF16) {
+    widened.resize(t.numel() * sizeof(float));
+    convertFloats(t.data, DType::BF16, widened.data(), DType::F32, t.numel());
+    t = TensorRef{widened.data(), DType::F32, t.shape};
+  }
   const char *descr = descrOf(t.dtype);
   if (!descr)
     return Status::failure(path + ": cannot write dtype " +

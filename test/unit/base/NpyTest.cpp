@@ -39,6 +39,27 @@ TEST(Npy, MappedDataIsTheReadData) {
   EXPECT_EQ(0, std::memcmp(copy.data(), values.data(), values.size() * 8));
 }
 
+TEST(Npy, Bf16IsWrittenWidenedToFloat32) {
+  // numpy has no bf16: the float32 file holds each value exactly.
+  const float values[] = {1.0f, -0.0078125f, 3.3895314e38f, 1e-40f};
+  std::vector<uint16_t> bits;
+  for (float v : values)
+    bits.push_back(floatToBf16(v));
+  std::string path = tempPath("npy_bf16");
+  ASSERT_TRUE(writeNpy(path, TensorRef{bits.data(), DType::BF16, {4}}).ok());
+  NpyArray read;
+  ASSERT_TRUE(readNpy(path, read).ok());
+  std::remove(path.c_str());
+  ASSERT_EQ(read.dtype, DType::F32);
+  EXPECT_EQ(read.shape, (std::vector<int64_t>{4}));
+  for (size_t i = 0; i < bits.size(); ++i) {
+    float f;
+    std::memcpy(&f, read.data() + 4 * i, 4);
+    EXPECT_EQ(floatToBf16(f), bits[i]) << i;
+    EXPECT_EQ(f, bf16ToFloat(bits[i])) << i;
+  }
+}
+
 TEST(Npy, UnalignedDataIsReadNotMapped) {
   // A hand-written version 1.0 header of 117 bytes: the data starts at
   // byte 127, not a multiple of 8.

@@ -32,7 +32,8 @@ struct NpyArray {
 /// touch it, and costs no copy.
 Status readNpy(const std::string &path, NpyArray &out, bool map = false);
 
-/// Writes `t` as a .npy file (format 1.0).
+/// Writes `t` as a .npy file (format 1.0); a bf16 tensor widened to float32
+/// (exact: numpy has no bf16).
 Status writeNpy(const std::string &path, const TensorRef &t);
 
 } // namespace smp::base
