@@ -172,6 +172,48 @@ def export_mlp_bf16(out):
     torch_refs.strip_stack_traces(out / "mlp_bf16.onnx")
 
 
+def export_resnet(path, dtype, x):
+    """make_resnet.py's fresh ResNet in `dtype`, exported as
+    bring-your-own-model.md says to export a model with BatchNorm (dynamo,
+    optimize=False, symbolic batch)."""
+    import make_resnet as R
+    torch.onnx.export(R.fresh().to(dtype).eval(), (x[:R.BATCH].to(dtype),),
+                      str(path), dynamo=True, optimize=False,
+                      external_data=False, input_names=["x"],
+                      output_names=["logits"],
+                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
+    torch_refs.strip_stack_traces(path)
+
+
+def resnet_run(dtype, opt, master, x, y):
+    """PyTorch training the fresh ResNet stored in `dtype` (5 steps of 8,
+    train() mode, the input x.to(dtype); `master`: with f32 master copies):
+    its losses, gradient norms and module, and how far the same run
+    channels-last parts from it (other convolution and batch-norm kernels,
+    other roundings): PyTorch's own spread."""
+    import make_resnet as R
+    runs = []
+    for layout in (torch.contiguous_format, torch.channels_last):
+        model = R.fresh().to(dtype).to(memory_format=layout)
+        xl = x.to(dtype).to(memory_format=layout)
+        if master:
+            losses, norms, _, _ = train_steps_master(
+                model, xl, y, opt, R.STEPS, R.BATCH, classes=R.CLASSES)
+        else:
+            losses, norms = torch_refs.train_steps(
+                model, [xl], y, R.CLASSES, opt, R.STEPS, R.BATCH)
+        runs.append((losses, norms, model))
+    (losses, norms, model), (o_losses, o_norms, other) = runs
+    stats, o_stats = R.running_stats(model), R.running_stats(other)
+    return losses, norms, model, {
+        "loss": spread(o_losses, losses),
+        "grad_norm": spread(o_norms, norms),
+        "running_stats": max(
+            float(np.max(np.abs(np.array(o_stats[k]) - np.array(v))) /
+                  max(float(np.max(np.abs(v))), 1e-3))
+            for k, v in stats.items())}
+
+
 def resnet_bf16(out):
     """resnet_bf16.onnx and resnet_bf16/: test/fixtures/resnet's ResNet
     (make_resnet.py, fresh init), .to(torch.bfloat16), exported as
@@ -186,12 +228,7 @@ def resnet_bf16(out):
     x = torch.from_numpy(np.load(out.parent / "resnet" / "x.npy"))
     y = torch.from_numpy(np.load(out.parent / "resnet" / "labels.npy"))
     xb = x.to(torch.bfloat16)
-    torch.onnx.export(R.fresh().to(torch.bfloat16).eval(), (xb[:R.BATCH],),
-                      str(out / "resnet_bf16.onnx"), dynamo=True,
-                      optimize=False, external_data=False,
-                      input_names=["x"], output_names=["logits"],
-                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
-    torch_refs.strip_stack_traces(out / "resnet_bf16.onnx")
+    export_resnet(out / "resnet_bf16.onnx", torch.bfloat16, x)
     # The TorchScript exporter in training mode: its running statistics are
     # parameters of the graph (no signature marks them as buffers), one
     # update past the fresh ones (the export runs the module once).
@@ -209,34 +246,14 @@ def resnet_bf16(out):
     base = {"model": "resnet", "batch_size": R.BATCH, "steps": R.STEPS,
             "dtype": "torch.bfloat16", "input": "x.to(torch.bfloat16)",
             "torch": torch.__version__}
-    def train(opt, master, layout):
-        model = R.fresh().to(torch.bfloat16).to(memory_format=layout)
-        x = xb.to(memory_format=layout)
-        if master:
-            losses, norms, _, _ = train_steps_master(
-                model, x, y, opt, R.STEPS, R.BATCH, classes=R.CLASSES)
-        else:
-            losses, norms = torch_refs.train_steps(
-                model, [x], y, R.CLASSES, opt, R.STEPS, R.BATCH)
-        return losses, norms, model
-
     for opt, master in (("sgd", False), ("sgd", True), ("adamw", True)):
-        losses, norms, model = train(opt, master, torch.contiguous_format)
-        # How far PyTorch parts from itself: the same run channels-last
-        # (other convolution and batch-norm kernels, other roundings).
-        o_losses, o_norms, other = train(opt, master, torch.channels_last)
-        stats, o_stats = R.running_stats(model), R.running_stats(other)
+        losses, norms, model, own = resnet_run(torch.bfloat16, opt, master,
+                                               x, y)
         name = f"ref_{opt}" + ("_master" if master else "")
         config = dict(base, optimizer=opt, lr=torch_refs.LRS[opt])
         if master:
             config["master_weights"] = "fp32"
-        config["channels_last_spread"] = {
-            "loss": spread(o_losses, losses),
-            "grad_norm": spread(o_norms, norms),
-            "running_stats": max(
-                float(np.max(np.abs(np.array(o_stats[k]) - np.array(v))) /
-                      max(float(np.max(np.abs(v))), 1e-3))
-                for k, v in stats.items())}
+        config["channels_last_spread"] = own
         R.write(out / "resnet_bf16" / f"{name}.json", config, losses, norms,
                 model)
     # The training-mode export with f32 masters goes on from its statistics.
@@ -304,28 +321,15 @@ def resnet_fp16(out):
     import make_resnet as R
     x = torch.from_numpy(np.load(out.parent / "resnet" / "x.npy"))
     y = torch.from_numpy(np.load(out.parent / "resnet" / "labels.npy"))
-    xh = x.half()
-    torch.onnx.export(R.fresh().half().eval(), (xh[:R.BATCH],),
-                      str(out / "resnet_fp16.onnx"), dynamo=True,
-                      optimize=False, external_data=False,
-                      input_names=["x"], output_names=["logits"],
-                      dynamic_shapes={"x": {0: torch.export.Dim("batch")}})
-    torch_refs.strip_stack_traces(out / "resnet_fp16.onnx")
-    runs = []
-    for layout in (torch.contiguous_format, torch.channels_last):
-        model = R.fresh().half().to(memory_format=layout)
-        runs.append(torch_refs.train_steps(
-            model, [xh.to(memory_format=layout)], y, R.CLASSES, "sgd",
-            R.STEPS, R.BATCH) + (model,))
-    (losses, norms, model), (o_losses, o_norms, _) = runs
+    export_resnet(out / "resnet_fp16.onnx", torch.float16, x)
+    losses, norms, model, own = resnet_run(torch.float16, "sgd", False, x, y)
     (out / "resnet_fp16").mkdir(exist_ok=True)
     R.write(out / "resnet_fp16" / "ref_sgd.json",
             {"model": "resnet", "batch_size": R.BATCH, "steps": R.STEPS,
              "dtype": "torch.float16", "input": "x.half()",
              "torch": torch.__version__, "optimizer": "sgd",
              "lr": torch_refs.LRS["sgd"],
-             "channels_last_spread": {"loss": spread(o_losses, losses),
-                                      "grad_norm": spread(o_norms, norms)}},
+             "channels_last_spread": own},
             losses, norms, model)
 
 
