@@ -40,6 +40,11 @@ gradients and the optimizer's states in that type, no fp32 master copy.
     vit_bf16.onnx        a 2-layer Hugging Face ViT classifier in bf16
                          (default export), taking bf16 pixel_values;
                          vit_bf16/ref_sgd.json (vit_bf16 below)
+    t5_fp16.onnx         a 2-layer T5 loaded with from_pretrained(dtype=
+                         torch.float16), which keeps its `wo` projections in
+                         float32 (a file of mixed types), optimize=False;
+                         decoder_input_ids.npy, t5_fp16/ref_sgd.json,
+                         ref_sgd_f64.json, ref_adamw_master.json (t5_fp16)
     <model>/ref_<opt>_master.json  the same with fp32 master copies of the
                                 parameters (train_steps_master: DeepSpeed's
                                 bf16/fp16 optimizers; smpc --master-weights
@@ -95,7 +100,9 @@ def train_steps_master(model, ids, labels, opt_name, steps, batch,
     rounded back before the next step. `scale`: dynamic loss scaling from
     that scale with torch.amp.GradScaler's rules (a step whose gradients
     are not finite is skipped and halves the scale; 2000 good steps double
-    it), the gradients unscaled in f32 on the masters."""
+    it), the gradients unscaled in f32 on the masters. `ids`: the input
+    tensor, or a tuple of them (sliced alike)."""
+    inputs = ids if isinstance(ids, tuple) else (ids,)
     params = list(model.parameters())
     masters = [p.detach().float().clone().requires_grad_(True)
                for p in params]
@@ -105,10 +112,10 @@ def train_steps_master(model, ids, labels, opt_name, steps, batch,
     model.train()
     losses, norms, scales, skipped = [], [], [], []
     for k in range(steps):
-        lo = (k * batch) % ids.shape[0]
+        lo = (k * batch) % inputs[0].shape[0]
         for p in params:
             p.grad = None
-        logits = model(ids[lo:lo + batch])
+        logits = model(*(t[lo:lo + batch] for t in inputs))
         loss = torch.nn.functional.cross_entropy(
             logits.reshape(-1, classes), labels[lo:lo + batch].reshape(-1))
         (loss if scale is None else loss * scale).backward()
@@ -333,6 +340,87 @@ def resnet_fp16(out):
             losses, norms, model)
 
 
+class Seq2SeqLogits(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, decoder_input_ids):
+        return self.model(input_ids=input_ids,
+                          decoder_input_ids=decoder_input_ids,
+                          use_cache=False, return_dict=False)[0]
+
+
+def t5_config():
+    return T.T5Config(
+        vocab_size=VOCAB, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+        num_decoder_layers=2, num_heads=2, relative_attention_num_buckets=8,
+        relative_attention_max_distance=16, dropout_rate=0,
+        feed_forward_proj="relu", decoder_start_token_id=0, pad_token_id=0,
+        eos_token_id=1)
+
+
+def t5_fp16(out, ids, labels):
+    """t5_fp16.onnx and t5_fp16/ref_sgd.json, ref_sgd_f64.json: a file of
+    mixed types, as users get one: a fresh 2-layer T5 saved and loaded back
+    with from_pretrained(dtype=torch.float16), which keeps the feed-forward
+    output projections (`wo`, T5's _keep_in_fp32_modules) in float32 and
+    casts their inputs up; exported with optimize=False (what smpc's refusal
+    of the default export names: T5's relative position bias folded),
+    eager attention (torch 2.15 cannot export its sdpa one), batch 8.
+    decoder_input_ids.npy: labels shifted right. SGD as stored, 5 steps of
+    8; ref_sgd_f64.json the same weights trained in float64, and how far
+    PyTorch's own fp16 run is from it (f64_distance); ref_adamw_master.json
+    AdamW over fp32 master copies (train_steps_master: DeepSpeed's fp16
+    optimizer; smpc --master-weights fp32)."""
+    import tempfile
+    dec = torch.cat([torch.zeros_like(labels[:, :1]), labels[:, :-1]], 1)
+    np.save(out / "decoder_input_ids.npy", dec.numpy())
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as d:
+        T.T5ForConditionalGeneration(t5_config()).save_pretrained(d)
+        model = Seq2SeqLogits(T.T5ForConditionalGeneration.from_pretrained(
+            d, dtype=torch.float16, attn_implementation="eager")).eval()
+    kept = [n for n, p in model.named_parameters() if p.dtype == torch.float32]
+    assert kept and all(".wo." in n for n in kept), kept
+    init = {k: v.clone() for k, v in model.state_dict().items()}
+    wide = Seq2SeqLogits(T.T5ForConditionalGeneration(t5_config()))
+    wide.model.config._attn_implementation = "eager"
+    wide.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
+    wide = wide.double()
+    torch.onnx.export(model, (ids[:8], dec[:8]), str(out / "t5_fp16.onnx"),
+                      input_names=["input_ids", "decoder_input_ids"],
+                      output_names=["logits"], optimize=False,
+                      external_data=False)
+    torch_refs.strip_stack_traces(out / "t5_fp16.onnx")
+    losses, norms = torch_refs.train_steps(model, (ids, dec), labels, VOCAB,
+                                           "sgd", 5, 8)
+    w_losses, w_norms = torch_refs.train_steps(wide, (ids, dec), labels,
+                                               VOCAB, "sgd", 5, 8)
+    (out / "t5_fp16").mkdir(exist_ok=True)
+    config = {"name": "sgd", "optimizer": "sgd", "lr": torch_refs.LRS["sgd"],
+              "batch_size": 8, "steps": 5, "samples": SAMPLES,
+              "dtype": "torch.float16, wo in torch.float32 (%d tensors)"
+                       % len(kept),
+              "torch": torch.__version__, "transformers": T.__version__,
+              "f64_distance": {"loss": spread(losses, w_losses),
+                               "grad_norm": spread(norms, w_norms)}}
+    torch_refs.write_ref(out / "t5_fp16" / "ref_sgd.json", config, losses,
+                         norms)
+    torch_refs.write_ref(out / "t5_fp16" / "ref_sgd_f64.json",
+                         dict(config, dtype="torch.float64"), w_losses,
+                         w_norms)
+    model.load_state_dict(init)
+    m_losses, m_norms, _, _ = train_steps_master(model, (ids, dec), labels,
+                                                 "adamw", 5, 8)
+    torch_refs.write_ref(
+        out / "t5_fp16" / "ref_adamw_master.json",
+        {"name": "adamw", "optimizer": "adamw", "lr": torch_refs.LRS["adamw"],
+         "batch_size": 8, "steps": 5, "samples": SAMPLES,
+         "dtype": config["dtype"], "masters": "float32",
+         "torch": torch.__version__}, m_losses, m_norms)
+
+
 def main():
     ap = torch_refs.fixture_arguments("stored-precision")
     out = ap.parse_args().out
@@ -347,6 +435,7 @@ def main():
     labels = torch.randint(0, VOCAB, (SAMPLES, SEQ), generator=g)
     np.save(out / "input_ids.npy", ids.numpy())
     np.save(out / "labels.npy", labels.numpy())
+    t5_fp16(out, ids, labels)
     for name, build, dtype, optimizers in MODELS:
         torch.manual_seed(0)
         model = LogitsOnly(build()).to(dtype).eval()

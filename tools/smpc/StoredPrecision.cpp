@@ -142,6 +142,19 @@ void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
   if (what.empty())
     return;
   const char *type = half ? "fp16" : "bf16";
+  // A mixed file (from_pretrained(dtype=torch.float16) keeps a model's
+  // _keep_in_fp32_modules, T5's `wo`, in float32): those train in float32,
+  // as PyTorch trains them.
+  std::string wide =
+      p.f32.tensors
+          ? llvm::formatv(". Its other {0} trained parameter(s) ('{1}'{2}) "
+                          "are float32 (modules kept in float32, as "
+                          "from_pretrained keeps _keep_in_fp32_modules) and "
+                          "train in float32, as in PyTorch",
+                          p.f32.tensors, p.f32.example,
+                          p.f32.tensors > 1 ? ", ..." : "")
+                .str()
+          : "";
   if (opts.plan.masterWeights) {
     llvm::errs() << "smpc: note: " << opts.input << ": the file stores " << what
                  << ": --master-weights fp32 trains fp32 master copies of "
@@ -150,7 +163,7 @@ void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
                  << " where the file computes, their gradients and optimizer "
                     "states f32, as DeepSpeed's bf16 and fp16 optimizers "
                     "keep them; --save-onnx rounds them back to "
-                 << type << "\n";
+                 << type << wide << "\n";
     return;
   }
   llvm::errs() << "smpc: warning: " << opts.input << ": the file stores "
@@ -168,7 +181,7 @@ void smpc::warnStoredPrecision(const StoredPrecision &p, const Options &opts) {
                << type
                << " optimizer), or export the model in fp32 (model.float() "
                   "before torch.onnx.export) and compile it with --precision "
-               << type << "\n";
+               << type << wide << "\n";
 }
 
 std::string smpc::describeStoredPrecision(const StoredPrecision &p,
@@ -185,11 +198,18 @@ std::string smpc::describeStoredPrecision(const StoredPrecision &p,
   add(p.f16, "fp16");
   if (out.empty())
     return "";
-  return out + (masterWeights
-                    ? " in the file: trained as fp32 master copies "
-                      "(--master-weights fp32), cast to that type where the "
-                      "file computes; computed in the file's types"
-                    : " as the file stores them: trained in that type, "
-                      "optimizer states too, no fp32 master copy; computed in "
-                      "the file's types (--precision changes none)");
+  std::string wide = p.f32.tensors
+                         ? llvm::formatv("; {0} of {1} in f32, trained in f32",
+                                         p.f32.tensors, p.tensors())
+                               .str()
+                         : "";
+  return out +
+         (masterWeights
+              ? " in the file: trained as fp32 master copies "
+                "(--master-weights fp32), cast to that type where the "
+                "file computes; computed in the file's types"
+              : " as the file stores them: trained in that type, "
+                "optimizer states too, no fp32 master copy; computed in "
+                "the file's types (--precision changes none)") +
+         wide;
 }
