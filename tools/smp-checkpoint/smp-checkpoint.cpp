@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -381,6 +382,13 @@ void applyPytorchView(const PytorchView &view,
 int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
+  // index.json is what readers trust (smp.load_checkpoint): an earlier
+  // export's goes first and the new one is renamed into place last, so an
+  // export that fails part way (a full disk) leaves no index naming a mix
+  // of two checkpoints' files.
+  const std::string indexPath = args.out + "/index.json";
+  if (::unlink(indexPath.c_str()) != 0 && errno != ENOENT)
+    return fail(indexPath + ": cannot replace (" + std::strerror(errno) + ")");
   std::string index = "{";
   size_t bf16 = 0;
   PytorchView view = pytorchView(c); // the artifact's manifest, read once
@@ -409,9 +417,15 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
     }
   }
   index += "\n}\n";
-  FILE *f = std::fopen((args.out + "/index.json").c_str(), "w");
-  if (!f || std::fputs(index.c_str(), f) < 0 || std::fclose(f) != 0)
-    return fail(args.out + "/index.json: cannot write");
+  const std::string tmp = indexPath + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  bool written = f && std::fputs(index.c_str(), f) >= 0;
+  if (f && std::fclose(f) != 0)
+    written = false;
+  if (!written || std::rename(tmp.c_str(), indexPath.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return fail(indexPath + ": cannot write");
+  }
   if (bf16)
     std::fprintf(stderr,
                  "smp-checkpoint: note: %zu bf16 tensor(s) written widened to "
