@@ -342,6 +342,12 @@ int compile(ModuleOp module, const Options &opts,
       if (int rc = checkPlannedArenas(module, opts, *largestArena))
         return rc;
     artifact.training = trainingOptions(module, opts, plan, storedText);
+  } else {
+    // Which outputs smprun may compute over a dataset batch by batch.
+    PassManager pm(module.getContext(), ModuleOp::getOperationName());
+    pm.addPass(smp::createSmpMarkSampleOutputsPass());
+    if (failed(pm.run(module)))
+      return fail(opts.input + ": cannot follow the samples");
   }
   // The step time on this plan's ranks, measured op times (--profile-db)
   // preferred over the roofline of the target's device: printed with

@@ -50,7 +50,13 @@ OPTIONS
   --output-dir DIR   Without --steps: where to write one .npy per graph
                      output (DIR/<output>.npy, names encoded as for --data;
                      a bf16 output widened to float32). Created if missing.
-                     Refused with --steps.
+                     Refused with --steps. Data of K times the compiled
+                     batch (every input alike) runs as K batches, each
+                     output concatenated along dim 0, when smpc found
+                     every output computed sample by sample (plan.txt's
+                     "outputs:" line; a model that mixes its samples, such as a
+                     mean over the batch, is refused with the
+                     --batch-size to compile with).
   --steps N          Train N steps (artifacts compiled with --train). Each
                      step takes the next batch of samples: the leading dim
                      of each DIR/<input>.npy holds the samples, wrapping

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Cli.h"
+#include "ForwardRun.h"
 #include "RankHosts.h"
 #include "smp/base/SignalSafe.h"
 #include "smp/base/Suggest.h"
@@ -97,6 +98,8 @@ int availableCores() {
   return 1;
 }
 
+} // namespace
+
 /// Writes each instruction's wall time as JSON to `path`; with `summary`,
 /// prints the time per op.
 int writeProfile(const smprt::Executor &exec, const std::string &path,
@@ -134,6 +137,8 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
                 100.0 * t / std::max(seconds, 1e-12));
   return 0;
 }
+
+namespace {
 
 /// A word as a POSIX shell reads it back.
 std::string shellQuote(const std::string &w) {
@@ -299,78 +304,6 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   return 0;
 }
 
-/// smprun --output-dir DIR: one run of the model.
-int runOnce(const Cli &cli, const smprt::Artifact &artifact,
-            smprt::Executor &exec, smprt::Communicator &comm) {
-  smprt::Status s;
-  std::vector<smprt::NpyArray> inputs(artifact.manifest.inputs_size());
-  for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
-    const std::string &name = artifact.manifest.inputs(i).name();
-    std::string path = cli.dataDir + "/" + smprt::fileNameFor(name) + ".npy";
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      return fail(path + ": missing; the model needs input '" + name +
-                  "' as a .npy file");
-    if (!(s = smprt::readNpy(path, inputs[i])).ok())
-      return fail(s.error);
-    auto want = static_cast<smprt::DType>(artifact.manifest.inputs(i).dtype());
-    if (smprt::roundsTo(inputs[i].dtype, want)) {
-      smprt::NpyArray &a = inputs[i];
-      int64_t n = a.ref().numel();
-      std::string rounded(n * smprt::dtypeSize(want), '\0');
-      smprt::convertFloats(a.data(), a.dtype, rounded.data(), want, n);
-      a.bytes = std::move(rounded);
-      a.mapped.reset();
-      a.dtype = want;
-      if (comm.rank() == 0)
-        std::printf("note: %s\n",
-                    smprt::roundingNote(path + " (input '" + name + "')", want)
-                        .c_str());
-    }
-    if (!(s = exec.setInput(name, inputs[i].ref(), path)).ok())
-      return fail(s.error);
-  }
-  const int rank = comm.rank();
-  if (!cli.profilePath.empty() && rank == 0)
-    exec.enableProfiling();
-  auto start = std::chrono::steady_clock::now();
-  if (!(s = exec.run()).ok())
-    return fail(cli.model + ": " + s.error);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
-  if (!(s = comm.barrier("the end barrier")).ok())
-    return fail(s.error);
-  if (rank != 0)
-    return 0; // rank 0 writes the outputs
-  ::mkdir(cli.outDir.c_str(), 0755);
-  for (const auto &[name, ref] : exec.outputs()) {
-    std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
-    // A bf16 output is written widened to float32 (writeNpy), as PyTorch
-    // users read one (out.float().numpy()).
-    if (!(s = smprt::writeNpy(path, ref)).ok())
-      return fail(s.error);
-    std::cout << "wrote " << path << " (" << smprt::describe(ref)
-              << (ref.dtype == smprt::DType::BF16
-                      ? ", widened to float32: numpy has no bf16"
-                      : "")
-              << ")\n";
-  }
-  if (!cli.profilePath.empty()) {
-    if (int rc = writeProfile(exec, cli.profilePath, seconds, true))
-      return rc;
-  }
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  std::printf("ran %d instructions in %.3f s; arena %llu bytes planned, "
-              "%llu bytes high-water; peak RSS %ld KiB\n",
-              artifact.program.instructions_size(), seconds,
-              static_cast<unsigned long long>(exec.arenaBytes()),
-              static_cast<unsigned long long>(exec.highWaterBytes()),
-              usage.ru_maxrss);
-  return 0;
-}
-
 /// `smprun -n N` outside a launcher: runs the ranks through mpirun and
 /// exits with its status.
 int launchRanks(const Cli &cli, int worldSize) {
@@ -480,5 +413,5 @@ int main(int argc, char **argv) {
   }
   if (cli.steps > 0)
     return trainModel(cli, launch, exec, *comm);
-  return runOnce(cli, artifact, exec, *comm);
+  return runForward(cli, artifact, exec, *comm);
 }

@@ -280,6 +280,9 @@ llvm::Error Lowering::lowerReturn(func::ReturnOp ret) {
     spec->set_name(outName);
     spec->set_dtype(program.buffers(b->buffer()).dtype());
     *spec->mutable_shape() = program.buffers(b->buffer()).shape();
+    if (auto samples =
+            func.getResultAttrOfType<StringAttr>(i, SmpDialect::kSamplesAttr))
+      spec->set_samples(samples.str());
   }
   return llvm::Error::success();
 }

@@ -145,6 +145,22 @@ std::string planDetailsText(const PlanDetails &d) {
     first = false;
   }
   os << "\n";
+  if (!o.training) {
+    // smprun --output-dir runs K batches' worth of data batch by batch
+    // only when every output is per sample (smp-mark-sample-outputs).
+    os << "outputs:";
+    first = true;
+    for (const auto &out : m.outputs()) {
+      os << (first ? " " : ", ") << out.name() << " " << typeName(out.dtype())
+         << shapeText(out.shape());
+      if (out.samples() == "per-sample")
+        os << " (per sample)";
+      else if (!out.samples().empty())
+        os << " (not per sample: " << out.samples() << ")";
+      first = false;
+    }
+    os << "\n";
+  }
   if (o.training) {
     const TrainingOptions &t = *o.training;
     os << "loss: " << t.loss << "\n"

@@ -112,6 +112,8 @@ LogicalResult SmpDialect::verifyRegionResultAttribute(Operation *op,
     return requireString(op, attr, "graph output");
   if (attr.getName().getValue() == kUpdateAttr)
     return requireString(op, attr, "parameter or state it updates");
+  if (attr.getName().getValue() == kSamplesAttr)
+    return requireString(op, attr, "\"per-sample\" or why not");
   if (attr.getName().getValue() == kLayoutAttr) {
     auto f = dyn_cast<FunctionOpInterface>(op);
     if (!f || resultIndex >= f.getNumResults())

@@ -71,6 +71,10 @@ def Smp_Dialect : Dialect {
     static constexpr llvm::StringLiteral kInputAttr = "smp.input";
     /// Result attribute naming a graph output.
     static constexpr llvm::StringLiteral kOutputAttr = "smp.output";
+    /// Result attribute of a forward's @main (smp-mark-sample-outputs):
+    /// "per-sample", or why batches of the output are not its values over
+    /// their concatenation.
+    static constexpr llvm::StringLiteral kSamplesAttr = "smp.samples";
     /// Module attribute: path of the file holding the weight bytes.
     static constexpr llvm::StringLiteral kSourceAttr = "smp.source";
     /// Module attribute: the ONNX default-domain opset the model came from.

@@ -95,6 +95,22 @@ def SmpCheckSampleSplitPass
   ];
 }
 
+def SmpMarkSampleOutputsPass
+    : Pass<"smp-mark-sample-outputs", "mlir::ModuleOp"> {
+  let summary = "Say which outputs of a forward are computed sample by sample";
+  let description = [{
+    For a forward-only artifact: follows the samples from the inputs
+    through `func @main` (SampleDims.h) and gives each result the attribute
+    `smp.samples`: "per-sample" where it holds the samples along dim 0,
+    sample-major, each computed from its own sample only (so runs over
+    consecutive batches of a dataset, concatenated, equal one run over all
+    of it), else why not (the op that mixes the samples or that the
+    analysis cannot follow, or that the output holds no samples). smprun
+    runs a dataset of several batches only when every output is
+    per-sample. Changes nothing else.
+  }];
+}
+
 def SmpKeyDropoutPass : Pass<"smp-key-dropout", "mlir::ModuleOp"> {
   let summary = "Place each smp.dropout's tensor among the global batch's";
   let description = [{
