@@ -10,6 +10,8 @@ style config, train it on N ranks, and read the trained weights back.
     result = smp.train(artifact, data={"input_ids": ids, "labels": labels},
                        steps=100, checkpoint_dir="ckpt")
     smp.load_state_dict(model, smp.load_checkpoint("ckpt"), exported)
+    logits = smp.run(smp.compile("trained.onnx", batch_size=8),
+                     {"input_ids": ids})["logits"]   # batch by batch
     smp.plot_metrics(result.metrics, "run.png")   # or an --metrics file
 
 The package drives the built tools (smpc, smprun, smp-checkpoint) as
@@ -21,12 +23,12 @@ from ._tools import SmpError, bin_dir
 from .compiler import Artifact, Plan, compile, plan
 from .exporter import ExportedModel, export, run_onnx, sidecar_path
 from .metrics import plot_metrics, read_metrics
-from .runner import TrainResult, load_checkpoint, load_state_dict, train
+from .runner import TrainResult, load_checkpoint, load_state_dict, run, train
 from . import checkpoint
 
 __version__ = "0.1.0"
 
 __all__ = ["SmpError", "Artifact", "Plan", "ExportedModel", "TrainResult",
-           "export", "compile", "plan", "train", "load_checkpoint",
+           "export", "compile", "plan", "train", "run", "load_checkpoint",
            "load_state_dict", "run_onnx", "sidecar_path", "bin_dir",
            "read_metrics", "plot_metrics", "checkpoint"]

@@ -1,5 +1,5 @@
-"""smp.train, smp.load_checkpoint, smp.load_state_dict: smprun and
-smp-checkpoint driven from Python."""
+"""smp.train, smp.run, smp.load_checkpoint, smp.load_state_dict: smprun
+and smp-checkpoint driven from Python."""
 
 from __future__ import annotations
 
@@ -148,6 +148,39 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     return TrainResult(losses=losses, metrics=metrics, output=output,
                        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
                        save_onnx=Path(save_onnx) if save_onnx else None)
+
+
+def _name_from_file(stem: str) -> str:
+    """The output name smprun wrote as `stem` (file_name_for's inverse)."""
+    raw = stem.encode("utf-8", errors="surrogateescape")
+    return re.sub(rb"%([0-9A-F]{2})", lambda m: bytes([int(m.group(1), 16)]),
+                  raw).decode("utf-8", errors="surrogateescape")
+
+
+def run(artifact, data, threads: Optional[int] = None,
+        device: Optional[str] = None) -> Dict[str, np.ndarray]:
+    """Runs a forward artifact (smp.compile without loss=) with smprun
+    --output-dir and returns its outputs by name. `data` is as smp.train's:
+    a dict of input name -> numpy array / tensor / .npy path, or a
+    directory. Data of exactly the compiled batch runs once; K times as
+    many samples (every input alike) run as K batches, each output
+    concatenated along dim 0, when smpc found every output computed sample
+    by sample (otherwise SmpError names the output, the op that mixes the
+    samples and the batch_size= to compile with). A bf16 output comes back
+    widened to float32."""
+    path = Path(getattr(artifact, "path", artifact))
+    with tempfile.TemporaryDirectory(prefix="smp-run-") as tmp:
+        tmp = Path(tmp)
+        data_dir = write_data_dir(data, tmp / "data")
+        args = [str(path), "--data", str(data_dir), "--output-dir",
+                str(tmp / "out")]
+        if threads is not None:
+            args += ["--threads", str(threads)]
+        if device is not None:
+            args += ["--device", device]
+        _tools.run("smprun", args)
+        return {_name_from_file(f.stem): np.load(f)
+                for f in sorted((tmp / "out").glob("*.npy"))}
 
 
 def load_checkpoint(directory: Union[str, os.PathLike],

@@ -120,6 +120,25 @@ def test_train_error_is_smpruns_message(tools, tmp_path):
     print(e.value)
 
 
+def test_run_refuses_batches_of_a_model_that_mixes_samples(tools, tmp_path):
+    # An output centred on the batch's mean: run batch by batch it would be
+    # another model's output; smp.run names the op and the batch to compile.
+    import numpy as np
+    centred = Path(__file__).resolve().parents[2] / "test" / "smprun" / \
+        "Inputs" / "batch-centred.onnxtxt"
+    art = smp.compile(centred, output=tmp_path / "c.smpx", batch_size=4)
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    with pytest.raises(smp.SmpError) as e:
+        smp.run(art, {"x": x})
+    assert "output 'c' cannot be computed batch by batch: 'smp.reduce_mean' " \
+        "reduces over the batch dim" in str(e.value)
+    assert "--batch-size 8" in str(e.value)
+    whole = smp.compile(centred, output=tmp_path / "c8.smpx", batch_size=8)
+    outs = smp.run(whole, {"x": x})
+    np.testing.assert_allclose(outs["c"], x - x.mean(0), rtol=1e-6)
+    np.testing.assert_array_equal(outs["r"], np.maximum(x, 0))
+
+
 def test_check_finite_names_the_op(tools, tmp_path):
     # Data with NaN: smprun's plain error names the input; with
     # check_finite the first op that reads it, and its ONNX node.

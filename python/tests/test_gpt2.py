@@ -117,3 +117,16 @@ def test_gpt2_export_compile_train_reload(tools, tmp_path):
     diff = float(np.max(np.abs(got["logits"] - want)))
     print(f"trained logits vs smp's trained ONNX ({runner}): max |diff| {diff:.3g}")
     assert diff < 1e-4
+
+    # Inference over the dataset with smp's trained model: compiled for
+    # half a batch, smp.run takes all the samples batch by batch.
+    forward = smp.compile(tmp_path / "trained.onnx", batch_size=BATCH // 2,
+                          output=tmp_path / "forward.smpx")
+    outs = smp.run(forward, {exported.input_names[0]: ids.numpy()})
+    with torch.no_grad():
+        want = logits_of(fresh, ids).numpy()
+    assert outs["logits"].shape == want.shape
+    diff = float(np.max(np.abs(outs["logits"] - want)))
+    print(f"smp.run over {SAMPLES} samples in batches of {BATCH // 2}: "
+          f"max |diff| {diff:.3g}")
+    assert diff < 1e-4
