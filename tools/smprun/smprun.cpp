@@ -396,7 +396,13 @@ int main(int argc, char **argv) {
     exec.enableFiniteChecks();
   if (artifact.manifest.has_training() != (cli.steps > 0))
     return fail(artifact.manifest.has_training()
-                    ? cli.model + ": a training artifact; give --steps N"
+                    ? cli.model +
+                          ": a training artifact; give --steps N to train "
+                          "it. To run the model forward (--output-dir), "
+                          "compile it without --train: the trained one "
+                          "from --save-onnx FILE or `smp-checkpoint export "
+                          "CKPT_DIR --format onnx -o FILE`, then smpc "
+                          "compile FILE --batch-size B"
                     : cli.model + ": not a training artifact (compile with "
                                   "--train) but --steps was given");
   if (!(s = comm->barrier("the start barrier, after loading the artifact"))
