@@ -28,7 +28,10 @@ def list(directory: PathLike) -> Dict[str, Any]:  # noqa: A001 (the verb)
     """The newest checkpoint in `directory` (`smp-checkpoint list --json`):
     {"checkpoint", "step", "total_steps", "num_ranks", "plan", "optimizer",
     "global_batch", "microbatches", "model_fingerprint", "artifact",
-    "tensors": [{"name", "role", "dtype", "shape", "bytes", "ranks"}]}."""
+    "tensors": [{"name", "role", "kind", "dtype", "shape", "bytes",
+    "ranks"}]}; "role" is "param" or "state", "kind" of a parameter the step
+    does not train "buffer" (running statistics, what PyTorch keeps as
+    buffers) or "frozen" (smpc --freeze), else ""."""
     out = _tools.run("smp-checkpoint", ["list", str(directory), "--json"])
     return json.loads(out)
 

@@ -61,8 +61,10 @@ const char *kListHelp = R"(usage: smp-checkpoint list DIR [--json]
 Prints the newest checkpoint in DIR: the step and the run's total steps, the
 ranks and plan that wrote it, its optimizer and hyper-parameters, its global
 batch, the model's fingerprint and the artifact that wrote it, then one line
-per tensor: role (param or state), name, dtype and global shape, bytes of
-the whole tensor and how many ranks store a piece (or a copy) of it.
+per tensor: role (param, state, or for a parameter the step does not
+train buffer, such as a batch norm's running statistics, or frozen, by
+smpc --freeze), name, dtype and global shape, bytes of the whole tensor
+and how many ranks store a piece (or a copy) of it.
 Every rank's index and tensors are read and their checksums verified.
 
   --json     The same as one JSON object (the Python package's
@@ -185,10 +187,12 @@ int list(const Args &args) {
     return fail(s.error);
   const smprt::RunRecord &r = c.record;
   uint64_t paramBytes = 0, stateBytes = 0;
-  size_t params = 0;
+  size_t params = 0, buffers = 0, frozen = 0;
   for (const auto &t : c.tensors) {
     (t.role == "param" ? paramBytes : stateBytes) += t.bytes;
     params += t.role == "param";
+    buffers += t.kind == "buffer";
+    frozen += t.kind == "frozen";
   }
   char fp[32];
   std::snprintf(fp, sizeof(fp), "%016" PRIx64, r.modelFingerprint);
@@ -211,9 +215,11 @@ int list(const Args &args) {
       std::string shape;
       for (size_t k = 0; k < t.shape.size(); ++k)
         shape += (k ? ", " : "") + std::to_string(t.shape[k]);
-      std::printf("%s\n  {\"name\": %s, \"role\": \"%s\", \"dtype\": \"%s\", "
-                  "\"shape\": [%s], \"bytes\": %llu, \"ranks\": %u}",
+      std::printf("%s\n  {\"name\": %s, \"role\": \"%s\", \"kind\": %s, "
+                  "\"dtype\": \"%s\", \"shape\": [%s], \"bytes\": %llu, "
+                  "\"ranks\": %u}",
                   i ? "," : "", jsonString(t.name).c_str(), t.role.c_str(),
+                  jsonString(t.kind).c_str(),
                   smprt::dtypeName(static_cast<smprt::DType>(t.dtype)),
                   shape.c_str(), (unsigned long long)t.bytes, t.shards);
     }
@@ -237,19 +243,27 @@ int list(const Args &args) {
     std::printf("model: %s, fingerprint %s, artifact %s\n",
                 c.modelName.c_str(), fp, r.artifact.c_str());
   }
-  std::printf("tensors: %zu parameters (%llu bytes), %zu state (%llu "
-              "bytes)\n",
-              params, (unsigned long long)paramBytes,
-              c.tensors.size() - params, (unsigned long long)stateBytes);
+  std::string untrained;
+  if (buffers)
+    untrained += std::to_string(buffers) + " buffer" + (buffers > 1 ? "s" : "");
+  if (frozen)
+    untrained += (untrained.empty() ? "" : " and ") + std::to_string(frozen) +
+                 " frozen by --freeze";
+  std::printf(
+      "tensors: %zu parameters (%llu bytes%s%s), %zu state (%llu "
+      "bytes)\n",
+      params, (unsigned long long)paramBytes,
+      untrained.empty() ? "" : ", of which not trained: ", untrained.c_str(),
+      c.tensors.size() - params, (unsigned long long)stateBytes);
   int width = 0;
   for (const auto &t : c.tensors)
     width = std::max(width, static_cast<int>(t.name.size()));
   for (const char *role : {"param", "state"})
     for (const auto &t : c.tensors)
       if (t.role == role)
-        std::printf("  %-5s %-*s  %-18s %10llu bytes  on %u rank%s\n",
-                    t.role.c_str(), width, t.name.c_str(),
-                    shapeText(t.dtype, t.shape).c_str(),
+        std::printf("  %-6s %-*s  %-18s %10llu bytes  on %u rank%s\n",
+                    t.kind.empty() ? t.role.c_str() : t.kind.c_str(), width,
+                    t.name.c_str(), shapeText(t.dtype, t.shape).c_str(),
                     (unsigned long long)t.bytes, t.shards,
                     t.shards == 1 ? "" : "s");
   return 0;

@@ -27,6 +27,7 @@
 #include "smp/Analysis/Cost/CostModel.h"
 #include "smp/Dialect/Smp/IR/SizeLimits.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 #include "smp/Dialect/Smp/Transforms/LossShare.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Frontend/ONNX/Importer.h"
@@ -336,12 +337,22 @@ int compile(ModuleOp module, const Options &opts,
     if (stored.any16Bit())
       plan.precision = "fp32";
     computes16 = computes16 || stored.mostly16Bit();
+    // What the forward holds besides what the step trains (checkpoints
+    // label them), read before the step is built.
+    std::vector<std::string> buffers, frozen;
+    if (auto main = module.lookupSymbol<func::FuncOp>("main")) {
+      llvm::Regex freeze(opts.plan.freeze);
+      smp::untrainedParams(main, opts.plan.freeze.empty() ? nullptr : &freeze,
+                           buffers, frozen);
+    }
     if (failed(buildTrainStep(module, opts, plan)))
       return 1;
     if (opts.plannedMemory && largestArena)
       if (int rc = checkPlannedArenas(module, opts, *largestArena))
         return rc;
     artifact.training = trainingOptions(module, opts, plan, storedText);
+    artifact.training->buffers = std::move(buffers);
+    artifact.training->frozen = std::move(frozen);
   } else {
     // Which outputs smprun may compute over a dataset batch by batch.
     PassManager pm(module.getContext(), ModuleOp::getOperationName());

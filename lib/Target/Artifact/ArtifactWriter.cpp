@@ -195,6 +195,10 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
     t->set_cos_min_ratio(training.cosMinRatio);
   t->set_batch_size(training.batchSize);
   t->set_seed(training.seed);
+  for (const std::string &name : training.buffers)
+    t->add_buffers(name);
+  for (const std::string &name : training.frozen)
+    t->add_frozen(name);
   t->set_source_model(training.sourceModel);
   // The source's checksum: a copy of it elsewhere is accepted in its place
   // (smprun --source-model), any other file refused.

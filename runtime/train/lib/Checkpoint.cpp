@@ -233,6 +233,12 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     return s;
 
   const auto &program = exec.artifact().program;
+  // What each untrained parameter is (smp-checkpoint list shows it).
+  std::map<std::string, const char *> kinds;
+  for (const std::string &n : exec.artifact().manifest.training().buffers())
+    kinds[n] = "buffer";
+  for (const std::string &n : exec.artifact().manifest.training().frozen())
+    kinds[n] = "frozen";
   pb::Checkpoint index;
   index.set_step(step);
   index.set_total_steps(totalSteps);
@@ -260,6 +266,9 @@ Status saveCheckpoint(const Executor &exec, const std::string &dir,
     e->set_checksum(checksum64(data.data() + at, t.bytes()));
     smp::base::setLayout(*e, smp::base::layoutOf(b));
     e->set_role(b.role());
+    if (auto it = kinds.find(b.name());
+        b.role() == "param" && it != kinds.end())
+      e->set_kind(it->second);
   }
   size_t abortAfter = SIZE_MAX, failAfter = SIZE_MAX;
   if (const char *fault = std::getenv("SMP_FAULT_CHECKPOINT_ABORT_AT_STEP"))
@@ -478,6 +487,7 @@ Status summarizeCheckpoint(const std::string &dir, CheckpointSummary &out) {
     CheckpointSummary::Tensor e;
     e.name = name;
     e.role = t.role();
+    e.kind = t.kind();
     e.dtype = t.dtype();
     e.shape = smp::base::layoutOf(t).fullShape;
     uint64_t n = 1;

@@ -138,6 +138,10 @@ Status writeGatheredCheckpoint(const std::string &srcDir,
   if (!record.plan.empty())
     record.plan = "gathered from " + record.plan;
   setRunRecord(record, index);
+  std::map<std::string, std::string> kinds;
+  for (const CheckpointSummary::Tensor &t : summary.tensors)
+    if (t.role == "param")
+      kinds[t.name] = t.kind;
   std::string data;
   for (int k = 0; k < 2; ++k)
     for (const auto &[name, t] : tensors[k]) {
@@ -150,6 +154,8 @@ Status writeGatheredCheckpoint(const std::string &srcDir,
       e->set_bytes(t.bytes.size());
       e->set_checksum(checksum64(t.bytes.data(), t.bytes.size()));
       e->set_role(roles[k]);
+      if (k == 0)
+        e->set_kind(kinds[name]);
       data += t.bytes;
     }
   char name[32];

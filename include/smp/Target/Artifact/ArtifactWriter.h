@@ -41,6 +41,9 @@ struct TrainingOptions {
   /// The ZeRO stage (plan.txt says how the gradients are summed).
   int zeroStage = 0;
   std::string sourceModel; // absolute path, for smprun --save-onnx
+  /// The parameters the step does not train (smp::untrainedParams):
+  /// checkpoints label them.
+  std::vector<std::string> buffers, frozen;
 };
 
 struct ArtifactOptions {

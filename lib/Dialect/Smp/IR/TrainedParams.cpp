@@ -5,6 +5,8 @@
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace smp {
@@ -46,6 +48,23 @@ bool isTrainedParam(func::FuncOp f, unsigned i, const llvm::Regex *freeze,
   auto type = dyn_cast<RankedTensorType>(f.getArgument(i).getType());
   return type && isa<FloatType>(type.getElementType()) &&
          !runningStats.contains(f.getArgument(i));
+}
+
+void untrainedParams(func::FuncOp f, const llvm::Regex *freeze,
+                     std::vector<std::string> &buffers,
+                     std::vector<std::string> &frozen) {
+  llvm::DenseSet<Value> running = runningStatArgs(f);
+  std::set<std::string> b, z;
+  for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+    auto name = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr);
+    if (!name || isTrainedParam(f, i, freeze, running))
+      continue;
+    bool byFlag = freeze && freeze->match(name.getValue()) &&
+                  isTrainedParam(f, i, nullptr, running);
+    (byFlag ? z : b).insert(name.str());
+  }
+  buffers.assign(b.begin(), b.end());
+  frozen.assign(z.begin(), z.end());
 }
 
 } // namespace smp

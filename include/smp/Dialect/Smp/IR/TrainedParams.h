@@ -16,6 +16,9 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
+#include <string>
+#include <vector>
+
 namespace smp {
 
 /// The smp.param argument of `f` that `v` is, directly or through casts;
@@ -35,6 +38,15 @@ llvm::DenseSet<mlir::Value> runningStatArgs(mlir::func::FuncOp f);
 /// (runningStatArgs(f)).
 bool isTrainedParam(mlir::func::FuncOp f, unsigned i, const llvm::Regex *freeze,
                     const llvm::DenseSet<mlir::Value> &runningStats);
+
+/// The parameters of `f` (the forward, @main) its step does not train, by
+/// name, sorted: `frozen` those `freeze` (--freeze; null for none) matches,
+/// `buffers` the others (smp.frozen: what PyTorch keeps as buffers or the
+/// exporter folded; a batch norm's running statistics; non-float ones).
+/// What smp-checkpoint list labels them.
+void untrainedParams(mlir::func::FuncOp f, const llvm::Regex *freeze,
+                     std::vector<std::string> &buffers,
+                     std::vector<std::string> &frozen);
 
 } // namespace smp
 

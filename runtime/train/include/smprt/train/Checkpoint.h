@@ -54,6 +54,7 @@ struct CheckpointSummary {
   RunRecord record;
   struct Tensor {
     std::string name, role;
+    std::string kind; // of a param: "" (trained), "buffer" or "frozen"
     uint32_t dtype = 0;
     std::vector<int64_t> shape; // global
     uint64_t bytes = 0;         // of the global tensor
