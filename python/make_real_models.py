@@ -16,6 +16,11 @@ For each architecture:
                      train() mode, cross-entropy of every position's logits
                      against the labels (test/train/compare_losses.py)
   <arch>/logits.npy  the eval() logits of the first 8 samples (forward/)
+  gpt2_op25.onnx, llama_op25.onnx, gpt2_op26.onnx
+                     GPT-2 and Llama only: the dyn export at
+                     opset_version=25, and GPT-2's taken to opset 26 by
+                     onnx's version converter (export_opset); the same
+                     weights, so <arch>/ref_*.json apply
   t5_noopt.onnx, gemma_noopt.onnx
                      T5 and Gemma only: the dyn export with optimize=False
                      (the fix smpc names when it refuses the other two)
@@ -255,6 +260,34 @@ def data(out):
     return t
 
 
+# Exported at the newest opsets smpc reads as well (test/smprun/opsets.test).
+OPSET_EXPORTS = ("gpt2", "llama")
+
+
+def export_opset(model, example, names, out, name, batch):
+    """<name>_op25.onnx: the dyn export at opset_version=25 (torch 2.15's
+    highest for these: at 26 its converter fails on Attention and it writes
+    opset 18 instead, printing the error); gpt2_op26.onnx: that file taken
+    to opset 26 by onnx's version converter (what torch falls back to)."""
+    from onnx import version_converter
+    path = out / f"{name}_op25.onnx"
+    torch.onnx.export(model, example, str(path), input_names=list(names),
+                      output_names=["logits"],
+                      dynamic_shapes={n: {0: batch} for n in names},
+                      opset_version=25, external_data=False)
+    torch_refs.strip_stack_traces(path)
+    files = [(path, 25)]
+    if name == "gpt2":
+        up = out / f"{name}_op26.onnx"
+        onnx.save(version_converter.convert_version(onnx.load(str(path)), 26),
+                  str(up))
+        files.append((up, 26))
+    for f, opset in files:
+        got = {o.domain or "ai.onnx": o.version
+               for o in onnx.load(str(f)).opset_import}
+        assert got.get("ai.onnx") == opset, (f, got)
+
+
 def main():
     ap = torch_refs.fixture_arguments("real")
     ap.add_argument("--only", nargs="*", help="only these architectures (for debugging)")
@@ -290,6 +323,8 @@ def main():
                               dynamic_shapes={n: {0: batch} for n in names},
                               optimize=False, external_data=False)
             torch_refs.strip_stack_traces(noopt)
+        if name in OPSET_EXPORTS:
+            export_opset(model, example, names, out, name, batch)
         # Stack traces dropped (the files would be 2-3 times as large; smp
         # does not read them).
         for f in (f"{name}.onnx", f"{name}_dyn.onnx"):

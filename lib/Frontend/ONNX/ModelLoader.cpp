@@ -18,7 +18,7 @@ using llvm::inconvertibleErrorCode;
 namespace smp::onnx_frontend {
 
 static constexpr int64_t kMinOpset = 1;
-static constexpr int64_t kMaxOpset = 24;
+static constexpr int64_t kMaxOpset = 26;
 
 static llvm::Error fail(llvm::StringRef path, const llvm::Twine &msg) {
   return createStringError(inconvertibleErrorCode(), path + ": " + msg);
