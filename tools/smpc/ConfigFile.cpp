@@ -38,6 +38,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-raise", Kind::Switch},
     {"--no-fuse-attention", Kind::Switch},
     {"--no-dropout", Kind::Switch},
+    {"--without-export-metadata", Kind::Switch},
     {"--seed", Kind::Value},
     {"--no-pad-vocab", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},

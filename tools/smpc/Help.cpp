@@ -99,6 +99,15 @@ OPTIONS
                        does not name it (torch.onnx.export drops it), gets
                        that row no gradient, as PyTorch does (a warning
                        says so). Repeatable.
+  --without-export-metadata
+                       With --train, accept a torch.onnx.export (dynamo)
+                       file whose metadata a tool removed (onnx's version
+                       converter, which torch uses for opset_version 26 and
+                       above): smp then guesses which initializers PyTorch
+                       merged, tied or folded (a warning for each guess)
+                       and cannot see folded parameters; a Linear's removed
+                       zero bias is refused still. Without it such a file
+                       is refused: export at opset_version 25 or lower.
   --trainable NAME     Train initializer NAME although it holds a
                        sinusoidal position table, which smp freezes with a
                        warning as PyTorch models keep it (requires_grad=

@@ -419,6 +419,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.import.fuseAttention = false;
   } else if (a == "--no-dropout") {
     opts.import.noDropout = true;
+  } else if (a == "--without-export-metadata") {
+    opts.import.withoutExportMetadata = true;
   } else {
     return false;
   }

@@ -102,6 +102,23 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
   return signatureInputs(g, {"PARAMETER"});
 }
 
+bool strippedDynamoExport(const onnx::ModelProto &m) {
+  const onnx::GraphProto &g = m.graph();
+  if (m.producer_name() != "pytorch" || g.node_size() == 0 ||
+      !signatureParams(g).empty())
+    return false;
+  int named = 0;
+  for (const auto &n : g.node()) {
+    if (!nodeMetadata(n, "pkg.torch.onnx.fx_node").empty() ||
+        !nodeMetadata(n, "pkg.torch.onnx.name_scopes").empty())
+      return false;
+    named += llvm::StringRef(n.name()).starts_with("node_");
+  }
+  // onnxscript names the dynamo exporter's nodes node_<op>_<n>; the
+  // TorchScript exporter /<module path>/<Op> or <Op>_<n>.
+  return 2 * named > g.node_size();
+}
+
 /// The PyTorch parameter (its module path) that node `n` read where the
 /// ONNX graph reads the merged initializer `init`, from the dynamo
 /// exporter's `pkg.torch.onnx.fx_node` metadata: of the `%p_...` arguments

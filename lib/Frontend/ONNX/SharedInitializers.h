@@ -93,6 +93,10 @@ signatureInputs(const onnx::GraphProto &g,
                 llvm::ArrayRef<llvm::StringRef> kinds);
 /// signatureInputs(g, {"PARAMETER"}).
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g);
+/// Whether `m` is a dynamo export (producer pytorch, most nodes named
+/// node_<op>_<n> as onnxscript names them) whose metadata a tool removed:
+/// no graph signature and no node's pkg.torch.onnx entries.
+bool strippedDynamoExport(const onnx::ModelProto &m);
 /// The PyTorch parameter node `n`'s call read where the node reads the
 /// merged initializer `init`, or "" (the call's one parameter named like
 /// `init`, else, for Add/Sub/Mul/Div, the one in `init`'s place).

@@ -46,6 +46,11 @@ struct ImportOptions {
   /// Warn how the parameters train (tied, untied, folded) without
   /// `training` too: `smpc summary` describes what training would do.
   bool parameterWarnings = false;
+  /// Train a dynamo export whose metadata a tool removed
+  /// (--without-export-metadata): smp guesses which initializers PyTorch
+  /// merged, tied or folded, with a warning for each guess; without it such
+  /// a file is refused under `training`.
+  bool withoutExportMetadata = false;
   /// Train training-mode Dropout nodes as identities (--no-dropout), as an
   /// eval() export would have them; without it such a node is refused.
   bool noDropout = false;
