@@ -415,15 +415,23 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.sequenceParallel = on;
   } else if (a == "--no-pad-vocab") {
     opts.plan.padClasses = false;
-  } else if (a == "--no-fuse-attention") {
-    opts.import.fuseAttention = false;
-  } else if (a == "--no-dropout") {
-    opts.import.noDropout = true;
-  } else if (a == "--without-export-metadata") {
-    opts.import.withoutExportMetadata = true;
   } else {
     return false;
   }
+  return true;
+}
+
+/// The switches of what the importer does with the file. Returns whether
+/// `a` is one of them.
+bool parseImportSwitch(llvm::StringRef a, Options &opts) {
+  if (a == "--no-fuse-attention")
+    opts.import.fuseAttention = false;
+  else if (a == "--no-dropout")
+    opts.import.noDropout = true;
+  else if (a == "--without-export-metadata")
+    opts.import.withoutExportMetadata = true;
+  else
+    return false;
   return true;
 }
 
@@ -549,7 +557,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     std::optional<int> exit;
     if (parseModelFlag(a, value, opts, exit) ||
         parseTrainingFlag(a, value, opts, exit) ||
-        parseParallelFlag(a, value, opts, exit)) {
+        parseParallelFlag(a, value, opts, exit) || parseImportSwitch(a, opts)) {
       if (exit)
         return exit;
       continue;
