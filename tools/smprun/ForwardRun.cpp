@@ -70,8 +70,9 @@ int readInputs(const Cli &cli, const smprt::Artifact &artifact, int rank,
 
 /// How many compiled batches the data holds: 1 when every input has the
 /// compiled shape (or differs otherwise: the executor's check reports it),
-/// K > 1 when every input holds K times the compiled leading dim and
-/// every output is per sample. 0 after an error.
+/// K > 1 when every input holds K times the compiled leading dim (a scalar
+/// input, which holds no samples, goes whole to every batch) and every
+/// output is per sample. 0 after an error.
 int64_t batchesOf(const smprt::Artifact &artifact,
                   const std::vector<smprt::NpyArray> &inputs,
                   const std::vector<std::string> &paths) {
@@ -81,6 +82,8 @@ int64_t batchesOf(const smprt::Artifact &artifact,
   for (int i = 0; i < m.inputs_size(); ++i) {
     const auto &want = m.inputs(i).shape();
     const std::vector<int64_t> &got = inputs[i].shape;
+    if (want.empty() && got.empty())
+      continue; // a scalar: the same in every batch
     if (want.empty() || got.size() != static_cast<size_t>(want.size()) ||
         !std::equal(got.begin() + 1, got.end(), want.begin() + 1) ||
         want[0] <= 0)
@@ -109,6 +112,7 @@ int64_t batchesOf(const smprt::Artifact &artifact,
   }
   if (k <= 1)
     return 1;
+  int64_t batch = m.inputs(first).shape(0);
   for (const auto &out : m.outputs()) {
     if (out.samples() == "per-sample")
       continue;
@@ -118,11 +122,10 @@ int64_t batchesOf(const smprt::Artifact &artifact,
                             "older smpc: compile it again)"
                           : out.samples();
     fail("the data holds " + std::to_string(k) + " batches of " +
-         std::to_string(m.inputs(0).shape(0)) +
+         std::to_string(batch) +
          " samples (the batch the model was compiled for), but output '" +
          out.name() + "' cannot be computed batch by batch: " + why +
-         "; compile the model with --batch-size " +
-         std::to_string(k * m.inputs(0).shape(0)) +
+         "; compile the model with --batch-size " + std::to_string(k * batch) +
          " to run all the samples as one batch");
     return 0;
   }
@@ -139,9 +142,11 @@ int runBatch(const smprt::Artifact &artifact, smprt::Executor &exec,
   smprt::Status s;
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     smprt::TensorRef ref = inputs[i].ref();
-    size_t bytes = ref.bytes() / k;
-    ref.data = static_cast<char *>(ref.data) + b * bytes;
-    ref.shape[0] /= k;
+    if (!ref.shape.empty()) { // a scalar goes whole to every batch
+      size_t bytes = ref.bytes() / k;
+      ref.data = static_cast<char *>(ref.data) + b * bytes;
+      ref.shape[0] /= k;
+    }
     if (!(s = exec.setInput(artifact.manifest.inputs(i).name(), ref, paths[i]))
              .ok())
       return fail(s.error);
@@ -193,12 +198,16 @@ int runForward(const Cli &cli, const smprt::Artifact &artifact,
     return fail(s.error);
   if (rank != 0)
     return 0; // rank 0 writes the outputs
-  if (k > 1)
+  if (k > 1) {
+    size_t i = 0; // batchesOf found a batched input
+    while (inputs[i].shape.empty())
+      ++i;
     std::printf("ran %lld batches of %lld samples (%lld in all), each "
                 "output computed sample by sample\n",
                 static_cast<long long>(k),
-                static_cast<long long>(artifact.manifest.inputs(0).shape(0)),
-                static_cast<long long>(inputs[0].shape[0]));
+                static_cast<long long>(inputs[i].shape[0] / k),
+                static_cast<long long>(inputs[i].shape[0]));
+  }
   ::mkdir(cli.outDir.c_str(), 0755);
   for (auto &[name, out] : outputs) {
     std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
