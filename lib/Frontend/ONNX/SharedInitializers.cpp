@@ -590,6 +590,12 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   // The dynamo exporter's graph signature (empty for other files), read once.
   const std::map<std::string, std::string> signature = signatureParams(g);
   std::vector<ParamOrigin> origins;
+  if (!options.training && options.parameterWarnings &&
+      strippedDynamoExport(model))
+    warnings.push_back(
+        "the file has lost the dynamo exporter's metadata: smpc compile "
+        "--train refuses it unless --without-export-metadata accepts smp's "
+        "guesses (below) of what the exporter merged and tied");
   if (options.training) {
     if (auto err = checkExportMetadata(model, path, options, warnings))
       return std::move(err);
