@@ -132,8 +132,9 @@ int64_t batchesOf(const smprt::Artifact &artifact,
   return k;
 }
 
-/// Runs batch `b` of `k` (rows b/k of every input) and appends each output
-/// to `outputs` (created on the first batch).
+/// Runs batch `b` of `k` (rows b/k of every input); with k > 1 appends each
+/// output to `outputs` (created on the first batch). A single run's outputs
+/// are written from the executor's buffers, not copied.
 int runBatch(const smprt::Artifact &artifact, smprt::Executor &exec,
              std::vector<smprt::NpyArray> &inputs,
              const std::vector<std::string> &paths, int64_t b, int64_t k,
@@ -156,6 +157,8 @@ int runBatch(const smprt::Artifact &artifact, smprt::Executor &exec,
                 (k > 1 ? " (batch " + std::to_string(b + 1) + " of " +
                              std::to_string(k) + ")"
                        : ""));
+  if (k == 1)
+    return 0;
   for (const auto &[name, ref] : exec.outputs()) {
     smprt::NpyArray &out = outputs[name];
     if (b == 0) {
@@ -208,12 +211,17 @@ int runForward(const Cli &cli, const smprt::Artifact &artifact,
                 static_cast<long long>(inputs[i].shape[0] / k),
                 static_cast<long long>(inputs[i].shape[0]));
   }
+  std::vector<std::pair<std::string, smprt::TensorRef>> results;
+  if (k == 1)
+    results = exec.outputs();
+  else
+    for (auto &[name, out] : outputs)
+      results.emplace_back(name, out.ref());
   ::mkdir(cli.outDir.c_str(), 0755);
-  for (auto &[name, out] : outputs) {
+  for (const auto &[name, ref] : results) {
     std::string path = cli.outDir + "/" + smprt::fileNameFor(name) + ".npy";
     // A bf16 output is written widened to float32 (writeNpy), as PyTorch
     // users read one (out.float().numpy()).
-    smprt::TensorRef ref = out.ref();
     if (!(s = smprt::writeNpy(path, ref)).ok())
       return fail(s.error);
     std::cout << "wrote " << path << " (" << smprt::describe(ref)
