@@ -26,20 +26,12 @@ std::string samplesOf(const SampleDims &dims, Value v) {
   if (dims.leading(v))
     return "per-sample";
   SampleDims::State s = dims.of(v);
-  auto opName = [&] {
-    return "'" + s.op->getName().getStringRef().str() + "'";
-  };
-  switch (s.kind) {
-  case SampleDims::State::Mixed:
-    return opName() + " " + s.why + ", mixing the batch's samples";
-  case SampleDims::State::Unknown:
-    return "smp cannot follow the batch's samples through " + opName();
-  case SampleDims::State::None:
+  if (s.kind == SampleDims::State::Mixed ||
+      s.kind == SampleDims::State::Unknown)
+    return SampleDims::lostSamples(s);
+  if (s.kind == SampleDims::State::None)
     return "it holds no samples (computed from parameters and constants "
            "only)";
-  case SampleDims::State::Dim:
-    break;
-  }
   return "it holds the batch's samples along dim " + std::to_string(s.dim) +
          (s.dim == 0 ? " interleaved with another dim" : "") +
          ", not sample-major along dim 0";

@@ -446,6 +446,13 @@ bool SampleDims::leading(Value v) const {
          shapeOf(v)[0] == samples * s.inner;
 }
 
+std::string SampleDims::lostSamples(const State &s) {
+  std::string op = "'" + s.op->getName().getStringRef().str() + "'";
+  return s.kind == State::Mixed
+             ? op + " " + s.why + ", mixing the batch's samples"
+             : "smp cannot follow the batch's samples through " + op;
+}
+
 LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
                                 int64_t dp, int64_t microbatches) const {
   State s = of(v);
@@ -464,14 +471,12 @@ LogicalResult SampleDims::check(Value v, StringRef what, int64_t wantDim,
                      "statistics over the batch)";
   if (s.kind == State::Mixed)
     return s.op->emitError()
-           << "'" << s.op->getName() << "' " << s.why
-           << ", mixing the batch's samples: under " << split
+           << lostSamples(s) << ": under " << split
            << " each shard computes it from its own samples only, so " << what
            << " would not be the one-device value" << todo;
   if (s.kind == State::Unknown)
     return s.op->emitError()
-           << "smp cannot follow the batch's samples through '"
-           << s.op->getName() << "', so it cannot tell that " << what
+           << lostSamples(s) << ", so it cannot tell that " << what
            << " is computed sample by sample under " << split << todo;
   Operation *def = v.getDefiningOp();
   return (def ? def->emitError() : emitError(v.getLoc()))

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <string>
+
 namespace smp {
 
 class SampleDims {
@@ -52,6 +54,12 @@ public:
   mlir::LogicalResult check(mlir::Value v, llvm::StringRef what,
                             int64_t wantDim, int64_t dp,
                             int64_t microbatches) const;
+
+  /// What a Mixed or Unknown state says of its op: "'smp.reduce_mean'
+  /// reduces over the batch dim, mixing the batch's samples", "smp cannot
+  /// follow the batch's samples through 'op'" (check's errors and
+  /// smp-mark-sample-outputs' reasons).
+  static std::string lostSamples(const State &s);
 
 private:
   /// The micro-batch (the inputs' leading dim; 0 without inputs).
