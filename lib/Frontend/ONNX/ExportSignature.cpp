@@ -102,10 +102,10 @@ std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
   return signatureInputs(g, {"PARAMETER"});
 }
 
-bool strippedDynamoExport(const onnx::ModelProto &m) {
+bool strippedDynamoExport(const onnx::ModelProto &m,
+                          const std::map<std::string, std::string> &sig) {
   const onnx::GraphProto &g = m.graph();
-  if (m.producer_name() != "pytorch" || g.node_size() == 0 ||
-      !signatureParams(g).empty())
+  if (m.producer_name() != "pytorch" || g.node_size() == 0 || !sig.empty())
     return false;
   int named = 0;
   for (const auto &n : g.node()) {

@@ -18,25 +18,18 @@
 
 namespace smp::onnx_frontend {
 
-namespace {
-
 /// A dynamo export whose metadata a tool removed (onnx's version converter
 /// drops every node's and the graph's: torch.onnx.export goes through it
-/// for opset_version 26 and above) still has the optimiser's removals in
-/// it, but nothing names the parameters: a Gemm left with two inputs (every
-/// one in the dynamo exports of the fixtures carries the rule
-/// RemoveOptionalBiasFromGemm; the exporter writes a bias-free linear as
-/// MatMul) lost a zero bias PyTorch trains (GPT-2's: 25% off PyTorch's
-/// gradient norm at step 1). Refused; a TorchScript export (no "node_"
-/// names) or another producer's two-input Gemm is not.
+/// for opset_version 26 and above; the caller checked strippedDynamoExport)
+/// still has the optimiser's removals in it, but nothing names the
+/// parameters: a Gemm left with two inputs (every one in the dynamo exports
+/// of the fixtures carries the rule RemoveOptionalBiasFromGemm; the
+/// exporter writes a bias-free linear as MatMul) lost a zero bias PyTorch
+/// trains (GPT-2's: 25% off PyTorch's gradient norm at step 1).
 llvm::Error refuseStrippedRemovals(const onnx::GraphProto &g,
                                    llvm::StringRef path) {
-  if (!signatureParams(g).empty())
-    return llvm::Error::success(); // the metadata is there
   for (const auto &n : g.node()) {
-    if (n.op_type() != "Gemm" || (n.input_size() > 2 && !n.input(2).empty()) ||
-        !llvm::StringRef(n.name()).starts_with("node_") ||
-        !nodeMetadata(n, "pkg.onnxscript.rewriter.rule_name").empty())
+    if (n.op_type() != "Gemm" || (n.input_size() > 2 && !n.input(2).empty()))
       continue;
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -54,8 +47,6 @@ llvm::Error refuseStrippedRemovals(const onnx::GraphProto &g,
   return llvm::Error::success();
 }
 
-} // namespace
-
 /// The dynamo exporter's optimiser removes a Linear's or a convolution's
 /// bias that is all zeros at export (rules RemoveOptionalBiasFromGemm,
 /// RemoveOptionalBiasFromConv: HF ViT's patch embedding); PyTorch trains that
@@ -65,8 +56,6 @@ llvm::Error refuseStrippedRemovals(const onnx::GraphProto &g,
 llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
                                  const std::map<std::string, std::string> &sig,
                                  std::vector<ParamOrigin> &origins) {
-  if (auto err = refuseStrippedRemovals(g, path))
-    return err;
   std::map<std::string, std::string> params = sig;
   llvm::StringSet<> names;
   for (const auto &t : g.initializer())

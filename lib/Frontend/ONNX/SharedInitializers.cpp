@@ -547,10 +547,9 @@ namespace {
 /// BART trained that way was 1.9% off PyTorch's gradient norm at step 1,
 /// with only the merge warnings), and merges are guessed.
 llvm::Error checkExportMetadata(const onnx::ModelProto &model,
-                                llvm::StringRef path,
+                                llvm::StringRef path, bool stripped,
                                 const ImportOptions &options,
                                 std::vector<std::string> &warnings) {
-  bool stripped = strippedDynamoExport(model);
   if (stripped && !options.withoutExportMetadata)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -567,15 +566,19 @@ llvm::Error checkExportMetadata(const onnx::ModelProto &model,
             "may train another model. Export with opset_version 25 or lower "
             "and do not convert the file, or pass --without-export-metadata "
             "to train on smp's guesses");
-  if (stripped)
+  if (stripped) {
+    // A removed bias is not a guess: it is gone.
+    if (auto err = refuseStrippedRemovals(model.graph(), path))
+      return err;
     warnings.push_back(
         "the file has lost the dynamo exporter's metadata: "
         "--without-export-metadata trains on smp's guesses of what the "
         "exporter merged and tied (each said below), and parameters its "
         "optimiser folded into other values are not seen");
-  else if (options.withoutExportMetadata)
+  } else if (options.withoutExportMetadata) {
     warnings.push_back("--without-export-metadata changes nothing: the file "
                        "is not a dynamo export stripped of its metadata");
+  }
   return llvm::Error::success();
 }
 
@@ -590,14 +593,15 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   // The dynamo exporter's graph signature (empty for other files), read once.
   const std::map<std::string, std::string> signature = signatureParams(g);
   std::vector<ParamOrigin> origins;
-  if (!options.training && options.parameterWarnings &&
-      strippedDynamoExport(model))
+  const bool stripped = strippedDynamoExport(model, signature);
+  if (!options.training && options.parameterWarnings && stripped)
     warnings.push_back(
         "the file has lost the dynamo exporter's metadata: smpc compile "
         "--train refuses it unless --without-export-metadata accepts smp's "
         "guesses (below) of what the exporter merged and tied");
   if (options.training) {
-    if (auto err = checkExportMetadata(model, path, options, warnings))
+    if (auto err =
+            checkExportMetadata(model, path, stripped, options, warnings))
       return std::move(err);
     if (auto err = refuseFoldedBatchNorms(g, path))
       return std::move(err);

@@ -95,8 +95,10 @@ signatureInputs(const onnx::GraphProto &g,
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g);
 /// Whether `m` is a dynamo export (producer pytorch, most nodes named
 /// node_<op>_<n> as onnxscript names them) whose metadata a tool removed:
-/// no graph signature and no node's pkg.torch.onnx entries.
-bool strippedDynamoExport(const onnx::ModelProto &m);
+/// no graph signature (`sig`, signatureParams of its graph) and no node's
+/// pkg.torch.onnx entries.
+bool strippedDynamoExport(const onnx::ModelProto &m,
+                          const std::map<std::string, std::string> &sig);
 /// The PyTorch parameter node `n`'s call read where the node reads the
 /// merged initializer `init`, or "" (the call's one parameter named like
 /// `init`, else, for Add/Sub/Mul/Div, the one in `init`'s place).
@@ -133,6 +135,12 @@ llvm::Error resolveFoldedParameters(
     std::vector<ParamOrigin> &origins, std::vector<std::string> &warnings,
     std::set<std::string> &frozen, mlir::MLIRContext *ctx,
     llvm::StringRef modelDir);
+
+/// Under --train, for a dynamo export stripped of its metadata
+/// (strippedDynamoExport): refuses a Gemm the optimiser left without its
+/// zero bias, which nothing names any more (RemovedBiases.cpp).
+llvm::Error refuseStrippedRemovals(const onnx::GraphProto &g,
+                                   llvm::StringRef path);
 
 /// Under --train, for a file with the dynamo exporter's graph signature
 /// `sig`: puts back, as zero-initialised parameters named as the node's
