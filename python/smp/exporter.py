@@ -151,18 +151,12 @@ def run_onnx(path, inputs: Dict[str, np.ndarray]) -> (Dict[str, np.ndarray], str
         names = [o.name for o in sess.get_outputs()]
         return dict(zip(names, sess.run(names, inputs))), "onnxruntime"
     from .compiler import compile as smp_compile
-    from .runner import write_data_dir
+    from .runner import run
     batch = next(iter(inputs.values())).shape[0]
     with tempfile.TemporaryDirectory(prefix="smp-check-") as d:
-        d = Path(d)
-        art = smp_compile(path, output=d / "check.smpx", batch_size=batch)
-        data = write_data_dir(inputs, d / "in")
-        _tools.run("smprun", [str(art.path), "--data", str(data),
-                              "--output-dir", str(d / "out")])
-        outs = {}
-        for f in (d / "out").glob("*.npy"):
-            outs[f.stem] = np.load(f)
-        return outs, "smprun"
+        art = smp_compile(path, output=Path(d) / "check.smpx",
+                          batch_size=batch)
+        return run(art, inputs), "smprun"
 
 
 def _refuse_16_bit(module):
