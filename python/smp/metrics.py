@@ -14,14 +14,15 @@ from ._tools import SmpError
 PathLike = Union[str, Path]
 
 # What plot_metrics draws by default, one panel each, when the run has it.
-DEFAULT_KEYS = ("loss", "lr", "grad_norm", "tokens_per_s", "mfu",
-                "loss_scale")
+DEFAULT_KEYS = ("loss", "eval_loss", "lr", "grad_norm", "tokens_per_s",
+                "mfu", "loss_scale")
 
 
 def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
     """The rows of a --metrics file by step: a resumed run appends, so a
     step written twice (a run killed between checkpoints and resumed)
-    keeps its later row. Raises SmpError naming the file and line."""
+    keeps its later row; an evaluation's row (eval_loss, --eval-data) joins
+    its step's row. Raises SmpError naming the file and line."""
     path = Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -38,7 +39,10 @@ def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
             raise SmpError(f"{path}:{n}: not a metrics row (one JSON object "
                            f"with a \"step\" per line, as smprun --metrics "
                            f"writes)")
-        by_step[step] = row
+        if "eval_loss" in row and step in by_step:
+            by_step[step] = {**by_step[step], **row}
+        else:
+            by_step[step] = row
     if not by_step:
         raise SmpError(f"{path}: holds no steps")
     return [by_step[s] for s in sorted(by_step)]
@@ -49,7 +53,7 @@ def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
     """Plots a run's metrics (an --metrics file, or the rows of one, e.g.
     smp.train(...).metrics) against the step into the image `out` (PNG,
     SVG or PDF by its suffix): one panel per key of `keys` (default:
-    loss, lr, grad_norm, tokens/s, MFU, loss scale), skipping keys the run
+    loss, eval_loss, lr, grad_norm, tokens/s, MFU, loss scale), skipping keys the run
     does not have (tokens_per_s falls back to samples_per_s for a model
     without token ids). Needs matplotlib; raises SmpError without it, for
     an unknown key, or for a file that is not smprun's metrics. Returns
@@ -90,8 +94,15 @@ def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
                              figsize=(8, 2.2 * len(keys)))
     for ax, key in zip(axes[:, 0], keys):
         ys = [r.get(key) for r in rows]
-        ax.plot(steps, [float("nan") if y is None else y for y in ys],
-                linewidth=1)
+        if not all(key in r for r in rows):
+            # A key of some steps only (evaluations): their points, joined.
+            pts = [(x, float("nan") if r[key] is None else r[key])
+                   for x, r in zip(steps, rows) if key in r]
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o",
+                    markersize=3, linewidth=1)
+        else:
+            ax.plot(steps, [float("nan") if y is None else y for y in ys],
+                    linewidth=1)
         ax.set_ylabel(key)
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("step")

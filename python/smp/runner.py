@@ -11,7 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -74,6 +74,9 @@ class TrainResult:
     output: str
     checkpoint_dir: Optional[Path] = None
     save_onnx: Optional[Path] = None
+    # With eval_data: (step, eval loss) of each evaluation, and its rows.
+    eval_losses: List[Tuple[int, float]] = field(default_factory=list)
+    eval_metrics: List[Dict[str, Any]] = field(default_factory=list)
 
 
 _STEP = re.compile(r"^step (\d+) loss (\S+)")
@@ -87,7 +90,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           resume: bool = False, reset_optimizer: bool = False,
           reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
-          check_finite: bool = False,
+          check_finite: bool = False, eval_data=None,
+          eval_every: Optional[int] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
     """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
     steps with smprun on `ranks` ranks on this machine (default: the ranks it
@@ -102,7 +106,11 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     source_model (a copy of that file, as smprun --source-model).
     check_finite (smprun --check-finite, as torch.autograd.detect_anomaly)
     scans every op's output and stops at the first NaN, naming the op and
-    its ONNX node: slow, for finding where a NaN loss starts. Each step's line is shown as
+    its ONNX node: slow, for finding where a NaN loss starts. eval_data
+    (as data: held-out samples) is evaluated after the last step and every
+    eval_every steps (smprun --eval-data/--eval-every: the step's forward
+    with dropout off, as model.eval(); the mean of the global batches'
+    losses). Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -138,16 +146,31 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args += ["--device", device]
         if check_finite:
             args.append("--check-finite")
+        if eval_data is not None:
+            args += ["--eval-data", str(write_data_dir(eval_data, tmp / "eval"))]
+        if eval_every is not None:
+            args += ["--eval-every", str(eval_every)]
         on_line = (progress if callable(progress)
                    else _tools.progress_printer() if progress else None)
         output = _tools.run("smprun", args, on_line=on_line)
         metrics = [json.loads(l) for l in metrics_path.read_text().splitlines()
                    if l.strip()] if metrics_path.exists() else []
+    evals = [m for m in metrics if "eval_loss" in m]
+    # An evaluation's row joins its step's (as smp.read_metrics).
+    rows: List[Dict[str, Any]] = []
+    for m in metrics:
+        if "eval_loss" in m and rows and rows[-1]["step"] == m["step"]:
+            rows[-1] = {**rows[-1], **m}
+        elif "eval_loss" not in m:
+            rows.append(m)
+    metrics = rows
     losses = [m["loss"] for m in metrics] or [
         float(m.group(2)) for m in map(_STEP.match, output.splitlines()) if m]
     return TrainResult(losses=losses, metrics=metrics, output=output,
                        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
-                       save_onnx=Path(save_onnx) if save_onnx else None)
+                       save_onnx=Path(save_onnx) if save_onnx else None,
+                       eval_losses=[(m["step"], m["eval_loss"]) for m in evals],
+                       eval_metrics=evals)
 
 
 def _name_from_file(stem: str) -> str:

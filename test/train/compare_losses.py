@@ -4,7 +4,8 @@
     compare_losses.py METRICS.jsonl REF.json --rtol R [--grad-rtol G] [--label NAME]
 
 METRICS.jsonl is what `smprun --steps N --metrics FILE` writes (one JSON
-object per step: step, loss, lr, grad_norm, ...); REF.json is a
+object per step: step, loss, lr, grad_norm, ...; the rows of evaluations,
+with eval_loss, are left to compare_evals.py); REF.json is a
 test/fixtures/train/<model>/ref_<config>.json written by
 python/make_training_refs.py ({"config": {...}, "losses": [...],
 "grad_norms": [...]}, and "lrs": [...], the learning rate of every step,
@@ -55,9 +56,11 @@ def load_metrics(path):
             if not line:
                 continue
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except ValueError as e:
                 raise SystemExit("%s:%d: not JSON: %s" % (path, n, e))
+            if "eval_loss" not in row:  # an evaluation's (compare_evals.py)
+                rows.append(row)
     return rows
 
 

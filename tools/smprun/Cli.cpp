@@ -91,6 +91,23 @@ OPTIONS
                      (default: live on a terminal, log otherwise: under
                      mpirun, srun, a pipe or a file).
   --log-every K      The log line every K steps (default 10).
+  --eval-data DIR    With --steps: held-out samples, one .npy per data
+                     input as for --data, evaluated after the last step
+                     (and every --eval-every steps): each global batch
+                     runs the training step's forward (what its loss is
+                     computed from) with dropout off, as PyTorch's
+                     model.eval() under torch.no_grad(), and nothing is
+                     trained; the eval loss is the mean of the batches'
+                     losses (as the Hugging Face Trainer's eval_loss). A
+                     sample count that is not a multiple of the global
+                     batch leaves the last samples out (noted). Printed as
+                     "eval step K loss L samples N" on stdout and written
+                     as an eval_loss row to --metrics and eval/loss to
+                     --tensorboard-dir. Refused for a model with
+                     BatchNormalization (its forward in training uses the
+                     batch's statistics, model.eval() the running ones).
+  --eval-every K     With --eval-data: also evaluate after every K steps
+                     (the Trainer's eval_steps).
   --checkpoint-dir D With --steps: where checkpoints go (parameters and
                      optimizer state by name, written atomically).
   --checkpoint-every K  Save a checkpoint every K steps. Without it,
@@ -231,7 +248,7 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
   if (cli.steps == 0) {
     for (const char *flag :
          {"--checkpoint-dir", "--checkpoint-every", "--save-onnx",
-          "--source-model", "--metrics",
+          "--source-model", "--metrics", "--eval-data", "--eval-every",
           "--tensorboard-dir", "--progress", "--log-every"})
       if (given.count(flag))
         return fail(std::string(flag) + " is for training; give --steps N");
@@ -249,6 +266,9 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
   if (!cli.sourceModel.empty() && cli.saveOnnx.empty())
     return fail("--source-model names the model --save-onnx writes back; "
                 "give --save-onnx FILE too");
+  if (cli.evalEvery > 0 && cli.evalDir.empty())
+    return fail("--eval-every K evaluates held-out samples; give them with "
+                "--eval-data DIR");
   if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
   if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
@@ -279,6 +299,8 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       {"--progress", {&cli.progress}},
       {"--profile", {&cli.profilePath}},
       {"--checkpoint-dir", {&cli.ckptDir}},
+      {"--eval-data", {&cli.evalDir}},
+      {"--eval-every", {nullptr, &cli.evalEvery}},
       {"--save-onnx", {&cli.saveOnnx}},
       {"--source-model", {&cli.sourceModel}},
       {"--device", {&cli.device}},

@@ -17,9 +17,10 @@ namespace smprun {
 
 /// The command line.
 struct Cli {
-  std::string argv0, model, dataDir, outDir, profilePath, metricsPath,
-      ckptDir, saveOnnx, sourceModel, tensorboardDir, progress = "auto";
-  int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10;
+  std::string argv0, model, dataDir, outDir, profilePath, metricsPath, ckptDir,
+      saveOnnx, sourceModel, tensorboardDir, progress = "auto", evalDir;
+  int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10,
+          evalEvery = 0;
   double timeout = 600;
   bool resume = false, resetOptimizer = false, resetData = false,
        checkFinite = false;

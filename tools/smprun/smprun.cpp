@@ -228,6 +228,8 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   topts.tensorboardDir = cli.tensorboardDir;
   topts.checkpointDir = cli.ckptDir;
   topts.checkpointEvery = cli.ckptEvery;
+  topts.evalDir = cli.evalDir;
+  topts.evalEvery = cli.evalEvery;
   topts.resume = cli.resume;
   topts.resetOptimizer = cli.resetOptimizer;
   topts.resetData = cli.resetData;

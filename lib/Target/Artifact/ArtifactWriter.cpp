@@ -306,10 +306,16 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   // program, each with its slice of the weights): index p * tp + t.
   int64_t tp = grid.size[kTensorAxis];
   std::vector<std::unique_ptr<Lowering>> lowered;
-  for (func::FuncOp f : funcs)
+  // What smprun --eval-data runs of a training step.
+  std::vector<llvm::DenseSet<Operation *>> forward;
+  if (options.training)
+    forward = forwardOps(funcs);
+  for (auto [p, f] : llvm::enumerate(funcs))
     for (int64_t t = 0; t < tp; ++t) {
       lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp,
                                                    grid.shardRanks()));
+      if (options.training)
+        lowered.back()->forward = &forward[p];
       if (auto err = lowered.back()->run())
         return std::move(err);
     }
@@ -329,8 +335,10 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     return std::string(p.str());
   };
   pb::Manifest manifest = manifestOf(module, stages, options, grid);
-  if (options.training)
+  if (options.training) {
     *manifest.mutable_parameters() = params.parameters();
+    manifest.mutable_training()->set_eval_refusal(evaluationRefusal(funcs));
+  }
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.
   auto lowering = [&](int64_t p, int64_t t) -> Lowering & {

@@ -105,6 +105,9 @@ llvm::Error Lowering::run() {
     int instructions = program.instructions_size();
     if (auto err = lowerOp(op, index))
       return err;
+    if (forward && forward->contains(&op))
+      for (int k = instructions; k < program.instructions_size(); ++k)
+        program.mutable_instructions(k)->set_forward(true);
     if (index != before)
       firstInstruction.push_back(instructions);
   }

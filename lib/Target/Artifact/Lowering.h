@@ -106,6 +106,9 @@ public:
   pb::Manifest manifestIO; // inputs/outputs specs only
   /// False: plan memory only, reading no parameter bytes.
   bool withWeights = true;
+  /// The ops of the evaluation's forward (forwardOps): their instructions
+  /// are marked `forward`. Null: none marked (a forward-only artifact).
+  const llvm::DenseSet<Operation *> *forward = nullptr;
 
 private:
   // Lowering.cpp
@@ -185,6 +188,19 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module);
 llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                                             const DeviceGrid &grid,
                                             int64_t rank);
+
+//===--- ForwardSubset.cpp
+//-------------------------------------------------===//
+
+/// For each pipeline stage's function (in order; or the one step), the ops
+/// an evaluation runs: those the step's "loss" output is computed from,
+/// across the stages through the sends and receives.
+std::vector<llvm::DenseSet<Operation *>>
+forwardOps(ArrayRef<func::FuncOp> stages);
+/// Why a training step's forward does not evaluate the model as PyTorch's
+/// model.eval() does (a batch norm), what smprun --eval-data refuses with;
+/// "" when it does.
+std::string evaluationRefusal(ArrayRef<func::FuncOp> stages);
 
 //===--- PlanReport.cpp ----------------------------------------------------===//
 

@@ -28,6 +28,19 @@ static std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+/// plan.txt's line on what smprun --eval-data runs of a training step.
+static std::string evaluationLine(ModuleOp module) {
+  auto funcs = rankFunctions(module);
+  std::string why = funcs ? evaluationRefusal(*funcs) : "";
+  if (!funcs)
+    llvm::consumeError(funcs.takeError());
+  return "evaluation (smprun --eval-data): " +
+         (why.empty() ? std::string("the instructions the loss is computed "
+                                    "from, dropout off")
+                      : "refused: " + why) +
+         "\n";
+}
+
 std::string planReport(ModuleOp module,
                        const std::vector<std::unique_ptr<Lowering>> &stages,
                        const ArtifactOptions &options, const DeviceGrid &grid) {
@@ -139,12 +152,15 @@ std::string planReport(ModuleOp module,
          << " on attention probabilities, drawn inside the fused attention";
     os << "\n";
   }
+  if (options.training)
+    os << evaluationLine(module);
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
-    uint64_t weights = 0, sends = 0, recvs = 0;
+    uint64_t weights = 0, sends = 0, recvs = 0, forward = 0;
     for (const auto &w : program.weights())
       weights += w.bytes();
     for (const auto &inst : program.instructions()) {
+      forward += inst.forward();
       sends += inst.op() == "send";
       recvs += inst.op() == "recv";
     }
@@ -156,6 +172,8 @@ std::string planReport(ModuleOp module,
        << program.buffers_size() << " buffers";
     if (pp > 1)
       os << ", " << sends << " sends and " << recvs << " receives per step";
+    if (options.training)
+      os << "; " << forward << " in an evaluation";
     os << "\n";
   }
   std::map<std::string, int> ops;

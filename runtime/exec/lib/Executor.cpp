@@ -146,24 +146,37 @@ Status Executor::setInput(const std::string &name, const TensorRef &value,
                          "'");
 }
 
-Status Executor::run() {
+Status Executor::run() { return runSteps(/*forwardOnly=*/false); }
+
+Status Executor::runForward() {
+  random_.dropoutOff = true;
+  Status s = runSteps(/*forwardOnly=*/true);
+  random_.dropoutOff = false;
+  return s;
+}
+
+Status Executor::runSteps(bool forwardOnly) {
   const auto &p = artifact_->program;
   for (int i = 0; i < p.inputs_size(); ++i)
     if (!inputSet_[i])
       return Status::failure("input '" + p.inputs(i).name() +
                              "' was not given");
-  if (!profile_.empty())
+  // Profiles are of training steps.
+  bool profiling = !profile_.empty() && !forwardOnly;
+  if (profiling)
     ++profileRuns_;
   // A device queues the steps: profiling waits for each to time it.
-  bool waitEach = !profile_.empty() && !backend_->hostAddressable();
+  bool waitEach = profiling && !backend_->hostAddressable();
   firstInfinity_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (forwardOnly && !p.instructions(static_cast<int>(i)).forward())
+      continue;
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();
     Status s = step.run();
     if (s.ok() && waitEach)
       s = backend_->synchronize("the step");
-    if (!profile_.empty())
+    if (profiling)
       profile_[i] += std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - start)
                          .count();

@@ -224,6 +224,36 @@ Status Reporter::step(const StepRecord &rec) {
   return Status::success();
 }
 
+Status Reporter::evaluation(const EvalRecord &rec) {
+  if (printSteps_) {
+    clearLive();
+    std::printf("eval step %lld loss %.6f samples %lld\n",
+                static_cast<long long>(rec.step), rec.loss,
+                static_cast<long long>(rec.samples));
+    std::fflush(stdout);
+  }
+  if (mode_ != ProgressMode::None)
+    note("evaluation after iteration " + std::to_string(rec.step) +
+         " | eval loss " + format("%.6f", rec.loss) + " | " +
+         std::to_string(rec.samples) + " samples in " +
+         std::to_string(rec.batches) + " batches | " +
+         format("%.2f", rec.seconds) + " s");
+  if (metrics_) {
+    std::string row = "{\"step\": " + std::to_string(rec.step) +
+                      ", \"eval_loss\": " + jsonNumber(rec.loss) +
+                      ", \"eval_samples\": " + std::to_string(rec.samples) +
+                      ", \"eval_batches\": " + std::to_string(rec.batches) +
+                      ", \"eval_time\": " + jsonNumber(rec.seconds) +
+                      ", \"time\": " + format("%.6f", rec.wallTime) + "}\n";
+    if (std::fputs(row.c_str(), metrics_) < 0 || std::fflush(metrics_) != 0)
+      return Status::failure("--metrics: write failed (" +
+                             std::string(std::strerror(errno)) + ")");
+  }
+  if (events_.isOpen())
+    return events_.scalars(rec.step, rec.wallTime, {{"eval/loss", rec.loss}});
+  return Status::success();
+}
+
 void Reporter::finish() {
   if (liveShown_) {
     std::fputs("\n", stderr);

@@ -2,6 +2,8 @@
 
 #include "smprt/train/Trainer.h"
 
+#include "TrainData.h"
+
 #include "smprt/Base.h"
 #include "smprt/train/Checkpoint.h"
 #include "smprt/train/Progress.h"
@@ -20,186 +22,6 @@
 namespace smprt {
 namespace {
 
-/// One data tensor: all samples of a graph input.
-struct Dataset {
-  std::string name;
-  NpyArray samples;
-  TensorRef batch; // the compiled input's dtype and shape; no data
-  std::string batchBytes;
-
-  /// The batch with its bytes. Made when used: a pointer kept in `batch`
-  /// dangled once the Dataset moved (into the vector, or as it grew) when
-  /// the bytes fit in std::string's own buffer (a batch of one int64
-  /// label: training read an error message as labels).
-  TensorRef batchRef() const {
-    TensorRef t = batch;
-    t.data = const_cast<char *>(batchBytes.data());
-    return t;
-  }
-};
-
-/// For samples of the right shape and another dtype: how to convert them
-/// (numpy's name for the dtype training expects).
-std::string convertHint(const NpyArray &samples, DType want,
-                        const std::vector<int64_t> &perSample,
-                        const std::string &path) {
-  if (samples.shape.empty() ||
-      std::vector<int64_t>(samples.shape.begin() + 1, samples.shape.end()) !=
-          perSample)
-    return "";
-  const char *np = want == DType::F32    ? "float32"
-                   : want == DType::F16  ? "float16"
-                   : want == DType::BF16 ? "float32" // rounded as fed
-                   : want == DType::F64  ? "float64"
-                   : want == DType::I64  ? "int64"
-                   : want == DType::I32  ? "int32"
-                                         : nullptr;
-  if (!np)
-    return "";
-  return std::string("; convert it (numpy: np.save('") + path + "', np.load('" +
-         path + "').astype(np." + np + ")))";
-}
-
-/// Why the loss of this step is not finite, when the data says so: a batch
-/// of an input holding NaN or Inf, or a batch whose every cross-entropy
-/// label is the ignore index (the mean over no labels is 0/0). Empty when
-/// the data looks fine.
-std::string diagnoseNonFinite(const std::vector<Dataset> &data,
-                              const std::string &loss) {
-  std::string labels;
-  if (loss.rfind("cross_entropy:", 0) == 0)
-    labels = loss.substr(loss.rfind(':') + 1);
-  for (const Dataset &d : data) {
-    TensorRef batch = d.batchRef();
-    int64_t n = batch.numel();
-    for (int64_t k = 0; k < n; ++k)
-      if (nonFinite(batch, k))
-        return "input '" + d.name + "' holds NaN or Inf values in this " +
-               "step's batch; clean the data";
-    if (d.name == labels && d.batch.dtype == DType::I64 && n > 0) {
-      const auto *v = static_cast<const int64_t *>(batch.data);
-      if (std::all_of(v, v + n, [](int64_t x) { return x == -100; }))
-        return "every label of input '" + d.name +
-               "' in this step's batch is the ignore index -100, so the "
-               "mean loss is 0/0; give samples with labels to learn from";
-    }
-  }
-  return "";
-}
-
-/// Integer samples of another integer dtype than the model's input (token
-/// ids saved as uint16 or int32 for an int64 input) are converted batch by
-/// batch as they are fed (feedBatch), so training sees the same numbers and
-/// the samples keep their own size in memory; this checks up front that
-/// every value fits, naming the first one that does not.
-Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
-                           const std::string &name) {
-  auto refuse = [&](const std::string &value, int64_t i) {
-    return Status::failure(path + ": input '" + name + "' holds " + value +
-                           " at element " + std::to_string(i) + ", which " +
-                           dtypeName(to) +
-                           " (the model's input) cannot hold; save the "
-                           "samples as " +
-                           dtypeName(to));
-  };
-  int64_t n = 1;
-  for (int64_t d : a.shape)
-    n *= d;
-  for (int64_t i = 0; i < n; ++i) {
-    if (a.dtype == DType::U64) { // loadIndex saturates these
-      uint64_t raw;
-      std::memcpy(&raw, a.data() + i * sizeof(raw), sizeof(raw));
-      if (raw > static_cast<uint64_t>(INT64_MAX))
-        return refuse(std::to_string(raw), i);
-    }
-    int64_t v = smp::kernels::common::loadIndex(a.data(), a.dtype, i);
-    if (to == DType::I32 && (v < INT32_MIN || v > INT32_MAX))
-      return refuse(std::to_string(v), i);
-  }
-  return Status::success();
-}
-
-/// Loads every data input this rank reads and checks it against the
-/// compiled batch: `samples` per input, `batch` per step on this rank.
-Status loadDatasets(const Executor &exec, const TrainOptions &options,
-                    std::vector<Dataset> &data, int64_t &samples,
-                    int64_t &batch) {
-  const Artifact &artifact = exec.artifact();
-  samples = -1, batch = -1;
-  bool anyDataInput = false;
-  for (const auto &spec : artifact.manifest.inputs()) {
-    if (!spec.name().empty() && spec.name()[0] == '@')
-      continue; // fed by the trainer
-    anyDataInput = true;
-    if (!exec.hasInput(spec.name()))
-      continue; // another pipeline stage reads it
-    Dataset d;
-    d.name = spec.name();
-    std::string path = options.dataDir + "/" + fileNameFor(d.name) + ".npy";
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      return Status::failure(path + ": missing; training needs input '" +
-                             d.name + "' as a .npy file of samples");
-    // Mapped: a corpus larger than memory trains; batches page it in.
-    Status s = readNpy(path, d.samples, /*map=*/true);
-    if (!s.ok())
-      return s;
-    d.batch.dtype = static_cast<DType>(spec.dtype());
-    d.batch.shape.assign(spec.shape().begin(), spec.shape().end());
-    if (d.batch.shape.empty())
-      return Status::failure(path + ": input '" + d.name +
-                             "' is a scalar; training data needs a leading "
-                             "sample dim");
-    std::vector<int64_t> perSample(d.batch.shape.begin() + 1,
-                                   d.batch.shape.end());
-    bool converted = d.samples.dtype != d.batch.dtype &&
-                     isInteger(d.samples.dtype) &&
-                     (d.batch.dtype == DType::I64 || d.batch.dtype == DType::I32);
-    if (converted &&
-        !(s = checkIntegerSamples(d.samples, d.batch.dtype, path, d.name)).ok())
-      return s;
-    if (roundsTo(d.samples.dtype, d.batch.dtype)) {
-      converted = true;
-      if (options.onNote)
-        options.onNote(
-            false, "note: " + roundingNote(path + " (input '" + d.name + "')",
-                                           d.batch.dtype));
-    }
-    if ((d.samples.dtype != d.batch.dtype && !converted) ||
-        d.samples.shape.empty() ||
-        std::vector<int64_t>(d.samples.shape.begin() + 1,
-                             d.samples.shape.end()) != perSample ||
-        d.samples.shape[0] < 1)
-      return Status::failure(
-          path + ": input '" + d.name + "' is " + describe(d.samples.ref()) +
-          "; training expects N samples of " +
-          describe(TensorRef{nullptr, d.batch.dtype, perSample}) +
-          " (batches of " + std::to_string(d.batch.shape[0]) + ")" +
-          convertHint(d.samples, d.batch.dtype, perSample, path));
-    if (samples >= 0 && d.samples.shape[0] != samples)
-      return Status::failure(
-          path + ": holds " + std::to_string(d.samples.shape[0]) +
-          " samples, other inputs hold " + std::to_string(samples));
-    if (d.batch.shape[0] < 1)
-      return Status::failure(artifact.dir + ": input '" + d.name +
-                             "' has a batch of 0 samples (the artifact is "
-                             "inconsistent; recompile it)");
-    if (batch >= 0 && d.batch.shape[0] != batch)
-      return Status::failure(artifact.dir + ": input '" + d.name +
-                             "' has a batch of " +
-                             std::to_string(d.batch.shape[0]) +
-                             " samples, other inputs " + std::to_string(batch) +
-                             " (the artifact is inconsistent; recompile it)");
-    samples = d.samples.shape[0];
-    batch = d.batch.shape[0];
-    d.batchBytes.resize(d.batch.bytes());
-    data.push_back(std::move(d));
-  }
-  if (!anyDataInput)
-    return Status::failure(artifact.dir + ": the model has no data inputs");
-  return Status::success();
-}
-
 /// Tokens per sample: the non-batch dims of the first integer input of rank
 /// >= 2 (token ids [batch, seq]); 0 for models without one.
 int64_t tokensPerSample(const smp::artifact::Manifest &manifest) {
@@ -214,18 +36,6 @@ int64_t tokensPerSample(const smp::artifact::Manifest &manifest) {
     return n;
   }
   return 0;
-}
-
-/// The index among the `samples` of the `j`-th sample of data position
-/// `k`'s global batch: the samples are one repeating stream. Modulo samples
-/// at each term: k * globalBatch overflows int64 for a long enough run
-/// (globalBatch <= samples here).
-int64_t streamSample(int64_t k, int64_t j, int64_t samples,
-                     int64_t globalBatch) {
-  return static_cast<int64_t>((static_cast<unsigned __int128>(k % samples) *
-                                   static_cast<uint64_t>(globalBatch) +
-                               static_cast<uint64_t>(j)) %
-                              static_cast<uint64_t>(samples));
 }
 
 /// When a step of this run (data positions [from, to), counted from where
@@ -347,66 +157,6 @@ Status agreeOnStep(Communicator &comm, StepRecord &rec, int &stop) {
   return Status::success();
 }
 
-/// Copies step `k`'s batch of every input into `data` and feeds it.
-Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
-                 int64_t samples, int64_t batch, int64_t globalBatch,
-                 int64_t rank, const std::string &dataDir) {
-  for (Dataset &d : data) {
-    size_t rowBytes = d.batch.bytes() / batch;
-    for (int64_t i = 0; i < batch; ++i) {
-      // Data parallel: rank r takes its share of the global batch.
-      int64_t sample = streamSample(k, rank * batch + i, samples, globalBatch);
-      char *dst = d.batchBytes.data() + i * rowBytes;
-      if (d.samples.dtype == d.batch.dtype) {
-        std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
-        continue;
-      }
-      size_t esize = dtypeSize(d.batch.dtype);
-      int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
-      if (roundsTo(d.samples.dtype, d.batch.dtype)) {
-        convertFloats(d.samples.data() +
-                          sample * rowElems * dtypeSize(d.samples.dtype),
-                      d.samples.dtype, dst, d.batch.dtype, rowElems);
-        continue;
-      }
-      // Integer samples of another dtype (checkIntegerSamples).
-      for (int64_t j = 0; j < rowElems; ++j) {
-        int64_t v = smp::kernels::common::loadIndex(
-            d.samples.data(), d.samples.dtype, sample * rowElems + j);
-        if (d.batch.dtype == DType::I32) {
-          int32_t w = static_cast<int32_t>(v);
-          std::memcpy(dst + j * esize, &w, sizeof(w));
-        } else {
-          std::memcpy(dst + j * esize, &v, sizeof(v));
-        }
-      }
-    }
-    if (Status s = exec.setInput(d.name, d.batchRef(), dataDir); !s.ok())
-      return s;
-  }
-  return Status::success();
-}
-
-/// Step k's scalars: the learning rate, the optimizer's own step count
-/// (Adam's bias correction, SGD's first momentum step: from where its state
-/// started) and what the dropout masks are drawn from (the seed, k).
-Status feedStepScalars(Executor &exec, double lr, int64_t k,
-                       int64_t optimizerStartStep) {
-  float lrValue = static_cast<float>(lr);
-  float stepValue = static_cast<float>(k + 1 - optimizerStartStep);
-  TensorRef lrRef{&lrValue, DType::F32, {}},
-      stepRef{&stepValue, DType::F32, {}};
-  exec.setRandomState(exec.artifact().manifest.training().seed(),
-                      static_cast<uint64_t>(k));
-  Status status;
-  if (exec.hasInput("@lr") &&
-      !(status = exec.setInput("@lr", lrRef, "trainer")).ok())
-    return status;
-  if (exec.hasInput("@step"))
-    status = exec.setInput("@step", stepRef, "trainer");
-  return status;
-}
-
 /// The step's record from the executor's outputs.
 StepRecord recordOf(const Executor &exec, int64_t step, double lr) {
   StepRecord rec{step, NAN, lr, NAN, 0, exec.highWaterBytes()};
@@ -458,31 +208,31 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
       .count();
 }
 
-} // namespace
-
-double learningRate(const smp::artifact::TrainingConfig &config, int64_t k,
-                    int64_t total) {
-  return LrSchedule::of(config, total).rate(k);
-}
-
-Status train(Executor &exec, const TrainOptions &options,
-             std::vector<StepRecord> &records, TrainStop *stop) {
-  const Artifact &artifact = exec.artifact();
-  const auto &manifest = artifact.manifest;
-  if (!manifest.has_training())
-    return Status::failure(artifact.dir + ": not a training artifact; compile "
-                                          "it with smpc compile --train");
+/// The samples of a run: its data, this rank's share of each global
+/// batch, and the held-out samples of its evaluations.
+struct RunData {
   std::vector<Dataset> data;
-  int64_t samples, batch;
-  if (Status s = loadDatasets(exec, options, data, samples, batch); !s.ok())
+  int64_t samples = 0, batch = 0, rank = 0, globalBatch = 0;
+  Evaluation eval;
+  std::string evalNote; // which held-out samples are left out
+};
+
+Status loadRunData(const Executor &exec, const TrainOptions &options,
+                   RunData &run) {
+  const Artifact &artifact = exec.artifact();
+  std::vector<Dataset> &data = run.data;
+  int64_t &samples = run.samples, &batch = run.batch, &rank = run.rank,
+          &globalBatch = run.globalBatch;
+  if (Status s = loadDatasets(exec, options.dataDir, "training", options.onNote,
+                              data, samples, batch);
+      !s.ok())
     return s;
   // Data parallel: each rank reads its share of the global batch (ranks of
   // one pipeline or tensor-parallel group read the same share).
   const auto &program = artifact.program;
   Communicator &comm = exec.communicator();
-  int64_t rank = program.data_shards() ? program.data_shard() : comm.rank();
+  rank = program.data_shards() ? program.data_shard() : comm.rank();
   int64_t shards = program.data_shards() ? program.data_shards() : comm.size();
-  int64_t globalBatch;
   if (rank < 0 || rank >= shards || !checkedMul(batch, shards, globalBatch))
     return Status::failure(
         artifact.dir + ": data shard " + std::to_string(rank) + " of " +
@@ -497,6 +247,34 @@ Status train(Executor &exec, const TrainOptions &options,
         std::to_string(globalBatch) +
         " samples or compile a smaller "
         "--batch-size");
+
+  if (!options.evalDir.empty())
+    return loadEvaluation(exec, options.evalDir, options.onNote, batch,
+                          globalBatch, run.eval, run.evalNote);
+  return Status::success();
+}
+
+} // namespace
+
+double learningRate(const smp::artifact::TrainingConfig &config, int64_t k,
+                    int64_t total) {
+  return LrSchedule::of(config, total).rate(k);
+}
+
+Status train(Executor &exec, const TrainOptions &options,
+             std::vector<StepRecord> &records, TrainStop *stop) {
+  const Artifact &artifact = exec.artifact();
+  const auto &manifest = artifact.manifest;
+  if (!manifest.has_training())
+    return Status::failure(artifact.dir + ": not a training artifact; compile "
+                                          "it with smpc compile --train");
+  RunData run;
+  if (Status s = loadRunData(exec, options, run); !s.ok())
+    return s;
+  std::vector<Dataset> &data = run.data;
+  const int64_t samples = run.samples, batch = run.batch, rank = run.rank,
+                globalBatch = run.globalBatch;
+  Communicator &comm = exec.communicator();
 
   // What a killed run or a full disk left of an unfinished save.
   if (!options.checkpointDir.empty() && comm.rank() == 0)
@@ -525,6 +303,8 @@ Status train(Executor &exec, const TrainOptions &options,
                     options.logEvery, reports);
   if (reports && !note.empty())
     reporter.note(note);
+  if (reports && !run.evalNote.empty())
+    reporter.note(run.evalNote);
   if (reports) {
     std::string wrap =
         wrapNote(samples, globalBatch, first - record.dataStartStep,
@@ -581,6 +361,21 @@ Status train(Executor &exec, const TrainOptions &options,
                    : !options.checkpointDir.empty() && k + 1 == options.steps;
     // A stop request saves the step it finished (unless just saved).
     bool stopping = stopSignal != 0 && k + 1 < options.steps;
+    bool evalDue =
+        !options.evalDir.empty() && !stopping &&
+        (std::isfinite(rec.loss) || rec.skipped) &&
+        ((options.evalEvery > 0 && (k + 1) % options.evalEvery == 0) ||
+         k + 1 == options.steps);
+    if (evalDue) {
+      EvalRecord er;
+      if (!(status =
+                evaluate(exec, run.eval, k + 1, rank, batch, globalBatch, er))
+               .ok())
+        break;
+      er.wallTime = startWall + secondsSince(start);
+      if (!(status = reporter.evaluation(er)).ok())
+        break;
+    }
     std::string written;
     if ((due || (stopping && !options.checkpointDir.empty())) &&
         std::isfinite(rec.loss) &&

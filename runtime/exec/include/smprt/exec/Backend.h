@@ -50,6 +50,9 @@ class Backend;
 /// each step; each decoded dropout step reads it when it runs.
 struct RandomState {
   uint64_t seed = 0, step = 0;
+  /// An evaluation's run (Executor::runForward): every dropout keeps
+  /// everything, as in PyTorch's model.eval().
+  bool dropoutOff = false;
 };
 
 /// A point in the work of a stream. Stream::record marks it; Stream::wait

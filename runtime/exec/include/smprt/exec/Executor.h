@@ -46,6 +46,11 @@ public:
                   const std::string &source);
   /// Runs every instruction once. Fails if an input was not set.
   Status run();
+  /// Runs the instructions of the forward that computes the training
+  /// step's loss (those marked `forward`) with every dropout off, as
+  /// PyTorch's model.eval(): the loss output of a held-out batch, nothing
+  /// trained (smprun --eval-data). The other outputs keep their values.
+  Status runForward();
   /// The seed and step number the next run's dropout masks are drawn from
   /// (0, 0 until set).
   void setRandomState(uint64_t seed, uint64_t step) { random_ = {seed, step}; }
@@ -96,6 +101,7 @@ public:
 
 private:
   Status loadWeights(const Artifact &artifact);
+  Status runSteps(bool forwardOnly);
   /// --check-finite after instruction i (FiniteChecks.cpp).
   Status checkFiniteOutputs(size_t i);
   /// Buffer `index` in host memory: a view of the arena where the backend's

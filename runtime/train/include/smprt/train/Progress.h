@@ -12,6 +12,8 @@
 //     (rates and the step time averaged over the steps since the last line);
 //   - --metrics FILE: one JSON object per step;
 //   - --tensorboard-dir DIR: the step's scalars as a TensorBoard event.
+// An evaluation (--eval-data) is reported the same ways (Reporter::
+// evaluation).
 // Tokens are the samples times the non-batch dims of the first integer input
 // of rank >= 2 (token ids [batch, seq]); models without one report samples.
 // FLOP/s come from the compiler's cost model of one step (the artifact's
@@ -52,6 +54,14 @@ struct StepRecord {
   std::vector<uint64_t> deviceBytesPerRank;
 };
 
+/// An evaluation of held-out samples (smprun --eval-data) after a step.
+struct EvalRecord {
+  int64_t step = 0;
+  double loss = 0;                  // the mean of the batches' losses
+  int64_t samples = 0, batches = 0; // evaluated
+  double seconds = 0, wallTime = 0; // its duration; unix seconds at its end
+};
+
 /// What the rates are derived from.
 struct RunFacts {
   int64_t totalSteps = 0, firstStep = 0; // steps done before this launch
@@ -80,6 +90,10 @@ public:
 
   /// Reports a finished step.
   Status step(const StepRecord &rec);
+  /// Reports an evaluation: "eval step K loss L samples N" on stdout, a
+  /// log line on stderr, a metrics row (step, eval_loss, eval_samples,
+  /// eval_batches, eval_time, time) and the TensorBoard scalar eval/loss.
+  Status evaluation(const EvalRecord &rec);
   /// Prints a line on stderr (clearing the live line first).
   void note(const std::string &line);
   /// Ends the live line.

@@ -27,6 +27,11 @@ struct TrainOptions {
   std::string checkpointDir;
   // Every K steps; 0 with a checkpointDir: once, after the last step.
   int64_t checkpointEvery = 0;
+  // Held-out samples (one .npy per data input, as dataDir): their loss,
+  // computed by the step's forward with dropout off, every evalEvery steps
+  // and after the last (0: after the last only). "": no evaluation.
+  std::string evalDir;
+  int64_t evalEvery = 0;
   bool resume = false; // continue from checkpointDir's latest
   // What --resume accepts when the checkpoint disagrees with the artifact.
   bool resetOptimizer = false, resetData = false;
@@ -51,7 +56,8 @@ struct TrainStop {
 
 /// Runs `steps` training steps of a training artifact: each step takes the
 /// next batch of samples (the leading dim of each .npy in dataDir, wrapping
-/// around), feeds the learning rate and step number, and records the loss.
+/// around), feeds the learning rate and step number, and records the loss;
+/// with an evalDir, evaluates the held-out samples when due (Evaluate.cpp).
 /// Stops with an error naming the step if the loss or the gradient norm is
 /// not finite. After every step the ranks agree on a stop request (a
 /// signal any rank got, Signals.h): on one, every rank finishes that step,

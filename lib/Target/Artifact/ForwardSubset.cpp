@@ -1,0 +1,83 @@
+//===- ForwardSubset.cpp - The instructions an evaluation runs ------------===//
+//
+// smprun --eval-data measures the loss of held-out batches with the step's
+// own program: it runs the instructions marked `forward` (the ops the
+// step's "loss" output is computed from) with dropout off, and skips the
+// backward, the gradient collectives and the optimizer. The subset reads
+// and writes the same buffers as the step, a subset of their uses, so the
+// step's memory plan holds for it.
+//
+// On a pipeline the loss is computed on the last stage from what the
+// earlier stages send: a stage's forward also holds the sends whose
+// receive is in its peer's forward, found by following the messages (a
+// send and its receive share a tag) from stage to stage. Every collective
+// in a forward is run by every rank of its group: they all run copies of
+// the same stage's program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include <map>
+#include <tuple>
+
+namespace smp::writer {
+
+std::vector<llvm::DenseSet<Operation *>>
+forwardOps(ArrayRef<func::FuncOp> stages) {
+  std::vector<llvm::DenseSet<Operation *>> forward(stages.size());
+  // (from stage, to stage, tag) -> the send.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Operation *> sends;
+  for (size_t s = 0; s < stages.size(); ++s)
+    func::FuncOp(stages[s]).walk([&](SendOp send) {
+      sends[{static_cast<int64_t>(s), send.getPeer(), send.getTag()}] = send;
+    });
+  std::vector<std::pair<size_t, Operation *>> work;
+  auto add = [&](size_t s, Operation *op) {
+    if (op && forward[s].insert(op).second)
+      work.push_back({s, op});
+  };
+  for (size_t s = 0; s < stages.size(); ++s) {
+    func::FuncOp f = stages[s];
+    auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (auto name = f.getResultAttrOfType<StringAttr>(i, "smp.output");
+          name && name.getValue() == "loss")
+        add(s, v.getDefiningOp());
+  }
+  while (!work.empty()) {
+    auto [s, op] = work.back();
+    work.pop_back();
+    for (Value v : op->getOperands())
+      add(s, v.getDefiningOp());
+    if (auto recv = dyn_cast<RecvOp>(op)) {
+      auto it =
+          sends.find({recv.getPeer(), static_cast<int64_t>(s), recv.getTag()});
+      if (it != sends.end() && recv.getPeer() >= 0 &&
+          recv.getPeer() < static_cast<int64_t>(stages.size()))
+        add(static_cast<size_t>(recv.getPeer()), it->second);
+    }
+  }
+  return forward;
+}
+
+std::string evaluationRefusal(ArrayRef<func::FuncOp> stages) {
+  std::string why;
+  for (func::FuncOp f : stages)
+    f.walk([&](BatchNormOp bn) {
+      if (!why.empty())
+        return WalkResult::interrupt();
+      why = "the model has BatchNormalization (node '" + valueName(bn) +
+            "'), which the training step normalizes with each batch's "
+            "statistics, where PyTorch's model.eval() uses the running "
+            "ones; evaluate the model --save-onnx writes instead "
+            "(smp.run_onnx, or smpc compile without --train and smprun "
+            "--output-dir)";
+      return WalkResult::interrupt();
+    });
+  return why;
+}
+
+} // namespace smp::writer

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""PyTorch's eval loss for smprun --eval-data (test/smprun/evaluation.test).
+
+The model, data and masks of test/fixtures/dropout (make_dropout_refs.py):
+the transformer block with five dropouts, trained 8 SGD steps (lr 0.05,
+momentum 0.9) with smp's dropout masks for seed 1234. After steps 4 and 8
+the model is evaluated as a PyTorch user evaluates it: model.eval() (every
+dropout off) under torch.no_grad(), on held-out samples in batches of 8, the
+eval loss being the mean of the batches' mean-squared errors (the Hugging
+Face Trainer's eval_loss). The held-out file holds 20 samples: two whole
+batches are evaluated, the last 4 left out, as smprun does with a sample
+count that is not a multiple of the global batch.
+
+The block is rebuilt as make_dropout_refs.py built it (torch.manual_seed(0),
+Block()); the script checks that its 8 training losses are ref_sgd.json's
+(so it trains the model the fixture's file holds) before writing
+test/fixtures/dropout/eval/{x,t}.npy and ref_sgd_eval.json. Needs torch
+and numpy; regenerate with:  python3 python/make_eval_refs.py
+With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
+dropout/gpt2 (gpt2_evals).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_dropout_refs as d  # noqa: E402
+
+EVAL_SAMPLES, EVAL_EVERY = 20, 4
+
+
+def gpt2_evals():
+    """dropout/gpt2: the Hugging Face GPT-2 (default dropouts 0.1) trained 8
+    AdamW steps with smp's masks as make_dropout_refs.make_gpt2 trains it
+    (checked against its ref_adamw.json), evaluated after steps 4 and 8 on
+    20 held-out sequences: model.eval(), torch.no_grad(), cross-entropy
+    over every position, the mean of the two whole batches'. Writes
+    gpt2/eval/{input_ids,labels}.npy and gpt2/ref_adamw_eval.json."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    out = d.OUT / "gpt2"
+    cfg = dict(n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+               eos_token_id=0, bos_token_id=0)
+    torch.manual_seed(0)
+    sdpa = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="sdpa"))
+    model = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="eager"))
+    model.load_state_dict(sdpa.state_dict())
+    ids = torch.from_numpy(np.load(out / "data" / "input_ids.npy"))
+    labels = torch.from_numpy(np.load(out / "data" / "labels.npy"))
+    g = torch.Generator().manual_seed(4)
+    eids = torch.randint(0, 64, (EVAL_SAMPLES, 8), generator=g)
+    elabels = torch.randint(0, 64, (EVAL_SAMPLES, 8), generator=g)
+    (out / "eval").mkdir(exist_ok=True)
+    np.save(out / "eval" / "input_ids.npy", eids.numpy())
+    np.save(out / "eval" / "labels.npy", elabels.numpy())
+
+    def logits(i):
+        return model(input_ids=i, attention_mask=torch.ones_like(i), use_cache=False,
+                     return_dict=False)[0]
+
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    losses, evals = [], []
+    with d.StreamedDropout() as drops:
+        for k in range(d.STEPS):
+            model.train()
+            idx = [(k * d.BATCH + i) % d.SAMPLES for i in range(d.BATCH)]
+            drops.step, drops.calls = k, 0
+            opt.zero_grad()
+            loss = F.cross_entropy(logits(ids[idx]).reshape(-1, 64), labels[idx].reshape(-1))
+            loss.backward()
+            losses.append(loss.item())
+            opt.step()
+            if (k + 1) % EVAL_EVERY == 0:
+                model.eval()
+                with torch.no_grad():
+                    per_batch = [F.cross_entropy(
+                        logits(eids[b * d.BATCH:(b + 1) * d.BATCH]).reshape(-1, 64),
+                        elabels[b * d.BATCH:(b + 1) * d.BATCH].reshape(-1)).item()
+                        for b in range(EVAL_SAMPLES // d.BATCH)]
+                evals.append({"step": k + 1, "eval_loss": float(np.mean(per_batch)),
+                              "batch_losses": per_batch})
+    ref = json.loads((out / "ref_adamw.json").read_text())["losses"]
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
+    assert worst < 1e-5, f"not the fixture's GPT-2: training losses {worst:.2e} off ref_adamw.json"
+    import transformers
+    (out / "ref_adamw_eval.json").write_text(json.dumps(
+        {"config": {"flags": "--optimizer adamw --lr 0.01 --seed 1234",
+                    "eval_every": EVAL_EVERY, "eval_samples": EVAL_SAMPLES,
+                    "batch": d.BATCH, "torch": torch.__version__,
+                    "transformers": transformers.__version__,
+                    "train_losses_vs_ref_adamw": worst},
+         "evals": evals}, indent=2) + "\n")
+    for e in evals:
+        print("gpt2 step", e["step"], "eval_loss", "%.7f" % e["eval_loss"])
+
+
+def main():
+    if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
+        gpt2_evals()
+        return
+    d.check_known_answers()
+    out = d.OUT
+    x = torch.from_numpy(np.load(out / "data" / "x.npy"))
+    t = torch.from_numpy(np.load(out / "data" / "t.npy"))
+    g = torch.Generator().manual_seed(3)
+    ex = torch.randn(EVAL_SAMPLES, d.SEQ, d.DIN, generator=g)
+    et = torch.randn(EVAL_SAMPLES, d.SEQ, d.DOUT, generator=g)
+    (out / "eval").mkdir(exist_ok=True)
+    np.save(out / "eval" / "x.npy", ex.numpy())
+    np.save(out / "eval" / "t.npy", et.numpy())
+
+    torch.manual_seed(0)
+    model = d.Block()
+    order = {"drop_in": 0, "drop_attn": 1, "drop_res1": 2, "drop_mlp": 3,
+             "drop_res2": 4}
+    for module, stream in order.items():
+        drop = d.SmpDropout(getattr(model, module).p)
+        drop.stream = stream
+        setattr(model, module, drop)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    batches = EVAL_SAMPLES // d.BATCH
+    losses, evals = [], []
+    for k in range(d.STEPS):
+        model.train()
+        idx = [(k * d.BATCH + i) % d.SAMPLES for i in range(d.BATCH)]
+        for m in model.modules():
+            if isinstance(m, d.SmpDropout):
+                m.step = k
+        opt.zero_grad()
+        loss = F.mse_loss(model(x[idx]), t[idx])
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+        if (k + 1) % EVAL_EVERY == 0:
+            model.eval()  # SmpDropout has no eval mode: switch it off too
+            saved = {n: getattr(model, n) for n in order}
+            for n in order:
+                setattr(model, n, torch.nn.Identity())
+            with torch.no_grad():
+                per_batch = [F.mse_loss(model(ex[b * d.BATCH:(b + 1) * d.BATCH]),
+                                        et[b * d.BATCH:(b + 1) * d.BATCH]).item()
+                             for b in range(batches)]
+            for n, m in saved.items():
+                setattr(model, n, m)
+            evals.append({"step": k + 1, "eval_loss": float(np.mean(per_batch)),
+                          "batch_losses": per_batch})
+    ref = json.loads((out / "ref_sgd.json").read_text())["losses"]
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
+    assert worst < 1e-5, f"not the fixture's model: training losses {worst:.2e} off ref_sgd.json"
+    (out / "ref_sgd_eval.json").write_text(json.dumps(
+        {"config": {"flags": "--optimizer sgd --lr 0.05 --momentum 0.9 --seed 1234",
+                    "eval_every": EVAL_EVERY, "eval_samples": EVAL_SAMPLES,
+                    "batch": d.BATCH, "torch": torch.__version__,
+                    "train_losses_vs_ref_sgd": worst},
+         "evals": evals}, indent=2) + "\n")
+    for e in evals:
+        print("step", e["step"], "eval_loss", "%.7f" % e["eval_loss"])
+
+
+if __name__ == "__main__":
+    main()

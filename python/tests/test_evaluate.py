@@ -1,0 +1,63 @@
+"""smp.train(eval_data=...): held-out samples evaluated as model.eval()
+does, against PyTorch (test/fixtures/dropout, python/make_eval_refs.py)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import smp
+
+FX = Path(__file__).resolve().parents[2] / "test" / "fixtures" / "dropout"
+
+
+@pytest.fixture(scope="module")
+def trained(tools, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("eval")
+    art = smp.compile(FX / "block.onnx", output=tmp / "b.smpx", loss="mse:y:t",
+                      batch_size=8, seed=1234, optimizer="sgd", lr=0.05,
+                      momentum=0.9)
+    # The held-out samples as arrays (written to .npy by smp.train).
+    held_out = {n: np.load(FX / "eval" / f"{n}.npy") for n in ("x", "t")}
+    return smp.train(art, data=FX / "data", steps=8, eval_data=held_out,
+                     eval_every=4, progress=False)
+
+
+def test_eval_losses_match_pytorch(trained):
+    ref = json.loads((FX / "ref_sgd_eval.json").read_text())["evals"]
+    assert [s for s, _ in trained.eval_losses] == [e["step"] for e in ref]
+    for (_, got), want in zip(trained.eval_losses, ref):
+        assert abs(got - want["eval_loss"]) <= 1e-5 * abs(want["eval_loss"])
+    # Evaluating trains nothing: the losses stay PyTorch's.
+    train_ref = json.loads((FX / "ref_sgd.json").read_text())["losses"]
+    np.testing.assert_allclose(trained.losses, train_ref, rtol=1e-5)
+
+
+def test_eval_rows_join_their_steps(trained, tmp_path):
+    rows = trained.metrics
+    assert [r["step"] for r in rows] == list(range(1, 9))
+    assert [r["step"] for r in rows if "eval_loss" in r] == [4, 8]
+    assert rows[3]["eval_samples"] == 16 and "loss" in rows[3]
+    assert trained.eval_metrics[0]["eval_batches"] == 2
+    # smp.read_metrics joins them the same way; plot_metrics draws them.
+    path = tmp_path / "m.jsonl"
+    lines = []
+    for r in rows:
+        lines.append(json.dumps({k: v for k, v in r.items()
+                                 if not k.startswith("eval_")}))
+        if "eval_loss" in r:
+            lines.append(json.dumps({"step": r["step"], "eval_loss": r["eval_loss"]}))
+    path.write_text("\n".join(lines) + "\n")
+    read = smp.read_metrics(path)
+    assert [r.get("eval_loss") for r in read] == [r.get("eval_loss") for r in rows]
+    pytest.importorskip("matplotlib")
+    assert smp.plot_metrics(path, tmp_path / "m.png", keys=["loss", "eval_loss"]).exists()
+
+
+def test_eval_every_without_eval_data_is_refused(tools, trained):
+    with pytest.raises(smp.SmpError) as e:
+        smp.train(FX.parent / "none.smpx", data=FX / "data", steps=1,
+                  eval_every=2, progress=False)
+    assert "--eval-every K evaluates held-out samples; give them with " \
+           "--eval-data DIR" in str(e.value)

@@ -1,0 +1,96 @@
+//===- Evaluate.cpp - The loss of held-out samples (smprun --eval-data) ---===//
+//
+// An evaluation runs the training step's forward (the instructions marked
+// `forward`: what the "loss" output is computed from) with dropout off on
+// each global batch of the held-out samples, and averages the batches'
+// losses, as the Hugging Face Trainer's evaluation loop does (the mean of
+// its batches' mean losses). The parameters and the optimizer's state are
+// only read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainData.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace smprt {
+
+Status loadEvaluation(const Executor &exec, const std::string &dir,
+                      const NoteFn &onNote, int64_t batch, int64_t globalBatch,
+                      Evaluation &eval, std::string &note) {
+  const Artifact &artifact = exec.artifact();
+  const std::string &why = artifact.manifest.training().eval_refusal();
+  if (!why.empty())
+    return Status::failure(artifact.dir + ": --eval-data: " + why);
+  bool marked = false;
+  for (const auto &inst : artifact.program.instructions())
+    marked = marked || inst.forward();
+  if (!marked)
+    return Status::failure(artifact.dir +
+                           ": --eval-data: the artifact marks no instruction "
+                           "of the loss's forward (an older smpc compiled "
+                           "it); recompile it");
+  eval.dir = dir;
+  int64_t evalBatch = 0;
+  if (Status s = loadDatasets(exec, dir, "evaluation", onNote, eval.data,
+                              eval.samples, evalBatch);
+      !s.ok())
+    return s;
+  if (evalBatch != batch)
+    return Status::failure(artifact.dir + ": the evaluation's batch of " +
+                           std::to_string(evalBatch) + " is not training's " +
+                           std::to_string(batch) +
+                           " (the artifact is inconsistent; recompile it)");
+  if (eval.samples < globalBatch)
+    return Status::failure(
+        dir + ": holds " + std::to_string(eval.samples) +
+        " samples, fewer than one global batch of " +
+        std::to_string(globalBatch) +
+        " (an evaluation runs the training step's batches); give at least " +
+        std::to_string(globalBatch) + " samples");
+  eval.batches = eval.samples / globalBatch;
+  if (int64_t rest = eval.samples - eval.batches * globalBatch; rest > 0)
+    note = "smprun: " + dir + " holds " + std::to_string(eval.samples) +
+           " samples, not a multiple of the global batch of " +
+           std::to_string(globalBatch) + ": each evaluation runs the first " +
+           std::to_string(eval.batches * globalBatch) + " in " +
+           std::to_string(eval.batches) + " batches and leaves the last " +
+           std::to_string(rest) + " out (the step's batch is compiled in)";
+  return Status::success();
+}
+
+Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
+                int64_t batch, int64_t globalBatch, EvalRecord &rec) {
+  auto start = std::chrono::steady_clock::now();
+  double sum = 0;
+  for (int64_t j = 0; j < eval.batches; ++j) {
+    Status s = feedBatch(exec, eval.data, j, eval.samples, batch, globalBatch,
+                         rank, eval.dir);
+    // The scalars only steer the update and the dropout masks, which an
+    // evaluation does not run.
+    if (s.ok())
+      s = feedStepScalars(exec, 0.0, step, 0);
+    if (s.ok())
+      s = exec.runForward();
+    if (!s.ok())
+      return Status::failure("evaluation after step " + std::to_string(step) +
+                             ", batch " + std::to_string(j + 1) + " of " +
+                             std::to_string(eval.batches) + ": " + s.error);
+    double loss = NAN;
+    for (const auto &[name, ref] : exec.outputs())
+      if (name == "loss")
+        loss = *ref.as<float>();
+    sum += loss;
+  }
+  rec.step = step;
+  rec.loss = sum / static_cast<double>(eval.batches);
+  rec.samples = eval.batches * globalBatch;
+  rec.batches = eval.batches;
+  rec.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return Status::success();
+}
+
+} // namespace smprt

@@ -1,0 +1,105 @@
+//===- TrainData.h - The samples a run feeds (internal) ---------*- C++ -*-===//
+//
+// The .npy samples of a training run (--data) or of its evaluations
+// (--eval-data), checked against the compiled batch and fed batch by batch
+// (Data.cpp), for Trainer.cpp and Evaluate.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMPRT_TRAIN_LIB_TRAINDATA_H
+#define SMPRT_TRAIN_LIB_TRAINDATA_H
+
+#include "smprt/Base.h"
+#include "smprt/exec/Executor.h"
+#include "smprt/train/Progress.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace smprt {
+
+/// One data tensor: all samples of a graph input.
+struct Dataset {
+  std::string name;
+  NpyArray samples;
+  TensorRef batch; // the compiled input's dtype and shape; no data
+  std::string batchBytes;
+
+  /// The batch with its bytes. Made when used: a pointer kept in `batch`
+  /// dangled once the Dataset moved (into the vector, or as it grew) when
+  /// the bytes fit in std::string's own buffer (a batch of one int64
+  /// label: training read an error message as labels).
+  TensorRef batchRef() const {
+    TensorRef t = batch;
+    t.data = const_cast<char *>(batchBytes.data());
+    return t;
+  }
+};
+
+using NoteFn = std::function<void(bool warning, const std::string &line)>;
+
+/// Loads every data input this rank reads from `dir` (one .npy per input)
+/// and checks it against the compiled batch: `samples` per input, `batch`
+/// per step on this rank. `purpose` ("training", "evaluation") words the
+/// errors; `onNote` hears how samples are converted.
+Status loadDatasets(const Executor &exec, const std::string &dir,
+                    const char *purpose, const NoteFn &onNote,
+                    std::vector<Dataset> &data, int64_t &samples,
+                    int64_t &batch);
+
+/// Why the loss of this step is not finite, when the data says so: a batch
+/// of an input holding NaN or Inf, or a batch whose every cross-entropy
+/// label is the ignore index (the mean over no labels is 0/0). Empty when
+/// the data looks fine.
+std::string diagnoseNonFinite(const std::vector<Dataset> &data,
+                              const std::string &loss);
+
+/// The index among the `samples` of the `j`-th sample of data position
+/// `k`'s global batch: the samples are one repeating stream. Modulo samples
+/// at each term: k * globalBatch overflows int64 for a long enough run
+/// (globalBatch <= samples here).
+int64_t streamSample(int64_t k, int64_t j, int64_t samples,
+                     int64_t globalBatch);
+
+/// Copies step `k`'s batch of every input into `data` and feeds it.
+Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
+                 int64_t samples, int64_t batch, int64_t globalBatch,
+                 int64_t rank, const std::string &dataDir);
+
+/// Step k's scalars: the learning rate, the optimizer's own step count
+/// (Adam's bias correction, SGD's first momentum step: from where its state
+/// started) and what the dropout masks are drawn from (the seed, k).
+Status feedStepScalars(Executor &exec, double lr, int64_t k,
+                       int64_t optimizerStartStep);
+
+//===--- Evaluate.cpp
+//-------------------------------------------------------===//
+
+/// The held-out samples of smprun --eval-data: whole global batches of
+/// them, each evaluated by the step's forward with dropout off.
+struct Evaluation {
+  std::string dir;
+  std::vector<Dataset> data;
+  int64_t samples = 0; // in the files
+  int64_t batches = 0; // global batches evaluated (the rest is left out)
+};
+
+/// Loads `dir`'s samples for evaluations of `exec`'s training artifact,
+/// whose steps take `batch` samples on this rank of `globalBatch`: refused
+/// where the step's forward does not evaluate the model as PyTorch's
+/// model.eval() does, where the artifact marks no forward, and with fewer
+/// samples than a global batch. `note` says which samples are left out.
+Status loadEvaluation(const Executor &exec, const std::string &dir,
+                      const NoteFn &onNote, int64_t batch, int64_t globalBatch,
+                      Evaluation &eval, std::string &note);
+
+/// The mean loss of `eval`'s batches under the parameters of now (after
+/// step `step`), each batch's the step's loss output of its forward; the
+/// batches are fed as step `step`'s would be, this rank's share of each.
+Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
+                int64_t batch, int64_t globalBatch, EvalRecord &rec);
+
+} // namespace smprt
+
+#endif // SMPRT_TRAIN_LIB_TRAINDATA_H
