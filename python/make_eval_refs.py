@@ -36,6 +36,30 @@ import make_dropout_refs as d  # noqa: E402
 EVAL_SAMPLES, EVAL_EVERY = 20, 4
 
 
+def evaluation(step, batch_loss):
+    """The evaluation after `step`: batch_loss(b) is whole batch b's mean
+    loss (model in eval mode, no gradients); the eval loss their mean."""
+    with torch.no_grad():
+        per_batch = [batch_loss(slice(b * d.BATCH, (b + 1) * d.BATCH))
+                     for b in range(EVAL_SAMPLES // d.BATCH)]
+    return {"step": step, "eval_loss": float(np.mean(per_batch)),
+            "batch_losses": per_batch}
+
+
+def write_ref(path, losses, train_ref, flags, evals, **extra):
+    """Checks the run's training losses against the fixture's reference
+    `train_ref` (the same model trained) and writes the evaluations."""
+    ref = json.loads(train_ref.read_text())["losses"]
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
+    assert worst < 1e-5, f"not the fixture's model: training losses {worst:.2e} off {train_ref}"
+    config = {"flags": flags, "eval_every": EVAL_EVERY, "eval_samples": EVAL_SAMPLES,
+              "batch": d.BATCH, "torch": torch.__version__, **extra,
+              "train_losses_vs_" + train_ref.stem: worst}
+    path.write_text(json.dumps({"config": config, "evals": evals}, indent=2) + "\n")
+    for e in evals:
+        print(path.name, "step", e["step"], "eval_loss", "%.7f" % e["eval_loss"])
+
+
 def gpt2_evals():
     """dropout/gpt2: the Hugging Face GPT-2 (default dropouts 0.1) trained 8
     AdamW steps with smp's masks as make_dropout_refs.make_gpt2 trains it
@@ -78,26 +102,12 @@ def gpt2_evals():
             opt.step()
             if (k + 1) % EVAL_EVERY == 0:
                 model.eval()
-                with torch.no_grad():
-                    per_batch = [F.cross_entropy(
-                        logits(eids[b * d.BATCH:(b + 1) * d.BATCH]).reshape(-1, 64),
-                        elabels[b * d.BATCH:(b + 1) * d.BATCH].reshape(-1)).item()
-                        for b in range(EVAL_SAMPLES // d.BATCH)]
-                evals.append({"step": k + 1, "eval_loss": float(np.mean(per_batch)),
-                              "batch_losses": per_batch})
-    ref = json.loads((out / "ref_adamw.json").read_text())["losses"]
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
-    assert worst < 1e-5, f"not the fixture's GPT-2: training losses {worst:.2e} off ref_adamw.json"
+                evals.append(evaluation(k + 1, lambda b: F.cross_entropy(
+                    logits(eids[b]).reshape(-1, 64), elabels[b].reshape(-1)).item()))
     import transformers
-    (out / "ref_adamw_eval.json").write_text(json.dumps(
-        {"config": {"flags": "--optimizer adamw --lr 0.01 --seed 1234",
-                    "eval_every": EVAL_EVERY, "eval_samples": EVAL_SAMPLES,
-                    "batch": d.BATCH, "torch": torch.__version__,
-                    "transformers": transformers.__version__,
-                    "train_losses_vs_ref_adamw": worst},
-         "evals": evals}, indent=2) + "\n")
-    for e in evals:
-        print("gpt2 step", e["step"], "eval_loss", "%.7f" % e["eval_loss"])
+    write_ref(out / "ref_adamw_eval.json", losses, out / "ref_adamw.json",
+              "--optimizer adamw --lr 0.01 --seed 1234", evals,
+              transformers=transformers.__version__)
 
 
 def main():
@@ -124,7 +134,6 @@ def main():
         drop.stream = stream
         setattr(model, module, drop)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    batches = EVAL_SAMPLES // d.BATCH
     losses, evals = [], []
     for k in range(d.STEPS):
         model.train()
@@ -142,26 +151,11 @@ def main():
             saved = {n: getattr(model, n) for n in order}
             for n in order:
                 setattr(model, n, torch.nn.Identity())
-            with torch.no_grad():
-                per_batch = [F.mse_loss(model(ex[b * d.BATCH:(b + 1) * d.BATCH]),
-                                        et[b * d.BATCH:(b + 1) * d.BATCH]).item()
-                             for b in range(batches)]
+            evals.append(evaluation(k + 1, lambda b: F.mse_loss(model(ex[b]), et[b]).item()))
             for n, m in saved.items():
                 setattr(model, n, m)
-            evals.append({"step": k + 1, "eval_loss": float(np.mean(per_batch)),
-                          "batch_losses": per_batch})
-    ref = json.loads((out / "ref_sgd.json").read_text())["losses"]
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))
-    assert worst < 1e-5, f"not the fixture's model: training losses {worst:.2e} off ref_sgd.json"
-    (out / "ref_sgd_eval.json").write_text(json.dumps(
-        {"config": {"flags": "--optimizer sgd --lr 0.05 --momentum 0.9 --seed 1234",
-                    "eval_every": EVAL_EVERY, "eval_samples": EVAL_SAMPLES,
-                    "batch": d.BATCH, "torch": torch.__version__,
-                    "train_losses_vs_ref_sgd": worst},
-         "evals": evals}, indent=2) + "\n")
-    for e in evals:
-        print("step", e["step"], "eval_loss", "%.7f" % e["eval_loss"])
-
+    write_ref(out / "ref_sgd_eval.json", losses, out / "ref_sgd.json",
+              "--optimizer sgd --lr 0.05 --momentum 0.9 --seed 1234", evals)
 
 if __name__ == "__main__":
     main()
