@@ -97,7 +97,9 @@ from every rank's shards, under their ONNX initializer names.
                         (param.<name>.npy; names percent-encoded as smprun
                         encodes file names) and index.json mapping each name
                         (state tensors as "state:<name>") to its file. The
-                        Python package's smp.load_checkpoint reads it.
+                        Python package's smp.load_checkpoint reads it. Over
+                        an earlier export, the files its index.json listed
+                        that this one does not write are removed.
   --format safetensors  OUT is one .safetensors file (8-byte header length,
                         a JSON header with each tensor's dtype, shape and
                         data_offsets, then the little-endian data; metadata:
@@ -393,6 +395,30 @@ void applyPytorchView(const PytorchView &view,
                  dropped.c_str());
 }
 
+/// The files an earlier export's index.json lists (its values: this
+/// tool's own JSON, one `"name": "file"` a line); none without one.
+std::set<std::string> indexedFiles(const std::string &indexPath) {
+  std::set<std::string> files;
+  FILE *f = std::fopen(indexPath.c_str(), "r");
+  if (!f)
+    return files;
+  char line[8192];
+  while (std::fgets(line, sizeof(line), f)) {
+    std::string l(line);
+    size_t at = l.rfind("\": \"");
+    size_t end = l.find_last_of('"');
+    if (at == std::string::npos || end <= at + 3)
+      continue;
+    std::string file;
+    for (size_t i = at + 4; i < end; ++i)
+      file += l[i] == '\\' && i + 1 < end ? l[++i] : l[i];
+    if (file.find('/') == std::string::npos && file != "index.json")
+      files.insert(file);
+  }
+  std::fclose(f);
+  return files;
+}
+
 int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   if (::mkdir(args.out.c_str(), 0755) != 0 && errno != EEXIST)
     return fail(args.out + ": cannot create (" + std::strerror(errno) + ")");
@@ -401,6 +427,9 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
   // export that fails part way (a full disk) leaves no index naming a mix
   // of two checkpoints' files.
   const std::string indexPath = args.out + "/index.json";
+  // The earlier export's files this one does not write again go once the
+  // new index is in place (a tensor of another model, the state).
+  std::set<std::string> earlier = indexedFiles(indexPath), files;
   if (::unlink(indexPath.c_str()) != 0 && errno != ENOENT)
     return fail(indexPath + ": cannot replace (" + std::strerror(errno) + ")");
   std::string index = "{";
@@ -424,6 +453,7 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
       bf16 += ref.dtype == smprt::DType::BF16; // widened by writeNpy
       if (!(s = smprt::writeNpy(args.out + "/" + file, ref)).ok())
         return fail(s.error);
+      files.insert(file);
       index +=
           std::string(index.size() > 1 ? ",\n " : "\n ") +
           jsonString(std::string(role) == "param" ? name : "state:" + name) +
@@ -440,6 +470,15 @@ int exportNpy(const Args &args, const smprt::CheckpointSummary *c) {
     std::remove(tmp.c_str());
     return fail(indexPath + ": cannot write");
   }
+  size_t removed = 0;
+  for (const std::string &file : earlier)
+    if (!files.count(file) && ::unlink((args.out + "/" + file).c_str()) == 0)
+      ++removed;
+  if (removed)
+    std::fprintf(stderr,
+                 "smp-checkpoint: note: removed %zu file(s) of the earlier "
+                 "export in %s that this one does not hold\n",
+                 removed, args.out.c_str());
   if (bf16)
     std::fprintf(stderr,
                  "smp-checkpoint: note: %zu bf16 tensor(s) written widened to "
