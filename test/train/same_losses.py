@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks that two smprun --metrics files agree on every step's loss and
-gradient norm: exactly by default, or within a relative tolerance with
---rtol (the later line wins when a resumed run appended a step again).
-Standard library only.
+gradient norm, and on the eval loss of every evaluation (--eval-data; the
+runs must evaluate after the same steps): exactly by default, or within a
+relative tolerance with --rtol (the later line wins when a resumed run
+appended a step again). Standard library only.
 
     same_losses.py A.jsonl B.jsonl [--rtol R]
 """
@@ -17,6 +18,8 @@ def read_rows(path):
         for line in f:
             if line.strip():
                 row = json.loads(line)
+                if "eval_loss" in row:  # an evaluation joins its step
+                    row = {**rows.get(row["step"], {}), **row}
                 rows[row["step"]] = row
     return rows
 
@@ -31,7 +34,7 @@ def report(bad, ok):
 
 
 def read(path):
-    return {step: (row["loss"], row["grad_norm"])
+    return {step: (row["loss"], row["grad_norm"], row.get("eval_loss"))
             for step, row in read_rows(path).items()}
 
 
@@ -58,15 +61,17 @@ def main():
         print(f"steps differ: {sorted(a)} vs {sorted(b)}")
         return 1
     bad = [s for s in sorted(a)
-           if not (close(a[s][0], b[s][0], rtol) and close(a[s][1], b[s][1], rtol))]
+           if not all(close(x, y, rtol) for x, y in zip(a[s], b[s]))]
     for s in bad:
         print(f"step {s}: {a[s]} vs {b[s]}")
     if bad:
         return 1
+    evals = sum(a[s][2] is not None for s in a)
+    also = f", eval losses of {evals} evaluation(s)" if evals else ""
     if rtol == 0:
-        print(f"{len(a)} steps, losses and gradient norms bit-identical")
+        print(f"{len(a)} steps, losses and gradient norms bit-identical{also}")
     else:
-        print(f"{len(a)} steps, losses and gradient norms within {rtol:g}")
+        print(f"{len(a)} steps, losses and gradient norms within {rtol:g}{also}")
     return 0
 
 
