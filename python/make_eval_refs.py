@@ -17,7 +17,8 @@ Block()); the script checks that its 8 training losses are ref_sgd.json's
 test/fixtures/dropout/eval/{x,t}.npy and ref_sgd_eval.json. Needs torch
 and numpy; regenerate with:  python3 python/make_eval_refs.py
 With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
-dropout/gpt2 (gpt2_evals).
+dropout/gpt2 (gpt2_evals); with --resnet: the ResNet of test/fixtures/resnet,
+its BatchNorm evaluated with the running statistics (resnet_evals).
 """
 
 from __future__ import annotations
@@ -110,7 +111,34 @@ def gpt2_evals():
               transformers=transformers.__version__)
 
 
+def resnet_evals():
+    """test/fixtures/resnet (make_resnet.py): PyTorch's eval() logits of the
+    ResNet after ref_<opt>'s 5 steps (logits_<opt>.npy, on the first 8
+    samples: running statistics and parameters trained) give the eval loss
+    of those samples, cross-entropy against their labels. Writes
+    resnet/heldout/{x,labels}.npy (those 8) and resnet/ref_<opt>_eval.json.
+    numpy only: the logits are PyTorch's."""
+    out = d.ROOT / "test" / "fixtures" / "resnet"
+    x, labels = np.load(out / "x.npy"), np.load(out / "labels.npy")
+    (out / "heldout").mkdir(exist_ok=True)
+    np.save(out / "heldout" / "x.npy", x[:8])
+    np.save(out / "heldout" / "labels.npy", labels[:8])
+    for opt in ("sgd", "adamw"):
+        z = np.load(out / f"logits_{opt}.npy").astype(np.float64)
+        z -= z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        loss = float(-logp[np.arange(8), labels[:8]].mean())
+        (out / f"ref_{opt}_eval.json").write_text(json.dumps(
+            {"config": {"from": f"logits_{opt}.npy", "step": 5, "batch": 8},
+             "evals": [{"step": 5, "eval_loss": loss, "batch_losses": [loss]}]},
+            indent=2) + "\n")
+        print(f"resnet {opt} step 5 eval_loss {loss:.7f}")
+
+
 def main():
+    if "--resnet" in sys.argv:  # numpy only
+        resnet_evals()
+        return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()
         return

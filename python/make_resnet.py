@@ -38,6 +38,12 @@ mode, with its exports and PyTorch's references.
                            replica's statistics over its own 4 samples, the
                            running statistics rank 0's (broadcast_buffers)
 
+  heldout/, ref_<opt>_eval.json
+                     written by make_eval_refs.py --resnet from the above:
+                     the first 8 samples with their labels, and PyTorch's
+                     eval() loss of them after ref_<opt>'s 5 steps (from
+                     logits_<opt>.npy), for smprun --eval-data
+
 Needs torch and onnx (PyPI); CI only reads the committed files.
 """
 

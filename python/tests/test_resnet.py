@@ -5,7 +5,8 @@ BatchNormalization), compiled with a SageMaker-style dict and trained 5
 steps on 4 ranks (dp2 x pp2, 4 micro-batches) against PyTorch with the
 same grouping: BatchNorm statistics per micro-batch, synchronised over the
 data-parallel replicas (torch_refs.train_steps_grouped; smpc's default
---bn-stats global)."""
+--bn-stats global), and its held-out loss evaluated as model.eval() gives
+it (smp.train(eval_data=...): the running statistics)."""
 
 import copy
 
@@ -31,8 +32,20 @@ def test_resnet_export_compile_train(tools, tmp_path):
     g = torch.Generator().manual_seed(2)
     x = torch.randn(SAMPLES, 3, 8, 8, generator=g)
     labels = torch.randint(0, CLASSES, (SAMPLES,), generator=g)
+    held_x = torch.randn(BATCH, 3, 8, 8, generator=g)
+    held_labels = torch.randint(0, CLASSES, (BATCH,), generator=g)
     initial = copy.deepcopy(model.state_dict())
     exported = smp.export(model, x[:BATCH], tmp_path / "resnet.onnx")
+    # The file's running statistics are the module's (the training-mode
+    # export's trace updated them once; smp.export writes them back).
+    import onnx
+    from onnx import numpy_helper
+    stats = {i.name: numpy_helper.to_array(i) for i in
+             onnx.load(str(exported.path)).graph.initializer
+             if i.name.endswith(("running_mean", "running_var"))}
+    assert len(stats) == 12
+    for name, value in stats.items():
+        np.testing.assert_array_equal(value, initial[name].numpy(), err_msg=name)
     artifact = smp.compile(
         exported, config={"pipeline_parallel_degree": 2, "microbatches": 4,
                           "ddp": True, "devices": 4, "batch_size": BATCH,
@@ -40,11 +53,22 @@ def test_resnet_export_compile_train(tools, tmp_path):
         loss="cross_entropy:logits:labels")
     result = smp.train(artifact, data={"x": x.numpy(), "labels": labels.numpy()},
                        steps=STEPS, ranks=4, checkpoint_dir=tmp_path / "ckpt",
-                       save_onnx=tmp_path / "trained.onnx")
+                       save_onnx=tmp_path / "trained.onnx",
+                       eval_data={"x": held_x.numpy(),
+                                  "labels": held_labels.numpy()})
     losses, _ = torch_refs.train_steps_grouped(model, x, labels, CLASSES,
                                                "sgd", STEPS, BATCH, dp=2,
                                                microbatches=4)
     np.testing.assert_allclose(result.losses, losses, rtol=0, atol=1e-4)
+    # The held-out loss as model.eval() gives it: BatchNorm on the running
+    # statistics the 4 ranks trained (rank 0's, synchronised).
+    model.eval()
+    with torch.no_grad():
+        held = torch.nn.functional.cross_entropy(model(held_x), held_labels)
+    assert [s for s, _ in result.eval_losses] == [STEPS]
+    np.testing.assert_allclose(result.eval_losses[0][1], held.item(),
+                               rtol=1e-5)
+    model.train()
     fresh = TinyResNet()
     fresh.load_state_dict(initial)
     smp.load_state_dict(fresh, smp.load_checkpoint(tmp_path / "ckpt"), exported)

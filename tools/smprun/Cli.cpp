@@ -103,9 +103,9 @@ OPTIONS
                      batch leaves the last samples out (noted). Printed as
                      "eval step K loss L samples N" on stdout and written
                      as an eval_loss row to --metrics and eval/loss to
-                     --tensorboard-dir. Refused for a model with
-                     BatchNormalization (its forward in training uses the
-                     batch's statistics, model.eval() the running ones).
+                     --tensorboard-dir. A batch norm normalises with its
+                     running statistics there (the step with the batch's),
+                     as model.eval() does.
   --eval-every K     With --eval-data: also evaluate after every K steps
                      (the Trainer's eval_steps).
   --checkpoint-dir D With --steps: where checkpoints go (parameters and

@@ -19,6 +19,7 @@
 #include "Lowering.h"
 
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 
 #include <map>
 #include <tuple>
@@ -63,20 +64,57 @@ forwardOps(ArrayRef<func::FuncOp> stages) {
   return forward;
 }
 
+std::string runningStatsOf(func::FuncOp f, BatchNormOp bn, BlockArgument &mean,
+                           BlockArgument &var) {
+  auto meanName = bn->getAttrOfType<StringAttr>(SmpDialect::kRunningMeanAttr);
+  auto varName = bn->getAttrOfType<StringAttr>(SmpDialect::kRunningVarAttr);
+  mean = var = nullptr;
+  for (BlockArgument arg : f.getArguments()) {
+    auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                               SmpDialect::kParamAttr);
+    if (name && name == meanName)
+      mean = arg;
+    if (name && name == varName)
+      var = arg;
+  }
+  std::string node = "BatchNormalization (node '" + valueName(bn) + "')";
+  // Normalising with its running statistics already (--bn-stats running:
+  // frozen), as an evaluation does.
+  if (!meanName && !varName && paramBehind(f, bn.getMean()) &&
+      paramBehind(f, bn.getVariance()))
+    return "";
+  if (!meanName || !varName || !mean || !var)
+    return node + ": its running statistics are not parameters of its "
+                  "rank's program";
+  // Of another float type (mixed precision: f32 running statistics, bf16
+  // batch statistics), an evaluation rounds them to the batch's as the
+  // step's normalisation computes; another shape is out of reach.
+  for (auto [stat, like] :
+       {std::pair{mean, bn.getMean()}, std::pair{var, bn.getVariance()}})
+    if (cast<ShapedType>(stat.getType()).getShape() !=
+        cast<ShapedType>(like.getType()).getShape()) {
+      std::string have, want;
+      llvm::raw_string_ostream(have) << stat.getType();
+      llvm::raw_string_ostream(want) << like.getType();
+      return node + ": its running statistics are " + have + ", not the " +
+             want + " it normalises with (sharded)";
+    }
+  return "";
+}
+
 std::string evaluationRefusal(ArrayRef<func::FuncOp> stages) {
   std::string why;
   for (func::FuncOp f : stages)
     f.walk([&](BatchNormOp bn) {
-      if (!why.empty())
-        return WalkResult::interrupt();
-      why = "the model has BatchNormalization (node '" + valueName(bn) +
-            "'), which the training step normalizes with each batch's "
-            "statistics, where PyTorch's model.eval() uses the running "
-            "ones; evaluate the model --save-onnx writes instead "
-            "(smp.run_onnx, or smpc compile without --train and smprun "
-            "--output-dir)";
-      return WalkResult::interrupt();
+      BlockArgument mean, var;
+      why = runningStatsOf(f, bn, mean, var);
+      return why.empty() ? WalkResult::advance() : WalkResult::interrupt();
     });
+  if (!why.empty())
+    why = "the model's " + why +
+          ": an evaluation normalises with them as PyTorch's model.eval() "
+          "does; evaluate the model --save-onnx writes instead (smp.run_onnx, "
+          "or smpc compile without --train and smprun --output-dir)";
   return why;
 }
 

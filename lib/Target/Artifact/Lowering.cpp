@@ -105,9 +105,11 @@ llvm::Error Lowering::run() {
     int instructions = program.instructions_size();
     if (auto err = lowerOp(op, index))
       return err;
-    if (forward && forward->contains(&op))
+    if (forward && forward->contains(&op)) {
       for (int k = instructions; k < program.instructions_size(); ++k)
         program.mutable_instructions(k)->set_forward(true);
+      addEvalBatchNorm(op);
+    }
     if (index != before)
       firstInstruction.push_back(instructions);
   }
@@ -117,6 +119,31 @@ llvm::Error Lowering::run() {
   shareInPlace();
   planBuffers();
   return llvm::Error::success();
+}
+
+void Lowering::addEvalBatchNorm(Operation &op) {
+  auto bn = dyn_cast<BatchNormOp>(op);
+  BlockArgument mean, var;
+  if (!bn || !runningStatsOf(func, bn, mean, var).empty() || !mean)
+    return; // evaluationRefusal says why, or it reads them already
+  pb::Instruction eval = program.instructions(program.instructions_size() - 1);
+  for (auto [k, stat] : {std::pair{3, mean}, std::pair{4, var}}) {
+    if (stat.getType() == bn->getOperand(k).getType()) {
+      eval.mutable_inputs()->Set(k, bufferOf.lookup(stat));
+      continue;
+    }
+    pb::Instruction *cast = program.add_instructions();
+    cast->set_op("cast");
+    cast->add_inputs(bufferOf.lookup(stat));
+    cast->add_outputs(eval.inputs(k));
+    cast->set_loc(eval.loc());
+    cast->set_forward(true);
+    cast->set_eval_only(true);
+  }
+  eval.mutable_attrs()->erase("@flops"); // not the step's cost
+  eval.mutable_attrs()->erase("@bytes");
+  eval.set_eval_only(true);
+  *program.add_instructions() = std::move(eval);
 }
 
 /// A parameter or state is one buffer of a rank: two arguments of one name

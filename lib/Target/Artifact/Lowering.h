@@ -123,6 +123,9 @@ private:
   llvm::Error lowerConstant(Operation &op);
   llvm::Error lowerTpRank(Operation &op);
   llvm::Error lowerAlias(Operation &op, int64_t index);
+  /// After a batch norm of the evaluation's forward: the instruction only
+  /// an evaluation runs, normalising with the running statistics.
+  void addEvalBatchNorm(Operation &op);
   void planBuffers();
   /// An op that may write its output over an input (`inPlace`): the output
   /// takes the input's storage where nothing reads the input after it.
@@ -197,9 +200,15 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
 /// across the stages through the sends and receives.
 std::vector<llvm::DenseSet<Operation *>>
 forwardOps(ArrayRef<func::FuncOp> stages);
+/// The parameters of `f` holding training batch norm `bn`'s running mean
+/// and variance (smp-build-gradients names them on it), or why an
+/// evaluation cannot normalise with them ("" when it can; null `mean` and
+/// `var` when `bn` normalises with them already: --bn-stats running).
+std::string runningStatsOf(func::FuncOp f, BatchNormOp bn, BlockArgument &mean,
+                           BlockArgument &var);
 /// Why a training step's forward does not evaluate the model as PyTorch's
-/// model.eval() does (a batch norm), what smprun --eval-data refuses with;
-/// "" when it does.
+/// model.eval() does (a batch norm's running statistics out of reach),
+/// what smprun --eval-data refuses with; "" when it does.
 std::string evaluationRefusal(ArrayRef<func::FuncOp> stages);
 
 //===--- PlanReport.cpp ----------------------------------------------------===//

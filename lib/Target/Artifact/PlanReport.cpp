@@ -7,6 +7,8 @@
 
 #include "Lowering.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -34,11 +36,20 @@ static std::string evaluationLine(ModuleOp module) {
   std::string why = funcs ? evaluationRefusal(*funcs) : "";
   if (!funcs)
     llvm::consumeError(funcs.takeError());
-  return "evaluation (smprun --eval-data): " +
-         (why.empty() ? std::string("the instructions the loss is computed "
-                                    "from, dropout off")
-                      : "refused: " + why) +
-         "\n";
+  if (!why.empty())
+    return "evaluation (smprun --eval-data): refused: " + why + "\n";
+  llvm::StringSet<> norms; // by running mean (micro-batches copy the op)
+  for (func::FuncOp f : *funcs)
+    f.walk([&](BatchNormOp bn) {
+      if (auto m = bn->getAttrOfType<StringAttr>(SmpDialect::kRunningMeanAttr))
+        norms.insert(m.getValue());
+    });
+  std::string text = "evaluation (smprun --eval-data): the instructions the "
+                     "loss is computed from, dropout off";
+  if (!norms.empty())
+    text += ", " + std::to_string(norms.size()) +
+            " batch norm(s) with their running statistics";
+  return text + "\n";
 }
 
 std::string planReport(ModuleOp module,

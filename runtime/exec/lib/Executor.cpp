@@ -169,7 +169,8 @@ Status Executor::runSteps(bool forwardOnly) {
   bool waitEach = profiling && !backend_->hostAddressable();
   firstInfinity_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) {
-    if (forwardOnly && !p.instructions(static_cast<int>(i)).forward())
+    const auto &inst = p.instructions(static_cast<int>(i));
+    if (forwardOnly ? !inst.forward() : inst.eval_only())
       continue;
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();

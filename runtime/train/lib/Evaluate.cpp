@@ -22,13 +22,12 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   const Artifact &artifact = exec.artifact();
   const std::string &why = artifact.manifest.training().eval_refusal();
   if (!why.empty())
-    return Status::failure(artifact.dir + ": --eval-data: " + why);
+    return Status::failure("--eval-data: " + why);
   bool marked = false;
   for (const auto &inst : artifact.program.instructions())
     marked = marked || inst.forward();
   if (!marked)
-    return Status::failure(artifact.dir +
-                           ": --eval-data: the artifact marks no instruction "
+    return Status::failure("--eval-data: the artifact marks no instruction "
                            "of the loss's forward (an older smpc compiled "
                            "it); recompile it");
   eval.dir = dir;
@@ -38,7 +37,7 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
       !s.ok())
     return s;
   if (evalBatch != batch)
-    return Status::failure(artifact.dir + ": the evaluation's batch of " +
+    return Status::failure("the evaluation's batch of " +
                            std::to_string(evalBatch) + " is not training's " +
                            std::to_string(batch) +
                            " (the artifact is inconsistent; recompile it)");

@@ -39,7 +39,7 @@
 // CHECK: %[[FV:.*]] = smp.mul %[[UNB]], %{{.*}}
 // CHECK: %[[DV:.*]] = smp.mul %[[V]], %{{.*}} {smp.running_stat = "bn.running_var"}
 // CHECK: %[[RV:.*]] = smp.add %[[DV]], %[[FV]]
-// CHECK: smp.batch_norm %[[XW]], %{{.*}}, %{{.*}}, %[[MEAN]], %[[VAR]] {epsilon
+// CHECK: smp.batch_norm %[[XW]], %{{.*}}, %{{.*}}, %[[MEAN]], %[[VAR]] {epsilon{{.*}}smp.running_mean = "bn.running_mean", smp.running_var = "bn.running_var"}
 // The gradient flows through the statistics to w.
 // CHECK: smp.neg
 // CHECK-COUNT-3: smp.sgd_update

@@ -213,6 +213,11 @@ struct Rewriter {
     }
     update(b, loc, mean, meanForUpdate, momentum);
     update(b, loc, var, varForUpdate, momentum);
+    // What an evaluation normalises with (smprun --eval-data).
+    bn->setAttr(SmpDialect::kRunningMeanAttr,
+                b.getStringAttr(running[running.size() - 2].name));
+    bn->setAttr(SmpDialect::kRunningVarAttr,
+                b.getStringAttr(running.back().name));
     auto reshapeLike = [&](Value v, Value like) {
       return v.getType() == like.getType()
                  ? v

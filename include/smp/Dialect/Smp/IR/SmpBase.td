@@ -87,6 +87,11 @@ def Smp_Dialect : Dialect {
     /// statistic (string: its parameter) to update it; a micro-batch's copy
     /// chains from the previous micro-batch's update.
     static constexpr llvm::StringLiteral kRunningStatAttr = "smp.running_stat";
+    /// On a training step's smp.batch_norm (normalising with its batch's
+    /// statistics): the parameters (strings) of its running mean and
+    /// variance, which an evaluation normalises with instead.
+    static constexpr llvm::StringLiteral kRunningMeanAttr = "smp.running_mean";
+    static constexpr llvm::StringLiteral kRunningVarAttr = "smp.running_var";
     /// Unit: the op belongs to the backward of its micro-batch.
     static constexpr llvm::StringLiteral kBackwardAttr = "smp.bwd";
     /// Module attribute: predicted cost of each pipeline stage (f64 array).
