@@ -27,7 +27,10 @@
 # fused attention kernels) with SGD and the Hugging Face GPT-2 with AdamW,
 # fp32 within 1e-4 of PyTorch trained with smp's masks
 # ("dropout/NAME: ... ok"), and the block in bf16 within 2e-2 of the CPU
-# ("dropout/block-bf16: ...").
+# ("dropout/block-bf16: ..."); the block's and GPT-2's runs evaluate
+# held-out samples (--eval-data: the step's forward with dropout off), and
+# a ResNet trains 5 steps and evaluates with its batch norms on the running
+# statistics, each within 1e-4 of PyTorch's eval() loss ("eval/NAME: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
 # (default: smp-modelgen beside SMPC), PYTHON
@@ -46,6 +49,7 @@ PYTHON=${PYTHON:-python3}
 FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
 REAL=${REAL:-$ROOT/test/fixtures/real}
 DROPOUT=${DROPOUT:-$ROOT/test/fixtures/dropout}
+RESNET=${RESNET:-$ROOT/test/fixtures/resnet}
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
 REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
@@ -116,6 +120,9 @@ compile_dropout() {
     --loss cross_entropy:logits:labels --batch-size 8 --seed 1234 \
     --optimizer adamw --lr 0.01 -o "$dir/gpt2.smpx" > /dev/null \
     2> "$dir/gpt2.log" || { cat "$dir/gpt2.log" >&2; return 1; }
+  "$SMPC" compile "$RESNET/resnet.onnx" --train --target cuda \
+    --loss cross_entropy:logits:labels --batch-size 8 --optimizer sgd \
+    --lr 0.1 -o "$dir/resnet.smpx" > /dev/null
 }
 
 compile() {
@@ -283,19 +290,40 @@ run_dropout() {
   for name in block gpt2; do
     data=$DROPOUT/data ref=$DROPOUT/ref_sgd.json
     [ $name = gpt2 ] && data=$DROPOUT/gpt2/data ref=$DROPOUT/gpt2/ref_adamw.json
-    skip "dropout/$name" && continue
+    skip "dropout/$name" && { skip "eval/$name"; continue; }
     rm -f "$OUT/dropout.$name.jsonl"
     if runone "dropout.$name.$dev" "$dir/$name.smpx" --device "$dev" \
-      --data "$data" --steps 8 --metrics "$OUT/dropout.$name.jsonl"; then
+      --data "$data" --steps 8 --metrics "$OUT/dropout.$name.jsonl" \
+      --eval-data "${data%/data}/eval" --eval-every 4; then
       line=$("$PYTHON" "$COMPARE" "$OUT/dropout.$name.jsonl" "$ref" \
         --rtol 1e-4 --label "dropout/$name" 2>&1 | tail -n 1)
       case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
+      evals "eval/$name" "$OUT/dropout.$name.jsonl" "${ref%.json}_eval.json"
     else
       echo "dropout/$name: FAILED (the run failed)"
+      echo "eval/$name: FAILED (the run failed)"
     fi
   done
   against_cpu "dropout/block-bf16" "dropout.block-bf16" \
     "$dir/block-bf16.smpx" "$DROPOUT/data" 2e-2 "$dev"
+  skip eval/resnet && return 0
+  rm -f "$OUT/eval.resnet.jsonl"
+  if runone "eval.resnet.$dev" "$dir/resnet.smpx" --device "$dev" \
+    --data "$RESNET" --steps 5 --eval-data "$RESNET/heldout" \
+    --metrics "$OUT/eval.resnet.jsonl"; then
+    evals eval/resnet "$OUT/eval.resnet.jsonl" "$RESNET/ref_sgd_eval.json"
+  else
+    echo "eval/resnet: FAILED (the run failed)"
+  fi
+}
+
+# evals NAME METRICS REF: the run's evaluations against PyTorch's eval()
+# losses (compare_evals.py), one line.
+evals() {
+  local line
+  line=$("$PYTHON" "$ROOT/test/train/compare_evals.py" "$2" "$3" --rtol 1e-4 \
+    --label "$1" 2>&1 | tail -n 1)
+  case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
 }
 
 # The WIDE decoders on DEVICE against the CPU (bf16: the tensor-core
