@@ -50,6 +50,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--lr-schedule", Kind::Value},
     {"--warmup-steps", Kind::Value},
     {"--decay-steps", Kind::Value},
+    {"--eval-every", Kind::Value},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},

@@ -139,6 +139,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--lr-schedule",
                                         "--warmup-steps",
                                         "--decay-steps",
+                                        "--eval-every",
                                         "--warmup-type",
                                         "--warmup-min-lr",
                                         "--warmup-min-ratio",

@@ -306,11 +306,13 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.plan.virtualStages = n;
     else if (flag == "--devices")
       opts.devices = n;
-  } else if (a == "--decay-steps" || a.starts_with("--decay-steps=")) {
-    auto v = value("--decay-steps");
-    if (!v || llvm::StringRef(*v).getAsInteger(10, opts.decaySteps) ||
-        opts.decaySteps < 1)
-      return failFlag(exit, "--decay-steps expects a positive integer");
+  } else if (a == "--decay-steps" || a.starts_with("--decay-steps=") ||
+             a == "--eval-every" || a.starts_with("--eval-every=")) {
+    std::string flag = a.split('=').first.str();
+    int64_t &n = flag == "--eval-every" ? opts.evalEvery : opts.decaySteps;
+    auto v = value(flag);
+    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, flag + " expects a positive integer");
   } else if (a == "--loss-scale-window" ||
              a.starts_with("--loss-scale-window=") ||
              a == "--loss-scale-hysteresis" ||

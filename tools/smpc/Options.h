@@ -70,6 +70,7 @@ struct Options {
   double lr = 1e-3;
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps (smprun)
+  int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
   /// --seed: what the dropout masks are drawn from.
   uint64_t seed = 0;
   /// DeepSpeed's schedules: --warmup-type, --warmup-min-lr or

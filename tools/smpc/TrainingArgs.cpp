@@ -219,6 +219,7 @@ private:
   llvm::Expected<int64_t> warmupSteps(std::optional<int64_t> total) const;
   llvm::Error readPrecision();
   llvm::Error readLoss();
+  llvm::Error readEvaluation();
 
   const json::Object &root;
   std::string origin;
@@ -612,10 +613,80 @@ llvm::Error ArgsReader::readLoss() {
   return llvm::Error::success();
 }
 
+/// eval_strategy (v4: evaluation_strategy) "steps": the Trainer evaluates
+/// every eval_steps steps (unset: logging_steps, 500 by default; below 1:
+/// that fraction of max_steps, rounded up), which smprun --eval-data does
+/// every --eval-every steps; "epoch" has no steps smp knows (smprun reads
+/// one stream); the evaluation's batch is the training's.
+llvm::Error ArgsReader::readEvaluation() {
+  std::optional<llvm::StringRef> strategy = text("eval_strategy");
+  const char *strategyKey = "eval_strategy";
+  if (!strategy && (strategy = text("evaluation_strategy")))
+    strategyKey = "evaluation_strategy";
+  if (!strategy || *strategy == "no")
+    return llvm::Error::success();
+  if (*strategy == "epoch") {
+    notes.push_back(std::string(strategyKey) +
+                    " \"epoch\": smprun reads --data as one stream, not "
+                    "epochs; evaluate with smprun --eval-data DIR "
+                    "--eval-every K (K: the samples over the global batch)");
+    return llvm::Error::success();
+  }
+  if (*strategy != "steps")
+    return fail("\"" + llvm::Twine(strategyKey) +
+                "\" expects \"no\", \"steps\" or \"epoch\", got " +
+                shown(strategyKey));
+  const char *key = at("eval_steps") ? "eval_steps" : "logging_steps";
+  auto n = number(key);
+  if (!n)
+    return n.takeError();
+  double v = n->value_or(500);
+  int64_t every = static_cast<int64_t>(v);
+  if (v > 0 && v < 1) {
+    auto total = trainingSteps();
+    if (!total)
+      return total.takeError();
+    if (!*total)
+      return fail("\"" + llvm::Twine(key) + "\" " + shortestNumber(v) +
+                  " is a fraction of max_steps, which is " +
+                  shown("max_steps") +
+                  ": set max_steps, or give the steps between evaluations");
+    every = static_cast<int64_t>(std::ceil(static_cast<double>(**total) * v));
+  } else if (v < 1 || v != std::floor(v)) {
+    return fail("\"" + llvm::Twine(key) +
+                "\" expects a positive number of "
+                "steps (or a fraction of max_steps below 1), got " +
+                shown(key));
+  }
+  rule(key, at(key) ? shown(key) : "500 (the default)", "--eval-every",
+       std::to_string(every), at(key) != nullptr);
+  auto delay = number("eval_delay");
+  if (!delay)
+    return delay.takeError();
+  if (delay->value_or(0) > 0)
+    notes.push_back("eval_delay " + shown("eval_delay") +
+                    ": smprun evaluates from the first --eval-every steps");
+  if (isTrue("eval_on_start"))
+    notes.push_back("eval_on_start true: smprun evaluates after steps, not "
+                    "before the first");
+  auto evalBatch = number("per_device_eval_batch_size");
+  auto trainBatch = number("per_device_train_batch_size");
+  if (!evalBatch || !trainBatch)
+    return evalBatch ? trainBatch.takeError() : evalBatch.takeError();
+  if (evalBatch->value_or(8) != trainBatch->value_or(8))
+    notes.push_back("per_device_eval_batch_size " +
+                    shown("per_device_eval_batch_size") +
+                    ": smprun evaluates in the training batch (the eval "
+                    "loss, a mean of batch means, differs where batches "
+                    "count different labels)");
+  return llvm::Error::success();
+}
+
 llvm::Error ArgsReader::read() {
   for (auto step : {&ArgsReader::readKeys, &ArgsReader::readBatch,
                     &ArgsReader::readOptimizer, &ArgsReader::readSchedule,
-                    &ArgsReader::readPrecision, &ArgsReader::readLoss})
+                    &ArgsReader::readPrecision, &ArgsReader::readLoss,
+                    &ArgsReader::readEvaluation})
     if (llvm::Error e = (this->*step)())
       return e;
   // The data's order and dropout's masks are smprun's.

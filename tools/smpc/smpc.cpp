@@ -283,6 +283,7 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   t.lrSchedule = opts.lrSchedule;
   t.warmupSteps = opts.warmupSteps;
   t.decaySteps = opts.decaySteps;
+  t.evalEvery = opts.evalEvery;
   t.warmupType = opts.warmupType;
   t.warmupMin = opts.warmupMin;
   // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging

@@ -187,6 +187,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_lr_schedule(training.lrSchedule);
   t->set_warmup_steps(training.warmupSteps);
   t->set_decay_steps(training.decaySteps);
+  t->set_eval_every(training.evalEvery);
   if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);

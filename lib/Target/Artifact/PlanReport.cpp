@@ -31,7 +31,7 @@ static std::string humanBytes(uint64_t bytes) {
 }
 
 /// plan.txt's line on what smprun --eval-data runs of a training step.
-static std::string evaluationLine(ModuleOp module) {
+static std::string evaluationLine(ModuleOp module, int64_t every) {
   auto funcs = rankFunctions(module);
   std::string why = funcs ? evaluationRefusal(*funcs) : "";
   if (!funcs)
@@ -49,6 +49,8 @@ static std::string evaluationLine(ModuleOp module) {
   if (!norms.empty())
     text += ", " + std::to_string(norms.size()) +
             " batch norm(s) with their running statistics";
+  if (every > 0)
+    text += "; every " + std::to_string(every) + " steps (smpc --eval-every)";
   return text + "\n";
 }
 
@@ -164,7 +166,7 @@ std::string planReport(ModuleOp module,
     os << "\n";
   }
   if (options.training)
-    os << evaluationLine(module);
+    os << evaluationLine(module, options.training->evalEvery);
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
     uint64_t weights = 0, sends = 0, recvs = 0, forward = 0;

@@ -214,7 +214,8 @@ struct RunData {
   std::vector<Dataset> data;
   int64_t samples = 0, batch = 0, rank = 0, globalBatch = 0;
   Evaluation eval;
-  std::string evalNote; // which held-out samples are left out
+  int64_t evalEvery = 0; // --eval-every, else the artifact's; 0: at the end
+  std::string evalNote;  // which held-out samples are left out, or none
 };
 
 Status loadRunData(const Executor &exec, const TrainOptions &options,
@@ -248,10 +249,29 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
         " samples or compile a smaller "
         "--batch-size");
 
-  if (!options.evalDir.empty())
-    return loadEvaluation(exec, options.evalDir, options.onNote, batch,
-                          globalBatch, run.eval, run.evalNote);
-  return Status::success();
+  // The artifact's schedule of evaluations (smpc --eval-every: the Hugging
+  // Face training arguments' eval_steps) against smprun's.
+  int64_t recorded = artifact.manifest.training().eval_every();
+  if (options.evalEvery > 0 && recorded > 0 && options.evalEvery != recorded)
+    return Status::failure(
+        "--eval-every " + std::to_string(options.evalEvery) +
+        " contradicts the artifact's evaluation every " +
+        std::to_string(recorded) +
+        " steps (smpc --eval-every, or the training arguments' eval_steps); "
+        "give --eval-every " +
+        std::to_string(recorded) + " or leave it out");
+  run.evalEvery = options.evalEvery > 0 ? options.evalEvery : recorded;
+  if (options.evalDir.empty()) {
+    if (recorded > 0)
+      run.evalNote = "smprun: the artifact evaluates every " +
+                     std::to_string(recorded) +
+                     " steps (smpc --eval-every, or the training arguments' "
+                     "eval_steps), but no held-out samples are given: "
+                     "nothing is evaluated; give them with --eval-data DIR";
+    return Status::success();
+  }
+  return loadEvaluation(exec, options.evalDir, options.onNote, batch,
+                        globalBatch, run.eval, run.evalNote);
 }
 
 } // namespace
@@ -361,11 +381,10 @@ Status train(Executor &exec, const TrainOptions &options,
                    : !options.checkpointDir.empty() && k + 1 == options.steps;
     // A stop request saves the step it finished (unless just saved).
     bool stopping = stopSignal != 0 && k + 1 < options.steps;
-    bool evalDue =
-        !options.evalDir.empty() && !stopping &&
-        (std::isfinite(rec.loss) || rec.skipped) &&
-        ((options.evalEvery > 0 && (k + 1) % options.evalEvery == 0) ||
-         k + 1 == options.steps);
+    bool evalDue = !options.evalDir.empty() && !stopping &&
+                   (std::isfinite(rec.loss) || rec.skipped) &&
+                   ((run.evalEvery > 0 && (k + 1) % run.evalEvery == 0) ||
+                    k + 1 == options.steps);
     if (evalDue) {
       EvalRecord er;
       if (!(status =

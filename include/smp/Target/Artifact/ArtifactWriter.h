@@ -22,6 +22,7 @@ struct TrainingOptions {
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps
+  int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
   /// DeepSpeed's schedules (warmup-lr, warmup-decay-lr, warmup-cosine-lr):
   /// the warmup's shape, its start and the cosine's floor.
   std::string warmupType = "log";

@@ -29,7 +29,8 @@ struct TrainOptions {
   int64_t checkpointEvery = 0;
   // Held-out samples (one .npy per data input, as dataDir): their loss,
   // computed by the step's forward with dropout off, every evalEvery steps
-  // and after the last (0: after the last only). "": no evaluation.
+  // (0: the artifact's TrainingConfig.eval_every, which another value
+  // contradicts) and after the last. "": no evaluation.
   std::string evalDir;
   int64_t evalEvery = 0;
   bool resume = false; // continue from checkpointDir's latest
