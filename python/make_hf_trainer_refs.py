@@ -10,7 +10,9 @@ arguments as a Trainer user saves them (`TrainingArguments(...)
 "out"), and ref_NAME.json: {"config": {...}, "losses": [...],
 "grad_norms": [...], "lrs": [...]} (python/make_training_refs.py's
 format, read by test/train/compare_losses.py) from STEPS steps of
-Trainer.train() on the CPU.
+Trainer.train() on the CPU; with eval_strategy "steps", also "evals":
+{"step", "eval_loss" (Trainer.evaluate's), "batch_losses"} of every
+evaluation, read by test/train/compare_evals.py.
 
 The model is python/smp_models.py's GPT (build_gpt(), the weights of
 test/fixtures/train/gpt.onnx: checked) with a forward that takes `labels`
@@ -82,6 +84,12 @@ CONFIGS = {
     # labels of both (average_tokens_across_devices).
     "ddp_linear": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=2,
                        per_device_train_batch_size=4, ranks=2),
+    # linear_decay evaluated every 5 steps (Trainer.evaluate on the 16
+    # samples, batches of 8): "evals" holds its eval_loss after steps 5 and
+    # 10 (smprun --eval-data evaluates after the last step too).
+    "linear_eval": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=3,
+                        eval_strategy="steps", eval_steps=5,
+                        per_device_eval_batch_size=8),
 }
 
 
@@ -146,7 +154,7 @@ def train(name: str, settings: dict) -> dict:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     model = build_model()
-    record = {"lrs": [], "micro": [], "norms": []}
+    record = {"lrs": [], "micro": [], "norms": [], "evals": []}
 
     class Sequential(Trainer):
         def _get_train_sampler(self, *a, **k):
@@ -166,13 +174,34 @@ def train(name: str, settings: dict) -> dict:
             if logs and "grad_norm" in logs:
                 record["norms"].append(float(logs["grad_norm"]))
 
+        def on_evaluate(self, args, state, control, metrics=None, model=None,
+                        **kw):
+            # The batches' mean losses computed apart: the Trainer's
+            # eval_loss must be their mean (equal batches).
+            probe.load_state_dict(getattr(model, "module", model).state_dict())
+            with torch.no_grad():
+                means = []
+                for b in range(0, SAMPLES, args.per_device_eval_batch_size):
+                    rows = list(range(b, b + args.per_device_eval_batch_size))
+                    logits = M.GPT.forward(probe, idx[rows])
+                    means.append(float(F.cross_entropy(
+                        logits.reshape(-1, logits.shape[-1]),
+                        labels[rows].reshape(-1))))
+            got = float(metrics["eval_loss"])
+            if abs(got - float(np.mean(means))) > 1e-5 * abs(got):
+                raise SystemExit(f"{name}: the Trainer's eval_loss {got} is "
+                                 f"not its batches' mean {np.mean(means)}")
+            record["evals"].append({"step": state.global_step,
+                                    "eval_loss": got, "batch_losses": means})
+
     batch = (args.per_device_train_batch_size *
              args.gradient_accumulation_steps * world)
     expected = []
     with torch.no_grad():
         probe = build_model()
     trainer = Sequential(model=model, args=args, train_dataset=dataset,
-                         callbacks=[Watch()])
+                         eval_dataset=dataset if args.eval_strategy != "no"
+                         else None, callbacks=[Watch()])
     # The global batch's mean loss of each step, computed apart from the
     # Trainer from the weights it starts the step with.
     original = trainer.training_step
@@ -209,12 +238,14 @@ def train(name: str, settings: dict) -> dict:
     import transformers
     no_decay = sorted(n for n, _ in model.named_parameters()
                       if n not in trainer.get_decay_parameter_names(model))
-    return {"config": {"lr": max(record["lrs"]),
+    extra = {"evals": record["evals"]} if record["evals"] else {}
+    return {**extra, "config": {"lr": max(record["lrs"]),
                        "transformers": transformers.__version__,
                        "torch": torch.__version__, "ranks": world,
                        "optimizer": type(getattr(trainer.optimizer, "optimizer",
                                               trainer.optimizer)).__name__,
-                       "no_decay": no_decay},
+                       "no_decay": no_decay,
+                       "batch": args.per_device_eval_batch_size},
             "losses": losses, "grad_norms": record["norms"],
             "lrs": record["lrs"]}
 
