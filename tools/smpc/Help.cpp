@@ -152,11 +152,14 @@ TRAINING (compile --train)
                        checkpoints, so resumed or extended runs continue it).
                        warmup-decay-lr, warmup-cosine-lr: total_num_steps;
                        hf-linear, hf-cosine: num_training_steps (max_steps).
-  --eval-every K        With --train: smprun --eval-data evaluates the
-                       held-out samples every K steps (and after the last)
+  --eval-every K|epoch  With --train: smprun --eval-data evaluates the
+                       held-out samples every K steps, or every epoch of
+                       its --data (samples / global batch steps: a whole
+                       number of batches needed), and after the last step,
                        without its own --eval-every, and refuses another
                        (docs/training-runs.md); the Hugging Face training
-                       arguments' eval_strategy "steps" sets it (eval_steps).
+                       arguments' eval_strategy "steps" (eval_steps) or
+                       "epoch" sets it.
   --warmup-type log|linear
                        DeepSpeed's schedules: the warmup's shape (default
                        log, as DeepSpeed's).

@@ -311,8 +311,11 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     std::string flag = a.split('=').first.str();
     int64_t &n = flag == "--eval-every" ? opts.evalEvery : opts.decaySteps;
     auto v = value(flag);
-    if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
-      return failFlag(exit, flag + " expects a positive integer");
+    if (flag == "--eval-every" && v && *v == "epoch")
+      n = -1; // every epoch of smprun's --data
+    else if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+      return failFlag(exit, flag + " expects a positive integer" +
+                                (flag == "--eval-every" ? " or epoch" : ""));
   } else if (a == "--loss-scale-window" ||
              a.starts_with("--loss-scale-window=") ||
              a == "--loss-scale-hysteresis" ||

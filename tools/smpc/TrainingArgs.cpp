@@ -220,6 +220,7 @@ private:
   llvm::Error readPrecision();
   llvm::Error readLoss();
   llvm::Error readEvaluation();
+  llvm::Error readEvalNotes();
 
   const json::Object &root;
   std::string origin;
@@ -616,8 +617,8 @@ llvm::Error ArgsReader::readLoss() {
 /// eval_strategy (v4: evaluation_strategy) "steps": the Trainer evaluates
 /// every eval_steps steps (unset: logging_steps, 500 by default; below 1:
 /// that fraction of max_steps, rounded up), which smprun --eval-data does
-/// every --eval-every steps; "epoch" has no steps smp knows (smprun reads
-/// one stream); the evaluation's batch is the training's.
+/// every --eval-every steps; "epoch" is --eval-every epoch (smprun: every
+/// samples / global batch steps); the evaluation's batch is the training's.
 llvm::Error ArgsReader::readEvaluation() {
   std::optional<llvm::StringRef> strategy = text("eval_strategy");
   const char *strategyKey = "eval_strategy";
@@ -626,11 +627,8 @@ llvm::Error ArgsReader::readEvaluation() {
   if (!strategy || *strategy == "no")
     return llvm::Error::success();
   if (*strategy == "epoch") {
-    notes.push_back(std::string(strategyKey) +
-                    " \"epoch\": smprun reads --data as one stream, not "
-                    "epochs; evaluate with smprun --eval-data DIR "
-                    "--eval-every K (K: the samples over the global batch)");
-    return llvm::Error::success();
+    rule(strategyKey, shown(strategyKey), "--eval-every", "epoch");
+    return readEvalNotes();
   }
   if (*strategy != "steps")
     return fail("\"" + llvm::Twine(strategyKey) +
@@ -660,6 +658,11 @@ llvm::Error ArgsReader::readEvaluation() {
   }
   rule(key, at(key) ? shown(key) : "500 (the default)", "--eval-every",
        std::to_string(every), at(key) != nullptr);
+  return readEvalNotes();
+}
+
+/// What the Trainer's evaluation does that smprun's does not, named.
+llvm::Error ArgsReader::readEvalNotes() {
   auto delay = number("eval_delay");
   if (!delay)
     return delay.takeError();

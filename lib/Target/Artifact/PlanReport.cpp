@@ -49,8 +49,11 @@ static std::string evaluationLine(ModuleOp module, int64_t every) {
   if (!norms.empty())
     text += ", " + std::to_string(norms.size()) +
             " batch norm(s) with their running statistics";
-  if (every > 0)
-    text += "; every " + std::to_string(every) + " steps (smpc --eval-every)";
+  if (every != 0)
+    text += every > 0 ? "; every " + std::to_string(every) +
+                            " steps (smpc --eval-every)"
+                      : std::string("; every epoch of smprun's --data (smpc "
+                                    "--eval-every epoch)");
   return text + "\n";
 }
 

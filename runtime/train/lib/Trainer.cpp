@@ -218,6 +218,46 @@ struct RunData {
   std::string evalNote;  // which held-out samples are left out, or none
 };
 
+/// The run's schedule of evaluations: --eval-every, else the artifact's
+/// `recorded` (smpc --eval-every: K steps, or -1: every epoch of the
+/// training data, N / G steps), which another --eval-every contradicts.
+Status evalSchedule(int64_t recorded, const TrainOptions &options,
+                    RunData &run) {
+  std::string what =
+      recorded < 0
+          ? "every epoch of --data (smpc --eval-every epoch: the training "
+            "arguments' eval_strategy \"epoch\")"
+          : "every " + std::to_string(recorded) +
+                " steps (smpc --eval-every, or the training arguments' "
+                "eval_steps)";
+  int64_t every = recorded;
+  if (recorded < 0 && !options.evalDir.empty()) {
+    if (run.samples % run.globalBatch != 0)
+      return Status::failure(
+          "the artifact evaluates " + what + ", but " + options.dataDir +
+          "'s " + std::to_string(run.samples) +
+          " samples are not whole global batches of " +
+          std::to_string(run.globalBatch) +
+          " (smprun reads them as one stream); give a multiple of " +
+          std::to_string(run.globalBatch) +
+          " samples, or compile without --eval-every epoch");
+    every = run.samples / run.globalBatch;
+    what += ", " + std::to_string(every) + " steps here";
+  }
+  if (options.evalEvery > 0 && recorded != 0 && options.evalEvery != every)
+    return Status::failure(
+        "--eval-every " + std::to_string(options.evalEvery) +
+        " contradicts the artifact's evaluation " + what + "; leave it out" +
+        (every > 0 ? " (or give --eval-every " + std::to_string(every) + ")"
+                   : std::string()));
+  run.evalEvery = options.evalEvery > 0 ? options.evalEvery : every;
+  if (options.evalDir.empty() && recorded != 0)
+    run.evalNote = "smprun: the artifact evaluates " + what +
+                   ", but no held-out samples are given: nothing is "
+                   "evaluated; give them with --eval-data DIR";
+  return Status::success();
+}
+
 Status loadRunData(const Executor &exec, const TrainOptions &options,
                    RunData &run) {
   const Artifact &artifact = exec.artifact();
@@ -249,27 +289,10 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
         " samples or compile a smaller "
         "--batch-size");
 
-  // The artifact's schedule of evaluations (smpc --eval-every: the Hugging
-  // Face training arguments' eval_steps) against smprun's.
-  int64_t recorded = artifact.manifest.training().eval_every();
-  if (options.evalEvery > 0 && recorded > 0 && options.evalEvery != recorded)
-    return Status::failure(
-        "--eval-every " + std::to_string(options.evalEvery) +
-        " contradicts the artifact's evaluation every " +
-        std::to_string(recorded) +
-        " steps (smpc --eval-every, or the training arguments' eval_steps); "
-        "give --eval-every " +
-        std::to_string(recorded) + " or leave it out");
-  run.evalEvery = options.evalEvery > 0 ? options.evalEvery : recorded;
-  if (options.evalDir.empty()) {
-    if (recorded > 0)
-      run.evalNote = "smprun: the artifact evaluates every " +
-                     std::to_string(recorded) +
-                     " steps (smpc --eval-every, or the training arguments' "
-                     "eval_steps), but no held-out samples are given: "
-                     "nothing is evaluated; give them with --eval-data DIR";
-    return Status::success();
-  }
+  if (Status s =
+          evalSchedule(artifact.manifest.training().eval_every(), options, run);
+      !s.ok() || options.evalDir.empty())
+    return s;
   return loadEvaluation(exec, options.evalDir, options.onNote, batch,
                         globalBatch, run.eval, run.evalNote);
 }
