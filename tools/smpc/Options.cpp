@@ -272,6 +272,19 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
   return true;
 }
 
+/// --decay-steps N, --eval-every N|epoch (-1).
+bool parseStepsFlag(const std::string &flag, const FlagValue &value,
+                    Options &opts, std::optional<int> &exit) {
+  int64_t &n = flag == "--eval-every" ? opts.evalEvery : opts.decaySteps;
+  auto v = value(flag);
+  if (flag == "--eval-every" && v && *v == "epoch")
+    n = -1; // every epoch of smprun's --data
+  else if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
+    return failFlag(exit, flag + " expects a positive integer" +
+                              (flag == "--eval-every" ? " or epoch" : ""));
+  return true;
+}
+
 /// Placement, degrees, numbers (lr, betas, ...) and output modes. Returns
 /// whether `a` is one of them; `exit` is set when its value is malformed.
 bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
@@ -308,14 +321,7 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.devices = n;
   } else if (a == "--decay-steps" || a.starts_with("--decay-steps=") ||
              a == "--eval-every" || a.starts_with("--eval-every=")) {
-    std::string flag = a.split('=').first.str();
-    int64_t &n = flag == "--eval-every" ? opts.evalEvery : opts.decaySteps;
-    auto v = value(flag);
-    if (flag == "--eval-every" && v && *v == "epoch")
-      n = -1; // every epoch of smprun's --data
-    else if (!v || llvm::StringRef(*v).getAsInteger(10, n) || n < 1)
-      return failFlag(exit, flag + " expects a positive integer" +
-                                (flag == "--eval-every" ? " or epoch" : ""));
+    return parseStepsFlag(a.split('=').first.str(), value, opts, exit);
   } else if (a == "--loss-scale-window" ||
              a.starts_with("--loss-scale-window=") ||
              a == "--loss-scale-hysteresis" ||
