@@ -28,24 +28,35 @@ def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
         lines = path.read_text().splitlines()
     except OSError as e:
         raise SmpError(f"{path}: cannot read the metrics: {e.strerror}")
-    by_step: Dict[int, Dict[str, Any]] = {}
+    rows = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            step = int(row["step"])
+            int(row["step"])
         except (ValueError, KeyError, TypeError):
             raise SmpError(f"{path}:{n}: not a metrics row (one JSON object "
                            f"with a \"step\" per line, as smprun --metrics "
                            f"writes)")
-        if "eval_loss" in row and step in by_step:
-            by_step[step] = {**by_step[step], **row}
-        else:
-            by_step[step] = row
-    if not by_step:
+        rows.append(row)
+    if not rows:
         raise SmpError(f"{path}: holds no steps")
-    return [by_step[s] for s in sorted(by_step)]
+    return by_step(rows)
+
+
+def by_step(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """--metrics rows by step, in step order: a step written again (a
+    resumed run appends) keeps its later row, and an evaluation's row
+    (eval_loss, --eval-data) joins its step's."""
+    steps: Dict[int, Dict[str, Any]] = {}
+    for row in rows:
+        step = int(row["step"])
+        if "eval_loss" in row and step in steps:
+            steps[step] = {**steps[step], **row}
+        else:
+            steps[step] = row
+    return [steps[s] for s in sorted(steps)]
 
 
 def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _tools
+from .metrics import by_step
 
 
 def file_name_for(name: str) -> str:
@@ -156,14 +157,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
         metrics = [json.loads(l) for l in metrics_path.read_text().splitlines()
                    if l.strip()] if metrics_path.exists() else []
     evals = [m for m in metrics if "eval_loss" in m]
-    # An evaluation's row joins its step's (as smp.read_metrics).
-    rows: List[Dict[str, Any]] = []
-    for m in metrics:
-        if "eval_loss" in m and rows and rows[-1]["step"] == m["step"]:
-            rows[-1] = {**rows[-1], **m}
-        elif "eval_loss" not in m:
-            rows.append(m)
-    metrics = rows
+    metrics = by_step(metrics)  # an evaluation's row joins its step's
     losses = [m["loss"] for m in metrics] or [
         float(m.group(2)) for m in map(_STEP.match, output.splitlines()) if m]
     return TrainResult(losses=losses, metrics=metrics, output=output,

@@ -401,7 +401,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   PlanDetails details =
       collectPlanDetails(funcs, stages, options, grid, manifest);
   if (auto err = writeFile(path("plan.txt"),
-                           planReport(module, stages, options, grid) +
+                           planReport(module, funcs, stages, options, grid,
+                                      manifest.training().eval_refusal()) +
                                planDetailsText(details)))
     return std::move(err);
   if (auto err = writeFile(path("plan.json"), planJson(details)))

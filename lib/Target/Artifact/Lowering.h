@@ -214,10 +214,12 @@ std::string evaluationRefusal(ArrayRef<func::FuncOp> stages);
 //===--- PlanReport.cpp ----------------------------------------------------===//
 
 /// plan.txt: the grid, the parallelism in words, per-stage memory and
-/// instruction counts.
-std::string planReport(ModuleOp module,
+/// instruction counts; `funcs` the stages' functions, `evalRefusal` the
+/// manifest's (evaluationRefusal).
+std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                        const std::vector<std::unique_ptr<Lowering>> &stages,
-                       const ArtifactOptions &options, const DeviceGrid &grid);
+                       const ArtifactOptions &options, const DeviceGrid &grid,
+                       llvm::StringRef evalRefusal);
 
 //===--- PlanDetails.cpp ---------------------------------------------------===//
 

@@ -31,15 +31,12 @@ static std::string humanBytes(uint64_t bytes) {
 }
 
 /// plan.txt's line on what smprun --eval-data runs of a training step.
-static std::string evaluationLine(ModuleOp module, int64_t every) {
-  auto funcs = rankFunctions(module);
-  std::string why = funcs ? evaluationRefusal(*funcs) : "";
-  if (!funcs)
-    llvm::consumeError(funcs.takeError());
+static std::string evaluationLine(ArrayRef<func::FuncOp> funcs,
+                                  llvm::StringRef why, int64_t every) {
   if (!why.empty())
-    return "evaluation (smprun --eval-data): refused: " + why + "\n";
+    return ("evaluation (smprun --eval-data): refused: " + why + "\n").str();
   llvm::StringSet<> norms; // by running mean (micro-batches copy the op)
-  for (func::FuncOp f : *funcs)
+  for (func::FuncOp f : funcs)
     f.walk([&](BatchNormOp bn) {
       if (auto m = bn->getAttrOfType<StringAttr>(SmpDialect::kRunningMeanAttr))
         norms.insert(m.getValue());
@@ -57,9 +54,10 @@ static std::string evaluationLine(ModuleOp module, int64_t every) {
   return text + "\n";
 }
 
-std::string planReport(ModuleOp module,
+std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                        const std::vector<std::unique_ptr<Lowering>> &stages,
-                       const ArtifactOptions &options, const DeviceGrid &grid) {
+                       const ArtifactOptions &options, const DeviceGrid &grid,
+                       llvm::StringRef evalRefusal) {
   std::string s;
   llvm::raw_string_ostream os(s);
   int64_t dp = grid.size[kDataAxis], pp = grid.size[kPipelineAxis],
@@ -169,7 +167,7 @@ std::string planReport(ModuleOp module,
     os << "\n";
   }
   if (options.training)
-    os << evaluationLine(module, options.training->evalEvery);
+    os << evaluationLine(funcs, evalRefusal, options.training->evalEvery);
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
     uint64_t weights = 0, sends = 0, recvs = 0, forward = 0;

@@ -17,7 +17,7 @@
 namespace smprt {
 
 Status loadEvaluation(const Executor &exec, const std::string &dir,
-                      const NoteFn &onNote, int64_t batch, int64_t globalBatch,
+                      const NoteFn &onNote, int64_t globalBatch,
                       Evaluation &eval, std::string &note) {
   const Artifact &artifact = exec.artifact();
   const std::string &why = artifact.manifest.training().eval_refusal();
@@ -31,16 +31,11 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
                            "of the loss's forward (an older smpc compiled "
                            "it); recompile it");
   eval.dir = dir;
-  int64_t evalBatch = 0;
+  int64_t evalBatch; // the artifact's, as training's
   if (Status s = loadDatasets(exec, dir, "evaluation", onNote, eval.data,
                               eval.samples, evalBatch);
       !s.ok())
     return s;
-  if (evalBatch != batch)
-    return Status::failure("the evaluation's batch of " +
-                           std::to_string(evalBatch) + " is not training's " +
-                           std::to_string(batch) +
-                           " (the artifact is inconsistent; recompile it)");
   if (eval.samples < globalBatch)
     return Status::failure(
         dir + ": holds " + std::to_string(eval.samples) +

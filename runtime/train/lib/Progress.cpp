@@ -162,6 +162,16 @@ void Reporter::note(const std::string &line) {
   std::fflush(stderr);
 }
 
+Status Reporter::writeMetrics(const std::string &row) {
+  if (!metrics_)
+    return Status::success();
+  if (std::fputs((row + "\n").c_str(), metrics_) < 0 ||
+      std::fflush(metrics_) != 0)
+    return Status::failure("--metrics: write failed (" +
+                           std::string(std::strerror(errno)) + ")");
+  return Status::success();
+}
+
 Status Reporter::step(const StepRecord &rec) {
   if (printSteps_) {
     clearLive();
@@ -174,12 +184,8 @@ Status Reporter::step(const StepRecord &rec) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  if (metrics_) {
-    std::string row = metricsRow(rec) + "\n";
-    if (std::fputs(row.c_str(), metrics_) < 0 || std::fflush(metrics_) != 0)
-      return Status::failure("--metrics: write failed (" +
-                             std::string(std::strerror(errno)) + ")");
-  }
+  if (Status s = writeMetrics(metricsRow(rec)); !s.ok())
+    return s;
   if (events_.isOpen()) {
     std::vector<std::pair<std::string, double>> scalars = {
         {"loss", rec.loss}, {"lr", rec.lr}, {"grad_norm", rec.gradNorm},
@@ -238,17 +244,15 @@ Status Reporter::evaluation(const EvalRecord &rec) {
          std::to_string(rec.samples) + " samples in " +
          std::to_string(rec.batches) + " batches | " +
          format("%.2f", rec.seconds) + " s");
-  if (metrics_) {
-    std::string row = "{\"step\": " + std::to_string(rec.step) +
-                      ", \"eval_loss\": " + jsonNumber(rec.loss) +
-                      ", \"eval_samples\": " + std::to_string(rec.samples) +
-                      ", \"eval_batches\": " + std::to_string(rec.batches) +
-                      ", \"eval_time\": " + jsonNumber(rec.seconds) +
-                      ", \"time\": " + format("%.6f", rec.wallTime) + "}\n";
-    if (std::fputs(row.c_str(), metrics_) < 0 || std::fflush(metrics_) != 0)
-      return Status::failure("--metrics: write failed (" +
-                             std::string(std::strerror(errno)) + ")");
-  }
+  if (Status s =
+          writeMetrics("{\"step\": " + std::to_string(rec.step) +
+                       ", \"eval_loss\": " + jsonNumber(rec.loss) +
+                       ", \"eval_samples\": " + std::to_string(rec.samples) +
+                       ", \"eval_batches\": " + std::to_string(rec.batches) +
+                       ", \"eval_time\": " + jsonNumber(rec.seconds) +
+                       ", \"time\": " + format("%.6f", rec.wallTime) + "}");
+      !s.ok())
+    return s;
   if (events_.isOpen())
     return events_.scalars(rec.step, rec.wallTime, {{"eval/loss", rec.loss}});
   return Status::success();

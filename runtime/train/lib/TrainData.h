@@ -86,12 +86,12 @@ struct Evaluation {
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,
-/// whose steps take `batch` samples on this rank of `globalBatch`: refused
+/// whose steps take `globalBatch` samples (this rank its share): refused
 /// where the step's forward does not evaluate the model as PyTorch's
 /// model.eval() does, where the artifact marks no forward, and with fewer
 /// samples than a global batch. `note` says which samples are left out.
 Status loadEvaluation(const Executor &exec, const std::string &dir,
-                      const NoteFn &onNote, int64_t batch, int64_t globalBatch,
+                      const NoteFn &onNote, int64_t globalBatch,
                       Evaluation &eval, std::string &note);
 
 /// The mean loss of `eval`'s batches under the parameters of now (after

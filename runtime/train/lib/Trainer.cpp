@@ -293,8 +293,8 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
           evalSchedule(artifact.manifest.training().eval_every(), options, run);
       !s.ok() || options.evalDir.empty())
     return s;
-  return loadEvaluation(exec, options.evalDir, options.onNote, batch,
-                        globalBatch, run.eval, run.evalNote);
+  return loadEvaluation(exec, options.evalDir, options.onNote, globalBatch,
+                        run.eval, run.evalNote);
 }
 
 } // namespace

@@ -107,6 +107,8 @@ public:
 
 private:
   void clearLive();
+  /// Appends one JSON row to --metrics, flushed (none without the file).
+  Status writeMetrics(const std::string &row);
   RunFacts facts_;
   ProgressMode mode_;
   int64_t logEvery_;
