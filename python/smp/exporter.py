@@ -439,9 +439,9 @@ def _restore_buffers(model, saved, prefix) -> bool:
             continue
         want = saved[key].detach().cpu().numpy()
         if init.data_location == onnx.TensorProto.EXTERNAL:
-            raise _tools.SmpError(f"smp.export: {init.name}: a running statistic "
-                           f"stored outside the file; export a model under "
-                           f"2 GB or report this")
+            raise _tools.SmpError(f"smp.export: {init.name}: a running "
+                                  f"statistic stored outside the file; "
+                                  f"export a model under 2 GB or report this")
         have = numpy_helper.to_array(init)
         if have.shape != want.shape or not np.array_equal(have, want.astype(have.dtype)):
             model.graph.initializer[i].CopyFrom(
