@@ -8,8 +8,10 @@ the model is evaluated as a PyTorch user evaluates it: model.eval() (every
 dropout off) under torch.no_grad(), on held-out samples in batches of 8, the
 eval loss being the mean of the batches' mean-squared errors (the Hugging
 Face Trainer's eval_loss). The held-out file holds 20 samples: two whole
-batches are evaluated, the last 4 left out, as smprun does with a sample
-count that is not a multiple of the global batch.
+batches are evaluated, the last 4 left out, as smprun does where the loss
+(a mean-squared error's mean over every sample) cannot leave a short
+batch's padding out. GPT-2's cross-entropy can: its evaluation includes the
+short batch, as the Trainer's does.
 
 The block is rebuilt as make_dropout_refs.py built it (torch.manual_seed(0),
 Block()); the script checks that its 8 training losses are ref_sgd.json's
@@ -37,14 +39,23 @@ import make_dropout_refs as d  # noqa: E402
 EVAL_SAMPLES, EVAL_EVERY = 20, 4
 
 
-def evaluation(step, batch_loss):
-    """The evaluation after `step`: batch_loss(b) is whole batch b's mean
-    loss (model in eval mode, no gradients); the eval loss their mean."""
+def evaluation(step, batch_loss, short=False):
+    """The evaluation after `step`: batch_loss(b) is batch b's mean loss
+    (model in eval mode, no gradients); the eval loss their mean weighted
+    by their samples (the Hugging Face Trainer's). With `short`, the last
+    EVAL_SAMPLES % BATCH samples are a short last batch, as the Trainer
+    evaluates them (and smprun, padding it, for a cross-entropy); without,
+    they are left out (smprun, for a loss that cannot leave padding out)."""
+    bounds = list(range(0, EVAL_SAMPLES - d.BATCH + 1, d.BATCH))
+    if short and EVAL_SAMPLES % d.BATCH:
+        bounds.append(bounds[-1] + d.BATCH)
     with torch.no_grad():
-        per_batch = [batch_loss(slice(b * d.BATCH, (b + 1) * d.BATCH))
-                     for b in range(EVAL_SAMPLES // d.BATCH)]
-    return {"step": step, "eval_loss": float(np.mean(per_batch)),
-            "batch_losses": per_batch}
+        per_batch = [batch_loss(slice(b, min(b + d.BATCH, EVAL_SAMPLES)))
+                     for b in bounds]
+    sizes = [min(d.BATCH, EVAL_SAMPLES - b) for b in bounds]
+    return {"step": step,
+            "eval_loss": float(np.dot(per_batch, sizes) / sum(sizes)),
+            "batch_losses": per_batch, "samples": sum(sizes)}
 
 
 def write_ref(path, losses, train_ref, flags, evals, **extra):
@@ -66,7 +77,8 @@ def gpt2_evals():
     AdamW steps with smp's masks as make_dropout_refs.make_gpt2 trains it
     (checked against its ref_adamw.json), evaluated after steps 4 and 8 on
     20 held-out sequences: model.eval(), torch.no_grad(), cross-entropy
-    over every position, the mean of the two whole batches'. Writes
+    over every position, the batches' mean weighted by their samples (two
+    whole batches and a short one of 4, as the Trainer evaluates). Writes
     gpt2/eval/{input_ids,labels}.npy and gpt2/ref_adamw_eval.json."""
     from transformers import GPT2Config, GPT2LMHeadModel
     out = d.OUT / "gpt2"
@@ -104,7 +116,8 @@ def gpt2_evals():
             if (k + 1) % EVAL_EVERY == 0:
                 model.eval()
                 evals.append(evaluation(k + 1, lambda b: F.cross_entropy(
-                    logits(eids[b]).reshape(-1, 64), elabels[b].reshape(-1)).item()))
+                    logits(eids[b]).reshape(-1, 64), elabels[b].reshape(-1)).item(),
+                    short=True))
     import transformers
     write_ref(out / "ref_adamw_eval.json", losses, out / "ref_adamw.json",
               "--optimizer adamw --lr 0.01 --seed 1234", evals,

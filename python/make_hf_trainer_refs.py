@@ -90,6 +90,20 @@ CONFIGS = {
     "linear_eval": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=3,
                         eval_strategy="steps", eval_steps=5,
                         per_device_eval_batch_size=8),
+    # The same evaluated on the first 12 samples only (written to eval12/):
+    # a whole batch of 8 and a short one of 4, whose mean loss the
+    # Trainer's eval_loss weights by its 4 samples.
+    "linear_eval_short": dict(learning_rate=3e-3, weight_decay=0.1,
+                              warmup_steps=3, eval_strategy="steps",
+                              eval_steps=5, per_device_eval_batch_size=8,
+                              eval_samples=12),
+    # Evaluated before the first step (eval_on_start) and every 3 steps
+    # from step 5 on (eval_delay): after steps 0, 6 and 9, and after the
+    # last (10), as transformers 5 evaluates at the end.
+    "linear_eval_start": dict(learning_rate=3e-3, weight_decay=0.1,
+                              warmup_steps=3, eval_strategy="steps",
+                              eval_steps=3, eval_delay=5, eval_on_start=True,
+                              per_device_eval_batch_size=8),
 }
 
 
@@ -138,6 +152,12 @@ def train(name: str, settings: dict) -> dict:
     idx = torch.from_numpy(np.load(DATA / "idx.npy"))
     labels = torch.from_numpy(np.load(DATA / "labels.npy"))
     dataset = [{"idx": idx[i], "labels": labels[i]} for i in range(SAMPLES)]
+    eval_samples = settings.pop("eval_samples", SAMPLES)
+    if eval_samples != SAMPLES and rank == 0:
+        held = OUT / f"eval{eval_samples}"
+        held.mkdir(exist_ok=True)
+        np.save(held / "idx.npy", idx[:eval_samples].numpy())
+        np.save(held / "labels.npy", labels[:eval_samples].numpy())
     with tempfile.TemporaryDirectory() as tmp:
         args = TrainingArguments(
             output_dir=tmp, max_steps=STEPS, report_to=[], logging_steps=1,
@@ -177,22 +197,27 @@ def train(name: str, settings: dict) -> dict:
         def on_evaluate(self, args, state, control, metrics=None, model=None,
                         **kw):
             # The batches' mean losses computed apart: the Trainer's
-            # eval_loss must be their mean (equal batches).
+            # eval_loss must be their mean weighted by their samples (a
+            # short last batch counts its own).
             probe.load_state_dict(getattr(model, "module", model).state_dict())
             with torch.no_grad():
-                means = []
-                for b in range(0, SAMPLES, args.per_device_eval_batch_size):
-                    rows = list(range(b, b + args.per_device_eval_batch_size))
+                means, sizes = [], []
+                for b in range(0, eval_samples, args.per_device_eval_batch_size):
+                    rows = list(range(b, min(eval_samples,
+                                             b + args.per_device_eval_batch_size)))
                     logits = M.GPT.forward(probe, idx[rows])
                     means.append(float(F.cross_entropy(
                         logits.reshape(-1, logits.shape[-1]),
                         labels[rows].reshape(-1))))
+                    sizes.append(len(rows))
             got = float(metrics["eval_loss"])
-            if abs(got - float(np.mean(means))) > 1e-5 * abs(got):
+            want = float(np.dot(means, sizes) / sum(sizes))
+            if abs(got - want) > 1e-5 * abs(got):
                 raise SystemExit(f"{name}: the Trainer's eval_loss {got} is "
-                                 f"not its batches' mean {np.mean(means)}")
+                                 f"not its batches' weighted mean {want}")
             record["evals"].append({"step": state.global_step,
-                                    "eval_loss": got, "batch_losses": means})
+                                    "eval_loss": got, "batch_losses": means,
+                                    "samples": sum(sizes)})
 
     batch = (args.per_device_train_batch_size *
              args.gradient_accumulation_steps * world)
@@ -200,8 +225,9 @@ def train(name: str, settings: dict) -> dict:
     with torch.no_grad():
         probe = build_model()
     trainer = Sequential(model=model, args=args, train_dataset=dataset,
-                         eval_dataset=dataset if args.eval_strategy != "no"
-                         else None, callbacks=[Watch()])
+                         eval_dataset=dataset[:eval_samples]
+                         if args.eval_strategy != "no" else None,
+                         callbacks=[Watch()])
     # The global batch's mean loss of each step, computed apart from the
     # Trainer from the weights it starts the step with.
     original = trainer.training_step

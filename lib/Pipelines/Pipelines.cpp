@@ -121,6 +121,9 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     keys.dp = static_cast<int>(o.dp);
     keys.microbatches = static_cast<int>(o.microbatches);
     pm.addPass(createSmpKeyDropoutPass(keys));
+    SmpMarkEvalPaddingPassOptions padding;
+    padding.loss = o.loss;
+    pm.addPass(createSmpMarkEvalPaddingPass(padding));
   }
   if (has(kPhaseTrainStep) && o.dp * o.microbatches > 1) {
     SmpCheckSampleSplitPassOptions samples;

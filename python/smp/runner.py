@@ -158,7 +158,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
                    if l.strip()] if metrics_path.exists() else []
     evals = [m for m in metrics if "eval_loss" in m]
     metrics = by_step(metrics)  # an evaluation's row joins its step's
-    losses = [m["loss"] for m in metrics] or [
+    losses = [m["loss"] for m in metrics if "loss" in m] or [
         float(m.group(2)) for m in map(_STEP.match, output.splitlines()) if m]
     return TrainResult(losses=losses, metrics=metrics, output=output,
                        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,

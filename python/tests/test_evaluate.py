@@ -61,3 +61,22 @@ def test_eval_every_without_eval_data_is_refused(tools, trained):
                   eval_every=2, progress=False)
     assert "--eval-every K evaluates held-out samples; give them with " \
            "--eval-data DIR" in str(e.value)
+
+
+def test_eval_on_start_and_delay(tools, tmp_path):
+    """smp.compile(eval_on_start=True, eval_delay=6) (the Trainer's
+    eval_on_start and eval_delay): an evaluation before the first step,
+    reported as step 0 (a row without a training loss), and none before
+    step 6 but the one after the last; the training losses stay 8."""
+    art = smp.compile(FX / "block.onnx", output=tmp_path / "b.smpx",
+                      loss="mse:y:t", batch_size=8, seed=1234,
+                      optimizer="sgd", lr=0.05, momentum=0.9,
+                      eval_on_start=True, eval_delay=6, eval_every=4)
+    run = smp.train(art, data=FX / "data", steps=8, eval_data=FX / "eval",
+                    progress=False)
+    assert [s for s, _ in run.eval_losses] == [0, 8]
+    assert len(run.losses) == 8
+    ref = json.loads((FX / "ref_sgd_eval.json").read_text())["evals"]
+    got = dict(run.eval_losses)[8]
+    assert abs(got - ref[-1]["eval_loss"]) <= 1e-5 * abs(ref[-1]["eval_loss"])
+    assert run.metrics[0]["step"] == 0 and "loss" not in run.metrics[0]

@@ -6,9 +6,10 @@
 METRICS.jsonl is what `smprun --steps N --eval-data DIR --metrics FILE`
 writes; its evaluation rows hold step, eval_loss, eval_samples,
 eval_batches. REF.json (python/make_eval_refs.py) holds "evals": a list of
-{"step", "eval_loss", "batch_losses"} and "config": {"batch", ...}, the
-global batch. Every reference evaluation must be in the run, at its step,
-with the samples of its whole batches, and no other: prints each with the
+{"step", "eval_loss", "batch_losses"[, "samples"]} and "config":
+{"batch", ...}, the global batch. Every reference evaluation must be in
+the run, at its step, with its samples (those of its batches: "samples",
+else batch x batches), and no other: prints each with the
 relative error of its loss, then one line
 
     NAME: N evaluations, max rel err E (rtol R): ok
@@ -58,7 +59,7 @@ def main():
         err = (math.inf if not isinstance(loss, (int, float)) or not math.isfinite(loss)
                else abs(loss - w["eval_loss"]) / max(abs(w["eval_loss"]), 1e-30))
         worst = max(worst, err)
-        samples = batch * len(w["batch_losses"])
+        samples = w.get("samples", batch * len(w["batch_losses"]))
         print("step %d: eval_loss %.7f ref %.7f rel err %.2e samples %s" % (
             w["step"], loss if loss is not None else math.nan, w["eval_loss"], err,
             r.get("eval_samples")))

@@ -51,6 +51,8 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--warmup-steps", Kind::Value},
     {"--decay-steps", Kind::Value},
     {"--eval-every", Kind::Value},
+    {"--eval-delay", Kind::Value},
+    {"--eval-on-start", Kind::Switch},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},

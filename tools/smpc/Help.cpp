@@ -160,6 +160,12 @@ TRAINING (compile --train)
                        (docs/training-runs.md); the Hugging Face training
                        arguments' eval_strategy "steps" (eval_steps) or
                        "epoch" sets it.
+  --eval-delay N       With --train: no evaluation before step N (before
+                       epoch N with --eval-every epoch), the one after the
+                       last step included (the Trainer's eval_delay).
+  --eval-on-start      With --train: smprun --eval-data also evaluates
+                       before the first step of a run from step 0 (the
+                       Trainer's eval_on_start; not again on --resume).
   --warmup-type log|linear
                        DeepSpeed's schedules: the warmup's shape (default
                        log, as DeepSpeed's).

@@ -140,6 +140,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--warmup-steps",
                                         "--decay-steps",
                                         "--eval-every",
+                                        "--eval-delay",
+                                        "--eval-on-start",
                                         "--warmup-type",
                                         "--warmup-min-lr",
                                         "--warmup-min-ratio",

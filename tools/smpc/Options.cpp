@@ -71,8 +71,8 @@ bool failFlag(std::optional<int> &exit, const llvm::Twine &msg) {
 }
 
 /// The output, the model and its import: -o, --dim, --tie, --untie,
-/// --target, --batch-size, --train, --nesterov, --zero-stage and
-/// --[no-]shard-optimizer-state.
+/// --target, --batch-size, --train, --nesterov, --eval-on-start,
+/// --zero-stage and --[no-]shard-optimizer-state.
 /// Returns whether `a` is one of them; `exit` is set when its value is
 /// malformed.
 bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
@@ -126,6 +126,8 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.import.training = true;
   } else if (a == "--nesterov") {
     opts.plan.nesterov = true;
+  } else if (a == "--eval-on-start") {
+    opts.evalOnStart = true;
   } else if (a == "--hf-no-decay") {
     opts.hfNoDecay = true;
   } else if (a == "--shard-optimizer-state" ||
@@ -359,7 +361,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
              a.starts_with("--min-loss-scale=") || a == "--warmup-min-lr" ||
              a.starts_with("--warmup-min-lr=") || a == "--warmup-min-ratio" ||
              a.starts_with("--warmup-min-ratio=") || a == "--cos-min-ratio" ||
-             a.starts_with("--cos-min-ratio=")) {
+             a.starts_with("--cos-min-ratio=") || a == "--eval-delay" ||
+             a.starts_with("--eval-delay=")) {
     std::string flag = a.split('=').first.str();
     auto v = value(flag);
     double x;
@@ -380,6 +383,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       opts.warmupMin = x;
     else if (flag == "--cos-min-ratio")
       opts.cosMinRatio = x;
+    else if (flag == "--eval-delay")
+      opts.evalDelay = x;
     else if (flag == "--momentum")
       p.momentum = f;
     else if (flag == "--dampening")

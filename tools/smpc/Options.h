@@ -71,6 +71,8 @@ struct Options {
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps (smprun)
   int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
+  double evalDelay = 0;   // --eval-delay: no evaluation before (steps/epochs)
+  bool evalOnStart = false; // --eval-on-start: also before the first step
   /// --seed: what the dropout masks are drawn from.
   uint64_t seed = 0;
   /// DeepSpeed's schedules: --warmup-type, --warmup-min-lr or

@@ -624,6 +624,9 @@ llvm::Error ArgsReader::readEvaluation() {
   const char *strategyKey = "eval_strategy";
   if (!strategy && (strategy = text("evaluation_strategy")))
     strategyKey = "evaluation_strategy";
+  // The Trainer evaluates on start whatever the strategy.
+  if (isTrue("eval_on_start"))
+    rule("eval_on_start", "true", "--eval-on-start");
   if (!strategy || *strategy == "no")
     return llvm::Error::success();
   if (*strategy == "epoch") {
@@ -661,17 +664,19 @@ llvm::Error ArgsReader::readEvaluation() {
   return readEvalNotes();
 }
 
-/// What the Trainer's evaluation does that smprun's does not, named.
+/// eval_delay (steps, or epochs with eval_strategy "epoch": no evaluation
+/// before) is --eval-delay; what the Trainer's evaluation does that
+/// smprun's does not is named.
 llvm::Error ArgsReader::readEvalNotes() {
   auto delay = number("eval_delay");
   if (!delay)
     return delay.takeError();
+  if (delay->value_or(0) < 0)
+    return fail("\"eval_delay\" expects a non-negative number, got " +
+                shown("eval_delay"));
   if (delay->value_or(0) > 0)
-    notes.push_back("eval_delay " + shown("eval_delay") +
-                    ": smprun evaluates from the first --eval-every steps");
-  if (isTrue("eval_on_start"))
-    notes.push_back("eval_on_start true: smprun evaluates after steps, not "
-                    "before the first");
+    rule("eval_delay", shown("eval_delay"), "--eval-delay",
+         shortestNumber(**delay));
   auto evalBatch = number("per_device_eval_batch_size");
   auto trainBatch = number("per_device_train_batch_size");
   if (!evalBatch || !trainBatch)
@@ -682,6 +687,11 @@ llvm::Error ArgsReader::readEvalNotes() {
                     ": smprun evaluates in the training batch (the eval "
                     "loss, a mean of batch means, differs where batches "
                     "count different labels)");
+  if (dp > 1)
+    notes.push_back("under DDP the Trainer's eval_loss is the mean of each "
+                    "process's batch means; smprun's is the mean of the "
+                    "global batches' (one device's), which differs where "
+                    "the processes' batches count different labels");
   return llvm::Error::success();
 }
 

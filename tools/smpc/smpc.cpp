@@ -284,6 +284,8 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   t.warmupSteps = opts.warmupSteps;
   t.decaySteps = opts.decaySteps;
   t.evalEvery = opts.evalEvery;
+  t.evalDelay = opts.evalDelay;
+  t.evalOnStart = opts.evalOnStart;
   t.warmupType = opts.warmupType;
   t.warmupMin = opts.warmupMin;
   // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging

@@ -98,9 +98,11 @@ OPTIONS
                      computed from) with dropout off, as PyTorch's
                      model.eval() under torch.no_grad(), and nothing is
                      trained; the eval loss is the mean of the batches'
-                     losses (as the Hugging Face Trainer's eval_loss). A
-                     sample count that is not a multiple of the global
-                     batch leaves the last samples out (noted). Printed as
+                     losses weighted by their samples (as the Hugging Face
+                     Trainer's eval_loss). A sample count that is not a
+                     multiple of the global batch ends in a short batch,
+                     padded with labels -100 for a cross-entropy loss
+                     (plan.txt says so), else left out (noted). Printed as
                      "eval step K loss L samples N" on stdout and written
                      as an eval_loss row to --metrics and eval/loss to
                      --tensorboard-dir. A batch norm normalises with its

@@ -188,6 +188,8 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_warmup_steps(training.warmupSteps);
   t->set_decay_steps(training.decaySteps);
   t->set_eval_every(training.evalEvery);
+  t->set_eval_delay(training.evalDelay);
+  t->set_eval_on_start(training.evalOnStart);
   if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);
@@ -339,6 +341,11 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   if (options.training) {
     *manifest.mutable_parameters() = params.parameters();
     manifest.mutable_training()->set_eval_refusal(evaluationRefusal(funcs));
+    if (auto a =
+            module->getAttrOfType<StringAttr>(SmpDialect::kEvalPadLabelsAttr))
+      manifest.mutable_training()->set_eval_pad_labels(a.str());
+    if (auto a = module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoPadAttr))
+      manifest.mutable_training()->set_eval_no_pad(a.str());
   }
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.

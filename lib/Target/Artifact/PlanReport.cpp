@@ -30,9 +30,17 @@ static std::string humanBytes(uint64_t bytes) {
   return buf;
 }
 
+/// `v` in %g form (no trailing zeros).
+static std::string formatNumber(double v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 /// plan.txt's line on what smprun --eval-data runs of a training step.
-static std::string evaluationLine(ArrayRef<func::FuncOp> funcs,
-                                  llvm::StringRef why, int64_t every) {
+static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
+                                  llvm::StringRef why,
+                                  const TrainingOptions &t) {
   if (!why.empty())
     return ("evaluation (smprun --eval-data): refused: " + why + "\n").str();
   llvm::StringSet<> norms; // by running mean (micro-batches copy the op)
@@ -46,11 +54,23 @@ static std::string evaluationLine(ArrayRef<func::FuncOp> funcs,
   if (!norms.empty())
     text += ", " + std::to_string(norms.size()) +
             " batch norm(s) with their running statistics";
+  int64_t every = t.evalEvery;
+  if (t.evalOnStart)
+    text += "; before the first step (smpc --eval-on-start)";
   if (every != 0)
     text += every > 0 ? "; every " + std::to_string(every) +
                             " steps (smpc --eval-every)"
                       : std::string("; every epoch of smprun's --data (smpc "
                                     "--eval-every epoch)");
+  if (t.evalDelay > 0)
+    text += "; none before " + std::string(every < 0 ? "epoch " : "step ") +
+            formatNumber(t.evalDelay) + " (smpc --eval-delay)";
+  if (auto l =
+          module->getAttrOfType<StringAttr>(SmpDialect::kEvalPadLabelsAttr))
+    text += "; a short last batch padded, its padding's '" + l.str() + "' -100";
+  else if (auto n =
+               module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoPadAttr))
+    text += "; a short last batch left out: " + n.str();
   return text + "\n";
 }
 
@@ -167,7 +187,7 @@ std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
     os << "\n";
   }
   if (options.training)
-    os << evaluationLine(funcs, evalRefusal, options.training->evalEvery);
+    os << evaluationLine(module, funcs, evalRefusal, *options.training);
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
     uint64_t weights = 0, sends = 0, recvs = 0, forward = 0;

@@ -65,6 +65,20 @@ Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
   return Status::success();
 }
 
+/// A row of labels that a cross-entropy ignores: -100 in each element.
+void fillIgnored(char *dst, DType dtype, size_t rowBytes) {
+  size_t esize = dtypeSize(dtype);
+  for (size_t at = 0; at + esize <= rowBytes; at += esize) {
+    if (dtype == DType::I32) {
+      int32_t v = -100;
+      std::memcpy(dst + at, &v, sizeof(v));
+    } else {
+      int64_t v = -100;
+      std::memcpy(dst + at, &v, sizeof(v));
+    }
+  }
+}
+
 } // namespace
 
 std::string diagnoseNonFinite(const std::vector<Dataset> &data,
@@ -180,13 +194,19 @@ int64_t streamSample(int64_t k, int64_t j, int64_t samples,
 
 Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                  int64_t samples, int64_t batch, int64_t globalBatch,
-                 int64_t rank, const std::string &dataDir) {
+                 int64_t rank, const std::string &dataDir,
+                 const BatchPadding *pad) {
   for (Dataset &d : data) {
     size_t rowBytes = d.batch.bytes() / batch;
+    bool padded = pad && d.name == pad->labels;
     for (int64_t i = 0; i < batch; ++i) {
       // Data parallel: rank r takes its share of the global batch.
       int64_t sample = streamSample(k, rank * batch + i, samples, globalBatch);
       char *dst = d.batchBytes.data() + i * rowBytes;
+      if (padded && rank * batch + i >= pad->real) {
+        fillIgnored(dst, d.batch.dtype, rowBytes);
+        continue;
+      }
       if (d.samples.dtype == d.batch.dtype) {
         std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
         continue;

@@ -3,14 +3,17 @@
 // An evaluation runs the training step's forward (the instructions marked
 // `forward`: what the "loss" output is computed from) with dropout off on
 // each global batch of the held-out samples, and averages the batches'
-// losses, as the Hugging Face Trainer's evaluation loop does (the mean of
-// its batches' mean losses). The parameters and the optimizer's state are
-// only read.
+// losses weighted by their samples, as the Hugging Face Trainer's
+// evaluation loop does. A short last batch is padded to the global batch
+// with held-out samples whose labels are -100 (a cross-entropy mean
+// leaves them out: TrainingConfig.eval_pad_labels), else left out. The
+// parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TrainData.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -36,21 +39,39 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
                               eval.samples, evalBatch);
       !s.ok())
     return s;
-  if (eval.samples < globalBatch)
-    return Status::failure(
-        dir + ": holds " + std::to_string(eval.samples) +
-        " samples, fewer than one global batch of " +
-        std::to_string(globalBatch) +
-        " (an evaluation runs the training step's batches); give at least " +
-        std::to_string(globalBatch) + " samples");
-  eval.batches = eval.samples / globalBatch;
-  if (int64_t rest = eval.samples - eval.batches * globalBatch; rest > 0)
+  // Every rank pads alike (a pipeline's first stage reads no labels), as
+  // the compiler decided: its labels input is int64.
+  const auto &training = artifact.manifest.training();
+  const std::string &noPad = training.eval_no_pad();
+  eval.padLabels = training.eval_pad_labels();
+  int64_t whole = eval.samples / globalBatch,
+          rest = eval.samples - whole * globalBatch;
+  if (!eval.padLabels.empty()) {
+    eval.batches = whole + (rest > 0 ? 1 : 0);
+    eval.evaluated = eval.samples;
+    return Status::success();
+  }
+  std::string because =
+      noPad.empty() ? std::string() : " and cannot pad a short one: " + noPad;
+  if (whole == 0)
+    return Status::failure(dir + ": holds " + std::to_string(eval.samples) +
+                           " samples, fewer than one global batch of " +
+                           std::to_string(globalBatch) +
+                           " (an evaluation runs the training step's batches" +
+                           because + "); give at least " +
+                           std::to_string(globalBatch) + " samples");
+  eval.batches = whole;
+  eval.evaluated = whole * globalBatch;
+  if (rest > 0)
     note = "smprun: " + dir + " holds " + std::to_string(eval.samples) +
            " samples, not a multiple of the global batch of " +
            std::to_string(globalBatch) + ": each evaluation runs the first " +
-           std::to_string(eval.batches * globalBatch) + " in " +
+           std::to_string(eval.evaluated) + " in " +
            std::to_string(eval.batches) + " batches and leaves the last " +
-           std::to_string(rest) + " out (the step's batch is compiled in)";
+           std::to_string(rest) + " out (the step's batch is compiled in" +
+           (noPad.empty() ? ""
+                          : ", and a short batch cannot be padded: " + noPad) +
+           ")";
   return Status::success();
 }
 
@@ -59,8 +80,12 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   auto start = std::chrono::steady_clock::now();
   double sum = 0;
   for (int64_t j = 0; j < eval.batches; ++j) {
+    // The short last batch: the rest of the samples, then padding (the
+    // stream's first samples again) with ignored labels.
+    int64_t real = std::min(globalBatch, eval.samples - j * globalBatch);
+    BatchPadding pad{eval.padLabels, real};
     Status s = feedBatch(exec, eval.data, j, eval.samples, batch, globalBatch,
-                         rank, eval.dir);
+                         rank, eval.dir, real < globalBatch ? &pad : nullptr);
     // The scalars only steer the update and the dropout masks, which an
     // evaluation does not run.
     if (s.ok())
@@ -75,11 +100,11 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
     for (const auto &[name, ref] : exec.outputs())
       if (name == "loss")
         loss = *ref.as<float>();
-    sum += loss;
+    sum += loss * static_cast<double>(real);
   }
   rec.step = step;
-  rec.loss = sum / static_cast<double>(eval.batches);
-  rec.samples = eval.batches * globalBatch;
+  rec.loss = sum / static_cast<double>(eval.evaluated);
+  rec.samples = eval.evaluated;
   rec.batches = eval.batches;
   rec.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

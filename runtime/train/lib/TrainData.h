@@ -62,10 +62,20 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
 int64_t streamSample(int64_t k, int64_t j, int64_t samples,
                      int64_t globalBatch);
 
-/// Copies step `k`'s batch of every input into `data` and feeds it.
+/// A short batch padded to the global batch: its samples from `real` on
+/// (global positions) are padding, whose rows of input `labels` are the
+/// ignore index -100.
+struct BatchPadding {
+  std::string labels;
+  int64_t real = 0;
+};
+
+/// Copies step `k`'s batch of every input into `data` and feeds it; with
+/// `pad`, its padding's labels are -100.
 Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                  int64_t samples, int64_t batch, int64_t globalBatch,
-                 int64_t rank, const std::string &dataDir);
+                 int64_t rank, const std::string &dataDir,
+                 const BatchPadding *pad = nullptr);
 
 /// Step k's scalars: the learning rate, the optimizer's own step count
 /// (Adam's bias correction, SGD's first momentum step: from where its state
@@ -76,27 +86,32 @@ Status feedStepScalars(Executor &exec, double lr, int64_t k,
 //===--- Evaluate.cpp
 //-------------------------------------------------------===//
 
-/// The held-out samples of smprun --eval-data: whole global batches of
-/// them, each evaluated by the step's forward with dropout off.
+/// The held-out samples of smprun --eval-data: global batches of them,
+/// each evaluated by the step's forward with dropout off, the last one
+/// short and padded (TrainingConfig.eval_pad_labels) or left out.
 struct Evaluation {
   std::string dir;
   std::vector<Dataset> data;
-  int64_t samples = 0; // in the files
-  int64_t batches = 0; // global batches evaluated (the rest is left out)
+  int64_t samples = 0;   // in the files
+  int64_t batches = 0;   // global batches evaluated, a short one included
+  int64_t evaluated = 0; // samples evaluated (the rest is left out)
+  std::string padLabels; // the input a short batch's padding is -100 in
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,
 /// whose steps take `globalBatch` samples (this rank its share): refused
 /// where the step's forward does not evaluate the model as PyTorch's
 /// model.eval() does, where the artifact marks no forward, and with fewer
-/// samples than a global batch. `note` says which samples are left out.
+/// samples than a global batch where a short batch cannot be padded.
+/// `note` says which samples are left out, and why.
 Status loadEvaluation(const Executor &exec, const std::string &dir,
                       const NoteFn &onNote, int64_t globalBatch,
                       Evaluation &eval, std::string &note);
 
 /// The mean loss of `eval`'s batches under the parameters of now (after
-/// step `step`), each batch's the step's loss output of its forward; the
-/// batches are fed as step `step`'s would be, this rank's share of each.
+/// step `step`), each batch's the step's loss output of its forward
+/// weighted by its samples (the Trainer's eval_loss); the batches are fed
+/// as step `step`'s would be, this rank's share of each.
 Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                 int64_t batch, int64_t globalBatch, EvalRecord &rec);
 

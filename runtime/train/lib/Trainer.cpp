@@ -215,13 +215,25 @@ struct RunData {
   int64_t samples = 0, batch = 0, rank = 0, globalBatch = 0;
   Evaluation eval;
   int64_t evalEvery = 0; // --eval-every, else the artifact's; 0: at the end
-  std::string evalNote;  // which held-out samples are left out, or none
+  // No evaluation before this many steps (the artifact's eval_delay, in
+  // epochs of evalEvery steps under --eval-every epoch).
+  double evalFrom = 0;
+  std::string evalNote; // which held-out samples are left out, or none
+
+  /// Whether held-out samples are evaluated after step `step` (1-based),
+  /// `last` the run's last: every evalEvery steps and after the last, from
+  /// evalFrom on (the Trainer evaluates at the end too, where eval_steps
+  /// did not).
+  bool evalDue(int64_t step, bool last) const {
+    return !eval.dir.empty() && static_cast<double>(step) >= evalFrom &&
+           ((evalEvery > 0 && step % evalEvery == 0) || last);
+  }
 };
 
 /// The run's schedule of evaluations: --eval-every, else the artifact's
 /// `recorded` (smpc --eval-every: K steps, or -1: every epoch of the
 /// training data, N / G steps), which another --eval-every contradicts.
-Status evalSchedule(int64_t recorded, const TrainOptions &options,
+Status evalSchedule(int64_t recorded, double delay, const TrainOptions &options,
                     RunData &run) {
   std::string what =
       recorded < 0
@@ -251,6 +263,7 @@ Status evalSchedule(int64_t recorded, const TrainOptions &options,
         (every > 0 ? " (or give --eval-every " + std::to_string(every) + ")"
                    : std::string()));
   run.evalEvery = options.evalEvery > 0 ? options.evalEvery : every;
+  run.evalFrom = delay * static_cast<double>(recorded < 0 ? every : 1);
   if (options.evalDir.empty() && recorded != 0)
     run.evalNote = "smprun: the artifact evaluates " + what +
                    ", but no held-out samples are given: nothing is "
@@ -290,7 +303,8 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
         "--batch-size");
 
   if (Status s =
-          evalSchedule(artifact.manifest.training().eval_every(), options, run);
+          evalSchedule(artifact.manifest.training().eval_every(),
+                       artifact.manifest.training().eval_delay(), options, run);
       !s.ok() || options.evalDir.empty())
     return s;
   return loadEvaluation(exec, options.evalDir, options.onNote, globalBatch,
@@ -369,7 +383,18 @@ Status train(Executor &exec, const TrainOptions &options,
   const double startWall = std::chrono::duration<double>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
-  for (int64_t k = first; k < options.steps; ++k) {
+  auto evaluateAt = [&](int64_t step) {
+    EvalRecord er;
+    Status s = evaluate(exec, run.eval, step, rank, batch, globalBatch, er);
+    er.wallTime = startWall + secondsSince(start);
+    return s.ok() ? reporter.evaluation(er) : s;
+  };
+  // The Trainer's eval_on_start: the parameters as the run starts (not
+  // again when it resumes).
+  if (first == 0 && !run.eval.dir.empty() &&
+      manifest.training().eval_on_start())
+    status = evaluateAt(0);
+  for (int64_t k = first; status.ok() && k < options.steps; ++k) {
     auto stepStart = std::chrono::steady_clock::now();
     // The data position counts from where it (re)started (--reset-data).
     if (!(status = feedBatch(exec, data, k - record.dataStartStep, samples,
@@ -404,20 +429,10 @@ Status train(Executor &exec, const TrainOptions &options,
                    : !options.checkpointDir.empty() && k + 1 == options.steps;
     // A stop request saves the step it finished (unless just saved).
     bool stopping = stopSignal != 0 && k + 1 < options.steps;
-    bool evalDue = !options.evalDir.empty() && !stopping &&
-                   (std::isfinite(rec.loss) || rec.skipped) &&
-                   ((run.evalEvery > 0 && (k + 1) % run.evalEvery == 0) ||
-                    k + 1 == options.steps);
-    if (evalDue) {
-      EvalRecord er;
-      if (!(status =
-                evaluate(exec, run.eval, k + 1, rank, batch, globalBatch, er))
-               .ok())
-        break;
-      er.wallTime = startWall + secondsSince(start);
-      if (!(status = reporter.evaluation(er)).ok())
-        break;
-    }
+    if (!stopping && (std::isfinite(rec.loss) || rec.skipped) &&
+        run.evalDue(k + 1, k + 1 == options.steps) &&
+        !(status = evaluateAt(k + 1)).ok())
+      break;
     std::string written;
     if ((due || (stopping && !options.checkpointDir.empty())) &&
         std::isfinite(rec.loss) &&

@@ -438,6 +438,18 @@ module attributes {smp.model_config = [1, 2]} {
 
 // -----
 
+// expected-error @+1 {{'smp.eval_pad_labels' must be a non-empty string naming the labels input}}
+module attributes {smp.eval_pad_labels = ""} {
+}
+
+// -----
+
+// expected-error @+1 {{'smp.eval_no_pad' must be a non-empty string saying why}}
+module attributes {smp.eval_no_pad = 1 : i64} {
+}
+
+// -----
+
 func.func @bias_gelu_grad_shape(%x: tensor<2x4x8xf32>) {
   // expected-error @+1 {{'smp.bias_gelu_grad' op bias_grad 'tensor<1x8xf32>' is neither [8] nor [1, ..., 1, 8]}}
   %g, %b = smp.bias_gelu_grad %x, %x : tensor<2x4x8xf32> -> tensor<1x8xf32>

@@ -23,6 +23,8 @@ struct TrainingOptions {
   int64_t warmupSteps = 0;
   int64_t decaySteps = 0; // 0: the run's --steps
   int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
+  double evalDelay = 0;   // no evaluation before (steps; epochs: every -1)
+  bool evalOnStart = false; // also evaluate before the first step
   /// DeepSpeed's schedules (warmup-lr, warmup-decay-lr, warmup-cosine-lr):
   /// the warmup's shape, its start and the cosine's floor.
   std::string warmupType = "log";

@@ -196,6 +196,10 @@ const OperationAttrRule kOperationAttrRules[] = {
     {SmpDialect::kBatchScaledAttr, isPlusMinusOne, "the integer 1 or -1"},
     {SmpDialect::kBatchScalingUnknownAttr, isA<UnitAttr>, "a unit attribute"},
     {SmpDialect::kNoGradAttr, isA<UnitAttr>, "a unit attribute"},
+    {SmpDialect::kEvalPadLabelsAttr, isNonEmptyString,
+     "a non-empty string naming the labels input"},
+    {SmpDialect::kEvalNoPadAttr, isNonEmptyString,
+     "a non-empty string saying why"},
 };
 } // namespace
 

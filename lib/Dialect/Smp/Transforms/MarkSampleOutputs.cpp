@@ -23,18 +23,8 @@ namespace {
 /// "per-sample", or why consecutive batches of `v` are not its values over
 /// their concatenation.
 std::string samplesOf(const SampleDims &dims, Value v) {
-  if (dims.leading(v))
-    return "per-sample";
-  SampleDims::State s = dims.of(v);
-  if (s.kind == SampleDims::State::Mixed ||
-      s.kind == SampleDims::State::Unknown)
-    return SampleDims::lostSamples(s);
-  if (s.kind == SampleDims::State::None)
-    return "it holds no samples (computed from parameters and constants "
-           "only)";
-  return "it holds the batch's samples along dim " + std::to_string(s.dim) +
-         (s.dim == 0 ? " interleaved with another dim" : "") +
-         ", not sample-major along dim 0";
+  std::string why = dims.notLeading(v);
+  return why.empty() ? "per-sample" : why;
 }
 
 struct SmpMarkSampleOutputsPass

@@ -446,6 +446,20 @@ bool SampleDims::leading(Value v) const {
          shapeOf(v)[0] == samples * s.inner;
 }
 
+std::string SampleDims::notLeading(Value v) const {
+  if (leading(v))
+    return "";
+  State s = of(v);
+  if (s.kind == State::Mixed || s.kind == State::Unknown)
+    return lostSamples(s);
+  if (s.kind == State::None)
+    return "it holds no samples (computed from parameters and constants "
+           "only)";
+  return "it holds the batch's samples along dim " + std::to_string(s.dim) +
+         (s.dim == 0 ? " interleaved with another dim" : "") +
+         ", not sample-major along dim 0";
+}
+
 std::string SampleDims::lostSamples(const State &s) {
   std::string op = "'" + s.op->getName().getStringRef().str() + "'";
   return s.kind == State::Mixed

@@ -47,6 +47,9 @@ public:
   /// Whether `v` holds the samples sample-major along dim 0 (a contiguous
   /// run of its leading dim per sample, as the inputs are split).
   bool leading(mlir::Value v) const;
+  /// Empty where `leading(v)`, else why not: the op that mixes or loses the
+  /// samples, that `v` holds none, or where it holds them.
+  std::string notLeading(mlir::Value v) const;
 
   /// Fails with an error on the op that mixes (or loses) the samples when
   /// `v` (`what`: how the training step uses it) is not computed sample by

@@ -95,6 +95,30 @@ def SmpCheckSampleSplitPass
   ];
 }
 
+def SmpMarkEvalPaddingPass
+    : Pass<"smp-mark-eval-padding", "mlir::ModuleOp"> {
+  let summary = "Say whether an evaluation can pad its short last batch";
+  let description = [{
+    An evaluation (smprun --eval-data) runs the training step's forward on
+    whole global batches of held-out samples; the Hugging Face Trainer also
+    evaluates a short last batch. smprun pads it to the global batch with
+    copies of held-out samples whose labels are the ignore index -100,
+    which leaves them out of a `cross_entropy:LOGITS:LABELS` loss (a mean
+    over the counted labels) provided LOGITS is computed sample by sample
+    (SampleDims.h: nothing mixes the samples, so the padding changes no
+    other sample's logits). Sets the module attribute `smp.eval_pad_labels`
+    (the LABELS input) where both hold, else `smp.eval_no_pad` saying why
+    (a model's own loss output, an `mse:` loss's mean over every sample,
+    the op that mixes the samples). Changes nothing else. Runs first in the
+    training pipeline, on the model as imported.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "NAME (a scalar output), cross_entropy:LOGITS:LABELS or "
+           "mse:OUTPUT:TARGET">
+  ];
+}
+
 def SmpMarkSampleOutputsPass
     : Pass<"smp-mark-sample-outputs", "mlir::ModuleOp"> {
   let summary = "Say which outputs of a forward are computed sample by sample";

@@ -1,0 +1,81 @@
+//===- MarkEvalPadding.cpp - Whether an evaluation can pad a short batch --===//
+//
+// Implements `smp-mark-eval-padding` (see Passes.td and SampleDims.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SampleDims.h"
+#include "TrainStepUtils.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace smp {
+#define GEN_PASS_DEF_SMPMARKEVALPADDINGPASS
+#include "smp/Dialect/Smp/Transforms/Passes.h.inc"
+} // namespace smp
+
+using namespace mlir;
+using namespace smp;
+
+namespace {
+
+struct SmpMarkEvalPaddingPass
+    : public smp::impl::SmpMarkEvalPaddingPassBase<SmpMarkEvalPaddingPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto f = module.lookupSymbol<func::FuncOp>("main");
+    if (!f || f.isExternal())
+      return;
+    std::string labels, why;
+    if (failed(decide(f, labels, why)))
+      return; // a missing output: smp-build-gradients reports it
+    Builder b(&getContext());
+    module->removeAttr(SmpDialect::kEvalPadLabelsAttr);
+    module->removeAttr(SmpDialect::kEvalNoPadAttr);
+    if (!labels.empty())
+      module->setAttr(SmpDialect::kEvalPadLabelsAttr, b.getStringAttr(labels));
+    else
+      module->setAttr(SmpDialect::kEvalNoPadAttr, b.getStringAttr(why));
+  }
+
+  /// The labels input padding samples are left out through (a
+  /// cross-entropy mean over the counted labels, computed sample by
+  /// sample), or why the loss cannot leave them out.
+  LogicalResult decide(func::FuncOp f, std::string &labels, std::string &why) {
+    SmallVector<StringRef> parts;
+    StringRef(loss).split(parts, ':');
+    if (parts.size() != 3) {
+      why = "the loss is the model's own output '" + loss +
+            "', which smp cannot tell to leave padding samples out";
+      return success();
+    }
+    if (parts[0] != "cross_entropy") {
+      why = "an " + parts[0].str() +
+            " loss averages over every sample of the batch, padding "
+            "included";
+      return success();
+    }
+    Value logits = namedOutput(f, parts[1]);
+    if (!logits)
+      return failure();
+    SampleDims dims(f);
+    if (dims.microbatch() == 0) {
+      why = "the model has no input";
+      return success();
+    }
+    std::string notPerSample = dims.notLeading(logits);
+    if (notPerSample.empty())
+      labels = parts[2].str();
+    else
+      why = "the output '" + parts[1].str() +
+            "' the loss reads is not computed sample by sample (" +
+            notPerSample + "), so padding samples would change the others'";
+    return success();
+  }
+};
+
+} // namespace
