@@ -104,6 +104,23 @@ CONFIGS = {
                               warmup_steps=3, eval_strategy="steps",
                               eval_steps=3, eval_delay=5, eval_on_start=True,
                               per_device_eval_batch_size=8),
+    # Evaluation batches other than the training's 8: of 12 (a batch of 12
+    # and a short one of 4) and of 4; each batch's loss the mean over its
+    # own counted labels.
+    "eval_batch12": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=3,
+                         eval_strategy="steps", eval_steps=5,
+                         per_device_eval_batch_size=12),
+    "eval_batch4": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=3,
+                        eval_strategy="steps", eval_steps=5,
+                        per_device_eval_batch_size=4),
+    # ddp_linear evaluated every 5 steps: each of the 2 processes evaluates
+    # batches of 4 (per_device_eval_batch_size); the eval_loss is the mean
+    # of the global batches' losses (8 samples, the mean over both
+    # processes' counted labels), as on one device with batches of 8.
+    "ddp_eval": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=2,
+                     per_device_train_batch_size=4, ranks=2,
+                     eval_strategy="steps", eval_steps=5,
+                     per_device_eval_batch_size=4),
 }
 
 
@@ -198,13 +215,15 @@ def train(name: str, settings: dict) -> dict:
                         **kw):
             # The batches' mean losses computed apart: the Trainer's
             # eval_loss must be their mean weighted by their samples (a
-            # short last batch counts its own).
+            # short last batch counts its own). Under DDP a batch is the
+            # processes' concurrent batches together, its loss the mean
+            # over all their counted labels (average_tokens_across_devices).
             probe.load_state_dict(getattr(model, "module", model).state_dict())
+            step = args.per_device_eval_batch_size * world
             with torch.no_grad():
                 means, sizes = [], []
-                for b in range(0, eval_samples, args.per_device_eval_batch_size):
-                    rows = list(range(b, min(eval_samples,
-                                             b + args.per_device_eval_batch_size)))
+                for b in range(0, eval_samples, step):
+                    rows = list(range(b, min(eval_samples, b + step)))
                     logits = M.GPT.forward(probe, idx[rows])
                     means.append(float(F.cross_entropy(
                         logits.reshape(-1, logits.shape[-1]),

@@ -163,6 +163,12 @@ TRAINING (compile --train)
   --eval-delay N       With --train: no evaluation before step N (before
                        epoch N with --eval-every epoch), the one after the
                        last step included (the Trainer's eval_delay).
+  --eval-batch-size N  With --train: smprun --eval-data evaluates the
+                       held-out samples in batches of N (default: the
+                       global batch), each batch's loss the mean over its
+                       counted labels (the Trainer's
+                       per_device_eval_batch_size); a cross-entropy loss
+                       only (another is evaluated in global batches).
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

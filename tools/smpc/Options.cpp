@@ -274,10 +274,12 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
   return true;
 }
 
-/// --decay-steps N, --eval-every N|epoch (-1).
+/// --decay-steps N, --eval-every N|epoch (-1), --eval-batch-size N.
 bool parseStepsFlag(const std::string &flag, const FlagValue &value,
                     Options &opts, std::optional<int> &exit) {
-  int64_t &n = flag == "--eval-every" ? opts.evalEvery : opts.decaySteps;
+  int64_t &n = flag == "--eval-every"        ? opts.evalEvery
+               : flag == "--eval-batch-size" ? opts.evalBatch
+                                             : opts.decaySteps;
   auto v = value(flag);
   if (flag == "--eval-every" && v && *v == "epoch")
     n = -1; // every epoch of smprun's --data
@@ -322,7 +324,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     else if (flag == "--devices")
       opts.devices = n;
   } else if (a == "--decay-steps" || a.starts_with("--decay-steps=") ||
-             a == "--eval-every" || a.starts_with("--eval-every=")) {
+             a == "--eval-every" || a.starts_with("--eval-every=") ||
+             a == "--eval-batch-size" || a.starts_with("--eval-batch-size=")) {
     return parseStepsFlag(a.split('=').first.str(), value, opts, exit);
   } else if (a == "--loss-scale-window" ||
              a.starts_with("--loss-scale-window=") ||

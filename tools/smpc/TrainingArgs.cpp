@@ -227,6 +227,7 @@ private:
   std::vector<std::string> args;
   std::multimap<std::string, std::string> cli;
   int64_t dp = 1;
+  int64_t globalBatch = 0; // readBatch's
   /// The DeepSpeed config the Trainer runs with, if any.
   std::optional<json::Value> ds;
 };
@@ -327,6 +328,7 @@ llvm::Error ArgsReader::readBatch() {
   dp = dataParallelDegree(cli, std::nullopt, /*microbatchesPinned=*/true, given)
            .value_or(1);
   int64_t batch = perDevice * accumulate * dp;
+  globalBatch = batch;
   rule(kM,
        shown(kM) + " (x " + std::to_string(accumulate) + " x dp " +
            std::to_string(dp) + " = " + std::to_string(batch) + ")",
@@ -665,8 +667,8 @@ llvm::Error ArgsReader::readEvaluation() {
 }
 
 /// eval_delay (steps, or epochs with eval_strategy "epoch": no evaluation
-/// before) is --eval-delay; what the Trainer's evaluation does that
-/// smprun's does not is named.
+/// before) is --eval-delay, per_device_eval_batch_size --eval-batch-size
+/// (where it is not the global training batch).
 llvm::Error ArgsReader::readEvalNotes() {
   auto delay = number("eval_delay");
   if (!delay)
@@ -677,21 +679,23 @@ llvm::Error ArgsReader::readEvalNotes() {
   if (delay->value_or(0) > 0)
     rule("eval_delay", shown("eval_delay"), "--eval-delay",
          shortestNumber(**delay));
-  auto evalBatch = number("per_device_eval_batch_size");
-  auto trainBatch = number("per_device_train_batch_size");
-  if (!evalBatch || !trainBatch)
-    return evalBatch ? trainBatch.takeError() : evalBatch.takeError();
-  if (evalBatch->value_or(8) != trainBatch->value_or(8))
-    notes.push_back("per_device_eval_batch_size " +
-                    shown("per_device_eval_batch_size") +
-                    ": smprun evaluates in the training batch (the eval "
-                    "loss, a mean of batch means, differs where batches "
-                    "count different labels)");
-  if (dp > 1)
-    notes.push_back("under DDP the Trainer's eval_loss is the mean of each "
-                    "process's batch means; smprun's is the mean of the "
-                    "global batches' (one device's), which differs where "
-                    "the processes' batches count different labels");
+  // Each process evaluates batches of per_device_eval_batch_size, whatever
+  // the training's accumulation; under DDP the processes' concurrent
+  // batches are one batch, whose loss is the mean over all their counted
+  // labels (transformers 5, average_tokens_across_devices: ddp_eval).
+  const char *kE = at("per_gpu_eval_batch_size") ? "per_gpu_eval_batch_size"
+                                                 : "per_device_eval_batch_size";
+  auto perDevice = number(kE);
+  if (!perDevice)
+    return perDevice.takeError();
+  double e = perDevice->value_or(8);
+  if (e < 1 || e != std::floor(e))
+    return fail("\"" + llvm::Twine(kE) + "\" expects a positive integer, got " +
+                shown(kE));
+  int64_t evalBatch = static_cast<int64_t>(e) * dp;
+  if (evalBatch != globalBatch)
+    rule(kE, shown(kE) + " (x dp " + std::to_string(dp) + ")",
+         "--eval-batch-size", std::to_string(evalBatch), at(kE) != nullptr);
   return llvm::Error::success();
 }
 

@@ -286,6 +286,7 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   t.evalEvery = opts.evalEvery;
   t.evalDelay = opts.evalDelay;
   t.evalOnStart = opts.evalOnStart;
+  t.evalBatch = opts.evalBatch;
   t.warmupType = opts.warmupType;
   t.warmupMin = opts.warmupMin;
   // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging

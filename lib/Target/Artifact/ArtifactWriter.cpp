@@ -190,6 +190,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_eval_every(training.evalEvery);
   t->set_eval_delay(training.evalDelay);
   t->set_eval_on_start(training.evalOnStart);
+  t->set_eval_batch(training.evalBatch);
   if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);

@@ -62,6 +62,9 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                             " steps (smpc --eval-every)"
                       : std::string("; every epoch of smprun's --data (smpc "
                                     "--eval-every epoch)");
+  if (t.evalBatch > 0)
+    text += "; in batches of " + std::to_string(t.evalBatch) +
+            " (smpc --eval-batch-size)";
   if (t.evalDelay > 0)
     text += "; none before " + std::string(every < 0 ? "epoch " : "step ") +
             formatNumber(t.evalDelay) + " (smpc --eval-delay)";

@@ -195,15 +195,17 @@ int64_t streamSample(int64_t k, int64_t j, int64_t samples,
 Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                  int64_t samples, int64_t batch, int64_t globalBatch,
                  int64_t rank, const std::string &dataDir,
-                 const BatchPadding *pad) {
+                 const BatchSlice *slice) {
   for (Dataset &d : data) {
     size_t rowBytes = d.batch.bytes() / batch;
-    bool padded = pad && d.name == pad->labels;
+    bool padded = slice && d.name == slice->padLabels;
     for (int64_t i = 0; i < batch; ++i) {
       // Data parallel: rank r takes its share of the global batch.
-      int64_t sample = streamSample(k, rank * batch + i, samples, globalBatch);
+      int64_t at = rank * batch + i;
+      int64_t sample = slice ? (slice->first + at) % samples
+                             : streamSample(k, at, samples, globalBatch);
       char *dst = d.batchBytes.data() + i * rowBytes;
-      if (padded && rank * batch + i >= pad->real) {
+      if (padded && at >= slice->real) {
         fillIgnored(dst, d.batch.dtype, rowBytes);
         continue;
       }

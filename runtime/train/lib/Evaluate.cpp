@@ -13,11 +13,41 @@
 
 #include "TrainData.h"
 
+#include "smp/kernels/common/Elements.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 namespace smprt {
+
+namespace {
+
+/// Each held-out sample's labels a cross-entropy counts (not -100), read
+/// from the labels file on every rank (a pipeline's first stage reads no
+/// labels, and the batch's weights are needed where its loss is reported).
+Status countLabels(const std::string &dir, Evaluation &eval) {
+  std::string path = dir + "/" + fileNameFor(eval.padLabels) + ".npy";
+  NpyArray labels;
+  if (Status s = readNpy(path, labels, /*map=*/true); !s.ok())
+    return s;
+  if (!isInteger(labels.dtype) || labels.shape.empty() ||
+      labels.shape[0] != eval.samples)
+    return Status::failure(path + ": the labels '" + eval.padLabels +
+                           "' are not integers of " +
+                           std::to_string(eval.samples) + " samples");
+  int64_t per = 1;
+  for (size_t d = 1; d < labels.shape.size(); ++d)
+    per *= labels.shape[d];
+  eval.counted.assign(eval.samples, 0);
+  for (int64_t i = 0; i < eval.samples; ++i)
+    for (int64_t e = 0; e < per; ++e)
+      eval.counted[i] += smp::kernels::common::loadIndex(
+                             labels.data(), labels.dtype, i * per + e) != -100;
+  return Status::success();
+}
+
+} // namespace
 
 Status loadEvaluation(const Executor &exec, const std::string &dir,
                       const NoteFn &onNote, int64_t globalBatch,
@@ -44,15 +74,29 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   const auto &training = artifact.manifest.training();
   const std::string &noPad = training.eval_no_pad();
   eval.padLabels = training.eval_pad_labels();
-  int64_t whole = eval.samples / globalBatch,
-          rest = eval.samples - whole * globalBatch;
+  int64_t wanted =
+      training.eval_batch() > 0 ? training.eval_batch() : globalBatch;
   if (!eval.padLabels.empty()) {
-    eval.batches = whole + (rest > 0 ? 1 : 0);
+    eval.batch = wanted;
+    eval.batches = (eval.samples + wanted - 1) / wanted;
     eval.evaluated = eval.samples;
-    return Status::success();
+    if (wanted == globalBatch)
+      return Status::success();
+    return countLabels(dir, eval);
   }
+  eval.batch = globalBatch;
   std::string because =
       noPad.empty() ? std::string() : " and cannot pad a short one: " + noPad;
+  if (wanted != globalBatch)
+    note = "smprun: the artifact evaluates in batches of " +
+           std::to_string(wanted) + " (smpc --eval-batch-size), but the loss " +
+           "cannot leave padding out (" + noPad +
+           "): each evaluation runs the global batches of " +
+           std::to_string(globalBatch) +
+           " (the same eval loss where every sample weighs alike, as in an "
+           "mse loss)";
+  int64_t whole = eval.samples / globalBatch,
+          rest = eval.samples - whole * globalBatch;
   if (whole == 0)
     return Status::failure(dir + ": holds " + std::to_string(eval.samples) +
                            " samples, fewer than one global batch of " +
@@ -63,44 +107,67 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   eval.batches = whole;
   eval.evaluated = whole * globalBatch;
   if (rest > 0)
-    note = "smprun: " + dir + " holds " + std::to_string(eval.samples) +
-           " samples, not a multiple of the global batch of " +
-           std::to_string(globalBatch) + ": each evaluation runs the first " +
-           std::to_string(eval.evaluated) + " in " +
-           std::to_string(eval.batches) + " batches and leaves the last " +
-           std::to_string(rest) + " out (the step's batch is compiled in" +
-           (noPad.empty() ? ""
-                          : ", and a short batch cannot be padded: " + noPad) +
-           ")";
+    note += std::string(note.empty() ? "" : "\n") + "smprun: " + dir +
+            " holds " + std::to_string(eval.samples) +
+            " samples, not a multiple of the global batch of " +
+            std::to_string(globalBatch) + ": each evaluation runs the first " +
+            std::to_string(eval.evaluated) + " in " +
+            std::to_string(eval.batches) + " batches and leaves the last " +
+            std::to_string(rest) + " out (the step's batch is compiled in" +
+            (noPad.empty() ? ""
+                           : ", and a short batch cannot be padded: " + noPad) +
+            ")";
   return Status::success();
 }
+
+namespace {
+
+/// The loss output of the forward just run.
+double lossOutput(const Executor &exec) {
+  for (const auto &[name, ref] : exec.outputs())
+    if (name == "loss")
+      return *ref.as<float>();
+  return NAN;
+}
+
+} // namespace
 
 Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                 int64_t batch, int64_t globalBatch, EvalRecord &rec) {
   auto start = std::chrono::steady_clock::now();
   double sum = 0;
   for (int64_t j = 0; j < eval.batches; ++j) {
-    // The short last batch: the rest of the samples, then padding (the
-    // stream's first samples again) with ignored labels.
-    int64_t real = std::min(globalBatch, eval.samples - j * globalBatch);
-    BatchPadding pad{eval.padLabels, real};
-    Status s = feedBatch(exec, eval.data, j, eval.samples, batch, globalBatch,
-                         rank, eval.dir, real < globalBatch ? &pad : nullptr);
-    // The scalars only steer the update and the dropout masks, which an
-    // evaluation does not run.
-    if (s.ok())
-      s = feedStepScalars(exec, 0.0, step, 0);
-    if (s.ok())
-      s = exec.runForward();
-    if (!s.ok())
-      return Status::failure("evaluation after step " + std::to_string(step) +
-                             ", batch " + std::to_string(j + 1) + " of " +
-                             std::to_string(eval.batches) + ": " + s.error);
-    double loss = NAN;
-    for (const auto &[name, ref] : exec.outputs())
-      if (name == "loss")
-        loss = *ref.as<float>();
-    sum += loss * static_cast<double>(real);
+    // Evaluation batch j: its samples in global batches, the last one
+    // short and padded (the stream's next samples, their labels ignored).
+    int64_t from = j * eval.batch,
+            end = std::min(from + eval.batch, eval.evaluated);
+    double counted = 0, weighted = 0, only = NAN;
+    for (int64_t first = from; first < end; first += globalBatch) {
+      BatchSlice slice{first, std::min(globalBatch, end - first),
+                       eval.padLabels};
+      Status s = feedBatch(exec, eval.data, 0, eval.samples, batch, globalBatch,
+                           rank, eval.dir, &slice);
+      // The scalars only steer the update and the dropout masks, which an
+      // evaluation does not run.
+      if (s.ok())
+        s = feedStepScalars(exec, 0.0, step, 0);
+      if (s.ok())
+        s = exec.runForward();
+      if (!s.ok())
+        return Status::failure("evaluation after step " + std::to_string(step) +
+                               ", batch " + std::to_string(j + 1) + " of " +
+                               std::to_string(eval.batches) + ": " + s.error);
+      only = lossOutput(exec);
+      if (!eval.counted.empty()) { // the sum over the batch's counted labels
+        int64_t n = 0;
+        for (int64_t i = first; i < first + slice.real; ++i)
+          n += eval.counted[i];
+        if (n > 0)
+          counted += static_cast<double>(n), weighted += only * n;
+      }
+    }
+    double loss = eval.counted.empty() ? only : weighted / counted;
+    sum += loss * static_cast<double>(end - from);
   }
   rec.step = step;
   rec.loss = sum / static_cast<double>(eval.evaluated);

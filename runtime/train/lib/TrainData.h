@@ -62,20 +62,20 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
 int64_t streamSample(int64_t k, int64_t j, int64_t samples,
                      int64_t globalBatch);
 
-/// A short batch padded to the global batch: its samples from `real` on
-/// (global positions) are padding, whose rows of input `labels` are the
-/// ignore index -100.
-struct BatchPadding {
-  std::string labels;
-  int64_t real = 0;
+/// A global batch of an evaluation: the samples from `first` on (the
+/// stream's), of which the first `real` are evaluated; the rest are
+/// padding, whose rows of input `padLabels` are the ignore index -100.
+struct BatchSlice {
+  int64_t first = 0, real = 0;
+  std::string padLabels;
 };
 
 /// Copies step `k`'s batch of every input into `data` and feeds it; with
-/// `pad`, its padding's labels are -100.
+/// `slice`, that global batch instead (k unused).
 Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
                  int64_t samples, int64_t batch, int64_t globalBatch,
                  int64_t rank, const std::string &dataDir,
-                 const BatchPadding *pad = nullptr);
+                 const BatchSlice *slice = nullptr);
 
 /// Step k's scalars: the learning rate, the optimizer's own step count
 /// (Adam's bias correction, SGD's first momentum step: from where its state
@@ -93,9 +93,14 @@ struct Evaluation {
   std::string dir;
   std::vector<Dataset> data;
   int64_t samples = 0;   // in the files
-  int64_t batches = 0;   // global batches evaluated, a short one included
+  int64_t batch = 0;     // samples of an evaluation's batch
+  int64_t batches = 0;   // its batches, a short one included
   int64_t evaluated = 0; // samples evaluated (the rest is left out)
   std::string padLabels; // the input a short batch's padding is -100 in
+  /// Per sample, its labels the loss counts (not -100): where a batch
+  /// spans several global batches, its loss is their losses weighted by
+  /// these (the mean over its counted labels).
+  std::vector<int64_t> counted;
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,

@@ -25,6 +25,7 @@ struct TrainingOptions {
   int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
   double evalDelay = 0;   // no evaluation before (steps; epochs: every -1)
   bool evalOnStart = false; // also evaluate before the first step
+  int64_t evalBatch = 0;    // samples of an evaluation's batch (0: global)
   /// DeepSpeed's schedules (warmup-lr, warmup-decay-lr, warmup-cosine-lr):
   /// the warmup's shape, its start and the cosine's floor.
   std::string warmupType = "log";
