@@ -113,6 +113,11 @@ CONFIGS = {
     "eval_batch4": dict(learning_rate=3e-3, weight_decay=0.1, warmup_steps=3,
                         eval_strategy="steps", eval_steps=5,
                         per_device_eval_batch_size=4),
+    # Evaluated every epoch (2 steps of 8 over the 16 samples) from epoch 2
+    # on (eval_delay in epochs): after steps 4, 6, 8 and 10.
+    "eval_epoch_delay": dict(learning_rate=3e-3, weight_decay=0.1,
+                             warmup_steps=3, eval_strategy="epoch",
+                             eval_delay=2, per_device_eval_batch_size=8),
     # ddp_linear evaluated every 5 steps: each of the 2 processes evaluates
     # batches of 4 (per_device_eval_batch_size); the eval_loss is the mean
     # of the global batches' losses (8 samples, the mean over both
