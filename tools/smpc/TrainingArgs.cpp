@@ -220,7 +220,7 @@ private:
   llvm::Error readPrecision();
   llvm::Error readLoss();
   llvm::Error readEvaluation();
-  llvm::Error readEvalNotes();
+  llvm::Error readEvalSettings();
 
   const json::Object &root;
   std::string origin;
@@ -633,7 +633,7 @@ llvm::Error ArgsReader::readEvaluation() {
     return llvm::Error::success();
   if (*strategy == "epoch") {
     rule(strategyKey, shown(strategyKey), "--eval-every", "epoch");
-    return readEvalNotes();
+    return readEvalSettings();
   }
   if (*strategy != "steps")
     return fail("\"" + llvm::Twine(strategyKey) +
@@ -663,13 +663,13 @@ llvm::Error ArgsReader::readEvaluation() {
   }
   rule(key, at(key) ? shown(key) : "500 (the default)", "--eval-every",
        std::to_string(every), at(key) != nullptr);
-  return readEvalNotes();
+  return readEvalSettings();
 }
 
 /// eval_delay (steps, or epochs with eval_strategy "epoch": no evaluation
 /// before) is --eval-delay, per_device_eval_batch_size --eval-batch-size
 /// (where it is not the global training batch).
-llvm::Error ArgsReader::readEvalNotes() {
+llvm::Error ArgsReader::readEvalSettings() {
   auto delay = number("eval_delay");
   if (!delay)
     return delay.takeError();

@@ -62,9 +62,12 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                             " steps (smpc --eval-every)"
                       : std::string("; every epoch of smprun's --data (smpc "
                                     "--eval-every epoch)");
+  bool pads = module->hasAttr(SmpDialect::kEvalPadLabelsAttr);
   if (t.evalBatch > 0)
-    text += "; in batches of " + std::to_string(t.evalBatch) +
-            " (smpc --eval-batch-size)";
+    text += pads ? "; in batches of " + std::to_string(t.evalBatch) +
+                       " (smpc --eval-batch-size)"
+                 : "; in global batches, not --eval-batch-size's " +
+                       std::to_string(t.evalBatch);
   if (t.evalDelay > 0)
     text += "; none before " + std::string(every < 0 ? "epoch " : "step ") +
             formatNumber(t.evalDelay) + " (smpc --eval-delay)";

@@ -6,8 +6,11 @@
 // losses weighted by their samples, as the Hugging Face Trainer's
 // evaluation loop does. A short last batch is padded to the global batch
 // with held-out samples whose labels are -100 (a cross-entropy mean
-// leaves them out: TrainingConfig.eval_pad_labels), else left out. The
-// parameters and the optimizer's state are only read.
+// leaves them out: TrainingConfig.eval_pad_labels), else left out; so are
+// the evaluation batches of smpc --eval-batch-size (TrainingConfig.
+// eval_batch), each run as global batches whose losses are weighted by the
+// labels they count. The parameters and the optimizer's state are only
+// read.
 //
 //===----------------------------------------------------------------------===//
 
