@@ -477,7 +477,10 @@ run() {
 
   # 1. The machine and the libraries.
   stage_begin "env"
-  if ! limited 120 tar -C "$WORK" -xJf "$kit/payload.tar.xz"; then
+  # Not cut by --budget: nothing runs without it (a small budget on a
+  # loaded machine cut it, and the run failed instead of skipping stages).
+  if ! timeout --foreground -k 5 120 tar -C "$WORK" -xJf "$kit/payload.tar.xz" \
+    < /dev/null; then
     echo "device-kit: cannot unpack $kit/payload.tar.xz" | tee -a "$SUMMARY" >&2
     stage_end "env" "FAILED: no payload"
     return 1
