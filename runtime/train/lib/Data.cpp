@@ -65,18 +65,15 @@ Status checkIntegerSamples(const NpyArray &a, DType to, const std::string &path,
   return Status::success();
 }
 
-/// A row of labels that a cross-entropy ignores: -100 in each element.
+/// A row of labels (int64, or int32) that a cross-entropy ignores.
 void fillIgnored(char *dst, DType dtype, size_t rowBytes) {
+  const int64_t wide = kIgnoredLabel;
+  const int32_t narrow = static_cast<int32_t>(kIgnoredLabel);
+  const void *one = dtype == DType::I32 ? static_cast<const void *>(&narrow)
+                                        : static_cast<const void *>(&wide);
   size_t esize = dtypeSize(dtype);
-  for (size_t at = 0; at + esize <= rowBytes; at += esize) {
-    if (dtype == DType::I32) {
-      int32_t v = -100;
-      std::memcpy(dst + at, &v, sizeof(v));
-    } else {
-      int64_t v = -100;
-      std::memcpy(dst + at, &v, sizeof(v));
-    }
-  }
+  for (size_t at = 0; at + esize <= rowBytes; at += esize)
+    std::memcpy(dst + at, one, esize);
 }
 
 } // namespace
@@ -95,7 +92,7 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
                "step's batch; clean the data";
     if (d.name == labels && d.batch.dtype == DType::I64 && n > 0) {
       const auto *v = static_cast<const int64_t *>(batch.data);
-      if (std::all_of(v, v + n, [](int64_t x) { return x == -100; }))
+      if (std::all_of(v, v + n, [](int64_t x) { return x == kIgnoredLabel; }))
         return "every label of input '" + d.name +
                "' in this step's batch is the ignore index -100, so the "
                "mean loss is 0/0; give samples with labels to learn from";

@@ -45,8 +45,9 @@ Status countLabels(const std::string &dir, Evaluation &eval) {
   eval.counted.assign(eval.samples, 0);
   for (int64_t i = 0; i < eval.samples; ++i)
     for (int64_t e = 0; e < per; ++e)
-      eval.counted[i] += smp::kernels::common::loadIndex(
-                             labels.data(), labels.dtype, i * per + e) != -100;
+      eval.counted[i] +=
+          smp::kernels::common::loadIndex(labels.data(), labels.dtype,
+                                          i * per + e) != kIgnoredLabel;
   return Status::success();
 }
 

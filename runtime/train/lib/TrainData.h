@@ -62,6 +62,11 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
 int64_t streamSample(int64_t k, int64_t j, int64_t samples,
                      int64_t globalBatch);
 
+/// The label a `cross_entropy:` loss ignores (smpc's, PyTorch's
+/// ignore_index): an evaluation's padding gets it, and a batch counts the
+/// labels that are not it.
+constexpr int64_t kIgnoredLabel = -100;
+
 /// A global batch of an evaluation: the samples from `first` on (the
 /// stream's), of which the first `real` are evaluated; the rest are
 /// padding, whose rows of input `padLabels` are the ignore index -100.
