@@ -19,7 +19,8 @@ Block()); the script checks that its 8 training losses are ref_sgd.json's
 test/fixtures/dropout/eval/{x,t}.npy and ref_sgd_eval.json. Needs torch
 and numpy; regenerate with:  python3 python/make_eval_refs.py
 With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
-dropout/gpt2 (gpt2_evals); with --resnet: the ResNet of test/fixtures/resnet,
+dropout/gpt2 (gpt2_evals); with --gpt2-loss: a Hugging Face GPT-2 exported
+with its own loss (hf-trainer/gpt2loss, gpt2_own_loss_evals); with --resnet: the ResNet of test/fixtures/resnet,
 its BatchNorm evaluated with the running statistics (resnet_evals).
 """
 
@@ -124,6 +125,102 @@ def gpt2_evals():
               transformers=transformers.__version__)
 
 
+def gpt2_own_loss_evals():
+    """test/fixtures/hf-trainer/gpt2loss: a Hugging Face GPT-2 (fresh init,
+    dropouts 0) exported as a Trainer user's model computes its loss:
+    torch.onnx.export's defaults on a module returning model(input_ids=...,
+    labels=...)'s loss and logits (use_cache off), outputs `loss` (the model's own: labels shifted in the
+    model, -100 ignored, the mean over the counted labels) and `logits`.
+    Trained 4 AdamW steps (lr 0.01) on 16 samples whose labels are -100 at
+    random (data/), evaluated after steps 2 and 4 on 12 held-out samples
+    (eval/: a batch of 8 and a short one of 4) as the Trainer evaluates:
+    each batch's own loss, weighted by its samples; checked against
+    Trainer.evaluate() itself (with the model's loss_type named: see
+    below). Writes model.onnx, data/, eval/,
+    ref_adamw.json and ref_adamw_eval.json."""
+    import tempfile
+    import transformers
+    from transformers import (GPT2Config, GPT2LMHeadModel, Trainer,
+                              TrainingArguments)
+    out = d.ROOT / "test" / "fixtures" / "hf-trainer" / "gpt2loss"
+    for sub in ("data", "eval"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(6)
+
+    def samples(n):
+        ids = torch.randint(0, 64, (n, 8), generator=g)
+        labels = ids.clone()
+        labels[torch.rand(n, 8, generator=g) < 0.25] = -100
+        return ids, labels
+
+    ids, labels = samples(16)
+    eids, elabels = samples(12)
+    for sub, (i, l) in (("data", (ids, labels)), ("eval", (eids, elabels))):
+        np.save(out / sub / "input_ids.npy", i.numpy())
+        np.save(out / sub / "labels.npy", l.numpy())
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False))
+    model.eval()
+
+    class WithLoss(torch.nn.Module):
+        """What the exporter takes (model(input_ids=..., labels=...) with
+        its keyword arguments fails in torch 2.15's dynamo export)."""
+
+        def __init__(self, lm):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids, labels):
+            o = self.lm(input_ids=input_ids, labels=labels)
+            return o.loss, o.logits
+
+    torch.onnx.export(WithLoss(model), (ids[:8], labels[:8]), str(out / "model.onnx"),
+                      input_names=["input_ids", "labels"],
+                      output_names=["loss", "logits"],
+                      dynamic_axes={"input_ids": {0: "batch"},
+                                    "labels": {0: "batch"}})
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    dataset = [{"input_ids": eids[i], "labels": elabels[i]} for i in range(12)]
+    losses, norms, evals = [], [], []
+    for k in range(4):
+        model.train()
+        rows = [(k * 8 + i) % 16 for i in range(8)]
+        opt.zero_grad()
+        loss = model(input_ids=ids[rows], labels=labels[rows]).loss
+        loss.backward()
+        losses.append(loss.item())
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item())
+        opt.step()
+        if (k + 1) % 2:
+            continue
+        model.eval()
+        with torch.no_grad():
+            means = [model(input_ids=eids[b:b + 8], labels=elabels[b:b + 8]).loss.item()
+                     for b in (0, 8)]
+        want = (means[0] * 8 + means[1] * 4) / 12
+        # transformers 5.24 finds no loss_type in the class name
+        # GPT2LMHeadModel (not *ForCausalLM), so its Trainer would count
+        # the unshifted labels for num_items_in_batch (a sum over 48
+        # counted labels divided by 55): named, it counts the model's.
+        model.loss_type = "ForCausalLM"
+        with tempfile.TemporaryDirectory() as tmp:
+            got = Trainer(model=model, eval_dataset=dataset, args=TrainingArguments(
+                output_dir=tmp, per_device_eval_batch_size=8, use_cpu=True,
+                report_to=[])).evaluate()["eval_loss"]
+        assert abs(got - want) < 1e-6 * abs(want), (got, want)
+        evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
+                      "samples": 12, "trainer_eval_loss": got})
+        print("gpt2loss step", k + 1, "eval_loss %.7f" % want)
+    config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
+              "torch": torch.__version__, "transformers": transformers.__version__}
+    (out / "ref_adamw.json").write_text(json.dumps(
+        {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
+    (out / "ref_adamw_eval.json").write_text(json.dumps(
+        {"config": config, "evals": evals}, indent=2) + "\n")
+
+
 def resnet_evals():
     """test/fixtures/resnet (make_resnet.py): PyTorch's eval() logits of the
     ResNet after ref_<opt>'s 5 steps (logits_<opt>.npy, on the first 8
@@ -151,6 +248,9 @@ def resnet_evals():
 def main():
     if "--resnet" in sys.argv:  # numpy only
         resnet_evals()
+        return
+    if "--gpt2-loss" in sys.argv:  # needs transformers (5.24)
+        gpt2_own_loss_evals()
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()

@@ -167,8 +167,9 @@ TRAINING (compile --train)
                        held-out samples in batches of N (default: the
                        global batch), each batch's loss the mean over its
                        counted labels (the Trainer's
-                       per_device_eval_batch_size); a cross-entropy loss
-                       only (another is evaluated in global batches).
+                       per_device_eval_batch_size); a
+                       cross_entropy:LOGITS:LABELS loss only (another is
+                       evaluated in global batches).
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

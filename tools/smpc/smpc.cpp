@@ -58,12 +58,22 @@ namespace {
 /// micro-batches: which constants of its arithmetic were folded from the
 /// batch's shape, found by a second import at twice the micro-batch
 /// (LossShare.h). When that import fails, the module says so and such a
-/// constant is refused rather than guessed.
+/// constant is refused rather than guessed. Unsplit, an evaluation's
+/// padded short batch still needs to know (smp-mark-eval-padding: a
+/// constant folded from the batch's shape holds the global batch's), so a
+/// loss that scales by a constant is compared too, a failure marking the
+/// module rather than stopping the compile.
 LogicalResult markBatchScaledLoss(MLIRContext &ctx, const Options &opts,
                                   ModuleOp module) {
   llvm::StringRef loss = opts.plan.loss;
   if (!opts.train || loss.empty() || loss.contains(':') ||
-      opts.import.batchSplit <= 1 || opts.import.batchSize <= 0)
+      opts.import.batchSize <= 0)
+    return success();
+  // Unsplit, only an evaluation's padded short batch needs to know (smp-
+  // mark-eval-padding), and only of a constant: no error, an unknown.
+  bool split = opts.import.batchSplit > 1;
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  if (!split && (!main || !smp::lossScalesByConstant(main, loss)))
     return success();
   smp::onnx_frontend::ImportOptions probeOpts = opts.import;
   probeOpts.batchSize *= 2;
@@ -73,18 +83,24 @@ LogicalResult markBatchScaledLoss(MLIRContext &ctx, const Options &opts,
     ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
     probe = smp::onnx_frontend::importONNXFile(ctx, opts.input, probeOpts);
   }
-  auto main = module.lookupSymbol<func::FuncOp>("main");
   func::FuncOp probeMain;
   if (probe)
     probeMain = (**probe).lookupSymbol<func::FuncOp>("main");
   else
     llvm::consumeError(probe.takeError());
-  if (!main || !probeMain) {
+  auto unknown = [&] {
     module->setAttr(smp::SmpDialect::kBatchScalingUnknownAttr,
                     UnitAttr::get(&ctx));
     return success();
-  }
-  return smp::markBatchScaledLossConstants(main, probeMain, loss, 2);
+  };
+  if (!main || !probeMain)
+    return unknown();
+  if (split)
+    return smp::markBatchScaledLossConstants(main, probeMain, loss, 2);
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  if (failed(smp::markBatchScaledLossConstants(main, probeMain, loss, 2)))
+    return unknown();
+  return success();
 }
 
 /// Loads MODEL as an smp module, from ONNX or MLIR text.

@@ -6,11 +6,12 @@
 // losses weighted by their samples, as the Hugging Face Trainer's
 // evaluation loop does. A short last batch is padded to the global batch
 // with held-out samples whose labels are -100 (a cross-entropy mean
-// leaves them out: TrainingConfig.eval_pad_labels), else left out; so are
-// the evaluation batches of smpc --eval-batch-size (TrainingConfig.
-// eval_batch), each run as global batches whose losses are weighted by the
-// labels they count. The parameters and the optimizer's state are only
-// read.
+// leaves them out, and so do some forms of a model's own loss:
+// TrainingConfig.eval_pad_labels), else left out; so are the evaluation
+// batches of smpc --eval-batch-size (TrainingConfig.eval_batch), each run
+// as global batches whose losses are weighted by the labels they count (a
+// cross_entropy:LOGITS:LABELS loss only). The parameters and the
+// optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +81,19 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   eval.padLabels = training.eval_pad_labels();
   int64_t wanted =
       training.eval_batch() > 0 ? training.eval_batch() : globalBatch;
+  // A model's own loss is not weighed by the labels the file counts (it
+  // may shift them, or weigh their classes): its batches are global ones.
+  bool ownLoss = training.loss().find(':') == std::string::npos;
+  if (!eval.padLabels.empty() && ownLoss && wanted != globalBatch) {
+    note = "smprun: the artifact evaluates in batches of " +
+           std::to_string(wanted) +
+           " (smpc --eval-batch-size), but smp cannot weigh the batches of "
+           "the model's own loss output '" +
+           training.loss() + "' by the labels it counts: each evaluation " +
+           "runs the global batches of " + std::to_string(globalBatch) +
+           ", the last one short and padded";
+    wanted = globalBatch;
+  }
   if (!eval.padLabels.empty()) {
     eval.batch = wanted;
     eval.batches = (eval.samples + wanted - 1) / wanted;

@@ -6,12 +6,15 @@
 // RUN: smp-opt %s -split-input-file --smp-mark-eval-padding="loss=cross_entropy:logits:labels" | FileCheck %s --check-prefix=CE
 // RUN: smp-opt %s -split-input-file --smp-mark-eval-padding="loss=mse:logits:t" | FileCheck %s --check-prefix=MSE
 // RUN: smp-opt %s -split-input-file --smp-mark-eval-padding="loss=logits" | FileCheck %s --check-prefix=OWN
+// A model's own loss output (OwnLossPadding.h): test/Dialect/Smp/
+// mark-eval-padding-own-loss.mlir.
 // RUN: smp-opt %s -split-input-file --smp-mark-eval-padding="loss=cross_entropy:missing:labels" | FileCheck %s --check-prefix=MISSING
 
 // Per sample: a matmul by a weight and a softmax over the classes.
 // CE: module attributes {smp.eval_pad_labels = "labels"}
 // MSE: module attributes {smp.eval_no_pad = "an mse loss averages over every sample of the batch, padding included"}
-// OWN: module attributes {smp.eval_no_pad = "the loss is the model's own output 'logits', which smp cannot tell to leave padding samples out"}
+// A non-scalar output named as the loss is smp-build-gradients' error.
+// OWN-NOT: smp.eval_
 // An output the loss names that the model lacks is smp-build-gradients'
 // error: nothing is marked.
 // MISSING-NOT: smp.eval_

@@ -1,9 +1,13 @@
 """Writes, into argv[1]/<name>/, small models that compute their own loss
 (an export of a module that returns it: `smpc compile --loss loss`), with
 torch.onnx.export's defaults, their data (x.npy, labels.npy) and PyTorch's
-one-device reference (ref_sgd.json: compare_losses.py's format). Used by
-test/smprun/own-loss.test, which trains them on one rank, under --dp 2 and
-with micro-batches: every plan must train the one-device numbers.
+one-device reference (ref_sgd.json: compare_losses.py's format), and 12
+held-out samples (eval/) with the Hugging Face Trainer's eval loss of the
+trained model on them (ref_eval.json: compare_evals.py's format; batches
+of 8 and a short one of 4, each the model's own loss, weighted by their
+samples). Used by test/smprun/own-loss.test, which trains them on one rank,
+under --dp 2 and with micro-batches: every plan must train the one-device
+numbers, and evaluate the Trainer's where smp can pad the short batch.
 
   sum        cross-entropy with reduction='sum'
   ignore     cross-entropy mean with ignore_index=3 (the shards count
@@ -35,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-CLASSES, BATCH, SAMPLES, STEPS, LR = 5, 8, 16, 3, 0.1
+CLASSES, BATCH, SAMPLES, STEPS, LR, HELD_OUT = 5, 8, 16, 3, 0.1, 12
 
 
 class Model(nn.Module):
@@ -101,8 +105,14 @@ def main():
     g3 = torch.Generator().manual_seed(4)
     seqs = (torch.randn(SAMPLES, 3, 6, generator=g3),
             torch.randint(0, CLASSES, (SAMPLES, 3), generator=g3))
+    g5 = torch.Generator().manual_seed(5)
+    held = {"flat": (torch.randn(HELD_OUT, 6, generator=g5),
+                     torch.randint(0, CLASSES, (HELD_OUT,), generator=g5)),
+            "seqs": (torch.randn(HELD_OUT, 3, 6, generator=g5),
+                     torch.randint(0, CLASSES, (HELD_OUT, 3), generator=g5))}
     for kind in KINDS:
         x, labels = seqs if kind == "shiftmean" else flat
+        ex, elabels = held["seqs" if kind == "shiftmean" else "flat"]
         d = os.path.join(out, kind)
         os.makedirs(d, exist_ok=True)
         np.save(os.path.join(d, "x.npy"), x.numpy())
@@ -125,6 +135,18 @@ def main():
             opt.step()
         with open(os.path.join(d, "ref_sgd.json"), "w") as f:
             json.dump({"config": {"lr": LR, "weight_decay": wd}, "losses": losses, "grad_norms": norms}, f)
+        os.makedirs(os.path.join(d, "eval"), exist_ok=True)
+        np.save(os.path.join(d, "eval", "x.npy"), ex.numpy())
+        np.save(os.path.join(d, "eval", "labels.npy"), elabels.numpy())
+        m.eval()
+        with torch.no_grad():
+            batch_losses = [m(ex[b:b + BATCH], elabels[b:b + BATCH]).item()
+                            for b in range(0, HELD_OUT, BATCH)]
+        sizes = [min(BATCH, HELD_OUT - b) for b in range(0, HELD_OUT, BATCH)]
+        evals = [{"step": STEPS, "batch_losses": batch_losses, "samples": HELD_OUT,
+                  "eval_loss": float(np.dot(batch_losses, sizes) / HELD_OUT)}]
+        with open(os.path.join(d, "ref_eval.json"), "w") as f:
+            json.dump({"config": {"batch": BATCH}, "evals": evals}, f)
 
 
 if __name__ == "__main__":

@@ -451,6 +451,21 @@ LogicalResult markBatchScaledLossConstants(func::FuncOp main,
   return compareLossConstants(v, w, lossName, factor);
 }
 
+static bool scalesByConstant(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !isLossArithmetic(op))
+    return false;
+  for (Value in : op->getOperands())
+    if ((isa<MulOp, DivOp>(op) && scalarConstant(in)) || scalesByConstant(in))
+      return true;
+  return false;
+}
+
+bool lossScalesByConstant(func::FuncOp main, StringRef lossName) {
+  Value v = namedOutput(main, lossName);
+  return v && scalesByConstant(v);
+}
+
 LogicalResult forEachLossTerm(Value loss,
                               function_ref<LogicalResult(Value)> fn) {
   Operation *op = loss.getDefiningOp();

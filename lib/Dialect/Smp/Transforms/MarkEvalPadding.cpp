@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OwnLossPadding.h"
 #include "SampleDims.h"
 #include "TrainStepUtils.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
@@ -48,11 +49,10 @@ struct SmpMarkEvalPaddingPass
   LogicalResult decide(func::FuncOp f, std::string &labels, std::string &why) {
     SmallVector<StringRef> parts;
     StringRef(loss).split(parts, ':');
-    if (parts.size() != 3) {
-      why = "the loss is the model's own output '" + loss +
-            "', which smp cannot tell to leave padding samples out";
-      return success();
-    }
+    if (parts.size() == 1)
+      return ownLoss(f, labels, why);
+    if (parts.size() != 3)
+      return failure(); // smp-build-gradients reports the malformed loss
     if (parts[0] != "cross_entropy") {
       why = "an " + parts[0].str() +
             " loss averages over every sample of the batch, padding "
@@ -74,6 +74,23 @@ struct SmpMarkEvalPaddingPass
       why = "the output '" + parts[1].str() +
             "' the loss reads is not computed sample by sample (" +
             notPerSample + "), so padding samples would change the others'";
+    return success();
+  }
+
+  /// A model's own loss output (OwnLossPadding.h).
+  LogicalResult ownLoss(func::FuncOp f, std::string &labels, std::string &why) {
+    Value v = namedOutput(f, loss);
+    auto t = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+    if (!t || t.getNumElements() != 1)
+      return failure(); // smp-build-gradients reports it
+    SampleDims dims(f);
+    if (dims.microbatch() == 0) {
+      why = "the model has no input";
+      return success();
+    }
+    OwnLossPadding padding(f, dims);
+    why = padding.whyNot(v, loss);
+    labels = padding.labels();
     return success();
   }
 };

@@ -33,6 +33,11 @@ mlir::LogicalResult markBatchScaledLossConstants(mlir::func::FuncOp main,
                                                  llvm::StringRef lossName,
                                                  int64_t factor);
 
+/// Whether the arithmetic of the loss output `lossName` of `main` (what
+/// markBatchScaledLossConstants compares) multiplies or divides by a
+/// constant.
+bool lossScalesByConstant(mlir::func::FuncOp main, llvm::StringRef lossName);
+
 /// The share of one batch shard (this data-parallel rank's micro-batch) of
 /// the scalar loss `loss`, an f32 scalar built at `b`'s insertion point:
 /// summed over the dp ranks and `microbatches` micro-batches it is the loss

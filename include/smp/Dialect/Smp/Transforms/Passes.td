@@ -107,10 +107,14 @@ def SmpMarkEvalPaddingPass
     which leaves them out of a `cross_entropy:LOGITS:LABELS` loss (a mean
     over the counted labels) provided LOGITS is computed sample by sample
     (SampleDims.h: nothing mixes the samples, so the padding changes no
-    other sample's logits). Sets the module attribute `smp.eval_pad_labels`
-    (the LABELS input) where both hold, else `smp.eval_no_pad` saying why
-    (a model's own loss output, an `mse:` loss's mean over every sample,
-    the op that mixes the samples). Changes nothing else. Runs first in the
+    other sample's logits). A model's own loss output (`loss=NAME`) leaves
+    such samples out where its form does (OwnLossPadding.h: cross-entropies
+    ignoring -100 whose labels are an input's values, sums of what vanishes
+    where they are -100, terms without the batch, literal scalings). Sets
+    the module attribute `smp.eval_pad_labels` (the labels input) where
+    that holds, else `smp.eval_no_pad` saying why (an `mse:` loss's mean
+    over every sample, the op that mixes the samples, the part of an own
+    loss that padding changes). Changes nothing else. Runs first in the
     training pipeline, on the model as imported.
   }];
   let options = [

@@ -1,0 +1,232 @@
+//===- OwnLossPadding.cpp - Whether padding leaves a model's loss alone ---===//
+//
+// See OwnLossPadding.h. Elements "of a padding sample" are those that
+// SampleDims places in a padding sample's run of the leading dim: every
+// value followed below is sample-major along dim 0 (SampleDims::leading),
+// or a constant, so that an op's padding elements come from its operands'
+// padding elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OwnLossPadding.h"
+
+#include "smp/Dialect/Smp/IR/SmpOps.h"
+
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace smp {
+namespace {
+
+/// Whether `v` is a constant whose every element is the integer or float
+/// `value`.
+bool isSplat(Value v, int64_t value) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
+    return false;
+  Type elt = attr.getElementType();
+  if (isa<FloatType>(elt))
+    return attr.getSplatValue<APFloat>().convertToDouble() ==
+           static_cast<double>(value);
+  if (isa<IntegerType>(elt) && !elt.isInteger(1))
+    return attr.getSplatValue<APInt>().getSExtValue() == value;
+  return false;
+}
+
+bool isScalarConstant(Value v) {
+  DenseElementsAttr attr;
+  return matchPattern(v, m_Constant(&attr)) && attr.getNumElements() == 1;
+}
+
+bool sameShape(Value a, Value b) {
+  return cast<ShapedType>(a.getType()).getShape() ==
+         cast<ShapedType>(b.getType()).getShape();
+}
+
+std::string opName(Operation *op) {
+  return "'" + op->getName().getStringRef().str() + "'";
+}
+
+} // namespace
+
+bool OwnLossPadding::fromBatch(Value v) {
+  if (auto it = batchMemo.find(v); it != batchMemo.end())
+    return it->second;
+  bool result = false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto n = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                            SmpDialect::kInputAttr);
+    result = n && !n.getValue().starts_with("@");
+  } else {
+    batchMemo[v] = false; // guards the recursion (no cycles in a block)
+    for (Value in : v.getDefiningOp()->getOperands())
+      if ((result = fromBatch(in)))
+        break;
+  }
+  return batchMemo[v] = result;
+}
+
+std::string OwnLossPadding::whyNot(Value loss, StringRef name) {
+  labelsInput.clear();
+  std::string why = padFree(loss);
+  if (why.empty() && labelsInput.empty())
+    why = "reads no labels that padding could set to -100";
+  if (why.empty())
+    return "";
+  labelsInput.clear();
+  return "the model's own loss output '" + name.str() + "' " + why;
+}
+
+std::string OwnLossPadding::padFree(Value v) {
+  if (!fromBatch(v))
+    return "";
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return "is an input";
+  if (isa<CrossEntropyOp>(op))
+    return crossEntropy(op);
+  if (auto r = dyn_cast<ReduceSumOp>(op)) {
+    if (vanishes(r.getInput()))
+      return "";
+    return "sums values with 'smp.reduce_sum' that padding samples change "
+           "(they leave out only a cross-entropy's labels -100 and what "
+           "vanishes there)";
+  }
+  if (isa<ReduceMeanOp>(op))
+    return "averages with 'smp.reduce_mean' over every element, the padding "
+           "samples' included";
+  if (isa<MulOp, DivOp>(op))
+    for (Value c : op->getOperands()) {
+      if (!isScalarConstant(c))
+        continue;
+      const char *verb = isa<MulOp>(op) ? "multiplies" : "divides";
+      if (op->hasAttr(SmpDialect::kBatchScaledAttr))
+        return std::string(verb) +
+               " by a value folded from the batch's shape (x.size(0)): a "
+               "padded batch's is the global batch, not the short one";
+      if (auto m = op->getParentOfType<ModuleOp>();
+          m && m->hasAttr(SmpDialect::kBatchScalingUnknownAttr))
+        return std::string(verb) +
+               " by a constant that smp cannot tell from one folded from the "
+               "batch's shape (x.size(0)), which a padded batch holds at the "
+               "global batch";
+    }
+  if (isa<AddOp, SubOp, MulOp, DivOp, NegOp, CastOp, ReshapeOp>(op)) {
+    for (Value in : op->getOperands())
+      if (std::string why = padFree(in); !why.empty())
+        return why;
+    return "";
+  }
+  return "is computed by " + opName(op) +
+         ", which smp cannot tell to leave padding samples out";
+}
+
+std::string OwnLossPadding::crossEntropy(Operation *op) {
+  auto ce = cast<CrossEntropyOp>(op);
+  if (ce.getIgnoreIndex() != -100)
+    return "is a cross-entropy that ignores the label " +
+           std::to_string(ce.getIgnoreIndex()) + ", not -100 (the padding's)";
+  if (std::string why = dims.notLeading(ce.getLogits()); !why.empty())
+    return "is a cross-entropy whose logits are not computed sample by "
+           "sample (" +
+           why + ")";
+  if (Value w = ce.getWeights(); w && fromBatch(w))
+    return "is a cross-entropy whose class weights are computed from the "
+           "batch";
+  std::string before = labelsInput;
+  if (!ignoredAtPadding(ce.getLabels())) {
+    if (!before.empty() && labelsInput != before)
+      return "reads labels from two inputs ('" + before + "' and '" +
+             labelsInput + "'), and padding sets one";
+    return "is a cross-entropy whose labels are not an input's values "
+           "(sliced, reshaped or shifted), which padding could set to -100";
+  }
+  return "";
+}
+
+bool OwnLossPadding::ignoredAtPadding(Value v) {
+  if (isSplat(v, -100))
+    return true;
+  // Integers that hold -100 (a cast to i1 does not).
+  auto type = dyn_cast<IntegerType>(getElementTypeOrSelf(v));
+  if (!dims.leading(v) || !type || type.getWidth() < 8)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto n = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                            SmpDialect::kInputAttr);
+    if (!n)
+      return false;
+    if (labelsInput.empty())
+      labelsInput = n.str();
+    else if (labelsInput != n.getValue()) {
+      labelsInput = n.str(); // crossEntropy names both
+      return false;
+    }
+    return true;
+  }
+  Operation *op = v.getDefiningOp();
+  if (auto c = dyn_cast<ConcatOp>(op))
+    return llvm::all_of(c.getInputs(),
+                        [&](Value in) { return ignoredAtPadding(in); });
+  if (isa<SliceOp, ReshapeOp, TransposeOp, ExpandOp, CastOp>(op))
+    return ignoredAtPadding(op->getOperand(0));
+  if (auto w = dyn_cast<WhereOp>(op))
+    return ignoredAtPadding(w.getLhs()) && ignoredAtPadding(w.getRhs());
+  return false;
+}
+
+bool OwnLossPadding::vanishes(Value v) {
+  if (isSplat(v, 0))
+    return true;
+  if (!dims.leading(v))
+    return false;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return false;
+  // An operand broadcast into `v` must be a constant or of its shape (its
+  // padding elements then are v's).
+  auto elementwise = [&](Value in) {
+    return isSplat(in, 0) || (sameShape(in, v) && vanishes(in));
+  };
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    return ce.getReduction() == Reduction::none && crossEntropy(op).empty();
+  if (auto w = dyn_cast<WhereOp>(op)) {
+    std::optional<bool> c = atPadding(w.getCondition());
+    bool lhs = elementwise(w.getLhs()), rhs = elementwise(w.getRhs());
+    return (c == true && lhs) || (c == false && rhs) || (lhs && rhs);
+  }
+  if (isa<MulOp>(op))
+    return elementwise(op->getOperand(0)) || elementwise(op->getOperand(1));
+  if (isa<DivOp>(op))
+    return !fromBatch(op->getOperand(1)) && elementwise(op->getOperand(0));
+  if (isa<AddOp, SubOp>(op))
+    return elementwise(op->getOperand(0)) && elementwise(op->getOperand(1));
+  if (auto c = dyn_cast<CastOp>(op);
+      c && getElementTypeOrSelf(c.getInput()).isInteger(1))
+    return atPadding(c.getInput()) == false;
+  if (isa<NegOp, CastOp, ReshapeOp, TransposeOp, SliceOp, ExpandOp>(op))
+    return vanishes(op->getOperand(0));
+  return false;
+}
+
+std::optional<bool> OwnLossPadding::atPadding(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!op || !dims.leading(v))
+    return std::nullopt;
+  if (auto n = dyn_cast<NotOp>(op)) {
+    if (std::optional<bool> x = atPadding(n.getInput()))
+      return !*x;
+    return std::nullopt;
+  }
+  if (isa<EqualOp>(op)) {
+    Value a = op->getOperand(0), b = op->getOperand(1);
+    if (isSplat(a, -100))
+      std::swap(a, b);
+    if (isSplat(b, -100) && sameShape(a, v) && ignoredAtPadding(a))
+      return true;
+  }
+  return std::nullopt;
+}
+
+} // namespace smp
