@@ -19,8 +19,9 @@ Block()); the script checks that its 8 training losses are ref_sgd.json's
 test/fixtures/dropout/eval/{x,t}.npy and ref_sgd_eval.json. Needs torch
 and numpy; regenerate with:  python3 python/make_eval_refs.py
 With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
-dropout/gpt2 (gpt2_evals); with --gpt2-loss: a Hugging Face GPT-2 exported
-with its own loss (hf-trainer/gpt2loss, gpt2_own_loss_evals); with --resnet: the ResNet of test/fixtures/resnet,
+dropout/gpt2 (gpt2_evals); with --own-loss: a Hugging Face GPT-2 and T5
+exported with their own loss (hf-trainer/gpt2loss, t5loss:
+own_loss_evals); with --resnet: the ResNet of test/fixtures/resnet,
 its BatchNorm evaluated with the running statistics (resnet_evals).
 """
 
@@ -125,32 +126,59 @@ def gpt2_evals():
               transformers=transformers.__version__)
 
 
-def gpt2_own_loss_evals():
-    """test/fixtures/hf-trainer/gpt2loss: a Hugging Face GPT-2 (fresh init,
-    dropouts 0) exported as a Trainer user's model computes its loss:
-    torch.onnx.export's defaults on a module returning model(input_ids=...,
-    labels=...)'s loss and logits (use_cache off), outputs `loss` (the model's own: labels shifted in the
-    model, -100 ignored, the mean over the counted labels) and `logits`.
+def own_loss_model(name):
+    """The Hugging Face model of own_loss_evals(name), fresh from its
+    config (torch.manual_seed(0)), with how it is exported."""
+    import transformers as T
+    torch.manual_seed(0)
+    if name == "gpt2loss":
+        model = T.GPT2LMHeadModel(T.GPT2Config(
+            n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+            resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False))
+        # transformers 5.24 finds no loss_type in the class name
+        # GPT2LMHeadModel (not *ForCausalLM), so its Trainer would count
+        # the unshifted labels for num_items_in_batch (a sum over 48
+        # counted labels divided by 55): named, it counts the model's.
+        return model, {}, ("loss", "logits"), "ForCausalLM"
+    # torch 2.15's dynamo export of T5 with labels fails ("Failed to
+    # decompose the FX graph"): its users fall back to dynamo=False, whose
+    # TorchScript export shifts the labels right into the decoder's input
+    # with a ScatterND on int64 (`y[..., 1:] = labels[..., :-1]`).
+    model = T.T5ForConditionalGeneration(T.T5Config(
+        vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+        dropout_rate=0, decoder_start_token_id=0, pad_token_id=0,
+        use_cache=False))
+    return model, {"dynamo": False}, ("loss",), None
+
+
+def own_loss_evals(name):
+    """test/fixtures/hf-trainer/NAME: a Hugging Face model that computes its
+    own loss (fresh init, dropouts 0), exported as a Trainer user exports
+    it: torch.onnx.export on a module returning model(input_ids=...,
+    labels=...)'s loss (and gpt2loss's logits), the labels shifted, -100
+    ignored and the mean taken inside the model. gpt2loss: GPT2LMHeadModel
+    with the export's defaults; t5loss: T5ForConditionalGeneration (labels
+    of 6 tokens, shifted right into the decoder's input), dynamo=False.
     Trained 4 AdamW steps (lr 0.01) on 16 samples whose labels are -100 at
     random (data/), evaluated after steps 2 and 4 on 12 held-out samples
     (eval/: a batch of 8 and a short one of 4) as the Trainer evaluates:
     each batch's own loss, weighted by its samples; checked against
-    Trainer.evaluate() itself (with the model's loss_type named: see
-    below). Writes model.onnx, data/, eval/,
+    Trainer.evaluate() itself. Writes model.onnx, data/, eval/,
     ref_adamw.json and ref_adamw_eval.json."""
     import tempfile
     import transformers
-    from transformers import (GPT2Config, GPT2LMHeadModel, Trainer,
-                              TrainingArguments)
-    out = d.ROOT / "test" / "fixtures" / "hf-trainer" / "gpt2loss"
+    from transformers import Trainer, TrainingArguments
+    out = d.ROOT / "test" / "fixtures" / "hf-trainer" / name
     for sub in ("data", "eval"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(6)
+    label_len = 6 if name == "t5loss" else 8
 
     def samples(n):
-        ids = torch.randint(0, 64, (n, 8), generator=g)
-        labels = ids.clone()
-        labels[torch.rand(n, 8, generator=g) < 0.25] = -100
+        ids = torch.randint(1, 64, (n, 8), generator=g)
+        labels = (ids.clone() if label_len == 8
+                  else torch.randint(1, 64, (n, label_len), generator=g))
+        labels[torch.rand(n, label_len, generator=g) < 0.25] = -100
         return ids, labels
 
     ids, labels = samples(16)
@@ -158,10 +186,7 @@ def gpt2_own_loss_evals():
     for sub, (i, l) in (("data", (ids, labels)), ("eval", (eids, elabels))):
         np.save(out / sub / "input_ids.npy", i.numpy())
         np.save(out / sub / "labels.npy", l.numpy())
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(
-        n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
-        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False))
+    model, export_args, outputs, loss_type = own_loss_model(name)
     model.eval()
 
     class WithLoss(torch.nn.Module):
@@ -174,13 +199,12 @@ def gpt2_own_loss_evals():
 
         def forward(self, input_ids, labels):
             o = self.lm(input_ids=input_ids, labels=labels)
-            return o.loss, o.logits
+            return (o.loss, o.logits) if len(outputs) == 2 else o.loss
 
     torch.onnx.export(WithLoss(model), (ids[:8], labels[:8]), str(out / "model.onnx"),
-                      input_names=["input_ids", "labels"],
-                      output_names=["loss", "logits"],
+                      input_names=["input_ids", "labels"], output_names=list(outputs),
                       dynamic_axes={"input_ids": {0: "batch"},
-                                    "labels": {0: "batch"}})
+                                    "labels": {0: "batch"}}, **export_args)
     opt = torch.optim.AdamW(model.parameters(), lr=0.01)
     dataset = [{"input_ids": eids[i], "labels": elabels[i]} for i in range(12)]
     losses, norms, evals = [], [], []
@@ -200,11 +224,8 @@ def gpt2_own_loss_evals():
             means = [model(input_ids=eids[b:b + 8], labels=elabels[b:b + 8]).loss.item()
                      for b in (0, 8)]
         want = (means[0] * 8 + means[1] * 4) / 12
-        # transformers 5.24 finds no loss_type in the class name
-        # GPT2LMHeadModel (not *ForCausalLM), so its Trainer would count
-        # the unshifted labels for num_items_in_batch (a sum over 48
-        # counted labels divided by 55): named, it counts the model's.
-        model.loss_type = "ForCausalLM"
+        if loss_type:
+            model.loss_type = loss_type
         with tempfile.TemporaryDirectory() as tmp:
             got = Trainer(model=model, eval_dataset=dataset, args=TrainingArguments(
                 output_dir=tmp, per_device_eval_batch_size=8, use_cpu=True,
@@ -212,7 +233,7 @@ def gpt2_own_loss_evals():
         assert abs(got - want) < 1e-6 * abs(want), (got, want)
         evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
                       "samples": 12, "trainer_eval_loss": got})
-        print("gpt2loss step", k + 1, "eval_loss %.7f" % want)
+        print(name, "step", k + 1, "eval_loss %.7f" % want)
     config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
               "torch": torch.__version__, "transformers": transformers.__version__}
     (out / "ref_adamw.json").write_text(json.dumps(
@@ -249,8 +270,9 @@ def main():
     if "--resnet" in sys.argv:  # numpy only
         resnet_evals()
         return
-    if "--gpt2-loss" in sys.argv:  # needs transformers (5.24)
-        gpt2_own_loss_evals()
+    if "--own-loss" in sys.argv:  # needs transformers (5.24)
+        own_loss_evals("gpt2loss")
+        own_loss_evals("t5loss")
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()

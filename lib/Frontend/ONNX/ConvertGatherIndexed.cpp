@@ -136,21 +136,83 @@ llvm::Error convertScatterElements(NodeContext &nc) {
   return c.finish(c.where(hit, scattered, data));
 }
 
+/// The box [lo, hi) of each of the k addressed dims whose positions the m
+/// index tuples of `flat` (in range) enumerate in row-major order: torch's
+/// slice assignment `y[:, 1:] = x`, if they do.
+std::optional<SmallVector<std::pair<int64_t, int64_t>>>
+indexedBox(ArrayRef<int64_t> flat, int64_t m, int64_t k,
+           ArrayRef<int64_t> dshape) {
+  auto at = [&](int64_t i, int64_t j) {
+    int64_t v = flat[i * k + j];
+    return v < 0 ? v + dshape[j] : v;
+  };
+  if (m == 0)
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> box;
+  int64_t count = 1;
+  for (int64_t j = 0; j < k; ++j) {
+    box.push_back({at(0, j), at(m - 1, j) + 1});
+    if (box.back().second <= box.back().first)
+      return std::nullopt;
+    count *= box.back().second - box.back().first;
+  }
+  if (count != m)
+    return std::nullopt;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = k - 1, rest = i; j >= 0; --j) {
+      int64_t extent = box[j].second - box[j].first;
+      if (at(i, j) != box[j].first + rest % extent)
+        return std::nullopt;
+      rest /= extent;
+    }
+  return box;
+}
+
+/// `data` with its box `box[j:]` (over the dims from j) replaced by (or,
+/// with `add`, added to) `upd`, of the box's shape: concats of its slices
+/// around the box, dim by dim (each sample's rows stay its own).
+Value replaceBox(Chain &c, OpBuilder &b, Value data, Value upd,
+                 ArrayRef<std::pair<int64_t, int64_t>> box, size_t j,
+                 bool add) {
+  if (j == box.size())
+    return add ? c.binary<smp::AddOp>(data, upd) : upd;
+  if (c.failed())
+    return {};
+  auto [lo, hi] = box[j];
+  int64_t n = shapeOf(data)[j];
+  Value mid = lo == 0 && hi == n ? data : c.slice(data, j, lo, hi);
+  SmallVector<Value> parts;
+  if (lo > 0)
+    parts.push_back(c.slice(data, j, 0, lo));
+  parts.push_back(replaceBox(c, b, mid, upd, box, j + 1, add));
+  if (hi < n)
+    parts.push_back(c.slice(data, j, hi, n));
+  if (parts.size() == 1 || c.failed())
+    return parts.size() == 1 ? parts[0] : Value();
+  return c.make<smp::ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(j));
+}
+
 /// ScatterND(data, indices, updates, reduction) with constant indices
 /// (torch.onnx.export's in-place assignments `y[:, 0] = v` compute them from
 /// shapes, constants here): data viewed as [L, R] rows (L the addressed
 /// dims' product), each index turned into a row at import, the updates
 /// scatter-added into those rows (gather_elements_grad over the rows
 /// expanded), then added to data (add) or placed over the rows they hit
-/// (none).
+/// (none). Indices that enumerate a box (torch's slice assignment, such as
+/// T5's labels shifted right into its decoder's input, `y[..., 1:] =
+/// x[..., :-1]`) become slices and concats around it instead, which keep
+/// each sample's rows its own (data parallelism splits them). Other
+/// integer data has no scatter-add: its rows gather the update that lands
+/// on them.
 llvm::Error convertScatterND(NodeContext &nc) {
   auto in = nc.inputs(3);
   if (!in)
     return in.takeError();
   Value data = (*in)[0], updates = (*in)[2];
   auto type = tensorType(data);
-  if (!isa<FloatType>(type.getElementType()))
-    return nc.error("only float data is supported");
+  bool integer = isa<IntegerType>(type.getElementType());
+  if (!isa<FloatType>(type.getElementType()) && !integer)
+    return nc.error("only float and integer data are supported");
   std::string reduction = nc.attrString("reduction", "none");
   if (reduction != "none" && reduction != "add")
     return nc.error("reduction '" + reduction +
@@ -173,7 +235,7 @@ llvm::Error convertScatterND(NodeContext &nc) {
   if (shapeOf(updates) != want)
     return nc.error("updates must be " + shapeToString(want) + ", got " +
                     shapeToString(shapeOf(updates)));
-  SmallVector<double> rows, hit(l, 0.0);
+  SmallVector<double> rows, hit(l, 0.0), source(l, 0.0);
   SmallVector<int64_t> flat;
   for (const APInt &v : idx.getValues<APInt>())
     flat.push_back(v.getSExtValue());
@@ -186,13 +248,36 @@ llvm::Error convertScatterND(NodeContext &nc) {
                         llvm::Twine(j) + " of size " + llvm::Twine(n));
       row = row * n + (v < 0 ? v + n : v);
     }
+    if (integer && reduction == "add" && hit[row] != 0.0)
+      return nc.error("integer data with reduction 'add' and a row " +
+                      llvm::Twine(row) + " addressed twice is not supported");
     rows.push_back(row);
     hit[row] = 1.0;
+    source[row] = static_cast<double>(i); // the last update wins
   }
   auto &b = nc.builder();
   Chain c(nc);
+  if (auto box = indexedBox(flat, m, k, dshape)) {
+    SmallVector<int64_t> boxShape;
+    for (auto [lo, hi] : *box)
+      boxShape.push_back(hi - lo);
+    boxShape.append(dshape.begin() + k, dshape.end());
+    return c.finish(replaceBox(c, b, data, c.reshape(updates, boxShape), *box,
+                               0, reduction == "add"));
+  }
   Value table = c.reshape(data, {l, r});
   Value upd = c.reshape(updates, {m, r});
+  Value mask = nc.constantOf(b.getI1Type(), {l, 1}, hit);
+  if (integer) {
+    Value from = nc.constantOf(b.getI64Type(), {l}, source);
+    Value landed =
+        c.make<smp::GatherOp>(upd, from, b.getI64IntegerAttr(0), IntegerAttr());
+    Value y = reduction == "add"
+                  ? c.binary<smp::AddOp>(
+                        table, c.where(mask, landed, c.scalar(table, 0)))
+                  : c.where(mask, landed, table);
+    return c.finish(c.reshape(y, dshape));
+  }
   Value column = nc.constantOf(b.getI64Type(), {m, 1}, rows);
   Value at = c.keep(nc.create<smp::ExpandOp>(
       RankedTensorType::get({m, r}, b.getI64Type()), column));
@@ -200,12 +285,10 @@ llvm::Error convertScatterND(NodeContext &nc) {
       RankedTensorType::get({l, r}, type.getElementType()), at, upd,
       b.getI64IntegerAttr(0)));
   Value y;
-  if (reduction == "add") {
+  if (reduction == "add")
     y = c.binary<smp::AddOp>(table, scattered);
-  } else {
-    Value mask = nc.constantOf(b.getI1Type(), {l, 1}, hit);
+  else
     y = c.where(mask, scattered, table);
-  }
   return c.finish(c.reshape(y, dshape));
 }
 
