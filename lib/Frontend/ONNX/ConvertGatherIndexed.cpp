@@ -95,47 +95,6 @@ llvm::Error convertGatherElements(NodeContext &nc) {
       nc.placeholder(), data, indices, nc.builder().getI64IntegerAttr(*axis)));
 }
 
-/// ScatterElements(data, indices, updates, axis, reduction): `updates`
-/// scatter-added at `indices` into zeros (smp.gather_elements_grad, whose
-/// gradient gathers it back), then added to data (reduction add) or placed
-/// over it where an index lands (none: duplicate indices are undefined in
-/// ONNX; here they add up). torch's scatter_add and scatter export so.
-llvm::Error convertScatterElements(NodeContext &nc) {
-  auto in = nc.inputs(3);
-  if (!in)
-    return in.takeError();
-  auto [data, indices, updates] = std::tuple((*in)[0], (*in)[1], (*in)[2]);
-  auto type = tensorType(data);
-  if (!isa<FloatType>(type.getElementType()))
-    return nc.error("only float data is supported");
-  if (shapeOf(indices) != shapeOf(updates))
-    return nc.error("indices and updates must have one shape");
-  auto axis = nc.attrAxis(0, type.getRank());
-  if (!axis)
-    return axis.takeError();
-  std::string reduction = nc.attrString("reduction", "none");
-  if (reduction != "none" && reduction != "add")
-    return nc.error("reduction '" + reduction +
-                    "' is not supported (none and add are)");
-  int64_t dim = type.getDimSize(*axis);
-  if (auto err = checkConstantIndices(
-          nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))
-    return err;
-  auto axisAttr = nc.builder().getI64IntegerAttr(*axis);
-  Chain c(nc);
-  auto scatter = [&](Value v) {
-    return c.keep(
-        nc.create<smp::GatherElementsGradOp>(type, indices, v, axisAttr));
-  };
-  Value scattered = scatter(updates);
-  if (reduction == "add")
-    return c.finish(c.binary<smp::AddOp>(data, scattered));
-  // Where an index lands (a scatter of ones is positive), the updates.
-  Value ones = nc.filled(type.getElementType(), shapeOf(updates), 1.0);
-  Value hit = c.binary<smp::GreaterOp>(scatter(ones), c.scalar(data, 0.0));
-  return c.finish(c.where(hit, scattered, data));
-}
-
 /// The box [lo, hi) of each of the k addressed dims whose positions the m
 /// index tuples of `flat` (in range) enumerate in row-major order: torch's
 /// slice assignment `y[:, 1:] = x`, if they do.
@@ -190,6 +149,91 @@ Value replaceBox(Chain &c, OpBuilder &b, Value data, Value upd,
   if (parts.size() == 1 || c.failed())
     return parts.size() == 1 ? parts[0] : Value();
   return c.make<smp::ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(j));
+}
+
+/// The slab of ScatterElements' constant indices `idx` (of the updates'
+/// shape) along `axis` when they address [lo, lo + e) at every position,
+/// the other dims whole (torch's select_scatter and slice_scatter): the box
+/// over every dim, else none.
+std::optional<SmallVector<std::pair<int64_t, int64_t>>>
+elementsBox(DenseElementsAttr idx, ArrayRef<int64_t> ishape,
+            ArrayRef<int64_t> dshape, int64_t axis) {
+  if (!idx || ishape.size() != dshape.size())
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> box;
+  for (size_t d = 0; d < dshape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && ishape[d] != dshape[d])
+      return std::nullopt;
+  int64_t n = dshape[axis], e = ishape[axis], inner = 1, k = 0, lo = 0;
+  for (size_t d = axis + 1; d < dshape.size(); ++d)
+    inner *= ishape[d];
+  for (const APInt &v : idx.getValues<APInt>()) {
+    int64_t i = v.getSExtValue(), at = (k++ / inner) % e;
+    i = i < 0 ? i + n : i;
+    if (k == 1)
+      lo = i;
+    if (i != lo + at)
+      return std::nullopt;
+  }
+  for (size_t d = 0; d < dshape.size(); ++d)
+    box.push_back(static_cast<int64_t>(d) == axis
+                      ? std::make_pair(lo, lo + e)
+                      : std::make_pair(int64_t(0), dshape[d]));
+  return box;
+}
+
+/// ScatterElements(data, indices, updates, axis, reduction): `updates`
+/// scatter-added at `indices` into zeros (smp.gather_elements_grad, whose
+/// gradient gathers it back), then added to data (reduction add) or placed
+/// over it where an index lands (none: duplicate indices are undefined in
+/// ONNX; here they add up). torch's scatter_add and scatter export so.
+/// Constant indices that address one slab along the axis (the dynamo
+/// export's select_scatter and slice_scatter: BART's labels shifted right
+/// into its decoder's input, on int64) become slices and a concat around
+/// it, on float or integer data; other integer data is refused.
+llvm::Error convertScatterElements(NodeContext &nc) {
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  auto [data, indices, updates] = std::tuple((*in)[0], (*in)[1], (*in)[2]);
+  auto type = tensorType(data);
+  bool integer = isa<IntegerType>(type.getElementType());
+  if (!isa<FloatType>(type.getElementType()) && !integer)
+    return nc.error("only float and integer data are supported");
+  if (shapeOf(indices) != shapeOf(updates))
+    return nc.error("indices and updates must have one shape");
+  auto axis = nc.attrAxis(0, type.getRank());
+  if (!axis)
+    return axis.takeError();
+  std::string reduction = nc.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return nc.error("reduction '" + reduction +
+                    "' is not supported (none and add are)");
+  int64_t dim = type.getDimSize(*axis);
+  if (auto err = checkConstantIndices(
+          nc, [&](int64_t) { return dim; }, [&](int64_t) { return *axis; }))
+    return err;
+  auto axisAttr = nc.builder().getI64IntegerAttr(*axis);
+  Chain c(nc);
+  if (auto box = elementsBox(nc.constantInput(1), shapeOf(indices),
+                             shapeOf(data), *axis))
+    return c.finish(replaceBox(c, nc.builder(), data, updates, *box, 0,
+                               reduction == "add"));
+  if (integer)
+    return nc.error("integer data is supported only where constant indices "
+                    "address one slab along the axis, as torch's "
+                    "select_scatter and slice_scatter do");
+  auto scatter = [&](Value v) {
+    return c.keep(
+        nc.create<smp::GatherElementsGradOp>(type, indices, v, axisAttr));
+  };
+  Value scattered = scatter(updates);
+  if (reduction == "add")
+    return c.finish(c.binary<smp::AddOp>(data, scattered));
+  // Where an index lands (a scatter of ones is positive), the updates.
+  Value ones = nc.filled(type.getElementType(), shapeOf(updates), 1.0);
+  Value hit = c.binary<smp::GreaterOp>(scatter(ones), c.scalar(data, 0.0));
+  return c.finish(c.where(hit, scattered, data));
 }
 
 /// ScatterND(data, indices, updates, reduction) with constant indices
