@@ -56,11 +56,12 @@ docs/bring-your-own-model.md). Files:
   buffer_noopt.onnx       a float buffer fed to a Linear (Swin-v2's
                           relative_coords_table), optimize=False; buffer/
                           its references (data: gpt/)
-  sinus_noopt.onnx, sinus_torchscript.onnx
+  sinus_default.onnx, sinus_noopt.onnx, sinus_torchscript.onnx
                           Marian's frozen sinusoidal position embedding
-                          (requires_grad=False), exported with
-                          optimize=False and dynamo=False; sinus/ its
-                          references (data: gpt/)
+                          (requires_grad=False), exported with the
+                          defaults (its rows gathered at positions 0..7
+                          and folded), optimize=False and dynamo=False;
+                          sinus/ its references (data: gpt/)
   gpt/idx.npy, gpt/labels.npy   16 samples of 8 tokens (gpt/first8: the first 8)
   gpt/ref_sgd.json, gpt/ref_adamw.json  PyTorch's per-step losses and grad
       norms of mlpgpt (5 steps, batch 8, train() mode), for
@@ -333,10 +334,14 @@ def fresh(cls):
 
 
 def write_sinusoid(out, idx, labels):
-    """sinus_*.onnx and sinus/: SinusoidalLM exported with optimize=False
-    (the default export folds the position lookup) and dynamo=False."""
+    """sinus_*.onnx and sinus/: SinusoidalLM exported with the defaults
+    (the optimiser folds the position lookup: the table's rows 0..7 in an
+    initializer of their own), optimize=False and dynamo=False."""
     model, init, common = fresh(SinusoidalLM)
     example = (idx[:BATCH],)
+    torch.onnx.export(model, example, str(out / "sinus_default.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "sinus_default.onnx")
     torch.onnx.export(model, example, str(out / "sinus_noopt.onnx"),
                       optimize=False, external_data=False, **common)
     torch_refs.strip_stack_traces(out / "sinus_noopt.onnx")

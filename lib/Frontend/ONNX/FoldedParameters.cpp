@@ -272,6 +272,12 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
                             joinNames(fx.vanished) +
                             " are gone from the file: smp cannot tell "
                             "which parameter it holds or how to train it");
+  // A sinusoidal position table's rows gathered at positions 0..P-1
+  // (Marian's, Pegasus's; the table a parameter PyTorch keeps with
+  // requires_grad=False): left to the shared-initializer rules, which
+  // freeze it with a warning (or train it with --trainable).
+  if (op == "embedding" && holdsSinusoidTable(type->getShape(), *bytes, es))
+    return llvm::Error::success();
   // An embedding's rows gathered at constant positions, or a parameter
   // broadcast (aten.expand: ViT's class token over a fixed batch) or tiled
   // (aten.repeat): each element a copy of a parameter element, whose

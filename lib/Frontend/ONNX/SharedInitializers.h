@@ -74,7 +74,7 @@ struct ParamOrigin {
 /// masks hold): a mask, never a parameter.
 bool holdsMaskValue(llvm::StringRef bytes, int64_t es);
 
-/// Whether a 2-D float initializer (raw bytes, element size `es`) is a
+/// Whether a float initializer [..., P, D] (raw bytes, element size `es`) is a
 /// sinusoidal position table: sin and cos of the row times one frequency
 /// per column pair, in halves or interleaved (SinusoidTables.cpp).
 bool holdsSinusoidTable(llvm::ArrayRef<int64_t> dims, llvm::StringRef bytes,

@@ -21,9 +21,14 @@ namespace smp::onnx_frontend {
 
 bool holdsSinusoidTable(llvm::ArrayRef<int64_t> dims, llvm::StringRef bytes,
                         int64_t es) {
-  if (dims.size() != 2 || (es != 4 && es != 8))
+  // [..., P, D]: the leading dims flattened into rows (a fold of the
+  // table's rows gathered at positions 0..P-1 may keep a batch dim of 1).
+  if (dims.size() < 2 || (es != 4 && es != 8))
     return false;
-  const int64_t rows = dims[0], cols = dims[1], half = cols / 2;
+  int64_t rows = 1;
+  for (int64_t d : dims.drop_back())
+    rows *= d;
+  const int64_t cols = dims.back(), half = cols / 2;
   if (rows < 4 || cols < 4 || cols % 2 != 0 ||
       static_cast<int64_t>(bytes.size()) != rows * cols * es)
     return false;
