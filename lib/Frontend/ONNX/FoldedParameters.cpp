@@ -190,6 +190,72 @@ bool goneParameterVaries(const onnx::GraphProto &g, FxGraph &fx,
   return false;
 }
 
+/// The folded rows of an embedding gathered at constant positions, or of
+/// a parameter expanded or repeated (`copies`), trained as the gone
+/// parameter's rows (step 2 of resolveFoldedInitializer), or refused where
+/// a row cannot be told apart.
+llvm::Error trainFoldedRows(onnx::GraphProto &g, int i, llvm::StringRef path,
+                            FxGraph &fx, const mlir::RankedTensorType &type,
+                            const std::string &bytes, int64_t es,
+                            llvm::StringRef op, bool copies,
+                            std::vector<ParamOrigin> &origins,
+                            std::vector<std::string> &warnings) {
+  const onnx::TensorProto &t = g.initializer(i);
+  // Rows of an embedding weight gathered at constant indices. PyTorch
+  // sums the gradients of every position that gathered one row: train
+  // the distinct rows, gathered back into the folded shape.
+  int64_t last = type.getShape().back();
+  Rows rows = distinctRows(bytes, last * es);
+  for (int64_t f : rows.firstOf) {
+    llvm::StringRef row(bytes.data() + f * rows.rowBytes, rows.rowBytes);
+    if (constantRow(row, es))
+      return refuse(path, "the folded " +
+                              std::string(copies ? "aten." + op.str() + " '"
+                                                 : "embedding '") +
+                              t.name() +
+                              "' holds a constant row (a padding row, "
+                              "which PyTorch does not train, a broadcast "
+                              "along the last dim, or equal rows that smp "
+                              "cannot tell apart)");
+    if (copies && periodicRow(row, es))
+      return refuse(path, "the folded aten." + op.str() + " '" + t.name() +
+                              "' repeats its rows along the last dim: smp "
+                              "cannot tell the parameter's elements from "
+                              "their copies");
+  }
+  std::string note =
+      "initializer '" + t.name() +
+      (copies ? "' holds copies of a parameter that the exporter's "
+                "optimiser " +
+                    std::string(op == "expand" ? "expanded" : "repeated") +
+                    " and folded"
+              : "' holds rows of an embedding that the exporter's optimiser "
+                "gathered at constant positions and folded") +
+      " (PyTorch parameter(s) gone from the file: " + joinNames(fx.vanished) +
+      "): ";
+  // An embedding fold holds only the rows gathered; a copy, all of them.
+  std::string advice = copies ? ""
+                              : "; re-export with torch.onnx.export(..., "
+                                "optimize=False) to train the whole "
+                                "parameter";
+  if ((int64_t)rows.firstOf.size() == rows.rows) {
+    origins.push_back({t.name(), t.name(), "folded", false, {}});
+    warnings.push_back(note + "smp trains its " + std::to_string(rows.rows) +
+                       " rows as those parameter rows; --save-onnx writes "
+                       "the folded rows back" +
+                       advice);
+    return llvm::Error::success();
+  }
+  gatherDistinctRows(g, i, type, bytes, rows, last, note,
+                     copies ? "the parameter's rows, each one's gradient "
+                              "summed over its copies"
+                            : "one parameter row per distinct row, its "
+                              "gradient summed over the positions that read "
+                              "it",
+                     advice, origins, warnings);
+  return llvm::Error::success();
+}
+
 /// 2. Initializer i, if a float initializer that holds a folded FX value
 /// (its name is an argument of a surviving node and no parameter's).
 llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
@@ -290,59 +356,8 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
                             joinNames(fx.vanished) +
                             " are gone from the file: smp cannot tell "
                             "which parameter it holds or how to train it");
-  // Rows of an embedding weight gathered at constant indices. PyTorch
-  // sums the gradients of every position that gathered one row: train
-  // the distinct rows, gathered back into the folded shape.
-  int64_t last = type->getShape().back();
-  Rows rows = distinctRows(*bytes, last * es);
-  for (int64_t f : rows.firstOf) {
-    llvm::StringRef row(bytes->data() + f * rows.rowBytes, rows.rowBytes);
-    if (constantRow(row, es))
-      return refuse(path, "the folded " +
-                              std::string(copies ? "aten." + op.str() + " '"
-                                                 : "embedding '") +
-                              t.name() +
-                              "' holds a constant row (a padding row, "
-                              "which PyTorch does not train, a broadcast "
-                              "along the last dim, or equal rows that smp "
-                              "cannot tell apart)");
-    if (copies && periodicRow(row, es))
-      return refuse(path, "the folded aten." + op.str() + " '" + t.name() +
-                              "' repeats its rows along the last dim: smp "
-                              "cannot tell the parameter's elements from "
-                              "their copies");
-  }
-  std::string note =
-      "initializer '" + t.name() +
-      (copies ? "' holds copies of a parameter that the exporter's "
-                "optimiser " +
-                    std::string(op == "expand" ? "expanded" : "repeated") +
-                    " and folded"
-              : "' holds rows of an embedding that the exporter's optimiser "
-                "gathered at constant positions and folded") +
-      " (PyTorch parameter(s) gone from the file: " + joinNames(fx.vanished) +
-      "): ";
-  // An embedding fold holds only the rows gathered; a copy, all of them.
-  std::string advice = copies ? ""
-                              : "; re-export with torch.onnx.export(..., "
-                                "optimize=False) to train the whole "
-                                "parameter";
-  if ((int64_t)rows.firstOf.size() == rows.rows) {
-    origins.push_back({t.name(), t.name(), "folded", false, {}});
-    warnings.push_back(note + "smp trains its " + std::to_string(rows.rows) +
-                       " rows as those parameter rows; --save-onnx writes "
-                       "the folded rows back" +
-                       advice);
-    return llvm::Error::success();
-  }
-  gatherDistinctRows(g, i, *type, *bytes, rows, last, note,
-                     copies ? "the parameter's rows, each one's gradient "
-                              "summed over its copies"
-                            : "one parameter row per distinct row, its "
-                              "gradient summed over the positions that read "
-                              "it",
-                     advice, origins, warnings);
-  return llvm::Error::success();
+  return trainFoldedRows(g, i, path, fx, *type, *bytes, es, op, copies, origins,
+                         warnings);
 }
 
 } // namespace
