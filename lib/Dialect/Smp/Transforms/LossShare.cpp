@@ -167,31 +167,11 @@ private:
     return scalarConst(b, loc, b.getF32Type(), v);
   }
 
-  /// Whether `v` is computed from a function argument `pred` accepts.
-  bool dependsOn(Value v, llvm::DenseMap<Value, bool> &memo,
-                 function_ref<bool(func::FuncOp, unsigned)> pred) {
-    if (auto it = memo.find(v); it != memo.end())
-      return it->second;
-    bool result = false;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-        result = pred(f, arg.getArgNumber());
-    } else {
-      memo[v] = false; // no cycles in a block; guards the recursion
-      for (Value in : v.getDefiningOp()->getOperands())
-        if ((result = dependsOn(in, memo, pred)))
-          break;
-    }
-    return memo[v] = result;
-  }
   bool isFromBatch(Value v) {
-    return dependsOn(v, fromBatch, [](func::FuncOp f, unsigned i) {
-      auto n = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr);
-      return n && !n.getValue().starts_with("@");
-    });
+    return dependsOnArgument(v, fromBatch, isBatchInput);
   }
   bool isFromParams(Value v) {
-    return dependsOn(v, fromParams, [](func::FuncOp f, unsigned i) {
+    return dependsOnArgument(v, fromParams, [](func::FuncOp f, unsigned i) {
       return static_cast<bool>(f.getArgAttr(i, SmpDialect::kParamAttr));
     });
   }

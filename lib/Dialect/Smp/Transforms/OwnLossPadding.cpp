@@ -10,6 +10,9 @@
 
 #include "OwnLossPadding.h"
 
+#include "TrainStepUtils.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
+
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 #include "mlir/IR/Matchers.h"
@@ -19,19 +22,9 @@ using namespace mlir;
 namespace smp {
 namespace {
 
-/// Whether `v` is a constant whose every element is the integer or float
-/// `value`.
+/// Whether `v` is a constant whose every element is `value`.
 bool isSplat(Value v, int64_t value) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return false;
-  Type elt = attr.getElementType();
-  if (isa<FloatType>(elt))
-    return attr.getSplatValue<APFloat>().convertToDouble() ==
-           static_cast<double>(value);
-  if (isa<IntegerType>(elt) && !elt.isInteger(1))
-    return attr.getSplatValue<APInt>().getSExtValue() == value;
-  return false;
+  return getSplatConstant(v) == static_cast<double>(value);
 }
 
 bool isScalarConstant(Value v) {
@@ -51,20 +44,7 @@ std::string opName(Operation *op) {
 } // namespace
 
 bool OwnLossPadding::fromBatch(Value v) {
-  if (auto it = batchMemo.find(v); it != batchMemo.end())
-    return it->second;
-  bool result = false;
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto n = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                            SmpDialect::kInputAttr);
-    result = n && !n.getValue().starts_with("@");
-  } else {
-    batchMemo[v] = false; // guards the recursion (no cycles in a block)
-    for (Value in : v.getDefiningOp()->getOperands())
-      if ((result = fromBatch(in)))
-        break;
-  }
-  return batchMemo[v] = result;
+  return dependsOnArgument(v, batchMemo, isBatchInput);
 }
 
 std::string OwnLossPadding::whyNot(Value loss, StringRef name) {

@@ -222,5 +222,26 @@ void sinkWeightOnlyOps(func::FuncOp f) {
   }
 }
 
+bool dependsOnArgument(Value v, llvm::DenseMap<Value, bool> &memo,
+                       function_ref<bool(func::FuncOp, unsigned)> pred) {
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  bool result = false;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      result = pred(f, arg.getArgNumber());
+  } else {
+    memo[v] = false; // no cycles in a block; guards the recursion
+    for (Value in : v.getDefiningOp()->getOperands())
+      if ((result = dependsOnArgument(in, memo, pred)))
+        break;
+  }
+  return memo[v] = result;
+}
+
+bool isBatchInput(func::FuncOp f, unsigned i) {
+  auto n = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kInputAttr);
+  return n && !n.getValue().starts_with("@");
+}
 
 } // namespace smp

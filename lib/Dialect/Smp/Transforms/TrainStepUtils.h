@@ -1,7 +1,8 @@
 //===- TrainStepUtils.h - Helpers of the train-step passes -----*- C++ -*-===//
 //
 // Stateless pieces of the training-step builder: scalar constants and
-// reductions, micro-batch slices, the vocab-parallel cross-entropy, pipeline
+// reductions, micro-batch slices, the vocab-parallel cross-entropy, what a
+// value depends on among the step's arguments, pipeline
 // stage bookkeeping, and sinking weight-only ops to their users.
 //
 //===----------------------------------------------------------------------===//
@@ -13,10 +14,21 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <optional>
 
 namespace smp {
+
+/// Whether `v` is computed from an argument of its function that `pred`
+/// accepts, memoised in `memo` (a DAG walk; no cycles in a block).
+bool dependsOnArgument(
+    mlir::Value v, llvm::DenseMap<mlir::Value, bool> &memo,
+    llvm::function_ref<bool(mlir::func::FuncOp, unsigned)> pred);
+
+/// Whether argument `i` of `f` is a batch input (smp.input, not a step
+/// scalar "@...").
+bool isBatchInput(mlir::func::FuncOp f, unsigned i);
 
 /// func @`name` of `module`; null after the error "`pass`: no func @name
 /// `why`" on the module.
