@@ -163,8 +163,9 @@ def own_loss_evals(name):
     random (data/), evaluated after steps 2 and 4 on 12 held-out samples
     (eval/: a batch of 8 and a short one of 4) as the Trainer evaluates:
     each batch's own loss, weighted by its samples; checked against
-    Trainer.evaluate() itself. Writes model.onnx, data/, eval/,
-    ref_adamw.json and ref_adamw_eval.json."""
+    Trainer.evaluate() itself; and so with per_device_eval_batch_size 4
+    and 12. Writes model.onnx, data/, eval/, ref_adamw.json and
+    ref_adamw_eval.json (ref_adamw_eval4.json, ref_adamw_eval12.json)."""
     import tempfile
     import transformers
     from transformers import Trainer, TrainingArguments
@@ -207,7 +208,8 @@ def own_loss_evals(name):
                                     "labels": {0: "batch"}}, **export_args)
     opt = torch.optim.AdamW(model.parameters(), lr=0.01)
     dataset = [{"input_ids": eids[i], "labels": elabels[i]} for i in range(12)]
-    losses, norms, evals = [], [], []
+    losses, norms = [], []
+    evals = {8: [], 4: [], 12: []}  # by the Trainer's per_device_eval_batch_size
     for k in range(4):
         model.train()
         rows = [(k * 8 + i) % 16 for i in range(8)]
@@ -221,25 +223,31 @@ def own_loss_evals(name):
             continue
         model.eval()
         with torch.no_grad():
-            means = [model(input_ids=eids[b:b + 8], labels=elabels[b:b + 8]).loss.item()
-                     for b in (0, 8)]
-        want = (means[0] * 8 + means[1] * 4) / 12
+            means = {size: [model(input_ids=eids[b:b + size],
+                                  labels=elabels[b:b + size]).loss.item()
+                            for b in range(0, 12, size)] for size in evals}
         if loss_type:
             model.loss_type = loss_type
-        with tempfile.TemporaryDirectory() as tmp:
-            got = Trainer(model=model, eval_dataset=dataset, args=TrainingArguments(
-                output_dir=tmp, per_device_eval_batch_size=8, use_cpu=True,
-                report_to=[])).evaluate()["eval_loss"]
-        assert abs(got - want) < 1e-6 * abs(want), (got, want)
-        evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
-                      "samples": 12, "trainer_eval_loss": got})
-        print(name, "step", k + 1, "eval_loss %.7f" % want)
+        for size, out_evals in evals.items():
+            sizes = [min(size, 12 - b) for b in range(0, 12, size)]
+            want = float(np.dot(means[size], sizes) / 12)
+            with tempfile.TemporaryDirectory() as tmp:
+                got = Trainer(model=model, eval_dataset=dataset, args=TrainingArguments(
+                    output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
+                    report_to=[])).evaluate()["eval_loss"]
+            assert abs(got - want) < 1e-6 * abs(want), (got, want)
+            out_evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means[size],
+                              "samples": 12, "trainer_eval_loss": got})
+            print(name, "step", k + 1, "eval batch", size, "eval_loss %.7f" % want)
     config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
               "torch": torch.__version__, "transformers": transformers.__version__}
     (out / "ref_adamw.json").write_text(json.dumps(
         {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
-    (out / "ref_adamw_eval.json").write_text(json.dumps(
-        {"config": config, "evals": evals}, indent=2) + "\n")
+    for size, out_evals in evals.items():
+        extra = {} if size == 8 else {"eval_batch_size": size}
+        (out / ("ref_adamw_eval%s.json" % ("" if size == 8 else size))).write_text(
+            json.dumps({"config": {**config, **extra}, "evals": out_evals},
+                       indent=2) + "\n")
 
 
 def resnet_evals():

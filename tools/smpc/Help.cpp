@@ -168,8 +168,10 @@ TRAINING (compile --train)
                        global batch), each batch's loss the mean over its
                        counted labels (the Trainer's
                        per_device_eval_batch_size); a
-                       cross_entropy:LOGITS:LABELS loss only (another is
-                       evaluated in global batches).
+                       cross_entropy:LOGITS:LABELS loss, or a model's own
+                       loss that is a cross-entropy mean (its labels
+                       shifted or not); another is evaluated in global
+                       batches, and plan.txt says why.
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

@@ -347,6 +347,13 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       manifest.mutable_training()->set_eval_pad_labels(a.str());
     if (auto a = module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoPadAttr))
       manifest.mutable_training()->set_eval_no_pad(a.str());
+    if (auto a = module->getAttrOfType<DenseI64ArrayAttr>(
+            SmpDialect::kEvalCountedLabelsAttr))
+      for (int64_t r : a.asArrayRef())
+        manifest.mutable_training()->add_eval_counted_labels(r);
+    if (auto a =
+            module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoCountAttr))
+      manifest.mutable_training()->set_eval_no_count(a.str());
   }
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.

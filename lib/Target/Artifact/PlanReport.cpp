@@ -63,15 +63,17 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                       : std::string("; every epoch of smprun's --data (smpc "
                                     "--eval-every epoch)");
   bool pads = module->hasAttr(SmpDialect::kEvalPadLabelsAttr);
-  bool ownLoss = !llvm::StringRef(t.loss).contains(':');
+  auto noCount =
+      module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoCountAttr);
   if (t.evalBatch > 0)
-    text += pads && !ownLoss
+    text += pads && !noCount
                 ? "; in batches of " + std::to_string(t.evalBatch) +
                       " (smpc --eval-batch-size)"
                 : "; in global batches, not --eval-batch-size's " +
                       std::to_string(t.evalBatch) +
                       (pads ? " (smp cannot weigh the batches of the "
-                              "model's own loss by the labels it counts)"
+                              "model's own loss by the labels it counts: " +
+                                  noCount.str() + ")"
                             : "");
   if (t.evalDelay > 0)
     text += "; none before " + std::string(every < 0 ? "epoch " : "step ") +

@@ -10,8 +10,9 @@
 // TrainingConfig.eval_pad_labels), else left out; so are the evaluation
 // batches of smpc --eval-batch-size (TrainingConfig.eval_batch), each run
 // as global batches whose losses are weighted by the labels they count (a
-// cross_entropy:LOGITS:LABELS loss only). The parameters and the
-// optimizer's state are only read.
+// cross_entropy:LOGITS:LABELS loss, or a model's own loss where smpc found
+// which labels its cross-entropy mean reads: eval_counted_labels). The
+// parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +30,12 @@ namespace {
 
 /// Each held-out sample's labels a cross-entropy counts (not -100), read
 /// from the labels file on every rank (a pipeline's first stage reads no
-/// labels, and the batch's weights are needed where its loss is reported).
-Status countLabels(const std::string &dir, Evaluation &eval) {
+/// labels, and the batch's weights are needed where its loss is reported):
+/// of the sample's flattened labels, those in `ranges` ([begin, end)
+/// pairs: a model's own loss reads those), else all.
+Status countLabels(const std::string &dir,
+                   const google::protobuf::RepeatedField<int64_t> &ranges,
+                   Evaluation &eval) {
   std::string path = dir + "/" + fileNameFor(eval.padLabels) + ".npy";
   NpyArray labels;
   if (Status s = readNpy(path, labels, /*map=*/true); !s.ok())
@@ -43,12 +48,23 @@ Status countLabels(const std::string &dir, Evaluation &eval) {
   int64_t per = 1;
   for (size_t d = 1; d < labels.shape.size(); ++d)
     per *= labels.shape[d];
+  std::vector<int64_t> read(ranges.begin(), ranges.end());
+  if (read.empty())
+    read = {0, per};
+  for (size_t r = 0; r + 1 < read.size(); r += 2)
+    if (read[r] < 0 || read[r] > read[r + 1] || read[r + 1] > per)
+      return Status::failure(path + ": " + std::to_string(per) +
+                             " labels per sample, where the artifact's loss "
+                             "counts up to label " +
+                             std::to_string(read[r + 1]) +
+                             " (it was compiled for other labels)");
   eval.counted.assign(eval.samples, 0);
   for (int64_t i = 0; i < eval.samples; ++i)
-    for (int64_t e = 0; e < per; ++e)
-      eval.counted[i] +=
-          smp::kernels::common::loadIndex(labels.data(), labels.dtype,
-                                          i * per + e) != kIgnoredLabel;
+    for (size_t r = 0; r + 1 < read.size(); r += 2)
+      for (int64_t e = read[r]; e < read[r + 1]; ++e)
+        eval.counted[i] +=
+            smp::kernels::common::loadIndex(labels.data(), labels.dtype,
+                                            i * per + e) != kIgnoredLabel;
   return Status::success();
 }
 
@@ -81,16 +97,19 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   eval.padLabels = training.eval_pad_labels();
   int64_t wanted =
       training.eval_batch() > 0 ? training.eval_batch() : globalBatch;
-  // A model's own loss is not weighed by the labels the file counts (it
-  // may shift them, or weigh their classes): its batches are global ones.
+  // A model's own loss is weighed by the labels its cross-entropy reads
+  // (it may shift them), where smpc found which: else its batches are
+  // global ones.
   bool ownLoss = training.loss().find(':') == std::string::npos;
-  if (!eval.padLabels.empty() && ownLoss && wanted != globalBatch) {
+  if (!eval.padLabels.empty() && ownLoss && wanted != globalBatch &&
+      training.eval_counted_labels().empty()) {
     note = "smprun: the artifact evaluates in batches of " +
            std::to_string(wanted) +
            " (smpc --eval-batch-size), but smp cannot weigh the batches of "
            "the model's own loss output '" +
-           training.loss() + "' by the labels it counts: each evaluation " +
-           "runs the global batches of " + std::to_string(globalBatch) +
+           training.loss() + "' by the labels it counts (" +
+           training.eval_no_count() + "): each evaluation runs the global " +
+           "batches of " + std::to_string(globalBatch) +
            ", the last one short and padded";
     wanted = globalBatch;
   }
@@ -100,7 +119,7 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
     eval.evaluated = eval.samples;
     if (wanted == globalBatch)
       return Status::success();
-    return countLabels(dir, eval);
+    return countLabels(dir, training.eval_counted_labels(), eval);
   }
   eval.batch = globalBatch;
   std::string because =

@@ -5,13 +5,19 @@
 // reshaped, shifted by a concat with -100), sums of what vanishes where the
 // labels are -100 (an NLL loss's picks and counts), terms without the
 // batch, and their sums, products and constant scalings (OwnLossPadding.h).
-// Anything else gets smp.eval_no_pad saying why.
+// Anything else gets smp.eval_no_pad saying why. A loss that pads and is an
+// affine function of one cross-entropy mean without class weights, whose
+// labels are the input moved by slices, reshapes, casts and concatenations
+// with -100, also gets smp.eval_counted_labels: the ranges of a sample's
+// flattened labels that cross-entropy reads (OwnLossCount.h; smprun weighs
+// an evaluation batch's global batches by the labels there that are not
+// -100); another such loss smp.eval_no_count saying why.
 // RUN: smp-opt %s -split-input-file --smp-mark-eval-padding="loss=loss" | FileCheck %s
 
 // A Hugging Face language model's loss: the labels shifted left (a -100
 // appended, the first dropped), the logits' positions flattened, a
-// cross-entropy mean.
-// CHECK-LABEL: module attributes {smp.eval_pad_labels = "labels"}
+// cross-entropy mean: it reads labels 1 and 2 of each sample.
+// CHECK-LABEL: module attributes {smp.eval_counted_labels = array<i64: 1, 3>, smp.eval_pad_labels = "labels"}
 module {
   func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %l: tensor<2x3xi64> {smp.input = "labels"}, %w: tensor<4x5xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
     %c = smp.constant dense<-100> : tensor<2x1xi64>
@@ -29,8 +35,9 @@ module {
 
 // An NLL loss as the importer composes it: the picks weighed 0 where the
 // label is -100, over the count of the others; plus a term without the
-// batch (a weight's squares) and a literal scaling.
-// CHECK-LABEL: module attributes {smp.eval_pad_labels = "t"}
+// batch (a weight's squares) and a literal scaling. Not a cross-entropy
+// op: which labels it counts is not followed.
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%p: tensor<2x3xf32> {smp.input = "p"}, %t: tensor<2xi64> {smp.input = "t"}, %w: tensor<3xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
     %ign = smp.constant dense<-100> : tensor<i64>
@@ -56,7 +63,7 @@ module {
 // -----
 
 // The count of the labels kept, (t != -100) as a float, as a denominator.
-// CHECK-LABEL: module attributes {smp.eval_pad_labels = "t"}
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
     %ign = smp.constant dense<-100> : tensor<i64>
@@ -222,5 +229,96 @@ module {
     %sq = smp.mul %w, %w : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
     %s = smp.reduce_sum %sq {axes = array<i64: 0>, keepdims = false} : tensor<3xf32> -> tensor<f32>
     return %s : tensor<f32>
+  }
+}
+
+// -----
+
+// T5's: the labels flattened into a cross-entropy mean, scaled and offset
+// by what the batch does not change (a parameter, a literal): every label
+// counts.
+// CHECK-LABEL: module attributes {smp.eval_counted_labels = array<i64: 0, 3>, smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %t: tensor<2x3xi32> {smp.input = "t"}, %w: tensor<f32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %two = smp.constant dense<2.0> : tensor<f32>
+    %xf = smp.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    %t64 = smp.cast %t : tensor<2x3xi32> to tensor<2x3xi64>
+    %tf = smp.reshape %t64 : tensor<2x3xi64> -> tensor<6xi64>
+    %ce = smp.cross_entropy %xf, %tf : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<f32>
+    %a = smp.mul %w, %ce : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %b = smp.div %a, %two : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %c = smp.sub %w, %b : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    %n = smp.neg %c : tensor<f32>
+    return %n : tensor<f32>
+  }
+}
+
+// -----
+
+// The first of each pair of labels (a slice), of a sample whose labels are
+// 2-D: flat positions 0, 2 and 4.
+// CHECK-LABEL: module attributes {smp.eval_counted_labels = array<i64: 0, 1, 2, 3, 4, 5>, smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3x4xf32> {smp.input = "x"}, %t: tensor<2x3x2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %s = smp.slice %t {limits = array<i64: 2, 3, 1>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x3x2xi64> -> tensor<2x3x1xi64>
+    %tf = smp.reshape %s : tensor<2x3x1xi64> -> tensor<6xi64>
+    %xf = smp.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    %ce = smp.cross_entropy %xf, %tf : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// Two cross-entropy means over one input's labels: a sum of two means is
+// not one mean over the labels counted.
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %y: tensor<2x3xf32> {smp.input = "y"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %a = smp.cross_entropy %x, %t : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+    %b = smp.cross_entropy %y, %t : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+    %s = smp.add %a, %b : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}
+
+// -----
+
+// Constant class weights: the mean divides by the weights' sum, not the
+// count.
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %cw = smp.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+    %ce = smp.cross_entropy %x, %t, %cw : (tensor<2x3xf32>, tensor<2xi64>, tensor<3xf32>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// Labels transposed within the sample: not followed.
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its cross-entropy's labels are not the input 't' moved by slices, reshapes and concatenations with -100", smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x6x4xf32> {smp.input = "x"}, %t: tensor<2x3x2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %tt = smp.transpose %t {perm = array<i64: 0, 2, 1>} : tensor<2x3x2xi64> -> tensor<2x2x3xi64>
+    %tf = smp.reshape %tt : tensor<2x2x3xi64> -> tensor<12xi64>
+    %xf = smp.reshape %x : tensor<2x6x4xf32> -> tensor<12x4xf32>
+    %ce = smp.cross_entropy %xf, %tf : (tensor<12x4xf32>, tensor<12xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// Each label read twice (the labels concatenated with themselves).
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its cross-entropy reads a label of the input 't' twice", smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x2x4xf32> {smp.input = "x"}, %t: tensor<2x1xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %tt = smp.concat %t, %t {axis = 1 : i64} : (tensor<2x1xi64>, tensor<2x1xi64>) -> tensor<2x2xi64>
+    %tf = smp.reshape %tt : tensor<2x2xi64> -> tensor<4xi64>
+    %xf = smp.reshape %x : tensor<2x2x4xf32> -> tensor<4x4xf32>
+    %ce = smp.cross_entropy %xf, %tf : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
   }
 }

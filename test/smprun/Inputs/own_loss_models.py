@@ -5,7 +5,8 @@ one-device reference (ref_sgd.json: compare_losses.py's format), and 12
 held-out samples (eval/) with the Hugging Face Trainer's eval loss of the
 trained model on them (ref_eval.json: compare_evals.py's format; batches
 of 8 and a short one of 4, each the model's own loss, weighted by their
-samples). Used by test/smprun/own-loss.test, which trains them on one rank,
+samples; ref_eval4.json, ref_eval12.json: in batches of 4, of 12, the
+Trainer's per_device_eval_batch_size). Used by test/smprun/own-loss.test, which trains them on one rank,
 under --dp 2 and with micro-batches: every plan must train the one-device
 numbers, and evaluate the Trainer's where smp can pad the short batch.
 
@@ -26,7 +27,8 @@ numbers, and evaluate the Trainer's where smp can pad the short batch.
   critbuf    nn.CrossEntropyLoss(weight=...) as a submodule: the weights are
              its buffer (an initializer the loss alone reads), trained with
              weight decay 0.1 (PyTorch neither steps nor decays a buffer)
-  reg        mean cross-entropy + 1e-2 * sum of the squared weights
+  reg        mean cross-entropy + 1e-2 * sum of the squared weights (4 of
+             its held-out labels -100)
   product    mean(logits) * mean(logits ** 2) (no sum or mean: refused)
   shifted    sum / (x.size(0) + 1) (folded from the batch's shape, not
              proportional to it: refused)"""
@@ -113,6 +115,9 @@ def main():
     for kind in KINDS:
         x, labels = seqs if kind == "shiftmean" else flat
         ex, elabels = held["seqs" if kind == "shiftmean" else "flat"]
+        if kind == "reg":  # ignored labels: batches count different numbers
+            elabels = elabels.clone()
+            elabels[[1, 5, 6, 10]] = -100
         d = os.path.join(out, kind)
         os.makedirs(d, exist_ok=True)
         np.save(os.path.join(d, "x.npy"), x.numpy())
@@ -139,14 +144,17 @@ def main():
         np.save(os.path.join(d, "eval", "x.npy"), ex.numpy())
         np.save(os.path.join(d, "eval", "labels.npy"), elabels.numpy())
         m.eval()
-        with torch.no_grad():
-            batch_losses = [m(ex[b:b + BATCH], elabels[b:b + BATCH]).item()
-                            for b in range(0, HELD_OUT, BATCH)]
-        sizes = [min(BATCH, HELD_OUT - b) for b in range(0, HELD_OUT, BATCH)]
-        evals = [{"step": STEPS, "batch_losses": batch_losses, "samples": HELD_OUT,
-                  "eval_loss": float(np.dot(batch_losses, sizes) / HELD_OUT)}]
-        with open(os.path.join(d, "ref_eval.json"), "w") as f:
-            json.dump({"config": {"batch": BATCH}, "evals": evals}, f)
+        for size, name in ((BATCH, "ref_eval.json"), (4, "ref_eval4.json"),
+                           (12, "ref_eval12.json")):
+            with torch.no_grad():
+                batch_losses = [m(ex[b:b + size], elabels[b:b + size]).item()
+                                for b in range(0, HELD_OUT, size)]
+            sizes = [min(size, HELD_OUT - b) for b in range(0, HELD_OUT, size)]
+            evals = [{"step": STEPS, "batch_losses": batch_losses, "samples": HELD_OUT,
+                      "eval_loss": float(np.dot(batch_losses, sizes) / HELD_OUT)}]
+            with open(os.path.join(d, name), "w") as f:
+                json.dump({"config": {"batch": BATCH, "eval_batch_size": size},
+                           "evals": evals}, f)
 
 
 if __name__ == "__main__":

@@ -200,6 +200,10 @@ const OperationAttrRule kOperationAttrRules[] = {
      "a non-empty string naming the labels input"},
     {SmpDialect::kEvalNoPadAttr, isNonEmptyString,
      "a non-empty string saying why"},
+    {SmpDialect::kEvalCountedLabelsAttr, isA<DenseI64ArrayAttr>,
+     "an i64 array of ranges"},
+    {SmpDialect::kEvalNoCountAttr, isNonEmptyString,
+     "a non-empty string saying why"},
 };
 } // namespace
 

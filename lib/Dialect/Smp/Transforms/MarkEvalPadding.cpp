@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OwnLossCount.h"
 #include "OwnLossPadding.h"
 #include "SampleDims.h"
 #include "TrainStepUtils.h"
@@ -35,12 +36,32 @@ struct SmpMarkEvalPaddingPass
     if (failed(decide(f, labels, why)))
       return; // a missing output: smp-build-gradients reports it
     Builder b(&getContext());
-    module->removeAttr(SmpDialect::kEvalPadLabelsAttr);
-    module->removeAttr(SmpDialect::kEvalNoPadAttr);
-    if (!labels.empty())
-      module->setAttr(SmpDialect::kEvalPadLabelsAttr, b.getStringAttr(labels));
-    else
+    for (StringRef a :
+         {SmpDialect::kEvalPadLabelsAttr, SmpDialect::kEvalNoPadAttr,
+          SmpDialect::kEvalCountedLabelsAttr, SmpDialect::kEvalNoCountAttr})
+      module->removeAttr(a);
+    if (labels.empty()) {
       module->setAttr(SmpDialect::kEvalNoPadAttr, b.getStringAttr(why));
+      return;
+    }
+    module->setAttr(SmpDialect::kEvalPadLabelsAttr, b.getStringAttr(labels));
+    if (!StringRef(loss).contains(':'))
+      markCounted(f, labels);
+  }
+
+  /// Which labels a model's own loss counts, for evaluation batches other
+  /// than the global one (OwnLossCount.h).
+  void markCounted(func::FuncOp f, StringRef labels) {
+    std::string why;
+    SmallVector<int64_t> ranges =
+        countedLabelRanges(f, namedOutput(f, loss), labels, why);
+    ModuleOp module = getOperation();
+    Builder b(&getContext());
+    if (!ranges.empty())
+      module->setAttr(SmpDialect::kEvalCountedLabelsAttr,
+                      b.getDenseI64ArrayAttr(ranges));
+    else
+      module->setAttr(SmpDialect::kEvalNoCountAttr, b.getStringAttr(why));
   }
 
   /// The labels input padding samples are left out through (a

@@ -114,7 +114,13 @@ def SmpMarkEvalPaddingPass
     the module attribute `smp.eval_pad_labels` (the labels input) where
     that holds, else `smp.eval_no_pad` saying why (an `mse:` loss's mean
     over every sample, the op that mixes the samples, the part of an own
-    loss that padding changes). Changes nothing else. Runs first in the
+    loss that padding changes). For an own loss that pads, also
+    `smp.eval_counted_labels`: the ranges of a sample's flattened labels
+    its one cross-entropy mean reads (OwnLossCount.h: the loss an affine
+    function of it, its labels the input moved by slices, reshapes, casts
+    and concatenations with -100), by which smprun weighs the global
+    batches of an evaluation batch of another size; else
+    `smp.eval_no_count` saying why. Changes nothing else. Runs first in the
     training pipeline, on the model as imported.
   }];
   let options = [
