@@ -322,3 +322,62 @@ module {
     return %ce : tensor<f32>
   }
 }
+
+// -----
+
+// A language model whose loss reads the labels from its own input ids
+// (F.cross_entropy(logits[:, :-1], idx[:, 1:])): padding's -100 would be an
+// embedding's index.
+// CHECK-LABEL: module attributes {smp.eval_no_pad = "the model's own loss output 'loss' reads its labels from the input 'idx', which the model also reads with 'smp.gather', where padding's -100 is not a value it takes"}
+module {
+  func.func @main(%idx: tensor<2x3xi64> {smp.input = "idx"}, %e: tensor<5x4xf32> {smp.param = "e"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %x = smp.gather %e, %idx {axis = 0 : i64} : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %xs = smp.slice %x {limits = array<i64: 2, 2, 4>, starts = array<i64: 0, 0, 0>, steps = array<i64: 1, 1, 1>} : tensor<2x3x4xf32> -> tensor<2x2x4xf32>
+    %xf = smp.reshape %xs : tensor<2x2x4xf32> -> tensor<4x4xf32>
+    %ls = smp.slice %idx {limits = array<i64: 2, 3>, starts = array<i64: 0, 1>, steps = array<i64: 1, 1>} : tensor<2x3xi64> -> tensor<2x2xi64>
+    %lf = smp.reshape %ls : tensor<2x2xi64> -> tensor<4xi64>
+    %ce = smp.cross_entropy %xf, %lf : (tensor<4x4xf32>, tensor<4xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// T5's and BART's decoder inputs: the labels shifted right after a start
+// token, their -100s replaced by the pad token
+// (shifted.masked_fill(shifted == -100, pad)), embedded: padding's -100s
+// never reach the embedding.
+// CHECK-LABEL: module attributes {smp.eval_counted_labels = array<i64: 0, 3>, smp.eval_pad_labels = "labels"}
+module {
+  func.func @main(%l: tensor<2x3xi64> {smp.input = "labels"}, %e: tensor<5x4xf32> {smp.param = "e"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %start = smp.constant dense<0> : tensor<2x1xi64>
+    %ign = smp.constant dense<-100> : tensor<i64>
+    %pad = smp.constant dense<1> : tensor<i64>
+    %ls = smp.slice %l {limits = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xi64> -> tensor<2x2xi64>
+    %sh = smp.concat %start, %ls {axis = 1 : i64} : (tensor<2x1xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
+    %eq = smp.equal %sh, %ign : (tensor<2x3xi64>, tensor<i64>) -> tensor<2x3xi1>
+    %dec = smp.where %eq, %pad, %sh : (tensor<2x3xi1>, tensor<i64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+    %x = smp.gather %e, %dec {axis = 0 : i64} : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %xf = smp.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    %lf = smp.reshape %l : tensor<2x3xi64> -> tensor<6xi64>
+    %ce = smp.cross_entropy %xf, %lf : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// The same without the replacement: the -100s reach the embedding.
+// CHECK-LABEL: module attributes {smp.eval_no_pad = "the model's own loss output 'loss' reads its labels from the input 'labels', which the model also reads with 'smp.gather', where padding's -100 is not a value it takes"}
+module {
+  func.func @main(%l: tensor<2x3xi64> {smp.input = "labels"}, %e: tensor<5x4xf32> {smp.param = "e"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %start = smp.constant dense<0> : tensor<2x1xi64>
+    %ls = smp.slice %l {limits = array<i64: 2, 2>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<2x3xi64> -> tensor<2x2xi64>
+    %sh = smp.concat %start, %ls {axis = 1 : i64} : (tensor<2x1xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
+    %x = smp.gather %e, %sh {axis = 0 : i64} : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+    %xf = smp.reshape %x : tensor<2x3x4xf32> -> tensor<6x4xf32>
+    %lf = smp.reshape %l : tensor<2x3xi64> -> tensor<6xi64>
+    %ce = smp.cross_entropy %xf, %lf : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<f32>
+    return %ce : tensor<f32>
+  }
+}

@@ -31,7 +31,9 @@ numbers, and evaluate the Trainer's where smp can pad the short batch.
              its held-out labels -100)
   product    mean(logits) * mean(logits ** 2) (no sum or mean: refused)
   shifted    sum / (x.size(0) + 1) (folded from the batch's shape, not
-             proportional to it: refused)"""
+             proportional to it: refused)
+  selfsup    cross-entropy mean whose labels the model also embeds (an
+             input it reads, where padding's -100 is out of range)"""
 import json
 import os
 import sys
@@ -51,10 +53,14 @@ class Model(nn.Module):
         self.l1, self.l2 = nn.Linear(6, 8), nn.Linear(8, CLASSES)
         if kind == "critbuf":
             self.crit = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 0.5, 3.0, 1.5]))
+        if kind == "selfsup":
+            self.emb = nn.Embedding(CLASSES, 8)
 
     def forward(self, x, labels):
-        z = self.l2(torch.tanh(self.l1(x)))
         k = self.kind
+        if k == "selfsup":  # the labels also embedded: an input, not only labels
+            return F.cross_entropy(self.l2(torch.tanh(self.l1(x) + self.emb(labels))), labels)
+        z = self.l2(torch.tanh(self.l1(x)))
         if k == "sum":
             return F.cross_entropy(z, labels, reduction="sum")
         if k == "ignore":
@@ -91,7 +97,7 @@ class Model(nn.Module):
 
 
 KINDS = ("sum", "ignore", "weighted", "batchmean", "literal", "masked", "shiftmean", "nll",
-         "nllweight", "critbuf", "reg", "product", "shifted")
+         "nllweight", "critbuf", "reg", "product", "shifted", "selfsup")
 # Kinds trained with weight decay (smpc --weight-decay).
 WEIGHT_DECAY = {"critbuf": 0.1}
 

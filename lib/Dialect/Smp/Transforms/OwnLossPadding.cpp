@@ -16,6 +16,7 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 
@@ -41,7 +42,72 @@ std::string opName(Operation *op) {
   return "'" + op->getName().getStringRef().str() + "'";
 }
 
+/// Whether `cond` is `v == -100` (`taken` false) or `!(v == -100)`
+/// (`taken` true): a where whose branch `v` is taken where `cond` is
+/// `taken` never passes v's -100s.
+bool isIgnoreTest(Value cond, Value v, bool taken) {
+  Operation *op = cond.getDefiningOp();
+  if (auto n = dyn_cast_or_null<NotOp>(op))
+    return isIgnoreTest(n.getInput(), v, !taken);
+  auto eq = dyn_cast_or_null<EqualOp>(op);
+  if (!eq || taken)
+    return false;
+  Value a = eq.getOperand(0), b = eq.getOperand(1);
+  return (a == v && isSplat(b, -100)) || (b == v && isSplat(a, -100));
+}
+
 } // namespace
+
+std::string OwnLossPadding::readAsData(StringRef labels) {
+  for (BlockArgument a : f.getArguments()) {
+    auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(),
+                                            SmpDialect::kInputAttr);
+    if (!n || n.getValue() != labels)
+      continue;
+    llvm::DenseSet<Value> seen;
+    std::string kept = labelsInput; // atPadding may set it
+    Operation *op = dataReader(a, seen);
+    labelsInput = kept;
+    if (!op)
+      return "";
+    std::string node;
+    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+      node = " (node '" + loc.getName().str() + "')";
+    return "reads its labels from the input '" + labels.str() +
+           "', which the model also reads with " + opName(op) + node +
+           ", where padding's -100 is not a value it takes";
+  }
+  return "";
+}
+
+Operation *OwnLossPadding::dataReader(Value v, llvm::DenseSet<Value> &seen) {
+  if (!seen.insert(v).second)
+    return nullptr;
+  for (OpOperand &use : v.getUses()) {
+    Operation *op = use.getOwner();
+    if (isa<func::ReturnOp, EqualOp, LessOp, GreaterOp>(op))
+      continue;
+    if (auto ce = dyn_cast<CrossEntropyOp>(op);
+        ce && use.get() == ce.getLabels())
+      continue;
+    if (auto w = dyn_cast<WhereOp>(op)) {
+      // The branch not taken at padding; the -100s replaced
+      // (labels.masked_fill(labels == -100, pad): T5's, BART's decoder
+      // inputs).
+      std::optional<bool> c = atPadding(w.getCondition());
+      bool lhs = use.get() == w.getLhs();
+      if (use.get() == w.getCondition() || (c && lhs != *c) ||
+          isIgnoreTest(w.getCondition(), use.get(), lhs))
+        continue;
+    } else if (!isa<SliceOp, ReshapeOp, TransposeOp, ExpandOp, CastOp,
+                    ConcatOp>(op)) {
+      return op;
+    }
+    if (Operation *r = dataReader(op->getResult(0), seen))
+      return r;
+  }
+  return nullptr;
+}
 
 bool OwnLossPadding::fromBatch(Value v) {
   return dependsOnArgument(v, batchMemo, isBatchInput);
@@ -52,6 +118,8 @@ std::string OwnLossPadding::whyNot(Value loss, StringRef name) {
   std::string why = padFree(loss);
   if (why.empty() && labelsInput.empty())
     why = "reads no labels that padding could set to -100";
+  if (why.empty())
+    why = readAsData(labelsInput);
   if (why.empty())
     return "";
   labelsInput.clear();

@@ -12,7 +12,8 @@
 // without the batch, and sums, products, quotients, negations and constant
 // scalings of those. A mean over every element counts the padding, and a
 // constant folded from the batch's shape (sum / x.size(0)) holds the
-// global batch, not the short one.
+// global batch, not the short one. Nor can padding set labels the model
+// also reads as data (an embedding's indices) to -100.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "SampleDims.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <optional>
 #include <string>
@@ -39,6 +41,12 @@ public:
   std::string whyNot(mlir::Value loss, llvm::StringRef name);
   /// The input the padding's labels -100 go to (set by whyNot).
   const std::string &labels() const { return labelsInput; }
+  /// Why padding samples cannot set the input `labels` to -100: the model
+  /// reads it other than as labels (moved into a cross-entropy's labels,
+  /// compared, or replaced where it is -100, as T5 makes its decoder's
+  /// inputs): an embedding's indices, where -100 is out of range. Empty
+  /// when it does not (or there is no such input).
+  std::string readAsData(llvm::StringRef labels);
 
 private:
   mlir::func::FuncOp f;
@@ -57,6 +65,8 @@ private:
   /// known.
   std::optional<bool> atPadding(mlir::Value v);
   bool fromBatch(mlir::Value v);
+  /// The op that reads `v` (derived from the labels) other than as labels.
+  mlir::Operation *dataReader(mlir::Value v, llvm::DenseSet<mlir::Value> &seen);
 };
 
 } // namespace smp
