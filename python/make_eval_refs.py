@@ -19,8 +19,8 @@ Block()); the script checks that its 8 training losses are ref_sgd.json's
 test/fixtures/dropout/eval/{x,t}.npy and ref_sgd_eval.json. Needs torch
 and numpy; regenerate with:  python3 python/make_eval_refs.py
 With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
-dropout/gpt2 (gpt2_evals); with --own-loss: a Hugging Face GPT-2 and T5
-exported with their own loss (hf-trainer/gpt2loss, t5loss:
+dropout/gpt2 (gpt2_evals); with --own-loss: a Hugging Face GPT-2, T5, Llama and BART
+exported with their own loss (hf-trainer/gpt2loss, t5loss, llamaloss, bartloss:
 own_loss_evals); with --resnet: the ResNet of test/fixtures/resnet,
 its BatchNorm evaluated with the running statistics (resnet_evals).
 """
@@ -140,6 +140,20 @@ def own_loss_model(name):
         # the unshifted labels for num_items_in_batch (a sum over 48
         # counted labels divided by 55): named, it counts the model's.
         return model, {}, ("loss", "logits"), "ForCausalLM"
+    if name == "llamaloss":  # grouped-query attention, RoPE, RMSNorm
+        model = T.LlamaForCausalLM(T.LlamaConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            max_position_embeddings=16, use_cache=False))
+        return model, {}, ("loss",), None
+    if name == "bartloss":  # the labels shifted into the decoder's input
+        model = T.BartForConditionalGeneration(T.BartConfig(
+            vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=2, decoder_attention_heads=2,
+            encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=16,
+            dropout=0, attention_dropout=0, activation_dropout=0,
+            use_cache=False))
+        return model, {}, ("loss",), None
     # torch 2.15's dynamo export of T5 with labels fails ("Failed to
     # decompose the FX graph"): its users fall back to dynamo=False, whose
     # TorchScript export shifts the labels right into the decoder's input
@@ -158,7 +172,11 @@ def own_loss_evals(name):
     labels=...)'s loss (and gpt2loss's logits), the labels shifted, -100
     ignored and the mean taken inside the model. gpt2loss: GPT2LMHeadModel
     with the export's defaults; t5loss: T5ForConditionalGeneration (labels
-    of 6 tokens, shifted right into the decoder's input), dynamo=False.
+    of 6 tokens, shifted right into the decoder's input), dynamo=False;
+    llamaloss: LlamaForCausalLM (grouped-query attention) and bartloss:
+    BartForConditionalGeneration (the labels shifted right into the
+    decoder's input, their -100s replaced by the pad token), the export's
+    defaults.
     Trained 4 AdamW steps (lr 0.01) on 16 samples whose labels are -100 at
     random (data/), evaluated after steps 2 and 4 on 12 held-out samples
     (eval/: a batch of 8 and a short one of 4) as the Trainer evaluates:
@@ -279,8 +297,8 @@ def main():
         resnet_evals()
         return
     if "--own-loss" in sys.argv:  # needs transformers (5.24)
-        own_loss_evals("gpt2loss")
-        own_loss_evals("t5loss")
+        for name in ("gpt2loss", "t5loss", "llamaloss", "bartloss"):
+            own_loss_evals(name)
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()
