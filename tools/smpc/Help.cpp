@@ -170,8 +170,9 @@ TRAINING (compile --train)
                        per_device_eval_batch_size); a
                        cross_entropy:LOGITS:LABELS loss, or a model's own
                        loss that is a cross-entropy mean (its labels
-                       shifted or not); another is evaluated in global
-                       batches, and plan.txt says why.
+                       shifted or not) or a sum over the samples; another
+                       is evaluated in global batches, and plan.txt says
+                       why.
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

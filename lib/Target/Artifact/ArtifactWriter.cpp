@@ -354,6 +354,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     if (auto a =
             module->getAttrOfType<StringAttr>(SmpDialect::kEvalNoCountAttr))
       manifest.mutable_training()->set_eval_no_count(a.str());
+    manifest.mutable_training()->set_eval_loss_sums(
+        module->hasAttr(SmpDialect::kEvalLossSumsAttr));
   }
   // Weights: one file per pipeline stage and tensor-parallel rank, read by
   // the data-parallel replicas of that rank.

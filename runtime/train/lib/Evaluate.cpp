@@ -11,8 +11,9 @@
 // batches of smpc --eval-batch-size (TrainingConfig.eval_batch), each run
 // as global batches whose losses are weighted by the labels they count (a
 // cross_entropy:LOGITS:LABELS loss, or a model's own loss where smpc found
-// which labels its cross-entropy mean reads: eval_counted_labels). The
-// parameters and the optimizer's state are only read.
+// which labels its cross-entropy mean reads: eval_counted_labels), or
+// summed (an own loss that is a sum over the samples: eval_loss_sums).
+// The parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +102,9 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   // (it may shift them), where smpc found which: else its batches are
   // global ones.
   bool ownLoss = training.loss().find(':') == std::string::npos;
+  eval.sums = training.eval_loss_sums();
   if (!eval.padLabels.empty() && ownLoss && wanted != globalBatch &&
-      training.eval_counted_labels().empty()) {
+      training.eval_counted_labels().empty() && !eval.sums) {
     note = "smprun: the artifact evaluates in batches of " +
            std::to_string(wanted) +
            " (smpc --eval-batch-size), but smp cannot weigh the batches of "
@@ -117,7 +119,7 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
     eval.batch = wanted;
     eval.batches = (eval.samples + wanted - 1) / wanted;
     eval.evaluated = eval.samples;
-    if (wanted == globalBatch)
+    if (wanted == globalBatch || eval.sums)
       return Status::success();
     return countLabels(dir, training.eval_counted_labels(), eval);
   }
@@ -195,7 +197,10 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                                ", batch " + std::to_string(j + 1) + " of " +
                                std::to_string(eval.batches) + ": " + s.error);
       only = lossOutput(exec);
-      if (!eval.counted.empty()) { // the sum over the batch's counted labels
+      if (eval.sums)
+        weighted += only;
+      else if (!eval.counted
+                    .empty()) { // the sum over the batch's counted labels
         int64_t n = 0;
         for (int64_t i = first; i < first + slice.real; ++i)
           n += eval.counted[i];
@@ -203,7 +208,9 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
           counted += static_cast<double>(n), weighted += only * n;
       }
     }
-    double loss = eval.counted.empty() ? only : weighted / counted;
+    double loss = eval.sums              ? weighted
+                  : eval.counted.empty() ? only
+                                         : weighted / counted;
     sum += loss * static_cast<double>(end - from);
   }
   rec.step = step;

@@ -106,6 +106,9 @@ struct Evaluation {
   /// spans several global batches, its loss is their losses weighted by
   /// these (the mean over its counted labels).
   std::vector<int64_t> counted;
+  /// Whether a batch's loss is the sum of its global batches' losses (a
+  /// model's own loss that sums over the samples).
+  bool sums = false;
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,

@@ -37,7 +37,7 @@ module {
 // label is -100, over the count of the others; plus a term without the
 // batch (a weight's squares) and a literal scaling. Not a cross-entropy
 // op: which labels it counts is not followed.
-// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is neither a cross-entropy mean without class weights, scaled or offset by values the batch does not change, nor a sum over the samples", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%p: tensor<2x3xf32> {smp.input = "p"}, %t: tensor<2xi64> {smp.input = "t"}, %w: tensor<3xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
     %ign = smp.constant dense<-100> : tensor<i64>
@@ -63,7 +63,7 @@ module {
 // -----
 
 // The count of the labels kept, (t != -100) as a float, as a denominator.
-// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is neither a cross-entropy mean without class weights, scaled or offset by values the batch does not change, nor a sum over the samples", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
     %ign = smp.constant dense<-100> : tensor<i64>
@@ -272,7 +272,7 @@ module {
 
 // Two cross-entropy means over one input's labels: a sum of two means is
 // not one mean over the labels counted.
-// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is neither a cross-entropy mean without class weights, scaled or offset by values the batch does not change, nor a sum over the samples", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %y: tensor<2x3xf32> {smp.input = "y"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
     %a = smp.cross_entropy %x, %t : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
@@ -286,7 +286,7 @@ module {
 
 // Constant class weights: the mean divides by the weights' sum, not the
 // count.
-// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is not a cross-entropy mean without class weights, scaled or offset by values the batch does not change", smp.eval_pad_labels = "t"}
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is neither a cross-entropy mean without class weights, scaled or offset by values the batch does not change, nor a sum over the samples", smp.eval_pad_labels = "t"}
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
     %cw = smp.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
@@ -379,5 +379,32 @@ module {
     %lf = smp.reshape %l : tensor<2x3xi64> -> tensor<6xi64>
     %ce = smp.cross_entropy %xf, %lf : (tensor<6x4xf32>, tensor<6xi64>) -> tensor<f32>
     return %ce : tensor<f32>
+  }
+}
+
+// -----
+
+// A sum over the samples (a cross-entropy with reduction='sum', divided by
+// a literal): an evaluation batch's loss is the sum of its parts'.
+// CHECK-LABEL: module attributes {smp.eval_loss_sums, smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %four = smp.constant dense<4.0> : tensor<f32>
+    %ce = smp.cross_entropy %x, %t {reduction = #smp<reduction sum>} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+    %m = smp.div %ce, %four : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    return %m : tensor<f32>
+  }
+}
+
+// -----
+
+// A sum plus a term the batch does not change: neither a sum over the
+// samples nor a mean.
+// CHECK-LABEL: module attributes {smp.eval_no_count = "its loss is neither a cross-entropy mean without class weights, scaled or offset by values the batch does not change, nor a sum over the samples", smp.eval_pad_labels = "t"}
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %t: tensor<2xi64> {smp.input = "t"}, %w: tensor<f32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
+    %ce = smp.cross_entropy %x, %t {reduction = #smp<reduction sum>} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
+    %m = smp.add %ce, %w : (tensor<f32>, tensor<f32>) -> tensor<f32>
+    return %m : tensor<f32>
   }
 }

@@ -204,6 +204,7 @@ const OperationAttrRule kOperationAttrRules[] = {
      "an i64 array of ranges"},
     {SmpDialect::kEvalNoCountAttr, isNonEmptyString,
      "a non-empty string saying why"},
+    {SmpDialect::kEvalLossSumsAttr, isA<UnitAttr>, "a unit attribute"},
 };
 } // namespace
 

@@ -38,7 +38,8 @@ struct SmpMarkEvalPaddingPass
     Builder b(&getContext());
     for (StringRef a :
          {SmpDialect::kEvalPadLabelsAttr, SmpDialect::kEvalNoPadAttr,
-          SmpDialect::kEvalCountedLabelsAttr, SmpDialect::kEvalNoCountAttr})
+          SmpDialect::kEvalCountedLabelsAttr, SmpDialect::kEvalNoCountAttr,
+          SmpDialect::kEvalLossSumsAttr})
       module->removeAttr(a);
     if (labels.empty()) {
       module->setAttr(SmpDialect::kEvalNoPadAttr, b.getStringAttr(why));
@@ -49,14 +50,19 @@ struct SmpMarkEvalPaddingPass
       markCounted(f, labels);
   }
 
-  /// Which labels a model's own loss counts, for evaluation batches other
-  /// than the global one (OwnLossCount.h).
+  /// How a model's own loss combines over an evaluation batch other than
+  /// the global one (OwnLossCount.h): a sum of its parts', or their mean
+  /// weighted by the labels each counts.
   void markCounted(func::FuncOp f, StringRef labels) {
+    ModuleOp module = getOperation();
+    Builder b(&getContext());
+    if (lossSumsSamples(f, namedOutput(f, loss))) {
+      module->setAttr(SmpDialect::kEvalLossSumsAttr, b.getUnitAttr());
+      return;
+    }
     std::string why;
     SmallVector<int64_t> ranges =
         countedLabelRanges(f, namedOutput(f, loss), labels, why);
-    ModuleOp module = getOperation();
-    Builder b(&getContext());
     if (!ranges.empty())
       module->setAttr(SmpDialect::kEvalCountedLabelsAttr,
                       b.getDenseI64ArrayAttr(ranges));

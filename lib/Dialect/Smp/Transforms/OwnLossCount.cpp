@@ -13,6 +13,7 @@
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 
+#include <functional>
 #include <optional>
 
 using namespace mlir;
@@ -149,12 +150,40 @@ CrossEntropyOp affineCrossEntropy(func::FuncOp f, Value loss,
       break;
     v = op->getOperand(lhs ? 0 : 1);
   }
-  why = "its loss is not a cross-entropy mean without class weights, scaled "
-        "or offset by values the batch does not change";
+  why = "its loss is neither a cross-entropy mean without class weights, "
+        "scaled or offset by values the batch does not change, nor a sum over "
+        "the samples";
   return nullptr;
 }
 
 } // namespace
+
+bool lossSumsSamples(func::FuncOp f, Value loss) {
+  llvm::DenseMap<Value, bool> memo;
+  auto fromBatch = [&](Value v) {
+    return dependsOnArgument(v, memo, isBatchInput);
+  };
+  std::function<bool(Value)> sums = [&](Value v) {
+    Operation *op = v.getDefiningOp();
+    if (!op || !fromBatch(v))
+      return false; // an input, or an offset the batch does not change
+    if (auto ce = dyn_cast<CrossEntropyOp>(op))
+      return ce.getReduction() == Reduction::sum;
+    if (isa<ReduceSumOp>(op))
+      return true;
+    if (isa<NegOp, CastOp, ReshapeOp>(op))
+      return sums(op->getOperand(0));
+    if (isa<AddOp, SubOp>(op))
+      return sums(op->getOperand(0)) && sums(op->getOperand(1));
+    if (isa<MulOp>(op))
+      return (!fromBatch(op->getOperand(0)) && sums(op->getOperand(1))) ||
+             (!fromBatch(op->getOperand(1)) && sums(op->getOperand(0)));
+    if (isa<DivOp>(op))
+      return !fromBatch(op->getOperand(1)) && sums(op->getOperand(0));
+    return false;
+  };
+  return sums(loss);
+}
 
 SmallVector<int64_t> countedLabelRanges(func::FuncOp f, Value loss,
                                         StringRef labels, std::string &why) {

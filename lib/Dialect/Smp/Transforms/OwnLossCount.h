@@ -12,7 +12,10 @@
 // Hugging Face language model shifting its labels: `pad(labels, (0, 1),
 // -100)[..., 1:]`), OwnLossCount finds the elements of each sample's
 // labels that the cross-entropy reads: the runtime counts those that are
-// not -100 (TrainingConfig.eval_counted_labels).
+// not -100 (TrainingConfig.eval_counted_labels). A loss that is a sum over
+// the samples (constant combinations of sums that padding leaves alone: a
+// cross-entropy with reduction='sum') is the sum of its global batches'
+// instead (TrainingConfig.eval_loss_sums).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +28,12 @@
 #include <string>
 
 namespace smp {
+
+/// Whether the scalar `loss` of `f`, which padding samples leave alone
+/// (OwnLossPadding), is a combination with constant coefficients of
+/// cross-entropy sums and sums over the batch, with no term the batch does
+/// not change: an evaluation batch's loss is then the sum of its parts'.
+bool lossSumsSamples(mlir::func::FuncOp f, mlir::Value loss);
 
 /// For the scalar `loss` of `f` whose cross-entropy reads the input named
 /// `labels`: the ranges [begin, end) of a sample's flattened labels (the

@@ -121,8 +121,10 @@ def SmpMarkEvalPaddingPass
     its one cross-entropy mean reads (OwnLossCount.h: the loss an affine
     function of it, its labels the input moved by slices, reshapes, casts
     and concatenations with -100), by which smprun weighs the global
-    batches of an evaluation batch of another size; else
-    `smp.eval_no_count` saying why. Changes nothing else. Runs first in the
+    batches of an evaluation batch of another size; for one that is a sum
+    over the samples (cross-entropy sums and padding-free sums combined
+    with constant coefficients) `smp.eval_loss_sums` (its global batches'
+    losses add up); else `smp.eval_no_count` saying why. Changes nothing else. Runs first in the
     training pipeline, on the model as imported.
   }];
   let options = [
