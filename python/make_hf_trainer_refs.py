@@ -29,7 +29,10 @@ apart) and the norm the Trainer's clip_grad_norm_ returned, before
 clipping. The Trainer builds its own AdamW/SGD with its parameter groups
 (get_decay_parameter_names, stored as "no_decay") and its scheduler.
 
-It also writes sft_config.json, TRL's SFTConfig as saved (when trl is
+The GPU_ONLY configs (fp16 and bf16 autocast) get their arguments' files
+only; `--device cuda --out DIR NAME...` trains them on a GPU
+(scripts/device-kit.sh's Trainer stage). It also writes sft_config.json,
+TRL's SFTConfig as saved (when trl is
 installed). Needs transformers (5.x), accelerate and torch; CI does not run
 it.
 Regenerate with:  python3 python/make_hf_trainer_refs.py
@@ -126,7 +129,20 @@ CONFIGS = {
                      per_device_train_batch_size=4, ranks=2,
                      eval_strategy="steps", eval_steps=5,
                      per_device_eval_batch_size=4),
+    # linear_decay in mixed precision (fp16: autocast and GradScaler; bf16:
+    # autocast), only on a GPU (GPU_ONLY).
+    "precision_fp16": dict(learning_rate=3e-3, weight_decay=0.1,
+                           warmup_steps=3, fp16=True),
+    "precision_bf16": dict(learning_rate=3e-3, weight_decay=0.1,
+                           warmup_steps=3, bf16=True),
 }
+# On the CPU, accelerate runs fp16=True without fp16 autocast (its losses
+# and gradient norms are fp32's within 1.2e-7), so these are the GPU's:
+# here only their arguments' files are written; scripts/device-kit.sh's
+# Trainer stage trains them on the GPU (--device cuda --out DIR) against
+# smprun --device cuda on the artifacts compiled from those files.
+GPU_ONLY = {"precision_fp16", "precision_bf16"}
+DEVICE = "cpu"
 
 
 class GPTForTrainer(M.GPT):
@@ -164,12 +180,37 @@ def check_initial_weights(model: torch.nn.Module) -> None:
             raise SystemExit(f"gpt.onnx's {name} is not smp_models.build_gpt()'s")
 
 
+def write_arguments(name: str, settings: dict, world: int, rank: int):
+    """The TrainingArguments of `settings` on DEVICE, written to NAME.json
+    as a Trainer user saves them (output_dir "out"; a GPU_ONLY one's
+    use_cpu false, as on the GPU it is for)."""
+    from transformers import TrainingArguments
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(
+            output_dir=tmp, max_steps=STEPS, report_to=[], logging_steps=1,
+            save_strategy="no", use_cpu=DEVICE == "cpu", disable_tqdm=True,
+            ddp_backend="gloo" if world > 1 else None,
+            per_device_train_batch_size=settings.pop(
+                "per_device_train_batch_size", 8),
+            **settings)
+        text = json.loads(args.to_json_string())
+    text["output_dir"] = "out"
+    if name in GPU_ONLY:
+        text["use_cpu"] = False
+    if rank == 0:
+        (OUT / f"{name}.json").write_text(json.dumps(text, indent=2) + "\n")
+    return args
+
+
 def train(name: str, settings: dict) -> dict:
     from torch.utils.data import SequentialSampler
-    from transformers import Trainer, TrainerCallback, TrainingArguments
+    from transformers import Trainer, TrainerCallback
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
+    # The Trainer's loss against the global batch's fp32 mean: within
+    # rounding in fp32, within 16-bit rounding under autocast.
+    rtol = 1e-2 if name in GPU_ONLY else 1e-5
 
     idx = torch.from_numpy(np.load(DATA / "idx.npy"))
     labels = torch.from_numpy(np.load(DATA / "labels.npy"))
@@ -180,18 +221,7 @@ def train(name: str, settings: dict) -> dict:
         held.mkdir(exist_ok=True)
         np.save(held / "idx.npy", idx[:eval_samples].numpy())
         np.save(held / "labels.npy", labels[:eval_samples].numpy())
-    with tempfile.TemporaryDirectory() as tmp:
-        args = TrainingArguments(
-            output_dir=tmp, max_steps=STEPS, report_to=[], logging_steps=1,
-            save_strategy="no", use_cpu=True, disable_tqdm=True,
-            ddp_backend="gloo" if world > 1 else None,
-            per_device_train_batch_size=settings.pop(
-                "per_device_train_batch_size", 8),
-            **settings)
-        text = json.loads(args.to_json_string())
-    text["output_dir"] = "out"
-    if rank == 0:
-        (OUT / f"{name}.json").write_text(json.dumps(text, indent=2) + "\n")
+    args = write_arguments(name, settings, world, rank)
 
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -279,7 +309,7 @@ def train(name: str, settings: dict) -> dict:
         dist.all_reduce(total)
         losses = total.tolist()
     for k, (got, want) in enumerate(zip(losses, expected)):
-        if abs(got - want) > 1e-5 * abs(want):
+        if abs(got - want) > rtol * abs(want):
             raise SystemExit(f"{name}: step {k}: the Trainer's loss {got} is "
                              f"not the global batch's mean {want}")
     if len(record["norms"]) != STEPS or len(losses) != STEPS:
@@ -292,6 +322,7 @@ def train(name: str, settings: dict) -> dict:
     return {**extra, "config": {"lr": max(record["lrs"]),
                        "transformers": transformers.__version__,
                        "torch": torch.__version__, "ranks": world,
+                       "device": DEVICE,
                        "optimizer": type(getattr(trainer.optimizer, "optimizer",
                                               trainer.optimizer)).__name__,
                        "no_decay": no_decay,
@@ -318,17 +349,32 @@ def write_sft_config() -> None:
 
 def main() -> None:
     """All configs; with names, those only (how a DDP config runs itself
-    under torch.distributed.run)."""
+    under torch.distributed.run). --device cuda trains on the GPU (the
+    GPU_ONLY configs only there), --out DIR writes there."""
     import subprocess
-    only = sys.argv[1:]
+    global DEVICE, OUT
+    argv = sys.argv[1:]
+    while argv and argv[0] in ("--device", "--out"):
+        if argv[0] == "--device":
+            DEVICE = argv[1]
+        else:
+            OUT = Path(argv[1])
+        argv = argv[2:]
+    only = argv
     child = "WORLD_SIZE" in os.environ
     OUT.mkdir(parents=True, exist_ok=True)
-    if not child:
+    if DEVICE != "cpu":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    elif not child:
         write_sft_config()
     for name, settings in CONFIGS.items():
         if only and name not in only:
             continue
         settings = dict(settings)
+        if name in GPU_ONLY and DEVICE == "cpu":
+            write_arguments(name, settings, 1, 0)
+            print(f"{name}.json: the arguments only (trained on a GPU)")
+            continue
         ranks = settings.pop("ranks", 1)
         if ranks > 1 and not child:
             subprocess.run([sys.executable, "-m", "torch.distributed.run",
@@ -340,7 +386,7 @@ def main() -> None:
             continue
         dest = OUT / f"ref_{name}.json"
         dest.write_text(json.dumps(ref, indent=2) + "\n")
-        print(f"{dest.relative_to(ROOT)}: losses {ref['losses'][0]:.6f} .. "
+        print(f"{os.path.relpath(dest, ROOT)}: losses {ref['losses'][0]:.6f} .. "
               f"{ref['losses'][-1]:.6f}, lrs {ref['lrs'][:4]}")
 
 

@@ -49,6 +49,10 @@
 #            top source nodes as tables (scripts/profile_table.py);
 #         6. the PyTorch rows on the same GPU: eager and torch.compile with
 #            SDPA, then without (torch.compile rows need 150 s left);
+#            6b. the Hugging Face Trainer's fp16 and bf16 (autocast) on
+#            the GPU against smprun's artifacts compiled from the same
+#            TrainingArguments files (needs transformers; also with
+#            --no-bench);
 #         7. the ablations: the benchmark's artifact and the same model
 #            compiled without one optimisation each (ABLATIONS: smpc
 #            --no-pad-vocab), --warmup steps each (5 at least), a table
@@ -124,6 +128,15 @@ pack() {
   done
   # The CUDA suite's artifacts (small: the training fixtures).
   SMPC=$build/bin/smpc bash "$ROOT/scripts/gpu-suite.sh" compile "$kit/art" >&2
+  # The Trainer stage's: the gpt fixture from the Trainer's arguments.
+  mkdir -p "$kit/trainer"
+  local p
+  for p in fp16 bf16; do
+    "$build/bin/smpc" compile "$ROOT/test/fixtures/train/gpt.onnx" --train \
+      --target cuda --loss cross_entropy:logits:labels \
+      --training-args "$ROOT/test/fixtures/hf-trainer/precision_$p.json" \
+      -o "$kit/trainer/precision_$p.smpx" > /dev/null
+  done
   # The benchmark: GPT-2 124M (as bench/gpt2_train.sh builds it) and a
   # small GPT for --device cpu. The 124M model's weights file is dropped
   # (the run step writes random ones and reseals the artifact).
@@ -399,6 +412,60 @@ print(f"{statistics.median(t) * 1e3:,.2f}" if t else "no steps")' "$LOGS/$name.j
   stage_end "ablations" "$result"
 }
 
+# The Hugging Face Trainer's mixed precision on the GPU: the Trainer trains
+# the gpt fixture 10 steps with fp16 (autocast and GradScaler) and bf16
+# (autocast) from precision_{fp16,bf16}.json (python/make_hf_trainer_refs.py
+# --device cuda), and smprun trains the artifacts smpc compiled from the
+# same files; their losses and gradient norms compared (the CPU runs no
+# fp16 autocast: only a GPU checks this). Needs transformers in PYTHON.
+trainer_stage() {
+  local dev=$1 dir=$LOGS/trainer rc=0 result=ok p name line
+  mkdir -p "$dir"
+  stage_begin "Trainer mixed precision (the HF Trainer's fp16 and bf16 against smp's)"
+  limited 150 "$PYTHON" "$ROOT/python/make_hf_trainer_refs.py" --device "$dev" \
+    --out "$dir" precision_fp16 precision_bf16 > "$dir/trainer.log" 2>&1 || rc=$?
+  if [ $rc != 0 ]; then
+    result="FAILED (the Trainer, status $rc: $(tail -n 1 "$dir/trainer.log"))"
+    echo "trainer: $result" >> "$SUMMARY"
+    stage_end "Trainer mixed precision" "$result"
+    return 0
+  fi
+  # The tolerances of the CUDA suite's 16-bit checks (fp16 has 3 more bits).
+  for p in fp16:5e-3 bf16:2e-2; do
+    name=precision_${p%%:*}
+    rc=0
+    limited 60 "$BIN/smprun" "$kit/trainer/$name.smpx" --device "$dev" \
+      --data "$ROOT/test/fixtures/train/gpt" --steps 10 \
+      --metrics "$dir/$name.jsonl" > "$dir/$name.out" 2> "$dir/$name.err" || rc=$?
+    if [ $rc != 0 ]; then
+      line="trainer/$name: FAILED (smprun status $rc: $(tail -n 1 "$dir/$name.err"))"
+    else
+      line=$("$PYTHON" "$ROOT/test/train/compare_losses.py" "$dir/$name.jsonl" \
+        "$dir/ref_$name.json" --rtol "${p#*:}" --label "trainer/$name" 2>&1 |
+        tail -n 1)
+    fi
+    echo "$line" >> "$SUMMARY"
+    case $line in *": ok") ;; *) result="not ok: ${line#trainer/}" ;; esac
+  done
+  stage_end "Trainer mixed precision" "$result"
+}
+
+# Whether the Trainer stage can run here, else skipped with why.
+trainer_stage_if() {
+  local dev=$1 torch=$2
+  if [ "$dev" != cuda ]; then
+    skipped "Trainer mixed precision" "--device $dev (the CPU runs no fp16 autocast)"
+  elif [ "$torch" = 0 ]; then
+    skipped "Trainer mixed precision" "--no-torch"
+  elif [ ! -d "$kit/trainer" ]; then
+    skipped "Trainer mixed precision" "the kit holds no trainer/ artifacts"
+  elif ! limited 90 "$PYTHON" -c 'import transformers, accelerate' 2>/dev/null; then
+    skipped "Trainer mixed precision" "no transformers and accelerate in $PYTHON"
+  elif room "Trainer mixed precision" 40; then
+    trainer_stage "$dev"
+  fi
+}
+
 # The attention kernels' stage: smp's (smp-cuda-attention-bench, --small on
 # an emulated kit) and, with torch, PyTorch's SDPA on the same shapes
 # (bench/attention_torch.py), one table in summary.md and attention.md.
@@ -615,6 +682,7 @@ run() {
   # 4-6. The GPT-2 benchmark: smp's row, where its time goes, PyTorch's rows.
   if [ $bench = 0 ]; then
     skipped "GPT-2 benchmark" "--no-bench"
+    trainer_stage_if "$dev" "$torch"
     return 0
   fi
   local model=gpt2 args=(--device "$dev" --steps "$steps" --warmup "$warm")
@@ -722,6 +790,13 @@ EOF
     grep -q '^skipped' "$LOGS/bench-torch.md" && result="rows skipped (the budget)"
     [ $rc = 0 ] || result="not all rows ran (status $rc)"
     stage_end "GPT-2 benchmark: PyTorch" "$result"
+  fi
+
+  # 6b. The Trainer's mixed precision against smp's.
+  if [ $smprun_ok = 0 ]; then
+    skipped "Trainer mixed precision" "smprun misses libraries"
+  else
+    trainer_stage_if "$dev" "$torch"
   fi
 
   # 7. What the optimisations buy: the ablations against smp's artifact.
