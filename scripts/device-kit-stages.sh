@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The device kit's run stages that scripts/device-kit.sh sources: the
+# ablations (7), the Hugging Face Trainer's mixed precision (6b) and the
+# attention kernels (2b). They read run()'s locals (kit, BIN, LOGS, WORK)
+# and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
+# stage_end, SUMMARY, PYTHON, ROOT).
+
+# The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
+# packed beside it (without one optimisation: its smpc flags in
+# ablate-NAME.flags), STEPS steps each; the median step time but the
+# first's, one table in summary.md.
+ablation_stage() {
+  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok
+  local arts=("$bdir"/ablate-*.smpx)
+  if [ ! -e "${arts[0]}" ]; then
+    skipped "ablations" "none packed"
+    return 0
+  fi
+  room "ablations" "$min_ablate" || return 0
+  stage_begin "Ablations: the benchmark's model without one optimisation each (smprun, $steps steps)"
+  {
+    echo "| artifact | smpc flags | median ms/step (steps 2..$steps) |"
+    echo "| --- | --- | --- |"
+  } >> "$SUMMARY"
+  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
+    name=$(basename "$a" .smpx)
+    flags="(the benchmark's)"
+    [ ! -f "${a%.smpx}.flags" ] || flags=$(cat "${a%.smpx}.flags")
+    prep=$(fill_weights "$a")
+    rc=0
+    if [ "$prep" != ok ]; then
+      ms=$prep
+    elif limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
+      --steps "$steps" --metrics "$LOGS/$name.jsonl" > "$LOGS/$name.out" 2>&1; then
+      ms=$("$PYTHON" -c 'import json, statistics, sys
+t = [json.loads(l)["step_time"] for l in open(sys.argv[1]) if l.strip()][1:]
+print(f"{statistics.median(t) * 1e3:,.2f}" if t else "no steps")' "$LOGS/$name.jsonl")
+    else
+      rc=$?
+      ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"
+    fi
+    [ "$prep" = ok ] && [ $rc = 0 ] || result=$ms
+    echo "| $name | $flags | $ms |" >> "$SUMMARY"
+  done
+  echo >> "$SUMMARY"
+  stage_end "ablations" "$result"
+}
+
+# The Hugging Face Trainer's mixed precision on the GPU: the Trainer trains
+# the gpt fixture 10 steps with fp16 (autocast and GradScaler) and bf16
+# (autocast) from precision_{fp16,bf16}.json (python/make_hf_trainer_refs.py
+# --device cuda), and smprun trains the artifacts smpc compiled from the
+# same files; their losses and gradient norms compared (the CPU runs no
+# fp16 autocast: only a GPU checks this). Needs transformers in PYTHON.
+trainer_stage() {
+  local dev=$1 dir=$LOGS/trainer rc=0 result=ok p name line
+  mkdir -p "$dir"
+  stage_begin "Trainer mixed precision (the HF Trainer's fp16 and bf16 against smp's)"
+  limited 150 "$PYTHON" "$ROOT/python/make_hf_trainer_refs.py" --device "$dev" \
+    --out "$dir" precision_fp16 precision_bf16 > "$dir/trainer.log" 2>&1 || rc=$?
+  if [ $rc != 0 ]; then
+    result="FAILED (the Trainer, status $rc: $(tail -n 1 "$dir/trainer.log"))"
+    echo "trainer: $result" >> "$SUMMARY"
+    stage_end "Trainer mixed precision" "$result"
+    return 0
+  fi
+  # The tolerances of the CUDA suite's 16-bit checks (fp16 has 3 more bits).
+  for p in fp16:5e-3 bf16:2e-2; do
+    name=precision_${p%%:*}
+    rc=0
+    limited 60 "$BIN/smprun" "$kit/trainer/$name.smpx" --device "$dev" \
+      --data "$ROOT/test/fixtures/train/gpt" --steps 10 \
+      --metrics "$dir/$name.jsonl" > "$dir/$name.out" 2> "$dir/$name.err" || rc=$?
+    if [ $rc != 0 ]; then
+      line="trainer/$name: FAILED (smprun status $rc: $(tail -n 1 "$dir/$name.err"))"
+    else
+      line=$("$PYTHON" "$ROOT/test/train/compare_losses.py" "$dir/$name.jsonl" \
+        "$dir/ref_$name.json" --rtol "${p#*:}" --label "trainer/$name" 2>&1 |
+        tail -n 1)
+    fi
+    echo "$line" >> "$SUMMARY"
+    case $line in *": ok") ;; *) result="not ok: ${line#trainer/}" ;; esac
+  done
+  stage_end "Trainer mixed precision" "$result"
+}
+
+# Whether the Trainer stage can run here, else skipped with why.
+trainer_stage_if() {
+  local dev=$1 torch=$2
+  if [ "$dev" != cuda ]; then
+    skipped "Trainer mixed precision" "--device $dev (the CPU runs no fp16 autocast)"
+  elif [ "$torch" = 0 ]; then
+    skipped "Trainer mixed precision" "--no-torch"
+  elif [ ! -d "$kit/trainer" ]; then
+    skipped "Trainer mixed precision" "the kit holds no trainer/ artifacts"
+  elif ! limited 90 "$PYTHON" -c 'import transformers, accelerate' 2>/dev/null; then
+    skipped "Trainer mixed precision" "no transformers and accelerate in $PYTHON"
+  elif room "Trainer mixed precision" 40; then
+    trainer_stage "$dev"
+  fi
+}
+
+# The attention kernels' stage: smp's (smp-cuda-attention-bench, --small on
+# an emulated kit) and, with torch, PyTorch's SDPA on the same shapes
+# (bench/attention_torch.py), one table in summary.md and attention.md.
+attention_stage() {
+  local dev=$1 torch=$2 small=() rc=0 result=ok
+  [ -f "$kit/EMULATED" ] && small=(--small)
+  stage_begin "attention kernels (smp against PyTorch's SDPA, bf16)"
+  {
+    limited 120 "$BIN/smp-cuda-attention-bench" "${small[@]}" \
+      2> "$LOGS/attention-smp.log" || rc=$?
+    if [ $rc != 0 ]; then
+      result="smp: exit $rc: $(tail -n 1 "$LOGS/attention-smp.log")"
+    elif [ "$torch" = 1 ] && [ "$dev" = cuda ] && [ ${#small[@]} = 0 ]; then
+      limited 180 "$PYTHON" "$ROOT/bench/attention_torch.py" \
+        2> "$LOGS/attention-torch.log" | grep '^|' ||
+        result="torch: $(tail -n 1 "$LOGS/attention-torch.log")"
+    fi
+  } > "$LOGS/attention.md"
+  cp "$LOGS/attention.md" "$DEST/attention.md"
+  cat "$LOGS/attention.md" >> "$SUMMARY"
+  [ "$result" = ok ] || echo "$result" >> "$SUMMARY"
+  stage_end "attention kernels" "$result"
+}
