@@ -37,6 +37,25 @@ static std::string formatNumber(double v) {
   return buf;
 }
 
+/// How an evaluation batch of another size than the global one combines
+/// its global batches' losses (smp-mark-eval-padding's attributes).
+static std::string evalBatchWeights(ModuleOp module) {
+  if (module->hasAttr(SmpDialect::kEvalLossSumsAttr))
+    return "each the sum of its global batches' losses";
+  std::string s = "each its global batches' losses weighted by the labels "
+                  "they count";
+  auto ranges = module->getAttrOfType<DenseI64ArrayAttr>(
+      SmpDialect::kEvalCountedLabelsAttr);
+  if (!ranges)
+    return s;
+  ArrayRef<int64_t> r = ranges.asArrayRef();
+  s += " (of each sample's labels, those the model's cross-entropy reads: ";
+  for (size_t i = 0; i + 1 < r.size(); i += 2)
+    s += (i ? ", " : "") + std::to_string(r[i]) +
+         (r[i + 1] - r[i] > 1 ? ".." + std::to_string(r[i + 1] - 1) : "");
+  return s + ")";
+}
+
 /// plan.txt's line on what smprun --eval-data runs of a training step.
 static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                                   llvm::StringRef why,
@@ -68,7 +87,7 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   if (t.evalBatch > 0)
     text += pads && !noCount
                 ? "; in batches of " + std::to_string(t.evalBatch) +
-                      " (smpc --eval-batch-size)"
+                      " (smpc --eval-batch-size), " + evalBatchWeights(module)
                 : "; in global batches, not --eval-batch-size's " +
                       std::to_string(t.evalBatch) +
                       (pads ? " (smp cannot weigh the batches of the "
