@@ -49,14 +49,3 @@ module {
   }
 }
 
-// -----
-
-// The labels are also the model's input (an embedding's indices): padding's
-// -100 is out of range there.
-// CE: module attributes {smp.eval_no_pad = "the cross-entropy reads its labels from the input 'labels', which the model also reads with 'smp.gather', where padding's -100 is not a value it takes"}
-module {
-  func.func @main(%l: tensor<2xi64> {smp.input = "labels"}, %e: tensor<5x3xf32> {smp.param = "e"}) -> (tensor<2x3xf32> {smp.output = "logits"}) {
-    %g = smp.gather %e, %l {axis = 0 : i64} : (tensor<5x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
-    return %g : tensor<2x3xf32>
-  }
-}

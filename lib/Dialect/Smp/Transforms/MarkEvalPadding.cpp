@@ -95,12 +95,8 @@ struct SmpMarkEvalPaddingPass
       return success();
     }
     std::string notPerSample = dims.notLeading(logits);
-    OwnLossPadding padding(f, dims);
-    std::string asData = padding.readAsData(parts[2]);
-    if (notPerSample.empty() && asData.empty())
+    if (notPerSample.empty())
       labels = parts[2].str();
-    else if (!asData.empty())
-      why = "the cross-entropy " + asData;
     else
       why = "the output '" + parts[1].str() +
             "' the loss reads is not computed sample by sample (" +

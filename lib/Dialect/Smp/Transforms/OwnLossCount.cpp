@@ -9,7 +9,6 @@
 #include "OwnLossCount.h"
 
 #include "TrainStepUtils.h"
-#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 
@@ -190,12 +189,7 @@ SmallVector<int64_t> countedLabelRanges(func::FuncOp f, Value loss,
   CrossEntropyOp ce = affineCrossEntropy(f, loss, why);
   if (!ce)
     return {};
-  BlockArgument arg;
-  for (BlockArgument a : f.getArguments())
-    if (auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(),
-                                                SmpDialect::kInputAttr);
-        n && n.getValue() == labels)
-      arg = a;
+  BlockArgument arg = namedInput(f, labels);
   std::optional<Positions> p;
   std::optional<SmallVector<int64_t>> shape;
   if (arg)

@@ -59,25 +59,21 @@ bool isIgnoreTest(Value cond, Value v, bool taken) {
 } // namespace
 
 std::string OwnLossPadding::readAsData(StringRef labels) {
-  for (BlockArgument a : f.getArguments()) {
-    auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(),
-                                            SmpDialect::kInputAttr);
-    if (!n || n.getValue() != labels)
-      continue;
-    llvm::DenseSet<Value> seen;
-    std::string kept = labelsInput; // atPadding may set it
-    Operation *op = dataReader(a, seen);
-    labelsInput = kept;
-    if (!op)
-      return "";
-    std::string node;
-    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
-      node = " (node '" + loc.getName().str() + "')";
-    return "reads its labels from the input '" + labels.str() +
-           "', which the model also reads with " + opName(op) + node +
-           ", where padding's -100 is not a value it takes";
-  }
-  return "";
+  BlockArgument a = namedInput(f, labels);
+  if (!a)
+    return "";
+  llvm::DenseSet<Value> seen;
+  std::string kept = labelsInput; // atPadding may set it
+  Operation *op = dataReader(a, seen);
+  labelsInput = kept;
+  if (!op)
+    return "";
+  std::string node;
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    node = " (node '" + loc.getName().str() + "')";
+  return "reads its labels from the input '" + labels.str() +
+         "', which the model also reads with " + opName(op) + node +
+         ", where padding's -100 is not a value it takes";
 }
 
 Operation *OwnLossPadding::dataReader(Value v, llvm::DenseSet<Value> &seen) {

@@ -29,6 +29,15 @@ Value namedOutput(func::FuncOp f, StringRef name) {
   return nullptr;
 }
 
+BlockArgument namedInput(func::FuncOp f, StringRef name) {
+  for (BlockArgument a : f.getArguments())
+    if (auto n = f.getArgAttrOfType<StringAttr>(a.getArgNumber(),
+                                                SmpDialect::kInputAttr);
+        n && n.getValue() == name)
+      return a;
+  return nullptr;
+}
+
 bool checkAtLeastOne(ModuleOp module, StringRef pass, StringRef option,
                      int64_t value) {
   if (value >= 1)

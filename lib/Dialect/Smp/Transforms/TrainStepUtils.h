@@ -40,6 +40,9 @@ mlir::func::FuncOp lookupFuncOrError(mlir::ModuleOp module,
 /// `name`; null when none does.
 mlir::Value namedOutput(mlir::func::FuncOp f, llvm::StringRef name);
 
+/// The argument of `f` that smp.input names `name`; null when none does.
+mlir::BlockArgument namedInput(mlir::func::FuncOp f, llvm::StringRef name);
+
 /// Whether pass option `option` (= `value`) is at least 1; otherwise false
 /// after the error "`pass`: `option` must be >= 1, got `value`".
 bool checkAtLeastOne(mlir::ModuleOp module, llvm::StringRef pass,

@@ -107,12 +107,14 @@ def SmpMarkEvalPaddingPass
     which leaves them out of a `cross_entropy:LOGITS:LABELS` loss (a mean
     over the counted labels) provided LOGITS is computed sample by sample
     (SampleDims.h: nothing mixes the samples, so the padding changes no
-    other sample's logits) and the model reads the labels input only as
-    labels (moved, compared, or with its -100s replaced: not as an
-    embedding's indices, where -100 is out of range). A model's own loss output (`loss=NAME`) leaves
+    other sample's logits; LABELS is an input the loss adds, which the
+    model does not read). A model's own loss output (`loss=NAME`) leaves
     such samples out where its form does (OwnLossPadding.h: cross-entropies
     ignoring -100 whose labels are an input's values, sums of what vanishes
-    where they are -100, terms without the batch, literal scalings). Sets
+    where they are -100, terms without the batch, literal scalings) and the
+    model reads that input only as labels (moved, compared, or with its
+    -100s replaced: not as an embedding's indices, where -100 is out of
+    range). Sets
     the module attribute `smp.eval_pad_labels` (the labels input) where
     that holds, else `smp.eval_no_pad` saying why (an `mse:` loss's mean
     over every sample, the op that mixes the samples, the part of an own
