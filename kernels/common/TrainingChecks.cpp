@@ -75,12 +75,14 @@ Status checkCrossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   return Status::success();
 }
 
-Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
-                              const TensorRef &labels, const TensorRef &offset,
-                              int64_t classes, const TensorRef &stats,
-                              const TensorRef *grad, const TensorRef *dlogits,
-                              int64_t &rows, int64_t &width) {
-  SMP_RETURN_IF_ERROR(checkFloats(op, {&logits, &stats}));
+namespace {
+
+/// A vocabulary shard's logits (checked as floats by the caller), integer
+/// labels of their shape without the last dim, a one-element integer
+/// offset and at least one class.
+Status checkShardOperands(const char *op, const TensorRef &logits,
+                          const TensorRef &labels, const TensorRef &offset,
+                          int64_t classes) {
   for (auto [t, what] :
        {std::pair<const TensorRef *, const char *>{&labels, "labels"},
         {&offset, "offset"}}) {
@@ -95,7 +97,18 @@ Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
   if (classes < 1)
     return fail(op,
                 "classes must be at least 1, not " + std::to_string(classes));
-  SMP_RETURN_IF_ERROR(checkLabelsOfLogits(op, logits, labels));
+  return checkLabelsOfLogits(op, logits, labels);
+}
+
+} // namespace
+
+Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
+                              const TensorRef &labels, const TensorRef &offset,
+                              int64_t classes, const TensorRef &stats,
+                              const TensorRef *grad, const TensorRef *dlogits,
+                              int64_t &rows, int64_t &width) {
+  SMP_RETURN_IF_ERROR(checkFloats(op, {&logits, &stats}));
+  SMP_RETURN_IF_ERROR(checkShardOperands(op, logits, labels, offset, classes));
   std::vector<int64_t> pairs = labels.shape;
   pairs.push_back(2);
   DType statsType = logits.dtype == DType::F64 ? DType::F64 : DType::F32;
@@ -111,6 +124,23 @@ Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
     SMP_RETURN_IF_ERROR(checkDType(op, "dlogits", *dlogits, logits.dtype));
     SMP_RETURN_IF_ERROR(checkSameShape(op, logits, *dlogits));
   }
+  rows = labels.numel();
+  width = logits.shape.back();
+  return Status::success();
+}
+
+Status checkLabelRank(const char *op, const TensorRef &logits,
+                      const TensorRef &labels, const TensorRef &offset,
+                      const TensorRef *target, int64_t classes,
+                      const TensorRef &out, int64_t &rows, int64_t &width) {
+  SMP_RETURN_IF_ERROR(target ? checkFloats(op, {&logits, target})
+                             : checkFloats(op, {&logits}));
+  SMP_RETURN_IF_ERROR(checkShardOperands(op, logits, labels, offset, classes));
+  if (target)
+    SMP_RETURN_IF_ERROR(checkShape(op, "target", *target, labels.shape));
+  SMP_RETURN_IF_ERROR(checkTensor(op, "out", out));
+  SMP_RETURN_IF_ERROR(checkDType(op, "out", out, DType::F32));
+  SMP_RETURN_IF_ERROR(checkShape(op, "out", out, labels.shape));
   rows = labels.numel();
   width = logits.shape.back();
   return Status::success();

@@ -4,7 +4,8 @@
 // shard): per row, log(sum(exp)) over the shard's valid columns and the
 // label's logit when the label is in the shard; and its gradient, written
 // element by element after reading the element, so dlogits may be the
-// logits' storage. Row statistics in double.
+// logits' storage. Row statistics in double. label_rank (an evaluation's
+// accuracy): per row, the shard's classes ranked before the label.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +84,53 @@ Status crossEntropyShard(const TensorRef &logits, const TensorRef &labels,
     return Status::success();
   }));
   return storeDouble(op, out, stats);
+}
+
+Status labelRank(const TensorRef &logits, const TensorRef &labels,
+                 const TensorRef &offset, const TensorRef *target,
+                 int64_t classes, int64_t ignoreIndex, const TensorRef &out) {
+  const char *op = "label_rank";
+  int64_t rows, width, first, valid;
+  SMP_RETURN_IF_ERROR(common::checkLabelRank(op, logits, labels, offset, target,
+                                             classes, out, rows, width));
+  std::vector<int64_t> lab;
+  SMP_RETURN_IF_ERROR(shardLabels(op, labels, offset, classes, ignoreIndex,
+                                  width, lab, first, valid));
+  std::vector<double> t = target ? toDouble(*target) : std::vector<double>();
+  for (int64_t r = 0; r < rows && !target; ++r)
+    if (lab[r] != ignoreIndex &&
+        shardColumn(lab[r], ignoreIndex, first, valid) < 0)
+      return fail(op, "label " + std::to_string(lab[r]) + " of row " +
+                          std::to_string(r) + " is not in the shard's " +
+                          std::to_string(valid) + " classes from " +
+                          std::to_string(first) + ", and no target is given");
+  float *o = out.as<float>();
+  return visitFloat(logits.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S *x = logits.as<S>();
+    parallelFor(rows, grainFor(2 * valid + 1), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const S *xr = x + r * width;
+        auto at = [&](int64_t c) {
+          return static_cast<double>(Float<S>::load(xr[c]));
+        };
+        int64_t label = lab[r], before = 0;
+        if (label != ignoreIndex) {
+          double tr = target ? t[r] : at(label - first);
+          if (std::isnan(tr))
+            before = valid;
+          else
+            for (int64_t c = 0; c < valid; ++c) {
+              double xc = at(c);
+              before +=
+                  std::isnan(xc) || xc > tr || (xc == tr && first + c < label);
+            }
+        }
+        o[r] = static_cast<float>(before);
+      }
+    });
+    return Status::success();
+  });
 }
 
 Status crossEntropyShardGrad(const TensorRef &logits, const TensorRef &labels,

@@ -50,7 +50,10 @@ enum ErrorCode : int {
   kErrGatherNdGradIndex = 8,        // gather_nd_grad: same fields
   kErrGatherElementsIndex = 9,      // gather_elements: as gather
   kErrGatherElementsGradIndex = 10, // gather_elements_grad: same fields
-  kErrLabelShard = 11, // cross_entropy_shard(_grad): as cross_entropy
+  kErrLabelShard = 11,     // cross_entropy_shard(_grad): as cross_entropy
+  kErrLabelRank = 12,      // label_rank: as cross_entropy
+  kErrLabelRankShard = 13, // label_rank without a target: value, position,
+                           // bound (the shard's end), aux (its first class)
 };
 
 struct DeviceError {

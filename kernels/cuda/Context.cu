@@ -163,7 +163,11 @@ Status synchronize(Context &ctx) {
                     str(e.bound));
   }
   case kErrLabel:
-    return fail("cross_entropy",
+  case kErrLabelShard:
+  case kErrLabelRank:
+    return fail(e.code == kErrLabel        ? "cross_entropy"
+                : e.code == kErrLabelShard ? "cross_entropy_shard"
+                                           : "label_rank",
                 "label " + str(e.value) + " at position " + str(e.position) +
                     " is outside [0, " + str(e.bound) +
                     ") and is not the ignore_index " + str(e.aux));
@@ -171,11 +175,11 @@ Status synchronize(Context &ctx) {
     return fail("cross_entropy_grad",
                 "label " + str(e.value) + " at position " + str(e.position) +
                     " is outside [0, " + str(e.bound) + ")");
-  case kErrLabelShard:
-    return fail("cross_entropy_shard",
+  case kErrLabelRankShard:
+    return fail("label_rank",
                 "label " + str(e.value) + " at position " + str(e.position) +
-                    " is outside [0, " + str(e.bound) +
-                    ") and is not the ignore_index " + str(e.aux));
+                    " is not in the shard's classes [" + str(e.aux) + ", " +
+                    str(e.bound) + "), and no target is given");
   default:
     return fail(op, "unknown device error code " + std::to_string(e.code));
   }

@@ -10,6 +10,8 @@
 // padding (smp-pad-classes): not read, and given a zero gradient.
 // cross_entropy_shard and its gradient (tensor parallelism's vocabulary-
 // parallel loss): the same row statistics over a shard's valid columns.
+// label_rank (an evaluation's accuracy): per row, a block's count of the
+// shard's classes ranked before the label.
 //
 //===----------------------------------------------------------------------===//
 
@@ -337,6 +339,40 @@ __global__ void crossEntropyShardGradRows(const S *x, Labels l, IndexIn offset,
   }
 }
 
+/// label_rank: one block per row; each thread counts its columns ranked
+/// before the label, the block sums them (every thread takes part in the
+/// sum, whatever the row).
+template <class S>
+__global__ void labelRankRows(const S *x, Labels l, IndexIn offset, In target,
+                              int64_t rows, int64_t width, int64_t classes,
+                              float *out, DeviceError *err) {
+  int64_t first, valid;
+  shardColumns(offset, classes, width, first, valid);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    bool ignored, bad;
+    int64_t lab = rowLabel(l, r, classes, err, kErrLabelRank, ignored, bad);
+    const S *xr = x + r * width;
+    bool inShard = !ignored && !bad && lab >= first && lab - first < valid;
+    if (!ignored && !bad && !target.p && !inShard && threadIdx.x == 0)
+      raiseError(err, kErrLabelRankShard, lab, r, first + valid, first);
+    bool counts = !ignored && !bad && (target.p || inShard);
+    double t = !counts    ? 0.0
+               : target.p ? target.load(r)
+                          : static_cast<double>(FT<S>::load(xr[lab - first]));
+    double n = 0;
+    if (counts && isnan(t))
+      n = threadIdx.x == 0 ? static_cast<double>(valid) : 0.0;
+    else if (counts)
+      for (int64_t c = threadIdx.x; c < valid; c += blockDim.x) {
+        double xc = static_cast<double>(FT<S>::load(xr[c]));
+        n += isnan(xc) || xc > t || (xc == t && first + c < lab) ? 1.0 : 0.0;
+      }
+    n = blockSum(n);
+    if (threadIdx.x == 0)
+      out[r] = bad ? nanf("") : static_cast<float>(n);
+  }
+}
+
 } // namespace
 
 Status crossEntropyShard(const TensorRef &logits, const TensorRef &labels,
@@ -381,6 +417,27 @@ Status crossEntropyShardGrad(const TensorRef &logits, const TensorRef &labels,
         <<<blocksFor(rows), rowThreads(width), 0, ctx->stream>>>(
             logits.as<S>(), l, asIndexIn(offset), asIn(stats), asIn(grad), rows,
             width, classes, asOut(dlogits), ctx->dError);
+    return launchStatus(op);
+  });
+}
+
+Status labelRank(const TensorRef &logits, const TensorRef &labels,
+                 const TensorRef &offset, const TensorRef *target,
+                 int64_t classes, int64_t ignoreIndex, const TensorRef &out) {
+  const char *op = "label_rank";
+  int64_t rows, width;
+  SMP_RETURN_IF_ERROR(common::checkLabelRank(op, logits, labels, offset, target,
+                                             classes, out, rows, width));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  if (rows == 0)
+    return Status::success();
+  Labels l{asIndexIn(labels), ignoreIndex};
+  return visitFloat(logits.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    labelRankRows<S><<<blocksFor(rows), rowThreads(width), 0, ctx->stream>>>(
+        logits.as<S>(), l, asIndexIn(offset), asIn(target), rows, width,
+        classes, out.as<float>(), ctx->dError);
     return launchStatus(op);
   });
 }

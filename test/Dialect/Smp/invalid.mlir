@@ -216,6 +216,25 @@ func.func @cross_entropy_shard_stats(%l: tensor<4x10xbf16>, %y: tensor<4xi64>, %
 
 // -----
 
+func.func @label_rank_target(%l: tensor<4x10xf32>, %y: tensor<4xi64>, %o: tensor<i64>, %t: tensor<4x1xf32>) {
+  // The label logits have the labels' shape.
+  // expected-error @+2 {{'smp.label_rank' target 'tensor<4x1xf32>' does not match labels 'tensor<4xi64>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.label_rank %l, %y, %o target %t {classes = 30 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<i64>, tensor<4x1xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @label_rank_labels(%l: tensor<4x10xf32>, %y: tensor<4x1xi64>, %o: tensor<i64>) {
+  // expected-error @+2 {{'smp.label_rank' labels 'tensor<4x1xi64>' do not match logits 'tensor<4x10xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.label_rank %l, %y, %o {classes = 10 : i64} : (tensor<4x10xf32>, tensor<4x1xi64>, tensor<i64>) -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_classes(%l: tensor<4x10xf32>, %y: tensor<4xi64>) {
   // More classes than a row of logits holds (smp-pad-classes pads rows).
   // expected-error @+2 {{'smp.cross_entropy' classes = 11 must be in [1, 10], the last dim of 'tensor<4x10xf32>'}}

@@ -74,6 +74,11 @@ func.func @linalg_norms(%a: tensor<4x2x8xf32>, %b: tensor<16x8xf32>,
   %11 = smp.cross_entropy %9, %l {ignore_index = 0 : i64, reduction = #smp<reduction none>} : (tensor<4x2x16xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
   // CHECK: smp.cross_entropy %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<16xf32>) -> tensor<f32>
   %12 = smp.cross_entropy %9, %l, %s : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<16xf32>) -> tensor<f32>
+  // CHECK: smp.label_rank %{{.*}}, %{{.*}}, %{{.*}} {classes = 16 : i64} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<i64>) -> tensor<4x2xf32>
+  // CHECK: smp.label_rank %{{.*}}, %{{.*}}, %{{.*}} target %{{.*}} {classes = 30 : i64, ignore_index = 0 : i64} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<i64>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %first = smp.constant dense<0> : tensor<i64>
+  %13 = smp.label_rank %9, %l, %first {classes = 16 : i64} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<i64>) -> tensor<4x2xf32>
+  %14 = smp.label_rank %9, %l, %first target %13 {classes = 30 : i64, ignore_index = 0 : i64} : (tensor<4x2x16xf32>, tensor<4x2xi64>, tensor<i64>, tensor<4x2xf32>) -> tensor<4x2xf32>
   return %9, %2, %10 : tensor<4x2x16xf32>, tensor<4x2x1xf32>, tensor<f32>
 }
 

@@ -3,12 +3,14 @@
 // Tensor parallelism's vocabulary-parallel loss, one rank's part: the
 // shards' statistics, combined as the compiler combines them over @tp,
 // against the whole row's log-sum-exp and target logit in double; the
-// gradient against its formula, in place and out of place.
+// gradient against its formula, in place and out of place. label_rank's
+// shards against the rank of the label in the row sorted.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -147,6 +149,84 @@ TEST(CrossEntropyShard, RefusesWhatItCannotRead) {
             "cross_entropy_shard: offset 2xi64 must hold one element");
   EXPECT_EQ(crossEntropyShard(shard, labels, offset, 0, -100, stats).error,
             "cross_entropy_shard: classes must be at least 1, not 0");
+}
+
+/// The rank of row r's label among `x`'s rows of `classes` (argmax order:
+/// descending, ties by class; NaN first), by sorting the row's classes.
+int64_t sortedRank(const Host &x, int64_t r, int64_t classes, int64_t label) {
+  std::vector<int64_t> order(classes);
+  for (int64_t c = 0; c < classes; ++c)
+    order[c] = c;
+  auto key = [&](int64_t c) { return x.get(r * classes + c); };
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    double xa = key(a), xb = key(b);
+    if (std::isnan(xa) || std::isnan(xb))
+      return std::isnan(xa) && !std::isnan(xb);
+    return xa > xb;
+  });
+  return std::find(order.begin(), order.end(), label) - order.begin();
+}
+
+TEST(LabelRank, ShardsAddUpToTheSortedRowsRank) {
+  unsigned seed = 470;
+  int64_t rows = 9, classes = 11, tp = 3, width = (classes + tp - 1) / tp;
+  for (DType t : {DType::F32, DType::BF16, DType::F64}) {
+    SCOPED_TRACE(smp::base::dtypeName(t));
+    // Few distinct values, so that ties are common (bf16 too).
+    Host full = random(t, {rows, classes}, -2, 2, seed++);
+    for (int64_t i = 0; i < rows * classes; ++i)
+      full.set(i, std::round(full.get(i)));
+    Host labels = random(DType::I64, {rows}, 0, double(classes), seed++);
+    labels.set(3, -100);
+    labels.set(5, classes - 1);
+    full.set(6 * classes + 4, kNaN); // a NaN logit ranks first
+    labels.set(7, 2);
+    full.set(7 * classes + 2, kNaN); // a NaN label logit: last
+    Host whole(DType::F32, {rows});
+    ASSERT_OK(labelRank(full, labels, make(DType::I64, {}, {0}), nullptr,
+                        classes, -100, whole));
+    // The target logits as the vocabulary-parallel loss sums them.
+    Host target(DType::F32, {rows});
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t y = static_cast<int64_t>(labels.get(r));
+      target.set(r, y < 0 ? 0.0 : full.get(r * classes + y));
+    }
+    std::vector<double> summed(rows, 0.0);
+    for (int64_t k = 0; k < tp; ++k) {
+      Host shard = shardOf(full, k * width, width);
+      Host part(DType::F32, {rows});
+      ASSERT_OK(labelRank(shard, labels,
+                          make(DType::I64, {}, {double(k * width)}),
+                          &target.ref, classes, -100, part));
+      for (int64_t r = 0; r < rows; ++r)
+        summed[r] += part.get(r);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t y = static_cast<int64_t>(labels.get(r));
+      double want = y < 0 ? 0.0
+                    : std::isnan(full.get(r * classes + y))
+                        ? double(classes)
+                        : double(sortedRank(full, r, classes, y));
+      EXPECT_EQ(whole.get(r), want) << "row " << r;
+      EXPECT_EQ(summed[r], want) << "row " << r;
+    }
+  }
+}
+
+TEST(LabelRank, RefusesWhatItCannotRead) {
+  Host x(DType::F32, {2, 4}), out(DType::F32, {2});
+  Host offset = make(DType::I64, {}, {4});
+  Host labels = make(DType::I64, {2}, {5, 10});
+  EXPECT_EQ(labelRank(x, labels, offset, nullptr, 10, -100, out).error,
+            "label_rank: label 10 at position 1 is outside [0, 10) and is not "
+            "the ignore_index -100");
+  labels = make(DType::I64, {2}, {5, 1});
+  EXPECT_EQ(labelRank(x, labels, offset, nullptr, 10, -100, out).error,
+            "label_rank: label 1 of row 1 is not in the shard's 4 classes "
+            "from 4, and no target is given");
+  Host target(DType::F32, {3}), wide(DType::F64, {2});
+  EXPECT_NE(labelRank(x, labels, offset, &target.ref, 10, -100, out).error, "");
+  EXPECT_NE(labelRank(x, labels, offset, nullptr, 10, -100, wide).error, "");
 }
 
 } // namespace

@@ -210,6 +210,24 @@ LogicalResult CrossEntropyShardOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult LabelRankOp::inferReturnTypes(MLIRContext *ctx,
+                                            std::optional<Location> loc,
+                                            LabelRankOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  const char *name = "'smp.label_rank'";
+  if (failed(crossEntropyShardStats(loc, name, adaptor.getLogits(),
+                                    adaptor.getLabels(), adaptor.getOffset(),
+                                    adaptor.getClasses())))
+    return failure();
+  auto labels = rankedType(adaptor.getLabels());
+  if (Value target = adaptor.getTarget();
+      target && rankedType(target).getShape() != labels.getShape())
+    return emitOptionalError(loc, name, " target ", rankedType(target),
+                             " does not match labels ", labels);
+  results.push_back(labels.clone(Float32Type::get(ctx)));
+  return success();
+}
+
 LogicalResult CrossEntropyShardGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc,
     CrossEntropyShardGradOp::Adaptor adaptor, SmallVectorImpl<Type> &results) {

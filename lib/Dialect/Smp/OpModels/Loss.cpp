@@ -2,7 +2,7 @@
 //-----------------------------------===//
 //
 // cross_entropy, cross_entropy_shard and their backward ops: gradients and
-// costs.
+// costs; label_rank (an evaluation's accuracy, no gradient): its cost.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +47,7 @@ void registerLossOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
     attach<GradientModel, CrossEntropyOp, CrossEntropyShardOp>(ctx);
     attach<CostFn<crossEntropyCost>::Model, CrossEntropyOp, CrossEntropyGradOp,
-           CrossEntropyShardOp, CrossEntropyShardGradOp>(ctx);
+           CrossEntropyShardOp, CrossEntropyShardGradOp, LabelRankOp>(ctx);
   });
 }
 

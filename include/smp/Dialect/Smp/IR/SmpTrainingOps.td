@@ -128,6 +128,33 @@ def Smp_CrossEntropyShardOp : Smp_Op<"cross_entropy_shard", [Pure,
   }];
 }
 
+def Smp_LabelRankOp : Smp_Op<"label_rank", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Per row, the classes whose logits come before the label's";
+  let description = [{
+    The rank of each row's label in its logits sorted in descending order,
+    ties kept in class order (torch.argmax's first maximum): the number of
+    valid columns c of `logits` [..., W] (classes `offset` + c of `classes`,
+    as in cross_entropy_shard) whose logit is NaN, above the label's logit,
+    or equal to it at a lower class. 0 when the label is the row's argmax,
+    and for a row whose label is `ignore_index`. The label's logit is
+    `target` ([...], the all-reduced target logits of a vocabulary-parallel
+    cross-entropy) when given, else read from the row (the label must then
+    lie in the shard); a NaN one ranks every valid column before the label.
+    A vocabulary shard's ranks add up to the whole row's. The result is f32
+    with the labels' shape. An evaluation's accuracy counts the labels of
+    rank 0 (smp-build-gradients --eval-accuracy); it has no gradient.
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Smp_IntTensor:$offset, Optional<Smp_FloatTensor>:$target,
+                   I64Attr:$classes,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $offset (`target` $target^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Smp_CrossEntropyShardGradOp : Smp_Op<"cross_entropy_shard_grad", [Pure,
     InferTypeOpAdaptor]> {
   let summary = "Gradient of cross_entropy_shard with respect to the logits";

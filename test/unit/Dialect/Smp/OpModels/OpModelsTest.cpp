@@ -50,6 +50,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.rms_norm_grad", "a backward op"},
       {"smp.cross_entropy_grad", "a backward op"},
       {"smp.cross_entropy_shard_grad", "a backward op"},
+      {"smp.label_rank", "an evaluation's accuracy: counts, no gradient"},
       {"smp.gather_grad", "a backward op"},
       {"smp.gather_nd_grad", "a backward op"},
       {"smp.slice_grad", "a backward op"},
@@ -95,6 +96,9 @@ const llvm::StringMap<const char *> &noShardingRule() {
        "made by the vocab-parallel loss, already per rank"},
       {"smp.cross_entropy_shard_grad",
        "made by the vocab-parallel loss, already per rank"},
+      {"smp.label_rank",
+       "made after the split by smp-build-gradients (per rank under the "
+       "vocab-parallel loss)"},
       {"smp.gather", "embeddings: vocab-parallel is its own rewrite"},
       {"smp.gather_nd", "not split through (yet)"},
       {"smp.gather_elements", "not split through (yet)"},

@@ -334,6 +334,12 @@ Status checkCrossEntropyShard(const char *op, const TensorRef &logits,
                               int64_t classes, const TensorRef &stats,
                               const TensorRef *grad, const TensorRef *dlogits,
                               int64_t &rows, int64_t &width);
+/// label_rank: logits, labels and offset as cross_entropy_shard's, a float
+/// `target` (when given) and an f32 `out` of the labels' shape.
+Status checkLabelRank(const char *op, const TensorRef &logits,
+                      const TensorRef &labels, const TensorRef &offset,
+                      const TensorRef *target, int64_t classes,
+                      const TensorRef &out, int64_t &rows, int64_t &width);
 /// The classes of a cross-entropy row of `stride` values when `requested`
 /// (0: all of them); an error naming `op` outside [1, stride].
 Status crossEntropyClasses(const char *op, int64_t requested, int64_t stride,
