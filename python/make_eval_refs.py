@@ -21,8 +21,12 @@ and numpy; regenerate with:  python3 python/make_eval_refs.py
 With --gpt2 (needs transformers): the same for the Hugging Face GPT-2 of
 dropout/gpt2 (gpt2_evals); with --own-loss: a Hugging Face GPT-2, T5, Llama and BART
 exported with their own loss (hf-trainer/gpt2loss, t5loss, llamaloss, bartloss:
-own_loss_evals); with --resnet: the ResNet of test/fixtures/resnet,
-its BatchNorm evaluated with the running statistics (resnet_evals).
+own_loss_evals; --own-loss NAME... for some); with --resnet: the ResNet of
+test/fixtures/resnet, its BatchNorm evaluated with the running statistics
+(resnet_evals). The GPT-2 and own-loss evaluations also hold smpc
+--eval-accuracy's numbers (accuracy_of; the own losses' checked against
+the Trainer's compute_metrics); --accuracy: models that learn within a few
+steps, for the accuracy (hf-trainer/accuracy: accuracy_evals).
 """
 
 from __future__ import annotations
@@ -58,6 +62,21 @@ def evaluation(step, batch_loss, short=False):
     return {"step": step,
             "eval_loss": float(np.dot(per_batch, sizes) / sum(sizes)),
             "batch_losses": per_batch, "samples": sum(sizes)}
+
+
+def accuracy_of(logits, labels):
+    """smpc --eval-accuracy's numbers in PyTorch: of the labels that are not
+    -100, those equal to logits.argmax(-1) (its first maximum), and the
+    smallest gap between a counted row's label logit and the best other
+    logit (how far the run's logits may drift before a hit flips)."""
+    keep = labels != -100
+    hits = ((logits.argmax(-1) == labels) & keep).sum().item()
+    rows, lab = logits[keep].double(), labels[keep]
+    target = rows.gather(-1, lab.unsqueeze(-1)).squeeze(-1)
+    others = rows.scatter(-1, lab.unsqueeze(-1), float("-inf")).max(-1).values
+    return {"eval_accuracy": hits / keep.sum().item(),
+            "eval_labels": int(keep.sum().item()),
+            "min_top_gap": (target - others).abs().min().item()}
 
 
 def write_ref(path, losses, train_ref, flags, evals, **extra):
@@ -120,6 +139,8 @@ def gpt2_evals():
                 evals.append(evaluation(k + 1, lambda b: F.cross_entropy(
                     logits(eids[b]).reshape(-1, 64), elabels[b].reshape(-1)).item(),
                     short=True))
+                with torch.no_grad():  # smpc --eval-accuracy's
+                    evals[-1].update(accuracy_of(logits(eids), elabels))
     import transformers
     write_ref(out / "ref_adamw_eval.json", losses, out / "ref_adamw.json",
               "--optimizer adamw --lr 0.01 --seed 1234", evals,
@@ -165,6 +186,19 @@ def own_loss_model(name):
     return model, {"dynamo": False}, ("loss",), None
 
 
+def trainer_accuracy(causal):
+    """A Trainer user's compute_metrics for a language model's accuracy
+    (the Hugging Face examples' run_mlm / run_clm, -100 left out): the
+    argmax predictions against the labels, shifted for a causal LM."""
+    def metrics(p):
+        preds, labels = p.predictions, p.label_ids
+        if causal:
+            preds, labels = preds[:, :-1], labels[:, 1:]
+        keep = labels != -100
+        return {"accuracy": float(((preds == labels) & keep).sum() / keep.sum())}
+    return metrics
+
+
 def own_loss_evals(name):
     """test/fixtures/hf-trainer/NAME: a Hugging Face model that computes its
     own loss (fresh init, dropouts 0), exported as a Trainer user exports
@@ -206,6 +240,7 @@ def own_loss_evals(name):
         np.save(out / sub / "input_ids.npy", i.numpy())
         np.save(out / sub / "labels.npy", l.numpy())
     model, export_args, outputs, loss_type = own_loss_model(name)
+    causal = name in ("gpt2loss", "llamaloss")
     model.eval()
 
     class WithLoss(torch.nn.Module):
@@ -244,18 +279,31 @@ def own_loss_evals(name):
             means = {size: [model(input_ids=eids[b:b + size],
                                   labels=elabels[b:b + size]).loss.item()
                             for b in range(0, 12, size)] for size in evals}
+            # smpc --eval-accuracy's: the labels the model's cross-entropy
+            # reads (a causal LM's shifted), against the logits' argmax.
+            logits = model(input_ids=eids, labels=elabels).logits
+            acc = (accuracy_of(logits[:, :-1], elabels[:, 1:]) if causal
+                   else accuracy_of(logits, elabels))
         if loss_type:
             model.loss_type = loss_type
         for size, out_evals in evals.items():
             sizes = [min(size, 12 - b) for b in range(0, 12, size)]
             want = float(np.dot(means[size], sizes) / 12)
             with tempfile.TemporaryDirectory() as tmp:
-                got = Trainer(model=model, eval_dataset=dataset, args=TrainingArguments(
-                    output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
-                    report_to=[])).evaluate()["eval_loss"]
+                trainer = Trainer(
+                    model=model, eval_dataset=dataset, args=TrainingArguments(
+                        output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
+                        report_to=[]), compute_metrics=trainer_accuracy(causal),
+                    preprocess_logits_for_metrics=lambda logits, _: (
+                        logits[0] if isinstance(logits, tuple) else logits).argmax(-1))
+                result = trainer.evaluate()
+            got = result["eval_loss"]
             assert abs(got - want) < 1e-6 * abs(want), (got, want)
+            assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (
+                result["eval_accuracy"], acc)
             out_evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means[size],
-                              "samples": 12, "trainer_eval_loss": got})
+                              "samples": 12, "trainer_eval_loss": got, **acc,
+                              "trainer_eval_accuracy": result["eval_accuracy"]})
             print(name, "step", k + 1, "eval batch", size, "eval_loss %.7f" % want)
     config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
               "torch": torch.__version__, "transformers": transformers.__version__}
@@ -266,6 +314,132 @@ def own_loss_evals(name):
         (out / ("ref_adamw_eval%s.json" % ("" if size == 8 else size))).write_text(
             json.dumps({"config": {**config, **extra}, "evals": out_evals},
                        indent=2) + "\n")
+
+
+def accuracy_evals():
+    """test/fixtures/hf-trainer/accuracy: two Hugging Face models (fresh
+    init from a config, dropouts 0) that learn a task within a few steps, so
+    that smpc --eval-accuracy's accuracy moves: lm, a GPT2LMHeadModel on
+    counting sequences (from a random start, modulo 16, of its 64 tokens;
+    a quarter of the labels -100), exported with its own loss
+    and logits (lm.onnx: --loss loss) and with its logits only
+    (lm_logits.onnx: --loss cross_entropy:logits:next, `next` the labels
+    shifted, -100 last); cls, a BertForSequenceClassification of 3 classes
+    (the label: the first token modulo 3) with its own loss (cls.onnx).
+    Each trained 12 AdamW steps (lr 0.003 and 0.01, batch 8) on 64 samples and
+    evaluated after steps 4, 8 and 12 on 20 held-out samples (batches of
+    8, 8 and 4) by Trainer.evaluate with a compute_metrics of the accuracy
+    (argmax against the labels the loss reads; -100 left out): eval_loss
+    and eval_accuracy checked against accuracy_of's. Writes DIR/data,
+    DIR/eval and DIR/ref_adamw{,_eval}.json for DIR lm and cls."""
+    import tempfile
+    import transformers as T
+    from transformers import Trainer, TrainingArguments
+    root = d.ROOT / "test" / "fixtures" / "hf-trainer" / "accuracy"
+    g = torch.Generator().manual_seed(11)
+
+    def sequences(n):
+        start = torch.randint(0, 16, (n, 1), generator=g)
+        ids = (start + torch.arange(8)) % 16
+        labels = ids.clone()
+        labels[torch.rand(n, 8, generator=g) < 0.25] = -100
+        return {"input_ids": ids, "labels": labels}
+
+    def classes(n):
+        ids = torch.randint(2, 64, (n, 8), generator=g)
+        return {"input_ids": ids, "labels": ids[:, 0] % 3}
+
+    torch.manual_seed(0)
+    lm = T.GPT2LMHeadModel(T.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False))
+    torch.manual_seed(0)
+    cls = T.BertForSequenceClassification(T.BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=16,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=3))
+    # The LM at lr 0.003: at 0.01 its AdamW steps amplify rounding (by
+    # step 12 PyTorch's fp32 losses were 3e-5 off its fp64 ones, its
+    # gradient norms 2.6e-4); at 0.003 within 1.3e-6.
+    for name, model, make, causal, lr in (("lm", lm, sequences, True, 0.003),
+                                          ("cls", cls, classes, False, 0.01)):
+        out = root / name
+        train, held = make(64), make(20)
+        for sub, data in (("data", train), ("eval", held)):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+            for key, value in data.items():
+                np.save(out / sub / f"{key}.npy", value.numpy())
+            if causal:  # the logits-only export's labels: next tokens
+                nxt = torch.cat([data["labels"][:, 1:],
+                                 torch.full((len(data["labels"]), 1), -100)], 1)
+                np.save(out / sub / "next.npy", nxt.numpy())
+
+        class WithLoss(torch.nn.Module):
+            def __init__(self, m, logits_only=False):
+                super().__init__()
+                self.m, self.logits_only = m, logits_only
+
+            def forward(self, input_ids, labels=None):
+                o = self.m(input_ids=input_ids, labels=labels)
+                return o.logits if self.logits_only else (o.loss, o.logits)
+
+        model.eval()
+        dyn = {"input_ids": {0: "batch"}, "labels": {0: "batch"}}
+        torch.onnx.export(WithLoss(model), (train["input_ids"][:8], train["labels"][:8]),
+                          str(out / f"{name}.onnx"), input_names=["input_ids", "labels"],
+                          output_names=["loss", "logits"], dynamic_axes=dyn)
+        if causal:
+            torch.onnx.export(WithLoss(model, True), (train["input_ids"][:8],),
+                              str(out / f"{name}_logits.onnx"),
+                              input_names=["input_ids"], output_names=["logits"],
+                              dynamic_axes={"input_ids": {0: "batch"}})
+        opt = torch.optim.AdamW(model.parameters(), lr=lr)
+        losses, norms, evals = [], [], []
+        dataset = [{k: v[i] for k, v in held.items()} for i in range(20)]
+        for k in range(12):
+            model.train()
+            rows = [(k * 8 + i) % 64 for i in range(8)]
+            opt.zero_grad()
+            loss = model(**{key: v[rows] for key, v in train.items()}).loss
+            loss.backward()
+            losses.append(loss.item())
+            norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item())
+            opt.step()
+            if (k + 1) % 4:
+                continue
+            model.eval()
+            with torch.no_grad():
+                means = [model(**{key: v[b:b + 8] for key, v in held.items()}).loss.item()
+                         for b in range(0, 20, 8)]
+                logits = model(**held).logits
+            labels = held["labels"]
+            acc = (accuracy_of(logits[:, :-1], labels[:, 1:]) if causal
+                   else accuracy_of(logits, labels))
+            if causal:  # see own_loss_model
+                model.loss_type = "ForCausalLM"
+            with tempfile.TemporaryDirectory() as tmp:
+                result = Trainer(
+                    model=model, eval_dataset=dataset, args=TrainingArguments(
+                        output_dir=tmp, per_device_eval_batch_size=8, use_cpu=True,
+                        report_to=[]), compute_metrics=trainer_accuracy(causal),
+                    preprocess_logits_for_metrics=lambda lg, _: (
+                        lg[0] if isinstance(lg, tuple) else lg).argmax(-1)).evaluate()
+            want = float(np.dot(means, [8, 8, 4]) / 20)
+            assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
+            assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (result, acc)
+            evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
+                          "samples": 20, **acc,
+                          "trainer_eval_loss": result["eval_loss"],
+                          "trainer_eval_accuracy": result["eval_accuracy"]})
+            print(name, "step", k + 1, "eval_loss %.7f" % want,
+                  "accuracy %.4f" % acc["eval_accuracy"], "of", acc["eval_labels"],
+                  "gap %.2e" % acc["min_top_gap"])
+        config = {"flags": f"--optimizer adamw --lr {lr}", "batch": 8,
+                  "torch": torch.__version__, "transformers": T.__version__}
+        (out / "ref_adamw.json").write_text(json.dumps(
+            {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
+        (out / "ref_adamw_eval.json").write_text(json.dumps(
+            {"config": config, "evals": evals}, indent=2) + "\n")
 
 
 def resnet_evals():
@@ -297,8 +471,13 @@ def main():
         resnet_evals()
         return
     if "--own-loss" in sys.argv:  # needs transformers (5.24)
-        for name in ("gpt2loss", "t5loss", "llamaloss", "bartloss"):
+        names = sys.argv[sys.argv.index("--own-loss") + 1:] or [
+            "gpt2loss", "t5loss", "llamaloss", "bartloss"]
+        for name in names:
             own_loss_evals(name)
+        return
+    if "--accuracy" in sys.argv:  # needs transformers (5.24)
+        accuracy_evals()
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()

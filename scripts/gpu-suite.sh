@@ -28,7 +28,8 @@
 # fp32 within 1e-4 of PyTorch trained with smp's masks
 # ("dropout/NAME: ... ok"), and the block in bf16 within 2e-2 of the CPU
 # ("dropout/block-bf16: ..."); the block's and GPT-2's runs evaluate
-# held-out samples (--eval-data: the step's forward with dropout off), and
+# held-out samples (--eval-data: the step's forward with dropout off;
+# GPT-2's accuracy too, --eval-accuracy, its hits and labels PyTorch's), and
 # a ResNet trains 5 steps and evaluates with its batch norms on the running
 # statistics, each within 1e-4 of PyTorch's eval() loss ("eval/NAME: ...").
 #
@@ -118,7 +119,7 @@ compile_dropout() {
     return 1
   "$SMPC" compile "$DROPOUT/gpt2/gpt2.onnx" --train --target cuda \
     --loss cross_entropy:logits:labels --batch-size 8 --seed 1234 \
-    --optimizer adamw --lr 0.01 -o "$dir/gpt2.smpx" > /dev/null \
+    --optimizer adamw --lr 0.01 --eval-accuracy -o "$dir/gpt2.smpx" > /dev/null \
     2> "$dir/gpt2.log" || { cat "$dir/gpt2.log" >&2; return 1; }
   "$SMPC" compile "$RESNET/resnet.onnx" --train --target cuda \
     --loss cross_entropy:logits:labels --batch-size 8 --optimizer sgd \
@@ -298,7 +299,10 @@ run_dropout() {
       line=$("$PYTHON" "$COMPARE" "$OUT/dropout.$name.jsonl" "$ref" \
         --rtol 1e-4 --label "dropout/$name" 2>&1 | tail -n 1)
       case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
-      evals "eval/$name" "$OUT/dropout.$name.jsonl" "${ref%.json}_eval.json"
+      # GPT-2's evaluations count its accuracy too (--eval-accuracy:
+      # smp.label_rank on the device), as PyTorch's argmax does.
+      evals "eval/$name" "$OUT/dropout.$name.jsonl" "${ref%.json}_eval.json" \
+        $([ $name = gpt2 ] && echo --accuracy)
     else
       echo "dropout/$name: FAILED (the run failed)"
       echo "eval/$name: FAILED (the run failed)"
@@ -317,12 +321,12 @@ run_dropout() {
   fi
 }
 
-# evals NAME METRICS REF: the run's evaluations against PyTorch's eval()
-# losses (compare_evals.py), one line.
+# evals NAME METRICS REF [FLAG...]: the run's evaluations against PyTorch's
+# eval() losses (compare_evals.py, with FLAG: --accuracy), one line.
 evals() {
   local line
   line=$("$PYTHON" "$ROOT/test/train/compare_evals.py" "$2" "$3" --rtol 1e-4 \
-    --label "$1" 2>&1 | tail -n 1)
+    --label "$1" "${@:4}" 2>&1 | tail -n 1)
   case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
 }
 

@@ -45,6 +45,7 @@ void buildTrainStep(OpPassManager &pm,
   gradients.microbatches = static_cast<int>(o.microbatches);
   gradients.lossScaling = o.lossScaling;
   gradients.initScale = o.initScale;
+  gradients.evalAccuracy = o.evalAccuracy;
   pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   if (o.recompute != "none") {
     smp::SmpRecomputePassOptions recompute;
@@ -273,6 +274,11 @@ struct TrainPipelineCLOptions
   Option<float> clipGradNorm{*this, "clip-grad-norm",
                              llvm::cl::desc("global L2 norm (0: off)"),
                              llvm::cl::init(0.0f)};
+  Option<bool> evalAccuracy{
+      *this, "eval-accuracy",
+      llvm::cl::desc("count the labels and argmax hits for an evaluation's "
+                     "accuracy"),
+      llvm::cl::init(false)};
   Option<bool> lossScaling{*this, "loss-scaling",
                            llvm::cl::desc("dynamic loss scaling"),
                            llvm::cl::init(false)};
@@ -343,6 +349,7 @@ struct TrainPipelineCLOptions
     if (clipGradNorm > 0)
       o.clipGradNorm = clipGradNorm;
     o.lossScaling = lossScaling, o.initScale = initScale;
+    o.evalAccuracy = evalAccuracy;
     o.growthInterval = growthInterval;
     o.hysteresis = hysteresis, o.consecutiveHysteresis = consecutiveHysteresis;
     o.deepspeedWindow = deepspeedWindow;

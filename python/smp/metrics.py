@@ -14,8 +14,8 @@ from ._tools import SmpError
 PathLike = Union[str, Path]
 
 # What plot_metrics draws by default, one panel each, when the run has it.
-DEFAULT_KEYS = ("loss", "eval_loss", "lr", "grad_norm", "tokens_per_s",
-                "mfu", "loss_scale")
+DEFAULT_KEYS = ("loss", "eval_loss", "eval_accuracy", "lr", "grad_norm",
+                "tokens_per_s", "mfu", "loss_scale")
 
 
 def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
@@ -64,7 +64,8 @@ def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
     """Plots a run's metrics (an --metrics file, or the rows of one, e.g.
     smp.train(...).metrics) against the step into the image `out` (PNG,
     SVG or PDF by its suffix): one panel per key of `keys` (default:
-    loss, eval_loss, lr, grad_norm, tokens/s, MFU, loss scale), skipping keys the run
+    loss, eval_loss, eval_accuracy, lr, grad_norm, tokens/s, MFU, loss
+    scale), skipping keys the run
     does not have (tokens_per_s falls back to samples_per_s for a model
     without token ids). Needs matplotlib; raises SmpError without it, for
     an unknown key, or for a file that is not smprun's metrics. Returns

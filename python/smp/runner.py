@@ -75,9 +75,11 @@ class TrainResult:
     output: str
     checkpoint_dir: Optional[Path] = None
     save_onnx: Optional[Path] = None
-    # With eval_data: (step, eval loss) of each evaluation, and its rows.
+    # With eval_data: (step, eval loss) of each evaluation, and its rows;
+    # (step, accuracy) where it was compiled with eval_accuracy=True.
     eval_losses: List[Tuple[int, float]] = field(default_factory=list)
     eval_metrics: List[Dict[str, Any]] = field(default_factory=list)
+    eval_accuracies: List[Tuple[int, float]] = field(default_factory=list)
 
 
 _STEP = re.compile(r"^step (\d+) loss (\S+)")
@@ -164,7 +166,9 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
                        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
                        save_onnx=Path(save_onnx) if save_onnx else None,
                        eval_losses=[(m["step"], m["eval_loss"]) for m in evals],
-                       eval_metrics=evals)
+                       eval_metrics=evals,
+                       eval_accuracies=[(m["step"], m["eval_accuracy"])
+                                        for m in evals if "eval_accuracy" in m])
 
 
 def _name_from_file(stem: str) -> str:

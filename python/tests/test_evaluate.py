@@ -80,3 +80,22 @@ def test_eval_on_start_and_delay(tools, tmp_path):
     got = dict(run.eval_losses)[8]
     assert abs(got - ref[-1]["eval_loss"]) <= 1e-5 * abs(ref[-1]["eval_loss"])
     assert run.metrics[0]["step"] == 0 and "loss" not in run.metrics[0]
+
+
+def test_eval_accuracy_is_the_trainers(tools, tmp_path):
+    """eval_accuracy=True (smpc --eval-accuracy): the Trainer's
+    compute_metrics accuracy of a Hugging Face GPT-2 that learns
+    (python/make_eval_refs.py --accuracy), as (step, accuracy) pairs."""
+    fx = FX.parent / "hf-trainer" / "accuracy" / "lm"
+    art = smp.compile(fx / "lm.onnx", output=tmp_path / "lm.smpx", loss="loss",
+                      batch_size=8, optimizer="adamw", lr=0.003,
+                      eval_accuracy=True)
+    assert "its accuracy too" in art.plan_text
+    run = smp.train(art, data=fx / "data", steps=8, eval_data=fx / "eval",
+                    eval_every=4, progress=False)
+    ref = json.loads((fx / "ref_adamw_eval.json").read_text())["evals"][:2]
+    assert [s for s, _ in run.eval_accuracies] == [4, 8]
+    for (_, got), want in zip(run.eval_accuracies, ref):
+        assert round(got * want["eval_labels"]) == round(
+            want["trainer_eval_accuracy"] * want["eval_labels"])
+    assert [m["eval_labels"] for m in run.eval_metrics] == [108, 108]

@@ -15,8 +15,11 @@ relative error of its loss, then one line
     NAME: N evaluations, max rel err E (rtol R): ok
     NAME: ... MISMATCH (...)
 
-and exits 1 on a mismatch, 2 on bad usage or unreadable files. Python 3
-standard library only.
+and exits 1 on a mismatch, 2 on bad usage or unreadable files. With
+--accuracy the reference's evaluations hold "eval_labels" and
+"eval_accuracy" too (smpc --eval-accuracy): the run's must count the same
+labels and hits (accuracy x labels, to the nearest integer), exactly. Python
+3 standard library only.
 """
 
 import argparse
@@ -25,12 +28,34 @@ import math
 import sys
 
 
+def accuracy_problems(want, got):
+    """The differences between a reference evaluation's accuracy and the
+    run's: the labels counted and the hits, as integers."""
+    step = want["step"]
+    if "eval_accuracy" not in got or "eval_labels" not in got:
+        return ["step %d reports no eval_accuracy (compiled without "
+                "--eval-accuracy?)" % step]
+    labels, acc = got["eval_labels"], got["eval_accuracy"]
+    hits = round(acc * labels) if isinstance(acc, (int, float)) and \
+        math.isfinite(acc) else None
+    want_hits = round(want["eval_accuracy"] * want["eval_labels"])
+    print("step %d: eval_accuracy %s ref %.7f (%s of %s labels, ref %d of %d)" % (
+        step, acc, want["eval_accuracy"], hits, labels, want_hits,
+        want["eval_labels"]))
+    if labels != want["eval_labels"] or hits != want_hits:
+        return ["step %d: %s of %s labels ranked first, the reference %d of %d" % (
+            step, hits, labels, want_hits, want["eval_labels"])]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("metrics")
     ap.add_argument("ref")
     ap.add_argument("--rtol", type=float, required=True)
     ap.add_argument("--label", default="eval")
+    ap.add_argument("--accuracy", action="store_true",
+                    help="also compare eval_accuracy and eval_labels")
     try:
         args = ap.parse_args()
     except SystemExit as e:
@@ -63,6 +88,8 @@ def main():
         print("step %d: eval_loss %.7f ref %.7f rel err %.2e samples %s" % (
             w["step"], loss if loss is not None else math.nan, w["eval_loss"], err,
             r.get("eval_samples")))
+        if args.accuracy:
+            problems += accuracy_problems(w, r)
         if r.get("eval_samples") != samples:
             problems.append("step %d evaluated %s samples, the reference %d" % (
                 w["step"], r.get("eval_samples"), samples))

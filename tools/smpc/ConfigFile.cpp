@@ -53,6 +53,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-every", Kind::Value},
     {"--eval-delay", Kind::Value},
     {"--eval-on-start", Kind::Switch},
+    {"--eval-accuracy", Kind::Switch},
     {"--eval-batch-size", Kind::Value},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},

@@ -173,6 +173,13 @@ TRAINING (compile --train)
                        shifted or not) or a sum over the samples; another
                        is evaluated in global batches, and plan.txt says
                        why.
+  --eval-accuracy      With --train and a cross-entropy loss (a
+                       cross_entropy:LOGITS:LABELS loss, or a model's own
+                       loss computed from one cross-entropy): smprun
+                       --eval-data also reports eval_accuracy, the share
+                       of the labels the cross-entropy reads (not -100)
+                       whose logit is the row's first maximum
+                       (logits.argmax(-1) == labels), over every batch.
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

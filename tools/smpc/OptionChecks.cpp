@@ -142,6 +142,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eval-every",
                                         "--eval-delay",
                                         "--eval-on-start",
+                                        "--eval-accuracy",
                                         "--eval-batch-size",
                                         "--warmup-type",
                                         "--warmup-min-lr",

@@ -128,6 +128,8 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.nesterov = true;
   } else if (a == "--eval-on-start") {
     opts.evalOnStart = true;
+  } else if (a == "--eval-accuracy") {
+    opts.plan.evalAccuracy = true;
   } else if (a == "--hf-no-decay") {
     opts.hfNoDecay = true;
   } else if (a == "--shard-optimizer-state" ||

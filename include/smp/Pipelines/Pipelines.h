@@ -112,6 +112,9 @@ struct TrainingPipelineOptions {
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1.0e-8f;
   /// Clip the gradients to this global L2 norm (none given: no clipping).
   std::optional<float> clipGradNorm;
+  /// An evaluation's accuracy: the step also counts the cross-entropy's
+  /// labels and its argmax hits (smp-build-gradients eval-accuracy).
+  bool evalAccuracy = false;
   /// Dynamic loss scaling (fp16), torch.amp.GradScaler's.
   bool lossScaling = false;
   float initScale = 65536.0f;

@@ -311,15 +311,17 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   int64_t tp = grid.size[kTensorAxis];
   std::vector<std::unique_ptr<Lowering>> lowered;
   // What smprun --eval-data runs of a training step.
-  std::vector<llvm::DenseSet<Operation *>> forward;
+  EvalSubsets eval;
   if (options.training)
-    forward = forwardOps(funcs);
+    eval = evalOps(funcs);
   for (auto [p, f] : llvm::enumerate(funcs))
     for (int64_t t = 0; t < tp; ++t) {
       lowered.push_back(std::make_unique<Lowering>(f, weights, t, tp,
                                                    grid.shardRanks()));
-      if (options.training)
-        lowered.back()->forward = &forward[p];
+      if (options.training) {
+        lowered.back()->forward = &eval.forward[p];
+        lowered.back()->evalOnly = &eval.evalOnly[p];
+      }
       if (auto err = lowered.back()->run())
         return std::move(err);
     }
@@ -386,7 +388,8 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
     programs.push_back(smp::base::frame(program->SerializeAsString(),
                                         smp::base::FileKind::Artifact));
     for (const pb::Instruction &inst : program->instructions())
-      if (auto it = inst.attrs().find("@flops"); it != inst.attrs().end())
+      if (auto it = inst.attrs().find("@flops");
+          it != inst.attrs().end() && !inst.eval_only()) // not the step's
         stepFlops += it->second.f();
     pb::RankFile *rank = manifest.add_ranks();
     rank->set_rank(r);

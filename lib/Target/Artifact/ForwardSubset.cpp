@@ -14,6 +14,10 @@
 // in a forward is run by every rank of its group: they all run copies of
 // the same stage's program.
 //
+// An evaluation's accuracy (smpc --eval-accuracy) is counted by ops that
+// only the outputs eval_hits and eval_labels read: those a training step
+// does not need are marked eval_only, and only evaluations run them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Lowering.h"
@@ -26,8 +30,23 @@
 
 namespace smp::writer {
 
+namespace {
+
+/// Whether result `i` of `f` is an evaluation's output: the loss or the
+/// counts of its accuracy.
+bool isEvalOutput(func::FuncOp f, unsigned i, bool lossToo) {
+  auto name = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+  if (!name)
+    return false;
+  return (lossToo && name.getValue() == "loss") ||
+         name.getValue() == "eval_hits" || name.getValue() == "eval_labels";
+}
+
+/// For each stage's function, the ops the results that `picked` selects are
+/// computed from, across the stages through the sends and receives.
 std::vector<llvm::DenseSet<Operation *>>
-forwardOps(ArrayRef<func::FuncOp> stages) {
+opsFeeding(ArrayRef<func::FuncOp> stages,
+           llvm::function_ref<bool(func::FuncOp, unsigned)> picked) {
   std::vector<llvm::DenseSet<Operation *>> forward(stages.size());
   // (from stage, to stage, tag) -> the send.
   std::map<std::tuple<int64_t, int64_t, int64_t>, Operation *> sends;
@@ -44,8 +63,7 @@ forwardOps(ArrayRef<func::FuncOp> stages) {
     func::FuncOp f = stages[s];
     auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
     for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-      if (auto name = f.getResultAttrOfType<StringAttr>(i, "smp.output");
-          name && name.getValue() == "loss")
+      if (picked(f, i))
         add(s, v.getDefiningOp());
   }
   while (!work.empty()) {
@@ -62,6 +80,25 @@ forwardOps(ArrayRef<func::FuncOp> stages) {
     }
   }
   return forward;
+}
+
+} // namespace
+
+EvalSubsets evalOps(ArrayRef<func::FuncOp> stages) {
+  EvalSubsets e;
+  e.forward = opsFeeding(stages, [](func::FuncOp f, unsigned i) {
+    return isEvalOutput(f, i, true);
+  });
+  std::vector<llvm::DenseSet<Operation *>> training =
+      opsFeeding(stages, [](func::FuncOp f, unsigned i) {
+        return !isEvalOutput(f, i, false);
+      });
+  e.evalOnly.resize(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s)
+    for (Operation *op : e.forward[s])
+      if (!training[s].contains(op))
+        e.evalOnly[s].insert(op);
+  return e;
 }
 
 std::string runningStatsOf(func::FuncOp f, BatchNormOp bn, BlockArgument &mean,

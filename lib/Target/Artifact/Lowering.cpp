@@ -106,8 +106,11 @@ llvm::Error Lowering::run() {
     if (auto err = lowerOp(op, index))
       return err;
     if (forward && forward->contains(&op)) {
-      for (int k = instructions; k < program.instructions_size(); ++k)
+      bool only = evalOnly && evalOnly->contains(&op);
+      for (int k = instructions; k < program.instructions_size(); ++k) {
         program.mutable_instructions(k)->set_forward(true);
+        program.mutable_instructions(k)->set_eval_only(only);
+      }
       addEvalBatchNorm(op);
     }
     if (index != before)

@@ -106,9 +106,12 @@ public:
   pb::Manifest manifestIO; // inputs/outputs specs only
   /// False: plan memory only, reading no parameter bytes.
   bool withWeights = true;
-  /// The ops of the evaluation's forward (forwardOps): their instructions
+  /// The ops of the evaluation's forward (evalOps): their instructions
   /// are marked `forward`. Null: none marked (a forward-only artifact).
   const llvm::DenseSet<Operation *> *forward = nullptr;
+  /// The ops of the forward that only evaluations run (evalOps): their
+  /// instructions are marked `eval_only` too.
+  const llvm::DenseSet<Operation *> *evalOnly = nullptr;
 
 private:
   // Lowering.cpp
@@ -196,10 +199,14 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
 //-------------------------------------------------===//
 
 /// For each pipeline stage's function (in order; or the one step), the ops
-/// an evaluation runs: those the step's "loss" output is computed from,
-/// across the stages through the sends and receives.
-std::vector<llvm::DenseSet<Operation *>>
-forwardOps(ArrayRef<func::FuncOp> stages);
+/// an evaluation runs (`forward`: those the step's "loss" output and its
+/// accuracy's counts are computed from, across the stages through the
+/// sends and receives), and those of them that no training output needs
+/// (`evalOnly`: the accuracy's).
+struct EvalSubsets {
+  std::vector<llvm::DenseSet<Operation *>> forward, evalOnly;
+};
+EvalSubsets evalOps(ArrayRef<func::FuncOp> stages);
 /// The parameters of `f` holding training batch norm `bn`'s running mean
 /// and variance (smp-build-gradients names them on it), or why an
 /// evaluation cannot normalise with them ("" when it can; null `mean` and

@@ -73,6 +73,18 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   if (!norms.empty())
     text += ", " + std::to_string(norms.size()) +
             " batch norm(s) with their running statistics";
+  bool accuracy = llvm::any_of(funcs, [](func::FuncOp f) {
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      if (auto o =
+              f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+          o && o.getValue() == "eval_hits")
+        return true;
+    return false;
+  });
+  if (accuracy)
+    text += "; its accuracy too (smpc --eval-accuracy: of the labels the "
+            "cross-entropy reads, those whose logit is the row's first "
+            "maximum)";
   int64_t every = t.evalEvery;
   if (t.evalOnStart)
     text += "; before the first step (smpc --eval-on-start)";
@@ -222,13 +234,14 @@ std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
     os << evaluationLine(module, funcs, evalRefusal, *options.training);
   for (auto [p, lowering] : llvm::enumerate(stages)) {
     const pb::RankProgram &program = lowering->program;
-    uint64_t weights = 0, sends = 0, recvs = 0, forward = 0;
+    uint64_t weights = 0, sends = 0, recvs = 0, forward = 0, evalOnly = 0;
     for (const auto &w : program.weights())
       weights += w.bytes();
     for (const auto &inst : program.instructions()) {
       forward += inst.forward();
-      sends += inst.op() == "send";
-      recvs += inst.op() == "recv";
+      evalOnly += inst.eval_only();
+      sends += inst.op() == "send" && !inst.eval_only();
+      recvs += inst.op() == "recv" && !inst.eval_only();
     }
     std::string who = pp > 1 ? "pipeline rank " + std::to_string(p) : "rank 0";
     os << who << ": arena " << humanBytes(program.arena_bytes()) << " ("
@@ -240,6 +253,8 @@ std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
       os << ", " << sends << " sends and " << recvs << " receives per step";
     if (options.training)
       os << "; " << forward << " in an evaluation";
+    if (evalOnly > 0) // batch norms' running statistics, --eval-accuracy
+      os << " (" << evalOnly << " of them only there)";
     os << "\n";
   }
   std::map<std::string, int> ops;

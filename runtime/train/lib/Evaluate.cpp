@@ -13,6 +13,10 @@
 // cross_entropy:LOGITS:LABELS loss, or a model's own loss where smpc found
 // which labels its cross-entropy mean reads: eval_counted_labels), or
 // summed (an own loss that is a sum over the samples: eval_loss_sums).
+// With smpc --eval-accuracy the step's forward also counts the labels its
+// cross-entropy reads and those it ranks first (outputs eval_labels and
+// eval_hits): the accuracy is their ratio over every batch, as the Hugging
+// Face Trainer's compute_metrics takes it over every prediction at once.
 // The parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
@@ -161,10 +165,11 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
 
 namespace {
 
-/// The loss output of the forward just run.
-double lossOutput(const Executor &exec) {
+/// Output `wanted` (an f32 scalar) of the forward just run; NaN when the
+/// artifact has none.
+double scalarOutput(const Executor &exec, const char *wanted) {
   for (const auto &[name, ref] : exec.outputs())
-    if (name == "loss")
+    if (name == wanted)
       return *ref.as<float>();
   return NAN;
 }
@@ -174,7 +179,7 @@ double lossOutput(const Executor &exec) {
 Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                 int64_t batch, int64_t globalBatch, EvalRecord &rec) {
   auto start = std::chrono::steady_clock::now();
-  double sum = 0;
+  double sum = 0, hits = 0, labels = 0;
   for (int64_t j = 0; j < eval.batches; ++j) {
     // Evaluation batch j: its samples in global batches, the last one
     // short and padded (the stream's next samples, their labels ignored).
@@ -196,7 +201,10 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
         return Status::failure("evaluation after step " + std::to_string(step) +
                                ", batch " + std::to_string(j + 1) + " of " +
                                std::to_string(eval.batches) + ": " + s.error);
-      only = lossOutput(exec);
+      only = scalarOutput(exec, "loss");
+      // smpc --eval-accuracy: the global batch's labels and hits.
+      hits += scalarOutput(exec, "eval_hits");
+      labels += scalarOutput(exec, "eval_labels");
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -215,6 +223,8 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   }
   rec.step = step;
   rec.loss = sum / static_cast<double>(eval.evaluated);
+  rec.accuracy = hits / labels; // NaN without the counts, or no label
+  rec.labels = std::isnan(labels) ? 0 : static_cast<int64_t>(labels);
   rec.samples = eval.evaluated;
   rec.batches = eval.batches;
   rec.seconds =

@@ -231,30 +231,41 @@ Status Reporter::step(const StepRecord &rec) {
 }
 
 Status Reporter::evaluation(const EvalRecord &rec) {
+  // smpc --eval-accuracy: the accuracy and the labels it counted.
+  bool accuracy = rec.labels > 0;
   if (printSteps_) {
     clearLive();
-    std::printf("eval step %lld loss %.6f samples %lld\n",
+    std::printf("eval step %lld loss %.6f samples %lld%s\n",
                 static_cast<long long>(rec.step), rec.loss,
-                static_cast<long long>(rec.samples));
+                static_cast<long long>(rec.samples),
+                accuracy ? format(" accuracy %.6f", rec.accuracy).c_str() : "");
     std::fflush(stdout);
   }
   if (mode_ != ProgressMode::None)
     note("evaluation after iteration " + std::to_string(rec.step) +
-         " | eval loss " + format("%.6f", rec.loss) + " | " +
-         std::to_string(rec.samples) + " samples in " +
+         " | eval loss " + format("%.6f", rec.loss) +
+         (accuracy ? " | accuracy " + format("%.4f", rec.accuracy) : "") +
+         " | " + std::to_string(rec.samples) + " samples in " +
          std::to_string(rec.batches) + " batches | " +
          format("%.2f", rec.seconds) + " s");
+  std::string counted =
+      accuracy ? ", \"eval_accuracy\": " + jsonNumber(rec.accuracy) +
+                     ", \"eval_labels\": " + std::to_string(rec.labels)
+               : std::string();
   if (Status s =
           writeMetrics("{\"step\": " + std::to_string(rec.step) +
-                       ", \"eval_loss\": " + jsonNumber(rec.loss) +
+                       ", \"eval_loss\": " + jsonNumber(rec.loss) + counted +
                        ", \"eval_samples\": " + std::to_string(rec.samples) +
                        ", \"eval_batches\": " + std::to_string(rec.batches) +
                        ", \"eval_time\": " + jsonNumber(rec.seconds) +
                        ", \"time\": " + format("%.6f", rec.wallTime) + "}");
       !s.ok())
     return s;
+  std::vector<std::pair<std::string, double>> values{{"eval/loss", rec.loss}};
+  if (accuracy)
+    values.push_back({"eval/accuracy", rec.accuracy});
   if (events_.isOpen())
-    return events_.scalars(rec.step, rec.wallTime, {{"eval/loss", rec.loss}});
+    return events_.scalars(rec.step, rec.wallTime, values);
   return Status::success();
 }
 

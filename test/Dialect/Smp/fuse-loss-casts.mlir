@@ -19,6 +19,21 @@ func.func @bf16_loss(%x: tensor<4x8x32xbf16>, %y: tensor<4x8xi64>, %one: tensor<
 
 // -----
 
+// An evaluation's label ranks (--eval-accuracy) read the bf16 logits too:
+// no f32 copy is kept for them alone.
+// CHECK-LABEL: func.func @bf16_rank
+// CHECK-NOT: smp.cast
+// CHECK: smp.label_rank %arg0, %arg1, %arg2 {classes = 32 : i64} : (tensor<4x8x32xbf16>, tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xf32>
+// CHECK: smp.cross_entropy %arg0, %arg1 : (tensor<4x8x32xbf16>, tensor<4x8xi64>) -> tensor<f32>
+func.func @bf16_rank(%x: tensor<4x8x32xbf16>, %y: tensor<4x8xi64>, %o: tensor<i64>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %w = smp.cast %x : tensor<4x8x32xbf16> to tensor<4x8x32xf32>
+  %r = smp.label_rank %w, %y, %o {classes = 32 : i64} : (tensor<4x8x32xf32>, tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xf32>
+  %l = smp.cross_entropy %w, %y : (tensor<4x8x32xf32>, tensor<4x8xi64>) -> tensor<f32>
+  return %l, %r : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
 // f16 logits whose f32 copy is also a result: the loss and the gradient
 // read the f16 logits, the cast stays for the result; a per-token loss.
 // CHECK-LABEL: func.func @f16_shared

@@ -9,6 +9,7 @@
 // DEFAULT: classes = 50257
 // DEFAULT-LABEL: func.func @bias_grad_epilogue
 // DEFAULT-NOT: classes
+// DEFAULT-LABEL: func.func @rank_reader
 
 // GPT-2's tied LM head in bf16 (the step as the clean-up phase leaves it),
 // 101 classes: the weight gets 3 zero rows before the product (with its
@@ -137,4 +138,19 @@ func.func @not_padded(%h: tensor<8x16xf32>, %w96: tensor<96x16xf32>, %w: tensor<
   %r6 = smp.reshape %g6 : tensor<8x101xf32> -> tensor<1x8x101xf32>
   %gg = smp.matmul %g6, %r6 {transpose_rhs = true} : (tensor<8x101xf32>, tensor<1x8x101xf32>) -> tensor<1x8x8xf32>
   return %c0, %c1, %l1, %c2, %s2, %c3, %e3, %c5, %c6, %gg : tensor<f32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<2x8x101xf32>, tensor<f32>, tensor<8x101xf32>, tensor<f32>, tensor<f32>, tensor<1x8x8xf32>
+}
+
+// -----
+
+// An evaluation's label ranks (--eval-accuracy) read the padded logits:
+// their classes attribute names the first 101 columns already.
+// CHECK-LABEL: func.func @rank_reader
+// CHECK: %[[L:.*]] = smp.matmul %arg0, %{{.*}} {transpose_rhs = true} : (tensor<4x32x64xbf16>, tensor<104x64xbf16>) -> tensor<4x32x104xbf16>
+// CHECK: smp.cross_entropy %[[L]], %arg2 {classes = 101 : i64}
+// CHECK: smp.label_rank %[[L]], %arg2, %arg3 {classes = 101 : i64} : (tensor<4x32x104xbf16>, tensor<4x32xi64>, tensor<i64>) -> tensor<4x32xf32>
+func.func @rank_reader(%h: tensor<4x32x64xbf16>, %w: tensor<101x64xbf16>, %y: tensor<4x32xi64>, %o: tensor<i64>) -> (tensor<f32>, tensor<4x32xf32>) {
+  %l = smp.matmul %h, %w {transpose_rhs = true} : (tensor<4x32x64xbf16>, tensor<101x64xbf16>) -> tensor<4x32x101xbf16>
+  %loss = smp.cross_entropy %l, %y : (tensor<4x32x101xbf16>, tensor<4x32xi64>) -> tensor<f32>
+  %r = smp.label_rank %l, %y, %o {classes = 101 : i64} : (tensor<4x32x101xbf16>, tensor<4x32xi64>, tensor<i64>) -> tensor<4x32xf32>
+  return %loss, %r : tensor<f32>, tensor<4x32xf32>
 }

@@ -1,6 +1,7 @@
 // RUN: smp-opt %s '--smp-tensor-parallel=tp=3 vocab-parallel=logits' | FileCheck %s
 // RUN: smp-opt %s '--smp-tensor-parallel=tp=3 vocab-parallel=logits' '--smp-build-train-step=loss=cross_entropy:logits:labels' | FileCheck %s --check-prefix=CE
 // RUN: not smp-opt %s '--smp-tensor-parallel=tp=3' 2>&1 | FileCheck %s --check-prefix=NOHEAD
+// RUN: smp-opt %s '--smp-tensor-parallel=tp=3 vocab-parallel=logits' '--smp-build-train-step=loss=cross_entropy:logits:labels eval-accuracy=1' | FileCheck %s --check-prefix=ACC
 
 // A vocabulary of 7 over tp 3: each rank holds ceil(7/3) = 3 rows of the
 // tied embedding / LM head (the last rank 1 row and 2 zero rows).
@@ -41,6 +42,19 @@
 // CE: smp.cross_entropy_shard_grad %[[Z]], %[[LAB]], %[[FIRST]], %[[ST]], %{{.*}} {classes = 7 : i64} : {{.*}} -> tensor<2x5x3xf32>
 // CE: smp.gather_grad {{.*}} -> tensor<3x6xf32>
 // CE: smp.sgd_update {{.*}} : tensor<3x6xf32>
+
+// An evaluation's accuracy (eval-accuracy): each rank ranks its shard's
+// classes against the label logits the loss all-reduces, and the ranks
+// are summed over @tp (a row is a hit at 0): no rank holds more than its
+// shard of the logits.
+// ACC-LABEL: func.func @train_step
+// ACC: %[[ST:.*]] = smp.cross_entropy_shard %[[Z:.*]], %[[LAB:.*]], %[[FIRST:.*]] {classes = 7 : i64}
+// ACC: %[[T:.*]] = smp.slice %[[ST]] {limits = array<i64: 2, 5, 2>, starts = array<i64: 0, 0, 1>
+// ACC: %[[TALL:.*]] = shard.all_reduce %[[T]] on @tp grid_axes = [0] : tensor<2x5x1xf32>
+// ACC: %[[TROW:.*]] = smp.reshape %[[TALL]] : tensor<2x5x1xf32> -> tensor<2x5xf32>
+// ACC: %[[RANK:.*]] = smp.label_rank %[[Z]], %[[LAB]], %[[FIRST]] target %[[TROW]] {classes = 7 : i64} : (tensor<2x5x3xf32>, tensor<2x5xi64>, tensor<i64>, tensor<2x5xf32>) -> tensor<2x5xf32>
+// ACC: %[[RALL:.*]] = shard.all_reduce %[[RANK]] on @tp grid_axes = [0] : tensor<2x5xf32>
+// ACC: smp.equal %[[RALL]], %{{.*}} : (tensor<2x5xf32>, tensor<f32>) -> tensor<2x5xi1>
 
 // Without a cross-entropy on the logits the LM head stays whole, and so
 // does its tied embedding: there is nothing to split.

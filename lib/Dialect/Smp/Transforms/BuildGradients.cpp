@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BatchNormTraining.h"
+#include "EvalAccuracy.h"
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -92,6 +93,23 @@ struct SmpBuildGradientsPass
   SmallVector<Value> lossStepSums;
   /// The fp16 loss scale (a state), when loss scaling.
   Value lossScale;
+  /// --eval-accuracy: the cross-entropy buildLoss just built or found, and
+  /// the step's counts so far.
+  std::optional<AccuracyOperands> accuracy;
+  Value hitsTotal, labelsTotal;
+
+  /// Adds the accuracy's counts of the loss just built to the step's.
+  void accumulateAccuracy(OpBuilder &b, Location loc) {
+    if (!accuracy)
+      return;
+    auto [hits, labels] = buildAccuracy(b, loc, *accuracy);
+    accuracy.reset();
+    hitsTotal =
+        hitsTotal ? Value(AddOp::create(b, loc, hitsTotal, hits)) : hits;
+    labelsTotal = labelsTotal
+                      ? Value(AddOp::create(b, loc, labelsTotal, labels))
+                      : labels;
+  }
 
   /// The value named `name` among the function's outputs `outs` (the
   /// return's operands, or their copies for a micro-batch).
@@ -157,6 +175,12 @@ struct SmpBuildGradientsPass
                       << "' must be a float scalar, got " << t;
         return failure();
       }
+      if (evalAccuracy) {
+        auto a = ownLossCrossEntropy(f, *v, parts[0]);
+        if (failed(a))
+          return failure();
+        accuracy = *a;
+      }
       // Split over data-parallel ranks or micro-batches: this shard's
       // exact share of the one-device loss (LossShare.h).
       int64_t m = unrolled ? static_cast<int64_t>(microbatches) : 1;
@@ -181,6 +205,8 @@ struct SmpBuildGradientsPass
       if (failed(labelsOr))
         return failure();
       Value labels = *labelsOr;
+      if (evalAccuracy)
+        accuracy = AccuracyOperands{*logits, labels};
       // Vocab-parallel logits (smp-tensor-parallel): this rank's classes
       // of the full vocabulary.
       std::optional<int64_t> vocab;
@@ -208,11 +234,15 @@ struct SmpBuildGradientsPass
       // over every rank's labels that are not ignored, so the ranks' losses
       // (and gradients) add up to exactly the one-device values.
       // Micro-batches likewise: the count is over the whole step's labels.
-      Value sum =
-          vocab ? vocabParallelCrossEntropy(b, loc, *logits, labels, *vocab)
-                : Value(CrossEntropyOp::create(b, loc, *logits, labels, Value(),
-                                               -100, Reduction::sum,
-                                               IntegerAttr()));
+      if (vocab && accuracy)
+        accuracy->classes = *vocab;
+      Value sum = vocab ? vocabParallelCrossEntropy(
+                              b, loc, *logits, labels, *vocab,
+                              accuracy ? &accuracy->offset : nullptr,
+                              accuracy ? &accuracy->target : nullptr)
+                        : Value(CrossEntropyOp::create(
+                              b, loc, *logits, labels, Value(), -100,
+                              Reduction::sum, IntegerAttr()));
       if (!labelCount) {
         Value all = unrolled ? lossInputFull : labels;
         auto lab = cast<RankedTensorType>(all.getType());
@@ -229,6 +259,12 @@ struct SmpBuildGradientsPass
       }
       perRankShare = true;
       return Value(DivOp::create(b, loc, toF32(b, loc, sum), labelCount));
+    }
+    if (parts.size() == 3 && parts[0] == "mse" && evalAccuracy) {
+      f.emitError() << "--eval-accuracy needs a cross-entropy loss: '" << loss
+                    << "' compares values, not classes (leave "
+                       "--eval-accuracy out)";
+      return failure();
     }
     if (parts.size() == 3 && parts[0] == "mse") {
       auto out = output(f, outs, parts[1]);
@@ -434,6 +470,7 @@ struct SmpBuildGradientsPass
             b, loc, loss32, scalarConst(b, loc, f32, static_cast<double>(m * dp)));
       lossTotal = lossTotal ? Value(AddOp::create(b, loc, lossTotal, loss32))
                             : loss32;
+      accumulateAccuracy(b, loc);
       stampMicrobatch(b, mark, i, /*backward=*/false);
       mark = lastBefore(b);
       Value target = lossScale ? Value(MulOp::create(b, loc, loss32, lossScale))
@@ -541,6 +578,7 @@ struct SmpBuildGradientsPass
     if (failed(lossValue))
       return failure();
     loss32 = scalarF32Loss(b, loc, *lossValue);
+    accumulateAccuracy(b, loc);
     // Data parallel: every rank differentiates its share of the global
     // loss and the gradients are summed over the ranks.
     if (dp > 1 && !perRankShare)
@@ -620,6 +658,12 @@ struct SmpBuildGradientsPass
     for (auto &[name, value] : chainRunningStats(f, *running))
       add(value, SmpDialect::kUpdateAttr, StringAttr::get(ctx, name));
     add(loss32, SmpDialect::kOutputAttr, StringAttr::get(ctx, "loss"));
+    if (hitsTotal) {
+      add(hitsTotal, SmpDialect::kOutputAttr,
+          StringAttr::get(ctx, kEvalHitsOutput));
+      add(labelsTotal, SmpDialect::kOutputAttr,
+          StringAttr::get(ctx, kEvalLabelsOutput));
+    }
     if (scaleUsed)
       add(scaleUsed, SmpDialect::kOutputAttr, StringAttr::get(ctx, "loss_scale"));
     setResults(f, results, attrs);

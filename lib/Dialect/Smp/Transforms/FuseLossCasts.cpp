@@ -7,7 +7,8 @@
 // copy of the logits and the f32 gradient cost two passes each and, for
 // GPT-2 at 16 x 1024 tokens, 3.3 GB apiece. The cross-entropy and its
 // gradient read the 16-bit logits themselves (computing in f32 as before);
-// the loss stays f32 and the gradient is written in the logits' type.
+// the loss stays f32 and the gradient is written in the logits' type. An
+// evaluation's label_rank (--eval-accuracy) reads the 16-bit logits too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,20 @@ bool fuseLoss(CrossEntropyOp ce) {
   return true;
 }
 
+/// label_rank(cast(x)) -> label_rank(x): an evaluation's accuracy reads
+/// the 16-bit logits too (widening is exact: the same ranks), so the f32
+/// copy is not kept for it alone.
+bool fuseRank(LabelRankOp rank) {
+  Value x = narrowLogits(rank.getLogits());
+  if (!x)
+    return false;
+  Value widened = rank.getLogits();
+  rank.getLogitsMutable().assign(x);
+  if (widened.use_empty())
+    widened.getDefiningOp()->erase();
+  return true;
+}
+
 /// cast(cross_entropy_grad(cast(x)) -> x's type) -> cross_entropy_grad(x),
 /// which writes the gradient in x's type, when the f32 gradient has no
 /// other use.
@@ -85,6 +100,10 @@ struct SmpFuseLossCastsPass
     getOperation().walk([&](CrossEntropyGradOp op) { grads.push_back(op); });
     for (CrossEntropyGradOp op : grads)
       fuseLossGrad(op);
+    llvm::SmallVector<LabelRankOp> ranks;
+    getOperation().walk([&](LabelRankOp op) { ranks.push_back(op); });
+    for (LabelRankOp op : ranks)
+      fuseRank(op);
     llvm::SmallVector<CrossEntropyOp> losses;
     getOperation().walk([&](CrossEntropyOp op) { losses.push_back(op); });
     for (CrossEntropyOp op : losses)

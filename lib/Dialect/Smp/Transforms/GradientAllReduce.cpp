@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EvalAccuracy.h"
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
@@ -118,11 +119,15 @@ struct SmpGradientAllReducePass
       for (auto [g, v] : llvm::zip(grads, values))
         setResult(*f, g.result, v);
     }
-    // The global loss, on every rank.
-    if (auto i = findResult(*f, SmpDialect::kOutputAttr, "loss"))
-      setResult(*f, *i,
-                allReduceDp(b, loc,
-                            f->getBody().front().getTerminator()->getOperand(*i)));
+    // The global loss, on every rank; so are an evaluation's counts
+    // (EvalAccuracy.h).
+    for (StringRef name : {StringRef("loss"), StringRef(kEvalHitsOutput),
+                           StringRef(kEvalLabelsOutput)})
+      if (auto i = findResult(*f, SmpDialect::kOutputAttr, name))
+        setResult(
+            *f, *i,
+            allReduceDp(b, loc,
+                        f->getBody().front().getTerminator()->getOperand(*i)));
   }
 };
 

@@ -18,7 +18,8 @@
 //   dW = slice(matmul(G^T, h))          [Vp, C] -> [V, C]
 //
 // Every value the step had keeps its numbers: the padded columns are
-// computed and read by no loss, and add exact zeros where they are
+// computed and read by no loss (nor by an evaluation's label_rank, whose
+// `classes` names the first V already), and add exact zeros where they are
 // contracted. A logits value read by anything but the loss (an output, a
 // softmax), a gradient read by an op this pass does not know, or fewer
 // classes than min-classes (a classifier's) stays unpadded.
@@ -154,6 +155,9 @@ std::optional<Plan> planHead(Value logits, int64_t minClasses) {
     return std::nullopt;
   for (OpOperand &use : logits.getUses()) {
     Operation *user = use.getOwner();
+    // An evaluation's label ranks read the first `classes` columns already.
+    if (isa<LabelRankOp>(user) && use.getOperandNumber() == 0)
+      continue;
     if (!isa<CrossEntropyOp, CrossEntropyGradOp>(user) ||
         use.getOperandNumber() != 0 || user->hasAttr("classes"))
       return std::nullopt;

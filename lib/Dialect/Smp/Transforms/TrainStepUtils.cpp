@@ -98,9 +98,9 @@ Value sliceMicrobatch(OpBuilder &b, Location loc, Value full,
 /// the logits), combined over @tp as Megatron's parallel cross-entropy does
 /// (the log-sum-exps by their max and a sum of exponentials, the target
 /// logits by a sum), so no rank ever holds the whole logits or an f32 copy.
-Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
-                                       Value logits, Value labels,
-                                       int64_t vocab) {
+Value vocabParallelCrossEntropy(OpBuilder &b, Location loc, Value logits,
+                                Value labels, int64_t vocab, Value *offsetOut,
+                                Value *targetOut) {
   auto tpReduce = [&](Value v, shard::ReductionKind kind) -> Value {
     return shard::AllReduceOp::create(b, loc, v, "tp",
                                       ArrayRef<shard::GridAxis>{0}, kind);
@@ -136,6 +136,11 @@ Value vocabParallelCrossEntropy(OpBuilder &b, Location loc,
   auto lt = cast<RankedTensorType>(labels.getType());
   SmallVector<int64_t> shape(lt.getShape());
   shape.push_back(1);
+  if (offsetOut)
+    *offsetOut = start;
+  if (targetOut)
+    *targetOut = ReshapeOp::create(
+        b, loc, cast<RankedTensorType>(zy.getType()).clone(lt.getShape()), zy);
   Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
   Value kept = CastOp::create(
       b, loc, RankedTensorType::get(shape, st.getElementType()),

@@ -78,10 +78,14 @@ mlir::Value sliceMicrobatch(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value full, int64_t i, int64_t m);
 
 /// Sum over the tokens of the cross-entropy of vocab-parallel logits (see
-/// TrainStepUtils.cpp).
+/// TrainStepUtils.cpp). With `offsetOut` and `targetOut`: this rank's first
+/// class (0-d i64) and each row's label logit summed over the tp ranks (the
+/// labels' shape), for an evaluation's accuracy.
 mlir::Value vocabParallelCrossEntropy(mlir::OpBuilder &b, mlir::Location loc,
                                       mlir::Value logits, mlir::Value labels,
-                                      int64_t vocab);
+                                      int64_t vocab,
+                                      mlir::Value *offsetOut = nullptr,
+                                      mlir::Value *targetOut = nullptr);
 
 /// The loss as an f32 scalar.
 mlir::Value scalarF32Loss(mlir::OpBuilder &b, mlir::Location loc,

@@ -192,7 +192,8 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
     (`smp.grad_of` = its parameter's argument number; parameters that no
     gradient reaches get none, as PyTorch's .grad stays None), the running
     statistics' updates (`smp.update`), `loss` (this rank's share before
-    smp-gradient-all-reduce) and, with loss scaling, `loss_scale`.
+    smp-gradient-all-reduce), with loss scaling `loss_scale`, and with
+    eval-accuracy `eval_hits` and `eval_labels` (this rank's counts).
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -236,7 +237,12 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
            "dynamic loss scaling (for fp16): differentiate the loss times "
            "the state @loss_scale (see smp-loss-scaling)">,
     Option<"initScale", "init-scale", "float", /*default=*/"65536.0f",
-           "initial loss scale">
+           "initial loss scale">,
+    Option<"evalAccuracy", "eval-accuracy", "bool", /*default=*/"false",
+           "also count, per step, the labels the cross-entropy reads and "
+           "those whose logit is the row's first maximum (outputs "
+           "eval_hits and eval_labels, for an evaluation's accuracy; "
+           "EvalAccuracy.h)">
   ];
 }
 

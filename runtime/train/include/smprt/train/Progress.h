@@ -28,6 +28,7 @@
 #include "smprt/Base.h"
 #include "smprt/train/TensorBoard.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -58,6 +59,10 @@ struct StepRecord {
 struct EvalRecord {
   int64_t step = 0;
   double loss = 0;                  // the mean of the batches' losses
+  /// smpc --eval-accuracy: the share of the counted labels whose logit is
+  /// the row's first maximum, over every batch (NaN: not compiled in).
+  double accuracy = NAN;
+  int64_t labels = 0;               // the labels the accuracy counted
   int64_t samples = 0, batches = 0; // evaluated
   double seconds = 0, wallTime = 0; // its duration; unix seconds at its end
 };

@@ -1,0 +1,52 @@
+//===- EvalAccuracy.h - An evaluation's accuracy (internal) -----*- C++ -*-===//
+//
+// smp-build-gradients --eval-accuracy: besides the loss, each micro-batch
+// counts the labels its cross-entropy reads (not its ignore_index) and
+// those whose logit is the row's first maximum (torch.argmax(-1) == label:
+// smp.label_rank of 0). The step returns their sums as the outputs
+// `eval_hits` and `eval_labels` (summed over the dp ranks by
+// smp-gradient-all-reduce); an evaluation's accuracy is the hits over the
+// labels of all its batches (the Hugging Face Trainer's compute_metrics on
+// every prediction at once). Only evaluations run these ops (the artifact
+// writer marks them eval_only).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_LIB_DIALECT_SMP_TRANSFORMS_EVALACCURACY_H
+#define SMP_LIB_DIALECT_SMP_TRANSFORMS_EVALACCURACY_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace smp {
+
+/// The outputs an evaluation's accuracy is computed from.
+inline constexpr llvm::StringLiteral kEvalHitsOutput = "eval_hits";
+inline constexpr llvm::StringLiteral kEvalLabelsOutput = "eval_labels";
+
+/// One micro-batch's cross-entropy, as the accuracy reads it.
+struct AccuracyOperands {
+  mlir::Value logits, labels;
+  int64_t ignoreIndex = -100;
+  int64_t classes = 0; // the valid classes of a row (0: all of it)
+  /// Vocabulary-parallel logits: this rank's first class and each row's
+  /// label logit over every tp rank (null otherwise).
+  mlir::Value offset, target;
+};
+
+/// The one smp.cross_entropy a model's own loss `loss` (output `name`) is
+/// computed from; an error on `f` when there is none or more than one.
+mlir::FailureOr<AccuracyOperands> ownLossCrossEntropy(mlir::func::FuncOp f,
+                                                      mlir::Value loss,
+                                                      llvm::StringRef name);
+
+/// Appends the ops counting `a`'s labels and its hits: (hits, labels), f32
+/// scalars. Under vocabulary parallelism the label ranks are summed over
+/// the tp ranks first.
+std::pair<mlir::Value, mlir::Value> buildAccuracy(mlir::OpBuilder &b,
+                                                  mlir::Location loc,
+                                                  const AccuracyOperands &a);
+
+} // namespace smp
+
+#endif // SMP_LIB_DIALECT_SMP_TRANSFORMS_EVALACCURACY_H
