@@ -177,6 +177,23 @@ private:
       return *d;
     return fail("\"" + key + "\" expects a number, got " + shownValue(*v));
   }
+  /// load_best_model_at_end: the Trainer ends on its best checkpoint's
+  /// parameters, smprun on the last step's.
+  std::string bestModelNote() const {
+    std::string metric = text("metric_for_best_model").value_or("loss").str();
+    if (!llvm::StringRef(metric).starts_with("eval_"))
+      metric = "eval_" + metric;
+    bool accuracy = metric == "eval_accuracy" &&
+                    !llvm::is_contained(args, std::string("--eval-accuracy"));
+    return "load_best_model_at_end true: the Trainer ends on the parameters "
+           "of its checkpoint with the best " +
+           metric +
+           " (metric_for_best_model), smprun on the last step's: the "
+           "evaluations in smprun's --metrics say which step was best, and "
+           "smprun --checkpoint-every keeps its checkpoint to resume or "
+           "export from" +
+           (accuracy ? " (smpc --eval-accuracy reports eval_accuracy)" : "");
+  }
   bool isTrue(llvm::StringRef key) const {
     const json::Value *v = at(key);
     return v && v->getAsBoolean() == std::optional<bool>(true);
@@ -298,6 +315,8 @@ llvm::Error ArgsReader::readKeys() {
                           "use_liger_kernel", "auto_find_batch_size"})
     if (isTrue(key))
       notes.push_back(std::string(key) + " " + shown(key));
+  if (isTrue("load_best_model_at_end"))
+    notes.push_back(bestModelNote());
   if (const json::Value *f = at("fsdp"))
     if (!(f->getAsString() && f->getAsString()->empty()) &&
         !(f->getAsArray() && f->getAsArray()->empty()))
