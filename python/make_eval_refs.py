@@ -325,13 +325,16 @@ def accuracy_evals():
     and logits (lm.onnx: --loss loss) and with its logits only
     (lm_logits.onnx: --loss cross_entropy:logits:next, `next` the labels
     shifted, -100 last); cls, a BertForSequenceClassification of 3 classes
-    (the label: the first token modulo 3) with its own loss (cls.onnx).
+    (the label: the first token modulo 3) with its own loss (cls.onnx);
+    gptcls, a GPT2ForSequenceClassification (the same labels; rows
+    right-padded with its pad token 0, whose logits it pools at each row's
+    last other token) with its own loss (gptcls.onnx).
     Each trained 12 AdamW steps (lr 0.003 and 0.01, batch 8) on 64 samples and
     evaluated after steps 4, 8 and 12 on 20 held-out samples (batches of
     8, 8 and 4) by Trainer.evaluate with a compute_metrics of the accuracy
     (argmax against the labels the loss reads; -100 left out): eval_loss
     and eval_accuracy checked against accuracy_of's. Writes DIR/data,
-    DIR/eval and DIR/ref_adamw{,_eval}.json for DIR lm and cls."""
+    DIR/eval and DIR/ref_adamw{,_eval}.json for DIR lm, cls and gptcls."""
     import tempfile
     import transformers as T
     from transformers import Trainer, TrainingArguments
@@ -349,6 +352,12 @@ def accuracy_evals():
         ids = torch.randint(2, 64, (n, 8), generator=g)
         return {"input_ids": ids, "labels": ids[:, 0] % 3}
 
+    def padded(n):  # right-padded with the pad token 0, 3 to 8 tokens
+        ids = torch.randint(1, 64, (n, 8), generator=g)
+        lengths = torch.randint(3, 9, (n,), generator=g)
+        ids[torch.arange(8) >= lengths[:, None]] = 0
+        return {"input_ids": ids, "labels": ids[:, 0] % 3}
+
     torch.manual_seed(0)
     lm = T.GPT2LMHeadModel(T.GPT2Config(
         n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
@@ -361,8 +370,16 @@ def accuracy_evals():
     # The LM at lr 0.003: at 0.01 its AdamW steps amplify rounding (by
     # step 12 PyTorch's fp32 losses were 3e-5 off its fp64 ones, its
     # gradient norms 2.6e-4); at 0.003 within 1.3e-6.
+    # A decoder classifier pools the logits of each row's last token that
+    # is not the pad token: logits[arange(B), last], a GatherND.
+    torch.manual_seed(0)
+    gptcls = T.GPT2ForSequenceClassification(T.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
+        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False,
+        num_labels=3, pad_token_id=0))
     for name, model, make, causal, lr in (("lm", lm, sequences, True, 0.003),
-                                          ("cls", cls, classes, False, 0.01)):
+                                          ("cls", cls, classes, False, 0.01),
+                                          ("gptcls", gptcls, padded, False, 0.01)):
         out = root / name
         train, held = make(64), make(20)
         for sub, data in (("data", train), ("eval", held)):

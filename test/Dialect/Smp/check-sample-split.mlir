@@ -175,6 +175,39 @@ module {
 
 // -----
 
+// A decoder classifier's pooled logits, logits[arange(B), last_token]: the
+// tuples' first component a constant naming the position's own sample
+// (the arange, folded), the second computed from that sample (its last
+// token that is not padding), concatenated: the samples stay along dim 0.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<2x5x3xf32> {smp.input = "x"}, %ids: tensor<2x5xi64> {smp.input = "ids"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %b = smp.constant dense<[[0], [1]]> : tensor<2x1xi64>
+    %last = smp.slice %ids {starts = array<i64: 0, 4>, limits = array<i64: 2, 5>, steps = array<i64: 1, 1>} : tensor<2x5xi64> -> tensor<2x1xi64>
+    %i = smp.concat %b, %last {axis = -1 : i64} : (tensor<2x1xi64>, tensor<2x1xi64>) -> tensor<2x2xi64>
+    %g = smp.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x5x3xf32>, tensor<2x2xi64>) -> tensor<2x3xf32>
+    %y = smp.matmul %g, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// Its first component naming other samples' rows (reversed) mixes them.
+module {
+  func.func @main(%x: tensor<2x5x3xf32> {smp.input = "x"}, %ids: tensor<2x5xi64> {smp.input = "ids"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %b = smp.constant dense<[[1], [0]]> : tensor<2x1xi64>
+    %last = smp.slice %ids {starts = array<i64: 0, 4>, limits = array<i64: 2, 5>, steps = array<i64: 1, 1>} : tensor<2x5xi64> -> tensor<2x1xi64>
+    %i = smp.concat %b, %last {axis = -1 : i64} : (tensor<2x1xi64>, tensor<2x1xi64>) -> tensor<2x2xi64>
+    // expected-error @+1 {{smp cannot follow the batch's samples through 'smp.gather_nd'}}
+    %g = smp.gather_nd %x, %i {batch_dims = 0 : i64} : (tensor<2x5x3xf32>, tensor<2x2xi64>) -> tensor<2x3xf32>
+    %y = smp.matmul %g, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}
+
+// -----
+
 // One that names another sample's row mixes them.
 module {
   func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {

@@ -359,6 +359,19 @@ private:
     return true;
   }
 
+  /// Whether component 0 of GatherND `indices` [N, K] (a concat along its
+  /// last dim) is a constant piece picking, at each position, a row of its
+  /// own sample of data `other` rows long.
+  bool ownSampleComponent(Value indices, int64_t other) {
+    auto cat = indices.getDefiningOp<ConcatOp>();
+    int64_t last = rankOf(indices) - 1;
+    if (!cat || (cat.getAxis() != last && cat.getAxis() != -1) ||
+        cat.getNumOperands() < 2)
+      return false;
+    Value first = cat->getOperand(0);
+    return shapeOf(first).back() == 1 && ownSampleTuples(first, 0, other);
+  }
+
   State gather() {
     if (auto g = dyn_cast<GatherOp>(op)) {
       int64_t axis = g.getAxis();
@@ -396,6 +409,15 @@ private:
           ownSampleTuples(g.getIndices(), data.dim,
                           shapeOf(g.getData())[data.dim]))
         return smp::at(0, shapeOf(g.getIndices())[0] / samples);
+      // Rows picked by the position's own sample in component 0, the rest
+      // of the tuple computed from that sample (a decoder classifier's
+      // pooled logits, logits[arange(B), last_token]: the arange folded to
+      // a constant, concatenated with indices from the sample's ids).
+      if (data.kind == State::Dim && idx.kind == State::Dim && data.dim == 0 &&
+          idx.dim == 0 && data.inner == 1 && idx.inner == 1 &&
+          g.getBatchDims() == 0 && k != ShapedType::kDynamic &&
+          ownSampleComponent(g.getIndices(), shapeOf(g.getData())[0]))
+        return at(0);
       return unknown(op);
     }
     // GatherElements (data, indices), its gradient (indices, updates):
