@@ -245,15 +245,8 @@ struct SmpBuildGradientsPass
                               Reduction::sum, IntegerAttr()));
       if (!labelCount) {
         Value all = unrolled ? lossInputFull : labels;
-        auto lab = cast<RankedTensorType>(all.getType());
-        Value ignore = ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
-                                   int64_t(-100)));
-        Value kept = CastOp::create(
-            b, loc, lab.clone(b.getF32Type()),
-            NotOp::create(b, loc, EqualOp::create(b, loc, all, ignore)));
-        labelCount = reduceAll<ReduceSumOp>(b, loc, kept);
+        labelCount = reduceAll<ReduceSumOp>(
+            b, loc, keptLabels(b, loc, all, -100, b.getF32Type()));
         if (dp > 1)
           labelCount = allReduce(b, loc, labelCount);
       }

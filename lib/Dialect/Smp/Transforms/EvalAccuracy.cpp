@@ -10,9 +10,9 @@
 #include "EvalAccuracy.h"
 
 #include "TrainStepUtils.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
-#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 
@@ -20,21 +20,15 @@ namespace smp {
 
 FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
                                                 StringRef name) {
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  options.omitBlockArguments = true;
+  (void)getBackwardSlice(loss, &slice, options);
   SmallVector<CrossEntropyOp> found;
-  llvm::DenseSet<Operation *> seen;
-  SmallVector<Operation *> work;
-  if (Operation *def = loss.getDefiningOp())
-    work.push_back(def);
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!seen.insert(op).second)
-      continue;
+  for (Operation *op : slice)
     if (auto ce = dyn_cast<CrossEntropyOp>(op))
       found.push_back(ce);
-    for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        work.push_back(def);
-  }
   if (found.size() != 1) {
     f.emitError() << "--eval-accuracy: the model's own loss '" << name
                   << "' is computed from "
@@ -60,13 +54,12 @@ std::pair<Value, Value> buildAccuracy(OpBuilder &b, Location loc,
                                       const AccuracyOperands &a) {
   auto lt = cast<RankedTensorType>(a.logits.getType());
   auto labelsType = cast<RankedTensorType>(a.labels.getType());
-  auto scalar = [&](Type t, int64_t value) -> Value {
-    Attribute v = isa<FloatType>(t) ? Attribute(b.getFloatAttr(t, value))
-                                    : Attribute(b.getIntegerAttr(t, value));
-    return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(RankedTensorType::get({}, t), v));
-  };
-  Value offset = a.offset ? a.offset : scalar(b.getI64Type(), 0);
+  Value offset = a.offset;
+  if (!offset)
+    offset = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                               int64_t(0)));
   int64_t classes = a.classes > 0 ? a.classes : lt.getShape().back();
   Value rank = LabelRankOp::create(b, loc, a.logits, a.labels, offset, a.target,
                                    b.getI64IntegerAttr(classes),
@@ -76,14 +69,10 @@ std::pair<Value, Value> buildAccuracy(OpBuilder &b, Location loc,
                                       ArrayRef<shard::GridAxis>{0},
                                       shard::ReductionKind::Sum);
   Type f32 = b.getF32Type();
-  auto asF32 = [&](Value v) -> Value {
-    return CastOp::create(b, loc, labelsType.clone(f32), v);
-  };
-  Value kept = asF32(NotOp::create(
-      b, loc,
-      EqualOp::create(b, loc, a.labels,
-                      scalar(labelsType.getElementType(), a.ignoreIndex))));
-  Value first = asF32(EqualOp::create(b, loc, rank, scalar(f32, 0)));
+  Value kept = keptLabels(b, loc, a.labels, a.ignoreIndex, f32);
+  Value first = CastOp::create(
+      b, loc, labelsType.clone(f32),
+      EqualOp::create(b, loc, rank, scalarConst(b, loc, f32, 0.0)));
   Value hits =
       reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, first, kept));
   return {hits, reduceAll<ReduceSumOp>(b, loc, kept)};

@@ -68,6 +68,19 @@ Value scalarConst(OpBuilder &b, Location loc, Type elt, double v) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
 }
 
+Value keptLabels(OpBuilder &b, Location loc, Value labels, int64_t ignoreIndex,
+                 Type elt) {
+  auto lt = cast<RankedTensorType>(labels.getType());
+  auto scalar = RankedTensorType::get({}, lt.getElementType());
+  Value ignore = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          scalar, b.getIntegerAttr(lt.getElementType(), ignoreIndex)));
+  return CastOp::create(
+      b, loc, lt.clone(elt),
+      NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore)));
+}
+
 /// `v` with f32 elements (cast when it has another float type).
 Value toF32(OpBuilder &b, Location loc, Value v) {
   auto t = cast<RankedTensorType>(v.getType());
@@ -142,10 +155,7 @@ Value vocabParallelCrossEntropy(OpBuilder &b, Location loc, Value logits,
     *targetOut = ReshapeOp::create(
         b, loc, cast<RankedTensorType>(zy.getType()).clone(lt.getShape()), zy);
   Value lab = ReshapeOp::create(b, loc, lt.clone(shape), labels);
-  Value kept = CastOp::create(
-      b, loc, RankedTensorType::get(shape, st.getElementType()),
-      NotOp::create(b, loc,
-                    EqualOp::create(b, loc, lab, i64Const({}, {-100}))));
+  Value kept = keptLabels(b, loc, lab, -100, st.getElementType());
   return reduceAll<ReduceSumOp>(
       b, loc, MulOp::create(b, loc, SubOp::create(b, loc, lse, zy), kept));
 }

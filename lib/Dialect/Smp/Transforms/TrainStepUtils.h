@@ -55,6 +55,12 @@ mlir::LogicalResult checkChoice(mlir::MLIRContext *ctx, llvm::StringRef what,
                                 llvm::StringRef value,
                                 llvm::ArrayRef<llvm::StringRef> choices);
 
+/// 1 where `labels` is not `ignoreIndex`, else 0, as `elt` of the labels'
+/// shape: the labels a cross-entropy counts (its mean's denominator, an
+/// evaluation's labels).
+mlir::Value keptLabels(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value labels, int64_t ignoreIndex, mlir::Type elt);
+
 /// A rank-0 constant of float type `elt`.
 mlir::Value scalarConst(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Type elt, double v);
