@@ -186,6 +186,33 @@ def own_loss_model(name):
     return model, {"dynamo": False}, ("loss",), None
 
 
+def adamw_step(model, opt, batch, losses, norms):
+    """One step of `model` in train() mode on `batch` (its keyword
+    inputs, labels included): its loss and the gradient norm before the
+    update recorded in `losses` and `norms`."""
+    model.train()
+    opt.zero_grad()
+    loss = model(**batch).loss
+    loss.backward()
+    losses.append(loss.item())
+    norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item())
+    opt.step()
+
+
+def trainer_evaluate(model, dataset, size, causal):
+    """Trainer.evaluate's metrics of `model` on `dataset` in batches of
+    `size`, with trainer_accuracy's compute_metrics on the argmax."""
+    import tempfile
+    from transformers import Trainer, TrainingArguments
+    with tempfile.TemporaryDirectory() as tmp:
+        return Trainer(
+            model=model, eval_dataset=dataset, args=TrainingArguments(
+                output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
+                report_to=[]), compute_metrics=trainer_accuracy(causal),
+            preprocess_logits_for_metrics=lambda logits, _: (
+                logits[0] if isinstance(logits, tuple) else logits).argmax(-1)).evaluate()
+
+
 def trainer_accuracy(causal):
     """A Trainer user's compute_metrics for a language model's accuracy
     (the Hugging Face examples' run_mlm / run_clm, -100 left out): the
@@ -218,9 +245,7 @@ def own_loss_evals(name):
     Trainer.evaluate() itself; and so with per_device_eval_batch_size 4
     and 12. Writes model.onnx, data/, eval/, ref_adamw.json and
     ref_adamw_eval.json (ref_adamw_eval4.json, ref_adamw_eval12.json)."""
-    import tempfile
     import transformers
-    from transformers import Trainer, TrainingArguments
     out = d.ROOT / "test" / "fixtures" / "hf-trainer" / name
     for sub in ("data", "eval"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -264,14 +289,9 @@ def own_loss_evals(name):
     losses, norms = [], []
     evals = {8: [], 4: [], 12: []}  # by the Trainer's per_device_eval_batch_size
     for k in range(4):
-        model.train()
         rows = [(k * 8 + i) % 16 for i in range(8)]
-        opt.zero_grad()
-        loss = model(input_ids=ids[rows], labels=labels[rows]).loss
-        loss.backward()
-        losses.append(loss.item())
-        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item())
-        opt.step()
+        adamw_step(model, opt, {"input_ids": ids[rows], "labels": labels[rows]},
+                   losses, norms)
         if (k + 1) % 2:
             continue
         model.eval()
@@ -289,14 +309,7 @@ def own_loss_evals(name):
         for size, out_evals in evals.items():
             sizes = [min(size, 12 - b) for b in range(0, 12, size)]
             want = float(np.dot(means[size], sizes) / 12)
-            with tempfile.TemporaryDirectory() as tmp:
-                trainer = Trainer(
-                    model=model, eval_dataset=dataset, args=TrainingArguments(
-                        output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
-                        report_to=[]), compute_metrics=trainer_accuracy(causal),
-                    preprocess_logits_for_metrics=lambda logits, _: (
-                        logits[0] if isinstance(logits, tuple) else logits).argmax(-1))
-                result = trainer.evaluate()
+            result = trainer_evaluate(model, dataset, size, causal)
             got = result["eval_loss"]
             assert abs(got - want) < 1e-6 * abs(want), (got, want)
             assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (
@@ -335,9 +348,7 @@ def accuracy_evals():
     (argmax against the labels the loss reads; -100 left out): eval_loss
     and eval_accuracy checked against accuracy_of's. Writes DIR/data,
     DIR/eval and DIR/ref_adamw{,_eval}.json for DIR lm, cls and gptcls."""
-    import tempfile
     import transformers as T
-    from transformers import Trainer, TrainingArguments
     root = d.ROOT / "test" / "fixtures" / "hf-trainer" / "accuracy"
     g = torch.Generator().manual_seed(11)
 
@@ -414,14 +425,9 @@ def accuracy_evals():
         losses, norms, evals = [], [], []
         dataset = [{k: v[i] for k, v in held.items()} for i in range(20)]
         for k in range(12):
-            model.train()
             rows = [(k * 8 + i) % 64 for i in range(8)]
-            opt.zero_grad()
-            loss = model(**{key: v[rows] for key, v in train.items()}).loss
-            loss.backward()
-            losses.append(loss.item())
-            norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item())
-            opt.step()
+            adamw_step(model, opt, {key: v[rows] for key, v in train.items()},
+                       losses, norms)
             if (k + 1) % 4:
                 continue
             model.eval()
@@ -434,13 +440,7 @@ def accuracy_evals():
                    else accuracy_of(logits, labels))
             if causal:  # see own_loss_model
                 model.loss_type = "ForCausalLM"
-            with tempfile.TemporaryDirectory() as tmp:
-                result = Trainer(
-                    model=model, eval_dataset=dataset, args=TrainingArguments(
-                        output_dir=tmp, per_device_eval_batch_size=8, use_cpu=True,
-                        report_to=[]), compute_metrics=trainer_accuracy(causal),
-                    preprocess_logits_for_metrics=lambda lg, _: (
-                        lg[0] if isinstance(lg, tuple) else lg).argmax(-1)).evaluate()
+            result = trainer_evaluate(model, dataset, 8, causal)
             want = float(np.dot(means, [8, 8, 4]) / 20)
             assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
             assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (result, acc)
