@@ -79,6 +79,25 @@ def accuracy_of(logits, labels):
             "min_top_gap": (target - others).abs().min().item()}
 
 
+def classification_metrics(preds, labels, classes):
+    """smpc --eval-metrics' numbers, as a Trainer user's compute_metrics
+    takes them from scikit-learn (the GLUE metrics of `evaluate`: f1,
+    matthews_correlation; the averaged f1, precision and recall): the
+    argmax predictions against the labels, -100 left out. The binary f1,
+    precision and recall for 2 classes only."""
+    from sklearn import metrics as m
+    keep = labels != -100
+    p, y = np.asarray(preds)[keep], np.asarray(labels)[keep]
+    out = {"matthews_correlation": float(m.matthews_corrcoef(y, p))}
+    for name, fn in (("f1", m.f1_score), ("precision", m.precision_score),
+                     ("recall", m.recall_score)):
+        if classes == 2:
+            out[name] = float(fn(y, p, zero_division=0))
+        for average in ("macro", "micro", "weighted"):
+            out[f"{name}_{average}"] = float(fn(y, p, average=average, zero_division=0))
+    return out
+
+
 def write_ref(path, losses, train_ref, flags, evals, **extra):
     """Checks the run's training losses against the fixture's reference
     `train_ref` (the same model trained) and writes the evaluations."""
@@ -199,30 +218,35 @@ def adamw_step(model, opt, batch, losses, norms):
     opt.step()
 
 
-def trainer_evaluate(model, dataset, size, causal):
+def trainer_evaluate(model, dataset, size, causal, classes=0):
     """Trainer.evaluate's metrics of `model` on `dataset` in batches of
-    `size`, with trainer_accuracy's compute_metrics on the argmax."""
+    `size`, with trainer_accuracy's compute_metrics on the argmax (and a
+    classifier's classification_metrics)."""
     import tempfile
     from transformers import Trainer, TrainingArguments
     with tempfile.TemporaryDirectory() as tmp:
         return Trainer(
             model=model, eval_dataset=dataset, args=TrainingArguments(
                 output_dir=tmp, per_device_eval_batch_size=size, use_cpu=True,
-                report_to=[]), compute_metrics=trainer_accuracy(causal),
+                report_to=[]), compute_metrics=trainer_accuracy(causal, classes),
             preprocess_logits_for_metrics=lambda logits, _: (
                 logits[0] if isinstance(logits, tuple) else logits).argmax(-1)).evaluate()
 
 
-def trainer_accuracy(causal):
+def trainer_accuracy(causal, classes=0):
     """A Trainer user's compute_metrics for a language model's accuracy
     (the Hugging Face examples' run_mlm / run_clm, -100 left out): the
-    argmax predictions against the labels, shifted for a causal LM."""
+    argmax predictions against the labels, shifted for a causal LM; for a
+    classifier of `classes` classes its classification_metrics too (run_glue's)."""
     def metrics(p):
         preds, labels = p.predictions, p.label_ids
         if causal:
             preds, labels = preds[:, :-1], labels[:, 1:]
         keep = labels != -100
-        return {"accuracy": float(((preds == labels) & keep).sum() / keep.sum())}
+        out = {"accuracy": float(((preds == labels) & keep).sum() / keep.sum())}
+        if classes:
+            out.update(classification_metrics(preds, labels, classes))
+        return out
     return metrics
 
 
@@ -341,13 +365,16 @@ def accuracy_evals():
     (the label: the first token modulo 3) with its own loss (cls.onnx);
     gptcls, a GPT2ForSequenceClassification (the same labels; rows
     right-padded with its pad token 0, whose logits it pools at each row's
-    last other token) with its own loss (gptcls.onnx).
+    last other token) with its own loss (gptcls.onnx); bincls, cls's
+    BERT with 2 classes (the first token modulo 2: MRPC's shape).
     Each trained 12 AdamW steps (lr 0.003 and 0.01, batch 8) on 64 samples and
     evaluated after steps 4, 8 and 12 on 20 held-out samples (batches of
     8, 8 and 4) by Trainer.evaluate with a compute_metrics of the accuracy
-    (argmax against the labels the loss reads; -100 left out): eval_loss
-    and eval_accuracy checked against accuracy_of's. Writes DIR/data,
-    DIR/eval and DIR/ref_adamw{,_eval}.json for DIR lm, cls and gptcls."""
+    (argmax against the labels the loss reads; -100 left out) and, for
+    the classifiers, scikit-learn's classification_metrics: eval_loss,
+    eval_accuracy and the metrics checked against accuracy_of's and
+    classification_metrics'. Writes DIR/data, DIR/eval and
+    DIR/ref_adamw{,_eval}.json for DIR lm, cls, gptcls and bincls."""
     import transformers as T
     root = d.ROOT / "test" / "fixtures" / "hf-trainer" / "accuracy"
     g = torch.Generator().manual_seed(11)
@@ -359,9 +386,9 @@ def accuracy_evals():
         labels[torch.rand(n, 8, generator=g) < 0.25] = -100
         return {"input_ids": ids, "labels": labels}
 
-    def classes(n):
+    def classes(n, k=3):
         ids = torch.randint(2, 64, (n, 8), generator=g)
-        return {"input_ids": ids, "labels": ids[:, 0] % 3}
+        return {"input_ids": ids, "labels": ids[:, 0] % k}
 
     def padded(n):  # right-padded with the pad token 0, 3 to 8 tokens
         ids = torch.randint(1, 64, (n, 8), generator=g)
@@ -388,9 +415,16 @@ def accuracy_evals():
         n_layer=2, n_embd=32, n_head=2, vocab_size=64, n_positions=16,
         resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, use_cache=False,
         num_labels=3, pad_token_id=0))
-    for name, model, make, causal, lr in (("lm", lm, sequences, True, 0.003),
-                                          ("cls", cls, classes, False, 0.01),
-                                          ("gptcls", gptcls, padded, False, 0.01)):
+    torch.manual_seed(0)
+    bincls = T.BertForSequenceClassification(T.BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=16,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=2))
+    for name, model, make, causal, lr in (
+            ("lm", lm, sequences, True, 0.003), ("cls", cls, classes, False, 0.01),
+            ("gptcls", gptcls, padded, False, 0.01),
+            ("bincls", bincls, lambda n: classes(n, 2), False, 0.01)):
+        nclass = 0 if causal else model.config.num_labels
         out = root / name
         train, held = make(64), make(20)
         for sub, data in (("data", train), ("eval", held)):
@@ -438,12 +472,17 @@ def accuracy_evals():
             labels = held["labels"]
             acc = (accuracy_of(logits[:, :-1], labels[:, 1:]) if causal
                    else accuracy_of(logits, labels))
+            if nclass:
+                acc["metrics"] = classification_metrics(
+                    logits.argmax(-1).numpy(), labels.numpy(), nclass)
             if causal:  # see own_loss_model
                 model.loss_type = "ForCausalLM"
-            result = trainer_evaluate(model, dataset, 8, causal)
+            result = trainer_evaluate(model, dataset, 8, causal, nclass)
             want = float(np.dot(means, [8, 8, 4]) / 20)
             assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
             assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (result, acc)
+            for key, value in acc.get("metrics", {}).items():
+                assert abs(result["eval_" + key] - value) < 1e-12, (key, result, acc)
             evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
                           "samples": 20, **acc,
                           "trainer_eval_loss": result["eval_loss"],

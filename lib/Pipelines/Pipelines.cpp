@@ -46,6 +46,7 @@ void buildTrainStep(OpPassManager &pm,
   gradients.lossScaling = o.lossScaling;
   gradients.initScale = o.initScale;
   gradients.evalAccuracy = o.evalAccuracy;
+  gradients.evalMetrics.assign(o.evalMetrics.begin(), o.evalMetrics.end());
   pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   if (o.recompute != "none") {
     smp::SmpRecomputePassOptions recompute;
@@ -279,6 +280,9 @@ struct TrainPipelineCLOptions
       llvm::cl::desc("count the labels and argmax hits for an evaluation's "
                      "accuracy"),
       llvm::cl::init(false)};
+  ListOption<std::string> evalMetrics{
+      *this, "eval-metrics",
+      llvm::cl::desc("an evaluation's metrics (smp/base/EvalMetrics.h)")};
   Option<bool> lossScaling{*this, "loss-scaling",
                            llvm::cl::desc("dynamic loss scaling"),
                            llvm::cl::init(false)};
@@ -350,6 +354,7 @@ struct TrainPipelineCLOptions
       o.clipGradNorm = clipGradNorm;
     o.lossScaling = lossScaling, o.initScale = initScale;
     o.evalAccuracy = evalAccuracy;
+    o.evalMetrics.assign(evalMetrics.begin(), evalMetrics.end());
     o.growthInterval = growthInterval;
     o.hysteresis = hysteresis, o.consecutiveHysteresis = consecutiveHysteresis;
     o.deepspeedWindow = deepspeedWindow;

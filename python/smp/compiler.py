@@ -94,11 +94,14 @@ def compile(model, config: Union[Dict[str, Any], str, os.PathLike, None] = None,
     file: its batch, AdamW and weight-decay groups, clipping, schedule and
     precision, as the Trainer trains them); `options` are smpc
     flags by name (batch_size=8, loss="cross_entropy:logits:labels",
-    dim={"seq": 16}).
+    dim={"seq": 16}, eval_metrics=["accuracy", "f1"]: a list or a
+    comma-separated string).
     A `loss` implies train=True. Returns an Artifact; raises SmpError with
     smpc's message when smpc refuses."""
     if options.get("loss") and "train" not in options:
         options["train"] = True
+    if isinstance(options.get("eval_metrics"), (list, tuple)):
+        options["eval_metrics"] = ",".join(options["eval_metrics"])
     if output is None:
         stem = Path(_model_path(model)).stem
         output = Path(tempfile.mkdtemp(prefix="smp-")) / f"{stem}.smpx"

@@ -99,3 +99,23 @@ def test_eval_accuracy_is_the_trainers(tools, tmp_path):
         assert round(got * want["eval_labels"]) == round(
             want["trainer_eval_accuracy"] * want["eval_labels"])
     assert [m["eval_labels"] for m in run.eval_metrics] == [108, 108]
+
+
+def test_eval_metrics_are_scikit_learns(tools, tmp_path):
+    """eval_metrics=[...] (smpc --eval-metrics): a binary classifier's F1,
+    precision and Matthews' correlation as a Trainer user's compute_metrics
+    returned them from scikit-learn (python/make_eval_refs.py --accuracy),
+    as eval_NAME in each evaluation's row."""
+    fx = FX.parent / "hf-trainer" / "accuracy" / "bincls"
+    names = ["f1", "precision", "matthews_correlation"]
+    art = smp.compile(fx / "bincls.onnx", output=tmp_path / "b.smpx", loss="loss",
+                      batch_size=8, optimizer="adamw", lr=0.01, eval_metrics=names)
+    assert "its f1, precision, matthews_correlation too" in art.plan_text
+    run = smp.train(art, data=fx / "data", steps=8, eval_data=fx / "eval",
+                    eval_every=4, progress=False)
+    ref = json.loads((fx / "ref_adamw_eval.json").read_text())["evals"][:2]
+    assert [m["step"] for m in run.eval_metrics] == [4, 8]
+    for got, want in zip(run.eval_metrics, ref):
+        assert "eval_accuracy" not in got
+        for name in names:
+            assert abs(got["eval_" + name] - want["metrics"][name]) < 1e-8, name

@@ -18,8 +18,11 @@ relative error of its loss, then one line
 and exits 1 on a mismatch, 2 on bad usage or unreadable files. With
 --accuracy the reference's evaluations hold "eval_labels" and
 "eval_accuracy" too (smpc --eval-accuracy): the run's must count the same
-labels and hits (accuracy x labels, to the nearest integer), exactly. Python
-3 standard library only.
+labels and hits (accuracy x labels, to the nearest integer), exactly. With
+--metrics NAME,... the reference's evaluations hold scikit-learn's
+"metrics" (smpc --eval-metrics): the run's eval_NAME must equal each within
+1e-8, the 9 digits the metrics file keeps (ratios of integer counts: one
+count more or less moves them by far more). Python 3 standard library only.
 """
 
 import argparse
@@ -48,6 +51,19 @@ def accuracy_problems(want, got):
     return []
 
 
+def metric_problems(want, got, names):
+    """The differences between a reference evaluation's scikit-learn
+    metrics and the run's eval_NAME."""
+    problems = []
+    for name in names:
+        value, ref = got.get("eval_" + name), want["metrics"][name]
+        print("step %d: eval_%s %s ref %.12f" % (want["step"], name, value, ref))
+        if not isinstance(value, (int, float)) or abs(value - ref) > 1e-8:
+            problems.append("step %d: eval_%s %s, the reference %.12f" % (
+                want["step"], name, value, ref))
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("metrics")
@@ -56,6 +72,9 @@ def main():
     ap.add_argument("--label", default="eval")
     ap.add_argument("--accuracy", action="store_true",
                     help="also compare eval_accuracy and eval_labels")
+    ap.add_argument("--metrics", default="", dest="metric_names",
+                    help="also compare these eval_NAME with the reference's "
+                         "metrics (comma-separated)")
     try:
         args = ap.parse_args()
     except SystemExit as e:
@@ -90,6 +109,8 @@ def main():
             r.get("eval_samples")))
         if args.accuracy:
             problems += accuracy_problems(w, r)
+        if args.metric_names:
+            problems += metric_problems(w, r, args.metric_names.split(","))
         if r.get("eval_samples") != samples:
             problems.append("step %d evaluated %s samples, the reference %d" % (
                 w["step"], r.get("eval_samples"), samples))

@@ -55,6 +55,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-on-start", Kind::Switch},
     {"--eval-accuracy", Kind::Switch},
     {"--eval-batch-size", Kind::Value},
+    {"--eval-metrics", Kind::Value},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},

@@ -180,6 +180,17 @@ TRAINING (compile --train)
                        of the labels the cross-entropy reads (not -100)
                        whose logit is the row's first maximum
                        (logits.argmax(-1) == labels), over every batch.
+  --eval-metrics LIST  With --train and a cross-entropy loss: smprun
+                       --eval-data also reports these, as eval_NAME, over
+                       every batch, with scikit-learn's definitions (a
+                       Trainer user's compute_metrics; the GLUE metrics):
+                       accuracy (as --eval-accuracy); f1, precision,
+                       recall (average='binary': 2 classes, class 1
+                       positive); f1_macro, f1_micro, f1_weighted and the
+                       same for precision and recall; matthews_correlation.
+                       All but accuracy count a confusion matrix of at most
+                       1024 classes (a classifier's) and need each row's
+                       whole logits (no vocabulary-parallel --tp).
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

@@ -144,6 +144,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eval-on-start",
                                         "--eval-accuracy",
                                         "--eval-batch-size",
+                                        "--eval-metrics",
                                         "--warmup-type",
                                         "--warmup-min-lr",
                                         "--warmup-min-ratio",

@@ -9,7 +9,9 @@
 #include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Version.h"
+#include "smp/base/EvalMetrics.h"
 #include "smp/base/LrSchedules.h"
+#include "smp/base/Suggest.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -158,6 +160,28 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
   return true;
 }
 
+/// --eval-metrics LIST: smp/base/EvalMetrics.h's names, each once;
+/// `accuracy` is --eval-accuracy.
+bool parseEvalMetrics(llvm::StringRef list, Options &opts,
+                      std::optional<int> &exit) {
+  llvm::SmallVector<llvm::StringRef> names;
+  list.split(names, ',');
+  std::vector<std::string> known(std::begin(smp::base::kEvalMetrics),
+                                 std::end(smp::base::kEvalMetrics));
+  for (llvm::StringRef n : names) {
+    std::string name = n.trim().str();
+    if (!smp::base::isEvalMetric(name))
+      return failFlag(exit, "--eval-metrics: unknown metric '" + name + "'" +
+                                smp::base::didYouMean(name, known) +
+                                "; expected " + smp::base::evalMetricList());
+    if (name == "accuracy")
+      opts.plan.evalAccuracy = true;
+    else if (!llvm::is_contained(opts.plan.evalMetrics, name))
+      opts.plan.evalMetrics.push_back(name);
+  }
+  return true;
+}
+
 /// The training step: loss, optimizer, schedule, precision,
 /// recomputation, offloading, global batch, --optimize, --schedule,
 /// --bn-stats. Returns whether `a` is one of them; `exit` is set when its
@@ -190,6 +214,13 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                                   "'");
       opts.lrSchedule = *v;
     }
+  } else if (a == "--eval-metrics" || a.starts_with("--eval-metrics=")) {
+    auto v = value("--eval-metrics");
+    if (!v || v->empty())
+      return failFlag(exit, "--eval-metrics needs a value: a comma-separated "
+                            "list of " +
+                                smp::base::evalMetricList());
+    return parseEvalMetrics(*v, opts, exit);
   } else if (a == "--warmup-type" || a.starts_with("--warmup-type=")) {
     auto v = value("--warmup-type");
     if (!v || (*v != "log" && *v != "linear"))

@@ -14,6 +14,7 @@
 #include "TrainingArgs.h"
 
 #include "ConfigFile.h"
+#include "smp/base/EvalMetrics.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -183,8 +184,14 @@ private:
     std::string metric = text("metric_for_best_model").value_or("loss").str();
     if (!llvm::StringRef(metric).starts_with("eval_"))
       metric = "eval_" + metric;
-    bool accuracy = metric == "eval_accuracy" &&
-                    !llvm::is_contained(args, std::string("--eval-accuracy"));
+    // A metric smpc can count, not asked for (--eval-accuracy,
+    // --eval-metrics on the command line): say how.
+    std::string name = metric.substr(5);
+    bool countable =
+        smp::base::isEvalMetric(name) &&
+        llvm::none_of(args, [](llvm::StringRef a) {
+          return a == "--eval-accuracy" || a.starts_with("--eval-metrics");
+        });
     return "load_best_model_at_end true: the Trainer ends on the parameters "
            "of its checkpoint with the best " +
            metric +
@@ -192,7 +199,9 @@ private:
            "evaluations in smprun's --metrics say which step was best, and "
            "smprun --checkpoint-every keeps its checkpoint to resume or "
            "export from" +
-           (accuracy ? " (smpc --eval-accuracy reports eval_accuracy)" : "");
+           (countable
+                ? " (smpc --eval-metrics " + name + " reports " + metric + ")"
+                : "");
   }
   bool isTrue(llvm::StringRef key) const {
     const json::Value *v = at(key);

@@ -303,6 +303,9 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   t.evalDelay = opts.evalDelay;
   t.evalOnStart = opts.evalOnStart;
   t.evalBatch = opts.evalBatch;
+  if (opts.plan.evalAccuracy)
+    t.evalMetrics.push_back("accuracy");
+  llvm::append_range(t.evalMetrics, opts.plan.evalMetrics);
   t.warmupType = opts.warmupType;
   t.warmupMin = opts.warmupMin;
   // DeepSpeed's WarmupCosineLR floors at 0.0001 unless told; Hugging

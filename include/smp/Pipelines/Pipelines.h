@@ -115,6 +115,10 @@ struct TrainingPipelineOptions {
   /// An evaluation's accuracy: the step also counts the cross-entropy's
   /// labels and its argmax hits (smp-build-gradients eval-accuracy).
   bool evalAccuracy = false;
+  /// An evaluation's other metrics (smp/base/EvalMetrics.h's names): the
+  /// step also counts the confusion matrix (smp-build-gradients
+  /// eval-metrics).
+  std::vector<std::string> evalMetrics;
   /// Dynamic loss scaling (fp16), torch.amp.GradScaler's.
   bool lossScaling = false;
   float initScale = 65536.0f;

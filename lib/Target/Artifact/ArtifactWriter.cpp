@@ -191,6 +191,8 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_eval_delay(training.evalDelay);
   t->set_eval_on_start(training.evalOnStart);
   t->set_eval_batch(training.evalBatch);
+  for (const std::string &name : training.evalMetrics)
+    t->add_eval_metrics(name);
   if (smp::base::isDeepSpeedSchedule(training.lrSchedule)) {
     t->set_warmup_type(training.warmupType);
     t->set_warmup_min(training.warmupMin);

@@ -14,9 +14,11 @@
 // in a forward is run by every rank of its group: they all run copies of
 // the same stage's program.
 //
-// An evaluation's accuracy (smpc --eval-accuracy) is counted by ops that
-// only the outputs eval_hits and eval_labels read: those a training step
-// does not need are marked eval_only, and only evaluations run them.
+// An evaluation's accuracy and metrics (smpc --eval-accuracy,
+// --eval-metrics) are counted by ops that only the outputs eval_hits,
+// eval_labels and eval_confusion read (smp/base/EvalMetrics.h): those a
+// training step does not need are marked eval_only, and only evaluations
+// run them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,7 @@
 
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/TrainedParams.h"
+#include "smp/base/EvalMetrics.h"
 
 #include <map>
 #include <tuple>
@@ -39,7 +42,9 @@ bool isEvalOutput(func::FuncOp f, unsigned i, bool lossToo) {
   if (!name)
     return false;
   return (lossToo && name.getValue() == "loss") ||
-         name.getValue() == "eval_hits" || name.getValue() == "eval_labels";
+         name.getValue() == smp::base::kEvalHitsOutput ||
+         name.getValue() == smp::base::kEvalLabelsOutput ||
+         name.getValue() == smp::base::kEvalConfusionOutput;
 }
 
 /// For each stage's function, the ops the results that `picked` selects are

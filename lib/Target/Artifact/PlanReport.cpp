@@ -12,6 +12,7 @@
 #include "smp/Dialect/Smp/IR/DropoutKey.h"
 #include "smp/Dialect/Smp/IR/SmpLayout.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/base/EvalMetrics.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,18 +74,28 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   if (!norms.empty())
     text += ", " + std::to_string(norms.size()) +
             " batch norm(s) with their running statistics";
-  bool accuracy = llvm::any_of(funcs, [](func::FuncOp f) {
-    for (unsigned i = 0; i < f.getNumResults(); ++i)
-      if (auto o =
-              f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
-          o && o.getValue() == "eval_hits")
-        return true;
-    return false;
-  });
-  if (accuracy)
-    text += "; its accuracy too (smpc --eval-accuracy: of the labels the "
-            "cross-entropy reads, those whose logit is the row's first "
-            "maximum)";
+  auto hasOutput = [&](llvm::StringRef name) {
+    return llvm::any_of(funcs, [&](func::FuncOp f) {
+      for (unsigned i = 0; i < f.getNumResults(); ++i)
+        if (auto o =
+                f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+            o && o.getValue() == name)
+          return true;
+      return false;
+    });
+  };
+  if (hasOutput(smp::base::kEvalHitsOutput))
+    text += "; its accuracy too (of the labels the cross-entropy reads, "
+            "those whose logit is the row's first maximum)";
+  if (hasOutput(smp::base::kEvalConfusionOutput)) {
+    std::string names;
+    for (const std::string &m : t.evalMetrics)
+      if (smp::base::needsConfusion(m))
+        names += (names.empty() ? "" : ", ") + m;
+    text += "; its " + names +
+            " too (smpc --eval-metrics: from the confusion matrix of those "
+            "labels by their row's first maximum)";
+  }
   int64_t every = t.evalEvery;
   if (t.evalOnStart)
     text += "; before the first step (smpc --eval-on-start)";

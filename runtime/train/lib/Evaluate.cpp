@@ -16,13 +16,17 @@
 // With smpc --eval-accuracy the step's forward also counts the labels its
 // cross-entropy reads and those it ranks first (outputs eval_labels and
 // eval_hits): the accuracy is their ratio over every batch, as the Hugging
-// Face Trainer's compute_metrics takes it over every prediction at once.
+// Face Trainer's compute_metrics takes it over every prediction at once;
+// with --eval-metrics it also counts them by their row's argmax class
+// (output eval_confusion), summed over the batches into the F1, precision,
+// recall or Matthews' correlation scikit-learn gives on every prediction.
 // The parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TrainData.h"
 
+#include "smp/base/EvalMetrics.h"
 #include "smp/kernels/common/Elements.h"
 
 #include <algorithm>
@@ -75,6 +79,32 @@ Status countLabels(const std::string &dir,
 
 } // namespace
 
+/// The artifact's --eval-metrics besides the accuracy, checked against
+/// the outputs they are computed from.
+Status loadMetrics(const Executor &exec, Evaluation &eval) {
+  const Artifact &artifact = exec.artifact();
+  bool confusion = false;
+  for (const auto &o : artifact.program.outputs())
+    confusion = confusion || o.name() == smp::base::kEvalConfusionOutput;
+  for (const std::string &name : artifact.manifest.training().eval_metrics()) {
+    if (!smp::base::isEvalMetric(name))
+      return Status::failure("--eval-data: the artifact asks for the "
+                             "metric '" +
+                             name +
+                             "', which this smprun does not know; "
+                             "recompile it with this smpc");
+    if (!smp::base::needsConfusion(name))
+      continue;
+    if (!confusion)
+      return Status::failure(
+          std::string("--eval-data: the artifact asks for ") + name +
+          " but has no " + smp::base::kEvalConfusionOutput +
+          " output to compute it from; recompile it");
+    eval.metrics.push_back(name);
+  }
+  return Status::success();
+}
+
 Status loadEvaluation(const Executor &exec, const std::string &dir,
                       const NoteFn &onNote, int64_t globalBatch,
                       Evaluation &eval, std::string &note) {
@@ -107,6 +137,8 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
   // global ones.
   bool ownLoss = training.loss().find(':') == std::string::npos;
   eval.sums = training.eval_loss_sums();
+  if (Status s = loadMetrics(exec, eval); !s.ok())
+    return s;
   if (!eval.padLabels.empty() && ownLoss && wanted != globalBatch &&
       training.eval_counted_labels().empty() && !eval.sums) {
     note = "smprun: the artifact evaluates in batches of " +
@@ -174,12 +206,27 @@ double scalarOutput(const Executor &exec, const char *wanted) {
   return NAN;
 }
 
+/// Adds the eval_confusion output of the forward just run to `sums`
+/// ([classes, classes]); `classes` is set from its shape.
+void addConfusion(const Executor &exec, std::vector<double> &sums,
+                  int64_t &classes) {
+  for (const auto &[name, ref] : exec.outputs())
+    if (name == smp::base::kEvalConfusionOutput) {
+      classes = ref.rank() == 2 ? ref.shape[0] : 0;
+      sums.resize(static_cast<size_t>(ref.numel()), 0.0);
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        sums[i] += ref.as<float>()[i];
+    }
+}
+
 } // namespace
 
 Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                 int64_t batch, int64_t globalBatch, EvalRecord &rec) {
   auto start = std::chrono::steady_clock::now();
   double sum = 0, hits = 0, labels = 0;
+  std::vector<double> confusion;
+  int64_t classes = 0;
   for (int64_t j = 0; j < eval.batches; ++j) {
     // Evaluation batch j: its samples in global batches, the last one
     // short and padded (the stream's next samples, their labels ignored).
@@ -203,8 +250,10 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                                std::to_string(eval.batches) + ": " + s.error);
       only = scalarOutput(exec, "loss");
       // smpc --eval-accuracy: the global batch's labels and hits.
-      hits += scalarOutput(exec, "eval_hits");
-      labels += scalarOutput(exec, "eval_labels");
+      hits += scalarOutput(exec, smp::base::kEvalHitsOutput);
+      labels += scalarOutput(exec, smp::base::kEvalLabelsOutput);
+      if (!eval.metrics.empty())
+        addConfusion(exec, confusion, classes);
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -225,6 +274,15 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   rec.loss = sum / static_cast<double>(eval.evaluated);
   rec.accuracy = hits / labels; // NaN without the counts, or no label
   rec.labels = std::isnan(labels) ? 0 : static_cast<int64_t>(labels);
+  rec.metrics.clear();
+  double counted = 0;
+  for (double c : confusion)
+    counted += c;
+  for (const std::string &name : eval.metrics)
+    rec.metrics.push_back(
+        {name, smp::base::evalMetric(name, confusion.data(), classes)});
+  if (!eval.metrics.empty() && rec.labels == 0)
+    rec.labels = static_cast<int64_t>(counted);
   rec.samples = eval.evaluated;
   rec.batches = eval.batches;
   rec.seconds =

@@ -231,27 +231,34 @@ Status Reporter::step(const StepRecord &rec) {
 }
 
 Status Reporter::evaluation(const EvalRecord &rec) {
-  // smpc --eval-accuracy: the accuracy and the labels it counted.
-  bool accuracy = rec.labels > 0;
+  // smpc --eval-accuracy, --eval-metrics: the metrics and the labels they
+  // counted (a metric of no label is NaN: none shown).
+  std::vector<std::pair<std::string, double>> metrics;
+  if (rec.labels > 0 && !std::isnan(rec.accuracy))
+    metrics.push_back({"accuracy", rec.accuracy});
+  if (rec.labels > 0)
+    metrics.insert(metrics.end(), rec.metrics.begin(), rec.metrics.end());
+  std::string printed, noted, counted;
+  for (const auto &[name, value] : metrics) {
+    printed += " " + name + format(" %.6f", value);
+    noted += " | " + name + format(" %.4f", value);
+    counted += ", \"eval_" + name + "\": " + jsonNumber(value);
+  }
+  if (!metrics.empty())
+    counted += ", \"eval_labels\": " + std::to_string(rec.labels);
   if (printSteps_) {
     clearLive();
     std::printf("eval step %lld loss %.6f samples %lld%s\n",
                 static_cast<long long>(rec.step), rec.loss,
-                static_cast<long long>(rec.samples),
-                accuracy ? format(" accuracy %.6f", rec.accuracy).c_str() : "");
+                static_cast<long long>(rec.samples), printed.c_str());
     std::fflush(stdout);
   }
   if (mode_ != ProgressMode::None)
     note("evaluation after iteration " + std::to_string(rec.step) +
-         " | eval loss " + format("%.6f", rec.loss) +
-         (accuracy ? " | accuracy " + format("%.4f", rec.accuracy) : "") +
-         " | " + std::to_string(rec.samples) + " samples in " +
+         " | eval loss " + format("%.6f", rec.loss) + noted + " | " +
+         std::to_string(rec.samples) + " samples in " +
          std::to_string(rec.batches) + " batches | " +
          format("%.2f", rec.seconds) + " s");
-  std::string counted =
-      accuracy ? ", \"eval_accuracy\": " + jsonNumber(rec.accuracy) +
-                     ", \"eval_labels\": " + std::to_string(rec.labels)
-               : std::string();
   if (Status s =
           writeMetrics("{\"step\": " + std::to_string(rec.step) +
                        ", \"eval_loss\": " + jsonNumber(rec.loss) + counted +
@@ -262,8 +269,8 @@ Status Reporter::evaluation(const EvalRecord &rec) {
       !s.ok())
     return s;
   std::vector<std::pair<std::string, double>> values{{"eval/loss", rec.loss}};
-  if (accuracy)
-    values.push_back({"eval/accuracy", rec.accuracy});
+  for (const auto &[name, value] : metrics)
+    values.push_back({"eval/" + name, value});
   if (events_.isOpen())
     return events_.scalars(rec.step, rec.wallTime, values);
   return Status::success();

@@ -109,6 +109,9 @@ struct Evaluation {
   /// Whether a batch's loss is the sum of its global batches' losses (a
   /// model's own loss that sums over the samples).
   bool sums = false;
+  /// smpc --eval-metrics' names besides the accuracy (computed from the
+  /// step's eval_confusion output, smp/base/EvalMetrics.h).
+  std::vector<std::string> metrics;
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,

@@ -26,6 +26,9 @@ struct TrainingOptions {
   double evalDelay = 0;   // no evaluation before (steps; epochs: every -1)
   bool evalOnStart = false; // also evaluate before the first step
   int64_t evalBatch = 0;    // samples of an evaluation's batch (0: global)
+  /// What an evaluation reports besides the loss (smpc --eval-accuracy,
+  /// --eval-metrics: smp/base/EvalMetrics.h's names).
+  std::vector<std::string> evalMetrics;
   /// DeepSpeed's schedules (warmup-lr, warmup-decay-lr, warmup-cosine-lr):
   /// the warmup's shape, its start and the cosine's floor.
   std::string warmupType = "log";

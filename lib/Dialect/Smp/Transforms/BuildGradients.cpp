@@ -20,6 +20,7 @@
 #include "smp/Dialect/Smp/IR/TrainedParams.h"
 #include "smp/Dialect/Smp/Transforms/LossShare.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
+#include "smp/base/EvalMetrics.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -96,19 +97,35 @@ struct SmpBuildGradientsPass
   /// --eval-accuracy: the cross-entropy buildLoss just built or found, and
   /// the step's counts so far.
   std::optional<AccuracyOperands> accuracy;
-  Value hitsTotal, labelsTotal;
+  Value hitsTotal, labelsTotal, confusionTotal;
 
-  /// Adds the accuracy's counts of the loss just built to the step's.
-  void accumulateAccuracy(OpBuilder &b, Location loc) {
+  /// An evaluation counts more than the loss (--eval-accuracy,
+  /// --eval-metrics).
+  bool evalCounts() { return evalAccuracy || !evalMetrics.empty(); }
+
+  /// Adds the evaluation's counts of the loss just built to the step's:
+  /// the hits and labels of the accuracy, the confusion matrix of the
+  /// other metrics.
+  LogicalResult accumulateAccuracy(func::FuncOp f, OpBuilder &b, Location loc) {
     if (!accuracy)
-      return;
-    auto [hits, labels] = buildAccuracy(b, loc, *accuracy);
+      return success();
+    auto add = [&](Value &total, Value v) {
+      total = total ? Value(AddOp::create(b, loc, total, v)) : v;
+    };
+    if (evalAccuracy || llvm::is_contained(evalMetrics, "accuracy")) {
+      auto [hits, labels] = buildAccuracy(b, loc, *accuracy);
+      add(hitsTotal, hits);
+      add(labelsTotal, labels);
+    }
+    if (llvm::any_of(evalMetrics, smp::base::needsConfusion)) {
+      FailureOr<Value> confusion =
+          buildConfusion(b, loc, f, *accuracy, evalMetrics);
+      if (failed(confusion))
+        return failure();
+      add(confusionTotal, *confusion);
+    }
     accuracy.reset();
-    hitsTotal =
-        hitsTotal ? Value(AddOp::create(b, loc, hitsTotal, hits)) : hits;
-    labelsTotal = labelsTotal
-                      ? Value(AddOp::create(b, loc, labelsTotal, labels))
-                      : labels;
+    return success();
   }
 
   /// The value named `name` among the function's outputs `outs` (the
@@ -175,8 +192,10 @@ struct SmpBuildGradientsPass
                       << "' must be a float scalar, got " << t;
         return failure();
       }
-      if (evalAccuracy) {
-        auto a = ownLossCrossEntropy(f, *v, parts[0]);
+      if (evalCounts()) {
+        auto a = ownLossCrossEntropy(f, *v, parts[0],
+                                     evalAccuracy ? "--eval-accuracy"
+                                                  : "--eval-metrics");
         if (failed(a))
           return failure();
         accuracy = *a;
@@ -205,7 +224,7 @@ struct SmpBuildGradientsPass
       if (failed(labelsOr))
         return failure();
       Value labels = *labelsOr;
-      if (evalAccuracy)
+      if (evalCounts())
         accuracy = AccuracyOperands{*logits, labels};
       // Vocab-parallel logits (smp-tensor-parallel): this rank's classes
       // of the full vocabulary.
@@ -253,10 +272,11 @@ struct SmpBuildGradientsPass
       perRankShare = true;
       return Value(DivOp::create(b, loc, toF32(b, loc, sum), labelCount));
     }
-    if (parts.size() == 3 && parts[0] == "mse" && evalAccuracy) {
-      f.emitError() << "--eval-accuracy needs a cross-entropy loss: '" << loss
-                    << "' compares values, not classes (leave "
-                       "--eval-accuracy out)";
+    if (parts.size() == 3 && parts[0] == "mse" && evalCounts()) {
+      const char *flag = evalAccuracy ? "--eval-accuracy" : "--eval-metrics";
+      f.emitError() << flag << " needs a cross-entropy loss: '" << loss
+                    << "' compares values, not classes (leave " << flag
+                    << " out)";
       return failure();
     }
     if (parts.size() == 3 && parts[0] == "mse") {
@@ -463,7 +483,8 @@ struct SmpBuildGradientsPass
             b, loc, loss32, scalarConst(b, loc, f32, static_cast<double>(m * dp)));
       lossTotal = lossTotal ? Value(AddOp::create(b, loc, lossTotal, loss32))
                             : loss32;
-      accumulateAccuracy(b, loc);
+      if (failed(accumulateAccuracy(f, b, loc)))
+        return failure();
       stampMicrobatch(b, mark, i, /*backward=*/false);
       mark = lastBefore(b);
       Value target = lossScale ? Value(MulOp::create(b, loc, loss32, lossScale))
@@ -571,7 +592,8 @@ struct SmpBuildGradientsPass
     if (failed(lossValue))
       return failure();
     loss32 = scalarF32Loss(b, loc, *lossValue);
-    accumulateAccuracy(b, loc);
+    if (failed(accumulateAccuracy(f, b, loc)))
+      return failure();
     // Data parallel: every rank differentiates its share of the global
     // loss and the gradients are summed over the ranks.
     if (dp > 1 && !perRankShare)
@@ -657,6 +679,9 @@ struct SmpBuildGradientsPass
       add(labelsTotal, SmpDialect::kOutputAttr,
           StringAttr::get(ctx, kEvalLabelsOutput));
     }
+    if (confusionTotal)
+      add(confusionTotal, SmpDialect::kOutputAttr,
+          StringAttr::get(ctx, kEvalConfusionOutput));
     if (scaleUsed)
       add(scaleUsed, SmpDialect::kOutputAttr, StringAttr::get(ctx, "loss_scale"));
     setResults(f, results, attrs);

@@ -4,6 +4,10 @@
 // (smp.label_rank 0): with the rows' label logits known (all-reduced by
 // the vocabulary-parallel loss), each tp rank ranks its shard's classes and
 // the ranks add up, so no rank holds more than its shard of the logits.
+// The confusion matrix is one product: the labels' one-hot rows (zero where
+// the label is not counted) transposed, times the argmax's one-hot rows
+// (ArgMax's composition: the first index where the row holds its maximum,
+// or a NaN), exact in f32 up to 2^24 counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,13 +17,15 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/base/EvalMetrics.h"
 
 using namespace mlir;
 
 namespace smp {
 
 FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
-                                                StringRef name) {
+                                                StringRef name,
+                                                StringRef flag) {
   SetVector<Operation *> slice;
   BackwardSliceOptions options;
   options.inclusive = true;
@@ -30,15 +36,16 @@ FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
     if (auto ce = dyn_cast<CrossEntropyOp>(op))
       found.push_back(ce);
   if (found.size() != 1) {
-    f.emitError() << "--eval-accuracy: the model's own loss '" << name
-                  << "' is computed from "
-                  << (found.empty()
-                          ? std::string("no cross-entropy")
+    f.emitError()
+        << flag << ": the model's own loss '" << name << "' is computed from "
+        << (found.empty() ? std::string("no cross-entropy")
                           : std::to_string(found.size()) + " cross-entropies")
-                  << "; an accuracy needs exactly one, whose logits' argmax "
-                     "is compared with its labels (leave --eval-accuracy "
-                     "out, or export the model's logits and pass --loss "
-                     "cross_entropy:LOGITS:LABELS)";
+        << "; an evaluation's metrics need exactly one, whose logits' "
+           "argmax "
+           "is compared with its labels (leave "
+        << flag
+        << " out, or export the model's logits and pass --loss "
+           "cross_entropy:LOGITS:LABELS)";
     return failure();
   }
   CrossEntropyOp ce = found.front();
@@ -76,6 +83,95 @@ std::pair<Value, Value> buildAccuracy(OpBuilder &b, Location loc,
   Value hits =
       reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, first, kept));
   return {hits, reduceAll<ReduceSumOp>(b, loc, kept)};
+}
+
+namespace {
+
+/// Why --eval-metrics `name` cannot count `a`'s confusion matrix, or "".
+std::string confusionRefusal(const AccuracyOperands &a, int64_t classes,
+                             const std::string &name) {
+  std::string at = "--eval-metrics " + name + ": ";
+  if (a.target)
+    return at + "--tp splits the logits' " + std::to_string(classes) +
+           " classes over the tensor-parallel ranks (a vocabulary-parallel "
+           "cross-entropy), and " +
+           name +
+           " needs each row's argmax over all of them; leave it out "
+           "(--eval-metrics accuracy is counted shard by shard) or compile "
+           "without --tp";
+  if (classes > smp::base::kMaxConfusionClasses)
+    return at + "the logits have " + std::to_string(classes) +
+           " classes, and a confusion matrix is counted for at most " +
+           std::to_string(smp::base::kMaxConfusionClasses) +
+           " (a classifier's); a language model's is --eval-metrics "
+           "accuracy";
+  if (smp::base::isBinaryMetric(name) && classes != 2)
+    return at + name +
+           " is scikit-learn's average='binary' (class 1 against class 0) "
+           "and the logits have " +
+           std::to_string(classes) + " classes: pass " + name + "_macro, " +
+           name + "_micro or " + name + "_weighted";
+  return "";
+}
+
+} // namespace
+
+FailureOr<Value> buildConfusion(OpBuilder &b, Location loc, func::FuncOp f,
+                                const AccuracyOperands &a,
+                                ArrayRef<std::string> metrics) {
+  auto lt = cast<RankedTensorType>(a.logits.getType());
+  int64_t classes = lt.getShape().back(), rank = lt.getRank();
+  // A tp rank's shard of the classes (a.classes: all of them) is refused.
+  for (const std::string &name : metrics)
+    if (smp::base::needsConfusion(name))
+      if (std::string why =
+              confusionRefusal(a, a.classes > 0 ? a.classes : classes, name);
+          !why.empty())
+        return f.emitError() << why;
+  if (a.classes > 0 && a.classes != classes) // smp-pad-classes runs later
+    return f.emitError() << "--eval-metrics: the logits hold " << classes
+                         << " columns for " << a.classes
+                         << " classes; a confusion matrix needs unpadded ones";
+  Type i64 = b.getI64Type(), f32 = b.getF32Type();
+  auto axes = b.getDenseI64ArrayAttr({rank - 1});
+  // -k for class k: a row's largest over its maxima is minus its first.
+  SmallVector<int64_t> negated(classes);
+  for (int64_t k = 0; k < classes; ++k)
+    negated[k] = -k;
+  Value negPos = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({classes}, i64),
+                             ArrayRef<int64_t>(negated)));
+  Value none = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(RankedTensorType::get({}, i64), -classes));
+  Value x = a.logits;
+  Value atMax =
+      EqualOp::create(b, loc, x, ReduceMaxOp::create(b, loc, x, axes, true));
+  Value isNan = NotOp::create(b, loc, EqualOp::create(b, loc, x, x));
+  Value isTop = OrOp::create(b, loc, atMax, isNan);
+  Value first = ReduceMaxOp::create(
+      b, loc, WhereOp::create(b, loc, isTop, negPos, none), axes, true);
+  auto oneHot = lt.clone(f32);
+  Value predicted =
+      CastOp::create(b, loc, oneHot, EqualOp::create(b, loc, negPos, first));
+  SmallVector<int64_t> column(lt.getShape());
+  column.back() = 1;
+  Value labels =
+      ReshapeOp::create(b, loc, RankedTensorType::get(column, i64), a.labels);
+  Value isLabel =
+      EqualOp::create(b, loc, NegOp::create(b, loc, labels), negPos);
+  Value label = CastOp::create(b, loc, oneHot, isLabel);
+  Value kept = keptLabels(b, loc, labels, a.ignoreIndex, f32);
+  label = MulOp::create(b, loc, label, kept);
+  auto rows =
+      RankedTensorType::get({lt.getNumElements() / classes, classes}, f32);
+  auto flat = [&](Value v) {
+    return v.getType() == rows ? v : Value(ReshapeOp::create(b, loc, rows, v));
+  };
+  Value labelRows = flat(label), predictedRows = flat(predicted);
+  return Value(MatMulOp::create(b, loc, labelRows, predictedRows,
+                                /*transpose_lhs=*/true,
+                                /*transpose_rhs=*/false));
 }
 
 } // namespace smp

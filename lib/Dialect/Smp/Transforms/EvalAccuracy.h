@@ -7,8 +7,11 @@
 // `eval_hits` and `eval_labels` (summed over the dp ranks by
 // smp-gradient-all-reduce); an evaluation's accuracy is the hits over the
 // labels of all its batches (the Hugging Face Trainer's compute_metrics on
-// every prediction at once). Only evaluations run these ops (the artifact
-// writer marks them eval_only).
+// every prediction at once). --eval-metrics beyond the accuracy (F1,
+// precision, recall, Matthews' correlation: smp/base/EvalMetrics.h) count
+// the confusion matrix instead, `eval_confusion` [label, argmax class].
+// Only evaluations run these ops (the artifact writer marks them
+// eval_only).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,12 +20,14 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "smp/base/EvalMetrics.h"
 
 namespace smp {
 
-/// The outputs an evaluation's accuracy is computed from.
-inline constexpr llvm::StringLiteral kEvalHitsOutput = "eval_hits";
-inline constexpr llvm::StringLiteral kEvalLabelsOutput = "eval_labels";
+/// The outputs an evaluation's metrics are computed from.
+using smp::base::kEvalConfusionOutput;
+using smp::base::kEvalHitsOutput;
+using smp::base::kEvalLabelsOutput;
 
 /// One micro-batch's cross-entropy, as the accuracy reads it.
 struct AccuracyOperands {
@@ -35,10 +40,12 @@ struct AccuracyOperands {
 };
 
 /// The one smp.cross_entropy a model's own loss `loss` (output `name`) is
-/// computed from; an error on `f` when there is none or more than one.
+/// computed from; an error on `f`, naming `flag`, when there is none or
+/// more than one.
 mlir::FailureOr<AccuracyOperands> ownLossCrossEntropy(mlir::func::FuncOp f,
                                                       mlir::Value loss,
-                                                      llvm::StringRef name);
+                                                      llvm::StringRef name,
+                                                      llvm::StringRef flag);
 
 /// Appends the ops counting `a`'s labels and its hits: (hits, labels), f32
 /// scalars. Under vocabulary parallelism the label ranks are summed over
@@ -46,6 +53,15 @@ mlir::FailureOr<AccuracyOperands> ownLossCrossEntropy(mlir::func::FuncOp f,
 std::pair<mlir::Value, mlir::Value> buildAccuracy(mlir::OpBuilder &b,
                                                   mlir::Location loc,
                                                   const AccuracyOperands &a);
+
+/// Appends the ops counting `a`'s labels by their row's first maximum
+/// (torch.argmax: a NaN first): [classes, classes] f32, row the label,
+/// column the argmax class. An error on `f` where the logits are split
+/// over the tp ranks, or have more classes than EvalMetrics.h's limit or
+/// than a binary metric of `metrics` allows.
+mlir::FailureOr<mlir::Value>
+buildConfusion(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp f,
+               const AccuracyOperands &a, llvm::ArrayRef<std::string> metrics);
 
 } // namespace smp
 

@@ -121,8 +121,9 @@ struct SmpGradientAllReducePass
     }
     // The global loss, on every rank; so are an evaluation's counts
     // (EvalAccuracy.h).
-    for (StringRef name : {StringRef("loss"), StringRef(kEvalHitsOutput),
-                           StringRef(kEvalLabelsOutput)})
+    for (StringRef name :
+         {StringRef("loss"), StringRef(kEvalHitsOutput),
+          StringRef(kEvalLabelsOutput), StringRef(kEvalConfusionOutput)})
       if (auto i = findResult(*f, SmpDialect::kOutputAttr, name))
         setResult(
             *f, *i,

@@ -193,7 +193,8 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
     gradient reaches get none, as PyTorch's .grad stays None), the running
     statistics' updates (`smp.update`), `loss` (this rank's share before
     smp-gradient-all-reduce), with loss scaling `loss_scale`, and with
-    eval-accuracy `eval_hits` and `eval_labels` (this rank's counts).
+    eval-accuracy `eval_hits` and `eval_labels` (this rank's counts), with
+    an eval-metrics name other than `accuracy` `eval_confusion`.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -242,7 +243,13 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
            "also count, per step, the labels the cross-entropy reads and "
            "those whose logit is the row's first maximum (outputs "
            "eval_hits and eval_labels, for an evaluation's accuracy; "
-           "EvalAccuracy.h)">
+           "EvalAccuracy.h)">,
+    ListOption<"evalMetrics", "eval-metrics", "std::string",
+               "an evaluation's metrics (smp/base/EvalMetrics.h): "
+               "`accuracy` as eval-accuracy; any other also counts, per "
+               "step, the confusion matrix of the labels the cross-entropy "
+               "reads by their row's argmax class (output eval_confusion, "
+               "[classes, classes] f32)">
   ];
 }
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smprt {
@@ -62,7 +63,10 @@ struct EvalRecord {
   /// smpc --eval-accuracy: the share of the counted labels whose logit is
   /// the row's first maximum, over every batch (NaN: not compiled in).
   double accuracy = NAN;
-  int64_t labels = 0;               // the labels the accuracy counted
+  int64_t labels = 0; // the labels the accuracy (the metrics) counted
+  /// smpc --eval-metrics besides the accuracy: (name, value), as
+  /// scikit-learn computes them over every batch's predictions.
+  std::vector<std::pair<std::string, double>> metrics;
   int64_t samples = 0, batches = 0; // evaluated
   double seconds = 0, wallTime = 0; // its duration; unix seconds at its end
 };

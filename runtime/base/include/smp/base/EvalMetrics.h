@@ -1,0 +1,77 @@
+//===- EvalMetrics.h - The classification metrics of an evaluation -*- C++
+//-*-===//
+//
+// The metrics smpc --eval-metrics accepts, the artifact records and smprun
+// reports (as eval_NAME): what a Hugging Face Trainer user's compute_metrics
+// returns for a classifier, with scikit-learn's definitions (the GLUE
+// metrics of `evaluate`: accuracy, binary f1, matthews_correlation; f1,
+// precision and recall averaged over the classes). `accuracy` comes from
+// the hits and labels the step counts (any vocabulary, vocabulary-parallel
+// logits too); every other one from the confusion matrix the step counts
+// (eval_confusion: [label, argmax class] over the labels the loss's
+// cross-entropy reads), which a classifier of at most
+// kMaxConfusionClasses classes can afford.
+// One list for the compiler's flag checks, the artifact's validation and the
+// runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_BASE_EVALMETRICS_H
+#define SMP_BASE_EVALMETRICS_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace smp::base {
+
+/// The training step's outputs an evaluation's metrics are computed from
+/// (f32, this rank's counts summed over the data-parallel ranks): the
+/// labels the loss's cross-entropy reads and those whose logit is the row's
+/// first maximum (scalars), and the confusion matrix (row: the label,
+/// column: the row's argmax class).
+inline constexpr const char kEvalHitsOutput[] = "eval_hits";
+inline constexpr const char kEvalLabelsOutput[] = "eval_labels";
+inline constexpr const char kEvalConfusionOutput[] = "eval_confusion";
+
+/// The most classes an evaluation's confusion matrix counts.
+inline constexpr int64_t kMaxConfusionClasses = 1024;
+
+/// The names, as smpc --eval-metrics takes them and smprun reports them
+/// (eval_NAME). `f1`, `precision` and `recall` are scikit-learn's default
+/// average='binary' (class 1 positive: two classes only); the _macro,
+/// _micro and _weighted ones average over the classes present in the labels
+/// or the predictions, as scikit-learn does.
+inline constexpr const char *kEvalMetrics[] = {
+    "accuracy",           "f1",
+    "f1_macro",           "f1_micro",
+    "f1_weighted",        "precision",
+    "precision_macro",    "precision_micro",
+    "precision_weighted", "recall",
+    "recall_macro",       "recall_micro",
+    "recall_weighted",    "matthews_correlation"};
+
+/// "accuracy, f1, ... or matthews_correlation".
+std::string evalMetricList();
+
+bool isEvalMetric(std::string_view name);
+
+/// Computed from the confusion matrix (all but `accuracy`).
+inline bool needsConfusion(std::string_view name) {
+  return isEvalMetric(name) && name != "accuracy";
+}
+
+/// scikit-learn's average='binary': two classes only.
+inline bool isBinaryMetric(std::string_view name) {
+  return name == "f1" || name == "precision" || name == "recall";
+}
+
+/// Metric `name` (needsConfusion) of the confusion matrix `counts`
+/// ([classes, classes], row: the label, column: the predicted class),
+/// as scikit-learn computes it from the labels and predictions it counts
+/// (zero_division 0; matthews_correlation 0 where undefined).
+double evalMetric(std::string_view name, const double *counts, int64_t classes);
+
+} // namespace smp::base
+
+#endif // SMP_BASE_EVALMETRICS_H

@@ -1,0 +1,112 @@
+//===- EvalMetrics.cpp - The classification metrics of an evaluation ------===//
+//
+// scikit-learn's formulas (precision_recall_fscore_support,
+// matthews_corrcoef) over a confusion matrix: per class c, tp = C[c][c],
+// predicted = column c's sum, true = row c's sum; precision tp / predicted,
+// recall tp / true, f1 2 tp / (true + predicted), 0 where the denominator
+// is 0 (zero_division's default). The averages run over the classes that
+// occur among the labels or the predictions (unique_labels).
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/base/EvalMetrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <vector>
+
+namespace smp::base {
+
+std::string evalMetricList() {
+  std::string s;
+  size_t n = std::size(kEvalMetrics);
+  for (size_t i = 0; i < n; ++i)
+    s += std::string(i == 0       ? ""
+                     : i + 1 == n ? " or "
+                                  : ", ") +
+         kEvalMetrics[i];
+  return s;
+}
+
+bool isEvalMetric(std::string_view name) {
+  return std::find(std::begin(kEvalMetrics), std::end(kEvalMetrics), name) !=
+         std::end(kEvalMetrics);
+}
+
+namespace {
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+struct ClassCounts {
+  std::vector<double> tp, predicted, truth;
+};
+
+ClassCounts classCounts(const double *counts, int64_t classes) {
+  ClassCounts c;
+  c.tp.assign(classes, 0), c.predicted.assign(classes, 0),
+      c.truth.assign(classes, 0);
+  for (int64_t i = 0; i < classes; ++i)
+    for (int64_t j = 0; j < classes; ++j) {
+      double n = counts[i * classes + j];
+      c.truth[i] += n, c.predicted[j] += n;
+      if (i == j)
+        c.tp[i] += n;
+    }
+  return c;
+}
+
+/// Class c's precision, recall or f1 from (tp, predicted, true).
+double score(char kind, double tp, double predicted, double truth) {
+  return kind == 'p'   ? ratio(tp, predicted)
+         : kind == 'r' ? ratio(tp, truth)
+                       : ratio(2 * tp, truth + predicted);
+}
+
+double matthews(const ClassCounts &c) {
+  double samples = 0, correct = 0, tp = 0, pp = 0, tt = 0;
+  for (size_t k = 0; k < c.tp.size(); ++k) {
+    samples += c.truth[k], correct += c.tp[k];
+    tp += c.truth[k] * c.predicted[k];
+    pp += c.predicted[k] * c.predicted[k], tt += c.truth[k] * c.truth[k];
+  }
+  double cov = correct * samples - tp, vp = samples * samples - pp,
+         vt = samples * samples - tt;
+  return vp * vt == 0 ? 0.0 : cov / std::sqrt(vt * vp);
+}
+
+} // namespace
+
+double evalMetric(std::string_view name, const double *counts,
+                  int64_t classes) {
+  ClassCounts c = classCounts(counts, classes);
+  double total = 0;
+  for (double t : c.truth)
+    total += t;
+  if (total == 0)
+    return NAN; // no label counted
+  if (name == "matthews_correlation")
+    return matthews(c);
+  char kind = name[0]; // 'f', 'p' or 'r'
+  if (isBinaryMetric(name))
+    return classes == 2 ? score(kind, c.tp[1], c.predicted[1], c.truth[1])
+                        : NAN;
+  std::string_view average = name.substr(name.find('_') + 1);
+  if (average == "micro") {
+    double tp = 0, predicted = 0;
+    for (int64_t k = 0; k < classes; ++k)
+      tp += c.tp[k], predicted += c.predicted[k];
+    return score(kind, tp, predicted, total);
+  }
+  double sum = 0, weights = 0;
+  for (int64_t k = 0; k < classes; ++k) {
+    if (c.truth[k] == 0 && c.predicted[k] == 0)
+      continue; // a class neither among the labels nor the predictions
+    double w = average == "weighted" ? c.truth[k] : 1.0;
+    sum += w * score(kind, c.tp[k], c.predicted[k], c.truth[k]);
+    weights += w;
+  }
+  return ratio(sum, weights);
+}
+
+} // namespace smp::base

@@ -1,0 +1,73 @@
+//===- EvalMetricsTest.cpp - smp/base/EvalMetrics.h
+//------------------------===//
+//
+// The metrics of a confusion matrix against scikit-learn 1.9's on the labels
+// and predictions it counts (the values below are what f1_score,
+// precision_score, recall_score with zero_division=0 and matthews_corrcoef
+// returned): a class neither among the labels nor the predictions is left
+// out of the averages, one only predicted is in them with its zeros.
+//
+//===----------------------------------------------------------------------===//
+
+#include "smp/base/EvalMetrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using smp::base::evalMetric;
+
+namespace {
+
+// y = [0, 0, 0, 1, 1, 1, 0, 1], p = [0, 1, 3, 1, 1, 0, 0, 3] over 4
+// classes: class 2 absent, class 3 only predicted.
+const double kFour[16] = {2, 1, 0, 1, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+
+TEST(EvalMetrics, AveragesOverTheClassesPresentAsScikitLearn) {
+  struct Want {
+    const char *name;
+    double value;
+  } wants[] = {{"f1_macro", 0.38095238095238093},
+               {"f1_micro", 0.5},
+               {"f1_weighted", 0.5714285714285714},
+               {"precision_macro", 0.4444444444444444},
+               {"precision_micro", 0.5},
+               {"precision_weighted", 0.6666666666666666},
+               {"recall_macro", 0.3333333333333333},
+               {"recall_micro", 0.5},
+               {"recall_weighted", 0.5},
+               {"matthews_correlation", 0.2182178902359924}};
+  for (const Want &w : wants)
+    EXPECT_NEAR(evalMetric(w.name, kFour, 4), w.value, 1e-15) << w.name;
+}
+
+TEST(EvalMetrics, BinaryIsClassOne) {
+  // y = [0, 1, 1, 0, 1], p = [1, 1, 0, 0, 1].
+  const double two[4] = {1, 1, 1, 2};
+  for (const char *name : {"f1", "precision", "recall"})
+    EXPECT_NEAR(evalMetric(name, two, 2), 2.0 / 3.0, 1e-15) << name;
+  EXPECT_NEAR(evalMetric("matthews_correlation", two, 2), 1.0 / 6.0, 1e-15);
+  // Class 1 never predicted nor a label: zero_division's 0, MCC's 0.
+  const double none[4] = {5, 0, 0, 0};
+  EXPECT_EQ(evalMetric("f1", none, 2), 0.0);
+  EXPECT_EQ(evalMetric("precision", none, 2), 0.0);
+  EXPECT_EQ(evalMetric("matthews_correlation", none, 2), 0.0);
+  // A binary metric of more classes, or no label at all: NaN (smpc refuses
+  // the first; smprun shows no metric for the second).
+  EXPECT_TRUE(std::isnan(evalMetric("f1", kFour, 4)));
+  const double empty[4] = {0, 0, 0, 0};
+  EXPECT_TRUE(std::isnan(evalMetric("f1_macro", empty, 2)));
+}
+
+TEST(EvalMetrics, Names) {
+  EXPECT_TRUE(smp::base::isEvalMetric("accuracy"));
+  EXPECT_FALSE(smp::base::needsConfusion("accuracy"));
+  EXPECT_TRUE(smp::base::needsConfusion("recall_weighted"));
+  EXPECT_FALSE(smp::base::isEvalMetric("f1_marco"));
+  EXPECT_TRUE(smp::base::isBinaryMetric("precision"));
+  EXPECT_FALSE(smp::base::isBinaryMetric("precision_micro"));
+  EXPECT_EQ(smp::base::evalMetricList().substr(0, 22),
+            "accuracy, f1, f1_macro");
+}
+
+} // namespace
