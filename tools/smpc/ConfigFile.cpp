@@ -24,7 +24,8 @@
 
 namespace {
 
-enum class Kind { Switch, Value, Repeated, Dims };
+/// List: a comma-separated value, as a string or a list of strings.
+enum class Kind { Switch, Value, List, Repeated, Dims };
 
 /// Every smpc flag a config file may set by its own name.
 const std::pair<const char *, Kind> kFlags[] = {
@@ -55,7 +56,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-on-start", Kind::Switch},
     {"--eval-accuracy", Kind::Switch},
     {"--eval-batch-size", Kind::Value},
-    {"--eval-metrics", Kind::Value},
+    {"--eval-metrics", Kind::List},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},
@@ -334,6 +335,22 @@ llvm::Expected<std::vector<Item>> keyItems(llvm::StringRef key,
     if (!text)
       return bad("a number or a string");
     items.push_back(Item{key.str(), shown, flag, *text});
+    break;
+  }
+  case Kind::List: {
+    std::string joined;
+    if (auto s = v.getAsString())
+      joined = s->str();
+    else if (auto *a = v.getAsArray())
+      for (const auto &e : *a) {
+        auto s = e.getAsString();
+        if (!s)
+          return bad("a string or a list of strings");
+        joined += (joined.empty() ? "" : ",") + s->str();
+      }
+    else
+      return bad("a string or a list of strings");
+    items.push_back(Item{key.str(), shown, flag, joined});
     break;
   }
   case Kind::Repeated:
