@@ -79,6 +79,27 @@ def accuracy_of(logits, labels):
             "min_top_gap": (target - others).abs().min().item()}
 
 
+def top_k_accuracies(logits, labels, ks):
+    """smpc --eval-metrics topK_accuracy in PyTorch: of the labels that are
+    not -100, the share whose label's rank (the classes with a greater
+    logit, or an equal one at a lower class) is below K, checked against
+    scikit-learn's top_k_accuracy_score (which breaks ties otherwise: the
+    rows hold none)."""
+    from sklearn.metrics import top_k_accuracy_score
+    keep = labels != -100
+    rows, lab = logits[keep].double(), labels[keep]
+    target = rows.gather(-1, lab.unsqueeze(-1))
+    cls = torch.arange(rows.shape[-1])
+    rank = ((rows > target) | ((rows == target) & (cls < lab.unsqueeze(-1)))).sum(-1)
+    out = {}
+    for k in ks:
+        out[f"top{k}_accuracy"] = (rank < k).double().mean().item()
+        sk = top_k_accuracy_score(lab.numpy(), rows.numpy(), k=k,
+                                  labels=np.arange(rows.shape[-1]))
+        assert abs(sk - out[f"top{k}_accuracy"]) < 1e-12, (k, sk, out)
+    return out
+
+
 def classification_metrics(preds, labels, classes):
     """smpc --eval-metrics' numbers, as a Trainer user's compute_metrics
     takes them from scikit-learn (the GLUE metrics of `evaluate`: f1,
@@ -475,6 +496,9 @@ def accuracy_evals():
             if nclass:
                 acc["metrics"] = classification_metrics(
                     logits.argmax(-1).numpy(), labels.numpy(), nclass)
+            acc.setdefault("metrics", {}).update(
+                top_k_accuracies(logits[:, :-1], labels[:, 1:], [2, 5]) if causal
+                else top_k_accuracies(logits, labels, [2] if nclass > 2 else []))
             if causal:  # see own_loss_model
                 model.loss_type = "ForCausalLM"
             result = trainer_evaluate(model, dataset, 8, causal, nclass)
@@ -482,7 +506,8 @@ def accuracy_evals():
             assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
             assert abs(result["eval_accuracy"] - acc["eval_accuracy"]) < 1e-12, (result, acc)
             for key, value in acc.get("metrics", {}).items():
-                assert abs(result["eval_" + key] - value) < 1e-12, (key, result, acc)
+                if not key.startswith("top"):  # top_k_accuracies checked them
+                    assert abs(result["eval_" + key] - value) < 1e-12, (key, result, acc)
             evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
                           "samples": 20, **acc,
                           "trainer_eval_loss": result["eval_loss"],

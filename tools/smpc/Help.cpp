@@ -187,8 +187,10 @@ TRAINING (compile --train)
                        accuracy (as --eval-accuracy); f1, precision,
                        recall (average='binary': 2 classes, class 1
                        positive); f1_macro, f1_micro, f1_weighted and the
-                       same for precision and recall; matthews_correlation.
-                       All but accuracy count a confusion matrix of at most
+                       same for precision and recall; matthews_correlation;
+                       topK_accuracy (K from 2 to 1000: top5_accuracy, the
+                       labels among their row's K first classes). All but
+                       the accuracies count a confusion matrix of at most
                        1024 classes (a classifier's) and need each row's
                        whole logits (no vocabulary-parallel --tp).
   --eval-on-start      With --train: smprun --eval-data also evaluates

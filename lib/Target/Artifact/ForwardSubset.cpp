@@ -15,8 +15,8 @@
 // the same stage's program.
 //
 // An evaluation's accuracy and metrics (smpc --eval-accuracy,
-// --eval-metrics) are counted by ops that only the outputs eval_hits,
-// eval_labels and eval_confusion read (smp/base/EvalMetrics.h): those a
+// --eval-metrics) are counted by ops that only their outputs read
+// (smp/base/EvalMetrics.h: eval_hits, eval_labels, ...): those a
 // training step does not need are marked eval_only, and only evaluations
 // run them.
 //
@@ -42,9 +42,7 @@ bool isEvalOutput(func::FuncOp f, unsigned i, bool lossToo) {
   if (!name)
     return false;
   return (lossToo && name.getValue() == "loss") ||
-         name.getValue() == smp::base::kEvalHitsOutput ||
-         name.getValue() == smp::base::kEvalLabelsOutput ||
-         name.getValue() == smp::base::kEvalConfusionOutput;
+         smp::base::isEvalCountOutput(name.getValue());
 }
 
 /// For each stage's function, the ops the results that `picked` selects are

@@ -87,15 +87,22 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   if (hasOutput(smp::base::kEvalHitsOutput))
     text += "; its accuracy too (of the labels the cross-entropy reads, "
             "those whose logit is the row's first maximum)";
-  if (hasOutput(smp::base::kEvalConfusionOutput)) {
-    std::string names;
-    for (const std::string &m : t.evalMetrics)
-      if (smp::base::needsConfusion(m))
-        names += (names.empty() ? "" : ", ") + m;
+  std::string tops, names;
+  for (const std::string &m : t.evalMetrics)
+    if (int64_t k = smp::base::topKAccuracy(m);
+        k && hasOutput(smp::base::evalTopHitsOutput(k)))
+      tops += (tops.empty() ? "" : ", ") + m;
+    else if (smp::base::needsConfusion(m) &&
+             hasOutput(smp::base::kEvalConfusionOutput))
+      names += (names.empty() ? "" : ", ") + m;
+  if (!tops.empty())
+    text += "; its " + tops +
+            " too (smpc --eval-metrics: of those labels, those among their "
+            "row's K first classes)";
+  if (!names.empty())
     text += "; its " + names +
             " too (smpc --eval-metrics: from the confusion matrix of those "
             "labels by their row's first maximum)";
-  }
   int64_t every = t.evalEvery;
   if (t.evalOnStart)
     text += "; before the first step (smpc --eval-on-start)";

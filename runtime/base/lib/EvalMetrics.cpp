@@ -20,18 +20,43 @@ namespace smp::base {
 
 std::string evalMetricList() {
   std::string s;
-  size_t n = std::size(kEvalMetrics);
-  for (size_t i = 0; i < n; ++i)
-    s += std::string(i == 0       ? ""
-                     : i + 1 == n ? " or "
-                                  : ", ") +
-         kEvalMetrics[i];
-  return s;
+  for (const char *name : kEvalMetrics)
+    s += std::string(name) + ", ";
+  return s + "or topK_accuracy (K from 2 to 1000: top5_accuracy)";
+}
+
+int64_t topKAccuracy(std::string_view name) {
+  constexpr std::string_view head = "top", tail = "_accuracy";
+  if (name.size() <= head.size() + tail.size() ||
+      name.substr(0, head.size()) != head ||
+      name.substr(name.size() - tail.size()) != tail)
+    return 0;
+  std::string_view digits =
+      name.substr(head.size(), name.size() - head.size() - tail.size());
+  if (digits.size() > 4 || digits[0] == '0')
+    return 0;
+  int64_t k = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9')
+      return 0;
+    k = k * 10 + (c - '0');
+  }
+  return k >= 2 && k <= 1000 ? k : 0;
 }
 
 bool isEvalMetric(std::string_view name) {
-  return std::find(std::begin(kEvalMetrics), std::end(kEvalMetrics), name) !=
-         std::end(kEvalMetrics);
+  return topKAccuracy(name) > 0 ||
+         std::find(std::begin(kEvalMetrics), std::end(kEvalMetrics), name) !=
+             std::end(kEvalMetrics);
+}
+
+bool isEvalCountOutput(std::string_view name) {
+  constexpr std::string_view top = "eval_hits_top";
+  return name == kEvalHitsOutput || name == kEvalLabelsOutput ||
+         name == kEvalConfusionOutput ||
+         (name.substr(0, top.size()) == top &&
+          topKAccuracy("top" + std::string(name.substr(top.size())) +
+                       "_accuracy") > 0);
 }
 
 namespace {

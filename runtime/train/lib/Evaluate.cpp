@@ -83,9 +83,12 @@ Status countLabels(const std::string &dir,
 /// the outputs they are computed from.
 Status loadMetrics(const Executor &exec, Evaluation &eval) {
   const Artifact &artifact = exec.artifact();
-  bool confusion = false;
-  for (const auto &o : artifact.program.outputs())
-    confusion = confusion || o.name() == smp::base::kEvalConfusionOutput;
+  auto hasOutput = [&](const std::string &wanted) {
+    for (const auto &o : artifact.program.outputs())
+      if (o.name() == wanted)
+        return true;
+    return false;
+  };
   for (const std::string &name : artifact.manifest.training().eval_metrics()) {
     if (!smp::base::isEvalMetric(name))
       return Status::failure("--eval-data: the artifact asks for the "
@@ -93,13 +96,15 @@ Status loadMetrics(const Executor &exec, Evaluation &eval) {
                              name +
                              "', which this smprun does not know; "
                              "recompile it with this smpc");
-    if (!smp::base::needsConfusion(name))
-      continue;
-    if (!confusion)
-      return Status::failure(
-          std::string("--eval-data: the artifact asks for ") + name +
-          " but has no " + smp::base::kEvalConfusionOutput +
-          " output to compute it from; recompile it");
+    if (name == "accuracy")
+      continue; // eval_hits and eval_labels, when the artifact has them
+    int64_t k = smp::base::topKAccuracy(name);
+    std::string from =
+        k ? smp::base::evalTopHitsOutput(k) : smp::base::kEvalConfusionOutput;
+    if (!hasOutput(from))
+      return Status::failure("--eval-data: the artifact asks for " + name +
+                             " but has no " + from +
+                             " output to compute it from; recompile it");
     eval.metrics.push_back(name);
   }
   return Status::success();
@@ -227,6 +232,7 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   double sum = 0, hits = 0, labels = 0;
   std::vector<double> confusion;
   int64_t classes = 0;
+  std::vector<double> topHits(eval.metrics.size(), 0.0); // topK_accuracy's
   for (int64_t j = 0; j < eval.batches; ++j) {
     // Evaluation batch j: its samples in global batches, the last one
     // short and padded (the stream's next samples, their labels ignored).
@@ -254,6 +260,10 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
       labels += scalarOutput(exec, smp::base::kEvalLabelsOutput);
       if (!eval.metrics.empty())
         addConfusion(exec, confusion, classes);
+      for (size_t m = 0; m < eval.metrics.size(); ++m)
+        if (int64_t k = smp::base::topKAccuracy(eval.metrics[m]))
+          topHits[m] +=
+              scalarOutput(exec, smp::base::evalTopHitsOutput(k).c_str());
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -278,9 +288,13 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   double counted = 0;
   for (double c : confusion)
     counted += c;
-  for (const std::string &name : eval.metrics)
+  for (size_t m = 0; m < eval.metrics.size(); ++m) {
+    const std::string &name = eval.metrics[m];
     rec.metrics.push_back(
-        {name, smp::base::evalMetric(name, confusion.data(), classes)});
+        {name, smp::base::topKAccuracy(name)
+                   ? topHits[m] / labels
+                   : smp::base::evalMetric(name, confusion.data(), classes)});
+  }
   if (!eval.metrics.empty() && rec.labels == 0)
     rec.labels = static_cast<int64_t>(counted);
   rec.samples = eval.evaluated;

@@ -110,7 +110,8 @@ struct Evaluation {
   /// model's own loss that sums over the samples).
   bool sums = false;
   /// smpc --eval-metrics' names besides the accuracy (computed from the
-  /// step's eval_confusion output, smp/base/EvalMetrics.h).
+  /// step's eval_confusion or eval_hits_topK outputs,
+  /// smp/base/EvalMetrics.h).
   std::vector<std::string> metrics;
 };
 

@@ -10,6 +10,9 @@
 // RUN: smp-opt %s -split-input-file -verify-diagnostics '--smp-build-train-step=loss=cross_entropy:logits:labels eval-metrics=f1_macro dp=2 microbatches=2' | FileCheck %s --check-prefix=DP
 // `accuracy` alone counts the hits, not the matrix.
 // RUN: smp-opt %s -split-input-file '--smp-build-gradients=loss=cross_entropy:logits:labels eval-metrics=accuracy' | FileCheck %s --check-prefix=ACC
+// topK_accuracy counts the labels of rank below K (eval_hits_topK), beside
+// the labels (a K of at least the classes is refused: eval-accuracy.test).
+// RUN: smp-opt %s -split-input-file '--smp-build-gradients=loss=cross_entropy:logits:labels eval-metrics=top3_accuracy' | FileCheck %s --check-prefix=TOPK
 
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: %[[LAB:[a-z0-9]+]]: tensor<4xi64> {smp.input = "labels"}
@@ -47,6 +50,18 @@
 // DP: %[[CG:.*]] = shard.all_reduce %[[C]] on @dp
 // DP: return {{.*}}, %[[CG]] :
 
+// TOPK-LABEL: func.func @train_step
+// TOPK-SAME: {smp.output = "loss"}, tensor<f32> {smp.output = "eval_labels"}, tensor<f32> {smp.output = "eval_hits_top3"})
+// TOPK: %[[RANK:.*]] = smp.label_rank
+// TOPK: %[[KEPT:.*]] = smp.cast {{.*}} : tensor<4xi1> to tensor<4xf32>
+// TOPK: %[[K:.*]] = smp.constant dense<3.000000e+00> : tensor<f32>
+// TOPK: %[[AMONG:.*]] = smp.less %[[RANK]], %[[K]]
+// TOPK: %[[AMONGF:.*]] = smp.cast %[[AMONG]]
+// TOPK: %[[HIT:.*]] = smp.mul %[[AMONGF]], %[[KEPT]]
+// TOPK: %[[HITS:.*]] = smp.reduce_sum %[[HIT]]
+// TOPK: %[[COUNT:.*]] = smp.reduce_sum %[[KEPT]]
+// TOPK: return {{.*}}, %[[COUNT]], %[[HITS]] :
+
 // ACC-LABEL: func.func @train_step
 // ACC-SAME: {smp.output = "eval_hits"}, tensor<f32> {smp.output = "eval_labels"})
 // ACC-NOT: eval_confusion
@@ -67,3 +82,4 @@ module {
     return %y : tensor<4x2000xf32>
   }
 }
+

@@ -68,6 +68,19 @@ TEST(EvalMetrics, Names) {
   EXPECT_FALSE(smp::base::isBinaryMetric("precision_micro"));
   EXPECT_EQ(smp::base::evalMetricList().substr(0, 22),
             "accuracy, f1, f1_macro");
+  // topK_accuracy: K from 2 to 1000, written without leading zeros.
+  EXPECT_EQ(smp::base::topKAccuracy("top5_accuracy"), 5);
+  EXPECT_EQ(smp::base::topKAccuracy("top1000_accuracy"), 1000);
+  for (const char *bad :
+       {"top1_accuracy", "top1001_accuracy", "top05_accuracy", "top_accuracy",
+        "topx_accuracy", "top5accuracy", "top-5_accuracy", "accuracy"})
+    EXPECT_EQ(smp::base::topKAccuracy(bad), 0) << bad;
+  EXPECT_TRUE(smp::base::isEvalMetric("top5_accuracy"));
+  EXPECT_FALSE(smp::base::needsConfusion("top5_accuracy"));
+  EXPECT_TRUE(smp::base::isEvalCountOutput("eval_hits_top5"));
+  EXPECT_TRUE(smp::base::isEvalCountOutput("eval_confusion"));
+  EXPECT_FALSE(smp::base::isEvalCountOutput("eval_hits_top1"));
+  EXPECT_FALSE(smp::base::isEvalCountOutput("loss"));
 }
 
 } // namespace

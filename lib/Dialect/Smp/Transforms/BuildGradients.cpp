@@ -97,11 +97,24 @@ struct SmpBuildGradientsPass
   /// --eval-accuracy: the cross-entropy buildLoss just built or found, and
   /// the step's counts so far.
   std::optional<AccuracyOperands> accuracy;
-  Value hitsTotal, labelsTotal, confusionTotal;
+  SmallVector<Value> hitsTotals; // by hitRanks()
+  Value labelsTotal, confusionTotal;
 
   /// An evaluation counts more than the loss (--eval-accuracy,
   /// --eval-metrics).
   bool evalCounts() { return evalAccuracy || !evalMetrics.empty(); }
+
+  /// The K of each count of labels among their row's K first classes the
+  /// evaluation makes: 1 for the accuracy, then each topK_accuracy's.
+  SmallVector<int64_t> hitRanks() {
+    SmallVector<int64_t> ks;
+    if (evalAccuracy || llvm::is_contained(evalMetrics, "accuracy"))
+      ks.push_back(1);
+    for (const std::string &m : evalMetrics)
+      if (int64_t k = smp::base::topKAccuracy(m))
+        ks.push_back(k);
+    return ks;
+  }
 
   /// Adds the evaluation's counts of the loss just built to the step's:
   /// the hits and labels of the accuracy, the confusion matrix of the
@@ -112,10 +125,15 @@ struct SmpBuildGradientsPass
     auto add = [&](Value &total, Value v) {
       total = total ? Value(AddOp::create(b, loc, total, v)) : v;
     };
-    if (evalAccuracy || llvm::is_contained(evalMetrics, "accuracy")) {
-      auto [hits, labels] = buildAccuracy(b, loc, *accuracy);
-      add(hitsTotal, hits);
-      add(labelsTotal, labels);
+    if (SmallVector<int64_t> ks = hitRanks(); !ks.empty()) {
+      FailureOr<AccuracyCounts> counts =
+          buildAccuracy(b, loc, f, *accuracy, ks);
+      if (failed(counts))
+        return failure();
+      hitsTotals.resize(ks.size());
+      for (auto [total, hits] : llvm::zip(hitsTotals, counts->hits))
+        add(total, hits);
+      add(labelsTotal, counts->labels);
     }
     if (llvm::any_of(evalMetrics, smp::base::needsConfusion)) {
       FailureOr<Value> confusion =
@@ -673,12 +691,18 @@ struct SmpBuildGradientsPass
     for (auto &[name, value] : chainRunningStats(f, *running))
       add(value, SmpDialect::kUpdateAttr, StringAttr::get(ctx, name));
     add(loss32, SmpDialect::kOutputAttr, StringAttr::get(ctx, "loss"));
-    if (hitsTotal) {
-      add(hitsTotal, SmpDialect::kOutputAttr,
-          StringAttr::get(ctx, kEvalHitsOutput));
+    SmallVector<int64_t> ks = hitRanks();
+    for (auto [k, total] : llvm::zip(ks, hitsTotals))
+      if (k == 1)
+        add(total, SmpDialect::kOutputAttr,
+            StringAttr::get(ctx, kEvalHitsOutput));
+    if (labelsTotal)
       add(labelsTotal, SmpDialect::kOutputAttr,
           StringAttr::get(ctx, kEvalLabelsOutput));
-    }
+    for (auto [k, total] : llvm::zip(ks, hitsTotals))
+      if (k > 1)
+        add(total, SmpDialect::kOutputAttr,
+            StringAttr::get(ctx, smp::base::evalTopHitsOutput(k)));
     if (confusionTotal)
       add(confusionTotal, SmpDialect::kOutputAttr,
           StringAttr::get(ctx, kEvalConfusionOutput));

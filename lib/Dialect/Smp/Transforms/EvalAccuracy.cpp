@@ -17,7 +17,6 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
-#include "smp/base/EvalMetrics.h"
 
 using namespace mlir;
 
@@ -57,10 +56,19 @@ FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
   return a;
 }
 
-std::pair<Value, Value> buildAccuracy(OpBuilder &b, Location loc,
-                                      const AccuracyOperands &a) {
+FailureOr<AccuracyCounts> buildAccuracy(OpBuilder &b, Location loc,
+                                        func::FuncOp f,
+                                        const AccuracyOperands &a,
+                                        ArrayRef<int64_t> ks) {
   auto lt = cast<RankedTensorType>(a.logits.getType());
   auto labelsType = cast<RankedTensorType>(a.labels.getType());
+  int64_t all = a.classes > 0 ? a.classes : lt.getShape().back();
+  for (int64_t k : ks)
+    if (k >= all)
+      return f.emitError() << "--eval-metrics top" << k
+                           << "_accuracy: the logits have " << all
+                           << " classes, so every label is among its row's "
+                           << k << " first; ask for a K below " << all;
   Value offset = a.offset;
   if (!offset)
     offset = ConstantOp::create(
@@ -77,12 +85,21 @@ std::pair<Value, Value> buildAccuracy(OpBuilder &b, Location loc,
                                       shard::ReductionKind::Sum);
   Type f32 = b.getF32Type();
   Value kept = keptLabels(b, loc, a.labels, a.ignoreIndex, f32);
-  Value first = CastOp::create(
-      b, loc, labelsType.clone(f32),
-      EqualOp::create(b, loc, rank, scalarConst(b, loc, f32, 0.0)));
-  Value hits =
-      reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, first, kept));
-  return {hits, reduceAll<ReduceSumOp>(b, loc, kept)};
+  AccuracyCounts counts;
+  for (int64_t k : ks) {
+    // The ranks are whole numbers: below K is at most K - 1 (0: equal).
+    Value among = k == 1
+                      ? Value(EqualOp::create(b, loc, rank,
+                                              scalarConst(b, loc, f32, 0.0)))
+                      : Value(LessOp::create(
+                            b, loc, rank,
+                            scalarConst(b, loc, f32, static_cast<double>(k))));
+    Value first = CastOp::create(b, loc, labelsType.clone(f32), among);
+    counts.hits.push_back(
+        reduceAll<ReduceSumOp>(b, loc, MulOp::create(b, loc, first, kept)));
+  }
+  counts.labels = reduceAll<ReduceSumOp>(b, loc, kept);
+  return counts;
 }
 
 namespace {

@@ -47,12 +47,20 @@ mlir::FailureOr<AccuracyOperands> ownLossCrossEntropy(mlir::func::FuncOp f,
                                                       llvm::StringRef name,
                                                       llvm::StringRef flag);
 
-/// Appends the ops counting `a`'s labels and its hits: (hits, labels), f32
-/// scalars. Under vocabulary parallelism the label ranks are summed over
-/// the tp ranks first.
-std::pair<mlir::Value, mlir::Value> buildAccuracy(mlir::OpBuilder &b,
-                                                  mlir::Location loc,
-                                                  const AccuracyOperands &a);
+/// An evaluation's counts of one cross-entropy's labels (f32 scalars): for
+/// each K asked for, those among their row's K first classes (K = 1: the
+/// accuracy's hits), and the labels.
+struct AccuracyCounts {
+  llvm::SmallVector<mlir::Value> hits;
+  mlir::Value labels;
+};
+
+/// Appends the ops counting `a`'s labels and those of label rank below each
+/// of `ks`. Under vocabulary parallelism the label ranks are summed over
+/// the tp ranks first. An error on `f` for a K of at least the classes.
+mlir::FailureOr<AccuracyCounts>
+buildAccuracy(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp f,
+              const AccuracyOperands &a, llvm::ArrayRef<int64_t> ks);
 
 /// Appends the ops counting `a`'s labels by their row's first maximum
 /// (torch.argmax: a NaN first): [classes, classes] f32, row the label,

@@ -121,14 +121,15 @@ struct SmpGradientAllReducePass
     }
     // The global loss, on every rank; so are an evaluation's counts
     // (EvalAccuracy.h).
-    for (StringRef name :
-         {StringRef("loss"), StringRef(kEvalHitsOutput),
-          StringRef(kEvalLabelsOutput), StringRef(kEvalConfusionOutput)})
-      if (auto i = findResult(*f, SmpDialect::kOutputAttr, name))
+    for (unsigned i = 0; i < f->getNumResults(); ++i)
+      if (auto name =
+              f->getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+          name && (name.getValue() == "loss" ||
+                   smp::base::isEvalCountOutput(name.getValue())))
         setResult(
-            *f, *i,
+            *f, i,
             allReduceDp(b, loc,
-                        f->getBody().front().getTerminator()->getOperand(*i)));
+                        f->getBody().front().getTerminator()->getOperand(i)));
   }
 };
 

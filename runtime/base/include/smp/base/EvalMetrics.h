@@ -28,11 +28,21 @@ namespace smp::base {
 /// The training step's outputs an evaluation's metrics are computed from
 /// (f32, this rank's counts summed over the data-parallel ranks): the
 /// labels the loss's cross-entropy reads and those whose logit is the row's
-/// first maximum (scalars), and the confusion matrix (row: the label,
-/// column: the row's argmax class).
+/// first maximum (scalars), those among the row's K first (evalTopHitsOutput:
+/// topK_accuracy), and the confusion matrix (row: the label, column: the
+/// row's argmax class).
 inline constexpr const char kEvalHitsOutput[] = "eval_hits";
 inline constexpr const char kEvalLabelsOutput[] = "eval_labels";
 inline constexpr const char kEvalConfusionOutput[] = "eval_confusion";
+
+/// "eval_hits_top5" for K = 5.
+inline std::string evalTopHitsOutput(int64_t k) {
+  return std::string(kEvalHitsOutput) + "_top" + std::to_string(k);
+}
+
+/// Whether `name` is an output an evaluation's metrics are computed from
+/// (summed over the data-parallel ranks, run by evaluations only).
+bool isEvalCountOutput(std::string_view name);
 
 /// The most classes an evaluation's confusion matrix counts.
 inline constexpr int64_t kMaxConfusionClasses = 1024;
@@ -41,7 +51,8 @@ inline constexpr int64_t kMaxConfusionClasses = 1024;
 /// (eval_NAME). `f1`, `precision` and `recall` are scikit-learn's default
 /// average='binary' (class 1 positive: two classes only); the _macro,
 /// _micro and _weighted ones average over the classes present in the labels
-/// or the predictions, as scikit-learn does.
+/// or the predictions, as scikit-learn does. Besides these, `topK_accuracy`
+/// for K from 2 to 1000 (topKAccuracy).
 inline constexpr const char *kEvalMetrics[] = {
     "accuracy",           "f1",
     "f1_macro",           "f1_micro",
@@ -51,14 +62,19 @@ inline constexpr const char *kEvalMetrics[] = {
     "recall_macro",       "recall_micro",
     "recall_weighted",    "matthews_correlation"};
 
-/// "accuracy, f1, ... or matthews_correlation".
+/// "accuracy, f1, ... or matthews_correlation, topK_accuracy (...)".
 std::string evalMetricList();
+
+/// K of `topK_accuracy` (2 <= K <= 1000: the share of the labels among
+/// their row's K first classes, ties to the lower class as torch.argmax;
+/// timm's top5, scikit-learn's top_k_accuracy_score), else 0.
+int64_t topKAccuracy(std::string_view name);
 
 bool isEvalMetric(std::string_view name);
 
-/// Computed from the confusion matrix (all but `accuracy`).
+/// Computed from the confusion matrix (all but the accuracies).
 inline bool needsConfusion(std::string_view name) {
-  return isEvalMetric(name) && name != "accuracy";
+  return isEvalMetric(name) && name != "accuracy" && topKAccuracy(name) == 0;
 }
 
 /// scikit-learn's average='binary': two classes only.
