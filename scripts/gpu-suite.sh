@@ -32,6 +32,12 @@
 # GPT-2's accuracy too, --eval-accuracy, its hits and labels PyTorch's), and
 # a ResNet trains 5 steps and evaluates with its batch norms on the running
 # statistics, each within 1e-4 of PyTorch's eval() loss ("eval/NAME: ...").
+# Last, smpc --eval-metrics (ACCURACY, default
+# test/fixtures/hf-trainer/accuracy, test/smprun/eval-accuracy.test): a
+# Hugging Face BERT of 2 classes trained 12 AdamW steps, its evaluations'
+# F1, Matthews' correlation and weighted F1 (the confusion matrix counted
+# on DEVICE) scikit-learn's, and a GPT-2's top-2 and top-5 accuracy
+# ("metrics/NAME: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
 # (default: smp-modelgen beside SMPC), PYTHON
@@ -51,6 +57,10 @@ FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
 REAL=${REAL:-$ROOT/test/fixtures/real}
 DROPOUT=${DROPOUT:-$ROOT/test/fixtures/dropout}
 RESNET=${RESNET:-$ROOT/test/fixtures/resnet}
+ACCURACY=${ACCURACY:-$ROOT/test/fixtures/hf-trainer/accuracy}
+# The --eval-metrics checks: NAME:model:lr:metrics (eval-accuracy.test's).
+METRICS=("bincls:bincls:0.01:f1,matthews_correlation,f1_weighted"
+  "lm:lm:0.003:top2_accuracy,top5_accuracy")
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
 REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
@@ -63,7 +73,7 @@ SAME=$ROOT/test/train/same_losses.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
-usage() { sed -n '2,41p' "$0" >&2; exit 2; }
+usage() { awk 'NR > 1 && /^set -uo pipefail/ {exit} NR > 1' "$0" >&2; exit 2; }
 
 # The label input of a real architecture's export.
 real_labels() { case $1 in vit*) echo class_labels ;; *) echo labels ;; esac; }
@@ -149,7 +159,48 @@ compile() {
   done
   compile_real "$dir" || return 1
   compile_wide "$dir" || return 1
-  compile_dropout "$dir"
+  compile_dropout "$dir" || return 1
+  compile_metrics "$dir"
+}
+
+# The --eval-metrics artifacts into DIR/metrics.
+compile_metrics() {
+  local dir=$1/metrics m name model lr names
+  mkdir -p "$dir"
+  for m in "${METRICS[@]}"; do
+    IFS=: read -r name model lr names <<< "$m"
+    "$SMPC" compile "$ACCURACY/$model/$model.onnx" --train --target cuda \
+      --loss loss --batch-size 8 --optimizer adamw --lr "$lr" \
+      --eval-metrics "accuracy,$names" -o "$dir/$name.smpx" > /dev/null \
+      2> "$dir/$name.log" || { cat "$dir/$name.log" >&2; return 1; }
+  done
+}
+
+# The --eval-metrics artifacts on DEVICE: 12 steps evaluated every 4, the
+# training within 1e-4 of PyTorch, the metrics scikit-learn's (the hits,
+# labels and metrics exactly: the smallest gap between a label's logit and
+# the best other is 1.9e-3).
+run_metrics() {
+  local dir=$1 dev=$2 m name model lr names line
+  for m in "${METRICS[@]}"; do
+    IFS=: read -r name model lr names <<< "$m"
+    skip "metrics/$name" && continue
+    rm -f "$OUT/metrics.$name.jsonl"
+    if runone "metrics.$name.$dev" "$dir/$name.smpx" --device "$dev" \
+      --data "$ACCURACY/$model/data" --steps 12 --eval-every 4 \
+      --eval-data "$ACCURACY/$model/eval" --metrics "$OUT/metrics.$name.jsonl"; then
+      line=$("$PYTHON" "$COMPARE" "$OUT/metrics.$name.jsonl" \
+        "$ACCURACY/$model/ref_adamw.json" --rtol 1e-4 --label "metrics/$name" 2>&1 |
+        tail -n 1)
+      case $line in
+        *": ok") evals "metrics/$name" "$OUT/metrics.$name.jsonl" \
+          "$ACCURACY/$model/ref_adamw_eval.json" --accuracy --metrics "$names" ;;
+        *) echo "$line FAILED" ;;
+      esac
+    else
+      echo "metrics/$name: FAILED (the run failed)"
+    fi
+  done
 }
 
 # The seconds before SUITE_DEADLINE (a lot without one).
@@ -281,6 +332,7 @@ run() {
   run_real "$dir/real" "$dev"
   run_wide "$dir/wide" "$dev"
   run_dropout "$dir/dropout" "$dev"
+  run_metrics "$dir/metrics" "$dev"
   return 0
 }
 

@@ -40,8 +40,7 @@ FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
         << (found.empty() ? std::string("no cross-entropy")
                           : std::to_string(found.size()) + " cross-entropies")
         << "; an evaluation's metrics need exactly one, whose logits' "
-           "argmax "
-           "is compared with its labels (leave "
+           "argmax is compared with its labels (leave "
         << flag
         << " out, or export the model's logits and pass --loss "
            "cross_entropy:LOGITS:LABELS)";
