@@ -7,9 +7,10 @@
 // `eval_hits` and `eval_labels` (summed over the dp ranks by
 // smp-gradient-all-reduce); an evaluation's accuracy is the hits over the
 // labels of all its batches (the Hugging Face Trainer's compute_metrics on
-// every prediction at once). --eval-metrics beyond the accuracy (F1,
-// precision, recall, Matthews' correlation: smp/base/EvalMetrics.h) count
-// the confusion matrix instead, `eval_confusion` [label, argmax class].
+// every prediction at once). --eval-metrics' topK_accuracy counts the
+// labels of rank below K (`eval_hits_topK`); its F1, precision, recall and
+// Matthews' correlation (smp/base/EvalMetrics.h) the confusion matrix,
+// `eval_confusion` [label, argmax class].
 // Only evaluations run these ops (the artifact writer marks them
 // eval_only).
 //

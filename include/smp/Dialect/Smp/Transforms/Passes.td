@@ -194,7 +194,8 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
     statistics' updates (`smp.update`), `loss` (this rank's share before
     smp-gradient-all-reduce), with loss scaling `loss_scale`, and with
     eval-accuracy `eval_hits` and `eval_labels` (this rank's counts), with
-    an eval-metrics name other than `accuracy` `eval_confusion`.
+    eval-metrics' `topK_accuracy` `eval_hits_topK`, with its other names
+    `eval_confusion`.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -246,8 +247,9 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
            "EvalAccuracy.h)">,
     ListOption<"evalMetrics", "eval-metrics", "std::string",
                "an evaluation's metrics (smp/base/EvalMetrics.h): "
-               "`accuracy` as eval-accuracy; any other also counts, per "
-               "step, the confusion matrix of the labels the cross-entropy "
+               "`accuracy` as eval-accuracy; `topK_accuracy` also counts "
+               "the labels of rank below K (output eval_hits_topK); any "
+               "other the confusion matrix of the labels the cross-entropy "
                "reads by their row's argmax class (output eval_confusion, "
                "[classes, classes] f32)">
   ];
