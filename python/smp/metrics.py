@@ -13,9 +13,36 @@ from ._tools import SmpError
 
 PathLike = Union[str, Path]
 
-# What plot_metrics draws by default, one panel each, when the run has it.
+# What plot_metrics draws by default, one panel each, when the run has it
+# (and, after eval_accuracy, every other metric of smpc --eval-metrics).
 DEFAULT_KEYS = ("loss", "eval_loss", "eval_accuracy", "lr", "grad_norm",
                 "tokens_per_s", "mfu", "loss_scale")
+# An evaluation's row's bookkeeping, not a metric.
+_EVAL_COUNTS = ("eval_labels", "eval_samples", "eval_batches", "eval_time")
+
+
+def default_keys(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """The keys plot_metrics draws by default for these rows: DEFAULT_KEYS
+    the run has, the --eval-metrics ones (eval_f1, eval_top5_accuracy, ...)
+    after eval_accuracy in the order the run wrote them, samples_per_s for
+    a run without tokens_per_s."""
+    def has(key):
+        return any(r.get(key) is not None for r in rows)
+    metrics = []
+    for r in rows:
+        for k in r:
+            if (k.startswith("eval_") and k not in DEFAULT_KEYS and
+                    k not in _EVAL_COUNTS and k not in metrics and has(k)):
+                metrics.append(k)
+    keys = []
+    for k in DEFAULT_KEYS:
+        if has(k):
+            keys.append(k)
+        if k == "eval_accuracy":
+            keys += metrics
+    if "tokens_per_s" not in keys and has("samples_per_s"):
+        keys.insert(min(3, len(keys)), "samples_per_s")
+    return keys
 
 
 def read_metrics(path: PathLike) -> List[Dict[str, Any]]:
@@ -64,8 +91,8 @@ def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
     """Plots a run's metrics (an --metrics file, or the rows of one, e.g.
     smp.train(...).metrics) against the step into the image `out` (PNG,
     SVG or PDF by its suffix): one panel per key of `keys` (default:
-    loss, eval_loss, eval_accuracy, lr, grad_norm, tokens/s, MFU, loss
-    scale), skipping keys the run
+    loss, eval_loss, eval_accuracy and the other --eval-metrics, lr,
+    grad_norm, tokens/s, MFU, loss scale: default_keys), skipping keys the run
     does not have (tokens_per_s falls back to samples_per_s for a model
     without token ids). Needs matplotlib; raises SmpError without it, for
     an unknown key, or for a file that is not smprun's metrics. Returns
@@ -90,9 +117,7 @@ def plot_metrics(metrics: Union[PathLike, Sequence[Dict[str, Any]]],
         return any(r.get(key) is not None for r in rows)
 
     if keys is None:
-        keys = [k for k in DEFAULT_KEYS if has(k)]
-        if "tokens_per_s" not in keys and has("samples_per_s"):
-            keys.insert(min(3, len(keys)), "samples_per_s")
+        keys = default_keys(rows)
     else:
         missing = [k for k in keys if not has(k)]
         if missing:

@@ -119,3 +119,7 @@ def test_eval_metrics_are_scikit_learns(tools, tmp_path):
         assert "eval_accuracy" not in got
         for name in names:
             assert abs(got["eval_" + name] - want["metrics"][name]) < 1e-8, name
+    # plot_metrics draws them by default, after the eval loss.
+    keys = smp.metrics.default_keys(run.metrics)
+    assert keys[:5] == ["loss", "eval_loss", "eval_f1", "eval_precision",
+                        "eval_matthews_correlation"], keys
