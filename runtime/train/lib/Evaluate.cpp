@@ -79,8 +79,8 @@ Status countLabels(const std::string &dir,
 
 } // namespace
 
-/// The artifact's --eval-metrics besides the accuracy, checked against
-/// the outputs they are computed from.
+/// The artifact's --eval-metrics (and --eval-accuracy), each checked
+/// against the output it is computed from.
 Status loadMetrics(const Executor &exec, Evaluation &eval) {
   const Artifact &artifact = exec.artifact();
   auto hasOutput = [&](const std::string &wanted) {
@@ -89,23 +89,30 @@ Status loadMetrics(const Executor &exec, Evaluation &eval) {
         return true;
     return false;
   };
-  for (const std::string &name : artifact.manifest.training().eval_metrics()) {
+  std::vector<std::string> names(
+      artifact.manifest.training().eval_metrics().begin(),
+      artifact.manifest.training().eval_metrics().end());
+  // An artifact of an smpc that recorded no names: its counts say.
+  if (names.empty() && hasOutput(smp::base::kEvalHitsOutput))
+    names.push_back("accuracy");
+  for (const std::string &name : names) {
     if (!smp::base::isEvalMetric(name))
       return Status::failure("--eval-data: the artifact asks for the "
                              "metric '" +
                              name +
                              "', which this smprun does not know; "
                              "recompile it with this smpc");
-    if (name == "accuracy")
-      continue; // eval_hits and eval_labels, when the artifact has them
     int64_t k = smp::base::topKAccuracy(name);
-    std::string from =
-        k ? smp::base::evalTopHitsOutput(k) : smp::base::kEvalConfusionOutput;
+    std::string hits = name == "accuracy" ? smp::base::kEvalHitsOutput
+                       : k                ? smp::base::evalTopHitsOutput(k)
+                                          : "";
+    std::string from = hits.empty() ? smp::base::kEvalConfusionOutput : hits;
     if (!hasOutput(from))
       return Status::failure("--eval-data: the artifact asks for " + name +
                              " but has no " + from +
                              " output to compute it from; recompile it");
     eval.metrics.push_back(name);
+    eval.hitOutputs.push_back(hits);
   }
   return Status::success();
 }
@@ -229,10 +236,13 @@ void addConfusion(const Executor &exec, std::vector<double> &sums,
 Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                 int64_t batch, int64_t globalBatch, EvalRecord &rec) {
   auto start = std::chrono::steady_clock::now();
-  double sum = 0, hits = 0, labels = 0;
+  double sum = 0, labels = 0;
   std::vector<double> confusion;
   int64_t classes = 0;
-  std::vector<double> topHits(eval.metrics.size(), 0.0); // topK_accuracy's
+  std::vector<double> hits(eval.metrics.size(), 0.0); // the accuracies'
+  bool wantsConfusion =
+      std::any_of(eval.hitOutputs.begin(), eval.hitOutputs.end(),
+                  [](const std::string &o) { return o.empty(); });
   for (int64_t j = 0; j < eval.batches; ++j) {
     // Evaluation batch j: its samples in global batches, the last one
     // short and padded (the stream's next samples, their labels ignored).
@@ -255,15 +265,14 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                                ", batch " + std::to_string(j + 1) + " of " +
                                std::to_string(eval.batches) + ": " + s.error);
       only = scalarOutput(exec, "loss");
-      // smpc --eval-accuracy: the global batch's labels and hits.
-      hits += scalarOutput(exec, smp::base::kEvalHitsOutput);
+      // smpc --eval-accuracy, --eval-metrics: the global batch's labels,
+      // each accuracy's hits, the confusion matrix.
       labels += scalarOutput(exec, smp::base::kEvalLabelsOutput);
-      if (!eval.metrics.empty())
-        addConfusion(exec, confusion, classes);
       for (size_t m = 0; m < eval.metrics.size(); ++m)
-        if (int64_t k = smp::base::topKAccuracy(eval.metrics[m]))
-          topHits[m] +=
-              scalarOutput(exec, smp::base::evalTopHitsOutput(k).c_str());
+        if (!eval.hitOutputs[m].empty())
+          hits[m] += scalarOutput(exec, eval.hitOutputs[m].c_str());
+      if (wantsConfusion)
+        addConfusion(exec, confusion, classes);
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -282,21 +291,20 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   }
   rec.step = step;
   rec.loss = sum / static_cast<double>(eval.evaluated);
-  rec.accuracy = hits / labels; // NaN without the counts, or no label
-  rec.labels = std::isnan(labels) ? 0 : static_cast<int64_t>(labels);
-  rec.metrics.clear();
-  double counted = 0;
-  for (double c : confusion)
-    counted += c;
-  for (size_t m = 0; m < eval.metrics.size(); ++m) {
-    const std::string &name = eval.metrics[m];
-    rec.metrics.push_back(
-        {name, smp::base::topKAccuracy(name)
-                   ? topHits[m] / labels
-                   : smp::base::evalMetric(name, confusion.data(), classes)});
+  // The labels: counted beside the accuracies, else the matrix's total.
+  if (std::isnan(labels)) {
+    labels = 0;
+    for (double c : confusion)
+      labels += c;
   }
-  if (!eval.metrics.empty() && rec.labels == 0)
-    rec.labels = static_cast<int64_t>(counted);
+  rec.labels = static_cast<int64_t>(labels);
+  rec.metrics.clear();
+  for (size_t m = 0; m < eval.metrics.size(); ++m)
+    rec.metrics.push_back(
+        {eval.metrics[m],
+         eval.hitOutputs[m].empty()
+             ? smp::base::evalMetric(eval.metrics[m], confusion.data(), classes)
+             : hits[m] / labels});
   rec.samples = eval.evaluated;
   rec.batches = eval.batches;
   rec.seconds =

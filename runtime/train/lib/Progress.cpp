@@ -234,10 +234,8 @@ Status Reporter::evaluation(const EvalRecord &rec) {
   // smpc --eval-accuracy, --eval-metrics: the metrics and the labels they
   // counted (a metric of no label is NaN: none shown).
   std::vector<std::pair<std::string, double>> metrics;
-  if (rec.labels > 0 && !std::isnan(rec.accuracy))
-    metrics.push_back({"accuracy", rec.accuracy});
   if (rec.labels > 0)
-    metrics.insert(metrics.end(), rec.metrics.begin(), rec.metrics.end());
+    metrics = rec.metrics;
   std::string printed, noted, counted;
   for (const auto &[name, value] : metrics) {
     printed += " " + name + format(" %.6f", value);

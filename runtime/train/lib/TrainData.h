@@ -109,10 +109,11 @@ struct Evaluation {
   /// Whether a batch's loss is the sum of its global batches' losses (a
   /// model's own loss that sums over the samples).
   bool sums = false;
-  /// smpc --eval-metrics' names besides the accuracy (computed from the
-  /// step's eval_confusion or eval_hits_topK outputs,
-  /// smp/base/EvalMetrics.h).
-  std::vector<std::string> metrics;
+  /// What an evaluation reports besides the loss (smpc --eval-accuracy,
+  /// --eval-metrics: smp/base/EvalMetrics.h's names), and for each the
+  /// step output of its hits over the labels (the accuracies), or "" (a
+  /// metric of the eval_confusion output).
+  std::vector<std::string> metrics, hitOutputs;
 };
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,

@@ -60,12 +60,11 @@ struct StepRecord {
 struct EvalRecord {
   int64_t step = 0;
   double loss = 0;                  // the mean of the batches' losses
-  /// smpc --eval-accuracy: the share of the counted labels whose logit is
-  /// the row's first maximum, over every batch (NaN: not compiled in).
-  double accuracy = NAN;
-  int64_t labels = 0; // the labels the accuracy (the metrics) counted
-  /// smpc --eval-metrics besides the accuracy: (name, value), as
-  /// scikit-learn computes them over every batch's predictions.
+  int64_t labels = 0;               // the labels the metrics counted
+  /// smpc --eval-accuracy, --eval-metrics: (name, value), as
+  /// scikit-learn computes them over every batch's predictions (the
+  /// accuracy: the share of the counted labels whose logit is the row's
+  /// first maximum).
   std::vector<std::pair<std::string, double>> metrics;
   int64_t samples = 0, batches = 0; // evaluated
   double seconds = 0, wallTime = 0; // its duration; unix seconds at its end
