@@ -46,3 +46,31 @@ module {
     return %g : tensor<4x4xf32>
   }
 }
+
+// -----
+
+// Tensor parallelism's collectives over @tp keep each sample's rows: the
+// sum of the ranks' parts (a row-parallel matmul's all_reduce), and
+// sequence parallelism's rows scattered over the ranks (reduce_scatter,
+// all_slice) and gathered back along the same dim. A scatter alone loses
+// them; an all_reduce over @dp mixes the ranks' samples.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: {smp.output = "summed", smp.samples = "per-sample"}
+// CHECK-SAME: {smp.output = "gathered", smp.samples = "per-sample"}
+// CHECK-SAME: {smp.output = "sliced", smp.samples = "per-sample"}
+// CHECK-SAME: {smp.output = "scattered", smp.samples = "smp cannot follow the batch's samples through 'shard.reduce_scatter'"}
+// CHECK-SAME: {smp.output = "dp", smp.samples = "smp cannot follow the batch's samples through 'shard.all_reduce'"}
+module {
+  shard.grid @tp(shape = 2)
+  shard.grid @dp(shape = 2)
+  func.func @main(%x: tensor<4x6xf32> {smp.input = "x"}) -> (tensor<4x6xf32> {smp.output = "summed"}, tensor<4x6xf32> {smp.output = "gathered"}, tensor<4x6xf32> {smp.output = "sliced"}, tensor<2x6xf32> {smp.output = "scattered"}, tensor<4x6xf32> {smp.output = "dp"}) {
+    %s = shard.all_reduce %x on @tp grid_axes = [0] : tensor<4x6xf32> -> tensor<4x6xf32>
+    %r = shard.reduce_scatter %x on @tp grid_axes = [0] scatter_axis = 0 : tensor<4x6xf32> -> tensor<2x6xf32>
+    %e = smp.exp %r : tensor<2x6xf32>
+    %g = shard.all_gather %e on @tp grid_axes = [0] gather_axis = 0 : tensor<2x6xf32> -> tensor<4x6xf32>
+    %l = shard.all_slice %x on @tp grid_axes = [0] slice_axis = 0 : tensor<4x6xf32> -> tensor<2x6xf32>
+    %lg = shard.all_gather %l on @tp grid_axes = [0] gather_axis = 0 : tensor<2x6xf32> -> tensor<4x6xf32>
+    %d = shard.all_reduce %x on @dp grid_axes = [0] : tensor<4x6xf32> -> tensor<4x6xf32>
+    return %s, %g, %lg, %r, %d : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<2x6xf32>, tensor<4x6xf32>
+  }
+}

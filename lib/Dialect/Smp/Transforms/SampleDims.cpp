@@ -11,9 +11,12 @@
 
 #include "SampleDims.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Matchers.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/SmpTraits.h"
+
+#include <optional>
 
 using namespace mlir;
 
@@ -107,16 +110,56 @@ State SampleDims::of(Value v) const {
   return it == states.end() ? none() : it->second;
 }
 
+/// Sequence parallelism (smp-sequence-parallel) scatters a value's rows
+/// (tokens) over the tensor-parallel ranks and works on them row by row
+/// until it gathers them back whole: the gather of `v` along `axis` gives
+/// the scattered value's rows again. The value scattered (along `axis`;
+/// -1: any), or null.
+static Value scatteredRows(const SampleDims::State &s, int64_t axis) {
+  if (s.kind != SampleDims::State::Unknown || !s.op)
+    return {};
+  auto along = [&](const APInt &a) {
+    return axis < 0 || a.getSExtValue() == axis;
+  };
+  if (auto scatter = dyn_cast<shard::ReduceScatterOp>(s.op);
+      scatter && scatter.getGrid() == "tp" && along(scatter.getScatterAxis()))
+    return scatter.getInput();
+  if (auto slice = dyn_cast<shard::AllSliceOp>(s.op);
+      slice && slice.getGrid() == "tp" && along(slice.getSliceAxis()))
+    return slice.getInput();
+  return {};
+}
+
 void SampleDims::visit(Operation *op) {
+  if (auto gather = dyn_cast<shard::AllGatherOp>(op);
+      gather && gather.getGrid() == "tp")
+    if (Value rows = scatteredRows(of(gather.getInput()),
+                                   gather.getGatherAxis().getSExtValue())) {
+      if (State s = of(rows); s.kind != State::None)
+        states[gather.getResult()] = s;
+      return;
+    }
   bool fromBatch = false;
+  // The first op that mixed or lost the samples, a mix before a loss and a
+  // loss before sequence parallelism's scattered rows (which its gather
+  // gives back).
+  std::optional<State> lost;
+  auto rank = [](const State &s) {
+    return s.kind == State::Mixed ? 0 : scatteredRows(s, -1) ? 2 : 1;
+  };
   for (Value v : op->getOperands()) {
     State s = of(v);
     if (s.kind == State::Mixed || s.kind == State::Unknown) {
-      for (Value r : op->getResults())
-        states[r] = s; // the first op that mixed or lost the samples
-      return;
+      if (!lost || rank(s) < rank(*lost))
+        lost = s;
+      continue;
     }
     fromBatch |= s.kind == State::Dim;
+  }
+  if (lost) {
+    for (Value r : op->getResults())
+      states[r] = *lost;
+    return;
   }
   if (!fromBatch)
     return;
@@ -148,6 +191,19 @@ public:
         op->hasTrait<OpTrait::smp::BroadcastingElementwise>() ||
         isa<TpCopyOp, ExpandOp>(op))
       return dimOr(aligned(op->getOperands()));
+    // The sum of the tensor-parallel ranks' parts of the same samples
+    // (after smp-tensor-parallel: a row-parallel matmul's output).
+    if (auto sum = dyn_cast<shard::AllReduceOp>(op);
+        sum && sum.getGrid() == "tp")
+      return dimOr(aligned(op->getOperands()));
+    // Sequence parallelism's scatter and gather of a dim beside the
+    // samples' over the tensor-parallel ranks.
+    if (auto scatter = dyn_cast<shard::ReduceScatterOp>(op);
+        scatter && scatter.getGrid() == "tp")
+      return besideSamples(scatter.getScatterAxis().getSExtValue());
+    if (auto gather = dyn_cast<shard::AllGatherOp>(op);
+        gather && gather.getGrid() == "tp")
+      return besideSamples(gather.getGatherAxis().getSExtValue());
     if (isa<CastMultiOp>(op))
       return dimOr(aligned(op->getOperand(result)));
     if (isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, TileOp,
@@ -188,6 +244,12 @@ private:
   /// Samples along `d` with the operands' inner run.
   State at(int64_t d) { return smp::at(d, inner); }
   State dimOr(int64_t d) { return d >= 0 ? at(d) : unknown(op); }
+  /// A collective along `axis` of the one operand: its samples (or none)
+  /// stay where they are unless it splits or joins their dim.
+  State besideSamples(int64_t axis) {
+    State s = dims.of(op->getOperand(0));
+    return s.kind == State::Dim && s.dim == axis ? unknown(op) : s;
+  }
   int64_t dimOf(unsigned i) { return dims.of(op->getOperand(i)).dim; }
 
   /// The one sample dim of the operands that hold samples, aligned to the
