@@ -26,7 +26,9 @@ test/fixtures/resnet, its BatchNorm evaluated with the running statistics
 (resnet_evals). The GPT-2 and own-loss evaluations also hold smpc
 --eval-accuracy's numbers (accuracy_of; the own losses' checked against
 the Trainer's compute_metrics); --accuracy: models that learn within a few
-steps, for the accuracy (hf-trainer/accuracy: accuracy_evals).
+steps, for the accuracy (hf-trainer/accuracy: accuracy_evals);
+--regression: a regression for smpc --eval-metrics pearson,spearmanr
+(hf-trainer/accuracy/reg: regression_evals).
 """
 
 from __future__ import annotations
@@ -185,6 +187,25 @@ def gpt2_evals():
     write_ref(out / "ref_adamw_eval.json", losses, out / "ref_adamw.json",
               "--optimizer adamw --lr 0.01 --seed 1234", evals,
               transformers=transformers.__version__)
+
+
+def adamw_evaluations(model, train, held, lr, losses, norms):
+    """Trains `model` 12 AdamW steps (lr `lr`, batch 8) on the 64 samples of
+    `train` (adamw_step: `losses`, `norms`), yielding after steps 4, 8 and 12
+    the step and the losses of `held`'s batches of 8 (the last one short),
+    in eval() under torch.no_grad() (the model left in eval())."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    n = len(next(iter(held.values())))
+    for k in range(12):
+        rows = [(k * 8 + i) % 64 for i in range(8)]
+        adamw_step(model, opt, {key: v[rows] for key, v in train.items()},
+                   losses, norms)
+        if (k + 1) % 4:
+            continue
+        model.eval()
+        with torch.no_grad():
+            yield k + 1, [model(**{key: v[b:b + 8] for key, v in held.items()}).loss.item()
+                          for b in range(0, n, 8)]
 
 
 def own_loss_model(name):
@@ -476,19 +497,10 @@ def accuracy_evals():
                               str(out / f"{name}_logits.onnx"),
                               input_names=["input_ids"], output_names=["logits"],
                               dynamic_axes={"input_ids": {0: "batch"}})
-        opt = torch.optim.AdamW(model.parameters(), lr=lr)
         losses, norms, evals = [], [], []
         dataset = [{k: v[i] for k, v in held.items()} for i in range(20)]
-        for k in range(12):
-            rows = [(k * 8 + i) % 64 for i in range(8)]
-            adamw_step(model, opt, {key: v[rows] for key, v in train.items()},
-                       losses, norms)
-            if (k + 1) % 4:
-                continue
-            model.eval()
+        for step, means in adamw_evaluations(model, train, held, lr, losses, norms):
             with torch.no_grad():
-                means = [model(**{key: v[b:b + 8] for key, v in held.items()}).loss.item()
-                         for b in range(0, 20, 8)]
                 logits = model(**held).logits
             labels = held["labels"]
             acc = (accuracy_of(logits[:, :-1], labels[:, 1:]) if causal
@@ -508,11 +520,16 @@ def accuracy_evals():
             for key, value in acc.get("metrics", {}).items():
                 if not key.startswith("top"):  # top_k_accuracies checked them
                     assert abs(result["eval_" + key] - value) < 1e-12, (key, result, acc)
-            evals.append({"step": k + 1, "eval_loss": want, "batch_losses": means,
+            # smpc --eval-predictions: each row's argmax (every position),
+            # and the smallest gap between a row's two largest logits.
+            top2 = logits.double().topk(2, dim=-1).values
+            evals.append({"step": step, "eval_loss": want, "batch_losses": means,
                           "samples": 20, **acc,
+                          "predictions": logits.argmax(-1).tolist(),
+                          "min_prediction_gap": (top2[..., 0] - top2[..., 1]).min().item(),
                           "trainer_eval_loss": result["eval_loss"],
                           "trainer_eval_accuracy": result["eval_accuracy"]})
-            print(name, "step", k + 1, "eval_loss %.7f" % want,
+            print(name, "step", step, "eval_loss %.7f" % want,
                   "accuracy %.4f" % acc["eval_accuracy"], "of", acc["eval_labels"],
                   "gap %.2e" % acc["min_top_gap"])
         config = {"flags": f"--optimizer adamw --lr {lr}", "batch": 8,
@@ -521,6 +538,90 @@ def accuracy_evals():
             {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
         (out / "ref_adamw_eval.json").write_text(json.dumps(
             {"config": config, "evals": evals}, indent=2) + "\n")
+
+
+def regression_evals():
+    """test/fixtures/hf-trainer/accuracy/reg: GLUE's STS-B in small, a
+    BertForSequenceClassification of num_labels=1 (a regression: the
+    Trainer's loss is the mean-squared error of its one logit and the
+    float label; fresh init, dropouts 0) on scores from -2.5 to 2.4 (the
+    first token's parity times 4 plus the second's last digit / 10,
+    centred, so that 12 steps learn more than their mean), exported
+    with its logits only (reg.onnx: --loss mse:logits:labels, the labels
+    [samples, 1] as the logits). Trained 12 AdamW steps (lr 0.01, batch 8)
+    on 64 samples, evaluated after steps 4, 8 and 12 on 16 held-out ones
+    by Trainer.evaluate with run_glue's compute_metrics for STS-B (scipy's
+    pearsonr and spearmanr of the squeezed predictions against the
+    labels, as evaluate's glue metric): eval_loss, pearson, spearmanr and
+    the predictions. Writes reg/data, reg/eval and reg/ref_adamw{,_eval}.json."""
+    import tempfile
+    import transformers as T
+    from scipy.stats import pearsonr, spearmanr
+    out = d.ROOT / "test" / "fixtures" / "hf-trainer" / "accuracy" / "reg"
+    g = torch.Generator().manual_seed(12)
+
+    def scores(n):
+        ids = torch.randint(2, 64, (n, 8), generator=g)
+        y = (ids[:, 0] % 2).float() * 4 + (ids[:, 1] % 10).float() / 10
+        return {"input_ids": ids, "labels": y - 2.5}
+
+    torch.manual_seed(0)
+    model = T.BertForSequenceClassification(T.BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=16,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=1))
+    assert model.config.problem_type in (None, "regression")
+    train, held = scores(64), scores(16)
+    for sub, data in (("data", train), ("eval", held)):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        np.save(out / sub / "input_ids.npy", data["input_ids"].numpy())
+        np.save(out / sub / "labels.npy", data["labels"].numpy()[:, None])
+
+    class Logits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids):
+            return self.m(input_ids=input_ids).logits
+
+    model.eval()
+    torch.onnx.export(Logits(model), (train["input_ids"][:8],), str(out / "reg.onnx"),
+                      input_names=["input_ids"], output_names=["logits"],
+                      dynamic_axes={"input_ids": {0: "batch"}})
+
+    def metrics(p):  # run_glue's, for STS-B
+        preds = np.squeeze(p.predictions)
+        return {"pearson": float(pearsonr(preds, p.label_ids)[0]),
+                "spearmanr": float(spearmanr(preds, p.label_ids)[0])}
+
+    losses, norms, evals = [], [], []
+    dataset = [{k: v[i] for k, v in held.items()} for i in range(16)]
+    for step, means in adamw_evaluations(model, train, held, 0.01, losses, norms):
+        with torch.no_grad():
+            preds = model(input_ids=held["input_ids"]).logits[:, 0]
+        with tempfile.TemporaryDirectory() as tmp:
+            result = T.Trainer(model=model, eval_dataset=dataset, compute_metrics=metrics,
+                               args=T.TrainingArguments(
+                                   output_dir=tmp, per_device_eval_batch_size=8,
+                                   use_cpu=True, report_to=[])).evaluate()
+        want = float(np.mean(means))
+        assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
+        mine = metrics(type("P", (), {"predictions": preds.numpy(),
+                                      "label_ids": held["labels"].numpy()}))
+        for key in ("pearson", "spearmanr"):
+            assert abs(result["eval_" + key] - mine[key]) < 1e-12, (key, result, mine)
+        evals.append({"step": step, "eval_loss": want, "batch_losses": means,
+                      "samples": 16, "metrics": mine,
+                      "predictions": preds.tolist(),
+                      "trainer_eval_loss": result["eval_loss"]})
+        print("reg step", step, "eval_loss %.7f" % want, mine)
+    config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
+              "torch": torch.__version__, "transformers": T.__version__}
+    (out / "ref_adamw.json").write_text(json.dumps(
+        {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
+    (out / "ref_adamw_eval.json").write_text(json.dumps(
+        {"config": config, "evals": evals}, indent=2) + "\n")
 
 
 def resnet_evals():
@@ -559,6 +660,9 @@ def main():
         return
     if "--accuracy" in sys.argv:  # needs transformers (5.24)
         accuracy_evals()
+        return
+    if "--regression" in sys.argv:  # needs transformers (5.24) and scipy
+        regression_evals()
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()

@@ -47,6 +47,7 @@ void buildTrainStep(OpPassManager &pm,
   gradients.initScale = o.initScale;
   gradients.evalAccuracy = o.evalAccuracy;
   gradients.evalMetrics.assign(o.evalMetrics.begin(), o.evalMetrics.end());
+  gradients.evalPredictions = o.evalPredictions;
   pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   if (o.recompute != "none") {
     smp::SmpRecomputePassOptions recompute;
@@ -283,6 +284,10 @@ struct TrainPipelineCLOptions
   ListOption<std::string> evalMetrics{
       *this, "eval-metrics",
       llvm::cl::desc("an evaluation's metrics (smp/base/EvalMetrics.h)")};
+  Option<bool> evalPredictions{
+      *this, "eval-predictions",
+      llvm::cl::desc("return each sample's predictions for an evaluation"),
+      llvm::cl::init(false)};
   Option<bool> lossScaling{*this, "loss-scaling",
                            llvm::cl::desc("dynamic loss scaling"),
                            llvm::cl::init(false)};
@@ -355,6 +360,7 @@ struct TrainPipelineCLOptions
     o.lossScaling = lossScaling, o.initScale = initScale;
     o.evalAccuracy = evalAccuracy;
     o.evalMetrics.assign(evalMetrics.begin(), evalMetrics.end());
+    o.evalPredictions = evalPredictions;
     o.growthInterval = growthInterval;
     o.hysteresis = hysteresis, o.consecutiveHysteresis = consecutiveHysteresis;
     o.deepspeedWindow = deepspeedWindow;

@@ -57,6 +57,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-accuracy", Kind::Switch},
     {"--eval-batch-size", Kind::Value},
     {"--eval-metrics", Kind::List},
+    {"--eval-predictions", Kind::Switch},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},

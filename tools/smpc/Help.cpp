@@ -180,9 +180,9 @@ TRAINING (compile --train)
                        of the labels the cross-entropy reads (not -100)
                        whose logit is the row's first maximum
                        (logits.argmax(-1) == labels), over every batch.
-  --eval-metrics LIST  With --train and a cross-entropy loss: smprun
-                       --eval-data also reports these, as eval_NAME, over
-                       every batch, with scikit-learn's definitions (a
+  --eval-metrics LIST  With --train: smprun --eval-data also reports
+                       these, as eval_NAME, over every batch; with a
+                       cross-entropy loss, scikit-learn's definitions (a
                        Trainer user's compute_metrics; the GLUE metrics):
                        accuracy (as --eval-accuracy); f1, precision,
                        recall (average='binary': 2 classes, class 1
@@ -192,7 +192,20 @@ TRAINING (compile --train)
                        labels among their row's K first classes). All but
                        the accuracies count a confusion matrix of at most
                        1024 classes (a classifier's) and need each row's
-                       whole logits (no vocabulary-parallel --tp).
+                       whole logits (no vocabulary-parallel --tp). With an
+                       mse:OUTPUT:TARGET loss (a regression, GLUE's STS-B):
+                       pearson and spearmanr, scipy's correlations of the
+                       output's values with the targets' (from the
+                       predictions, as --eval-predictions gathers them).
+  --eval-predictions   With --train and a cross-entropy or mse loss: each
+                       evaluation step also returns every sample's
+                       predictions, the argmax class of each of its rows
+                       of the loss's logits (an mse loss: its output's
+                       values), and the labels they are scored against
+                       (-100 where the loss ignores one); smprun
+                       --eval-predictions DIR writes them as .npy files
+                       for a compute_metrics of your own (seqeval's
+                       entity F1, say).
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

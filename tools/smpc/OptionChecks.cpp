@@ -145,6 +145,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eval-accuracy",
                                         "--eval-batch-size",
                                         "--eval-metrics",
+                                        "--eval-predictions",
                                         "--warmup-type",
                                         "--warmup-min-lr",
                                         "--warmup-min-ratio",

@@ -111,6 +111,16 @@ OPTIONS
                      as model.eval() does.
   --eval-every K     With --eval-data: also evaluate after every K steps
                      (the Trainer's eval_steps).
+  --eval-predictions DIR  With --eval-data and an artifact of smpc
+                     --eval-predictions: write each evaluation's
+                     predictions as DIR/predictions-step-K.npy (float32
+                     [samples, values per sample]: the argmax class of
+                     each row of the loss's logits, or an mse loss's
+                     output values) and the labels they are scored
+                     against as DIR/label_ids.npy (-100 where the loss
+                     ignores one): the Trainer's EvalPrediction, for a
+                     compute_metrics of your own. A short last batch's
+                     padding is left out.
   --checkpoint-dir D With --steps: where checkpoints go (parameters and
                      optimizer state by name, written atomically).
   --checkpoint-every K  Save a checkpoint every K steps. Without it,
@@ -252,7 +262,8 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
     for (const char *flag :
          {"--checkpoint-dir", "--checkpoint-every", "--save-onnx",
           "--source-model", "--metrics", "--eval-data", "--eval-every",
-          "--tensorboard-dir", "--progress", "--log-every"})
+          "--eval-predictions", "--tensorboard-dir", "--progress",
+          "--log-every"})
       if (given.count(flag))
         return fail(std::string(flag) + " is for training; give --steps N");
     if (cli.resume)
@@ -272,6 +283,9 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
   if (cli.evalEvery > 0 && cli.evalDir.empty())
     return fail("--eval-every K evaluates held-out samples; give them with "
                 "--eval-data DIR");
+  if (!cli.evalPredictionsDir.empty() && cli.evalDir.empty())
+    return fail("--eval-predictions DIR writes an evaluation's predictions; "
+                "give the held-out samples with --eval-data DIR");
   if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
   if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
@@ -303,6 +317,7 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       {"--profile", {&cli.profilePath}},
       {"--checkpoint-dir", {&cli.ckptDir}},
       {"--eval-data", {&cli.evalDir}},
+      {"--eval-predictions", {&cli.evalPredictionsDir}},
       {"--eval-every", {nullptr, &cli.evalEvery}},
       {"--save-onnx", {&cli.saveOnnx}},
       {"--source-model", {&cli.sourceModel}},

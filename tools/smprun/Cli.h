@@ -18,7 +18,8 @@ namespace smprun {
 /// The command line.
 struct Cli {
   std::string argv0, model, dataDir, outDir, profilePath, metricsPath, ckptDir,
-      saveOnnx, sourceModel, tensorboardDir, progress = "auto", evalDir;
+      saveOnnx, sourceModel, tensorboardDir, progress = "auto", evalDir,
+                                             evalPredictionsDir;
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10,
           evalEvery = 0;
   double timeout = 600;

@@ -229,6 +229,7 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   topts.checkpointDir = cli.ckptDir;
   topts.checkpointEvery = cli.ckptEvery;
   topts.evalDir = cli.evalDir;
+  topts.evalPredictionsDir = cli.evalPredictionsDir;
   topts.evalEvery = cli.evalEvery;
   topts.resume = cli.resume;
   topts.resetOptimizer = cli.resetOptimizer;

@@ -119,6 +119,9 @@ struct TrainingPipelineOptions {
   /// step also counts the confusion matrix (smp-build-gradients
   /// eval-metrics).
   std::vector<std::string> evalMetrics;
+  /// An evaluation's predictions: the step also returns each sample's
+  /// (smp-build-gradients eval-predictions; implied by a metric of them).
+  bool evalPredictions = false;
   /// Dynamic loss scaling (fp16), torch.amp.GradScaler's.
   bool lossScaling = false;
   float initScale = 65536.0f;

@@ -35,14 +35,14 @@ namespace smp::writer {
 
 namespace {
 
-/// Whether result `i` of `f` is an evaluation's output: the loss or the
-/// counts of its accuracy.
+/// Whether result `i` of `f` is an evaluation's output: the loss, the
+/// counts of its metrics or its predictions.
 bool isEvalOutput(func::FuncOp f, unsigned i, bool lossToo) {
   auto name = f.getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
   if (!name)
     return false;
   return (lossToo && name.getValue() == "loss") ||
-         smp::base::isEvalCountOutput(name.getValue());
+         smp::base::isEvalOutput(name.getValue());
 }
 
 /// For each stage's function, the ops the results that `picked` selects are

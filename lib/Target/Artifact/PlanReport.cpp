@@ -87,7 +87,11 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   if (hasOutput(smp::base::kEvalHitsOutput))
     text += "; its accuracy too (of the labels the cross-entropy reads, "
             "those whose logit is the row's first maximum)";
-  std::string tops, names;
+  std::string tops, names, correlations;
+  for (const std::string &m : t.evalMetrics)
+    if (smp::base::needsPredictions(m) &&
+        hasOutput(smp::base::kEvalPredictionsOutput))
+      correlations += (correlations.empty() ? "" : ", ") + m;
   for (const std::string &m : t.evalMetrics)
     if (int64_t k = smp::base::topKAccuracy(m);
         k && hasOutput(smp::base::evalTopHitsOutput(k)))
@@ -103,6 +107,13 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
     text += "; its " + names +
             " too (smpc --eval-metrics: from the confusion matrix of those "
             "labels by their row's first maximum)";
+  if (!correlations.empty())
+    text += "; its " + correlations +
+            " too (smpc --eval-metrics: of the mse loss's output and target "
+            "values, sample by sample)";
+  if (hasOutput(smp::base::kEvalPredictionsOutput))
+    text += "; each sample's predictions and labels (smpc "
+            "--eval-predictions; smprun --eval-predictions DIR writes them)";
   int64_t every = t.evalEvery;
   if (t.evalOnStart)
     text += "; before the first step (smpc --eval-on-start)";

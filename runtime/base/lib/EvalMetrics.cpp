@@ -134,4 +134,57 @@ double evalMetric(std::string_view name, const double *counts,
   return ratio(sum, weights);
 }
 
+namespace {
+
+double pearson(const double *x, const double *y, int64_t n) {
+  if (n < 2)
+    return NAN;
+  double mx = 0, my = 0;
+  for (int64_t i = 0; i < n; ++i)
+    mx += x[i], my += y[i];
+  mx /= static_cast<double>(n), my /= static_cast<double>(n);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double dx = x[i] - mx, dy = y[i] - my;
+    sxy += dx * dy, sxx += dx * dx, syy += dy * dy;
+  }
+  return sxx == 0 || syy == 0 ? NAN : sxy / std::sqrt(sxx * syy);
+}
+
+/// 1-based ranks, ties at their average (scipy.stats.rankdata).
+std::vector<double> ranks(const double *x, int64_t n) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return x[a] < x[b]; });
+  std::vector<double> r(n);
+  for (int64_t i = 0; i < n;) {
+    int64_t j = i;
+    while (j + 1 < n && x[order[j + 1]] == x[order[i]])
+      ++j;
+    double average = 0.5 * static_cast<double>(i + j) + 1.0;
+    for (int64_t k = i; k <= j; ++k)
+      r[order[k]] = average;
+    i = j + 1;
+  }
+  return r;
+}
+
+bool anyNan(const double *x, int64_t n) {
+  return std::any_of(x, x + n, [](double v) { return std::isnan(v); });
+}
+
+} // namespace
+
+double predictionMetric(std::string_view name, const double *predicted,
+                        const double *target, int64_t n) {
+  if (anyNan(predicted, n) || anyNan(target, n))
+    return NAN; // as scipy's, whose ranks of a NaN are NaN
+  if (name == "pearson")
+    return pearson(predicted, target, n);
+  std::vector<double> rp = ranks(predicted, n), rt = ranks(target, n);
+  return pearson(rp.data(), rt.data(), n);
+}
+
 } // namespace smp::base

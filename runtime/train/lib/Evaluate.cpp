@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 namespace smprt {
 
@@ -106,7 +107,10 @@ Status loadMetrics(const Executor &exec, Evaluation &eval) {
     std::string hits = name == "accuracy" ? smp::base::kEvalHitsOutput
                        : k                ? smp::base::evalTopHitsOutput(k)
                                           : "";
-    std::string from = hits.empty() ? smp::base::kEvalConfusionOutput : hits;
+    std::string from = !hits.empty() ? hits
+                       : smp::base::needsPredictions(name)
+                           ? smp::base::kEvalPredictionsOutput
+                           : smp::base::kEvalConfusionOutput;
     if (!hasOutput(from))
       return Status::failure("--eval-data: the artifact asks for " + name +
                              " but has no " + from +
@@ -114,6 +118,29 @@ Status loadMetrics(const Executor &exec, Evaluation &eval) {
     eval.metrics.push_back(name);
     eval.hitOutputs.push_back(hits);
   }
+  eval.predictions = hasOutput(smp::base::kEvalPredictionsOutput) &&
+                     hasOutput(smp::base::kEvalLabelIdsOutput);
+  return Status::success();
+}
+
+Status loadPredictions(const Executor &exec, const std::string &dir,
+                       bool reports, Evaluation &eval) {
+  if (dir.empty())
+    return Status::success();
+  if (!eval.predictions)
+    return Status::failure(
+        "--eval-predictions " + dir + ": " + exec.artifact().dir +
+        " does not return an evaluation's predictions; recompile it with "
+        "smpc --eval-predictions");
+  if (!reports)
+    return Status::success();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    return Status::failure("--eval-predictions " + dir +
+                           ": cannot create the directory (" +
+                           (ec ? ec.message() : "not a directory") + ")");
+  eval.predictionsDir = dir;
   return Status::success();
 }
 
@@ -218,6 +245,40 @@ double scalarOutput(const Executor &exec, const char *wanted) {
   return NAN;
 }
 
+/// The rows [0, real) of each of the forward just run's predictions and
+/// labels, appended to `predicted` and `labels`; `per` is set to their
+/// values per sample.
+void addPredictions(const Executor &exec, int64_t real,
+                    std::vector<float> &predicted, std::vector<float> &labels,
+                    int64_t &per) {
+  for (const auto &[name, ref] : exec.outputs()) {
+    bool isPredicted = name == smp::base::kEvalPredictionsOutput;
+    if (!isPredicted && name != smp::base::kEvalLabelIdsOutput)
+      continue;
+    per = ref.rank() == 2 ? ref.shape[1] : 1;
+    const float *rows = ref.as<float>();
+    std::vector<float> &to = isPredicted ? predicted : labels;
+    to.insert(to.end(), rows, rows + real * per);
+  }
+}
+
+/// Writes an evaluation's predictions (after step `step`) and labels into
+/// `dir`.
+Status writePredictions(const std::string &dir, int64_t step,
+                        std::vector<float> &predicted,
+                        std::vector<float> &labels, int64_t per) {
+  int64_t n = per > 0 ? static_cast<int64_t>(predicted.size()) / per : 0;
+  for (auto [name, values] :
+       {std::pair<std::string, std::vector<float> *>{
+            "predictions-step-" + std::to_string(step), &predicted},
+        {"label_ids", &labels}}) {
+    smp::base::TensorRef t{values->data(), smp::base::DType::F32, {n, per}};
+    if (Status s = writeNpy(dir + "/" + name + ".npy", t); !s.ok())
+      return Status::failure("--eval-predictions: " + s.error);
+  }
+  return Status::success();
+}
+
 /// Adds the eval_confusion output of the forward just run to `sums`
 /// ([classes, classes]); `classes` is set from its shape.
 void addConfusion(const Executor &exec, std::vector<double> &sums,
@@ -240,9 +301,11 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   std::vector<double> confusion;
   int64_t classes = 0;
   std::vector<double> hits(eval.metrics.size(), 0.0); // the accuracies'
-  bool wantsConfusion =
-      std::any_of(eval.hitOutputs.begin(), eval.hitOutputs.end(),
-                  [](const std::string &o) { return o.empty(); });
+  std::vector<float> predicted, predictedLabels;      // of the real samples
+  int64_t per = 0;
+  bool wantsConfusion = std::any_of(
+      eval.metrics.begin(), eval.metrics.end(),
+      [](const std::string &m) { return smp::base::needsConfusion(m); });
   for (int64_t j = 0; j < eval.batches; ++j) {
     // Evaluation batch j: its samples in global batches, the last one
     // short and padded (the stream's next samples, their labels ignored).
@@ -273,6 +336,8 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
           hits[m] += scalarOutput(exec, eval.hitOutputs[m].c_str());
       if (wantsConfusion)
         addConfusion(exec, confusion, classes);
+      if (eval.predictions)
+        addPredictions(exec, slice.real, predicted, predictedLabels, per);
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -291,20 +356,33 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   }
   rec.step = step;
   rec.loss = sum / static_cast<double>(eval.evaluated);
-  // The labels: counted beside the accuracies, else the matrix's total.
+  // The labels: counted beside the accuracies, else the matrix's total,
+  // else (a regression's) the targets the predictions are scored against.
   if (std::isnan(labels)) {
     labels = 0;
     for (double c : confusion)
       labels += c;
+    if (confusion.empty())
+      labels = static_cast<double>(predictedLabels.size());
   }
   rec.labels = static_cast<int64_t>(labels);
   rec.metrics.clear();
-  for (size_t m = 0; m < eval.metrics.size(); ++m)
+  std::vector<double> x(predicted.begin(), predicted.end()),
+      y(predictedLabels.begin(), predictedLabels.end());
+  for (size_t m = 0; m < eval.metrics.size(); ++m) {
+    const std::string &name = eval.metrics[m];
     rec.metrics.push_back(
-        {eval.metrics[m],
-         eval.hitOutputs[m].empty()
-             ? smp::base::evalMetric(eval.metrics[m], confusion.data(), classes)
-             : hits[m] / labels});
+        {name, !eval.hitOutputs[m].empty() ? hits[m] / labels
+               : smp::base::needsPredictions(name)
+                   ? smp::base::predictionMetric(name, x.data(), y.data(),
+                                                 static_cast<int64_t>(x.size()))
+                   : smp::base::evalMetric(name, confusion.data(), classes)});
+  }
+  if (!eval.predictionsDir.empty())
+    if (Status s = writePredictions(eval.predictionsDir, step, predicted,
+                                    predictedLabels, per);
+        !s.ok())
+      return s;
   rec.samples = eval.evaluated;
   rec.batches = eval.batches;
   rec.seconds =

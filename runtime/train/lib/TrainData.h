@@ -114,7 +114,18 @@ struct Evaluation {
   /// step output of its hits over the labels (the accuracies), or "" (a
   /// metric of the eval_confusion output).
   std::vector<std::string> metrics, hitOutputs;
+  /// The step returns each sample's predictions and labels
+  /// (eval_predictions, eval_label_ids: smpc --eval-predictions, or a
+  /// metric of them), and where this rank writes them ("": nowhere).
+  bool predictions = false;
+  std::string predictionsDir;
 };
+
+/// Checks that `exec`'s artifact returns the predictions when `dir` (smprun
+/// --eval-predictions) asks for them, and sets `eval`'s predictions; this
+/// rank writes them into `dir` when it `reports`.
+Status loadPredictions(const Executor &exec, const std::string &dir,
+                       bool reports, Evaluation &eval);
 
 /// Loads `dir`'s samples for evaluations of `exec`'s training artifact,
 /// whose steps take `globalBatch` samples (this rank its share): refused

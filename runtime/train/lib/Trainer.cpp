@@ -307,8 +307,12 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
                        artifact.manifest.training().eval_delay(), options, run);
       !s.ok() || options.evalDir.empty())
     return s;
-  return loadEvaluation(exec, options.evalDir, options.onNote, globalBatch,
-                        run.eval, run.evalNote);
+  if (Status s = loadEvaluation(exec, options.evalDir, options.onNote,
+                                globalBatch, run.eval, run.evalNote);
+      !s.ok())
+    return s;
+  return loadPredictions(exec, options.evalPredictionsDir, options.report,
+                         run.eval);
 }
 
 } // namespace

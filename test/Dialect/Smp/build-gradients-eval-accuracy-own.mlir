@@ -27,7 +27,7 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{--eval-accuracy: the model's own loss 'loss' is computed from no cross-entropy; an evaluation's metrics need exactly one, whose logits' argmax is compared with its labels (leave --eval-accuracy out, or export the model's logits and pass --loss cross_entropy:LOGITS:LABELS)}}
+  // expected-error @+1 {{--eval-accuracy: the model's own loss 'loss' is computed from no cross-entropy; an evaluation's metrics need exactly one, whose logits' argmax is compared with its labels (leave --eval-accuracy out, or export the model's logits and pass --loss cross_entropy:LOGITS:LABELS, or mse:OUTPUT:TARGET for a regression)}}
   func.func @main(%x: tensor<2x4xf32> {smp.input = "x"}, %w: tensor<4x5xf32> {smp.param = "w"}) -> (tensor<f32> {smp.output = "loss"}) {
     %z = smp.matmul %x, %w : (tensor<2x4xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
     %s = smp.reduce_mean %z {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x5xf32> -> tensor<f32>

@@ -81,6 +81,31 @@ TEST(EvalMetrics, Names) {
   EXPECT_TRUE(smp::base::isEvalCountOutput("eval_confusion"));
   EXPECT_FALSE(smp::base::isEvalCountOutput("eval_hits_top1"));
   EXPECT_FALSE(smp::base::isEvalCountOutput("loss"));
+  // A regression's correlations, of the predictions.
+  EXPECT_TRUE(smp::base::needsPredictions("spearmanr"));
+  EXPECT_FALSE(smp::base::needsConfusion("pearson"));
+  EXPECT_TRUE(smp::base::isEvalOutput("eval_predictions"));
+  EXPECT_TRUE(smp::base::isEvalGatherOutput("eval_label_ids"));
+  EXPECT_FALSE(smp::base::isEvalCountOutput("eval_predictions"));
+}
+
+// scipy.stats.pearsonr and spearmanr (scipy 1.17) of these values, ties
+// ranked at their average.
+TEST(EvalMetrics, CorrelationsAreScipys) {
+  const double x[] = {1.5, 2.0, 2.0, 3.5, 0.25, 2.0, 4.0};
+  const double y[] = {1.0, 3.0, 2.5, 3.0, 0.5, 1.0, 5.0};
+  using smp::base::predictionMetric;
+  EXPECT_NEAR(predictionMetric("pearson", x, y, 7), 0.8695886477919181, 1e-14);
+  EXPECT_NEAR(predictionMetric("spearmanr", x, y, 7), 0.9058216273156767,
+              1e-14);
+  // Undefined (scipy: NaN with a warning): a constant side, one value, a
+  // NaN.
+  const double same[] = {2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0};
+  EXPECT_TRUE(std::isnan(predictionMetric("pearson", same, y, 7)));
+  EXPECT_TRUE(std::isnan(predictionMetric("spearmanr", x, same, 7)));
+  EXPECT_TRUE(std::isnan(predictionMetric("pearson", x, y, 1)));
+  const double nan[] = {1.0, NAN, 2.0};
+  EXPECT_TRUE(std::isnan(predictionMetric("spearmanr", nan, y, 3)));
 }
 
 } // namespace

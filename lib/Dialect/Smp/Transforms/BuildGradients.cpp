@@ -7,6 +7,7 @@
 
 #include "BatchNormTraining.h"
 #include "EvalAccuracy.h"
+#include "SampleDims.h"
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/Regex.h"
 
 #include <map>
+#include <optional>
 
 #define DEBUG_TYPE "smp-build-gradients"
 
@@ -99,10 +101,33 @@ struct SmpBuildGradientsPass
   std::optional<AccuracyOperands> accuracy;
   SmallVector<Value> hitsTotals; // by hitRanks()
   Value labelsTotal, confusionTotal;
+  /// --eval-predictions: an mse loss's output and target, the samples of
+  /// the forward (@main's, before the step is built), and the step's
+  /// predictions and labels so far ([microbatches * samples, per sample]).
+  std::optional<std::pair<Value, Value>> regression;
+  std::optional<SampleDims> sampleDims;
+  Value predictedTotal, labelIdsTotal;
 
-  /// An evaluation counts more than the loss (--eval-accuracy,
-  /// --eval-metrics).
-  bool evalCounts() { return evalAccuracy || !evalMetrics.empty(); }
+  /// An evaluation computes more than the loss (--eval-accuracy,
+  /// --eval-metrics, --eval-predictions).
+  bool evalCounts() {
+    return evalAccuracy || !evalMetrics.empty() || evalPredictions;
+  }
+  /// The evaluation gathers the predictions.
+  bool wantsPredictions() {
+    return evalPredictions ||
+           llvm::any_of(evalMetrics, smp::base::needsPredictions);
+  }
+  /// The flag that asked for the evaluation's outputs (for errors).
+  const char *evalFlag() {
+    return evalAccuracy           ? "--eval-accuracy"
+           : !evalMetrics.empty() ? "--eval-metrics"
+                                  : "--eval-predictions";
+  }
+  LogicalResult checkMetricsFit(func::FuncOp f, bool regressionLoss) {
+    return checkEvalMetricsFit(f, evalMetrics, evalAccuracy, loss,
+                               regressionLoss);
+  }
 
   /// The K of each count of labels among their row's K first classes the
   /// evaluation makes: 1 for the accuracy, then each topK_accuracy's.
@@ -120,6 +145,11 @@ struct SmpBuildGradientsPass
   /// the hits and labels of the accuracy, the confusion matrix of the
   /// other metrics.
   LogicalResult accumulateAccuracy(func::FuncOp f, OpBuilder &b, Location loc) {
+    if (regression) {
+      LogicalResult done = accumulatePredictions(f, b, loc, nullptr);
+      regression.reset();
+      return done;
+    }
     if (!accuracy)
       return success();
     auto add = [&](Value &total, Value v) {
@@ -142,7 +172,43 @@ struct SmpBuildGradientsPass
         return failure();
       add(confusionTotal, *confusion);
     }
+    if (wantsPredictions() &&
+        failed(accumulatePredictions(f, b, loc, &*accuracy)))
+      return failure();
     accuracy.reset();
+    return success();
+  }
+
+  /// Adds this micro-batch's predictions and labels (of `a`'s
+  /// cross-entropy, or of `regression`) to the step's, placed at the
+  /// micro-batch's samples.
+  LogicalResult accumulatePredictions(func::FuncOp f, OpBuilder &b,
+                                      Location loc, const AccuracyOperands *a) {
+    int64_t samples = sampleDims->microbatch();
+    Value from = a ? a->logits : regression->first;
+    if (currentMicrobatch == 0)
+      if (std::string why = sampleDims->notLeading(from); !why.empty())
+        return f.emitError()
+               << "--eval-predictions: each sample's predictions are read "
+                  "from the "
+               << (a ? "logits of the loss's cross-entropy"
+                     : "output of the mse loss")
+               << ", which must hold the samples one after another along "
+                  "dim 0: "
+               << why;
+    FailureOr<Predictions> p =
+        a ? buildPredictions(b, loc, f, *a, samples)
+          : buildRegressionPredictions(b, loc, f, regression->first,
+                                       regression->second, samples);
+    if (failed(p))
+      return failure();
+    int64_t m = unrolled ? static_cast<int64_t>(microbatches) : 1;
+    auto add = [&](Value &total, Value v) {
+      v = placeMicrobatch(b, loc, v, currentMicrobatch, m);
+      total = total ? Value(AddOp::create(b, loc, total, v)) : v;
+    };
+    add(predictedTotal, p->predicted);
+    add(labelIdsTotal, p->labels);
     return success();
   }
 
@@ -211,9 +277,9 @@ struct SmpBuildGradientsPass
         return failure();
       }
       if (evalCounts()) {
-        auto a = ownLossCrossEntropy(f, *v, parts[0],
-                                     evalAccuracy ? "--eval-accuracy"
-                                                  : "--eval-metrics");
+        if (failed(checkMetricsFit(f, /*regressionLoss=*/false)))
+          return failure();
+        auto a = ownLossCrossEntropy(f, *v, parts[0], evalFlag());
         if (failed(a))
           return failure();
         accuracy = *a;
@@ -242,8 +308,11 @@ struct SmpBuildGradientsPass
       if (failed(labelsOr))
         return failure();
       Value labels = *labelsOr;
-      if (evalCounts())
+      if (evalCounts()) {
+        if (failed(checkMetricsFit(f, /*regressionLoss=*/false)))
+          return failure();
         accuracy = AccuracyOperands{*logits, labels};
+      }
       // Vocab-parallel logits (smp-tensor-parallel): this rank's classes
       // of the full vocabulary.
       std::optional<int64_t> vocab;
@@ -290,13 +359,16 @@ struct SmpBuildGradientsPass
       perRankShare = true;
       return Value(DivOp::create(b, loc, toF32(b, loc, sum), labelCount));
     }
-    if (parts.size() == 3 && parts[0] == "mse" && evalCounts()) {
-      const char *flag = evalAccuracy ? "--eval-accuracy" : "--eval-metrics";
-      f.emitError() << flag << " needs a cross-entropy loss: '" << loss
-                    << "' compares values, not classes (leave " << flag
-                    << " out)";
+    if (parts.size() == 3 && parts[0] == "mse" && evalAccuracy) {
+      f.emitError() << "--eval-accuracy needs a cross-entropy loss: '" << loss
+                    << "' compares values, not classes (leave "
+                       "--eval-accuracy out; a regression's metrics are "
+                       "--eval-metrics pearson,spearmanr)";
       return failure();
     }
+    if (parts.size() == 3 && parts[0] == "mse" &&
+        failed(checkMetricsFit(f, /*regressionLoss=*/true)))
+      return failure();
     if (parts.size() == 3 && parts[0] == "mse") {
       auto out = output(f, outs, parts[1]);
       if (failed(out))
@@ -306,6 +378,8 @@ struct SmpBuildGradientsPass
       if (failed(targetOr))
         return failure();
       Value target = *targetOr;
+      if (wantsPredictions())
+        regression = {*out, target};
       Value d = SubOp::create(b, loc, *out, target);
       return reduceAll<ReduceMeanOp>(b, loc, MulOp::create(b, loc, d, d));
     }
@@ -640,6 +714,9 @@ struct SmpBuildGradientsPass
     if (microbatches < 1)
       return f.emitError() << "microbatches must be >= 1, got "
                            << static_cast<int64_t>(microbatches);
+    // Where the forward holds the samples, before the step changes it.
+    if (wantsPredictions())
+      sampleDims.emplace(f);
     if (bnStats != "global" && bnStats != "replica" && bnStats != "running")
       return f.emitError() << "unknown bn-stats '" << bnStats
                            << "' (expected global, replica or running)";
@@ -706,6 +783,12 @@ struct SmpBuildGradientsPass
     if (confusionTotal)
       add(confusionTotal, SmpDialect::kOutputAttr,
           StringAttr::get(ctx, kEvalConfusionOutput));
+    if (predictedTotal) {
+      add(predictedTotal, SmpDialect::kOutputAttr,
+          StringAttr::get(ctx, smp::base::kEvalPredictionsOutput));
+      add(labelIdsTotal, SmpDialect::kOutputAttr,
+          StringAttr::get(ctx, smp::base::kEvalLabelIdsOutput));
+    }
     if (scaleUsed)
       add(scaleUsed, SmpDialect::kOutputAttr, StringAttr::get(ctx, "loss_scale"));
     setResults(f, results, attrs);

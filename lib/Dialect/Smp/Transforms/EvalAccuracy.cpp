@@ -43,7 +43,8 @@ FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
            "argmax is compared with its labels (leave "
         << flag
         << " out, or export the model's logits and pass --loss "
-           "cross_entropy:LOGITS:LABELS)";
+           "cross_entropy:LOGITS:LABELS, or mse:OUTPUT:TARGET for a "
+           "regression)";
     return failure();
   }
   CrossEntropyOp ce = found.front();
@@ -132,11 +133,143 @@ std::string confusionRefusal(const AccuracyOperands &a, int64_t classes,
 
 } // namespace
 
+namespace {
+
+/// -k for class k of `classes` (i64 [classes]).
+Value negatedClasses(OpBuilder &b, Location loc, int64_t classes) {
+  SmallVector<int64_t> negated(classes);
+  for (int64_t k = 0; k < classes; ++k)
+    negated[k] = -k;
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({classes}, b.getI64Type()),
+                             ArrayRef<int64_t>(negated)));
+}
+
+/// Minus each row's argmax as ArgMax's import composes it (the first index
+/// where the row holds its maximum, or its first NaN: torch.argmax), i64
+/// [..., 1]: a row's largest -k over its maxima is minus its first.
+Value firstMax(OpBuilder &b, Location loc, Value x, Value negPos,
+               int64_t classes) {
+  auto lt = cast<RankedTensorType>(x.getType());
+  auto axes = b.getDenseI64ArrayAttr({lt.getRank() - 1});
+  Value none = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                             -classes));
+  Value atMax =
+      EqualOp::create(b, loc, x, ReduceMaxOp::create(b, loc, x, axes, true));
+  Value isNan = NotOp::create(b, loc, EqualOp::create(b, loc, x, x));
+  Value isTop = OrOp::create(b, loc, atMax, isNan);
+  return ReduceMaxOp::create(
+      b, loc, WhereOp::create(b, loc, isTop, negPos, none), axes, true);
+}
+
+/// `v` as f32 [samples, its elements per sample]; an error on `f` (`what`
+/// names it) where its elements do not split over the samples.
+FailureOr<Value> perSample(OpBuilder &b, Location loc, func::FuncOp f, Value v,
+                           int64_t samples, StringRef what) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (samples <= 0 || t.getNumElements() % samples != 0)
+    return f.emitError() << "--eval-predictions: the " << what << " " << t
+                         << " do not split into the micro-batch's " << samples
+                         << " samples";
+  auto want = RankedTensorType::get({samples, t.getNumElements() / samples},
+                                    b.getF32Type());
+  if (!t.getElementType().isF32())
+    v = CastOp::create(b, loc, t.clone(b.getF32Type()), v);
+  return v.getType() == want ? v : Value(ReshapeOp::create(b, loc, want, v));
+}
+
+} // namespace
+
+FailureOr<Predictions> buildPredictions(OpBuilder &b, Location loc,
+                                        func::FuncOp f,
+                                        const AccuracyOperands &a,
+                                        int64_t samples) {
+  auto lt = cast<RankedTensorType>(a.logits.getType());
+  int64_t classes = lt.getShape().back();
+  if (a.target)
+    return f.emitError()
+           << "--eval-predictions: --tp splits the logits' "
+           << (a.classes > 0 ? a.classes : classes)
+           << " classes over the tensor-parallel ranks (a vocabulary-parallel "
+              "cross-entropy), and a prediction is a row's argmax over all of "
+              "them; compile without --tp, or leave --eval-predictions out";
+  if (a.classes > 0 && a.classes != classes)
+    return f.emitError() << "--eval-predictions: the logits hold " << classes
+                         << " columns for " << a.classes
+                         << " classes; predictions need unpadded ones";
+  Value first =
+      firstMax(b, loc, a.logits, negatedClasses(b, loc, classes), classes);
+  Value argmax = NegOp::create(b, loc, first);
+  FailureOr<Value> predicted =
+      perSample(b, loc, f, argmax, samples, "logits' rows");
+  FailureOr<Value> labels = perSample(b, loc, f, a.labels, samples, "labels");
+  if (failed(predicted) || failed(labels))
+    return failure();
+  return Predictions{*predicted, *labels};
+}
+
+FailureOr<Predictions> buildRegressionPredictions(OpBuilder &b, Location loc,
+                                                  func::FuncOp f, Value output,
+                                                  Value target,
+                                                  int64_t samples) {
+  FailureOr<Value> predicted = perSample(b, loc, f, output, samples, "outputs");
+  FailureOr<Value> targets = perSample(b, loc, f, target, samples, "targets");
+  if (failed(predicted) || failed(targets))
+    return failure();
+  return Predictions{*predicted, *targets};
+}
+
+LogicalResult checkEvalMetricsFit(func::FuncOp f, ArrayRef<std::string> metrics,
+                                  bool accuracy, StringRef loss,
+                                  bool regressionLoss) {
+  SmallVector<std::string> names(metrics.begin(), metrics.end());
+  if (accuracy)
+    names.push_back("accuracy");
+  for (const std::string &m : names)
+    if (smp::base::needsPredictions(m) != regressionLoss)
+      return f.emitError()
+             << "--eval-metrics " << m << ": "
+             << (regressionLoss
+                     ? "the mse loss '" + loss.str() +
+                           "' compares values, not classes; a regression's "
+                           "metrics are pearson and spearmanr"
+                     : m +
+                           " correlates predicted values with their "
+                           "targets, and the loss '" +
+                           loss.str() +
+                           "' is a cross-entropy over classes; it needs an "
+                           "mse:OUTPUT:TARGET loss (a regression)");
+  return success();
+}
+
+Value placeMicrobatch(OpBuilder &b, Location loc, Value v, int64_t i,
+                      int64_t m) {
+  if (m == 1)
+    return v;
+  auto t = cast<RankedTensorType>(v.getType());
+  int64_t samples = t.getDimSize(0);
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t n) {
+    if (n > 0)
+      parts.push_back(ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(t.clone({n, t.getDimSize(1)}),
+                                 b.getF32FloatAttr(0.0).getValue())));
+  };
+  zeros(i * samples);
+  parts.push_back(v);
+  zeros((m - 1 - i) * samples);
+  return ConcatOp::create(b, loc, parts, b.getI64IntegerAttr(0));
+}
+
 FailureOr<Value> buildConfusion(OpBuilder &b, Location loc, func::FuncOp f,
                                 const AccuracyOperands &a,
                                 ArrayRef<std::string> metrics) {
   auto lt = cast<RankedTensorType>(a.logits.getType());
-  int64_t classes = lt.getShape().back(), rank = lt.getRank();
+  int64_t classes = lt.getShape().back();
   // A tp rank's shard of the classes (a.classes: all of them) is refused.
   for (const std::string &name : metrics)
     if (smp::base::needsConfusion(name))
@@ -149,24 +282,8 @@ FailureOr<Value> buildConfusion(OpBuilder &b, Location loc, func::FuncOp f,
                          << " columns for " << a.classes
                          << " classes; a confusion matrix needs unpadded ones";
   Type i64 = b.getI64Type(), f32 = b.getF32Type();
-  auto axes = b.getDenseI64ArrayAttr({rank - 1});
-  // -k for class k: a row's largest over its maxima is minus its first.
-  SmallVector<int64_t> negated(classes);
-  for (int64_t k = 0; k < classes; ++k)
-    negated[k] = -k;
-  Value negPos = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({classes}, i64),
-                             ArrayRef<int64_t>(negated)));
-  Value none = ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({}, i64), -classes));
-  Value x = a.logits;
-  Value atMax =
-      EqualOp::create(b, loc, x, ReduceMaxOp::create(b, loc, x, axes, true));
-  Value isNan = NotOp::create(b, loc, EqualOp::create(b, loc, x, x));
-  Value isTop = OrOp::create(b, loc, atMax, isNan);
-  Value first = ReduceMaxOp::create(
-      b, loc, WhereOp::create(b, loc, isTop, negPos, none), axes, true);
+  Value negPos = negatedClasses(b, loc, classes);
+  Value first = firstMax(b, loc, a.logits, negPos, classes);
   auto oneHot = lt.clone(f32);
   Value predicted =
       CastOp::create(b, loc, oneHot, EqualOp::create(b, loc, negPos, first));

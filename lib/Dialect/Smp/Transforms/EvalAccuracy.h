@@ -72,6 +72,41 @@ mlir::FailureOr<mlir::Value>
 buildConfusion(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp f,
                const AccuracyOperands &a, llvm::ArrayRef<std::string> metrics);
 
+/// One micro-batch's predictions and the labels (targets) they are scored
+/// against, f32 [samples, values per sample] (smp/base/EvalMetrics.h's
+/// eval_predictions and eval_label_ids).
+struct Predictions {
+  mlir::Value predicted, labels;
+};
+
+/// The argmax class of each row of `a`'s logits (torch.argmax: the first
+/// maximum, or the first NaN) and `a`'s labels, over `samples` samples
+/// whose rows lie sample-major. An error on `f` where the logits are split
+/// over the tp ranks or padded.
+mlir::FailureOr<Predictions>
+buildPredictions(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp f,
+                 const AccuracyOperands &a, int64_t samples);
+
+/// An mse loss's predictions: `output`'s values and `target`'s.
+mlir::FailureOr<Predictions>
+buildRegressionPredictions(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::func::FuncOp f, mlir::Value output,
+                           mlir::Value target, int64_t samples);
+
+/// Micro-batch `i` of `m`'s predictions ([samples, n]) among zeros at its
+/// samples' place in the rank's batch ([m * samples, n]): the
+/// micro-batches' sum holds each one's.
+mlir::Value placeMicrobatch(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value v, int64_t i, int64_t m);
+
+/// An error on `f` for a metric of predicted values (pearson) with a
+/// cross-entropy loss, or one of classes (`accuracy`: --eval-accuracy too)
+/// with an mse loss (`regressionLoss`).
+mlir::LogicalResult checkEvalMetricsFit(mlir::func::FuncOp f,
+                                        llvm::ArrayRef<std::string> metrics,
+                                        bool accuracy, llvm::StringRef loss,
+                                        bool regressionLoss);
+
 } // namespace smp
 
 #endif // SMP_LIB_DIALECT_SMP_TRANSFORMS_EVALACCURACY_H

@@ -130,6 +130,16 @@ struct SmpGradientAllReducePass
             *f, i,
             allReduceDp(b, loc,
                         f->getBody().front().getTerminator()->getOperand(i)));
+    // An evaluation's predictions: every rank's samples, in the global
+    // batch's order (data shard d holds its d-th part).
+    for (unsigned i = 0; i < f->getNumResults(); ++i)
+      if (auto name =
+              f->getResultAttrOfType<StringAttr>(i, SmpDialect::kOutputAttr);
+          name && smp::base::isEvalGatherOutput(name.getValue()))
+        setResult(*f, i,
+                  gatherDp(b, loc,
+                           f->getBody().front().getTerminator()->getOperand(i),
+                           dataParallelRanks(module)));
   }
 };
 

@@ -88,6 +88,16 @@ Value allReduceDp(OpBuilder &b, Location loc, Value v, DpGroup group) {
       shard::ReductionKind::Sum);
 }
 
+Value gatherDp(OpBuilder &b, Location loc, Value v, int64_t ranks) {
+  auto t = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape[0] *= ranks;
+  return shard::AllGatherOp::create(
+      b, loc, t.clone(shape), FlatSymbolRefAttr::get(b.getContext(), "dp"),
+      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), DpGroup::All)), v,
+      b.getIndexAttr(0));
+}
+
 Value sliceDp(OpBuilder &b, Location loc, Value flat, int64_t shards) {
   auto t = cast<RankedTensorType>(flat.getType());
   SmallVector<int16_t> axes = dataParallelAxes(moduleOf(b), DpGroup::Shard);

@@ -99,6 +99,12 @@ mlir::Value reduceScatterDp(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value v, int64_t dp);
 
+/// Every data-parallel rank's `v` ([n, ...]) along dim 0, in the ranks'
+/// order (`ranks` of them: [ranks * n, ...]): shard.all_gather over all of
+/// @dp's axes.
+mlir::Value gatherDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                     int64_t ranks);
+
 /// Gathers the chunks of this rank's shard group (`shards` ranks) back
 /// into a tensor of type `whole` (its element type the chunk's): the
 /// parameter after a ZeRO-1 update, a ZeRO-3 parameter before its uses.

@@ -251,7 +251,15 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
                "the labels of rank below K (output eval_hits_topK); any "
                "other the confusion matrix of the labels the cross-entropy "
                "reads by their row's argmax class (output eval_confusion, "
-               "[classes, classes] f32)">
+               "[classes, classes] f32); `pearson` and `spearmanr` "
+               "(an mse loss) the predictions">,
+    Option<"evalPredictions", "eval-predictions", "bool",
+           /*default=*/"false",
+           "also return each sample's predictions, the argmax class of each "
+           "of its rows of the cross-entropy's logits (an mse loss: its "
+           "output's values), and the labels they are scored against "
+           "(outputs eval_predictions and eval_label_ids, f32 [samples, "
+           "values per sample], gathered over the dp ranks)">
   ];
 }
 

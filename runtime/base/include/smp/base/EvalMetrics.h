@@ -1,15 +1,16 @@
-//===- EvalMetrics.h - The classification metrics of an evaluation -*- C++
-//-*-===//
+//===- EvalMetrics.h - The metrics of an evaluation -------------*- C++ -*-===//
 //
 // The metrics smpc --eval-metrics accepts, the artifact records and smprun
 // reports (as eval_NAME): what a Hugging Face Trainer user's compute_metrics
 // returns for a classifier, with scikit-learn's definitions (the GLUE
 // metrics of `evaluate`: accuracy, binary f1, matthews_correlation; f1,
-// precision and recall averaged over the classes). `accuracy` comes from
-// the hits and labels the step counts (any vocabulary, vocabulary-parallel
-// logits too); every other one from the confusion matrix the step counts
-// (eval_confusion: [label, argmax class] over the labels the loss's
-// cross-entropy reads), which a classifier of at most
+// precision and recall averaged over the classes), and for a regression
+// (an mse loss: GLUE's STS-B) scipy's Pearson and Spearman correlations
+// of the predictions, which the step gathers (eval_predictions). `accuracy`
+// comes from the hits and labels the step counts (any vocabulary,
+// vocabulary-parallel logits too); every other one from the confusion matrix
+// the step counts (eval_confusion: [label, argmax class] over the labels the
+// loss's cross-entropy reads), which a classifier of at most
 // kMaxConfusionClasses classes can afford.
 // One list for the compiler's flag checks, the artifact's validation and the
 // runtime.
@@ -44,6 +45,26 @@ inline std::string evalTopHitsOutput(int64_t k) {
 /// (summed over the data-parallel ranks, run by evaluations only).
 bool isEvalCountOutput(std::string_view name);
 
+/// An evaluation's predictions (smpc --eval-predictions, and the metrics
+/// computed from them): per sample, the argmax class of each row of the
+/// loss's cross-entropy logits (an mse loss: its output's values) and the
+/// labels they are scored against (an mse loss: its target's values; a
+/// label the cross-entropy ignores stays -100), f32 [samples, values per
+/// sample], gathered over the data-parallel ranks in the global batch's
+/// order (run by evaluations only).
+inline constexpr const char kEvalPredictionsOutput[] = "eval_predictions";
+inline constexpr const char kEvalLabelIdsOutput[] = "eval_label_ids";
+
+/// Whether `name` is one of the two outputs above.
+inline bool isEvalGatherOutput(std::string_view name) {
+  return name == kEvalPredictionsOutput || name == kEvalLabelIdsOutput;
+}
+
+/// Whether `name` is an output only evaluations compute.
+inline bool isEvalOutput(std::string_view name) {
+  return isEvalCountOutput(name) || isEvalGatherOutput(name);
+}
+
 /// The most classes an evaluation's confusion matrix counts.
 inline constexpr int64_t kMaxConfusionClasses = 1024;
 
@@ -53,14 +74,22 @@ inline constexpr int64_t kMaxConfusionClasses = 1024;
 /// _micro and _weighted ones average over the classes present in the labels
 /// or the predictions, as scikit-learn does. Besides these, `topK_accuracy`
 /// for K from 2 to 1000 (topKAccuracy).
-inline constexpr const char *kEvalMetrics[] = {
-    "accuracy",           "f1",
-    "f1_macro",           "f1_micro",
-    "f1_weighted",        "precision",
-    "precision_macro",    "precision_micro",
-    "precision_weighted", "recall",
-    "recall_macro",       "recall_micro",
-    "recall_weighted",    "matthews_correlation"};
+inline constexpr const char *kEvalMetrics[] = {"accuracy",
+                                               "f1",
+                                               "f1_macro",
+                                               "f1_micro",
+                                               "f1_weighted",
+                                               "precision",
+                                               "precision_macro",
+                                               "precision_micro",
+                                               "precision_weighted",
+                                               "recall",
+                                               "recall_macro",
+                                               "recall_micro",
+                                               "recall_weighted",
+                                               "matthews_correlation",
+                                               "pearson",
+                                               "spearmanr"};
 
 /// "accuracy, f1, ... or matthews_correlation, topK_accuracy (...)".
 std::string evalMetricList();
@@ -72,9 +101,18 @@ int64_t topKAccuracy(std::string_view name);
 
 bool isEvalMetric(std::string_view name);
 
-/// Computed from the confusion matrix (all but the accuracies).
+/// Computed from the predictions: a regression's correlations (scipy's
+/// pearsonr and spearmanr of the predicted and the target values, as
+/// `evaluate`'s GLUE STS-B metric reports them).
+inline bool needsPredictions(std::string_view name) {
+  return name == "pearson" || name == "spearmanr";
+}
+
+/// Computed from the confusion matrix (all but the accuracies and the
+/// correlations).
 inline bool needsConfusion(std::string_view name) {
-  return isEvalMetric(name) && name != "accuracy" && topKAccuracy(name) == 0;
+  return isEvalMetric(name) && name != "accuracy" && topKAccuracy(name) == 0 &&
+         !needsPredictions(name);
 }
 
 /// scikit-learn's average='binary': two classes only.
@@ -87,6 +125,13 @@ inline bool isBinaryMetric(std::string_view name) {
 /// as scikit-learn computes it from the labels and predictions it counts
 /// (zero_division 0; matthews_correlation 0 where undefined).
 double evalMetric(std::string_view name, const double *counts, int64_t classes);
+
+/// Metric `name` (needsPredictions) of `n` predicted values and their
+/// targets, as scipy computes it in float64: Pearson's r; Spearman's rho,
+/// Pearson's r of their ranks (ties at their average rank, as
+/// scipy.stats.rankdata). NaN for fewer than 2 values or a constant side.
+double predictionMetric(std::string_view name, const double *predicted,
+                        const double *target, int64_t n);
 
 } // namespace smp::base
 

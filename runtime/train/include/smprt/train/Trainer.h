@@ -33,6 +33,10 @@ struct TrainOptions {
   // contradicts) and after the last. "": no evaluation.
   std::string evalDir;
   int64_t evalEvery = 0;
+  // Where rank 0 writes each evaluation's predictions and their labels
+  // (.npy; the artifact must return them: smpc --eval-predictions). "":
+  // nowhere.
+  std::string evalPredictionsDir;
   bool resume = false; // continue from checkpointDir's latest
   // What --resume accepts when the checkpoint disagrees with the artifact.
   bool resetOptimizer = false, resetData = false;
