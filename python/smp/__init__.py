@@ -23,12 +23,14 @@ from ._tools import SmpError, bin_dir
 from .compiler import Artifact, Plan, compile, plan
 from .exporter import ExportedModel, export, run_onnx, sidecar_path
 from .metrics import plot_metrics, read_metrics
-from .runner import TrainResult, load_checkpoint, load_state_dict, run, train
+from .runner import (EvalPrediction, TrainResult, load_checkpoint,
+                     load_state_dict, run, train)
 from . import checkpoint
 
 __version__ = "0.1.0"
 
 __all__ = ["SmpError", "Artifact", "Plan", "ExportedModel", "TrainResult",
+           "EvalPrediction",
            "export", "compile", "plan", "train", "run", "load_checkpoint",
            "load_state_dict", "run_onnx", "sidecar_path", "bin_dir",
            "read_metrics", "plot_metrics", "checkpoint"]

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _tools
+from ._tools import SmpError
 from .metrics import by_step
 
 
@@ -67,6 +68,56 @@ def write_data_dir(data, directory: Path) -> Path:
     return directory
 
 
+class EvalPrediction(tuple):
+    """An evaluation's predictions and the labels they are scored against,
+    as the Hugging Face Trainer passes them to compute_metrics
+    (transformers.EvalPrediction; `preds, labels = p` works too): float32
+    numpy arrays, one row per held-out sample, each the argmax class of
+    the loss's logits at each position its cross-entropy reads (an mse
+    loss: its output's values), the labels -100 where the loss ignores
+    one; a last dim of 1 is squeezed (a sequence classifier's or a
+    regression's [samples])."""
+
+    def __new__(cls, predictions, label_ids):
+        return super().__new__(cls, (predictions, label_ids))
+
+    @property
+    def predictions(self):
+        return self[0]
+
+    @property
+    def label_ids(self):
+        return self[1]
+
+
+def _squeezed(a):
+    return a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+
+
+def _apply_compute_metrics(compute_metrics, directory: Path,
+                           evals: List[Dict[str, Any]]) -> None:
+    """Adds compute_metrics' results (keys prefixed eval_, as the Trainer
+    prefixes them) to each evaluation's row, from the predictions smprun
+    --eval-predictions wrote into `directory`."""
+    labels_path = directory / "label_ids.npy"
+    for row in evals:
+        path = directory / f"predictions-step-{row['step']}.npy"
+        if not path.exists() or not labels_path.exists():
+            raise SmpError(f"smprun wrote no predictions for the evaluation "
+                           f"after step {row['step']} ({path})")
+        got = compute_metrics(EvalPrediction(_squeezed(np.load(path)),
+                                             _squeezed(np.load(labels_path))))
+        if not isinstance(got, Mapping):
+            raise SmpError("compute_metrics must return a dict of metric name "
+                           f"-> value, got {type(got).__name__}")
+        for key, value in got.items():
+            name = key if key.startswith("eval_") else "eval_" + key
+            if name in row:
+                raise SmpError(f"compute_metrics returned '{key}', which smprun "
+                               f"reports itself ({name}); rename it")
+            row[name] = float(value) if np.isscalar(value) else value
+
+
 @dataclass
 class TrainResult:
     """What a training run printed and wrote."""
@@ -95,6 +146,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
           check_finite: bool = False, eval_data=None,
           eval_every: Optional[int] = None,
+          compute_metrics: Optional[Callable[[EvalPrediction], Mapping[str, Any]]] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
     """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
     steps with smprun on `ranks` ranks on this machine (default: the ranks it
@@ -113,7 +165,10 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'
-    losses). Each step's line is shown as
+    losses). compute_metrics (the Trainer's: called with an EvalPrediction
+    of each evaluation, returning a dict) needs an artifact compiled with
+    eval_predictions=True; its results join each evaluation's row in
+    eval_metrics as eval_NAME. Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -153,12 +208,19 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args += ["--eval-data", str(write_data_dir(eval_data, tmp / "eval"))]
         if eval_every is not None:
             args += ["--eval-every", str(eval_every)]
+        if compute_metrics is not None:
+            if eval_data is None:
+                raise SmpError("compute_metrics scores evaluations; give the "
+                               "held-out samples as eval_data")
+            args += ["--eval-predictions", str(tmp / "predictions")]
         on_line = (progress if callable(progress)
                    else _tools.progress_printer() if progress else None)
         output = _tools.run("smprun", args, on_line=on_line)
         metrics = [json.loads(l) for l in metrics_path.read_text().splitlines()
                    if l.strip()] if metrics_path.exists() else []
-    evals = [m for m in metrics if "eval_loss" in m]
+        evals = [m for m in metrics if "eval_loss" in m]
+        if compute_metrics is not None:
+            _apply_compute_metrics(compute_metrics, tmp / "predictions", evals)
     metrics = by_step(metrics)  # an evaluation's row joins its step's
     losses = [m["loss"] for m in metrics if "loss" in m] or [
         float(m.group(2)) for m in map(_STEP.match, output.splitlines()) if m]

@@ -123,3 +123,50 @@ def test_eval_metrics_are_scikit_learns(tools, tmp_path):
     keys = smp.metrics.default_keys(run.metrics)
     assert keys[:5] == ["loss", "eval_loss", "eval_f1", "eval_precision",
                         "eval_matthews_correlation"], keys
+
+
+def test_compute_metrics_gets_pytorchs_predictions(tools, tmp_path):
+    """compute_metrics (the Trainer's, with eval_predictions=True): called
+    with an EvalPrediction of each evaluation, PyTorch's argmax classes
+    for every held-out sample (python/make_eval_refs.py --accuracy) and
+    the labels; what it returns joins the evaluation's row as eval_NAME
+    (its accuracy equal to the one smprun counts). A GPT-2 LM with its own
+    loss: predictions of every position, the labels as its cross-entropy
+    reads them (shifted, the last -100)."""
+    fx = FX.parent / "hf-trainer" / "accuracy" / "lm"
+    art = smp.compile(fx / "lm.onnx", output=tmp_path / "lm.smpx", loss="loss",
+                      batch_size=8, optimizer="adamw", lr=0.003,
+                      eval_accuracy=True, eval_predictions=True)
+    seen = []
+
+    def compute_metrics(p):
+        preds, labels = p  # unpacks as the Trainer's does
+        assert p.predictions is preds and preds.dtype == np.float32
+        seen.append((preds, labels))
+        keep = labels != -100
+        return {"token_accuracy": float((preds == labels)[keep].mean()),
+                "eval_counted": int(keep.sum())}
+
+    run = smp.train(art, data=fx / "data", steps=8, eval_data=fx / "eval",
+                    eval_every=4, progress=False, compute_metrics=compute_metrics)
+    ref = json.loads((fx / "ref_adamw_eval.json").read_text())["evals"][:2]
+    assert [m["step"] for m in run.eval_metrics] == [4, 8]
+    for (preds, labels), got, want in zip(seen, run.eval_metrics, ref):
+        np.testing.assert_array_equal(preds, np.array(want["predictions"]))
+        np.testing.assert_array_equal(labels, np.load(fx / "eval" / "next.npy"))
+        assert got["eval_token_accuracy"] == pytest.approx(got["eval_accuracy"], abs=1e-8)
+        assert got["eval_counted"] == want["eval_labels"]
+
+
+def test_compute_metrics_needs_predictions(tools, tmp_path):
+    """An artifact compiled without eval_predictions is refused with what to
+    do; compute_metrics without eval_data too."""
+    fx = FX.parent / "hf-trainer" / "accuracy" / "cls"
+    art = smp.compile(fx / "cls.onnx", output=tmp_path / "c.smpx", loss="loss",
+                      batch_size=8)
+    with pytest.raises(smp.SmpError, match="recompile it with smpc --eval-predictions"):
+        smp.train(art, data=fx / "data", steps=1, eval_data=fx / "eval",
+                  progress=False, compute_metrics=lambda p: {})
+    with pytest.raises(smp.SmpError, match="give the held-out samples as eval_data"):
+        smp.train(art, data=fx / "data", steps=1, progress=False,
+                  compute_metrics=lambda p: {})
