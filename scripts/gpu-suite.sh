@@ -36,7 +36,9 @@
 # test/fixtures/hf-trainer/accuracy, test/smprun/eval-accuracy.test): a
 # Hugging Face BERT of 2 classes trained 12 AdamW steps, its evaluations'
 # F1, Matthews' correlation and weighted F1 (the confusion matrix counted
-# on DEVICE) scikit-learn's, and a GPT-2's top-2 and top-5 accuracy
+# on DEVICE) scikit-learn's, a GPT-2's top-2 and top-5 accuracy, and a BERT
+# regression's Pearson and Spearman correlations scipy's, each with its
+# predictions (--eval-predictions: gathered on DEVICE) PyTorch's
 # ("metrics/NAME: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
@@ -58,9 +60,12 @@ REAL=${REAL:-$ROOT/test/fixtures/real}
 DROPOUT=${DROPOUT:-$ROOT/test/fixtures/dropout}
 RESNET=${RESNET:-$ROOT/test/fixtures/resnet}
 ACCURACY=${ACCURACY:-$ROOT/test/fixtures/hf-trainer/accuracy}
-# The --eval-metrics checks: NAME:model:lr:metrics (eval-accuracy.test's).
-METRICS=("bincls:bincls:0.01:f1,matthews_correlation,f1_weighted"
-  "lm:lm:0.003:top2_accuracy,top5_accuracy")
+# The --eval-metrics checks: NAME:model:lr:loss:labels:metrics
+# (eval-accuracy.test's and eval-predictions.test's; `labels` the held-out
+# file the predictions are scored against).
+METRICS=("bincls:bincls:0.01:loss:labels:accuracy,f1,matthews_correlation,f1_weighted"
+  "lm:lm:0.003:loss:next:accuracy,top2_accuracy,top5_accuracy"
+  "reg:reg:0.01:mse%logits%labels:labels:pearson,spearmanr")
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
 REAL_BF16=(gpt2 bert llama vit_dyn t5_noopt)
@@ -163,38 +168,45 @@ compile() {
   compile_metrics "$dir"
 }
 
-# The --eval-metrics artifacts into DIR/metrics.
+# The --eval-metrics artifacts (with --eval-predictions) into DIR/metrics.
 compile_metrics() {
-  local dir=$1/metrics m name model lr names
+  local dir=$1/metrics m name model lr loss labels names
   mkdir -p "$dir"
   for m in "${METRICS[@]}"; do
-    IFS=: read -r name model lr names <<< "$m"
+    IFS=: read -r name model lr loss labels names <<< "$m"
     "$SMPC" compile "$ACCURACY/$model/$model.onnx" --train --target cuda \
-      --loss loss --batch-size 8 --optimizer adamw --lr "$lr" \
-      --eval-metrics "accuracy,$names" -o "$dir/$name.smpx" > /dev/null \
-      2> "$dir/$name.log" || { cat "$dir/$name.log" >&2; return 1; }
+      --loss "${loss//%/:}" --batch-size 8 --optimizer adamw --lr "$lr" \
+      --eval-metrics "$names" --eval-predictions -o "$dir/$name.smpx" \
+      > /dev/null 2> "$dir/$name.log" || { cat "$dir/$name.log" >&2; return 1; }
   done
 }
 
 # The --eval-metrics artifacts on DEVICE: 12 steps evaluated every 4, the
 # training within 1e-4 of PyTorch, the metrics scikit-learn's (the hits,
 # labels and metrics exactly: the smallest gap between a label's logit and
-# the best other is 1.9e-3).
+# the best other is 1.9e-3) and the regression's correlations scipy's
+# within 1e-5; the predictions PyTorch's (classes exactly: the smallest gap
+# between a row's two largest logits is 2.1e-4; values within 1e-5).
 run_metrics() {
-  local dir=$1 dev=$2 m name model lr names line
+  local dir=$1 dev=$2 m name model lr loss labels names line acc
   for m in "${METRICS[@]}"; do
-    IFS=: read -r name model lr names <<< "$m"
+    IFS=: read -r name model lr loss labels names <<< "$m"
     skip "metrics/$name" && continue
-    rm -f "$OUT/metrics.$name.jsonl"
+    rm -rf "$OUT/metrics.$name.jsonl" "$OUT/metrics.$name.predictions"
+    acc=(--metrics "${names#accuracy,}" --metric-atol 1e-5)
+    [ "${names%%,*}" = accuracy ] && acc=(--accuracy --metrics "${names#accuracy,}")
     if runone "metrics.$name.$dev" "$dir/$name.smpx" --device "$dev" \
       --data "$ACCURACY/$model/data" --steps 12 --eval-every 4 \
-      --eval-data "$ACCURACY/$model/eval" --metrics "$OUT/metrics.$name.jsonl"; then
+      --eval-data "$ACCURACY/$model/eval" --metrics "$OUT/metrics.$name.jsonl" \
+      --eval-predictions "$OUT/metrics.$name.predictions"; then
       line=$("$PYTHON" "$COMPARE" "$OUT/metrics.$name.jsonl" \
         "$ACCURACY/$model/ref_adamw.json" --rtol 1e-4 --label "metrics/$name" 2>&1 |
         tail -n 1)
       case $line in
         *": ok") evals "metrics/$name" "$OUT/metrics.$name.jsonl" \
-          "$ACCURACY/$model/ref_adamw_eval.json" --accuracy --metrics "$names" ;;
+          "$ACCURACY/$model/ref_adamw_eval.json" "${acc[@]}" \
+          --predictions "$OUT/metrics.$name.predictions" \
+          --labels "$ACCURACY/$model/eval/$labels.npy" ;;
         *) echo "$line FAILED" ;;
       esac
     else
