@@ -28,7 +28,9 @@ test/fixtures/resnet, its BatchNorm evaluated with the running statistics
 the Trainer's compute_metrics); --accuracy: models that learn within a few
 steps, for the accuracy (hf-trainer/accuracy: accuracy_evals);
 --regression: a regression for smpc --eval-metrics pearson,spearmanr
-(hf-trainer/accuracy/reg: regression_evals).
+(hf-trainer/accuracy/reg: regression_evals); --ner: token classification
+scored by seqeval, for smpc --eval-predictions (hf-trainer/accuracy/ner:
+ner_evals).
 """
 
 from __future__ import annotations
@@ -624,6 +626,110 @@ def regression_evals():
         {"config": config, "evals": evals}, indent=2) + "\n")
 
 
+NER_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def ner_evals():
+    """test/fixtures/hf-trainer/accuracy/ner: token classification as the
+    Hugging Face example run_ner.py trains it, a
+    BertForTokenClassification of 5 IOB2 tags (NER_TAGS; fresh init,
+    dropouts 0) with its own loss (ner.onnx: --loss loss), on 12 tokens
+    per sample where tokens 5..14 start a PER span of two and 15..24 a LOC
+    span of one, the first position's label -100 (a [CLS]). Trained 12
+    AdamW steps (lr 0.01, batch 8) on 64 samples, evaluated after steps 4,
+    8 and 12 on 20 held-out ones by Trainer.evaluate with run_ner's
+    compute_metrics (seqeval's entity-level precision, recall, F1 and its
+    accuracy over the tags whose label is not -100): eval_loss, those
+    metrics and the argmax predictions. Needs seqeval. Writes ner/data,
+    ner/eval and ner/ref_adamw{,_eval}.json."""
+    import tempfile
+    import transformers as T
+    from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
+    out = d.ROOT / "test" / "fixtures" / "hf-trainer" / "accuracy" / "ner"
+    g = torch.Generator().manual_seed(5)
+
+    def tagged(n):
+        ids = torch.randint(5, 64, (n, 12), generator=g)
+        tags = torch.zeros(n, 12, dtype=torch.long)
+        for i in range(n):
+            j = 0
+            while j < 12:
+                t = ids[i, j].item()
+                if 5 <= t < 15 and j + 1 < 12:
+                    tags[i, j], tags[i, j + 1] = 1, 2
+                    j += 2
+                else:
+                    tags[i, j] = 3 if 15 <= t < 25 else 0
+                    j += 1
+        tags[:, 0] = -100
+        return {"input_ids": ids, "labels": tags}
+
+    def metrics(p):  # run_ner.py's compute_metrics
+        predictions, labels = p
+        if predictions.ndim == 3:
+            predictions = np.argmax(predictions, axis=2)
+        pred = [[NER_TAGS[int(q)] for q, l in zip(pr, la) if l != -100]
+                for pr, la in zip(predictions, labels)]
+        true = [[NER_TAGS[int(l)] for q, l in zip(pr, la) if l != -100]
+                for pr, la in zip(predictions, labels)]
+        return {"precision": precision_score(true, pred), "recall": recall_score(true, pred),
+                "f1": f1_score(true, pred), "accuracy": accuracy_score(true, pred)}
+
+    torch.manual_seed(0)
+    model = T.BertForTokenClassification(T.BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=16,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=5))
+    train, held = tagged(64), tagged(20)
+    for sub, data in (("data", train), ("eval", held)):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        for key, value in data.items():
+            np.save(out / sub / f"{key}.npy", value.numpy())
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, labels):
+            o = self.m(input_ids=input_ids, labels=labels)
+            return o.loss, o.logits
+
+    model.eval()
+    torch.onnx.export(WithLoss(model).eval(), (train["input_ids"][:8], train["labels"][:8]),
+                      str(out / "ner.onnx"), input_names=["input_ids", "labels"],
+                      output_names=["loss", "logits"],
+                      dynamic_axes={"input_ids": {0: "batch"}, "labels": {0: "batch"}})
+    losses, norms, evals = [], [], []
+    dataset = [{k: v[i] for k, v in held.items()} for i in range(20)]
+    for step, means in adamw_evaluations(model, train, held, 0.01, losses, norms):
+        with torch.no_grad():
+            logits = model(input_ids=held["input_ids"]).logits
+        with tempfile.TemporaryDirectory() as tmp:
+            result = T.Trainer(model=model, eval_dataset=dataset, compute_metrics=metrics,
+                               args=T.TrainingArguments(
+                                   output_dir=tmp, per_device_eval_batch_size=8,
+                                   use_cpu=True, report_to=[])).evaluate()
+        want = float(np.dot(means, [8, 8, 4]) / 20)
+        assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
+        mine = metrics((logits.numpy(), held["labels"].numpy()))
+        for key, value in mine.items():
+            assert abs(result["eval_" + key] - value) < 1e-12, (key, result, mine)
+        top2 = logits.double().topk(2, dim=-1).values
+        evals.append({"step": step, "eval_loss": want, "batch_losses": means,
+                      "samples": 20, "seqeval": mine,
+                      "predictions": logits.argmax(-1).tolist(),
+                      "min_prediction_gap": (top2[..., 0] - top2[..., 1]).min().item(),
+                      "trainer_eval_loss": result["eval_loss"]})
+        print("ner step", step, "eval_loss %.7f" % want, mine)
+    config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8, "tags": NER_TAGS,
+              "torch": torch.__version__, "transformers": T.__version__}
+    (out / "ref_adamw.json").write_text(json.dumps(
+        {"config": config, "losses": losses, "grad_norms": norms}, indent=2) + "\n")
+    (out / "ref_adamw_eval.json").write_text(json.dumps(
+        {"config": config, "evals": evals}, indent=2) + "\n")
+
+
 def resnet_evals():
     """test/fixtures/resnet (make_resnet.py): PyTorch's eval() logits of the
     ResNet after ref_<opt>'s 5 steps (logits_<opt>.npy, on the first 8
@@ -663,6 +769,9 @@ def main():
         return
     if "--regression" in sys.argv:  # needs transformers (5.24) and scipy
         regression_evals()
+        return
+    if "--ner" in sys.argv:  # needs transformers (5.24) and seqeval
+        ner_evals()
         return
     if "--gpt2" in sys.argv:  # needs transformers (the fixture's: 5.24)
         gpt2_evals()

@@ -170,3 +170,56 @@ def test_compute_metrics_needs_predictions(tools, tmp_path):
     with pytest.raises(smp.SmpError, match="give the held-out samples as eval_data"):
         smp.train(art, data=fx / "data", steps=1, progress=False,
                   compute_metrics=lambda p: {})
+
+
+def _entities(tags):
+    """seqeval's default (conlleval) chunks of one IOB2 sequence: (type,
+    first, last); a chunk ends at an O, a B- or another type's I-."""
+    out, start, kind = set(), None, None
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, _, name = tag.partition("-")
+        if start is not None and (prefix in ("O", "B") or name != kind):
+            out.add((kind, start, i - 1))
+            start = None
+        if prefix in ("B", "I") and start is None:
+            start, kind = i, name
+    return out
+
+
+def test_compute_metrics_runs_run_ners(tools, tmp_path):
+    """Token classification as run_ner.py evaluates it: its compute_metrics
+    (seqeval's entity-level precision, recall and F1, here its chunking
+    written out where seqeval is not installed) on the predictions of a
+    Hugging Face BERT token classifier gives what Trainer.evaluate gave
+    with seqeval (python/make_eval_refs.py --ner)."""
+    fx = FX.parent / "hf-trainer" / "accuracy" / "ner"
+    ref = json.loads((fx / "ref_adamw_eval.json").read_text())
+    tags = ref["config"]["tags"]
+
+    def compute_metrics(p):
+        pred = [[tags[int(q)] for q, l in zip(pr, la) if l != -100]
+                for pr, la in zip(p.predictions, p.label_ids)]
+        true = [[tags[int(l)] for q, l in zip(pr, la) if l != -100]
+                for pr, la in zip(p.predictions, p.label_ids)]
+        try:
+            from seqeval import metrics as s
+            return {"precision": s.precision_score(true, pred),
+                    "recall": s.recall_score(true, pred), "f1": s.f1_score(true, pred)}
+        except ImportError:
+            found = {(i, e) for i, t in enumerate(pred) for e in _entities(t)}
+            want = {(i, e) for i, t in enumerate(true) for e in _entities(t)}
+            hit = len(found & want)
+            precision = hit / len(found) if found else 0.0
+            recall = hit / len(want) if want else 0.0
+            f1 = 2 * precision * recall / (precision + recall) if hit else 0.0
+            return {"precision": precision, "recall": recall, "f1": f1}
+
+    art = smp.compile(fx / "ner.onnx", output=tmp_path / "ner.smpx", loss="loss",
+                      batch_size=8, optimizer="adamw", lr=0.01, eval_predictions=True)
+    run = smp.train(art, data=fx / "data", steps=12, eval_data=fx / "eval",
+                    eval_every=4, progress=False, compute_metrics=compute_metrics)
+    assert [m["step"] for m in run.eval_metrics] == [4, 8, 12]
+    for got, want in zip(run.eval_metrics, ref["evals"]):
+        for name in ("precision", "recall", "f1"):
+            assert got["eval_" + name] == pytest.approx(want["seqeval"][name], abs=1e-12), name
+        assert got["eval_loss"] == pytest.approx(want["eval_loss"], rel=1e-5)
