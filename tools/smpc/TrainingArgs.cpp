@@ -187,11 +187,21 @@ private:
     // A metric smpc can count, not asked for (--eval-accuracy,
     // --eval-metrics on the command line): say how.
     std::string name = metric.substr(5);
-    bool countable =
-        smp::base::isEvalMetric(name) &&
-        llvm::none_of(args, [](llvm::StringRef a) {
-          return a == "--eval-accuracy" || a.starts_with("--eval-metrics");
-        });
+    auto given = [&](llvm::StringRef flag) {
+      return llvm::any_of(
+          args, [&](llvm::StringRef a) { return a.starts_with(flag); });
+    };
+    bool asked = given("--eval-accuracy") || given("--eval-metrics") ||
+                 given("--eval-predictions");
+    // A compute_metrics of the user's own runs on the predictions.
+    const char *own = "a compute_metrics of your own: --eval-predictions and "
+                      "smp.train(compute_metrics=...)";
+    std::string how =
+        asked || name == "loss" ? ""
+        : smp::base::isEvalMetric(name)
+            ? " (smpc --eval-metrics " + name + " reports " + metric +
+                  " as scikit-learn or scipy computes it; " + own + ")"
+            : std::string(" (") + own + ")";
     return "load_best_model_at_end true: the Trainer ends on the parameters "
            "of its checkpoint with the best " +
            metric +
@@ -199,9 +209,7 @@ private:
            "evaluations in smprun's --metrics say which step was best, and "
            "smprun --checkpoint-every keeps its checkpoint to resume or "
            "export from" +
-           (countable
-                ? " (smpc --eval-metrics " + name + " reports " + metric + ")"
-                : "");
+           how;
   }
   bool isTrue(llvm::StringRef key) const {
     const json::Value *v = at(key);
