@@ -555,7 +555,9 @@ def regression_evals():
     by Trainer.evaluate with run_glue's compute_metrics for STS-B (scipy's
     pearsonr and spearmanr of the squeezed predictions against the
     labels, as evaluate's glue metric): eval_loss, pearson, spearmanr and
-    the predictions. Writes reg/data, reg/eval and reg/ref_adamw{,_eval}.json."""
+    the predictions; "first13": the same of the first 13 held-out samples
+    (batches of 8 and 5). Writes reg/data, reg/eval and
+    reg/ref_adamw{,_eval}.json."""
     import tempfile
     import transformers as T
     from scipy.stats import pearsonr, spearmanr
@@ -603,10 +605,13 @@ def regression_evals():
         with torch.no_grad():
             preds = model(input_ids=held["input_ids"]).logits[:, 0]
         with tempfile.TemporaryDirectory() as tmp:
-            result = T.Trainer(model=model, eval_dataset=dataset, compute_metrics=metrics,
-                               args=T.TrainingArguments(
-                                   output_dir=tmp, per_device_eval_batch_size=8,
-                                   use_cpu=True, report_to=[])).evaluate()
+            trainer = T.Trainer(model=model, eval_dataset=dataset, compute_metrics=metrics,
+                                args=T.TrainingArguments(
+                                    output_dir=tmp, per_device_eval_batch_size=8,
+                                    use_cpu=True, report_to=[]))
+            result = trainer.evaluate()
+            # The first 13 held-out samples: a short last batch of 5.
+            short = trainer.evaluate(eval_dataset=dataset[:13])
         want = float(np.mean(means))
         assert abs(result["eval_loss"] - want) < 1e-6 * abs(want), (result, want)
         mine = metrics(type("P", (), {"predictions": preds.numpy(),
@@ -616,8 +621,10 @@ def regression_evals():
         evals.append({"step": step, "eval_loss": want, "batch_losses": means,
                       "samples": 16, "metrics": mine,
                       "predictions": preds.tolist(),
-                      "trainer_eval_loss": result["eval_loss"]})
-        print("reg step", step, "eval_loss %.7f" % want, mine)
+                      "trainer_eval_loss": result["eval_loss"],
+                      "first13": {k[5:]: short[k] for k in ("eval_loss", "eval_pearson",
+                                                           "eval_spearmanr")}})
+        print("reg step", step, "eval_loss %.7f" % want, mine, "first 13", evals[-1]["first13"])
     config = {"flags": "--optimizer adamw --lr 0.01", "batch": 8,
               "torch": torch.__version__, "transformers": T.__version__}
     (out / "ref_adamw.json").write_text(json.dumps(

@@ -102,7 +102,9 @@ OPTIONS
                      Trainer's eval_loss). A sample count that is not a
                      multiple of the global batch ends in a short batch,
                      padded with labels -100 for a cross-entropy loss
-                     (plan.txt says so), else left out (noted); smpc
+                     (plan.txt says so) or, for an mse loss compiled
+                     with --eval-predictions, scored from the real
+                     samples' predictions; else left out (noted); smpc
                      --eval-batch-size sets other batches. Printed as
                      "eval step K loss L samples N" on stdout and written
                      as an eval_loss row to --metrics and eval/loss to

@@ -20,6 +20,11 @@
 // with --eval-metrics it also counts them by their row's argmax class
 // (output eval_confusion), summed over the batches into the F1, precision,
 // recall or Matthews' correlation scikit-learn gives on every prediction.
+// With smpc --eval-predictions (or --eval-metrics pearson, spearmanr) the
+// step returns each sample's predictions and labels: the real samples'
+// are kept (the correlations' input, and what --eval-predictions DIR
+// writes), and an mse loss's eval loss is their mean squared error, so
+// that a short batch is padded rather than left out.
 // The parameters and the optimizer's state are only read.
 //
 //===----------------------------------------------------------------------===//
@@ -198,6 +203,19 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
       return Status::success();
     return countLabels(dir, training.eval_counted_labels(), eval);
   }
+  // An mse loss whose step returns its predictions: every sample counts,
+  // a short batch padded with the stream's next samples, and the loss is
+  // the mean squared error of the real samples' predictions (as the
+  // Trainer's batch means weighted by their samples: every sample holds as
+  // many values).
+  bool mse = training.loss().rfind("mse:", 0) == 0;
+  if (mse && eval.predictions) {
+    eval.hostLoss = true;
+    eval.batch = globalBatch;
+    eval.batches = (eval.samples + globalBatch - 1) / globalBatch;
+    eval.evaluated = eval.samples;
+    return Status::success();
+  }
   eval.batch = globalBatch;
   std::string because =
       noPad.empty() ? std::string() : " and cannot pad a short one: " + noPad;
@@ -230,7 +248,10 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
             std::to_string(rest) + " out (the step's batch is compiled in" +
             (noPad.empty() ? ""
                            : ", and a short batch cannot be padded: " + noPad) +
-            ")";
+            ")" +
+            (mse ? "; smpc --eval-predictions evaluates every sample of an "
+                   "mse loss"
+                 : "");
   return Status::success();
 }
 
@@ -260,6 +281,17 @@ void addPredictions(const Executor &exec, int64_t real,
     std::vector<float> &to = isPredicted ? predicted : labels;
     to.insert(to.end(), rows, rows + real * per);
   }
+}
+
+/// The mean of (predicted - target)^2 over every value.
+double meanSquaredError(const std::vector<float> &predicted,
+                        const std::vector<float> &target) {
+  double sum = 0;
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    double d = static_cast<double>(predicted[i]) - target[i];
+    sum += d * d;
+  }
+  return predicted.empty() ? NAN : sum / static_cast<double>(predicted.size());
 }
 
 /// Writes an evaluation's predictions (after step `step`) and labels into
@@ -355,7 +387,8 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
     sum += loss * static_cast<double>(end - from);
   }
   rec.step = step;
-  rec.loss = sum / static_cast<double>(eval.evaluated);
+  rec.loss = eval.hostLoss ? meanSquaredError(predicted, predictedLabels)
+                           : sum / static_cast<double>(eval.evaluated);
   // The labels: counted beside the accuracies, else the matrix's total,
   // else (a regression's) the targets the predictions are scored against.
   if (std::isnan(labels)) {

@@ -119,6 +119,9 @@ struct Evaluation {
   /// metric of them), and where this rank writes them ("": nowhere).
   bool predictions = false;
   std::string predictionsDir;
+  /// The loss is the mean squared error of the predictions (an mse loss
+  /// that returns them), computed here: a short batch's padding left out.
+  bool hostLoss = false;
 };
 
 /// Checks that `exec`'s artifact returns the predictions when `dir` (smprun
