@@ -191,7 +191,7 @@ def test_compute_metrics_runs_run_ners(tools, tmp_path):
     (seqeval's entity-level precision, recall and F1, here its chunking
     written out where seqeval is not installed) on the predictions of a
     Hugging Face BERT token classifier gives what Trainer.evaluate gave
-    with seqeval (python/make_eval_refs.py --ner)."""
+    with seqeval (python/make_prediction_refs.py --ner)."""
     fx = FX.parent / "hf-trainer" / "accuracy" / "ner"
     ref = json.loads((fx / "ref_adamw_eval.json").read_text())
     tags = ref["config"]["tags"]

@@ -193,7 +193,8 @@ TRAINING (compile --train)
                        the accuracies count a confusion matrix of at most
                        1024 classes (a classifier's) and need each row's
                        whole logits (no vocabulary-parallel --tp). With an
-                       mse:OUTPUT:TARGET loss (a regression, GLUE's STS-B):
+                       mse:OUTPUT:TARGET loss, or a model's own loss of
+                       one MSELoss (a regression, GLUE's STS-B):
                        pearson and spearmanr, scipy's correlations of the
                        output's values with the targets' (from the
                        predictions, as --eval-predictions gathers them).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """first_samples.py SRC DST N REF: the first N samples of each .npy in SRC
-written to DST, and DST/ref.json: REF's evaluations (make_eval_refs.py
+written to DST, and DST/ref.json: REF's evaluations (make_prediction_refs.py
 --regression) as those of the N samples, from each one's "firstN" (the
 Trainer's eval_loss, pearson and spearmanr of them), for
 test/train/compare_evals.py."""

@@ -276,14 +276,10 @@ struct SmpBuildGradientsPass
                       << "' must be a float scalar, got " << t;
         return failure();
       }
-      if (evalCounts()) {
-        if (failed(checkMetricsFit(f, /*regressionLoss=*/false)))
-          return failure();
-        auto a = ownLossCrossEntropy(f, *v, parts[0], evalFlag());
-        if (failed(a))
-          return failure();
-        accuracy = *a;
-      }
+      if (evalCounts() &&
+          failed(ownLossEvaluation(f, *v, parts[0], evalFlag(), evalMetrics,
+                                   evalAccuracy, accuracy, regression)))
+        return failure();
       // Split over data-parallel ranks or micro-batches: this shard's
       // exact share of the one-device loss (LossShare.h).
       int64_t m = unrolled ? static_cast<int64_t>(microbatches) : 1;

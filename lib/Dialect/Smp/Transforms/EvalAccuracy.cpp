@@ -16,22 +16,103 @@
 #include "TrainStepUtils.h"
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Matchers.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 
 using namespace mlir;
 
 namespace smp {
 
-FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
-                                                StringRef name,
-                                                StringRef flag) {
+namespace {
+
+/// The ops `v` is computed from, `v`'s own included.
+SetVector<Operation *> computedFrom(Value v) {
   SetVector<Operation *> slice;
   BackwardSliceOptions options;
   options.inclusive = true;
   options.omitBlockArguments = true;
-  (void)getBackwardSlice(loss, &slice, options);
+  (void)getBackwardSlice(v, &slice, options);
+  return slice;
+}
+
+/// Whether `v` is computed from a parameter (an argument marked
+/// smp.param) of `f`.
+bool readsParameter(func::FuncOp f, Value v) {
+  auto isParam = [&](Value x) {
+    auto arg = dyn_cast<BlockArgument>(x);
+    return arg && arg.getOwner() == &f.getBody().front() &&
+           f.getArgAttr(arg.getArgNumber(), SmpDialect::kParamAttr);
+  };
+  if (isParam(v))
+    return true;
+  for (Operation *op : computedFrom(v))
+    if (llvm::any_of(op->getOperands(), isParam))
+      return true;
+  return false;
+}
+
+/// The `d` of a mean of d * d or d ^ 2 over every element.
+Value squaredDifference(ReduceMeanOp mean) {
+  auto in = cast<RankedTensorType>(mean.getInput().getType());
+  if (cast<RankedTensorType>(mean.getType()).getNumElements() != 1 ||
+      in.getNumElements() == 1)
+    return {};
+  Operation *sq = mean.getInput().getDefiningOp();
+  if (auto mul = dyn_cast_or_null<MulOp>(sq);
+      mul && mul.getLhs() == mul.getRhs())
+    return mul.getLhs();
+  if (auto pow = dyn_cast_or_null<PowOp>(sq)) {
+    DenseElementsAttr two;
+    if (matchPattern(pow.getRhs(), m_Constant(&two)) && two.isSplat() &&
+        isa<FloatType>(two.getElementType()) &&
+        two.getSplatValue<APFloat>().convertToDouble() == 2.0)
+      return pow.getLhs();
+  }
+  return {};
+}
+
+} // namespace
+
+int64_t ownLossCrossEntropies(Value loss) {
+  return llvm::count_if(computedFrom(loss),
+                        [](Operation *op) { return isa<CrossEntropyOp>(op); });
+}
+
+FailureOr<std::pair<Value, Value>> ownLossSquaredError(func::FuncOp f,
+                                                       Value loss,
+                                                       StringRef name,
+                                                       StringRef flag) {
+  SmallVector<std::pair<Value, Value>> found;
+  for (Operation *op : computedFrom(loss))
+    if (auto mean = dyn_cast<ReduceMeanOp>(op))
+      if (Value d = squaredDifference(mean))
+        if (auto sub = d.getDefiningOp<SubOp>()) {
+          // MSELoss(input, target): input - target, the input the model's.
+          Value a = sub.getLhs(), t = sub.getRhs();
+          if (!readsParameter(f, a) && readsParameter(f, t))
+            std::swap(a, t);
+          if (readsParameter(f, a) && !readsParameter(f, t) &&
+              a.getType() == t.getType())
+            found.push_back({a, t});
+        }
+  if (found.size() != 1)
+    return f.emitError()
+           << flag << ": the model's own loss '" << name
+           << "' is computed from "
+           << (found.empty()
+                   ? std::string("no mean squared error")
+                   : std::to_string(found.size()) + " mean squared errors")
+           << " of an output and a target (nn.MSELoss, a regression's "
+              "loss); its predictions are the values of exactly one (export "
+              "the model's output and pass --loss mse:OUTPUT:TARGET)";
+  return found.front();
+}
+
+FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
+                                                StringRef name,
+                                                StringRef flag) {
   SmallVector<CrossEntropyOp> found;
-  for (Operation *op : slice)
+  for (Operation *op : computedFrom(loss))
     if (auto ce = dyn_cast<CrossEntropyOp>(op))
       found.push_back(ce);
   if (found.size() != 1) {
@@ -54,6 +135,40 @@ FailureOr<AccuracyOperands> ownLossCrossEntropy(func::FuncOp f, Value loss,
   a.ignoreIndex = ce.getIgnoreIndex();
   a.classes = ce.getClasses().value_or(0);
   return a;
+}
+
+LogicalResult
+ownLossEvaluation(func::FuncOp f, Value loss, StringRef name, StringRef flag,
+                  ArrayRef<std::string> metrics, bool accuracy,
+                  std::optional<AccuracyOperands> &crossEntropy,
+                  std::optional<std::pair<Value, Value>> &squaredError) {
+  // A loss of no cross-entropy is a regression's when asked for values, or
+  // for predictions alone.
+  bool values = llvm::any_of(metrics, smp::base::needsPredictions);
+  bool classes =
+      accuracy || !llvm::all_of(metrics, smp::base::needsPredictions);
+  if (ownLossCrossEntropies(loss) == 0 && (values || !classes)) {
+    std::string asked = flag.str();
+    for (const std::string &m : metrics)
+      if (smp::base::needsPredictions(m)) {
+        asked = "--eval-metrics " + m;
+        break;
+      }
+    auto r = ownLossSquaredError(f, loss, name, asked);
+    if (failed(r) || failed(checkEvalMetricsFit(f, metrics, accuracy, name,
+                                                /*regressionLoss=*/true)))
+      return failure();
+    squaredError = *r;
+    return success();
+  }
+  if (failed(checkEvalMetricsFit(f, metrics, accuracy, name,
+                                 /*regressionLoss=*/false)))
+    return failure();
+  auto a = ownLossCrossEntropy(f, loss, name, flag);
+  if (failed(a))
+    return failure();
+  crossEntropy = *a;
+  return success();
 }
 
 FailureOr<AccuracyCounts> buildAccuracy(OpBuilder &b, Location loc,

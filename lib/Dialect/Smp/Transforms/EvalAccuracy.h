@@ -23,6 +23,8 @@
 #include "mlir/IR/Builders.h"
 #include "smp/base/EvalMetrics.h"
 
+#include <optional>
+
 namespace smp {
 
 /// The outputs an evaluation's metrics are computed from.
@@ -47,6 +49,29 @@ mlir::FailureOr<AccuracyOperands> ownLossCrossEntropy(mlir::func::FuncOp f,
                                                       mlir::Value loss,
                                                       llvm::StringRef name,
                                                       llvm::StringRef flag);
+
+/// How many smp.cross_entropy ops a model's own loss is computed from.
+int64_t ownLossCrossEntropies(mlir::Value loss);
+
+/// The one mean squared error (a mean over every element of d * d or
+/// d ^ 2, d = output - target: nn.MSELoss) a model's own loss `loss`
+/// (output `name`) is computed from: (output, target), the output the one
+/// computed from parameters. An error on `f`, naming `flag`, when there is
+/// none or more than one.
+mlir::FailureOr<std::pair<mlir::Value, mlir::Value>>
+ownLossSquaredError(mlir::func::FuncOp f, mlir::Value loss,
+                    llvm::StringRef name, llvm::StringRef flag);
+
+/// What an evaluation reads of a model's own loss `loss` (output `name`;
+/// `flag` asked for it; `metrics`, and `accuracy` for --eval-accuracy):
+/// its one cross-entropy, or, for a metric of values (pearson) or
+/// predictions alone of a loss with no cross-entropy, its one mean squared
+/// error. An error on `f` for metrics of both kinds, or no such loss.
+mlir::LogicalResult ownLossEvaluation(
+    mlir::func::FuncOp f, mlir::Value loss, llvm::StringRef name,
+    llvm::StringRef flag, llvm::ArrayRef<std::string> metrics, bool accuracy,
+    std::optional<AccuracyOperands> &crossEntropy,
+    std::optional<std::pair<mlir::Value, mlir::Value>> &squaredError);
 
 /// An evaluation's counts of one cross-entropy's labels (f32 scalars): for
 /// each K asked for, those among their row's K first classes (K = 1: the
