@@ -72,11 +72,12 @@ class EvalPrediction(tuple):
     """An evaluation's predictions and the labels they are scored against,
     as the Hugging Face Trainer passes them to compute_metrics
     (transformers.EvalPrediction; `preds, labels = p` works too): float32
-    numpy arrays, one row per held-out sample, each the argmax class of
-    the loss's logits at each position its cross-entropy reads (an mse
-    loss: its output's values), the labels -100 where the loss ignores
-    one; a last dim of 1 is squeezed (a sequence classifier's or a
-    regression's [samples])."""
+    numpy arrays, one row per held-out sample: the predictions the argmax
+    class of the loss's logits at each position its cross-entropy reads
+    (as the Trainer's with preprocess_logits_for_metrics=argmax; an mse
+    loss: its output's values), the label_ids the labels input as fed (a
+    causal LM's unshifted, as the Trainer's); a last dim of 1 is squeezed
+    (a sequence classifier's or a regression's [samples])."""
 
     def __new__(cls, predictions, label_ids):
         return super().__new__(cls, (predictions, label_ids))

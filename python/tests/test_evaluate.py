@@ -129,20 +129,23 @@ def test_compute_metrics_gets_pytorchs_predictions(tools, tmp_path):
     """compute_metrics (the Trainer's, with eval_predictions=True): called
     with an EvalPrediction of each evaluation, PyTorch's argmax classes
     for every held-out sample (python/make_eval_refs.py --accuracy) and
-    the labels; what it returns joins the evaluation's row as eval_NAME
-    (its accuracy equal to the one smprun counts). A GPT-2 LM with its own
-    loss: predictions of every position, the labels as its cross-entropy
-    reads them (shifted, the last -100)."""
+    the labels input as fed; what it returns joins the evaluation's row as
+    eval_NAME. A GPT-2 LM with its own loss: the predictions of every
+    position and the labels unshifted, as the Trainer passes them, so
+    run_clm.py's compute_metrics (which shifts them itself) gives the
+    accuracy smprun counts."""
     fx = FX.parent / "hf-trainer" / "accuracy" / "lm"
     art = smp.compile(fx / "lm.onnx", output=tmp_path / "lm.smpx", loss="loss",
                       batch_size=8, optimizer="adamw", lr=0.003,
                       eval_accuracy=True, eval_predictions=True)
     seen = []
 
-    def compute_metrics(p):
-        preds, labels = p  # unpacks as the Trainer's does
-        assert p.predictions is preds and preds.dtype == np.float32
+    def compute_metrics(eval_preds):  # run_clm.py's, with numpy's accuracy
+        preds, labels = eval_preds  # unpacks as the Trainer's does
+        assert eval_preds.predictions is preds and preds.dtype == np.float32
         seen.append((preds, labels))
+        labels = labels[:, 1:].reshape(-1)
+        preds = preds[:, :-1].reshape(-1)
         keep = labels != -100
         return {"token_accuracy": float((preds == labels)[keep].mean()),
                 "eval_counted": int(keep.sum())}
@@ -153,7 +156,7 @@ def test_compute_metrics_gets_pytorchs_predictions(tools, tmp_path):
     assert [m["step"] for m in run.eval_metrics] == [4, 8]
     for (preds, labels), got, want in zip(seen, run.eval_metrics, ref):
         np.testing.assert_array_equal(preds, np.array(want["predictions"]))
-        np.testing.assert_array_equal(labels, np.load(fx / "eval" / "next.npy"))
+        np.testing.assert_array_equal(labels, np.load(fx / "eval" / "labels.npy"))
         assert got["eval_token_accuracy"] == pytest.approx(got["eval_accuracy"], abs=1e-8)
         assert got["eval_counted"] == want["eval_labels"]
 

@@ -202,9 +202,9 @@ TRAINING (compile --train)
                        evaluation step also returns every sample's
                        predictions, the argmax class of each of its rows
                        of the loss's logits (an mse loss: its output's
-                       values), and the labels they are scored against
-                       (-100 where the loss ignores one); smprun
-                       --eval-predictions DIR writes them as .npy files
+                       values), and the labels they are scored against;
+                       smprun --eval-predictions DIR writes the
+                       predictions and the labels input as .npy files
                        for a compute_metrics of your own (seqeval's
                        entity F1, say).
   --eval-on-start      With --train: smprun --eval-data also evaluates

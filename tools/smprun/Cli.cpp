@@ -118,9 +118,10 @@ OPTIONS
                      predictions as DIR/predictions-step-K.npy (float32
                      [samples, values per sample]: the argmax class of
                      each row of the loss's logits, or an mse loss's
-                     output values) and the labels they are scored
-                     against as DIR/label_ids.npy (-100 where the loss
-                     ignores one): the Trainer's EvalPrediction, for a
+                     output values) and the labels input as fed as
+                     DIR/label_ids.npy (the loss's LABELS or TARGET, a
+                     model's own loss's input `labels`; a causal LM's
+                     unshifted): the Trainer's EvalPrediction, for a
                      compute_metrics of your own. A short last batch's
                      padding is left out.
   --checkpoint-dir D With --steps: where checkpoints go (parameters and

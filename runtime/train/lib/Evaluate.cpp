@@ -146,6 +146,34 @@ Status loadPredictions(const Executor &exec, const std::string &dir,
                            ": cannot create the directory (" +
                            (ec ? ec.message() : "not a directory") + ")");
   eval.predictionsDir = dir;
+  // The Trainer's label_ids are the labels input as fed (a causal LM's
+  // unshifted): the loss's LABELS or TARGET, a model's own loss's input
+  // named `labels` (the Trainer's label_names) or the one its padding
+  // marks; else the labels the loss reads (eval_label_ids).
+  const auto &training = exec.artifact().manifest.training();
+  const std::string &loss = training.loss();
+  size_t colon = loss.rfind(':');
+  std::vector<std::string> names;
+  if (colon != std::string::npos)
+    names = {loss.substr(colon + 1)};
+  else
+    names = {"labels", training.eval_pad_labels()};
+  // Read from the held-out files: a pipeline's first stage, which
+  // reports, feeds no labels.
+  for (const std::string &name : names) {
+    std::string path = eval.dir + "/" + fileNameFor(name) + ".npy";
+    NpyArray labels;
+    if (name.empty() || !std::filesystem::exists(path) ||
+        !readNpy(path, labels, /*map=*/true).ok() || labels.shape.empty() ||
+        labels.shape[0] < eval.evaluated)
+      continue;
+    TensorRef rows = labels.ref();
+    rows.shape[0] = eval.evaluated;
+    if (Status s = writeNpy(dir + "/label_ids.npy", rows); !s.ok())
+      return Status::failure("--eval-predictions: " + s.error);
+    eval.labelIds = name;
+    break;
+  }
   return Status::success();
 }
 
@@ -294,16 +322,19 @@ double meanSquaredError(const std::vector<float> &predicted,
   return predicted.empty() ? NAN : sum / static_cast<double>(predicted.size());
 }
 
-/// Writes an evaluation's predictions (after step `step`) and labels into
-/// `dir`.
+/// Writes an evaluation's predictions (after step `step`) and, unless
+/// `labelsWritten`, the labels they were scored against into `dir`.
 Status writePredictions(const std::string &dir, int64_t step,
                         std::vector<float> &predicted,
-                        std::vector<float> &labels, int64_t per) {
+                        std::vector<float> &labels, int64_t per,
+                        bool labelsWritten) {
   int64_t n = per > 0 ? static_cast<int64_t>(predicted.size()) / per : 0;
   for (auto [name, values] :
        {std::pair<std::string, std::vector<float> *>{
             "predictions-step-" + std::to_string(step), &predicted},
         {"label_ids", &labels}}) {
+    if (name == "label_ids" && labelsWritten)
+      continue; // the labels input's, written at load
     smp::base::TensorRef t{values->data(), smp::base::DType::F32, {n, per}};
     if (Status s = writeNpy(dir + "/" + name + ".npy", t); !s.ok())
       return Status::failure("--eval-predictions: " + s.error);
@@ -412,8 +443,9 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                    : smp::base::evalMetric(name, confusion.data(), classes)});
   }
   if (!eval.predictionsDir.empty())
-    if (Status s = writePredictions(eval.predictionsDir, step, predicted,
-                                    predictedLabels, per);
+    if (Status s =
+            writePredictions(eval.predictionsDir, step, predicted,
+                             predictedLabels, per, !eval.labelIds.empty());
         !s.ok())
       return s;
   rec.samples = eval.evaluated;

@@ -119,6 +119,10 @@ struct Evaluation {
   /// metric of them), and where this rank writes them ("": nowhere).
   bool predictions = false;
   std::string predictionsDir;
+  /// The input whose first `evaluated` samples predictionsDir's
+  /// label_ids.npy holds ("": the labels the loss reads, written with
+  /// each evaluation).
+  std::string labelIds;
   /// The loss is the mean squared error of the predictions (an mse loss
   /// that returns them), computed here: a short batch's padding left out.
   bool hostLoss = false;
