@@ -526,6 +526,8 @@ def accuracy_evals():
                           "samples": 20, **acc,
                           "predictions": logits.argmax(-1).tolist(),
                           "min_prediction_gap": (top2[..., 0] - top2[..., 1]).min().item(),
+                          # smpc --eval-logits: the logits themselves (cls's)
+                          **({"logits": logits.tolist()} if name == "cls" else {}),
                           "trainer_eval_loss": result["eval_loss"],
                           "trainer_eval_accuracy": result["eval_accuracy"]})
             print(name, "step", step, "eval_loss %.7f" % want,

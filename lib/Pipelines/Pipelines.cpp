@@ -47,7 +47,8 @@ void buildTrainStep(OpPassManager &pm,
   gradients.initScale = o.initScale;
   gradients.evalAccuracy = o.evalAccuracy;
   gradients.evalMetrics.assign(o.evalMetrics.begin(), o.evalMetrics.end());
-  gradients.evalPredictions = o.evalPredictions;
+  gradients.evalPredictions = o.evalPredictions || o.evalLogits;
+  gradients.evalLogits = o.evalLogits;
   pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   if (o.recompute != "none") {
     smp::SmpRecomputePassOptions recompute;
@@ -288,6 +289,9 @@ struct TrainPipelineCLOptions
       *this, "eval-predictions",
       llvm::cl::desc("return each sample's predictions for an evaluation"),
       llvm::cl::init(false)};
+  Option<bool> evalLogits{*this, "eval-logits",
+                          llvm::cl::desc("the predictions as the logits' rows"),
+                          llvm::cl::init(false)};
   Option<bool> lossScaling{*this, "loss-scaling",
                            llvm::cl::desc("dynamic loss scaling"),
                            llvm::cl::init(false)};
@@ -361,6 +365,7 @@ struct TrainPipelineCLOptions
     o.evalAccuracy = evalAccuracy;
     o.evalMetrics.assign(evalMetrics.begin(), evalMetrics.end());
     o.evalPredictions = evalPredictions;
+    o.evalLogits = evalLogits;
     o.growthInterval = growthInterval;
     o.hysteresis = hysteresis, o.consecutiveHysteresis = consecutiveHysteresis;
     o.deepspeedWindow = deepspeedWindow;

@@ -75,9 +75,12 @@ class EvalPrediction(tuple):
     numpy arrays, one row per held-out sample: the predictions the argmax
     class of the loss's logits at each position its cross-entropy reads
     (as the Trainer's with preprocess_logits_for_metrics=argmax; an mse
-    loss: its output's values), the label_ids the labels input as fed (a
-    causal LM's unshifted, as the Trainer's); a last dim of 1 is squeezed
-    (a sequence classifier's or a regression's [samples])."""
+    loss: its output's values), or with eval_logits=True the logits
+    themselves (the Trainer's default: [samples, classes] for a sequence
+    classifier, [samples, positions, classes] for a token classifier);
+    the label_ids the labels input as fed (a causal LM's unshifted, as the
+    Trainer's); a dim 1 of 1 is squeezed (a sequence classifier's or a
+    regression's [samples])."""
 
     def __new__(cls, predictions, label_ids):
         return super().__new__(cls, (predictions, label_ids))
@@ -92,7 +95,10 @@ class EvalPrediction(tuple):
 
 
 def _squeezed(a):
-    return a[:, 0] if a.ndim == 2 and a.shape[1] == 1 else a
+    """Dim 1 left out where it is 1: a sequence classifier's [samples, 1]
+    argmax or [samples, 1, classes] logits are the Trainer's [samples] and
+    [samples, classes]."""
+    return a[:, 0] if a.ndim >= 2 and a.shape[1] == 1 else a
 
 
 def _apply_compute_metrics(compute_metrics, directory: Path,

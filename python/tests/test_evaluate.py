@@ -161,6 +161,43 @@ def test_compute_metrics_gets_pytorchs_predictions(tools, tmp_path):
         assert got["eval_counted"] == want["eval_labels"]
 
 
+def test_run_glue_and_run_ner_compute_metrics_take_the_logits(tools, tmp_path):
+    """eval_logits=True: the logits themselves, as the Trainer passes them
+    without preprocess_logits_for_metrics, so the Hugging Face examples'
+    compute_metrics run unchanged: run_glue.py's (np.argmax(preds, axis=1)
+    on a sequence classifier's [samples, classes]) gives the Trainer's
+    accuracy, run_ner.py's (np.argmax(predictions, axis=2) on a token
+    classifier's [samples, positions, classes]) the argmax PyTorch's."""
+    acc = FX.parent / "hf-trainer" / "accuracy"
+    seen = {}
+
+    def run(name, compute_metrics):
+        art = smp.compile(acc / name / f"{name}.onnx", output=tmp_path / f"{name}.smpx",
+                          loss="loss", batch_size=8, optimizer="adamw", lr=0.01,
+                          eval_logits=True)
+        return smp.train(art, data=acc / name / "data", steps=4,
+                         eval_data=acc / name / "eval", eval_every=4, progress=False,
+                         compute_metrics=compute_metrics)
+
+    def glue_metrics(p):  # run_glue.py's, for a classification task
+        preds = p.predictions[0] if isinstance(p.predictions, tuple) else p.predictions
+        assert preds.shape == (20, 3)
+        preds = np.argmax(preds, axis=1)
+        return {"accuracy": float((preds == p.label_ids).astype(np.float32).mean())}
+
+    def ner_metrics(p):  # run_ner.py's first line, then the tags compared
+        predictions, labels = p
+        seen["ner"] = np.argmax(predictions, axis=2)
+        return {}
+
+    cls = run("cls", glue_metrics)
+    want = json.loads((acc / "cls" / "ref_adamw_eval.json").read_text())["evals"][0]
+    assert cls.eval_metrics[0]["eval_accuracy"] == pytest.approx(want["eval_accuracy"], abs=1e-7)
+    run("ner", ner_metrics)
+    want = json.loads((acc / "ner" / "ref_adamw_eval.json").read_text())["evals"][0]
+    np.testing.assert_array_equal(seen["ner"], np.array(want["predictions"]))
+
+
 def test_compute_metrics_needs_predictions(tools, tmp_path):
     """An artifact compiled without eval_predictions is refused with what to
     do; compute_metrics without eval_data too."""

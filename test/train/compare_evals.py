@@ -27,7 +27,8 @@ to A for a correlation of float predictions (pearson, spearmanr). With
 --predictions DIR (smprun --eval-predictions) the reference's evaluations
 hold "predictions" (PyTorch's argmax classes, or an mse loss's values):
 DIR/predictions-step-K.npy must hold them, classes exactly, values within
-1e-5 of each (relative above 1); with --labels FILE.npy (the held-out
+1e-5 of each (relative above 1), or with --logits the reference's "logits"
+(smpc --eval-logits); with --labels FILE.npy (the held-out
 labels the loss reads) DIR/label_ids.npy must hold those. Python 3
 standard library only.
 """
@@ -98,16 +99,17 @@ def flat(values):
     return [values]
 
 
-def prediction_problems(want, directory):
-    """The differences between a reference evaluation's predictions and
-    those smprun --eval-predictions wrote."""
+def prediction_problems(want, directory, key="predictions"):
+    """The differences between a reference evaluation's predictions (or,
+    key "logits", its logits: smpc --eval-logits) and those smprun
+    --eval-predictions wrote."""
     step = want["step"]
     path = "%s/predictions-step-%d.npy" % (directory, step)
     try:
         shape, got = read_npy(path)
     except (OSError, ValueError) as e:
         return ["step %d: %s" % (step, e)]
-    ref = flat(want["predictions"])
+    ref = flat(want[key])
     classes = all(isinstance(v, int) for v in ref)
     if len(got) != len(ref):
         return ["step %d: %s holds %d predictions %s, the reference %d" % (
@@ -152,6 +154,8 @@ def main():
                     help="the metrics' absolute tolerance")
     ap.add_argument("--predictions", default="",
                     help="smprun --eval-predictions' directory")
+    ap.add_argument("--logits", action="store_true",
+                    help="the predictions are the reference's logits")
     ap.add_argument("--labels", default="",
                     help="the held-out labels (.npy) label_ids.npy holds")
     try:
@@ -192,7 +196,8 @@ def main():
             problems += metric_problems(w, r, args.metric_names.split(","),
                                         args.metric_atol)
         if args.predictions:
-            problems += prediction_problems(w, args.predictions)
+            problems += prediction_problems(
+                w, args.predictions, "logits" if args.logits else "predictions")
         if r.get("eval_samples") != samples:
             problems.append("step %d evaluated %s samples, the reference %d" % (
                 w["step"], r.get("eval_samples"), samples))

@@ -58,6 +58,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-batch-size", Kind::Value},
     {"--eval-metrics", Kind::List},
     {"--eval-predictions", Kind::Switch},
+    {"--eval-logits", Kind::Switch},
     {"--warmup-type", Kind::Value},
     {"--warmup-min-lr", Kind::Value},
     {"--warmup-min-ratio", Kind::Value},

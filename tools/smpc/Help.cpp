@@ -207,6 +207,12 @@ TRAINING (compile --train)
                        predictions and the labels input as .npy files
                        for a compute_metrics of your own (seqeval's
                        entity F1, say).
+  --eval-logits        --eval-predictions with the logits' rows
+                       themselves, [samples, rows, classes], instead of
+                       their argmax: the Trainer's EvalPrediction without
+                       preprocess_logits_for_metrics, which run_glue's
+                       and run_ner's compute_metrics take (they argmax
+                       them); at most 1024 classes (a classifier's).
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

@@ -146,6 +146,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eval-batch-size",
                                         "--eval-metrics",
                                         "--eval-predictions",
+                                        "--eval-logits",
                                         "--warmup-type",
                                         "--warmup-min-lr",
                                         "--warmup-min-ratio",

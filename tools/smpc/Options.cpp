@@ -134,6 +134,8 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.evalAccuracy = true;
   } else if (a == "--eval-predictions") {
     opts.plan.evalPredictions = true;
+  } else if (a == "--eval-logits") {
+    opts.plan.evalLogits = true;
   } else if (a == "--hf-no-decay") {
     opts.hfNoDecay = true;
   } else if (a == "--shard-optimizer-state" ||

@@ -122,6 +122,8 @@ struct TrainingPipelineOptions {
   /// An evaluation's predictions: the step also returns each sample's
   /// (smp-build-gradients eval-predictions; implied by a metric of them).
   bool evalPredictions = false;
+  /// ... as the logits' rows, not their argmax (eval-logits).
+  bool evalLogits = false;
   /// Dynamic loss scaling (fp16), torch.amp.GradScaler's.
   bool lossScaling = false;
   float initScale = 65536.0f;

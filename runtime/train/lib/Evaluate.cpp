@@ -294,20 +294,26 @@ double scalarOutput(const Executor &exec, const char *wanted) {
   return NAN;
 }
 
-/// The rows [0, real) of each of the forward just run's predictions and
-/// labels, appended to `predicted` and `labels`; `per` is set to their
-/// values per sample.
-void addPredictions(const Executor &exec, int64_t real,
-                    std::vector<float> &predicted, std::vector<float> &labels,
-                    int64_t &per) {
+/// An output gathered over an evaluation's batches: its real samples'
+/// rows, and the shape of one.
+struct Gathered {
+  std::vector<float> values;
+  std::vector<int64_t> row;
+};
+
+/// The rows [0, real) of the forward just run's predictions and labels,
+/// appended to `predicted` and `labels`.
+void addPredictions(const Executor &exec, int64_t real, Gathered &predicted,
+                    Gathered &labels) {
   for (const auto &[name, ref] : exec.outputs()) {
     bool isPredicted = name == smp::base::kEvalPredictionsOutput;
     if (!isPredicted && name != smp::base::kEvalLabelIdsOutput)
       continue;
-    per = ref.rank() == 2 ? ref.shape[1] : 1;
+    Gathered &to = isPredicted ? predicted : labels;
+    to.row.assign(ref.shape.begin() + 1, ref.shape.end());
     const float *rows = ref.as<float>();
-    std::vector<float> &to = isPredicted ? predicted : labels;
-    to.insert(to.end(), rows, rows + real * per);
+    to.values.insert(to.values.end(), rows,
+                     rows + real * (ref.numel() / ref.shape[0]));
   }
 }
 
@@ -325,17 +331,20 @@ double meanSquaredError(const std::vector<float> &predicted,
 /// Writes an evaluation's predictions (after step `step`) and, unless
 /// `labelsWritten`, the labels they were scored against into `dir`.
 Status writePredictions(const std::string &dir, int64_t step,
-                        std::vector<float> &predicted,
-                        std::vector<float> &labels, int64_t per,
+                        Gathered &predicted, Gathered &labels,
                         bool labelsWritten) {
-  int64_t n = per > 0 ? static_cast<int64_t>(predicted.size()) / per : 0;
-  for (auto [name, values] :
-       {std::pair<std::string, std::vector<float> *>{
+  for (auto [name, g] :
+       {std::pair<std::string, Gathered *>{
             "predictions-step-" + std::to_string(step), &predicted},
         {"label_ids", &labels}}) {
     if (name == "label_ids" && labelsWritten)
       continue; // the labels input's, written at load
-    smp::base::TensorRef t{values->data(), smp::base::DType::F32, {n, per}};
+    int64_t per = 1;
+    for (int64_t d : g->row)
+      per *= d;
+    std::vector<int64_t> shape{static_cast<int64_t>(g->values.size()) / per};
+    shape.insert(shape.end(), g->row.begin(), g->row.end());
+    smp::base::TensorRef t{g->values.data(), smp::base::DType::F32, shape};
     if (Status s = writeNpy(dir + "/" + name + ".npy", t); !s.ok())
       return Status::failure("--eval-predictions: " + s.error);
   }
@@ -364,8 +373,7 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   std::vector<double> confusion;
   int64_t classes = 0;
   std::vector<double> hits(eval.metrics.size(), 0.0); // the accuracies'
-  std::vector<float> predicted, predictedLabels;      // of the real samples
-  int64_t per = 0;
+  Gathered predicted, predictedLabels;                // of the real samples
   bool wantsConfusion = std::any_of(
       eval.metrics.begin(), eval.metrics.end(),
       [](const std::string &m) { return smp::base::needsConfusion(m); });
@@ -400,7 +408,7 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
       if (wantsConfusion)
         addConfusion(exec, confusion, classes);
       if (eval.predictions)
-        addPredictions(exec, slice.real, predicted, predictedLabels, per);
+        addPredictions(exec, slice.real, predicted, predictedLabels);
       if (eval.sums)
         weighted += only;
       else if (!eval.counted
@@ -418,8 +426,9 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
     sum += loss * static_cast<double>(end - from);
   }
   rec.step = step;
-  rec.loss = eval.hostLoss ? meanSquaredError(predicted, predictedLabels)
-                           : sum / static_cast<double>(eval.evaluated);
+  rec.loss = eval.hostLoss
+                 ? meanSquaredError(predicted.values, predictedLabels.values)
+                 : sum / static_cast<double>(eval.evaluated);
   // The labels: counted beside the accuracies, else the matrix's total,
   // else (a regression's) the targets the predictions are scored against.
   if (std::isnan(labels)) {
@@ -427,12 +436,12 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
     for (double c : confusion)
       labels += c;
     if (confusion.empty())
-      labels = static_cast<double>(predictedLabels.size());
+      labels = static_cast<double>(predictedLabels.values.size());
   }
   rec.labels = static_cast<int64_t>(labels);
   rec.metrics.clear();
-  std::vector<double> x(predicted.begin(), predicted.end()),
-      y(predictedLabels.begin(), predictedLabels.end());
+  std::vector<double> x(predicted.values.begin(), predicted.values.end()),
+      y(predictedLabels.values.begin(), predictedLabels.values.end());
   for (size_t m = 0; m < eval.metrics.size(); ++m) {
     const std::string &name = eval.metrics[m];
     rec.metrics.push_back(
@@ -443,9 +452,8 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
                    : smp::base::evalMetric(name, confusion.data(), classes)});
   }
   if (!eval.predictionsDir.empty())
-    if (Status s =
-            writePredictions(eval.predictionsDir, step, predicted,
-                             predictedLabels, per, !eval.labelIds.empty());
+    if (Status s = writePredictions(eval.predictionsDir, step, predicted,
+                                    predictedLabels, !eval.labelIds.empty());
         !s.ok())
       return s;
   rec.samples = eval.evaluated;

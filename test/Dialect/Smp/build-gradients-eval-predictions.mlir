@@ -17,13 +17,13 @@
 // CHECK-SAME: {smp.output = "loss"}, tensor<4x2xf32> {smp.output = "eval_predictions"}, tensor<4x2xf32> {smp.output = "eval_label_ids"})
 // CHECK: %[[Z:.*]] = smp.matmul
 // CHECK: smp.cross_entropy %[[Z]], %[[LAB]]
+// CHECK: %[[LABF:.*]] = smp.cast %[[LAB]] : tensor<4x2xi64> to tensor<4x2xf32>
 // CHECK: %[[NEG:.*]] = smp.constant dense<[0, -1, -2, -3, -4]> : tensor<5xi64>
 // CHECK: %[[MAX:.*]] = smp.reduce_max %[[Z]] {axes = array<i64: 2>}
 // CHECK: %[[FIRST:.*]] = smp.reduce_max {{.*}} {axes = array<i64: 2>} : tensor<4x2x5xi64> -> tensor<4x2x1xi64>
 // CHECK: %[[ARG:.*]] = smp.neg %[[FIRST]]
 // CHECK: %[[ARGF:.*]] = smp.cast %[[ARG]] : tensor<4x2x1xi64> to tensor<4x2x1xf32>
 // CHECK: %[[PRED:.*]] = smp.reshape %[[ARGF]] : tensor<4x2x1xf32> -> tensor<4x2xf32>
-// CHECK: %[[LABF:.*]] = smp.cast %[[LAB]] : tensor<4x2xi64> to tensor<4x2xf32>
 // CHECK: return {{.*}}, %[[PRED]], %[[LABF]] :
 
 // DP-LABEL: func.func @train_step

@@ -111,11 +111,11 @@ struct SmpBuildGradientsPass
   /// An evaluation computes more than the loss (--eval-accuracy,
   /// --eval-metrics, --eval-predictions).
   bool evalCounts() {
-    return evalAccuracy || !evalMetrics.empty() || evalPredictions;
+    return evalAccuracy || !evalMetrics.empty() || wantsPredictions();
   }
   /// The evaluation gathers the predictions.
   bool wantsPredictions() {
-    return evalPredictions ||
+    return evalPredictions || evalLogits ||
            llvm::any_of(evalMetrics, smp::base::needsPredictions);
   }
   /// The flag that asked for the evaluation's outputs (for errors).
@@ -197,7 +197,7 @@ struct SmpBuildGradientsPass
                   "dim 0: "
                << why;
     FailureOr<Predictions> p =
-        a ? buildPredictions(b, loc, f, *a, samples)
+        a ? buildPredictions(b, loc, f, *a, samples, evalLogits)
           : buildRegressionPredictions(b, loc, f, regression->first,
                                        regression->second, samples);
     if (failed(p))

@@ -301,7 +301,7 @@ FailureOr<Value> perSample(OpBuilder &b, Location loc, func::FuncOp f, Value v,
 FailureOr<Predictions> buildPredictions(OpBuilder &b, Location loc,
                                         func::FuncOp f,
                                         const AccuracyOperands &a,
-                                        int64_t samples) {
+                                        int64_t samples, bool logits) {
   auto lt = cast<RankedTensorType>(a.logits.getType());
   int64_t classes = lt.getShape().back();
   if (a.target)
@@ -315,13 +315,33 @@ FailureOr<Predictions> buildPredictions(OpBuilder &b, Location loc,
     return f.emitError() << "--eval-predictions: the logits hold " << classes
                          << " columns for " << a.classes
                          << " classes; predictions need unpadded ones";
+  FailureOr<Value> labels = perSample(b, loc, f, a.labels, samples, "labels");
+  if (failed(labels))
+    return failure();
+  if (logits) {
+    // The rows themselves: [samples, rows per sample, classes].
+    if (classes > smp::base::kMaxConfusionClasses)
+      return f.emitError()
+             << "--eval-logits: the logits have " << classes
+             << " classes, and an evaluation returns the logits of at most "
+             << smp::base::kMaxConfusionClasses
+             << " (a classifier's); a language model's predictions are "
+                "--eval-predictions (their argmax)";
+    FailureOr<Value> rows =
+        perSample(b, loc, f, a.logits, samples, "logits' values");
+    if (failed(rows))
+      return failure();
+    int64_t per = cast<RankedTensorType>(rows->getType()).getDimSize(1);
+    auto shaped = RankedTensorType::get({samples, per / classes, classes},
+                                        b.getF32Type());
+    return Predictions{ReshapeOp::create(b, loc, shaped, *rows), *labels};
+  }
   Value first =
       firstMax(b, loc, a.logits, negatedClasses(b, loc, classes), classes);
   Value argmax = NegOp::create(b, loc, first);
   FailureOr<Value> predicted =
       perSample(b, loc, f, argmax, samples, "logits' rows");
-  FailureOr<Value> labels = perSample(b, loc, f, a.labels, samples, "labels");
-  if (failed(predicted) || failed(labels))
+  if (failed(predicted))
     return failure();
   return Predictions{*predicted, *labels};
 }
@@ -368,10 +388,12 @@ Value placeMicrobatch(OpBuilder &b, Location loc, Value v, int64_t i,
   int64_t samples = t.getDimSize(0);
   SmallVector<Value> parts;
   auto zeros = [&](int64_t n) {
+    SmallVector<int64_t> shape(t.getShape());
+    shape[0] = n;
     if (n > 0)
       parts.push_back(ConstantOp::create(
           b, loc,
-          DenseElementsAttr::get(t.clone({n, t.getDimSize(1)}),
+          DenseElementsAttr::get(t.clone(shape),
                                  b.getF32FloatAttr(0.0).getValue())));
   };
   zeros(i * samples);

@@ -105,12 +105,13 @@ struct Predictions {
 };
 
 /// The argmax class of each row of `a`'s logits (torch.argmax: the first
-/// maximum, or the first NaN) and `a`'s labels, over `samples` samples
-/// whose rows lie sample-major. An error on `f` where the logits are split
-/// over the tp ranks or padded.
+/// maximum, or the first NaN), or with `logits` the rows themselves
+/// ([samples, rows, classes]: at most kMaxConfusionClasses classes), and
+/// `a`'s labels, over `samples` samples whose rows lie sample-major. An
+/// error on `f` where the logits are split over the tp ranks or padded.
 mlir::FailureOr<Predictions>
 buildPredictions(mlir::OpBuilder &b, mlir::Location loc, mlir::func::FuncOp f,
-                 const AccuracyOperands &a, int64_t samples);
+                 const AccuracyOperands &a, int64_t samples, bool logits);
 
 /// An mse loss's predictions: `output`'s values and `target`'s.
 mlir::FailureOr<Predictions>
@@ -118,8 +119,8 @@ buildRegressionPredictions(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::func::FuncOp f, mlir::Value output,
                            mlir::Value target, int64_t samples);
 
-/// Micro-batch `i` of `m`'s predictions ([samples, n]) among zeros at its
-/// samples' place in the rank's batch ([m * samples, n]): the
+/// Micro-batch `i` of `m`'s predictions ([samples, ...]) among zeros at
+/// its samples' place in the rank's batch ([m * samples, ...]): the
 /// micro-batches' sum holds each one's.
 mlir::Value placeMicrobatch(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value v, int64_t i, int64_t m);

@@ -259,7 +259,11 @@ def SmpBuildGradientsPass : Pass<"smp-build-gradients", "mlir::ModuleOp"> {
            "of its rows of the cross-entropy's logits (an mse loss: its "
            "output's values), and the labels they are scored against "
            "(outputs eval_predictions and eval_label_ids, f32 [samples, "
-           "values per sample], gathered over the dp ranks)">
+           "values per sample], gathered over the dp ranks)">,
+    Option<"evalLogits", "eval-logits", "bool", /*default=*/"false",
+           "with eval-predictions: the predictions are the rows of the "
+           "cross-entropy's logits themselves, f32 [samples, rows per "
+           "sample, classes] (at most 1024 classes)">
   ];
 }
 
