@@ -62,9 +62,9 @@ RESNET=${RESNET:-$ROOT/test/fixtures/resnet}
 ACCURACY=${ACCURACY:-$ROOT/test/fixtures/hf-trainer/accuracy}
 # The --eval-metrics checks: NAME:model:lr:loss:labels:metrics
 # (eval-accuracy.test's and eval-predictions.test's; `labels` the held-out
-# file the predictions are scored against).
+# file label_ids.npy holds: the labels input as fed).
 METRICS=("bincls:bincls:0.01:loss:labels:accuracy,f1,matthews_correlation,f1_weighted"
-  "lm:lm:0.003:loss:next:accuracy,top2_accuracy,top5_accuracy"
+  "lm:lm:0.003:loss:labels:accuracy,top2_accuracy,top5_accuracy"
   "reg:reg:0.01:mse%logits%labels:labels:pearson,spearmanr")
 REAL_ARCHS=(gpt2 bert distilbert roberta opt llama mistral gpt2_dyn llama_dyn
   vit_dyn t5_noopt)
