@@ -114,11 +114,13 @@ OPTIONS
   --eval-every K     With --eval-data: also evaluate after every K steps
                      (the Trainer's eval_steps).
   --eval-predictions DIR  With --eval-data and an artifact of smpc
-                     --eval-predictions: write each evaluation's
-                     predictions as DIR/predictions-step-K.npy (float32
-                     [samples, values per sample]: the argmax class of
-                     each row of the loss's logits, or an mse loss's
-                     output values) and the labels input as fed as
+                     --eval-predictions or --eval-logits: write each
+                     evaluation's predictions as
+                     DIR/predictions-step-K.npy (float32, a row per
+                     sample: the argmax class of each row of the loss's
+                     logits, an mse loss's output values, or with
+                     --eval-logits the logits' rows [samples, rows,
+                     classes]) and the labels input as fed as
                      DIR/label_ids.npy (the loss's LABELS or TARGET, a
                      model's own loss's input `labels`; a causal LM's
                      unshifted): the Trainer's EvalPrediction, for a
