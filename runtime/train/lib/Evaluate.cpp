@@ -263,7 +263,11 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
                            std::to_string(globalBatch) +
                            " (an evaluation runs the training step's batches" +
                            because + "); give at least " +
-                           std::to_string(globalBatch) + " samples");
+                           std::to_string(globalBatch) + " samples" +
+                           (mse ? " (or compile with smpc --eval-predictions, "
+                                  "which evaluates every sample of an mse "
+                                  "loss)"
+                                : ""));
   eval.batches = whole;
   eval.evaluated = whole * globalBatch;
   if (rest > 0)
