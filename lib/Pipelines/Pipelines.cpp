@@ -47,7 +47,7 @@ void buildTrainStep(OpPassManager &pm,
   gradients.initScale = o.initScale;
   gradients.evalAccuracy = o.evalAccuracy;
   gradients.evalMetrics.assign(o.evalMetrics.begin(), o.evalMetrics.end());
-  gradients.evalPredictions = o.evalPredictions || o.evalLogits;
+  gradients.evalPredictions = o.evalPredictions;
   gradients.evalLogits = o.evalLogits;
   pm.addPass(smp::createSmpBuildGradientsPass(gradients));
   if (o.recompute != "none") {

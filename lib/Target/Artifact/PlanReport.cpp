@@ -89,13 +89,12 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
             "those whose logit is the row's first maximum)";
   std::string tops, names, correlations;
   for (const std::string &m : t.evalMetrics)
-    if (smp::base::needsPredictions(m) &&
-        hasOutput(smp::base::kEvalPredictionsOutput))
-      correlations += (correlations.empty() ? "" : ", ") + m;
-  for (const std::string &m : t.evalMetrics)
     if (int64_t k = smp::base::topKAccuracy(m);
         k && hasOutput(smp::base::evalTopHitsOutput(k)))
       tops += (tops.empty() ? "" : ", ") + m;
+    else if (smp::base::needsPredictions(m) &&
+             hasOutput(smp::base::kEvalPredictionsOutput))
+      correlations += (correlations.empty() ? "" : ", ") + m;
     else if (smp::base::needsConfusion(m) &&
              hasOutput(smp::base::kEvalConfusionOutput))
       names += (names.empty() ? "" : ", ") + m;

@@ -444,15 +444,22 @@ Status evaluate(Executor &exec, Evaluation &eval, int64_t step, int64_t rank,
   }
   rec.labels = static_cast<int64_t>(labels);
   rec.metrics.clear();
-  std::vector<double> x(predicted.values.begin(), predicted.values.end()),
-      y(predictedLabels.values.begin(), predictedLabels.values.end());
+  // The correlations' input, in float64 (made once, where one is asked).
+  std::vector<double> x, y;
+  auto correlation = [&](const std::string &name) {
+    if (x.empty()) {
+      x.assign(predicted.values.begin(), predicted.values.end());
+      y.assign(predictedLabels.values.begin(), predictedLabels.values.end());
+    }
+    return smp::base::predictionMetric(name, x.data(), y.data(),
+                                       static_cast<int64_t>(x.size()));
+  };
   for (size_t m = 0; m < eval.metrics.size(); ++m) {
     const std::string &name = eval.metrics[m];
     rec.metrics.push_back(
         {name, !eval.hitOutputs[m].empty() ? hits[m] / labels
                : smp::base::needsPredictions(name)
-                   ? smp::base::predictionMetric(name, x.data(), y.data(),
-                                                 static_cast<int64_t>(x.size()))
+                   ? correlation(name)
                    : smp::base::evalMetric(name, confusion.data(), classes)});
   }
   if (!eval.predictionsDir.empty())

@@ -24,7 +24,6 @@
 
 #include "TrainStepContract.h"
 #include "TrainStepUtils.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/TrainedParams.h"
 
@@ -90,14 +89,8 @@ struct Rewriter {
 
   /// dp rank 0's value of `v` (1-D) on every rank.
   Value rankZeros(OpBuilder &b, Location loc, Value v) {
-    auto t = cast<RankedTensorType>(v.getType());
-    int64_t n = t.getDimSize(0);
-    Value all = shard::AllGatherOp::create(
-        b, loc, t.clone(ArrayRef<int64_t>{n * dp}),
-        FlatSymbolRefAttr::get(b.getContext(), "dp"),
-        b.getDenseI16ArrayAttr(
-            dataParallelAxes(f->getParentOfType<ModuleOp>(), DpGroup::All)),
-        v, b.getIndexAttr(0));
+    int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(0);
+    Value all = gatherDp(b, loc, v, dp);
     return SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                            b.getDenseI64ArrayAttr({n}),
                            b.getDenseI64ArrayAttr({1}));

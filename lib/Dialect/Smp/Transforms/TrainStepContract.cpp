@@ -88,13 +88,14 @@ Value allReduceDp(OpBuilder &b, Location loc, Value v, DpGroup group) {
       shard::ReductionKind::Sum);
 }
 
-Value gatherDp(OpBuilder &b, Location loc, Value v, int64_t ranks) {
+Value gatherDp(OpBuilder &b, Location loc, Value v, int64_t ranks,
+               DpGroup group) {
   auto t = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> shape(t.getShape());
   shape[0] *= ranks;
   return shard::AllGatherOp::create(
       b, loc, t.clone(shape), FlatSymbolRefAttr::get(b.getContext(), "dp"),
-      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), DpGroup::All)), v,
+      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), group)), v,
       b.getIndexAttr(0));
 }
 
@@ -130,11 +131,7 @@ Value unshard(OpBuilder &b, Location loc, Value chunk, RankedTensorType pt,
               int64_t shards) {
   auto ct = cast<RankedTensorType>(chunk.getType());
   int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * shards;
-  Value all = shard::AllGatherOp::create(
-      b, loc, ct.clone(ArrayRef<int64_t>{padded}),
-      FlatSymbolRefAttr::get(b.getContext(), "dp"),
-      b.getDenseI16ArrayAttr(dataParallelAxes(moduleOf(b), DpGroup::Shard)),
-      chunk, b.getIndexAttr(0));
+  Value all = gatherDp(b, loc, chunk, shards, DpGroup::Shard);
   if (padded != n)
     all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
                           b.getDenseI64ArrayAttr({n}),

@@ -99,11 +99,11 @@ mlir::Value reduceScatterDp(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value v, int64_t dp);
 
-/// Every data-parallel rank's `v` ([n, ...]) along dim 0, in the ranks'
-/// order (`ranks` of them: [ranks * n, ...]): shard.all_gather over all of
-/// @dp's axes.
+/// The `v` ([n, ...]) of every rank of this rank's `group` (`ranks` of
+/// them) along dim 0, in the ranks' order ([ranks * n, ...]):
+/// shard.all_gather over @dp's axes of `group`.
 mlir::Value gatherDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
-                     int64_t ranks);
+                     int64_t ranks, DpGroup group = DpGroup::All);
 
 /// Gathers the chunks of this rank's shard group (`shards` ranks) back
 /// into a tensor of type `whole` (its element type the chunk's): the
