@@ -136,8 +136,12 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
 /// A sum over the batch (axis 0): weight and bias gradients.
 static bool reducesBatch(Operation *op) {
   auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) && axes &&
-         llvm::is_contained(axes.asArrayRef(), 0);
+  if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) || !axes)
+    return false;
+  // ONNX's negative axes count from the end.
+  int64_t rank = cast<ShapedType>(op->getOperand(0).getType()).getRank();
+  return llvm::any_of(axes.asArrayRef(),
+                      [&](int64_t a) { return a == 0 || a == -rank; });
 }
 
 /// An op whose result keeps the rows of its operands: a view, an elementwise

@@ -218,3 +218,43 @@ module {
     return %y : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// ONNX's negative axes count from the end: ConvNeXt's pooler, the mean over
+// [-2, -1] of [N, C, H, W] and a layer norm at axis -1, keeps the samples
+// (it was refused: the raw axes moved the samples to dim -2).
+// CHECK-LABEL: func.func @main
+// CHECK: smp.reduce_mean
+module {
+  func.func @main(%x: tensor<2x4x3x3xf32> {smp.input = "x"}, %s: tensor<4xf32> {smp.param = "s"}, %b: tensor<4xf32> {smp.param = "b"}, %w: tensor<4x2xf32> {smp.param = "w"}) -> (tensor<2x2xf32> {smp.output = "y"}) {
+    %m = smp.reduce_mean %x {axes = array<i64: -2, -1>, keepdims = false} : tensor<2x4x3x3xf32> -> tensor<2x4xf32>
+    %n = smp.layer_norm %m, %s, %b {axis = -1 : i64, epsilon = 1.0e-6 : f32} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+    %y = smp.matmul %n, %w : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32>
+    return %y : tensor<2x2xf32>
+  }
+}
+
+// -----
+
+// A negative axis that is the sample dim still mixes the samples.
+module {
+  func.func @main(%x: tensor<2x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x4xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    // expected-error @+1 {{'smp.reduce_sum' reduces over the batch dim, mixing the batch's samples}}
+    %c = smp.reduce_sum %m {axes = array<i64: -2>, keepdims = true} : tensor<2x4xf32> -> tensor<1x4xf32>
+    %y = smp.sub %m, %c : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @main(%x: tensor<2x4xf32> {smp.input = "x"}, %w: tensor<4x4xf32> {smp.param = "w"}) -> (tensor<2x4xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    // expected-error @+1 {{'smp.softmax' normalises along the batch dim}}
+    %y = smp.softmax %m {axis = -2 : i64} : tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}

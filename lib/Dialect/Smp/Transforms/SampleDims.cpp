@@ -251,6 +251,13 @@ private:
     return s.kind == State::Dim && s.dim == axis ? unknown(op) : s;
   }
   int64_t dimOf(unsigned i) { return dims.of(op->getOperand(i)).dim; }
+  /// `op`'s axis attribute `name` as a dim of operand 0 (ONNX's negative
+  /// axes, which the importer keeps, count from the end: a sample dim is
+  /// never negative, so comparing the raw attribute would miss it).
+  int64_t axisAttr(StringRef name) {
+    int64_t axis = op->getAttrOfType<IntegerAttr>(name).getInt();
+    return axis < 0 ? axis + rankOf(op->getOperand(0)) : axis;
+  }
 
   /// The one sample dim of the operands that hold samples, aligned to the
   /// result's rank (trailing dims align, as broadcasting does); -1 when
@@ -328,7 +335,7 @@ private:
       return at(dimOf(0));
     }
     // Concat, split.
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    int64_t axis = axisAttr("axis");
     int64_t d = aligned(op->getOperands());
     if (d < 0)
       return unknown(op);
@@ -349,7 +356,10 @@ private:
     if (!d)
       return unknown(op);
     if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
-      auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef();
+      SmallVector<int64_t> axes;
+      for (int64_t a :
+           op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
+        axes.push_back(a < 0 ? a + rankOf(op->getOperand(0)) : a);
       if (llvm::is_contained(axes, *d))
         return mixed(op, "reduces over the batch dim");
       auto keep = op->getAttrOfType<BoolAttr>("keepdims");
@@ -358,15 +368,15 @@ private:
       return at(*d);
     }
     if (isa<SoftmaxOp, LogSoftmaxOp, CumSumOp>(op)) {
-      if (op->getAttrOfType<IntegerAttr>("axis").getInt() == *d)
+      if (axisAttr("axis") == *d)
         return mixed(op, isa<CumSumOp>(op) ? "sums along the batch dim"
                                            : "normalises along the batch dim");
       return at(*d);
     }
     // Layer norm (over the dims from `axis`), RMS norm (the last dim).
     int64_t axis = resultRank - 1;
-    if (auto a = op->getAttrOfType<IntegerAttr>("axis"))
-      axis = a.getInt();
+    if (op->getAttrOfType<IntegerAttr>("axis"))
+      axis = axisAttr("axis");
     if (*d >= axis)
       return mixed(op, "normalises over the batch dim");
     return at(*d);
@@ -436,7 +446,7 @@ private:
 
   State gather() {
     if (auto g = dyn_cast<GatherOp>(op)) {
-      int64_t axis = g.getAxis();
+      int64_t axis = axisAttr("axis");
       if (auto d = only(1))
         return at(*d + axis);
       auto d = only(0);
@@ -485,8 +495,10 @@ private:
     // GatherElements (data, indices), its gradient (indices, updates):
     // along the sample dim only with constant indices within each sample
     // (an in-place assignment's ScatterND on rows [B * S, ...]).
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
     bool scatter = isa<GatherElementsGradOp>(op);
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    if (axis < 0)
+      axis += rankOf(op->getOperand(scatter ? 1 : 0));
     Value indices = op->getOperand(scatter ? 0 : 1);
     Value other = scatter ? res : op->getOperand(0);
     State s = dims.of(op->getOperand(scatter ? 1 : 0));
