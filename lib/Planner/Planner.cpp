@@ -182,11 +182,19 @@ struct PlanSearch {
                       "(the global batch " +
                       std::to_string(req.globalBatch) + " over dp {})",
                   dp);
+        if (req.microbatches && perReplica % *req.microbatches != 0)
+          exclude(std::to_string(*req.microbatches) +
+                      " micro-batches do not divide the samples per "
+                      "data-parallel rank (the global batch " +
+                      std::to_string(req.globalBatch) + " over dp {})",
+                  dp);
         for (int64_t b : divisors(perReplica)) {
-          if (req.microbatchSize ? b != *req.microbatchSize : b > 64)
-            continue;
           int64_t m = perReplica / b;
-          if (pp > 1 && m < pp && !req.microbatchSize)
+          if (req.microbatchSize
+                  ? b != *req.microbatchSize
+                  : (req.microbatches ? m != *req.microbatches : b > 64))
+            continue;
+          if (pp > 1 && m < pp && !req.microbatchSize && !req.microbatches)
             continue; // a pipeline needs micro-batches to fill it
           Stages st(profile, d, b);
           if (static_cast<int64_t>(st.cuts.size()) < pp - 1) {

@@ -362,7 +362,9 @@ PARALLELISM (compile --train)
   --pp-cuts A,B,...    The ONNX node names at which stages 1, 2, ... start.
   --microbatches M     Micro-batches per step (default: pp; with pp 1,
                        gradient accumulation). --batch-size / dp must be
-                       divisible by M.
+                       divisible by M. A model with BatchNorm (batch
+                       statistics) needs it pinned to use micro-batches:
+                       each normalises over its micro-batch's samples.
   --schedule S         gpipe, 1f1b (default), interleaved or zb-h1.
   --virtual-stages V   Model chunks per pipeline rank (interleaved only).
   --placement X        How the dp x pp x tp grid maps to ranks: cluster (DPT,

@@ -66,6 +66,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.tp = cmd.tp;
   req.pp = cmd.pp;
   req.microbatchSize = cmd.microbatchSize;
+  req.microbatches = cmd.microbatches;
   req.virtualStages = cmd.virtualStages;
   req.schedule = cmd.schedule;
   req.zeroStage = cmd.zeroStage;

@@ -15,7 +15,8 @@ struct PlanCommand {
   int64_t devices = 1, globalBatch = 1;
   std::string cluster, loss, optimizer = "adamw", precision = "fp32",
       jsonOutput, svgOutput, optimize = "speed";
-  std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
+  std::optional<int64_t> dp, tp, pp, microbatchSize, microbatches,
+      virtualStages;
   std::optional<std::string> schedule;
   std::optional<int> zeroStage;
   std::optional<int64_t> shardedDp;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BatchNormMicrobatches.h"
 #include "Diagnostics.h"
 #include "ExportSidecar.h"
 #include "ModelSummary.h"
@@ -214,6 +215,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.pp = opts.pinned.pp;
   if (opts.microbatchSize)
     cmd.microbatchSize = opts.microbatchSize;
+  cmd.microbatches = opts.pinned.microbatches;
   cmd.schedule = opts.pinned.schedule;
   if (opts.plan.virtualStages > 1)
     cmd.virtualStages = opts.plan.virtualStages;
@@ -339,6 +341,8 @@ int compile(ModuleOp module, const Options &opts,
   std::string storedText; // plan.txt's "parameters:" line
   bool computes16 = opts.plan.precision != "fp32";
   if (opts.train) {
+    if (auto rc = smpc::checkBatchNormMicrobatches(module, opts))
+      return *rc;
     smp::DeviceGrid grid;
     grid.order = *smp::DeviceGrid::parsePlacement(opts.placement);
     module->setAttr(smp::SmpDialect::kPlacementAttr,
@@ -541,6 +545,7 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
     cmd.dp = 1;
     cmd.microbatchSize = opts.globalBatch;
   }
+  smpc::planBatchNormMicrobatches(**model, opts, cmd, /*note=*/!fraction);
   // --checkpoint-activations auto asks for recomputation, not offloading
   // (unless --offload-activations asks for that too).
   if (!opts.pinned.offload && opts.pinned.recompute == "auto")
@@ -661,6 +666,7 @@ int main(int argc, char **argv) {
     return compile(**module, opts);
   if (opts.command == "plan") {
     PlanCommand plan = planRequest(opts);
+    smpc::planBatchNormMicrobatches(**module, opts, plan, /*note=*/true);
     plan.jsonOutput = opts.jsonOutput;
     plan.svgOutput = opts.svgOutput;
     // The chosen plan's memory from the compiler's own memory plan, when the

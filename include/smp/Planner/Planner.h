@@ -202,8 +202,11 @@ struct PlanRequest {
   /// fp32 master copies of parameters stored in bf16/fp16
   /// (smp-master-weights).
   bool masterWeights = false;
-  /// Pinned choices (unset: searched).
-  std::optional<int64_t> dp, tp, pp, microbatchSize, virtualStages;
+  /// Pinned choices (unset: searched). `microbatches`: the micro-batches
+  /// per step (smpc --microbatches; one for a model whose batch norms
+  /// normalise over the batch).
+  std::optional<int64_t> dp, tp, pp, microbatchSize, microbatches,
+      virtualStages;
   std::optional<std::string> schedule;
   /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients, 3 and
   /// parameters).

@@ -9,7 +9,11 @@ output logits [batch, 5].
   first       logits + logits[0] (the first sample broadcast to all)
   cumulative  logits.cumsum(0)
   persample   logits - logits.mean(1) and a reshape to [batch * 5] and back
-              (sample by sample: trains under any plan)"""
+              (sample by sample: trains under any plan)
+  negative    logits - logits.mean(-2) (the batch dim counted from the end:
+              ReduceMean axes [-2])
+  pooled      ConvNeXt's pooler: the mean over dims (-2, -1) of [batch, 5,
+              1, 2], then a LayerNorm (axis -1): sample by sample"""
 import os
 import sys
 
@@ -22,6 +26,7 @@ class Model(nn.Module):
         super().__init__()
         self.kind = kind
         self.a, self.b = nn.Linear(6, 5), nn.Linear(6, 5)
+        self.norm = nn.LayerNorm(5)
 
     def forward(self, x):
         z = self.a(x)
@@ -38,13 +43,19 @@ class Model(nn.Module):
         if k == "persample":
             y = (z - z.mean(1, keepdim=True)).reshape(-1)
             return y.reshape(x.shape[0], 5)
+        if k == "negative":
+            return z - z.mean(-2, keepdim=True)
+        if k == "pooled":
+            grid = torch.cat([z, 2 * z], -1).reshape(x.shape[0], 5, 1, 2)
+            return self.norm(grid.mean((-2, -1)))
         raise ValueError(k)
 
 
 def main():
     out = sys.argv[1]
     x = torch.randn(8, 6)
-    for kind in ("centred", "contrast", "first", "cumulative", "persample"):
+    for kind in ("centred", "contrast", "first", "cumulative", "persample",
+                 "negative", "pooled"):
         torch.manual_seed(0)
         torch.onnx.export(Model(kind).eval(), (x,), os.path.join(out, kind + ".onnx"),
                           input_names=["x"], output_names=["logits"],
