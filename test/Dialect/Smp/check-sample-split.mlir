@@ -258,3 +258,34 @@ module {
     return %y : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// A gather along the flattened samples whose constant indices pick each
+// position's own sample's rows (as_strided, AdaptiveAvgPool1d's view in
+// Swin's pooler: [2, 3] flattened to [6], indices [2, 3]) keeps them.
+// CHECK-LABEL: func.func @main
+// CHECK: smp.gather
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    %f = smp.reshape %m : tensor<2x3xf32> -> tensor<6xf32>
+    %i = smp.constant dense<[[2, 1, 0], [5, 4, 3]]> : tensor<2x3xi64>
+    %y = smp.gather %f, %i {axis = 0 : i64} : (tensor<6xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// One index that reaches into the other sample mixes them.
+module {
+  func.func @main(%x: tensor<2x3xf32> {smp.input = "x"}, %w: tensor<3x3xf32> {smp.param = "w"}) -> (tensor<2x3xf32> {smp.output = "y"}) {
+    %m = smp.matmul %x, %w : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    %f = smp.reshape %m : tensor<2x3xf32> -> tensor<6xf32>
+    %i = smp.constant dense<[[2, 1, 0], [5, 4, 2]]> : tensor<2x3xi64>
+    // expected-error @+1 {{'smp.gather' gathers along the batch dim, mixing the batch's samples}}
+    %y = smp.gather %f, %i {axis = 0 : i64} : (tensor<6xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    return %y : tensor<2x3xf32>
+  }
+}

@@ -410,11 +410,19 @@ private:
   /// `c` (the data's samples dim, `other` long), a row of position p's own
   /// sample, p's sample given by its index along dim 0 (samples-major).
   bool ownSampleTuples(Value indices, int64_t c, int64_t other) {
+    return ownSampleIndices(indices, c, other, shapeOf(indices).back());
+  }
+  /// The same for indices whose components are `width` long along the last
+  /// dim (1: Gather's, each index a row of the data).
+  bool ownSampleIndices(Value indices, int64_t c, int64_t other,
+                        int64_t width) {
     DenseElementsAttr idx;
     if (!matchPattern(indices, m_Constant(&idx)))
       return false;
     auto shape = shapeOf(indices);
-    int64_t n = shape[0], width = shape.back();
+    if (shape.empty())
+      return false;
+    int64_t n = shape[0];
     if (n % samples != 0 || other % samples != 0)
       return false;
     int64_t perRow = product(shape.drop_front()), k = 0;
@@ -454,6 +462,11 @@ private:
         return unknown(op);
       if (*d != axis)
         return at(*d < axis ? *d : *d - 1 + rankOf(g.getIndices()));
+      // Constant indices that pick, at each position, a row of the
+      // position's own sample (along the indices' dim 0): an as_strided
+      // view of the flattened samples (AdaptiveAvgPool1d's, Swin's pooler).
+      if (ownSampleIndices(g.getIndices(), 0, shapeOf(g.getData())[axis], 1))
+        return smp::at(axis, shapeOf(g.getIndices())[0] / samples);
       return mixed(op, "gathers along the batch dim");
     }
     if (auto g = dyn_cast<GatherNdOp>(op)) {
