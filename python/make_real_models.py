@@ -21,9 +21,10 @@ For each architecture:
                      opset_version=25, and GPT-2's taken to opset 26 by
                      onnx's version converter (export_opset); the same
                      weights, so <arch>/ref_*.json apply
-  t5_noopt.onnx, gemma_noopt.onnx
-                     T5 and Gemma only: the dyn export with optimize=False
-                     (the fix smpc names when it refuses the other two)
+  t5_noopt.onnx, gemma_noopt.onnx, swin_noopt.onnx
+                     T5, Gemma and Swin only: the dyn export with
+                     optimize=False (the fix smpc names when it refuses the
+                     other two)
 Shared data (16 samples; forward/ holds the first 8 of each input):
   input_ids.npy, labels.npy        8 tokens each, vocab 64 (the LMs; T5's
                                    and BART's encoder input and decoder
@@ -177,6 +178,34 @@ def configs():
         num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         hidden_dropout_prob=0, attention_probs_dropout_prob=0,
         num_labels=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
+    # Phi-3: one fused qkv projection and one fused gate/up projection,
+    # split by slices of their outputs.
+    yield lm("phi3", lambda: T.Phi3ForCausalLM(T.Phi3Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, **small)))
+    # Qwen3: an RMSNorm of every head's queries and keys.
+    yield lm("qwen3", lambda: T.Qwen3ForCausalLM(T.Qwen3Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=4, hidden_size=16, intermediate_size=32,
+        max_position_embeddings=32, **small)))
+    # ConvNeXt V2: depthwise convs, channels-last LayerNorms, global
+    # response normalisation; its pooler is the mean over dims (-2, -1).
+    yield ("convnextv2", lambda: T.ConvNextV2ForImageClassification(
+        T.ConvNextV2Config(num_channels=3, num_stages=2, patch_size=2,
+                           hidden_sizes=[8, 16], depths=[1, 1],
+                           drop_path_rate=0, num_labels=CLASSES)),
+        VIT_INPUTS, "class_labels", CLASSES)
+    # Swin: shifted windows, a relative position bias table (zeros when
+    # fresh: the optimiser folds its gathers, refused; swin_noopt.onnx
+    # trains), and AdaptiveAvgPool1d's as_strided view of the pooled
+    # samples. Eager attention (torch 2.15 cannot decompose sdpa's here).
+    yield ("swin", lambda: T.SwinForImageClassification(T.SwinConfig(
+        image_size=IMAGE, patch_size=2, embed_dim=8, depths=[1, 1],
+        num_heads=[2, 2], window_size=2, attn_implementation="eager",
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+        drop_path_rate=0, num_labels=CLASSES)),
+        VIT_INPUTS, "class_labels", CLASSES)
     # CLIP's vision tower, its projection as a 10-class head: a patch
     # embedding Conv2d without a bias (the translation's zero bias, which the
     # optimiser removes, was no parameter), a class embedding, pre-LN.
@@ -312,7 +341,7 @@ def main():
                           input_names=list(names), output_names=["logits"],
                           dynamic_shapes={n: {0: batch} for n in names},
                           external_data=False)
-        if name in ("t5", "gemma"):
+        if name in ("t5", "gemma", "swin"):
             # What smpc's refusal of the two exports above names as the fix:
             # optimize=False keeps the relative position bias a gather of
             # its parameter (the optimiser folds it). Stack traces dropped
