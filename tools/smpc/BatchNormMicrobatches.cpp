@@ -5,6 +5,7 @@
 #include "Options.h"
 #include "PlanCommand.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/IR/TrainedParams.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -35,6 +36,8 @@ BatchStatisticNorms batchStatisticNorms(ModuleOp module, StringRef bnStats) {
   if (bnStats == "running")
     return norms;
   module.walk([&](smp::BatchNormOp bn) {
+    if (smp::computesOwnStatistics(bn))
+      return; // its statistics computed in the graph, which SampleDims reads
     if (!norms.first)
       norms.first = bn;
     ++norms.count;

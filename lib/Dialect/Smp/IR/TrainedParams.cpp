@@ -21,6 +21,29 @@ BlockArgument paramBehind(func::FuncOp f, Value v) {
   return arg;
 }
 
+bool computesOwnStatistics(Operation *op) {
+  auto bn = dyn_cast<BatchNormOp>(op);
+  if (!bn)
+    return false;
+  // Whether `v` is computed from the batch norm's input (a walk up its
+  // defining ops, a few hundred at most: the statistics are a few ops).
+  auto fromInput = [&](Value v) {
+    SmallVector<Value> work{v};
+    llvm::DenseSet<Value> seen;
+    while (!work.empty() && seen.size() < 256) {
+      Value w = work.pop_back_val();
+      if (w == bn.getInput())
+        return true;
+      if (!seen.insert(w).second)
+        continue;
+      if (Operation *def = w.getDefiningOp())
+        llvm::append_range(work, def->getOperands());
+    }
+    return false;
+  };
+  return fromInput(bn.getMean()) && fromInput(bn.getVariance());
+}
+
 llvm::DenseSet<Value> runningStatArgs(func::FuncOp f) {
   llvm::DenseSet<Value> args;
   if (f.isExternal())

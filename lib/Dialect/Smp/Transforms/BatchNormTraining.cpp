@@ -17,6 +17,9 @@
 // With `replica` statistics every rank normalises with its own batch's, and
 // the running statistics follow dp rank 0's (an all_gather, then its slice),
 // as DDP's broadcast_buffers makes rank 0's buffers the model's.
+// A batch norm whose mean and variance the forward computes from its input
+// (track_running_stats=False) already normalises with its batch's
+// statistics: it stays as stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,6 +126,8 @@ struct Rewriter {
   LogicalResult rewrite(BatchNormOp bn) {
     BlockArgument mean = paramBehind(f, bn.getMean());
     BlockArgument var = paramBehind(f, bn.getVariance());
+    if (!mean && !var && computesOwnStatistics(bn))
+      return success(); // its batch's statistics already: as stored
     if (!mean || !var)
       return bn.emitError()
              << "batch norm: the running " << (mean ? "variance" : "mean")

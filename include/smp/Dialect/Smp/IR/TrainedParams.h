@@ -25,6 +25,13 @@ namespace smp {
 /// null for any other value.
 mlir::BlockArgument paramBehind(mlir::func::FuncOp f, mlir::Value v);
 
+/// Whether batch norm `bn` normalises with a mean and variance its forward
+/// computes from its own input: a BatchNorm without running statistics
+/// (track_running_stats=False), exported as its batch statistics computed
+/// in the graph. It trains as stored (train() and eval() alike), with no
+/// statistics to update.
+bool computesOwnStatistics(mlir::Operation *bn);
+
 /// The parameter arguments of `f` that hold a batch norm's running
 /// statistics (updated by the step, never trained): read, directly or
 /// through casts, as an smp.batch_norm's mean or variance, or, once the
