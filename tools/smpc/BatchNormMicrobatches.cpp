@@ -72,24 +72,25 @@ std::optional<int> checkBatchNormMicrobatches(ModuleOp module,
   if (!norms.count)
     return std::nullopt;
   int64_t whole = samplesPerNorm(opts, 1), part = samplesPerNorm(opts, m);
+  const char *of = opts.plan.bnStats == "replica"
+                       ? "each replica's share of the step"
+                       : "one device's step";
   if (!opts.pinned.microbatches) {
     norms.first->emitError(llvm::formatv(
         "{0} with the batch's statistics, and --pp {1} runs {2} micro-batches "
         "a step unless --microbatches says otherwise: each would normalise "
-        "over {3} of the {4} samples one device normalises over (PyTorch "
-        "with gradient accumulation over {2} micro-batches), another model. "
-        "Pass --microbatches {2} to train so, --microbatches 1 for one "
-        "device's statistics, or --bn-stats running (statistics frozen)",
-        normsPhrase(norms.count), opts.plan.pp, m, part, whole));
+        "over {3} samples, not over the {4} of {5} (PyTorch with gradient "
+        "accumulation over {2} micro-batches), another model. Pass "
+        "--microbatches {2} to train so, --microbatches 1 for the step's "
+        "statistics, or --bn-stats running (statistics frozen)",
+        normsPhrase(norms.count), opts.plan.pp, m, part, whole, of));
     return 1;
   }
   norms.first->emitWarning(llvm::formatv(
       "{0} over each micro-batch's {1} samples (--microbatches {2}), not "
       "over the {3} of {4}: as PyTorch with gradient accumulation over {2} "
       "micro-batches",
-      normsPhrase(norms.count), part, m, whole,
-      opts.plan.bnStats == "replica" ? "each replica's share of the step"
-                                     : "one device's step"));
+      normsPhrase(norms.count), part, m, whole, of));
   return std::nullopt;
 }
 
