@@ -111,7 +111,9 @@ OPTIONS
   --trainable NAME     Train initializer NAME although it holds a
                        sinusoidal position table, which smp freezes with a
                        warning as PyTorch models keep it (requires_grad=
-                       False: Marian, Pegasus, Whisper). Repeatable.
+                       False: Marian, Pegasus, Whisper), or says a
+                       TorchScript constant fold smp warns of is a
+                       parameter only moved. Repeatable.
   --emit=mlir          compile: print the final IR (after the training and
                        parallelization passes) instead of writing an artifact.
   --mlir-print-ir-after-all

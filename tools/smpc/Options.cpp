@@ -203,7 +203,7 @@ bool parseTrainingFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     if (flag == "--loss")
       opts.plan.loss = *v;
     else if (flag == "--freeze")
-      opts.plan.freeze = *v;
+      opts.plan.freeze = opts.import.freeze = *v;
     else if (flag == "--no-decay")
       opts.plan.noDecay = *v; // checked by smp-optimizer, as --freeze is
     else if (flag == "--optimizer") {

@@ -32,6 +32,7 @@
 #include "SharedInitializers.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Regex.h"
 
 #include <map>
 
@@ -176,6 +177,71 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
                      "parameter: an attention mask";
   }
   return frozen;
+}
+
+bool torchScriptComputedFold(const onnx::GraphProto &g,
+                             const std::string &name) {
+  if (!llvm::StringRef(name).starts_with("onnx::"))
+    return false;
+  for (const auto &n : g.node()) {
+    if (!isDefaultDomain(n.domain()))
+      continue;
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (n.input(k) != name)
+        continue;
+      llvm::StringRef op = n.op_type();
+      bool moved =
+          op == "MatMul" || op == "Identity" || (op == "Gemm" && k < 2) ||
+          ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1);
+      if (!moved)
+        return true;
+    }
+  }
+  return false;
+}
+
+/// Whether at most half of the `elementSize`-byte values of `bytes` are
+/// distinct.
+static bool valuesRepeat(const std::string &bytes, int64_t elementSize) {
+  if (elementSize <= 0 || bytes.size() < 2 * static_cast<size_t>(elementSize))
+    return false;
+  std::set<llvm::StringRef> distinct;
+  size_t n = bytes.size() / elementSize;
+  for (size_t k = 0; k < n; ++k)
+    distinct.insert(
+        llvm::StringRef(bytes.data() + k * elementSize, elementSize));
+  return 2 * distinct.size() <= n;
+}
+
+std::optional<std::string>
+torchScriptFoldsWarning(const onnx::GraphProto &g,
+                        llvm::ArrayRef<FoldCandidate> candidates) {
+  std::vector<std::string> names;
+  for (const FoldCandidate &c : candidates)
+    if (torchScriptComputedFold(g, c.name) &&
+        valuesRepeat(*c.bytes, c.elementSize))
+      names.push_back(c.name);
+  if (names.empty())
+    return std::nullopt;
+  bool many = names.size() > 1;
+  std::string list = "'" + names.front() + "'";
+  for (size_t i = 1; i < names.size() && i < 4; ++i)
+    list += ", '" + names[i] + "'";
+  if (names.size() > 4)
+    list += " and " + std::to_string(names.size() - 4) + " more";
+  return "initializer" + std::string(many ? "s " : " ") + list +
+         (many ? " are values" : " is a value") +
+         " the TorchScript exporter computed by constant folding (the name "
+         "is the exporter's, not a state_dict key) whose values repeat, and "
+         "a gradient reaches " +
+         (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
+         " as a parameter of its own, but a buffer (BART's final_logits_bias) "
+         "or a parameter's gather or arithmetic (Swin's relative position "
+         "bias) looks the same, and PyTorch trains those otherwise. Export "
+         "with dynamo=True (torch.onnx.export's default since torch 2.9: its "
+         "graph signature says) or smp.export, or say which: --freeze '^" +
+         llvm::Regex::escape(names.front()) + "$' (a buffer) or --trainable " +
+         names.front() + " (a parameter, only moved)";
 }
 
 std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,

@@ -645,7 +645,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
               "' as a buffer (register_buffer), which PyTorch never "
               "trains; make it an nn.Parameter and export again to train "
               "it");
-    if (it == s.byName.end() || !s.inits[it->second].sinusoid)
+    if ((it == s.byName.end() || !s.inits[it->second].sinusoid) &&
+        !torchScriptComputedFold(g, n))
       warnings.push_back("--trainable " + n +
                          " changes nothing: smp does not freeze '" + n +
                          "' for its value (only sinusoidal position tables)");
@@ -674,6 +675,17 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
               "'");
   if (auto err = s.checkTieFlags())
     return std::move(err);
+  if (!options.exportedStateKeys && signature.empty()) {
+    llvm::Regex freeze(options.freeze);
+    std::vector<FoldCandidate> folds;
+    for (const Init &in : s.inits)
+      if (!in.buffer && !in.scalar &&
+          !llvm::is_contained(options.trainable, in.name) &&
+          !(!options.freeze.empty() && freeze.match(in.name)))
+        folds.push_back({in.name, &in.bytes, in.elementSize});
+    if (auto w = torchScriptFoldsWarning(g, folds))
+      warnings.push_back(*w);
+  }
   // The one-element parameters, and the copies untied from them.
   for (const Init &in : s.inits) {
     if (!in.scalar || in.buffer)

@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -199,6 +200,35 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
 /// taking a parameter (`%p_...`): a folded parameter may hide there.
 std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,
                                            llvm::ArrayRef<std::string> names);
+
+/// Whether float initializer `name` is a value the TorchScript exporter's
+/// constant folding computed (`onnx::Add_932`) that some node reads other
+/// than as a moved parameter: not as a MatMul's or Gemm's operand (the
+/// folded transpose of a Linear's weight), a Conv's weight or a PRelu's
+/// slope, nor only through the exporter's Identity markers
+/// (FrozenInitializers.cpp). A buffer (BART's final_logits_bias) or a
+/// parameter's gather (Swin's relative position bias) looks the same.
+bool torchScriptComputedFold(const onnx::GraphProto &g,
+                             const std::string &name);
+
+/// A float initializer that would be trained as a parameter, with its raw
+/// little-endian values.
+struct FoldCandidate {
+  std::string name;
+  const std::string *bytes;
+  int64_t elementSize;
+};
+/// The warning for the TorchScript computed folds among `candidates` (a
+/// file without the dynamo signature or an smp.export sidecar) whose values
+/// repeat (at most half of them distinct: a fresh constant, a buffer of
+/// zeros, a table gathered at repeating positions), which smp trains as
+/// parameters of their own though the file cannot say what they were; none
+/// when there is none. A fold of distinct values is a parameter moved or
+/// gathered at distinct positions (GPT's position rows `wpe.weight[:T]`),
+/// which trains as its rows do.
+std::optional<std::string>
+torchScriptFoldsWarning(const onnx::GraphProto &g,
+                        llvm::ArrayRef<FoldCandidate> candidates);
 
 /// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
 /// a module's parameter name (ScalarParameters.cpp).

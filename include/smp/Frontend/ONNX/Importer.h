@@ -83,8 +83,12 @@ struct ImportOptions {
   std::vector<std::string> noPaddingRows;
   /// Initializers to train although their value is a sinusoidal position
   /// table, which the importer freezes as PyTorch models keep them
-  /// (--trainable; SinusoidTables.cpp).
+  /// (--trainable; SinusoidTables.cpp), or a TorchScript constant fold
+  /// the importer warns of (a parameter only moved).
   std::vector<std::string> trainable;
+  /// --freeze's regex (the step freezes what it matches): a TorchScript
+  /// constant fold it matches is not warned of.
+  std::string freeze;
 };
 
 /// A tensor read from an ONNX TensorProto file (`input_0.pb`).
