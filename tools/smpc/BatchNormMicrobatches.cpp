@@ -58,9 +58,8 @@ void planBatchNormMicrobatches(ModuleOp module, const Options &opts,
         << "smpc: note: " << opts.input
         << ": planning one micro-batch a step: " << normsPhrase(norms.count)
         << " with the batch's statistics, and micro-batches would each "
-           "normalise "
-           "over fewer samples (pin --microbatches M to train so, as "
-           "PyTorch with gradient accumulation)\n";
+           "normalise over fewer samples (pin --microbatches M to train so, "
+           "as PyTorch with gradient accumulation)\n";
 }
 
 std::optional<int> checkBatchNormMicrobatches(ModuleOp module,

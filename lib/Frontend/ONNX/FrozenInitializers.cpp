@@ -179,25 +179,28 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
   return frozen;
 }
 
-bool torchScriptComputedFold(const onnx::GraphProto &g,
-                             const std::string &name) {
-  if (!llvm::StringRef(name).starts_with("onnx::"))
+/// torchScriptComputedFold with the graph's readers.
+static bool computedFold(const onnx::GraphProto &g, const Readers &readers,
+                         const std::string &name) {
+  auto it = readers.find(name);
+  if (!llvm::StringRef(name).starts_with("onnx::") || it == readers.end())
     return false;
-  for (const auto &n : g.node()) {
-    if (!isDefaultDomain(n.domain()))
-      continue;
-    for (int k = 0; k < n.input_size(); ++k) {
-      if (n.input(k) != name)
-        continue;
-      llvm::StringRef op = n.op_type();
-      bool moved =
-          op == "MatMul" || op == "Identity" || (op == "Gemm" && k < 2) ||
-          ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1);
-      if (!moved)
-        return true;
-    }
+  for (auto [i, k] : it->second) {
+    const auto &n = g.node(i);
+    llvm::StringRef op = n.op_type();
+    bool moved =
+        !isDefaultDomain(n.domain()) || op == "MatMul" || op == "Identity" ||
+        (op == "Gemm" && k < 2) ||
+        ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1);
+    if (!moved)
+      return true;
   }
   return false;
+}
+
+bool torchScriptComputedFold(const onnx::GraphProto &g,
+                             const std::string &name) {
+  return computedFold(g, readersOf(g), name);
 }
 
 /// Whether at most half of the `elementSize`-byte values of `bytes` are
@@ -216,9 +219,10 @@ static bool valuesRepeat(const std::string &bytes, int64_t elementSize) {
 std::optional<std::string>
 torchScriptFoldsWarning(const onnx::GraphProto &g,
                         llvm::ArrayRef<FoldCandidate> candidates) {
+  Readers readers = readersOf(g);
   std::vector<std::string> names;
   for (const FoldCandidate &c : candidates)
-    if (torchScriptComputedFold(g, c.name) &&
+    if (computedFold(g, readers, c.name) &&
         valuesRepeat(*c.bytes, c.elementSize))
       names.push_back(c.name);
   if (names.empty())

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Matchers.h"
+#include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/IR/SmpTraits.h"
 
@@ -251,12 +252,15 @@ private:
     return s.kind == State::Dim && s.dim == axis ? unknown(op) : s;
   }
   int64_t dimOf(unsigned i) { return dims.of(op->getOperand(i)).dim; }
-  /// `op`'s axis attribute `name` as a dim of operand 0 (ONNX's negative
-  /// axes, which the importer keeps, count from the end: a sample dim is
-  /// never negative, so comparing the raw attribute would miss it).
-  int64_t axisAttr(StringRef name) {
-    int64_t axis = op->getAttrOfType<IntegerAttr>(name).getInt();
-    return axis < 0 ? axis + rankOf(op->getOperand(0)) : axis;
+  /// `axis` as a dim of operand `i` (ONNX's negative axes, which the
+  /// importer keeps, count from the end: a sample dim is never negative, so
+  /// comparing the raw attribute would miss it).
+  int64_t dimAt(int64_t axis, unsigned i = 0) {
+    return normalizeAxis(axis, rankOf(op->getOperand(i))).value_or(axis);
+  }
+  /// `op`'s axis attribute `name` as a dim of operand `i`.
+  int64_t axisAttr(StringRef name, unsigned i = 0) {
+    return dimAt(op->getAttrOfType<IntegerAttr>(name).getInt(), i);
   }
 
   /// The one sample dim of the operands that hold samples, aligned to the
@@ -359,7 +363,7 @@ private:
       SmallVector<int64_t> axes;
       for (int64_t a :
            op->getAttrOfType<DenseI64ArrayAttr>("axes").asArrayRef())
-        axes.push_back(a < 0 ? a + rankOf(op->getOperand(0)) : a);
+        axes.push_back(dimAt(a));
       if (llvm::is_contained(axes, *d))
         return mixed(op, "reduces over the batch dim");
       auto keep = op->getAttrOfType<BoolAttr>("keepdims");
@@ -509,9 +513,7 @@ private:
     // along the sample dim only with constant indices within each sample
     // (an in-place assignment's ScatterND on rows [B * S, ...]).
     bool scatter = isa<GatherElementsGradOp>(op);
-    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
-    if (axis < 0)
-      axis += rankOf(op->getOperand(scatter ? 1 : 0));
+    int64_t axis = axisAttr("axis", scatter ? 1 : 0);
     Value indices = op->getOperand(scatter ? 0 : 1);
     Value other = scatter ? res : op->getOperand(0);
     State s = dims.of(op->getOperand(scatter ? 1 : 0));
