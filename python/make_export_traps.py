@@ -53,6 +53,18 @@ docs/bring-your-own-model.md). Files:
   layer_scale.onnx        LayerScale (ones) beside fresh LayerNorms: all
                           merged into one initializer; layer_scale/ its
                           references (data: gpt/)
+  none_norms.onnx         norms without weight or bias (LayerNorm with
+                          elementwise_affine=False, InstanceNorm1d) beside
+                          a fresh LayerNorm: the exporter's ones and zeros
+                          merged with its weight and bias; none_norms/ its
+                          references (data: gpt/)
+  group_norms.onnx        three fresh GroupNorms of one size (their
+                          translation's per-group ones and zeros, and
+                          their folded weights and biases, merged) and
+                          F.interpolate(scale_factor=2) (a Resize reading
+                          float scales), diffusers' resnet block over
+                          the positions; group_norms/ its references and
+                          logits after the SGD steps (data: gpt/)
   buffer_noopt.onnx       a float buffer fed to a Linear (Swin-v2's
                           relative_coords_table), optimize=False; buffer/
                           its references (data: gpt/)
@@ -425,6 +437,58 @@ class LayerScaleLM(nn.Module):
         return self.head(x)
 
 
+class NoneArgNormsLM(nn.Module):
+    """Norms whose call passes no weight or bias (Data2VecAudio's
+    positional convolutions: nn.LayerNorm(elementwise_affine=False);
+    nn.InstanceNorm1d, affine=False by default) beside a fresh affine
+    LayerNorm of the same size: the ONNX translation gives them a constant
+    of ones and one of zeros, which the optimiser merges with the affine
+    norm's equal weight and bias. Those constants are no parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.plain = nn.LayerNorm(DIM, elementwise_affine=False)
+        self.fc = nn.Linear(DIM, DIM)
+        self.inorm = nn.InstanceNorm1d(DIM)  # over the positions
+        self.ln = nn.LayerNorm(DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.tok(idx)
+        h = self.fc(self.plain(x))
+        h = h + self.inorm(h.transpose(1, 2)).transpose(1, 2)
+        return self.head(self.ln(x + torch.relu(h)))
+
+
+class GroupNormUpsampleLM(nn.Module):
+    """A diffusers UNet's resnet block, over the positions (channels first,
+    as Conv1d reads them): three fresh GroupNorms of one size, whose ONNX
+    translation normalises each group with an InstanceNormalization of the
+    exporter's own ones and zeros (merged across the norms, and with
+    nothing the call passes), then applies the norm's weight and bias,
+    which the optimiser folds unsqueezed and merges too; and an upsampling
+    by F.interpolate(scale_factor=2), whose Resize reads its scales from a
+    float initializer."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.gn1 = nn.GroupNorm(2, DIM)
+        self.conv = nn.Conv1d(DIM, DIM, 3, padding=1)
+        self.gn2 = nn.GroupNorm(2, DIM)
+        self.down = nn.Conv1d(DIM, DIM, 2, stride=2)
+        self.gn3 = nn.GroupNorm(2, DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.tok(idx).transpose(1, 2)  # [B, DIM, SEQ]
+        h = self.conv(nn.functional.silu(self.gn1(x)))
+        h = nn.functional.interpolate(h, scale_factor=2.0, mode="nearest")
+        h = self.down(nn.functional.silu(self.gn2(h)))  # back to SEQ
+        return self.head(self.gn3(x + h).transpose(1, 2))
+
+
 class BufferMlpLM(nn.Module):
     """Swin-v2's continuous position bias: a float buffer (a table of
     coordinates, register_buffer) fed to an MLP, so gradients reach it.
@@ -446,7 +510,8 @@ class BufferMlpLM(nn.Module):
 def write_tied_heads(out, idx, labels):
     """tied_head.onnx and tied_head/: TiedHeadLM (plain export);
     own_bias.onnx: its head's bias a parameter of its own; layer_scale.onnx
-    and layer_scale/: LayerScaleLM; buffer_noopt.onnx and buffer/:
+    and layer_scale/: LayerScaleLM; none_norms.onnx and none_norms/:
+    NoneArgNormsLM; buffer_noopt.onnx and buffer/:
     BufferMlpLM exported with optimize=False."""
     model, init, common = fresh(TiedHeadLM)
     torch.onnx.export(model, (idx[:BATCH],), str(out / "tied_head.onnx"),
@@ -462,11 +527,26 @@ def write_tied_heads(out, idx, labels):
                       external_data=False, **common)
     torch_refs.strip_stack_traces(out / "layer_scale.onnx")
     write_refs(model, init, out / "layer_scale", idx, labels)
+    model, init, common = fresh(NoneArgNormsLM)
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "none_norms.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "none_norms.onnx")
+    write_refs(model, init, out / "none_norms", idx, labels, True)
     model, init, common = fresh(BufferMlpLM)
     torch.onnx.export(model, (idx[:BATCH],), str(out / "buffer_noopt.onnx"),
                       optimize=False, external_data=False, **common)
     torch_refs.strip_stack_traces(out / "buffer_noopt.onnx")
     write_refs(model, init, out / "buffer", idx, labels)
+
+
+def write_group_norms(out, idx, labels):
+    """group_norms.onnx and group_norms/: GroupNormUpsampleLM (plain
+    export), with its logits after the SGD steps."""
+    model, init, common = fresh(GroupNormUpsampleLM)
+    torch.onnx.export(model, (idx[:BATCH],), str(out / "group_norms.onnx"),
+                      external_data=False, **common)
+    torch_refs.strip_stack_traces(out / "group_norms.onnx")
+    write_refs(model, init, out / "group_norms", idx, labels, True)
 
 
 def write_deep_copied(out, idx, labels):
@@ -495,7 +575,8 @@ def write_deep_copied(out, idx, labels):
 
 def main():
     ap = torch_refs.fixture_arguments("traps")
-    ap.add_argument("--only", choices=["tenc", "merged", "sinus", "ties"],
+    ap.add_argument("--only",
+                    choices=["tenc", "merged", "sinus", "ties", "groupnorm"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -516,6 +597,8 @@ def main():
         write_sinusoid(out, idx, labels)
     if args.only in (None, "ties"):
         write_tied_heads(out, idx, labels)
+    if args.only in (None, "groupnorm"):
+        write_group_norms(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

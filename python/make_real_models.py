@@ -36,7 +36,9 @@ Shared data (16 samples; forward/ holds the first 8 of each input):
                                    tokens kept)
   labels_pad.npy                   labels.npy with -100 where padded
   seq_labels.npy                   one of 3 classes a sample (BERT's
-                                   sequence classification)
+                                   and Data2VecAudio's sequence
+                                   classification)
+  input_values.npy                 Data2VecAudio: 160 raw audio samples
 
 The model is wrapped so that its forward takes the inputs and returns the
 logits (return_dict=False, use_cache=False). Which architectures train and
@@ -60,6 +62,8 @@ VOCAB, SEQ, BATCH, SAMPLES, STEPS = 64, 8, 8, 16, 5
 IDS = ("input_ids",)
 T5_INPUTS = ("input_ids", "decoder_input_ids")
 VIT_INPUTS = ("pixel_values",)
+AUDIO_INPUTS = ("input_values",)
+AUDIO = 160  # raw samples a clip: 15 frames after the feature extractor
 MASK_INPUTS = ("input_ids", "attention_mask")
 SEQ_CLASSES = 3
 IMAGE, PATCH, CLASSES = 16, 4, 10
@@ -206,6 +210,22 @@ def configs():
         hidden_dropout_prob=0, attention_probs_dropout_prob=0,
         drop_path_rate=0, num_labels=CLASSES)),
         VIT_INPUTS, "class_labels", CLASSES)
+    # Data2VecAudio for sequence classification (3 classes) on raw audio:
+    # a convolutional feature extractor, then positional convolutions each
+    # with a LayerNorm without weight or bias (elementwise_affine=False),
+    # whose ones the optimiser merges with the encoder's LayerNorm weight.
+    # SpecAugment off (it masks at random in train() mode, as dropout).
+    yield ("d2vaudio", lambda: T.Data2VecAudioForSequenceClassification(
+        T.Data2VecAudioConfig(
+            hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=32, conv_dim=(8, 8), conv_kernel=(10, 3),
+            conv_stride=(5, 2), num_conv_pos_embeddings=4,
+            num_conv_pos_embedding_groups=2, classifier_proj_size=8,
+            num_labels=SEQ_CLASSES, hidden_dropout=0.0,
+            activation_dropout=0.0, attention_dropout=0.0,
+            feat_proj_dropout=0.0, final_dropout=0.0, layerdrop=0.0,
+            apply_spec_augment=False)),
+        AUDIO_INPUTS, "seq_labels", SEQ_CLASSES)
     # CLIP's vision tower, its projection as a 10-class head: a patch
     # embedding Conv2d without a bias (the translation's zero bias, which the
     # optimiser removes, was no parameter), a class embedding, pre-LN.
@@ -245,6 +265,13 @@ class ImageLogits(LogitsOnly):
         return self.model(pixel_values=pixel_values, return_dict=False)[0]
 
 
+class AudioLogits(LogitsOnly):
+    """input_values (raw audio) -> class logits (Data2VecAudio)."""
+
+    def forward(self, input_values):
+        return self.model(input_values=input_values, return_dict=False)[0]
+
+
 class MaskedLogits(LogitsOnly):
     """input_ids, attention_mask -> logits."""
 
@@ -257,7 +284,7 @@ class MaskedLogits(LogitsOnly):
 
 WRAPPERS = {IDS: LogitsOnly, T5_INPUTS: Seq2SeqLogits,
             MASK_INPUTS: MaskedLogits,
-            VIT_INPUTS: ImageLogits}
+            VIT_INPUTS: ImageLogits, AUDIO_INPUTS: AudioLogits}
 
 
 def data(out):
@@ -275,7 +302,10 @@ def data(out):
     g3 = torch.Generator().manual_seed(3)
     lengths = torch.randint(3, SEQ + 1, (SAMPLES,), generator=g3)
     mask = (torch.arange(SEQ)[None, :] >= (SEQ - lengths)[:, None]).long()
+    g5 = torch.Generator().manual_seed(5)
+    audio = torch.randn(SAMPLES, AUDIO, generator=g5)
     t = {"input_ids": ids, "labels": labels, "decoder_input_ids": dec,
+         "input_values": audio,
          "pixel_values": pixels, "class_labels": classes,
          "attention_mask": mask,
          "labels_pad": labels.masked_fill(mask == 0, -100),
@@ -284,7 +314,7 @@ def data(out):
     (out / "forward").mkdir(exist_ok=True)
     for name, v in t.items():
         np.save(out / f"{name}.npy", v.numpy())
-        if name in IDS + T5_INPUTS + VIT_INPUTS + MASK_INPUTS:
+        if name in IDS + T5_INPUTS + VIT_INPUTS + MASK_INPUTS + AUDIO_INPUTS:
             np.save(out / "forward" / f"{name}.npy", v[:BATCH].numpy())
     return t
 

@@ -21,7 +21,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -320,11 +322,17 @@ void warnFolded(const smprt::CheckpointSummary &c) {
 /// How PyTorch holds the tensors of a checkpoint: names for those the
 /// artifact trained under an exporter's name ("renamed" origins: the folded
 /// transpose `val_37` of a Linear weight: name -> (PyTorch name,
-/// transposed)), and the frozen buffers under names an exporter made up
+/// transposed; a GroupNorm's weight folded as [C, 1, 1]: PyTorch's shape
+/// [C])), and the frozen buffers under names an exporter made up
 /// (an FX fold `unsqueeze_14`, `val_220`: no module path), which no
 /// state_dict has. Empty where the artifact cannot be read.
 struct PytorchView {
-  std::map<std::string, std::pair<std::string, bool>> renamed;
+  struct Renamed {
+    std::string name; // PyTorch's
+    bool transposed = false;
+    std::vector<int64_t> shape; // PyTorch's, where the tensor's differs
+  };
+  std::map<std::string, Renamed> renamed;
   std::set<std::string> madeUp;
   std::multimap<std::string, std::string> aliases; // tensor -> tied name
 };
@@ -338,7 +346,8 @@ PytorchView pytorchView(const smprt::CheckpointSummary *c) {
     return view;
   for (const auto &o : manifest.training().param_origins()) {
     if (o.kind() == "renamed")
-      view.renamed[o.name()] = {o.from(), o.transposed()};
+      view.renamed[o.name()] = {
+          o.from(), o.transposed(), {o.shape().begin(), o.shape().end()}};
     if (o.kind() == "alias")
       view.aliases.insert({o.name(), o.from()});
     if (o.kind() == "buffer" && o.name().find('.') == std::string::npos)
@@ -364,8 +373,14 @@ void applyPytorchView(const PytorchView &view,
     for (const auto &[from, to] : view.renamed) {
       if (name != from && name.rfind(from + ".", 0) != 0)
         continue;
-      key = to.first + name.substr(from.size());
-      if (to.second && t.shape.size() == 2 && t.shape[0] * t.shape[1] > 0) {
+      key = to.name + name.substr(from.size());
+      if (!to.shape.empty() &&
+          std::accumulate(to.shape.begin(), to.shape.end(), int64_t{1},
+                          std::multiplies<>()) ==
+              std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1},
+                              std::multiplies<>()))
+        t.shape = to.shape; // the same elements in the same order
+      if (to.transposed && t.shape.size() == 2 && t.shape[0] * t.shape[1] > 0) {
         size_t es =
             t.bytes.size() / static_cast<size_t>(t.shape[0] * t.shape[1]);
         std::string moved(t.bytes.size(), '\0');

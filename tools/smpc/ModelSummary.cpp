@@ -48,12 +48,18 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
     if (kind.getValue() == "alias")
       os << ": also PyTorch's " << from.getValue()
          << " (tied: one tensor; checkpoints export it under both names)\n";
-    else if (kind.getValue() == "renamed")
+    else if (kind.getValue() == "renamed") {
       os << ": PyTorch's " << from.getValue()
-         << (entry.get("transposed") ? ", transposed" : "") << " ("
-         << (why ? why.getValue() : llvm::StringRef("")) << "; checkpoints "
+         << (entry.get("transposed") ? ", transposed" : "");
+      if (auto shape = entry.getAs<DenseI64ArrayAttr>("shape")) {
+        os << ", of shape [";
+        llvm::interleaveComma(shape.asArrayRef(), os);
+        os << "] in PyTorch";
+      }
+      os << " (" << (why ? why.getValue() : llvm::StringRef(""))
+         << "; checkpoints "
          << "export it under that name)\n";
-    else if (kind.getValue() == "cloned")
+    } else if (kind.getValue() == "cloned")
       os << ": a copy of node '" << from.getValue() << "' ("
          << (why ? why.getValue() : llvm::StringRef("")) << ")\n";
     else if (kind.getValue() == "restored")

@@ -162,6 +162,68 @@ std::string torchCallParameters(const onnx::NodeProto &n,
   return out;
 }
 
+std::vector<std::string> fxArgTexts(llvm::StringRef fx) {
+  llvm::StringRef args = fx.split("args = (").second;
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char c : args) {
+    if (depth == 0 && (c == ',' || c == ')')) {
+      out.push_back(llvm::StringRef(cur).trim().str());
+      cur.clear();
+      if (c == ')')
+        break;
+      continue;
+    }
+    depth +=
+        (c == '(' || c == '[' || c == '{') - (c == ')' || c == ']' || c == '}');
+    cur += c;
+  }
+  return out;
+}
+
+bool readsExporterConstant(const onnx::NodeProto &n, int input) {
+  if (input != 1 && input != 2)
+    return false;
+  std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
+  auto calls = [&](llvm::StringRef aten) {
+    return llvm::StringRef(fx).contains(
+        ("[target=torch.ops." + aten + "](").str());
+  };
+  // GroupNorm's translation normalises each group with an
+  // InstanceNormalization of ones and zeros, then applies the call's weight
+  // and bias with a Mul and an Add: its scale and bias are never the call's.
+  if (n.op_type() == "InstanceNormalization" &&
+      (calls("aten.group_norm.default") ||
+       calls("aten.native_group_norm.default")))
+    return true;
+  // ONNX op -> aten calls it translates, and the aten argument each of its
+  // optional affine inputs (1: scale, 2: bias) comes from.
+  struct Source {
+    llvm::StringRef op, aten;
+    int scaleArg;
+  };
+  static const Source kSources[] = {
+      {"LayerNormalization", "aten.layer_norm.default", 2},
+      {"LayerNormalization", "aten.native_layer_norm.default", 2},
+      {"GroupNormalization", "aten.group_norm.default", 2},
+      {"RMSNormalization", "aten.rms_norm.default", 2},
+      {"InstanceNormalization", "aten.instance_norm.default", 1},
+      {"BatchNormalization", "aten.batch_norm.default", 1},
+      {"BatchNormalization",
+       "aten._native_batch_norm_legit_no_training.default", 1},
+      {"BatchNormalization", "aten._native_batch_norm_legit.default", 1},
+      {"BatchNormalization", "aten.native_batch_norm.default", 1}};
+  for (const Source &s : kSources) {
+    if (n.op_type() != s.op || !calls(s.aten))
+      continue;
+    std::vector<std::string> args = fxArgTexts(fx);
+    size_t at = static_cast<size_t>(s.scaleArg + input - 1);
+    return at < args.size() && args[at] == "None";
+  }
+  return false;
+}
+
 /// Whether the parameter lists (torchCallParameters) are each equal or
 /// share no parameter.
 bool disjointCalls(llvm::ArrayRef<std::string> calls) {

@@ -179,6 +179,27 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
   return frozen;
 }
 
+std::set<std::string> settingInitializers(const onnx::GraphProto &g) {
+  auto isSetting = [](const onnx::NodeProto &n, int k) {
+    llvm::StringRef op = n.op_type();
+    return isDefaultDomain(n.domain()) &&
+           ((op == "Resize" && (k == 1 || k == 2)) ||
+            (op == "Upsample" && k == 1));
+  };
+  std::set<std::string> settings, data;
+  for (const auto &n : g.node())
+    for (int k = 0; k < n.input_size(); ++k)
+      if (!n.input(k).empty())
+        (isSetting(n, k) ? settings : data).insert(n.input(k));
+  for (const auto &o : g.output())
+    data.insert(o.name());
+  std::set<std::string> out;
+  for (const auto &t : g.initializer())
+    if (settings.count(t.name()) && !data.count(t.name()))
+      out.insert(t.name());
+  return out;
+}
+
 /// torchScriptComputedFold with the graph's readers.
 static bool computedFold(const onnx::GraphProto &g, const Readers &readers,
                          const std::string &name) {

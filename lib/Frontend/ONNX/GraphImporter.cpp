@@ -320,6 +320,7 @@ llvm::Error GraphImporter::declareArguments(
   llvm::StringSet<> initializerNames;
   for (const auto &init : graph.initializer())
     initializerNames.insert(init.name());
+  const std::set<std::string> settings = settingInitializers(graph);
 
   // Graph inputs first (those without an initializer), then parameters.
   for (const auto &input : graph.input()) {
@@ -359,7 +360,7 @@ llvm::Error GraphImporter::declareArguments(
     bool isFloat = isa<FloatType>(type->getElementType());
     int64_t numel = type->getNumElements();
     bool asParam =
-        (isFloat &&
+        (isFloat && !settings.count(init.name()) &&
          (numel > 1 || options.scalarParameters.contains(init.name()))) ||
         (!isFloat && numel > kMaxInlineElements);
     if (!asParam) {

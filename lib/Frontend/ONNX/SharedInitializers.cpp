@@ -2,9 +2,9 @@
 
 #include "SharedInitializers.h"
 
+#include "FxGraph.h"
+
 #include "TensorData.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -37,6 +37,10 @@ struct Init {
   bool buffer = false;   // frozen (markBuffers): not a parameter
   bool scalar = false;   // one element (scalarParameter)
 };
+
+/// The owner (splitMergedConstant) of the readers whose call passes None
+/// where they read a merged initializer: not a parameter name.
+const char *const kExporterConstant = "\x01none";
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
@@ -97,9 +101,12 @@ struct SharedInitializers {
       if (!sigTargets.count(target))
         sigBuffers.insert(target);
     slopes = preluSlopes(g);
+    const std::set<std::string> settings = settingInitializers(g);
     for (int i = 0; i < g.initializer_size(); ++i) {
       const auto &t = g.initializer(i);
       allInits.insert(t.name());
+      if (settings.count(t.name()))
+        continue; // a Resize's scales: a constant
       auto type = checkTensor(ctx, t, modelDir);
       if (!type)
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -183,8 +190,9 @@ struct SharedInitializers {
         why = "it is constant and not a parameter of the exporter's "
               "signature: an attention mask";
       else if (frozenFolds.count(in.name))
-        why = "the exporter's optimiser folded it from buffers: rotary "
-              "tables";
+        why = "the exporter's optimiser folded it from buffers and "
+              "constants, no parameter: rotary tables, timestep "
+              "frequencies";
       else if (auto it = byUse.find(in.name); it != byUse.end())
         why = it->second;
       else if (in.sinusoid && !made.count(in.name) &&
@@ -206,6 +214,36 @@ struct SharedInitializers {
       o.why = why;
       origins.push_back(std::move(o));
     }
+  }
+
+  /// A frozen copy of `in` for the readers that read the exporter's own
+  /// constant in its place (readsExporterConstant), named after the first
+  /// one's FX value and the initializer's leaf ("layer_norm_3#weight",
+  /// "group_norm#val_42": no module path, as no state_dict holds it).
+  /// `merged`: parameters read `in` too.
+  std::string exporterConstantCopy(const Init &in, int reader, bool merged) {
+    const std::string call = metadata(g.node(reader), "pkg.torch.onnx.fx_node");
+    std::string fx = fxDefined(call);
+    llvm::StringRef leaf = llvm::StringRef(in.name).rsplit('.').second;
+    std::string want = (fx.empty() ? nodeName(g, reader) : fx) + "#" +
+                       (leaf.empty() ? llvm::StringRef(in.name) : leaf).str();
+    std::string copy = want;
+    for (int k = 1; allInits.count(copy); ++k)
+      copy = want + std::to_string(k);
+    copyInitializer(in, copy);
+    ParamOrigin o{copy, in.name, "buffer", false, {}};
+    o.why = g.node(reader).op_type() == "InstanceNormalization" &&
+                    llvm::StringRef(call).contains("group_norm.default]")
+                ? "the exporter's ones or zeros that its translation of " + fx +
+                      " normalises each group with (the call's weight and "
+                      "bias apply after)"
+                : "the exporter's constant for an argument its call passes "
+                  "as None (" +
+                      fx + ": a norm without weight or bias)";
+    if (merged)
+      o.why += ", which its optimiser merged with the equal '" + in.name + "'";
+    origins.push_back(std::move(o));
+    return copy;
   }
 
   void copyInitializer(const Init &from, const std::string &name) {
@@ -273,14 +311,20 @@ struct SharedInitializers {
                            const llvm::StringSet<> &graphOutputs) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
-    for (auto [node, k] : uses)
+    bool constantRead = false; // readsExporterConstant
+    for (auto [node, k] : uses) {
       if (nodes.empty() || nodes.back() != node)
         nodes.push_back(node);
-    if (nodes.size() < 2 || in.buffer || graphOutputs.count(name))
+      constantRead |=
+          !signature.empty() && readsExporterConstant(g.node(node), k);
+    }
+    if ((nodes.size() < 2 && !constantRead) || in.buffer ||
+        graphOutputs.count(name))
       return;
     // The PyTorch parameter behind each reading node, if the metadata says;
     // for a fold no parameter is named after (`val_0`: the transpose of a
-    // Linear's weight), the parameters of the node's call.
+    // Linear's weight), the parameters of the node's call; kExporterConstant
+    // where the call passes None there (the exporter's ones or zeros).
     bool exact = !signature.empty();
     bool fold = exact && llvm::none_of(signature, [&](const auto &entry) {
                   return entry.second == name;
@@ -289,6 +333,12 @@ struct SharedInitializers {
     for (int node : nodes) {
       const onnx::NodeProto &n = g.node(node);
       bool meta = !metadata(n, "pkg.torch.onnx.fx_node").empty();
+      if (constantRead && llvm::any_of(uses, [&](auto use) {
+            return use.first == node && readsExporterConstant(n, use.second);
+          })) {
+        owner.push_back(kExporterConstant);
+        continue;
+      }
       owner.push_back(!exact ? std::string()
                       : fold ? torchCallParameters(n, signature)
                       : meta ? torchParameterRead(n, name, signature)
@@ -308,24 +358,34 @@ struct SharedInitializers {
       return;
     if (!exact)
       for (size_t u = 0; u < nodes.size(); ++u)
-        owner[u] = std::to_string(u); // one parameter per node
-    if (std::set<std::string>(owner.begin(), owner.end()).size() < 2)
+        if (owner[u] != kExporterConstant)
+          owner[u] = std::to_string(u); // one parameter per node
+    if (std::set<std::string>(owner.begin(), owner.end()).size() < 2 &&
+        !constantRead)
       return; // one parameter: nothing to untie
-    if (tie.count(name)) {
+    if (tie.count(name) && !constantRead) {
       tieUsed.insert(name);
       return;
     }
-    // The first group keeps the initializer; every other group gets a copy,
-    // named after its PyTorch parameter where known.
+    // The group of the parameter named like the initializer (else the first
+    // group of a parameter) keeps it; every other group gets a copy, named
+    // after its PyTorch parameter where known. The exporter's constants get
+    // one frozen copy.
     std::map<std::string, std::string> groupName;
+    auto keep = llvm::find(owner, name);
+    if (keep == owner.end())
+      keep = llvm::find_if(
+          owner, [](const std::string &o) { return o != kExporterConstant; });
+    if (keep != owner.end())
+      groupName[*keep] = name;
     std::string list;
     int copyIndex = 0;
     for (size_t u = 0; u < nodes.size(); ++u) {
       list += (u ? ", " : "") + nodeName(g, nodes[u]);
-      if (groupName.empty())
-        groupName[owner[u]] = name;
       auto [it, fresh] = groupName.insert({owner[u], ""});
-      if (fresh) {
+      if (fresh && owner[u] == kExporterConstant) {
+        it->second = exporterConstantCopy(in, nodes[u], keep != owner.end());
+      } else if (fresh) {
         std::string want = exact && !fold ? owner[u] : name;
         std::string copy = want;
         while (copy.empty() || allInits.count(copy))
@@ -716,67 +776,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     if ((o.kind == "merged" || o.kind == "merged-exact") &&
         trained.count(o.from))
       trained.insert(o.name);
-  nameFoldedLinearWeights(g, signature, trained, origins);
+  nameFoldedWeights(g, signature, trained, origins);
   return origins;
-}
-
-void recordParamOrigins(ModuleOp module,
-                        const std::vector<ParamOrigin> &origins) {
-  if (origins.empty())
-    return;
-  MLIRContext *ctx = module.getContext();
-  Builder b(ctx);
-  llvm::StringMap<std::string> initFrom;
-  llvm::StringSet<> buffers, restored;
-  llvm::StringMap<const std::string *> initValue;
-  SmallVector<Attribute> list;
-  for (const ParamOrigin &o : origins) {
-    if (o.kind == "buffer") {
-      buffers.insert(o.name);
-      if (o.from != o.name) // a copy of a buffer (Identity marker)
-        initFrom[o.name] = o.from;
-    } else if (o.kind == "restored")
-      restored.insert(o.name);
-    else if (o.kind == "folded-rows")
-      initValue[o.name] = &o.initBytes;
-    else if (o.kind != "tied" && o.kind != "folded" && o.kind != "cloned" &&
-             o.kind != "renamed" &&
-             o.kind != "alias") // a copy: its values are `from`'s
-      initFrom[o.name] = o.from;
-    SmallVector<NamedAttribute> entry{
-        b.getNamedAttr("name", b.getStringAttr(o.name)),
-        b.getNamedAttr("from", b.getStringAttr(o.from)),
-        b.getNamedAttr("kind", b.getStringAttr(o.kind))};
-    if (o.transposed)
-      entry.push_back(b.getNamedAttr("transposed", b.getUnitAttr()));
-    if (!o.why.empty())
-      entry.push_back(b.getNamedAttr("why", b.getStringAttr(o.why)));
-    if (!o.uses.empty()) {
-      SmallVector<int64_t> flat;
-      for (auto [node, k] : o.uses)
-        flat.append({node, k});
-      entry.push_back(b.getNamedAttr("uses", b.getDenseI64ArrayAttr(flat)));
-    }
-    list.push_back(b.getDictionaryAttr(entry));
-  }
-  module->setAttr(SmpDialect::kParamOriginsAttr, b.getArrayAttr(list));
-  for (auto f : module.getOps<func::FuncOp>())
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (auto p = f.getArgAttrOfType<StringAttr>(i, SmpDialect::kParamAttr)) {
-        if (auto it = initFrom.find(p.getValue()); it != initFrom.end())
-          f.setArgAttr(i, SmpDialect::kInitFromAttr,
-                       b.getStringAttr(it->second));
-        if (buffers.count(p.getValue()))
-          f.setArgAttr(i, SmpDialect::kFrozenAttr, b.getUnitAttr());
-        if (restored.count(p.getValue()))
-          f.setArgAttr(i, SmpDialect::kInitZeroAttr, b.getUnitAttr());
-        if (auto it = initValue.find(p.getValue()); it != initValue.end())
-          if (auto type = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]))
-            f.setArgAttr(i, SmpDialect::kInitValueAttr,
-                         DenseElementsAttr::getFromRawBuffer(
-                             type, llvm::ArrayRef<char>(it->second->data(),
-                                                        it->second->size())));
-      }
 }
 
 } // namespace smp::onnx_frontend

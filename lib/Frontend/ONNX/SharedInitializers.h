@@ -53,8 +53,9 @@ struct ParamOrigin {
   /// (uses[0]: its index and the copy's), its outputs renamed with the suffix
   /// `name` adds to `from`, read by the (node, input) pairs of uses[1...]
   /// (splitMergedReaders); "renamed": `name` is trained in place of
-  /// PyTorch's parameter `from` (transposed: its transpose), which
-  /// checkpoints export (nameFoldedLinearWeights); "alias": `from` is
+  /// PyTorch's parameter `from` (transposed: its transpose; torchShape:
+  /// its shape, where the fold has unit dims more), which checkpoints
+  /// export (nameFoldedWeights); "alias": `from` is
   /// PyTorch's other name of the tied parameter `name` (torch.export keeps
   /// one), which checkpoints export too.
   std::string kind;
@@ -68,6 +69,9 @@ struct ParamOrigin {
   /// buffer: why it is not trained; merged-exact of a fold: its readers'
   /// call; cloned: which calls shared it (`smpc summary` says it).
   std::string why;
+  /// renamed: PyTorch's shape of `from` where the trained tensor has unit
+  /// dims more (a GroupNorm's weight folded as [C, 1, 1]); empty otherwise.
+  std::vector<int64_t> torchShape;
 };
 
 /// Whether raw element bytes (of size `es`: a float type) hold an infinity
@@ -108,6 +112,14 @@ std::string torchParameterRead(const onnx::NodeProto &n, llvm::StringRef init,
 /// The PyTorch parameters node `n`'s call takes, sorted, joined by ", ".
 std::string torchCallParameters(const onnx::NodeProto &n,
                                 const std::map<std::string, std::string> &sig);
+/// Whether node `n` (a normalisation) reads its input `input` (1: scale,
+/// 2: bias) where its aten call passes None (`nn.LayerNorm(...,
+/// elementwise_affine=False)`, `nn.InstanceNorm1d`) or where the exporter's
+/// translation reads its own constant (GroupNorm's InstanceNormalization of
+/// ones and zeros per group): the exporter's ones or zeros, which its
+/// optimiser may have merged with an equal parameter, not a parameter of
+/// the call.
+bool readsExporterConstant(const onnx::NodeProto &n, int input);
 /// Whether the parameter lists (torchCallParameters) are each equal or
 /// share no parameter.
 bool disjointCalls(llvm::ArrayRef<std::string> calls);
@@ -122,6 +134,9 @@ std::vector<std::string> nodeScopes(const onnx::NodeProto &n);
 /// `prefix` ("%p_": parameters), each ending at one of `ends`.
 std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
                                 llvm::StringRef ends);
+/// The top-level arguments of an fx_node text, each as written (`args =
+/// (%x, [8], None, 1e-05)` -> "%x", "[8]", "None", "1e-05").
+std::vector<std::string> fxArgTexts(llvm::StringRef fx);
 
 /// Under --train, for a file with the dynamo exporter's graph signature
 /// `sig` (variable -> PyTorch parameter): copies back the calls that read
@@ -172,14 +187,15 @@ std::string consumersParameter(const onnx::GraphProto &g, int i,
 
 /// For a file with the dynamo graph signature `sig`: each trained
 /// initializer in `trained` that no parameter is named after and that
-/// every reader reads as the transpose of one `aten.linear` call's weight W
-/// (the right operand of its MatMul), W gone from the file, gets a
-/// "renamed" origin naming W (FoldedLinearWeights.cpp): checkpoints export
-/// it as W.
-void nameFoldedLinearWeights(const onnx::GraphProto &g,
-                             const std::map<std::string, std::string> &sig,
-                             const std::set<std::string> &trained,
-                             std::vector<ParamOrigin> &origins);
+/// every reader reads as one call's parameter P only moved (the transpose
+/// of an `aten.linear` weight: the right operand of its MatMul; an
+/// `aten.group_norm` weight or bias unsqueezed: its Mul's or Add's
+/// operand), P gone from the file, gets a "renamed" origin naming P
+/// (FoldedWeights.cpp): checkpoints export it as P.
+void nameFoldedWeights(const onnx::GraphProto &g,
+                       const std::map<std::string, std::string> &sig,
+                       const std::set<std::string> &trained,
+                       std::vector<ParamOrigin> &origins);
 
 /// Under --train: refuses a file in which an exporter folded a BatchNorm
 /// into the convolution before it (FoldedBatchNorms.cpp): the dynamo
@@ -195,6 +211,12 @@ llvm::Error refuseFoldedBatchNorms(const onnx::GraphProto &g,
 std::map<std::string, std::string>
 frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
             const std::set<std::string> &paramTargets);
+
+/// The initializers nodes read only as settings, not data (a Resize's
+/// scales and roi: `F.interpolate(scale_factor=2)`'s [1, 1, 2, 2], which
+/// the exporters store as a float initializer): constants, never
+/// parameters.
+std::set<std::string> settingInitializers(const onnx::GraphProto &g);
 
 /// Of `names`, those a node reads whose dynamo metadata shows an aten call
 /// taking a parameter (`%p_...`): a folded parameter may hide there.

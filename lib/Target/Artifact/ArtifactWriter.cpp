@@ -227,6 +227,9 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
       if (auto uses = entry.getAs<DenseI64ArrayAttr>("uses"))
         for (int64_t u : uses.asArrayRef())
           o->add_uses(u);
+      if (auto shape = entry.getAs<DenseI64ArrayAttr>("shape"))
+        for (int64_t d : shape.asArrayRef())
+          o->add_shape(d);
     }
 }
 

@@ -177,14 +177,17 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       node->set_input(static_cast<int>(o.uses(1)), o.name());
       continue;
     }
-    if (o.kind() == "buffer" && o.from() != o.name()) {
+    if (o.kind() == "buffer" && o.from() != o.name() && o.uses_size() == 0) {
       // A frozen copy of a buffer (the file's `name = Identity(from)`,
-      // which stays): never trained, nothing to write.
+      // which stays): never trained, nothing to write. One with uses (the
+      // exporter's constant a norm without weight reads, merged with an
+      // equal parameter) is written below as its readers' own initializer.
       params.erase(o.name());
       continue;
     }
-    if (o.kind() == "tied" || o.kind() == "buffer" || o.kind() == "folded" ||
-        o.kind() == "renamed" || o.kind() == "alias") // for checkpoints
+    if (o.kind() == "tied" || (o.kind() == "buffer" && o.uses_size() == 0) ||
+        o.kind() == "folded" || o.kind() == "renamed" ||
+        o.kind() == "alias") // for checkpoints
       continue;
     if (o.kind() == "folded-rows") {
       // A folded embedding trained as its distinct rows: written back as
