@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "smp/base/Layout.h"
 #include "smp/base/Suggest.h"
 #include "smprt/Base.h"
 #include "smprt/exec/Artifact.h"
@@ -21,9 +22,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -375,10 +374,7 @@ void applyPytorchView(const PytorchView &view,
         continue;
       key = to.name + name.substr(from.size());
       if (!to.shape.empty() &&
-          std::accumulate(to.shape.begin(), to.shape.end(), int64_t{1},
-                          std::multiplies<>()) ==
-              std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1},
-                              std::multiplies<>()))
+          smp::base::elementCount(to.shape) == smp::base::elementCount(t.shape))
         t.shape = to.shape; // the same elements in the same order
       if (to.transposed && t.shape.size() == 2 && t.shape[0] * t.shape[1] > 0) {
         size_t es =

@@ -54,8 +54,7 @@ binaryOperandParameter(const onnx::NodeProto &n, llvm::StringRef init,
   auto aten = kAten.find(n.op_type());
   std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
   if (aten == kAten.end() || n.input_size() != 2 || n.input(0) == n.input(1) ||
-      !llvm::StringRef(fx).contains(
-          ("[target=torch.ops." + aten->second + "](").str()))
+      !fxCalls(fx, aten->second))
     return "";
   // Both operands FX values (a number among them: not this node's shape).
   std::vector<std::string> args = fxArgs(fx);
@@ -182,21 +181,25 @@ std::vector<std::string> fxArgTexts(llvm::StringRef fx) {
   return out;
 }
 
+bool fxCalls(llvm::StringRef fx, llvm::StringRef target) {
+  return fx.contains(("[target=torch.ops." + target + "](").str());
+}
+
+bool groupNormInstanceNorm(const onnx::NodeProto &n) {
+  if (n.op_type() != "InstanceNormalization")
+    return false;
+  std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
+  return fxCalls(fx, "aten.group_norm.default") ||
+         fxCalls(fx, "aten.native_group_norm.default");
+}
+
 bool readsExporterConstant(const onnx::NodeProto &n, int input) {
   if (input != 1 && input != 2)
     return false;
-  std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
-  auto calls = [&](llvm::StringRef aten) {
-    return llvm::StringRef(fx).contains(
-        ("[target=torch.ops." + aten + "](").str());
-  };
-  // GroupNorm's translation normalises each group with an
-  // InstanceNormalization of ones and zeros, then applies the call's weight
-  // and bias with a Mul and an Add: its scale and bias are never the call's.
-  if (n.op_type() == "InstanceNormalization" &&
-      (calls("aten.group_norm.default") ||
-       calls("aten.native_group_norm.default")))
+  // GroupNorm's translation: its scale and bias are never the call's.
+  if (groupNormInstanceNorm(n))
     return true;
+  std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
   // ONNX op -> aten calls it translates, and the aten argument each of its
   // optional affine inputs (1: scale, 2: bias) comes from.
   struct Source {
@@ -215,7 +218,7 @@ bool readsExporterConstant(const onnx::NodeProto &n, int input) {
       {"BatchNormalization", "aten._native_batch_norm_legit.default", 1},
       {"BatchNormalization", "aten.native_batch_norm.default", 1}};
   for (const Source &s : kSources) {
-    if (n.op_type() != s.op || !calls(s.aten))
+    if (n.op_type() != s.op || !fxCalls(fx, s.aten))
       continue;
     std::vector<std::string> args = fxArgTexts(fx);
     size_t at = static_cast<size_t>(s.scaleArg + input - 1);

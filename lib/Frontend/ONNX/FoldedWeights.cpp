@@ -37,24 +37,20 @@ struct FoldRead {
 FoldRead foldRead(const onnx::NodeProto &n, int input,
                   const std::map<std::string, std::string> &sig) {
   std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
-  auto calls = [&](const char *target) {
-    return fx.find(std::string("[target=torch.ops.") + target + "](") !=
-           std::string::npos;
-  };
   // aten.linear(input, weight, bias); aten.group_norm(input, groups,
   // weight, bias, eps).
   size_t arg = 0;
   bool transposed = false;
   const std::string &op = n.op_type();
   if ((op == "MatMul" || op == "Gemm") && input == 1 &&
-      calls("aten.linear.default")) {
+      fxCalls(fx, "aten.linear.default")) {
     for (const auto &a : n.attribute())
       if (a.name() == "transB" && a.i() != 0)
         return {};
     arg = 1;
     transposed = true;
   } else if ((op == "Mul" || op == "Add") && input < 2 &&
-             calls("aten.group_norm.default")) {
+             fxCalls(fx, "aten.group_norm.default")) {
     arg = op == "Mul" ? 2 : 3; // None: no Mul or Add reads it
   } else {
     return {};

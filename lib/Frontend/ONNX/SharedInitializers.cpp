@@ -232,8 +232,7 @@ struct SharedInitializers {
       copy = want + std::to_string(k);
     copyInitializer(in, copy);
     ParamOrigin o{copy, in.name, "buffer", false, {}};
-    o.why = g.node(reader).op_type() == "InstanceNormalization" &&
-                    llvm::StringRef(call).contains("group_norm.default]")
+    o.why = groupNormInstanceNorm(g.node(reader))
                 ? "the exporter's ones or zeros that its translation of " + fx +
                       " normalises each group with (the call's weight and "
                       "bias apply after)"
@@ -311,13 +310,14 @@ struct SharedInitializers {
                            const llvm::StringSet<> &graphOutputs) {
     const Init &in = inits[byName[name]];
     llvm::SmallVector<int> nodes;
-    bool constantRead = false; // readsExporterConstant
+    std::set<int> constantReaders; // readsExporterConstant
     for (auto [node, k] : uses) {
       if (nodes.empty() || nodes.back() != node)
         nodes.push_back(node);
-      constantRead |=
-          !signature.empty() && readsExporterConstant(g.node(node), k);
+      if (!signature.empty() && readsExporterConstant(g.node(node), k))
+        constantReaders.insert(node);
     }
+    const bool constantRead = !constantReaders.empty();
     if ((nodes.size() < 2 && !constantRead) || in.buffer ||
         graphOutputs.count(name))
       return;
@@ -333,9 +333,7 @@ struct SharedInitializers {
     for (int node : nodes) {
       const onnx::NodeProto &n = g.node(node);
       bool meta = !metadata(n, "pkg.torch.onnx.fx_node").empty();
-      if (constantRead && llvm::any_of(uses, [&](auto use) {
-            return use.first == node && readsExporterConstant(n, use.second);
-          })) {
+      if (constantReaders.count(node)) {
         owner.push_back(kExporterConstant);
         continue;
       }

@@ -137,6 +137,12 @@ std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
 /// The top-level arguments of an fx_node text, each as written (`args =
 /// (%x, [8], None, 1e-05)` -> "%x", "[8]", "None", "1e-05").
 std::vector<std::string> fxArgTexts(llvm::StringRef fx);
+/// Whether an fx_node text calls `target` ("aten.linear.default").
+bool fxCalls(llvm::StringRef fx, llvm::StringRef target);
+/// Whether node `n` is the InstanceNormalization of an `aten.group_norm`
+/// call's translation (each group normalised with the exporter's ones and
+/// zeros; the call's weight and bias applied after by a Mul and an Add).
+bool groupNormInstanceNorm(const onnx::NodeProto &n);
 
 /// Under --train, for a file with the dynamo exporter's graph signature
 /// `sig` (variable -> PyTorch parameter): copies back the calls that read
