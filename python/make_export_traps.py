@@ -65,6 +65,14 @@ docs/bring-your-own-model.md). Files:
                           float scales), diffusers' resnet block over
                           the positions; group_norms/ its references and
                           logits after the SGD steps (data: gpt/)
+  bare_merged.onnx, bare_inorm.onnx, bare_swap.onnx
+                          a norm without weight or bias and a fresh
+                          affine one of one input (GroupNorm;
+                          InstanceNorm1d; the affine one first): the
+                          optimiser merged the calls (refused)
+  bare_exact.onnx         two GroupNorms and two InstanceNorm1ds without
+                          weight or bias, each pair of one input: an exact
+                          merge; bare_exact/ its references (data: gpt/)
   buffer_noopt.onnx       a float buffer fed to a Linear (Swin-v2's
                           relative_coords_table), optimize=False; buffer/
                           its references (data: gpt/)
@@ -489,6 +497,47 @@ class GroupNormUpsampleLM(nn.Module):
         return self.head(self.gn3(x + h).transpose(1, 2))
 
 
+class BareNorms(nn.Module):
+    """A norm without weight or bias beside another norm of one input. Its
+    call gets the exporter's ones and zeros, equal to a fresh affine norm's
+    weight and bias, so the optimiser merges the two calls: kind "merged",
+    GroupNorm(affine=False) and a fresh GroupNorm summed (the affine
+    module's parameters gone from the file); "inorm", InstanceNorm1d and a
+    fresh affine one read by different nodes (its parameters left in the
+    file, read only as the bare norm's ones and zeros); "swap", the affine
+    GroupNorm called first (its parameters read through both calls);
+    "exact", two bare GroupNorms and two bare InstanceNorm1ds, each pair of
+    one input (the merge is exact)."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+        self.tok = nn.Embedding(VOCAB, DIM)
+        if kind == "inorm":
+            self.a = nn.InstanceNorm1d(DIM)
+            self.b = nn.InstanceNorm1d(DIM, affine=True)
+        else:
+            self.a = nn.GroupNorm(2, DIM, affine=False)
+            self.b = nn.GroupNorm(2, DIM, affine=kind != "exact")
+        if kind == "exact":
+            self.c, self.d = nn.InstanceNorm1d(DIM), nn.InstanceNorm1d(DIM)
+            self.fc = nn.Conv1d(DIM, DIM, 1)
+        self.head = nn.Linear(DIM, VOCAB)
+
+    def forward(self, idx):
+        x = self.tok(idx).transpose(1, 2)  # [B, DIM, SEQ]
+        if self.kind == "swap":
+            h = self.b(x) + self.a(x)
+        elif self.kind == "inorm":
+            h = self.a(x) * 2.0 + torch.tanh(self.b(x))
+        else:
+            h = self.a(x) + self.b(x)
+        if self.kind == "exact":
+            h = self.fc(h)
+            h = self.c(h) - 0.5 * torch.tanh(self.d(h))
+        return self.head(h.transpose(1, 2))
+
+
 class BufferMlpLM(nn.Module):
     """Swin-v2's continuous position bias: a float buffer (a table of
     coordinates, register_buffer) fed to an MLP, so gradients reach it.
@@ -549,6 +598,21 @@ def write_group_norms(out, idx, labels):
     write_refs(model, init, out / "group_norms", idx, labels, True)
 
 
+def write_bare_norms(out, idx, labels):
+    """bare_{merged,inorm,swap,exact}.onnx (plain export) and bare_exact/,
+    the references of the one smp trains."""
+    for kind in ("merged", "inorm", "swap", "exact"):
+        torch.manual_seed(0)
+        model = BareNorms(kind).eval()
+        init = {k: v.clone() for k, v in model.state_dict().items()}
+        path = out / f"bare_{kind}.onnx"
+        torch.onnx.export(model, (idx[:BATCH],), str(path),
+                          input_names=["idx"], output_names=["logits"],
+                          external_data=False)
+        torch_refs.strip_stack_traces(path)
+    write_refs(model, init, out / "bare_exact", idx, labels)
+
+
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
@@ -576,7 +640,8 @@ def write_deep_copied(out, idx, labels):
 def main():
     ap = torch_refs.fixture_arguments("traps")
     ap.add_argument("--only",
-                    choices=["tenc", "merged", "sinus", "ties", "groupnorm"],
+                    choices=["tenc", "merged", "sinus", "ties", "groupnorm",
+                             "bare"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -599,6 +664,8 @@ def main():
         write_tied_heads(out, idx, labels)
     if args.only in (None, "groupnorm"):
         write_group_norms(out, idx, labels)
+    if args.only in (None, "bare"):
+        write_bare_norms(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

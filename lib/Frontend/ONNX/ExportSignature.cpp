@@ -193,6 +193,34 @@ bool groupNormInstanceNorm(const onnx::NodeProto &n) {
          fxCalls(fx, "aten.native_group_norm.default");
 }
 
+namespace {
+/// ONNX norm ops, the aten calls they translate, and the aten argument
+/// each one's optional affine inputs (1: scale, 2: bias) come from.
+struct NormSource {
+  llvm::StringRef op, aten;
+  int scaleArg;
+};
+const NormSource kNormSources[] = {
+    {"LayerNormalization", "aten.layer_norm.default", 2},
+    {"LayerNormalization", "aten.native_layer_norm.default", 2},
+    {"GroupNormalization", "aten.group_norm.default", 2},
+    {"RMSNormalization", "aten.rms_norm.default", 2},
+    {"InstanceNormalization", "aten.instance_norm.default", 1},
+    {"BatchNormalization", "aten.batch_norm.default", 1},
+    {"BatchNormalization", "aten._native_batch_norm_legit_no_training.default",
+     1},
+    {"BatchNormalization", "aten._native_batch_norm_legit.default", 1},
+    {"BatchNormalization", "aten.native_batch_norm.default", 1}};
+
+/// Whether the norm call `fx` (of kNormSources' `s`) passes None as its
+/// affine argument `input` (1: weight, 2: bias).
+bool passesNone(llvm::StringRef fx, const NormSource &s, int input) {
+  std::vector<std::string> args = fxArgTexts(fx);
+  size_t at = static_cast<size_t>(s.scaleArg + input - 1);
+  return at < args.size() && args[at] == "None";
+}
+} // namespace
+
 bool readsExporterConstant(const onnx::NodeProto &n, int input) {
   if (input != 1 && input != 2)
     return false;
@@ -200,31 +228,17 @@ bool readsExporterConstant(const onnx::NodeProto &n, int input) {
   if (groupNormInstanceNorm(n))
     return true;
   std::string fx = nodeMetadata(n, "pkg.torch.onnx.fx_node");
-  // ONNX op -> aten calls it translates, and the aten argument each of its
-  // optional affine inputs (1: scale, 2: bias) comes from.
-  struct Source {
-    llvm::StringRef op, aten;
-    int scaleArg;
-  };
-  static const Source kSources[] = {
-      {"LayerNormalization", "aten.layer_norm.default", 2},
-      {"LayerNormalization", "aten.native_layer_norm.default", 2},
-      {"GroupNormalization", "aten.group_norm.default", 2},
-      {"RMSNormalization", "aten.rms_norm.default", 2},
-      {"InstanceNormalization", "aten.instance_norm.default", 1},
-      {"BatchNormalization", "aten.batch_norm.default", 1},
-      {"BatchNormalization",
-       "aten._native_batch_norm_legit_no_training.default", 1},
-      {"BatchNormalization", "aten._native_batch_norm_legit.default", 1},
-      {"BatchNormalization", "aten.native_batch_norm.default", 1}};
-  for (const Source &s : kSources) {
-    if (n.op_type() != s.op || !fxCalls(fx, s.aten))
-      continue;
-    std::vector<std::string> args = fxArgTexts(fx);
-    size_t at = static_cast<size_t>(s.scaleArg + input - 1);
-    return at < args.size() && args[at] == "None";
-  }
+  for (const NormSource &s : kNormSources)
+    if (n.op_type() == s.op && fxCalls(fx, s.aten))
+      return passesNone(fx, s, input);
   return false;
+}
+
+bool normWithoutAffine(llvm::StringRef fx) {
+  return llvm::any_of(kNormSources, [&](const NormSource &s) {
+    return fxCalls(fx, s.aten) &&
+           (passesNone(fx, s, 1) || passesNone(fx, s, 2));
+  });
 }
 
 /// Whether the parameter lists (torchCallParameters) are each equal or

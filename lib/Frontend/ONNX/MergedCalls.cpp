@@ -70,16 +70,35 @@ std::string mergedCallModule(FxGraph &fx, const MergedCall &call,
   return found;
 }
 
-/// What a refusal of a merged call says: node `n` reads `v` where PyTorch
-/// computes `b`, and the parameters gone.
-std::string mergedCallText(const onnx::NodeProto &n, const std::string &v,
-                           const std::string &b,
-                           const std::vector<std::string> &vanished) {
-  return "node '" + n.name() + "' reads '" + v + "' where PyTorch computes '" +
-         b + "': the exporter's optimiser merged two " + fxOp(b).str() +
-         " calls whose parameters were equal when exported, so PyTorch "
-         "parameter(s) " +
-         joinNames(vanished) + " are gone from the file";
+/// What a refusal of a merged call says: node `n` reads `v` (made by node
+/// `producer`) where PyTorch computes `b`, and the parameters gone. Where
+/// none is gone the merged call read the values the call left reads:
+/// parameters of its own equal to those, or none (a norm without weight or
+/// bias, whose exporter's ones and zeros equal a fresh norm's).
+std::string mergedCallText(const FxGraph &fx,
+                           const std::map<std::string, std::string> &sig,
+                           const onnx::NodeProto &n, const std::string &v,
+                           const std::string &b, int producer) {
+  std::string text =
+      "node '" + n.name() + "' reads '" + v + "' where PyTorch computes '" + b +
+      "': the exporter's optimiser merged two " + fxOp(b).str() + " calls ";
+  if (!fx.vanished.empty())
+    return text +
+           "whose parameters were equal when exported, so PyTorch "
+           "parameter(s) " +
+           joinNames(fx.vanished) + " are gone from the file";
+  std::vector<std::string> read;
+  for (const auto &a : fxArgs(fx.nodeFx[producer]))
+    if (auto t = sig.find(a); t != sig.end())
+      read.push_back(t->second);
+  return text +
+         "of one input that were equal when exported, and the call "
+         "left reads PyTorch parameter(s) " +
+         joinNames(read) +
+         ": smp would train them through both calls, but the merged call "
+         "may have read none (a norm without weight or bias, whose "
+         "exporter's ones and zeros equal a fresh norm's) or parameters of "
+         "its own, which smp cannot tell";
 }
 
 /// The innermost module holding both modules ("" for the root).
@@ -196,6 +215,83 @@ llvm::Error refuseMergedChains(FxGraph &fx, const onnx::GraphProto &g,
   return llvm::Error::success();
 }
 
+/// The parameters of modules that left no trace in the file: no surviving
+/// node runs in the module, and each of its parameters, a weight or bias,
+/// is read by no node as itself (gone from the file, or read only where a
+/// norm without weight or bias reads the exporter's constant in its place:
+/// readsExporterConstant). Tied names (fx.aliases) are not counted.
+std::vector<std::string>
+tracelessAffineParameters(FxGraph &fx, const onnx::GraphProto &g,
+                          const std::map<std::string, std::string> &sig) {
+  std::set<std::string> read, ran;
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto &a : fxArgs(fx.nodeFx[i]))
+      if (auto t = sig.find(a); t != sig.end())
+        read.insert(t->second);
+    for (int k = 0; k < g.node(i).input_size(); ++k)
+      if (fx.sigTargets.count(g.node(i).input(k)) &&
+          !readsExporterConstant(g.node(i), k))
+        read.insert(g.node(i).input(k));
+    for (const std::string &s : fx.scopesOf(i))
+      ran.insert(s);
+  }
+  std::map<std::string, std::vector<std::string>> byModule;
+  std::set<std::string> traced;
+  for (const auto &[var, target] : sig) {
+    if (fx.aliases.count(target))
+      continue;
+    std::string module = ownerModule(target).str();
+    llvm::StringRef leaf = llvm::StringRef(target).rsplit('.').second;
+    if (module.empty() || ran.count(module) || read.count(target) ||
+        (leaf != "weight" && leaf != "bias"))
+      traced.insert(module);
+    else
+      byModule[module].push_back(target);
+  }
+  std::vector<std::string> out;
+  for (const auto &[module, params] : byModule)
+    if (!traced.count(module))
+      out.insert(out.end(), params.begin(), params.end());
+  return out;
+}
+
+/// 1c. A merged call of a norm that passes None for its weight or bias
+/// (nn.GroupNorm(affine=False), nn.InstanceNorm1d): the exporter feeds that
+/// call ones and zeros of its own, equal to a fresh affine norm's weight
+/// and bias, so the optimiser merges an affine norm's call on the same
+/// input into it. The affine module is then left with no node in the file
+/// and its parameters read by none (tracelessAffineParameters), and smp
+/// would train without them. Refused where such parameters exist: smp
+/// cannot tell which call they were. (Two norms without weight and bias of
+/// one input merge exactly.)
+llvm::Error
+refuseMergedBareNorms(FxGraph &fx, const onnx::GraphProto &g,
+                      llvm::StringRef path,
+                      const std::map<std::string, std::string> &sig,
+                      const std::map<std::string, MergedCall> &bare) {
+  if (bare.empty())
+    return llvm::Error::success();
+  std::vector<std::string> traceless = tracelessAffineParameters(fx, g, sig);
+  if (traceless.empty())
+    return llvm::Error::success();
+  const auto &[b, call] = *bare.begin();
+  auto [reader, input] = call.readers.front();
+  llvm::StringRef module = fx.moduleOf(call.producer);
+  return refuse(
+      path,
+      "node '" + g.node(reader).name() + "' reads '" +
+          g.node(reader).input(input) + "' where PyTorch computes '" + b +
+          "': the exporter's optimiser merged two " + fxOp(b).str() +
+          " calls of one input, and the call left" +
+          (module.empty() ? "" : " (module '" + module.str() + "')") +
+          " passes no weight or bias (the exporter's ones and zeros stand "
+          "in); PyTorch parameter(s) " +
+          joinNames(traceless) +
+          ", read by no node of the file, may be the other call's (equal to "
+          "those ones and zeros when exported: a fresh norm), which smp "
+          "cannot tell");
+}
+
 } // namespace
 
 /// 1. Common subexpression elimination of a call that reads parameters:
@@ -214,6 +310,7 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
   fx.attributeMoves();                      // a moved parameter is not gone
   std::map<std::string, MergedCall> merged; // %B -> its readers
   std::map<std::string, MergedCall> chains; // the same, reading no parameter
+  std::map<std::string, MergedCall> bare;   // the survivor a norm with None
   for (int i = 0; i < g.node_size(); ++i) {
     if (fusedCall(g.node(i), fx.nodeFx[i]))
       continue;
@@ -230,6 +327,10 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
         std::string a = fxDefined(fx.nodeFx[p->second]);
         if (a.empty() || a == b || fxOp(a) != fxOp(b))
           continue;
+        if (normWithoutAffine(fx.nodeFx[p->second])) {
+          bare[b].producer = p->second;
+          bare[b].readers.push_back({i, k});
+        }
         if (llvm::none_of(fxArgs(fx.nodeFx[p->second]), isParamArg)) {
           // A call of both (scaled_dot_product_attention(%view_31,
           // %view_32, ...)) reads %A as itself.
@@ -244,12 +345,15 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
         // read different nodes.
         if (llvm::is_contained(args, a) ||
             (call.producer >= 0 && call.producer != p->second))
-          return refuse(path, mergedCallText(g.node(i), v, b, fx.vanished));
+          return refuse(path,
+                        mergedCallText(fx, sig, g.node(i), v, b, p->second));
         call.producer = p->second;
         call.readers.push_back({i, k});
       }
     }
   }
+  if (llvm::Error err = refuseMergedBareNorms(fx, g, path, sig, bare))
+    return err;
   std::set<std::string> claimed;
   for (auto &[b, call] : merged) {
     const onnx::NodeProto &producer = g.node(call.producer);
@@ -264,8 +368,9 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
     std::string module =
         owner.empty() ? "" : mergedCallModule(fx, call, leaves, owner, claimed);
     auto [reader, readerInput] = call.readers.front();
-    std::string what = mergedCallText(
-        g.node(reader), g.node(reader).input(readerInput), b, fx.vanished);
+    std::string what =
+        mergedCallText(fx, sig, g.node(reader),
+                       g.node(reader).input(readerInput), b, call.producer);
     if (module.empty())
       return refuse(path, what);
     for (const std::string &l : leaves)

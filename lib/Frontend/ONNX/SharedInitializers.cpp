@@ -188,7 +188,8 @@ struct SharedInitializers {
                !sigTargets.count(in.name) && !made.count(in.name) &&
                !paramRead.count(in.name))
         why = "it is constant and not a parameter of the exporter's "
-              "signature: an attention mask";
+              "signature: an attention mask, the ones and zeros a norm "
+              "without weight or bias is given";
       else if (frozenFolds.count(in.name))
         why = "the exporter's optimiser folded it from buffers and "
               "constants, no parameter: rotary tables, timestep "

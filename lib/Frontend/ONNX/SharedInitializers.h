@@ -120,6 +120,10 @@ std::string torchCallParameters(const onnx::NodeProto &n,
 /// optimiser may have merged with an equal parameter, not a parameter of
 /// the call.
 bool readsExporterConstant(const onnx::NodeProto &n, int input);
+/// Whether the FX call `fx` is a norm (kNormSources: layer_norm, group_norm,
+/// rms_norm, instance_norm, batch_norm) that passes None for its weight or
+/// bias (the exporter feeds ones and zeros of its own in their place).
+bool normWithoutAffine(llvm::StringRef fx);
 /// Whether the parameter lists (torchCallParameters) are each equal or
 /// share no parameter.
 bool disjointCalls(llvm::ArrayRef<std::string> calls);
