@@ -102,8 +102,9 @@ def write_ref(path, config, losses, norms):
 
 
 def strip_stack_traces(path):
-    """Drops the nodes' stack traces of a dynamo export (smp does not read
-    them; they would make the file several times as large)."""
+    """Drops the nodes' stack traces of a dynamo export (they would make
+    the file several times as large; smp reads them only to warn of a
+    torch.no_grad() block, DetachedValues.cpp, whose fixture keeps them)."""
     import onnx  # only the fixture scripts need it
     m = onnx.load(str(path))
     for n in m.graph.node:

@@ -116,7 +116,17 @@ llvm::Error convertMod(NodeContext &nc) {
 }
 
 llvm::Error convertIdentity(NodeContext &nc) {
-  return nc.output(nc.input(0));
+  auto x = nc.input(0);
+  if (!x || !nc.stopsGradient())
+    return nc.output(std::move(x));
+  // PyTorch's `.detach()`: a copy autodiff treats as a constant (kept
+  // until smp-build-gradients has built the gradients).
+  auto op = smp::CastOp::create(nc.builder(), nc.loc(), x->getType(), *x);
+  op->setAttr(smp::SmpDialect::kNoGradAttr, nc.builder().getUnitAttr());
+  auto results = nc.finish(op);
+  if (!results)
+    return results.takeError();
+  return nc.output(results->front());
 }
 
 llvm::Error convertWhere(NodeContext &nc) {

@@ -179,6 +179,15 @@ frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
   return frozen;
 }
 
+std::set<std::string> dynamoConstantFolds(const onnx::GraphProto &g) {
+  Readers readers = readersOf(g);
+  std::set<std::string> out;
+  for (const auto &t : g.initializer())
+    if (dynamoConstantFold(g, t.name(), readers))
+      out.insert(t.name());
+  return out;
+}
+
 std::set<std::string> settingInitializers(const onnx::GraphProto &g) {
   auto isSetting = [](const onnx::NodeProto &n, int k) {
     llvm::StringRef op = n.op_type();

@@ -213,6 +213,23 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
                          const std::map<std::string, std::string> &sig,
                          std::vector<ParamOrigin> &origins);
 
+/// Under training, the Identity nodes whose value PyTorch detaches
+/// (DetachedValues.cpp): those the exporter wrote for `aten.detach`, and
+/// ones put back where its optimiser removed them (a reader's metadata
+/// passes `%detach_N`); refused where the reader's inputs cannot tell which
+/// value that is.
+llvm::Expected<std::set<std::string>>
+stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
+                      const std::map<std::string, std::string> &sig);
+
+/// Under training, a warning where nodes whose calls read parameters ran
+/// in code torch.export generated (stack trace `<eval_with_key>`: a
+/// torch.no_grad() or torch.autocast block, inlined without a mark), or
+/// nullopt (DetachedValues.cpp).
+std::optional<std::string>
+noGradBlockWarning(const onnx::GraphProto &g,
+                   const std::map<std::string, std::string> &sig);
+
 } // namespace smp::onnx_frontend
 
 #endif // SMP_FRONTEND_ONNX_FXGRAPH_H

@@ -2,6 +2,7 @@
 
 #include "smp/Frontend/ONNX/Importer.h"
 
+#include "FxGraph.h"
 #include "GraphImporter.h"
 #include "ModelLoader.h"
 #include "NodeContext.h"
@@ -13,8 +14,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
-#include "smp/Support/CheckedMath.h"
 #include "smp/Pipelines/Pipelines.h"
+#include "smp/Support/CheckedMath.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
@@ -567,6 +568,18 @@ importONNXFile(MLIRContext &context, llvm::StringRef path,
   ImportOptions opts = options;
   for (const std::string &name : scalars)
     opts.scalarParameters.insert(name);
+  // Values PyTorch detaches (after the untying: the inputs are the
+  // importer's).
+  if (options.training) {
+    const auto sig = signatureParams(model.graph());
+    auto stops = stopDetachedGradients(*model.mutable_graph(), path, sig);
+    if (!stops)
+      return oneLine(stops.takeError());
+    for (const std::string &name : *stops)
+      opts.stopGradientNodes.insert(name);
+    if (auto w = noGradBlockWarning(model.graph(), sig))
+      warnings.push_back(*w);
+  }
   // Padding rows the TorchScript exporter dropped (after the untying: the
   // names are the importer's).
   if (options.training)

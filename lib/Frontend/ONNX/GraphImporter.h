@@ -33,6 +33,10 @@ public:
   bool training() const { return options.training; }
   bool noDropout() const { return options.noDropout; }
   bool fuseAttention() const { return options.fuseAttention; }
+  /// Whether node `name` is an Identity whose output PyTorch detaches.
+  bool stopsGradient(llvm::StringRef name) const {
+    return options.stopGradientNodes.contains(name);
+  }
   /// Warnings given once per import (keys).
   llvm::StringSet<> warned;
   /// Random Dropout nodes --no-dropout made identities.

@@ -39,6 +39,9 @@ llvm::StringRef NodeContext::modelDir() const { return importer_.modelDir; }
 bool NodeContext::training() const { return importer_.training(); }
 bool NodeContext::noDropout() const { return importer_.noDropout(); }
 bool NodeContext::fuseAttention() const { return importer_.fuseAttention(); }
+bool NodeContext::stopsGradient() const {
+  return importer_.stopsGradient(node_.name());
+}
 int64_t NodeContext::paddingRow(llvm::StringRef name) {
   return importer_.takePaddingRow(name);
 }

@@ -43,6 +43,8 @@ public:
   bool noDropout() const;
   /// False under --no-fuse-attention (attention chains kept as imported).
   bool fuseAttention() const;
+  /// Whether this node is an Identity whose output PyTorch detaches.
+  bool stopsGradient() const;
   /// A warning naming this node, given once per import for each `key`
   /// ("N more nodes" are not listed).
   void warnOnce(llvm::StringRef key, const llvm::Twine &msg);

@@ -255,13 +255,17 @@ struct SharedInitializers {
 
   /// 1. `b = Identity(a)` of a parameter: the exporter merged b into a.
   /// (Node indices stay those of the file until step 2 is done: the artifact
-  /// records them for --save-onnx.) Returns the Identity nodes to drop.
+  /// records them for --save-onnx.) Returns the Identity nodes to drop. An
+  /// Identity whose metadata names its aten call is the dynamo exporter's
+  /// translation of one (`w.detach()`, `w.clone()`), no such marker: b is
+  /// w, detached or not (DetachedValues.cpp), not a parameter of its own.
   std::set<int> splitIdentities() {
     std::set<int> dropNodes;
     for (int i = 0; i < g.node_size(); ++i) {
       const auto &n = g.node(i);
       if (n.op_type() != "Identity" || !isDefaultDomain(n.domain()) ||
-          n.input_size() != 1 || n.output_size() != 1)
+          n.input_size() != 1 || n.output_size() != 1 ||
+          !nodeMetadata(n, "pkg.torch.onnx.fx_node").empty())
         continue;
       auto it = byName.find(n.input(0));
       const std::string &out = n.output(0);
@@ -669,11 +673,15 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   }
   std::string modelDir = llvm::sys::path::parent_path(path).str();
   std::set<std::string> frozenFolds;
-  if (options.training)
+  if (options.training) {
     if (auto err = resolveFoldedParameters(g, path, signature, origins,
                                            warnings, frozenFolds, ctx,
                                            modelDir))
       return std::move(err);
+    if (auto err =
+            refuseFoldedParameterImages(g, path, signature, ctx, modelDir))
+      return std::move(err);
+  }
   SharedInitializers s{g,  path, signature, origins, warnings, options,
                        {}, {},   {},        {},      {}};
   for (const auto &n : options.tie)

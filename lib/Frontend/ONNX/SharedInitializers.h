@@ -222,6 +222,23 @@ std::map<std::string, std::string>
 frozenByUse(const onnx::GraphProto &g, llvm::ArrayRef<std::string> candidates,
             const std::set<std::string> &paramTargets);
 
+/// The initializers every reader of which is a node of an aten call
+/// taking no parameter (no `%p_...` in its metadata) and no FX value of
+/// that name: what the dynamo optimiser folds from constants and buffers
+/// (an attention mask), or from parameters an aten call before it read
+/// (ParameterImages.cpp).
+std::set<std::string> dynamoConstantFolds(const onnx::GraphProto &g);
+
+/// Under training with the dynamo graph signature: refuses a constant
+/// fold (dynamoConstantFolds) whose values are a strictly monotone function
+/// of a parameter's in the file (`F.linear(x, w * 0.5)`, folded to the
+/// transpose of w scaled): PyTorch trains w through it, smp would freeze
+/// it (ParameterImages.cpp).
+llvm::Error
+refuseFoldedParameterImages(const onnx::GraphProto &g, llvm::StringRef path,
+                            const std::map<std::string, std::string> &sig,
+                            mlir::MLIRContext *ctx, llvm::StringRef modelDir);
+
 /// The initializers nodes read only as settings, not data (a Resize's
 /// scales and roi: `F.interpolate(scale_factor=2)`'s [1, 1, 2, 2], which
 /// the exporters store as a float initializer): constants, never

@@ -72,6 +72,19 @@ func.func @identities(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// A cast to the same type marked smp.no_grad stops a gradient (PyTorch's
+// detach, from the importer): it stays until smp-build-gradients removes it.
+// CHECK-LABEL: func.func @stop_gradient
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: %[[S:.*]] = smp.cast %[[X]] {smp.no_grad} : tensor<2x3xf32> to tensor<2x3xf32>
+// CHECK-NEXT: return %[[S]]
+func.func @stop_gradient(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = smp.cast %x {smp.no_grad} : tensor<2x3xf32> to tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
 // Float to int casts truncate toward zero; to bool test for non-zero.
 // CHECK-LABEL: func.func @casts
 // CHECK-DAG: smp.constant dense<[-1, 2, 0]> : tensor<3xi64>

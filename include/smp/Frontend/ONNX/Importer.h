@@ -73,6 +73,10 @@ struct ImportOptions {
   /// one-element initializers are constants): filled by the importer under
   /// training from the file's names (SharedInitializers.cpp).
   llvm::StringSet<> scalarParameters;
+  /// Identity nodes whose output PyTorch detaches (`x.detach()`): filled
+  /// by the importer under training from the dynamo export's metadata
+  /// (DetachedValues.cpp); each becomes an smp.cast marked smp.no_grad.
+  llvm::StringSet<> stopGradientNodes;
   /// With an smp.export sidecar: the initializers it maps to state_dict
   /// keys (parameters and buffers; the buffers are frozen by name). A
   /// one-element initializer is a parameter exactly when listed here.

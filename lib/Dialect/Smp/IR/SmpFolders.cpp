@@ -414,8 +414,11 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  // A copy marked smp.no_grad stops a gradient (PyTorch's detach) until
+  // smp-build-gradients has built them and removes it.
   if (getInput().getType() == getType())
-    return getInput();
+    return (*this)->hasAttr(SmpDialect::kNoGradAttr) ? OpFoldResult()
+                                                     : getInput();
   Type to = getType().getElementType();
   bool toBool = to.isInteger(1);
   return foldUnary(

@@ -75,6 +75,7 @@ struct SmpBuildGradientsPass
     step.setSymName("train_step");
     if (failed(build(step)))
       return signalPassFailure();
+    eraseStopGradients(module);
   }
 
   /// Sum over the data-parallel ranks.

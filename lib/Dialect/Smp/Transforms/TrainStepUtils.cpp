@@ -268,4 +268,14 @@ bool isBatchInput(func::FuncOp f, unsigned i) {
   return n && !n.getValue().starts_with("@");
 }
 
+void eraseStopGradients(ModuleOp module) {
+  module.walk([](CastOp cast) {
+    if (cast->hasAttr(SmpDialect::kNoGradAttr) &&
+        cast.getInput().getType() == cast.getType()) {
+      cast.getResult().replaceAllUsesWith(cast.getInput());
+      cast->erase();
+    }
+  });
+}
+
 } // namespace smp

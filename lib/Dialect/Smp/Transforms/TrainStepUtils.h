@@ -112,6 +112,11 @@ mlir::Operation *lastBefore(mlir::OpBuilder &b);
 /// user (gradients complete early; copies live shorter).
 void sinkWeightOnlyOps(mlir::func::FuncOp f);
 
+/// Removes the copies that stopped a gradient (smp.cast of a value to its
+/// own type marked smp.no_grad: PyTorch's `.detach()`, from the importer)
+/// once the gradients are built: their readers read the value itself.
+void eraseStopGradients(mlir::ModuleOp module);
+
 } // namespace smp
 
 #endif // SMP_LIB_TRANSFORMS_TRAINSTEPUTILS_H
