@@ -107,7 +107,8 @@ compile_real() {
 }
 
 # The WIDE decoders (random weights, 40 samples of data) and their bf16
-# AdamW artifacts into DIR/wide.
+# AdamW artifacts into DIR/wide (the models themselves deleted: the kit
+# carries the checkout too, 64 MiB in all).
 compile_wide() {
   local dir=$1/wide w name
   mkdir -p "$dir"
@@ -119,6 +120,8 @@ compile_wide() {
     "$SMPC" compile "$dir/$name.onnx" --train --target cuda --precision bf16 \
       --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-3 \
       --batch-size 8 -o "$dir/$name.smpx" > /dev/null || return 1
+    # The run needs the artifact and the data, not the 2 MB model.
+    rm -f "$dir/$name.onnx" "$dir/$name.onnx.data"
   done
 }
 

@@ -4,7 +4,7 @@ top ops as a markdown table (scripts/device-kit.sh puts it in its
 summary.md for the GPT-2 benchmark's artifact). Standard library only.
 
     profile_table.py PROFILE.json [--base FIRST.json] [--top 15]
-                     [--nodes 10]
+                     [--nodes 10] [--warmup K]
 
 PROFILE.json is smprun's --profile output: one entry per instruction of
 the program with op, node (the ONNX node it came from; its gradients carry
@@ -13,7 +13,9 @@ instruction waited for), calls (the steps), and flops and bytes of one
 call. --base is the profile of a one-step run of the same artifact: its
 times are subtracted instruction by instruction, which leaves the steady
 steps without the first step's one-time costs (lazy kernel loading, library
-handles, allocator growth); without it the first step is in the table.
+handles, allocator growth); without it the first step is in the table,
+unless the run left it out (`smprun --profile-warmup K`: say so with
+--warmup K).
 
 Prints the top ops by total time (per op: instructions, total ms, ms per
 step, share, achieved TFLOP/s and GB/s), the rest in one line, then the top
@@ -47,6 +49,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("profile")
     p.add_argument("--base")
+    p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--nodes", type=int, default=10)
     a = p.parse_args()
@@ -56,7 +59,9 @@ def main():
         print("profile: no instructions")
         return
     steps = max(e.get("calls", 0) for e in entries)
-    note = f"{steps} steps, the first one's warm-up included"
+    note = (f"{steps} steps after {a.warmup} warm-up step(s) left out "
+            f"(smprun --profile-warmup {a.warmup})" if a.warmup > 0 else
+            f"{steps} steps, the first one's warm-up included")
     if a.base:
         base = load(a.base)
         same = len(base) == len(entries) and all(

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -514,6 +515,32 @@ Status launchMulti(const char *op, const std::vector<D> &descs,
       dDescs.template as<D>(), dFirst.as<int64_t>(),
       static_cast<int64_t>(descs.size()), args...); // cudaemu-name: op
   return launchStatus(op);
+}
+
+//===----------------------------------------------------------------------===//
+// 16-byte vectors (a memory-bound kernel's loads: one access moves 8 bf16 or
+// 4 f32 values, which keeps enough bytes in flight to fill the bandwidth)
+//===----------------------------------------------------------------------===//
+
+/// 16 bytes of S, loaded or stored in one access.
+template <class S> struct alignas(16) Pack {
+  static constexpr int N = 16 / static_cast<int>(sizeof(S));
+  S v[N];
+};
+
+/// True when every pointer is 16-byte aligned (null ones too).
+inline bool aligned16(std::initializer_list<const void *> ps) {
+  for (const void *p : ps)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return false;
+  return true;
+}
+
+/// The sum over the warp, in every lane (all 32 lanes call it).
+template <class T> __device__ T warpAllSum(T v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
 }
 
 //===----------------------------------------------------------------------===//

@@ -36,6 +36,24 @@ Status createContext(int dev, Context *&out, cudaStream_t stream) {
     delete ctx;
     return s;
   }
+  // The kernels' scratches (Scratch: cudaMallocAsync) come from the device's
+  // default pool, which gives its memory back to the driver at every
+  // synchronization unless told to keep it: each step, and under
+  // `smprun --profile` each instruction, would map its scratches again.
+  cudaMemPool_t pool;
+  uint64_t keep = UINT64_MAX;
+  if (Status s = cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, dev));
+      !s.ok()) {
+    delete ctx;
+    return s;
+  }
+  if (Status s =
+          cudaStatus(op, cudaMemPoolSetAttribute(
+                             pool, cudaMemPoolAttrReleaseThreshold, &keep));
+      !s.ok()) {
+    delete ctx;
+    return s;
+  }
   if (stream) {
     ctx->stream = stream;
   } else {

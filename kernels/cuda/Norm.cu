@@ -13,9 +13,16 @@
 // dbias themselves (two launches a norm) or, when the scale broadcasts, into
 // scratches that a last kernel folds into the scale's shape.
 //
+// Where the rows allow it (one dtype, whole aligned 16-byte vectors: a
+// transformer's hidden states), the forward and dx take a warp per row with
+// the parameters staged in shared memory, and the column sums 16-byte
+// vectors of columns (NormWarp.cuh): the same arithmetic per element, the
+// sums in other groupings.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "NormWarp.cuh"
 
 namespace smp::kernels::cuda {
 using namespace detail;
@@ -116,6 +123,23 @@ __global__ void normRows(const S *x, S *y, int64_t rows, int64_t d, In scale,
   }
 }
 
+/// normRows or, where it fits, normRowsWarp.
+template <class S, bool Rms>
+Status launchNormRows(const char *name, Context *ctx, const TensorRef &in,
+                      const TensorRef &out, int64_t rows, int64_t d, In scale,
+                      In bias, float eps) {
+  using C = typename FT<S>::C;
+  if (warpRowsFit<S>(d, 2, {in.data, out.data})) {
+    normRowsWarp<S, Rms>
+        <<<warpRowBlocks(rows), kWarpRowsThreads, 2 * d * sizeof(C),
+           ctx->stream>>>(in.as<S>(), out.as<S>(), rows, d, scale, bias, eps);
+    return launchStatus(name);
+  }
+  normRows<S, Rms><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
+      in.as<S>(), out.as<S>(), rows, d, scale, bias, eps);
+  return launchStatus(name);
+}
+
 /// Per channel: a = scale / sqrt(var + eps), m = mean, b = bias (in double,
 /// then the compute type), stored as coef[3 * c + {0, 1, 2}].
 template <class C>
@@ -166,10 +190,8 @@ Status layerNorm(const TensorRef &in, const TensorRef &scale,
     if (bias)
       SMP_RETURN_IF_ERROR(
           paramView<C>(name, ctx, *bias, normShape, bi, biasView));
-    int64_t rows = in.numel() / d;
-    normRows<S, false><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), rows, d, scaleView, biasView, epsilon);
-    return launchStatus(name);
+    return launchNormRows<S, false>(name, ctx, in, out, in.numel() / d, d,
+                                    scaleView, biasView, epsilon);
   });
 }
 
@@ -191,11 +213,8 @@ Status rmsNorm(const TensorRef &in, const TensorRef &scale, float epsilon,
     Scratch sc;
     In scaleView;
     SMP_RETURN_IF_ERROR(paramView<C>(name, ctx, scale, last, sc, scaleView));
-    int64_t rows = in.numel() / d;
-    normRows<S, true><<<blocksFor(rows), rowThreads(d), 0, ctx->stream>>>(
-        in.as<S>(), out.as<S>(), rows, d, scaleView, In{nullptr, DType::F32},
-        epsilon);
-    return launchStatus(name);
+    return launchNormRows<S, true>(name, ctx, in, out, in.numel() / d, d,
+                                   scaleView, In{nullptr, DType::F32}, epsilon);
   });
 }
 
@@ -296,8 +315,6 @@ __global__ void normGradRows(In x, In dy, In w, In res, Out dx, int64_t rows,
   }
 }
 
-constexpr int kColsX = 32, kColsY = 8;
-
 /// ds[j] = sum_r dy[r, j] xhat[r, j], db[j] = sum_r dy[r, j] (db.p null:
 /// none), each summed in A from A(0) as foldToParam sums them. Block (tile,
 /// c) sums rows [c chunkRows, (c + 1) chunkRows); with `part` (chunks of
@@ -323,40 +340,29 @@ __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
         s += g * xhat;
         b += g;
       }
-    ps[ty][tx] = s;
-    pb[ty][tx] = b;
-    __syncthreads();
-    if (ty == 0 && j < n) {
-      for (int k = 1; k < kColsY; ++k) {
-        s += ps[k][tx];
-        b += pb[k][tx];
-      }
-      if (part) {
-        part[c * n + j] = s;
-        part[(gridDim.y + c) * n + j] = b;
-      } else {
-        ds.store(j, static_cast<double>(A(0) + s));
-        if (db.p)
-          db.store(j, static_cast<double>(A(0) + b));
-      }
-    }
-    __syncthreads();
+    columnRowsSum(ps, pb, j, n, s, b, part, c, int64_t(gridDim.y), ds, db);
   }
 }
 
-/// normGradColumns' chunk sums of each column combined in chunk order.
+/// normGradColumns' chunk sums of each column combined: a block of
+/// kColsX x kColsY threads takes kColsX columns, thread row ty the chunks
+/// ty, ty + kColsY, ..., then the rows' sums in order (a thread per column
+/// had summed all its chunks alone: 256 dependent loads from 24 blocks).
 template <class A>
 __global__ void normGradColumnsFinish(const A *part, int64_t chunks, int64_t n,
                                       Out ds, Out db) {
-  SMP_GRID_STRIDE(j, n) {
+  __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
+       j0 += static_cast<int64_t>(gridDim.x) * kColsX) {
+    int64_t j = j0 + tx;
     A s = A(0), b = A(0);
-    for (int64_t c = 0; c < chunks; ++c) {
-      s += part[c * n + j];
-      b += part[(chunks + c) * n + j];
-    }
-    ds.store(j, static_cast<double>(s));
-    if (db.p)
-      db.store(j, static_cast<double>(b));
+    if (j < n)
+      for (int64_t c = ty; c < chunks; c += kColsY) {
+        s += part[c * n + j];
+        b += part[(chunks + c) * n + j];
+      }
+    columnRowsSum<A>(ps, pb, j, n, s, b, nullptr, 0, chunks, ds, db);
   }
 }
 
@@ -395,13 +401,14 @@ Status foldParam(const char *op, Context *ctx, const A *full,
                     product(bshape), asOut(out), n);
 }
 
-/// normGradColumns over the rows, in chunks (ReduceChunks) when the columns
-/// alone make few blocks.
-template <class A, bool Rms>
-Status normColumnSums(const char *op, Context *ctx, In x, In dy, const A *stats,
-                      int64_t rows, int64_t n, Out ds, Out db) {
-  int64_t tiles = (n + kColsX - 1) / kColsX;
-  ReduceChunks split(tiles, rows, ReduceChunks::kMinRows);
+/// A column kernel over the rows, `tiles` blocks wide, in chunks of at
+/// least minRows rows (ReduceChunks) when the columns alone make few blocks:
+/// launch(grid, chunkRows, part) enqueues it, part null without chunks;
+/// normGradColumnsFinish then sums the chunks.
+template <class A, class Launch>
+Status columnSums(const char *op, Context *ctx, int64_t tiles, int64_t rows,
+                  int64_t n, int64_t minRows, Out ds, Out db, Launch &&launch) {
+  ReduceChunks split(tiles, rows, minRows);
   dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, 1 << 20)),
             static_cast<unsigned>(split.chunks));
   Scratch part;
@@ -409,13 +416,55 @@ Status normColumnSums(const char *op, Context *ctx, In x, In dy, const A *stats,
     SMP_RETURN_IF_ERROR(
         part.allocate(op, sizeof(A) * static_cast<size_t>(2 * split.chunks * n),
                       ctx->stream));
-  normGradColumns<A, Rms><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-      x, dy, stats, rows, n, split.rows, ds, db, part.as<A>());
+  launch(grid, split.rows, part.as<A>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
   if (split.chunks == 1)
     return Status::success();
-  return launchGrid(op, ctx, n, normGradColumnsFinish<A>, part.as<const A>(),
-                    split.chunks, n, ds, db);
+  int64_t tiles32 = (n + kColsX - 1) / kColsX;
+  normGradColumnsFinish<A>
+      <<<static_cast<unsigned>(std::clamp<int64_t>(tiles32, 1, 1 << 20)),
+         dim3(kColsX, kColsY), 0, ctx->stream>>>(part.as<const A>(),
+                                                 split.chunks, n, ds, db);
+  return launchStatus(op);
+}
+
+/// The gradient's kernels with a warp per row and 16-byte accesses where
+/// the tensors allow them (one dtype, whole aligned vectors: the hidden
+/// states of a transformer); `done` false: not taken.
+template <class A, bool Rms>
+Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
+                    const TensorRef &dy, const TensorRef &dx,
+                    const TensorRef *residual, In w, int64_t rows, int64_t n,
+                    float eps, A *stats, Out ds, Out db, bool &done) {
+  done = false;
+  if (dy.dtype != x.dtype || dx.dtype != x.dtype ||
+      (residual && residual->dtype != x.dtype))
+    return Status::success();
+  return visitFloat(x.dtype, op, [&](auto tag) -> Status {
+    using S = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<typename FT<S>::C, A>) {
+      return Status::success();
+    } else {
+      const S *res = residual ? residual->as<S>() : nullptr;
+      if (!warpRowsFit<S>(n, 1, {x.data, dy.data, dx.data, res}))
+        return Status::success();
+      done = true;
+      normGradRowsWarp<S, Rms><<<warpRowBlocks(rows), kWarpRowsThreads,
+                                 n * sizeof(A), ctx->stream>>>(
+          x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n, eps, stats);
+      SMP_RETURN_IF_ERROR(launchStatus(op));
+      int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+      // Chunks of 64 rows: a hidden size of 768 is 3 tiles wide.
+      return columnSums<A>(
+          op, ctx, tiles, rows, n, 64, ds, db,
+          [&](dim3 grid, int64_t chunkRows, A *part) {
+            normGradColumnsVec<S, Rms>
+                <<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+                    x.as<S>(), dy.as<S>(), stats, rows, n, chunkRows, ds, db,
+                    part);
+          });
+    }
+  });
 }
 
 template <class A, bool Rms>
@@ -442,13 +491,25 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
     dsOut = Out{ds.as<A>(), dtypeOfCompute<A>()};
     dbOut = Out{dbias ? db.as<A>() : nullptr, dtypeOfCompute<A>()};
   }
-  In xo = asIn(x), go = asIn(dy);
-  normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
-      xo, go, wView, asIn(residual), asOut(dx), rows, n, eps, stats.as<A>());
-  SMP_RETURN_IF_ERROR(launchStatus(op));
-  Status sums = normColumnSums<A, Rms>(op, ctx, xo, go, stats.as<A>(), rows, n,
-                                       dsOut, dbOut);
-  SMP_RETURN_IF_ERROR(sums);
+  bool done;
+  Status warp = normGradWarp<A, Rms>(op, ctx, x, dy, dx, residual, wView, rows,
+                                     n, eps, stats.as<A>(), dsOut, dbOut, done);
+  SMP_RETURN_IF_ERROR(warp);
+  if (!done) {
+    In xo = asIn(x), go = asIn(dy);
+    normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
+        xo, go, wView, asIn(residual), asOut(dx), rows, n, eps, stats.as<A>());
+    SMP_RETURN_IF_ERROR(launchStatus(op));
+    Status sums = columnSums<A>(
+        op, ctx, (n + kColsX - 1) / kColsX, rows, n, ReduceChunks::kMinRows,
+        dsOut, dbOut, [&](dim3 grid, int64_t chunkRows, A *part) {
+          normGradColumns<A, Rms>
+              <<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+                  xo, go, stats.as<A>(), rows, n, chunkRows, dsOut, dbOut,
+                  part);
+        });
+    SMP_RETURN_IF_ERROR(sums);
+  }
   if (!folded)
     return Status::success();
   SMP_RETURN_IF_ERROR(foldParam<A>(op, ctx, ds.as<A>(), norm, scale, dscale));

@@ -16,6 +16,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 using namespace smp::cudaemu;
@@ -199,6 +201,20 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
 
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, enum cudaMemPoolAttr,
                                     void *) {
+  return cudaSuccess;
+}
+
+/// Each device's default pool: one EmuPool per device, never freed (the
+/// emulator's allocations keep no pool: a pool's attributes change nothing).
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
+  if (!memPool || checkDevice(device) != cudaSuccess)
+    return fail(cudaErrorInvalidValue,
+                "cudaDeviceGetDefaultMemPool: bad device");
+  static std::map<int, EmuPool> pools;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = pools.try_emplace(device, EmuPool{device}).first;
+  *memPool = reinterpret_cast<cudaMemPool_t>(&it->second);
   return cudaSuccess;
 }
 

@@ -21,7 +21,7 @@ struct Cli {
       saveOnnx, sourceModel, tensorboardDir, progress = "auto", evalDir,
                                              evalPredictionsDir;
   int64_t steps = 0, ckptEvery = 0, threads = 0, ranks = 0, logEvery = 10,
-          evalEvery = 0;
+          evalEvery = 0, profileWarmup = 0;
   double timeout = 600;
   bool resume = false, resetOptimizer = false, resetData = false,
        checkFinite = false;

@@ -248,6 +248,16 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   if (!cli.profilePath.empty())
     exec.enableProfiling();
   auto start = std::chrono::steady_clock::now();
+  // --profile-warmup K: the profile (and its run time) restart after step K.
+  auto profileStart = start;
+  if (cli.profileWarmup > 0)
+    topts.afterStep = [&, first = true](int64_t done) mutable {
+      if (first && done >= cli.profileWarmup) {
+        first = false;
+        exec.enableProfiling();
+        profileStart = std::chrono::steady_clock::now();
+      }
+    };
   smprt::TrainStop stop;
   smprt::Status s = smprt::train(exec, topts, records, &stop);
   if (!s.ok())
@@ -264,9 +274,9 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   if (!cli.saveOnnx.empty())
     if (int rc = saveOnnx(cli, exec, comm))
       return rc;
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  auto end = std::chrono::steady_clock::now();
+  double seconds = std::chrono::duration<double>(end - start).count();
+  double profiled = std::chrono::duration<double>(end - profileStart).count();
   if (!(s = comm.barrier("the end barrier")).ok())
     return fail(s.error);
   // Every rank profiles: rank R > 0 writes FILE.rank<R>.
@@ -275,7 +285,7 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
                               rank == 0 ? cli.profilePath
                                         : cli.profilePath + ".rank" +
                                               std::to_string(rank),
-                              seconds, rank == 0))
+                              profiled, rank == 0))
       return rc;
   if (rank != 0)
     return 0;

@@ -424,6 +424,8 @@ Status train(Executor &exec, const TrainOptions &options,
     rec.wallTime = startWall + rec.elapsed;
     rec.samplesPerSecond = globalBatch / std::max(rec.seconds, 1e-9);
     records.push_back(rec);
+    if (options.afterStep)
+      options.afterStep(k + 1);
     if (rec.skipped && LrSchedule::skipsOverflows(schedule.kind))
       record.schedule->set_skipped_steps(++schedule.skippedSteps);
     if (!(status = reporter.step(rec)).ok())

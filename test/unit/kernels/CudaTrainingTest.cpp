@@ -337,17 +337,21 @@ TEST_F(Cuda, CrossEntropyPaddedRowsAreTheCpus) {
 }
 
 /// smp-fuse-sum-squares: the gradient norm's sum of squares over many
-/// tensors (more than one launch's table of 96, sizes from a scalar to
-/// more than 64 blocks' worth; f32 with bf16 and f16 among them, as
-/// smp-fuse-grad-casts leaves them), against the CPU's.
+/// tensors (150, sizes from a scalar to many chunks' worth, whole chunks
+/// read 16 bytes at a time and tails; f32 with bf16 and f16 among them, as
+/// smp-fuse-grad-casts leaves them; an empty one), against the CPU's.
 TEST_F(Cuda, SumSquares) {
   std::vector<Host> xs;
   std::vector<std::unique_ptr<Dev>> ds;
   std::vector<TensorRef> hrefs, drefs;
   for (unsigned i = 0; i < 150; ++i) {
-    std::vector<int64_t> shape = i == 7 ? std::vector<int64_t>{300000}
-                                 : i % 3 == 0 ? std::vector<int64_t>{}
-                                              : std::vector<int64_t>{3, 50 + 7 * int64_t(i)};
+    std::vector<int64_t> shape =
+        i == 7       ? std::vector<int64_t>{300000}  // f32
+        : i == 9     ? std::vector<int64_t>{2, 8200} // f16
+        : i == 11    ? std::vector<int64_t>{3, 8197} // bf16
+        : i == 13    ? std::vector<int64_t>{0, 4}    // empty
+        : i % 3 == 0 ? std::vector<int64_t>{}
+                     : std::vector<int64_t>{3, 50 + 7 * int64_t(i)};
     DType t = i % 5 == 1 ? DType::BF16 : i % 7 == 2 ? DType::F16 : DType::F32;
     xs.push_back(random(t, shape, -2, 2, 500 + i));
   }

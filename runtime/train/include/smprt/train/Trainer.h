@@ -44,6 +44,11 @@ struct TrainOptions {
   // resumed and how samples are converted (warning false), and each warning
   // about what a resume could not check (warning true).
   std::function<void(bool warning, const std::string &line)> onNote;
+  // Called on every rank after each step, with the steps done so far (k + 1
+  // after 0-based step k; a resumed run counts from its checkpoint), before
+  // the step's evaluation and checkpoint: smprun --profile-warmup starts
+  // profiling there.
+  std::function<void(int64_t done)> afterStep;
 };
 
 /// The learning rate of 0-based step `k` of a run of `total` steps under

@@ -1,0 +1,274 @@
+//===- NormWarp.cuh - Norm kernels on 16-byte vectors, a warp per row -----===//
+//
+// The layer / RMS norm kernels Norm.cu takes where the rows allow it (one
+// dtype, whole aligned 16-byte vectors: a transformer's hidden states): the
+// forward and dx with a warp per row (the parameters staged in shared
+// memory, the statistics warp shuffles), and the parameters' gradients
+// summed over 16-byte vectors of columns. The same arithmetic per element
+// as Norm.cu's block-per-row kernels, the sums in other groupings. On an
+// H200 (GPT-2 124M, [16,384 x 768] bf16) the block-per-row kernels had
+// taken 86 us a forward and 0.49 ms a gradient, their threads three 2-byte
+// loads each between block-wide barriers (docs/benchmarks.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SMP_KERNELS_CUDA_NORMWARP_CUH
+#define SMP_KERNELS_CUDA_NORMWARP_CUH
+
+#include "Common.cuh"
+
+namespace smp::kernels::cuda::detail {
+
+/// The column kernels' blocks: kColsX columns (or 16-byte vectors of
+/// columns) x kColsY row slices.
+constexpr int kColsX = 32, kColsY = 8;
+
+/// Column j's sums (scale, bias) over row chunk c: into `part` (chunks of
+/// them, for normGradColumnsFinish) or, with no part, into ds and db.
+template <class A>
+__device__ inline void storeColumnSums(A *part, int64_t c, int64_t chunks,
+                                       int64_t n, int64_t j, A s, A b, Out ds,
+                                       Out db) {
+  if (part) {
+    part[c * n + j] = s;
+    part[(chunks + c) * n + j] = b;
+    return;
+  }
+  ds.store(j, static_cast<double>(A(0) + s));
+  if (db.p)
+    db.store(j, static_cast<double>(A(0) + b));
+}
+
+/// A column block's sums over its kColsY thread rows: thread (tx, ty) holds
+/// its rows' sums s and b of column j; row 0 adds the other rows' in order
+/// and stores them (storeColumnSums). Every thread of the block calls it.
+template <class A>
+__device__ void columnRowsSum(A (&ps)[kColsY][kColsX], A (&pb)[kColsY][kColsX],
+                              int64_t j, int64_t n, A s, A b, A *part,
+                              int64_t c, int64_t chunks, Out ds, Out db) {
+  int tx = threadIdx.x, ty = threadIdx.y;
+  ps[ty][tx] = s;
+  pb[ty][tx] = b;
+  __syncthreads();
+  if (ty == 0 && j < n) {
+    for (int k = 1; k < kColsY; ++k) {
+      s += ps[k][tx];
+      b += pb[k][tx];
+    }
+    storeColumnSums(part, c, chunks, n, j, s, b, ds, db);
+  }
+  __syncthreads();
+}
+
+/// Row r's statistics over one warp (all 32 lanes call it): the mean (0
+/// for Rms) and 1 / sqrt(var + eps) (Rms: of the mean square) of the nv
+/// 16-byte vectors at xr, in C, the variance in two passes as normRows'.
+template <class S, bool Rms, class C>
+__device__ void warpRowStats(const Pack<S> *xr, int64_t nv, int64_t d,
+                             float eps, C &mean, C &rstd) {
+  int lane = threadIdx.x & 31;
+  mean = C(0);
+  if (!Rms) {
+    C sum = C(0);
+    for (int64_t v = lane; v < nv; v += 32) {
+      Pack<S> p = xr[v];
+#pragma unroll
+      for (int k = 0; k < Pack<S>::N; ++k)
+        sum += FT<S>::load(p.v[k]);
+    }
+    mean = warpAllSum(sum) / static_cast<C>(d);
+  }
+  C sq = C(0);
+  for (int64_t v = lane; v < nv; v += 32) {
+    Pack<S> p = xr[v];
+#pragma unroll
+    for (int k = 0; k < Pack<S>::N; ++k) {
+      C c = FT<S>::load(p.v[k]) - mean;
+      sq += c * c;
+    }
+  }
+  sq = warpAllSum(sq);
+  rstd = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
+}
+
+/// Copies the d values of p (absent: zeros) into dst as C and waits for the
+/// block: the parameters a block's rows all read, read once per block.
+template <class C> __device__ void stageParam(In p, C *dst, int64_t d) {
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x)
+    dst[j] = p.p ? static_cast<C>(p.load(j)) : C(0);
+  __syncthreads();
+}
+
+/// normRows with a warp per row and 16-byte accesses (d a multiple of
+/// Pack<S>::N, x and y 16-byte aligned; scale and bias staged in dynamic
+/// shared memory, 2 d C values): the same arithmetic, in the same order
+/// per element. A block per row made [16,384 x 768] bf16 rows 86 us on an
+/// H200, each thread three 2-byte loads between block-wide barriers.
+template <class S, bool Rms>
+__global__ void normRowsWarp(const S *x, S *y, int64_t rows, int64_t d,
+                             In scale, In bias, float eps) {
+  using C = typename FT<S>::C;
+  using P = Pack<S>;
+  extern __shared__ float4 normShared[];
+  C *sc = reinterpret_cast<C *>(normShared), *bi = sc + d;
+  stageParam(scale, sc, d);
+  stageParam(bias, bi, d);
+  int64_t nv = d / P::N, perBlock = blockDim.x >> 5;
+  int lane = threadIdx.x & 31;
+  for (int64_t r = blockIdx.x * perBlock + (threadIdx.x >> 5); r < rows;
+       r += gridDim.x * perBlock) {
+    const P *xr = reinterpret_cast<const P *>(x + r * d);
+    P *yr = reinterpret_cast<P *>(y + r * d);
+    C mean, rstd;
+    warpRowStats<S, Rms>(xr, nv, d, eps, mean, rstd);
+    for (int64_t v = lane; v < nv; v += 32) {
+      P p = xr[v], o;
+#pragma unroll
+      for (int k = 0; k < P::N; ++k) {
+        int64_t j = v * P::N + k;
+        C val = (FT<S>::load(p.v[k]) - mean) * rstd * sc[j];
+        if (bias.p)
+          val += bi[j];
+        o.v[k] = FT<S>::store(val);
+      }
+      yr[v] = o;
+    }
+  }
+}
+
+/// Rows a block of normRowsWarp or normGradRowsWarp takes (a warp each).
+constexpr int kWarpRowsThreads = 256;
+
+/// Blocks for `rows` rows a warp each.
+inline unsigned warpRowBlocks(int64_t rows) {
+  return blocksFor((rows + kWarpRowsThreads / 32 - 1) /
+                   (kWarpRowsThreads / 32));
+}
+
+/// Whether the warp-per-row kernels take rows of d S values: whole vectors,
+/// aligned, and `params` row-long C arrays in a block's shared memory.
+template <class S>
+bool warpRowsFit(int64_t d, int params,
+                 std::initializer_list<const void *> ps) {
+  using C = typename FT<S>::C;
+  return d % Pack<S>::N == 0 && aligned16(ps) &&
+         d * params * static_cast<int64_t>(sizeof(C)) <= 48 * 1024;
+}
+
+/// normGradRows with a warp per row and 16-byte accesses (x, dy, dx and the
+/// residual of one dtype S, n a multiple of Pack<S>::N, all aligned; the
+/// scale staged in shared memory as A): the same arithmetic per element.
+/// A block per row made a [16,384 x 768] bf16 gradient 0.49 ms on an H200.
+template <class S, bool Rms>
+__global__ void normGradRowsWarp(const S *x, const S *dy, In w, const S *res,
+                                 S *dx, int64_t rows, int64_t n, float eps,
+                                 typename FT<S>::C *stats) {
+  using A = typename FT<S>::C;
+  using P = Pack<S>;
+  extern __shared__ float4 normShared[];
+  A *ws = reinterpret_cast<A *>(normShared);
+  stageParam(w, ws, n);
+  int64_t nv = n / P::N, perBlock = blockDim.x >> 5;
+  int lane = threadIdx.x & 31;
+  A inv = A(1) / static_cast<A>(n);
+  for (int64_t r = blockIdx.x * perBlock + (threadIdx.x >> 5); r < rows;
+       r += gridDim.x * perBlock) {
+    const P *xr = reinterpret_cast<const P *>(x + r * n);
+    const P *gr = reinterpret_cast<const P *>(dy + r * n);
+    const P *rr = res ? reinterpret_cast<const P *>(res + r * n) : nullptr;
+    P *dr = reinterpret_cast<P *>(dx + r * n);
+    A mean, rstd;
+    warpRowStats<S, Rms>(xr, nv, n, eps, mean, rstd);
+    A sumD = A(0), sumDX = A(0);
+    for (int64_t v = lane; v < nv; v += 32) {
+      P px = xr[v], pg = gr[v];
+#pragma unroll
+      for (int k = 0; k < P::N; ++k) {
+        A xv = FT<S>::load(px.v[k]);
+        A d = FT<S>::load(pg.v[k]) * ws[v * P::N + k];
+        sumD += d;
+        sumDX += d * (Rms ? xv : (xv - mean) * rstd);
+      }
+    }
+    sumD = warpAllSum(sumD);
+    sumDX = warpAllSum(sumDX);
+    for (int64_t v = lane; v < nv; v += 32) {
+      P px = xr[v], pg = gr[v], o;
+      P pr = rr ? rr[v] : P{}; // before the store: may share memory
+#pragma unroll
+      for (int k = 0; k < P::N; ++k) {
+        A xv = FT<S>::load(px.v[k]);
+        A d = FT<S>::load(pg.v[k]) * ws[v * P::N + k];
+        A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
+                  : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
+        if (res) // the gradient rounded to S, then the residual added
+          g = FT<S>::load(FT<S>::store(g)) + FT<S>::load(pr.v[k]);
+        o.v[k] = FT<S>::store(g);
+      }
+      dr[v] = o;
+    }
+    if (lane == 0) {
+      stats[2 * r] = mean;
+      stats[2 * r + 1] = rstd;
+    }
+  }
+}
+
+/// normGradColumns with 16-byte accesses: a thread sums Pack<S>::N
+/// adjacent columns (x and dy of dtype S, n a multiple of Pack<S>::N,
+/// aligned), a block 32 x N columns.
+template <class S, bool Rms>
+__global__ void normGradColumnsVec(const S *x, const S *dy,
+                                   const typename FT<S>::C *stats, int64_t rows,
+                                   int64_t n, int64_t chunkRows, Out ds, Out db,
+                                   typename FT<S>::C *part) {
+  using A = typename FT<S>::C;
+  using P = Pack<S>;
+  constexpr int kW = kColsX * P::N; // a block's columns
+  __shared__ A ps[kColsY][kW], pb[kColsY][kW];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int64_t nv = n / P::N, c = blockIdx.y, r1 = min(rows, (c + 1) * chunkRows);
+  const P *xv = reinterpret_cast<const P *>(x);
+  const P *gv = reinterpret_cast<const P *>(dy);
+  for (int64_t v0 = static_cast<int64_t>(blockIdx.x) * kColsX; v0 < nv;
+       v0 += static_cast<int64_t>(gridDim.x) * kColsX) {
+    int64_t v = v0 + tx;
+    A s[P::N], b[P::N];
+#pragma unroll
+    for (int k = 0; k < P::N; ++k)
+      s[k] = b[k] = A(0);
+    if (v < nv)
+      for (int64_t r = c * chunkRows + ty; r < r1; r += kColsY) {
+        P pg = gv[r * nv + v], px = xv[r * nv + v];
+        A mean = Rms ? A(0) : stats[2 * r], rstd = stats[2 * r + 1];
+#pragma unroll
+        for (int k = 0; k < P::N; ++k) {
+          A g = FT<S>::load(pg.v[k]), xk = FT<S>::load(px.v[k]);
+          s[k] += g * (Rms ? xk * rstd : (xk - mean) * rstd);
+          b[k] += g;
+        }
+      }
+#pragma unroll
+    for (int k = 0; k < P::N; ++k) {
+      ps[ty][tx * P::N + k] = s[k];
+      pb[ty][tx * P::N + k] = b[k];
+    }
+    __syncthreads();
+    for (int e = ty * kColsX + tx; e < kW; e += kColsX * kColsY) {
+      int64_t j = v0 * P::N + e;
+      if (j >= n)
+        continue;
+      A ss = ps[0][e], bb = pb[0][e];
+      for (int k = 1; k < kColsY; ++k) {
+        ss += ps[k][e];
+        bb += pb[k][e];
+      }
+      storeColumnSums(part, c, int64_t(gridDim.y), n, j, ss, bb, ds, db);
+    }
+    __syncthreads();
+  }
+}
+
+} // namespace smp::kernels::cuda::detail
+
+#endif // SMP_KERNELS_CUDA_NORMWARP_CUH
