@@ -73,14 +73,15 @@ docs/bring-your-own-model.md). Files:
   bare_exact.onnx         two GroupNorms and two InstanceNorm1ds without
                           weight or bias, each pair of one input: an exact
                           merge; bare_exact/ its references (data: gpt/)
-  detach_ste.onnx, detach_stop.onnx, detach_frozen.onnx (and
+  detach_ste.onnx, detach_stop.onnx, detach_frozen.onnx, detach_probe.onnx (and
   detach_ste_noopt.onnx, detach_frozen_noopt.onnx: optimize=False;
   detach_ste_batch.onnx: a symbolic batch; detach_nograd.onnx: a
   torch.no_grad() block, its stack traces kept; detach_scaled.onnx: a
   weight read scaled, folded)
                           `.detach()` in the forward: a straight-through
                           rounding, a stop-gradient gate, a Linear's
-                          weight read detached; detach_{ste,stop,frozen}/
+                          weight read detached, a linear probe;
+                          detach_{ste,stop,frozen,probe}/
                           their references (data: gpt/)
   buffer_noopt.onnx       a float buffer fed to a Linear (Swin-v2's
                           relative_coords_table), optimize=False; buffer/
@@ -547,44 +548,6 @@ class BareNorms(nn.Module):
         return self.head(h.transpose(1, 2))
 
 
-class DetachLM(nn.Module):
-    """`.detach()` in the forward, which ONNX cannot say: kind "ste", a
-    straight-through rounding `h + (round(4h) / 4 - h).detach()` (VQ-VAE's,
-    BitNet's estimator); "stop", a gate of the embedding detached,
-    `h * sigmoid(x.detach())`; "frozen", a Linear's weight also read
-    detached, `F.linear(x, fc.weight.detach())`; "nograd", a gate computed
-    by a Linear of its own in a `with torch.no_grad():` block, which the
-    file cannot mark; "scaled", a Linear's weight also read scaled,
-    `F.linear(x, fc.weight * 0.5)`, which the exporter folds into a
-    constant."""
-
-    def __init__(self, kind):
-        super().__init__()
-        self.kind = kind
-        self.tok = nn.Embedding(VOCAB, DIM)
-        self.fc = nn.Linear(DIM, DIM)
-        if kind == "nograd":
-            self.gate = nn.Linear(DIM, DIM)
-        self.head = nn.Linear(DIM, VOCAB)
-
-    def forward(self, idx):
-        x = self.tok(idx)
-        h = self.fc(x)
-        if self.kind == "nograd":
-            with torch.no_grad():
-                g = torch.sigmoid(self.gate(x))
-            h = h * g
-        elif self.kind == "ste":
-            h = h + (torch.round(h * 4) / 4 - h).detach()
-        elif self.kind == "stop":
-            h = h * torch.sigmoid(x.detach())
-        elif self.kind == "scaled":
-            h = h + nn.functional.linear(x, self.fc.weight * 0.5)
-        else:
-            h = h + nn.functional.linear(x, self.fc.weight.detach())
-        return self.head(h)
-
-
 class BufferMlpLM(nn.Module):
     """Swin-v2's continuous position bias: a float buffer (a table of
     coordinates, register_buffer) fed to an MLP, so gradients reach it.
@@ -660,35 +623,6 @@ def write_bare_norms(out, idx, labels):
     write_refs(model, init, out / "bare_exact", idx, labels)
 
 
-def write_detached(out, idx, labels):
-    """detach_{ste,stop,frozen}.onnx (plain export), the optimize=False
-    exports of ste and frozen, ste's with a symbolic batch, and their
-    references."""
-    for kind in ("ste", "stop", "frozen"):
-        model, init, common = fresh(lambda: DetachLM(kind))
-        files = [(f"detach_{kind}.onnx", {})]
-        if kind != "stop":
-            files.append((f"detach_{kind}_noopt.onnx", {"optimize": False}))
-        if kind == "ste":  # for the pipeline plans
-            files.append(("detach_ste_batch.onnx", {"dynamic_shapes": {
-                "idx": {0: torch.export.Dim("batch")}}}))
-        for name, extra in files:
-            torch.onnx.export(model, (idx[:BATCH],), str(out / name),
-                              external_data=False, **common, **extra)
-            torch_refs.strip_stack_traces(out / name)
-        write_refs(model, init, out / f"detach_{kind}", idx, labels)
-    # The no_grad block is seen only by its stack traces: kept.
-    model, init, common = fresh(lambda: DetachLM("nograd"))
-    torch.onnx.export(model, (idx[:BATCH],), str(out / "detach_nograd.onnx"),
-                      external_data=False, **common)
-    # A parameter's image folded into a constant: refused, no references.
-    model, init, common = fresh(lambda: DetachLM("scaled"))
-    path = out / "detach_scaled.onnx"
-    torch.onnx.export(model, (idx[:BATCH],), str(path), external_data=False,
-                      **common)
-    torch_refs.strip_stack_traces(path)
-
-
 def write_deep_copied(out, idx, labels):
     """tenc_*.onnx and tenc/: nn.TransformerEncoder exported four ways;
     tseq_dynamo.onnx and tseq/: nn.Transformer."""
@@ -743,6 +677,7 @@ def main():
     if args.only in (None, "bare"):
         write_bare_norms(out, idx, labels)
     if args.only in (None, "detach"):
+        from export_traps_detach import write_detached
         write_detached(out, idx, labels)
     if args.only:
         print("wrote", out)

@@ -20,23 +20,22 @@
 namespace smp::onnx_frontend {
 namespace {
 
-/// The inputs of node i that are the values its call passes as the
-/// detached FX values `detached` (candidates: inputs its metadata does not
-/// explain), or nullopt where that cannot be told. A single-node call with
-/// one input per `%` argument reads them in order; otherwise each input is
-/// matched to an argument: made by a node of the same call (internal), a
-/// parameter the call passes, a constant, or a value of another call that
-/// the call passes. What is left are the detached values.
-std::optional<std::vector<int>>
-detachedInputs(FxGraph &fx, const onnx::GraphProto &g,
-               const std::map<std::string, std::string> &varOf, int i,
-               const std::vector<std::string> &args,
-               const std::vector<std::string> &undefinedArgs, int callNodes) {
+/// The inputs of node i that may be the values its call passes as the
+/// detached FX values (inputs its metadata does not explain). A single-node
+/// call with one input per `%` argument reads them in order: exactly the
+/// detached ones. Otherwise each input is matched to an argument: made by a
+/// node of the same call (internal), a parameter the call passes, a
+/// constant, or a value of another call that the call passes; what is left
+/// may be detached (the caller checks the call's nodes together: a linear
+/// call's Add reads none of them, its MatMul the detached input).
+std::vector<int> detachedInputs(FxGraph &fx, const onnx::GraphProto &g,
+                                const std::map<std::string, std::string> &varOf,
+                                int i, const std::vector<std::string> &args,
+                                const std::vector<std::string> &undefinedArgs,
+                                bool positional) {
   const onnx::NodeProto &n = g.node(i);
-  size_t detached = llvm::count_if(
-      undefinedArgs, [](const std::string &a) { return fxOp(a) == "detach"; });
   std::vector<int> inputs;
-  if (callNodes == 1 && n.input_size() == static_cast<int>(args.size())) {
+  if (positional) {
     for (int k = 0; k < n.input_size(); ++k)
       if (llvm::is_contained(undefinedArgs, args[k]) &&
           fxOp(args[k]) == "detach")
@@ -71,11 +70,16 @@ detachedInputs(FxGraph &fx, const onnx::GraphProto &g,
       continue;
     inputs.push_back(k);
   }
-  // Every undefined argument a detach, one input each.
-  if (detached != undefinedArgs.size() || inputs.size() != detached)
-    return std::nullopt;
   return inputs;
 }
+
+/// The detached inputs found for one call (its nodes' metadata text).
+struct DetachedCall {
+  int firstNode = -1;
+  std::vector<std::string> undefinedArgs;
+  bool positional = true;                  // every node read in order
+  std::vector<std::pair<int, int>> inputs; // (node, input index)
+};
 
 } // namespace
 
@@ -93,9 +97,9 @@ stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
   for (const std::string &text : fx.nodeFx)
     if (!text.empty())
       ++callNodes[text];
-  std::map<std::string, std::string> made; // value#detach -> its Identity
-  int original = g.node_size();
-  for (int i = 0; i < original; ++i) {
+  std::map<std::string, DetachedCall> calls; // by the call's metadata
+  std::vector<std::string> order;            // the calls, first seen first
+  for (int i = 0; i < g.node_size(); ++i) {
     const std::string &text = fx.nodeFx[i];
     if (g.node(i).op_type() == "Identity" &&
         fxCalls(text, "aten.detach.default")) {
@@ -110,17 +114,43 @@ stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
     if (llvm::none_of(undefinedArgs,
                       [](const std::string &a) { return fxOp(a) == "detach"; }))
       continue;
-    auto inputs =
-        detachedInputs(fx, g, varOf, i, args, undefinedArgs, callNodes[text]);
-    if (!inputs || inputs->empty())
-      return refuse(path, "node '" + g.node(i).name() + "' reads " +
-                              joinNames(undefinedArgs) +
+    auto [it, fresh] = calls.try_emplace(text);
+    DetachedCall &call = it->second;
+    if (fresh) {
+      call.firstNode = i;
+      call.undefinedArgs = undefinedArgs;
+      order.push_back(text);
+    }
+    bool positional = callNodes[text] == 1 &&
+                      g.node(i).input_size() == static_cast<int>(args.size());
+    call.positional = call.positional && positional;
+    for (int k :
+         detachedInputs(fx, g, varOf, i, args, undefinedArgs, positional))
+      call.inputs.push_back({i, k});
+  }
+  std::map<std::string, std::string> made; // value#detach -> its Identity
+  for (const std::string &text : order) {
+    const DetachedCall &call = calls[text];
+    // Every undefined argument a detach, and as many detached values as
+    // detaches (a value the call's nodes read twice counts once), unless
+    // the one node's inputs are its arguments in order.
+    std::set<std::string> detaches, values;
+    for (const std::string &a : call.undefinedArgs)
+      if (fxOp(a) == "detach")
+        detaches.insert(a);
+    for (auto [node, k] : call.inputs)
+      values.insert(g.node(node).input(k));
+    if (values.empty() ||
+        (!call.positional && (detaches.size() != call.undefinedArgs.size() ||
+                              values.size() != detaches.size())))
+      return refuse(path, "node '" + g.node(call.firstNode).name() +
+                              "' reads " + joinNames(call.undefinedArgs) +
                               " where PyTorch detaches a value (.detach(): no "
                               "gradient flows back through it), and the "
                               "exporter's optimiser removed the detach: smp "
                               "cannot tell which of the node's inputs it is");
-    for (int k : *inputs) {
-      std::string v = g.node(i).input(k);
+    for (auto [node, k] : call.inputs) {
+      std::string v = g.node(node).input(k);
       std::string out = v + "#detach";
       if (!made.count(out)) {
         onnx::NodeProto *id = g.add_node();
@@ -131,7 +161,7 @@ stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
         made[out] = id->name();
         stops.insert(id->name());
       }
-      g.mutable_node(i)->set_input(k, out);
+      g.mutable_node(node)->set_input(k, out);
     }
   }
   return stops;
