@@ -68,6 +68,14 @@ std::optional<Values> readValues(const onnx::TensorProto &t,
   return out;
 }
 
+/// The elements of `t` by its dims (no data read).
+int64_t elementCount(const onnx::TensorProto &t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims())
+    n *= d;
+  return n;
+}
+
 /// Whether `fold` is a strictly monotone function of `param`'s values taken
 /// in `order` (fold[k] is the image of param[order[k]]): sorted by the
 /// parameter's values, which must be distinct, the fold's rise or fall.
@@ -141,32 +149,43 @@ refuseFoldedParameterImages(const onnx::GraphProto &g, llvm::StringRef path,
   for (const auto &[var, target] : sig)
     targets.insert(target);
   std::set<std::string> folds = dynamoConstantFolds(g);
+  // The folds by element count: a parameter is read only when one has its
+  // size (reading every parameter would hold the model's weights again, in
+  // double).
+  std::map<int64_t, std::vector<const onnx::TensorProto *>> foldsBySize;
+  for (const auto &t : g.initializer())
+    if (folds.count(t.name()) && !targets.count(t.name()))
+      foldsBySize[elementCount(t)].push_back(&t);
+  if (foldsBySize.empty())
+    return llvm::Error::success();
   // The parameters in the file: under their names, or folded and read by
   // their calls (a Linear's transposed weight, `val_0`).
   std::vector<std::string> names;
   for (const auto &t : g.initializer())
     names.push_back(t.name());
   std::set<std::string> paramReads = readByParameterCalls(g, names);
-  std::vector<std::pair<std::string, Values>> params;
-  for (const auto &t : g.initializer())
-    if ((targets.count(t.name()) || paramReads.count(t.name())) &&
-        !folds.count(t.name()))
-      if (auto v = readValues(t, ctx, modelDir))
-        params.push_back({t.name(), std::move(*v)});
-  for (const auto &t : g.initializer()) {
-    if (!folds.count(t.name()) || targets.count(t.name()))
+  std::map<std::string, std::optional<Values>> foldValues;
+  for (const auto &p : g.initializer()) {
+    auto same = foldsBySize.find(elementCount(p));
+    if (same == foldsBySize.end() || folds.count(p.name()) ||
+        !(targets.count(p.name()) || paramReads.count(p.name())))
       continue;
-    auto fold = readValues(t, ctx, modelDir);
-    if (!fold)
+    auto param = readValues(p, ctx, modelDir);
+    if (!param)
       continue;
-    for (const auto &[name, param] : params) {
-      auto how = imageOf(param, *fold);
+    for (const onnx::TensorProto *t : same->second) {
+      auto [it, fresh] = foldValues.try_emplace(t->name());
+      if (fresh)
+        it->second = readValues(*t, ctx, modelDir);
+      if (!it->second)
+        continue;
+      auto how = imageOf(*param, *it->second);
       if (!how)
         continue;
-      std::string what = describeParameter(g, name, sig);
+      std::string what = describeParameter(g, p.name(), sig);
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          path + ": initializer '" + t.name() +
+          path + ": initializer '" + t->name() +
               "' holds a function of parameter " + what +
               ": each value a strictly monotone function of one of its "
               "values, " +
