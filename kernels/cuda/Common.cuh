@@ -493,6 +493,19 @@ __device__ inline MultiChunk multiChunk(const int64_t *firstBlock,
   return MultiChunk{lo, (b - firstBlock[lo]) * kMultiChunk};
 }
 
+/// The device copies of a multi-tensor launch's descriptors and of its
+/// plan's first blocks (a plan of more than INT32_MAX blocks is refused).
+template <class D>
+Status uploadMulti(const char *op, const Context *ctx,
+                   const std::vector<D> &descs, const MultiTensorPlan &plan,
+                   Scratch &dDescs, Scratch &dFirst) {
+  if (plan.blocks > INT32_MAX)
+    return Status::failure(std::string(op) +
+                           ": too many elements for one launch");
+  SMP_RETURN_IF_ERROR(upload(op, descs, dDescs, ctx->stream));
+  return upload(op, plan.firstBlock, dFirst, ctx->stream);
+}
+
 /// Enqueues kernel(descs, firstBlock, count, args...) on the calling
 /// thread's context, a block for each chunk of `plan` (descs[k] describes
 /// its tensor k; both arrays are copied to the device).
@@ -505,12 +518,8 @@ Status launchMulti(const char *op, const std::vector<D> &descs,
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   if (descs.empty())
     return Status::success();
-  if (plan.blocks > INT32_MAX)
-    return Status::failure(std::string(op) +
-                           ": too many elements for one launch");
   Scratch dDescs, dFirst;
-  SMP_RETURN_IF_ERROR(upload(op, descs, dDescs, ctx->stream));
-  SMP_RETURN_IF_ERROR(upload(op, plan.firstBlock, dFirst, ctx->stream));
+  SMP_RETURN_IF_ERROR(uploadMulti(op, ctx, descs, plan, dDescs, dFirst));
   kernel<<<static_cast<unsigned>(plan.blocks), kThreads, 0, ctx->stream>>>(
       dDescs.template as<D>(), dFirst.as<int64_t>(),
       static_cast<int64_t>(descs.size()), args...); // cudaemu-name: op

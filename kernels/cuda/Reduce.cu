@@ -386,12 +386,9 @@ Status sumSquares(const std::vector<TensorRef> &inputs, const TensorRef &out) {
     descs.push_back({x.data, x.numel(), x.dtype});
     plan.add(x.numel()); // an empty tensor: no blocks
   }
-  if (plan.blocks > INT32_MAX)
-    return fail(name, "too many elements for one launch");
   int64_t tensors = static_cast<int64_t>(inputs.size());
   Scratch dDescs, dFirst, part, sums;
-  SMP_RETURN_IF_ERROR(upload(name, descs, dDescs, ctx->stream));
-  SMP_RETURN_IF_ERROR(upload(name, plan.firstBlock, dFirst, ctx->stream));
+  SMP_RETURN_IF_ERROR(uploadMulti(name, ctx, descs, plan, dDescs, dFirst));
   SMP_RETURN_IF_ERROR(part.allocate(
       name,
       static_cast<size_t>(std::max<int64_t>(plan.blocks, 1)) * sizeof(double),

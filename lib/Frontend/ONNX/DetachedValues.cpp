@@ -128,7 +128,7 @@ stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
          detachedInputs(fx, g, varOf, i, args, undefinedArgs, positional))
       call.inputs.push_back({i, k});
   }
-  std::map<std::string, std::string> made; // value#detach -> its Identity
+  std::set<std::string> made; // the Identity nodes put back (value#detach)
   for (const std::string &text : order) {
     const DetachedCall &call = calls[text];
     // Every undefined argument a detach, and as many detached values as
@@ -152,14 +152,13 @@ stopDetachedGradients(onnx::GraphProto &g, llvm::StringRef path,
     for (auto [node, k] : call.inputs) {
       std::string v = g.node(node).input(k);
       std::string out = v + "#detach";
-      if (!made.count(out)) {
+      if (made.insert(out).second) {
         onnx::NodeProto *id = g.add_node();
         id->set_op_type("Identity");
         id->set_name(out);
         id->add_input(v);
         id->add_output(out);
-        made[out] = id->name();
-        stops.insert(id->name());
+        stops.insert(out);
       }
       g.mutable_node(node)->set_input(k, out);
     }
