@@ -121,5 +121,40 @@ attention_stage() {
   cp "$LOGS/attention.md" "$DEST/attention.md"
   cat "$LOGS/attention.md" >> "$SUMMARY"
   [ "$result" = ok ] || echo "$result" >> "$SUMMARY"
+  [ $rc != 0 ] || [ "$dev" != cuda ] || [ ${#small[@]} != 0 ] ||
+    attention_counters
   stage_end "attention kernels" "$result"
+}
+
+# The hardware counters of smp's attention kernels at GPT-2 124M's shape
+# (Nsight Compute, where the machine has it and its runtime lets it read
+# them; --clock-control none: the clocks as they are): the last forward,
+# key pass and query pass of `smp-cuda-attention-bench --first --iters 1`
+# (its 10th to 12th kernels with "Mma" in their names), the whole report
+# in attention-ncu.txt, its figures and the profiler's advice in summary.md.
+attention_counters() {
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |
+    tail -n 1 || true)
+  if [ -z "$ncu" ]; then
+    echo "_attention counters: no ncu on this machine_" >> "$SUMMARY"
+    return 0
+  fi
+  room "attention counters" 60 || return 0
+  local rc=0
+  limited 90 "$ncu" --clock-control none -k regex:Mma --launch-skip 9 \
+    --launch-count 3 --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section WarpStateStats \
+    --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section SchedulerStats --section InstructionStats \
+    "$BIN/smp-cuda-attention-bench" --first --iters 1 \
+    > "$LOGS/attention-ncu.txt" 2>&1 || rc=$?
+  cp "$LOGS/attention-ncu.txt" "$DEST/attention-ncu.txt"
+  {
+    echo "### Attention kernels' counters (ncu, exit $rc)"
+    echo '```'
+    grep -E 'attn[A-Za-z]+Mma|Duration|Throughput|Registers Per|Occupancy|Warp Cycles Per|Issue Slots|Bank Conflicts|Executed Ipc|(OPT|WRN)' \
+      "$LOGS/attention-ncu.txt" | cut -c1-220 | head -n 150
+    echo '```'
+  } >> "$SUMMARY"
 }

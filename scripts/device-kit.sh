@@ -38,7 +38,9 @@
 #            attention kernels, bf16, forward and training, smp's
 #            (smp-cuda-attention-bench) against PyTorch's SDPA flash and
 #            cuDNN backends (bench/attention_torch.py) on the same shapes,
-#            one table (attention.md; not with --device cpu);
+#            one table (attention.md; not with --device cpu); where ncu is
+#            found, the kernels' hardware counters at GPT-2's shape
+#            (attention-ncu.txt, the figures in summary.md);
 #         3. the CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh
 #            run), 60 s for each smprun at most;
 #         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
@@ -68,7 +70,8 @@
 #       summary.md (the results in one page, a line per suite check as it
 #       is printed, a line per benchmark row as it ends, the profile
 #       tables, each stage's seconds, and the stages' table at the end);
-#       suite.txt; bench.md; attention.md; all.tar.gz (every log, metrics
+#       suite.txt; bench.md; attention.md; attention-ncu.txt; all.tar.gz
+#       (every log, metrics
 #       file, profile and test report), refreshed after every stage.
 #       --device cpu runs the same steps on the CPU (the GPU tests skip; no
 #       attention stage; the benchmark on a small GPT, no torch.compile):
@@ -81,7 +84,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 
 # The benchmark's ablations, NAME:smpc flags: each compiled beside the
 # benchmark's artifact and timed against it (stage 7).
-ABLATIONS=("no-pad-vocab:--no-pad-vocab")
+ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).
@@ -185,7 +188,13 @@ pack() {
     rm "$w"
   done
   # Compressed: most of it is OpenBLAS and the CUDA kernels' fat binaries.
-  tar -C "$kit" -cJf "$kit/payload.tar.xz" payload
+  # xz -9's 64 MiB window spans the three binaries that hold the same
+  # kernels, so each is stored once (xz's default 8 MiB window does not:
+  # 20.3 MB against 13.1 MB for this payload on 2026-12-04). XZ_OPT, when
+  # set, chooses instead (the tests' -2: seconds, not a minute).
+  local level=(-9)
+  [ -z "${XZ_OPT:-}" ] || level=()
+  tar -C "$kit" -cf - payload | xz "${level[@]}" -T1 > "$kit/payload.tar.xz"
   rm -rf "$kit/payload"
   local bytes
   bytes=$(du -sb "$kit" | cut -f1)

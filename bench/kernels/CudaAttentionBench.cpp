@@ -1,8 +1,8 @@
 //===- CudaAttentionBench.cpp - The CUDA attention kernels' speed ---------===//
 //
-// smp-cuda-attention-bench [--small] [--iters N]: times the CUDA backend's
-// attention (forward) and attention + attention_grad (training) in bf16 on
-// the shapes of docs/benchmarks.md ("Fused attention on the GPU") and
+// smp-cuda-attention-bench [--small] [--first] [--iters N]: times the CUDA
+// backend's attention (forward) and attention + attention_grad (training) in
+// bf16 on the shapes of docs/benchmarks.md ("Fused attention on the GPU") and
 // prints one markdown table row per shape, the same columns as
 // bench/attention_torch.py prints for PyTorch's scaled_dot_product_attention
 // on the same GPU (scripts/device-kit.sh runs both). FLOPs are counted as
@@ -11,7 +11,11 @@
 // row with the forward's 128-query blocks (setAttentionForwardRows; the
 // backward is the same kernel in both rows). --small: shapes the CUDA
 // emulator runs in seconds (smp-cuda-attention-bench-emu; a rehearsal,
-// its times mean nothing). Exits 2 without a CUDA device.
+// its times mean nothing). --first: only the first shape's first row (GPT-2
+// 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
+// in this order, the forward 3 times, then the forward, Dsum, keys and
+// queries passes 3 times (device-kit.sh profiles the last of each under
+// ncu). Exits 2 without a CUDA device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,16 +134,18 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool small = false;
+  bool small = false, first = false;
   int iters = 10;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small"))
       small = true;
+    else if (!std::strcmp(argv[i], "--first"))
+      first = true;
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
       iters = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: smp-cuda-attention-bench [--small] "
-                           "[--iters N]\n");
+                           "[--first] [--iters N]\n");
       return 2;
     }
   }
@@ -164,6 +170,8 @@ int main(int argc, char **argv) {
               "training ms | training TFLOP/s |\n|---|---|---|---|---|---|\n");
   for (const Shape &s : shapes) {
     run(*ctx, s, small ? 1 : iters, 64);
+    if (first)
+      break;
     if (s.d <= 64) // the forward's other block size (the same results)
       run(*ctx, s, small ? 1 : iters, 128);
   }

@@ -26,7 +26,19 @@
 // f32. Key tiles above the causal diagonal are not visited; elements are
 // masked (causal, the mask, past the sequences) only in tiles that need it.
 // A dropout on the probabilities scales P by each element's mask factor
-// (dropFactor) after the softmax's sums, as Attention.cu's kernels do.
+// (dropFactor) after the softmax's sums, as Attention.cu's kernels do; each
+// kernel has an instance with the dropout and one without (kDrop), so that
+// the loops without it hold none of its code (inlined into the unrolled
+// loops, the draws had made them 9,000 to 22,000 instructions long, and the
+// warps waited for instructions to be fetched).
+//
+// Speed (docs/benchmarks.md, "Fused attention on the GPU"): every loop
+// over a fragment is unrolled (a loop left rolled puts its register arrays
+// in local memory: `nvcc -Xptxas -v` shows no stack frame for the
+// instances without dropout); the softmax works in base 2, one multiply-add
+// and one ex2.approx a probability, the statistics stored in lse in base e
+// (docs/architecture.md says what that rounds); a tile that needs masking
+// without a mask tensor compares indices only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,7 +157,9 @@ template <class S, int D>
 __device__ void fragmentsToTile(const float (&c)[D / 8][4], float scale,
                                 S *tile, int r0) {
   int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+#pragma unroll
   for (int nt = 0; nt < D / 8; ++nt)
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
       S *p = tile + (r0 + g + 8 * half) * kLd<D> + nt * 8 + 2 * t;
       p[0] = FT<S>::store(scale * c[nt][2 * half]);
@@ -159,6 +173,7 @@ template <class S, int kM, int kN>
 __device__ inline void mmaPairs(float (&acc)[kM][kN][4], int nt,
                                 const uint32_t (&fa)[kM][4],
                                 const uint32_t (&fb)[4]) {
+#pragma unroll
   for (int m = 0; m < kM; ++m) {
     mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
     mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
@@ -171,14 +186,20 @@ __device__ inline void mmaPairs(float (&acc)[kM][kN][4], int nt,
 template <class S, int D, int kM>
 __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
                            const S *b) {
+#pragma unroll
   for (int m = 0; m < kM; ++m)
+#pragma unroll
     for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[m][nt][i] = 0.0f;
+#pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t fa[kM][4];
+#pragma unroll
     for (int m = 0; m < kM; ++m)
       loadA(fa[m], a, kLd<D>, r0 + 16 * m, kk * 16);
+#pragma unroll
     for (int nt = 0; nt < kNt; nt += 2) {
       uint32_t fb[4];
       loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
@@ -192,10 +213,13 @@ __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
 template <class S, int D, int kM>
 __device__ void accumulatePX(float (&acc)[kM][D / 8][4],
                              const float (&p)[kM][kNt][4], const S *x) {
+#pragma unroll
   for (int kk = 0; kk < kAttnTile / 16; ++kk) {
     uint32_t fa[kM][4];
+#pragma unroll
     for (int m = 0; m < kM; ++m)
       packA<S>(fa[m], p[m][2 * kk], p[m][2 * kk + 1]);
+#pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t fb[4];
       loadB2(fb, x, kLd<D>, kk * 16, nt * 8);
@@ -223,75 +247,122 @@ __device__ inline void fragmentQueryKey(int nt, int e, int64_t r0, int64_t c0,
   j = kKeyRows ? r : c;
 }
 
-/// The warp's scores scaled, with -inf where key j may not be seen by query
-/// i. Fragment rows start at query r0 and columns at key c0; kKeyRows: the
-/// rows are keys and the columns queries (the key pass's S^T).
+/// log2(e): the kernels' softmax works in base 2 (one multiply-add and one
+/// ex2 a probability, as FlashAttention's), the statistics they keep (lse:
+/// the row maximum m and log l) in base e.
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+/// 2^x, the hardware's approximation (ex2.approx.ftz: 2 ulp; 0 for -inf).
+__device__ inline float exp2Fast(float x) {
+#ifdef SMP_CUDAEMU
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
+/// The warp's scores scaled and in base 2 (times log2(e)), with -inf where
+/// key j may not be seen by query i. Fragment rows start at query r0 and
+/// columns at key c0; kKeyRows: the rows are keys and the columns queries
+/// (the key pass's S^T). A tile without masked elements takes one multiply
+/// an element (the branch is the whole tile's, outside the unrolled loop);
+/// one on the causal diagonal or a sequence's end without a mask tensor a
+/// comparison or three more.
 template <class S, bool kKeyRows>
 __device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
                              int64_t h, int64_t r0, int64_t c0, bool mask) {
-  for (int nt = 0; nt < kNt; ++nt)
-    for (int e = 0; e < 4; ++e) {
-      float v = a.scale * s[nt][e];
-      if (mask) {
-        int64_t i, j;
-        fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
-        float add;
-        if (i >= a.g.s || j >= a.g.sk || !maskAt<S>(a, b, h, i, j, add))
-          v = -INFINITY;
-        else
-          v += add;
+  float scale = a.scale * kLog2e;
+  if (!mask || !a.mask) {
+#pragma unroll
+    for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        bool off = false;
+        if (mask) {
+          int64_t i, j;
+          fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
+          off = i >= a.g.s || j >= a.g.sk || (a.causal && j > i);
+        }
+        s[nt][e] = off ? -INFINITY : s[nt][e] * scale;
       }
-      s[nt][e] = v;
+    return;
+  }
+#pragma unroll
+  for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int64_t i, j;
+      fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
+      float add;
+      if (i >= a.g.s || j >= a.g.sk || !maskAt<S>(a, b, h, i, j, add))
+        s[nt][e] = -INFINITY;
+      else
+        s[nt][e] = (a.scale * s[nt][e] + add) * kLog2e;
     }
 }
 
 /// The dropout's factor of fragment element (nt, e) (dropFactor of its
-/// query and key; r0, c0, kKeyRows as scaleAndMask's), 1 without one.
-template <bool kKeyRows>
+/// query and key; r0, c0, kKeyRows as scaleAndMask's), 1 without one
+/// (kDrop: the kernel's instance with the dropout; the one without keeps
+/// its loop free of the dropout's code).
+template <bool kKeyRows, bool kDrop>
 __device__ inline float fragmentDropFactor(const AttnArgs &a, int64_t b,
                                            int64_t h, int64_t r0, int64_t c0,
                                            int nt, int e) {
-  if (!a.dropout)
+  if constexpr (!kDrop)
     return 1.0f;
   int64_t i, j;
   fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
   return dropFactor(a, b, h, i, j);
 }
 
-/// exp((s - m) - log l) of an allowed score (the row's log-sum-exp in two
-/// parts, s - m exact near the maximum), 0 for a masked one or an empty row.
-__device__ inline float probability(float s, float m, float logL) {
-  return s == -INFINITY || m == -INFINITY ? 0.0f : expf((s - m) - logL);
+/// What the backward subtracts from a query's base-2 scores for its
+/// probabilities: (m + log l) log2(e) from the forward's statistics, +inf
+/// for a row without keys (every probability 0, as for a masked score).
+__device__ inline float rowOffset(float m, float logL) {
+  return m == -INFINITY ? INFINITY : (m + logL) * kLog2e;
 }
 
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
-/// The online softmax of the warp's score tile: s becomes P = exp(s - m)
-/// with the rows' new maxima m; l and the output rows o are rescaled.
+/// The online softmax of the warp's score tile (base 2, scaleAndMask's):
+/// s becomes P = 2^(s - m) with the rows' new maxima m (base 2); l and the
+/// output rows o are rescaled. A row whose scores are all -inf so far
+/// subtracts 0 (its P and correction 2^-inf = 0), so no element needs a
+/// test of its own.
 template <int D>
 __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
                               float (&o)[D / 8][4]) {
+#pragma unroll
   for (int half = 0; half < 2; ++half) {
     float mx = -INFINITY;
+#pragma unroll
     for (int nt = 0; nt < kNt; ++nt)
       mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     float mNew = fmaxf(m[half], mx);
-    float corr = m[half] == -INFINITY ? 0.0f : expf(m[half] - mNew);
-    float sum = 0.0f;
+    float mUse = mNew == -INFINITY ? 0.0f : mNew;
+    float corr = exp2Fast(m[half] - mUse);
+    float sums[2] = {0.0f, 0.0f}; // two chains of additions, not one
+#pragma unroll
     for (int nt = 0; nt < kNt; ++nt)
-      for (int e = 2 * half; e < 2 * half + 2; ++e) {
-        float p = s[nt][e] == -INFINITY ? 0.0f : expf(s[nt][e] - mNew);
-        s[nt][e] = p;
-        sum += p;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float p = exp2Fast(s[nt][2 * half + e] - mUse);
+        s[nt][2 * half + e] = p;
+        sums[e] += p;
       }
+    float sum = sums[0] + sums[1];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     l[half] = l[half] * corr + sum;
     m[half] = mNew;
+#pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       o[nt][2 * half] *= corr;
       o[nt][2 * half + 1] *= corr;
@@ -301,7 +372,7 @@ __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
 
 /// kM = 1: 64 queries a block, 16 a warp; kM = 2: 128 and 32 (each K and V
 /// fragment read from shared memory serves two row tiles).
-template <class S, int D, int kM>
+template <class S, int D, int kM, bool kDrop>
 __global__ void __launch_bounds__(kAttnThreads)
     attnForwardMma(AttnArgs a, const S *q, const S *k, const S *v, S *out,
                    float *lse) {
@@ -331,10 +402,12 @@ __global__ void __launch_bounds__(kAttnThreads)
                         scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t,
                                                j0, mask);
                         onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
-                        if (a.dropout) // after l: only P v is dropped
+                        if constexpr (kDrop) // after l: only P v is dropped
+#pragma unroll
                           for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
                             for (int e = 0; e < 4; ++e)
-                              s[t][nt][e] *= fragmentDropFactor<false>(
+                              s[t][nt][e] *= fragmentDropFactor<false, kDrop>(
                                   a, b, h, i0 + r0 + 16 * t, j0, nt, e);
                       }
                       accumulatePX<S, D, kM>(o, s, sv);
@@ -342,18 +415,21 @@ __global__ void __launch_bounds__(kAttnThreads)
   int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
 #pragma unroll
   for (int t = 0; t < kM; ++t) {
+#pragma unroll
     for (int nt = 0; nt < D / 8; ++nt)
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         float lr = l[t][e / 2];
         o[t][nt][e] = lr == 0.0f ? 0.0f : o[t][nt][e] / lr;
       }
     fragmentsToTile<S, D>(o[t], 1.0f, sq, r0 + 16 * t);
     if (lane4 == 0)
+#pragma unroll
       for (int half = 0; half < 2; ++half) {
         int64_t i = i0 + r0 + 16 * t + gr + 8 * half;
-        if (i < g.s) { // (m, log l)
+        if (i < g.s) { // (m, log l), base e
           bool none = l[t][half] == 0.0f;
-          lse[2 * (stat0 + i)] = none ? -INFINITY : m[t][half];
+          lse[2 * (stat0 + i)] = none ? -INFINITY : m[t][half] * kLn2;
           lse[2 * (stat0 + i) + 1] = none ? -INFINITY : logf(l[t][half]);
         }
       }
@@ -384,10 +460,12 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
     at = orow.start + i * orow.ld;
   }
   if (r < rows)
+#pragma unroll
     for (int c = j; c < D / 8; c += 8) {
       alignas(16) S x[8], y[8];
       copy16(x, dout + at + c * 8);
       copy16(y, out + at + c * 8);
+#pragma unroll
       for (int e = 0; e < 8; ++e)
         acc = fmaf(FT<S>::load(x[e]), FT<S>::load(y[e]), acc);
     }
@@ -397,30 +475,36 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
     dsum[r] = acc;
 }
 
-/// dS = P (Z dP - Dsum) in place of dp, s becoming Z P (Z the dropout's
-/// factor, `zOf(nt, e)`, 1 without one): one value per element;
-/// `stat(nt, e)` gives the (m, log l, Dsum) of the element's query.
+/// dS = P (Z dP - Dsum) in place of dp, s (base-2 scores, scaleAndMask's)
+/// becoming Z P (Z the dropout's factor, `zOf(nt, e)`, 1 without one): one
+/// value per element; `stat(nt, e)` gives the (rowOffset, Dsum) of the
+/// element's query.
 template <class F, class Z>
 __device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat,
                            Z zOf) {
+#pragma unroll
   for (int nt = 0; nt < kNt; ++nt)
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float3 st = stat(nt, e);
-      float p = probability(s[nt][e], st.x, st.y), z = zOf(nt, e);
+      float2 st = stat(nt, e);
+      float p = exp2Fast(s[nt][e] - st.x), z = zOf(nt, e);
       s[nt][e] = p * z;
-      dp[nt][e] = p * (z * dp[nt][e] - st.z);
+      dp[nt][e] = p * (z * dp[nt][e] - st.y);
     }
 }
 
-template <class S, int D>
-__global__ void __launch_bounds__(kAttnThreads)
+// Three blocks an SM at D <= 64 without dropout (170 registers: ptxas took
+// 175 unbounded, two blocks, 8 warps an SM; 12 bytes spilled at the bound);
+// the dropout's instance would spill 144 bytes there.
+template <class S, int D, bool kDrop>
+__global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
     attnGradKeysMma(AttnArgs a, const S *q, const S *k, const S *v,
                     const float *lse, const float *dsum, const S *dout, S *dk,
                     S *dv) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
   constexpr int64_t kT = kTileElems<D>;
-  // k, v, then two buffers of (q, dout), then two of (m, log l, Dsum).
+  // k, v, then two buffers of (q, dout), then two of (offset, Dsum).
   S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
   float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
@@ -449,16 +533,16 @@ __global__ void __launch_bounds__(kAttnThreads)
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
           int64_t i = i0 + threadIdx.x;
-          float *st = sStat + 3 * buf * kAttnTile;
-          st[threadIdx.x] = i < g.s ? lse[2 * (stat0 + i)] : -INFINITY;
-          st[kAttnTile + threadIdx.x] =
-              i < g.s ? lse[2 * (stat0 + i) + 1] : -INFINITY;
-          st[2 * kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
+          float *st = sStat + 2 * buf * kAttnTile;
+          st[threadIdx.x] = i < g.s ? rowOffset(lse[2 * (stat0 + i)],
+                                                lse[2 * (stat0 + i) + 1])
+                                    : INFINITY;
+          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
         }
       },
       [&](int it, int buf) {
         const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
-        const float *st = sStat + 3 * buf * kAttnTile;
+        const float *st = sStat + 2 * buf * kAttnTile;
         int64_t i0 = rowOf(it);
         float s[1][kNt][4], dp[1][kNt][4];
         productABt<S, D, 1>(s, sk, 16 * w, sq);
@@ -469,12 +553,11 @@ __global__ void __launch_bounds__(kAttnThreads)
             s[0], dp[0],
             [&](int nt, int e) {
               int c = nt * 8 + 2 * t + e % 2; // the query of the column
-              return make_float3(st[c], st[kAttnTile + c],
-                                 st[2 * kAttnTile + c]);
+              return make_float2(st[c], st[kAttnTile + c]);
             },
             [&](int nt, int e) {
-              return fragmentDropFactor<true>(a, b, headOf(it), j0 + 16 * w, i0,
-                                              nt, e);
+              return fragmentDropFactor<true, kDrop>(a, b, headOf(it),
+                                                     j0 + 16 * w, i0, nt, e);
             });
         accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
         accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
@@ -486,10 +569,11 @@ __global__ void __launch_bounds__(kAttnThreads)
   storeRows<S, D>(sv, dv + kr.start, int(kr.ld), j0, g.sk);
 }
 
-// Four blocks an SM at D <= 64 (128 registers, no spills; ptxas took 168
-// unbounded, three blocks); D = 96 and 128 would spill at that bound.
-template <class S, int D>
-__global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
+// Three blocks an SM at D <= 64 without dropout (170 registers, no spills:
+// at four, 128 registers, the unrolled loops spill); D = 96 and 128, and
+// the dropout's instance, would spill at that bound.
+template <class S, int D, bool kDrop>
+__global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
     attnGradQueriesMma(AttnArgs a, const S *q, const S *k, const S *v,
                        const float *lse, const float *dsum, const S *dout,
                        S *dq) {
@@ -505,11 +589,13 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
   loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
   loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
-  float rowM[2], rowLogL[2], rowDsum[2];
+  float rowOff[2], rowDsum[2];
+#pragma unroll
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;
-    rowM[half] = i < g.s ? lse[2 * (stat0 + i)] : -INFINITY;
-    rowLogL[half] = i < g.s ? lse[2 * (stat0 + i) + 1] : -INFINITY;
+    rowOff[half] =
+        i < g.s ? rowOffset(lse[2 * (stat0 + i)], lse[2 * (stat0 + i) + 1])
+                : INFINITY;
     rowDsum[half] = i < g.s ? dsum[stat0 + i] : 0.0f;
   }
   float dqAcc[1][D / 8][4] = {}; // one row tile
@@ -524,11 +610,10 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
                       probsAndDs(
                           s[0], dp[0],
                           [&](int, int e) {
-                            return make_float3(rowM[e / 2], rowLogL[e / 2],
-                                               rowDsum[e / 2]);
+                            return make_float2(rowOff[e / 2], rowDsum[e / 2]);
                           },
                           [&](int nt, int e) {
-                            return fragmentDropFactor<false>(
+                            return fragmentDropFactor<false, kDrop>(
                                 a, b, h, i0 + 16 * w, j0, nt, e);
                           });
                       accumulatePX<S, D, 1>(dqAcc, dp, sk); // dQ += dS K
@@ -542,19 +627,26 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 ? 4 : 1)
 // Host side
 //===----------------------------------------------------------------------===//
 
-/// Calls f(Tag<S>{}, std::integral_constant<int, D>{}) for the dtype and
-/// head dim (attentionOnTensorCores said yes).
-template <class F> Status visitMma(const char *op, DType t, int64_t d, F &&f) {
+/// Calls f(Tag<S>{}, std::integral_constant<int, D>{},
+/// std::bool_constant<kDrop>{}) for the dtype, head dim and dropout
+/// (attentionOnTensorCores said yes).
+template <class F>
+Status visitMma(const char *op, DType t, int64_t d, bool dropout, F &&f) {
   auto withDim = [&](auto tag) -> Status {
+    auto withDrop = [&](auto dim) -> Status {
+      if (dropout)
+        return f(tag, dim, std::true_type{});
+      return f(tag, dim, std::false_type{});
+    };
     switch (d) {
     case 32:
-      return f(tag, std::integral_constant<int, 32>{});
+      return withDrop(std::integral_constant<int, 32>{});
     case 64:
-      return f(tag, std::integral_constant<int, 64>{});
+      return withDrop(std::integral_constant<int, 64>{});
     case 96:
-      return f(tag, std::integral_constant<int, 96>{});
+      return withDrop(std::integral_constant<int, 96>{});
     case 128:
-      return f(tag, std::integral_constant<int, 128>{});
+      return withDrop(std::integral_constant<int, 128>{});
     default:
       return fail(op,
                   "no tensor-core kernel for head dim " + std::to_string(d));
@@ -604,17 +696,18 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
                     const TensorRef &v, const TensorRef &out,
                     const TensorRef &lse) {
   const common::AttentionDims &g = a.g;
-  return visitMma(op, t, g.d, [&](auto tag, auto dim) {
+  return visitMma(op, t, g.d, a.dropout, [&](auto tag, auto dim, auto drop) {
     using S = typename decltype(tag)::type;
     constexpr int D = decltype(dim)::value;
+    constexpr bool kDrop = decltype(drop)::value;
     if constexpr (D <= 64)
       if (ctx.attentionForwardRows == 2 * kAttnTile)
-        return launchTiles(op, attnForwardMma<S, D, 2>, 6 * tileBytes<D>(), g.s,
-                           2 * kAttnTile, g.hq, kAttnThreads, g, ctx, a,
-                           q.as<S>(), k.as<S>(), v.as<S>(), out.as<S>(),
-                           lse.as<float>());
-    return launchTiles(op, attnForwardMma<S, D, 1>, 5 * tileBytes<D>(), g.s,
-                       kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
+        return launchTiles(op, attnForwardMma<S, D, 2, kDrop>,
+                           6 * tileBytes<D>(), g.s, 2 * kAttnTile, g.hq,
+                           kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
+                           v.as<S>(), out.as<S>(), lse.as<float>());
+    return launchTiles(op, attnForwardMma<S, D, 1, kDrop>, 5 * tileBytes<D>(),
+                       g.s, kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
                        k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
   });
 }
@@ -630,30 +723,33 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
   Scratch dsum;
   SMP_RETURN_IF_ERROR(
       dsum.allocate(op, sizeof(float) * static_cast<size_t>(rows), ctx.stream));
-  return visitMma(op, t, g.d, [&](auto tag, auto dim) -> Status {
-    using S = typename decltype(tag)::type;
-    constexpr int D = decltype(dim)::value;
-    if (rows > 0) {
-      constexpr int kRowThreads = 256;
-      attnDsum<S, D>
-          <<<blocksOf(rows * 8, kRowThreads), kRowThreads, 0, ctx.stream>>>(
-              g, out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
-      SMP_RETURN_IF_ERROR(launchStatus(op));
-    }
-    if (dk.numel() > 0 || dv.numel() > 0)
-      SMP_RETURN_IF_ERROR(launchTiles(
-          op, attnGradKeysMma<S, D>,
-          6 * tileBytes<D>() + 6 * kAttnTile * sizeof(float), g.sk, kAttnTile,
-          g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
-          lse.as<float>(), dsum.as<const float>(), dout.as<S>(), dk.as<S>(),
-          dv.as<S>()));
-    if (dq.numel() == 0)
-      return Status::success();
-    return launchTiles(op, attnGradQueriesMma<S, D>, 6 * tileBytes<D>(), g.s,
-                       kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
-                       k.as<S>(), v.as<S>(), lse.as<float>(),
-                       dsum.as<const float>(), dout.as<S>(), dq.as<S>());
-  });
+  return visitMma(
+      op, t, g.d, a.dropout, [&](auto tag, auto dim, auto drop) -> Status {
+        using S = typename decltype(tag)::type;
+        constexpr int D = decltype(dim)::value;
+        constexpr bool kDrop = decltype(drop)::value;
+        if (rows > 0) {
+          constexpr int kRowThreads = 256;
+          attnDsum<S, D>
+              <<<blocksOf(rows * 8, kRowThreads), kRowThreads, 0, ctx.stream>>>(
+                  g, out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
+          SMP_RETURN_IF_ERROR(launchStatus(op));
+        }
+        if (dk.numel() > 0 || dv.numel() > 0)
+          SMP_RETURN_IF_ERROR(launchTiles(
+              op, attnGradKeysMma<S, D, kDrop>,
+              6 * tileBytes<D>() + 4 * kAttnTile * sizeof(float), g.sk,
+              kAttnTile, g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
+              v.as<S>(), lse.as<float>(), dsum.as<const float>(), dout.as<S>(),
+              dk.as<S>(), dv.as<S>()));
+        if (dq.numel() == 0)
+          return Status::success();
+        return launchTiles(op, attnGradQueriesMma<S, D, kDrop>,
+                           6 * tileBytes<D>(), g.s, kAttnTile, g.hq,
+                           kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
+                           v.as<S>(), lse.as<float>(), dsum.as<const float>(),
+                           dout.as<S>(), dq.as<S>());
+      });
 }
 
 } // namespace detail

@@ -175,7 +175,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
     // After canonicalization (transposes folded into the products' flags).
     pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
-    pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
+    if (o.fuseGeluEpilogue)
+      pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseBiasGradPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     if (o.padClasses)
@@ -223,6 +224,10 @@ struct TrainPipelineCLOptions
       *this, "pad-classes",
       llvm::cl::desc("pad an LM head's vocabulary (smp-pad-classes)"),
       llvm::cl::init(true)};
+  Option<bool> geluEpilogue{*this, "gelu-epilogue",
+                            llvm::cl::desc("GELUs into the products' epilogues "
+                                           "(smp-fuse-gelu-epilogue)"),
+                            llvm::cl::init(true)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
@@ -347,6 +352,7 @@ struct TrainPipelineCLOptions
     o.masterWeights = masterWeights;
     o.sequenceParallel = sequenceParallel;
     o.padClasses = padClasses;
+    o.fuseGeluEpilogue = geluEpilogue;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "
                                "3, got " +

@@ -42,6 +42,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--without-export-metadata", Kind::Switch},
     {"--seed", Kind::Value},
     {"--no-pad-vocab", Kind::Switch},
+    {"--no-gelu-epilogue", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},
     {"--no-sequence-parallel", Kind::Switch},
     {"--train", Kind::Switch},

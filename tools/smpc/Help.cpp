@@ -301,6 +301,12 @@ TRAINING (compile --train)
                        (of 8 below 4096), which the loss ignores, so the
                        GPU's matrix products read aligned rows; the
                        numbers trained are the same up to rounding.
+  --no-gelu-epilogue   Keep a bf16/fp16 model's GELUs and their gradients
+                       as kernels of their own. By default they move into
+                       the products before them, where cuBLASLt computes
+                       them in the epilogue (GELU_AUX_BIAS forward,
+                       DGELU_BGRAD backward); the GPU benchmark's ablation
+                       times the step both ways.
 
 PARALLELISM (compile --train)
   --devices N          Number of ranks (default dp x tp x pp; without --dp,

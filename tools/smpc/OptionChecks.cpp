@@ -186,6 +186,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--microbatches",
                                         "--bn-stats",
                                         "--no-pad-vocab",
+                                        "--no-gelu-epilogue",
                                         "--trainable",
                                         "--master-weights"};
   for (const char *f : kTrainingOnly)

@@ -471,6 +471,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.sequenceParallel = on;
   } else if (a == "--no-pad-vocab") {
     opts.plan.padClasses = false;
+  } else if (a == "--no-gelu-epilogue") {
+    opts.plan.fuseGeluEpilogue = false;
   } else {
     return false;
   }

@@ -71,6 +71,10 @@ struct TrainingPipelineOptions {
   /// Pad an LM head's vocabulary to aligned products (smp-pad-classes);
   /// smpc --no-pad-vocab turns it off.
   bool padClasses = true;
+  /// Move GELUs and their gradients into the products' cuBLASLt epilogues
+  /// (smp-fuse-gelu-epilogue; f16/bf16); smpc --no-gelu-epilogue turns it
+  /// off.
+  bool fuseGeluEpilogue = true;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
   /// smp-master-weights: parameters stored in bf16/fp16 are trained as f32
