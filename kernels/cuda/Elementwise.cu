@@ -231,6 +231,52 @@ __global__ void binaryFloatKernel(BinaryOp op, const S *a, const S *b,
   }
 }
 
+/// a op b for Add, Sub and Mul over operands of the result's shape, all
+/// contiguous (no broadcast), 16 bytes at a time: binaryFloatKernel's
+/// arithmetic per element. A transformer step's residual adds ran at 944
+/// GB/s on an H200 through binaryFloatKernel (an index decomposed per
+/// element, 2-byte loads, the op chosen per element).
+template <class S, BinaryOp kOp>
+__global__ void binaryVecKernel(const Pack<S> *a, const Pack<S> *b, Pack<S> *o,
+                                int64_t nv) {
+  using C = typename FT<S>::C;
+  SMP_GRID_STRIDE(i, nv) {
+    Pack<S> x = a[i], y = b[i], r;
+#pragma unroll
+    for (int k = 0; k < Pack<S>::N; ++k) {
+      C u = FT<S>::load(x.v[k]), v = FT<S>::load(y.v[k]);
+      r.v[k] = FT<S>::store(kOp == BinaryOp::Add   ? u + v
+                            : kOp == BinaryOp::Sub ? u - v
+                                                   : u * v);
+    }
+    o[i] = r;
+  }
+}
+
+/// Launches binaryVecKernel when it takes the case: Add, Sub or Mul, both
+/// operands contiguous in the result's shape (st merged to one dim of
+/// stride 1), n whole vectors, every pointer 16-byte aligned; `taken` says.
+template <class S>
+Status binaryVec(const char *name, const Context *ctx, BinaryOp op,
+                 const Strided<2> &st, int64_t n, const TensorRef &a,
+                 const TensorRef &b, const TensorRef &out, bool &taken) {
+  using P = Pack<S>;
+  taken = (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul) &&
+          st.rank == 1 && st.stride[0][0] == 1 && st.stride[1][0] == 1 &&
+          n % P::N == 0 && aligned16({a.data, b.data, out.data});
+  if (!taken)
+    return Status::success();
+  auto launch = [&](auto kernel) {
+    return launchGrid(name, ctx, n / P::N, kernel, a.as<P>(), b.as<P>(),
+                      out.as<P>(), n / P::N);
+  };
+  if (op == BinaryOp::Add)
+    return launch(binaryVecKernel<S, BinaryOp::Add>);
+  if (op == BinaryOp::Sub)
+    return launch(binaryVecKernel<S, BinaryOp::Sub>);
+  return launch(binaryVecKernel<S, BinaryOp::Mul>);
+}
+
 /// base^exp wrapping; a negative exponent gives +-1 for |base| 1, else 0.
 template <class T> __device__ T intPow(T base, T exp) {
   using U = std::make_unsigned_t<T>;
@@ -377,6 +423,11 @@ Status binary(BinaryOp op, const TensorRef &lhs, const TensorRef &rhs,
   if (isF)
     return visitFloat(lhs.dtype, name, [&](auto tag) {
       using S = typename decltype(tag)::type;
+      bool taken = false;
+      SMP_RETURN_IF_ERROR(
+          binaryVec<S>(name, ctx, op, st, n, lhs, rhs, out, taken));
+      if (taken)
+        return Status::success();
       return launchGrid(name, ctx, n, binaryFloatKernel<S>, op, lhs.as<S>(),
                         rhs.as<S>(), out.data, st, n);
     });

@@ -135,9 +135,18 @@ struct Shapes {
   std::vector<int64_t> a, b;
 };
 const Shapes kBroadcasts[] = {
-    {{4, 5}, {4, 5}},       {{4, 5}, {5}},          {{4, 1}, {1, 5}},
-    {{2, 3, 4}, {3, 1}},    {{1}, {2, 3}},          {{}, {3, 2}},
-    {{2, 1, 3, 1}, {4, 1, 5}}, {{6, 1, 7}, {6, 8, 7}}, {{0, 3}, {3}},
+    {{4, 5}, {4, 5}},
+    {{4, 5}, {5}},
+    {{4, 1}, {1, 5}},
+    {{2, 3, 4}, {3, 1}},
+    {{1}, {2, 3}},
+    {{}, {3, 2}},
+    {{2, 1, 3, 1}, {4, 1, 5}},
+    {{6, 1, 7}, {6, 8, 7}},
+    {{0, 3}, {3}},
+    // Whole 16-byte vectors of every type, no broadcast: Add, Sub and Mul
+    // take the vector kernel (binaryVecKernel), the same values.
+    {{6, 8, 7}, {6, 8, 7}},
 };
 
 TEST_F(Cuda, BinaryFloatBroadcasting) {
