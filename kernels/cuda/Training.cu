@@ -132,12 +132,30 @@ __global__ void sgdMultiKernel(const SgdDesc *tensors,
            loadScalar(h.lr, h.lrType), loadScalar(h.step, h.stepType), o);
 }
 
-/// One tensor of a (multi-tensor) Adam update.
+/// One tensor of a (multi-tensor) Adam update. f32x4: the parameter, its
+/// moments and their outputs are f32 and 16-byte aligned (an f32 master
+/// copy's state, GPT-2's under bf16), so adamMultiKernel moves them four
+/// elements an access (adamRangeF32x4).
 struct AdamDesc {
   In param, grad, m, v;
   Out newParam, newM, newV;
   int64_t n;
+  bool f32x4;
 };
+
+/// The update of one element (double arithmetic, the CPU's order);
+/// stepSize = lr / (1 - beta1^step), bc2Sqrt = sqrt(1 - beta2^step).
+__device__ inline void adamElement(double &p, double g, double &m, double &v,
+                                   double lr, double stepSize, double bc2Sqrt,
+                                   const AdamOptions &o) {
+  if (o.decoupled)
+    p *= 1 - lr * o.weightDecay;
+  else if (o.weightDecay != 0)
+    g += o.weightDecay * p;
+  m += (1 - o.beta1) * (g - m);
+  v = v * o.beta2 + (1 - o.beta2) * g * g;
+  p -= stepSize * m / (sqrt(v) / bc2Sqrt + o.epsilon);
+}
 
 /// Adam on elements [begin, end) of one tensor; bc1 = 1 - beta1^step,
 /// bc2Sqrt = sqrt(1 - beta2^step).
@@ -153,21 +171,46 @@ __device__ inline void adamRange(const AdamDesc &t, int64_t begin, int64_t end,
       copyThrough(t.v, t.newV, i);
       continue;
     }
-    double p = t.param.load(i);
-    double g = t.grad.load(i);
-    double m = t.m.load(i);
-    double v = t.v.load(i);
-    if (o.decoupled)
-      p *= 1 - lr * o.weightDecay;
-    else if (o.weightDecay != 0)
-      g += o.weightDecay * p;
-    m += (1 - o.beta1) * (g - m);
-    v = v * o.beta2 + (1 - o.beta2) * g * g;
-    p -= stepSize * m / (sqrt(v) / bc2Sqrt + o.epsilon);
+    double p = t.param.load(i), m = t.m.load(i), v = t.v.load(i);
+    adamElement(p, t.grad.load(i), m, v, lr, stepSize, bc2Sqrt, o);
     t.newParam.store(i, p);
     t.newM.store(i, m);
     t.newV.store(i, v);
   }
+}
+
+/// adamRange over a chunk [begin, end) of an f32x4 tensor (begin a multiple
+/// of 4), thread `tid` of `threads`: four elements an access of each f32
+/// stream, the gradient element by element (any float type), the last
+/// elements past a multiple of 4 one by one; the same arithmetic.
+__device__ inline void adamRangeF32x4(const AdamDesc &t, int64_t begin,
+                                      int64_t end, int tid, int threads,
+                                      double lr, double bc1, double bc2Sqrt,
+                                      const AdamOptions &o) {
+  double stepSize = lr / bc1;
+  const float4 *p4 = static_cast<const float4 *>(t.param.p),
+               *m4 = static_cast<const float4 *>(t.m.p),
+               *v4 = static_cast<const float4 *>(t.v.p);
+  float4 *np4 = static_cast<float4 *>(t.newParam.p),
+         *nm4 = static_cast<float4 *>(t.newM.p),
+         *nv4 = static_cast<float4 *>(t.newV.p);
+  int64_t whole = begin + (end - begin) / 4 * 4;
+  for (int64_t i = begin + 4 * int64_t(tid); i < whole; i += 4 * threads) {
+    float4 pf = p4[i / 4], mf = m4[i / 4], vf = v4[i / 4];
+    float *pp = &pf.x, *mp = &mf.x, *vp = &vf.x;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      double p = pp[k], m = mp[k], v = vp[k];
+      adamElement(p, t.grad.load(i + k), m, v, lr, stepSize, bc2Sqrt, o);
+      pp[k] = static_cast<float>(p);
+      mp[k] = static_cast<float>(m);
+      vp[k] = static_cast<float>(v);
+    }
+    np4[i / 4] = pf;
+    nm4[i / 4] = mf;
+    nv4[i / 4] = vf;
+  }
+  adamRange(t, whole + tid, end, threads, false, lr, bc1, bc2Sqrt, o);
 }
 
 __device__ inline void adamScalars(const Hyper &h, const AdamOptions &o,
@@ -196,8 +239,13 @@ __global__ void adamMultiKernel(const AdamDesc *tensors,
   MultiChunk c = multiChunk(firstBlock, count);
   const AdamDesc &t = tensors[c.tensor];
   int64_t end = c.begin + kMultiChunk < t.n ? c.begin + kMultiChunk : t.n;
-  adamRange(t, c.begin + threadIdx.x, end, blockDim.x, skipSet(h), lr, bc1,
-            bc2Sqrt, o);
+  bool skip = skipSet(h);
+  if (t.f32x4 && !skip) // chunks start at multiples of kMultiChunk
+    adamRangeF32x4(t, c.begin, end, threadIdx.x, blockDim.x, lr, bc1, bc2Sqrt,
+                   o);
+  else
+    adamRange(t, c.begin + threadIdx.x, end, blockDim.x, skip, lr, bc1, bc2Sqrt,
+              o);
 }
 
 Status checkScalar(const char *op, const char *what, const TensorRef &t) {
@@ -230,10 +278,22 @@ Status makeAdamDesc(const char *op, const AdamTensors &a, AdamDesc &d) {
   if (a.newParam.numel() != n || a.newExpAvg.numel() != n ||
       a.newExpAvgSq.numel() != n)
     return fail(op, "outputs differ in size from the parameter");
-  d = AdamDesc{asIn(a.param),        asIn(a.grad),
-               asIn(a.expAvg),       asIn(a.expAvgSq),
-               asOut(a.newParam),    asOut(a.newExpAvg),
-               asOut(a.newExpAvgSq), n};
+  d = AdamDesc{asIn(a.param),
+               asIn(a.grad),
+               asIn(a.expAvg),
+               asIn(a.expAvgSq),
+               asOut(a.newParam),
+               asOut(a.newExpAvg),
+               asOut(a.newExpAvgSq),
+               n,
+               false};
+  bool f32 = true;
+  for (const TensorRef *x : {&a.param, &a.expAvg, &a.expAvgSq, &a.newParam,
+                             &a.newExpAvg, &a.newExpAvgSq})
+    f32 = f32 && x->dtype == DType::F32;
+  d.f32x4 =
+      f32 && aligned16({a.param.data, a.expAvg.data, a.expAvgSq.data,
+                        a.newParam.data, a.newExpAvg.data, a.newExpAvgSq.data});
   return Status::success();
 }
 

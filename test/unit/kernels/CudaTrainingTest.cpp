@@ -711,11 +711,18 @@ TEST_F(Cuda, OptimizersReadASixteenBitGradient) {
   }
 }
 
+/// Adam against the CPU; f32 parameters (with f32 or bf16 gradients) take
+/// the multi-tensor kernel's four-element path (adamRangeF32x4).
 TEST_F(Cuda, AdamUpdateAndMultiTensorAdam) {
   unsigned seed = 420;
+  const std::pair<DType, DType> types[] = {{DType::F32, DType::F32},
+                                           {DType::F32, DType::BF16},
+                                           {DType::BF16, DType::BF16},
+                                           {DType::F64, DType::F64}};
   for (bool decoupled : {true, false})
-    for (DType t : {DType::F32, DType::BF16, DType::F64}) {
-      SCOPED_TRACE(std::string(name(t)) + (decoupled ? " AdamW" : " Adam"));
+    for (auto [t, gt] : types) {
+      SCOPED_TRACE(std::string(name(t)) + " grads " + name(gt) +
+                   (decoupled ? " AdamW" : " Adam"));
       cuk::AdamOptions go;
       go.weightDecay = 0.01;
       go.decoupled = decoupled;
@@ -730,7 +737,7 @@ TEST_F(Cuda, AdamUpdateAndMultiTensorAdam) {
       std::vector<Host> ps, gs, ms, vs, nps, nms, nvs;
       for (int64_t n : sizes) {
         ps.push_back(random(t, {n}, -1, 1, seed++));
-        gs.push_back(random(t, {n}, -1, 1, seed++));
+        gs.push_back(random(gt, {n}, -1, 1, seed++));
         ms.push_back(random(DType::F32, {n}, -0.1, 0.1, seed++));
         vs.push_back(random(DType::F32, {n}, 0, 0.01, seed++));
         nps.push_back(ps.back());
