@@ -197,7 +197,8 @@ __device__ inline void adamRangeF32x4(const AdamDesc &t, int64_t begin,
   int64_t whole = begin + (end - begin) / 4 * 4;
   for (int64_t i = begin + 4 * int64_t(tid); i < whole; i += 4 * threads) {
     float4 pf = p4[i / 4], mf = m4[i / 4], vf = v4[i / 4];
-    float *pp = &pf.x, *mp = &mf.x, *vp = &vf.x;
+    float pp[4] = {pf.x, pf.y, pf.z, pf.w}, mp[4] = {mf.x, mf.y, mf.z, mf.w},
+          vp[4] = {vf.x, vf.y, vf.z, vf.w};
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       double p = pp[k], m = mp[k], v = vp[k];
@@ -206,9 +207,9 @@ __device__ inline void adamRangeF32x4(const AdamDesc &t, int64_t begin,
       mp[k] = static_cast<float>(m);
       vp[k] = static_cast<float>(v);
     }
-    np4[i / 4] = pf;
-    nm4[i / 4] = mf;
-    nv4[i / 4] = vf;
+    np4[i / 4] = make_float4(pp[0], pp[1], pp[2], pp[3]);
+    nm4[i / 4] = make_float4(mp[0], mp[1], mp[2], mp[3]);
+    nv4[i / 4] = make_float4(vp[0], vp[1], vp[2], vp[3]);
   }
   adamRange(t, whole + tid, end, threads, false, lr, bc1, bc2Sqrt, o);
 }
