@@ -180,36 +180,36 @@ __device__ inline void adamRange(const AdamDesc &t, int64_t begin, int64_t end,
 }
 
 /// adamRange over a chunk [begin, end) of an f32x4 tensor (begin a multiple
-/// of 4), thread `tid` of `threads`: four elements an access of each f32
-/// stream, the gradient element by element (any float type), the last
-/// elements past a multiple of 4 one by one; the same arithmetic.
+/// of 4), thread `tid` of `threads`: the f32 streams as 16-byte vectors
+/// (Pack<float>), the gradient element by element (any float type), the
+/// last elements past a multiple of 4 one by one; the same arithmetic.
 __device__ inline void adamRangeF32x4(const AdamDesc &t, int64_t begin,
                                       int64_t end, int tid, int threads,
                                       double lr, double bc1, double bc2Sqrt,
                                       const AdamOptions &o) {
+  using P = Pack<float>;
+  static_assert(kMultiChunk % P::N == 0, "chunks start on whole vectors");
   double stepSize = lr / bc1;
-  const float4 *p4 = static_cast<const float4 *>(t.param.p),
-               *m4 = static_cast<const float4 *>(t.m.p),
-               *v4 = static_cast<const float4 *>(t.v.p);
-  float4 *np4 = static_cast<float4 *>(t.newParam.p),
-         *nm4 = static_cast<float4 *>(t.newM.p),
-         *nv4 = static_cast<float4 *>(t.newV.p);
-  int64_t whole = begin + (end - begin) / 4 * 4;
-  for (int64_t i = begin + 4 * int64_t(tid); i < whole; i += 4 * threads) {
-    float4 pf = p4[i / 4], mf = m4[i / 4], vf = v4[i / 4];
-    float pp[4] = {pf.x, pf.y, pf.z, pf.w}, mp[4] = {mf.x, mf.y, mf.z, mf.w},
-          vp[4] = {vf.x, vf.y, vf.z, vf.w};
+  const P *pv = static_cast<const P *>(t.param.p),
+          *mv = static_cast<const P *>(t.m.p),
+          *vv = static_cast<const P *>(t.v.p);
+  P *npv = static_cast<P *>(t.newParam.p), *nmv = static_cast<P *>(t.newM.p),
+    *nvv = static_cast<P *>(t.newV.p);
+  int64_t whole = begin + (end - begin) / P::N * P::N;
+  for (int64_t i = begin + P::N * int64_t(tid); i < whole;
+       i += P::N * threads) {
+    P ps = pv[i / P::N], ms = mv[i / P::N], vs = vv[i / P::N];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      double p = pp[k], m = mp[k], v = vp[k];
+    for (int k = 0; k < P::N; ++k) {
+      double p = ps.v[k], m = ms.v[k], v = vs.v[k];
       adamElement(p, t.grad.load(i + k), m, v, lr, stepSize, bc2Sqrt, o);
-      pp[k] = static_cast<float>(p);
-      mp[k] = static_cast<float>(m);
-      vp[k] = static_cast<float>(v);
+      ps.v[k] = static_cast<float>(p);
+      ms.v[k] = static_cast<float>(m);
+      vs.v[k] = static_cast<float>(v);
     }
-    np4[i / 4] = make_float4(pp[0], pp[1], pp[2], pp[3]);
-    nm4[i / 4] = make_float4(mp[0], mp[1], mp[2], mp[3]);
-    nv4[i / 4] = make_float4(vp[0], vp[1], vp[2], vp[3]);
+    npv[i / P::N] = ps;
+    nmv[i / P::N] = ms;
+    nvv[i / P::N] = vs;
   }
   adamRange(t, whole + tid, end, threads, false, lr, bc1, bc2Sqrt, o);
 }
