@@ -84,7 +84,8 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 
 # The benchmark's ablations, NAME:smpc flags: each compiled beside the
 # benchmark's artifact and timed against it (stage 7).
-ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue")
+ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue"
+  "no-fuse-loss-grad:--no-fuse-loss-grad")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).

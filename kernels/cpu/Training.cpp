@@ -242,6 +242,18 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   });
 }
 
+/// The loss first: the gradient may take the logits' storage.
+Status crossEntropyWithGrad(const TensorRef &logits, const TensorRef &labels,
+                            const TensorRef *weights, const TensorRef &dloss,
+                            int64_t ignoreIndex, Reduction reduction,
+                            const TensorRef &loss, const TensorRef &dlogits,
+                            int64_t classes) {
+  SMP_RETURN_IF_ERROR(crossEntropy(logits, labels, ignoreIndex, reduction, loss,
+                                   weights, classes));
+  return crossEntropyGrad(logits, labels, weights, dloss, ignoreIndex,
+                          reduction, dlogits, classes);
+}
+
 Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
                   const TensorRef &out) {
   const char *op = "gather_grad";

@@ -181,6 +181,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     if (o.padClasses)
       pm.addNestedPass<func::FuncOp>(createSmpPadClassesPass());
+    if (o.fuseLossGrad)
+      pm.addNestedPass<func::FuncOp>(createSmpFuseLossGradPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpPackAttentionPass());
@@ -228,6 +230,11 @@ struct TrainPipelineCLOptions
                             llvm::cl::desc("GELUs into the products' epilogues "
                                            "(smp-fuse-gelu-epilogue)"),
                             llvm::cl::init(true)};
+  Option<bool> fuseLossGrad{
+      *this, "fuse-loss-grad",
+      llvm::cl::desc("a cross-entropy and its gradient in one op "
+                     "(smp-fuse-loss-grad)"),
+      llvm::cl::init(true)};
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32, bf16 or fp16"),
                                 llvm::cl::init("fp32")};
@@ -353,6 +360,7 @@ struct TrainPipelineCLOptions
     o.sequenceParallel = sequenceParallel;
     o.padClasses = padClasses;
     o.fuseGeluEpilogue = geluEpilogue;
+    o.fuseLossGrad = fuseLossGrad;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "
                                "3, got " +

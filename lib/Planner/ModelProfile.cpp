@@ -164,10 +164,11 @@ void shareInPlace(const llvm::DenseMap<Operation *, int32_t> &index,
                   const llvm::DenseMap<Value, size_t> &rootOf,
                   std::vector<ModelProfile::StepValue> &values) {
   for (auto [op, at] : index) {
-    Value input = inPlaceOperand(op);
+    unsigned result;
+    Value input = inPlaceOperand(op, &result);
     if (!input || isa_and_nonnull<ViewLikeOpInterface>(input.getDefiningOp()))
       continue;
-    auto in = rootOf.find(input), out = rootOf.find(op->getResult(0));
+    auto in = rootOf.find(input), out = rootOf.find(op->getResult(result));
     if (in == rootOf.end() || out == rootOf.end() || in->second == out->second)
       continue;
     ModelProfile::StepValue &iv = values[in->second], &ov = values[out->second];

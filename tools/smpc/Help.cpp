@@ -307,6 +307,12 @@ TRAINING (compile --train)
                        them in the epilogue (GELU_AUX_BIAS forward,
                        DGELU_BGRAD backward); the GPU benchmark's ablation
                        times the step both ways.
+  --no-fuse-loss-grad  Compute a cross-entropy loss and its gradient as two
+                       ops. By default a training step computes them in
+                       one (cross_entropy_with_grad), which reads the
+                       logits twice where the two ops read them three
+                       times; the numbers are the same. The GPU
+                       benchmark's ablation times the step both ways.
 
 PARALLELISM (compile --train)
   --devices N          Number of ranks (default dp x tp x pp; without --dp,

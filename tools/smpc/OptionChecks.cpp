@@ -187,6 +187,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--bn-stats",
                                         "--no-pad-vocab",
                                         "--no-gelu-epilogue",
+                                        "--no-fuse-loss-grad",
                                         "--trainable",
                                         "--master-weights"};
   for (const char *f : kTrainingOnly)

@@ -454,14 +454,8 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
       return failFlag(exit, "--sharded-dp expects a positive integer (the "
                             "data-parallel ranks of one shard group)");
     opts.pinned.shardedDp = n;
-  } else if (a == "--emit=mlir") {
-    opts.emitMlir = true;
-  } else if (a == "--mlir-print-ir-after-all") {
-    opts.printAfterAll = true;
-  } else if (a.starts_with("--emit")) {
+  } else if (a.starts_with("--emit") && a != "--emit=mlir") {
     return failFlag(exit, "--emit supports only --emit=mlir");
-  } else if (a == "--no-raise") {
-    opts.import.raise = false;
   } else if (a == "--sequence-parallel" || a == "--no-sequence-parallel") {
     bool on = a == "--sequence-parallel";
     if (opts.pinned.sequenceParallel && *opts.pinned.sequenceParallel != on)
@@ -469,20 +463,28 @@ bool parseParallelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
                             "contradict each other; give one");
     opts.pinned.sequenceParallel = on;
     opts.plan.sequenceParallel = on;
-  } else if (a == "--no-pad-vocab") {
-    opts.plan.padClasses = false;
-  } else if (a == "--no-gelu-epilogue") {
-    opts.plan.fuseGeluEpilogue = false;
   } else {
     return false;
   }
   return true;
 }
 
-/// The switches of what the importer does with the file. Returns whether
-/// `a` is one of them.
-bool parseImportSwitch(llvm::StringRef a, Options &opts) {
-  if (a == "--no-fuse-attention")
+/// The switches without a value (the output, the importer's rewrites, the
+/// clean-up fusions). Returns whether `a` is one of them.
+bool parseSwitch(llvm::StringRef a, Options &opts) {
+  if (a == "--emit=mlir")
+    opts.emitMlir = true;
+  else if (a == "--mlir-print-ir-after-all")
+    opts.printAfterAll = true;
+  else if (a == "--no-raise")
+    opts.import.raise = false;
+  else if (a == "--no-pad-vocab")
+    opts.plan.padClasses = false;
+  else if (a == "--no-gelu-epilogue")
+    opts.plan.fuseGeluEpilogue = false;
+  else if (a == "--no-fuse-loss-grad")
+    opts.plan.fuseLossGrad = false;
+  else if (a == "--no-fuse-attention")
     opts.import.fuseAttention = false;
   else if (a == "--no-dropout")
     opts.import.noDropout = true;
@@ -615,7 +617,7 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
     std::optional<int> exit;
     if (parseModelFlag(a, value, opts, exit) ||
         parseTrainingFlag(a, value, opts, exit) ||
-        parseParallelFlag(a, value, opts, exit) || parseImportSwitch(a, opts)) {
+        parseParallelFlag(a, value, opts, exit) || parseSwitch(a, opts)) {
       if (exit)
         return exit;
       continue;

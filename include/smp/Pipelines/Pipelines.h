@@ -75,6 +75,9 @@ struct TrainingPipelineOptions {
   /// (smp-fuse-gelu-epilogue; f16/bf16); smpc --no-gelu-epilogue turns it
   /// off.
   bool fuseGeluEpilogue = true;
+  /// Compute a cross-entropy and its gradient in one op
+  /// (smp-fuse-loss-grad); smpc --no-fuse-loss-grad turns it off.
+  bool fuseLossGrad = true;
   /// fp32, bf16 or fp16.
   std::string precision = "fp32";
   /// smp-master-weights: parameters stored in bf16/fp16 are trained as f32

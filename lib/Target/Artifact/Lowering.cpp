@@ -380,8 +380,10 @@ llvm::Error Lowering::lowerAlias(Operation &op, int64_t index) {
 /// buffer's last use is known.
 void Lowering::recordInPlace(Operation &op, const pb::Instruction &inst,
                              int64_t index) {
-  if (Value input = inPlaceOperand(&op))
-    inPlace.push_back({inst.outputs(0), bufferOf.lookup(input), index});
+  unsigned result;
+  if (Value input = inPlaceOperand(&op, &result))
+    inPlace.push_back({inst.outputs(static_cast<int>(result)),
+                       bufferOf.lookup(input), index});
 }
 
 /// Each recorded output joins its input's storage where the input's range

@@ -236,6 +236,37 @@ TEST(CrossEntropyGrad, MatchesSoftmaxMinusOneHot) {
   }
 }
 
+/// cross_entropy_with_grad: the loss and the gradient of the two kernels,
+/// bit for bit, also with the gradient written over the logits (the loss
+/// is read first) and with a bad label refused.
+TEST(CrossEntropyWithGrad, IsTheTwoKernelsInPlaceToo) {
+  for (DType t : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(smp::base::dtypeName(t));
+    const int64_t rows = 6, classes = 300, stride = 304;
+    Host x = random(t, {rows, stride}, -5, 5, 21);
+    Host labels = random(DType::I64, {rows}, 0, classes, 22);
+    labels.set(2, -100);
+    Host g = make(DType::F32, {}, {0.5});
+    Host loss(DType::F32, {}), dx(t, {rows, stride});
+    ASSERT_OK(
+        crossEntropy(x, labels, -100, Reduction::Mean, loss, nullptr, classes));
+    ASSERT_OK(crossEntropyGrad(x, labels, nullptr, g, -100, Reduction::Mean, dx,
+                               classes));
+    Host fusedLoss(DType::F32, {}), over = x;
+    ASSERT_OK(crossEntropyWithGrad(over, labels, nullptr, g, -100,
+                                   Reduction::Mean, fusedLoss, over, classes));
+    EXPECT_EQ(fusedLoss.values(), loss.values());
+    EXPECT_EQ(over.values(), dx.values());
+    labels.set(0, classes);
+    Status bad = crossEntropyWithGrad(x, labels, nullptr, g, -100,
+                                      Reduction::Mean, fusedLoss, dx, classes);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error.find("label 300 at position 0 is outside [0, 300)"),
+              std::string::npos)
+        << bad.error;
+  }
+}
+
 /// Repeated and negative indices on the middle axis of a 3-d table.
 TEST(GatherGrad, SumsEveryPositionThatGatheredARow) {
   const int64_t outer = 3, dim = 11, inner = 5, k = 40;

@@ -150,18 +150,23 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
   return inferNormGradTypes(loc, "smp.rms_norm_grad", adaptor, 1, results);
 }
 
-Value smp::inPlaceOperand(Operation *op) {
+Value smp::inPlaceOperand(Operation *op, unsigned *result) {
   Value logits;
+  unsigned index = 0;
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
     logits = grad.getLogits();
   else if (auto grad = dyn_cast<CrossEntropyShardGradOp>(op))
     logits = grad.getLogits();
-  if (!logits || logits.getType() != op->getResult(0).getType())
+  else if (auto fused = dyn_cast<CrossEntropyWithGradOp>(op))
+    logits = fused.getLogits(), index = 1;
+  if (!logits || logits.getType() != op->getResult(index).getType())
     return Value();
   bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
     return isa<CrossEntropyOp, CrossEntropyGradOp, CrossEntropyShardOp,
-               CrossEntropyShardGradOp>(user);
+               CrossEntropyShardGradOp, CrossEntropyWithGradOp>(user);
   });
+  if (result)
+    *result = index;
   return lossOnly ? logits : Value();
 }
 
@@ -285,5 +290,44 @@ LogicalResult SliceGradOp::verify() {
             getGrad().getType().getDimSize(d))
       return emitOpError("grad ") << getGrad().getType()
                                   << " does not match the slice of " << in;
+  return success();
+}
+
+/// The operands cross_entropy and cross_entropy_grad would take, the loss
+/// of cross_entropy's type (f32 for f16/bf16 logits as well) and the
+/// gradient of the logits' type.
+LogicalResult CrossEntropyWithGradOp::verify() {
+  auto logits = rankedType(getLogits()), labels = rankedType(getLabels());
+  if (logits.getRank() < 1 ||
+      logits.getShape().drop_back() != labels.getShape())
+    return emitOpError("labels ")
+           << labels << " do not match logits " << logits;
+  int64_t classes;
+  if (failed(crossEntropyClasses(getLoc(), "'smp.cross_entropy_with_grad'",
+                                 logits, getClasses(), classes)))
+    return failure();
+  Type e = logits.getElementType();
+  if (Value weights = getWeights()) {
+    auto w = rankedType(weights);
+    if (w.getRank() != 1 || w.getDimSize(0) != classes ||
+        w.getElementType() != e)
+      return emitOpError("weights ") << w << " must be a vector of the "
+                                     << classes << " classes of " << logits;
+  }
+  bool none = getReduction() == Reduction::none;
+  auto grad = rankedType(getGrad());
+  if ((none && grad.getShape() != labels.getShape()) ||
+      (!none && grad.getNumElements() != 1))
+    return emitOpError("incoming grad ") << grad << " does not match the loss";
+  auto loss = rankedType(getLoss());
+  ArrayRef<int64_t> lossShape = none ? labels.getShape() : ArrayRef<int64_t>{};
+  Type f32 = Float32Type::get(getContext());
+  bool lossType = loss.getElementType() == e ||
+                  (loss.getElementType() == f32 && (e.isF16() || e.isBF16()));
+  if (loss.getShape() != lossShape || !lossType)
+    return emitOpError("loss ") << loss << " is not the loss of " << logits;
+  if (getLogitsGrad().getType() != logits)
+    return emitOpError("logits' gradient ")
+           << getLogitsGrad().getType() << " must be " << logits;
   return success();
 }

@@ -2,7 +2,8 @@
 //-----------------------------------===//
 //
 // cross_entropy, cross_entropy_shard and their backward ops: gradients and
-// costs; label_rank (an evaluation's accuracy, no gradient): its cost.
+// costs; cross_entropy_with_grad (smp-fuse-loss-grad) and label_rank (an
+// evaluation's accuracy, no gradient): their costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,14 @@ OpCost crossEntropyCost(Operation *op) {
   return c;
 }
 
+/// cross_entropy_with_grad: the loss's FLOPs and the gradient's (an exp
+/// and a multiply-add per logit again); its bytes as streamed.
+OpCost crossEntropyWithGradCost(Operation *op) {
+  OpCost c = streaming(op, 0);
+  c.flops = 9 * numel(op->getOperand(0));
+  return c;
+}
+
 } // namespace
 
 void registerLossOpModels(DialectRegistry &registry) {
@@ -48,6 +57,8 @@ void registerLossOpModels(DialectRegistry &registry) {
     attach<GradientModel, CrossEntropyOp, CrossEntropyShardOp>(ctx);
     attach<CostFn<crossEntropyCost>::Model, CrossEntropyOp, CrossEntropyGradOp,
            CrossEntropyShardOp, CrossEntropyShardGradOp, LabelRankOp>(ctx);
+    attach<CostFn<crossEntropyWithGradCost>::Model, CrossEntropyWithGradOp>(
+        ctx);
   });
 }
 

@@ -24,14 +24,15 @@ mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
                                         mlir::RankedTensorType logits,
                                         std::optional<int64_t> attr,
                                         int64_t &classes);
-/// The operand whose storage `op`'s one result may take, written in place,
+/// The operand whose storage a result of `op` may take, written in place,
 /// where that operand is read by nothing after `op` (the caller's liveness
-/// decides that); null for any other op. cross_entropy_grad and
-/// cross_entropy_shard_grad: the logits, when only the loss ops read them
-/// and the gradient has their type (their kernels read each logit before
-/// writing its gradient). The artifact
-/// writer shares the storage; the planner's memory model counts it so.
-mlir::Value inPlaceOperand(mlir::Operation *op);
+/// decides that); null for any other op. `result` (when given) is set to
+/// that result's number. cross_entropy_grad, cross_entropy_shard_grad and
+/// cross_entropy_with_grad (its gradient, result 1): the logits, when only
+/// the loss ops read them and the gradient has their type (their kernels
+/// read each logit before writing its gradient). The artifact writer
+/// shares the storage; the planner's memory model counts it so.
+mlir::Value inPlaceOperand(mlir::Operation *op, unsigned *result = nullptr);
 } // namespace smp
 
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_H

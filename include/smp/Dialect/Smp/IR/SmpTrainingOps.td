@@ -103,6 +103,33 @@ def Smp_CrossEntropyGradOp : Smp_Op<"cross_entropy_grad", [Pure, InferTypeOpAdap
   }];
 }
 
+def Smp_CrossEntropyWithGradOp : Smp_Op<"cross_entropy_with_grad", [Pure]> {
+  let summary = "cross_entropy and its cross_entropy_grad in one pass";
+  let description = [{
+    The loss of `smp.cross_entropy` and the logits' gradient of
+    `smp.cross_entropy_grad` (same operands and attributes, `grad` the
+    loss's incoming gradient) from one read of each row's statistics:
+    `smp-fuse-loss-grad` makes it where a training step's loss and its
+    gradient read the same logits and the incoming gradient is known before
+    the loss (a language model's logits are the step's largest tensor: the
+    two ops read it three times, this one twice, in one launch). The loss
+    has cross_entropy's type (f32 for f16/bf16 logits), the gradient the
+    logits' type; the gradient may take the logits' storage.
+  }];
+  let arguments = (ins Smp_FloatTensor:$logits, Smp_IntTensor:$labels,
+                   Optional<Smp_FloatTensor>:$weights, Smp_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                   DefaultValuedAttr<Smp_ReductionAttr,
+                       "::smp::Reduction::mean">:$reduction,
+                   OptionalAttr<I64Attr>:$classes);
+  let results = (outs Smp_FloatTensor:$loss, Smp_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad (`weights` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Smp_CrossEntropyShardOp : Smp_Op<"cross_entropy_shard", [Pure,
     InferTypeOpAdaptor]> {
   let summary = "A vocabulary shard's log-sum-exp and target logit per row";

@@ -107,6 +107,27 @@ def SmpFuseLossCastsPass : Pass<"smp-fuse-loss-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["::smp::SmpDialect"];
 }
 
+def SmpFuseLossGradPass : Pass<"smp-fuse-loss-grad", "mlir::func::FuncOp"> {
+  let summary = "Compute a training step's cross-entropy and its gradient in one op";
+  let description = [{
+    `smp.cross_entropy(x, y)` and `smp.cross_entropy_grad(x, y, s)` of the
+    same logits, labels, class weights, attributes and annotations, in one
+    block, become one `smp.cross_entropy_with_grad(x, y, s)` (results: the
+    loss, the gradient) at the loss's place when the incoming gradient `s`
+    is defined before the loss (a pure op defining `s` from values defined
+    before the loss is moved up: the seed over the micro-batch count), else
+    at the gradient's, where the ops between the two that read the loss
+    are pure and the gradient reads none of them (they move after it:
+    data parallelism's division of the loss by the all-reduced count). One
+    kernel reads each row of logits for its statistics and again for the
+    gradient, where the pair read it three times (a language model's
+    logits: the step's largest tensor). The same numbers: both backends
+    compute the fused op's loss and gradient as the two ops did. Runs in
+    the clean-up phase after `smp-fuse-loss-casts` and `smp-pad-classes`.
+  }];
+  let dependentDialects = ["::smp::SmpDialect"];
+}
+
 def SmpPadClassesPass : Pass<"smp-pad-classes", "mlir::func::FuncOp"> {
   let summary = "Pad an LM head's vocabulary so its products are aligned";
   let description = [{

@@ -49,6 +49,8 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.layer_norm_grad", "a backward op"},
       {"smp.rms_norm_grad", "a backward op"},
       {"smp.cross_entropy_grad", "a backward op"},
+      {"smp.cross_entropy_with_grad",
+       "the loss and its backward op (formed after the step is built)"},
       {"smp.cross_entropy_shard_grad", "a backward op"},
       {"smp.label_rank", "an evaluation's accuracy: counts, no gradient"},
       {"smp.gather_grad", "a backward op"},
@@ -104,6 +106,8 @@ const llvm::StringMap<const char *> &noShardingRule() {
       {"smp.gather_elements", "not split through (yet)"},
       {"smp.gather_elements_grad", "not split through (ScatterElements)"},
       {"smp.packed_attention", "formed after the step is built and split"},
+      {"smp.cross_entropy_with_grad",
+       "formed after the step is built and split"},
   };
   return m;
 }
