@@ -17,7 +17,9 @@
 // transformer's hidden states), the forward and dx take a warp per row with
 // the parameters staged in shared memory, and the column sums 16-byte
 // vectors of columns (NormWarp.cuh): the same arithmetic per element, the
-// sums in other groupings.
+// sums in other groupings. f16/bf16 rows of 256, 512, 768 or 1,024 values
+// sum dscale / dbias in dx's pass (normGradRowsSums: each lane its
+// columns over a block's 32 rows) and one kernel adds the blocks' sums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -428,6 +430,42 @@ Status columnSums(const char *op, Context *ctx, int64_t tiles, int64_t rows,
   return launchStatus(op);
 }
 
+/// normGradRowsSums over f16/bf16 rows of n = 32 k Pack<S>::N values (k in
+/// 1..4), then normGradColumnsFinish over its blocks' sums: x and dy read
+/// once (the column kernel read them again: 50 MB of GPT-2's 100 a norm).
+template <class S, bool Rms>
+Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
+                    const S *res, S *dx, int64_t rows, int64_t n, float eps,
+                    int k, Out ds, Out db) {
+  using A = typename FT<S>::C;
+  int64_t per = sumsRowsPerBlock(rows), blocks = (rows + per - 1) / per;
+  Scratch part;
+  SMP_RETURN_IF_ERROR(part.allocate(
+      op, sizeof(A) * static_cast<size_t>(2 * blocks * n), ctx->stream));
+  // The staged scale and a row of sums a warp.
+  size_t smem =
+      static_cast<size_t>((1 + kWarpRowsThreads / 32) * n) * sizeof(A);
+  auto launch = [&](auto kernel) {
+    kernel<<<static_cast<unsigned>(blocks), kWarpRowsThreads, smem,
+             ctx->stream>>>(x, dy, w, res, dx, rows, n, eps, per, part.as<A>());
+  };
+  if (k == 1)
+    launch(normGradRowsSums<S, Rms, 1>);
+  else if (k == 2)
+    launch(normGradRowsSums<S, Rms, 2>);
+  else if (k == 3)
+    launch(normGradRowsSums<S, Rms, 3>);
+  else
+    launch(normGradRowsSums<S, Rms, 4>);
+  SMP_RETURN_IF_ERROR(launchStatus(op));
+  int64_t tiles32 = (n + kColsX - 1) / kColsX;
+  normGradColumnsFinish<A>
+      <<<static_cast<unsigned>(std::clamp<int64_t>(tiles32, 1, 1 << 20)),
+         dim3(kColsX, kColsY), 0, ctx->stream>>>(part.as<const A>(), blocks, n,
+                                                 ds, db);
+  return launchStatus(op);
+}
+
 /// The gradient's kernels with a warp per row and 16-byte accesses where
 /// the tensors allow them (one dtype, whole aligned vectors: the hidden
 /// states of a transformer); `done` false: not taken.
@@ -449,6 +487,13 @@ Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
       if (!warpRowsFit<S>(n, 1, {x.data, dy.data, dx.data, res}))
         return Status::success();
       done = true;
+      if constexpr (sizeof(S) == 2) {
+        int64_t k = n / (32 * Pack<S>::N);
+        if (k >= 1 && k <= 4 && k * 32 * Pack<S>::N == n)
+          return normGradSums<S, Rms>(op, ctx, x.as<S>(), dy.as<S>(), w, res,
+                                      dx.as<S>(), rows, n, eps,
+                                      static_cast<int>(k), ds, db);
+      }
       normGradRowsWarp<S, Rms><<<warpRowBlocks(rows), kWarpRowsThreads,
                                  n * sizeof(A), ctx->stream>>>(
           x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n, eps, stats);

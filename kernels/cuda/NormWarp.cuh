@@ -4,8 +4,10 @@
 // dtype, whole aligned 16-byte vectors: a transformer's hidden states): the
 // forward and dx with a warp per row (the parameters staged in shared
 // memory, the statistics warp shuffles), and the parameters' gradients
-// summed over 16-byte vectors of columns. The same arithmetic per element
-// as Norm.cu's block-per-row kernels, the sums in other groupings. On an
+// summed over 16-byte vectors of columns, or, for f16/bf16 rows of 256 to
+// 1,024 values, in dx's own pass (normGradRowsSums). The same arithmetic
+// per element as Norm.cu's block-per-row kernels, the sums in other
+// groupings. On an
 // H200 (GPT-2 124M, [16,384 x 768] bf16) the block-per-row kernels had
 // taken 86 us a forward and 0.49 ms a gradient, their threads three 2-byte
 // loads each between block-wide barriers (docs/benchmarks.md).
@@ -211,6 +213,132 @@ __global__ void normGradRowsWarp(const S *x, const S *dy, In w, const S *res,
       stats[2 * r] = mean;
       stats[2 * r + 1] = rstd;
     }
+  }
+}
+
+/// warpRowStats of a row whose K vectors a lane holds (px[k]: vector
+/// lane + 32 k): the same sums in the same order.
+template <class S, bool Rms, int K, class C>
+__device__ void heldRowStats(const Pack<S> (&px)[K], int64_t d, float eps,
+                             C &mean, C &rstd) {
+  mean = C(0);
+  if (!Rms) {
+    C sum = C(0);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < Pack<S>::N; ++e)
+        sum += FT<S>::load(px[k].v[e]);
+    mean = warpAllSum(sum) / static_cast<C>(d);
+  }
+  C sq = C(0);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < Pack<S>::N; ++e) {
+      C c = FT<S>::load(px[k].v[e]) - mean;
+      sq += c * c;
+    }
+  sq = warpAllSum(sq);
+  rstd = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
+}
+
+/// Rows a block of normGradRowsSums takes: 32 (4 a warp), or more where
+/// that would make more than 1,024 blocks (each writes 2 n partial sums).
+/// The shape's alone: the sums' grouping does not depend on the device.
+inline int64_t sumsRowsPerBlock(int64_t rows) {
+  return std::max<int64_t>(32, (rows + 1023) / 1024);
+}
+
+/// normGradRowsWarp with the parameters' gradients summed in the same pass
+/// (f16/bf16 rows of n = 32 K Pack<S>::N values, K <= 4: a transformer's
+/// hidden size up to 1,024), where normGradColumnsVec read x and dy a
+/// second time. Block b takes rows [b rowsPerBlock, (b + 1) rowsPerBlock),
+/// its warp w the rows w, w + 8, ...; lane l keeps the sums over its rows
+/// of vectors l, l + 32, ... of dy x-hat (scale) and dy (bias), in A. The
+/// block's warps add theirs in order through shared memory (after the
+/// staged scale: n + 8 n A values) and write them to part[b n + j] and
+/// part[(blocks + b) n + j] for normGradColumnsFinish. dx as
+/// normGradRowsWarp's, x and dy read again from L1 for it: K <= 3 fits two
+/// blocks an SM in 128 registers without spills (GPT-2's K = 3; holding
+/// the row as well took 158), K = 4 one block in 168.
+template <class S, bool Rms, int K>
+__global__ void __launch_bounds__(kWarpRowsThreads, K <= 3 ? 2 : 1)
+    normGradRowsSums(const S *x, const S *dy, In w, const S *res, S *dx,
+                     int64_t rows, int64_t n, float eps, int64_t rowsPerBlock,
+                     typename FT<S>::C *part) {
+  using A = typename FT<S>::C;
+  using P = Pack<S>;
+  constexpr int N = P::N, kWarps = kWarpRowsThreads / 32;
+  extern __shared__ float4 normShared[];
+  A *ws = reinterpret_cast<A *>(normShared), *red = ws + n;
+  stageParam(w, ws, n);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  A inv = A(1) / static_cast<A>(n), s[K][N], b[K][N];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      s[k][e] = b[k][e] = A(0);
+  int64_t r0 = blockIdx.x * rowsPerBlock, r1 = min(rows, r0 + rowsPerBlock);
+  for (int64_t r = r0 + warp; r < r1; r += kWarps) {
+    const P *xr = reinterpret_cast<const P *>(x + r * n);
+    const P *gr = reinterpret_cast<const P *>(dy + r * n);
+    P px[K], pg[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      px[k] = xr[lane + 32 * k];
+      pg[k] = gr[lane + 32 * k];
+    }
+    A mean, rstd;
+    heldRowStats<S, Rms, K>(px, n, eps, mean, rstd);
+    A sumD = A(0), sumDX = A(0);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        A xv = FT<S>::load(px[k].v[e]);
+        A d = FT<S>::load(pg[k].v[e]) * ws[(lane + 32 * k) * N + e];
+        sumD += d;
+        sumDX += d * (Rms ? xv : (xv - mean) * rstd);
+      }
+    sumD = warpAllSum(sumD);
+    sumDX = warpAllSum(sumDX);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      int64_t v = lane + 32 * k;
+      // Read again (from L1): the registers hold the sums, not the row.
+      P qx = xr[v], qg = gr[v], o;
+      P pr = res ? reinterpret_cast<const P *>(res + r * n)[v] : P{};
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        A xv = FT<S>::load(qx.v[e]), gv = FT<S>::load(qg.v[e]);
+        A d = gv * ws[v * N + e];
+        A g = Rms ? rstd * (d - xv * rstd * rstd * sumDX * inv)
+                  : rstd * (d - sumD * inv - (xv - mean) * rstd * sumDX * inv);
+        if (res) // the gradient rounded to S, then the residual added
+          g = FT<S>::load(FT<S>::store(g)) + FT<S>::load(pr.v[e]);
+        o.v[e] = FT<S>::store(g);
+        s[k][e] += gv * (Rms ? xv * rstd : (xv - mean) * rstd);
+        b[k][e] += gv;
+      }
+      reinterpret_cast<P *>(dx + r * n)[v] = o;
+    }
+  }
+  for (int kind = 0; kind < 2; ++kind) { // the scale's sums, the bias'
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < N; ++e)
+        red[warp * n + (lane + 32 * k) * N + e] = kind ? b[k][e] : s[k][e];
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      A t = red[j];
+      for (int q = 1; q < kWarps; ++q)
+        t += red[q * n + j];
+      part[(kind * int64_t(gridDim.x) + blockIdx.x) * n + j] = t;
+    }
+    __syncthreads();
   }
 }
 
