@@ -6,9 +6,10 @@
 # stage_end, SUMMARY, PYTHON, ROOT).
 
 # The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
-# packed beside it (without one optimisation: its smpc flags in
-# ablate-NAME.flags), STEPS steps each; the median step time but the
-# first's, one table in summary.md.
+# packed beside it (without one optimisation, or at another batch: its smpc
+# flags in ablate-NAME.flags), STEPS steps each; the median step time but
+# the first's, with its tokens/s, MFU and the device's peak bytes, one
+# table in summary.md.
 ablation_stage() {
   local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok
   local arts=("$bdir"/ablate-*.smpx)
@@ -19,8 +20,8 @@ ablation_stage() {
   room "ablations" "$min_ablate" || return 0
   stage_begin "Ablations: the benchmark's model without one optimisation each (smprun, $steps steps)"
   {
-    echo "| artifact | smpc flags | median ms/step (steps 2..$steps) |"
-    echo "| --- | --- | --- |"
+    echo "| artifact | smpc flags | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
+    echo "| --- | --- | --- | --- | --- | --- |"
   } >> "$SUMMARY"
   for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
     name=$(basename "$a" .smpx)
@@ -33,8 +34,15 @@ ablation_stage() {
     elif limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
       --steps "$steps" --metrics "$LOGS/$name.jsonl" > "$LOGS/$name.out" 2>&1; then
       ms=$("$PYTHON" -c 'import json, statistics, sys
-t = [json.loads(l)["step_time"] for l in open(sys.argv[1]) if l.strip()][1:]
-print(f"{statistics.median(t) * 1e3:,.2f}" if t else "no steps")' "$LOGS/$name.jsonl")
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][1:]
+def med(k):
+    return statistics.median(r[k] for r in rows)
+if rows:
+    ms, tok, mfu = med("step_time") * 1e3, med("tokens_per_s"), med("mfu")
+    peak = max(r.get("peak_bytes", 0) for r in rows)
+    print(f"{ms:,.2f} | {tok:,.0f} | {mfu * 100:.1f}% | {peak:,}")
+else:
+    print("no steps")' "$LOGS/$name.jsonl")
     else
       rc=$?
       ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"

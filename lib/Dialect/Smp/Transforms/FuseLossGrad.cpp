@@ -105,6 +105,14 @@ bool sinkLossReaders(CrossEntropyOp loss, CrossEntropyGradOp grad) {
   }
   if (readsLoss(grad))
     return false;
+  // A read inside a region of an op between the two is not an operand.
+  Block *block = loss->getBlock();
+  for (Operation *user : loss->getUsers()) {
+    Operation *top = block->findAncestorOpInBlock(*user);
+    if (!top ||
+        (!llvm::is_contained(readers, top) && !grad->isBeforeInBlock(top)))
+      return false;
+  }
   Operation *last = grad;
   for (Operation *op : readers) {
     op->moveAfter(last);
