@@ -18,8 +18,10 @@
 // the parameters staged in shared memory, and the column sums 16-byte
 // vectors of columns (NormWarp.cuh): the same arithmetic per element, the
 // sums in other groupings. f16/bf16 rows of 256, 512, 768 or 1,024 values
-// sum dscale / dbias in dx's pass (normGradRowsSums: each lane its
-// columns over a block's 32 rows) and one kernel adds the blocks' sums.
+// are held in registers, a lane's vectors read once: the forward
+// (normRowsHeld), and the gradient, which sums dscale / dbias in dx's pass
+// (normGradRowsSums: each lane its columns over a block's 32 rows) and
+// adds the blocks' sums in one kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,7 +133,25 @@ Status launchNormRows(const char *name, Context *ctx, const TensorRef &in,
                       const TensorRef &out, int64_t rows, int64_t d, In scale,
                       In bias, float eps) {
   using C = typename FT<S>::C;
-  if (warpRowsFit<S>(d, 2, {in.data, out.data})) {
+  bool warp = warpRowsFit<S>(d, 2, {in.data, out.data});
+  if (int k = heldVectors<S>(d); warp && k != 0) {
+    constexpr int64_t kRowsPerBlock = 32;
+    unsigned blocks = blocksFor((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    auto launch = [&](auto kernel) {
+      kernel<<<blocks, kWarpRowsThreads, 2 * d * sizeof(C), ctx->stream>>>(
+          in.as<S>(), out.as<S>(), rows, d, scale, bias, eps, kRowsPerBlock);
+    };
+    if (k == 1)
+      launch(normRowsHeld<S, Rms, 1>);
+    else if (k == 2)
+      launch(normRowsHeld<S, Rms, 2>);
+    else if (k == 3)
+      launch(normRowsHeld<S, Rms, 3>);
+    else
+      launch(normRowsHeld<S, Rms, 4>);
+    return launchStatus(name);
+  }
+  if (warp) {
     normRowsWarp<S, Rms>
         <<<warpRowBlocks(rows), kWarpRowsThreads, 2 * d * sizeof(C),
            ctx->stream>>>(in.as<S>(), out.as<S>(), rows, d, scale, bias, eps);
@@ -487,13 +507,9 @@ Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
       if (!warpRowsFit<S>(n, 1, {x.data, dy.data, dx.data, res}))
         return Status::success();
       done = true;
-      if constexpr (sizeof(S) == 2) {
-        int64_t k = n / (32 * Pack<S>::N);
-        if (k >= 1 && k <= 4 && k * 32 * Pack<S>::N == n)
-          return normGradSums<S, Rms>(op, ctx, x.as<S>(), dy.as<S>(), w, res,
-                                      dx.as<S>(), rows, n, eps,
-                                      static_cast<int>(k), ds, db);
-      }
+      if (int k = heldVectors<S>(n); k != 0)
+        return normGradSums<S, Rms>(op, ctx, x.as<S>(), dy.as<S>(), w, res,
+                                    dx.as<S>(), rows, n, eps, k, ds, db);
       normGradRowsWarp<S, Rms><<<warpRowBlocks(rows), kWarpRowsThreads,
                                  n * sizeof(A), ctx->stream>>>(
           x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n, eps, stats);

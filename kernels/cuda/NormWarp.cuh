@@ -4,10 +4,11 @@
 // dtype, whole aligned 16-byte vectors: a transformer's hidden states): the
 // forward and dx with a warp per row (the parameters staged in shared
 // memory, the statistics warp shuffles), and the parameters' gradients
-// summed over 16-byte vectors of columns, or, for f16/bf16 rows of 256 to
-// 1,024 values, in dx's own pass (normGradRowsSums). The same arithmetic
-// per element as Norm.cu's block-per-row kernels, the sums in other
-// groupings. On an
+// summed over 16-byte vectors of columns. f16/bf16 rows of 256 to 1,024
+// values are held in registers, a lane's vectors read once: the forward
+// (normRowsHeld) and dx with the parameters' sums in the same pass
+// (normGradRowsSums). The same arithmetic per element as Norm.cu's
+// block-per-row kernels, the sums in other groupings. On an
 // H200 (GPT-2 124M, [16,384 x 768] bf16) the block-per-row kernels had
 // taken 86 us a forward and 0.49 ms a gradient, their threads three 2-byte
 // loads each between block-wide barriers (docs/benchmarks.md).
@@ -241,6 +242,64 @@ __device__ void heldRowStats(const Pack<S> (&px)[K], int64_t d, float eps,
     }
   sq = warpAllSum(sq);
   rstd = C(1) / dSqrt(sq / static_cast<C>(d) + static_cast<C>(eps));
+}
+
+/// normRowsWarp for f16/bf16 rows of d = 32 K Pack<S>::N values (K <= 4: a
+/// transformer's hidden size up to 1,024): a lane holds its K vectors of
+/// the row, read once with the K loads in flight (normRowsWarp read the
+/// row three times, one vector a lane at a time), the statistics taken from
+/// them (heldRowStats: the same sums in the same order) and the same
+/// arithmetic per element. A block's warps take rowsPerBlock rows, the
+/// parameters staged once for them (normRowsWarp's blocks took 8).
+template <class S, bool Rms, int K>
+__global__ void __launch_bounds__(kWarpRowsThreads)
+    normRowsHeld(const S *x, S *y, int64_t rows, int64_t d, In scale, In bias,
+                 float eps, int64_t rowsPerBlock) {
+  using C = typename FT<S>::C;
+  using P = Pack<S>;
+  constexpr int N = P::N, kWarps = kWarpRowsThreads / 32;
+  extern __shared__ float4 normShared[];
+  C *sc = reinterpret_cast<C *>(normShared), *bi = sc + d;
+  stageParam(scale, sc, d);
+  stageParam(bias, bi, d);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int64_t r0 = blockIdx.x * rowsPerBlock, r1 = min(rows, r0 + rowsPerBlock);
+  for (int64_t r = r0 + warp; r < r1; r += kWarps) {
+    const P *xr = reinterpret_cast<const P *>(x + r * d);
+    P *yr = reinterpret_cast<P *>(y + r * d);
+    P px[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      px[k] = xr[lane + 32 * k];
+    C mean, rstd;
+    heldRowStats<S, Rms, K>(px, d, eps, mean, rstd);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      int64_t v = lane + 32 * k;
+      P o;
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        int64_t j = v * N + e;
+        C val = (FT<S>::load(px[k].v[e]) - mean) * rstd * sc[j];
+        if (bias.p)
+          val += bi[j];
+        o.v[e] = FT<S>::store(val);
+      }
+      yr[v] = o;
+    }
+  }
+}
+
+/// The K of normRowsHeld and normGradRowsSums for rows of d S values: d =
+/// 32 K Pack<S>::N with K in 1..4 for f16/bf16; 0 where they do not apply.
+template <class S> inline int heldVectors(int64_t d) {
+  if constexpr (sizeof(S) != 2) {
+    return 0;
+  } else {
+    int64_t k = d / (32 * Pack<S>::N);
+    return k >= 1 && k <= 4 && k * 32 * Pack<S>::N == d ? static_cast<int>(k)
+                                                        : 0;
+  }
 }
 
 /// Rows a block of normGradRowsSums takes: 32 (4 a warp), or more where

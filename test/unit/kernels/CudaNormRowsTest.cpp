@@ -1,9 +1,10 @@
-//===- CudaNormGradTest.cpp - CUDA norm gradients summed in dx's pass -----===//
+//===- CudaNormRowsTest.cpp - CUDA norms on rows held in registers -------===//
 //
-// f16/bf16 rows of 256 to 1,024 values (a transformer's hidden states): the
-// layer and RMS norms' gradients take one kernel for dx and the
-// parameters' sums (normGradRowsSums, kernels/cuda/NormWarp.cuh), against
-// the CPU kernels, with and without the residual, on blocks of 32 rows
+// f16/bf16 rows of 256 to 1,024 values (a transformer's hidden states),
+// held in registers: the layer and RMS norms' gradients take one kernel for
+// dx and the parameters' sums (normGradRowsSums, kernels/cuda/NormWarp.cuh)
+// and the forward reads each row once (normRowsHeld); against the CPU
+// kernels, with and without the residual (the bias), on blocks of 32 rows
 // with a tail and over 66 blocks.
 //
 //===----------------------------------------------------------------------===//
@@ -49,6 +50,34 @@ TEST_F(Cuda, NormGradientsSumTheirParametersInDxsPass) {
                                    residual ? gres.ptr() : nullptr));
         expectTol(grdx, rdx, true);
         expectTol(grds, rds, true);
+      }
+}
+
+/// The forward on the same rows (normRowsHeld: a lane's vectors held in
+/// registers, 32 rows a block), with and without the bias, against the
+/// CPU kernels.
+TEST_F(Cuda, NormsHoldTheirRowsInRegisters) {
+  unsigned seed = 1300;
+  for (DType t : {DType::BF16, DType::F16})
+    for (SumsCase c : {SumsCase{100, 768}, SumsCase{37, 256},
+                       SumsCase{70, 1024}, SumsCase{40, 512}})
+      for (bool withBias : {false, true}) {
+        SCOPED_TRACE(std::string(name(t)) + " " + std::to_string(c.rows) + "x" +
+                     std::to_string(c.n) + (withBias ? " bias" : ""));
+        std::vector<int64_t> shape{c.rows, c.n}, ps{c.n};
+        Host x = random(t, shape, -2, 3, seed++);
+        Host scale = random(t, ps, 0.5, 1.5, seed++);
+        Host bias = random(t, ps, -1, 1, seed++);
+        Host y(t, shape), ry(t, shape);
+        ASSERT_OK(cpuk::layerNorm(x, scale, withBias ? &bias.ref : nullptr, 1,
+                                  1e-5f, y));
+        ASSERT_OK(cpuk::rmsNorm(x, scale, 1e-6f, ry));
+        Dev gx(x), gscale(scale), gbias(bias), gy(t, shape), gry(t, shape);
+        ASSERT_OK(cuk::layerNorm(gx, gscale, withBias ? gbias.ptr() : nullptr,
+                                 1, 1e-5f, gy));
+        ASSERT_OK(cuk::rmsNorm(gx, gscale, 1e-6f, gry));
+        expectTol(gy, y, true);
+        expectTol(gry, ry, true);
       }
 }
 
