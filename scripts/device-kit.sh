@@ -56,9 +56,11 @@
 #            TrainingArguments files (needs transformers; also with
 #            --no-bench);
 #         7. the ablations: the benchmark's artifact and the same model
-#            compiled without one optimisation each (ABLATIONS: smpc
-#            --no-pad-vocab), --warmup steps each (5 at least), a table
-#            of their median step times.
+#            compiled without one optimisation each, or at twice the
+#            batch (ABLATIONS), --warmup steps each (5 at least), a table
+#            of their median step times, tokens/s, MFU and peak bytes;
+#            7b. torch.compile with SDPA at twice the batch (GPU only,
+#            120 s left at least).
 #       --budget (default 480) counts from the start of `run`: every
 #       process runs under timeout(1) within it and its own cap; a stage or
 #       row that cannot start in what is left is skipped, and summary.md
@@ -300,6 +302,11 @@ stage_end() {
 }
 # room STAGE NEED: whether STAGE, which needs NEED seconds, may start; if
 # not, summary.md says it was skipped and why.
+# Whether PYTHON has PyTorch 2 (scaled_dot_product_attention, compile).
+have_torch2() {
+  limited 90 "$PYTHON" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' \
+    2>/dev/null
+}
 room() {
   local l=$(($(left) - RESERVE))
   [ "$l" -ge "$2" ] && return 0
@@ -683,8 +690,7 @@ EOF
   # torch.compile) or none.
   if [ $torch = 0 ]; then
     skipped "GPT-2 benchmark: PyTorch" "--no-torch"
-  elif ! limited 90 "$PYTHON" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' \
-    2>/dev/null; then
+  elif ! have_torch2; then
     skipped "GPT-2 benchmark: PyTorch" "no PyTorch 2 in $PYTHON"
   elif room "GPT-2 benchmark: PyTorch" 20; then
     stage_begin "GPT-2 benchmark: PyTorch ($modes)"
@@ -715,6 +721,25 @@ EOF
     skipped "ablations" "no smp row"
   else
     ablation_stage "$bdir" "$dev" $((warm > 5 ? warm : 5))
+  fi
+
+  # 7b. torch.compile with SDPA at twice the batch: the ablations'
+  # batch-x2 row is smp's (issue 19 compares at the largest batch that
+  # fits).
+  if [ $torch = 0 ] || [ "$dev" != cuda ] || ! have_torch2; then
+    skipped "GPT-2 benchmark: PyTorch at twice the batch" \
+      "no GPU, --no-torch or no PyTorch 2"
+  elif room "GPT-2 benchmark: PyTorch at twice the batch" 120; then
+    stage_begin "GPT-2 benchmark: PyTorch compile-sdpa at batch $((batch * 2))"
+    rc=0
+    SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
+      bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch $((batch * 2)) \
+      "${args[@]}" --no-smp --modes compile-sdpa \
+      --deadline $((DEADLINE - RESERVE - 10)) 2> "$LOGS/bench-torch-x2.log" |
+      tee "$LOGS/bench-torch-x2.md" >> "$SUMMARY" || rc=$?
+    result=ok
+    [ $rc = 0 ] || result="FAILED (status $rc)"
+    stage_end "GPT-2 benchmark: PyTorch at twice the batch" "$result"
   fi
 }
 
