@@ -141,14 +141,8 @@ Status launchNormRows(const char *name, Context *ctx, const TensorRef &in,
       kernel<<<blocks, kWarpRowsThreads, 2 * d * sizeof(C), ctx->stream>>>(
           in.as<S>(), out.as<S>(), rows, d, scale, bias, eps, kRowsPerBlock);
     };
-    if (k == 1)
-      launch(normRowsHeld<S, Rms, 1>);
-    else if (k == 2)
-      launch(normRowsHeld<S, Rms, 2>);
-    else if (k == 3)
-      launch(normRowsHeld<S, Rms, 3>);
-    else
-      launch(normRowsHeld<S, Rms, 4>);
+    visitHeld(
+        k, [&](auto K) { launch(normRowsHeld<S, Rms, decltype(K)::value>); });
     return launchStatus(name);
   }
   if (warp) {
@@ -469,14 +463,8 @@ Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
     kernel<<<static_cast<unsigned>(blocks), kWarpRowsThreads, smem,
              ctx->stream>>>(x, dy, w, res, dx, rows, n, eps, per, part.as<A>());
   };
-  if (k == 1)
-    launch(normGradRowsSums<S, Rms, 1>);
-  else if (k == 2)
-    launch(normGradRowsSums<S, Rms, 2>);
-  else if (k == 3)
-    launch(normGradRowsSums<S, Rms, 3>);
-  else
-    launch(normGradRowsSums<S, Rms, 4>);
+  visitHeld(
+      k, [&](auto K) { launch(normGradRowsSums<S, Rms, decltype(K)::value>); });
   SMP_RETURN_IF_ERROR(launchStatus(op));
   int64_t tiles32 = (n + kColsX - 1) / kColsX;
   normGradColumnsFinish<A>

@@ -302,6 +302,19 @@ template <class S> inline int heldVectors(int64_t d) {
   }
 }
 
+/// f(std::integral_constant<int, K>()) for K = k, one of heldVectors'
+/// 1..4: the kernel instance of a row's vector count.
+template <class F> void visitHeld(int k, F &&f) {
+  if (k == 1)
+    f(std::integral_constant<int, 1>());
+  else if (k == 2)
+    f(std::integral_constant<int, 2>());
+  else if (k == 3)
+    f(std::integral_constant<int, 3>());
+  else
+    f(std::integral_constant<int, 4>());
+}
+
 /// Rows a block of normGradRowsSums takes: 32 (4 a warp), or more where
 /// that would make more than 1,024 blocks (each writes 2 n partial sums).
 /// The shape's alone: the sums' grouping does not depend on the device.
