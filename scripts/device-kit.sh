@@ -152,9 +152,9 @@ pack() {
     local dir=$1 batch=$2 target=$3
     shift 3
     mkdir -p "$dir"
-    # Samples for two steps of the largest batch (the ablations' x2).
+    # Samples for a step of the ablations' x2 batch (smprun cycles them).
     "$build/bin/smp-modelgen" gpt "$@" -o "$dir/gpt2.onnx" \
-      --write-data "$dir/data" $((batch * 4)) > /dev/null
+      --write-data "$dir/data" $((batch * 2)) > /dev/null
     local common=(--train --target "$target" --loss cross_entropy:logits:labels
       --optimizer adamw --lr 1e-4 --precision bf16)
     "$build/bin/smpc" compile "$dir/gpt2.onnx" "${common[@]}" \
