@@ -20,7 +20,7 @@
 // sums in other groupings. f16/bf16 rows of 256, 512, 768 or 1,024 values
 // are held in registers, a lane's vectors read once: the forward
 // (normRowsHeld), and the gradient, which sums dscale / dbias in dx's pass
-// (normGradRowsSums: each lane its columns over a block's 32 rows) and
+// (normGradRowsSums: each lane its columns over a block's 64 rows) and
 // adds the blocks' sums in one kernel.
 //
 //===----------------------------------------------------------------------===//
@@ -361,26 +361,32 @@ __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
 }
 
 /// normGradColumns' chunk sums of each column combined: a block of
-/// kColsX x kColsY threads takes kColsX columns, thread row ty the chunks
-/// ty, ty + kColsY, ..., then the rows' sums in order (a thread per column
-/// had summed all its chunks alone: 256 dependent loads from 24 blocks).
-template <class A>
-__global__ void normGradColumnsFinish(const A *part, int64_t chunks, int64_t n,
-                                      Out ds, Out db) {
-  __shared__ A ps[kColsY][kColsX], pb[kColsY][kColsX];
+/// kColsX x Y threads takes kColsX columns, thread row ty the chunks ty,
+/// ty + Y, ..., then the rows' sums in order (a thread per column had
+/// summed all its chunks alone: 256 dependent loads from 24 blocks). Y =
+/// kColsY after the column kernels; kFinishRows after normGradRowsSums,
+/// whose few columns (24 blocks for GPT-2's 768) read 256 chunks each.
+template <class A, int Y = kColsY>
+__global__ void __launch_bounds__(kColsX *Y)
+    normGradColumnsFinish(const A *part, int64_t chunks, int64_t n, Out ds,
+                          Out db) {
+  __shared__ A ps[Y][kColsX], pb[Y][kColsX];
   int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
        j0 += static_cast<int64_t>(gridDim.x) * kColsX) {
     int64_t j = j0 + tx;
     A s = A(0), b = A(0);
     if (j < n)
-      for (int64_t c = ty; c < chunks; c += kColsY) {
+      for (int64_t c = ty; c < chunks; c += Y) {
         s += part[c * n + j];
         b += part[(chunks + c) * n + j];
       }
-    columnRowsSum<A>(ps, pb, j, n, s, b, nullptr, 0, chunks, ds, db);
+    columnRowsSum<A, Y>(ps, pb, j, n, s, b, nullptr, 0, chunks, ds, db);
   }
 }
+
+/// The finish's thread rows after normGradRowsSums (1,024 threads a block).
+constexpr int kFinishRows = 32;
 
 /// out[s] = sum of full[j] over the positions j of the normalised shape
 /// that parameter element s broadcasts onto.
@@ -467,10 +473,10 @@ Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
       k, [&](auto K) { launch(normGradRowsSums<S, Rms, decltype(K)::value>); });
   SMP_RETURN_IF_ERROR(launchStatus(op));
   int64_t tiles32 = (n + kColsX - 1) / kColsX;
-  normGradColumnsFinish<A>
+  normGradColumnsFinish<A, kFinishRows>
       <<<static_cast<unsigned>(std::clamp<int64_t>(tiles32, 1, 1 << 20)),
-         dim3(kColsX, kColsY), 0, ctx->stream>>>(part.as<const A>(), blocks, n,
-                                                 ds, db);
+         dim3(kColsX, kFinishRows), 0, ctx->stream>>>(part.as<const A>(),
+                                                      blocks, n, ds, db);
   return launchStatus(op);
 }
 

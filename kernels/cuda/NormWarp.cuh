@@ -42,19 +42,20 @@ __device__ inline void storeColumnSums(A *part, int64_t c, int64_t chunks,
     db.store(j, static_cast<double>(A(0) + b));
 }
 
-/// A column block's sums over its kColsY thread rows: thread (tx, ty) holds
-/// its rows' sums s and b of column j; row 0 adds the other rows' in order
-/// and stores them (storeColumnSums). Every thread of the block calls it.
-template <class A>
-__device__ void columnRowsSum(A (&ps)[kColsY][kColsX], A (&pb)[kColsY][kColsX],
-                              int64_t j, int64_t n, A s, A b, A *part,
-                              int64_t c, int64_t chunks, Out ds, Out db) {
+/// A column block's sums over its Y thread rows (kColsY, or the finish's
+/// kFinishRows): thread (tx, ty) holds its rows' sums s and b of column j;
+/// row 0 adds the other rows' in order and stores them (storeColumnSums).
+/// Every thread of the block calls it.
+template <class A, int Y>
+__device__ void columnRowsSum(A (&ps)[Y][kColsX], A (&pb)[Y][kColsX], int64_t j,
+                              int64_t n, A s, A b, A *part, int64_t c,
+                              int64_t chunks, Out ds, Out db) {
   int tx = threadIdx.x, ty = threadIdx.y;
   ps[ty][tx] = s;
   pb[ty][tx] = b;
   __syncthreads();
   if (ty == 0 && j < n) {
-    for (int k = 1; k < kColsY; ++k) {
+    for (int k = 1; k < Y; ++k) {
       s += ps[k][tx];
       b += pb[k][tx];
     }
@@ -315,11 +316,12 @@ template <class F> void visitHeld(int k, F &&f) {
     f(std::integral_constant<int, 4>());
 }
 
-/// Rows a block of normGradRowsSums takes: 32 (4 a warp), or more where
-/// that would make more than 1,024 blocks (each writes 2 n partial sums).
-/// The shape's alone: the sums' grouping does not depend on the device.
+/// Rows a block of normGradRowsSums takes: 64 (8 a warp; GPT-2's 16,384
+/// rows: 256 blocks, one wave of two an SM on an H100), or more where that
+/// would make more than 512 blocks (each writes 2 n partial sums). The
+/// shape's alone: the sums' grouping does not depend on the device.
 inline int64_t sumsRowsPerBlock(int64_t rows) {
-  return std::max<int64_t>(32, (rows + 1023) / 1024);
+  return std::max<int64_t>(64, (rows + 511) / 512);
 }
 
 /// normGradRowsWarp with the parameters' gradients summed in the same pass

@@ -4,8 +4,8 @@
 // held in registers: the layer and RMS norms' gradients take one kernel for
 // dx and the parameters' sums (normGradRowsSums, kernels/cuda/NormWarp.cuh)
 // and the forward reads each row once (normRowsHeld); against the CPU
-// kernels, with and without the residual (the bias), on blocks of 32 rows
-// with a tail and over 66 blocks.
+// kernels, with and without the residual (the bias), on blocks of 32 or 64
+// rows with a tail and over 33 blocks.
 //
 //===----------------------------------------------------------------------===//
 
