@@ -450,6 +450,15 @@ Status columnSums(const char *op, Context *ctx, int64_t tiles, int64_t rows,
   return launchStatus(op);
 }
 
+/// The rows' statistics (2 A values a row) that dx's kernels store for
+/// the column sums; normGradRowsSums needs none.
+template <class A>
+Status allocateStats(const char *op, Context *ctx, int64_t rows,
+                     Scratch &stats) {
+  return stats.allocate(op, static_cast<size_t>(2 * rows) * sizeof(A),
+                        ctx->stream);
+}
+
 /// normGradRowsSums over f16/bf16 rows of n = 32 k Pack<S>::N values (k in
 /// 1..4), then normGradColumnsFinish over its blocks' sums: x and dy read
 /// once (the column kernel read them again: 50 MB of GPT-2's 100 a norm).
@@ -487,7 +496,7 @@ template <class A, bool Rms>
 Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
                     const TensorRef &dy, const TensorRef &dx,
                     const TensorRef *residual, In w, int64_t rows, int64_t n,
-                    float eps, A *stats, Out ds, Out db, bool &done) {
+                    float eps, Scratch &stats, Out ds, Out db, bool &done) {
   done = false;
   if (dy.dtype != x.dtype || dx.dtype != x.dtype ||
       (residual && residual->dtype != x.dtype))
@@ -504,9 +513,11 @@ Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
       if (int k = heldVectors<S>(n); k != 0)
         return normGradSums<S, Rms>(op, ctx, x.as<S>(), dy.as<S>(), w, res,
                                     dx.as<S>(), rows, n, eps, k, ds, db);
-      normGradRowsWarp<S, Rms><<<warpRowBlocks(rows), kWarpRowsThreads,
-                                 n * sizeof(A), ctx->stream>>>(
-          x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n, eps, stats);
+      SMP_RETURN_IF_ERROR(allocateStats<A>(op, ctx, rows, stats));
+      normGradRowsWarp<S, Rms>
+          <<<warpRowBlocks(rows), kWarpRowsThreads, n * sizeof(A),
+             ctx->stream>>>(x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n,
+                            eps, stats.as<A>());
       SMP_RETURN_IF_ERROR(launchStatus(op));
       int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
       // Chunks of 64 rows: a hidden size of 768 is 3 tiles wide.
@@ -515,8 +526,8 @@ Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
           [&](dim3 grid, int64_t chunkRows, A *part) {
             normGradColumnsVec<S, Rms>
                 <<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
-                    x.as<S>(), dy.as<S>(), stats, rows, n, chunkRows, ds, db,
-                    part);
+                    x.as<S>(), dy.as<S>(), stats.as<A>(), rows, n, chunkRows,
+                    ds, db, part);
           });
     }
   });
@@ -535,8 +546,6 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
   // A scale of the normalised shape gets its gradients written in place;
   // a broadcast one gets them summed into it (foldParam).
   bool folded = wView.p != scale.data;
-  SMP_RETURN_IF_ERROR(stats.allocate(
-      op, static_cast<size_t>(2 * rows) * sizeof(A), ctx->stream));
   Out dsOut = asOut(dscale);
   Out dbOut = dbias ? asOut(*dbias) : Out{nullptr, DType::F32};
   if (folded) {
@@ -548,9 +557,10 @@ Status normGrad(const char *op, Context *ctx, const TensorRef &x,
   }
   bool done;
   Status warp = normGradWarp<A, Rms>(op, ctx, x, dy, dx, residual, wView, rows,
-                                     n, eps, stats.as<A>(), dsOut, dbOut, done);
+                                     n, eps, stats, dsOut, dbOut, done);
   SMP_RETURN_IF_ERROR(warp);
   if (!done) {
+    SMP_RETURN_IF_ERROR(allocateStats<A>(op, ctx, rows, stats));
     In xo = asIn(x), go = asIn(dy);
     normGradRows<A, Rms><<<blocksFor(rows), rowThreads(n), 0, ctx->stream>>>(
         xo, go, wView, asIn(residual), asOut(dx), rows, n, eps, stats.as<A>());
