@@ -390,6 +390,16 @@ __global__ void __launch_bounds__(kWideLossThreads)
   }
 }
 
+/// Whether crossEntropyGradRowsVec takes these rows: the gradient in the
+/// logits' dtype, rows of whole aligned 16-byte vectors.
+bool vectorRows(const TensorRef &logits, const TensorRef &dlogits,
+                int64_t stride) {
+  size_t bytes = smp::base::dtypeSize(logits.dtype);
+  return dlogits.dtype == logits.dtype && bytes != 0 &&
+         stride % static_cast<int64_t>(16 / bytes) == 0 &&
+         aligned16({logits.data, dlogits.data});
+}
+
 } // namespace
 
 Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
@@ -414,8 +424,7 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
   SMP_RETURN_IF_ERROR(launchStatus(op));
   return visitFloat(logits.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    if (dlogits.dtype == logits.dtype && stride % Pack<S>::N == 0 &&
-        aligned16({logits.data, dlogits.data})) {
+    if (vectorRows(logits, dlogits, stride)) {
       crossEntropyGradRowsVec<S, false>
           <<<blocksFor(rows), lossThreads(classes), 0, ctx->stream>>>(
               logits.as<S>(), l, w, asIn(dloss), reduction == Reduction::None,
@@ -432,20 +441,6 @@ Status crossEntropyGrad(const TensorRef &logits, const TensorRef &labels,
     return launchStatus(op);
   });
 }
-
-namespace {
-
-/// Whether crossEntropyGradRowsVec takes these rows: the gradient in the
-/// logits' dtype, rows of whole aligned 16-byte vectors.
-bool vectorRows(const TensorRef &logits, const TensorRef &dlogits,
-                int64_t stride) {
-  size_t bytes = smp::base::dtypeSize(logits.dtype);
-  return dlogits.dtype == logits.dtype && bytes != 0 &&
-         stride % static_cast<int64_t>(16 / bytes) == 0 &&
-         aligned16({logits.data, dlogits.data});
-}
-
-} // namespace
 
 Status crossEntropyWithGrad(const TensorRef &logits, const TensorRef &labels,
                             const TensorRef *weights, const TensorRef &dloss,
