@@ -7,12 +7,13 @@
 
 # The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
 # packed beside it (without one optimisation, or at another batch: its smpc
-# flags in ablate-NAME.flags), STEPS steps each; the median step time but
-# the first's, with its tokens/s, MFU and the device's peak bytes, one
-# table in summary.md.
+# flags in ablate-NAME.flags), then the benchmark's artifact again under
+# each ablate-NAME.env's VAR=VALUE, STEPS steps each; the median step time
+# but the first's, with its tokens/s, MFU and the device's peak bytes, one
+# table in summary.md, and the runs' SMP_CUBLASLT_TUNE notes after it.
 ablation_stage() {
-  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok
-  local arts=("$bdir"/ablate-*.smpx)
+  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok envs
+  local arts=("$bdir"/ablate-*.smpx) run=()
   if [ ! -e "${arts[0]}" ]; then
     skipped "ablations" "none packed"
     return 0
@@ -23,16 +24,25 @@ ablation_stage() {
     echo "| artifact | smpc flags | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
     echo "| --- | --- | --- | --- | --- | --- |"
   } >> "$SUMMARY"
-  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
-    name=$(basename "$a" .smpx)
+  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}" "$bdir"/ablate-*.env; do
+    [ -e "$a" ] || continue
+    name=$(basename "${a%.*}")
     flags="(the benchmark's)"
-    [ ! -f "${a%.smpx}.flags" ] || flags=$(cat "${a%.smpx}.flags")
-    prep=$(fill_weights "$a")
+    envs=()
+    run=("$a")
+    if [ "${a##*.}" = env ]; then
+      read -ra envs < "$a"
+      flags="${envs[*]} (environment)"
+      run=("$bdir/gpt2-fused.smpx")
+    fi
+    [ ! -f "${a%.*}.flags" ] || flags=$(cat "${a%.*}.flags")
+    prep=$(fill_weights "${run[0]}")
     rc=0
     if [ "$prep" != ok ]; then
       ms=$prep
-    elif limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
-      --steps "$steps" --metrics "$LOGS/$name.jsonl" > "$LOGS/$name.out" 2>&1; then
+    elif limited 90 env "${envs[@]}" "$BIN/smprun" "${run[0]}" --device "$dev" \
+      --data "$bdir/data" --steps "$steps" --metrics "$LOGS/$name.jsonl" \
+      > "$LOGS/$name.out" 2>&1; then
       ms=$("$PYTHON" -c 'import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][1:]
 def med(k):
@@ -51,6 +61,13 @@ else:
     echo "| $name | $flags | $ms |" >> "$SUMMARY"
   done
   echo >> "$SUMMARY"
+  if grep -qh '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out 2> /dev/null; then
+    echo "cuBLASLt's algorithms timed per product shape (SMP_CUBLASLT_TUNE=1):" >> "$SUMMARY"
+    echo >> "$SUMMARY"
+    grep -h '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out |
+      sed 's/^note: SMP_CUBLASLT_TUNE: /- /' >> "$SUMMARY"
+    echo >> "$SUMMARY"
+  fi
   stage_end "ablations" "$result"
 }
 

@@ -87,8 +87,12 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # The benchmark's ablations, NAME:smpc flags: each compiled beside the
 # benchmark's artifact and timed against it (stage 7). "--batch-size xK":
 # K times the benchmark's batch (issue 19 asks for the largest that fits).
+# "env VAR=VALUE": the benchmark's artifact run with that environment
+# (SMP_CUBLASLT_TUNE=1: cuBLASLt's algorithms timed per product shape).
 ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue"
-  "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2")
+  "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
+  "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2"
+  "tune-gemm:env SMP_CUBLASLT_TUNE=1")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).
@@ -164,6 +168,10 @@ pack() {
     local ab flags
     for ab in "${ABLATIONS[@]}"; do
       flags=${ab#*:}
+      if [[ $flags == "env "* ]]; then
+        echo "${flags#env }" > "$dir/ablate-${ab%%:*}.env"
+        continue
+      fi
       case $flags in
         "--batch-size x"*) flags="--batch-size $((batch * ${flags#--batch-size x}))" ;;
       esac

@@ -79,6 +79,7 @@ struct Context {
   DeviceError *dError = nullptr; // device
   DeviceError *hError = nullptr; // pinned host, for synchronize
   bool allowTF32 = false;
+  bool tuneGemm = false;          // SMP_CUBLASLT_TUNE=1 (MatMul.cu)
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
   int attentionForwardRows = 64;  // setAttentionForwardRows
 };

@@ -2,6 +2,9 @@
 
 #include "Common.cuh"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace smp::kernels::cuda {
 using namespace detail;
 
@@ -26,8 +29,18 @@ bool deviceAvailable() {
 Status createContext(int dev, Context *&out, cudaStream_t stream) {
   const char *op = "cuda_context";
   out = nullptr;
+  bool tune = false;
+  if (const char *v = std::getenv("SMP_CUBLASLT_TUNE")) {
+    if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0 && *v)
+      return fail(op, std::string("SMP_CUBLASLT_TUNE must be 0 or 1 (time "
+                                  "cuBLASLt's algorithms per product "
+                                  "shape), not '") +
+                          v + "'");
+    tune = std::strcmp(v, "1") == 0;
+  }
   Context *ctx = new Context;
   ctx->device = dev;
+  ctx->tuneGemm = tune;
   auto cleanup = [&](Status s) {
     destroyContext(ctx);
     return s;

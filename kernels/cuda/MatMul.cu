@@ -280,6 +280,11 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};
   bool found = false;
   bool noted = false; // its refused epilogue is in epilogueFallbacks()
+  /// The heuristic's algorithms, best first by its estimate: one, or
+  /// kTuneCandidates under SMP_CUBLASLT_TUNE=1, which times them on the
+  /// plan's first product and keeps the fastest (`tuned`).
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  bool tuned = false;
 };
 
 /// What a plan depends on: types, transposes, matrix sizes, batch count and
@@ -292,6 +297,8 @@ struct LtPlanCache {
   std::map<lt::LtKey, std::unique_ptr<lt::LtPlan>> plans;
   /// epilogueFallbacks(): the refused epilogues' products, each once.
   std::vector<std::string> fallbacks;
+  /// gemmTuning(): a line per tuned plan.
+  std::vector<std::string> tuning;
 };
 void destroyLtPlans(LtPlanCache *plans) { delete plans; }
 
@@ -300,6 +307,10 @@ using namespace lt;
 
 /// Plans past this many (a model has a few dozen shapes) are all dropped.
 constexpr size_t kMaxLtPlans = 4096;
+
+/// SMP_CUBLASLT_TUNE=1: the heuristic's first algorithms a plan times, and
+/// the products each is timed over (after one that is not).
+constexpr int kTuneCandidates = 8, kTuneRuns = 3;
 
 /// Builds the descriptors of a product and asks the heuristic for an
 /// algorithm; a status only for a failed descriptor call.
@@ -390,13 +401,35 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
                                                 sizeof(*value));
   if (!ok(st))
     return ltFail("cublasLtMatmulPreferenceSetAttribute", st);
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.c,
-                                      d.pref, 1, &heur, &found);
-  plan.found = ok(st) && found > 0 && heur.state == CUBLAS_STATUS_SUCCESS;
-  plan.algo = heur.algo;
+  int want = ctx->tuneGemm ? kTuneCandidates : 1, found = 0;
+  std::vector<cublasLtMatmulHeuristicResult_t> heur(want);
+  st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.c, d.pref,
+                                      want, heur.data(), &found);
+  for (int i = 0; ok(st) && i < found; ++i)
+    if (heur[i].state == CUBLAS_STATUS_SUCCESS)
+      plan.candidates.push_back(heur[i].algo);
+  plan.found = !plan.candidates.empty();
+  if (plan.found)
+    plan.algo = plan.candidates[0];
   return Status::success();
+}
+
+/// An epilogue's cuBLASLt name ("an" for one smp does not use).
+const char *epilogueName(uint32_t mode) {
+  return mode == CUBLASLT_EPILOGUE_BIAS            ? "BIAS"
+         : mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? "GELU_AUX_BIAS"
+         : mode == CUBLASLT_EPILOGUE_DGELU_BGRAD   ? "DGELU_BGRAD"
+         : mode == CUBLASLT_EPILOGUE_BGRADB        ? "BGRADB"
+                                                   : "an";
+}
+
+/// "bf16 [16384, 768] x [768, 3072]": a call's product.
+std::string productText(const Geometry &g, DType dt, const LtCalls &lc) {
+  auto dims = [](int64_t a, int64_t b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+  };
+  return std::string(smp::base::dtypeName(dt)) + " " + dims(lc.M, g.K) + " x " +
+         dims(g.K, g.N);
 }
 
 /// Notes that cuBLASLt has no algorithm for this product's epilogue: once a
@@ -406,17 +439,8 @@ void noteFallback(Context *ctx, LtPlan &plan, const Geometry &g, DType dt,
   if (mode == CUBLASLT_EPILOGUE_DEFAULT || plan.noted)
     return;
   plan.noted = true;
-  const char *name = mode == CUBLASLT_EPILOGUE_BIAS            ? "BIAS"
-                     : mode == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? "GELU_AUX_BIAS"
-                     : mode == CUBLASLT_EPILOGUE_DGELU_BGRAD   ? "DGELU_BGRAD"
-                     : mode == CUBLASLT_EPILOGUE_BGRADB        ? "BGRADB"
-                                                               : "an";
-  auto dims = [](int64_t a, int64_t b) {
-    return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
-  };
-  std::string line = std::string(name) + " epilogue of a " +
-                     smp::base::dtypeName(dt) + " " + dims(lc.M, g.K) + " x " +
-                     dims(g.K, g.N) + " product";
+  std::string line = std::string(epilogueName(mode)) + " epilogue of a " +
+                     productText(g, dt, lc) + " product";
   auto &seen = ctx->ltPlans->fallbacks;
   if (std::find(seen.begin(), seen.end(), line) == seen.end())
     seen.push_back(line);
@@ -465,6 +489,74 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
     plans.clear();
   plan = fresh.get();
   plans.emplace(key, std::move(fresh));
+  return Status::success();
+}
+
+/// SMP_CUBLASLT_TUNE=1: times each of the plan's candidates over
+/// kTuneRuns products (after one: cuBLASLt's own first-call work, and a
+/// candidate that fails to launch is passed over) and keeps the fastest,
+/// with a line for gemmTuning(). `enqueue(algo)` enqueues the product
+/// (every call) and returns cuBLASLt's status. The products write the
+/// product's outputs, which the product itself writes again after. The
+/// host waits for each candidate: once a shape, on its first product.
+template <class Enqueue>
+Status tunePlan(const char *name, Context *ctx, LtPlan &plan,
+                const std::string &what, double flops, Enqueue &&enqueue) {
+  plan.tuned = true;
+  if (plan.candidates.size() < 2)
+    return Status::success();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Status s = cudaStatus(name, cudaEventCreate(&start));
+  if (s.ok())
+    s = cudaStatus(name, cudaEventCreate(&stop));
+  double first = -1, best = -1;
+  size_t bestAt = 0, timed = 0;
+  for (size_t i = 0; s.ok() && i < plan.candidates.size(); ++i) {
+    if (enqueue(plan.candidates[i]) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    s = cudaStatus(name, cudaEventRecord(start, ctx->stream));
+    for (int r = 0; s.ok() && r < kTuneRuns; ++r)
+      if (cublasStatus_t st = enqueue(plan.candidates[i]);
+          st != CUBLAS_STATUS_SUCCESS)
+        s = fail(name,
+                 std::string("cublasLtMatmul failed: ") + cublasStatusName(st));
+    float ms = 0;
+    if (s.ok())
+      s = cudaStatus(name, cudaEventRecord(stop, ctx->stream));
+    if (s.ok())
+      s = cudaStatus(name, cudaEventSynchronize(stop));
+    if (s.ok())
+      s = cudaStatus(name, cudaEventElapsedTime(&ms, start, stop));
+    if (!s.ok())
+      break;
+    double us = 1e3 * ms / kTuneRuns;
+    ++timed;
+    if (i == 0)
+      first = us;
+    if (best < 0 || us < best) {
+      best = us;
+      bestAt = i;
+    }
+  }
+  for (cudaEvent_t ev : {start, stop})
+    if (ev)
+      cudaEventDestroy(ev);
+  SMP_RETURN_IF_ERROR(s);
+  if (timed == 0)
+    return Status::success(); // none ran: the product reports its own
+  plan.algo = plan.candidates[bestAt];
+  auto rate = [&](double us) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f us (%.0f TFLOP/s)", us,
+                  us > 0 ? flops / us * 1e-6 : 0.0);
+    return std::string(buf);
+  };
+  ctx->ltPlans->tuning.push_back(
+      std::string(name) + " " + what + ": " + std::to_string(timed) + " of " +
+      std::to_string(plan.candidates.size()) +
+      " algorithms timed; the heuristic's first " +
+      (first < 0 ? std::string("failed") : rate(first)) + ", the fastest (#" +
+      std::to_string(bestAt + 1) + ") " + rate(best));
   return Status::success();
 }
 
@@ -524,27 +616,46 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   const char *pa = static_cast<const char *>(rhs.data);
   const char *pb = static_cast<const char *>(lhs.data);
   char *pc = static_cast<char *>(out.data);
-  for (size_t i = 0; i < lc.calls.size(); ++i) {
-    const Call &c = lc.calls[i];
-    char *dst = pc + c.offC * es;
-    cublasStatus_t st = cublasLtMatmul(
-        ctx->lt, d.op, alpha, pa + c.offB * es, d.a, pb + c.offA * es, d.b,
-        beta, dst, d.c, dst, d.c, &plan->algo, ctx->workspace,
-        ctx->workspaceBytes, ctx->stream);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      // A first call that cuBLASLt rejects (nothing was enqueued yet): run
-      // the tiled kernel instead, now and for this shape from now on.
-      if (i == 0 && (st == CUBLAS_STATUS_NOT_SUPPORTED ||
-                     st == CUBLAS_STATUS_INVALID_VALUE ||
-                     st == CUBLAS_STATUS_ARCH_MISMATCH)) {
-        plan->found = false;
-        noteFallback(ctx, *plan, g, dt, lc, e.mode);
-        return Status::success(); // refused
+  // Every call of the product with `algo`; the first failing call's status
+  // (failedAt: its number).
+  size_t failedAt = 0;
+  auto enqueue = [&](const cublasLtMatmulAlgo_t &algo) {
+    for (size_t i = 0; i < lc.calls.size(); ++i) {
+      const Call &c = lc.calls[i];
+      char *dst = pc + c.offC * es;
+      cublasStatus_t st =
+          cublasLtMatmul(ctx->lt, d.op, alpha, pa + c.offB * es, d.a,
+                         pb + c.offA * es, d.b, beta, dst, d.c, dst, d.c, &algo,
+                         ctx->workspace, ctx->workspaceBytes, ctx->stream);
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        failedAt = i;
+        return st;
       }
-      refused = false;
-      return fail(name, std::string("cublasLtMatmul failed: ") +
-                            cublasStatusName(st));
     }
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  if (ctx->tuneGemm && !plan->tuned) {
+    double flops = 2.0 * static_cast<double>(lc.M) * static_cast<double>(g.N) *
+                   static_cast<double>(g.K) * static_cast<double>(lc.count) *
+                   static_cast<double>(lc.calls.size());
+    std::string what = productText(g, dt, lc);
+    if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
+      what += std::string(" ") + epilogueName(e.mode);
+    SMP_RETURN_IF_ERROR(tunePlan(name, ctx, *plan, what, flops, enqueue));
+  }
+  if (cublasStatus_t st = enqueue(plan->algo); st != CUBLAS_STATUS_SUCCESS) {
+    // A first call that cuBLASLt rejects (nothing was enqueued yet): run
+    // the tiled kernel instead, now and for this shape from now on.
+    if (failedAt == 0 && (st == CUBLAS_STATUS_NOT_SUPPORTED ||
+                          st == CUBLAS_STATUS_INVALID_VALUE ||
+                          st == CUBLAS_STATUS_ARCH_MISMATCH)) {
+      plan->found = false;
+      noteFallback(ctx, *plan, g, dt, lc, e.mode);
+      return Status::success(); // refused
+    }
+    refused = false;
+    return fail(name,
+                std::string("cublasLtMatmul failed: ") + cublasStatusName(st));
   }
   refused = false;
   return launchStatus(name);
@@ -673,6 +784,10 @@ Status matmulBiasGrad(const TensorRef &lhs, const TensorRef &rhs,
 
 std::vector<std::string> epilogueFallbacks(const Context &ctx) {
   return ctx.ltPlans ? ctx.ltPlans->fallbacks : std::vector<std::string>();
+}
+
+std::vector<std::string> gemmTuning(const Context &ctx) {
+  return ctx.ltPlans ? ctx.ltPlans->tuning : std::vector<std::string>();
 }
 
 } // namespace smp::kernels::cuda

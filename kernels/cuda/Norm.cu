@@ -335,7 +335,7 @@ __global__ void normGradRows(In x, In dy, In w, In res, Out dx, int64_t rows,
 /// none), each summed in A from A(0) as foldToParam sums them. Block (tile,
 /// c) sums rows [c chunkRows, (c + 1) chunkRows); with `part` (chunks of
 /// ReduceChunks) it writes its sums there, ds's at part[c n + j] and db's at
-/// part[(chunks + c) n + j], for normGradColumnsFinish.
+/// part[(chunks + c) n + j], for columnSumsFinish.
 template <class A, bool Rms>
 __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
                                 int64_t n, int64_t chunkRows, Out ds, Out db,
@@ -357,31 +357,6 @@ __global__ void normGradColumns(In x, In dy, const A *stats, int64_t rows,
         b += g;
       }
     columnRowsSum(ps, pb, j, n, s, b, part, c, int64_t(gridDim.y), ds, db);
-  }
-}
-
-/// normGradColumns' chunk sums of each column combined: a block of
-/// kColsX x Y threads takes kColsX columns, thread row ty the chunks ty,
-/// ty + Y, ..., then the rows' sums in order (a thread per column had
-/// summed all its chunks alone: 256 dependent loads from 24 blocks). Y =
-/// kColsY after the column kernels; kFinishRows after normGradRowsSums,
-/// whose few columns (24 blocks for GPT-2's 768) read 256 chunks each.
-template <class A, int Y = kColsY>
-__global__ void __launch_bounds__(kColsX *Y)
-    normGradColumnsFinish(const A *part, int64_t chunks, int64_t n, Out ds,
-                          Out db) {
-  __shared__ A ps[Y][kColsX], pb[Y][kColsX];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  for (int64_t j0 = static_cast<int64_t>(blockIdx.x) * kColsX; j0 < n;
-       j0 += static_cast<int64_t>(gridDim.x) * kColsX) {
-    int64_t j = j0 + tx;
-    A s = A(0), b = A(0);
-    if (j < n)
-      for (int64_t c = ty; c < chunks; c += Y) {
-        s += part[c * n + j];
-        b += part[(chunks + c) * n + j];
-      }
-    columnRowsSum<A, Y>(ps, pb, j, n, s, b, nullptr, 0, chunks, ds, db);
   }
 }
 
@@ -423,33 +398,6 @@ Status foldParam(const char *op, Context *ctx, const A *full,
                     product(bshape), asOut(out), n);
 }
 
-/// A column kernel over the rows, `tiles` blocks wide, in chunks of at
-/// least minRows rows (ReduceChunks) when the columns alone make few blocks:
-/// launch(grid, chunkRows, part) enqueues it, part null without chunks;
-/// normGradColumnsFinish then sums the chunks.
-template <class A, class Launch>
-Status columnSums(const char *op, Context *ctx, int64_t tiles, int64_t rows,
-                  int64_t n, int64_t minRows, Out ds, Out db, Launch &&launch) {
-  ReduceChunks split(tiles, rows, minRows);
-  dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, 1 << 20)),
-            static_cast<unsigned>(split.chunks));
-  Scratch part;
-  if (split.chunks > 1)
-    SMP_RETURN_IF_ERROR(
-        part.allocate(op, sizeof(A) * static_cast<size_t>(2 * split.chunks * n),
-                      ctx->stream));
-  launch(grid, split.rows, part.as<A>());
-  SMP_RETURN_IF_ERROR(launchStatus(op));
-  if (split.chunks == 1)
-    return Status::success();
-  int64_t tiles32 = (n + kColsX - 1) / kColsX;
-  normGradColumnsFinish<A>
-      <<<static_cast<unsigned>(std::clamp<int64_t>(tiles32, 1, 1 << 20)),
-         dim3(kColsX, kColsY), 0, ctx->stream>>>(part.as<const A>(),
-                                                 split.chunks, n, ds, db);
-  return launchStatus(op);
-}
-
 /// The rows' statistics (2 A values a row) that dx's kernels store for
 /// the column sums; normGradRowsSums needs none.
 template <class A>
@@ -460,7 +408,7 @@ Status allocateStats(const char *op, Context *ctx, int64_t rows,
 }
 
 /// normGradRowsSums over f16/bf16 rows of n = 32 k Pack<S>::N values (k in
-/// 1..4), then normGradColumnsFinish over its blocks' sums: x and dy read
+/// 1..4), then columnSumsFinish over its blocks' sums: x and dy read
 /// once (the column kernel read them again: 50 MB of GPT-2's 100 a norm).
 template <class S, bool Rms>
 Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
@@ -481,12 +429,8 @@ Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
   visitHeld(
       k, [&](auto K) { launch(normGradRowsSums<S, Rms, decltype(K)::value>); });
   SMP_RETURN_IF_ERROR(launchStatus(op));
-  int64_t tiles32 = (n + kColsX - 1) / kColsX;
-  normGradColumnsFinish<A, kFinishRows>
-      <<<static_cast<unsigned>(std::clamp<int64_t>(tiles32, 1, 1 << 20)),
-         dim3(kColsX, kFinishRows), 0, ctx->stream>>>(part.as<const A>(),
-                                                      blocks, n, ds, db);
-  return launchStatus(op);
+  return finishColumnSums<A, kFinishRows>(op, ctx, part.as<const A>(), blocks,
+                                          n, ds, db);
 }
 
 /// The gradient's kernels with a warp per row and 16-byte accesses where

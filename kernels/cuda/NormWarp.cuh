@@ -18,51 +18,10 @@
 #ifndef SMP_KERNELS_CUDA_NORMWARP_CUH
 #define SMP_KERNELS_CUDA_NORMWARP_CUH
 
+#include "ColumnSums.cuh"
 #include "Common.cuh"
 
 namespace smp::kernels::cuda::detail {
-
-/// The column kernels' blocks: kColsX columns (or 16-byte vectors of
-/// columns) x kColsY row slices.
-constexpr int kColsX = 32, kColsY = 8;
-
-/// Column j's sums (scale, bias) over row chunk c: into `part` (chunks of
-/// them, for normGradColumnsFinish) or, with no part, into ds and db.
-template <class A>
-__device__ inline void storeColumnSums(A *part, int64_t c, int64_t chunks,
-                                       int64_t n, int64_t j, A s, A b, Out ds,
-                                       Out db) {
-  if (part) {
-    part[c * n + j] = s;
-    part[(chunks + c) * n + j] = b;
-    return;
-  }
-  ds.store(j, static_cast<double>(A(0) + s));
-  if (db.p)
-    db.store(j, static_cast<double>(A(0) + b));
-}
-
-/// A column block's sums over its Y thread rows (kColsY, or the finish's
-/// kFinishRows): thread (tx, ty) holds its rows' sums s and b of column j;
-/// row 0 adds the other rows' in order and stores them (storeColumnSums).
-/// Every thread of the block calls it.
-template <class A, int Y>
-__device__ void columnRowsSum(A (&ps)[Y][kColsX], A (&pb)[Y][kColsX], int64_t j,
-                              int64_t n, A s, A b, A *part, int64_t c,
-                              int64_t chunks, Out ds, Out db) {
-  int tx = threadIdx.x, ty = threadIdx.y;
-  ps[ty][tx] = s;
-  pb[ty][tx] = b;
-  __syncthreads();
-  if (ty == 0 && j < n) {
-    for (int k = 1; k < Y; ++k) {
-      s += ps[k][tx];
-      b += pb[k][tx];
-    }
-    storeColumnSums(part, c, chunks, n, j, s, b, ds, db);
-  }
-  __syncthreads();
-}
 
 /// Row r's statistics over one warp (all 32 lanes call it): the mean (0
 /// for Rms) and 1 / sqrt(var + eps) (Rms: of the mean square) of the nv
@@ -332,7 +291,7 @@ inline int64_t sumsRowsPerBlock(int64_t rows) {
 /// of vectors l, l + 32, ... of dy x-hat (scale) and dy (bias), in A. The
 /// block's warps add theirs in order through shared memory (after the
 /// staged scale: n + 8 n A values) and write them to part[b n + j] and
-/// part[(blocks + b) n + j] for normGradColumnsFinish. dx as
+/// part[(blocks + b) n + j] for columnSumsFinish. dx as
 /// normGradRowsWarp's, x and dy read again from L1 for it: K <= 3 fits two
 /// blocks an SM in 128 registers without spills (GPT-2's K = 3; holding
 /// the row as well took 158), K = 4 one block in 168.
@@ -418,7 +377,7 @@ __global__ void __launch_bounds__(kWarpRowsThreads, K <= 3 ? 2 : 1)
 
 /// normGradColumns with 16-byte accesses: a thread sums Pack<S>::N
 /// adjacent columns (x and dy of dtype S, n a multiple of Pack<S>::N,
-/// aligned), a block 32 x N columns.
+/// aligned), a block 32 x N columns (vecColumnSums).
 template <class S, bool Rms>
 __global__ void normGradColumnsVec(const S *x, const S *dy,
                                    const typename FT<S>::C *stats, int64_t rows,
@@ -426,49 +385,21 @@ __global__ void normGradColumnsVec(const S *x, const S *dy,
                                    typename FT<S>::C *part) {
   using A = typename FT<S>::C;
   using P = Pack<S>;
-  constexpr int kW = kColsX * P::N; // a block's columns
-  __shared__ A ps[kColsY][kW], pb[kColsY][kW];
-  int tx = threadIdx.x, ty = threadIdx.y;
-  int64_t nv = n / P::N, c = blockIdx.y, r1 = min(rows, (c + 1) * chunkRows);
   const P *xv = reinterpret_cast<const P *>(x);
   const P *gv = reinterpret_cast<const P *>(dy);
-  for (int64_t v0 = static_cast<int64_t>(blockIdx.x) * kColsX; v0 < nv;
-       v0 += static_cast<int64_t>(gridDim.x) * kColsX) {
-    int64_t v = v0 + tx;
-    A s[P::N], b[P::N];
+  int64_t nv = n / P::N;
+  vecColumnSums<S, A>(rows, n, chunkRows, ds, db, part,
+                      [&](int64_t r, int64_t v, A(&s)[P::N], A(&b)[P::N]) {
+                        P pg = gv[r * nv + v], px = xv[r * nv + v];
+                        A mean = Rms ? A(0) : stats[2 * r],
+                          rstd = stats[2 * r + 1];
 #pragma unroll
-    for (int k = 0; k < P::N; ++k)
-      s[k] = b[k] = A(0);
-    if (v < nv)
-      for (int64_t r = c * chunkRows + ty; r < r1; r += kColsY) {
-        P pg = gv[r * nv + v], px = xv[r * nv + v];
-        A mean = Rms ? A(0) : stats[2 * r], rstd = stats[2 * r + 1];
-#pragma unroll
-        for (int k = 0; k < P::N; ++k) {
-          A g = FT<S>::load(pg.v[k]), xk = FT<S>::load(px.v[k]);
-          s[k] += g * (Rms ? xk * rstd : (xk - mean) * rstd);
-          b[k] += g;
-        }
-      }
-#pragma unroll
-    for (int k = 0; k < P::N; ++k) {
-      ps[ty][tx * P::N + k] = s[k];
-      pb[ty][tx * P::N + k] = b[k];
-    }
-    __syncthreads();
-    for (int e = ty * kColsX + tx; e < kW; e += kColsX * kColsY) {
-      int64_t j = v0 * P::N + e;
-      if (j >= n)
-        continue;
-      A ss = ps[0][e], bb = pb[0][e];
-      for (int k = 1; k < kColsY; ++k) {
-        ss += ps[k][e];
-        bb += pb[k][e];
-      }
-      storeColumnSums(part, c, int64_t(gridDim.y), n, j, ss, bb, ds, db);
-    }
-    __syncthreads();
-  }
+                        for (int k = 0; k < P::N; ++k) {
+                          A g = FT<S>::load(pg.v[k]), xk = FT<S>::load(px.v[k]);
+                          s[k] += g * (Rms ? xk * rstd : (xk - mean) * rstd);
+                          b[k] += g;
+                        }
+                      });
 }
 
 } // namespace smp::kernels::cuda::detail

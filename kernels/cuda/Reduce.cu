@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ColumnSums.cuh"
 #include "Common.cuh"
 
 #include <type_traits>
@@ -175,8 +176,6 @@ __global__ void reduceRows(const S *x, S *y, typename Ops::Acc *part, Plan p,
   }
 }
 
-constexpr int kColsX = 32, kColsY = 8;
-
 /// Block (tile, chunk) reduces rows [chunk chunkRows, +chunkRows) of its 32
 /// outputs over 8 thread rows (chunkRows = count: all of them).
 template <class S, class Ops>
@@ -217,6 +216,54 @@ __global__ void reduceFinish(const typename Ops::Acc *part, S *y,
       a = ops.combine(a, part[c * outputs + o]);
     y[o] = ops.finish(a);
   }
+}
+
+/// The sums over the rows of a [rows, n] f16/bf16 matrix (n a multiple of
+/// Pack<S>::N, aligned: a linear layer's bias gradient, [tokens, hidden]
+/// summed over the tokens) on 16-byte vectors, accumulated in double as
+/// FloatSum (vecColumnSums; columnSums' chunks, then columnSumsFinish).
+/// reduceCols read one 2-byte element a thread.
+template <class S>
+__global__ void reduceColumnsVec(const S *x, int64_t rows, int64_t n,
+                                 int64_t chunkRows, Out y, double *part) {
+  using P = Pack<S>;
+  const P *xv = reinterpret_cast<const P *>(x);
+  int64_t nv = n / P::N;
+  vecColumnSums<S, double>(
+      rows, n, chunkRows, y, Out{nullptr, DType::F32}, part,
+      [&](int64_t r, int64_t v, double(&s)[P::N], double(&)[P::N]) {
+        P p = xv[r * nv + v];
+#pragma unroll
+        for (int k = 0; k < P::N; ++k)
+          s[k] += static_cast<double>(FT<S>::load(p.v[k]));
+      });
+}
+
+/// reduceColumnsVec when it takes the case: a sum (not a mean) of an
+/// f16/bf16 input whose kept dims are one contiguous run of whole vectors
+/// and whose reduced dims are the rows before it; `taken` says.
+template <class S>
+Status reduceColumnsFast(const char *name, Context *ctx, const Plan &p,
+                         const S *x, const TensorRef &out, bool &taken) {
+  taken = false;
+  if constexpr (std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>) {
+    int64_t n = p.outputs;
+    if (p.innerReduced || p.keptRank != 1 || p.keptStride[0] != 1 ||
+        p.redRank != 1 || p.redStride[0] != n || n % Pack<S>::N != 0 ||
+        !aligned16({x}))
+      return Status::success();
+    taken = true;
+    int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+    Out y = asOut(out);
+    return columnSums<double>(
+        name, ctx, tiles, p.count, n, ReduceChunks::kMinRows, y,
+        Out{nullptr, DType::F32},
+        [&](dim3 grid, int64_t chunkRows, double *part) {
+          reduceColumnsVec<S><<<grid, dim3(kColsX, kColsY), 0, ctx->stream>>>(
+              x, p.count, n, chunkRows, y, part);
+        });
+  }
+  return Status::success();
 }
 
 /// The row path (a block per output) when the innermost group is reduced
@@ -435,6 +482,13 @@ Status reduce(ReduceOp op, const TensorRef &in,
       if (op == ReduceOp::Max)
         return launchReduce(name, ctx, p, in.as<S>(), out.as<S>(),
                             FloatMax<S>{});
+      if (op == ReduceOp::Sum) {
+        bool taken;
+        SMP_RETURN_IF_ERROR(
+            reduceColumnsFast<S>(name, ctx, p, in.as<S>(), out, taken));
+        if (taken)
+          return Status::success();
+      }
       return launchReduce(name, ctx, p, in.as<S>(), out.as<S>(),
                           FloatSum<S>{op == ReduceOp::Mean, p.count});
     });

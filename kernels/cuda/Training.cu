@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ColumnSums.cuh"
 #include "Common.cuh"
 
 namespace smp::kernels::cuda {
@@ -43,14 +44,112 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 n);
 }
 
-/// Two launches: geluGrad, then reduce's column sums of dx (the fusion that
-/// saves the passes is matmul_gelu_grad: cuBLASLt's DGELU_BGRAD epilogue on
-/// the product that makes dy).
+namespace {
+
+/// GELU's derivative at v in f32: the tanh form or erf's, as
+/// geluGradKernel's in double.
+template <bool Tanh> __device__ inline float geluDerivative(float v) {
+  if (Tanh) {
+    const float k = 0.79788456080286535588f, c = 0.044715f;
+    float t = tanhf(k * (v + c * v * v * v));
+    return 0.5f * (1 + t) + 0.5f * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+  }
+  return 0.5f * (1 + erff(v * 0.70710678118654752440f)) +
+         v * expf(-0.5f * v * v) * 0.39894228040143267794f;
+}
+
+/// bias_gelu_grad over f16/bf16 rows of n values (whole aligned 16-byte
+/// vectors: a transformer's [tokens, 4 hidden] MLP): dx = dy gelu'(x)
+/// computed in f32 and rounded to S, and dbias the column sums of the
+/// rounded dx (the CPU's), in the same pass (vecColumnSums). x, dy and dx
+/// are read and written once (dx may be dy: a vector is read before it is
+/// written); the generic path ran geluGradKernel (2-byte loads, f64) and a
+/// reduce that read dx again.
+template <class S, bool Tanh>
+__global__ void biasGeluGradVec(const S *x, const S *dy, S *dx, int64_t rows,
+                                int64_t n, int64_t chunkRows, Out db,
+                                typename FT<S>::C *part) {
+  using A = typename FT<S>::C;
+  using P = Pack<S>;
+  const P *xv = reinterpret_cast<const P *>(x);
+  const P *gv = reinterpret_cast<const P *>(dy);
+  P *ov = reinterpret_cast<P *>(dx);
+  int64_t nv = n / P::N;
+  vecColumnSums<S, A>(rows, n, chunkRows, db, Out{nullptr, DType::F32}, part,
+                      [&](int64_t r, int64_t v, A(&s)[P::N], A(&)[P::N]) {
+                        int64_t i = r * nv + v;
+                        P px = xv[i], pg = gv[i], o;
+#pragma unroll
+                        for (int k = 0; k < P::N; ++k) {
+                          o.v[k] = FT<S>::store(
+                              FT<S>::load(pg.v[k]) *
+                              geluDerivative<Tanh>(FT<S>::load(px.v[k])));
+                          s[k] += FT<S>::load(o.v[k]);
+                        }
+                        ov[i] = o;
+                      });
+}
+
+/// Launches biasGeluGradVec when it takes the case (x, dy, dx and dbias
+/// of one 16-bit dtype, rows of whole aligned vectors); `taken` says.
+Status biasGeluGradFast(const TensorRef &x, const TensorRef &dy,
+                        bool tanhApprox, const TensorRef &dx,
+                        const TensorRef &dbias, bool &taken) {
+  const char *op = "bias_gelu_grad";
+  taken = false;
+  DType t = x.dtype;
+  if ((t != DType::F16 && t != DType::BF16) || dy.dtype != t || dx.dtype != t ||
+      dbias.dtype != t || x.shape.empty())
+    return Status::success();
+  return visitFloat(t, op, [&](auto tag) -> Status {
+    using S = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<S, __half> ||
+                  std::is_same_v<S, __nv_bfloat16>) {
+      using A = typename FT<S>::C;
+      int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
+      if (n % Pack<S>::N != 0 || rows == 0 ||
+          !aligned16({x.data, dy.data, dx.data}))
+        return Status::success();
+      taken = true;
+      Context *ctx;
+      SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+      int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+      Out db = asOut(dbias);
+      // Chunks of 64 rows: GPT-2's 3,072 columns are 12 tiles wide.
+      return columnSums<A>(
+          op, ctx, tiles, rows, n, 64, db, Out{nullptr, DType::F32},
+          [&](dim3 grid, int64_t chunkRows, A *part) {
+            dim3 block(kColsX, kColsY);
+            if (tanhApprox)
+              biasGeluGradVec<S, true><<<grid, block, 0, ctx->stream>>>(
+                  x.as<S>(), dy.as<S>(), dx.as<S>(), rows, n, chunkRows, db,
+                  part);
+            else
+              biasGeluGradVec<S, false><<<grid, block, 0, ctx->stream>>>(
+                  x.as<S>(), dy.as<S>(), dx.as<S>(), rows, n, chunkRows, db,
+                  part);
+          });
+    } else {
+      return Status::success();
+    }
+  });
+}
+
+} // namespace
+
+/// biasGeluGradVec where it applies; else two launches: geluGrad, then
+/// reduce's column sums of dx. (matmul_gelu_grad, with cuBLASLt's
+/// DGELU_BGRAD epilogue on the product that makes dy, is smpc
+/// --dgelu-epilogue's.)
 Status biasGeluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                     const TensorRef &dx, const TensorRef &dbias) {
   SMP_RETURN_IF_ERROR(common::checkBiasGeluGrad(x, dy, dx, dbias));
   if (dbias.dtype != dx.dtype)
     return unsupported("bias_gelu_grad", dbias.dtype);
+  bool taken;
+  SMP_RETURN_IF_ERROR(biasGeluGradFast(x, dy, tanhApprox, dx, dbias, taken));
+  if (taken)
+    return Status::success();
   SMP_RETURN_IF_ERROR(geluGrad(x, dy, tanhApprox, dx));
   common::BiasSums b = common::biasSums(x, dbias);
   return reduce(ReduceOp::Sum, dx, b.axes, b.sums);

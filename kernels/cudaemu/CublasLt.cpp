@@ -518,15 +518,20 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   for (int i = 0; i < 4; ++i)
     if (pref(p)->align[i] < typeSize(ls[i]->type))
       return CUBLAS_STATUS_NOT_SUPPORTED;
-  cublasLtMatmulHeuristicResult_t r{};
-  r.algo.data[0] = kAlgoMagic;
-  for (int i = 0; i < 4; ++i)
-    r.algo.data[1 + i] = pref(p)->align[i];
-  r.workspaceSize = 0;
-  r.state = CUBLAS_STATUS_SUCCESS;
-  r.wavesCount = 1.0f;
-  results[0] = r;
-  *returned = 1;
+  // Two algorithms where more are asked for (smp's SMP_CUBLASLT_TUNE times
+  // them), the same product each: data[5] numbers them.
+  *returned = std::min(requested, 2);
+  for (int k = 0; k < *returned; ++k) {
+    cublasLtMatmulHeuristicResult_t r{};
+    r.algo.data[0] = kAlgoMagic;
+    for (int i = 0; i < 4; ++i)
+      r.algo.data[1 + i] = pref(p)->align[i];
+    r.algo.data[5] = static_cast<uint64_t>(k);
+    r.workspaceSize = 0;
+    r.state = CUBLAS_STATUS_SUCCESS;
+    r.wavesCount = 1.0f;
+    results[k] = r;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -176,8 +176,10 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     // After canonicalization (transposes folded into the products' flags).
     pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
     if (o.fuseGeluEpilogue)
-      pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass());
-    pm.addNestedPass<func::FuncOp>(createSmpFuseBiasGradPass());
+      pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass(
+          SmpFuseGeluEpiloguePassOptions{o.fuseGeluGradEpilogue}));
+    if (o.fuseBiasGrad)
+      pm.addNestedPass<func::FuncOp>(createSmpFuseBiasGradPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseLossCastsPass());
     if (o.padClasses)
       pm.addNestedPass<func::FuncOp>(createSmpPadClassesPass());
@@ -230,6 +232,16 @@ struct TrainPipelineCLOptions
                             llvm::cl::desc("GELUs into the products' epilogues "
                                            "(smp-fuse-gelu-epilogue)"),
                             llvm::cl::init(true)};
+  Option<bool> dgeluEpilogue{
+      *this, "dgelu-epilogue",
+      llvm::cl::desc("GELU gradients into the products' epilogues too "
+                     "(smp-fuse-gelu-epilogue{backward})"),
+      llvm::cl::init(false)};
+  Option<bool> biasGradEpilogue{
+      *this, "bias-grad-epilogue",
+      llvm::cl::desc("bias gradients into the weight-gradient products' "
+                     "epilogues (smp-fuse-bias-grad)"),
+      llvm::cl::init(true)};
   Option<bool> fuseLossGrad{
       *this, "fuse-loss-grad",
       llvm::cl::desc("a cross-entropy and its gradient in one op "
@@ -360,6 +372,8 @@ struct TrainPipelineCLOptions
     o.sequenceParallel = sequenceParallel;
     o.padClasses = padClasses;
     o.fuseGeluEpilogue = geluEpilogue;
+    o.fuseGeluGradEpilogue = dgeluEpilogue;
+    o.fuseBiasGrad = biasGradEpilogue;
     o.fuseLossGrad = fuseLossGrad;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "

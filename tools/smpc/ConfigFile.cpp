@@ -43,6 +43,8 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--seed", Kind::Value},
     {"--no-pad-vocab", Kind::Switch},
     {"--no-gelu-epilogue", Kind::Switch},
+    {"--dgelu-epilogue", Kind::Switch},
+    {"--no-bias-grad-epilogue", Kind::Switch},
     {"--no-fuse-loss-grad", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},
     {"--no-sequence-parallel", Kind::Switch},

@@ -301,12 +301,25 @@ TRAINING (compile --train)
                        (of 8 below 4096), which the loss ignores, so the
                        GPU's matrix products read aligned rows; the
                        numbers trained are the same up to rounding.
-  --no-gelu-epilogue   Keep a bf16/fp16 model's GELUs and their gradients
-                       as kernels of their own. By default they move into
-                       the products before them, where cuBLASLt computes
-                       them in the epilogue (GELU_AUX_BIAS forward,
-                       DGELU_BGRAD backward); the GPU benchmark's ablation
-                       times the step both ways.
+  --no-gelu-epilogue   Keep a bf16/fp16 model's GELUs as kernels of their
+                       own. By default a GELU (tanh form) moves into the
+                       product before it, where cuBLASLt computes it in
+                       the epilogue (GELU_AUX_BIAS); the GPU benchmark's
+                       ablation times the step both ways.
+  --dgelu-epilogue     Also move the GELUs' gradients into the products
+                       that make them (cuBLASLt's DGELU_BGRAD). Not by
+                       default: on an H200 cuBLASLt ran those products at
+                       a third of the plain products' rate, so the plain
+                       product then one kernel for the GELU's gradient and
+                       the bias gradient is the default; the GPU
+                       benchmark's ablation times the step both ways.
+                       Refused with --no-gelu-epilogue.
+  --no-bias-grad-epilogue
+                       Sum a bf16/fp16 linear layer's bias gradient in a
+                       kernel of its own (over 16-byte vectors) after its
+                       weight-gradient product. By default cuBLASLt sums
+                       it in that product's epilogue (BGRADB); the GPU
+                       benchmark's ablation times the step both ways.
   --no-fuse-loss-grad  Compute a cross-entropy loss and its gradient as two
                        ops. By default a training step computes them in
                        one (cross_entropy_with_grad), which reads the

@@ -187,6 +187,8 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--bn-stats",
                                         "--no-pad-vocab",
                                         "--no-gelu-epilogue",
+                                        "--dgelu-epilogue",
+                                        "--no-bias-grad-epilogue",
                                         "--no-fuse-loss-grad",
                                         "--trainable",
                                         "--master-weights"};
@@ -260,6 +262,10 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
   if (has("--activation-loading-horizon") && !opts.pinned.offload && !planned)
     return fail("--activation-loading-horizon applies to "
                 "--offload-activations");
+  if (has("--dgelu-epilogue") && has("--no-gelu-epilogue"))
+    return fail("--dgelu-epilogue moves the GELUs' gradients into the "
+                "products' epilogues and --no-gelu-epilogue keeps every "
+                "GELU out of them: pass one of the two");
   return std::nullopt;
 }
 

@@ -482,6 +482,10 @@ bool parseSwitch(llvm::StringRef a, Options &opts) {
     opts.plan.padClasses = false;
   else if (a == "--no-gelu-epilogue")
     opts.plan.fuseGeluEpilogue = false;
+  else if (a == "--dgelu-epilogue")
+    opts.plan.fuseGeluGradEpilogue = true;
+  else if (a == "--no-bias-grad-epilogue")
+    opts.plan.fuseBiasGrad = false;
   else if (a == "--no-fuse-loss-grad")
     opts.plan.fuseLossGrad = false;
   else if (a == "--no-fuse-attention")

@@ -221,6 +221,16 @@ SEVERAL RANKS
   rank 0 moves `latest` once all have written them. An error on one rank
   ends every rank.
 
+ENVIRONMENT
+  SMP_CUBLASLT_TUNE=1  On a GPU, time the first 8 algorithms cuBLASLt's
+                     heuristic proposes for each matrix-product shape on
+                     its first product and keep the fastest (as PyTorch's
+                     cudnn.benchmark does for convolutions); the run ends
+                     with a note per shape (the heuristic's first and the
+                     fastest, in us and TFLOP/s). Off (0, or unset) by
+                     default: the fastest can differ between runs, and
+                     algorithms sum in other orders, so the bits may too.
+
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
   smprun gpt.smpx --data inputs/ --output-dir outputs/

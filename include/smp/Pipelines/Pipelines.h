@@ -71,10 +71,18 @@ struct TrainingPipelineOptions {
   /// Pad an LM head's vocabulary to aligned products (smp-pad-classes);
   /// smpc --no-pad-vocab turns it off.
   bool padClasses = true;
-  /// Move GELUs and their gradients into the products' cuBLASLt epilogues
+  /// Move GELUs into the products' cuBLASLt epilogues
   /// (smp-fuse-gelu-epilogue; f16/bf16); smpc --no-gelu-epilogue turns it
   /// off.
   bool fuseGeluEpilogue = true;
+  /// With fuseGeluEpilogue, the GELUs' gradients too (cuBLASLt's
+  /// DGELU_BGRAD; smp-fuse-gelu-epilogue{backward}); smpc --dgelu-epilogue
+  /// turns it on.
+  bool fuseGeluGradEpilogue = false;
+  /// Sum linear layers' bias gradients in their weight-gradient products
+  /// (cuBLASLt's BGRADB; smp-fuse-bias-grad; f16/bf16); smpc
+  /// --no-bias-grad-epilogue turns it off.
+  bool fuseBiasGrad = true;
   /// Compute a cross-entropy and its gradient in one op
   /// (smp-fuse-loss-grad); smpc --no-fuse-loss-grad turns it off.
   bool fuseLossGrad = true;

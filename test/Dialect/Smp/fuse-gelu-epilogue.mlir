@@ -1,11 +1,23 @@
-// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-fuse-gelu-epilogue))' | FileCheck %s
-// The pass: lib/Dialect/Smp/Transforms/FuseGeluEpilogue.cpp.
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-fuse-gelu-epilogue{backward=true}))' | FileCheck %s
+// RUN: smp-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(smp-fuse-gelu-epilogue))' | FileCheck %s --check-prefix=FWD
+// The pass: lib/Dialect/Smp/Transforms/FuseGeluEpilogue.cpp. By default
+// (FWD) only the forward GELUs move; with backward (smpc --dgelu-epilogue)
+// their gradients too.
 
 // GPT-2's MLP in bf16, forward and backward: the GELU moves into its
 // product (matmul_bias_gelu at the product, annotations kept), whose
 // preactivation the backward reads; the backward's GELU gradient and bias
 // sum move into the product making the GELU's output gradient
-// (matmul_gelu_grad at the gradient, after the preactivation).
+// (matmul_gelu_grad at the gradient, after the preactivation); by default
+// the backward stays a product and bias_gelu_grad, which reads the fused
+// op's preactivation.
+// FWD-LABEL: func.func @mlp
+// FWD: %[[Y:.*]], %[[P:.*]] = smp.matmul_bias_gelu %arg0, %arg1, %arg2
+// FWD-NOT: smp.gelu
+// FWD: %[[D:.*]] = smp.matmul %arg5, %arg3 {smp.stage = 1 : i64}
+// FWD: %[[DX:.*]], %[[DB:.*]] = smp.bias_gelu_grad %[[P]], %[[D]]
+// FWD-NOT: smp.matmul_gelu_grad
+// FWD: return %{{.*}}, %[[DX]], %[[DB]]
 // CHECK-LABEL: func.func @mlp
 // CHECK: %[[Y:.*]], %[[P:.*]] = smp.matmul_bias_gelu %arg0, %arg1, %arg2 {smp.stage = 1 : i64, transpose_rhs = true} : (tensor<2x16x64xbf16>, tensor<256x64xbf16>, tensor<256xbf16>) -> (tensor<2x16x256xbf16>, tensor<2x16x256xbf16>)
 // CHECK-NOT: smp.gelu
@@ -28,6 +40,11 @@ func.func @mlp(%x: tensor<2x16x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tensor<2
 // f16 with a [N] bias gradient and a transposed lhs; the forward GELU read
 // twice (both readers take the fused result).
 // CHECK-LABEL: func.func @f16
+// FWD-LABEL: func.func @f16
+// FWD: %[[Y:.*]], %[[P:.*]] = smp.matmul_bias_gelu %arg0, %arg1, %arg2
+// FWD: %[[D:.*]] = smp.matmul %arg3, %arg1 {transpose_lhs = true}
+// FWD: smp.bias_gelu_grad %[[P]], %[[D]]
+// FWD: return %[[Y]], %[[Y]]
 // CHECK: %[[Y:.*]], %[[P:.*]] = smp.matmul_bias_gelu %arg0, %arg1, %arg2 : (tensor<8x16xf16>, tensor<16x24xf16>, tensor<24xf16>) -> (tensor<8x24xf16>, tensor<8x24xf16>)
 // CHECK: smp.matmul_gelu_grad %arg3, %arg1, %[[P]] {transpose_lhs = true} : (tensor<16x8xf16>, tensor<16x24xf16>, tensor<8x24xf16>) -> (tensor<8x24xf16>, tensor<24xf16>)
 // CHECK: return %[[Y]], %[[Y]]
@@ -48,6 +65,10 @@ func.func @f16(%x: tensor<8x16xf16>, %w: tensor<16x24xf16>, %b: tensor<24xf16>, 
 // bias, a gradient whose product has another reader, and a gradient with
 // other annotations than its product.
 // CHECK-LABEL: func.func @not_fused
+// FWD-LABEL: func.func @not_fused
+// FWD-NOT: smp.matmul_bias_gelu
+// FWD-COUNT-4: smp.gelu %
+// FWD-COUNT-4: smp.bias_gelu_grad
 // CHECK-NOT: smp.matmul_bias_gelu
 // CHECK-NOT: smp.matmul_gelu_grad
 // CHECK-COUNT-4: smp.gelu %

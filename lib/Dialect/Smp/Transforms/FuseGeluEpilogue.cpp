@@ -1,13 +1,18 @@
 //===- FuseGeluEpilogue.cpp - smp-fuse-gelu-epilogue ----------------------===//
 //
-// Implements `smp-fuse-gelu-epilogue`: the GELU after a product and its
-// gradient before one move into the products, where cuBLASLt's epilogues
-// compute them (CUBLASLT_EPILOGUE_GELU_AUX_BIAS forward,
-// CUBLASLT_EPILOGUE_DGELU_BGRAD backward) instead of separate kernels that
-// read and write the product again:
+// Implements `smp-fuse-gelu-epilogue`: the GELU after a product (and, with
+// `backward`, its gradient before one) move into the products, where
+// cuBLASLt's epilogues compute them (CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+// forward, CUBLASLT_EPILOGUE_DGELU_BGRAD backward) instead of separate
+// kernels that read and write the product again:
 //
 //   gelu(matmul_bias(x, w, b)) {tanh}          -> matmul_bias_gelu(x, w, b)
 //   bias_gelu_grad(p, matmul(g, v)) {tanh}     -> matmul_gelu_grad(g, v, p)
+//
+// The backward is off by default (smpc --dgelu-epilogue): on an H200,
+// cuBLASLt ran GPT-2's DGELU_BGRAD products at 166 TFLOP/s, a third of the
+// plain products' rate, which bias_gelu_grad's one vector pass after a
+// plain product is predicted to beat (docs/benchmarks.md).
 //
 // f16/bf16 only: the epilogue's GELU is the tanh form and is computed on the
 // f32 product before the result is rounded, which a 16-bit result cannot
@@ -93,13 +98,14 @@ bool fuseBackward(BiasGeluGradOp grad) {
 
 struct SmpFuseGeluEpiloguePass
     : public smp::impl::SmpFuseGeluEpiloguePassBase<SmpFuseGeluEpiloguePass> {
+  using SmpFuseGeluEpiloguePassBase::SmpFuseGeluEpiloguePassBase;
   void runOnOperation() override {
     SmallVector<MatMulBiasOp> products;
     SmallVector<BiasGeluGradOp> grads;
     getOperation().walk([&](Operation *op) {
       if (auto mm = dyn_cast<MatMulBiasOp>(op))
         products.push_back(mm);
-      else if (auto grad = dyn_cast<BiasGeluGradOp>(op))
+      else if (auto grad = dyn_cast<BiasGeluGradOp>(op); grad && backward)
         grads.push_back(grad);
     });
     for (MatMulBiasOp mm : products)

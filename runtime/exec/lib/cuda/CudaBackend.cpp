@@ -117,6 +117,8 @@ public:
     for (const std::string &p : k::epilogueFallbacks(*ctx_))
       out.push_back("cuBLASLt has no algorithm for the " + p +
                     " on this device: its separate kernels ran");
+    for (const std::string &t : k::gemmTuning(*ctx_))
+      out.push_back("SMP_CUBLASLT_TUNE: " + t);
     return out;
   }
   bool deviceMemory(uint64_t &inUse, uint64_t &total) const override {

@@ -53,22 +53,29 @@ def SmpFuseMatMulBiasPass : Pass<"smp-fuse-matmul-bias", "mlir::func::FuncOp"> {
 
 def SmpFuseGeluEpiloguePass : Pass<"smp-fuse-gelu-epilogue",
                                    "mlir::func::FuncOp"> {
-  let summary = "Move a product's GELU and its gradient into the product";
+  let summary = "Move a product's GELU (and its gradient) into the product";
   let description = [{
     `gelu(matmul_bias(x, w, b)) {approximate = tanh}` becomes
     `smp.matmul_bias_gelu(x, w, b)` (its `preactivation` result replaces
     the product for every other reader: the backward's gradient, a
-    recomputation), and `bias_gelu_grad(p, matmul(g, v)) {approximate =
-    tanh}`, where the product has no other reader, becomes
-    `smp.matmul_gelu_grad(g, v, p)`: on CUDA cuBLASLt's GELU_AUX_BIAS and
-    DGELU_BGRAD epilogues, so GPT-2's MLP runs no GELU, GELU-gradient or
-    bias-sum kernel (per layer and step at batch 16 x 1024: 36 fewer
-    launches a step, about 400 MB less traffic a layer). f16/bf16 only (the
-    epilogue's GELU is the tanh form, computed on the f32 product before
-    the one rounding); the ops fused must carry the same annotations. Runs
-    in the clean-up phase after `smp-fuse-matmul-bias` and
-    `smp-fuse-backward`, which form the ops it reads.
+    recomputation): on CUDA cuBLASLt's GELU_AUX_BIAS epilogue, so GPT-2's
+    MLP runs no GELU kernel (the product's 100 MB a layer at batch 16 x
+    1024 not read and written again). With `backward`,
+    `bias_gelu_grad(p, matmul(g, v)) {approximate = tanh}`, where the
+    product has no other reader, becomes `smp.matmul_gelu_grad(g, v, p)`
+    as well: cuBLASLt's DGELU_BGRAD epilogue. Not by default: on an H200
+    that epilogue ran GPT-2's products at 166 TFLOP/s where plain ones ran
+    at 552-645, and the product then `bias_gelu_grad`'s one pass over
+    16-byte vectors are predicted faster (docs/benchmarks.md). f16/bf16
+    only (the epilogue's GELU is the tanh form, computed on the f32 product
+    before the one rounding); the ops fused must carry the same
+    annotations. Runs in the clean-up phase after `smp-fuse-matmul-bias`
+    and `smp-fuse-backward`, which form the ops it reads.
   }];
+  let options = [
+    Option<"backward", "backward", "bool", /*default=*/"false",
+           "also bias_gelu_grad(p, matmul(g, v)) -> matmul_gelu_grad">
+  ];
   let dependentDialects = ["::smp::SmpDialect"];
 }
 

@@ -86,6 +86,16 @@ cudaStream_t stream(Context &ctx);
 /// bf16 [16384, 768] x [768, 3072] product"): their separate kernels ran
 /// instead.
 std::vector<std::string> epilogueFallbacks(const Context &ctx);
+/// Under SMP_CUBLASLT_TUNE=1 (read when the context is made: unset, 0 or
+/// 1), each product plan's first product (a plan: the shape, epilogue and
+/// operand alignments) times the first 8 algorithms cuBLASLt's heuristic
+/// proposes and keeps the fastest for the plan, as cudnn.benchmark does for
+/// convolutions; a line per plan
+/// ("matmul_gelu_grad bf16 [16384, 768] x [768, 3072] DGELU_BGRAD: 8 of 8
+/// algorithms timed; the heuristic's first 1234.5 us (63 TFLOP/s), the
+/// fastest (#3) 456.7 us (170 TFLOP/s)"). Off by default: which algorithm
+/// wins can change between runs, and algorithms sum in other orders.
+std::vector<std::string> gemmTuning(const Context &ctx);
 int device(Context &ctx);
 /// Lets fp32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 /// Off by default: fp32 GEMMs then match the CPU to fp32 rounding.
