@@ -61,15 +61,18 @@ TEST_F(Cuda, UnaryFloat) {
       {U::Sin, -4, 4},   {U::Cos, -4, 4},        {U::Gelu, -5, 5},
       {U::GeluTanh, -5, 5}};
   unsigned seed = 1;
-  for (DType t : kFloats)
-    for (const Case &c : cases) {
-      SCOPED_TRACE(std::string(cuk::unaryOpName(c.op)) + " " + name(t));
-      Host x = random(t, {3, 37}, c.lo, c.hi, seed++), want(t, {3, 37});
-      ASSERT_OK(cpuk::unary(static_cast<cpuk::UnaryOp>(c.op), x, want));
-      Dev dx(x), dy(t, {3, 37});
-      ASSERT_OK(cuk::unary(c.op, dx, dy));
-      expectTol(dy, want);
-    }
+  // [3, 37]: elementwise; [4, 64]: f16/bf16 activations on 16-byte vectors.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 37}, {4, 64}})
+    for (DType t : kFloats)
+      for (const Case &c : cases) {
+        SCOPED_TRACE(std::string(cuk::unaryOpName(c.op)) + " " + name(t) + " " +
+                     std::to_string(shape[1]));
+        Host x = random(t, shape, c.lo, c.hi, seed++), want(t, shape);
+        ASSERT_OK(cpuk::unary(static_cast<cpuk::UnaryOp>(c.op), x, want));
+        Dev dx(x), dy(t, shape);
+        ASSERT_OK(cuk::unary(c.op, dx, dy));
+        expectTol(dy, want);
+      }
 }
 
 TEST_F(Cuda, UnaryIntegerAndBoolAndInPlace) {
