@@ -3,7 +3,10 @@
 // One grid-stride kernel per storage type; the op is a run-time switch (the
 // same for every thread, so it costs a few instructions and keeps the number
 // of instantiations small). Broadcasting reads the operands through
-// Strided<N> (dims merged, at most 8 left).
+// Strided<N> (dims merged, at most 8 left). f16/bf16 tensors of whole
+// aligned 16-byte vectors take kernels with the op a template parameter
+// instead, a vector a thread: same-shape add, sub and mul
+// (binaryVecKernel) and the activations (unaryVecKernel).
 //
 //===----------------------------------------------------------------------===//
 

@@ -14,6 +14,9 @@
 //    summed over the tokens, 24 blocks of 16,384 rows), the rows are split
 //    into chunks too (a block per 32 outputs and chunk); reduceFinish
 //    combines either split's partials in chunk order.
+// A sum over the rows of an f16/bf16 [rows, n] matrix of whole aligned
+// 16-byte vectors (a bias gradient) takes reduceColumnsVec instead: a thread
+// per vector of columns (ColumnSums.cuh, its chunks finished alike).
 // Float sums accumulate in double (as the CPU), integer sums wrap in 64 bits.
 //
 //===----------------------------------------------------------------------===//

@@ -2,10 +2,12 @@
 //
 // Elementwise kernels that read each operand through its dtype (any float
 // dtype per operand, as the CPU) and compute in f64 like the CPU, then
-// round once. The optimizers read lr, step and the optional skip flag from
-// device scalars inside the kernel, so a training step needs no host
-// round trip. Multi-tensor Adam: one launch (Common.cuh's launchMulti), a
-// block for each chunk of each tensor.
+// round once; bias_gelu_grad of f16/bf16 rows of whole 16-byte vectors
+// computes in f32 and sums the bias gradient in the same pass
+// (biasGeluGradVec, ColumnSums.cuh). The optimizers read lr, step and the
+// optional skip flag from device scalars inside the kernel, so a training step
+// needs no host round trip. Multi-tensor Adam: one launch (Common.cuh's
+// launchMulti), a block for each chunk of each tensor.
 //
 //===----------------------------------------------------------------------===//
 
