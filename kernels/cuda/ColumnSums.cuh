@@ -68,6 +68,11 @@ __device__ void columnRowsSum(A (&ps)[Y][kColsX], A (&pb)[Y][kColsX], int64_t j,
   __syncthreads();
 }
 
+/// The column blocks (of kColsX 16-byte vectors) across n values of S.
+template <class S> int64_t vecColumnTiles(int64_t n) {
+  return (n / Pack<S>::N + kColsX - 1) / kColsX;
+}
+
 /// A column kernel's walk over 16-byte vectors of S (n a multiple of
 /// Pack<S>::N, kColsX x kColsY threads): block (x, c) takes the tiles of
 /// kColsX vectors x, x + gridDim.x, ... over rows [c chunkRows, (c + 1)

@@ -532,6 +532,12 @@ Status launchMulti(const char *op, const std::vector<D> &descs,
 // 4 f32 values, which keeps enough bytes in flight to fill the bandwidth)
 //===----------------------------------------------------------------------===//
 
+/// Whether S is a 16-bit float (f16, bf16): the storage types the vector
+/// paths and the tensor cores take.
+template <class S>
+constexpr bool kHalf =
+    std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>;
+
 /// 16 bytes of S, loaded or stored in one access.
 template <class S> struct alignas(16) Pack {
   static constexpr int N = 16 / static_cast<int>(sizeof(S));

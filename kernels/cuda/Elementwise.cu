@@ -99,6 +99,17 @@ __global__ void unaryVecKernel(const Pack<S> *x, Pack<S> *y, int64_t nv) {
   }
 }
 
+/// Launches unaryVecKernel<S, op> when op is one of kOps; `taken` says.
+template <class S, UnaryOp... kOps>
+Status unaryVecOf(const char *name, UnaryOp op, const Pack<S> *x, Pack<S> *y,
+                  int64_t nv, bool &taken) {
+  Status s = Status::success();
+  taken = ((op == kOps &&
+            (s = launch(name, nv, unaryVecKernel<S, kOps>, x, y, nv), true)) ||
+           ...);
+  return s;
+}
+
 /// Launches unaryVecKernel when it takes the case: an activation (GELU
 /// either form, SiLU, ReLU, sigmoid, tanh) of f16/bf16, whole vectors, both
 /// pointers 16-byte aligned; `taken` says.
@@ -107,29 +118,12 @@ Status unaryVec(const char *name, UnaryOp op, const TensorRef &in,
                 const TensorRef &out, int64_t n, bool &taken) {
   using P = Pack<S>;
   taken = false;
-  if constexpr (std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>) {
+  if constexpr (kHalf<S>) {
     if (n % P::N != 0 || !aligned16({in.data, out.data}))
       return Status::success();
-    auto go = [&](auto kernel) {
-      taken = true;
-      return launch(name, n / P::N, kernel, in.as<P>(), out.as<P>(), n / P::N);
-    };
-    switch (op) {
-    case UnaryOp::Gelu:
-      return go(unaryVecKernel<S, UnaryOp::Gelu>);
-    case UnaryOp::GeluTanh:
-      return go(unaryVecKernel<S, UnaryOp::GeluTanh>);
-    case UnaryOp::Silu:
-      return go(unaryVecKernel<S, UnaryOp::Silu>);
-    case UnaryOp::Relu:
-      return go(unaryVecKernel<S, UnaryOp::Relu>);
-    case UnaryOp::Sigmoid:
-      return go(unaryVecKernel<S, UnaryOp::Sigmoid>);
-    case UnaryOp::Tanh:
-      return go(unaryVecKernel<S, UnaryOp::Tanh>);
-    default:
-      break;
-    }
+    return unaryVecOf<S, UnaryOp::Gelu, UnaryOp::GeluTanh, UnaryOp::Silu,
+                      UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh>(
+        name, op, in.as<P>(), out.as<P>(), n / P::N, taken);
   }
   return Status::success();
 }

@@ -40,11 +40,6 @@
 
 namespace smp::kernels::cuda::detail {
 
-/// Whether S is a 16-bit float the tensor cores take (f16, bf16).
-template <class S>
-constexpr bool kMmaType =
-    std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>;
-
 /// The 16 bits of one element.
 template <class S> __device__ inline uint32_t bitsOf(S v) {
   uint16_t u;
@@ -87,7 +82,7 @@ __device__ inline void zero16(void *dst) {
 template <class S>
 __device__ inline void mma16816(float (&c)[4], const uint32_t (&a)[4],
                                 uint32_t b0, uint32_t b1) {
-  static_assert(kMmaType<S>, "mma16816 takes f16 or bf16 operands");
+  static_assert(kHalf<S>, "mma16816 takes f16 or bf16 operands");
 #ifdef SMP_CUDAEMU
   const uint32_t b[2] = {b0, b1};
   ::smp::cudaemu::mmaM16N8K16(std::is_same_v<S, __nv_bfloat16>, c, a, b);

@@ -463,7 +463,7 @@ Status normGradWarp(const char *op, Context *ctx, const TensorRef &x,
              ctx->stream>>>(x.as<S>(), dy.as<S>(), w, res, dx.as<S>(), rows, n,
                             eps, stats.as<A>());
       SMP_RETURN_IF_ERROR(launchStatus(op));
-      int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+      int64_t tiles = vecColumnTiles<S>(n);
       // Chunks of 64 rows: a hidden size of 768 is 3 tiles wide.
       return columnSums<A>(
           op, ctx, tiles, rows, n, 64, ds, db,

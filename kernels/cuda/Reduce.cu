@@ -249,14 +249,14 @@ template <class S>
 Status reduceColumnsFast(const char *name, Context *ctx, const Plan &p,
                          const S *x, const TensorRef &out, bool &taken) {
   taken = false;
-  if constexpr (std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>) {
+  if constexpr (kHalf<S>) {
     int64_t n = p.outputs;
     if (p.innerReduced || p.keptRank != 1 || p.keptStride[0] != 1 ||
         p.redRank != 1 || p.redStride[0] != n || n % Pack<S>::N != 0 ||
         !aligned16({x}))
       return Status::success();
     taken = true;
-    int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+    int64_t tiles = vecColumnTiles<S>(n);
     Out y = asOut(out);
     return columnSums<double>(
         name, ctx, tiles, p.count, n, ReduceChunks::kMinRows, y,

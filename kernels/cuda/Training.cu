@@ -19,18 +19,25 @@ using namespace detail;
 
 namespace {
 
+/// GELU's derivative at v in C (double for geluGradKernel, f32 for
+/// biasGeluGradVec): the tanh form or erf's.
+template <class C, bool Tanh> __device__ inline C geluDerivative(C v) {
+  if (Tanh) {
+    const C k = C(0.79788456080286535588), c = C(0.044715);
+    C t = dTanh(k * (v + c * v * v * v));
+    return C(0.5) * (1 + t) +
+           C(0.5) * v * (1 - t * t) * k * (1 + 3 * c * v * v);
+  }
+  return C(0.5) * (1 + dErf(v * C(0.70710678118654752440))) +
+         v * dExp(C(-0.5) * v * v) * C(0.39894228040143267794); // 1/sqrt(2pi)
+}
+
 __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
                                int64_t n) {
-  const double k = 0.79788456080286535588, c = 0.044715;
   SMP_GRID_STRIDE(i, n) {
-    double v = x.load(i), d;
-    if (tanhApprox) {
-      double t = tanh(k * (v + c * v * v * v));
-      d = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * k * (1 + 3 * c * v * v);
-    } else {
-      d = 0.5 * (1 + erf(v * 0.70710678118654752440)) +
-          v * exp(-0.5 * v * v) * 0.39894228040143267794; // 1 / sqrt(2 pi)
-    }
+    double v = x.load(i);
+    double d = tanhApprox ? geluDerivative<double, true>(v)
+                          : geluDerivative<double, false>(v);
     dx.store(i, dy.load(i) * d);
   }
 }
@@ -47,18 +54,6 @@ Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
 }
 
 namespace {
-
-/// GELU's derivative at v in f32: the tanh form or erf's, as
-/// geluGradKernel's in double.
-template <bool Tanh> __device__ inline float geluDerivative(float v) {
-  if (Tanh) {
-    const float k = 0.79788456080286535588f, c = 0.044715f;
-    float t = tanhf(k * (v + c * v * v * v));
-    return 0.5f * (1 + t) + 0.5f * v * (1 - t * t) * k * (1 + 3 * c * v * v);
-  }
-  return 0.5f * (1 + erff(v * 0.70710678118654752440f)) +
-         v * expf(-0.5f * v * v) * 0.39894228040143267794f;
-}
 
 /// bias_gelu_grad over f16/bf16 rows of n values (whole aligned 16-byte
 /// vectors: a transformer's [tokens, 4 hidden] MLP): dx = dy gelu'(x)
@@ -83,9 +78,9 @@ __global__ void biasGeluGradVec(const S *x, const S *dy, S *dx, int64_t rows,
                         P px = xv[i], pg = gv[i], o;
 #pragma unroll
                         for (int k = 0; k < P::N; ++k) {
-                          o.v[k] = FT<S>::store(
-                              FT<S>::load(pg.v[k]) *
-                              geluDerivative<Tanh>(FT<S>::load(px.v[k])));
+                          o.v[k] = FT<S>::store(FT<S>::load(pg.v[k]) *
+                                                geluDerivative<float, Tanh>(
+                                                    FT<S>::load(px.v[k])));
                           s[k] += FT<S>::load(o.v[k]);
                         }
                         ov[i] = o;
@@ -105,8 +100,7 @@ Status biasGeluGradFast(const TensorRef &x, const TensorRef &dy,
     return Status::success();
   return visitFloat(t, op, [&](auto tag) -> Status {
     using S = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<S, __half> ||
-                  std::is_same_v<S, __nv_bfloat16>) {
+    if constexpr (kHalf<S>) {
       using A = typename FT<S>::C;
       int64_t n = x.shape.back(), rows = n ? x.numel() / n : 0;
       if (n % Pack<S>::N != 0 || rows == 0 ||
@@ -115,7 +109,7 @@ Status biasGeluGradFast(const TensorRef &x, const TensorRef &dy,
       taken = true;
       Context *ctx;
       SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-      int64_t tiles = (n / Pack<S>::N + kColsX - 1) / kColsX;
+      int64_t tiles = vecColumnTiles<S>(n);
       Out db = asOut(dbias);
       // Chunks of 64 rows: GPT-2's 3,072 columns are 12 tiles wide.
       return columnSums<A>(
