@@ -118,7 +118,7 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows) {
                              nullptr, scale, s.causal, dq.ref, dk.ref, dv.ref));
   });
   double flop = 4.0 * s.b * s.h * s.t * s.t * s.d * (s.causal ? 0.5 : 1.0);
-  bool tc = cuk::attentionOnTensorCores(DType::BF16, s.d, s.d,
+  bool tc = cuk::attentionOnTensorCores(DType::BF16, s.d, s.d, scale,
                                         {&q.ref, &k.ref, &v.ref, &out.ref});
   std::printf(
       "| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "

@@ -426,7 +426,7 @@ Status runAttention(const char *op, const common::AttentionDims &g,
   SMP_RETURN_IF_ERROR(makeArgs(op, g, mask, scale, causal, dropout, a));
   if (lse.numel() == 0)
     return Status::success();
-  if (attentionOnTensorCores(q.dtype, g.d, g.dv, tensors))
+  if (attentionOnTensorCores(q.dtype, g.d, g.dv, scale, tensors))
     return attentionMma(op, a, q.dtype, *ctx, q, k, v, out, lse);
   return visitFloat(q.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -454,7 +454,7 @@ Status runAttentionGrad(const char *op, const common::AttentionDims &g,
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
   AttnArgs a;
   SMP_RETURN_IF_ERROR(makeArgs(op, g, mask, scale, causal, dropout, a));
-  if (attentionOnTensorCores(t.q.dtype, g.d, g.dv, tensors))
+  if (attentionOnTensorCores(t.q.dtype, g.d, g.dv, scale, tensors))
     return attentionGradMma(op, a, t.q.dtype, *ctx, t.q, t.k, t.v, t.out, t.lse,
                             t.dout, t.dq, t.dk, t.dv);
   return visitFloat(t.q.dtype, op, [&](auto tag) {

@@ -12,8 +12,9 @@
 //             online softmax per row (running max m and sum l), O += P V
 //             with P rounded to the storage type in the registers.
 //   backward: the deterministic two passes of Attention.cu, no atomics,
-//             after a kernel that writes Dsum = rowsum(dout * out) (f32,
-//             stream-ordered scratch):
+//             after a kernel that writes each query row's (offset from
+//             lse, Dsum = rowsum(dout * out)) as a float2 (stream-ordered
+//             scratch):
 //             keys:    one block per (key tile, key/value head, batch), the
 //                      warp's rows are keys: S^T = K Q^T, P^T, dP^T = V dO^T,
 //                      dS^T = P^T (dP^T - Dsum), dV += P^T dO, dK += dS^T Q
@@ -35,15 +36,19 @@
 // Speed (docs/benchmarks.md, "Fused attention on the GPU"): every loop
 // over a fragment is unrolled (a loop left rolled puts its register arrays
 // in local memory: `nvcc -Xptxas -v` shows no stack frame for the
-// instances without dropout); the softmax works in base 2, one multiply-add
-// and one ex2.approx a probability, the statistics stored in lse in base e
-// (docs/architecture.md says what that rounds); a tile that needs masking
-// without a mask tensor compares indices only.
+// instances without dropout), and so is every tile copy (forTileVectors:
+// a thread's vectors a count known when compiling); the softmax works in
+// base 2, one multiply-add (the scale in it) and one ex2.approx a
+// probability, the statistics stored in lse in base e (docs/architecture.md
+// says what that rounds); a tile that needs masking without a mask tensor
+// compares 32-bit offsets only, one that needs none takes no test at all;
+// the key pass copies its rows' statistics with cp.async. What a tile's
+// loop costs is read without a GPU by scripts/sass-loops.py.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attention.cuh"
-#include "Mma.cuh"
+#include "AttentionTiles.cuh"
 
 #include <limits>
 
@@ -51,182 +56,6 @@ namespace smp::kernels::cuda {
 using namespace detail;
 
 namespace {
-
-constexpr int kAttnTile = 64;      // queries and keys per tile
-constexpr int kAttnThreads = 128;  // 4 warps of 16 rows
-constexpr int kAttnPad = 8;        // elements after each shared-memory row
-constexpr int kNt = kAttnTile / 8; // n-tiles of a 64-column score tile
-
-template <int D> constexpr int64_t kLd = D + kAttnPad;
-/// The elements of a 64-row shared tile, and its bytes.
-template <int D> constexpr int64_t kTileElems = kAttnTile *kLd<D>;
-template <int D> constexpr size_t tileBytes() {
-  return sizeof(uint16_t) * kTileElems<D>;
-}
-
-/// Rows [r0, r0 + kRows) of `rows` rows of D elements (ld apart from src;
-/// 32-bit offsets within the tile, checked on the host) into a shared tile
-/// by cp.async (in the thread's open group); rows past `rows` are zeroed
-/// now.
-template <class S, int D, int kRows = kAttnTile>
-__device__ void loadRowsAsync(const S *src, int ld, int64_t r0, int64_t rows,
-                              S *tile) {
-  constexpr int kVec = D / 8; // 16-byte vectors a row
-  const S *at = src + r0 * ld;
-  int64_t left = rows - r0;
-  for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
-    int r = e / kVec, c = e % kVec * 8;
-    S *to = tile + r * kLd<D> + c;
-    if (r < left)
-      cpAsync16(to, at + r * ld + c);
-    else
-      zero16(to);
-  }
-}
-
-/// The double-buffered loop over `tiles` tiles: issue(it, buf) starts the
-/// copies of tile it into buffer buf (cp.async, or plain stores), and
-/// body(it, buf) runs once tile it is in buffer buf for every thread, while
-/// tile it + 1's copies are in flight. Copies the caller started before the
-/// loop complete with tile 0's; all are done (and every thread past the
-/// last body) when it returns.
-template <class Issue, class Body>
-__device__ void pipelined(int tiles, Issue issue, Body body) {
-  if (tiles > 0)
-    issue(0, 0);
-  cpAsyncCommit();
-  for (int it = 0; it < tiles; ++it) {
-    __syncthreads(); // the readers of the buffer refilled next are done
-    if (it + 1 < tiles) {
-      issue(it + 1, (it + 1) % 2);
-      cpAsyncCommit();
-      cpAsyncWait<1>();
-    } else {
-      cpAsyncWait<0>();
-    }
-    __syncthreads(); // tile it is every thread's
-    body(it, it % 2);
-  }
-  cpAsyncWait<0>();
-  __syncthreads();
-}
-
-/// The number of 64-row tiles from row r0 to row n (0 when r0 >= n).
-__device__ inline int tilesFrom(int64_t r0, int64_t n) {
-  return n > r0 ? static_cast<int>((n - r0 + kAttnTile - 1) / kAttnTile) : 0;
-}
-
-/// pipelined over the key tiles [0, jEnd) of one key/value head (k and v
-/// at its first row, sk rows ld apart): body(j0, kTile, vTile) with the
-/// tile's K and V in shared memory (two buffers of both at skv).
-template <class S, int D, class Body>
-__device__ void forKeyTiles(const S *k, const S *v, int ld, int64_t sk,
-                            int64_t jEnd, S *skv, Body body) {
-  constexpr int64_t kT = kTileElems<D>;
-  pipelined(
-      tilesFrom(0, jEnd),
-      [&](int it, int buf) {
-        int64_t j0 = int64_t(it) * kAttnTile;
-        loadRowsAsync<S, D>(k, ld, j0, sk, skv + 2 * buf * kT);
-        loadRowsAsync<S, D>(v, ld, j0, sk, skv + (2 * buf + 1) * kT);
-      },
-      [&](int it, int buf) {
-        body(int64_t(it) * kAttnTile, skv + 2 * buf * kT,
-             skv + (2 * buf + 1) * kT);
-      });
-}
-
-/// A shared tile into rows [r0, min(r0 + kRows, rows)) of `rows` rows of
-/// D elements, ld apart from dst.
-template <class S, int D, int kRows = kAttnTile>
-__device__ void storeRows(const S *tile, S *dst, int ld, int64_t r0,
-                          int64_t rows) {
-  constexpr int kVec = D / 8;
-  S *at = dst + r0 * ld;
-  int64_t left = rows - r0;
-  for (int e = threadIdx.x; e < kRows * kVec; e += kAttnThreads) {
-    int r = e / kVec, c = e % kVec * 8;
-    if (r < left)
-      copy16(at + r * ld + c, tile + r * kLd<D> + c);
-  }
-}
-
-/// The warp's C fragments (16 rows from r0, D columns) times `scale`,
-/// rounded into a shared tile.
-template <class S, int D>
-__device__ void fragmentsToTile(const float (&c)[D / 8][4], float scale,
-                                S *tile, int r0) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-#pragma unroll
-  for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      S *p = tile + (r0 + g + 8 * half) * kLd<D> + nt * 8 + 2 * t;
-      p[0] = FT<S>::store(scale * c[nt][2 * half]);
-      p[1] = FT<S>::store(scale * c[nt][2 * half + 1]);
-    }
-}
-
-/// acc[m][nt] and acc[m][nt + 1] += fa[m] times the two n-tiles' B
-/// fragments fb (loadBt2 / loadB2), for each of the kM row tiles.
-template <class S, int kM, int kN>
-__device__ inline void mmaPairs(float (&acc)[kM][kN][4], int nt,
-                                const uint32_t (&fa)[kM][4],
-                                const uint32_t (&fb)[4]) {
-#pragma unroll
-  for (int m = 0; m < kM; ++m) {
-    mma16816<S>(acc[m][nt], fa[m], fb[0], fb[1]);
-    mma16816<S>(acc[m][nt + 1], fa[m], fb[2], fb[3]);
-  }
-}
-
-/// acc[m] = A B^T for the warp's kM row tiles [r0 + 16 m, r0 + 16 m + 16)
-/// of tile a and the 64 rows of tile b, over D: kM 16 x 64 score tiles
-/// (each B fragment loaded once for all of them).
-template <class S, int D, int kM>
-__device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
-                           const S *b) {
-#pragma unroll
-  for (int m = 0; m < kM; ++m)
-#pragma unroll
-    for (int nt = 0; nt < kNt; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        acc[m][nt][i] = 0.0f;
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    uint32_t fa[kM][4];
-#pragma unroll
-    for (int m = 0; m < kM; ++m)
-      loadA(fa[m], a, kLd<D>, r0 + 16 * m, kk * 16);
-#pragma unroll
-    for (int nt = 0; nt < kNt; nt += 2) {
-      uint32_t fb[4];
-      loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
-      mmaPairs<S, kM>(acc, nt, fa, fb);
-    }
-  }
-}
-
-/// acc[m] += P[m] X for the warp's kM 16 x 64 tiles p (C fragments,
-/// rounded to S) and the 64 x D tile x.
-template <class S, int D, int kM>
-__device__ void accumulatePX(float (&acc)[kM][D / 8][4],
-                             const float (&p)[kM][kNt][4], const S *x) {
-#pragma unroll
-  for (int kk = 0; kk < kAttnTile / 16; ++kk) {
-    uint32_t fa[kM][4];
-#pragma unroll
-    for (int m = 0; m < kM; ++m)
-      packA<S>(fa[m], p[m][2 * kk], p[m][2 * kk + 1]);
-#pragma unroll
-    for (int nt = 0; nt < D / 8; nt += 2) {
-      uint32_t fb[4];
-      loadB2(fb, x, kLd<D>, kk * 16, nt * 8);
-      mmaPairs<S, kM>(acc, nt, fa, fb);
-    }
-  }
-}
 
 /// Whether queries [i0, i0 + rows) against a key tile [j0, j0 + 64) need
 /// elements masked: a mask, the causal diagonal, or a sequence's end.
@@ -236,15 +65,23 @@ __device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0, int64_t j0,
          j0 + kAttnTile > a.g.sk;
 }
 
+/// The row and column of C-fragment element (nt, e) in the warp's 16 x 64
+/// tile.
+__device__ inline void fragmentRowCol(int nt, int e, int &row, int &col) {
+  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+  row = g + (e >= 2 ? 8 : 0);
+  col = nt * 8 + 2 * t + e % 2;
+}
+
 /// The query and key of fragment element (nt, e) of a warp tile whose rows
 /// start at r0 and columns at c0 (kKeyRows: the rows are keys).
 template <bool kKeyRows>
 __device__ inline void fragmentQueryKey(int nt, int e, int64_t r0, int64_t c0,
                                         int64_t &i, int64_t &j) {
-  int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
-  int64_t r = r0 + g + (e >= 2 ? 8 : 0), c = c0 + nt * 8 + 2 * t + e % 2;
-  i = kKeyRows ? c : r;
-  j = kKeyRows ? r : c;
+  int row, col;
+  fragmentRowCol(nt, e, row, col);
+  i = kKeyRows ? c0 + col : r0 + row;
+  j = kKeyRows ? r0 + row : c0 + col;
 }
 
 /// log2(e): the kernels' softmax works in base 2 (one multiply-add and one
@@ -263,31 +100,49 @@ __device__ inline float exp2Fast(float x) {
 #endif
 }
 
-/// The warp's scores scaled and in base 2 (times log2(e)), with -inf where
-/// key j may not be seen by query i. Fragment rows start at query r0 and
-/// columns at key c0; kKeyRows: the rows are keys and the columns queries
-/// (the key pass's S^T). A tile without masked elements takes one multiply
-/// an element (the branch is the whole tile's, outside the unrolled loop);
-/// one on the causal diagonal or a sequence's end without a mask tensor a
-/// comparison or three more.
+/// n clamped to [-2^30, 2^30]: a fragment's 32-bit offsets (under 64) can be
+/// compared with it.
+__device__ inline int clampOffset(int64_t n) {
+  return static_cast<int>(max(int64_t(-(1 << 30)), min(n, int64_t(1 << 30))));
+}
+
+/// The warp's scores with -inf where key j may not be seen by query i, and
+/// the factor k that makes them base-2 scores (s k: the score times scale
+/// and log2(e)), which the softmax applies in the multiply-add that
+/// subtracts the row's maximum. Fragment rows start at query r0 and columns
+/// at key c0; kKeyRows: the rows are keys and the columns queries (the key
+/// pass's S^T). Three loops, the branch between them the whole tile's: a
+/// tile without masked elements is left as it is; one on the causal
+/// diagonal or a sequence's end without a mask tensor compares the
+/// element's 32-bit offsets from (r0, c0) with the tile's limits; one with
+/// a mask tensor reads it and returns scores already scaled (k = 1). The
+/// scale is positive (attentionOnTensorCores), so the maximum of s k is k
+/// times the maximum of s. (One loop with a test of the tile's flag inside
+/// had kept a branch an element in every tile.)
 template <class S, bool kKeyRows>
-__device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
-                             int64_t h, int64_t r0, int64_t c0, bool mask) {
+__device__ float scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
+                              int64_t h, int64_t r0, int64_t c0, bool mask) {
   float scale = a.scale * kLog2e;
-  if (!mask || !a.mask) {
+  if (!mask)
+    return scale;
+  if (!a.mask) {
+    int64_t i0 = kKeyRows ? c0 : r0, j0 = kKeyRows ? r0 : c0;
+    // Query offset di and key offset dj are seen when di < iLeft, dj <
+    // jLeft and (causal) i0 + di >= j0 + dj, i.e. dj - di <= diag.
+    int iLeft = clampOffset(a.g.s - i0), jLeft = clampOffset(a.g.sk - j0);
+    int diag = a.causal ? clampOffset(i0 - j0) : (1 << 30);
 #pragma unroll
     for (int nt = 0; nt < kNt; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        bool off = false;
-        if (mask) {
-          int64_t i, j;
-          fragmentQueryKey<kKeyRows>(nt, e, r0, c0, i, j);
-          off = i >= a.g.s || j >= a.g.sk || (a.causal && j > i);
-        }
-        s[nt][e] = off ? -INFINITY : s[nt][e] * scale;
+        int row, col;
+        fragmentRowCol(nt, e, row, col);
+        int di = kKeyRows ? col : row, dj = kKeyRows ? row : col;
+        bool off = di >= iLeft || dj >= jLeft || dj - di > diag;
+        if (off)
+          s[nt][e] = -INFINITY;
       }
-    return;
+    return scale;
   }
 #pragma unroll
   for (int nt = 0; nt < kNt; ++nt)
@@ -301,6 +156,7 @@ __device__ void scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
       else
         s[nt][e] = (a.scale * s[nt][e] + add) * kLog2e;
     }
+  return 1.0f;
 }
 
 /// The dropout's factor of fragment element (nt, e) (dropFactor of its
@@ -329,14 +185,14 @@ __device__ inline float rowOffset(float m, float logL) {
 // Forward
 //===----------------------------------------------------------------------===//
 
-/// The online softmax of the warp's score tile (base 2, scaleAndMask's):
-/// s becomes P = 2^(s - m) with the rows' new maxima m (base 2); l and the
-/// output rows o are rescaled. A row whose scores are all -inf so far
-/// subtracts 0 (its P and correction 2^-inf = 0), so no element needs a
-/// test of its own.
+/// The online softmax of the warp's score tile (scaleAndMask's scores s and
+/// factor k > 0): s becomes P = 2^(s k - m) with the rows' new maxima m of
+/// s k (base 2); l and the output rows o are rescaled. A row whose scores
+/// are all -inf so far subtracts 0 (its P and correction 2^-inf = 0), so no
+/// element needs a test of its own.
 template <int D>
-__device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
-                              float (&o)[D / 8][4]) {
+__device__ void onlineSoftmax(float (&s)[kNt][4], float k, float (&m)[2],
+                              float (&l)[2], float (&o)[D / 8][4]) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float mx = -INFINITY;
@@ -345,7 +201,7 @@ __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
       mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    float mNew = fmaxf(m[half], mx);
+    float mNew = fmaxf(m[half], mx * k);
     float mUse = mNew == -INFINITY ? 0.0f : mNew;
     float corr = exp2Fast(m[half] - mUse);
     float sums[2] = {0.0f, 0.0f}; // two chains of additions, not one
@@ -353,7 +209,7 @@ __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
     for (int nt = 0; nt < kNt; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        float p = exp2Fast(s[nt][2 * half + e] - mUse);
+        float p = exp2Fast(fmaf(s[nt][2 * half + e], k, -mUse));
         s[nt][2 * half + e] = p;
         sums[e] += p;
       }
@@ -370,10 +226,21 @@ __device__ void onlineSoftmax(float (&s)[kNt][4], float (&m)[2], float (&l)[2],
   }
 }
 
+/// The blocks of the 64-row forward an SM's shared memory holds (five tiles
+/// a block: 4 at D <= 64, 3 at D = 96, 2 at D = 128), which its register
+/// bound keeps possible.
+template <int D>
+constexpr int kForwardBlocksPerSm = D <= 64   ? 4
+                                    : D <= 96 ? 3
+                                              : 2;
+
 /// kM = 1: 64 queries a block, 16 a warp; kM = 2: 128 and 32 (each K and V
-/// fragment read from shared memory serves two row tiles).
+/// fragment read from shared memory serves two row tiles). At kM = 1
+/// without dropout, kForwardBlocksPerSm blocks an SM (the dropout's instance
+/// would spill).
 template <class S, int D, int kM, bool kDrop>
-__global__ void __launch_bounds__(kAttnThreads)
+__global__ void
+__launch_bounds__(kAttnThreads, kM == 1 && !kDrop ? kForwardBlocksPerSm<D> : 1)
     attnForwardMma(AttnArgs a, const S *q, const S *k, const S *v, S *out,
                    float *lse) {
   extern __shared__ float4 smem[];
@@ -399,9 +266,9 @@ __global__ void __launch_bounds__(kAttnThreads)
                       bool mask = tileNeedsMask(a, i0, j0, kRows);
 #pragma unroll
                       for (int t = 0; t < kM; ++t) {
-                        scaleAndMask<S, false>(s[t], a, b, h, i0 + r0 + 16 * t,
-                                               j0, mask);
-                        onlineSoftmax<D>(s[t], m[t], l[t], o[t]);
+                        float k = scaleAndMask<S, false>(
+                            s[t], a, b, h, i0 + r0 + 16 * t, j0, mask);
+                        onlineSoftmax<D>(s[t], k, m[t], l[t], o[t]);
                         if constexpr (kDrop) // after l: only P v is dropped
 #pragma unroll
                           for (int nt = 0; nt < kNt; ++nt)
@@ -443,13 +310,16 @@ __global__ void __launch_bounds__(kAttnThreads)
 // Backward
 //===----------------------------------------------------------------------===//
 
-/// dsum[row] = dout[row] . out[row] over D in f32 (rows in lse's [B, Hq,
-/// S, 2] order): eight lanes a row, each reading 16-byte pieces (lane j:
-/// pieces j, j + 8, ...; a warp reads four rows whole), their partial sums
-/// added by shuffles in a fixed order.
+/// What the backward passes read of each query row (rows in lse's [B, Hq,
+/// S, 2] order): stat[row] = (rowOffset of its lse, Dsum = dout[row] .
+/// out[row] over D in f32). Eight lanes a row, each reading 16-byte pieces
+/// (lane j: pieces j, j + 8, ...; a warp reads four rows whole), their
+/// partial sums added by shuffles in a fixed order. (The key pass copies a
+/// tile's 64 pairs into shared memory with cp.async; it had loaded lse and
+/// Dsum and stored them, its warps waiting for the loads at every tile.)
 template <class S, int D>
 __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
-                         float *dsum, int64_t rows) {
+                         const float *lse, float2 *stat, int64_t rows) {
   int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 8;
   int j = threadIdx.x % 8;
   float acc = 0.0f;
@@ -472,26 +342,41 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
   for (int o = 4; o > 0; o /= 2)
     acc += __shfl_xor_sync(0xffffffffu, acc, o);
   if (r < rows && j == 0)
-    dsum[r] = acc;
+    stat[r] = make_float2(rowOffset(lse[2 * r], lse[2 * r + 1]), acc);
 }
 
-/// dS = P (Z dP - Dsum) in place of dp, s (base-2 scores, scaleAndMask's)
-/// becoming Z P (Z the dropout's factor, `zOf(nt, e)`, 1 without one): one
-/// value per element; `stat(nt, e)` gives the (rowOffset, Dsum) of the
+/// dS = P (Z dP - Dsum) in place of dp, s (scaleAndMask's scores and factor
+/// k) becoming Z P (Z the dropout's factor, `zOf(nt, e)`, 1 without one):
+/// one value per element; `stat(nt, e)` gives the (rowOffset, Dsum) of the
 /// element's query.
 template <class F, class Z>
-__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat,
-                           Z zOf) {
+__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], float k,
+                           F stat, Z zOf) {
 #pragma unroll
   for (int nt = 0; nt < kNt; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float2 st = stat(nt, e);
-      float p = exp2Fast(s[nt][e] - st.x), z = zOf(nt, e);
+      float p = exp2Fast(fmaf(s[nt][e], k, -st.x)), z = zOf(nt, e);
       s[nt][e] = p * z;
       dp[nt][e] = p * (z * dp[nt][e] - st.y);
     }
 }
+
+/// The key pass's place among the query tiles of its group's heads: head h,
+/// first query i0.
+struct QueryTileWalk {
+  int64_t h, i0;
+  /// The next tile: the next 64 queries, or the next head's first tile
+  /// (iStart) after the last of s.
+  __device__ void advance(int64_t iStart, int64_t s) {
+    i0 += kAttnTile;
+    if (i0 >= s) {
+      i0 = iStart;
+      ++h;
+    }
+  }
+};
 
 // Three blocks an SM at D <= 64 without dropout (170 registers: ptxas took
 // 175 unbounded, two blocks, 8 warps an SM; 12 bytes spilled at the bound);
@@ -499,14 +384,13 @@ __device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], F stat,
 template <class S, int D, bool kDrop>
 __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
     attnGradKeysMma(AttnArgs a, const S *q, const S *k, const S *v,
-                    const float *lse, const float *dsum, const S *dout, S *dk,
-                    S *dv) {
+                    const float2 *stat, const S *dout, S *dk, S *dv) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
   constexpr int64_t kT = kTileElems<D>;
-  // k, v, then two buffers of (q, dout), then two of (offset, Dsum).
+  // k, v, then two buffers of (q, dout), then two of 64 (offset, Dsum).
   S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
-  float *sStat = reinterpret_cast<float *>(sqdo + 4 * kT);
+  float2 *sStat = reinterpret_cast<float2 *>(sqdo + 4 * kT);
   int64_t b = blockIdx.z, kvh = blockIdx.y,
           j0 = int64_t(blockIdx.x) * kAttnTile;
   HeadRows kr = keyRows(g, b, kvh, g.d);
@@ -514,50 +398,49 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
   loadRowsAsync<S, D>(k + kr.start, int(kr.ld), j0, g.sk, sk);
   loadRowsAsync<S, D>(v + kr.start, int(kr.ld), j0, g.sk, sv);
   float dkAcc[1][D / 8][4] = {}, dvAcc[1][D / 8][4] = {}; // one row tile
-  // The query tiles of every head of the group, in order.
+  // The query tiles of every head of the group, in order: the tile the
+  // next copies are for, and the one the next body computes (the loop
+  // visits both in order; a division of the tile's index had cost some 40
+  // instructions a tile).
   int64_t iStart = a.causal ? j0 : 0;
-  int perHead = tilesFrom(iStart, g.s);
-  auto headOf = [&](int it) { return kvh * g.group + it / perHead; };
-  auto rowOf = [&](int it) {
-    return iStart + int64_t(it % perHead) * kAttnTile;
-  };
+  QueryTileWalk next{kvh * g.group, iStart}, cur = next;
   pipelined(
-      perHead * static_cast<int>(g.group),
-      [&](int it, int buf) {
-        int64_t stat0 = (b * g.hq + headOf(it)) * g.s, i0 = rowOf(it);
-        HeadRows qr = queryRows(g, b, headOf(it)),
-                 orow = outRows(g, b, headOf(it));
+      tilesFrom(iStart, g.s) * static_cast<int>(g.group),
+      [&](int, int buf) {
+        int64_t h = next.h, i0 = next.i0, stat0 = (b * g.hq + h) * g.s;
+        next.advance(iStart, g.s);
+        HeadRows qr = queryRows(g, b, h), orow = outRows(g, b, h);
         loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s,
                             sqdo + 2 * buf * kT);
         loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s,
                             sqdo + (2 * buf + 1) * kT);
         if (threadIdx.x < kAttnTile) {
           int64_t i = i0 + threadIdx.x;
-          float *st = sStat + 2 * buf * kAttnTile;
-          st[threadIdx.x] = i < g.s ? rowOffset(lse[2 * (stat0 + i)],
-                                                lse[2 * (stat0 + i) + 1])
-                                    : INFINITY;
-          st[kAttnTile + threadIdx.x] = i < g.s ? dsum[stat0 + i] : 0.0f;
+          float2 *st = sStat + buf * kAttnTile + threadIdx.x;
+          if (i < g.s)
+            cpAsync<8>(st, stat + stat0 + i);
+          else // no query: every probability 0
+            *st = make_float2(INFINITY, 0.0f);
         }
       },
-      [&](int it, int buf) {
+      [&](int, int buf) {
         const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
-        const float *st = sStat + 2 * buf * kAttnTile;
-        int64_t i0 = rowOf(it);
+        const float2 *st = sStat + buf * kAttnTile;
+        int64_t h = cur.h, i0 = cur.i0;
+        cur.advance(iStart, g.s);
         float s[1][kNt][4], dp[1][kNt][4];
         productABt<S, D, 1>(s, sk, 16 * w, sq);
-        scaleAndMask<S, true>(s[0], a, b, headOf(it), j0 + 16 * w, i0,
-                              tileNeedsMask(a, i0, j0));
+        float k = scaleAndMask<S, true>(s[0], a, b, h, j0 + 16 * w, i0,
+                                        tileNeedsMask(a, i0, j0));
         productABt<S, D, 1>(dp, sv, 16 * w, sdo);
         probsAndDs(
-            s[0], dp[0],
+            s[0], dp[0], k,
             [&](int nt, int e) {
-              int c = nt * 8 + 2 * t + e % 2; // the query of the column
-              return make_float2(st[c], st[kAttnTile + c]);
+              return st[nt * 8 + 2 * t + e % 2]; // the column's query
             },
             [&](int nt, int e) {
-              return fragmentDropFactor<true, kDrop>(a, b, headOf(it),
-                                                     j0 + 16 * w, i0, nt, e);
+              return fragmentDropFactor<true, kDrop>(a, b, h, j0 + 16 * w, i0,
+                                                     nt, e);
             });
         accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
         accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
@@ -575,28 +458,24 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
 template <class S, int D, bool kDrop>
 __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
     attnGradQueriesMma(AttnArgs a, const S *q, const S *k, const S *v,
-                       const float *lse, const float *dsum, const S *dout,
-                       S *dq) {
+                       const float2 *stat, const S *dout, S *dq) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
   constexpr int64_t kT = kTileElems<D>;
   S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kT, *skv = sdo + kT;
   int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
   int64_t kvh = h / g.group;
-  int64_t stat0 = (b * g.hq + h) * g.s; // lse's and Dsum's
+  int64_t stat0 = (b * g.hq + h) * g.s; // stat's first row of the head
   HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh, g.d),
            orow = outRows(g, b, h);
   int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
   loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
   loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
-  float rowOff[2], rowDsum[2];
+  float2 rowStat[2]; // (offset, Dsum) of the thread's two rows
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     int64_t i = i0 + 16 * w + gr + 8 * half;
-    rowOff[half] =
-        i < g.s ? rowOffset(lse[2 * (stat0 + i)], lse[2 * (stat0 + i) + 1])
-                : INFINITY;
-    rowDsum[half] = i < g.s ? dsum[stat0 + i] : 0.0f;
+    rowStat[half] = i < g.s ? stat[stat0 + i] : make_float2(INFINITY, 0.0f);
   }
   float dqAcc[1][D / 8][4] = {}; // one row tile
   int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
@@ -604,14 +483,13 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
                     [&](int64_t j0, const S *sk, const S *sv) {
                       float s[1][kNt][4], dp[1][kNt][4];
                       productABt<S, D, 1>(s, sq, 16 * w, sk);
-                      scaleAndMask<S, false>(s[0], a, b, h, i0 + 16 * w, j0,
-                                             tileNeedsMask(a, i0, j0));
+                      float k =
+                          scaleAndMask<S, false>(s[0], a, b, h, i0 + 16 * w, j0,
+                                                 tileNeedsMask(a, i0, j0));
                       productABt<S, D, 1>(dp, sdo, 16 * w, sv);
                       probsAndDs(
-                          s[0], dp[0],
-                          [&](int, int e) {
-                            return make_float2(rowOff[e / 2], rowDsum[e / 2]);
-                          },
+                          s[0], dp[0], k,
+                          [&](int, int e) { return rowStat[e / 2]; },
                           [&](int nt, int e) {
                             return fragmentDropFactor<false, kDrop>(
                                 a, b, h, i0 + 16 * w, j0, nt, e);
@@ -661,9 +539,11 @@ Status visitMma(const char *op, DType t, int64_t d, bool dropout, F &&f) {
 
 } // namespace
 
-bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
+bool attentionOnTensorCores(DType t, int64_t d, int64_t dv, float scale,
                             std::initializer_list<const TensorRef *> tensors) {
   if (t != DType::F16 && t != DType::BF16)
+    return false;
+  if (!(scale > 0.0f)) // the softmax's maxima are taken before the scale
     return false;
   if (d != dv || (d != 32 && d != 64 && d != 96 && d != 128))
     return false;
@@ -720,9 +600,9 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
                         const TensorRef &dk, const TensorRef &dv) {
   const common::AttentionDims &g = a.g;
   int64_t rows = g.b * g.hq * g.s;
-  Scratch dsum;
-  SMP_RETURN_IF_ERROR(
-      dsum.allocate(op, sizeof(float) * static_cast<size_t>(rows), ctx.stream));
+  Scratch stat; // a float2 a query row: attnDsum's
+  SMP_RETURN_IF_ERROR(stat.allocate(
+      op, sizeof(float2) * static_cast<size_t>(rows), ctx.stream));
   return visitMma(
       op, t, g.d, a.dropout, [&](auto tag, auto dim, auto drop) -> Status {
         using S = typename decltype(tag)::type;
@@ -732,23 +612,23 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
           constexpr int kRowThreads = 256;
           attnDsum<S, D>
               <<<blocksOf(rows * 8, kRowThreads), kRowThreads, 0, ctx.stream>>>(
-                  g, out.as<S>(), dout.as<S>(), dsum.as<float>(), rows);
+                  g, out.as<S>(), dout.as<S>(), lse.as<float>(),
+                  stat.as<float2>(), rows);
           SMP_RETURN_IF_ERROR(launchStatus(op));
         }
         if (dk.numel() > 0 || dv.numel() > 0)
           SMP_RETURN_IF_ERROR(launchTiles(
               op, attnGradKeysMma<S, D, kDrop>,
-              6 * tileBytes<D>() + 4 * kAttnTile * sizeof(float), g.sk,
+              6 * tileBytes<D>() + 2 * kAttnTile * sizeof(float2), g.sk,
               kAttnTile, g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
-              v.as<S>(), lse.as<float>(), dsum.as<const float>(), dout.as<S>(),
-              dk.as<S>(), dv.as<S>()));
+              v.as<S>(), stat.as<const float2>(), dout.as<S>(), dk.as<S>(),
+              dv.as<S>()));
         if (dq.numel() == 0)
           return Status::success();
-        return launchTiles(op, attnGradQueriesMma<S, D, kDrop>,
-                           6 * tileBytes<D>(), g.s, kAttnTile, g.hq,
-                           kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
-                           v.as<S>(), lse.as<float>(), dsum.as<const float>(),
-                           dout.as<S>(), dq.as<S>());
+        return launchTiles(
+            op, attnGradQueriesMma<S, D, kDrop>, 6 * tileBytes<D>(), g.s,
+            kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
+            v.as<S>(), stat.as<const float2>(), dout.as<S>(), dq.as<S>());
       });
 }
 

@@ -158,15 +158,24 @@ __device__ inline void loadB2(uint32_t (&b)[4], const S *tile, int64_t ld,
   ldmatrixX4<true>(b, tile + (r0 + l % 8 + i % 2 * 8) * ld + c0 + i / 2 * 8);
 }
 
-/// cp.async of 16 bytes from global src to shared dst (both 16-byte
-/// aligned), in the thread's open group.
-__device__ inline void cpAsync16(void *dst, const void *src) {
+/// cp.async of kBytes (4, 8 or 16) from global src to shared dst (both
+/// kBytes-aligned), in the thread's open group; 16 bytes bypass L1 (.cg,
+/// which takes no other size).
+template <int kBytes>
+__device__ inline void cpAsync(void *dst, const void *src) {
+  static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async size");
 #ifdef SMP_CUDAEMU
-  ::smp::cudaemu::cpAsync(dst, src, 16);
+  ::smp::cudaemu::cpAsync(dst, src, kBytes);
 #else
   uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src)
-               : "memory");
+  if constexpr (kBytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at),
+                 "l"(src)
+                 : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(at),
+                 "l"(src), "n"(kBytes)
+                 : "memory");
 #endif
 }
 

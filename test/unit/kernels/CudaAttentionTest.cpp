@@ -220,7 +220,8 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
       SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
       kt::AttnInputs in(c, t);
       // (cudaMalloc's tensors are aligned)
-      ASSERT_TRUE(cuk::attentionOnTensorCores(t, c.d, c.dv, {}));
+      ASSERT_TRUE(
+          cuk::attentionOnTensorCores(t, c.d, c.dv, float(c.scale), {}));
       std::vector<Host> a = runGpu(c, in, t);
       CpuResults cpu = runCpu(c, in, t);
       double tol = t == DType::F16 ? 2e-3 : 1.5e-2;
@@ -234,6 +235,25 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
       for (size_t i = 0; i < a.size(); ++i)
         EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
     }
+}
+
+/// A negative scale (legal in ONNX's Attention) on bf16 operands the
+/// tensor cores would otherwise take: the CUDA-core kernels run it, to the
+/// CPU's values. At -20 the scaled scores span hundreds of powers of two,
+/// so the tensor-core kernels, which take each row's maximum before the
+/// scale, would overflow their exponentials.
+TEST_F(Cuda, AttentionOfANegativeScaleMatchesCpu) {
+  kt::AttnCase c = tensorCoreCases()[1]; // causal, three tiles
+  c.scale = -20.0;
+  kt::AttnInputs in(c, DType::BF16);
+  EXPECT_FALSE(
+      cuk::attentionOnTensorCores(DType::BF16, c.d, c.dv, float(c.scale), {}));
+  std::vector<Host> gpu = runGpu(c, in, DType::BF16);
+  CpuResults cpu = runCpu(c, in, DType::BF16);
+  for (size_t i = 0; i < gpu.size(); ++i)
+    EXPECT_LE(kt::maxRelDiff(gpu[i].values(), cpu.part[i].values()),
+              i == 1 ? 1e-5 : 1.5e-2)
+        << kParts[i];
 }
 
 /// A dropout on the probabilities: the GPU draws the CPU's mask (the same
@@ -373,31 +393,38 @@ TEST_F(Cuda, AttentionPackedGivesTheBytesOfHeadsFirst) {
 }
 
 /// What the tensor-core kernels take: f16/bf16, D = Dv in {32, 64, 96,
-/// 128}, 16-byte aligned tensors whose rows are less than 2^31 / 128
-/// elements apart.
+/// 128}, a positive scale, 16-byte aligned tensors whose rows are less than
+/// 2^31 / 128 elements apart.
 TEST_F(Cuda, AttentionTensorCoresTakeHalfTypesOfTheirHeadDimsAligned) {
   alignas(16) static uint16_t buffer[64];
   TensorRef x;
   x.dtype = DType::BF16;
   x.shape = {1, 1, 1, 64};
   x.data = buffer;
-  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x}));
-  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::F16, 128, 128, {&x}));
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::F32, 64, 64, {&x}));
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 32, {&x}));
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 40, 40, {&x}));
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 256, 256, {&x}));
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.125f, {&x}));
+  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::F16, 128, 128, 0.125f, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::F32, 64, 64, 0.125f, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 32, 0.125f, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 40, 40, 0.125f, {&x}));
+  EXPECT_FALSE(
+      cuk::attentionOnTensorCores(DType::BF16, 256, 256, 0.125f, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, -0.125f, {&x}));
+  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.0f, {&x}));
   TensorRef odd = x;
   odd.data = buffer + 1; // 2-byte aligned
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &odd}));
+  EXPECT_FALSE(
+      cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.125f, {&x, &odd}));
   TensorRef empty = odd;
   empty.shape = {0, 1, 1, 64}; // no elements: its address is not read
-  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &empty}));
+  EXPECT_TRUE(
+      cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.125f, {&x, &empty}));
   TensorRef wide = x; // bshd rows 2^18 heads x 64 apart: 32-bit tile offsets
   wide.shape = {1, 1, int64_t(1) << 18, 64};
-  EXPECT_FALSE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &wide}));
+  EXPECT_FALSE(
+      cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.125f, {&x, &wide}));
   wide.shape = {1, 1, int64_t(1) << 17, 64};
-  EXPECT_TRUE(cuk::attentionOnTensorCores(DType::BF16, 64, 64, {&x, &wide}));
+  EXPECT_TRUE(
+      cuk::attentionOnTensorCores(DType::BF16, 64, 64, 0.125f, {&x, &wide}));
 }
 
 TEST_F(Cuda, AttentionRefusesWhatTheCpuRefuses) {

@@ -102,13 +102,15 @@ int device(Context &ctx);
 void setAllowTF32(Context &ctx, bool allow);
 
 /// Whether attention and attention_grad of dtype t, head dims d (q, k) and
-/// dv (v) over these tensors run on the tensor cores (AttentionMma.cu):
-/// f16 or bf16, d = dv in {32, 64, 96, 128}, every tensor with elements
-/// 16-byte aligned and its last two dims under 2^31 / 128 elements (a
-/// tile's offsets are 32-bit). There, as in FlashAttention, the
-/// probabilities and their gradients are rounded to t for the products that
-/// read them; the rest runs the f32-compute kernels (the CUDA cores).
-bool attentionOnTensorCores(DType t, int64_t d, int64_t dv,
+/// dv (v), with the softmax's scale, over these tensors run on the tensor
+/// cores (AttentionMma.cu): f16 or bf16, d = dv in {32, 64, 96, 128}, a
+/// positive scale (the kernels take each row's maximum of the unscaled
+/// scores), every tensor with elements 16-byte aligned and its last two
+/// dims under 2^31 / 128 elements (a tile's offsets are 32-bit). There, as in
+/// FlashAttention, the probabilities and their gradients are rounded to t for
+/// the products that read them; the rest runs the f32-compute kernels (the CUDA
+/// cores).
+bool attentionOnTensorCores(DType t, int64_t d, int64_t dv, float scale,
                             std::initializer_list<const TensorRef *> tensors);
 /// The queries a block of the tensor-core attention forward takes: 64 (the
 /// default: 16 a warp) or 128 (32 a warp, each K/V fragment serving two

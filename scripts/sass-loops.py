@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Static SASS statistics of the CUDA kernels' loops, without a GPU.
+
+Compiles one kernels/cuda/*.cu file for sm_90 with the project's include
+paths (nvcc -cubin, ptxas -v), disassembles it (cuobjdump -sass) and prints,
+for each kernel whose name contains every --kernel string: its registers and
+spills, and the instructions of its innermost loop that holds tensor-core
+products (HMMA), by opcode. An unrolled tile loop's instruction count is what
+an issue-bound kernel's time follows (docs/benchmarks.md, "Fused attention on
+the GPU").
+
+--replace OLD=>NEW edits a temporary copy of the file before compiling: for
+instance making a branch constant, so that the loop left is one path's
+(`--replace 'int rows = kAttnTile) {\\n  return=>int rows = kAttnTile) {\\n
+return false; return'` keeps only the unmasked tile of AttentionMma.cu).
+
+cuobjdump is not in Debian's CUDA packages' minimal install; PyPI's
+`nvidia-cuda-cuobjdump` wheel has it (unzip it; no pip install needed): pass
+its path with --cuobjdump or CUOBJDUMP.
+
+  scripts/sass-loops.py kernels/cuda/AttentionMma.cu --kernel bfloat16Li64E \\
+      --kernel Lb0E
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def compile_cubin(src, build, out, log):
+    includes = ['include', os.path.join(build, 'include'), 'kernels/cuda/include',
+                'kernels/cuda', 'runtime/base/include', 'kernels/include',
+                'kernels/common/include']
+    cmd = [os.environ.get('NVCC', '/usr/local/cuda/bin/nvcc'), '-O3',
+           '-arch=sm_90', '--expt-relaxed-constexpr', '-std=c++17',
+           '-Xptxas', '-v', '-cubin', '-o', out, src,
+           '-isystem=/usr/local/cuda/include']
+    cmd += ['-I' + os.path.join(ROOT, i) for i in includes]
+    with open(log, 'w') as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode:
+        sys.exit(open(log).read()[-4000:] + '\nnvcc failed: ' + ' '.join(cmd))
+
+
+def resources(log):
+    """kernel -> 'N registers, S bytes spilled' from ptxas -v."""
+    text = open(log).read()
+    out = {}
+    for m in re.finditer(r"Function properties for (\S+)\n.*?(\d+) bytes spill "
+                         r"stores.*?\n.*?Used (\d+) registers", text):
+        out[m.group(1)] = f'{m.group(3)} registers, {m.group(2)} bytes spilled'
+    return out
+
+
+def loop_stats(body):
+    ops = collections.Counter()
+    for s in body:
+        op = re.sub(r'^@!?U?P[T0-9]+\s+', '', s).split()[0].split('.')[0]
+        ops[op] += 1
+    return ops
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('source')
+    ap.add_argument('--kernel', action='append', default=[],
+                    help='a string the mangled name contains (all must)')
+    ap.add_argument('--replace', action='append', default=[],
+                    help='OLD=>NEW in a copy of the source (\\n for newlines)')
+    ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
+    ap.add_argument('--cuobjdump', default=os.environ.get(
+        'CUOBJDUMP', shutil.which('cuobjdump') or 'cuobjdump'))
+    args = ap.parse_args()
+    src = os.path.abspath(args.source)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.replace:
+            text = open(src).read()
+            for r in args.replace:
+                old, new = (x.replace('\\n', '\n') for x in r.split('=>', 1))
+                if old not in text:
+                    sys.exit(f'--replace: {old!r} is not in {args.source}')
+                text = text.replace(old, new)
+            copy = os.path.join(os.path.dirname(src), '.sass-loops-copy.cu')
+            with open(copy, 'w') as f:  # beside the original: its includes
+                f.write(text)
+            src_used = copy
+        else:
+            src_used = src
+        try:
+            cubin, log = os.path.join(tmp, 'k.cubin'), os.path.join(tmp, 'log')
+            compile_cubin(src_used, args.build, cubin, log)
+        finally:
+            if src_used != src:
+                os.remove(src_used)
+        res = resources(log)
+        sass = subprocess.run([args.cuobjdump, '-sass', cubin], check=True,
+                              capture_output=True, text=True).stdout
+    for f in re.split(r'\n\s+Function : ', sass)[1:]:
+        name = f.split('\n', 1)[0].strip()
+        if not all(k in name for k in args.kernel):
+            continue
+        ins = [(int(a, 16), s.strip()) for a, s in
+               re.findall(r'/\*([0-9a-f]{4,5})\*/\s+([^;]+);', f)]
+        print(f'{name}\n  {res.get(name, "?")}, {len(ins)} instructions')
+        loops = [(int(m.group(1), 16), a) for a, s in ins
+                 for m in [re.search(r'BRA (0x[0-9a-f]+)', s)]
+                 if m and int(m.group(1), 16) < a]
+        hmma = [(hi - lo, lo, hi) for lo, hi in loops
+                if any('HMMA' in s for a, s in ins if lo <= a <= hi)]
+        if not hmma:
+            continue
+        _, lo, hi = min(hmma)
+        ops = loop_stats([s for a, s in ins if lo <= a <= hi])
+        print(f'  loop {lo:#x}-{hi:#x}: {sum(ops.values())} instructions: ' +
+              ', '.join(f'{k} {v}' for k, v in ops.most_common(16)))
+
+
+if __name__ == '__main__':
+    main()
