@@ -5,14 +5,15 @@ Compiles one kernels/cuda/*.cu file for sm_90 with the project's include
 paths (nvcc -cubin, ptxas -v), disassembles it (cuobjdump -sass) and prints,
 for each kernel whose name contains every --kernel string: its registers and
 spills, and the instructions of its innermost loop that holds tensor-core
-products (HMMA), by opcode. An unrolled tile loop's instruction count is what
+products (HMMA; --loop-with another opcode), by opcode. An unrolled tile loop's instruction count is what
 an issue-bound kernel's time follows (docs/benchmarks.md, "Fused attention on
 the GPU").
 
---replace OLD=>NEW edits a temporary copy of the file before compiling: for
-instance making a branch constant, so that the loop left is one path's
-(`--replace 'int rows = kAttnTile) {\\n  return=>int rows = kAttnTile) {\\n
-return false; return'` keeps only the unmasked tile of AttentionMma.cu).
+--replace OLD=>NEW edits a temporary copy of the file's folder before
+compiling (the one file there that holds OLD): for instance making a branch
+constant, so that the loop left is one path's (`--replace 'int rows =
+kAttnTile) {\\n  return=>int rows = kAttnTile) {\\n  return false; return'`
+keeps only the unmasked tile of AttentionMma.cu).
 
 cuobjdump is not in Debian's CUDA packages' minimal install; PyPI's
 `nvidia-cuda-cuobjdump` wheel has it (unzip it; no pip install needed): pass
@@ -73,31 +74,34 @@ def main():
                     help='a string the mangled name contains (all must)')
     ap.add_argument('--replace', action='append', default=[],
                     help='OLD=>NEW in a copy of the source (\\n for newlines)')
+    ap.add_argument('--loop-with', default='HMMA',
+                    help='the innermost loop holding this opcode (LDG, ...)')
     ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
     ap.add_argument('--cuobjdump', default=os.environ.get(
         'CUOBJDUMP', shutil.which('cuobjdump') or 'cuobjdump'))
     args = ap.parse_args()
+    if not shutil.which(args.cuobjdump):
+        sys.exit(f'sass-loops: no cuobjdump at {args.cuobjdump!r}: unzip PyPI\'s '
+                 'nvidia-cuda-cuobjdump wheel and pass its bin/cuobjdump with '
+                 '--cuobjdump or CUOBJDUMP')
     src = os.path.abspath(args.source)
     with tempfile.TemporaryDirectory() as tmp:
-        if args.replace:
-            text = open(src).read()
-            for r in args.replace:
-                old, new = (x.replace('\\n', '\n') for x in r.split('=>', 1))
-                if old not in text:
-                    sys.exit(f'--replace: {old!r} is not in {args.source}')
-                text = text.replace(old, new)
-            copy = os.path.join(os.path.dirname(src), '.sass-loops-copy.cu')
-            with open(copy, 'w') as f:  # beside the original: its includes
+        copy = os.path.join(tmp, 'src')  # the folder: its includes
+        shutil.copytree(os.path.dirname(src), copy)
+        for r in args.replace:
+            old, new = (x.replace('\\n', '\n') for x in r.split('=>', 1))
+            holders = [os.path.join(d, f) for d, _, fs in os.walk(copy)
+                       for f in fs if old in open(os.path.join(d, f),
+                                                  errors='replace').read()]
+            if len(holders) != 1:
+                sys.exit(f'--replace: {old!r} is in {len(holders)} files of '
+                         f'{os.path.dirname(args.source)}, not one')
+            text = open(holders[0]).read().replace(old, new)
+            with open(holders[0], 'w') as f:
                 f.write(text)
-            src_used = copy
-        else:
-            src_used = src
-        try:
-            cubin, log = os.path.join(tmp, 'k.cubin'), os.path.join(tmp, 'log')
-            compile_cubin(src_used, args.build, cubin, log)
-        finally:
-            if src_used != src:
-                os.remove(src_used)
+        cubin, log = os.path.join(tmp, 'k.cubin'), os.path.join(tmp, 'log')
+        compile_cubin(os.path.join(copy, os.path.basename(src)), args.build,
+                      cubin, log)
         res = resources(log)
         sass = subprocess.run([args.cuobjdump, '-sass', cubin], check=True,
                               capture_output=True, text=True).stdout
@@ -111,11 +115,11 @@ def main():
         loops = [(int(m.group(1), 16), a) for a, s in ins
                  for m in [re.search(r'BRA (0x[0-9a-f]+)', s)]
                  if m and int(m.group(1), 16) < a]
-        hmma = [(hi - lo, lo, hi) for lo, hi in loops
-                if any('HMMA' in s for a, s in ins if lo <= a <= hi)]
-        if not hmma:
+        holding = [(hi - lo, lo, hi) for lo, hi in loops
+                   if any(args.loop_with in s for a, s in ins if lo <= a <= hi)]
+        if not holding:
             continue
-        _, lo, hi = min(hmma)
+        _, lo, hi = min(holding)
         ops = loop_stats([s for a, s in ins if lo <= a <= hi])
         print(f'  loop {lo:#x}-{hi:#x}: {sum(ops.values())} instructions: ' +
               ', '.join(f'{k} {v}' for k, v in ops.most_common(16)))

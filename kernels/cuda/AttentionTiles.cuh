@@ -58,12 +58,20 @@ template <int kRows> __device__ inline int rowsLeft(int64_t r0, int64_t rows) {
 /// Rows [r0, r0 + kRows) of `rows` rows of D elements (ld apart from src;
 /// 32-bit offsets within the tile, checked on the host) into a shared tile
 /// by cp.async (in the thread's open group); rows past `rows` are zeroed
-/// now.
+/// now. A whole tile (every tile but a sequence's last) takes a loop of its
+/// own without a test a vector, whose addresses are the first vector's plus
+/// constants.
 template <class S, int D, int kRows = kAttnTile>
 __device__ void loadRowsAsync(const S *src, int ld, int64_t r0, int64_t rows,
                               S *tile) {
   const S *at = src + r0 * ld;
   int left = rowsLeft<kRows>(r0, rows);
+  if (left == kRows) {
+    forTileVectors<D, kRows>([&](int r, int c) {
+      cpAsync<16>(tile + r * kLd<D> + c, at + r * ld + c);
+    });
+    return;
+  }
   forTileVectors<D, kRows>([&](int r, int c) {
     S *to = tile + r * kLd<D> + c;
     if (r < left)
