@@ -2,12 +2,12 @@
 //
 // Elementwise kernels that read each operand through its dtype (any float
 // dtype per operand, as the CPU) and compute in f64 like the CPU, then
-// round once; bias_gelu_grad of f16/bf16 rows of whole 16-byte vectors
-// computes in f32 and sums the bias gradient in the same pass
-// (biasGeluGradVec, ColumnSums.cuh). The optimizers read lr, step and the
-// optional skip flag from device scalars inside the kernel, so a training step
-// needs no host round trip. Multi-tensor Adam: one launch (Common.cuh's
-// launchMulti), a block for each chunk of each tensor.
+// round once; gelu_grad of f16/bf16 whole 16-byte vectors computes in f32
+// (geluGradVec), and bias_gelu_grad of such rows sums the bias gradient in
+// the same pass (biasGeluGradVec, ColumnSums.cuh). The optimizers read lr, step
+// and the optional skip flag from device scalars inside the kernel, so a
+// training step needs no host round trip. Multi-tensor Adam: one launch
+// (Common.cuh's launchMulti), a block for each chunk of each tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +20,7 @@ using namespace detail;
 namespace {
 
 /// GELU's derivative at v in C (double for geluGradKernel, f32 for
-/// biasGeluGradVec): the tanh form or erf's.
+/// geluGradOf): the tanh form or erf's.
 template <class C, bool Tanh> __device__ inline C geluDerivative(C v) {
   if (Tanh) {
     const C k = C(0.79788456080286535588), c = C(0.044715);
@@ -42,12 +42,67 @@ __global__ void geluGradKernel(In x, In dy, Out dx, bool tanhApprox,
   }
 }
 
+/// dx = dy gelu'(x) for a 16-byte vector of f16/bf16 values, each computed
+/// in f32 and rounded to S (geluGradVec's and biasGeluGradVec's). By value:
+/// a reference into global memory would be read an element at a time.
+template <class S, bool Tanh>
+__device__ inline Pack<S> geluGradOf(Pack<S> x, Pack<S> dy) {
+  Pack<S> o;
+#pragma unroll
+  for (int k = 0; k < Pack<S>::N; ++k)
+    o.v[k] = FT<S>::store(FT<S>::load(dy.v[k]) *
+                          geluDerivative<float, Tanh>(FT<S>::load(x.v[k])));
+  return o;
+}
+
+/// gelu_grad of f16/bf16 x, dy and dx over 16-byte vectors (dx may be dy).
+/// geluGradKernel had taken 2-byte loads through the operands' dtypes and
+/// f64 arithmetic: a GELU without a bias before it (T5's gated GELU) in a
+/// 16-bit model.
+template <class S, bool Tanh>
+__global__ void geluGradVec(const Pack<S> *x, const Pack<S> *dy, Pack<S> *dx,
+                            int64_t nv) {
+  SMP_GRID_STRIDE(i, nv) { dx[i] = geluGradOf<S, Tanh>(x[i], dy[i]); }
+}
+
+/// Launches geluGradVec when it takes the case (x, dy and dx of one 16-bit
+/// dtype, whole vectors, 16-byte aligned); `taken` says.
+Status geluGradFast(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
+                    const TensorRef &dx, bool &taken) {
+  const char *op = "gelu_grad";
+  taken = false;
+  DType t = x.dtype;
+  if ((t != DType::F16 && t != DType::BF16) || dy.dtype != t || dx.dtype != t)
+    return Status::success();
+  return visitFloat(t, op, [&](auto tag) -> Status {
+    using S = typename decltype(tag)::type;
+    if constexpr (kHalf<S>) {
+      using P = Pack<S>;
+      int64_t n = x.numel();
+      if (n % P::N != 0 || !aligned16({x.data, dy.data, dx.data}))
+        return Status::success();
+      taken = true;
+      if (tanhApprox)
+        return launch(op, n / P::N, geluGradVec<S, true>, x.as<P>(), dy.as<P>(),
+                      dx.as<P>(), n / P::N);
+      return launch(op, n / P::N, geluGradVec<S, false>, x.as<P>(), dy.as<P>(),
+                    dx.as<P>(), n / P::N);
+    } else {
+      return Status::success();
+    }
+  });
+}
+
 } // namespace
 
 Status geluGrad(const TensorRef &x, const TensorRef &dy, bool tanhApprox,
                 const TensorRef &dx) {
   const char *op = "gelu_grad";
   SMP_RETURN_IF_ERROR(common::checkGeluGrad(x, dy, dx));
+  bool taken;
+  SMP_RETURN_IF_ERROR(geluGradFast(x, dy, tanhApprox, dx, taken));
+  if (taken)
+    return Status::success();
   int64_t n = x.numel();
   return launch(op, n, geluGradKernel, asIn(x), asIn(dy), asOut(dx), tanhApprox,
                 n);
@@ -75,14 +130,10 @@ __global__ void biasGeluGradVec(const S *x, const S *dy, S *dx, int64_t rows,
   vecColumnSums<S, A>(rows, n, chunkRows, db, Out{nullptr, DType::F32}, part,
                       [&](int64_t r, int64_t v, A(&s)[P::N], A(&)[P::N]) {
                         int64_t i = r * nv + v;
-                        P px = xv[i], pg = gv[i], o;
+                        P o = geluGradOf<S, Tanh>(xv[i], gv[i]);
 #pragma unroll
-                        for (int k = 0; k < P::N; ++k) {
-                          o.v[k] = FT<S>::store(FT<S>::load(pg.v[k]) *
-                                                geluDerivative<float, Tanh>(
-                                                    FT<S>::load(px.v[k])));
+                        for (int k = 0; k < P::N; ++k)
                           s[k] += FT<S>::load(o.v[k]);
-                        }
                         ov[i] = o;
                       });
 }
