@@ -93,7 +93,7 @@ trainer_stage() {
   for p in fp16:5e-3 bf16:2e-2; do
     name=precision_${p%%:*}
     rc=0
-    limited 60 "$BIN/smprun" "$kit/trainer/$name.smpx" --device "$dev" \
+    limited 60 "$BIN/smprun" "$WORK/trainer/$name.smpx" --device "$dev" \
       --data "$ROOT/test/fixtures/train/gpt" --steps 10 \
       --metrics "$dir/$name.jsonl" > "$dir/$name.out" 2> "$dir/$name.err" || rc=$?
     if [ $rc != 0 ]; then
@@ -116,7 +116,7 @@ trainer_stage_if() {
     skipped "Trainer mixed precision" "--device $dev (the CPU runs no fp16 autocast)"
   elif [ "$torch" = 0 ]; then
     skipped "Trainer mixed precision" "--no-torch"
-  elif [ ! -d "$kit/trainer" ]; then
+  elif [ ! -d "$WORK/trainer" ]; then
     skipped "Trainer mixed precision" "the kit holds no trainer/ artifacts"
   elif ! limited 90 "$PYTHON" -c 'import transformers, accelerate' 2>/dev/null; then
     skipped "Trainer mixed precision" "no transformers and accelerate in $PYTHON"

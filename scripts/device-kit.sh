@@ -9,10 +9,11 @@
 #       backend built): smprun and the GPU test binaries, the shared
 #       libraries they load that such a machine lacks (protobuf, OpenBLAS,
 #       Open MPI's, ONNX's proto; not glibc nor CUDA's: those are the
-#       machine's own), compressed; the CUDA suite's artifacts
+#       machine's own); the CUDA suite's artifacts
 #       (scripts/gpu-suite.sh compile); the GPT-2 124M benchmark's artifact
 #       (bf16, AdamW, batch BENCH_BATCH, default 16) without its 500 MB of
-#       weights, and its tokens. KIT defaults to build/device-kit (ignored by
+#       weights, and its tokens; all in one xz archive (payload.tar.xz:
+#       payload/, art/, bench/, trainer/). KIT defaults to build/device-kit (ignored by
 #       git: the device tool carries it with carry=["build/device-kit"]).
 #       Refuses a kit over 40 MiB (the device tool carries 64 MiB with the
 #       checkout). --emulate packs the CUDA emulator's builds in their place
@@ -214,16 +215,20 @@ pack() {
   # set, chooses instead: the tests' --lzma2=preset=1,dict=64MiB keeps the
   # window (9 s and 16.0 MB for the 114 MB payload of 2026-12-05, where -2
   # took 12 s and 25.6 MB, and -9 41 s and 14.5 MB).
+  # The artifacts (art, bench, trainer: 16 MB of protobuf and parameters,
+  # 2.9 MB compressed) go in the same archive; the run unpacks them beside
+  # the payload.
   local level=(-9)
   [ -z "${XZ_OPT:-}" ] || level=()
-  tar -C "$kit" -cf - payload | xz "${level[@]}" -T1 > "$kit/payload.tar.xz"
-  rm -rf "$kit/payload"
+  tar -C "$kit" -cf - payload art bench trainer |
+    xz "${level[@]}" -T1 > "$kit/payload.tar.xz"
+  rm -rf "$kit/payload" "$kit/art" "$kit/bench" "$kit/trainer"
   local bytes
   bytes=$(du -sb "$kit" | cut -f1)
   {
     echo "device kit $(date -u +%Y-%m-%dT%H:%MZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo "payload: $(tar -tJf "$kit/payload.tar.xz" | grep -c -v '/$') files"
-    tar -tvJf "$kit/payload.tar.xz" | awk '{print "  " $3, $6}'
+    tar -tvJf "$kit/payload.tar.xz" | awk '$6 ~ /^payload\// {print "  " $3, $6}'
     echo "total: $bytes bytes"
   } > "$kit/MANIFEST.txt"
   cat "$kit/MANIFEST.txt"
@@ -594,7 +599,7 @@ run() {
     rc=0
     SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
       SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \
-      bash "$ROOT/scripts/gpu-suite.sh" run "$kit/art" "$LOGS/suite" "$dev" |
+      bash "$ROOT/scripts/gpu-suite.sh" run "$WORK/art" "$LOGS/suite" "$dev" |
       tee -a "$DEST/suite.txt" >> "$SUMMARY" || rc=$?
     local checks ok failed skip
     # One line per check (a run that failed has its own line, NAME.DEVICE).
@@ -624,8 +629,7 @@ run() {
     args=(--device cpu --small --steps 2 --warmup 1)
     modes=eager-sdpa,eager
   fi
-  local bdir=$WORK/bench batch smp_row=0
-  cp -r "$kit/bench/$model" "$bdir"
+  local bdir=$WORK/bench/$model batch smp_row=0 # unpacked, writable
   batch=$(cat "$bdir/batch")
   if [ $smprun_ok = 0 ]; then
     skipped "GPT-2 benchmark: smp" "smprun misses libraries"
