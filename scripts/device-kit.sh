@@ -227,7 +227,8 @@ pack() {
   bytes=$(du -sb "$kit" | cut -f1)
   {
     echo "device kit $(date -u +%Y-%m-%dT%H:%MZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    echo "payload: $(tar -tJf "$kit/payload.tar.xz" | grep -c -v '/$') files"
+    echo "payload: $(tar -tJf "$kit/payload.tar.xz" | grep -c '^payload/.*[^/]$') files" \
+      "(and the artifacts: $(tar -tJf "$kit/payload.tar.xz" | grep -c -v -e '^payload/' -e '/$'))"
     tar -tvJf "$kit/payload.tar.xz" | awk '$6 ~ /^payload\// {print "  " $3, $6}'
     echo "total: $bytes bytes"
   } > "$kit/MANIFEST.txt"
