@@ -614,7 +614,9 @@ __global__ void storeAccumulated(const A *acc, void *out, DType t, int64_t n) {
   SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
 }
 
-/// The gradient of a gather (scatter-add of dy into out, by atomicAdd):
+/// The gradient of gather_nd and gather_elements (scatter-add of dy into
+/// out, by atomicAdd: repeated indices add up in no fixed order; gather_grad
+/// sorts its positions instead, GatherGrad.cu):
 /// zeroes out, then runs launch(acc) with acc the f32/f64 accumulator:
 /// out itself, or an f32 scratch rounded into f16/bf16 out at the end.
 template <class Launch>

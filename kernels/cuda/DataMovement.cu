@@ -1,12 +1,12 @@
 //===- DataMovement.cu - copy, transpose, slice, concat, split, gather,
-//                       expand, tile, trilu, gather_grad, slice_grad ----===//
+//                       expand, tile, trilu, slice_grad -----------------===//
 //
 // Dtype-agnostic: elements are moved as unsigned integers of their size.
 // Transpose, slice, expand and tile are one strided gather into a contiguous
 // output (Strided<1>: dims merged, any sign of stride); slice_grad is the
 // matching strided scatter into zeros. Concat / split copy one part per
-// launch as rows of [outer, size_i * inner]. gather_grad scatter-adds with
-// atomics (see Training.h).
+// launch as rows of [outer, size_i * inner]. gather_grad is in
+// GatherGrad.cu.
 //
 //===----------------------------------------------------------------------===//
 
@@ -193,39 +193,6 @@ Status gather(const TensorRef &data, const TensorRef &indices, int64_t axis,
     using T = typename decltype(tag)::type;
     return launchGrid(name, ctx, n, gatherKernel<T>, data.as<T>(), out.as<T>(),
                       ix, inner, n, ctx->dError);
-  });
-}
-
-namespace {
-
-template <class A>
-__global__ void gatherGradKernel(In dy, A *acc, Index ix, int64_t inner,
-                                 int64_t n, DeviceError *err) {
-  SMP_GRID_STRIDE(t, n) {
-    int64_t i = t % inner, rest = t / inner;
-    int64_t k = rest % ix.count, o = rest / ix.count;
-    int64_t idx = ix.checked(k, ix.dim, ix.axis, err, kErrGatherGradIndex);
-    if (idx >= 0)
-      atomicAdd(acc + (o * ix.dim + idx) * inner + i,
-                static_cast<A>(dy.load(t)));
-  }
-}
-
-} // namespace
-
-Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
-                  const TensorRef &out) {
-  const char *op = "gather_grad";
-  GatherGradGeom g;
-  SMP_RETURN_IF_ERROR(common::checkGatherGrad(indices, dy, axis, out, g));
-  Context *ctx;
-  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  Index ix{asIndexIn(indices), g.count, g.dim, g.axis};
-  int64_t n = dy.numel();
-  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
-    using A = std::remove_pointer_t<decltype(acc)>;
-    gatherGradKernel<A><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        asIn(dy), acc, ix, g.inner, n, ctx->dError);
   });
 }
 

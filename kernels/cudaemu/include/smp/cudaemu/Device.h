@@ -102,6 +102,17 @@ T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
   return ::smp::cudaemu::shuffle(mask, v, src, width);
 }
 
+/// Bit l set for each lane l of `mask` whose predicate is true (an OR over
+/// the warp by five exchanges; every lane of the warp takes part, as in the
+/// kernels that use it).
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  unsigned bits = predicate ? 1u << ::smp::cudaemu::laneId() : 0u;
+  for (int step = 16; step > 0; step /= 2)
+    bits |= __shfl_xor_sync(0xffffffffu, bits, step);
+  return bits & mask;
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+
 // Atomics: the threads of a launch are fibers of one host thread, and
 // launches run one at a time, so a plain read-modify-write is atomic.
 template <class T> T atomicAdd(T *address, T v) {

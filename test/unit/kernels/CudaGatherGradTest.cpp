@@ -1,0 +1,91 @@
+//===- CudaGatherGradTest.cpp - gather_grad's sums in a fixed order -------===//
+//
+// The CUDA gather_grad (kernels/cuda/GatherGrad.cu: the positions sorted by
+// the row they gathered, each row's dy summed in position order, in double)
+// gives the CPU's bytes, however often a row was gathered: an embedding's
+// gradient with one row taking a third of the positions, over many tiles of
+// the sort; a gathered axis of 70,000 rows (five passes of the radix
+// sort) under leading dims; no positions at all. Atomic adds (the kernel
+// before) summed f32 in f32 in the threads' order and failed here. Past
+// 32-bit positions it refuses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+
+#include <cmath>
+#include <random>
+
+namespace smp_cuda_test {
+namespace {
+
+/// dy with magnitudes from 2^-12 to 2^12, so that the order of a sum shows
+/// in its last bits.
+Host spreadValues(DType t, std::vector<int64_t> shape, unsigned seed) {
+  Host h = random(t, std::move(shape), -1, 1, seed);
+  std::mt19937 gen(seed + 1);
+  std::uniform_int_distribution<int> exponent(-12, 12);
+  for (int64_t i = 0; i < h.numel(); ++i)
+    h.set(i, std::ldexp(h.get(i), exponent(gen)));
+  return h;
+}
+
+/// count indices into dim rows: a third of them row `hot`, the rest
+/// uniform, every tenth written as its negative alias (v - dim).
+Host skewedIndices(DType t, int64_t count, int64_t dim, int64_t hot,
+                   unsigned seed) {
+  Host idx(t, {count});
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int64_t> row(0, dim - 1);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t v = k % 3 == 0 ? hot : row(gen);
+    idx.set(k, k % 10 == 9 ? v - dim : v);
+  }
+  return idx;
+}
+
+TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
+  struct Case {
+    std::vector<int64_t> data; // out's shape
+    int64_t axis, count, hot;
+  };
+  const Case cases[] = {
+      {{300, 24}, 0, 5000, 7},        // an embedding: 20 tiles of the sort
+      {{3, 70000, 2}, 1, 600, 69999}, // 17-bit keys: five passes
+      {{5, 4}, 0, 0, 0},              // no positions: zeros
+  };
+  unsigned seed = 1700;
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(name(t)) + " " +
+                   smp::base::describe(make(t, c.data)) + " axis " +
+                   std::to_string(c.axis) + ", " + std::to_string(c.count) +
+                   " positions");
+      Host idx =
+          skewedIndices(DType::I64, c.count, c.data[c.axis], c.hot, seed++);
+      std::vector<int64_t> dyShape(c.data.begin(), c.data.begin() + c.axis);
+      dyShape.push_back(c.count);
+      dyShape.insert(dyShape.end(), c.data.begin() + c.axis + 1, c.data.end());
+      Host dy = spreadValues(t, dyShape, seed++), want(t, c.data);
+      ASSERT_OK(cpuk::gatherGrad(idx, dy, c.axis, want));
+      Dev di(idx), ddy(dy), dout(t, c.data);
+      ASSERT_OK(cuk::gatherGrad(di, ddy, c.axis, dout));
+      expectSameBytes(dout, want);
+    }
+}
+
+/// The sort keeps positions and rows as 32-bit integers: more is refused
+/// before anything runs (shapes only: the buffers are never read).
+TEST_F(Cuda, GatherGradRefusesMoreThan32BitPositions) {
+  Dev idx(DType::I64, {4}), dy(DType::F32, {4, 2}), out(DType::F32, {3, 2});
+  TensorRef manyIdx = idx, manyDy = dy;
+  manyIdx.shape = {int64_t(1) << 31};
+  manyDy.shape = {int64_t(1) << 31, 2};
+  Status s = cuk::gatherGrad(manyIdx, manyDy, 0, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error, "gather_grad: 2147483648 indices into 3 rows: more than "
+                     "2^31 - 2 of either is not supported on the GPU");
+}
+
+} // namespace
+} // namespace smp_cuda_test
