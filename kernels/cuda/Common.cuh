@@ -608,46 +608,6 @@ template <class T> __device__ T blockMax(T v) {
   return blockReduce(v, MaxOp{}, -std::numeric_limits<T>::infinity());
 }
 
-/// Rounds the accumulator `acc` into the float tensor `out` of dtype t.
-template <class A>
-__global__ void storeAccumulated(const A *acc, void *out, DType t, int64_t n) {
-  SMP_GRID_STRIDE(i, n) { storeFloat(out, t, i, acc[i]); }
-}
-
-/// The gradient of gather_nd and gather_elements (scatter-add of dy into
-/// out, by atomicAdd: repeated indices add up in no fixed order; gather_grad
-/// sorts its positions instead, GatherGrad.cu):
-/// zeroes out, then runs launch(acc) with acc the f32/f64 accumulator:
-/// out itself, or an f32 scratch rounded into f16/bf16 out at the end.
-template <class Launch>
-Status scatterAdd(const char *op, Context *ctx, const TensorRef &out,
-                  int64_t n, Launch &&launch) {
-  if (out.numel() == 0)
-    return Status::success();
-  SMP_RETURN_IF_ERROR(
-      cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
-  if (n == 0)
-    return Status::success();
-  if (out.dtype == DType::F32) {
-    launch(out.as<float>());
-    return launchStatus(op);
-  }
-  if (out.dtype == DType::F64) {
-    launch(out.as<double>());
-    return launchStatus(op);
-  }
-  int64_t m = out.numel();
-  Scratch acc;
-  SMP_RETURN_IF_ERROR(acc.allocate(op, m * sizeof(float), ctx->stream));
-  SMP_RETURN_IF_ERROR(cudaStatus(
-      op, cudaMemsetAsync(acc.as<void>(), 0, m * sizeof(float), ctx->stream)));
-  launch(acc.as<float>());
-  SMP_RETURN_IF_ERROR(launchStatus(op));
-  storeAccumulated<<<gridFor(m), kThreads, 0, ctx->stream>>>(
-      acc.as<float>(), out.data, out.dtype, m);
-  return launchStatus(op);
-}
-
 } // namespace detail
 } // namespace smp::kernels::cuda
 

@@ -2,13 +2,14 @@
 //
 // One thread per output (or gradient) element computes its data offset from
 // the indices it reads; an index out of range is a device error naming it
-// (reported at the next synchronisation, as gather's). The gradients
-// scatter-add with atomics as gather_grad does (f16/bf16 through an f32
-// scratch): repeated indices add up in no fixed order.
+// (reported at the next synchronisation, as gather's). The gradients sort
+// dy's elements by the offset each adds into (SortByKey.cuh) and sum each
+// offset's in dy's order, in double, as the CPU does: repeated indices add
+// up to the CPU's bits on every run.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.cuh"
+#include "SortByKey.cuh"
 
 namespace smp::kernels::cuda {
 using namespace detail;
@@ -108,14 +109,31 @@ __global__ void gatherIndexedKernel(const T *src, T *dst, G g, int64_t n,
   }
 }
 
-/// acc[sourceOffset(g, t)] += dy[t] (atomically).
-template <class A, class G>
-__global__ void scatterIndexedKernel(In dy, A *acc, G g, int64_t n,
-                                     DeviceError *err, int code) {
+/// keys[t]: the data offset dy's element t adds into (`places` for an
+/// index out of range, recorded as `code`: sorted last, added nowhere);
+/// vals[t] = t.
+template <class G>
+__global__ void scatterKeys(G g, int64_t n, int64_t places, int32_t *keys,
+                            int32_t *vals, DeviceError *err, int code) {
   SMP_GRID_STRIDE(t, n) {
     int64_t off = sourceOffset(g, t, err, code);
-    if (off >= 0)
-      atomicAdd(acc + off, static_cast<A>(dy.load(t)));
+    keys[t] = static_cast<int32_t>(off >= 0 ? off : places);
+    vals[t] = static_cast<int32_t>(t);
+  }
+}
+
+/// out[u] = the sum, in double and in dy's order, of dy's elements that add
+/// into u (keys sorted, vals their elements).
+__global__ void sumSortedPlaces(In dy, Out out, const int32_t *keys,
+                                const int32_t *vals, int64_t count,
+                                int64_t places) {
+  SMP_GRID_STRIDE(u, places) {
+    int64_t h = lowerBound(keys, count, u);
+    int64_t e = h + lowerBound(keys + h, count - h, u + 1);
+    double acc = 0;
+    for (; h < e; ++h)
+      acc += dy.load(vals[h]);
+    out.store(u, acc);
   }
 }
 
@@ -138,7 +156,7 @@ Status gatherIndexed(const char *op, const TensorRef &data,
 }
 
 /// out = zeros with dy scatter-added through the geometry (the gradient of
-/// gatherIndexed).
+/// gatherIndexed), each place's elements added in dy's order (SortByKey.cuh).
 template <class D, class G>
 Status scatterIndexed(const char *op, const TensorRef &dy,
                       const TensorRef &indices, const G &geom,
@@ -147,12 +165,21 @@ Status scatterIndexed(const char *op, const TensorRef &dy,
   SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
   Context *ctx;
   SMP_RETURN_IF_ERROR(requireContext(op, ctx));
-  int64_t n = dy.numel();
-  return scatterAdd(op, ctx, out, n, [&](auto *acc) {
-    using A = std::remove_pointer_t<decltype(acc)>;
-    scatterIndexedKernel<A, D><<<gridFor(n), kThreads, 0, ctx->stream>>>(
-        asIn(dy), acc, g, n, ctx->dError, code);
-  });
+  int64_t n = dy.numel(), places = out.numel();
+  KeySort sort;
+  SMP_RETURN_IF_ERROR(allocateKeySort(op, ctx, n, places, sort));
+  if (places == 0)
+    return Status::success();
+  cudaStream_t s = ctx->stream;
+  if (n > 0) {
+    scatterKeys<D><<<gridFor(n), kThreads, 0, s>>>(
+        g, n, places, sort.keys(0), sort.vals(0), ctx->dError, code);
+    SMP_RETURN_IF_ERROR(launchStatus(op));
+    SMP_RETURN_IF_ERROR(sortByKey(op, ctx, places, sort));
+  }
+  sumSortedPlaces<<<gridFor(places), kThreads, 0, s>>>(
+      asIn(dy), asOut(out), sort.sortedKeys(), sort.sortedVals(), n, places);
+  return launchStatus(op);
 }
 
 } // namespace

@@ -74,6 +74,31 @@ TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
     }
 }
 
+/// gather_elements_grad and gather_nd_grad the same way (SortByKey.cuh):
+/// a third of the elements adding into one place, over many tiles.
+TEST_F(Cuda, GatherIndexedGradsAreTheCpusBitForBit) {
+  unsigned seed = 1800;
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64}) {
+    SCOPED_TRACE(name(t));
+    // gather_elements over axis 1 of [7, 50]: 7 x 900 column indices.
+    Host cols = skewedIndices(DType::I32, 7 * 900, 50, 3, seed++);
+    cols.ref.shape = {7, 900};
+    Host dy = spreadValues(t, {7, 900}, seed++), want(t, {7, 50});
+    ASSERT_OK(cpuk::gatherElementsGrad(cols, dy, 1, want));
+    Dev dc(cols), ddy(dy), dout(t, {7, 50});
+    ASSERT_OK(cuk::gatherElementsGrad(dc, ddy, 1, dout));
+    expectSameBytes(dout, want);
+    // gather_nd of 3,000 one-component tuples into rows of [600, 8].
+    Host tuples = skewedIndices(DType::I64, 3000, 600, 599, seed++);
+    tuples.ref.shape = {3000, 1};
+    Host ndy = spreadValues(t, {3000, 8}, seed++), nwant(t, {600, 8});
+    ASSERT_OK(cpuk::gatherNdGrad(tuples, ndy, 0, nwant));
+    Dev dt(tuples), dndy(ndy), dnout(t, {600, 8});
+    ASSERT_OK(cuk::gatherNdGrad(dt, dndy, 0, dnout));
+    expectSameBytes(dnout, nwant);
+  }
+}
+
 /// The sort keeps positions and rows as 32-bit integers: more is refused
 /// before anything runs (shapes only: the buffers are never read).
 TEST_F(Cuda, GatherGradRefusesMoreThan32BitPositions) {
@@ -83,8 +108,9 @@ TEST_F(Cuda, GatherGradRefusesMoreThan32BitPositions) {
   manyDy.shape = {int64_t(1) << 31, 2};
   Status s = cuk::gatherGrad(manyIdx, manyDy, 0, out);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error, "gather_grad: 2147483648 indices into 3 rows: more than "
-                     "2^31 - 2 of either is not supported on the GPU");
+  EXPECT_EQ(s.error, "gather_grad: 2147483648 positions adding into 3 "
+                     "places: more than 2^31 - 2 of either is not supported "
+                     "on the GPU");
 }
 
 } // namespace
