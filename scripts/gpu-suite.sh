@@ -12,7 +12,8 @@
 # every training fixture (mlp, cnn_bn, gpt, llama, bert) with SGD and AdamW,
 # fp32 and bf16, 5 steps of batch 8: per-step losses and gradient norms of
 # DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
-# activation offloading and with full recomputation against the CPU; a
+# activation offloading and with full recomputation against the CPU; the
+# GPT's AdamW runs again on DEVICE, bit for bit the first ("again/gpt/P"); a
 # checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
 # uninterrupted CPU run); --save-onnx from DEVICE. Then the Hugging Face
 # exports of test/smprun/real-models.test (REAL, default test/fixtures/real):
@@ -313,6 +314,7 @@ run() {
         "$OUT/gpt.$n.$dev.jsonl" --rtol 1e-4 || echo FAILED)"
     fi
   done
+  run_again "$dir" "$dev"
   # A checkpoint written on the device resumes on the CPU: steps 4-5 equal
   # the uninterrupted CPU run.
   local a="$dir/gpt.adamw.fp32.smpx"
@@ -349,6 +351,29 @@ run() {
   run_dropout "$dir/dropout" "$dev"
   run_metrics "$dir/metrics" "$dev"
   return 0
+}
+
+# The device's runs repeat to the bit: the GPT (AdamW, fp32 and bf16) run
+# again on DEVICE gives its first run's losses and gradient norms exactly
+# (no kernel adds in the order its threads happen to run: the embedding's
+# gradient is sorted, the attention's backward two passes, every sum's
+# grouping fixed by the shapes).
+run_again() {
+  local dir=$1 dev=$2 p first again
+  for p in fp32 bf16; do
+    skip "again/gpt/$p" && continue
+    first=$OUT/gpt.adamw.$p.$dev.jsonl
+    again=$OUT/gpt.adamw.$p.again.$dev.jsonl
+    rm -f "$again"
+    if [ ! -s "$first" ]; then
+      echo "again/gpt/$p: FAILED (no first run of gpt/adamw/$p)"
+    elif runone "gpt.adamw.$p.again.$dev" "$dir/gpt.adamw.$p.smpx" \
+      --device "$dev" --data "$FIXTURES/gpt" --steps 5 --metrics "$again"; then
+      echo "again/gpt/$p: $("$PYTHON" "$SAME" "$first" "$again" || echo FAILED)"
+    else
+      echo "again/gpt/$p: FAILED (the run failed)"
+    fi
+  done
 }
 
 # The dropout fixtures on DEVICE: fp32 against PyTorch with smp's masks
