@@ -45,32 +45,38 @@ __global__ void runStarts(const int32_t *keys, int64_t n, int64_t dim,
 }
 
 /// out[o, v, i] = the sum, in double and in position order, of dy[o, k, i]
-/// over row v's sorted positions k. Eight loads in flight before their adds
-/// (in order): a row gathered hundreds of times a batch (a common token)
-/// would otherwise wait for each load in turn.
-__global__ void sumSortedRows(In dy, Out out, const int32_t *first,
-                              const int32_t *positions, int64_t dim,
-                              int64_t inner, int64_t count, int64_t n) {
+/// over row v's sorted positions k: threadIdx.y a row (o, v), threadIdx.x
+/// over its i (no division an element; up to 1,024 threads, so
+/// __launch_bounds__). Eight loads in flight before their adds (in order): a
+/// row gathered hundreds of times a batch (a common token) would otherwise wait
+/// for each load in turn.
+__global__ void __launch_bounds__(1024)
+    sumSortedRows(In dy, Out out, const int32_t *first,
+                  const int32_t *positions, int64_t dim, int64_t inner,
+                  int64_t count, int64_t rows) {
   constexpr int kInFlight = 8;
-  SMP_GRID_STRIDE(t, n) {
-    int64_t i = t % inner, rest = t / inner;
-    int64_t v = rest % dim, o = rest / dim;
-    const int64_t base = o * count * inner + i;
-    int32_t h = first[v];
-    const int32_t e = first[v + 1];
-    double acc = 0;
-    for (; h + kInFlight <= e; h += kInFlight) {
-      double x[kInFlight];
+  for (int64_t row =
+           static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+       row < rows; row += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    int64_t v = row % dim, o = row / dim;
+    const int32_t begin = first[v], end = first[v + 1];
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+      const int64_t base = o * count * inner + i;
+      double acc = 0;
+      int32_t h = begin;
+      for (; h + kInFlight <= end; h += kInFlight) {
+        double x[kInFlight];
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j)
-        x[j] = dy.load(base + static_cast<int64_t>(positions[h + j]) * inner);
+        for (int j = 0; j < kInFlight; ++j)
+          x[j] = dy.load(base + static_cast<int64_t>(positions[h + j]) * inner);
 #pragma unroll
-      for (int j = 0; j < kInFlight; ++j)
-        acc += x[j];
+        for (int j = 0; j < kInFlight; ++j)
+          acc += x[j];
+      }
+      for (; h < end; ++h)
+        acc += dy.load(base + static_cast<int64_t>(positions[h]) * inner);
+      out.store(row * inner + i, acc);
     }
-    for (; h < e; ++h)
-      acc += dy.load(base + static_cast<int64_t>(positions[h]) * inner);
-    out.store(t, acc);
   }
 }
 
@@ -101,9 +107,16 @@ Status gatherGrad(const TensorRef &indices, const TensorRef &dy, int64_t axis,
   runStarts<<<gridFor(g.dim + 1), kThreads, 0, s>>>(sort.sortedKeys(), count,
                                                     g.dim, first.as<int32_t>());
   SMP_RETURN_IF_ERROR(launchStatus(op));
-  sumSortedRows<<<gridFor(n), kThreads, 0, s>>>(
+  // A thread a column up to 1,024 (GPT-2's 768): a row's positions are
+  // then one chain of loads a thread, not several in turn. Narrower rows a
+  // warp each, 8 to a block.
+  int64_t rows = g.outer * g.dim;
+  auto across = static_cast<unsigned>(
+      std::clamp<int64_t>((g.inner + 31) / 32 * 32, 32, 1024));
+  dim3 block(across, std::max(1u, 256 / across));
+  sumSortedRows<<<blocksFor((rows + block.y - 1) / block.y), block, 0, s>>>(
       asIn(dy), asOut(out), first.as<int32_t>(), sort.sortedVals(), g.dim,
-      g.inner, count, n);
+      g.inner, count, rows);
   return launchStatus(op);
 }
 

@@ -4,10 +4,11 @@
 // the row they gathered, each row's dy summed in position order, in double)
 // gives the CPU's bytes, however often a row was gathered: an embedding's
 // gradient with one row taking a third of the positions, over many tiles of
-// the sort; a gathered axis of 70,000 rows (five passes of the radix
-// sort) under leading dims; no positions at all. Atomic adds (the kernel
-// before) summed f32 in f32 in the threads' order and failed here. Past
-// 32-bit positions it refuses.
+// the sort (three passes of the radix sort); a gathered axis of 5,000 rows
+// (four) under leading dims; no positions at all; rows of more columns
+// than a block has threads. Atomic adds (the kernel before) summed f32 in
+// f32 in the threads' order and failed here. Past 32-bit positions it
+// refuses. gather_elements_grad and gather_nd_grad share the sort.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,9 +51,10 @@ TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
     int64_t axis, count, hot;
   };
   const Case cases[] = {
-      {{300, 24}, 0, 5000, 7},        // an embedding: 20 tiles of the sort
-      {{3, 70000, 2}, 1, 600, 69999}, // 17-bit keys: five passes
-      {{5, 4}, 0, 0, 0},              // no positions: zeros
+      {{300, 24}, 0, 5000, 7},      // an embedding: 20 tiles of the sort
+      {{3, 5000, 2}, 1, 600, 4999}, // 13-bit keys: four passes
+      {{5, 4}, 0, 0, 0},            // no positions: zeros
+      {{6, 1100}, 0, 40, 2},        // rows wider than a block's threads
   };
   unsigned seed = 1700;
   for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
@@ -88,10 +90,10 @@ TEST_F(Cuda, GatherIndexedGradsAreTheCpusBitForBit) {
     Dev dc(cols), ddy(dy), dout(t, {7, 50});
     ASSERT_OK(cuk::gatherElementsGrad(dc, ddy, 1, dout));
     expectSameBytes(dout, want);
-    // gather_nd of 3,000 one-component tuples into rows of [600, 8].
-    Host tuples = skewedIndices(DType::I64, 3000, 600, 599, seed++);
-    tuples.ref.shape = {3000, 1};
-    Host ndy = spreadValues(t, {3000, 8}, seed++), nwant(t, {600, 8});
+    // gather_nd of 1,000 one-component tuples into rows of [600, 8].
+    Host tuples = skewedIndices(DType::I64, 1000, 600, 599, seed++);
+    tuples.ref.shape = {1000, 1};
+    Host ndy = spreadValues(t, {1000, 8}, seed++), nwant(t, {600, 8});
     ASSERT_OK(cpuk::gatherNdGrad(tuples, ndy, 0, nwant));
     Dev dt(tuples), dndy(ndy), dnout(t, {600, 8});
     ASSERT_OK(cuk::gatherNdGrad(dt, dndy, 0, dnout));
