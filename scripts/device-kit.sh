@@ -93,7 +93,8 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
   "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2"
-  "tune-gemm:env SMP_CUBLASLT_TUNE=1")
+  "tune-gemm:env SMP_CUBLASLT_TUNE=1"
+  "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).

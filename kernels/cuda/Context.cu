@@ -26,21 +26,42 @@ bool deviceAvailable() {
   return n > 0;
 }
 
-Status createContext(int dev, Context *&out, cudaStream_t stream) {
-  const char *op = "cuda_context";
-  out = nullptr;
-  bool tune = false;
+namespace {
+
+/// The context's settings from the environment: SMP_CUBLASLT_TUNE (0 or
+/// 1) and SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
+/// forward's queries a block; the same bits either way). Empty: the default.
+Status settingsFromEnvironment(const char *op, Context &ctx) {
   if (const char *v = std::getenv("SMP_CUBLASLT_TUNE")) {
     if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0 && *v)
       return fail(op, std::string("SMP_CUBLASLT_TUNE must be 0 or 1 (time "
                                   "cuBLASLt's algorithms per product "
                                   "shape), not '") +
                           v + "'");
-    tune = std::strcmp(v, "1") == 0;
+    ctx.tuneGemm = std::strcmp(v, "1") == 0;
   }
+  if (const char *v = std::getenv("SMP_ATTENTION_FORWARD_ROWS"); v && *v) {
+    if (std::strcmp(v, "64") != 0 && std::strcmp(v, "128") != 0)
+      return fail(op, std::string("SMP_ATTENTION_FORWARD_ROWS must be 64 or "
+                                  "128 (the tensor-core attention forward's "
+                                  "queries a block), not '") +
+                          v + "'");
+    return setAttentionForwardRows(ctx, std::atoi(v));
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status createContext(int dev, Context *&out, cudaStream_t stream) {
+  const char *op = "cuda_context";
+  out = nullptr;
   Context *ctx = new Context;
   ctx->device = dev;
-  ctx->tuneGemm = tune;
+  if (Status s = settingsFromEnvironment(op, *ctx); !s.ok()) {
+    delete ctx;
+    return s;
+  }
   auto cleanup = [&](Status s) {
     destroyContext(ctx);
     return s;

@@ -230,6 +230,12 @@ ENVIRONMENT
                      fastest, in us and TFLOP/s). Off (0, or unset) by
                      default: the fastest can differ between runs, and
                      algorithms sum in other orders, so the bits may too.
+  SMP_ATTENTION_FORWARD_ROWS=64|128
+                     On a GPU, the queries a block of the tensor-core
+                     attention's forward (bf16/f16, head dims up to 64):
+                     64 (the default) or 128 (each key and value fragment
+                     serves two row tiles, at half the blocks an SM). The
+                     same bits either way.
 
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx
