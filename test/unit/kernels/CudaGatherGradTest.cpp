@@ -6,7 +6,8 @@
 // gradient with one row taking a third of the positions, over many tiles of
 // the sort (three passes of the radix sort); a gathered axis of 5,000 rows
 // (four) under leading dims; no positions at all; rows of more columns
-// than a block has threads. Atomic adds (the kernel before) summed f32 in
+// than a block has threads; 20,000 positions (the counts' scan takes
+// several a thread). Atomic adds (the kernel before) summed f32 in
 // f32 in the threads' order and failed here. Past 32-bit positions it
 // refuses. gather_elements_grad and gather_nd_grad share the sort.
 //
@@ -55,6 +56,8 @@ TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
       {{3, 5000, 2}, 1, 600, 4999}, // 13-bit keys: four passes
       {{5, 4}, 0, 0, 0},            // no positions: zeros
       {{6, 1100}, 0, 40, 2},        // rows wider than a block's threads
+      {{100, 1}, 0, 20000, 5},      // 79 tiles: the scan's 1,264 counts
+                                    // take 2 a thread
   };
   unsigned seed = 1700;
   for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
