@@ -114,11 +114,11 @@ LAZY_LIBRARIES=(libcublasLt.so.13)
 pack() {
   local kit=$1 emulate=${2:-} build=${BUILD_DIR:-$ROOT/build}
   local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text
-    smp-cuda-attention-bench)
+    smp-cuda-attention-bench smp-checkpoint)
   # The build each kit binary comes from (--emulate: the emulator's).
   local suffix=""
   [ "$emulate" = --emulate ] && suffix=-emu
-  from() { case $1 in smp-artifact-text | smpc | smp-modelgen) echo "$1" ;; *) echo "$1$suffix" ;; esac; }
+  from() { case $1 in smp-artifact-text | smp-checkpoint | smpc | smp-modelgen) echo "$1" ;; *) echo "$1$suffix" ;; esac; }
   for b in "${bins[@]}" smpc smp-modelgen; do
     [ -x "$build/bin/$(from "$b")" ] || {
       echo "device-kit: $build/bin/$(from "$b") not found: build with the CUDA" \

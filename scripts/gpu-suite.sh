@@ -13,7 +13,8 @@
 # fp32 and bf16, 5 steps of batch 8: per-step losses and gradient norms of
 # DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
 # activation offloading and with full recomputation against the CPU; the
-# GPT's AdamW runs again on DEVICE, bit for bit the first ("again/gpt/P"); a
+# GPT's AdamW runs again on DEVICE, bit for bit the first, twice, their
+# checkpoints' tensors the same bytes ("again/gpt/P"); a
 # checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
 # uninterrupted CPU run); --save-onnx from DEVICE. Then the Hugging Face
 # exports of test/smprun/real-models.test (REAL, default test/fixtures/real):
@@ -43,7 +44,8 @@
 # ("metrics/NAME: ...").
 #
 # Environment: SMPC and SMPRUN (default: smpc / smprun on PATH), MODELGEN
-# (default: smp-modelgen beside SMPC), PYTHON
+# (default: smp-modelgen beside SMPC), SMPCKPT (default: smp-checkpoint
+# beside SMPRUN), PYTHON
 # (default python3), FIXTURES (default test/fixtures/train of this
 # checkout); for `run` also SMPRUN_TIMEOUT (seconds one smprun may take:
 # killed by timeout(1) after that) and SUITE_DEADLINE (unix seconds: no
@@ -55,6 +57,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SMPC=${SMPC:-smpc}
 SMPRUN=${SMPRUN:-smprun}
+SMPCKPT=${SMPCKPT:-$(dirname "$(command -v "$SMPRUN" || echo "$SMPRUN")")/smp-checkpoint}
 PYTHON=${PYTHON:-python3}
 FIXTURES=${FIXTURES:-$ROOT/test/fixtures/train}
 REAL=${REAL:-$ROOT/test/fixtures/real}
@@ -76,6 +79,7 @@ WIDE=("gpt-d64:gpt --layers 2 --hidden 128 --heads 2"
   "llama-d32-gqa:llama --layers 2 --hidden 128 --heads 4 --kv-heads 2")
 COMPARE=$ROOT/test/train/compare_losses.py
 SAME=$ROOT/test/train/same_losses.py
+SAME_FILES=$ROOT/test/train/same_files.py
 MODELS=(mlp cnn_bn gpt llama bert)
 OPTIMIZERS=("sgd --lr 0.1" "adamw --lr 1e-3")
 
@@ -353,26 +357,45 @@ run() {
   return 0
 }
 
-# The device's runs repeat to the bit: the GPT (AdamW, fp32 and bf16) run
-# again on DEVICE gives its first run's losses and gradient norms exactly
-# (no kernel adds in the order its threads happen to run: the embedding's
-# gradient is sorted, the attention's backward two passes, every sum's
-# grouping fixed by the shapes).
+# The device's runs repeat to the bit: the GPT (AdamW, fp32 and bf16) runs
+# twice more on DEVICE, each saving a checkpoint at its last step; the first
+# gives the suite's first run's losses and gradient norms exactly, and the
+# two checkpoints hold the same bytes in every parameter and optimizer
+# state (smp-checkpoint export --state; where they differ the tensors are
+# named: the backward op that made their gradient, or one before it, sums
+# in its threads' order). No kernel may: the embedding's gradient is
+# sorted, the attention's backward is two passes, every sum's grouping
+# follows the shapes.
 run_again() {
-  local dir=$1 dev=$2 p first again
+  local dir=$1 dev=$2 p r first at ok
   for p in fp32 bf16; do
     skip "again/gpt/$p" && continue
     first=$OUT/gpt.adamw.$p.$dev.jsonl
-    again=$OUT/gpt.adamw.$p.again.$dev.jsonl
-    rm -f "$again"
     if [ ! -s "$first" ]; then
       echo "again/gpt/$p: FAILED (no first run of gpt/adamw/$p)"
-    elif runone "gpt.adamw.$p.again.$dev" "$dir/gpt.adamw.$p.smpx" \
-      --device "$dev" --data "$FIXTURES/gpt" --steps 5 --metrics "$again"; then
-      echo "again/gpt/$p: $("$PYTHON" "$SAME" "$first" "$again" || echo FAILED)"
-    else
-      echo "again/gpt/$p: FAILED (the run failed)"
+      continue
     fi
+    ok=1
+    for r in 1 2; do
+      at=$OUT/again.$p.$r
+      rm -rf "$at" && mkdir -p "$at"
+      if ! runone "gpt.adamw.$p.again$r.$dev" "$dir/gpt.adamw.$p.smpx" \
+        --device "$dev" --data "$FIXTURES/gpt" --steps 5 \
+        --metrics "$at/metrics.jsonl" --checkpoint-dir "$at/ckpt" \
+        --checkpoint-every 5; then
+        ok=0
+      elif ! "$SMPCKPT" export "$at/ckpt" --format npy --state \
+        -o "$at/tensors" > "$at/export.log" 2>&1; then
+        echo "again/gpt/$p: FAILED (smp-checkpoint export$(last_line "$at/export.log"))"
+        ok=2
+      fi
+      [ $ok = 1 ] || break
+    done
+    [ $ok = 0 ] && echo "again/gpt/$p: FAILED (a run failed)"
+    [ $ok = 1 ] || continue
+    echo "again/gpt/$p: $("$PYTHON" "$SAME" "$first" \
+      "$OUT/again.$p.1/metrics.jsonl" || echo FAILED); $("$PYTHON" \
+      "$SAME_FILES" "$OUT/again.$p.1/tensors" "$OUT/again.$p.2/tensors")"
   done
 }
 
