@@ -46,6 +46,23 @@ Host skewedIndices(DType t, int64_t count, int64_t dim, int64_t hot,
   return idx;
 }
 
+/// A scatter-add gradient (gather_grad, gather_nd_grad, gather_elements_grad:
+/// indices, dy, its axis or batch dims, out), the CPU's and the CUDA kernel.
+using GradKernel = Status (*)(const TensorRef &, const TensorRef &, int64_t,
+                              const TensorRef &);
+
+/// The CUDA kernel gives the CPU's bytes for `indices` and `dy` into
+/// `outShape`.
+void expectTheCpusBytes(GradKernel cpu, GradKernel gpu, const Host &indices,
+                        const Host &dy, int64_t arg,
+                        const std::vector<int64_t> &outShape) {
+  Host want(dy.ref.dtype, outShape);
+  ASSERT_OK(cpu(indices, dy, arg, want));
+  Dev di(indices), ddy(dy), dout(dy.ref.dtype, outShape);
+  ASSERT_OK(gpu(di, ddy, arg, dout));
+  expectSameBytes(dout, want);
+}
+
 TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
   struct Case {
     std::vector<int64_t> data; // out's shape
@@ -71,11 +88,8 @@ TEST_F(Cuda, GatherGradIsTheCpusBitForBit) {
       std::vector<int64_t> dyShape(c.data.begin(), c.data.begin() + c.axis);
       dyShape.push_back(c.count);
       dyShape.insert(dyShape.end(), c.data.begin() + c.axis + 1, c.data.end());
-      Host dy = spreadValues(t, dyShape, seed++), want(t, c.data);
-      ASSERT_OK(cpuk::gatherGrad(idx, dy, c.axis, want));
-      Dev di(idx), ddy(dy), dout(t, c.data);
-      ASSERT_OK(cuk::gatherGrad(di, ddy, c.axis, dout));
-      expectSameBytes(dout, want);
+      expectTheCpusBytes(cpuk::gatherGrad, cuk::gatherGrad, idx,
+                         spreadValues(t, dyShape, seed++), c.axis, c.data);
     }
 }
 
@@ -88,19 +102,13 @@ TEST_F(Cuda, GatherIndexedGradsAreTheCpusBitForBit) {
     // gather_elements over axis 1 of [7, 50]: 7 x 900 column indices.
     Host cols = skewedIndices(DType::I32, 7 * 900, 50, 3, seed++);
     cols.ref.shape = {7, 900};
-    Host dy = spreadValues(t, {7, 900}, seed++), want(t, {7, 50});
-    ASSERT_OK(cpuk::gatherElementsGrad(cols, dy, 1, want));
-    Dev dc(cols), ddy(dy), dout(t, {7, 50});
-    ASSERT_OK(cuk::gatherElementsGrad(dc, ddy, 1, dout));
-    expectSameBytes(dout, want);
+    expectTheCpusBytes(cpuk::gatherElementsGrad, cuk::gatherElementsGrad, cols,
+                       spreadValues(t, {7, 900}, seed++), 1, {7, 50});
     // gather_nd of 1,000 one-component tuples into rows of [600, 8].
     Host tuples = skewedIndices(DType::I64, 1000, 600, 599, seed++);
     tuples.ref.shape = {1000, 1};
-    Host ndy = spreadValues(t, {1000, 8}, seed++), nwant(t, {600, 8});
-    ASSERT_OK(cpuk::gatherNdGrad(tuples, ndy, 0, nwant));
-    Dev dt(tuples), dndy(ndy), dnout(t, {600, 8});
-    ASSERT_OK(cuk::gatherNdGrad(dt, dndy, 0, dnout));
-    expectSameBytes(dnout, nwant);
+    expectTheCpusBytes(cpuk::gatherNdGrad, cuk::gatherNdGrad, tuples,
+                       spreadValues(t, {1000, 8}, seed++), 0, {600, 8});
   }
 }
 
