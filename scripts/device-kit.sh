@@ -224,13 +224,15 @@ pack() {
   tar -C "$kit" -cf - payload art bench trainer |
     xz "${level[@]}" -T1 > "$kit/payload.tar.xz"
   rm -rf "$kit/payload" "$kit/art" "$kit/bench" "$kit/trainer"
-  local bytes
+  local bytes listing
   bytes=$(du -sb "$kit" | cut -f1)
+  # The archive listed once (each listing decompresses all of it).
+  listing=$(tar -tvJf "$kit/payload.tar.xz")
   {
     echo "device kit $(date -u +%Y-%m-%dT%H:%MZ) from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-    echo "payload: $(tar -tJf "$kit/payload.tar.xz" | grep -c '^payload/.*[^/]$') files" \
-      "(and the artifacts: $(tar -tJf "$kit/payload.tar.xz" | grep -c -v -e '^payload/' -e '/$'))"
-    tar -tvJf "$kit/payload.tar.xz" | awk '$6 ~ /^payload\// {print "  " $3, $6}'
+    awk '$6 !~ /\/$/ { if ($6 ~ /^payload\//) p++; else a++ }
+      END { printf "payload: %d files (and the artifacts: %d)\n", p, a }' <<< "$listing"
+    awk '$6 ~ /^payload\// {print "  " $3, $6}' <<< "$listing"
     echo "total: $bytes bytes"
   } > "$kit/MANIFEST.txt"
   cat "$kit/MANIFEST.txt"
