@@ -5,9 +5,9 @@ Compiles one kernels/cuda/*.cu file for sm_90 with the project's include
 paths (nvcc -cubin, ptxas -v), disassembles it (cuobjdump -sass) and prints,
 for each kernel whose name contains every --kernel string: its registers and
 spills, and the instructions of its innermost loop that holds tensor-core
-products (HMMA; --loop-with another opcode), by opcode. An unrolled tile loop's instruction count is what
-an issue-bound kernel's time follows (docs/benchmarks.md, "Fused attention on
-the GPU").
+products (HMMA; --loop-with another opcode), by opcode. An unrolled tile
+loop's instruction count is what an issue-bound kernel's time follows
+(docs/benchmarks.md, "Fused attention on the GPU").
 
 --replace OLD=>NEW edits a temporary copy of the file's folder before
 compiling (the one file there that holds OLD): for instance making a branch
