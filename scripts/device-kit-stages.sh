@@ -8,9 +8,10 @@
 # The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
 # packed beside it (without one optimisation, or at another batch: its smpc
 # flags in ablate-NAME.flags), then the benchmark's artifact again under
-# each ablate-NAME.env's VAR=VALUE, STEPS steps each; the median step time
-# but the first's, with its tokens/s, MFU and the device's peak bytes, one
-# table in summary.md, and the runs' SMP_CUBLASLT_TUNE notes after it.
+# each ablate-NAME.env's VAR=VALUE ({logs}: the run's output folder), STEPS
+# steps each; the median step time but the first's, with its tokens/s, MFU
+# and the device's peak bytes, one table in summary.md, and the runs'
+# SMP_CUBLASLT_TUNE notes after it.
 ablation_stage() {
   local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok envs
   local arts=("$bdir"/ablate-*.smpx) run=()
@@ -33,6 +34,7 @@ ablation_stage() {
     if [ "${a##*.}" = env ]; then
       read -ra envs < "$a"
       flags="${envs[*]} (environment)"
+      envs=("${envs[@]//\{logs\}/$LOGS}")
       run=("$bdir/gpt2-fused.smpx")
     fi
     [ ! -f "${a%.*}.flags" ] || flags=$(cat "${a%.*}.flags")
@@ -65,7 +67,8 @@ else:
     echo "cuBLASLt's algorithms timed per product shape (SMP_CUBLASLT_TUNE=1):" >> "$SUMMARY"
     echo >> "$SUMMARY"
     grep -h '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out |
-      sed 's/^note: SMP_CUBLASLT_TUNE: /- /' >> "$SUMMARY"
+      sed -e 's/^note: SMP_CUBLASLT_TUNE: /- /' \
+        -e "s|^note: SMP_CUBLASLT_TUNE_FILE $LOGS/|- file |" >> "$SUMMARY"
     echo >> "$SUMMARY"
   fi
   stage_end "ablations" "$result"

@@ -88,12 +88,15 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # The benchmark's ablations, NAME:smpc flags: each compiled beside the
 # benchmark's artifact and timed against it (stage 7). "--batch-size xK":
 # K times the benchmark's batch (issue 19 asks for the largest that fits).
-# "env VAR=VALUE": the benchmark's artifact run with that environment
-# (SMP_CUBLASLT_TUNE=1: cuBLASLt's algorithms timed per product shape).
+# "env VAR=VALUE ...": the benchmark's artifact run with that environment
+# ({logs}: the run's output folder): SMP_CUBLASLT_TUNE=1 times cuBLASLt's
+# algorithms per product shape and keeps the fastest in gemm-tuning.txt,
+# which use-tuned-gemm (after it: the rows run in name order) runs untimed.
 ABLATIONS=("no-pad-vocab:--no-pad-vocab" "no-gelu-epilogue:--no-gelu-epilogue"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
   "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2"
-  "tune-gemm:env SMP_CUBLASLT_TUNE=1"
+  "tune-gemm:env SMP_CUBLASLT_TUNE=1 SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
+  "use-tuned-gemm:env SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
   "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the

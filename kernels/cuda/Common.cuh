@@ -68,6 +68,8 @@ struct DeviceError {
 struct LtPlanCache;
 /// Frees the plans and their descriptors (before the cuBLASLt handle).
 void destroyLtPlans(LtPlanCache *plans);
+/// SMP_CUBLASLT_TUNE_FILE's algorithms (GemmTuning.cuh).
+struct GemmTuningFile;
 
 struct Context {
   int device = 0;
@@ -80,6 +82,7 @@ struct Context {
   DeviceError *hError = nullptr; // pinned host, for synchronize
   bool allowTF32 = false;
   bool tuneGemm = false;          // SMP_CUBLASLT_TUNE=1 (MatMul.cu)
+  GemmTuningFile *tuneFile = nullptr; // SMP_CUBLASLT_TUNE_FILE, or null
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
   int attentionForwardRows = 64;  // setAttentionForwardRows
 };

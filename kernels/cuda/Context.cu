@@ -1,6 +1,7 @@
 //===- Context.cu - Contexts, the device error flag, shared host helpers --===//
 
 #include "Common.cuh"
+#include "GemmTuning.cuh"
 
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +30,8 @@ bool deviceAvailable() {
 namespace {
 
 /// The context's settings from the environment: SMP_CUBLASLT_TUNE (0 or
-/// 1) and SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
+/// 1; SMP_CUBLASLT_TUNE_FILE is read once cuBLASLt is loaded) and
+/// SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
 /// forward's queries a block; the same bits either way). Empty: the default.
 Status settingsFromEnvironment(const char *op, Context &ctx) {
   if (const char *v = std::getenv("SMP_CUBLASLT_TUNE")) {
@@ -107,6 +109,17 @@ Status createContext(int dev, Context *&out, cudaStream_t stream) {
     return cleanup(fail(op, std::string("cublasLtCreate failed: ") +
                                 cublasStatusName(st)));
   }
+  // SMP_CUBLASLT_TUNE_FILE: read now (a file of another device is refused
+  // before anything runs); its device line names cuBLASLt's version.
+  if (const char *f = std::getenv("SMP_CUBLASLT_TUNE_FILE"); f && *f) {
+    std::string device;
+    if (Status s = tuningDeviceLine(op, dev, device); !s.ok())
+      return cleanup(s);
+    if (Status s =
+            openGemmTuningFile(op, f, device, ctx->tuneGemm, ctx->tuneFile);
+        !s.ok())
+      return cleanup(s);
+  }
   ctx->workspaceBytes = size_t(32) << 20;
   if (Status s =
           cudaStatus(op, cudaMalloc(&ctx->workspace, ctx->workspaceBytes));
@@ -155,6 +168,8 @@ void destroyContext(Context *ctx) {
     cudaFree(ctx->workspace);
   destroyLtPlans(ctx->ltPlans);
   ctx->ltPlans = nullptr;
+  delete ctx->tuneFile;
+  ctx->tuneFile = nullptr;
   if (ctx->lt)
     cublasLtDestroy(ctx->lt);
   if (ctx->ownsStream && ctx->stream)

@@ -88,6 +88,12 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
   SMP_CALL(cublasLtDestroy, handle);
 }
 
+/// 0 when the library cannot be loaded.
+size_t cublasLtGetVersion() {
+  const auto *t = cublasLt();
+  return t ? t->cublasLtGetVersion() : 0;
+}
+
 cublasStatus_t
 cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc,

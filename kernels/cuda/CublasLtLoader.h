@@ -18,6 +18,7 @@ namespace smp::kernels::cuda::detail {
 #define SMP_CUBLASLT_FUNCTIONS(X)                                              \
   X(cublasLtCreate)                                                            \
   X(cublasLtDestroy)                                                           \
+  X(cublasLtGetVersion)                                                        \
   X(cublasLtMatmul)                                                            \
   X(cublasLtMatmulAlgoGetHeuristic)                                            \
   X(cublasLtMatmulDescCreate)                                                  \

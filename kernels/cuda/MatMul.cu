@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "GemmTuning.cuh"
 
 #include <array>
 #include <map>
@@ -282,19 +283,17 @@ struct LtPlan {
   bool noted = false; // its refused epilogue is in epilogueFallbacks()
   /// The heuristic's algorithms, best first by its estimate: one, or
   /// kTuneCandidates under SMP_CUBLASLT_TUNE=1, which times them on the
-  /// plan's first product and keeps the fastest (`tuned`).
+  /// plan's first product and keeps the fastest (timeAlgorithms), or under
+  /// SMP_CUBLASLT_TUNE_FILE, whose choice runs (`tuned`: either).
   std::vector<cublasLtMatmulAlgo_t> candidates;
   bool tuned = false;
+  LtKey key{}; // its key in LtPlanCache (and SMP_CUBLASLT_TUNE_FILE)
 };
 
-/// What a plan depends on: types, transposes, matrix sizes, batch count and
-/// strides, the pointers' alignments, TF32 and the epilogue (with the bias
-/// and aux pointers' alignments, which the heuristic reads).
-using LtKey = std::array<int64_t, 21>;
 } // namespace lt
 
 struct LtPlanCache {
-  std::map<lt::LtKey, std::unique_ptr<lt::LtPlan>> plans;
+  std::map<LtKey, std::unique_ptr<lt::LtPlan>> plans;
   /// epilogueFallbacks(): the refused epilogues' products, each once.
   std::vector<std::string> fallbacks;
   /// gemmTuning(): a line per tuned plan.
@@ -307,10 +306,6 @@ using namespace lt;
 
 /// Plans past this many (a model has a few dozen shapes) are all dropped.
 constexpr size_t kMaxLtPlans = 4096;
-
-/// SMP_CUBLASLT_TUNE=1: the heuristic's first algorithms a plan times, and
-/// the products each is timed over (after one that is not).
-constexpr int kTuneCandidates = 8, kTuneRuns = 3;
 
 /// Builds the descriptors of a product and asks the heuristic for an
 /// algorithm; a status only for a failed descriptor call.
@@ -401,7 +396,7 @@ Status makeLtPlan(const char *name, Context *ctx, const Geometry &g,
                                                 sizeof(*value));
   if (!ok(st))
     return ltFail("cublasLtMatmulPreferenceSetAttribute", st);
-  int want = ctx->tuneGemm ? kTuneCandidates : 1, found = 0;
+  int want = ctx->tuneGemm || ctx->tuneFile ? kTuneCandidates : 1, found = 0;
   std::vector<cublasLtMatmulHeuristicResult_t> heur(want);
   st = cublasLtMatmulAlgoGetHeuristic(ctx->lt, d.op, d.a, d.b, d.c, d.c, d.pref,
                                       want, heur.data(), &found);
@@ -430,6 +425,15 @@ std::string productText(const Geometry &g, DType dt, const LtCalls &lc) {
   };
   return std::string(smp::base::dtypeName(dt)) + " " + dims(lc.M, g.K) + " x " +
          dims(g.K, g.N);
+}
+
+/// "matmul_bias bf16 [16384, 768] x [768, 2304] BIAS": a plan in words.
+std::string planText(const char *name, const Geometry &g, DType dt,
+                     const LtCalls &lc, uint32_t mode) {
+  std::string s = std::string(name) + " " + productText(g, dt, lc);
+  if (mode != CUBLASLT_EPILOGUE_DEFAULT)
+    s += std::string(" ") + epilogueName(mode);
+  return s;
 }
 
 /// Notes that cuBLASLt has no algorithm for this product's epilogue: once a
@@ -485,79 +489,21 @@ Status ltPlanFor(const char *name, Context *ctx, const Geometry &g, DType dt,
   auto fresh = std::make_unique<LtPlan>();
   SMP_RETURN_IF_ERROR(
       makeLtPlan(name, ctx, g, lc, type, compute, scaleType, e, *fresh));
+  fresh->key = key;
+  if (ctx->tuneFile && fresh->found) { // SMP_CUBLASLT_TUNE_FILE's, untimed
+    int a = -1;
+    SMP_RETURN_IF_ERROR(
+        algorithmFromFile(name, *ctx->tuneFile, key, fresh->candidates.size(),
+                          planText(name, g, dt, lc, e.mode), a));
+    if (a >= 0) {
+      fresh->algo = fresh->candidates[a];
+      fresh->tuned = true;
+    }
+  }
   if (plans.size() >= kMaxLtPlans)
     plans.clear();
   plan = fresh.get();
   plans.emplace(key, std::move(fresh));
-  return Status::success();
-}
-
-/// SMP_CUBLASLT_TUNE=1: times each of the plan's candidates over
-/// kTuneRuns products (after one: cuBLASLt's own first-call work; a
-/// candidate that fails to launch, then or in a timed run, is passed over)
-/// and keeps the fastest,
-/// with a line for gemmTuning(). `enqueue(algo)` enqueues the product
-/// (every call) and returns cuBLASLt's status. The products write the
-/// product's outputs, which the product itself writes again after. The
-/// host waits for each candidate: once a shape, on its first product.
-template <class Enqueue>
-Status tunePlan(const char *name, Context *ctx, LtPlan &plan,
-                const std::string &what, double flops, Enqueue &&enqueue) {
-  plan.tuned = true;
-  if (plan.candidates.size() < 2)
-    return Status::success();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  Status s = cudaStatus(name, cudaEventCreate(&start));
-  if (s.ok())
-    s = cudaStatus(name, cudaEventCreate(&stop));
-  double first = -1, best = -1;
-  size_t bestAt = 0, timed = 0;
-  for (size_t i = 0; s.ok() && i < plan.candidates.size(); ++i) {
-    if (enqueue(plan.candidates[i]) != CUBLAS_STATUS_SUCCESS)
-      continue;
-    s = cudaStatus(name, cudaEventRecord(start, ctx->stream));
-    bool launched = true;
-    for (int r = 0; s.ok() && launched && r < kTuneRuns; ++r)
-      launched = enqueue(plan.candidates[i]) == CUBLAS_STATUS_SUCCESS;
-    if (!launched)
-      continue;
-    float ms = 0;
-    if (s.ok())
-      s = cudaStatus(name, cudaEventRecord(stop, ctx->stream));
-    if (s.ok())
-      s = cudaStatus(name, cudaEventSynchronize(stop));
-    if (s.ok())
-      s = cudaStatus(name, cudaEventElapsedTime(&ms, start, stop));
-    if (!s.ok())
-      break;
-    double us = 1e3 * ms / kTuneRuns;
-    ++timed;
-    if (i == 0)
-      first = us;
-    if (best < 0 || us < best) {
-      best = us;
-      bestAt = i;
-    }
-  }
-  for (cudaEvent_t ev : {start, stop})
-    if (ev)
-      cudaEventDestroy(ev);
-  SMP_RETURN_IF_ERROR(s);
-  if (timed == 0)
-    return Status::success(); // none ran: the product reports its own
-  plan.algo = plan.candidates[bestAt];
-  auto rate = [&](double us) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f us (%.0f TFLOP/s)", us,
-                  us > 0 ? flops / us * 1e-6 : 0.0);
-    return std::string(buf);
-  };
-  ctx->ltPlans->tuning.push_back(
-      std::string(name) + " " + what + ": " + std::to_string(timed) + " of " +
-      std::to_string(plan.candidates.size()) +
-      " algorithms timed; the heuristic's first " +
-      (first < 0 ? std::string("failed") : rate(first)) + ", the fastest (#" +
-      std::to_string(bestAt + 1) + ") " + rate(best));
   return Status::success();
 }
 
@@ -639,10 +585,18 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
     double flops = 2.0 * static_cast<double>(lc.M) * static_cast<double>(g.N) *
                    static_cast<double>(g.K) * static_cast<double>(lc.count) *
                    static_cast<double>(lc.calls.size());
-    std::string what = productText(g, dt, lc);
-    if (e.mode != CUBLASLT_EPILOGUE_DEFAULT)
-      what += std::string(" ") + epilogueName(e.mode);
-    SMP_RETURN_IF_ERROR(tunePlan(name, ctx, *plan, what, flops, enqueue));
+    std::string what = planText(name, g, dt, lc, e.mode), line;
+    int chosen = -1;
+    plan->tuned = true;
+    SMP_RETURN_IF_ERROR(timeAlgorithms(name, ctx->stream, plan->candidates,
+                                       what, flops, enqueue, chosen, line));
+    if (chosen >= 0)
+      plan->algo = plan->candidates[chosen];
+    if (!line.empty())
+      ctx->ltPlans->tuning.push_back(line);
+    if (ctx->tuneFile && chosen >= 0)
+      SMP_RETURN_IF_ERROR(
+          recordGemmTuning(name, *ctx->tuneFile, plan->key, chosen, what));
   }
   if (cublasStatus_t st = enqueue(plan->algo); st != CUBLAS_STATUS_SUCCESS) {
     // A first call that cuBLASLt rejects (nothing was enqueued yet): run
@@ -789,6 +743,10 @@ std::vector<std::string> epilogueFallbacks(const Context &ctx) {
 
 std::vector<std::string> gemmTuning(const Context &ctx) {
   return ctx.ltPlans ? ctx.ltPlans->tuning : std::vector<std::string>();
+}
+
+std::string gemmTuningFileNote(const Context &ctx) {
+  return detail::gemmTuningFileNote(ctx.tuneFile);
 }
 
 } // namespace smp::kernels::cuda

@@ -497,6 +497,9 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
   }
 }
 
+/// The emulated library's version: CUDA's headers'.
+size_t cublasLtGetVersion() { return CUBLAS_VERSION; }
+
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,

@@ -230,6 +230,17 @@ ENVIRONMENT
                      fastest, in us and TFLOP/s). Off (0, or unset) by
                      default: the fastest can differ between runs, and
                      algorithms sum in other orders, so the bits may too.
+  SMP_CUBLASLT_TUNE_FILE=F
+                     Keep the tuning in F (as PyTorch's TunableOp keeps its
+                     in PYTORCH_TUNABLEOP_FILENAME): with
+                     SMP_CUBLASLT_TUNE=1 each shape's fastest algorithm is
+                     written to F (created if missing; shapes already in it
+                     are not timed again; ranks sharing F add theirs);
+                     without, F must exist and its shapes run its
+                     algorithms untimed, the same bits every run, others
+                     the heuristic's first; the run ends with a note that
+                     counts both. F records the GPU, its SM count and
+                     cuBLASLt's version: a file of another is refused.
   SMP_ATTENTION_FORWARD_ROWS=64|128
                      On a GPU, the queries a block of the tensor-core
                      attention's forward (bf16/f16, head dims up to 64):

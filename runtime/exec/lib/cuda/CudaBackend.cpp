@@ -119,6 +119,8 @@ public:
                     " on this device: its separate kernels ran");
     for (const std::string &t : k::gemmTuning(*ctx_))
       out.push_back("SMP_CUBLASLT_TUNE: " + t);
+    if (std::string f = k::gemmTuningFileNote(*ctx_); !f.empty())
+      out.push_back("SMP_CUBLASLT_TUNE_FILE " + f);
     return out;
   }
   bool deviceMemory(uint64_t &inUse, uint64_t &total) const override {

@@ -96,6 +96,13 @@ std::vector<std::string> epilogueFallbacks(const Context &ctx);
 /// fastest (#3) 456.7 us (170 TFLOP/s)"). Off by default: which algorithm
 /// wins can change between runs, and algorithms sum in other orders.
 std::vector<std::string> gemmTuning(const Context &ctx);
+/// Under SMP_CUBLASLT_TUNE_FILE=F (kernels/cuda/GemmTuning.cuh), the
+/// algorithms SMP_CUBLASLT_TUNE=1 timed fastest are kept in F, and a run
+/// with F reads them and runs them untimed (the same bits every run; a file
+/// of another device or cuBLASLt is refused when the context is made). The
+/// run's line on it ("F: 15 product plans ran its algorithm (6 not the
+/// heuristic's first), 0 not in it ran the heuristic's first"), or "".
+std::string gemmTuningFileNote(const Context &ctx);
 int device(Context &ctx);
 /// Lets fp32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 /// Off by default: fp32 GEMMs then match the CPU to fp32 rounding.
