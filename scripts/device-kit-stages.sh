@@ -5,17 +5,23 @@
 # and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
 # stage_end, SUMMARY, PYTHON, ROOT).
 
-# The ablations' stage: the benchmark's artifact, then each ablate-NAME.smpx
-# packed beside it (without one optimisation, or at another batch: its smpc
-# flags in ablate-NAME.flags), then the benchmark's artifact again under
-# each ablate-NAME.env's VAR=VALUE ({logs}: the run's output folder), STEPS
-# steps each; the median step time but the first's, with its tokens/s, MFU
-# and the device's peak bytes, one table in summary.md, and the runs'
-# SMP_CUBLASLT_TUNE notes after it.
+# The ablations' stage: the benchmark's artifact, then in ablations.txt's
+# order each ablate-NAME.smpx packed beside it (without one optimisation,
+# or at another batch: its smpc flags in ablate-NAME.flags) or the
+# benchmark's artifact again under ablate-NAME.env's VAR=VALUE ({logs}: the
+# run's output folder), STEPS steps each; the median step time but the
+# first's, with its tokens/s, MFU and the device's peak bytes, one table in
+# summary.md, and the runs' SMP_CUBLASLT_TUNE notes after it. A row that
+# would start with under 20 s of the budget left is skipped, and the rest.
 ablation_stage() {
-  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok envs
-  local arts=("$bdir"/ablate-*.smpx) run=()
-  if [ ! -e "${arts[0]}" ]; then
+  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok envs n
+  local arts=() run=()
+  [ ! -f "$bdir/ablations.txt" ] || while read -r n; do
+    for a in "$bdir/ablate-$n.smpx" "$bdir/ablate-$n.env"; do
+      [ ! -e "$a" ] || arts+=("$a")
+    done
+  done < "$bdir/ablations.txt"
+  if [ ${#arts[@]} = 0 ]; then
     skipped "ablations" "none packed"
     return 0
   fi
@@ -25,9 +31,13 @@ ablation_stage() {
     echo "| artifact | smpc flags | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
     echo "| --- | --- | --- | --- | --- | --- |"
   } >> "$SUMMARY"
-  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}" "$bdir"/ablate-*.env; do
-    [ -e "$a" ] || continue
+  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
     name=$(basename "${a%.*}")
+    if [ $(($(left) - RESERVE)) -lt 20 ]; then
+      echo "| $name | | skipped (the budget: $(($(left) - RESERVE)) s left) |" >> "$SUMMARY"
+      result="rows skipped (the budget)"
+      continue
+    fi
     flags="(the benchmark's)"
     envs=()
     run=("$a")

@@ -277,6 +277,15 @@ Status openGemmTuningFile(const char *op, const std::string &path,
                      "SMP_CUBLASLT_TUNE=1 and the same SMP_CUBLASLT_TUNE_FILE "
                      "(which times cuBLASLt's algorithms and writes the "
                      "fastest there)");
+  // Tuning writes it (a new file beside it, renamed): refused now rather
+  // than at the first product.
+  std::string folder = folderOf(path);
+  if (tuning && access(folder.c_str(), W_OK | X_OK) != 0)
+    return fileError(op, path,
+                     "cannot be written: its folder " + folder + " " +
+                         (errno == ENOENT ? std::string("does not exist")
+                                          : std::string("is not writable (") +
+                                                std::strerror(errno) + ")"));
   out = file.release();
   return Status::success();
 }
