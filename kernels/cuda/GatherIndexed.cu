@@ -5,7 +5,9 @@
 // (reported at the next synchronisation, as gather's). The gradients sort
 // dy's elements by the offset each adds into (SortByKey.cuh) and sum each
 // offset's in dy's order, in double, as the CPU does: repeated indices add
-// up to the CPU's bits on every run.
+// up to the CPU's bits on every run. gather_elements_grad's lines that fit
+// shared memory are sorted there, a block a line, with no scratch in
+// device memory (scatterLines).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,19 +86,24 @@ __device__ inline int64_t sourceOffset(const NdGeom &g, int64_t t,
   return off < 0 ? -1 : off + t % g.slice;
 }
 
-/// The data offset gather_elements' element t reads, or -1.
-__device__ inline int64_t sourceOffset(const ElGeom &g, int64_t t,
-                                       DeviceError *err, int code) {
-  int64_t v = g.idx.checked(t, g.dim, g.axis, err, code);
-  if (v < 0)
-    return -1;
+/// The data offset of gather_elements' element t's line: its coordinates
+/// but the axis's (taken as 0) in data's strides.
+__device__ inline int64_t lineOffset(const ElGeom &g, int64_t t) {
   int64_t off = 0, rest = t;
   for (int d = g.rank - 1; d >= 0; --d) {
     int64_t c = rest % g.shape[d];
     rest /= g.shape[d];
-    off += (d == g.axis ? v : c) * g.strides[d];
+    if (d != g.axis)
+      off += c * g.strides[d];
   }
   return off;
+}
+
+/// The data offset gather_elements' element t reads, or -1.
+__device__ inline int64_t sourceOffset(const ElGeom &g, int64_t t,
+                                       DeviceError *err, int code) {
+  int64_t v = g.idx.checked(t, g.dim, g.axis, err, code);
+  return v < 0 ? -1 : lineOffset(g, t) + v * g.strides[g.axis];
 }
 
 /// dst[t] = src[sourceOffset(g, t)] (NdGeom or ElGeom).
@@ -134,6 +141,85 @@ __global__ void sumSortedPlaces(In dy, Out out, const int32_t *keys,
     for (; h < e; ++h)
       acc += dy.load(vals[h]);
     out.store(u, acc);
+  }
+}
+
+constexpr int kLineThreads = 128;
+/// A line's positions plus places past which scatterLines does not run:
+/// its shared memory (4 bytes a key, a position, a count and a cursor)
+/// stays under 48 KB.
+constexpr int64_t kLineMaxElems = 5000;
+
+/// gather_elements_grad's lines: dy's axis length, data's, and dy's
+/// elements after the axis (a line's stride).
+struct LineDims {
+  int64_t li, ld, inner;
+};
+
+/// Warp 0 writes each position q of a line into pos[cursor[key[q]]++], in
+/// q's order: 32 positions at a time, each after those of the 32 before it
+/// with its key (found by comparing keys through shuffles), the key's
+/// cursor advanced by its count. Keys: [0, the places]; n: the positions.
+__device__ inline void placeStably(const int32_t *key, int32_t *pos,
+                                   int32_t *cursor, int64_t n) {
+  int lane = threadIdx.x % 32;
+  unsigned below = (1u << lane) - 1;
+  for (int64_t q0 = 0; q0 < n; q0 += 32) {
+    int64_t q = q0 + lane;
+    int32_t k = q < n ? key[q] : -1;
+    unsigned peers = 0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+      peers |= unsigned(__shfl_sync(0xffffffffu, k, j) == k) << j;
+    if (k >= 0)
+      pos[cursor[k] + __popc(peers & below)] = static_cast<int32_t>(q);
+    __syncwarp();
+    if (k >= 0 && (peers & below) == 0) // the first of its key
+      cursor[k] += __popc(peers);
+    __syncwarp();
+  }
+}
+
+/// gather_elements_grad a block a line: dy's elements that share every
+/// coordinate but the axis's add only into data's line of the same
+/// coordinates. The line's positions are sorted by the place they add into
+/// in shared memory, stably (the places' counts, their exclusive scan, then
+/// placeStably), and each of data's places in the line is the sum of its
+/// positions' dy in their order, in double, as the CPU's. An index out of
+/// range records `code` and adds nowhere (key ld: after every place).
+__global__ void __launch_bounds__(kLineThreads)
+    scatterLines(ElGeom g, LineDims d, In dy, Out out, DeviceError *err,
+                 int code) {
+  extern __shared__ int32_t lineSmem[];
+  __shared__ int32_t sums[kLineThreads];
+  int32_t *key = lineSmem, *pos = key + d.li, *start = pos + d.li,
+          *cursor = start + d.ld + 1;
+  int64_t line = blockIdx.x, outer = line / d.inner, in = line % d.inner;
+  int64_t t0 = outer * d.li * d.inner + in; // the line's first element
+  for (int64_t q = threadIdx.x; q < d.li; q += kLineThreads) {
+    int64_t v = g.idx.checked(t0 + q * d.inner, g.dim, g.axis, err, code);
+    key[q] = static_cast<int32_t>(v < 0 ? d.ld : v);
+  }
+  for (int64_t p = threadIdx.x; p <= d.ld; p += kLineThreads)
+    start[p] = 0;
+  __syncthreads();
+  for (int64_t q = threadIdx.x; q < d.li; q += kLineThreads)
+    atomicAdd(&start[key[q]], 1); // counts: the same in any order
+  __syncthreads();
+  blockExclusiveScan<kLineThreads>(start, d.ld + 1, sums);
+  __syncthreads();
+  for (int64_t p = threadIdx.x; p <= d.ld; p += kLineThreads)
+    cursor[p] = start[p];
+  __syncthreads();
+  if (threadIdx.x < 32)
+    placeStably(key, pos, cursor, d.li);
+  __syncthreads();
+  int64_t base = lineOffset(g, t0), step = g.strides[g.axis];
+  for (int64_t p = threadIdx.x; p < d.ld; p += kLineThreads) {
+    double acc = 0;
+    for (int32_t i = start[p], e = start[p + 1]; i < e; ++i)
+      acc += dy.load(t0 + pos[i] * d.inner);
+    out.store(base + p * step, acc);
   }
 }
 
@@ -182,6 +268,40 @@ Status scatterIndexed(const char *op, const TensorRef &dy,
   return launchStatus(op);
 }
 
+/// gather_elements_grad by scatterLines where its lines fit shared memory
+/// and either keep a block busy (32 positions or more) or are so many that
+/// the global sort's scratch (16 bytes a dy element) would pass 256 MB;
+/// `ran` false otherwise (nothing enqueued).
+Status scatterByLines(const char *op, const TensorRef &dy,
+                      const TensorRef &indices,
+                      const common::GatherElementsGeom &geom,
+                      const TensorRef &out, bool &ran) {
+  ran = false;
+  int64_t n = dy.numel(), axis = geom.axis;
+  LineDims d{indices.shape[axis], geom.data[axis], 1};
+  for (size_t i = axis + 1; i < indices.shape.size(); ++i)
+    d.inner *= indices.shape[i];
+  int64_t lines = d.li > 0 ? n / d.li : 0;
+  if (n == 0 || d.li + d.ld > kLineMaxElems || lines > INT32_MAX ||
+      (d.li < 32 && n < (int64_t(16) << 20)))
+    return Status::success();
+  ElGeom g;
+  SMP_RETURN_IF_ERROR(toDevice(op, indices, geom, g));
+  Context *ctx;
+  SMP_RETURN_IF_ERROR(requireContext(op, ctx));
+  ran = true;
+  // Data's places outside the indices' lines (a dim but the axis smaller
+  // than data's) stay zero.
+  if (lines * d.ld != out.numel())
+    SMP_RETURN_IF_ERROR(
+        cudaStatus(op, cudaMemsetAsync(out.data, 0, out.bytes(), ctx->stream)));
+  size_t smem = sizeof(int32_t) * (2 * d.li + 2 * (d.ld + 1));
+  scatterLines<<<static_cast<unsigned>(lines), kLineThreads, smem,
+                 ctx->stream>>>(g, d, asIn(dy), asOut(out), ctx->dError,
+                                kErrGatherElementsGradIndex);
+  return launchStatus(op);
+}
+
 } // namespace
 
 Status gatherNd(const TensorRef &data, const TensorRef &indices,
@@ -213,10 +333,15 @@ Status gatherNdGrad(const TensorRef &indices, const TensorRef &dy,
 
 Status gatherElementsGrad(const TensorRef &indices, const TensorRef &dy,
                           int64_t axis, const TensorRef &out) {
+  const char *op = "gather_elements_grad";
   common::GatherElementsGeom g;
   SMP_RETURN_IF_ERROR(
       common::checkGatherElements(true, out, indices, axis, dy, g));
-  return scatterIndexed<ElGeom>("gather_elements_grad", dy, indices, g, out,
+  bool ran = false;
+  SMP_RETURN_IF_ERROR(scatterByLines(op, dy, indices, g, out, ran));
+  if (ran)
+    return Status::success();
+  return scatterIndexed<ElGeom>(op, dy, indices, g, out,
                                 kErrGatherElementsGradIndex);
 }
 

@@ -39,30 +39,11 @@ __global__ void __launch_bounds__(kSortThreads)
         c[threadIdx.x];
 }
 
-/// v[0..m) replaced by its exclusive prefix sums (one block: each thread a
-/// contiguous run, the runs' totals scanned in shared memory).
+/// v[0..m) replaced by its exclusive prefix sums (one block).
 __global__ void __launch_bounds__(kScanThreads)
     exclusiveScan(int32_t *v, int64_t m) {
   __shared__ int32_t sums[kScanThreads];
-  int64_t per = (m + kScanThreads - 1) / kScanThreads;
-  int64_t b = threadIdx.x * per, e = b + per < m ? b + per : m;
-  int32_t s = 0;
-  for (int64_t i = b; i < e; ++i)
-    s += v[i];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int off = 1; off < kScanThreads; off <<= 1) {
-    int32_t add = threadIdx.x >= off ? sums[threadIdx.x - off] : 0;
-    __syncthreads();
-    sums[threadIdx.x] += add;
-    __syncthreads();
-  }
-  int32_t run = threadIdx.x ? sums[threadIdx.x - 1] : 0;
-  for (int64_t i = b; i < e; ++i) {
-    int32_t x = v[i];
-    v[i] = run;
-    run += x;
-  }
+  blockExclusiveScan<kScanThreads>(v, m, sums);
 }
 
 /// One stable pass: tile t's key with digit d goes to offsets[d * tiles + t]

@@ -38,6 +38,33 @@ Status allocateKeySort(const char *op, const Context *ctx, int64_t count,
 Status sortByKey(const char *op, const Context *ctx, int64_t maxKey,
                  KeySort &s);
 
+/// v[0..m) replaced by its exclusive prefix sums by a block of kThreads
+/// threads: each thread a contiguous run, the runs' totals scanned in
+/// `sums` (shared, kThreads entries). Threads of the block may read what
+/// others wrote of v after a __syncthreads().
+template <int kThreads>
+__device__ void blockExclusiveScan(int32_t *v, int64_t m, int32_t *sums) {
+  int64_t per = (m + kThreads - 1) / kThreads;
+  int64_t b = threadIdx.x * per, e = b + per < m ? b + per : m;
+  int32_t s = 0;
+  for (int64_t i = b; i < e; ++i)
+    s += v[i];
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int off = 1; off < kThreads; off <<= 1) {
+    int32_t add = threadIdx.x >= off ? sums[threadIdx.x - off] : 0;
+    __syncthreads();
+    sums[threadIdx.x] += add;
+    __syncthreads();
+  }
+  int32_t run = threadIdx.x ? sums[threadIdx.x - 1] : 0;
+  for (int64_t i = b; i < e; ++i) {
+    int32_t x = v[i];
+    v[i] = run;
+    run += x;
+  }
+}
+
 /// The first of keys[0, n) (sorted) that is at least v (n when none is).
 __device__ inline int64_t lowerBound(const int32_t *keys, int64_t n,
                                      int64_t v) {

@@ -9,7 +9,8 @@
 // than a block has threads; 20,000 positions (the counts' scan takes
 // several a thread). Atomic adds (the kernel before) summed f32 in
 // f32 in the threads' order and failed here. Past 32-bit positions it
-// refuses. gather_elements_grad and gather_nd_grad share the sort.
+// refuses. gather_elements_grad and gather_nd_grad share the sort;
+// gather_elements_grad's lines that fit sort in shared memory instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,6 +111,55 @@ TEST_F(Cuda, GatherIndexedGradsAreTheCpusBitForBit) {
     expectTheCpusBytes(cpuk::gatherNdGrad, cuk::gatherNdGrad, tuples,
                        spreadValues(t, {1000, 8}, seed++), 0, {600, 8});
   }
+}
+
+/// gather_elements_grad's lines sorted in shared memory (GatherIndexed.cu's
+/// scatterLines: lines of 32 positions or more, under 5,000 positions and
+/// places), on every axis, with data wider than the indices (places no
+/// line reaches stay zero), lines of more positions than the block has
+/// threads and of a ragged last 32 (33, 70, 300), a tenth of the indices
+/// negative: the CPU's bytes. A line of 6,000 places runs the
+/// global sort instead, also the CPU's bytes.
+TEST_F(Cuda, GatherElementsGradByLinesIsTheCpusBitForBit) {
+  struct Case {
+    std::vector<int64_t> data, idx; // shapes
+    int64_t axis;
+  };
+  const Case cases[] = {
+      {{6, 40}, {6, 300}, 1},        // the last axis, skewed
+      {{64, 5}, {70, 5}, 0},         // the first: lines strided by 5
+      {{3, 50, 4}, {2, 33, 4}, 1},   // a middle axis, data wider
+      {{2, 513, 3}, {2, 512, 3}, 1}, // DeBERTa's 512 x 512 lines, fewer
+      {{4, 6000}, {4, 40}, 1},       // 6,040 > 5,000: the global sort
+  };
+  unsigned seed = 1900;
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(name(t)) + " " +
+                   smp::base::describe(make(t, c.data)) + " axis " +
+                   std::to_string(c.axis));
+      int64_t count = 1;
+      for (int64_t v : c.idx)
+        count *= v;
+      Host idx = skewedIndices(DType::I64, count, c.data[c.axis],
+                               c.data[c.axis] / 2, seed++);
+      idx.ref.shape = c.idx;
+      expectTheCpusBytes(cpuk::gatherElementsGrad, cuk::gatherElementsGrad, idx,
+                         spreadValues(t, c.idx, seed++), c.axis, c.data);
+    }
+}
+
+/// An index out of range in a line is the device error naming it and its
+/// position.
+TEST_F(Cuda, GatherElementsGradByLinesReportsAnIndexOutOfRange) {
+  Host idx = skewedIndices(DType::I32, 2 * 64, 10, 3, 1950);
+  idx.ref.shape = {2, 64};
+  idx.set(70, 10); // line 1, position 6
+  Host dy = spreadValues(DType::F32, {2, 64}, 1951);
+  Dev di(idx), ddy(dy), dout(DType::F32, {2, 10});
+  ASSERT_OK(cuk::gatherElementsGrad(di, ddy, 1, dout));
+  expectDeviceError("gather_elements_grad: index 10 at position 70 is out of "
+                    "range for axis 1 of size 10");
 }
 
 /// The sort keeps positions and rows as 32-bit integers: more is refused
