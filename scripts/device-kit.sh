@@ -96,6 +96,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # rows the budget has no room for are skipped, measured ones last.
 ABLATIONS=("attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
+  "no-residual-epilogue:--no-residual-epilogue"
   "tune-gemm:env SMP_CUBLASLT_TUNE=1 SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
   "use-tuned-gemm:env SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
   "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2"

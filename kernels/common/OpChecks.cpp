@@ -141,6 +141,15 @@ Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
   return Status::success();
 }
 
+Status checkMatMulBiasAdd(const TensorRef &rhs, const TensorRef &bias,
+                          const TensorRef &addend, const TensorRef &out) {
+  const char *op = "matmul_bias_add";
+  SMP_RETURN_IF_ERROR(checkMatMulBias(rhs, bias, out, op));
+  SMP_RETURN_IF_ERROR(checkAll(op, {{&addend, "addend"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "addend", addend, out.dtype));
+  return checkShape(op, "addend", addend, out.shape);
+}
+
 Status checkGeluEpilogue(const char *op, const TensorRef &lhs,
                          const TensorRef &rhs, const TensorRef &out,
                          const TensorRef &other, const TensorRef &bias) {

@@ -148,6 +148,8 @@ struct Epilogue {
   const void *bias = nullptr;
   /// The GELU's input, ld N: written (GELU_AUX_BIAS) or read (DGELU_BGRAD).
   const void *aux = nullptr;
+  /// C, added to the product (beta = 1; out's shape and type), or null.
+  const void *addend = nullptr;
 };
 
 /// The largest power of two (at most 256) dividing v; 256 for 0.
@@ -532,6 +534,11 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
       (lc.calls.size() != 1 || lc.count != 1 || (e.aux && g.N % 8 != 0)))
     return Status::success(); // refused
   lc.align(lhs, rhs, out, es);
+  if (e.addend) // C: laid out as D (the key's alignment of C and D)
+    for (const Call &c : lc.calls)
+      lc.alC =
+          std::min(lc.alC, alignmentOf(reinterpret_cast<uintptr_t>(e.addend) +
+                                       static_cast<uint64_t>(c.offC * es)));
   LtPlan *plan = nullptr;
   SMP_RETURN_IF_ERROR(
       ltPlanFor(name, ctx, g, dt, lc, type, compute, scaleType, e, plan));
@@ -554,8 +561,8 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
                             cublasStatusName(st));
   }
 
-  float alpha32 = 1.0f, beta32 = 0.0f;
-  double alpha64 = 1.0, beta64 = 0.0;
+  float alpha32 = 1.0f, beta32 = e.addend ? 1.0f : 0.0f;
+  double alpha64 = 1.0, beta64 = e.addend ? 1.0 : 0.0;
   const void *alpha = dt == DType::F64 ? static_cast<const void *>(&alpha64)
                                        : static_cast<const void *>(&alpha32);
   const void *beta = dt == DType::F64 ? static_cast<const void *>(&beta64)
@@ -563,6 +570,8 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
   const char *pa = static_cast<const char *>(rhs.data);
   const char *pb = static_cast<const char *>(lhs.data);
   char *pc = static_cast<char *>(out.data);
+  // C: the addend (beta 1), or D itself (beta 0: not read).
+  const char *pcIn = e.addend ? static_cast<const char *>(e.addend) : pc;
   // Every call of the product with `algo`; the first failing call's status
   // (failedAt: its number).
   size_t failedAt = 0;
@@ -570,10 +579,10 @@ Status runLt(const char *name, Context *ctx, const Geometry &g, DType dt,
     for (size_t i = 0; i < lc.calls.size(); ++i) {
       const Call &c = lc.calls[i];
       char *dst = pc + c.offC * es;
-      cublasStatus_t st =
-          cublasLtMatmul(ctx->lt, d.op, alpha, pa + c.offB * es, d.a,
-                         pb + c.offA * es, d.b, beta, dst, d.c, dst, d.c, &algo,
-                         ctx->workspace, ctx->workspaceBytes, ctx->stream);
+      cublasStatus_t st = cublasLtMatmul(
+          ctx->lt, d.op, alpha, pa + c.offB * es, d.a, pb + c.offA * es, d.b,
+          beta, pcIn + c.offC * es, d.c, dst, d.c, &algo, ctx->workspace,
+          ctx->workspaceBytes, ctx->stream);
       if (st != CUBLAS_STATUS_SUCCESS) {
         failedAt = i;
         return st;
@@ -693,6 +702,21 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
         SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, transposeLhs, transposeRhs));
         return out.numel() == 0 ? Status::success()
                                 : binary(BinaryOp::Add, out, bias, out);
+      });
+}
+
+Status matmulBiasAdd(const TensorRef &lhs, const TensorRef &rhs,
+                     const TensorRef &bias, const TensorRef &addend,
+                     const TensorRef &out, bool transposeLhs,
+                     bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulBiasAdd(rhs, bias, addend, out));
+  Epilogue e{CUBLASLT_EPILOGUE_BIAS, bias.data, nullptr, addend.data};
+  return epilogueOr(
+      "matmul_bias_add", lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
+        SMP_RETURN_IF_ERROR(
+            matmulBias(lhs, rhs, bias, out, transposeLhs, transposeRhs));
+        return out.numel() == 0 ? Status::success()
+                                : binary(BinaryOp::Add, out, addend, out);
       });
 }
 

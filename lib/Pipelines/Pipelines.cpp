@@ -174,7 +174,8 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     // After canonicalization (transposes folded into the products' flags).
-    pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
+    pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass(
+        SmpFuseMatMulBiasPassOptions{o.fuseResidual}));
     if (o.fuseGeluEpilogue)
       pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass(
           SmpFuseGeluEpiloguePassOptions{o.fuseGeluGradEpilogue}));
@@ -241,6 +242,11 @@ struct TrainPipelineCLOptions
       *this, "bias-grad-epilogue",
       llvm::cl::desc("bias gradients into the weight-gradient products' "
                      "epilogues (smp-fuse-bias-grad)"),
+      llvm::cl::init(true)};
+  Option<bool> residualEpilogue{
+      *this, "residual-epilogue",
+      llvm::cl::desc("residual adds into the products' epilogues "
+                     "(smp-fuse-matmul-bias{addend})"),
       llvm::cl::init(true)};
   Option<bool> fuseLossGrad{
       *this, "fuse-loss-grad",
@@ -374,6 +380,7 @@ struct TrainPipelineCLOptions
     o.fuseGeluEpilogue = geluEpilogue;
     o.fuseGeluGradEpilogue = dgeluEpilogue;
     o.fuseBiasGrad = biasGradEpilogue;
+    o.fuseResidual = residualEpilogue;
     o.fuseLossGrad = fuseLossGrad;
     if (zeroStage < 0 || zeroStage > 3)
       llvm::report_fatal_error("smp-train-pipeline: zero-stage must be 0 to "

@@ -45,6 +45,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--no-gelu-epilogue", Kind::Switch},
     {"--dgelu-epilogue", Kind::Switch},
     {"--no-bias-grad-epilogue", Kind::Switch},
+    {"--no-residual-epilogue", Kind::Switch},
     {"--no-fuse-loss-grad", Kind::Switch},
     {"--sequence-parallel", Kind::Switch},
     {"--no-sequence-parallel", Kind::Switch},

@@ -320,6 +320,14 @@ TRAINING (compile --train)
                        weight-gradient product. By default cuBLASLt sums
                        it in that product's epilogue (BGRADB); the GPU
                        benchmark's ablation times the step both ways.
+  --no-residual-epilogue
+                       Add a residual connection after a linear layer
+                       (x + Linear(h): GPT-2's attention and MLP outputs)
+                       as a kernel of its own. By default the product
+                       adds it in cuBLASLt's epilogue (read as C), so no
+                       add kernel reads the product again; bf16/fp16 round
+                       the sum once where the add rounded twice. The GPU
+                       benchmark's ablation times the step both ways.
   --no-fuse-loss-grad  Compute a cross-entropy loss and its gradient as two
                        ops. By default a training step computes them in
                        one (cross_entropy_with_grad), which reads the

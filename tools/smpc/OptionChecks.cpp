@@ -189,6 +189,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--no-gelu-epilogue",
                                         "--dgelu-epilogue",
                                         "--no-bias-grad-epilogue",
+                                        "--no-residual-epilogue",
                                         "--no-fuse-loss-grad",
                                         "--trainable",
                                         "--master-weights"};

@@ -486,6 +486,8 @@ bool parseSwitch(llvm::StringRef a, Options &opts) {
     opts.plan.fuseGeluGradEpilogue = true;
   else if (a == "--no-bias-grad-epilogue")
     opts.plan.fuseBiasGrad = false;
+  else if (a == "--no-residual-epilogue")
+    opts.plan.fuseResidual = false;
   else if (a == "--no-fuse-loss-grad")
     opts.plan.fuseLossGrad = false;
   else if (a == "--no-fuse-attention")

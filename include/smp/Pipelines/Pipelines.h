@@ -83,6 +83,10 @@ struct TrainingPipelineOptions {
   /// (cuBLASLt's BGRADB; smp-fuse-bias-grad; f16/bf16); smpc
   /// --no-bias-grad-epilogue turns it off.
   bool fuseBiasGrad = true;
+  /// Add a residual connection in its product's cuBLASLt epilogue (C, beta
+  /// = 1: smp-fuse-matmul-bias{addend}); smpc --no-residual-epilogue turns
+  /// it off.
+  bool fuseResidual = true;
   /// Compute a cross-entropy and its gradient in one op
   /// (smp-fuse-loss-grad); smpc --no-fuse-loss-grad turns it off.
   bool fuseLossGrad = true;

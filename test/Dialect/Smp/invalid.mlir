@@ -652,3 +652,12 @@ func.func @matmul_bias_grad_result(%g: tensor<16x8xbf16>, %x: tensor<16x24xbf16>
   %0:2 = smp.matmul_bias_grad %g, %x : (tensor<16x8xbf16>, tensor<16x24xbf16>) -> (tensor<24x8xbf16>, tensor<8xbf16>)
   return
 }
+
+// -----
+
+func.func @matmul_bias_add_addend(%a: tensor<2x3xf32>, %b: tensor<3x8xf32>, %c: tensor<8xf32>, %r: tensor<1x8xf32>) {
+  // expected-error @+2 {{'smp.matmul_bias_add' addend 'tensor<1x8xf32>' is not the product's type 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_bias_add %a, %b, %c, %r : (tensor<2x3xf32>, tensor<3x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
+  return
+}

@@ -69,10 +69,11 @@ TEST_F(Cuda, BiasGeluGradAndNormGradResidual) {
     }
 }
 
-/// smp-fuse-matmul-bias's kernel: the bias added in cuBLASLt's epilogue
+/// smp-fuse-matmul-bias's kernels: the bias added in cuBLASLt's epilogue
 /// (f32, f16, bf16; batched, broadcast and folded products; [N] and
 /// [1, 1, N] biases) or by the add kernel after the product (f64, which
-/// the emulator's cuBLASLt has no bias epilogue for), against the CPU's.
+/// the emulator's cuBLASLt has no bias epilogue for), against the CPU's;
+/// and matmul_bias_add, its addend read as cuBLASLt's C.
 TEST_F(Cuda, MatMulBias) {
   struct Case {
     std::vector<int64_t> a, b;
@@ -114,7 +115,26 @@ TEST_F(Cuda, MatMulBias) {
         Dev da(a), db(b), dbias(bias), dout(t, shape);
         ASSERT_OK(cuk::matmulBias(da, db, dbias, dout, c.ta, c.tb));
         expectTol(dout, want, true);
+        // matmul_bias_add: the addend read as cuBLASLt's C (the batched
+        // calls' C at D's offsets).
+        Host addend = random(t, shape, -2, 2, seed++), want2(t, shape);
+        ASSERT_OK(cpuk::matmulBiasAdd(a, b, bias, addend, want2, c.ta, c.tb));
+        Dev daddend(addend), dout2(t, shape);
+        ASSERT_OK(
+            cuk::matmulBiasAdd(da, db, dbias, daddend, dout2, c.ta, c.tb));
+        expectTol(dout2, want2, true);
       }
+  // An addend of another shape is refused by name.
+  {
+    Host a = random(DType::F32, {4, 8}, -1, 1, 3),
+         b = random(DType::F32, {8, 6}, -1, 1, 4);
+    Dev da(a), db(b), dbias(Host(DType::F32, {6})),
+        dadd(Host(DType::F32, {1, 6})), dout(DType::F32, {4, 6});
+    Status s = cuk::matmulBiasAdd(da, db, dbias, dadd, dout, false, false);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error.find("matmul_bias_add: addend"), std::string::npos)
+        << s.error;
+  }
   // A bias of another width is refused by name.
   Host a = random(DType::F32, {4, 8}, -1, 1, 1), b = random(DType::F32, {8, 6}, -1, 1, 2);
   Dev da(a), db(b), dbias(Host(DType::F32, {5})), dout(DType::F32, {4, 6});

@@ -76,20 +76,24 @@ TEST(FusedGrad, BiasGeluGradRefusesABiasOfAnotherWidth) {
 /// pair on cast copies, then a cast). The bias [N] or [1, .., 1, N];
 /// folded, batched and broadcast products; both vector paths. A bias of
 /// another width, an integer product and a rank-1 rhs are refused by name.
+/// The products the epilogue tests run: folded (a transposed rhs),
+/// plain, batched, broadcast, and an empty sum.
+struct ProductCase {
+  std::vector<int64_t> a, b, out;
+  bool tb;
+};
+const std::vector<ProductCase> kProductCases = {
+    {{3, 7, 40}, {96, 40}, {3, 7, 96}, true},
+    {{600, 96}, {96, 24}, {600, 24}, false},
+    {{4, 5, 7}, {4, 7, 3}, {4, 5, 3}, false},
+    {{5, 7}, {2, 7, 3}, {2, 5, 3}, false},
+    {{5, 0}, {0, 3}, {5, 3}, false}};
+
 TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
-  struct Case {
-    std::vector<int64_t> a, b, out;
-    bool tb;
-  };
-  const std::vector<Case> cases = {{{3, 7, 40}, {96, 40}, {3, 7, 96}, true},
-                                   {{600, 96}, {96, 24}, {600, 24}, false},
-                                   {{4, 5, 7}, {4, 7, 3}, {4, 5, 3}, false},
-                                   {{5, 7}, {2, 7, 3}, {2, 5, 3}, false},
-                                   {{5, 0}, {0, 3}, {5, 3}, false}};
   for (bool simd : {true, false}) {
     detail::vecUseSimd(simd);
     for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
-      for (const Case &c : cases)
+      for (const ProductCase &c : kProductCases)
         for (bool keepDims : {false, true}) {
           SCOPED_TRACE(::testing::Message()
                        << "simd " << simd << " dtype " << int(t) << " out "
@@ -130,6 +134,53 @@ TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
   s = matmulBias(a, v, Host(DType::F32, {4}), vo, false, false);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error.find("rank 2"), std::string::npos) << s.error;
+}
+
+/// smp.matmul_bias_add's CPU kernel, byte for byte: f32/f64 as matmul_bias
+/// then binary(Add); f16/bf16 the f32 product of the widened operands plus
+/// the widened bias, then the widened addend, rounded once (= the f32 ops
+/// on cast copies, then a cast). An addend of another shape or dtype is
+/// refused by name.
+TEST(FusedGrad, MatMulBiasAddIsMatMulBiasThenAdd) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+    for (const ProductCase &c : kProductCases) {
+      SCOPED_TRACE(::testing::Message()
+                   << "dtype " << int(t) << " out " << c.out.size() << "d "
+                   << c.out.back());
+      std::vector<int64_t> bs = {c.out.back()};
+      Host a = random(t, c.a, -1, 1, 14), b = random(t, c.b, -1, 1, 15);
+      Host bias = random(t, bs, -3, 3, 16), r = random(t, c.out, -3, 3, 17);
+      Host got(t, c.out), want(t, c.out);
+      ASSERT_OK(matmulBiasAdd(a, b, bias, r, got, false, c.tb));
+      if (t == DType::F32 || t == DType::F64) {
+        ASSERT_OK(matmulBias(a, b, bias, want, false, c.tb));
+        ASSERT_OK(binary(BinaryOp::Add, want, r, want));
+      } else {
+        Host wa(DType::F32, c.a), wb(DType::F32, c.b), wbias(DType::F32, bs),
+            wr(DType::F32, c.out), wout(DType::F32, c.out);
+        ASSERT_OK(cast(a, wa));
+        ASSERT_OK(cast(b, wb));
+        ASSERT_OK(cast(bias, wbias));
+        ASSERT_OK(cast(r, wr));
+        ASSERT_OK(matmul(wa, wb, wout, false, c.tb));
+        ASSERT_OK(binary(BinaryOp::Add, wout, wbias, wout));
+        ASSERT_OK(binary(BinaryOp::Add, wout, wr, wout));
+        ASSERT_OK(cast(wout, want));
+      }
+      expectSameBytes(got, want, "out");
+    }
+  Host a = random(DType::F32, {4, 8}, -1, 1, 7),
+       b = random(DType::F32, {8, 6}, -1, 1, 8), out(DType::F32, {4, 6});
+  Host bias = random(DType::F32, {6}, -1, 1, 9);
+  Status s =
+      matmulBiasAdd(a, b, bias, Host(DType::F32, {4, 1}), out, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("matmul_bias_add: addend"), std::string::npos)
+      << s.error;
+  s = matmulBiasAdd(a, b, bias, Host(DType::F64, {4, 6}), out, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("matmul_bias_add: addend"), std::string::npos)
+      << s.error;
 }
 
 /// Values k/16, |k| <= 16 * scale: exact in f16 and bf16, so the

@@ -275,15 +275,38 @@ inferMatMulBiasType(std::optional<Location> loc, StringRef name, Value lhs,
   return type;
 }
 
+/// inferMatMulBiasType of an op's adaptor (lhs, rhs, bias, the flags).
+template <class Adaptor>
+static FailureOr<RankedTensorType>
+inferMatMulBiasType(std::optional<Location> loc, StringRef name, Adaptor a) {
+  return inferMatMulBiasType(loc, name, a.getLhs(), a.getRhs(), a.getBias(),
+                             a.getTransposeLhs(), a.getTransposeRhs());
+}
+
 LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              MatMulBiasOp::Adaptor adaptor,
                                              SmallVectorImpl<Type> &results) {
-  FailureOr<RankedTensorType> type = inferMatMulBiasType(
-      loc, "smp.matmul_bias", adaptor.getLhs(), adaptor.getRhs(),
-      adaptor.getBias(), adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> type =
+      inferMatMulBiasType(loc, "smp.matmul_bias", adaptor);
   if (failed(type))
     return failure();
+  results.push_back(*type);
+  return success();
+}
+
+LogicalResult
+MatMulBiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  MatMulBiasAddOp::Adaptor adaptor,
+                                  SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type =
+      inferMatMulBiasType(loc, "smp.matmul_bias_add", adaptor);
+  if (failed(type))
+    return failure();
+  if (rankedType(adaptor.getAddend()) != *type)
+    return emitOptionalError(loc, "'smp.matmul_bias_add' addend ",
+                             rankedType(adaptor.getAddend()),
+                             " is not the product's type ", *type);
   results.push_back(*type);
   return success();
 }
@@ -292,9 +315,8 @@ LogicalResult
 MatMulBiasGeluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                    MatMulBiasGeluOp::Adaptor adaptor,
                                    SmallVectorImpl<Type> &results) {
-  FailureOr<RankedTensorType> type = inferMatMulBiasType(
-      loc, "smp.matmul_bias_gelu", adaptor.getLhs(), adaptor.getRhs(),
-      adaptor.getBias(), adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  FailureOr<RankedTensorType> type =
+      inferMatMulBiasType(loc, "smp.matmul_bias_gelu", adaptor);
   if (failed(type))
     return failure();
   results.append(2, *type); // result, preactivation

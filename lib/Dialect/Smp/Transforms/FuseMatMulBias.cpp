@@ -4,13 +4,16 @@
 // `add(bias, matmul(x, w))`, becomes one `smp.matmul_bias`, whose CUDA
 // kernel adds the bias in cuBLASLt's epilogue instead of reading and writing
 // the product once more (nn.Linear's forward, four times per transformer
-// layer).
+// layer); with `addend`, a tensor of its type then added to it,
+// `add(r, matmul_bias(x, w, b))`, becomes `smp.matmul_bias_add(x, w, b, r)`,
+// which cuBLASLt reads as C (a residual connection: GPT-2's two a layer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
+#include "smp/Dialect/Smp/Transforms/MatchUtils.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 
 #define DEBUG_TYPE "smp-fuse-matmul-bias"
@@ -36,6 +39,15 @@ bool isRowBias(RankedTensorType bias, RankedTensorType product) {
                      product.getRank());
 }
 
+/// The add's result becomes `fused`'s (made at the add, with the product's
+/// discardable attributes); the add and the product `mm` go.
+void replaceAddAndProduct(AddOp add, Operation *mm, Operation *fused) {
+  fused->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
+  add.getResult().replaceAllUsesWith(fused->getResult(0));
+  add.erase();
+  mm->erase();
+}
+
 /// add(bias, matmul(x, w)) (either operand order) -> matmul_bias(x, w,
 /// bias), where the product has no other use and a rhs of rank 2 or more.
 bool fuseMatMulBias(AddOp add) {
@@ -51,10 +63,29 @@ bool fuseMatMulBias(AddOp add) {
     auto fused = MatMulBiasOp::create(
         b, add.getLoc(), mm.getType(), mm.getLhs(), mm.getRhs(), bias,
         mm.getTransposeLhsAttr(), mm.getTransposeRhsAttr());
-    fused->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
-    add.getResult().replaceAllUsesWith(fused.getResult());
-    add.erase();
-    mm.erase();
+    replaceAddAndProduct(add, mm, fused);
+    return true;
+  }
+  return false;
+}
+
+/// add(r, matmul_bias(x, w, b)) (either operand order) ->
+/// matmul_bias_add(x, w, b, r), where the product has no other use, r has
+/// the product's type (no broadcast), and the two ops are in one block with
+/// the same annotations. At the add: r may be defined after the product.
+bool fuseAddend(AddOp add) {
+  for (auto [p, addend] : {std::pair(add.getRhs(), add.getLhs()),
+                           std::pair(add.getLhs(), add.getRhs())}) {
+    auto mm = p.getDefiningOp<MatMulBiasOp>();
+    if (!mm || !p.hasOneUse() || add.getType() != mm.getType() ||
+        addend.getType() != mm.getType() || mm->getBlock() != add->getBlock() ||
+        !sameAnnotations(mm, add))
+      continue;
+    OpBuilder b(add);
+    auto fused = MatMulBiasAddOp::create(
+        b, add.getLoc(), mm.getType(), mm.getLhs(), mm.getRhs(), mm.getBias(),
+        addend, mm.getTransposeLhsAttr(), mm.getTransposeRhsAttr());
+    replaceAddAndProduct(add, mm, fused);
     return true;
   }
   return false;
@@ -62,11 +93,17 @@ bool fuseMatMulBias(AddOp add) {
 
 struct SmpFuseMatMulBiasPass
     : public smp::impl::SmpFuseMatMulBiasPassBase<SmpFuseMatMulBiasPass> {
+  using SmpFuseMatMulBiasPassBase::SmpFuseMatMulBiasPassBase;
   void runOnOperation() override {
     llvm::SmallVector<AddOp> adds;
     getOperation().walk([&](AddOp op) { adds.push_back(op); });
+    llvm::SmallVector<AddOp> rest;
     for (AddOp op : adds)
-      fuseMatMulBias(op);
+      if (!fuseMatMulBias(op))
+        rest.push_back(op);
+    if (addend)
+      for (AddOp op : rest)
+        fuseAddend(op);
   }
 };
 

@@ -221,7 +221,7 @@ public:
     }
     if (isa<ConvGradOp>(op))
       return convGrad();
-    if (isa<MatMulOp, MatMulBiasOp, MatMulBiasGeluOp>(op))
+    if (isa<MatMulOp, MatMulBiasOp, MatMulBiasAddOp, MatMulBiasGeluOp>(op))
       return matmul();
     if (isa<AttentionOp, PackedAttentionOp>(op)) {
       for (Value v : op->getOperands())
@@ -532,7 +532,10 @@ private:
       State s = dims.of(op->getOperand(i));
       if (s.kind != State::Dim)
         continue;
-      int64_t r = i < 2 ? matmulDim(op, i, s.dim) : -1;
+      // matmul_bias_add's addend has the result's dims.
+      int64_t r = i < 2                                ? matmulDim(op, i, s.dim)
+                  : i == 3 && isa<MatMulBiasAddOp>(op) ? s.dim
+                                                       : -1;
       if (r == -2)
         return mixed(op, "contracts over the batch dim");
       if (r >= 0 && dim != -2 && r != dim)

@@ -274,6 +274,32 @@ def Smp_MatMulBiasOp : Smp_Op<"matmul_bias", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Smp_MatMulBiasAddOp : Smp_Op<"matmul_bias_add", [Pure,
+    InferTypeOpAdaptor]> {
+  let summary = "smp.matmul_bias with a tensor of the result's type added";
+  let description = [{
+    `matmul_bias(lhs, rhs, bias) + addend`, `addend` of exactly the
+    result's type: a residual connection after nn.Linear (GPT-2's
+    attention and MLP output projections). `smp-fuse-matmul-bias` forms it
+    from `add(addend, matmul_bias)` whose product has no other use. f16/bf16:
+    the bias and the addend join the f32 product before its one rounding,
+    as cuBLASLt adds C (beta = 1) and the bias in its epilogue (the unfused
+    pair rounds the product's sum once more before the add); f32/f64: the
+    product, the bias's add, then the addend's (the three ops' bits on the
+    CPU). On CUDA the product reads the addend as cuBLASLt's C instead of a
+    separate add reading the product and the addend and writing their sum.
+  }];
+  let arguments = (ins Smp_FloatTensor:$lhs, Smp_FloatTensor:$rhs,
+                   Smp_FloatTensor:$bias, Smp_FloatTensor:$addend,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                   DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Smp_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $bias `,` $addend attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
 def Smp_MatMulBiasGeluOp : Smp_Op<"matmul_bias_gelu", [Pure,
     InferTypeOpAdaptor]> {
   let summary = "gelu(matmul_bias), keeping the GELU's input (f16/bf16)";

@@ -79,6 +79,10 @@ Status checkSumSquares(const std::vector<TensorRef> &inputs,
 /// whose last dim is N), and a rhs of rank 2 or more.
 Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
                        const TensorRef &out, const char *op = "matmul_bias");
+/// matmul_bias_add's: checkMatMulBias's, and an addend of out's dtype and
+/// shape.
+Status checkMatMulBiasAdd(const TensorRef &rhs, const TensorRef &bias,
+                          const TensorRef &addend, const TensorRef &out);
 
 /// matmul_bias_gelu's and matmul_gelu_grad's operands (`op` names it):
 /// f16/bf16 lhs, rhs and out of one dtype, out and `other` (the
