@@ -141,13 +141,21 @@ Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
   return Status::success();
 }
 
+Status checkMatMulAdd(const TensorRef &addend, const TensorRef &out,
+                      const char *op) {
+  if (!smp::base::isFloat(out.dtype))
+    return fail(op, std::string("needs float operands, not ") +
+                        smp::base::dtypeName(out.dtype));
+  SMP_RETURN_IF_ERROR(checkAll(op, {{&addend, "addend"}}));
+  SMP_RETURN_IF_ERROR(checkDType(op, "addend", addend, out.dtype));
+  return checkShape(op, "addend", addend, out.shape);
+}
+
 Status checkMatMulBiasAdd(const TensorRef &rhs, const TensorRef &bias,
                           const TensorRef &addend, const TensorRef &out) {
   const char *op = "matmul_bias_add";
   SMP_RETURN_IF_ERROR(checkMatMulBias(rhs, bias, out, op));
-  SMP_RETURN_IF_ERROR(checkAll(op, {{&addend, "addend"}}));
-  SMP_RETURN_IF_ERROR(checkDType(op, "addend", addend, out.dtype));
-  return checkShape(op, "addend", addend, out.shape);
+  return checkMatMulAdd(addend, out, op);
 }
 
 Status checkGeluEpilogue(const char *op, const TensorRef &lhs,

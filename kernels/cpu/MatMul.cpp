@@ -204,33 +204,55 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
   });
 }
 
+/// op(lhs) op(rhs) (+ *bias where given) + addend into out: f16/bf16 the
+/// bias and the addend join the f32 product before its one rounding, as
+/// cuBLASLt adds them (C with beta = 1) in its epilogue; f32/f64 (and empty
+/// results) the ops' own roundings, product, bias's add, addend's add.
+static Status productPlusAddend(const char *op, const TensorRef &lhs,
+                                const TensorRef &rhs, const TensorRef *bias,
+                                const TensorRef &addend, const TensorRef &out,
+                                bool transposeLhs, bool transposeRhs) {
+  if ((lhs.dtype != DType::F16 && lhs.dtype != DType::BF16) ||
+      out.rank() == 0 || out.numel() == 0) {
+    SMP_RETURN_IF_ERROR(
+        bias ? matmulBias(lhs, rhs, *bias, out, transposeLhs, transposeRhs)
+             : runProduct(lhs, rhs, out, transposeLhs, transposeRhs));
+    return binary(BinaryOp::Add, out, addend, out);
+  }
+  return visitFloat(lhs.dtype, op, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    int64_t n = out.shape.back();
+    std::vector<float> bw = bias ? widenToF32<S>(*bias) : std::vector<float>();
+    const S *r = addend.as<S>();
+    S *o = out.as<S>();
+    return productRows(lhs, rhs, out, transposeLhs, transposeRhs,
+                       [&](int64_t row, const float *c, float *) {
+                         for (int64_t j = 0; j < n; ++j) {
+                           float v = bias ? c[j] + bw[j] : c[j];
+                           o[row * n + j] = Float<S>::store(
+                               v + Float<S>::load(r[row * n + j]));
+                         }
+                       });
+  });
+}
+
+Status matmulAdd(const TensorRef &lhs, const TensorRef &rhs,
+                 const TensorRef &addend, const TensorRef &out,
+                 bool transposeLhs, bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
+  SMP_RETURN_IF_ERROR(common::checkMatMulAdd(addend, out));
+  return productPlusAddend("matmul_add", lhs, rhs, nullptr, addend, out,
+                           transposeLhs, transposeRhs);
+}
+
 Status matmulBiasAdd(const TensorRef &lhs, const TensorRef &rhs,
                      const TensorRef &bias, const TensorRef &addend,
                      const TensorRef &out, bool transposeLhs,
                      bool transposeRhs) {
   SMP_RETURN_IF_ERROR(common::checkMatMulOperands(lhs, rhs, out));
   SMP_RETURN_IF_ERROR(common::checkMatMulBiasAdd(rhs, bias, addend, out));
-  if (lhs.dtype != DType::F16 && lhs.dtype != DType::BF16) {
-    // f32/f64: the three ops' roundings.
-    SMP_RETURN_IF_ERROR(
-        matmulBias(lhs, rhs, bias, out, transposeLhs, transposeRhs));
-    return binary(BinaryOp::Add, out, addend, out);
-  }
-  // f16/bf16: the bias and the addend join the f32 product before its one
-  // rounding, as in cuBLASLt's epilogue.
-  return visitFloat(lhs.dtype, "matmul_bias_add", [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    std::vector<float> bw = widenToF32<S>(bias);
-    int64_t n = static_cast<int64_t>(bw.size());
-    const S *r = addend.as<S>();
-    S *o = out.as<S>();
-    return productRows(lhs, rhs, out, transposeLhs, transposeRhs,
-                       [&](int64_t row, const float *c, float *) {
-                         for (int64_t j = 0; j < n; ++j)
-                           o[row * n + j] = Float<S>::store(
-                               c[j] + bw[j] + Float<S>::load(r[row * n + j]));
-                       });
-  });
+  return productPlusAddend("matmul_bias_add", lhs, rhs, &bias, addend, out,
+                           transposeLhs, transposeRhs);
 }
 
 Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,

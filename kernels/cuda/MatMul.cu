@@ -705,6 +705,19 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
       });
 }
 
+Status matmulAdd(const TensorRef &lhs, const TensorRef &rhs,
+                 const TensorRef &addend, const TensorRef &out,
+                 bool transposeLhs, bool transposeRhs) {
+  SMP_RETURN_IF_ERROR(common::checkMatMulAdd(addend, out));
+  Epilogue e{CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, addend.data};
+  return epilogueOr(
+      "matmul_add", lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
+        SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, transposeLhs, transposeRhs));
+        return out.numel() == 0 ? Status::success()
+                                : binary(BinaryOp::Add, out, addend, out);
+      });
+}
+
 Status matmulBiasAdd(const TensorRef &lhs, const TensorRef &rhs,
                      const TensorRef &bias, const TensorRef &addend,
                      const TensorRef &out, bool transposeLhs,

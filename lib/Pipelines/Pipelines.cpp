@@ -174,8 +174,7 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     // After canonicalization (transposes folded into the products' flags).
-    pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass(
-        SmpFuseMatMulBiasPassOptions{o.fuseResidual}));
+    pm.addNestedPass<func::FuncOp>(createSmpFuseMatMulBiasPass());
     if (o.fuseGeluEpilogue)
       pm.addNestedPass<func::FuncOp>(createSmpFuseGeluEpiloguePass(
           SmpFuseGeluEpiloguePassOptions{o.fuseGeluGradEpilogue}));
@@ -186,6 +185,13 @@ void smp::buildTrainingPipeline(OpPassManager &pm,
       pm.addNestedPass<func::FuncOp>(createSmpPadClassesPass());
     if (o.fuseLossGrad)
       pm.addNestedPass<func::FuncOp>(createSmpFuseLossGradPass());
+    // The residuals after the passes that match plain products and adds
+    // (smp-pad-classes reads the LM head's weight-gradient product, which a
+    // tied embedding's gradient adds to; smp-fuse-bias-grad the weight
+    // gradients).
+    if (o.fuseResidual)
+      pm.addNestedPass<func::FuncOp>(
+          createSmpFuseMatMulBiasPass(SmpFuseMatMulBiasPassOptions{true}));
     pm.addNestedPass<func::FuncOp>(createSmpFuseSumSquaresPass());
     pm.addNestedPass<func::FuncOp>(createSmpFuseGradCastsPass());
     pm.addNestedPass<func::FuncOp>(createSmpPackAttentionPass());

@@ -661,3 +661,12 @@ func.func @matmul_bias_add_addend(%a: tensor<2x3xf32>, %b: tensor<3x8xf32>, %c: 
   %0 = smp.matmul_bias_add %a, %b, %c, %r : (tensor<2x3xf32>, tensor<3x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @matmul_add_addend(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %r: tensor<2x8xf32>) {
+  // expected-error @+2 {{'smp.matmul_add' addend 'tensor<2x8xf32>' is not the product's type 'tensor<2x8xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = smp.matmul_add %a, %b, %r : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xbf16>
+  return
+}

@@ -73,7 +73,7 @@ TEST_F(Cuda, BiasGeluGradAndNormGradResidual) {
 /// (f32, f16, bf16; batched, broadcast and folded products; [N] and
 /// [1, 1, N] biases) or by the add kernel after the product (f64, which
 /// the emulator's cuBLASLt has no bias epilogue for), against the CPU's;
-/// and matmul_bias_add, its addend read as cuBLASLt's C.
+/// and matmul_bias_add and matmul_add, their addend read as cuBLASLt's C.
 TEST_F(Cuda, MatMulBias) {
   struct Case {
     std::vector<int64_t> a, b;
@@ -123,6 +123,12 @@ TEST_F(Cuda, MatMulBias) {
         ASSERT_OK(
             cuk::matmulBiasAdd(da, db, dbias, daddend, dout2, c.ta, c.tb));
         expectTol(dout2, want2, true);
+        // matmul_add: the addend as C without a bias epilogue.
+        Host want3(t, shape);
+        ASSERT_OK(cpuk::matmulAdd(a, b, addend, want3, c.ta, c.tb));
+        Dev dout3(t, shape);
+        ASSERT_OK(cuk::matmulAdd(da, db, daddend, dout3, c.ta, c.tb));
+        expectTol(dout3, want3, true);
       }
   // An addend of another shape is refused by name.
   {

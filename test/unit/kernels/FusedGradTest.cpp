@@ -141,34 +141,58 @@ TEST(FusedGrad, MatMulBiasIsMatMulThenAdd) {
 /// the widened bias, then the widened addend, rounded once (= the f32 ops
 /// on cast copies, then a cast). An addend of another shape or dtype is
 /// refused by name.
-TEST(FusedGrad, MatMulBiasAddIsMatMulBiasThenAdd) {
+/// The reference of matmul_add (no bias) and matmul_bias_add: f32/f64 the
+/// ops one after another; f16/bf16 the same f32 ops on widened copies, then
+/// one cast (the kernels' one rounding).
+Host productPlusAddend(const ProductCase &c, const Host &a, const Host &b,
+                       const Host *bias, const Host &r) {
+  DType t = a.ref.dtype;
+  Host want(t, c.out);
+  if (t == DType::F32 || t == DType::F64) {
+    EXPECT_OK(matmul(a, b, want, false, c.tb));
+    if (bias)
+      EXPECT_OK(binary(BinaryOp::Add, want, *bias, want));
+    EXPECT_OK(binary(BinaryOp::Add, want, r, want));
+    return want;
+  }
+  auto widened = [](const Host &h) {
+    Host w(DType::F32, h.ref.shape);
+    EXPECT_OK(cast(h, w));
+    return w;
+  };
+  Host wa = widened(a), wb = widened(b), wr = widened(r),
+       wout(DType::F32, c.out);
+  EXPECT_OK(matmul(wa, wb, wout, false, c.tb));
+  if (bias)
+    EXPECT_OK(binary(BinaryOp::Add, wout, widened(*bias), wout));
+  EXPECT_OK(binary(BinaryOp::Add, wout, wr, wout));
+  EXPECT_OK(cast(wout, want));
+  return want;
+}
+
+/// smp.matmul_add's and smp.matmul_bias_add's CPU kernels, byte for byte:
+/// f32/f64 as matmul, the bias's add, then the addend's; f16/bf16 the f32
+/// product of the widened operands plus the widened bias and addend,
+/// rounded once. An integer product, and an addend of another shape or
+/// dtype, are refused by name.
+TEST(FusedGrad, ProductPlusAddendIsTheOpsThenOneRounding) {
   for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
-    for (const ProductCase &c : kProductCases) {
-      SCOPED_TRACE(::testing::Message()
-                   << "dtype " << int(t) << " out " << c.out.size() << "d "
-                   << c.out.back());
-      std::vector<int64_t> bs = {c.out.back()};
-      Host a = random(t, c.a, -1, 1, 14), b = random(t, c.b, -1, 1, 15);
-      Host bias = random(t, bs, -3, 3, 16), r = random(t, c.out, -3, 3, 17);
-      Host got(t, c.out), want(t, c.out);
-      ASSERT_OK(matmulBiasAdd(a, b, bias, r, got, false, c.tb));
-      if (t == DType::F32 || t == DType::F64) {
-        ASSERT_OK(matmulBias(a, b, bias, want, false, c.tb));
-        ASSERT_OK(binary(BinaryOp::Add, want, r, want));
-      } else {
-        Host wa(DType::F32, c.a), wb(DType::F32, c.b), wbias(DType::F32, bs),
-            wr(DType::F32, c.out), wout(DType::F32, c.out);
-        ASSERT_OK(cast(a, wa));
-        ASSERT_OK(cast(b, wb));
-        ASSERT_OK(cast(bias, wbias));
-        ASSERT_OK(cast(r, wr));
-        ASSERT_OK(matmul(wa, wb, wout, false, c.tb));
-        ASSERT_OK(binary(BinaryOp::Add, wout, wbias, wout));
-        ASSERT_OK(binary(BinaryOp::Add, wout, wr, wout));
-        ASSERT_OK(cast(wout, want));
+    for (const ProductCase &c : kProductCases)
+      for (bool withBias : {false, true}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "dtype " << int(t) << " out " << c.out.size() << "d "
+                     << c.out.back() << " bias " << withBias);
+        Host a = random(t, c.a, -1, 1, 14), b = random(t, c.b, -1, 1, 15);
+        Host bias = random(t, {c.out.back()}, -3, 3, 16),
+             r = random(t, c.out, -3, 3, 17), got(t, c.out);
+        if (withBias)
+          ASSERT_OK(matmulBiasAdd(a, b, bias, r, got, false, c.tb));
+        else
+          ASSERT_OK(matmulAdd(a, b, r, got, false, c.tb));
+        expectSameBytes(
+            got, productPlusAddend(c, a, b, withBias ? &bias : nullptr, r),
+            "out");
       }
-      expectSameBytes(got, want, "out");
-    }
   Host a = random(DType::F32, {4, 8}, -1, 1, 7),
        b = random(DType::F32, {8, 6}, -1, 1, 8), out(DType::F32, {4, 6});
   Host bias = random(DType::F32, {6}, -1, 1, 9);
@@ -177,9 +201,13 @@ TEST(FusedGrad, MatMulBiasAddIsMatMulBiasThenAdd) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error.find("matmul_bias_add: addend"), std::string::npos)
       << s.error;
-  s = matmulBiasAdd(a, b, bias, Host(DType::F64, {4, 6}), out, false, false);
+  s = matmulAdd(a, b, Host(DType::F64, {4, 6}), out, false, false);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error.find("matmul_bias_add: addend"), std::string::npos)
+  EXPECT_NE(s.error.find("matmul_add: addend"), std::string::npos) << s.error;
+  Host ia(DType::I64, {4, 8}), ib(DType::I64, {8, 6}), io(DType::I64, {4, 6});
+  s = matmulAdd(ia, ib, io, io, false, false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("matmul_add: needs float"), std::string::npos)
       << s.error;
 }
 

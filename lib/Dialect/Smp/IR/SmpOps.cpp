@@ -295,18 +295,38 @@ LogicalResult MatMulBiasOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// A product's addend (matmul_add, matmul_bias_add): of its type exactly.
+static LogicalResult checkAddend(std::optional<Location> loc, StringRef name,
+                                 Value addend, RankedTensorType product) {
+  if (rankedType(addend) == product)
+    return success();
+  return emitOptionalError(loc, "'", name, "' addend ", rankedType(addend),
+                           " is not the product's type ", product);
+}
+
+LogicalResult MatMulAddOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            MatMulAddOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  FailureOr<RankedTensorType> type =
+      inferMatMulType(loc, "smp.matmul_add", adaptor.getLhs(), adaptor.getRhs(),
+                      adaptor.getTransposeLhs(), adaptor.getTransposeRhs());
+  if (failed(type) ||
+      failed(checkAddend(loc, "smp.matmul_add", adaptor.getAddend(), *type)))
+    return failure();
+  results.push_back(*type);
+  return success();
+}
+
 LogicalResult
 MatMulBiasAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   MatMulBiasAddOp::Adaptor adaptor,
                                   SmallVectorImpl<Type> &results) {
   FailureOr<RankedTensorType> type =
       inferMatMulBiasType(loc, "smp.matmul_bias_add", adaptor);
-  if (failed(type))
+  if (failed(type) || failed(checkAddend(loc, "smp.matmul_bias_add",
+                                         adaptor.getAddend(), *type)))
     return failure();
-  if (rankedType(adaptor.getAddend()) != *type)
-    return emitOptionalError(loc, "'smp.matmul_bias_add' addend ",
-                             rankedType(adaptor.getAddend()),
-                             " is not the product's type ", *type);
   results.push_back(*type);
   return success();
 }

@@ -161,7 +161,8 @@ namespace {
 
 /// A product's multiply-adds (its first result's elements times K), plus
 /// `PerElement` FLOPs per result element for its epilogue (matmul_bias: the
-/// bias's add; matmul_bias_add: the bias's and the addend's; the GELU
+/// bias's add; matmul_add: the addend's; matmul_bias_add: the bias's and
+/// the addend's; the GELU
 /// epilogues: the GELU or its derivative, the bias and the bias gradient's
 /// add); streaming() counts every operand's and result's bytes.
 template <typename MatMulLikeOp, int PerElement>
@@ -264,6 +265,7 @@ void registerLinalgOpModels(DialectRegistry &registry) {
     attach<CostFn<matmulCost<MatMulOp, 0>>::Model, MatMulOp>(ctx);
     attach<CostFn<matmulCost<MatMulBiasOp, 1>>::Model, MatMulBiasOp>(ctx);
     attach<CostFn<matmulCost<MatMulBiasAddOp, 2>>::Model, MatMulBiasAddOp>(ctx);
+    attach<CostFn<matmulCost<MatMulAddOp, 1>>::Model, MatMulAddOp>(ctx);
     attach<CostFn<matmulCost<MatMulBiasGeluOp, 9>>::Model, MatMulBiasGeluOp>(
         ctx);
     attach<CostFn<matmulCost<MatMulGeluGradOp, 14>>::Model, MatMulGeluGradOp>(

@@ -5,8 +5,9 @@
 // kernel adds the bias in cuBLASLt's epilogue instead of reading and writing
 // the product once more (nn.Linear's forward, four times per transformer
 // layer); with `addend`, a tensor of its type then added to it,
-// `add(r, matmul_bias(x, w, b))`, becomes `smp.matmul_bias_add(x, w, b, r)`,
-// which cuBLASLt reads as C (a residual connection: GPT-2's two a layer).
+// `add(r, matmul_bias(x, w, b))`, becomes `smp.matmul_bias_add(x, w, b, r)`
+// (and `add(r, matmul(x, w))` `smp.matmul_add(x, w, r)`), which cuBLASLt
+// reads as C (a residual connection: two a GPT or LLaMA layer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,22 +70,47 @@ bool fuseMatMulBias(AddOp add) {
   return false;
 }
 
+/// Whether `v` is defined before `op` (a block argument, or an op before it
+/// in its block or in an enclosing one).
+bool definedBefore(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
 /// add(r, matmul_bias(x, w, b)) (either operand order) ->
-/// matmul_bias_add(x, w, b, r), where the product has no other use, r has
-/// the product's type (no broadcast), and the two ops are in one block with
-/// the same annotations. At the add: r may be defined after the product.
+/// matmul_bias_add(x, w, b, r), and add(r, matmul(x, w)) -> matmul_add(x,
+/// w, r) for a float product with a rhs of rank 2 or more, where the
+/// product has no other use, r has the product's type (no broadcast) and is
+/// defined before the product, and the two ops are in one block with the
+/// same annotations. At the product: its operands live no longer than they
+/// did (at the add they would live until it: a tied embedding's gradient,
+/// the LM head's weight gradient made at the backward's start plus the
+/// gather's at its end, would keep the logits' gradient all through it).
 bool fuseAddend(AddOp add) {
   for (auto [p, addend] : {std::pair(add.getRhs(), add.getLhs()),
                            std::pair(add.getLhs(), add.getRhs())}) {
-    auto mm = p.getDefiningOp<MatMulBiasOp>();
-    if (!mm || !p.hasOneUse() || add.getType() != mm.getType() ||
-        addend.getType() != mm.getType() || mm->getBlock() != add->getBlock() ||
-        !sameAnnotations(mm, add))
+    Operation *mm = p.getDefiningOp();
+    if (!mm || !isa<MatMulOp, MatMulBiasOp>(mm) || !p.hasOneUse() ||
+        add.getType() != p.getType() || addend.getType() != p.getType() ||
+        mm->getBlock() != add->getBlock() || !sameAnnotations(mm, add) ||
+        !definedBefore(addend, mm))
       continue;
-    OpBuilder b(add);
-    auto fused = MatMulBiasAddOp::create(
-        b, add.getLoc(), mm.getType(), mm.getLhs(), mm.getRhs(), mm.getBias(),
-        addend, mm.getTransposeLhsAttr(), mm.getTransposeRhsAttr());
+    OpBuilder b(mm);
+    if (auto withBias = dyn_cast<MatMulBiasOp>(mm)) {
+      auto fused = MatMulBiasAddOp::create(
+          b, add.getLoc(), p.getType(), withBias.getLhs(), withBias.getRhs(),
+          withBias.getBias(), addend, withBias.getTransposeLhsAttr(),
+          withBias.getTransposeRhsAttr());
+      replaceAddAndProduct(add, mm, fused);
+      return true;
+    }
+    auto plain = cast<MatMulOp>(mm);
+    if (!isa<FloatType>(cast<RankedTensorType>(p.getType()).getElementType()) ||
+        cast<RankedTensorType>(plain.getRhs().getType()).getRank() < 2)
+      continue;
+    auto fused = MatMulAddOp::create(
+        b, add.getLoc(), p.getType(), plain.getLhs(), plain.getRhs(), addend,
+        plain.getTransposeLhsAttr(), plain.getTransposeRhsAttr());
     replaceAddAndProduct(add, mm, fused);
     return true;
   }

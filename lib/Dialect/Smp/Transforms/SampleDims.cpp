@@ -221,7 +221,8 @@ public:
     }
     if (isa<ConvGradOp>(op))
       return convGrad();
-    if (isa<MatMulOp, MatMulBiasOp, MatMulBiasAddOp, MatMulBiasGeluOp>(op))
+    if (isa<MatMulOp, MatMulAddOp, MatMulBiasOp, MatMulBiasAddOp,
+            MatMulBiasGeluOp>(op))
       return matmul();
     if (isa<AttentionOp, PackedAttentionOp>(op)) {
       for (Value v : op->getOperands())
@@ -532,10 +533,10 @@ private:
       State s = dims.of(op->getOperand(i));
       if (s.kind != State::Dim)
         continue;
-      // matmul_bias_add's addend has the result's dims.
-      int64_t r = i < 2                                ? matmulDim(op, i, s.dim)
-                  : i == 3 && isa<MatMulBiasAddOp>(op) ? s.dim
-                                                       : -1;
+      // matmul_add's and matmul_bias_add's addends have the result's dims.
+      bool addend = (i == 2 && isa<MatMulAddOp>(op)) ||
+                    (i == 3 && isa<MatMulBiasAddOp>(op));
+      int64_t r = i < 2 ? matmulDim(op, i, s.dim) : addend ? s.dim : -1;
       if (r == -2)
         return mixed(op, "contracts over the batch dim");
       if (r >= 0 && dim != -2 && r != dim)

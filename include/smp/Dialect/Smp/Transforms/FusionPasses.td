@@ -47,9 +47,12 @@ def SmpFuseMatMulBiasPass : Pass<"smp-fuse-matmul-bias", "mlir::func::FuncOp"> {
     rounded twice by the pair; f32 and f64 bits do not change). With
     `addend` (the pipeline's default; smpc `--no-residual-epilogue` leaves
     it out), `add(r, matmul_bias(x, w, b))`, where the product has no other
-    use, r has its type and both ops are in one block with the same
-    annotations, becomes `smp.matmul_bias_add(x, w, b, r)`: cuBLASLt reads r
-    as C (beta = 1), so the residual connection after a transformer's
+    use, r has its type and is defined before the product (the fused op
+    takes the product's place: its operands live no longer), and both ops
+    are in one block with the same annotations, becomes `smp.matmul_bias_add(x, w, b, r)`, and `add(r,
+    matmul(x, w))` (a float product, w of rank 2 or more: a Linear without
+    a bias, LLaMA's) `smp.matmul_add(x, w, r)`: cuBLASLt reads r as C (beta
+    = 1), so the residual connection after a transformer's
     attention and MLP output projections runs no add kernel (which read the
     product and r and wrote their sum: 75 MB a layer for GPT-2 124M at batch
     16 x 1024 in bf16, twice); f16/bf16 round the sum once. Runs in the

@@ -79,6 +79,9 @@ Status checkSumSquares(const std::vector<TensorRef> &inputs,
 /// whose last dim is N), and a rhs of rank 2 or more.
 Status checkMatMulBias(const TensorRef &rhs, const TensorRef &bias,
                        const TensorRef &out, const char *op = "matmul_bias");
+/// matmul_add's: float operands, and an addend of out's dtype and shape.
+Status checkMatMulAdd(const TensorRef &addend, const TensorRef &out,
+                      const char *op = "matmul_add");
 /// matmul_bias_add's: checkMatMulBias's, and an addend of out's dtype and
 /// shape.
 Status checkMatMulBiasAdd(const TensorRef &rhs, const TensorRef &bias,
