@@ -40,8 +40,9 @@ bool isRowBias(RankedTensorType bias, RankedTensorType product) {
                      product.getRank());
 }
 
-/// The add's result becomes `fused`'s (made at the add, with the product's
-/// discardable attributes); the add and the product `mm` go.
+/// The add's result becomes `fused`'s (made at the add or at the product;
+/// it takes the product's discardable attributes); the add and the product
+/// `mm` go.
 void replaceAddAndProduct(AddOp add, Operation *mm, Operation *fused) {
   fused->setDiscardableAttrs(mm->getDiscardableAttrDictionary());
   add.getResult().replaceAllUsesWith(fused->getResult(0));

@@ -40,6 +40,8 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.gelu_grad", "a backward op"},
       {"smp.bias_gelu_grad", "a backward op (formed after the step is built)"},
       {"smp.matmul_bias", "formed after the step is built and split"},
+      {"smp.matmul_bias_add", "formed after the step is built and split"},
+      {"smp.matmul_add", "formed after the step is built and split"},
       {"smp.matmul_bias_gelu", "formed after the step is built and split"},
       {"smp.matmul_gelu_grad",
        "a backward op (formed after the step is built)"},
@@ -108,6 +110,8 @@ const llvm::StringMap<const char *> &noShardingRule() {
       {"smp.packed_attention", "formed after the step is built and split"},
       {"smp.cross_entropy_with_grad",
        "formed after the step is built and split"},
+      {"smp.matmul_bias_add", "formed after the step is built and split"},
+      {"smp.matmul_add", "formed after the step is built and split"},
   };
   return m;
 }
