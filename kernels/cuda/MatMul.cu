@@ -705,17 +705,30 @@ Status matmulBias(const TensorRef &lhs, const TensorRef &rhs,
       });
 }
 
+/// op(lhs) op(rhs) (+ *bias where given) + addend: cuBLASLt reads the
+/// addend as C (beta = 1), the bias in its epilogue; where it has no
+/// algorithm, the product (matmulBias with a bias) then the add kernel.
+static Status productPlusAddend(const char *name, const TensorRef &lhs,
+                                const TensorRef &rhs, const TensorRef *bias,
+                                const TensorRef &addend, const TensorRef &out,
+                                bool transposeLhs, bool transposeRhs) {
+  Epilogue e{bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT,
+             bias ? bias->data : nullptr, nullptr, addend.data};
+  return epilogueOr(name, lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
+    SMP_RETURN_IF_ERROR(
+        bias ? matmulBias(lhs, rhs, *bias, out, transposeLhs, transposeRhs)
+             : matmul(lhs, rhs, out, transposeLhs, transposeRhs));
+    return out.numel() == 0 ? Status::success()
+                            : binary(BinaryOp::Add, out, addend, out);
+  });
+}
+
 Status matmulAdd(const TensorRef &lhs, const TensorRef &rhs,
                  const TensorRef &addend, const TensorRef &out,
                  bool transposeLhs, bool transposeRhs) {
   SMP_RETURN_IF_ERROR(common::checkMatMulAdd(addend, out));
-  Epilogue e{CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr, addend.data};
-  return epilogueOr(
-      "matmul_add", lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
-        SMP_RETURN_IF_ERROR(matmul(lhs, rhs, out, transposeLhs, transposeRhs));
-        return out.numel() == 0 ? Status::success()
-                                : binary(BinaryOp::Add, out, addend, out);
-      });
+  return productPlusAddend("matmul_add", lhs, rhs, nullptr, addend, out,
+                           transposeLhs, transposeRhs);
 }
 
 Status matmulBiasAdd(const TensorRef &lhs, const TensorRef &rhs,
@@ -723,14 +736,8 @@ Status matmulBiasAdd(const TensorRef &lhs, const TensorRef &rhs,
                      const TensorRef &out, bool transposeLhs,
                      bool transposeRhs) {
   SMP_RETURN_IF_ERROR(common::checkMatMulBiasAdd(rhs, bias, addend, out));
-  Epilogue e{CUBLASLT_EPILOGUE_BIAS, bias.data, nullptr, addend.data};
-  return epilogueOr(
-      "matmul_bias_add", lhs, rhs, e, out, transposeLhs, transposeRhs, [&] {
-        SMP_RETURN_IF_ERROR(
-            matmulBias(lhs, rhs, bias, out, transposeLhs, transposeRhs));
-        return out.numel() == 0 ? Status::success()
-                                : binary(BinaryOp::Add, out, addend, out);
-      });
+  return productPlusAddend("matmul_bias_add", lhs, rhs, &bias, addend, out,
+                           transposeLhs, transposeRhs);
 }
 
 Status matmulBiasGelu(const TensorRef &lhs, const TensorRef &rhs,
