@@ -48,7 +48,8 @@
 #            the weights random, N(0, 0.02)), 240 s at most;
 #         5. smp's time per op: smprun --profile on the same artifact for
 #            1 + N steps (--profile-steps, default 3; the first left out,
-#            --profile-warmup 1), its top 15 ops and
+#            --profile-warmup 1; the GPU's clock, nothing waited for), its
+#            top 15 ops, the GPU's idle time between instructions and the
 #            top source nodes as tables (scripts/profile_table.py);
 #         6. the PyTorch rows on the same GPU: eager and torch.compile with
 #            SDPA, then without (torch.compile rows need 150 s left);
@@ -692,7 +693,7 @@ run() {
       "$PYTHON" - "$LOGS/profile.jsonl" >> "$SUMMARY" 2>/dev/null <<'EOF' || true
 import json, sys
 ms = [json.loads(l)["step_time"] * 1e3 for l in open(sys.argv[1]) if l.strip()]
-print("The profiled run's steps (every instruction waited for): "
+print("The profiled run's steps (timed on the device's clock, nothing waited for): "
       + ", ".join(f"{m:,.1f}" for m in ms) + " ms")
 print()
 EOF

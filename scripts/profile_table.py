@@ -8,9 +8,13 @@ summary.md for the GPT-2 benchmark's artifact). Standard library only.
 
 PROFILE.json is smprun's --profile output: one entry per instruction of
 the program with op, node (the ONNX node it came from; its gradients carry
-the same name), seconds (wall time summed over the steps; on a GPU each
-instruction waited for), calls (the steps), and flops and bytes of one
-call. --base is the profile of a one-step run of the same artifact: its
+the same name), seconds (summed over the steps: on a GPU the device's
+clock, timing events around each instruction and nothing waited for; on
+the CPU its wall time), clock ("device" or "host"), host_seconds (the
+host's time issuing it), idle_seconds (device clock: the device's time
+with nothing queued before it), calls (the steps), and flops and bytes of
+one call. (Profiles written before the clock was recorded have seconds
+only, the host's.) --base is the profile of a one-step run of the same artifact: its
 times are subtracted instruction by instruction, which leaves the steady
 steps without the first step's one-time costs (lazy kernel loading, library
 handles, allocator growth); without it the first step is in the table,
@@ -18,7 +22,9 @@ unless the run left it out (`smprun --profile-warmup K`: say so with
 --warmup K).
 
 Prints the top ops by total time (per op: instructions, total ms, ms per
-step, share, achieved TFLOP/s and GB/s), the rest in one line, then the top
+step, share, achieved TFLOP/s and GB/s, and the host's ms per step issuing
+them), the rest in one line; on the device's clock, the device's idle time
+a step between instructions and the host's time a step; then the top
 source nodes (forward and gradient instructions of one ONNX node together,
 the layers' /h.N/ merged into /h.*/).
 """
@@ -72,9 +78,10 @@ def main():
         else:
             bsteps = max(b.get("calls", 0) for b in base)
             if steps > bsteps:
-                entries = [dict(e, seconds=max(0.0, e["seconds"] - b["seconds"]),
-                                calls=e["calls"] - b["calls"])
-                           for b, e in zip(base, entries)]
+                entries = [dict(e, calls=e["calls"] - b["calls"], **{
+                    k: max(0.0, e[k] - b.get(k, 0.0))
+                    for k in ("seconds", "host_seconds", "idle_seconds")
+                    if k in e}) for b, e in zip(base, entries)]
                 note = (f"{steps - bsteps} steps: a {steps}-step run less a "
                         f"{bsteps}-step one, the warm-up subtracted")
                 steps -= bsteps
@@ -84,11 +91,21 @@ def main():
         print("profile: no time recorded")
         return
 
+    device = all(e.get("clock") == "device" for e in entries)
+    hosted = all("host_seconds" in e for e in entries)
+    if device:
+        note += "; the device's clock, nothing waited for"
+
     def row_stats(group):
         sec = sum(e["seconds"] for e in group)
         flops = sum(e.get("flops", 0) * e.get("calls", 0) for e in group)
         nbytes = sum(e.get("bytes", 0) * e.get("calls", 0) for e in group)
         return sec, rate(flops, sec, 1e12), rate(nbytes, sec, 1e9)
+
+    def host_ms(group):
+        if not hosted:
+            return "-"
+        return f"{sum(e['host_seconds'] for e in group) * 1e3 / steps:,.2f}"
 
     by_op = collections.defaultdict(list)
     for e in entries:
@@ -97,19 +114,26 @@ def main():
     print(f"Time per op ({note}; {total * 1e3:,.1f} ms in all, "
           f"{total * 1e3 / steps:,.1f} ms per step):")
     print()
-    print("| op | instructions | total ms | ms/step | share | TFLOP/s | GB/s |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| op | instructions | total ms | ms/step | share | TFLOP/s | GB/s "
+          "| host ms/step |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for op in ops[:a.top]:
         sec, tflops, gbs = row_stats(by_op[op])
         print(f"| {op} | {len(by_op[op])} | {sec * 1e3:,.1f} | "
               f"{sec * 1e3 / steps:,.2f} | {100 * sec / total:.1f}% | "
-              f"{tflops} | {gbs} |")
+              f"{tflops} | {gbs} | {host_ms(by_op[op])} |")
     rest = [e for op in ops[a.top:] for e in by_op[op]]
     if rest:
         sec = sum(e["seconds"] for e in rest)
         print(f"| {len(ops) - a.top} other ops | {len(rest)} | "
               f"{sec * 1e3:,.1f} | {sec * 1e3 / steps:,.2f} | "
-              f"{100 * sec / total:.1f}% | | |")
+              f"{100 * sec / total:.1f}% | | | {host_ms(rest)} |")
+    if device:
+        idle = sum(e.get("idle_seconds", 0.0) for e in entries)
+        print()
+        print(f"Between instructions the device waited for the host "
+              f"{idle * 1e3 / steps:,.2f} ms a step; the host took "
+              f"{host_ms(entries)} ms a step to issue the instructions.")
     if a.nodes <= 0:
         return
     by_node = collections.defaultdict(list)

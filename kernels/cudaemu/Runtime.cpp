@@ -6,7 +6,8 @@
 // nothing left to wait for), and each call checks what the real runtime
 // would refuse: a copy whose direction does not match its pointers, a
 // range past the end of an allocation, a free of memory it did not
-// allocate, a device that does not exist.
+// allocate, a device that does not exist. An event's time is the host's
+// when it was recorded (the work before it has run by then).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,8 +30,12 @@ struct EmuStream {
   int device;
   unsigned flags;
 };
+/// An event: work runs when it is enqueued, so the host's clock when it
+/// was last recorded is the device's (cudaEventElapsedTime's).
 struct EmuEvent {
   unsigned flags;
+  bool recorded = false;
+  std::chrono::steady_clock::time_point at{};
 };
 struct EmuPool {
   int device;
@@ -304,7 +310,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
+  if (!event)
+    return cudaErrorInvalidResourceHandle;
+  auto *e = reinterpret_cast<EmuEvent *>(event);
+  e->recorded = true;
+  e->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t) { return stickyError(); }
@@ -321,7 +332,10 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
     return fail(cudaErrorInvalidResourceHandle,
                 "cudaEventElapsedTime on an event made with "
                 "cudaEventDisableTiming");
-  *ms = 0.0f;
+  if (!s->recorded || !e->recorded)
+    return fail(cudaErrorInvalidResourceHandle,
+                "cudaEventElapsedTime on an event never recorded");
+  *ms = std::chrono::duration<float, std::milli>(e->at - s->at).count();
   return cudaSuccess;
 }
 

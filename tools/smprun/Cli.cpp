@@ -181,10 +181,14 @@ OPTIONS
   --threads N        Threads for the CPU kernels and OpenBLAS (default: the
                      cores this process may run on, divided by the ranks on
                      this machine).
-  --profile FILE     Write each instruction's wall time (summed over the
+  --profile FILE     Write each instruction's time (summed over the
                      steps; rank R > 0 of a multi-rank run writes
-                     FILE.rank<R>) as JSON to FILE and
-                     print the time per op.
+                     FILE.rank<R>) as JSON to FILE and print the time per
+                     op. On a GPU the device's clock times each instruction
+                     (timing events around it; nothing waits, the steps run
+                     as unprofiled), and each entry also has the host's
+                     time issuing it and the device's idle time before it;
+                     on the CPU, each instruction's wall time.
   --profile-warmup K Profile the steps after the first K only (default 0):
                      a first step carries one-time costs (on a GPU, the
                      libraries' first calls: ~90 ms in GPT-2 124M's first

@@ -187,7 +187,8 @@ int runForward(const Cli &cli, const smprt::Artifact &artifact,
   if (k == 0)
     return 1;
   if (!cli.profilePath.empty() && rank == 0)
-    exec.enableProfiling();
+    if (smprt::Status s = exec.enableProfiling(); !s.ok())
+      return fail(cli.model + ": " + s.error);
   std::map<std::string, smprt::NpyArray> outputs;
   auto start = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < k; ++b)

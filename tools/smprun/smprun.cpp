@@ -108,20 +108,26 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
   if (!f)
     return fail(path + ": cannot write");
   std::map<std::string, double> byOp;
+  double host = 0.0, idle = 0.0;
+  std::string clock = exec.profileClock();
   std::fprintf(f, "[\n");
   auto entries = exec.profile();
   for (size_t i = 0; i < entries.size(); ++i) {
     byOp[entries[i].op] += entries[i].seconds;
+    host += entries[i].hostSeconds;
+    idle += entries[i].idleSeconds;
     std::fprintf(f,
                  "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f, "
+                 "\"clock\": \"%s\", \"host_seconds\": %.9f, "
+                 "\"idle_seconds\": %.9f, "
                  "\"calls\": %lld, \"elements\": %lld, \"flops\": %.6g, "
                  "\"bytes\": %.6g}%s\n",
                  entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
-                 entries[i].seconds,
+                 entries[i].seconds, clock.c_str(), entries[i].hostSeconds,
+                 entries[i].idleSeconds,
                  static_cast<long long>(entries[i].calls),
-                 static_cast<long long>(entries[i].elements),
-                 entries[i].flops, entries[i].bytes,
-                 i + 1 < entries.size() ? "," : "");
+                 static_cast<long long>(entries[i].elements), entries[i].flops,
+                 entries[i].bytes, i + 1 < entries.size() ? "," : "");
   }
   std::fprintf(f, "]\n");
   std::fclose(f);
@@ -131,10 +137,19 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
   for (const auto &[op, t] : byOp)
     sorted.emplace_back(t, op);
   std::sort(sorted.rbegin(), sorted.rend());
-  std::printf("time per op (profile in %s):\n", path.c_str());
+  std::printf("time per op (profile in %s; %s):\n", path.c_str(),
+              clock == "device" ? "the device's clock, nothing waited for"
+                                : "the host's clock");
+  int width = 14;
   for (const auto &[t, op] : sorted)
-    std::printf("  %-14s %8.3f s  %5.1f%%\n", op.c_str(), t,
+    width = std::max(width, static_cast<int>(op.size()));
+  for (const auto &[t, op] : sorted)
+    std::printf("  %-*s %8.3f s  %5.1f%%\n", width, op.c_str(), t,
                 100.0 * t / std::max(seconds, 1e-12));
+  if (clock == "device")
+    std::printf("  the host issued them in %.3f s; the device waited for "
+                "it between them %.3f s\n",
+                host, idle);
   return 0;
 }
 
@@ -245,8 +260,9 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
       }
     };
   std::vector<smprt::StepRecord> records;
-  if (!cli.profilePath.empty())
-    exec.enableProfiling();
+  smprt::Status profiling;
+  if (!cli.profilePath.empty() && !(profiling = exec.enableProfiling()).ok())
+    return fail(cli.model + ": " + profiling.error);
   auto start = std::chrono::steady_clock::now();
   // --profile-warmup K: the profile (and its run time) restart after step K.
   auto profileStart = start;
@@ -254,7 +270,7 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
     topts.afterStep = [&, first = true](int64_t done) mutable {
       if (first && done >= cli.profileWarmup) {
         first = false;
-        exec.enableProfiling();
+        profiling = exec.enableProfiling();
         profileStart = std::chrono::steady_clock::now();
       }
     };
@@ -262,6 +278,8 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   smprt::Status s = smprt::train(exec, topts, records, &stop);
   if (!s.ok())
     return fail(cli.model + ": " + s.error);
+  if (!profiling.ok())
+    return fail(cli.model + ": " + profiling.error);
   if (stop.signal) {
     if (rank == 0)
       reportStop(cli, launch, stop);

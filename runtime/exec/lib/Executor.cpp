@@ -165,8 +165,12 @@ Status Executor::runSteps(bool forwardOnly) {
   bool profiling = !profile_.empty() && !forwardOnly;
   if (profiling)
     ++profileRuns_;
-  // A device queues the steps: profiling waits for each to time it.
-  bool waitEach = profiling && !backend_->hostAddressable();
+  // A device queues the steps: its clock times them (timing events around
+  // each, read after the step), or, without one, profiling waits for each.
+  bool timed = profiling && !timers_.empty();
+  bool waitEach = profiling && !timed && !backend_->hostAddressable();
+  std::vector<size_t> timedSteps;
+  Stream &stream = backend_->computeStream();
   firstInfinity_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const auto &inst = p.instructions(static_cast<int>(i));
@@ -174,13 +178,21 @@ Status Executor::runSteps(bool forwardOnly) {
       continue;
     const Step &step = steps_[i];
     auto start = std::chrono::steady_clock::now();
-    Status s = step.run();
+    Status s = timed ? stream.record(*timers_[2 * i]) : Status::success();
+    if (s.ok())
+      s = step.run();
+    if (s.ok() && timed && (s = stream.record(*timers_[2 * i + 1])).ok())
+      timedSteps.push_back(i);
     if (s.ok() && waitEach)
       s = backend_->synchronize("the step");
-    if (profiling)
-      profile_[i] += std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    if (profiling) {
+      double host = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+      profileHost_[i] += host;
+      if (!timed)
+        profile_[i] += host;
+    }
     if (!s.ok())
       return Status::failure("instruction '" + step.op + "' (node '" +
                              step.loc + "'): " + s.error);
@@ -197,6 +209,8 @@ Status Executor::runSteps(bool forwardOnly) {
     s = programComm_->synchronize("the collectives of this step");
   if (s.ok())
     s = backend_->synchronize("this step");
+  if (s.ok() && timed)
+    s = addDeviceTimes(timedSteps);
   const auto &outs = artifact_->program.outputs();
   for (size_t i = 0; s.ok() && i < outputCopies_.size(); ++i)
     s = readBuffer(outs[static_cast<int>(i)].buffer(), outputCopies_[i].data());
@@ -234,6 +248,43 @@ bool Executor::hasInput(const std::string &name) const {
   return false;
 }
 
+Status Executor::enableProfiling() {
+  profile_.assign(steps_.size(), 0.0);
+  profileHost_.assign(steps_.size(), 0.0);
+  profileIdle_.assign(steps_.size(), 0.0);
+  profileRuns_ = 0;
+  if (backend_->hostAddressable() || timers_.size() == 2 * steps_.size())
+    return Status::success();
+  std::vector<std::unique_ptr<Event>> timers(2 * steps_.size());
+  for (auto &t : timers) {
+    Status s = backend_->createTimingEvent(t);
+    if (!s.ok())
+      return Status::failure("profiling on " + backend_->name() + ": " +
+                             s.error);
+    if (!t) // no device clock: each instruction waited for
+      return Status::success();
+  }
+  timers_ = std::move(timers);
+  return Status::success();
+}
+
+Status Executor::addDeviceTimes(const std::vector<size_t> &timed) {
+  for (size_t n = 0; n < timed.size(); ++n) {
+    size_t i = timed[n];
+    double busy = 0.0, idle = 0.0;
+    Status s = backend_->elapsed(*timers_[2 * i], *timers_[2 * i + 1], busy);
+    if (s.ok() && n > 0)
+      s = backend_->elapsed(*timers_[2 * timed[n - 1] + 1], *timers_[2 * i],
+                            idle);
+    if (!s.ok())
+      return Status::failure("the profile's times of " +
+                             describeInstruction(i) + ": " + s.error);
+    profile_[i] += busy;
+    profileIdle_[i] += idle;
+  }
+  return Status::success();
+}
+
 std::vector<Executor::ProfileEntry> Executor::profile() const {
   std::vector<ProfileEntry> out;
   for (size_t i = 0; i < profile_.size(); ++i) {
@@ -245,8 +296,9 @@ std::vector<Executor::ProfileEntry> Executor::profile() const {
       auto it = attrs.find(key);
       return it == attrs.end() ? 0.0 : it->second.f();
     };
-    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileRuns_,
-                   elements, num("@flops"), num("@bytes")});
+    out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileHost_[i],
+                   profileIdle_[i], profileRuns_, elements, num("@flops"),
+                   num("@bytes")});
   }
   return out;
 }

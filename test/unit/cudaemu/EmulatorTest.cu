@@ -214,6 +214,33 @@ TEST(CudaEmu, RefusesLaunchesAGpuRefuses) {
   cudaFree(d);
 }
 
+// Work runs when it is queued, so an event's time is the host's when it
+// was recorded: elapsed time covers what ran between the records. An event
+// never recorded or made without timing is refused, as cudart refuses it.
+TEST(CudaEmu, EventsTimeWhatRanBetweenTheirRecords) {
+  cudaEvent_t a, b, never, untimed;
+  ASSERT_EQ(cudaEventCreate(&a), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&b), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&never), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming),
+            cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(a, 0), cudaSuccess);
+  usleep(20000);
+  ASSERT_EQ(cudaEventRecord(b, 0), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(untimed, 0), cudaSuccess);
+  float ms = -1;
+  ASSERT_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+  EXPECT_GE(ms, 19.0f);
+  EXPECT_LT(ms, 2000.0f);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, a, never),
+            cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventElapsedTime(&ms, untimed, b),
+            cudaErrorInvalidResourceHandle);
+  cudaGetLastError();
+  for (cudaEvent_t e : {a, b, never, untimed})
+    cudaEventDestroy(e);
+}
+
 __global__ void barrierOrShuffle(float *out) {
   float v = threadIdx.x;
   if (threadIdx.x < 16)

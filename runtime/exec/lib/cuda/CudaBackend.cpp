@@ -9,7 +9,9 @@
 // the copies reach with cudaMemcpyAsync. The executor copies weights and
 // inputs in and outputs out synchronously, between steps. Streams made by
 // createStream and events (timing off) are there to overlap communication
-// and copies with compute; nothing queues on a second stream yet.
+// and copies with compute; nothing queues on a second stream yet. Timing
+// events (createTimingEvent, elapsed) time the steps on the GPU's clock
+// for the executor's profile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,11 +33,12 @@ Status cudaFailure(const std::string &what, cudaError_t e) {
                          cudaGetErrorString(e) + ")");
 }
 
-/// A cudaEvent_t (timing off) of one device.
+/// A cudaEvent_t of one device: timing off (createEvent) or on
+/// (createTimingEvent, for Backend::elapsed).
 class CudaEvent final : public Event {
 public:
-  CudaEvent(const Backend &backend, cudaEvent_t event)
-      : backend_(backend), event_(event) {}
+  CudaEvent(const Backend &backend, cudaEvent_t event, bool timing = false)
+      : backend_(backend), event_(event), timing_(timing) {}
   ~CudaEvent() override { cudaEventDestroy(event_); }
   bool query() override { return cudaEventQuery(event_) == cudaSuccess; }
   Status synchronize(const std::string &what) override {
@@ -45,10 +48,12 @@ public:
   }
   const Backend &backend() const override { return backend_; }
   cudaEvent_t event() const { return event_; }
+  bool timing() const { return timing_; }
 
 private:
   const Backend &backend_;
   cudaEvent_t event_;
+  bool timing_;
 };
 
 /// A cudaStream_t of one device: the kernel context's (not owned), or one
@@ -226,6 +231,34 @@ public:
     });
     if (s.ok())
       out = std::make_unique<CudaEvent>(*this, event);
+    return s;
+  }
+
+  Status createTimingEvent(std::unique_ptr<Event> &out) override {
+    cudaEvent_t event = nullptr;
+    Status s = onDevice("creating a timing event", [&] {
+      return cudaEventCreateWithFlags(&event, cudaEventDefault);
+    });
+    if (s.ok())
+      out = std::make_unique<CudaEvent>(*this, event, /*timing=*/true);
+    return s;
+  }
+
+  Status elapsed(Event &from, Event &to, double &seconds) override {
+    auto timer = [&](Event &e) -> const CudaEvent * {
+      auto *c =
+          &e.backend() == this ? static_cast<const CudaEvent *>(&e) : nullptr;
+      return c && c->timing() ? c : nullptr;
+    };
+    const CudaEvent *a = timer(from), *b = timer(to);
+    if (!a || !b)
+      return Status::failure("timing two events on " + name() +
+                             ": not timing events of this backend");
+    float ms = 0.0f;
+    Status s = onDevice("timing two events", [&] {
+      return cudaEventElapsedTime(&ms, a->event(), b->event());
+    });
+    seconds = ms * 1e-3;
     return s;
   }
 

@@ -156,6 +156,24 @@ public:
   virtual Status createStream(std::unique_ptr<Stream> &out) = 0;
   /// An event of this device, for Stream::record and Stream::wait.
   virtual Status createEvent(std::unique_ptr<Event> &out) = 0;
+
+  /// An event whose recorded points the device's own clock times
+  /// (elapsed()): how a device's work is profiled without waiting for each
+  /// step (Executor::enableProfiling). `out` stays empty where the host's
+  /// clock times the work: the CPU, whose steps finish as they are issued.
+  virtual Status createTimingEvent(std::unique_ptr<Event> &out) {
+    out.reset();
+    return Status::success();
+  }
+  /// The device's seconds from the point `from` marks to the one `to`
+  /// marks: two timing events of this backend, recorded, their work
+  /// finished.
+  virtual Status elapsed(Event &from, Event &to, double &seconds) {
+    (void)from;
+    (void)to;
+    seconds = 0.0;
+    return Status::failure(name() + " has no device clock to time events");
+  }
 };
 
 /// The CPU backend (always built; the executor's default).

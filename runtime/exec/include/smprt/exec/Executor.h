@@ -62,19 +62,33 @@ public:
   Status readBuffer(uint32_t index, void *dst) const;
   Status writeBuffer(uint32_t index, const void *src);
 
-  /// Per-instruction wall time of the runs since profiling was enabled.
-  void enableProfiling() {
-    profile_.assign(steps_.size(), 0.0);
-    profileRuns_ = 0;
-  }
+  /// Times each instruction of the training runs from now on (after
+  /// init(); again: the sums restart). On a backend with a device clock
+  /// (Backend::createTimingEvent: a GPU) two timing events bracket each
+  /// instruction on the compute stream and nothing waits: the step runs as
+  /// it would unprofiled, and the device's times are read once the step
+  /// has finished. Elsewhere the host's wall time of each instruction (a
+  /// device without a clock: each instruction waited for).
+  Status enableProfiling();
   struct ProfileEntry {
     std::string op, loc;
-    double seconds;      // summed over the runs
+    /// Summed over the runs: the device's time from the instruction's
+    /// first queued work to its last (including any wait for its own
+    /// launches) where profileClock() is "device", else the host's.
+    double seconds;
+    double hostSeconds; // the host's time issuing it (seconds on the CPU)
+    /// "device" only: the device's time between the previous instruction's
+    /// end and this one's start, with nothing queued (the host was behind).
+    double idleSeconds;
     int64_t calls;       // the runs
     int64_t elements;    // of its outputs (for scaling to other shapes)
     double flops, bytes; // the compiler's cost of one call (0: unknown)
   };
   std::vector<ProfileEntry> profile() const;
+  /// Which clock the profile's `seconds` are of: "device" or "host".
+  const char *profileClock() const {
+    return timers_.empty() ? "host" : "device";
+  }
 
   /// Checks every float output of every instruction as it runs (smprun
   /// --check-finite; PyTorch's torch.autograd.detect_anomaly): run() fails
@@ -128,7 +142,14 @@ private:
   std::vector<bool> inputSet_;
   /// Host copies of the outputs when the arena is not host memory.
   std::vector<std::string> outputCopies_;
+  /// The device's times of the instructions timed in this run (their
+  /// indices in `timed`), added to profile_ and profileIdle_.
+  Status addDeviceTimes(const std::vector<size_t> &timed);
+
   std::vector<double> profile_; // empty unless profiling
+  std::vector<double> profileHost_, profileIdle_;
+  /// With a device clock: each instruction's (start, end) timing events.
+  std::vector<std::unique_ptr<Event>> timers_;
   int64_t profileRuns_ = 0;
   bool checkFinite_ = false;
   std::string firstInfinity_;
