@@ -12,7 +12,8 @@ the same name), seconds (summed over the steps: on a GPU the device's
 clock, timing events around each instruction and nothing waited for; on
 the CPU its wall time), clock ("device" or "host"), host_seconds (the
 host's time issuing it), idle_seconds (device clock: the device's time
-with nothing queued before it), calls (the steps), and flops and bytes of
+with nothing queued before it; for a step's first instruction, since the
+previous step's end), calls (the steps), and flops and bytes of
 one call. (Profiles written before the clock was recorded have seconds
 only, the host's.) --base is the profile of a one-step run of the same artifact: its
 times are subtracted instruction by instruction, which leaves the steady
@@ -24,7 +25,8 @@ unless the run left it out (`smprun --profile-warmup K`: say so with
 Prints the top ops by total time (per op: instructions, total ms, ms per
 step, share, achieved TFLOP/s and GB/s, and the host's ms per step issuing
 them), the rest in one line; on the device's clock, the device's idle time
-a step between instructions and the host's time a step; then the top
+a step between instructions and between steps, and the host's time a
+step; then the top
 source nodes (forward and gradient instructions of one ONNX node together,
 the layers' /h.N/ merged into /h.*/).
 """
@@ -129,11 +131,16 @@ def main():
               f"{sec * 1e3:,.1f} | {sec * 1e3 / steps:,.2f} | "
               f"{100 * sec / total:.1f}% | | | {host_ms(rest)} |")
     if device:
-        idle = sum(e.get("idle_seconds", 0.0) for e in entries)
+        # A step's first instruction's idle time is since the previous
+        # step's end (the step's waits, the next batch's inputs).
+        ran = [e for e in entries if e.get("calls", 0) > 0]
+        between = ran[0].get("idle_seconds", 0.0) if ran else 0.0
+        idle = sum(e.get("idle_seconds", 0.0) for e in ran[1:])
         print()
-        print(f"Between instructions the device waited for the host "
-              f"{idle * 1e3 / steps:,.2f} ms a step; the host took "
-              f"{host_ms(entries)} ms a step to issue the instructions.")
+        print(f"The device waited for the host {idle * 1e3 / steps:,.2f} ms "
+              f"a step between the instructions and "
+              f"{between * 1e3 / steps:,.2f} ms between the steps; the host "
+              f"took {host_ms(entries)} ms a step to issue the instructions.")
     if a.nodes <= 0:
         return
     by_node = collections.defaultdict(list)

@@ -108,14 +108,18 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
   if (!f)
     return fail(path + ": cannot write");
   std::map<std::string, double> byOp;
-  double host = 0.0, idle = 0.0;
+  // The device's idle time before each step's first instruction (since the
+  // previous step's end) and before the others.
+  double host = 0.0, idleSteps = 0.0, idle = 0.0;
+  bool first = true;
   std::string clock = exec.profileClock();
   std::fprintf(f, "[\n");
   auto entries = exec.profile();
   for (size_t i = 0; i < entries.size(); ++i) {
     byOp[entries[i].op] += entries[i].seconds;
     host += entries[i].hostSeconds;
-    idle += entries[i].idleSeconds;
+    (first ? idleSteps : idle) += entries[i].idleSeconds;
+    first = first && entries[i].calls == 0;
     std::fprintf(f,
                  "  {\"op\": \"%s\", \"node\": \"%s\", \"seconds\": %.9f, "
                  "\"clock\": \"%s\", \"host_seconds\": %.9f, "
@@ -148,8 +152,9 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
                 100.0 * t / std::max(seconds, 1e-12));
   if (clock == "device")
     std::printf("  the host issued them in %.3f s; the device waited for "
-                "it between them %.3f s\n",
-                host, idle);
+                "it %.3f s between the instructions and %.3f s between the "
+                "steps\n",
+                host, idle, idleSteps);
   return 0;
 }
 

@@ -168,6 +168,8 @@ Status Executor::runSteps(bool forwardOnly) {
   // A device queues the steps: its clock times them (timing events around
   // each, read after the step), or, without one, profiling waits for each.
   bool timed = profiling && !timers_.empty();
+  if (!timed) // an evaluation's device time is not idle time
+    afterProfiledStep_ = false;
   bool waitEach = profiling && !timed && !backend_->hostAddressable();
   std::vector<size_t> timedSteps;
   Stream &stream = backend_->computeStream();
@@ -205,6 +207,11 @@ Status Executor::runSteps(bool forwardOnly) {
   }
   // Pipeline sends are eager; the step ends once the peers have them.
   Status s = programComm_->completeSends("the sends of this step");
+  if (s.ok() && timed) {
+    stepEnd_ = stepEnd_ == timers_.size() - 1 ? timers_.size() - 2
+                                              : timers_.size() - 1;
+    s = stream.record(*timers_[stepEnd_]);
+  }
   if (s.ok())
     s = programComm_->synchronize("the collectives of this step");
   if (s.ok())
@@ -253,9 +260,9 @@ Status Executor::enableProfiling() {
   profileHost_.assign(steps_.size(), 0.0);
   profileIdle_.assign(steps_.size(), 0.0);
   profileRuns_ = 0;
-  if (backend_->hostAddressable() || timers_.size() == 2 * steps_.size())
+  if (backend_->hostAddressable() || timers_.size() == 2 * steps_.size() + 2)
     return Status::success();
-  std::vector<std::unique_ptr<Event>> timers(2 * steps_.size());
+  std::vector<std::unique_ptr<Event>> timers(2 * steps_.size() + 2);
   for (auto &t : timers) {
     Status s = backend_->createTimingEvent(t);
     if (!s.ok())
@@ -265,17 +272,24 @@ Status Executor::enableProfiling() {
       return Status::success();
   }
   timers_ = std::move(timers);
+  stepEnd_ = timers_.size() - 1;
+  afterProfiledStep_ = false;
   return Status::success();
 }
 
 Status Executor::addDeviceTimes(const std::vector<size_t> &timed) {
+  // The previous profiled step's end, in the other step-end event.
+  size_t before =
+      stepEnd_ == timers_.size() - 1 ? timers_.size() - 2 : timers_.size() - 1;
+  bool after = afterProfiledStep_;
+  afterProfiledStep_ = true;
   for (size_t n = 0; n < timed.size(); ++n) {
     size_t i = timed[n];
     double busy = 0.0, idle = 0.0;
     Status s = backend_->elapsed(*timers_[2 * i], *timers_[2 * i + 1], busy);
-    if (s.ok() && n > 0)
-      s = backend_->elapsed(*timers_[2 * timed[n - 1] + 1], *timers_[2 * i],
-                            idle);
+    if (s.ok() && (n > 0 || after))
+      s = backend_->elapsed(*timers_[n > 0 ? 2 * timed[n - 1] + 1 : before],
+                            *timers_[2 * i], idle);
     if (!s.ok())
       return Status::failure("the profile's times of " +
                              describeInstruction(i) + ": " + s.error);

@@ -185,32 +185,49 @@ TEST(Profile, ADevicesClockTimesEachInstructionWithoutWaiting) {
   ASSERT_TRUE(t.ready.ok()) << t.ready.error;
   EXPECT_STREQ(t.exec.profileClock(), "device");
   int waits = t.dev.waits; // loading the weights waited
-  for (int run = 0; run < 2; ++run)
-    ASSERT_TRUE(t.exec.run().ok());
+  ASSERT_TRUE(t.exec.run().ok());
+  t.dev.host += 3.0; // the host's work between the steps
+  ASSERT_TRUE(t.exec.run().ok());
   // One wait a step, at its end: none for the instructions.
   EXPECT_EQ(t.dev.waits - waits, 2);
-  // A step on the two clocks (ms; each record 0.5 on the host): start a
-  // at 0.5; a issued by 1.5, done 2.5; b's start 2.5, b issued by 3.5 and
-  // done 3.6, its end recorded at host 4.0; c's start at host 4.5 (the
-  // device idle 0.5 since b's end); c done 6.5. So a 2.0 (1.0 waiting for
-  // its launch), b 1.5 (waiting for its end's record), c 2.0 after 0.5
-  // idle; twice.
+  // The first step on the two clocks (ms; each record 0.5 on the host):
+  // start a at 0.5; a issued by 1.5, done 2.5; b's start 2.5, b issued by
+  // 3.5 and done 3.6, its end recorded at host 4.0; c's start at host 4.5
+  // (the device idle 0.5 since b's end); c done 6.5; the step's end 6.5.
+  // So a 2.0 (1.0 waiting for its launch), b 1.5 (waiting for its end's
+  // record), c 2.0 after 0.5 idle. The second the same from host 9.5: a's
+  // start at 10.0, the device idle 3.5 since the first step's end.
   auto p = t.exec.profile();
   ASSERT_EQ(p.size(), 3u);
-  const double busy[] = {2.0, 1.5, 2.0}, idle[] = {0.0, 0.0, 0.5};
+  const double busy[] = {4.0, 3.0, 4.0}, idle[] = {3.5, 0.0, 1.0};
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(p[i].op, std::string(1, char('a' + i)));
     EXPECT_EQ(p[i].calls, 2);
-    EXPECT_NEAR(p[i].seconds, 2 * busy[i] * 1e-3, 1e-12) << p[i].op;
-    EXPECT_NEAR(p[i].idleSeconds, 2 * idle[i] * 1e-3, 1e-12) << p[i].op;
+    EXPECT_NEAR(p[i].seconds, busy[i] * 1e-3, 1e-12) << p[i].op;
+    EXPECT_NEAR(p[i].idleSeconds, idle[i] * 1e-3, 1e-12) << p[i].op;
     EXPECT_GE(p[i].hostSeconds, 0.0);
   }
-  // Enabled again (smprun --profile-warmup): the sums restart.
+  // Enabled again (smprun --profile-warmup): the sums restart, the gap
+  // since the last step's end (16.0) counted.
   ASSERT_TRUE(t.exec.enableProfiling().ok());
   ASSERT_TRUE(t.exec.run().ok());
   p = t.exec.profile();
   EXPECT_EQ(p[2].calls, 1);
   EXPECT_NEAR(p[2].seconds, 2.0e-3, 1e-12);
+  EXPECT_NEAR(p[0].idleSeconds, 0.5e-3, 1e-12);
+}
+
+TEST(Profile, AnEvaluationBetweenStepsIsNotIdleTime) {
+  Profiled t(/*clock=*/true);
+  ASSERT_TRUE(t.ready.ok()) << t.ready.error;
+  ASSERT_TRUE(t.exec.run().ok());
+  t.dev.host += 3.0;
+  ASSERT_TRUE(t.exec.runForward().ok()); // smprun --eval-data
+  ASSERT_TRUE(t.exec.run().ok());
+  auto p = t.exec.profile();
+  EXPECT_EQ(p[0].calls, 2);
+  EXPECT_EQ(p[0].idleSeconds, 0.0);
+  EXPECT_NEAR(p[2].idleSeconds, 1.0e-3, 1e-12);
 }
 
 TEST(Profile, AFailedTimingNamesTheInstruction) {

@@ -78,7 +78,9 @@ public:
     double seconds;
     double hostSeconds; // the host's time issuing it (seconds on the CPU)
     /// "device" only: the device's time between the previous instruction's
-    /// end and this one's start, with nothing queued (the host was behind).
+    /// end and this one's start, with nothing queued (the host was behind);
+    /// for the step's first instruction, since the previous profiled
+    /// step's end (its waits, the next batch's inputs).
     double idleSeconds;
     int64_t calls;       // the runs
     int64_t elements;    // of its outputs (for scaling to other shapes)
@@ -148,8 +150,13 @@ private:
 
   std::vector<double> profile_; // empty unless profiling
   std::vector<double> profileHost_, profileIdle_;
-  /// With a device clock: each instruction's (start, end) timing events.
+  /// With a device clock: each instruction's (start, end) timing events,
+  /// then two for the steps' ends, a profiled step's end marked in
+  /// timers_[stepEnd_] (the other holds the previous step's, if
+  /// afterProfiledStep_).
   std::vector<std::unique_ptr<Event>> timers_;
+  size_t stepEnd_ = 0;
+  bool afterProfiledStep_ = false;
   int64_t profileRuns_ = 0;
   bool checkFinite_ = false;
   std::string firstInfinity_;
