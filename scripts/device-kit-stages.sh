@@ -11,12 +11,17 @@
 # benchmark's artifact again under ablate-NAME.env's VAR=VALUE ({logs}: the
 # run's output folder), STEPS steps each; the median step time but the
 # first's, with its tokens/s, MFU and the device's peak bytes, one table in
-# summary.md, and the runs' SMP_CUBLASLT_TUNE notes after it. A row that
-# would start with under 20 s of the budget left is skipped, and the rest.
+# summary.md (with the row "best" where ablations.txt names it: best_row),
+# and the runs' SMP_CUBLASLT_TUNE notes after it. A row that would start with under 20 s of the budget left
+# is skipped, and the rest.
 ablation_stage() {
-  local bdir=$1 dev=$2 steps=$3 a name flags prep ms rc result=ok envs n
-  local arts=() run=()
+  local bdir=$1 dev=$2 steps=$3 a name n result=ok
+  local arts=()
+  # Each measured row's median ms, and what it changed: its artifact
+  # (ROW_ART), its environment (ROW_ENV, {logs} filled in) and its flags.
+  declare -gA ROW_MS=() ROW_ART=() ROW_ENV=() ROW_FLAGS=()
   [ ! -f "$bdir/ablations.txt" ] || while read -r n; do
+    [ "$n" != best ] || arts+=(best)
     for a in "$bdir/ablate-$n.smpx" "$bdir/ablate-$n.env"; do
       [ ! -e "$a" ] || arts+=("$a")
     done
@@ -32,45 +37,21 @@ ablation_stage() {
     echo "| --- | --- | --- | --- | --- | --- |"
   } >> "$SUMMARY"
   for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
-    name=$(basename "${a%.*}")
-    if [ $(($(left) - RESERVE)) -lt 20 ]; then
-      echo "| $name | | skipped (the budget: $(($(left) - RESERVE)) s left) |" >> "$SUMMARY"
-      result="rows skipped (the budget)"
+    if [ "$a" = best ]; then
+      best_row "$bdir" "$dev" "$steps" || result=$ROW_RESULT
       continue
     fi
-    flags="(the benchmark's)"
-    envs=()
-    run=("$a")
+    name=$(basename "${a%.*}")
+    local flags="(the benchmark's)" envs=() run=$a
     if [ "${a##*.}" = env ]; then
       read -ra envs < "$a"
       flags="${envs[*]} (environment)"
       envs=("${envs[@]//\{logs\}/$LOGS}")
-      run=("$bdir/gpt2-fused.smpx")
+      run=$bdir/gpt2-fused.smpx
     fi
     [ ! -f "${a%.*}.flags" ] || flags=$(cat "${a%.*}.flags")
-    prep=$(fill_weights "${run[0]}")
-    rc=0
-    if [ "$prep" != ok ]; then
-      ms=$prep
-    elif limited 90 env "${envs[@]}" "$BIN/smprun" "${run[0]}" --device "$dev" \
-      --data "$bdir/data" --steps "$steps" --metrics "$LOGS/$name.jsonl" \
-      > "$LOGS/$name.out" 2>&1; then
-      ms=$("$PYTHON" -c 'import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][1:]
-def med(k):
-    return statistics.median(r[k] for r in rows)
-if rows:
-    ms, tok, mfu = med("step_time") * 1e3, med("tokens_per_s"), med("mfu")
-    peak = max(r.get("peak_bytes", 0) for r in rows)
-    print(f"{ms:,.2f} | {tok:,.0f} | {mfu * 100:.1f}% | {peak:,}")
-else:
-    print("no steps")' "$LOGS/$name.jsonl")
-    else
-      rc=$?
-      ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"
-    fi
-    [ "$prep" = ok ] && [ $rc = 0 ] || result=$ms
-    echo "| $name | $flags | $ms |" >> "$SUMMARY"
+    ablation_row "$name" "$flags" "$run" "$dev" "$bdir" "$steps" "${envs[@]}" ||
+      result=$ROW_RESULT
   done
   echo >> "$SUMMARY"
   if grep -qh '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out 2> /dev/null; then
@@ -82,6 +63,87 @@ else:
     echo >> "$SUMMARY"
   fi
   stage_end "ablations" "$result"
+}
+
+# ablation_row NAME FLAGS ARTIFACT DEV BDIR STEPS [VAR=VALUE...]: one row of
+# the ablations' table, ARTIFACT run STEPS steps under the environment;
+# its median ms in ROW_MS[NAME] when it ran. Fails (ROW_RESULT says why)
+# when the row failed or the budget skipped it.
+ablation_row() {
+  local name=$1 flags=$2 art=$3 dev=$4 bdir=$5 steps=$6 prep ms rc=0
+  shift 6
+  if [ $(($(left) - RESERVE)) -lt 20 ]; then
+    echo "| $name | | skipped (the budget: $(($(left) - RESERVE)) s left) |" >> "$SUMMARY"
+    ROW_RESULT="rows skipped (the budget)"
+    return 1
+  fi
+  prep=$(fill_weights "$art")
+  if [ "$prep" != ok ]; then
+    ms=$prep
+  elif limited 90 env "$@" "$BIN/smprun" "$art" --device "$dev" \
+    --data "$bdir/data" --steps "$steps" --metrics "$LOGS/$name.jsonl" \
+    > "$LOGS/$name.out" 2>&1; then
+    ms=$("$PYTHON" -c 'import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][1:]
+def med(k):
+    return statistics.median(r[k] for r in rows)
+if rows:
+    ms, tok, mfu = med("step_time") * 1e3, med("tokens_per_s"), med("mfu")
+    peak = max(r.get("peak_bytes", 0) for r in rows)
+    print(f"{ms:,.2f} | {tok:,.0f} | {mfu * 100:.1f}% | {peak:,}")
+else:
+    print("no steps")' "$LOGS/$name.jsonl")
+  else
+    rc=$?
+    ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"
+  fi
+  echo "| $name | $flags | $ms |" >> "$SUMMARY"
+  if [ "$prep" = ok ] && [ $rc = 0 ] && [[ $ms =~ ^[0-9] ]]; then
+    ROW_MS[$name]=${ms%% *}
+    ROW_MS[$name]=${ROW_MS[$name]//,/}
+    ROW_ART[$name]=$art
+    ROW_ENV[$name]="$*"
+    ROW_FLAGS[$name]=$flags
+    return 0
+  fi
+  ROW_RESULT=$ms
+  return 1
+}
+
+# best_row BDIR DEV STEPS: the faster choices of the rows measured so far
+# together, as one more row ("best"): the fastest artifact of the benchmark's batch (the
+# benchmark's or an ablation's; not another batch) under every environment
+# row that beat the benchmark's by more than 0.5% (not SMP_CUBLASLT_TUNE=1,
+# which tunes anew each run: use-tuned-gemm runs its file). Nothing to run
+# when the benchmark's configuration was the fastest; says so.
+best_row() {
+  local bdir=$1 dev=$2 steps=$3 base n art=gpt2-fused envs=() what=() words
+  base=${ROW_MS[gpt2-fused]:-}
+  [ -n "$base" ] || return 0
+  local rows
+  mapfile -t rows < <(printf '%s\n' "${!ROW_MS[@]}" | sort) # a fixed order
+  for n in "${rows[@]}"; do
+    [[ ${ROW_ART[$n]} == *.smpx ]] && [ -z "${ROW_ENV[$n]}" ] || continue
+    [[ ${ROW_FLAGS[$n]} != *--batch-size* ]] || continue
+    awk -v a="${ROW_MS[$n]}" -v b="${ROW_MS[$art]}" 'BEGIN {exit !(a < b)}' &&
+      art=$n
+  done
+  [ "$art" = gpt2-fused ] || what+=("${ROW_FLAGS[$art]}")
+  for n in "${rows[@]}"; do
+    [ -n "${ROW_ENV[$n]}" ] && [[ ${ROW_ENV[$n]} != *SMP_CUBLASLT_TUNE=1* ]] ||
+      continue
+    awk -v a="${ROW_MS[$n]}" -v b="$base" 'BEGIN {exit !(a < 0.995 * b)}' ||
+      continue
+    read -ra words <<< "${ROW_ENV[$n]}"
+    envs+=("${words[@]}")
+    what+=("${words[@]}")
+  done
+  if [ ${#what[@]} = 0 ]; then
+    echo "| best | (the benchmark's: no ablation was faster) | ${base} |" >> "$SUMMARY"
+    return 0
+  fi
+  ablation_row best "${what[*]//$LOGS\//\{logs\}/}" "${ROW_ART[$art]}" "$dev" \
+    "$bdir" "$steps" "${envs[@]}"
 }
 
 # The Hugging Face Trainer's mixed precision on the GPU: the Trainer trains

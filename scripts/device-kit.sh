@@ -60,7 +60,9 @@
 #         7. the ablations: the benchmark's artifact and the same model
 #            compiled without one optimisation each, or at twice the
 #            batch (ABLATIONS), --warmup steps each (5 at least), a table
-#            of their median step times, tokens/s, MFU and peak bytes;
+#            of their median step times, tokens/s, MFU and peak bytes,
+#            with a row "best" of the faster choices the rows before it
+#            found, together;
 #            7b. torch.compile with SDPA at twice the batch (GPU only,
 #            120 s left at least).
 #       --budget (default 480) counts from the start of `run`: every
@@ -92,15 +94,19 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # "env VAR=VALUE ...": the benchmark's artifact run with that environment
 # ({logs}: the run's output folder): SMP_CUBLASLT_TUNE=1 times cuBLASLt's
 # algorithms per product shape and keeps the fastest in gemm-tuning.txt,
-# which use-tuned-gemm (after it) runs untimed.
+# which use-tuned-gemm (after it) runs untimed. "best:" is no artifact: the
+# rows before it that beat the benchmark, run together (device-kit-stages.sh,
+# best_row).
 # They run in this order (ablations.txt), the open questions first: the
 # rows the budget has no room for are skipped, measured ones last.
 ABLATIONS=("attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
+  "dgelu-no-bias-grad:--dgelu-epilogue --no-bias-grad-epilogue"
   "no-residual-epilogue:--no-residual-epilogue"
   "tune-gemm:env SMP_CUBLASLT_TUNE=1 SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
   "use-tuned-gemm:env SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
-  "no-fuse-loss-grad:--no-fuse-loss-grad" "batch-x2:--batch-size x2"
+  "no-fuse-loss-grad:--no-fuse-loss-grad" "best:"
+  "batch-x2:--batch-size x2"
   "no-gelu-epilogue:--no-gelu-epilogue" "no-pad-vocab:--no-pad-vocab")
 
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
@@ -179,6 +185,7 @@ pack() {
     for ab in "${ABLATIONS[@]}"; do
       echo "${ab%%:*}" >> "$dir/ablations.txt"
       flags=${ab#*:}
+      [ -n "$flags" ] || continue # best: made of the rows before it
       if [[ $flags == "env "* ]]; then
         echo "${flags#env }" > "$dir/ablate-${ab%%:*}.env"
         continue
