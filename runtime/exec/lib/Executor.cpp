@@ -208,8 +208,7 @@ Status Executor::runSteps(bool forwardOnly) {
   // Pipeline sends are eager; the step ends once the peers have them.
   Status s = programComm_->completeSends("the sends of this step");
   if (s.ok() && timed) {
-    stepEnd_ = stepEnd_ == timers_.size() - 1 ? timers_.size() - 2
-                                              : timers_.size() - 1;
+    stepEnd_ = otherStepEnd();
     s = stream.record(*timers_[stepEnd_]);
   }
   if (s.ok())
@@ -278,9 +277,7 @@ Status Executor::enableProfiling() {
 }
 
 Status Executor::addDeviceTimes(const std::vector<size_t> &timed) {
-  // The previous profiled step's end, in the other step-end event.
-  size_t before =
-      stepEnd_ == timers_.size() - 1 ? timers_.size() - 2 : timers_.size() - 1;
+  size_t before = otherStepEnd(); // the previous profiled step's end
   bool after = afterProfiledStep_;
   afterProfiledStep_ = true;
   for (size_t n = 0; n < timed.size(); ++n) {

@@ -147,6 +147,11 @@ private:
   /// The device's times of the instructions timed in this run (their
   /// indices in `timed`), added to profile_ and profileIdle_.
   Status addDeviceTimes(const std::vector<size_t> &timed);
+  /// The step-end timing event that is not timers_[stepEnd_].
+  size_t otherStepEnd() const {
+    return stepEnd_ == timers_.size() - 1 ? timers_.size() - 2
+                                          : timers_.size() - 1;
+  }
 
   std::vector<double> profile_; // empty unless profiling
   std::vector<double> profileHost_, profileIdle_;
