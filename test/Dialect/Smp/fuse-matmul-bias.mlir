@@ -2,8 +2,8 @@
 // The pass: lib/Dialect/Smp/Transforms/FuseMatMulBias.cpp.
 
 // nn.Linear's forward: the bias added to the product (either operand order,
-// [N] or [1, 1, N], transposed weights) becomes one matmul_bias in the add's
-// place; the product's discardable attributes go with it.
+// [N] or [1, 1, N], transposed weights) becomes one matmul_bias; the
+// product's discardable attributes go with it.
 // CHECK-LABEL: func.func @linear
 // CHECK: %[[A:.*]] = smp.matmul_bias %arg0, %arg1, %arg2 {smp.stage = 1 : i64, transpose_rhs = true} : (tensor<2x16x64xbf16>, tensor<256x64xbf16>, tensor<256xbf16>) -> tensor<2x16x256xbf16>
 // CHECK: %[[G:.*]] = smp.gelu %[[A]]
@@ -18,6 +18,28 @@ func.func @linear(%x: tensor<2x16x64xbf16>, %w1: tensor<256x64xbf16>, %b1: tenso
   %n = smp.matmul %g, %w2 : (tensor<2x16x256xbf16>, tensor<256x64xbf16>) -> tensor<2x16x64xbf16>
   %b = smp.add %n, %b2 : (tensor<2x16x64xbf16>, tensor<1x1x64xbf16>) -> tensor<2x16x64xbf16>
   return %b : tensor<2x16x64xbf16>
+}
+
+// -----
+
+// Where the fused op goes: at the product when the bias is made before it
+// (x and w live no longer than they did), so an op between the product and
+// the add now comes after it; at the add when the bias is made between
+// them.
+// CHECK-LABEL: func.func @placement
+// CHECK: %[[T:.*]] = smp.tanh %arg0
+// CHECK-NEXT: %[[P:.*]] = smp.matmul_bias %arg0, %arg1, %arg2
+// CHECK-NEXT: %[[C:.*]] = smp.tanh %arg2
+// CHECK-NEXT: %[[Q:.*]] = smp.matmul_bias %[[T]], %arg1, %[[C]]
+// CHECK-NEXT: return %[[P]], %[[Q]]
+func.func @placement(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %t = smp.tanh %x : tensor<4x8xf32>
+  %m0 = smp.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %m1 = smp.matmul %t, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %c = smp.tanh %b : tensor<8xf32>
+  %a0 = smp.add %m0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %a1 = smp.add %m1, %c : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %a0, %a1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
 // -----

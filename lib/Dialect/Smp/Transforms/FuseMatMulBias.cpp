@@ -50,8 +50,17 @@ void replaceAddAndProduct(AddOp add, Operation *mm, Operation *fused) {
   mm->erase();
 }
 
+/// Whether `v` is defined before `op` (a block argument, or an op before it
+/// in its block or in an enclosing one).
+bool definedBefore(Value v, Operation *op) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
+}
+
 /// add(bias, matmul(x, w)) (either operand order) -> matmul_bias(x, w,
 /// bias), where the product has no other use and a rhs of rank 2 or more.
+/// At the product when the bias is made before it (a parameter always):
+/// x and w then live no longer than they did; else at the add.
 bool fuseMatMulBias(AddOp add) {
   for (auto [p, bias] : {std::pair(add.getRhs(), add.getLhs()),
                          std::pair(add.getLhs(), add.getRhs())}) {
@@ -61,7 +70,8 @@ bool fuseMatMulBias(AddOp add) {
         !isRowBias(cast<RankedTensorType>(bias.getType()),
                    cast<RankedTensorType>(mm.getType())))
       continue;
-    OpBuilder b(add);
+    OpBuilder b(definedBefore(bias, mm) ? mm.getOperation()
+                                        : add.getOperation());
     auto fused = MatMulBiasOp::create(
         b, add.getLoc(), mm.getType(), mm.getLhs(), mm.getRhs(), bias,
         mm.getTransposeLhsAttr(), mm.getTransposeRhsAttr());
@@ -69,13 +79,6 @@ bool fuseMatMulBias(AddOp add) {
     return true;
   }
   return false;
-}
-
-/// Whether `v` is defined before `op` (a block argument, or an op before it
-/// in its block or in an enclosing one).
-bool definedBefore(Value v, Operation *op) {
-  Operation *def = v.getDefiningOp();
-  return !def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op);
 }
 
 /// add(r, matmul_bias(x, w, b)) (either operand order) ->
