@@ -47,7 +47,7 @@
 #         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
 #            the weights random, N(0, 0.02)), 240 s at most;
 #         5. smp's time per op: smprun --profile on the same artifact for
-#            1 + N steps (--profile-steps, default 3; the first left out,
+#            1 + N steps (--profile-steps, default 10; the first left out,
 #            --profile-warmup 1; the GPU's clock, nothing waited for), its
 #            top 15 ops, the GPU's idle time between instructions and the
 #            top source nodes as tables (scripts/profile_table.py);
@@ -448,7 +448,7 @@ fill_weights() {
 source "$ROOT/scripts/device-kit-stages.sh"
 
 run() {
-  local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=3
+  local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=10
   BUDGET=480
   shift 2
   while [ $# -gt 0 ]; do
