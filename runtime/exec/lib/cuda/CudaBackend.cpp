@@ -56,6 +56,13 @@ private:
   bool timing_;
 };
 
+/// `event` as a CudaEvent when `backend` made it, else null (events order
+/// and time the streams of one backend only).
+const CudaEvent *cudaEventOf(const Backend &backend, const Event &event) {
+  return &event.backend() == &backend ? static_cast<const CudaEvent *>(&event)
+                                      : nullptr;
+}
+
 /// A cudaStream_t of one device: the kernel context's (not owned), or one
 /// made by createStream (non-blocking, destroyed with this object).
 class CudaStream final : public Stream {
@@ -67,13 +74,13 @@ public:
       cudaStreamDestroy(stream_);
   }
   Status record(Event &event) override {
-    const CudaEvent *e = eventOf(event);
+    const CudaEvent *e = cudaEventOf(backend_, event);
     if (!e)
       return foreign(event, "record");
     return check(cudaEventRecord(e->event(), stream_), "recording an event");
   }
   Status wait(Event &event) override {
-    const CudaEvent *e = eventOf(event);
+    const CudaEvent *e = cudaEventOf(backend_, event);
     if (!e)
       return foreign(event, "wait for");
     return check(cudaStreamWaitEvent(stream_, e->event(), 0),
@@ -85,12 +92,6 @@ public:
   const Backend &backend() const override { return backend_; }
 
 private:
-  /// Events order the streams of one backend only.
-  const CudaEvent *eventOf(const Event &event) const {
-    return &event.backend() == &backend_
-               ? static_cast<const CudaEvent *>(&event)
-               : nullptr;
-  }
   Status foreign(const Event &event, const char *verb) const {
     return Status::failure(std::string("a stream of ") + backend_.name() +
                            " cannot " + verb +
@@ -246,8 +247,7 @@ public:
 
   Status elapsed(Event &from, Event &to, double &seconds) override {
     auto timer = [&](Event &e) -> const CudaEvent * {
-      auto *c =
-          &e.backend() == this ? static_cast<const CudaEvent *>(&e) : nullptr;
+      const CudaEvent *c = cudaEventOf(*this, e);
       return c && c->timing() ? c : nullptr;
     };
     const CudaEvent *a = timer(from), *b = timer(to);
