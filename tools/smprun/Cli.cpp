@@ -7,13 +7,10 @@
 
 #include "Cli.h"
 
+#include "smp/base/Files.h"
 #include "smp/base/Suggest.h"
 #include "smp/kernels/cpu/Kernels.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -262,25 +259,6 @@ EXAMPLE
        --checkpoint-every 50 --tensorboard-dir tb --log-every 20
 )";
 
-/// Whether `path` can be written (created, or overwritten), without
-/// truncating an existing file or leaving a new one behind.
-bool writable(const std::string &path, std::string &why) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    ::close(fd);
-    ::unlink(path.c_str());
-    return true;
-  }
-  if (errno == EEXIST)
-    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd >= 0) {
-    ::close(fd);
-    return true;
-  }
-  why = std::strerror(errno);
-  return false;
-}
-
 /// The checks of a parsed command line that involve several flags.
 std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) {
   if (cli.model.empty())
@@ -313,7 +291,8 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
       (cli.progress == "live" || cli.progress == "none"))
     return fail("--log-every sets the progress log lines; --progress " +
                 cli.progress + " prints none (use --progress log or auto)");
-  if (std::string why; !cli.saveOnnx.empty() && !writable(cli.saveOnnx, why))
+  if (std::string why;
+      !cli.saveOnnx.empty() && !smp::base::canWriteFile(cli.saveOnnx, why))
     return fail(cli.saveOnnx + ": cannot write (" + why +
                 "); --save-onnx needs a writable file, checked before "
                 "training starts");

@@ -52,6 +52,24 @@ namespace {
 // rank, and an error ends every rank (not only this one) once MPI is up.
 std::string gRankPrefix;
 smprt::Communicator *gComm = nullptr;
+// A rank of several started by srun (through PMIx), until MPI is up: srun
+// does not end a step when one of its tasks exits (unless
+// --kill-on-bad-exit), so a rank that fails before MPI_Init would leave the
+// others waiting in theirs until --timeout or the job's time limit. Such a
+// failure brings MPI up and aborts it, which ends every rank at once.
+std::optional<smprt::LaunchInfo> gSrunBeforeMpi;
+smprt::MpiOptions gMpiOptions;
+
+/// Ends every rank of an srun step from this one, which failed before MPI
+/// was up: joins MPI_Init (the others are waiting in theirs, or join it
+/// failing likewise) and aborts.
+void abortSrunStep() {
+  smprt::LaunchInfo launch = *gSrunBeforeMpi;
+  gSrunBeforeMpi.reset();
+  std::unique_ptr<smprt::Communicator> comm;
+  if (smprt::createCommunicator(launch, gMpiOptions, comm).ok())
+    comm->abort(1);
+}
 } // namespace
 
 int fail(const std::string &msg) {
@@ -74,6 +92,8 @@ int fail(const std::string &msg) {
   smp::base::writeStderr(line.data(), line.size());
   if (gComm && gComm->size() > 1)
     gComm->abort(1);
+  if (!gComm && gSrunBeforeMpi)
+    abortSrunStep();
   return 1;
 }
 
@@ -361,12 +381,16 @@ int launchRanks(const Cli &cli, int worldSize) {
 
 int main(int argc, char **argv) {
   using namespace smprun;
+  // How many ranks, and which one this process is (its errors come after
+  // the command line's).
+  smprt::LaunchInfo launch;
+  smprt::Status s = smprt::detectLaunch(launch);
+  if (s.ok() && launch.launcher == "slurm" && launch.size > 1)
+    gSrunBeforeMpi = launch;
   Cli cli;
   if (auto rc = parseCli(argc, argv, cli))
     return *rc;
-  // How many ranks, and which one this process is.
-  smprt::LaunchInfo launch;
-  smprt::Status s = smprt::detectLaunch(launch);
+  gMpiOptions.timeoutSeconds = cli.timeout;
   if (!s.ok())
     return fail(s.error);
   if (launch.size > 1)
@@ -389,10 +413,9 @@ int main(int argc, char **argv) {
   }
   if (worldSize > 1 && !launch.underLauncher())
     return launchRanks(cli, worldSize);
-  smprt::MpiOptions mpiOptions;
-  mpiOptions.timeoutSeconds = cli.timeout;
   std::unique_ptr<smprt::Communicator> comm;
-  if (!(s = smprt::createCommunicator(launch, mpiOptions, comm)).ok())
+  gSrunBeforeMpi.reset(); // MPI's own failures are not to be retried
+  if (!(s = smprt::createCommunicator(launch, gMpiOptions, comm)).ok())
     return fail(s.error);
   // A training run stops cleanly on SIGINT/SIGTERM/SIGUSR1 (Signals.h);
   // after MPI_Init, whose handlers the second signal goes on to.

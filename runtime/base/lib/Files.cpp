@@ -27,6 +27,32 @@ std::string fileNameFor(const std::string &name) {
   return out;
 }
 
+bool canWriteFile(const std::string &path, std::string &why) {
+  // Create it (and remove it again), or open it as it is if it exists. A
+  // file that exists at the first open and is gone at the second was
+  // another probe's (or another writer's, renaming its own): try again.
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return true;
+    }
+    if (errno != EEXIST)
+      break;
+    fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      return true;
+    }
+    if (errno != ENOENT)
+      break;
+  }
+  why = std::strerror(errno);
+  return false;
+}
+
 RegularFile::~RegularFile() {
   if (fd_ >= 0)
     ::close(fd_);

@@ -54,6 +54,13 @@ private:
   uint64_t size_ = 0;
 };
 
+/// Whether `path` can be written (created, or overwritten), without
+/// truncating an existing file or leaving a new one behind; `why` says why
+/// not (strerror). Safe while other processes probe the same path at once
+/// (every rank of a run checks its --save-onnx file): a file that another
+/// probe made and removed between two of this one's calls is probed again.
+bool canWriteFile(const std::string &path, std::string &why);
+
 /// Reads the whole regular file `path` into `bytes`, refusing other kinds
 /// of file and files larger than `maxBytes` (before allocating).
 Status readRegularFile(const std::string &path, std::string &bytes,
