@@ -165,17 +165,22 @@ for spec in sys.argv[9:]:
         r = json.load(open(path))
         params = r["params"]
         name = "PyTorch " + r["mode"] + (" (SDPA)" if r["attention"] == "sdpa" else "")
-        rows.append((name + note, r["tokens_per_s"], r["loss"], (r["peak_bytes"], 0)))
+        rows.append((name + note, r["tokens_per_s"], r["loss"], (r["peak_bytes"], 0, None)))
         continue
     smp = [json.loads(l) for l in open(path) if l.strip()]
     # The steps after the warm-up; a row cut short keeps what it has.
     steady = smp[warm:] or smp[1:] or smp
     sps = statistics.median(r["samples_per_s"] for r in steady)
-    m = re.search(r"arena (\d+) bytes planned", open(out).read())
-    # The device's own count (cudaMemGetInfo after each step), when a GPU ran.
+    text = open(out).read()
+    m = re.search(r"arena (\d+) bytes planned", text)
+    # The device's own count (cudaMemGetInfo after each step), when a GPU
+    # ran, and what smprun says held it beyond the arena.
     device = max((r.get("device_bytes") or 0) for r in smp)
+    parts = re.search(r"in a pool of (\d+), cuBLASLt workspace (\d+); "
+                      r"the rest (\d+)", text)
+    parts = tuple(map(int, parts.groups())) if parts else None
     rows.append(("smp " + kind.split("-")[1] + " attention" + note, sps * T,
-                 smp[-1]["loss"], (int(m.group(1)) if m else 0, device)))
+                 smp[-1]["loss"], (int(m.group(1)) if m else 0, device, parts)))
 if params is None:  # smp only: GPT-2's count from the config (PyTorch's too)
     params = V * H + T * H + L * (12 * H * H + 13 * H) + 2 * H
 flops_per_token = 6 * params + 12 * L * H * T
@@ -195,6 +200,11 @@ for name in names:
     mem = f"{mem:,}" if mem else "?"  # no arena line: smprun cut short
     if device:  # smp on a GPU: the plan, then what the device held
         mem += f" planned; {device:,} on the device"
+        parts = runs[-1][3][2]
+        if parts:  # beyond the arena: the kernels' scratch pool, the
+            # cuBLASLt workspace, the context and the loaded code
+            mem += (f" (scratch pool {parts[0]:,}, cuBLASLt workspace "
+                    f"{parts[1]:,}, context and code {parts[2]:,})")
     print(f"| {name} | {tps:,.0f}{spread} | "
           f"{100 * tps * flops_per_token / peak:.1f}% | {loss:.4f} | {mem} |")
 EOF

@@ -192,6 +192,41 @@ cudaStream_t stream(Context &ctx) { return ctx.stream; }
 int device(Context &ctx) { return ctx.device; }
 void setAllowTF32(Context &ctx, bool allow) { ctx.allowTF32 = allow; }
 
+Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out) {
+  const char *op = "cuda_memory_held";
+  out = DeviceMemoryHeld();
+  out.workspace = ctx.workspaceBytes + (ctx.dError ? sizeof(DeviceError) : 0);
+  cudaMemPool_t pool;
+  if (Status s = cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device));
+      !s.ok())
+    return s;
+  if (Status s = cudaStatus(
+          op, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
+                                      &out.scratchHigh));
+      !s.ok())
+    return s;
+  return cudaStatus(op, cudaMemPoolGetAttribute(pool,
+                                                cudaMemPoolAttrReservedMemHigh,
+                                                &out.poolHigh));
+}
+
+Status resetScratchHigh(const Context &ctx) {
+  const char *op = "cuda_reset_scratch_high";
+  cudaMemPool_t pool;
+  if (Status s = cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device));
+      !s.ok())
+    return s;
+  // Setting a high-water attribute (to 0, the only value allowed) starts it
+  // again from the current value.
+  uint64_t zero = 0;
+  if (Status s = cudaStatus(
+          op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+      !s.ok())
+    return s;
+  return cudaStatus(
+      op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero));
+}
+
 Status synchronize(Context &ctx) {
   const char *op = "cuda_synchronize";
   SMP_RETURN_IF_ERROR(cudaStatus(op, cudaStreamSynchronize(ctx.stream)));

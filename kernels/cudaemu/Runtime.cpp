@@ -15,11 +15,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 using namespace smp::cudaemu;
@@ -37,9 +39,43 @@ struct EmuEvent {
   bool recorded = false;
   std::chrono::steady_clock::time_point at{};
 };
+/// A memory pool's accounting, as cudaMemPoolGetAttribute reports it: the
+/// bytes its allocations hold now and at most, and the bytes it maps
+/// (reserved). The emulator's pool keeps what it mapped, as smp's default
+/// pools are told to (a release threshold of UINT64_MAX): reserved memory
+/// is the most ever used at once. (The allocations themselves are made and
+/// freed like cudaMalloc's, so cudaMemGetInfo does not count the mapped
+/// memory a real pool keeps.)
 struct EmuPool {
   int device;
+  uint64_t used = 0, usedHigh = 0, reserved = 0, reservedHigh = 0;
+  void add(uint64_t bytes) {
+    used += bytes;
+    usedHigh = std::max(usedHigh, used);
+    reserved = std::max(reserved, used);
+    reservedHigh = std::max(reservedHigh, reserved);
+  }
 };
+std::mutex poolMutex;
+/// Every pool (default and created), for cudaMemGetInfo.
+std::set<EmuPool *> &allPools() {
+  static std::set<EmuPool *> pools;
+  return pools;
+}
+/// Which pool each stream-ordered allocation came from, and its size.
+std::map<void *, std::pair<EmuPool *, uint64_t>> &poolAllocations() {
+  static std::map<void *, std::pair<EmuPool *, uint64_t>> m;
+  return m;
+}
+/// Each device's default pool: one EmuPool per device, never freed.
+EmuPool &defaultPool(int device) {
+  static std::map<int, EmuPool> pools;
+  std::lock_guard<std::mutex> lock(poolMutex);
+  auto [it, made] = pools.try_emplace(device, EmuPool{device});
+  if (made)
+    allPools().insert(&it->second);
+  return it->second;
+}
 
 thread_local int currentDevice = 0;
 
@@ -179,48 +215,119 @@ cudaError_t cudaFreeHost(void *ptr) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t) {
-  return cudaMalloc(devPtr, size);
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
+                                    cudaMemPool_t memPool, cudaStream_t) {
+  if (cudaError_t e = cudaMalloc(ptr, size))
+    return e;
+  auto *pool = reinterpret_cast<EmuPool *>(memPool);
+  std::lock_guard<std::mutex> lock(poolMutex);
+  pool->add(size);
+  poolAllocations()[*ptr] = {pool, size};
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream) {
+  return cudaMallocFromPoolAsync(
+      devPtr, size,
+      reinterpret_cast<cudaMemPool_t>(&defaultPool(currentDevice)), stream);
 }
 
 cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t) {
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    auto it = poolAllocations().find(devPtr);
+    if (it != poolAllocations().end()) {
+      it->second.first->used -= it->second.second;
+      poolAllocations().erase(it);
+    }
+  }
   return cudaFree(devPtr);
-}
-
-cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t,
-                                    cudaStream_t) {
-  return cudaMalloc(ptr, size);
 }
 
 cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool,
                               const struct cudaMemPoolProps *props) {
   if (!props || checkDevice(props->location.id) != cudaSuccess)
     return fail(cudaErrorInvalidValue, "cudaMemPoolCreate: bad properties");
-  *memPool = reinterpret_cast<cudaMemPool_t>(new EmuPool{props->location.id});
+  auto *pool = new EmuPool{props->location.id};
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    allPools().insert(pool);
+  }
+  *memPool = reinterpret_cast<cudaMemPool_t>(pool);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
-  delete reinterpret_cast<EmuPool *>(memPool);
+  auto *pool = reinterpret_cast<EmuPool *>(memPool);
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    auto &all = poolAllocations();
+    for (auto it = all.begin(); it != all.end();)
+      it = it->second.first == pool ? all.erase(it) : std::next(it);
+    allPools().erase(pool);
+  }
+  delete pool;
   return cudaSuccess;
 }
 
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, enum cudaMemPoolAttr,
-                                    void *) {
+/// The release threshold is accepted and changes nothing (the pool keeps
+/// what it maps); a high-water attribute is started again from the current
+/// value when set to 0, as cudart allows; other values are refused.
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool,
+                                    enum cudaMemPoolAttr attr, void *value) {
+  auto *pool = reinterpret_cast<EmuPool *>(memPool);
+  if (!pool || !value)
+    return fail(cudaErrorInvalidValue, "cudaMemPoolSetAttribute: null");
+  if (attr != cudaMemPoolAttrUsedMemHigh &&
+      attr != cudaMemPoolAttrReservedMemHigh)
+    return cudaSuccess;
+  if (*static_cast<uint64_t *>(value) != 0)
+    return fail(cudaErrorInvalidValue,
+                "cudaMemPoolSetAttribute: a high-water mark can only be "
+                "reset (to 0)");
+  std::lock_guard<std::mutex> lock(poolMutex);
+  if (attr == cudaMemPoolAttrUsedMemHigh)
+    pool->usedHigh = pool->used;
+  else
+    pool->reservedHigh = pool->reserved;
   return cudaSuccess;
 }
 
-/// Each device's default pool: one EmuPool per device, never freed (the
-/// emulator's allocations keep no pool: a pool's attributes change nothing).
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool,
+                                    enum cudaMemPoolAttr attr, void *value) {
+  auto *pool = reinterpret_cast<EmuPool *>(memPool);
+  if (!pool || !value)
+    return fail(cudaErrorInvalidValue, "cudaMemPoolGetAttribute: null");
+  std::lock_guard<std::mutex> lock(poolMutex);
+  uint64_t v;
+  switch (attr) {
+  case cudaMemPoolAttrUsedMemCurrent:
+    v = pool->used;
+    break;
+  case cudaMemPoolAttrUsedMemHigh:
+    v = pool->usedHigh;
+    break;
+  case cudaMemPoolAttrReservedMemCurrent:
+    v = pool->reserved;
+    break;
+  case cudaMemPoolAttrReservedMemHigh:
+    v = pool->reservedHigh;
+    break;
+  default:
+    return fail(cudaErrorInvalidValue,
+                "cudaMemPoolGetAttribute: an attribute the emulator does not "
+                "keep (" +
+                    std::to_string(static_cast<int>(attr)) + ")");
+  }
+  *static_cast<uint64_t *>(value) = v;
+  return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
   if (!memPool || checkDevice(device) != cudaSuccess)
     return fail(cudaErrorInvalidValue,
                 "cudaDeviceGetDefaultMemPool: bad device");
-  static std::map<int, EmuPool> pools;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = pools.try_emplace(device, EmuPool{device}).first;
-  *memPool = reinterpret_cast<cudaMemPool_t>(&it->second);
+  *memPool = reinterpret_cast<cudaMemPool_t>(&defaultPool(device));
   return cudaSuccess;
 }
 
@@ -344,7 +451,14 @@ cudaError_t cudaPeekAtLastError(void) { return peekLastError(); }
 
 cudaError_t cudaMemGetInfo(size_t *freeBytes, size_t *total) {
   *total = deviceMemory();
+  // A pool keeps the memory it mapped: what it holds beyond its live
+  // allocations (which deviceBytesInUse counts) is in use too.
   size_t used = deviceBytesInUse();
+  {
+    std::lock_guard<std::mutex> lock(poolMutex);
+    for (EmuPool *pool : allPools())
+      used += pool->reserved - pool->used;
+  }
   *freeBytes = used < *total ? *total - used : 0;
   return cudaSuccess;
 }

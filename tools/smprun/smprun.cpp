@@ -249,6 +249,22 @@ int saveOnnx(const Cli &cli, smprt::Executor &exec, smprt::Communicator &comm) {
   return 0;
 }
 
+/// Of a device's `inUse` bytes: " (arena A, kernels' scratch S at most in a
+/// pool of P, cuBLASLt workspace W; the rest R: ...)", or "" where the
+/// backend cannot tell.
+std::string deviceMemoryParts(const smprt::Backend &backend, uint64_t inUse) {
+  smprt::Backend::DeviceMemoryParts p;
+  if (!backend.deviceMemoryParts(p))
+    return "";
+  uint64_t known = p.allocated + p.poolHigh + p.workspace;
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  return " (arena " + n(p.allocated) + ", kernels' scratch " +
+         n(p.scratchHigh) + " at most in a pool of " + n(p.poolHigh) +
+         ", cuBLASLt workspace " + n(p.workspace) + "; the rest " +
+         n(inUse > known ? inUse - known : 0) +
+         ": the CUDA context, the loaded code, NCCL's buffers)";
+}
+
 /// smprun --steps N.
 int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
                smprt::Executor &exec, smprt::Communicator &comm) {
@@ -351,9 +367,10 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   for (const smprt::StepRecord &r : records)
     device = std::max(device, r.deviceBytes);
   if (device && exec.backend().deviceMemory(inUse, total))
-    std::printf("; device memory %llu of %llu bytes in use at most",
+    std::printf("; device memory %llu of %llu bytes in use at most%s",
                 static_cast<unsigned long long>(device),
-                static_cast<unsigned long long>(total));
+                static_cast<unsigned long long>(total),
+                deviceMemoryParts(exec.backend(), device).c_str());
   std::printf("; peak RSS %ld KiB\n", usage.ru_maxrss);
   for (const std::string &n : exec.backend().notes())
     std::printf("note: %s\n", n.c_str());

@@ -241,6 +241,60 @@ TEST(CudaEmu, EventsTimeWhatRanBetweenTheirRecords) {
     cudaEventDestroy(e);
 }
 
+// A pool's attributes count its stream-ordered allocations: the bytes in
+// use now and at most, and the bytes it maps, which it keeps (smp's pools
+// are told to keep them) and cudaMemGetInfo counts as in use. Setting a
+// high-water attribute to 0 starts it again from the current value; any
+// other value is refused, as cudart refuses it.
+TEST(CudaEmu, PoolsCountTheirAllocationsAndKeepWhatTheyMapped) {
+  auto attr = [](cudaMemPool_t pool, cudaMemPoolAttr a) {
+    uint64_t v = ~uint64_t(0);
+    EXPECT_EQ(cudaMemPoolGetAttribute(pool, a, &v), cudaSuccess);
+    return v;
+  };
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  size_t free0 = 0, free1 = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  void *a, *b;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&a, 1000, pool, 0), cudaSuccess);
+  ASSERT_EQ(cudaMallocFromPoolAsync(&b, 500, pool, 0), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(a, 0), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 500u);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemHigh), 1500u);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrReservedMemCurrent), 1500u);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrReservedMemHigh), 1500u);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free0 - free1, 1500u); // b and the 1000 bytes the pool keeps
+  uint64_t zero = 0, one = 1;
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero),
+            cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemHigh), 500u);
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &one),
+            cudaErrorInvalidValue);
+  cudaGetLastError();
+  ASSERT_EQ(cudaFreeAsync(b, 0), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 0u);
+  ASSERT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_EQ(free1, free0);
+
+  // cudaMallocAsync takes the current device's default pool.
+  cudaMemPool_t dflt;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&dflt, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolSetAttribute(dflt, cudaMemPoolAttrUsedMemHigh, &zero),
+            cudaSuccess);
+  uint64_t before = attr(dflt, cudaMemPoolAttrUsedMemCurrent);
+  ASSERT_EQ(cudaMallocAsync(&a, 4096, 0), cudaSuccess);
+  EXPECT_EQ(attr(dflt, cudaMemPoolAttrUsedMemCurrent), before + 4096);
+  ASSERT_EQ(cudaFreeAsync(a, 0), cudaSuccess);
+  EXPECT_EQ(attr(dflt, cudaMemPoolAttrUsedMemHigh), before + 4096);
+}
+
 __global__ void barrierOrShuffle(float *out) {
   float v = threadIdx.x;
   if (threadIdx.x < 16)

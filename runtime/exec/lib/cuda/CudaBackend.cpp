@@ -141,8 +141,22 @@ public:
     return true;
   }
 
+  bool deviceMemoryParts(DeviceMemoryParts &out) const override {
+    k::DeviceMemoryHeld held;
+    if (!k::memoryHeld(*ctx_, held).ok())
+      return false;
+    out.allocated = allocated_;
+    out.workspace = held.workspace;
+    out.scratchHigh = held.scratchHigh;
+    out.poolHigh = held.poolHigh;
+    return true;
+  }
+  Status resetScratchHigh() override { return k::resetScratchHigh(*ctx_); }
+
   Status allocate(uint64_t bytes, void **out) override {
     cudaError_t e = cudaMalloc(out, bytes);
+    if (e == cudaSuccess)
+      allocated_ += bytes;
     if (e != cudaSuccess) {
       size_t freeBytes = 0, total = 0;
       cudaMemGetInfo(&freeBytes, &total);
@@ -159,7 +173,10 @@ public:
     }
     return Status::success();
   }
-  void release(void *p, uint64_t) override { cudaFree(p); }
+  void release(void *p, uint64_t bytes) override {
+    cudaFree(p);
+    allocated_ -= bytes;
+  }
   Status allocateHost(uint64_t bytes, void **out) override {
     cudaError_t e = cudaMallocHost(out, bytes);
     return e == cudaSuccess
@@ -287,6 +304,7 @@ private:
 
   int device_;
   k::Context *ctx_;
+  uint64_t allocated_ = 0; // what allocate() holds
   CudaStream compute_; // the kernel context's stream
 };
 

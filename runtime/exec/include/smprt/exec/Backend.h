@@ -97,10 +97,6 @@ public:
   virtual std::string name() const = 0;
   /// Whether arena memory is host memory (the executor may read it).
   virtual bool hostAddressable() const = 0;
-  /// A device's memory as the driver counts it: the bytes in use on the
-  /// whole device now (the arena, the libraries' workspaces and buffers,
-  /// the context; other processes' too) and its total. False when the
-  /// backend has no device memory of its own (the CPU).
   /// What the user should know about how this run executed, a line each
   /// (smprun prints them at the end): e.g. the products whose cuBLASLt
   /// epilogue had no algorithm, so separate kernels ran.
@@ -109,11 +105,33 @@ public:
   /// run on: the CPU backend's threads (the "cpu" preset's peak is one
   /// core's); a GPU is one device.
   virtual int computeUnits() const { return 1; }
+  /// A device's memory as the driver counts it: the bytes in use on the
+  /// whole device now (the arena, the libraries' workspaces and buffers,
+  /// the context; other processes' too) and its total. False when the
+  /// backend has no device memory of its own (the CPU).
   virtual bool deviceMemory(uint64_t &inUse, uint64_t &total) const {
     (void)inUse;
     (void)total;
     return false;
   }
+  /// What this backend holds on its device, by whom: `allocated`, what
+  /// allocate() holds now (the plan's arena); `workspace`, the libraries'
+  /// fixed buffers (cuBLASLt's); `scratchHigh`, the most the kernels'
+  /// transient scratches held at once, and `poolHigh`, the most memory
+  /// their pool mapped (it keeps it) since the backend was made or since
+  /// resetScratchHigh. What the device holds beyond these is the CUDA
+  /// context and the loaded code. False where the backend has no device
+  /// memory of its own.
+  struct DeviceMemoryParts {
+    uint64_t allocated = 0, workspace = 0, scratchHigh = 0, poolHigh = 0;
+  };
+  virtual bool deviceMemoryParts(DeviceMemoryParts &out) const {
+    (void)out;
+    return false;
+  }
+  /// Starts scratchHigh and poolHigh again from what is held now (so a
+  /// span's own high-water can be read); no-op without device memory.
+  virtual Status resetScratchHigh() { return Status::success(); }
 
   /// Memory of the arena (`bytes` > 0); released by `release`.
   virtual Status allocate(uint64_t bytes, void **out) = 0;

@@ -104,6 +104,19 @@ std::vector<std::string> gemmTuning(const Context &ctx);
 /// heuristic's first), 0 not in it ran the heuristic's first"), or "".
 std::string gemmTuningFileNote(const Context &ctx);
 int device(Context &ctx);
+/// What the context holds on its device besides the caller's allocations:
+/// the library workspaces it allocated (cuBLASLt's 32 MiB and the error
+/// flag), and the kernels' scratches (Scratch: cudaMallocAsync from the
+/// device's default pool, freed after their kernels): the most they held
+/// at once (`scratchHigh`) and the most memory the pool mapped for them
+/// (`poolHigh`; it keeps what it mapped) since the context was made or
+/// since resetScratchHigh.
+struct DeviceMemoryHeld {
+  uint64_t workspace = 0, scratchHigh = 0, poolHigh = 0;
+};
+Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out);
+/// Starts `scratchHigh` and `poolHigh` again from what is held now.
+Status resetScratchHigh(const Context &ctx);
 /// Lets fp32 GEMMs use TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32).
 /// Off by default: fp32 GEMMs then match the CPU to fp32 rounding.
 void setAllowTF32(Context &ctx, bool allow);
