@@ -226,6 +226,47 @@ attention_stage() {
   stage_end "attention kernels" "$result"
 }
 
+# Nsight Compute's command line, where the machine has one ("" if not).
+find_ncu() {
+  command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |
+    tail -n 1 || true
+}
+
+# The counters of every kernel of one step of the benchmark's artifact
+# (Nsight Compute, each kernel replayed alone; --clock-control none): the
+# raw CSV in step-ncu.csv, scripts/ncu_table.py's table of the kernels by
+# their total time (DRAM GB/s and share of peak, SM share, registers,
+# occupancy) in summary.md: what each kernel achieves against what its
+# prediction in docs/benchmarks.md assumed. Last, as the least urgent.
+step_counters_stage() {
+  local bdir=$1 ncu rc=0 result=ok
+  ncu=$(find_ncu)
+  if [ -z "$ncu" ]; then
+    skipped "step counters" "no ncu on this machine"
+    return 0
+  fi
+  room "step counters" 90 || return 0
+  stage_begin "The step's kernels' counters (ncu, one step of the benchmark's artifact)"
+  # ncu prints its table when the program ends: a run cut by the time
+  # limit leaves none, so the launches are bounded (one step is ~340
+  # kernels and cuBLASLt's, each replayed a few times: ~0.1 s each).
+  limited 150 "$ncu" --clock-control none --csv --page raw \
+    --print-units base --launch-count 600 --log-file "$LOGS/step-ncu.csv" \
+    --metrics gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+    "$BIN/smprun" "$bdir/gpt2-fused.smpx" --device cuda --data "$bdir/data" \
+    --steps 1 > "$LOGS/step-ncu.out" 2>&1 || rc=$?
+  if "$PYTHON" "$ROOT/scripts/ncu_table.py" "$LOGS/step-ncu.csv" \
+    > "$LOGS/step-ncu.md" 2>&1; then
+    cat "$LOGS/step-ncu.md" >> "$SUMMARY"
+    echo >> "$SUMMARY"
+    [ $rc = 0 ] || result="ncu exit $rc (the table has what it profiled)"
+  else
+    result="FAILED (ncu exit $rc): $(tail -n 1 "$LOGS/step-ncu.md")"
+    echo "step counters: $result" | tee -a "$SUMMARY"
+  fi
+  stage_end "step counters" "$result"
+}
+
 # The hardware counters of smp's attention kernels at GPT-2 124M's shape
 # (Nsight Compute, where the machine has it and its runtime lets it read
 # them; --clock-control none: the clocks as they are): the last forward,
@@ -234,8 +275,7 @@ attention_stage() {
 # in attention-ncu.txt, its figures and the profiler's advice in summary.md.
 attention_counters() {
   local ncu
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |
-    tail -n 1 || true)
+  ncu=$(find_ncu)
   if [ -z "$ncu" ]; then
     echo "_attention counters: no ncu on this machine_" >> "$SUMMARY"
     return 0

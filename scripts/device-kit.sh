@@ -64,7 +64,12 @@
 #            with a row "best" of the faster choices the rows before it
 #            found, together;
 #            7b. torch.compile with SDPA at twice the batch (GPU only,
-#            120 s left at least).
+#            120 s left at least);
+#         8. where ncu is found (GPU only, 90 s left at least): every
+#            kernel of one step of the benchmark's artifact on the
+#            hardware counters, a table by total time (DRAM GB/s and share
+#            of peak, SM share, registers, occupancy;
+#            scripts/ncu_table.py; the raw CSV in step-ncu.csv).
 #       --budget (default 480) counts from the start of `run`: every
 #       process runs under timeout(1) within it and its own cap; a stage or
 #       row that cannot start in what is left is skipped, and summary.md
@@ -774,6 +779,13 @@ EOF
     result=ok
     [ $rc = 0 ] || result="FAILED (status $rc)"
     stage_end "GPT-2 benchmark: PyTorch at twice the batch" "$result"
+  fi
+
+  # 8. Each kernel of the step on the hardware counters (GPU only).
+  if [ $smp_row = 0 ] || [ "$dev" != cuda ] || [ -f "$kit/EMULATED" ]; then
+    skipped "step counters" "no smp row, no GPU or an emulated kit"
+  else
+    step_counters_stage "$bdir"
   fi
 }
 
