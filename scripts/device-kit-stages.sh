@@ -226,6 +226,27 @@ attention_stage() {
   stage_end "attention kernels" "$result"
 }
 
+# torch.compile with SDPA at twice the benchmark's batch (issue 19 compares
+# at the largest batch that fits; smp's row is the ablations' batch-x2).
+# The benchmark's other arguments: the caller's `args`.
+torch_x2_stage() {
+  local bdir=$1 dev=$2 torch=$3 batch=$4 rc=0 result=ok
+  if [ "$torch" = 0 ] || [ "$dev" != cuda ] || ! have_torch2; then
+    skipped "GPT-2 benchmark: PyTorch at twice the batch" \
+      "no GPU, --no-torch or no PyTorch 2"
+    return 0
+  fi
+  room "GPT-2 benchmark: PyTorch at twice the batch" 120 || return 0
+  stage_begin "GPT-2 benchmark: PyTorch compile-sdpa at batch $((batch * 2))"
+  SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
+    bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch $((batch * 2)) \
+    "${args[@]}" --no-smp --modes compile-sdpa \
+    --deadline $((DEADLINE - RESERVE - 10)) 2> "$LOGS/bench-torch-x2.log" |
+    tee "$LOGS/bench-torch-x2.md" >> "$SUMMARY" || rc=$?
+  [ $rc = 0 ] || result="FAILED (status $rc)"
+  stage_end "GPT-2 benchmark: PyTorch at twice the batch" "$result"
+}
+
 # Nsight Compute's command line, where the machine has one ("" if not).
 find_ncu() {
   command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |

@@ -762,24 +762,9 @@ EOF
     ablation_stage "$bdir" "$dev" $((warm > 5 ? warm : 5))
   fi
 
-  # 7b. torch.compile with SDPA at twice the batch: the ablations'
-  # batch-x2 row is smp's (issue 19 compares at the largest batch that
-  # fits).
-  if [ $torch = 0 ] || [ "$dev" != cuda ] || ! have_torch2; then
-    skipped "GPT-2 benchmark: PyTorch at twice the batch" \
-      "no GPU, --no-torch or no PyTorch 2"
-  elif room "GPT-2 benchmark: PyTorch at twice the batch" 120; then
-    stage_begin "GPT-2 benchmark: PyTorch compile-sdpa at batch $((batch * 2))"
-    rc=0
-    SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
-      bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch $((batch * 2)) \
-      "${args[@]}" --no-smp --modes compile-sdpa \
-      --deadline $((DEADLINE - RESERVE - 10)) 2> "$LOGS/bench-torch-x2.log" |
-      tee "$LOGS/bench-torch-x2.md" >> "$SUMMARY" || rc=$?
-    result=ok
-    [ $rc = 0 ] || result="FAILED (status $rc)"
-    stage_end "GPT-2 benchmark: PyTorch at twice the batch" "$result"
-  fi
+  # 7b. torch.compile with SDPA at twice the batch (smp's: the ablations'
+  # batch-x2 row).
+  torch_x2_stage "$bdir" "$dev" "$torch" "$batch"
 
   # 8. Each kernel of the step on the hardware counters (GPU only).
   if [ $smp_row = 0 ] || [ "$dev" != cuda ] || [ -f "$kit/EMULATED" ]; then
