@@ -30,6 +30,7 @@ ablation_stage() {
     skipped "ablations" "none packed"
     return 0
   fi
+  # shellcheck disable=SC2154 # min_ablate: run()'s, this stage's caller
   room "ablations" "$min_ablate" || return 0
   stage_begin "Ablations: the benchmark's model without one optimisation each (smprun, $steps steps)"
   {
@@ -55,12 +56,14 @@ ablation_stage() {
   done
   echo >> "$SUMMARY"
   if grep -qh '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out 2> /dev/null; then
-    echo "cuBLASLt's algorithms timed per product shape (SMP_CUBLASLT_TUNE=1):" >> "$SUMMARY"
-    echo >> "$SUMMARY"
-    grep -h '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out |
-      sed -e 's/^note: SMP_CUBLASLT_TUNE: /- /' \
-        -e "s|^note: SMP_CUBLASLT_TUNE_FILE $LOGS/|- file |" >> "$SUMMARY"
-    echo >> "$SUMMARY"
+    {
+      echo "cuBLASLt's algorithms timed per product shape (SMP_CUBLASLT_TUNE=1):"
+      echo
+      grep -h '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out |
+        sed -e 's/^note: SMP_CUBLASLT_TUNE: /- /' \
+          -e "s|^note: SMP_CUBLASLT_TUNE_FILE $LOGS/|- file |"
+      echo
+    } >> "$SUMMARY"
   fi
   stage_end "ablations" "$result"
 }
@@ -123,15 +126,18 @@ best_row() {
   local rows
   mapfile -t rows < <(printf '%s\n' "${!ROW_MS[@]}" | sort) # a fixed order
   for n in "${rows[@]}"; do
-    [[ ${ROW_ART[$n]} == *.smpx ]] && [ -z "${ROW_ENV[$n]}" ] || continue
+    if [[ ${ROW_ART[$n]} != *.smpx ]] || [ -n "${ROW_ENV[$n]}" ]; then
+      continue
+    fi
     [[ ${ROW_FLAGS[$n]} != *--batch-size* ]] || continue
     awk -v a="${ROW_MS[$n]}" -v b="${ROW_MS[$art]}" 'BEGIN {exit !(a < b)}' &&
       art=$n
   done
   [ "$art" = gpt2-fused ] || what+=("${ROW_FLAGS[$art]}")
   for n in "${rows[@]}"; do
-    [ -n "${ROW_ENV[$n]}" ] && [[ ${ROW_ENV[$n]} != *SMP_CUBLASLT_TUNE=1* ]] ||
+    if [ -z "${ROW_ENV[$n]}" ] || [[ ${ROW_ENV[$n]} == *SMP_CUBLASLT_TUNE=1* ]]; then
       continue
+    fi
     awk -v a="${ROW_MS[$n]}" -v b="$base" 'BEGIN {exit !(a < 0.995 * b)}' ||
       continue
     read -ra words <<< "${ROW_ENV[$n]}"
@@ -205,6 +211,7 @@ trainer_stage_if() {
 # (bench/attention_torch.py), one table in summary.md and attention.md.
 attention_stage() {
   local dev=$1 torch=$2 small=() rc=0 result=ok
+  # shellcheck disable=SC2154 # kit: run()'s, this stage's caller
   [ -f "$kit/EMULATED" ] && small=(--small)
   stage_begin "attention kernels (smp against PyTorch's SDPA, bf16)"
   {
@@ -228,9 +235,10 @@ attention_stage() {
 
 # torch.compile with SDPA at twice the benchmark's batch (issue 19 compares
 # at the largest batch that fits; smp's row is the ablations' batch-x2).
-# The benchmark's other arguments: the caller's `args`.
+# torch_x2_stage BDIR DEV TORCH BATCH [the benchmark's other arguments].
 torch_x2_stage() {
   local bdir=$1 dev=$2 torch=$3 batch=$4 rc=0 result=ok
+  shift 4
   if [ "$torch" = 0 ] || [ "$dev" != cuda ] || ! have_torch2; then
     skipped "GPT-2 benchmark: PyTorch at twice the batch" \
       "no GPU, --no-torch or no PyTorch 2"
@@ -240,7 +248,7 @@ torch_x2_stage() {
   stage_begin "GPT-2 benchmark: PyTorch compile-sdpa at batch $((batch * 2))"
   SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
     bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch $((batch * 2)) \
-    "${args[@]}" --no-smp --modes compile-sdpa \
+    "$@" --no-smp --modes compile-sdpa \
     --deadline $((DEADLINE - RESERVE - 10)) 2> "$LOGS/bench-torch-x2.log" |
     tee "$LOGS/bench-torch-x2.md" >> "$SUMMARY" || rc=$?
   [ $rc = 0 ] || result="FAILED (status $rc)"
@@ -249,8 +257,14 @@ torch_x2_stage() {
 
 # Nsight Compute's command line, where the machine has one ("" if not).
 find_ncu() {
-  command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null |
-    tail -n 1 || true
+  local found="" f
+  found=$(command -v ncu || true)
+  if [ -z "$found" ]; then
+    for f in /opt/nvidia/nsight-compute/*/ncu; do # the newest last
+      [ -x "$f" ] && found=$f
+    done
+  fi
+  echo "$found"
 }
 
 # The counters of every kernel of one step of the benchmark's artifact

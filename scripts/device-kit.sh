@@ -764,7 +764,7 @@ EOF
 
   # 7b. torch.compile with SDPA at twice the batch (smp's: the ablations'
   # batch-x2 row).
-  torch_x2_stage "$bdir" "$dev" "$torch" "$batch"
+  torch_x2_stage "$bdir" "$dev" "$torch" "$batch" "${args[@]}"
 
   # 8. Each kernel of the step on the hardware counters (GPU only).
   if [ $smp_row = 0 ] || [ "$dev" != cuda ] || [ -f "$kit/EMULATED" ]; then

@@ -12,6 +12,7 @@ ablation_row() { # NAME FLAGS ARTIFACT DEV BDIR STEPS VAR=VALUE...
 row() { # NAME MS ARTIFACT FLAGS [ENV]
   ROW_MS[$1]=$2 ROW_ART[$1]=$3 ROW_FLAGS[$1]=$4 ROW_ENV[$1]=${5:-}
 }
+# shellcheck disable=SC2034 # best_row reads them
 reset() { declare -gA ROW_MS=() ROW_ART=() ROW_ENV=() ROW_FLAGS=(); }
 
 reset

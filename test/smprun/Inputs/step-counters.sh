@@ -8,7 +8,8 @@ set -euo pipefail
 # shellcheck disable=SC1090
 source "$1"
 ROOT=$2 T=$3
-LOGS=$T/logs SUMMARY=$T/summary.md BIN=$T/bin PYTHON=${PYTHON:-python3}
+# The stage's globals (run()'s in device-kit.sh).
+export LOGS=$T/logs SUMMARY=$T/summary.md BIN=$T/bin PYTHON=${PYTHON:-python3}
 mkdir -p "$LOGS" "$T/path"
 room() { return 0; }
 limited() { shift; "$@"; }
