@@ -13,8 +13,9 @@ clock, timing events around each instruction and nothing waited for; on
 the CPU its wall time), clock ("device" or "host"), host_seconds (the
 host's time issuing it), idle_seconds (device clock: the device's time
 with nothing queued before it; for a step's first instruction, since the
-previous step's end), calls (the steps), and flops and bytes of
-one call. (Profiles written before the clock was recorded have seconds
+previous step's end), calls (the steps), flops and bytes of
+one call, and scratch_bytes (a device's: the most the instruction's kernels
+held at once in transient scratch, measured in the first profiled step). (Profiles written before the clock was recorded have seconds
 only, the host's.) --base is the profile of a one-step run of the same artifact: its
 times are subtracted instruction by instruction, which leaves the steady
 steps without the first step's one-time costs (lazy kernel loading, library
@@ -51,6 +52,24 @@ def rate(amount, sec, unit):
         return "-"
     v = amount / sec / unit
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def scratch_line(entries, by_op):
+    """The kernels' transient scratch (a device's profile: scratch_bytes,
+    measured in the first profiled step): the instruction that held the
+    most, and the three ops that held the most in one instruction."""
+    held = [e for e in entries if e.get("scratch_bytes", 0) > 0]
+    if not held:
+        return
+    top = max(held, key=lambda e: e["scratch_bytes"])
+    per_op = sorted(((max(e.get("scratch_bytes", 0) for e in g), op)
+                     for op, g in by_op.items()), reverse=True)
+    ops = ", ".join(f"{op} {n:,}" for n, op in per_op[:3] if n > 0)
+    print()
+    print(f"The kernels' scratch (bytes held at once beyond the arena): "
+          f"at most {top['scratch_bytes']:,} in one instruction "
+          f"({top['op']}, node {top['node']}); the most an op's one "
+          f"instruction held: {ops}.")
 
 
 def main():
@@ -141,6 +160,7 @@ def main():
               f"a step between the instructions and "
               f"{between * 1e3 / steps:,.2f} ms between the steps; the host "
               f"took {host_ms(entries)} ms a step to issue the instructions.")
+    scratch_line(entries, by_op)
     if a.nodes <= 0:
         return
     by_node = collections.defaultdict(list)

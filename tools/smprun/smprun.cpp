@@ -145,13 +145,15 @@ int writeProfile(const smprt::Executor &exec, const std::string &path,
                  "\"clock\": \"%s\", \"host_seconds\": %.9f, "
                  "\"idle_seconds\": %.9f, "
                  "\"calls\": %lld, \"elements\": %lld, \"flops\": %.6g, "
-                 "\"bytes\": %.6g}%s\n",
+                 "\"bytes\": %.6g, \"scratch_bytes\": %llu}%s\n",
                  entries[i].op.c_str(), jsonEscape(entries[i].loc).c_str(),
                  entries[i].seconds, clock.c_str(), entries[i].hostSeconds,
                  entries[i].idleSeconds,
                  static_cast<long long>(entries[i].calls),
                  static_cast<long long>(entries[i].elements), entries[i].flops,
-                 entries[i].bytes, i + 1 < entries.size() ? "," : "");
+                 entries[i].bytes,
+                 static_cast<unsigned long long>(entries[i].scratchBytes),
+                 i + 1 < entries.size() ? "," : "");
   }
   std::fprintf(f, "]\n");
   std::fclose(f);

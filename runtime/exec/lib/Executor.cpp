@@ -171,6 +171,11 @@ Status Executor::runSteps(bool forwardOnly) {
   if (!timed) // an evaluation's device time is not idle time
     afterProfiledStep_ = false;
   bool waitEach = profiling && !timed && !backend_->hostAddressable();
+  // Each instruction's scratch, once (a few driver calls around each
+  // instruction, outside its host time).
+  Backend::DeviceMemoryParts parts;
+  bool measureScratch =
+      profiling && !scratchMeasured_ && backend_->deviceMemoryParts(parts);
   std::vector<size_t> timedSteps;
   Stream &stream = backend_->computeStream();
   firstInfinity_.clear();
@@ -179,6 +184,7 @@ Status Executor::runSteps(bool forwardOnly) {
     if (forwardOnly ? !inst.forward() : inst.eval_only())
       continue;
     const Step &step = steps_[i];
+    uint64_t scratchBefore = measureScratch ? scratchHeld(true) : 0;
     auto start = std::chrono::steady_clock::now();
     Status s = timed ? stream.record(*timers_[2 * i]) : Status::success();
     if (s.ok())
@@ -195,6 +201,11 @@ Status Executor::runSteps(bool forwardOnly) {
       if (!timed)
         profile_[i] += host;
     }
+    if (measureScratch) {
+      uint64_t high = scratchHeld(false);
+      profileScratch_[i] = std::max(
+          profileScratch_[i], high > scratchBefore ? high - scratchBefore : 0);
+    }
     if (!s.ok())
       return Status::failure("instruction '" + step.op + "' (node '" +
                              step.loc + "'): " + s.error);
@@ -205,6 +216,8 @@ Status Executor::runSteps(bool forwardOnly) {
         arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
                      buffers_[o].bytes());
   }
+  if (measureScratch)
+    scratchMeasured_ = true;
   // Pipeline sends are eager; the step ends once the peers have them.
   Status s = programComm_->completeSends("the sends of this step");
   if (s.ok() && timed) {
@@ -254,7 +267,17 @@ bool Executor::hasInput(const std::string &name) const {
   return false;
 }
 
+uint64_t Executor::scratchHeld(bool reset) {
+  Backend::DeviceMemoryParts parts;
+  if ((reset && !backend_->resetScratchHigh().ok()) ||
+      !backend_->deviceMemoryParts(parts))
+    return 0;
+  return parts.scratchHigh;
+}
+
 Status Executor::enableProfiling() {
+  if (profileScratch_.size() != steps_.size())
+    profileScratch_.assign(steps_.size(), 0);
   profile_.assign(steps_.size(), 0.0);
   profileHost_.assign(steps_.size(), 0.0);
   profileIdle_.assign(steps_.size(), 0.0);
@@ -309,7 +332,7 @@ std::vector<Executor::ProfileEntry> Executor::profile() const {
     };
     out.push_back({steps_[i].op, steps_[i].loc, profile_[i], profileHost_[i],
                    profileIdle_[i], profileRuns_, elements, num("@flops"),
-                   num("@bytes")});
+                   num("@bytes"), profileScratch_[i]});
   }
   return out;
 }

@@ -51,6 +51,10 @@ public:
   double host = 0.0, device = 0.0;
   int waits = 0; // synchronize() calls
   bool failElapsed = false;
+  /// The kernels' scratch pool: held now (`scratchUsed`, e.g. by work
+  /// before), its high-water, and how often it was started again.
+  uint64_t scratchUsed = 0, scratchHigh = 0;
+  int scratchResets = 0;
 
   std::string name() const override { return "clocked:0"; }
   bool hostAddressable() const override { return false; }
@@ -81,13 +85,29 @@ public:
                 const RandomState &, Step &step) override {
     double h = inst.attrs().at("host_ms").f(),
            d = inst.attrs().at("device_ms").f();
+    auto it = inst.attrs().find("scratch");
+    uint64_t scratch = it == inst.attrs().end() ? 0 : uint64_t(it->second.f());
     step.op = inst.op();
     step.loc = inst.loc();
-    step.run = [this, h, d] {
+    step.run = [this, h, d, scratch] {
       host += h;
       device = std::max(device, host) + d;
+      scratchUsed += scratch; // a kernel's Scratch, freed after it
+      scratchHigh = std::max(scratchHigh, scratchUsed);
+      scratchUsed -= scratch;
       return Status::success();
     };
+    return Status::success();
+  }
+  bool deviceMemoryParts(DeviceMemoryParts &out) const override {
+    out = DeviceMemoryParts();
+    out.scratchHigh = scratchHigh;
+    out.poolHigh = scratchHigh;
+    return true;
+  }
+  Status resetScratchHigh() override {
+    ++scratchResets;
+    scratchHigh = scratchUsed;
     return Status::success();
   }
   Status synchronize(const std::string &) override {
@@ -215,6 +235,34 @@ TEST(Profile, ADevicesClockTimesEachInstructionWithoutWaiting) {
   EXPECT_EQ(p[2].calls, 1);
   EXPECT_NEAR(p[2].seconds, 2.0e-3, 1e-12);
   EXPECT_NEAR(p[0].idleSeconds, 0.5e-3, 1e-12);
+}
+
+// Each instruction's scratch (the most its kernels held beyond what was
+// held before it) is measured once, in the first profiled step: the pool's
+// high-water started again before it, read after it; later steps, and the
+// profile enabled again (--profile-warmup), keep the figures and measure
+// nothing.
+TEST(Profile, EachInstructionsScratchIsMeasuredOnce) {
+  ClockedDevice dev(/*clock=*/true);
+  Program prog(kCosts);
+  auto &insts = *prog.artifact.program.mutable_instructions();
+  (*insts[1].mutable_attrs())["scratch"].set_f(4096);
+  (*insts[2].mutable_attrs())["scratch"].set_f(1000);
+  Executor exec;
+  exec.setBackend(&dev);
+  ASSERT_TRUE(exec.init(prog.artifact).ok());
+  ASSERT_TRUE(exec.enableProfiling().ok());
+  dev.scratchUsed = dev.scratchHigh = 512; // held by earlier work
+  ASSERT_TRUE(exec.run().ok());
+  EXPECT_EQ(dev.scratchResets, 3);
+  ASSERT_TRUE(exec.run().ok());
+  ASSERT_TRUE(exec.enableProfiling().ok());
+  ASSERT_TRUE(exec.run().ok());
+  EXPECT_EQ(dev.scratchResets, 3);
+  auto p = exec.profile();
+  const uint64_t want[] = {0, 4096, 1000};
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(p[i].scratchBytes, want[i]) << p[i].op;
 }
 
 TEST(Profile, AnEvaluationBetweenStepsIsNotIdleTime) {

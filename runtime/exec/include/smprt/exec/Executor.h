@@ -85,6 +85,11 @@ public:
     int64_t calls;       // the runs
     int64_t elements;    // of its outputs (for scaling to other shapes)
     double flops, bytes; // the compiler's cost of one call (0: unknown)
+    /// On a backend with device memory of its own: the most its kernels
+    /// held at once in transient scratch beyond what was held before it
+    /// (Backend::deviceMemoryParts), measured in the first profiled step
+    /// since init (the same every step); 0 elsewhere.
+    uint64_t scratchBytes = 0;
   };
   std::vector<ProfileEntry> profile() const;
   /// Which clock the profile's `seconds` are of: "device" or "host".
@@ -155,6 +160,14 @@ private:
 
   std::vector<double> profile_; // empty unless profiling
   std::vector<double> profileHost_, profileIdle_;
+  /// Each instruction's scratch (ProfileEntry::scratchBytes), measured
+  /// once: in the first profiled step, before the sums that follow
+  /// (--profile-warmup's) restart.
+  std::vector<uint64_t> profileScratch_;
+  bool scratchMeasured_ = false;
+  /// The kernels' scratch held now (`reset`: after starting its
+  /// high-water again) or at most since; 0 without device memory.
+  uint64_t scratchHeld(bool reset);
   /// With a device clock: each instruction's (start, end) timing events,
   /// then two for the steps' ends, a profiled step's end marked in
   /// timers_[stepEnd_] (the other holds the previous step's, if
