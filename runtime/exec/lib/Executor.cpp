@@ -267,12 +267,9 @@ bool Executor::hasInput(const std::string &name) const {
   return false;
 }
 
-uint64_t Executor::scratchHeld(bool reset) {
-  Backend::DeviceMemoryParts parts;
-  if ((reset && !backend_->resetScratchHigh().ok()) ||
-      !backend_->deviceMemoryParts(parts))
-    return 0;
-  return parts.scratchHigh;
+uint64_t Executor::scratchHeld(bool start) {
+  uint64_t bytes = 0;
+  return backend_->scratchSpan(start, bytes) ? bytes : 0;
 }
 
 Status Executor::enableProfiling() {

@@ -94,6 +94,7 @@ public:
       device = std::max(device, host) + d;
       scratchUsed += scratch; // a kernel's Scratch, freed after it
       scratchHigh = std::max(scratchHigh, scratchUsed);
+      spanHigh = std::max(spanHigh, scratchUsed);
       scratchUsed -= scratch;
       return Status::success();
     };
@@ -105,11 +106,15 @@ public:
     out.poolHigh = scratchHigh;
     return true;
   }
-  Status resetScratchHigh() override {
-    ++scratchResets;
-    scratchHigh = scratchUsed;
-    return Status::success();
+  bool scratchSpan(bool start, uint64_t &bytes) override {
+    if (start) {
+      ++scratchResets;
+      spanHigh = scratchUsed;
+    }
+    bytes = spanHigh;
+    return true;
   }
+  uint64_t spanHigh = 0;
   Status synchronize(const std::string &) override {
     ++waits;
     return Status::success();

@@ -147,11 +147,24 @@ public:
       return false;
     out.allocated = allocated_;
     out.workspace = held.workspace;
-    out.scratchHigh = held.scratchHigh;
-    out.poolHigh = held.poolHigh;
+    out.scratchHigh = std::max(held.scratchHigh, scratchHighBefore_);
+    out.poolHigh = std::max(held.poolHigh, poolHighBefore_);
     return true;
   }
-  Status resetScratchHigh() override { return k::resetScratchHigh(*ctx_); }
+  bool scratchSpan(bool start, uint64_t &bytes) override {
+    k::DeviceMemoryHeld held;
+    if (!k::memoryHeld(*ctx_, held).ok())
+      return false;
+    if (start) {
+      // The pool's high-water marks restart: keep the run's so far.
+      scratchHighBefore_ = std::max(scratchHighBefore_, held.scratchHigh);
+      poolHighBefore_ = std::max(poolHighBefore_, held.poolHigh);
+      if (!k::resetScratchHigh(*ctx_).ok() || !k::memoryHeld(*ctx_, held).ok())
+        return false;
+    }
+    bytes = held.scratchHigh;
+    return true;
+  }
 
   Status allocate(uint64_t bytes, void **out) override {
     cudaError_t e = cudaMalloc(out, bytes);
@@ -305,6 +318,8 @@ private:
   int device_;
   k::Context *ctx_;
   uint64_t allocated_ = 0; // what allocate() holds
+  // The pool's high-water marks before scratchSpan last restarted them.
+  uint64_t scratchHighBefore_ = 0, poolHighBefore_ = 0;
   CudaStream compute_; // the kernel context's stream
 };
 

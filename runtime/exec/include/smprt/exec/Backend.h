@@ -118,10 +118,10 @@ public:
   /// allocate() holds now (the plan's arena); `workspace`, the libraries'
   /// fixed buffers (cuBLASLt's); `scratchHigh`, the most the kernels'
   /// transient scratches held at once, and `poolHigh`, the most memory
-  /// their pool mapped (it keeps it) since the backend was made or since
-  /// resetScratchHigh. What the device holds beyond these is the CUDA
-  /// context and the loaded code. False where the backend has no device
-  /// memory of its own.
+  /// their pool mapped (it keeps it), since the backend was made (spans
+  /// included). What the device holds beyond these is the CUDA context
+  /// and the loaded code. False where the backend has no device memory of
+  /// its own.
   struct DeviceMemoryParts {
     uint64_t allocated = 0, workspace = 0, scratchHigh = 0, poolHigh = 0;
   };
@@ -129,9 +129,15 @@ public:
     (void)out;
     return false;
   }
-  /// Starts scratchHigh and poolHigh again from what is held now (so a
-  /// span's own high-water can be read); no-op without device memory.
-  virtual Status resetScratchHigh() { return Status::success(); }
+  /// A span of the kernels' scratch (the executor's per-instruction
+  /// figure): `start` begins one and gives the bytes held now; otherwise
+  /// the most held at once since the span began. deviceMemoryParts still
+  /// reports the whole run's. False without device memory.
+  virtual bool scratchSpan(bool start, uint64_t &bytes) {
+    (void)start;
+    (void)bytes;
+    return false;
+  }
 
   /// Memory of the arena (`bytes` > 0); released by `release`.
   virtual Status allocate(uint64_t bytes, void **out) = 0;

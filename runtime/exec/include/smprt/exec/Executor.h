@@ -165,9 +165,9 @@ private:
   /// (--profile-warmup's) restart.
   std::vector<uint64_t> profileScratch_;
   bool scratchMeasured_ = false;
-  /// The kernels' scratch held now (`reset`: after starting its
-  /// high-water again) or at most since; 0 without device memory.
-  uint64_t scratchHeld(bool reset);
+  /// The kernels' scratch held now (`start`: a span begins,
+  /// Backend::scratchSpan) or at most since; 0 without device memory.
+  uint64_t scratchHeld(bool start);
   /// With a device clock: each instruction's (start, end) timing events,
   /// then two for the steps' ends, a profiled step's end marked in
   /// timers_[stepEnd_] (the other holds the previous step's, if
