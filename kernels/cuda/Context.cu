@@ -196,15 +196,12 @@ Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out) {
   const char *op = "cuda_memory_held";
   out = DeviceMemoryHeld();
   out.workspace = ctx.workspaceBytes + (ctx.dError ? sizeof(DeviceError) : 0);
-  cudaMemPool_t pool;
-  if (Status s = cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device));
-      !s.ok())
-    return s;
-  if (Status s = cudaStatus(
-          op, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
-                                      &out.scratchHigh));
-      !s.ok())
-    return s;
+  cudaMemPool_t pool; // the kernels' scratches' (Scratch: cudaMallocAsync)
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device)));
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
+                                             &out.scratchHigh)));
   return cudaStatus(op, cudaMemPoolGetAttribute(pool,
                                                 cudaMemPoolAttrReservedMemHigh,
                                                 &out.poolHigh));
@@ -213,16 +210,13 @@ Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out) {
 Status resetScratchHigh(const Context &ctx) {
   const char *op = "cuda_reset_scratch_high";
   cudaMemPool_t pool;
-  if (Status s = cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaDeviceGetDefaultMemPool(&pool, ctx.device)));
   // Setting a high-water attribute (to 0, the only value allowed) starts it
   // again from the current value.
   uint64_t zero = 0;
-  if (Status s = cudaStatus(
-          op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
-      !s.ok())
-    return s;
+  SMP_RETURN_IF_ERROR(cudaStatus(
+      op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero)));
   return cudaStatus(
       op, cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero));
 }

@@ -172,10 +172,8 @@ Status Executor::runSteps(bool forwardOnly) {
     afterProfiledStep_ = false;
   bool waitEach = profiling && !timed && !backend_->hostAddressable();
   // Each instruction's scratch, once (a few driver calls around each
-  // instruction, outside its host time).
-  Backend::DeviceMemoryParts parts;
-  bool measureScratch =
-      profiling && !scratchMeasured_ && backend_->deviceMemoryParts(parts);
+  // instruction, outside its host time; 0 without device memory).
+  bool measureScratch = profiling && !scratchMeasured_;
   std::vector<size_t> timedSteps;
   Stream &stream = backend_->computeStream();
   firstInfinity_.clear();

@@ -87,7 +87,7 @@ public:
     double flops, bytes; // the compiler's cost of one call (0: unknown)
     /// On a backend with device memory of its own: the most its kernels
     /// held at once in transient scratch beyond what was held before it
-    /// (Backend::deviceMemoryParts), measured in the first profiled step
+    /// (Backend::scratchSpan), measured in the first profiled step
     /// since init (the same every step); 0 elsewhere.
     uint64_t scratchBytes = 0;
   };
