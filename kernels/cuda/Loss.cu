@@ -166,9 +166,9 @@ __global__ void __launch_bounds__(kWideLossThreads)
 /// out[0] = sum(rowLoss) (/ sum(rowWeight) for Mean: NaN when 0), rounded
 /// through the logits' compute type C.
 template <class C>
-__global__ void crossEntropyTotal(const double *rowLoss,
-                                  const double *rowWeight, int64_t rows,
-                                  bool mean, Out out) {
+__global__ void __launch_bounds__(1024)
+    crossEntropyTotal(const double *rowLoss, const double *rowWeight,
+                      int64_t rows, bool mean, Out out) {
   double total = 0, counted = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     total += rowLoss[r];
@@ -237,8 +237,9 @@ namespace {
 
 /// *counted = the sum of the weights (1 without weights) of the rows whose
 /// label is valid and not ignored.
-__global__ void countLabels(Labels l, In w, int64_t rows, int64_t classes,
-                            double *counted) {
+__global__ void __launch_bounds__(1024)
+    countLabels(Labels l, In w, int64_t rows, int64_t classes,
+                double *counted) {
   double c = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
     if (l.huge(r))

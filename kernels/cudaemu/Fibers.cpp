@@ -448,6 +448,56 @@ void sharedStatic(void *array, size_t bytes) {
   }
 }
 
+namespace {
+// A launch's probe (kernelEntry): set while the host thread calls the
+// kernel once before the launch's checks; the bound it declared.
+thread_local bool probing = false;
+thread_local int64_t probedBound = -1;
+
+// A block of more threads than this needs its kernel to declare
+// __launch_bounds__: ptxas gives a kernel without them up to 255 registers
+// a thread, and 255 x 256 is what an SM's 65,536 registers hold at most.
+constexpr uint64_t kUnboundedThreads = 256;
+
+// The first argument of the kernel's __launch_bounds__ (0: none), or -1
+// where the kernel has no entry check (translate.py did not rewrite it).
+int64_t launchBound(void (*body)(void *), void *arg) {
+  probing = true;
+  probedBound = -1;
+  body(arg);
+  probing = false;
+  return probedBound;
+}
+
+// Why a block of `threads` may not run a kernel of `bound`, or "".
+std::string boundRefusal(int64_t bound, uint64_t threads) {
+  std::string t = std::to_string(threads);
+  if (bound < 0)
+    return "the kernel has no entry check (translate.py did not see its "
+           "definition)";
+  if (bound > 0 && threads > uint64_t(bound))
+    return "a block of " + t + " threads, over the kernel's " +
+           "__launch_bounds__ of " + std::to_string(bound) +
+           " (a GPU refuses it: too many resources requested)";
+  if (bound == 0 && threads > kUnboundedThreads)
+    return "a block of " + t + " threads for a kernel without " +
+           "__launch_bounds__ (smp's rule: ptxas may give such a kernel "
+           "up to 255 registers a thread, more than a block of " +
+           t +
+           " can hold in an SM's 65,536, and the GPU then refuses the "
+           "launch); declare __launch_bounds__(" +
+           t + ") on the kernel";
+  return "";
+}
+} // namespace
+
+bool kernelEntry(unsigned maxThreads) {
+  if (!probing)
+    return false;
+  probedBound = maxThreads;
+  return true;
+}
+
 void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
                   size_t sharedBytes, cudaStream_t, void (*body)(void *),
                   void *arg, const std::vector<PointerArgument> &pointers) {
@@ -466,6 +516,9 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
     return refuse(cudaErrorInvalidConfiguration,
                   "grid " + dims(grid) +
                       " (x < 2^31, y and z <= 65535, none 0)");
+  if (std::string why = boundRefusal(launchBound(body, arg), threads);
+      !why.empty())
+    return refuse(cudaErrorLaunchOutOfResources, why);
   size_t limit = dynamicSharedLimit(kernel);
   if (sharedBytes > limit)
     return refuse(cudaErrorInvalidValue,

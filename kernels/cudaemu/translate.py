@@ -16,6 +16,12 @@ A launch whose line ends in `// cudaemu-name: EXPR` is named by EXPR (a
 runtime const char *, e.g. the op a generic launch helper was given) instead
 of its kernel expression.
 
+Every kernel definition (`__global__`) gets a first statement on the line of
+its opening brace,
+      { if (::smp::cudaemu::kernelEntry(N)) return;
+with N the first argument of its `__launch_bounds__` (0 where it has none):
+a launch calls the kernel once to learn N before its checks (Launch.h).
+
 Includes of "X.cuh" become "X.cuh.h" (the translated copy beside it).
 Everything else is kept, line for line (the launch rewrite keeps the line
 count), so the compiler's line numbers still point into the .cu file.
@@ -42,10 +48,63 @@ TEMPLATE_KERNEL = re.compile(
     r"template\s*<[^{;]*?>\s*__global__\s+void\s+(\w+)\s*\(")
 
 
+# A kernel's head up to its parameter list: `__global__` and what may come
+# before the name (the return type, `__launch_bounds__(...)`).
+KERNEL_HEAD = re.compile(
+    r"\b__global__\b((?:\s*(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)"
+    r"|void|static|inline))*)\s*(\w+)\s*\(")
+BOUNDS = re.compile(r"__launch_bounds__\s*\(((?:[^()]|\([^()]*\))*)\)")
+
+
+def first_argument(args):
+    """The text of a macro argument list's first argument."""
+    depth = 0
+    for i, c in enumerate(args):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            return args[:i].strip()
+    return args.strip()
+
+
+def add_kernel_entries(text):
+    """Puts kernelEntry(N) first in every kernel definition."""
+    out, pos = [], 0
+    for m in KERNEL_HEAD.finditer(text):
+        if m.start() < pos:
+            continue
+        # The parameter list's closing parenthesis, then `{` or `;`.
+        depth, i = 1, m.end()
+        while depth:
+            if i >= len(text):
+                raise SystemExit(f"translate.py: kernel {m.group(2)}: "
+                                 "unbalanced parameter list")
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        brace = re.compile(r"\s*([{;])").match(text, i)
+        if not brace:
+            raise SystemExit(f"translate.py: kernel {m.group(2)}: no body "
+                             "or ';' after its parameters")
+        if brace.group(1) == ";":
+            continue  # a declaration
+        bounds = BOUNDS.search(m.group(1))
+        bound = first_argument(bounds.group(1)) if bounds else "0"
+        at = brace.end()
+        out.append(text[pos:at])
+        out.append(" if (::smp::cudaemu::kernelEntry("
+                   f"static_cast<unsigned>({bound}))) return;")
+        pos = at
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def translate(text):
     # Template kernels launched without template arguments deduce them from
     # the call, as CUDA's launch does: they run through a generic lambda.
     deduced = set(TEMPLATE_KERNEL.findall(text))
+    text = add_kernel_entries(text)  # before the launches: they read it
 
     def launch(m):
         kernel, sp1, config, sp2 = m.group(1), m.group(2), m.group(3), m.group(4)

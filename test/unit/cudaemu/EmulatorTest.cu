@@ -214,6 +214,34 @@ TEST(CudaEmu, RefusesLaunchesAGpuRefuses) {
   cudaFree(d);
 }
 
+__global__ void __launch_bounds__(64) bounded(int *p) {
+  p[threadIdx.x] = threadIdx.x;
+}
+
+__global__ void unbounded(int *p) { p[threadIdx.x] = threadIdx.x; }
+
+// A block over the kernel's __launch_bounds__ is refused as a GPU refuses
+// it; a kernel without them runs blocks of up to 256 threads (smp's rule:
+// ptxas may give it 255 registers a thread, which a larger block may not
+// hold). Neither runs: the output keeps the NaN pattern of fresh memory.
+TEST(CudaEmu, RefusesBlocksOverTheKernelsLaunchBounds) {
+  int *d;
+  ASSERT_EQ(cudaMalloc(&d, 1024 * sizeof(int)), cudaSuccess);
+  bounded<<<1, 128>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchOutOfResources);
+  unbounded<<<1, 512>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchOutOfResources);
+  EXPECT_EQ(hostCopy(d, 1)[0], -1);
+  bounded<<<1, 64>>>(d);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  unbounded<<<1, 256>>>(d + 64);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> h = hostCopy(d, 320);
+  for (int i = 0; i < 320; ++i)
+    EXPECT_EQ(h[i], i < 64 ? i : i - 64);
+  cudaFree(d);
+}
+
 __global__ void barrierOrShuffle(float *out) {
   float v = threadIdx.x;
   if (threadIdx.x < 16)

@@ -1,10 +1,12 @@
-//===- Launch.h - Kernel launches in the CUDA emulator -----------*- C++ -*-===//
+//===- Launch.h - Kernel launches in the CUDA emulator -----------*- C++
+//-*-===//
 //
 // kernels/cudaemu/translate.py rewrites `k<<<grid, block, shared, stream>>>(
 // args)` into `::smp::cudaemu::Launch("k", grid, block, shared, stream)
 // .run(k, args)`. run() checks the launch as the CUDA runtime does (block
-// and grid limits, dynamic shared memory against the kernel's limit, every
-// pointer argument in device-accessible memory), records a refusal for
+// and grid limits, the kernel's `__launch_bounds__`, dynamic shared memory
+// against the kernel's limit, every pointer argument in device-accessible
+// memory), records a refusal for
 // cudaGetLastError, or runs the grid: blocks one after another, each
 // block's threads as fibers that switch at __syncthreads and warp
 // shuffles (Fibers.cpp).
@@ -36,6 +38,13 @@ struct ThreadState {
 
 /// The running thread's built-ins (only inside a kernel).
 ThreadState &self();
+/// The first statement of every kernel (translate.py puts it there):
+/// `if (kernelEntry(N)) return;` with N the first argument of the kernel's
+/// `__launch_bounds__`, or 0 where it declares none. A launch calls the
+/// kernel once on the host thread before its checks ("probing"): there it
+/// records N and returns true, so the kernel returns at once; in the
+/// threads of the grid it returns false.
+bool kernelEntry(unsigned maxThreads);
 /// The running thread's lane (its linear index in the block mod 32).
 int laneId();
 void syncthreads();
