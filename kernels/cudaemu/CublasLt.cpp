@@ -264,7 +264,8 @@ void geluEpilogueOf(const OpDesc &d, const Layout &dl, std::vector<double> &v) {
 
 /// D = alpha op(A) op(B) + beta C (+ bias), batch by batch: op(A) and op(B)
 /// read into row-major arrays of the accumulator type Acc (tf32-rounded
-/// when `tf`), each D element summed over k in order in Acc, then scaled, C
+/// when `tf`), each D element summed over k in order (reverseSums(): last
+/// to first) in Acc, then scaled, C
 /// and the bias added and D stored (after C was read: in place is allowed).
 template <class Acc>
 void product(const OpDesc &d, const Layout &a, const Layout &b,
@@ -301,7 +302,8 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
             pb, b.type, d.transB == CUBLAS_OP_N ? at(b, p, j) : at(b, j, p)));
     for (int64_t i = 0; i < m; ++i) {
       std::fill(acc.begin(), acc.end(), Acc(0));
-      for (int64_t p = 0; p < k; ++p) {
+      for (int64_t q = 0; q < k; ++q) {
+        int64_t p = reverseSums() ? k - 1 - q : q;
         Acc xi = x[i * k + p];
         const Acc *yp = &y[p * n];
         for (int64_t j = 0; j < n; ++j)

@@ -6,8 +6,10 @@
 // would hang or fault), lane 0 computes the 16 x 8 product from the
 // fragments in PTX's layout (kernels/cuda/Mma.cuh), and the warp meets
 // again before each lane takes its C elements back. The 16 products of a C
-// element are exact in f32 and added in k order onto c: the hardware's
-// order is not specified, so tests compare with a tolerance.
+// element are exact in f32 and added in k order onto c (under
+// SMP_CUDAEMU_SUM_ORDER=reverse, added together last to first, then onto
+// c): the hardware's order is not specified, so tests compare with a
+// tolerance, which ctest's cudaemu.reverse-sums checks holds either way.
 //
 // ldmatrix.x4 the same way: the lanes' row addresses in the warp's slot, a
 // __syncwarp, each lane reads its four registers (PTX's fragment of each
@@ -83,8 +85,15 @@ void multiply(Slot &w, bool bf16) {
     for (int i = 0; i < 4; ++i) {
       int row = g + (i >= 2 ? 8 : 0), col = 2 * t + i % 2;
       float acc = w.c[lane][i];
-      for (int k = 0; k < 16; ++k)
-        acc += a[row][k] * b[k][col];
+      if (reverseSums()) {
+        float dot = 0;
+        for (int k = 15; k >= 0; --k)
+          dot += a[row][k] * b[k][col];
+        acc += dot;
+      } else {
+        for (int k = 0; k < 16; ++k)
+          acc += a[row][k] * b[k][col];
+      }
       w.c[lane][i] = acc;
     }
   }

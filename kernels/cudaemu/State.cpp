@@ -21,6 +21,14 @@ bool noEpilogues() {
   return on;
 }
 
+bool reverseSums() {
+  static const bool on = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_SUM_ORDER");
+    return v && std::string(v) == "reverse";
+  }();
+  return on;
+}
+
 namespace {
 
 struct Registry {

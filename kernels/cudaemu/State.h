@@ -51,6 +51,12 @@ bool dryRun();
 /// any product with an epilogue (as a cuBLASLt without one for a shape
 /// would), so smp's fallbacks to separate kernels run.
 bool noEpilogues();
+/// SMP_CUDAEMU_SUM_ORDER=reverse: the tensor cores' mma adds its 16
+/// products together last to first and then onto C, and the emulated
+/// cuBLASLt sums each product over k last to first (the default: in k
+/// order onto C). A GPU's order is neither: a kernel test that passes
+/// only in one order compares more tightly than the hardware allows.
+bool reverseSums();
 /// Counts a checked launch (of `blocks` blocks of `threads`) or cuBLASLt
 /// product; a dry run prints the counts at exit ("N kernel launches (K
 /// kernels and ops) and P cuBLASLt products checked").

@@ -567,6 +567,40 @@ TEST(CudaEmu, CublasLtProductsMatchALoop) {
     }
 }
 
+// The order the tensor cores and cuBLASLt sum in: the default (k order onto
+// the accumulator), or the reverse under SMP_CUDAEMU_SUM_ORDER=reverse
+// (ctest's cudaemu.reverse-sums-order), told apart by 2^24 and sixteen 1s:
+// in k order each 1 added to 2^24 rounds away; the 1s summed first add 16.
+TEST(CudaEmu, SumsInTheOrderAsked) {
+  const char *order = std::getenv("SMP_CUDAEMU_SUM_ORDER");
+  bool reverse = order && std::string(order) == "reverse";
+  const float big = 16777216.0f, want = reverse ? big + 16 : big;
+  // mma: C = 2^24 plus the 16 products of 1 x 1.
+  std::vector<__nv_bfloat16> a(256, __float2bfloat16(1.0f)),
+      b(128, __float2bfloat16(1.0f));
+  std::vector<float> c(128, big);
+  __nv_bfloat16 *da = deviceCopy(a), *db = deviceCopy(b);
+  float *dc = deviceCopy(c);
+  mmaTile<<<1, 32>>>(da, db, dc);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  for (float v : hostCopy(dc, 128))
+    EXPECT_EQ(v, want);
+  // cuBLASLt: a 1 x 17 row (2^24, then sixteen 1s) times a column of 1s.
+  std::vector<float> A(17, 1.0f), B(17, 1.0f);
+  A[0] = big;
+  float *dA = deviceCopy(A), *dB = deviceCopy(B), *dD;
+  cudaMalloc(&dD, sizeof(float));
+  Lt lt;
+  ASSERT_EQ(lt.plan(CUDA_R_32F, false, false, 1, 1, 17, 1, 4),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(lt.run(dA, dB, dD), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(hostCopy(dD, 1)[0], want);
+  for (void *p : {static_cast<void *>(da), static_cast<void *>(db),
+                  static_cast<void *>(dc), static_cast<void *>(dA),
+                  static_cast<void *>(dB), static_cast<void *>(dD)})
+    cudaFree(p);
+}
+
 TEST(CudaEmu, CublasLtBiasEpilogueAddsARowBias) {
   // Exact in f32: small integers. Two batches share the bias (stride 0).
   const int m = 4, n = 3, k = 5, count = 2;
