@@ -397,6 +397,16 @@ void syncwarp(unsigned mask) {
 }
 
 void cpAsync(void *dst, const void *src, size_t bytes) {
+  // A GPU faults on a copy whose addresses are not aligned to its size.
+  if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 ||
+      reinterpret_cast<uintptr_t>(src) % bytes != 0) {
+    report("cp.async of " + std::to_string(bytes) + " bytes from " +
+           std::to_string(reinterpret_cast<uintptr_t>(src)) + " to " +
+           std::to_string(reinterpret_cast<uintptr_t>(dst)) +
+           ": an address not aligned to the copy's size (a GPU faults: "
+           "misaligned address)");
+    std::abort();
+  }
   currentFiber().openCopies.push_back({dst, src, bytes});
 }
 

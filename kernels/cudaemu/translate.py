@@ -6,8 +6,9 @@ emulator (docs/cuda-emulator.md): the two CUDA constructs that are not C++.
       -> ::smp::cudaemu::Launch("k", grid, block[, shared[, stream]]).run(k, args)
   extern __shared__ [__align__(n)] T name[];
       -> T *name = static_cast<T *>(::smp::cudaemu::dynamicShared());
-  __shared__ T a[N], b[M];
-      -> static T a[N], b[M]; ::smp::cudaemu::sharedStatic(a, sizeof(a)); ...
+  __shared__ [__align__(n)] T a[N], b[M];
+      -> static [__align__(n)] T a[N], b[M];
+         ::smp::cudaemu::sharedStatic(a, sizeof(a)); ...
          (one array per kernel, shared by the block that runs: the first
          thread of each block to reach it fills it with a NaN pattern, as
          a GPU's shared memory starts as garbage)
@@ -41,7 +42,7 @@ NAMED = re.compile(r"[ \t]*// cudaemu-name: ([^\n]+?)\s*$", re.M)
 INCLUDE_CUH = re.compile(r'#include "([\w/]+\.cuh)"')
 # A block's __shared__ variables in a function: TYPE a[N][M], b[N];
 STATIC_SHARED = re.compile(
-    r"__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([\w:<>]+)\s+([^;]+);")
+    r"__shared__\s+(__align__\(\s*\d+\s*\)\s+)?([\w:<>]+)\s+([^;]+);")
 
 
 TEMPLATE_KERNEL = re.compile(
@@ -130,10 +131,12 @@ def translate(text):
         lambda m: f"{m.group(1)} *{m.group(2)} = static_cast<{m.group(1)} *>("
                   f"::smp::cudaemu::dynamicShared());", out)
     def shared(m):
-        names = [d.split("[")[0].strip() for d in m.group(2).split(",")]
+        # The alignment is kept (cp.async and vector accesses check it).
+        align = m.group(1) or ""
+        names = [d.split("[")[0].strip() for d in m.group(3).split(",")]
         poison = " ".join(f"::smp::cudaemu::sharedStatic({n}, sizeof({n}));"
                           for n in names)
-        return f"static {m.group(1)} {m.group(2)}; {poison}"
+        return f"static {align}{m.group(2)} {m.group(3)}; {poison}"
 
     out = STATIC_SHARED.sub(shared, out)
     out = INCLUDE_CUH.sub(r'#include "\1.h"', out)
