@@ -2,6 +2,8 @@
 
 #include "State.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -62,7 +64,20 @@ void *allocate(size_t bytes, MemoryKind kind) {
     r.deviceBytes += bytes;
   }
   void *p = nullptr;
-  if (posix_memalign(&p, 256, rounded) != 0) {
+  // A dry run's memory is mapped without reserving it: pages cost nothing
+  // until touched, so a full-size model's arena fits an emulated device
+  // larger than this machine (malloc's mapping of more than the machine's
+  // memory, which Linux's default overcommit refuses, would not).
+  bool mapped = dryRun();
+  if (mapped) {
+    p = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      p = nullptr;
+  } else if (posix_memalign(&p, 256, rounded) != 0) {
+    p = nullptr;
+  }
+  if (!p) {
     std::lock_guard<std::mutex> lock(r.mutex);
     if (device)
       r.deviceBytes -= bytes;
@@ -70,26 +85,34 @@ void *allocate(size_t bytes, MemoryKind kind) {
   }
   // Fresh device memory holds whatever was there: a pattern that reads as
   // a NaN in f32 and bf16 and f16, so that an unwritten output shows.
-  if (!dryRun())
+  // (A dry run's fresh pages read as zeros: a dry run of the edges runs
+  // kernels on what the blocks it skips would have written, and zeros are
+  // a value every kernel takes.)
+  if (!mapped)
     std::memset(p, 0xff, rounded);
   std::lock_guard<std::mutex> lock(r.mutex);
   r.allocations[reinterpret_cast<uintptr_t>(p)] =
-      Allocation{reinterpret_cast<uintptr_t>(p), bytes, kind};
+      Allocation{reinterpret_cast<uintptr_t>(p), bytes, kind, mapped};
   return p;
 }
 
 bool release(void *p, MemoryKind kind) {
   Registry &r = registry();
+  Allocation a;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.allocations.find(reinterpret_cast<uintptr_t>(p));
     if (it == r.allocations.end() || it->second.kind != kind)
       return false;
+    a = it->second;
     if (kind == MemoryKind::Device)
-      r.deviceBytes -= it->second.bytes;
+      r.deviceBytes -= a.bytes;
     r.allocations.erase(it);
   }
-  std::free(p);
+  if (a.mapped)
+    ::munmap(p, std::max<size_t>(a.bytes, 1));
+  else
+    std::free(p);
   return true;
 }
 
@@ -148,6 +171,14 @@ std::string dryRunMode() {
   return v ? v : "";
 }
 bool listGrids() { return dryRunMode() == "grids"; }
+} // namespace
+
+bool dryRunEdges() {
+  static const bool on = dryRunMode() == "edges";
+  return on;
+}
+
+namespace {
 bool listKernels() { return dryRunMode() == "kernels" || listGrids(); }
 } // namespace
 
@@ -199,8 +230,10 @@ Counts &counts() {
         report("dry run: " + std::to_string(k.launches) + " kernel launches (" +
                std::to_string(k.kernels.size()) + " kernels and ops) and " +
                std::to_string(k.products) + " cuBLASLt products (" +
-               std::to_string(k.queries) +
-               " heuristic queries) checked, none run; " +
+               std::to_string(k.queries) + " heuristic queries) checked, " +
+               (dryRunEdges() ? "each launch's first and last blocks run, "
+                                "no product; "
+                              : "none run; ") +
                std::to_string(k.hostWaits) +
                " host waits (synchronizations and synchronous copies); " +
                std::to_string(k.unaligned) +

@@ -25,10 +25,13 @@ struct Allocation {
   uintptr_t base = 0;
   size_t bytes = 0;
   MemoryKind kind = MemoryKind::Device;
+  /// A dry run's: mmap'd without reserving (munmap'd on release).
+  bool mapped = false;
 };
 
 /// Allocates `bytes` (at least 1) aligned to 256 bytes, filled with a
-/// pattern (device memory starts as garbage), and records it.
+/// pattern (device memory starts as garbage), and records it. A dry run's
+/// is mapped without reserving it and unfilled (zeros, pages untouched).
 void *allocate(size_t bytes, MemoryKind kind);
 /// Frees an allocation made by allocate; false (nothing freed) when p is
 /// not the start of one of `kind`.
@@ -47,6 +50,14 @@ size_t deviceBytesInUse();
 /// (launch limits, shared memory, layouts, extents, alignment) in seconds
 /// and without its memory. The numbers it computes are meaningless.
 bool dryRun();
+/// SMP_CUDAEMU_DRY_RUN=edges: a dry run whose launches of more than 1,024
+/// blocks run their first and last blocks, smaller ones all (cuBLASLt's
+/// products still skipped, fresh memory still unfilled and reading as
+/// zeros): a full-size model's largest indices are
+/// computed, so an index that overflows 32 bits (a signed one aborts: the
+/// translated sources check signed overflow) or runs past its buffer shows
+/// in seconds, without the model's memory.
+bool dryRunEdges();
 /// SMP_CUDAEMU_NO_EPILOGUES=1: cuBLASLt's heuristic finds no algorithm for
 /// any product with an epilogue (as a cuBLASLt without one for a shape
 /// would), so smp's fallbacks to separate kernels run.

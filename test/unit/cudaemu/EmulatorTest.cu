@@ -473,6 +473,46 @@ TEST(CudaEmuDeathTest, ReportsMisalignedCopiesAndVectors) {
                "misaligned address");
 }
 
+__global__ void overflowsAnInt(float *out) {
+  int i = 2147483647 - 16 + static_cast<int>(threadIdx.x); // lane 16 on
+  out[threadIdx.x] = static_cast<float>(i + 1);
+}
+
+// An index computed in 32 bits that a large grid overflows: the translated
+// sources check signed overflow (UBSan's, fatal), so a full-size model's
+// last block (SMP_CUDAEMU_DRY_RUN=edges runs it) shows it.
+TEST(CudaEmuDeathTest, ReportsSignedOverflow) {
+  EXPECT_DEATH(launchExpecting(overflowsAnInt, cudaSuccess),
+               "signed integer overflow");
+}
+
+__global__ void blockIndices(int *out) {
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = static_cast<int>(blockIdx.x) + 1;
+}
+
+// SMP_CUDAEMU_DRY_RUN=edges (ctest's cudaemu.dry-run-edges; skipped
+// otherwise): a launch of more than 1,024 blocks runs its first and last
+// only, one of 1,024 or fewer all of them; fresh memory reads as zeros.
+TEST(CudaEmu, DryRunOfTheEdgesRunsTheFirstAndLastBlocks) {
+  const char *mode = std::getenv("SMP_CUDAEMU_DRY_RUN");
+  if (!mode || std::string(mode) != "edges")
+    GTEST_SKIP() << "runs under SMP_CUDAEMU_DRY_RUN=edges";
+  int *d;
+  ASSERT_EQ(cudaMalloc(&d, 4096 * sizeof(int)), cudaSuccess);
+  blockIndices<<<4096, 32>>>(d);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<int> h = hostCopy(d, 4096);
+  for (int b = 0; b < 4096; ++b)
+    EXPECT_EQ(h[b], b == 0 || b == 4095 ? b + 1 : 0) << "block " << b;
+  blockIndices<<<1024, 32>>>(d + 1024);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  h = hostCopy(d + 1024, 1024);
+  for (int b = 0; b < 1024; ++b)
+    EXPECT_EQ(h[b], b + 1) << "block " << b;
+  cudaFree(d);
+}
+
 __global__ void mmaOnHalfAWarp(float *out) {
   if (threadIdx.x >= 16)
     return;
