@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <new>
+
+#include <unistd.h>
 
 namespace smprt {
 
@@ -116,8 +119,29 @@ Status Executor::init(const Artifact &artifact) {
   inputSet_.assign(p.inputs_size(), false);
   outputCopies_.clear();
   if (!backend_->hostAddressable())
-    for (const auto &o : p.outputs())
-      outputCopies_.emplace_back(buffers_[o.buffer()].bytes(), '\0');
+    for (const auto &o : p.outputs()) {
+      // Each output's host copy (a device's outputs come back to be read).
+      size_t bytes = buffers_[o.buffer()].bytes();
+      long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+      bool fits = pages <= 0 || page <= 0 ||
+                  bytes <= static_cast<uint64_t>(pages) * page;
+      try {
+        if (fits)
+          outputCopies_.emplace_back(bytes, '\0');
+      } catch (const std::bad_alloc &) {
+        fits = false;
+      }
+      if (!fits) {
+        outputCopies_.clear();
+        return Status::failure(
+            artifact.dir + ": output '" + o.name() + "' (" +
+            std::to_string(bytes) +
+            " bytes) does not fit in this machine's memory, where it is "
+            "copied from " +
+            backend_->name() +
+            ": compile the model for a smaller --batch-size");
+      }
+    }
   return backend_->synchronize("loading the weights");
 }
 

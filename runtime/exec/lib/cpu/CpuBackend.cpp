@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace smprt {
 
@@ -55,8 +56,22 @@ public:
   int computeUnits() const override { return smp::kernels::cpu::numThreads(); }
 
   /// Pages mapped lazily: an arena planned larger than what a run touches
-  /// costs only address space.
+  /// costs only address space. One larger than the machine's memory is
+  /// refused (the mapping would succeed and the run be killed later).
   Status allocate(uint64_t bytes, void **out) override {
+    long pages = sysconf(_SC_PHYS_PAGES), pageBytes = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && pageBytes > 0 &&
+        bytes > static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageBytes))
+      return Status::failure(
+          "cannot allocate an arena of " + std::to_string(bytes) +
+          " bytes: this machine has " +
+          std::to_string(static_cast<uint64_t>(pages) *
+                         static_cast<uint64_t>(pageBytes)) +
+          " bytes of memory. The plan needs less per rank with "
+          "recomputation (--checkpoint-activations full), more "
+          "--microbatches, ZeRO (--zero-stage 2 or 3) or more ranks; smpc "
+          "compile --devices N --cluster (a preset, or a JSON file with the "
+          "device's memory_gb) chooses a plan that fits");
     void *p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
