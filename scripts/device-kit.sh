@@ -19,7 +19,12 @@
 #       checkout). --emulate packs the CUDA emulator's builds in their place
 #       (smprun-emu as smprun, the *-emu tests; docs/cuda-emulator.md) and a
 #       small GPT as the benchmark: a rehearsal of the GPU run on this
-#       machine (`run KIT OUT --device cuda --no-torch`).
+#       machine (`run KIT OUT --device cuda --no-torch`). KIT_EDGES=1
+#       first runs each benchmark artifact one step on the CUDA emulator's
+#       dry run of the edges (smprun-emu, SMP_CUDAEMU_DRY_RUN=edges: every
+#       large launch's first and last blocks at full size; GPT-2 124M's
+#       ~25 s an artifact), the times in bench/gpt2/edges.txt; an artifact
+#       that fails stops the pack before any device time is spent on it.
 #
 #   device-kit.sh run KIT OUT [--device cuda|cpu] [--budget SECONDS]
 #                             [--steps N] [--warmup N] [--profile-steps N]
@@ -206,6 +211,37 @@ pack() {
       echo "$own" > "$dir/ablate-${ab%%:*}.flags"
     done
     rm -f "$dir/gpt2.onnx" "$dir/gpt2.onnx.data"
+    [ "${KIT_EDGES:-0}" != 1 ] || [ "$target" != cuda ] || edges_check "$dir"
+  }
+  # edges_check DIR: each artifact of DIR one step on the CUDA emulator's
+  # dry run of the edges (docs/cuda-emulator.md: every large launch's first
+  # and last blocks at the artifact's full size), the times in
+  # DIR/edges.txt; one that fails stops the pack.
+  edges_check() {
+    local dir=$1 emu=$build/bin/smprun-emu a
+    [ -x "$emu" ] || {
+      echo "device-kit: KIT_EDGES=1 needs $emu (the CUDA emulator's build)" >&2
+      exit 1
+    }
+    : > "$dir/edges.txt"
+    # The numbers are meaningless: a step that ran whole and then stopped
+    # for a non-finite loss or gradient norm passes.
+    local ran='trained 1 steps in [0-9.]* s|step 1: the (loss|gradient norm) is [-a-z]*; stopping'
+    for a in "$dir"/*.smpx; do
+      SMP_CUDAEMU_DRY_RUN=edges "$emu" "$a" --device cuda \
+        --data "$dir/data" --steps 1 > "$a.edges.log" 2>&1 || true
+      if ! grep -Eq "$ran" "$a.edges.log" ||
+        grep -q 'runtime error\|refused\|smp CUDA emulator: kernel' "$a.edges.log"; then
+        echo "device-kit: $(basename "$a") fails the CUDA emulator's dry run" \
+          "of the edges (SMP_CUDAEMU_DRY_RUN=edges smprun-emu $a --device" \
+          "cuda --data $dir/data --steps 1):" >&2
+        tail -5 "$a.edges.log" >&2
+        exit 1
+      fi
+      echo "$(basename "$a"): $(grep -Eo "$ran" "$a.edges.log" | head -1)" \
+        >> "$dir/edges.txt"
+      rm "$a.edges.log"
+    done
   }
   if [ -n "$suffix" ]; then # the emulator: a GPT it runs in seconds
     B=4
