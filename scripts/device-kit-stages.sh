@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device kit's run stages that scripts/device-kit.sh sources: the
 # ablations (7), the Hugging Face Trainer's mixed precision (6b) and the
-# attention kernels (2b). They read run()'s locals (kit, BIN, LOGS, WORK)
+# attention kernels (2b); and pack's check of its artifacts (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK)
 # and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
 # stage_end, SUMMARY, PYTHON, ROOT).
 
@@ -332,4 +332,36 @@ attention_counters() {
       "$LOGS/attention-ncu.txt" | cut -c1-220 | head -n 150
     echo '```'
   } >> "$SUMMARY"
+}
+
+# edges_check DIR EMU: each artifact of DIR one step on EMU (smprun-emu,
+# the CUDA emulator's smprun) on its dry run of the edges
+# (docs/cuda-emulator.md: every large launch's first and last blocks at the
+# artifact's full size), the times in DIR/edges.txt; one that fails stops
+# the pack.
+edges_check() {
+  local dir=$1 emu=$2 a
+  [ -x "$emu" ] || {
+    echo "device-kit: KIT_EDGES=1 needs $emu (the CUDA emulator's build)" >&2
+    exit 1
+  }
+  : > "$dir/edges.txt"
+  # The numbers are meaningless: a step that ran whole and then stopped
+  # for a non-finite loss or gradient norm passes.
+  local ran='trained 1 steps in [0-9.]* s|step 1: the (loss|gradient norm) is [-a-z]*; stopping'
+  for a in "$dir"/*.smpx; do
+    SMP_CUDAEMU_DRY_RUN=edges "$emu" "$a" --device cuda \
+      --data "$dir/data" --steps 1 > "$a.edges.log" 2>&1 || true
+    if ! grep -Eq "$ran" "$a.edges.log" ||
+      grep -q 'runtime error\|refused\|smp CUDA emulator: kernel' "$a.edges.log"; then
+      echo "device-kit: $(basename "$a") fails the CUDA emulator's dry run" \
+        "of the edges (SMP_CUDAEMU_DRY_RUN=edges smprun-emu $a --device" \
+        "cuda --data $dir/data --steps 1):" >&2
+      tail -5 "$a.edges.log" >&2
+      exit 1
+    fi
+    echo "$(basename "$a"): $(grep -Eo "$ran" "$a.edges.log" | head -1)" \
+      >> "$dir/edges.txt"
+    rm "$a.edges.log"
+  done
 }

@@ -211,37 +211,8 @@ pack() {
       echo "$own" > "$dir/ablate-${ab%%:*}.flags"
     done
     rm -f "$dir/gpt2.onnx" "$dir/gpt2.onnx.data"
-    [ "${KIT_EDGES:-0}" != 1 ] || [ "$target" != cuda ] || edges_check "$dir"
-  }
-  # edges_check DIR: each artifact of DIR one step on the CUDA emulator's
-  # dry run of the edges (docs/cuda-emulator.md: every large launch's first
-  # and last blocks at the artifact's full size), the times in
-  # DIR/edges.txt; one that fails stops the pack.
-  edges_check() {
-    local dir=$1 emu=$build/bin/smprun-emu a
-    [ -x "$emu" ] || {
-      echo "device-kit: KIT_EDGES=1 needs $emu (the CUDA emulator's build)" >&2
-      exit 1
-    }
-    : > "$dir/edges.txt"
-    # The numbers are meaningless: a step that ran whole and then stopped
-    # for a non-finite loss or gradient norm passes.
-    local ran='trained 1 steps in [0-9.]* s|step 1: the (loss|gradient norm) is [-a-z]*; stopping'
-    for a in "$dir"/*.smpx; do
-      SMP_CUDAEMU_DRY_RUN=edges "$emu" "$a" --device cuda \
-        --data "$dir/data" --steps 1 > "$a.edges.log" 2>&1 || true
-      if ! grep -Eq "$ran" "$a.edges.log" ||
-        grep -q 'runtime error\|refused\|smp CUDA emulator: kernel' "$a.edges.log"; then
-        echo "device-kit: $(basename "$a") fails the CUDA emulator's dry run" \
-          "of the edges (SMP_CUDAEMU_DRY_RUN=edges smprun-emu $a --device" \
-          "cuda --data $dir/data --steps 1):" >&2
-        tail -5 "$a.edges.log" >&2
-        exit 1
-      fi
-      echo "$(basename "$a"): $(grep -Eo "$ran" "$a.edges.log" | head -1)" \
-        >> "$dir/edges.txt"
-      rm "$a.edges.log"
-    done
+    [ "${KIT_EDGES:-0}" != 1 ] || [ "$target" != cuda ] ||
+      edges_check "$dir" "$build/bin/smprun-emu"
   }
   if [ -n "$suffix" ]; then # the emulator: a GPT it runs in seconds
     B=4
@@ -484,7 +455,8 @@ fill_weights() {
   echo ok
 }
 
-# The stages that run() calls (ablations, Trainer, attention).
+# The stages that run() calls (ablations, Trainer, attention), and pack's
+# check of its artifacts (edges_check).
 # shellcheck source=scripts/device-kit-stages.sh
 source "$ROOT/scripts/device-kit-stages.sh"
 
