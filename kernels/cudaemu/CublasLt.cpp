@@ -287,6 +287,7 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
         r = tf32(r);
     return r;
   };
+  const bool reverse = reverseSums();
   for (int32_t bi = 0; bi < dl.batch; ++bi) {
     const char *pa = static_cast<const char *>(A) + bi * a.stride * typeSize(a.type);
     const char *pb = static_cast<const char *>(B) + bi * b.stride * typeSize(b.type);
@@ -303,7 +304,7 @@ void product(const OpDesc &d, const Layout &a, const Layout &b,
     for (int64_t i = 0; i < m; ++i) {
       std::fill(acc.begin(), acc.end(), Acc(0));
       for (int64_t q = 0; q < k; ++q) {
-        int64_t p = reverseSums() ? k - 1 - q : q;
+        int64_t p = reverse ? k - 1 - q : q;
         Acc xi = x[i * k + p];
         const Acc *yp = &y[p * n];
         for (int64_t j = 0; j < n; ++j)

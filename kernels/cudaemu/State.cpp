@@ -171,16 +171,13 @@ std::string dryRunMode() {
   return v ? v : "";
 }
 bool listGrids() { return dryRunMode() == "grids"; }
+bool listKernels() { return dryRunMode() == "kernels" || listGrids(); }
 } // namespace
 
 bool dryRunEdges() {
   static const bool on = dryRunMode() == "edges";
   return on;
 }
-
-namespace {
-bool listKernels() { return dryRunMode() == "kernels" || listGrids(); }
-} // namespace
 
 namespace {
 /// A kernel's launches: how many, their fewest and most blocks, and the

@@ -67,12 +67,6 @@ Status readProto(const std::string &path, uint64_t maxBytes, Proto &proto) {
   return Status::success();
 }
 
-uint64_t physicalMemory() {
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * size
-                               : UINT64_MAX;
-}
-
 /// The largest element count of one tensor (as the .npy reader's cap is
 /// 2^40 elements; 2^50 here leaves room and keeps numel * 8 far from
 /// overflowing).
@@ -431,6 +425,12 @@ Status checkRankAttrs(const smp::artifact::Instruction &inst,
 }
 
 } // namespace
+
+uint64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * size
+                               : UINT64_MAX;
+}
 
 Status loadManifest(const std::string &dir, smp::artifact::Manifest &out) {
   struct stat st;

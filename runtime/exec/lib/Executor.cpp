@@ -7,8 +7,6 @@
 #include <map>
 #include <new>
 
-#include <unistd.h>
-
 namespace smprt {
 
 Executor::Executor() : backend_(nullptr), ownBackend_(makeCpuBackend()) {
@@ -122,9 +120,7 @@ Status Executor::init(const Artifact &artifact) {
     for (const auto &o : p.outputs()) {
       // Each output's host copy (a device's outputs come back to be read).
       size_t bytes = buffers_[o.buffer()].bytes();
-      long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-      bool fits = pages <= 0 || page <= 0 ||
-                  bytes <= static_cast<uint64_t>(pages) * page;
+      bool fits = bytes <= physicalMemory();
       try {
         if (fits)
           outputCopies_.emplace_back(bytes, '\0');

@@ -1,5 +1,4 @@
-//===- RuntimeApiTest.cu - The emulator's cudart bookkeeping
-//---------------===//
+//===- RuntimeApiTest.cu - The emulator's cudart bookkeeping ------------===//
 //
 // CUDA source (it builds with nvcc too) run through kernels/cudaemu: what
 // the emulated runtime keeps for smp's instruments, as cudart keeps it:

@@ -1,13 +1,13 @@
 //===- CpuBackend.cpp - Host memory, kernels/cpu called synchronously -----===//
 
 #include "cpu/CpuBackend.h"
+#include "smprt/exec/Artifact.h"
 #include "smprt/exec/BackendRegistry.h"
 
 #include "smp/kernels/cpu/Kernels.h"
 
 #include <cstring>
 #include <sys/mman.h>
-#include <unistd.h>
 
 namespace smprt {
 
@@ -59,14 +59,10 @@ public:
   /// costs only address space. One larger than the machine's memory is
   /// refused (the mapping would succeed and the run be killed later).
   Status allocate(uint64_t bytes, void **out) override {
-    long pages = sysconf(_SC_PHYS_PAGES), pageBytes = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && pageBytes > 0 &&
-        bytes > static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageBytes))
+    if (uint64_t mem = physicalMemory(); bytes > mem)
       return Status::failure(
           "cannot allocate an arena of " + std::to_string(bytes) +
-          " bytes: this machine has " +
-          std::to_string(static_cast<uint64_t>(pages) *
-                         static_cast<uint64_t>(pageBytes)) +
+          " bytes: this machine has " + std::to_string(mem) +
           " bytes of memory. The plan needs less per rank with "
           "recomputation (--checkpoint-activations full), more "
           "--microbatches, ZeRO (--zero-stage 2 or 3) or more ranks; smpc "

@@ -1,5 +1,4 @@
-//===- Launch.h - Kernel launches in the CUDA emulator -----------*- C++
-//-*-===//
+//===- Launch.h - Kernel launches in the CUDA emulator ----------*- C++ -*-===//
 //
 // kernels/cudaemu/translate.py rewrites `k<<<grid, block, shared, stream>>>(
 // args)` into `::smp::cudaemu::Launch("k", grid, block, shared, stream)

@@ -27,6 +27,11 @@ Status loadArtifact(const std::string &dir, uint32_t rank, Artifact &out);
 /// it was compiled for, before a rank's files are read).
 Status loadManifest(const std::string &dir, smp::artifact::Manifest &out);
 
+/// This machine's physical memory in bytes (UINT64_MAX when the system
+/// does not say): what the host pool, a CPU arena and a device's outputs'
+/// host copies must fit in.
+uint64_t physicalMemory();
+
 /// Reads the rank's weights file, checking its size and checksum.
 Status readWeights(const Artifact &artifact, std::string &bytes);
 
