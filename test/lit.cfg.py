@@ -17,10 +17,11 @@ config.test_exec_root = os.path.join(config.smp_obj_root, "test")
 # SMP_CPU_SIMD=off and OPENBLAS_CORETYPE=Haswell run the suite on the paths
 # a CPU without AVX2, or without AVX-512, takes (docs/architecture.md);
 # SMP_CUDAEMU_SUM_ORDER=reverse its emulated GPU runs with the tensor
-# cores' and cuBLASLt's sums in another order (docs/cuda-emulator.md).
+# cores' and cuBLASLt's sums in another order, SMP_CUDAEMU_DEFER=low|high
+# with one side's streams held back (docs/cuda-emulator.md).
 llvm_config.with_system_environment(
     ["HOME", "TMPDIR", "SMP_CPU_SIMD", "OPENBLAS_CORETYPE",
-     "SMP_CUDAEMU_SUM_ORDER"])
+     "SMP_CUDAEMU_SUM_ORDER", "SMP_CUDAEMU_DEFER"])
 # Open MPI's point-to-point layer named: ob1, the one it picks on one
 # machine anyway. Choosing it by itself first opens the cm layer, whose
 # PSM and PSM2 transports (Intel's InfiniPath and Omni-Path) take ~0.2 s

@@ -22,10 +22,13 @@
 // the product: an operand or workspace not in device memory or running
 // past its allocation, or a pointer less aligned than the preference
 // promised when the algorithm was chosen (a real kernel would fault).
+// Checks are made when cublasLtMatmul is called; the product is issued on
+// its stream (Streams.cpp: run then, or later on a deferred stream).
 //
 //===----------------------------------------------------------------------===//
 
 #include "State.h"
+#include "Streams.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -547,9 +550,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                               cublasLtMatrixLayout_t Bdesc, const void *beta,
                               const void *C, cublasLtMatrixLayout_t Cdesc,
                               void *D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t *algo,
-                              void *workspace, size_t workspaceBytes,
-                              cudaStream_t) {
+                              const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspaceBytes, cudaStream_t stream) {
   if (!h || !desc)
     return CUBLAS_STATUS_NOT_INITIALIZED;
   const OpDesc &d = *op(desc);
@@ -615,10 +617,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
                   : *static_cast<const float *>(alpha);
   double be = f64 ? *static_cast<const double *>(beta)
                   : *static_cast<const float *>(beta);
-  if (f64)
-    product<double>(d, a, b, c, dl, al, be, A, B, C, D, false);
-  else
-    product<float>(d, a, b, c, dl, al, be, A, B, C, D, tf);
+  // The product runs when the stream's work reaches it (later on a stream
+  // SMP_CUDAEMU_DEFER defers): it keeps copies of the descriptors and of
+  // alpha and beta (host values, read when the call is made).
+  enqueueWork(stream, [d, a, b, c, dl, al, be, A, B, C, D, f64, tf] {
+    if (f64)
+      product<double>(d, a, b, c, dl, al, be, A, B, C, D, false);
+    else
+      product<float>(d, a, b, c, dl, al, be, A, B, C, D, tf);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

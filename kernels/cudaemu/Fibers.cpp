@@ -1,7 +1,9 @@
 //===- Fibers.cpp - Blocks of CUDA threads as fibers ----------------------===//
 //
-// launchKernel checks a launch as the CUDA runtime does, then runs its
-// blocks one after another on the calling host thread. Each CUDA thread of
+// launchKernel checks a launch as the CUDA runtime does, then issues it on
+// its stream (Streams.cpp), which runs its blocks one after another on the
+// issuing host thread, or later on a stream SMP_CUDAEMU_DEFER defers (on
+// the thread whose call needs them). Each CUDA thread of
 // a block is a fiber with its own stack; the scheduler runs every ready
 // fiber until it exits or waits (at __syncthreads, a warp shuffle or
 // __syncwarp), then releases a warp whose named lanes all wait at a warp
@@ -23,6 +25,7 @@
 #include "smp/cudaemu/Launch.h"
 
 #include "State.h"
+#include "Streams.h"
 
 #include <vector_functions.h>
 
@@ -508,12 +511,16 @@ bool kernelEntry(unsigned maxThreads) {
   return true;
 }
 
-void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
-                  size_t sharedBytes, cudaStream_t, void (*body)(void *),
-                  void *arg, const std::vector<PointerArgument> &pointers) {
+namespace {
+/// The launch's checks when it is issued (cudart's refusals, recorded for
+/// cudaGetLastError; a host pointer faults): true when it may not run.
+bool launchRefused(const char *name, const void *kernel, dim3 grid, dim3 block,
+                   size_t sharedBytes, void (*body)(void *), void *arg,
+                   const std::vector<PointerArgument> &pointers) {
   auto refuse = [&](cudaError_t e, const std::string &why) {
     report(std::string("launch of ") + name + " refused: " + why);
     setError(e);
+    return true;
   };
   uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (threads == 0 || threads > kMaxThreads || block.x > 1024 ||
@@ -546,14 +553,18 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
              std::to_string(reinterpret_cast<uintptr_t>(p.pointer)) +
              "): a GPU would fault");
       setError(cudaErrorIllegalAddress, true);
-      return;
+      return true;
     }
+  return false;
+}
+
+/// Runs a checked launch's blocks (when its stream's work reaches it); a
+/// failure is sticky, as a fault on a GPU.
+void runGrid(const char *name, dim3 grid, dim3 block, size_t sharedBytes,
+             void (*body)(void *), void *arg) {
   if (stickyError() != cudaSuccess)
     return; // a faulted context runs nothing more
-  countLaunch(name, uint64_t(grid.x) * grid.y * grid.z, threads);
-  if (dryRun() && !dryRunEdges())
-    return; // checked only
-
+  uint64_t threads = uint64_t(block.x) * block.y * block.z;
   std::lock_guard<std::mutex> lock(launchMutex);
   static Stacks *stacks = new Stacks;
   BlockRun b;
@@ -610,6 +621,27 @@ void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
            ", block " + dims(block) + "): " + error);
     setError(cudaErrorLaunchFailure, true);
   }
+}
+} // namespace
+
+void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
+                  size_t sharedBytes, cudaStream_t stream, void (*body)(void *),
+                  void *arg, const std::vector<PointerArgument> &pointers,
+                  std::shared_ptr<void> owner) {
+  if (launchRefused(name, kernel, grid, block, sharedBytes, body, arg,
+                    pointers))
+    return;
+  if (stickyError() != cudaSuccess)
+    return; // a faulted context runs nothing more
+  countLaunch(name, uint64_t(grid.x) * grid.y * grid.z,
+              uint64_t(block.x) * block.y * block.z);
+  if (dryRun() && !dryRunEdges())
+    return; // checked only
+  // The blocks run when the stream's work reaches them: at once, or later
+  // on a stream SMP_CUDAEMU_DEFER defers (the launch owns its parameters).
+  enqueueWork(stream, [=, owner = std::move(owner)] {
+    runGrid(name, grid, block, sharedBytes, body, arg);
+  });
 }
 
 } // namespace smp::cudaemu

@@ -19,9 +19,20 @@
 // a rank waited for longer than SMP_CUDAEMU_NCCL_TIMEOUT seconds (default
 // 300). A communicator of one rank exchanges nothing.
 //
+// An operation (or a whole group, at ncclGroupEnd) is checked when it is
+// called and issued on its stream as one piece of work (Streams.cpp): it
+// runs then, or, on a stream SMP_CUDAEMU_DEFER defers, when the stream's
+// work reaches it; the exchange with the other ranks happens when it runs.
+// The operations of a process run in the order they were issued (an
+// operation runs the ones issued before it first), the order every rank
+// issues them in. A failure of a deferred operation is the communicator's
+// asynchronous error (ncclCommGetAsyncError) and the CUDA context's sticky
+// error.
+//
 //===----------------------------------------------------------------------===//
 
 #include "State.h"
+#include "Streams.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -31,6 +42,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -38,6 +51,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -51,6 +65,7 @@ struct ncclComm {
   std::string dir;
   uint64_t collectives = 0;
   std::vector<uint64_t> sent, received; // messages per peer
+  ncclResult_t asyncError = ncclSuccess; // of an operation that ran later
 };
 
 namespace {
@@ -77,6 +92,7 @@ struct Op {
   size_t count;
   ncclDataType_t type;
   int32_t kind, redop, root, peer;
+  cudaStream_t stream;
 };
 
 thread_local int groupDepth = 0;
@@ -271,19 +287,24 @@ void average(void *a, size_t n, ncclDataType_t t, int ranks) {
   }
 }
 
-/// One collective of every rank: this rank's part in, the result out.
-ncclResult_t collective(const Op &o) {
-  ncclComm &c = *o.comm;
-  size_t es = typeSize(o.type);
-  const char *what = kindName(o.kind);
-  // Bytes this rank sends and receives.
-  size_t in = o.count * es, out = o.count * es;
+/// The bytes a collective sends and receives on this rank.
+void collectiveBytes(const Op &o, size_t &in, size_t &out) {
+  const ncclComm &c = *o.comm;
+  in = out = o.count * typeSize(o.type);
   if (o.kind == AllGather)
     out = in * c.nranks;
   if (o.kind == ReduceScatter)
     in = out * c.nranks;
   if (o.kind == Broadcast && c.rank != o.root)
     in = 0;
+}
+
+/// A collective's buffers, checked when it is called.
+ncclResult_t checkCollective(const Op &o) {
+  const ncclComm &c = *o.comm;
+  const char *what = kindName(o.kind);
+  size_t in, out;
+  collectiveBytes(o, in, out);
   if (ncclResult_t r = checkBuffer(what, "send", o.send, in))
     return r;
   if (ncclResult_t r = checkBuffer(what, "receive", o.recv, out))
@@ -302,6 +323,15 @@ ncclResult_t collective(const Op &o) {
                   std::string(what) + " on rank " + std::to_string(c.rank) +
                       ": send and receive buffers overlap but are not NCCL's "
                       "in-place form (the result would be garbage)");
+  return ncclSuccess;
+}
+
+/// One collective of every rank: this rank's part in, the result out.
+ncclResult_t collective(const Op &o) {
+  ncclComm &c = *o.comm;
+  const char *what = kindName(o.kind);
+  size_t in, out;
+  collectiveBytes(o, in, out);
   if (c.nranks == 1) {
     if (in && o.send != o.recv)
       std::memmove(o.recv, o.send, out);
@@ -394,7 +424,7 @@ ncclResult_t recv(const Op &o) {
 }
 
 /// Runs a group's operations: sends, collectives, receives.
-ncclResult_t runGroup(std::deque<Op> ops) {
+ncclResult_t runGroup(const std::deque<Op> &ops) {
   ncclResult_t first = ncclSuccess;
   auto note = [&](ncclResult_t r) {
     if (first == ncclSuccess)
@@ -410,6 +440,44 @@ ncclResult_t runGroup(std::deque<Op> ops) {
     if (o.what == Op::Recv && first == ncclSuccess)
       note(recv(o));
   return first;
+}
+
+/// Issues a group's operations as one piece of work on the first one's
+/// stream (the streams of the others join it before and after, as NCCL
+/// joins them): the result when it ran at once, else success (a failure
+/// later is the communicator's asynchronous error and the sticky one).
+ncclResult_t submit(std::deque<Op> ops) {
+  if (ops.empty())
+    return ncclSuccess;
+  cudaStream_t stream = ops.front().stream;
+  std::vector<cudaStream_t> others;
+  for (const Op &o : ops)
+    if (o.stream != stream &&
+        std::find(others.begin(), others.end(), o.stream) == others.end())
+      others.push_back(o.stream);
+  for (cudaStream_t t : others)
+    enqueueWait(stream, streamTail(t));
+  struct Run {
+    ncclResult_t result = ncclSuccess;
+    std::thread::id issuer = std::this_thread::get_id();
+    std::atomic<bool> issuing{true}; // inside enqueueWork's call
+  };
+  auto run = std::make_shared<Run>();
+  Issued issued = enqueueWork(
+      stream,
+      [ops = std::move(ops), run] {
+        run->result = runGroup(ops);
+        bool now = run->issuing && run->issuer == std::this_thread::get_id();
+        if (run->result != ncclSuccess && !now) {
+          ops.front().comm->asyncError = run->result;
+          setError(cudaErrorLaunchFailure, true);
+        }
+      },
+      WorkKind::Ordered);
+  run->issuing = false;
+  for (cudaStream_t t : others)
+    enqueueWait(t, issued.at);
+  return issued.ran ? run->result : ncclSuccess;
 }
 
 ncclResult_t enqueue(Op o) {
@@ -430,11 +498,14 @@ ncclResult_t enqueue(Op o) {
     if (ncclResult_t r = checkBuffer("ncclRecv", "receive", o.recv,
                                      o.count * typeSize(o.type)))
       return r;
+  if (o.what == Op::Collective)
+    if (ncclResult_t r = checkCollective(o))
+      return r;
   if (groupDepth) {
     pending.push_back(o);
     return ncclSuccess;
   }
-  return runGroup({o});
+  return submit({o});
 }
 
 /// Removes the folders of communicators whose first rank's process is gone
@@ -517,8 +588,14 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   return ncclCommInitRank(comm, nranks, id, rank);
 }
 
-ncclResult_t ncclCommFinalize(ncclComm_t) { return ncclSuccess; }
+/// The communicator's operations issued so far run first (a deferred
+/// stream's too).
+ncclResult_t ncclCommFinalize(ncclComm_t) {
+  runOrdered();
+  return ncclSuccess;
+}
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  runOrdered();
   if (comm && comm->nranks > 1) {
     // The last rank to leave removes the folder: a rank may still be
     // reading the others' files (their devices, in ncclCommInitRank).
@@ -539,8 +616,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
-ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t *asyncError) {
-  *asyncError = ncclSuccess;
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  *asyncError = comm ? comm->asyncError : ncclSuccess;
   return ncclSuccess;
 }
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
@@ -578,39 +655,41 @@ const char *ncclGetErrorString(ncclResult_t r) {
 }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
-  return enqueue({Op::Collective, comm, send, recv, count, type, AllReduce,
-                  op, 0, 0});
+                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return enqueue({Op::Collective, comm, send, recv, count, type, AllReduce, op,
+                  0, 0, stream});
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
                            ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   if (comm && (root < 0 || root >= comm->nranks))
     return failed(ncclInvalidArgument, "ncclBroadcast: root outside the ranks");
   return enqueue({Op::Collective, comm, send, recv, count, type, Broadcast,
-                  ncclSum, root, 0});
+                  ncclSum, root, 0, stream});
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
-                           cudaStream_t) {
+                           cudaStream_t stream) {
   return enqueue({Op::Collective, comm, send, recv, count, type, AllGather,
-                  ncclSum, 0, 0});
+                  ncclSum, 0, 0, stream});
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
                                ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t) {
-  return enqueue({Op::Collective, comm, send, recv, count, type,
-                  ReduceScatter, op, 0, 0});
+                               ncclComm_t comm, cudaStream_t stream) {
+  return enqueue({Op::Collective, comm, send, recv, count, type, ReduceScatter,
+                  op, 0, 0, stream});
 }
 
 ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type,
-                      int peer, ncclComm_t comm, cudaStream_t) {
-  return enqueue({Op::Send, comm, send, nullptr, count, type, 0, 0, 0, peer});
+                      int peer, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(
+      {Op::Send, comm, send, nullptr, count, type, 0, 0, 0, peer, stream});
 }
 ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
-                      ncclComm_t comm, cudaStream_t) {
-  return enqueue({Op::Recv, comm, nullptr, recv, count, type, 0, 0, 0, peer});
+                      ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(
+      {Op::Recv, comm, nullptr, recv, count, type, 0, 0, 0, peer, stream});
 }
 
 ncclResult_t ncclGroupStart() {
@@ -624,7 +703,7 @@ ncclResult_t ncclGroupEnd() {
     return ncclSuccess;
   std::deque<Op> ops;
   ops.swap(pending);
-  return runGroup(std::move(ops));
+  return submit(std::move(ops));
 }
 
 } // extern "C"

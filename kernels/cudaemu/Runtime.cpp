@@ -1,22 +1,27 @@
 //===- Runtime.cpp - The CUDA runtime API of the emulator -----------------===//
 //
 // The cudart functions smp calls, on host memory: allocations come from
-// State.cpp (device memory is host memory the emulator tracks), work runs
-// when it is enqueued (a stream is a name; every synchronisation has
-// nothing left to wait for), and each call checks what the real runtime
-// would refuse: a copy whose direction does not match its pointers, a
-// range past the end of an allocation, a free of memory it did not
-// allocate, a device that does not exist. An event's time is the host's
-// when it was recorded (the work before it has run by then).
+// State.cpp (device memory is host memory the emulator tracks), and each
+// call checks what the real runtime would refuse: a copy whose direction
+// does not match its pointers, a range past the end of an allocation, a
+// free of memory it did not allocate, a device that does not exist. Work
+// (asynchronous copies and memsets, stream-ordered frees) is issued on its
+// stream through Streams.cpp, which has the stream and event calls: by
+// default it runs when it is issued (every synchronization then has
+// nothing left to wait for); under SMP_CUDAEMU_DEFER the streams of the
+// priority chosen queue it until something needs it (a synchronization, a
+// wait of another stream, a synchronous copy), so that a missing wait
+// between streams reads stale data. The checks are made when the work is
+// issued either way.
 //
 //===----------------------------------------------------------------------===//
 
 #include "State.h"
+#include "Streams.h"
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,17 +33,6 @@ using namespace smp::cudaemu;
 
 namespace {
 
-struct EmuStream {
-  int device;
-  unsigned flags;
-};
-/// An event: work runs when it is enqueued, so the host's clock when it
-/// was last recorded is the device's (cudaEventElapsedTime's).
-struct EmuEvent {
-  unsigned flags;
-  bool recorded = false;
-  std::chrono::steady_clock::time_point at{};
-};
 /// A memory pool's accounting, as cudaMemPoolGetAttribute reports it: the
 /// bytes its allocations hold now and at most, and the bytes it maps
 /// (reserved). The emulator's pool keeps what it mapped, as smp's default
@@ -78,6 +72,12 @@ EmuPool &defaultPool(int device) {
 }
 
 thread_local int currentDevice = 0;
+
+} // namespace
+
+int smp::cudaemu::emuCurrentDevice() { return currentDevice; }
+
+namespace {
 
 int deviceCount() {
   static const int n = [] {
@@ -180,19 +180,17 @@ cudaError_t cudaGetDevice(int *device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) {
-  countHostWait();
-  return stickyError();
-}
-
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
   *devPtr = allocate(size, MemoryKind::Device);
   return *devPtr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
+/// cudaFree synchronizes the device first, as cudart's does: no queued
+/// work may touch the memory once it is gone.
 cudaError_t cudaFree(void *devPtr) {
   if (!devPtr)
     return cudaSuccess;
+  runAll();
   if (!release(devPtr, MemoryKind::Device))
     return fail(cudaErrorInvalidValue,
                 "cudaFree(" + hex(devPtr) +
@@ -208,6 +206,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 cudaError_t cudaFreeHost(void *ptr) {
   if (!ptr)
     return cudaSuccess;
+  runAll();
   if (!release(ptr, MemoryKind::PinnedHost))
     return fail(cudaErrorInvalidValue,
                 "cudaFreeHost(" + hex(ptr) +
@@ -232,16 +231,32 @@ cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream) {
       reinterpret_cast<cudaMemPool_t>(&defaultPool(currentDevice)), stream);
 }
 
-cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t) {
-  {
-    std::lock_guard<std::mutex> lock(poolMutex);
-    auto it = poolAllocations().find(devPtr);
-    if (it != poolAllocations().end()) {
-      it->second.first->used -= it->second.second;
-      poolAllocations().erase(it);
+/// Checked when issued; the memory goes (and its pool's count of it) when
+/// the stream's work reaches the free.
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream) {
+  if (!devPtr)
+    return cudaSuccess;
+  Allocation a;
+  if (!findAllocation(devPtr, 0, a) || a.kind != MemoryKind::Device ||
+      a.base != reinterpret_cast<uintptr_t>(devPtr))
+    return fail(cudaErrorInvalidValue,
+                "cudaFreeAsync(" + hex(devPtr) +
+                    "): not the start of a device allocation");
+  enqueueWork(stream, [devPtr] {
+    {
+      std::lock_guard<std::mutex> lock(poolMutex);
+      auto it = poolAllocations().find(devPtr);
+      if (it != poolAllocations().end()) {
+        it->second.first->used -= it->second.second;
+        poolAllocations().erase(it);
+      }
     }
-  }
-  return cudaFree(devPtr);
+    if (!release(devPtr, MemoryKind::Device))
+      fail(cudaErrorInvalidValue, "cudaFreeAsync(" + hex(devPtr) +
+                                      "): freed twice (it was already gone "
+                                      "when the stream reached the free)");
+  });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool,
@@ -336,17 +351,26 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
   if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpy"))
     return e;
   countHostWait();
+  runLegacy(); // the null stream's copy: after the blocking streams' work
   if (count)
     std::memmove(dst, src, count);
   return stickyError();
 }
 
+/// Checked when issued, run in the stream's order; a copy from or to
+/// pageable memory (not the emulator's) runs at once, after the stream's
+/// work before it: cudart stages pageable memory before it returns.
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
-                            enum cudaMemcpyKind kind, cudaStream_t) {
+                            enum cudaMemcpyKind kind, cudaStream_t stream) {
   if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpyAsync"))
     return e;
-  if (count)
-    std::memmove(dst, src, count);
+  if (!count)
+    return cudaSuccess;
+  Allocation a;
+  bool pageable = !findAllocation(dst, 0, a) || !findAllocation(src, 0, a);
+  enqueueWork(
+      stream, [=] { std::memmove(dst, src, count); },
+      pageable ? WorkKind::Immediate : WorkKind::Normal);
   return cudaSuccess;
 }
 
@@ -355,94 +379,18 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
     return fail(cudaErrorInvalidValue,
                 "cudaMemset of " + std::to_string(count) + " bytes at " +
                     hex(devPtr) + ": not inside a device allocation");
+  runLegacy(); // on the null stream: after the blocking streams' work
   std::memset(devPtr, value, count);
   return stickyError();
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count,
-                            cudaStream_t) {
+                            cudaStream_t stream) {
   if (!inside(devPtr, count, MemoryKind::Device))
     return fail(cudaErrorInvalidValue,
                 "cudaMemsetAsync of " + std::to_string(count) + " bytes at " +
                     hex(devPtr) + ": not inside a device allocation");
-  std::memset(devPtr, value, count);
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
-  return cudaStreamCreateWithFlags(pStream, 0);
-}
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream,
-                                      unsigned int flags) {
-  *pStream =
-      reinterpret_cast<cudaStream_t>(new EmuStream{currentDevice, flags});
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  delete reinterpret_cast<EmuStream *>(stream);
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  countHostWait();
-  return stickyError();
-}
-cudaError_t cudaStreamQuery(cudaStream_t) { return stickyError(); }
-
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event,
-                                unsigned int) {
-  return event ? cudaSuccess : cudaErrorInvalidResourceHandle;
-}
-
-cudaError_t cudaStreamGetDevice(cudaStream_t stream, int *device) {
-  *device =
-      stream ? reinterpret_cast<EmuStream *>(stream)->device : currentDevice;
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventCreate(cudaEvent_t *event) {
-  return cudaEventCreateWithFlags(event, 0);
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-  *event = reinterpret_cast<cudaEvent_t>(new EmuEvent{flags});
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  delete reinterpret_cast<EmuEvent *>(event);
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
-  if (!event)
-    return cudaErrorInvalidResourceHandle;
-  auto *e = reinterpret_cast<EmuEvent *>(event);
-  e->recorded = true;
-  e->at = std::chrono::steady_clock::now();
-  return cudaSuccess;
-}
-
-cudaError_t cudaEventQuery(cudaEvent_t) { return stickyError(); }
-cudaError_t cudaEventSynchronize(cudaEvent_t) {
-  countHostWait();
-  return stickyError();
-}
-
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
-                                 cudaEvent_t end) {
-  auto *s = reinterpret_cast<EmuEvent *>(start);
-  auto *e = reinterpret_cast<EmuEvent *>(end);
-  if ((s->flags | e->flags) & cudaEventDisableTiming)
-    return fail(cudaErrorInvalidResourceHandle,
-                "cudaEventElapsedTime on an event made with "
-                "cudaEventDisableTiming");
-  if (!s->recorded || !e->recorded)
-    return fail(cudaErrorInvalidResourceHandle,
-                "cudaEventElapsedTime on an event never recorded");
-  *ms = std::chrono::duration<float, std::milli>(e->at - s->at).count();
+  enqueueWork(stream, [=] { std::memset(devPtr, value, count); });
   return cudaSuccess;
 }
 

@@ -17,8 +17,9 @@
 
 namespace {
 
-// Work runs when it is queued, so an event's time is the host's when it
-// was recorded: elapsed time covers what ran between the records. An event
+// Work runs when it is queued (without SMP_CUDAEMU_DEFER), so an event's
+// time is the host's when it was recorded: elapsed time covers what ran
+// between the records. An event
 // never recorded or made without timing is refused, as cudart refuses it.
 TEST(CudaEmu, EventsTimeWhatRanBetweenTheirRecords) {
   cudaEvent_t a, b, never, untimed;

@@ -6,9 +6,10 @@
 // and grid limits, the kernel's `__launch_bounds__`, dynamic shared memory
 // against the kernel's limit, every pointer argument in device-accessible
 // memory), records a refusal for
-// cudaGetLastError, or runs the grid: blocks one after another, each
-// block's threads as fibers that switch at __syncthreads and warp
-// shuffles (Fibers.cpp).
+// cudaGetLastError, or issues the grid on its stream (which runs it then,
+// or later on a stream that SMP_CUDAEMU_DEFER defers): blocks one after
+// another, each block's threads as fibers that switch at __syncthreads and
+// warp shuffles (Fibers.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -82,11 +84,13 @@ struct PointerArgument {
   const void *pointer;
 };
 
-/// Checks and runs one launch: body(arg) on every thread of the grid.
-void launchKernel(const char *name, const void *kernel, dim3 grid,
-                  dim3 block, size_t sharedBytes, cudaStream_t stream,
-                  void (*body)(void *), void *arg,
-                  const std::vector<PointerArgument> &pointers);
+/// Checks one launch (when it is issued) and issues it on its stream:
+/// body(arg) on every thread of the grid. `owner` keeps arg (the kernel's
+/// parameters) alive until the launch has run.
+void launchKernel(const char *name, const void *kernel, dim3 grid, dim3 block,
+                  size_t sharedBytes, cudaStream_t stream, void (*body)(void *),
+                  void *arg, const std::vector<PointerArgument> &pointers,
+                  std::shared_ptr<void> owner);
 
 class Launch {
 public:
@@ -114,16 +118,27 @@ public:
   }
 
 private:
+  /// The kernel and its by-value parameters, owned by the launch (a
+  /// deferred stream runs it after the caller's arguments are gone).
+  template <class F, class... T> struct Body {
+    F call;
+    std::tuple<T...> params;
+    static void run(void *b) {
+      Body *self = static_cast<Body *>(b);
+      std::apply(self->call, self->params);
+    }
+  };
+
   /// Checks and runs `call` on every thread with copies of `params` (the
   /// kernel's by-value parameters).
   template <class F, class... T>
   void go(const void *kernel, F call, std::tuple<T...> &params) {
     std::vector<PointerArgument> pointers;
     collectPointers(params, pointers, std::index_sequence_for<T...>{});
-    auto body = [&] { std::apply(call, params); };
+    auto body = std::make_shared<Body<F, T...>>(Body<F, T...>{call, params});
+    void *arg = body.get();
     launchKernel(name_, kernel, grid_, block_, shared_, stream_,
-                 [](void *b) { (*static_cast<decltype(body) *>(b))(); },
-                 &body, pointers);
+                 &Body<F, T...>::run, arg, pointers, std::move(body));
   }
 
   template <class Tuple, size_t... I>
