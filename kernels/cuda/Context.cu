@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace smp::kernels::cuda {
 using namespace detail;
@@ -189,6 +190,10 @@ void setCurrentContext(Context *ctx) {
 Context *currentContext() { return tlsContext; }
 
 cudaStream_t stream(Context &ctx) { return ctx.stream; }
+cudaStream_t exchangeStream(Context &ctx, cudaStream_t stream) {
+  std::swap(ctx.stream, stream);
+  return stream;
+}
 int device(Context &ctx) { return ctx.device; }
 void setAllowTF32(Context &ctx, bool allow) { ctx.allowTF32 = allow; }
 

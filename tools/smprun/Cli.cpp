@@ -200,6 +200,14 @@ OPTIONS
                      back (on a GPU, copied to the host): for finding
                      where a NaN starts, not for training. Under fp16 loss
                      scaling an overflow the scaler would skip stops it too.
+  --no-overlap       On a GPU, wait for each collective, pipeline message
+                     and offload copy before the next instruction. By
+                     default they run on their own streams (communication,
+                     copies) while the compute stream goes on with the
+                     instructions that do not touch their buffers, as
+                     PyTorch's DDP overlaps its all-reduces with the
+                     backward. The numbers are the same either way;
+                     --profile and --check-finite wait so too.
   -h, --help         Show this help.
   --version          Show the version.
 
@@ -378,10 +386,11 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return 0;
     }
     if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data" ||
-        a == "--check-finite") {
+        a == "--check-finite" || a == "--no-overlap") {
       (a == "--resume"         ? cli.resume
        : a == "--reset-data"   ? cli.resetData
        : a == "--check-finite" ? cli.checkFinite
+       : a == "--no-overlap"   ? cli.noOverlap
                                : cli.resetOptimizer) = true;
       cli.forwarded.push_back(a);
       continue;

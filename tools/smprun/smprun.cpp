@@ -472,6 +472,7 @@ int main(int argc, char **argv) {
     return fail(s.error);
   if (cli.checkFinite)
     exec.enableFiniteChecks();
+  exec.setOverlap(!cli.noOverlap);
   if (artifact.manifest.has_training() != (cli.steps > 0))
     return fail(artifact.manifest.has_training()
                     ? cli.model +

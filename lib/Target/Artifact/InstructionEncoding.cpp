@@ -142,6 +142,7 @@ llvm::Error Lowering::lowerAllReduce(Operation &op, int64_t index) {
   if (!id)
     return id.takeError();
   inst->add_outputs(*id);
+  recordInPlace(op, *inst, index); // where nothing reads the input after
   pb::Attribute kind, grid, axes;
   kind.set_s(shard::stringifyReductionKind(reduce.getReduction()).str());
   auto name = groupName(op, reduce.getGrid(), reduce.getGridAxes());

@@ -114,6 +114,8 @@ Status Executor::init(const Artifact &artifact) {
                              "' (" + inst.loc() + "): " + s.error);
     steps_.push_back(std::move(step));
   }
+  if (!(s = prepareLanes()).ok())
+    return Status::failure(artifact.dir + ": " + s.error);
   inputSet_.assign(p.inputs_size(), false);
   outputCopies_.clear();
   if (!backend_->hostAddressable())
@@ -191,6 +193,10 @@ Status Executor::runSteps(bool forwardOnly) {
   if (!timed) // an evaluation's device time is not idle time
     afterProfiledStep_ = false;
   bool waitEach = profiling && !timed && !backend_->hostAddressable();
+  // A profile times each instruction alone and the finite checks read each
+  // one's outputs: their side steps are waited for at once.
+  bool serial = !overlap_ || profiling || checkFinite_;
+  hazards_.drain(); // what a failed run left pending
   // Each instruction's scratch, once (a few driver calls around each
   // instruction, outside its host time; 0 without device memory).
   bool measureScratch = profiling && !scratchMeasured_;
@@ -206,7 +212,7 @@ Status Executor::runSteps(bool forwardOnly) {
     auto start = std::chrono::steady_clock::now();
     Status s = timed ? stream.record(*timers_[2 * i]) : Status::success();
     if (s.ok())
-      s = step.run();
+      s = issue(i, serial);
     if (s.ok() && timed && (s = stream.record(*timers_[2 * i + 1])).ok())
       timedSteps.push_back(i);
     if (s.ok() && waitEach)
@@ -237,7 +243,9 @@ Status Executor::runSteps(bool forwardOnly) {
   if (measureScratch)
     scratchMeasured_ = true;
   // Pipeline sends are eager; the step ends once the peers have them.
-  Status s = programComm_->completeSends("the sends of this step");
+  Status s = joinLanes();
+  if (s.ok())
+    s = programComm_->completeSends("the sends of this step");
   if (s.ok() && timed) {
     stepEnd_ = otherStepEnd();
     s = stream.record(*timers_[stepEnd_]);

@@ -12,6 +12,8 @@
 #include "smp/base/FileFormat.h"
 #include "smprt/exec/Executor.h"
 
+#include "ModelDevice.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ namespace {
 /// the device's, which runs queued work in order and no earlier than it was
 /// queued: a step issued at host time h ends at max(device, h) +
 /// "device_ms"; an event recorded at h marks max(device, h). Times in ms.
-class ClockedDevice final : public Backend {
+class ClockedDevice final : public test::ModelDevice {
 public:
   struct Mark final : Event {
     explicit Mark(const Backend &b) : owner(b) {}
@@ -57,29 +59,6 @@ public:
   int scratchResets = 0;
 
   std::string name() const override { return "clocked:0"; }
-  bool hostAddressable() const override { return false; }
-  Status allocate(uint64_t bytes, void **out) override {
-    return cpu_->allocate(bytes, out);
-  }
-  void release(void *p, uint64_t bytes) override { cpu_->release(p, bytes); }
-  Status allocateHost(uint64_t bytes, void **out) override {
-    return cpu_->allocateHost(bytes, out);
-  }
-  void releaseHost(void *p, uint64_t bytes) override {
-    cpu_->releaseHost(p, bytes);
-  }
-  Status copyIn(void *dst, const void *src, size_t bytes,
-                const std::string &what) override {
-    return cpu_->copyIn(dst, src, bytes, what);
-  }
-  Status copyOut(void *dst, const void *src, size_t bytes,
-                 const std::string &what) override {
-    return cpu_->copyOut(dst, src, bytes, what);
-  }
-  Status deviceCommunicator(Communicator &hostComm,
-                            std::unique_ptr<Communicator> &out) override {
-    return cpu_->deviceCommunicator(hostComm, out);
-  }
   Status decode(const smp::artifact::Instruction &inst,
                 const std::vector<TensorRef> &, Communicator &,
                 const RandomState &, Step &step) override {
@@ -120,12 +99,6 @@ public:
     return Status::success();
   }
   Stream &computeStream() override { return queue_; }
-  Status createStream(std::unique_ptr<Stream> &out) override {
-    return cpu_->createStream(out);
-  }
-  Status createEvent(std::unique_ptr<Event> &out) override {
-    return cpu_->createEvent(out);
-  }
   Status createTimingEvent(std::unique_ptr<Event> &out) override {
     if (clock_)
       out = std::make_unique<Mark>(*this);
@@ -164,7 +137,6 @@ private:
 
   bool clock_;
   Queue queue_;
-  std::unique_ptr<Backend> cpu_ = makeCpuBackend();
 };
 
 /// A program of instructions costing (host ms, device ms) each, named a,

@@ -1,5 +1,6 @@
 //===- SmpTrainingOps.cpp - Backward and optimizer ops --------------------===//
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "smp/Dialect/Smp/IR/ShapeUtils.h"
@@ -151,6 +152,13 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
 }
 
 Value smp::inPlaceOperand(Operation *op, unsigned *result) {
+  if (auto reduce = dyn_cast<mlir::shard::AllReduceOp>(op)) {
+    if (result)
+      *result = 0;
+    return reduce.getInput().getType() == reduce.getResult().getType()
+               ? reduce.getInput()
+               : Value();
+  }
   Value logits;
   unsigned index = 0;
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))

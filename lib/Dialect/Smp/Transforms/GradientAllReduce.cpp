@@ -27,8 +27,11 @@ namespace {
 /// Sums the gradients over the data-parallel ranks of `group` in buckets:
 /// gradients of one stage and element type, in the order the backward
 /// computes them, are flattened and concatenated up to bucket-mb MiB,
-/// all-reduced at once and split back. Each bucket's ops follow its last
-/// gradient, so the all-reduce can overlap the rest of the backward.
+/// all-reduced at once (in place: smp::inPlaceOperand) and split back.
+/// Each bucket's concatenation and all-reduce follow its last gradient,
+/// its split stays at the end (where the optimizer reads the gradients),
+/// so that nothing between reads the all-reduce's buffer and a backend
+/// can run it beside the rest of the backward (runtime/exec's lanes).
 void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
                         ArrayRef<Value> params, double bucketMb,
                         DpGroup group) {
@@ -45,8 +48,10 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
       values.push_back(grads[k]);
     Operation *after = lastDefinition(*block, values);
     Operation *mark = lastBefore(b);
+    Operation *reduce = nullptr; // the last op moved after the gradients
     if (bucket.size() == 1) {
       grads[bucket[0]] = allReduceDp(b, loc, grads[bucket[0]], group);
+      reduce = lastBefore(b);
     } else {
       SmallVector<Value> flat;
       for (unsigned k : bucket) {
@@ -57,6 +62,7 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
       Value summed = allReduceDp(
           b, loc, ConcatOp::create(b, loc, flat, b.getI64IntegerAttr(0)),
           group);
+      reduce = lastBefore(b);
       int64_t offset = 0;
       for (unsigned k : bucket) {
         auto t = cast<RankedTensorType>(grads[k].getType());
@@ -69,13 +75,16 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
         offset += n;
       }
     }
-    // Move the bucket's ops right after its last gradient.
+    // Move the bucket's ops up to its all-reduce right after its last
+    // gradient.
     Operation *first = mark ? mark->getNextNode() : &block->front();
-    if (after && first) {
+    if (after && first && reduce) {
       SmallVector<Operation *> ops;
-      for (Operation *op = first; op && op != &*b.getInsertionPoint();
-           op = op->getNextNode())
+      for (Operation *op = first; op; op = op->getNextNode()) {
         ops.push_back(op);
+        if (op == reduce)
+          break;
+      }
       for (Operation *op : ops) {
         op->moveAfter(after);
         after = op;

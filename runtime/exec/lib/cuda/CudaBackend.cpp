@@ -1,17 +1,19 @@
 //===- CudaBackend.cpp - Arena, copies and kernels on one GPU -------------===//
 //
 // One rank, one GPU, one kernel context (a stream, cuBLASLt, the device
-// error flag). Every step queues on that stream in program order, so the
-// steps need no events between them; collectives queue on the same stream
-// through NCCL (an eager pipeline send is staged there and sent in one NCCL
-// group with the communicator's next operation: NcclCommunicator.h). The
-// arena is one cudaMalloc; the offload pool is pinned host memory, which
-// the copies reach with cudaMemcpyAsync. The executor copies weights and
-// inputs in and outputs out synchronously, between steps. Streams made by
-// createStream and events (timing off) are there to overlap communication
-// and copies with compute; nothing queues on a second stream yet. Timing
-// events (createTimingEvent, elapsed) time the steps on the GPU's clock
-// for the executor's profile.
+// error flag). The compute steps queue on the context's stream in program
+// order. Two side streams, non-blocking and at the device's highest
+// priority (their few blocks are scheduled ahead of the compute kernels'
+// waiting ones), take the other lanes (Backend.h's Lane): communication,
+// where the NCCL communicator and its groups queue every collective and
+// pipeline message (an eager send is staged there and sent in one NCCL
+// group with the communicator's next operation: NcclCommunicator.h), and
+// the offload pool's copies. The executor orders the three with events
+// (LaneHazards.h). The arena is one cudaMalloc; the offload pool is pinned
+// host memory, which the copies reach with cudaMemcpyAsync. The executor
+// copies weights and inputs in and outputs out synchronously on the
+// compute stream, between steps. Timing events (createTimingEvent,
+// elapsed) time the steps on the GPU's clock for the executor's profile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +92,7 @@ public:
     return check(cudaStreamSynchronize(stream_), what);
   }
   const Backend &backend() const override { return backend_; }
+  cudaStream_t stream() const { return stream_; }
 
 private:
   Status foreign(const Event &event, const char *verb) const {
@@ -108,10 +111,30 @@ private:
   bool owned_;
 };
 
+/// The lane an instruction's op runs on (see the file's comment).
+Lane laneOf(const std::string &op) {
+  if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" ||
+      op == "send" || op == "recv")
+    return Lane::Comm;
+  if (op == "offload" || op == "prefetch")
+    return Lane::Copy;
+  return Lane::Compute;
+}
+
+/// A non-blocking stream at the device's highest priority.
+cudaError_t createSideStream(cudaStream_t &out) {
+  int least = 0, greatest = 0;
+  cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithPriority(&out, cudaStreamNonBlocking, greatest);
+  return e;
+}
+
 class CudaBackend final : public Backend {
 public:
-  CudaBackend(int device, k::Context *ctx)
-      : device_(device), ctx_(ctx), compute_(*this, k::stream(*ctx), false) {}
+  CudaBackend(int device, k::Context *ctx, cudaStream_t comm, cudaStream_t copy)
+      : device_(device), ctx_(ctx), compute_(*this, k::stream(*ctx), false),
+        comm_(*this, comm, true), copy_(*this, copy, true) {}
   ~CudaBackend() override { k::destroyContext(ctx_); }
 
   std::string name() const override {
@@ -219,7 +242,7 @@ public:
     NcclOptions options;
     if (host.timeoutSeconds() > 0)
       options.timeoutSeconds = host.timeoutSeconds();
-    return createNcclCommunicator(host, k::stream(*ctx_), options, out);
+    return createNcclCommunicator(host, comm_.stream(), options, out);
   }
 
   Status decode(const smp::artifact::Instruction &inst,
@@ -228,11 +251,21 @@ public:
     Status s = decodeCudaInstruction(inst, buffers, comm, random, step);
     if (!s.ok())
       return s;
-    // Each step queues on this backend's context, whichever thread runs it.
-    step.run = [run = std::move(step.run), ctx = ctx_] {
+    // Each step queues on this backend's context, whichever thread runs it,
+    // on its lane's stream.
+    step.lane = laneOf(step.op);
+    cudaStream_t lane = step.lane == Lane::Compute ? nullptr
+                        : step.lane == Lane::Comm  ? comm_.stream()
+                                                   : copy_.stream();
+    step.run = [run = std::move(step.run), ctx = ctx_, lane] {
       if (k::currentContext() != ctx)
         k::setCurrentContext(ctx);
-      return run();
+      if (!lane)
+        return run();
+      cudaStream_t compute = k::exchangeStream(*ctx, lane);
+      Status s = run();
+      k::exchangeStream(*ctx, compute);
+      return s;
     };
     return Status::success();
   }
@@ -244,6 +277,9 @@ public:
   }
 
   Stream &computeStream() override { return compute_; }
+  Stream &laneStream(Lane lane) override {
+    return lane == Lane::Comm ? comm_ : lane == Lane::Copy ? copy_ : compute_;
+  }
 
   Status createStream(std::unique_ptr<Stream> &out) override {
     cudaStream_t stream = nullptr;
@@ -320,7 +356,8 @@ private:
   uint64_t allocated_ = 0; // what allocate() holds
   // The pool's high-water marks before scratchSpan last restarted them.
   uint64_t scratchHighBefore_ = 0, poolHighBefore_ = 0;
-  CudaStream compute_; // the kernel context's stream
+  CudaStream compute_;     // the kernel context's stream
+  CudaStream comm_, copy_; // the side streams (the lanes' own)
 };
 
 } // namespace
@@ -357,7 +394,17 @@ Status makeCudaBackend(int device, int localRank,
   if (!s.ok())
     return Status::failure("cuda:" + std::to_string(device) + ": " + s.error);
   k::setCurrentContext(ctx);
-  out = std::make_unique<CudaBackend>(device, ctx);
+  cudaStream_t comm = nullptr, copy = nullptr;
+  cudaError_t e2 = createSideStream(comm);
+  if (e2 == cudaSuccess && (e2 = createSideStream(copy)) != cudaSuccess)
+    cudaStreamDestroy(comm);
+  if (e2 != cudaSuccess) {
+    k::destroyContext(ctx);
+    return cudaFailure("cuda:" + std::to_string(device) +
+                           ": creating the communication and copy streams",
+                       e2);
+  }
+  out = std::make_unique<CudaBackend>(device, ctx, comm, copy);
   return Status::success();
 }
 

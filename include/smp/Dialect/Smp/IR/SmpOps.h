@@ -30,8 +30,12 @@ mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
 /// that result's number. cross_entropy_grad, cross_entropy_shard_grad and
 /// cross_entropy_with_grad (its gradient, result 1): the logits, when only
 /// the loss ops read them and the gradient has their type (their kernels
-/// read each logit before writing its gradient). The artifact writer
-/// shares the storage; the planner's memory model counts it so.
+/// read each logit before writing its gradient); shard.all_reduce: its
+/// input, of the result's type (NCCL and MPI reduce in place: a gradient
+/// bucket is one buffer from its concatenation to its split, which the
+/// runtime's communication stream works on while compute goes on). The
+/// artifact writer shares the storage; the planner's memory model counts
+/// it so.
 mlir::Value inPlaceOperand(mlir::Operation *op, unsigned *result = nullptr);
 } // namespace smp
 

@@ -389,9 +389,11 @@ def SmpGradientAllReducePass
     The gradients of @train_step that are not ZeRO-1 shards are all-reduced
     over `@dp` in buckets: gradients of one stage and element type, in the
     order the backward produces them, are flattened and concatenated up to
-    bucket-mb MiB, all-reduced at once and split back; each bucket's ops
-    follow its last gradient, so that a backend can overlap the all-reduce
-    with the rest of the backward. The loss is all-reduced too (the global
+    bucket-mb MiB, all-reduced at once (in place) and split back; each
+    bucket's concatenation and all-reduce follow its last gradient and its
+    split comes at the end, where the optimizer reads the gradients, so
+    that nothing between touches the bucket and a backend runs the
+    all-reduce beside the rest of the backward. The loss is all-reduced too (the global
     loss, on every rank). Under hybrid sharding (a 2-D `@dp`, see
     smp-build-gradients' dp-shard) the ZeRO chunks, summed over their shard
     group by the ZeRO passes, are all-reduced over the replica groups (axis

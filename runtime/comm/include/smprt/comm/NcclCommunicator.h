@@ -2,8 +2,10 @@
 //
 // The communicator of the CUDA backend: the Communicator interface on DEVICE
 // pointers. allReduce, allGather, reduceScatter, send, recv, sendRecv and
-// postSend are queued on the backend's compute stream and return once
-// queued; synchronize() waits for them. barrier and broadcast work on HOST
+// postSend are queued on the stream it was made with (the CUDA backend's
+// communication stream, which the executor orders against its compute
+// stream with events) and return once queued; synchronize() waits for
+// them. barrier and broadcast work on HOST
 // memory and are the host communicator's (the trainer agrees on checkpoints
 // with them).
 //
@@ -83,7 +85,7 @@ struct NcclOptions {
 
 /// A communicator over the same ranks as `host` whose collectives and
 /// point-to-point calls take device pointers and are queued on `stream`
-/// (the backend's compute stream). Collective over all ranks of `host`:
+/// (the backend's communication stream). Collective over all ranks of `host`:
 /// rank 0 makes the ncclUniqueId and host.broadcast()s it; every rank calls
 /// ncclCommInitRank (device = the current CUDA device, set by the caller).
 /// `host` and `stream` must outlive the communicator.

@@ -35,12 +35,23 @@ class Instruction;
 
 namespace smprt {
 
+/// Which of a backend's streams a step's work queues on: the compute
+/// stream, or one of two side streams, for communication (collectives,
+/// pipeline messages) and for copies between the arena and the host pool
+/// (offloading), so that they overlap the compute work that does not need
+/// them. The executor orders the lanes with events (LaneHazards.h).
+enum class Lane : uint8_t { Compute, Comm, Copy };
+
+/// "compute", "communication", "copy".
+const char *laneName(Lane lane);
+
 /// A decoded instruction: runs (or, on a device, queues) its kernel on
-/// arena views.
+/// arena views, on the stream of its lane (Backend::laneStream).
 struct Step {
   std::string op, loc;
   std::function<Status()> run;
   std::vector<uint32_t> outputs;
+  Lane lane = Lane::Compute;
 };
 
 class Backend;
@@ -172,9 +183,16 @@ public:
   /// data (an index out of range, ...). Nothing to wait for on the CPU.
   virtual Status synchronize(const std::string &what) = 0;
 
-  /// The stream every decoded step is queued on (today the only one: the
-  /// program runs in order on it).
+  /// The stream the compute steps are queued on, in program order; the
+  /// host's copies (copyIn, copyOut) queue on it too.
   virtual Stream &computeStream() = 0;
+  /// The stream of a step's lane (Step::lane): the backend decides which
+  /// steps go to a side stream, and their work queues there. The CPU has
+  /// one lane: its steps finish as they are issued.
+  virtual Stream &laneStream(Lane lane) {
+    (void)lane;
+    return computeStream();
+  }
   /// Another stream of this device, e.g. for communication or offload
   /// copies overlapped with compute (ordered against it with events).
   virtual Status createStream(std::unique_ptr<Stream> &out) = 0;

@@ -8,6 +8,7 @@
 #include "smprt/exec/Arena.h"
 #include "smprt/exec/Artifact.h"
 #include "smprt/exec/Backend.h"
+#include "smprt/exec/LaneHazards.h"
 
 #include <functional>
 #include <memory>
@@ -109,6 +110,15 @@ public:
   /// an infinity from finite inputs, described ("" if none).
   const std::string &firstInfinity() const { return firstInfinity_; }
 
+  /// Whether the side lanes' steps (communication, offload copies: see
+  /// LaneHazards.h) may run while later compute steps run (the default),
+  /// or each is waited for by the compute stream at once (smprun
+  /// --no-overlap; also while profiling or checking outputs, which read
+  /// each instruction's results and time it alone). The numbers are the
+  /// same either way.
+  void setOverlap(bool overlap) { overlap_ = overlap; }
+  bool overlap() const { return overlap_; }
+
   const Artifact &artifact() const { return *artifact_; }
   /// Views of every buffer (index = the program's buffer index), in the
   /// backend's memory: host memory only if backend().hostAddressable().
@@ -123,6 +133,13 @@ public:
 private:
   Status loadWeights(const Artifact &artifact);
   Status runSteps(bool forwardOnly);
+  /// Queues step i on its lane's stream, ordered against the other lanes
+  /// (LaneHazards.h); `serial`: a side step is waited for at once.
+  Status issue(size_t i, bool serial);
+  /// Makes the compute stream wait for the side steps still pending.
+  Status joinLanes();
+  /// The instructions' byte ranges and the side steps' events (init).
+  Status prepareLanes();
   /// --check-finite after instruction i (FiniteChecks.cpp).
   Status checkFiniteOutputs(size_t i);
   /// Buffer `index` in host memory: a view of the arena where the backend's
@@ -178,6 +195,14 @@ private:
   int64_t profileRuns_ = 0;
   bool checkFinite_ = false;
   std::string firstInfinity_;
+  bool overlap_ = true;
+  /// What each instruction reads and writes, and each side step's end and
+  /// the compute stream's point before it (their events; null for compute
+  /// steps).
+  std::vector<Access> access_;
+  LaneHazards hazards_;
+  std::vector<std::unique_ptr<Event>> laneDone_;
+  std::unique_ptr<Event> laneStart_;
 };
 
 } // namespace smprt

@@ -81,6 +81,11 @@ void setCurrentContext(Context *ctx);
 Context *currentContext();
 
 cudaStream_t stream(Context &ctx);
+/// Makes the context's kernels and copies queue on `stream` from now on
+/// (a side stream for a step of communication or offload copies; the
+/// kernels there must not use the error flag's stream-ordered reads or
+/// Scratch across streams) and returns the stream they queued on before.
+cudaStream_t exchangeStream(Context &ctx, cudaStream_t stream);
 /// The products whose cuBLASLt epilogue (bias, GELU, bias gradient) had no
 /// algorithm on this device, one line each ("GELU_AUX_BIAS epilogue of a
 /// bf16 [16384, 768] x [768, 3072] product"): their separate kernels ran
