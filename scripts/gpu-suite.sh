@@ -12,7 +12,9 @@
 # every training fixture (mlp, cnn_bn, gpt, llama, bert) with SGD and AdamW,
 # fp32 and bf16, 5 steps of batch 8: per-step losses and gradient norms of
 # DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
-# activation offloading and with full recomputation against the CPU; the
+# activation offloading and with full recomputation against the CPU (the
+# offloading run again with --no-overlap, its copies waited for at once:
+# the same bits as on the copy stream beside compute); the
 # GPT's AdamW runs again on DEVICE, bit for bit the first, twice, their
 # checkpoints' tensors the same bytes ("again/gpt/P"); a
 # checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
@@ -318,6 +320,22 @@ run() {
         "$OUT/gpt.$n.$dev.jsonl" --rtol 1e-4 || echo FAILED)"
     fi
   done
+  # The offload copies ran on the copy stream beside the compute stream:
+  # waiting for each at once (--no-overlap) gives the same bits, or the
+  # streams raced.
+  if ! skip gpt/off-serial; then
+    rm -f "$OUT/gpt.off.serial.$dev.jsonl"
+    if ! runone "gpt.off.serial.$dev" "$dir/gpt.off.smpx" --device "$dev" \
+      --data "$FIXTURES/gpt" --steps 5 --no-overlap \
+      --metrics "$OUT/gpt.off.serial.$dev.jsonl"; then
+      echo "gpt/off-serial: FAILED (the run failed)"
+    elif [ ! -s "$OUT/gpt.off.$dev.jsonl" ]; then
+      echo "gpt/off-serial: FAILED (no overlapped run to compare with)"
+    else
+      echo "gpt/off-serial: $("$PYTHON" "$SAME" "$OUT/gpt.off.$dev.jsonl" \
+        "$OUT/gpt.off.serial.$dev.jsonl" || echo FAILED)"
+    fi
+  fi
   run_again "$dir" "$dev"
   # A checkpoint written on the device resumes on the CPU: steps 4-5 equal
   # the uninterrupted CPU run.
