@@ -17,8 +17,11 @@
 //                and backward of one micro-batch (B = 2F, + F when
 //                recomputing), bubble the schedule's (lib/Schedule), plus the
 //                activations and gradients sent between stages
-//   data parallel  the gradient all-reduce of the largest stage (exposed;
-//                hierarchical when a replica group has several devices
+//   data parallel  the gradient all-reduce of the largest stage (counted
+//                exposed: an upper bound, since without a pipeline the CUDA
+//                backend runs each bucket's but the last's beside the rest
+//                of the backward, runtime/exec's lanes; hierarchical when a
+//                replica group has several devices
 //                per node: the cluster placement puts tp x pp innermost);
 //                ZeRO-2: a reduce-scatter per micro-batch and the
 //                parameters' all-gather

@@ -151,7 +151,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           resume: bool = False, reset_optimizer: bool = False,
           reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
-          check_finite: bool = False, eval_data=None,
+          check_finite: bool = False, overlap: bool = True, eval_data=None,
           eval_every: Optional[int] = None,
           compute_metrics: Optional[Callable[[EvalPrediction], Mapping[str, Any]]] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
@@ -168,7 +168,11 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     source_model (a copy of that file, as smprun --source-model).
     check_finite (smprun --check-finite, as torch.autograd.detect_anomaly)
     scans every op's output and stops at the first NaN, naming the op and
-    its ONNX node: slow, for finding where a NaN loss starts. eval_data
+    its ONNX node: slow, for finding where a NaN loss starts. overlap=False
+    (smprun --no-overlap) waits on a GPU for each collective, pipeline
+    message and offload copy before the next op, where by default they run
+    on their own streams beside the compute that does not need them (as
+    DDP overlaps its all-reduces): the same numbers. eval_data
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'
@@ -211,6 +215,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args += ["--device", device]
         if check_finite:
             args.append("--check-finite")
+        if not overlap:
+            args.append("--no-overlap")
         if eval_data is not None:
             args += ["--eval-data", str(write_data_dir(eval_data, tmp / "eval"))]
         if eval_every is not None:

@@ -156,6 +156,28 @@ def test_check_finite_names_the_op(tools, tmp_path):
             "it reads 'x', which held NaN before" in str(e.value))
 
 
+def test_overlap_false_is_smpruns_no_overlap(tools, tmp_path, monkeypatch):
+    # overlap=False passes --no-overlap on (smprun accepts it on the CPU,
+    # which runs everything as it is issued: the same losses).
+    import numpy as np
+    from smp import _tools
+    art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
+    data = {n: np.load(FIXTURES / "train" / "mlp" / f"{n}.npy")
+            for n in ("x", "labels")}
+    calls = []
+    real = _tools.run
+
+    def spy(name, args, **kw):
+        calls.append(list(args))
+        return real(name, args, **kw)
+
+    monkeypatch.setattr(_tools, "run", spy)
+    both = [smp.train(art, data=data, steps=2, overlap=o, progress=False)
+            for o in (True, False)]
+    assert ["--no-overlap" in c for c in calls] == [False, True]
+    assert both[0].losses == both[1].losses
+
+
 def test_moved_source_model(tools, tmp_path):
     # --save-onnx reads the model smpc compiled: moved, smprun refuses before
     # training and names --source-model; a copy passed as source_model works,
