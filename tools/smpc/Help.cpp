@@ -358,10 +358,14 @@ PARALLELISM (compile --train)
                        their forward use and back before the backward.
   --activation-loading-horizon K
                        Prefetch offloaded activations K ahead (default 1).
+                       On a GPU the copies run on a stream of their own
+                       beside compute: a larger K hides more of each copy
+                       back, for more device memory.
   --bucket-mb X        Data parallel: all-reduce (ZeRO-2: reduce-scatter)
                        gradients in buckets of up to X MiB (default 25),
                        each right after the backward computes its last
-                       gradient; 0: one per gradient.
+                       gradient (on a GPU the all-reduce runs beside the
+                       rest of the backward); 0: one per gradient.
   --zero-stage Z       ZeRO over the --dp ranks (default: the planner's
                        choice with --devices, else 0). 1: gradients are
                        reduce-scattered at the end of the step, each rank
