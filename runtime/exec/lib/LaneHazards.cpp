@@ -38,21 +38,23 @@ std::vector<size_t> LaneHazards::before(Lane lane, const Access &access) {
   std::vector<size_t> waits;
   // A side step the compute stream waits for has ended, and so has every
   // step queued before it on its lane: none of them is pending after.
-  std::vector<bool> joined(pending_.size(), false);
+  size_t joinComm = 0, joinCopy = 0; // a lane's entries before these end
   for (size_t n = 0; n < pending_.size(); ++n) {
     const Pending &p = pending_[n];
     if (p.lane == lane || !conflicts(*p.access, access))
       continue;
     waits.push_back(p.id);
-    if (lane == Lane::Compute)
-      for (size_t m = 0; m <= n; ++m)
-        joined[m] = joined[m] || pending_[m].lane == p.lane;
+    (p.lane == Lane::Comm ? joinComm : joinCopy) = n + 1;
   }
-  std::vector<Pending> kept;
-  for (size_t n = 0; n < pending_.size(); ++n)
-    if (!joined[n])
-      kept.push_back(pending_[n]);
-  pending_ = std::move(kept);
+  if (lane == Lane::Compute && !waits.empty()) {
+    size_t n = 0;
+    for (size_t m = 0; m < pending_.size(); ++m) {
+      const Pending &p = pending_[m];
+      if (m >= (p.lane == Lane::Comm ? joinComm : joinCopy))
+        pending_[n++] = p;
+    }
+    pending_.resize(n);
+  }
   return waits;
 }
 
