@@ -19,7 +19,8 @@
 //                activations and gradients sent between stages
 //   data parallel  the gradient all-reduce of the largest stage (counted
 //                exposed: an upper bound, since without a pipeline the CUDA
-//                backend runs each bucket's but the last's beside the rest
+//                backend runs each bucket's but the last's, and ZeRO-2's
+//                reduce-scatter up to the next bucket's, beside the rest
 //                of the backward, runtime/exec's lanes; hierarchical when a
 //                replica group has several devices
 //                per node: the cluster placement puts tp x pp innermost);

@@ -364,8 +364,9 @@ PARALLELISM (compile --train)
   --bucket-mb X        Data parallel: all-reduce (ZeRO-2: reduce-scatter)
                        gradients in buckets of up to X MiB (default 25),
                        each right after the backward computes its last
-                       gradient (on a GPU the all-reduce runs beside the
-                       rest of the backward); 0: one per gradient.
+                       gradient (on a GPU the all-reduce, or the
+                       reduce-scatter up to the next bucket's, runs beside
+                       the rest of the backward); 0: one per gradient.
   --zero-stage Z       ZeRO over the --dp ranks (default: the planner's
                        choice with --devices, else 0). 1: gradients are
                        reduce-scattered at the end of the step, each rank

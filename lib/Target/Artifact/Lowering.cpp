@@ -44,6 +44,7 @@ llvm::Expected<unsigned> Lowering::newBuffer(Value v, const std::string &name,
   root.push_back(id);
   members.emplace_back(1, id);
   pool.push_back(0);
+  viewOffsetOf.push_back(0);
   live.push_back(LiveRange{start, start, buf->bytes()});
   return id;
 }
@@ -113,13 +114,19 @@ llvm::Error Lowering::run() {
       }
       addEvalBatchNorm(op);
     }
-    if (index != before)
+    if (index != before) {
       firstInstruction.push_back(instructions);
+      instantOf[&op] = before;
+      if (program.instructions_size() > instructions)
+        recordSideWork(op, before);
+    }
   }
+  instants = index;
   for (const pb::Instruction &inst : program.instructions())
     if (auto err = checkSchema(inst))
       return err;
   shareInPlace();
+  holdSideOperands();
   planBuffers();
   return llvm::Error::success();
 }
@@ -293,6 +300,9 @@ llvm::Error Lowering::lowerOp(Operation &op, int64_t &index) {
     return lowerTpRank(op);
   if (isa<ReshapeOp, TpCopyOp>(op))
     return lowerAlias(op, index++);
+  if (auto slice = dyn_cast<SliceOp>(op))
+    if (std::optional<uint64_t> at = viewOffset(slice))
+      return lowerView(slice, *at, index++);
   return lowerInstruction(op, index++);
 }
 
@@ -365,11 +375,75 @@ llvm::Error Lowering::lowerAlias(Operation &op, int64_t index) {
   auto id = newBuffer(op.getResult(0), valueName(&op), index);
   if (!id)
     return id.takeError();
-  unsigned to = root[bufferOf.lookup(op.getOperand(0))];
+  unsigned from = bufferOf.lookup(op.getOperand(0));
+  unsigned to = root[from];
   root[*id] = to;
+  viewOffsetOf[*id] = viewOffsetOf[from];
   members[*id].clear();
   members[to].push_back(*id);
   use(op.getOperand(0), index);
+  aliases.insert(&op);
+  return llvm::Error::success();
+}
+
+/// Whether `v` reaches the step's results, itself or through aliases (a
+/// view of it must not become a parameter's update or an output).
+static bool reachesReturn(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<func::ReturnOp>(user))
+      return true;
+    if (isa<ReshapeOp, TpCopyOp, SliceOp>(user) &&
+        reachesReturn(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+std::optional<uint64_t> Lowering::viewOffset(SliceOp slice) {
+  if (!slice->hasAttr(SmpDialect::kViewAttr) ||
+      reachesReturn(slice.getResult()))
+    return std::nullopt;
+  auto type = dyn_cast<RankedTensorType>(slice.getInput().getType());
+  auto it = bufferOf.find(slice.getInput());
+  if (!type || !type.hasStaticShape() || it == bufferOf.end())
+    return std::nullopt;
+  unsigned r = root[it->second];
+  if (pool[r] != 0 || argBuffers.contains(r) || live[r].start < 0)
+    return std::nullopt; // weights and arguments keep their own storage
+  // Contiguous: unit steps; after the first dimension the slice narrows
+  // every dimension whole, before it every dimension a single index.
+  ArrayRef<int64_t> shape = type.getShape();
+  ArrayRef<int64_t> starts = slice.getStarts(), limits = slice.getLimits(),
+                    steps = slice.getSteps();
+  int64_t narrowed = -1, element = 0, stride = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    int64_t extent = limits[d] - starts[d];
+    if (steps[d] != 1 || extent < 1)
+      return std::nullopt;
+    if (narrowed >= 0 && extent != 1)
+      return std::nullopt;
+    if (extent != shape[d])
+      narrowed = d;
+    element += starts[d] * stride;
+    stride *= shape[d];
+  }
+  auto dtype = smp::baseDType(type.getElementType());
+  if (!dtype)
+    return std::nullopt;
+  uint64_t bytes = static_cast<uint64_t>(element) *
+                   static_cast<uint64_t>(smp::base::dtypeSize(*dtype));
+  // The arena's alignment, which the kernels' vector loads rely on.
+  if (bytes % kViewAlignment != 0)
+    return std::nullopt;
+  return bytes;
+}
+
+/// A contiguous part of the input's storage, `offset` bytes in.
+llvm::Error Lowering::lowerView(SliceOp slice, uint64_t offset, int64_t index) {
+  if (auto err = lowerAlias(*slice, index))
+    return err;
+  unsigned id = bufferOf.lookup(slice.getResult());
+  viewOffsetOf[id] += offset;
   return llvm::Error::success();
 }
 
@@ -421,6 +495,8 @@ void Lowering::planBuffers() {
       }
     MemoryPlan plan = planMemory(rootRanges);
     if (which == 0)
+      plan = planWithHolds(rootIds, rootRanges, std::move(plan));
+    if (which == 0)
       peak = arenaPeak(program, firstInstruction, rootIds, rootRanges, plan);
     for (size_t k = 0; k < rootIds.size(); ++k)
       offsetOfRoot[rootIds[k]] = plan.offsets[k];
@@ -430,7 +506,8 @@ void Lowering::planBuffers() {
       program.set_host_arena_bytes(plan.arenaBytes);
   }
   for (unsigned id = 0; id < root.size(); ++id)
-    program.mutable_buffers(id)->set_offset(offsetOfRoot[root[id]]);
+    program.mutable_buffers(id)->set_offset(offsetOfRoot[root[id]] +
+                                            viewOffsetOf[id]);
 }
 
 } // namespace smp::writer

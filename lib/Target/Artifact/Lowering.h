@@ -16,13 +16,15 @@
 
 #include "artifact.pb.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "smp/Dialect/Smp/IR/BaseTypes.h"
+#include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Target/Artifact/MemoryPlan.h"
-#include "smp/Dialect/Smp/IR/BaseTypes.h"
-#include "smp/Dialect/Smp/IR/SmpDialect.h"
 #include "smp/base/DType.h"
 #include "smp/base/Layout.h"
+#include "smp/base/OpSchema.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
@@ -39,6 +41,9 @@ namespace pb = smp::artifact;
 using namespace mlir;
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+/// A view's offset in its root's storage is a multiple of this, the
+/// arena's alignment (planMemory's), which kernels' vector loads rely on.
+constexpr uint64_t kViewAlignment = 64;
 constexpr uint64_t kWeightAlignment = 64;
 
 inline llvm::Error fail(const llvm::Twine &msg) {
@@ -126,6 +131,10 @@ private:
   llvm::Error lowerConstant(Operation &op);
   llvm::Error lowerTpRank(Operation &op);
   llvm::Error lowerAlias(Operation &op, int64_t index);
+  /// A slice marked smp.view whose result is a contiguous part of its
+  /// input's arena storage, at an aligned offset: that offset in bytes.
+  std::optional<uint64_t> viewOffset(SliceOp slice);
+  llvm::Error lowerView(SliceOp slice, uint64_t offset, int64_t index);
   /// After a batch norm of the evaluation's forward: the instruction only
   /// an evaluation runs, normalising with the running statistics.
   void addEvalBatchNorm(Operation &op);
@@ -134,6 +143,19 @@ private:
   /// takes the input's storage where nothing reads the input after it.
   void recordInPlace(Operation &op, const pb::Instruction &inst, int64_t index);
   void shareInPlace();
+  // SideWork.cpp
+  /// Records `op` (lowered at `index`) if its instruction runs on a side
+  /// lane (smp::base::opLane).
+  void recordSideWork(Operation &op, int64_t index);
+  /// The windows (`holds`) over which side work's operands could stay
+  /// live: until the next work of its lane or the first use of its results
+  /// (see SideWork.cpp).
+  void holdSideOperands();
+  /// `plan` of the device arena's roots `rootIds` over `ranges`, or the
+  /// plan with the windows that fit the step's most bytes live, where it is
+  /// no larger (then `ranges` and `live` hold the windows).
+  MemoryPlan planWithHolds(const std::vector<unsigned> &rootIds,
+                           std::vector<LiveRange> &ranges, MemoryPlan plan);
   llvm::Expected<unsigned> newBuffer(Value v, const std::string &name,
                                      int64_t start);
   void use(Value v, int64_t at);
@@ -171,6 +193,10 @@ private:
   /// root -> the buffers it is the root of (re-rooting touches only those).
   std::vector<SmallVector<unsigned, 1>> members;
   std::vector<uint8_t> pool;   // buffer -> 0 device arena, 1 host pool
+  /// buffer -> its bytes' offset in its root's storage (views; else 0).
+  std::vector<uint64_t> viewOffsetOf;
+  /// The ops lowered as aliases or views (no instruction of their own).
+  llvm::DenseSet<Operation *> aliases;
   std::vector<LiveRange> live; // per buffer; meaningful for roots
   /// The live ranges' instants (ops that make instructions or aliases) ->
   /// the first instruction at or after each.
@@ -180,6 +206,20 @@ private:
     int64_t index;
   };
   std::vector<InPlace> inPlace;
+  /// Each op that made an instruction or an alias -> its instant.
+  llvm::DenseMap<Operation *, int64_t> instantOf;
+  struct SideWork {
+    int64_t index;
+    Operation *op;
+    smp::base::OpLane lane;
+  };
+  std::vector<SideWork> sideWork; // in program order
+  struct Hold {
+    unsigned root;
+    int64_t end;
+  };
+  std::vector<Hold> holds;     // in program order
+  int64_t instants = 0;        // the instants of the function
   int64_t constantBytes = 0;   // written out by constants so far
 };
 

@@ -16,8 +16,8 @@
 // CHECK: %[[F1:.*]] = smp.reshape %[[G1]] : tensor<8x4xf32> -> tensor<32xf32>
 // CHECK: %[[CAT:.*]] = smp.concat %[[F2]], %[[F1]] {axis = 0 : i64}
 // CHECK: %[[SUM:.*]] = shard.all_reduce %[[CAT]] on @dp
-// CHECK: smp.slice %[[SUM]] {limits = array<i64: 32>, starts = array<i64: 0>
-// CHECK: smp.slice %[[SUM]] {limits = array<i64: 64>, starts = array<i64: 32>
+// CHECK: smp.slice %[[SUM]] {limits = array<i64: 32>, smp.view, starts = array<i64: 0>
+// CHECK: smp.slice %[[SUM]] {limits = array<i64: 64>, smp.view, starts = array<i64: 32>
 // CHECK-NOT: shard.all_reduce {{.*}} : tensor<{{[0-9]+}}x
 
 // Tiny buckets: one all-reduce per gradient; w2's runs before the backward

@@ -17,10 +17,10 @@
 // CHECK: %[[CAT2:.*]] = smp.concat
 // CHECK: %[[SUM2:.*]] = shard.all_reduce %[[CAT2]] on @dp
 // CHECK-NOT: smp.mul
-// CHECK: smp.slice %[[SUM1]] {limits = array<i64: 2>, starts = array<i64: 0>
-// CHECK: smp.slice %[[SUM1]] {limits = array<i64: 4>, starts = array<i64: 2>
-// CHECK: smp.slice %[[SUM2]] {limits = array<i64: 2>, starts = array<i64: 0>
-// CHECK: smp.slice %[[SUM2]] {limits = array<i64: 4>, starts = array<i64: 2>
+// CHECK: smp.slice %[[SUM1]] {limits = array<i64: 2>, smp.view, starts = array<i64: 0>
+// CHECK: smp.slice %[[SUM1]] {limits = array<i64: 4>, smp.view, starts = array<i64: 2>
+// CHECK: smp.slice %[[SUM2]] {limits = array<i64: 2>, smp.view, starts = array<i64: 0>
+// CHECK: smp.slice %[[SUM2]] {limits = array<i64: 4>, smp.view, starts = array<i64: 2>
 // CHECK: shard.all_reduce %arg0 on @dp
 module {
   shard.grid @dp(shape = 2)

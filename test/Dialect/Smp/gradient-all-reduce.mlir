@@ -11,9 +11,9 @@
 // CHECK: %[[F2:.*]] = smp.reshape %[[G2]] : tensor<3xf32> -> tensor<3xf32>
 // CHECK: %[[CAT:.*]] = smp.concat %[[F1]], %[[F2]]
 // CHECK: %[[SUM:.*]] = shard.all_reduce %[[CAT]] on @dp grid_axes = [0] : tensor<9xf32> -> tensor<9xf32>
-// CHECK: %[[S1:.*]] = smp.slice %[[SUM]] {limits = array<i64: 6>, starts = array<i64: 0>
+// CHECK: %[[S1:.*]] = smp.slice %[[SUM]] {limits = array<i64: 6>, smp.view, starts = array<i64: 0>
 // CHECK: %[[R1:.*]] = smp.reshape %[[S1]] : tensor<6xf32> -> tensor<2x3xf32>
-// CHECK: %[[S2:.*]] = smp.slice %[[SUM]] {limits = array<i64: 9>, starts = array<i64: 6>
+// CHECK: %[[S2:.*]] = smp.slice %[[SUM]] {limits = array<i64: 9>, smp.view, starts = array<i64: 6>
 // CHECK: %[[R2:.*]] = smp.reshape %[[S2]] : tensor<3xf32> -> tensor<3xf32>
 // CHECK: %[[LOSS:.*]] = shard.all_reduce %arg0 on @dp
 // CHECK: return %[[R1]], %[[R2]], %[[LOSS]]

@@ -439,6 +439,15 @@ func.func @copy_attr(%a: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+// A gradient bucket's part that the artifact may view (smp-shard-gradients).
+func.func @view_attr(%a: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'smp.view' must be a unit attribute}}
+  %b = smp.slice %a {starts = array<i64: 0>, limits = array<i64: 2>, steps = array<i64: 1>, smp.view = 1 : i64} : tensor<4xf32> -> tensor<2xf32>
+  return %b : tensor<2xf32>
+}
+
+// -----
+
 // expected-error @+1 {{'smp.model' must be a non-empty string naming the generated model's kind}}
 module attributes {smp.model = ""} {
 }

@@ -16,8 +16,8 @@
 // CHECK: %[[CAT0:.*]] = smp.concat %{{.*}}, %[[V0]] {axis = 1 : i64, smp.bwd, smp.mb = 0 : i64} : (tensor<2x8xf32>, tensor<2x2xf32>) -> tensor<2x10xf32>
 // CHECK: %[[FLAT0:.*]] = smp.reshape %[[CAT0]] {{.*}} -> tensor<20xf32>
 // CHECK: %[[RS0:.*]] = shard.reduce_scatter %[[FLAT0]] on @dp grid_axes = [0] scatter_axis = 0 {smp.bwd, smp.mb = 0 : i64} : tensor<20xf32> -> tensor<10xf32>
-// CHECK: %[[W0:.*]] = smp.slice %[[RS0]] {limits = array<i64: 8>, smp.bwd, smp.mb = 0 : i64, starts = array<i64: 0>
-// CHECK: %[[VC0:.*]] = smp.slice %[[RS0]] {limits = array<i64: 10>, smp.bwd, smp.mb = 0 : i64, starts = array<i64: 8>
+// CHECK: %[[W0:.*]] = smp.slice %[[RS0]] {limits = array<i64: 8>, smp.bwd, smp.mb = 0 : i64, smp.view, starts = array<i64: 0>
+// CHECK: %[[VC0:.*]] = smp.slice %[[RS0]] {limits = array<i64: 10>, smp.bwd, smp.mb = 0 : i64, smp.view, starts = array<i64: 8>
 // CHECK: %[[RS1:.*]] = shard.reduce_scatter %{{.*}} {smp.bwd, smp.mb = 1 : i64} : tensor<20xf32> -> tensor<10xf32>
 // CHECK: %[[W1:.*]] = smp.slice %[[RS1]] {limits = array<i64: 8>
 // CHECK: %[[W:.*]] = smp.add %[[W0]], %[[W1]] {smp.bwd, smp.mb = 1 : i64} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>

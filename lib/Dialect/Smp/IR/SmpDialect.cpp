@@ -177,6 +177,7 @@ const OperationAttrRule kOperationAttrRules[] = {
     {SmpDialect::kMicrobatchAttr, isA<IntegerAttr>, "an integer"},
     {SmpDialect::kPipelineRankAttr, isA<IntegerAttr>, "an integer"},
     {SmpDialect::kBackwardAttr, isA<UnitAttr>, "a unit attribute"},
+    {SmpDialect::kViewAttr, isA<UnitAttr>, "a unit attribute"},
     {"smp.recomputed", isA<UnitAttr>, "a unit attribute"},
     {"smp.copy", isA<IntegerAttr>, "an integer"},
     {SmpDialect::kPlacementAttr, isA<StringAttr>, "a string"},

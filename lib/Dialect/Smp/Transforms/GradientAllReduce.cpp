@@ -71,6 +71,7 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
                                      b.getDenseI64ArrayAttr({offset}),
                                      b.getDenseI64ArrayAttr({offset + n}),
                                      b.getDenseI64ArrayAttr({1}));
+        part.getDefiningOp()->setAttr(SmpDialect::kViewAttr, b.getUnitAttr());
         grads[k] = ReshapeOp::create(b, loc, t, part);
         offset += n;
       }

@@ -115,10 +115,15 @@ struct ShardGradients {
           dp);
       int64_t offset = 0;
       for (auto [v, w] : llvm::zip(bucket, widths)) {
-        chunkOf[v] = SliceOp::create(b, loc, mine,
-                                     b.getDenseI64ArrayAttr({offset}),
-                                     b.getDenseI64ArrayAttr({offset + w}),
-                                     b.getDenseI64ArrayAttr({1}));
+        auto slice = SliceOp::create(
+            b, loc, mine, b.getDenseI64ArrayAttr({offset}),
+            b.getDenseI64ArrayAttr({offset + w}), b.getDenseI64ArrayAttr({1}));
+        // A view of the chunk: nothing reads the reduce-scatter's result
+        // until the chunks' first use, so it runs beside the backward
+        // (runtime/exec's lanes; the memory plan keeps its input for as
+        // long: lib/Target/Artifact/SideWork.cpp).
+        slice->setAttr(SmpDialect::kViewAttr, b.getUnitAttr());
+        chunkOf[v] = slice;
         offset += w;
       }
     }

@@ -111,14 +111,11 @@ private:
   bool owned_;
 };
 
-/// The lane an instruction's op runs on (see the file's comment).
+/// The lane an instruction's op runs on (the op schema's, see the file's
+/// comment).
 Lane laneOf(const std::string &op) {
-  if (op == "all_reduce" || op == "reduce_scatter" || op == "all_gather" ||
-      op == "send" || op == "recv")
-    return Lane::Comm;
-  if (op == "offload" || op == "prefetch")
-    return Lane::Copy;
-  return Lane::Compute;
+  const smp::base::OpSchema *schema = smp::base::findOp(op);
+  return schema ? smp::base::opLane(schema->id) : Lane::Compute;
 }
 
 /// A non-blocking stream at the device's highest priority.

@@ -92,6 +92,10 @@ def Smp_Dialect : Dialect {
     /// variance, which an evaluation normalises with instead.
     static constexpr llvm::StringLiteral kRunningMeanAttr = "smp.running_mean";
     static constexpr llvm::StringLiteral kRunningVarAttr = "smp.running_var";
+    /// Unit, on an smp.slice: its result may be a view of its input's
+    /// storage (the artifact writer makes a contiguous one without a copy):
+    /// the parts of a gradient bucket after its collective.
+    static constexpr llvm::StringLiteral kViewAttr = "smp.view";
     /// Unit: the op belongs to the backward of its micro-batch.
     static constexpr llvm::StringLiteral kBackwardAttr = "smp.bwd";
     /// Module attribute: predicted cost of each pipeline stage (f64 array).

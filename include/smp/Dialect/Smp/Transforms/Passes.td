@@ -345,7 +345,11 @@ def SmpShardGradientsPass : Pass<"smp-shard-gradients", "mlir::ModuleOp"> {
     each part flattened and padded, viewed as [dp, n / dp], the views
     concatenated along dim 1 and reduce-scattered at once, so that each rank
     receives its chunk of every part in turn; the bucket's ops follow its
-    last part and carry its stage and micro-batch marks.
+    last part and carry its stage and micro-batch marks. Each part's chunk
+    is a slice of the scatter's result marked `smp.view`: the artifact
+    writer makes it a view of those bytes, so nothing reads the result
+    until the chunks' first use and a backend runs the scatter beside the
+    rest of the backward.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -391,7 +395,8 @@ def SmpGradientAllReducePass
     order the backward produces them, are flattened and concatenated up to
     bucket-mb MiB, all-reduced at once (in place) and split back; each
     bucket's concatenation and all-reduce follow its last gradient and its
-    split comes at the end, where the optimizer reads the gradients, so
+    split (slices marked `smp.view`: views of the bucket in the artifact)
+    comes at the end, where the optimizer reads the gradients, so
     that nothing between touches the bucket and a backend runs the
     all-reduce beside the rest of the backward. The loss is all-reduced too (the global
     loss, on every rank). Under hybrid sharding (a 2-D `@dp`, see

@@ -110,6 +110,28 @@ constexpr const OpSchema &opSchema(OpId id) {
   return kOps[static_cast<int>(id)];
 }
 
+/// Where a backend may run an op beside the compute work that does not
+/// need it: collectives and pipeline messages on a communication stream,
+/// copies between the device arena and the host pool on a copy stream
+/// (runtime/exec's lanes, Backend.h). Defined once here: the compiler's
+/// memory plan (lib/Target/Artifact, the side work's window) reads it too.
+enum class OpLane : uint8_t { Compute, Comm, Copy };
+constexpr OpLane opLane(OpId id) {
+  switch (id) {
+  case OpId::AllReduce:
+  case OpId::ReduceScatter:
+  case OpId::AllGather:
+  case OpId::Send:
+  case OpId::Recv:
+    return OpLane::Comm;
+  case OpId::Offload:
+  case OpId::Prefetch:
+    return OpLane::Copy;
+  default:
+    return OpLane::Compute;
+  }
+}
+
 /// The op named `name` ("layer_norm"), or null.
 const OpSchema *findOp(std::string_view name);
 /// The attribute named `name`; false when no op has it.

@@ -21,6 +21,7 @@
 #ifndef SMPRT_EXEC_BACKEND_H
 #define SMPRT_EXEC_BACKEND_H
 
+#include "smp/base/OpSchema.h"
 #include "smprt/Base.h"
 #include "smprt/comm/Communicator.h"
 
@@ -39,8 +40,9 @@ namespace smprt {
 /// stream, or one of two side streams, for communication (collectives,
 /// pipeline messages) and for copies between the arena and the host pool
 /// (offloading), so that they overlap the compute work that does not need
-/// them. The executor orders the lanes with events (LaneHazards.h).
-enum class Lane : uint8_t { Compute, Comm, Copy };
+/// them. The executor orders the lanes with events (LaneHazards.h). Which
+/// ops take a side lane is the op schema's (smp::base::opLane).
+using Lane = smp::base::OpLane;
 
 /// "compute", "communication", "copy".
 const char *laneName(Lane lane);
