@@ -18,10 +18,11 @@
 //                recomputing), bubble the schedule's (lib/Schedule), plus the
 //                activations and gradients sent between stages
 //   data parallel  the gradient all-reduce of the largest stage (counted
-//                exposed: an upper bound, since without a pipeline the CUDA
-//                backend runs each bucket's but the last's, and ZeRO-2's
-//                reduce-scatter up to the next bucket's, beside the rest
-//                of the backward, runtime/exec's lanes; hierarchical when a
+//                exposed: an upper bound, since the CUDA backend runs
+//                each bucket's but the last's, and ZeRO-2's reduce-scatter
+//                up to the next bucket's, beside the rest of the backward
+//                (a pipeline's: of the last micro-batch), runtime/exec's
+//                lanes; hierarchical when a
 //                replica group has several devices
 //                per node: the cluster placement puts tp x pp innermost);
 //                ZeRO-2: a reduce-scatter per micro-batch and the

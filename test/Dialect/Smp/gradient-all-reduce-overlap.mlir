@@ -1,4 +1,5 @@
-// RUN: smp-opt %s '--smp-gradient-all-reduce=bucket-mb=0.0000153' | FileCheck %s
+// RUN: smp-opt %s -split-input-file '--smp-gradient-all-reduce=bucket-mb=0.0000153' | FileCheck %s
+// RUN: smp-opt %s -split-input-file '--smp-gradient-all-reduce=bucket-mb=0.0000153' | FileCheck %s --check-prefix=SPLIT
 
 // Two buckets of two gradients (16 bytes a bucket): each bucket's
 // concatenation and all-reduce follow its last gradient and the backward
@@ -37,5 +38,31 @@ module {
     %2 = smp.mul %1, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     %3 = smp.mul %2, %d : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
     return %0, %1, %2, %3, %loss : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>
+  }
+}
+
+// -----
+
+// Under a pipeline (the gradients marked with their stage, micro-batch
+// and backward: the last micro-batch's sums), a bucket's ops take its last
+// gradient's marks, so smp-pipeline-schedule runs them in that micro-batch's
+// backward rather than in the epilogue after the whole schedule.
+// SPLIT-LABEL: func.func @train_step
+// SPLIT: %[[G2:.*]] = smp.mul {{.*}} {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64}
+// SPLIT: smp.concat %{{.*}}, %{{.*}} {axis = 0 : i64, smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64}
+// SPLIT: shard.all_reduce {{.*}} on @dp {{.*}} {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64}
+// SPLIT: %[[G3:.*]] = smp.mul {{.*}} {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64}
+module {
+  shard.grid @dp(shape = 2)
+  func.func @train_step(%loss: tensor<f32>,
+                        %a: tensor<2xf32> {smp.param = "a", smp.stage = 0 : i64},
+                        %b: tensor<2xf32> {smp.param = "b", smp.stage = 0 : i64},
+                        %c: tensor<2xf32> {smp.param = "c", smp.stage = 0 : i64})
+      -> (tensor<2xf32> {smp.grad_of = 1 : i64}, tensor<2xf32> {smp.grad_of = 2 : i64},
+          tensor<2xf32> {smp.grad_of = 3 : i64}, tensor<f32> {smp.output = "loss"}) {
+    %0 = smp.mul %a, %a {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %1 = smp.mul %0, %b {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %2 = smp.mul %1, %c {smp.bwd, smp.mb = 3 : i64, smp.stage = 0 : i64} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    return %0, %1, %2, %loss : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>
   }
 }

@@ -86,10 +86,19 @@ void allReduceInBuckets(OpBuilder &b, Location loc, SmallVector<Value> &grads,
         if (op == reduce)
           break;
       }
+      Operation *last = after;
       for (Operation *op : ops) {
         op->moveAfter(after);
         after = op;
       }
+      // With the last gradient's marks (stage, micro-batch, backward):
+      // under a pipeline the bucket then runs in that micro-batch's
+      // backward, beside the rest of it, rather than after the whole
+      // schedule (smp-pipeline-schedule's epilogue: ops without a
+      // micro-batch).
+      OpBuilder marks(reduce->getContext());
+      marks.setInsertionPointAfter(reduce);
+      markLike(marks, last, last);
     }
   }
 }

@@ -398,7 +398,10 @@ def SmpGradientAllReducePass
     split (slices marked `smp.view`: views of the bucket in the artifact)
     comes at the end, where the optimizer reads the gradients, so
     that nothing between touches the bucket and a backend runs the
-    all-reduce beside the rest of the backward. The loss is all-reduced too (the global
+    all-reduce beside the rest of the backward. The bucket's concatenation
+    and all-reduce carry its last gradient's stage, micro-batch and backward
+    marks: under a pipeline they run in the last micro-batch's backward
+    (smp-pipeline-schedule), not after the whole schedule. The loss is all-reduced too (the global
     loss, on every rank). Under hybrid sharding (a 2-D `@dp`, see
     smp-build-gradients' dp-shard) the ZeRO chunks, summed over their shard
     group by the ZeRO passes, are all-reduced over the replica groups (axis
