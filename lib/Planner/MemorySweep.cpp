@@ -126,7 +126,8 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     // scattered, and the bucket's chunk (1/dp of it) from then on.
     bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
     ShardedParameters sharded{&memory.copies,
-                              1.0 / static_cast<double>(p.shardRanks())};
+                              1.0 / static_cast<double>(p.shardRanks()),
+                              req.gatherPrefetch};
     // ZeRO-2's chunks: made bucket by bucket in the first backward, all
     // there in a later one (the sum of the micro-batches so far).
     bool sharedCasts = p.microbatches > 1;

@@ -390,7 +390,10 @@ PARALLELISM (compile --train)
                        once per step. S divides --dp; without --zero-stage
                        it means --zero-stage 3.
   --gather-prefetch N  ZeRO-3: issue each parameter gather N gathers ahead
-                       of its first use (default 0; costs N copies).
+                       of its first use (default: 4 with --target cuda, so
+                       that they run beside the compute before it; 0 on
+                       the CPU, whose collectives block; costs up to N
+                       copies).
   --shard-optimizer-state
                        --zero-stage 1 (SageMaker's name).
   --no-shard-optimizer-state

@@ -71,6 +71,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.schedule = cmd.schedule;
   req.zeroStage = cmd.zeroStage;
   req.shardedDp = cmd.shardedDp;
+  req.gatherPrefetch = cmd.gatherPrefetch;
   req.sequenceParallel = cmd.sequenceParallel;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;

@@ -20,6 +20,8 @@ struct PlanCommand {
   std::optional<std::string> schedule;
   std::optional<int> zeroStage;
   std::optional<int64_t> shardedDp;
+  /// ZeRO-3's gather prefetch (--gather-prefetch).
+  int64_t gatherPrefetch = 0;
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
   /// --master-weights fp32; --freeze (parameters not trained).

@@ -222,6 +222,7 @@ PlanCommand planRequest(const Options &opts) {
   cmd.zeroStage = opts.pinned.zeroStage;
   // --sharded-dp without --zero-stage is sharded data parallelism: ZeRO-3.
   cmd.shardedDp = opts.pinned.shardedDp;
+  cmd.gatherPrefetch = opts.plan.prefetch;
   cmd.sequenceParallel = opts.pinned.sequenceParallel;
   if (cmd.shardedDp && !cmd.zeroStage)
     cmd.zeroStage = 3;

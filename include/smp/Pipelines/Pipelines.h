@@ -10,6 +10,7 @@
 #define SMP_PIPELINES_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "smp/Pipelines/PipelineDefaults.h"
 
 #include <cstdint>
 #include <optional>

@@ -16,6 +16,7 @@
 #define SMP_PLANNER_PLANNER_H
 
 #include "smp/Analysis/Cost/DeviceSpec.h"
+#include "smp/Pipelines/PipelineDefaults.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -148,6 +149,9 @@ struct StepPeak {
 struct ShardedParameters {
   const std::vector<ModelProfile::ParamCopy> *copies = nullptr;
   double fraction = 1;
+  /// Each copy gathered this many copies ahead of its first use (in the
+  /// order of the first uses).
+  int64_t prefetch = 0;
 };
 /// How stepPeak counts: the gradients (`gradients`, ZeRO-2's buckets of
 /// `bucketBytes` and the chunk a rank keeps, `chunkFraction`), ZeRO-3's
@@ -214,6 +218,10 @@ struct PlanRequest {
   /// Hybrid sharding: the ZeRO stage shards over groups of this many dp
   /// ranks (unset: searched among the divisors of dp).
   std::optional<int64_t> shardedDp;
+  /// ZeRO-3: each parameter gather this many gathers ahead of its first use
+  /// (smp-shard-parameters' prefetch: smpc --gather-prefetch, by default
+  /// kDefaultGatherPrefetch for the CUDA target): the copies live from then.
+  int64_t gatherPrefetch = 0;
   /// Sequence parallelism under tp (unset: searched for every tp > 1).
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
