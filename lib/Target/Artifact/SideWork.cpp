@@ -86,10 +86,17 @@ MemoryPlan Lowering::planWithHolds(const std::vector<unsigned> &rootIds,
   // Bytes live at each instant (0 .. instants; before the first and after
   // the last count as the ends).
   auto clampAt = [&](int64_t t) { return std::clamp<int64_t>(t, 0, instants); };
-  std::vector<uint64_t> liveAt(static_cast<size_t>(instants) + 2, 0);
-  for (const LiveRange &r : ranges)
-    for (int64_t t = clampAt(r.start); t <= clampAt(r.end); ++t)
-      liveAt[t] += plannedBytes(r);
+  // By differences: a weight lives at every instant, and a model has
+  // thousands of them.
+  std::vector<int64_t> change(static_cast<size_t>(instants) + 2, 0);
+  for (const LiveRange &r : ranges) {
+    change[clampAt(r.start)] += static_cast<int64_t>(plannedBytes(r));
+    change[clampAt(r.end) + 1] -= static_cast<int64_t>(plannedBytes(r));
+  }
+  std::vector<uint64_t> liveAt(change.size(), 0);
+  int64_t sum = 0;
+  for (size_t t = 0; t < change.size(); ++t)
+    liveAt[t] = static_cast<uint64_t>(sum += change[t]);
   uint64_t most = *std::max_element(liveAt.begin(), liveAt.end());
   llvm::DenseMap<unsigned, size_t> at;
   for (size_t k = 0; k < rootIds.size(); ++k)
