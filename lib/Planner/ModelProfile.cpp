@@ -130,6 +130,8 @@ parameterCopies(func::FuncOp step, const llvm::DenseMap<Operation *, int32_t> &i
   std::vector<ModelProfile::ParamCopy> out;
   for (auto &[key, c] : copies)
     out.push_back(c);
+  llvm::stable_sort(
+      out, [](const auto &x, const auto &y) { return x.first < y.first; });
   return out;
 }
 

@@ -84,19 +84,15 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     close();
   }
   if (copies) {
-    // In the order of their first uses, copy k is gathered at the first
-    // use of copy k - prefetch (smp-shard-parameters).
-    std::vector<const ModelProfile::ParamCopy *> order;
-    for (const ModelProfile::ParamCopy &c : *copies)
-      order.push_back(&c);
-    std::stable_sort(order.begin(), order.end(),
-                     [](auto *x, auto *y) { return x->first < y->first; });
+    // Copy k (in first-use order) is gathered at the first use of copy
+    // k - prefetch (smp-shard-parameters).
     size_t ahead = static_cast<size_t>(std::max<int64_t>(sharded->prefetch, 0));
-    for (size_t k = 0; k < order.size(); ++k) {
-      const ModelProfile::ParamCopy &c = *order[k];
+    for (size_t k = 0; k < copies->size(); ++k) {
+      const ModelProfile::ParamCopy &c = (*copies)[k];
       if (!inStage(c.anchor))
         continue;
-      events.push_back({order[k >= ahead ? k - ahead : 0]->first, c.bytes, 3});
+      events.push_back(
+          {(*copies)[k >= ahead ? k - ahead : 0].first, c.bytes, 3});
       events.push_back({c.last + 1, -c.bytes, 3});
     }
   }

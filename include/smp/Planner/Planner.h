@@ -96,7 +96,8 @@ struct ModelProfile {
   /// per parameter for the forward's uses and one for the backward's (a
   /// recomputed forward's are the backward's), live from the group's first
   /// use to its last, of the bytes the uses read (the parameter, or its
-  /// weight-only transposes and low-precision casts).
+  /// weight-only transposes and low-precision casts). In the order of their
+  /// first uses, the order smp-shard-parameters' prefetch counts in.
   struct ParamCopy {
     int32_t first = 0, last = 0, anchor = 0;
     double bytes = 0;

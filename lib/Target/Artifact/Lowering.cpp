@@ -494,10 +494,10 @@ void Lowering::planBuffers() {
         rootRanges.push_back(live[id]);
       }
     MemoryPlan plan = planMemory(rootRanges);
-    if (which == 0)
+    if (which == 0) {
       plan = planWithHolds(rootIds, rootRanges, std::move(plan));
-    if (which == 0)
       peak = arenaPeak(program, firstInstruction, rootIds, rootRanges, plan);
+    }
     for (size_t k = 0; k < rootIds.size(); ++k)
       offsetOfRoot[rootIds[k]] = plan.offsets[k];
     if (which == 0)

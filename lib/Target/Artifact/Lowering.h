@@ -144,8 +144,8 @@ private:
   void recordInPlace(Operation &op, const pb::Instruction &inst, int64_t index);
   void shareInPlace();
   // SideWork.cpp
-  /// Records `op` (lowered at `index`) if its instruction runs on a side
-  /// lane (smp::base::opLane).
+  /// Records `op` (lowered at `index`) if its instruction runs on the
+  /// communication lane (smp::base::opLane).
   void recordSideWork(Operation &op, int64_t index);
   /// The windows (`holds`) over which side work's operands could stay
   /// live: until the next work of its lane or the first use of its results
@@ -211,9 +211,9 @@ private:
   struct SideWork {
     int64_t index;
     Operation *op;
-    smp::base::OpLane lane;
   };
-  std::vector<SideWork> sideWork; // in program order
+  /// The communication lane's ops, in program order.
+  std::vector<SideWork> sideWork;
   struct Hold {
     unsigned root;
     int64_t end;

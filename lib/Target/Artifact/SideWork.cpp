@@ -33,21 +33,15 @@ void Lowering::recordSideWork(Operation &op, int64_t index) {
   const pb::Instruction &inst =
       program.instructions(static_cast<int>(firstInstruction.back()));
   const smp::base::OpSchema *schema = smp::base::findOp(inst.op());
-  smp::base::OpLane lane =
-      schema ? smp::base::opLane(schema->id) : smp::base::OpLane::Compute;
-  if (lane == smp::base::OpLane::Comm)
-    sideWork.push_back({index, &op, lane});
+  if (schema && smp::base::opLane(schema->id) == smp::base::OpLane::Comm)
+    sideWork.push_back({index, &op});
 }
 
 void Lowering::holdSideOperands() {
   for (size_t k = 0; k < sideWork.size(); ++k) {
     const SideWork &w = sideWork[k];
-    int64_t until = instants; // the step's end
-    for (size_t j = k + 1; j < sideWork.size(); ++j)
-      if (sideWork[j].lane == w.lane) {
-        until = sideWork[j].index;
-        break;
-      }
+    // The next collective (the step's end after the last).
+    int64_t until = k + 1 < sideWork.size() ? sideWork[k + 1].index : instants;
     // The first instruction that reads a result, through aliases and
     // views (which read nothing themselves).
     SmallVector<Value> results(w.op->getResults());
