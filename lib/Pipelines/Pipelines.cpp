@@ -75,7 +75,9 @@ void buildTrainStep(OpPassManager &pm,
   }
   if (o.dp > 1) {
     if (o.zeroStage == 1) {
-      pm.addPass(smp::createSmpShardOptimizerStatePass());
+      smp::SmpShardOptimizerStatePassOptions shard;
+      shard.bucketMb = o.bucketMb;
+      pm.addPass(smp::createSmpShardOptimizerStatePass(shard));
     } else if (o.zeroStage >= 2) {
       smp::SmpShardGradientsPassOptions shard;
       shard.bucketMb = o.bucketMb;

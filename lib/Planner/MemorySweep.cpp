@@ -122,9 +122,11 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
             : saved;
     // The step's live peak with the gradients made as the backward goes,
     // and without them (counted whole once they all exist).
-    // ZeRO-2 never keeps them whole: each is kept until its bucket is
-    // scattered, and the bucket's chunk (1/dp of it) from then on.
-    bool zero2 = p.zeroStage >= 2, zero3 = p.zeroStage == 3;
+    // ZeRO-2 (and ZeRO-1 of one micro-batch) never keeps them whole: each
+    // is kept until its bucket is scattered, and the bucket's chunk (1/dp
+    // of it) from then on.
+    bool zero2 = scattersGradients(p.zeroStage, p.microbatches),
+         zero3 = p.zeroStage == 3;
     ShardedParameters sharded{&memory.copies,
                               1.0 / static_cast<double>(p.shardRanks()),
                               req.gatherPrefetch};
@@ -141,9 +143,12 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
                          {GradientLifetime::Scattered, kBucketBytes,
                           zero3 ? &sharded : nullptr, 0, sharedCasts})
               : growing;
-    StepPeak withoutGradients =
-        stepPeak(values, begin, end, b,
-                 {GradientLifetime::Accumulated, 0, nullptr, 0, sharedCasts});
+    // The sums' buckets (data parallelism's all-reduce, ZeRO-1's scatter)
+    // are packed in the last backward.
+    StepPeak withoutGradients = stepPeak(values, begin, end, b,
+                                         {GradientLifetime::Accumulated,
+                                          p.dp > 1 && !zero2 ? kBucketBytes : 0,
+                                          nullptr, 0, sharedCasts});
     double chunks = zero2 ? params / static_cast<double>(p.shardRanks()) : 0;
     double peak = 0;
     MemoryBreakdown parts;

@@ -19,6 +19,16 @@ struct PlanRequest;
 /// is scattered the next fills.
 constexpr double kBucketBytes = 25.0 * 1024 * 1024;
 
+/// Whether ZeRO `stage` keeps no whole gradient: each is reduce-scattered
+/// in its bucket as the backward makes it and only this rank's chunk stays.
+/// ZeRO-2 and 3 always; ZeRO-1 (smp-shard-optimizer-state) with one
+/// micro-batch, where its buckets of whole gradients are those parts (with
+/// several, the sums over the micro-batches are kept whole until the last
+/// backward scatters them).
+inline bool scattersGradients(int stage, int64_t microbatches) {
+  return stage >= 2 || (stage == 1 && microbatches == 1);
+}
+
 /// Optimizer state per parameter byte: 0 (SGD), 1 (momentum), 2 (Adam).
 inline double optimizerStateFactor(const std::string &optimizer) {
   if (optimizer == "sgd")

@@ -81,9 +81,11 @@ void Stages::prefixSums() {
 
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
 /// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
-double shardedGradientBytes(double params, int stage, int64_t dp) {
-  // ZeRO-3 shards the gradients as ZeRO-2 does.
-  if (stage < 2)
+double shardedGradientBytes(double params, int stage, int64_t dp,
+                            int64_t microbatches) {
+  // ZeRO-3 shards the gradients as ZeRO-2 does, and so does ZeRO-1 with one
+  // micro-batch (its buckets are scattered as the backward makes them).
+  if (!scattersGradients(stage, microbatches))
     return params;
   return params / static_cast<double>(dp) + std::min(params, 2 * kBucketBytes);
 }
@@ -148,8 +150,8 @@ MemoryBreakdown Evaluator::breakdown(size_t begin, size_t end, int64_t s,
       st.b;
   // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
   // + workspace.
-  return {stored, shardedGradientBytes(params, c.zero, c.shard), state, held,
-          workspace};
+  return {stored, shardedGradientBytes(params, c.zero, c.shard, c.m), state,
+          held, workspace};
 }
 
 /// The cut point (an index into st.cuts, from `cut` on) ending the longest

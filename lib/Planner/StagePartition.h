@@ -87,9 +87,11 @@ struct Partition {
   std::vector<bool> recompute;            // per stage
 };
 
-/// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
-/// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
-double shardedGradientBytes(double params, int stage, int64_t dp);
+/// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks
+/// with `microbatches` a step: whole, or (scattersGradients) this rank's
+/// chunks plus the buckets in flight.
+double shardedGradientBytes(double params, int stage, int64_t dp,
+                            int64_t microbatches);
 
 /// In-flight micro-batches of stage s.
 double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,

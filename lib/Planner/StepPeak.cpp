@@ -45,8 +45,14 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
   // order they are made, into buckets of up to `bucketBytes`; each lives
   // until its bucket's last is made, when the bucket is packed (a copy of
   // it, until its reduce-scatter) and scattered; its chunk stays to the end.
+  // Accumulated with buckets: the running sums are packed likewise after
+  // the add of the bucket's last (for one op: the sums die as the packed
+  // copy takes their place).
   llvm::DenseMap<const ModelProfile::StepValue *, int32_t> until;
-  if (gradients == GradientLifetime::Scattered) {
+  bool packs = gradients == GradientLifetime::Scattered ||
+               (gradients == GradientLifetime::Accumulated && bucketBytes > 0);
+  if (packs) {
+    bool scattered = gradients == GradientLifetime::Scattered;
     int32_t backwardEnd = 0;
     std::vector<const ModelProfile::StepValue *> whole;
     for (const ModelProfile::StepValue &v : values)
@@ -62,9 +68,10 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     auto close = [&] {
       if (bucket.empty())
         return;
-      int32_t last = bucket.back()->def;
-      for (auto *v : bucket)
-        until[v] = last;
+      int32_t last = bucket.back()->def + (scattered ? 0 : 1);
+      if (scattered)
+        for (auto *v : bucket)
+          until[v] = last;
       if (bucket.size() > 1) {
         events.push_back({last, bytes, 0});
         events.push_back({last + 1, -bytes, 0});
@@ -75,7 +82,9 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
       bytes = 0;
     };
     for (auto *v : whole) {
-      double size = v->fixed + v->perSample * b;
+      // The running sums are f32 (a bf16 or f16 gradient's twice its size).
+      double size =
+          (v->fixed + v->perSample * b) * (!scattered && v->halfWidth ? 2 : 1);
       if (!bucket.empty() && bytes + size > bucketBytes)
         close();
       bucket.push_back(v);

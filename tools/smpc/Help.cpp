@@ -361,21 +361,21 @@ PARALLELISM (compile --train)
                        On a GPU the copies run on a stream of their own
                        beside compute: a larger K hides more of each copy
                        back, for more device memory.
-  --bucket-mb X        Data parallel: all-reduce (ZeRO-2: reduce-scatter)
+  --bucket-mb X        Data parallel: all-reduce (ZeRO: reduce-scatter)
                        gradients in buckets of up to X MiB (default 25),
                        each right after the backward computes its last
-                       gradient (on a GPU the all-reduce, or the
-                       reduce-scatter up to the next bucket's, runs beside
-                       the rest of the backward); 0: one per gradient.
+                       gradient (on a GPU the collective runs beside the
+                       rest of the backward); 0: one per gradient.
   --zero-stage Z       ZeRO over the --dp ranks (default: the planner's
-                       choice with --devices, else 0). 1: gradients are
-                       reduce-scattered at the end of the step, each rank
-                       keeps and updates 1/D of the optimizer state and
-                       parameters, and parameters are all-gathered. 2: as 1,
-                       but each micro-batch's gradients are reduce-scattered
-                       in --bucket-mb buckets as the backward makes them, so
-                       a rank keeps 1/D of the gradients (one reduce-scatter
-                       per micro-batch). 3: as 2, and each rank stores 1/D
+                       choice with --devices, else 0). 1: the gradients,
+                       summed over the micro-batches, are reduce-scattered
+                       in --bucket-mb buckets as the last micro-batch's
+                       backward completes them, each rank keeps and updates
+                       1/D of the optimizer state and parameters, and
+                       parameters are all-gathered. 2: as 1, but each
+                       micro-batch's gradients are reduce-scattered as the
+                       backward makes them, so a rank keeps 1/D of the
+                       gradients (one reduce-scatter per micro-batch). 3: as 2, and each rank stores 1/D
                        of every trained parameter: the forward and the
                        backward (and a recomputed forward) all-gather each
                        parameter right before its uses and free the copy

@@ -130,7 +130,9 @@ struct ModelProfile {
 enum class GradientLifetime {
   /// Gradient accumulation: the running sums are the caller's to count
   /// whole; each gradient this backward makes is live with its new sum at
-  /// the add that follows it (two of its size for one op).
+  /// the add that follows it (two of its size for one op), and with
+  /// `bucketBytes` the sums are packed into buckets of that size for their
+  /// collective after the add of each bucket's last (one op's copy).
   Accumulated,
   /// Their own lifetimes in the profiled step (made as the backward goes,
   /// kept to the end).
@@ -263,9 +265,12 @@ struct Plan {
   /// Which stages recompute their activations (all when `recompute` and the
   /// planner did not choose per stage).
   std::vector<bool> stageRecompute;
-  /// Predicted.
+  /// Predicted. `dataParallelSeconds`: what the data-parallel collectives
+  /// add to the step (on a device that overlaps communication, the part
+  /// that outlasts the compute beside it); `dataParallelCommSeconds`: all
+  /// of their time.
   double stepSeconds = 0, pipelineSeconds = 0, dataParallelSeconds = 0,
-         optimizerSeconds = 0, bubble = 0;
+         dataParallelCommSeconds = 0, optimizerSeconds = 0, bubble = 0;
   double samplesPerSecond = 0, mfu = 0;
   std::vector<double> stageSeconds;  // forward + backward of one micro-batch
   std::vector<double> stageMemory;   // bytes per rank of each stage

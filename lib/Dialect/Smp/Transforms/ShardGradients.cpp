@@ -57,19 +57,23 @@ AddOp accumulation(Value v, Block &body) {
 }
 
 struct ShardGradients {
-  ShardGradients(func::FuncOp f, int64_t dp, double bucketMb)
-      : f(f), body(f.getBody().front()), dp(dp), bucketMb(bucketMb) {}
+  ShardGradients(func::FuncOp f, int64_t dp, double bucketMb, bool parts)
+      : f(f), body(f.getBody().front()), dp(dp), bucketMb(bucketMb),
+        parts(parts) {}
 
   func::FuncOp f;
   Block &body;
   int64_t dp;
   double bucketMb;
+  /// Scatter each part of a gradient's accumulation tree (ZeRO-2), or the
+  /// gradient, summed, as a whole (ZeRO-1).
+  bool parts;
   /// The chunk of each leaf and of each rebuilt sum.
   llvm::DenseMap<Value, Value> chunkOf;
 
   /// The leaves of `v`'s accumulation tree, each once.
   void collect(Value v, llvm::SetVector<Value> &leaves) {
-    if (AddOp add = accumulation(v, body)) {
+    if (AddOp add = parts ? accumulation(v, body) : AddOp()) {
       collect(add.getLhs(), leaves);
       collect(add.getRhs(), leaves);
       return;
@@ -214,8 +218,13 @@ struct SmpShardGradientsPass
     auto dp = shardedDataParallelRanks(module, "smp-shard-gradients");
     if (failed(dp))
       return signalPassFailure();
-    ShardGradients(*f, *dp, bucketMb).run();
+    scatterGradientChunks(*f, *dp, bucketMb, /*parts=*/true);
   }
 };
 
 } // namespace
+
+void smp::scatterGradientChunks(func::FuncOp f, int64_t dp, double bucketMb,
+                                bool parts) {
+  ShardGradients(f, dp, bucketMb, parts).run();
+}

@@ -1,7 +1,8 @@
 //===- ShardOptimizerState.cpp - smp-shard-optimizer-state (ZeRO-1) -------===//
 //
 // Implements `smp-shard-optimizer-state`: each gradient of @train_step
-// becomes this data-parallel rank's summed chunk (see TrainStepContract.h).
+// becomes this data-parallel rank's summed chunk, reduce-scattered in
+// buckets as the backward completes it (see TrainStepContract.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,14 +35,11 @@ struct SmpShardOptimizerStatePass
     auto dp = shardedDataParallelRanks(module, "smp-shard-optimizer-state");
     if (failed(dp))
       return signalPassFailure();
-    OpBuilder b(f->getBody().front().getTerminator());
-    Location loc = f->getLoc();
-    // Each rank keeps the sum of its chunk of each flattened gradient.
-    for (const Gradient &g : gradients(*f))
-      if (!g.sharded)
-        setGradientChunk(
-            *f, g,
-            reduceScatterDp(b, loc, flattenPadded(b, loc, g.value, *dp), *dp));
+    // Each rank keeps the sum of its chunk of each flattened gradient,
+    // reduce-scattered in buckets as the (last micro-batch's) backward
+    // completes them: beside the rest of the backward on a backend with a
+    // communication stream, where a scatter at the step's end waited.
+    scatterGradientChunks(*f, *dp, bucketMb, /*parts=*/false);
   }
 };
 

@@ -141,6 +141,17 @@ llvm::SmallVector<Gradient> gradients(mlir::func::FuncOp f);
 void setGradientChunk(mlir::func::FuncOp f, const Gradient &g,
                       mlir::Value chunk);
 
+/// ZeRO's gradient chunks (ShardGradients.cpp): each gradient of `f` not
+/// yet sharded becomes this rank's chunk among `dp` ranks (setGradientChunk),
+/// reduce-scattered in buckets of up to `bucketMb` MiB right after the last
+/// value of its bucket is made, with that value's marks (in a pipeline, the
+/// last micro-batch's backward). `parts`: each micro-batch's and stage's part
+/// of a gradient on its own, the sums taken on the chunks (ZeRO-2: no whole
+/// gradient outlives its bucket); else the summed gradient (ZeRO-1: one
+/// reduce-scatter a step).
+void scatterGradientChunks(mlir::func::FuncOp f, int64_t dp, double bucketMb,
+                           bool parts);
+
 /// The last op of `block` that defines one of `values` (null: none does).
 mlir::Operation *lastDefinition(mlir::Block &block, mlir::ValueRange values);
 

@@ -319,12 +319,24 @@ def SmpShardOptimizerStatePass
     Each gradient of @train_step is flattened, zero-padded to a multiple of
     the dp ranks and reduce-scattered over `@dp`: the rank keeps the sum of
     its chunk (the result gets `smp.layout = #smp.layout<dp = chunk(of =
-    [the parameter's shape])>`).
+    [the parameter's shape])>`). The gradients, summed over the
+    micro-batches, are packed in the order the backward completes them into
+    buckets of up to bucket-mb MiB, as smp-shard-gradients packs its parts
+    (one reduce-scatter a bucket, each chunk a slice marked `smp.view`, the
+    bucket's ops right after its last gradient with that gradient's marks):
+    a backend with a communication stream runs each scatter beside the rest
+    of the last micro-batch's backward. Unlike ZeRO-2 the gradients are
+    held whole until then (one reduce-scatter a step, not one a
+    micro-batch).
     smp-loss-scaling and smp-gradient-norm then sum over the ranks, and
     smp-optimizer keeps 1/dp of the optimizer state, updates that chunk of
     the parameter and all-gathers it.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
+           "bucket size in MiB; 0: one reduce-scatter per gradient">
+  ];
 }
 
 def SmpShardGradientsPass : Pass<"smp-shard-gradients", "mlir::ModuleOp"> {
