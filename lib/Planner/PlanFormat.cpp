@@ -69,24 +69,33 @@ static const char *dataParallelLabel(int64_t zeroStage) {
   }
 }
 
+/// ", exposed of 0.05 s" where collectives ran beside compute.
+static std::string overlapped(const Plan &p) {
+  if (p.dataParallelCommSeconds <= p.dataParallelSeconds * (1 + 1e-9))
+    return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, " exposed of %.4g s",
+                p.dataParallelCommSeconds);
+  return buf;
+}
+
 std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
   std::string s;
   llvm::raw_string_ostream os(s);
   const Plan &p = r.best;
   os << "plan for " << req.devices << " x " << req.device.name
      << ", global batch " << req.globalBatch << ": " << p.summary() << "\n"
-     << llvm::format("  predicted step %.4g s (pipeline %.4g s, bubble %.1f%%, "
-                     "data-parallel %s %.4g s, optimizer %.4g s)\n",
-                     p.stepSeconds, p.pipelineSeconds, 100 * p.bubble,
-                     (std::string(dataParallelLabel(p.zeroStage)) +
-                      (p.zeroStage > 0 && p.shardRanks() < p.dp
-                           ? " within groups of " +
-                                 std::to_string(p.shardRanks()) +
-                                 ", all-reduce across them"
-                           : ""))
-                         .c_str(),
-                     p.dataParallelSeconds,
-                     p.optimizerSeconds)
+     << llvm::format(
+            "  predicted step %.4g s (pipeline %.4g s, bubble %.1f%%, "
+            "data-parallel %s %.4g s%s, optimizer %.4g s)\n",
+            p.stepSeconds, p.pipelineSeconds, 100 * p.bubble,
+            (std::string(dataParallelLabel(p.zeroStage)) +
+             (p.zeroStage > 0 && p.shardRanks() < p.dp
+                  ? " within groups of " + std::to_string(p.shardRanks()) +
+                        ", all-reduce across them"
+                  : ""))
+                .c_str(),
+            p.dataParallelSeconds, overlapped(p).c_str(), p.optimizerSeconds)
      << llvm::format("  throughput %.4g samples/s, MFU %.1f%%\n",
                      p.samplesPerSecond, 100 * p.mfu)
      << "  memory per device: " << formatBytes(p.peakMemory) << " of "
@@ -137,14 +146,20 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
     for (const std::string &c : p.cuts)
       cuts.push_back(c);
     return llvm::json::Object{
-        {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp},
+        {"dp", p.dp},
+        {"tp", p.tp},
+        {"pp", p.pp},
         {"microbatch_size", p.microbatchSize},
-        {"microbatches", p.microbatches}, {"schedule", p.schedule},
-        {"virtual_stages", p.virtualStages}, {"zero_stage", p.zeroStage},
+        {"microbatches", p.microbatches},
+        {"schedule", p.schedule},
+        {"virtual_stages", p.virtualStages},
+        {"zero_stage", p.zeroStage},
         {"sharded_dp", p.shardRanks()},
         {"sequence_parallel", p.sequenceParallel},
-        {"recompute", p.recompute}, {"offload", p.offload},
-        {"recompute_stages", [&] {
+        {"recompute", p.recompute},
+        {"offload", p.offload},
+        {"recompute_stages",
+         [&] {
            llvm::json::Array a;
            for (size_t k = 0; k < p.stageRecompute.size(); ++k)
              if (p.stageRecompute[k])
@@ -152,12 +167,16 @@ std::string planResultJson(const PlanResult &r, const PlanRequest &req) {
            return a;
          }()},
         {"step_seconds", p.stepSeconds},
-        {"pipeline_seconds", p.pipelineSeconds}, {"bubble", p.bubble},
+        {"pipeline_seconds", p.pipelineSeconds},
+        {"bubble", p.bubble},
         {"data_parallel_seconds", p.dataParallelSeconds},
+        {"data_parallel_comm_seconds", p.dataParallelCommSeconds},
         {"optimizer_seconds", p.optimizerSeconds},
-        {"samples_per_second", p.samplesPerSecond}, {"mfu", p.mfu},
+        {"samples_per_second", p.samplesPerSecond},
+        {"mfu", p.mfu},
         {"peak_memory_bytes", p.peakMemory},
-        {"memory_model", p.memoryModel}, {"stages", std::move(stages)},
+        {"memory_model", p.memoryModel},
+        {"stages", std::move(stages)},
         {"cuts", std::move(cuts)}};
   };
   llvm::json::Array runners;

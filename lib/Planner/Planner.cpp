@@ -17,16 +17,15 @@
 //                and backward of one micro-batch (B = 2F, + F when
 //                recomputing), bubble the schedule's (lib/Schedule), plus the
 //                activations and gradients sent between stages
-//   data parallel  the gradient all-reduce of the largest stage (counted
-//                exposed: an upper bound, since the CUDA backend runs
-//                each bucket's but the last's, and ZeRO-2's reduce-scatter
-//                up to the next bucket's, beside the rest of the backward
-//                (a pipeline's: of the last micro-batch), runtime/exec's
-//                lanes; hierarchical when a
-//                replica group has several devices
-//                per node: the cluster placement puts tp x pp innermost);
-//                ZeRO-2: a reduce-scatter per micro-batch and the
-//                parameters' all-gather
+//   data parallel  the gradients' all-reduce or reduce-scatter, ZeRO's
+//                parameter all-gathers (DataParallelTime.cpp): all of it
+//                on a backend whose collectives block (the CPU's), else
+//                (DeviceSpec::overlapsCommunication, the CUDA backend) what
+//                outlasts the compute each stage runs beside it, the
+//                buckets after the backward ops that complete them and
+//                ZeRO-3's gathers prefetched; hierarchical when a replica
+//                group has several devices per node (the cluster placement
+//                puts tp x pp innermost)
 //   optimizer    streaming the parameters, gradients and state once
 // Memory of a rank of stage s: parameters, gradients (f32; ZeRO-2: /dp plus
 // two buckets in flight), optimizer state (/dp with ZeRO-1 and 2),
@@ -39,6 +38,7 @@
 
 #include "smp/Planner/Planner.h"
 
+#include "DataParallelTime.h"
 #include "PlannerInternal.h"
 #include "StagePartition.h"
 
@@ -427,37 +427,13 @@ struct PlanSearch {
     // The data-parallel ranks of a node (adjacent dp coordinates: the
     // placement puts tp and pp inside a node first).
     int64_t dpPerNode = std::max<int64_t>(1, d.devicesPerNode / (tp * pp));
-    // ZeRO's collectives run within a shard group of S adjacent dp ranks
-    // (all of dp unless hybrid sharding made groups).
-    int64_t shard = c.zero > 0 ? c.shard : dp;
-    auto collective = [&](Collective kind) {
-      return groupCollectiveTime(kind, stageParams, static_cast<int>(shard),
-                                 static_cast<int>(dpPerNode), d);
-    };
-    // ZeRO-2 reduce-scatters each micro-batch's gradients (then gathers the
-    // parameters); ZeRO-3 also gathers the parameters for each micro-
-    // batch's forward and backward (and recomputed forward), never after
-    // the update; the others sum the accumulated gradients once.
-    double gathers = 2 + (p.recompute ? 1 : 0);
-    p.dataParallelSeconds =
-        dp <= 1 ? 0
-        : c.zero == 3
-            ? m * (collective(Collective::ReduceScatter) +
-                   gathers * collective(Collective::AllGather))
-        : c.zero == 2 && m > 1
-            ? m * collective(Collective::ReduceScatter) +
-                  collective(Collective::AllGather)
-            : collective(Collective::AllReduce);
-    // Hybrid sharding: the chunks' sum over the dp / S replica groups, once
-    // per step (a group's rank meets its peers S dp ranks apart).
-    if (c.zero > 0 && shard < dp)
-      p.dataParallelSeconds += groupCollectiveTime(
-          Collective::AllReduce, stageParams / static_cast<double>(shard),
-          static_cast<int>(dp / shard),
-          static_cast<int>(std::max<int64_t>(1, dpPerNode / shard)), d);
+    planning::DataParallelTime dpTime = planning::dataParallelTime(
+        st, req, c, part.ends, part.recompute, dpPerNode);
+    p.dataParallelSeconds = dpTime.exposed;
+    p.dataParallelCommSeconds = dpTime.total;
     double touched = stageParams *
                      (3 + 2 * optimizerStateFactor(req.optimizer)) /
-                     (c.zero > 0 ? shard : 1);
+                     (c.zero > 0 ? c.shard : 1);
     p.optimizerSeconds = touched / d.memoryBandwidth;
     p.stepSeconds =
         p.pipelineSeconds + p.dataParallelSeconds + p.optimizerSeconds;

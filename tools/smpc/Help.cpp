@@ -392,8 +392,9 @@ PARALLELISM (compile --train)
   --gather-prefetch N  ZeRO-3: issue each parameter gather N gathers ahead
                        of its first use (default: 4 with --target cuda, so
                        that they run beside the compute before it; 0 on
-                       the CPU, whose collectives block; costs up to N
-                       copies).
+                       the CPU, whose collectives block; smpc plan: 4 on a
+                       cluster whose devices overlap communication; costs
+                       up to N copies).
   --shard-optimizer-state
                        --zero-stage 1 (SageMaker's name).
   --no-shard-optimizer-state
@@ -441,7 +442,10 @@ PLANNER (plan; compile --train --devices N without --dp/--tp/--pp)
                        a100-sxm-80g, a100-sxm-40g, v100-32g, cpu) or a JSON
                        file of device and link speeds (docs/architecture.md).
                        compile defaults to the --target's (cpu, or
-                       h100-sxm-80g for cuda).
+                       h100-sxm-80g for cuda). The GPU presets' collectives
+                       run beside compute (the CUDA backend), so only what
+                       outlasts it is counted; the cpu preset's block (a
+                       file's "overlaps_communication" says which).
   --global-batch B     plan: samples per step over every replica (default:
                        --batch-size, else 1). compile plans for --batch-size.
   --microbatch-size M  Pin the samples per micro-batch (the planner searches

@@ -5,15 +5,16 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "smp/Dialect/Smp/IR/SmpDialect.h"
+#include "smp/Pipelines/PipelineDefaults.h"
 #include "smp/Pipelines/Pipelines.h"
 #include "smp/Planner/Planner.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/ToolOutputFile.h"
-#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 
@@ -71,7 +72,8 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.schedule = cmd.schedule;
   req.zeroStage = cmd.zeroStage;
   req.shardedDp = cmd.shardedDp;
-  req.gatherPrefetch = cmd.gatherPrefetch;
+  req.gatherPrefetch = cmd.gatherPrefetch.value_or(
+      device->overlapsCommunication ? smp::kDefaultGatherPrefetch : 0);
   req.sequenceParallel = cmd.sequenceParallel;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;

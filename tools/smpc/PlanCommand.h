@@ -20,8 +20,10 @@ struct PlanCommand {
   std::optional<std::string> schedule;
   std::optional<int> zeroStage;
   std::optional<int64_t> shardedDp;
-  /// ZeRO-3's gather prefetch (--gather-prefetch).
-  int64_t gatherPrefetch = 0;
+  /// ZeRO-3's gather prefetch (--gather-prefetch); unset: the default of
+  /// the backend the cluster's devices run (smp::kDefaultGatherPrefetch
+  /// where they overlap communication, else 0).
+  std::optional<int64_t> gatherPrefetch;
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
   /// --master-weights fp32; --freeze (parameters not trained).

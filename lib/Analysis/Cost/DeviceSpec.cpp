@@ -32,6 +32,7 @@ DeviceSpec make(const char *name, double memGB, double bf16TF, double fp32TF,
   d.kernelOverhead = 4 * us;
   d.hostBandwidth = 25 * G;
   d.fusesElementwise = true; // the CUDA backend's fused kernels
+  d.overlapsCommunication = true; // and its communication stream
   // Achievable fractions of the peaks (docs/benchmarks.md, "Cost model
   // against Megatron-LM"): matrix products at 80% of the tensor-core peak
   // (a prior: what cuBLAS reaches on large bf16 GEMMs), memory-bound work at
@@ -75,6 +76,7 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name) {
     d.kernelOverhead = 1 * us;
     d.hostBandwidth = 10 * G; // memcpy into the host pool
     d.fusesElementwise = false; // one kernel per instruction
+    d.overlapsCommunication = false; // MPI's collectives block the rank
     d.matrixEfficiency = d.memoryEfficiency = 1.0; // the peaks are measured
     return d;
   }
@@ -102,12 +104,22 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
     d.name = name->str();
   else if (!fromBase)
     d.name = source.str();
-  static const char *known[] = {
-      "base", "name", "devices_per_node", "memory_gb", "peak_tflops",
-      "memory_gbps", "intra_node_gbps", "inter_node_gbps",
-      "intra_node_latency_us", "inter_node_latency_us", "kernel_overhead_us",
-      "host_gbps",
-      "matrix_efficiency", "memory_efficiency", "fuses_elementwise"};
+  static const char *known[] = {"base",
+                                "name",
+                                "devices_per_node",
+                                "memory_gb",
+                                "peak_tflops",
+                                "memory_gbps",
+                                "intra_node_gbps",
+                                "inter_node_gbps",
+                                "intra_node_latency_us",
+                                "inter_node_latency_us",
+                                "kernel_overhead_us",
+                                "host_gbps",
+                                "matrix_efficiency",
+                                "memory_efficiency",
+                                "fuses_elementwise",
+                                "overlaps_communication"};
   for (const auto &kv : *o) {
     bool ok = false;
     for (const char *k : known)
@@ -150,12 +162,15 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
         std::make_tuple("memory_efficiency", 1.0, &d.memoryEfficiency)})
     if (auto err = number(*o, key, scale, *field, false))
       return std::move(err);
-  if (const llvm::json::Value *f = o->get("fuses_elementwise")) {
-    auto b = f->getAsBoolean();
-    if (!b)
-      return fail(source + ": 'fuses_elementwise' must be true or false");
-    d.fusesElementwise = *b;
-  }
+  for (auto [key, field] :
+       {std::make_pair("fuses_elementwise", &d.fusesElementwise),
+        std::make_pair("overlaps_communication", &d.overlapsCommunication)})
+    if (const llvm::json::Value *f = o->get(key)) {
+      auto b = f->getAsBoolean();
+      if (!b)
+        return fail(source + ": '" + key + "' must be true or false");
+      *field = *b;
+    }
   if (d.matrixEfficiency > 1 || d.memoryEfficiency > 1)
     return fail(source + ": efficiencies must be at most 1");
   const llvm::json::Object *peak = o->getObject("peak_tflops");

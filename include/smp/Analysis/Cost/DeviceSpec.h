@@ -41,6 +41,12 @@ struct DeviceSpec {
   /// layout changes into matrix products (the CUDA backend; the CPU backend
   /// runs one kernel per instruction).
   bool fusesElementwise = false;
+  /// The backend runs collectives on a stream of their own beside compute
+  /// (the CUDA backend: a gradient bucket's all-reduce or reduce-scatter
+  /// beside the rest of the backward, ZeRO-3's prefetched gathers beside
+  /// the ops before their use); the CPU backend's collectives block. The
+  /// planner prices the time they add to the step, not all of it.
+  bool overlapsCommunication = false;
 };
 
 /// The preset names: h100-sxm-80g, a100-sxm-80g, a100-sxm-40g, v100-32g, cpu.
@@ -56,7 +62,7 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name);
 ///    "intra_node_latency_us": 5, "inter_node_latency_us": 10,
 ///    "kernel_overhead_us": 5, "host_gbps": 25,
 ///    "matrix_efficiency": 0.6, "memory_efficiency": 0.8,
-///    "fuses_elementwise": true}
+///    "fuses_elementwise": true, "overlaps_communication": true}
 /// (GB = 1e9 bytes). Without a base every rate must be given. Errors name
 /// `source` and the key.
 llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef json,

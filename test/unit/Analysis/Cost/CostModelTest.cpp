@@ -216,6 +216,15 @@ TEST_F(CostModelTest, ClusterFiles) {
                              "f.json");
   ASSERT_TRUE(bool(fusing));
   EXPECT_TRUE(fusing->fusesElementwise);
+  EXPECT_FALSE(fusing->overlapsCommunication); // the cpu base's
+  EXPECT_EQ(error(R"({"base": "cpu", "overlaps_communication": "yes"})"),
+            "c.json: 'overlaps_communication' must be true or false");
+  auto serial = parseCluster(
+      R"({"base": "a100-sxm-80g", "overlaps_communication": false})", "s.json");
+  ASSERT_TRUE(bool(serial));
+  EXPECT_FALSE(serial->overlapsCommunication);
+  EXPECT_TRUE(deviceSpecPreset("h100-sxm-80g")->overlapsCommunication);
+  EXPECT_FALSE(deviceSpecPreset("cpu")->overlapsCommunication);
   for (const std::string &name : deviceSpecPresets())
     EXPECT_TRUE(deviceSpecPreset(name).has_value()) << name;
   auto missing = loadDeviceSpec("/nonexistent/cluster.json");
