@@ -9,12 +9,14 @@
 //                  with one) and the parameters' all-gather
 //   ZeRO-3         per micro-batch a reduce-scatter and the parameters'
 //                  gathers for the forward and the backward (and a
-//                  recomputed forward)
+//                  recomputed forward), in the type their uses compute in
+//                  (gatherWidth: bf16 under mixed precision)
 // With overlap (the CUDA backend, runtime/exec's lanes) each stage's one
 // micro-batch runs its forward ops, then their backward in reverse, and its
 // collectives queue on one stream as the compiled step issues them:
 //   gradient buckets (smp-gradient-all-reduce, smp-shard-optimizer-state,
-//                  smp-shard-gradients; 25 MiB, kBucketBytes) after the
+//                  smp-shard-gradients; --bucket-mb, PlanRequest::
+//                  bucketBytes) after the
 //                  backward op that completes their last gradient, waited
 //                  for at the step's end: the all-reduce (ZeRO-0) or
 //                  reduce-scatter in the last micro-batch's backward
@@ -87,6 +89,7 @@ struct StageComm {
   size_t begin, end;
   bool rc;
   bool offload;
+  double bucketBytes;
   std::function<double(Collective, double)> time;
 
   size_t forwardAt(size_t i) const { return i - begin; }
@@ -126,7 +129,7 @@ struct StageComm {
       double size = st.params[i];
       if (size <= 0)
         continue;
-      if (bytes > 0 && bytes + size > kBucketBytes)
+      if (bytes > 0 && bytes + size > bucketBytes)
         close();
       bytes += size;
       last = backwardAt(i);
@@ -136,15 +139,16 @@ struct StageComm {
 
   /// ZeRO-3's gathers in program order (the forward's, then the
   /// backward's), each issued with the op `prefetch` gathers before its
-  /// own.
-  void gathers(int64_t prefetch, std::vector<CommTask> &tasks) const {
+  /// own, `width` of the parameters' f32 bytes each.
+  void gathers(int64_t prefetch, double width,
+               std::vector<CommTask> &tasks) const {
     std::vector<std::pair<size_t, double>> uses; // (op position, bytes)
     for (size_t i = begin; i < end; ++i)
       if (st.params[i] > 0)
-        uses.push_back({forwardAt(i), st.params[i]});
+        uses.push_back({forwardAt(i), width * st.params[i]});
     for (size_t i = end; i-- > begin;)
       if (st.params[i] > 0)
-        uses.push_back({backwardAt(i), st.params[i] * (rc ? 2 : 1)});
+        uses.push_back({backwardAt(i), width * st.params[i] * (rc ? 2 : 1)});
     size_t ahead = static_cast<size_t>(std::max<int64_t>(prefetch, 0));
     for (size_t j = 0; j < uses.size(); ++j)
       tasks.push_back({j >= ahead ? uses[j - ahead].first : 0, uses[j].first,
@@ -165,14 +169,29 @@ struct StageComm {
   }
 };
 
+/// ZeRO-3's gathered bytes per f32 byte of the parameters: the copies are
+/// in the type their uses compute in (smp-shard-parameters casts the chunk
+/// before its gather: bf16 under mixed precision, about a half), from the
+/// profile's forward and backward copies (ModelProfile::ParamCopy) against
+/// two of every parameter.
+double gatherWidth(const ModelProfile &profile) {
+  double gathered = 0;
+  for (const ModelProfile::ParamCopy &c : profile.step(false, false).copies)
+    gathered += c.bytes;
+  if (gathered <= 0 || profile.totalParamBytes <= 0)
+    return 1.0;
+  return std::min(1.0, gathered / (2 * profile.totalParamBytes));
+}
+
 /// Every collective exposed, priced from the largest stage's parameters.
 double serialTime(const Candidate &c, double params, bool recompute,
+                  double width,
                   const std::function<double(Collective, double)> &time) {
   double gathers = 2 + (recompute ? 1 : 0);
   double m = static_cast<double>(c.m);
   if (c.zero == 3)
     return m * (time(Collective::ReduceScatter, params) +
-                gathers * time(Collective::AllGather, params));
+                gathers * time(Collective::AllGather, width * params));
   if (c.zero == 2 && c.m > 1)
     return m * time(Collective::ReduceScatter, params) +
            time(Collective::AllGather, params);
@@ -199,19 +218,21 @@ DataParallelTime dataParallelTime(const Stages &st, const PlanRequest &req,
                                static_cast<int>(dpPerNode), d);
   };
   bool anyRecompute = llvm::any_of(recompute, [](bool r) { return r; });
+  double width = c.zero == 3 ? gatherWidth(st.profile) : 1.0;
   double largest = 0;
   for (size_t s = 0, begin = 0; s < ends.size(); ++s) {
     size_t end = ends[s] + 1;
     double params = st.prefixParams[end] - st.prefixParams[begin];
     largest = std::max(largest, params);
     if (d.overlapsCommunication && end > begin) {
-      StageComm stage{st, begin, end, recompute[s], c.offload, time};
+      StageComm stage{st,        begin,           end, recompute[s],
+                      c.offload, req.bucketBytes, time};
       std::vector<CommTask> tasks;
       double m = static_cast<double>(c.m), exposed = 0, total = 0;
       if (c.zero == 3 || (c.zero == 2 && c.m > 1)) {
         stage.buckets(Collective::ReduceScatter, tasks);
         if (c.zero == 3)
-          stage.gathers(req.gatherPrefetch, tasks);
+          stage.gathers(req.gatherPrefetch, width, tasks);
         auto [e, sum] = stage.run(tasks);
         exposed = m * e, total = m * sum;
       } else {
@@ -230,7 +251,7 @@ DataParallelTime dataParallelTime(const Stages &st, const PlanRequest &req,
     begin = end;
   }
   if (!d.overlapsCommunication)
-    out.exposed = out.total = serialTime(c, largest, anyRecompute, time);
+    out.exposed = out.total = serialTime(c, largest, anyRecompute, width, time);
   // Hybrid sharding: the chunks' sum over the dp / S replica groups, once
   // per step (a group's rank meets its peers S dp ranks apart).
   if (c.zero > 0 && shard < c.dp) {

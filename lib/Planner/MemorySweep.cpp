@@ -136,19 +136,19 @@ bool sweepMemory(Plan &p, const ModelProfile &profile, const PlanRequest &req) {
     StepPeak growing =
         stepPeak(values, begin, end, b,
                  {zero2 ? GradientLifetime::Scattered : GradientLifetime::Kept,
-                  kBucketBytes, zero3 ? &sharded : nullptr,
+                  req.bucketBytes, zero3 ? &sharded : nullptr,
                   zero2 ? sharded.fraction : 0, sharedCasts});
     StepPeak accumulating =
         zero2 ? stepPeak(values, begin, end, b,
-                         {GradientLifetime::Scattered, kBucketBytes,
+                         {GradientLifetime::Scattered, req.bucketBytes,
                           zero3 ? &sharded : nullptr, 0, sharedCasts})
               : growing;
     // The sums' buckets (data parallelism's all-reduce, ZeRO-1's scatter)
     // are packed in the last backward.
-    StepPeak withoutGradients = stepPeak(values, begin, end, b,
-                                         {GradientLifetime::Accumulated,
-                                          p.dp > 1 && !zero2 ? kBucketBytes : 0,
-                                          nullptr, 0, sharedCasts});
+    StepPeak withoutGradients = stepPeak(
+        values, begin, end, b,
+        {GradientLifetime::Accumulated,
+         p.dp > 1 && !zero2 ? req.bucketBytes : 0, nullptr, 0, sharedCasts});
     double chunks = zero2 ? params / static_cast<double>(p.shardRanks()) : 0;
     double peak = 0;
     MemoryBreakdown parts;

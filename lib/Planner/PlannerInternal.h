@@ -15,10 +15,6 @@ struct ModelProfile;
 struct Plan;
 struct PlanRequest;
 
-/// ZeRO-2's reduce-scatter bucket (smpc's default --bucket-mb): while one
-/// is scattered the next fills.
-constexpr double kBucketBytes = 25.0 * 1024 * 1024;
-
 /// Whether ZeRO `stage` keeps no whole gradient: each is reduce-scattered
 /// in its bucket as the backward makes it and only this rank's chunk stays.
 /// ZeRO-2 and 3 always; ZeRO-1 (smp-shard-optimizer-state) with one

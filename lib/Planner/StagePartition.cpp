@@ -82,12 +82,12 @@ void Stages::prefixSums() {
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks:
 /// whole, or (ZeRO-2) this rank's chunks plus the buckets in flight.
 double shardedGradientBytes(double params, int stage, int64_t dp,
-                            int64_t microbatches) {
+                            int64_t microbatches, double bucketBytes) {
   // ZeRO-3 shards the gradients as ZeRO-2 does, and so does ZeRO-1 with one
   // micro-batch (its buckets are scattered as the backward makes them).
   if (!scattersGradients(stage, microbatches))
     return params;
-  return params / static_cast<double>(dp) + std::min(params, 2 * kBucketBytes);
+  return params / static_cast<double>(dp) + std::min(params, 2 * bucketBytes);
 }
 
 /// In-flight micro-batches of stage s.
@@ -150,8 +150,9 @@ MemoryBreakdown Evaluator::breakdown(size_t begin, size_t end, int64_t s,
       st.b;
   // parameters + gradients (as many bytes, ZeRO-2 a chunk) + state + held
   // + workspace.
-  return {stored, shardedGradientBytes(params, c.zero, c.shard, c.m), state,
-          held, workspace};
+  return {stored,
+          shardedGradientBytes(params, c.zero, c.shard, c.m, req.bucketBytes),
+          state, held, workspace};
 }
 
 /// The cut point (an index into st.cuts, from `cut` on) ending the longest

@@ -89,9 +89,9 @@ struct Partition {
 
 /// A stage's gradient bytes at its peak under ZeRO `stage` over `dp` ranks
 /// with `microbatches` a step: whole, or (scattersGradients) this rank's
-/// chunks plus the buckets in flight.
+/// chunks plus two buckets of `bucketBytes` in flight.
 double shardedGradientBytes(double params, int stage, int64_t dp,
-                            int64_t microbatches);
+                            int64_t microbatches, double bucketBytes);
 
 /// In-flight micro-batches of stage s.
 double inflight(const std::string &schedule, int64_t s, int64_t p, int64_t m,

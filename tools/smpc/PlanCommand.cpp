@@ -74,6 +74,8 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.shardedDp = cmd.shardedDp;
   req.gatherPrefetch = cmd.gatherPrefetch.value_or(
       device->overlapsCommunication ? smp::kDefaultGatherPrefetch : 0);
+  if (cmd.bucketMb)
+    req.bucketBytes = *cmd.bucketMb * 1024 * 1024;
   req.sequenceParallel = cmd.sequenceParallel;
   req.recompute = cmd.recompute;
   req.offload = cmd.offload;

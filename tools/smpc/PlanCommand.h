@@ -24,6 +24,8 @@ struct PlanCommand {
   /// the backend the cluster's devices run (smp::kDefaultGatherPrefetch
   /// where they overlap communication, else 0).
   std::optional<int64_t> gatherPrefetch;
+  /// The gradient buckets in MiB (--bucket-mb; unset: the compiler's 25).
+  std::optional<double> bucketMb;
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
   /// --master-weights fp32; --freeze (parameters not trained).

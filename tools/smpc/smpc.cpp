@@ -225,6 +225,8 @@ PlanCommand planRequest(const Options &opts) {
   cmd.shardedDp = opts.pinned.shardedDp;
   // As compile will set it (Options.cpp) where the flag is not given: by
   // the target; smpc plan's by the cluster's devices (PlanCommand.cpp).
+  if (opts.given.count("--bucket-mb"))
+    cmd.bucketMb = opts.plan.bucketMb;
   if (opts.given.count("--gather-prefetch"))
     cmd.gatherPrefetch = opts.plan.prefetch;
   else if (opts.command == "compile")

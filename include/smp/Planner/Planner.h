@@ -225,6 +225,10 @@ struct PlanRequest {
   /// (smp-shard-parameters' prefetch: smpc --gather-prefetch, by default
   /// kDefaultGatherPrefetch for the CUDA target): the copies live from then.
   int64_t gatherPrefetch = 0;
+  /// The gradient buckets' bytes (smpc --bucket-mb; 25 MiB): ZeRO-2's
+  /// buckets in flight, the packed copies, the collectives beside the
+  /// backward.
+  double bucketBytes = 25.0 * 1024 * 1024;
   /// Sequence parallelism under tp (unset: searched for every tp > 1).
   std::optional<bool> sequenceParallel;
   std::optional<bool> recompute, offload;
