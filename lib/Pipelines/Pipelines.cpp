@@ -114,6 +114,7 @@ void buildTrainStep(OpPassManager &pm,
   optimizer.beta1 = o.beta1;
   optimizer.beta2 = o.beta2;
   optimizer.epsilon = o.epsilon;
+  optimizer.bucketMb = o.bucketMb;
   pm.addPass(smp::createSmpOptimizerPass(optimizer));
 }
 

@@ -365,7 +365,10 @@ PARALLELISM (compile --train)
                        gradients in buckets of up to X MiB (default 25),
                        each right after the backward computes its last
                        gradient (on a GPU the collective runs beside the
-                       rest of the backward); 0: one per gradient.
+                       rest of the backward); ZeRO-1/2 all-gather the updated
+                       parameters in such buckets too; 0: one per gradient
+                       (parameter). The planner (smpc plan, --devices)
+                       prices these buckets.
   --zero-stage Z       ZeRO over the --dp ranks (default: the planner's
                        choice with --devices, else 0). 1: the gradients,
                        summed over the micro-batches, are reduce-scattered

@@ -109,8 +109,9 @@ struct TrainingPipelineOptions {
   /// ZeRO-3: parameter gathers issued this many gathers ahead of their
   /// first use (smp-shard-parameters' prefetch).
   int64_t prefetch = 0;
-  /// Data parallel: gradient all-reduce (ZeRO-2: reduce-scatter) buckets in
-  /// MiB (0: one collective per gradient).
+  /// Data parallel: gradient all-reduce (ZeRO: reduce-scatter) buckets in
+  /// MiB, and ZeRO-1/2's updated parameters' all-gather buckets (0: one
+  /// collective per gradient or parameter).
   float bucketMb = 25.0f;
   /// Batch norm statistics in the step: global, replica or running.
   std::string bnStats = "global";

@@ -22,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 using namespace mlir;
 namespace pb = smp::artifact;
 
@@ -199,25 +201,32 @@ smp::TrainingPipelineOptions dataParallel(int zeroStage) {
       smp::TrainingPipelineOptions::crossEntropyLogits(plan.loss);
   plan.dp = 2;
   plan.zeroStage = zeroStage;
-  plan.bucketMb = 0.003f; // ~3 KB: w2 and head, b1 and w1
+  plan.bucketMb = 0.0025f; // 2,621 bytes: head and w2 (2,560), b1 and w1
   return plan;
 }
 
-/// The collectives of `p` by op and the parts of their results that other
-/// buffers are views of.
+/// The collectives of `p` by op, the slice instructions that read their
+/// results, and the parts of their results that other buffers are views of
+/// (buffers no instruction writes, within a result's bytes).
 struct Parts {
   int collectives = 0, slices = 0, views = 0;
 };
 Parts partsOf(const pb::RankProgram &p, const std::string &op) {
   Parts parts;
+  std::set<uint32_t> results, written;
   for (const pb::Instruction &inst : p.instructions()) {
-    parts.slices += inst.op() == "slice" ? 1 : 0;
+    written.insert(inst.outputs().begin(), inst.outputs().end());
+    if (inst.op() == op)
+      results.insert(inst.outputs(0));
+  }
+  for (const pb::Instruction &inst : p.instructions()) {
+    parts.slices += inst.op() == "slice" && results.count(inst.inputs(0));
     if (inst.op() != op)
       continue;
     ++parts.collectives;
     Range out = rangeOf(p, inst.outputs(0));
     for (int b = 0; b < p.buffers_size(); ++b)
-      if (static_cast<uint32_t>(b) != inst.outputs(0) &&
+      if (!written.count(static_cast<uint32_t>(b)) &&
           rangeOf(p, b).within(out) &&
           p.buffers(b).bytes() < out.end - out.begin)
         ++parts.views;

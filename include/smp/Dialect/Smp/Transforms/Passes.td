@@ -486,9 +486,12 @@ def SmpOptimizerPass : Pass<"smp-optimizer", "mlir::ModuleOp"> {
     result of @train_step by the updated parameter and states (`smp.update`
     with the name they replace), with PyTorch's semantics. A step flagged
     `smp.found_inf` leaves everything as it was and does not count (state
-    `@optimizer_step`). ZeRO-1 shards update this rank's chunk of the
-    parameter and all-gather it. Finishes the step: only updates and
-    outputs remain.
+    `@optimizer_step`). ZeRO-1 and 2 shards update this rank's chunk of the
+    parameter, and the chunks are all-gathered in buckets of one stage and
+    element type of up to bucket-mb MiB (gathered), in update order: the
+    bucket's chunks concatenated, one all-gather, each parameter its
+    columns of the [dp, W] result (a strided copy), unpadded and reshaped.
+    Finishes the step: only updates and outputs remain.
   }];
   let dependentDialects = ["::smp::SmpDialect", "::mlir::shard::ShardDialect"];
   let options = [
@@ -507,7 +510,10 @@ def SmpOptimizerPass : Pass<"smp-optimizer", "mlir::ModuleOp"> {
     Option<"epsilon", "eps", "float", /*default=*/"1.0e-8f", "Adam epsilon">,
     Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
            "parameters whose name matches this regex get no weight decay "
-           "(PyTorch parameter groups: biases and norm weights)">
+           "(PyTorch parameter groups: biases and norm weights)">,
+    Option<"bucketMb", "bucket-mb", "float", /*default=*/"25.0f",
+           "ZeRO-1/2: the updated chunks' all-gathers in buckets of up to "
+           "this many MiB gathered; 0: one per parameter">
   ];
 }
 
