@@ -530,6 +530,25 @@ std::string whyBatchCannotSplit(MLIRContext &ctx, const Options &opts) {
                      : why;
 }
 
+/// A flag only data parallelism reads, given to a compile whose planner
+/// chose none: refused, as with pinned degrees, where it would have gone
+/// unused without a word.
+std::optional<int> checkPlannedDataParallelism(const Options &opts,
+                                               const smp::Plan &chosen) {
+  if (chosen.dp > 1)
+    return std::nullopt;
+  std::string flag = opts.given.count("--bucket-mb")  ? "--bucket-mb"
+                     : opts.plan.bnStats == "replica" ? "--bn-stats replica"
+                                                      : "";
+  if (flag.empty())
+    return std::nullopt;
+  return fail("the planner chose " + chosen.summary() +
+              ", without data parallelism, so " + flag +
+              " would change nothing: pin --dp N (and --tp/--pp so that dp x "
+              "tp x pp = --devices) or leave " +
+              flag + " out");
+}
+
 /// smpc compile --devices N: the planner's choice for `opts` (planned within
 /// `fraction` of the device's memory when given, else the planner's default;
 /// without data parallelism or micro-batches when `noSplit` says why)
@@ -583,6 +602,8 @@ std::optional<int> applyPlannerChoice(MLIRContext &ctx, Options &opts,
   applyPlannedMemory(*chosen, opts.plan, opts.pinned.recompute != "full");
   llvm::outs() << "planned for " << opts.devices << " x " << opts.cluster
                << ": " << chosen->summary() << "\n";
+  if (auto code = checkPlannedDataParallelism(opts, *chosen))
+    return code;
   if (auto code = finishParallelOptions(opts))
     return *code;
   return std::nullopt;
