@@ -10,7 +10,7 @@
 //   ZeRO-3         per micro-batch a reduce-scatter and the parameters'
 //                  gathers for the forward and the backward (and a
 //                  recomputed forward), in the type their uses compute in
-//                  (gatherWidth: bf16 under mixed precision)
+//                  (Stages::gatherWidth: bf16 under mixed precision)
 // With overlap (the CUDA backend, runtime/exec's lanes) each stage's one
 // micro-batch runs its forward ops, then their backward in reverse, and its
 // collectives queue on one stream as the compiled step issues them:
@@ -169,20 +169,6 @@ struct StageComm {
   }
 };
 
-/// ZeRO-3's gathered bytes per f32 byte of the parameters: the copies are
-/// in the type their uses compute in (smp-shard-parameters casts the chunk
-/// before its gather: bf16 under mixed precision, about a half), from the
-/// profile's forward and backward copies (ModelProfile::ParamCopy) against
-/// two of every parameter.
-double gatherWidth(const ModelProfile &profile) {
-  double gathered = 0;
-  for (const ModelProfile::ParamCopy &c : profile.step(false, false).copies)
-    gathered += c.bytes;
-  if (gathered <= 0 || profile.totalParamBytes <= 0)
-    return 1.0;
-  return std::min(1.0, gathered / (2 * profile.totalParamBytes));
-}
-
 /// Every collective exposed, priced from the largest stage's parameters.
 double serialTime(const Candidate &c, double params, bool recompute,
                   double width,
@@ -218,7 +204,7 @@ DataParallelTime dataParallelTime(const Stages &st, const PlanRequest &req,
                                static_cast<int>(dpPerNode), d);
   };
   bool anyRecompute = llvm::any_of(recompute, [](bool r) { return r; });
-  double width = c.zero == 3 ? gatherWidth(st.profile) : 1.0;
+  double width = c.zero == 3 ? st.gatherWidth : 1.0;
   double largest = 0;
   for (size_t s = 0, begin = 0; s < ends.size(); ++s) {
     size_t end = ends[s] + 1;

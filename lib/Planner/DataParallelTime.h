@@ -1,5 +1,4 @@
-//===- DataParallelTime.h - What data parallelism adds to a step -*- C++
-//-*-===//
+//===- DataParallelTime.h - Data parallelism's step time --------*- C++ -*-===//
 //
 // The time a candidate's data-parallel collectives (the gradients'
 // all-reduce or reduce-scatter, ZeRO's parameter all-gathers, hybrid

@@ -43,6 +43,11 @@ Stages::Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b)
     if (o.cutAfter)
       cuts.push_back(i);
   }
+  double gathered = 0;
+  for (const ModelProfile::ParamCopy &c : profile.step(false, false).copies)
+    gathered += c.bytes;
+  if (gathered > 0 && profile.totalParamBytes > 0)
+    gatherWidth = std::min(1.0, gathered / (2 * profile.totalParamBytes));
   prefixSums();
 }
 

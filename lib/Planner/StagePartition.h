@@ -37,6 +37,13 @@ struct Stages {
   std::vector<double> prefixTime, prefixTimeRc, prefixSaved, prefixParams,
       prefixCheckpoints;
   double largestSegment = 0; // activations of the largest recompute segment
+  /// ZeRO-3's gathered bytes per f32 byte of the parameters: the copies are
+  /// in the type their uses compute in (smp-shard-parameters casts the
+  /// chunk before its gather: bf16 under mixed precision, about a half),
+  /// from the profile's forward and backward copies (ModelProfile::
+  /// ParamCopy) against two of every parameter; once per profile and
+  /// micro-batch size, not per priced plan.
+  double gatherWidth = 1;
   RangeMax largestParams;    // of params (ZeRO-3 asks for a range's largest)
 
   Stages(const ModelProfile &profile, const DeviceSpec &device, int64_t b);

@@ -546,6 +546,12 @@ std::optional<int> finishArgs(Options &opts) {
 
 } // namespace
 
+int64_t gatherPrefetchOf(const Options &opts) {
+  if (opts.given.count("--gather-prefetch"))
+    return opts.plan.prefetch;
+  return opts.target == "cuda" ? smp::kDefaultGatherPrefetch : 0;
+}
+
 std::optional<int> parseArgs(int argc, char **argv, Options &opts) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -696,11 +702,7 @@ std::optional<int> finishParallelOptions(Options &opts) {
   if (opts.given.count("--gather-prefetch") && opts.plan.zeroStage != 3)
     return fail("--gather-prefetch applies to --zero-stage 3 (the "
                 "parameters' all-gathers)");
-  // A backend with a communication stream (CUDA) runs prefetched gathers
-  // beside compute; the CPU backend's block, and would only hold copies.
-  if (!opts.given.count("--gather-prefetch"))
-    opts.plan.prefetch =
-        opts.target == "cuda" ? smp::kDefaultGatherPrefetch : 0;
+  opts.plan.prefetch = gatherPrefetchOf(opts);
   if (opts.plan.zeroStage > 0 && opts.plan.dp == 1)
     return fail(opts.pinned.zeroFlag + " needs --dp > 1 (ZeRO shards over "
                 "the data-parallel ranks)");

@@ -111,4 +111,10 @@ std::optional<int> parseArgs(int argc, char **argv, Options &opts);
 /// code on a bad combination.
 std::optional<int> finishParallelOptions(Options &opts);
 
+/// ZeRO-3's gather prefetch: --gather-prefetch, else the target's default
+/// (smp::kDefaultGatherPrefetch on CUDA, whose communication stream runs
+/// prefetched gathers beside compute; 0 on the CPU, whose collectives
+/// block and would only hold copies).
+int64_t gatherPrefetchOf(const Options &opts);
+
 #endif // SMPC_OPTIONS_H

@@ -33,7 +33,6 @@
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "smp/InitAll.h"
-#include "smp/Pipelines/PipelineDefaults.h"
 #include "smp/Pipelines/Pipelines.h"
 #include "smp/Planner/Planner.h"
 #include "smp/Schedule/PipelineSchedule.h"
@@ -223,15 +222,12 @@ PlanCommand planRequest(const Options &opts) {
   cmd.zeroStage = opts.pinned.zeroStage;
   // --sharded-dp without --zero-stage is sharded data parallelism: ZeRO-3.
   cmd.shardedDp = opts.pinned.shardedDp;
-  // As compile will set it (Options.cpp) where the flag is not given: by
-  // the target; smpc plan's by the cluster's devices (PlanCommand.cpp).
   if (opts.given.count("--bucket-mb"))
     cmd.bucketMb = opts.plan.bucketMb;
-  if (opts.given.count("--gather-prefetch"))
-    cmd.gatherPrefetch = opts.plan.prefetch;
-  else if (opts.command == "compile")
-    cmd.gatherPrefetch =
-        opts.target == "cuda" ? smp::kDefaultGatherPrefetch : 0;
+  // As compile will build it; smpc plan's default follows the cluster's
+  // devices (PlanCommand.cpp).
+  if (opts.command == "compile" || opts.given.count("--gather-prefetch"))
+    cmd.gatherPrefetch = gatherPrefetchOf(opts);
   cmd.sequenceParallel = opts.pinned.sequenceParallel;
   if (cmd.shardedDp && !cmd.zeroStage)
     cmd.zeroStage = 3;

@@ -162,15 +162,7 @@ struct SmpOptimizerPass
                           b.getDenseI64ArrayAttr({1, 1}));
       Value flat =
           ReshapeOp::create(b, loc, ct.clone(ArrayRef<int64_t>{dp * w}), cols);
-      int64_t n = p.whole.getNumElements();
-      if (n != dp * w)
-        flat = SliceOp::create(b, loc, flat, b.getDenseI64ArrayAttr({0}),
-                               b.getDenseI64ArrayAttr({n}),
-                               b.getDenseI64ArrayAttr({1}));
-      results[p.result] =
-          flat.getType() == p.whole
-              ? flat
-              : ReshapeOp::create(b, loc, p.whole, flat).getResult();
+      results[p.result] = unpadded(b, loc, flat, p.whole);
       offset += w;
     }
   }

@@ -127,18 +127,20 @@ Value flattenPadded(OpBuilder &b, Location loc, Value v, int64_t dp) {
                           b.getI64IntegerAttr(0));
 }
 
+Value unpadded(OpBuilder &b, Location loc, Value flat, RankedTensorType pt) {
+  int64_t n = pt.getNumElements();
+  if (cast<RankedTensorType>(flat.getType()).getDimSize(0) != n)
+    flat = SliceOp::create(b, loc, flat, b.getDenseI64ArrayAttr({0}),
+                           b.getDenseI64ArrayAttr({n}),
+                           b.getDenseI64ArrayAttr({1}));
+  if (flat.getType() == pt)
+    return flat;
+  return ReshapeOp::create(b, loc, pt, flat);
+}
+
 Value unshard(OpBuilder &b, Location loc, Value chunk, RankedTensorType pt,
               int64_t shards) {
-  auto ct = cast<RankedTensorType>(chunk.getType());
-  int64_t n = pt.getNumElements(), padded = ct.getDimSize(0) * shards;
-  Value all = gatherDp(b, loc, chunk, shards, DpGroup::Shard);
-  if (padded != n)
-    all = SliceOp::create(b, loc, all, b.getDenseI64ArrayAttr({0}),
-                          b.getDenseI64ArrayAttr({n}),
-                          b.getDenseI64ArrayAttr({1}));
-  if (all.getType() == pt)
-    return all;
-  return ReshapeOp::create(b, loc, pt, all);
+  return unpadded(b, loc, gatherDp(b, loc, chunk, shards, DpGroup::Shard), pt);
 }
 
 void markLike(OpBuilder &b, Operation *mark, Operation *from) {

@@ -105,6 +105,11 @@ mlir::Value flattenPadded(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value gatherDp(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                      int64_t ranks, DpGroup group = DpGroup::All);
 
+/// The 1-D `flat` (a parameter flattened and zero-padded: flattenPadded's
+/// layout) cut to the parameter's elements and reshaped to `whole`.
+mlir::Value unpadded(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
+                     mlir::RankedTensorType whole);
+
 /// Gathers the chunks of this rank's shard group (`shards` ranks) back
 /// into a tensor of type `whole` (its element type the chunk's): the
 /// parameter after a ZeRO-1 update, a ZeRO-3 parameter before its uses.
