@@ -110,6 +110,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # They run in this order (ablations.txt), the open questions first: the
 # rows the budget has no room for are skipped, measured ones last.
 ABLATIONS=("attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
+  "attention-grad-rows-128:env SMP_ATTENTION_GRAD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
   "dgelu-no-bias-grad:--dgelu-epilogue --no-bias-grad-epilogue"
   "no-residual-epilogue:--no-residual-epilogue"

@@ -9,7 +9,8 @@
 // FlashAttention's papers count them: forward 4 B H T^2 D (half of it when
 // causal), training 3.5 times the forward. Head dims up to 64 get a second
 // row with the forward's 128-query blocks (setAttentionForwardRows; the
-// backward is the same kernel in both rows). --small: shapes the CUDA
+// backward the default's) and a third with the backward's 128-row blocks
+// (setAttentionGradRows; the forward the default's). --small: shapes the CUDA
 // emulator runs in seconds (smp-cuda-attention-bench-emu; a rehearsal,
 // its times mean nothing). --first: only the first shape's first row (GPT-2
 // 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
@@ -95,9 +96,12 @@ template <class F> double timeMs(cuk::Context &ctx, int iters, F f) {
   return ms.count() / iters;
 }
 
-/// One row: the shape timed with `rows` queries a forward block.
-void run(cuk::Context &ctx, const Shape &s, int iters, int rows) {
+/// One row: the shape timed with `rows` queries a forward block and
+/// `gradRows` keys (or queries) a backward block.
+void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
+         int gradRows = 64) {
   check(cuk::setAttentionForwardRows(ctx, rows));
+  check(cuk::setAttentionGradRows(ctx, gradRows));
   std::mt19937 rng(42);
   std::vector<int64_t> qs = {s.b, s.h, s.t, s.d};
   DevTensor q(DType::BF16, qs, &rng), k(DType::BF16, qs, &rng),
@@ -120,14 +124,15 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows) {
   double flop = 4.0 * s.b * s.h * s.t * s.t * s.d * (s.causal ? 0.5 : 1.0);
   bool tc = cuk::attentionOnTensorCores(DType::BF16, s.d, s.d, scale,
                                         {&q.ref, &k.ref, &v.ref, &out.ref});
-  std::printf(
-      "| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "
-      "| %.1f |\n",
-      tc ? (rows == 64 ? "tensor cores" : "tensor cores, 128-row blocks")
-         : "CUDA cores",
-      (long long)s.b, (long long)s.h, (long long)s.t, (long long)s.d,
-      s.causal ? " causal" : "", fwd, flop / fwd / 1e9, train,
-      3.5 * flop / train / 1e9);
+  std::printf("| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "
+              "| %.1f |\n",
+              !tc              ? "CUDA cores"
+              : gradRows != 64 ? "tensor cores, 128-row backward blocks"
+              : rows != 64     ? "tensor cores, 128-row blocks"
+                               : "tensor cores",
+              (long long)s.b, (long long)s.h, (long long)s.t, (long long)s.d,
+              s.causal ? " causal" : "", fwd, flop / fwd / 1e9, train,
+              3.5 * flop / train / 1e9);
   std::fflush(stdout);
 }
 
@@ -172,8 +177,10 @@ int main(int argc, char **argv) {
     run(*ctx, s, small ? 1 : iters, 64);
     if (first)
       break;
-    if (s.d <= 64) // the forward's other block size (the same results)
+    if (s.d <= 64) { // the other block sizes (the same results)
       run(*ctx, s, small ? 1 : iters, 128);
+      run(*ctx, s, small ? 1 : iters, 64, 128);
+    }
   }
   cuk::destroyContext(ctx);
   return 0;

@@ -21,6 +21,9 @@
 //                      over the query tiles of every head of the group;
 //             queries: one block per (query tile, head, batch): S, P,
 //                      dP = dO V^T, dS, dQ += dS K over the key tiles.
+//             At D <= 64 without dropout either pass may take 128 rows a
+//             block, 32 a warp (setAttentionGradRows; the same bytes),
+//             as the forward may (setAttentionForwardRows).
 //
 // Like FlashAttention and cuDNN, P and dS are rounded to f16/bf16 for the
 // products that read them; scores, softmax statistics and accumulators stay
@@ -57,12 +60,20 @@ using namespace detail;
 
 namespace {
 
-/// Whether queries [i0, i0 + rows) against a key tile [j0, j0 + 64) need
+/// Whether queries [i0, i0 + rows) against keys [j0, j0 + keys) need
 /// elements masked: a mask, the causal diagonal, or a sequence's end.
 __device__ inline bool tileNeedsMask(const AttnArgs &a, int64_t i0, int64_t j0,
-                                     int rows = kAttnTile) {
-  return a.mask || (a.causal && j0 + kAttnTile - 1 > i0) || i0 + rows > a.g.s ||
-         j0 + kAttnTile > a.g.sk;
+                                     int rows = kAttnTile,
+                                     int keys = kAttnTile) {
+  return a.mask || (a.causal && j0 + keys - 1 > i0) || i0 + rows > a.g.s ||
+         j0 + keys > a.g.sk;
+}
+
+/// Whether the causal mask hides every element of queries [i0, i0 + rows)
+/// against keys from j0: each key comes after each query.
+__device__ inline bool causalHidesAll(const AttnArgs &a, int64_t i0, int64_t j0,
+                                      int rows) {
+  return a.causal && j0 > i0 + rows - 1;
 }
 
 /// The row and column of C-fragment element (nt, e) in the warp's 16 x 64
@@ -119,8 +130,8 @@ __device__ inline int clampOffset(int64_t n) {
 /// scale is positive (attentionOnTensorCores), so the maximum of s k is k
 /// times the maximum of s. (One loop with a test of the tile's flag inside
 /// had kept a branch an element in every tile.)
-template <class S, bool kKeyRows>
-__device__ float scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
+template <class S, bool kKeyRows, int kN = kNt>
+__device__ float scaleAndMask(float (&s)[kN][4], const AttnArgs &a, int64_t b,
                               int64_t h, int64_t r0, int64_t c0, bool mask) {
   float scale = a.scale * kLog2e;
   if (!mask)
@@ -132,7 +143,7 @@ __device__ float scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
     int iLeft = clampOffset(a.g.s - i0), jLeft = clampOffset(a.g.sk - j0);
     int diag = a.causal ? clampOffset(i0 - j0) : (1 << 30);
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt)
+    for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         int row, col;
@@ -145,7 +156,7 @@ __device__ float scaleAndMask(float (&s)[kNt][4], const AttnArgs &a, int64_t b,
     return scale;
   }
 #pragma unroll
-  for (int nt = 0; nt < kNt; ++nt)
+  for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       int64_t i, j;
@@ -349,11 +360,11 @@ __global__ void attnDsum(common::AttentionDims g, const S *out, const S *dout,
 /// k) becoming Z P (Z the dropout's factor, `zOf(nt, e)`, 1 without one):
 /// one value per element; `stat(nt, e)` gives the (rowOffset, Dsum) of the
 /// element's query.
-template <class F, class Z>
-__device__ void probsAndDs(float (&s)[kNt][4], float (&dp)[kNt][4], float k,
+template <int kN, class F, class Z>
+__device__ void probsAndDs(float (&s)[kN][4], float (&dp)[kN][4], float k,
                            F stat, Z zOf) {
 #pragma unroll
-  for (int nt = 0; nt < kNt; ++nt)
+  for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float2 st = stat(nt, e);
@@ -378,26 +389,48 @@ struct QueryTileWalk {
   }
 };
 
-// Three blocks an SM at D <= 64 without dropout (170 registers: ptxas took
-// 175 unbounded, two blocks, 8 warps an SM; 12 bytes spilled at the bound);
-// the dropout's instance would spill 144 bytes there.
-template <class S, int D, bool kDrop>
-__global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
+/// The backward's blocks an SM: kM = 1 (64 rows a block, 16 a warp) three
+/// at D <= 64 without dropout (170 registers, no spills in the query pass
+/// and 12 bytes in the key pass: ptxas took 175 unbounded, two blocks, 8
+/// warps an SM; at four, 128 registers, the unrolled loops spill), one
+/// otherwise (D = 96 and 128, and the dropout's instances, would spill at
+/// that bound); kM = 2 (128 rows, 32 a warp; D <= 64 without dropout only)
+/// two, up to 255 registers.
+template <int D, int kM, bool kDrop>
+constexpr int kGradBlocksPerSm = kM == 2             ? 2
+                                 : D <= 64 && !kDrop ? 3
+                                                     : 1;
+
+/// The key pass. kM = 1: 64 keys a block, 16 a warp, each query tile's
+/// scores computed 64 columns at once. kM = 2: 128 keys, 32 a warp, a
+/// query tile's columns in two slices of 32 (the warp's 32 x 32 scores and
+/// their gradients, 64 registers, beside its 32 dK and dV rows, 128), so
+/// that each Q and dO fragment read from shared memory serves two row
+/// tiles: 48 ldmatrix a warp for 128 products of 16 keys where kM = 1
+/// takes 72 (docs/benchmarks.md, "Fused attention on the GPU"). The same
+/// operations in the same order on every element either way (the query
+/// tile's slices in order, each dK and dV row's sums over them in the
+/// order of kM = 1's k-steps), so the same bytes; a slice whose queries all
+/// come before the warp's keys (causal) is skipped, its probabilities all
+/// 0, as kM = 1's blocks never visit it.
+template <class S, int D, int kM, bool kDrop>
+__global__ void __launch_bounds__(kAttnThreads, kGradBlocksPerSm<D, kM, kDrop>)
     attnGradKeysMma(AttnArgs a, const S *q, const S *k, const S *v,
                     const float2 *stat, const S *dout, S *dk, S *dv) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
+  constexpr int kKeys = kM * kAttnTile;        // keys of the block
+  constexpr int kN = kNt / kM, kCols = 8 * kN; // a slice's n-tiles, queries
   constexpr int64_t kT = kTileElems<D>;
   // k, v, then two buffers of (q, dout), then two of 64 (offset, Dsum).
-  S *sk = reinterpret_cast<S *>(smem), *sv = sk + kT, *sqdo = sv + kT;
+  S *sk = reinterpret_cast<S *>(smem), *sv = sk + kM * kT, *sqdo = sv + kM * kT;
   float2 *sStat = reinterpret_cast<float2 *>(sqdo + 4 * kT);
-  int64_t b = blockIdx.z, kvh = blockIdx.y,
-          j0 = int64_t(blockIdx.x) * kAttnTile;
+  int64_t b = blockIdx.z, kvh = blockIdx.y, j0 = int64_t(blockIdx.x) * kKeys;
   HeadRows kr = keyRows(g, b, kvh, g.d);
-  int w = threadIdx.x / 32, t = threadIdx.x % 4;
-  loadRowsAsync<S, D>(k + kr.start, int(kr.ld), j0, g.sk, sk);
-  loadRowsAsync<S, D>(v + kr.start, int(kr.ld), j0, g.sk, sv);
-  float dkAcc[1][D / 8][4] = {}, dvAcc[1][D / 8][4] = {}; // one row tile
+  int r0 = 16 * kM * (threadIdx.x / 32), t = threadIdx.x % 4;
+  loadRowsAsync<S, D, kKeys>(k + kr.start, int(kr.ld), j0, g.sk, sk);
+  loadRowsAsync<S, D, kKeys>(v + kr.start, int(kr.ld), j0, g.sk, sv);
+  float dkAcc[kM][D / 8][4] = {}, dvAcc[kM][D / 8][4] = {};
   // The query tiles of every head of the group, in order: the tile the
   // next copies are for, and the one the next body computes (the loop
   // visits both in order; a division of the tile's index had cost some 40
@@ -424,81 +457,119 @@ __global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
         }
       },
       [&](int, int buf) {
-        const S *sq = sqdo + 2 * buf * kT, *sdo = sqdo + (2 * buf + 1) * kT;
         const float2 *st = sStat + buf * kAttnTile;
         int64_t h = cur.h, i0 = cur.i0;
         cur.advance(iStart, g.s);
-        float s[1][kNt][4], dp[1][kNt][4];
-        productABt<S, D, 1>(s, sk, 16 * w, sq);
-        float k = scaleAndMask<S, true>(s[0], a, b, h, j0 + 16 * w, i0,
-                                        tileNeedsMask(a, i0, j0));
-        productABt<S, D, 1>(dp, sv, 16 * w, sdo);
-        probsAndDs(
-            s[0], dp[0], k,
-            [&](int nt, int e) {
-              return st[nt * 8 + 2 * t + e % 2]; // the column's query
-            },
-            [&](int nt, int e) {
-              return fragmentDropFactor<true, kDrop>(a, b, h, j0 + 16 * w, i0,
-                                                     nt, e);
-            });
-        accumulatePX<S, D, 1>(dvAcc, s, sdo); // dV += P^T dO
-        accumulatePX<S, D, 1>(dkAcc, dp, sq); // dK += dS^T Q
+#pragma unroll
+        for (int c = 0; c < kAttnTile; c += kCols) {
+          int64_t jw = j0 + r0; // the warp's first key
+          if (causalHidesAll(a, i0 + c, jw, kCols))
+            continue;
+          const S *sq = sqdo + 2 * buf * kT + c * kLd<D>,
+                  *sdo = sqdo + (2 * buf + 1) * kT + c * kLd<D>;
+          float s[kM][kN][4], dp[kM][kN][4], kf[kM];
+          productABt<S, D, kM, kN>(s, sk, r0, sq);
+          bool mask = tileNeedsMask(a, i0 + c, jw, kCols, 16 * kM);
+#pragma unroll
+          for (int m = 0; m < kM; ++m)
+            kf[m] = scaleAndMask<S, true, kN>(s[m], a, b, h, jw + 16 * m,
+                                              i0 + c, mask);
+          productABt<S, D, kM, kN>(dp, sv, r0, sdo);
+#pragma unroll
+          for (int m = 0; m < kM; ++m)
+            probsAndDs(
+                s[m], dp[m], kf[m],
+                [&](int nt, int e) {
+                  return st[c + nt * 8 + 2 * t + e % 2]; // the column's query
+                },
+                [&](int nt, int e) {
+                  return fragmentDropFactor<true, kDrop>(a, b, h, jw + 16 * m,
+                                                         i0 + c, nt, e);
+                });
+          accumulatePX<S, D, kM, kN>(dvAcc, s, sdo); // dV += P^T dO
+          accumulatePX<S, D, kM, kN>(dkAcc, dp, sq); // dK += dS^T Q
+        }
       });
-  fragmentsToTile<S, D>(dkAcc[0], a.scale, sk, 16 * w);
-  fragmentsToTile<S, D>(dvAcc[0], 1.0f, sv, 16 * w);
+#pragma unroll
+  for (int m = 0; m < kM; ++m) {
+    fragmentsToTile<S, D>(dkAcc[m], a.scale, sk, r0 + 16 * m);
+    fragmentsToTile<S, D>(dvAcc[m], 1.0f, sv, r0 + 16 * m);
+  }
   __syncthreads();
-  storeRows<S, D>(sk, dk + kr.start, int(kr.ld), j0, g.sk);
-  storeRows<S, D>(sv, dv + kr.start, int(kr.ld), j0, g.sk);
+  storeRows<S, D, kKeys>(sk, dk + kr.start, int(kr.ld), j0, g.sk);
+  storeRows<S, D, kKeys>(sv, dv + kr.start, int(kr.ld), j0, g.sk);
 }
 
-// Three blocks an SM at D <= 64 without dropout (170 registers, no spills:
-// at four, 128 registers, the unrolled loops spill); D = 96 and 128, and
-// the dropout's instance, would spill at that bound.
-template <class S, int D, bool kDrop>
-__global__ void __launch_bounds__(kAttnThreads, D <= 64 && !kDrop ? 3 : 1)
+/// The query pass. kM = 1: 64 queries a block, 16 a warp; kM = 2: 128
+/// queries, 32 a warp, each key tile's columns in two slices of 32 (each K
+/// and V fragment read from shared memory serving two row tiles: 40
+/// ldmatrix a warp for 96 products of 16 queries where kM = 1 takes 56).
+/// The same bytes either way, as the key pass's; a slice whose keys all
+/// come after the warp's queries (causal) is skipped.
+template <class S, int D, int kM, bool kDrop>
+__global__ void __launch_bounds__(kAttnThreads, kGradBlocksPerSm<D, kM, kDrop>)
     attnGradQueriesMma(AttnArgs a, const S *q, const S *k, const S *v,
                        const float2 *stat, const S *dout, S *dq) {
   extern __shared__ float4 smem[];
   const common::AttentionDims &g = a.g;
+  constexpr int kRows = kM * kAttnTile;        // queries of the block
+  constexpr int kN = kNt / kM, kCols = 8 * kN; // a slice's n-tiles, keys
   constexpr int64_t kT = kTileElems<D>;
-  S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kT, *skv = sdo + kT;
-  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kAttnTile;
+  S *sq = reinterpret_cast<S *>(smem), *sdo = sq + kM * kT,
+    *skv = sdo + kM * kT;
+  int64_t b = blockIdx.z, h = blockIdx.y, i0 = int64_t(blockIdx.x) * kRows;
   int64_t kvh = h / g.group;
   int64_t stat0 = (b * g.hq + h) * g.s; // stat's first row of the head
   HeadRows qr = queryRows(g, b, h), kr = keyRows(g, b, kvh, g.d),
            orow = outRows(g, b, h);
-  int w = threadIdx.x / 32, gr = threadIdx.x % 32 / 4;
-  loadRowsAsync<S, D>(q + qr.start, int(qr.ld), i0, g.s, sq);
-  loadRowsAsync<S, D>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
-  float2 rowStat[2]; // (offset, Dsum) of the thread's two rows
+  int r0 = 16 * kM * (threadIdx.x / 32), gr = threadIdx.x % 32 / 4;
+  int64_t iw = i0 + r0; // the warp's first query
+  loadRowsAsync<S, D, kRows>(q + qr.start, int(qr.ld), i0, g.s, sq);
+  loadRowsAsync<S, D, kRows>(dout + orow.start, int(orow.ld), i0, g.s, sdo);
+  float2 rowStat[kM][2]; // (offset, Dsum) of the thread's rows
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    int64_t i = i0 + 16 * w + gr + 8 * half;
-    rowStat[half] = i < g.s ? stat[stat0 + i] : make_float2(INFINITY, 0.0f);
-  }
-  float dqAcc[1][D / 8][4] = {}; // one row tile
-  int64_t jEnd = a.causal ? min(g.sk, i0 + kAttnTile) : g.sk;
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int64_t i = iw + 16 * m + gr + 8 * half;
+      rowStat[m][half] =
+          i < g.s ? stat[stat0 + i] : make_float2(INFINITY, 0.0f);
+    }
+  float dqAcc[kM][D / 8][4] = {};
+  int64_t jEnd = a.causal ? min(g.sk, i0 + kRows) : g.sk;
   forKeyTiles<S, D>(k + kr.start, v + kr.start, int(kr.ld), g.sk, jEnd, skv,
-                    [&](int64_t j0, const S *sk, const S *sv) {
-                      float s[1][kNt][4], dp[1][kNt][4];
-                      productABt<S, D, 1>(s, sq, 16 * w, sk);
-                      float k =
-                          scaleAndMask<S, false>(s[0], a, b, h, i0 + 16 * w, j0,
-                                                 tileNeedsMask(a, i0, j0));
-                      productABt<S, D, 1>(dp, sdo, 16 * w, sv);
-                      probsAndDs(
-                          s[0], dp[0], k,
-                          [&](int, int e) { return rowStat[e / 2]; },
-                          [&](int nt, int e) {
-                            return fragmentDropFactor<false, kDrop>(
-                                a, b, h, i0 + 16 * w, j0, nt, e);
-                          });
-                      accumulatePX<S, D, 1>(dqAcc, dp, sk); // dQ += dS K
+                    [&](int64_t j0, const S *skt, const S *svt) {
+#pragma unroll
+                      for (int c = 0; c < kAttnTile; c += kCols) {
+                        if (causalHidesAll(a, iw, j0 + c, 16 * kM))
+                          continue;
+                        const S *sk = skt + c * kLd<D>, *sv = svt + c * kLd<D>;
+                        float s[kM][kN][4], dp[kM][kN][4], kf[kM];
+                        productABt<S, D, kM, kN>(s, sq, r0, sk);
+                        bool mask =
+                            tileNeedsMask(a, iw, j0 + c, 16 * kM, kCols);
+#pragma unroll
+                        for (int m = 0; m < kM; ++m)
+                          kf[m] = scaleAndMask<S, false, kN>(
+                              s[m], a, b, h, iw + 16 * m, j0 + c, mask);
+                        productABt<S, D, kM, kN>(dp, sdo, r0, sv);
+#pragma unroll
+                        for (int m = 0; m < kM; ++m)
+                          probsAndDs(
+                              s[m], dp[m], kf[m],
+                              [&](int, int e) { return rowStat[m][e / 2]; },
+                              [&](int nt, int e) {
+                                return fragmentDropFactor<false, kDrop>(
+                                    a, b, h, iw + 16 * m, j0 + c, nt, e);
+                              });
+                        accumulatePX<S, D, kM, kN>(dqAcc, dp, sk); // dQ += dS K
+                      }
                     });
-  fragmentsToTile<S, D>(dqAcc[0], a.scale, sq, 16 * w);
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+    fragmentsToTile<S, D>(dqAcc[m], a.scale, sq, r0 + 16 * m);
   __syncthreads();
-  storeRows<S, D>(sq, dq + qr.start, int(qr.ld), i0, g.s);
+  storeRows<S, D, kRows>(sq, dq + qr.start, int(qr.ld), i0, g.s);
 }
 
 //===----------------------------------------------------------------------===//
@@ -560,13 +631,29 @@ bool attentionOnTensorCores(DType t, int64_t d, int64_t dv, float scale,
   return true;
 }
 
-Status setAttentionForwardRows(Context &ctx, int rows) {
+namespace {
+
+/// setting = rows (64 or 128), or a failure of op saying "<what> takes 64
+/// or 128 <unit> a block, not <rows>".
+Status setBlockRows(int &setting, int rows, const char *op, const char *what,
+                    const char *unit) {
   if (rows != kAttnTile && rows != 2 * kAttnTile)
-    return fail("attention", "the forward takes 64 or 128 queries a block, "
-                             "not " +
-                                 std::to_string(rows));
-  ctx.attentionForwardRows = rows;
+    return fail(op, std::string(what) + " takes 64 or 128 " + unit +
+                        " a block, not " + std::to_string(rows));
+  setting = rows;
   return Status::success();
+}
+
+} // namespace
+
+Status setAttentionForwardRows(Context &ctx, int rows) {
+  return setBlockRows(ctx.attentionForwardRows, rows, "attention",
+                      "the forward", "queries");
+}
+
+Status setAttentionGradRows(Context &ctx, int rows) {
+  return setBlockRows(ctx.attentionGradRows, rows, "attention_grad",
+                      "the backward", "keys (or queries)");
 }
 
 namespace detail {
@@ -590,6 +677,32 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
                        g.s, kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
                        k.as<S>(), v.as<S>(), out.as<S>(), lse.as<float>());
   });
+}
+
+/// The backward's two passes with kM 64-row tiles a block (after attnDsum,
+/// which wrote stat).
+template <class S, int D, int kM, bool kDrop>
+Status launchGradPasses(const char *op, const AttnArgs &a, const Context &ctx,
+                        const TensorRef &q, const TensorRef &k,
+                        const TensorRef &v, const Scratch &stat,
+                        const TensorRef &dout, const TensorRef &dq,
+                        const TensorRef &dk, const TensorRef &dv) {
+  const common::AttentionDims &g = a.g;
+  // A block's own tiles (kM rows of 64 each: keys and values, or queries
+  // and their output gradients) and two buffers of the tiles it walks.
+  size_t bytes = (2 * kM + 4) * tileBytes<D>();
+  if (dk.numel() > 0 || dv.numel() > 0)
+    SMP_RETURN_IF_ERROR(launchTiles(
+        op, attnGradKeysMma<S, D, kM, kDrop>,
+        bytes + 2 * kAttnTile * sizeof(float2), g.sk, kM * kAttnTile, g.hkv,
+        kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(), v.as<S>(),
+        stat.as<const float2>(), dout.as<S>(), dk.as<S>(), dv.as<S>()));
+  if (dq.numel() == 0)
+    return Status::success();
+  return launchTiles(op, attnGradQueriesMma<S, D, kM, kDrop>, bytes, g.s,
+                     kM * kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(),
+                     k.as<S>(), v.as<S>(), stat.as<const float2>(),
+                     dout.as<S>(), dq.as<S>());
 }
 
 Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
@@ -616,19 +729,12 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
                   stat.as<float2>(), rows);
           SMP_RETURN_IF_ERROR(launchStatus(op));
         }
-        if (dk.numel() > 0 || dv.numel() > 0)
-          SMP_RETURN_IF_ERROR(launchTiles(
-              op, attnGradKeysMma<S, D, kDrop>,
-              6 * tileBytes<D>() + 2 * kAttnTile * sizeof(float2), g.sk,
-              kAttnTile, g.hkv, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
-              v.as<S>(), stat.as<const float2>(), dout.as<S>(), dk.as<S>(),
-              dv.as<S>()));
-        if (dq.numel() == 0)
-          return Status::success();
-        return launchTiles(
-            op, attnGradQueriesMma<S, D, kDrop>, 6 * tileBytes<D>(), g.s,
-            kAttnTile, g.hq, kAttnThreads, g, ctx, a, q.as<S>(), k.as<S>(),
-            v.as<S>(), stat.as<const float2>(), dout.as<S>(), dq.as<S>());
+        if constexpr (D <= 64 && !kDrop)
+          if (ctx.attentionGradRows == 2 * kAttnTile)
+            return launchGradPasses<S, D, 2, kDrop>(op, a, ctx, q, k, v, stat,
+                                                    dout, dq, dk, dv);
+        return launchGradPasses<S, D, 1, kDrop>(op, a, ctx, q, k, v, stat, dout,
+                                                dq, dk, dv);
       });
 }
 

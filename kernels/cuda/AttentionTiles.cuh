@@ -7,7 +7,9 @@
 // (forTileVectors), walked double-buffered (pipelined: the next tile's
 // copies in flight while one is computed), and the warp-level products
 // that read them (productABt: S = A B^T over D; accumulatePX: O += P X
-// with P's C fragments as the A operand), four warps of 16 rows a block.
+// with P's C fragments as the A operand), four warps of 16 rows a block
+// (or 32: kM row tiles a warp), over 64 columns (or a slice of them: kN
+// n-tiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -176,15 +178,16 @@ __device__ inline void mmaPairs(float (&acc)[kM][kN][4], int nt,
 }
 
 /// acc[m] = A B^T for the warp's kM row tiles [r0 + 16 m, r0 + 16 m + 16)
-/// of tile a and the 64 rows of tile b, over D: kM 16 x 64 score tiles
-/// (each B fragment loaded once for all of them).
-template <class S, int D, int kM>
-__device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
+/// of tile a and the first 8 kN rows of tile b (64 by default), over D:
+/// kM 16 x 8 kN score tiles (each B fragment loaded once for all of them).
+template <class S, int D, int kM, int kN = kNt>
+__device__ void productABt(float (&acc)[kM][kN][4], const S *a, int r0,
                            const S *b) {
+  static_assert(kN % 2 == 0, "n-tiles in pairs");
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
-    for (int nt = 0; nt < kNt; ++nt)
+    for (int nt = 0; nt < kN; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         acc[m][nt][i] = 0.0f;
@@ -195,7 +198,7 @@ __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
     for (int m = 0; m < kM; ++m)
       loadA(fa[m], a, kLd<D>, r0 + 16 * m, kk * 16);
 #pragma unroll
-    for (int nt = 0; nt < kNt; nt += 2) {
+    for (int nt = 0; nt < kN; nt += 2) {
       uint32_t fb[4];
       loadBt2(fb, b, kLd<D>, nt * 8, kk * 16);
       mmaPairs<S, kM>(acc, nt, fa, fb);
@@ -203,13 +206,15 @@ __device__ void productABt(float (&acc)[kM][kNt][4], const S *a, int r0,
   }
 }
 
-/// acc[m] += P[m] X for the warp's kM 16 x 64 tiles p (C fragments,
-/// rounded to S) and the 64 x D tile x.
-template <class S, int D, int kM>
+/// acc[m] += P[m] X for the warp's kM 16 x 8 kN tiles p (C fragments,
+/// rounded to S; 64 columns by default) and the first 8 kN rows of the
+/// D-column tile x.
+template <class S, int D, int kM, int kN = kNt>
 __device__ void accumulatePX(float (&acc)[kM][D / 8][4],
-                             const float (&p)[kM][kNt][4], const S *x) {
+                             const float (&p)[kM][kN][4], const S *x) {
+  static_assert(kN % 2 == 0, "k-steps of 16 columns");
 #pragma unroll
-  for (int kk = 0; kk < kAttnTile / 16; ++kk) {
+  for (int kk = 0; kk < kN / 2; ++kk) {
     uint32_t fa[kM][4];
 #pragma unroll
     for (int m = 0; m < kM; ++m)

@@ -85,6 +85,7 @@ struct Context {
   GemmTuningFile *tuneFile = nullptr; // SMP_CUBLASLT_TUNE_FILE, or null
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
   int attentionForwardRows = 64;  // setAttentionForwardRows
+  int attentionGradRows = 64;     // setAttentionGradRows
 };
 
 /// Records a data error unless one is already recorded.

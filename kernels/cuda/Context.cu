@@ -31,9 +31,11 @@ bool deviceAvailable() {
 namespace {
 
 /// The context's settings from the environment: SMP_CUBLASLT_TUNE (0 or
-/// 1; SMP_CUBLASLT_TUNE_FILE is read once cuBLASLt is loaded) and
+/// 1; SMP_CUBLASLT_TUNE_FILE is read once cuBLASLt is loaded),
 /// SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
-/// forward's queries a block; the same bits either way). Empty: the default.
+/// forward's queries a block) and SMP_ATTENTION_GRAD_ROWS (64 or 128, its
+/// backward's keys or queries a block); the same bits either way. Empty:
+/// the default.
 Status settingsFromEnvironment(const char *op, Context &ctx) {
   if (const char *v = std::getenv("SMP_CUBLASLT_TUNE")) {
     if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0 && *v)
@@ -49,7 +51,16 @@ Status settingsFromEnvironment(const char *op, Context &ctx) {
                                   "128 (the tensor-core attention forward's "
                                   "queries a block), not '") +
                           v + "'");
-    return setAttentionForwardRows(ctx, std::atoi(v));
+    SMP_RETURN_IF_ERROR(setAttentionForwardRows(ctx, std::atoi(v)));
+  }
+  if (const char *v = std::getenv("SMP_ATTENTION_GRAD_ROWS"); v && *v) {
+    if (std::strcmp(v, "64") != 0 && std::strcmp(v, "128") != 0)
+      return fail(op, std::string("SMP_ATTENTION_GRAD_ROWS must be 64 or "
+                                  "128 (the tensor-core attention "
+                                  "backward's keys or queries a block), "
+                                  "not '") +
+                          v + "'");
+    SMP_RETURN_IF_ERROR(setAttentionGradRows(ctx, std::atoi(v)));
   }
   return Status::success();
 }

@@ -256,6 +256,13 @@ ENVIRONMENT
                      64 (the default) or 128 (each key and value fragment
                      serves two row tiles, at half the blocks an SM). The
                      same bits either way.
+  SMP_ATTENTION_GRAD_ROWS=64|128
+                     On a GPU, the keys a block of that attention's
+                     backward key pass and the queries a block of its query
+                     pass (bf16/f16, head dims up to 64, no attention
+                     dropout): 64 (the default) or 128 (32 a warp, each
+                     fragment of the walked tile serving two row tiles, at
+                     two blocks an SM). The same bits either way.
 
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx

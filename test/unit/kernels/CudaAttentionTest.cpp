@@ -315,6 +315,39 @@ TEST_F(Cuda, AttentionForwardOf128RowsGivesTheBytesOf64) {
       << s.error;
 }
 
+/// The backward with 128 keys a block in its key pass and 128 queries in its
+/// query pass (32 a warp) gives the bytes of the default 64 on every case it
+/// takes (D <= 64), and on a longer causal one whose blocks hold whole
+/// 128-row tiles and skip the slices past the diagonal: each element's
+/// products and sums are the same operations in the same order. The
+/// emulator's launches show the passes on half the blocks
+/// (test/smprun/attention-grad-rows.test).
+TEST_F(Cuda, AttentionGradOf128RowsGivesTheBytesOf64) {
+  cuk::Context &ctx = *sharedContext();
+  std::vector<kt::AttnCase> cases = tensorCoreCases();
+  kt::AttnCase longer = cases[1];
+  longer.name = "d64 causal none s300 sk300";
+  longer.b = 1, longer.s = longer.sk = 300;
+  cases.push_back(longer);
+  for (const kt::AttnCase &c : cases) {
+    if (c.d > 64)
+      continue;
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in(c, DType::BF16);
+    std::vector<Host> a = runGpu(c, in, DType::BF16);
+    ASSERT_OK(cuk::setAttentionGradRows(ctx, 128));
+    std::vector<Host> b = runGpu(c, in, DType::BF16, /*bshd=*/true);
+    ASSERT_OK(cuk::setAttentionGradRows(ctx, 64));
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+  }
+  Status s = cuk::setAttentionGradRows(ctx, 96);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.error.find("64 or 128 keys (or queries) a block, not 96"),
+            std::string::npos)
+      << s.error;
+}
+
 /// With bshd ([B, S, H, D] operands and results) every kernel gives the
 /// bytes of heads-first on the transposed tensors: the CUDA-core kernels
 /// (f32, the PyTorch cases with their masks and the mask's gradient) and the

@@ -143,6 +143,13 @@ bool attentionOnTensorCores(DType t, int64_t d, int64_t dv, float scale,
 /// results either way; a tuning knob the GPU benchmark compares
 /// (bench/kernels/CudaAttentionBench.cpp). Fails for other values.
 Status setAttentionForwardRows(Context &ctx, int rows);
+/// The keys a block of the tensor-core attention backward's key pass takes,
+/// and the queries a block of its query pass: 64 (the default: 16 a warp)
+/// or 128 (32 a warp, each fragment of the tile the pass walks serving two
+/// row tiles; head dims up to 64 without dropout only, others keep 64).
+/// The same results either way; a tuning knob the GPU benchmark compares.
+/// Fails for other values.
+Status setAttentionGradRows(Context &ctx, int rows);
 
 /// Waits for the stream, then reads and clears the device error flag: a
 /// failure naming the op for the first data error any kernel recorded since
