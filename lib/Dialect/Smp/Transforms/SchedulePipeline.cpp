@@ -14,7 +14,11 @@
 //             gradient (BW).
 //   epilogue  a stage, no micro-batch, depending on an action.
 // A rank runs its free ops, its prologue, its actions in the schedule's
-// order, then its epilogue; each group keeps @train_step's op order.
+// order, then its epilogue; each group keeps @train_step's op order. A free
+// or prologue op that only the rank's epilogue reads (ZeRO-1/2's chunk of a
+// parameter for the optimizer, sliced from the parameter alone) runs with
+// the epilogue instead: before the actions its result would be held through
+// every micro-batch.
 //
 // Sends are eager in the runtime (a send never waits for its receiver), so
 // a rank blocks only in receives; the schedule's dependencies are then the
@@ -75,10 +79,12 @@ struct RankPlan {
   /// Per rank: the ops it runs, in order, and the free ops it needs.
   std::vector<std::vector<Operation *>> program;
   std::vector<llvm::DenseSet<Operation *>> needsFree;
+  /// Per rank: the free and prologue ops it runs with its epilogue.
+  std::vector<llvm::DenseSet<Operation *>> late;
   Tags tags;
 
   RankPlan(func::FuncOp step, int64_t pp)
-      : step(step), pp(pp), program(pp), needsFree(pp) {}
+      : step(step), pp(pp), program(pp), needsFree(pp), late(pp) {}
 
   Block &body() { return step.getBody().front(); }
   func::ReturnOp ret() { return cast<func::ReturnOp>(body().getTerminator()); }
@@ -171,6 +177,37 @@ struct RankPlan {
         requireFree(r, v);
   }
 
+  /// Whether rank r runs op (a free op it needs, or one of its stages').
+  bool runsOn(Operation *op, int64_t r) {
+    const OpInfo &in = info[op];
+    return in.group == Group::Free ? needsFree[r].count(op) > 0
+                                   : rankOf(in.stage) == r;
+  }
+
+  /// The free and prologue ops each rank can run with its epilogue: every
+  /// reader on that rank is an epilogue op or such an op itself, and none
+  /// is on another rank (a prologue value sent there) or the return. In
+  /// reverse order, so that a chain (reshape, pad, slice) moves whole.
+  void collectLateOps() {
+    for (int64_t r = 0; r < pp; ++r)
+      for (Operation &op : llvm::reverse(body().without_terminator())) {
+        const OpInfo &in = info[&op];
+        if ((in.group != Group::Free && in.group != Group::Prologue) ||
+            !runsOn(&op, r) || op.use_empty())
+          continue;
+        bool all = llvm::all_of(op.getUsers(), [&](Operation *user) {
+          auto it = info.find(user);
+          if (it == info.end()) // the return
+            return false;
+          if (!runsOn(user, r)) // a free op is cloned where it is needed
+            return in.group == Group::Free;
+          return it->second.group == Group::Epilogue || late[r].count(user);
+        });
+        if (all)
+          late[r].insert(&op);
+      }
+  }
+
   /// The ranks that read each step-wide state argument (named "@...").
   void collectStateReaders() {
     for (BlockArgument arg : body().getArguments()) {
@@ -193,18 +230,19 @@ struct RankPlan {
   }
 
   /// Each rank's program: its free ops, its prologue, its actions in the
-  /// schedule's order, then its epilogue. Fails on an action the schedule
-  /// has no slot for.
+  /// schedule's order, then its epilogue (with its late ops). Fails on an
+  /// action the schedule has no slot for.
   LogicalResult assignOps(const sched::Schedule &order) {
     std::map<std::tuple<int64_t, int64_t, int>, std::vector<Operation *>>
         actions; // (stage, mb, kind) -> ops
     for (int64_t r = 0; r < pp; ++r)
       for (Operation &op : body().without_terminator())
-        if (info[&op].group == Group::Free && needsFree[r].count(&op))
+        if (info[&op].group == Group::Free && needsFree[r].count(&op) &&
+            !late[r].count(&op))
           program[r].push_back(&op);
     for (Operation &op : body().without_terminator()) {
       const OpInfo &in = info[&op];
-      if (in.group == Group::Prologue)
+      if (in.group == Group::Prologue && !late[rankOf(in.stage)].count(&op))
         program[rankOf(in.stage)].push_back(&op);
       else if (in.group == Group::Action)
         actions[{in.stage, in.mb, in.kind}].push_back(&op);
@@ -226,9 +264,12 @@ struct RankPlan {
              << " is not part of the pipeline schedule (stage or micro-batch "
                 "out of range)";
     }
-    for (Operation &op : body().without_terminator())
-      if (info[&op].group == Group::Epilogue)
-        program[rankOf(info[&op].stage)].push_back(&op);
+    for (int64_t r = 0; r < pp; ++r)
+      for (Operation &op : body().without_terminator())
+        if ((info[&op].group == Group::Epilogue &&
+             rankOf(info[&op].stage) == r) ||
+            late[r].count(&op))
+          program[r].push_back(&op);
     return success();
   }
 
@@ -314,6 +355,7 @@ struct SmpPipelineSchedulePass
     if (*kind == sched::ScheduleKind::ZeroBubbleH1)
       splitBackward(plan.body(), plan.info);
     plan.collectFreeOps();
+    plan.collectLateOps();
     plan.collectStateReaders();
     if (failed(plan.assignOps(*order)))
       return failure();

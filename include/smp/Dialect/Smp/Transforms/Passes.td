@@ -623,8 +623,11 @@ def SmpPipelineSchedulePass
     A value used on another rank is sent right after it is computed
     (`smp.send`) and received right before its first use (`smp.recv`). Ops
     without a stage (constants, input-only computations) are recomputed on
-    every rank that uses them. Every rank returns the step's outputs; each
-    returns the updates of its own parameters and states.
+    every rank that uses them. Such an op, or a prologue op, that only the
+    rank's epilogue reads (ZeRO-1/2's chunk of a parameter for its update)
+    runs with the epilogue, so that its result is not held through the
+    micro-batches. Every rank returns the step's outputs; each returns the
+    updates of its own parameters and states.
   }];
   let dependentDialects = ["::smp::SmpDialect"];
   let options = [
