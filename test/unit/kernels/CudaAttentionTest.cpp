@@ -317,11 +317,11 @@ TEST_F(Cuda, AttentionForwardOf128RowsGivesTheBytesOf64) {
 
 /// The backward with 128 keys a block in its key pass and 128 queries in its
 /// query pass (32 a warp) gives the bytes of the default 64 on every case it
-/// takes (D <= 64), and on a longer causal one whose blocks hold whole
-/// 128-row tiles and skip the slices past the diagonal: each element's
-/// products and sums are the same operations in the same order. The
-/// emulator's launches show the passes on half the blocks
-/// (test/smprun/attention-grad-rows.test).
+/// takes (D <= 64; bf16, and f16 on the longer case), and on a longer causal
+/// one whose blocks hold whole 128-row tiles and skip the slices past the
+/// diagonal: each element's products and sums are the same operations in
+/// the same order. The emulator's launches show the passes on half the
+/// blocks (test/smprun/attention-grad-rows.test).
 TEST_F(Cuda, AttentionGradOf128RowsGivesTheBytesOf64) {
   cuk::Context &ctx = *sharedContext();
   std::vector<kt::AttnCase> cases = tensorCoreCases();
@@ -329,18 +329,20 @@ TEST_F(Cuda, AttentionGradOf128RowsGivesTheBytesOf64) {
   longer.name = "d64 causal none s300 sk300";
   longer.b = 1, longer.s = longer.sk = 300;
   cases.push_back(longer);
-  for (const kt::AttnCase &c : cases) {
-    if (c.d > 64)
-      continue;
-    SCOPED_TRACE(c.name);
-    kt::AttnInputs in(c, DType::BF16);
-    std::vector<Host> a = runGpu(c, in, DType::BF16);
+  auto same = [&](const kt::AttnCase &c, DType t) {
+    SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
+    kt::AttnInputs in(c, t);
+    std::vector<Host> a = runGpu(c, in, t);
     ASSERT_OK(cuk::setAttentionGradRows(ctx, 128));
-    std::vector<Host> b = runGpu(c, in, DType::BF16, /*bshd=*/true);
+    std::vector<Host> b = runGpu(c, in, t, /*bshd=*/true);
     ASSERT_OK(cuk::setAttentionGradRows(ctx, 64));
     for (size_t i = 0; i < a.size(); ++i)
       EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
-  }
+  };
+  for (const kt::AttnCase &c : cases)
+    if (c.d <= 64)
+      same(c, DType::BF16);
+  same(longer, DType::F16);
   Status s = cuk::setAttentionGradRows(ctx, 96);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.error.find("64 or 128 keys (or queries) a block, not 96"),
