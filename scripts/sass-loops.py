@@ -17,7 +17,9 @@ keeps only the unmasked tile of AttentionMma.cu).
 
 cuobjdump is not in Debian's CUDA packages' minimal install; PyPI's
 `nvidia-cuda-cuobjdump` wheel has it (unzip it; no pip install needed): pass
-its path with --cuobjdump or CUOBJDUMP.
+its path with --cuobjdump or CUOBJDUMP. It disassembles with nvdisasm, which
+it looks for on PATH (or NVDISASM_PATH): PyPI's `nvidia-cuda-nvdisasm`
+wheel, unzipped, its bin/ on PATH (the bin/ files may need chmod +x).
 
   scripts/sass-loops.py kernels/cuda/AttentionMma.cu --kernel bfloat16Li64E \\
       --kernel Lb0E
@@ -103,8 +105,13 @@ def main():
         compile_cubin(os.path.join(copy, os.path.basename(src)), args.build,
                       cubin, log)
         res = resources(log)
-        sass = subprocess.run([args.cuobjdump, '-sass', cubin], check=True,
-                              capture_output=True, text=True).stdout
+        dump = subprocess.run([args.cuobjdump, '-sass', cubin],
+                              capture_output=True, text=True)
+        if dump.returncode:
+            sys.exit(f'sass-loops: {args.cuobjdump} -sass failed: '
+                     f'{dump.stderr.strip()} (it needs nvdisasm on PATH or '
+                     'NVDISASM_PATH: unzip PyPI\'s nvidia-cuda-nvdisasm wheel)')
+        sass = dump.stdout
     for f in re.split(r'\n\s+Function : ', sass)[1:]:
         name = f.split('\n', 1)[0].strip()
         if not all(k in name for k in args.kernel):
