@@ -1,6 +1,7 @@
 //===- CudaAttentionBench.cpp - The CUDA attention kernels' speed ---------===//
 //
-// smp-cuda-attention-bench [--small] [--first] [--iters N]: times the CUDA
+// smp-cuda-attention-bench [--small] [--first] [--grad-rows 64|128]
+// [--iters N]: times the CUDA
 // backend's attention (forward) and attention + attention_grad (training) in
 // bf16 on the shapes of docs/benchmarks.md ("Fused attention on the GPU") and
 // prints one markdown table row per shape, the same columns as
@@ -16,7 +17,9 @@
 // 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
 // in this order, the forward 3 times, then the forward, Dsum, keys and
 // queries passes 3 times (device-kit.sh profiles the last of each under
-// ncu). Exits 2 without a CUDA device.
+// ncu); --grad-rows 128 makes that row's backward the 128-row blocks' (the
+// same order: `ncu -k regex:Mma --launch-skip 9 --launch-count 3` profiles
+// them). Exits 2 without a CUDA device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,7 +143,7 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
 
 int main(int argc, char **argv) {
   bool small = false, first = false;
-  int iters = 10;
+  int iters = 10, gradRows = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small"))
       small = true;
@@ -148,16 +151,21 @@ int main(int argc, char **argv) {
       first = true;
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
       iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--grad-rows") && i + 1 < argc)
+      gradRows = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: smp-cuda-attention-bench [--small] "
-                           "[--first] [--iters N]\n");
+                           "[--first] [--grad-rows 64|128] [--iters N]\n");
       return 2;
     }
   }
-  if (iters < 1 || !cuk::deviceAvailable()) {
+  if (iters < 1 || (gradRows != 64 && gradRows != 128) ||
+      !cuk::deviceAvailable()) {
     std::fprintf(stderr, "smp-cuda-attention-bench: %s\n",
                  iters < 1 ? "--iters must be at least 1"
-                           : "no CUDA device is usable here");
+                 : gradRows == 64 || gradRows == 128
+                     ? "no CUDA device is usable here"
+                     : "--grad-rows must be 64 or 128");
     return 2;
   }
   cuk::Context *ctx = nullptr;
@@ -174,7 +182,7 @@ int main(int argc, char **argv) {
   std::printf("| kernel | B x H x T x D | forward ms | forward TFLOP/s | "
               "training ms | training TFLOP/s |\n|---|---|---|---|---|---|\n");
   for (const Shape &s : shapes) {
-    run(*ctx, s, small ? 1 : iters, 64);
+    run(*ctx, s, small ? 1 : iters, 64, first ? gradRows : 64);
     if (first)
       break;
     if (s.d <= 64) { // the other block sizes (the same results)
