@@ -30,6 +30,20 @@ bool deviceAvailable() {
 
 namespace {
 
+/// Environment variable `name`, when set, as a block's rows (64 or 128;
+/// `what` they are, for the error) given to `set`.
+Status blockRowsFromEnvironment(const char *op, const char *name,
+                                const char *what, Context &ctx,
+                                Status (*set)(Context &, int)) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return Status::success();
+  if (std::strcmp(v, "64") != 0 && std::strcmp(v, "128") != 0)
+    return fail(op, std::string(name) + " must be 64 or 128 (" + what +
+                        "), not '" + v + "'");
+  return set(ctx, std::atoi(v));
+}
+
 /// The context's settings from the environment: SMP_CUBLASLT_TUNE (0 or
 /// 1; SMP_CUBLASLT_TUNE_FILE is read once cuBLASLt is loaded),
 /// SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
@@ -45,23 +59,14 @@ Status settingsFromEnvironment(const char *op, Context &ctx) {
                           v + "'");
     ctx.tuneGemm = std::strcmp(v, "1") == 0;
   }
-  if (const char *v = std::getenv("SMP_ATTENTION_FORWARD_ROWS"); v && *v) {
-    if (std::strcmp(v, "64") != 0 && std::strcmp(v, "128") != 0)
-      return fail(op, std::string("SMP_ATTENTION_FORWARD_ROWS must be 64 or "
-                                  "128 (the tensor-core attention forward's "
-                                  "queries a block), not '") +
-                          v + "'");
-    SMP_RETURN_IF_ERROR(setAttentionForwardRows(ctx, std::atoi(v)));
-  }
-  if (const char *v = std::getenv("SMP_ATTENTION_GRAD_ROWS"); v && *v) {
-    if (std::strcmp(v, "64") != 0 && std::strcmp(v, "128") != 0)
-      return fail(op, std::string("SMP_ATTENTION_GRAD_ROWS must be 64 or "
-                                  "128 (the tensor-core attention "
-                                  "backward's keys or queries a block), "
-                                  "not '") +
-                          v + "'");
-    SMP_RETURN_IF_ERROR(setAttentionGradRows(ctx, std::atoi(v)));
-  }
+  SMP_RETURN_IF_ERROR(blockRowsFromEnvironment(
+      op, "SMP_ATTENTION_FORWARD_ROWS",
+      "the tensor-core attention forward's queries a block", ctx,
+      setAttentionForwardRows));
+  SMP_RETURN_IF_ERROR(blockRowsFromEnvironment(
+      op, "SMP_ATTENTION_GRAD_ROWS",
+      "the tensor-core attention backward's keys or queries a block", ctx,
+      setAttentionGradRows));
   return Status::success();
 }
 
