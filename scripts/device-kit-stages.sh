@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device kit's run stages that scripts/device-kit.sh sources: the
-# ablations (7), the Hugging Face Trainer's mixed precision (6b) and the
-# attention kernels (2b); and pack's check of its artifacts (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK)
+# GPU unit tests (2), the ablations (7), the Hugging Face Trainer's mixed precision (6b) and the
+# attention kernels (2b); and pack's check of its artifacts (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK, min_unit)
 # and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
 # stage_end, SUMMARY, PYTHON, ROOT).
 
@@ -364,4 +364,46 @@ edges_check() {
       >> "$dir/edges.txt"
     rm "$a.edges.log"
   done
+}
+
+# The GPU unit tests' line for binary T (log LOG, timeout(1)'s status RC).
+unit_line() {
+  local t=$1 log=$2 rc=$3 last
+  last=$(grep -E '^\[ RUN +\]' "$log" | tail -n 1 | sed 's/^\[ RUN *\] //')
+  if [ "$rc" = 0 ]; then
+    echo "$t: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "$log" |
+      sed 's/^\[ *//; s/ *\]//; s/, listed below://' | tr '\n' ' ')"
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "$t: FAILED: timed out (${last:+in $last, }see $t.log)"
+  elif grep -q -E '^\[  FAILED  \]' "$log"; then
+    echo "$t: FAILED: $(grep -E '^\[  FAILED  \]' "$log" | head -5 | tr '\n' ' ')"
+  else
+    echo "$t: FAILED: exit $rc${last:+ in $last}: $(tail -n 1 "$log")"
+  fi
+}
+
+# The GPU unit tests' stage (2): each binary's line in summary.md.
+unit_tests_stage() {
+  local t rc line result=ok
+  if room "GPU unit tests" $min_unit; then
+    stage_begin "GPU unit tests"
+    # smp-cuda-wgmma-tests: Hopper's wgmma on its own (a process of its
+    # own: a wrong descriptor can fault; filtered, as the emulated kit's
+    # copy is the emulator's whole kernel-test binary).
+    for t in smp-cuda-kernel-tests smp-cuda-wgmma-tests smp-comm-nccl-tests; do
+      if [ $(($(left) - RESERVE)) -lt $min_unit ]; then
+        line="$t: skipped (the budget: $(($(left) - RESERVE)) s left)"
+      else
+        rc=0
+        local only=()
+        [ $t = smp-cuda-wgmma-tests ] && only=('--gtest_filter=*Wgmma*')
+        limited 150 "$BIN/$t" --gtest_output="xml:$LOGS/$t.xml" "${only[@]}" \
+          > "$LOGS/$t.log" 2>&1 || rc=$?
+        line=$(unit_line "$t" "$LOGS/$t.log" "$rc")
+      fi
+      case $line in *FAILED* | *skipped*) result="not all passed" ;; esac
+      echo "$line" | tee -a "$SUMMARY"
+    done
+    stage_end "GPU unit tests" "$result"
+  fi
 }

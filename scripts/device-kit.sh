@@ -39,7 +39,8 @@
 #            library missing is reported at the top of env.txt and in
 #            summary.md, and the run goes on; only one that smprun misses
 #            skips the stages that need smprun.
-#         2. the GPU unit tests (smp-cuda-kernel-tests, smp-comm-nccl-tests
+#         2. the GPU unit tests (smp-cuda-kernel-tests, smp-cuda-wgmma-tests,
+#            smp-comm-nccl-tests
 #            on one rank; ctest's label gpu), 150 s each at most; then the
 #            attention kernels, bf16, forward and training, smp's
 #            (smp-cuda-attention-bench) against PyTorch's SDPA flash and
@@ -137,12 +138,19 @@ LAZY_LIBRARIES=(libcublasLt.so.13)
 
 pack() {
   local kit=$1 emulate=${2:-} build=${BUILD_DIR:-$ROOT/build}
-  local bins=(smprun smp-cuda-kernel-tests smp-comm-nccl-tests smp-artifact-text
-    smp-cuda-attention-bench smp-checkpoint)
+  local bins=(smprun smp-cuda-kernel-tests smp-cuda-wgmma-tests smp-comm-nccl-tests
+    smp-artifact-text smp-cuda-attention-bench smp-checkpoint)
   # The build each kit binary comes from (--emulate: the emulator's).
   local suffix=""
   [ "$emulate" = --emulate ] && suffix=-emu
-  from() { case $1 in smp-artifact-text | smp-checkpoint | smpc | smp-modelgen) echo "$1" ;; *) echo "$1$suffix" ;; esac; }
+  # (The emulator's kernel tests hold the wgmma test: run filtered.)
+  from() {
+    case $1 in
+      smp-artifact-text | smp-checkpoint | smpc | smp-modelgen) echo "$1" ;;
+      smp-cuda-wgmma-tests) [ -n "$suffix" ] && echo smp-cuda-kernel-tests-emu || echo "$1" ;;
+      *) echo "$1$suffix" ;;
+    esac
+  }
   for b in "${bins[@]}" smpc smp-modelgen; do
     [ -x "$build/bin/$(from "$b")" ] || {
       echo "device-kit: $build/bin/$(from "$b") not found: build with the CUDA" \
@@ -421,22 +429,6 @@ bench_md() {
   } > "$DEST/bench.md" || true
 }
 
-# The GPU unit tests' line for binary T (log LOG, timeout(1)'s status RC).
-unit_line() {
-  local t=$1 log=$2 rc=$3 last
-  last=$(grep -E '^\[ RUN +\]' "$log" | tail -n 1 | sed 's/^\[ RUN *\] //')
-  if [ "$rc" = 0 ]; then
-    echo "$t: $(grep -E '^\[  (PASSED|SKIPPED) +\] [0-9]+ test' "$log" |
-      sed 's/^\[ *//; s/ *\]//; s/, listed below://' | tr '\n' ' ')"
-  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    echo "$t: FAILED: timed out (${last:+in $last, }see $t.log)"
-  elif grep -q -E '^\[  FAILED  \]' "$log"; then
-    echo "$t: FAILED: $(grep -E '^\[  FAILED  \]' "$log" | head -5 | tr '\n' ' ')"
-  else
-    echo "$t: FAILED: exit $rc${last:+ in $last}: $(tail -n 1 "$log")"
-  fi
-}
-
 # fill_weights ART: random parameters in place of the artifact's dropped
 # weights file, then its checksums; prints ok or why not.
 fill_weights() {
@@ -599,23 +591,7 @@ run() {
   stage_end "env" "$([ -n "$missing" ] && echo "libraries missing" || echo ok)"
 
   # 2. The GPU unit tests (each skips without a GPU).
-  local t rc line result=ok
-  if room "GPU unit tests" $min_unit; then
-    stage_begin "GPU unit tests"
-    for t in smp-cuda-kernel-tests smp-comm-nccl-tests; do
-      if [ $(($(left) - RESERVE)) -lt $min_unit ]; then
-        line="$t: skipped (the budget: $(($(left) - RESERVE)) s left)"
-      else
-        rc=0
-        limited 150 "$BIN/$t" --gtest_output="xml:$LOGS/$t.xml" \
-          > "$LOGS/$t.log" 2>&1 || rc=$?
-        line=$(unit_line "$t" "$LOGS/$t.log" "$rc")
-      fi
-      case $line in *FAILED* | *skipped*) result="not all passed" ;; esac
-      echo "$line" | tee -a "$SUMMARY"
-    done
-    stage_end "GPU unit tests" "$result"
-  fi
+  unit_tests_stage
 
   # 2b. The attention kernels against PyTorch's SDPA (not on the CPU).
   if [ "$dev" = cpu ]; then

@@ -114,7 +114,7 @@ struct Stacks {
   }
 };
 
-enum class Wait { Ready, Block, Warp, Done };
+enum class Wait { Ready, Block, Warp, Group, Done };
 
 /// A cp.async copy not done yet.
 struct PendingCopy {
@@ -308,6 +308,44 @@ bool releaseWarps(BlockRun &b, std::string &error) {
   return released;
 }
 
+/// Releases each warpgroup (4 warps, 128 threads) whose threads all wait
+/// at syncWarpgroup; false with `error` where one of its threads has
+/// exited or the block has no whole warpgroup there.
+bool releaseGroups(BlockRun &b, std::string &error) {
+  bool released = false;
+  size_t n = b.fibers.size();
+  for (size_t g0 = 0; g0 < n; g0 += 128) {
+    size_t g1 = std::min(n, g0 + 128);
+    bool anyWaiting = false, allThere = true;
+    for (size_t t = g0; t < g1; ++t) {
+      Wait s = b.fibers[t].state;
+      anyWaiting |= s == Wait::Group;
+      allThere &= s == Wait::Group;
+    }
+    if (!anyWaiting)
+      continue;
+    std::string group = "warpgroup " + std::to_string(g0 / 128);
+    if (g1 - g0 < 128) {
+      error = group + " takes part in a warpgroup operation but has " +
+              std::to_string(g1 - g0) +
+              " threads (a warpgroup is 4 whole warps)";
+      return false;
+    }
+    for (size_t t = g0; t < g1; ++t)
+      if (b.fibers[t].state == Wait::Done) {
+        error = "thread " + std::to_string(t) + " of " + group +
+                " has exited while the others wait at a warpgroup operation";
+        return false;
+      }
+    if (!allThere)
+      continue;
+    for (size_t t = g0; t < g1; ++t)
+      b.fibers[t].state = Wait::Ready;
+    released = true;
+  }
+  return released;
+}
+
 /// Runs one block to its end; false (with `error`) on a deadlock.
 bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
   for (size_t t = 0; t < b.fibers.size(); ++t)
@@ -317,7 +355,7 @@ bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
     // at the end of the phase (no other fiber changes it), so the waits are
     // counted in the same pass.
     size_t n = b.fibers.size();
-    size_t live = 0, atBlock = 0, atWarp = 0;
+    size_t live = 0, atBlock = 0, atWarp = 0, atGroup = 0;
     int any = 0;
     for (size_t k = 0; k < n; ++k) {
       Fiber &f = b.fibers[phase % 2 ? n - 1 - k : k];
@@ -333,6 +371,9 @@ bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
       case Wait::Warp:
         ++atWarp;
         break;
+      case Wait::Group:
+        ++atGroup;
+        break;
       case Wait::Ready:
         break;
       }
@@ -341,6 +382,8 @@ bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
     if (live == 0)
       return true;
     if (atWarp && releaseWarps(b, error))
+      continue;
+    if (atGroup && error.empty() && releaseGroups(b, error))
       continue;
     if (!error.empty())
       return false;
@@ -352,11 +395,12 @@ bool runBlock(BlockRun &b, const Stacks &stacks, std::string &error) {
         }
       continue;
     }
-    error = std::to_string(atBlock) + " of " + std::to_string(live) +
-            " live threads wait at __syncthreads and " +
-            std::to_string(atWarp) +
-            " at a warp operation that cannot complete (a barrier not "
-            "reached by every thread: a GPU would hang)";
+    error =
+        std::to_string(atBlock) + " of " + std::to_string(live) +
+        " live threads wait at __syncthreads and " +
+        std::to_string(atWarp + atGroup) +
+        " at a warp or warpgroup operation that cannot complete (a barrier not "
+        "reached by every thread: a GPU would hang)";
     return false;
   }
 }
@@ -450,6 +494,22 @@ uint64_t shuffleBits(unsigned mask, uint64_t value, int src, int width) {
 void *dynamicShared() {
   currentFiber();
   return running->shared.data();
+}
+
+size_t dynamicSharedBytes() {
+  currentFiber();
+  return running->shared.size();
+}
+
+uint64_t blockSerial() {
+  currentFiber();
+  return running->block;
+}
+
+void syncWarpgroup() {
+  Fiber &f = currentFiber();
+  f.state = Wait::Group;
+  yieldToScheduler();
 }
 
 void sharedStatic(void *array, size_t bytes) {

@@ -53,16 +53,8 @@ unsigned warpOf() {
 }
 
 float halfOf(uint32_t reg, int hi, bool bf16) {
-  uint16_t bits = static_cast<uint16_t>(hi ? reg >> 16 : reg & 0xffffu);
-  if (bf16) {
-    uint32_t f = uint32_t(bits) << 16;
-    float v;
-    std::memcpy(&v, &f, sizeof(v));
-    return v;
-  }
-  __half_raw raw;
-  raw.x = bits;
-  return __half2float(__half(raw));
+  return halfBitsToFloat(static_cast<uint16_t>(hi ? reg >> 16 : reg & 0xffffu),
+                         bf16);
 }
 
 /// The warp's product from its slot, in place of the slot's C elements:
@@ -100,6 +92,18 @@ void multiply(Slot &w, bool bf16) {
 }
 
 } // namespace
+
+float halfBitsToFloat(uint16_t bits, bool bf16) {
+  if (bf16) {
+    uint32_t f = uint32_t(bits) << 16;
+    float v;
+    std::memcpy(&v, &f, sizeof(v));
+    return v;
+  }
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
 
 void mmaM16N8K16(bool bf16, float c[4], const uint32_t a[4],
                  const uint32_t b[2]) {

@@ -68,6 +68,8 @@ bool noEpilogues();
 /// order onto C). A GPU's order is neither: a kernel test that passes
 /// only in one order compares more tightly than the hardware allows.
 bool reverseSums();
+/// A 16-bit bf16 (else f16) value's bits as a float (Mma.cpp).
+float halfBitsToFloat(uint16_t bits, bool bf16);
 /// Counts a checked launch (of `blocks` blocks of `threads`) or cuBLASLt
 /// product; a dry run prints the counts at exit ("N kernel launches (K
 /// kernels and ops) and P cuBLASLt products checked").
@@ -94,6 +96,10 @@ cudaError_t stickyError();
 
 /// The limit set by cudaFuncSetAttribute(MaxDynamicSharedMemorySize).
 size_t dynamicSharedLimit(const void *kernel);
+/// The running block's dynamic shared memory size, and its serial (each
+/// block a launch runs has its own).
+size_t dynamicSharedBytes();
+uint64_t blockSerial();
 void setDynamicSharedLimit(const void *kernel, size_t bytes);
 
 /// The emulated device's limits (an H100 SXM's).

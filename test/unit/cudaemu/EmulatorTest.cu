@@ -532,6 +532,37 @@ TEST(CudaEmuDeathTest, ReportsAnMmaWithoutTheWholeWarp) {
               testing::ExitedWithCode(0), "has exited");
 }
 
+/// A wgmma wait of one warp: a warpgroup is four.
+__global__ void wgmmaOnOneWarp(float *out) {
+  ::smp::cudaemu::wgmmaWait(0);
+  out[threadIdx.x] = 0;
+}
+
+/// A warpgroup whose thread 5 issues a product the others do not.
+__global__ void wgmmaDiverging(float *out) {
+  extern __shared__ unsigned char tiles[];
+  float d[8] = {};
+  uint64_t at = ::smp::cudaemu::sharedAddress(tiles);
+  ::smp::cudaemu::wgmmaM64K16(true, 16, d, at >> 4, nullptr,
+                              (at >> 4) + (threadIdx.x == 5), false, false);
+  ::smp::cudaemu::wgmmaCommit();
+  ::smp::cudaemu::wgmmaWait(0);
+  out[threadIdx.x] = d[0];
+}
+
+void launchWgmmaDiverging() {
+  float *d;
+  cudaMalloc(&d, 128 * sizeof(float));
+  wgmmaDiverging<<<1, 128, 4096>>>(d);
+  cudaDeviceSynchronize();
+}
+
+TEST(CudaEmuDeathTest, ReportsWgmmaWithoutItsWholeWarpgroup) {
+  EXPECT_EXIT(launchExpecting(wgmmaOnOneWarp, cudaErrorLaunchFailure),
+              testing::ExitedWithCode(0), "a warpgroup is 4 whole warps");
+  EXPECT_DEATH(launchWgmmaDiverging(), "thread 5 of warpgroup 0 issued");
+}
+
 //===----------------------------------------------------------------------===//
 // NCCL between processes
 //===----------------------------------------------------------------------===//

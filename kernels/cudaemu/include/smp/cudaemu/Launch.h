@@ -62,6 +62,27 @@ void mmaM16N8K16(bool bf16, float c[4], const uint32_t a[4],
 /// lane l gives the address of row l % 8 of 8 x 8 matrix l / 8 (16 bytes);
 /// r[i] is matrix i's fragment (or its transpose's). Every lane must call.
 void ldmatrixX4(bool trans, uint32_t r[4], const void *row);
+/// A shared-memory address as a wgmma descriptor holds it: the byte offset
+/// of p in the launch's dynamic shared memory (the emulator's static
+/// `__shared__` arrays are not in that window: refused).
+uint64_t sharedAddress(const void *p);
+/// wgmma.mma_async.sync.aligned.m64nNk16.f32 of bf16 (else f16) operands
+/// (kernels/cuda/Wgmma.cuh) for the calling warpgroup: d (n / 2
+/// accumulators a thread) (+)= A B, A K-major in shared memory (descA) or,
+/// where aRegs is given, the thread's 4 fragment registers (copied now), B
+/// in shared memory (descB), K-major or with transB MN-major, both
+/// unswizzled; done when a wgmmaWait covers its commit group (every thread
+/// of the warpgroup must issue the same products).
+void wgmmaM64K16(bool bf16, int n, float *d, uint64_t descA,
+                 const uint32_t *aRegs, uint64_t descB, bool transB,
+                 bool accumulate);
+/// wgmma.fence, wgmma.commit_group and wgmma.wait_group n.
+void wgmmaFence();
+void wgmmaCommit();
+void wgmmaWait(int n);
+/// A barrier of the calling thread's warpgroup (its 4 warps' 128 threads):
+/// false, with the launch failed, when one of them has exited.
+void syncWarpgroup();
 /// cp.async of `bytes` from global to shared memory: done when a later
 /// cpAsyncWait of the calling thread covers its group (the emulator copies
 /// then, so a read before the wait sees the old bytes, as a GPU may).
