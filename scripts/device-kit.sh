@@ -110,7 +110,8 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # best_row).
 # They run in this order (ablations.txt), the open questions first: the
 # rows the budget has no room for are skipped, measured ones last.
-ABLATIONS=("attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
+ABLATIONS=("attention-wgmma:env SMP_ATTENTION_WGMMA=1"
+  "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
   "attention-grad-rows-128:env SMP_ATTENTION_GRAD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
   "dgelu-no-bias-grad:--dgelu-epilogue --no-bias-grad-epilogue"

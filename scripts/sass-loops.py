@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Static SASS statistics of the CUDA kernels' loops, without a GPU.
 
-Compiles one kernels/cuda/*.cu file for sm_90 with the project's include
+Compiles one kernels/cuda/*.cu file for sm_90 (--arch 90a: sm_90a, which
+wgmma needs) with the project's include
 paths (nvcc -cubin, ptxas -v), disassembles it (cuobjdump -sass) and prints,
 for each kernel whose name contains every --kernel string: its registers and
 spills, and the instructions of its innermost loop that holds tensor-core
@@ -36,12 +37,13 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def compile_cubin(src, build, out, log):
+def compile_cubin(src, build, out, log, arch):
     includes = ['include', os.path.join(build, 'include'), 'kernels/cuda/include',
                 'kernels/cuda', 'runtime/base/include', 'kernels/include',
                 'kernels/common/include']
     cmd = [os.environ.get('NVCC', '/usr/local/cuda/bin/nvcc'), '-O3',
-           '-arch=sm_90', '--expt-relaxed-constexpr', '-std=c++17',
+           f'-gencode=arch=compute_{arch},code=sm_{arch}',
+           '--expt-relaxed-constexpr', '-std=c++17',
            '-Xptxas', '-v', '-cubin', '-o', out, src,
            '-isystem=/usr/local/cuda/include']
     cmd += ['-I' + os.path.join(ROOT, i) for i in includes]
@@ -79,6 +81,9 @@ def main():
     ap.add_argument('--loop-with', default='HMMA',
                     help='the innermost loop holding this opcode (LDG, ...)')
     ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
+    ap.add_argument('--arch', default='90',
+                    help="the target: 90, or 90a for wgmma's files "
+                         "(AttentionWgmma.cu, WgmmaProbe.cu)")
     ap.add_argument('--cuobjdump', default=os.environ.get(
         'CUOBJDUMP', shutil.which('cuobjdump') or 'cuobjdump'))
     args = ap.parse_args()
@@ -103,7 +108,7 @@ def main():
                 f.write(text)
         cubin, log = os.path.join(tmp, 'k.cubin'), os.path.join(tmp, 'log')
         compile_cubin(os.path.join(copy, os.path.basename(src)), args.build,
-                      cubin, log)
+                      cubin, log, args.arch)
         res = resources(log)
         dump = subprocess.run([args.cuobjdump, '-sass', cubin],
                               capture_output=True, text=True)

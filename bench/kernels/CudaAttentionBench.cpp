@@ -11,7 +11,9 @@
 // causal), training 3.5 times the forward. Head dims up to 64 get a second
 // row with the forward's 128-query blocks (setAttentionForwardRows; the
 // backward the default's) and a third with the backward's 128-row blocks
-// (setAttentionGradRows; the forward the default's). --small: shapes the CUDA
+// (setAttentionGradRows; the forward the default's); after every shape, on
+// an H100/H200, the D = 64 shapes again with the forward on Hopper's wgmma
+// (setAttentionWgmma). --small: shapes the CUDA
 // emulator runs in seconds (smp-cuda-attention-bench-emu; a rehearsal,
 // its times mean nothing). --first: only the first shape's first row (GPT-2
 // 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
@@ -100,11 +102,13 @@ template <class F> double timeMs(cuk::Context &ctx, int iters, F f) {
 }
 
 /// One row: the shape timed with `rows` queries a forward block and
-/// `gradRows` keys (or queries) a backward block.
+/// `gradRows` keys (or queries) a backward block, or with the forward on
+/// wgmma.
 void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
-         int gradRows = 64) {
+         int gradRows = 64, bool wgmma = false) {
   check(cuk::setAttentionForwardRows(ctx, rows));
   check(cuk::setAttentionGradRows(ctx, gradRows));
+  check(cuk::setAttentionWgmma(ctx, wgmma));
   std::mt19937 rng(42);
   std::vector<int64_t> qs = {s.b, s.h, s.t, s.d};
   DevTensor q(DType::BF16, qs, &rng), k(DType::BF16, qs, &rng),
@@ -130,6 +134,7 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
   std::printf("| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "
               "| %.1f |\n",
               !tc              ? "CUDA cores"
+              : wgmma          ? "tensor cores, wgmma forward"
               : gradRows != 64 ? "tensor cores, 128-row backward blocks"
               : rows != 64     ? "tensor cores, 128-row blocks"
                                : "tensor cores",
@@ -190,6 +195,12 @@ int main(int argc, char **argv) {
       run(*ctx, s, small ? 1 : iters, 64, 128);
     }
   }
+  // Last, where a fault ends no other row: the forward on Hopper's wgmma
+  // (setAttentionWgmma; D = 64, an H100/H200 only).
+  if (!first && cuk::setAttentionWgmma(*ctx, true).ok())
+    for (const Shape &s : shapes)
+      if (s.d == 64)
+        run(*ctx, s, small ? 1 : iters, 64, 64, true);
   cuk::destroyContext(ctx);
   return 0;
 }

@@ -146,6 +146,12 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
                     const Context &ctx, const TensorRef &q, const TensorRef &k,
                     const TensorRef &v, const TensorRef &out,
                     const TensorRef &lse);
+/// attentionMma's forward on wgmma (AttentionWgmma.cu: f16/bf16, D = Dv
+/// = 64, no dropout; the caller checks), for ctx.attentionWgmma.
+Status attentionForwardWgmma(const char *op, const AttnArgs &a, DType t,
+                             const Context &ctx, const TensorRef &q,
+                             const TensorRef &k, const TensorRef &v,
+                             const TensorRef &out, const TensorRef &lse);
 
 /// The backward on the tensor cores (attentionOnTensorCores is true): dk and dv
 /// when either has elements, dq when it has.

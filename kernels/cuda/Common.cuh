@@ -86,6 +86,7 @@ struct Context {
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
   int attentionForwardRows = 64;  // setAttentionForwardRows
   int attentionGradRows = 64;     // setAttentionGradRows
+  bool attentionWgmma = false;    // setAttentionWgmma
 };
 
 /// Records a data error unless one is already recorded.

@@ -30,7 +30,9 @@
 // the first product that reads accumulators the threads wrote; the
 // products of a commit group are done, their accumulators written and
 // their shared memory read, once wgmmaWait<n> leaves at most n groups in
-// flight.
+// flight; then wgmmaFenceOperands on the accumulators and
+// wgmmaKeepOperands on register A fragments keep the compiler from
+// reading the first before the wait or reusing the second's registers.
 //
 // Without sm_90a (a plain sm_90 build, or another GPU) the products trap;
 // callers check the device first (WgmmaProbe.cu: compute capability 9.0).
@@ -98,6 +100,35 @@ template <int kGroups> __device__ inline void wgmmaWait() {
   ::smp::cudaemu::wgmmaWait(kGroups);
 #elif defined(SMP_WGMMA_DEVICE)
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kGroups) : "memory");
+#endif
+}
+
+/// After a wgmmaWait, for each accumulator array its products wrote: the
+/// registers hold what the products wrote from here on (the compiler saw
+/// them written at the wgmma's asm statement and could otherwise move a
+/// read of them above the wait).
+template <int N> __device__ inline void wgmmaFenceOperands(float (&d)[N]) {
+#ifdef SMP_WGMMA_DEVICE
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    asm volatile("" : "+f"(d[i])::"memory");
+#else
+  (void)d;
+#endif
+}
+
+/// After a wgmmaWait, for A fragments its products read from registers:
+/// they stay live (unreused) until here.
+template <int M>
+__device__ inline void wgmmaKeepOperands(const uint32_t (&a)[M][4]) {
+#ifdef SMP_WGMMA_DEVICE
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      asm volatile("" ::"r"(a[m][i]) : "memory");
+#else
+  (void)a;
 #endif
 }
 

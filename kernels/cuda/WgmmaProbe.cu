@@ -90,6 +90,8 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
   wgmmaCommit();
   wgmmaWait<0>();
+  wgmmaFenceOperands(acc);
+  wgmmaKeepOperands(frag);
 #pragma unroll
   for (int i = 0; i < 32; ++i) {
     int row = 16 * w + g + 8 * (i % 4 / 2), col = 8 * (i / 4) + 2 * t + i % 2;
