@@ -83,14 +83,22 @@ __device__ void loadRowsAsync(const S *src, int ld, int64_t r0, int64_t rows,
   });
 }
 
+/// Nothing between a tile's copies and the barrier after them.
+struct NoFence {
+  __device__ void operator()() const {}
+};
+
 /// The double-buffered loop over `tiles` tiles: issue(it, buf) starts the
 /// copies of tile it into buffer buf (cp.async, or plain stores), and
 /// body(it, buf) runs once tile it is in buffer buf for every thread, while
 /// tile it + 1's copies are in flight. Copies the caller started before the
 /// loop complete with tile 0's; all are done (and every thread past the
-/// last body) when it returns.
-template <class Issue, class Body>
-__device__ void pipelined(int tiles, Issue issue, Body body) {
+/// last body) when it returns. fence() runs in each thread once its copies
+/// of a tile are done, before the barrier that gives the tile to every
+/// thread (AttentionWgmma.cu: the proxy fence the tensor cores' reads of
+/// shared memory need).
+template <class Issue, class Body, class Fence = NoFence>
+__device__ void pipelined(int tiles, Issue issue, Body body, Fence fence = {}) {
   if (tiles > 0)
     issue(0, 0);
   cpAsyncCommit();
@@ -103,6 +111,7 @@ __device__ void pipelined(int tiles, Issue issue, Body body) {
     } else {
       cpAsyncWait<0>();
     }
+    fence();
     __syncthreads(); // tile it is every thread's
     body(it, it % 2);
   }

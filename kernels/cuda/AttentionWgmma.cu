@@ -11,11 +11,12 @@
 // memory (K-major core matrices); O += P V four more with P's fragments in
 // registers and V's tile MN-major. Each product group is waited for before
 // its accumulators are read (the softmax between them needs S; the next
-// tile's rescaling needs O). The accumulators are mma.sync's C fragments
-// warp by warp, so the mask, softmax and output code is AttentionMma.cu's
-// (AttentionFragments.cuh). D = Dv = 64, f16/bf16, no dropout, on a
-// compute-capability-9.0 GPU; an option (setAttentionWgmma,
-// SMP_ATTENTION_WGMMA=1) until a GPU says it is faster.
+// tile's rescaling needs O); the tiles' copies are fenced for the tensor
+// cores' (async) proxy before the barrier that hands them over. The
+// accumulators are mma.sync's C fragments warp by warp, so the mask, softmax
+// and output code is AttentionMma.cu's (AttentionFragments.cuh). D = Dv = 64,
+// f16/bf16, no dropout, on a compute-capability-9.0 GPU; an option
+// (setAttentionWgmma, SMP_ATTENTION_WGMMA=1) until a GPU says it is faster.
 //
 // Built for sm_90a alone (smp_kernels_cuda_wgmma); the emulator runs it
 // through its wgmma (kernels/cudaemu/Wgmma.cpp).
@@ -136,7 +137,10 @@ __global__ void __launch_bounds__(kAttnThreads, 4)
         wgmmaWait<0>();
         wgmmaFenceOperands(flat(o));
         wgmmaKeepOperands(p);
-      });
+      },
+      // The copies' (and the tails' zeros') writes are the generic proxy's;
+      // the tensor cores read through the async proxy.
+      [] { fenceProxyAsync(); });
   // The output rows as the 64-row forward writes them.
   int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
 #pragma unroll
