@@ -143,6 +143,38 @@ __device__ inline float fragmentDropFactor(const AttnArgs &a, int64_t b,
   return dropFactor(a, b, h, i, j);
 }
 
+/// The forward's end for one warp's 16-row tile (rows from query i): o
+/// divided by the rows' sums l, rounded into the shared tile at row r0
+/// (storeRows writes it out after a barrier), and each row's statistics
+/// (m, log l), base e, into lse's pair at stat0 + its query (rows past
+/// `rows` not written; a row without keys gets -inf twice).
+template <class S, int D>
+__device__ void finishForwardRows(float (&o)[D / 8][4], const float (&m)[2],
+                                  const float (&l)[2], S *tile, int r0,
+                                  int64_t i, int64_t rows, float *lse,
+                                  int64_t stat0) {
+#pragma unroll
+  for (int nt = 0; nt < D / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float lr = l[e / 2];
+      o[nt][e] = lr == 0.0f ? 0.0f : o[nt][e] / lr;
+    }
+  fragmentsToTile<S, D>(o, 1.0f, tile, r0);
+  if (threadIdx.x % 4 != 0)
+    return;
+  int gr = threadIdx.x % 32 / 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    int64_t q = i + gr + 8 * half;
+    if (q < rows) {
+      bool none = l[half] == 0.0f;
+      lse[2 * (stat0 + q)] = none ? -INFINITY : m[half] * kLn2;
+      lse[2 * (stat0 + q) + 1] = none ? -INFINITY : logf(l[half]);
+    }
+  }
+}
+
 /// What the backward subtracts from a query's base-2 scores for its
 /// probabilities: (m + log l) log2(e) from the forward's statistics, +inf
 /// for a row without keys (every probability 0, as for a masked score).

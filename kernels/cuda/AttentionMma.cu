@@ -118,28 +118,10 @@ __launch_bounds__(kAttnThreads, kM == 1 && !kDrop ? kForwardBlocksPerSm<D> : 1)
                       }
                       accumulatePX<S, D, kM>(o, s, sv);
                     });
-  int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
 #pragma unroll
-  for (int t = 0; t < kM; ++t) {
-#pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float lr = l[t][e / 2];
-        o[t][nt][e] = lr == 0.0f ? 0.0f : o[t][nt][e] / lr;
-      }
-    fragmentsToTile<S, D>(o[t], 1.0f, sq, r0 + 16 * t);
-    if (lane4 == 0)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        int64_t i = i0 + r0 + 16 * t + gr + 8 * half;
-        if (i < g.s) { // (m, log l), base e
-          bool none = l[t][half] == 0.0f;
-          lse[2 * (stat0 + i)] = none ? -INFINITY : m[t][half] * kLn2;
-          lse[2 * (stat0 + i) + 1] = none ? -INFINITY : logf(l[t][half]);
-        }
-      }
-  }
+  for (int t = 0; t < kM; ++t)
+    finishForwardRows<S, D>(o[t], m[t], l[t], sq, r0 + 16 * t, i0 + r0 + 16 * t,
+                            g.s, lse, stat0);
   __syncthreads();
   HeadRows orow = outRows(g, b, h);
   storeRows<S, D, kRows>(sq, out + orow.start, int(orow.ld), i0, g.s);
@@ -485,21 +467,9 @@ Status setAttentionGradRows(Context &ctx, int rows) {
 }
 
 Status setAttentionWgmma(Context &ctx, bool on) {
-  if (on) {
-    const char *op = "attention";
-    int major = 0, minor = 0;
-    SMP_RETURN_IF_ERROR(cudaStatus(
-        op, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                   ctx.device)));
-    SMP_RETURN_IF_ERROR(cudaStatus(
-        op, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
-                                   ctx.device)));
-    if (major != 9 || minor != 0)
-      return fail(op, "the forward on wgmma needs compute capability 9.0 "
-                      "(H100, H200); device " +
-                          std::to_string(ctx.device) + " has " +
-                          std::to_string(major) + "." + std::to_string(minor));
-  }
+  if (on)
+    SMP_RETURN_IF_ERROR(
+        requireHopper("attention", "the forward on wgmma", ctx.device));
   ctx.attentionWgmma = on;
   return Status::success();
 }

@@ -141,27 +141,10 @@ __global__ void __launch_bounds__(kAttnThreads, 4)
       // The copies' (and the tails' zeros') writes are the generic proxy's;
       // the tensor cores read through the async proxy.
       [] { fenceProxyAsync(); });
-  // The output rows as the 64-row forward writes them.
-  int gr = threadIdx.x % 32 / 4, lane4 = threadIdx.x % 4;
-#pragma unroll
-  for (int nt = 0; nt < kD / 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float lr = l[e / 2];
-      o[nt][e] = lr == 0.0f ? 0.0f : o[nt][e] / lr;
-    }
+  // The output rows as the 64-row forward writes them (Q's buffer stages
+  // them, row-major).
   S *staged = reinterpret_cast<S *>(sq);
-  fragmentsToTile<S, kD>(o, 1.0f, staged, r0);
-  if (lane4 == 0)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      int64_t i = i0 + r0 + gr + 8 * half;
-      if (i < g.s) { // (m, log l), base e
-        bool none = l[half] == 0.0f;
-        lse[2 * (stat0 + i)] = none ? -INFINITY : m[half] * kLn2;
-        lse[2 * (stat0 + i) + 1] = none ? -INFINITY : logf(l[half]);
-      }
-    }
+  finishForwardRows<S, kD>(o, m, l, staged, r0, i0 + r0, g.s, lse, stat0);
   __syncthreads();
   HeadRows orow = outRows(g, b, h);
   storeRows<S, kD>(staged, out + orow.start, int(orow.ld), i0, g.s);

@@ -117,6 +117,10 @@ Status requireContext(const char *op, Context *&ctx);
 Status cudaStatus(const char *op, cudaError_t e);
 /// cudaGetLastError after a launch.
 Status launchStatus(const char *op);
+/// Success on a device of compute capability 9.0 (H100, H200: the sm_90a
+/// code of Hopper's wgmma runs there only); else a failure naming op and
+/// `what` needs it.
+Status requireHopper(const char *op, const char *what, int device);
 /// The name of a cuBLAS(Lt) status (cublasGetStatusString is in libcublas,
 /// which this library does not link).
 const char *cublasStatusName(cublasStatus_t s);

@@ -335,6 +335,22 @@ Status launchStatus(const char *op) {
   return cudaStatus(op, cudaGetLastError());
 }
 
+Status requireHopper(const char *op, const char *what, int device) {
+  int major = 0, minor = 0;
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaDeviceGetAttribute(
+                         &major, cudaDevAttrComputeCapabilityMajor, device)));
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaDeviceGetAttribute(
+                         &minor, cudaDevAttrComputeCapabilityMinor, device)));
+  if (major == 9 && minor == 0)
+    return Status::success();
+  return fail(op, std::string(what) +
+                      " needs compute capability 9.0 (H100, H200); device " +
+                      std::to_string(device) + " has " + std::to_string(major) +
+                      "." + std::to_string(minor));
+}
+
 const char *cublasStatusName(cublasStatus_t s) {
   switch (s) {
   case CUBLAS_STATUS_SUCCESS:

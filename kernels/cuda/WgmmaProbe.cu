@@ -124,23 +124,9 @@ void launchForm(const void *a, const void *b, float *d, uint32_t lbo,
 base::Status wgmmaProduct64(const void *a, const void *b, float *d, bool bf16,
                             WgmmaLayout layout, WgmmaForm form) {
   const char *op = "wgmma_product";
-  int device = 0, major = 0, minor = 0;
-  if (Status st = cudaStatus(op, cudaGetDevice(&device)); !st.ok())
-    return st;
-  if (Status st = cudaStatus(
-          op, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                                     device));
-      !st.ok())
-    return st;
-  if (Status st = cudaStatus(
-          op, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
-                                     device));
-      !st.ok())
-    return st;
-  if (major != 9 || minor != 0)
-    return fail(op, "wgmma needs compute capability 9.0 (H100, H200); device " +
-                        std::to_string(device) + " has " +
-                        std::to_string(major) + "." + std::to_string(minor));
+  int device = 0;
+  SMP_RETURN_IF_ERROR(cudaStatus(op, cudaGetDevice(&device)));
+  SMP_RETURN_IF_ERROR(requireHopper(op, "wgmma", device));
   uint32_t lbo = layout == WgmmaLayout::KFirst ? 128 : 1024;
   uint32_t sbo = layout == WgmmaLayout::KFirst ? 1024 : 128;
   if (bf16)
