@@ -445,10 +445,10 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
     *value = 32;
     return cudaSuccess;
   case cudaDevAttrComputeCapabilityMajor:
-    *value = 9;
+    *value = computeCapability().first;
     return cudaSuccess;
   case cudaDevAttrComputeCapabilityMinor:
-    *value = 0;
+    *value = computeCapability().second;
     return cudaSuccess;
   default:
     return fail(cudaErrorInvalidValue,
@@ -472,8 +472,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   prop->maxThreadsDim[2] = 64;
   prop->maxGridSize[0] = 2147483647;
   prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
-  prop->major = 9;
-  prop->minor = 0;
+  prop->major = computeCapability().first;
+  prop->minor = computeCapability().second;
   prop->multiProcessorCount = kMultiprocessors;
   prop->l2CacheSize = 50 << 20;
   return cudaSuccess;

@@ -31,6 +31,25 @@ bool reverseSums() {
   return on;
 }
 
+std::pair<int, int> computeCapability() {
+  static const std::pair<int, int> cc = [] {
+    const char *v = std::getenv("SMP_CUDAEMU_COMPUTE_CAPABILITY");
+    if (!v || !*v)
+      return std::pair<int, int>(9, 0);
+    int major = 0, minor = 0;
+    char end = 0;
+    if (std::sscanf(v, "%d.%d%c", &major, &minor, &end) != 2 || major < 1 ||
+        minor < 0) {
+      report(std::string("SMP_CUDAEMU_COMPUTE_CAPABILITY must be MAJOR.MINOR "
+                         "(such as 9.0 or 8.0), not '") +
+             v + "'");
+      std::abort();
+    }
+    return std::pair<int, int>(major, minor);
+  }();
+  return cc;
+}
+
 namespace {
 
 struct Registry {

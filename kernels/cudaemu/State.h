@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace smp::cudaemu {
 
@@ -68,6 +69,10 @@ bool noEpilogues();
 /// order onto C). A GPU's order is neither: a kernel test that passes
 /// only in one order compares more tightly than the hardware allows.
 bool reverseSums();
+/// SMP_CUDAEMU_COMPUTE_CAPABILITY=M.N: the compute capability the emulated
+/// devices report (9.0 by default: an H100's), so that what a GPU other
+/// than Hopper refuses (the wgmma paths) can be checked.
+std::pair<int, int> computeCapability();
 /// A 16-bit bf16 (else f16) value's bits as a float (Mma.cpp).
 float halfBitsToFloat(uint16_t bits, bool bf16);
 /// Counts a checked launch (of `blocks` blocks of `threads`) or cuBLASLt
