@@ -117,14 +117,19 @@ else:
 # together, as one more row ("best"): the fastest artifact of the benchmark's batch (the
 # benchmark's or an ablation's; not another batch) under every environment
 # row that beat the benchmark's by more than 0.5% (not SMP_CUBLASLT_TUNE=1,
-# which tunes anew each run: use-tuned-gemm runs its file). Nothing to run
-# when the benchmark's configuration was the fastest; says so.
+# which tunes anew each run: use-tuned-gemm runs its file), the fastest
+# first, a row that sets a variable a faster one set left out
+# (SMP_ATTENTION_WGMMA=1 and =forward: the faster of the two). Nothing to
+# run when the benchmark's configuration was the fastest; says so.
 best_row() {
-  local bdir=$1 dev=$2 steps=$3 base n art=gpt2-fused envs=() what=() words
+  local bdir=$1 dev=$2 steps=$3 base n art=gpt2-fused envs=() what=() words w
   base=${ROW_MS[gpt2-fused]:-}
   [ -n "$base" ] || return 0
-  local rows
+  local rows byms
+  local -A set=()
   mapfile -t rows < <(printf '%s\n' "${!ROW_MS[@]}" | sort) # a fixed order
+  mapfile -t byms < <(for n in "${rows[@]}"; do echo "${ROW_MS[$n]} $n"; done |
+    sort -s -g -k1,1 | cut -d' ' -f2)
   for n in "${rows[@]}"; do
     if [[ ${ROW_ART[$n]} != *.smpx ]] || [ -n "${ROW_ENV[$n]}" ]; then
       continue
@@ -134,13 +139,19 @@ best_row() {
       art=$n
   done
   [ "$art" = gpt2-fused ] || what+=("${ROW_FLAGS[$art]}")
-  for n in "${rows[@]}"; do
+  for n in "${byms[@]}"; do
     if [ -z "${ROW_ENV[$n]}" ] || [[ ${ROW_ENV[$n]} == *SMP_CUBLASLT_TUNE=1* ]]; then
       continue
     fi
     awk -v a="${ROW_MS[$n]}" -v b="$base" 'BEGIN {exit !(a < 0.995 * b)}' ||
       continue
     read -ra words <<< "${ROW_ENV[$n]}"
+    for w in "${words[@]}"; do
+      [ -z "${set[${w%%=*}]:-}" ] || continue 2
+    done
+    for w in "${words[@]}"; do
+      set[${w%%=*}]=1
+    done
     envs+=("${words[@]}")
     what+=("${words[@]}")
   done
@@ -306,8 +317,10 @@ step_counters_stage() {
 # (Nsight Compute, where the machine has it and its runtime lets it read
 # them; --clock-control none: the clocks as they are): the last forward,
 # key pass and query pass of `smp-cuda-attention-bench --first --iters 1`
-# (its 10th to 12th kernels with "Mma" in their names), the whole report
-# in attention-ncu.txt, its figures and the profiler's advice in summary.md.
+# (its 10th to 12th kernels with "Mma" in their names), then, budget
+# permitting, of `--first --wgmma` (the passes on Hopper's wgmma: "Wgmma"),
+# the whole reports in attention-ncu.txt and attention-ncu-wgmma.txt, their
+# figures and the profiler's advice in summary.md.
 attention_counters() {
   local ncu
   ncu=$(find_ncu)
@@ -316,20 +329,29 @@ attention_counters() {
     return 0
   fi
   room "attention counters" 60 || return 0
-  local rc=0
-  limited 90 "$ncu" --clock-control none -k regex:Mma --launch-skip 9 \
+  attention_ncu "$ncu" Mma attention-ncu.txt
+  room "attention counters (wgmma)" 60 || return 0
+  attention_ncu "$ncu" Wgmma attention-ncu-wgmma.txt --wgmma
+}
+
+# attention_ncu NCU NAME FILE [BENCH ARGS]: one profile of
+# attention_counters (the kernels whose names hold NAME).
+attention_ncu() {
+  local ncu=$1 name=$2 file=$3 rc=0
+  shift 3
+  limited 90 "$ncu" --clock-control none -k "regex:$name" --launch-skip 9 \
     --launch-count 3 --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section SchedulerStats --section InstructionStats \
-    "$BIN/smp-cuda-attention-bench" --first --iters 1 \
-    > "$LOGS/attention-ncu.txt" 2>&1 || rc=$?
-  cp "$LOGS/attention-ncu.txt" "$DEST/attention-ncu.txt"
+    "$BIN/smp-cuda-attention-bench" --first --iters 1 "$@" \
+    > "$LOGS/$file" 2>&1 || rc=$?
+  cp "$LOGS/$file" "$DEST/$file"
   {
-    echo "### Attention kernels' counters (ncu, exit $rc)"
+    echo "### Attention kernels' counters, $name (ncu, exit $rc)"
     echo '```'
-    grep -E 'attn[A-Za-z]+Mma|Duration|Throughput|Registers Per|Occupancy|Warp Cycles Per|Issue Slots|Bank Conflicts|Executed Ipc|(OPT|WRN)' \
-      "$LOGS/attention-ncu.txt" | cut -c1-220 | head -n 150
+    grep -E "attn[A-Za-z]+$name|Duration|Throughput|Registers Per|Occupancy|Warp Cycles Per|Issue Slots|Bank Conflicts|Executed Ipc|(OPT|WRN)" \
+      "$LOGS/$file" | cut -c1-220 | head -n 150
     echo '```'
   } >> "$SUMMARY"
 }

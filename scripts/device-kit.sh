@@ -47,7 +47,8 @@
 #            cuDNN backends (bench/attention_torch.py) on the same shapes,
 #            one table (attention.md; not with --device cpu); where ncu is
 #            found, the kernels' hardware counters at GPT-2's shape
-#            (attention-ncu.txt, the figures in summary.md);
+#            (attention-ncu.txt; the passes on wgmma in
+#            attention-ncu-wgmma.txt; the figures in summary.md);
 #         3. the CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh
 #            run), 60 s for each smprun at most;
 #         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
@@ -87,7 +88,7 @@
 #       summary.md (the results in one page, a line per suite check as it
 #       is printed, a line per benchmark row as it ends, the profile
 #       tables, each stage's seconds, and the stages' table at the end);
-#       suite.txt; bench.md; attention.md; attention-ncu.txt; all.tar.gz
+#       suite.txt; bench.md; attention.md; attention-ncu*.txt; all.tar.gz
 #       (every log, metrics
 #       file, profile and test report), refreshed after every stage.
 #       --device cpu runs the same steps on the CPU (the GPU tests skip; no
@@ -111,6 +112,7 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # They run in this order (ablations.txt), the open questions first: the
 # rows the budget has no room for are skipped, measured ones last.
 ABLATIONS=("attention-wgmma:env SMP_ATTENTION_WGMMA=1"
+  "attention-wgmma-forward:env SMP_ATTENTION_WGMMA=forward"
   "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
   "attention-grad-rows-128:env SMP_ATTENTION_GRAD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"

@@ -84,6 +84,8 @@ def main():
     ap.add_argument('--arch', default='90',
                     help="the target: 90, or 90a for wgmma's files "
                          "(AttentionWgmma.cu, WgmmaProbe.cu)")
+    ap.add_argument('--listing', metavar='FILE',
+                    help="also write each loop's instructions to FILE")
     ap.add_argument('--cuobjdump', default=os.environ.get(
         'CUOBJDUMP', shutil.which('cuobjdump') or 'cuobjdump'))
     args = ap.parse_args()
@@ -132,7 +134,12 @@ def main():
         if not holding:
             continue
         _, lo, hi = min(holding)
-        ops = loop_stats([s for a, s in ins if lo <= a <= hi])
+        body = [s for a, s in ins if lo <= a <= hi]
+        ops = loop_stats(body)
+        if args.listing:
+            with open(args.listing, 'a') as out:
+                out.write(f'{name} {lo:#x}-{hi:#x}\n' +
+                          ''.join(f'  {s}\n' for s in body))
         print(f'  loop {lo:#x}-{hi:#x}: {sum(ops.values())} instructions: ' +
               ', '.join(f'{k} {v}' for k, v in ops.most_common(16)))
 

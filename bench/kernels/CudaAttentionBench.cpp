@@ -1,7 +1,7 @@
 //===- CudaAttentionBench.cpp - The CUDA attention kernels' speed ---------===//
 //
 // smp-cuda-attention-bench [--small] [--first] [--grad-rows 64|128]
-// [--iters N]: times the CUDA
+// [--wgmma] [--iters N]: times the CUDA
 // backend's attention (forward) and attention + attention_grad (training) in
 // bf16 on the shapes of docs/benchmarks.md ("Fused attention on the GPU") and
 // prints one markdown table row per shape, the same columns as
@@ -12,8 +12,8 @@
 // row with the forward's 128-query blocks (setAttentionForwardRows; the
 // backward the default's) and a third with the backward's 128-row blocks
 // (setAttentionGradRows; the forward the default's); after every shape, on
-// an H100/H200, the D = 64 shapes again with the forward on Hopper's wgmma
-// (setAttentionWgmma). --small: shapes the CUDA
+// an H100/H200, the D = 64 shapes again with the forward and backward on
+// Hopper's wgmma (setAttentionWgmma). --small: shapes the CUDA
 // emulator runs in seconds (smp-cuda-attention-bench-emu; a rehearsal,
 // its times mean nothing). --first: only the first shape's first row (GPT-2
 // 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
@@ -21,7 +21,9 @@
 // queries passes 3 times (device-kit.sh profiles the last of each under
 // ncu); --grad-rows 128 makes that row's backward the 128-row blocks' (the
 // same order: `ncu -k regex:Mma --launch-skip 9 --launch-count 3` profiles
-// them). Exits 2 without a CUDA device.
+// them); --wgmma makes it the wgmma passes' (on an H100/H200; `ncu -k
+// regex:Wgmma --launch-skip 9 --launch-count 3`). Exits 2 without a CUDA
+// device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,8 +104,8 @@ template <class F> double timeMs(cuk::Context &ctx, int iters, F f) {
 }
 
 /// One row: the shape timed with `rows` queries a forward block and
-/// `gradRows` keys (or queries) a backward block, or with the forward on
-/// wgmma.
+/// `gradRows` keys (or queries) a backward block, or with the forward and
+/// backward on wgmma.
 void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
          int gradRows = 64, bool wgmma = false) {
   check(cuk::setAttentionForwardRows(ctx, rows));
@@ -134,7 +136,7 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
   std::printf("| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "
               "| %.1f |\n",
               !tc              ? "CUDA cores"
-              : wgmma          ? "tensor cores, wgmma forward"
+              : wgmma          ? "tensor cores, wgmma"
               : gradRows != 64 ? "tensor cores, 128-row backward blocks"
               : rows != 64     ? "tensor cores, 128-row blocks"
                                : "tensor cores",
@@ -147,20 +149,23 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
 } // namespace
 
 int main(int argc, char **argv) {
-  bool small = false, first = false;
+  bool small = false, first = false, wgmma = false;
   int iters = 10, gradRows = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--small"))
       small = true;
     else if (!std::strcmp(argv[i], "--first"))
       first = true;
+    else if (!std::strcmp(argv[i], "--wgmma"))
+      wgmma = true;
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc)
       iters = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--grad-rows") && i + 1 < argc)
       gradRows = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: smp-cuda-attention-bench [--small] "
-                           "[--first] [--grad-rows 64|128] [--iters N]\n");
+                           "[--first] [--grad-rows 64|128] [--wgmma] "
+                           "[--iters N]\n");
       return 2;
     }
   }
@@ -187,7 +192,7 @@ int main(int argc, char **argv) {
   std::printf("| kernel | B x H x T x D | forward ms | forward TFLOP/s | "
               "training ms | training TFLOP/s |\n|---|---|---|---|---|---|\n");
   for (const Shape &s : shapes) {
-    run(*ctx, s, small ? 1 : iters, 64, first ? gradRows : 64);
+    run(*ctx, s, small ? 1 : iters, 64, first ? gradRows : 64, first && wgmma);
     if (first)
       break;
     if (s.d <= 64) { // the other block sizes (the same results)
@@ -195,8 +200,8 @@ int main(int argc, char **argv) {
       run(*ctx, s, small ? 1 : iters, 64, 128);
     }
   }
-  // Last, where a fault ends no other row: the forward on Hopper's wgmma
-  // (setAttentionWgmma; D = 64, an H100/H200 only).
+  // Last, where a fault ends no other row: the forward and backward on
+  // Hopper's wgmma (setAttentionWgmma; D = 64, an H100/H200 only).
   if (!first && cuk::setAttentionWgmma(*ctx, true).ok())
     for (const Shape &s : shapes)
       if (s.d == 64)

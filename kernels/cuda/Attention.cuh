@@ -147,7 +147,7 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
                     const TensorRef &v, const TensorRef &out,
                     const TensorRef &lse);
 /// attentionMma's forward on wgmma (AttentionWgmma.cu: f16/bf16, D = Dv
-/// = 64, no dropout; the caller checks), for ctx.attentionWgmma.
+/// = 64, no dropout; the caller checks), for ctx.attentionWgmmaForward.
 Status attentionForwardWgmma(const char *op, const AttnArgs &a, DType t,
                              const Context &ctx, const TensorRef &q,
                              const TensorRef &k, const TensorRef &v,
@@ -161,6 +161,17 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
                         const TensorRef &out, const TensorRef &lse,
                         const TensorRef &dout, const TensorRef &dq,
                         const TensorRef &dk, const TensorRef &dv);
+
+/// attentionGradMma's two passes on wgmma (AttentionWgmmaGrad.cu: f16/bf16,
+/// D = Dv = 64, no dropout; the caller checks), for
+/// ctx.attentionWgmmaBackward, after attnDsum wrote stat (a float2 a query
+/// row).
+Status attentionGradWgmma(const char *op, const AttnArgs &a, DType t,
+                          const Context &ctx, const TensorRef &q,
+                          const TensorRef &k, const TensorRef &v,
+                          const float2 *stat, const TensorRef &dout,
+                          const TensorRef &dq, const TensorRef &dk,
+                          const TensorRef &dv);
 
 } // namespace smp::kernels::cuda::detail
 

@@ -184,21 +184,6 @@ __device__ void probsAndDs(float (&s)[kN][4], float (&dp)[kN][4], float k,
     }
 }
 
-/// The key pass's place among the query tiles of its group's heads: head h,
-/// first query i0.
-struct QueryTileWalk {
-  int64_t h, i0;
-  /// The next tile: the next 64 queries, or the next head's first tile
-  /// (iStart) after the last of s.
-  __device__ void advance(int64_t iStart, int64_t s) {
-    i0 += kAttnTile;
-    if (i0 >= s) {
-      i0 = iStart;
-      ++h;
-    }
-  }
-};
-
 /// The backward's blocks an SM: kM = 1 (64 rows a block, 16 a warp) three
 /// at D <= 64 without dropout (170 registers, no spills in the query pass
 /// and 12 bytes in the key pass: ptxas took 175 unbounded, two blocks, 8
@@ -466,11 +451,16 @@ Status setAttentionGradRows(Context &ctx, int rows) {
                       "the backward", "keys (or queries)");
 }
 
-Status setAttentionWgmma(Context &ctx, bool on) {
-  if (on)
+Status setAttentionWgmma(Context &ctx, bool forward, bool backward) {
+  if (forward || backward)
     SMP_RETURN_IF_ERROR(
-        requireHopper("attention", "the forward on wgmma", ctx.device));
-  ctx.attentionWgmma = on;
+        requireHopper("attention",
+                      forward && backward ? "the attention on wgmma"
+                      : forward           ? "the attention forward on wgmma"
+                                          : "the attention backward on wgmma",
+                      ctx.device));
+  ctx.attentionWgmmaForward = forward;
+  ctx.attentionWgmmaBackward = backward;
   return Status::success();
 }
 
@@ -486,7 +476,7 @@ Status attentionMma(const char *op, const AttnArgs &a, DType t,
     constexpr int D = decltype(dim)::value;
     constexpr bool kDrop = decltype(drop)::value;
     if constexpr (D == 64 && !kDrop)
-      if (ctx.attentionWgmma && g.dv == 64)
+      if (ctx.attentionWgmmaForward && g.dv == 64)
         return attentionForwardWgmma(op, a, t, ctx, q, k, v, out, lse);
     if constexpr (D <= 64)
       if (ctx.attentionForwardRows == 2 * kAttnTile)
@@ -550,6 +540,11 @@ Status attentionGradMma(const char *op, const AttnArgs &a, DType t,
                   stat.as<float2>(), rows);
           SMP_RETURN_IF_ERROR(launchStatus(op));
         }
+        if constexpr (D == 64 && !kDrop)
+          if (ctx.attentionWgmmaBackward && g.dv == 64)
+            return attentionGradWgmma(op, a, t, ctx, q, k, v,
+                                      stat.as<const float2>(), dout, dq, dk,
+                                      dv);
         if constexpr (D <= 64 && !kDrop)
           if (ctx.attentionGradRows == 2 * kAttnTile)
             return launchGradPasses<S, D, 2, kDrop>(op, a, ctx, q, k, v, stat,

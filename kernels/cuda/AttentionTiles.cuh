@@ -124,6 +124,21 @@ __device__ inline int tilesFrom(int64_t r0, int64_t n) {
   return n > r0 ? static_cast<int>((n - r0 + kAttnTile - 1) / kAttnTile) : 0;
 }
 
+/// The key pass's place among the query tiles of its group's heads: head h,
+/// first query i0.
+struct QueryTileWalk {
+  int64_t h, i0;
+  /// The next tile: the next 64 queries, or the next head's first tile
+  /// (iStart) after the last of s.
+  __device__ void advance(int64_t iStart, int64_t s) {
+    i0 += kAttnTile;
+    if (i0 >= s) {
+      i0 = iStart;
+      ++h;
+    }
+  }
+};
+
 /// pipelined over the key tiles [0, jEnd) of one key/value head (k and v
 /// at its first row, sk rows ld apart): body(j0, kTile, vTile) with the
 /// tile's K and V in shared memory (two buffers of both at skv).

@@ -86,7 +86,8 @@ struct Context {
   LtPlanCache *ltPlans = nullptr; // MatMul.cu's, made on first use
   int attentionForwardRows = 64;  // setAttentionForwardRows
   int attentionGradRows = 64;     // setAttentionGradRows
-  bool attentionWgmma = false;    // setAttentionWgmma
+  bool attentionWgmmaForward = false;  // setAttentionWgmma
+  bool attentionWgmmaBackward = false; // setAttentionWgmma
 };
 
 /// Records a data error unless one is already recorded.

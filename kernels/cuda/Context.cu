@@ -49,8 +49,8 @@ Status blockRowsFromEnvironment(const char *op, const char *name,
 /// SMP_ATTENTION_FORWARD_ROWS (64 or 128, the tensor-core attention
 /// forward's queries a block) and SMP_ATTENTION_GRAD_ROWS (64 or 128, its
 /// backward's keys or queries a block; the same bits either way), and
-/// SMP_ATTENTION_WGMMA (0 or 1: the forward on Hopper's wgmma). Empty: the
-/// default.
+/// SMP_ATTENTION_WGMMA (0, 1, forward or backward: which passes run on
+/// Hopper's wgmma). Empty: the default.
 Status settingsFromEnvironment(const char *op, Context &ctx) {
   if (const char *v = std::getenv("SMP_CUBLASLT_TUNE")) {
     if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0 && *v)
@@ -69,12 +69,14 @@ Status settingsFromEnvironment(const char *op, Context &ctx) {
       "the tensor-core attention backward's keys or queries a block", ctx,
       setAttentionGradRows));
   if (const char *v = std::getenv("SMP_ATTENTION_WGMMA"); v && *v) {
-    if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0)
-      return fail(op, std::string("SMP_ATTENTION_WGMMA must be 0 or 1 (the "
-                                  "tensor-core attention forward on "
-                                  "Hopper's wgmma), not '") +
-                          v + "'");
-    SMP_RETURN_IF_ERROR(setAttentionWgmma(ctx, std::strcmp(v, "1") == 0));
+    std::string w = v;
+    if (w != "0" && w != "1" && w != "forward" && w != "backward")
+      return fail(op, "SMP_ATTENTION_WGMMA must be 0, 1, forward or backward "
+                      "(the tensor-core attention's passes on Hopper's "
+                      "wgmma: none, both, or the one named), not '" +
+                          w + "'");
+    SMP_RETURN_IF_ERROR(setAttentionWgmma(ctx, w == "1" || w == "forward",
+                                          w == "1" || w == "backward"));
   }
   return Status::success();
 }

@@ -68,6 +68,33 @@ __device__ inline uint64_t wgmmaDescriptor(const void *tile, uint32_t lbo,
          (uint64_t((sbo & 0x3FFFF) >> 4) << 32);
 }
 
+/// A K-major operand at `start` (A's rows or B's columns along `rows`):
+/// element (r, k) at start + (r / 8) rowGroups + (k / 8) kGroups + (r % 8)
+/// 16 + (k % 8) 2 (LBO: the K direction, SBO: the rows').
+__device__ inline uint64_t wgmmaKMajor(const void *start, uint32_t kGroups,
+                                       uint32_t rowGroups) {
+  return wgmmaDescriptor(start, kGroups, rowGroups);
+}
+
+/// An MN-major B at `start`: element (k, n) at start + (n / 8) nGroups +
+/// (k / 8) kGroups + (k % 8) 16 + (n % 8) 2. LBO the K direction and SBO
+/// the N direction, as CUTLASS's unswizzled (INTERLEAVE) MN-major layout
+/// reads them; the emulator reads them so, and the probe's MN-major cases
+/// (both core-matrix orders) check it on a GPU. Every MN-major operand
+/// takes its descriptor here.
+__device__ inline uint64_t wgmmaMnMajor(const void *start, uint32_t kGroups,
+                                        uint32_t nGroups) {
+  return wgmmaDescriptor(start, kGroups, nGroups);
+}
+
+/// desc with its start address `bytes` further on (a multiple of 16; the
+/// address stays under 256 KiB, as shared memory's do): one 32-bit add,
+/// where a descriptor made anew takes half a dozen instructions.
+__device__ inline uint64_t wgmmaAdvance(uint64_t desc, uint32_t bytes) {
+  uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 /// Orders this thread's ordinary shared-memory stores before the tensor
 /// cores' reads (fence.proxy.async.shared::cta); a barrier follows.
 __device__ inline void fenceProxyAsync() {

@@ -81,12 +81,13 @@ __global__ void __launch_bounds__(kGroupThreads)
 #pragma unroll
   for (int s = 0; s < kN / 16; ++s) {
     // K [16 s, 16 s + 16): two core matrices along K.
-    uint64_t db = wgmmaDescriptor(sb + 2 * s * lbo, lbo, sbo);
+    uint64_t db = kTransB ? wgmmaMnMajor(sb + 2 * s * lbo, lbo, sbo)
+                          : wgmmaKMajor(sb + 2 * s * lbo, lbo, sbo);
     if constexpr (kRegA)
       wgmmaM64N64K16<S, kTransB>(acc, frag[s], db, s > 0);
     else
-      wgmmaM64N64K16<S, kTransB>(
-          acc, wgmmaDescriptor(sa + 2 * s * lbo, lbo, sbo), db, s > 0);
+      wgmmaM64N64K16<S, kTransB>(acc, wgmmaKMajor(sa + 2 * s * lbo, lbo, sbo),
+                                 db, s > 0);
   }
   wgmmaCommit();
   wgmmaWait<0>();

@@ -263,13 +263,14 @@ ENVIRONMENT
                      dropout): 64 (the default) or 128 (32 a warp, each
                      fragment of the walked tile serving two row tiles, at
                      two blocks an SM). The same bits either way.
-  SMP_ATTENTION_WGMMA=0|1
+  SMP_ATTENTION_WGMMA=0|1|forward|backward
                      On an H100/H200, the tensor-core attention's forward
-                     on Hopper's wgmma (bf16/f16, head dim 64, no
-                     attention dropout): the tensor cores read Q, K and V
-                     from shared memory themselves. Off by default; within
-                     the tensor cores' rounding of the default forward.
-                     Refused on another GPU.
+                     and backward (1), or the pass named, on Hopper's
+                     wgmma (bf16/f16, head dim 64, no attention dropout):
+                     the tensor cores read every tile from shared memory
+                     themselves. Off (0) by default; within the tensor
+                     cores' rounding of the default kernels. Refused on
+                     another GPU.
 
 EXAMPLE
   smpc compile gpt.onnx --batch-size 2 --dim seq=16 -o gpt.smpx

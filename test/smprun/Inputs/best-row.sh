@@ -40,6 +40,17 @@ row ablate-use-tuned-gemm 39.9 /b/gpt2-fused.smpx "(environment)" \
   "SMP_CUBLASLT_TUNE_FILE=$LOGS/gemm-tuning.txt"
 echo "envs only: $(best_row /b cuda 10)"
 
+# Two rows set one variable: the faster's value alone, the fastest first.
+reset
+row gpt2-fused 40.00 /b/gpt2-fused.smpx "(the benchmark's)"
+row ablate-attention-wgmma 38.0 /b/gpt2-fused.smpx \
+  "SMP_ATTENTION_WGMMA=1 (environment)" SMP_ATTENTION_WGMMA=1
+row ablate-attention-wgmma-forward 37.0 /b/gpt2-fused.smpx \
+  "SMP_ATTENTION_WGMMA=forward (environment)" SMP_ATTENTION_WGMMA=forward
+row ablate-attention-rows-128 39.0 /b/gpt2-fused.smpx \
+  "SMP_ATTENTION_FORWARD_ROWS=128 (environment)" SMP_ATTENTION_FORWARD_ROWS=128
+echo "one value: $(best_row /b cuda 10)"
+
 reset
 row gpt2-fused 40.00 /b/gpt2-fused.smpx "(the benchmark's)"
 row ablate-dgelu-epilogue 40.5 /b/ablate-dgelu-epilogue.smpx --dgelu-epilogue

@@ -237,36 +237,45 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
     }
 }
 
-/// The forward on Hopper's wgmma (setAttentionWgmma; AttentionWgmma.cu)
-/// on the tensor-core cases it takes (D = 64), f16 and bf16: within the
-/// tolerances of the mma.sync kernels against the CPU, and of the mma.sync
-/// forward (the backward reads either's out and lse); a GPU other than an
-/// H100/H200 refuses the option (the test skips there). Also in
-/// smp-cuda-wgmma-tests, the process the device kit runs it in.
-TEST_F(Cuda, AttentionForwardOnWgmmaMatchesCpuAndMma) {
+/// The forward and the backward on Hopper's wgmma (setAttentionWgmma;
+/// AttentionWgmma.cu, AttentionWgmmaGrad.cu), each alone and both, on the
+/// tensor-core cases they take (D = 64: GQA, tails, causal tiles, masks),
+/// f16 and bf16: within the tolerances of the mma.sync kernels against the
+/// CPU, and of the mma.sync kernels (the backward alone reads the mma.sync
+/// forward's out and lse); a GPU other than an H100/H200 refuses the
+/// option (the test skips there). Also in smp-cuda-wgmma-tests, the
+/// process the device kit runs it in.
+TEST_F(Cuda, AttentionOnWgmmaMatchesCpuAndMma) {
   cuk::Context &ctx = *sharedContext();
   if (Status s = cuk::setAttentionWgmma(ctx, true); !s.ok())
     GTEST_SKIP() << s.error;
   ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
+  struct Passes {
+    bool forward, backward;
+  };
   for (DType t : {DType::F16, DType::BF16})
     for (const kt::AttnCase &c : tensorCoreCases()) {
       if (c.d != 64)
         continue;
-      SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t));
       kt::AttnInputs in(c, t);
       std::vector<Host> mma = runGpu(c, in, t);
-      ASSERT_OK(cuk::setAttentionWgmma(ctx, true));
-      std::vector<Host> wg = runGpu(c, in, t);
-      ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
       CpuResults cpu = runCpu(c, in, t);
       double tol = t == DType::F16 ? 2e-3 : 1.5e-2;
-      for (size_t i = 0; i < wg.size(); ++i) {
-        EXPECT_LE(kt::maxRelDiff(wg[i].values(), cpu.part[i].values()),
-                  i == 1 ? 1e-5 : tol)
-            << kParts[i] << " vs cpu";
-        EXPECT_LE(kt::maxRelDiff(wg[i].values(), mma[i].values()),
-                  i == 1 ? 1e-5 : tol)
-            << kParts[i] << " vs mma.sync";
+      for (Passes p : {Passes{true, false}, {false, true}, {true, true}}) {
+        SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t) +
+                     (p.forward ? " forward" : "") +
+                     (p.backward ? " backward" : "") + " on wgmma");
+        ASSERT_OK(cuk::setAttentionWgmma(ctx, p.forward, p.backward));
+        std::vector<Host> wg = runGpu(c, in, t);
+        ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
+        for (size_t i = 0; i < wg.size(); ++i) {
+          EXPECT_LE(kt::maxRelDiff(wg[i].values(), cpu.part[i].values()),
+                    i == 1 ? 1e-5 : tol)
+              << kParts[i] << " vs cpu";
+          EXPECT_LE(kt::maxRelDiff(wg[i].values(), mma[i].values()),
+                    i == 1 ? 1e-5 : tol)
+              << kParts[i] << " vs mma.sync";
+        }
       }
     }
 }

@@ -150,13 +150,19 @@ Status setAttentionForwardRows(Context &ctx, int rows);
 /// The same results either way; a tuning knob the GPU benchmark compares.
 /// Fails for other values.
 Status setAttentionGradRows(Context &ctx, int rows);
-/// The tensor-core attention forward on Hopper's wgmma (AttentionWgmma.cu)
-/// where it applies: f16/bf16, D = Dv = 64, no dropout; elsewhere, and when
-/// off (the default), mma.sync's (setAttentionForwardRows). Results within
-/// the tensor cores' rounding of mma.sync's (the hardware sums products in
-/// its own order), the statistics the backward reads the same. Fails on a
-/// device other than compute capability 9.0 (H100, H200).
-Status setAttentionWgmma(Context &ctx, bool on);
+/// The tensor-core attention's forward (AttentionWgmma.cu) and backward
+/// (AttentionWgmmaGrad.cu) on Hopper's wgmma, each where it applies:
+/// f16/bf16, D = Dv = 64, no dropout; elsewhere, and when off (the
+/// default), mma.sync's (setAttentionForwardRows, setAttentionGradRows).
+/// Results within the tensor cores' rounding of mma.sync's (the hardware
+/// sums products in its own order), the forward's statistics the same.
+/// Turning either on fails on a device other than compute capability 9.0
+/// (H100, H200).
+Status setAttentionWgmma(Context &ctx, bool forward, bool backward);
+/// Both passes on wgmma, or neither.
+inline Status setAttentionWgmma(Context &ctx, bool on) {
+  return setAttentionWgmma(ctx, on, on);
+}
 
 /// Waits for the stream, then reads and clears the device error flag: a
 /// failure naming the op for the first data error any kernel recorded since
