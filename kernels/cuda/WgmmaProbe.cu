@@ -47,7 +47,7 @@ template <class S> __device__ inline uint32_t twoValues(const S *p) {
 template <class S, bool kRegA, bool kTransB>
 __global__ void __launch_bounds__(kGroupThreads)
     wgmmaProductKernel(const S *a, const S *b, float *d, uint32_t lbo,
-                       uint32_t sbo) {
+                       uint32_t sbo, bool swapMn) {
   extern __shared__ __align__(128) unsigned char tiles[];
   unsigned char *sa = tiles, *sb = tiles + kTileBytes;
   // 16 bytes (8 values along a row of the global array) a copy.
@@ -81,8 +81,9 @@ __global__ void __launch_bounds__(kGroupThreads)
 #pragma unroll
   for (int s = 0; s < kN / 16; ++s) {
     // K [16 s, 16 s + 16): two core matrices along K.
-    uint64_t db = kTransB ? wgmmaMnMajor(sb + 2 * s * lbo, lbo, sbo)
-                          : wgmmaKMajor(sb + 2 * s * lbo, lbo, sbo);
+    uint64_t db = !kTransB ? wgmmaKMajor(sb + 2 * s * lbo, lbo, sbo)
+                  : swapMn ? wgmmaMnMajor(sb + 2 * s * lbo, sbo, lbo)
+                           : wgmmaMnMajor(sb + 2 * s * lbo, lbo, sbo);
     if constexpr (kRegA)
       wgmmaM64N64K16<S, kTransB>(acc, frag[s], db, s > 0);
     else
@@ -102,22 +103,24 @@ __global__ void __launch_bounds__(kGroupThreads)
 
 template <class S, bool kRegA, bool kTransB>
 void launchProduct(const void *a, const void *b, float *d, uint32_t lbo,
-                   uint32_t sbo) {
+                   uint32_t sbo, bool swapMn) {
   wgmmaProductKernel<S, kRegA, kTransB><<<1, kGroupThreads, 2 * kTileBytes>>>(
-      static_cast<const S *>(a), static_cast<const S *>(b), d, lbo, sbo);
+      static_cast<const S *>(a), static_cast<const S *>(b), d, lbo, sbo,
+      swapMn);
 }
 
 template <class S>
 void launchForm(const void *a, const void *b, float *d, uint32_t lbo,
                 uint32_t sbo, WgmmaForm form) {
+  bool swap = form.swapMnStrides;
   if (form.aInRegisters && form.bTransposed)
-    launchProduct<S, true, true>(a, b, d, lbo, sbo);
+    launchProduct<S, true, true>(a, b, d, lbo, sbo, swap);
   else if (form.aInRegisters)
-    launchProduct<S, true, false>(a, b, d, lbo, sbo);
+    launchProduct<S, true, false>(a, b, d, lbo, sbo, swap);
   else if (form.bTransposed)
-    launchProduct<S, false, true>(a, b, d, lbo, sbo);
+    launchProduct<S, false, true>(a, b, d, lbo, sbo, swap);
   else
-    launchProduct<S, false, false>(a, b, d, lbo, sbo);
+    launchProduct<S, false, false>(a, b, d, lbo, sbo, swap);
 }
 
 } // namespace

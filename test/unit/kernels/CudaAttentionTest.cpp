@@ -238,8 +238,9 @@ TEST_F(Cuda, AttentionTensorCoresMatchCpuAndAreDeterministic) {
 }
 
 /// The forward and the backward on Hopper's wgmma (setAttentionWgmma;
-/// AttentionWgmma.cu, AttentionWgmmaGrad.cu), each alone and both, on the
-/// tensor-core cases they take (D = 64: GQA, tails, causal tiles, masks),
+/// AttentionWgmma.cu, AttentionWgmmaGrad.cu), each alone and both (and
+/// both on [B, S, H, D] operands), on the tensor-core cases they take (D =
+/// 64: GQA, tails, causal tiles, masks),
 /// f16 and bf16: within the tolerances of the mma.sync kernels against the
 /// CPU, and of the mma.sync kernels (the backward alone reads the mma.sync
 /// forward's out and lse); a GPU other than an H100/H200 refuses the
@@ -261,22 +262,26 @@ TEST_F(Cuda, AttentionOnWgmmaMatchesCpuAndMma) {
       std::vector<Host> mma = runGpu(c, in, t);
       CpuResults cpu = runCpu(c, in, t);
       double tol = t == DType::F16 ? 2e-3 : 1.5e-2;
-      for (Passes p : {Passes{true, false}, {false, true}, {true, true}}) {
-        SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t) +
-                     (p.forward ? " forward" : "") +
-                     (p.backward ? " backward" : "") + " on wgmma");
-        ASSERT_OK(cuk::setAttentionWgmma(ctx, p.forward, p.backward));
-        std::vector<Host> wg = runGpu(c, in, t);
-        ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
-        for (size_t i = 0; i < wg.size(); ++i) {
-          EXPECT_LE(kt::maxRelDiff(wg[i].values(), cpu.part[i].values()),
-                    i == 1 ? 1e-5 : tol)
-              << kParts[i] << " vs cpu";
-          EXPECT_LE(kt::maxRelDiff(wg[i].values(), mma[i].values()),
-                    i == 1 ? 1e-5 : tol)
-              << kParts[i] << " vs mma.sync";
+      for (Passes p : {Passes{true, false}, {false, true}, {true, true}})
+        for (bool bshd : {false, true}) {
+          if (bshd && !(p.forward && p.backward))
+            continue; // [B, S, H, D] operands once, both passes on wgmma
+          SCOPED_TRACE(c.name + " " + smp::base::dtypeName(t) +
+                       (p.forward ? " forward" : "") +
+                       (p.backward ? " backward" : "") + " on wgmma" +
+                       (bshd ? ", bshd" : ""));
+          ASSERT_OK(cuk::setAttentionWgmma(ctx, p.forward, p.backward));
+          std::vector<Host> wg = runGpu(c, in, t, bshd);
+          ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
+          for (size_t i = 0; i < wg.size(); ++i) {
+            EXPECT_LE(kt::maxRelDiff(wg[i].values(), cpu.part[i].values()),
+                      i == 1 ? 1e-5 : tol)
+                << kParts[i] << " vs cpu";
+            EXPECT_LE(kt::maxRelDiff(wg[i].values(), mma[i].values()),
+                      i == 1 ? 1e-5 : tol)
+                << kParts[i] << " vs mma.sync";
+          }
         }
-      }
     }
 }
 

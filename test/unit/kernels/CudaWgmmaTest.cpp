@@ -7,10 +7,13 @@
 // along K first and along the rows first, against the
 // product of the same rounded values in double. A descriptor whose leading
 // and stride byte offsets were swapped, or an accumulator layout that is
-// not the hardware's, gives O(1) errors; f32 accumulation of 64 products of
-// values in [-1, 1] stays within 1e-4. The GPU binary (smp-cuda-wgmma-tests,
-// a process of its own) skips on a device other than compute capability
-// 9.0; the emulator's (kernels/cudaemu/Wgmma.cpp) runs it in CI.
+// not the hardware's, gives O(1) errors (a failing MN-major case is run
+// again with its descriptor's LBO and SBO exchanged, and the failure says
+// whether that way is right: the one reading no GPU has checked yet); f32
+// accumulation of 64 products of values in [-1, 1] stays within 1e-4. The GPU
+// binary (smp-cuda-wgmma-tests, a process of its own) skips on a device other
+// than compute capability 9.0; the emulator's (kernels/cudaemu/Wgmma.cpp) runs
+// it in CI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,11 +60,30 @@ TEST_F(Cuda, WgmmaProductMatchesTheHostProduct) {
             want[r * 64 + c] = sum;
           }
         Dev ga(a), gb(b), gd(DType::F32, {64, 64});
-        ASSERT_OK(smp::kernels::cuda::wgmmaProduct64(
-            ga.ref().data, gb.ref().data, static_cast<float *>(gd.ref().data),
-            t == DType::BF16, layout, form));
-        Host d = gd.download();
-        expectNear(d.values(), want, 1e-5, 1e-4);
+        auto product = [&](smp::kernels::cuda::WgmmaForm how) {
+          EXPECT_OK(smp::kernels::cuda::wgmmaProduct64(
+              ga.ref().data, gb.ref().data, static_cast<float *>(gd.ref().data),
+              t == DType::BF16, layout, how));
+          return gd.download().values();
+        };
+        auto worst = [&](const std::vector<double> &d) {
+          double w = 0;
+          for (size_t i = 0; i < d.size(); ++i)
+            w = std::max(w, std::abs(d[i] - want[i]));
+          return w;
+        };
+        std::vector<double> d = product(form);
+        expectNear(d, want, 1e-5, 1e-4);
+        if (form.bTransposed && worst(d) > 1e-3) { // which way is right?
+          smp::kernels::cuda::WgmmaForm swapped = form;
+          swapped.swapMnStrides = true;
+          ADD_FAILURE() << (worst(product(swapped)) <= 1e-3
+                                ? "with LBO and SBO exchanged the MN-major "
+                                  "product is right: the hardware reads "
+                                  "LBO along N; exchange wgmmaMnMajor's "
+                                  "arguments (and the emulator's reading)"
+                                : "nor with LBO and SBO exchanged");
+        }
       }
 }
 

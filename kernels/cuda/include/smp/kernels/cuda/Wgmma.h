@@ -1,11 +1,11 @@
 //===- Wgmma.h - Hopper's warpgroup products, checked on their own -*- C++
 //-*-===//
 //
-// kernels/cuda/Wgmma.cuh wraps wgmma.mma_async (sm_90a), which no smp
-// kernel runs yet. wgmmaProduct64 runs it alone on a 64 x 64 x 64 product,
-// in each form an attention kernel needs (Q K^T from shared memory, P V
-// with P in registers and V MN-major), so that a GPU says whether the
-// wrapper's descriptors, register fragments and accumulator layout are
+// kernels/cuda/Wgmma.cuh wraps wgmma.mma_async (sm_90a), which the
+// attention kernels run as an option. wgmmaProduct64 runs it alone on a 64 x 64
+// x 64 product, in each form an attention kernel needs (Q K^T from shared
+// memory, P V with P in registers and V MN-major), so that a GPU says whether
+// the wrapper's descriptors, register fragments and accumulator layout are
 // right before an attention kernel is built on them
 // (smp-cuda-wgmma-tests; its own process, since a wrong descriptor can
 // fault and end every later test of a process).
@@ -33,6 +33,11 @@ enum class WgmmaLayout { KFirst, RowsFirst };
 struct WgmmaForm {
   bool aInRegisters = false;
   bool bTransposed = false;
+  /// A diagnostic for a failing MN-major B: its bytes laid out as always,
+  /// its descriptor's LBO and SBO exchanged (Wgmma.cuh's wgmmaMnMajor reads
+  /// LBO along K; if the product is right only this way, the hardware
+  /// reads it along N).
+  bool swapMnStrides = false;
 };
 
 /// d[64 x 64] (f32, row-major) = A B on one warpgroup (four
