@@ -13,7 +13,8 @@
 // backward the default's) and a third with the backward's 128-row blocks
 // (setAttentionGradRows; the forward the default's); after every shape, on
 // an H100/H200, the D = 64 shapes again with the forward and backward on
-// Hopper's wgmma (setAttentionWgmma). --small: shapes the CUDA
+// Hopper's wgmma (setAttentionWgmma), in blocks of one warpgroup and of
+// two (128 rows both ways). --small: shapes the CUDA
 // emulator runs in seconds (smp-cuda-attention-bench-emu; a rehearsal,
 // its times mean nothing). --first: only the first shape's first row (GPT-2
 // 124M's, 64-query blocks), for a profiler: with --iters 1 its kernels run
@@ -135,11 +136,12 @@ void run(cuk::Context &ctx, const Shape &s, int iters, int rows,
                                         {&q.ref, &k.ref, &v.ref, &out.ref});
   std::printf("| smp %s | %lld x %lld x %lld x %lld%s | %.3f | %.1f | %.3f "
               "| %.1f |\n",
-              !tc              ? "CUDA cores"
-              : wgmma          ? "tensor cores, wgmma"
-              : gradRows != 64 ? "tensor cores, 128-row backward blocks"
-              : rows != 64     ? "tensor cores, 128-row blocks"
-                               : "tensor cores",
+              !tc                   ? "CUDA cores"
+              : wgmma && rows != 64 ? "tensor cores, wgmma, 128-row blocks"
+              : wgmma               ? "tensor cores, wgmma"
+              : gradRows != 64      ? "tensor cores, 128-row backward blocks"
+              : rows != 64          ? "tensor cores, 128-row blocks"
+                                    : "tensor cores",
               (long long)s.b, (long long)s.h, (long long)s.t, (long long)s.d,
               s.causal ? " causal" : "", fwd, flop / fwd / 1e9, train,
               3.5 * flop / train / 1e9);
@@ -204,8 +206,10 @@ int main(int argc, char **argv) {
   // Hopper's wgmma (setAttentionWgmma; D = 64, an H100/H200 only).
   if (!first && cuk::setAttentionWgmma(*ctx, true).ok())
     for (const Shape &s : shapes)
-      if (s.d == 64)
+      if (s.d == 64) { // blocks of one warpgroup, then of two
         run(*ctx, s, small ? 1 : iters, 64, 64, true);
+        run(*ctx, s, small ? 1 : iters, 128, 128, true);
+      }
   cuk::destroyContext(ctx);
   return 0;
 }

@@ -33,21 +33,22 @@ template <int D> constexpr size_t tileBytes() {
 }
 
 /// f(r, c) for each 16-byte vector (row r, first column c) of a tile of
-/// kRows rows of D elements that the calling thread copies: kRows D / 8 /
-/// kAttnThreads of them, a count known when compiling, so the loop unrolls
-/// (a loop to a bound the compiler cannot see had become a generic loop of
-/// remainders and branches, some 20 instructions a vector).
-template <int D, int kRows, class F>
+/// kRows rows of D elements that the calling thread (of the block's
+/// kThreads) copies: kRows D / 8 / kThreads of them, a count known when
+/// compiling, so the loop unrolls (a loop to a bound the compiler cannot
+/// see had become a generic loop of remainders and branches, some 20
+/// instructions a vector).
+template <int D, int kRows, class F, int kThreads = kAttnThreads>
 __device__ inline void forTileVectors(F f) {
   constexpr int kVec = D / 8; // 16-byte vectors a row
-  static_assert(kRows * kVec % kAttnThreads == 0, "whole vectors a thread");
+  static_assert(kRows * kVec % kThreads == 0, "whole vectors a thread");
   int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
-  for (int n = 0; n < kRows * kVec / kAttnThreads; ++n) {
-    if constexpr (kAttnThreads % kVec == 0) // the same column every time
-      f(tid / kVec + n * (kAttnThreads / kVec), tid % kVec * 8);
+  for (int n = 0; n < kRows * kVec / kThreads; ++n) {
+    if constexpr (kThreads % kVec == 0) // the same column every time
+      f(tid / kVec + n * (kThreads / kVec), tid % kVec * 8);
     else
-      f((tid + n * kAttnThreads) / kVec, (tid + n * kAttnThreads) % kVec * 8);
+      f((tid + n * kThreads) / kVec, (tid + n * kThreads) % kVec * 8);
   }
 }
 
@@ -160,16 +161,17 @@ __device__ void forKeyTiles(const S *k, const S *v, int ld, int64_t sk,
 }
 
 /// A shared tile into rows [r0, min(r0 + kRows, rows)) of `rows` rows of
-/// D elements, ld apart from dst.
-template <class S, int D, int kRows = kAttnTile>
+/// D elements, ld apart from dst, by the block's kThreads threads.
+template <class S, int D, int kRows = kAttnTile, int kThreads = kAttnThreads>
 __device__ void storeRows(const S *tile, S *dst, int ld, int64_t r0,
                           int64_t rows) {
   S *at = dst + r0 * ld;
   int left = rowsLeft<kRows>(r0, rows);
-  forTileVectors<D, kRows>([&](int r, int c) {
+  auto store = [&](int r, int c) {
     if (r < left)
       copy16(at + r * ld + c, tile + r * kLd<D> + c);
-  });
+  };
+  forTileVectors<D, kRows, decltype(store), kThreads>(store);
 }
 
 /// The warp's C fragments (16 rows from r0, D columns) times `scale`,

@@ -30,20 +30,24 @@ static_assert(kStageBytes >= kCoreTileBytes && kStageBytes % 128 == 0,
               "a staging buffer holds a core-matrix tile");
 
 /// Rows [r0, r0 + 64) of `rows` rows of 64 elements (ld apart from src)
-/// into a tile in row groups by cp.async; rows past `rows` zeroed now (a
-/// row of garbage would put NaN into the products through the zeros that
-/// multiply it). Thread t copies the tile's 16-byte vectors t, t + 128,
-/// ... in the tile's own order, so a warp's 32 stores fill 512 contiguous
-/// bytes (taken row by row, a row's eight vectors would land 128 bytes
-/// apart, in the same four banks), and a warp reads 8 rows' 64 contiguous
-/// bytes.
-template <class S>
+/// into a tile in row groups by cp.async, by the block's kThreads threads
+/// (one warpgroup or two); rows past `rows` zeroed now (a row of garbage
+/// would put NaN into the products through the zeros that multiply it).
+/// Thread t copies the tile's 16-byte vectors t, t + kThreads, ... in the
+/// tile's own order, so a warp's 32 stores fill 512 contiguous bytes (taken
+/// row by row, a row's eight vectors would land 128 bytes apart, in the
+/// same four banks), and a warp reads 8 rows' 64 contiguous bytes. A whole
+/// tile (every tile but a sequence's last) takes no test a vector.
+template <class S, int kThreads = kAttnThreads>
 __device__ void loadCoreTileAsync(const S *src, int ld, int64_t r0,
                                   int64_t rows, unsigned char *tile) {
   constexpr int kVectors = kAttnTile * kWgD / 8;
-  constexpr int kEach = kVectors / kAttnThreads; // a thread's vectors
-  int n = static_cast<int>(threadIdx.x);         // the first, at byte 16 n
-  // Vector n + 128 i: row r + 16 i, the same columns.
+  constexpr int kEach = kVectors / kThreads; // a thread's vectors
+  constexpr int kStep = kThreads / 8;        // rows from one to the next
+  static_assert(kVectors % kThreads == 0 && kThreads % 64 == 0,
+                "whole row groups a pass");
+  int n = static_cast<int>(threadIdx.x); // the first vector, at byte 16 n
+  // Vector n + kThreads i: row r + kStep i, the same columns.
   int r = n % 8 + n / 64 * 8, c = n / 8 % 8 * 8;
   const S *at = src + r0 * ld + r * ld + c;
   unsigned char *to = tile + 16 * n;
@@ -51,25 +55,26 @@ __device__ void loadCoreTileAsync(const S *src, int ld, int64_t r0,
   if (left == kAttnTile) { // a whole tile: no test a vector
 #pragma unroll
     for (int i = 0; i < kEach; ++i)
-      cpAsync<16>(to + 16 * kAttnThreads * i, at + 16 * i * ld);
+      cpAsync<16>(to + 16 * kThreads * i, at + kStep * i * ld);
     return;
   }
 #pragma unroll
   for (int i = 0; i < kEach; ++i) {
-    if (r + 16 * i < left)
-      cpAsync<16>(to + 16 * kAttnThreads * i, at + 16 * i * ld);
+    if (r + kStep * i < left)
+      cpAsync<16>(to + 16 * kThreads * i, at + kStep * i * ld);
     else
-      zero16(to + 16 * kAttnThreads * i);
+      zero16(to + 16 * kThreads * i);
   }
 }
 
 /// pipelined over the key tiles [0, jEnd) of one key/value head (k and v
-/// at its first row, sk rows ld apart), each tile's K and V copied into
+/// at its first row, sk rows ld apart; the block's kThreads threads copy),
+/// each tile's K and V copied into
 /// one of two buffers of (K, V) tiles at skv and fenced for the tensor
 /// cores (their reads are the async proxy's, the copies and the tails'
 /// zeros the generic proxy's): body(j0, at), at the bytes from buffer 0's
 /// K to the tile's.
-template <class S, class Body>
+template <class S, int kThreads, class Body>
 __device__ void forCoreKeyTiles(const S *k, const S *v, int ld, int64_t sk,
                                 int64_t jEnd, unsigned char *skv, Body body) {
   pipelined(
@@ -77,13 +82,25 @@ __device__ void forCoreKeyTiles(const S *k, const S *v, int ld, int64_t sk,
       [&](int it, int buf) {
         int64_t j0 = int64_t(it) * kAttnTile;
         unsigned char *kt = skv + 2 * buf * kCoreTileBytes;
-        loadCoreTileAsync<S>(k, ld, j0, sk, kt);
-        loadCoreTileAsync<S>(v, ld, j0, sk, kt + kCoreTileBytes);
+        loadCoreTileAsync<S, kThreads>(k, ld, j0, sk, kt);
+        loadCoreTileAsync<S, kThreads>(v, ld, j0, sk, kt + kCoreTileBytes);
       },
       [&](int it, int buf) {
         body(int64_t(it) * kAttnTile, uint32_t(2 * buf * kCoreTileBytes));
       },
       [] { fenceProxyAsync(); });
+}
+
+/// The calling thread's warpgroup in a block of kWg, as a value the
+/// compiler knows to be the same across the warp (a shuffle from lane 0,
+/// as CUTLASS's canonical_warp_group_idx): the descriptors made from it
+/// then live in uniform registers, where threadIdx.x / 128 had them made
+/// in each thread's and moved over before every product.
+template <int kWg> __device__ inline int warpgroupIndex() {
+  if constexpr (kWg == 1)
+    return 0;
+  else
+    return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
 }
 
 /// The descriptor of a tile read K-major (its columns K, its 64 rows A's

@@ -254,15 +254,17 @@ ENVIRONMENT
                      On a GPU, the queries a block of the tensor-core
                      attention's forward (bf16/f16, head dims up to 64):
                      64 (the default) or 128 (each key and value fragment
-                     serves two row tiles, at half the blocks an SM). The
-                     same bits either way.
+                     serves two row tiles, at half the blocks an SM; on
+                     wgmma, two warpgroups share each key and value tile).
+                     The same bits either way.
   SMP_ATTENTION_GRAD_ROWS=64|128
                      On a GPU, the keys a block of that attention's
                      backward key pass and the queries a block of its query
                      pass (bf16/f16, head dims up to 64, no attention
                      dropout): 64 (the default) or 128 (32 a warp, each
                      fragment of the walked tile serving two row tiles, at
-                     two blocks an SM). The same bits either way.
+                     two blocks an SM; on wgmma, two warpgroups share each
+                     walked tile). The same bits either way.
   SMP_ATTENTION_WGMMA=0|1|forward|backward
                      On an H100/H200, the tensor-core attention's forward
                      and backward (1), or the pass named, on Hopper's

@@ -285,6 +285,38 @@ TEST_F(Cuda, AttentionOnWgmmaMatchesCpuAndMma) {
     }
 }
 
+/// On wgmma, blocks of two warpgroups (setAttentionForwardRows and
+/// setAttentionGradRows 128: 128 queries or keys a block, sharing the
+/// walked tiles) give the bytes of one (64), both passes, on every D = 64
+/// case and a longer causal one whose second warpgroups leave the tiles
+/// past the diagonal: each row's products are the same products in the
+/// same order, on a GPU too.
+TEST_F(Cuda, AttentionOnWgmmaOf128RowsGivesTheBytesOf64) {
+  cuk::Context &ctx = *sharedContext();
+  if (Status s = cuk::setAttentionWgmma(ctx, true); !s.ok())
+    GTEST_SKIP() << s.error;
+  std::vector<kt::AttnCase> cases = tensorCoreCases();
+  kt::AttnCase longer = cases[1];
+  longer.name = "d64 causal none s300 sk300";
+  longer.b = 1, longer.s = longer.sk = 300;
+  cases.push_back(longer);
+  for (const kt::AttnCase &c : cases) {
+    if (c.d != 64)
+      continue;
+    SCOPED_TRACE(c.name);
+    kt::AttnInputs in(c, DType::BF16);
+    std::vector<Host> a = runGpu(c, in, DType::BF16);
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 128));
+    ASSERT_OK(cuk::setAttentionGradRows(ctx, 128));
+    std::vector<Host> b = runGpu(c, in, DType::BF16);
+    ASSERT_OK(cuk::setAttentionForwardRows(ctx, 64));
+    ASSERT_OK(cuk::setAttentionGradRows(ctx, 64));
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_EQ(a[i].bytes, b[i].bytes) << kParts[i] << " differs";
+  }
+  ASSERT_OK(cuk::setAttentionWgmma(ctx, false));
+}
+
 /// A negative scale (legal in ONNX's Attention) on bf16 operands the
 /// tensor cores would otherwise take: the CUDA-core kernels run it, to the
 /// CPU's values. At -20 the scaled scores span hundreds of powers of two,

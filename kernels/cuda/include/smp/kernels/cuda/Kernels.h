@@ -139,15 +139,17 @@ bool attentionOnTensorCores(DType t, int64_t d, int64_t dv, float scale,
                             std::initializer_list<const TensorRef *> tensors);
 /// The queries a block of the tensor-core attention forward takes: 64 (the
 /// default: 16 a warp) or 128 (32 a warp, each K/V fragment serving two
-/// row tiles; head dims up to 64 only, larger ones keep 64). The same
-/// results either way; a tuning knob the GPU benchmark compares
+/// row tiles; head dims up to 64 only, larger ones keep 64; on wgmma, two
+/// warpgroups of 64 sharing the K/V tiles). The same results either way; a
+/// tuning knob the GPU benchmark compares
 /// (bench/kernels/CudaAttentionBench.cpp). Fails for other values.
 Status setAttentionForwardRows(Context &ctx, int rows);
 /// The keys a block of the tensor-core attention backward's key pass takes,
 /// and the queries a block of its query pass: 64 (the default: 16 a warp)
 /// or 128 (32 a warp, each fragment of the tile the pass walks serving two
-/// row tiles; head dims up to 64 without dropout only, others keep 64).
-/// The same results either way; a tuning knob the GPU benchmark compares.
+/// row tiles; head dims up to 64 without dropout only, others keep 64; on
+/// wgmma, two warpgroups of 64 sharing the walked tiles). The same results
+/// either way; a tuning knob the GPU benchmark compares.
 /// Fails for other values.
 Status setAttentionGradRows(Context &ctx, int rows);
 /// The tensor-core attention's forward (AttentionWgmma.cu) and backward
