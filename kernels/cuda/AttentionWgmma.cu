@@ -131,7 +131,6 @@ Status attentionForwardWgmma(const char *op, const AttnArgs &a, DType t,
                              const Context &ctx, const TensorRef &q,
                              const TensorRef &k, const TensorRef &v,
                              const TensorRef &out, const TensorRef &lse) {
-  const common::AttentionDims &g = a.g;
   // Its launches and errors name the path ("packed_attention on wgmma").
   std::string name = std::string(op) + " on wgmma";
   op = name.c_str();
