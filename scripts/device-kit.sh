@@ -623,7 +623,7 @@ run() {
     skip=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c SKIPPED || true)
     ok=$((checks - failed - skip))
     line="suite: $ok ok, $failed failed"
-    [ "$skip" = 0 ] || line+=", $skip skipped (the budget)"
+    [ "$skip" = 0 ] || line+=", $skip skipped (the budget, or no wgmma)"
     [ "$rc" = 0 ] || line+=", cut after $checks checks (status $rc)"
     echo "$line" | tee -a "$SUMMARY"
     result=ok

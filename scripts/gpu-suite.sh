@@ -25,7 +25,10 @@
 # ("real/ARCH-bf16: ..."). Last, decoders with head dims the tensor-core
 # attention takes (smp-modelgen: a GPT with D = 64 and a LLaMA with D = 32
 # and grouped-query attention, T = 96: two query tiles, the second a
-# tail), bf16 AdamW within 2e-2 of the CPU ("wide/NAME: ..."). Then random
+# tail), bf16 AdamW within 2e-2 of the CPU ("wide/NAME: ..."), the GPT's
+# again with its attention on Hopper's wgmma in blocks of one and of two
+# warpgroups ("wide/gpt-d64-wgmma-64", "-128"; SKIPPED on a GPU other than
+# an H100/H200). Then random
 # dropout (DROPOUT, default test/fixtures/dropout, test/smprun/dropout.test):
 # the transformer block (its attention-probability dropout drawn inside the
 # fused attention kernels) with SGD and the Hugging Face GPT-2 with AdamW,
@@ -466,11 +469,26 @@ evals() {
 # The WIDE decoders on DEVICE against the CPU (bf16: the tensor-core
 # attention on a GPU).
 run_wide() {
-  local dir=$1 dev=$2 w name
+  local dir=$1 dev=$2 w name rows label base out
   for w in "${WIDE[@]}"; do
     name=${w%%:*}
     against_cpu "wide/$name" "wide.$name" "$dir/$name.smpx" "$dir/$name" \
       2e-2 "$dev"
+  done
+  # The D = 64 decoder with its attention on Hopper's wgmma (both passes),
+  # in blocks of one warpgroup and of two: on an H100/H200; elsewhere
+  # smprun refuses the option and the line says SKIPPED and why.
+  for rows in 64 128; do
+    label=wide/gpt-d64-wgmma-$rows base=wide.gpt-d64-wgmma-$rows
+    out=$(SMP_ATTENTION_WGMMA=1 SMP_ATTENTION_FORWARD_ROWS=$rows \
+      SMP_ATTENTION_GRAD_ROWS=$rows against_cpu "$label" "$base" \
+      "$dir/gpt-d64.smpx" "$dir/gpt-d64" 2e-2 "$dev")
+    if grep -qs 'needs compute capability 9.0' "$OUT/$base.$dev.log"; then
+      echo "$label: SKIPPED (no wgmma here: $(grep -o 'device [0-9]* has [0-9.]*' \
+        "$OUT/$base.$dev.log" | head -n 1))"
+    else
+      echo "$out"
+    fi
   done
 }
 
