@@ -113,8 +113,8 @@ usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 # rows the budget has no room for are skipped, measured ones last; rows on
 # wgmma are skipped when smp-cuda-wgmma-tests failed (wgmma_failed).
 ABLATIONS=("attention-wgmma:env SMP_ATTENTION_WGMMA=1"
-  "attention-wgmma-forward:env SMP_ATTENTION_WGMMA=forward"
   "attention-wgmma-rows-128:env SMP_ATTENTION_WGMMA=1 SMP_ATTENTION_FORWARD_ROWS=128 SMP_ATTENTION_GRAD_ROWS=128"
+  "attention-wgmma-forward:env SMP_ATTENTION_WGMMA=forward"
   "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
   "attention-grad-rows-128:env SMP_ATTENTION_GRAD_ROWS=128"
   "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
