@@ -73,6 +73,8 @@ __global__ void __launch_bounds__(kGroupThreads)
     frag[s][2] = kRegA ? twoValues(row + 8) : 0;
     frag[s][3] = kRegA ? twoValues(row + 8 * kN + 8) : 0;
   }
+  // An MN-major B's descriptor strides (exchanged: the diagnostic).
+  uint32_t mnK = swapMn ? sbo : lbo, mnN = swapMn ? lbo : sbo;
   float acc[32];
 #pragma unroll
   for (int i = 0; i < 32; ++i)
@@ -81,9 +83,8 @@ __global__ void __launch_bounds__(kGroupThreads)
 #pragma unroll
   for (int s = 0; s < kN / 16; ++s) {
     // K [16 s, 16 s + 16): two core matrices along K.
-    uint64_t db = !kTransB ? wgmmaKMajor(sb + 2 * s * lbo, lbo, sbo)
-                  : swapMn ? wgmmaMnMajor(sb + 2 * s * lbo, sbo, lbo)
-                           : wgmmaMnMajor(sb + 2 * s * lbo, lbo, sbo);
+    uint64_t db = kTransB ? wgmmaMnMajor(sb + 2 * s * lbo, mnK, mnN)
+                          : wgmmaKMajor(sb + 2 * s * lbo, lbo, sbo);
     if constexpr (kRegA)
       wgmmaM64N64K16<S, kTransB>(acc, frag[s], db, s > 0);
     else
