@@ -51,6 +51,10 @@ ablation_stage() {
       run=$bdir/gpt2-fused.smpx
     fi
     [ ! -f "${a%.*}.flags" ] || flags=$(cat "${a%.*}.flags")
+    if [ "$dev" = cpu ] && [[ " ${envs[*]} " == *" SMP_CUDA_GRAPH=1 "* ]]; then
+      echo "| $name | $flags | skipped (--device cpu: the CPU records no CUDA graph) |" >> "$SUMMARY"
+      continue
+    fi
     if wgmma_failed "${envs[@]}"; then
       echo "| $name | $flags | skipped (smp-cuda-wgmma-tests failed: wgmma's results are wrong on this GPU) |" >> "$SUMMARY"
       continue

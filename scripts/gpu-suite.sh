@@ -14,7 +14,9 @@
 # DEVICE within 1e-4 of the CPU in fp32, 2e-2 in bf16; the GPT with
 # activation offloading and with full recomputation against the CPU (the
 # offloading run again with --no-overlap, its copies waited for at once:
-# the same bits as on the copy stream beside compute); the
+# the same bits as on the copy stream beside compute; and with
+# --cuda-graph, its steps from the second on one CUDA graph: the same
+# bits again, "gpt/off-graph", SKIPPED on the CPU); the
 # GPT's AdamW runs again on DEVICE, bit for bit the first, twice, their
 # checkpoints' tensors the same bytes ("again/gpt/P"); a
 # checkpoint written on DEVICE resumed on the CPU (steps 4-5 equal the
@@ -294,6 +296,23 @@ against_cpu() {
   fi
 }
 
+# off_again NAME FLAG WHAT DIR DEVICE: the offloaded GPT again on DEVICE
+# with FLAG, the same bits as its WHAT run before ("gpt/off-NAME").
+off_again() {
+  local name=$1 flag=$2 what=$3 dir=$4 dev=$5 run="gpt.off.$1.$5"
+  skip "gpt/off-$name" && return 0
+  rm -f "$OUT/$run.jsonl"
+  if ! runone "$run" "$dir/gpt.off.smpx" --device "$dev" \
+    --data "$FIXTURES/gpt" --steps 5 "$flag" --metrics "$OUT/$run.jsonl"; then
+    echo "gpt/off-$name: FAILED (the run failed)"
+  elif [ ! -s "$OUT/gpt.off.$dev.jsonl" ]; then
+    echo "gpt/off-$name: FAILED (no $what run to compare with)"
+  else
+    echo "gpt/off-$name: $("$PYTHON" "$SAME" "$OUT/gpt.off.$dev.jsonl" \
+      "$OUT/$run.jsonl" || echo FAILED)"
+  fi
+}
+
 run() {
   local dir=$1 dev=$3 m o c p tol
   OUT=$2
@@ -326,18 +345,14 @@ run() {
   # The offload copies ran on the copy stream beside the compute stream:
   # waiting for each at once (--no-overlap) gives the same bits, or the
   # streams raced.
-  if ! skip gpt/off-serial; then
-    rm -f "$OUT/gpt.off.serial.$dev.jsonl"
-    if ! runone "gpt.off.serial.$dev" "$dir/gpt.off.smpx" --device "$dev" \
-      --data "$FIXTURES/gpt" --steps 5 --no-overlap \
-      --metrics "$OUT/gpt.off.serial.$dev.jsonl"; then
-      echo "gpt/off-serial: FAILED (the run failed)"
-    elif [ ! -s "$OUT/gpt.off.$dev.jsonl" ]; then
-      echo "gpt/off-serial: FAILED (no overlapped run to compare with)"
-    else
-      echo "gpt/off-serial: $("$PYTHON" "$SAME" "$OUT/gpt.off.$dev.jsonl" \
-        "$OUT/gpt.off.serial.$dev.jsonl" || echo FAILED)"
-    fi
+  off_again serial --no-overlap overlapped "$dir" "$dev"
+  # The offloaded step again as one CUDA graph from its second step on
+  # (--cuda-graph: its copies recorded on their stream beside the compute):
+  # the same bits as queued one by one. The CPU records no graph.
+  if [ "$dev" != cpu ]; then
+    off_again graph --cuda-graph "one-by-one" "$dir" "$dev"
+  elif ! skip gpt/off-graph; then
+    echo "gpt/off-graph: SKIPPED (the CPU records no graph: --cuda-graph is a GPU's)"
   fi
   run_again "$dir" "$dev"
   # A checkpoint written on the device resumes on the CPU: steps 4-5 equal

@@ -149,18 +149,25 @@ private:
   cudaStream_t stream_ = nullptr;
 };
 
-/// Scratch holding a copy of host `values` (pageable source: the copy is
-/// staged before cudaMemcpyAsync returns, so `values` may die afterwards).
+/// Copies host bytes [src, src + bytes) to device memory `dst` in the
+/// parameters of kernels launched on `stream` (Context.cu: 4,000 bytes a
+/// launch), so that nothing is read from host memory after the call: a
+/// step captured as a CUDA graph carries the bytes its capture saw (a
+/// graph's copy from a host vector would read it at each launch, long
+/// after it is gone), and the host does not wait for a pageable copy's
+/// staging.
+Status uploadBytes(const char *op, void *dst, const void *src, size_t bytes,
+                   cudaStream_t stream);
+
+/// Scratch holding a copy of host `values` (uploadBytes: `values` may die
+/// when this returns).
 template <class T>
 Status upload(const char *op, const std::vector<T> &values, Scratch &s,
               cudaStream_t stream) {
   size_t bytes = values.size() * sizeof(T);
   if (Status st = s.allocate(op, bytes, stream); !st.ok())
     return st;
-  if (bytes == 0)
-    return Status::success();
-  return cudaStatus(op, cudaMemcpyAsync(s.as<void>(), values.data(), bytes,
-                                        cudaMemcpyHostToDevice, stream));
+  return uploadBytes(op, s.as<void>(), values.data(), bytes, stream);
 }
 
 //===----------------------------------------------------------------------===//

@@ -234,9 +234,12 @@ Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out) {
   SMP_RETURN_IF_ERROR(
       cudaStatus(op, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
                                              &out.scratchHigh)));
-  return cudaStatus(op, cudaMemPoolGetAttribute(pool,
-                                                cudaMemPoolAttrReservedMemHigh,
-                                                &out.poolHigh));
+  SMP_RETURN_IF_ERROR(
+      cudaStatus(op, cudaMemPoolGetAttribute(
+                         pool, cudaMemPoolAttrReservedMemHigh, &out.poolHigh)));
+  return cudaStatus(
+      op, cudaDeviceGetGraphMemAttribute(
+              ctx.device, cudaGraphMemAttrReservedMemHigh, &out.graphHigh));
 }
 
 Status resetScratchHigh(const Context &ctx) {
@@ -351,6 +354,33 @@ Status requireHopper(const char *op, const char *what, int device) {
                       " needs compute capability 9.0 (H100, H200); device " +
                       std::to_string(device) + " has " + std::to_string(major) +
                       "." + std::to_string(minor));
+}
+
+namespace {
+/// The bytes one launch of storeBytes carries (under the 4 KB of kernel
+/// parameters every architecture takes).
+constexpr size_t kParamBytes = 4000;
+struct ParamBytes {
+  unsigned char b[kParamBytes];
+};
+__global__ void storeBytes(unsigned char *dst, ParamBytes src, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    dst[i] = src.b[i];
+}
+} // namespace
+
+Status uploadBytes(const char *op, void *dst, const void *src, size_t bytes,
+                   cudaStream_t stream) {
+  auto *out = static_cast<unsigned char *>(dst);
+  const auto *in = static_cast<const unsigned char *>(src);
+  for (size_t at = 0; at < bytes; at += kParamBytes) {
+    size_t n = std::min(kParamBytes, bytes - at);
+    ParamBytes chunk{};
+    std::memcpy(chunk.b, in + at, n);
+    storeBytes<<<1, 256, 0, stream>>>(out + at, chunk, static_cast<int>(n));
+    SMP_RETURN_IF_ERROR(launchStatus(op));
+  }
+  return Status::success();
 }
 
 const char *cublasStatusName(cublasStatus_t s) {

@@ -181,6 +181,8 @@ cudaError_t cudaGetDevice(int *device) {
 }
 
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
+  if (cudaError_t e = refuseDuringCapture("cudaMalloc"))
+    return e;
   *devPtr = allocate(size, MemoryKind::Device);
   return *devPtr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
@@ -190,6 +192,8 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
 cudaError_t cudaFree(void *devPtr) {
   if (!devPtr)
     return cudaSuccess;
+  if (cudaError_t e = refuseDuringCapture("cudaFree"))
+    return e;
   runAll();
   if (!release(devPtr, MemoryKind::Device))
     return fail(cudaErrorInvalidValue,
@@ -199,6 +203,8 @@ cudaError_t cudaFree(void *devPtr) {
 }
 
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  if (cudaError_t e = refuseDuringCapture("cudaMallocHost"))
+    return e;
   *ptr = allocate(size, MemoryKind::PinnedHost);
   return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
@@ -206,6 +212,8 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 cudaError_t cudaFreeHost(void *ptr) {
   if (!ptr)
     return cudaSuccess;
+  if (cudaError_t e = refuseDuringCapture("cudaFreeHost"))
+    return e;
   runAll();
   if (!release(ptr, MemoryKind::PinnedHost))
     return fail(cudaErrorInvalidValue,
@@ -215,7 +223,30 @@ cudaError_t cudaFreeHost(void *ptr) {
 }
 
 cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
-                                    cudaMemPool_t memPool, cudaStream_t) {
+                                    cudaMemPool_t memPool,
+                                    cudaStream_t stream) {
+  // Captured: the graph's own memory (not the pool's), the same address on
+  // every launch of the graph, given back when the graph goes.
+  if (std::shared_ptr<GraphBody> body = capturedBody(stream)) {
+    auto &freed = body->freed;
+    auto best = freed.end();
+    for (auto it = freed.begin(); it != freed.end(); ++it)
+      if (it->stream == stream && it->bytes >= size &&
+          (best == freed.end() || it->bytes < best->bytes))
+        best = it;
+    if (best != freed.end()) {
+      *ptr = best->p;
+      freed.erase(best);
+      return cudaSuccess;
+    }
+    if (!(*ptr = allocate(size, MemoryKind::Device)))
+      return cudaErrorMemoryAllocation;
+    body->memory.push_back(*ptr);
+    body->sizes.push_back(size);
+    body->memoryBytes += size;
+    graphMemoryChanged(static_cast<int64_t>(size));
+    return cudaSuccess;
+  }
   if (cudaError_t e = cudaMalloc(ptr, size))
     return e;
   auto *pool = reinterpret_cast<EmuPool *>(memPool);
@@ -242,6 +273,17 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream) {
     return fail(cudaErrorInvalidValue,
                 "cudaFreeAsync(" + hex(devPtr) +
                     "): not the start of a device allocation");
+  // A captured free of the capture's own allocation: the memory stays the
+  // graph's (its launches use the same address) until the graph goes, and
+  // a later allocation of the capture on this stream may take it.
+  if (std::shared_ptr<GraphBody> body = capturedBody(stream)) {
+    auto &m = body->memory;
+    auto it = std::find(m.begin(), m.end(), devPtr);
+    if (it != m.end()) {
+      body->freed.push_back({devPtr, body->sizes[it - m.begin()], stream});
+      return cudaSuccess;
+    }
+  }
   enqueueWork(stream, [devPtr] {
     {
       std::lock_guard<std::mutex> lock(poolMutex);
@@ -350,6 +392,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        enum cudaMemcpyKind kind) {
   if (cudaError_t e = checkCopy(dst, src, count, kind, "cudaMemcpy"))
     return e;
+  if (cudaError_t e = refuseDuringCapture("cudaMemcpy"))
+    return e;
   countHostWait();
   runLegacy(); // the null stream's copy: after the blocking streams' work
   if (count)
@@ -368,6 +412,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
     return cudaSuccess;
   Allocation a;
   bool pageable = !findAllocation(dst, 0, a) || !findAllocation(src, 0, a);
+  // A graph's copy reads its source when the graph runs, long after a
+  // pageable buffer (a host vector) is gone: smp captures none.
+  if (pageable)
+    if (cudaError_t e = refuseOnCapturedStream(
+            stream, "cudaMemcpyAsync of pageable host memory on a captured "
+                    "stream (the graph would read it at each launch, not "
+                    "now)"))
+      return e;
   enqueueWork(
       stream, [=] { std::memmove(dst, src, count); },
       pageable ? WorkKind::Immediate : WorkKind::Normal);
@@ -379,6 +431,8 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
     return fail(cudaErrorInvalidValue,
                 "cudaMemset of " + std::to_string(count) + " bytes at " +
                     hex(devPtr) + ": not inside a device allocation");
+  if (cudaError_t e = refuseDuringCapture("cudaMemset"))
+    return e;
   runLegacy(); // on the null stream: after the blocking streams' work
   std::memset(devPtr, value, count);
   return stickyError();
@@ -495,6 +549,15 @@ const char *cudaGetErrorName(cudaError_t error) {
     SMP_EMU_NAME(cudaErrorNotReady)
     SMP_EMU_NAME(cudaErrorIllegalAddress)
     SMP_EMU_NAME(cudaErrorLaunchFailure)
+    SMP_EMU_NAME(cudaErrorIllegalState)
+    SMP_EMU_NAME(cudaErrorStreamCaptureUnsupported)
+    SMP_EMU_NAME(cudaErrorStreamCaptureInvalidated)
+    SMP_EMU_NAME(cudaErrorStreamCaptureMerge)
+    SMP_EMU_NAME(cudaErrorStreamCaptureUnmatched)
+    SMP_EMU_NAME(cudaErrorStreamCaptureUnjoined)
+    SMP_EMU_NAME(cudaErrorStreamCaptureIsolation)
+    SMP_EMU_NAME(cudaErrorStreamCaptureImplicit)
+    SMP_EMU_NAME(cudaErrorCapturedEvent)
 #undef SMP_EMU_NAME
   default:
     return "cudaErrorUnknown";
@@ -519,6 +582,17 @@ const char *cudaGetErrorString(cudaError_t error) {
     return "an illegal memory access was encountered";
   case cudaErrorLaunchFailure:
     return "unspecified launch failure";
+  case cudaErrorStreamCaptureUnsupported:
+    return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated:
+    return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureUnjoined:
+    return "capturing stream has unjoined work";
+  case cudaErrorStreamCaptureIsolation:
+    return "dependency created on uncaptured work in another stream";
+  case cudaErrorCapturedEvent:
+    return "operation not permitted on an event last recorded in a "
+           "capturing stream";
   default:
     return cudaGetErrorName(error);
   }

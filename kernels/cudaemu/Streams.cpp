@@ -78,6 +78,8 @@ struct Item {
 
 } // namespace
 
+struct Capture;
+
 struct EmuStream {
   uint64_t id = 0;
   int device = 0;
@@ -88,6 +90,25 @@ struct EmuStream {
   std::deque<Item> queue;
   uint64_t issued = 0, done = 0;
   bool running = false; // an item of it is running (no re-entry)
+  Capture *capture = nullptr; // the stream capture it is part of
+};
+
+/// What a stream has been ordered after in a capture: for each stream of
+/// the capture (by serial), how many of its captured items.
+using CaptureClock = std::map<uint64_t, uint64_t>;
+
+/// A stream capture in progress (cudaStreamBeginCapture's): the streams it
+/// joined (the origin first, then each that waited for an event recorded
+/// in it) and the work they issued since, in issue order.
+struct Capture {
+  uint64_t id = 0;
+  EmuStream *origin = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::shared_ptr<GraphBody> body = std::make_shared<GraphBody>();
+  std::string invalid; // why it was invalidated; empty while it is valid
+  std::vector<EmuStream *> members;
+  CaptureClock issued;                    // items captured on each stream
+  std::map<uint64_t, CaptureClock> after; // each member's dependencies
 };
 
 namespace {
@@ -101,7 +122,12 @@ struct Clock {
 struct EmuEvent {
   unsigned flags;
   std::shared_ptr<Clock> clock = std::make_shared<Clock>();
-  StreamPoint at; // its last record, as issued
+  StreamPoint at;        // its last record, as issued
+  bool recorded = false; // ever recorded
+  /// The capture its last record was made in (its serial; 0: none), and
+  /// what that record stood for in it.
+  uint64_t capture = 0;
+  CaptureClock captured;
 };
 
 struct Scheduler {
@@ -109,8 +135,10 @@ struct Scheduler {
   std::map<uint64_t, EmuStream *> live;    // every stream by serial
   std::map<int, EmuStream *> nulls;        // each device's null stream
   std::map<uint64_t, StreamPoint> ordered; // queued Ordered items by serial
+  std::map<uint64_t, Capture *> captures;  // in progress, by serial
   uint64_t serial = 0;
   uint64_t streams = 0;
+  uint64_t captureSerial = 0;
 };
 Scheduler &sched() {
   static Scheduler *s = new Scheduler; // never destroyed: used at exit
@@ -119,6 +147,9 @@ Scheduler &sched() {
 /// Set once a stream defers: from then on, every issue goes through the
 /// scheduler's lock.
 std::atomic<bool> anyDeferred{false};
+/// How many stream captures are in progress: while none is, issuing work
+/// never looks for one.
+std::atomic<int> activeCaptures{0};
 
 using Lock = std::lock_guard<std::recursive_mutex>;
 
@@ -229,11 +260,141 @@ cudaError_t makeStream(cudaStream_t *out, unsigned flags, int priority) {
 
 EmuEvent *event(cudaEvent_t e) { return reinterpret_cast<EmuEvent *>(e); }
 
+/// Marks capture `c` invalid (its end will fail) and says why, once.
+void invalidate(Capture &c, const std::string &why) {
+  if (!c.invalid.empty())
+    return;
+  c.invalid = why;
+  report("stream capture invalidated: " + why);
+}
+
+/// Ends capture `c`: its streams are captured no more (under the lock).
+void leave(Capture *c) {
+  for (EmuStream *m : c->members)
+    m->capture = nullptr;
+  sched().captures.erase(c->id);
+  --activeCaptures;
+  delete c;
+}
+
+void orderAfter(CaptureClock &into, const CaptureClock &from) {
+  for (const auto &[stream, n] : from)
+    into[stream] = std::max(into[stream], n);
+}
+
+/// Work on the legacy null stream while a blocking stream of its device is
+/// captured: cudart refuses the implicit dependency and invalidates the
+/// capture (under the lock).
+void implicitUse(EmuStream &null) {
+  for (auto &[id, c] : sched().captures)
+    for (EmuStream *m : c->members)
+      if (m->device == null.device && !(m->flags & cudaStreamNonBlocking)) {
+        invalidate(*c, "the legacy null stream was used while a blocking "
+                       "stream of its device is captured");
+        setError(cudaErrorStreamCaptureImplicit);
+        break;
+      }
+}
+
+/// Appends `work` to the capture of `s` when it has one.
+bool captureWork(EmuStream &s, std::function<void()> &work, WorkKind kind) {
+  Capture *c = s.capture;
+  if (!c) {
+    if (s.null)
+      implicitUse(s);
+    return false;
+  }
+  c->body->work.push_back({std::move(work), kind});
+  uint64_t n = ++c->issued[s.id];
+  c->after[s.id][s.id] = n;
+  return true;
+}
+
+/// cudaStreamSynchronize or cudaStreamQuery (`call`) of a captured stream,
+/// or of the legacy null stream during a capture: refused, the capture
+/// invalidated.
+cudaError_t refuseCapturedStream(cudaStream_t h, const char *call) {
+  if (activeCaptures.load() && isNull(h))
+    return refuseDuringCapture(call);
+  return refuseOnCapturedStream(h, std::string(call) + " of a captured stream");
+}
+
+/// A query or synchronization (`call`) of an event last recorded in a
+/// capture: it stands for no work that runs.
+cudaError_t capturedEvent(const char *call) {
+  report(std::string(call) +
+         " of an event last recorded in a captured stream: it stands for "
+         "work of a graph, not of a stream");
+  setError(cudaErrorCapturedEvent);
+  return cudaErrorCapturedEvent;
+}
+
+/// An event recorded on a captured stream stands for what that stream is
+/// ordered after in the capture.
+bool recordInCapture(cudaStream_t h, EmuEvent &e) {
+  e.capture = 0;
+  if (!activeCaptures.load())
+    return false;
+  Lock lock(sched().mutex);
+  EmuStream &s = resolve(h);
+  if (!s.capture)
+    return false;
+  e.capture = s.capture->id;
+  e.captured = s.capture->after[s.id];
+  e.at = {};
+  return true;
+}
+
+/// cudaStreamWaitEvent while a capture is in progress or of an event
+/// recorded in one: a stream that waits for an event of a capture joins
+/// it; a captured stream may not wait for work outside its capture.
+cudaError_t waitInCapture(cudaStream_t h, EmuEvent &e) {
+  Scheduler &k = sched();
+  Lock lock(k.mutex);
+  EmuStream &s = resolve(h);
+  if (!e.capture) {
+    if (s.capture && e.recorded) {
+      invalidate(*s.capture, "a captured stream waited for an event "
+                             "recorded outside the capture");
+      setError(cudaErrorStreamCaptureIsolation);
+      return cudaErrorStreamCaptureIsolation;
+    }
+    if (!s.capture)
+      enqueueWait(h, e.at);
+    return cudaSuccess; // a never-recorded event: nothing to wait for
+  }
+  auto it = k.captures.find(e.capture);
+  if (it == k.captures.end())
+    return capturedEvent("cudaStreamWaitEvent");
+  Capture *c = it->second;
+  if (s.null || (s.capture && s.capture != c)) {
+    report(std::string("cudaStreamWaitEvent of ") +
+           (s.null ? "the legacy null stream" : "a stream of another capture") +
+           " on an event of a capture");
+    invalidate(*c, "a stream outside it waited for its event");
+    cudaError_t err =
+        s.null ? cudaErrorStreamCaptureImplicit : cudaErrorStreamCaptureMerge;
+    setError(err);
+    return err;
+  }
+  if (!s.capture) {
+    s.capture = c;
+    c->members.push_back(&s);
+  }
+  orderAfter(c->after[s.id], e.captured);
+  return cudaSuccess;
+}
+
 } // namespace
 
 namespace smp::cudaemu {
 
 Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind) {
+  if (activeCaptures.load()) {
+    Lock lock(sched().mutex);
+    if (captureWork(resolve(h), work, kind))
+      return {{}, false};
+  }
   bool defer =
       isNull(h) ? deferredAt(0) : reinterpret_cast<EmuStream *>(h)->deferred;
   if (defer)
@@ -303,6 +464,44 @@ void runLegacy() {
       drain(*t);
 }
 
+std::shared_ptr<GraphBody> capturedBody(cudaStream_t h) {
+  if (!activeCaptures.load())
+    return nullptr;
+  Lock lock(sched().mutex);
+  Capture *c = resolve(h).capture;
+  return c ? c->body : nullptr;
+}
+
+cudaError_t refuseOnCapturedStream(cudaStream_t h, const std::string &why) {
+  if (!activeCaptures.load())
+    return cudaSuccess;
+  Lock lock(sched().mutex);
+  Capture *c = resolve(h).capture;
+  if (!c)
+    return cudaSuccess;
+  invalidate(*c, why);
+  setError(cudaErrorStreamCaptureUnsupported);
+  return cudaErrorStreamCaptureUnsupported;
+}
+
+cudaError_t refuseDuringCapture(const char *call) {
+  if (!activeCaptures.load())
+    return cudaSuccess;
+  Lock lock(sched().mutex);
+  bool refused = false;
+  for (auto &[id, c] : sched().captures)
+    if (c->mode != cudaStreamCaptureModeRelaxed) {
+      invalidate(*c, std::string(call) +
+                         " was called while a stream is captured (it waits "
+                         "for the device or allocates synchronously)");
+      refused = true;
+    }
+  if (!refused)
+    return cudaSuccess;
+  setError(cudaErrorStreamCaptureUnsupported);
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 void runAll() {
   if (!anyDeferred.load())
     return;
@@ -322,6 +521,8 @@ void runAll() {
 extern "C" {
 
 cudaError_t cudaDeviceSynchronize(void) {
+  if (cudaError_t e = refuseDuringCapture("cudaDeviceSynchronize"))
+    return e;
   countHostWait();
   runAll();
   return stickyError();
@@ -375,6 +576,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 /// The null stream's work runs after the blocking streams' (their work
 /// issued before it): those run too.
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t e = refuseCapturedStream(stream, "cudaStreamSynchronize"))
+    return e;
   countHostWait();
   if (isNull(stream))
     runLegacy();
@@ -385,6 +588,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 /// Runs the stream's work and answers that it is done: a caller polls a
 /// query, and must see progress.
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  if (cudaError_t e = refuseCapturedStream(stream, "cudaStreamQuery"))
+    return e;
   if (isNull(stream))
     runLegacy();
   runUpTo(streamTail(stream));
@@ -397,6 +602,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t e,
                                 unsigned int) {
   if (!e)
     return cudaErrorInvalidResourceHandle;
+  if (event(e)->capture || activeCaptures.load())
+    return waitInCapture(stream, *event(e));
   enqueueWait(stream, event(e)->at);
   return cudaSuccess;
 }
@@ -426,6 +633,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
   if (!e)
     return cudaErrorInvalidResourceHandle;
+  event(e)->recorded = true;
+  if (recordInCapture(stream, *event(e)))
+    return cudaSuccess;
   std::shared_ptr<Clock> clock = event(e)->clock;
   event(e)->at = enqueueWork(stream, [clock] {
                    clock->recorded = true;
@@ -437,6 +647,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   if (!e)
     return cudaErrorInvalidResourceHandle;
+  if (event(e)->capture)
+    return capturedEvent("cudaEventQuery");
   runUpTo(event(e)->at);
   return stickyError();
 }
@@ -444,6 +656,8 @@ cudaError_t cudaEventQuery(cudaEvent_t e) {
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (!e)
     return cudaErrorInvalidResourceHandle;
+  if (event(e)->capture)
+    return capturedEvent("cudaEventSynchronize");
   countHostWait();
   runUpTo(event(e)->at);
   return stickyError();
@@ -467,6 +681,78 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
   }
   *ms = std::chrono::duration<float, std::milli>(e->clock->at - s->clock->at)
             .count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                   enum cudaStreamCaptureMode mode) {
+  Scheduler &k = sched();
+  Lock lock(k.mutex);
+  if (isNull(stream)) {
+    report("cudaStreamBeginCapture of the legacy null stream: cudart "
+           "captures only streams made by cudaStreamCreate*");
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  EmuStream &s = resolve(stream);
+  if (s.capture)
+    return cudaErrorIllegalState;
+  auto *c = new Capture;
+  c->id = ++k.captureSerial;
+  c->origin = &s;
+  c->mode = mode;
+  c->members.push_back(&s);
+  s.capture = c;
+  k.captures[c->id] = c;
+  ++activeCaptures;
+  return cudaSuccess;
+}
+
+/// The capture's graph, when it is valid and every stream it joined has
+/// been joined back: the origin ordered after each one's last captured
+/// work (cudart's cudaErrorStreamCaptureUnjoined otherwise).
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+  Scheduler &k = sched();
+  Lock lock(k.mutex);
+  if (!pGraph)
+    return cudaErrorInvalidValue;
+  *pGraph = nullptr;
+  Capture *c = isNull(stream) ? nullptr : resolve(stream).capture;
+  if (!c)
+    return cudaErrorIllegalState;
+  if (c->origin != &resolve(stream)) {
+    report("cudaStreamEndCapture of a stream that joined a capture but "
+           "did not begin it");
+    return cudaErrorStreamCaptureUnmatched;
+  }
+  cudaError_t result = cudaSuccess;
+  if (!c->invalid.empty())
+    result = cudaErrorStreamCaptureInvalidated;
+  CaptureClock &joined = c->after[c->origin->id];
+  for (EmuStream *m : c->members)
+    if (result == cudaSuccess && joined[m->id] < c->issued[m->id]) {
+      report("cudaStreamEndCapture: stream " + std::to_string(m->id) +
+             " joined the capture and its last captured work is not "
+             "joined back (the origin stream never waited for an event "
+             "recorded after it)");
+      result = cudaErrorStreamCaptureUnjoined;
+    }
+  if (result == cudaSuccess)
+    *pGraph = reinterpret_cast<cudaGraph_t>(new EmuGraph{c->body});
+  leave(c);
+  return result;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *status) {
+  if (!status)
+    return cudaErrorInvalidValue;
+  *status = cudaStreamCaptureStatusNone;
+  if (!activeCaptures.load())
+    return cudaSuccess;
+  Lock lock(sched().mutex);
+  if (Capture *c = resolve(stream).capture)
+    *status = c->invalid.empty() ? cudaStreamCaptureStatusActive
+                                 : cudaStreamCaptureStatusInvalidated;
   return cudaSuccess;
 }
 

@@ -15,6 +15,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace smp::cudaemu {
 
@@ -62,6 +65,62 @@ void runOrdered();
 void runLegacy();
 /// Runs everything queued on every stream.
 void runAll();
+
+/// A piece of work a stream capture recorded (cudaStreamBeginCapture to
+/// cudaStreamEndCapture), as it was issued.
+struct CapturedWork {
+  std::function<void()> work;
+  WorkKind kind = WorkKind::Normal;
+};
+
+/// What a capture made (a cudaGraph_t's contents, Graphs.cpp): the work of
+/// every stream it joined, in issue order, an order every dependency of
+/// the capture respects (each stream's own order, and a wait's event
+/// recorded before the wait), so that a launch may run it all on one
+/// stream; and the memory its stream-ordered allocations took, which is
+/// the graph's own (the same addresses on every launch) until the last
+/// graph or instantiation holding it goes.
+struct GraphBody {
+  std::vector<CapturedWork> work;
+  std::vector<void *> memory;
+  size_t memoryBytes = 0;
+  /// Each allocation's bytes, and those freed in the capture: a later
+  /// allocation on the same stream (ordered after the free) takes one back,
+  /// as a GPU's graph reuses the memory of allocations whose lifetimes do
+  /// not overlap.
+  std::vector<size_t> sizes;
+  struct Freed {
+    void *p;
+    size_t bytes;
+    cudaStream_t stream;
+  };
+  std::vector<Freed> freed;
+  GraphBody() = default;
+  GraphBody(const GraphBody &) = delete;
+  GraphBody &operator=(const GraphBody &) = delete;
+  ~GraphBody();
+};
+/// A cudaGraph_t (and a cudaGraphExec_t: an instantiation shares its body).
+struct EmuGraph {
+  std::shared_ptr<GraphBody> body;
+};
+
+/// The body of the capture `stream` is part of, or null when it is not
+/// captured.
+std::shared_ptr<GraphBody> capturedBody(cudaStream_t stream);
+/// A call that waits for the device, or allocates or frees memory
+/// synchronously (`call`, for the report), while a stream is captured:
+/// cudart refuses it (cudaErrorStreamCaptureUnsupported) and invalidates
+/// the captures in progress, whose cudaStreamEndCapture then fails. Returns
+/// cudaSuccess when no capture is in progress.
+cudaError_t refuseDuringCapture(const char *call);
+/// What cudart refuses on a captured stream (`why`, for the report): when
+/// `stream` is captured, its capture is invalidated and
+/// cudaErrorStreamCaptureUnsupported returned; else cudaSuccess.
+cudaError_t refuseOnCapturedStream(cudaStream_t stream, const std::string &why);
+/// Graph memory (Graphs.cpp): `bytes` taken by a capture's allocation or
+/// given back with a graph's body (cudaDeviceGetGraphMemAttribute's).
+void graphMemoryChanged(int64_t bytes);
 
 } // namespace smp::cudaemu
 

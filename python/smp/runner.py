@@ -151,7 +151,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           resume: bool = False, reset_optimizer: bool = False,
           reset_data: bool = False, threads: Optional[int] = None,
           timeout: Optional[float] = None, device: Optional[str] = None,
-          check_finite: bool = False, overlap: bool = True, eval_data=None,
+          check_finite: bool = False, overlap: bool = True,
+          cuda_graph: bool = False, eval_data=None,
           eval_every: Optional[int] = None,
           compute_metrics: Optional[Callable[[EvalPrediction], Mapping[str, Any]]] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
@@ -172,7 +173,10 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     (smprun --no-overlap) waits on a GPU for each collective, pipeline
     message and offload copy before the next op, where by default they run
     on their own streams beside the compute that does not need them (as
-    DDP overlaps its all-reduces): the same numbers. eval_data
+    DDP overlaps its all-reduces): the same numbers. cuda_graph=True
+    (smprun --cuda-graph, as torch.cuda.graphs) runs each step from the
+    second on a GPU as one CUDA graph: the same numbers, one launch a step;
+    refused with what to do for dropout, several ranks or the CPU. eval_data
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'
@@ -217,6 +221,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args.append("--check-finite")
         if not overlap:
             args.append("--no-overlap")
+        if cuda_graph:
+            args.append("--cuda-graph")
         if eval_data is not None:
             args += ["--eval-data", str(write_data_dir(eval_data, tmp / "eval"))]
         if eval_every is not None:

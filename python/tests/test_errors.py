@@ -178,6 +178,22 @@ def test_overlap_false_is_smpruns_no_overlap(tools, tmp_path, monkeypatch):
     assert both[0].losses == both[1].losses
 
 
+def test_cuda_graph_is_smpruns_and_refused_on_the_cpu(tools, tmp_path):
+    # cuda_graph=True passes --cuda-graph on; the CPU records no graph, and
+    # smprun's refusal says what to do.
+    import numpy as np
+    art = smp.compile(MLP, output=tmp_path / "a.smpx", **TRAIN)
+    data = {n: np.load(FIXTURES / "train" / "mlp" / f"{n}.npy")
+            for n in ("x", "labels")}
+    with pytest.raises(smp.SmpError) as e:
+        smp.train(art, data=data, steps=2, cuda_graph=True, device="cpu",
+                  progress=False)
+    assert e.value.tool == "smprun"
+    assert ("recording the step as a CUDA graph (--cuda-graph): cpu runs "
+            "each instruction as it is issued and records none; run on a "
+            "GPU (--device cuda) or without --cuda-graph") in str(e.value)
+
+
 def test_moved_source_model(tools, tmp_path):
     # --save-onnx reads the model smpc compiled: moved, smprun refuses before
     # training and names --source-model; a copy passed as source_model works,

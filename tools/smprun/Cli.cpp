@@ -208,6 +208,16 @@ OPTIONS
                      PyTorch's DDP overlaps its all-reduces with the
                      backward. The numbers are the same either way;
                      --profile and --check-finite wait so too.
+  --cuda-graph       On a GPU, run each training step from the second on as
+                     one CUDA graph: the second step's kernels, cuBLASLt
+                     products and copies are recorded as they are queued
+                     and each later step launches the record in one call
+                     (as torch.cuda.graphs), the same numbers as without.
+                     Also SMP_CUDA_GRAPH=1 (0 or unset: off). Refused, with
+                     what to do, for a model whose dropout draws from the
+                     step's number, for communication (several ranks), on
+                     the CPU, and with --profile, --check-finite or
+                     --no-overlap (they issue the instructions one by one).
   -h, --help         Show this help.
   --version          Show the version.
 
@@ -284,6 +294,25 @@ EXAMPLE
        --checkpoint-every 50 --tensorboard-dir tb --log-every 20
 )";
 
+/// SMP_CUDA_GRAPH (1: as --cuda-graph; 0, empty or unset: off) into
+/// cli.cudaGraph; a value that is neither, or 0 beside --cuda-graph, is
+/// refused.
+std::optional<int> cudaGraphSetting(Cli &cli) {
+  const char *env = std::getenv("SMP_CUDA_GRAPH");
+  std::string v = env ? env : "";
+  if (v.empty())
+    return std::nullopt;
+  if (v != "0" && v != "1")
+    return fail("SMP_CUDA_GRAPH=" + v +
+                " is not a setting: 1 (each training step from the second "
+                "on as one CUDA graph, as --cuda-graph) or 0 (off)");
+  if (v == "0" && cli.cudaGraph)
+    return fail("--cuda-graph and SMP_CUDA_GRAPH=0 disagree; give one of "
+                "them");
+  cli.cudaGraph = v == "1";
+  return std::nullopt;
+}
+
 /// The checks of a parsed command line that involve several flags.
 std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) {
   if (cli.model.empty())
@@ -338,6 +367,18 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
                 " leaves none of the " + std::to_string(cli.steps) +
                 " step(s) to profile; give --steps over " +
                 std::to_string(cli.profileWarmup));
+  if (cli.cudaGraph && cli.steps == 0)
+    return fail("--cuda-graph records the training step; give --steps N");
+  if (cli.cudaGraph &&
+      (!cli.profilePath.empty() || cli.checkFinite || cli.noOverlap))
+    return fail(std::string("--cuda-graph launches each step as one graph, "
+                            "but ") +
+                (!cli.profilePath.empty() ? "--profile times each instruction"
+                 : cli.checkFinite        ? "--check-finite reads each "
+                                            "instruction's outputs"
+                                          : "--no-overlap waits for each side "
+                                            "step") +
+                " as it is issued; give one or the other");
   if ((cli.ckptEvery > 0 || cli.resume) && cli.ckptDir.empty())
     return fail("--checkpoint-every and --resume need --checkpoint-dir");
   if ((cli.resetOptimizer || cli.resetData) && !cli.resume)
@@ -403,11 +444,12 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return 0;
     }
     if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data" ||
-        a == "--check-finite" || a == "--no-overlap") {
+        a == "--check-finite" || a == "--no-overlap" || a == "--cuda-graph") {
       (a == "--resume"         ? cli.resume
        : a == "--reset-data"   ? cli.resetData
        : a == "--check-finite" ? cli.checkFinite
        : a == "--no-overlap"   ? cli.noOverlap
+       : a == "--cuda-graph"   ? cli.cudaGraph
                                : cli.resetOptimizer) = true;
       cli.forwarded.push_back(a);
       continue;
@@ -471,6 +513,8 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return fail("unexpected argument '" + a + "'");
     }
   }
+  if (std::optional<int> done = cudaGraphSetting(cli))
+    return done;
   return checkCli(cli, given);
 }
 

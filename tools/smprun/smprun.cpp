@@ -258,10 +258,11 @@ std::string deviceMemoryParts(const smprt::Backend &backend, uint64_t inUse) {
   smprt::Backend::DeviceMemoryParts p;
   if (!backend.deviceMemoryParts(p))
     return "";
-  uint64_t known = p.allocated + p.poolHigh + p.workspace;
+  uint64_t known = p.allocated + p.poolHigh + p.workspace + p.graphHigh;
   auto n = [](uint64_t v) { return std::to_string(v); };
   return " (arena " + n(p.allocated) + ", kernels' scratch " +
          n(p.scratchHigh) + " at most in a pool of " + n(p.poolHigh) +
+         (p.graphHigh ? ", the CUDA graph's scratch " + n(p.graphHigh) : "") +
          ", cuBLASLt workspace " + n(p.workspace) + "; the rest " +
          n(inUse > known ? inUse - known : 0) +
          ": the CUDA context, the loaded code, NCCL's buffers)";
@@ -473,6 +474,8 @@ int main(int argc, char **argv) {
   if (cli.checkFinite)
     exec.enableFiniteChecks();
   exec.setOverlap(!cli.noOverlap);
+  if (cli.cudaGraph && cli.steps > 0 && !(s = exec.enableGraphs()).ok())
+    return fail(cli.model + ": " + s.error);
   if (artifact.manifest.has_training() != (cli.steps > 0))
     return fail(artifact.manifest.has_training()
                     ? cli.model +

@@ -59,6 +59,10 @@ Status Executor::loadWeights(const Artifact &artifact) {
 }
 
 Status Executor::init(const Artifact &artifact) {
+  // A recorded step holds the old program's addresses.
+  graph_.reset();
+  graphs_ = false;
+  graphRuns_ = 0;
   artifact_ = &artifact;
   const auto &p = artifact.program;
   Status s = arena_.allocate(*backend_, p.arena_bytes(), /*host=*/false);
@@ -183,49 +187,89 @@ Status Executor::runSteps(bool forwardOnly) {
     if (!inputSet_[i])
       return Status::failure("input '" + p.inputs(i).name() +
                              "' was not given");
+  RunMode mode;
+  mode.forwardOnly = forwardOnly;
   // Profiles are of training steps.
-  bool profiling = !profile_.empty() && !forwardOnly;
-  if (profiling)
+  mode.profiling = !profile_.empty() && !forwardOnly;
+  if (mode.profiling)
     ++profileRuns_;
   // A device queues the steps: its clock times them (timing events around
   // each, read after the step), or, without one, profiling waits for each.
-  bool timed = profiling && !timers_.empty();
-  if (!timed) // an evaluation's device time is not idle time
+  mode.timed = mode.profiling && !timers_.empty();
+  if (!mode.timed) // an evaluation's device time is not idle time
     afterProfiledStep_ = false;
-  bool waitEach = profiling && !timed && !backend_->hostAddressable();
+  mode.waitEach = mode.profiling && !mode.timed && !backend_->hostAddressable();
   // A profile times each instruction alone and the finite checks read each
   // one's outputs: their side steps are waited for at once.
-  bool serial = !overlap_ || profiling || checkFinite_;
+  mode.serial = !overlap_ || mode.profiling || checkFinite_;
   hazards_.drain(); // what a failed run left pending
   // Each instruction's scratch, once (a few driver calls around each
   // instruction, outside its host time; 0 without device memory).
-  bool measureScratch = profiling && !scratchMeasured_;
+  mode.measureScratch = mode.profiling && !scratchMeasured_;
   std::vector<size_t> timedSteps;
   Stream &stream = backend_->computeStream();
   firstInfinity_.clear();
+  bool recorded = graphs_ && !forwardOnly && !mode.serial;
+  Status s;
+  if (recorded && !graph_ && graphRuns_++ > 0)
+    s = recordGraph(mode);
+  if (recorded && graph_) {
+    if (s.ok() && !(s = graph_->launch()).ok())
+      s = Status::failure("launching the step's graph: " + s.error);
+  } else if (s.ok()) {
+    s = issueSteps(mode, timedSteps);
+  }
+  if (!s.ok())
+    return s;
+  if (mode.measureScratch)
+    scratchMeasured_ = true;
+  // Pipeline sends are eager; the step ends once the peers have them.
+  s = joinLanes();
+  if (s.ok())
+    s = programComm_->completeSends("the sends of this step");
+  if (s.ok() && mode.timed) {
+    stepEnd_ = otherStepEnd();
+    s = stream.record(*timers_[stepEnd_]);
+  }
+  if (s.ok())
+    s = programComm_->synchronize("the collectives of this step");
+  if (s.ok())
+    s = backend_->synchronize("this step");
+  if (s.ok() && mode.timed)
+    s = addDeviceTimes(timedSteps);
+  const auto &outs = artifact_->program.outputs();
+  for (size_t i = 0; s.ok() && i < outputCopies_.size(); ++i)
+    s = readBuffer(outs[static_cast<int>(i)].buffer(), outputCopies_[i].data());
+  return s;
+}
+
+Status Executor::issueSteps(const RunMode &mode,
+                            std::vector<size_t> &timedSteps) {
+  const auto &p = artifact_->program;
+  Stream &stream = backend_->computeStream();
   for (size_t i = 0; i < steps_.size(); ++i) {
     const auto &inst = p.instructions(static_cast<int>(i));
-    if (forwardOnly ? !inst.forward() : inst.eval_only())
+    if (mode.forwardOnly ? !inst.forward() : inst.eval_only())
       continue;
     const Step &step = steps_[i];
-    uint64_t scratchBefore = measureScratch ? scratchHeld(true) : 0;
+    uint64_t scratchBefore = mode.measureScratch ? scratchHeld(true) : 0;
     auto start = std::chrono::steady_clock::now();
-    Status s = timed ? stream.record(*timers_[2 * i]) : Status::success();
+    Status s = mode.timed ? stream.record(*timers_[2 * i]) : Status::success();
     if (s.ok())
-      s = issue(i, serial);
-    if (s.ok() && timed && (s = stream.record(*timers_[2 * i + 1])).ok())
+      s = issue(i, mode.serial);
+    if (s.ok() && mode.timed && (s = stream.record(*timers_[2 * i + 1])).ok())
       timedSteps.push_back(i);
-    if (s.ok() && waitEach)
+    if (s.ok() && mode.waitEach)
       s = backend_->synchronize("the step");
-    if (profiling) {
+    if (mode.profiling) {
       double host = std::chrono::duration<double>(
                         std::chrono::steady_clock::now() - start)
                         .count();
       profileHost_[i] += host;
-      if (!timed)
+      if (!mode.timed)
         profile_[i] += host;
     }
-    if (measureScratch) {
+    if (mode.measureScratch) {
       uint64_t high = scratchHeld(false);
       profileScratch_[i] = std::max(
           profileScratch_[i], high > scratchBefore ? high - scratchBefore : 0);
@@ -240,26 +284,7 @@ Status Executor::runSteps(bool forwardOnly) {
         arena_.touch(static_cast<char *>(buffers_[o].data) - arena_.data(),
                      buffers_[o].bytes());
   }
-  if (measureScratch)
-    scratchMeasured_ = true;
-  // Pipeline sends are eager; the step ends once the peers have them.
-  Status s = joinLanes();
-  if (s.ok())
-    s = programComm_->completeSends("the sends of this step");
-  if (s.ok() && timed) {
-    stepEnd_ = otherStepEnd();
-    s = stream.record(*timers_[stepEnd_]);
-  }
-  if (s.ok())
-    s = programComm_->synchronize("the collectives of this step");
-  if (s.ok())
-    s = backend_->synchronize("this step");
-  if (s.ok() && timed)
-    s = addDeviceTimes(timedSteps);
-  const auto &outs = artifact_->program.outputs();
-  for (size_t i = 0; s.ok() && i < outputCopies_.size(); ++i)
-    s = readBuffer(outs[static_cast<int>(i)].buffer(), outputCopies_[i].data());
-  return s;
+  return Status::success();
 }
 
 Status Executor::readBuffer(uint32_t index, void *dst) const {

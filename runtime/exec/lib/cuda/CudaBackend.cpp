@@ -169,6 +169,7 @@ public:
     out.workspace = held.workspace;
     out.scratchHigh = std::max(held.scratchHigh, scratchHighBefore_);
     out.poolHigh = std::max(held.poolHigh, poolHighBefore_);
+    out.graphHigh = held.graphHigh;
     return true;
   }
   bool scratchSpan(bool start, uint64_t &bytes) override {
@@ -325,7 +326,41 @@ public:
     return s;
   }
 
+  bool capturesSteps() const override { return true; }
+  Status beginCapture() override {
+    k::setCurrentContext(ctx_);
+    Status s = k::beginCapture(*ctx_);
+    return s.ok() ? s
+                  : Status::failure("capturing the step on " + name() + ": " +
+                                    s.error);
+  }
+  Status endCapture(std::unique_ptr<Graph> &out) override {
+    out.reset();
+    k::Graph *graph = nullptr;
+    Status s = k::endCapture(*ctx_, graph);
+    if (!s.ok())
+      return Status::failure("capturing the step on " + name() + ": " +
+                             s.error);
+    out = std::make_unique<CudaGraph>(ctx_, graph);
+    return s;
+  }
+
 private:
+  /// A captured step (kernels' Graph), launched on the context's stream.
+  class CudaGraph final : public Graph {
+  public:
+    CudaGraph(k::Context *ctx, k::Graph *graph) : ctx_(ctx), graph_(graph) {}
+    ~CudaGraph() override { k::destroyGraph(graph_); }
+    Status launch() override {
+      k::setCurrentContext(ctx_);
+      return k::launchGraph(*ctx_, *graph_);
+    }
+
+  private:
+    k::Context *ctx_;
+    k::Graph *graph_;
+  };
+
   /// Runs the CUDA call `call` with this backend's device current.
   template <typename Call> Status onDevice(const std::string &what, Call call) {
     cudaError_t e = cudaSetDevice(device_);

@@ -54,6 +54,9 @@ struct Step {
   std::function<Status()> run;
   std::vector<uint32_t> outputs;
   Lane lane = Lane::Compute;
+  /// Reads the run's RandomState when it runs (a dropout that drops): what
+  /// it queues differs from step to step.
+  bool drawsRandom = false;
 };
 
 class Backend;
@@ -133,10 +136,12 @@ public:
   /// transient scratches held at once, and `poolHigh`, the most memory
   /// their pool mapped (it keeps it), since the backend was made (spans
   /// included). What the device holds beyond these is the CUDA context
-  /// and the loaded code. False where the backend has no device memory of
-  /// its own.
+  /// and the loaded code; `graphHigh`, the most the captured steps' graphs
+  /// mapped for their scratches (beginCapture). False where the backend
+  /// has no device memory of its own.
   struct DeviceMemoryParts {
-    uint64_t allocated = 0, workspace = 0, scratchHigh = 0, poolHigh = 0;
+    uint64_t allocated = 0, workspace = 0, scratchHigh = 0, poolHigh = 0,
+             graphHigh = 0;
   };
   virtual bool deviceMemoryParts(DeviceMemoryParts &out) const {
     (void)out;
@@ -217,6 +222,30 @@ public:
     (void)to;
     seconds = 0.0;
     return Status::failure(name() + " has no device clock to time events");
+  }
+
+  /// A step's work recorded once and queued again as a whole (a CUDA
+  /// graph): launch() queues on the compute stream what the capture
+  /// recorded, with the operands it was recorded with.
+  class Graph {
+  public:
+    virtual ~Graph() = default;
+    virtual Status launch() = 0;
+  };
+  /// Whether beginCapture() can record a step (a GPU's).
+  virtual bool capturesSteps() const { return false; }
+  /// From now until endCapture(), the work queued on the compute stream,
+  /// and on the lanes' streams ordered after it, is recorded, not run;
+  /// nothing may wait for the device meanwhile.
+  virtual Status beginCapture() {
+    return Status::failure(name() + " cannot record a step as a graph");
+  }
+  /// The recorded work as a graph; on failure (something waited for the
+  /// device during the capture) `out` is null, the error says what was
+  /// refused, and nothing of the capture ran.
+  virtual Status endCapture(std::unique_ptr<Graph> &out) {
+    out.reset();
+    return Status::failure(name() + " cannot record a step as a graph");
   }
 };
 

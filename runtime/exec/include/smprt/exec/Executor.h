@@ -119,6 +119,25 @@ public:
   void setOverlap(bool overlap) { overlap_ = overlap; }
   bool overlap() const { return overlap_; }
 
+  /// Runs each training step as one recorded graph from the second on
+  /// (smprun --cuda-graph; Backend::beginCapture): the first training run
+  /// queues its instructions one by one (and the libraries do their
+  /// first-use work: cuBLASLt's algorithm choices, the kernels' modules),
+  /// the second records them and launches the record, each later one
+  /// launches it again: one call a step where each instruction made one to
+  /// a few. The numbers are the same: the same work on the same buffers.
+  /// Evaluations, profiled runs, finite checks and --no-overlap issue the
+  /// instructions one by one. Fails, saying why and what to run instead,
+  /// where a step cannot be recorded: a backend without graphs (the CPU),
+  /// an instruction whose dropout draws from the step's number (a graph
+  /// would repeat the recorded step's masks), a collective or pipeline
+  /// message (NCCL's stream, under the communicator's deadline). After
+  /// init(), which turns it off.
+  Status enableGraphs();
+  bool graphs() const { return graphs_; }
+  /// Whether the step has been recorded (the runs launch it).
+  bool graphRecorded() const { return graph_ != nullptr; }
+
   const Artifact &artifact() const { return *artifact_; }
   /// Views of every buffer (index = the program's buffer index), in the
   /// backend's memory: host memory only if backend().hostAddressable().
@@ -133,6 +152,16 @@ public:
 private:
   Status loadWeights(const Artifact &artifact);
   Status runSteps(bool forwardOnly);
+  /// How runSteps queues its instructions.
+  struct RunMode {
+    bool forwardOnly = false, profiling = false, timed = false,
+         waitEach = false, serial = false, measureScratch = false;
+  };
+  /// Queues every instruction of the run (issue()), timing, checking and
+  /// measuring each as `mode` says; `timedSteps` gets those timed.
+  Status issueSteps(const RunMode &mode, std::vector<size_t> &timedSteps);
+  /// Records the training step as a graph (enableGraphs) into graph_.
+  Status recordGraph(const RunMode &mode);
   /// Queues step i on its lane's stream, ordered against the other lanes
   /// (LaneHazards.h); `serial`: a side step is waited for at once.
   Status issue(size_t i, bool serial);
@@ -196,6 +225,9 @@ private:
   bool checkFinite_ = false;
   std::string firstInfinity_;
   bool overlap_ = true;
+  bool graphs_ = false;
+  int64_t graphRuns_ = 0; // training runs since enableGraphs
+  std::unique_ptr<Backend::Graph> graph_;
   /// What each instruction reads and writes, and each side step's end and
   /// the compute stream's point before it (their events; null for compute
   /// steps).

@@ -115,9 +115,11 @@ int device(Context &ctx);
 /// device's default pool, freed after their kernels): the most they held
 /// at once (`scratchHigh`) and the most memory the pool mapped for them
 /// (`poolHigh`; it keeps what it mapped) since the context was made or
-/// since resetScratchHigh.
+/// since resetScratchHigh. A captured step's scratches (Graph below) are
+/// its graph's memory instead: `graphHigh`, the most the device's graphs
+/// have mapped.
 struct DeviceMemoryHeld {
-  uint64_t workspace = 0, scratchHigh = 0, poolHigh = 0;
+  uint64_t workspace = 0, scratchHigh = 0, poolHigh = 0, graphHigh = 0;
 };
 Status memoryHeld(const Context &ctx, DeviceMemoryHeld &out);
 /// Starts `scratchHigh` and `poolHigh` again from what is held now.
@@ -165,6 +167,26 @@ Status setAttentionWgmma(Context &ctx, bool forward, bool backward);
 inline Status setAttentionWgmma(Context &ctx, bool on) {
   return setAttentionWgmma(ctx, on, on);
 }
+
+/// A step's work captured as a CUDA graph (Graph.cu): the kernels,
+/// cuBLASLt products and copies queued on the context's stream between
+/// beginCapture and endCapture (and on the streams that waited for its
+/// events, joined back before the end), launched again in one call. Each
+/// launch repeats them with the arguments and addresses they were
+/// captured with; their scratches are the graph's own memory.
+struct Graph;
+/// Starts capturing the context's stream: from now until endCapture its
+/// work is recorded, not run. Nothing may wait for the device meanwhile.
+Status beginCapture(Context &ctx);
+/// Ends the capture and instantiates its graph into `out` (the caller's:
+/// destroyGraph). When the capture failed (something waited for the
+/// device, or copied from pageable host memory, or a stream that joined it
+/// was not joined back) `out` is null, the capture is over, and the error
+/// says what cudart refused.
+Status endCapture(Context &ctx, Graph *&out);
+/// Queues the graph's work on the context's stream.
+Status launchGraph(Context &ctx, Graph &graph);
+void destroyGraph(Graph *graph);
 
 /// Waits for the stream, then reads and clears the device error flag: a
 /// failure naming the op for the first data error any kernel recorded since

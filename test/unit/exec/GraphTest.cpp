@@ -1,0 +1,171 @@
+//===- GraphTest.cpp - The training step recorded as one graph ------------===//
+//
+// Executor::enableGraphs on a traced device that records steps: the first
+// training run queues its instructions one by one, the second records
+// them (side streams joined back before the record ends) and launches the
+// record, later runs only launch it; evaluations still queue one by one; a
+// record the device refuses fails the run, naming what was refused, and
+// the next run records again. What a record cannot hold is refused up
+// front: a dropout drawing from the step's number, communication, a
+// device that records nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TracedDevice.h"
+
+#include <gtest/gtest.h>
+
+using namespace smprt;
+using smprt::test::Program;
+using smprt::test::TracedDevice;
+
+namespace {
+
+/// The traced device, recording steps: "begin capture", "end capture",
+/// "launch graph"; `refuseNext` makes the next end fail as cudart's would.
+class RecordingDevice final : public TracedDevice {
+public:
+  bool refuseNext = false;
+
+  bool capturesSteps() const override { return true; }
+  Status beginCapture() override {
+    trace.push_back("begin capture");
+    return Status::success();
+  }
+  Status endCapture(std::unique_ptr<Graph> &out) override {
+    out.reset();
+    if (refuseNext) {
+      refuseNext = false;
+      trace.push_back("end capture refused");
+      return Status::failure("cudaErrorStreamCaptureInvalidated");
+    }
+    trace.push_back("end capture");
+    out = std::make_unique<Record>(*this);
+    return Status::success();
+  }
+
+private:
+  struct Record final : Graph {
+    explicit Record(RecordingDevice &d) : dev(d) {}
+    Status launch() override {
+      dev.trace.push_back("launch graph");
+      return Status::success();
+    }
+    RecordingDevice &dev;
+  };
+};
+
+/// The trace of each of `runs` training runs of `prog` with graphs on.
+std::vector<std::vector<std::string>> runsOf(Program &prog,
+                                             RecordingDevice &dev, int runs) {
+  Executor exec;
+  exec.setBackend(&dev);
+  Status s = exec.init(prog.artifact);
+  EXPECT_TRUE(s.ok()) << s.error;
+  s = exec.enableGraphs();
+  EXPECT_TRUE(s.ok()) << s.error;
+  std::vector<std::vector<std::string>> out;
+  for (int r = 0; r < runs; ++r) {
+    dev.trace.clear();
+    s = exec.run();
+    if (!s.ok())
+      dev.trace.push_back("failed: " + s.error);
+    out.push_back(dev.trace);
+  }
+  return out;
+}
+
+// Offloading's copy on its own stream: recorded with the compute it
+// overlaps, and joined back before the record ends.
+TEST(Graphs, TheSecondRunRecordsAndLaterRunsLaunch) {
+  Program prog(4,
+               {{"fwd", {}, {0}},
+                {"off_act", {0}, {4}},
+                {"fwd_more", {1}, {2}},
+                {"bwd", {2}, {3}}},
+               /*hostBuffers=*/1);
+  RecordingDevice dev;
+  auto runs = runsOf(prog, dev, 3);
+  std::vector<std::string> issued = {"compute run fwd", "compute record e0",
+                                     "copy wait e0",    "copy run off_act",
+                                     "copy record e1",  "compute run fwd_more",
+                                     "compute run bwd", "compute wait e1"};
+  std::vector<std::string> first = issued;
+  first.push_back("sync");
+  EXPECT_EQ(runs[0], first);
+  std::vector<std::string> second = {"begin capture"};
+  second.insert(second.end(), issued.begin(), issued.end());
+  second.insert(second.end(), {"end capture", "launch graph", "sync"});
+  EXPECT_EQ(runs[1], second);
+  EXPECT_EQ(runs[2], (std::vector<std::string>{"launch graph", "sync"}));
+}
+
+// A record cudart refuses fails its run, and the next run records again.
+TEST(Graphs, ARefusedRecordFailsTheRunAndTheNextRecordsAgain) {
+  Program prog(2, {{"fwd", {}, {0}}, {"bwd", {0}, {1}}});
+  RecordingDevice dev;
+  Executor exec;
+  exec.setBackend(&dev);
+  ASSERT_TRUE(exec.init(prog.artifact).ok());
+  ASSERT_TRUE(exec.enableGraphs().ok());
+  ASSERT_TRUE(exec.run().ok());
+  dev.refuseNext = true;
+  dev.trace.clear();
+  Status s = exec.run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.error, "recording the step as a CUDA graph (--cuda-graph): "
+                     "cudaErrorStreamCaptureInvalidated");
+  EXPECT_EQ(dev.trace, (std::vector<std::string>{
+                           "begin capture", "compute run fwd",
+                           "compute run bwd", "end capture refused"}));
+  EXPECT_FALSE(exec.graphRecorded());
+  dev.trace.clear();
+  ASSERT_TRUE(exec.run().ok());
+  EXPECT_EQ(dev.trace,
+            (std::vector<std::string>{"begin capture", "compute run fwd",
+                                      "compute run bwd", "end capture",
+                                      "launch graph", "sync"}));
+  EXPECT_TRUE(exec.graphRecorded());
+  // An evaluation's forward still queues its instructions one by one.
+  dev.trace.clear();
+  ASSERT_TRUE(exec.runForward().ok());
+  EXPECT_EQ(dev.trace.back(), "sync");
+  EXPECT_EQ(std::count(dev.trace.begin(), dev.trace.end(), "launch graph"), 0);
+}
+
+/// enableGraphs' error for `prog` on `dev`.
+std::string refusal(Program &prog, Backend &dev) {
+  Executor exec;
+  exec.setBackend(&dev);
+  Status s = exec.init(prog.artifact);
+  EXPECT_TRUE(s.ok()) << s.error;
+  s = exec.enableGraphs();
+  EXPECT_FALSE(exec.graphs());
+  return s.ok() ? "accepted" : s.error;
+}
+
+TEST(Graphs, WhatARecordCannotHoldIsRefused) {
+  RecordingDevice dev;
+  Program dropout(2, {{"fwd", {}, {0}}, {"drop_attn", {0}, {1}}});
+  EXPECT_EQ(refusal(dropout, dev),
+            "recording the step as a CUDA graph (--cuda-graph): instruction "
+            "2 of 2, 'drop_attn' (node 'node_drop_attn') draws its dropout "
+            "mask from the step's number, which a graph would keep at the "
+            "recorded step's; train without dropout (a ratio of 0 in the "
+            "model) or without --cuda-graph");
+  Program comm(2, {{"fwd", {}, {0}}, {"ar_grads", {0}, {0}}});
+  EXPECT_EQ(refusal(comm, dev),
+            "recording the step as a CUDA graph (--cuda-graph): instruction "
+            "2 of 2, 'ar_grads' (node 'node_ar_grads') is communication, "
+            "which runs on NCCL's stream under the communicator's deadline "
+            "and is not recorded; run one rank without parallelism, or "
+            "without --cuda-graph");
+  TracedDevice plain; // records nothing
+  Program fine(1, {{"fwd", {}, {0}}});
+  EXPECT_EQ(refusal(fine, plain),
+            "recording the step as a CUDA graph (--cuda-graph): traced:0 "
+            "runs each instruction as it is issued and records none; run on "
+            "a GPU (--device cuda) or without --cuda-graph");
+}
+
+} // namespace
