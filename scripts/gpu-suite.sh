@@ -35,7 +35,9 @@
 # the transformer block (its attention-probability dropout drawn inside the
 # fused attention kernels) with SGD and the Hugging Face GPT-2 with AdamW,
 # fp32 within 1e-4 of PyTorch trained with smp's masks
-# ("dropout/NAME: ... ok"), and the block in bf16 within 2e-2 of the CPU
+# ("dropout/NAME: ... ok"; the block again with --cuda-graph, each step's
+# masks drawn in its graph's launch: "dropout/block-graph", SKIPPED on the
+# CPU), and the block in bf16 within 2e-2 of the CPU
 # ("dropout/block-bf16: ..."); the block's and GPT-2's runs evaluate
 # held-out samples (--eval-data: the step's forward with dropout off;
 # GPT-2's accuracy too, --eval-accuracy, its hits and labels PyTorch's), and
@@ -459,6 +461,25 @@ run_dropout() {
       echo "eval/$name: FAILED (the run failed)"
     fi
   done
+  # The block again as one CUDA graph from its second step (--cuda-graph:
+  # each step's masks from the device's step counter): PyTorch's numbers
+  # still. The CPU records no graph.
+  if [ "$dev" = cpu ]; then
+    skip dropout/block-graph ||
+      echo "dropout/block-graph: SKIPPED (the CPU records no graph: --cuda-graph is a GPU's)"
+  elif ! skip dropout/block-graph; then
+    rm -f "$OUT/dropout.block-graph.jsonl"
+    if runone "dropout.block-graph.$dev" "$dir/block.smpx" --device "$dev" \
+      --data "$DROPOUT/data" --steps 8 --cuda-graph \
+      --metrics "$OUT/dropout.block-graph.jsonl"; then
+      line=$("$PYTHON" "$COMPARE" "$OUT/dropout.block-graph.jsonl" \
+        "$DROPOUT/ref_sgd.json" --rtol 1e-4 --label dropout/block-graph 2>&1 |
+        tail -n 1)
+      case $line in *": ok") echo "$line" ;; *) echo "$line FAILED" ;; esac
+    else
+      echo "dropout/block-graph: FAILED (the run failed)"
+    fi
+  fi
   against_cpu "dropout/block-bf16" "dropout.block-bf16" \
     "$dir/block-bf16.smpx" "$DROPOUT/data" 2e-2 "$dev"
   skip eval/resnet && return 0

@@ -33,6 +33,7 @@ Status planDropoutOver(const smp::kernels::DropoutKey &key,
   plan.key[1] = static_cast<uint32_t>(key.seed >> 32);
   plan.stream = static_cast<uint32_t>(key.stream);
   plan.step = static_cast<uint32_t>(key.step);
+  plan.stepAt = key.stepOnDevice;
   plan.dropAll = key.ratio >= 1;
   // keep when the word >= p 2^32 (rounded): P(keep) = 1 - p to 2^-32.
   plan.threshold = static_cast<uint32_t>(

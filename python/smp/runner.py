@@ -176,7 +176,7 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     DDP overlaps its all-reduces): the same numbers. cuda_graph=True
     (smprun --cuda-graph, as torch.cuda.graphs) runs each step from the
     second on a GPU as one CUDA graph: the same numbers, one launch a step;
-    refused with what to do for dropout, several ranks or the CPU. eval_data
+    refused with what to do for several ranks or the CPU. eval_data
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'

@@ -213,11 +213,12 @@ OPTIONS
                      products and copies are recorded as they are queued
                      and each later step launches the record in one call
                      (as torch.cuda.graphs), the same numbers as without.
-                     Also SMP_CUDA_GRAPH=1 (0 or unset: off). Refused, with
-                     what to do, for a model whose dropout draws from the
-                     step's number, for communication (several ranks), on
-                     the CPU, and with --profile, --check-finite or
-                     --no-overlap (they issue the instructions one by one).
+                     Also SMP_CUDA_GRAPH=1 (0 or unset: off). Dropout reads
+                     each step's number from device memory, so each step
+                     draws its own masks. Refused, with what to do, for
+                     communication (several ranks), on the CPU, and with
+                     --profile, --check-finite or --no-overlap (they issue
+                     the instructions one by one).
   -h, --help         Show this help.
   --version          Show the version.
 

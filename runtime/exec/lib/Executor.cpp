@@ -61,8 +61,9 @@ Status Executor::loadWeights(const Artifact &artifact) {
 Status Executor::init(const Artifact &artifact) {
   // A recorded step holds the old program's addresses.
   graph_.reset();
-  graphs_ = false;
+  graphs_ = stepCounter_ = false;
   graphRuns_ = 0;
+  random_.stepOnDevice = nullptr;
   artifact_ = &artifact;
   const auto &p = artifact.program;
   Status s = arena_.allocate(*backend_, p.arena_bytes(), /*host=*/false);
@@ -211,7 +212,11 @@ Status Executor::runSteps(bool forwardOnly) {
   firstInfinity_.clear();
   bool recorded = graphs_ && !forwardOnly && !mode.serial;
   Status s;
-  if (recorded && !graph_ && graphRuns_++ > 0)
+  // The dropout's step, in the device word its kernels read (recorded or
+  // not, a training run under enableGraphs reads it there).
+  if (stepCounter_ && !forwardOnly)
+    s = backend_->writeStepCounter(random_.step);
+  if (s.ok() && recorded && !graph_ && graphRuns_++ > 0)
     s = recordGraph(mode);
   if (recorded && graph_) {
     if (s.ok() && !(s = graph_->launch()).ok())

@@ -3,10 +3,11 @@
 // Executor::enableGraphs: on a backend that records steps (a GPU's CUDA
 // graphs), the second training run records its instructions as they are
 // queued, with their side streams' ordering, and every later one launches
-// the record. What a record cannot hold is refused up front, naming the
-// instruction: a dropout mask drawn from the step's number, a collective
-// or pipeline message (NCCL's stream, under the communicator's host-side
-// deadline).
+// the record. A dropout draws its masks from the step's number in a device
+// word written before each run (Backend::makeStepCounter), not from the
+// launch's arguments. What a record cannot hold is refused up front, naming
+// the instruction: a collective or pipeline message (NCCL's stream, under
+// the communicator's host-side deadline).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,15 +25,11 @@ Status Executor::enableGraphs() {
                            "records none; run on a GPU (--device cuda) or "
                            "without --cuda-graph");
   const auto &p = artifact_->program;
+  bool draws = false;
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (p.instructions(static_cast<int>(i)).eval_only())
       continue;
-    if (steps_[i].drawsRandom)
-      return Status::failure(
-          std::string(what) + ": " + describeInstruction(i) +
-          " draws its dropout mask from the step's number, which a graph "
-          "would keep at the recorded step's; train without dropout (a "
-          "ratio of 0 in the model) or without --cuda-graph");
+    draws |= steps_[i].drawsRandom;
     if (steps_[i].lane == Lane::Comm)
       return Status::failure(
           std::string(what) + ": " + describeInstruction(i) +
@@ -40,10 +37,26 @@ Status Executor::enableGraphs() {
           "communicator's deadline and is not recorded; run one rank "
           "without parallelism, or without --cuda-graph");
   }
+  if (draws) {
+    const uint32_t *word = nullptr;
+    if (Status s = backend_->makeStepCounter(word); !s.ok())
+      return Status::failure(std::string(what) + ": " + s.error);
+    random_.stepOnDevice = word;
+  }
+  stepCounter_ = draws;
   graphs_ = true;
   graph_.reset();
   graphRuns_ = 0;
   return Status::success();
+}
+
+void Executor::setRandomState(uint64_t seed, uint64_t step) {
+  if (graph_ && seed != random_.seed) {
+    graph_.reset(); // recorded with the old seed: record again
+    graphRuns_ = 1;
+  }
+  random_.seed = seed;
+  random_.step = step;
 }
 
 Status Executor::recordGraph(const RunMode &mode) {

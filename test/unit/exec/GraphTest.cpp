@@ -5,9 +5,10 @@
 // them (side streams joined back before the record ends) and launches the
 // record, later runs only launch it; evaluations still queue one by one; a
 // record the device refuses fails the run, naming what was refused, and
-// the next run records again. What a record cannot hold is refused up
-// front: a dropout drawing from the step's number, communication, a
-// device that records nothing.
+// the next run records again. A dropout's step number goes to the device's
+// step counter before each training run, and another seed records again.
+// What a record cannot hold is refused up front: communication, a device
+// that records nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,12 +23,22 @@ using smprt::test::TracedDevice;
 namespace {
 
 /// The traced device, recording steps: "begin capture", "end capture",
-/// "launch graph"; `refuseNext` makes the next end fail as cudart's would.
+/// "launch graph", "step counter N" (its writes); `refuseNext` makes the
+/// next end fail as cudart's would.
 class RecordingDevice final : public TracedDevice {
 public:
   bool refuseNext = false;
+  uint32_t counter = 0;
 
   bool capturesSteps() const override { return true; }
+  Status makeStepCounter(const uint32_t *&word) override {
+    word = &counter;
+    return Status::success();
+  }
+  Status writeStepCounter(uint64_t step) override {
+    trace.push_back("step counter " + std::to_string(step));
+    return Status::success();
+  }
   Status beginCapture() override {
     trace.push_back("begin capture");
     return Status::success();
@@ -144,15 +155,45 @@ std::string refusal(Program &prog, Backend &dev) {
   return s.ok() ? "accepted" : s.error;
 }
 
+// A dropout reads the step's number from the device's counter, written
+// before every training run, the recorded ones' too; another seed records
+// the step again.
+TEST(Graphs, ADropoutsStepGoesToTheCounterBeforeEachRun) {
+  Program prog(2, {{"fwd", {}, {0}}, {"drop_attn", {0}, {1}}});
+  RecordingDevice dev;
+  Executor exec;
+  exec.setBackend(&dev);
+  ASSERT_TRUE(exec.init(prog.artifact).ok());
+  ASSERT_TRUE(exec.enableGraphs().ok());
+  std::vector<std::vector<std::string>> runs;
+  for (uint64_t step : {0, 1, 2}) {
+    exec.setRandomState(7, step);
+    dev.trace.clear();
+    ASSERT_TRUE(exec.run().ok());
+    runs.push_back(dev.trace);
+  }
+  using Trace = std::vector<std::string>;
+  EXPECT_EQ(runs[0], (Trace{"step counter 0", "compute run fwd",
+                            "compute run drop_attn", "sync"}));
+  EXPECT_EQ(runs[1], (Trace{"step counter 1", "begin capture",
+                            "compute run fwd", "compute run drop_attn",
+                            "end capture", "launch graph", "sync"}));
+  EXPECT_EQ(runs[2], (Trace{"step counter 2", "launch graph", "sync"}));
+  // An evaluation draws nothing: no write.
+  dev.trace.clear();
+  ASSERT_TRUE(exec.runForward().ok());
+  for (const std::string &t : dev.trace)
+    EXPECT_NE(t.rfind("step counter", 0), 0u) << t;
+  exec.setRandomState(8, 3);
+  dev.trace.clear();
+  ASSERT_TRUE(exec.run().ok());
+  EXPECT_EQ(dev.trace, (Trace{"step counter 3", "begin capture",
+                              "compute run fwd", "compute run drop_attn",
+                              "end capture", "launch graph", "sync"}));
+}
+
 TEST(Graphs, WhatARecordCannotHoldIsRefused) {
   RecordingDevice dev;
-  Program dropout(2, {{"fwd", {}, {0}}, {"drop_attn", {0}, {1}}});
-  EXPECT_EQ(refusal(dropout, dev),
-            "recording the step as a CUDA graph (--cuda-graph): instruction "
-            "2 of 2, 'drop_attn' (node 'node_drop_attn') draws its dropout "
-            "mask from the step's number, which a graph would keep at the "
-            "recorded step's; train without dropout (a ratio of 0 in the "
-            "model) or without --cuda-graph");
   Program comm(2, {{"fwd", {}, {0}}, {"ar_grads", {0}, {0}}});
   EXPECT_EQ(refusal(comm, dev),
             "recording the step as a CUDA graph (--cuda-graph): instruction "

@@ -106,8 +106,12 @@ struct AdamOptions {
 /// sample `sampleOffset` of the global batch; a tensor-parallel split of dim
 /// `tpDim` (-1: none) into `tpParts`, this rank's part `tpIndex`, the dim
 /// made of `tpBlocks` blocks each split alike. See common/Dropout.h.
+/// `stepOnDevice`, where not null: a word of device memory the kernels read
+/// the step from instead (its low 32 bits, as `step`'s), so that a step
+/// recorded as a CUDA graph draws each run's masks.
 struct DropoutKey {
   uint64_t seed = 0, step = 0;
+  const uint32_t *stepOnDevice = nullptr;
   int64_t stream = 0;
   double ratio = 0;
   int64_t samples = 0, sampleOffset = 0;

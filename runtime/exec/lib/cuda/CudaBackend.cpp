@@ -132,7 +132,14 @@ public:
   CudaBackend(int device, k::Context *ctx, cudaStream_t comm, cudaStream_t copy)
       : device_(device), ctx_(ctx), compute_(*this, k::stream(*ctx), false),
         comm_(*this, comm, true), copy_(*this, copy, true) {}
-  ~CudaBackend() override { k::destroyContext(ctx_); }
+  ~CudaBackend() override {
+    if (stepDevice_ || stepHost_) {
+      cudaSetDevice(device_);
+      cudaFree(stepDevice_);
+      cudaFreeHost(stepHost_);
+    }
+    k::destroyContext(ctx_);
+  }
 
   std::string name() const override {
     return "cuda:" + std::to_string(device_);
@@ -327,6 +334,35 @@ public:
   }
 
   bool capturesSteps() const override { return true; }
+  Status makeStepCounter(const uint32_t *&word) override {
+    if (!stepDevice_) {
+      Status s = onDevice("making the step counter", [&] {
+        cudaError_t e = cudaMalloc(reinterpret_cast<void **>(&stepDevice_),
+                                   sizeof(uint32_t));
+        return e == cudaSuccess
+                   ? cudaMallocHost(reinterpret_cast<void **>(&stepHost_),
+                                    sizeof(uint32_t))
+                   : e;
+      });
+      if (!s.ok())
+        return s;
+    }
+    word = stepDevice_;
+    return Status::success();
+  }
+  /// The previous step was waited for at its end: the pinned word is free
+  /// to change, and the copy runs before the step's work on the stream.
+  Status writeStepCounter(uint64_t step) override {
+    if (!stepDevice_)
+      return Status::failure("the step counter of " + name() + " was not made");
+    *stepHost_ = static_cast<uint32_t>(step);
+    k::setCurrentContext(ctx_);
+    cudaError_t e = cudaMemcpyAsync(stepDevice_, stepHost_, sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, k::stream(*ctx_));
+    return e == cudaSuccess
+               ? Status::success()
+               : cudaFailure("writing the step counter on " + name(), e);
+  }
   Status beginCapture() override {
     k::setCurrentContext(ctx_);
     Status s = k::beginCapture(*ctx_);
@@ -385,6 +421,8 @@ private:
 
   int device_;
   k::Context *ctx_;
+  // The step counter (makeStepCounter): the device's word, its pinned copy.
+  uint32_t *stepDevice_ = nullptr, *stepHost_ = nullptr;
   uint64_t allocated_ = 0; // what allocate() holds
   // The pool's high-water marks before scratchSpan last restarted them.
   uint64_t scratchHighBefore_ = 0, poolHighBefore_ = 0;

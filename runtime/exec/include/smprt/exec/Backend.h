@@ -55,7 +55,8 @@ struct Step {
   std::vector<uint32_t> outputs;
   Lane lane = Lane::Compute;
   /// Reads the run's RandomState when it runs (a dropout that drops): what
-  /// it queues differs from step to step.
+  /// it queues differs from step to step, so a recorded step
+  /// (Executor::enableGraphs) gives it the step's number in device memory.
   bool drawsRandom = false;
 };
 
@@ -66,6 +67,10 @@ class Backend;
 /// each step; each decoded dropout step reads it when it runs.
 struct RandomState {
   uint64_t seed = 0, step = 0;
+  /// Where not null, a word of device memory holding `step` (low 32 bits)
+  /// that the dropout kernels read instead (Backend::makeStepCounter): a
+  /// step recorded as a graph draws each run's masks from it.
+  const uint32_t *stepOnDevice = nullptr;
   /// An evaluation's run (Executor::runForward): every dropout keeps
   /// everything, as in PyTorch's model.eval().
   bool dropoutOff = false;
@@ -234,6 +239,18 @@ public:
   };
   /// Whether beginCapture() can record a step (a GPU's).
   virtual bool capturesSteps() const { return false; }
+  /// A word of device memory (made once, this backend's) that a recorded
+  /// step's dropout reads the step's number from (RandomState::
+  /// stepOnDevice), and the write of `step` into it, queued on the compute
+  /// stream before the step's work: a graph draws each step's masks.
+  virtual Status makeStepCounter(const uint32_t *&word) {
+    word = nullptr;
+    return Status::failure(name() + " records no steps");
+  }
+  virtual Status writeStepCounter(uint64_t step) {
+    (void)step;
+    return Status::failure(name() + " records no steps");
+  }
   /// From now until endCapture(), the work queued on the compute stream,
   /// and on the lanes' streams ordered after it, is recorded, not run;
   /// nothing may wait for the device meanwhile.

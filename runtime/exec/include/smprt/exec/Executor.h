@@ -54,7 +54,9 @@ public:
   Status runForward();
   /// The seed and step number the next run's dropout masks are drawn from
   /// (0, 0 until set).
-  void setRandomState(uint64_t seed, uint64_t step) { random_ = {seed, step}; }
+  /// A recorded step (enableGraphs) holds the seed it was recorded with:
+  /// another seed records the next step again.
+  void setRandomState(uint64_t seed, uint64_t step);
   /// Views of the graph outputs in host memory (valid until the next run).
   std::vector<std::pair<std::string, TensorRef>> outputs() const;
   /// Copies buffer `index` (all its bytes) to host memory at `dst`, or
@@ -129,10 +131,11 @@ public:
   /// Evaluations, profiled runs, finite checks and --no-overlap issue the
   /// instructions one by one. Fails, saying why and what to run instead,
   /// where a step cannot be recorded: a backend without graphs (the CPU),
-  /// an instruction whose dropout draws from the step's number (a graph
-  /// would repeat the recorded step's masks), a collective or pipeline
-  /// message (NCCL's stream, under the communicator's deadline). After
-  /// init(), which turns it off.
+  /// a collective or pipeline message (NCCL's stream, under the
+  /// communicator's deadline). Dropout reads the step's number from a
+  /// device word written before each training run
+  /// (Backend::makeStepCounter), so that a recorded step draws each step's
+  /// own masks. After init(), which turns it off.
   Status enableGraphs();
   bool graphs() const { return graphs_; }
   /// Whether the step has been recorded (the runs launch it).
@@ -226,7 +229,8 @@ private:
   std::string firstInfinity_;
   bool overlap_ = true;
   bool graphs_ = false;
-  int64_t graphRuns_ = 0; // training runs since enableGraphs
+  bool stepCounter_ = false; // a dropout step reads random_.stepOnDevice
+  int64_t graphRuns_ = 0;    // training runs since enableGraphs
   std::unique_ptr<Backend::Graph> graph_;
   /// What each instruction reads and writes, and each side step's end and
   /// the compute stream's point before it (their events; null for compute

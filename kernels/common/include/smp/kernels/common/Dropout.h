@@ -58,6 +58,9 @@ philox4x32x10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
 struct DropoutPlan {
   uint32_t key[2] = {0, 0};
   uint32_t stream = 0, step = 0;
+  /// Where not null, the step's word in device memory, read in place of
+  /// `step` (DropoutKey::stepOnDevice: a recorded CUDA graph's step).
+  const uint32_t *stepAt = nullptr;
   /// An element is kept when its word is >= threshold (p = ratio); with
   /// dropAll every element is dropped (p = 1).
   uint32_t threshold = 0;
@@ -87,7 +90,8 @@ SMP_HOST_DEVICE inline int64_t dropoutGlobalIndex(const DropoutPlan &p,
 /// The four words drawn for global indices 4 (g / 4) ... 4 (g / 4) + 3.
 SMP_HOST_DEVICE inline void dropoutWords(const DropoutPlan &p, uint64_t g,
                                          uint32_t words[4]) {
-  uint32_t ctr[4] = {uint32_t(g >> 2), uint32_t(g >> 34), p.stream, p.step};
+  uint32_t ctr[4] = {uint32_t(g >> 2), uint32_t(g >> 34), p.stream,
+                     p.stepAt ? *p.stepAt : p.step};
   philox4x32x10(ctr, p.key, words);
 }
 
