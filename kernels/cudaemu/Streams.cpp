@@ -566,6 +566,15 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   Scheduler &k = sched();
   {
     Lock lock(k.mutex);
+    if (Capture *c = s->capture) { // its capture cannot end as begun
+      invalidate(*c, "a captured stream was destroyed");
+      if (c->origin == s) {
+        leave(c);
+      } else {
+        auto &m = c->members;
+        m.erase(std::find(m.begin(), m.end(), s));
+      }
+    }
     drain(*s); // its work runs first (cudart lets it finish)
     k.live.erase(s->id);
   }

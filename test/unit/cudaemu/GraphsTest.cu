@@ -224,6 +224,15 @@ TEST(CudaEmuGraphs, WhatCudartRefusesDuringACaptureFailsIt) {
   ASSERT_EQ(cudaEventRecord(outside, other), cudaSuccess);
   expectInvalidated(s, cudaErrorStreamCaptureIsolation,
                     [&] { return cudaStreamWaitEvent(s, outside, 0); });
+  // A stream that joined the capture and is destroyed before the end.
+  cudaStream_t gone = makeStream();
+  cudaEvent_t fork = makeEvent();
+  expectInvalidated(s, cudaSuccess, [&] {
+    EXPECT_EQ(cudaEventRecord(fork, s), cudaSuccess);
+    EXPECT_EQ(cudaStreamWaitEvent(gone, fork, 0), cudaSuccess);
+    return cudaStreamDestroy(gone);
+  });
+  cudaEventDestroy(fork);
   // None of it ran anything of the captures.
   EXPECT_EQ(hostCopy(a, kN), filled(1));
   // The legacy null stream cannot be captured.
