@@ -42,7 +42,7 @@ void graphMemoryChanged(int64_t bytes) {
 }
 
 GraphBody::~GraphBody() {
-  for (void *p : memory)
+  for (const auto &[p, bytes] : memory)
     release(p, MemoryKind::Device);
   graphMemoryChanged(-static_cast<int64_t>(memoryBytes));
 }

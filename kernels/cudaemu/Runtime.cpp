@@ -241,8 +241,7 @@ cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
     }
     if (!(*ptr = allocate(size, MemoryKind::Device)))
       return cudaErrorMemoryAllocation;
-    body->memory.push_back(*ptr);
-    body->sizes.push_back(size);
+    body->memory.emplace_back(*ptr, size);
     body->memoryBytes += size;
     graphMemoryChanged(static_cast<int64_t>(size));
     return cudaSuccess;
@@ -277,12 +276,11 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream) {
   // graph's (its launches use the same address) until the graph goes, and
   // a later allocation of the capture on this stream may take it.
   if (std::shared_ptr<GraphBody> body = capturedBody(stream)) {
-    auto &m = body->memory;
-    auto it = std::find(m.begin(), m.end(), devPtr);
-    if (it != m.end()) {
-      body->freed.push_back({devPtr, body->sizes[it - m.begin()], stream});
-      return cudaSuccess;
-    }
+    for (const auto &[p, bytes] : body->memory)
+      if (p == devPtr) {
+        body->freed.push_back({devPtr, bytes, stream});
+        return cudaSuccess;
+      }
   }
   enqueueWork(stream, [devPtr] {
     {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace smp::cudaemu {
@@ -82,13 +83,12 @@ struct CapturedWork {
 /// graph or instantiation holding it goes.
 struct GraphBody {
   std::vector<CapturedWork> work;
-  std::vector<void *> memory;
+  /// The capture's allocations (address, bytes), and those freed in the
+  /// capture: a later allocation on the same stream (ordered after the
+  /// free) takes one back, as a GPU's graph reuses the memory of
+  /// allocations whose lifetimes do not overlap.
+  std::vector<std::pair<void *, size_t>> memory;
   size_t memoryBytes = 0;
-  /// Each allocation's bytes, and those freed in the capture: a later
-  /// allocation on the same stream (ordered after the free) takes one back,
-  /// as a GPU's graph reuses the memory of allocations whose lifetimes do
-  /// not overlap.
-  std::vector<size_t> sizes;
   struct Freed {
     void *p;
     size_t bytes;

@@ -218,8 +218,8 @@ Status Executor::runSteps(bool forwardOnly) {
     s = backend_->writeStepCounter(random_.step);
   if (s.ok() && recorded && !graph_ && graphRuns_++ > 0)
     s = recordGraph(mode);
-  if (recorded && graph_) {
-    if (s.ok() && !(s = graph_->launch()).ok())
+  if (s.ok() && recorded && graph_) {
+    if (!(s = graph_->launch()).ok())
       s = Status::failure("launching the step's graph: " + s.error);
   } else if (s.ok()) {
     s = issueSteps(mode, timedSteps);

@@ -14,9 +14,13 @@
 #include "smprt/exec/Executor.h"
 
 namespace smprt {
+namespace {
+/// What every error of this file begins with.
+constexpr const char *what =
+    "recording the step as a CUDA graph (--cuda-graph)";
+} // namespace
 
 Status Executor::enableGraphs() {
-  const char *what = "recording the step as a CUDA graph (--cuda-graph)";
   if (!artifact_)
     return Status::failure(std::string(what) + ": no program loaded");
   if (!backend_->capturesSteps())
@@ -60,7 +64,6 @@ void Executor::setRandomState(uint64_t seed, uint64_t step) {
 }
 
 Status Executor::recordGraph(const RunMode &mode) {
-  const char *what = "recording the step as a CUDA graph (--cuda-graph)";
   Status s = backend_->beginCapture();
   if (!s.ok())
     return Status::failure(std::string(what) + ": " + s.error);
