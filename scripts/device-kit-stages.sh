@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The device kit's run stages that scripts/device-kit.sh sources: the
-# GPU unit tests (2), the ablations (7), the Hugging Face Trainer's mixed precision (6b) and the
-# attention kernels (2b); and pack's check of its artifacts (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK, min_unit)
+# GPU unit tests (2), the attention kernels (2b), PyTorch's rows (6, 7b),
+# the Hugging Face Trainer's mixed precision (6b), the ablations (7) and
+# the step's counters (8); and pack's check of its artifacts
+# (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK, min_unit)
 # and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
-# stage_end, SUMMARY, PYTHON, ROOT).
+# stage_end, bench_md, SUMMARY, PYTHON, ROOT).
 
 # The ablations' stage: the benchmark's artifact, then in ablations.txt's
 # order each ablate-NAME.smpx packed beside it (without one optimisation,
@@ -267,13 +269,49 @@ attention_stage() {
 
 # torch.compile with SDPA at twice the benchmark's batch (issue 19 compares
 # at the largest batch that fits; smp's row is the ablations' batch-x2).
-# torch_x2_stage BDIR DEV TORCH BATCH [the benchmark's other arguments].
-torch_x2_stage() {
-  local bdir=$1 dev=$2 torch=$3 batch=$4 rc=0 result=ok
+# torch_stage BDIR TORCH BATCH MODES [the benchmark's other arguments]:
+# stage 6, PyTorch's rows MODES (comma-separated) on the benchmark's model.
+torch_stage() {
+  local bdir=$1 torch=$2 batch=$3 modes=$4 rc=0 result=ok
   shift 4
+  if [ $torch = 0 ]; then
+    skipped "GPT-2 benchmark: PyTorch" "--no-torch"
+  elif [ -z "$modes" ]; then
+    skipped "GPT-2 benchmark: PyTorch" \
+      "--torch-modes names only torch.compile rows, which the CPU runs none of"
+  elif ! have_torch2; then
+    skipped "GPT-2 benchmark: PyTorch" "no PyTorch 2 in $PYTHON"
+  elif room "GPT-2 benchmark: PyTorch" 20; then
+    stage_begin "GPT-2 benchmark: PyTorch ($modes)"
+    rc=0
+    SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
+      bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" "$@" \
+      --no-smp --modes "$modes" --deadline $((DEADLINE - RESERVE - 10)) \
+      2> "$LOGS/bench-torch.log" | tee "$LOGS/bench-torch.md" >> "$SUMMARY" ||
+      rc=$?
+    cp "$bdir"/*.json "$bdir"/*.json.err "$LOGS/" 2>/dev/null || true
+    bench_md
+    grep '^| PyTorch' "$LOGS/bench-torch.md" || true
+    result=ok
+    grep -q '^skipped' "$LOGS/bench-torch.md" && result="rows skipped (the budget)"
+    [ $rc = 0 ] || result="not all rows ran (status $rc)"
+    stage_end "GPT-2 benchmark: PyTorch" "$result"
+  fi
+}
+
+# torch_x2_stage BDIR DEV TORCH BATCH MODES [the benchmark's other
+# arguments]: runs when MODES (stage 6's rows) has compile-sdpa.
+torch_x2_stage() {
+  local bdir=$1 dev=$2 torch=$3 batch=$4 modes=$5 rc=0 result=ok
+  shift 5
   if [ "$torch" = 0 ] || [ "$dev" != cuda ] || ! have_torch2; then
     skipped "GPT-2 benchmark: PyTorch at twice the batch" \
       "no GPU, --no-torch or no PyTorch 2"
+    return 0
+  fi
+  if [[ ,$modes, != *,compile-sdpa,* ]]; then
+    skipped "GPT-2 benchmark: PyTorch at twice the batch" \
+      "--torch-modes leaves out compile-sdpa"
     return 0
   fi
   room "GPT-2 benchmark: PyTorch at twice the batch" 120 || return 0

@@ -29,6 +29,7 @@
 #   device-kit.sh run KIT OUT [--device cuda|cpu] [--budget SECONDS]
 #                             [--steps N] [--warmup N] [--profile-steps N]
 #                             [--no-bench] [--no-torch]
+#                             [--torch-modes LIST]
 #       On the GPU machine, from the checkout the kit travelled with: unpacks
 #       the binaries and runs them through wrappers with the kit's libraries
 #       and CUDA's (the driver's /usr/local/nvidia/lib64 and lib, the folder
@@ -50,7 +51,8 @@
 #            (attention-ncu.txt; the passes on wgmma in
 #            attention-ncu-wgmma.txt; the figures in summary.md);
 #         3. the CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh
-#            run), 60 s for each smprun at most;
+#            run), 60 s for each smprun at most, three parts of it at once
+#            on a machine of 8 cores or more (SUITE_JOBS overrides);
 #         4. the GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt;
 #            the weights random, N(0, 0.02)), 240 s at most;
 #         5. smp's time per op: smprun --profile on the same artifact for
@@ -58,8 +60,11 @@
 #            --profile-warmup 1; the GPU's clock, nothing waited for), its
 #            top 15 ops, the GPU's idle time between instructions and the
 #            top source nodes as tables (scripts/profile_table.py);
-#         6. the PyTorch rows on the same GPU: eager and torch.compile with
-#            SDPA, then without (torch.compile rows need 150 s left);
+#         6. the PyTorch rows on the same GPU: torch.compile and eager
+#            with SDPA, then without (torch.compile rows need 150 s left;
+#            --torch-modes LIST: those rows in that order, comma-separated
+#            from compile-sdpa, eager-sdpa, compile, eager: rows measured
+#            before leave the budget to the stages after them);
 #            6b. the Hugging Face Trainer's fp16 and bf16 (autocast) on
 #            the GPU against smprun's artifacts compiled from the same
 #            TrainingArguments files (needs transformers; also with
@@ -71,7 +76,8 @@
 #            with a row "best" of the faster choices the rows before it
 #            found, together;
 #            7b. torch.compile with SDPA at twice the batch (GPU only,
-#            120 s left at least);
+#            120 s left at least; not when --torch-modes leaves out
+#            compile-sdpa);
 #         8. where ncu is found (GPU only, 90 s left at least): every
 #            kernel of one step of the benchmark's artifact on the
 #            hardware counters, a table by total time (DRAM GB/s and share
@@ -454,13 +460,14 @@ fill_weights() {
   echo ok
 }
 
-# The stages that run() calls (ablations, Trainer, attention), and pack's
-# check of its artifacts (edges_check).
+# The stages that run() calls (unit tests, attention, PyTorch, Trainer,
+# ablations, counters), and pack's check of its artifacts (edges_check).
 # shellcheck source=scripts/device-kit-stages.sh
 source "$ROOT/scripts/device-kit-stages.sh"
 
 run() {
   local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=10
+  local modes=""
   BUDGET=480
   shift 2
   while [ $# -gt 0 ]; do
@@ -472,6 +479,7 @@ run() {
       --profile-steps) psteps=$2; shift 2 ;;
       --no-bench) bench=0; shift ;;
       --no-torch) torch=0; shift ;;
+      --torch-modes) modes=$2; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -479,6 +487,12 @@ run() {
   for n in "$BUDGET" "$steps" "$warm" "$psteps"; do
     [[ $n =~ ^[0-9]+$ ]] || usage
   done
+  if [ -n "$modes" ] &&
+    ! [[ $modes =~ ^(compile-sdpa|eager-sdpa|compile|eager)(,(compile-sdpa|eager-sdpa|compile|eager))*$ ]]; then
+    echo "device-kit: --torch-modes '$modes': a comma-separated list of" \
+      "compile-sdpa, eager-sdpa, compile and eager" >&2
+    exit 2
+  fi
   DEADLINE=$(($(date +%s) + BUDGET))
   kit=$(cd "$kit" && pwd)
   mkdir -p "$out"
@@ -613,7 +627,13 @@ run() {
   elif room "CUDA suite" $min_suite; then
     stage_begin "CUDA suite (test/smprun/cuda.test's checks)"
     rc=0
-    SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
+    # Three parts of it at once where the machine has the cores for their
+    # CPU runs (a GPU machine's 16; SUITE_JOBS overrides): each smprun's
+    # start (the CUDA context, cuBLASLt) overlaps the others' work.
+    local jobs=1
+    [ "$(nproc)" -lt 8 ] || jobs=3
+    SUITE_JOBS=${SUITE_JOBS:-$jobs} \
+      SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
       SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \
       bash "$ROOT/scripts/gpu-suite.sh" run "$WORK/art" "$LOGS/suite" "$dev" |
       tee -a "$DEST/suite.txt" >> "$SUMMARY" || rc=$?
@@ -642,11 +662,14 @@ run() {
     return 0
   fi
   local model=gpt2 args=(--device "$dev" --steps "$steps" --warmup "$warm")
-  local modes=eager-sdpa,compile-sdpa,eager,compile
+  # torch.compile with SDPA first: the row issue 19 compares smp with.
+  [ -n "$modes" ] || modes=compile-sdpa,eager-sdpa,compile,eager
   if [ "$dev" = cpu ]; then
     model=small
     args=(--device cpu --small --steps 2 --warmup 1)
-    modes=eager-sdpa,eager
+    # No torch.compile on the CPU (minutes of compilation).
+    modes=$(echo "$modes" | tr , '\n' | { grep -v '^compile' || true; } |
+      paste -sd, -)
   fi
   local bdir=$WORK/bench/$model batch smp_row=0 # unpacked, writable
   batch=$(cat "$bdir/batch")
@@ -721,26 +744,7 @@ EOF
 
   # 6. PyTorch on the same GPU: PyTorch 2 (scaled_dot_product_attention,
   # torch.compile) or none.
-  if [ $torch = 0 ]; then
-    skipped "GPT-2 benchmark: PyTorch" "--no-torch"
-  elif ! have_torch2; then
-    skipped "GPT-2 benchmark: PyTorch" "no PyTorch 2 in $PYTHON"
-  elif room "GPT-2 benchmark: PyTorch" 20; then
-    stage_begin "GPT-2 benchmark: PyTorch ($modes)"
-    rc=0
-    SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited 100000 \
-      bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" "${args[@]}" \
-      --no-smp --modes "$modes" --deadline $((DEADLINE - RESERVE - 10)) \
-      2> "$LOGS/bench-torch.log" | tee "$LOGS/bench-torch.md" >> "$SUMMARY" ||
-      rc=$?
-    cp "$bdir"/*.json "$bdir"/*.json.err "$LOGS/" 2>/dev/null || true
-    bench_md
-    grep '^| PyTorch' "$LOGS/bench-torch.md" || true
-    result=ok
-    grep -q '^skipped' "$LOGS/bench-torch.md" && result="rows skipped (the budget)"
-    [ $rc = 0 ] || result="not all rows ran (status $rc)"
-    stage_end "GPT-2 benchmark: PyTorch" "$result"
-  fi
+  torch_stage "$bdir" "$torch" "$batch" "$modes" "${args[@]}"
 
   # 6b. The Trainer's mixed precision against smp's.
   if [ $smprun_ok = 0 ]; then
@@ -758,7 +762,7 @@ EOF
 
   # 7b. torch.compile with SDPA at twice the batch (smp's: the ablations'
   # batch-x2 row).
-  torch_x2_stage "$bdir" "$dev" "$torch" "$batch" "${args[@]}"
+  torch_x2_stage "$bdir" "$dev" "$torch" "$batch" "$modes" "${args[@]}"
 
   # 8. Each kernel of the step on the hardware counters (GPU only).
   if [ $smp_row = 0 ] || [ "$dev" != cuda ] || [ -f "$kit/EMULATED" ]; then

@@ -7,6 +7,8 @@
 #   gpu-suite.sh run DIR OUT [DEVICE] smprun: the suite on DEVICE (default
 #                                     cuda) against --device cpu, one line per
 #                                     check to stdout, logs and metrics in OUT
+#                                     (SUITE_JOBS=2 or 3: as many parts of it
+#                                     at once, the lines in the same order)
 #
 # The suite (test/smprun/cuda.test runs both halves and checks the lines):
 # every training fixture (mlp, cnn_bn, gpt, llama, bert) with SGD and AdamW,
@@ -315,10 +317,11 @@ off_again() {
   fi
 }
 
-run() {
-  local dir=$1 dev=$3 m o c p tol
-  OUT=$2
-  mkdir -p "$OUT"
+# The suite's first part: the training fixtures against the CPU, then the
+# offloaded, recomputed, repeated, resumed and exported GPT (which read the
+# fixtures' CPU runs).
+run_first() {
+  local dir=$1 dev=$2 m o c p tol
   for m in "${MODELS[@]}"; do
     for o in "${OPTIMIZERS[@]}"; do
       c=${o%% *}
@@ -388,10 +391,49 @@ run() {
   else
     echo "save-onnx: FAILED (no file)"
   fi
-  run_real "$dir/real" "$dev"
-  run_wide "$dir/wide" "$dev"
-  run_dropout "$dir/dropout" "$dev"
-  run_metrics "$dir/metrics" "$dev"
+}
+
+# The checks after the real architectures': none reads another's files.
+run_rest() {
+  run_wide "$1/wide" "$2"
+  run_dropout "$1/dropout" "$2"
+  run_metrics "$1/metrics" "$2"
+}
+
+# The suite, its lines in one order whatever SUITE_JOBS is: with 2 or
+# more, the real architectures' checks run beside the first part, and with
+# 3 or more the rest beside both, their lines kept until the part before
+# them has printed its own.
+run() {
+  local dir=$1 dev=$3 jobs=${SUITE_JOBS:-1} real rest pr=0 pw=0
+  OUT=$2
+  [[ $jobs =~ ^[1-9][0-9]*$ ]] || {
+    echo "gpu-suite.sh: SUITE_JOBS=$jobs: the number of parts run at once (1, 2 or 3)" >&2
+    exit 2
+  }
+  mkdir -p "$OUT"
+  real=$OUT/suite.real.txt rest=$OUT/suite.rest.txt
+  if [ "$jobs" -ge 2 ]; then
+    run_real "$dir/real" "$dev" > "$real" &
+    pr=$!
+  fi
+  if [ "$jobs" -ge 3 ]; then
+    run_rest "$dir" "$dev" > "$rest" &
+    pw=$!
+  fi
+  run_first "$dir" "$dev"
+  if [ $pr = 0 ]; then
+    run_real "$dir/real" "$dev"
+  else
+    wait $pr
+    cat "$real"
+  fi
+  if [ $pw = 0 ]; then
+    run_rest "$dir" "$dev"
+  else
+    wait $pw
+    cat "$rest"
+  fi
   return 0
 }
 
