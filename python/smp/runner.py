@@ -175,8 +175,9 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     on their own streams beside the compute that does not need them (as
     DDP overlaps its all-reduces): the same numbers. cuda_graph=True
     (smprun --cuda-graph, as torch.cuda.graphs) runs each step from the
-    second on a GPU as one CUDA graph: the same numbers, one launch a step;
-    refused with what to do for several ranks or the CPU. eval_data
+    second on a GPU as one CUDA graph: the same numbers, one launch a step
+    (collectives included); refused with what to do for a pipeline's
+    stages or the CPU. eval_data
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'

@@ -219,8 +219,7 @@ Status Executor::runSteps(bool forwardOnly) {
   if (s.ok() && recorded && !graph_ && graphRuns_++ > 0)
     s = recordGraph(mode);
   if (s.ok() && recorded && graph_) {
-    if (!(s = graph_->launch()).ok())
-      s = Status::failure("launching the step's graph: " + s.error);
+    s = launchGraph();
   } else if (s.ok()) {
     s = issueSteps(mode, timedSteps);
   }

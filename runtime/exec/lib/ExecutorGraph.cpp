@@ -5,9 +5,14 @@
 // queued, with their side streams' ordering, and every later one launches
 // the record. A dropout draws its masks from the step's number in a device
 // word written before each run (Backend::makeStepCounter), not from the
-// launch's arguments. What a record cannot hold is refused up front, naming
-// the instruction: a collective or pipeline message (NCCL's stream, under
-// the communicator's host-side deadline).
+// launch's arguments. Collectives are recorded on the communication stream
+// (NCCL captures them: a collective property, which every rank's identical
+// run gives it), and after each launch the communication stream waits for
+// the compute stream's end of it, so that the communicator's synchronize()
+// at the step's end watches the launch under its deadline. What a record
+// cannot hold is refused up front, naming the instruction: a pipeline's
+// message (posted sends are copied, tracked and freed on the host, which
+// waits for their completion at the step's end).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,17 +34,20 @@ Status Executor::enableGraphs() {
                            "records none; run on a GPU (--device cuda) or "
                            "without --cuda-graph");
   const auto &p = artifact_->program;
-  bool draws = false;
+  bool draws = false, communicates = false;
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (p.instructions(static_cast<int>(i)).eval_only())
       continue;
     draws |= steps_[i].drawsRandom;
-    if (steps_[i].lane == Lane::Comm)
+    if (steps_[i].lane != Lane::Comm)
+      continue;
+    communicates = true;
+    if (steps_[i].op == "send" || steps_[i].op == "recv")
       return Status::failure(
           std::string(what) + ": " + describeInstruction(i) +
-          " is communication, which runs on NCCL's stream under the "
-          "communicator's deadline and is not recorded; run one rank "
-          "without parallelism, or without --cuda-graph");
+          " is a pipeline stage's message, whose sends are copied and "
+          "completed on the host and are not recorded; run without "
+          "pipeline parallelism (--pp 1), or without --cuda-graph");
   }
   if (draws) {
     const uint32_t *word = nullptr;
@@ -47,6 +55,10 @@ Status Executor::enableGraphs() {
       return Status::failure(std::string(what) + ": " + s.error);
     random_.stepOnDevice = word;
   }
+  graphDone_.reset();
+  if (communicates)
+    if (Status s = backend_->createEvent(graphDone_); !s.ok())
+      return Status::failure(std::string(what) + ": " + s.error);
   stepCounter_ = draws;
   graphs_ = true;
   graph_.reset();
@@ -61,6 +73,21 @@ void Executor::setRandomState(uint64_t seed, uint64_t step) {
   }
   random_.seed = seed;
   random_.step = step;
+}
+
+Status Executor::launchGraph() {
+  Status s = graph_->launch();
+  if (!s.ok())
+    return Status::failure("launching the step's graph: " + s.error);
+  if (!graphDone_)
+    return s;
+  // The communication stream after the launch: the communicator waits
+  // for its own stream, which the launch did not queue on.
+  if (!(s = backend_->computeStream().record(*graphDone_)).ok() ||
+      !(s = backend_->laneStream(Lane::Comm).wait(*graphDone_)).ok())
+    return Status::failure(
+        "ordering the communication stream after the step's graph: " + s.error);
+  return s;
 }
 
 Status Executor::recordGraph(const RunMode &mode) {

@@ -613,6 +613,36 @@ TEST_F(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
   }));
 }
 
+// An all-reduce on a captured stream is recorded, not run; each launch of
+// the graph sums the ranks' buffers again (smprun --cuda-graph's
+// collectives).
+TEST_F(CudaEmuNccl, ACapturedAllReduceRunsAtEachLaunch) {
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    std::vector<float> mine = {1.0f + rank, 2.0f};
+    float *d = deviceCopy(mine);
+    cudaStream_t s = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    bool ok =
+        cudaStreamCreate(&s) == cudaSuccess &&
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) ==
+            cudaSuccess &&
+        ncclAllReduce(d, d, 2, ncclFloat32, ncclSum, comm, s) == ncclSuccess &&
+        cudaStreamEndCapture(s, &graph) == cudaSuccess &&
+        hostCopy(d, 2) == mine &&
+        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    for (float k : {1.0f, 2.0f})
+      ok = ok && cudaGraphLaunch(exec, s) == cudaSuccess &&
+           cudaStreamSynchronize(s) == cudaSuccess &&
+           hostCopy(d, 2) == std::vector<float>{3 * k, 4 * k};
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+    cudaFree(d);
+    return ok;
+  }));
+}
+
 TEST_F(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
   // Rank 1 reduces 5 elements where rank 0 reduces 4: NCCL would hang or
   // mix them up; both ranks are told.

@@ -7,8 +7,11 @@
 // record the device refuses fails the run, naming what was refused, and
 // the next run records again. A dropout's step number goes to the device's
 // step counter before each training run, and another seed records again.
-// What a record cannot hold is refused up front: communication, a device
-// that records nothing.
+// A collective is recorded on the communication stream, which waits after
+// each launch for the compute stream's end of it (the communicator's
+// deadline watches that stream at the step's end). What a record cannot
+// hold is refused up front: a pipeline's messages, a device that records
+// nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -192,15 +195,46 @@ TEST(Graphs, ADropoutsStepGoesToTheCounterBeforeEachRun) {
                               "end capture", "launch graph", "sync"}));
 }
 
+// A data-parallel step: the all-reduce on the communication stream is
+// recorded with the compute, joined back before the record ends; after
+// each launch the communication stream waits for the launch's end (e2,
+// recorded on the compute stream), so that the step's end waits for it
+// there too.
+TEST(Graphs, ACollectiveIsRecordedAndItsStreamWaitsForTheLaunch) {
+  Program prog(2,
+               {{"bwd", {}, {0}}, {"ar_grads", {0}, {0}}, {"upd", {0}, {1}}});
+  RecordingDevice dev;
+  auto runs = runsOf(prog, dev, 3);
+  std::vector<std::string> issued = {"compute run bwd", "compute record e0",
+                                     "comm wait e0",    "comm run ar_grads",
+                                     "comm record e1",  "compute wait e1",
+                                     "compute run upd"};
+  std::vector<std::string> first = issued;
+  first.push_back("sync");
+  EXPECT_EQ(runs[0], first);
+  std::vector<std::string> second = {"begin capture"};
+  second.insert(second.end(), issued.begin(), issued.end());
+  second.insert(second.end(), {"end capture", "launch graph",
+                               "compute record e2", "comm wait e2", "sync"});
+  EXPECT_EQ(runs[1], second);
+  EXPECT_EQ(runs[2],
+            (std::vector<std::string>{"launch graph", "compute record e2",
+                                      "comm wait e2", "sync"}));
+}
+
 TEST(Graphs, WhatARecordCannotHoldIsRefused) {
   RecordingDevice dev;
-  Program comm(2, {{"fwd", {}, {0}}, {"ar_grads", {0}, {0}}});
-  EXPECT_EQ(refusal(comm, dev),
-            "recording the step as a CUDA graph (--cuda-graph): instruction "
-            "2 of 2, 'ar_grads' (node 'node_ar_grads') is communication, "
-            "which runs on NCCL's stream under the communicator's deadline "
-            "and is not recorded; run one rank without parallelism, or "
-            "without --cuda-graph");
+  for (const char *op : {"send", "recv"}) {
+    Program pipe(2, {{"fwd", {}, {0}}, {op, {0}, {1}}});
+    EXPECT_EQ(refusal(pipe, dev),
+              std::string("recording the step as a CUDA graph "
+                          "(--cuda-graph): instruction 2 of 2, '") +
+                  op + "' (node 'node_" + op +
+                  "') is a pipeline stage's message, whose sends are copied "
+                  "and completed on the host and are not recorded; run "
+                  "without pipeline parallelism (--pp 1), or without "
+                  "--cuda-graph");
+  }
   TracedDevice plain; // records nothing
   Program fine(1, {{"fwd", {}, {0}}});
   EXPECT_EQ(refusal(fine, plain),

@@ -27,9 +27,9 @@ namespace smprt::test {
 /// A device on the CPU backend's memory that runs nothing and writes down
 /// every stream operation: "<stream> run <op>", "<stream> record eN",
 /// "<stream> wait eN" (events numbered as made), "sync". An op's name
-/// gives its kind: "ar..." communication, "off..." an offload copy,
-/// "drop..." a dropout drawing from the step's number, anything else
-/// compute.
+/// gives its kind: "ar..." a collective, "send" and "recv" a pipeline's
+/// messages, "off..." an offload copy, "drop..." a dropout drawing from
+/// the step's number, anything else compute.
 class TracedDevice : public ModelDevice {
 public:
   std::vector<std::string> trace;
@@ -65,14 +65,16 @@ public:
   };
 
   std::string name() const override { return "traced:0"; }
-  /// The op names its lane: "ar..." communication, "off..." copies.
+  /// The op names its lane: "ar...", "send" and "recv" communication,
+  /// "off..." copies.
   Status decode(const smp::artifact::Instruction &inst,
                 const std::vector<TensorRef> &, Communicator &,
                 const RandomState &, Step &step) override {
     step.op = inst.op();
-    step.lane = step.op.rfind("ar", 0) == 0    ? Lane::Comm
-                : step.op.rfind("off", 0) == 0 ? Lane::Copy
-                                               : Lane::Compute;
+    bool message = step.op == "send" || step.op == "recv";
+    step.lane = step.op.rfind("ar", 0) == 0 || message ? Lane::Comm
+                : step.op.rfind("off", 0) == 0         ? Lane::Copy
+                                                       : Lane::Compute;
     // "drop...": a dropout that draws from the step's number.
     step.drawsRandom = step.op.rfind("drop", 0) == 0;
     Queue *q = &static_cast<Queue &>(laneStream(step.lane));

@@ -131,8 +131,11 @@ public:
   /// Evaluations, profiled runs, finite checks and --no-overlap issue the
   /// instructions one by one. Fails, saying why and what to run instead,
   /// where a step cannot be recorded: a backend without graphs (the CPU),
-  /// a collective or pipeline message (NCCL's stream, under the
-  /// communicator's deadline). Dropout reads the step's number from a
+  /// a pipeline's message (its sends are copied and completed on the
+  /// host). Collectives are recorded on the communication stream (NCCL
+  /// captures them; every rank records the same run), and the step's end
+  /// waits for the launch through that stream, under the communicator's
+  /// deadline as before. Dropout reads the step's number from a
   /// device word written before each training run
   /// (Backend::makeStepCounter), so that a recorded step draws each step's
   /// own masks. After init(), which turns it off.
@@ -165,6 +168,8 @@ private:
   Status issueSteps(const RunMode &mode, std::vector<size_t> &timedSteps);
   /// Records the training step as a graph (enableGraphs) into graph_.
   Status recordGraph(const RunMode &mode);
+  /// Launches graph_ (and orders the communication stream after it).
+  Status launchGraph();
   /// Queues step i on its lane's stream, ordered against the other lanes
   /// (LaneHazards.h); `serial`: a side step is waited for at once.
   Status issue(size_t i, bool serial);
@@ -232,6 +237,10 @@ private:
   bool stepCounter_ = false; // a dropout step reads random_.stepOnDevice
   int64_t graphRuns_ = 0;    // training runs since enableGraphs
   std::unique_ptr<Backend::Graph> graph_;
+  /// Recorded on the compute stream after each launch of a step that
+  /// communicates; the communication stream waits for it, so that the
+  /// communicator's synchronize() watches the launch under its deadline.
+  std::unique_ptr<Event> graphDone_;
   /// What each instruction reads and writes, and each side step's end and
   /// the compute stream's point before it (their events; null for compute
   /// steps).
