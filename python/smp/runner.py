@@ -176,8 +176,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     DDP overlaps its all-reduces): the same numbers. cuda_graph=True
     (smprun --cuda-graph, as torch.cuda.graphs) runs each step from the
     second on a GPU as one CUDA graph: the same numbers, one launch a step
-    (collectives included); refused with what to do for a pipeline's
-    stages or the CPU. eval_data
+    (collectives and pipeline messages included); refused with what to do
+    on the CPU. eval_data
     (as data: held-out samples) is evaluated after the last step and every
     eval_every steps (smprun --eval-data/--eval-every: the step's forward
     with dropout off, as model.eval(); the mean of the global batches'

@@ -215,12 +215,12 @@ OPTIONS
                      (as torch.cuda.graphs), the same numbers as without.
                      Also SMP_CUDA_GRAPH=1 (0 or unset: off). Dropout reads
                      each step's number from device memory, so each step
-                     draws its own masks. Collectives (dp, tp, ZeRO) are
-                     recorded on NCCL's stream, every rank the same step.
-                     Refused, with what to do, for pipeline stages'
-                     messages (--pp), on the CPU, and with --profile,
-                     --check-finite or --no-overlap (they issue the
-                     instructions one by one).
+                     draws its own masks. Collectives and pipeline
+                     messages (dp, tp, pp, ZeRO) are recorded on NCCL's
+                     stream, every rank the same step. Refused, with what
+                     to do, on the CPU and with --profile, --check-finite
+                     or --no-overlap (they issue the instructions one by
+                     one).
   -h, --help         Show this help.
   --version          Show the version.
 

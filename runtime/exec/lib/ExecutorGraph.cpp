@@ -9,10 +9,11 @@
 // (NCCL captures them: a collective property, which every rank's identical
 // run gives it), and after each launch the communication stream waits for
 // the compute stream's end of it, so that the communicator's synchronize()
-// at the step's end watches the launch under its deadline. What a record
-// cannot hold is refused up front, naming the instruction: a pipeline's
-// message (posted sends are copied, tracked and freed on the host, which
-// waits for their completion at the step's end).
+// at the step's end watches the launch under its deadline. A pipeline's
+// messages are recorded too: the sends still posted when the step's
+// instructions are queued are queued into the record (queueSends) and
+// joined back, and complete with the launch. What a record cannot hold is
+// refused up front: a backend that records nothing (the CPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,20 +35,13 @@ Status Executor::enableGraphs() {
                            "records none; run on a GPU (--device cuda) or "
                            "without --cuda-graph");
   const auto &p = artifact_->program;
-  bool draws = false, communicates = false;
+  bool draws = false, communicates = false, sends = false;
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (p.instructions(static_cast<int>(i)).eval_only())
       continue;
     draws |= steps_[i].drawsRandom;
-    if (steps_[i].lane != Lane::Comm)
-      continue;
-    communicates = true;
-    if (steps_[i].op == "send" || steps_[i].op == "recv")
-      return Status::failure(
-          std::string(what) + ": " + describeInstruction(i) +
-          " is a pipeline stage's message, whose sends are copied and "
-          "completed on the host and are not recorded; run without "
-          "pipeline parallelism (--pp 1), or without --cuda-graph");
+    communicates |= steps_[i].lane == Lane::Comm;
+    sends |= steps_[i].op == "send";
   }
   if (draws) {
     const uint32_t *word = nullptr;
@@ -56,9 +50,14 @@ Status Executor::enableGraphs() {
     random_.stepOnDevice = word;
   }
   graphDone_.reset();
+  sendsQueued_.reset();
+  Status made;
   if (communicates)
-    if (Status s = backend_->createEvent(graphDone_); !s.ok())
-      return Status::failure(std::string(what) + ": " + s.error);
+    made = backend_->createEvent(graphDone_);
+  if (made.ok() && sends)
+    made = backend_->createEvent(sendsQueued_);
+  if (!made.ok())
+    return Status::failure(std::string(what) + ": " + made.error);
   stepCounter_ = draws;
   graphs_ = true;
   graph_.reset();
@@ -90,12 +89,27 @@ Status Executor::launchGraph() {
   return s;
 }
 
+Status Executor::queueSends() {
+  Status s = programComm_->queueSends("the sends of this step");
+  if (s.ok() &&
+      (!(s = backend_->laneStream(Lane::Comm).record(*sendsQueued_)).ok() ||
+       !(s = backend_->computeStream().wait(*sendsQueued_)).ok()))
+    s = Status::failure("joining the communication stream after the "
+                        "step's sends: " +
+                        s.error);
+  return s;
+}
+
 Status Executor::recordGraph(const RunMode &mode) {
   Status s = backend_->beginCapture();
   if (!s.ok())
     return Status::failure(std::string(what) + ": " + s.error);
   std::vector<size_t> untimed;
   s = issueSteps(mode, untimed);
+  // The pipeline's sends still posted, into the record, and the
+  // communication stream joined back after them.
+  if (s.ok() && sendsQueued_)
+    s = queueSends();
   // The side streams' last steps joined back before the record ends.
   if (s.ok())
     s = joinLanes();

@@ -9,8 +9,9 @@
 // step counter before each training run, and another seed records again.
 // A collective is recorded on the communication stream, which waits after
 // each launch for the compute stream's end of it (the communicator's
-// deadline watches that stream at the step's end). What a record cannot
-// hold is refused up front: a pipeline's messages, a device that records
+// deadline watches that stream at the step's end); a pipeline's sends
+// still posted at the end are queued into the record and joined back. What
+// a record cannot hold is refused up front: a device that records
 // nothing.
 //
 //===----------------------------------------------------------------------===//
@@ -222,19 +223,35 @@ TEST(Graphs, ACollectiveIsRecordedAndItsStreamWaitsForTheLaunch) {
                                       "comm wait e2", "sync"}));
 }
 
-TEST(Graphs, WhatARecordCannotHoldIsRefused) {
+// A pipeline stage's messages: recorded like the collectives, and before
+// the record ends the sends still posted are queued (the communicator's
+// queueSends; the host's communicator here sends as it posts) and their
+// stream joined back (e4; the lanes' own join has nothing left: bwd waited
+// for the receive's e2, behind the send's e1 on the same stream). After
+// each launch the communication stream waits for its end (e3).
+TEST(Graphs, APipelinesMessagesAreRecordedAndTheirSendsJoined) {
+  Program prog(3, {{"fwd", {}, {0}},
+                   {"send", {0}, {}},
+                   {"recv", {}, {1}},
+                   {"bwd", {1}, {2}}});
   RecordingDevice dev;
-  for (const char *op : {"send", "recv"}) {
-    Program pipe(2, {{"fwd", {}, {0}}, {op, {0}, {1}}});
-    EXPECT_EQ(refusal(pipe, dev),
-              std::string("recording the step as a CUDA graph "
-                          "(--cuda-graph): instruction 2 of 2, '") +
-                  op + "' (node 'node_" + op +
-                  "') is a pipeline stage's message, whose sends are copied "
-                  "and completed on the host and are not recorded; run "
-                  "without pipeline parallelism (--pp 1), or without "
-                  "--cuda-graph");
-  }
+  auto runs = runsOf(prog, dev, 3);
+  std::vector<std::string> issued = {
+      "compute run fwd", "compute record e0", "comm wait e0",   "comm run send",
+      "comm record e1",  "compute record e0", "comm wait e0",   "comm run recv",
+      "comm record e2",  "compute wait e2",   "compute run bwd"};
+  std::vector<std::string> second = {"begin capture"};
+  second.insert(second.end(), issued.begin(), issued.end());
+  second.insert(second.end(),
+                {"comm record e4", "compute wait e4", "end capture",
+                 "launch graph", "compute record e3", "comm wait e3", "sync"});
+  EXPECT_EQ(runs[1], second);
+  EXPECT_EQ(runs[2],
+            (std::vector<std::string>{"launch graph", "compute record e3",
+                                      "comm wait e3", "sync"}));
+}
+
+TEST(Graphs, WhatARecordCannotHoldIsRefused) {
   TracedDevice plain; // records nothing
   Program fine(1, {{"fwd", {}, {0}}});
   EXPECT_EQ(refusal(fine, plain),

@@ -243,6 +243,8 @@ public:
     return s;
   }
 
+  Status queueSends(const std::string &what) override { return flush(what); }
+
   Status completeSends(const std::string &what) override {
     Status s = flush(what);
     if (s.ok() && sendsQueued_)
@@ -417,7 +419,14 @@ private:
     if (posted_.empty())
       return s;
     // The copies go back to the pool once the group has run (stream order).
-    cudaError_t e = cudaEventRecord(sent_, stream_);
+    // Recorded into a graph (the stream captured), the sends complete with
+    // its launch, which the step's end waits for: no event of their own
+    // (one recorded in a capture stands for no work a query could see).
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream_, &capture);
+    bool recorded = capture != cudaStreamCaptureStatusNone;
+    if (e == cudaSuccess && !recorded)
+      e = cudaEventRecord(sent_, stream_);
     for (const Posted &p : posted_) {
       cudaError_t f = cudaFreeAsync(p.copy, stream_);
       if (e == cudaSuccess)
@@ -427,7 +436,7 @@ private:
     if (e != cudaSuccess)
       return failure(
           what + ": cannot queue the posted sends' completion: " + cudaText(e));
-    sendsQueued_ = true;
+    sendsQueued_ = sendsQueued_ || !recorded;
     return s;
   }
 

@@ -127,6 +127,14 @@ public:
   /// Call it where the memory should be given back, e.g. at the end of a
   /// step, and at the latest before the communicator is destroyed.
   virtual Status completeSends(const std::string &what) = 0;
+  /// Queues the messages posted and not yet queued, without waiting for
+  /// them: how a device communicator puts them into the work being
+  /// recorded as a graph (its stream captured), whose completion is then
+  /// theirs. Host communicators send as they post: nothing to queue.
+  virtual Status queueSends(const std::string &what) {
+    (void)what;
+    return Status::success();
+  }
 
   /// Makes in `out` the communicator of the ranks `ranks` of this one: rank
   /// i of the new communicator is ranks[i]. The ranks must be distinct and

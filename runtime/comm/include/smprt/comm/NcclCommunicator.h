@@ -43,7 +43,11 @@
 // progress together, as in an MPI sendrecv. completeSends waits (under the
 // watchdog) until every posted message has been sent and gives its copy
 // back to the communicator's memory pool, which keeps the memory for the
-// next step until the communicator is destroyed.
+// next step until the communicator is destroyed. On a stream being
+// captured into a CUDA graph the copies and sends are recorded (queueSends
+// queues the last of them before the capture ends) and complete with each
+// launch of the graph, which the caller waits for: no event of their own,
+// nothing for completeSends to wait for.
 //
 // Reductions are NCCL's: f16/bf16 are added in their own precision at each
 // step of NCCL's algorithm (not in f32 rounded once as on the host

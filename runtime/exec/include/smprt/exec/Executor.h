@@ -130,13 +130,13 @@ public:
   /// a few. The numbers are the same: the same work on the same buffers.
   /// Evaluations, profiled runs, finite checks and --no-overlap issue the
   /// instructions one by one. Fails, saying why and what to run instead,
-  /// where a step cannot be recorded: a backend without graphs (the CPU),
-  /// a pipeline's message (its sends are copied and completed on the
-  /// host). Collectives are recorded on the communication stream (NCCL
-  /// captures them; every rank records the same run), and the step's end
-  /// waits for the launch through that stream, under the communicator's
-  /// deadline as before. Dropout reads the step's number from a
-  /// device word written before each training run
+  /// where a step cannot be recorded: a backend without graphs (the CPU).
+  /// Collectives and a pipeline's messages are recorded on the
+  /// communication stream (NCCL captures them; every rank records the
+  /// same run), the sends still posted at the end queued into the record,
+  /// and the step's end waits for the launch through that stream, under
+  /// the communicator's deadline as before. Dropout reads the step's number
+  /// from a device word written before each training run
   /// (Backend::makeStepCounter), so that a recorded step draws each step's
   /// own masks. After init(), which turns it off.
   Status enableGraphs();
@@ -170,6 +170,8 @@ private:
   Status recordGraph(const RunMode &mode);
   /// Launches graph_ (and orders the communication stream after it).
   Status launchGraph();
+  /// Queues the posted sends into the record and joins their stream back.
+  Status queueSends();
   /// Queues step i on its lane's stream, ordered against the other lanes
   /// (LaneHazards.h); `serial`: a side step is waited for at once.
   Status issue(size_t i, bool serial);
@@ -241,6 +243,9 @@ private:
   /// communicates; the communication stream waits for it, so that the
   /// communicator's synchronize() watches the launch under its deadline.
   std::unique_ptr<Event> graphDone_;
+  /// Recorded on the communication stream after the sends queued at the
+  /// end of a record; the compute stream waits for it (joined back).
+  std::unique_ptr<Event> sendsQueued_;
   /// What each instruction reads and writes, and each side step's end and
   /// the compute stream's point before it (their events; null for compute
   /// steps).
