@@ -78,6 +78,46 @@ ablation_stage() {
   stage_end "ablations" "$result"
 }
 
+# pack_host_model DIR BUILD: stage 7c's artifact, a small GPT for the GPU
+# (2 layers, 128 wide, T = 64, batch 4, bf16 AdamW) and its data.
+pack_host_model() {
+  local dir=$1 build=$2
+  mkdir -p "$dir"
+  "$build/bin/smp-modelgen" gpt --layers 2 --hidden 128 --heads 4 --seq 64 \
+    --vocab 512 -o "$dir/gpt.onnx" --write-data "$dir/data" 8 > /dev/null
+  "$build/bin/smpc" compile "$dir/gpt.onnx" --train --target cuda \
+    --loss cross_entropy:logits:labels --optimizer adamw --lr 1e-4 \
+    --precision bf16 --batch-size 4 -o "$dir/gpt.smpx" > /dev/null
+  rm -f "$dir/gpt.onnx" "$dir/gpt.onnx.data"
+}
+
+# graph_host_stage DEV STEPS: 7c, the step as one CUDA graph where the
+# host bounds it: bench/host's small GPT (2 layers, 128 wide, T = 64,
+# batch 4, bf16 AdamW: 73 kernel launches and 27 cuBLASLt products a step,
+# each little work) queued one by one and as a graph (SMP_CUDA_GRAPH=1),
+# STEPS steps each, as two rows of the ablations' table. GPU only.
+graph_host_stage() {
+  local dev=$1 steps=$2 bdir=$WORK/bench/host result=ok
+  if [ "$dev" != cuda ] || [ ! -d "$bdir" ]; then
+    skipped "CUDA graph where the host bounds the step" \
+      "no GPU (the CPU records no graph) or no bench/host in the kit"
+    return 0
+  fi
+  room "CUDA graph where the host bounds the step" 30 || return 0
+  stage_begin "The step as one CUDA graph where the host bounds it (a small GPT, smprun, $steps steps)"
+  declare -gA ROW_MS=() ROW_ART=() ROW_ENV=() ROW_FLAGS=()
+  {
+    echo "| artifact | environment | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+  } >> "$SUMMARY"
+  ablation_row host-one-by-one "(queued one by one)" "$bdir/gpt.smpx" "$dev" \
+    "$bdir" "$steps" || result=$ROW_RESULT
+  ablation_row host-graph "SMP_CUDA_GRAPH=1" "$bdir/gpt.smpx" "$dev" \
+    "$bdir" "$steps" SMP_CUDA_GRAPH=1 || result=$ROW_RESULT
+  echo >> "$SUMMARY"
+  stage_end "CUDA graph where the host bounds the step" "$result"
+}
+
 # wgmma_failed [VAR=VALUE...]: whether the environment runs the attention
 # on wgmma (SMP_ATTENTION_WGMMA other than 0) where the GPU unit tests found
 # wgmma's results wrong (WGMMA_FAILED=1, unit_tests_stage): such a row would

@@ -77,7 +77,8 @@
 #            found, together;
 #            7b. torch.compile with SDPA at twice the batch (GPU only,
 #            120 s left at least; not when --torch-modes leaves out
-#            compile-sdpa);
+#            compile-sdpa); 7c. a small GPT's step, which the host bounds,
+#            queued one by one and as a CUDA graph (GPU only);
 #         8. where ncu is found (GPU only, 90 s left at least): every
 #            kernel of one step of the benchmark's artifact on the
 #            hardware counters, a table by total time (DRAM GB/s and share
@@ -250,6 +251,7 @@ pack() {
   bench_model "$kit/bench/small" 4 cpu --layers 2 --hidden 128 --heads 4 \
     --seq 64 --vocab 512
   echo 4 > "$kit/bench/small/batch"
+  pack_host_model "$kit/bench/host" "$build" # stage 7c's
   local w
   for w in "$kit"/bench/*/*.smpx/*.weights.bin; do
     # What the file holds besides f32 parameters (the positions' int64
@@ -770,6 +772,12 @@ EOF
   # 7b. torch.compile with SDPA at twice the batch (smp's: the ablations'
   # batch-x2 row).
   torch_x2_stage "$bdir" "$dev" "$torch" "$batch" "$modes" "${args[@]}"
+
+  # 7c. The CUDA graph where the host bounds the step (a small GPT; the
+  # emulator's steps are slow, its speeds no GPU's: --steps steps there).
+  local hsteps=$((steps * 10))
+  [ ! -f "$kit/EMULATED" ] || hsteps=$steps
+  graph_host_stage "$dev" "$hsteps"
 
   # 8. Each kernel of the step on the hardware counters (GPU only).
   if [ $smp_row = 0 ] || [ "$dev" != cuda ] || [ -f "$kit/EMULATED" ]; then
