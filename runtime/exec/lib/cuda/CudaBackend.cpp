@@ -335,14 +335,19 @@ public:
 
   bool capturesSteps() const override { return true; }
   Status makeStepCounter(const uint32_t *&word) override {
-    if (!stepDevice_) {
+    word = nullptr;
+    if (!stepDevice_ || !stepHost_) {
+      // A pair half made (the other allocation failed) is completed here:
+      // writeStepCounter writes through both.
       Status s = onDevice("making the step counter", [&] {
-        cudaError_t e = cudaMalloc(reinterpret_cast<void **>(&stepDevice_),
-                                   sizeof(uint32_t));
-        return e == cudaSuccess
-                   ? cudaMallocHost(reinterpret_cast<void **>(&stepHost_),
-                                    sizeof(uint32_t))
-                   : e;
+        cudaError_t e =
+            stepDevice_ ? cudaSuccess
+                        : cudaMalloc(reinterpret_cast<void **>(&stepDevice_),
+                                     sizeof(uint32_t));
+        if (e == cudaSuccess && !stepHost_)
+          e = cudaMallocHost(reinterpret_cast<void **>(&stepHost_),
+                             sizeof(uint32_t));
+        return e;
       });
       if (!s.ok())
         return s;
@@ -353,7 +358,7 @@ public:
   /// The previous step was waited for at its end: the pinned word is free
   /// to change, and the copy runs before the step's work on the stream.
   Status writeStepCounter(uint64_t step) override {
-    if (!stepDevice_)
+    if (!stepDevice_ || !stepHost_)
       return Status::failure("the step counter of " + name() + " was not made");
     *stepHost_ = static_cast<uint32_t>(step);
     k::setCurrentContext(ctx_);
