@@ -70,19 +70,35 @@ private:
   };
 };
 
-/// The trace of each of `runs` training runs of `prog` with graphs on.
-std::vector<std::vector<std::string>> runsOf(Program &prog,
-                                             RecordingDevice &dev, int runs) {
-  Executor exec;
+using Trace = std::vector<std::string>;
+
+/// `exec` on `dev` with `prog` loaded and graphs on; false (a test
+/// failure) when either is refused.
+bool startGraphs(Executor &exec, Backend &dev, Program &prog) {
   exec.setBackend(&dev);
   Status s = exec.init(prog.artifact);
+  if (s.ok())
+    s = exec.enableGraphs();
   EXPECT_TRUE(s.ok()) << s.error;
-  s = exec.enableGraphs();
-  EXPECT_TRUE(s.ok()) << s.error;
-  std::vector<std::vector<std::string>> out;
+  return s.ok();
+}
+
+/// A recording run's trace: "begin capture", what it issued, then `tail`.
+Trace recording(const Trace &issued, const Trace &tail) {
+  Trace t = {"begin capture"};
+  t.insert(t.end(), issued.begin(), issued.end());
+  t.insert(t.end(), tail.begin(), tail.end());
+  return t;
+}
+
+/// The trace of each of `runs` training runs of `prog` with graphs on.
+std::vector<Trace> runsOf(Program &prog, RecordingDevice &dev, int runs) {
+  Executor exec;
+  startGraphs(exec, dev, prog);
+  std::vector<Trace> out;
   for (int r = 0; r < runs; ++r) {
     dev.trace.clear();
-    s = exec.run();
+    Status s = exec.run();
     if (!s.ok())
       dev.trace.push_back("failed: " + s.error);
     out.push_back(dev.trace);
@@ -101,18 +117,16 @@ TEST(Graphs, TheSecondRunRecordsAndLaterRunsLaunch) {
                /*hostBuffers=*/1);
   RecordingDevice dev;
   auto runs = runsOf(prog, dev, 3);
-  std::vector<std::string> issued = {"compute run fwd", "compute record e0",
-                                     "copy wait e0",    "copy run off_act",
-                                     "copy record e1",  "compute run fwd_more",
-                                     "compute run bwd", "compute wait e1"};
-  std::vector<std::string> first = issued;
+  Trace issued = {"compute run fwd", "compute record e0",
+                  "copy wait e0",    "copy run off_act",
+                  "copy record e1",  "compute run fwd_more",
+                  "compute run bwd", "compute wait e1"};
+  Trace first = issued;
   first.push_back("sync");
   EXPECT_EQ(runs[0], first);
-  std::vector<std::string> second = {"begin capture"};
-  second.insert(second.end(), issued.begin(), issued.end());
-  second.insert(second.end(), {"end capture", "launch graph", "sync"});
-  EXPECT_EQ(runs[1], second);
-  EXPECT_EQ(runs[2], (std::vector<std::string>{"launch graph", "sync"}));
+  EXPECT_EQ(runs[1],
+            recording(issued, {"end capture", "launch graph", "sync"}));
+  EXPECT_EQ(runs[2], (Trace{"launch graph", "sync"}));
 }
 
 // A record cudart refuses fails its run, and the next run records again.
@@ -120,9 +134,7 @@ TEST(Graphs, ARefusedRecordFailsTheRunAndTheNextRecordsAgain) {
   Program prog(2, {{"fwd", {}, {0}}, {"bwd", {0}, {1}}});
   RecordingDevice dev;
   Executor exec;
-  exec.setBackend(&dev);
-  ASSERT_TRUE(exec.init(prog.artifact).ok());
-  ASSERT_TRUE(exec.enableGraphs().ok());
+  ASSERT_TRUE(startGraphs(exec, dev, prog));
   ASSERT_TRUE(exec.run().ok());
   dev.refuseNext = true;
   dev.trace.clear();
@@ -130,16 +142,14 @@ TEST(Graphs, ARefusedRecordFailsTheRunAndTheNextRecordsAgain) {
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.error, "recording the step as a CUDA graph (--cuda-graph): "
                      "cudaErrorStreamCaptureInvalidated");
-  EXPECT_EQ(dev.trace, (std::vector<std::string>{
-                           "begin capture", "compute run fwd",
-                           "compute run bwd", "end capture refused"}));
+  EXPECT_EQ(dev.trace, (Trace{"begin capture", "compute run fwd",
+                              "compute run bwd", "end capture refused"}));
   EXPECT_FALSE(exec.graphRecorded());
   dev.trace.clear();
   ASSERT_TRUE(exec.run().ok());
   EXPECT_EQ(dev.trace,
-            (std::vector<std::string>{"begin capture", "compute run fwd",
-                                      "compute run bwd", "end capture",
-                                      "launch graph", "sync"}));
+            (Trace{"begin capture", "compute run fwd", "compute run bwd",
+                   "end capture", "launch graph", "sync"}));
   EXPECT_TRUE(exec.graphRecorded());
   // An evaluation's forward still queues its instructions one by one.
   dev.trace.clear();
@@ -166,17 +176,14 @@ TEST(Graphs, ADropoutsStepGoesToTheCounterBeforeEachRun) {
   Program prog(2, {{"fwd", {}, {0}}, {"drop_attn", {0}, {1}}});
   RecordingDevice dev;
   Executor exec;
-  exec.setBackend(&dev);
-  ASSERT_TRUE(exec.init(prog.artifact).ok());
-  ASSERT_TRUE(exec.enableGraphs().ok());
-  std::vector<std::vector<std::string>> runs;
+  ASSERT_TRUE(startGraphs(exec, dev, prog));
+  std::vector<Trace> runs;
   for (uint64_t step : {0, 1, 2}) {
     exec.setRandomState(7, step);
     dev.trace.clear();
     ASSERT_TRUE(exec.run().ok());
     runs.push_back(dev.trace);
   }
-  using Trace = std::vector<std::string>;
   EXPECT_EQ(runs[0], (Trace{"step counter 0", "compute run fwd",
                             "compute run drop_attn", "sync"}));
   EXPECT_EQ(runs[1], (Trace{"step counter 1", "begin capture",
@@ -206,21 +213,17 @@ TEST(Graphs, ACollectiveIsRecordedAndItsStreamWaitsForTheLaunch) {
                {{"bwd", {}, {0}}, {"ar_grads", {0}, {0}}, {"upd", {0}, {1}}});
   RecordingDevice dev;
   auto runs = runsOf(prog, dev, 3);
-  std::vector<std::string> issued = {"compute run bwd", "compute record e0",
-                                     "comm wait e0",    "comm run ar_grads",
-                                     "comm record e1",  "compute wait e1",
-                                     "compute run upd"};
-  std::vector<std::string> first = issued;
+  Trace issued = {"compute run bwd",   "compute record e0", "comm wait e0",
+                  "comm run ar_grads", "comm record e1",    "compute wait e1",
+                  "compute run upd"};
+  Trace first = issued;
   first.push_back("sync");
   EXPECT_EQ(runs[0], first);
-  std::vector<std::string> second = {"begin capture"};
-  second.insert(second.end(), issued.begin(), issued.end());
-  second.insert(second.end(), {"end capture", "launch graph",
-                               "compute record e2", "comm wait e2", "sync"});
-  EXPECT_EQ(runs[1], second);
-  EXPECT_EQ(runs[2],
-            (std::vector<std::string>{"launch graph", "compute record e2",
-                                      "comm wait e2", "sync"}));
+  EXPECT_EQ(runs[1],
+            recording(issued, {"end capture", "launch graph",
+                               "compute record e2", "comm wait e2", "sync"}));
+  EXPECT_EQ(runs[2], (Trace{"launch graph", "compute record e2", "comm wait e2",
+                            "sync"}));
 }
 
 // A pipeline stage's messages: recorded like the collectives, and before
@@ -236,19 +239,16 @@ TEST(Graphs, APipelinesMessagesAreRecordedAndTheirSendsJoined) {
                    {"bwd", {1}, {2}}});
   RecordingDevice dev;
   auto runs = runsOf(prog, dev, 3);
-  std::vector<std::string> issued = {
-      "compute run fwd", "compute record e0", "comm wait e0",   "comm run send",
-      "comm record e1",  "compute record e0", "comm wait e0",   "comm run recv",
-      "comm record e2",  "compute wait e2",   "compute run bwd"};
-  std::vector<std::string> second = {"begin capture"};
-  second.insert(second.end(), issued.begin(), issued.end());
-  second.insert(second.end(),
-                {"comm record e4", "compute wait e4", "end capture",
-                 "launch graph", "compute record e3", "comm wait e3", "sync"});
-  EXPECT_EQ(runs[1], second);
-  EXPECT_EQ(runs[2],
-            (std::vector<std::string>{"launch graph", "compute record e3",
-                                      "comm wait e3", "sync"}));
+  Trace issued = {"compute run fwd", "compute record e0", "comm wait e0",
+                  "comm run send",   "comm record e1",    "compute record e0",
+                  "comm wait e0",    "comm run recv",     "comm record e2",
+                  "compute wait e2", "compute run bwd"};
+  EXPECT_EQ(runs[1],
+            recording(issued, {"comm record e4", "compute wait e4",
+                               "end capture", "launch graph",
+                               "compute record e3", "comm wait e3", "sync"}));
+  EXPECT_EQ(runs[2], (Trace{"launch graph", "compute record e3", "comm wait e3",
+                            "sync"}));
 }
 
 TEST(Graphs, WhatARecordCannotHoldIsRefused) {
