@@ -137,9 +137,12 @@ Status launchNormRows(const char *name, Context *ctx, const TensorRef &in,
   if (int k = heldVectors<S>(d); warp && k != 0) {
     constexpr int64_t kRowsPerBlock = 32;
     unsigned blocks = blocksFor((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    // The emulator's name for the launch (its listings).
+    [[maybe_unused]] const char *held = "normRowsHeld<S, Rms, K>";
     auto launch = [&](auto kernel) {
       kernel<<<blocks, kWarpRowsThreads, 2 * d * sizeof(C), ctx->stream>>>(
-          in.as<S>(), out.as<S>(), rows, d, scale, bias, eps, kRowsPerBlock);
+          in.as<S>(), out.as<S>(), rows, d, scale, bias, eps,
+          kRowsPerBlock); // cudaemu-name: held
     };
     visitHeld(
         k, [&](auto K) { launch(normRowsHeld<S, Rms, decltype(K)::value>); });
@@ -422,9 +425,12 @@ Status normGradSums(const char *op, Context *ctx, const S *x, const S *dy, In w,
   // The staged scale and a row of sums a warp.
   size_t smem =
       static_cast<size_t>((1 + kWarpRowsThreads / 32) * n) * sizeof(A);
+  // The emulator's name for the launch (its listings).
+  [[maybe_unused]] const char *sums = "normGradRowsSums<S, Rms, K>";
   auto launch = [&](auto kernel) {
     kernel<<<static_cast<unsigned>(blocks), kWarpRowsThreads, smem,
-             ctx->stream>>>(x, dy, w, res, dx, rows, n, eps, per, part.as<A>());
+             ctx->stream>>>(x, dy, w, res, dx, rows, n, eps, per,
+                            part.as<A>()); // cudaemu-name: sums
   };
   visitHeld(
       k, [&](auto K) { launch(normGradRowsSums<S, Rms, decltype(K)::value>); });
