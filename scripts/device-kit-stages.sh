@@ -1,83 +1,227 @@
 #!/usr/bin/env bash
-# The device kit's run stages that scripts/device-kit.sh sources: the
-# GPU unit tests (2), the attention kernels (2b), PyTorch's rows (6, 7b),
-# the Hugging Face Trainer's mixed precision (6b), the ablations (7) and
-# the step's counters (8); and pack's check of its artifacts
-# (edges_check). They read run()'s locals (kit, BIN, LOGS, WORK, min_unit)
-# and device-kit.sh's helpers (limited, cap, room, skipped, stage_begin,
-# stage_end, bench_md, SUMMARY, PYTHON, ROOT).
+# The device kit's run stages that scripts/device-kit.sh sources: env (1),
+# the GPU unit tests (2), the attention kernels (2b), the CUDA suite (3),
+# smp's benchmark row (4) and profile (5), PyTorch's rows (6, 7b), the
+# Hugging Face Trainer's mixed precision (6b), the step as a CUDA graph
+# where the host bounds it (7c) and the step's counters (8); and pack's
+# check of its artifacts (edges_check). The ablations (7) are in
+# device-kit-ablations.sh. They read run()'s locals (kit, dev, BIN, LOGS,
+# WORK, DEST, bdir, args, batch, psteps, smprun_ok, smp_row and the
+# min_* floors) and device-kit.sh's helpers (limited, cap, room, skipped,
+# stage_begin, stage_end, bench_md, fill_weights, cuda_library_path,
+# SUMMARY, PYTHON, ROOT, DEADLINE, RESERVE, LAZY_LIBRARIES).
+# shellcheck disable=SC2154 # run()'s locals, seen through bash's dynamic scope
 
-# The ablations' stage: the benchmark's artifact, then in ablations.txt's
-# order each ablate-NAME.smpx packed beside it (without one optimisation,
-# or at another batch: its smpc flags in ablate-NAME.flags) or the
-# benchmark's artifact again under ablate-NAME.env's VAR=VALUE ({logs}: the
-# run's output folder), STEPS steps each; the median step time but the
-# first's, with its tokens/s, MFU and the device's peak bytes, one table in
-# summary.md (with the row "best" where ablations.txt names it: best_row),
-# and the runs' SMP_CUBLASLT_TUNE notes after it. A row that would start with under 20 s of the budget left
-# is skipped, and the rest.
-ablation_stage() {
-  local bdir=$1 dev=$2 steps=$3 a name n result=ok
-  local arts=()
-  # Each measured row's median ms, and what it changed: its artifact
-  # (ROW_ART), its environment (ROW_ENV, {logs} filled in) and its flags.
-  declare -gA ROW_MS=() ROW_ART=() ROW_ENV=() ROW_FLAGS=()
-  [ ! -f "$bdir/ablations.txt" ] || while read -r n; do
-    [ "$n" != best ] || arts+=(best)
-    for a in "$bdir/ablate-$n.smpx" "$bdir/ablate-$n.env"; do
-      [ ! -e "$a" ] || arts+=("$a")
-    done
-  done < "$bdir/ablations.txt"
-  if [ ${#arts[@]} = 0 ]; then
-    skipped "ablations" "none packed"
-    return 0
+# 1. env: the machine and the libraries (env.txt; the GPU and PyTorch at
+# the summary's top). Sets run()'s BIN (the wrappers that give the
+# binaries the kit's libraries and CUDA's) and smprun_ok (0: smprun misses
+# a library, and the stages that need it are skipped); fails without
+# the payload.
+env_stage() {
+  stage_begin "env"
+  # Not cut by --budget: nothing runs without it (a small budget on a
+  # loaded machine cut it, and the run failed instead of skipping stages).
+  if ! timeout --foreground -k 5 120 tar -C "$WORK" -xJf "$kit/payload.tar.xz" \
+    < /dev/null; then
+    echo "device-kit: cannot unpack $kit/payload.tar.xz" | tee -a "$SUMMARY" >&2
+    stage_end "env" "FAILED: no payload"
+    return 1
   fi
-  # shellcheck disable=SC2154 # min_ablate: run()'s, this stage's caller
-  room "ablations" "$min_ablate" || return 0
-  stage_begin "Ablations: the benchmark's model without one optimisation each (smprun, $steps steps)"
-  {
-    echo "| artifact | smpc flags | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
-    echo "| --- | --- | --- | --- | --- | --- |"
-  } >> "$SUMMARY"
-  for a in "$bdir/gpt2-fused.smpx" "${arts[@]}"; do
-    if [ "$a" = best ]; then
-      best_row "$bdir" "$dev" "$steps" || result=$ROW_RESULT
-      continue
-    fi
-    name=$(basename "${a%.*}")
-    local flags="(the benchmark's)" envs=() run=$a
-    if [ "${a##*.}" = env ]; then
-      read -ra envs < "$a"
-      flags="${envs[*]} (environment)"
-      envs=("${envs[@]//\{logs\}/$LOGS}")
-      run=$bdir/gpt2-fused.smpx
-    fi
-    [ ! -f "${a%.*}.flags" ] || flags=$(cat "${a%.*}.flags")
-    if [ "$dev" = cpu ] && [[ " ${envs[*]} " == *" SMP_CUDA_GRAPH=1 "* ]]; then
-      echo "| $name | $flags | skipped (--device cpu: the CPU records no CUDA graph) |" >> "$SUMMARY"
-      continue
-    fi
-    if wgmma_failed "${envs[@]}"; then
-      echo "| $name | $flags | skipped (smp-cuda-wgmma-tests failed: wgmma's results are wrong on this GPU) |" >> "$SUMMARY"
-      continue
-    fi
-    ablation_row "$name" "$flags" "$run" "$dev" "$bdir" "$steps" "${envs[@]}" ||
-      result=$ROW_RESULT
+  # The binaries run through wrappers that give them the kit's libraries
+  # and CUDA's; nothing else sees them (PyTorch has its own libstdc++).
+  BIN=$WORK/payload/wrap
+  local libs b
+  libs=$(cuda_library_path)
+  libs="$WORK/payload/lib${libs:+:$libs}"
+  mkdir -p "$BIN"
+  for b in "$WORK"/payload/bin/*; do
+    # shellcheck disable=SC2016 # $LD_LIBRARY_PATH and $@: the wrapper's
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
+      "$libs" "$b" > "$BIN/$(basename "$b")"
+    chmod +x "$BIN/$(basename "$b")"
   done
-  echo >> "$SUMMARY"
-  if grep -qh '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out 2> /dev/null; then
-    {
-      echo "cuBLASLt's algorithms timed per product shape (SMP_CUBLASLT_TUNE=1):"
+  export SMP_ATTENTION_FIXTURES=$ROOT/test/unit/kernels/Inputs/attention
+  local gpu torchv
+  {
+    echo "libraries: $libs"
+    echo "python: $PYTHON"
+    if command -v nvidia-smi > /dev/null; then limited 30 nvidia-smi 2>&1 || true
+    else echo "nvidia-smi: none"; fi
+  } >> "$env"
+  if command -v nvidia-smi > /dev/null; then
+    gpu=$(limited 30 nvidia-smi --query-gpu=name,driver_version,memory.total \
+      --format=csv,noheader 2>&1 | head -n 4 | paste -sd';') || true
+    gpu="GPU: ${gpu:-nvidia-smi said nothing}"
+  else
+    gpu="nvidia-smi: none"
+  fi
+  torchv=$(limited 90 "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1 | tail -n 1) || true
+  echo "$torchv" >> "$env"
+  local missing="" m
+  smprun_ok=1
+  for b in "$WORK"/payload/bin/*; do
+    echo "== ldd $b" >> "$env"
+    LD_LIBRARY_PATH="$libs" ldd "$b" >> "$env" 2>&1 || true
+    m=$(LD_LIBRARY_PATH="$libs" ldd "$b" 2>&1 | awk '/=> not found/ {print $1}' |
+      sort -u | paste -sd' ') || true
+    if [ -n "$m" ]; then
+      missing+="$(basename "$b"): $m"$'\n'
+      [ "$(basename "$b")" = smprun ] && smprun_ok=0
+    fi
+  done
+  # Loaded on first use (kernels/cuda/CublasLtLoader.cpp): ldd does not
+  # list it; the kit's binaries search it on LD_LIBRARY_PATH.
+  local lazy found d dirs
+  IFS=: read -ra dirs <<< "$libs"
+  for lazy in "${LAZY_LIBRARIES[@]}"; do
+    found=""
+    for d in "${dirs[@]}"; do
+      [ -e "$d/$lazy" ] && { found=$d/$lazy; break; }
+    done
+    [ -n "$found" ] || found=$({ ldconfig -p 2>/dev/null || true; } |
+      awk -v n="$lazy" '$1 == n && $NF ~ /^\// {print $NF; exit}')
+    echo "== loaded on first use: $lazy => ${found:-not found}" >> "$env"
+    [ -n "$found" ] || missing+="smprun (on its first matrix product): $lazy"$'\n'
+  done
+  {
+    echo "$gpu"
+    echo "$torchv"
+    echo
+  } >> "$SUMMARY"
+  if [ -n "$missing" ]; then
+    # At the top of env.txt and in the summary; the run goes on.
+    { echo "MISSING LIBRARIES (ldd, with LD_LIBRARY_PATH=the libraries below):"
+      printf '%s' "$missing" | sed 's/^/  /'
       echo
-      grep -h '^note: SMP_CUBLASLT_TUNE' "$LOGS"/ablate-*.out |
-        sed -e 's/^note: SMP_CUBLASLT_TUNE: /- /' \
-          -e "s|^note: SMP_CUBLASLT_TUNE_FILE $LOGS/|- file |"
+      cat "$env"
+    } > "$WORK/env.txt" && mv "$WORK/env.txt" "$env"
+    { echo "**Missing libraries** (ldd; env.txt has the search path):"
+      echo
+      printf '%s' "$missing" | sed 's/^/- /'
       echo
     } >> "$SUMMARY"
+    printf 'device-kit: missing libraries:\n%s' "$missing" >&2
   fi
-  stage_end "ablations" "$result"
+  stage_end "env" "$([ -n "$missing" ] && echo "libraries missing" || echo ok)"
 }
 
+# 3. The CUDA suite of test/smprun/cuda.test (scripts/gpu-suite.sh run;
+# its --save-onnx reads this checkout's copy of the fixture the
+# artifact was compiled from: --source-model), a line per check in
+# suite.txt and the summary.
+suite_stage() {
+  local rc result line
+  if [ "$smprun_ok" = 0 ]; then
+    skipped "CUDA suite" "smprun misses libraries"
+  elif room "CUDA suite" "$min_suite"; then
+    stage_begin "CUDA suite (test/smprun/cuda.test's checks)"
+    rc=0
+    # Three parts of it at once where the machine has the cores for their
+    # CPU runs (a GPU machine's 16; SUITE_JOBS overrides): each smprun's
+    # start (the CUDA context, cuBLASLt) overlaps the others' work.
+    local jobs=1
+    [ "$(nproc)" -lt 8 ] || jobs=3
+    SUITE_JOBS=${SUITE_JOBS:-$jobs} \
+      SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
+      SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \
+      bash "$ROOT/scripts/gpu-suite.sh" run "$WORK/art" "$LOGS/suite" "$dev" |
+      tee -a "$DEST/suite.txt" >> "$SUMMARY" || rc=$?
+    local checks ok failed skip late
+    # One line per check (a run that failed has its own line, NAME.DEVICE).
+    checks=$(grep -c -E '^[^ .:]+: ' "$DEST/suite.txt" || true)
+    failed=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c FAILED || true)
+    skip=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c SKIPPED || true)
+    ok=$((checks - failed - skip))
+    line="suite: $ok ok, $failed failed"
+    [ "$skip" = 0 ] || line+=", $skip skipped (the budget, no wgmma here, or the CPU: no CUDA graph)"
+    [ "$rc" = 0 ] || line+=", cut after $checks checks (status $rc)"
+    echo "$line" | tee -a "$SUMMARY"
+    # A check SKIPPED for what the device lacks (no wgmma, the CPU's CUDA
+    # graph) is the suite's answer; one the deadline cut is not.
+    late=$(grep -E '^[^ .:]+: SKIPPED \(deadline' "$DEST/suite.txt" | grep -c . || true)
+    result=ok
+    [ "$failed" = 0 ] && [ "$late" = 0 ] && [ "$rc" = 0 ] || result=${line#suite: }
+    stage_end "CUDA suite" "$result"
+  fi
+}
+
+# 4. The GPT-2 benchmark's smp row (bench/gpt2_train.sh --prebuilt on
+# run()'s bdir, batch and args); smp_row=1 when it printed one.
+smp_row_stage() {
+  local rc result
+  if [ "$smprun_ok" = 0 ]; then
+    skipped "GPT-2 benchmark: smp" "smprun misses libraries"
+  elif room "GPT-2 benchmark: smp" "$min_bench"; then
+    stage_begin "GPT-2 benchmark: smp (bench/gpt2_train.sh --prebuilt ${args[*]} --batch $batch)"
+    local prep
+    prep=$(fill_weights "$bdir/gpt2-fused.smpx")
+    if [ "$prep" != ok ]; then
+      echo "bench: smp $prep" | tee -a "$SUMMARY"
+      result=$prep
+    else
+      local limit
+      limit=$(cap 240)
+      rc=0
+      SMP_BIN=$BIN SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited "$limit" \
+        bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" \
+        "${args[@]}" --no-torch --deadline $(($(date +%s) + limit - 10)) \
+        2> "$LOGS/bench-smp.log" | tee "$LOGS/bench-smp.md" >> "$SUMMARY" ||
+        rc=$?
+      cp "$bdir"/*.jsonl "$bdir"/*.out "$bdir"/*.err "$LOGS/" 2>/dev/null || true
+      bench_md
+      grep '^| smp' "$LOGS/bench-smp.md" && smp_row=1
+      result=ok
+      if [ $rc != 0 ]; then
+        result="FAILED (status $rc: $(tail -n 1 "$LOGS/bench-smp.log"))"
+        echo "bench: smp $result" | tee -a "$SUMMARY"
+      fi
+    fi
+    stage_end "GPT-2 benchmark: smp" "$result"
+  fi
+}
+
+# 5. Where smp's step goes: smprun --profile for 1 + N steps (run()'s
+# psteps), the first left out (--profile-warmup 1: its one-time costs,
+# ~90 ms in the first product, had not cancelled against a 1-step
+# run's); the steps' times and the top ops as tables.
+profile_stage() {
+  local rc result
+  if [ "$psteps" = 0 ]; then
+    skipped "smp profile" "--profile-steps 0"
+  elif [ "$smp_row" = 0 ]; then
+    skipped "smp profile" "no smp row"
+  elif room "smp profile" "$min_profile"; then
+    stage_begin "Where smp's step goes (smprun --profile, $psteps steps after a warm-up step)"
+    local a="$bdir/gpt2-fused.smpx"
+    rc=0
+    limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
+      --steps $((psteps + 1)) --profile "$LOGS/profile.json" \
+      --profile-warmup 1 --metrics "$LOGS/profile.jsonl" \
+      > "$LOGS/profile.out" 2>&1 || rc=$?
+    if [ $rc = 0 ] && [ -s "$LOGS/profile.json" ]; then
+      "$PYTHON" - "$LOGS/profile.jsonl" >> "$SUMMARY" 2>/dev/null <<'EOF' || true
+import json, sys
+ms = [json.loads(l)["step_time"] * 1e3 for l in open(sys.argv[1]) if l.strip()]
+print("The profiled run's steps (timed on the device's clock, nothing waited for): "
+      + ", ".join(f"{m:,.1f}" for m in ms) + " ms")
+print()
+EOF
+      if "$PYTHON" "$ROOT/scripts/profile_table.py" "$LOGS/profile.json" \
+        --warmup 1 --top 15 --nodes 10 > "$LOGS/profile.md" 2>&1; then
+        cat "$LOGS/profile.md" >> "$SUMMARY"
+        echo >> "$SUMMARY"
+        result=ok
+      else
+        result="FAILED: profile_table.py: $(tail -n 1 "$LOGS/profile.md")"
+        echo "profile: $result" | tee -a "$SUMMARY"
+      fi
+    else
+      result="FAILED: smprun --profile, status $rc: $(tail -n 1 "$LOGS/profile.out")"
+      echo "profile: $result" | tee -a "$SUMMARY"
+    fi
+    stage_end "smp profile" "$result"
+  fi
+}
 # pack_host_model DIR BUILD: stage 7c's artifact, a small GPT for the GPU
 # (2 layers, 128 wide, T = 64, batch 4, bf16 AdamW) and its data.
 pack_host_model() {
@@ -105,6 +249,7 @@ graph_host_stage() {
   fi
   room "CUDA graph where the host bounds the step" 30 || return 0
   stage_begin "The step as one CUDA graph where the host bounds it (a small GPT, smprun, $steps steps)"
+  # shellcheck disable=SC2034 # ablation_row's (device-kit-ablations.sh)
   declare -gA ROW_MS=() ROW_ART=() ROW_ENV=() ROW_FLAGS=()
   {
     echo "| artifact | environment | median ms/step (steps 2..$steps) | tokens/s | MFU | peak bytes |"
@@ -116,114 +261,6 @@ graph_host_stage() {
     "$bdir" "$steps" SMP_CUDA_GRAPH=1 || result=$ROW_RESULT
   echo >> "$SUMMARY"
   stage_end "CUDA graph where the host bounds the step" "$result"
-}
-
-# wgmma_failed [VAR=VALUE...]: whether the environment runs the attention
-# on wgmma (SMP_ATTENTION_WGMMA other than 0) where the GPU unit tests found
-# wgmma's results wrong (WGMMA_FAILED=1, unit_tests_stage): such a row would
-# time wrong numbers, and `best` could take it.
-wgmma_failed() {
-  local w
-  [ "${WGMMA_FAILED:-0}" = 1 ] || return 1
-  for w in "$@"; do
-    case $w in SMP_ATTENTION_WGMMA=0) ;; SMP_ATTENTION_WGMMA=*) return 0 ;; esac
-  done
-  return 1
-}
-
-# ablation_row NAME FLAGS ARTIFACT DEV BDIR STEPS [VAR=VALUE...]: one row of
-# the ablations' table, ARTIFACT run STEPS steps under the environment;
-# its median ms in ROW_MS[NAME] when it ran. Fails (ROW_RESULT says why)
-# when the row failed or the budget skipped it.
-ablation_row() {
-  local name=$1 flags=$2 art=$3 dev=$4 bdir=$5 steps=$6 prep ms rc=0
-  shift 6
-  if [ $(($(left) - RESERVE)) -lt 20 ]; then
-    echo "| $name | | skipped (the budget: $(($(left) - RESERVE)) s left) |" >> "$SUMMARY"
-    ROW_RESULT="rows skipped (the budget)"
-    return 1
-  fi
-  prep=$(fill_weights "$art")
-  if [ "$prep" != ok ]; then
-    ms=$prep
-  elif limited 90 env "$@" "$BIN/smprun" "$art" --device "$dev" \
-    --data "$bdir/data" --steps "$steps" --metrics "$LOGS/$name.jsonl" \
-    > "$LOGS/$name.out" 2>&1; then
-    ms=$("$PYTHON" -c 'import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][1:]
-def med(k):
-    return statistics.median(r[k] for r in rows)
-if rows:
-    ms, tok, mfu = med("step_time") * 1e3, med("tokens_per_s"), med("mfu")
-    peak = max(r.get("peak_bytes", 0) for r in rows)
-    print(f"{ms:,.2f} | {tok:,.0f} | {mfu * 100:.1f}% | {peak:,}")
-else:
-    print("no steps")' "$LOGS/$name.jsonl")
-  else
-    rc=$?
-    ms="FAILED (status $rc: $(tail -n 1 "$LOGS/$name.out"))"
-  fi
-  echo "| $name | $flags | $ms |" >> "$SUMMARY"
-  if [ "$prep" = ok ] && [ $rc = 0 ] && [[ $ms =~ ^[0-9] ]]; then
-    ROW_MS[$name]=${ms%% *}
-    ROW_MS[$name]=${ROW_MS[$name]//,/}
-    ROW_ART[$name]=$art
-    ROW_ENV[$name]="$*"
-    ROW_FLAGS[$name]=$flags
-    return 0
-  fi
-  ROW_RESULT=$ms
-  return 1
-}
-
-# best_row BDIR DEV STEPS: the faster choices of the rows measured so far
-# together, as one more row ("best"): the fastest artifact of the benchmark's batch (the
-# benchmark's or an ablation's; not another batch) under every environment
-# row that beat the benchmark's by more than 0.5% (not SMP_CUBLASLT_TUNE=1,
-# which tunes anew each run: use-tuned-gemm runs its file), the fastest
-# first, a row that sets a variable a faster one set left out
-# (SMP_ATTENTION_WGMMA=1 and =forward: the faster of the two). Nothing to
-# run when the benchmark's configuration was the fastest; says so.
-best_row() {
-  local bdir=$1 dev=$2 steps=$3 base n art=gpt2-fused envs=() what=() words w
-  base=${ROW_MS[gpt2-fused]:-}
-  [ -n "$base" ] || return 0
-  local rows byms
-  local -A set=()
-  mapfile -t rows < <(printf '%s\n' "${!ROW_MS[@]}" | sort) # a fixed order
-  mapfile -t byms < <(for n in "${rows[@]}"; do echo "${ROW_MS[$n]} $n"; done |
-    sort -s -g -k1,1 | cut -d' ' -f2)
-  for n in "${rows[@]}"; do
-    if [[ ${ROW_ART[$n]} != *.smpx ]] || [ -n "${ROW_ENV[$n]}" ]; then
-      continue
-    fi
-    [[ ${ROW_FLAGS[$n]} != *--batch-size* ]] || continue
-    awk -v a="${ROW_MS[$n]}" -v b="${ROW_MS[$art]}" 'BEGIN {exit !(a < b)}' &&
-      art=$n
-  done
-  [ "$art" = gpt2-fused ] || what+=("${ROW_FLAGS[$art]}")
-  for n in "${byms[@]}"; do
-    if [ -z "${ROW_ENV[$n]}" ] || [[ ${ROW_ENV[$n]} == *SMP_CUBLASLT_TUNE=1* ]]; then
-      continue
-    fi
-    awk -v a="${ROW_MS[$n]}" -v b="$base" 'BEGIN {exit !(a < 0.995 * b)}' ||
-      continue
-    read -ra words <<< "${ROW_ENV[$n]}"
-    for w in "${words[@]}"; do
-      [ -z "${set[${w%%=*}]:-}" ] || continue 2
-    done
-    for w in "${words[@]}"; do
-      set[${w%%=*}]=1
-    done
-    envs+=("${words[@]}")
-    what+=("${words[@]}")
-  done
-  if [ ${#what[@]} = 0 ]; then
-    echo "| best | (the benchmark's: no ablation was faster) | ${base} |" >> "$SUMMARY"
-    return 0
-  fi
-  ablation_row best "${what[*]//$LOGS\//\{logs\}/}" "${ROW_ART[$art]}" "$dev" \
-    "$bdir" "$steps" "${envs[@]}"
 }
 
 # The Hugging Face Trainer's mixed precision on the GPU: the Trainer trains
@@ -314,7 +351,7 @@ attention_stage() {
 torch_stage() {
   local bdir=$1 torch=$2 batch=$3 modes=$4 rc=0 result=ok
   shift 4
-  if [ $torch = 0 ]; then
+  if [ "$torch" = 0 ]; then
     skipped "GPT-2 benchmark: PyTorch" "--no-torch"
   elif [ -z "$modes" ]; then
     skipped "GPT-2 benchmark: PyTorch" \
@@ -506,7 +543,7 @@ unit_line() {
 # The GPU unit tests' stage (2): each binary's line in summary.md.
 unit_tests_stage() {
   local t rc line result=ok
-  if room "GPU unit tests" $min_unit; then
+  if room "GPU unit tests" "$min_unit"; then
     stage_begin "GPU unit tests"
     # Hopper's wgmma (the probe, the attention forward on it) in a process
     # of its own, smp-cuda-wgmma-tests (a wrong descriptor can fault and
@@ -514,7 +551,7 @@ unit_tests_stage() {
     # then they alone (the emulated kit's copy of both is the emulator's
     # whole kernel-test binary).
     for t in smp-cuda-kernel-tests smp-cuda-wgmma-tests smp-comm-nccl-tests; do
-      if [ $(($(left) - RESERVE)) -lt $min_unit ]; then
+      if [ $(($(left) - RESERVE)) -lt "$min_unit" ]; then
         line="$t: skipped (the budget: $(($(left) - RESERVE)) s left)"
       else
         rc=0
@@ -527,6 +564,7 @@ unit_tests_stage() {
       fi
       case $line in *FAILED* | *skipped*) result="not all passed" ;; esac
       # The ablations then skip the rows on wgmma (wgmma_failed).
+      # shellcheck disable=SC2034 # read by wgmma_failed (device-kit-ablations.sh)
       [ $t != smp-cuda-wgmma-tests ] || [[ $line != *FAILED* ]] ||
         WGMMA_FAILED=1
       echo "$line" | tee -a "$SUMMARY"

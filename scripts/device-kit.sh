@@ -107,33 +107,6 @@ PYTHON=${PYTHON:-python3}
 
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 
-# The benchmark's ablations, NAME:smpc flags: each compiled beside the
-# benchmark's artifact and timed against it (stage 7). "--batch-size xK":
-# K times the benchmark's batch (issue 19 asks for the largest that fits).
-# "env VAR=VALUE ...": the benchmark's artifact run with that environment
-# ({logs}: the run's output folder): SMP_CUBLASLT_TUNE=1 times cuBLASLt's
-# algorithms per product shape and keeps the fastest in gemm-tuning.txt,
-# which use-tuned-gemm (after it) runs untimed. "best:" is no artifact: the
-# rows before it that beat the benchmark, run together (device-kit-stages.sh,
-# best_row).
-# They run in this order (ablations.txt), the open questions first: the
-# rows the budget has no room for are skipped, measured ones last; rows on
-# wgmma are skipped when smp-cuda-wgmma-tests failed (wgmma_failed).
-ABLATIONS=("attention-wgmma:env SMP_ATTENTION_WGMMA=1"
-  "attention-wgmma-rows-128:env SMP_ATTENTION_WGMMA=1 SMP_ATTENTION_FORWARD_ROWS=128 SMP_ATTENTION_GRAD_ROWS=128"
-  "attention-wgmma-forward:env SMP_ATTENTION_WGMMA=forward"
-  "cuda-graph:env SMP_CUDA_GRAPH=1"
-  "attention-rows-128:env SMP_ATTENTION_FORWARD_ROWS=128"
-  "attention-grad-rows-128:env SMP_ATTENTION_GRAD_ROWS=128"
-  "dgelu-epilogue:--dgelu-epilogue" "no-bias-grad-epilogue:--no-bias-grad-epilogue"
-  "dgelu-no-bias-grad:--dgelu-epilogue --no-bias-grad-epilogue"
-  "no-residual-epilogue:--no-residual-epilogue"
-  "tune-gemm:env SMP_CUBLASLT_TUNE=1 SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
-  "use-tuned-gemm:env SMP_CUBLASLT_TUNE_FILE={logs}/gemm-tuning.txt"
-  "no-fuse-loss-grad:--no-fuse-loss-grad" "best:"
-  "batch-x2:--batch-size x2"
-  "no-gelu-epilogue:--no-gelu-epilogue" "no-pad-vocab:--no-pad-vocab")
-
 # Libraries the GPU machine has of its own: glibc's, and CUDA's (the
 # toolkit or the Python wheels).
 own_library() {
@@ -469,10 +442,14 @@ fill_weights() {
   echo ok
 }
 
-# The stages that run() calls (unit tests, attention, PyTorch, Trainer,
-# ablations, counters), and pack's check of its artifacts (edges_check).
+# The stages that run() calls (env, unit tests, attention, the suite, smp's
+# row and profile, PyTorch, Trainer, counters), and pack's check of its
+# artifacts (edges_check); the ablations (their list, ABLATIONS, which pack
+# reads too, and stage 7).
 # shellcheck source=scripts/device-kit-stages.sh
 source "$ROOT/scripts/device-kit-stages.sh"
+# shellcheck source=scripts/device-kit-ablations.sh
+source "$ROOT/scripts/device-kit-ablations.sh"
 
 run() {
   local kit=$1 out=$2 dev=cuda steps=30 warm=10 bench=1 torch=1 psteps=10
@@ -534,90 +511,9 @@ run() {
   trap 'exit 143' TERM
   trap 'exit 130' INT
 
-  # 1. The machine and the libraries.
-  stage_begin "env"
-  # Not cut by --budget: nothing runs without it (a small budget on a
-  # loaded machine cut it, and the run failed instead of skipping stages).
-  if ! timeout --foreground -k 5 120 tar -C "$WORK" -xJf "$kit/payload.tar.xz" \
-    < /dev/null; then
-    echo "device-kit: cannot unpack $kit/payload.tar.xz" | tee -a "$SUMMARY" >&2
-    stage_end "env" "FAILED: no payload"
-    return 1
-  fi
-  # The binaries run through wrappers that give them the kit's libraries
-  # and CUDA's; nothing else sees them (PyTorch has its own libstdc++).
-  local BIN=$WORK/payload/wrap libs b
-  libs=$(cuda_library_path)
-  libs="$WORK/payload/lib${libs:+:$libs}"
-  mkdir -p "$BIN"
-  for b in "$WORK"/payload/bin/*; do
-    # shellcheck disable=SC2016 # $LD_LIBRARY_PATH and $@: the wrapper's
-    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s" "$@"\n' \
-      "$libs" "$b" > "$BIN/$(basename "$b")"
-    chmod +x "$BIN/$(basename "$b")"
-  done
-  export SMP_ATTENTION_FIXTURES=$ROOT/test/unit/kernels/Inputs/attention
-  local gpu torchv
-  {
-    echo "libraries: $libs"
-    echo "python: $PYTHON"
-    if command -v nvidia-smi > /dev/null; then limited 30 nvidia-smi 2>&1 || true
-    else echo "nvidia-smi: none"; fi
-  } >> "$env"
-  if command -v nvidia-smi > /dev/null; then
-    gpu=$(limited 30 nvidia-smi --query-gpu=name,driver_version,memory.total \
-      --format=csv,noheader 2>&1 | head -n 4 | paste -sd';') || true
-    gpu="GPU: ${gpu:-nvidia-smi said nothing}"
-  else
-    gpu="nvidia-smi: none"
-  fi
-  torchv=$(limited 90 "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1 | tail -n 1) || true
-  echo "$torchv" >> "$env"
-  local missing="" smprun_ok=1 m
-  for b in "$WORK"/payload/bin/*; do
-    echo "== ldd $b" >> "$env"
-    LD_LIBRARY_PATH="$libs" ldd "$b" >> "$env" 2>&1 || true
-    m=$(LD_LIBRARY_PATH="$libs" ldd "$b" 2>&1 | awk '/=> not found/ {print $1}' |
-      sort -u | paste -sd' ') || true
-    if [ -n "$m" ]; then
-      missing+="$(basename "$b"): $m"$'\n'
-      [ "$(basename "$b")" = smprun ] && smprun_ok=0
-    fi
-  done
-  # Loaded on first use (kernels/cuda/CublasLtLoader.cpp): ldd does not
-  # list it; the kit's binaries search it on LD_LIBRARY_PATH.
-  local lazy found d dirs
-  IFS=: read -ra dirs <<< "$libs"
-  for lazy in "${LAZY_LIBRARIES[@]}"; do
-    found=""
-    for d in "${dirs[@]}"; do
-      [ -e "$d/$lazy" ] && { found=$d/$lazy; break; }
-    done
-    [ -n "$found" ] || found=$({ ldconfig -p 2>/dev/null || true; } |
-      awk -v n="$lazy" '$1 == n && $NF ~ /^\// {print $NF; exit}')
-    echo "== loaded on first use: $lazy => ${found:-not found}" >> "$env"
-    [ -n "$found" ] || missing+="smprun (on its first matrix product): $lazy"$'\n'
-  done
-  {
-    echo "$gpu"
-    echo "$torchv"
-    echo
-  } >> "$SUMMARY"
-  if [ -n "$missing" ]; then
-    # At the top of env.txt and in the summary; the run goes on.
-    { echo "MISSING LIBRARIES (ldd, with LD_LIBRARY_PATH=the libraries below):"
-      printf '%s' "$missing" | sed 's/^/  /'
-      echo
-      cat "$env"
-    } > "$WORK/env.txt" && mv "$WORK/env.txt" "$env"
-    { echo "**Missing libraries** (ldd; env.txt has the search path):"
-      echo
-      printf '%s' "$missing" | sed 's/^/- /'
-      echo
-    } >> "$SUMMARY"
-    printf 'device-kit: missing libraries:\n%s' "$missing" >&2
-  fi
-  stage_end "env" "$([ -n "$missing" ] && echo "libraries missing" || echo ok)"
+  # 1. The machine and the libraries (sets BIN and smprun_ok).
+  local BIN smprun_ok=1
+  env_stage || return 1
 
   # 2. The GPU unit tests (each skips without a GPU).
   unit_tests_stage
@@ -629,40 +525,8 @@ run() {
     attention_stage "$dev" "$torch"
   fi
 
-  # 3. The CUDA suite (its --save-onnx reads this checkout's copy of the
-  # fixture the artifact was compiled from: --source-model).
-  if [ $smprun_ok = 0 ]; then
-    skipped "CUDA suite" "smprun misses libraries"
-  elif room "CUDA suite" $min_suite; then
-    stage_begin "CUDA suite (test/smprun/cuda.test's checks)"
-    rc=0
-    # Three parts of it at once where the machine has the cores for their
-    # CPU runs (a GPU machine's 16; SUITE_JOBS overrides): each smprun's
-    # start (the CUDA context, cuBLASLt) overlaps the others' work.
-    local jobs=1
-    [ "$(nproc)" -lt 8 ] || jobs=3
-    SUITE_JOBS=${SUITE_JOBS:-$jobs} \
-      SUITE_DEADLINE=$((DEADLINE - RESERVE - 3)) SMPRUN_TIMEOUT=60 \
-      SMPRUN=$BIN/smprun PYTHON=$PYTHON limited 100000 \
-      bash "$ROOT/scripts/gpu-suite.sh" run "$WORK/art" "$LOGS/suite" "$dev" |
-      tee -a "$DEST/suite.txt" >> "$SUMMARY" || rc=$?
-    local checks ok failed skip late
-    # One line per check (a run that failed has its own line, NAME.DEVICE).
-    checks=$(grep -c -E '^[^ .:]+: ' "$DEST/suite.txt" || true)
-    failed=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c FAILED || true)
-    skip=$(grep -E '^[^ .:]+: ' "$DEST/suite.txt" | grep -c SKIPPED || true)
-    ok=$((checks - failed - skip))
-    line="suite: $ok ok, $failed failed"
-    [ "$skip" = 0 ] || line+=", $skip skipped (the budget, no wgmma here, or the CPU: no CUDA graph)"
-    [ "$rc" = 0 ] || line+=", cut after $checks checks (status $rc)"
-    echo "$line" | tee -a "$SUMMARY"
-    # A check SKIPPED for what the device lacks (no wgmma, the CPU's CUDA
-    # graph) is the suite's answer; one the deadline cut is not.
-    late=$(grep -E '^[^ .:]+: SKIPPED \(deadline' "$DEST/suite.txt" | grep -c . || true)
-    result=ok
-    [ "$failed" = 0 ] && [ "$late" = 0 ] && [ "$rc" = 0 ] || result=${line#suite: }
-    stage_end "CUDA suite" "$result"
-  fi
+  # 3. The CUDA suite.
+  suite_stage
 
   # 4-6. The GPT-2 benchmark: smp's row, where its time goes, PyTorch's rows.
   if [ $bench = 0 ]; then
@@ -682,74 +546,10 @@ run() {
   fi
   local bdir=$WORK/bench/$model batch smp_row=0 # unpacked, writable
   batch=$(cat "$bdir/batch")
-  if [ $smprun_ok = 0 ]; then
-    skipped "GPT-2 benchmark: smp" "smprun misses libraries"
-  elif room "GPT-2 benchmark: smp" $min_bench; then
-    stage_begin "GPT-2 benchmark: smp (bench/gpt2_train.sh --prebuilt ${args[*]} --batch $batch)"
-    local prep
-    prep=$(fill_weights "$bdir/gpt2-fused.smpx")
-    if [ "$prep" != ok ]; then
-      echo "bench: smp $prep" | tee -a "$SUMMARY"
-      result=$prep
-    else
-      local limit
-      limit=$(cap 240)
-      rc=0
-      SMP_BIN=$BIN SMP_BENCH_DIR=$bdir PYTHON=$PYTHON limited "$limit" \
-        bash "$ROOT/bench/gpt2_train.sh" --prebuilt --batch "$batch" \
-        "${args[@]}" --no-torch --deadline $(($(date +%s) + limit - 10)) \
-        2> "$LOGS/bench-smp.log" | tee "$LOGS/bench-smp.md" >> "$SUMMARY" ||
-        rc=$?
-      cp "$bdir"/*.jsonl "$bdir"/*.out "$bdir"/*.err "$LOGS/" 2>/dev/null || true
-      bench_md
-      grep '^| smp' "$LOGS/bench-smp.md" && smp_row=1
-      result=ok
-      if [ $rc != 0 ]; then
-        result="FAILED (status $rc: $(tail -n 1 "$LOGS/bench-smp.log"))"
-        echo "bench: smp $result" | tee -a "$SUMMARY"
-      fi
-    fi
-    stage_end "GPT-2 benchmark: smp" "$result"
-  fi
+  smp_row_stage
 
-  # 5. Where smp's step goes: smprun --profile for 1 + N steps, the first
-  # left out (--profile-warmup 1: its one-time costs, ~90 ms in the first
-  # product, had not cancelled against a 1-step run's).
-  if [ "$psteps" = 0 ]; then
-    skipped "smp profile" "--profile-steps 0"
-  elif [ $smp_row = 0 ]; then
-    skipped "smp profile" "no smp row"
-  elif room "smp profile" $min_profile; then
-    stage_begin "Where smp's step goes (smprun --profile, $psteps steps after a warm-up step)"
-    local a="$bdir/gpt2-fused.smpx"
-    rc=0
-    limited 90 "$BIN/smprun" "$a" --device "$dev" --data "$bdir/data" \
-      --steps $((psteps + 1)) --profile "$LOGS/profile.json" \
-      --profile-warmup 1 --metrics "$LOGS/profile.jsonl" \
-      > "$LOGS/profile.out" 2>&1 || rc=$?
-    if [ $rc = 0 ] && [ -s "$LOGS/profile.json" ]; then
-      "$PYTHON" - "$LOGS/profile.jsonl" >> "$SUMMARY" 2>/dev/null <<'EOF' || true
-import json, sys
-ms = [json.loads(l)["step_time"] * 1e3 for l in open(sys.argv[1]) if l.strip()]
-print("The profiled run's steps (timed on the device's clock, nothing waited for): "
-      + ", ".join(f"{m:,.1f}" for m in ms) + " ms")
-print()
-EOF
-      if "$PYTHON" "$ROOT/scripts/profile_table.py" "$LOGS/profile.json" \
-        --warmup 1 --top 15 --nodes 10 > "$LOGS/profile.md" 2>&1; then
-        cat "$LOGS/profile.md" >> "$SUMMARY"
-        echo >> "$SUMMARY"
-        result=ok
-      else
-        result="FAILED: profile_table.py: $(tail -n 1 "$LOGS/profile.md")"
-        echo "profile: $result" | tee -a "$SUMMARY"
-      fi
-    else
-      result="FAILED: smprun --profile, status $rc: $(tail -n 1 "$LOGS/profile.out")"
-      echo "profile: $result" | tee -a "$SUMMARY"
-    fi
-    stage_end "smp profile" "$result"
-  fi
+  # 5. Where smp's step goes.
+  profile_stage
 
   # 6. PyTorch on the same GPU: PyTorch 2 (scaled_dot_product_attention,
   # torch.compile) or none.

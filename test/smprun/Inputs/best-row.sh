@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# best-row.sh STAGES TMP: best_row of scripts/device-kit-stages.sh on rows
+# best-row.sh ABLATIONS TMP: best_row of scripts/device-kit-ablations.sh on rows
 # made up here, its row's run stubbed (prints what it would run); for
 # device-kit-best-row.test.
 set -euo pipefail

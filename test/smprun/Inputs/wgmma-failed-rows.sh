@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# wgmma-failed-rows.sh STAGES TMP: ablation_stage of
-# scripts/device-kit-stages.sh on ablations made up here, each row's run
+# wgmma-failed-rows.sh ABLATIONS TMP: ablation_stage of
+# scripts/device-kit-ablations.sh on ablations made up here, each row's run
 # stubbed (prints what it would run), with and without WGMMA_FAILED; for
 # device-kit-wgmma-failed.test.
 set -euo pipefail
