@@ -178,6 +178,27 @@ Status loadDatasets(const Executor &exec, const std::string &dir,
   }
   if (!anyDataInput)
     return Status::failure(artifact.dir + ": the model has no data inputs");
+  if (samples >= 0)
+    return Status::success();
+  // A pipeline stage that reads none of them (a middle one) still counts
+  // the other stages' samples and batch, so that it runs as many steps and
+  // evaluation batches as they do.
+  for (const auto &spec : artifact.manifest.inputs()) {
+    if ((!spec.name().empty() && spec.name()[0] == '@') || spec.shape().empty())
+      continue;
+    std::string path = dir + "/" + fileNameFor(spec.name()) + ".npy";
+    NpyArray others;
+    if (Status s = readNpy(path, others, /*map=*/true); !s.ok())
+      return Status::failure(path + ": " + std::string(purpose) +
+                             " needs input '" + spec.name() +
+                             "' (another pipeline stage reads it): " + s.error);
+    if (others.shape.empty() || others.shape[0] < 1)
+      return Status::failure(path + ": input '" + spec.name() +
+                             "' has no samples");
+    samples = others.shape[0];
+    batch = spec.shape(0);
+    return Status::success();
+  }
   return Status::success();
 }
 
