@@ -8,9 +8,17 @@
 // c<seq>.r<rank> (written aside, then renamed), waits for every rank's, and
 // reduces them in rank order (so all ranks hold the same bits, as NCCL's
 // all-reduce gives them). A send writes p<src>.<dst>.<n> (the n-th message
-// of that pair); the receive waits for it and removes it. Inside a group
-// the sends run first, then the collectives, then the receives, so that no
-// order NCCL accepts deadlocks here.
+// of that pair); the receive waits for it and removes it. A send completes
+// only once its receive is posted (r<src>.<dst>.<n>, written when the
+// receive's group starts), as NCCL's sends of more than its buffers hold (a
+// few MB: a pipeline's activations) do, so that an order of groups that
+// would hang on a GPU (two ranks each sending to the other in a group of
+// its own before its receive) hangs here too, and is reported after the
+// timeout, where without it the sends would have gone through. A group's
+// operations progress together, as NCCL's do: its receives are posted and
+// its sends' messages written first, then its collectives and receives
+// run, then its sends wait for their receives, so that no order NCCL
+// accepts deadlocks here.
 //
 // What NCCL would hang on or corrupt is refused (ncclInvalidUsage, with the
 // emulator's report): ranks calling different collectives, counts, types or
@@ -65,6 +73,7 @@ struct ncclComm {
   std::string dir;
   uint64_t collectives = 0;
   std::vector<uint64_t> sent, received; // messages per peer
+  std::vector<uint64_t> posted;         // receives posted per peer
   ncclResult_t asyncError = ncclSuccess; // of an operation that ran later
 };
 
@@ -395,12 +404,40 @@ std::string pairName(int src, int dst, uint64_t n) {
          std::to_string(n);
 }
 
-ncclResult_t send(const Op &o) {
+/// Posts a receive: its marker for the send it matches.
+ncclResult_t post(const Op &o) {
+  ncclComm &c = *o.comm;
+  Header h{-1, o.type, 0, 0, 0, 0};
+  if (!writeFile(c, "r" + pairName(o.peer, c.rank, c.posted[o.peer]++), h,
+                 nullptr))
+    return failed(ncclSystemError, "ncclRecv: cannot write in " + c.dir);
+  return ncclSuccess;
+}
+
+/// Sends: the message, for its receive to take. `n` is its number.
+ncclResult_t send(const Op &o, uint64_t &n) {
   ncclComm &c = *o.comm;
   size_t bytes = o.count * typeSize(o.type);
+  n = c.sent[o.peer]++;
   Header h{-1, o.type, 0, 0, o.count, bytes};
-  if (!writeFile(c, pairName(c.rank, o.peer, c.sent[o.peer]++), h, o.send))
+  if (!writeFile(c, pairName(c.rank, o.peer, n), h, o.send))
     return failed(ncclSystemError, "ncclSend: cannot write in " + c.dir);
+  return ncclSuccess;
+}
+
+/// Waits for the receive of message `n` of a send to be posted: the send
+/// is done then.
+ncclResult_t sent(const Op &o, uint64_t n) {
+  ncclComm &c = *o.comm;
+  std::string posted = "r" + pairName(c.rank, o.peer, n);
+  Header h;
+  std::vector<char> none;
+  if (!readFile(c, posted, o.peer,
+                "ncclSend (its receive never posted: NCCL holds a send "
+                "larger than its buffers until then)",
+                h, none))
+    return ncclRemoteError;
+  std::remove((c.dir + "/" + posted).c_str());
   return ncclSuccess;
 }
 
@@ -423,7 +460,10 @@ ncclResult_t recv(const Op &o) {
   return ncclSuccess;
 }
 
-/// Runs a group's operations: sends, collectives, receives.
+/// Runs a group's operations, which NCCL progresses together: what each
+/// gives the other ranks first (its receives posted, its sends' messages),
+/// then the collectives, the receives, and the sends' completions (their
+/// receives posted), so that no operation of the group waits for another.
 ncclResult_t runGroup(const std::deque<Op> &ops) {
   ncclResult_t first = ncclSuccess;
   auto note = [&](ncclResult_t r) {
@@ -431,14 +471,22 @@ ncclResult_t runGroup(const std::deque<Op> &ops) {
       first = r;
   };
   for (const Op &o : ops)
-    if (o.what == Op::Send)
-      note(send(o));
+    if (o.what == Op::Recv)
+      note(post(o));
+  std::vector<uint64_t> numbers;
+  for (const Op &o : ops)
+    if (o.what == Op::Send && first == ncclSuccess)
+      note(send(o, numbers.emplace_back()));
   for (const Op &o : ops)
     if (o.what == Op::Collective && first == ncclSuccess)
       note(collective(o));
   for (const Op &o : ops)
     if (o.what == Op::Recv && first == ncclSuccess)
       note(recv(o));
+  size_t k = 0;
+  for (const Op &o : ops)
+    if (o.what == Op::Send && first == ncclSuccess)
+      note(sent(o, numbers[k++]));
   return first;
 }
 
@@ -551,6 +599,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   c->dir.assign(id.internal, strnlen(id.internal, sizeof id.internal));
   c->sent.assign(nranks, 0);
   c->received.assign(nranks, 0);
+  c->posted.assign(nranks, 0);
   if (nranks > 1) {
     // NCCL refuses two ranks of one communicator on one GPU.
     int device = 0;

@@ -299,6 +299,28 @@ llvm::Expected<std::vector<uint64_t>> planArenaBytes(ModuleOp module) {
   return bytes;
 }
 
+/// Every rank's program: its pipeline stage's and tensor rank's lowering
+/// bound to the grid; on the CUDA target, the pipeline's messages in NCCL's
+/// groups (MessageGroups.cpp; the CPU's MPI sends as it posts).
+static llvm::Expected<std::vector<pb::RankProgram>>
+rankPrograms(const DeviceGrid &grid,
+             llvm::function_ref<Lowering &(int64_t, int64_t)> lowering,
+             const ArtifactOptions &options) {
+  std::vector<pb::RankProgram> programs;
+  for (int64_t r = 0; r < grid.numRanks(); ++r) {
+    auto coord = grid.coordOf(r);
+    auto program = rankProgram(
+        lowering(coord[kPipelineAxis], coord[kTensorAxis]).program, grid, r);
+    if (!program)
+      return program.takeError();
+    programs.push_back(std::move(*program));
+  }
+  if (options.target == "cuda")
+    if (auto err = groupMessagesForNccl(programs))
+      return std::move(err);
+  return programs;
+}
+
 llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               WeightSource &weights,
                                               const ArtifactOptions &options) {
@@ -382,14 +404,15 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       const std::string &bytes = lowering(p, t).weightsBytes;
       checksums.push_back(smp::base::checksum64(bytes.data(), bytes.size()));
     }
+  auto built = rankPrograms(grid, lowering, options);
+  if (!built)
+    return built.takeError();
   std::vector<std::string> programs;
   double stepFlops = 0; // every rank's instructions, by the cost model
   for (int64_t r = 0; r < grid.numRanks(); ++r) {
     auto coord = grid.coordOf(r);
     int64_t p = coord[kPipelineAxis], t = coord[kTensorAxis];
-    auto program = rankProgram(lowering(p, t).program, grid, r);
-    if (!program)
-      return program.takeError();
+    const pb::RankProgram *program = &(*built)[r];
     programs.push_back(smp::base::frame(program->SerializeAsString(),
                                         smp::base::FileKind::Artifact));
     for (const pb::Instruction &inst : program->instructions())

@@ -1,4 +1,5 @@
-//===- Lowering.h - One rank's program from a function (internal) -*- C++ -*-===//
+//===- Lowering.h - One rank's program from a function (internal) -*- C++
+//-*-===//
 //
 // The artifact writer's pieces, shared by its files:
 //   Lowering.cpp             arguments, ops and the memory plan of a program
@@ -6,6 +7,7 @@
 //                            the schema check)
 //   WeightLayout.cpp         tensor-parallel slices and layout metadata
 //   RankProgram.cpp          the functions to lower; per-rank programs
+//   MessageGroups.cpp        the pipeline's messages in NCCL's groups
 //   PlanReport.cpp           plan.txt
 //   ArtifactWriter.cpp       the manifest and the files
 //
@@ -234,6 +236,14 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module);
 llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                                             const DeviceGrid &grid,
                                             int64_t rank);
+
+//===--- MessageGroups.cpp
+//-------------------------------------------------===//
+
+/// On the CUDA target: plays every rank's training run through NCCL's
+/// groups and holds back (`join_tag`) the pipeline messages whose group
+/// would otherwise wait for ever; an error when no such order exists.
+llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs);
 
 //===--- ForwardSubset.cpp
 //-------------------------------------------------===//

@@ -176,9 +176,9 @@ Status Executor::setInput(const std::string &name, const TensorRef &value,
 Status Executor::run() { return runSteps(/*forwardOnly=*/false); }
 
 Status Executor::runForward() {
-  random_.dropoutOff = true;
+  random_.evaluating = true;
   Status s = runSteps(/*forwardOnly=*/true);
-  random_.dropoutOff = false;
+  random_.evaluating = false;
   return s;
 }
 

@@ -643,6 +643,47 @@ TEST_F(CudaEmuNccl, ACapturedAllReduceRunsAtEachLaunch) {
   }));
 }
 
+// A send completes once its receive is posted, as NCCL's larger than its
+// buffers do: two ranks each sending to the other in a group of its own
+// before receiving would hang on a GPU, and fail here (after
+// SMP_CUDAEMU_NCCL_TIMEOUT, saying which receive was never posted); each
+// pair in one group, or a send whose peer receives later on its own, goes
+// through.
+TEST_F(CudaEmuNccl, ASendWaitsForItsReceiveToBePosted) {
+  // Each rank's send and receive in one group: they meet.
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    float *mine = deviceCopy(std::vector<float>{1.0f + rank});
+    float *theirs = deviceCopy(std::vector<float>{0.0f});
+    int peer = 1 - rank;
+    bool ok =
+        ncclGroupStart() == ncclSuccess &&
+        ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess &&
+        ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess &&
+        ncclGroupEnd() == ncclSuccess;
+    return ok && hostCopy(theirs, 1) == std::vector<float>{2.0f - rank};
+  }));
+  // Each rank's send alone, then its receive: a hang on a GPU, refused.
+  EXPECT_FALSE(onTwoRanks([](ncclComm_t comm, int rank) {
+    setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "1", 1);
+    float *mine = deviceCopy(std::vector<float>{1.0f + rank});
+    float *theirs = deviceCopy(std::vector<float>{0.0f});
+    int peer = 1 - rank;
+    if (ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr) != ncclSuccess) {
+      std::string why = ncclGetLastError(comm);
+      EXPECT_NE(why.find("its receive never posted"), std::string::npos) << why;
+      return false;
+    }
+    return ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess;
+  }));
+  // One way: rank 0's send alone, rank 1's receive alone.
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    float *d = deviceCopy(std::vector<float>{rank == 0 ? 5.0f : 0.0f});
+    ncclResult_t r = rank == 0 ? ncclSend(d, 1, ncclFloat32, 1, comm, nullptr)
+                               : ncclRecv(d, 1, ncclFloat32, 0, comm, nullptr);
+    return r == ncclSuccess && hostCopy(d, 1) == std::vector<float>{5.0f};
+  }));
+}
+
 TEST_F(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
   // Rank 1 reduces 5 elements where rank 0 reduces 4: NCCL would hang or
   // mix them up; both ranks are told.

@@ -14,11 +14,13 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <sched.h>
 #include <string>
 #include <thread>
@@ -192,9 +194,10 @@ public:
     Status s = checkPeerBuffer(data, bytes, peer, tag, "receive from", what);
     if (!s.ok() || bytes == 0)
       return s;
-    return launch(what, [&] {
-      return ncclRecv(data, bytes, ncclUint8, peer, comm_, stream_);
-    });
+    return launch(
+        what,
+        [&] { return ncclRecv(data, bytes, ncclUint8, peer, comm_, stream_); },
+        tag);
   }
 
   Status sendRecv(const void *sendData, size_t sendBytes, int dest,
@@ -223,6 +226,11 @@ public:
 
   Status postSend(const void *data, size_t bytes, int peer, int tag,
                   const std::string &what) override {
+    return postSendJoining(data, bytes, peer, tag, kNextOperation, what);
+  }
+
+  Status postSendJoining(const void *data, size_t bytes, int peer, int tag,
+                         int64_t joinTag, const std::string &what) override {
     Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (s.ok())
       s = usable(what);
@@ -239,7 +247,7 @@ public:
     void *copy = nullptr;
     if (!(s = stage(data, bytes, copy, what)).ok())
       return s;
-    posted_.push_back(Posted{copy, bytes, peer, what});
+    posted_.push_back(Posted{copy, bytes, peer, joinTag, what});
     return s;
   }
 
@@ -294,13 +302,44 @@ public:
   [[noreturn]] void abort(int code) override;
 
 private:
-  /// A message of postSend: its copy, queued with the next group.
+  /// A message of postSend: its copy, queued with the next group, or the
+  /// group of the receive of its joinTag (kAtCompleteSends: none but
+  /// completeSends', synchronize()'s or queueSends').
   struct Posted {
     void *copy;
     size_t bytes;
     int peer;
+    int64_t joinTag;
     std::string what;
   };
+  /// What launch() queues with its operation: kEveryMessage (flush), or the
+  /// messages for the next operation and, for a receive, its tag's.
+  static constexpr int64_t kEveryMessage = -3, kNotAReceive = -4;
+
+  /// Takes out of posted_ the messages a group anchored at `anchor` queues,
+  /// in posting order: every one (kEveryMessage), else those for the next
+  /// operation and those held for this receive (`anchor` its tag). A
+  /// message after a held one to the same peer is held with it: NCCL
+  /// matches two ranks' messages in order.
+  std::vector<Posted> take(int64_t anchor) {
+    std::vector<Posted> taken, kept;
+    std::vector<int> heldPeers;
+    for (Posted &p : posted_) {
+      bool peerHeld = std::find(heldPeers.begin(), heldPeers.end(), p.peer) !=
+                      heldPeers.end();
+      bool joins = anchor == kEveryMessage ||
+                   (!peerHeld && (p.joinTag == kNextOperation ||
+                                  (anchor >= 0 && p.joinTag == anchor)));
+      if (joins) {
+        taken.push_back(std::move(p));
+      } else {
+        heldPeers.push_back(p.peer);
+        kept.push_back(std::move(p));
+      }
+    }
+    posted_ = std::move(kept);
+    return taken;
+  }
 
   /// Fails once the NCCL communicator is gone.
   Status usable(const std::string &what) const {
@@ -396,9 +435,11 @@ private:
     });
   }
 
-  /// Queues the posted messages, then `ops` (NCCL calls; returns the first
-  /// failure) as one NCCL group on the stream.
-  template <class Ops> Status launch(const std::string &what, Ops ops) {
+  /// Queues the posted messages it takes (take(anchor)), then `ops` (NCCL
+  /// calls; returns the first failure) as one NCCL group on the stream.
+  template <class Ops>
+  Status launch(const std::string &what, Ops ops,
+                int64_t anchor = kNotAReceive) {
     Status s = usable(what);
     if (!s.ok())
       return s;
@@ -406,17 +447,23 @@ private:
     if (r != ncclSuccess)
       return ncclFailure(what, r);
     ncclResult_t first = ncclSuccess;
-    for (const Posted &p : posted_)
+    std::vector<Posted> group = take(anchor);
+    for (const Posted &p : group)
       first = firstFailure(
           first, ncclSend(p.copy, p.bytes, ncclUint8, p.peer, comm_, stream_));
     first = firstFailure(first, ops());
     // Always closed: the group is the calling thread's.
     ncclResult_t end = ncclGroupEnd();
     if (first != ncclSuccess && first != ncclInProgress)
-      return ncclFailure(what, first);
-    if (!(s = settle(end, what)).ok())
+      s = ncclFailure(what, first);
+    else
+      s = settle(end, what);
+    if (!s.ok()) { // still posted: the destructor says so and frees them
+      posted_.insert(posted_.begin(), std::make_move_iterator(group.begin()),
+                     std::make_move_iterator(group.end()));
       return s;
-    if (posted_.empty())
+    }
+    if (group.empty())
       return s;
     // The copies go back to the pool once the group has run (stream order).
     // Recorded into a graph (the stream captured), the sends complete with
@@ -427,12 +474,11 @@ private:
     bool recorded = capture != cudaStreamCaptureStatusNone;
     if (e == cudaSuccess && !recorded)
       e = cudaEventRecord(sent_, stream_);
-    for (const Posted &p : posted_) {
+    for (const Posted &p : group) {
       cudaError_t f = cudaFreeAsync(p.copy, stream_);
       if (e == cudaSuccess)
         e = f;
     }
-    posted_.clear();
     if (e != cudaSuccess)
       return failure(
           what + ": cannot queue the posted sends' completion: " + cudaText(e));
@@ -444,7 +490,8 @@ private:
   Status flush(const std::string &what) {
     if (posted_.empty())
       return usable(what);
-    return launch(what, [] { return ncclSuccess; });
+    return launch(
+        what, [] { return ncclSuccess; }, kEveryMessage);
   }
 
   /// `copy`: a stream-ordered copy of `bytes` at `src` from the pool.

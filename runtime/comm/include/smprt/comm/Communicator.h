@@ -121,6 +121,23 @@ public:
   /// is returned here instead of posting this message.
   virtual Status postSend(const void *data, size_t bytes, int peer, int tag,
                           const std::string &what) = 0;
+  /// postSend whose message a device communicator that queues the posted
+  /// messages with its next operation (NCCL's: a send larger than NCCL's
+  /// buffers holds its group until the peer posts the receive) holds back
+  /// for the group of its receive of tag `joinTag` (from any peer), or, with
+  /// kAtCompleteSends, until completeSends (or synchronize, or
+  /// queueSends); kNextOperation: postSend's. A message after a held one to
+  /// the same peer is held with it. The compiler chooses these where the
+  /// next operation's group would wait for a receive its peer posts only
+  /// after this rank's group (docs/architecture.md, "Pipeline messages on
+  /// NCCL"). Host communicators send as they post: postSend.
+  static constexpr int64_t kAtCompleteSends = -1, kNextOperation = -2;
+  virtual Status postSendJoining(const void *data, size_t bytes, int peer,
+                                 int tag, int64_t joinTag,
+                                 const std::string &what) {
+    (void)joinTag;
+    return postSend(data, bytes, peer, tag, what);
+  }
   /// Waits until every message this rank posted with postSend has been sent
   /// (under the same deadline as the other operations) and frees their
   /// copies. Of the other ranks it needs only the recv()s of those messages.
