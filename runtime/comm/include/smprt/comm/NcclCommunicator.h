@@ -40,7 +40,13 @@
 // (a stage posting its output before receiving from the next stage, which
 // does the same, would deadlock); and ranks connect on their first message,
 // which needs both sides in NCCL. Inside one group the send and the receive
-// progress together, as in an MPI sendrecv. completeSends waits (under the
+// progress together, as in an MPI sendrecv. But NCCL holds a send larger
+// than its buffers, and its group, until the peer posts the receive: where
+// the next operation's group would wait for a receive the peer posts only
+// after this rank's group, the compiler holds the message for a later
+// receive (postSendJoining: queued with the receive of its joinTag, or by
+// completeSends; a later message to the same peer waits with it;
+// lib/Target/Artifact/MessageGroups.cpp). completeSends waits (under the
 // watchdog) until every posted message has been sent and gives its copy
 // back to the communicator's memory pool, which keeps the memory for the
 // next step until the communicator is destroyed. On a stream being
