@@ -451,6 +451,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   if (auto err = writeFile(path("plan.txt"),
                            planReport(module, funcs, stages, options, grid,
                                       manifest.training().eval_refusal()) +
+                               heldMessagesText(*built, grid) +
                                planDetailsText(details)))
     return std::move(err);
   if (auto err = writeFile(path("plan.json"), planJson(details)))

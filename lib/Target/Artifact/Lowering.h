@@ -244,6 +244,9 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
 /// groups and holds back (`join_tag`) the pipeline messages whose group
 /// would otherwise wait for ever; an error when no such order exists.
 llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs);
+/// plan.txt's line of the sends each pipeline rank holds ("" when none).
+std::string heldMessagesText(const std::vector<pb::RankProgram> &programs,
+                             const DeviceGrid &grid);
 
 //===--- ForwardSubset.cpp
 //-------------------------------------------------===//

@@ -34,6 +34,7 @@
 #include "Lowering.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <set>
@@ -327,6 +328,30 @@ llvm::Error Play::run() {
 }
 
 } // namespace
+
+std::string heldMessagesText(const std::vector<pb::RankProgram> &programs,
+                             const DeviceGrid &grid) {
+  std::string line;
+  int64_t held = 0;
+  for (int64_t p = 0; p < grid.size[kPipelineAxis]; ++p) {
+    std::array<int64_t, 3> coord{};
+    coord[kPipelineAxis] = p;
+    int64_t sends = 0, rankHeld = 0;
+    for (const pb::Instruction &inst :
+         programs[grid.rankOf(coord)].instructions()) {
+      sends += inst.op() == "send" && !inst.eval_only();
+      rankHeld += inst.attrs().count("join_tag");
+    }
+    held += rankHeld;
+    line += (p ? ", " : "") + std::to_string(rankHeld) + " of pipeline rank " +
+            std::to_string(p) + "'s " + std::to_string(sends);
+  }
+  if (held == 0)
+    return "";
+  return "NCCL's groups: sends held for a later receive's group (the order "
+         "would hang otherwise; MessageGroups.cpp): " +
+         line + "\n";
+}
 
 llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs) {
   for (bool evaluation : {false, true}) {
