@@ -257,7 +257,6 @@ bool Play::holdOne() {
         sending.erase({static_cast<int>(r), s.events[p].peer, s.events[p].n});
         s.held.insert(p);
       }
-      s.held.insert(s.sends[k]);
       s.sends = std::move(keep);
       // Back among the messages left, in posting order.
       s.posted.insert(s.posted.end(), back.begin(), back.end());
