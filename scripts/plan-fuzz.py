@@ -194,18 +194,30 @@ def clean_refusal(rc, out):
 
 
 def compare(a, b, rtol, later_rtol=None):
-    """The first step whose loss or gradient norm differ by more than
-    `rtol` (`later_rtol` after step 1, when given)."""
+    """The first step whose loss, gradient norm or eval loss (after the
+    step, with --eval-data) differ by more than `rtol` (`later_rtol` after
+    step 1, when given)."""
     def rows(path):
+        out = {}
         with open(path) as f:
-            return {r["step"]: (r["loss"], r["grad_norm"])
-                    for r in map(json.loads, filter(str.strip, f))}
+            for r in map(json.loads, filter(str.strip, f)):
+                # An evaluation's row joins its step's; a resumed run's
+                # row for a step again wins.
+                row = out.setdefault(r["step"], [None, None, None])
+                if "eval_loss" in r:
+                    row[2] = r["eval_loss"]
+                else:
+                    row[:2] = [r["loss"], r["grad_norm"]]
+        return out
     ra, rb = rows(a), rows(b)
     if sorted(ra) != sorted(rb):
         return f"steps differ: {sorted(ra)} vs {sorted(rb)}"
     for s in sorted(ra):
         tol = rtol if s == 1 or later_rtol is None else later_rtol
-        for x, y, what in zip(ra[s], rb[s], ("loss", "gradient norm")):
+        for x, y, what in zip(ra[s], rb[s],
+                              ("loss", "gradient norm", "eval loss")):
+            if what == "eval loss" and x is None and y is None:
+                continue
             if x is None or y is None or abs(x - y) > tol * max(abs(x), abs(y)):
                 return f"step {s}: {what} {x} (one rank) vs {y}"
     return None
@@ -259,24 +271,27 @@ class Fuzzer:
         return [self.smpc, "compile", path, "--train", "--loss", loss] + \
             target + base_flags + plan_flags + ["-o", out]
 
-    def run_cmd(self, model, smpx, n, metrics, reference=False):
-        """smprun's command line; the plan's runs on --device (the CUDA
-        emulator's smprun-emu for cuda), the one-rank reference on the
-        CPU."""
+    def run_cmd(self, model, smpx, n, metrics, run_flags, reference=False):
+        """smprun's command line with `run_flags`; the plan's runs on
+        --device (the CUDA emulator's smprun-emu for cuda, sometimes each
+        step from the second as one CUDA graph), the one-rank reference on
+        the CPU."""
         cuda = self.args.device == "cuda" and not reference
         cmd = [self.smprun_emu if cuda else self.smprun, smpx, "--data",
                os.path.join(FIX, MODELS[model][1]),
                "--steps", str(self.args.steps), "--metrics", metrics,
-               "--device", "cuda" if cuda else "cpu"]
+               "--device", "cuda" if cuda else "cpu"] + run_flags
+        if cuda and self.rng.random() < self.args.cuda_graph:
+            cmd += ["--cuda-graph"]
         if n > 1:
             # A hung collective ends the run with the rank and the message
             # it waits for.
             cmd += ["--timeout", str(self.args.collective_timeout)]
         return cmd[:1] + (["-n", str(n)] if n > 1 else []) + cmd[1:]
 
-    def base(self, model, base_flags):
+    def base(self, model, base_flags, run_flags):
         """The one-rank run of this model and optimizer (made once)."""
-        key = (model, tuple(base_flags))
+        key = (model, tuple(base_flags), tuple(run_flags))
         if key not in self.bases:
             tag = f"{model}-base{len(self.bases)}"
             smpx = os.path.join(self.args.work, tag + ".smpx")
@@ -288,7 +303,8 @@ class Fuzzer:
                 save = ["--save-onnx", smpx + ".onnx"] \
                     if MODELS[model][0].endswith(".onnx") else []
                 rc, out, _ = run(self.run_cmd(model, smpx, 1, metrics,
-                                              reference=True) + save, 600)
+                                              run_flags, reference=True) +
+                                 save, 600)
             self.bases[key] = (metrics if rc == 0 else None, cc, out, refused)
         return self.bases[key]
 
@@ -365,7 +381,13 @@ class Fuzzer:
             ref_flags = base_flags + micro
             if second:
                 second = (first[0], first[1])
-        return model, base_flags, first, second, ref_flags
+        # Run flags both runs take: evaluations (the forward alone, a
+        # pipeline's every stage through it) must score as one rank does.
+        run_flags = []
+        if rng.random() < self.args.eval:
+            run_flags += ["--eval-data", os.path.join(FIX, MODELS[model][1]),
+                          "--eval-every", "2"]
+        return model, base_flags, first, second, ref_flags, run_flags
 
     def compile(self, i, tag, model, flags, plan, desc):
         """Compiles a case's plan: the artifact, or None (refused or
@@ -393,15 +415,19 @@ class Fuzzer:
 
     def case(self, i, rng):
         self.rng = rng
-        model, base_flags, (plan, n), second, ref_flags = self.draw_case(rng)
+        model, base_flags, (plan, n), second, ref_flags, run_flags = \
+            self.draw_case(rng)
         desc = f"{model} {' '.join(base_flags)} | {' '.join(plan)} (n={n})"
+        if run_flags:
+            desc += f" | run {' '.join(run_flags)}"
         if second:
             desc += f", resumed after step {self.args.steps // 2} under " \
                 f"{' '.join(second[0])} (n={second[1]})"
         if self.args.verbose:
             print(f"case {i}: {desc}")
             sys.stdout.flush()
-        base_metrics, base_cmd, base_out, refused = self.base(model, ref_flags)
+        base_metrics, base_cmd, base_out, refused = self.base(model, ref_flags,
+                                                              run_flags)
         if refused:
             # Refused whatever the plan (--freeze matching every parameter).
             self.counts["refused"] += 1
@@ -417,7 +443,7 @@ class Fuzzer:
             return
         cmds = [cc]
         metrics = os.path.join(self.args.work, f"case{i}.jsonl")
-        rcmd = self.run_cmd(model, smpx, n, metrics)
+        rcmd = self.run_cmd(model, smpx, n, metrics, run_flags)
         if second:
             smpx2, cc2 = self.compile(i, "-resumed", model, base_flags,
                                       second[0], desc)
@@ -432,7 +458,7 @@ class Fuzzer:
         rc, out, _ = run(rcmd, self.args.timeout)
         cmds.append(rcmd)
         if rc == 0 and second:
-            rcmd = self.run_cmd(model, smpx2, second[1], metrics) + \
+            rcmd = self.run_cmd(model, smpx2, second[1], metrics, run_flags) + \
                 ["--checkpoint-dir", ckpt, "--resume"]
             rc, out, _ = run(rcmd, self.args.timeout)
             cmds.append(rcmd)
@@ -447,7 +473,8 @@ class Fuzzer:
             # --save-onnx) against the one rank's, from a run of its own.
             saved = os.path.join(self.args.work, f"case{i}.onnx")
             rcmd = self.run_cmd(model, smpx, n,
-                                os.path.join(self.args.work, f"case{i}.x.jsonl")) + \
+                                os.path.join(self.args.work, f"case{i}.x.jsonl"),
+                                []) + \
                 ["--save-onnx", saved]
             rc, out, _ = run(rcmd, self.args.timeout)
             cmds.append(rcmd)
@@ -496,6 +523,13 @@ def main():
                     help="the share of cases the planner plans (--devices N)")
     ap.add_argument("--config", type=float, default=0.2,
                     help="the share of plans given as a --config file")
+    ap.add_argument("--eval", type=float, default=0.2,
+                    help="the share of cases that also evaluate (smprun "
+                    "--eval-data, after steps 2 and 4), their eval losses "
+                    "compared with one rank's")
+    ap.add_argument("--cuda-graph", type=float, default=0.3,
+                    help="with --device cuda, the share of runs whose steps "
+                    "from the second run as one CUDA graph (--cuda-graph)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch", type=int, default=0,
                     help="the global batch (default: drawn from 8, 12 and 16; "
