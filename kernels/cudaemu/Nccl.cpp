@@ -490,6 +490,37 @@ ncclResult_t runGroup(const std::deque<Op> &ops) {
   return first;
 }
 
+/// With SMP_CUDAEMU_NCCL_TRACE=DIR: a line a group (or lone operation) as
+/// it is issued, appended to DIR/nccl.<pid>.txt: "rank R of N:" and its
+/// operations in order ("send to P (B bytes)", "recv from P (B bytes)",
+/// "ncclAllReduce (B bytes)", ...), so that the groups a runtime makes
+/// can be read and tested without a GPU.
+void trace(const std::deque<Op> &ops) {
+  static const char *dir = std::getenv("SMP_CUDAEMU_NCCL_TRACE");
+  if (!dir || !*dir || ops.empty())
+    return;
+  const ncclComm &c = *ops.front().comm;
+  std::string line = "rank " + std::to_string(c.rank) + " of " +
+                     std::to_string(c.nranks) + ":";
+  for (const Op &o : ops) {
+    std::string bytes =
+        " (" + std::to_string(o.count * typeSize(o.type)) + " bytes)";
+    if (o.what == Op::Send)
+      line += " send to " + std::to_string(o.peer) + bytes + ";";
+    else if (o.what == Op::Recv)
+      line += " recv from " + std::to_string(o.peer) + bytes + ";";
+    else
+      line += std::string(" ") + kindName(o.kind) + bytes + ";";
+  }
+  line.back() = '\n';
+  std::string path =
+      std::string(dir) + "/nccl." + std::to_string(getpid()) + ".txt";
+  if (std::FILE *f = std::fopen(path.c_str(), "a")) {
+    std::fputs(line.c_str(), f);
+    std::fclose(f);
+  }
+}
+
 /// Issues a group's operations as one piece of work on the first one's
 /// stream (the streams of the others join it before and after, as NCCL
 /// joins them): the result when it ran at once, else success (a failure
@@ -497,6 +528,7 @@ ncclResult_t runGroup(const std::deque<Op> &ops) {
 ncclResult_t submit(std::deque<Op> ops) {
   if (ops.empty())
     return ncclSuccess;
+  trace(ops);
   cudaStream_t stream = ops.front().stream;
   std::vector<cudaStream_t> others;
   for (const Op &o : ops)

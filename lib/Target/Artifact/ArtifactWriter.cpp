@@ -321,6 +321,21 @@ rankPrograms(const DeviceGrid &grid,
   return programs;
 }
 
+/// What smpc prints of the artifact: the largest arena, the weights' and
+/// programs' sizes over the stages.
+static ArtifactSummary
+summarize(const std::vector<std::unique_ptr<Lowering>> &stages) {
+  ArtifactSummary summary;
+  for (const auto &lowering : stages) {
+    summary.arenaBytes =
+        std::max<uint64_t>(summary.arenaBytes, lowering->program.arena_bytes());
+    summary.weightsBytes += lowering->weightsBytes.size();
+    summary.numInstructions += lowering->program.instructions_size();
+    summary.numBuffers += lowering->program.buffers_size();
+  }
+  return summary;
+}
+
 llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                                               WeightSource &weights,
                                               const ArtifactOptions &options) {
@@ -451,7 +466,9 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   if (auto err = writeFile(path("plan.txt"),
                            planReport(module, funcs, stages, options, grid,
                                       manifest.training().eval_refusal()) +
-                               heldMessagesText(*built, grid) +
+                               (options.target == "cuda"
+                                    ? messageGroupsText(*built, grid)
+                                    : "") +
                                planDetailsText(details)))
     return std::move(err);
   if (auto err = writeFile(path("plan.json"), planJson(details)))
@@ -460,16 +477,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
                            smp::base::frame(manifest.SerializeAsString(),
                                             smp::base::FileKind::Artifact)))
     return std::move(err);
-
-  ArtifactSummary summary;
-  for (const auto &lowering : stages) {
-    summary.arenaBytes = std::max<uint64_t>(summary.arenaBytes,
-                                            lowering->program.arena_bytes());
-    summary.weightsBytes += lowering->weightsBytes.size();
-    summary.numInstructions += lowering->program.instructions_size();
-    summary.numBuffers += lowering->program.buffers_size();
-  }
-  return summary;
+  return summarize(stages);
 }
 
 } // namespace smp

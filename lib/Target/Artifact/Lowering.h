@@ -240,13 +240,16 @@ llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
 //===--- MessageGroups.cpp
 //-------------------------------------------------===//
 
-/// On the CUDA target: plays every rank's training run through NCCL's
-/// groups and holds back (`join_tag`) the pipeline messages whose group
-/// would otherwise wait for ever; an error when no such order exists.
+/// On the CUDA target: plays every rank's training and evaluation runs
+/// through NCCL's groups and chooses when each pipeline message is queued
+/// (`join_tag`, `eval_join_tag`): at once where no rank would wait for
+/// ever, else with the next operation, else held for a later receive; an
+/// error when no order finishes.
 llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs);
-/// plan.txt's line of the sends each pipeline rank holds ("" when none).
-std::string heldMessagesText(const std::vector<pb::RankProgram> &programs,
-                             const DeviceGrid &grid);
+/// plan.txt's line of how each pipeline rank's training sends are queued
+/// ("" without sends).
+std::string messageGroupsText(const std::vector<pb::RankProgram> &programs,
+                              const DeviceGrid &grid);
 
 //===--- ForwardSubset.cpp
 //-------------------------------------------------===//

@@ -1,32 +1,44 @@
 //===- MessageGroups.cpp - The pipeline's messages in NCCL's groups -------===//
 //
 // On the CUDA target a rank's messages (smp.send, eager: the runtime copies
-// the bytes and posts them) are queued by the NCCL communicator with its
-// next operation, one NCCL group: posted before a receive from the same
-// peer, a send alone would wait for the peer's receive on the GPU, and the
-// peer's receive behind the peer's own send. But NCCL holds a send larger
+// the bytes and posts them) go to the NCCL communicator, which runs its
+// operations one group after another on the GPU. NCCL holds a send larger
 // than its buffers until the peer posts its receive, and a group until all
-// of it is done: when a rank's group holds a send whose receive the peer
-// posts only after a group that waits for this rank's next group (the
-// interleaved schedule's order of messages does this), both ranks wait for
-// ever. Here every rank's training run is played through as NCCL would run
-// it (each rank's communication in issue order, one group at a time; a
-// message done once its send's and its receive's groups both run; a
-// collective once all of its group run it), and where every rank would
-// wait, a send whose receive is not posted is held back for a later
-// receive's group (the instruction's `join_tag`: that receive's tag, or -1
-// for the end of the step; the communicator's postSendJoining), with the
-// messages after it to the same peer, until every rank finishes. An
-// evaluation's run (the forward's instructions) is played through too, its
-// holds in `eval_join_tag`. No order found is an error that names what each
-// rank waits for.
+// of it is done. Queued at once, alone, a send lets the peer start as soon
+// as the bytes exist; queued with the rank's next operation (a receive, a
+// collective) it waits for that operation. The first is what a pipeline
+// needs (the first stage has no receive between its forwards: every
+// forward's output would wait for the first backward's receive, and GPipe's
+// stage 1 would start only when stage 0 had run all its forwards), but a
+// send alone before a receive its peer posts only after sending to this
+// rank waits for ever: the peer's send waits for this rank's receive,
+// queued behind this rank's send. And a group that holds a send whose
+// receive the peer posts only after a group waiting for this rank's next
+// group waits for ever too (the interleaved schedule's order does this).
 //
-// The rules are NcclCommunicator's: a receive's group takes the messages
-// posted for the next operation and those held for its tag; a collective
-// of the messages' communicator (no "ranks") takes those for the next
-// operation; one over a group of ranks is its own communicator's and takes
-// none; the step's end (completeSends) takes every one left. A message
-// after a held one to the same peer waits with it (NCCL matches two ranks'
+// Here every rank's training run is played through as NCCL would run it
+// (each rank's communication in issue order, one group at a time; a
+// message done once its send's and its receive's groups both run; a
+// collective once all of its group run it), every send at once at first
+// (the instruction's `join_tag` -3: Communicator::kAtOnce). Where every rank
+// would wait and a send at once is among the waiting, that send waits for
+// the next operation instead (no join_tag) and the run is played again;
+// where only groups of next operations wait, a send whose receive is not
+// posted is held back for a later receive's group (`join_tag`: that
+// receive's tag, or -1 for the end of the step), with the messages after it
+// to the same peer, until every rank finishes. An evaluation's run (the
+// forward's instructions) is played through too, its choices in
+// `eval_join_tag`. No order found is an error that names what each rank
+// waits for.
+//
+// The rules are NcclCommunicator's (postSendJoining): a send at once is a
+// group of the messages at once not left behind another to the same peer;
+// a receive's group takes the messages posted for the next operation or at
+// once and those held for its tag; a collective of the messages'
+// communicator (no "ranks") takes those for the next operation or at once;
+// one over a group of ranks is its own communicator's and takes none; the
+// step's end (completeSends) takes every one left. A message after one
+// left behind to the same peer waits with it (NCCL matches two ranks'
 // messages in order).
 //
 //===----------------------------------------------------------------------===//
@@ -54,6 +66,10 @@ struct Event {
   uint64_t instance = 0;      // Collective: its number among the group's
 };
 
+/// join_tag of a send that goes at once, in a group of its own
+/// (Communicator::kAtOnce in the runtime, which links no compiler code).
+constexpr int64_t kAtOnce = -3;
+
 /// A message: (from, to, number).
 using Message = std::tuple<int, int, uint64_t>;
 /// A collective: (group, number).
@@ -64,9 +80,12 @@ struct RankState {
   size_t next = 0;
   std::deque<int> posted; // Send events not yet in a group, in order
   std::set<int> held;     // of them, those held back
+  std::set<int> late;     // Send events not sent at once (kNextOperation)
   bool active = false, done = false;
   std::vector<int> sends; // the active group's Send events
-  int anchor = -1;        // its Recv or Collective event; -1: the step's end
+  /// Its Recv or Collective event, or its Send event sent at once (a group
+  /// of the messages sent at once); -1: the step's end.
+  int anchor = -1;
 };
 
 class Play {
@@ -87,6 +106,7 @@ public:
     return false;
   }
 
+  /// Plays the run through and sets the sends' attributes.
   llvm::Error run();
 
 private:
@@ -94,7 +114,12 @@ private:
   bool start(int r);
   bool complete(int r) const;
   void finish(int r);
+  bool lateOne();
   bool holdOne();
+  /// Takes `back` out of rank r's active group (leaving `keep`), marks them
+  /// in `mark` and returns them among its posted messages.
+  void takeBack(int r, std::vector<int> keep, const std::vector<int> &back,
+                std::set<int> &mark);
   std::string describe(int r) const;
   std::string describe(const Event &e) const;
 
@@ -144,16 +169,21 @@ void Play::collect(int r) {
 /// when the rank has nothing left.
 bool Play::start(int r) {
   RankState &s = ranks[r];
-  while (s.next < s.events.size() && s.events[s.next].kind == Event::Send)
-    s.posted.push_back(static_cast<int>(s.next++));
+  bool atOnce = false; // a send at once: a group of the messages sent so
+  while (s.next < s.events.size() && s.events[s.next].kind == Event::Send) {
+    int p = static_cast<int>(s.next++);
+    s.posted.push_back(p);
+    if ((atOnce = !s.late.count(p)))
+      break;
+  }
   s.sends.clear();
-  bool end = s.next == s.events.size();
+  bool end = !atOnce && s.next == s.events.size();
   if (end && s.posted.empty()) {
     s.done = true;
     return false;
   }
-  const Event *anchor = end ? nullptr : &s.events[s.next];
-  s.anchor = end ? -1 : static_cast<int>(s.next++);
+  const Event *anchor = end ? nullptr : &s.events[atOnce ? s.next - 1 : s.next];
+  s.anchor = end ? -1 : static_cast<int>(atOnce ? s.next - 1 : s.next++);
   bool own = anchor && anchor->kind == Event::Collective &&
              !anchor->ranks.empty(); // its own communicator: takes none
   if (!own) {
@@ -161,8 +191,10 @@ bool Play::start(int r) {
     std::deque<int> left;
     for (int p : s.posted) {
       int peer = s.events[p].peer;
-      bool takes = !waiting.count(peer) &&
-                   (end || anchor->kind == Event::Recv || !s.held.count(p));
+      bool takes =
+          !waiting.count(peer) &&
+          (atOnce ? !s.late.count(p) && !s.held.count(p)
+                  : end || anchor->kind == Event::Recv || !s.held.count(p));
       if (takes) {
         s.sends.push_back(p);
       } else {
@@ -194,6 +226,8 @@ bool Play::complete(int r) const {
   if (s.anchor < 0)
     return true;
   const Event &a = s.events[s.anchor];
+  if (a.kind == Event::Send)
+    return true;
   if (a.kind == Event::Recv) {
     Message m{a.peer, r, a.n};
     return sending.count(m) || delivered.count(m);
@@ -219,7 +253,7 @@ void Play::finish(int r) {
     if (s.held.erase(p))
       joins[{r, p}] = join;
   }
-  if (s.anchor >= 0) {
+  if (s.anchor >= 0 && s.events[s.anchor].kind != Event::Send) {
     const Event &a = s.events[s.anchor];
     if (a.kind == Event::Recv) {
       Message m{a.peer, r, a.n};
@@ -235,13 +269,50 @@ void Play::finish(int r) {
   s.active = false;
 }
 
-/// Holds back the first message of a waiting group (not the step's end's)
-/// whose receive is not posted, with the messages after it to the same
-/// peer; false when there is none.
+/// Makes the messages of the first waiting group of sends at once whose
+/// receives are not posted wait for the next operation instead (back among
+/// the messages left, late); false when there is none. No rank has seen
+/// them (a message is seen once its receive is posted), so the play goes
+/// on as if they had been late from the start.
+bool Play::lateOne() {
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    RankState &s = ranks[r];
+    if (!s.active || s.anchor < 0 || s.events[s.anchor].kind != Event::Send)
+      continue;
+    std::vector<int> keep, back;
+    for (int p : s.sends) {
+      Message m{static_cast<int>(r), s.events[p].peer, s.events[p].n};
+      bool seen = receiving.count(m) || delivered.count(m);
+      (seen ? keep : back).push_back(p);
+    }
+    if (back.empty())
+      continue;
+    takeBack(static_cast<int>(r), std::move(keep), back, s.late);
+    return true;
+  }
+  return false;
+}
+
+void Play::takeBack(int r, std::vector<int> keep, const std::vector<int> &back,
+                    std::set<int> &mark) {
+  RankState &s = ranks[r];
+  for (int p : back) {
+    sending.erase({r, s.events[p].peer, s.events[p].n});
+    mark.insert(p);
+  }
+  s.sends = std::move(keep);
+  // Back among the messages left, in posting order.
+  s.posted.insert(s.posted.end(), back.begin(), back.end());
+  std::sort(s.posted.begin(), s.posted.end());
+}
+
+/// Holds back the first message of a waiting group (not the step's end's,
+/// nor one sent at once) whose receive is not posted, with the messages
+/// after it to the same peer; false when there is none.
 bool Play::holdOne() {
   for (size_t r = 0; r < ranks.size(); ++r) {
     RankState &s = ranks[r];
-    if (!s.active || s.anchor < 0)
+    if (!s.active || s.anchor < 0 || s.events[s.anchor].kind == Event::Send)
       continue;
     for (size_t k = 0; k < s.sends.size(); ++k) {
       const Event &e = s.events[s.sends[k]];
@@ -253,14 +324,7 @@ bool Play::holdOne() {
         bool hold = j >= k && s.events[s.sends[j]].peer == e.peer;
         (hold ? back : keep).push_back(s.sends[j]);
       }
-      for (int p : back) {
-        sending.erase({static_cast<int>(r), s.events[p].peer, s.events[p].n});
-        s.held.insert(p);
-      }
-      s.sends = std::move(keep);
-      // Back among the messages left, in posting order.
-      s.posted.insert(s.posted.end(), back.begin(), back.end());
-      std::sort(s.posted.begin(), s.posted.end());
+      takeBack(static_cast<int>(r), std::move(keep), back, s.held);
       return true;
     }
   }
@@ -284,7 +348,10 @@ std::string Play::describe(const Event &e) const {
 std::string Play::describe(int r) const {
   const RankState &s = ranks[r];
   std::string out = "rank " + std::to_string(r) + " waits in the group of ";
-  out += s.anchor < 0 ? "the step's end" : describe(s.events[s.anchor]);
+  bool atOnce = s.anchor >= 0 && s.events[s.anchor].kind == Event::Send;
+  out += s.anchor < 0 ? "the step's end"
+         : atOnce     ? "the sends at once"
+                      : describe(s.events[s.anchor]);
   for (int p : s.sends)
     out += ", " + describe(s.events[p]);
   return out;
@@ -307,7 +374,7 @@ llvm::Error Play::run() {
     }
     if (!left)
       break;
-    if (moved || holdOne())
+    if (moved || lateOne() || holdOne())
       continue;
     std::string why;
     for (size_t r = 0; r < ranks.size(); ++r)
@@ -317,39 +384,57 @@ llvm::Error Play::run() {
                 "than its buffers waits for its receive): " +
                 why + "; train on the CPU target or with --schedule 1f1b");
   }
+  const char *name = evaluation ? "eval_join_tag" : "join_tag";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankState &s = ranks[r];
+    for (size_t p = 0; p < s.events.size(); ++p) {
+      if (s.events[p].kind != Event::Send || s.late.count(p))
+        continue;
+      auto *attrs =
+          programs[r].mutable_instructions(s.events[p].inst)->mutable_attrs();
+      auto it = joins.find({static_cast<int>(r), static_cast<int>(p)});
+      (*attrs)[name].set_i(it != joins.end() ? it->second : kAtOnce);
+    }
+  }
   for (const auto &[at, join] : joins) {
     const Event &e = ranks[at.first].events[at.second];
-    auto *attrs =
-        programs[at.first].mutable_instructions(e.inst)->mutable_attrs();
-    (*attrs)[evaluation ? "eval_join_tag" : "join_tag"].set_i(join);
+    (*programs[at.first].mutable_instructions(e.inst)->mutable_attrs())[name]
+        .set_i(join);
   }
   return llvm::Error::success();
 }
 
 } // namespace
 
-std::string heldMessagesText(const std::vector<pb::RankProgram> &programs,
-                             const DeviceGrid &grid) {
+std::string messageGroupsText(const std::vector<pb::RankProgram> &programs,
+                              const DeviceGrid &grid) {
   std::string line;
-  int64_t held = 0;
+  int64_t all = 0;
   for (int64_t p = 0; p < grid.size[kPipelineAxis]; ++p) {
     std::array<int64_t, 3> coord{};
     coord[kPipelineAxis] = p;
-    int64_t sends = 0, rankHeld = 0;
+    int64_t sends = 0, atOnce = 0, held = 0;
     for (const pb::Instruction &inst :
          programs[grid.rankOf(coord)].instructions()) {
-      sends += inst.op() == "send" && !inst.eval_only();
-      rankHeld += inst.attrs().count("join_tag");
+      if (inst.op() != "send" || inst.eval_only())
+        continue;
+      ++sends;
+      auto it = inst.attrs().find("join_tag");
+      int64_t join = it == inst.attrs().end() ? -2 : it->second.i();
+      atOnce += join == kAtOnce;
+      held += join >= -1;
     }
-    held += rankHeld;
-    line += (p ? ", " : "") + std::to_string(rankHeld) + " of pipeline rank " +
-            std::to_string(p) + "'s " + std::to_string(sends);
+    all += sends;
+    line += std::string(p ? "; " : "") + "pipeline rank " + std::to_string(p) +
+            " sends " + std::to_string(atOnce) + " of its " +
+            std::to_string(sends) + " messages at once, " +
+            std::to_string(sends - atOnce - held) +
+            " with its next operation, " + std::to_string(held) +
+            " held for a later receive's group";
   }
-  if (held == 0)
+  if (all == 0)
     return "";
-  return "NCCL's groups: sends held for a later receive's group (the order "
-         "would hang otherwise; MessageGroups.cpp): " +
-         line + "\n";
+  return "NCCL's groups (MessageGroups.cpp): " + line + "\n";
 }
 
 llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs) {

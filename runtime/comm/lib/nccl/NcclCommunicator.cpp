@@ -248,7 +248,12 @@ public:
     if (!(s = stage(data, bytes, copy, what)).ok())
       return s;
     posted_.push_back(Posted{copy, bytes, peer, joinTag, what});
-    return s;
+    if (joinTag != kAtOnce)
+      return s;
+    // A group of the messages at once (this one unless it is left behind
+    // another message to the same peer).
+    return launch(
+        what, [] { return ncclSuccess; }, kAtOnceGroup);
   }
 
   Status queueSends(const std::string &what) override { return flush(what); }
@@ -302,9 +307,10 @@ public:
   [[noreturn]] void abort(int code) override;
 
 private:
-  /// A message of postSend: its copy, queued with the next group, or the
-  /// group of the receive of its joinTag (kAtCompleteSends: none but
-  /// completeSends', synchronize()'s or queueSends').
+  /// A message of postSend: its copy, queued at once (kAtOnce) or with the
+  /// next group (kNextOperation), or held for the group of the receive of
+  /// its joinTag (kAtCompleteSends: none but completeSends', synchronize()'s
+  /// or queueSends').
   struct Posted {
     void *copy;
     size_t bytes;
@@ -312,24 +318,30 @@ private:
     int64_t joinTag;
     std::string what;
   };
-  /// What launch() queues with its operation: kEveryMessage (flush), or the
-  /// messages for the next operation and, for a receive, its tag's.
-  static constexpr int64_t kEveryMessage = -3, kNotAReceive = -4;
+  /// What launch() queues with its operation: kEveryMessage (flush),
+  /// kAtOnceGroup (the messages at once: postSendJoining's group), or the
+  /// messages for the next operation or at once and, for a receive, its
+  /// tag's (kNotAReceive: none held).
+  static constexpr int64_t kEveryMessage = -10, kNotAReceive = -11,
+                           kAtOnceGroup = -12;
 
   /// Takes out of posted_ the messages a group anchored at `anchor` queues,
-  /// in posting order: every one (kEveryMessage), else those for the next
-  /// operation and those held for this receive (`anchor` its tag). A
-  /// message after a held one to the same peer is held with it: NCCL
-  /// matches two ranks' messages in order.
+  /// in posting order: every one (kEveryMessage), the messages at once
+  /// (kAtOnceGroup), else those for the next operation or at once and
+  /// those held for this receive (`anchor` its tag). A message after one
+  /// left to the same peer is left with it: NCCL matches two ranks'
+  /// messages in order.
   std::vector<Posted> take(int64_t anchor) {
     std::vector<Posted> taken, kept;
     std::vector<int> heldPeers;
     for (Posted &p : posted_) {
       bool peerHeld = std::find(heldPeers.begin(), heldPeers.end(), p.peer) !=
                       heldPeers.end();
-      bool joins = anchor == kEveryMessage ||
-                   (!peerHeld && (p.joinTag == kNextOperation ||
-                                  (anchor >= 0 && p.joinTag == anchor)));
+      bool next = p.joinTag == kAtOnce ||
+                  (anchor != kAtOnceGroup && p.joinTag == kNextOperation);
+      bool joins =
+          anchor == kEveryMessage ||
+          (!peerHeld && (next || (anchor >= 0 && p.joinTag == anchor)));
       if (joins) {
         taken.push_back(std::move(p));
       } else {

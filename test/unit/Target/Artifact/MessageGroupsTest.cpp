@@ -1,14 +1,17 @@
 //===- MessageGroupsTest.cpp - The pipeline's messages in NCCL's groups ---===//
 //
-// lib/Target/Artifact/MessageGroups.cpp on rank programs written here: the
-// interleaved schedule's order of messages (two ranks, as smpc compiles the
-// gpt fixture with --pp 2 --schedule interleaved --virtual-stages 2
-// --microbatches 4), whose groups wait for each other when every posted
-// send joins the next receive, gets messages held back for later
-// receives, and the order they make is played through again to the end
-// here (a second, simpler player: a group runs once every message of it
-// has its other end in the peer's running group); 1F1B's order needs none;
-// an order no hold can mend is refused, naming what each rank waits for.
+// lib/Target/Artifact/MessageGroups.cpp on rank programs written here:
+// each send goes at once where no rank would wait for ever (GPipe's first
+// stage's forwards; 1F1B's warm-up), else with the next operation (1F1B's
+// steady state: a send at once before a receive the peer posts after its
+// own send would wait for ever), else held for a later receive (the
+// interleaved schedule's order of messages: two ranks, as smpc compiles
+// the gpt fixture with --pp 2 --schedule interleaved --virtual-stages 2
+// --microbatches 4, whose groups wait for each other when every posted
+// send joins the next receive); the order they make is played through
+// again to the end here (a second, simpler player: a group runs once every
+// message of it has its other end in the peer's running group); an order
+// nothing mends is refused, naming what each rank waits for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +61,7 @@ bool finishes(const std::vector<pb::RankProgram> &programs) {
   for (size_t r = 0; r < programs.size(); ++r) {
     std::vector<std::pair<int64_t, int64_t>> posted; // (tag, join)
     std::map<int64_t, int64_t> peerOf;
+    // recv: a receive's tag, -1 the end, -2 a send at once's group.
     auto take = [&](int64_t recv) {
       Group g;
       g.recv = recv;
@@ -66,8 +70,8 @@ bool finishes(const std::vector<pb::RankProgram> &programs) {
       for (auto [tag, join] : posted) {
         bool blocked =
             std::count(heldPeers.begin(), heldPeers.end(), peerOf[tag]) != 0;
-        if (!blocked &&
-            (join == -2 || (recv >= 0 && join == recv) || recv == -1)) {
+        bool next = join == -3 || (recv != -2 && join == -2);
+        if (!blocked && (next || (recv >= 0 && join == recv) || recv == -1)) {
           g.sends.push_back(tag);
         } else {
           heldPeers.push_back(peerOf[tag]);
@@ -81,6 +85,8 @@ bool finishes(const std::vector<pb::RankProgram> &programs) {
       if (inst.op() == "send") {
         peerOf[attr(inst, "tag", 0)] = attr(inst, "peer", 0);
         posted.push_back({attr(inst, "tag", 0), attr(inst, "join_tag", -2)});
+        if (posted.back().second == -3)
+          take(-2);
       } else if (inst.op() == "recv") {
         take(attr(inst, "tag", 0));
       }
@@ -132,12 +138,28 @@ bool finishes(const std::vector<pb::RankProgram> &programs) {
   return true;
 }
 
-int holds(const std::vector<pb::RankProgram> &programs) {
+/// How many sends of `programs` are held (join_tag >= -1: a receive's tag
+/// or the step's end) or, with `atOnce`, sent at once (join_tag -3).
+int sends(const std::vector<pb::RankProgram> &programs, bool atOnce = false) {
   int n = 0;
   for (const pb::RankProgram &p : programs)
-    for (const pb::Instruction &inst : p.instructions())
-      n += inst.attrs().count("join_tag");
+    for (const pb::Instruction &inst : p.instructions()) {
+      int64_t join = attr(inst, "join_tag", -2);
+      n += atOnce ? join == -3 : join >= -1;
+    }
   return n;
+}
+
+int holds(const std::vector<pb::RankProgram> &programs) {
+  return sends(programs);
+}
+
+/// The join_tag of rank `r`'s `k`-th send (-2: none).
+int64_t joinOf(const pb::RankProgram &program, int k) {
+  for (const pb::Instruction &inst : program.instructions())
+    if (inst.op() == "send" && k-- == 0)
+      return attr(inst, "join_tag", -2);
+  return -100;
 }
 
 TEST(MessageGroups, TheInterleavedOrderGetsHoldsThatFinish) {
@@ -161,6 +183,62 @@ TEST(MessageGroups, OneFOneBNeedsNoHold) {
   EXPECT_TRUE(finishes(programs));
   ASSERT_FALSE(llvm::errorToBool(smp::writer::groupMessagesForNccl(programs)));
   EXPECT_EQ(holds(programs), 0);
+  // Stage 0's warm-up forward (S1#0) goes at once, not kept for its first
+  // backward's receive; its later forwards each go with the next receive
+  // from stage 1 (Megatron's send_forward_recv_backward): at once, S1#1
+  // would wait for stage 1's R0#1, queued behind stage 1's S0#10, which
+  // waits for stage 0's R1#10, queued behind S1#1. Stage 1's gradients go
+  // at once.
+  EXPECT_EQ(joinOf(programs[0], 0), -3);
+  for (int k = 1; k < 4; ++k)
+    EXPECT_EQ(joinOf(programs[0], k), -2) << "rank 0's send " << k;
+  for (int k = 0; k < 4; ++k)
+    EXPECT_EQ(joinOf(programs[1], k), -3) << "rank 1's send " << k;
+  EXPECT_TRUE(finishes(programs));
+}
+
+TEST(MessageGroups, GPipesFirstStageSendsEachForwardAtOnce) {
+  // Stage 0 receives nothing until its backwards: with the next operation,
+  // all four forwards' outputs would wait for the first backward's receive
+  // (stage 1 idle through stage 0's forwards); so would stage 1's
+  // backwards' gradients (the last stage receives nothing there).
+  std::vector<pb::RankProgram> programs = {
+      program("S1#0 S1#1 S1#2 S1#3 R1#13 R1#12 R1#11 R1#10"),
+      program("R0#0 R0#1 R0#2 R0#3 S0#13 S0#12 S0#11 S0#10")};
+  ASSERT_FALSE(llvm::errorToBool(smp::writer::groupMessagesForNccl(programs)));
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(joinOf(programs[0], k), -3) << "rank 0's send " << k;
+    EXPECT_EQ(joinOf(programs[1], k), -3) << "rank 1's send " << k;
+  }
+  EXPECT_TRUE(finishes(programs));
+}
+
+TEST(MessageGroups, ASendAtOnceThatWouldHangWaitsForTheNextOperation) {
+  // Each rank sends, then receives what the other sends: both at once, each
+  // send waits for a receive queued behind the peer's send. Rank 0's goes
+  // with its receive instead (one group: they progress together).
+  std::vector<pb::RankProgram> programs = {program("S1#1 R1#2"),
+                                           program("S0#2 R0#1")};
+  ASSERT_FALSE(llvm::errorToBool(smp::writer::groupMessagesForNccl(programs)));
+  EXPECT_EQ(joinOf(programs[0], 0), -2);
+  EXPECT_EQ(joinOf(programs[1], 0), -3);
+  EXPECT_TRUE(finishes(programs));
+  // Both at once would not finish (the player's check can fail).
+  (*programs[0].mutable_instructions(1)->mutable_attrs())["join_tag"].set_i(-3);
+  EXPECT_FALSE(finishes(programs));
+}
+
+TEST(MessageGroups, ASendAtOnceWaitsBehindOneLeftToTheSamePeer) {
+  // Rank 0's first send must wait for its receive's group (at once it would
+  // hang as above); its second, to the same peer, cannot pass it (NCCL
+  // matches in order) although it is marked at once: the player (as
+  // NcclCommunicator) leaves it behind and the run still finishes.
+  std::vector<pb::RankProgram> programs = {program("S1#1 S1#3 R1#2"),
+                                           program("S0#2 R0#1 R0#3")};
+  ASSERT_FALSE(llvm::errorToBool(smp::writer::groupMessagesForNccl(programs)));
+  EXPECT_EQ(joinOf(programs[0], 0), -2);
+  EXPECT_EQ(joinOf(programs[0], 1), -3);
+  EXPECT_TRUE(finishes(programs));
 }
 
 TEST(MessageGroups, AnOrderNoHoldMendsIsRefused) {

@@ -121,17 +121,22 @@ public:
   /// is returned here instead of posting this message.
   virtual Status postSend(const void *data, size_t bytes, int peer, int tag,
                           const std::string &what) = 0;
-  /// postSend whose message a device communicator that queues the posted
-  /// messages with its next operation (NCCL's: a send larger than NCCL's
-  /// buffers holds its group until the peer posts the receive) holds back
-  /// for the group of its receive of tag `joinTag` (from any peer), or, with
-  /// kAtCompleteSends, until completeSends (or synchronize, or
-  /// queueSends); kNextOperation: postSend's. A message after a held one to
-  /// the same peer is held with it. The compiler chooses these where the
-  /// next operation's group would wait for a receive its peer posts only
-  /// after this rank's group (docs/architecture.md, "Pipeline messages on
-  /// NCCL"). Host communicators send as they post: postSend.
-  static constexpr int64_t kAtCompleteSends = -1, kNextOperation = -2;
+  /// postSend for a device communicator that runs its operations one group
+  /// after another (NCCL's: a send larger than NCCL's buffers holds its
+  /// group until the peer posts the receive), saying when the message is
+  /// queued: kAtOnce, now, in a group of its own (with any other message
+  /// at once left before it); kNextOperation (postSend's), in the group of
+  /// this communicator's next operation; a tag >= 0, held back for the
+  /// group of the receive of tag `joinTag` (from any peer); or
+  /// kAtCompleteSends, held until completeSends (or synchronize, or
+  /// queueSends). A message after one left behind to the same peer waits
+  /// with it. The compiler chooses (docs/architecture.md, "Pipeline
+  /// messages on NCCL"): at once where no rank would wait for ever, else
+  /// with the next operation, else held where the next operation's group
+  /// would wait for a receive its peer posts only after this rank's group.
+  /// Host communicators send as they post: postSend.
+  static constexpr int64_t kAtCompleteSends = -1, kNextOperation = -2,
+                           kAtOnce = -3;
   virtual Status postSendJoining(const void *data, size_t bytes, int peer,
                                  int tag, int64_t joinTag,
                                  const std::string &what) {

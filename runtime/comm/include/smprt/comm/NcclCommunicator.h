@@ -36,20 +36,24 @@
 // collective), or alone by completeSends/synchronize. Two reasons: NCCL
 // runs the operations of a communicator one after the other on the GPU,
 // whatever their streams, so a send queued on its own before a receive
-// would wait for the peer's receive, which waits behind the peer's own send
-// (a stage posting its output before receiving from the next stage, which
-// does the same, would deadlock); and ranks connect on their first message,
-// which needs both sides in NCCL. Inside one group the send and the receive
-// progress together, as in an MPI sendrecv. But NCCL holds a send larger
-// than its buffers, and its group, until the peer posts the receive: where
-// the next operation's group would wait for a receive the peer posts only
-// after this rank's group, the compiler holds the message for a later
-// receive (postSendJoining: queued with the receive of its joinTag, or by
-// completeSends; a later message to the same peer waits with it;
-// lib/Target/Artifact/MessageGroups.cpp). completeSends waits (under the
-// watchdog) until every posted message has been sent and gives its copy
-// back to the communicator's memory pool, which keeps the memory for the
-// next step until the communicator is destroyed. On a stream being
+// would wait for the peer's receive, which may wait behind the peer's own
+// send (a stage posting its output before receiving from the next stage,
+// which does the same, would deadlock); and ranks connect on their first
+// message, which needs both sides in NCCL. Inside one group the send and
+// the receive progress together, as in an MPI sendrecv. postSendJoining
+// lets the compiler choose otherwise per message
+// (lib/Target/Artifact/MessageGroups.cpp plays every rank's groups
+// through): kAtOnce queues the message now in a group of its own (where no
+// rank would wait for ever: a first stage's forward outputs, which would
+// otherwise wait for its first backward's receive); a tag holds it for the
+// group of that receive (NCCL holds a send larger than its buffers, and its
+// group, until the peer posts the receive: where the next operation's
+// group would wait for a receive the peer posts only after this rank's
+// group); kAtCompleteSends holds it for completeSends. A message after one
+// left behind to the same peer waits with it. completeSends waits (under
+// the watchdog) until every posted message has been sent and gives its
+// copy back to the communicator's memory pool, which keeps the memory for
+// the next step until the communicator is destroyed. On a stream being
 // captured into a CUDA graph the copies and sends are recorded (queueSends
 // queues the last of them before the capture ends) and complete with each
 // launch of the graph, which the caller waits for: no event of their own,
