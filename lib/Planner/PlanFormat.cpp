@@ -114,8 +114,16 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
     os << "\n";
   }
   os << "  why: the fastest of " << r.plansFitting << " plans that fit ("
-     << r.plansPriced << " priced in "
-     << llvm::format("%.2f", r.plannerSeconds) << " s)\n";
+     << r.plansPriced << " priced in " << llvm::format("%.2f", r.plannerSeconds)
+     << " s)";
+  bool interleavedPinned = (req.schedule && *req.schedule == "interleaved") ||
+                           (req.virtualStages && *req.virtualStages > 1);
+  if (p.pp > 1 && req.device.overlapsCommunication && !interleavedPinned)
+    os << "; the interleaved schedule is not searched on NCCL (its messages' "
+          "groups wait for each other on the one communication stream: "
+          "docs/architecture.md, \"Pipeline messages on NCCL\"; "
+          "--schedule interleaved plans it)";
+  os << "\n";
   if (!r.runnersUp.empty()) {
     os << "runners-up:\n"
        << llvm::format("  %-56s %10s %8s %10s\n", "plan", "step (s)", "MFU",
