@@ -15,11 +15,14 @@ made from the sends' join_tag as NcclCommunicator makes them: at once
 (-3), with the next operation (none), held for a receive's tag or the
 step's end (MessageGroups.cpp).
 
-Three rows per artifact:
+Four rows per artifact:
   artifact  the groups as compiled;
   late      every send at once turned into one with the next operation
             (how the runtime queued every send before 2026-12-07; holds
             kept);
+  pipes     a design not built: a communicator and a stream for each
+            (from, to) pair of ranks, every send at once and every receive
+            alone on its pair's stream;
   ideal     sends that never wait (posted at once, each message moving as
             soon as its bytes exist: MPI with unbounded buffers), the
             schedule's own bubble.
@@ -89,13 +92,21 @@ def load(smpx, tool):
     return ranks
 
 
-def groups_of(events, policy):
-    """The rank's groups in issue order: (event index, sends, receive)."""
-    posted, groups = [], []
+def stream_of(policy, event):
+    """The communication stream a send or receive runs on: the rank's one
+    stream, or with `pipes` the stream of its (from, to) pair."""
+    return event[1][:2] if policy == "pipes" else 0
 
-    def take(kind, tag):
+
+def groups_of(events, policy):
+    """The rank's groups in issue order: (event index, sends, receive,
+    stream)."""
+    posted, groups = {}, []
+
+    def take(stream, kind, tag):
+        queue = posted.setdefault(stream, [])
         taken, left, waiting = [], [], set()
-        for m, join in posted:
+        for m, join in queue:
             nxt = join == AT_ONCE or (kind != "once" and join == NEXT)
             if kind == "end" or (m[1] not in waiting and
                                  (nxt or (tag is not None and join == tag))):
@@ -103,21 +114,29 @@ def groups_of(events, policy):
             else:
                 waiting.add(m[1])
                 left.append((m, join))
-        posted[:] = left
+        queue[:] = left
         return taken
 
     for i, e in enumerate(events):
         if e[0] == "S" and policy != "ideal":
-            join = NEXT if policy == "late" and e[2] == AT_ONCE else e[2]
-            posted.append((e[1], join))
+            join = e[2]
+            if policy == "late" and join == AT_ONCE:
+                join = NEXT
+            if policy == "pipes":
+                join = AT_ONCE
+            stream = stream_of(policy, e)
+            posted.setdefault(stream, []).append((e[1], join))
             if join == AT_ONCE:
-                groups.append((i, take("once", None), None))
+                groups.append((i, take(stream, "once", None), None, stream))
         elif e[0] == "R":
-            groups.append((i, take("recv", e[2]), e[1]))
+            stream = stream_of(policy, e)
+            groups.append((i, take(stream, "recv", e[2]), e[1], stream))
         elif e[0] == "C":
-            groups.append((i, take("coll", None), None))
-    if posted:
-        groups.append((len(events), take("end", None), None))
+            groups.append((i, take(0, "coll", None), None, 0))
+    for stream, queue in posted.items():
+        if queue:
+            groups.append((len(events), take(stream, "end", None), None,
+                           stream))
     return groups
 
 
@@ -126,18 +145,21 @@ def simulate(ranks, policy, scale):
     groups = [groups_of(e, policy) for e in ranks]
     size = {e[1]: e[4] for ev in ranks for e in ev if e[0] == "S"}
     where = {}  # message -> {"S": (rank, group), "R": (rank, group)}
+    queues = [{} for _ in range(n)]  # stream -> its groups in issue order
+    at = [{} for _ in range(n)]      # event index -> the groups it issues
     for r, gs in enumerate(groups):
-        for g, (_, sends, recv) in enumerate(gs):
+        for g, (i, sends, recv, stream) in enumerate(gs):
             for m in sends:
                 where.setdefault(m, {})["S"] = (r, g)
             if recv:
                 where.setdefault(recv, {})["R"] = (r, g)
-    at = [{g[0]: k for k, g in enumerate(gs)} for gs in groups]
+            queues[r].setdefault(stream, []).append(g)
+            at[r].setdefault(i, []).append(g)
     start, end, ready = {}, {}, {}
-    cur, clock = [0] * n, [0.0] * n       # next event, compute stream's end
-    nextg, comm = [0] * n, [0.0] * n      # next group, comm stream's end
-    issued = [dict() for _ in range(n)]   # group -> compute end at its issue
-    received = [0.0] * n                  # the latest receive's group end
+    cur, clock = [0] * n, [0.0] * n  # next event, compute stream's end
+    head = [{s: 0 for s in q} for q in queues]  # each stream's next group
+    free = [{} for _ in range(n)]    # each stream's end
+    issued = [dict() for _ in range(n)]  # group -> compute end at its issue
 
     def moved(r, g, m, side):
         if policy == "ideal" and side == "S":
@@ -151,43 +173,45 @@ def simulate(ranks, policy, scale):
     while progress:
         progress = False
         for r in range(n):
-            while True:
-                g = nextg[r]
-                if g < len(groups[r]) and g in issued[r] and (r, g) not in start:
-                    start[(r, g)] = max(comm[r], issued[r][g])
-                    progress = True
-                if (r, g) in start and (r, g) not in end:
-                    _, sends, recv = groups[r][g]
-                    t = start[(r, g)]
+            for stream, queue in queues[r].items():
+                while head[r][stream] < len(queue):
+                    g = queue[head[r][stream]]
+                    if g not in issued[r]:
+                        break
+                    if (r, g) not in start:
+                        start[(r, g)] = max(free[r].get(stream, 0.0),
+                                            issued[r][g])
+                        progress = True
+                    _, sends, recv, _ = groups[r][g]
                     times = [moved(r, g, m, "R") for m in sends]
                     if recv:
                         times.append(moved(r, g, recv, "S"))
-                    if None not in times:
-                        end[(r, g)] = max([t] + times)
-                        comm[r] = end[(r, g)]
-                        if recv:
-                            received[r] = max(received[r], comm[r])
-                        nextg[r] += 1
-                        progress = True
-                        continue
-                if cur[r] in at[r] and at[r][cur[r]] not in issued[r]:
-                    issued[r][at[r][cur[r]]] = clock[r]
+                    if None in times:
+                        break
+                    end[(r, g)] = free[r][stream] = max([start[(r, g)]] + times)
+                    head[r][stream] += 1
                     progress = True
-                    continue
+            while True:
+                for g in at[r].get(cur[r], []):
+                    if g not in issued[r]:
+                        issued[r][g] = clock[r]
+                        progress = True
                 if cur[r] >= len(ranks[r]):
                     break
                 e = ranks[r][cur[r]]
                 if e[0] == "X":
-                    if any(groups[r][k][2] and (r, k) not in end
-                           for k in issued[r]):
-                        break  # compute after a receive waits for it
-                    clock[r] = max(clock[r], received[r]) + e[1] * scale
+                    # Compute after a receive waits for it.
+                    receives = [g for g in issued[r] if groups[r][g][2]]
+                    if any((r, g) not in end for g in receives):
+                        break
+                    last = max([end[(r, g)] for g in receives] or [0.0])
+                    clock[r] = max(clock[r], last) + e[1] * scale
                 elif e[0] == "S":
                     ready[e[1]] = clock[r]
                 cur[r] += 1
                 progress = True
-    done = all(cur[r] >= len(ranks[r]) and nextg[r] >= len(groups[r])
-               for r in range(n))
+    done = all(cur[r] >= len(ranks[r]) for r in range(n)) and \
+        len(end) == sum(len(g) for g in groups)
     step = max(max([clock[r]] + [end[k] for k in end if k[0] == r])
                for r in range(n))
     busy = [sum(e[1] * scale for e in ev if e[0] == "X") for ev in ranks]
@@ -204,7 +228,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     args = ap.parse_args()
     ranks = load(args.smpx, os.path.join(args.bin, "smp-artifact-text"))
-    for policy in ("artifact", "late", "ideal"):
+    for policy in ("artifact", "late", "pipes", "ideal"):
         done, step, busy = simulate(ranks, policy, args.compute_scale)
         bubble = 1 - sum(busy) / (len(busy) * step) if step else 0
         print(f"{policy:8s} finishes={done} step={step * 1e3:.3f} ms "

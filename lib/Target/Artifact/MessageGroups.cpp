@@ -22,8 +22,9 @@
 // collective once all of its group run it), every send at once at first
 // (the instruction's `join_tag` -3: Communicator::kAtOnce). Where every rank
 // would wait and a send at once is among the waiting, that send waits for
-// the next operation instead (no join_tag) and the run is played again;
-// where only groups of next operations wait, a send whose receive is not
+// the next operation instead (no join_tag; no rank has seen it, so the play
+// goes on as if it had from the start); where only groups of next
+// operations wait, a send whose receive is not
 // posted is held back for a later receive's group (`join_tag`: that
 // receive's tag, or -1 for the end of the step), with the messages after it
 // to the same peer, until every rank finishes. An evaluation's run (the
@@ -169,7 +170,7 @@ void Play::collect(int r) {
 /// when the rank has nothing left.
 bool Play::start(int r) {
   RankState &s = ranks[r];
-  bool atOnce = false; // a send at once: a group of the messages sent so
+  bool atOnce = false; // a send at once starts a group of those at once
   while (s.next < s.events.size() && s.events[s.next].kind == Event::Send) {
     int p = static_cast<int>(s.next++);
     s.posted.push_back(p);
