@@ -273,16 +273,14 @@ class Fuzzer:
 
     def run_cmd(self, model, smpx, n, metrics, run_flags, reference=False):
         """smprun's command line with `run_flags`; the plan's runs on
-        --device (the CUDA emulator's smprun-emu for cuda, sometimes each
-        step from the second as one CUDA graph), the one-rank reference on
-        the CPU."""
+        --device (the CUDA emulator's smprun-emu for cuda, with
+        --cuda-graph where drawn), the one-rank reference on the CPU."""
         cuda = self.args.device == "cuda" and not reference
         cmd = [self.smprun_emu if cuda else self.smprun, smpx, "--data",
                os.path.join(FIX, MODELS[model][1]),
                "--steps", str(self.args.steps), "--metrics", metrics,
-               "--device", "cuda" if cuda else "cpu"] + run_flags
-        if cuda and self.rng.random() < self.args.cuda_graph:
-            cmd += ["--cuda-graph"]
+               "--device", "cuda" if cuda else "cpu"] + \
+            [f for f in run_flags if cuda or f != "--cuda-graph"]
         if n > 1:
             # A hung collective ends the run with the rank and the message
             # it waits for.
@@ -291,6 +289,7 @@ class Fuzzer:
 
     def base(self, model, base_flags, run_flags):
         """The one-rank run of this model and optimizer (made once)."""
+        run_flags = [f for f in run_flags if f != "--cuda-graph"]
         key = (model, tuple(base_flags), tuple(run_flags))
         if key not in self.bases:
             tag = f"{model}-base{len(self.bases)}"
@@ -387,6 +386,8 @@ class Fuzzer:
         if rng.random() < self.args.eval:
             run_flags += ["--eval-data", os.path.join(FIX, MODELS[model][1]),
                           "--eval-every", "2"]
+        if self.args.device == "cuda" and rng.random() < self.args.cuda_graph:
+            run_flags += ["--cuda-graph"]  # the plan's runs only
         return model, base_flags, first, second, ref_flags, run_flags
 
     def compile(self, i, tag, model, flags, plan, desc):
