@@ -18,8 +18,8 @@ step's end (MessageGroups.cpp).
 Four rows per artifact:
   artifact  the groups as compiled;
   late      every send at once turned into one with the next operation
-            (how the runtime queued every send before 2026-12-07; holds
-            kept);
+            (how the runtime queued every send before 2026-12-06's
+            change; holds kept);
   pipes     a design not built: a communicator and a stream for each
             (from, to) pair of ranks, every send at once and every receive
             alone on its pair's stream;
