@@ -18,7 +18,13 @@
 // operations progress together, as NCCL's do: its receives are posted and
 // its sends' messages written first, then its collectives and receives
 // run, then its sends wait for their receives, so that no order NCCL
-// accepts deadlocks here.
+// accepts deadlocks here. That last wait holds the group's stream, not the
+// caller, as on a GPU: it is an item of its own (WorkKind::Lazy, Streams.h)
+// that runs when something needs the stream (its next work, a wait for an
+// event after it, a synchronization or query), so a rank goes on issuing
+// (and, with the kernels run as issued, computing) while its send waits;
+// a hang it finds is the communicator's asynchronous error and the
+// context's sticky one.
 //
 // What NCCL would hang on or corrupt is refused (ncclInvalidUsage, with the
 // emulator's report): ranks calling different collectives, counts, types or
@@ -39,6 +45,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "NcclReduce.h"
 #include "State.h"
 #include "Streams.h"
 
@@ -195,104 +202,6 @@ bool readFile(const ncclComm &c, const std::string &name, int from,
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
-/// a = a (op) b elementwise over n elements of type t (avg sums here).
-void combine(void *a, const void *b, size_t n, ncclDataType_t t, int op) {
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    T *x = static_cast<T *>(a);
-    const T *y = static_cast<const T *>(b);
-    for (size_t i = 0; i < n; ++i) {
-      switch (op) {
-      case ncclProd:
-        x[i] = x[i] * y[i];
-        break;
-      case ncclMax:
-        x[i] = y[i] > x[i] ? y[i] : x[i];
-        break;
-      case ncclMin:
-        x[i] = y[i] < x[i] ? y[i] : x[i];
-        break;
-      default: // sum, avg
-        x[i] = x[i] + y[i];
-      }
-    }
-  };
-  switch (t) {
-  case ncclInt8:
-    return run(int8_t());
-  case ncclUint8:
-    return run(uint8_t());
-  case ncclInt32:
-    return run(int32_t());
-  case ncclUint32:
-    return run(uint32_t());
-  case ncclInt64:
-    return run(int64_t());
-  case ncclUint64:
-    return run(uint64_t());
-  case ncclFloat32:
-    return run(float());
-  case ncclFloat64:
-    return run(double());
-  default:
-    break;
-  }
-  // f16/bf16: in f32, rounded once per rank's contribution (as a ring).
-  for (size_t i = 0; i < n; ++i) {
-    float x, y;
-    if (t == ncclFloat16) {
-      x = __half2float(static_cast<const __half *>(a)[i]);
-      y = __half2float(static_cast<const __half *>(b)[i]);
-    } else {
-      x = __bfloat162float(static_cast<const __nv_bfloat16 *>(a)[i]);
-      y = __bfloat162float(static_cast<const __nv_bfloat16 *>(b)[i]);
-    }
-    float r = op == ncclProd ? x * y
-              : op == ncclMax ? (y > x ? y : x)
-              : op == ncclMin ? (y < x ? y : x)
-                              : x + y;
-    if (t == ncclFloat16)
-      static_cast<__half *>(a)[i] = __float2half_rn(r);
-    else
-      static_cast<__nv_bfloat16 *>(a)[i] = __float2bfloat16_rn(r);
-  }
-}
-
-/// Divides n elements by `ranks` (ncclAvg).
-void average(void *a, size_t n, ncclDataType_t t, int ranks) {
-  for (size_t i = 0; i < n; ++i) {
-    switch (t) {
-    case ncclFloat32:
-      static_cast<float *>(a)[i] /= ranks;
-      break;
-    case ncclFloat64:
-      static_cast<double *>(a)[i] /= ranks;
-      break;
-    case ncclFloat16: {
-      __half &h = static_cast<__half *>(a)[i];
-      h = __float2half_rn(__half2float(h) / ranks);
-      break;
-    }
-    case ncclBfloat16: {
-      __nv_bfloat16 &h = static_cast<__nv_bfloat16 *>(a)[i];
-      h = __float2bfloat16_rn(__bfloat162float(h) / ranks);
-      break;
-    }
-    default: // integers: NCCL divides them too
-      switch (typeSize(t)) {
-      case 1:
-        static_cast<int8_t *>(a)[i] /= ranks;
-        break;
-      case 4:
-        static_cast<int32_t *>(a)[i] /= ranks;
-        break;
-      default:
-        static_cast<int64_t *>(a)[i] /= ranks;
-      }
-    }
   }
 }
 
@@ -462,9 +371,11 @@ ncclResult_t recv(const Op &o) {
 
 /// Runs a group's operations, which NCCL progresses together: what each
 /// gives the other ranks first (its receives posted, its sends' messages),
-/// then the collectives, the receives, and the sends' completions (their
-/// receives posted), so that no operation of the group waits for another.
-ncclResult_t runGroup(const std::deque<Op> &ops) {
+/// then the collectives and the receives, so that no operation of the group
+/// waits for another. The sends' completions (their receives posted) are
+/// sendsDone's, with the messages' numbers this leaves in `numbers`.
+ncclResult_t runGroup(const std::deque<Op> &ops,
+                      std::vector<uint64_t> &numbers) {
   ncclResult_t first = ncclSuccess;
   auto note = [&](ncclResult_t r) {
     if (first == ncclSuccess)
@@ -473,7 +384,6 @@ ncclResult_t runGroup(const std::deque<Op> &ops) {
   for (const Op &o : ops)
     if (o.what == Op::Recv)
       note(post(o));
-  std::vector<uint64_t> numbers;
   for (const Op &o : ops)
     if (o.what == Op::Send && first == ncclSuccess)
       note(send(o, numbers.emplace_back()));
@@ -483,11 +393,18 @@ ncclResult_t runGroup(const std::deque<Op> &ops) {
   for (const Op &o : ops)
     if (o.what == Op::Recv && first == ncclSuccess)
       note(recv(o));
+  return first;
+}
+
+/// A group's sends' waits for their receives to be posted.
+ncclResult_t sendsDone(const std::deque<Op> &ops,
+                       const std::vector<uint64_t> &numbers) {
   size_t k = 0;
   for (const Op &o : ops)
-    if (o.what == Op::Send && first == ncclSuccess)
-      note(sent(o, numbers[k++]));
-  return first;
+    if (o.what == Op::Send && k < numbers.size())
+      if (ncclResult_t r = sent(o, numbers[k++]))
+        return r;
+  return ncclSuccess;
 }
 
 /// With SMP_CUDAEMU_NCCL_TRACE=DIR: a line a group (or lone operation) as
@@ -543,18 +460,40 @@ ncclResult_t submit(std::deque<Op> ops) {
     std::atomic<bool> issuing{true}; // inside enqueueWork's call
   };
   auto run = std::make_shared<Run>();
+  auto shared = std::make_shared<const std::deque<Op>>(std::move(ops));
+  auto numbers = std::make_shared<std::vector<uint64_t>>();
+  bool sends = std::any_of(shared->begin(), shared->end(),
+                           [](const Op &o) { return o.what == Op::Send; });
+  // A failure after the call returned: the communicator's asynchronous
+  // error and the CUDA context's sticky one.
+  auto later = [shared](ncclResult_t r) {
+    shared->front().comm->asyncError = r;
+    setError(cudaErrorLaunchFailure, true);
+  };
   Issued issued = enqueueWork(
       stream,
-      [ops = std::move(ops), run] {
-        run->result = runGroup(ops);
+      [shared, numbers, run, later] {
+        numbers->clear(); // a graph's launches run this closure again
+        run->result = runGroup(*shared, *numbers);
         bool now = run->issuing && run->issuer == std::this_thread::get_id();
-        if (run->result != ncclSuccess && !now) {
-          ops.front().comm->asyncError = run->result;
-          setError(cudaErrorLaunchFailure, true);
-        }
+        if (run->result != ncclSuccess && !now)
+          later(run->result);
       },
       WorkKind::Ordered);
   run->issuing = false;
+  // The sends' waits for their receives hold the stream, not the caller:
+  // they run when something needs the stream (its next work, a wait for an
+  // event after them, a synchronization), as on a GPU.
+  if (sends && (!issued.ran || run->result == ncclSuccess))
+    issued = enqueueWork(
+        stream,
+        [shared, numbers, run, later] {
+          if (run->result != ncclSuccess)
+            return; // the group failed: told already
+          if (ncclResult_t r = sendsDone(*shared, *numbers))
+            later(r);
+        },
+        WorkKind::Lazy);
   for (cudaStream_t t : others)
     enqueueWait(t, issued.at);
   return issued.ran ? run->result : ncclSuccess;

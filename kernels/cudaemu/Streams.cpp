@@ -397,7 +397,8 @@ Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind) {
   }
   bool defer =
       isNull(h) ? deferredAt(0) : reinterpret_cast<EmuStream *>(h)->deferred;
-  if (defer)
+  bool lazy = kind == WorkKind::Lazy;
+  if (defer || lazy)
     anyDeferred = true;
   if (!anyDeferred.load()) {
     work();
@@ -409,9 +410,13 @@ Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind) {
   if (s.null)
     s.deferred = defer;
   runLegacyPeers(s);
-  Item it{++s.issued, ++k.serial, kind == WorkKind::Ordered, std::move(work)};
+  Item it{++s.issued, ++k.serial, kind == WorkKind::Ordered || lazy,
+          std::move(work)};
   StreamPoint at{s.id, it.position};
-  if (s.deferred && kind != WorkKind::Immediate) {
+  // A stream holding a lazy item queues what comes after it (stream order),
+  // as a deferred stream does, until something needs it.
+  bool queues = s.deferred || lazy || !s.queue.empty();
+  if (queues && kind != WorkKind::Immediate) {
     if (it.ordered)
       k.ordered[it.serial] = at;
     s.queue.push_back(std::move(it));

@@ -37,6 +37,9 @@ enum class WorkKind {
   Immediate, // run now, after the work before it on its stream
   Ordered,   // as Normal; runs after every Ordered item issued before it
              // (NCCL's operations: the ranks exchange in issue order)
+  Lazy,      // as Ordered, but queued on any stream, which then queues the
+             // work after it too, until something needs it (a send's wait
+             // for its receive: on a GPU it holds its stream, not the host)
 };
 
 /// What became of an issued item: where it sits, and whether it has run.

@@ -22,9 +22,11 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "EmuTestUtil.h"
@@ -569,6 +571,17 @@ TEST(CudaEmuDeathTest, ReportsWgmmaWithoutItsWholeWarpgroup) {
 
 /// body(comm, rank) on two ranks of one communicator: rank 0 here, rank 1
 /// in a child process; true when both return true.
+/// `body()` in a process of its own (an error it leaves in the CUDA
+/// context stays there).
+template <class Body> bool inChild(Body body) {
+  pid_t child = fork();
+  if (child == 0)
+    _exit(body() ? 0 : 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 template <class Body> bool onTwoRanks(Body body) {
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess)
@@ -663,17 +676,29 @@ TEST_F(CudaEmuNccl, ASendWaitsForItsReceiveToBePosted) {
     return ok && hostCopy(theirs, 1) == std::vector<float>{2.0f - rank};
   }));
   // Each rank's send alone, then its receive: a hang on a GPU, refused.
-  EXPECT_FALSE(onTwoRanks([](ncclComm_t comm, int rank) {
-    setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "1", 1);
-    float *mine = deviceCopy(std::vector<float>{1.0f + rank});
-    float *theirs = deviceCopy(std::vector<float>{0.0f});
-    int peer = 1 - rank;
-    if (ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr) != ncclSuccess) {
+  // The sends return at once (a send's wait holds its stream, not the
+  // caller); the synchronization finds the wait over: the communicator's
+  // asynchronous error and the context's sticky one (in a process of its
+  // own, which that error ends).
+  EXPECT_FALSE(inChild([] {
+    return onTwoRanks([](ncclComm_t comm, int rank) {
+      setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "1", 1);
+      float *mine = deviceCopy(std::vector<float>{1.0f + rank});
+      float *theirs = deviceCopy(std::vector<float>{0.0f});
+      int peer = 1 - rank;
+      EXPECT_EQ(ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr),
+                ncclSuccess);
+      EXPECT_EQ(ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr),
+                ncclSuccess);
+      if (cudaStreamSynchronize(nullptr) == cudaSuccess)
+        return true;
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm, &state);
       std::string why = ncclGetLastError(comm);
+      EXPECT_NE(state, ncclSuccess);
       EXPECT_NE(why.find("its receive never posted"), std::string::npos) << why;
       return false;
-    }
-    return ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess;
+    });
   }));
   // One way: rank 0's send alone, rank 1's receive alone.
   EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
@@ -681,6 +706,32 @@ TEST_F(CudaEmuNccl, ASendWaitsForItsReceiveToBePosted) {
     ncclResult_t r = rank == 0 ? ncclSend(d, 1, ncclFloat32, 1, comm, nullptr)
                                : ncclRecv(d, 1, ncclFloat32, 0, comm, nullptr);
     return r == ncclSuccess && hostCopy(d, 1) == std::vector<float>{5.0f};
+  }));
+}
+
+// A send alone holds its stream until its receive is posted, not the
+// caller: rank 0 goes on (here: writes a file) while rank 1 posts its
+// receive only once it sees that file; the synchronization then waits for
+// the send. (When the send held the caller, rank 0 never wrote the file.)
+TEST_F(CudaEmuNccl, ASendHoldsItsStreamNotTheCaller) {
+  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
+    setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "20", 1);
+    std::string flag = "/dev/shm/smp-cudaemu-test-" +
+                       std::to_string(rank == 0 ? getpid() : getppid());
+    float *d = deviceCopy(std::vector<float>{rank == 0 ? 7.0f : 0.0f});
+    if (rank == 0) {
+      bool ok = ncclSend(d, 1, ncclFloat32, 1, comm, nullptr) == ncclSuccess;
+      std::FILE *f = std::fopen(flag.c_str(), "w");
+      ok = ok && f && std::fclose(f) == 0;
+      return ok && cudaStreamSynchronize(nullptr) == cudaSuccess;
+    }
+    for (int i = 0; i < 2000 && access(flag.c_str(), F_OK) != 0; ++i)
+      usleep(10000);
+    bool seen = access(flag.c_str(), F_OK) == 0;
+    std::remove(flag.c_str());
+    return seen &&
+           ncclRecv(d, 1, ncclFloat32, 0, comm, nullptr) == ncclSuccess &&
+           hostCopy(d, 1) == std::vector<float>{7.0f};
   }));
 }
 
