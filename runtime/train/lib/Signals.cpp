@@ -4,25 +4,29 @@
 
 #include "smp/base/SignalSafe.h"
 
+#include <atomic>
 #include <csignal>
-#include <initializer_list>
 #include <cstdio>
+#include <initializer_list>
 #include <unistd.h>
 
 namespace smprt {
 namespace {
 
-volatile sig_atomic_t gStop = 0;
+// The first signal. Set by compare-and-swap: a process's signals go to any
+// of its threads, so two can be handled at once, and each must not take
+// itself for the first (a lock-free atomic is safe in a handler).
+std::atomic<int> gStop{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 // The handlers installed before ours (MPI's watchdog reports the operation
 // a rank was waiting in when a launcher ends it): a second signal goes on
 // to them.
 struct sigaction gPrevious[NSIG];
 
 void onSignal(int sig) {
-  if (gStop == 0) {
-    gStop = sig;
+  int none = 0;
+  if (gStop.compare_exchange_strong(none, sig))
     return;
-  }
   smp::base::writeStderr("\nsmprun: a second signal (");
   smp::base::writeStderr(signalName(sig));
   smp::base::writeStderr("): stopping now, without a checkpoint\n");
@@ -44,7 +48,7 @@ void installStopHandlers() {
     ::sigaction(sig, &sa, &gPrevious[sig]);
 }
 
-int stopRequested() { return gStop; }
+int stopRequested() { return gStop.load(); }
 
 const char *signalName(int sig) {
   switch (sig) {
