@@ -116,9 +116,7 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
   os << "  why: the fastest of " << r.plansFitting << " plans that fit ("
      << r.plansPriced << " priced in " << llvm::format("%.2f", r.plannerSeconds)
      << " s)";
-  bool interleavedPinned = (req.schedule && *req.schedule == "interleaved") ||
-                           (req.virtualStages && *req.virtualStages > 1);
-  if (p.pp > 1 && req.device.overlapsCommunication && !interleavedPinned)
+  if (p.pp > 1 && req.device.overlapsCommunication && !req.pinsInterleaved())
     os << "; the interleaved schedule is not searched on NCCL (its messages' "
           "groups wait for each other on the one communication stream: "
           "docs/architecture.md, \"Pipeline messages on NCCL\"; "

@@ -142,9 +142,7 @@ candidateSchedules(const Stages &st, const PlanRequest &req, int64_t pp,
   } else {
     for (const char *s : {"1f1b", "zb-h1", "gpipe"})
       schedules.push_back({s, 1});
-    bool pinned = (req.schedule && *req.schedule == "interleaved") ||
-                  (req.virtualStages && *req.virtualStages > 1);
-    if (req.device.overlapsCommunication && !pinned)
+    if (req.device.overlapsCommunication && !req.pinsInterleaved())
       return schedules;
     std::vector<int64_t> chunks = {2, 4};
     if (req.virtualStages && *req.virtualStages > 1)

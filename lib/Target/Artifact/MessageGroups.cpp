@@ -385,22 +385,21 @@ llvm::Error Play::run() {
                 "than its buffers waits for its receive): " +
                 why + "; train on the CPU target or with --schedule 1f1b");
   }
+  // Each send: held (its receive's tag, or -1), else at once, else none
+  // (with the next operation).
   const char *name = evaluation ? "eval_join_tag" : "join_tag";
   for (size_t r = 0; r < ranks.size(); ++r) {
     const RankState &s = ranks[r];
     for (size_t p = 0; p < s.events.size(); ++p) {
-      if (s.events[p].kind != Event::Send || s.late.count(p))
-        continue;
-      auto *attrs =
-          programs[r].mutable_instructions(s.events[p].inst)->mutable_attrs();
       auto it = joins.find({static_cast<int>(r), static_cast<int>(p)});
-      (*attrs)[name].set_i(it != joins.end() ? it->second : kAtOnce);
+      bool held = it != joins.end();
+      if (s.events[p].kind != Event::Send || (!held && s.late.count(p)))
+        continue;
+      (*programs[r]
+            .mutable_instructions(s.events[p].inst)
+            ->mutable_attrs())[name]
+          .set_i(held ? it->second : kAtOnce);
     }
-  }
-  for (const auto &[at, join] : joins) {
-    const Event &e = ranks[at.first].events[at.second];
-    (*programs[at.first].mutable_instructions(e.inst)->mutable_attrs())[name]
-        .set_i(join);
   }
   return llvm::Error::success();
 }
