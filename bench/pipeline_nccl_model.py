@@ -3,26 +3,24 @@
 
 Each rank has a compute stream (its instructions in order, each taking the
 roofline time of its `@flops` and `@bytes` at H100 rates plus a launch) and
-one communication stream on which NCCL runs its groups one after another,
-as smprun's CUDA backend does (runtime/exec/lib/ExecutorLanes.cpp,
+communication streams on which NCCL runs its groups one after another
+(runtime/exec/lib/ExecutorLanes.cpp,
 runtime/comm/lib/nccl/NcclCommunicator.cpp): a group is queued when the
 host reaches its receive (or, for a send at once, the send) and starts once
-the compute queued before it has run and the rank's previous group has
+the compute queued before it has run and its stream's previous group has
 ended; a message moves once the groups of its send and of its receive have
 both started, and a group ends when all of its messages have moved; the
-compute after a receive waits for the receive's group. The groups are
-made from the sends' join_tag as NcclCommunicator makes them: at once
-(-3), with the next operation (none), held for a receive's tag or the
-step's end (MessageGroups.cpp).
+compute after a receive waits for the receive's group.
 
-Four rows per artifact:
-  artifact  the groups as compiled;
-  late      every send at once turned into one with the next operation
-            (how the runtime queued every send before 2026-12-06's
-            change; holds kept);
-  pipes     a design not built: a communicator and a stream for each
-            (from, to) pair of ranks, every send at once and every receive
-            alone on its pair's stream;
+Three rows per artifact:
+  pipes     as smprun's CUDA backend runs them since 2026-12-07
+            (openPipes): a communicator and a stream for each (from, to)
+            pair of ranks, every send at once and every receive alone on
+            its pair's stream;
+  one-stream  every group on the rank's one communication stream, each
+            send with the rank's next operation (how the runtime queued
+            sends before 2026-12-06; from then to its pipes the compiler
+            chose per send: at once, with the next operation or held);
   ideal     sends that never wait (posted at once, each message moving as
             soon as its bytes exist: MPI with unbounded buffers), the
             schedule's own bubble.
@@ -45,7 +43,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEAK, BANDWIDTH, LAUNCH = 989e12, 3.35e12, 4e-6  # H100 SXM bf16, HBM3
 LINK, LATENCY = 100e9, 10e-6
-AT_ONCE, NEXT = -3, -2
 
 
 def attr(block, key, kind):
@@ -56,7 +53,7 @@ def attr(block, key, kind):
 
 def load(smpx, tool):
     """Per rank: its training run's events, ('X', seconds), ('S', message,
-    join, tag, bytes), ('R', message, tag) or ('C',)."""
+    tag, bytes), ('R', message, tag) or ('C',)."""
     ranks = []
     paths = glob.glob(os.path.join(smpx, "rank*.program.pb"))
     for r in range(len(paths)):
@@ -75,9 +72,7 @@ def load(smpx, tool):
                 n = count.get(pair, 0)
                 count[pair] = n + 1
                 if op == "send":
-                    join = attr(b, "join_tag", "i")
-                    events.append(("S", pair + (n,),
-                                   NEXT if join is None else int(join), tag,
+                    events.append(("S", pair + (n,), tag,
                                    (attr(b, "@bytes", "f") or 0) / 2))
                 else:
                     events.append(("R", pair + (n,), tag))
@@ -103,47 +98,32 @@ def groups_of(events, policy):
     stream)."""
     posted, groups = {}, []
 
-    def take(stream, kind, tag):
-        queue = posted.setdefault(stream, [])
-        taken, left, waiting = [], [], set()
-        for m, join in queue:
-            nxt = join == AT_ONCE or (kind != "once" and join == NEXT)
-            if kind == "end" or (m[1] not in waiting and
-                                 (nxt or (tag is not None and join == tag))):
-                taken.append(m)
-            else:
-                waiting.add(m[1])
-                left.append((m, join))
-        queue[:] = left
+    def take(stream):
+        taken = posted.get(stream, [])
+        posted[stream] = []
         return taken
 
     for i, e in enumerate(events):
         if e[0] == "S" and policy != "ideal":
-            join = e[2]
-            if policy == "late" and join == AT_ONCE:
-                join = NEXT
-            if policy == "pipes":
-                join = AT_ONCE
             stream = stream_of(policy, e)
-            posted.setdefault(stream, []).append((e[1], join))
-            if join == AT_ONCE:
-                groups.append((i, take(stream, "once", None), None, stream))
+            posted.setdefault(stream, []).append(e[1])
+            if policy == "pipes":  # at once, alone on its pair's stream
+                groups.append((i, take(stream), None, stream))
         elif e[0] == "R":
             stream = stream_of(policy, e)
-            groups.append((i, take(stream, "recv", e[2]), e[1], stream))
+            groups.append((i, take(stream), e[1], stream))
         elif e[0] == "C":
-            groups.append((i, take(0, "coll", None), None, 0))
-    for stream, queue in posted.items():
+            groups.append((i, take(0), None, 0))
+    for stream, queue in list(posted.items()):
         if queue:
-            groups.append((len(events), take(stream, "end", None), None,
-                           stream))
+            groups.append((len(events), take(stream), None, stream))
     return groups
 
 
 def simulate(ranks, policy, scale):
     n = len(ranks)
     groups = [groups_of(e, policy) for e in ranks]
-    size = {e[1]: e[4] for ev in ranks for e in ev if e[0] == "S"}
+    size = {e[1]: e[3] for ev in ranks for e in ev if e[0] == "S"}
     where = {}  # message -> {"S": (rank, group), "R": (rank, group)}
     queues = [{} for _ in range(n)]  # stream -> its groups in issue order
     at = [{} for _ in range(n)]      # event index -> the groups it issues
@@ -228,10 +208,10 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     args = ap.parse_args()
     ranks = load(args.smpx, os.path.join(args.bin, "smp-artifact-text"))
-    for policy in ("artifact", "late", "pipes", "ideal"):
+    for policy in ("pipes", "one-stream", "ideal"):
         done, step, busy = simulate(ranks, policy, args.compute_scale)
         bubble = 1 - sum(busy) / (len(busy) * step) if step else 0
-        print(f"{policy:8s} finishes={done} step={step * 1e3:.3f} ms "
+        print(f"{policy:10s} finishes={done} step={step * 1e3:.3f} ms "
               f"compute/rank={[round(b * 1e3, 3) for b in busy]} "
               f"bubble={bubble:.3f}")
     return 0

@@ -67,7 +67,13 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec,
 }
 
 /// Issues the graph's work on `stream` in its captured order: after the
-/// stream's work before the launch, before its work after.
+/// stream's work before the launch, before its work after; its Lazy items
+/// (sends' waits for their receives) last, since on one stream each would
+/// hold the work captured on other streams behind it, where on a GPU it
+/// holds only its own branch of the graph (the pipeline's sends to one
+/// peer on their own stream, beside the receives from another). So a
+/// launch finds no hang that a send's wait causes; the same work issued
+/// outside a graph (smprun's first step, before the record) does.
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
   if (!graphExec)
     return cudaErrorInvalidValue;
@@ -78,8 +84,11 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
   }
   if (cudaError_t e = stickyError())
     return e; // a faulted context runs nothing more
-  for (const CapturedWork &w : graphOf(graphExec)->body->work)
-    enqueueWork(stream, w.work, w.kind);
+  const std::vector<CapturedWork> &work = graphOf(graphExec)->body->work;
+  for (bool lazy : {false, true})
+    for (const CapturedWork &w : work)
+      if ((w.kind == WorkKind::Lazy) == lazy)
+        enqueueWork(stream, w.work, w.kind, w.order);
   return cudaSuccess;
 }
 

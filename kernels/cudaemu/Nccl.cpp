@@ -37,9 +37,14 @@
 // called and issued on its stream as one piece of work (Streams.cpp): it
 // runs then, or, on a stream SMP_CUDAEMU_DEFER defers, when the stream's
 // work reaches it; the exchange with the other ranks happens when it runs.
-// The operations of a process run in the order they were issued (an
-// operation runs the ones issued before it first), the order every rank
-// issues them in. A failure of a deferred operation is the communicator's
+// The operations of a communicator run in the order they were issued (an
+// operation runs the ones of its communicator issued before it first), the
+// order every rank issues them in; those of two communicators on two
+// streams apart, as on a GPU (a pipeline's communicator per pair of ranks
+// and direction). While a rank waits for another (a message, a receive
+// posted), its streams held by a send whose receive has been posted go on
+// (progressQueued, Streams.h): the GPU would not wait for the host there.
+// A failure of a deferred operation is the communicator's
 // asynchronous error (ncclCommGetAsyncError) and the CUDA context's sticky
 // error.
 //
@@ -77,6 +82,7 @@ using namespace smp::cudaemu;
 struct ncclComm {
   int magic = 0x6e63;
   int nranks = 1, rank = 0;
+  int serial = 0; // the process's communicators, 1 the first made
   std::string dir;
   uint64_t collectives = 0;
   std::vector<uint64_t> sent, received; // messages per peer
@@ -198,6 +204,9 @@ bool readFile(const ncclComm &c, const std::string &name, int from,
                  " s (a real run would hang; SMP_CUDAEMU_NCCL_TIMEOUT)");
       return false;
     }
+    // Meanwhile the streams whose sends' receives were posted go on.
+    if (progressQueued())
+      continue;
     if (spins < 100)
       std::this_thread::yield();
     else
@@ -396,6 +405,26 @@ ncclResult_t runGroup(const std::deque<Op> &ops,
   return first;
 }
 
+/// Whether every send of a group has had its receive posted (a probe:
+/// sendsDone then waits for nothing).
+bool receivesPosted(const std::deque<Op> &ops,
+                    const std::vector<uint64_t> &numbers) {
+  if (static_cast<size_t>(
+          std::count_if(ops.begin(), ops.end(), [](const Op &o) {
+            return o.what == Op::Send;
+          })) != numbers.size())
+    return false; // the group has not run
+  size_t k = 0;
+  for (const Op &o : ops)
+    if (o.what == Op::Send && k < numbers.size() &&
+        access(
+            (o.comm->dir + "/r" + pairName(o.comm->rank, o.peer, numbers[k++]))
+                .c_str(),
+            F_OK) != 0)
+      return false;
+  return true;
+}
+
 /// A group's sends' waits for their receives to be posted.
 ncclResult_t sendsDone(const std::deque<Op> &ops,
                        const std::vector<uint64_t> &numbers) {
@@ -408,7 +437,8 @@ ncclResult_t sendsDone(const std::deque<Op> &ops,
 }
 
 /// With SMP_CUDAEMU_NCCL_TRACE=DIR: a line a group (or lone operation) as
-/// it is issued, appended to DIR/nccl.<pid>.txt: "rank R of N:" and its
+/// it is issued, appended to DIR/nccl.<pid>.txt: "comm C, rank R of N:"
+/// (C: the process's C-th communicator, its first op's) and its
 /// operations in order ("send to P (B bytes)", "recv from P (B bytes)",
 /// "ncclAllReduce (B bytes)", ...), so that the groups a runtime makes
 /// can be read and tested without a GPU.
@@ -417,7 +447,8 @@ void trace(const std::deque<Op> &ops) {
   if (!dir || !*dir || ops.empty())
     return;
   const ncclComm &c = *ops.front().comm;
-  std::string line = "rank " + std::to_string(c.rank) + " of " +
+  std::string line = "comm " + std::to_string(c.serial) + ", rank " +
+                     std::to_string(c.rank) + " of " +
                      std::to_string(c.nranks) + ":";
   for (const Op &o : ops) {
     std::string bytes =
@@ -464,6 +495,12 @@ ncclResult_t submit(std::deque<Op> ops) {
   auto numbers = std::make_shared<std::vector<uint64_t>>();
   bool sends = std::any_of(shared->begin(), shared->end(),
                            [](const Op &o) { return o.what == Op::Send; });
+  // Ordered per communicator (a group of several: its first one's); a
+  // group of sends alone waits for no one and may run while the host waits.
+  WorkOrder order;
+  order.key = reinterpret_cast<uintptr_t>(shared->front().comm);
+  order.mayWait = std::any_of(shared->begin(), shared->end(),
+                              [](const Op &o) { return o.what != Op::Send; });
   // A failure after the call returned: the communicator's asynchronous
   // error and the CUDA context's sticky one.
   auto later = [shared](ncclResult_t r) {
@@ -479,12 +516,15 @@ ncclResult_t submit(std::deque<Op> ops) {
         if (run->result != ncclSuccess && !now)
           later(run->result);
       },
-      WorkKind::Ordered);
+      WorkKind::Ordered, order);
   run->issuing = false;
   // The sends' waits for their receives hold the stream, not the caller:
   // they run when something needs the stream (its next work, a wait for an
   // event after them, a synchronization), as on a GPU.
-  if (sends && (!issued.ran || run->result == ncclSuccess))
+  if (sends && (!issued.ran || run->result == ncclSuccess)) {
+    order.ready = [shared, numbers, run] {
+      return run->result != ncclSuccess || receivesPosted(*shared, *numbers);
+    };
     issued = enqueueWork(
         stream,
         [shared, numbers, run, later] {
@@ -493,7 +533,8 @@ ncclResult_t submit(std::deque<Op> ops) {
           if (ncclResult_t r = sendsDone(*shared, *numbers))
             later(r);
         },
-        WorkKind::Lazy);
+        WorkKind::Lazy, order);
+  }
   for (cudaStream_t t : others)
     enqueueWait(t, issued.at);
   return issued.ran ? run->result : ncclSuccess;
@@ -564,7 +605,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return failed(ncclInvalidArgument, "rank " + std::to_string(rank) +
                                            " of " + std::to_string(nranks));
+  static std::atomic<int> made{0};
   auto *c = new ncclComm;
+  c->serial = ++made;
   c->nranks = nranks;
   c->rank = rank;
   c->dir.assign(id.internal, strnlen(id.internal, sizeof id.internal));

@@ -1,6 +1,7 @@
 //===- Streams.cpp - Streams, events and deferred work of the emulator ----===//
 //
-// The cudart stream and event calls, and the scheduler every piece of work
+// The cudart stream and event calls (stream capture's: StreamCapture.cpp,
+// sharing the state of StreamsState.h), and the scheduler every piece of work
 // (a launch, an asynchronous copy or memset, an event record, a wait, a
 // stream-ordered free, a cuBLASLt product, an NCCL operation or group) is
 // issued through. By default a stream runs its work when it is issued.
@@ -20,6 +21,7 @@
 
 #include "Streams.h"
 #include "State.h"
+#include "StreamsState.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +34,7 @@
 #include <string>
 
 using namespace smp::cudaemu;
+using namespace smp::cudaemu::streams;
 
 namespace {
 
@@ -68,95 +71,6 @@ bool deferredAt(int priority) {
   }
 }
 
-/// A piece of work on a stream.
-struct Item {
-  uint64_t position = 0; // on its stream: 1 the first issued
-  uint64_t serial = 0;   // in the process's issue order
-  bool ordered = false;  // WorkKind::Ordered
-  std::function<void()> work;
-};
-
-} // namespace
-
-struct Capture;
-
-struct EmuStream {
-  uint64_t id = 0;
-  int device = 0;
-  unsigned flags = 0;
-  int priority = 0;
-  bool deferred = false;
-  bool null = false;
-  std::deque<Item> queue;
-  uint64_t issued = 0, done = 0;
-  bool running = false; // an item of it is running (no re-entry)
-  Capture *capture = nullptr; // the stream capture it is part of
-};
-
-/// What a stream has been ordered after in a capture: for each stream of
-/// the capture (by serial), how many of its captured items.
-using CaptureClock = std::map<uint64_t, uint64_t>;
-
-/// A stream capture in progress (cudaStreamBeginCapture's): the streams it
-/// joined (the origin first, then each that waited for an event recorded
-/// in it) and the work they issued since, in issue order.
-struct Capture {
-  uint64_t id = 0;
-  EmuStream *origin = nullptr;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
-  std::shared_ptr<GraphBody> body = std::make_shared<GraphBody>();
-  std::string invalid; // why it was invalidated; empty while it is valid
-  std::vector<EmuStream *> members;
-  CaptureClock issued;                    // items captured on each stream
-  std::map<uint64_t, CaptureClock> after; // each member's dependencies
-};
-
-namespace {
-
-/// When an event's record ran (cudaEventElapsedTime's clock): shared with
-/// the queued record, which outlives a destroyed event.
-struct Clock {
-  bool recorded = false;
-  std::chrono::steady_clock::time_point at{};
-};
-struct EmuEvent {
-  unsigned flags;
-  std::shared_ptr<Clock> clock = std::make_shared<Clock>();
-  StreamPoint at;        // its last record, as issued
-  bool recorded = false; // ever recorded
-  /// The capture its last record was made in (its serial; 0: none), and
-  /// what that record stood for in it.
-  uint64_t capture = 0;
-  CaptureClock captured;
-};
-
-struct Scheduler {
-  std::recursive_mutex mutex;
-  std::map<uint64_t, EmuStream *> live;    // every stream by serial
-  std::map<int, EmuStream *> nulls;        // each device's null stream
-  std::map<uint64_t, StreamPoint> ordered; // queued Ordered items by serial
-  std::map<uint64_t, Capture *> captures;  // in progress, by serial
-  uint64_t serial = 0;
-  uint64_t streams = 0;
-  uint64_t captureSerial = 0;
-};
-Scheduler &sched() {
-  static Scheduler *s = new Scheduler; // never destroyed: used at exit
-  return *s;
-}
-/// Set once a stream defers: from then on, every issue goes through the
-/// scheduler's lock.
-std::atomic<bool> anyDeferred{false};
-/// How many stream captures are in progress: while none is, issuing work
-/// never looks for one.
-std::atomic<int> activeCaptures{0};
-
-using Lock = std::lock_guard<std::recursive_mutex>;
-
-bool isNull(cudaStream_t s) {
-  return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
-}
-
 EmuStream *registerStream(EmuStream *s) {
   Scheduler &k = sched();
   Lock lock(k.mutex);
@@ -165,40 +79,41 @@ EmuStream *registerStream(EmuStream *s) {
   return s;
 }
 
-/// The stream a handle names (under the lock).
-EmuStream &resolve(cudaStream_t h) {
-  if (!isNull(h))
-    return *reinterpret_cast<EmuStream *>(h);
-  Scheduler &k = sched();
-  int device = emuCurrentDevice();
-  EmuStream *&s = k.nulls[device];
-  if (!s) {
-    s = new EmuStream;
-    s->device = device;
-    s->null = true;
-    registerStream(s);
-  }
-  return *s;
-}
-
 void runStream(EmuStream &s, uint64_t upTo);
 
-/// Runs every queued Ordered item issued before `serial`.
-void runOrderedBefore(uint64_t serial) {
-  auto &m = sched().ordered;
-  while (!m.empty() && m.begin()->first < serial) {
-    auto [key, point] = *m.begin();
+/// Runs every queued Ordered item of `key` issued before `serial`.
+void runOrderedBefore(uintptr_t key, uint64_t serial) {
+  auto &all = sched().ordered;
+  for (;;) {
+    auto m = all.find(key);
+    if (m == all.end() || m->second.empty() ||
+        m->second.begin()->first >= serial)
+      return;
+    auto [first, point] = *m->second.begin();
     runUpTo(point);
-    m.erase(key); // ran (never loop on one that cannot)
+    m = all.find(key); // ran (never loop on one that cannot)
+    if (m != all.end())
+      m->second.erase(first);
   }
+}
+
+/// Takes a queued Ordered item out of the scheduler's map.
+void forgetOrdered(const Item &it) {
+  auto &all = sched().ordered;
+  auto m = all.find(it.order.key);
+  if (m == all.end())
+    return;
+  m->second.erase(it.serial);
+  if (m->second.empty())
+    all.erase(m);
 }
 
 void execute(EmuStream &s, Item &it) {
   bool was = s.running;
   s.running = true;
   if (it.ordered) {
-    runOrderedBefore(it.serial);
-    sched().ordered.erase(it.serial);
+    runOrderedBefore(it.order.key, it.serial);
+    forgetOrdered(it);
   }
   it.work();
   s.running = was;
@@ -243,6 +158,29 @@ bool pending(StreamPoint p) {
   return it != k.live.end() && it->second->done < p.position;
 }
 
+/// Whether queued item `it` would run now without waiting for another
+/// process or for work that has not run (progressQueued's test, under the
+/// lock): not an Ordered item behind an earlier one of its key, nor one
+/// that may wait; a Lazy item only once it is ready; a wait only for work
+/// that has run.
+bool runsNow(const Item &it) {
+  Scheduler &k = sched();
+  if (it.ordered) {
+    auto m = k.ordered.find(it.order.key);
+    if (m != k.ordered.end() && !m->second.empty() &&
+        m->second.begin()->first < it.serial)
+      return false;
+    if (it.lazy)
+      return it.order.ready && it.order.ready();
+    return !it.order.mayWait;
+  }
+  StreamPoint p = it.order.waitsFor;
+  if (p.stream == 0)
+    return true;
+  auto w = k.live.find(p.stream);
+  return w == k.live.end() || w->second->done >= p.position;
+}
+
 cudaError_t makeStream(cudaStream_t *out, unsigned flags, int priority) {
   if (!out || (flags & ~unsigned(cudaStreamNonBlocking)))
     return cudaErrorInvalidValue;
@@ -258,141 +196,30 @@ cudaError_t makeStream(cudaStream_t *out, unsigned flags, int priority) {
   return cudaSuccess;
 }
 
-EmuEvent *event(cudaEvent_t e) { return reinterpret_cast<EmuEvent *>(e); }
-
-/// Marks capture `c` invalid (its end will fail) and says why, once.
-void invalidate(Capture &c, const std::string &why) {
-  if (!c.invalid.empty())
-    return;
-  c.invalid = why;
-  report("stream capture invalidated: " + why);
-}
-
-/// Ends capture `c`: its streams are captured no more (under the lock).
-void leave(Capture *c) {
-  for (EmuStream *m : c->members)
-    m->capture = nullptr;
-  sched().captures.erase(c->id);
-  --activeCaptures;
-  delete c;
-}
-
-void orderAfter(CaptureClock &into, const CaptureClock &from) {
-  for (const auto &[stream, n] : from)
-    into[stream] = std::max(into[stream], n);
-}
-
-/// Work on the legacy null stream while a blocking stream of its device is
-/// captured: cudart refuses the implicit dependency and invalidates the
-/// capture (under the lock).
-void implicitUse(EmuStream &null) {
-  for (auto &[id, c] : sched().captures)
-    for (EmuStream *m : c->members)
-      if (m->device == null.device && !(m->flags & cudaStreamNonBlocking)) {
-        invalidate(*c, "the legacy null stream was used while a blocking "
-                       "stream of its device is captured");
-        setError(cudaErrorStreamCaptureImplicit);
-        break;
-      }
-}
-
-/// Appends `work` to the capture of `s` when it has one.
-bool captureWork(EmuStream &s, std::function<void()> &work, WorkKind kind) {
-  Capture *c = s.capture;
-  if (!c) {
-    if (s.null)
-      implicitUse(s);
-    return false;
-  }
-  c->body->work.push_back({std::move(work), kind});
-  uint64_t n = ++c->issued[s.id];
-  c->after[s.id][s.id] = n;
-  return true;
-}
-
-/// cudaStreamSynchronize or cudaStreamQuery (`call`) of a captured stream,
-/// or of the legacy null stream during a capture: refused, the capture
-/// invalidated.
-cudaError_t refuseCapturedStream(cudaStream_t h, const char *call) {
-  if (activeCaptures.load() && isNull(h))
-    return refuseDuringCapture(call);
-  return refuseOnCapturedStream(h, std::string(call) + " of a captured stream");
-}
-
-/// A query or synchronization (`call`) of an event last recorded in a
-/// capture: it stands for no work that runs.
-cudaError_t capturedEvent(const char *call) {
-  report(std::string(call) +
-         " of an event last recorded in a captured stream: it stands for "
-         "work of a graph, not of a stream");
-  setError(cudaErrorCapturedEvent);
-  return cudaErrorCapturedEvent;
-}
-
-/// An event recorded on a captured stream stands for what that stream is
-/// ordered after in the capture.
-bool recordInCapture(cudaStream_t h, EmuEvent &e) {
-  e.capture = 0;
-  if (!activeCaptures.load())
-    return false;
-  Lock lock(sched().mutex);
-  EmuStream &s = resolve(h);
-  if (!s.capture)
-    return false;
-  e.capture = s.capture->id;
-  e.captured = s.capture->after[s.id];
-  e.at = {};
-  return true;
-}
-
-/// cudaStreamWaitEvent while a capture is in progress or of an event
-/// recorded in one: a stream that waits for an event of a capture joins
-/// it; a captured stream may not wait for work outside its capture.
-cudaError_t waitInCapture(cudaStream_t h, EmuEvent &e) {
-  Scheduler &k = sched();
-  Lock lock(k.mutex);
-  EmuStream &s = resolve(h);
-  if (!e.capture) {
-    if (s.capture && e.recorded) {
-      invalidate(*s.capture, "a captured stream waited for an event "
-                             "recorded outside the capture");
-      setError(cudaErrorStreamCaptureIsolation);
-      return cudaErrorStreamCaptureIsolation;
-    }
-    if (!s.capture)
-      enqueueWait(h, e.at);
-    return cudaSuccess; // a never-recorded event: nothing to wait for
-  }
-  auto it = k.captures.find(e.capture);
-  if (it == k.captures.end())
-    return capturedEvent("cudaStreamWaitEvent");
-  Capture *c = it->second;
-  if (s.null || (s.capture && s.capture != c)) {
-    report(std::string("cudaStreamWaitEvent of ") +
-           (s.null ? "the legacy null stream" : "a stream of another capture") +
-           " on an event of a capture");
-    invalidate(*c, "a stream outside it waited for its event");
-    cudaError_t err =
-        s.null ? cudaErrorStreamCaptureImplicit : cudaErrorStreamCaptureMerge;
-    setError(err);
-    return err;
-  }
-  if (!s.capture) {
-    s.capture = c;
-    c->members.push_back(&s);
-  }
-  orderAfter(c->after[s.id], e.captured);
-  return cudaSuccess;
-}
-
 } // namespace
+
+EmuStream &smp::cudaemu::streams::resolve(cudaStream_t h) {
+  if (!isNull(h))
+    return *reinterpret_cast<EmuStream *>(h);
+  Scheduler &k = sched();
+  int device = emuCurrentDevice();
+  EmuStream *&s = k.nulls[device];
+  if (!s) {
+    s = new EmuStream;
+    s->device = device;
+    s->null = true;
+    registerStream(s);
+  }
+  return *s;
+}
 
 namespace smp::cudaemu {
 
-Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind) {
+Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind,
+                   WorkOrder order) {
   if (activeCaptures.load()) {
     Lock lock(sched().mutex);
-    if (captureWork(resolve(h), work, kind))
+    if (captureWork(resolve(h), work, kind, order))
       return {{}, false};
   }
   bool defer =
@@ -410,15 +237,15 @@ Issued enqueueWork(cudaStream_t h, std::function<void()> work, WorkKind kind) {
   if (s.null)
     s.deferred = defer;
   runLegacyPeers(s);
-  Item it{++s.issued, ++k.serial, kind == WorkKind::Ordered || lazy,
-          std::move(work)};
+  Item it{++s.issued, ++k.serial,      kind == WorkKind::Ordered || lazy,
+          lazy,       std::move(work), std::move(order)};
   StreamPoint at{s.id, it.position};
   // A stream holding a lazy item queues what comes after it (stream order),
   // as a deferred stream does, until something needs it.
   bool queues = s.deferred || lazy || !s.queue.empty();
   if (queues && kind != WorkKind::Immediate) {
     if (it.ordered)
-      k.ordered[it.serial] = at;
+      k.ordered[it.order.key][it.serial] = at;
     s.queue.push_back(std::move(it));
     return {at, false};
   }
@@ -437,8 +264,12 @@ StreamPoint streamTail(cudaStream_t h) {
 }
 
 void enqueueWait(cudaStream_t h, StreamPoint point) {
-  if (point.stream != 0)
-    enqueueWork(h, [point] { runUpTo(point); });
+  if (point.stream == 0)
+    return;
+  WorkOrder order;
+  order.waitsFor = point;
+  enqueueWork(
+      h, [point] { runUpTo(point); }, WorkKind::Normal, std::move(order));
 }
 
 void runUpTo(StreamPoint p) {
@@ -455,7 +286,33 @@ void runOrdered() {
   if (!anyDeferred.load())
     return;
   Lock lock(sched().mutex);
-  runOrderedBefore(~uint64_t(0));
+  auto &all = sched().ordered;
+  while (!all.empty()) {
+    uintptr_t key = all.begin()->first;
+    runOrderedBefore(key, ~uint64_t(0));
+    all.erase(key); // ran (never loop on one that cannot)
+  }
+}
+
+bool progressQueued() {
+  if (!anyDeferred.load())
+    return false;
+  Scheduler &k = sched();
+  Lock lock(k.mutex);
+  bool ran = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (auto &[id, t] : k.live) {
+      EmuStream &s = *t;
+      while (!s.running && !s.queue.empty() && runsNow(s.queue.front())) {
+        Item it = std::move(s.queue.front());
+        s.queue.pop_front();
+        execute(s, it);
+        again = ran = true;
+      }
+    }
+  }
+  return ran;
 }
 
 void runLegacy() {
@@ -467,44 +324,6 @@ void runLegacy() {
   for (auto &[id, t] : k.live)
     if (t->device == device && !(t->flags & cudaStreamNonBlocking))
       drain(*t);
-}
-
-std::shared_ptr<GraphBody> capturedBody(cudaStream_t h) {
-  if (!activeCaptures.load())
-    return nullptr;
-  Lock lock(sched().mutex);
-  Capture *c = resolve(h).capture;
-  return c ? c->body : nullptr;
-}
-
-cudaError_t refuseOnCapturedStream(cudaStream_t h, const std::string &why) {
-  if (!activeCaptures.load())
-    return cudaSuccess;
-  Lock lock(sched().mutex);
-  Capture *c = resolve(h).capture;
-  if (!c)
-    return cudaSuccess;
-  invalidate(*c, why);
-  setError(cudaErrorStreamCaptureUnsupported);
-  return cudaErrorStreamCaptureUnsupported;
-}
-
-cudaError_t refuseDuringCapture(const char *call) {
-  if (!activeCaptures.load())
-    return cudaSuccess;
-  Lock lock(sched().mutex);
-  bool refused = false;
-  for (auto &[id, c] : sched().captures)
-    if (c->mode != cudaStreamCaptureModeRelaxed) {
-      invalidate(*c, std::string(call) +
-                         " was called while a stream is captured (it waits "
-                         "for the device or allocates synchronously)");
-      refused = true;
-    }
-  if (!refused)
-    return cudaSuccess;
-  setError(cudaErrorStreamCaptureUnsupported);
-  return cudaErrorStreamCaptureUnsupported;
 }
 
 void runAll() {
@@ -695,78 +514,6 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start,
   }
   *ms = std::chrono::duration<float, std::milli>(e->clock->at - s->clock->at)
             .count();
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
-                                   enum cudaStreamCaptureMode mode) {
-  Scheduler &k = sched();
-  Lock lock(k.mutex);
-  if (isNull(stream)) {
-    report("cudaStreamBeginCapture of the legacy null stream: cudart "
-           "captures only streams made by cudaStreamCreate*");
-    return cudaErrorStreamCaptureUnsupported;
-  }
-  EmuStream &s = resolve(stream);
-  if (s.capture)
-    return cudaErrorIllegalState;
-  auto *c = new Capture;
-  c->id = ++k.captureSerial;
-  c->origin = &s;
-  c->mode = mode;
-  c->members.push_back(&s);
-  s.capture = c;
-  k.captures[c->id] = c;
-  ++activeCaptures;
-  return cudaSuccess;
-}
-
-/// The capture's graph, when it is valid and every stream it joined has
-/// been joined back: the origin ordered after each one's last captured
-/// work (cudart's cudaErrorStreamCaptureUnjoined otherwise).
-cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
-  Scheduler &k = sched();
-  Lock lock(k.mutex);
-  if (!pGraph)
-    return cudaErrorInvalidValue;
-  *pGraph = nullptr;
-  Capture *c = isNull(stream) ? nullptr : resolve(stream).capture;
-  if (!c)
-    return cudaErrorIllegalState;
-  if (c->origin != &resolve(stream)) {
-    report("cudaStreamEndCapture of a stream that joined a capture but "
-           "did not begin it");
-    return cudaErrorStreamCaptureUnmatched;
-  }
-  cudaError_t result = cudaSuccess;
-  if (!c->invalid.empty())
-    result = cudaErrorStreamCaptureInvalidated;
-  CaptureClock &joined = c->after[c->origin->id];
-  for (EmuStream *m : c->members)
-    if (result == cudaSuccess && joined[m->id] < c->issued[m->id]) {
-      report("cudaStreamEndCapture: stream " + std::to_string(m->id) +
-             " joined the capture and its last captured work is not "
-             "joined back (the origin stream never waited for an event "
-             "recorded after it)");
-      result = cudaErrorStreamCaptureUnjoined;
-    }
-  if (result == cudaSuccess)
-    *pGraph = reinterpret_cast<cudaGraph_t>(new EmuGraph{c->body});
-  leave(c);
-  return result;
-}
-
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
-                                  enum cudaStreamCaptureStatus *status) {
-  if (!status)
-    return cudaErrorInvalidValue;
-  *status = cudaStreamCaptureStatusNone;
-  if (!activeCaptures.load())
-    return cudaSuccess;
-  Lock lock(sched().mutex);
-  if (Capture *c = resolve(stream).capture)
-    *status = c->invalid.empty() ? cudaStreamCaptureStatusActive
-                                 : cudaStreamCaptureStatusInvalidated;
   return cudaSuccess;
 }
 

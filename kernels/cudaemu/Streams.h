@@ -42,6 +42,24 @@ enum class WorkKind {
              // for its receive: on a GPU it holds its stream, not the host)
 };
 
+/// What an item waits for beside its stream's earlier work.
+struct WorkOrder {
+  /// Ordered and Lazy items run after the Ordered and Lazy items of the
+  /// same key issued before them (NCCL's: the communicator, whose ranks
+  /// exchange in the order they issue; a GPU runs a communicator's
+  /// operations one after another, those of two communicators apart).
+  uintptr_t key = 0;
+  /// Ordered: whether the item may wait for another process (a group with
+  /// a receive or a collective); one that cannot may run while the host
+  /// waits (progressQueued).
+  bool mayWait = true;
+  /// Lazy: whether it would run now without waiting (a send's receive
+  /// posted); none: only when something needs it.
+  std::function<bool()> ready;
+  /// Normal: the point a cudaStreamWaitEvent item waits for.
+  StreamPoint waitsFor;
+};
+
 /// What became of an issued item: where it sits, and whether it has run.
 struct Issued {
   StreamPoint at;
@@ -53,7 +71,7 @@ struct Issued {
 /// holds: work on it runs after the work issued before it on every
 /// blocking stream of its device, and theirs after its.
 Issued enqueueWork(cudaStream_t stream, std::function<void()> work,
-                   WorkKind kind = WorkKind::Normal);
+                   WorkKind kind = WorkKind::Normal, WorkOrder order = {});
 /// The point of the last item issued on `stream` (what an event recorded
 /// there now would stand for).
 StreamPoint streamTail(cudaStream_t stream);
@@ -64,6 +82,17 @@ void runUpTo(StreamPoint point);
 /// Runs every Ordered item issued so far (NCCL's, before a communicator
 /// goes).
 void runOrdered();
+/// While this process waits for another (a receive's message, a send's
+/// receive posted): runs the queued work that waits for nothing, on every
+/// stream not running (a deferred one's too, SMP_CUDAEMU_DEFER: slow, it
+/// still runs while the host waits for another process): a Lazy item
+/// whose `ready` says so, then the work behind it (kernels, copies, Ordered
+/// items that cannot wait, waits for work that has run), as a GPU runs a
+/// stream whose send completed while the host does something else (a send
+/// on one communicator's stream behind a send whose receive was posted,
+/// while the host waits for a message on another). Whether it ran
+/// anything.
+bool progressQueued();
 /// Runs everything queued on the current device's null stream and its
 /// blocking streams (before a synchronous copy or memset).
 void runLegacy();
@@ -75,15 +104,18 @@ void runAll();
 struct CapturedWork {
   std::function<void()> work;
   WorkKind kind = WorkKind::Normal;
+  WorkOrder order;
 };
 
 /// What a capture made (a cudaGraph_t's contents, Graphs.cpp): the work of
 /// every stream it joined, in issue order, an order every dependency of
 /// the capture respects (each stream's own order, and a wait's event
 /// recorded before the wait), so that a launch may run it all on one
-/// stream; and the memory its stream-ordered allocations took, which is
-/// the graph's own (the same addresses on every launch) until the last
-/// graph or instantiation holding it goes.
+/// stream (its Lazy items, the sends' waits for their receives, after the
+/// rest: on a GPU each holds only its own branch of the graph); and the memory
+/// its stream-ordered allocations took, which is the graph's own (the same
+/// addresses on every launch) until the last graph or instantiation holding it
+/// goes.
 struct GraphBody {
   std::vector<CapturedWork> work;
   /// The capture's allocations (address, bytes), and those freed in the

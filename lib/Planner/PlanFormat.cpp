@@ -116,11 +116,6 @@ std::string formatPlanResult(const PlanResult &r, const PlanRequest &req) {
   os << "  why: the fastest of " << r.plansFitting << " plans that fit ("
      << r.plansPriced << " priced in " << llvm::format("%.2f", r.plannerSeconds)
      << " s)";
-  if (p.pp > 1 && req.device.overlapsCommunication && !req.pinsInterleaved())
-    os << "; the interleaved schedule is not searched on NCCL (its messages' "
-          "groups wait for each other on the one communication stream: "
-          "docs/architecture.md, \"Pipeline messages on NCCL\"; "
-          "--schedule interleaved plans it)";
   os << "\n";
   if (!r.runnersUp.empty()) {
     os << "runners-up:\n"

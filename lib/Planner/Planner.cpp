@@ -125,14 +125,11 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
 }
 
 /// The schedules (name, virtual stages) a candidate may run: one stage runs
-/// 1F1B; a pipeline any schedule, interleaved where its chunks fit. On
-/// NCCL (a device whose backend runs communication beside compute: the
-/// CUDA backend) interleaved only where pinned: its order of messages
-/// needs NCCL groups that wait for each other's receives on the one
-/// communication stream (MessageGroups.cpp), which a timed model of the
-/// compiled ranks puts at 1.6 to 2.8 times 1F1B's step
-/// (bench/pipeline_nccl_model.py, docs/benchmarks.md), where the
-/// schedule's own bubble is smaller than 1F1B's.
+/// 1F1B; a pipeline any schedule, interleaved where its chunks fit. (From
+/// 2026-12-06 to 12-07 NCCL devices searched no interleaved schedule: its
+/// messages' groups waited for each other on the one communication stream;
+/// the runtime's pipes, a stream per pair of ranks and direction, ended
+/// that: bench/pipeline_nccl_model.py.)
 std::vector<std::pair<std::string, int64_t>>
 candidateSchedules(const Stages &st, const PlanRequest &req, int64_t pp,
                    int64_t m) {
@@ -142,8 +139,6 @@ candidateSchedules(const Stages &st, const PlanRequest &req, int64_t pp,
   } else {
     for (const char *s : {"1f1b", "zb-h1", "gpipe"})
       schedules.push_back({s, 1});
-    if (req.device.overlapsCommunication && !req.pinsInterleaved())
-      return schedules;
     std::vector<int64_t> chunks = {2, 4};
     if (req.virtualStages && *req.virtualStages > 1)
       chunks = {*req.virtualStages};

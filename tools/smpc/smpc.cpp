@@ -338,20 +338,6 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   return t;
 }
 
-/// The interleaved schedule runs on NCCL, slowly: said, not refused (the
-/// planner does not choose it there; a user pins it).
-static void warnInterleavedOnNccl(const Options &opts) {
-  if (opts.target == "cuda" && opts.plan.pp > 1 &&
-      opts.plan.schedule == "interleaved")
-    llvm::errs() << "smpc: warning: the interleaved schedule on the CUDA "
-                    "target: NCCL runs each rank's pipeline messages one "
-                    "group after another on one stream, and this schedule's "
-                    "order makes those groups wait for each other's receives "
-                    "(modelled at 1.6 to 2.8 times 1F1B's step: "
-                    "docs/benchmarks.md); --schedule 1f1b or zb-h1 runs "
-                    "without that wait\n";
-}
-
 int compile(ModuleOp module, const Options &opts,
             uint64_t *largestArena = nullptr) {
   auto weights = openWeights(module, opts);
@@ -380,7 +366,6 @@ int compile(ModuleOp module, const Options &opts,
     if (auto why = smpc::checkStoredPrecision(stored, opts))
       return fail(*why);
     smpc::warnStoredPrecision(stored, opts);
-    warnInterleavedOnNccl(opts);
     storedText = smpc::describeStoredPrecision(stored, opts.plan.masterWeights);
     if (stored.any16Bit())
       plan.precision = "fp32";

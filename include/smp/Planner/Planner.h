@@ -215,12 +215,6 @@ struct PlanRequest {
   std::optional<int64_t> dp, tp, pp, microbatchSize, microbatches,
       virtualStages;
   std::optional<std::string> schedule;
-  /// Whether the interleaved schedule is pinned (by name, or by virtual
-  /// stages, which only it takes).
-  bool pinsInterleaved() const {
-    return (schedule && *schedule == "interleaved") ||
-           (virtualStages && *virtualStages > 1);
-  }
   /// The ZeRO stage (0 none, 1 optimizer state, 2 and gradients, 3 and
   /// parameters).
   std::optional<int> zeroStage;

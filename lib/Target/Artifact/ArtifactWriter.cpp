@@ -300,12 +300,10 @@ llvm::Expected<std::vector<uint64_t>> planArenaBytes(ModuleOp module) {
 }
 
 /// Every rank's program: its pipeline stage's and tensor rank's lowering
-/// bound to the grid; on the CUDA target, the pipeline's messages in NCCL's
-/// groups (MessageGroups.cpp; the CPU's MPI sends as it posts).
+/// bound to the grid.
 static llvm::Expected<std::vector<pb::RankProgram>>
 rankPrograms(const DeviceGrid &grid,
-             llvm::function_ref<Lowering &(int64_t, int64_t)> lowering,
-             const ArtifactOptions &options) {
+             llvm::function_ref<Lowering &(int64_t, int64_t)> lowering) {
   std::vector<pb::RankProgram> programs;
   for (int64_t r = 0; r < grid.numRanks(); ++r) {
     auto coord = grid.coordOf(r);
@@ -315,9 +313,6 @@ rankPrograms(const DeviceGrid &grid,
       return program.takeError();
     programs.push_back(std::move(*program));
   }
-  if (options.target == "cuda")
-    if (auto err = groupMessagesForNccl(programs))
-      return std::move(err);
   return programs;
 }
 
@@ -419,7 +414,7 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
       const std::string &bytes = lowering(p, t).weightsBytes;
       checksums.push_back(smp::base::checksum64(bytes.data(), bytes.size()));
     }
-  auto built = rankPrograms(grid, lowering, options);
+  auto built = rankPrograms(grid, lowering);
   if (!built)
     return built.takeError();
   std::vector<std::string> programs;
@@ -466,9 +461,6 @@ llvm::Expected<ArtifactSummary> writeArtifact(ModuleOp module,
   if (auto err = writeFile(path("plan.txt"),
                            planReport(module, funcs, stages, options, grid,
                                       manifest.training().eval_refusal()) +
-                               (options.target == "cuda"
-                                    ? messageGroupsText(*built, grid)
-                                    : "") +
                                planDetailsText(details)))
     return std::move(err);
   if (auto err = writeFile(path("plan.json"), planJson(details)))

@@ -7,7 +7,6 @@
 //                            the schema check)
 //   WeightLayout.cpp         tensor-parallel slices and layout metadata
 //   RankProgram.cpp          the functions to lower; per-rank programs
-//   MessageGroups.cpp        the pipeline's messages in NCCL's groups
 //   PlanReport.cpp           plan.txt
 //   ArtifactWriter.cpp       the manifest and the files
 //
@@ -236,20 +235,6 @@ llvm::Expected<SmallVector<func::FuncOp>> rankFunctions(ModuleOp module);
 llvm::Expected<pb::RankProgram> rankProgram(const pb::RankProgram &stage,
                                             const DeviceGrid &grid,
                                             int64_t rank);
-
-//===--- MessageGroups.cpp
-//-------------------------------------------------===//
-
-/// On the CUDA target: plays every rank's training and evaluation runs
-/// through NCCL's groups and chooses when each pipeline message is queued
-/// (`join_tag`, `eval_join_tag`): at once where no rank would wait for
-/// ever, else with the next operation, else held for a later receive; an
-/// error when no order finishes.
-llvm::Error groupMessagesForNccl(std::vector<pb::RankProgram> &programs);
-/// plan.txt's line of how each pipeline rank's training sends are queued
-/// ("" without sends).
-std::string messageGroupsText(const std::vector<pb::RankProgram> &programs,
-                              const DeviceGrid &grid);
 
 //===--- ForwardSubset.cpp
 //-------------------------------------------------===//

@@ -213,6 +213,19 @@ TEST_F(NcclCommunicator, SynchronizesAndRefusesPointToPointToItself) {
   EXPECT_TRUE(s.ok()) << s.error;
 }
 
+// openPipes: none for no peer; a pipe to itself or to a rank the run does
+// not have is refused, before anything is made.
+TEST_F(NcclCommunicator, OpensPipesOnlyToOtherRanks) {
+  Status s = comm_->openPipes({}, "pipes");
+  EXPECT_TRUE(s.ok()) << s.error;
+  EXPECT_EQ(comm_->openPipes({0}, "pipes").error,
+            "pipes: rank 0 cannot open a pipe to itself");
+  EXPECT_EQ(comm_->openPipes({2}, "pipes").error,
+            "pipes: cannot open a pipe to rank 2: the run has 1 rank");
+  s = comm_->synchronize("sync");
+  EXPECT_TRUE(s.ok()) << s.error;
+}
+
 TEST_F(NcclCommunicator, RefusesWhatItCannotReduce) {
   auto *d = static_cast<int16_t *>(allocate(4 * sizeof(int16_t)));
   EXPECT_EQ(comm_

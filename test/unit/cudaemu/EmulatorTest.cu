@@ -7,8 +7,8 @@
 // has cuBLASLt's) and refuses what a GPU refuses or would fault on (launch
 // limits and bounds, dynamic shared memory over the kernel's limit, host
 // pointers, copies in the wrong direction, barriers that cannot complete,
-// shuffles from exited lanes, misaligned copies and vectors), that it does
-// not hide a race behind one thread order, and NCCL across processes.
+// shuffles from exited lanes, misaligned copies and vectors), and that it does
+// not hide a race behind one thread order (NcclTest.cu has NCCL's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,10 +16,6 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -563,196 +559,6 @@ TEST(CudaEmuDeathTest, ReportsWgmmaWithoutItsWholeWarpgroup) {
   EXPECT_EXIT(launchExpecting(wgmmaOnOneWarp, cudaErrorLaunchFailure),
               testing::ExitedWithCode(0), "a warpgroup is 4 whole warps");
   EXPECT_DEATH(launchWgmmaDiverging(), "thread 5 of warpgroup 0 issued");
-}
-
-//===----------------------------------------------------------------------===//
-// NCCL between processes
-//===----------------------------------------------------------------------===//
-
-/// body(comm, rank) on two ranks of one communicator: rank 0 here, rank 1
-/// in a child process; true when both return true.
-/// `body()` in a process of its own (an error it leaves in the CUDA
-/// context stays there).
-template <class Body> bool inChild(Body body) {
-  pid_t child = fork();
-  if (child == 0)
-    _exit(body() ? 0 : 1);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-template <class Body> bool onTwoRanks(Body body) {
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess)
-    return false;
-  pid_t child = fork();
-  int rank = child == 0 ? 1 : 0;
-  cudaSetDevice(rank);
-  ncclComm_t comm = nullptr;
-  bool ok =
-      ncclCommInitRank(&comm, 2, id, rank) == ncclSuccess && body(comm, rank);
-  ncclCommDestroy(comm);
-  if (child == 0)
-    _exit(ok ? 0 : 1);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
-/// NCCL between two processes: one emulated device each.
-class CudaEmuNccl : public ::testing::Test {
-protected:
-  void SetUp() override {
-    int devices = 0;
-    cudaGetDeviceCount(&devices);
-    if (devices < 2)
-      GTEST_SKIP() << "needs SMP_CUDAEMU_DEVICES=2 (NCCL: one rank per GPU)";
-  }
-};
-
-TEST_F(CudaEmuNccl, ReducesAndGathersAcrossProcesses) {
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    std::vector<float> mine = {1.0f + rank, 2.0f * rank, -1.0f, 0.5f};
-    float *d = deviceCopy(mine), *all;
-    cudaMalloc(&all, 8 * sizeof(float));
-    bool ok =
-        ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, nullptr) ==
-            ncclSuccess &&
-        ncclAllGather(d, all, 4, ncclFloat32, comm, nullptr) == ncclSuccess;
-    std::vector<float> h = hostCopy(all, 8);
-    std::vector<float> want = {3, 2, -2, 1, 3, 2, -2, 1};
-    return ok && h == want;
-  }));
-}
-
-// An all-reduce on a captured stream is recorded, not run; each launch of
-// the graph sums the ranks' buffers again (smprun --cuda-graph's
-// collectives).
-TEST_F(CudaEmuNccl, ACapturedAllReduceRunsAtEachLaunch) {
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    std::vector<float> mine = {1.0f + rank, 2.0f};
-    float *d = deviceCopy(mine);
-    cudaStream_t s = nullptr;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    bool ok =
-        cudaStreamCreate(&s) == cudaSuccess &&
-        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) ==
-            cudaSuccess &&
-        ncclAllReduce(d, d, 2, ncclFloat32, ncclSum, comm, s) == ncclSuccess &&
-        cudaStreamEndCapture(s, &graph) == cudaSuccess &&
-        hostCopy(d, 2) == mine &&
-        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-    for (float k : {1.0f, 2.0f})
-      ok = ok && cudaGraphLaunch(exec, s) == cudaSuccess &&
-           cudaStreamSynchronize(s) == cudaSuccess &&
-           hostCopy(d, 2) == std::vector<float>{3 * k, 4 * k};
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(s);
-    cudaFree(d);
-    return ok;
-  }));
-}
-
-// A send completes once its receive is posted, as NCCL's larger than its
-// buffers do: two ranks each sending to the other in a group of its own
-// before receiving would hang on a GPU, and fail here (after
-// SMP_CUDAEMU_NCCL_TIMEOUT, saying which receive was never posted); each
-// pair in one group, or a send whose peer receives later on its own, goes
-// through.
-TEST_F(CudaEmuNccl, ASendWaitsForItsReceiveToBePosted) {
-  // Each rank's send and receive in one group: they meet.
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    float *mine = deviceCopy(std::vector<float>{1.0f + rank});
-    float *theirs = deviceCopy(std::vector<float>{0.0f});
-    int peer = 1 - rank;
-    bool ok =
-        ncclGroupStart() == ncclSuccess &&
-        ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess &&
-        ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr) == ncclSuccess &&
-        ncclGroupEnd() == ncclSuccess;
-    return ok && hostCopy(theirs, 1) == std::vector<float>{2.0f - rank};
-  }));
-  // Each rank's send alone, then its receive: a hang on a GPU, refused.
-  // The sends return at once (a send's wait holds its stream, not the
-  // caller); the synchronization finds the wait over: the communicator's
-  // asynchronous error and the context's sticky one (in a process of its
-  // own, which that error ends).
-  EXPECT_FALSE(inChild([] {
-    return onTwoRanks([](ncclComm_t comm, int rank) {
-      setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "1", 1);
-      float *mine = deviceCopy(std::vector<float>{1.0f + rank});
-      float *theirs = deviceCopy(std::vector<float>{0.0f});
-      int peer = 1 - rank;
-      EXPECT_EQ(ncclSend(mine, 1, ncclFloat32, peer, comm, nullptr),
-                ncclSuccess);
-      EXPECT_EQ(ncclRecv(theirs, 1, ncclFloat32, peer, comm, nullptr),
-                ncclSuccess);
-      if (cudaStreamSynchronize(nullptr) == cudaSuccess)
-        return true;
-      ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm, &state);
-      std::string why = ncclGetLastError(comm);
-      EXPECT_NE(state, ncclSuccess);
-      EXPECT_NE(why.find("its receive never posted"), std::string::npos) << why;
-      return false;
-    });
-  }));
-  // One way: rank 0's send alone, rank 1's receive alone.
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    float *d = deviceCopy(std::vector<float>{rank == 0 ? 5.0f : 0.0f});
-    ncclResult_t r = rank == 0 ? ncclSend(d, 1, ncclFloat32, 1, comm, nullptr)
-                               : ncclRecv(d, 1, ncclFloat32, 0, comm, nullptr);
-    return r == ncclSuccess && hostCopy(d, 1) == std::vector<float>{5.0f};
-  }));
-}
-
-// A send alone holds its stream until its receive is posted, not the
-// caller: rank 0 goes on (here: writes a file) while rank 1 posts its
-// receive only once it sees that file; the synchronization then waits for
-// the send. (When the send held the caller, rank 0 never wrote the file.)
-TEST_F(CudaEmuNccl, ASendHoldsItsStreamNotTheCaller) {
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    setenv("SMP_CUDAEMU_NCCL_TIMEOUT", "20", 1);
-    std::string flag = "/dev/shm/smp-cudaemu-test-" +
-                       std::to_string(rank == 0 ? getpid() : getppid());
-    float *d = deviceCopy(std::vector<float>{rank == 0 ? 7.0f : 0.0f});
-    if (rank == 0) {
-      bool ok = ncclSend(d, 1, ncclFloat32, 1, comm, nullptr) == ncclSuccess;
-      std::FILE *f = std::fopen(flag.c_str(), "w");
-      ok = ok && f && std::fclose(f) == 0;
-      return ok && cudaStreamSynchronize(nullptr) == cudaSuccess;
-    }
-    for (int i = 0; i < 2000 && access(flag.c_str(), F_OK) != 0; ++i)
-      usleep(10000);
-    bool seen = access(flag.c_str(), F_OK) == 0;
-    std::remove(flag.c_str());
-    return seen &&
-           ncclRecv(d, 1, ncclFloat32, 0, comm, nullptr) == ncclSuccess &&
-           hostCopy(d, 1) == std::vector<float>{7.0f};
-  }));
-}
-
-TEST_F(CudaEmuNccl, RefusesMismatchedCollectivesAndOverlaps) {
-  // Rank 1 reduces 5 elements where rank 0 reduces 4: NCCL would hang or
-  // mix them up; both ranks are told.
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    float *d;
-    cudaMalloc(&d, 8 * sizeof(float));
-    return ncclAllReduce(d, d, 4 + rank, ncclFloat32, ncclSum, comm, nullptr) ==
-           ncclInvalidUsage;
-  }));
-  // An all-gather whose send buffer overlaps its receive buffer elsewhere
-  // than at this rank's slot.
-  EXPECT_TRUE(onTwoRanks([](ncclComm_t comm, int rank) {
-    float *d;
-    cudaMalloc(&d, 8 * sizeof(float));
-    float *send = d + 4 * rank + 1;
-    return ncclAllGather(send, d, 3, ncclFloat32, comm, nullptr) ==
-           ncclInvalidUsage;
-  }));
 }
 
 } // namespace

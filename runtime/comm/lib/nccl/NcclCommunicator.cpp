@@ -12,6 +12,8 @@
 
 #include "smprt/comm/NcclCommunicator.h"
 
+#include "NcclSupport.h"
+
 #include <nccl.h>
 
 #include <algorithm>
@@ -21,77 +23,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
-#include <sched.h>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace smprt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-std::string secondsText(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", s);
-  return buf;
-}
-
-std::string cudaText(cudaError_t e) {
-  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
-}
-
-/// NCCL's type for reducing `dtype`. NCCL has no 16-bit integers; Bool
-/// (0 or 1) is u8, whose Max is 'any' and Min 'all' (checkReduce refuses Sum).
-Status reduceType(DType dtype, ncclDataType_t &type, const std::string &what) {
-  static const int types[] = {
-      // by DType's value
-      ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16, ncclUint8,
-      ncclInt8,    -1 /*i16*/,  ncclInt32,   ncclInt64,    ncclUint8,
-      -1 /*u16*/,  ncclUint32,  ncclUint64};
-  static_assert(static_cast<int>(DType::U64) == 12, "one entry per DType");
-  size_t i = static_cast<size_t>(dtype);
-  if (i < sizeof(types) / sizeof(types[0]) && types[i] >= 0) {
-    type = static_cast<ncclDataType_t>(types[i]);
-    return Status::success();
-  }
-  return Status::failure(what + ": NCCL cannot reduce " + dtypeName(dtype) +
-                         " tensors (it has no 16-bit integer type)");
-}
-
-ncclRedOp_t reduceOp(ReduceOp op) {
-  switch (op) {
-  case ReduceOp::Max:
-    return ncclMax;
-  case ReduceOp::Min:
-    return ncclMin;
-  case ReduceOp::Mean:
-    return ncclAvg;
-  case ReduceOp::Sum:
-    break;
-  }
-  return ncclSum;
-}
-
-bool overlaps(const void *a, size_t aBytes, const void *b, size_t bBytes) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return aBytes && bBytes && pa < pb + bBytes && pb < pa + aBytes;
-}
-
-/// Between two polls: yields for the first 2 ms of a wait (short
-/// collectives end there), then sleeps 0.2 ms at a time.
-void pause(Clock::time_point start) {
-  if (Clock::now() - start < std::chrono::milliseconds(2))
-    sched_yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-}
-
-/// The first failure of several NCCL calls (ncclInProgress is no failure:
-/// launch() settles it once the group is closed).
-ncclResult_t firstFailure(ncclResult_t a, ncclResult_t b) {
-  return a != ncclSuccess && a != ncclInProgress ? a : b;
-}
+using namespace nccl_support;
 
 class NcclCommunicator final : public Communicator {
 public:
@@ -184,6 +122,8 @@ public:
     Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (!s.ok() || bytes == 0)
       return s;
+    if (Pipe *p = pipeOf(peer))
+      return pipeSend(*p, data, bytes, tag, what);
     return launch(what, [&] {
       return ncclSend(data, bytes, ncclUint8, peer, comm_, stream_);
     });
@@ -194,10 +134,11 @@ public:
     Status s = checkPeerBuffer(data, bytes, peer, tag, "receive from", what);
     if (!s.ok() || bytes == 0)
       return s;
-    return launch(
-        what,
-        [&] { return ncclRecv(data, bytes, ncclUint8, peer, comm_, stream_); },
-        tag);
+    if (Pipe *p = pipeOf(peer))
+      return pipeRecv(*p, data, bytes, tag, what);
+    return launch(what, [&] {
+      return ncclRecv(data, bytes, ncclUint8, peer, comm_, stream_);
+    });
   }
 
   Status sendRecv(const void *sendData, size_t sendBytes, int dest,
@@ -212,6 +153,13 @@ public:
       s = checkBuffer(recvData, recvBytes, what);
     if (!s.ok() || (sendBytes == 0 && recvBytes == 0))
       return s;
+    // Through the pipes (openPipes names every peer a program has, so a
+    // send on this communicator before a receive on a pipe does not
+    // happen in practice): the send goes out on its own, then the receive.
+    if (pipeOf(dest) || pipeOf(source)) {
+      s = send(sendData, sendBytes, dest, tag, what);
+      return s.ok() ? recv(recvData, recvBytes, source, tag, what) : s;
+    }
     // One group: the send and the receive progress together.
     return launch(what, [&] {
       ncclResult_t r = ncclSuccess;
@@ -226,11 +174,6 @@ public:
 
   Status postSend(const void *data, size_t bytes, int peer, int tag,
                   const std::string &what) override {
-    return postSendJoining(data, bytes, peer, tag, kNextOperation, what);
-  }
-
-  Status postSendJoining(const void *data, size_t bytes, int peer, int tag,
-                         int64_t joinTag, const std::string &what) override {
     Status s = checkPeerBuffer(data, bytes, peer, tag, "send to", what);
     if (s.ok())
       s = usable(what);
@@ -240,23 +183,32 @@ public:
       s = asyncState(what, state);
     if (!s.ok() || bytes == 0)
       return s;
+    if (Pipe *p = pipeOf(peer))
+      return pipeSend(*p, data, bytes, tag, what);
     // The copy is queued on the stream now; the ncclSend waits for the next
     // group (see the header): queued alone, before this rank's receive from
     // the peer, it would wait for the peer's receive on the GPU, and the
     // peer's receive behind the peer's own send.
     void *copy = nullptr;
-    if (!(s = stage(data, bytes, copy, what)).ok())
-      return s;
-    posted_.push_back(Posted{copy, bytes, peer, joinTag, what});
-    if (joinTag != kAtOnce)
-      return s;
-    // A group of the messages at once (this one unless it is left behind
-    // another message to the same peer).
-    return launch(
-        what, [] { return ncclSuccess; }, kAtOnceGroup);
+    if ((s = stage(data, bytes, copy, what)).ok())
+      posted_.push_back(Posted{copy, bytes, peer, what});
+    return s;
   }
 
-  Status queueSends(const std::string &what) override { return flush(what); }
+  Status queueSends(const std::string &what) override {
+    Status s = flush(what);
+    // A pipe's sends recorded into the graph join this stream before the
+    // capture ends (a capture refuses work not joined back).
+    for (auto &p : pipes_) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      cudaError_t e = cudaStreamIsCapturing(p->outStream, &capture);
+      if (s.ok() && e != cudaSuccess)
+        s = failure(what + ": cannot query a pipe's stream: " + cudaText(e));
+      if (s.ok() && capture == cudaStreamCaptureStatusActive)
+        s = order(stream_, p->outStream, p->sent, what);
+    }
+    return s;
+  }
 
   Status completeSends(const std::string &what) override {
     Status s = flush(what);
@@ -264,8 +216,17 @@ public:
       s = waitDone(sent_, what);
     if (s.ok())
       sendsQueued_ = false;
+    for (auto &p : pipes_) {
+      if (s.ok() && p->sending)
+        s = p->out->waitDone(p->sent, what);
+      if (s.ok())
+        p->sending = false;
+    }
     return s;
   }
+
+  Status openPipes(const std::vector<int> &peers,
+                   const std::string &what) override;
 
   Status createGroup(const std::vector<int> &ranks,
                      std::unique_ptr<Communicator> &out,
@@ -301,58 +262,109 @@ public:
       s = waitDone(nullptr, what);
     if (s.ok())
       sendsQueued_ = false;
+    for (auto &p : pipes_) {
+      if (s.ok())
+        s = p->out->synchronize(what);
+      if (s.ok())
+        s = p->in->synchronize(what);
+      if (s.ok())
+        p->sending = false;
+    }
     return s;
   }
 
   [[noreturn]] void abort(int code) override;
 
 private:
-  /// A message of postSend: its copy, queued at once (kAtOnce) or with the
-  /// next group (kNextOperation), or held for the group of the receive of
-  /// its joinTag (kAtCompleteSends: none but completeSends', synchronize()'s
-  /// or queueSends').
+  /// The messages between this rank and `peer` (openPipes): a
+  /// communicator and a stream each way, over the pair's host group
+  /// (`out`: this rank sends, `in`: it receives; `pairPeer` is the peer's
+  /// rank in them). `sent` is recorded after the last send, `received`
+  /// after each receive (this communicator's stream waits for it).
+  struct Pipe {
+    int peer = -1, pairPeer = -1;
+    std::unique_ptr<Communicator> host;
+    cudaStream_t outStream = nullptr, inStream = nullptr;
+    cudaEvent_t sent = nullptr, received = nullptr;
+    std::unique_ptr<NcclCommunicator> out, in;
+    bool sending = false; // sends queued since completeSends waited
+    ~Pipe();
+  };
+
+  Pipe *pipeOf(int peer) {
+    for (auto &p : pipes_)
+      if (p->peer == peer)
+        return p.get();
+    return nullptr;
+  }
+
+  /// Makes `waiter` wait for the work queued on `on` so far (`event`
+  /// recorded there).
+  Status order(cudaStream_t waiter, cudaStream_t on, cudaEvent_t event,
+               const std::string &what) {
+    cudaError_t e = cudaEventRecord(event, on);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent(waiter, event, 0);
+    if (e != cudaSuccess)
+      return failure(what + ": cannot order a pipe's stream: " + cudaText(e));
+    return Status::success();
+  }
+
+  /// A send through pipe `p`: a copy staged on this stream (the caller may
+  /// overwrite `data` with its later work), sent on the pipe's stream,
+  /// which this stream does not wait for.
+  Status pipeSend(Pipe &p, const void *data, size_t bytes, int tag,
+                  const std::string &what) {
+    void *copy = nullptr;
+    Status s = stage(data, bytes, copy, what);
+    if (!s.ok())
+      return s;
+    if ((s = order(p.outStream, stream_, point_, what)).ok())
+      s = p.out->send(copy, bytes, p.pairPeer, tag, what);
+    cudaError_t e = cudaFreeAsync(copy, s.ok() ? p.outStream : stream_);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (e == cudaSuccess)
+      e = cudaStreamIsCapturing(p.outStream, &capture);
+    // Recorded into a graph, the send completes with its launch (see
+    // launch()): nothing to wait for.
+    if (e == cudaSuccess && capture == cudaStreamCaptureStatusNone) {
+      e = cudaEventRecord(p.sent, p.outStream);
+      p.sending = true;
+    }
+    if (s.ok() && e != cudaSuccess)
+      s = failure(what + ": cannot queue a pipe's send: " + cudaText(e));
+    return s;
+  }
+
+  /// A receive through pipe `p`: after this stream's work so far, and
+  /// this stream's later work after it.
+  Status pipeRecv(Pipe &p, void *data, size_t bytes, int tag,
+                  const std::string &what) {
+    Status s = order(p.inStream, stream_, point_, what);
+    if (s.ok())
+      s = p.in->recv(data, bytes, p.pairPeer, tag, what);
+    if (s.ok())
+      s = order(stream_, p.inStream, p.received, what);
+    return s;
+  }
+
+  /// Aborts the NCCL communicator alone (a pipe's, when its parent aborts).
+  void abortComm() {
+    if (comm_) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+    }
+  }
+
+  /// A message of postSend to a peer without a pipe: its copy, queued
+  /// with the next group (completeSends', synchronize()'s or queueSends' at
+  /// the latest).
   struct Posted {
     void *copy;
     size_t bytes;
     int peer;
-    int64_t joinTag;
     std::string what;
   };
-  /// What launch() queues with its operation: kEveryMessage (flush),
-  /// kAtOnceGroup (the messages at once: postSendJoining's group), or the
-  /// messages for the next operation or at once and, for a receive, its
-  /// tag's (kNotAReceive: none held).
-  static constexpr int64_t kEveryMessage = -10, kNotAReceive = -11,
-                           kAtOnceGroup = -12;
-
-  /// Takes out of posted_ the messages a group anchored at `anchor` queues,
-  /// in posting order: every one (kEveryMessage), the messages at once
-  /// (kAtOnceGroup), else those for the next operation or at once and
-  /// those held for this receive (`anchor` its tag). A message after one
-  /// left to the same peer is left with it: NCCL matches two ranks'
-  /// messages in order.
-  std::vector<Posted> take(int64_t anchor) {
-    std::vector<Posted> taken, kept;
-    std::vector<int> heldPeers;
-    for (Posted &p : posted_) {
-      bool peerHeld = std::find(heldPeers.begin(), heldPeers.end(), p.peer) !=
-                      heldPeers.end();
-      bool next = p.joinTag == kAtOnce ||
-                  (anchor != kAtOnceGroup && p.joinTag == kNextOperation);
-      bool joins =
-          anchor == kEveryMessage ||
-          (!peerHeld && (next || (anchor >= 0 && p.joinTag == anchor)));
-      if (joins) {
-        taken.push_back(std::move(p));
-      } else {
-        heldPeers.push_back(p.peer);
-        kept.push_back(std::move(p));
-      }
-    }
-    posted_ = std::move(kept);
-    return taken;
-  }
-
   /// Fails once the NCCL communicator is gone.
   Status usable(const std::string &what) const {
     if (!failed_.empty())
@@ -447,11 +459,9 @@ private:
     });
   }
 
-  /// Queues the posted messages it takes (take(anchor)), then `ops` (NCCL
-  /// calls; returns the first failure) as one NCCL group on the stream.
-  template <class Ops>
-  Status launch(const std::string &what, Ops ops,
-                int64_t anchor = kNotAReceive) {
+  /// Queues the posted messages, then `ops` (NCCL calls; returns the first
+  /// failure) as one NCCL group on the stream.
+  template <class Ops> Status launch(const std::string &what, Ops ops) {
     Status s = usable(what);
     if (!s.ok())
       return s;
@@ -459,7 +469,8 @@ private:
     if (r != ncclSuccess)
       return ncclFailure(what, r);
     ncclResult_t first = ncclSuccess;
-    std::vector<Posted> group = take(anchor);
+    std::vector<Posted> group = std::move(posted_);
+    posted_.clear();
     for (const Posted &p : group)
       first = firstFailure(
           first, ncclSend(p.copy, p.bytes, ncclUint8, p.peer, comm_, stream_));
@@ -502,8 +513,7 @@ private:
   Status flush(const std::string &what) {
     if (posted_.empty())
       return usable(what);
-    return launch(
-        what, [] { return ncclSuccess; }, kEveryMessage);
+    return launch(what, [] { return ncclSuccess; });
   }
 
   /// `copy`: a stream-ordered copy of `bytes` at `src` from the pool.
@@ -527,51 +537,7 @@ private:
 
   Status stage(const void *src, size_t bytes, void *&copy,
                const std::string &what) {
-    copy = nullptr;
-    cudaError_t e = cudaSuccess;
-    if (!pool_) {
-      // A pool of its own that keeps freed memory for the next step (the
-      // device's default pool would give it back at every synchronization).
-      int device = -1;
-      e = cudaStreamGetDevice(stream_, &device);
-      cudaMemPoolProps props;
-      std::memset(&props, 0, sizeof(props));
-      props.allocType = cudaMemAllocationTypePinned;
-      props.handleTypes = cudaMemHandleTypeNone;
-      props.location.type = cudaMemLocationTypeDevice;
-      props.location.id = device;
-      if (e == cudaSuccess)
-        e = cudaMemPoolCreate(&pool_, &props);
-      if (e == cudaSuccess) {
-        uint64_t keep = UINT64_MAX; // cuuint64_t
-        e = cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold,
-                                    &keep);
-      }
-      if (e != cudaSuccess && pool_) {
-        cudaMemPoolDestroy(pool_);
-        pool_ = nullptr;
-      }
-      if (e != cudaSuccess)
-        return Status::failure(what +
-                               ": cannot create the NCCL communicator's "
-                               "memory pool: " +
-                               cudaText(e));
-    }
-    e = cudaMallocFromPoolAsync(&copy, bytes, pool_, stream_);
-    if (e != cudaSuccess) {
-      copy = nullptr;
-      return Status::failure(what + ": cannot allocate " +
-                             std::to_string(bytes) +
-                             " bytes on the device for a copy: " + cudaText(e));
-    }
-    e = cudaMemcpyAsync(copy, src, bytes, cudaMemcpyDeviceToDevice, stream_);
-    if (e != cudaSuccess) {
-      cudaFreeAsync(copy, stream_);
-      copy = nullptr;
-      return Status::failure(what + ": cannot copy " + std::to_string(bytes) +
-                             " bytes on the device: " + cudaText(e));
-    }
-    return Status::success();
+    return stageCopy(pool_, stream_, src, bytes, copy, what);
   }
 
   std::unique_ptr<Communicator> ownedHost_;
@@ -585,7 +551,88 @@ private:
   cudaMemPool_t pool_ = nullptr; // copies of postSend and staged inputs
   std::vector<Posted> posted_;   // not yet queued
   std::string failed_;           // the error that aborted comm_
+  std::vector<std::unique_ptr<Pipe>> pipes_; // openPipes', by peer
+  cudaEvent_t point_ = nullptr;              // where a pipe's operation starts
 };
+
+NcclCommunicator::Pipe::~Pipe() {
+  out.reset(); // waits for its stream, then destroys its NCCL communicator
+  in.reset();
+  for (cudaEvent_t e : {sent, received})
+    if (e)
+      cudaEventDestroy(e);
+  for (cudaStream_t t : {outStream, inStream})
+    if (t)
+      cudaStreamDestroy(t);
+}
+
+Status NcclCommunicator::openPipes(const std::vector<int> &peers,
+                                   const std::string &what) {
+  Status s = usable(what);
+  if (s.ok() && !pipes_.empty())
+    s = Status::failure(what + ": the pipes are open already");
+  std::vector<int> sorted;
+  for (int peer : peers) {
+    if (s.ok())
+      s = checkPeer(peer, 0, "open a pipe to", what);
+    sorted.push_back(peer);
+  }
+  if (!s.ok())
+    return s;
+  // Ascending peers are this rank's pairs in increasing (low, high) order.
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  int priority = 0;
+  cudaError_t e = cudaStreamGetPriority(stream_, &priority);
+  if (e == cudaSuccess && !point_)
+    e = cudaEventCreateWithFlags(&point_, cudaEventDisableTiming);
+  void *byte = nullptr; // what connects a pair: a byte each way
+  if (e == cudaSuccess)
+    e = cudaMalloc(&byte, 1);
+  if (e != cudaSuccess)
+    return Status::failure(what + ": " + cudaText(e));
+  for (int peer : sorted) {
+    int low = std::min(rank(), peer), high = std::max(rank(), peer);
+    std::string pair = what + " (ranks " + std::to_string(low) + " and " +
+                       std::to_string(high) + ")";
+    auto p = std::make_unique<Pipe>();
+    p->peer = peer;
+    p->pairPeer = rank() == low ? 1 : 0;
+    if (!(s = host_->createGroup({low, high}, p->host, pair)).ok())
+      break;
+    for (cudaStream_t *t : {&p->outStream, &p->inStream})
+      if (e == cudaSuccess)
+        e = cudaStreamCreateWithPriority(t, cudaStreamNonBlocking, priority);
+    for (cudaEvent_t *v : {&p->sent, &p->received})
+      if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(v, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      s = Status::failure(pair + ": " + cudaText(e));
+      break;
+    }
+    // Low to high first, then high to low, on both ranks.
+    for (bool lowSends : {true, false}) {
+      bool sends = lowSends == (rank() == low);
+      auto c = std::make_unique<NcclCommunicator>(
+          p->host.get(), nullptr, sends ? p->outStream : p->inStream, timeout_,
+          worldRank_);
+      if (!(s = c->init(pair)).ok())
+        break;
+      s = sends ? c->send(byte, 1, p->pairPeer, 0, pair + ": connecting")
+                : c->recv(byte, 1, p->pairPeer, 0, pair + ": connecting");
+      if (s.ok())
+        s = c->synchronize(pair + ": connecting");
+      (sends ? p->out : p->in) = std::move(c);
+      if (!s.ok())
+        break;
+    }
+    if (!s.ok())
+      break;
+    pipes_.push_back(std::move(p));
+  }
+  cudaFree(byte);
+  return s;
+}
 
 Status NcclCommunicator::init(const std::string &what) {
   // Local checks first; every rank then takes part in the broadcast of the
@@ -644,6 +691,9 @@ Status NcclCommunicator::init(const std::string &what) {
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  pipes_.clear(); // their streams wait for this one's points, not after
+  if (point_)
+    cudaEventDestroy(point_);
   std::string what =
       "destroying the NCCL communicator of rank " + std::to_string(worldRank_);
   if (!posted_.empty()) {
@@ -679,10 +729,11 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::abort(int code) {
-  if (comm_) {
-    ncclCommAbort(comm_);
-    comm_ = nullptr;
-  }
+  for (auto &p : pipes_)
+    for (NcclCommunicator *c : {p->out.get(), p->in.get()})
+      if (c)
+        c->abortComm();
+  abortComm();
   host_->abort(code);
   std::fflush(nullptr); // not reached: the host communicator's abort ends
   std::_Exit(code);     // the process

@@ -121,27 +121,27 @@ public:
   /// is returned here instead of posting this message.
   virtual Status postSend(const void *data, size_t bytes, int peer, int tag,
                           const std::string &what) = 0;
-  /// postSend for a device communicator that runs its operations one group
-  /// after another (NCCL's: a send larger than NCCL's buffers holds its
-  /// group until the peer posts the receive), saying when the message is
-  /// queued: kAtOnce, now, in a group of its own (with any other message
-  /// at once left before it); kNextOperation (postSend's), in the group of
-  /// this communicator's next operation; a tag >= 0, held back for the
-  /// group of the receive of tag `joinTag` (from any peer); or
-  /// kAtCompleteSends, held until completeSends (or synchronize, or
-  /// queueSends). A message after one left behind to the same peer waits
-  /// with it. The compiler chooses (docs/architecture.md, "Pipeline
-  /// messages on NCCL"): at once where no rank would wait for ever, else
-  /// with the next operation, else held where the next operation's group
-  /// would wait for a receive its peer posts only after this rank's group.
-  /// Host communicators send as they post: postSend.
-  static constexpr int64_t kAtCompleteSends = -1, kNextOperation = -2,
-                           kAtOnce = -3;
-  virtual Status postSendJoining(const void *data, size_t bytes, int peer,
-                                 int tag, int64_t joinTag,
-                                 const std::string &what) {
-    (void)joinTag;
-    return postSend(data, bytes, peer, tag, what);
+  /// Gives the messages between this rank and each of `peers` a channel of
+  /// their own, on a device communicator that runs its operations one
+  /// group after another (NCCL's): for each pair of ranks a communicator
+  /// and a stream for each direction, so that a message waits only for the
+  /// earlier messages of its direction, never for this rank's other
+  /// operations (a pipeline stage's sends to the next stage go out while it
+  /// waits for the gradients from it, whatever the schedule's order).
+  /// Every later send, postSend, sendRecv and recv between this rank and one of
+  /// `peers` goes through its pipe, and the stream of this communicator waits
+  /// for a receive but not for a send (completeSends and synchronize do).
+  /// Collective over each pair: both ranks name each other (the ranks a program
+  /// exchanges messages with), and every rank opens its pairs in increasing
+  /// (low, high) order, which cannot wait in a cycle; each pair is connected
+  /// before the call returns (NCCL connects two ranks on their first
+  /// message). Call it once, before any message. Host communicators send
+  /// as they post: nothing to open.
+  virtual Status openPipes(const std::vector<int> &peers,
+                           const std::string &what) {
+    (void)peers;
+    (void)what;
+    return Status::success();
   }
   /// Waits until every message this rank posted with postSend has been sent
   /// (under the same deadline as the other operations) and frees their

@@ -29,35 +29,41 @@
 // the matching send has another size: the sizes must agree (the compiler
 // emits both sides from one instruction).
 //
-// postSend copies the message into a buffer of the communicator (stream-
-// ordered: the caller may overwrite `data` with later work on the stream)
-// and returns at once. The ncclSend itself is queued in one NCCL group with
-// this communicator's next device operation (recv, send, sendRecv, a
-// collective), or alone by completeSends/synchronize. Two reasons: NCCL
-// runs the operations of a communicator one after the other on the GPU,
-// whatever their streams, so a send queued on its own before a receive
-// would wait for the peer's receive, which may wait behind the peer's own
-// send (a stage posting its output before receiving from the next stage,
-// which does the same, would deadlock); and ranks connect on their first
-// message, which needs both sides in NCCL. Inside one group the send and
-// the receive progress together, as in an MPI sendrecv. postSendJoining
-// lets the compiler choose otherwise per message
-// (lib/Target/Artifact/MessageGroups.cpp plays every rank's groups
-// through): kAtOnce queues the message now in a group of its own (where no
-// rank would wait for ever: a first stage's forward outputs, which would
-// otherwise wait for its first backward's receive); a tag holds it for the
-// group of that receive (NCCL holds a send larger than its buffers, and its
-// group, until the peer posts the receive: where the next operation's
-// group would wait for a receive the peer posts only after this rank's
-// group); kAtCompleteSends holds it for completeSends. A message after one
-// left behind to the same peer waits with it. completeSends waits (under
-// the watchdog) until every posted message has been sent and gives its
-// copy back to the communicator's memory pool, which keeps the memory for
-// the next step until the communicator is destroyed. On a stream being
-// captured into a CUDA graph the copies and sends are recorded (queueSends
-// queues the last of them before the capture ends) and complete with each
-// launch of the graph, which the caller waits for: no event of their own,
-// nothing for completeSends to wait for.
+// Pipes (openPipes, what the executor opens for a pipeline's peers): for
+// each pair of ranks, a two-rank NCCL communicator and a stream for each
+// direction, made over the pair's host group in increasing (low, high)
+// order and connected by a byte each way before openPipes returns. A
+// message to a piped peer (send, postSend, the send of sendRecv) is a copy
+// staged on this communicator's stream (the caller may overwrite `data`
+// with later work on the stream), then sent on the pipe's stream after it;
+// this stream does not wait for the send. A receive from a piped peer runs
+// on its pipe's stream after this stream's work so far, and this stream's
+// later work waits for it. A send then waits only for the earlier messages
+// to the same peer, which the peer receives in the same order: whatever
+// the schedule's order, no message waits behind another rank's operation
+// (docs/architecture.md, "Pipeline messages on NCCL"). The kernels of
+// several NCCL communicators then run side by side, as PyTorch's per-pair
+// communicators do; NCCL's documentation warns that this holds only while
+// they can all be resident on the GPU at once (a pipeline's pipes are a
+// few small point-to-point kernels). Not yet run on several GPUs.
+//
+// Without a pipe, postSend stages its copy the same way and queues the
+// ncclSend in one NCCL group with this communicator's next device
+// operation (recv, send, sendRecv, a collective), or alone by
+// completeSends, synchronize or queueSends: NCCL runs a communicator's
+// operations one after the other on the GPU, whatever their streams, so a
+// send queued alone before a receive would wait for the peer's receive,
+// which may wait behind the peer's own send; inside one group the send and
+// the receive progress together, as in an MPI sendrecv.
+//
+// completeSends waits (under the watchdog) until every posted message has
+// been sent (a pipe's too) and gives its copy back to the communicator's
+// memory pool, which keeps the memory for the next step until the
+// communicator is destroyed. On a stream being captured into a CUDA graph
+// the copies and sends are recorded (queueSends queues the last of them,
+// and joins the pipes' streams back, before the capture ends) and complete
+// with each launch of the graph, which the caller waits for: no event of
+// their own, nothing for completeSends to wait for.
 //
 // Reductions are NCCL's: f16/bf16 are added in their own precision at each
 // step of NCCL's algorithm (not in f32 rounded once as on the host

@@ -72,8 +72,7 @@ struct RandomState {
   /// step recorded as a graph draws each run's masks from it.
   const uint32_t *stepOnDevice = nullptr;
   /// An evaluation's run (Executor::runForward): every dropout keeps
-  /// everything, as in PyTorch's model.eval(), and the pipeline's sends
-  /// take their evaluation's NCCL groups (eval_join_tag).
+  /// everything, as in PyTorch's model.eval().
   bool evaluating = false;
 };
 
