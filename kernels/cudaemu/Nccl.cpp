@@ -322,12 +322,16 @@ std::string pairName(int src, int dst, uint64_t n) {
          std::to_string(n);
 }
 
+/// The marker of message `n` from `src` to `dst`: its receive is posted.
+std::string markerName(int src, int dst, uint64_t n) {
+  return "r" + pairName(src, dst, n);
+}
+
 /// Posts a receive: its marker for the send it matches.
 ncclResult_t post(const Op &o) {
   ncclComm &c = *o.comm;
   Header h{-1, o.type, 0, 0, 0, 0};
-  if (!writeFile(c, "r" + pairName(o.peer, c.rank, c.posted[o.peer]++), h,
-                 nullptr))
+  if (!writeFile(c, markerName(o.peer, c.rank, c.posted[o.peer]++), h, nullptr))
     return failed(ncclSystemError, "ncclRecv: cannot write in " + c.dir);
   return ncclSuccess;
 }
@@ -347,7 +351,7 @@ ncclResult_t send(const Op &o, uint64_t &n) {
 /// is done then.
 ncclResult_t sent(const Op &o, uint64_t n) {
   ncclComm &c = *o.comm;
-  std::string posted = "r" + pairName(c.rank, o.peer, n);
+  std::string posted = markerName(c.rank, o.peer, n);
   Header h;
   std::vector<char> none;
   if (!readFile(c, posted, o.peer,
@@ -416,9 +420,9 @@ bool receivesPosted(const std::deque<Op> &ops,
     return false; // the group has not run
   size_t k = 0;
   for (const Op &o : ops)
-    if (o.what == Op::Send && k < numbers.size() &&
+    if (o.what == Op::Send &&
         access(
-            (o.comm->dir + "/r" + pairName(o.comm->rank, o.peer, numbers[k++]))
+            (o.comm->dir + "/" + markerName(o.comm->rank, o.peer, numbers[k++]))
                 .c_str(),
             F_OK) != 0)
       return false;

@@ -81,31 +81,27 @@ EmuStream *registerStream(EmuStream *s) {
 
 void runStream(EmuStream &s, uint64_t upTo);
 
-/// Runs every queued Ordered item of `key` issued before `serial`.
-void runOrderedBefore(uintptr_t key, uint64_t serial) {
+/// Takes queued Ordered item `serial` of `key` out of the scheduler's map.
+void forgetOrdered(uintptr_t key, uint64_t serial) {
   auto &all = sched().ordered;
-  for (;;) {
-    auto m = all.find(key);
-    if (m == all.end() || m->second.empty() ||
-        m->second.begin()->first >= serial)
-      return;
-    auto [first, point] = *m->second.begin();
-    runUpTo(point);
-    m = all.find(key); // ran (never loop on one that cannot)
-    if (m != all.end())
-      m->second.erase(first);
-  }
-}
-
-/// Takes a queued Ordered item out of the scheduler's map.
-void forgetOrdered(const Item &it) {
-  auto &all = sched().ordered;
-  auto m = all.find(it.order.key);
+  auto m = all.find(key);
   if (m == all.end())
     return;
-  m->second.erase(it.serial);
+  m->second.erase(serial);
   if (m->second.empty())
     all.erase(m);
+}
+
+/// Runs every queued Ordered item of `key` issued before `serial` (a key's
+/// map is never left empty).
+void runOrderedBefore(uintptr_t key, uint64_t serial) {
+  auto &all = sched().ordered;
+  for (auto m = all.find(key);
+       m != all.end() && m->second.begin()->first < serial; m = all.find(key)) {
+    auto [first, point] = *m->second.begin();
+    runUpTo(point);
+    forgetOrdered(key, first); // ran (never loop on one that cannot)
+  }
 }
 
 void execute(EmuStream &s, Item &it) {
@@ -113,7 +109,7 @@ void execute(EmuStream &s, Item &it) {
   s.running = true;
   if (it.ordered) {
     runOrderedBefore(it.order.key, it.serial);
-    forgetOrdered(it);
+    forgetOrdered(it.order.key, it.serial);
   }
   it.work();
   s.running = was;
@@ -287,11 +283,8 @@ void runOrdered() {
     return;
   Lock lock(sched().mutex);
   auto &all = sched().ordered;
-  while (!all.empty()) {
-    uintptr_t key = all.begin()->first;
-    runOrderedBefore(key, ~uint64_t(0));
-    all.erase(key); // ran (never loop on one that cannot)
-  }
+  while (!all.empty())
+    runOrderedBefore(all.begin()->first, ~uint64_t(0));
 }
 
 bool progressQueued() {

@@ -35,8 +35,9 @@ struct StreamPoint {
 enum class WorkKind {
   Normal,    // queued on a deferred stream, else run now
   Immediate, // run now, after the work before it on its stream
-  Ordered,   // as Normal; runs after every Ordered item issued before it
-             // (NCCL's operations: the ranks exchange in issue order)
+  Ordered,   // as Normal; runs after every Ordered item of its key issued
+             // before it (WorkOrder::key, NCCL's communicator: its ranks
+             // exchange in issue order)
   Lazy,      // as Ordered, but queued on any stream, which then queues the
              // work after it too, until something needs it (a send's wait
              // for its receive: on a GPU it holds its stream, not the host)
