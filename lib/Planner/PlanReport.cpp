@@ -20,6 +20,8 @@
 
 #include "smp/Planner/Planner.h"
 
+#include "PipelineCosts.h"
+
 #include "smp/Schedule/PipelineSchedule.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -156,15 +158,9 @@ Timeline simulate(const Plan &p) {
       v = static_cast<int>(p.virtualStages);
   auto kind = schedule::parseScheduleKind(p.schedule)
                   .value_or(schedule::ScheduleKind::OneFOneB);
-  double slowest = p.stageSeconds.empty()
-                       ? 0
-                       : *std::max_element(p.stageSeconds.begin(),
-                                           p.stageSeconds.end());
-  double f = slowest / (p.recompute ? 4.0 : 3.0) / v;
-  t.costs.forward = f;
-  t.costs.backward = (p.recompute ? 3 : 2) * f;
-  t.costs.backwardInput = (p.recompute ? 2 : 1) * f;
-  t.costs.backwardWeight = f;
+  // Each stage's own time, as the planner priced it (PipelineCosts.cpp).
+  if (p.stageSeconds.size() == static_cast<size_t>(pp))
+    t.costs = planning::pipelineCosts(p.stageSeconds, p.recompute, v, 0);
   t.order = schedule::buildSchedule(kind, pp, m, v);
   if (!t.order.empty())
     t.sim = schedule::simulateSchedule(t.order, pp, m, v, t.costs);
@@ -173,26 +169,19 @@ Timeline simulate(const Plan &p) {
   return t;
 }
 
-double duration(const schedule::Costs &c, const schedule::Action &a) {
-  switch (a.kind) {
-  case schedule::Action::F:
-    return c.forward;
-  case schedule::Action::B:
-    return c.backward;
-  case schedule::Action::BI:
-    return c.backwardInput;
-  default:
-    return c.backwardWeight;
-  }
-}
-
 /// Cuts the steady state out of the axis when a forward would be under
 /// ~5 px: keeps warm-up (until every rank has started its backwards), one
 /// period (each chunk's forward and backward once) and cool-down (from the
 /// first rank's last forward). Returns the micro-batch steps cut out.
 int cutSteadyState(TimeAxis &axis, const Timeline &t, const Plan &p) {
   double s = t.scale;
-  if (t.sim.startTimes.empty() || axis.x(t.costs.forward * s) - axis.x(0) >= 5)
+  // The slowest stage's forward, in simulated time.
+  double forward = t.costs.stageScale.empty() ? t.costs.forward : 0;
+  for (double f : t.costs.stageScale)
+    forward = std::max(forward, t.costs.forward * f);
+  if (forward <= 0)
+    return 0;
+  if (t.sim.startTimes.empty() || axis.x(forward * s) - axis.x(0) >= 5)
     return 0;
   double warm = 0, cool = axis.total;
   for (size_t r = 0; r < t.order.size(); ++r) {
@@ -210,7 +199,8 @@ int cutSteadyState(TimeAxis &axis, const Timeline &t, const Plan &p) {
   }
   double period = p.virtualStages *
                   (t.costs.forward + t.costs.backward +
-                   (p.schedule == "zb-h1" ? t.costs.backwardWeight : 0));
+                   (p.schedule == "zb-h1" ? t.costs.backwardWeight : 0)) *
+                  forward / t.costs.forward;
   double a = (warm + period) * s;
   if (cool - a < 0.25 * axis.total)
     return 0; // not enough to gain
@@ -293,7 +283,7 @@ double drawTimeline(llvm::raw_ostream &os, const Plan &p, double top,
                               ? kWeightGrad
                               : kBackward[shade];
       for (auto [a, b] :
-           axis.visible(start * s, (start + duration(t.costs, act)) * s)) {
+           axis.visible(start * s, (start + t.costs.of(act)) * s)) {
         double x = axis.x(a), w = axis.x(b) - x;
         rect(os, x, y, std::max(w, 0.5), row - 2, color,
              w > 3 ? " stroke=\"white\" stroke-width=\"0.5\"" : "");

@@ -13,10 +13,11 @@
 // stage) is named in the error rather than reported as memory.
 //
 // Time of a step, from the cost model:
-//   pipeline     m (F + B) / (1 - bubble), F and B the slowest stage's forward
-//                and backward of one micro-batch (B = 2F, + F when
-//                recomputing), bubble the schedule's (lib/Schedule), plus the
-//                activations and gradients sent between stages
+//   pipeline     the schedule (lib/Schedule) simulated with each stage's
+//                forward and backward of one micro-batch (B = 2F, + F when
+//                recomputing; PipelineCosts.cpp) and the activations and
+//                gradients sent between stages: m (F + B) of the slowest
+//                stage / (1 - bubble) when the stages are equal
 //   data parallel  the gradients' all-reduce or reduce-scatter, ZeRO's
 //                parameter all-gathers (DataParallelTime.cpp): all of it
 //                on a backend whose collectives block (the CPU's), else
@@ -39,6 +40,7 @@
 #include "smp/Planner/Planner.h"
 
 #include "DataParallelTime.h"
+#include "PipelineCosts.h"
 #include "PlannerInternal.h"
 #include "StagePartition.h"
 
@@ -402,26 +404,24 @@ struct PlanSearch {
       p.cuts.push_back(profile.ops[part.ends[s] + 1].name.empty()
                            ? "op #" + std::to_string(part.ends[s] + 1)
                            : profile.ops[part.ends[s] + 1].name);
-    double slowest = *std::max_element(part.time.begin(), part.time.end());
-    double bubble = 0;
-    if (pp > 1) {
-      auto kind = *schedule::parseScheduleKind(schedule);
-      bubble = schedule::unitCostBubbleFraction(
-          kind, static_cast<int>(pp), static_cast<int>(m),
-          static_cast<int>(v));
-      if (bubble < 0)
-        return;
-    }
-    // Activations forward and gradients back across every cut, on the
-    // critical path once per stage of the fill/drain.
+    // Activations forward and gradients back across every cut: each
+    // message on the critical path where the next stage waits for it.
     double p2p = 0;
     for (size_t s = 0; s + 1 < part.ends.size(); ++s)
       p2p = std::max(p2p, collectiveTime(
                               Collective::P2P,
                               profile.ops[part.ends[s]].boundaryBytes * b, 2,
                               crossNode(tp * pp, d), d));
-    p.bubble = bubble;
-    p.pipelineSeconds = m * slowest / (1 - bubble) + 2 * (pp - 1) * v * p2p;
+    p.bubble = 0;
+    p.pipelineSeconds = m * part.time[0];
+    if (pp > 1) {
+      // The schedule simulated with each stage's own time.
+      p.pipelineSeconds =
+          planning::pipelineSeconds(*schedule::parseScheduleKind(schedule), m,
+                                    part.time, p.recompute, v, p2p, &p.bubble);
+      if (p.pipelineSeconds < 0)
+        return;
+    }
     double stageParams = 0;
     for (size_t s = 0, begin = 0; s < part.ends.size(); ++s) {
       stageParams = std::max(stageParams, st.prefixParams[part.ends[s] + 1] -

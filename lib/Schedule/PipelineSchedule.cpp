@@ -309,11 +309,12 @@ struct Execution {
   std::vector<size_t> next;
   std::vector<double> rankTime;
   std::vector<int> inFlight, pendingW;
+  bool record; // start times and peaks into the result
 
   Execution(const Schedule &schedule, int p, int m, int numStages,
-            const Costs &costs, SimulationResult &result)
+            const Costs &costs, SimulationResult &result, bool record = true)
       : schedule(schedule), p(p), m(m), numStages(numStages), costs(costs),
-        result(result) {
+        result(result), record(record) {
     const size_t cells = static_cast<size_t>(numStages) * m;
     finishF.assign(cells, -1.0);
     finishBack.assign(cells, -1.0);
@@ -322,6 +323,8 @@ struct Execution {
     rankTime.assign(p, 0.0);
     inFlight.assign(p, 0);
     pendingW.assign(p, 0);
+    if (!record)
+      return;
     result.peakInFlightActivations.assign(p, 0);
     result.peakPendingWeightGradients.assign(p, 0);
     result.startTimes.resize(p);
@@ -390,13 +393,15 @@ struct Execution {
     }
     if (!ok)
       return false;
-    double end = start + costs.of(a.kind);
+    double end = start + costs.of(a);
     size_t c = cell(a.stage, a.microbatch);
     switch (a.kind) {
     case Action::F:
       finishF[c] = end;
-      result.peakInFlightActivations[r] =
-          std::max(result.peakInFlightActivations[r], ++inFlight[r]);
+      ++inFlight[r];
+      if (record)
+        result.peakInFlightActivations[r] =
+            std::max(result.peakInFlightActivations[r], inFlight[r]);
       break;
     case Action::B:
       finishBack[c] = end;
@@ -406,16 +411,19 @@ struct Execution {
       finishBack[c] = end;
       finishBI[c] = end;
       --inFlight[r];
-      result.peakPendingWeightGradients[r] =
-          std::max(result.peakPendingWeightGradients[r], ++pendingW[r]);
+      ++pendingW[r];
+      if (record)
+        result.peakPendingWeightGradients[r] =
+            std::max(result.peakPendingWeightGradients[r], pendingW[r]);
       break;
     case Action::BW:
       --pendingW[r];
       break;
     }
-    result.startTimes[r][next[r]] = start;
+    if (record)
+      result.startTimes[r][next[r]] = start;
     rankTime[r] = end;
-    result.busyTime += costs.of(a.kind);
+    result.busyTime += costs.of(a);
     result.makespan = std::max(result.makespan, end);
     ++next[r];
     return true;
@@ -462,7 +470,9 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
   if (!checkParameters(p, m, v, &result.error))
     return result;
   if (!(costs.forward >= 0 && costs.backward >= 0 && costs.backwardInput >= 0 &&
-        costs.backwardWeight >= 0 && costs.communication >= 0)) {
+        costs.backwardWeight >= 0 && costs.communication >= 0) ||
+      std::any_of(costs.stageScale.begin(), costs.stageScale.end(),
+                  [](double f) { return !(f >= 0); })) {
     result.error = "action costs and the communication time must be non-negative";
     return result;
   }
@@ -473,6 +483,13 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
   }
   const int numStages = p * v;
   const size_t cells = static_cast<size_t>(numStages) * m;
+  if (!costs.stageScale.empty() &&
+      costs.stageScale.size() != static_cast<size_t>(numStages)) {
+    result.error = "the costs scale " +
+                   std::to_string(costs.stageScale.size()) +
+                   " stages, the schedule has " + std::to_string(numStages);
+    return result;
+  }
 
   // Structure: ranges, ranks, duplicates, B mixed with BI/BW.
   std::vector<unsigned char> seen(cells * kNumKinds, 0);
@@ -489,6 +506,23 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
   if (result.makespan > 0)
     result.bubbleFraction = 1.0 - result.busyTime / (p * result.makespan);
   return result;
+}
+
+double simulatedMakespan(const Schedule &schedule, int p, int m, int v,
+                         const Costs &costs, double *bubbleFraction) {
+  SimulationResult result;
+  if (static_cast<long long>(schedule.size()) != p ||
+      (!costs.stageScale.empty() &&
+       costs.stageScale.size() != static_cast<size_t>(p) * v))
+    return -1;
+  Execution(schedule, p, m, p * v, costs, result, /*record=*/false).run();
+  if (result.deadlock)
+    return -1;
+  if (bubbleFraction)
+    *bubbleFraction = result.makespan > 0
+                          ? 1.0 - result.busyTime / (p * result.makespan)
+                          : 0.0;
+  return result.makespan;
 }
 
 double unitCostBubbleFraction(ScheduleKind kind, int p, int m, int v) {

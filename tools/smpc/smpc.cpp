@@ -16,6 +16,7 @@
 #include "Options.h"
 #include "PlanCommand.h"
 #include "Reproduce.h"
+#include "StepPrediction.h"
 #include "StoredPrecision.h"
 #include "TrainerGroups.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,7 +36,6 @@
 #include "smp/InitAll.h"
 #include "smp/Pipelines/Pipelines.h"
 #include "smp/Planner/Planner.h"
-#include "smp/Schedule/PipelineSchedule.h"
 #include "smp/Target/Artifact/ArtifactWriter.h"
 #include "smp/Target/Artifact/DeviceGrid.h"
 #include "smp/Version.h"
@@ -393,63 +393,8 @@ int compile(ModuleOp module, const Options &opts,
     if (failed(pm.run(module)))
       return fail(opts.input + ": cannot follow the samples");
   }
-  // The step time on this plan's ranks, measured op times (--profile-db)
-  // preferred over the roofline of the target's device: printed with
-  // --profile-db, reported in plan.txt and plan.json always.
-  {
-    smp::ProfileDB db;
-    llvm::SmallVector<llvm::StringRef> files;
-    if (!opts.profileDb.empty())
-      llvm::StringRef(opts.profileDb).split(files, ',');
-    for (llvm::StringRef f : files)
-      if (auto err = db.addFile(f))
-        return fail(llvm::toString(std::move(err)));
-    auto device = smp::loadDeviceSpec(
-        opts.cluster.empty() ? (opts.target == "cuda" ? "h100-sxm-80g" : "cpu")
-                             : opts.cluster);
-    if (!device)
-      return fail(llvm::toString(device.takeError()));
-    double slowest = 0;
-    size_t measured = 0, modelled = 0, waits = 0;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.getSymName() == "main" && opts.train)
-        continue;
-      smp::StepEstimate e =
-          smp::estimateFunction(f, *device, files.empty() ? nullptr : &db);
-      slowest = std::max(slowest, e.totalSeconds());
-      measured += e.measuredOps;
-      modelled += e.modelledOps;
-      waits += e.measuredReceives;
-    }
-    // A pipeline's ranks also wait: its bubble, as the schedule simulator
-    // gives it for equal stages (unless the profile measured this plan's
-    // receives, waits included).
-    double bubble = 0;
-    if (opts.plan.pp > 1 && waits == 0)
-      if (auto kind = smp::schedule::parseScheduleKind(opts.plan.schedule))
-        bubble = std::max(0.0, smp::schedule::unitCostBubbleFraction(
-                                   *kind, static_cast<int>(opts.plan.pp),
-                                   static_cast<int>(opts.plan.microbatches),
-                                   static_cast<int>(opts.plan.virtualStages)));
-    slowest /= 1 - bubble;
-    artifact.predictedStepSeconds = slowest;
-    artifact.predictionSource =
-        "slowest rank" +
-        std::string(bubble > 0 ? ", with the pipeline's bubble" : "") + "; " +
-        (files.empty() ? "the cost model's roofline of " + device->name
-                       : std::to_string(measured) +
-                             " ops measured in --profile-db, " +
-                             std::to_string(modelled) + " modelled");
-    if (!files.empty()) {
-      char buf[256];
-      snprintf(buf, sizeof(buf),
-               "predicted step time: %.4g s (slowest rank%s; %zu ops "
-               "measured in the profile, %zu modelled)\n",
-               slowest, bubble > 0 ? ", with the pipeline's bubble" : "",
-               measured, modelled);
-      llvm::outs() << buf;
-    }
-  }
+  if (int rc = predictStepTime(module, opts, artifact))
+    return rc;
   artifact.command = reproducingCommand(opts);
   artifact.plannerJson = opts.autoPlanJson;
   if (opts.emitMlir) {

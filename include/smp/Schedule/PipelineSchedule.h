@@ -98,12 +98,25 @@ Schedule buildSchedule(ScheduleKind kind, int numRanks, int numMicrobatches,
 
 /// Duration of each action; a cross-rank dependency becomes visible
 /// `communication` after the producing action finishes (0: instantly).
+/// With `stageScale` (one factor per stage, p x v of them), an action of
+/// stage s takes its kind's duration times stageScale[s]: stages of
+/// unequal time.
 struct Costs {
   double forward = 1.0;
   double backward = 2.0;
   double backwardInput = 1.0;
   double backwardWeight = 1.0;
   double communication = 0.0;
+  std::vector<double> stageScale;
+
+  /// The duration of `action`.
+  double of(const Action &action) const {
+    double t = of(action.kind);
+    if (action.stage >= 0 &&
+        static_cast<size_t>(action.stage) < stageScale.size())
+      t *= stageScale[action.stage];
+    return t;
+  }
 
   /// The duration of an action of `kind`.
   double of(Action::Kind kind) const {
@@ -156,6 +169,15 @@ struct SimulationResult {
 SimulationResult simulateSchedule(const Schedule &schedule, int numRanks,
                                   int numMicrobatches, int virtualStages,
                                   const Costs &costs = Costs());
+
+/// The makespan simulateSchedule gives for a schedule buildSchedule made
+/// (not checked again: no start times or peaks, for callers that simulate
+/// one shape many times, such as the planner), its bubble fraction into
+/// *bubbleFraction. Returns -1 on a deadlock or a rank count or stageScale
+/// that does not fit p and v.
+double simulatedMakespan(const Schedule &schedule, int numRanks,
+                         int numMicrobatches, int virtualStages,
+                         const Costs &costs, double *bubbleFraction = nullptr);
 
 /// The bubble fraction the simulator gives for buildSchedule(kind, p, m, v)
 /// with the default Costs (F=1, B=2, BI=BW=1, no communication time):

@@ -192,53 +192,60 @@ int gridRanks(Operation *op, FlatSymbolRefAttr grid) {
 
 } // namespace
 
+OpEstimate estimateOp(Operation *op, const DeviceSpec &device,
+                      const ProfileDB *profile) {
+  OpEstimate e;
+  e.communication = isa<shard::AllReduceOp, shard::AllGatherOp,
+                        shard::ReduceScatterOp, SendOp, RecvOp>(op);
+  std::string name = op->getName().getStringRef().str();
+  llvm::StringRef opName = llvm::StringRef(name).rsplit('.').second;
+  if (opName.empty())
+    opName = name;
+  double elements = 0;
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()))
+      if (t.hasStaticShape())
+        elements += static_cast<double>(t.getNumElements());
+  if (profile)
+    if (auto t = profile->lookupScaled(opName, nodeName(op), costOf(op),
+                                       elementBits(op), device, elements)) {
+      e.seconds = *t;
+      e.measured = true;
+      return e;
+    }
+  auto collective = [&](Collective kind, Value buffer, FlatSymbolRefAttr grid) {
+    int p = gridRanks(op, grid);
+    return collectiveTime(kind, bytesOf(buffer), p, p > device.devicesPerNode,
+                          device);
+  };
+  if (auto ar = dyn_cast<shard::AllReduceOp>(op))
+    e.seconds =
+        collective(Collective::AllReduce, ar.getInput(), ar.getGridAttr());
+  else if (auto ag = dyn_cast<shard::AllGatherOp>(op))
+    e.seconds =
+        collective(Collective::AllGather, ag.getResult(), ag.getGridAttr());
+  else if (auto rs = dyn_cast<shard::ReduceScatterOp>(op))
+    e.seconds =
+        collective(Collective::ReduceScatter, rs.getInput(), rs.getGridAttr());
+  else if (auto send = dyn_cast<SendOp>(op))
+    e.seconds = collectiveTime(Collective::P2P, bytesOf(send.getInput()), 2,
+                               false, device);
+  else
+    e.seconds = rooflineTime(costOf(op), elementBits(op), device);
+  return e;
+}
+
 StepEstimate estimateFunction(func::FuncOp func, const DeviceSpec &device,
                               const ProfileDB *profile) {
   StepEstimate e;
   func.walk([&](Operation *op) {
     if (op == func.getOperation() || isa<func::ReturnOp>(op))
       return;
-    std::string name = op->getName().getStringRef().str();
-    llvm::StringRef opName = llvm::StringRef(name).rsplit('.').second;
-    if (opName.empty())
-      opName = name;
-    double elements = 0;
-    for (Value r : op->getResults())
-      if (auto t = dyn_cast<RankedTensorType>(r.getType()))
-        if (t.hasStaticShape())
-          elements += static_cast<double>(t.getNumElements());
-    if (profile)
-      if (auto t = profile->lookupScaled(opName, nodeName(op), costOf(op),
-                                         elementBits(op), device, elements)) {
-        (isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
-             SendOp, RecvOp>(op)
-             ? e.communicationSeconds
-             : e.computeSeconds) += *t;
-        ++e.measuredOps;
-        if (isa<RecvOp>(op))
-          ++e.measuredReceives;
-        return;
-      }
-    ++e.modelledOps;
-    auto collective = [&](Collective kind, Value buffer,
-                          FlatSymbolRefAttr grid) {
-      int p = gridRanks(op, grid);
-      e.communicationSeconds += collectiveTime(
-          kind, bytesOf(buffer), p, p > device.devicesPerNode, device);
-    };
-    if (auto ar = dyn_cast<shard::AllReduceOp>(op))
-      return collective(Collective::AllReduce, ar.getInput(), ar.getGridAttr());
-    if (auto ag = dyn_cast<shard::AllGatherOp>(op))
-      return collective(Collective::AllGather, ag.getResult(), ag.getGridAttr());
-    if (auto rs = dyn_cast<shard::ReduceScatterOp>(op))
-      return collective(Collective::ReduceScatter, rs.getInput(),
-                        rs.getGridAttr());
-    if (auto send = dyn_cast<SendOp>(op)) {
-      e.communicationSeconds += collectiveTime(
-          Collective::P2P, bytesOf(send.getInput()), 2, false, device);
-      return;
-    }
-    e.computeSeconds += rooflineTime(costOf(op), elementBits(op), device);
+    OpEstimate t = estimateOp(op, device, profile);
+    (t.communication ? e.communicationSeconds : e.computeSeconds) += t.seconds;
+    ++(t.measured ? e.measuredOps : e.modelledOps);
+    if (t.measured && isa<RecvOp>(op))
+      ++e.measuredReceives;
   });
   return e;
 }

@@ -268,6 +268,10 @@ TEST(SimulatorTest, TimesRespectDependenciesWithUnevenCosts) {
                        std::to_string(p) + " m=" + std::to_string(m) +
                        " v=" + std::to_string(v));
           Schedule s = build(kind, p, m, v);
+          // Stages of unequal time too.
+          costs.stageScale.clear();
+          for (int stage = 0; stage < p * v; ++stage)
+            costs.stageScale.push_back(1 + 0.5 * (stage % 3));
           SimulationResult res = simulateSchedule(s, p, m, v, costs);
           ASSERT_TRUE(res.complete);
           ASSERT_FALSE(res.deadlock) << res.error;
@@ -283,7 +287,7 @@ TEST(SimulatorTest, TimesRespectDependenciesWithUnevenCosts) {
               const Action &a = s[r][i];
               double start = res.startTimes[r][i];
               ASSERT_GE(start, prevEnd - kEps);
-              prevEnd = start + costs.of(a.kind);
+              prevEnd = start + costs.of(a);
               fin[a.kind][size_t(a.stage) * m + a.microbatch] = prevEnd;
               makespan = std::max(makespan, prevEnd);
             }
@@ -596,6 +600,26 @@ TEST(SimulatorTest, CommunicationTime) {
   SimulationResult local = run(ScheduleKind::Interleaved, 1, 2, 3, costs);
   EXPECT_DOUBLE_EQ(local.makespan, 18.0);
   EXPECT_EQ(local.bubbleFraction, 0.0);
+}
+
+TEST(SimulatorTest, UnequalStages) {
+  // 1F1B, p = 2, m = 4, the second stage three times the first (F = 1,
+  // B = 2 on stage 0): rank 1 runs its 4 x (3 + 6) from rank 0's first
+  // forward (1) to 37, then rank 0 its last backward (2).
+  Costs costs;
+  costs.stageScale = {1, 3};
+  SimulationResult res = run(ScheduleKind::OneFOneB, 2, 4, 1, costs);
+  EXPECT_DOUBLE_EQ(res.makespan, 1 + 4 * 9 + 2);
+  EXPECT_DOUBLE_EQ(res.bubbleFraction, 1 - (4 * 3 + 4 * 9) / (2 * 39.0));
+  // One factor per stage, none negative.
+  costs.stageScale = {1, 3, 1};
+  SimulationResult wrong =
+      simulateSchedule(build(ScheduleKind::OneFOneB, 2, 4, 1), 2, 4, 1, costs);
+  EXPECT_EQ(wrong.error, "the costs scale 3 stages, the schedule has 2");
+  costs.stageScale = {1, -1};
+  EXPECT_FALSE(
+      simulateSchedule(build(ScheduleKind::OneFOneB, 2, 4, 1), 2, 4, 1, costs)
+          .error.empty());
 }
 
 TEST(SimulatorTest, FormatsSchedules) {

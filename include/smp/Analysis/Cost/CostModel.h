@@ -91,6 +91,18 @@ struct StepEstimate {
   size_t measuredReceives = 0;
 };
 
+/// One op's time on `device`, as estimateFunction counts it: measured in
+/// `profile` (matched by op and node name, scaled to this op's cost) or
+/// modelled (roofline; collectives over their grid's ranks; a send the
+/// point-to-point time of its bytes).
+struct OpEstimate {
+  double seconds = 0;
+  bool communication = false; // a collective, send or receive
+  bool measured = false;      // from the profile
+};
+OpEstimate estimateOp(mlir::Operation *op, const DeviceSpec &device,
+                      const ProfileDB *profile = nullptr);
+
 /// The time of one run of `func` on `device`: every op's roofline time (or
 /// its measured time from `profile`, matched by op and node name),
 /// collectives over their grid's ranks (all on one node when
