@@ -109,14 +109,14 @@ Status Executor::init(const Artifact &artifact) {
   }
   // The pipeline's messages on a device communicator: a channel per pair of
   // ranks and direction (a send then waits only for the earlier messages
-  // to its peer), opened in the same order on every rank.
+  // to its peer), opened in the same order on every rank. Collective: every
+  // rank takes part, with its peers or none.
   std::vector<int> peers;
   for (const auto &inst : p.instructions())
     if (inst.op() == "send" || inst.op() == "recv")
       if (auto it = inst.attrs().find("peer"); it != inst.attrs().end())
         peers.push_back(static_cast<int>(it->second.i()));
-  if (!peers.empty() &&
-      !(s = programComm_->openPipes(peers, "opening the pipeline's message "
+  if (!(s = programComm_->openPipes(peers, "opening the pipeline's message "
                                            "channels"))
            .ok())
     return Status::failure(artifact.dir + ": " + s.error);

@@ -13,6 +13,7 @@
 #include "smprt/comm/NcclCommunicator.h"
 
 #include "NcclSupport.h"
+#include "smprt/comm/PipeOrder.h"
 
 #include <nccl.h>
 
@@ -227,6 +228,10 @@ public:
 
   Status openPipes(const std::vector<int> &peers,
                    const std::string &what) override;
+  /// This rank's pairs in the order every rank opens its own (PipeOrder.h),
+  /// from every rank's `peers` (collective over the host's ranks).
+  Status pairOrder(const std::vector<int> &peers, const std::string &what,
+                   std::vector<PipePair> &order);
 
   Status createGroup(const std::vector<int> &ranks,
                      std::unique_ptr<Communicator> &out,
@@ -579,9 +584,12 @@ Status NcclCommunicator::openPipes(const std::vector<int> &peers,
   }
   if (!s.ok())
     return s;
-  // Ascending peers are this rank's pairs in increasing (low, high) order.
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // Every rank's peers, for the order common to all (PipeOrder.h).
+  std::vector<PipePair> order;
+  if (!(s = pairOrder(sorted, what, order)).ok() || order.empty())
+    return s;
   int priority = 0;
   cudaError_t e = cudaStreamGetPriority(stream_, &priority);
   if (e == cudaSuccess && !point_)
@@ -591,8 +599,8 @@ Status NcclCommunicator::openPipes(const std::vector<int> &peers,
     e = cudaMalloc(&byte, 1);
   if (e != cudaSuccess)
     return Status::failure(what + ": " + cudaText(e));
-  for (int peer : sorted) {
-    int low = std::min(rank(), peer), high = std::max(rank(), peer);
+  for (const PipePair &pp : order) {
+    int low = pp.low, high = pp.high, peer = rank() == low ? high : low;
     std::string pair = what + " (ranks " + std::to_string(low) + " and " +
                        std::to_string(high) + ")";
     auto p = std::make_unique<Pipe>();
@@ -632,6 +640,30 @@ Status NcclCommunicator::openPipes(const std::vector<int> &peers,
   }
   cudaFree(byte);
   return s;
+}
+
+Status NcclCommunicator::pairOrder(const std::vector<int> &peers,
+                                   const std::string &what,
+                                   std::vector<PipePair> &order) {
+  // The most peers a rank has, then every rank's (padded with -1).
+  int32_t most = static_cast<int32_t>(peers.size());
+  Status s = host_->allReduce(&most, 1, DType::I32, ReduceOp::Max,
+                              what + " (the ranks' peers)");
+  if (!s.ok() || most == 0)
+    return s;
+  std::vector<int32_t> all(static_cast<size_t>(host_->size()) * most, -1);
+  std::vector<int32_t> mine(most, -1);
+  std::copy(peers.begin(), peers.end(), mine.begin());
+  if (!(s = host_->allGather(mine.data(), all.data(), most, DType::I32,
+                             what + " (the ranks' peers)"))
+           .ok())
+    return s;
+  std::vector<std::vector<int>> peersOfRank(host_->size());
+  for (size_t k = 0; k < all.size(); ++k)
+    if (all[k] >= 0)
+      peersOfRank[k / most].push_back(all[k]);
+  order = pipeOrderOf(pipeRounds(peersOfRank), rank());
+  return Status::success();
 }
 
 Status NcclCommunicator::init(const std::string &what) {

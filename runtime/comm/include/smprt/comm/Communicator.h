@@ -131,9 +131,12 @@ public:
   /// Every later send, postSend, sendRecv and recv between this rank and one of
   /// `peers` goes through its pipe, and the stream of this communicator waits
   /// for a receive but not for a send (completeSends and synchronize do).
-  /// Collective over each pair: both ranks name each other (the ranks a program
-  /// exchanges messages with), and every rank opens its pairs in increasing
-  /// (low, high) order, which cannot wait in a cycle; each pair is connected
+  /// Collective over every rank of this communicator, each naming the ranks
+  /// its program exchanges messages with (none: an empty list); a pair
+  /// either of its ranks names gets a pipe. Every rank opens its pairs in
+  /// one order common to all, in rounds in which no rank is in two pairs
+  /// (PipeOrder.h: a pipeline's chain in two rounds, not p - 1 pairs one
+  /// after another), which cannot wait in a cycle; each pair is connected
   /// before the call returns (NCCL connects two ranks on their first
   /// message). Call it once, before any message. Host communicators send
   /// as they post: nothing to open.
