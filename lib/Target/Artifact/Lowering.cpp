@@ -447,15 +447,14 @@ llvm::Error Lowering::lowerView(SliceOp slice, uint64_t offset, int64_t index) {
   return llvm::Error::success();
 }
 
-/// An op whose result may take an operand's storage (inPlaceOperand:
-/// cross_entropy_grad over its logits): for a language model the two
-/// largest tensors of the step (GPT-2 at 16 x 1024 tokens: 1.65 GB each in
-/// bf16) need one buffer. Recorded here, shared by shareInPlace once every
-/// buffer's last use is known.
+/// An op whose results may take operands' storage (inPlaceOperands:
+/// cross_entropy_grad over its logits: for a language model the two
+/// largest tensors of the step, GPT-2 at 16 x 1024 tokens: 1.65 GB each in
+/// bf16, need one buffer; plain SGD's momentum buffers over the gradients).
+/// Recorded here, shared by shareInPlace once every buffer's last use is known.
 void Lowering::recordInPlace(Operation &op, const pb::Instruction &inst,
                              int64_t index) {
-  unsigned result;
-  if (Value input = inPlaceOperand(&op, &result))
+  for (auto [result, input] : inPlaceOperands(&op))
     inPlace.push_back({inst.outputs(static_cast<int>(result)),
                        bufferOf.lookup(input), index});
 }

@@ -151,13 +151,24 @@ LogicalResult RmsNormGradOp::inferReturnTypes(
   return inferNormGradTypes(loc, "smp.rms_norm_grad", adaptor, 1, results);
 }
 
-Value smp::inPlaceOperand(Operation *op, unsigned *result) {
+SmallVector<std::pair<unsigned, Value>> smp::inPlaceOperands(Operation *op) {
+  SmallVector<std::pair<unsigned, Value>> pairs;
   if (auto reduce = dyn_cast<mlir::shard::AllReduceOp>(op)) {
-    if (result)
-      *result = 0;
-    return reduce.getInput().getType() == reduce.getResult().getType()
-               ? reduce.getInput()
-               : Value();
+    if (reduce.getInput().getType() == reduce.getResult().getType())
+      pairs.push_back({0, reduce.getInput()});
+    return pairs;
+  }
+  if (auto sgd = dyn_cast<SgdUpdateOp>(op)) {
+    pairs.push_back({1, sgd.getMomentumBuffer()});
+    return pairs;
+  }
+  if (auto sgd = dyn_cast<SgdUpdateMultiOp>(op)) {
+    unsigned first = sgd.getNewParams().size();
+    for (auto [k, buffer] : llvm::enumerate(sgd.getMomentumBuffers()))
+      if (first + k < op->getNumResults() &&
+          buffer.getType() == op->getResult(first + k).getType())
+        pairs.push_back({static_cast<unsigned>(first + k), buffer});
+    return pairs;
   }
   Value logits;
   unsigned index = 0;
@@ -168,14 +179,14 @@ Value smp::inPlaceOperand(Operation *op, unsigned *result) {
   else if (auto fused = dyn_cast<CrossEntropyWithGradOp>(op))
     logits = fused.getLogits(), index = 1;
   if (!logits || logits.getType() != op->getResult(index).getType())
-    return Value();
+    return pairs;
   bool lossOnly = llvm::all_of(logits.getUsers(), [](Operation *user) {
     return isa<CrossEntropyOp, CrossEntropyGradOp, CrossEntropyShardOp,
                CrossEntropyShardGradOp, CrossEntropyWithGradOp>(user);
   });
-  if (result)
-    *result = index;
-  return lossOnly ? logits : Value();
+  if (lossOnly)
+    pairs.push_back({index, logits});
+  return pairs;
 }
 
 /// cross_entropy_shard(_grad)'s operands: labels of the logits' shape

@@ -24,7 +24,7 @@
 // seed is 1 over the global count, an all_reduce after the loss, and the
 // loss's division by that count comes before the gradient). The
 // gradient may take the logits' storage as the separate gradient's did
-// (inPlaceOperand). Runs in the clean-up phase after smp-fuse-loss-casts
+// (inPlaceOperands). Runs in the clean-up phase after smp-fuse-loss-casts
 // and smp-pad-classes, which rewrite the separate ops.
 //
 //===----------------------------------------------------------------------===//

@@ -27,7 +27,7 @@ namespace {
 /// Sums the gradients over the data-parallel ranks of `group` in buckets:
 /// gradients of one stage and element type, in the order the backward
 /// computes them, are flattened and concatenated up to bucket-mb MiB,
-/// all-reduced at once (in place: smp::inPlaceOperand) and split back.
+/// all-reduced at once (in place: smp::inPlaceOperands) and split back.
 /// Each bucket's concatenation and all-reduce follow its last gradient,
 /// its split stays at the end (where the optimizer reads the gradients),
 /// so that nothing between reads the all-reduce's buffer and a backend

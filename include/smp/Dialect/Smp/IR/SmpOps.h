@@ -24,19 +24,23 @@ mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
                                         mlir::RankedTensorType logits,
                                         std::optional<int64_t> attr,
                                         int64_t &classes);
-/// The operand whose storage a result of `op` may take, written in place,
-/// where that operand is read by nothing after `op` (the caller's liveness
-/// decides that); null for any other op. `result` (when given) is set to
-/// that result's number. cross_entropy_grad, cross_entropy_shard_grad and
-/// cross_entropy_with_grad (its gradient, result 1): the logits, when only
-/// the loss ops read them and the gradient has their type (their kernels
-/// read each logit before writing its gradient); shard.all_reduce: its
-/// input, of the result's type (NCCL and MPI reduce in place: a gradient
-/// bucket is one buffer from its concatenation to its split, which the
-/// runtime's communication stream works on while compute goes on). The
-/// artifact writer shares the storage; the planner's memory model counts
-/// it so.
-mlir::Value inPlaceOperand(mlir::Operation *op, unsigned *result = nullptr);
+/// Each result of `op` that may take an operand's storage, written in
+/// place where that operand is read by nothing after `op` (the caller's
+/// liveness decides that), with that operand; none for any other op.
+/// cross_entropy_grad, cross_entropy_shard_grad and cross_entropy_with_grad
+/// (its gradient, result 1): the logits, when only the loss ops read them
+/// and the gradient has their type (their kernels read each logit before
+/// writing its gradient); shard.all_reduce: its input, of the result's type
+/// (NCCL and MPI reduce in place: a gradient bucket is one buffer from its
+/// concatenation to its split, which the runtime's communication stream
+/// works on while compute goes on); sgd_update and sgd_update_multi: each
+/// new momentum buffer over its momentum buffer (the kernels read a chunk
+/// before writing it; plain SGD, momentum 0, passes each gradient as its
+/// buffer and writes no buffer: without this, a parameter's size of the
+/// arena at the update for nothing). The artifact writer shares the
+/// storage; the planner's memory model counts it so.
+llvm::SmallVector<std::pair<unsigned, mlir::Value>>
+inPlaceOperands(mlir::Operation *op);
 } // namespace smp
 
 #endif // SMP_DIALECT_SMP_IR_SMPOPS_H
