@@ -463,9 +463,9 @@ PLANNER (plan; compile --train --devices N without --dp/--tp/--pp)
                        is written; one over it (the estimate was low) is
                        planned again within less of the device. After N
                        plans over it, the compile is refused.
-  --no-memory-plan     plan: report the cost model's memory estimate only
-                       (do not build the chosen plan's training step to
-                       measure its memory plan; slow for large models).
+  --no-memory-plan     plan: report the cost model's estimates only (do not
+                       build the chosen plan's training step to measure
+                       its memory plan and step; slow for large models).
 
 CONFIG FILE
   --config FILE.json   Read flags from a JSON object: SageMaker
@@ -553,7 +553,9 @@ without --dp/--tp/--pp lets the planner choose the plan (PLANNER below).
 Chooses how to train MODEL on N devices of a cluster: dp x tp x pp,
 micro-batches, schedule, ZeRO stage and recomputation, by the cost and memory
 models; prints the plan, its predicted step time, throughput and memory per
-device, and the runners-up. Pinned flags (--tp 8, --schedule 1f1b,
+device, and the runners-up; for a model small enough to build, the chosen
+plan's compiled arenas and its compiled step's time (its ranks' programs
+side by side) against those estimates. Pinned flags (--tp 8, --schedule 1f1b,
 --zero-stage 2) fix a dimension; the rest is searched. The model is
 read at one sample per batch (its batch dim is bound to 1).
 )",

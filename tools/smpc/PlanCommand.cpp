@@ -103,31 +103,41 @@ std::optional<smp::Plan> choosePlanForCompile(ModuleOp module,
 }
 
 int runPlan(ModuleOp module, const PlanCommand &cmd,
-            const std::function<std::optional<std::vector<uint64_t>>(
-                const smp::Plan &)> &exactMemory) {
+            const std::function<std::optional<CompiledPlan>(const smp::Plan &)>
+                &compiled) {
   auto planned = plan(module, cmd);
   if (!planned)
     return 1;
   auto *result = &planned->first;
   const smp::PlanRequest &req = planned->second;
   llvm::outs() << smp::formatPlanResult(*result, req);
-  std::optional<std::vector<uint64_t>> exact;
-  if (exactMemory)
-    exact = exactMemory(result->best);
+  std::optional<CompiledPlan> exact;
+  if (compiled)
+    exact = compiled(result->best);
+  auto off = [](double estimate, double exact) {
+    return llvm::format("%+.1f%%",
+                        100.0 * (estimate - exact) / std::max(exact, 1e-300));
+  };
   if (exact) {
     llvm::outs() << "  memory plan of this plan (each rank's arena, from the "
                     "compiler's liveness-based plan):";
     uint64_t peak = 0;
-    for (uint64_t b : *exact) {
+    for (uint64_t b : exact->arenas) {
       llvm::outs() << " " << b;
       peak = std::max(peak, b);
     }
     llvm::outs() << " bytes; the estimate above is "
-                 << llvm::format("%+.1f%%", 100.0 * (result->best.peakMemory -
-                                                     static_cast<double>(peak)) /
-                                                std::max<double>(peak, 1))
+                 << off(result->best.peakMemory,
+                        std::max<double>(static_cast<double>(peak), 1))
                  << " off\n";
   }
+  if (exact && exact->stepSeconds > 0)
+    llvm::outs() << "  step of the compiled plan (its ranks' programs side by "
+                    "side, on the same device): "
+                 << llvm::format("%.4g", exact->stepSeconds)
+                 << " s; the estimate above is "
+                 << off(result->best.stepSeconds, exact->stepSeconds)
+                 << " off\n";
   if (!cmd.svgOutput.empty()) {
     std::string err;
     auto out = openOutputFile(cmd.svgOutput, &err);
@@ -143,13 +153,16 @@ int runPlan(ModuleOp module, const PlanCommand &cmd,
       return fail(cmd.jsonOutput + ": " + err);
     std::string json = smp::planResultJson(*result, req);
     if (exact) {
-      // Add the exact per-rank arenas to the report.
+      // Add the exact per-rank arenas and the compiled step to the report.
       auto parsed = llvm::json::parse(json);
       if (parsed && parsed->getAsObject()) {
         llvm::json::Array arenas;
-        for (uint64_t b : *exact)
+        for (uint64_t b : exact->arenas)
           arenas.push_back(static_cast<int64_t>(b));
         (*parsed->getAsObject())["memory_plan_bytes"] = std::move(arenas);
+        if (exact->stepSeconds > 0)
+          (*parsed->getAsObject())["compiled_step_seconds"] =
+              exact->stepSeconds;
         std::string s;
         llvm::raw_string_ostream os(s);
         os << llvm::formatv("{0:2}", *parsed) << "\n";

@@ -36,13 +36,22 @@ struct PlanCommand {
   std::optional<double> memoryFraction;
 };
 
+/// The chosen plan as the compiler builds it: the arena each pipeline rank
+/// gets from the memory plan, and the compiled step's time on the plan's
+/// device (its ranks side by side, StepPrediction.h).
+struct CompiledPlan {
+  std::vector<uint64_t> arenas;
+  double stepSeconds = 0;
+};
+
 /// Plans the training of `module` (imported at one sample per batch) and
 /// prints the plan; returns the exit code.
-/// `exactMemory`, when given, returns the arena each pipeline rank of the
-/// chosen plan gets from the compiler's memory plan (nullopt: not known).
+/// `compiled`, when given, builds the chosen plan (nullopt: not known, e.g.
+/// a model too large to build in a moment); its figures are printed against
+/// the planner's.
 int runPlan(mlir::ModuleOp module, const PlanCommand &cmd,
-            const std::function<std::optional<std::vector<uint64_t>>(
-                const smp::Plan &)> &exactMemory = nullptr);
+            const std::function<std::optional<CompiledPlan>(const smp::Plan &)>
+                &compiled = nullptr);
 
 /// The planner's choice for `smpc compile --devices N` (errors printed);
 /// `json` gets the report.

@@ -34,6 +34,41 @@ llvm::SmallVector<func::FuncOp> pipelineRanks(ModuleOp module) {
 
 } // namespace
 
+CompiledStepTime compiledStepTime(ModuleOp module, bool training,
+                                  const smp::DeviceSpec &device,
+                                  const smp::ProfileDB *profile) {
+  CompiledStepTime t;
+  t.how = "slowest rank";
+  llvm::SmallVector<func::FuncOp> ranks = pipelineRanks(module);
+  smp::PipelineEstimate pipe;
+  if (!ranks.empty())
+    pipe = smp::estimatePipeline(ranks, device, profile);
+  if (!ranks.empty() && pipe.error.empty()) {
+    // The ranks' programs side by side, each receive waiting for its
+    // message: unequal stages and the schedule's order priced as compiled.
+    t.seconds = pipe.stepSeconds, t.measured = pipe.measuredOps,
+    t.modelled = pipe.modelledOps;
+    char buf[96];
+    snprintf(buf, sizeof(buf), "%zu pipeline ranks side by side, bubble %.1f%%",
+             ranks.size(), 100 * pipe.bubble());
+    t.how = buf;
+    return t;
+  }
+  if (!pipe.error.empty())
+    llvm::errs() << "smpc: warning: the pipeline's ranks do not finish in "
+                    "the step-time model ("
+                 << pipe.error << "); predicting the slowest rank alone\n";
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (f.getSymName() == "main" && training)
+      continue;
+    smp::StepEstimate e = smp::estimateFunction(f, device, profile);
+    t.seconds = std::max(t.seconds, e.totalSeconds());
+    t.measured += e.measuredOps;
+    t.modelled += e.modelledOps;
+  }
+  return t;
+}
+
 int predictStepTime(ModuleOp module, const Options &opts,
                     smp::ArtifactOptions &artifact) {
   smp::ProfileDB db;
@@ -48,50 +83,21 @@ int predictStepTime(ModuleOp module, const Options &opts,
                            : opts.cluster);
   if (!device)
     return fail(llvm::toString(device.takeError()));
-  const smp::ProfileDB *profile = files.empty() ? nullptr : &db;
-  double step = 0;
-  size_t measured = 0, modelled = 0;
-  std::string how = "slowest rank";
-  llvm::SmallVector<func::FuncOp> ranks = pipelineRanks(module);
-  smp::PipelineEstimate pipe;
-  if (!ranks.empty())
-    pipe = smp::estimatePipeline(ranks, *device, profile);
-  if (!ranks.empty() && pipe.error.empty()) {
-    // The ranks' programs side by side, each receive waiting for its
-    // message: unequal stages and the schedule's order priced as compiled.
-    step = pipe.stepSeconds, measured = pipe.measuredOps,
-    modelled = pipe.modelledOps;
-    char buf[96];
-    snprintf(buf, sizeof(buf), "%zu pipeline ranks side by side, bubble %.1f%%",
-             ranks.size(), 100 * pipe.bubble());
-    how = buf;
-  } else {
-    if (!pipe.error.empty())
-      llvm::errs() << "smpc: warning: the pipeline's ranks do not finish in "
-                      "the step-time model ("
-                   << pipe.error << "); predicting the slowest rank alone\n";
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.getSymName() == "main" && opts.train)
-        continue;
-      smp::StepEstimate e = smp::estimateFunction(f, *device, profile);
-      step = std::max(step, e.totalSeconds());
-      measured += e.measuredOps;
-      modelled += e.modelledOps;
-    }
-  }
-  artifact.predictedStepSeconds = step;
+  CompiledStepTime t = compiledStepTime(module, opts.train, *device,
+                                        files.empty() ? nullptr : &db);
+  artifact.predictedStepSeconds = t.seconds;
   artifact.predictionSource =
-      how + "; " +
+      t.how + "; " +
       (files.empty()
            ? "the cost model's roofline of " + device->name
-           : std::to_string(measured) + " ops measured in --profile-db, " +
-                 std::to_string(modelled) + " modelled");
+           : std::to_string(t.measured) + " ops measured in --profile-db, " +
+                 std::to_string(t.modelled) + " modelled");
   if (!files.empty()) {
     char buf[256];
     snprintf(buf, sizeof(buf),
              "predicted step time: %.4g s (%s; %zu ops measured in the "
              "profile, %zu modelled)\n",
-             step, how.c_str(), measured, modelled);
+             t.seconds, t.how.c_str(), t.measured, t.modelled);
     llvm::outs() << buf;
   }
   return 0;

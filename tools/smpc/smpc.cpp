@@ -644,7 +644,7 @@ int main(int argc, char **argv) {
     // The chosen plan's memory from the compiler's own memory plan, when the
     // model can be imported at the plan's micro-batch size and is small
     // enough to build its step in a moment.
-    auto exact = [&](const smp::Plan &p) -> std::optional<std::vector<uint64_t>> {
+    auto exact = [&](const smp::Plan &p) -> std::optional<CompiledPlan> {
       if (opts.noExactMemory)
         return std::nullopt;
       size_t ops = 0;
@@ -691,7 +691,13 @@ int main(int argc, char **argv) {
         llvm::consumeError(bytes.takeError());
         return std::nullopt;
       }
-      return *bytes;
+      CompiledPlan built{*bytes, 0};
+      if (auto device = smp::loadDeviceSpec(opts.cluster))
+        built.stepSeconds =
+            compiledStepTime(**m, /*training=*/true, *device).seconds;
+      else
+        llvm::consumeError(device.takeError());
+      return built;
     };
     return runPlan(**module, plan, exact);
   }
