@@ -482,14 +482,15 @@ LogicalResult runVerifiedOnce(PassManager &pm, ModuleOp m) {
   return verify(m);
 }
 
-/// The training step the profile measures: one device, a cross-entropy on
-/// `vocabOutput`, one all-reduce per gradient, with or without full
-/// recomputation and activation offloading.
-TrainingPipelineOptions profiledStep(const std::string &vocabOutput,
+/// The training step the profile measures: one device, `stepLoss` (a
+/// cross-entropy on the vocabulary output, or the user's loss), one
+/// all-reduce per gradient, with or without full recomputation and
+/// activation offloading.
+TrainingPipelineOptions profiledStep(const std::string &stepLoss,
                                      bool recompute, bool offload,
                                      bool sequenceParallel) {
   TrainingPipelineOptions step;
-  step.loss = "cross_entropy:" + vocabOutput + ":labels";
+  step.loss = stepLoss;
   step.sequenceParallel = sequenceParallel;
   step.bucketMb = 0;
   if (recompute)
@@ -539,20 +540,20 @@ struct ProfiledFunction {
   bool knowSaved = false;
   OwningOpRef<ModuleOp> unbuilt; // the model before its step was built
 
-  /// With a cross-entropy on `vocabOutput`, builds the training step on the
+  /// With a loss (`stepLoss`, profiledStep's), builds the training step on the
   /// copy: the activations the backward really reads (saved for it) are then
   /// known, rather than every forward result. Its first ops are @main's.
-  void buildStep(ModuleOp module, ModuleOp copy,
-                 const std::string &vocabOutput, bool sequenceParallel) {
+  void buildStep(ModuleOp module, ModuleOp copy, const std::string &stepLoss,
+                 bool sequenceParallel) {
     numForward = main.getBody().front().getOperations().size() - 1;
-    if (vocabOutput.empty())
+    if (stepLoss.empty())
       return;
     unbuilt = cast<ModuleOp>(copy->clone());
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
     buildTrainingPipeline(pm,
-                          profiledStep(vocabOutput, /*recompute=*/false,
+                          profiledStep(stepLoss, /*recompute=*/false,
                                        /*offload=*/false, sequenceParallel));
     if (succeeded(runVerifiedOnce(pm, copy))) {
       auto step = copy.lookupSymbol<func::FuncOp>("train_step");
@@ -656,7 +657,7 @@ void profilePathOps(const ProfiledFunction &f, bool fuse, ModelProfile &profile,
 /// without and with full recomputation, and with `offload` with activation
 /// offloading too.
 void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
-                       const std::string &vocabOutput, bool offload,
+                       const std::string &stepLoss, bool offload,
                        const llvm::DenseMap<Operation *, size_t> &position,
                        ModelProfile &profile) {
   int64_t lastPath = static_cast<int64_t>(profile.ops.size()) - 1;
@@ -698,7 +699,7 @@ void profileStepMemory(ModuleOp module, ModuleOp copy, ProfiledFunction &f,
       continue;
     OwningOpRef<ModuleOp> built(cast<ModuleOp>(f.unbuilt->clone()));
     PassManager pm(module.getContext(), ModuleOp::getOperationName());
-    buildTrainingPipeline(pm, profiledStep(vocabOutput, recompute, offloading,
+    buildTrainingPipeline(pm, profiledStep(stepLoss, recompute, offloading,
                                            profile.sequenceParallel));
     if (succeeded(runVerifiedOnce(pm, *built)))
       (void)sweep(*built, profile.steps[recompute][offloading], true);
@@ -748,11 +749,10 @@ void markCuts(const llvm::DenseMap<Operation *, size_t> &position,
 
 } // namespace
 
-llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
-                                          const std::string &vocabOutput,
-                                          bool fuse, bool sequenceParallel,
-                                          const std::string &precision,
-                                          bool offload, bool masterWeights) {
+llvm::Expected<ModelProfile>
+profileModel(ModuleOp module, int64_t tp, const std::string &vocabOutput,
+             bool fuse, bool sequenceParallel, const std::string &precision,
+             bool offload, bool masterWeights, const std::string &loss) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   sequenceParallel = sequenceParallel && tp > 1;
   if (llvm::Error err = applyParallelismAndPrecision(
@@ -763,15 +763,18 @@ llvm::Expected<ModelProfile> profileModel(ModuleOp module, int64_t tp,
   f.main = copy->lookupSymbol<func::FuncOp>("main");
   if (!f.main)
     return fail("the model has no func @main");
-  f.buildStep(module, *copy, vocabOutput, sequenceParallel);
+  // The loss of the profiled step: a cross-entropy on the vocabulary
+  // output, else the user's (a regression's mse, ...).
+  std::string stepLoss =
+      !vocabOutput.empty() ? "cross_entropy:" + vocabOutput + ":labels" : loss;
+  f.buildStep(module, *copy, stepLoss, sequenceParallel);
   ModelProfile profile;
   profile.tp = tp;
   profile.sequenceParallel = sequenceParallel;
   llvm::DenseMap<Operation *, size_t> position;
   profilePathOps(f, fuse, profile, position);
   if (f.knowSaved)
-    profileStepMemory(module, *copy, f, vocabOutput, offload, position,
-                      profile);
+    profileStepMemory(module, *copy, f, stepLoss, offload, position, profile);
   if (profile.ops.empty())
     return fail("no op of @main computes on both the inputs and the "
                 "parameters");

@@ -114,7 +114,8 @@ void profilesPerTp(mlir::ModuleOp module, const PlanRequest &req,
       if (req.sequenceParallel && *req.sequenceParallel != sp)
         continue;
       auto p = profileModel(module, tp, vocabOutput, d.fusesElementwise, sp,
-                            req.precision, offloads(req), req.masterWeights);
+                            req.precision, offloads(req), req.masterWeights,
+                            req.loss);
       if (!p) {
         refusals.push_back("tp " + std::to_string(tp) +
                            (sp ? " with sequence parallelism: " : ": ") +
@@ -531,7 +532,7 @@ llvm::Expected<PlanResult> choosePlan(mlir::ModuleOp module,
   std::vector<std::string> refusals;
   auto base = profileModel(module, 1, vocabOutput, d.fusesElementwise,
                            /*sequenceParallel=*/false, req.precision,
-                           offloads(req), req.masterWeights);
+                           offloads(req), req.masterWeights, req.loss);
   if (!base)
     return base.takeError();
   profilesPerTp(module, req, vocabOutput, *base, profiles, refusals);

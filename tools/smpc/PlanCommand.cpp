@@ -57,6 +57,7 @@ plan(ModuleOp module, const PlanCommand &cmd) {
   req.globalBatch = cmd.globalBatch;
   req.device = *device;
   req.optimizer = cmd.optimizer;
+  req.loss = cmd.loss;
   req.precision = cmd.precision;
   // As compile builds the step: a model storing 16-bit parameters computes
   // in its own types (StoredPrecision.h).

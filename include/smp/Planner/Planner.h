@@ -192,18 +192,24 @@ double stageSavedBytes(const std::vector<ModelProfile::StepValue> &values,
 /// compiler does: `module` itself is the model as imported, in f32. With
 /// `offload`, the steps with activation offloading are built too; with
 /// `masterWeights`, parameters stored in bf16/fp16 are f32 masters
-/// (smp-master-weights), counted at 4 bytes.
+/// (smp-master-weights), counted at 4 bytes. The profiled training step
+/// (what each op saves for the backward, the liveness memory model) is
+/// built with a cross-entropy on `vocabOutput`, else with `loss` (an
+/// `smpc --loss` spec: mse:y:target, ...), else not at all.
 llvm::Expected<ModelProfile>
 profileModel(mlir::ModuleOp module, int64_t tp, const std::string &vocabOutput,
              bool fuse = false, bool sequenceParallel = false,
              const std::string &precision = "fp32", bool offload = false,
-             bool masterWeights = false);
+             bool masterWeights = false, const std::string &loss = "");
 
 struct PlanRequest {
   int64_t devices = 1;
   int64_t globalBatch = 1;       // samples per step
   DeviceSpec device;
   std::string optimizer = "adamw"; // sgd (no state), sgd-momentum, adam(w)
+  /// The loss (smpc --loss); a cross-entropy's output is choosePlan's
+  /// `vocabOutput`, any other loss builds the profiled step with this.
+  std::string loss;
   /// The training precision (fp32, bf16, fp16: smp-mixed-precision).
   std::string precision = "fp32";
   /// fp32 master copies of parameters stored in bf16/fp16
