@@ -176,12 +176,13 @@ Timeline simulate(const Plan &p) {
 int cutSteadyState(TimeAxis &axis, const Timeline &t, const Plan &p) {
   double s = t.scale;
   // The slowest stage's forward, in simulated time.
-  double forward = t.costs.stageScale.empty() ? t.costs.forward : 0;
-  for (double f : t.costs.stageScale)
-    forward = std::max(forward, t.costs.forward * f);
-  if (forward <= 0)
-    return 0;
-  if (t.sim.startTimes.empty() || axis.x(forward * s) - axis.x(0) >= 5)
+  double slowest = t.costs.stageScale.empty()
+                       ? 1.0
+                       : *std::max_element(t.costs.stageScale.begin(),
+                                           t.costs.stageScale.end());
+  double forward = t.costs.forward * slowest;
+  if (t.sim.startTimes.empty() || forward <= 0 ||
+      axis.x(forward * s) - axis.x(0) >= 5)
     return 0;
   double warm = 0, cool = axis.total;
   for (size_t r = 0; r < t.order.size(); ++r) {
@@ -200,7 +201,7 @@ int cutSteadyState(TimeAxis &axis, const Timeline &t, const Plan &p) {
   double period = p.virtualStages *
                   (t.costs.forward + t.costs.backward +
                    (p.schedule == "zb-h1" ? t.costs.backwardWeight : 0)) *
-                  forward / t.costs.forward;
+                  slowest;
   double a = (warm + period) * s;
   if (cool - a < 0.25 * axis.total)
     return 0; // not enough to gain

@@ -462,6 +462,12 @@ struct Execution {
   }
 };
 
+/// 1 - busy / (p x makespan) of a finished simulation (0 for no time).
+double bubbleOf(const SimulationResult &result, int p) {
+  return result.makespan > 0 ? 1.0 - result.busyTime / (p * result.makespan)
+                             : 0.0;
+}
+
 } // namespace
 
 SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
@@ -503,8 +509,7 @@ SimulationResult simulateSchedule(const Schedule &schedule, int p, int m, int v,
   Execution(schedule, p, m, numStages, costs, result).run();
   if (result.error.empty() && !result.complete)
     result.error = missing;
-  if (result.makespan > 0)
-    result.bubbleFraction = 1.0 - result.busyTime / (p * result.makespan);
+  result.bubbleFraction = bubbleOf(result, p);
   return result;
 }
 
@@ -519,9 +524,7 @@ double simulatedMakespan(const Schedule &schedule, int p, int m, int v,
   if (result.deadlock)
     return -1;
   if (bubbleFraction)
-    *bubbleFraction = result.makespan > 0
-                          ? 1.0 - result.busyTime / (p * result.makespan)
-                          : 0.0;
+    *bubbleFraction = bubbleOf(result, p);
   return result.makespan;
 }
 

@@ -115,9 +115,9 @@ int runPlan(ModuleOp module, const PlanCommand &cmd,
   std::optional<CompiledPlan> exact;
   if (compiled)
     exact = compiled(result->best);
+  // How far the planner's estimate is from the compiled figure (> 0).
   auto off = [](double estimate, double exact) {
-    return llvm::format("%+.1f%%",
-                        100.0 * (estimate - exact) / std::max(exact, 1e-300));
+    return llvm::format("%+.1f%%", 100.0 * (estimate - exact) / exact);
   };
   if (exact) {
     llvm::outs() << "  memory plan of this plan (each rank's arena, from the "

@@ -87,8 +87,6 @@ struct StepEstimate {
   double communicationSeconds = 0;
   double totalSeconds() const { return computeSeconds + communicationSeconds; }
   size_t measuredOps = 0, modelledOps = 0;
-  /// Receives whose measured time (waiting for the peer included) is used.
-  size_t measuredReceives = 0;
 };
 
 /// One op's time on `device`, as estimateFunction counts it: measured in
