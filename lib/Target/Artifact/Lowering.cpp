@@ -459,23 +459,48 @@ void Lowering::recordInPlace(Operation &op, const pb::Instruction &inst,
                        bufferOf.lookup(input), index});
 }
 
-/// Each recorded output joins its input's storage where the input's range
-/// ends at the op (nothing reads it later), neither is an argument, a
-/// weight or another buffer's alias, both are in the device arena and of
-/// one size.
+/// Each recorded output joins its input's storage where nothing reads the
+/// input's root after the op: an input that is its own root (no aliases)
+/// lends the whole root, a view its region of the root (plain SGD's new
+/// momentum buffers over gradients that are views of their data-parallel
+/// buckets). Neither may be an argument, a weight or in the host pool; both
+/// are of one size. An op's pairs are judged by the ranges as they were
+/// before its own shares (which extend them), and no two of its outputs
+/// take overlapping regions of one root.
 void Lowering::shareInPlace() {
+  int64_t op = -1;
+  llvm::DenseMap<unsigned, int64_t> endBefore; // root -> end before this op
+  llvm::DenseMap<unsigned, SmallVector<std::pair<uint64_t, uint64_t>, 4>>
+      lent; // root -> the regions this op's outputs took
   for (const InPlace &p : inPlace) {
-    unsigned in = p.input, out = p.output;
-    if (root[in] != in || root[out] != out || members[in].size() != 1 ||
-        argBuffers.contains(in) || live[in].start < 0 ||
-        live[in].end != p.index || pool[in] != 0 || pool[out] != 0 ||
+    if (p.index != op) {
+      op = p.index;
+      endBefore.clear();
+      lent.clear();
+    }
+    unsigned in = p.input, out = p.output, r = root[in];
+    auto before = endBefore.find(r);
+    int64_t end = before == endBefore.end() ? live[r].end : before->second;
+    if (root[out] != out || (r == in && members[in].size() != 1) ||
+        argBuffers.contains(in) || argBuffers.contains(r) ||
+        live[r].start < 0 || end != p.index || pool[r] != 0 || pool[out] != 0 ||
         live[in].bytes != live[out].bytes)
       continue;
-    for (unsigned x : members[out])
-      root[x] = in;
-    members[in].append(members[out].begin(), members[out].end());
+    uint64_t first = viewOffsetOf[in], last = first + live[in].bytes;
+    auto &regions = lent[r];
+    if (llvm::any_of(regions, [&](auto region) {
+          return first < region.second && region.first < last;
+        }))
+      continue;
+    regions.push_back({first, last});
+    endBefore.try_emplace(r, live[r].end);
+    for (unsigned x : members[out]) {
+      root[x] = r;
+      viewOffsetOf[x] += first;
+    }
+    members[r].append(members[out].begin(), members[out].end());
     members[out].clear();
-    live[in].end = std::max(live[in].end, live[out].end);
+    live[r].end = std::max(live[r].end, live[out].end);
   }
 }
 
