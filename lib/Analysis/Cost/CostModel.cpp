@@ -27,6 +27,8 @@ double rooflineTime(const OpCost &cost, unsigned elementBits,
   double memory = d.memoryBandwidth > 0
                       ? cost.bytes() / (d.memoryBandwidth * d.memoryEfficiency)
                       : 0;
+  if (cost.matrix && !d.matrixOverlapsMemory)
+    return compute + memory + d.kernelOverhead;
   return std::max(compute, memory) + d.kernelOverhead;
 }
 

@@ -77,6 +77,7 @@ std::optional<DeviceSpec> deviceSpecPreset(llvm::StringRef name) {
     d.hostBandwidth = 10 * G; // memcpy into the host pool
     d.fusesElementwise = false; // one kernel per instruction
     d.overlapsCommunication = false; // MPI's collectives block the rank
+    d.matrixOverlapsMemory = false;  // OpenBLAS packs, then multiplies
     d.matrixEfficiency = d.memoryEfficiency = 1.0; // the peaks are measured
     return d;
   }
@@ -119,7 +120,8 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
                                 "matrix_efficiency",
                                 "memory_efficiency",
                                 "fuses_elementwise",
-                                "overlaps_communication"};
+                                "overlaps_communication",
+                                "matrix_overlaps_memory"};
   for (const auto &kv : *o) {
     bool ok = false;
     for (const char *k : known)
@@ -164,7 +166,8 @@ llvm::Expected<DeviceSpec> parseCluster(llvm::StringRef text,
       return std::move(err);
   for (auto [key, field] :
        {std::make_pair("fuses_elementwise", &d.fusesElementwise),
-        std::make_pair("overlaps_communication", &d.overlapsCommunication)})
+        std::make_pair("overlaps_communication", &d.overlapsCommunication),
+        std::make_pair("matrix_overlaps_memory", &d.matrixOverlapsMemory)})
     if (const llvm::json::Value *f = o->get(key)) {
       auto b = f->getAsBoolean();
       if (!b)

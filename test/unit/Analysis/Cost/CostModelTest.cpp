@@ -136,6 +136,32 @@ TEST_F(CostModelTest, RooflinePicksTheBindingLimit) {
               1e-12);
 }
 
+TEST_F(CostModelTest, CpuProductsAddTheirReadsToTheirArithmetic) {
+  // The cpu preset's products pack their operands before multiplying: a
+  // 64-row product of a 1024 x 1024 f32 layer (0.13 GFLOP, 4.7 MB) takes
+  // its arithmetic plus its reads; an elementwise op the larger of the two.
+  DeviceSpec cpu = *deviceSpecPreset("cpu");
+  EXPECT_FALSE(cpu.matrixOverlapsMemory);
+  EXPECT_TRUE(deviceSpecPreset("h100-sxm-80g")->matrixOverlapsMemory);
+  OpCost product{1.34e8, 4.7e6, 2.6e5, true};
+  double arithmetic = 1.34e8 / 0.115e12, reads = 4.96e6 / 20e9;
+  EXPECT_NEAR(rooflineTime(product, 32, cpu),
+              arithmetic + reads + cpu.kernelOverhead, 1e-12);
+  OpCost stream{1e6, 4e6, 4e6, false};
+  EXPECT_NEAR(rooflineTime(stream, 32, cpu), 8e6 / 20e9 + cpu.kernelOverhead,
+              1e-12);
+  auto overlapping = parseCluster(
+      R"({"base": "cpu", "matrix_overlaps_memory": true})", "o.json");
+  ASSERT_TRUE(bool(overlapping));
+  EXPECT_NEAR(rooflineTime(product, 32, *overlapping),
+              arithmetic + overlapping->kernelOverhead, 1e-12);
+  auto bad =
+      parseCluster(R"({"base": "cpu", "matrix_overlaps_memory": 0})", "b.json");
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "b.json: 'matrix_overlaps_memory' must be true or false");
+}
+
 TEST_F(CostModelTest, CollectivesFollowAlphaBeta) {
   DeviceSpec h100 = *deviceSpecPreset("h100-sxm-80g");
   double n = 1e9, a = h100.intraNodeLatency, b = h100.intraNodeBandwidth;
