@@ -3,6 +3,7 @@
 #include "CudaTestUtil.h"
 
 #include <limits>
+#include <memory>
 
 namespace smp_cuda_test {
 namespace {
@@ -673,6 +674,42 @@ TEST_F(Cuda, ConcatSplitGather) {
       ASSERT_OK(cuk::split(d, axis, {s0.ref(), s1.ref(), s2.ref()}));
       expectSameBytes(s0, parts[0]);
       expectSameBytes(s2, parts[2]);
+    }
+    // More parts than a launch each: one multi-tensor launch (a gradient
+    // bucket's concat), an empty part among them, parts of more than one
+    // chunk (kMultiChunk elements) along the last axis.
+    for (int64_t axis : {0, 1, -1}) {
+      SCOPED_TRACE(axis);
+      int64_t a = axis < 0 ? axis + 3 : axis;
+      std::vector<int64_t> sizes{2, 0, 1, 3, 1, 4, 2};
+      if (a == 2)
+        sizes = {2, 0, 1, 5000, 1, 4, 7000};
+      std::vector<Host> parts;
+      std::vector<std::unique_ptr<Dev>> dev, back;
+      std::vector<TensorRef> refs, devRefs, backRefs;
+      std::vector<int64_t> whole{3, 2, 5};
+      whole[a] = 0;
+      for (int64_t size : sizes) {
+        std::vector<int64_t> shape{3, 2, 5};
+        shape[a] = size;
+        whole[a] += size;
+        parts.push_back(random(t, shape, -9, 9, seed++));
+        dev.push_back(std::make_unique<Dev>(parts.back()));
+        devRefs.push_back(dev.back()->ref());
+        back.push_back(std::make_unique<Dev>(t, shape));
+        backRefs.push_back(back.back()->ref());
+      }
+      for (const Host &p : parts) // after the vector's last move
+        refs.push_back(p.ref);
+      Host want(t, whole);
+      ASSERT_OK(cpuk::concat(refs, axis, want));
+      Dev d(t, whole);
+      ASSERT_OK(cuk::concat(devRefs, axis, d));
+      expectSameBytes(d, want);
+      ASSERT_OK(cuk::split(d, axis, backRefs));
+      for (size_t k = 0; k < parts.size(); ++k)
+        if (sizes[k] > 0)
+          expectSameBytes(*back[k], parts[k]);
     }
     Host data = random(t, {5, 4, 3}, -9, 9, seed++);
     Dev dd(data);
