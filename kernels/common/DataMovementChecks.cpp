@@ -12,6 +12,22 @@ Status checkCopy(const TensorRef &in, const TensorRef &out) {
   return Status::success();
 }
 
+Status checkCopyMulti(const std::vector<TensorRef> &in,
+                      const std::vector<TensorRef> &out) {
+  const char *op = "copy_multi";
+  if (in.size() != out.size())
+    return fail(op, std::to_string(in.size()) + " inputs but " +
+                        std::to_string(out.size()) + " outputs");
+  for (size_t i = 0; i < in.size(); ++i) {
+    SMP_RETURN_IF_ERROR(checkCopy(in[i], out[i]));
+    if (in[i].dtype != in[0].dtype)
+      return fail(op, "input #" + std::to_string(i) + " is " +
+                          smp::base::describe(in[i]) + ", input #0 " +
+                          smp::base::describe(in[0]) + ": one dtype for all");
+  }
+  return Status::success();
+}
+
 Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
                       const TensorRef &out, std::vector<int64_t> &strides) {
   const char *op = "transpose";

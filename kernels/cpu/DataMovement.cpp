@@ -38,6 +38,14 @@ Status copy(const TensorRef &in, const TensorRef &out) {
   return Status::success();
 }
 
+Status copyMulti(const std::vector<TensorRef> &in,
+                 const std::vector<TensorRef> &out) {
+  SMP_RETURN_IF_ERROR(common::checkCopyMulti(in, out));
+  for (size_t i = 0; i < in.size(); ++i)
+    SMP_RETURN_IF_ERROR(copy(in[i], out[i]));
+  return Status::success();
+}
+
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";

@@ -67,6 +67,48 @@ Status copy(const TensorRef &in, const TensorRef &out) {
                                           cudaMemcpyDefault, ctx->stream));
 }
 
+namespace {
+
+/// One pair of copy_multi: n elements from src to dst.
+struct CopyDesc {
+  const void *src;
+  void *dst;
+  int64_t n;
+};
+
+template <class T>
+__global__ void copyMultiKernel(const CopyDesc *descs,
+                                const int64_t *firstBlock, int64_t count) {
+  MultiChunk c = multiChunk(firstBlock, count);
+  CopyDesc d = descs[c.tensor];
+  int64_t end = c.begin + kMultiChunk < d.n ? c.begin + kMultiChunk : d.n;
+  const T *src = static_cast<const T *>(d.src);
+  T *dst = static_cast<T *>(d.dst);
+  for (int64_t i = c.begin + threadIdx.x; i < end; i += blockDim.x)
+    dst[i] = src[i];
+}
+
+} // namespace
+
+Status copyMulti(const std::vector<TensorRef> &in,
+                 const std::vector<TensorRef> &out) {
+  const char *name = "copy_multi";
+  SMP_RETURN_IF_ERROR(common::checkCopyMulti(in, out));
+  std::vector<CopyDesc> descs;
+  MultiTensorPlan plan;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].numel() > 0 && in[i].data != out[i].data) {
+      descs.push_back({in[i].data, out[i].data, in[i].numel()});
+      plan.add(in[i].numel());
+    }
+  if (descs.empty())
+    return Status::success();
+  return visitBytes(in[0].dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchMulti(name, descs, plan, copyMultiKernel<T>);
+  });
+}
+
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
                  const TensorRef &out) {
   const char *name = "transpose";

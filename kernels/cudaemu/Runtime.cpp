@@ -418,6 +418,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                     "stream (the graph would read it at each launch, not "
                     "now)"))
       return e;
+  countAsyncCopy();
   enqueueWork(
       stream, [=] { std::memmove(dst, src, count); },
       pageable ? WorkKind::Immediate : WorkKind::Normal);

@@ -209,7 +209,7 @@ struct KernelLaunches {
 struct Counts {
   std::mutex mutex;
   uint64_t launches = 0, products = 0, hostWaits = 0, queries = 0,
-           unaligned = 0;
+           asyncCopies = 0, unaligned = 0;
   std::map<std::string, KernelLaunches> kernels; // by kernel
 };
 
@@ -252,6 +252,7 @@ Counts &counts() {
                               : "none run; ") +
                std::to_string(k.hostWaits) +
                " host waits (synchronizations and synchronous copies); " +
+               std::to_string(k.asyncCopies) + " asynchronous copies; " +
                std::to_string(k.unaligned) +
                " products on rows not a multiple of 16 bytes");
         if (listKernels())
@@ -292,6 +293,12 @@ void countHostWait() {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.hostWaits;
+}
+
+void countAsyncCopy() {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.asyncCopies;
 }
 
 void setError(cudaError_t e, bool isSticky) {

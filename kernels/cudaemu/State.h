@@ -89,6 +89,9 @@ void countHeuristicQuery();
 /// or device synchronization, a synchronous copy); a dry run prints the
 /// count beside the launches: on a GPU each one drains the launch queue.
 void countHostWait();
+/// Counts a cudaMemcpyAsync the stream runs (on a GPU an operation of its
+/// own, as a launch is); a dry run prints the count beside the launches.
+void countAsyncCopy();
 
 /// Records e for cudaGetLastError; a sticky error (a fault in a kernel)
 /// is also returned by every later synchronizing call, as CUDA's.

@@ -157,17 +157,21 @@ llvm::Error Lowering::lowerAllReduce(Operation &op, int64_t index) {
   return llvm::Error::success();
 }
 
-/// Collectives that split or join dim 0 across the grid's ranks.
+/// Collectives that split or join dim 0 across the grid's ranks (and
+/// all_slice_multi: all_slice of each of its inputs).
 llvm::Error Lowering::lowerShardCollective(Operation &op, int64_t index) {
   pb::Instruction *inst = program.add_instructions();
   inst->set_loc(valueName(&op));
-  Value input = op.getOperand(0);
-  inst->add_inputs(bufferOf.lookup(input));
-  use(input, index);
-  auto id = newBuffer(op.getResult(0), valueName(&op), index);
-  if (!id)
-    return id.takeError();
-  inst->add_outputs(*id);
+  for (Value input : op.getOperands()) {
+    inst->add_inputs(bufferOf.lookup(input));
+    use(input, index);
+  }
+  for (Value result : op.getResults()) {
+    auto id = newBuffer(result, valueName(&op), index);
+    if (!id)
+      return id.takeError();
+    inst->add_outputs(*id);
+  }
   int64_t axis = 0;
   if (auto rs = dyn_cast<shard::ReduceScatterOp>(op)) {
     inst->set_op("reduce_scatter");
@@ -178,9 +182,11 @@ llvm::Error Lowering::lowerShardCollective(Operation &op, int64_t index) {
   } else if (auto ag = dyn_cast<shard::AllGatherOp>(op)) {
     inst->set_op("all_gather");
     axis = ag.getGatherAxis().getSExtValue();
-  } else {
+  } else if (auto as = dyn_cast<shard::AllSliceOp>(op)) {
     inst->set_op("all_slice");
-    axis = cast<shard::AllSliceOp>(op).getSliceAxis().getSExtValue();
+    axis = as.getSliceAxis().getSExtValue();
+  } else {
+    inst->set_op("all_slice"); // all_slice_multi: along dim 0
   }
   if (axis != 0)
     return fail("collectives along dims other than 0 are not supported");

@@ -288,7 +288,8 @@ llvm::Error Lowering::lowerOp(Operation &op, int64_t &index) {
     return lowerReturn(ret);
   if (isa<shard::AllReduceOp>(op))
     return lowerAllReduce(op, index++);
-  if (isa<shard::ReduceScatterOp, shard::AllGatherOp, shard::AllSliceOp>(op))
+  if (isa<shard::ReduceScatterOp, shard::AllGatherOp, shard::AllSliceOp,
+          AllSliceMultiOp>(op))
     return lowerShardCollective(op, index++);
   if (op.getDialect() == nullptr ||
       op.getDialect()->getNamespace() != SmpDialect::getDialectNamespace())

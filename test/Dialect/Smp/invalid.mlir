@@ -679,3 +679,27 @@ func.func @matmul_add_addend(%a: tensor<2x3xbf16>, %b: tensor<3x8xbf16>, %r: ten
   %0 = smp.matmul_add %a, %b, %r : (tensor<2x3xbf16>, tensor<3x8xbf16>, tensor<2x8xf32>) -> tensor<2x8xbf16>
   return
 }
+
+// -----
+
+func.func @all_slice_multi_count(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.all_slice_multi' op has 2 inputs but 1 results}}
+  %s = smp.all_slice_multi %x, %x on @dp grid_axes = [0] : (tensor<8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_slice_multi_chunk(%x: tensor<8x2xf32>) {
+  // expected-error @+1 {{'smp.all_slice_multi' op result 'tensor<3x2xf32>' is not an equal part of dim 0 of its input 'tensor<8x2xf32>'}}
+  %s = smp.all_slice_multi %x on @dp grid_axes = [0] : (tensor<8x2xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @all_slice_multi_parts(%x: tensor<8xf32>, %y: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.all_slice_multi' op cuts its inputs in 2 and in 4 parts: one rank count for all}}
+  %s:2 = smp.all_slice_multi %x, %y on @dp grid_axes = [0] : (tensor<8xf32>, tensor<8xf32>) -> (tensor<4xf32>, tensor<2xf32>)
+  return
+}

@@ -107,3 +107,38 @@ func.func @sgd(%p0: tensor<4x8xf32>, %p1: tensor<8xf32>, %p2: tensor<8xf32>,
   %a2, %c2 = smp.sgd_update %p2, %g2, %b2, %lr, %step {momentum = 0.899999976 : f32, nesterov = true} : tensor<8xf32>, tensor<f32>
   return %a0, %c0, %a1, %c1, %a2, %c2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// ZeRO-1's slices of the parameters for their update: those along dim 0 of
+// @dp's axis 0 into 2 parts, of f32 and with the same annotations become one
+// all_slice_multi where the last of them was; an op that reads one (the
+// add) ends the group before it. An f16 one, one over @tp and one along dim
+// 1 are of no group (a group of one stays an all_slice).
+module {
+  shard.grid @dp(shape = 2)
+  shard.grid @tp(shape = 2)
+  // CHECK-LABEL: func.func @slices
+  // CHECK: %[[M:.*]]:2 = smp.all_slice_multi %arg0, %arg1 on @dp grid_axes = [0] : (tensor<8xf32>, tensor<4x2xf32>) -> (tensor<4xf32>, tensor<2x2xf32>)
+  // CHECK: shard.all_slice %arg2 on @dp grid_axes = [0] slice_axis = 0 : tensor<8xf16> -> tensor<4xf16>
+  // CHECK: shard.all_slice %arg3 on @tp
+  // CHECK: shard.all_slice %arg4 on @dp grid_axes = [0] slice_axis = 1
+  // CHECK: smp.add %[[M]]#0, %arg6
+  // CHECK: %[[N:.*]]:2 = smp.all_slice_multi %arg5, %arg0 on @dp grid_axes = [0] {smp.stage = 0 : i64} : (tensor<6xf32>, tensor<8xf32>) -> (tensor<3xf32>, tensor<4xf32>)
+  // CHECK-NOT: shard.all_slice
+  // CHECK: return {{.*}}%[[M]]#1, {{.*}}%[[N]]#0, %[[N]]#1
+  func.func @slices(%a: tensor<8xf32>, %b: tensor<4x2xf32>, %c: tensor<8xf16>,
+                    %d: tensor<8xf32>, %e: tensor<2x4xf32>, %f: tensor<6xf32>,
+                    %g: tensor<4xf32>)
+      -> (tensor<4xf32>, tensor<2x2xf32>, tensor<4xf16>, tensor<4xf32>, tensor<2x2xf32>, tensor<3xf32>, tensor<4xf32>) {
+    %0 = shard.all_slice %a on @dp grid_axes = [0] slice_axis = 0 : tensor<8xf32> -> tensor<4xf32>
+    %1 = shard.all_slice %b on @dp grid_axes = [0] slice_axis = 0 : tensor<4x2xf32> -> tensor<2x2xf32>
+    %2 = shard.all_slice %c on @dp grid_axes = [0] slice_axis = 0 : tensor<8xf16> -> tensor<4xf16>
+    %3 = shard.all_slice %d on @tp grid_axes = [0] slice_axis = 0 : tensor<8xf32> -> tensor<4xf32>
+    %4 = shard.all_slice %e on @dp grid_axes = [0] slice_axis = 1 : tensor<2x4xf32> -> tensor<2x2xf32>
+    %5 = smp.add %0, %g : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %6 = shard.all_slice %f on @dp grid_axes = [0] slice_axis = 0 {smp.stage = 0 : i64} : tensor<6xf32> -> tensor<3xf32>
+    %7 = shard.all_slice %a on @dp grid_axes = [0] slice_axis = 0 {smp.stage = 0 : i64} : tensor<8xf32> -> tensor<4xf32>
+    return %5, %1, %2, %3, %4, %6, %7 : tensor<4xf32>, tensor<2x2xf32>, tensor<4xf16>, tensor<4xf32>, tensor<2x2xf32>, tensor<3xf32>, tensor<4xf32>
+  }
+}

@@ -124,6 +124,26 @@ TEST(ConcatSplit, RoundTripOnEveryAxis) {
   EXPECT_FALSE(concat({a.ref, a.ref}, 0, o).ok()); // 4 != 5
 }
 
+/// copy_multi: each pair copied; lists of different lengths, a pair of
+/// different element counts and mixed dtypes are refused, naming them.
+TEST(CopyMulti, EachPairAndItsChecks) {
+  Host a = make(DType::F32, {2, 2}, {1, 2, 3, 4}),
+       b = make(DType::F32, {3}, {5, 6, 7});
+  Host oa(DType::F32, {4}), ob(DType::F32, {3});
+  ASSERT_OK(copyMulti({a.ref, b.ref}, {oa.ref, ob.ref}));
+  EXPECT_EQ(std::memcmp(oa.ref.data, a.ref.data, 16), 0);
+  EXPECT_EQ(std::memcmp(ob.ref.data, b.ref.data, 12), 0);
+  EXPECT_EQ(copyMulti({a.ref, b.ref}, {oa.ref}).error,
+            "copy_multi: 2 inputs but 1 outputs");
+  EXPECT_EQ(copyMulti({a.ref}, {ob.ref})
+                .error.rfind("copy: element counts differ", 0),
+            0u);
+  Host h(DType::F16, {3}), oh(DType::F16, {3});
+  EXPECT_EQ(copyMulti({a.ref, h.ref}, {oa.ref, oh.ref})
+                .error.rfind("copy_multi: input #1", 0),
+            0u);
+}
+
 TEST(Gather, AxesAndNegativeIndices) {
   for (DType it : {DType::I64, DType::I32, DType::I8, DType::U16})
     for (DType t : kTypes)

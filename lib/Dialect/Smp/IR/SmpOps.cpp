@@ -248,6 +248,32 @@ LogicalResult CastMultiOp::verify() {
   return success();
 }
 
+LogicalResult AllSliceMultiOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getResults().size() != getInputs().size())
+    return emitOpError("has ") << getInputs().size() << " inputs but "
+                               << getResults().size() << " results";
+  int64_t parts = 0;
+  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
+    auto a = cast<RankedTensorType>(in.getType());
+    auto b = cast<RankedTensorType>(out.getType());
+    bool chunk = a.getRank() >= 1 && a.getRank() == b.getRank() &&
+                 a.getElementType() == b.getElementType() &&
+                 a.getShape().drop_front() == b.getShape().drop_front() &&
+                 b.getDimSize(0) > 0 && a.getDimSize(0) % b.getDimSize(0) == 0;
+    if (!chunk)
+      return emitOpError("result ")
+             << b << " is not an equal part of dim 0 of its input " << a;
+    int64_t k = a.getDimSize(0) / b.getDimSize(0);
+    if (parts && k != parts)
+      return emitOpError("cuts its inputs in ")
+             << parts << " and in " << k << " parts: one rank count for all";
+    parts = k;
+  }
+  return success();
+}
+
 /// matmul_bias's (and matmul_bias_gelu's) result type: the product's, with
 /// a bias of its element type running along its last dim.
 static FailureOr<RankedTensorType>

@@ -99,7 +99,8 @@ struct RowsGradient
 void registerCommunicationOpModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, SmpDialect *) {
     attach<GradientModel, TpCopyOp>(ctx);
-    attach<NoCost, TpCopyOp, TpRankOp, SendOp, RecvOp>(ctx);
+    // all_slice_multi: as shard.all_slice (below), a copy of chunks.
+    attach<NoCost, TpCopyOp, TpRankOp, SendOp, RecvOp, AllSliceMultiOp>(ctx);
     attach<Streaming1, OffloadOp, PrefetchOp>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {

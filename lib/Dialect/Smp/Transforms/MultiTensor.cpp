@@ -14,6 +14,11 @@
 //   precision's 16-bit copies of the f32 parameters) with the same
 //   annotations (a pipeline stage's) become one cast_multi where the first
 //   of them was.
+// - shard.all_slice along dim 0: those over the same grid axes, into the
+//   same number of parts, of one element type and with the same
+//   annotations (ZeRO-1/2's slices of the parameters for their update)
+//   become one smp.all_slice_multi where the last of them was; an op that
+//   reads a slice before then ends the group there, as for the updates.
 //
 // The kernels compute each tensor as its own op did: the bits do not
 // change.
@@ -21,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "smp/Dialect/Smp/IR/SmpOps.h"
 #include "smp/Dialect/Smp/Transforms/Passes.h"
 #include "llvm/ADT/MapVector.h"
@@ -154,6 +160,80 @@ template <typename OpT> void groupUpdates(Block &block) {
     flush(g);
 }
 
+/// What all_slices must share to be one all_slice_multi (see the file
+/// comment): grid, axes, parts, element type, annotations.
+using SliceKey =
+    std::tuple<StringRef, ArrayRef<int16_t>, int64_t, Type, DictionaryAttr>;
+std::optional<SliceKey> sliceKey(shard::AllSliceOp op) {
+  auto in = cast<RankedTensorType>(op.getInput().getType());
+  auto out = cast<RankedTensorType>(op.getResult().getType());
+  if (op.getSliceAxis().getSExtValue() != 0 || out.getRank() < 1 ||
+      out.getDimSize(0) <= 0 || !in.hasStaticShape())
+    return std::nullopt;
+  return SliceKey{op.getGrid(), op.getGridAxes(),
+                  in.getDimSize(0) / out.getDimSize(0), in.getElementType(),
+                  op->getDiscardableAttrDictionary()};
+}
+
+/// `group` (two or more, in program order) becomes one all_slice_multi
+/// where the last of them is.
+void fuseSlices(ArrayRef<shard::AllSliceOp> group) {
+  if (group.size() < 2)
+    return;
+  SmallVector<Value> inputs;
+  SmallVector<Type> types;
+  SmallVector<Location> locs;
+  for (shard::AllSliceOp op : group) {
+    inputs.push_back(op.getInput());
+    types.push_back(op.getResult().getType());
+    locs.push_back(op.getLoc());
+  }
+  shard::AllSliceOp last = group.back();
+  OpBuilder b(last);
+  auto multi =
+      AllSliceMultiOp::create(b, b.getFusedLoc(locs), types, inputs,
+                              last.getGridAttr(), last.getGridAxesAttr());
+  multi->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+  for (auto [i, member] : llvm::enumerate(group)) {
+    shard::AllSliceOp op = member;
+    op.getResult().replaceAllUsesWith(multi.getResults()[i]);
+    op.erase();
+  }
+}
+
+/// The block's all_slices along dim 0, grouped as the file comment says.
+void groupSlices(Block &block) {
+  llvm::MapVector<SliceKey, SmallVector<shard::AllSliceOp>> open;
+  llvm::DenseMap<Operation *, SliceKey> keyOf; // member -> its group
+  auto flush = [&](const SliceKey &key) {
+    SmallVector<shard::AllSliceOp> group = std::move(open[key]);
+    open[key].clear();
+    for (shard::AllSliceOp op : group)
+      keyOf.erase(op);
+    fuseSlices(group);
+  };
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    for (Value v : op->getOperands())
+      if (Operation *def = v.getDefiningOp())
+        if (auto it = keyOf.find(def); it != keyOf.end())
+          flush(SliceKey(it->second));
+    auto slice = dyn_cast<shard::AllSliceOp>(op);
+    std::optional<SliceKey> key = slice ? sliceKey(slice) : std::nullopt;
+    if (!key)
+      continue;
+    open[*key].push_back(slice);
+    keyOf.try_emplace(slice, *key);
+  }
+  SmallVector<SliceKey> keys;
+  for (auto &entry : open)
+    keys.push_back(entry.first);
+  for (const SliceKey &key : keys)
+    flush(key);
+}
+
 /// A cast of one of the block's arguments between float types.
 bool isArgumentCast(CastOp op, Block &block) {
   auto arg = dyn_cast<BlockArgument>(op.getInput());
@@ -203,6 +283,7 @@ struct SmpMultiTensorPass
       groupUpdates<AdamUpdateOp>(block);
       groupUpdates<SgdUpdateOp>(block);
       groupArgumentCasts(block);
+      groupSlices(block);
     }
   }
 };

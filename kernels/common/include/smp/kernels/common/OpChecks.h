@@ -186,6 +186,10 @@ Status checkCrossEntropy(const TensorRef &logits, const TensorRef &labels,
 
 /// copy: same dtype and element count.
 Status checkCopy(const TensorRef &in, const TensorRef &out);
+/// copy_multi: as many outputs as inputs, each pair as copy's, all of the
+/// first input's dtype.
+Status checkCopyMulti(const std::vector<TensorRef> &in,
+                      const std::vector<TensorRef> &out);
 /// transpose: a permutation of in's dims; `strides` reads in for out.
 Status checkTranspose(const TensorRef &in, const std::vector<int64_t> &perm,
                       const TensorRef &out, std::vector<int64_t> &strides);
