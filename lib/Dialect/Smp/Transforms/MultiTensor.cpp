@@ -124,40 +124,51 @@ template <typename OpT> void fuseUpdates(ArrayRef<OpT> group) {
   }
 }
 
-/// Groups the block's updates of type OpT (see the file comment).
-template <typename OpT> void groupUpdates(Block &block) {
+/// Groups the block's ops of type OpT that `eligible` takes, in program
+/// order, each with the first group whose first member it is `same` as;
+/// `fuse` makes a group (in program order) one op. An op that reads a
+/// member's result ends that member's group first: the group so far is
+/// fused before the reader.
+template <typename OpT, typename Eligible, typename Same, typename Fuse>
+void groupInOrder(Block &block, Eligible eligible, Same same, Fuse fuse) {
   std::vector<SmallVector<OpT>> open;
   llvm::DenseMap<Operation *, size_t> groupOf; // member -> index in `open`
   auto flush = [&](size_t g) {
-    for (OpT op : open[g])
-      groupOf.erase(op);
-    fuseUpdates<OpT>(open[g]);
+    SmallVector<OpT> group = std::move(open[g]);
     open[g].clear();
+    for (OpT op : group)
+      groupOf.erase(op);
+    fuse(ArrayRef<OpT>(group));
   };
   SmallVector<Operation *> ops;
   for (Operation &op : block)
     ops.push_back(&op);
   for (Operation *op : ops) {
-    // An op that reads a member's result ends that member's group first.
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp())
         if (auto it = groupOf.find(def); it != groupOf.end())
           flush(it->second);
-    auto update = dyn_cast<OpT>(op);
-    if (!update)
+    auto member = dyn_cast<OpT>(op);
+    if (!member || !eligible(member))
       continue;
     // Its group, or a new one (a flushed group stays, empty).
     auto it = llvm::find_if(open, [&](ArrayRef<OpT> group) {
-      return !group.empty() && sameUpdate(group.front(), update);
+      return !group.empty() && same(group.front(), member);
     });
     size_t g = it - open.begin();
     if (it == open.end())
       open.emplace_back();
-    open[g].push_back(update);
-    groupOf[update] = g;
+    open[g].push_back(member);
+    groupOf[member] = g;
   }
   for (size_t g = 0; g < open.size(); ++g)
     flush(g);
+}
+
+/// Groups the block's updates of type OpT (see the file comment).
+template <typename OpT> void groupUpdates(Block &block) {
+  groupInOrder<OpT>(
+      block, [](OpT) { return true; }, sameUpdate<OpT>, fuseUpdates<OpT>);
 }
 
 /// What all_slices must share to be one all_slice_multi (see the file
@@ -203,35 +214,12 @@ void fuseSlices(ArrayRef<shard::AllSliceOp> group) {
 
 /// The block's all_slices along dim 0, grouped as the file comment says.
 void groupSlices(Block &block) {
-  llvm::MapVector<SliceKey, SmallVector<shard::AllSliceOp>> open;
-  llvm::DenseMap<Operation *, SliceKey> keyOf; // member -> its group
-  auto flush = [&](const SliceKey &key) {
-    SmallVector<shard::AllSliceOp> group = std::move(open[key]);
-    open[key].clear();
-    for (shard::AllSliceOp op : group)
-      keyOf.erase(op);
-    fuseSlices(group);
-  };
-  SmallVector<Operation *> ops;
-  for (Operation &op : block)
-    ops.push_back(&op);
-  for (Operation *op : ops) {
-    for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        if (auto it = keyOf.find(def); it != keyOf.end())
-          flush(SliceKey(it->second));
-    auto slice = dyn_cast<shard::AllSliceOp>(op);
-    std::optional<SliceKey> key = slice ? sliceKey(slice) : std::nullopt;
-    if (!key)
-      continue;
-    open[*key].push_back(slice);
-    keyOf.try_emplace(slice, *key);
-  }
-  SmallVector<SliceKey> keys;
-  for (auto &entry : open)
-    keys.push_back(entry.first);
-  for (const SliceKey &key : keys)
-    flush(key);
+  groupInOrder<shard::AllSliceOp>(
+      block, [](shard::AllSliceOp op) { return sliceKey(op).has_value(); },
+      [](shard::AllSliceOp a, shard::AllSliceOp b) {
+        return sliceKey(a) == sliceKey(b);
+      },
+      fuseSlices);
 }
 
 /// A cast of one of the block's arguments between float types.
