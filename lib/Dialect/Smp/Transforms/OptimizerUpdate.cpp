@@ -133,9 +133,10 @@ struct SmpOptimizerPass
 
   /// The whole parameters of `bucket` (indices into `pending`): one
   /// all-gather of their chunks concatenated ([W] -> [dp * W], rank r's W
-  /// values at r W), each parameter's columns of its [dp, W] view
-  /// flattened, unpadded and reshaped. A bucket of one gathers its chunk
-  /// alone (unshard).
+  /// values at r W), the [dp, W] view split into each parameter's columns
+  /// (one split: one instruction, where a strided slice each was a launch
+  /// each on a GPU), each flattened, unpadded and reshaped. A bucket of one
+  /// gathers its chunk alone (unshard).
   void gatherBucket(OpBuilder &b, Location loc, ArrayRef<unsigned> bucket,
                     int64_t dp) {
     if (bucket.size() == 1) {
@@ -152,18 +153,18 @@ struct SmpOptimizerPass
     Value all = gatherDp(b, loc, cat, dp, DpGroup::Shard);
     Value rows =
         ReshapeOp::create(b, loc, ct.clone(ArrayRef<int64_t>{dp, width}), all);
-    int64_t offset = 0;
-    for (unsigned k : bucket) {
+    SmallVector<int64_t> widths;
+    for (unsigned k : bucket)
+      widths.push_back(
+          cast<RankedTensorType>(pending[k].chunk.getType()).getDimSize(0));
+    auto cols = SplitOp::create(b, loc, rows, b.getI64IntegerAttr(1),
+                                b.getDenseI64ArrayAttr(widths));
+    for (auto [i, k] : llvm::enumerate(bucket)) {
       const PendingGather &p = pending[k];
-      int64_t w = cast<RankedTensorType>(p.chunk.getType()).getDimSize(0);
-      Value cols =
-          SliceOp::create(b, loc, rows, b.getDenseI64ArrayAttr({0, offset}),
-                          b.getDenseI64ArrayAttr({dp, offset + w}),
-                          b.getDenseI64ArrayAttr({1, 1}));
       Value flat =
-          ReshapeOp::create(b, loc, ct.clone(ArrayRef<int64_t>{dp * w}), cols);
+          ReshapeOp::create(b, loc, ct.clone(ArrayRef<int64_t>{dp * widths[i]}),
+                            cols.getResult(i));
       results[p.result] = unpadded(b, loc, flat, p.whole);
-      offset += w;
     }
   }
 
