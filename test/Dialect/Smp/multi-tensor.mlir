@@ -142,3 +142,32 @@ module {
     return %5, %1, %2, %3, %4, %6, %7 : tensor<4xf32>, tensor<2x2xf32>, tensor<4xf16>, tensor<4xf32>, tensor<2x2xf32>, tensor<3xf32>, tensor<4xf32>
   }
 }
+
+// -----
+
+// A gradient bucket: the 16-bit gradients cast to f32 and (through a
+// reshape) concatenated. The casts that only the concat reads become one
+// cast_multi right before it, the reshape after it; a cast something else
+// reads too (the mul) and an integer one stay.
+// CHECK-LABEL: func.func @bucket
+// CHECK: %[[A:.*]] = smp.add %arg0, %arg0
+// CHECK: %[[K:.*]] = smp.cast %arg2 : tensor<4xbf16> to tensor<4xf32>
+// CHECK: smp.mul %[[K]], %[[K]]
+// CHECK: %[[B:.*]] = smp.add %arg1, %arg1
+// CHECK: %[[I:.*]] = smp.cast %arg3 : tensor<2xi32> to tensor<2xf32>
+// CHECK: %[[M:.*]]:2 = smp.cast_multi %[[A]], %[[B]] : (tensor<2x2xbf16>, tensor<3xbf16>) -> (tensor<2x2xf32>, tensor<3xf32>)
+// CHECK-NEXT: %[[R:.*]] = smp.reshape %[[M]]#0 : tensor<2x2xf32> -> tensor<4xf32>
+// CHECK-NEXT: smp.concat %[[R]], %[[M]]#1, %[[K]], %[[I]] {axis = 0 : i64}
+func.func @bucket(%a: tensor<2x2xbf16>, %b: tensor<3xbf16>, %k: tensor<4xbf16>,
+                  %i: tensor<2xi32>) -> (tensor<13xf32>, tensor<4xf32>) {
+  %a2 = smp.add %a, %a : (tensor<2x2xbf16>, tensor<2x2xbf16>) -> tensor<2x2xbf16>
+  %ca = smp.cast %a2 : tensor<2x2xbf16> to tensor<2x2xf32>
+  %ra = smp.reshape %ca : tensor<2x2xf32> -> tensor<4xf32>
+  %ck = smp.cast %k : tensor<4xbf16> to tensor<4xf32>
+  %sq = smp.mul %ck, %ck : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b2 = smp.add %b, %b : (tensor<3xbf16>, tensor<3xbf16>) -> tensor<3xbf16>
+  %cb = smp.cast %b2 : tensor<3xbf16> to tensor<3xf32>
+  %ci = smp.cast %i : tensor<2xi32> to tensor<2xf32>
+  %cat = smp.concat %ra, %cb, %ck, %ci {axis = 0 : i64} : (tensor<4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<2xf32>) -> tensor<13xf32>
+  return %cat, %sq : tensor<13xf32>, tensor<4xf32>
+}

@@ -13,7 +13,10 @@
 // - cast: the casts of the step's arguments between float types (mixed
 //   precision's 16-bit copies of the f32 parameters) with the same
 //   annotations (a pipeline stage's) become one cast_multi where the first
-//   of them was.
+//   of them was; the float casts that only a concat reads (through
+//   reshapes: data parallelism's 16-bit gradients cast to their f32
+//   bucket) with the same annotations become one cast_multi right before
+//   the concat.
 // - shard.all_slice along dim 0: those over the same grid axes, into the
 //   same number of parts, of one element type and with the same
 //   annotations (ZeRO-1/2's slices of the parameters for their update)
@@ -222,17 +225,21 @@ void groupSlices(Block &block) {
       fuseSlices);
 }
 
-/// A cast of one of the block's arguments between float types.
-bool isArgumentCast(CastOp op, Block &block) {
-  auto arg = dyn_cast<BlockArgument>(op.getInput());
-  return arg && arg.getOwner() == &block &&
-         isa<FloatType>(getElementTypeOrSelf(op.getInput().getType())) &&
+/// A cast between float types.
+bool isFloatCast(CastOp op) {
+  return isa<FloatType>(getElementTypeOrSelf(op.getInput().getType())) &&
          isa<FloatType>(getElementTypeOrSelf(op.getType()));
 }
 
-/// `casts` (two or more, in program order) become one cast_multi where the
-/// first of them is.
-void fuseCasts(ArrayRef<CastOp> casts) {
+/// A cast of one of the block's arguments between float types.
+bool isArgumentCast(CastOp op, Block &block) {
+  auto arg = dyn_cast<BlockArgument>(op.getInput());
+  return arg && arg.getOwner() == &block && isFloatCast(op);
+}
+
+/// `casts` (two or more, in program order) become one cast_multi before
+/// `at` (null: where the first of them is).
+void fuseCasts(ArrayRef<CastOp> casts, Operation *at = nullptr) {
   if (casts.size() < 2)
     return;
   SmallVector<Value> inputs;
@@ -243,7 +250,8 @@ void fuseCasts(ArrayRef<CastOp> casts) {
     types.push_back(c.getType());
     locs.push_back(c.getLoc());
   }
-  OpBuilder b(casts.front());
+  Operation *first = CastOp(casts.front()).getOperation();
+  OpBuilder b(at ? at : first);
   auto multi = CastMultiOp::create(b, b.getFusedLoc(locs), types, inputs);
   multi->setDiscardableAttrs(casts.front()->getDiscardableAttrDictionary());
   for (auto [i, member] : llvm::enumerate(casts)) {
@@ -264,6 +272,49 @@ void groupArgumentCasts(Block &block) {
     fuseCasts(casts);
 }
 
+/// The float casts that only a concat reads, each directly or through
+/// reshapes that nothing else reads (data parallelism's 16-bit gradients
+/// cast to their f32 bucket: a launch each on a GPU, 148 a GPT-2 step), by
+/// annotations, become one cast_multi right before the concat; the reshapes
+/// move after it.
+void groupBucketCasts(Block &block) {
+  SmallVector<ConcatOp> concats;
+  for (Operation &op : block)
+    if (auto c = dyn_cast<ConcatOp>(op))
+      concats.push_back(c);
+  for (ConcatOp concat : concats) {
+    llvm::MapVector<DictionaryAttr, SmallVector<CastOp>> groups;
+    llvm::DenseMap<Operation *, SmallVector<Operation *>> chainOf;
+    for (Value v : concat.getInputs()) {
+      SmallVector<Operation *> chain; // the reshapes, concat side first
+      while (auto r = v.getDefiningOp<ReshapeOp>()) {
+        if (!r->hasOneUse())
+          break;
+        chain.push_back(r);
+        v = r.getInput();
+      }
+      auto c = v.getDefiningOp<CastOp>();
+      if (!c || !c->hasOneUse() || c->getBlock() != &block || !isFloatCast(c))
+        continue;
+      groups[c->getDiscardableAttrDictionary()].push_back(c);
+      chainOf[c] = std::move(chain);
+    }
+    for (auto &[annotations, casts] : groups) {
+      if (casts.size() < 2)
+        continue;
+      for (CastOp c : casts)
+        for (Operation *r : llvm::reverse(chainOf[c]))
+          r->moveBefore(concat);
+      // Before the first reshape moved (or the concat).
+      Operation *at = concat;
+      for (CastOp c : casts)
+        if (!chainOf[c].empty() && chainOf[c].back()->isBeforeInBlock(at))
+          at = chainOf[c].back();
+      fuseCasts(casts, at);
+    }
+  }
+}
+
 struct SmpMultiTensorPass
     : public smp::impl::SmpMultiTensorPassBase<SmpMultiTensorPass> {
   void runOnOperation() override {
@@ -272,6 +323,7 @@ struct SmpMultiTensorPass
       groupUpdates<SgdUpdateOp>(block);
       groupArgumentCasts(block);
       groupSlices(block);
+      groupBucketCasts(block);
     }
   }
 };
