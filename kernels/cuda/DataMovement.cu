@@ -8,7 +8,8 @@
 // rows of [outer, size_i * inner]: a launch a part for up to kDirectParts
 // parts, else one multi-tensor launch for all (a data-parallel step's
 // gradient bucket concatenates a model's every gradient: GPT-2 124M's 148
-// launches become one, plus the descriptors' upload). gather_grad is in
+// launches become one, plus the descriptors' upload; copy_multi shares
+// its kernel, copyRowsMulti). gather_grad is in
 // GatherGrad.cu.
 //
 //===----------------------------------------------------------------------===//
@@ -69,23 +70,40 @@ Status copy(const TensorRef &in, const TensorRef &out) {
 
 namespace {
 
-/// One pair of copy_multi: n elements from src to dst.
-struct CopyDesc {
+/// One tensor of a multi-tensor row copy: n elements in rows of `width`,
+/// src's rows `srcRow` elements apart, dst's `dstRow` (copy_multi: one
+/// row; a concat's part into the whole, a split's out of it).
+struct RowsDesc {
   const void *src;
   void *dst;
-  int64_t n;
+  int64_t n, width, srcRow, dstRow;
 };
 
+/// copyRows of each described tensor in one launch (multiChunk).
 template <class T>
-__global__ void copyMultiKernel(const CopyDesc *descs,
-                                const int64_t *firstBlock, int64_t count) {
+__global__ void copyRowsMulti(const RowsDesc *descs, const int64_t *firstBlock,
+                              int64_t count) {
   MultiChunk c = multiChunk(firstBlock, count);
-  CopyDesc d = descs[c.tensor];
+  RowsDesc d = descs[c.tensor];
   int64_t end = c.begin + kMultiChunk < d.n ? c.begin + kMultiChunk : d.n;
   const T *src = static_cast<const T *>(d.src);
   T *dst = static_cast<T *>(d.dst);
-  for (int64_t i = c.begin + threadIdx.x; i < end; i += blockDim.x)
-    dst[i] = src[i];
+  for (int64_t i = c.begin + threadIdx.x; i < end; i += blockDim.x) {
+    int64_t o = i / d.width, k = i - o * d.width;
+    dst[o * d.dstRow + k] = src[o * d.srcRow + k];
+  }
+}
+
+/// The launch of copyRowsMulti over `descs` (elements of `dtype`).
+Status launchRowsMulti(const char *name, DType dtype,
+                       const std::vector<RowsDesc> &descs) {
+  MultiTensorPlan plan;
+  for (const RowsDesc &d : descs)
+    plan.add(d.n);
+  return visitBytes(dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launchMulti(name, descs, plan, copyRowsMulti<T>);
+  });
 }
 
 } // namespace
@@ -94,19 +112,13 @@ Status copyMulti(const std::vector<TensorRef> &in,
                  const std::vector<TensorRef> &out) {
   const char *name = "copy_multi";
   SMP_RETURN_IF_ERROR(common::checkCopyMulti(in, out));
-  std::vector<CopyDesc> descs;
-  MultiTensorPlan plan;
+  std::vector<RowsDesc> descs;
   for (size_t i = 0; i < in.size(); ++i)
-    if (in[i].numel() > 0 && in[i].data != out[i].data) {
-      descs.push_back({in[i].data, out[i].data, in[i].numel()});
-      plan.add(in[i].numel());
-    }
+    if (int64_t n = in[i].numel(); n > 0 && in[i].data != out[i].data)
+      descs.push_back({in[i].data, out[i].data, n, n, n, n});
   if (descs.empty())
     return Status::success();
-  return visitBytes(in[0].dtype, name, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return launchMulti(name, descs, plan, copyMultiKernel<T>);
-  });
+  return launchRowsMulti(name, in[0].dtype, descs);
 }
 
 Status transpose(const TensorRef &in, const std::vector<int64_t> &perm,
@@ -167,34 +179,6 @@ __global__ void copyRows(const T *src, int64_t srcRow, int64_t srcOff, T *dst,
   }
 }
 
-/// One part of a concat or split: its storage and where its rows sit in
-/// the whole's ([outer, width] against [outer, row], `at` columns in).
-struct PartDesc {
-  void *part;
-  int64_t width, at;
-};
-
-/// A multi-tensor launch over the parts' elements (multiChunk): whole's
-/// rows to a part (split) or a part's to whole's (concat).
-template <class T, bool ToWhole>
-__global__ void copyParts(const PartDesc *descs, const int64_t *firstBlock,
-                          int64_t count, T *whole, int64_t row, int64_t outer) {
-  MultiChunk c = multiChunk(firstBlock, count);
-  PartDesc d = descs[c.tensor];
-  T *part = static_cast<T *>(d.part);
-  int64_t end = outer * d.width;
-  if (end > c.begin + kMultiChunk)
-    end = c.begin + kMultiChunk;
-  for (int64_t i = c.begin + threadIdx.x; i < end; i += blockDim.x) {
-    int64_t o = i / d.width, k = i - o * d.width;
-    T *w = whole + o * row + d.at + k;
-    if (ToWhole)
-      *w = part[i];
-    else
-      part[i] = *w;
-  }
-}
-
 /// Up to this many parts a launch each; more in one multi-tensor launch
 /// (which uploads its descriptors first).
 constexpr size_t kDirectParts = 3;
@@ -214,25 +198,25 @@ Status concatSplit(bool toOut, const std::vector<TensorRef> &parts,
   int64_t outer = product(whole.shape, 0, a),
           inner = product(whole.shape, a + 1);
   int64_t row = whole.shape[a] * inner;
+  if (parts.size() > kDirectParts) {
+    // One launch; a part's rows sit `at` columns into the whole's.
+    std::vector<RowsDesc> descs;
+    size_t size = smp::base::dtypeSize(whole.dtype);
+    int64_t at = 0;
+    for (const TensorRef &p : parts) {
+      int64_t width = p.shape[a] * inner;
+      void *w = static_cast<char *>(whole.data) + at * size;
+      if (width > 0)
+        descs.push_back(
+            toOut ? RowsDesc{p.data, w, outer * width, width, width, row}
+                  : RowsDesc{w, p.data, outer * width, width, row, width});
+      at += width;
+    }
+    return launchRowsMulti(name, whole.dtype, descs);
+  }
   return visitBytes(whole.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int64_t at = 0;
-    if (parts.size() > kDirectParts) {
-      std::vector<PartDesc> descs;
-      MultiTensorPlan plan;
-      for (const TensorRef &p : parts) {
-        int64_t width = p.shape[a] * inner;
-        if (width > 0) {
-          descs.push_back({p.data, width, at});
-          plan.add(outer * width);
-        }
-        at += width;
-      }
-      return toOut ? launchMulti(name, descs, plan, copyParts<T, true>,
-                                 whole.as<T>(), row, outer)
-                   : launchMulti(name, descs, plan, copyParts<T, false>,
-                                 whole.as<T>(), row, outer);
-    }
     for (const TensorRef &p : parts) {
       int64_t width = p.shape[a] * inner;
       SMP_RETURN_IF_ERROR(
