@@ -21,8 +21,8 @@ For each architecture:
                      opset_version=25, and GPT-2's taken to opset 26 by
                      onnx's version converter (export_opset); the same
                      weights, so <arch>/ref_*.json apply
-  t5_noopt.onnx, gemma_noopt.onnx, swin_noopt.onnx
-                     T5, Gemma and Swin only: the dyn export with
+  <arch>_noopt.onnx  the architectures in NOOPT only (T5, Gemma, Swin,
+                     Gemma 2, MobileBERT, hfresnet): the dyn export with
                      optimize=False (the fix smpc names when it refuses the
                      other two)
 Shared data (16 samples; forward/ holds the first 8 of each input):
@@ -233,6 +233,109 @@ def configs():
         image_size=IMAGE, patch_size=PATCH, num_channels=3, hidden_size=16,
         num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         projection_dim=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
+    # GPT-J: attention and MLP in parallel off one LayerNorm, rotary on the
+    # first rotary_dim columns of a head in interleaved pairs; its sinusoid
+    # table is a buffer (smpc freezes it and says so).
+    yield lm("gptj", lambda: T.GPTJForCausalLM(T.GPTJConfig(
+        n_layer=2, n_head=2, n_embd=16, rotary_dim=4, n_positions=32,
+        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0, **small)))
+    # Phi-2: parallel attention and MLP, partial rotary (half the head).
+    yield lm("phi", lambda: T.PhiForCausalLM(T.PhiConfig(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
+        intermediate_size=32, max_position_embeddings=32,
+        partial_rotary_factor=0.5, resid_pdrop=0, embd_pdrop=0,
+        attention_dropout=0, **small)))
+    # OLMo 2: norms after attention and MLP (not before), RMSNorms of the
+    # whole query and key projections.
+    yield lm("olmo2", lambda: T.Olmo2ForCausalLM(T.Olmo2Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2, **small)))
+    # Gemma 2: tanh soft-capping of the attention scores and the logits,
+    # sliding-window layers, four norms a layer (Gemma's 1 + w: the plain
+    # exports are refused, gemma2_noopt.onnx trains). Eager attention (its
+    # soft-capping is not in sdpa).
+    yield lm("gemma2", lambda: T.Gemma2ForCausalLM(T.Gemma2Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=4, hidden_size=16, intermediate_size=32,
+        max_position_embeddings=32, sliding_window=4,
+        attn_implementation="eager", **small)))
+    # Mixtral: a mixture of 4 experts, the top 2 a token (TopK of the
+    # router's softmax, renormalised). experts_implementation="batched_mm"
+    # (every token through every expert, weighted by its routing): torch
+    # 2.15 exports neither the default grouped_mm (ConversionError) nor
+    # eager's loop over the experts hit (a data-dependent shape).
+    yield lm("mixtral", lambda: T.MixtralForCausalLM(T.MixtralConfig(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        num_local_experts=4, num_experts_per_tok=2, sliding_window=None,
+        experts_implementation="batched_mm", **small)))
+    # MPT: ALiBi, bias-free Linears and LayerNorms.
+    yield lm("mpt", lambda: T.MptForCausalLM(T.MptConfig(
+        n_layers=2, n_heads=2, d_model=16, max_seq_len=32,
+        expansion_ratio=2, **small)))
+    # GPT-BigCode (StarCoder): multi-query attention, one key/value head.
+    yield lm("gptbigcode", lambda: T.GPTBigCodeForCausalLM(
+        T.GPTBigCodeConfig(n_layer=2, n_head=2, n_embd=16, n_positions=32,
+                           multi_query=True, resid_pdrop=0, embd_pdrop=0,
+                           attn_pdrop=0, **small)))
+    # Granite: Llama with scalar multipliers on the embeddings, residuals,
+    # attention scores and logits.
+    yield lm("granite", lambda: T.GraniteForCausalLM(T.GraniteConfig(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        embedding_multiplier=2.0, residual_multiplier=0.5,
+        logits_scaling=4.0, attention_multiplier=0.3, **small)))
+    # Cohere (Command R): parallel attention and MLP, LayerNorms without a
+    # bias, a logit scale, tied embeddings.
+    yield lm("cohere", lambda: T.CohereForCausalLM(T.CohereConfig(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        hidden_size=16, intermediate_size=32, max_position_embeddings=32,
+        logit_scale=0.5, **small)))
+    # ELECTRA's generator: embeddings narrower than the hidden size, a
+    # projection between.
+    yield lm("electra", lambda: T.ElectraForMaskedLM(T.ElectraConfig(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16,
+        embedding_size=8, intermediate_size=32, max_position_embeddings=32,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small)))
+    # MobileBERT: bottlenecks, stacked feed-forward networks, NoNorm
+    # (x * w + b); its head concatenates the decoder's weight with a dense
+    # one: the plain exports fold that concat of parameters (refused),
+    # mobilebert_noopt.onnx trains.
+    yield lm("mobilebert", lambda: T.MobileBertForMaskedLM(
+        T.MobileBertConfig(num_hidden_layers=2, num_attention_heads=2,
+                           hidden_size=16, embedding_size=8,
+                           intermediate_size=32, intra_bottleneck_size=8,
+                           true_hidden_size=8, max_position_embeddings=32,
+                           hidden_dropout_prob=0,
+                           attention_probs_dropout_prob=0,
+                           num_feedforward_networks=2, **small)))
+    # DINOv2: layer scale, its position embeddings interpolated (bicubic)
+    # to the patch grid.
+    yield ("dinov2", lambda: T.Dinov2ForImageClassification(T.Dinov2Config(
+        image_size=IMAGE, patch_size=PATCH, hidden_size=16,
+        num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+        drop_path_rate=0, num_labels=CLASSES)),
+        VIT_INPUTS, "class_labels", CLASSES)
+    # SegFormer's encoder (MiT) with a class head: overlapping patch
+    # embeddings, keys and values from a strided conv of the sequence,
+    # depthwise convs in the MLP.
+    yield ("segformer", lambda: T.SegformerForImageClassification(
+        T.SegformerConfig(num_channels=3, num_encoder_blocks=2,
+                          depths=[1, 1], sr_ratios=[2, 1],
+                          hidden_sizes=[8, 16], patch_sizes=[3, 3],
+                          strides=[2, 2], num_attention_heads=[1, 2],
+                          mlp_ratios=[2, 2], hidden_dropout_prob=0,
+                          attention_probs_dropout_prob=0, drop_path_rate=0,
+                          classifier_dropout_prob=0, num_labels=CLASSES)),
+        VIT_INPUTS, "class_labels", CLASSES)
+    # Hugging Face's ResNet: BatchNorms in train() mode (the plain exports
+    # fold them into the convs: refused; hfresnet_noopt.onnx trains).
+    yield ("hfresnet", lambda: T.ResNetForImageClassification(T.ResNetConfig(
+        num_channels=3, embedding_size=8, hidden_sizes=[8, 16],
+        depths=[1, 1], layer_type="basic", num_labels=CLASSES)),
+        VIT_INPUTS, "class_labels", CLASSES)
 
 
 class LogitsOnly(torch.nn.Module):
@@ -319,6 +422,10 @@ def data(out):
     return t
 
 
+# Also exported with optimize=False: the plain and dyn exports of these are
+# refused (the optimiser folds a parameter's value away).
+NOOPT = ("t5", "gemma", "swin", "gemma2", "mobilebert", "hfresnet")
+
 # Exported at the newest opsets smpc reads as well (test/smprun/opsets.test).
 OPSET_EXPORTS = ("gpt2", "llama")
 
@@ -371,7 +478,7 @@ def main():
                           input_names=list(names), output_names=["logits"],
                           dynamic_shapes={n: {0: batch} for n in names},
                           external_data=False)
-        if name in ("t5", "gemma", "swin"):
+        if name in NOOPT:
             # What smpc's refusal of the two exports above names as the fix:
             # optimize=False keeps the relative position bias a gather of
             # its parameter (the optimiser folds it). Stack traces dropped
