@@ -87,6 +87,31 @@ Status checkCastMulti(const std::vector<TensorRef> &in,
   return Status::success();
 }
 
+Status checkAddMulti(const std::vector<TensorRef> &lhs,
+                     const std::vector<TensorRef> &rhs,
+                     const std::vector<TensorRef> &out) {
+  const char *op = "add_multi";
+  if (lhs.size() != out.size() || rhs.size() != out.size())
+    return fail(op, std::to_string(lhs.size()) + " lhs, " +
+                        std::to_string(rhs.size()) + " rhs but " +
+                        std::to_string(out.size()) + " outputs");
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::string k = " #" + std::to_string(i);
+    std::string output = "output" + k, l = "lhs" + k, r = "rhs" + k;
+    SMP_RETURN_IF_ERROR(checkTensor(op, output.c_str(), out[i]));
+    SMP_RETURN_IF_ERROR(checkDType(op, output.c_str(), out[i], DType::F32));
+    for (auto [t, name] : {std::pair{&lhs[i], &l}, std::pair{&rhs[i], &r}}) {
+      SMP_RETURN_IF_ERROR(checkTensor(op, name->c_str(), *t));
+      if (t->dtype != DType::F32 && t->dtype != DType::F16 &&
+          t->dtype != DType::BF16)
+        return fail(op, *name + " is " + smp::base::describe(*t) +
+                            ", not f32, f16 or bf16");
+      SMP_RETURN_IF_ERROR(checkShape(op, name->c_str(), *t, out[i].shape));
+    }
+  }
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

@@ -2,6 +2,7 @@
 //
 // Every source element is widened to double (floats), int64 (signed ints,
 // Bool) or uint64 (unsigned ints), then narrowed to the target type.
+// add_multi's f32 sums of operands widened from 16 bits are here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +81,29 @@ Status castMulti(const std::vector<TensorRef> &in,
   SMP_RETURN_IF_ERROR(common::checkCastMulti(in, out));
   for (size_t i = 0; i < in.size(); ++i)
     SMP_RETURN_IF_ERROR(cast(in[i], out[i]));
+  return Status::success();
+}
+
+Status addMulti(const std::vector<TensorRef> &lhs,
+                const std::vector<TensorRef> &rhs,
+                const std::vector<TensorRef> &out) {
+  SMP_RETURN_IF_ERROR(common::checkAddMulti(lhs, rhs, out));
+  for (size_t i = 0; i < out.size(); ++i) {
+    float *o = out[i].as<float>();
+    int64_t n = out[i].numel();
+    SMP_RETURN_IF_ERROR(visitFloat(lhs[i].dtype, "add_multi", [&](auto l) {
+      using L = typename decltype(l)::type;
+      return visitFloat(rhs[i].dtype, "add_multi", [&](auto r) {
+        using R = typename decltype(r)::type;
+        const L *a = lhs[i].as<L>();
+        const R *b = rhs[i].as<R>();
+        for (int64_t j = 0; j < n; ++j)
+          o[j] = static_cast<float>(Float<L>::load(a[j])) +
+                 static_cast<float>(Float<R>::load(b[j]));
+        return Status::success();
+      });
+    }));
+  }
   return Status::success();
 }
 

@@ -17,6 +17,36 @@
 
 namespace smp {
 
+/// Accumulated 16-bit gradients of the stage's [begin, end): in make order,
+/// groups of up to kAccumulationGroupBytes of f32 sums (smp-multi-tensor's
+/// add_multis); each gradient is live until its group's op, at the group's
+/// last make, which sums in place.
+static llvm::DenseMap<const ModelProfile::StepValue *, int32_t>
+accumulationGroups(const std::vector<ModelProfile::StepValue> &values,
+                   size_t begin, size_t end, double b) {
+  std::vector<const ModelProfile::StepValue *> half;
+  for (const ModelProfile::StepValue &v : values)
+    if (v.gradient && v.halfWidth && v.anchor >= static_cast<int32_t>(begin) &&
+        v.anchor < static_cast<int32_t>(end))
+      half.push_back(&v);
+  std::stable_sort(half.begin(), half.end(),
+                   [](auto *x, auto *y) { return x->def < y->def; });
+  llvm::DenseMap<const ModelProfile::StepValue *, int32_t> summedAt;
+  double sums = 0;
+  size_t first = 0;
+  for (size_t k = 0; k < half.size(); ++k) {
+    sums += 2 * (half[k]->fixed + half[k]->perSample * b);
+    if (sums < static_cast<double>(kAccumulationGroupBytes) &&
+        k + 1 < half.size())
+      continue;
+    for (size_t j = first; j <= k; ++j)
+      summedAt[half[j]] = half[k]->def;
+    first = k + 1;
+    sums = 0;
+  }
+  return summedAt;
+}
+
 StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
                   size_t begin, size_t end, double b,
                   const StepPeakOptions &options) {
@@ -92,6 +122,9 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     }
     close();
   }
+  llvm::DenseMap<const ModelProfile::StepValue *, int32_t> summedAt;
+  if (gradients == GradientLifetime::Accumulated)
+    summedAt = accumulationGroups(values, begin, end, b);
   if (copies) {
     // Copy k (in first-use order) is gathered at the first use of copy
     // k - prefetch (smp-shard-parameters).
@@ -112,13 +145,15 @@ StepPeak stepPeak(const std::vector<ModelProfile::StepValue> &values,
     if (v.weightOnly && copies)
       bytes *= sharded->fraction; // the chunk's cast
     if (v.gradient && gradients == GradientLifetime::Accumulated) {
-      // The gradient (cast to f32 first when it is bf16 or f16: the sums
-      // are f32) and the new sum, at the add.
-      double summed = (v.halfWidth ? 2 : 1) * bytes;
-      if (inStage(v.anchor)) {
-        events.push_back({v.def, 2 * summed, 0});
-        events.push_back({v.def + 1, -2 * summed, 0});
-      }
+      if (!inStage(v.anchor))
+        continue;
+      // A 16-bit gradient until its group's sums (in place); an f32 one
+      // with its new sum, at the add.
+      auto at = summedAt.find(&v);
+      bool half = at != summedAt.end();
+      double live = half ? bytes : 2 * bytes;
+      events.push_back({v.def, live, 0});
+      events.push_back({(half ? at->second : v.def) + 1, -live, 0});
       continue;
     }
     int kind = v.gradient ? 0 : v.saved ? 1 : 2;

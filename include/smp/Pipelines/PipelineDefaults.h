@@ -23,6 +23,12 @@ namespace smp {
 /// instructions longer; the planner counts it: StepPeak.cpp).
 constexpr int64_t kDefaultGatherPrefetch = 4;
 
+/// smp-multi-tensor sums the micro-batches' 16-bit gradients into their f32
+/// sums with add_multis of up to this many bytes of sums (each 16-bit
+/// gradient stays live until its group's op: GPT-2 124M's are 250 MB in
+/// bf16); the planner's memory model groups them alike (StepPeak.cpp).
+constexpr int64_t kAccumulationGroupBytes = int64_t(64) << 20;
+
 } // namespace smp
 
 #endif // SMP_PIPELINES_PIPELINEDEFAULTS_H

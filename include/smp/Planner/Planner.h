@@ -129,10 +129,13 @@ struct ModelProfile {
 /// says.
 enum class GradientLifetime {
   /// Gradient accumulation: the running sums are the caller's to count
-  /// whole; each gradient this backward makes is live with its new sum at
-  /// the add that follows it (two of its size for one op), and with
-  /// `bucketBytes` the sums are packed into buckets of that size for their
-  /// collective after the add of each bucket's last (one op's copy).
+  /// whole; an f32 gradient this backward makes is live with its new sum at
+  /// the add that follows it (two of its size for one op); a 16-bit one is
+  /// summed into its f32 sum in place by an add_multi of up to
+  /// kAccumulationGroupBytes of sums (smp-multi-tensor), live from its make
+  /// to its group's; with `bucketBytes` the sums are packed into buckets of
+  /// that size for their collective after the add of each bucket's last
+  /// (one op's copy).
   Accumulated,
   /// Their own lifetimes in the profiled step (made as the backward goes,
   /// kept to the end).

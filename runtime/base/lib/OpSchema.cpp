@@ -31,17 +31,19 @@ bool findAttr(std::string_view name, OpAttr &out) {
 }
 
 /// The multi-tensor ops' operand groups, which the counts give: cast_multi
-/// and all_slice have an output per input; adam_update_multi has N params,
-/// grads, exp_avgs and exp_avg_sqs, then lr, step and an optional skip, and N
-/// new params, exp_avgs and exp_avg_sqs; sgd_update_multi N params, grads and
-/// momentum buffers, lr, step and an optional skip, and N new params and
-/// momentum buffers.
+/// and all_slice have an output per input, add_multi two inputs an output;
+/// adam_update_multi has N params, grads, exp_avgs and exp_avg_sqs, then lr,
+/// step and an optional skip, and N new params, exp_avgs and exp_avg_sqs;
+/// sgd_update_multi N params, grads and momentum buffers, lr, step and an
+/// optional skip, and N new params and momentum buffers.
 static std::string groupError(const OpSchema &op, int numInputs,
                               int numOutputs) {
   std::string counts = "has " + std::to_string(numInputs) + " inputs and " +
                        std::to_string(numOutputs) + " outputs";
   if (op.id == OpId::CastMulti && numInputs != numOutputs)
     return counts + ": cast_multi takes one output per input";
+  if (op.id == OpId::AddMulti && numInputs != 2 * numOutputs)
+    return counts + ": add_multi takes two inputs an output";
   if (op.id == OpId::AllSlice && numInputs != numOutputs)
     return counts + ": all_slice takes one output per input";
   // Per tensor: `in` inputs and `out` outputs, then lr, step (, skip).

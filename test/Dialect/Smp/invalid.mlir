@@ -559,6 +559,38 @@ func.func @cast_multi_count(%x: tensor<8xf32>) {
 
 // -----
 
+func.func @add_multi_count(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.add_multi' op has 3 inputs but 1 results (two inputs a result)}}
+  %c = smp.add_multi %x, %x, %x : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @add_multi_result(%x: tensor<8xbf16>) {
+  // expected-error @+1 {{'smp.add_multi' op result 'tensor<8xbf16>' is not f32}}
+  %c = smp.add_multi %x, %x : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @add_multi_shape(%x: tensor<8xbf16>, %y: tensor<4xbf16>) {
+  // expected-error @+1 {{'smp.add_multi' op input 'tensor<4xbf16>' does not have the shape of its result 'tensor<8xf32>'}}
+  %c = smp.add_multi %x, %y : (tensor<8xbf16>, tensor<4xbf16>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @add_multi_f64(%x: tensor<8xf64>, %y: tensor<8xf32>) {
+  // expected-error @+1 {{'smp.add_multi' op input 'tensor<8xf64>' is not f32, f16 or bf16}}
+  %c = smp.add_multi %x, %y : (tensor<8xf64>, tensor<8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @cast_multi_shape(%x: tensor<8xf32>) {
   // expected-error @+1 {{'smp.cast_multi' op result 'tensor<4xbf16>' does not have the shape of its input 'tensor<8xf32>'}}
   %c = smp.cast_multi %x : (tensor<8xf32>) -> tensor<4xbf16>

@@ -171,3 +171,89 @@ func.func @bucket(%a: tensor<2x2xbf16>, %b: tensor<3xbf16>, %k: tensor<4xbf16>,
   %cat = smp.concat %ra, %cb, %ck, %ci {axis = 0 : i64} : (tensor<4xf32>, tensor<3xf32>, tensor<4xf32>, tensor<2xf32>) -> tensor<13xf32>
   return %cat, %sq : tensor<13xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Gradient accumulation over micro-batches under mixed precision: the
+// 16-bit gradients cast to f32 and added (micro-batches 0 and 1 of two
+// parameters, then micro-batch 2 into each sum) become add_multis of the
+// 16-bit gradients, the casts gone: the first where its last add was (the
+// add of micro-batch 2 reads a sum and ends the group there), the second
+// (an f32 sum on either side) before the add that reads one of its sums.
+// An add without a cast (%u) stays.
+// CHECK-LABEL: func.func @accumulate
+// CHECK-NOT: smp.cast
+// CHECK: %[[M:.*]]:2 = smp.add_multi %arg0, %arg1, %arg2, %arg3 : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<4x8xbf16>, tensor<8xbf16>) -> (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %[[U:.*]] = smp.add %arg6, %arg6
+// CHECK-NEXT: %[[N:.*]]:2 = smp.add_multi %[[M]]#0, %arg5, %arg4, %[[M]]#1 : (tensor<4x8xf32>, tensor<8xf16>, tensor<4x8xbf16>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>)
+// CHECK-NEXT: %[[W:.*]] = smp.add %[[N]]#1, %[[U]]
+// CHECK-NEXT: return %[[N]]#0, %[[W]]
+func.func @accumulate(%g0: tensor<4x8xbf16>, %h0: tensor<8xbf16>,
+                      %g1: tensor<4x8xbf16>, %h1: tensor<8xbf16>,
+                      %g2: tensor<4x8xbf16>, %h2: tensor<8xf16>,
+                      %f: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
+  %c0 = smp.cast %g0 : tensor<4x8xbf16> to tensor<4x8xf32>
+  %d0 = smp.cast %h0 : tensor<8xbf16> to tensor<8xf32>
+  %c1 = smp.cast %g1 : tensor<4x8xbf16> to tensor<4x8xf32>
+  %s = smp.add %c0, %c1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d1 = smp.cast %h1 : tensor<8xbf16> to tensor<8xf32>
+  %t = smp.add %d0, %d1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %c2 = smp.cast %g2 : tensor<4x8xbf16> to tensor<4x8xf32>
+  %s2 = smp.add %s, %c2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = smp.add %f, %f : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %d2 = smp.cast %h2 : tensor<8xf16> to tensor<8xf32>
+  %t2 = smp.add %d2, %t : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %w = smp.add %t2, %u : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %s2, %w : tensor<4x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Not accumulations: a cast two ops read, a broadcast, a sum that is not
+// f32 (f64), an integer cast; each stays. And a group ends at 64 MiB of
+// sums: two of 32 MiB are one add_multi where the second was, the third
+// (another 32 MiB) and the fourth form the next.
+// (The 16-bit sources are computed, as gradients are: casts of arguments
+// would become a cast_multi.)
+// CHECK-LABEL: func.func @not_accumulations
+// CHECK: %[[A:.*]] = smp.cast %{{.*}} : tensor<8xbf16> to tensor<8xf32>
+// CHECK: smp.add %[[A]], %arg1
+// CHECK: smp.mul %[[A]], %[[A]]
+// CHECK: %[[B:.*]] = smp.cast %{{.*}} : tensor<1xbf16> to tensor<1xf32>
+// CHECK: smp.add %arg1, %[[B]]
+// CHECK: %[[C:.*]] = smp.cast %{{.*}} : tensor<8xbf16> to tensor<8xf64>
+// CHECK: smp.add %[[C]], %arg4
+// CHECK: %[[D:.*]] = smp.cast %arg5 : tensor<8xi32> to tensor<8xf32>
+// CHECK: smp.add %[[D]], %arg1
+// CHECK-NOT: smp.cast
+// CHECK: %[[M:.*]]:2 = smp.add_multi %arg6, %arg6, %arg7, %arg7 : (tensor<2048x4096xbf16>, tensor<2048x4096xbf16>, tensor<2048x4096xf32>, tensor<2048x4096xf32>)
+// CHECK: %[[N:.*]]:2 = smp.add_multi %arg6, %arg0, %arg7, %arg1 : (tensor<2048x4096xbf16>, tensor<8xbf16>, tensor<2048x4096xf32>, tensor<8xf32>)
+func.func @not_accumulations(%a: tensor<8xbf16>, %f: tensor<8xf32>,
+                             %b: tensor<1xbf16>, %c: tensor<8xbf16>,
+                             %e: tensor<8xf64>, %i: tensor<8xi32>,
+                             %big: tensor<2048x4096xbf16>,
+                             %bigf: tensor<2048x4096xf32>)
+    -> (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf64>, tensor<8xf32>,
+        tensor<2048x4096xf32>, tensor<2048x4096xf32>, tensor<2048x4096xf32>, tensor<8xf32>) {
+  %a1 = smp.abs %a : tensor<8xbf16>
+  %ca = smp.cast %a1 : tensor<8xbf16> to tensor<8xf32>
+  %x0 = smp.add %ca, %f : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %x1 = smp.mul %ca, %ca : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %b1 = smp.abs %b : tensor<1xbf16>
+  %cb = smp.cast %b1 : tensor<1xbf16> to tensor<1xf32>
+  %x2 = smp.add %f, %cb : (tensor<8xf32>, tensor<1xf32>) -> tensor<8xf32>
+  %c1 = smp.abs %c : tensor<8xbf16>
+  %cc = smp.cast %c1 : tensor<8xbf16> to tensor<8xf64>
+  %x3 = smp.add %cc, %e : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
+  %ci = smp.cast %i : tensor<8xi32> to tensor<8xf32>
+  %x4 = smp.add %ci, %f : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %g0 = smp.cast %big : tensor<2048x4096xbf16> to tensor<2048x4096xf32>
+  %y0 = smp.add %g0, %bigf : (tensor<2048x4096xf32>, tensor<2048x4096xf32>) -> tensor<2048x4096xf32>
+  %g1 = smp.cast %big : tensor<2048x4096xbf16> to tensor<2048x4096xf32>
+  %y1 = smp.add %g1, %bigf : (tensor<2048x4096xf32>, tensor<2048x4096xf32>) -> tensor<2048x4096xf32>
+  %g2 = smp.cast %big : tensor<2048x4096xbf16> to tensor<2048x4096xf32>
+  %y2 = smp.add %g2, %bigf : (tensor<2048x4096xf32>, tensor<2048x4096xf32>) -> tensor<2048x4096xf32>
+  %g3 = smp.cast %a : tensor<8xbf16> to tensor<8xf32>
+  %y3 = smp.add %g3, %f : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %x0, %x1, %x2, %x3, %x4, %y0, %y1, %y2, %y3 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf64>, tensor<8xf32>, tensor<2048x4096xf32>, tensor<2048x4096xf32>, tensor<2048x4096xf32>, tensor<8xf32>
+}

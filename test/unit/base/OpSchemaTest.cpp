@@ -156,6 +156,12 @@ TEST_F(OpSchemaTest, TheMultiTensorOpsGroupsAreChecked) {
   EXPECT_EQ(base::checkInstruction(*cast, 3, 2, {}).error,
             "op 'cast_multi' has 3 inputs and 2 outputs: cast_multi takes one "
             "output per input");
+  const base::OpSchema *sum = base::findOp("add_multi");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_TRUE(base::checkInstruction(*sum, 6, 3, {}).ok());
+  EXPECT_EQ(base::checkInstruction(*sum, 5, 3, {}).error,
+            "op 'add_multi' has 5 inputs and 3 outputs: add_multi takes two "
+            "inputs an output");
   EXPECT_TRUE(base::checkInstruction(*adam, 4 * 5 + 2, 15, {}).ok());
   EXPECT_TRUE(base::checkInstruction(*adam, 4 * 5 + 3, 15, {}).ok());
   for (auto [in, out] : {std::pair{4 * 5 + 1, 15}, std::pair{4 * 5 + 4, 15},

@@ -443,6 +443,49 @@ TEST_F(Cuda, CastMultiIsEachCast) {
             "cast_multi: 30 inputs but 29 outputs");
 }
 
+/// add_multi (smp-multi-tensor's accumulation of 16-bit gradients over
+/// micro-batches): the bytes of the CPU's, pairs of several chunks, one
+/// empty, a sum over its f32 first operand, in one launch.
+TEST_F(Cuda, AddMultiIsTheCpus) {
+  const std::pair<DType, DType> types[] = {{DType::F32, DType::BF16},
+                                           {DType::BF16, DType::BF16},
+                                           {DType::F16, DType::F32},
+                                           {DType::BF16, DType::F32}};
+  std::vector<Host> wants;
+  std::vector<std::unique_ptr<Dev>> ls, rs, outs;
+  std::vector<const Dev *> sums;
+  std::vector<TensorRef> lRefs, rRefs, outRefs;
+  for (int i = 0; i < 30; ++i) {
+    auto [lt, rt] = types[i % 4];
+    std::vector<int64_t> shape = i == 4    ? std::vector<int64_t>{3, 8193}
+                                 : i == 11 ? std::vector<int64_t>{0}
+                                           : std::vector<int64_t>{i + 1, 7};
+    Host l = random(lt, shape, -3, 3, 1300 + i);
+    Host r = random(rt, shape, -3, 3, 1400 + i);
+    wants.emplace_back(DType::F32, shape);
+    ASSERT_OK(cpuk::addMulti({l.ref}, {r.ref}, {wants.back().ref}));
+    ls.push_back(std::make_unique<Dev>(l));
+    rs.push_back(std::make_unique<Dev>(r));
+    lRefs.push_back(*ls.back());
+    rRefs.push_back(*rs.back());
+    if (lt == DType::F32) { // over its lhs, as the artifact shares them
+      sums.push_back(ls.back().get());
+    } else {
+      outs.push_back(std::make_unique<Dev>(DType::F32, shape));
+      sums.push_back(outs.back().get());
+    }
+    outRefs.push_back(*sums.back());
+  }
+  ASSERT_OK(cuk::addMulti(lRefs, rRefs, outRefs));
+  for (size_t i = 0; i < wants.size(); ++i) {
+    SCOPED_TRACE("pair " + std::to_string(i));
+    expectSameBytes(*sums[i], wants[i]);
+  }
+  outRefs.pop_back();
+  EXPECT_EQ(cuk::addMulti(lRefs, rRefs, outRefs).error,
+            "add_multi: 30 lhs, 30 rhs but 29 outputs");
+}
+
 /// smp-fuse-loss-casts: the f32 loss of f16/bf16 logits, against the CPU's.
 TEST_F(Cuda, CrossEntropyOfSixteenBitLogitsHasAnF32Loss) {
   using Red = cuk::Reduction;

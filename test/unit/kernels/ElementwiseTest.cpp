@@ -526,5 +526,57 @@ TEST(Cast, MultiIsEachCast) {
   EXPECT_EQ(s.error.rfind("cast_multi: output #0", 0), 0u) << s.error;
 }
 
+/// add_multi: the bits of casting each operand to f32 and adding, one pair
+/// empty, a sum written over its f32 first operand; mismatched lists, a
+/// result that is not f32 and an f64 operand are refused, naming them.
+TEST(Cast, AddMultiIsEachCastAndAdd) {
+  const std::pair<DType, DType> types[] = {{DType::F32, DType::BF16},
+                                           {DType::BF16, DType::BF16},
+                                           {DType::F16, DType::F32},
+                                           {DType::F32, DType::F32}};
+  std::vector<Host> lhs, rhs, out, want;
+  for (int i = 0; i < 8; ++i) {
+    auto [lt, rt] = types[i % 4];
+    int64_t n = i == 5 ? 0 : (i + 1) * 5;
+    std::vector<int64_t> shape{n};
+    std::vector<double> a, b;
+    for (int64_t k = 0; k < n; ++k) {
+      a.push_back(std::ldexp(1.0 + k / 3.0, (k % 7) - 3) * (k % 2 ? -1 : 1));
+      b.push_back(std::ldexp(1.0 + k / 7.0, (k % 5) - 9) * (k % 3 ? 1 : -1));
+    }
+    lhs.push_back(make(lt, shape, a));
+    rhs.push_back(make(rt, shape, b));
+    out.emplace_back(DType::F32, shape);
+    Host wa(DType::F32, shape), wb(DType::F32, shape);
+    ASSERT_OK(cast(lhs.back(), wa));
+    ASSERT_OK(cast(rhs.back(), wb));
+    want.emplace_back(DType::F32, shape);
+    ASSERT_OK(binary(BinaryOp::Add, wa, wb, want.back()));
+  }
+  std::vector<TensorRef> ls, rs, outs;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ls.push_back(lhs[i].ref);
+    rs.push_back(rhs[i].ref);
+    // Pair 0's sum over its f32 lhs, as the artifact shares them.
+    outs.push_back(i == 0 ? lhs[i].ref : out[i].ref);
+  }
+  ASSERT_OK(addMulti(ls, rs, outs));
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(std::memcmp(outs[i].data, want[i].ref.data, want[i].ref.bytes()),
+              0)
+        << "pair " << i;
+  Status s = addMulti(ls, rs, {outs.begin(), outs.end() - 1});
+  EXPECT_EQ(s.error, "add_multi: 8 lhs, 8 rhs but 7 outputs");
+  s = addMulti(ls, rs, {ls[1]});
+  EXPECT_EQ(s.error, "add_multi: 8 lhs, 8 rhs but 1 outputs");
+  Host h(DType::BF16, {5}), d(DType::F64, {5}), f(DType::F32, {5});
+  s = addMulti({f.ref}, {f.ref}, {h.ref});
+  EXPECT_EQ(s.error.rfind("add_multi: output #0", 0), 0u) << s.error;
+  s = addMulti({f.ref}, {d.ref}, {f.ref});
+  EXPECT_EQ(
+      s.error.rfind("add_multi: rhs #0 is 5xf64, not f32, f16 or bf16", 0), 0u)
+      << s.error;
+}
+
 } // namespace
 } // namespace smp::kernels::cpu::test

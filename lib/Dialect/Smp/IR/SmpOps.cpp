@@ -248,6 +248,30 @@ LogicalResult CastMultiOp::verify() {
   return success();
 }
 
+LogicalResult AddMultiOp::verify() {
+  size_t n = getResults().size();
+  if (n == 0)
+    return emitOpError("needs at least one result");
+  if (getInputs().size() != 2 * n)
+    return emitOpError("has ") << getInputs().size() << " inputs but " << n
+                               << " results (two inputs a result)";
+  for (auto [i, out] : llvm::enumerate(getResults())) {
+    auto t = cast<RankedTensorType>(out.getType());
+    if (!t.getElementType().isF32())
+      return emitOpError("result ") << t << " is not f32";
+    for (Value in : {getLhs(i), getRhs(i)}) {
+      auto a = cast<RankedTensorType>(in.getType());
+      Type e = a.getElementType();
+      if (!e.isF32() && !e.isF16() && !e.isBF16())
+        return emitOpError("input ") << a << " is not f32, f16 or bf16";
+      if (a.getShape() != t.getShape())
+        return emitOpError("input ")
+               << a << " does not have the shape of its result " << t;
+    }
+  }
+  return success();
+}
+
 LogicalResult AllSliceMultiOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");

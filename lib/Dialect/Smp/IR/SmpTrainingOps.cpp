@@ -170,6 +170,17 @@ SmallVector<std::pair<unsigned, Value>> smp::inPlaceOperands(Operation *op) {
         pairs.push_back({static_cast<unsigned>(first + k), buffer});
     return pairs;
   }
+  if (auto sum = dyn_cast<AddMultiOp>(op)) {
+    // A sum over its f32 first operand (the accumulated gradient), else
+    // over an f32 second one.
+    for (auto [i, out] : llvm::enumerate(sum.getResults()))
+      for (Value in : {sum.getLhs(i), sum.getRhs(i)})
+        if (in.getType() == out.getType()) {
+          pairs.push_back({static_cast<unsigned>(i), in});
+          break;
+        }
+    return pairs;
+  }
   Value logits;
   unsigned index = 0;
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))

@@ -331,9 +331,9 @@ void registerElementwiseOpModels(DialectRegistry &registry) {
     attach<CostFn<streamingCost<12>>::Model, GeluGradOp, BiasGeluGradOp>(ctx);
     // dropout: a Philox draw (20 integer multiplies) per element.
     attach<CostFn<streamingCost<24>>::Model, DropoutOp>(ctx);
-    attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, CastMultiOp, AddOp,
-           SubOp, MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp, EqualOp, LessOp,
-           GreaterOp, AndOp, OrOp>(ctx);
+    attach<Streaming1, NegOp, AbsOp, ReluOp, NotOp, CastOp, CastMultiOp,
+           AddMultiOp, AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, ModOp, WhereOp,
+           EqualOp, LessOp, GreaterOp, AndOp, OrOp>(ctx);
     // Comparisons and logical ops split like the rest: the masks of
     // ELU, PReLU, Hardtanh and the like (`where(x > 0, ...)`) stay inside a
     // tensor-parallel region.

@@ -207,6 +207,8 @@ public:
       return besideSamples(gather.getGatherAxis().getSExtValue());
     if (isa<CastMultiOp>(op))
       return dimOr(aligned(op->getOperand(result)));
+    if (auto sum = dyn_cast<AddMultiOp>(op))
+      return dimOr(aligned(ValueRange{sum.getLhs(result), sum.getRhs(result)}));
     if (isa<ReshapeOp, TransposeOp, SliceOp, ConcatOp, SplitOp, TileOp,
             TriluOp>(op))
       return movement();

@@ -37,7 +37,9 @@ mlir::LogicalResult crossEntropyClasses(std::optional<mlir::Location> loc,
 /// new momentum buffer over its momentum buffer (the kernels read a chunk
 /// before writing it; plain SGD, momentum 0, passes each gradient as its
 /// buffer and writes no buffer: without this, a parameter's size of the
-/// arena at the update for nothing). The artifact writer shares the
+/// arena at the update for nothing); add_multi: each sum over the first of
+/// its operands of its type, f32 (the micro-batches' accumulated gradient;
+/// each element is read before it is written). The artifact writer shares the
 /// storage; the planner's memory model counts it so.
 llvm::SmallVector<std::pair<unsigned, mlir::Value>>
 inPlaceOperands(mlir::Operation *op);

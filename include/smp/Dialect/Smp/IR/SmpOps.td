@@ -157,6 +157,32 @@ def Smp_CastMultiOp : Smp_Op<"cast_multi", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Smp_AddMultiOp : Smp_Op<"add_multi", [Pure]> {
+  let summary = "f32 sums of many pairs of same-shape tensors at once";
+  let description = [{
+    With N results, inputs[i] and inputs[N + i] are the i-th pair:
+    results[i] = f32(inputs[i]) + f32(inputs[N + i]), each operand f32, f16
+    or bf16 of its result's shape (widening is exact: the bits of the casts
+    and the add it replaces); on a GPU one launch instead of one a tensor.
+    `smp-multi-tensor` forms it from the accumulation of 16-bit gradients
+    over micro-batches (`add(acc, cast(g))`: a cast and an add a parameter
+    and micro-batch). A result may take its f32 first operand's storage.
+  }];
+  let arguments = (ins Variadic<Smp_FloatTensor>:$inputs);
+  let results = (outs Variadic<Smp_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, $results)
+  }];
+  let extraClassDeclaration = [{
+    /// The first and second operands of pair `i`.
+    ::mlir::Value getLhs(unsigned i) { return getInputs()[i]; }
+    ::mlir::Value getRhs(unsigned i) {
+      return getInputs()[getResults().size() + i];
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 def Smp_AllSliceMultiOp : Smp_Op<"all_slice_multi", [Pure]> {
   let summary = "shard.all_slice of many tensors along dim 0 at once";
   let description = [{

@@ -231,20 +231,28 @@ def SmpPackAttentionPass : Pass<"smp-pack-attention", "mlir::func::FuncOp"> {
 }
 
 def SmpMultiTensorPass : Pass<"smp-multi-tensor", "mlir::func::FuncOp"> {
-  let summary = "One op for the per-parameter optimizer updates and casts";
+  let summary = "One op for the per-parameter updates, casts, sums and slices";
   let description = [{
     As PyTorch's fused and foreach optimizers: `smp.adam_update`s (and
     `smp.sgd_update`s) with the same lr, step, skip, hyper-parameters and
     annotations become one `smp.adam_update_multi` (`smp.sgd_update_multi`)
     where the last of them was (an op that reads an
     update's result before then ends the group: the updates so far become
-    one op before it); the `smp.cast`s of the function's arguments between
-    float types (mixed precision's 16-bit copies of the f32 parameters)
-    become one `smp.cast_multi` where the first of them was. On a GPU one
-    launch each instead of one a parameter (a GPT-2 124M bf16 step: 296
-    fewer). The bits do not change. Runs after the clean-up phase, in the
-    compile's last phase (the planner's profile of the step does not run
-    it; the arena it checks does).
+    one op before it); the f32 adds of one shape that read a 16-bit tensor
+    through a cast to f32 only they read (the micro-batches' accumulation
+    of the gradients under mixed precision) become one `smp.add_multi` of
+    the 16-bit sources where the last of them was, in groups of up to 64
+    MiB of sums, the casts gone; the `smp.cast`s of the function's
+    arguments between float types (mixed precision's 16-bit copies of the
+    f32 parameters) become one `smp.cast_multi` where the first of them
+    was; ZeRO-1/2's `shard.all_slice`s along dim 0 one
+    `smp.all_slice_multi`; the float casts that only a concat reads (data
+    parallelism's 16-bit gradients cast to their f32 bucket) one
+    `smp.cast_multi` before it. On a GPU one launch each instead of one a
+    parameter (a GPT-2 124M bf16 step: 296 fewer). The bits do not change.
+    Runs after the clean-up phase, in the compile's last phase (the
+    planner's profile of the step does not run it; the arena it checks
+    does).
   }];
   let dependentDialects = ["::smp::SmpDialect"];
 }

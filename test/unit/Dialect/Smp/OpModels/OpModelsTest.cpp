@@ -67,6 +67,7 @@ const llvm::StringMap<const char *> &noGradient() {
       {"smp.adam_update_multi", "formed after the step is built and split"},
       {"smp.sgd_update_multi", "formed after the step is built and split"},
       {"smp.cast_multi", "formed after the step is built and split"},
+      {"smp.add_multi", "formed after the step is built and split"},
       {"smp.all_slice_multi", "formed after the step is built and split"},
       {"smp.send", "pipeline split, after the backward"},
       {"smp.recv", "pipeline split, after the backward"},

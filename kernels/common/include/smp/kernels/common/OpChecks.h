@@ -39,6 +39,11 @@ Status checkCast(const TensorRef &in, const TensorRef &out);
 /// cast_multi: an output of its input's shape for each input.
 Status checkCastMulti(const std::vector<TensorRef> &in,
                       const std::vector<TensorRef> &out);
+/// add_multi: as many lhs, rhs and outputs; each output f32, its lhs and
+/// rhs f32, f16 or bf16 of its shape.
+Status checkAddMulti(const std::vector<TensorRef> &lhs,
+                     const std::vector<TensorRef> &rhs,
+                     const std::vector<TensorRef> &out);
 
 //===----------------------------------------------------------------------===//
 // Linear algebra
