@@ -458,7 +458,19 @@ def _check(result, example_inputs, ref_outputs, rtol, atol):
     path = result.path
     feeds = {n: _to_numpy(t) for n, t in zip(result.input_names, example_inputs)}
     with _inference_copy(path) as run_path:
-        got, result.checked_with = run_onnx(run_path, feeds)
+        try:
+            got, result.checked_with = run_onnx(run_path, feeds)
+        except _tools.SmpError:
+            raise
+        except Exception as e:  # onnxruntime's own exceptions
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise _tools.SmpError(
+                f"{path}: the export does not run in onnxruntime "
+                f"({type(e).__name__}: {first}): the TorchScript exporter "
+                f"wrote a file that does not compute the module; export it "
+                f"with torch.onnx.export(module, args, path) (the dynamo "
+                f"exporter), which smpc reads as users export it "
+                f"(docs/bring-your-own-model.md)", tool="smp.export") from e
     for name, want in zip(result.output_names, ref_outputs):
         want = _to_numpy(want)
         have = got.get(name)

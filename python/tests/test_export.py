@@ -215,6 +215,31 @@ def test_export_check_catches_a_changed_model(tools, tmp_path, monkeypatch):
         smp.export(Frozen(), x[:BATCH], tmp_path / "bad.onnx")
 
 
+def test_export_check_names_a_file_that_does_not_run(tools, tmp_path,
+                                                    monkeypatch):
+    """A file the checking runtime cannot run (onnxruntime raising its own
+    exception: transformers' Cohere through the TorchScript exporter, a
+    Reshape of the wrong size) is an SmpError saying what to do."""
+    import smp.exporter as ex
+    torch.manual_seed(0)
+    x, _ = data()
+
+    class Fail(Exception):
+        pass
+
+    def failing(path, inputs):
+        raise Fail("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code "
+                   "returned while running Reshape node.\nmore")
+    monkeypatch.setattr(ex, "run_onnx", failing)
+    with pytest.raises(smp.SmpError) as e:
+        smp.export(Frozen(), x[:BATCH], tmp_path / "bad.onnx")
+    msg = str(e.value)
+    assert ("bad.onnx: the export does not run in onnxruntime (Fail: "
+            "[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned "
+            "while running Reshape node.)") in msg
+    assert "torch.onnx.export(module, args, path) (the dynamo exporter)" in msg
+
+
 class DropNet(torch.nn.Module):
     """BatchNorm (exported in training mode) and a dropout module."""
 

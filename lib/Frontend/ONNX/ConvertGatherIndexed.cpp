@@ -5,6 +5,7 @@
 // HF attention masks) and GatherElements (torch.gather; RoBERTa's position
 // ids). Each is one smp op with a scatter-add gradient. Constant indices are
 // checked against the data's dims here; others by the kernels at run time.
+// OneHot (a comparison with the positions and a where) is here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -336,9 +337,59 @@ llvm::Error convertScatterND(NodeContext &nc) {
   return c.finish(c.reshape(y, dshape));
 }
 
+/// OneHot(indices, depth, values = [off, on], axis = -1): a new dim of
+/// `depth` entries (a constant) at `axis` holding `on` where its position
+/// is the index and `off` elsewhere; a negative index counts from the end
+/// and one outside [-depth, depth) matches none (all `off`); float indices
+/// are truncated toward zero (onnxruntime casts them to int64). PyTorch's
+/// `F.one_hot` (a mixture of experts' routing in the TorchScript export).
+/// A comparison with the positions, then a where of the two values.
+llvm::Error convertOneHot(NodeContext &nc) {
+  auto in = nc.inputs(3);
+  if (!in)
+    return in.takeError();
+  Value indices = (*in)[0], values = (*in)[2];
+  auto depthValue = nc.constantScalar(1, "depth");
+  if (!depthValue)
+    return depthValue.takeError();
+  auto depth = static_cast<int64_t>(*depthValue);
+  if (depth < 1 || depth > (int64_t(1) << 24))
+    return nc.error("depth " + llvm::Twine(depth) +
+                    " is not in [1, 2^24]: smp needs a constant number of "
+                    "classes");
+  if (int64_t n = tensorType(values).getNumElements(); n != 2)
+    return nc.error("values must hold two elements (off, on), not " +
+                    llvm::Twine(n));
+  SmallVector<int64_t> shape = shapeOf(indices);
+  int64_t rank = static_cast<int64_t>(shape.size()) + 1;
+  auto axis = nc.attrAxis(-1, rank);
+  if (!axis)
+    return axis.takeError();
+  Type i64 = nc.builder().getI64Type();
+  Chain c(nc);
+  Value idx = c.keep(nc.castTo(indices, i64));
+  Value negative = c.binary<smp::LessOp>(idx, c.scalar(idx, 0));
+  idx = c.where(negative, c.binary<smp::AddOp>(idx, c.scalar(idx, depth)), idx);
+  SmallVector<int64_t> unsqueezed(shape);
+  unsqueezed.insert(unsqueezed.begin() + *axis, 1);
+  SmallVector<int64_t> positionsShape(rank, 1);
+  positionsShape[*axis] = depth;
+  SmallVector<double> positions(depth);
+  for (int64_t k = 0; k < depth; ++k)
+    positions[k] = static_cast<double>(k);
+  Value hot =
+      c.binary<smp::EqualOp>(c.reshape(idx, unsqueezed),
+                             nc.constantOf(i64, positionsShape, positions));
+  Value pair = c.reshape(values, {2});
+  Value off = c.reshape(c.slice(pair, 0, 0, 1), {});
+  Value on = c.reshape(c.slice(pair, 0, 1, 2), {});
+  return c.finish(c.where(hot, on, off));
+}
+
 } // namespace
 
 void registerGatherIndexedConverters(ConverterTable &t) {
+  t["OneHot"] = convertOneHot;
   t["ScatterElements"] = convertScatterElements;
   t["ScatterND"] = convertScatterND;
   t["Scatter"] = convertScatterElements; // opset 9-10: the same, deprecated
