@@ -111,22 +111,30 @@ def sidecar_path(model_path) -> Path:
 
 
 
+def _hf_input(module) -> str:
+    """A Hugging Face model's one input: its main_input_name (input_ids for
+    text, pixel_values for images, input_values for raw audio)."""
+    return getattr(module, "main_input_name", None) or "input_ids"
+
+
 def _wrap_hf(module):
     import torch
+
+    name = _hf_input(module)
 
     class HFLogits(torch.nn.Module):
         def __init__(self, m):
             super().__init__()
             self.m = m
 
-        def forward(self, input_ids):
-            kw = {}
+        def forward(self, x):
+            kw = {name: x}
             params = inspect.signature(self.m.forward).parameters
-            if "attention_mask" in params:
-                kw["attention_mask"] = torch.ones_like(input_ids)
+            if name == "input_ids" and "attention_mask" in params:
+                kw["attention_mask"] = torch.ones_like(x)
             if "use_cache" in params:
                 kw["use_cache"] = False
-            return self.m(input_ids=input_ids, return_dict=False, **kw)[0]
+            return self.m(return_dict=False, **kw)[0]
     return HFLogits(module)
 
 
@@ -147,7 +155,14 @@ def run_onnx(path, inputs: Dict[str, np.ndarray]) -> (Dict[str, np.ndarray], str
     except ImportError:
         ort = None
     if ort is not None:
-        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        # The file as written: onnxruntime's graph optimisations fold a
+        # BatchNormalization into the Conv before it with its running
+        # statistics even in training mode (onnxruntime 1.32: HF's ResNet
+        # 0.1 off PyTorch's train() forward, which the file computes).
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), options,
+                                    providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         return dict(zip(names, sess.run(names, inputs))), "onnxruntime"
     from .compiler import compile as smp_compile
@@ -192,7 +207,8 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
            rtol: float = 1e-4, atol: float = 1e-5, opset: int = 17) -> ExportedModel:
     """Exports `module` to `path` for smp (see the module docstring) and
     returns an ExportedModel (its .path goes to smp.compile). Hugging Face
-    models take input_ids alone and give logits. Raises SmpError when the
+    models take their main input alone (input_ids, pixel_values,
+    input_values: `main_input_name`) and give their first output. Raises SmpError when the
     file does not compute what the module computes."""
     import torch
 
@@ -206,7 +222,7 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
     target = _wrap_hf(module) if hf else module
     if input_names is None:
         if hf:
-            input_names = ["input_ids"]
+            input_names = [_hf_input(module)]
         else:
             params = [p for p in inspect.signature(module.forward).parameters]
             input_names = params[:len(example_inputs)]

@@ -240,6 +240,52 @@ def test_export_check_names_a_file_that_does_not_run(tools, tmp_path,
     assert "torch.onnx.export(module, args, path) (the dynamo exporter)" in msg
 
 
+class _FakeConfig:
+    def to_dict(self):
+        return {"model_type": "fake", "hidden_dropout_prob": 0.0}
+
+
+class FakeImageModel(torch.nn.Module):
+    """Stands for a transformers image classifier (no transformers needed):
+    a config, main_input_name pixel_values, keyword inputs only, a tuple
+    out with return_dict=False."""
+    main_input_name = "pixel_values"
+
+    def __init__(self):
+        super().__init__()
+        self.config = _FakeConfig()
+        self.fc = torch.nn.Linear(6, CLASSES)
+
+    def forward(self, pixel_values=None, labels=None, return_dict=None):
+        assert pixel_values is not None, "pixel_values is None"
+        return (self.fc(torch.tanh(pixel_values)),)
+
+
+FakeImageModel.__module__ = "transformers.models.fake.modeling_fake"
+
+
+def test_export_feeds_a_hugging_face_model_its_main_input(tools, tmp_path):
+    """A Hugging Face vision model takes pixel_values (its
+    main_input_name), not input_ids: smp.export had passed the images as
+    input_ids, and HF's ViT, DINOv2, Swin, ResNet... failed inside their
+    forward with pixel_values None. The file's input is named after it and
+    trains to PyTorch's losses."""
+    torch.manual_seed(0)
+    model = FakeImageModel()
+    x, labels = data()
+    exported = smp.export(model, x[:BATCH], tmp_path / "img.onnx")
+    assert exported.input_names == ["pixel_values"]
+    art = smp.compile(exported, output=tmp_path / "img.smpx", batch_size=BATCH,
+                      loss="cross_entropy:logits:labels", lr=0.1)
+    res = smp.train(art, data={"pixel_values": x.numpy(),
+                               "labels": labels.numpy()},
+                    steps=STEPS, progress=False)
+    plain = torch.nn.Sequential(torch.nn.Tanh(), model.fc)
+    losses, _ = torch_refs.train_steps(plain, (x,), labels, CLASSES, "sgd",
+                                       STEPS, BATCH)
+    np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
+
+
 class DropNet(torch.nn.Module):
     """BatchNorm (exported in training mode) and a dropout module."""
 
