@@ -117,25 +117,77 @@ def _hf_input(module) -> str:
     return getattr(module, "main_input_name", None) or "input_ids"
 
 
-def _wrap_hf(module):
-    import torch
+def _hf_input_names(module, count, names=None) -> List[str]:
+    """The keyword arguments of a Hugging Face model's forward that the
+    example inputs are: `names` if given, else its main input alone, or
+    input_ids and decoder_input_ids for an encoder-decoder (T5) given two."""
+    if names is None:
+        main = _hf_input(module)
+        if count == 1:
+            names = [main]
+        elif count == 2 and main == "input_ids" and getattr(
+                module.config, "is_encoder_decoder", False):
+            names = ["input_ids", "decoder_input_ids"]
+        else:
+            raise _tools.SmpError(
+                f"smp.export: {count} example inputs for a Hugging Face "
+                f"model ({type(module).__name__}), which smp.export feeds by "
+                f"keyword: name them, input_names=[...] (its forward's "
+                f"arguments, e.g. ['input_ids', 'attention_mask'])")
+    params = [n for n, p in inspect.signature(module.forward).parameters.items()
+              if p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                inspect.Parameter.VAR_KEYWORD)]
+    if len(names) != count or any(n not in params for n in names):
+        raise _tools.SmpError(
+            f"smp.export: input_names {list(names)} for {count} example "
+            f"input(s) of {type(module).__name__}, whose forward takes "
+            f"{params}")
+    return list(names)
 
-    name = _hf_input(module)
+
+def _wrap_hf(module, names):
+    """The model fed `names` by keyword (an all-ones attention mask beside
+    input_ids when none is given: the same math as none), its first output
+    returned."""
+    import torch
 
     class HFLogits(torch.nn.Module):
         def __init__(self, m):
             super().__init__()
             self.m = m
 
-        def forward(self, x):
-            kw = {name: x}
+        def forward(self, *xs):
+            kw = dict(zip(names, xs))
             params = inspect.signature(self.m.forward).parameters
-            if name == "input_ids" and "attention_mask" in params:
-                kw["attention_mask"] = torch.ones_like(x)
+            if "input_ids" in kw and "attention_mask" in params and \
+                    "attention_mask" not in kw:
+                kw["attention_mask"] = torch.ones_like(kw["input_ids"])
             if "use_cache" in params:
                 kw["use_cache"] = False
             return self.m(return_dict=False, **kw)[0]
     return HFLogits(module)
+
+
+def _try_hf_forward(module, target, example_inputs, names):
+    """Runs the model once (eval(), no gradient) as smp.export will feed
+    it: a forward that fails (T5 given no decoder_input_ids) is an SmpError
+    saying what was fed and how to feed more."""
+    import torch
+
+    was = module.training
+    try:
+        module.eval()
+        with torch.no_grad():
+            target(*example_inputs)
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise _tools.SmpError(
+            f"smp.export: {type(module).__name__}'s forward fails on the "
+            f"example inputs fed as {list(names)} ({type(e).__name__}: "
+            f"{first}): pass the inputs it needs and name them, "
+            f"input_names=[...] (T5: input_ids and decoder_input_ids)") from e
+    finally:
+        module.train(was)
 
 
 def _is_hf(module) -> bool:
@@ -207,8 +259,9 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
            rtol: float = 1e-4, atol: float = 1e-5, opset: int = 17) -> ExportedModel:
     """Exports `module` to `path` for smp (see the module docstring) and
     returns an ExportedModel (its .path goes to smp.compile). Hugging Face
-    models take their main input alone (input_ids, pixel_values,
-    input_values: `main_input_name`) and give their first output. Raises SmpError when the
+    models are fed by keyword: their main input alone (input_ids,
+    pixel_values, input_values: `main_input_name`; T5's two: input_ids and
+    decoder_input_ids) or `input_names`, and give their first output. Raises SmpError when the
     file does not compute what the module computes."""
     import torch
 
@@ -219,13 +272,14 @@ def export(module, example_inputs, path, *, input_names: Optional[Sequence[str]]
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
     hf = _is_hf(module)
-    target = _wrap_hf(module) if hf else module
-    if input_names is None:
-        if hf:
-            input_names = [_hf_input(module)]
-        else:
-            params = [p for p in inspect.signature(module.forward).parameters]
-            input_names = params[:len(example_inputs)]
+    if hf:
+        input_names = _hf_input_names(module, len(example_inputs), input_names)
+    elif input_names is None:
+        params = [p for p in inspect.signature(module.forward).parameters]
+        input_names = params[:len(example_inputs)]
+    target = _wrap_hf(module, input_names) if hf else module
+    if hf:
+        _try_hf_forward(module, target, example_inputs, input_names)
     # Dropout: every nn.Dropout a training-mode Dropout node, the identity
     # in PyTorch while exporting and checking (the reference is the module's
     # dropout-free forward); what the file cannot hold listed in "dropout".

@@ -286,6 +286,60 @@ def test_export_feeds_a_hugging_face_model_its_main_input(tools, tmp_path):
     np.testing.assert_allclose(res.losses, losses, rtol=0, atol=1e-5)
 
 
+class _FakeSeq2SeqConfig(_FakeConfig):
+    is_encoder_decoder = True
+
+
+class FakeSeq2Seq(torch.nn.Module):
+    """Stands for T5: an encoder-decoder whose forward needs
+    decoder_input_ids beside input_ids."""
+    main_input_name = "input_ids"
+
+    def __init__(self):
+        super().__init__()
+        self.config = _FakeSeq2SeqConfig()
+        self.enc = torch.nn.Embedding(10, 4)
+        self.dec = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, CLASSES)
+
+    def forward(self, input_ids=None, attention_mask=None,
+                decoder_input_ids=None, use_cache=None, return_dict=None):
+        if decoder_input_ids is None:
+            raise ValueError("You have to specify decoder_input_ids\nmore")
+        h = self.enc(input_ids).mean(1, keepdim=True) + self.dec(decoder_input_ids)
+        return (self.head(h),)
+
+
+FakeSeq2Seq.__module__ = "transformers.models.fake.modeling_fake"
+
+
+def test_export_feeds_an_encoder_decoder_both_inputs(tools, tmp_path):
+    """T5 takes input_ids and decoder_input_ids: two example inputs are fed
+    as those; one is an SmpError naming what was fed and what to do (the
+    model's own ValueError had escaped), and so are three unnamed inputs
+    and a name its forward does not take."""
+    torch.manual_seed(0)
+    model = FakeSeq2Seq()
+    ids = torch.randint(0, 10, (BATCH, 5))
+    dec = torch.randint(0, 10, (BATCH, 3))
+    exported = smp.export(model, (ids, dec), tmp_path / "s2s.onnx")
+    assert exported.input_names == ["input_ids", "decoder_input_ids"]
+    with pytest.raises(smp.SmpError) as e:
+        smp.export(model, ids, tmp_path / "one.onnx")
+    assert ("smp.export: FakeSeq2Seq's forward fails on the example inputs "
+            "fed as ['input_ids'] (ValueError: You have to specify "
+            "decoder_input_ids): pass the inputs it needs and name them, "
+            "input_names=[...]") in str(e.value)
+    with pytest.raises(smp.SmpError, match="3 example inputs for a Hugging "
+                       "Face model \\(FakeSeq2Seq\\)"):
+        smp.export(model, (ids, dec, dec), tmp_path / "three.onnx")
+    with pytest.raises(smp.SmpError) as e:
+        smp.export(model, ids, tmp_path / "bad.onnx", input_names=["idz"])
+    assert ("input_names ['idz'] for 1 example input(s) of FakeSeq2Seq, "
+            "whose forward takes ['input_ids', 'attention_mask', "
+            "'decoder_input_ids', 'use_cache', 'return_dict']") in str(e.value)
+
+
 class DropNet(torch.nn.Module):
     """BatchNorm (exported in training mode) and a dropout module."""
 
