@@ -376,7 +376,14 @@ def _export(module, target, example_inputs, path, input_names, output_names,
                 torch.onnx.export(target, example_inputs, str(path), **kwargs)
         except Exception as e:
             if probe is None or batchnorm:
-                raise
+                first = (str(e).strip().splitlines() or [""])[0]
+                raise _tools.SmpError(
+                    f"{path}: the TorchScript exporter cannot export "
+                    f"{type(module).__name__} ({type(e).__name__}: {first}); "
+                    f"export it with torch.onnx.export(module, args, path) "
+                    f"(the dynamo exporter), which smpc reads as users "
+                    f"export it (docs/bring-your-own-model.md)",
+                    tool="smp.export") from e
             # The training-mode export of the functional dropout failed
             # where the eval() export may not: that one, listing it.
             warnings.warn(f"smp.export: {path}: the training-mode export "

@@ -340,6 +340,30 @@ def test_export_feeds_an_encoder_decoder_both_inputs(tools, tmp_path):
             "'decoder_input_ids', 'use_cache', 'return_dict']") in str(e.value)
 
 
+class Diffs(torch.nn.Module):
+    """torch.diff, which the TorchScript exporter does not export."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, CLASSES)
+
+    def forward(self, x):
+        return self.fc(torch.nn.functional.pad(torch.diff(x), (0, 1)))
+
+
+def test_export_names_what_the_torchscript_exporter_cannot(tools, tmp_path):
+    """The exporter's own exception (Whisper's mask built with aten::diff)
+    is an SmpError naming the module and the dynamo exporter."""
+    x, _ = data()
+    with pytest.raises(smp.SmpError) as e:
+        smp.export(Diffs(), x[:BATCH], tmp_path / "diff.onnx")
+    assert ("diff.onnx: the TorchScript exporter cannot export Diffs "
+            "(") in str(e.value)
+    assert "aten::diff" in str(e.value)
+    assert ("export it with torch.onnx.export(module, args, path) (the "
+            "dynamo exporter)") in str(e.value)
+
+
 class DropNet(torch.nn.Module):
     """BatchNorm (exported in training mode) and a dropout module."""
 
