@@ -391,6 +391,9 @@ void fuseAccumulations(ArrayRef<AddOp> group) {
 
 /// The block's accumulations (see the file comment), by annotations.
 void groupAccumulations(Block &block) {
+  // A group's bytes of sums so far, by its first member (an op of the
+  // block before the pass: no group's first is made by a flush).
+  llvm::DenseMap<Operation *, int64_t> sums;
   groupInOrder<AddOp>(
       block, [](AddOp op) { return accumulation(op).has_value(); },
       [](AddOp a, AddOp b) {
@@ -398,10 +401,10 @@ void groupAccumulations(Block &block) {
                b->getDiscardableAttrDictionary();
       },
       fuseAccumulations,
-      [](ArrayRef<AddOp> group) {
-        int64_t bytes = 0;
-        for (AddOp op : group)
-          bytes += cast<RankedTensorType>(op.getType()).getNumElements() * 4;
+      [&](ArrayRef<AddOp> group) {
+        AddOp first = group.front(), last = group.back();
+        int64_t &bytes = sums[first];
+        bytes += cast<RankedTensorType>(last.getType()).getNumElements() * 4;
         return bytes >= kAccumulationGroupBytes; // PipelineDefaults.h
       });
 }
