@@ -111,6 +111,18 @@ def sidecar_path(model_path) -> Path:
 
 
 
+def _raised(e) -> str:
+    """An exception as its type and first line (onnxruntime's and torch's
+    run to many lines)."""
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+
+
+# What smp.export's errors say when the TorchScript exporter cannot serve.
+_USE_DYNAMO = ("export it with torch.onnx.export(module, args, path) (the "
+               "dynamo exporter), which smpc reads as users export it "
+               "(docs/bring-your-own-model.md)")
+
+
 def _hf_input(module) -> str:
     """A Hugging Face model's one input: its main_input_name (input_ids for
     text, pixel_values for images, input_values for raw audio)."""
@@ -180,11 +192,10 @@ def _try_hf_forward(module, target, example_inputs, names):
         with torch.no_grad():
             target(*example_inputs)
     except Exception as e:
-        first = (str(e).strip().splitlines() or [""])[0]
         raise _tools.SmpError(
             f"smp.export: {type(module).__name__}'s forward fails on the "
-            f"example inputs fed as {list(names)} ({type(e).__name__}: "
-            f"{first}): pass the inputs it needs and name them, "
+            f"example inputs fed as {list(names)} ({_raised(e)}): pass the "
+            f"inputs it needs and name them, "
             f"input_names=[...] (T5: input_ids and decoder_input_ids)") from e
     finally:
         module.train(was)
@@ -376,13 +387,9 @@ def _export(module, target, example_inputs, path, input_names, output_names,
                 torch.onnx.export(target, example_inputs, str(path), **kwargs)
         except Exception as e:
             if probe is None or batchnorm:
-                first = (str(e).strip().splitlines() or [""])[0]
                 raise _tools.SmpError(
                     f"{path}: the TorchScript exporter cannot export "
-                    f"{type(module).__name__} ({type(e).__name__}: {first}); "
-                    f"export it with torch.onnx.export(module, args, path) "
-                    f"(the dynamo exporter), which smpc reads as users "
-                    f"export it (docs/bring-your-own-model.md)",
+                    f"{type(module).__name__} ({_raised(e)}); {_USE_DYNAMO}",
                     tool="smp.export") from e
             # The training-mode export of the functional dropout failed
             # where the eval() export may not: that one, listing it.
@@ -540,14 +547,11 @@ def _check(result, example_inputs, ref_outputs, rtol, atol):
         except _tools.SmpError:
             raise
         except Exception as e:  # onnxruntime's own exceptions
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             raise _tools.SmpError(
                 f"{path}: the export does not run in onnxruntime "
-                f"({type(e).__name__}: {first}): the TorchScript exporter "
-                f"wrote a file that does not compute the module; export it "
-                f"with torch.onnx.export(module, args, path) (the dynamo "
-                f"exporter), which smpc reads as users export it "
-                f"(docs/bring-your-own-model.md)", tool="smp.export") from e
+                f"({_raised(e)}): the TorchScript exporter wrote a file that "
+                f"does not compute the module; {_USE_DYNAMO}",
+                tool="smp.export") from e
     for name, want in zip(result.output_names, ref_outputs):
         want = _to_numpy(want)
         have = got.get(name)
