@@ -22,9 +22,9 @@ For each architecture:
                      onnx's version converter (export_opset); the same
                      weights, so <arch>/ref_*.json apply
   <arch>_noopt.onnx  the architectures in NOOPT only (T5, Gemma, Swin,
-                     Gemma 2, MobileBERT, hfresnet): the dyn export with
-                     optimize=False (the fix smpc names when it refuses the
-                     other two)
+                     Gemma 2, MobileBERT, hfresnet, Marian, BiT): the dyn
+                     export with optimize=False (the fix smpc names when it
+                     refuses the other two)
 Shared data (16 samples; forward/ holds the first 8 of each input):
   input_ids.npy, labels.npy        8 tokens each, vocab 64 (the LMs; T5's
                                    and BART's encoder input and decoder
@@ -336,6 +336,41 @@ def configs():
         num_channels=3, embedding_size=8, hidden_sizes=[8, 16],
         depths=[1, 1], layer_type="basic", num_labels=CLASSES)),
         VIT_INPUTS, "class_labels", CLASSES)
+    # ALBERT: one layer's parameters shared by all 3 layers (a weight read
+    # by every pipeline stage), embeddings narrower than the hidden size.
+    yield lm("albert", lambda: T.AlbertForMaskedLM(T.AlbertConfig(
+        num_hidden_layers=3, num_attention_heads=2, hidden_size=16,
+        embedding_size=8, intermediate_size=32, max_position_embeddings=32,
+        hidden_dropout_prob=0, attention_probs_dropout_prob=0,
+        classifier_dropout_prob=0, **small)))
+    # DeepSeek-V3: multi-head latent attention (low-rank queries and
+    # key-values, a rotary part of each head apart), a dense first layer,
+    # then 4 routed experts (sigmoid scores, top 2) and a shared one;
+    # batched_mm as Mixtral's.
+    yield lm("deepseekv3", lambda: T.DeepseekV3ForCausalLM(T.DeepseekV3Config(
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        hidden_size=16, intermediate_size=32, moe_intermediate_size=16,
+        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+        n_group=1, topk_group=1, first_k_dense_replace=1, q_lora_rank=8,
+        kv_lora_rank=8, qk_rope_head_dim=4, qk_nope_head_dim=4,
+        v_head_dim=4, max_position_embeddings=32,
+        experts_implementation="batched_mm", **small)))
+    # Marian (opus-mt): BART-like, its encoder's and decoder's sinusoidal
+    # position tables parameters PyTorch does not train; the plain exports
+    # merge their two gathers (refused), marian_noopt.onnx trains.
+    yield ("marian", lambda: T.MarianMTModel(T.MarianConfig(
+        encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, d_model=16, encoder_ffn_dim=32,
+        decoder_ffn_dim=32, max_position_embeddings=32, dropout=0,
+        attention_dropout=0, activation_dropout=0, decoder_start_token_id=0,
+        pad_token_id=1, **small)), T5_INPUTS, "labels", VOCAB)
+    # BiT: weight-standardised convs (each weight normalised by batch_norm
+    # in the forward: the plain exports fold it, refused; bit_noopt.onnx
+    # trains), GroupNorms, "SAME" padding.
+    yield ("bit", lambda: T.BitForImageClassification(T.BitConfig(
+        embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+        layer_type="preactivation", global_padding="SAME", num_groups=2,
+        num_labels=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
 
 
 class LogitsOnly(torch.nn.Module):
@@ -424,7 +459,8 @@ def data(out):
 
 # Also exported with optimize=False: the plain and dyn exports of these are
 # refused (the optimiser folds a parameter's value away).
-NOOPT = ("t5", "gemma", "swin", "gemma2", "mobilebert", "hfresnet")
+NOOPT = ("t5", "gemma", "swin", "gemma2", "mobilebert", "hfresnet", "marian",
+         "bit")
 
 # Exported at the newest opsets smpc reads as well (test/smprun/opsets.test).
 OPSET_EXPORTS = ("gpt2", "llama")

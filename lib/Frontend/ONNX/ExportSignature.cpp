@@ -96,6 +96,23 @@ signatureInputs(const onnx::GraphProto &g,
   return inputs;
 }
 
+std::map<std::string, std::vector<std::string>>
+foldSources(const onnx::GraphProto &g) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto &v : g.value_info())
+    for (const auto &[key, value] : metadataProps(v, /*metadata_props=*/4)) {
+      if (key != "pkg.onnxscript.optimizer.folded_from")
+        continue;
+      // A Python list's repr: "['getitem', 'model.x.weight', 'val_3']".
+      llvm::SmallVector<llvm::StringRef> items;
+      llvm::StringRef(value).trim().trim("[]").split(items, ',', -1, false);
+      std::vector<std::string> &names = out[v.name()];
+      for (llvm::StringRef item : items)
+        names.push_back(item.trim().trim("'\"").str());
+    }
+  return out;
+}
+
 /// The parameter names (`p_x_y` -> "x.y") of the graph signature.
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g) {
   return signatureInputs(g, {"PARAMETER"});

@@ -328,16 +328,21 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
     return llvm::Error::success();
   }
   // A parameter's arithmetic (Gemma's `1 + w`: AdamW's weight decay would
-  // shrink 1 + w, not w) cannot be trained as the parameter.
-  if ((op != "embedding" && !copies) || type->getRank() < 2)
-    return refuse(path, "initializer '" + t.name() +
-                            "' holds a value the exporter's optimiser "
-                            "folded (an aten." +
-                            op.str() +
-                            " of constants), and PyTorch parameter(s) " +
-                            joinNames(fx.vanished) +
-                            " are gone from the file: smp cannot tell "
-                            "which parameter it holds or how to train it");
+  // shrink 1 + w, not w) cannot be trained as the parameter, nor can a
+  // copy of it (its record lists ops that compute).
+  if ((op != "embedding" && !copies) || type->getRank() < 2 ||
+      (copies && !fx.foldedBeyond(t.name(), "", onlyMoves).empty())) {
+    std::string record = fx.foldRecord(t.name());
+    return refuse(
+        path, "initializer '" + t.name() +
+                  "' holds a value the exporter's optimiser "
+                  "folded " +
+                  (record.empty() ? "(an aten." + op.str() + " of constants)"
+                                  : record) +
+                  ", and PyTorch parameter(s) " + joinNames(fx.vanished) +
+                  " are gone from the file: smp cannot tell "
+                  "which parameter it holds or how to train it");
+  }
   // A sinusoidal position table's rows gathered at positions 0..P-1
   // (Marian's, Pegasus's; the table a parameter PyTorch keeps with
   // requires_grad=False): left to the shared-initializer rules, which
@@ -348,14 +353,6 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
   // broadcast (aten.expand: ViT's class token over a fixed batch) or tiled
   // (aten.repeat): each element a copy of a parameter element, whose
   // gradient PyTorch sums over its copies, as the distinct rows' Gather does.
-  if (op != "embedding" && !copies)
-    return refuse(path, "initializer '" + t.name() +
-                            "' holds a value the exporter's optimiser "
-                            "folded (an aten." + op.str() +
-                            " of constants), and PyTorch parameter(s) " +
-                            joinNames(fx.vanished) +
-                            " are gone from the file: smp cannot tell "
-                            "which parameter it holds or how to train it");
   return trainFoldedRows(g, i, path, fx, *type, *bytes, es, op, copies, origins,
                          warnings);
 }

@@ -13,6 +13,7 @@
 
 #include "SharedInitializers.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
@@ -83,6 +84,7 @@ struct FxGraph {
     }
     for (const auto &[var, target] : sig)
       sigTargets.insert(target);
+    sources = foldSources(g);
     for (const auto &[var, target] : sig) {
       if (initNames.count(target) || params.count(var))
         continue;
@@ -135,13 +137,68 @@ struct FxGraph {
       for (const std::string &v : vanished)
         if (withinModule(v, module))
           gone.push_back(v);
-      if (alone && gone.size() == 1 && ownerModule(gone[0]) == module)
+      if (alone && gone.size() == 1 && ownerModule(gone[0]) == module &&
+          foldedBeyond(fold, gone[0], isBijection).empty())
         moved[fold] = gone[0];
     }
     llvm::erase_if(vanished, [&](const std::string &v) {
       return llvm::any_of(moved, [&](const auto &m) { return m.second == v; });
     });
   }
+  /// What the optimiser's record of the fold `fold` (foldSources) lists
+  /// besides `param` (any one parameter where `param` is empty) and FX
+  /// values of the ops `allowed`: the other parameters and buffers, and
+  /// the other ops (`aten.getitem`), joined by joinNames; "" where it lists
+  /// nothing else or the file has no record. (A weight standardised in the
+  /// forward, BiT's `batch_norm(w.view(1, out, -1)).view_as(w)`, folds to
+  /// `view_1`, read as a move's fold would be; its record lists `getitem`.)
+  std::string foldedBeyond(const std::string &fold, llvm::StringRef param,
+                           llvm::function_ref<bool(llvm::StringRef)> allowed) {
+    auto it = sources.find(fold);
+    if (it == sources.end())
+      return "";
+    std::vector<std::string> extra;
+    bool anyParam = param.empty();
+    for (llvm::StringRef s : it->second) {
+      std::string what;
+      if (s == param || s.starts_with("val_"))
+        continue;
+      if (sigTargets.count(s.str()) && anyParam)
+        anyParam = false;
+      else if (sigTargets.count(s.str()) || s.contains('.'))
+        what = s.str();
+      else if (!allowed(fxOp(s)))
+        what = "aten." + fxOp(s).str();
+      if (!what.empty() && !llvm::is_contained(extra, what))
+        extra.push_back(what);
+    }
+    return joinNames(extra);
+  }
+  /// The record of the fold `fold` as "from P, B through aten.a, aten.b":
+  /// its parameters and buffers, and its FX values' ops; "" where the file
+  /// has none.
+  std::string foldRecord(const std::string &fold) {
+    auto it = sources.find(fold);
+    if (it == sources.end())
+      return "";
+    std::vector<std::string> tensors, ops;
+    for (llvm::StringRef s : it->second) {
+      if (s.starts_with("val_"))
+        continue;
+      bool tensor = sigTargets.count(s.str()) || s.contains('.');
+      std::string what = tensor ? s.str() : "aten." + fxOp(s).str();
+      std::vector<std::string> &into = tensor ? tensors : ops;
+      if (!llvm::is_contained(into, what))
+        into.push_back(what);
+    }
+    std::string last = "aten." + fxOp(fold).str();
+    if (!llvm::is_contained(ops, last))
+      ops.push_back(last);
+    return "from " +
+           (tensors.empty() ? std::string("constants") : joinNames(tensors)) +
+           " through " + joinNames(ops);
+  }
+
   /// A parameter gone from the file that is an attribute of the module
   /// one of the fold `name`'s readers runs in (`M.weight`), or "".
   std::string ownerOfReaders(const std::string &name) {
@@ -202,6 +259,10 @@ struct FxGraph {
   }
 
 private:
+  static bool isBijection(llvm::StringRef op) {
+    return kBijections.contains(op);
+  }
+  std::map<std::string, std::vector<std::string>> sources; // foldSources
   std::vector<std::optional<std::vector<std::string>>> scopes;
   const onnx::GraphProto &g;
 };

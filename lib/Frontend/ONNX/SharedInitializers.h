@@ -96,6 +96,13 @@ std::string nodeMetadata(const onnx::NodeProto &n, llvm::StringRef key);
 std::map<std::string, std::string>
 signatureInputs(const onnx::GraphProto &g,
                 llvm::ArrayRef<llvm::StringRef> kinds);
+/// What onnxscript's optimiser folded each initializer from (its
+/// `value_info` entry's `pkg.onnxscript.optimizer.folded_from`): the FX
+/// values (`view`, `getitem`), PyTorch parameters and buffers by target
+/// name, and ONNX temporaries (`val_3`) it computed the fold from; absent
+/// for a fold an older exporter wrote.
+std::map<std::string, std::vector<std::string>>
+foldSources(const onnx::GraphProto &g);
 /// signatureInputs(g, {"PARAMETER"}).
 std::map<std::string, std::string> signatureParams(const onnx::GraphProto &g);
 /// Whether `m` is a dynamo export (producer pytorch, most nodes named

@@ -88,6 +88,37 @@ module {
 
 // -----
 
+// A weight-only op of the backward that reads a constant made after the
+// backward's first use of w (BiT's standardised weight: batch_norm's
+// backward over w alone, its epsilon a constant of the backward): redone on
+// the backward's copy, where the gather runs, with a copy of the constant
+// there (the original does not dominate that point).
+// CHECK-LABEL: func.func @train_step
+// CHECK: shard.all_gather %arg1 {{.*}}{smp.copy = 0 : i64}
+// CHECK: smp.mul %arg0
+// CHECK: %[[G:.*]] = shard.all_gather %arg1 {{.*}}{smp.bwd, smp.copy = 1 : i64}
+// CHECK: %[[W:.*]] = smp.slice %[[G]]
+// CHECK: %[[E:.*]] = smp.constant {smp.bwd} dense<9.99999993E-9> : tensor<f32>
+// CHECK: %[[S:.*]] = smp.add %[[W]], %[[E]] {smp.bwd}
+// CHECK: %[[D:.*]] = smp.mul %{{.*}}, %[[W]] {smp.bwd}
+// CHECK: smp.mul %[[D]], %[[S]] {smp.bwd}
+module {
+  shard.grid @dp(shape = 2)
+  func.func @train_step(%x: tensor<3xf32> {smp.input = "x"},
+      %w: tensor<3xf32> {smp.param = "w"}, %g: tensor<2xf32>)
+      -> (tensor<2xf32> {smp.grad_of = 1 : i64, smp.layout = #smp.layout<dp = chunk(of = [3])>},
+          tensor<3xf32> {smp.output = "y"}) {
+    %y = smp.mul %x, %w : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %d = smp.mul %y, %w {smp.bwd} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %eps = smp.constant dense<1.0e-8> : tensor<f32>
+    %s = smp.add %w, %eps {smp.bwd} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    %e = smp.mul %d, %s {smp.bwd} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+    return %g, %e : tensor<2xf32>, tensor<3xf32>
+  }
+}
+
+// -----
+
 // expected-error @+1 {{smp-shard-parameters needs data parallelism (a shard.grid @dp of more than one rank: smp-build-gradients{dp=N})}}
 module {
   func.func @train_step(%loss: tensor<f32>, %w: tensor<3xf32> {smp.param = "w"})

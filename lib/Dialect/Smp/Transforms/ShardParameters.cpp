@@ -14,7 +14,8 @@
 // whole copy from one group to the next in their results; they are redone
 // per group on the group's copy instead. A cast to a narrower float commutes
 // with the gather (the padding casts to zero), so it is applied to the
-// chunk and the gather moves the low type.
+// chunk and the gather moves the low type. A constant a redone op reads is
+// copied where the gather runs before it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,9 +120,21 @@ struct ShardParameters {
       return made[v] = unshard(b, loc, low, whole, dp);
     }
     IRMapping map;
-    for (Value operand : op->getOperands())
-      if (!operand.getDefiningOp<ConstantOp>())
-        map.map(operand, rebuild(b, operand, made));
+    for (Value operand : op->getOperands()) {
+      // A constant the op reads is kept, or copied where the gather runs
+      // before it (a weight-only op of the backward, BiT's standardised
+      // weight's: its constants come with the backward, after the point a
+      // prefetched gather runs at).
+      auto c = operand.getDefiningOp<ConstantOp>();
+      if (c && b.getInsertionPoint() != body.end() &&
+          c->isBeforeInBlock(&*b.getInsertionPoint()))
+        continue;
+      Value m = made.lookup(operand);
+      if (!m)
+        m = made[operand] =
+            c ? b.clone(*c)->getResult(0) : rebuild(b, operand, made);
+      map.map(operand, m);
+    }
     return made[v] = b.clone(*op, map)->getResult(0);
   }
 
