@@ -651,7 +651,7 @@ def main():
     ap = torch_refs.fixture_arguments("traps")
     ap.add_argument("--only",
                     choices=["tenc", "merged", "sinus", "ties", "groupnorm",
-                             "bare", "detach"],
+                             "bare", "detach", "folds"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -679,6 +679,9 @@ def main():
     if args.only in (None, "detach"):
         from export_traps_detach import write_detached
         write_detached(out, idx, labels)
+    if args.only in (None, "folds"):
+        from export_traps_folds import write_merged_folds
+        write_merged_folds(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

@@ -147,14 +147,10 @@ void trainMoved(const onnx::TensorProto &t, llvm::StringRef op,
                             op.str() + ")");
 }
 
-/// Initializer i's type and bytes if it is a float fold: an FX value that
-/// no parameter is and a surviving node reads; std::nullopt otherwise.
+/// A float initializer's type and bytes; std::nullopt for another type.
 llvm::Expected<std::optional<std::pair<mlir::RankedTensorType, std::string>>>
-readFold(const onnx::GraphProto &g, int i, FxGraph &fx, mlir::MLIRContext *ctx,
-         llvm::StringRef modelDir) {
-  const onnx::TensorProto &t = g.initializer(i);
-  if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
-    return std::nullopt;
+readFloat(const onnx::TensorProto &t, mlir::MLIRContext *ctx,
+          llvm::StringRef modelDir) {
   auto type = checkTensor(ctx, t, modelDir.str());
   if (!type) {
     llvm::consumeError(type.takeError());
@@ -166,6 +162,40 @@ readFold(const onnx::GraphProto &g, int i, FxGraph &fx, mlir::MLIRContext *ctx,
   if (!bytes)
     return bytes.takeError();
   return std::make_pair(*type, std::move(*bytes));
+}
+
+/// Initializer i's type and bytes if it is a float fold: an FX value that
+/// no parameter is and a surviving node reads; std::nullopt otherwise.
+llvm::Expected<std::optional<std::pair<mlir::RankedTensorType, std::string>>>
+readFold(const onnx::GraphProto &g, int i, FxGraph &fx, mlir::MLIRContext *ctx,
+         llvm::StringRef modelDir) {
+  const onnx::TensorProto &t = g.initializer(i);
+  if (fx.sigTargets.count(t.name()) || !fx.foldedReaders.count(t.name()))
+    return std::nullopt;
+  return readFloat(t, ctx, modelDir);
+}
+
+/// What the float initializer `name` holds (unmergeCalls's merged folds).
+FoldValue foldValue(const onnx::GraphProto &g, llvm::StringRef name,
+                    mlir::MLIRContext *ctx, llvm::StringRef modelDir) {
+  for (const onnx::TensorProto &t : g.initializer()) {
+    if (t.name() != name)
+      continue;
+    auto fold = readFloat(t, ctx, modelDir);
+    if (!fold) {
+      llvm::consumeError(fold.takeError());
+      return FoldValue::Other;
+    }
+    if (!*fold)
+      return FoldValue::Other;
+    int64_t es = elementSize(t.data_type());
+    if (constantRow((*fold)->second, es))
+      return FoldValue::Constant;
+    return holdsSinusoidTable((*fold)->first.getShape(), (*fold)->second, es)
+               ? FoldValue::Sinusoid
+               : FoldValue::Other;
+  }
+  return FoldValue::Other;
 }
 
 /// Whether a fold holds unequal rows of a gone parameter (an embedding
@@ -382,7 +412,10 @@ llvm::Error resolveFoldedParameters(
     llvm::StringRef modelDir) {
   if (sig.empty())
     return llvm::Error::success();
-  if (llvm::Error err = unmergeCalls(g, path, sig, origins))
+  auto valueOf = [&](llvm::StringRef name) {
+    return foldValue(g, name, ctx, modelDir);
+  };
+  if (llvm::Error err = unmergeCalls(g, path, sig, valueOf, origins))
     return err;
   FxGraph fx(g, sig);
   // A tied parameter's other name, for checkpoints (torch.export keeps

@@ -174,6 +174,13 @@ struct FxGraph {
     }
     return joinNames(extra);
   }
+  /// What the optimiser recorded the fold `fold` was computed from
+  /// (foldSources; empty where the file has no record).
+  const std::vector<std::string> &sourcesOf(const std::string &fold) const {
+    static const std::vector<std::string> kNone;
+    auto it = sources.find(fold);
+    return it == sources.end() ? kNone : it->second;
+  }
   /// The record of the fold `fold` as "from P, B through aten.a, aten.b":
   /// its parameters and buffers, and its FX values' ops; "" where the file
   /// has none.
@@ -267,11 +274,16 @@ private:
   const onnx::GraphProto &g;
 };
 
+/// What a float initializer holds, for unmergeCalls's merged folds.
+enum class FoldValue { Other, Constant, Sinusoid };
+
 /// 1. Common subexpression elimination of calls (MergedCalls.cpp): copies
 /// back a call merged into another where the parameters it read can be
-/// told, else refuses.
+/// told, else refuses; likewise a fold merged into another where it holds
+/// a sinusoid table (`valueOf` the initializer so named).
 llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
                          const std::map<std::string, std::string> &sig,
+                         llvm::function_ref<FoldValue(llvm::StringRef)> valueOf,
                          std::vector<ParamOrigin> &origins);
 
 /// Under training, the Identity nodes whose value PyTorch detaches

@@ -292,6 +292,113 @@ refuseMergedBareNorms(FxGraph &fx, const onnx::GraphProto &g,
           "cannot tell");
 }
 
+/// The input of node `n` (whose call's arguments are `args`) that is a
+/// fold of %B's op other than %B and than any argument (the one the node
+/// reads where its call passed %B), or -1: none, or several.
+int mergedFoldInput(const FxGraph &fx, const onnx::NodeProto &n,
+                    const std::vector<std::string> &args,
+                    const std::string &b) {
+  int found = -1;
+  for (int k = 0; k < n.input_size(); ++k) {
+    const std::string &v = n.input(k);
+    if (v == b || !fx.initNames.count(v) || fx.sigTargets.count(v) ||
+        fxOp(v) != fxOp(b) || llvm::is_contained(args, v))
+      continue;
+    if (found >= 0 && n.input(found) != v)
+      return -1;
+    found = k;
+  }
+  return found;
+}
+
+/// 1d. A fold merged into another: node N's input is the fold `a` (an
+/// initializer named after an FX value of the op of %B) where PyTorch
+/// passed %B, which nothing makes. The file's record of `a` (its
+/// `folded_from`) names the parameters P it was folded from.
+///  - P is empty (`a` folded from buffers and constants: rotary tables), or
+///    no parameter is gone from the file: equal constants. Kept; so is a
+///    fold of arithmetic or one of one value everywhere, which the fold
+///    rules refuse where a parameter may be it.
+///  - No other parameter with P's leaf names is gone: %B read P too (the
+///    same rows gathered twice, merged exactly; N's gradient reaches P
+///    through `a` as PyTorch's does). Kept.
+///  - `a` holds a sinusoid table, and one module's parameters of those leaf
+///    names are gone nearest N (mergedCallModule: Marian's and Pegasus's
+///    decoder `embed_positions.weight`, equal to the encoder's): %B is a
+///    copy of `a` named %B, which the fold rules freeze as they freeze `a`
+///    (or train apart, both named by --trainable).
+///  - Otherwise refused: a copy would train one parameter as two, no copy
+///    two as one, and smp cannot tell which.
+llvm::Error unmergeFolds(FxGraph &fx, onnx::GraphProto &g, llvm::StringRef path,
+                         const std::map<std::string, MergedCall> &folds,
+                         llvm::function_ref<FoldValue(llvm::StringRef)> valueOf,
+                         std::set<std::string> &claimed,
+                         std::vector<ParamOrigin> &origins) {
+  for (const auto &[b, call] : folds) {
+    auto [reader, input] = call.readers.front();
+    const std::string a = g.node(reader).input(input);
+    std::vector<std::string> params;
+    std::set<std::string> leaves;
+    for (const std::string &s : fx.sourcesOf(a))
+      if (fx.sigTargets.count(s)) {
+        params.push_back(s);
+        leaves.insert(s.substr(s.rfind('.') + 1));
+      }
+    // Folded from buffers and constants alone (rotary tables: DeepSeek's
+    // query and key rotations), or nothing gone: equal constants, merged
+    // exactly. A fold of arithmetic (Gemma's `1 + w`) is the fold rules'
+    // (FoldedParameters.cpp), which refuse it while parameters are gone.
+    if ((params.empty() && !fx.sourcesOf(a).empty()) || fx.vanished.empty() ||
+        !onlyMoves(fxOp(a)))
+      continue;
+    // Constant (Swin's zero-initialised bias tables): the fold rules
+    // refuse it where a parameter may be it, else freeze it.
+    FoldValue value = valueOf(a);
+    if (value == FoldValue::Constant)
+      continue;
+    std::string owner = commonOwner(params);
+    bool otherGone = llvm::any_of(fx.vanished, [&](const std::string &v) {
+      return !claimed.count(v) && !llvm::is_contained(params, v) &&
+             leaves.count(v.substr(v.rfind('.') + 1));
+    });
+    if (!owner.empty() && !otherGone)
+      continue;
+    std::string module =
+        owner.empty() || value != FoldValue::Sinusoid
+            ? ""
+            : mergedCallModule(fx, call, leaves, owner, claimed);
+    if (module.empty())
+      return refuse(path,
+                    "node '" + g.node(reader).name() + "' reads '" + a +
+                        "' where PyTorch computes '" + b +
+                        "': the exporter's optimiser folded two " +
+                        fxOp(b).str() + " calls to equal values and kept one" +
+                        (params.empty()
+                             ? std::string()
+                             : " (folded from " + joinNames(params) + ")") +
+                        ", and PyTorch parameter(s) " + joinNames(fx.vanished) +
+                        " are gone from the file: smp cannot tell which "
+                        "parameter PyTorch's '" +
+                        b + "' read");
+    for (const std::string &l : leaves)
+      claimed.insert(module + "." + l);
+    onnx::TensorProto *t = g.add_initializer();
+    *t = *llvm::find_if(g.initializer(), [&](const onnx::TensorProto &x) {
+      return x.name() == a;
+    });
+    t->set_name(b);
+    ParamOrigin o{b, a, "merged-exact", false, {}};
+    o.why = "the fold of " + module +
+            "'s parameters, which the exporter's optimiser merged into " + a;
+    for (auto [n, k] : call.readers) {
+      g.mutable_node(n)->set_input(k, b);
+      o.uses.push_back({n, k});
+    }
+    origins.push_back(std::move(o));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 /// 1. Common subexpression elimination of a call that reads parameters:
@@ -305,12 +412,14 @@ refuseMergedBareNorms(FxGraph &fx, const onnx::GraphProto &g,
 /// the calls merged. Otherwise refused.
 llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
                          const std::map<std::string, std::string> &sig,
+                         llvm::function_ref<FoldValue(llvm::StringRef)> valueOf,
                          std::vector<ParamOrigin> &origins) {
   FxGraph fx(g, sig);
   fx.attributeMoves();                      // a moved parameter is not gone
   std::map<std::string, MergedCall> merged; // %B -> its readers
   std::map<std::string, MergedCall> chains; // the same, reading no parameter
   std::map<std::string, MergedCall> bare;   // the survivor a norm with None
+  std::map<std::string, MergedCall> folds;  // %B -> readers of a fold
   for (int i = 0; i < g.node_size(); ++i) {
     if (fusedCall(g.node(i), fx.nodeFx[i]))
       continue;
@@ -319,6 +428,10 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
       if (isLiftedArg(b) || fx.defined.count(b) || fx.initNames.count(b) ||
           fx.graphInputs.count(b))
         continue;
+      if (int k = mergedFoldInput(fx, g.node(i), args, b); k >= 0) {
+        folds[b].readers.push_back({i, k});
+        continue;
+      }
       for (int k = 0; k < g.node(i).input_size(); ++k) {
         const std::string &v = g.node(i).input(k);
         auto p = fx.producer.find(v);
@@ -355,6 +468,9 @@ llvm::Error unmergeCalls(onnx::GraphProto &g, llvm::StringRef path,
   if (llvm::Error err = refuseMergedBareNorms(fx, g, path, sig, bare))
     return err;
   std::set<std::string> claimed;
+  if (llvm::Error err =
+          unmergeFolds(fx, g, path, folds, valueOf, claimed, origins))
+    return err;
   for (auto &[b, call] : merged) {
     const onnx::NodeProto &producer = g.node(call.producer);
     std::vector<std::string> params;

@@ -294,6 +294,7 @@ struct SharedInitializers {
   /// exporter merged equal fresh tensors (norm weights, zero biases). Where
   /// its metadata names the PyTorch parameter each node read, the nodes are
   /// grouped by it (exact: an ALBERT-style shared norm stays one parameter);
+  /// where an smp.export sidecar names the initializer, it is one tensor;
   /// otherwise each node gets its own parameter and a warning says how to
   /// keep them shared.
   void splitMergedConstants(const std::set<int> &dropNodes) {
@@ -325,6 +326,12 @@ struct SharedInitializers {
     const bool constantRead = !constantReaders.empty();
     if ((nodes.size() < 2 && !constantRead) || in.buffer ||
         graphOutputs.count(name))
+      return;
+    // smp.export's sidecar names each initializer's state_dict tensor (a
+    // merged copy is an Identity marker): one read by several nodes is one
+    // tensor (ALBERT's shared layer had been untied, silently).
+    if (options.exportedStateKeys && options.exportedStateKeys->count(name) &&
+        !constantRead)
       return;
     // The PyTorch parameter behind each reading node, if the metadata says;
     // for a fold no parameter is named after (`val_0`: the transpose of a
@@ -718,9 +725,12 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
                          " changes nothing: smp does not freeze '" + n +
                          "' for its value (only sinusoidal position tables)");
   }
+  // A fold's copy (unmergeFolds: Marian's decoder positions) is frozen or
+  // trained as its value says; the other origins so far are parameters.
   std::set<std::string> made;
   for (const ParamOrigin &o : origins)
-    made.insert(o.name);
+    if (o.kind != "merged-exact" || s.sigTargets.count(o.from))
+      made.insert(o.name);
   s.markBuffers(frozenFolds, made);
   std::set<int> dropNodes = s.splitIdentities();
   llvm::StringSet<> paramInits;
