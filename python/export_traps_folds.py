@@ -1,7 +1,8 @@
-"""The merged-fold traps of make_export_traps.py (`--only folds`): two
-position lookups at the same positions, which the dynamo exporter's
-optimiser folds into equal initializers and keeps one of, written as a
-user exports them, with PyTorch's references. Split from
+"""Traps of make_export_traps.py, written as a user exports them, with
+PyTorch's references: `--only folds`, two position lookups at the same
+positions, which the dynamo exporter's optimiser folds into equal
+initializers and keeps one of; `--only torchscript`, what a TorchScript
+export cannot say (a shared block, a buffer the logits read). Split from
 make_export_traps.py, which imports it.
 """
 
@@ -52,3 +53,35 @@ def write_merged_folds(out, idx, labels):
                               external_data=False, **common, **extra)
             torch_refs.strip_stack_traces(out / name)
         write_refs(model, init, out / f"folds_{kind}", idx, labels)
+
+
+class LogitBiasLM(nn.Module):
+    """A zero buffer added to the logits (Hugging Face's final_logits_bias
+    in BART and Marian: register_buffer, never trained)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.fc = nn.Linear(DIM, DIM)
+        self.head = nn.Linear(DIM, VOCAB)
+        self.register_buffer("final_logits_bias", torch.zeros(1, VOCAB))
+
+    def forward(self, idx):
+        h = torch.relu(self.fc(self.tok(idx)))
+        return self.head(h) + self.final_logits_bias
+
+
+def write_torchscript(out, idx, labels):
+    """What a TorchScript export (dynamo=False) cannot say:
+    albert_torchscript.onnx (SharedBlockLM, albert/'s references: its shared
+    block's constant norm weights and biases read by every layer's nodes)
+    and logitbias_torchscript.onnx (LogitBiasLM) with its references."""
+    from make_export_traps import SharedBlockLM
+    for name, cls, refs in (("albert", SharedBlockLM, False),
+                            ("logitbias", LogitBiasLM, True)):
+        model, init, common = fresh(cls)
+        torch.onnx.export(model, (idx[:BATCH],),
+                          str(out / f"{name}_torchscript.onnx"), dynamo=False,
+                          **common)
+        if refs:
+            write_refs(model, init, out / name, idx, labels)

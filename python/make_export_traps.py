@@ -651,7 +651,7 @@ def main():
     ap = torch_refs.fixture_arguments("traps")
     ap.add_argument("--only",
                     choices=["tenc", "merged", "sinus", "ties", "groupnorm",
-                             "bare", "detach", "folds"],
+                             "bare", "detach", "folds", "torchscript"],
                     help="write only these fixtures (the others keep the "
                          "files their torch version wrote)")
     args = ap.parse_args()
@@ -682,6 +682,9 @@ def main():
     if args.only in (None, "folds"):
         from export_traps_folds import write_merged_folds
         write_merged_folds(out, idx, labels)
+    if args.only in (None, "torchscript"):
+        from export_traps_folds import write_torchscript
+        write_torchscript(out, idx, labels)
     if args.only:
         print("wrote", out)
         return

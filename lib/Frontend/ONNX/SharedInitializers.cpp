@@ -277,6 +277,8 @@ struct SharedInitializers {
             tieUsed.insert(named);
         continue;
       }
+      if (signature.empty() && repeatedCallCopy(g, n))
+        continue; // one tensor, read through the marker (ALBERT's block)
       copyInitializer(inits[it->second], out);
       ParamOrigin o{out, n.input(0), "identity", false, {}};
       if (inits[it->second].buffer) { // a copy of a buffer is one too
@@ -332,6 +334,12 @@ struct SharedInitializers {
     // tensor (ALBERT's shared layer had been untied, silently).
     if (options.exportedStateKeys && options.exportedStateKeys->count(name) &&
         !constantRead)
+      return;
+    // A TorchScript file writes a merged copy as an Identity marker too:
+    // readers all in the owner's module are calls of that one module.
+    if (signature.empty() && llvm::all_of(nodes, [&](int n) {
+          return readByItsModule(g.node(n), name);
+        }))
       return;
     // The PyTorch parameter behind each reading node, if the metadata says;
     // for a fold no parameter is named after (`val_0`: the transpose of a
@@ -754,32 +762,19 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
     return std::move(err);
   if (!options.exportedStateKeys && signature.empty()) {
     llvm::Regex freeze(options.freeze);
-    std::vector<FoldCandidate> folds;
+    std::vector<FoldCandidate> trained;
     for (const Init &in : s.inits)
-      if (!in.buffer && !in.scalar &&
-          !llvm::is_contained(options.trainable, in.name) &&
+      if (!in.buffer && !llvm::is_contained(options.trainable, in.name) &&
           !(!options.freeze.empty() && freeze.match(in.name)))
-        folds.push_back({in.name, &in.bytes, in.elementSize});
-    if (auto w = torchScriptFoldsWarning(g, folds))
-      warnings.push_back(*w);
+        trained.push_back({in.name, &in.bytes, in.elementSize, in.scalar,
+                           in.constant, s.slopes.count(in.name) > 0});
+    for (std::string &w : unsignedFileWarnings(g, trained))
+      warnings.push_back(std::move(w));
   }
   // The one-element parameters, and the copies untied from them.
-  for (const Init &in : s.inits) {
-    if (!in.scalar || in.buffer)
-      continue;
-    scalarParameters.insert(in.name);
-    // Only the name says it is not a buffer: say so where the name is not a
-    // module's weight or bias.
-    llvm::StringRef leaf = llvm::StringRef(in.name).rsplit('.').second;
-    if (leaf.empty())
-      leaf = in.name;
-    if (!options.exportedStateKeys && signature.empty() && leaf != "weight" &&
-        leaf != "bias" && !s.slopes.count(in.name))
-      warnings.push_back("initializer '" + in.name +
-                         "' (one element) is trained as a parameter (a "
-                         "learnable scale); pass --freeze '^" +
-                         llvm::Regex::escape(in.name) + "$' if it is a buffer");
-  }
+  for (const Init &in : s.inits)
+    if (in.scalar && !in.buffer)
+      scalarParameters.insert(in.name);
   for (const ParamOrigin &o : origins)
     if (o.kind != "buffer" && scalarParameters.count(o.from))
       scalarParameters.insert(o.name);

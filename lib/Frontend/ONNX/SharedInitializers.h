@@ -273,6 +273,9 @@ struct FoldCandidate {
   std::string name;
   const std::string *bytes;
   int64_t elementSize;
+  bool scalar = false;   // one element
+  bool constant = false; // one value everywhere
+  bool slope = false;    // a PRelu's slope
 };
 /// The warning for the TorchScript computed folds among `candidates` (a
 /// file without the dynamo signature or an smp.export sidecar) whose values
@@ -285,6 +288,30 @@ struct FoldCandidate {
 std::optional<std::string>
 torchScriptFoldsWarning(const onnx::GraphProto &g,
                         llvm::ArrayRef<FoldCandidate> candidates);
+
+/// For a file without the dynamo signature or an smp.export sidecar, the
+/// warnings about the float initializers smp trains (`trained`) that the
+/// file cannot say are parameters (UnsignedFiles.cpp): TorchScript folds
+/// whose values repeat (torchScriptFoldsWarning), one-element ones and
+/// constant-valued ones that are no module's weight or bias.
+std::vector<std::string>
+unsignedFileWarnings(const onnx::GraphProto &g,
+                     llvm::ArrayRef<FoldCandidate> trained);
+/// Whether node `n`, named by the TorchScript exporter after its modules
+/// (`/enc/ffn_1/Add`), runs in the module that owns parameter `param`
+/// (`enc.ffn.bias`), a repeated call's scope suffix (`_1`) allowed: every
+/// reader of a shared module's parameter does (ALBERT's layer, called once
+/// a layer), a separate module's does not (UnsignedFiles.cpp).
+bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param);
+
+/// Whether the TorchScript exporter's `copy = Identity(source)` marker is
+/// a repeated call's read of one tensor, not a merged copy of another
+/// parameter: every reader of `copy` runs where a reader of `source` does,
+/// with a call's scope suffix (`/block/fc1_2/MatMul` beside
+/// `/block/fc1/MatMul`: a shared block's transposed weight, folded once a
+/// call, the equal folds written as markers; UnsignedFiles.cpp).
+bool repeatedCallCopy(const onnx::GraphProto &g,
+                      const onnx::NodeProto &identity);
 
 /// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
 /// a module's parameter name (ScalarParameters.cpp).
