@@ -306,7 +306,9 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param);
 
 /// Whether the TorchScript exporter's `copy = Identity(source)` marker is
 /// a repeated call's read of one tensor, not a merged copy of another
-/// parameter: every reader of `copy` runs where a reader of `source` does,
+/// parameter: `copy` is a name the exporter made up (a merged parameter's
+/// marker carries its state_dict name), and every reader of `copy` runs
+/// where a reader of `source` does,
 /// with a call's scope suffix (`/block/fc1_2/MatMul` beside
 /// `/block/fc1/MatMul`: a shared block's transposed weight, folded once a
 /// call, the equal folds written as markers; UnsignedFiles.cpp).

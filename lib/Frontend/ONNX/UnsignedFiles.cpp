@@ -77,6 +77,11 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param) {
 bool repeatedCallCopy(const onnx::GraphProto &g,
                       const onnx::NodeProto &identity) {
   const std::string &copy = identity.output(0), &source = identity.input(0);
+  // A merged parameter's marker carries its state_dict name (`fc_1.weight`
+  // beside `fc.weight`: another module, whatever its scope looks like); a
+  // call's fold, a name the exporter made up (`onnx::MatMul_55`).
+  if (!generatedName(copy))
+    return false;
   std::vector<llvm::SmallVector<llvm::StringRef>> sourceScopes;
   std::vector<const onnx::NodeProto *> copyReaders;
   for (const onnx::NodeProto &n : g.node())
