@@ -154,24 +154,20 @@ struct FxGraph {
   /// `view_1`, read as a move's fold would be; its record lists `getitem`.)
   std::string foldedBeyond(const std::string &fold, llvm::StringRef param,
                            llvm::function_ref<bool(llvm::StringRef)> allowed) {
-    auto it = sources.find(fold);
-    if (it == sources.end())
-      return "";
+    Record r = recordOf(fold);
     std::vector<std::string> extra;
     bool anyParam = param.empty();
-    for (llvm::StringRef s : it->second) {
-      std::string what;
-      if (s == param || s.starts_with("val_"))
+    for (const std::string &t : r.tensors) {
+      if (t == param)
         continue;
-      if (sigTargets.count(s.str()) && anyParam)
-        anyParam = false;
-      else if (sigTargets.count(s.str()) || s.contains('.'))
-        what = s.str();
-      else if (!allowed(fxOp(s)))
-        what = "aten." + fxOp(s).str();
-      if (!what.empty() && !llvm::is_contained(extra, what))
-        extra.push_back(what);
+      if (anyParam && sigTargets.count(t))
+        anyParam = false; // the one parameter allowed
+      else
+        extra.push_back(t);
     }
+    for (const std::string &op : r.ops)
+      if (!allowed(op))
+        extra.push_back("aten." + op);
     return joinNames(extra);
   }
   /// What the optimiser recorded the fold `fold` was computed from
@@ -185,24 +181,17 @@ struct FxGraph {
   /// its parameters and buffers, and its FX values' ops; "" where the file
   /// has none.
   std::string foldRecord(const std::string &fold) {
-    auto it = sources.find(fold);
-    if (it == sources.end())
+    if (sourcesOf(fold).empty())
       return "";
-    std::vector<std::string> tensors, ops;
-    for (llvm::StringRef s : it->second) {
-      if (s.starts_with("val_"))
-        continue;
-      bool tensor = sigTargets.count(s.str()) || s.contains('.');
-      std::string what = tensor ? s.str() : "aten." + fxOp(s).str();
-      std::vector<std::string> &into = tensor ? tensors : ops;
-      if (!llvm::is_contained(into, what))
-        into.push_back(what);
-    }
-    std::string last = "aten." + fxOp(fold).str();
-    if (!llvm::is_contained(ops, last))
-      ops.push_back(last);
+    Record r = recordOf(fold);
+    if (!llvm::is_contained(r.ops, fxOp(fold).str()))
+      r.ops.push_back(fxOp(fold).str());
+    std::vector<std::string> ops;
+    for (const std::string &op : r.ops)
+      ops.push_back("aten." + op);
     return "from " +
-           (tensors.empty() ? std::string("constants") : joinNames(tensors)) +
+           (r.tensors.empty() ? std::string("constants")
+                              : joinNames(r.tensors)) +
            " through " + joinNames(ops);
   }
 
@@ -266,6 +255,25 @@ struct FxGraph {
   }
 
 private:
+  /// A fold's record split: its parameters and buffers (by target name),
+  /// and the ops of its FX values ("getitem"), each once, in order; the
+  /// exporter's temporaries (`val_3`) left out.
+  struct Record {
+    std::vector<std::string> tensors, ops;
+  };
+  Record recordOf(const std::string &fold) const {
+    Record r;
+    for (llvm::StringRef s : sourcesOf(fold)) {
+      if (s.starts_with("val_"))
+        continue;
+      bool tensor = sigTargets.count(s.str()) || s.contains('.');
+      std::string what = tensor ? s.str() : fxOp(s).str();
+      std::vector<std::string> &into = tensor ? r.tensors : r.ops;
+      if (!llvm::is_contained(into, what))
+        into.push_back(what);
+    }
+    return r;
+  }
   static bool isBijection(llvm::StringRef op) {
     return kBijections.contains(op);
   }

@@ -14,7 +14,6 @@
 #include "FxGraph.h"
 #include "SharedInitializers.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 
 #include <cstring>
@@ -35,14 +34,6 @@ llvm::SmallVector<llvm::StringRef> torchScriptScopes(llvm::StringRef name) {
   return parts;
 }
 
-/// `scope` without a repeated call's suffix ("ffn_2" -> "ffn"), or "".
-llvm::StringRef withoutCallSuffix(llvm::StringRef scope) {
-  auto [head, tail] = scope.rsplit('_');
-  if (tail.empty() || head.empty() || !llvm::all_of(tail, llvm::isDigit))
-    return "";
-  return head;
-}
-
 /// The leaf of a parameter name ("a.b.bias" -> "bias").
 llvm::StringRef leafName(llvm::StringRef name) {
   auto [module, leaf] = name.rsplit('.');
@@ -57,10 +48,9 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param) {
   if (leaf.empty() || scopes.empty())
     return false;
   // Each scope is the module path's next component, or that component
-  // with a repeated call's suffix.
+  // with a repeated call's suffix (fxOp strips it: "ffn_2" -> "ffn").
   llvm::StringRef rest = module;
   for (llvm::StringRef s : scopes) {
-    llvm::StringRef bare = withoutCallSuffix(s);
     auto consume = [&](llvm::StringRef c) {
       if (c.empty() || !rest.starts_with(c) ||
           (rest.size() > c.size() && rest[c.size()] != '.'))
@@ -68,7 +58,7 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param) {
       rest = rest.drop_front(std::min(rest.size(), c.size() + 1));
       return true;
     };
-    if (!consume(s) && !consume(bare))
+    if (!consume(s) && !consume(fxOp(s)))
       return false;
   }
   return rest.empty();
@@ -97,7 +87,7 @@ bool repeatedCallCopy(const onnx::GraphProto &g,
     if (c.empty() || c.size() != s.size())
       return false;
     for (size_t i = 0; i < c.size(); ++i)
-      if (c[i] != s[i] && withoutCallSuffix(c[i]) != s[i])
+      if (c[i] != s[i] && fxOp(c[i]) != s[i])
         return false;
     return true;
   };
