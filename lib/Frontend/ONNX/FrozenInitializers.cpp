@@ -246,36 +246,83 @@ static bool valuesRepeat(const std::string &bytes, int64_t elementSize) {
   return 2 * distinct.size() <= n;
 }
 
-std::optional<std::string>
-torchScriptFoldsWarning(const onnx::GraphProto &g,
-                        llvm::ArrayRef<FoldCandidate> candidates) {
-  Readers readers = readersOf(g);
-  std::vector<std::string> names;
-  for (const FoldCandidate &c : candidates)
-    if (computedFold(g, readers, c.name) &&
-        valuesRepeat(*c.bytes, c.elementSize))
-      names.push_back(c.name);
-  if (names.empty())
-    return std::nullopt;
-  bool many = names.size() > 1;
+/// "'a'", "'a', 'b'", ... "'a', 'b', 'c', 'd' and 2 more".
+static std::string foldList(llvm::ArrayRef<std::string> names) {
   std::string list = "'" + names.front() + "'";
   for (size_t i = 1; i < names.size() && i < 4; ++i)
     list += ", '" + names[i] + "'";
   if (names.size() > 4)
     list += " and " + std::to_string(names.size() - 4) + " more";
-  return "initializer" + std::string(many ? "s " : " ") + list +
-         (many ? " are values" : " is a value") +
-         " the TorchScript exporter computed by constant folding (the name "
-         "is the exporter's, not a state_dict key) whose values repeat, and "
-         "a gradient reaches " +
-         (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
-         " as a parameter of its own, but a buffer (BART's final_logits_bias) "
-         "or a parameter's gather or arithmetic (Swin's relative position "
-         "bias) looks the same, and PyTorch trains those otherwise. Export "
-         "with dynamo=True (torch.onnx.export's default since torch 2.9: its "
-         "graph signature says) or smp.export, or say which: --freeze '^" +
-         llvm::Regex::escape(names.front()) + "$' (a buffer) or --trainable " +
-         names.front() + " (a parameter, only moved)";
+  return list;
+}
+
+/// The first node that reads `name` other than as a moved parameter.
+static const onnx::NodeProto *computingReader(const onnx::GraphProto &g,
+                                              const Readers &readers,
+                                              const std::string &name) {
+  for (auto [i, k] : readers.find(name)->second) {
+    const onnx::NodeProto &n = g.node(i);
+    if (isDefaultDomain(n.domain()) && n.op_type() != "MatMul" &&
+        n.op_type() != "Identity" && n.op_type() != "Gemm")
+      return &n;
+  }
+  return &g.node(readers.find(name)->second.front().first);
+}
+
+std::vector<std::string>
+torchScriptFoldsWarnings(const onnx::GraphProto &g,
+                         llvm::ArrayRef<FoldCandidate> candidates) {
+  Readers readers = readersOf(g);
+  std::vector<std::string> repeating, distinct;
+  for (const FoldCandidate &c : candidates)
+    if (computedFold(g, readers, c.name))
+      (valuesRepeat(*c.bytes, c.elementSize) ? repeating : distinct)
+          .push_back(c.name);
+  std::vector<std::string> out;
+  if (!repeating.empty()) {
+    bool many = repeating.size() > 1;
+    out.push_back(
+        "initializer" + std::string(many ? "s " : " ") + foldList(repeating) +
+        (many ? " are values" : " is a value") +
+        " the TorchScript exporter computed by constant folding (the name "
+        "is the exporter's, not a state_dict key) whose values repeat, and "
+        "a gradient reaches " +
+        (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
+        " as a parameter of its own, but a buffer (BART's final_logits_bias) "
+        "or a parameter's gather or arithmetic (Swin's relative position "
+        "bias) looks the same, and PyTorch trains those otherwise. Export "
+        "with dynamo=True (torch.onnx.export's default since torch 2.9: its "
+        "graph signature says) or smp.export, or say which: --freeze '^" +
+        llvm::Regex::escape(repeating.front()) +
+        "$' (a buffer) or --trainable " + repeating.front() +
+        " (a parameter, only moved)");
+  }
+  // Distinct values: a parameter's rows (GPT's wpe.weight[:T], which
+  // trains as its rows do) and a parameter's arithmetic (Funnel's
+  // r_w_bias * scale, whose gradient PyTorch scales: trained silently, 0.3%
+  // off from step 1) look the same.
+  if (!distinct.empty()) {
+    bool many = distinct.size() > 1;
+    const onnx::NodeProto *reader =
+        computingReader(g, readers, distinct.front());
+    out.push_back(
+        "initializer" + std::string(many ? "s " : " ") + foldList(distinct) +
+        (many ? " are values" : " is a value") +
+        " the TorchScript exporter computed by constant folding (the name "
+        "is the exporter's, not a state_dict key; " +
+        reader->op_type() + " node '" + reader->name() + "' reads '" +
+        distinct.front() + "'), and a gradient reaches " +
+        (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
+        " as a parameter of its own, which is PyTorch's training only for a "
+        "parameter's rows or copy (GPT's position rows wpe.weight[:T]); a "
+        "parameter's arithmetic (Funnel's r_w_bias * scale) trains otherwise. "
+        "Export with dynamo=True (torch.onnx.export's default since torch "
+        "2.9: its graph signature says) or smp.export, or pass --trainable " +
+        distinct.front() +
+        (many ? " for each that is a parameter's rows"
+              : " if it is a parameter's rows"));
+  }
+  return out;
 }
 
 std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,

@@ -277,22 +277,21 @@ struct FoldCandidate {
   bool constant = false; // one value everywhere
   bool slope = false;    // a PRelu's slope
 };
-/// The warning for the TorchScript computed folds among `candidates` (a
-/// file without the dynamo signature or an smp.export sidecar) whose values
-/// repeat (at most half of them distinct: a fresh constant, a buffer of
-/// zeros, a table gathered at repeating positions), which smp trains as
-/// parameters of their own though the file cannot say what they were; none
-/// when there is none. A fold of distinct values is a parameter moved or
-/// gathered at distinct positions (GPT's position rows `wpe.weight[:T]`),
-/// which trains as its rows do.
-std::optional<std::string>
-torchScriptFoldsWarning(const onnx::GraphProto &g,
-                        llvm::ArrayRef<FoldCandidate> candidates);
+/// The warnings for the TorchScript computed folds among `candidates` (a
+/// file without the dynamo signature or an smp.export sidecar), which smp
+/// trains as parameters of their own though the file cannot say what they
+/// were: one for those whose values repeat (at most half of them distinct:
+/// a fresh constant, a buffer of zeros, a table gathered at repeating
+/// positions), one for the others (a parameter's rows, which train as its
+/// rows do, and a parameter's arithmetic, which does not, look the same).
+std::vector<std::string>
+torchScriptFoldsWarnings(const onnx::GraphProto &g,
+                         llvm::ArrayRef<FoldCandidate> candidates);
 
 /// For a file without the dynamo signature or an smp.export sidecar, the
 /// warnings about the float initializers smp trains (`trained`) that the
 /// file cannot say are parameters (UnsignedFiles.cpp): TorchScript folds
-/// whose values repeat (torchScriptFoldsWarning), one-element ones and
+/// (torchScriptFoldsWarnings), one-element ones and
 /// constant-valued ones that are no module's weight or bias.
 std::vector<std::string>
 unsignedFileWarnings(const onnx::GraphProto &g,

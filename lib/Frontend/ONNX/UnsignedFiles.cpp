@@ -107,8 +107,9 @@ unsignedFileWarnings(const onnx::GraphProto &g,
   std::vector<std::string> constants;
   for (const FoldCandidate &c : trained) {
     llvm::StringRef leaf = leafName(c.name);
-    bool named = leaf != "weight" && leaf != "bias" && !c.slope &&
-                 !generatedName(c.name);
+    // torch.nn.MultiheadAttention's in_proj_bias starts at zeros too.
+    bool named = leaf != "weight" && leaf != "bias" && leaf != "in_proj_bias" &&
+                 !c.slope && !generatedName(c.name);
     if (c.scalar) {
       // Only the name says it is not a buffer: say so where the name is
       // not a module's weight or bias.
@@ -123,8 +124,8 @@ unsignedFileWarnings(const onnx::GraphProto &g,
     if (named && c.constant)
       constants.push_back(c.name);
   }
-  if (auto w = torchScriptFoldsWarning(g, folds))
-    out.push_back(*w);
+  for (std::string &w : torchScriptFoldsWarnings(g, folds))
+    out.push_back(std::move(w));
   // A constant that is no module's weight or bias: a buffer of zeros
   // (Marian's and BART's final_logits_bias, which the logits read: trained,
   // gradient norms 3% off PyTorch's, silently) or a parameter initialised
