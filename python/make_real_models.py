@@ -22,9 +22,9 @@ For each architecture:
                      onnx's version converter (export_opset); the same
                      weights, so <arch>/ref_*.json apply
   <arch>_noopt.onnx  the architectures in NOOPT only (T5, Gemma, Swin,
-                     Gemma 2, MobileBERT, hfresnet, Marian, BiT): the dyn
-                     export with optimize=False (the fix smpc names when it
-                     refuses the other two)
+                     Gemma 2, MobileBERT, hfresnet, Marian, BiT, Funnel):
+                     the dyn export with optimize=False (the fix smpc
+                     names when it refuses the other two)
 Shared data (16 samples; forward/ holds the first 8 of each input):
   input_ids.npy, labels.npy        8 tokens each, vocab 64 (the LMs; T5's
                                    and BART's encoder input and decoder
@@ -371,6 +371,15 @@ def configs():
         embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
         layer_type="preactivation", global_padding="SAME", num_groups=2,
         num_labels=CLASSES)), VIT_INPUTS, "class_labels", CLASSES)
+    # Funnel Transformer: pooled blocks, relative attention with a
+    # relative shift (reshapes of [batch, heads, 2T, T]), r_w_bias-style
+    # parameters scaled in the forward (the plain exports fold the pads of
+    # its position encodings with its parameters, refused;
+    # funnel_noopt.onnx trains).
+    yield lm("funnel", lambda: T.FunnelForMaskedLM(T.FunnelConfig(
+        block_sizes=[1, 1], num_decoder_layers=1, n_head=2, d_model=16,
+        d_head=8, d_inner=32, hidden_dropout=0, attention_dropout=0,
+        activation_dropout=0, **small)))
 
 
 class LogitsOnly(torch.nn.Module):
@@ -460,7 +469,7 @@ def data(out):
 # Also exported with optimize=False: the plain and dyn exports of these are
 # refused (the optimiser folds a parameter's value away).
 NOOPT = ("t5", "gemma", "swin", "gemma2", "mobilebert", "hfresnet", "marian",
-         "bit")
+         "bit", "funnel")
 
 # Exported at the newest opsets smpc reads as well (test/smprun/opsets.test).
 OPSET_EXPORTS = ("gpt2", "llama")

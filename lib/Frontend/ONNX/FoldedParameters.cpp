@@ -318,6 +318,14 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
     trainMoved(t, op, moved->second, fx, origins);
     return llvm::Error::success();
   }
+  // Its record names no parameter: a buffer's or constants' value, however
+  // many parameters are gone (a mask's fold beside Funnel's folded
+  // `r_w_bias * scale`, which its own record names).
+  if (fx.foldedWithoutParameters(t.name())) {
+    if (!constant && !infinite) // else the shared-initializer rules freeze it
+      frozen.insert(t.name());
+    return llvm::Error::success();
+  }
   // A constant-valued fold, while parameters are gone, read in the module
   // of such a parameter (Gemma's norm `x * (1 + w)` of a zero-init w,
   // folded to ones: every norm's into one) or made by an op that only

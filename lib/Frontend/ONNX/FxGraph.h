@@ -177,6 +177,17 @@ struct FxGraph {
     auto it = sources.find(fold);
     return it == sources.end() ? kNone : it->second;
   }
+  /// Whether the optimiser's record of the fold `fold` (foldSources, which
+  /// lists every value the fold was computed from, folds' sources
+  /// included) names no parameter: computed from constants and buffers
+  /// alone (Funnel's `pad`, a mask of ones padded), no gradient reaches
+  /// it. False where the file has no record.
+  bool foldedWithoutParameters(const std::string &fold) const {
+    const std::vector<std::string> &from = sourcesOf(fold);
+    return !from.empty() && llvm::none_of(from, [&](const std::string &s) {
+      return sigTargets.count(s) > 0;
+    });
+  }
   /// The record of the fold `fold` as "from P, B through aten.a, aten.b":
   /// its parameters and buffers, and its FX values' ops; "" where the file
   /// has none.

@@ -289,3 +289,41 @@ module {
     return %y : tensor<2x3xf32>
   }
 }
+
+// -----
+
+// One sample a shard (a micro-batch of 1): a reshape that drops or adds the
+// batch's dim of size 1 beside the heads' dim (Funnel's relative shift:
+// [heads, 1, q, k] -> [heads, q, k] -> back) keeps the sample in the size-1
+// dim, not in the heads' (outermost) one, so it meets the value that
+// holds it along dim 0 again. Funnel's optimize=False export had been
+// refused under --dp 4 --microbatches 2 of a batch of 8.
+// CHECK-LABEL: func.func @main
+module {
+  func.func @main(%x: tensor<1x8x2x8xf32> {smp.input = "x"}, %w: tensor<2x8x8xf32> {smp.param = "w"}) -> (tensor<1x2x8x8xf32> {smp.output = "y"}) {
+    %h = smp.transpose %x {perm = array<i64: 2, 0, 1, 3>} : tensor<1x8x2x8xf32> -> tensor<2x1x8x8xf32>
+    %r = smp.reshape %h : tensor<2x1x8x8xf32> -> tensor<2x8x8xf32>
+    %m = smp.matmul %r, %w : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+    %b = smp.reshape %m : tensor<2x8x8xf32> -> tensor<2x1x8x8xf32>
+    %t = smp.transpose %b {perm = array<i64: 1, 0, 2, 3>} : tensor<2x1x8x8xf32> -> tensor<1x2x8x8xf32>
+    %s = smp.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<1x8x2x8xf32> -> tensor<1x2x8x8xf32>
+    %y = smp.add %t, %s : (tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+    return %y : tensor<1x2x8x8xf32>
+  }
+}
+
+// -----
+
+// And a reduction over that dim still mixes the batch's samples.
+module {
+  func.func @main(%x: tensor<1x8x2x8xf32> {smp.input = "x"}, %w: tensor<2x8x8xf32> {smp.param = "w"}) -> (tensor<1x2x8x8xf32> {smp.output = "y"}) {
+    %h = smp.transpose %x {perm = array<i64: 2, 0, 1, 3>} : tensor<1x8x2x8xf32> -> tensor<2x1x8x8xf32>
+    %r = smp.reshape %h : tensor<2x1x8x8xf32> -> tensor<2x8x8xf32>
+    %m = smp.matmul %r, %w : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+    %b = smp.reshape %m : tensor<2x8x8xf32> -> tensor<2x1x8x8xf32>
+    // expected-error @+1 {{'smp.reduce_sum' reduces over the batch dim, mixing the batch's samples}}
+    %c = smp.reduce_sum %b {axes = array<i64: 1>, keepdims = true} : tensor<2x1x8x8xf32> -> tensor<2x1x8x8xf32>
+    %t = smp.transpose %c {perm = array<i64: 1, 0, 2, 3>} : tensor<2x1x8x8xf32> -> tensor<1x2x8x8xf32>
+    return %t : tensor<1x2x8x8xf32>
+  }
+}

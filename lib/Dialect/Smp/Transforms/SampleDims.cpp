@@ -57,10 +57,17 @@ std::pair<int64_t, int64_t> reshapedDim(ArrayRef<int64_t> in, int64_t d,
   int64_t stride = inner * product(in.drop_front(d + 1));
   // The outermost dim that can hold them (with one sample a dim of size 1
   // before the others can).
-  for (int64_t r = 0; r < static_cast<int64_t>(out.size()); ++r) {
+  for (int64_t r = 0, n = out.size(); r < n; ++r) {
     int64_t after = product(out.drop_front(r + 1));
-    if (stride % after == 0 && out[r] % (stride / after * samples) == 0)
-      return {r, stride / after};
+    if (stride % after != 0 || out[r] % (stride / after * samples) != 0)
+      continue;
+    // One sample fits any dim with its stride: a dim of size 1 among the
+    // dims of that stride is the batch's (its heads' dim, outermost,
+    // would lose it: Funnel's relative shift reshapes [heads, 1, q, k]).
+    if (samples == 1 && out[r] != 1 && stride == after)
+      for (int64_t q = r + 1; q < n && out[q] == 1; ++q)
+        return {q, 1};
+    return {r, stride / after};
   }
   return {-1, 0};
 }
