@@ -76,19 +76,24 @@ install_python_package() {
 
 # --tests: the tensorboard package, whose own event reader checks smprun's
 # --tensorboard-dir files (test/smprun/tensorboard.test; lit feature
-# `tensorboard`). Not in Debian 12; 2.15 works with Debian's protobuf
-# (3.21, which newer releases refuse). The numpy and protobuf already there are pinned
+# `tensorboard`), and onnxruntime, which smp.export's check of an export
+# runs first where it is installed (python/tests: the path that had broken
+# every BatchNorm export, unseen where only smprun checked). Neither is in
+# Debian 12; tensorboard 2.15 works with Debian's protobuf (3.21, which
+# newer releases refuse). The numpy and protobuf already there are pinned
 # so pip does not replace them (onnx and torch are built against them).
 install_test_python_packages() {
-  if [[ ${1:-} == --tests ]] && ! "$PY" -c "import tensorboard" 2>/dev/null; then
-    local pins
-    pins=$("$PY" -c "import numpy, google.protobuf as p; \
+  [[ ${1:-} == --tests ]] || return 0
+  local want=()
+  "$PY" -c "import tensorboard" 2>/dev/null || want+=("tensorboard<2.16")
+  "$PY" -c "import onnxruntime" 2>/dev/null || want+=(onnxruntime)
+  ((${#want[@]})) || return 0
+  local pins
+  pins=$("$PY" -c "import numpy, google.protobuf as p; \
 print('numpy==' + numpy.__version__, 'protobuf==' + p.__version__)" \
-      2>/dev/null || true)
-    # shellcheck disable=SC2086
-    "$PY" -m pip install --quiet --break-system-packages \
-      "tensorboard<2.16" $pins
-  fi
+    2>/dev/null || true)
+  # shellcheck disable=SC2086
+  "$PY" -m pip install --quiet --break-system-packages "${want[@]}" $pins
 }
 
 if ((${#missing[@]} == 0)); then
