@@ -2,7 +2,8 @@
 PyTorch's references: `--only folds`, two position lookups at the same
 positions, which the dynamo exporter's optimiser folds into equal
 initializers and keeps one of; `--only torchscript`, what a TorchScript
-export cannot say (a shared block, a buffer the logits read). Split from
+export cannot say (a shared block, a buffer the logits read, a tied
+weight folded into a cat). Split from
 make_export_traps.py, which imports it.
 """
 
@@ -71,17 +72,44 @@ class LogitBiasLM(nn.Module):
         return self.head(h) + self.final_logits_bias
 
 
+class TiedCatLM(nn.Module):
+    """MobileBERT's LM head: the logits multiply by cat([decoder.weight.t(),
+    dense.weight]), the decoder tied to the token embedding (narrower than
+    the hidden size), plus a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM // 2)
+        self.up = nn.Linear(DIM // 2, DIM)
+        self.dense = nn.Linear(VOCAB, DIM // 2, bias=False)
+        self.bias = nn.Parameter(torch.zeros(VOCAB))
+
+    def forward(self, idx):
+        h = torch.relu(self.up(self.tok(idx)))
+        w = torch.cat([self.tok.weight.t(), self.dense.weight], dim=0)
+        return h @ w + self.bias
+
+
 def write_torchscript(out, idx, labels):
     """What a TorchScript export (dynamo=False) cannot say:
     albert_torchscript.onnx (SharedBlockLM, albert/'s references: its shared
-    block's constant norm weights and biases read by every layer's nodes)
-    and logitbias_torchscript.onnx (LogitBiasLM) with its references."""
+    block's constant norm weights and biases read by every layer's nodes),
+    logitbias_torchscript.onnx (LogitBiasLM) and tiedcat_torchscript.onnx
+    (TiedCatLM: constant folding stores the cat, the tied embedding's
+    transpose in its first rows) with their references; tiedcat_noopt.onnx,
+    TiedCatLM through the dynamo exporter with optimize=False."""
     from make_export_traps import SharedBlockLM
     for name, cls, refs in (("albert", SharedBlockLM, False),
-                            ("logitbias", LogitBiasLM, True)):
+                            ("logitbias", LogitBiasLM, True),
+                            ("tiedcat", TiedCatLM, True)):
         model, init, common = fresh(cls)
         torch.onnx.export(model, (idx[:BATCH],),
                           str(out / f"{name}_torchscript.onnx"), dynamo=False,
                           **common)
+        if name == "tiedcat":
+            noopt = out / "tiedcat_noopt.onnx"
+            torch.onnx.export(model, (idx[:BATCH],), str(noopt),
+                              external_data=False, optimize=False, **common)
+            torch_refs.strip_stack_traces(noopt)
         if refs:
             write_refs(model, init, out / name, idx, labels)

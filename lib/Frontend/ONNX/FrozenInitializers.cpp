@@ -34,6 +34,9 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 
 namespace smp::onnx_frontend {
@@ -341,6 +344,31 @@ std::set<std::string> readByParameterCalls(const onnx::GraphProto &g,
       }
   }
   return read;
+}
+
+bool holdsMaskValue(llvm::StringRef bytes, int64_t es) {
+  for (size_t k = 0; k + es <= bytes.size(); k += es) {
+    if (es == 4) {
+      float v;
+      std::memcpy(&v, bytes.data() + k, 4);
+      if (std::isinf(v) || v == std::numeric_limits<float>::lowest())
+        return true;
+    } else if (es == 8) {
+      double v;
+      std::memcpy(&v, bytes.data() + k, 8);
+      if (std::isinf(v) || v == std::numeric_limits<double>::lowest())
+        return true;
+    } else if (es == 2) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + k, 2);
+      // f16 and bf16: an infinity (all-ones exponent, zero mantissa) or
+      // the lowest finite value (-65504: 0xfbff; bf16's: 0xff7f).
+      uint16_t m = h & 0x7fff;
+      if (m == 0x7c00 || m == 0x7f80 || h == 0xfbff || h == 0xff7f)
+        return true;
+    }
+  }
+  return false;
 }
 
 } // namespace smp::onnx_frontend

@@ -87,4 +87,20 @@ bool onlyMoves(llvm::StringRef op) {
   return kBijections.contains(op) || kCopiesAndSubsets.contains(op);
 }
 
+std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
+                                llvm::StringRef ends) {
+  std::vector<std::string> out;
+  llvm::StringRef args = fx.split("args = (").second;
+  while (!args.empty()) {
+    size_t at = args.find(prefix);
+    if (at == llvm::StringRef::npos)
+      break;
+    args = args.drop_front(at + 1);
+    size_t end = args.find_first_of(ends);
+    out.push_back(args.take_front(end).str());
+    args = args.drop_front(std::min(end, args.size()));
+  }
+  return out;
+}
+
 } // namespace smp::onnx_frontend

@@ -44,15 +44,6 @@ const char *const kExporterConstant = "\x01none";
 
 bool isDefaultDomain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
-std::string transposeBytes(const Init &t) {
-  int64_t rows = t.dims[0], cols = t.dims[1], es = t.elementSize;
-  std::string out(t.bytes.size(), '\0');
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      std::memcpy(&out[(j * rows + i) * es], &t.bytes[(i * cols + j) * es], es);
-  return out;
-}
-
 std::string describeValue(const Init &t) {
   if (t.elementSize == 4) {
     float v;
@@ -467,7 +458,10 @@ struct SharedInitializers {
         continue;
       tieCopy(a, src.bytes, false, byHash, replaced);
       if (src.dims.size() == 2)
-        tieCopy(a, transposeBytes(src), true, byHash, replaced);
+        tieCopy(a,
+                transposeMatrix(src.bytes, src.dims[0], src.dims[1],
+                                src.elementSize),
+                true, byHash, replaced);
     }
     for (size_t k = 0; k < inits.size(); ++k)
       replaced[k] = replaced[k] && !untied[k];
@@ -528,6 +522,24 @@ struct SharedInitializers {
     }
   }
 
+  /// 3b. A fold holding a weight, or its transpose, beside other rows
+  /// (TiedBlocks.cpp): refused, unless --untie names it.
+  llvm::Error refuseTiedBlocks(const llvm::StringSet<> &gone) {
+    std::vector<MatrixView> views;
+    for (const Init &in : inits)
+      if (in.dims.size() == 2 && !in.constant && !in.buffer &&
+          !gone.contains(in.name))
+        views.push_back({in.name, in.dims[0], in.dims[1], in.elementSize,
+                         g.initializer(in.index).data_type(), in.bytes});
+    for (const TiedBlock &b : findTiedBlocks(views)) {
+      if (!untie.count(b.holder))
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       path + ": " + tiedBlockRefusal(b));
+      untieUsed.insert(b.holder);
+    }
+    return llvm::Error::success();
+  }
+
   /// A --tie or --untie that changed no decision: refused (the flag would
   /// say something that does not happen).
   llvm::Error checkTieFlags() {
@@ -575,47 +587,6 @@ struct SharedInitializers {
 };
 
 } // namespace
-
-std::vector<std::string> fxArgs(llvm::StringRef fx, llvm::StringRef prefix,
-                                llvm::StringRef ends) {
-  std::vector<std::string> out;
-  llvm::StringRef args = fx.split("args = (").second;
-  while (!args.empty()) {
-    size_t at = args.find(prefix);
-    if (at == llvm::StringRef::npos)
-      break;
-    args = args.drop_front(at + 1);
-    size_t end = args.find_first_of(ends);
-    out.push_back(args.take_front(end).str());
-    args = args.drop_front(std::min(end, args.size()));
-  }
-  return out;
-}
-
-bool holdsMaskValue(llvm::StringRef bytes, int64_t es) {
-  for (size_t k = 0; k + es <= bytes.size(); k += es) {
-    if (es == 4) {
-      float v;
-      std::memcpy(&v, bytes.data() + k, 4);
-      if (std::isinf(v) || v == std::numeric_limits<float>::lowest())
-        return true;
-    } else if (es == 8) {
-      double v;
-      std::memcpy(&v, bytes.data() + k, 8);
-      if (std::isinf(v) || v == std::numeric_limits<double>::lowest())
-        return true;
-    } else if (es == 2) {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + k, 2);
-      // f16 and bf16: an infinity (all-ones exponent, zero mantissa) or
-      // the lowest finite value (-65504: 0xfbff; bf16's: 0xff7f).
-      uint16_t m = h & 0x7fff;
-      if (m == 0x7c00 || m == 0x7f80 || h == 0xfbff || h == 0xff7f)
-        return true;
-    }
-  }
-  return false;
-}
 
 namespace {
 
@@ -750,6 +721,8 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
     g.mutable_node()->DeleteSubrange(*it, 1);
   llvm::StringSet<> gone = s.dropTiedCopies(s.tieCopies());
+  if (auto err = s.refuseTiedBlocks(gone))
+    return std::move(err);
   for (const auto &n : options.untie)
     if (!gone.count(n) && !llvm::any_of(origins, [&](const ParamOrigin &o) {
           return o.name == n;

@@ -314,6 +314,31 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param);
 bool repeatedCallCopy(const onnx::GraphProto &g,
                       const onnx::NodeProto &identity);
 
+/// The transpose of a row-major [rows, cols] matrix's bytes.
+std::string transposeMatrix(llvm::StringRef bytes, int64_t rows, int64_t cols,
+                            int64_t elementSize);
+/// A float matrix initializer, for findTiedBlocks.
+struct MatrixView {
+  llvm::StringRef name;
+  int64_t rows = 0, cols = 0, elementSize = 0;
+  int32_t type = 0; // onnx::TensorProto::DataType
+  llvm::StringRef bytes;
+};
+/// Rows [firstRow, firstRow + rows) of initializer `holder` (holderRows
+/// rows) hold `source`'s values, or their transpose.
+struct TiedBlock {
+  std::string holder, source;
+  bool transposed = false;
+  int64_t firstRow = 0, rows = 0, holderRows = 0;
+};
+/// The initializers among `inits` whose name an exporter made up (a fold)
+/// and whose leading or trailing rows hold another of `inits`, or its
+/// transpose, beside other rows (TiedBlocks.cpp: MobileBERT's folded
+/// `cat([decoder.weight.t(), dense.weight])`, its decoder tied to the
+/// word embeddings), and the refusal of one.
+std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits);
+std::string tiedBlockRefusal(const TiedBlock &b);
+
 /// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
 /// a module's parameter name (ScalarParameters.cpp).
 bool generatedName(llvm::StringRef name);
