@@ -31,6 +31,36 @@ std::string transposeMatrix(llvm::StringRef bytes, int64_t rows, int64_t cols,
   return out;
 }
 
+namespace {
+
+/// Whether rows [first, first + height) of `holder` hold `source`'s rows
+/// (or, transposed, its columns), compared row by row: most candidates
+/// differ in their first element, so no block is copied (a GPT-2 export's
+/// folded weights are tens of megabytes each).
+bool holdsBlock(const MatrixView &holder, int64_t first, int64_t height,
+                const MatrixView &source, bool transposed) {
+  int64_t es = holder.elementSize, width = holder.cols;
+  size_t rowBytes = static_cast<size_t>(width * es);
+  std::string column(rowBytes, '\0');
+  for (int64_t r = 0; r < height; ++r) {
+    llvm::StringRef row = holder.bytes.substr((first + r) * rowBytes, rowBytes);
+    if (!transposed) {
+      if (row != source.bytes.substr(r * rowBytes, rowBytes))
+        return false;
+      continue;
+    }
+    // Row r of the transpose: column r of source ([width, height]).
+    for (int64_t j = 0; j < width; ++j)
+      std::memcpy(&column[j * es], source.bytes.data() + (j * height + r) * es,
+                  es);
+    if (row != column)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits) {
   std::vector<TiedBlock> out;
   for (const MatrixView &holder : inits) {
@@ -46,13 +76,8 @@ std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits) {
         int64_t height = transposed ? source.cols : source.rows;
         if (width != holder.cols || height >= holder.rows)
           continue;
-        std::string block =
-            transposed ? transposeMatrix(source.bytes, source.rows, source.cols,
-                                         source.elementSize)
-                       : source.bytes.str();
-        size_t rowBytes = static_cast<size_t>(width * holder.elementSize);
         for (int64_t first : {int64_t{0}, holder.rows - height})
-          if (holder.bytes.substr(first * rowBytes, block.size()) == block) {
+          if (holdsBlock(holder, first, height, source, transposed)) {
             out.push_back({holder.name.str(), source.name.str(), transposed,
                            first, height, holder.rows});
             break;
