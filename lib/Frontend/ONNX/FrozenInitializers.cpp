@@ -31,6 +31,7 @@
 
 #include "SharedInitializers.h"
 
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -213,6 +214,40 @@ std::set<std::string> settingInitializers(const onnx::GraphProto &g) {
   return out;
 }
 
+/// The node that computes `value`, or null.
+static const onnx::NodeProto *producerOf(const onnx::GraphProto &g,
+                                         const std::string &value) {
+  for (const auto &n : g.node())
+    if (llvm::is_contained(n.output(), value))
+      return &n;
+  return nullptr;
+}
+
+/// Whether node `n`, reading the fold as input `k`, is the affine step of
+/// the TorchScript exporter's GroupNorm, in the norm's own scope:
+/// `Mul(Reshape(InstanceNormalization(x)), w)` then `Add(that, b)`, the
+/// fold its weight or bias unsqueezed to [C, 1] (each element once: a
+/// move; Wav2Vec2's feature extractor, diffusers' UNets).
+static bool groupNormAffine(const onnx::GraphProto &g, const onnx::NodeProto &n,
+                            int k) {
+  if (!isDefaultDomain(n.domain()) || n.input_size() != 2 ||
+      (n.op_type() != "Mul" && n.op_type() != "Add"))
+    return false;
+  llvm::StringRef scope = llvm::StringRef(n.name()).rsplit('/').first;
+  auto inScope = [&](const onnx::NodeProto *p, llvm::StringRef op) {
+    return p && p->op_type() == op && !scope.empty() &&
+           llvm::StringRef(p->name()).rsplit('/').first == scope;
+  };
+  const onnx::NodeProto *other = producerOf(g, n.input(1 - k));
+  if (n.op_type() == "Add") // the bias, after the weight's Mul
+    return inScope(other, "Mul") && llvm::any_of(llvm::seq(0, 2), [&](int j) {
+             return generatedName(other->input(j)) &&
+                    groupNormAffine(g, *other, j);
+           });
+  return inScope(other, "Reshape") &&
+         inScope(producerOf(g, other->input(0)), "InstanceNormalization");
+}
+
 /// torchScriptComputedFold with the graph's readers.
 static bool computedFold(const onnx::GraphProto &g, const Readers &readers,
                          const std::string &name) {
@@ -225,7 +260,8 @@ static bool computedFold(const onnx::GraphProto &g, const Readers &readers,
     bool moved =
         !isDefaultDomain(n.domain()) || op == "MatMul" || op == "Identity" ||
         (op == "Gemm" && k < 2) ||
-        ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1);
+        ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1) ||
+        groupNormAffine(g, n, k);
     if (!moved)
       return true;
   }

@@ -7,7 +7,9 @@ constant folding stores the buffer as a value it computed, `onnx::Add_N`.
 The same for two models whose folds hold distinct values, in
 argv[1]/scaled (a parameter times a constant, as Funnel adds
 `r_w_bias * scale`) and argv[1]/rows (a table's first rows, as GPT adds
-`wpe(arange(T))`)."""
+`wpe(arange(T))`); and argv[1]/groupnorm, a fresh nn.GroupNorm, whose
+weight and bias the exporter's group_norm unsqueezes to [C, 1] (folds of
+ones and zeros)."""
 import os
 import sys
 
@@ -52,6 +54,17 @@ class Rows(nn.Module):
         return self.head(torch.relu(h).mean(1))
 
 
+class Grouped(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.head = nn.Linear(6, 16), nn.Linear(16, CLASSES)
+        self.norm = nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        h = self.norm(self.a(x).view(x.shape[0], 8, 2))
+        return self.head(torch.relu(h).flatten(1))
+
+
 def export(cls, x, out, legacy):
     """out/model.onnx: cls() from torch.manual_seed(0), a symbolic batch."""
     os.makedirs(out, exist_ok=True)
@@ -75,7 +88,8 @@ def main():
     torch.manual_seed(0)
     legacy = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
     for cls, d in ((FinalBias, out), (Scaled, os.path.join(out, "scaled")),
-                   (Rows, os.path.join(out, "rows"))):
+                   (Rows, os.path.join(out, "rows")),
+                   (Grouped, os.path.join(out, "groupnorm"))):
         export(cls, x, d, legacy)
         write_refs(cls, x, labels, d, LRS, STEPS, BATCH)
 
