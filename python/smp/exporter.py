@@ -64,6 +64,7 @@ import copy
 import inspect
 import json
 import tempfile
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,62 +211,24 @@ def _to_numpy(t):
     return t.detach().cpu().numpy()
 
 
-class OnnxRuntimeFailure(RuntimeError):
-    """onnxruntime could not run a file: its exception as its type and
-    first line ("Fail: [ONNXRuntimeError] ...")."""
-
-
-# Runs in a python of its own (run_onnx): argv = the file, the pickled
-# inputs, where to pickle the outputs. The file as written: onnxruntime's
-# graph optimisations fold a BatchNormalization into the Conv before it
-# with its running statistics even in training mode (onnxruntime 1.32:
-# HF's ResNet 0.1 off PyTorch's train() forward, which the file computes).
-_ORT_CHILD = r"""
-import pickle, sys
-try:
-    import onnxruntime as ort
-    path, feeds, out = sys.argv[1:4]
-    with open(feeds, "rb") as f:
-        inputs = pickle.load(f)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    with open(out, "wb") as f:
-        pickle.dump(dict(zip(names, sess.run(names, inputs))), f)
-except Exception as e:
-    sys.stderr.write(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
-    sys.exit(3)
-"""
-
-
 def run_onnx(path, inputs: Dict[str, np.ndarray]) -> (Dict[str, np.ndarray], str):
     """Runs an ONNX file once: onnxruntime when installed, else smpc compile
-    + smprun (forward). Returns the outputs by name and what ran them.
-
-    onnxruntime runs in a python of its own: loaded into one with Debian's
-    torch 1.13, it breaks that torch's TorchScript exporter (the next
-    export fails with pybind11's "Unable to cast from non-held to held
-    instance", or crashes)."""
-    import importlib.util
-    import pickle
-    import subprocess
-    import sys
-
-    if importlib.util.find_spec("onnxruntime") is not None:
-        with tempfile.TemporaryDirectory(prefix="smp-check-") as d:
-            feeds, out = Path(d) / "inputs.pkl", Path(d) / "outputs.pkl"
-            with open(feeds, "wb") as f:
-                pickle.dump(dict(inputs), f)
-            p = subprocess.run([sys.executable, "-c", _ORT_CHILD, str(path),
-                                str(feeds), str(out)],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                raise OnnxRuntimeFailure(
-                    p.stderr.strip().splitlines()[-1] if p.stderr.strip()
-                    else f"onnxruntime's python exited with {p.returncode}")
-            with open(out, "rb") as f:
-                return pickle.load(f), "onnxruntime"
+    + smprun (forward). Returns the outputs by name and what ran them."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    if ort is not None:
+        # The file as written: onnxruntime's graph optimisations fold a
+        # BatchNormalization into the Conv before it with its running
+        # statistics even in training mode (onnxruntime 1.32: HF's ResNet
+        # 0.1 off PyTorch's train() forward, which the file computes).
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(str(path), options,
+                                    providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        return dict(zip(names, sess.run(names, inputs))), "onnxruntime"
     from .compiler import compile as smp_compile
     from .runner import run
     batch = next(iter(inputs.values())).shape[0]
@@ -424,6 +387,12 @@ def _export(module, target, example_inputs, path, input_names, output_names,
                 warnings.simplefilter("ignore")
                 torch.onnx.export(target, example_inputs, str(path), **kwargs)
         except Exception as e:
+            # The exporter's frames hold pybind wrappers of graphs C++ has
+            # freed; kept alive by this exception (a caller's traceback), a
+            # later export's graph allocated at the same address fails to
+            # cast (Debian's torch 1.13: "Unable to cast from non-held to
+            # held instance"). Their locals dropped.
+            traceback.clear_frames(e.__traceback__)
             if probe is None or batchnorm:
                 raise _tools.SmpError(
                     f"{path}: the TorchScript exporter cannot export "
@@ -585,10 +554,9 @@ def _check(result, example_inputs, ref_outputs, rtol, atol):
         except _tools.SmpError:
             raise
         except Exception as e:  # onnxruntime's own exceptions
-            what = str(e) if isinstance(e, OnnxRuntimeFailure) else _raised(e)
             raise _tools.SmpError(
                 f"{path}: the export does not run in onnxruntime "
-                f"({what}): the TorchScript exporter wrote a file that "
+                f"({_raised(e)}): the TorchScript exporter wrote a file that "
                 f"does not compute the module; {_USE_DYNAMO}",
                 tool="smp.export") from e
     for name, want in zip(result.output_names, ref_outputs):
