@@ -248,24 +248,27 @@ static bool groupNormAffine(const onnx::GraphProto &g, const onnx::NodeProto &n,
          inScope(producerOf(g, other->input(0)), "InstanceNormalization");
 }
 
+/// Whether node `n` reads a fold as its input `k` the way it reads a
+/// parameter only moved: a MatMul's or Gemm's operand (a Linear's folded
+/// transpose), a Conv's weight, a PRelu's slope, an Identity marker, a
+/// GroupNorm's unsqueezed affine, or a node of another domain.
+static bool movedRead(const onnx::GraphProto &g, const onnx::NodeProto &n,
+                      int k) {
+  llvm::StringRef op = n.op_type();
+  return !isDefaultDomain(n.domain()) || op == "MatMul" || op == "Identity" ||
+         (op == "Gemm" && k < 2) ||
+         ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1) ||
+         groupNormAffine(g, n, k);
+}
+
 /// torchScriptComputedFold with the graph's readers.
 static bool computedFold(const onnx::GraphProto &g, const Readers &readers,
                          const std::string &name) {
   auto it = readers.find(name);
-  if (!llvm::StringRef(name).starts_with("onnx::") || it == readers.end())
-    return false;
-  for (auto [i, k] : it->second) {
-    const auto &n = g.node(i);
-    llvm::StringRef op = n.op_type();
-    bool moved =
-        !isDefaultDomain(n.domain()) || op == "MatMul" || op == "Identity" ||
-        (op == "Gemm" && k < 2) ||
-        ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1) ||
-        groupNormAffine(g, n, k);
-    if (!moved)
-      return true;
-  }
-  return false;
+  return llvm::StringRef(name).starts_with("onnx::") && it != readers.end() &&
+         llvm::any_of(it->second, [&](std::pair<int, int> r) {
+           return !movedRead(g, g.node(r.first), r.second);
+         });
 }
 
 bool torchScriptComputedFold(const onnx::GraphProto &g,
@@ -304,17 +307,15 @@ static std::string foldList(llvm::ArrayRef<std::string> names) {
   return list;
 }
 
-/// The first node that reads `name` other than as a moved parameter.
-static const onnx::NodeProto *computingReader(const onnx::GraphProto &g,
+/// The first node that reads the computed fold `name` other than as a
+/// moved parameter (computedFold says there is one).
+static const onnx::NodeProto &computingReader(const onnx::GraphProto &g,
                                               const Readers &readers,
                                               const std::string &name) {
-  for (auto [i, k] : readers.find(name)->second) {
-    const onnx::NodeProto &n = g.node(i);
-    if (isDefaultDomain(n.domain()) && n.op_type() != "MatMul" &&
-        n.op_type() != "Identity" && n.op_type() != "Gemm")
-      return &n;
-  }
-  return &g.node(readers.find(name)->second.front().first);
+  for (auto [i, k] : readers.find(name)->second)
+    if (!movedRead(g, g.node(i), k))
+      return g.node(i);
+  llvm_unreachable("computedFold found a computing reader");
 }
 
 std::vector<std::string>
@@ -326,47 +327,49 @@ torchScriptFoldsWarnings(const onnx::GraphProto &g,
     if (computedFold(g, readers, c.name))
       (valuesRepeat(*c.bytes, c.elementSize) ? repeating : distinct)
           .push_back(c.name);
+  // "initializers 'a', 'b' are values ... (the name is the exporter's, not
+  // a state_dict key<aside>)<what>, and a gradient reaches them: smp trains
+  // each as a parameter of its own".
+  auto lead = [](llvm::ArrayRef<std::string> names, const std::string &aside,
+                 const char *what) {
+    bool many = names.size() > 1;
+    return "initializer" + std::string(many ? "s " : " ") + foldList(names) +
+           (many ? " are values" : " is a value") +
+           " the TorchScript exporter computed by constant folding (the "
+           "name is the exporter's, not a state_dict key" +
+           aside + ")" + what + ", and a gradient reaches " +
+           (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
+           " as a parameter of its own";
+  };
   std::vector<std::string> out;
-  if (!repeating.empty()) {
-    bool many = repeating.size() > 1;
+  if (!repeating.empty())
     out.push_back(
-        "initializer" + std::string(many ? "s " : " ") + foldList(repeating) +
-        (many ? " are values" : " is a value") +
-        " the TorchScript exporter computed by constant folding (the name "
-        "is the exporter's, not a state_dict key) whose values repeat, and "
-        "a gradient reaches " +
-        (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
-        " as a parameter of its own, but a buffer (BART's final_logits_bias) "
-        "or a parameter's gather or arithmetic (Swin's relative position "
-        "bias) looks the same, and PyTorch trains those otherwise. " +
+        lead(repeating, "", " whose values repeat") +
+        ", but a buffer (BART's final_logits_bias) or a parameter's gather "
+        "or arithmetic (Swin's relative position bias) looks the same, and "
+        "PyTorch trains those otherwise. " +
         kExportsThatSay + ", or say which: --freeze '^" +
         llvm::Regex::escape(repeating.front()) +
         "$' (a buffer) or --trainable " + repeating.front() +
         " (a parameter, only moved)");
-  }
   // Distinct values: a parameter's rows (GPT's wpe.weight[:T], which
   // trains as its rows do) and a parameter's arithmetic (Funnel's
   // r_w_bias * scale, whose gradient PyTorch scales: trained silently, 0.3%
   // off from step 1) look the same.
   if (!distinct.empty()) {
-    bool many = distinct.size() > 1;
-    const onnx::NodeProto *reader =
+    const onnx::NodeProto &reader =
         computingReader(g, readers, distinct.front());
     out.push_back(
-        "initializer" + std::string(many ? "s " : " ") + foldList(distinct) +
-        (many ? " are values" : " is a value") +
-        " the TorchScript exporter computed by constant folding (the name "
-        "is the exporter's, not a state_dict key; " +
-        reader->op_type() + " node '" + reader->name() + "' reads '" +
-        distinct.front() + "'), and a gradient reaches " +
-        (many ? "them" : "it") + ": smp trains " + (many ? "each" : "it") +
-        " as a parameter of its own, which is PyTorch's training only for a "
-        "parameter's rows or copy (GPT's position rows wpe.weight[:T]); a "
-        "parameter's arithmetic (Funnel's r_w_bias * scale) trains "
-        "otherwise. " +
+        lead(distinct,
+             "; " + reader.op_type() + " node '" + reader.name() + "' reads '" +
+                 distinct.front() + "'",
+             "") +
+        ", which is PyTorch's training only for a parameter's rows or copy "
+        "(GPT's position rows wpe.weight[:T]); a parameter's arithmetic "
+        "(Funnel's r_w_bias * scale) trains otherwise. " +
         kExportsThatSay + ", or pass --trainable " + distinct.front() +
-        (many ? " for each that is a parameter's rows"
-              : " if it is a parameter's rows"));
+        (distinct.size() > 1 ? " for each that is a parameter's rows"
+                             : " if it is a parameter's rows"));
   }
   return out;
 }

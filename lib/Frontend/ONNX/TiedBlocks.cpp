@@ -1,5 +1,4 @@
-//===- TiedBlocks.cpp - A weight folded beside other rows
-//------------------===//
+//===- TiedBlocks.cpp - A weight folded beside other rows -----------------===//
 //
 // A tied weight can reach the file inside a value constant folding
 // computed: MobileBERT's LM head multiplies by `cat([decoder.weight.t(),

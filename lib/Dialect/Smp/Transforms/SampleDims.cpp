@@ -64,9 +64,9 @@ std::pair<int64_t, int64_t> reshapedDim(ArrayRef<int64_t> in, int64_t d,
     // One sample fits any dim with its stride: a dim of size 1 among the
     // dims of that stride is the batch's (its heads' dim, outermost,
     // would lose it: Funnel's relative shift reshapes [heads, 1, q, k]).
-    if (samples == 1 && out[r] != 1 && stride == after)
-      for (int64_t q = r + 1; q < n && out[q] == 1; ++q)
-        return {q, 1};
+    if (samples == 1 && out[r] != 1 && stride == after && r + 1 < n &&
+        out[r + 1] == 1)
+      return {r + 1, 1};
     return {r, stride / after};
   }
   return {-1, 0};
