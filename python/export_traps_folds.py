@@ -90,18 +90,40 @@ class TiedCatLM(nn.Module):
         return h @ w + self.bias
 
 
+class TiedCatTailLM(nn.Module):
+    """The tie trailing and untransposed: the logits multiply by
+    cat([dense.weight, side]), `side` a parameter read as it is elsewhere
+    (its own product added to the logits)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = nn.Embedding(VOCAB, DIM)
+        self.side = nn.Parameter(torch.randn(DIM // 2, VOCAB) * 0.2)
+        self.dense = nn.Linear(VOCAB, DIM // 2, bias=False)
+
+    def forward(self, idx):
+        h = torch.relu(self.tok(idx))
+        w = torch.cat([self.dense.weight, self.side], dim=0)
+        return h @ w + h[..., : DIM // 2] @ self.side
+
+
 def write_torchscript(out, idx, labels):
     """What a TorchScript export (dynamo=False) cannot say:
     albert_torchscript.onnx (SharedBlockLM, albert/'s references: its shared
     block's constant norm weights and biases read by every layer's nodes),
     logitbias_torchscript.onnx (LogitBiasLM) and tiedcat_torchscript.onnx
     (TiedCatLM: constant folding stores the cat, the tied embedding's
-    transpose in its first rows) with their references; tiedcat_noopt.onnx,
-    TiedCatLM through the dynamo exporter with optimize=False."""
+    transpose in its first rows) with their references; tiedcat_noopt.onnx
+    and tiedcat_dynamo.onnx, TiedCatLM through the dynamo exporter with
+    optimize=False and with its defaults (the optimiser folds the cat too,
+    its record naming tok.weight and dense.weight); tiedtail_torchscript.onnx
+    and tiedtail_dynamo.onnx (TiedCatTailLM: the tied rows last, not
+    transposed) with their references."""
     from make_export_traps import SharedBlockLM
     for name, cls, refs in (("albert", SharedBlockLM, False),
                             ("logitbias", LogitBiasLM, True),
-                            ("tiedcat", TiedCatLM, True)):
+                            ("tiedcat", TiedCatLM, True),
+                            ("tiedtail", TiedCatTailLM, True)):
         model, init, common = fresh(cls)
         torch.onnx.export(model, (idx[:BATCH],),
                           str(out / f"{name}_torchscript.onnx"), dynamo=False,
@@ -111,5 +133,10 @@ def write_torchscript(out, idx, labels):
             torch.onnx.export(model, (idx[:BATCH],), str(noopt),
                               external_data=False, optimize=False, **common)
             torch_refs.strip_stack_traces(noopt)
+        if name in ("tiedcat", "tiedtail"):
+            dyn = out / f"{name}_dynamo.onnx"
+            torch.onnx.export(model, (idx[:BATCH],), str(dyn),
+                              external_data=False, **common)
+            torch_refs.strip_stack_traces(dyn)
         if refs:
             write_refs(model, init, out / name, idx, labels)

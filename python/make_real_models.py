@@ -300,8 +300,8 @@ def configs():
         hidden_dropout_prob=0, attention_probs_dropout_prob=0, **small)))
     # MobileBERT: bottlenecks, stacked feed-forward networks, NoNorm
     # (x * w + b); its head concatenates the decoder's weight with a dense
-    # one: the plain exports fold that concat of parameters (refused),
-    # mobilebert_noopt.onnx trains.
+    # one: the plain exports fold that concat of parameters (smp reads the
+    # fold as the tied weight beside the dense rows: all three train).
     yield lm("mobilebert", lambda: T.MobileBertForMaskedLM(
         T.MobileBertConfig(num_hidden_layers=2, num_attention_heads=2,
                            hidden_size=16, embedding_size=8,

@@ -302,7 +302,8 @@ void warnFolded(const smprt::CheckpointSummary &c) {
     if (o.kind() == "renamed")
       renamed.insert(o.name());
   for (const auto &o : manifest.training().param_origins())
-    if ((o.kind() == "folded" || o.kind() == "folded-rows") &&
+    if ((o.kind() == "folded" || o.kind() == "folded-rows" ||
+         o.kind() == "tied-block") &&
         !renamed.count(o.name()))
       names += (count++ < 3 ? std::string(names.empty() ? "" : ", ") + o.name()
                             : std::string(count == 4 ? ", ..." : ""));

@@ -87,7 +87,16 @@ static void printParamOrigins(ModuleOp module, llvm::raw_ostream &os) {
          << "' (an embedding the exporter's optimiser gathered at constant "
             "positions and folded), trained as PyTorch trains the rows "
             "they were gathered from\n";
-    else if (kind.getValue() == "merged")
+    else if (kind.getValue() == "tied-block") {
+      auto source = entry.getAs<StringAttr>("source");
+      os << ": the rows of '" << from.getValue() << "' beside "
+         << (entry.get("transposed") ? "the transpose of '" : "a copy of '")
+         << (source ? source.getValue() : llvm::StringRef("?"))
+         << "' (a tied weight the exporter folded with them), trained as "
+            "PyTorch trains them; --save-onnx writes '"
+         << from.getValue() << "' back (--untie " << from.getValue()
+         << " trains the fold apart)\n";
+    } else if (kind.getValue() == "merged")
       os << ": untied from '" << from.getValue()
          << "' (one constant-valued initializer read by several nodes; "
             "--tie " << from.getValue() << " keeps it shared)\n";

@@ -395,6 +395,118 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
                          warnings);
 }
 
+/// Whether `op` transposes a matrix.
+bool transposeOp(llvm::StringRef op) {
+  return op == "t" || op == "transpose" || op == "permute";
+}
+
+/// PyTorch's parameters that the fold `holder`'s other rows hold, where
+/// its record says the fold is a cat of the tied weight `source` and
+/// parameters gone from the file, each only moved (kBijections): the
+/// other rows then train as those parameters do. Sets `torchName` where
+/// one parameter, not transposed, holds them all. std::nullopt otherwise
+/// (left to resolveFoldedInitializer's rules, which refuse it).
+std::optional<std::vector<std::string>>
+restParameters(FxGraph &fx, const TiedBlock &b, std::string &torchName) {
+  if (fxOp(b.holder) != "cat")
+    return std::nullopt;
+  std::vector<std::string> others;
+  int transposes = 0;
+  bool renamable = true;
+  for (const std::string &s : fx.sourcesOf(b.holder)) {
+    if (llvm::StringRef(s).starts_with("val_") || s == b.source)
+      continue;
+    auto alias = fx.aliases.find(s);
+    if (alias != fx.aliases.end() && alias->second == b.source)
+      continue;
+    if (fx.sigTargets.count(s) || llvm::StringRef(s).contains('.')) {
+      // Another tensor: only a parameter gone from the file (one in the
+      // file, or a buffer, would be trained apart from its copy).
+      if (!llvm::is_contained(fx.vanished, s))
+        return std::nullopt;
+      others.push_back(s);
+      continue;
+    }
+    llvm::StringRef op = fxOp(s);
+    if (!kBijections.contains(op) && op != "cat")
+      return std::nullopt;
+    transposes += transposeOp(op);
+    renamable &= transposeOp(op) || op == "cat";
+  }
+  if (others.empty())
+    return std::nullopt;
+  if (others.size() == 1 && renamable && transposes == (b.transposed ? 1 : 0))
+    torchName = others.front();
+  return others;
+}
+
+/// 1b. Folds whose record names a parameter in the file whose values (or
+/// their transpose) fill their leading or trailing rows beside parameters
+/// gone from the file (MobileBERT's `cat([decoder.weight.t(),
+/// dense.weight])`): split into Concat(tied weight, rest), the rest
+/// trained as the gone parameters (TiedBlocks.cpp), which are added to
+/// `explained`. Before the rules' FxGraph is made: the fold gone, a tie
+/// in its module (`cls.predictions.bias`, read as `decoder.bias`) is seen.
+llvm::Error splitFoldedTiedBlocks(onnx::GraphProto &g, llvm::StringRef path,
+                                  const std::map<std::string, std::string> &sig,
+                                  std::set<std::string> &explained,
+                                  std::vector<ParamOrigin> &origins,
+                                  std::vector<std::string> &warnings,
+                                  mlir::MLIRContext *ctx,
+                                  llvm::StringRef modelDir) {
+  if (llvm::none_of(g.initializer(), [](const onnx::TensorProto &t) {
+        return t.dims_size() == 2 && fxOp(t.name()) == "cat";
+      }))
+    return llvm::Error::success(); // no fold of a cat: nothing to read
+  FxGraph fx(g, sig);
+  std::set<std::string> named; // parameters some fold's record names
+  for (int i = 0; i < g.initializer_size(); ++i)
+    if (!fx.sigTargets.count(g.initializer(i).name()))
+      for (const std::string &s : fx.sourcesOf(g.initializer(i).name()))
+        named.insert(s);
+  // The views' names and bytes (splitTiedBlock renames initializers).
+  std::vector<std::string> names, bytes;
+  names.reserve(g.initializer_size());
+  bytes.reserve(g.initializer_size());
+  std::vector<MatrixView> views;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto &t = g.initializer(i);
+    bool param = fx.sigTargets.count(t.name()) > 0;
+    if (t.dims_size() != 2 || (param && !named.count(t.name())) ||
+        (!param && (fxOp(t.name()) != "cat" || !fx.initNames.count(t.name()))))
+      continue;
+    auto read = readFloat(t, ctx, modelDir);
+    if (!read)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " +
+                                         llvm::toString(read.takeError()));
+    if (!*read)
+      continue;
+    names.push_back(t.name());
+    bytes.push_back(std::move((*read)->second));
+    views.push_back({names.back(), t.dims(0), t.dims(1),
+                     elementSize(t.data_type()), t.data_type(), bytes.back()});
+  }
+  auto folded = [&](const MatrixView &holder, const MatrixView &source) {
+    return !fx.sigTargets.count(holder.name.str()) &&
+           fx.sigTargets.count(source.name.str()) &&
+           llvm::is_contained(fx.sourcesOf(holder.name.str()),
+                              source.name.str());
+  };
+  for (const TiedBlock &b : findTiedBlocks(views, folded)) {
+    std::string torchName;
+    auto rest = restParameters(fx, b, torchName);
+    if (!rest)
+      continue;
+    auto holder = llvm::find_if(
+        views, [&](const MatrixView &v) { return v.name == b.holder; });
+    splitTiedBlock(g, b, holder->bytes, holder->elementSize, true, torchName,
+                   origins, warnings);
+    explained.insert(rest->begin(), rest->end());
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 std::vector<std::string> nodeScopes(const onnx::NodeProto &n) {
@@ -425,7 +537,13 @@ llvm::Error resolveFoldedParameters(
   };
   if (llvm::Error err = unmergeCalls(g, path, sig, valueOf, origins))
     return err;
+  std::set<std::string> explained;
+  if (llvm::Error err = splitFoldedTiedBlocks(g, path, sig, explained, origins,
+                                              warnings, ctx, modelDir))
+    return err;
   FxGraph fx(g, sig);
+  llvm::erase_if(fx.vanished,
+                 [&](const std::string &v) { return explained.count(v) > 0; });
   // A tied parameter's other name, for checkpoints (torch.export keeps
   // one; PyTorch's state_dict has both).
   for (const auto &[alias, read] : fx.aliases)

@@ -251,10 +251,20 @@ static bool groupNormAffine(const onnx::GraphProto &g, const onnx::NodeProto &n,
 /// Whether node `n` reads a fold as its input `k` the way it reads a
 /// parameter only moved: a MatMul's or Gemm's operand (a Linear's folded
 /// transpose), a Conv's weight, a PRelu's slope, an Identity marker, a
-/// GroupNorm's unsqueezed affine, or a node of another domain.
+/// GroupNorm's unsqueezed affine, a node of another domain, or the Concat
+/// that rebuilds a fold beside a tied weight (splitTiedBlock) where every
+/// node reads that fold so.
 static bool movedRead(const onnx::GraphProto &g, const onnx::NodeProto &n,
                       int k) {
   llvm::StringRef op = n.op_type();
+  if (op == "Concat" &&
+      llvm::StringRef(n.name()).starts_with("smp.tied-block.") &&
+      n.output_size() == 1)
+    return llvm::all_of(g.node(), [&](const onnx::NodeProto &r) {
+      return llvm::all_of(llvm::seq(0, r.input_size()), [&](int j) {
+        return r.input(j) != n.output(0) || movedRead(g, r, j);
+      });
+    });
   return !isDefaultDomain(n.domain()) || op == "MatMul" || op == "Identity" ||
          (op == "Gemm" && k < 2) ||
          ((op == "Conv" || op == "ConvTranspose" || op == "PRelu") && k == 1) ||

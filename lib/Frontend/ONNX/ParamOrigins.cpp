@@ -35,7 +35,7 @@ void recordParamOrigins(ModuleOp module,
         initFrom[o.name] = o.from;
     } else if (o.kind == "restored")
       restored.insert(o.name);
-    else if (o.kind == "folded-rows")
+    else if (o.kind == "folded-rows" || o.kind == "tied-block")
       initValue[o.name] = &o.initBytes;
     else if (o.kind != "tied" && o.kind != "folded" && o.kind != "cloned" &&
              o.kind != "renamed" &&
@@ -52,6 +52,8 @@ void recordParamOrigins(ModuleOp module,
           b.getNamedAttr("shape", b.getDenseI64ArrayAttr(o.torchShape)));
     if (!o.why.empty())
       entry.push_back(b.getNamedAttr("why", b.getStringAttr(o.why)));
+    if (!o.source.empty())
+      entry.push_back(b.getNamedAttr("source", b.getStringAttr(o.source)));
     if (!o.uses.empty()) {
       SmallVector<int64_t> flat;
       for (auto [node, k] : o.uses)

@@ -522,22 +522,36 @@ struct SharedInitializers {
     }
   }
 
-  /// 3b. A fold holding a weight, or its transpose, beside other rows
-  /// (TiedBlocks.cpp): refused, unless --untie names it.
-  llvm::Error refuseTiedBlocks(const llvm::StringSet<> &gone) {
+  /// 3b. A fold whose name an exporter made up holding a weight, or its
+  /// transpose, beside other rows (TiedBlocks.cpp): read as Concat of the
+  /// weight and a parameter of the other rows, unless --untie names it.
+  void splitTiedBlocks(const llvm::StringSet<> &gone) {
     std::vector<MatrixView> views;
     for (const Init &in : inits)
       if (in.dims.size() == 2 && !in.constant && !in.buffer &&
           !gone.contains(in.name))
         views.push_back({in.name, in.dims[0], in.dims[1], in.elementSize,
                          g.initializer(in.index).data_type(), in.bytes});
-    for (const TiedBlock &b : findTiedBlocks(views)) {
-      if (!untie.count(b.holder))
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       path + ": " + tiedBlockRefusal(b));
-      untieUsed.insert(b.holder);
+    auto made = [](const MatrixView &holder, const MatrixView &) {
+      return generatedName(holder.name);
+    };
+    std::vector<TiedBlock> blocks = findTiedBlocks(views, made);
+    views.clear(); // they point into inits, which change below
+    for (const TiedBlock &b : blocks) {
+      if (untie.count(b.holder)) {
+        untieUsed.insert(b.holder);
+        continue;
+      }
+      Init &in = inits[byName[b.holder]];
+      auto [rest, bytes] = splitTiedBlock(g, b, in.bytes, in.elementSize, false,
+                                          "", origins, warnings);
+      byName.erase(in.name);
+      in.name = rest;
+      in.dims[0] = b.holderRows - b.rows;
+      in.bytes = std::move(bytes);
+      byName[rest] = &in - inits.data();
+      allInits.insert(rest);
     }
-    return llvm::Error::success();
   }
 
   /// A --tie or --untie that changed no decision: refused (the flag would
@@ -721,9 +735,12 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
   for (auto it = dropNodes.rbegin(); it != dropNodes.rend(); ++it)
     g.mutable_node()->DeleteSubrange(*it, 1);
   llvm::StringSet<> gone = s.dropTiedCopies(s.tieCopies());
-  if (auto err = s.refuseTiedBlocks(gone))
-    return std::move(err);
-  for (const auto &n : options.untie)
+  s.splitTiedBlocks(gone);
+  for (const auto &n : options.untie) {
+    std::string recorded = recordedTieUntied(origins, n);
+    if (!recorded.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path + ": " + recorded);
     if (!gone.count(n) && !llvm::any_of(origins, [&](const ParamOrigin &o) {
           return o.name == n;
         }) && !s.allInits.count(n))
@@ -731,6 +748,7 @@ resolveSharedInitializers(onnx::ModelProto &model, llvm::StringRef path,
           llvm::inconvertibleErrorCode(),
           path + ": --untie " + n + ": the model has no initializer '" + n +
               "'");
+  }
   if (auto err = s.checkTieFlags())
     return std::move(err);
   if (!options.exportedStateKeys && signature.empty()) {

@@ -16,6 +16,7 @@
 #include "onnx/onnx_pb.h"
 #include "smp/Frontend/ONNX/Importer.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -57,15 +58,21 @@ struct ParamOrigin {
   /// its shape, where the fold has unit dims more), which checkpoints
   /// export (nameFoldedWeights); "alias": `from` is
   /// PyTorch's other name of the tied parameter `name` (torch.export keeps
-  /// one), which checkpoints export too.
+  /// one), which checkpoints export too; "tied-block": `from` (a fold) is
+  /// Concat of the tied weight `source` (its transpose where `transposed`)
+  /// in its rows uses[0] = (first, count) and the parameter `name` in the
+  /// others (splitTiedBlock), written back as that fold by --save-onnx.
   std::string kind;
   bool transposed = false;
   /// merged: the (node index, input index) in the file that read `from`
-  /// and now read `name`; folded-rows: (distinct row, 0) per row of `from`.
+  /// and now read `name`; folded-rows: (distinct row, 0) per row of `from`;
+  /// tied-block: (first row, rows) of the tied weight's block.
   std::vector<std::pair<int, int>> uses;
-  /// folded-rows: the initial value of `name` (the file has no such
-  /// initializer), recorded as `smp.init_value`.
+  /// folded-rows, tied-block: the initial value of `name` (the file has no
+  /// such initializer), recorded as `smp.init_value`.
   std::string initBytes;
+  /// tied-block: the tied weight whose rows `from` holds.
+  std::string source;
   /// buffer: why it is not trained; merged-exact of a fold: its readers'
   /// call; cloned: which calls shared it (`smpc summary` says it).
   std::string why;
@@ -331,13 +338,35 @@ struct TiedBlock {
   bool transposed = false;
   int64_t firstRow = 0, rows = 0, holderRows = 0;
 };
-/// The initializers among `inits` whose name an exporter made up (a fold)
-/// and whose leading or trailing rows hold another of `inits`, or its
+/// The initializers among `inits` that `holder` accepts (folds: a name an
+/// exporter made up, or a dynamo fold whose record names the source) and
+/// whose leading or trailing rows hold another of `inits`, or its
 /// transpose, beside other rows (TiedBlocks.cpp: MobileBERT's folded
 /// `cat([decoder.weight.t(), dense.weight])`, its decoder tied to the
-/// word embeddings), and the refusal of one.
-std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits);
-std::string tiedBlockRefusal(const TiedBlock &b);
+/// word embeddings).
+std::vector<TiedBlock> findTiedBlocks(
+    llvm::ArrayRef<MatrixView> inits,
+    llvm::function_ref<bool(const MatrixView &holder, const MatrixView &source)>
+        holder);
+/// Rewrites the fold `b.holder` (`bytes`, elements of `elementSize`) as
+/// Concat of the tied source (transposed where it is) and a new parameter
+/// `<holder>#rest` holding its other rows, which replaces the holder's
+/// initializer in place (same index); records a "tied-block" origin (and a
+/// "renamed" one naming PyTorch's parameter `torchName` where given) and
+/// warns (naming --untie unless the exporter's record names the weight:
+/// `recorded`). Returns the new parameter's name and bytes.
+std::pair<std::string, std::string>
+splitTiedBlock(onnx::GraphProto &g, const TiedBlock &b, llvm::StringRef bytes,
+               int64_t elementSize, bool recorded, llvm::StringRef torchName,
+               std::vector<ParamOrigin> &origins,
+               std::vector<std::string> &warnings);
+
+/// The refusal of `--untie NAME` where NAME is a fold the dynamo exporter's
+/// record says holds a tied weight (a "tied-block" origin in `origins`,
+/// which only splitFoldedTiedBlocks makes for files with that record: in
+/// other files --untie keeps the fold whole), or "".
+std::string recordedTieUntied(llvm::ArrayRef<ParamOrigin> origins,
+                              llvm::StringRef untie);
 
 /// Whether `name` is one an exporter made up (`onnx::Mul_7`, `val_3`), not
 /// a module's parameter name (ScalarParameters.cpp).

@@ -2,15 +2,17 @@
 //
 // A tied weight can reach the file inside a value constant folding
 // computed: MobileBERT's LM head multiplies by `cat([decoder.weight.t(),
-// dense.weight])`, its decoder tied to the word embeddings, and the
-// TorchScript exporter folds the cat into one initializer (`onnx::MatMul_N`)
-// whose first rows are the embeddings' transpose. Trained as a parameter
-// of its own (a MatMul's operand: a Linear's weight, only moved), the tie
-// is lost: the embeddings and the head train apart, AdamW's gradient
-// norms 9.7% off PyTorch's by step 2, silently. A fold whose leading or
-// trailing rows hold another matrix initializer, or its transpose, beside
-// other rows is refused, naming the exports that keep the tie; --untie
-// says they are separate (SharedInitializers.cpp).
+// dense.weight])`, its decoder tied to the word embeddings, and both
+// exporters fold the cat into one initializer (TorchScript's
+// `onnx::MatMul_N`, the dynamo optimiser's `cat_1`) whose first rows are
+// the embeddings' transpose. Trained as a parameter of its own (a MatMul's
+// operand: a Linear's weight, only moved), the tie is lost: the embeddings
+// and the head train apart, AdamW's gradient norms 9.7% off PyTorch's by
+// step 2. Such a fold becomes Concat(Transpose(embeddings), rest): its
+// other rows a parameter of their own (`<fold>#rest`, which the dynamo
+// exporter's record names where it can: dense.weight), the tied rows read
+// from the weight they copy, as PyTorch computes them; --save-onnx writes
+// the fold back (runtime/train/lib/OnnxExport.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,14 +62,16 @@ bool holdsBlock(const MatrixView &holder, int64_t first, int64_t height,
 
 } // namespace
 
-std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits) {
+std::vector<TiedBlock> findTiedBlocks(
+    llvm::ArrayRef<MatrixView> inits,
+    llvm::function_ref<bool(const MatrixView &holder, const MatrixView &source)>
+        accept) {
   std::vector<TiedBlock> out;
   for (const MatrixView &holder : inits) {
-    if (!generatedName(holder.name))
-      continue;
+    bool found = false;
     for (const MatrixView &source : inits) {
-      if (&source == &holder || source.type != holder.type ||
-          source.elementSize != holder.elementSize)
+      if (found || &source == &holder || source.type != holder.type ||
+          source.elementSize != holder.elementSize || !accept(holder, source))
         continue;
       // The rows a copy (cols wide) or the transpose (rows wide) takes.
       for (bool transposed : {false, true}) {
@@ -76,10 +80,10 @@ std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits) {
         if (width != holder.cols || height >= holder.rows)
           continue;
         for (int64_t first : {int64_t{0}, holder.rows - height})
-          if (holdsBlock(holder, first, height, source, transposed)) {
+          if (!found && holdsBlock(holder, first, height, source, transposed)) {
             out.push_back({holder.name.str(), source.name.str(), transposed,
                            first, height, holder.rows});
-            break;
+            found = true; // one block a holder
           }
       }
     }
@@ -87,22 +91,118 @@ std::vector<TiedBlock> findTiedBlocks(llvm::ArrayRef<MatrixView> inits) {
   return out;
 }
 
-std::string tiedBlockRefusal(const TiedBlock &b) {
-  std::string rows = "rows " + std::to_string(b.firstRow) + ".." +
-                     std::to_string(b.firstRow + b.rows - 1) + " of " +
-                     std::to_string(b.holderRows);
-  return "initializer '" + b.holder + "', a value the exporter computed by " +
-         "constant folding, holds " +
-         (b.transposed ? "the transpose of '" : "a copy of '") + b.source +
-         "' in its " + rows +
-         ": the exporter folded that weight together with other values "
-         "(MobileBERT's LM head multiplies by cat([decoder.weight.t(), "
-         "dense.weight]), its decoder tied to the word embeddings), and "
-         "trained as a parameter of its own the tie would be lost (smp "
-         "would train another model); export with smp.export (it keeps "
-         "every parameter an initializer) or torch.onnx.export(..., "
-         "dynamo=True, optimize=False), or pass --untie " +
-         b.holder + " if the two are separate";
+std::pair<std::string, std::string>
+splitTiedBlock(onnx::GraphProto &g, const TiedBlock &b, llvm::StringRef bytes,
+               int64_t elementSize, bool recorded, llvm::StringRef torchName,
+               std::vector<ParamOrigin> &origins,
+               std::vector<std::string> &warnings) {
+  int64_t cols =
+              static_cast<int64_t>(bytes.size()) / elementSize / b.holderRows,
+          restRows = b.holderRows - b.rows;
+  size_t rowBytes = static_cast<size_t>(cols * elementSize);
+  // The other rows: after the block where it leads, before it where it
+  // trails.
+  int64_t restFirst = b.firstRow == 0 ? b.rows : 0;
+  std::string rest =
+      bytes.substr(restFirst * rowBytes, restRows * rowBytes).str();
+  std::string restName = b.holder + "#rest", tiedName = b.holder + "#tied";
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    onnx::TensorProto &t = *g.mutable_initializer(i);
+    if (t.name() != b.holder)
+      continue;
+    t.set_name(restName);
+    t.set_dims(0, restRows);
+    t.clear_float_data();
+    t.clear_double_data();
+    t.clear_int32_data();
+    t.clear_data_location();
+    t.clear_external_data();
+    t.set_raw_data(rest);
+    break;
+  }
+  auto *ins = g.mutable_input();
+  for (int k = 0; k < ins->size(); ++k)
+    if (ins->Get(k).name() == b.holder) {
+      ins->DeleteSubrange(k, 1);
+      break;
+    }
+  std::string tied = b.source;
+  if (b.transposed) {
+    onnx::NodeProto *t = g.add_node();
+    t->set_op_type("Transpose");
+    t->set_name("smp.tied-block." + tiedName);
+    t->add_input(b.source);
+    t->add_output(tiedName);
+    auto *perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    perm->add_ints(1);
+    perm->add_ints(0);
+    tied = tiedName;
+  }
+  onnx::NodeProto *cat = g.add_node();
+  cat->set_op_type("Concat");
+  cat->set_name("smp.tied-block." + b.holder);
+  cat->add_input(b.firstRow == 0 ? tied : restName);
+  cat->add_input(b.firstRow == 0 ? restName : tied);
+  cat->add_output(b.holder);
+  auto *axis = cat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  ParamOrigin o{restName,
+                b.holder,
+                "tied-block",
+                b.transposed,
+                {{static_cast<int>(b.firstRow), static_cast<int>(b.rows)}},
+                rest};
+  o.source = b.source;
+  origins.push_back(std::move(o));
+  if (!torchName.empty()) {
+    ParamOrigin named{restName, torchName.str(), "renamed", false, {}};
+    named.why = "the rows of the fold '" + b.holder + "' beside the tied '" +
+                b.source + "', as the exporter's record names them";
+    origins.push_back(std::move(named));
+  }
+  // The dynamo exporter's record names the weight: a tie for certain. In
+  // other files only the values say so, which --untie can overrule.
+  std::string advice =
+      recorded ? std::string("; the exporter's record of the fold names '") +
+                     b.source + "'"
+               : "; pass --untie " + b.holder + " if the two are separate";
+  warnings.push_back(
+      "initializer '" + b.holder + "', a value the exporter computed by " +
+      "constant folding, holds " +
+      (b.transposed ? "the transpose of '" : "a copy of '") + b.source +
+      "' in its rows " + std::to_string(b.firstRow) + ".." +
+      std::to_string(b.firstRow + b.rows - 1) + " of " +
+      std::to_string(b.holderRows) +
+      " (a tied weight folded with other values: MobileBERT's LM head "
+      "multiplies by cat([decoder.weight.t(), dense.weight])): smp reads "
+      "those rows from '" +
+      b.source + "', as PyTorch computes them, and trains the other " +
+      std::to_string(restRows) + " as '" + restName + "'" +
+      (torchName.empty() ? std::string()
+                         : " (PyTorch's " + torchName.str() + ")") +
+      "; --save-onnx writes '" + b.holder + "' back" + advice);
+  return {restName, std::move(rest)};
+}
+
+std::string recordedTieUntied(llvm::ArrayRef<ParamOrigin> origins,
+                              llvm::StringRef untie) {
+  const ParamOrigin *block = llvm::find_if(origins, [&](const ParamOrigin &o) {
+    return o.kind == "tied-block" && o.from == untie;
+  });
+  if (block == origins.end())
+    return "";
+  auto [first, rows] = block->uses.front();
+  return "--untie " + untie.str() + ": the exporter's record of the fold '" +
+         untie.str() + "' says PyTorch computed it from '" + block->source +
+         "' (its rows " + std::to_string(first) + ".." +
+         std::to_string(first + rows - 1) +
+         "): they are one parameter, which smp trains as PyTorch does; drop "
+         "--untie " +
+         untie.str();
 }
 
 } // namespace smp::onnx_frontend

@@ -223,6 +223,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
       o->set_name(text("name"));
       o->set_from(text("from"));
       o->set_kind(text("kind"));
+      o->set_source(text("source"));
       o->set_transposed(entry.get("transposed") != nullptr);
       if (auto uses = entry.getAs<DenseI64ArrayAttr>("uses"))
         for (int64_t u : uses.asArrayRef())

@@ -130,6 +130,48 @@ void sortTopologically(onnx::GraphProto &g) {
   g.mutable_node()->Swap(&sorted);
 }
 
+/// A fold the importer split into a tied weight's block and a parameter
+/// of its other rows (lib/Frontend/ONNX/TiedBlocks.cpp): written back as
+/// the fold, from the trained weight (transposed where the block is) and
+/// the trained rows.
+Status writeTiedBlock(const std::string &source,
+                      const smp::artifact::ParamOrigin &o,
+                      std::map<std::string, TrainedTensor> &params,
+                      std::vector<std::string> &copies) {
+  auto rest = params.find(o.name());
+  auto tied = params.find(o.source());
+  if (rest == params.end() || tied == params.end() || o.uses_size() != 2 ||
+      rest->second.shape.size() != 2 || tied->second.shape.size() != 2 ||
+      rest->second.dtype != tied->second.dtype)
+    return Status::failure(source + ": cannot write back the fold '" +
+                           o.from() + "' of the tied weight '" + o.source() +
+                           "'");
+  const TrainedTensor &r = rest->second, &t = tied->second;
+  int64_t cols = r.shape[1], rows = o.uses(1);
+  int64_t tRows = t.shape[0], tCols = t.shape[1];
+  if ((o.transposed() ? tRows : tCols) != cols ||
+      (o.transposed() ? tCols : tRows) != rows)
+    return Status::failure(source + ": the fold '" + o.from() +
+                           "' no longer matches '" + o.source() + "'");
+  size_t es = r.bytes / static_cast<size_t>(r.shape[0] * cols);
+  std::string block(static_cast<size_t>(rows * cols) * es, '\0');
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      int64_t from = o.transposed() ? j * tCols + i : i * tCols + j;
+      std::memcpy(&block[(i * cols + j) * es], t.data + from * es, es);
+    }
+  std::string out = o.uses(0) == 0 ? block + std::string(r.data, r.bytes)
+                                   : std::string(r.data, r.bytes) + block;
+  copies.push_back(std::move(out));
+  TrainedTensor whole = r;
+  whole.data = copies.back().data();
+  whole.bytes = copies.back().size();
+  whole.shape = {r.shape[0] + rows, cols};
+  params.erase(rest);
+  params[o.from()] = whole;
+  return Status::success();
+}
+
 /// Undoes in `model` what the importer did to shared initializers (see
 /// lib/Frontend/ONNX/SharedInitializers.cpp): untied parameters get their own
 /// initializers where the file read the merged one, and tied copies are
@@ -187,7 +229,8 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
     }
     if (o.kind() == "tied" || (o.kind() == "buffer" && o.uses_size() == 0) ||
         o.kind() == "folded" || o.kind() == "renamed" ||
-        o.kind() == "alias") // for checkpoints
+        o.kind() == "alias" ||    // for checkpoints
+        o.kind() == "tied-block") // below, once its source is final
       continue;
     if (o.kind() == "folded-rows") {
       // A folded embedding trained as its distinct rows: written back as
@@ -272,6 +315,11 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
     }
     params[o.name()] = t;
   }
+  for (const auto &o : artifact.manifest.training().param_origins())
+    if (o.kind() == "tied-block")
+      if (Status s = writeTiedBlock(source, o, params, transposedCopies);
+          !s.ok())
+        return s;
   return Status::success();
 }
 
