@@ -3,9 +3,11 @@
 gradient norm, and on the eval loss of every evaluation (--eval-data; the
 runs must evaluate after the same steps): exactly by default, or within a
 relative tolerance with --rtol (the later line wins when a resumed run
-appended a step again). Standard library only.
+appended a step again). With --offset K, B's step s is A's step s + K (B
+ran on from A's step K, as a model saved at step K and trained again), and
+only A's later steps are compared. Standard library only.
 
-    same_losses.py A.jsonl B.jsonl [--rtol R]
+    same_losses.py A.jsonl B.jsonl [--rtol R] [--offset K]
 """
 import json
 import sys
@@ -48,15 +50,21 @@ def close(a, b, rtol):
 
 def main():
     args = sys.argv[1:]
-    rtol = 0.0
+    rtol, offset = 0.0, 0
     if "--rtol" in args:
         i = args.index("--rtol")
         rtol = float(args[i + 1])
+        del args[i:i + 2]
+    if "--offset" in args:
+        i = args.index("--offset")
+        offset = int(args[i + 1])
         del args[i:i + 2]
     if len(args) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     a, b = read(args[0]), read(args[1])
+    if offset:
+        a = {s - offset: v for s, v in a.items() if s > offset}
     if sorted(a) != sorted(b):
         print(f"steps differ: {sorted(a)} vs {sorted(b)}")
         return 1

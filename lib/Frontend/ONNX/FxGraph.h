@@ -233,10 +233,15 @@ struct FxGraph {
   /// `target`'s module (`M.decoder.bias` for `M.bias`: Hugging Face's
   /// `self.decoder.bias = self.bias` in BERT-style LM heads) is a tie only
   /// where no node of that module's subtree reads a fold: a parameter of M
-  /// that the optimiser folded would be read there, as its fold.
+  /// that the optimiser folded would be read there, as its fold. Several
+  /// parameters of that name read in M (`M.transform.dense.bias` beside
+  /// BERT's `M.decoder.bias`): the one owned by M or a module of M's own
+  /// (`M.decoder`), then `M.decoder`'s, else none (a guess would export
+  /// another parameter's values under `target`'s name).
   std::string tiedAliasRead(const std::map<std::string, std::string> &sig,
                             llvm::StringRef target) {
     llvm::StringRef module = ownerModule(target);
+    std::set<std::string> found;
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto &a : fxArgs(nodeFx[i])) {
         auto read = sig.find(a);
@@ -244,9 +249,21 @@ struct FxGraph {
             !tiedAlias(target, read->second, scopesOf(i)))
           continue;
         if (!withinModule(read->second, module) || !foldReadWithin(module))
-          return read->second;
+          found.insert(read->second);
       }
-    return "";
+    if (found.size() > 1) // those of M or its children
+      for (auto it = found.begin(); it != found.end();) {
+        llvm::StringRef owner = ownerModule(*it);
+        bool own = owner == module || ownerModule(owner) == module;
+        it = own ? std::next(it) : found.erase(it);
+      }
+    // Still several (ALBERT's `M.dense.bias` beside `M.decoder.bias`): the
+    // LM heads' convention, `self.decoder.bias = self.bias`.
+    std::string decoder =
+        (module + ".decoder." + target.rsplit('.').second).str();
+    if (found.size() > 1 && found.count(decoder))
+      return decoder;
+    return found.size() == 1 ? *found.begin() : "";
   }
   /// Whether `name` (a parameter or module) is `module` or inside it.
   static bool withinModule(llvm::StringRef name, llvm::StringRef module) {

@@ -112,6 +112,12 @@ llvm::Error restoreRemovedBiases(onnx::GraphProto &g, llvm::StringRef path,
               "it; re-export with torch.onnx.export(..., optimize=False) or "
               "with dynamo=False");
     };
+    // The bias already back, an initializer named after the parameter (a
+    // file smp's --save-onnx wrote from a trained one): nothing is gone.
+    if (n.input_size() == 3 && names.contains(n.input(2)) &&
+        (n.input(2) == name ||
+         llvm::StringRef(n.input(2)).starts_with(name + "#")))
+      continue;
     const onnx::TensorProto *weight = nullptr;
     for (const auto &t : g.initializer())
       if (n.input_size() == 2 && t.name() == n.input(1))

@@ -408,8 +408,11 @@ struct SharedInitializers {
       }
       if (it->second == name)
         continue;
+      // The copy's own origin ("merged", "merged-exact", or the frozen
+      // "buffer" of the exporter's constant), not a checkpoint name that
+      // may carry the same name (an "alias" of a tied parameter).
       ParamOrigin &o = *llvm::find_if(origins, [&](const ParamOrigin &p) {
-        return p.name == it->second;
+        return p.name == it->second && p.kind != "alias" && p.kind != "renamed";
       });
       for (auto [node, k] : uses)
         if (node == nodes[u]) {
