@@ -83,32 +83,21 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
                         const std::string &sums, const std::string &advice,
                         std::vector<ParamOrigin> &origins,
                         std::vector<std::string> &warnings) {
-  const onnx::TensorProto &t = g.initializer(i);
-  std::string name = t.name(), rowsName = name + "#rows",
+  std::string name = g.initializer(i).name(), rowsName = name + "#rows",
               indexName = name + "#index";
-  onnx::TensorProto distinct = t;
-  distinct.set_name(rowsName);
-  distinct.clear_dims();
-  distinct.add_dims(static_cast<int64_t>(rows.firstOf.size()));
-  distinct.add_dims(last);
   std::string data;
   for (int64_t f : rows.firstOf)
     data.append(bytes.data() + f * rows.rowBytes, rows.rowBytes);
-  distinct.clear_float_data();
-  distinct.clear_double_data();
-  distinct.clear_int32_data();
-  distinct.clear_data_location();
-  distinct.clear_external_data();
-  distinct.set_raw_data(data);
+  refillInitializer(g, i, rowsName,
+                    {static_cast<int64_t>(rows.firstOf.size()), last}, data);
   onnx::TensorProto index;
   index.set_name(indexName);
   index.set_data_type(onnx::TensorProto::INT64);
   for (int d = 0; d + 1 < type.getRank(); ++d)
     index.add_dims(type.getShape()[d]);
-  index.set_raw_data(std::string(
-      reinterpret_cast<const char *>(rows.index.data()),
-      rows.index.size() * sizeof(int64_t)));
-  *g.mutable_initializer(i) = std::move(distinct);
+  index.set_raw_data(
+      std::string(reinterpret_cast<const char *>(rows.index.data()),
+                  rows.index.size() * sizeof(int64_t)));
   *g.add_initializer() = std::move(index);
   onnx::NodeProto *gather = g.add_node();
   gather->set_op_type("Gather");
@@ -116,12 +105,6 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
   gather->add_input(rowsName);
   gather->add_input(indexName);
   gather->add_output(name);
-  auto *ins = g.mutable_input();
-  for (int k = 0; k < ins->size(); ++k)
-    if (ins->Get(k).name() == name) {
-      ins->DeleteSubrange(k, 1);
-      break;
-    }
   ParamOrigin o{rowsName, name, "folded-rows", false, {}, data};
   for (int64_t r : rows.index)
     o.uses.push_back({static_cast<int>(r), 0});
@@ -133,6 +116,11 @@ void gatherDistinctRows(onnx::GraphProto &g, int i, mlir::RankedTensorType type,
                      "' back from them" + advice);
 }
 
+/// Whether `op` transposes a matrix.
+bool transposeOp(llvm::StringRef op) {
+  return op == "t" || op == "transpose" || op == "permute";
+}
+
 /// The fold `t` of op `op` holds each element of `param` once
 /// (attributeMoves): trained as it is; a matrix transposed (`self.weight.T`)
 /// is exported by checkpoints as PyTorch's.
@@ -140,8 +128,7 @@ void trainMoved(const onnx::TensorProto &t, llvm::StringRef op,
                 const std::string &param, FxGraph &fx,
                 std::vector<ParamOrigin> &origins) {
   origins.push_back({t.name(), t.name(), "folded", false, {}});
-  bool transposed = op == "t" || op == "transpose" || op == "permute";
-  if (transposed && t.dims_size() == 2)
+  if (transposeOp(op) && t.dims_size() == 2)
     origins.push_back({t.name(), param, "renamed", true, {}});
   fx.trainedMoves.push_back("'" + t.name() + "' (" + param + ", aten." +
                             op.str() + ")");
@@ -395,11 +382,6 @@ llvm::Error resolveFoldedInitializer(onnx::GraphProto &g, int i,
                          warnings);
 }
 
-/// Whether `op` transposes a matrix.
-bool transposeOp(llvm::StringRef op) {
-  return op == "t" || op == "transpose" || op == "permute";
-}
-
 /// PyTorch's parameters that the fold `holder`'s other rows hold, where
 /// its record says the fold is a cat of the tied weight `source` and
 /// parameters gone from the file, each only moved (kBijections): the
@@ -508,6 +490,28 @@ llvm::Error splitFoldedTiedBlocks(onnx::GraphProto &g, llvm::StringRef path,
 }
 
 } // namespace
+
+void refillInitializer(onnx::GraphProto &g, int i, const std::string &name,
+                       llvm::ArrayRef<int64_t> dims, std::string raw) {
+  onnx::TensorProto &t = *g.mutable_initializer(i);
+  std::string old = t.name();
+  t.set_name(name);
+  t.clear_dims();
+  for (int64_t d : dims)
+    t.add_dims(d);
+  t.clear_float_data();
+  t.clear_double_data();
+  t.clear_int32_data();
+  t.clear_data_location();
+  t.clear_external_data();
+  t.set_raw_data(std::move(raw));
+  auto *ins = g.mutable_input();
+  for (int k = 0; k < ins->size(); ++k)
+    if (ins->Get(k).name() == old) {
+      ins->DeleteSubrange(k, 1);
+      break;
+    }
+}
 
 std::vector<std::string> nodeScopes(const onnx::NodeProto &n) {
   std::string meta = nodeMetadata(n, "pkg.torch.onnx.name_scopes");

@@ -504,18 +504,7 @@ struct SharedInitializers {
       }
       replaced[b] = true;
       origins.push_back({dst.name, src.name, "tied", transposed, {}});
-      onnx::NodeProto *node = g.add_node();
-      node->set_op_type(transposed ? "Transpose" : "Identity");
-      node->set_name("smp.tie." + dst.name);
-      node->add_input(src.name);
-      node->add_output(dst.name);
-      if (transposed) {
-        auto *perm = node->add_attribute();
-        perm->set_name("perm");
-        perm->set_type(onnx::AttributeProto::INTS);
-        perm->add_ints(1);
-        perm->add_ints(0);
-      }
+      addCopyNode(g, "smp.tie." + dst.name, src.name, dst.name, transposed);
       warnings.push_back(
           "initializer '" + dst.name + "' holds " +
           (transposed ? "the transpose of" : "a copy of") + " '" + src.name +

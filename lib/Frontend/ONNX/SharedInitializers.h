@@ -321,6 +321,19 @@ bool readByItsModule(const onnx::NodeProto &n, llvm::StringRef param);
 bool repeatedCallCopy(const onnx::GraphProto &g,
                       const onnx::NodeProto &identity);
 
+/// Appends node `name`: `out` = `in` as it is (Identity) or, `transposed`,
+/// the matrix's transpose (Transpose, perm [1, 0]): how the importer reads
+/// a tied copy from its weight.
+void addCopyNode(onnx::GraphProto &g, const std::string &name,
+                 const std::string &in, const std::string &out,
+                 bool transposed);
+/// Gives initializer i the name `name`, the dims `dims` and the raw bytes
+/// `raw` (its typed and external storage cleared), and takes its old name
+/// off the graph's inputs: a node computes that value from it now
+/// (FoldedParameters.cpp).
+void refillInitializer(onnx::GraphProto &g, int i, const std::string &name,
+                       llvm::ArrayRef<int64_t> dims, std::string raw);
+
 /// The transpose of a row-major [rows, cols] matrix's bytes.
 std::string transposeMatrix(llvm::StringRef bytes, int64_t rows, int64_t cols,
                             int64_t elementSize);

@@ -91,6 +91,23 @@ std::vector<TiedBlock> findTiedBlocks(
   return out;
 }
 
+void addCopyNode(onnx::GraphProto &g, const std::string &name,
+                 const std::string &in, const std::string &out,
+                 bool transposed) {
+  onnx::NodeProto *node = g.add_node();
+  node->set_op_type(transposed ? "Transpose" : "Identity");
+  node->set_name(name);
+  node->add_input(in);
+  node->add_output(out);
+  if (!transposed)
+    return;
+  auto *perm = node->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+}
+
 std::pair<std::string, std::string>
 splitTiedBlock(onnx::GraphProto &g, const TiedBlock &b, llvm::StringRef bytes,
                int64_t elementSize, bool recorded, llvm::StringRef torchName,
@@ -106,38 +123,14 @@ splitTiedBlock(onnx::GraphProto &g, const TiedBlock &b, llvm::StringRef bytes,
   std::string rest =
       bytes.substr(restFirst * rowBytes, restRows * rowBytes).str();
   std::string restName = b.holder + "#rest", tiedName = b.holder + "#tied";
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    onnx::TensorProto &t = *g.mutable_initializer(i);
-    if (t.name() != b.holder)
-      continue;
-    t.set_name(restName);
-    t.set_dims(0, restRows);
-    t.clear_float_data();
-    t.clear_double_data();
-    t.clear_int32_data();
-    t.clear_data_location();
-    t.clear_external_data();
-    t.set_raw_data(rest);
-    break;
-  }
-  auto *ins = g.mutable_input();
-  for (int k = 0; k < ins->size(); ++k)
-    if (ins->Get(k).name() == b.holder) {
-      ins->DeleteSubrange(k, 1);
+  for (int i = 0; i < g.initializer_size(); ++i)
+    if (g.initializer(i).name() == b.holder) {
+      refillInitializer(g, i, restName, {restRows, cols}, rest);
       break;
     }
   std::string tied = b.source;
   if (b.transposed) {
-    onnx::NodeProto *t = g.add_node();
-    t->set_op_type("Transpose");
-    t->set_name("smp.tied-block." + tiedName);
-    t->add_input(b.source);
-    t->add_output(tiedName);
-    auto *perm = t->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    perm->add_ints(1);
-    perm->add_ints(0);
+    addCopyNode(g, "smp.tied-block." + tiedName, b.source, tiedName, true);
     tied = tiedName;
   }
   onnx::NodeProto *cat = g.add_node();

@@ -130,6 +130,17 @@ void sortTopologically(onnx::GraphProto &g) {
   g.mutable_node()->Swap(&sorted);
 }
 
+/// The bytes of a trained matrix's transpose.
+std::string transposedBytes(const TrainedTensor &t) {
+  size_t es = t.bytes / static_cast<size_t>(t.shape[0] * t.shape[1]);
+  std::string out(t.bytes, '\0');
+  for (int64_t i = 0; i < t.shape[0]; ++i)
+    for (int64_t j = 0; j < t.shape[1]; ++j)
+      std::memcpy(&out[(j * t.shape[0] + i) * es],
+                  t.data + (i * t.shape[1] + j) * es, es);
+  return out;
+}
+
 /// A fold the importer split into a tied weight's block and a parameter
 /// of its other rows (lib/Frontend/ONNX/TiedBlocks.cpp): written back as
 /// the fold, from the trained weight (transposed where the block is) and
@@ -153,13 +164,8 @@ Status writeTiedBlock(const std::string &source,
       (o.transposed() ? tCols : tRows) != rows)
     return Status::failure(source + ": the fold '" + o.from() +
                            "' no longer matches '" + o.source() + "'");
-  size_t es = r.bytes / static_cast<size_t>(r.shape[0] * cols);
-  std::string block(static_cast<size_t>(rows * cols) * es, '\0');
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      int64_t from = o.transposed() ? j * tCols + i : i * tCols + j;
-      std::memcpy(&block[(i * cols + j) * es], t.data + from * es, es);
-    }
+  std::string block =
+      o.transposed() ? transposedBytes(t) : std::string(t.data, t.bytes);
   std::string out = o.uses(0) == 0 ? block + std::string(r.data, r.bytes)
                                    : std::string(r.data, r.bytes) + block;
   copies.push_back(std::move(out));
@@ -303,13 +309,7 @@ Status applyParamOrigins(const Artifact &artifact, onnx::ModelProto &model,
       if (t.shape.size() != 2)
         return Status::failure(source + ": tied copy '" + o.name() +
                                "' of a tensor that is not a matrix");
-      size_t es = t.bytes / static_cast<size_t>(t.shape[0] * t.shape[1]);
-      std::string out(t.bytes, '\0');
-      for (int64_t i = 0; i < t.shape[0]; ++i)
-        for (int64_t j = 0; j < t.shape[1]; ++j)
-          std::memcpy(&out[(j * t.shape[0] + i) * es],
-                      t.data + (i * t.shape[1] + j) * es, es);
-      transposedCopies.push_back(std::move(out));
+      transposedCopies.push_back(transposedBytes(t));
       t.data = transposedCopies.back().data();
       t.shape = {t.shape[1], t.shape[0]};
     }
