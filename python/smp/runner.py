@@ -154,6 +154,8 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
           check_finite: bool = False, overlap: bool = True,
           cuda_graph: bool = False, eval_data=None,
           eval_every: Optional[int] = None,
+          allow_copied_labels: bool = False,
+          ignore_unread_data: bool = False,
           compute_metrics: Optional[Callable[[EvalPrediction], Mapping[str, Any]]] = None,
           progress: Union[bool, Callable[[str], None]] = True) -> TrainResult:
     """Trains `artifact` (smp.compile's result or an .smpx path) for `steps`
@@ -184,7 +186,13 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
     losses). compute_metrics (the Trainer's: called with an EvalPrediction
     of each evaluation, returning a dict) needs an artifact compiled with
     eval_predictions=True; its results join each evaluation's row in
-    eval_metrics as eval_NAME. Each step's line is shown as
+    eval_metrics as eval_NAME. Labels of a cross_entropy loss equal to a
+    data input (a causal LM's unshifted labels: the model would learn to
+    repeat its input) are refused unless allow_copied_labels=True
+    (smprun --allow-copied-labels); so is a mask the model does not read
+    (an attention_mask marking padding of a model exported without it)
+    or token types not all 0, unless ignore_unread_data=True (smprun
+    --ignore-unread-data). Each step's line is shown as
     smprun prints it (progress=False: quiet; a callable: called per line).
     Returns the losses and the per-step metrics; raises SmpError with
     smprun's message."""
@@ -208,6 +216,10 @@ def train(artifact, data, steps: int, ranks: Optional[int] = None,
             args.append("--reset-optimizer")
         if reset_data:
             args.append("--reset-data")
+        if allow_copied_labels:
+            args.append("--allow-copied-labels")
+        if ignore_unread_data:
+            args.append("--ignore-unread-data")
         if save_onnx is not None:
             args += ["--save-onnx", str(save_onnx)]
         if source_model is not None:
@@ -261,7 +273,8 @@ def _name_from_file(stem: str) -> str:
 
 
 def run(artifact, data, threads: Optional[int] = None,
-        device: Optional[str] = None) -> Dict[str, np.ndarray]:
+        device: Optional[str] = None,
+        ignore_unread_data: bool = False) -> Dict[str, np.ndarray]:
     """Runs a forward artifact (smp.compile without loss=) with smprun
     --output-dir and returns its outputs by name. `data` is as smp.train's:
     a dict of input name -> numpy array / tensor / .npy path, or a
@@ -269,8 +282,11 @@ def run(artifact, data, threads: Optional[int] = None,
     many samples (every input alike) run as K batches, each output
     concatenated along dim 0, when smpc found every output computed sample
     by sample (otherwise SmpError names the output, the op that mixes the
-    samples and the batch_size= to compile with). A bf16 output comes back
-    widened to float32."""
+    samples and the batch_size= to compile with). A mask in `data` that the
+    model does not read (an attention_mask marking padding of a model
+    exported without it), or token types not all 0, is refused unless
+    ignore_unread_data=True. A bf16 output comes back widened to
+    float32."""
     path = Path(getattr(artifact, "path", artifact))
     with tempfile.TemporaryDirectory(prefix="smp-run-") as tmp:
         tmp = Path(tmp)
@@ -281,6 +297,8 @@ def run(artifact, data, threads: Optional[int] = None,
             args += ["--threads", str(threads)]
         if device is not None:
             args += ["--device", device]
+        if ignore_unread_data:
+            args.append("--ignore-unread-data")
         _tools.run("smprun", args)
         return {_name_from_file(f.stem): np.load(f)
                 for f in sorted((tmp / "out").glob("*.npy"))}

@@ -120,6 +120,49 @@ def test_train_error_is_smpruns_message(tools, tmp_path):
     print(e.value)
 
 
+def test_train_refuses_labels_that_copy_the_input(tools, tmp_path):
+    # Hugging Face's collator gives a causal LM labels = input_ids (the
+    # model shifts them); smpc's cross_entropy loss does not shift, so
+    # smprun refuses them, and allow_copied_labels says they are meant.
+    import numpy as np
+    art = smp.compile(FIXTURES / "train" / "gpt.onnx",
+                      output=tmp_path / "g.smpx", **TRAIN)
+    idx = np.load(FIXTURES / "train" / "gpt" / "idx.npy")
+    labels = idx.copy()
+    labels[:, -1] = -100
+    with pytest.raises(smp.SmpError) as e:
+        smp.train(art, data={"idx": idx, "labels": labels}, steps=1,
+                  progress=False)
+    assert "are input 'idx' itself" in str(e.value)
+    assert "pass --allow-copied-labels" in str(e.value)
+    copied = smp.train(art, data={"idx": idx, "labels": labels}, steps=1,
+                       allow_copied_labels=True, progress=False)
+    shifted = np.concatenate([idx[:, 1:], np.full((len(idx), 1), -100)], 1)
+    ok = smp.train(art, data={"idx": idx, "labels": shifted}, steps=1,
+                   progress=False)
+    assert len(copied.losses) == 1 and len(ok.losses) == 1
+
+
+def test_run_refuses_a_mask_the_model_does_not_read(tools, tmp_path):
+    # A tokenizer's dict passed whole: the model was exported with its ids
+    # alone, so the mask marking padding would be dropped; refused, and
+    # ignore_unread_data says it is meant.
+    import numpy as np
+    art = smp.compile(FIXTURES / "gpt_op17.onnx", output=tmp_path / "f.smpx",
+                      batch_size=2, dim={"seq": 16})
+    idx = np.load(FIXTURES / "gpt_op17" / "idx.npy")
+    mask = np.ones_like(idx)
+    mask[:, 12:] = 0
+    enc = {"idx": np.where(mask == 0, 7, idx), "attention_mask": mask}
+    with pytest.raises(smp.SmpError) as e:
+        smp.run(art, enc)
+    assert "reads no input 'attention_mask' (its inputs: idx)" in str(e.value)
+    assert "pass --ignore-unread-data" in str(e.value)
+    out = smp.run(art, enc, ignore_unread_data=True)
+    np.testing.assert_array_equal(out["logits"],
+                                  smp.run(art, {"idx": enc["idx"]})["logits"])
+
+
 def test_run_refuses_batches_of_a_model_that_mixes_samples(tools, tmp_path):
     # An output centred on the batch's mean: run batch by batch it would be
     # another model's output; smp.run names the op and the batch to compile.

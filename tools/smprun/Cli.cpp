@@ -144,6 +144,21 @@ OPTIONS
                      fresh (zero moments, step count 1) at the resumed step.
   --reset-data       With --resume: accept a checkpoint of another global
                      batch; the data restarts at sample 0.
+  --ignore-unread-data  Train, evaluate or run forward on data whose
+                     directory (--data, --eval-data) holds a mask
+                     (*mask.npy: attention_mask.npy, ...) that masks some
+                     positions, or token types (*token_type_ids.npy) not
+                     all 0, that the model does not read (it was exported
+                     without that input): refused without it, since the
+                     model runs as if they were not there.
+  --allow-copied-labels  Train labels of a cross_entropy loss that equal
+                     a data input at every labelled position, or the
+                     input's token before each (--data's, --eval-data's
+                     first 1024 samples): refused without it, since that
+                     is a causal LM's unshifted (or wrongly shifted) labels
+                     (Hugging Face's collator sets labels = input_ids and
+                     the model shifts them; smpc's loss does not), which
+                     would teach the model to repeat its input.
   --save-onnx FILE   After training, write the original ONNX model with the
                      trained parameter values (external data beyond 2 GB).
                      FILE must be writable and the model readable (a
@@ -343,6 +358,8 @@ std::optional<int> checkCli(const Cli &cli, const std::set<std::string> &given) 
         return fail(std::string(flag) + " is for training; give --steps N");
     if (cli.resume)
       return fail("--resume is for training; give --steps N");
+    if (cli.allowCopiedLabels)
+      return fail("--allow-copied-labels is for training; give --steps N");
   }
   if (given.count("--log-every") &&
       (cli.progress == "live" || cli.progress == "none"))
@@ -447,13 +464,16 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
       return 0;
     }
     if (a == "--resume" || a == "--reset-optimizer" || a == "--reset-data" ||
-        a == "--check-finite" || a == "--no-overlap" || a == "--cuda-graph") {
-      (a == "--resume"         ? cli.resume
-       : a == "--reset-data"   ? cli.resetData
-       : a == "--check-finite" ? cli.checkFinite
-       : a == "--no-overlap"   ? cli.noOverlap
-       : a == "--cuda-graph"   ? cli.cudaGraph
-                               : cli.resetOptimizer) = true;
+        a == "--check-finite" || a == "--no-overlap" || a == "--cuda-graph" ||
+        a == "--allow-copied-labels" || a == "--ignore-unread-data") {
+      (a == "--resume"                ? cli.resume
+       : a == "--reset-data"          ? cli.resetData
+       : a == "--allow-copied-labels" ? cli.allowCopiedLabels
+       : a == "--ignore-unread-data"  ? cli.ignoreUnreadData
+       : a == "--check-finite"        ? cli.checkFinite
+       : a == "--no-overlap"          ? cli.noOverlap
+       : a == "--cuda-graph"          ? cli.cudaGraph
+                                      : cli.resetOptimizer) = true;
       cli.forwarded.push_back(a);
       continue;
     }
@@ -502,9 +522,14 @@ std::optional<int> parseCli(int argc, char **argv, Cli &cli) {
         return fail(name + " expects a positive integer, got '" + v + "'");
       *flag->second.number = n;
     } else if (!a.empty() && a[0] == '-') {
-      std::vector<std::string> known = {"--resume", "--reset-optimizer",
-                                        "--reset-data", "--timeout",
-                                        "--help", "--version"};
+      std::vector<std::string> known = {"--resume",
+                                        "--reset-optimizer",
+                                        "--reset-data",
+                                        "--timeout",
+                                        "--allow-copied-labels",
+                                        "--ignore-unread-data",
+                                        "--help",
+                                        "--version"};
       for (const auto &entry : flags)
         known.push_back(entry.first);
       return fail("unknown option '" + a + "'" +

@@ -24,7 +24,8 @@ struct Cli {
           evalEvery = 0, profileWarmup = 0;
   double timeout = 600;
   bool resume = false, resetOptimizer = false, resetData = false,
-       checkFinite = false, noOverlap = false, cudaGraph = false;
+       checkFinite = false, noOverlap = false, cudaGraph = false,
+       allowCopiedLabels = false, ignoreUnreadData = false;
   std::string device; // "": the artifact's target
   std::vector<std::string> args;
   // What `smprun -n N` passes on to each rank: everything but -n N.

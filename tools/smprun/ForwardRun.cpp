@@ -14,6 +14,7 @@
 #include "ForwardRun.h"
 
 #include "smprt/Base.h"
+#include "smprt/train/DataChecks.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -39,6 +40,11 @@ int readInputs(const Cli &cli, const smprt::Artifact &artifact, int rank,
                std::vector<smprt::NpyArray> &inputs,
                std::vector<std::string> &paths) {
   smprt::Status s;
+  if (!cli.ignoreUnreadData &&
+      !(s = smprt::checkUnreadInputs(artifact, cli.dataDir,
+                                     "--ignore-unread-data"))
+           .ok())
+    return fail(s.error);
   inputs.resize(artifact.manifest.inputs_size());
   for (int i = 0; i < artifact.manifest.inputs_size(); ++i) {
     const std::string &name = artifact.manifest.inputs(i).name();

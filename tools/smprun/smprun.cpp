@@ -293,6 +293,8 @@ int trainModel(const Cli &cli, const smprt::LaunchInfo &launch,
   topts.resume = cli.resume;
   topts.resetOptimizer = cli.resetOptimizer;
   topts.resetData = cli.resetData;
+  topts.allowCopiedLabels = cli.allowCopiedLabels;
+  topts.ignoreUnreadData = cli.ignoreUnreadData;
   if (rank == 0)
     topts.onNote = [](bool warning, const std::string &line) {
       if (warning) {

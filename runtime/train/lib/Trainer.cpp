@@ -6,6 +6,7 @@
 
 #include "smprt/Base.h"
 #include "smprt/train/Checkpoint.h"
+#include "smprt/train/DataChecks.h"
 #include "smprt/train/Progress.h"
 #include "smprt/train/Schedule.h"
 #include "smprt/train/Signals.h"
@@ -271,6 +272,19 @@ Status evalSchedule(int64_t recorded, double delay, const TrainOptions &options,
   return Status::success();
 }
 
+/// The checks of a data directory for what would train another model
+/// (DataChecks.h), but those the options accept.
+Status checkData(const Artifact &artifact, const TrainOptions &options,
+                 const std::string &dir) {
+  if (!options.allowCopiedLabels)
+    if (Status s = checkLabelsNotCopied(artifact, dir, "--allow-copied-labels");
+        !s.ok())
+      return s;
+  if (!options.ignoreUnreadData)
+    return checkUnreadInputs(artifact, dir, "--ignore-unread-data");
+  return Status::success();
+}
+
 Status loadRunData(const Executor &exec, const TrainOptions &options,
                    RunData &run) {
   const Artifact &artifact = exec.artifact();
@@ -280,6 +294,8 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
   if (Status s = loadDatasets(exec, options.dataDir, "training", options.onNote,
                               data, samples, batch);
       !s.ok())
+    return s;
+  if (Status s = checkData(artifact, options, options.dataDir); !s.ok())
     return s;
   // Data parallel: each rank reads its share of the global batch (ranks of
   // one pipeline or tensor-parallel group read the same share).
@@ -310,6 +326,8 @@ Status loadRunData(const Executor &exec, const TrainOptions &options,
   if (Status s = loadEvaluation(exec, options.evalDir, options.onNote,
                                 globalBatch, run.eval, run.evalNote);
       !s.ok())
+    return s;
+  if (Status s = checkData(artifact, options, options.evalDir); !s.ok())
     return s;
   return loadPredictions(exec, options.evalPredictionsDir, options.report,
                          run.eval);

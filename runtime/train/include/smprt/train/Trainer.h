@@ -40,6 +40,11 @@ struct TrainOptions {
   bool resume = false; // continue from checkpointDir's latest
   // What --resume accepts when the checkpoint disagrees with the artifact.
   bool resetOptimizer = false, resetData = false;
+  // Labels of a cross_entropy loss equal to a data input (the model learns
+  // to repeat its input) are refused unless this says they are meant.
+  bool allowCopiedLabels = false;
+  // So is a mask or token types in the data that the model does not read.
+  bool ignoreUnreadData = false;
   // Called before the first step with each line rank 0 says: what was
   // resumed and how samples are converted (warning false), and each warning
   // about what a resume could not check (warning true).
