@@ -24,7 +24,7 @@ USAGE
   smpc compile MODEL -o OUT.smpx [--target cpu|cuda] [--batch-size B]
                [--dim NAME=VALUE]... [--train --loss LOSS [OPTIMIZER...]]
   smpc import  MODEL [-o OUT.mlir] [--dim NAME=VALUE]... [--no-raise]
-  smpc summary MODEL [--dim NAME=VALUE]...
+  smpc summary MODEL [--dim NAME=VALUE]... [--train]
   smpc plan    MODEL --devices N --cluster NAME|FILE.json [--global-batch B]
                [--dp D] [--tp T] [--pp P] [--microbatch-size M] [--json FILE]
                [--report FILE.svg]
@@ -38,7 +38,7 @@ COMMANDS
             unless --train is given.
   import    Convert MODEL into smp dialect MLIR (to stdout, or to -o FILE).
   summary   Print inputs, outputs, parameter and buffer counts and an op
-            histogram.
+            histogram (--train: the parameters as training imports them).
   plan      Choose how to train MODEL on N devices of a cluster: dp x tp x
             pp, micro-batches, schedule, ZeRO stage and recomputation, by the
             cost and memory models; print the plan, its predicted step
@@ -567,11 +567,14 @@ Converts MODEL into smp dialect MLIR (to stdout, or to -o FILE).
 )",
      {"MODEL", "OPTIONS", nullptr}},
     {"summary",
-     R"(usage: smpc summary MODEL [--dim NAME=VALUE]... [--batch-size B]
+     R"(usage: smpc summary MODEL [--dim NAME=VALUE]... [--batch-size B] [--train]
 
 Prints the model's inputs, outputs, parameter count (the trained tensors:
 PyTorch's model.parameters()), buffer count (float initializers smp does not
-train, with why above) and an op histogram.
+train, with why above) and an op histogram. With --train, as compile --train
+imports it: what only training restores (a tied weight folded with other
+rows, an embedding's folded rows, biases the exporter removed) is listed too,
+and what training refuses is refused.
 )",
      {"MODEL", "OPTIONS", nullptr}},
     {"ops",

@@ -750,9 +750,9 @@ std::optional<int> finishParallelOptions(Options &opts) {
     // Each rank's share, and within it one micro-batch.
     opts.import.batchSize /= split;
   }
-  if (opts.train && opts.command != "compile")
-    return fail("--train applies to compile");
-  if (opts.train && opts.plan.loss.empty())
+  if (opts.train && opts.command != "compile" && opts.command != "summary")
+    return fail("--train applies to compile (and to summary)");
+  if (opts.train && opts.command == "compile" && opts.plan.loss.empty())
     return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
                 "mse:OUTPUT:TARGET)");
   if (!opts.train && (!opts.plan.loss.empty() ||
