@@ -29,8 +29,15 @@ std::string convertHint(const NpyArray &samples, DType want,
                                          : nullptr;
   if (!np)
     return "";
-  return std::string("; convert it (numpy: np.save('") + path + "', np.load('" +
-         path + "').astype(np." + np + ")))";
+  std::string hint = std::string("; convert it (numpy: np.save('") + path +
+                     "', np.load('" + path + "').astype(np." + np + ")))";
+  // Bytes for a float input are most often an image's pixels, which the
+  // model's image processor scales and normalises before the model.
+  if (samples.dtype == DType::U8 && isFloat(want))
+    hint += ", scaled as the model's preprocessing does (8-bit pixels: a "
+            "Hugging Face image processor gives (x / 255 - mean) / std), "
+            "since training feeds the values as they are";
+  return hint;
 }
 
 /// Integer samples of another integer dtype than the model's input (token

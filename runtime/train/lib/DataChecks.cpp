@@ -236,7 +236,8 @@ Status checkUnreadInputs(const Artifact &artifact, const std::string &dir,
              "(" +
              in->name + ", " + stem + "), ..., input_names=['" + in->name +
              "', '" + stem +
-             "'])), or, if that is meant (a causal LM padded at the end of "
+             "']); smp.export takes the same), or, if that is meant (a causal "
+             "LM padded at the end of "
              "each sample with labels -100 there: the mask changes no "
              "loss), pass ";
     } else {
