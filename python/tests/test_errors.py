@@ -141,6 +141,20 @@ def test_train_refuses_labels_that_copy_the_input(tools, tmp_path):
     ok = smp.train(art, data={"idx": idx, "labels": shifted}, steps=1,
                    progress=False)
     assert len(copied.losses) == 1 and len(ok.losses) == 1
+    # shift_labels=True (smpc --shift-labels) takes the collator's labels
+    # as they are and trains what the shifted ones train, bit for bit.
+    hf = smp.compile(FIXTURES / "train" / "gpt.onnx", shift_labels=True,
+                     output=tmp_path / "hf.smpx", **TRAIN)
+    assert "(smpc --shift-labels)" in hf.plan_text
+    unshifted = idx.copy()
+    unshifted[:, 12:] = -100
+    by_hand = np.concatenate([unshifted[:, 1:],
+                              np.full((len(idx), 1), -100)], 1)
+    a = smp.train(hf, data={"idx": idx, "labels": unshifted}, steps=2,
+                  progress=False)
+    b = smp.train(art, data={"idx": idx, "labels": by_hand}, steps=2,
+                  progress=False)
+    assert a.losses == b.losses
 
 
 def test_run_refuses_a_mask_the_model_does_not_read(tools, tmp_path):

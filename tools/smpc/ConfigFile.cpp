@@ -59,6 +59,7 @@ const std::pair<const char *, Kind> kFlags[] = {
     {"--eval-every", Kind::Value},
     {"--eval-delay", Kind::Value},
     {"--eval-on-start", Kind::Switch},
+    {"--shift-labels", Kind::Switch},
     {"--eval-accuracy", Kind::Switch},
     {"--eval-batch-size", Kind::Value},
     {"--eval-metrics", Kind::List},

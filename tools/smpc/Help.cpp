@@ -215,6 +215,13 @@ TRAINING (compile --train)
                        preprocess_logits_for_metrics, which run_glue's
                        and run_ner's compute_metrics take (they argmax
                        them); at most 1024 classes (a classifier's).
+  --shift-labels       With a cross_entropy:LOGITS:LABELS loss: LABELS holds
+                       each position's own token, as a Hugging Face causal
+                       LM takes them (its collator's labels = input_ids,
+                       -100 where padded); smprun feeds position t the
+                       label of t + 1 and -100 at the last, as the
+                       transformers model shifts them inside its loss.
+                       Without it smprun refuses labels equal to an input.
   --eval-on-start      With --train: smprun --eval-data also evaluates
                        before the first step of a run from step 0 (the
                        Trainer's eval_on_start; not again on --resume).

@@ -142,6 +142,7 @@ std::optional<int> checkFlagCombinations(const Options &opts) {
                                         "--eval-every",
                                         "--eval-delay",
                                         "--eval-on-start",
+                                        "--shift-labels",
                                         "--eval-accuracy",
                                         "--eval-batch-size",
                                         "--eval-metrics",

@@ -74,6 +74,7 @@ bool failFlag(std::optional<int> &exit, const llvm::Twine &msg) {
 
 /// The output, the model and its import: -o, --dim, --tie, --untie,
 /// --target, --batch-size, --train, --nesterov, --eval-on-start,
+/// --shift-labels,
 /// --zero-stage and --[no-]shard-optimizer-state.
 /// Returns whether `a` is one of them; `exit` is set when its value is
 /// malformed.
@@ -130,6 +131,8 @@ bool parseModelFlag(llvm::StringRef a, const FlagValue &value, Options &opts,
     opts.plan.nesterov = true;
   } else if (a == "--eval-on-start") {
     opts.evalOnStart = true;
+  } else if (a == "--shift-labels") {
+    opts.shiftLabels = true;
   } else if (a == "--eval-accuracy") {
     opts.plan.evalAccuracy = true;
   } else if (a == "--eval-predictions") {
@@ -755,6 +758,16 @@ std::optional<int> finishParallelOptions(Options &opts) {
   if (opts.train && opts.command == "compile" && opts.plan.loss.empty())
     return fail("--train needs --loss (NAME, cross_entropy:LOGITS:LABELS or "
                 "mse:OUTPUT:TARGET)");
+  if (opts.shiftLabels && opts.train &&
+      !llvm::StringRef(opts.plan.loss).starts_with("cross_entropy:"))
+    return fail("--shift-labels shifts the labels of smpc's "
+                "cross_entropy:LOGITS:LABELS loss; --loss " +
+                opts.plan.loss +
+                (opts.plan.loss.find(':') == std::string::npos
+                     ? " is the model's own, which shifts its labels itself "
+                       "where it does (a transformers causal LM does): leave "
+                       "--shift-labels out"
+                     : " has no labels to shift: leave --shift-labels out"));
   if (!opts.train && (!opts.plan.loss.empty() ||
                      opts.plan.precision != "fp32"))
     return fail("training options need --train");

@@ -73,6 +73,7 @@ struct Options {
   int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
   double evalDelay = 0;   // --eval-delay: no evaluation before (steps/epochs)
   bool evalOnStart = false; // --eval-on-start: also before the first step
+  bool shiftLabels = false; // --shift-labels: smprun shifts them (HF's)
   int64_t evalBatch = 0;    // --eval-batch-size (0: the global batch)
   /// --seed: what the dropout masks are drawn from.
   uint64_t seed = 0;

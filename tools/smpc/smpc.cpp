@@ -310,6 +310,7 @@ smp::TrainingOptions trainingOptions(ModuleOp module, const Options &opts,
   t.evalEvery = opts.evalEvery;
   t.evalDelay = opts.evalDelay;
   t.evalOnStart = opts.evalOnStart;
+  t.shiftLabels = opts.shiftLabels;
   t.evalBatch = opts.evalBatch;
   if (opts.plan.evalAccuracy)
     t.evalMetrics.push_back("accuracy");

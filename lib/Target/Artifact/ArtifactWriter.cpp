@@ -190,6 +190,7 @@ void setTraining(ModuleOp module, const TrainingOptions &training,
   t->set_eval_every(training.evalEvery);
   t->set_eval_delay(training.evalDelay);
   t->set_eval_on_start(training.evalOnStart);
+  t->set_shift_labels(training.shiftLabels);
   t->set_eval_batch(training.evalBatch);
   for (const std::string &name : training.evalMetrics)
     t->add_eval_metrics(name);

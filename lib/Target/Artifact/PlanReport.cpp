@@ -146,6 +146,39 @@ static std::string evaluationLine(ModuleOp module, ArrayRef<func::FuncOp> funcs,
   return text + "\n";
 }
 
+/// What plan.txt says of a training step's data: its random dropouts
+/// (their streams), those drawn inside a fused attention and what they draw
+/// from; labels smprun shifts.
+static std::string trainingLines(ModuleOp module,
+                                 const TrainingOptions &training) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::SmallDenseSet<int64_t> streams, inAttention;
+  module.walk([&](Operation *op) {
+    if (!drawsDropout(op))
+      return;
+    streams.insert(dropoutStream(op));
+    if (!isa<DropoutOp>(op))
+      inAttention.insert(dropoutStream(op));
+  });
+  if (!streams.empty()) {
+    os << "dropout: " << streams.size()
+       << " random Dropout(s), masks drawn from seed " << training.seed
+       << " by each element's place in the global batch (the same masks "
+          "under any plan)";
+    if (!inAttention.empty())
+      os << "; " << inAttention.size()
+         << " on attention probabilities, drawn inside the fused attention";
+    os << "\n";
+  }
+  if (training.shiftLabels)
+    os << "labels: each position's own token (Hugging Face's labels = "
+          "input_ids); smprun feeds position t the label of t + 1, -100 at "
+          "the last, as the transformers model shifts them (smpc "
+          "--shift-labels)\n";
+  return text;
+}
+
 std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                        const std::vector<std::unique_ptr<Lowering>> &stages,
                        const ArtifactOptions &options, const DeviceGrid &grid,
@@ -238,26 +271,8 @@ std::string planReport(ModuleOp module, ArrayRef<func::FuncOp> funcs,
       os << "\n";
     }
   }
-  // The model's random dropouts (their streams), those drawn inside a
-  // fused attention, and what they draw from.
-  llvm::SmallDenseSet<int64_t> streams, inAttention;
-  module.walk([&](Operation *op) {
-    if (!drawsDropout(op))
-      return;
-    streams.insert(dropoutStream(op));
-    if (!isa<DropoutOp>(op))
-      inAttention.insert(dropoutStream(op));
-  });
-  if (!streams.empty() && options.training) {
-    os << "dropout: " << streams.size()
-       << " random Dropout(s), masks drawn from seed " << options.training->seed
-       << " by each element's place in the global batch (the same masks "
-          "under any plan)";
-    if (!inAttention.empty())
-      os << "; " << inAttention.size()
-         << " on attention probabilities, drawn inside the fused attention";
-    os << "\n";
-  }
+  if (options.training)
+    os << trainingLines(module, *options.training);
   if (options.training)
     os << evaluationLine(module, funcs, evalRefusal, *options.training);
   for (auto [p, lowering] : llvm::enumerate(stages)) {

@@ -83,6 +83,46 @@ void fillIgnored(char *dst, DType dtype, size_t rowBytes) {
     std::memcpy(dst + at, one, esize);
 }
 
+/// Shifts a sample's labels (int64, or int32) one place along their last
+/// dim of `length`: position t gets t + 1's, the last the ignore index, as
+/// a transformers causal LM shifts its labels.
+void shiftLabels(char *row, DType dtype, size_t rowBytes, int64_t length) {
+  size_t esize = dtypeSize(dtype);
+  size_t runBytes = static_cast<size_t>(length) * esize;
+  for (size_t at = 0; at + runBytes <= rowBytes; at += runBytes) {
+    std::memmove(row + at, row + at + esize, runBytes - esize);
+    fillIgnored(row + at + runBytes - esize, dtype, esize);
+  }
+}
+
+/// Copies `sample` of `d` into `dst` (one row of its batch), converted to
+/// the compiled input's dtype.
+void copySample(const Dataset &d, int64_t sample, char *dst, size_t rowBytes) {
+  if (d.samples.dtype == d.batch.dtype) {
+    std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
+    return;
+  }
+  size_t esize = dtypeSize(d.batch.dtype);
+  int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
+  if (roundsTo(d.samples.dtype, d.batch.dtype)) {
+    convertFloats(d.samples.data() +
+                      sample * rowElems * dtypeSize(d.samples.dtype),
+                  d.samples.dtype, dst, d.batch.dtype, rowElems);
+    return;
+  }
+  // Integer samples of another dtype (checkIntegerSamples).
+  for (int64_t j = 0; j < rowElems; ++j) {
+    int64_t v = smp::kernels::common::loadIndex(
+        d.samples.data(), d.samples.dtype, sample * rowElems + j);
+    if (d.batch.dtype == DType::I32) {
+      int32_t w = static_cast<int32_t>(v);
+      std::memcpy(dst + j * esize, &w, sizeof(w));
+    } else {
+      std::memcpy(dst + j * esize, &v, sizeof(v));
+    }
+  }
+}
+
 } // namespace
 
 std::string diagnoseNonFinite(const std::vector<Dataset> &data,
@@ -115,6 +155,12 @@ Status loadDatasets(const Executor &exec, const std::string &dir,
   const Artifact &artifact = exec.artifact();
   samples = -1, batch = -1;
   bool anyDataInput = false;
+  // The labels the artifact shifts as it feeds them (smpc --shift-labels).
+  const auto &training = artifact.manifest.training();
+  std::string shiftedLabels;
+  if (training.shift_labels() &&
+      training.loss().rfind("cross_entropy:", 0) == 0)
+    shiftedLabels = training.loss().substr(training.loss().rfind(':') + 1);
   for (const auto &spec : artifact.manifest.inputs()) {
     if (!spec.name().empty() && spec.name()[0] == '@')
       continue; // fed by the trainer
@@ -181,6 +227,13 @@ Status loadDatasets(const Executor &exec, const std::string &dir,
     samples = d.samples.shape[0];
     batch = d.batch.shape[0];
     d.batchBytes.resize(d.batch.bytes());
+    d.shift = d.name == shiftedLabels;
+    if (d.shift && perSample.empty())
+      return Status::failure(path + ": input '" + d.name +
+                             "' holds one label a sample; the artifact "
+                             "shifts each sample's labels along their "
+                             "positions (smpc --shift-labels): compile "
+                             "without it");
     data.push_back(std::move(d));
   }
   if (!anyDataInput)
@@ -234,29 +287,9 @@ Status feedBatch(Executor &exec, std::vector<Dataset> &data, int64_t k,
         fillIgnored(dst, d.batch.dtype, rowBytes);
         continue;
       }
-      if (d.samples.dtype == d.batch.dtype) {
-        std::memcpy(dst, d.samples.data() + sample * rowBytes, rowBytes);
-        continue;
-      }
-      size_t esize = dtypeSize(d.batch.dtype);
-      int64_t rowElems = static_cast<int64_t>(rowBytes / esize);
-      if (roundsTo(d.samples.dtype, d.batch.dtype)) {
-        convertFloats(d.samples.data() +
-                          sample * rowElems * dtypeSize(d.samples.dtype),
-                      d.samples.dtype, dst, d.batch.dtype, rowElems);
-        continue;
-      }
-      // Integer samples of another dtype (checkIntegerSamples).
-      for (int64_t j = 0; j < rowElems; ++j) {
-        int64_t v = smp::kernels::common::loadIndex(
-            d.samples.data(), d.samples.dtype, sample * rowElems + j);
-        if (d.batch.dtype == DType::I32) {
-          int32_t w = static_cast<int32_t>(v);
-          std::memcpy(dst + j * esize, &w, sizeof(w));
-        } else {
-          std::memcpy(dst + j * esize, &v, sizeof(v));
-        }
-      }
+      copySample(d, sample, dst, rowBytes);
+      if (d.shift)
+        shiftLabels(dst, d.batch.dtype, rowBytes, d.batch.shape.back());
     }
     if (Status s = exec.setInput(d.name, d.batchRef(), dataDir); !s.ok())
       return s;

@@ -34,13 +34,15 @@ int64_t checkedSamples(const NpyArray &a) {
 
 /// Whether the first `samples` of `labels` equal those of `input` `lag`
 /// positions earlier in each sample of `length` positions (0: the same
-/// position) at every position the loss counts (not -100) that has one, with
-/// at least one such position; `counted` gets how many were compared.
+/// position; -1: the next) at every position the loss counts (not -100)
+/// that has one, with at least one such position; `counted` gets how many
+/// were compared.
 bool copiesInput(const NpyArray &labels, const NpyArray &input, int64_t samples,
                  int64_t length, int64_t lag, int64_t &counted) {
   counted = 0;
   for (int64_t i = 0; i < samples * length; ++i) {
-    if (i % length < lag)
+    int64_t at = i % length - lag; // the input's position
+    if (at < 0 || at >= length)
       continue;
     int64_t want =
         smp::kernels::common::loadIndex(labels.data(), labels.dtype, i);
@@ -108,30 +110,53 @@ Status checkLabelsNotCopied(const Artifact &artifact, const std::string &dir,
       continue;
     // A copy is the same in every sample: the first ones tell. A sequence
     // shifted the wrong way (np.roll(ids, 1, axis=1)) asks for the token
-    // before, which a causal model reads too.
+    // before, which a causal model reads too. Labels the artifact shifts
+    // must not be shifted already.
     int64_t samples = std::min(checkedSamples(labels), checkedSamples(input));
-    int64_t counted = 0, lag = 0, length = product(perSample);
-    if (!copiesInput(labels, input, samples, length, lag, counted) &&
-        (perSample.size() != 1 ||
-         !copiesInput(labels, input, samples, length, lag = 1, counted)))
-      continue;
-    return Status::failure(
-        labelsPath + ": the labels of loss '" + loss + "' are input '" +
-        spec.name() + "' " +
-        (lag ? "shifted the wrong way, each the token before its position"
-             : "itself") +
-        " (" + path + ": equal at all " + std::to_string(counted) +
-        " labelled positions of the first " + std::to_string(samples) +
-        " samples), so the model would learn to repeat a token it reads. A "
-        "causal language model's labels are shifted inside the "
-        "transformers model, not by smpc's cross_entropy loss: give "
-        "labels[:, t] = " +
-        spec.name() +
-        "[:, t + 1] and -100 at the last position (numpy: np.concatenate("
-        "[ids[:, 1:], np.full((len(ids), 1), -100)], axis=1)); if the "
-        "model is meant to " +
-        (lag ? "predict the token before" : "reproduce its input") + ", pass " +
-        flag);
+    int64_t counted = 0, length = product(perSample);
+    bool shifts = artifact.manifest.training().shift_labels();
+    std::vector<int64_t> lags;
+    if (!shifts)
+      lags.push_back(0);
+    if (perSample.size() == 1) // a sequence a sample
+      lags.push_back(shifts ? -1 : 1);
+    for (int64_t lag : lags) {
+      if (!copiesInput(labels, input, samples, length, lag, counted))
+        continue;
+      std::string where = " (" + path + ": equal at all " +
+                          std::to_string(counted) +
+                          " labelled positions of the first " +
+                          std::to_string(samples) + " samples)";
+      if (shifts)
+        return Status::failure(
+            labelsPath + ": the labels of loss '" + loss + "' are input '" +
+            spec.name() +
+            "' shifted already, each the token after its position" + where +
+            ", but the artifact shifts them again as it feeds them (smpc "
+            "--shift-labels), so the model would learn to predict two "
+            "tokens ahead: give labels = " +
+            spec.name() +
+            " (-100 where padded) or compile without "
+            "--shift-labels");
+      return Status::failure(
+          labelsPath + ": the labels of loss '" + loss + "' are input '" +
+          spec.name() + "' " +
+          (lag ? "shifted the wrong way, each the token before its position"
+               : "itself") +
+          where +
+          ", so the model would learn to repeat a token it reads. A causal "
+          "language model's labels are shifted inside the transformers "
+          "model, not by smpc's cross_entropy loss: give labels[:, t] = " +
+          spec.name() +
+          "[:, t + 1] and -100 at the last position (numpy: "
+          "np.concatenate([ids[:, 1:], np.full((len(ids), 1), -100)], "
+          "axis=1)), or labels = " +
+          spec.name() +
+          " with smpc --shift-labels, which shifts them as the transformers "
+          "model does; if the model is meant to " +
+          (lag ? "predict the token before" : "reproduce its input") +
+          ", pass " + flag);
+    }
   }
   return Status::success();
 }

@@ -25,6 +25,10 @@ struct Dataset {
   NpyArray samples;
   TensorRef batch; // the compiled input's dtype and shape; no data
   std::string batchBytes;
+  /// The labels of a cross_entropy loss the artifact shifts
+  /// (TrainingConfig.shift_labels): each sample's fed one place along its
+  /// last dim, position t getting t + 1's and the last -100.
+  bool shift = false;
 
   /// The batch with its bytes. Made when used: a pointer kept in `batch`
   /// dangled once the Dataset moved (into the vector, or as it grew) when

@@ -25,6 +25,7 @@ struct TrainingOptions {
   int64_t evalEvery = 0;  // smprun --eval-data's default --eval-every
   double evalDelay = 0;   // no evaluation before (steps; epochs: every -1)
   bool evalOnStart = false; // also evaluate before the first step
+  bool shiftLabels = false; // smprun shifts the labels (smpc --shift-labels)
   int64_t evalBatch = 0;    // samples of an evaluation's batch (0: global)
   /// What an evaluation reports besides the loss (smpc --eval-accuracy,
   /// --eval-metrics: smp/base/EvalMetrics.h's names).
