@@ -75,6 +75,40 @@ std::set<std::string> npyStems(const std::string &dir) {
   return stems;
 }
 
+/// Why labels that copy `input` `lag` positions earlier (where: the
+/// counts) are refused, and what to pass instead.
+std::string copiedLabels(const std::string &labelsPath, const std::string &loss,
+                         const std::string &input, const std::string &where,
+                         int64_t lag, const char *flag) {
+  std::string head = labelsPath + ": the labels of loss '" + loss +
+                     "' are input '" + input + "' ";
+  if (lag < 0) // the artifact shifts them (smpc --shift-labels)
+    return head + "shifted already, each the token after its position" + where +
+           ", but the artifact shifts them again as it feeds them (smpc "
+           "--shift-labels), so the model would learn to predict two tokens "
+           "ahead: give labels = " +
+           input +
+           " (-100 where padded) or compile without --shift-labels; if that "
+           "is meant, pass " +
+           flag;
+  return head +
+         (lag ? "shifted the wrong way, each the token before its position"
+              : "itself") +
+         where +
+         ", so the model would learn to repeat a token it reads. A causal "
+         "language model's labels are shifted inside the transformers model, "
+         "not by smpc's cross_entropy loss: give labels[:, t] = " +
+         input +
+         "[:, t + 1] and -100 at the last position (numpy: "
+         "np.concatenate([ids[:, 1:], np.full((len(ids), 1), -100)], "
+         "axis=1)), or labels = " +
+         input +
+         " with smpc --shift-labels, which shifts them as the transformers "
+         "model does; if the model is meant to " +
+         (lag ? "predict the token before" : "reproduce its input") +
+         ", pass " + flag;
+}
+
 } // namespace
 
 Status checkLabelsNotCopied(const Artifact &artifact, const std::string &dir,
@@ -120,43 +154,14 @@ Status checkLabelsNotCopied(const Artifact &artifact, const std::string &dir,
       lags.push_back(0);
     if (perSample.size() == 1) // a sequence a sample
       lags.push_back(shifts ? -1 : 1);
-    for (int64_t lag : lags) {
-      if (!copiesInput(labels, input, samples, length, lag, counted))
-        continue;
-      std::string where = " (" + path + ": equal at all " +
-                          std::to_string(counted) +
-                          " labelled positions of the first " +
-                          std::to_string(samples) + " samples)";
-      if (shifts)
-        return Status::failure(
-            labelsPath + ": the labels of loss '" + loss + "' are input '" +
-            spec.name() +
-            "' shifted already, each the token after its position" + where +
-            ", but the artifact shifts them again as it feeds them (smpc "
-            "--shift-labels), so the model would learn to predict two "
-            "tokens ahead: give labels = " +
-            spec.name() +
-            " (-100 where padded) or compile without "
-            "--shift-labels");
-      return Status::failure(
-          labelsPath + ": the labels of loss '" + loss + "' are input '" +
-          spec.name() + "' " +
-          (lag ? "shifted the wrong way, each the token before its position"
-               : "itself") +
-          where +
-          ", so the model would learn to repeat a token it reads. A causal "
-          "language model's labels are shifted inside the transformers "
-          "model, not by smpc's cross_entropy loss: give labels[:, t] = " +
-          spec.name() +
-          "[:, t + 1] and -100 at the last position (numpy: "
-          "np.concatenate([ids[:, 1:], np.full((len(ids), 1), -100)], "
-          "axis=1)), or labels = " +
-          spec.name() +
-          " with smpc --shift-labels, which shifts them as the transformers "
-          "model does; if the model is meant to " +
-          (lag ? "predict the token before" : "reproduce its input") +
-          ", pass " + flag);
-    }
+    for (int64_t lag : lags)
+      if (copiesInput(labels, input, samples, length, lag, counted))
+        return Status::failure(copiedLabels(
+            labelsPath, loss, spec.name(),
+            " (" + path + ": equal at all " + std::to_string(counted) +
+                " labelled positions of the first " + std::to_string(samples) +
+                " samples)",
+            lag, flag));
   }
   return Status::success();
 }
