@@ -57,6 +57,13 @@ int readInputs(const Cli &cli, const smprt::Artifact &artifact, int rank,
     if (!(s = smprt::readNpy(path, inputs[i])).ok())
       return fail(s.error);
     auto want = static_cast<smprt::DType>(artifact.manifest.inputs(i).dtype());
+    // An image's pixels as bytes: as training's data check says (Data.cpp).
+    if (inputs[i].dtype == smprt::DType::U8 && smprt::isFloat(want))
+      return fail(path + ": input '" + name + "' holds 8-bit values where " +
+                  "the model takes " + smprt::dtypeName(want) +
+                  ": scale them as the model's preprocessing does (8-bit "
+                  "pixels: a Hugging Face image processor gives (x / 255 - "
+                  "mean) / std) and save them as float32");
     if (smprt::roundsTo(inputs[i].dtype, want)) {
       smprt::NpyArray &a = inputs[i];
       int64_t n = a.ref().numel();
