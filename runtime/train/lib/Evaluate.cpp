@@ -47,10 +47,12 @@ namespace {
 /// from the labels file on every rank (a pipeline's first stage reads no
 /// labels, and the batch's weights are needed where its loss is reported):
 /// of the sample's flattened labels, those in `ranges` ([begin, end)
-/// pairs: a model's own loss reads those), else all.
+/// pairs: a model's own loss reads those), else all; where the artifact
+/// shifts them as it feeds them (TrainingConfig.shift_labels) all but each
+/// run of `shifted` labels' first, which the shift drops.
 Status countLabels(const std::string &dir,
                    const google::protobuf::RepeatedField<int64_t> &ranges,
-                   Evaluation &eval) {
+                   bool shifted, Evaluation &eval) {
   std::string path = dir + "/" + fileNameFor(eval.padLabels) + ".npy";
   NpyArray labels;
   if (Status s = readNpy(path, labels, /*map=*/true); !s.ok())
@@ -78,6 +80,7 @@ Status countLabels(const std::string &dir,
     for (size_t r = 0; r + 1 < read.size(); r += 2)
       for (int64_t e = read[r]; e < read[r + 1]; ++e)
         eval.counted[i] +=
+            !(shifted && e % labels.shape.back() == 0) &&
             smp::kernels::common::loadIndex(labels.data(), labels.dtype,
                                             i * per + e) != kIgnoredLabel;
   return Status::success();
@@ -229,7 +232,8 @@ Status loadEvaluation(const Executor &exec, const std::string &dir,
     eval.evaluated = eval.samples;
     if (wanted == globalBatch || eval.sums)
       return Status::success();
-    return countLabels(dir, training.eval_counted_labels(), eval);
+    return countLabels(dir, training.eval_counted_labels(),
+                       training.shift_labels() && !ownLoss, eval);
   }
   // An mse loss whose step returns its predictions: every sample counts,
   // a short batch padded with the stream's next samples, and the loss is
