@@ -61,9 +61,8 @@ int readInputs(const Cli &cli, const smprt::Artifact &artifact, int rank,
     if (inputs[i].dtype == smprt::DType::U8 && smprt::isFloat(want))
       return fail(path + ": input '" + name + "' holds 8-bit values where " +
                   "the model takes " + smprt::dtypeName(want) +
-                  ": scale them as the model's preprocessing does (8-bit "
-                  "pixels: a Hugging Face image processor gives (x / 255 - "
-                  "mean) / std) and save them as float32");
+                  ": scale them as the model's preprocessing does " +
+                  smprt::kPixelScaling + " and save them as float32");
     if (smprt::roundsTo(inputs[i].dtype, want)) {
       smprt::NpyArray &a = inputs[i];
       int64_t n = a.ref().numel();

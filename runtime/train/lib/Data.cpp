@@ -2,6 +2,8 @@
 
 #include "TrainData.h"
 
+#include "smprt/train/DataChecks.h"
+
 #include "smp/kernels/common/Elements.h"
 
 #include <algorithm>
@@ -34,9 +36,8 @@ std::string convertHint(const NpyArray &samples, DType want,
   // Bytes for a float input are most often an image's pixels, which the
   // model's image processor scales and normalises before the model.
   if (samples.dtype == DType::U8 && isFloat(want))
-    hint += ", scaled as the model's preprocessing does (8-bit pixels: a "
-            "Hugging Face image processor gives (x / 255 - mean) / std), "
-            "since training feeds the values as they are";
+    hint += std::string(", scaled as the model's preprocessing does ") +
+            kPixelScaling + ", since training feeds the values as they are";
   return hint;
 }
 
@@ -127,9 +128,7 @@ void copySample(const Dataset &d, int64_t sample, char *dst, size_t rowBytes) {
 
 std::string diagnoseNonFinite(const std::vector<Dataset> &data,
                               const std::string &loss) {
-  std::string labels;
-  if (loss.rfind("cross_entropy:", 0) == 0)
-    labels = loss.substr(loss.rfind(':') + 1);
+  std::string labels = crossEntropyLabels(loss);
   for (const Dataset &d : data) {
     TensorRef batch = d.batchRef();
     int64_t n = batch.numel();
@@ -157,10 +156,8 @@ Status loadDatasets(const Executor &exec, const std::string &dir,
   bool anyDataInput = false;
   // The labels the artifact shifts as it feeds them (smpc --shift-labels).
   const auto &training = artifact.manifest.training();
-  std::string shiftedLabels;
-  if (training.shift_labels() &&
-      training.loss().rfind("cross_entropy:", 0) == 0)
-    shiftedLabels = training.loss().substr(training.loss().rfind(':') + 1);
+  std::string shiftedLabels =
+      training.shift_labels() ? crossEntropyLabels(training.loss()) : "";
   for (const auto &spec : artifact.manifest.inputs()) {
     if (!spec.name().empty() && spec.name()[0] == '@')
       continue; // fed by the trainer

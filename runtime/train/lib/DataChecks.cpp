@@ -114,9 +114,9 @@ std::string copiedLabels(const std::string &labelsPath, const std::string &loss,
 Status checkLabelsNotCopied(const Artifact &artifact, const std::string &dir,
                             const char *flag) {
   const std::string &loss = artifact.manifest.training().loss();
-  if (loss.rfind("cross_entropy:", 0) != 0)
+  std::string labelsName = crossEntropyLabels(loss);
+  if (labelsName.empty())
     return Status::success(); // a model's own loss may shift its labels
-  std::string labelsName = loss.substr(loss.rfind(':') + 1);
   const auto &inputs = artifact.manifest.inputs();
   auto labelsSpec =
       std::find_if(inputs.begin(), inputs.end(),
@@ -214,9 +214,10 @@ const ReadInput *typedInput(const std::vector<ReadInput> &inputs,
   for (int64_t i = 0; i < n; ++i)
     nonzero +=
         smp::kernels::common::loadIndex(types.data(), types.dtype, i) != 0;
+  if (nonzero == 0)
+    return nullptr;
   for (const ReadInput &in : inputs)
-    if (nonzero > 0 &&
-        perSampleOf(in.samples.shape) == perSampleOf(types.shape))
+    if (perSampleOf(in.samples.shape) == perSampleOf(types.shape))
       return &in;
   return nullptr;
 }
@@ -267,9 +268,8 @@ Status checkUnreadInputs(const Artifact &artifact, const std::string &dir,
              in->name + ", " + stem + "), ..., input_names=['" + in->name +
              "', '" + stem +
              "']); smp.export takes the same), or, if that is meant (a causal "
-             "LM padded at the end of "
-             "each sample with labels -100 there: the mask changes no "
-             "loss), pass ";
+             "LM padded at the end of each sample with labels -100 there: "
+             "the mask changes no loss), pass ";
     } else {
       int64_t nonzero = 0;
       const ReadInput *in = typedInput(inputs, a, nonzero);

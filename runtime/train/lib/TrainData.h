@@ -66,6 +66,13 @@ std::string diagnoseNonFinite(const std::vector<Dataset> &data,
 int64_t streamSample(int64_t k, int64_t j, int64_t samples,
                      int64_t globalBatch);
 
+/// The labels input of a `cross_entropy:LOGITS:LABELS` loss (smpc --loss),
+/// "" for another loss.
+inline std::string crossEntropyLabels(const std::string &loss) {
+  return loss.rfind("cross_entropy:", 0) == 0 ? loss.substr(loss.rfind(':') + 1)
+                                              : std::string();
+}
+
 /// The label a `cross_entropy:` loss ignores (smpc's, PyTorch's
 /// ignore_index): an evaluation's padding gets it, and a batch counts the
 /// labels that are not it.

@@ -18,6 +18,12 @@
 
 namespace smprt {
 
+/// How the model's preprocessing scales 8-bit samples for a float input (an
+/// image's pixels), said where training and forward runs refuse them.
+constexpr const char *kPixelScaling =
+    "(8-bit pixels: a Hugging Face image processor gives (x / 255 - mean) / "
+    "std)";
+
 /// How many of the first samples of a file the checks read: the mistakes
 /// they look for show in every sample.
 constexpr int64_t kCheckedSamples = 1024;
